@@ -1,0 +1,13 @@
+"""sourcegrad: automatic differentiation by source transformation, plus an eager autograd.
+
+Compiled mode: `grad`, `value_and_grad`, `show`, `check_grad` turn a numpy function
+into generated Python gradient source (see `api`). Eager mode: a Tensor with
+PyTorch's autograd semantics (see `eager`), so `import sourcegrad as torch` works
+for code written against torch's autograd.
+"""
+from .api import Gradient, check_grad, grad, show, value_and_grad
+from .errors import (NameResolutionError, NoRuleError, NonDifferentiableInputError,
+                     NonScalarOutputError, ShapeError, SourceLocation, SourceNotFoundError,
+                     SourcegradError, UnsupportedSyntaxError, WrtError)
+
+__version__ = "0.1.0"

@@ -1,0 +1,320 @@
+"""Analyses over the IR: shapes and dtypes for one input signature, and activity.
+
+`infer_shapes(fn, signature)` takes an `ir.Function` and one abstract value per
+parameter and returns `{name: AVal}` for every value the body assigns. An
+`AVal` holds a *stand-in*: a zero-strided array of the right shape and dtype
+(no memory, whatever the shape), a sample Python number, or, for values such
+as `x.shape[0]` that are known before the function runs, the value itself. A
+primitive's result is found by running it on stand-ins, except for the ones
+that would do real arithmetic on large stand-ins (elementwise ops, reductions,
+products), whose shapes are computed directly. What cannot be known without
+the data (the length of `x[x > 0]`) is `UNKNOWN`.
+
+`active_values(fn, wrt)` returns the names that depend on a `wrt` parameter
+through differentiable primitives *and* reach the returned value: exactly the
+values that need an adjoint.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ir import Assign, Call, Const, Return, Slc, Tup, Var, reads_of
+from .rules import RULES
+
+
+@dataclass(frozen=True)
+class AVal:
+    """An abstract value: a stand-in with the right type, shape and dtype.
+
+    `known` is True when the stand-in *is* the value (shapes, sizes, static
+    arguments); False when only its type and shape are meaningful.
+    """
+
+    stand_in: object
+    known: bool = False
+
+    @property
+    def shape(self):
+        return np.shape(self.stand_in)
+
+    @property
+    def ndim(self):
+        return np.ndim(self.stand_in)
+
+    @property
+    def dtype(self):
+        return getattr(self.stand_in, "dtype", None)
+
+    @property
+    def is_python_scalar(self) -> bool:
+        return isinstance(self.stand_in, (bool, int, float, complex))
+
+
+UNKNOWN = None  # an AVal slot whose shape cannot be known before the function runs
+
+
+def stand_in(shape, dtype):
+    """A read-only array of `shape` and `dtype` that occupies one element of memory."""
+    dtype = np.dtype(dtype)
+    base = np.zeros((), dtype) if dtype.kind in "biu" else np.ones((), dtype)
+    return np.broadcast_to(base, shape)
+
+
+def aval_of(value) -> AVal:
+    """The abstract value of a concrete argument."""
+    if isinstance(value, (bool, int, str, type(None), tuple, slice)):
+        return AVal(value, known=True)
+    if isinstance(value, float):
+        return AVal(1.0)
+    if isinstance(value, complex):
+        return AVal(1.0j)
+    if isinstance(value, np.generic):
+        return AVal(value.dtype.type(1))
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return AVal(stand_in(shape, dtype))
+    return AVal(value, known=True)
+
+
+def signature_key(args) -> tuple:
+    """What a compiled gradient is specialised on: array types, shapes, dtypes, static values."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is float:
+            key.append(float)
+        elif t is np.ndarray or hasattr(a, "__cuda_array_interface__"):
+            key.append((t, a.shape, a.dtype.str))
+        elif isinstance(a, np.generic):
+            key.append((t,))
+        elif isinstance(a, (bool, int, str, type(None))):
+            key.append((t, a))
+        elif isinstance(a, tuple):
+            key.append((tuple, a))
+        else:
+            key.append((t, getattr(a, "shape", None), str(getattr(a, "dtype", None))))
+    return tuple(key)
+
+
+# --- abstract evaluation of one primitive -----------------------------------------------------
+
+def _concrete(atom, env):
+    """The stand-in for an atom (raising _Unknown if it has none)."""
+    if isinstance(atom, Const):
+        return atom.value, True
+    if isinstance(atom, Var):
+        aval = env.get(atom.name, UNKNOWN)
+        if aval is UNKNOWN:
+            raise _Unknown
+        return aval.stand_in, aval.known
+    if isinstance(atom, Tup):
+        parts = [_concrete(a, env) for a in atom.items]
+        return tuple(p for p, _ in parts), all(k for _, k in parts)
+    if isinstance(atom, Slc):
+        parts = [_concrete(a, env) for a in (atom.lower, atom.upper, atom.step)]
+        return slice(*(p for p, _ in parts)), all(k for _, k in parts)
+    raise TypeError(atom)
+
+
+class _Unknown(Exception):
+    pass
+
+
+def abstract_call(call: Call, env: dict):
+    """The AVal of `call` given the AVals of its arguments (UNKNOWN when it cannot be known)."""
+    rule = RULES[call.op]
+    try:
+        args = [_concrete(a, env) for a in call.args]
+        kwargs = {k: _concrete(a, env) for k, a in call.kwargs}
+    except _Unknown:
+        return UNKNOWN
+    values = [v for v, _ in args]
+    kwvalues = {k: v for k, (v, _) in kwargs.items()}
+    known = all(k for _, k in args) and all(k for k, _ in kwargs.values())
+    if call.op == "getitem" and _is_mask(values[1], args[1][1]):
+        return UNKNOWN  # the length of x[mask] depends on the data
+    if (known and rule.pure) or rule.static_result:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return AVal(rule.forward(*values, **kwvalues), known=True)
+    shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(call.op)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            if shape_fn is not None:
+                result = shape_fn(rule, values, kwvalues)
+            else:
+                result = rule.forward(*values, **kwvalues)
+    except _Unknown:
+        return UNKNOWN
+    return AVal(result, known=False)
+
+
+def _is_mask(index, known):
+    items = index if isinstance(index, tuple) else (index,)
+    return not known and any(getattr(i, "dtype", None) == np.bool_ for i in items)
+
+
+def _tiny(value):
+    """A one-element stand-in with the same type, dtype and rank (for finding result dtypes)."""
+    if isinstance(value, np.ndarray):
+        return stand_in((1,) * value.ndim, value.dtype)
+    return value
+
+
+def _elementwise(rule, values, kwvalues):
+    tiny = rule.forward(*[_tiny(v) for v in values],
+                        **{k: _tiny(v) for k, v in kwvalues.items()})
+    arrays = [v for v in list(values) + list(kwvalues.values()) if isinstance(v, np.ndarray)]
+    if not arrays:
+        return tiny
+    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    return stand_in(shape, np.result_type(tiny))
+
+
+def _reduction(rule, values, kwvalues):
+    bound = rule.bind(values, kwvalues)
+    x = bound["x"]
+    tiny = rule.forward(*[_tiny(v) for v in values], **kwvalues)
+    axis, keepdims = bound.get("axis"), bound.get("keepdims", False)
+    shape = np.shape(x)
+    if axis is None:
+        out_shape = (1,) * len(shape) if keepdims else ()
+    else:
+        axes = {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
+        out_shape = tuple(1 if i in axes else n for i, n in enumerate(shape)
+                          if keepdims or i not in axes)
+    if not out_shape and not isinstance(x, np.ndarray):
+        return tiny
+    return stand_in(out_shape, np.result_type(tiny))
+
+
+def _matmul_shape(rule, values, kwvalues):
+    x, y = values[:2]
+    tiny = np.matmul(_tiny_matmul(x), _tiny_matmul(y))
+    xs, ys = np.shape(x), np.shape(y)
+    if not xs or not ys:
+        raise _Unknown
+    if len(xs) == 1 and len(ys) == 1:
+        out = ()
+    elif len(ys) == 1:
+        out = xs[:-1]
+    elif len(xs) == 1:
+        out = ys[:-2] + ys[-1:]
+    else:
+        out = np.broadcast_shapes(xs[:-2], ys[:-2]) + (xs[-2], ys[-1])
+    return stand_in(out, np.result_type(tiny))
+
+
+def _tiny_matmul(v):
+    return stand_in((1,) * np.ndim(v), np.result_type(v)) if np.ndim(v) else v
+
+
+def _dot_shape(rule, values, kwvalues):
+    x, y = values[:2]
+    xs, ys = np.shape(x), np.shape(y)
+    dtype = np.result_type(_tiny(x) * _tiny(y)) if xs or ys else None
+    if not xs or not ys:
+        return stand_in(np.broadcast_shapes(xs, ys), dtype)
+    if rule.name == "outer":
+        return stand_in((int(np.prod(xs)), int(np.prod(ys))), dtype)
+    if rule.name == "inner":
+        return stand_in(xs[:-1] + ys[:-1], dtype)
+    return stand_in(xs[:-1] + (ys[:-2] + ys[-1:] if len(ys) > 1 else ()), dtype)
+
+
+def _tensordot_shape(rule, values, kwvalues):
+    bound = rule.bind(values, kwvalues)
+    x, y, axes = bound["x"], bound["y"], bound["axes"]
+    if isinstance(axes, int):
+        xa, ya = list(range(x.ndim - axes, x.ndim)), list(range(axes))
+    else:
+        xa, ya = ([a] if isinstance(a, int) else list(a) for a in axes)
+    xa = [a % x.ndim for a in xa]
+    ya = [a % y.ndim for a in ya]
+    out = tuple(n for i, n in enumerate(x.shape) if i not in xa) + \
+        tuple(n for i, n in enumerate(y.shape) if i not in ya)
+    return stand_in(out, np.result_type(x.dtype, y.dtype))
+
+
+def _einsum_shape(rule, values, kwvalues):
+    from .runtime import _parse_einsum
+    subscripts, operands = values[0], values[1:]
+    inputs, output = _parse_einsum(subscripts, operands)
+    sizes = {}
+    for labels, op in zip(inputs, operands):
+        for c, n in zip(labels, np.shape(op)):
+            sizes[c] = max(sizes.get(c, 1), n)
+    return stand_in(tuple(sizes[c] for c in output), np.result_type(*operands))
+
+
+_SHAPE_FUNCTIONS = {
+    "elementwise": _elementwise, "reduction": _reduction,
+    "matmul": _matmul_shape, "matmul_op": _matmul_shape,
+    "dot": _dot_shape, "outer": _dot_shape, "inner": _dot_shape,
+    "tensordot": _tensordot_shape, "einsum": _einsum_shape,
+}
+
+
+def infer_shapes(fn, avals: list) -> dict:
+    """AVals of the parameters and of every value `fn`'s straight-line body assigns."""
+    env = dict(zip(fn.params, avals))
+    for name, value in fn.free.items():
+        env[name] = aval_of(value)
+    for stmt in fn.body:
+        if isinstance(stmt, Assign):
+            env[stmt.target] = eval_value(stmt.value, env)
+    return env
+
+
+def eval_value(value, env):
+    """The AVal of an assignment's right-hand side (a Call or an atom)."""
+    if isinstance(value, Call):
+        return abstract_call(value, env)
+    try:
+        v, known = _concrete(value, env)
+    except _Unknown:
+        return UNKNOWN
+    return AVal(v, known)
+
+
+# --- activity -------------------------------------------------------------------------------
+
+def active_values(fn, wrt: list) -> set:
+    """Names that depend on `wrt` through differentiable primitives and reach the return."""
+    varied = set(wrt)
+    for stmt in fn.body:
+        if isinstance(stmt, Assign) and any(n in varied for n in reads_of(stmt)):
+            value = stmt.value
+            if isinstance(value, Call):
+                rule = RULES[value.op]
+                if rule.differentiable and _varied_inputs_have_vjps(rule, value, varied):
+                    varied.add(stmt.target)
+            else:
+                varied.add(stmt.target)
+    useful = set()
+    for stmt in reversed(fn.body):
+        if isinstance(stmt, Return):
+            useful.update(reads_of(stmt))
+        elif isinstance(stmt, Assign) and stmt.target in useful:
+            useful.update(reads_of(stmt))
+    return varied & useful
+
+
+def _varied_inputs_have_vjps(rule, call, varied):
+    """False when every varied input is one the rule gives no gradient (an index, a condition)."""
+    if not rule.vjps:
+        return True  # a primitive without rules yet: the reverse pass reports it
+    for i, atom in enumerate(call.args):
+        if isinstance(atom, Var) and atom.name in varied and rule.vjp_for(i) is not None:
+            return True
+    params = rule.signature().parameters
+    names = list(params)
+    for k, atom in call.kwargs:
+        if isinstance(atom, Var) and atom.name in varied and k in names:
+            if rule.vjp_for(names.index(k)) is not None:
+                return True
+    return False

@@ -1,0 +1,313 @@
+"""The compiled API: `grad`, `value_and_grad`, `show`, `check_grad`.
+
+`grad(f, wrt=0)` returns a `Gradient`: a callable that, on its first call with
+a given input signature (array shapes and dtypes, Python scalar types, static
+values), runs the pipeline
+
+    frontend.parse -> frontend.lower -> analysis.infer_shapes -> reverse.reverse
+        -> optimize.optimize -> codegen.generate -> codegen.load
+
+and caches the loaded function per signature; later calls go straight to it.
+The lowered IR is cached per function, since it does not depend on shapes.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import errors
+from .analysis import aval_of, infer_shapes, signature_key
+from .codegen import BACKENDS, SourceInfo, generate, load
+from .frontend import function_to_ir
+from .ir import Assign
+from .names import Namer
+from .optimize import optimize
+from .reverse import reverse
+from .rules import TEMPLATE_NAMESPACE
+
+
+@dataclass
+class Compiled:
+    """One specialisation: the generated source, its module and function, and what it saves."""
+
+    source: str
+    module: object
+    fn: object
+    saved: list
+
+
+def _normalize_wrt(fn, wrt):
+    params = list(inspect.signature(fn).parameters)
+    single = not isinstance(wrt, (tuple, list))
+    items = [wrt] if single else list(wrt)
+    if not items:
+        raise errors.WrtError("wrt is empty; give an argument index, a name, or a tuple of them")
+    positions = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise errors.WrtError(f"wrt must be an argument index or name, got {item!r}")
+        if isinstance(item, str):
+            if item not in params:
+                raise errors.WrtError(f"wrt={item!r} names no argument of {fn.__name__}"
+                                      f"({', '.join(params)})")
+            positions.append(params.index(item))
+        else:
+            if not -len(params) <= item < len(params):
+                raise errors.WrtError(f"wrt={item} is out of range: {fn.__name__} takes "
+                                      f"{len(params)} argument(s) ({', '.join(params)})")
+            positions.append(item % len(params))
+    if len(set(positions)) != len(positions):
+        raise errors.WrtError(f"wrt={wrt!r} names an argument twice")
+    return tuple(positions), single
+
+
+def _check_differentiable(name, value):
+    if isinstance(value, bool) or isinstance(value, (int, np.integer)):
+        raise errors.NonDifferentiableInputError(
+            f"argument {name!r} is an integer ({value!r}); gradients are defined for floating-point "
+            f"inputs: pass {float(value)!r} or an array of floats")
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise errors.NonDifferentiableInputError(
+            f"argument {name!r} has dtype {dtype}; gradients are defined for floating-point "
+            "arrays: convert it with .astype(float)")
+    if dtype is None and not isinstance(value, float):
+        raise errors.NonDifferentiableInputError(
+            f"argument {name!r} is a {type(value).__name__}; sourcegrad differentiates with respect "
+            "to floats, numpy floating scalars and floating-point arrays")
+
+
+def _like_input(g, x, args):
+    """Give a gradient its input's type, shape and dtype, in memory of its own.
+
+    Generated code may return an input itself (the gradient of sum(a * b) with
+    respect to a is b) or a read-only broadcast view; those are copied.
+    """
+    if isinstance(x, np.generic):
+        return x.dtype.type(g)
+    if isinstance(x, float):
+        return float(g)
+    dtype = x.dtype
+    if type(g) is np.ndarray and g.dtype == dtype and g.shape == x.shape and g.flags.writeable \
+            and g.base is None and not any(g is a for a in args):
+        return g
+    g = np.asarray(g, dtype=dtype)
+    if g.shape != x.shape:
+        g = np.broadcast_to(g, x.shape)
+    if not g.flags.writeable or g.base is not None or any(g is a for a in args):
+        g = g.copy()
+    return g
+
+
+class Gradient:
+    """A compiled gradient of `fn` (see `grad`)."""
+
+    def __init__(self, fn, wrt=0, with_value=False, backend="numpy"):
+        if not isinstance(inspect.unwrap(fn), types.FunctionType):
+            raise errors.SourceNotFoundError(
+                f"{fn!r} is not a Python function with source; sourcegrad differentiates "
+                "functions written in Python (numpy functions are differentiated through "
+                "their rules when a Python function calls them)")
+        if backend not in BACKENDS:
+            raise errors.SourcegradError(f"unknown backend {backend!r}; choose one of "
+                                         f"{', '.join(BACKENDS)}")
+        self.fn = fn
+        self.wrt, self._single = _normalize_wrt(fn, wrt)
+        self.with_value = with_value
+        self.backend = backend
+        self._params = list(inspect.signature(fn).parameters)
+        self._signature = inspect.signature(fn)
+        self._cache: dict = {}
+        self._lock = threading.Lock()
+        self._last: Compiled | None = None
+        self._ir = None
+        functools.update_wrapper(self, fn)
+        self.__wrapped__ = fn
+
+    # -- calling -------------------------------------------------------------------------------
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            bound = self._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
+        key = signature_key(args)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            compiled = self.compile(args, key)
+        self._last = compiled
+        result = compiled.fn(*args)
+        if self.with_value:
+            value, grads = result
+            return value, self._finish(grads, args)
+        return self._finish(result, args)
+
+    def _finish(self, grads, args):
+        if self._single:
+            return _like_input(grads, args[self.wrt[0]], args)
+        return tuple(_like_input(g, args[i], args) for g, i in zip(grads, self.wrt))
+
+    # -- compiling -----------------------------------------------------------------------------
+
+    def ir(self):
+        if self._ir is None:
+            self._ir = function_to_ir(self.fn)
+        return self._ir
+
+    def compile(self, args, key=None) -> Compiled:
+        """Generate, load and cache the gradient for the signature of `args`."""
+        key = signature_key(args) if key is None else key
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+            if len(args) != len(self._params):
+                raise TypeError(f"{self.fn.__name__}() takes {len(self._params)} arguments, "
+                                f"got {len(args)}")
+            for i in self.wrt:
+                _check_differentiable(self._params[i], args[i])
+            primal = self.ir()
+            env = infer_shapes(primal, [aval_of(a) for a in args])
+            namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
+            grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
+                              as_tuple=not self._single)
+            shapes = {n: a.shape for n, a in env.items() if a is not None
+                      and not a.is_python_scalar and hasattr(a.stand_in, "shape")}
+            optimized = optimize(grad_ir, shapes)
+            forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
+            info = SourceInfo(primal.source_file, self.fn.__qualname__,
+                              tuple(self._params[i] for i in self.wrt), forward)
+            source = generate(optimized, info, BACKENDS[self.backend])
+            module = load(source, optimized.name, primal.free)
+            saved = _saved_values(optimized, forward | set(primal.params), env)
+            compiled = Compiled(source, module, getattr(module, optimized.name), saved)
+            self._cache[key] = compiled
+            self._last = compiled
+            return compiled
+
+    @property
+    def source(self) -> str:
+        """The generated module's text for the most recent input signature."""
+        if self._last is None:
+            raise errors.SourcegradError(
+                f"the gradient of {self.fn.__name__} is generated for the shapes of its inputs; "
+                "call it once first, or use sourcegrad.show(f, *example_args)")
+        return self._last.source
+
+    @property
+    def saved(self) -> list:
+        """What the backward keeps from the forward: name, shape, dtype, bytes."""
+        if self._last is None:
+            raise errors.SourcegradError("call the gradient once first")
+        return self._last.saved
+
+    def __repr__(self):
+        return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"
+
+
+def _names_in(fn) -> set:
+    names = set(fn.params) | set(fn.user_names) | set(fn.free)
+    names.update(s.target for s in fn.body if isinstance(s, Assign))
+    return names
+
+
+def _saved_values(fn, forward_names, env):
+    """Forward values that backward statements read (the residuals)."""
+    from .ir import reads_of
+    backward_reads = []
+    for stmt in fn.body:
+        if isinstance(stmt, Assign) and stmt.target not in forward_names:
+            for n in reads_of(stmt):
+                if n in forward_names and n not in backward_reads:
+                    backward_reads.append(n)
+    out = []
+    for n in backward_reads:
+        aval = env.get(n)
+        shape = aval.shape if aval is not None else None
+        dtype = str(aval.dtype) if aval is not None and aval.dtype is not None else \
+            type(aval.stand_in).__name__ if aval is not None else None
+        nbytes = int(np.prod(shape)) * np.dtype(aval.dtype).itemsize \
+            if aval is not None and aval.dtype is not None else 8
+        out.append({"name": n, "shape": shape, "dtype": dtype, "bytes": nbytes})
+    return out
+
+
+# --- public functions -------------------------------------------------------------------------
+
+def grad(fn=None, wrt=0, *, backend="numpy"):
+    """The gradient of a scalar-valued numpy function, as generated Python source.
+
+    `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
+    is an argument index, an argument name, or a tuple of them (then the result is a
+    tuple of gradients). Each gradient has its input's shape and dtype.
+    """
+    if fn is None:
+        return lambda f: Gradient(f, wrt, False, backend)
+    return Gradient(fn, wrt, False, backend)
+
+
+def value_and_grad(fn=None, wrt=0, *, backend="numpy"):
+    """Like `grad`, but the result is `(f(*args), gradient)`."""
+    if fn is None:
+        return lambda f: Gradient(f, wrt, True, backend)
+    return Gradient(fn, wrt, True, backend)
+
+
+def show(fn, *args, wrt=0, backend="numpy", file=None):
+    """Print the generated gradient source of `fn` for the signature of `args`."""
+    g = fn if isinstance(fn, Gradient) else Gradient(fn, wrt, False, backend)
+    source = g.compile(args).source
+    print(source, end="", file=file)
+    return source
+
+
+def check_grad(fn, *args, wrt=0, eps=1e-6, rtol=1e-6, atol=1e-8):
+    """Compare the compiled gradient with central finite differences; return the max error.
+
+    Raises `GradientCheckError` when any component differs by more than
+    `atol + rtol * |numeric|` (after scaling the step for the input's magnitude).
+    """
+    g = Gradient(fn, wrt)
+    analytic = g(*args)
+    analytic = analytic if isinstance(analytic, tuple) and not g._single else (analytic,)
+    worst = 0.0
+    for pos, ana in zip(g.wrt, analytic):
+        numeric = numeric_grad(fn, args, pos, eps)
+        err = np.max(np.abs(np.asarray(ana) - numeric) / (atol + rtol * np.abs(numeric) + 1e-300))
+        worst = max(worst, float(err))
+        if not np.allclose(ana, numeric, rtol=rtol, atol=atol):
+            raise GradientCheckError(
+                f"gradient of {fn.__name__} wrt argument {pos} differs from central finite "
+                f"differences:\n  compiled: {np.asarray(ana)!r}\n  numeric:  {numeric!r}")
+    return worst
+
+
+def numeric_grad(fn, args, pos, eps=1e-6):
+    """Central finite differences of scalar `fn` with respect to argument `pos` (float64)."""
+    x = args[pos]
+    base = np.array(x, dtype=np.float64)
+    out = np.zeros_like(base)
+    flat, out_flat = base.reshape(-1), out.reshape(-1)
+    for i in range(flat.size):
+        step = eps * max(1.0, abs(flat[i]))
+        orig = flat[i]
+        flat[i] = orig + step
+        hi = fn(*_replace(args, pos, base, x))
+        flat[i] = orig - step
+        lo = fn(*_replace(args, pos, base, x))
+        flat[i] = orig
+        out_flat[i] = (float(hi) - float(lo)) / (2 * step)
+    return float(out) if isinstance(x, float) else out
+
+
+def _replace(args, pos, value, like):
+    v = float(value) if isinstance(like, float) else value.copy()
+    return tuple(v if i == pos else a for i, a in enumerate(args))
+
+
+class GradientCheckError(errors.SourcegradError, AssertionError):
+    """The compiled gradient disagrees with finite differences."""

@@ -1,0 +1,181 @@
+"""The `sourcegrad` command (also `python -m sourcegrad`).
+
+    sourcegrad demo                         a guided run: compile, read, verify
+    sourcegrad show FILE.py:FUNC [--wrt a,b] [--saved]
+    sourcegrad gen [--check] [--examples DIR] [--out DIR]
+
+`show` and `gen` need example inputs, since a gradient is generated for the
+shapes of its inputs: a file lists them as `EXAMPLES = {"func": make_args}`,
+and `GOLDEN = [("func", wrt), ...]` names the gradients `gen` writes to
+`generated/`. Errors print one line and exit 1; `--debug` shows the traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+from . import api, errors
+
+GOLDEN_NOTE = "# Regenerate with `python -m sourcegrad gen` from the repository root; CI checks it."
+
+
+class CLIError(Exception):
+    pass
+
+
+def _load_module(path):
+    if not os.path.exists(path):
+        raise CLIError(f"file not found: {path}")
+    name = "sourcegrad_user_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _example_args(module, func_name, path):
+    examples = getattr(module, "EXAMPLES", {})
+    if func_name not in examples:
+        raise CLIError(f"{path} gives no example inputs for {func_name}: a gradient is generated "
+                       f"for the shapes of its inputs, so add EXAMPLES = {{{func_name!r}: "
+                       "make_args}} where make_args() returns the arguments")
+    return examples[func_name]()
+
+
+def _parse_wrt(text):
+    if text is None:
+        return 0
+    items = [int(t) if t.strip().lstrip("-").isdigit() else t.strip() for t in text.split(",")]
+    return items[0] if len(items) == 1 else tuple(items)
+
+
+def _highlight(source):
+    """Syntax colours on a terminal when pygments is installed; plain text otherwise."""
+    if not sys.stdout.isatty():
+        return source
+    try:
+        from pygments import highlight
+        from pygments.formatters import TerminalFormatter
+        from pygments.lexers import PythonLexer
+    except ImportError:
+        return source
+    return highlight(source, PythonLexer(), TerminalFormatter())
+
+
+def cmd_show(args):
+    path, _, func_name = args.target.rpartition(":")
+    if not path:
+        raise CLIError("give the function as FILE.py:FUNC")
+    module = _load_module(path)
+    fn = getattr(module, func_name, None)
+    if fn is None:
+        raise CLIError(f"{path} has no function {func_name!r}")
+    fn = getattr(fn, "__wrapped__", fn)
+    inputs = _example_args(module, func_name, path)
+    g = api.Gradient(fn, _parse_wrt(args.wrt))
+    compiled = g.compile(tuple(inputs))
+    print(_highlight(compiled.source), end="")
+    if args.saved:
+        print("\n# saved for the backward pass:")
+        for item in compiled.saved:
+            print(f"#   {item['name']}: shape {item['shape']}, {item['dtype']}, "
+                  f"{item['bytes']} bytes")
+    return 0
+
+
+def golden_files(examples_dir):
+    """(path, text) of every golden gradient the example files ask for, in a fixed order."""
+    out = []
+    for filename in sorted(os.listdir(examples_dir)):
+        if not filename.endswith(".py"):
+            continue
+        path = os.path.join(examples_dir, filename)
+        with open(path) as f:
+            if "GOLDEN" not in f.read():
+                continue
+        module = _load_module(path)
+        for func_name, wrt in getattr(module, "GOLDEN", []):
+            fn = getattr(module, func_name)
+            fn = getattr(fn, "__wrapped__", fn)
+            inputs = tuple(_example_args(module, func_name, path))
+            g = api.Gradient(fn, wrt)
+            source = g.compile(inputs).source
+            signature = ", ".join(_describe_input(name, value) for name, value in
+                                  zip(g._params, inputs))
+            lines = source.split("\n", 1)
+            text = f"{lines[0]}\n# Inputs: {signature}.\n{GOLDEN_NOTE}\n{lines[1]}"
+            wrt_part = "_".join(g._params[i] for i in g.wrt)
+            stem = os.path.splitext(filename)[0]
+            out.append((f"{stem}_{func_name}_d{wrt_part}.py", text))
+    return out
+
+
+def _describe_input(name, value):
+    if isinstance(value, np.ndarray):
+        return f"{name} {value.dtype} {value.shape}"
+    return f"{name} {type(value).__name__}"
+
+
+def cmd_gen(args):
+    files = golden_files(args.examples)
+    os.makedirs(args.out, exist_ok=True)
+    stale = []
+    for name, text in files:
+        path = os.path.join(args.out, name)
+        current = open(path).read() if os.path.exists(path) else None
+        if current != text:
+            stale.append(path)
+            if not args.check:
+                with open(path, "w") as f:
+                    f.write(text)
+    expected = {name for name, _ in files}
+    extra = sorted(f for f in os.listdir(args.out) if f.endswith(".py") and f not in expected)
+    if args.check:
+        for path in stale:
+            print(f"stale or missing: {path}")
+        for name in extra:
+            print(f"not generated by any example: {os.path.join(args.out, name)}")
+        if stale or extra:
+            print("run `python -m sourcegrad gen` and commit the result")
+            return 1
+        print(f"{len(files)} generated files are up to date")
+        return 0
+    for name in extra:
+        os.remove(os.path.join(args.out, name))
+    print(f"wrote {len(stale)} of {len(files)} files in {args.out}"
+          + (f", removed {len(extra)}" if extra else ""))
+    return 0
+
+
+def cmd_demo(args):
+    from . import demo
+    return demo.run()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="sourcegrad", description=__doc__.split("\n")[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="a guided run through sourcegrad")
+    show = sub.add_parser("show", help="print a function's generated gradient")
+    show.add_argument("target", help="FILE.py:FUNC")
+    show.add_argument("--wrt", help="argument names or indices, comma separated")
+    show.add_argument("--saved", action="store_true", help="list what the backward keeps")
+    gen = sub.add_parser("gen", help="regenerate generated/ from the examples")
+    gen.add_argument("--check", action="store_true", help="fail when a file is stale")
+    gen.add_argument("--examples", default="examples")
+    gen.add_argument("--out", default="generated")
+    args = parser.parse_args(argv)
+    handler = {"demo": cmd_demo, "show": cmd_show, "gen": cmd_gen}[args.command]
+    try:
+        return handler(args)
+    except (CLIError, errors.SourcegradError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"sourcegrad: error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,2 @@
+"""Eager autograd: a numpy-backed Tensor with PyTorch semantics (being written)."""
+__all__ = []

@@ -1,0 +1,69 @@
+"""Every error a user can cause derives from `SourcegradError`.
+
+Errors about the user's source carry a `SourceLocation` and print it the way a
+traceback would: file, line, and the text of that line, so the message points at
+the construct the user wrote rather than at sourcegrad's internals.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where a construct stands in the user's source (1-based line, 0-based column)."""
+
+    file: str
+    line: int
+    col: int = 0
+    text: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+class SourcegradError(Exception):
+    """Base class of every error sourcegrad raises on purpose."""
+
+    def __init__(self, message: str, loc: SourceLocation | None = None):
+        self.message = message
+        self.loc = loc
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        if self.loc is None:
+            return self.message
+        text = f"\n    {self.loc.text.strip()}" if self.loc.text.strip() else ""
+        return f"{self.loc}: {self.message}{text}"
+
+
+class UnsupportedSyntaxError(SourcegradError):
+    """A Python construct the compiler does not differentiate (yet)."""
+
+
+class SourceNotFoundError(SourcegradError):
+    """The function has no retrievable Python source (exec, REPL, builtin)."""
+
+
+class NoRuleError(SourcegradError):
+    """A call to a function that has neither a derivative rule nor Python source."""
+
+
+class NameResolutionError(SourcegradError):
+    """A name in the function body that is neither local, global, closure nor builtin."""
+
+
+class NonScalarOutputError(SourcegradError):
+    """`grad` of a function whose output is not a scalar."""
+
+
+class NonDifferentiableInputError(SourcegradError):
+    """A `wrt` argument that is not a floating-point value."""
+
+
+class WrtError(SourcegradError):
+    """A `wrt` that names no argument or is out of range."""
+
+
+class ShapeError(SourcegradError):
+    """Shapes that cannot work together, found while specialising a gradient."""

@@ -1,0 +1,174 @@
+"""The intermediate representation: A-normal form with structured control flow.
+
+Every intermediate value has a name; every operation is a `Call` of a primitive
+from the rule table whose arguments are atoms (names and constants), so each
+statement is one step a derivative rule can see. Control flow stays structured
+(`If`, `For`, `While`, `Break`, `Continue`, `Return`) instead of being lowered to
+jumps: the reverse pass mirrors it, and generated code keeps the user's shape.
+
+Every statement carries the `SourceLocation` of the user line it came from;
+generated code uses it for its comments and errors use it for their messages.
+
+The IR is plain data (frozen dataclasses for atoms, dataclasses for statements).
+Passes build new lists instead of mutating shared ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from .errors import SourceLocation
+
+
+# --- atoms: the only things an operation may take as arguments ---------------------------------
+
+@dataclass(frozen=True)
+class Var:
+    """A named value: a parameter, a user variable (one name per assignment) or a temporary."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal: number, bool, None, str, Ellipsis, or a slice/tuple made of those."""
+
+    value: object
+
+
+@dataclass(frozen=True)
+class Tup:
+    """A tuple whose items are atoms, at least one of them a `Var` (`(n, -1)`, `x[i, :]`)."""
+
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Slc:
+    """A slice with at least one `Var` bound (`x[i:i + 2]`)."""
+
+    lower: object
+    upper: object
+    step: object
+
+
+Atom = Union[Var, Const, Tup, Slc]
+
+
+def atom_vars(atom) -> list[str]:
+    """Names an atom reads."""
+    if isinstance(atom, Var):
+        return [atom.name]
+    if isinstance(atom, Tup):
+        return [n for item in atom.items for n in atom_vars(item)]
+    if isinstance(atom, Slc):
+        return [n for part in (atom.lower, atom.upper, atom.step) for n in atom_vars(part)]
+    return []
+
+
+def substitute_atom(atom, mapping: dict):
+    """Replace `Var`s by the atoms `mapping` gives for their names."""
+    if isinstance(atom, Var):
+        return mapping.get(atom.name, atom)
+    if isinstance(atom, Tup):
+        return Tup(tuple(substitute_atom(a, mapping) for a in atom.items))
+    if isinstance(atom, Slc):
+        return Slc(*(substitute_atom(a, mapping) for a in (atom.lower, atom.upper, atom.step)))
+    return atom
+
+
+# --- expressions and statements -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Call:
+    """A primitive applied to atoms; `op` is a key of `rules.RULES`."""
+
+    op: str
+    args: tuple = ()
+    kwargs: tuple = ()  # ((name, atom), ...) in the order the user wrote them
+
+    def atoms(self):
+        return list(self.args) + [a for _, a in self.kwargs]
+
+    def reads(self) -> list[str]:
+        return [n for a in self.atoms() for n in atom_vars(a)]
+
+
+@dataclass
+class Assign:
+    """`target = value`, where value is a `Call` or an atom (a copy)."""
+
+    target: str
+    value: object
+    loc: SourceLocation | None = None
+    # for backward statements: the rules whose VJPs produced this value (for the comment)
+    note: str = ""
+
+
+@dataclass
+class Return:
+    value: object
+    loc: SourceLocation | None = None
+
+
+@dataclass
+class If:
+    test: object
+    body: list
+    orelse: list
+    loc: SourceLocation | None = None
+
+
+@dataclass
+class For:
+    target: str
+    iter: object
+    body: list
+    loc: SourceLocation | None = None
+
+
+@dataclass
+class While:
+    test_body: list  # statements computing `test`, re-run before every iteration
+    test: object
+    body: list
+    loc: SourceLocation | None = None
+
+
+@dataclass
+class Break:
+    loc: SourceLocation | None = None
+
+
+@dataclass
+class Continue:
+    loc: SourceLocation | None = None
+
+
+def reads_of(stmt) -> list[str]:
+    """Names a simple statement reads."""
+    if isinstance(stmt, Assign):
+        v = stmt.value
+        return v.reads() if isinstance(v, Call) else atom_vars(v)
+    if isinstance(stmt, Return):
+        return atom_vars(stmt.value)
+    return []
+
+
+@dataclass
+class Function:
+    """A function in IR form.
+
+    `free` maps names the body reads but does not define (user globals, closure
+    values, runtime helpers) to the objects they stand for; the generated module
+    binds them. `source_file` and `name` say where the function came from.
+    """
+
+    name: str
+    params: list
+    body: list
+    source_file: str = "<unknown>"
+    loc: SourceLocation | None = None
+    free: dict = field(default_factory=dict)
+    # names that came from the user's source (kept verbatim; temporaries are renamed freely)
+    user_names: set = field(default_factory=set)

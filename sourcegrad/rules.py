@@ -1,0 +1,510 @@
+"""The rule table: one derivative rule per primitive, shared by compiler and eager engine.
+
+A primitive is an operation the compiler does not look inside: a numpy function,
+an operator, an attribute read, or a runtime helper. Each has a `Rule`:
+
+    defvjp("multiply", np.multiply, Spelling.func("multiply"),
+           lambda g, ans, x, y: unbroadcast(g * y, x),
+           lambda g, ans, x, y: unbroadcast(g * x, y))
+
+One vector-Jacobian product (VJP) per positional input; `None` for inputs that
+carry no gradient. A VJP's parameters are `g` (the adjoint of the result), `ans`
+(the result), then the primitive's own parameters, with their defaults. The
+same lambda serves both modes:
+
+* the eager engine calls it on arrays;
+* the compiler reads its source (a template), substitutes the names, folds what
+  is constant and inlines the expression into the generated backward. The
+  names the body reads (`ans`, `x`, `y`) are the forward values the backward
+  keeps, so a rule that does not read `x` never makes the compiler save it.
+
+Templates may use `np.<function>`, the helpers of `sourcegrad.runtime`,
+attribute reads, operators and conditional expressions whose tests become
+constant once the call's static arguments and ranks are known. Each VJP lambda
+starts on a line of its own, so its source can be found from its code object.
+
+Edge values follow torch where torch and numpy's peers differ: clip passes the
+gradient at a bound, `maximum`/`minimum` and full `max`/`min` split ties evenly,
+`prod` with a zero is exact, `abs'(0) = 0`.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Callable
+
+import gast
+import numpy as np
+
+from . import runtime
+from .runtime import (dot_grad, einsum_grad, expand_reduced, inner_grad, inverse_permutation,
+                      max_grad, prod_grad, reduced_count, take_part, tensordot_grad, unbroadcast,
+                      unindex, untake)
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How generated code writes a call of the primitive.
+
+    kind is one of: "binop" / "unaryop" / "compare" (an operator symbol),
+    "func" (a function of the array namespace, `np.exp`), "module" (a fixed
+    dotted path such as `math.exp`), "helper" (a `sourcegrad.runtime` helper),
+    "builtin" (`len`, `float`), "attr" (`x.T`), "method" (`x.astype(...)`),
+    "getitem" (`x[index]`).
+    """
+
+    kind: str
+    text: str = ""
+
+    @staticmethod
+    def func(name):
+        return Spelling("func", name)
+
+
+@dataclass
+class Rule:
+    """Everything sourcegrad knows about one primitive."""
+
+    name: str
+    fn: Callable | None
+    spelling: Spelling
+    vjps: tuple = ()
+    # positional parameter names, keyword defaults, and the *varargs name if any
+    params: tuple = ()
+    defaults: dict = field(default_factory=dict)
+    varargs: str | None = None
+    # "elementwise" (shape follows broadcasting), "reduction", or "other"
+    kind: str = "other"
+    # a primitive with no VJP at all: its result carries no gradient (comparisons, argmax)
+    differentiable: bool = True
+    # safe to evaluate at compile time when every argument is a constant
+    pure: bool = True
+    # the forward takes its *varargs as one sequence: np.concatenate([a, b], axis=0)
+    sequence_input: bool = False
+    # the result is known before the function runs (x.shape, len(x)): it depends on shapes only
+    static_result: bool = False
+    # the name generated comments use: `x * y` and `np.multiply` are both "multiply"
+    family: str = ""
+
+    def __post_init__(self):
+        self.family = self.family or self.name
+
+    def forward(self, *args, **kwargs):
+        """Run the primitive itself on concrete values."""
+        if self.sequence_input:
+            return self.fn(list(args), **kwargs)
+        return self.fn(*args, **kwargs)
+
+    def signature(self) -> inspect.Signature:
+        return _signature(self)
+
+    def bind(self, args, kwargs):
+        """Map a call's positional and keyword arguments to parameter names, defaults filled in."""
+        bound = self.signature().bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def vjp_for(self, argnum: int):
+        """The VJP lambda for positional input `argnum` (or for any *varargs input), or None."""
+        if self.varargs is not None and argnum >= len(self.params):
+            return self.vjps[-1]
+        return self.vjps[argnum] if argnum < len(self.vjps) else None
+
+
+RULES: dict[str, Rule] = {}
+_BY_FUNCTION: dict[int, str] = {}
+
+
+def rule_for_function(fn) -> Rule | None:
+    """The rule registered for a callable object (np.exp, math.sin, ...), if any."""
+    name = _BY_FUNCTION.get(id(fn))
+    return RULES.get(name) if name is not None else None
+
+
+def defvjp(name, fn, spelling, *vjps, kind="other", pure=True, register_fn=True,
+           sequence_input=False):
+    """Register `name` with one VJP per positional input (None: no gradient for it).
+
+    For a primitive with *varargs inputs (concatenate, stack, einsum), the last VJP
+    serves every one of them and receives its position as the keyword `argnum`.
+    """
+    template = next((v for v in vjps if v is not None), None)
+    params, defaults, varargs = _params_of(template) if template else ((), {}, None)
+    rule = Rule(name, fn, spelling, tuple(vjps), params, defaults, varargs, kind,
+                differentiable=True, pure=pure, sequence_input=sequence_input)
+    _register(rule, fn if register_fn else None)
+    for vjp in vjps:
+        if vjp is not None:
+            vjp_template(vjp)  # fail at import time if the source cannot be found
+    return rule
+
+
+def defnondiff(name, fn, spelling, params=None, kind="other", pure=True, register_fn=True):
+    """Register a primitive whose result carries no gradient (its derivative is zero or undefined)."""
+    rule = Rule(name, fn, spelling, (), tuple(params or ()), {}, None, kind,
+                differentiable=False, pure=pure)
+    _register(rule, fn if register_fn else None)
+    return rule
+
+
+def defprimitive(name, fn, spelling, kind="other", pure=True):
+    """Register a differentiable primitive whose VJPs are not written yet: using them is an error."""
+    rule = Rule(name, fn, spelling, (), (), {}, None, kind, differentiable=True, pure=pure)
+    _register(rule, fn)
+    return rule
+
+
+def alias(name, fn, spelling, like):
+    """A second spelling of an existing primitive (`x * y` and `np.multiply`) sharing its VJPs."""
+    base = RULES[like]
+    rule = Rule(name, fn, spelling, base.vjps, base.params, base.defaults, base.varargs,
+                base.kind, base.differentiable, base.pure, base.sequence_input,
+                base.static_result, base.family)
+    _register(rule, fn)
+    return rule
+
+
+def _register(rule, fn):
+    if rule.name in RULES:
+        raise ValueError(f"primitive {rule.name!r} is registered twice")
+    RULES[rule.name] = rule
+    if fn is not None and id(fn) not in _BY_FUNCTION:
+        _BY_FUNCTION[id(fn)] = rule.name
+
+
+def _params_of(vjp):
+    sig = inspect.signature(vjp)
+    names = list(sig.parameters)
+    if names[:2] != ["g", "ans"]:
+        raise ValueError(f"a VJP's first parameters must be (g, ans), got {names[:2]}")
+    params, defaults, varargs = [], {}, None
+    for p in list(sig.parameters.values())[2:]:
+        if p.kind is p.VAR_POSITIONAL:
+            varargs = p.name
+        elif p.name == "argnum":
+            continue  # filled in by whoever calls the VJP of a *varargs input
+        elif p.default is p.empty and p.kind is not p.KEYWORD_ONLY:
+            params.append(p.name)
+        else:
+            if p.kind is not p.KEYWORD_ONLY:
+                params.append(p.name)
+            defaults[p.name] = p.default
+    return tuple(params), defaults, varargs
+
+
+def _signature(rule):
+    kinds = inspect.Parameter
+    ps = []
+    for name in rule.params:
+        if name in rule.defaults:
+            ps.append(kinds(name, kinds.POSITIONAL_OR_KEYWORD, default=rule.defaults[name]))
+        else:
+            ps.append(kinds(name, kinds.POSITIONAL_OR_KEYWORD))
+    if rule.varargs:
+        ps.append(kinds(rule.varargs, kinds.VAR_POSITIONAL))
+    for name, value in rule.defaults.items():
+        if name not in rule.params:
+            ps.append(kinds(name, kinds.KEYWORD_ONLY, default=value))
+    return inspect.Signature(ps)
+
+
+# --- templates ---------------------------------------------------------------------------------
+
+_TEMPLATE_CACHE: dict[int, gast.Lambda] = {}
+_MODULE_LAMBDAS: dict[str, dict[int, list]] = {}
+
+
+def vjp_template(vjp) -> gast.Lambda:
+    """The gast `Lambda` node of a VJP, found in its module's source by its first line."""
+    key = id(vjp.__code__)
+    if key not in _TEMPLATE_CACHE:
+        code = vjp.__code__
+        by_line = _MODULE_LAMBDAS.get(code.co_filename)
+        if by_line is None:
+            with open(code.co_filename) as f:
+                tree = gast.parse(f.read())
+            by_line = {}
+            for node in gast.walk(tree):
+                if isinstance(node, gast.Lambda):
+                    by_line.setdefault(node.lineno, []).append(node)
+            _MODULE_LAMBDAS[code.co_filename] = by_line
+        found = by_line.get(code.co_firstlineno, [])
+        if len(found) != 1:
+            raise ValueError(f"{code.co_filename}:{code.co_firstlineno}: a VJP lambda must "
+                             "start on a line of its own")
+        _TEMPLATE_CACHE[key] = found[0]
+    return _TEMPLATE_CACHE[key]
+
+
+# Names a template may use, with the objects they stand for (the compiler resolves them).
+TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
+    "unbroadcast", "unindex", "take_part", "expand_reduced", "reduced_count", "prod_grad",
+    "max_grad", "dot_grad", "inner_grad", "tensordot_grad", "einsum_grad",
+    "inverse_permutation", "untake")}}
+
+
+# --- the table -------------------------------------------------------------------------------
+
+def _func(name):
+    return Spelling("func", name)
+
+
+def _helper(name):
+    return Spelling("helper", name)
+
+
+# Operators. `x * y` and `np.multiply(x, y)` are two spellings of one rule.
+defvjp("add", np.add, _func("add"),
+       lambda g, ans, x, y: unbroadcast(g, x),
+       lambda g, ans, x, y: unbroadcast(g, y), kind="elementwise")
+defvjp("subtract", np.subtract, _func("subtract"),
+       lambda g, ans, x, y: unbroadcast(g, x),
+       lambda g, ans, x, y: unbroadcast(-g, y), kind="elementwise")
+defvjp("multiply", np.multiply, _func("multiply"),
+       lambda g, ans, x, y: unbroadcast(g * y, x),
+       lambda g, ans, x, y: unbroadcast(g * x, y), kind="elementwise")
+defvjp("divide", np.divide, _func("divide"),
+       lambda g, ans, x, y: unbroadcast(g / y, x),
+       lambda g, ans, x, y: unbroadcast(-g * ans / y, y), kind="elementwise")
+defvjp("power", np.power, _func("power"),
+       lambda g, ans, x, y: unbroadcast(g * y * x ** np.where(y, y - 1, 1), x),
+       lambda g, ans, x, y: unbroadcast(g * ans * np.log(np.where(x, x, 1)), y), kind="elementwise")
+defvjp("negative", np.negative, _func("negative"),
+       lambda g, ans, x: -g, kind="elementwise")
+defvjp("positive", np.positive, _func("positive"),
+       lambda g, ans, x: g, kind="elementwise")
+defvjp("matmul", np.matmul, _func("matmul"),
+       lambda g, ans, x, y: (g * y if x.ndim == 1 and y.ndim == 1 else
+                             y @ g if x.ndim == 1 else
+                             np.outer(g, y) if x.ndim == 2 and y.ndim == 1 else
+                             g @ y.T if x.ndim == 2 and y.ndim == 2 else
+                             unbroadcast(np.expand_dims(g, -1) * y if y.ndim == 1 else
+                                         (g if x.ndim > 1 else np.expand_dims(g, -2))
+                                         @ np.swapaxes(y, -1, -2), x)),
+       lambda g, ans, x, y: (g * x if x.ndim == 1 and y.ndim == 1 else
+                             x.T @ g if y.ndim == 1 and x.ndim == 2 else
+                             np.outer(x, g) if x.ndim == 1 and y.ndim == 2 else
+                             x.T @ g if x.ndim == 2 and y.ndim == 2 else
+                             unbroadcast(np.swapaxes(x, -1, -2) @
+                                         (g if y.ndim > 1 else np.expand_dims(g, -1))
+                                         if x.ndim > 1 else
+                                         np.expand_dims(x, -1) * np.expand_dims(g, -2), y)))
+alias("add_op", operator.add, Spelling("binop", "+"), like="add")
+alias("sub_op", operator.sub, Spelling("binop", "-"), like="subtract")
+alias("mul_op", operator.mul, Spelling("binop", "*"), like="multiply")
+alias("div_op", operator.truediv, Spelling("binop", "/"), like="divide")
+alias("pow_op", operator.pow, Spelling("binop", "**"), like="power")
+alias("matmul_op", operator.matmul, Spelling("binop", "@"), like="matmul")
+alias("neg_op", operator.neg, Spelling("unaryop", "-"), like="negative")
+alias("pos_op", operator.pos, Spelling("unaryop", "+"), like="positive")
+alias("true_divide", np.true_divide, _func("true_divide"), like="divide")
+defvjp("mod_op", operator.mod, Spelling("binop", "%"),
+       lambda g, ans, x, y: unbroadcast(g, x),
+       lambda g, ans, x, y: unbroadcast(-g * np.floor_divide(x, y), y), kind="elementwise")
+
+# Elementwise functions of one argument.
+_UNARY = {
+    "exp": (np.exp, lambda g, ans, x: g * ans),
+    "exp2": (np.exp2, lambda g, ans, x: g * ans * np.log(2.0)),
+    "expm1": (np.expm1, lambda g, ans, x: g * (ans + 1.0)),
+    "log": (np.log, lambda g, ans, x: g / x),
+    "log1p": (np.log1p, lambda g, ans, x: g / (1.0 + x)),
+    "log2": (np.log2, lambda g, ans, x: g / (x * np.log(2.0))),
+    "log10": (np.log10, lambda g, ans, x: g / (x * np.log(10.0))),
+    "sqrt": (np.sqrt, lambda g, ans, x: g / (2.0 * ans)),
+    "cbrt": (np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans)),
+    "square": (np.square, lambda g, ans, x: g * 2.0 * x),
+    "reciprocal": (np.reciprocal, lambda g, ans, x: -g * ans * ans),
+    "sin": (np.sin, lambda g, ans, x: g * np.cos(x)),
+    "cos": (np.cos, lambda g, ans, x: -g * np.sin(x)),
+    "tan": (np.tan, lambda g, ans, x: g * (1.0 + ans * ans)),
+    "arcsin": (np.arcsin, lambda g, ans, x: g / np.sqrt(1.0 - x * x)),
+    "arccos": (np.arccos, lambda g, ans, x: -g / np.sqrt(1.0 - x * x)),
+    "arctan": (np.arctan, lambda g, ans, x: g / (1.0 + x * x)),
+    "sinh": (np.sinh, lambda g, ans, x: g * np.cosh(x)),
+    "cosh": (np.cosh, lambda g, ans, x: g * np.sinh(x)),
+    "tanh": (np.tanh, lambda g, ans, x: g * (1.0 - ans * ans)),
+    "arcsinh": (np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1.0)),
+    "arccosh": (np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1.0)),
+    "arctanh": (np.arctanh, lambda g, ans, x: g / (1.0 - x * x)),
+    "absolute": (np.absolute, lambda g, ans, x: g * np.sign(x)),
+}
+for _name, (_fn, _vjp) in _UNARY.items():
+    defvjp(_name, _fn, _func(_name), _vjp, kind="elementwise")
+alias("fabs", np.fabs, _func("fabs"), like="absolute")
+alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute")
+for _name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
+              "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "fabs"):
+    _like = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+             "acosh": "arccosh", "atanh": "arctanh", "fabs": "absolute"}.get(_name, _name)
+    alias(f"math_{_name}", getattr(math, _name), Spelling("module", f"math.{_name}"), like=_like)
+
+# Elementwise functions of two arguments.
+defvjp("maximum", np.maximum, _func("maximum"),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x > y), x),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y > x), y), kind="elementwise")
+defvjp("minimum", np.minimum, _func("minimum"),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x < y), x),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y < x), y), kind="elementwise")
+defvjp("logaddexp", np.logaddexp, _func("logaddexp"),
+       lambda g, ans, x, y: unbroadcast(g * np.exp(x - ans), x),
+       lambda g, ans, x, y: unbroadcast(g * np.exp(y - ans), y), kind="elementwise")
+defvjp("arctan2", np.arctan2, _func("arctan2"),
+       lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
+       lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y), kind="elementwise")
+defvjp("hypot", np.hypot, _func("hypot"),
+       lambda g, ans, x, y: unbroadcast(g * x / ans, x),
+       lambda g, ans, x, y: unbroadcast(g * y / ans, y), kind="elementwise")
+alias("math_atan2", math.atan2, Spelling("module", "math.atan2"), like="arctan2")
+alias("math_hypot", math.hypot, Spelling("module", "math.hypot"), like="hypot")
+alias("math_pow", math.pow, Spelling("module", "math.pow"), like="power")
+defvjp("where", np.where, _func("where"),
+       None,
+       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
+       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y),
+       kind="elementwise")
+# Gradient flows wherever clipping left x unchanged, bounds included (torch's clamp).
+defvjp("clip", np.clip, _func("clip"),
+       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(g * (x == ans), x),
+       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(g * ((ans != x) & (ans == a_min)), a_min),
+       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(g * ((ans != x) & (ans == a_max)), a_max),
+       kind="elementwise")
+
+# Reductions.
+defvjp("sum", np.sum, _func("sum"),
+       lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
+           g if keepdims or axis is None else np.expand_dims(g, axis), x.shape),
+       kind="reduction")
+defvjp("mean", np.mean, _func("mean"),
+       lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
+           (g if keepdims or axis is None else np.expand_dims(g, axis))
+           / (x.size if axis is None else reduced_count(x, axis)), x.shape),
+       kind="reduction")
+defvjp("prod", np.prod, _func("prod"),
+       lambda g, ans, x, axis=None, keepdims=False: prod_grad(g, x, axis, keepdims),
+       kind="reduction")
+defvjp("max", np.max, _func("max"),
+       lambda g, ans, x, axis=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
+       kind="reduction")
+alias("amax", np.amax, _func("amax"), like="max")
+alias("min", np.min, _func("min"), like="max")
+alias("amin", np.amin, _func("amin"), like="max")
+defvjp("var", np.var, _func("var"),
+       lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
+           (g if keepdims or axis is None else np.expand_dims(g, axis)) * 2.0
+           * (x - np.mean(x, axis=axis, keepdims=True))
+           / ((x.size if axis is None else reduced_count(x, axis)) - ddof)),
+       kind="reduction")
+defvjp("std", np.std, _func("std"),
+       lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
+           (g / ans if keepdims or axis is None else np.expand_dims(g / ans, axis))
+           * (x - np.mean(x, axis=axis, keepdims=True))
+           / ((x.size if axis is None else reduced_count(x, axis)) - ddof)),
+       kind="reduction")
+
+# Products.
+defvjp("dot", np.dot, _func("dot"),
+       lambda g, ans, x, y: (unbroadcast(g * y, x) if x.ndim == 0 or y.ndim == 0 else
+                             g * y if x.ndim == 1 and y.ndim == 1 else
+                             np.outer(g, y) if x.ndim == 2 and y.ndim == 1 else
+                             y @ g if x.ndim == 1 and y.ndim == 2 else
+                             g @ y.T if x.ndim == 2 and y.ndim == 2 else
+                             dot_grad(g, x, y, 0)),
+       lambda g, ans, x, y: (unbroadcast(g * x, y) if x.ndim == 0 or y.ndim == 0 else
+                             g * x if x.ndim == 1 and y.ndim == 1 else
+                             x.T @ g if x.ndim == 2 and y.ndim == 1 else
+                             np.outer(x, g) if x.ndim == 1 and y.ndim == 2 else
+                             x.T @ g if x.ndim == 2 and y.ndim == 2 else
+                             dot_grad(g, x, y, 1)))
+defvjp("outer", np.outer, _func("outer"),
+       lambda g, ans, x, y: np.reshape(g @ np.ravel(y), x.shape),
+       lambda g, ans, x, y: np.reshape(np.ravel(x) @ g, y.shape))
+defvjp("inner", np.inner, _func("inner"),
+       lambda g, ans, x, y: (unbroadcast(g * y, x) if x.ndim == 0 or y.ndim == 0 else
+                             g * y if x.ndim == 1 and y.ndim == 1 else
+                             inner_grad(g, x, y, 0)),
+       lambda g, ans, x, y: (unbroadcast(g * x, y) if x.ndim == 0 or y.ndim == 0 else
+                             g * x if x.ndim == 1 and y.ndim == 1 else
+                             inner_grad(g, x, y, 1)))
+defvjp("tensordot", np.tensordot, _func("tensordot"),
+       lambda g, ans, x, y, axes=2: tensordot_grad(g, x, y, axes, 0),
+       lambda g, ans, x, y, axes=2: tensordot_grad(g, x, y, axes, 1))
+defvjp("einsum", np.einsum, _func("einsum"),
+       None,
+       lambda g, ans, subscripts, *operands, argnum: einsum_grad(g, subscripts, operands, argnum - 1))
+
+# Shapes and layout.
+defvjp("reshape", np.reshape, _func("reshape"),
+       lambda g, ans, x, shape: np.reshape(g, x.shape))
+defvjp("ravel", np.ravel, _func("ravel"),
+       lambda g, ans, x: np.reshape(g, x.shape))
+defvjp("expand_dims", np.expand_dims, _func("expand_dims"),
+       lambda g, ans, x, axis: np.reshape(g, x.shape))
+defvjp("squeeze", np.squeeze, _func("squeeze"),
+       lambda g, ans, x, axis=None: np.reshape(g, x.shape))
+defvjp("transpose", np.transpose, _func("transpose"),
+       lambda g, ans, x, axes=None: np.transpose(g) if axes is None else np.transpose(g, inverse_permutation(axes)))
+defvjp("T", operator.attrgetter("T"), Spelling("attr", "T"),
+       lambda g, ans, x: g.T)
+defvjp("swapaxes", np.swapaxes, _func("swapaxes"),
+       lambda g, ans, x, axis1, axis2: np.swapaxes(g, axis1, axis2))
+defvjp("moveaxis", np.moveaxis, _func("moveaxis"),
+       lambda g, ans, x, source, destination: np.moveaxis(g, destination, source))
+defvjp("broadcast_to", np.broadcast_to, _func("broadcast_to"),
+       lambda g, ans, x, shape: unbroadcast(g, x))
+defvjp("concatenate", np.concatenate, _func("concatenate"),
+       lambda g, ans, *arrays, argnum, axis=0: take_part(g, arrays, argnum, axis),
+       sequence_input=True)
+defvjp("stack", np.stack, _func("stack"),
+       lambda g, ans, *arrays, argnum, axis=0: np.take(g, argnum, axis=axis),
+       sequence_input=True)
+defvjp("take", np.take, _func("take"),
+       lambda g, ans, x, indices, axis=None: untake(g, x, indices, axis),
+       None)
+defvjp("getitem", operator.getitem, Spelling("getitem"),
+       lambda g, ans, x, index: unindex(g, x, index),
+       None)
+defvjp("asarray", np.asarray, _func("asarray"),
+       lambda g, ans, x: unbroadcast(g, x))
+defvjp("float_builtin", float, Spelling("builtin", "float"),
+       lambda g, ans, x: g)
+defvjp("unbroadcast", unbroadcast, _helper("unbroadcast"),
+       lambda g, ans, g_in, x: np.broadcast_to(g, np.shape(g_in)) if np.shape(g) != np.shape(g_in) else g,
+       None)
+
+# Reads that carry no gradient: shapes, comparisons, rounding, argmax, constants like zeros_like.
+for _name in ("shape", "ndim", "size", "dtype"):
+    defnondiff(_name, operator.attrgetter(_name), Spelling("attr", _name), params=("x",))
+    RULES[_name].static_result = True
+for _name, _fn, _sym in (("lt", operator.lt, "<"), ("le", operator.le, "<="),
+                         ("gt", operator.gt, ">"), ("ge", operator.ge, ">="),
+                         ("eq", operator.eq, "=="), ("ne", operator.ne, "!=")):
+    defnondiff(_name, _fn, Spelling("compare", _sym), params=("x", "y"), kind="elementwise")
+defnondiff("floordiv_op", operator.floordiv, Spelling("binop", "//"), params=("x", "y"),
+           kind="elementwise")
+for _name in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+              "logical_and", "logical_or", "logical_xor", "floor_divide"):
+    defnondiff(_name, getattr(np, _name), _func(_name), params=("x", "y"), kind="elementwise")
+for _name in ("sign", "floor", "ceil", "round", "rint", "trunc", "fix", "isnan", "isinf",
+              "isfinite", "logical_not", "signbit"):
+    defnondiff(_name, getattr(np, _name), _func(_name), params=("x",), kind="elementwise")
+for _name in ("argmax", "argmin", "argsort", "zeros_like", "ones_like", "full_like",
+              "empty_like", "zeros", "ones", "full", "empty", "eye", "identity", "arange",
+              "linspace", "shape", "ndim", "size", "broadcast_shapes", "count_nonzero", "nonzero"):
+    defnondiff(f"np_{_name}", getattr(np, _name), _func(_name),
+               pure=_name not in ("empty_like", "empty"))
+defnondiff("len", len, Spelling("builtin", "len"))
+for _name in ("len", "np_shape", "np_ndim", "np_size"):
+    RULES[_name].static_result = True
+defnondiff("int_builtin", int, Spelling("builtin", "int"))
+defnondiff("bool_builtin", bool, Spelling("builtin", "bool"))
+defnondiff("range", range, Spelling("builtin", "range"))
+defnondiff("inverse_permutation", inverse_permutation, _helper("inverse_permutation"))
+defnondiff("reduced_count", reduced_count, _helper("reduced_count"))
+# Helpers that only backward code calls. They have no VJPs yet, so differentiating
+# through one (a higher-order derivative) raises an error instead of giving zero.
+for _name in ("take_part", "expand_reduced", "prod_grad", "max_grad", "dot_grad",
+              "inner_grad", "tensordot_grad", "einsum_grad", "unindex", "untake"):
+    defprimitive(_name, getattr(runtime, _name), _helper(_name))

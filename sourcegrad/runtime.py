@@ -1,0 +1,217 @@
+"""The small runtime that generated gradients and the eager engine share.
+
+Generated code imports its array library and, at most, these helpers. Each one
+is written with array methods and `numpy` functions that dispatch through
+NEP-18 (`__array_function__`), so the same helper serves numpy and CuPy arrays.
+Every helper is also a primitive in the rule table, so generated code can be
+differentiated again.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def unbroadcast(g, x):
+    """Undo broadcasting: reduce (or expand) the adjoint `g` to the shape of `x`.
+
+    This is the one place where broadcasting is undone. Dimensions that the
+    forward operation added in front are summed away; dimensions where `x` had
+    size 1 are summed with keepdims. A `g` smaller than `x` (a scalar seed, say)
+    is broadcast up, so the result always has exactly `x`'s shape.
+    """
+    shape = np.shape(x)
+    g_shape = np.shape(g)
+    if g_shape == shape:
+        return g
+    extra = len(g_shape) - len(shape)
+    if extra > 0:
+        g = g.sum(axis=tuple(range(extra)))
+        g_shape = g.shape
+    if extra >= 0:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1 and g_shape[i] != 1)
+        if axes:
+            g = g.sum(axis=axes, keepdims=True)
+    if np.shape(g) != shape:
+        g = np.broadcast_to(g, shape)
+    return g
+
+
+def unindex(g, x, index):
+    """Adjoint of `x[index]`: zeros shaped like `x` with `g` added at `index`.
+
+    Integer-array indices may repeat an element; `np.add.at` accumulates each
+    repetition, where plain assignment would keep only the last one.
+    """
+    out = np.zeros_like(x)
+    if _has_array_index(index):
+        np.add.at(out, index, g)
+    else:
+        out[index] = g
+    return out
+
+
+def _has_array_index(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(hasattr(item, "shape") or isinstance(item, list) for item in items)
+
+
+def take_part(g, xs, argnum, axis=0):
+    """Adjoint of `concatenate(xs, axis)` for its `argnum`-th input: that input's slice of `g`."""
+    start = sum(np.shape(x)[axis] for x in xs[:argnum])
+    stop = start + np.shape(xs[argnum])[axis]
+    index = (slice(None),) * (axis % np.ndim(g)) + (slice(start, stop),)
+    return g[index]
+
+
+def expand_reduced(g, x, axis, keepdims):
+    """Re-insert the axes that a reduction over `axis` removed, so `g` broadcasts against `x`."""
+    if keepdims or axis is None or np.ndim(g) == np.ndim(x):
+        return g
+    return np.expand_dims(g, axis)
+
+
+def reduced_count(x, axis):
+    """How many elements of `x` each output of a reduction over `axis` combines."""
+    if axis is None:
+        return np.size(x)
+    shape = np.shape(x)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    count = 1
+    for a in axes:
+        count *= shape[a]
+    return count
+
+
+def prod_grad(g, x, axis, keepdims):
+    """Adjoint of `prod(x, axis)`, exact where `x` holds zeros.
+
+    The product of the other elements is computed with exclusive cumulative
+    products from both sides, so a single zero gives the right (non-NaN) value,
+    as torch does, instead of dividing the product by zero.
+    """
+    g = expand_reduced(g, x, axis, keepdims)
+    if axis is None:
+        flat = x.reshape(-1)
+        return (g * _others_product(flat, 0)).reshape(np.shape(x))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if len(axes) != 1:
+        moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
+        flat = moved.reshape(moved.shape[: -len(axes)] + (-1,))
+        others = _others_product(flat, -1).reshape(moved.shape)
+        return g * np.moveaxis(others, tuple(range(-len(axes), 0)), axes)
+    return g * _others_product(x, axes[0])
+
+
+def _others_product(x, axis):
+    """For each element, the product of all other elements along `axis`."""
+    ones_shape = list(np.shape(x))
+    ones_shape[axis] = 1
+    ones = np.ones(ones_shape, dtype=x.dtype) if hasattr(x, "dtype") else 1.0
+    before = np.cumprod(np.concatenate([ones, x], axis=axis), axis=axis)
+    after = np.flip(np.cumprod(np.concatenate([ones, np.flip(x, axis)], axis=axis), axis=axis), axis)
+    n = np.shape(x)[axis]
+    return np.take(before, range(n), axis=axis) * np.take(after, range(1, n + 1), axis=axis)
+
+
+def max_grad(g, ans, x, axis, keepdims):
+    """Adjoint of `max`/`min` along `axis`: `g` shared evenly among the tied extremes."""
+    g = expand_reduced(g, x, axis, keepdims)
+    ans = expand_reduced(ans, x, axis, keepdims)
+    hits = x == ans
+    return g * hits / hits.sum(axis=axis, keepdims=True)
+
+
+def inverse_permutation(axes):
+    """The axes that undo `transpose(x, axes)`."""
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return tuple(inverse)
+
+
+def dot_grad(g, x, y, argnum):
+    """Adjoint of `np.dot(x, y)` for N-d operands (sum over x's last and y's second-to-last axis)."""
+    if argnum == 0:
+        y_axes = tuple(a for a in range(y.ndim) if a != y.ndim - 2)
+        g_axes = tuple(range(x.ndim - 1, g.ndim))
+        return np.tensordot(g, y, axes=(g_axes, y_axes))
+    x_axes = tuple(range(x.ndim - 1))
+    return np.moveaxis(np.tensordot(x, g, axes=(x_axes, x_axes)), 0, -2)
+
+
+def inner_grad(g, x, y, argnum):
+    """Adjoint of `np.inner(x, y)` for N-d operands (sum over both last axes)."""
+    if argnum == 0:
+        return np.tensordot(g, y, axes=(tuple(range(x.ndim - 1, g.ndim)), tuple(range(y.ndim - 1))))
+    return np.tensordot(g, x, axes=(tuple(range(x.ndim - 1)), tuple(range(x.ndim - 1))))
+
+
+def tensordot_grad(g, x, y, axes, argnum):
+    """Adjoint of `np.tensordot(x, y, axes)` with respect to x (argnum 0) or y (argnum 1)."""
+    if isinstance(axes, int):
+        x_axes = tuple(range(x.ndim - axes, x.ndim))
+        y_axes = tuple(range(axes))
+    else:
+        x_axes, y_axes = (tuple(a) if not isinstance(a, int) else (a,) for a in axes)
+    x_axes = tuple(a % x.ndim for a in x_axes)
+    y_axes = tuple(a % y.ndim for a in y_axes)
+    x_free = [a for a in range(x.ndim) if a not in x_axes]
+    y_free = [a for a in range(y.ndim) if a not in y_axes]
+    n_x_free = len(x_free)
+    if argnum == 0:
+        # g has axes (x_free..., y_free...); contract its y_free part with y's free axes
+        out = np.tensordot(g, y, axes=(tuple(range(n_x_free, g.ndim)), tuple(y_free)))
+        # out has axes (x_free..., y_axes...) with y_axes in y's contraction order = x_axes order
+        order = x_free + list(x_axes)
+        return np.transpose(out, inverse_permutation(order))
+    out = np.tensordot(x, g, axes=(tuple(x_free), tuple(range(n_x_free))))
+    order = list(y_axes) + y_free
+    return np.transpose(out, inverse_permutation(order))
+
+
+def einsum_grad(g, subscripts, operands, argnum):
+    """Adjoint of `np.einsum(subscripts, *operands)` for operand `argnum`.
+
+    The gradient is another einsum: the output's subscripts and the other
+    operands' subscripts in, this operand's subscripts out. Labels that only this
+    operand has (summed inside it) are broadcast back; a label repeated within
+    this operand (a diagonal) is not supported.
+    """
+    inputs, output = _parse_einsum(subscripts, operands)
+    mine = inputs[argnum]
+    if len(set(mine)) != len(mine):
+        raise NotImplementedError(f"einsum gradient with a repeated label in {mine!r}")
+    others = [s for i, s in enumerate(inputs) if i != argnum]
+    available = set(output).union(*others) if others else set(output)
+    kept = "".join(c for c in mine if c in available)
+    spec = ",".join([output] + others) + "->" + kept
+    rest = [op for i, op in enumerate(operands) if i != argnum]
+    grad = np.einsum(spec, g, *rest)
+    if kept != mine:
+        x = operands[argnum]
+        expanded = grad.reshape(tuple(grad.shape[kept.index(c)] if c in kept else 1 for c in mine))
+        grad = np.broadcast_to(expanded, x.shape)
+    return grad
+
+
+def _parse_einsum(subscripts, operands):
+    spec = subscripts.replace(" ", "")
+    if "." in spec:
+        raise NotImplementedError("einsum gradient with '...' is not supported")
+    if "->" in spec:
+        ins, out = spec.split("->")
+    else:
+        ins = spec
+        letters = ins.replace(",", "")
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return ins.split(","), out
+
+
+def untake(g, x, indices, axis=None):
+    """Adjoint of `np.take(x, indices, axis)`: `g` added back at the taken positions."""
+    out = np.zeros_like(x)
+    if axis is None:
+        np.add.at(out.reshape(-1), indices, g)
+    else:
+        np.add.at(out, (slice(None),) * (axis % np.ndim(x)) + (indices,), g)
+    return out

@@ -1,0 +1,423 @@
+"""Instantiate a rule's VJP template as IR statements.
+
+`Instantiator.vjp(rule, argnum, call, g, ans, name)` reads the VJP lambda's
+source (`rules.vjp_template`), binds its parameters to the atoms of the forward
+call, and partially evaluates its body: conditions on ranks and static
+arguments (`x.ndim == 2`, `axis is None`) are decided now, constant
+sub-expressions are folded, `x * 1` and friends simplify, and
+`unbroadcast`/`broadcast_to`/`reshape` disappear where the shapes already agree.
+What is left is emitted as A-normal-form statements, each with its abstract
+value recorded, and the atom holding the result is returned.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import gast
+import numpy as np
+
+from . import errors
+from .analysis import UNKNOWN, AVal, abstract_call
+from .ir import Assign, Call, Const, Tup, Var
+from .names import name_for_call
+from .rules import RULES, TEMPLATE_NAMESPACE, rule_for_function, vjp_template
+
+_NO_VALUE = object()
+
+_BINOPS = {gast.Add: "add_op", gast.Sub: "sub_op", gast.Mult: "mul_op", gast.Div: "div_op",
+           gast.Pow: "pow_op", gast.MatMult: "matmul_op", gast.Mod: "mod_op",
+           gast.FloorDiv: "floordiv_op", gast.BitAnd: None, gast.BitOr: None}
+_PY_BINOPS = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
+              gast.Mult: lambda a, b: a * b, gast.Div: lambda a, b: a / b,
+              gast.Pow: lambda a, b: a ** b, gast.FloorDiv: lambda a, b: a // b,
+              gast.Mod: lambda a, b: a % b, gast.BitAnd: lambda a, b: a & b,
+              gast.BitOr: lambda a, b: a | b}
+_COMPARES = {gast.Lt: ("lt", lambda a, b: a < b), gast.LtE: ("le", lambda a, b: a <= b),
+             gast.Gt: ("gt", lambda a, b: a > b), gast.GtE: ("ge", lambda a, b: a >= b),
+             gast.Eq: ("eq", lambda a, b: a == b), gast.NotEq: ("ne", lambda a, b: a != b),
+             gast.Is: (None, lambda a, b: a is b), gast.IsNot: (None, lambda a, b: a is not b)}
+# `&`/`|` of masks in templates become numpy calls
+_MASK_OPS = {gast.BitAnd: "logical_and", gast.BitOr: "logical_or"}
+
+
+class PV:
+    """A partially evaluated value: an atom or a namespace object, plus its static value if known."""
+
+    __slots__ = ("atom", "static", "obj", "foldable")
+
+    def __init__(self, atom=None, static=_NO_VALUE, obj=None, foldable=True):
+        # `foldable` is False for values read from shapes (x.size): known, so they can decide
+        # a rule's conditions, but printed by name so the code does not hard-wire one shape
+        self.atom, self.static, self.obj, self.foldable = atom, static, obj, foldable
+
+    @property
+    def known(self):
+        return self.static is not _NO_VALUE
+
+
+def _printable(value) -> bool:
+    if value is None or value is Ellipsis or isinstance(value, (bool, str)):
+        return True
+    if isinstance(value, numbers.Number):
+        return len(repr(value)) <= 10
+    if isinstance(value, tuple):
+        return all(_printable(v) for v in value)
+    if isinstance(value, slice):
+        return all(_printable(v) for v in (value.start, value.stop, value.step))
+    return False
+
+
+def _python(value):
+    """numpy scalars and 0-d arrays as Python numbers (so they print as literals)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class Instantiator:
+    """Emits backward statements into `out`, keeping `env` (name -> AVal) up to date.
+
+    `shape_source` maps a value to an earlier value of the same shape, so that
+    `x.shape` in a template reads the shape of something already kept.
+    """
+
+    def __init__(self, env: dict, namer, out: list, shape_source: dict):
+        self.env = env
+        self.namer = namer
+        self.out = out
+        self.shape_source = shape_source
+        self.loc = None
+        self.note = ""
+        self.start = 0
+        self.defs: dict = {}  # backward temp -> the Call that computed it
+        self.replacement = None
+
+    # -- entry point ---------------------------------------------------------------------------
+
+    def vjp(self, rule, argnum, call, g, ans, name):
+        lam = vjp_template(rule.vjp_for(argnum))
+        bindings = {"g": PV(g, self.static_of(g)), "ans": PV(ans, self.static_of(ans))}
+        bound = rule.bind(call.args, dict(call.kwargs))
+        for pname, atom in bound.items():
+            if pname == rule.varargs:
+                items = tuple(atom)
+                statics = [self.static_of(a) for a in items]
+                if all(s is not _NO_VALUE for s in statics):
+                    bindings[pname] = PV(Const(tuple(statics)), tuple(statics))
+                else:
+                    bindings[pname] = PV(Tup(items), _NO_VALUE)
+                continue
+            if not isinstance(atom, (Var, Const, Tup)) and not hasattr(atom, "lower"):
+                atom = Const(atom)  # a default value filled in by bind()
+            bindings[pname] = PV(atom, self.static_of(atom))
+        bindings["argnum"] = PV(Const(argnum), argnum)
+        self.bindings = bindings
+        self.start = len(self.out)  # statements from here on belong to this instantiation
+        self.note = rule.family
+        result = self.eval(lam.body, top_name=name)
+        if result.atom is None:
+            raise errors.SourcegradError(f"the VJP template of {rule.name} did not produce a value")
+        return result.atom
+
+    # -- static values ------------------------------------------------------------------------
+
+    def static_of(self, atom):
+        if isinstance(atom, Const):
+            return atom.value
+        if isinstance(atom, Var):
+            aval = self.env.get(atom.name)
+            if aval is not UNKNOWN and aval is not None and aval.known:
+                return aval.stand_in
+        return _NO_VALUE
+
+    def aval(self, atom):
+        if isinstance(atom, Var):
+            return self.env.get(atom.name)
+        if isinstance(atom, Const):
+            return AVal(atom.value, known=True)
+        return UNKNOWN
+
+    def shape_of(self, pv):
+        aval = self.aval(pv.atom) if pv.atom is not None else None
+        return aval.shape if aval is not UNKNOWN and aval is not None else None
+
+    # -- emission -----------------------------------------------------------------------------
+
+    def emit(self, op, args, kwargs=(), name=None) -> PV:
+        call = Call(op, tuple(args), tuple(kwargs))
+        rule = RULES[op]
+        target = self.namer.fresh(name or name_for_call(op, rule.spelling, args))
+        self.out.append(Assign(target, call, self.loc, self.note))
+        self.defs[target] = call
+        aval = abstract_call(call, self.env)
+        self.env[target] = aval
+        static = aval.stand_in if aval is not UNKNOWN and aval.known else _NO_VALUE
+        return PV(Var(target), static, foldable=False)
+
+    def call(self, op, pvs, kwargs=(), name=None) -> PV:
+        """Emit (or fold, or simplify away) `op(*pvs, **kwargs)`."""
+        rule = RULES[op]
+        kw = tuple((k, v) for k, v in kwargs)
+        if rule.pure and all(p.known and p.foldable for p in pvs) and \
+                all(v.known and v.foldable for _, v in kw):
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                value = _python(rule.forward(*[p.static for p in pvs],
+                                             **{k: v.static for k, v in kw}))
+            if _printable(value):
+                return PV(Const(value), value)
+        self.replacement = None
+        pvs = self.unbroadcast_scalars(op, pvs, kw)
+        if self.replacement is not None:
+            op, pvs = self.replacement
+            self.replacement = None
+        simplified = self.simplify(op, pvs, kw)
+        if simplified is not None:
+            return self.rename_last(simplified, name) if name is not None else simplified
+        return self.emit(op, [p.atom for p in pvs], [(k, v.atom) for k, v in kw], name)
+
+    def scalar_broadcast(self, pv):
+        """The operand `c` if `pv` was emitted as `np.broadcast_to(c, shape)`, else None."""
+        if not isinstance(pv.atom, Var):
+            return None
+        call = self.defs.get(pv.atom.name)
+        if call is None or call.op != "broadcast_to":
+            return None
+        c = call.args[0]
+        aval = self.aval(c)
+        if aval is UNKNOWN or aval is None:
+            return None
+        return PV(c, self.static_of(c), foldable=False)
+
+    def unbroadcast_scalars(self, op, pvs, kw):
+        """Use the scalar itself where broadcasting it first changes nothing.
+
+        Sums and means produce `np.broadcast_to(c, shape)`; an elementwise operation
+        with an operand of that shape broadcasts `c` anyway, and a reshape or a
+        second broadcast of it is just a broadcast to the new shape.
+        """
+        rule = RULES[op]
+        if op in ("broadcast_to", "expand_dims", "reshape") and not kw:
+            scalar = self.scalar_broadcast(pvs[0])
+            if scalar is None:
+                return pvs
+            if op == "broadcast_to":
+                return [scalar, pvs[1]]
+            out = abstract_call(Call(op, tuple(p.atom for p in pvs)), self.env)
+            if out is UNKNOWN:
+                return pvs
+            self.replacement = ("broadcast_to", [scalar, PV(Const(out.shape), out.shape)])
+            return pvs
+        if rule.kind != "elementwise" or kw or not rule.differentiable:
+            return pvs
+        pushed = self.push_broadcast_out(op, pvs)
+        if pushed is not None:
+            return pushed
+        original = abstract_call(Call(op, tuple(p.atom for p in pvs)), self.env)
+        if original is UNKNOWN:
+            return pvs
+        new = list(pvs)
+        for i, pv in enumerate(pvs):
+            scalar = self.scalar_broadcast(pv)
+            if scalar is None:
+                continue
+            trial = list(new)
+            trial[i] = scalar
+            aval = abstract_call(Call(op, tuple(p.atom for p in trial)), self.env)
+            if aval is not UNKNOWN and aval.shape == original.shape and aval.dtype == original.dtype:
+                new = trial
+        return new
+
+    def push_broadcast_out(self, op, pvs):
+        """`broadcast_to(c, s) * 2` -> `broadcast_to(c * 2, s)`: compute on the small operand."""
+        for i, pv in enumerate(pvs):
+            if not isinstance(pv.atom, Var) or self.defs.get(pv.atom.name) is None:
+                continue
+            call = self.defs[pv.atom.name]
+            if call.op != "broadcast_to":
+                continue
+            others = [p for j, p in enumerate(pvs) if j != i]
+            if not all(self.aval(p.atom) not in (None, UNKNOWN) and self.aval(p.atom).ndim == 0
+                       for p in others):
+                continue
+            operand = PV(call.args[0], self.static_of(call.args[0]), foldable=False)
+            inner = self.call(op, [operand if j == i else p for j, p in enumerate(pvs)])
+            shape = PV(call.args[1], self.static_of(call.args[1]), foldable=False)
+            self.replacement = ("broadcast_to", [inner, shape])
+            return pvs
+        return None
+
+    def rename_last(self, pv, name):
+        """Give the statement just emitted for `pv` the name meant for the call it replaces."""
+        last = self.out[-1] if len(self.out) > self.start else None
+        if isinstance(pv.atom, Var) and isinstance(last, Assign) and last.target == pv.atom.name:
+            target = self.namer.fresh(name)
+            self.env[target] = self.env.pop(last.target)
+            last.target = target
+            return PV(Var(target), pv.static, foldable=pv.foldable)
+        return pv
+
+    def simplify(self, op, pvs, kw):
+        """Algebra that needs no code: x * 1, x + 0, x ** 1, and no-op shape fixes."""
+        def is_const(pv, value):
+            return pv.known and isinstance(pv.static, numbers.Number) and \
+                not isinstance(pv.static, bool) and pv.static == value
+        if kw:
+            return None
+        if op == "mul_op":
+            a, b = pvs
+            if is_const(b, 1) and self.keeps_shape(a, b):
+                return a
+            if is_const(a, 1) and self.keeps_shape(b, a):
+                return b
+        if op in ("div_op",) and is_const(pvs[1], 1) and self.keeps_shape(*pvs):
+            return pvs[0]
+        if op == "pow_op" and is_const(pvs[1], 1) and self.keeps_shape(*pvs):
+            return pvs[0]
+        if op in ("add_op", "sub_op") and is_const(pvs[1], 0) and self.keeps_shape(*pvs):
+            return pvs[0]
+        if op == "add_op" and is_const(pvs[0], 0) and self.keeps_shape(pvs[1], pvs[0]):
+            return pvs[1]
+        if op == "unbroadcast":
+            a, b = pvs
+            sa, sb = self.shape_of(a), self.shape_of(b)
+            if sa is not None and sa == sb:
+                return a
+        if op in ("broadcast_to", "reshape"):
+            a, shape = pvs
+            sa = self.shape_of(a)
+            if shape.known and sa is not None and tuple(np.atleast_1d(shape.static)) == sa \
+                    or (shape.known and shape.static == () and sa == ()):
+                return a
+        return None
+
+    def keeps_shape(self, a, other):
+        """True when combining `a` with the scalar `other` leaves `a`'s shape unchanged."""
+        sa = self.shape_of(a)
+        return sa is not None and (np.ndim(other.static) == 0)
+
+    # -- partial evaluation --------------------------------------------------------------------
+
+    def eval(self, node, top_name=None) -> PV:
+        method = getattr(self, "eval_" + type(node).__name__, None)
+        if method is None:
+            raise errors.SourcegradError(f"rule templates cannot use {type(node).__name__}")
+        return method(node, top_name) if top_name is not None else method(node, None)
+
+    def eval_Constant(self, node, name):
+        return PV(Const(node.value), node.value)
+
+    def eval_Name(self, node, name):
+        if node.id in self.bindings:
+            return self.bindings[node.id]
+        if node.id in TEMPLATE_NAMESPACE:
+            return PV(obj=TEMPLATE_NAMESPACE[node.id])
+        if node.id in ("True", "False", "None"):
+            return PV(Const(eval(node.id)), eval(node.id))
+        if node.id in ("tuple", "range", "len"):
+            return PV(obj=__builtins__[node.id] if isinstance(__builtins__, dict)
+                      else getattr(__builtins__, node.id))
+        raise errors.SourcegradError(f"rule template uses unknown name {node.id!r}")
+
+    def eval_Tuple(self, node, name):
+        items = [self.eval(e) for e in node.elts]
+        if all(i.known for i in items):
+            value = tuple(i.static for i in items)
+            if _printable(value):
+                return PV(Const(value), value)
+        return PV(Tup(tuple(i.atom for i in items)))
+
+    eval_List = eval_Tuple
+
+    def eval_Attribute(self, node, name):
+        base = self.eval(node.value)
+        if base.obj is not None:
+            return PV(obj=getattr(base.obj, node.attr))
+        aval = self.aval(base.atom)
+        if node.attr == "ndim" and aval is not UNKNOWN and aval is not None:
+            return PV(Const(aval.ndim), aval.ndim)
+        if node.attr in ("shape", "size") and isinstance(base.atom, Var):
+            source = self.shape_source.get(base.atom.name, base.atom.name)
+            return self.emit(node.attr, [Var(source)], name=name)
+        if node.attr == "T":
+            return self.call("T", [base], name=name)
+        raise errors.SourcegradError(f"rule templates cannot read .{node.attr}")
+
+    def eval_UnaryOp(self, node, name):
+        operand = self.eval(node.operand)
+        if isinstance(node.op, gast.Not):
+            if not operand.known:
+                raise errors.ShapeError("a rule's condition could not be decided statically")
+            return PV(Const(not operand.static), not operand.static)
+        if isinstance(node.op, gast.USub):
+            if operand.known and isinstance(operand.static, numbers.Number):
+                return PV(Const(-operand.static), -operand.static)
+            return self.call("neg_op", [operand], name=name)
+        return operand
+
+    def eval_BinOp(self, node, name):
+        left, right = self.eval(node.left), self.eval(node.right)
+        op_type = type(node.op)
+        if left.known and right.known and left.foldable and right.foldable \
+                and not isinstance(left.static, np.ndarray) \
+                and not isinstance(right.static, np.ndarray):
+            value = _PY_BINOPS[op_type](left.static, right.static)
+            if _printable(value):
+                return PV(Const(value), value)
+        if op_type in _MASK_OPS:
+            return self.call(_MASK_OPS[op_type], [left, right], name=name)
+        return self.call(_BINOPS[op_type], [left, right], name=name)
+
+    def eval_BoolOp(self, node, name):
+        is_and = isinstance(node.op, gast.And)
+        for value_node in node.values:
+            value = self.eval(value_node)
+            if not value.known:
+                raise errors.ShapeError("a rule's condition could not be decided statically")
+            if bool(value.static) != is_and:
+                return value
+        return value
+
+    def eval_Compare(self, node, name):
+        left = self.eval(node.left)
+        right = self.eval(node.comparators[0])
+        op_name, fn = _COMPARES[type(node.ops[0])]
+        if left.known and right.known:
+            value = fn(left.static, right.static)
+            if isinstance(value, (bool, np.bool_)):
+                return PV(Const(bool(value)), bool(value))
+        if op_name is None:
+            if right.known and right.static is None:  # `x is None` for an array: False
+                result = isinstance(node.ops[0], gast.IsNot)
+                return PV(Const(result), result)
+            raise errors.ShapeError("a rule's identity test could not be decided statically")
+        return self.call(op_name, [left, right], name=name)
+
+    def eval_IfExp(self, node, name):
+        test = self.eval(node.test)
+        if not test.known:
+            raise errors.ShapeError("a rule's condition could not be decided before running "
+                                    "(the ranks of its operands are unknown)")
+        return self.eval(node.body if test.static else node.orelse, name)
+
+    def eval_Call(self, node, name):
+        func = self.eval(node.func)
+        args = [self.eval(a) for a in node.args]
+        kwargs = [(k.arg, self.eval(k.value)) for k in node.keywords]
+        obj = func.obj
+        if obj in (tuple, len, range):
+            if not all(a.known for a in args):
+                raise errors.ShapeError("a rule's static expression could not be evaluated")
+            value = obj(*[a.static for a in args])
+            value = tuple(value) if obj is range else value
+            return PV(Const(value), value)
+        rule = rule_for_function(obj)
+        if rule is None:
+            raise errors.SourcegradError(f"rule template calls {obj!r}, which has no rule")
+        if rule.sequence_input:
+            items = args[0].static if args[0].known else args[0].atom.items
+            args = [PV(Const(i), i) if args[0].known else PV(i) for i in items] + args[1:]
+        return self.call(rule.name, args, kwargs, name=name)

@@ -1,0 +1,106 @@
+"""Bad input raises a SourcegradError subclass that says what was expected, and where."""
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import errors
+
+
+def returns_vector(x):
+    return x * 2.0
+
+
+def uses_if(x):
+    if x > 0:
+        return x
+    return -x
+
+
+def uses_try(x):
+    try:
+        y = x * 2.0
+    except ValueError:
+        y = x
+    return np.sum(y)
+
+
+def calls_unknown_numpy(x):
+    return np.sum(np.cumprod(x))
+
+
+def unknown_method(x):
+    return x.cumsum().sum()
+
+
+def undefined_name(x):
+    return x * not_defined_anywhere  # noqa: F821
+
+
+def uses_comprehension(x):
+    return sum([v for v in x])
+
+
+def test_non_scalar_output():
+    with pytest.raises(errors.NonScalarOutputError, match=r"scalar output.*shape \(3,\)"):
+        sourcegrad.grad(returns_vector)(np.ones(3))
+
+
+def test_integer_input():
+    with pytest.raises(errors.NonDifferentiableInputError, match="integer"):
+        sourcegrad.grad(returns_vector)(3)
+    with pytest.raises(errors.NonDifferentiableInputError, match="dtype int64"):
+        sourcegrad.grad(returns_vector)(np.arange(3))
+
+
+def test_wrt_out_of_range_or_unknown():
+    with pytest.raises(errors.WrtError, match="out of range"):
+        sourcegrad.grad(returns_vector, wrt=2)
+    with pytest.raises(errors.WrtError, match="names no argument"):
+        sourcegrad.grad(returns_vector, wrt="z")
+    with pytest.raises(errors.WrtError, match="index or name"):
+        sourcegrad.grad(returns_vector, wrt=1.5)
+
+
+def test_unsupported_syntax_names_construct_file_line_and_text():
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
+        sourcegrad.grad(uses_if)(1.0)
+    message = str(info.value)
+    assert "an if statement" in message
+    assert "test_errors.py:" in message
+    assert "if x > 0:" in message
+    with pytest.raises(errors.UnsupportedSyntaxError, match="a try statement"):
+        sourcegrad.grad(uses_try)(np.ones(2))
+    with pytest.raises(errors.UnsupportedSyntaxError, match="list comprehension"):
+        sourcegrad.grad(uses_comprehension)(np.ones(2))
+
+
+def test_numpy_function_without_rule_says_how_to_register():
+    with pytest.raises(errors.NoRuleError, match=r"np.cumprod.*defvjp") as info:
+        sourcegrad.grad(calls_unknown_numpy)(np.ones(3))
+    assert info.value.loc.line > 0
+
+
+def test_method_without_rule():
+    with pytest.raises(errors.NoRuleError, match=r"\.cumsum\(\) has no derivative rule"):
+        sourcegrad.grad(unknown_method)(np.ones(3))
+
+
+def test_undefined_name():
+    with pytest.raises(errors.NameResolutionError, match="not_defined_anywhere"):
+        sourcegrad.grad(undefined_name)(np.ones(3))
+
+
+def test_function_without_source():
+    namespace = {"np": np}
+    exec("def made_by_exec(x):\n    return np.sum(x)\n", namespace)
+    with pytest.raises(errors.SourceNotFoundError, match="exec"):
+        sourcegrad.grad(namespace["made_by_exec"])(np.ones(2))
+    with pytest.raises(errors.SourceNotFoundError, match="not a Python function"):
+        sourcegrad.grad(np.sin)(np.ones(2))
+
+
+def test_all_errors_derive_from_sourcegrad_error():
+    for cls in (errors.UnsupportedSyntaxError, errors.NoRuleError, errors.NonScalarOutputError,
+                errors.NonDifferentiableInputError, errors.WrtError, errors.SourceNotFoundError,
+                errors.NameResolutionError):
+        assert issubclass(cls, sourcegrad.SourcegradError)

@@ -1,0 +1,63 @@
+"""Generated code is deterministic, and generated/ is up to date with the examples."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+PRINT_SOURCES = """
+import sys
+sys.path.insert(0, "examples")
+import numpy as np, sourcegrad, logreg, mlp
+g = sourcegrad.grad(logreg.loss)
+g(*logreg.example_args())
+h = sourcegrad.grad(mlp.mlp_loss, wrt=(0, 1, 2, 3))
+h(*mlp.example_args())
+print(g.source + h.source)
+"""
+
+
+def run(*args, **kwargs):
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                          **kwargs)
+
+
+def test_source_is_byte_identical_across_processes():
+    env = dict(os.environ, PYTHONHASHSEED="random")
+    first = run("-c", PRINT_SOURCES, env=env)
+    second = run("-c", PRINT_SOURCES, env=dict(env, PYTHONHASHSEED="123"))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    assert "def dloss_dw(w, X, y):" in first.stdout
+
+
+def test_generated_folder_is_up_to_date():
+    result = run("-m", "sourcegrad", "gen", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_golden_modules_import_and_compute_the_gradient():
+    import importlib.util
+    import numpy as np
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import logreg
+    path = os.path.join(ROOT, "generated", "logreg_loss_dw.py")
+    spec = importlib.util.spec_from_file_location("golden_logreg", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = logreg.example_args()
+    expected = __import__("sourcegrad").grad(logreg.loss)(*args)
+    np.testing.assert_allclose(module.dloss_dw(*args), expected)
+
+
+def test_cli_errors_are_one_line_and_exit_non_zero():
+    result = run("-m", "sourcegrad", "show", "missing.py:f")
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0
+    assert "file not found" in result.stderr
+
+
+def test_demo_runs_and_verifies():
+    result = run("-m", "sourcegrad", "demo")
+    assert result.returncode == 0, result.stderr
+    assert "OK" in result.stdout
