@@ -104,6 +104,11 @@ def _like_input(g, x, args):
     return g
 
 
+_COMPILED: dict = {}  # (fn, wrt, single, with_value, backend) -> {signature: Compiled}
+_IR: dict = {}        # fn -> its lowered IR
+_SHARED_LOCK = threading.RLock()
+
+
 class Gradient:
     """A compiled gradient of `fn` (see `grad`)."""
 
@@ -122,10 +127,11 @@ class Gradient:
         self.backend = backend
         self._params = list(inspect.signature(fn).parameters)
         self._signature = inspect.signature(fn)
-        self._cache: dict = {}
-        self._lock = threading.Lock()
+        # compiled code is shared by every Gradient of the same function, wrt and backend
+        with _SHARED_LOCK:
+            self._cache = _COMPILED.setdefault((fn, self.wrt, self._single, with_value, backend), {})
+        self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
-        self._ir = None
         functools.update_wrapper(self, fn)
         self.__wrapped__ = fn
 
@@ -155,9 +161,10 @@ class Gradient:
     # -- compiling -----------------------------------------------------------------------------
 
     def ir(self):
-        if self._ir is None:
-            self._ir = function_to_ir(self.fn)
-        return self._ir
+        """The function's IR (independent of shapes, so lowered once per function)."""
+        if self.fn not in _IR:
+            _IR[self.fn] = function_to_ir(self.fn)
+        return _IR[self.fn]
 
     def compile(self, args, key=None) -> Compiled:
         """Generate, load and cache the gradient for the signature of `args`."""

@@ -77,7 +77,9 @@ def test_gradient_is_a_fresh_writable_array():
 
 
 def test_compiled_code_is_cached_per_signature():
-    g = sourcegrad.grad(quad)
+    def weighted(x, y):
+        return np.sum(x ** 2 * y)
+    g = sourcegrad.grad(weighted)
     x = np.ones(3)
     g(x, x)
     first = g._last
@@ -141,3 +143,55 @@ def test_python_float_and_zero_d_scalars_agree_with_numeric():
         dx, dy = sourcegrad.grad(f, wrt=(0, 1))(*args)
         assert dx == pytest.approx(numeric_grad(f, args, 0), rel=1e-7)
         assert dy == pytest.approx(numeric_grad(f, args, 1), rel=1e-7)
+
+
+def test_compiled_code_is_shared_per_function_and_wrt():
+    x = np.ones(3)
+    a, b = sourcegrad.grad(quad), sourcegrad.grad(quad)
+    a(x, x)
+    b(x, x)
+    assert a._last is b._last
+    c = sourcegrad.grad(quad, wrt=1)
+    c(x, x)
+    assert c._last is not a._last
+
+
+def test_nested_function_with_closure_and_decorated_function():
+    scale = 3.0
+    offsets = np.array([1.0, 2.0])
+
+    def inner(x):
+        return np.sum((x * scale + offsets) ** 2)
+
+    x = np.array([0.5, -0.5])
+    np.testing.assert_allclose(sourcegrad.grad(inner)(x), 2 * (x * scale + offsets) * scale)
+
+    import functools
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return fn(*args)
+        return wrapper
+
+    @logged
+    def decorated(x):
+        return np.sum(np.exp(x))
+
+    np.testing.assert_allclose(sourcegrad.grad(decorated)(x), np.exp(x))
+
+
+def test_threads_compile_once():
+    import threading
+
+    def f(x):
+        return np.sum(np.cos(x) * x)
+
+    g = sourcegrad.grad(f)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(g(np.ones(5)))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(g._cache) == 1 and len(results) == 8
