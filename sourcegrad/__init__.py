@@ -11,3 +11,7 @@ from .errors import (NameResolutionError, NoRuleError, NonDifferentiableInputErr
                      SourcegradError, UnsupportedSyntaxError, WrtError)
 
 __version__ = "0.1.0"
+__all__ = ["Gradient", "check_grad", "grad", "show", "value_and_grad", "SourcegradError",
+           "SourceLocation", "UnsupportedSyntaxError", "SourceNotFoundError", "NoRuleError",
+           "NameResolutionError", "NonScalarOutputError", "NonDifferentiableInputError",
+           "WrtError", "ShapeError"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import astor
 import gast
 
-from .ir import Assign, Call, Const, Return, Slc, Tup, Var, atom_vars, reads_of
+from .ir import Assign, Call, Const, Return, Slc, Tup, Var, reads_of
 from .rules import RULES
 
 MAX_LINE = 88
@@ -303,4 +303,4 @@ def load(source: str, name: str, free: dict):
     return module
 
 
-__all__ = ["generate", "load", "BACKENDS", "SourceInfo", "atom_vars"]
+__all__ = ["generate", "load", "BACKENDS", "SourceInfo"]

@@ -26,13 +26,6 @@ from .ir import Assign, Call, Const, Function, Return, Slc, Tup, Var
 from .names import Namer, name_for_call
 from .rules import RULES, rule_for_function
 
-try:  # optional: recognise `cupy.exp` as `np.exp` when CuPy is installed
-    import cupy as _cupy  # noqa: F401
-except Exception:  # pragma: no cover - depends on the machine
-    _cupy = None
-
-ARRAY_MODULES = {"numpy", "cupy"}
-
 
 @dataclass
 class ParsedFunction:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from . import errors
-from .analysis import UNKNOWN, AVal, abstract_call, active_values
+from .analysis import UNKNOWN, AVal, active_values
 from .ir import Assign, Call, Const, Function, Return, Tup, Var
 from .names import adjoint_name
 from .rules import RULES
@@ -163,5 +163,3 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
     return Function(name, list(fn.params), body, fn.source_file, fn.loc, dict(fn.free),
                     set(fn.user_names))
 
-
-__all__ = ["reverse", "abstract_call"]

@@ -39,7 +39,7 @@ import gast
 import numpy as np
 
 from . import runtime
-from .runtime import (dot_grad, einsum_grad, expand_reduced, inner_grad, inverse_permutation,
+from .runtime import (dot_grad, einsum_grad, inner_grad, inverse_permutation,
                       max_grad, prod_grad, reduced_count, take_part, tensordot_grad, unbroadcast,
                       unindex, untake)
 
