@@ -24,7 +24,7 @@ from . import errors
 from .analysis import aval_of, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate, load
 from .frontend import function_to_ir
-from .ir import Assign
+from .ir import Assign, reads_of
 from .names import Namer
 from .optimize import optimize
 from .reverse import reverse
@@ -223,23 +223,35 @@ def _names_in(fn) -> set:
 
 
 def _saved_values(fn, forward_names, env):
-    """Forward values that backward statements read (the residuals)."""
-    from .ir import reads_of
-    backward_reads = []
+    """Forward values that backward statements read (the residuals), with why they are kept.
+
+    Each entry: name, shape, dtype, bytes (for the signature compiled), the user line
+    that made it (None for a parameter, which costs nothing extra), and the rules
+    whose backward reads it.
+    """
+    made_at = {s.target: s.loc for s in fn.body if isinstance(s, Assign)}
+    readers: dict = {}
     for stmt in fn.body:
         if isinstance(stmt, Assign) and stmt.target not in forward_names:
             for n in reads_of(stmt):
-                if n in forward_names and n not in backward_reads:
-                    backward_reads.append(n)
+                if n in forward_names:
+                    rules = readers.setdefault(n, [])
+                    for rule in stmt.note.split(", "):
+                        if rule and rule not in rules:
+                            rules.append(rule)
     out = []
-    for n in backward_reads:
-        aval = env.get(n)
+    for name, rules in readers.items():
+        aval = env.get(name)
+        dtype = getattr(aval, "dtype", None) if aval is not None else None
         shape = aval.shape if aval is not None else None
-        dtype = str(aval.dtype) if aval is not None and aval.dtype is not None else \
-            type(aval.stand_in).__name__ if aval is not None else None
-        nbytes = int(np.prod(shape)) * np.dtype(aval.dtype).itemsize \
-            if aval is not None and aval.dtype is not None else 8
-        out.append({"name": n, "shape": shape, "dtype": dtype, "bytes": nbytes})
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if dtype is not None \
+            else 8
+        loc = made_at.get(name)
+        out.append({"name": name, "shape": shape,
+                    "dtype": str(dtype) if dtype is not None else
+                    type(aval.stand_in).__name__ if aval is not None else None,
+                    "bytes": nbytes, "line": loc.line if loc else None,
+                    "input": name in fn.params, "read_by": rules})
     return out
 
 

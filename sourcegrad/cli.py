@@ -83,8 +83,9 @@ def cmd_show(args):
     if args.saved:
         print("\n# saved for the backward pass:")
         for item in compiled.saved:
+            origin = "input" if item["input"] else f"line {item['line']}"
             print(f"#   {item['name']}: shape {item['shape']}, {item['dtype']}, "
-                  f"{item['bytes']} bytes")
+                  f"{item['bytes']} bytes, {origin}, read by {', '.join(item['read_by'])}")
     return 0
 
 

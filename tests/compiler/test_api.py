@@ -195,3 +195,14 @@ def test_threads_compile_once():
     for t in threads:
         t.join()
     assert len(g._cache) == 1 and len(results) == 8
+
+
+def test_saved_manifest_names_line_and_reading_rules():
+    g = sourcegrad.grad(f_logreg)
+    g(np.zeros(3), np.ones((4, 3)), np.ones(4))
+    saved = {item["name"]: item for item in g.saved}
+    assert saved["exp_neg_y_X_w"]["shape"] == (4,)
+    assert saved["exp_neg_y_X_w"]["bytes"] == 32
+    assert saved["exp_neg_y_X_w"]["line"] is not None and not saved["exp_neg_y_X_w"]["input"]
+    assert "exp" in saved["exp_neg_y_X_w"]["read_by"]
+    assert saved["X"]["input"]
