@@ -24,7 +24,7 @@ from . import errors
 from .errors import SourceLocation
 from .ir import Assign, Call, Const, Function, Return, Slc, Tup, Var
 from .names import Namer, name_for_call
-from .rules import RULES, rule_for_function
+from .rules import COMPARISONS, OPERATORS, RULES, rule_for_function
 
 
 @dataclass
@@ -115,11 +115,6 @@ _METHODS = {
 _VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}  # x.reshape(2, 3) == x.reshape((2, 3))
 _ATTRS = {"T": "T", "shape": "shape", "ndim": "ndim", "size": "size", "dtype": "dtype"}
 
-_BINOPS = {gast.Add: "add_op", gast.Sub: "sub_op", gast.Mult: "mul_op", gast.Div: "div_op",
-           gast.Pow: "pow_op", gast.MatMult: "matmul_op", gast.Mod: "mod_op",
-           gast.FloorDiv: "floordiv_op"}
-_COMPARES = {gast.Lt: "lt", gast.LtE: "le", gast.Gt: "gt", gast.GtE: "ge", gast.Eq: "eq",
-             gast.NotEq: "ne"}
 
 _UNSUPPORTED_STATEMENTS = {
     gast.If: "an if statement", gast.For: "a for loop", gast.While: "a while loop",
@@ -288,7 +283,7 @@ class Lowerer:
         if isinstance(node, gast.Name):
             return self.name(node, name)
         if isinstance(node, gast.BinOp):
-            op = _BINOPS.get(type(node.op))
+            op = OPERATORS.get(type(node.op).__name__)
             if op is None:
                 self.error(errors.UnsupportedSyntaxError, f"the operator {type(node.op).__name__} "
                            "is not supported", node)
@@ -304,10 +299,10 @@ class Lowerer:
             self.error(errors.UnsupportedSyntaxError, f"the operator {type(node.op).__name__} "
                        "is not supported yet", node)
         if isinstance(node, gast.Compare):
-            if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARES:
+            if len(node.ops) != 1 or type(node.ops[0]).__name__ not in COMPARISONS:
                 self.error(errors.UnsupportedSyntaxError, "chained or identity/membership "
                            "comparisons are not supported yet", node)
-            return self.emit(_COMPARES[type(node.ops[0])],
+            return self.emit(COMPARISONS[type(node.ops[0]).__name__],
                              [self.expr(node.left), self.expr(node.comparators[0])], name=name)
         if isinstance(node, gast.Call):
             return self.call(node, name)

@@ -114,6 +114,13 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {}
+
+# Python's operators (by their gast/ast node name) and the primitives they call; user code
+# and rule templates are both lowered through this one mapping.
+OPERATORS = {"Add": "add_op", "Sub": "sub_op", "Mult": "mul_op", "Div": "div_op",
+             "Pow": "pow_op", "MatMult": "matmul_op", "Mod": "mod_op",
+             "FloorDiv": "floordiv_op"}
+COMPARISONS = {"Lt": "lt", "LtE": "le", "Gt": "gt", "GtE": "ge", "Eq": "eq", "NotEq": "ne"}
 _BY_FUNCTION: dict[int, str] = {}
 
 

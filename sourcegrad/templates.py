@@ -21,13 +21,10 @@ from . import errors
 from .analysis import UNKNOWN, AVal, abstract_call
 from .ir import Assign, Call, Const, Tup, Var
 from .names import name_for_call
-from .rules import RULES, TEMPLATE_NAMESPACE, rule_for_function, vjp_template
+from .rules import OPERATORS, RULES, TEMPLATE_NAMESPACE, rule_for_function, vjp_template
 
 _NO_VALUE = object()
 
-_BINOPS = {gast.Add: "add_op", gast.Sub: "sub_op", gast.Mult: "mul_op", gast.Div: "div_op",
-           gast.Pow: "pow_op", gast.MatMult: "matmul_op", gast.Mod: "mod_op",
-           gast.FloorDiv: "floordiv_op", gast.BitAnd: None, gast.BitOr: None}
 _PY_BINOPS = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
               gast.Mult: lambda a, b: a * b, gast.Div: lambda a, b: a / b,
               gast.Pow: lambda a, b: a ** b, gast.FloorDiv: lambda a, b: a // b,
@@ -369,7 +366,7 @@ class Instantiator:
                 return PV(Const(value), value)
         if op_type in _MASK_OPS:
             return self.call(_MASK_OPS[op_type], [left, right], name=name)
-        return self.call(_BINOPS[op_type], [left, right], name=name)
+        return self.call(OPERATORS[op_type.__name__], [left, right], name=name)
 
     def eval_BoolOp(self, node, name):
         is_and = isinstance(node.op, gast.And)
