@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import Assign, Call, Const, Return, Slc, Tup, Var, reads_of
+from .ir import Assign, Call, Const, For, If, Return, Slc, Tup, Var, While, reads_of, walk
 from .rules import RULES
 
 
@@ -260,14 +260,132 @@ _SHAPE_FUNCTIONS = {
 
 
 def infer_shapes(fn, avals: list) -> dict:
-    """AVals of the parameters and of every value `fn`'s straight-line body assigns."""
+    """AVals of the parameters and of every value `fn` assigns.
+
+    Inference follows the program: both branches of an `if` are inferred and their
+    results joined; a loop whose trip count is known and small is followed
+    iteration by iteration (so a list appended to in it has its real length),
+    other loops until their values stop changing. The result maps each name to
+    the join of every value it takes, which is exact for the shape-stable code
+    numerical programs are.
+    """
     env = dict(zip(fn.params, avals))
     for name, value in fn.free.items():
         env[name] = aval_of(value)
-    for stmt in fn.body:
+    summary = dict(env)
+    _infer_block(fn.body, env, summary)
+    return summary
+
+
+_EXACT_TRIPS = 256
+
+
+def _record(summary, name, aval):
+    if name in summary:
+        summary[name] = join(summary[name], aval)
+    else:
+        summary[name] = aval
+
+
+def _infer_block(stmts, env, summary):
+    for stmt in stmts:
         if isinstance(stmt, Assign):
-            env[stmt.target] = eval_value(stmt.value, env)
-    return env
+            aval = eval_value(stmt.value, env)
+            env[stmt.target] = aval
+            _record(summary, stmt.target, aval)
+        elif isinstance(stmt, If):
+            test = env.get(stmt.test.name) if isinstance(stmt.test, Var) else None
+            then_env, else_env = dict(env), dict(env)
+            _infer_block(stmt.body, then_env, summary)
+            _infer_block(stmt.orelse, else_env, summary)
+            for name in set(then_env) | set(else_env):
+                a, b = then_env.get(name), else_env.get(name)
+                env[name] = b if a is None else a if b is None else join(a, b)
+            del test
+        elif isinstance(stmt, For):
+            _infer_for(stmt, env, summary)
+        elif isinstance(stmt, While):
+            _infer_loop(lambda e: (_infer_block(stmt.test_body, e, summary),
+                                   _infer_block(stmt.body, e, summary),
+                                   _infer_block(stmt.test_body, e, summary)), env)
+
+
+def _infer_for(stmt, env, summary):
+    bounds = []
+    for atom in (stmt.start, stmt.stop, stmt.step):
+        try:
+            value, known = _concrete(atom, env)
+        except _Unknown:
+            value, known = None, False
+        bounds.append(value if known else None)
+    trips = None
+    if None not in bounds and stmt.stop_flag is None:
+        trips = range(*bounds)
+    if trips is not None and len(trips) <= _EXACT_TRIPS:
+        for i in trips:
+            env[stmt.target] = AVal(i, known=False)
+            _record(summary, stmt.target, AVal(i, known=False))
+            _infer_block(stmt.body, env, summary)
+        return
+    start = bounds[0] if bounds[0] is not None else 0
+
+    def once(e):
+        e[stmt.target] = AVal(start, known=False)
+        _record(summary, stmt.target, AVal(start, known=False))
+        _infer_block(stmt.body, e, summary)
+    _infer_loop(once, env)
+
+
+def _infer_loop(run_body, env):
+    """Run the body on `env` until the values it carries stop changing (at most 3 rounds)."""
+    for _ in range(3):
+        before = dict(env)
+        run_body(env)
+        changed = False
+        for name, aval in env.items():
+            if name in before and not _same(before[name], aval):
+                env[name] = join(before[name], aval)
+                changed = True
+        if not changed:
+            return
+    for name in list(env):
+        if name in before and not _same(before[name], env[name]):
+            env[name] = UNKNOWN
+
+
+def _same(a, b):
+    if a is UNKNOWN or b is UNKNOWN:
+        return a is b
+    return _structure(a.stand_in) == _structure(b.stand_in) and a.known == b.known and \
+        (not a.known or _equal_values(a.stand_in, b.stand_in))
+
+
+def _equal_values(x, y):
+    try:
+        return bool(x == y) if not isinstance(x, np.ndarray) else False
+    except Exception:
+        return False
+
+
+def _structure(v):
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_structure(i) for i in v))
+    if isinstance(v, np.ndarray):
+        return ("array", v.shape, v.dtype.str)
+    if isinstance(v, np.generic):
+        return ("scalar", v.dtype.str)
+    return (type(v).__name__,)
+
+
+def join(a, b):
+    """The least abstract value covering both: equal structure stays, else UNKNOWN."""
+    if a is UNKNOWN or b is UNKNOWN:
+        return UNKNOWN
+    if _structure(a.stand_in) != _structure(b.stand_in):
+        return UNKNOWN
+    if a.known and b.known and _equal_values(a.stand_in, b.stand_in):
+        return a
+    return AVal(a.stand_in, known=False)
 
 
 def eval_value(value, env):
@@ -284,23 +402,39 @@ def eval_value(value, env):
 # --- activity -------------------------------------------------------------------------------
 
 def active_values(fn, wrt: list) -> set:
-    """Names that depend on `wrt` through differentiable primitives and reach the return."""
+    """Names that depend on `wrt` through differentiable primitives and reach the return.
+
+    Both sets are found by iterating to a fixed point over every assignment, so values
+    carried around a loop are covered. Branch conditions carry no derivative.
+    """
+    assigns = [s for s in walk(fn.body) if isinstance(s, Assign)]
     varied = set(wrt)
-    for stmt in fn.body:
-        if isinstance(stmt, Assign) and any(n in varied for n in reads_of(stmt)):
+    changed = True
+    while changed:
+        changed = False
+        for stmt in assigns:
+            if stmt.target in varied or not any(n in varied for n in reads_of(stmt)):
+                continue
             value = stmt.value
             if isinstance(value, Call):
                 rule = RULES[value.op]
-                if rule.differentiable and _varied_inputs_have_vjps(rule, value, varied):
-                    varied.add(stmt.target)
-            else:
-                varied.add(stmt.target)
+                if not (rule.differentiable and _varied_inputs_have_vjps(rule, value, varied)):
+                    continue
+            varied.add(stmt.target)
+            changed = True
     useful = set()
-    for stmt in reversed(fn.body):
+    for stmt in walk(fn.body):
         if isinstance(stmt, Return):
             useful.update(reads_of(stmt))
-        elif isinstance(stmt, Assign) and stmt.target in useful:
-            useful.update(reads_of(stmt))
+    changed = True
+    while changed:
+        changed = False
+        for stmt in assigns:
+            if stmt.target in useful:
+                new = set(reads_of(stmt)) - useful
+                if new:
+                    useful |= new
+                    changed = True
     return varied & useful
 
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import astor
 import gast
 
-from .ir import Assign, Call, Const, Return, Slc, Tup, Var, reads_of
+from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
+                 While, reads_of, walk, writes_of)
 from .rules import RULES
 
 MAX_LINE = 88
@@ -115,7 +116,12 @@ class Printer:
             return gast.Compare(left=args[0], ops=[_COMPARE_NODES[sp.text]()],
                                 comparators=[args[1]])
         if sp.kind == "unaryop":
-            return gast.UnaryOp(op=gast.USub() if sp.text == "-" else gast.UAdd(), operand=args[0])
+            op = {"-": gast.USub, "+": gast.UAdd, "not": gast.Not}[sp.text]()
+            return gast.UnaryOp(op=op, operand=args[0])
+        if sp.kind == "list":
+            return gast.List(elts=args, ctx=gast.Load())
+        if sp.kind == "pycall":
+            return gast.Call(func=args[0], args=args[1:], keywords=keywords)
         if sp.kind == "attr":
             return _attr(args[0], sp.text)
         if sp.kind == "getitem":
@@ -146,6 +152,11 @@ _COMPARE_NODES = {"<": gast.Lt, "<=": gast.LtE, ">": gast.Gt, ">=": gast.GtE, "=
                   "!=": gast.NotEq}
 
 
+def _expr_source(node) -> str:
+    """An expression's source without the parentheses astor puts around a bare expression."""
+    return _to_source(gast.Expr(value=node))
+
+
 def _to_source(node) -> str:
     # astor's default pretty-printer wraps long lines at arbitrary points; statements here
     # are kept short by folding fewer temporaries instead
@@ -160,9 +171,17 @@ def _assign(target, expr):
 
 def _use_counts(body):
     counts: dict = {}
-    for stmt in body:
+    for stmt in walk(body):
         for n in reads_of(stmt):
             counts[n] = counts.get(n, 0) + 1
+    return counts
+
+
+def _assign_counts(body, params):
+    counts = {p: 1 for p in params}
+    for stmt in walk(body):
+        for n in writes_of(stmt):
+            counts[n] = counts.get(n, 0) + (2 if isinstance(stmt, For) else 1)
     return counts
 
 
@@ -174,58 +193,211 @@ def _relative(path):
     return os.path.basename(path) if rel.startswith("..") else rel
 
 
-def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
-    """The source of a module that defines `fn` (see the module docstring)."""
-    body = fn.body
-    counts = _use_counts(body)
-    protected = set(fn.params) | set(fn.user_names)
-    section_of = {s.target: "forward" if s.target in info.forward_names else "backward"
-                  for s in body if isinstance(s, Assign)}
-    readers = {}
-    for stmt in body:
+class _Writer:
+    """Prints a function body: comments per user line, folded temporaries, nested blocks."""
+
+    def __init__(self, fn, backend):
+        self.fn = fn
+        self.uses = _use_counts(fn.body)
+        assigned = _assign_counts(fn.body, fn.params)
+        # only a temporary assigned once and read once may be folded into its reader
+        self.protected = set(fn.params) | set(fn.user_names) | \
+            {n for n, c in assigned.items() if c > 1}
+        self.inlined: dict = {}
+        self.folded: dict = {}
+        self.folded_reads: dict = {}
+        self.printer = Printer(backend, self.inlined)
+        self.lines: list = []  # (indent, kind, line, text, code, note)
+        self.section = "forward"
+        self.uses_stack = any(isinstance(s, Push) for s in walk(fn.body))
+
+    def expr(self, atom_or_call):
+        return self.printer.value(atom_or_call)
+
+    def write_block(self, stmts, indent):
+        start = len(self.lines)
+        for i, stmt in enumerate(stmts):
+            self.statement(stmt, stmts[i + 1:], indent)
+        if len(self.lines) == start:
+            self.lines.append((indent, "code", None, "", "pass", ""))
+
+    def reads_with_folded(self, stmt):
+        """Names a statement's printed expression reads, through the temporaries folded into it."""
+        names = set()
         for n in reads_of(stmt):
-            readers.setdefault(n, stmt)
+            names |= self.folded_reads.get(n, {n})
+        return names
 
-    inlined: dict = {}   # temp -> expression folded into its one reader
-    folded: dict = {}    # temp -> (statement, note), to print it after all if the reader is long
-    printer = Printer(backend, inlined)
-    lines_out: list = []  # (section, line, text, code, note)
+    def foldable_into_next(self, stmt, rest):
+        """A single-use temporary read later in this block, on the same line (or by an `if`),
+        with nothing in between reassigning what it reads (a pop, an accumulator)."""
+        if stmt.target in self.protected or self.uses.get(stmt.target, 0) != 1:
+            return False
+        copy = isinstance(stmt.value, Var)  # a snapshot of a variable, `d_h_now = d_h`
+        if not copy and not (isinstance(stmt.value, Call) and RULES[stmt.value.op].pure):
+            return False
+        reads = self.reads_with_folded(stmt)
+        for later in rest:
+            if isinstance(later, Return) and copy and stmt.target in reads_of(later):
+                return True
+            if isinstance(later, (Marker, Return)):
+                return False
+            if stmt.target in reads_of(later):
+                return _line_of(later) == _line_of(stmt) or isinstance(later, (If, While))
+            if any(stmt.target in reads_of(s) for s in walk([later])):
+                return False  # read inside a nested block: keep it a name
+            if any(set(writes_of(s)) & reads for s in walk([later])):
+                return False  # what it reads changes before it is read
+        return False
 
-    def emit_line(stmt, note):
-        code = _to_source(_assign(stmt.target, printer.value(stmt.value)))
-        while len(code) + 4 > MAX_LINE:
-            children = [n for n in reads_of(stmt) if n in inlined]
+    def statement(self, stmt, rest, indent):
+        if isinstance(stmt, Marker):
+            self.section = "backward"
+            return
+        if isinstance(stmt, Assign):
+            if self.foldable_into_next(stmt, rest):
+                self.folded_reads[stmt.target] = self.reads_with_folded(stmt)
+                self.inlined[stmt.target] = self.expr(stmt.value)
+                self.folded[stmt.target] = (stmt, self.note_of(stmt))
+                return
+            self.emit_assign(stmt, indent)
+        elif isinstance(stmt, Return):
+            self.add(indent, "return", None, _to_source(gast.Return(
+                value=self.printer.atom(stmt.value))), "")
+        elif isinstance(stmt, Push):
+            self.add(indent, "code", stmt, f"saved.append({_expr_source(self.expr(stmt.value))})",
+                     "")
+        elif isinstance(stmt, Pop):
+            self.add(indent, "code", stmt, f"{stmt.target} = saved.pop()", "")
+        elif isinstance(stmt, ExprStmt):
+            self.add(indent, "code", stmt, _expr_source(self.expr(stmt.value)), "")
+        elif isinstance(stmt, If):
+            self.add(indent, "code", stmt, f"if {_expr_source(self.expr(stmt.test))}:", "")
+            self.write_block(stmt.body, indent + 1)
+            if stmt.orelse:
+                self.lines.append((indent, "code", None, "", "else:", ""))
+                self.write_block(stmt.orelse, indent + 1)
+        elif isinstance(stmt, For):
+            self.add(indent, "code", stmt, self.for_header(stmt), "")
+            body = stmt.body + ([_Break(Var(stmt.stop_flag), stmt.loc, when_true=True)]
+                                if stmt.stop_flag else [])
+            self.write_block(body, indent + 1)
+        elif isinstance(stmt, While):
+            self.while_(stmt, indent)
+        elif isinstance(stmt, _Break):
+            test = _expr_source(self.expr(stmt.test))
+            self.lines.append((indent, "code", None, "",
+                               f"if {test}:" if stmt.when_true else f"if not {test}:", ""))
+            self.lines.append((indent + 1, "code", None, "", "break", ""))
+        else:
+            raise AssertionError(stmt)
+
+    def for_header(self, stmt):
+        args = [stmt.start, stmt.stop, stmt.step]
+        if stmt.step == Const(1):
+            args = args[:2]
+            if stmt.start == Const(0):
+                args = args[1:]
+        text = f"range({', '.join(_expr_source(self.expr(a)) for a in args)})"
+        if stmt.reverse:
+            text = f"reversed({text})"
+        return f"for {stmt.target} in {text}:"
+
+    def while_(self, stmt, indent):
+        test_names = {s.target for s in stmt.test_body if isinstance(s, Assign)}
+        simple = all(isinstance(s, Assign) and s.target not in self.protected and
+                     self.uses.get(s.target, 0) == 1 and isinstance(s.value, Call)
+                     for s in stmt.test_body) and \
+            (not isinstance(stmt.test, Var) or stmt.test.name in test_names or
+             not stmt.test_body)
+        if simple:
+            for i, s in enumerate(stmt.test_body):
+                self.inlined[s.target] = self.expr(s.value)
+            self.add(indent, "code", stmt, f"while {_expr_source(self.expr(stmt.test))}:", "")
+            self.write_block(stmt.body, indent + 1)
+            return
+        self.add(indent, "code", stmt, "while True:", "")
+        self.write_block(stmt.test_body + [_Break(stmt.test, stmt.loc)] + stmt.body, indent + 1)
+
+    def note_of(self, stmt):
+        return _merge_notes([self.folded[n][1] for n in reads_of(stmt) if n in self.folded] +
+                            [stmt.note])
+
+    def emit_assign(self, stmt, indent):
+        note = self.note_of(stmt)
+        code = _to_source(_assign(stmt.target, self.expr(stmt.value)))
+        while len(code) + 4 * (indent + 1) > MAX_LINE:
+            children = [n for n in reads_of(stmt) if n in self.inlined and n in self.folded]
             if not children:
                 break
             # too long: print the biggest folded operand as a statement of its own
-            child = max(children, key=lambda n: len(_to_source(inlined[n])))
-            del inlined[child]
-            child_stmt, _ = folded.pop(child)
-            emit_line(child_stmt, _merge_notes(
-                [folded[n][1] for n in reads_of(child_stmt) if n in folded] + [child_stmt.note]))
-            note = _merge_notes([folded[n][1] for n in reads_of(stmt) if n in folded]
-                                + [stmt.note])
-            code = _to_source(_assign(stmt.target, printer.value(stmt.value)))
-        lines_out.append((section_of[stmt.target], _line_of(stmt),
-                          stmt.loc.text if stmt.loc else "", code, note))
+            child = max(children, key=lambda n: len(_to_source(self.inlined[n])))
+            del self.inlined[child]
+            child_stmt, _ = self.folded.pop(child)
+            self.emit_assign(child_stmt, indent)
+            note = self.note_of(stmt)
+            code = _to_source(_assign(stmt.target, self.expr(stmt.value)))
+        self.add(indent, "code", stmt, code, note)
 
-    for stmt in body:
-        if isinstance(stmt, Return):
-            lines_out.append(("return", None, "", _to_source(gast.Return(
-                value=printer.atom(stmt.value))), ""))
-            continue
-        note = _merge_notes([folded[n][1] for n in reads_of(stmt) if n in folded] + [stmt.note])
-        reader = readers.get(stmt.target)
-        if (stmt.target not in protected and counts.get(stmt.target, 0) == 1
-                and isinstance(stmt.value, Call) and reader is not None
-                and section_of.get(getattr(reader, "target", None), "return")
-                == section_of[stmt.target] and _line_of(reader) == _line_of(stmt)):
-            inlined[stmt.target] = printer.value(stmt.value)
-            folded[stmt.target] = (stmt, note)
-            continue
-        emit_line(stmt, note)
+    def add(self, indent, kind, stmt, code, note):
+        loc = getattr(stmt, "loc", None)
+        self.lines.append((indent, kind, (self.section, loc.line) if loc else None,
+                           loc.text if loc else "", code, note))
 
-    return _header(info, fn, backend, printer) + _function_source(fn, lines_out)
+    def render(self) -> str:
+        out = []
+        previous = {}
+        block: list = []
+
+        def flush():
+            if not block:
+                return
+            width = min(max(len(code) for _, code, _ in block), 56)
+            for pad, code, note in block:
+                out.append(f"{pad}{code.ljust(width)}  # {note}" if note else f"{pad}{code}")
+            block.clear()
+
+        if self.uses_stack:
+            out.append("    saved = []  # values the backward pass needs that the forward overwrites")
+        for indent, kind, key, text, code, note in self.lines:
+            pad = "    " * (indent + 1)
+            if key is not None and kind != "return" and previous.get(indent) != key:
+                flush()
+                section, line = key
+                label = f"line {line}" if section == "forward" else f"backward of line {line}"
+                out.append(f"{pad}# {label}: {text.strip()}")
+                previous[indent] = key
+                for deeper in [k for k in previous if k > indent]:
+                    del previous[deeper]
+            if kind == "return" or code.endswith(":") or code in ("pass", "else:"):
+                flush()
+                out.append(f"{pad}{code}")
+                if code.endswith(":"):
+                    for deeper in [k for k in previous if k > indent]:
+                        del previous[deeper]
+                continue
+            block.append((pad, code, note))
+        flush()
+        return "\n".join(out) + "\n"
+
+
+@dataclass
+class _Break:
+    """`if not test: break` inside a `while True:` loop (a while whose test needs statements),
+    or `if test: break` at the end of a loop with a stop flag."""
+
+    test: object
+    loc: object = None
+    when_true: bool = False
+
+
+def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
+    """The source of a module that defines `fn` (see the module docstring)."""
+    writer = _Writer(fn, backend)
+    writer.write_block(fn.body, 0)
+    body = writer.render()
+    signature = f"def {fn.name}({', '.join(fn.params)}):\n"
+    return _header(info, fn, backend, writer.printer) + signature + body
 
 
 def _line_of(stmt):
@@ -239,39 +411,6 @@ def _merge_notes(parts):
             if p and p not in seen:
                 seen.append(p)
     return ", ".join(seen)
-
-
-def _function_source(fn, lines_out) -> str:
-    out = [f"def {fn.name}({', '.join(fn.params)}):"]
-    previous = None
-    block: list = []
-
-    def flush():
-        if not block:
-            return
-        width = min(max(len(code) for code, _ in block), 56)
-        for code, note in block:
-            if note:
-                out.append(f"    {code.ljust(width)}  # {note}")
-            else:
-                out.append(f"    {code}")
-        block.clear()
-
-    for section, line, text, code, note in lines_out:
-        key = (section, line)
-        if key != previous and section != "return":
-            flush()
-            if section == "forward":
-                out.append(f"    # line {line}: {text.strip()}")
-            else:
-                out.append(f"    # backward of line {line}: {text.strip()}" if line else
-                           "    # inputs that do not reach the output")
-            previous = key
-        if section == "return":
-            flush()
-        block.append((code, note))
-    flush()
-    return "\n".join(out) + "\n"
 
 
 def _header(info, fn, backend, printer) -> str:

@@ -121,10 +121,19 @@ class If:
 
 @dataclass
 class For:
+    """`for target in range(start, stop, step)`; the front end turns every loop over an array,
+    list, enumerate or zip into this form. `stop_flag` names a bool that, once true at the end
+    of an iteration, ends the loop (how `break` is lowered)."""
+
     target: str
-    iter: object
+    start: object
+    stop: object
+    step: object
     body: list
     loc: SourceLocation | None = None
+    stop_flag: str | None = None
+    # a loop of the backward sweep that runs the range backwards (`reversed(range(...))`)
+    reverse: bool = False
 
 
 @dataclass
@@ -136,22 +145,78 @@ class While:
 
 
 @dataclass
-class Break:
+class ExprStmt:
+    """A call made for its side effect (`print(x)`): runs in the forward pass only."""
+
+    value: object
     loc: SourceLocation | None = None
 
 
 @dataclass
-class Continue:
+class Push:
+    """Save `value` on the function's stack (forward pass of a loop or branch)."""
+
+    value: object
     loc: SourceLocation | None = None
 
 
+@dataclass
+class Pop:
+    """`target = stack.pop()` (backward pass), restoring what a matching Push saved."""
+
+    target: str
+    loc: SourceLocation | None = None
+
+
+@dataclass
+class Marker:
+    """A no-op that marks where the backward sweep begins (for comments in generated code)."""
+
+    label: str = "backward"
+
+
+def child_blocks(stmt) -> list:
+    """The statement lists nested in a compound statement."""
+    if isinstance(stmt, If):
+        return [stmt.body, stmt.orelse]
+    if isinstance(stmt, For):
+        return [stmt.body]
+    if isinstance(stmt, While):
+        return [stmt.test_body, stmt.body]
+    return []
+
+
+def walk(stmts):
+    """Every statement in `stmts`, nested ones included, in program order."""
+    for stmt in stmts:
+        yield stmt
+        for block in child_blocks(stmt):
+            yield from walk(block)
+
+
 def reads_of(stmt) -> list[str]:
-    """Names a simple statement reads."""
-    if isinstance(stmt, Assign):
+    """Names a statement reads itself (not counting its nested blocks)."""
+    if isinstance(stmt, (Assign, ExprStmt)):
         v = stmt.value
         return v.reads() if isinstance(v, Call) else atom_vars(v)
-    if isinstance(stmt, Return):
+    if isinstance(stmt, (Return, Push)):
         return atom_vars(stmt.value)
+    if isinstance(stmt, If):
+        return atom_vars(stmt.test)
+    if isinstance(stmt, For):
+        return [n for a in (stmt.start, stmt.stop, stmt.step) for n in atom_vars(a)] + \
+            ([stmt.stop_flag] if stmt.stop_flag else [])
+    if isinstance(stmt, While):
+        return atom_vars(stmt.test)
+    return []
+
+
+def writes_of(stmt) -> list[str]:
+    """Names a statement assigns itself (not counting its nested blocks)."""
+    if isinstance(stmt, (Assign, Pop)):
+        return [stmt.target]
+    if isinstance(stmt, For):
+        return [stmt.target]
     return []
 
 

@@ -1,31 +1,70 @@
-"""Optimizations on straight-line IR: copy propagation, CSE and dead-code elimination.
+"""Optimizations on IR: copy propagation, CSE, dead-code elimination, shape-only values.
 
-`optimize(fn)` takes an `ir.Function` and returns a new one computing the same
-result with: no copies (`a = b` replaced by `b` everywhere), no repeated pure
-computation (common subexpressions share one name), and no statement whose
-value is never read on the way to the return. Constant folding and 0/1
-algebra happen earlier, while rule templates are instantiated, where the
-static facts (ranks, static arguments) are at hand.
+`optimize(fn, shapes)` takes an `ir.Function` (structured: loops and branches
+allowed) and returns a new one computing the same result with:
+
+* no copies of single-assignment names (`a = b` replaced by `b` everywhere);
+* no repeated pure computation in one block (common subexpressions of
+  single-assignment names share one name);
+* no statement whose value is never read on the way to the return (liveness
+  over loops is found by iterating to a fixed point; pushes, pops and calls made
+  for their effect are kept);
+* no value computed only for its `.shape` or `.size` when `shapes` (from the
+  input signature) already knows it.
+
+Names assigned more than once (variables of loops and branches, adjoint
+accumulators) are never propagated or shared: their value depends on where they
+are read. Constant folding and 0/1 algebra happen earlier, while rule templates
+are instantiated, where the static facts are at hand.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
-from .ir import Assign, Call, Const, Function, Return, Slc, Tup, Var, reads_of, substitute_atom
+from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Pop, Push, Return, Slc, Tup,
+                 Var, While, child_blocks, reads_of, substitute_atom, walk)
 from .rules import RULES
 
 
-def _substitute(stmt, mapping):
+def _assign_counts(body, params=()) -> Counter:
+    counts = Counter(params)  # a parameter already holds a value when the body starts
+    for stmt in walk(body):
+        if isinstance(stmt, (Assign, Pop)):
+            counts[stmt.target] += 1
+        elif isinstance(stmt, For):
+            counts[stmt.target] += 2  # a loop variable takes many values
+    return counts
+
+
+def _substitute(stmt, mapping, rebuild_blocks):
+    sub = lambda a: substitute_atom(a, mapping)  # noqa: E731
     if isinstance(stmt, Assign):
         value = stmt.value
         if isinstance(value, Call):
-            value = Call(value.op, tuple(substitute_atom(a, mapping) for a in value.args),
-                         tuple((k, substitute_atom(a, mapping)) for k, a in value.kwargs))
+            value = Call(value.op, tuple(sub(a) for a in value.args),
+                         tuple((k, sub(a)) for k, a in value.kwargs))
         else:
-            value = substitute_atom(value, mapping)
+            value = sub(value)
         return Assign(stmt.target, value, stmt.loc, stmt.note)
+    if isinstance(stmt, ExprStmt):
+        v = stmt.value
+        return ExprStmt(Call(v.op, tuple(sub(a) for a in v.args),
+                             tuple((k, sub(a)) for k, a in v.kwargs)), stmt.loc)
     if isinstance(stmt, Return):
-        return Return(substitute_atom(stmt.value, mapping), stmt.loc)
+        return Return(sub(stmt.value), stmt.loc)
+    if isinstance(stmt, Push):
+        return Push(sub(stmt.value), stmt.loc)
+    if isinstance(stmt, If):
+        return If(sub(stmt.test), rebuild_blocks(stmt.body), rebuild_blocks(stmt.orelse),
+                  stmt.loc)
+    if isinstance(stmt, For):
+        return For(stmt.target, sub(stmt.start), sub(stmt.stop), sub(stmt.step),
+                   rebuild_blocks(stmt.body), stmt.loc, stmt.stop_flag, stmt.reverse)
+    if isinstance(stmt, While):
+        return While(rebuild_blocks(stmt.test_body), sub(stmt.test), rebuild_blocks(stmt.body),
+                     stmt.loc)
     return stmt
 
 
@@ -47,43 +86,119 @@ def _hashable(atom):
     return None
 
 
-def propagate_copies_and_cse(body: list) -> list:
+def propagate_copies_and_cse(body: list, params=()) -> list:
+    counts = _assign_counts(body, params)
+    single = lambda n: counts[n] <= 1  # noqa: E731
     mapping: dict = {}
-    seen: dict = {}
-    out = []
-    for stmt in body:
-        stmt = _substitute(stmt, mapping)
-        if isinstance(stmt, Assign):
-            value = stmt.value
-            if not isinstance(value, Call):
-                mapping[stmt.target] = value
-                continue
-            if RULES[value.op].pure:
-                key = (value.op, tuple(_hashable(a) for a in value.args),
-                       tuple((k, _hashable(a)) for k, a in value.kwargs))
-                if None not in key[1] and all(h is not None for _, h in key[2]):
-                    if key in seen:
-                        mapping[stmt.target] = Var(seen[key])
+
+    def run(stmts, seen):
+        seen = dict(seen)
+        out = []
+        for stmt in stmts:
+            stmt = _substitute(stmt, mapping, lambda b: run(b, seen))
+            if isinstance(stmt, Assign) and single(stmt.target):
+                value = stmt.value
+                if not isinstance(value, Call):
+                    if isinstance(value, Const) or (isinstance(value, Var) and single(value.name)):
+                        mapping[stmt.target] = value
                         continue
-                    seen[key] = stmt.target
-        out.append(stmt)
-    return out
+                elif RULES[value.op].pure and all(single(n) for n in value.reads()):
+                    key = (value.op, tuple(_hashable(a) for a in value.args),
+                           tuple((k, _hashable(a)) for k, a in value.kwargs))
+                    if None not in key[1] and all(h is not None for _, h in key[2]):
+                        if key in seen:
+                            mapping[stmt.target] = Var(seen[key])
+                            continue
+                        seen[key] = stmt.target
+            out.append(stmt)
+        return out
+    # a name may be read before the statement that makes it a copy is reached (in a loop),
+    # so substitute once more over the result
+    first = run(body, {})
+    return [_substitute(s, mapping, lambda b: [_deep(x, mapping) for x in b]) for s in first]
+
+
+def _deep(stmt, mapping):
+    return _substitute(stmt, mapping, lambda b: [_deep(x, mapping) for x in b])
+
+
+def _pure(stmt) -> bool:
+    value = stmt.value
+    return not isinstance(value, Call) or RULES[value.op].pure
+
+
+def _live_in(stmts, live_out):
+    """Liveness without removing anything."""
+    _, live = _dce_block(stmts, set(live_out), remove=False)
+    return live
+
+
+def _dce_block(stmts, live, remove=True):
+    """(kept statements, names live before them) given the names live after them."""
+    kept = []
+    for stmt in reversed(stmts):
+        if isinstance(stmt, Return):
+            live = set(reads_of(stmt))
+            kept.append(stmt)
+        elif isinstance(stmt, Assign):
+            if stmt.target in live or not _pure(stmt):
+                live = (live - {stmt.target}) | set(reads_of(stmt))
+                kept.append(stmt)
+            elif not remove:
+                kept.append(stmt)
+        elif isinstance(stmt, Pop):
+            live = live - {stmt.target}
+            kept.append(stmt)
+        elif isinstance(stmt, (Push, ExprStmt)):
+            live = live | set(reads_of(stmt))
+            kept.append(stmt)
+        elif isinstance(stmt, If):
+            body, live_body = _dce_block(stmt.body, set(live), remove)
+            orelse, live_else = _dce_block(stmt.orelse, set(live), remove)
+            if remove and not body and not orelse:
+                continue
+            kept.append(If(stmt.test, body, orelse, stmt.loc))
+            live = live_body | live_else | set(reads_of(stmt))
+        elif isinstance(stmt, For):
+            carried = set()
+            for _ in range(len(stmts) + 8):
+                out = live | carried | ({stmt.stop_flag} if stmt.stop_flag else set())
+                new = _live_in(stmt.body, out) - {stmt.target}
+                if new <= carried:
+                    break
+                carried |= new
+            out = live | carried | ({stmt.stop_flag} if stmt.stop_flag else set())
+            body, live_body = _dce_block(stmt.body, out, remove)
+            if remove and not body and stmt.target not in live:
+                continue
+            kept.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, body, stmt.loc,
+                            stmt.stop_flag, stmt.reverse))
+            live = (live | (live_body - {stmt.target})) | set(reads_of(stmt))
+        elif isinstance(stmt, While):
+            carried = set()
+            for _ in range(len(stmts) + 8):
+                out = live | carried
+                after_body = _live_in(stmt.body, out | _live_in(stmt.test_body, out | set(
+                    reads_of(stmt))))
+                new = _live_in(stmt.test_body, after_body | out | set(reads_of(stmt)))
+                new |= after_body
+                if new <= carried:
+                    break
+                carried |= new
+            out = live | carried
+            test_out = out | set(reads_of(stmt))
+            body, _ = _dce_block(stmt.body, out | _live_in(stmt.test_body, test_out), remove)
+            test_body, live_test = _dce_block(stmt.test_body, test_out, remove)
+            kept.append(While(test_body, stmt.test, body, stmt.loc))
+            live = live | live_test | carried
+        else:
+            kept.append(stmt)
+    return list(reversed(kept)), live
 
 
 def eliminate_dead_code(body: list) -> list:
-    live: set = set()
-    kept = []
-    for stmt in reversed(body):
-        if isinstance(stmt, Return):
-            live.update(reads_of(stmt))
-            kept.append(stmt)
-        elif isinstance(stmt, Assign):
-            if stmt.target in live:
-                live.update(reads_of(stmt))
-                kept.append(stmt)
-        else:
-            kept.append(stmt)
-    return list(reversed(kept))
+    kept, _ = _dce_block(body, set())
+    return kept
 
 
 def inline_shape_only_values(body: list, params, shapes: dict) -> list:
@@ -92,26 +207,33 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
     A reduction's result may be needed by the backward only for `.shape` or `.size`;
     with the input shapes fixed, those are known, so the value need not be computed.
     """
+    counts = _assign_counts(body, params)
     readers: dict = {}
-    for stmt in body:
+    for stmt in walk(body):
         for n in reads_of(stmt):
             readers.setdefault(n, []).append(stmt)
     replace = set()
     for name, stmts in readers.items():
-        if name in params or shapes.get(name) is None:
+        if name in params or shapes.get(name) is None or counts[name] > 1:
             continue
         if all(isinstance(s, Assign) and isinstance(s.value, Call)
                and s.value.op in ("shape", "size") for s in stmts):
             replace.add(name)
-    out = []
-    for stmt in body:
-        if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and \
-                stmt.value.op in ("shape", "size") and stmt.value.args[0].name in replace:
-            shape = shapes[stmt.value.args[0].name]
-            value = shape if stmt.value.op == "shape" else int(np.prod(shape, dtype=np.int64))
-            stmt = Assign(stmt.target, Const(value), stmt.loc, stmt.note)
-        out.append(stmt)
-    return out
+
+    def run(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and \
+                    stmt.value.op in ("shape", "size") and \
+                    isinstance(stmt.value.args[0], Var) and stmt.value.args[0].name in replace:
+                shape = shapes[stmt.value.args[0].name]
+                value = shape if stmt.value.op == "shape" else int(np.prod(shape, dtype=np.int64))
+                stmt = Assign(stmt.target, Const(value), stmt.loc, stmt.note)
+            elif child_blocks(stmt):
+                stmt = _substitute(stmt, {}, run)
+            out.append(stmt)
+        return out
+    return run(body)
 
 
 def optimize(fn: Function, shapes: dict | None = None) -> Function:
@@ -120,8 +242,8 @@ def optimize(fn: Function, shapes: dict | None = None) -> Function:
     `shapes` (name -> shape tuple, from the signature) lets values that are computed
     only for their shape be replaced by that shape.
     """
-    body = eliminate_dead_code(propagate_copies_and_cse(fn.body))
+    body = eliminate_dead_code(propagate_copies_and_cse(fn.body, fn.params))
     if shapes:
         body = inline_shape_only_values(body, set(fn.params), shapes)
-        body = eliminate_dead_code(propagate_copies_and_cse(body))
+        body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names)

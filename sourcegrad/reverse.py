@@ -1,25 +1,39 @@
 """Reverse mode: a primal `ir.Function` -> its gradient `ir.Function`.
 
-`reverse(fn, wrt, avals, namer, with_value)` takes the lowered function, the
-positions of the parameters to differentiate, the abstract values of every
-primal value (`analysis.infer_shapes`) and returns a new function with the same
-parameters whose body is the forward sweep (the primal statements, unchanged)
-followed by the adjoint sweep: the primal statements in reverse order, each
-replaced by the instantiated VJP templates of its rule for its active inputs.
+`reverse(fn, wrt, env, namer, with_value, as_tuple)` takes the lowered function,
+the positions of the parameters to differentiate, the abstract values of every
+value (`analysis.infer_shapes`) and returns a function with the same parameters:
+the forward sweep (the primal statements, plus what the backward needs saved),
+then the adjoint sweep (the primal statements in reverse order, each replaced by
+its rule's instantiated VJP templates), then the return of the gradients.
 
-Only active values (`analysis.active_values`) get adjoints. An adjoint with a
-single contribution is named `d_<value>` directly; one with several is their
-sum, formed when the sweep reaches the value's definition. A parameter that
-does not reach the output gets `zeros_like`. The forward sweep keeps every
-primal statement; `optimize` removes the ones the backward does not read.
+Adjoints. Only active values (`analysis.active_values`) get adjoints. In
+straight-line code an adjoint is formed where its value is defined, as the sum
+of the contributions its uses made, and named `d_<value>` (`dw` for a
+parameter). Inside a loop or branch an adjoint lives in a variable that
+accumulates (`d_h = d_h + ...`); the first contribution after the value's
+definition was reversed is an assignment, not an addition to zeros.
+
+Saved values. A value that is overwritten (assigned in a loop, or assigned more
+than once) and that the backward reads is pushed on a stack before each
+overwrite and popped back after the reverse of that assignment, so the backward
+always reads the value the forward had at that point ("restore" semantics).
+Values that are never overwritten are read directly. A loop's trip count is
+counted only when the loop cannot be replayed by `reversed(range(...))` (it has
+a `break`, or it is a `while`), and pushed only when the loop itself runs inside
+another loop. A branch's reverse reads the branch condition, which is saved by
+the same rule as any other value (so only inside loops).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 
 from . import errors
-from .analysis import UNKNOWN, AVal, active_values
-from .ir import Assign, Call, Const, Function, Return, Tup, Var
+import numpy as np
+
+from .analysis import UNKNOWN, AVal, abstract_call, active_values, aval_of
+from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
+                 Tup, Var, While, reads_of, walk)
 from .names import adjoint_name
 from .rules import RULES
 from .templates import Instantiator
@@ -35,36 +49,57 @@ def _input_positions(rule, call):
     return positions
 
 
-def _uses(fn, active):
-    """How many adjoint contributions each active value will receive."""
-    counts = defaultdict(int)
-    for stmt in fn.body:
-        if not (isinstance(stmt, Assign) and stmt.target in active):
-            continue
-        value = stmt.value
-        if isinstance(value, Var):
-            counts[value.name] += 1
-            continue
-        rule = RULES[value.op]
-        for pos, atom in _input_positions(rule, value):
-            if isinstance(atom, Var) and atom.name in active and rule.vjp_for(pos) is not None:
-                counts[atom.name] += 1
-    return counts
+class _Restore:
+    """Placeholder in the backward: restore `target` to its value before `site` ran."""
+
+    def __init__(self, target, site, loc):
+        self.target, self.site, self.loc = target, site, loc
 
 
-def _shape_sources(fn, env):
+class _TripPop:
+    """Placeholder: pop the trip count of a nested loop before its reverse."""
+
+    def __init__(self, target, loc):
+        self.target, self.loc = target, loc
+
+
+def _assignment_sites(fn):
+    """name -> list of (Assign statement, depth in compound statements, inside a loop)."""
+    sites = defaultdict(list)
+
+    def visit(stmts, depth, in_loop):
+        for stmt in stmts:
+            if isinstance(stmt, Assign):
+                sites[stmt.target].append((stmt, depth, in_loop))
+            elif isinstance(stmt, If):
+                visit(stmt.body, depth + 1, in_loop)
+                visit(stmt.orelse, depth + 1, in_loop)
+            elif isinstance(stmt, For):
+                visit(stmt.body, depth + 1, True)
+            elif isinstance(stmt, While):
+                visit(stmt.test_body, depth + 1, True)
+                visit(stmt.body, depth + 1, True)
+    visit(fn.body, 0, False)
+    return sites
+
+
+def _loop_targets(fn):
+    return {s.target for s in walk(fn.body) if isinstance(s, For)}
+
+
+def _shape_sources(stmts, env, user_names, params):
     """For each value, a value of the same shape for templates to read `.shape` from.
 
     An elementwise result has the shape of its same-shaped operand, so `exp(z).shape`
     can be read as `z.shape`. The nearest value that has a user's name (or is a
     parameter) is preferred, since it reads best and is usually kept anyway.
     """
-    source = {p: p for p in fn.params}
-    for stmt in fn.body:
+    source = {p: p for p in params}
+    for stmt in walk(stmts):
         if not isinstance(stmt, Assign):
             continue
-        source[stmt.target] = stmt.target
-        if stmt.target in fn.user_names:
+        source.setdefault(stmt.target, stmt.target)
+        if stmt.target in user_names:
             continue
         value, aval = stmt.value, env.get(stmt.target)
         if not isinstance(value, Call) or aval is UNKNOWN or aval is None:
@@ -80,62 +115,243 @@ def _shape_sources(fn, env):
     return source
 
 
-def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
-            as_tuple: bool = False) -> Function:
-    wrt_names = [fn.params[i] for i in wrt]
-    ret = fn.body[-1]
-    assert isinstance(ret, Return)
-    out_aval = env.get(ret.value.name) if isinstance(ret.value, Var) else AVal(ret.value.value)
-    if out_aval is not UNKNOWN and out_aval.shape != ():
-        raise errors.NonScalarOutputError(
-            f"grad needs a function with a scalar output, but {fn.name} returns an array of "
-            f"shape {out_aval.shape}; differentiate a scalar (such as its sum) or use vjp",
-            ret.loc)
-    active = active_values(fn, wrt_names)
-    counts = _uses(fn, active)
-    backward: list = []
-    inst = Instantiator(env, namer, backward, _shape_sources(fn, env))
-    contributions: dict[str, list] = defaultdict(list)
-    given = defaultdict(int)
+def _is_list(aval):
+    return aval is not UNKNOWN and aval is not None and isinstance(aval.stand_in, list)
 
-    def target_name(primal):
-        """Name for the next contribution to `primal`'s adjoint."""
-        if counts[primal] <= 1:
-            return adjoint_name(primal, primal in fn.params)
-        given[primal] += 1
-        return f"{adjoint_name(primal, primal in fn.params)}_{given[primal]}"
 
-    def adjoint_of(primal, loc):
-        """The adjoint of `primal`, summing its contributions (in the order they came)."""
-        parts = contributions.pop(primal, [])
-        if not parts:
-            return None
+class Reverser:
+    def __init__(self, fn, wrt_names, env, namer):
+        self.fn = fn
+        self.env = env
+        self.namer = namer
+        self.params = set(fn.params)
+        self.active = active_values(fn, wrt_names) | (set(wrt_names) & self._read_anywhere(fn))
+        self.sites = _assignment_sites(fn)
+        self.loop_targets = _loop_targets(fn)
+        # names whose value can change after it was read: snapshot before keeping them pending
+        self.overwritten = {n for n, s in self.sites.items() if len(s) > 1 or any(s_[2] for s_ in s)}
+        self.overwritten |= self.loop_targets
+        self.inst = Instantiator(env, namer, [], _shape_sources(fn.body, env, fn.user_names,
+                                                                fn.params))
+        self.pending = defaultdict(list)   # SSA adjoints: contributions not summed yet
+        self.state: dict = {}              # accumulator name -> "explicit" | "zero"
+        self.acc: dict = {}                # primal name -> its accumulator variable
+        self.counters: dict = {}           # id(loop) -> (counter name, pushed)
+        self.loop_depth = 0
+        self.uses = self._contribution_counts(fn)
+        self.given = defaultdict(int)
+
+    def _contribution_counts(self, fn):
+        """How many adjoint contributions each active value receives (to name them)."""
+        counts = defaultdict(int)
+        for stmt in walk(fn.body):
+            if not (isinstance(stmt, Assign) and stmt.target in self.active):
+                continue
+            value = stmt.value
+            if isinstance(value, Var):
+                counts[value.name] += 1
+                continue
+            if not isinstance(value, Call):
+                continue
+            rule = RULES[value.op]
+            for pos, atom in _input_positions(rule, value):
+                if isinstance(atom, Var) and atom.name in self.active and rule.vjps and \
+                        rule.vjp_for(pos) is not None:
+                    counts[atom.name] += 1
+        return counts
+
+    @staticmethod
+    def _read_anywhere(fn):
+        return {n for s in walk(fn.body) for n in reads_of(s)}
+
+    # -- output -------------------------------------------------------------------------------
+
+    @property
+    def out(self):
+        return self.inst.out
+
+    def nested(self, fn):
+        saved = self.inst.out
+        self.inst.out = []
+        try:
+            fn()
+            return self.inst.out
+        finally:
+            self.inst.out = saved
+
+    def assign(self, target, value, loc, note=""):
+        """Emit `target = value` for an accumulator or snapshot, recording its abstract value.
+
+        Such a variable is reassigned, so its abstract value never counts as known
+        (a template must not fold the zero it starts as)."""
+        self.out.append(Assign(target, value, loc, note))
+        if isinstance(value, Var):
+            aval = self.env.get(value.name)
+        elif isinstance(value, Call):
+            aval = abstract_call(value, self.env)
+        else:
+            aval = aval_of(value.value)
+        if aval is not UNKNOWN and aval is not None:
+            aval = AVal(aval.stand_in, known=False)
+        previous = self.env.get(target)
+        if previous is not None and aval is not UNKNOWN and previous is not UNKNOWN and \
+                np.shape(previous.stand_in) != np.shape(aval.stand_in):
+            aval = UNKNOWN
+        self.env[target] = aval
+
+    # -- adjoints -----------------------------------------------------------------------------
+
+    def accumulator(self, name):
+        if name not in self.acc:
+            self.acc[name] = self.namer.fresh(adjoint_name(name, name in self.params))
+        return self.acc[name]
+
+    def zero(self, name, loc):
+        """Code for a zero adjoint of `name` (shaped like its current value)."""
+        aval = self.env.get(name)
+        if aval is not UNKNOWN and aval is not None and aval.is_python_scalar:
+            return Const(0.0)
+        self.inst.loc, self.inst.note = loc, "zero"
+        return self.inst.emit("zeros_adjoint" if _is_list(aval) else "np_zeros_like",
+                              [Var(name)]).atom
+
+    def total(self, parts, name, loc, result_name):
+        """Sum of contribution atoms, the last addition named `result_name`."""
         total = parts[0]
-        name = adjoint_name(primal, primal in fn.params)
         for i, part in enumerate(parts[1:]):
-            inst.loc, inst.note = loc, "accumulate"
+            self.inst.loc, self.inst.note = loc, "accumulate"
+            op = "add_adjoints" if _is_list(self.env.get(name)) else "add_op"
             final = i == len(parts) - 2
-            total = inst.emit("add_op", [total, part], name=name if final else None).atom
+            total = self.inst.emit(op, [total, part], name=result_name if final else None).atom
         return total
 
-    if isinstance(ret.value, Var) and ret.value.name in active:
-        contributions[ret.value.name].append(Const(1.0))
+    def take(self, name, loc):
+        """The adjoint of `name`'s current value (None: zero); the older value's starts at zero."""
+        if name in self.acc and self.state.get(self.acc[name]) is not None:
+            acc = self.acc[name]
+            if self.state[acc] == "zero":
+                return None
+            self.state[acc] = "zero"
+            return Var(acc)
+        parts = self.pending.pop(name, [])
+        if not parts:
+            return None
+        return self.total(parts, name, loc, adjoint_name(name, name in self.params))
 
-    for stmt in reversed(fn.body[:-1]):
-        if not isinstance(stmt, Assign) or stmt.target not in active:
-            continue
-        g = adjoint_of(stmt.target, stmt.loc)
-        if g is None:
-            continue
-        inst.loc = stmt.loc
+    def contribute(self, name, part, loc):
+        if name in self.acc and self.state.get(self.acc[name]) is not None:
+            acc = self.acc[name]
+            if isinstance(part, Var) and part.name == acc:
+                self.state[acc] = "explicit"  # `d_x = d_x`: it already holds the value
+                return
+            if self.state[acc] == "zero":
+                self.assign(acc, part, loc, "accumulate")
+            else:
+                op = "add_adjoints" if _is_list(self.env.get(name)) else "add_op"
+                self.inst.loc, self.inst.note = loc, "accumulate"
+                self.assign(acc, Call(op, (Var(acc), part)), loc, "accumulate")
+            self.state[acc] = "explicit"
+            return
+        if isinstance(part, Var) and (part.name in self.overwritten or part.name in self.state):
+            snapshot = self.namer.fresh(part.name + "_now")
+            self.assign(snapshot, part, loc)
+            part = Var(snapshot)
+        self.pending[name].append(part)
+
+    def materialize(self, names, loc):
+        """Move these adjoints into accumulator variables (before a loop or branch)."""
+        for name in sorted(names):
+            acc = self.accumulator(name)
+            if self.state.get(acc) is not None:
+                if self.state[acc] == "zero":
+                    self.assign(acc, self.zero(name, loc), loc, "zero")
+                    self.state[acc] = "explicit"
+                continue
+            parts = self.pending.pop(name, [])
+            value = self.total(parts, name, loc, None) if parts else self.zero(name, loc)
+            self.assign(acc, value, loc, "accumulate" if parts else "zero")
+            self.state[acc] = "explicit"
+
+    def settle(self, names, loc):
+        """Make lazily-zero accumulators explicit (at the end of a branch or loop body)."""
+        for name in sorted(names):
+            acc = self.acc.get(name)
+            if acc is not None and self.state.get(acc) == "zero":
+                self.assign(acc, self.zero(name, loc), loc, "zero")
+                self.state[acc] = "explicit"
+
+    def carried(self, stmt):
+        """Active names a compound statement reads that are defined before it (or loop-carried)."""
+        inner = [s for s in walk([stmt])]
+        written = {s.target for s in inner if isinstance(s, Assign)}
+        read = {n for s in inner for n in reads_of(s)}
+        names = set()
+        for n in read:
+            if n not in self.active:
+                continue
+            if n not in written or self._live_in(stmt, n):
+                names.add(n)
+        for n in written & self.active:
+            if n in self.pending or (n in self.acc and self.state.get(self.acc[n]) == "explicit"):
+                names.add(n)
+        return names
+
+    def _live_in(self, stmt, name):
+        """Is `name` read in the statement before the statement assigns it (loop-carried)?"""
+        for s in walk([stmt]):
+            if name in reads_of(s) and not isinstance(s, (If, For, While)):
+                return True
+            if isinstance(s, Assign) and s.target == name:
+                return False
+        return False
+
+    # -- the sweep ----------------------------------------------------------------------------
+
+    def block(self, stmts):
+        for stmt in reversed(stmts):
+            if isinstance(stmt, Assign):
+                self.assignment(stmt)
+            elif isinstance(stmt, If):
+                self.if_(stmt)
+            elif isinstance(stmt, For):
+                self.for_(stmt)
+            elif isinstance(stmt, While):
+                self.while_(stmt)
+            elif isinstance(stmt, ExprStmt):
+                continue  # forward-only effect
+            else:
+                raise AssertionError(stmt)
+
+    def assignment(self, stmt):
+        target = stmt.target
+        if target in self.active:
+            g = self.take(target, stmt.loc)
+            if g is not None:
+                self.inst.loc = stmt.loc
+                if isinstance(g, Var) and g.name == self.acc.get(target) and \
+                        target in reads_of(stmt):
+                    # `h = f(h)`: the accumulator is about to receive the old h's adjoint,
+                    # so the adjoint of the new h is read from a name of its own
+                    snapshot = self.namer.fresh(g.name + "_out")
+                    self.assign(snapshot, g, stmt.loc)
+                    g = Var(snapshot)
+                self.propagate(stmt, g)
+        self.out.append(_Restore(target, stmt, stmt.loc))
+
+    def propagate(self, stmt, g):
         value = stmt.value
-        if isinstance(value, Var):
-            if value.name in active:
-                contributions[value.name].append(g)
-            continue
+        if not isinstance(value, Call):
+            for name in (a.name for a in [value] if isinstance(a, Var)):
+                if name in self.active:
+                    self.contribute(name, g, stmt.loc)
+            return
         rule = RULES[value.op]
+        if value.op == "getitem" and _is_list(self.env.get(_var_name(value.args[0]))):
+            rule = RULES["getitem_list"]
+        if value.op == "np_array" and not _is_list(self.env.get(_var_name(value.args[0]))):
+            rule = RULES["asarray"]
         for pos, atom in _input_positions(rule, value):
-            if not (isinstance(atom, Var) and atom.name in active):
+            if not (isinstance(atom, Var) and atom.name in self.active):
                 continue
             if not rule.vjps:
                 raise errors.NoRuleError(f"{rule.name} has no derivative rule yet (it is used "
@@ -143,23 +359,242 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
                                          "through it are not supported)", stmt.loc)
             if rule.vjp_for(pos) is None:
                 continue
-            part = inst.vjp(rule, pos, value, g, Var(stmt.target), target_name(atom.name))
-            contributions[atom.name].append(part)
+            name = self.contribution_name(atom.name)
+            part = self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)
+            self.contribute(atom.name, part, stmt.loc)
+
+    def contribution_name(self, primal):
+        base = adjoint_name(primal, primal in self.params)
+        if primal in self.acc and self.state.get(self.acc[primal]) is not None:
+            return base + "_part"
+        if self.uses[primal] <= 1:
+            return base
+        self.given[primal] += 1
+        return f"{base}_{self.given[primal]}"
+
+    def if_(self, stmt):
+        names = self.carried(stmt)
+        self.materialize(names, stmt.loc)
+        before = dict(self.state)
+
+        def branch(stmts):
+            def run():
+                self.state = dict(before)
+                self.block(stmts)
+                self.settle(names | self.touched(stmt), stmt.loc)
+            return run
+        body = self.nested(branch(stmt.body))
+        after_body = dict(self.state)
+        orelse = self.nested(branch(stmt.orelse))
+        after_else = dict(self.state)
+        # a branch that left an accumulator lazily zero where the other holds a value
+        merged = dict(after_body)
+        for acc in set(after_body) | set(after_else):
+            a, b = after_body.get(acc), after_else.get(acc)
+            if a != b and None not in (a, b):
+                name = next(n for n, v in self.acc.items() if v == acc)
+                fix = [Assign(acc, self.zero_value(name), stmt.loc, "zero")]
+                (body if a == "zero" else orelse).extend(fix)
+                merged[acc] = "explicit"
+            elif a is None:
+                merged[acc] = b
+        self.state = merged
+        self.out.append(If(stmt.test, body, orelse, stmt.loc))
+
+    def zero_value(self, name):
+        aval = self.env.get(name)
+        if aval is not UNKNOWN and aval is not None and aval.is_python_scalar:
+            return Const(0.0)
+        return Call("zeros_adjoint" if _is_list(aval) else "np_zeros_like", (Var(name),))
+
+    def touched(self, stmt):
+        return {s.target for s in walk([stmt]) if isinstance(s, Assign)} & self.active
+
+    def loop_body(self, stmt, body):
+        names = self.carried(stmt)
+        self.materialize(names, stmt.loc)
+        start_state = dict(self.state)
+
+        def run():
+            self.loop_depth += 1
+            try:
+                self.block(body)
+            finally:
+                self.loop_depth -= 1
+            self.settle(names, stmt.loc)
+            for acc, st in start_state.items():
+                if st == "explicit" and self.state.get(acc) == "zero":
+                    name = next(n for n, v in self.acc.items() if v == acc)
+                    self.settle({name}, stmt.loc)
+        return self.nested(run)
+
+    def for_(self, stmt):
+        written = {s.target for s in walk(stmt.body) if isinstance(s, Assign)}
+        bounds_fixed = not any(isinstance(a, Var) and (a.name in written or a.name in
+                                                       self.overwritten)
+                               for a in (stmt.start, stmt.stop, stmt.step))
+        if stmt.stop_flag is None and bounds_fixed:
+            body = self.loop_body(stmt, stmt.body)
+            self.out.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, body, stmt.loc,
+                                reverse=True))
+            return
+        counter = self.count_trips(stmt)
+        self.unstack_trips(stmt, counter)
+        stop = Var(counter)
+        if not (stmt.start == Const(0) and stmt.step == Const(1)):
+            self.inst.loc, self.inst.note = stmt.loc, "trip count"
+            span = self.inst.emit("mul_op", [stop, stmt.step]).atom
+            stop = self.inst.emit("add_op", [stmt.start, span]).atom
+        body = self.loop_body(stmt, stmt.body)
+        self.out.append(For(stmt.target, stmt.start, stop, stmt.step, body, stmt.loc,
+                            reverse=True))
+
+    def while_(self, stmt):
+        counter = self.count_trips(stmt)
+        self.unstack_trips(stmt, counter)
+        body = self.loop_body(stmt, stmt.body)
+        self.out.append(For(self.namer.fresh("_"), Const(0), Var(counter), Const(1), body,
+                            stmt.loc))
+
+    def count_trips(self, stmt):
+        counter = self.namer.fresh("trips")
+        nested = self.loop_depth > 0
+        self.counters[id(stmt)] = (counter, nested)
+        return counter
+
+    def unstack_trips(self, stmt, counter):
+        counter, nested = self.counters[id(stmt)]
+        if nested:
+            self.out.append(_TripPop(counter, stmt.loc))
+
+
+def _var_name(atom):
+    return atom.name if isinstance(atom, Var) else None
+
+
+# --- putting the sweeps together --------------------------------------------------------------
+
+def _recorded(fn, backward, rev):
+    """Overwritten names the backward reads: these are pushed and popped."""
+    reads = {n for s in walk(backward) if not isinstance(s, (_Restore, _TripPop))
+             for n in reads_of(s)}
+    reads |= {s.test.name for s in walk(backward) if isinstance(s, If) and isinstance(s.test, Var)}
+    counters = {c for c, _ in rev.counters.values()}
+    recorded = set()
+    for name, sites in rev.sites.items():
+        if name in counters or name in rev.loop_targets:
+            continue
+        if name in reads and (len(sites) > 1 or any(in_loop for _, _, in_loop in sites)):
+            recorded.add(name)
+    return recorded
+
+
+def _push_sites(fn, recorded, rev):
+    """Assignments that must push the old value, and names to bind (to None) at the start."""
+    push, init = set(), []
+    for name in sorted(recorded):
+        sites = rev.sites[name]
+        first, depth, in_loop = sites[0]
+        for i, (stmt, d, loop) in enumerate(sites):
+            if i == 0 and d == 0 and not loop:
+                continue  # the first definition: there is nothing to restore
+            push.add(id(stmt))
+        if depth > 0 or in_loop:
+            init.append(name)
+    return push, init
+
+
+def _forward(stmts, push, rev, loc):
+    """The forward sweep: primal statements with pushes and trip counters added."""
+    out = []
+    for stmt in stmts:
+        if isinstance(stmt, Assign):
+            if id(stmt) in push:
+                out.append(Push(Var(stmt.target), stmt.loc))
+            out.append(stmt)
+        elif isinstance(stmt, If):
+            out.append(If(stmt.test, _forward(stmt.body, push, rev, loc),
+                          _forward(stmt.orelse, push, rev, loc), stmt.loc))
+        elif isinstance(stmt, (For, While)):
+            counter = rev.counters.get(id(stmt))
+            body = _forward(stmt.body, push, rev, loc)
+            if counter:
+                out.append(Assign(counter[0], Const(0), stmt.loc, "trip count"))
+                body = [Assign(counter[0], Call("add_op", (Var(counter[0]), Const(1))), stmt.loc,
+                               "trip count")] + body
+            if isinstance(stmt, For):
+                out.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, body, stmt.loc,
+                               stmt.stop_flag))
+            else:
+                out.append(While(_forward(stmt.test_body, push, rev, loc), stmt.test, body,
+                                 stmt.loc))
+            if counter and counter[1]:
+                out.append(Push(Var(counter[0]), stmt.loc))
+        else:
+            out.append(stmt)
+    return out
+
+
+def _finish_backward(stmts, push):
+    """Turn restore placeholders into pops where a push was made; drop the others."""
+    out = []
+    for stmt in stmts:
+        if isinstance(stmt, _Restore):
+            if id(stmt.site) in push:
+                out.append(Pop(stmt.target, stmt.loc))
+        elif isinstance(stmt, _TripPop):
+            out.append(Pop(stmt.target, stmt.loc))
+        elif isinstance(stmt, If):
+            out.append(If(stmt.test, _finish_backward(stmt.body, push),
+                          _finish_backward(stmt.orelse, push), stmt.loc))
+        elif isinstance(stmt, For):
+            out.append(For(stmt.target, stmt.start, stmt.stop, stmt.step,
+                           _finish_backward(stmt.body, push), stmt.loc, stmt.stop_flag,
+                           stmt.reverse))
+        else:
+            out.append(stmt)
+    return out
+
+
+def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
+            as_tuple: bool = False) -> Function:
+    wrt_names = [fn.params[i] for i in wrt]
+    ret = fn.body[-1]
+    assert isinstance(ret, Return)
+    out_aval = env.get(ret.value.name) if isinstance(ret.value, Var) else aval_of(ret.value.value)
+    if out_aval is not UNKNOWN and out_aval is not None and out_aval.shape != ():
+        raise errors.NonScalarOutputError(
+            f"grad needs a function with a scalar output, but {fn.name} returns an array of "
+            f"shape {out_aval.shape}; differentiate a scalar (such as its sum) or use vjp",
+            ret.loc)
+    rev = Reverser(fn, wrt_names, env, namer)
+    if isinstance(ret.value, Var) and ret.value.name in rev.active:
+        rev.pending[ret.value.name].append(Const(1.0))
+    rev.block(fn.body[:-1])
 
     grads = []
     for name in wrt_names:
-        inst.loc = fn.loc
-        g = adjoint_of(name, fn.loc)
+        rev.inst.loc = fn.loc
+        g = rev.take(name, fn.loc)
         if g is None:
-            inst.note = "does not reach the output"
-            g = inst.emit("np_zeros_like", [Var(name)], name=adjoint_name(name, True)).atom
+            rev.inst.note = "does not reach the output"
+            g = rev.inst.emit("np_zeros_like", [Var(name)], name=adjoint_name(name, True)).atom
         grads.append(g)
+    backward = rev.out
+    recorded = _recorded(fn, backward, rev)
+    push, init = _push_sites(fn, recorded, rev)
+    forward = [Assign(n, Const(None), fn.loc, "saved") for n in init]
+    forward += _forward(fn.body[:-1], push, rev, fn.loc)
+    backward = _finish_backward(backward, push)
+
     result = grads[0] if len(grads) == 1 and not as_tuple else Tup(tuple(grads))
     if with_value:
         result = Tup((ret.value, result))
-    body = list(fn.body[:-1]) + backward + [Return(result, ret.loc)]
+    body = forward + [Marker()] + backward + [Return(result, ret.loc)]
     suffix = "_".join(f"d{n}" for n in wrt_names)
     name = f"d{fn.name}_{suffix}" if not with_value else f"value_and_d{fn.name}_{suffix}"
     return Function(name, list(fn.params), body, fn.source_file, fn.loc, dict(fn.free),
                     set(fn.user_names))
 
+
+__all__ = ["reverse", "AVal"]

@@ -41,7 +41,8 @@ import numpy as np
 from . import runtime
 from .runtime import (dot_grad, einsum_grad, inner_grad, inverse_permutation,
                       max_grad, prod_grad, reduced_count, take_part, tensordot_grad, unbroadcast,
-                      unindex, untake)
+                      unindex, untake, zero_at, unindex_list, unstack_list,
+                      unconcatenate_list, sum_list_grad, select_grad)
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,8 @@ def vjp_template(vjp) -> gast.Lambda:
 TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
     "unbroadcast", "unindex", "take_part", "expand_reduced", "reduced_count", "prod_grad",
     "max_grad", "dot_grad", "inner_grad", "tensordot_grad", "einsum_grad",
-    "inverse_permutation", "untake")}}
+    "inverse_permutation", "untake", "zero_at", "unindex_list", "unstack_list",
+    "unconcatenate_list", "sum_list_grad", "select_grad")}}
 
 
 # --- the table -------------------------------------------------------------------------------
@@ -510,8 +512,42 @@ defnondiff("bool_builtin", bool, Spelling("builtin", "bool"))
 defnondiff("range", range, Spelling("builtin", "range"))
 defnondiff("inverse_permutation", inverse_permutation, _helper("inverse_permutation"))
 defnondiff("reduced_count", reduced_count, _helper("reduced_count"))
+
+# Mutation and lists, as values: the compiler turns `a[i] = v` into `a = setitem(a, i, v)`
+# and `xs.append(v)` into `xs = list_append(xs, v)`, so no value changes after it is made.
+defvjp("setitem", runtime.setitem, _helper("setitem"),
+       lambda g, ans, x, index, value: zero_at(g, index),
+       None,
+       lambda g, ans, x, index, value: unbroadcast(g[index], value))
+defvjp("make_list", runtime.make_list, Spelling("list"),
+       lambda g, ans, *items, argnum: g[argnum])
+defvjp("list_append", runtime.list_append, _helper("list_append"),
+       lambda g, ans, items, item: g[:-1],
+       lambda g, ans, items, item: g[-1])
+defvjp("getitem_list", None, Spelling("getitem"),
+       lambda g, ans, x, index: unindex_list(g, x, index),
+       None)
+defvjp("stack_list", np.stack, _func("stack"),
+       lambda g, ans, items, axis=0: unstack_list(g, items, axis), register_fn=False)
+defvjp("concatenate_list", np.concatenate, _func("concatenate"),
+       lambda g, ans, items, axis=0: unconcatenate_list(g, items, axis), register_fn=False)
+defvjp("sum_builtin", sum, Spelling("builtin", "sum"),
+       lambda g, ans, items: sum_list_grad(g, items))
+defvjp("min_builtin", min, Spelling("builtin", "min"),
+       lambda g, ans, *xs, argnum: select_grad(g, ans, xs, argnum))
+defvjp("max_builtin", max, Spelling("builtin", "max"),
+       lambda g, ans, *xs, argnum: select_grad(g, ans, xs, argnum))
+alias("np_array", np.array, _func("array"), like="stack_list")
+defvjp("add_adjoints", runtime.add_adjoints, _helper("add_adjoints"),
+       lambda g, ans, a, b: g,
+       lambda g, ans, a, b: g)
+defnondiff("zeros_adjoint", runtime.zeros_adjoint, _helper("zeros_adjoint"))
+defnondiff("not_op", operator.not_, Spelling("unaryop", "not"), params=("x",))
+defnondiff("pycall", None, Spelling("pycall"), pure=False)
 # Helpers that only backward code calls. They have no VJPs yet, so differentiating
 # through one (a higher-order derivative) raises an error instead of giving zero.
 for _name in ("take_part", "expand_reduced", "prod_grad", "max_grad", "dot_grad",
-              "inner_grad", "tensordot_grad", "einsum_grad", "unindex", "untake"):
+              "inner_grad", "tensordot_grad", "einsum_grad", "unindex", "untake", "zero_at",
+              "unindex_list", "unstack_list", "unconcatenate_list", "sum_list_grad",
+              "select_grad"):
     defprimitive(_name, getattr(runtime, _name), _helper(_name))

@@ -215,3 +215,73 @@ def untake(g, x, indices, axis=None):
     else:
         np.add.at(out, (slice(None),) * (axis % np.ndim(x)) + (indices,), g)
     return out
+
+
+def setitem(x, index, value):
+    """`x[index] = value` without changing `x`: a copy with the part replaced."""
+    out = x.copy()
+    out[index] = value
+    return out
+
+
+def zero_at(g, index):
+    """Adjoint of `setitem` for the array: the replaced part received no gradient."""
+    out = g.copy() if hasattr(g, "copy") else np.array(g)
+    out[index] = 0.0
+    return out
+
+
+def make_list(*items):
+    return list(items)
+
+
+def list_append(items, item):
+    """`items.append(item)` as a value: a new list (the compiler never mutates a list)."""
+    return list(items) + [item]
+
+
+def add_adjoints(a, b):
+    """Sum two adjoints elementwise, also when they are lists (the adjoint of a list)."""
+    if isinstance(a, list):
+        return [add_adjoints(x, y) for x, y in zip(a, b)]
+    return a + b
+
+
+def zeros_adjoint(x):
+    """A zero adjoint for `x`: 0.0 for a Python number, a list of zeros for a list."""
+    if isinstance(x, list):
+        return [zeros_adjoint(v) for v in x]
+    if isinstance(x, (int, float)):
+        return 0.0
+    return np.zeros_like(x)
+
+
+def unindex_list(g, items, index):
+    """Adjoint of `items[index]` for a list: zeros everywhere but `index`."""
+    out = [zeros_adjoint(v) for v in items]
+    out[index] = g
+    return out
+
+
+def unstack_list(g, items, axis=0):
+    """Adjoint of `np.stack(items, axis)` for a list built at run time."""
+    return [np.take(g, i, axis=axis) for i in range(len(items))]
+
+
+def unconcatenate_list(g, items, axis=0):
+    return [take_part(g, items, i, axis) for i in range(len(items))]
+
+
+def sum_list_grad(g, items):
+    """Adjoint of the builtin `sum(items)`: `g` for each item, reduced to its shape."""
+    return [unbroadcast(g, x) for x in items]
+
+
+def select_grad(g, ans, xs, argnum):
+    """Adjoint of the builtin `min`/`max` of numbers: all of `g` to the one that was chosen."""
+    for i, x in enumerate(xs):
+        if x is ans or (i == len(xs) - 1):
+            return g if i == argnum else 0.0 * g
+        if x == ans:
+            return g if i == argnum else 0.0 * g
+    return 0.0 * g

@@ -343,6 +343,25 @@ class Instantiator:
             return self.call("T", [base], name=name)
         raise errors.SourcegradError(f"rule templates cannot read .{node.attr}")
 
+    def eval_Subscript(self, node, name):
+        base = self.eval(node.value)
+        index = self.eval_index(node.slice)
+        if isinstance(base.atom, Tup) and index.known and isinstance(index.static, int):
+            item = base.atom.items[index.static]
+            return PV(item, self.static_of(item))
+        return self.call("getitem", [base, index], name=name)
+
+    def eval_index(self, node):
+        if isinstance(node, gast.Slice):
+            parts = [self.eval(p) if p is not None else PV(Const(None), None)
+                     for p in (node.lower, node.upper, node.step)]
+            if all(p.known for p in parts):
+                value = slice(*(p.static for p in parts))
+                return PV(Const(value), value)
+            from .ir import Slc
+            return PV(Slc(*(p.atom for p in parts)))
+        return self.eval(node)
+
     def eval_UnaryOp(self, node, name):
         operand = self.eval(node.operand)
         if isinstance(node.op, gast.Not):

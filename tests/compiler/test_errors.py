@@ -10,12 +10,6 @@ def returns_vector(x):
     return x * 2.0
 
 
-def uses_if(x):
-    if x > 0:
-        return x
-    return -x
-
-
 def uses_try(x):
     try:
         y = x * 2.0
@@ -63,13 +57,11 @@ def test_wrt_out_of_range_or_unknown():
 
 def test_unsupported_syntax_names_construct_file_line_and_text():
     with pytest.raises(errors.UnsupportedSyntaxError) as info:
-        sourcegrad.grad(uses_if)(1.0)
-    message = str(info.value)
-    assert "an if statement" in message
-    assert "test_errors.py:" in message
-    assert "if x > 0:" in message
-    with pytest.raises(errors.UnsupportedSyntaxError, match="a try statement"):
         sourcegrad.grad(uses_try)(np.ones(2))
+    message = str(info.value)
+    assert "a try statement" in message
+    assert "test_errors.py:" in message
+    assert "try:" in message
     with pytest.raises(errors.UnsupportedSyntaxError, match="list comprehension"):
         sourcegrad.grad(uses_comprehension)(np.ones(2))
 
