@@ -120,6 +120,8 @@ class Printer:
             return gast.UnaryOp(op=op, operand=args[0])
         if sp.kind == "list":
             return gast.List(elts=args, ctx=gast.Load())
+        if sp.kind == "tuple":
+            return gast.Tuple(elts=args, ctx=gast.Load())
         if sp.kind == "pycall":
             return gast.Call(func=args[0], args=args[1:], keywords=keywords)
         if sp.kind == "attr":

@@ -519,6 +519,8 @@ class Lowerer:
                     "getitem", [s, Var(index)], name=self.name_of(t))))(t, s)
                 for t, s in zip(target.elts, seqs)])
         seq = self.expr(node)
+        if isinstance(seq, Tup):  # a tuple of computed values, indexed by the loop at run time
+            seq = self.emit("make_tuple", list(seq.items))
         length = self.emit("len", [seq])
         index = self.ctx.namer.fresh("i")
         return Const(0), length, Const(1), (index, [
@@ -673,6 +675,11 @@ class Lowerer:
         arguments, such as the depth of an inlined recursion, are decided at compile time).
         """
         rule = RULES[op]
+        if op == "getitem" and isinstance(args[0], Tup) and isinstance(args[1], Const) \
+                and isinstance(args[1].value, int):
+            return args[0].items[args[1].value]  # unpacking a tuple of values: no code
+        if op == "len" and isinstance(args[0], Tup):
+            return Const(len(args[0].items))
         if not rule.differentiable and rule.pure and not kwargs and \
                 all(isinstance(a, Const) for a in args):
             try:

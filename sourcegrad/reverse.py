@@ -116,7 +116,7 @@ def _shape_sources(stmts, env, user_names, params):
 
 
 def _is_list(aval):
-    return aval is not UNKNOWN and aval is not None and isinstance(aval.stand_in, list)
+    return aval is not UNKNOWN and aval is not None and isinstance(aval.stand_in, (list, tuple))
 
 
 class Reverser:
@@ -495,11 +495,12 @@ def _push_sites(fn, recorded, rev):
     for name in sorted(recorded):
         sites = rev.sites[name]
         first, depth, in_loop = sites[0]
+        is_param = name in fn.params  # a parameter holds a value before any assignment
         for i, (stmt, d, loop) in enumerate(sites):
-            if i == 0 and d == 0 and not loop:
+            if i == 0 and d == 0 and not loop and not is_param:
                 continue  # the first definition: there is nothing to restore
             push.add(id(stmt))
-        if depth > 0 or in_loop:
+        if (depth > 0 or in_loop) and not is_param:
             init.append(name)
     return push, init
 

@@ -521,6 +521,7 @@ defvjp("setitem", runtime.setitem, _helper("setitem"),
        lambda g, ans, x, index, value: unbroadcast(g[index], value))
 defvjp("make_list", runtime.make_list, Spelling("list"),
        lambda g, ans, *items, argnum: g[argnum])
+alias("make_tuple", runtime.make_tuple, Spelling("tuple"), like="make_list")
 defvjp("list_append", runtime.list_append, _helper("list_append"),
        lambda g, ans, items, item: g[:-1],
        lambda g, ans, items, item: g[-1])

@@ -240,16 +240,20 @@ def list_append(items, item):
     return list(items) + [item]
 
 
+def make_tuple(*items):
+    return tuple(items)
+
+
 def add_adjoints(a, b):
     """Sum two adjoints elementwise, also when they are lists (the adjoint of a list)."""
-    if isinstance(a, list):
+    if isinstance(a, (list, tuple)):
         return [add_adjoints(x, y) for x, y in zip(a, b)]
     return a + b
 
 
 def zeros_adjoint(x):
     """A zero adjoint for `x`: 0.0 for a Python number, a list of zeros for a list."""
-    if isinstance(x, list):
+    if isinstance(x, (list, tuple)):
         return [zeros_adjoint(v) for v in x]
     if isinstance(x, (int, float)):
         return 0.0
