@@ -141,15 +141,27 @@ def abstract_call(call: Call, env: dict):
             warnings.simplefilter("ignore")
             return AVal(rule.forward(*values, **kwvalues), known=True)
     shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(call.op)
-    try:
+
+    def evaluate(vals):
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             if shape_fn is not None:
-                result = shape_fn(rule, values, kwvalues)
-            else:
-                result = rule.forward(*values, **kwvalues)
+                return shape_fn(rule, vals, kwvalues)
+            return rule.forward(*vals, **kwvalues)
+    try:
+        result = evaluate(values)
     except _Unknown:
         return UNKNOWN
+    except (ZeroDivisionError, OverflowError, ValueError):
+        # a sample Python number hit a singular point (x / i with i's sample 0): try others
+        unknown_numbers = [not k and isinstance(v, (int, float)) and not isinstance(v, bool)
+                           for v, (_, k) in zip(values, args)]
+        if not any(unknown_numbers):
+            return UNKNOWN
+        try:
+            result = evaluate([type(v)(1) if u else v for v, u in zip(values, unknown_numbers)])
+        except Exception:
+            return UNKNOWN
     return AVal(result, known=False)
 
 

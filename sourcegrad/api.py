@@ -109,6 +109,37 @@ _IR: dict = {}        # fn -> its lowered IR
 _SHARED_LOCK = threading.RLock()
 
 
+_MISSING = object()
+
+
+def _still_valid(fn) -> bool:
+    """False when a global or closure value the generated code was built from was rebound."""
+    primal = _IR.get(fn)
+    if primal is None:
+        return True
+    for kind, container, name, value in primal.dependencies:
+        current = container.get(name, _MISSING) if kind == "global" else \
+            _cell_value(container)
+        if current is not value:
+            return False
+    return True
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
+
+
+def _forget(fn):
+    """Drop the IR and every compiled gradient of `fn` (its globals changed)."""
+    _IR.pop(fn, None)
+    for key, cache in _COMPILED.items():
+        if key[0] is fn:
+            cache.clear()
+
+
 class Gradient:
     """A compiled gradient of `fn` (see `grad`)."""
 
@@ -144,7 +175,7 @@ class Gradient:
             args = tuple(bound.arguments.values())
         key = signature_key(args)
         compiled = self._cache.get(key)
-        if compiled is None:
+        if compiled is None or not _still_valid(self.fn):
             compiled = self.compile(args, key)
         self._last = compiled
         result = compiled.fn(*args)
@@ -170,6 +201,8 @@ class Gradient:
         """Generate, load and cache the gradient for the signature of `args`."""
         key = signature_key(args) if key is None else key
         with self._lock:
+            if not _still_valid(self.fn):
+                _forget(self.fn)
             if key in self._cache:
                 return self._cache[key]
             if len(args) != len(self._params):

@@ -62,6 +62,11 @@ def parse(fn) -> ParsedFunction:
     file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     module = gast.parse(textwrap.dedent("".join(source_lines)))
     tree = module.body[0]
+    if isinstance(tree, gast.AsyncFunctionDef):
+        raise errors.UnsupportedSyntaxError(f"{fn.__qualname__} is an async function; only plain "
+                                            "functions can be differentiated",
+                                            ParsedFunction(fn, tree, inspect.getsourcefile(fn) or "",
+                                                           first_line, source_lines).loc(tree))
     if not isinstance(tree, gast.FunctionDef):
         raise errors.UnsupportedSyntaxError(f"{fn.__qualname__} is not defined by a def statement")
     lines = linecache.getlines(file) or source_lines
@@ -130,7 +135,7 @@ _UNSUPPORTED_EXPRESSIONS = {
     gast.Lambda: "a lambda (other than one assigned to a name)",
     gast.ListComp: "a list comprehension", gast.SetComp: "a set comprehension",
     gast.DictComp: "a dict comprehension", gast.GeneratorExp: "a generator expression",
-    gast.Await: "await", gast.Yield: "yield", gast.YieldFrom: "yield from",
+    gast.Await: "await", gast.Yield: "yield (a generator)", gast.YieldFrom: "yield from",
     gast.Dict: "a dict display", gast.Set: "a set display", gast.JoinedStr: "an f-string",
     gast.NamedExpr: "an assignment expression (:=)", gast.Starred: "a starred expression",
 }
@@ -146,6 +151,7 @@ class Context:
         self.blocks: list = [[]]  # the statement list being written, innermost last
         self.inline_depth = 0
         self.parsed_cache: dict = {}
+        self.dependencies: list = []  # (kind, globals dict or closure cell, name, value read)
 
     @property
     def out(self) -> list:
@@ -261,8 +267,10 @@ class Lowerer:
             self.env[name] = Var(name)
         result = self.function_body(tree.body, tree)
         self.out.append(Return(result, self.loc))
-        return Function(tree.name, params, self.ctx.blocks[0], self.parsed.file,
-                        self.parsed.loc(tree), self.ctx.free, self.ctx.user_names)
+        fn = Function(tree.name, params, self.ctx.blocks[0], self.parsed.file,
+                      self.parsed.loc(tree), self.ctx.free, self.ctx.user_names)
+        fn.dependencies = _unique_dependencies(self.ctx.dependencies)
+        return fn
 
     def prepare(self, body, params):
         """Find the names this function assigns, and which must stay mutable variables.
@@ -424,6 +432,10 @@ class Lowerer:
                 return
             self.expr(value)  # a call of a user function: its effects are inlined
             return
+        what = _UNSUPPORTED_EXPRESSIONS.get(type(value))
+        if what is not None:
+            self.error(errors.UnsupportedSyntaxError, f"{what} is not supported in "
+                       "differentiated code", stmt)
         self.error(errors.UnsupportedSyntaxError, "an expression statement that is not a call "
                    "has no effect", stmt)
 
@@ -846,11 +858,20 @@ class Lowerer:
         return None
 
     def resolve(self, node):
-        """What a name that is not a local stands for: a Python value from closure/globals."""
+        """What a name that is not a local stands for: a Python value from closure/globals.
+
+        Every value read is recorded with where it came from: the generated code depends
+        on it (numbers are inlined, functions inlined, arrays bound), so a gradient is
+        regenerated when one of them is rebound.
+        """
         ident = node.id
         if ident in self.closure:
+            fn = self.parsed.fn
+            cell = fn.__closure__[fn.__code__.co_freevars.index(ident)]
+            self.ctx.dependencies.append(("cell", cell, ident, self.closure[ident]))
             return self.closure[ident]
         if ident in self.globals:
+            self.ctx.dependencies.append(("global", self.globals, ident, self.globals[ident]))
             return self.globals[ident]
         if hasattr(builtins, ident):
             return getattr(builtins, ident)
@@ -951,6 +972,10 @@ class Lowerer:
 
     def call(self, node, name=None):
         func = node.func
+        if isinstance(func, gast.Lambda):  # (lambda v: ...)(x)
+            args, kwargs = self.call_args(node)
+            local = LocalFunction(func, self, self.defaults_of(func.args))
+            return self.inline_local(local, args, kwargs, node, name)
         target = self.target_of(func)
         if target is None and isinstance(func, gast.Attribute):
             return self.method(node, name)
@@ -1110,6 +1135,16 @@ def _as_load(target):
                                                  ctx=gast.Load()), target)
     raise errors.UnsupportedSyntaxError(f"augmented assignment to {_describe(target)} is not "
                                         "supported")
+
+
+def _unique_dependencies(deps):
+    seen, out = set(), []
+    for kind, container, name, value in deps:
+        key = (id(container), name)
+        if key not in seen:
+            seen.add(key)
+            out.append((kind, container, name, value))
+    return out
 
 
 def _callee_name(func):

@@ -237,3 +237,5 @@ class Function:
     free: dict = field(default_factory=dict)
     # names that came from the user's source (kept verbatim; temporaries are renamed freely)
     user_names: set = field(default_factory=set)
+    # globals and closure values the code was built from: (kind, dict or cell, name, value)
+    dependencies: list = field(default_factory=list)

@@ -246,10 +246,15 @@ class Reverser:
                 return
             if self.state[acc] == "zero":
                 self.assign(acc, part, loc, "accumulate")
+            elif _is_list(self.env.get(name)):
+                self.assign(acc, Call("add_adjoints", (Var(acc), part)), loc, "accumulate")
             else:
-                op = "add_adjoints" if _is_list(self.env.get(name)) else "add_op"
-                self.inst.loc, self.inst.note = loc, "accumulate"
-                self.assign(acc, Call(op, (Var(acc), part)), loc, "accumulate")
+                negated = self.inst.defs.get(part.name) if isinstance(part, Var) else None
+                if negated is not None and negated.op == "neg_op":  # d + -(e) -> d - e
+                    call = Call("sub_op", (Var(acc), negated.args[0]))
+                else:
+                    call = Call("add_op", (Var(acc), part))
+                self.assign(acc, call, loc, "accumulate")
             self.state[acc] = "explicit"
             return
         if isinstance(part, Var) and (part.name in self.overwritten or part.name in self.state):
@@ -328,28 +333,26 @@ class Reverser:
             g = self.take(target, stmt.loc)
             if g is not None:
                 self.inst.loc = stmt.loc
-                if isinstance(g, Var) and g.name == self.acc.get(target) and \
-                        target in reads_of(stmt):
-                    # `h = f(h)`: the accumulator is about to receive the old h's adjoint,
-                    # so the adjoint of the new h is read from a name of its own
-                    snapshot = self.namer.fresh(g.name + "_out")
-                    self.assign(snapshot, g, stmt.loc)
-                    g = Var(snapshot)
                 self.propagate(stmt, g)
         self.out.append(_Restore(target, stmt, stmt.loc))
 
     def propagate(self, stmt, g):
+        """Contributions of `stmt`'s adjoint `g` to its inputs.
+
+        All contributions are computed before any is added, so `h = f(h)` reads the
+        adjoint of the new h from its accumulator before the old h's adjoint replaces it.
+        """
         value = stmt.value
         if not isinstance(value, Call):
-            for name in (a.name for a in [value] if isinstance(a, Var)):
-                if name in self.active:
-                    self.contribute(name, g, stmt.loc)
+            if isinstance(value, Var) and value.name in self.active:
+                self.contribute(value.name, g, stmt.loc)
             return
         rule = RULES[value.op]
         if value.op == "getitem" and _is_list(self.env.get(_var_name(value.args[0]))):
             rule = RULES["getitem_list"]
         if value.op == "np_array" and not _is_list(self.env.get(_var_name(value.args[0]))):
             rule = RULES["asarray"]
+        parts = []
         for pos, atom in _input_positions(rule, value):
             if not (isinstance(atom, Var) and atom.name in self.active):
                 continue
@@ -360,8 +363,9 @@ class Reverser:
             if rule.vjp_for(pos) is None:
                 continue
             name = self.contribution_name(atom.name)
-            part = self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)
-            self.contribute(atom.name, part, stmt.loc)
+            parts.append((atom.name, self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)))
+        for primal, part in parts:
+            self.contribute(primal, part, stmt.loc)
 
     def contribution_name(self, primal):
         base = adjoint_name(primal, primal in self.params)

@@ -215,7 +215,7 @@ def c_closure(x):
 
 def c_lambda(x):
     sq = lambda v: v * v  # noqa: E731
-    return np.sum(sq(x) + sq(np.cos(x)))
+    return np.sum(sq(x) + sq(np.cos(x))) + np.sum((lambda v, k=2.0: v * k)(x))
 
 
 def c_global(x):

@@ -206,3 +206,22 @@ def test_saved_manifest_names_line_and_reading_rules():
     assert saved["exp_neg_y_X_w"]["line"] is not None and not saved["exp_neg_y_X_w"]["input"]
     assert "exp" in saved["exp_neg_y_X_w"]["read_by"]
     assert saved["X"]["input"]
+
+
+SCALE_FOR_TEST = 2.0
+
+
+def scaled_by_global(x):
+    return np.sum(x * SCALE_FOR_TEST)
+
+
+def test_rebinding_a_global_regenerates_the_gradient():
+    global SCALE_FOR_TEST
+    g = sourcegrad.grad(scaled_by_global)
+    x = np.ones(2)
+    np.testing.assert_allclose(g(x), [2.0, 2.0])
+    SCALE_FOR_TEST = 5.0
+    try:
+        np.testing.assert_allclose(g(x), [5.0, 5.0])
+    finally:
+        SCALE_FOR_TEST = 2.0
