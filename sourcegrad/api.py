@@ -92,6 +92,12 @@ def _like_input(g, x, args):
         return x.dtype.type(g)
     if isinstance(x, float):
         return float(g)
+    if _is_cupy(x):
+        import cupy
+        g = cupy.asarray(g, dtype=x.dtype)
+        if g.shape != x.shape:
+            g = cupy.broadcast_to(g, x.shape)
+        return g.copy() if g.base is not None or any(g is a for a in args) else g
     dtype = x.dtype
     if type(g) is np.ndarray and g.dtype == dtype and g.shape == x.shape and g.flags.writeable \
             and g.base is None and not any(g is a for a in args):
@@ -143,15 +149,15 @@ def _forget(fn):
 class Gradient:
     """A compiled gradient of `fn` (see `grad`)."""
 
-    def __init__(self, fn, wrt=0, with_value=False, backend="numpy"):
+    def __init__(self, fn, wrt=0, with_value=False, backend="auto"):
         if not isinstance(inspect.unwrap(fn), types.FunctionType):
             raise errors.SourceNotFoundError(
                 f"{fn!r} is not a Python function with source; sourcegrad differentiates "
                 "functions written in Python (numpy functions are differentiated through "
                 "their rules when a Python function calls them)")
-        if backend not in BACKENDS:
+        if backend not in BACKENDS and backend != "auto":
             raise errors.SourcegradError(f"unknown backend {backend!r}; choose one of "
-                                         f"{', '.join(BACKENDS)}")
+                                         f"auto, {', '.join(BACKENDS)}")
         self.fn = fn
         self.wrt, self._single = _normalize_wrt(fn, wrt)
         self.with_value = with_value
@@ -221,13 +227,19 @@ class Gradient:
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
             info = SourceInfo(primal.source_file, self.fn.__qualname__,
                               tuple(self._params[i] for i in self.wrt), forward)
-            source = generate(optimized, info, BACKENDS[self.backend])
+            source = generate(optimized, info, BACKENDS[self.backend_for(args)])
             module = load(source, optimized.name, primal.free)
             saved = _saved_values(optimized, forward | set(primal.params), env)
             compiled = Compiled(source, module, getattr(module, optimized.name), saved)
             self._cache[key] = compiled
             self._last = compiled
             return compiled
+
+    def backend_for(self, args) -> str:
+        """The backend of this signature: the one asked for, or (auto) CuPy for CuPy arrays."""
+        if self.backend != "auto":
+            return self.backend
+        return "cupy" if any(_is_cupy(a) for a in args) else "numpy"
 
     @property
     def source(self) -> str:
@@ -247,6 +259,10 @@ class Gradient:
 
     def __repr__(self):
         return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"
+
+
+def _is_cupy(value) -> bool:
+    return type(value).__module__.startswith("cupy")
 
 
 def _names_in(fn) -> set:
@@ -290,26 +306,29 @@ def _saved_values(fn, forward_names, env):
 
 # --- public functions -------------------------------------------------------------------------
 
-def grad(fn=None, wrt=0, *, backend="numpy"):
+def grad(fn=None, wrt=0, *, backend="auto"):
     """The gradient of a scalar-valued numpy function, as generated Python source.
 
     `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
     is an argument index, an argument name, or a tuple of them (then the result is a
     tuple of gradients). Each gradient has its input's shape and dtype.
+
+    `backend` is "numpy", "cupy" or "auto" (the default: CuPy code for CuPy arrays, numpy
+    code otherwise); code is generated once per backend and input signature.
     """
     if fn is None:
         return lambda f: Gradient(f, wrt, False, backend)
     return Gradient(fn, wrt, False, backend)
 
 
-def value_and_grad(fn=None, wrt=0, *, backend="numpy"):
+def value_and_grad(fn=None, wrt=0, *, backend="auto"):
     """Like `grad`, but the result is `(f(*args), gradient)`."""
     if fn is None:
         return lambda f: Gradient(f, wrt, True, backend)
     return Gradient(fn, wrt, True, backend)
 
 
-def show(fn, *args, wrt=0, backend="numpy", file=None):
+def show(fn, *args, wrt=0, backend="auto", file=None):
     """Print the generated gradient source of `fn` for the signature of `args`."""
     g = fn if isinstance(fn, Gradient) else Gradient(fn, wrt, False, backend)
     source = g.compile(args).source

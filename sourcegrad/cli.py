@@ -1,7 +1,7 @@
 """The `sourcegrad` command (also `python -m sourcegrad`).
 
     sourcegrad demo                         a guided run: compile, read, verify
-    sourcegrad show FILE.py:FUNC [--wrt a,b] [--saved]
+    sourcegrad show FILE.py:FUNC [--wrt a,b] [--saved] [--backend numpy|cupy]
     sourcegrad gen [--check] [--examples DIR] [--out DIR]
 
 `show` and `gen` need example inputs, since a gradient is generated for the
@@ -77,7 +77,7 @@ def cmd_show(args):
         raise CLIError(f"{path} has no function {func_name!r}")
     fn = getattr(fn, "__wrapped__", fn)
     inputs = _example_args(module, func_name, path)
-    g = api.Gradient(fn, _parse_wrt(args.wrt))
+    g = api.Gradient(fn, _parse_wrt(args.wrt), backend=args.backend)
     compiled = g.compile(tuple(inputs))
     print(_highlight(compiled.source), end="")
     if args.saved:
@@ -167,6 +167,8 @@ def main(argv=None):
     show.add_argument("target", help="FILE.py:FUNC")
     show.add_argument("--wrt", help="argument names or indices, comma separated")
     show.add_argument("--saved", action="store_true", help="list what the backward keeps")
+    show.add_argument("--backend", default="numpy", choices=("numpy", "cupy"),
+                      help="the array library the generated code calls")
     gen = sub.add_parser("gen", help="regenerate generated/ from the examples")
     gen.add_argument("--check", action="store_true", help="fail when a file is stale")
     gen.add_argument("--examples", default="examples")
