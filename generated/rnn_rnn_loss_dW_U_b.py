@@ -28,12 +28,12 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     d_h = d_h_1            # accumulate
     for i in reversed(range(len_xs)):
         # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
-        d_W_plus_b = d_h * (1.0 - h * h)     # tanh
+        d_W_plus_b = d_h * (1.0 - h * h)  # tanh
         h = saved.pop()
-        db = db + d_W_plus_b                 # accumulate
-        dU = dU + np.outer(d_W_plus_b, x_t)  # matmul, accumulate
-        dW = dW + np.outer(d_W_plus_b, h)    # matmul, accumulate
-        d_h = W.T @ d_W_plus_b               # matmul, accumulate
+        db += d_W_plus_b                  # accumulate
+        dU += np.outer(d_W_plus_b, x_t)   # matmul, accumulate
+        dW += np.outer(d_W_plus_b, h)     # matmul, accumulate
+        d_h = W.T @ d_W_plus_b            # matmul, accumulate
         # backward of line 12: for x_t in xs:
         x_t = saved.pop()
     return dW, dU, db

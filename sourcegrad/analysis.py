@@ -86,7 +86,9 @@ def signature_key(args) -> tuple:
         t = type(a)
         if t is float:
             key.append(float)
-        elif t is np.ndarray or hasattr(a, "__cuda_array_interface__"):
+        elif t is np.ndarray:
+            key.append((t, a.shape, a.dtype.str))
+        elif hasattr(a, "__cuda_array_interface__"):
             key.append((t, a.shape, a.dtype.str))
         elif isinstance(a, np.generic):
             key.append((t,))

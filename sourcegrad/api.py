@@ -39,6 +39,8 @@ class Compiled:
     module: object
     fn: object
     saved: list
+    finish: object = None      # gives the gradients their inputs' types
+    dependencies: bool = False  # whether globals or closure values must be checked per call
 
 
 def _normalize_wrt(fn, wrt):
@@ -181,19 +183,29 @@ class Gradient:
             args = tuple(bound.arguments.values())
         key = signature_key(args)
         compiled = self._cache.get(key)
-        if compiled is None or not _still_valid(self.fn):
+        if compiled is None or (compiled.dependencies and not _still_valid(self.fn)):
             compiled = self.compile(args, key)
         self._last = compiled
         result = compiled.fn(*args)
         if self.with_value:
             value, grads = result
-            return value, self._finish(grads, args)
-        return self._finish(result, args)
+            return value, compiled.finish(grads, args)
+        return compiled.finish(result, args)
 
-    def _finish(self, grads, args):
+    def _finisher(self, args):
+        """How to give this signature's gradients their inputs' types (cheap for floats)."""
+        converters = []
+        for i in self.wrt:
+            x = args[i]
+            if type(x) is float:
+                converters.append(lambda g, args: float(g))
+            elif isinstance(x, np.generic):
+                converters.append(lambda g, args, t=x.dtype.type: t(g))
+            else:
+                converters.append(lambda g, args, i=i: _like_input(g, args[i], args))
         if self._single:
-            return _like_input(grads, args[self.wrt[0]], args)
-        return tuple(_like_input(g, args[i], args) for g, i in zip(grads, self.wrt))
+            return converters[0]
+        return lambda grads, args: tuple(c(g, args) for c, g in zip(converters, grads))
 
     # -- compiling -----------------------------------------------------------------------------
 
@@ -230,7 +242,8 @@ class Gradient:
             source = generate(optimized, info, BACKENDS[self.backend_for(args)])
             module = load(source, optimized.name, primal.free)
             saved = _saved_values(optimized, forward | set(primal.params), env)
-            compiled = Compiled(source, module, getattr(module, optimized.name), saved)
+            compiled = Compiled(source, module, getattr(module, optimized.name), saved,
+                                self._finisher(args), bool(primal.dependencies))
             self._cache[key] = compiled
             self._last = compiled
             return compiled

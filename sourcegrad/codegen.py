@@ -325,9 +325,19 @@ class _Writer:
         return _merge_notes([self.folded[n][1] for n in reads_of(stmt) if n in self.folded] +
                             [stmt.note])
 
+    def render_assign(self, stmt):
+        value = stmt.value
+        if isinstance(value, Call) and RULES[value.op].spelling.kind == "augassign":
+            op = _BINOP_NODES[RULES[value.op].spelling.text]()
+            node = gast.AugAssign(target=gast.Name(id=stmt.target, ctx=gast.Store(),
+                                                   annotation=None, type_comment=None),
+                                  op=op, value=self.printer.atom(value.args[1]))
+            return _to_source(node)
+        return _to_source(_assign(stmt.target, self.expr(value)))
+
     def emit_assign(self, stmt, indent):
         note = self.note_of(stmt)
-        code = _to_source(_assign(stmt.target, self.expr(stmt.value)))
+        code = self.render_assign(stmt)
         while len(code) + 4 * (indent + 1) > MAX_LINE:
             children = [n for n in reads_of(stmt) if n in self.inlined and n in self.folded]
             if not children:
@@ -338,7 +348,7 @@ class _Writer:
             child_stmt, _ = self.folded.pop(child)
             self.emit_assign(child_stmt, indent)
             note = self.note_of(stmt)
-            code = _to_source(_assign(stmt.target, self.expr(stmt.value)))
+            code = self.render_assign(stmt)
         self.add(indent, "code", stmt, code, note)
 
     def add(self, indent, kind, stmt, code, note):

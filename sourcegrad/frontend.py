@@ -269,7 +269,9 @@ class Lowerer:
         self.out.append(Return(result, self.loc))
         fn = Function(tree.name, params, self.ctx.blocks[0], self.parsed.file,
                       self.parsed.loc(tree), self.ctx.free, self.ctx.user_names)
-        fn.dependencies = _unique_dependencies(self.ctx.dependencies)
+        # modules (np, math) are not expected to be rebound; everything else is checked
+        fn.dependencies = [d for d in _unique_dependencies(self.ctx.dependencies)
+                           if not isinstance(d[3], types.ModuleType)]
         return fn
 
     def prepare(self, body, params):

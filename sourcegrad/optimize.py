@@ -90,6 +90,10 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
     counts = _assign_counts(body, params)
     single = lambda n: counts[n] <= 1  # noqa: E731
     mapping: dict = {}
+    # values handed to a variable that may be updated in place (`d_W = part; d_W += ...`)
+    # must keep an array of their own: they are never shared with an equal computation
+    handed_over = {s.value.name for s in walk(body) if isinstance(s, Assign)
+                   and isinstance(s.value, Var) and not single(s.target)}
 
     def run(stmts, seen):
         seen = dict(seen)
@@ -102,7 +106,8 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                     if isinstance(value, Const) or (isinstance(value, Var) and single(value.name)):
                         mapping[stmt.target] = value
                         continue
-                elif RULES[value.op].pure and all(single(n) for n in value.reads()):
+                elif RULES[value.op].pure and all(single(n) for n in value.reads()) and \
+                        stmt.target not in handed_over:
                     key = (value.op, tuple(_hashable(a) for a in value.args),
                            tuple((k, _hashable(a)) for k, a in value.kwargs))
                     if None not in key[1] and all(h is not None for _, h in key[2]):

@@ -115,6 +115,14 @@ def _shape_sources(stmts, env, user_names, params):
     return source
 
 
+# Primitives that always return a new array (never a view or one of their inputs), so an
+# accumulator holding their result may be updated in place.
+_FRESH = {"add_op", "sub_op", "mul_op", "div_op", "pow_op", "matmul_op", "neg_op", "iadd_op",
+          "isub_op", "add", "subtract", "multiply", "divide", "matmul", "dot", "outer", "inner",
+          "tensordot", "np_zeros_like", "unindex", "untake", "zero_at", "exp", "log", "sin", "cos",
+          "tanh", "sqrt", "square", "where", "max_grad", "prod_grad", "take_part_copy"}
+
+
 def _is_list(aval):
     return aval is not UNKNOWN and aval is not None and isinstance(aval.stand_in, (list, tuple))
 
@@ -138,6 +146,7 @@ class Reverser:
         self.acc: dict = {}                # primal name -> its accumulator variable
         self.counters: dict = {}           # id(loop) -> (counter name, pushed)
         self.loop_depth = 0
+        self.owned: set = set()            # accumulators whose array no other name refers to
         self.uses = self._contribution_counts(fn)
         self.given = defaultdict(int)
 
@@ -185,6 +194,7 @@ class Reverser:
         Such a variable is reassigned, so its abstract value never counts as known
         (a template must not fold the zero it starts as)."""
         self.out.append(Assign(target, value, loc, note))
+        self.track_ownership(target, value)
         if isinstance(value, Var):
             aval = self.env.get(value.name)
         elif isinstance(value, Call):
@@ -250,10 +260,12 @@ class Reverser:
                 self.assign(acc, Call("add_adjoints", (Var(acc), part)), loc, "accumulate")
             else:
                 negated = self.inst.defs.get(part.name) if isinstance(part, Var) else None
-                if negated is not None and negated.op == "neg_op":  # d + -(e) -> d - e
-                    call = Call("sub_op", (Var(acc), negated.args[0]))
+                subtract = negated is not None and negated.op == "neg_op"  # d + -(e) -> d - e
+                other = negated.args[0] if subtract else part
+                if self.can_update_in_place(acc, other):
+                    call = Call("isub_op" if subtract else "iadd_op", (Var(acc), other))
                 else:
-                    call = Call("add_op", (Var(acc), part))
+                    call = Call("sub_op" if subtract else "add_op", (Var(acc), other))
                 self.assign(acc, call, loc, "accumulate")
             self.state[acc] = "explicit"
             return
@@ -262,6 +274,40 @@ class Reverser:
             self.assign(snapshot, part, loc)
             part = Var(snapshot)
         self.pending[name].append(part)
+
+    def can_update_in_place(self, acc, part):
+        """`acc += part` is safe when acc's array is ours alone and keeps its shape."""
+        if acc not in self.owned:
+            return False
+        mine, theirs = self.env.get(acc), self.aval_of_atom(part)
+        if mine in (None, UNKNOWN) or theirs in (None, UNKNOWN):
+            return False
+        if not isinstance(mine.stand_in, np.ndarray):
+            return False
+        try:
+            return np.broadcast_shapes(mine.shape, theirs.shape) == mine.shape
+        except ValueError:
+            return False
+
+    def aval_of_atom(self, atom):
+        if isinstance(atom, Var):
+            return self.env.get(atom.name)
+        if isinstance(atom, Const):
+            return aval_of(atom.value)
+        return UNKNOWN
+
+    def track_ownership(self, target, value):
+        """Which accumulators hold an array nobody else refers to (so `+=` may update it)."""
+        if isinstance(value, Var):
+            self.owned.discard(value.name)  # now shared by two names
+            producer = self.inst.defs.get(value.name)
+            fresh = producer is not None and producer.op in _FRESH
+        else:
+            fresh = isinstance(value, Call) and value.op in _FRESH
+        if fresh:
+            self.owned.add(target)
+        else:
+            self.owned.discard(target)
 
     def materialize(self, names, loc):
         """Move these adjoints into accumulator variables (before a loop or branch)."""

@@ -543,6 +543,9 @@ defvjp("add_adjoints", runtime.add_adjoints, _helper("add_adjoints"),
        lambda g, ans, a, b: g,
        lambda g, ans, a, b: g)
 defnondiff("zeros_adjoint", runtime.zeros_adjoint, _helper("zeros_adjoint"))
+# In-place accumulation of adjoints (`d_W += part`), emitted only for arrays the backward owns.
+defprimitive("iadd_op", operator.iadd, Spelling("augassign", "+"), pure=False)
+defprimitive("isub_op", operator.isub, Spelling("augassign", "-"), pure=False)
 defnondiff("not_op", operator.not_, Spelling("unaryop", "not"), params=("x",))
 defnondiff("pycall", None, Spelling("pycall"), pure=False)
 # Helpers that only backward code calls. They have no VJPs yet, so differentiating
