@@ -6,20 +6,18 @@ import numpy as np
 
 def dfinal_position_dk_dc(k, c):
     saved = []  # values the backward pass needs that the forward overwrites
-    # line 17: def final_position(k, c):
-    neg_k = None  # saved
     # line 19: x, v, t = 1.0, 0.0, 0.0
     x = 1.0
     v = 0.0
     t = 0.0
+    # line 21: a = -k * x - c * v
+    neg_k = -k
     # line 20: while t < T:
     trips = 0  # trip count
     while t < 2.0:
         # line 20: while t < T:
         trips = trips + 1  # trip count
         # line 21: a = -k * x - c * v
-        saved.append(neg_k)
-        neg_k = -k
         a = neg_k * x - c * v
         # line 22: x = x + DT * v
         saved.append(x)
@@ -30,10 +28,10 @@ def dfinal_position_dk_dc(k, c):
         # line 24: t = t + DT
         t = t + 0.01
     # backward of line 20: while t < T:
-    dc = 0.0   # zero
-    dk = 0.0   # zero
-    d_v = 0.0  # zero
-    d_x = 1.0  # accumulate
+    dc = 0.0       # zero
+    d_neg_k = 0.0  # zero
+    d_v = 0.0      # zero
+    d_x = 1.0      # accumulate
     for _ in range(trips):
         # backward of line 23: v = v + DT * a
         v = saved.pop()
@@ -42,10 +40,11 @@ def dfinal_position_dk_dc(k, c):
         x = saved.pop()
         d_v = d_v + d_x * 0.01  # multiply, accumulate
         # backward of line 21: a = -k * x - c * v
-        d_c_v = -d_a             # subtract
-        dc = dc + d_c_v * v      # multiply, accumulate
-        d_v = d_v + d_c_v * c    # multiply, accumulate
-        d_x = d_x + d_a * neg_k  # multiply, accumulate
-        dk = dk - d_a * x        # multiply, accumulate
-        neg_k = saved.pop()
+        d_c_v = -d_a                 # subtract
+        dc = dc + d_c_v * v          # multiply, accumulate
+        d_v = d_v + d_c_v * c        # multiply, accumulate
+        d_neg_k = d_neg_k + d_a * x  # multiply, accumulate
+        d_x = d_x + d_a * neg_k      # multiply, accumulate
+    # backward of line 21: a = -k * x - c * v
+    dk = -d_neg_k  # negative
     return dk, dc

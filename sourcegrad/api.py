@@ -26,7 +26,7 @@ from .codegen import BACKENDS, SourceInfo, generate, load
 from .frontend import function_to_ir
 from .ir import Assign, reads_of
 from .names import Namer
-from .optimize import optimize
+from .optimize import hoist_loop_invariants, optimize
 from .reverse import reverse
 from .rules import TEMPLATE_NAMESPACE
 
@@ -228,7 +228,7 @@ class Gradient:
                                 f"got {len(args)}")
             for i in self.wrt:
                 _check_differentiable(self._params[i], args[i])
-            primal = self.ir()
+            primal = hoist_loop_invariants(self.ir())
             env = infer_shapes(primal, [aval_of(a) for a in args])
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,

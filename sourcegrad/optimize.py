@@ -24,7 +24,7 @@ from collections import Counter
 import numpy as np
 
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Pop, Push, Return, Slc, Tup,
-                 Var, While, child_blocks, reads_of, substitute_atom, walk)
+                 Var, While, child_blocks, reads_of, substitute_atom, walk, writes_of)
 from .rules import RULES
 
 
@@ -252,3 +252,68 @@ def optimize(fn: Function, shapes: dict | None = None) -> Function:
         body = inline_shape_only_values(body, set(fn.params), shapes)
         body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names)
+
+
+def hoist_loop_invariants(fn: Function) -> Function:
+    """Move pure computations that do not change across iterations out of loops.
+
+    Runs on the primal, before differentiation: a value computed once is not
+    overwritten, so the backward reads it directly instead of saving it every
+    iteration (`-k` in a spring integrator). Only temporaries at the top level of
+    a loop body move (not user variables, nor anything under a branch).
+    """
+    counts = _assign_counts(fn.body, fn.params)
+
+    def run(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, (For, While)):
+                hoisted, stmt = _hoist(stmt, counts, fn.user_names)
+                out.extend(run(hoisted))
+            if isinstance(stmt, If):
+                stmt = If(stmt.test, run(stmt.body), run(stmt.orelse), stmt.loc)
+            elif isinstance(stmt, For):
+                stmt = For(stmt.target, stmt.start, stmt.stop, stmt.step, run(stmt.body),
+                           stmt.loc, stmt.stop_flag, stmt.reverse)
+            elif isinstance(stmt, While):
+                stmt = While(run(stmt.test_body), stmt.test, run(stmt.body), stmt.loc)
+            out.append(stmt)
+        return out
+    return Function(fn.name, fn.params, run(fn.body), fn.source_file, fn.loc, fn.free,
+                    fn.user_names, fn.dependencies)
+
+
+def _hoist(loop, counts, user_names):
+    blocks = [loop.body] if isinstance(loop, For) else [loop.test_body, loop.body]
+    written = {n for s in walk(blocks[0] + (blocks[1] if len(blocks) > 1 else []))
+               for n in writes_of(s)}
+    if isinstance(loop, For):
+        written.add(loop.target)
+    hoisted = []
+    changed = True
+    new_blocks = [list(b) for b in blocks]
+    while changed:
+        changed = False
+        for block in new_blocks:
+            for stmt in list(block):
+                if not (isinstance(stmt, Assign) and isinstance(stmt.value, Call)):
+                    continue
+                if stmt.target in user_names or counts[stmt.target] != 1:
+                    continue
+                rule = RULES[stmt.value.op]
+                if not rule.pure:
+                    continue
+                if any(n in written for n in stmt.value.reads()):
+                    continue
+                block.remove(stmt)
+                hoisted.append(stmt)
+                written.discard(stmt.target)
+                changed = True
+    if not hoisted:
+        return [], loop
+    if isinstance(loop, For):
+        loop = For(loop.target, loop.start, loop.stop, loop.step, new_blocks[0], loop.loc,
+                   loop.stop_flag, loop.reverse)
+    else:
+        loop = While(new_blocks[0], loop.test, new_blocks[1], loop.loc)
+    return hoisted, loop
