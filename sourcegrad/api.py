@@ -41,6 +41,7 @@ class Compiled:
     saved: list
     finish: object = None      # gives the gradients their inputs' types
     dependencies: bool = False  # whether globals or closure values must be checked per call
+    ir: object = None           # the optimized gradient IR the source was printed from
 
 
 def _normalize_wrt(fn, wrt):
@@ -243,7 +244,7 @@ class Gradient:
             module = load(source, optimized.name, primal.free)
             saved = _saved_values(optimized, forward | set(primal.params), env)
             compiled = Compiled(source, module, getattr(module, optimized.name), saved,
-                                self._finisher(args), bool(primal.dependencies))
+                                self._finisher(args), bool(primal.dependencies), optimized)
             self._cache[key] = compiled
             self._last = compiled
             return compiled

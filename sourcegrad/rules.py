@@ -90,7 +90,7 @@ class Rule:
     family: str = ""
 
     def __post_init__(self):
-        self.family = self.family or self.name
+        self.family = self.family or self.name.removeprefix("np_")
 
     def forward(self, *args, **kwargs):
         """Run the primitive itself on concrete values."""
