@@ -125,6 +125,29 @@ class _Unknown(Exception):
     pass
 
 
+class ListOf(list):
+    """The stand-in of a list whose length is not known (appended to in a loop), all of
+    whose items look alike: any item read gives that item's stand-in."""
+
+    def __init__(self, item):
+        super().__init__([item])
+        self.item = item
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self
+        return self.item
+
+    def __len__(self):
+        raise _Unknown
+
+    def __iter__(self):
+        raise _Unknown
+
+    def __add__(self, other):
+        return self
+
+
 def abstract_call(call: Call, env: dict):
     """The AVal of `call` given the AVals of its arguments (UNKNOWN when it cannot be known)."""
     rule = RULES[call.op]
@@ -154,7 +177,7 @@ def abstract_call(call: Call, env: dict):
         result = evaluate(values)
     except _Unknown:
         return UNKNOWN
-    except (ZeroDivisionError, OverflowError, ValueError):
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
         # a sample Python number hit a singular point (x / i with i's sample 0): try others
         unknown_numbers = [not k and isinstance(v, (int, float)) and not isinstance(v, bool)
                            for v, (_, k) in zip(values, args)]
@@ -382,21 +405,46 @@ def _equal_values(x, y):
 
 
 def _structure(v):
+    if isinstance(v, ListOf):
+        return ("list of", _structure(v.item))
     if isinstance(v, (list, tuple)):
         return (type(v).__name__, tuple(_structure(i) for i in v))
     if isinstance(v, np.ndarray):
         return ("array", v.shape, v.dtype.str)
     if isinstance(v, np.generic):
         return ("scalar", v.dtype.str)
+    if type(v) is float:  # a Python float and a float64 scalar behave alike for shapes
+        return ("scalar", np.dtype(np.float64).str)
     return (type(v).__name__,)
 
 
+def _join_lists(x, y):
+    """Lists of different lengths whose items all look alike join to a ListOf that item."""
+    if not (isinstance(x, list) and isinstance(y, list)):
+        return None
+    items = [i for v in (x, y) for i in ([v.item] if isinstance(v, ListOf) else v)]
+    if not items:
+        return None
+    first = _structure(items[0])
+    if any(_structure(i) != first for i in items[1:]):
+        return None
+    return ListOf(items[0])
+
+
 def join(a, b):
-    """The least abstract value covering both: equal structure stays, else UNKNOWN."""
+    """The least abstract value covering both: equal structure stays, else UNKNOWN.
+
+    None joined with a value is that value: a variable bound to None before a loop
+    (generated code does this for saved values) takes its type from the loop."""
     if a is UNKNOWN or b is UNKNOWN:
         return UNKNOWN
+    if a.stand_in is None and a.known:
+        return AVal(b.stand_in, known=False)
+    if b.stand_in is None and b.known:
+        return AVal(a.stand_in, known=False)
     if _structure(a.stand_in) != _structure(b.stand_in):
-        return UNKNOWN
+        merged = _join_lists(a.stand_in, b.stand_in)
+        return UNKNOWN if merged is None else AVal(merged, known=False)
     if a.known and b.known and _equal_values(a.stand_in, b.stand_in):
         return a
     return AVal(a.stand_in, known=False)

@@ -24,7 +24,7 @@ from . import errors
 from .analysis import aval_of, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate, load
 from .frontend import function_to_ir
-from .ir import Assign, reads_of
+from .ir import Assign, For, If, Push, While, reads_of, walk
 from .names import Namer
 from .optimize import hoist_loop_invariants, optimize
 from .reverse import reverse
@@ -153,7 +153,11 @@ class Gradient:
     """A compiled gradient of `fn` (see `grad`)."""
 
     def __init__(self, fn, wrt=0, with_value=False, backend="auto"):
-        if not isinstance(inspect.unwrap(fn), types.FunctionType):
+        self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
+        if self.inner is not None and (self.inner.with_value or not self.inner._single):
+            raise errors.SourcegradError("a higher-order gradient needs an inner gradient with "
+                                         "one wrt argument and no value (grad(grad(f)))")
+        if self.inner is None and not isinstance(inspect.unwrap(fn), types.FunctionType):
             raise errors.SourceNotFoundError(
                 f"{fn!r} is not a Python function with source; sourcegrad differentiates "
                 "functions written in Python (numpy functions are differentiated through "
@@ -172,7 +176,7 @@ class Gradient:
             self._cache = _COMPILED.setdefault((fn, self.wrt, self._single, with_value, backend), {})
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())
         self.__wrapped__ = fn
 
     # -- calling -------------------------------------------------------------------------------
@@ -210,8 +214,20 @@ class Gradient:
 
     # -- compiling -----------------------------------------------------------------------------
 
-    def ir(self):
-        """The function's IR (independent of shapes, so lowered once per function)."""
+    def ir(self, args=None):
+        """The function's IR (independent of shapes, so lowered once per function).
+
+        For a gradient of a gradient, the inner gradient's generated function (for these
+        arguments' signature) is what gets differentiated: its source is ordinary Python.
+        """
+        if self.inner is not None:
+            inner = self.inner.compile(args)
+            if any(isinstance(s, (For, While, If, Push)) for s in walk(inner.ir.body)):
+                raise errors.SourcegradError(
+                    f"a higher-order derivative of {self.inner.fn.__qualname__} is not "
+                    "supported yet: its gradient has loops or branches (differentiating the "
+                    "saved-value stack again is not implemented); straight-line code works")
+            return function_to_ir(inner.fn)
         if self.fn not in _IR:
             _IR[self.fn] = function_to_ir(self.fn)
         return _IR[self.fn]
@@ -229,7 +245,7 @@ class Gradient:
                                 f"got {len(args)}")
             for i in self.wrt:
                 _check_differentiable(self._params[i], args[i])
-            primal = hoist_loop_invariants(self.ir())
+            primal = hoist_loop_invariants(self.ir(args))
             env = infer_shapes(primal, [aval_of(a) for a in args])
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
@@ -238,7 +254,12 @@ class Gradient:
                       and not a.is_python_scalar and hasattr(a.stand_in, "shape")}
             optimized = optimize(grad_ir, shapes)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
-            info = SourceInfo(primal.source_file, self.fn.__qualname__,
+            base = self
+            while base.inner is not None:
+                base = base.inner
+            label = self.fn.__qualname__ if self.inner is None else \
+                f"{primal.name} (the generated gradient of {base.fn.__qualname__})"
+            info = SourceInfo(inspect.getsourcefile(base.fn) or primal.source_file, label,
                               tuple(self._params[i] for i in self.wrt), forward)
             source = generate(optimized, info, BACKENDS[self.backend_for(args)])
             module = load(source, optimized.name, primal.free)

@@ -267,10 +267,10 @@ class _Writer:
             self.add(indent, "return", None, _to_source(gast.Return(
                 value=self.printer.atom(stmt.value))), "")
         elif isinstance(stmt, Push):
-            self.add(indent, "code", stmt, f"saved.append({_expr_source(self.expr(stmt.value))})",
-                     "")
+            self.add(indent, "code", stmt,
+                     f"{self.fn.stack}.append({_expr_source(self.expr(stmt.value))})", "")
         elif isinstance(stmt, Pop):
-            self.add(indent, "code", stmt, f"{stmt.target} = saved.pop()", "")
+            self.add(indent, "code", stmt, f"{stmt.target} = {self.fn.stack}.pop()", "")
         elif isinstance(stmt, ExprStmt):
             self.add(indent, "code", stmt, _expr_source(self.expr(stmt.value)), "")
         elif isinstance(stmt, If):
@@ -370,7 +370,8 @@ class _Writer:
             block.clear()
 
         if self.uses_stack:
-            out.append("    saved = []  # values the backward pass needs that the forward overwrites")
+            out.append(f"    {self.fn.stack} = []  # values the backward pass needs that the "
+                       "forward overwrites")
         for indent, kind, key, text, code, note in self.lines:
             pad = "    " * (indent + 1)
             if key is not None and kind != "return" and previous.get(indent) != key:

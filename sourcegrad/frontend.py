@@ -145,7 +145,7 @@ class Context:
     """What every function lowered into one IR shares: names, free values, the output blocks."""
 
     def __init__(self):
-        self.namer = Namer(reserved={"np", "math", "saved"})
+        self.namer = Namer(reserved={"np", "math"})
         self.free: dict = {}
         self.user_names: set = set()
         self.blocks: list = [[]]  # the statement list being written, innermost last
@@ -200,7 +200,7 @@ def _assigned_names(stmt) -> set:
                 isinstance(node.value, gast.Name):
             names.add(node.value.id)
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
-                node.func.attr == "append" and isinstance(node.func.value, gast.Name):
+                node.func.attr in ("append", "pop") and isinstance(node.func.value, gast.Name):
             names.add(node.func.value.id)
     return names
 
@@ -498,6 +498,22 @@ class Lowerer:
     def iteration(self, node, target, stmt):
         """(start, stop, step, (index name, [binders])) for `for target in node`."""
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id == "reversed" and len(node.args) == 1 \
+                and isinstance(node.args[0], gast.Call) and isinstance(node.args[0].func, gast.Name) \
+                and node.args[0].func.id == "range" and isinstance(target, gast.Name):
+            # `for i in reversed(range(...))` (generated backward code, differentiated again):
+            # count k up and read the range from its end
+            span = self.emit("range", [self.expr(a) for a in node.args[0].args])
+            length = self.emit("len", [span])
+            k = self.ctx.namer.fresh("k")
+
+            def bind_index():
+                last = self.emit("sub_op", [self.emit("sub_op", [length, Const(1)]), Var(k)])
+                self.bind(target.id, self.emit("getitem", [span, last],
+                                               name=self.local(target.id)))
+            self.mutable.add(target.id)
+            return Const(0), length, Const(1), (k, [bind_index])
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
                 and node.func.id in ("range", "enumerate", "zip") and node.func.id not in self.env:
             kind = node.func.id
             if kind == "range":
@@ -604,6 +620,18 @@ class Lowerer:
                                                      args.defaults)}
 
     def assign(self, target, value, stmt):
+        if isinstance(target, gast.Name) and isinstance(value, gast.Call) \
+                and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
+                and not value.args and isinstance(value.func.value, gast.Name) \
+                and value.func.value.id in self.env:
+            # `x = stack.pop()`: the last item, and the list without it (both new values)
+            name = value.func.value.id
+            stack = self.env[name]
+            self.bind(target.id, self.emit("getitem", [stack, Const(-1)],
+                                           name=self.local(target.id)))
+            self.bind(name, self.emit("getitem", [stack, Const(slice(None, -1))],
+                                      name=self.local(name)))
+            return
         if isinstance(target, gast.Name):
             if isinstance(value, gast.Lambda):
                 self.local_functions[target.id] = LocalFunction(value, self,

@@ -239,3 +239,5 @@ class Function:
     user_names: set = field(default_factory=set)
     # globals and closure values the code was built from: (kind, dict or cell, name, value)
     dependencies: list = field(default_factory=list)
+    # the name of the list that Push and Pop use (chosen not to clash with the user's names)
+    stack: str = "saved"

@@ -251,7 +251,8 @@ def optimize(fn: Function, shapes: dict | None = None) -> Function:
     if shapes:
         body = inline_shape_only_values(body, set(fn.params), shapes)
         body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
-    return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names)
+    return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
+                    fn.dependencies, fn.stack)
 
 
 def hoist_loop_invariants(fn: Function) -> Function:

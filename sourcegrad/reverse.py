@@ -123,8 +123,16 @@ _FRESH = {"add_op", "sub_op", "mul_op", "div_op", "pow_op", "matmul_op", "neg_op
           "tanh", "sqrt", "square", "where", "max_grad", "prod_grad", "take_part_copy"}
 
 
+def _zeros_op(aval):
+    """np.zeros_like for a known array; the general helper for lists and unknown values."""
+    if aval is not UNKNOWN and aval is not None and isinstance(aval.stand_in, np.ndarray):
+        return "np_zeros_like"
+    return "zeros_adjoint"
+
+
 def _is_list(aval):
-    return aval is not UNKNOWN and aval is not None and isinstance(aval.stand_in, (list, tuple))
+    """Might this be a list (whose adjoint is a list, added item by item)?"""
+    return aval is UNKNOWN or aval is None or isinstance(aval.stand_in, (list, tuple))
 
 
 class Reverser:
@@ -222,8 +230,7 @@ class Reverser:
         if aval is not UNKNOWN and aval is not None and aval.is_python_scalar:
             return Const(0.0)
         self.inst.loc, self.inst.note = loc, "zero"
-        return self.inst.emit("zeros_adjoint" if _is_list(aval) else "np_zeros_like",
-                              [Var(name)]).atom
+        return self.inst.emit(_zeros_op(aval), [Var(name)]).atom
 
     def total(self, parts, name, loc, result_name):
         """Sum of contribution atoms, the last addition named `result_name`."""
@@ -394,10 +401,10 @@ class Reverser:
                 self.contribute(value.name, g, stmt.loc)
             return
         rule = RULES[value.op]
-        if value.op == "getitem" and _is_list(self.env.get(_var_name(value.args[0]))):
-            rule = RULES["getitem_list"]
-        if value.op == "np_array" and not _is_list(self.env.get(_var_name(value.args[0]))):
-            rule = RULES["asarray"]
+        container = self.env.get(_var_name(value.args[0])) if value.args else None
+        if value.op == "np_array" and container not in (None, UNKNOWN) and \
+                not isinstance(container.stand_in, (list, tuple)):
+            rule = RULES["asarray"]  # np.array(x) of an array is a copy: its adjoint is g
         parts = []
         for pos, atom in _input_positions(rule, value):
             if not (isinstance(atom, Var) and atom.name in self.active):
@@ -455,7 +462,7 @@ class Reverser:
         aval = self.env.get(name)
         if aval is not UNKNOWN and aval is not None and aval.is_python_scalar:
             return Const(0.0)
-        return Call("zeros_adjoint" if _is_list(aval) else "np_zeros_like", (Var(name),))
+        return Call(_zeros_op(aval), (Var(name),))
 
     def touched(self, stmt):
         return {s.target for s in walk([stmt]) if isinstance(s, Assign)} & self.active
@@ -644,8 +651,9 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
     body = forward + [Marker()] + backward + [Return(result, ret.loc)]
     suffix = "_".join(f"d{n}" for n in wrt_names)
     name = f"d{fn.name}_{suffix}" if not with_value else f"value_and_d{fn.name}_{suffix}"
+    stack = namer.fresh("saved") if push or any(c[1] for c in rev.counters.values()) else "saved"
     return Function(name, list(fn.params), body, fn.source_file, fn.loc, dict(fn.free),
-                    set(fn.user_names))
+                    set(fn.user_names), list(fn.dependencies), stack)
 
 
 __all__ = ["reverse", "AVal"]

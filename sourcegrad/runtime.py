@@ -40,8 +40,11 @@ def unindex(g, x, index):
     """Adjoint of `x[index]`: zeros shaped like `x` with `g` added at `index`.
 
     Integer-array indices may repeat an element; `np.add.at` accumulates each
-    repetition, where plain assignment would keep only the last one.
+    repetition, where plain assignment would keep only the last one. For a list
+    (or tuple) the adjoint is a list.
     """
+    if isinstance(x, (list, tuple)):
+        return unindex_list(g, x, index)
     out = np.zeros_like(x)
     if _has_array_index(index):
         np.add.at(out, index, g)
@@ -255,7 +258,7 @@ def zeros_adjoint(x):
     """A zero adjoint for `x`: 0.0 for a Python number, a list of zeros for a list."""
     if isinstance(x, (list, tuple)):
         return [zeros_adjoint(v) for v in x]
-    if isinstance(x, (int, float)):
+    if x is None or isinstance(x, (int, float)):
         return 0.0
     return np.zeros_like(x)
 
@@ -263,7 +266,10 @@ def zeros_adjoint(x):
 def unindex_list(g, items, index):
     """Adjoint of `items[index]` for a list: zeros everywhere but `index`."""
     out = [zeros_adjoint(v) for v in items]
-    out[index] = g
+    if isinstance(index, slice):
+        out[index] = list(g)
+    else:
+        out[index] = g
     return out
 
 
