@@ -3,6 +3,7 @@
     sourcegrad demo                         a guided run: compile, read, verify
     sourcegrad show FILE.py:FUNC [--wrt a,b] [--saved] [--backend numpy|cupy]
     sourcegrad gen [--check] [--examples DIR] [--out DIR]
+    sourcegrad bench [--quick] [--only NAME]   the benchmark suite
 
 `show` and `gen` need example inputs, since a gradient is generated for the
 shapes of its inputs: a file lists them as `EXAMPLES = {"func": make_args}`,
@@ -159,6 +160,10 @@ def cmd_demo(args):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's parser
+        from .bench.runner import main as bench_main
+        return bench_main(argv[1:])
     parser = argparse.ArgumentParser(prog="sourcegrad", description=__doc__.split("\n")[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -173,6 +178,7 @@ def main(argv=None):
     gen.add_argument("--check", action="store_true", help="fail when a file is stale")
     gen.add_argument("--examples", default="examples")
     gen.add_argument("--out", default="generated")
+    sub.add_parser("bench", help="the benchmark suite: sourcegrad bench --help")
     args = parser.parse_args(argv)
     handler = {"demo": cmd_demo, "show": cmd_show, "gen": cmd_gen}[args.command]
     try:
