@@ -331,14 +331,12 @@ def _infer_block(stmts, env, summary):
             env[stmt.target] = aval
             _record(summary, stmt.target, aval)
         elif isinstance(stmt, If):
-            test = env.get(stmt.test.name) if isinstance(stmt.test, Var) else None
             then_env, else_env = dict(env), dict(env)
             _infer_block(stmt.body, then_env, summary)
             _infer_block(stmt.orelse, else_env, summary)
             for name in set(then_env) | set(else_env):
                 a, b = then_env.get(name), else_env.get(name)
                 env[name] = b if a is None else a if b is None else join(a, b)
-            del test
         elif isinstance(stmt, For):
             _infer_for(stmt, env, summary)
         elif isinstance(stmt, While):

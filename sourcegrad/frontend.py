@@ -1069,7 +1069,7 @@ class Lowerer:
         params = [a.id for a in arguments.args]
         bound = dict(defaults)
         if len(args) > len(params):
-            self.error(errors.UnsupportedSyntaxError, f"too many arguments in this call", node)
+            self.error(errors.UnsupportedSyntaxError, "too many arguments in this call", node)
         bound.update(zip(params, args))
         for k, atom in kwargs:
             if k not in params:
