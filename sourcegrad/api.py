@@ -259,8 +259,10 @@ class Gradient:
                 base = base.inner
             label = self.fn.__qualname__ if self.inner is None else \
                 f"{primal.name} (the generated gradient of {base.fn.__qualname__})"
+            arrays = frozenset(n for n, a in env.items() if a is not None
+                               and isinstance(a.stand_in, np.ndarray) and a.stand_in.ndim > 0)
             info = SourceInfo(inspect.getsourcefile(base.fn) or primal.source_file, label,
-                              tuple(self._params[i] for i in self.wrt), forward)
+                              tuple(self._params[i] for i in self.wrt), forward, arrays)
             source = generate(optimized, info, BACKENDS[self.backend_for(args)])
             module = load(source, optimized.name, primal.free)
             saved = _saved_values(optimized, forward | set(primal.params), env)

@@ -51,6 +51,7 @@ class SourceInfo:
     function: str
     wrt: tuple
     forward_names: frozenset  # values computed by the user's own statements
+    arrays: frozenset = frozenset()  # values that are arrays with at least one dimension
 
 
 def _name(ident):
@@ -198,8 +199,9 @@ def _relative(path):
 class _Writer:
     """Prints a function body: comments per user line, folded temporaries, nested blocks."""
 
-    def __init__(self, fn, backend):
+    def __init__(self, fn, backend, arrays=frozenset()):
         self.fn = fn
+        self.arrays = arrays
         self.uses = _use_counts(fn.body)
         assigned = _assign_counts(fn.body, fn.params)
         # only a temporary assigned once and read once may be folded into its reader
@@ -212,6 +214,10 @@ class _Writer:
         self.lines: list = []  # (indent, kind, line, text, code, note)
         self.section = "forward"
         self.uses_stack = any(isinstance(s, Push) for s in walk(fn.body))
+        # CuPy: a statement that is a run of elementwise operations becomes one fused kernel
+        self.fuse = backend.name == "cupy"
+        self.elementwise_ops: dict = {}  # folded temp -> how many elementwise ops it holds
+        self.kernels: list = []          # (name, params, expression) of fused functions
 
     def expr(self, atom_or_call):
         return self.printer.value(atom_or_call)
@@ -258,6 +264,7 @@ class _Writer:
             return
         if isinstance(stmt, Assign):
             if self.foldable_into_next(stmt, rest):
+                self.elementwise_ops[stmt.target] = self.elementwise_count(stmt)
                 self.folded_reads[stmt.target] = self.reads_with_folded(stmt)
                 self.inlined[stmt.target] = self.expr(stmt.value)
                 self.folded[stmt.target] = (stmt, self.note_of(stmt))
@@ -335,8 +342,47 @@ class _Writer:
             return _to_source(node)
         return _to_source(_assign(stmt.target, self.expr(value)))
 
+    def elementwise_count(self, stmt):
+        """How many elementwise operations the statement's printed expression holds (0: not a
+        purely elementwise expression)."""
+        value = stmt.value
+        if not isinstance(value, Call):
+            return 0
+        rule = RULES[value.op]
+        if rule.kind != "elementwise" or rule.spelling.kind not in ("binop", "unaryop", "func"):
+            return 0
+        count = 1
+        for n in reads_of(stmt):
+            if n in self.inlined:
+                inner = self.elementwise_ops.get(n, 0)
+                if not inner:
+                    return 0
+                count += inner
+        return count
+
+    def fused(self, stmt):
+        """For CuPy: `target = kernel(leaves...)` with the expression in a `cupy.fuse` kernel."""
+        if not self.fuse or not isinstance(stmt.value, Call) or self.elementwise_count(stmt) < 2:
+            return None
+        expression = self.expr(stmt.value)
+        leaves = sorted({n.id for n in gast.walk(expression) if isinstance(n, gast.Name)
+                         and n.id != self.printer.backend.alias})
+        if not any(leaf in self.arrays for leaf in leaves):
+            return None  # numbers: nothing to fuse on a GPU
+        name = f"fused_{stmt.target}"
+        taken = {k[0] for k in self.kernels}
+        base, i = name, 1
+        while name in taken:
+            name, i = f"{base}_{i}", i + 1
+        self.kernels.append((name, leaves, expression))
+        return f"{stmt.target} = {name}({', '.join(leaves)})"
+
     def emit_assign(self, stmt, indent):
         note = self.note_of(stmt)
+        fused = self.fused(stmt)
+        if fused is not None:
+            self.add(indent, "code", stmt, fused, note)
+            return
         code = self.render_assign(stmt)
         while len(code) + 4 * (indent + 1) > MAX_LINE:
             children = [n for n in reads_of(stmt) if n in self.inlined and n in self.folded]
@@ -406,11 +452,17 @@ class _Break:
 
 def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
     """The source of a module that defines `fn` (see the module docstring)."""
-    writer = _Writer(fn, backend)
+    writer = _Writer(fn, backend, info.arrays)
     writer.write_block(fn.body, 0)
     body = writer.render()
     signature = f"def {fn.name}({', '.join(fn.params)}):\n"
-    return _header(info, fn, backend, writer.printer) + signature + body
+    kernels = "".join(
+        f"@{backend.alias}.fuse()\ndef {name}({', '.join(params)}):\n"
+        f"    return {_expr_source(expression)}\n\n\n"
+        for name, params, expression in writer.kernels)
+    if kernels:
+        kernels = "# elementwise runs fused into one CuPy kernel each\n" + kernels
+    return _header(info, fn, backend, writer.printer) + kernels + signature + body
 
 
 def _line_of(stmt):

@@ -58,6 +58,16 @@ def test_generated_cupy_source_uses_only_real_cupy_functions(name, fn, make_args
     assert imported == {"cupy"}
 
 
+def test_elementwise_runs_become_fused_kernels():
+    g = sourcegrad.grad(mlp.mlp_loss, wrt=(0, 1, 2, 3), backend="cupy")
+    source = g.compile(tuple(mlp.example_args())).source
+    assert "@cp.fuse()" in source
+    assert "d_X_W1_plus_b1 = fused_d_X_W1_plus_b1(d_h, h)" in source
+    namespace = {}
+    exec(compile(source, "<cupy source>", "exec"), namespace)  # kernels are defined lazily
+    assert callable(namespace["fused_d_X_W1_plus_b1"])
+
+
 def test_auto_backend_picks_numpy_for_numpy_arrays():
     g = sourcegrad.grad(logreg.loss)
     g(*logreg.example_args())
