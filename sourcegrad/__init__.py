@@ -16,3 +16,6 @@ __all__ = ["Gradient", "check_grad", "grad", "show", "value_and_grad", "Sourcegr
            "NameResolutionError", "NonScalarOutputError", "NonDifferentiableInputError",
            "WrtError", "ShapeError"]
 
+# The eager library mode (import sourcegrad as torch).
+from .eager import *  # noqa: F401,F403,E402
+from . import autograd, nn, optim  # noqa: E402,F401

@@ -1,2 +1,142 @@
-"""Eager autograd: a numpy-backed Tensor with PyTorch semantics (being written)."""
-__all__ = []
+"""Eager autograd: a numpy-backed Tensor with PyTorch's dynamic-graph semantics.
+
+`import sourcegrad as torch` then works for torch-style autograd code: every name
+in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
+
+* `tensor.py`: the Tensor and its autograd state; `methods.py` installs the ops;
+* `ops.py`, `shape_ops.py`, `inplace.py`: the ops, whose derivatives are the
+  rule table's VJP lambdas (`sourcegrad.rules`, `sourcegrad.rules_torch`),
+  called through `spec.py` and `node.py`;
+* `engine.py`: backward as an iterative topological traversal;
+* `function.py`: custom `autograd.Function`; `grad_mode.py`: no_grad and friends;
+* `factories.py`, `dtypes.py`, `formatting.py`, `numpy_dispatch.py`.
+
+Like torch, the namespace has `float`, `int`, `bool`, `sum`, `max`, `min`, `abs`,
+`round`, `all`, `any` and `pow`: a module doing `from sourcegrad.eager import *`
+shadows those builtins.
+"""
+import math as _math
+
+from . import dtypes as _dtypes
+from .dtypes import (bfloat16, bool, can_cast, cdouble, cfloat, complex64, complex128, double,
+                     dtype, finfo, float, float16, float32, float64, get_default_dtype, half,
+                     iinfo, int, int8, int16, int32, int64, long, promote_types,
+                     set_default_dtype, short, uint8)
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                        no_grad, set_grad_enabled)
+from .tensor import Size, Tensor, device
+from . import ops as _ops  # noqa: E402 - order matters: ops need the Tensor class
+from . import shape_ops as _shape_ops  # noqa: E402,F401
+from . import inplace as _inplace  # noqa: E402
+from . import methods as _methods  # noqa: E402,F401 - installs the Tensor methods
+from . import numpy_dispatch as _numpy_dispatch  # noqa: E402,F401
+from .factories import (Generator, arange, as_tensor, asarray, bernoulli, default_generator,
+                        empty, empty_like, eye, from_numpy, full, full_like, get_rng_state,
+                        initial_seed, is_complex, is_floating_point, is_nonzero, is_tensor,
+                        linspace, logspace, manual_seed, multinomial, normal, numel, ones,
+                        ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
+                        randperm, seed, set_rng_state, tensor, zeros, zeros_like)
+from .formatting import set_printoptions
+from .ops import (abs, absolute, acos, acosh, add, addmm, all, allclose, amax, amin, any,
+                  arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, argmax, argmin,
+                  asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_not, bitwise_or,
+                  bitwise_xor, bmm, ceil, clamp, clamp_max, clamp_min, clip, cos, cosh,
+                  count_nonzero, cumprod, cumsum, div, divide, dot, eq, equal, erf, exp, exp2,
+                  expm1, fix, float_power, floor, floor_divide, fmax, fmin, fmod, ge, ger,
+                  greater, greater_equal, gt, hypot, inner, isclose, isfinite, isinf, isnan, le,
+                  less, less_equal, log, log1p, log2, log10, log_softmax, logaddexp, logical_and,
+                  logical_not, logical_or, logical_xor, logsumexp, lt, matmul, max, maximum,
+                  mean, min, minimum, mm, mul, multiply, mv, nansum, ne, neg, negative, norm,
+                  not_equal, outer, positive, pow, prod, reciprocal, relu, remainder, return_types,
+                  round, rsqrt, rsub, sigmoid, sign, sin, sinh, softmax, sqrt, square, std, sub,
+                  subtract, sum, tan, tanh, true_divide, trunc, var, vdot, where)
+from .shape_ops import (argsort, argwhere, atleast_1d, atleast_2d, atleast_3d, broadcast_tensors,
+                        broadcast_to, cat, chunk, clone, column_stack, concat, concatenate, diag,
+                        diagonal, dstack, flatten, flip, fliplr, flipud, gather, hstack,
+                        index_select, masked_fill, masked_select, moveaxis, movedim, narrow,
+                        nonzero, permute, ravel, repeat_interleave, reshape, roll, row_stack,
+                        select, sort, split, squeeze, stack, swapaxes, swapdims, t, take,
+                        take_along_dim, tensor_split, tile, topk, trace, transpose, tril, triu,
+                        unbind, unflatten, unique, unsqueeze, vstack)
+
+e = _math.e
+pi = _math.pi
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+
+
+def result_type(tensor1, tensor2):
+    """torch.result_type: the dtype an op on these two operands produces."""
+    return _dtypes.result_type(_ops._key(tensor1)[1], _ops._key(tensor2)[1])
+
+
+def is_anomaly_enabled():
+    from .anomaly import ANOMALY
+    return ANOMALY.enabled
+
+
+def is_anomaly_check_nan_enabled():
+    from .anomaly import ANOMALY
+    return ANOMALY.check_nan
+
+
+def abs_(input):
+    return _inplace.abs_(input)
+
+
+def relu_(input):
+    return _inplace.relu_(input)
+
+
+def zero_(input):
+    return _inplace.zero_(input)
+
+
+__all__ = [
+    # tensors, types and devices
+    "Tensor", "Size", "device", "dtype", "float16", "float32", "float64", "half", "float",
+    "double", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "short", "int", "long",
+    "bool", "complex64", "complex128", "cfloat", "cdouble", "get_default_dtype",
+    "set_default_dtype", "promote_types", "result_type", "can_cast", "finfo", "iinfo",
+    "e", "pi", "inf", "nan", "newaxis", "set_printoptions", "return_types",
+    # grad modes
+    "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+    "is_inference_mode_enabled", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+    # factories and random numbers
+    "tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "full", "empty", "eye",
+    "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
+    "bernoulli", "multinomial", "manual_seed", "seed", "initial_seed", "get_rng_state",
+    "set_rng_state", "Generator", "default_generator", "zeros_like", "ones_like", "full_like",
+    "empty_like", "rand_like", "randn_like", "randint_like", "is_tensor", "is_floating_point",
+    "is_complex", "numel", "is_nonzero",
+    # arithmetic and elementwise
+    "add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide", "pow",
+    "square", "float_power", "remainder", "fmod", "floor_divide", "atan2", "arctan2", "hypot",
+    "logaddexp", "maximum", "minimum", "fmax", "fmin", "exp", "exp2", "expm1", "log", "log1p",
+    "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "arcsin", "acos", "arccos",
+    "atan", "arctan", "sinh", "cosh", "tanh", "asinh", "arcsinh", "acosh", "arccosh", "atanh",
+    "arctanh", "sigmoid", "erf", "reciprocal", "relu", "relu_", "abs", "abs_", "absolute",
+    "neg", "negative", "sign", "floor", "ceil", "trunc", "fix", "round", "positive", "clamp",
+    "clip", "clamp_min", "clamp_max", "where", "zero_",
+    # comparisons and logic
+    "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite", "isclose",
+    "allclose", "equal",
+    # reductions
+    "sum", "nansum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
+    "std", "norm", "logsumexp", "softmax", "log_softmax", "cumsum", "cumprod", "all", "any",
+    "count_nonzero",
+    # matrix products
+    "mm", "bmm", "mv", "dot", "vdot", "inner", "matmul", "outer", "ger", "addmm",
+    # shapes, views, joining, indexing
+    "reshape", "flatten", "ravel", "unflatten", "squeeze", "unsqueeze", "transpose", "swapaxes",
+    "swapdims", "t", "permute", "movedim", "moveaxis", "broadcast_to", "broadcast_tensors",
+    "select", "narrow", "unbind", "split", "tensor_split", "chunk", "cat", "concat",
+    "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack",
+    "atleast_1d", "atleast_2d", "atleast_3d", "clone", "flip", "fliplr", "flipud", "roll",
+    "tile", "repeat_interleave", "tril", "triu", "gather", "take_along_dim", "index_select",
+    "take", "masked_select", "diagonal", "diag", "trace", "masked_fill", "sort", "argsort",
+    "topk", "nonzero", "argwhere", "unique",
+]

@@ -1,0 +1,16 @@
+"""The benchmark suite: sourcegrad's compiled gradients against hand-written numpy and peers.
+
+Run it as
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m sourcegrad.bench [--quick] [--only NAME]
+
+(unset those two OpenBLAS overrides in the benchmark command only, never in tests
+or CI). It prints a markdown table and writes JSON (`--json PATH`, default
+`bench-results.json`).
+
+- `workloads`: the workloads as plain numpy code, their hand-written gradients
+  (the reference), and the variants (sourcegrad, HIPS autograd, torch eager,
+  `jax.jit(jax.grad)`; a peer that is not installed is skipped);
+- `runner`: the measuring child processes (single-threaded, checked before
+  timed, peak memory in a fresh process per variant) and the report.
+"""

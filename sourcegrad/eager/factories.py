@@ -1,0 +1,469 @@
+"""Making tensors: `tensor`, `zeros`, `arange`, `randn`, `*_like`, ... and the random generator.
+
+dtypes are inferred as torch infers them: Python floats give the default dtype
+(float32), ints int64, bools bool; a numpy array keeps its dtype. A factory
+asked for `requires_grad=True` with a non-floating dtype raises torch's error.
+
+Random numbers come from a numpy `Generator` seeded by `manual_seed`. The
+sequences are reproducible but are not torch's (torch's Mersenne-Twister
+stream and its normal sampler are not reproduced).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from . import dtypes, messages
+from .tensor import Size, Tensor
+
+_wrap = Tensor._make
+
+
+# --- random ----------------------------------------------------------------------------------
+
+_DEFAULT_SEED = 67280421310721  # torch's default seed, for a deterministic start
+
+
+class Generator:
+    """A random-number generator (`torch.Generator`) backed by numpy's PCG64."""
+
+    def __init__(self, device="cpu"):
+        self._seed = _DEFAULT_SEED
+        self._rng = np.random.default_rng(self._seed)
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        self._rng = np.random.default_rng(self._seed)
+        return self
+
+    def seed(self):
+        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self._rng = np.random.default_rng(self._seed)
+        return self._seed
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        return self._rng.bit_generator.state
+
+    def set_state(self, state):
+        self._rng.bit_generator.state = state
+        return self
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    """Seed the default generator (and return it, as torch does)."""
+    return default_generator.manual_seed(seed)
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(state):
+    default_generator.set_state(state)
+
+
+def _rng(generator=None):
+    return (generator or default_generator)._rng
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = size[0]
+    if len(size) == 1 and isinstance(size[0], Tensor):
+        size = tuple(size[0].tolist())
+    return tuple(int(s) for s in size)
+
+
+def _finish(data, requires_grad, dtype_given=None):
+    """Wrap factory output; check requires_grad against the dtype (torch's message)."""
+    if requires_grad and data.dtype.kind not in "fc":
+        raise RuntimeError(messages.FLOAT_ONLY_FACTORY)
+    return _wrap(data, bool(requires_grad))
+
+
+def _np_dtype(dtype, default=None):
+    if dtype is None:
+        return (default or dtypes._DEFAULT[0]).dtype
+    return dtypes.as_dtype(dtype).dtype
+
+
+def _check_device(device):
+    if device is not None:
+        from .tensor import device as _device
+        _device(device)
+
+
+# --- from data -------------------------------------------------------------------------------
+
+def _plain(data):
+    """Nested lists/tuples with Tensors inside, as plain Python numbers and arrays."""
+    if isinstance(data, Tensor):
+        return data._data if data._data.ndim else data._data.item()
+    if isinstance(data, (list, tuple)):
+        return [_plain(d) for d in data]
+    return data
+
+
+def _infer(data):
+    """The numpy array torch.tensor would make from `data`, with torch's dtype inference."""
+    if isinstance(data, np.ndarray):
+        return np.array(data, copy=True)
+    if isinstance(data, np.generic):
+        return np.array(data)
+    if isinstance(data, bool):
+        return np.array(data, np.bool_)
+    if isinstance(data, numbers.Integral):
+        return np.array(data, np.int64)
+    if isinstance(data, numbers.Real):
+        return np.array(data, dtypes._DEFAULT[0].dtype)
+    if isinstance(data, numbers.Complex):
+        return np.array(data, dtypes.default_complex_dtype().dtype)
+    plain = _plain(data)
+    arr = np.array(plain)
+    if arr.dtype == object:
+        raise ValueError("expected sequence of equal-length sequences")
+    if arr.dtype.kind == "f" and not _has_arrays(plain):
+        arr = arr.astype(dtypes._DEFAULT[0].dtype)
+    elif arr.dtype.kind == "f" and _has_arrays(plain):
+        arr = arr.astype(_widest_float(plain))
+    elif arr.dtype.kind == "c":
+        arr = arr.astype(dtypes.default_complex_dtype().dtype)
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind not in "b":
+        raise TypeError(f"can't convert {arr.dtype} data to a tensor")
+    return arr
+
+
+def _has_arrays(plain):
+    if isinstance(plain, np.ndarray):
+        return True
+    if isinstance(plain, list):
+        return any(_has_arrays(p) for p in plain)
+    return False
+
+
+def _widest_float(plain):
+    kinds = []
+
+    def visit(p):
+        if isinstance(p, np.ndarray):
+            kinds.append(p.dtype)
+        elif isinstance(p, list):
+            for q in p:
+                visit(q)
+        elif isinstance(p, float):
+            kinds.append(dtypes._DEFAULT[0].dtype)
+    visit(plain)
+    return np.result_type(*kinds) if kinds else dtypes._DEFAULT[0].dtype
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new leaf tensor holding a copy of `data`."""
+    _check_device(device)
+    if isinstance(data, Tensor):
+        warnings.warn(messages.COPY_CONSTRUCT, UserWarning, stacklevel=2)
+        arr = np.array(data._data, copy=True)
+    else:
+        arr = _infer(data)
+    if dtype is not None:
+        arr = arr.astype(dtypes.as_dtype(dtype).dtype)
+    return _finish(arr, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like tensor(), but shares memory with a Tensor or ndarray when no conversion is needed."""
+    _check_device(device)
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    if isinstance(data, np.ndarray):
+        want = data.dtype if dtype is None else dtypes.as_dtype(dtype).dtype
+        dtypes.from_numpy_dtype(want)
+        return _wrap(data if data.dtype == want else data.astype(want))
+    return tensor(data, dtype=dtype)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with `ndarray` (its dtype kept)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dtypes.from_numpy_dtype(ndarray.dtype)
+    return _wrap(ndarray)
+
+
+def legacy_tensor(cls, *args, **kwargs):
+    """torch.Tensor(...): sizes give an uninitialised float tensor, data gives a float copy."""
+    if kwargs.get("device") is not None:
+        _check_device(kwargs.get("device"))
+    d = dtypes._DEFAULT[0].dtype
+    if not args:
+        data = np.empty((0,), d)
+    elif all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
+        data = np.empty(tuple(args), d)
+    elif len(args) == 1 and isinstance(args[0], Size):
+        data = np.empty(tuple(args[0]), d)
+    elif len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0]
+    else:
+        data = np.array(_plain(args[0]), dtype=d)
+    t = cls._make(data)
+    return t
+
+
+def _rebuild(data, requires_grad, cls=Tensor):
+    t = cls._make(data, requires_grad)
+    if cls is not Tensor:
+        t._get_extra().is_param = True
+    return t
+
+
+# --- filled tensors ---------------------------------------------------------------------------
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+          pin_memory=False):
+    _check_device(device)
+    return _finish(np.zeros(_size(size), _np_dtype(dtype)), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+         pin_memory=False):
+    _check_device(device)
+    return _finish(np.ones(_size(size), _np_dtype(dtype)), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+          pin_memory=False, memory_format=None):
+    _check_device(device)
+    return _finish(np.empty(_size(size), _np_dtype(dtype)), requires_grad)
+
+
+def _fill_dtype(value):
+    if isinstance(value, Tensor):
+        return value.dtype
+    return dtypes.scalar_dtype(value)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None,
+         layout=None):
+    _check_device(device)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    d = dtypes.as_dtype(dtype).dtype if dtype is not None else _fill_dtype(fill_value).dtype
+    return _finish(np.full(_size((size,)), fill_value, d), requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+    _check_device(device)
+    return _finish(np.eye(n, m, dtype=_np_dtype(dtype)), requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    """Integers (int64) unless an argument or `dtype` is floating, as in torch."""
+    _check_device(device)
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is None:
+        floating = any(isinstance(v, float) for v in vals)
+        d = dtypes._DEFAULT[0].dtype if floating else np.dtype(np.int64)
+    else:
+        d = dtypes.as_dtype(dtype).dtype
+    n = max(0, math.ceil((end - start) / step))
+    data = (start + np.arange(n, dtype=np.float64) * step) if d.kind in "fc" else \
+        np.arange(start, start + n * step, step)[:n]
+    return _finish(np.asarray(data).astype(d), requires_grad)
+
+
+def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """torch.range (deprecated): includes `end`; float by default."""
+    if end is None:
+        start, end = 0, start
+    n = int(math.floor((end - start) / step)) + 1
+    d = _np_dtype(dtype)
+    return _finish((start + np.arange(n) * step).astype(d), requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+    """torch's linspace: the first half counts up from start, the second down from end."""
+    _check_device(device)
+    start = start.item() if isinstance(start, Tensor) else start
+    end = end.item() if isinstance(end, Tensor) else end
+    d = _np_dtype(dtype)
+    if steps == 1:
+        data = np.array([start], np.float64)
+    else:
+        step = (end - start) / (steps - 1)
+        i = np.arange(steps, dtype=np.float64)
+        half = steps // 2
+        data = np.where(i < half, start + step * i, end - step * (steps - 1 - i))
+    return _finish(data.astype(d), requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    data = np.power(base, linspace(start, end, steps, dtype=dtypes.float64)._data)
+    return _finish(data.astype(_np_dtype(dtype)), requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    _check_device(device)
+    d = _np_dtype(dtype)
+    return _finish(_rng(generator).random(_size(size)).astype(d), requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    _check_device(device)
+    d = _np_dtype(dtype)
+    return _finish(_rng(generator).standard_normal(_size(size)).astype(d), requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False):
+    """randint(high, size) or randint(low, high, size)."""
+    if size is None:
+        low, high, size = 0, low, high
+    d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
+    return _finish(_rng(generator).integers(low, high, _size((size,))).astype(d), requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
+    return _finish(_rng(generator).permutation(n).astype(d), requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False):
+    m = mean._data if isinstance(mean, Tensor) else mean
+    s = std._data if isinstance(std, Tensor) else std
+    shape = _size((size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
+    d = _np_dtype(dtype) if dtype is not None or not isinstance(mean, Tensor) else mean._data.dtype
+    return _finish((m + s * _rng(generator).standard_normal(shape)).astype(d), requires_grad)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    probs = input._data if p is None else np.full(input._data.shape, p)
+    return _wrap((_rng(generator).random(input._data.shape) < probs).astype(input._data.dtype))
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    probs = input._data / input._data.sum(-1, keepdims=True)
+    rng = _rng(generator)
+    if probs.ndim == 1:
+        return _wrap(rng.choice(len(probs), num_samples, replace=replacement, p=probs)
+                     .astype(np.int64))
+    return _wrap(np.stack([rng.choice(probs.shape[-1], num_samples, replace=replacement, p=row)
+                           for row in probs]).astype(np.int64))
+
+
+# --- *_like ----------------------------------------------------------------------------------
+
+def _like_dtype(input, dtype):
+    return input._data.dtype if dtype is None else dtypes.as_dtype(dtype).dtype
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None):
+    return _finish(np.zeros(input._data.shape, _like_dtype(input, dtype)), requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              layout=None):
+    return _finish(np.ones(input._data.shape, _like_dtype(input, dtype)), requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None):
+    return _finish(np.empty(input._data.shape, _like_dtype(input, dtype)), requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None, layout=None):
+    return _finish(np.full(input._data.shape, fill_value, _like_dtype(input, dtype)),
+                   requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              generator=None):
+    d = _like_dtype(input, dtype)
+    return _finish(_rng(generator).random(input._data.shape).astype(d), requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               generator=None):
+    d = _like_dtype(input, dtype)
+    return _finish(_rng(generator).standard_normal(input._data.shape).astype(d), requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, requires_grad=False, generator=None):
+    if high is None:
+        low, high = 0, low
+    d = _like_dtype(input, dtype)
+    return _finish(_rng(generator).integers(low, high, input._data.shape).astype(d),
+                   requires_grad)
+
+
+# --- Tensor.new_* ----------------------------------------------------------------------------
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input) -> bool:
+    return input.is_floating_point()
+
+
+def is_complex(input) -> bool:
+    return input.is_complex()
+
+
+def numel(input) -> int:
+    return input._data.size
+
+
+def is_nonzero(input) -> bool:
+    if input._data.size != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input._data.reshape(-1)[0])

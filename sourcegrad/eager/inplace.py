@@ -1,0 +1,476 @@
+"""In-place ops (`add_`, `mul_`, `zero_`, `copy_`, `x[i] = v`, `+=`, ...) and their graph.
+
+An in-place op writes into the tensor's storage, bumps its version counter by
+one, and, when grad mode is on and something involved requires grad, replaces
+the tensor's `grad_fn` with the op's node, whose first edge is the tensor's old
+`grad_fn`. The VJP of that first input sees a *copy* of the tensor's old values
+when the rule needs them (the storage itself has been overwritten).
+
+On a view, the node goes to the base instead: the base's `grad_fn` becomes a
+`CopySlices` around it, and the view's becomes an `AsStridedBackward0` into the
+base. Other views of the same base notice the version change the next time
+their `grad_fn` is read (`refresh_view`).
+
+The checks are torch's, in torch's order: in-place on an inference tensor
+outside inference mode writes the data *and then* raises (as torch does); on a
+leaf that requires grad (or a view of one) it raises before writing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import rules_torch as rt
+from . import dtypes, messages
+from .grad_mode import STATE
+from .node import AsStridedBackward0, CopyBackwards, CopySlices, NONE_EDGE, meta_of
+from .ops import _promote, _result
+from .shape_ops import MASKED_FILL, _index_array, positions
+from .spec import OpSpec, VALUE, record
+from .tensor import _REFRESH_VIEW, Tensor
+
+_wrap = Tensor._make
+
+
+def refresh_view(view):
+    """Give a view whose base changed in place a grad_fn that reads from the base's new one."""
+    ex = view._extra
+    vc = view._vc
+    if ex.fn_version == vc.value:
+        return
+    ex.fn_version = vc.value
+    base = view._base
+    if not (view._requires_grad and base._requires_grad):
+        return
+    meta = meta_of(base._data)
+    view._grad_fn = AsStridedBackward0(base._edge(), positions(view), meta)
+    view._output_nr = 0
+
+
+_REFRESH_VIEW[0] = refresh_view
+
+
+def _recording(self, others):
+    """Whether this in-place op must be recorded; raises torch's errors about leaves."""
+    if not STATE.enabled:
+        return False
+    needed = self._requires_grad
+    if not needed:
+        for o in others:
+            if isinstance(o, Tensor) and o._requires_grad:
+                needed = True
+                break
+    if not needed:
+        return False
+    if self._base is not None:
+        base = self._base
+        if base._grad_fn is None and base._requires_grad:
+            raise RuntimeError(messages.VIEW_OF_LEAF_INPLACE)
+    elif self._grad_fn is None and self._requires_grad:
+        raise RuntimeError(messages.LEAF_INPLACE)
+    return True
+
+
+def _before(self, copy_data):
+    """A stand-in for `self` as it was before the write: same edge, its old values if needed."""
+    fn = self.grad_fn  # refreshes a stale view first
+    old = _wrap(self._data.copy() if copy_data else self._data)
+    old._grad_fn = fn
+    old._output_nr = self._output_nr
+    old._requires_grad = self._requires_grad
+    old._acc = self._acc
+    old._inference = self._inference
+    return old
+
+
+def _write(self, data):
+    """Store `data` into self's storage (broadcast and cast as copy_ does) and bump the version."""
+    target = self._data
+    if data is not target:
+        if not target.flags.writeable:
+            # an expanded view: several elements share one memory location
+            raise RuntimeError("unsupported operation: more than one element of the written-to "
+                               "tensor refers to a single memory location. Please clone() the "
+                               "tensor before performing the operation.")
+        np.copyto(target, data, casting="unsafe")
+    vc = self._get_vc()
+    vc.value += 1
+
+
+def _check_inference(self, data):
+    if self._inference and not STATE.inference:
+        _write(self, data)  # torch writes the data before it raises
+        raise RuntimeError(messages.INFERENCE_INPLACE)
+
+
+def _check_cast(self, result_np_dtype):
+    src = dtypes._FROM_NUMPY[np.dtype(result_np_dtype)]
+    dst = self.dtype
+    if not dtypes.can_cast(src, dst):
+        raise RuntimeError(f"result type {src._scalar_name} can't be cast to the desired output "
+                           f"type {dst._scalar_name}")
+
+
+def _attach_to_base(self):
+    """Self is a view and just got its in-place node: move the node into the base's CopySlices."""
+    fn = self._grad_fn
+    base = self._base
+    pos = positions(self)
+    meta = meta_of(base._data)
+    node = CopySlices(base._edge(), fn, pos, meta)
+    base._grad_fn = node
+    base._output_nr = 0
+    base._requires_grad = True
+    self._grad_fn = AsStridedBackward0((node, 0), pos, meta)
+    self._output_nr = 0
+    self._extra.fn_version = self._vc.value
+
+
+def apply(self, data, spec, args, static=None, self_pos=0):
+    """Write `data` into self and record `spec`'s node, `args[self_pos]` standing for self.
+
+    `args` are the rule's array arguments with `self` at `self_pos`; other entries
+    may be Tensors or plain values.
+    """
+    others = [a for i, a in enumerate(args) if i != self_pos]
+    _check_inference(self, data)
+    recording = _recording(self, others)
+    if not recording:
+        _write(self, data)
+        return self
+    # which arguments must keep their values: ask the spec, as record() will
+    mask = 0
+    edge_args = spec.edges
+    for bit, p in enumerate(edge_args):
+        a = args[p]
+        if isinstance(a, Tensor) and a._requires_grad:
+            mask |= 1 << bit
+    arg_modes, _ = spec.modes(mask, len(args))
+    old = _before(self, arg_modes[self_pos] == VALUE)
+    args = list(args)
+    args[self_pos] = old
+    for i, a in enumerate(args):
+        if a is self:  # x.mul_(x): the other operand is the old value too
+            args[i] = old
+    _write(self, data)
+    record(spec, self, tuple(args), static)
+    if self._base is not None:
+        _attach_to_base(self)
+    return self
+
+
+# --- arithmetic ----------------------------------------------------------------------------
+
+from . import ops as _ops  # noqa: E402
+
+
+def _binary_(self, other, spec, fn, to_float=False):
+    ad, bd, rd, ra, rb = _promote(self, other, to_float)
+    _check_cast(self, rd)
+    data = _result(fn(ad, bd))
+    return apply(self, data, spec, (self, rb))
+
+
+def add_(self, other, *, alpha=1):
+    if alpha != 1:
+        ad, bd, rd, ra, rb = _promote(self, other)
+        _check_cast(self, rd)
+        return apply(self, _result(np.add(ad, np.multiply(bd, alpha))), _ops.ADD_ALPHA,
+                     (self, rb), {"alpha": alpha})
+    return _binary_(self, other, _ops.ADD, np.add)
+
+
+def sub_(self, other, *, alpha=1):
+    if alpha != 1:
+        ad, bd, rd, ra, rb = _promote(self, other)
+        _check_cast(self, rd)
+        return apply(self, _result(np.subtract(ad, np.multiply(bd, alpha))), _ops.SUB_ALPHA,
+                     (self, rb), {"alpha": alpha})
+    return _binary_(self, other, _ops.SUB, np.subtract)
+
+
+def mul_(self, other):
+    return _binary_(self, other, _ops.MUL, np.multiply)
+
+
+def div_(self, other, *, rounding_mode=None):
+    if rounding_mode is not None:
+        return copy_(self, _ops.div(self.detach() if not self._requires_grad else self, other,
+                                    rounding_mode=rounding_mode))
+    return _binary_(self, other, _ops.DIV, np.true_divide, to_float=True)
+
+
+def pow_(self, exponent):
+    spec = _ops.POW_TENSOR if isinstance(exponent, Tensor) else _ops.POW_SCALAR
+    return _binary_(self, exponent, spec, np.power)
+
+
+def remainder_(self, other):
+    spec = _ops.REMAINDER if isinstance(other, Tensor) else _ops.REMAINDER_SCALAR
+    return _binary_(self, other, spec, _ops._remainder)
+
+
+def floor_divide_(self, other):
+    return copy_(self, _ops.floor_divide(self, other))
+
+
+def _unary_(op_name):
+    op = getattr(_ops, op_name)
+    spec, fn = op.spec, op.np_fn
+
+    def method(self):
+        d = self._data
+        out = _result(fn(d))
+        _check_cast(self, out.dtype)
+        return apply(self, out, spec, (self,))
+    method.__name__ = op_name + "_"
+    method.__doc__ = f"In-place {op_name}."
+    return method
+
+
+exp_ = _unary_("exp")
+log_ = _unary_("log")
+sqrt_ = _unary_("sqrt")
+rsqrt_ = _unary_("rsqrt")
+sin_ = _unary_("sin")
+cos_ = _unary_("cos")
+tanh_ = _unary_("tanh")
+sigmoid_ = _unary_("sigmoid")
+relu_ = _unary_("relu")
+abs_ = _unary_("abs")
+neg_ = negative_ = _unary_("neg")
+reciprocal_ = _unary_("reciprocal")
+sign_ = _unary_("sign")
+floor_ = _unary_("floor")
+ceil_ = _unary_("ceil")
+trunc_ = _unary_("trunc")
+exp2_ = _unary_("exp2")
+expm1_ = _unary_("expm1")
+log1p_ = _unary_("log1p")
+
+
+def square_(self):
+    return pow_(self, 2)
+
+
+def clamp_(self, min=None, max=None):  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    data = _ops._clamp_data(self, min, max)
+    _check_cast(self, data.dtype)
+    tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
+    spec = _ops.CLAMP_TENSOR if tensor_bounds else _ops.CLAMP_SCALAR
+    return apply(self, data, spec, (self, min, max))
+
+
+clip_ = clamp_
+
+
+def clamp_min_(self, min):  # noqa: A002
+    return apply(self, _ops._clamp_data(self, min, None), _ops.CLAMP_MIN, (self, min, None))
+
+
+def clamp_max_(self, max):  # noqa: A002
+    return apply(self, _ops._clamp_data(self, None, max), _ops.CLAMP_MAX, (self, None, max))
+
+
+def leaky_relu_(self, negative_slope=0.01):
+    return apply(self, _result(rt.leaky_relu(self._data, negative_slope)), _ops.LEAKY_RELU,
+                 (self,), {"negative_slope": negative_slope})
+
+
+# --- fills and copies --------------------------------------------------------------------------
+
+ZERO = OpSpec("ZeroBackward0", "fill", n_arrays=1)
+FILL_SCALAR = OpSpec("FillBackward2", "fill", n_arrays=1)
+FILL_TENSOR = OpSpec("FillBackward3", "fill_tensor", n_arrays=2)
+INDEX_PUT = OpSpec("IndexPutBackward0", "index_put", n_arrays=2)
+INDEX_ADD = OpSpec("IndexAddBackward0", "index_put", n_arrays=2)
+
+
+def zero_(self):
+    return apply(self, np.zeros((), self._data.dtype), ZERO, (self,), {"value": 0})
+
+
+def fill_(self, value):
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions.")
+        return apply(self, value._data.astype(self._data.dtype), FILL_TENSOR, (self, value))
+    return apply(self, np.asarray(value).astype(self._data.dtype), FILL_SCALAR, (self,),
+                 {"value": value})
+
+
+def copy_(self, src, non_blocking=False):
+    """self.copy_(src): CopyBackwards; src is broadcast and cast to self's shape and dtype."""
+    if not isinstance(src, Tensor):
+        src = _wrap(np.asarray(src, self._data.dtype))
+    sd = src._data
+    try:
+        np.broadcast_to(sd, self._data.shape)
+    except ValueError:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                           f"broadcast shape {list(np.broadcast_shapes(sd.shape, self._data.shape))}"
+                           ) from None
+    _check_inference(self, sd)
+    recording = _recording(self, (src,))
+    if not recording:
+        _write(self, sd)
+        return self
+    old_edge = self._edge() if self._requires_grad else NONE_EDGE
+    src_edge = src._edge() if src._requires_grad else NONE_EDGE
+    _write(self, sd)
+    node = CopyBackwards((old_edge, src_edge), self._data.shape, src.dtype, sd.shape)
+    self._grad_fn = node
+    self._output_nr = 0
+    self._requires_grad = True
+    if self._base is not None:
+        _attach_to_base(self)
+    return self
+
+
+def masked_fill_(self, mask, value):
+    m = _index_array(mask)
+    if isinstance(value, Tensor) and value._data.ndim == 0 and not value._requires_grad:
+        value = value.item()
+    v = value._data if isinstance(value, Tensor) else value
+    data = _result(np.where(m, v, self._data), self._data.dtype)
+    return apply(self, data, MASKED_FILL, (m, value, self), self_pos=2)
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """self[indices] = values (or += with accumulate): IndexPutBackward0."""
+    if isinstance(indices, list):
+        indices = tuple(indices)
+    if not isinstance(indices, tuple):
+        indices = (indices,)
+    key = tuple(_index_array(i) if isinstance(i, (Tensor, list, np.ndarray)) else i
+                for i in indices)
+    if key and all(isinstance(k, np.ndarray) and k.dtype == np.bool_ for k in key) and len(key) == 1:
+        key = np.nonzero(key[0])
+    if not isinstance(values, Tensor):
+        values = _wrap(np.asarray(values, self._data.dtype))
+    vd = values._data.astype(self._data.dtype) if values._data.dtype != self._data.dtype \
+        else values._data
+    data = rt.index_put(self._data, vd, key, accumulate)
+    return apply(self, data, INDEX_PUT, (self, values), {"index": key, "accumulate": accumulate})
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    axis = dim % self._data.ndim
+    key = (slice(None),) * axis + (_index_array(index).reshape(-1),)
+    if alpha != 1:
+        source = source * alpha
+    sd = source._data.astype(self._data.dtype)
+    data = rt.index_put(self._data, sd, key, True)
+    return apply(self, data, INDEX_ADD, (self, source), {"index": key, "accumulate": True})
+
+
+def index_fill_(self, dim, index, value):
+    axis = dim % self._data.ndim
+    key = (slice(None),) * axis + (_index_array(index).reshape(-1),)
+    return index_put_(self, key, value)
+
+
+def scatter_(self, dim, index, src, reduce=None):
+    from .ops import along_index
+    idx = _index_array(index)
+    key = along_index(idx, dim % self._data.ndim, self._data.ndim)
+    if not isinstance(src, Tensor):
+        src = _wrap(np.full(idx.shape, src, self._data.dtype))
+    elif src._data.shape != idx.shape:
+        src = src[tuple(slice(0, n) for n in idx.shape)]
+    return index_put_(self, key, src, accumulate=reduce == "add")
+
+
+def scatter_add_(self, dim, index, src):
+    return scatter_(self, dim, index, src, reduce="add")
+
+
+# --- random fills (data only, like torch's nn.init under no_grad) --------------------------------
+
+def _random_fill(self, data):
+    _check_inference(self, data)
+    _recording(self, ())  # raises torch's error for a leaf that requires grad
+    _write(self, data)
+    return self
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    from .factories import _rng
+    return _random_fill(self, _rng(generator).uniform(a, b, self._data.shape))
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    from .factories import _rng
+    return _random_fill(self, _rng(generator).normal(mean, std, self._data.shape))
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    from .factories import _rng
+    return _random_fill(self, _rng(generator).random(self._data.shape) < p)
+
+
+def random_(self, low=0, high=None, *, generator=None):
+    from .factories import _rng
+    if high is None:
+        low, high = 0, low if low else 2 ** 24
+    return _random_fill(self, _rng(generator).integers(low, high, self._data.shape))
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    from .factories import _rng
+    return _random_fill(self, _rng(generator).exponential(1.0 / lambd, self._data.shape))
+
+
+# --- Python's augmented assignment ---------------------------------------------------------------
+
+def iadd(self, other):
+    return add_(self, other)
+
+
+def isub(self, other):
+    return sub_(self, other)
+
+
+def imul(self, other):
+    return mul_(self, other)
+
+
+def itruediv(self, other):
+    return div_(self, other)
+
+
+def ipow(self, other):
+    return pow_(self, other)
+
+
+def imod(self, other):
+    return remainder_(self, other)
+
+
+def ifloordiv(self, other):
+    return floor_divide_(self, other)
+
+
+def imatmul(self, other):
+    return copy_(self, _ops.matmul(self, other))
+
+
+def iand(self, other):
+    return copy_(self, _ops.bitwise_and(self, other))
+
+
+def ior(self, other):
+    return copy_(self, _ops.bitwise_or(self, other))
+
+
+def ixor(self, other):
+    return copy_(self, _ops.bitwise_xor(self, other))
+
+
+_round0_ = _unary_("_round0")
+
+
+def round_(self, *, decimals=0):
+    return copy_(self, _ops.round(self, decimals=decimals)) if decimals else _round0_(self)

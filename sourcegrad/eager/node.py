@@ -1,0 +1,537 @@
+"""Graph nodes: the `grad_fn` objects the engine runs backwards.
+
+* `Node` is the base (`sourcegrad.autograd.graph.Node`): `next_functions`,
+  `name()`, hooks, `metadata`.
+* `AccumulateGrad` ends every path at a leaf and adds the gradient into `.grad`.
+* `RuleNode` is every op's node. It holds what the op's rule needs (see
+  `spec.py`) and runs the rule's VJP lambdas from `sourcegrad.rules`, one per input
+  that needs a gradient. On the plain path the lambdas get numpy arrays; under
+  `create_graph=True` they get Tensors, so the backward is itself recorded.
+* The C++ special nodes of torch (`CopySlices`, `CopyBackwards`, `Error`,
+  `NotImplemented`) are written out here, since no rule describes them.
+
+Saved values: a Tensor saved by value records its version counter, and backward
+refuses to use it once an in-place op has bumped that counter. What an op keeps
+only for its shape is kept as a `Meta` (shape and dtype, no data), which is why
+`x + 1` saves nothing and can be backpropagated twice, as in torch.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import messages
+from .grad_mode import STATE
+from .hooks import add_hook
+
+_SEQ = itertools.count()
+NONE_EDGE = (None, 0)
+
+# RuleNode._state values
+LIVE_SAVED, LIVE_NOTHING_SAVED, RELEASED = 0, 1, 2
+
+_Tensor = None  # set by tensor.py (the import would be circular)
+
+
+def _wrap(data, **kwargs):
+    return _Tensor._make(data, **kwargs)
+
+
+class HookSet:
+    """The hooks and metadata of one node, created the first time one is registered."""
+
+    __slots__ = ("pre", "post", "tensor", "retained", "metadata")
+
+    def __init__(self):
+        self.pre = {}        # fn(grad_outputs) -> new grad_outputs or None
+        self.post = {}       # fn(grad_inputs, grad_outputs) -> new grad_inputs or None
+        self.tensor = {}     # output_nr -> {id: fn(grad)}: hooks registered on the output tensor
+        self.retained = {}   # output_nr -> weakref of a non-leaf output that retains its grad
+        self.metadata = None
+
+
+class Node:
+    """A step of the backward graph (torch.autograd.graph.Node)."""
+
+    __slots__ = ("next_functions", "_seq", "_hookset", "__weakref__")
+    _cpp_name = None  # the fully qualified name torch gives its C++ special nodes
+
+    def __init__(self, next_functions=()):
+        self.next_functions = next_functions
+        self._seq = next(_SEQ)
+        self._hookset = None
+
+    def name(self) -> str:
+        return self._cpp_name or type(self).__name__
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    @property
+    def metadata(self) -> dict:
+        hs = self._hooks()
+        if hs.metadata is None:
+            hs.metadata = {}
+        return hs.metadata
+
+    def _hooks(self) -> HookSet:
+        if self._hookset is None:
+            self._hookset = HookSet()
+        return self._hookset
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) runs after this node; it may return new grad_inputs."""
+        return add_hook(self._hooks().post, fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) runs before this node; it may return new grad_outputs."""
+        return add_hook(self._hooks().pre, fn)
+
+    def _register_hook_dict(self, tensor):  # torch API surface; hooks live in the HookSet
+        return None
+
+    def _sequence_nr(self) -> int:
+        return self._seq
+
+    @property
+    def requires_grad(self) -> bool:
+        return True
+
+    def tensor_hooks(self, output_nr):
+        """Hooks registered on the tensor this node produced as output `output_nr`."""
+        hs = self._hookset
+        if hs is None:
+            return None
+        hooks = hs.tensor.get(output_nr)
+        return list(hooks.values()) if hooks else None
+
+    def apply(self, grads):
+        """Gradients for next_functions, given the gradients of this node's outputs."""
+        raise NotImplementedError
+
+    def release(self):
+        """Free what was saved for backward (called after a backward without retain_graph)."""
+
+    def __call__(self, *grads):
+        """Run this node alone, as `grad_fn(grad)` does in torch."""
+        results = self.apply(list(grads))
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+class AccumulateGrad(Node):
+    """Adds the gradient reaching a leaf into its `.grad` (in place once `.grad` exists)."""
+
+    __slots__ = ("variable",)
+    _cpp_name = "torch::autograd::AccumulateGrad"
+
+    def __init__(self, variable):
+        super().__init__(())
+        # Accumulators run as soon as they are ready, as in torch (highest priority)
+        self._seq = float("inf")
+        self.variable = variable
+
+    def tensor_hooks(self, output_nr):
+        hooks = self.variable._hook_dict(create=False)
+        return list(hooks.values()) if hooks else None
+
+    def apply(self, grads):
+        g = grads[0]
+        var = self.variable
+        if g is None:
+            return ()
+        np_dtype = var._data.dtype
+        if isinstance(g, _Tensor):
+            # create_graph: the gradient is part of a graph; accumulate out of place
+            if g.dtype.dtype != np_dtype:
+                g = g.to(var.dtype)
+            if var._grad is None:
+                var._grad = _copy_backwards(g) if g._requires_grad else g.detach().clone()
+            else:
+                var._grad = var._grad + g
+        else:
+            if g.shape != var._data.shape:
+                g = np.broadcast_to(g, var._data.shape) if g.size == 1 else g.reshape(var._data.shape)
+            current = var._grad
+            if current is None:
+                # always an owned, writable copy: the same array may flow to several leaves
+                var._grad = _wrap(np.array(g, dtype=np_dtype, copy=True))
+            elif current._requires_grad:
+                var._grad = current + _wrap(g)
+            else:
+                np.add(current._data, g, out=current._data, casting="unsafe")
+        hooks = var._post_hook_dict(create=False)
+        if hooks:
+            for fn in list(hooks.values()):
+                fn(var)
+        return ()
+
+
+def _copy_backwards(g):
+    """What create_graph stores in `.grad`: a copy of g whose grad_fn is CopyBackwards."""
+    out = _wrap(g._data.copy())
+    node = CopyBackwards((NONE_EDGE, _edge(g)), g._data.shape, g.dtype, g._data.shape)
+    out._grad_fn = node
+    out._requires_grad = True
+    return out
+
+
+def _edge(t):
+    return t._edge()
+
+
+class Meta:
+    """Shape and dtype of a value that a rule reads only for its shape (no data kept).
+
+    numpy's `np.shape`/`np.ndim`/`np.size` read the attributes, and `np.zeros_like`
+    reads `__array__`, which gives a zero-stride array of the right shape and dtype.
+    Under create_graph it becomes a Tensor of the same kind (`proxy`).
+    """
+
+    __slots__ = ("shape", "dtype", "ndim", "size")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+        self.ndim = len(shape)
+        size = 1
+        for n in shape:
+            size *= n
+        self.size = size
+
+    def __array__(self, dtype=None, copy=None):
+        return np.broadcast_to(np.zeros((), dtype or self.dtype), self.shape)
+
+    def proxy(self):
+        return _wrap(self.__array__())
+
+    def __repr__(self):
+        return f"Meta({self.shape}, {self.dtype})"
+
+
+_METAS: dict = {}
+
+
+def meta_of(data) -> Meta:
+    """The (shared, cached) Meta of an array."""
+    key = (data.shape, data.dtype)
+    m = _METAS.get(key)
+    if m is None:
+        m = _METAS[key] = Meta(data.shape, data.dtype)
+    return m
+
+
+def version_of(t) -> int:
+    vc = t._vc
+    return vc.value if vc is not None else 0
+
+
+def modified_error(dtype, shape, expected, current, output_text):
+    from .anomaly import ANOMALY
+    return RuntimeError(messages.MODIFIED_INPLACE.format(
+        type="torch." + dtype._tensor_type, shape=messages.shape_text(shape),
+        output=output_text, version=current, expected=expected,
+        hint=messages.ANOMALY_HINT if ANOMALY.enabled else messages.HINT))
+
+
+def _strip_backward(name: str) -> str:
+    name = name.rsplit("::", 1)[-1]
+    head, sep, tail = name.rpartition("Backward")
+    return head if sep and (tail == "" or tail.isdigit()) else name
+
+
+def check_saved(t, expected, node=None):
+    """Raise torch's error if saved tensor `t` was modified in place since it was saved."""
+    current = version_of(t)
+    if current != expected:
+        fn = t._grad_fn
+        out = (f", which is output {t._output_nr} of {_strip_backward(fn.name())},"
+               if fn is not None else "")
+        raise modified_error(t.dtype, t._data.shape, expected, current, out)
+
+
+class RuleNode(Node):
+    """The node of an op whose derivative is a rule of the table (`spec.OpSpec`).
+
+    `_args` are the rule's array arguments as saved: a Tensor (kept by value, its
+    version in `_versions`), a `Meta` (kept for its shape), a plain value, or None
+    (not needed). `_ans` is the op's result when the rule reads it: either a Meta
+    or `(data, version_counter, version)`, never the result Tensor itself, which
+    would make a reference cycle.
+    """
+
+    __slots__ = ("_spec", "_args", "_versions", "_static", "_ans", "_metas", "_state")
+
+    def apply(self, grads):
+        return self._run(grads, False)
+
+    def _run(self, grads, every_input):
+        """The VJPs of the inputs that need a gradient (all of them if `every_input`)."""
+        if self._state == RELEASED:
+            raise RuntimeError(messages.BACKWARD_TWICE)
+        spec = self._spec
+        create = STATE.enabled
+        g = self._grad_output(grads, create)
+        args = self._unpack_args(create)
+        ans = self._unpack_ans(create)
+        static = self._static
+        results = []
+        for i, vjp in enumerate(spec.vjps):
+            if vjp is None or self._metas[i] is None or (
+                    not every_input and self.next_functions[i][0] is None):
+                results.append(None)
+                continue
+            if spec.varargs:
+                gi = vjp(g, ans, *args, argnum=i, **static) if static else vjp(g, ans, *args, argnum=i)
+            else:
+                gi = vjp(g, ans, *args, **static) if static else vjp(g, ans, *args)
+            results.append(_conform(gi, self._metas[i], create))
+        return results
+
+    def _grad_output(self, grads, create):
+        return grads[0]
+
+    def _unpack_args(self, create):
+        args = self._args
+        versions = self._versions
+        if versions is None and not create:
+            return args
+        out = list(args)
+        for i, a in enumerate(args):
+            v = versions[i] if versions is not None else None
+            if v is not None:
+                check_saved(a, v, self)
+                if not create:
+                    out[i] = a._data
+            elif create:
+                if type(a) is Meta:
+                    out[i] = a.proxy()
+                elif type(a) is np.ndarray:
+                    out[i] = _wrap(a)
+        return out
+
+    def _unpack_ans(self, create):
+        ans = self._ans
+        if ans is None:
+            return None
+        if type(ans) is Meta:
+            return ans.proxy() if create else ans
+        data, vc, expected = ans
+        if vc.value != expected:
+            raise modified_error(_Tensor._dtype_of(data), data.shape, expected, vc.value,
+                                 f", which is output 0 of {_strip_backward(self.name())},")
+        if not create:
+            return data
+        # torch unpacks a saved output as a tensor whose grad_fn is this very node
+        t = _wrap(data)
+        t._grad_fn = self
+        t._requires_grad = True
+        t._vc = vc
+        return t
+
+    def release(self):
+        if self._state == LIVE_SAVED:
+            self._args = None
+            self._ans = None
+            self._state = RELEASED
+
+    def __getattr__(self, name):
+        # torch exposes saved values as `_saved_self`, `_saved_other`, `_saved_result`, ...
+        if name.startswith("_saved_"):
+            return self._saved_value(name[len("_saved_"):])
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def _saved_value(self, key):
+        if self._state == RELEASED:
+            raise RuntimeError(messages.BACKWARD_TWICE)
+        spec = self._spec
+        if key == "result":
+            ans = self._ans
+            return None if ans is None or type(ans) is Meta else _wrap(ans[0])
+        index = {"self": 0, "other": 1, "exponent": 1}.get(key)
+        if index is None and key in spec.names:
+            index = spec.names.index(key)
+        if index is None or index >= len(self._args):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '_saved_{key}'")
+        value = self._args[index]
+        return None if value is None or type(value) is Meta else value
+
+
+class MultiRuleNode(RuleNode):
+    """A RuleNode with several outputs (split, unbind): the rule's `g` is a list of gradients.
+
+    Outputs that received no gradient get zeros, so the rule always sees one
+    gradient per output; `_outs` keeps the outputs' Metas for that.
+    """
+
+    __slots__ = ("_outs",)
+
+    def _grad_output(self, grads, create):
+        out = []
+        for i, m in enumerate(self._outs):
+            g = grads[i] if i < len(grads) else None
+            if g is None:
+                g = np.zeros(m.shape, m.dtype)
+                if create:
+                    g = _wrap(g)
+            out.append(g)
+        return out
+
+
+def _conform(gi, meta, create):
+    """A VJP's result as a gradient for an input with `meta`: array type, dtype and shape."""
+    if create:
+        if not isinstance(gi, _Tensor):
+            gi = _wrap(np.asarray(gi, dtype=meta.dtype))
+        if gi._data.dtype != meta.dtype:
+            gi = gi.to(_Tensor._dtype_of_np(meta.dtype))
+        if gi._data.shape != meta.shape:
+            gi = gi.expand(meta.shape) if gi._data.size == 1 else gi.reshape(meta.shape)
+        return gi
+    if type(gi) is not np.ndarray:
+        gi = np.asarray(gi)
+    if gi.dtype != meta.dtype:
+        gi = gi.astype(meta.dtype)
+    if gi.shape != meta.shape:
+        gi = np.broadcast_to(gi, meta.shape) if gi.size == 1 else gi.reshape(meta.shape)
+    return gi
+
+
+_NODE_CLASSES: dict = {}
+
+
+def node_class(name: str, base=RuleNode):
+    """The node class called `name` (created once): type(grad_fn).__name__ is torch's name."""
+    key = (name, base)
+    cls = _NODE_CLASSES.get(key)
+    if cls is None:
+        cls = _NODE_CLASSES[key] = type(name, (base,), {"__slots__": ()})
+    return cls
+
+
+# --- torch's C++ special nodes ------------------------------------------------------------
+
+def _zeros_like_grad(meta, create):
+    z = np.zeros(meta.shape, meta.dtype)
+    return _wrap(z) if create else z
+
+
+class CopyBackwards(Node):
+    """`dst.copy_(src)`: no gradient to what dst held before; src gets g, cast and summed to its shape."""
+
+    __slots__ = ("_self_meta", "_src_meta")
+    _cpp_name = "torch::autograd::CopyBackwards"
+
+    def __init__(self, next_functions, self_shape, src_dtype, src_shape):
+        super().__init__(next_functions)
+        self._self_meta = Meta(tuple(self_shape), None)
+        self._src_meta = Meta(tuple(src_shape), src_dtype.dtype)
+
+    def apply(self, grads):
+        g = grads[0]
+        create = isinstance(g, _Tensor)
+        self_grad = None
+        if self.next_functions[0][0] is not None:
+            dt = g.dtype.dtype if create else g.dtype
+            self_grad = _zeros_like_grad(Meta(self._self_meta.shape, dt), create)
+        src_grad = None
+        if self.next_functions[1][0] is not None:
+            from ..runtime import unbroadcast
+            src_grad = _conform(unbroadcast(g, self._src_meta), self._src_meta, create)
+        return [self_grad, src_grad]
+
+
+class CopySlices(Node):
+    """An in-place op on a view, seen from the view's base.
+
+    `fn` is the in-place op's own node (CopyBackwards for `base[i] = v`, MulBackward0
+    for `base[i].mul_(2)`, ...). The base's gradient passes through unchanged outside
+    the view; inside it, it is replaced by what `fn` gives for the view's old values.
+    The other inputs of `fn` get what `fn` gives them. `positions` holds, for each
+    element of the view, its flat index in the base.
+    """
+
+    __slots__ = ("fn", "positions", "_base_meta")
+    _cpp_name = "torch::autograd::CopySlices"
+
+    def __init__(self, base_edge, fn, positions, base_meta):
+        super().__init__((base_edge,) + tuple(fn.next_functions[1:]))
+        self.fn = fn
+        self.positions = positions
+        self._base_meta = base_meta
+
+    def apply(self, grads):
+        g = grads[0]
+        create = isinstance(g, _Tensor)
+        pos = self.positions
+        result = g.clone() if create else np.array(g, copy=True)
+        flat = result.reshape(-1)
+        view_grad = flat[pos]
+        if isinstance(self.fn, RuleNode):
+            fn_grads = self.fn._run([view_grad], True)
+        else:
+            fn_grads = self.fn.apply([view_grad])
+        first = fn_grads[0]
+        # inside the view, the base's gradient is what fn gives the view's old values
+        flat[pos] = 0.0 if first is None else first
+        return [result] + list(fn_grads[1:])
+
+    def release(self):
+        self.fn.release()
+
+
+class AsStridedBackward0(Node):
+    """The grad_fn a view gets after an in-place op changed its base: scatter g into the base."""
+
+    __slots__ = ("positions", "_base_meta")
+
+    def __init__(self, base_edge, positions, base_meta):
+        super().__init__((base_edge,))
+        self.positions = positions
+        self._base_meta = base_meta
+
+    def apply(self, grads):
+        from ..runtime import unindex
+        g = grads[0]
+        create = isinstance(g, _Tensor)
+        m = self._base_meta
+        dt = g.dtype.dtype if create else g.dtype
+        flat = Meta((m.size,), dt)
+        out = unindex(g, flat.proxy() if create else flat, self.positions)
+        return [out.reshape(m.shape)]
+
+
+class NotImplementedNode(Node):
+    """An op torch records but cannot differentiate (`x // 2`): backward raises."""
+
+    __slots__ = ("_op",)
+    _cpp_name = "torch::autograd::NotImplemented"
+
+    def __init__(self, next_functions, op):
+        super().__init__(next_functions)
+        self._op = op
+
+    def apply(self, grads):
+        raise RuntimeError(f"derivative for {self._op} is not implemented")
+
+
+NotImplementedNode.__name__ = "NotImplemented"
+NotImplementedNode.__qualname__ = "NotImplemented"
+
+
+class ErrorNode(Node):
+    """A node whose backward is an error (what @once_differentiable leaves behind)."""
+
+    __slots__ = ("_message",)
+    _cpp_name = "torch::autograd::Error"
+
+    def __init__(self, next_functions, message):
+        super().__init__(next_functions)
+        self._message = message
+
+    def apply(self, grads):
+        raise RuntimeError(self._message)
+
+
+ErrorNode.__name__ = "Error"
+ErrorNode.__qualname__ = "Error"

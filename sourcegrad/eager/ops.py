@@ -1,0 +1,996 @@
+"""Elementwise, reduction and matrix ops: forward on numpy, derivatives from the rule table.
+
+Every op here has the same three steps, kept short because a later issue
+measures their overhead against torch's:
+
+1. unwrap the operands and promote them to torch's result dtype
+   (`dtypes.result_type`);
+2. run the numpy function;
+3. if grad mode is on and an input requires grad, `spec.record` attaches the node
+   named as torch names it, which will call the rule's VJP lambdas.
+
+Each function serves as `sourcegrad.<name>(x, ...)` and, attached by `methods.py`,
+as `x.<name>(...)`, with torch's argument names (`dim`, `keepdim`); numpy's
+spellings (`axis`, `keepdims`) are accepted too, because the rule table's
+lambdas call these ops that way under create_graph.
+"""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from .. import rules_torch as rt
+from . import dtypes
+from .dtypes import TIER_DIM, TIER_SCALAR, TIER_ZERO
+from .grad_mode import STATE
+from .node import NotImplementedNode
+from .spec import OpSpec, record
+from .tensor import Tensor
+
+_wrap = Tensor._make
+_FROM_NP = dtypes._FROM_NUMPY
+_SCALARS = (bool, int, float, complex)
+_asarray = np.asarray
+
+
+def _default_np():
+    return dtypes._DEFAULT[0].dtype
+
+
+def _as_tensor(v, dtype=None):
+    """A Tensor for an operand: Tensors pass through; scalars and arrays are wrapped."""
+    if isinstance(v, Tensor):
+        return v
+    if dtype is None and isinstance(v, float):
+        return _wrap(np.asarray(v, _default_np()))
+    return _wrap(np.asarray(v, dtype))
+
+
+# --- promotion -----------------------------------------------------------------------------
+
+def _key(v):
+    """(value for numpy, (dtype, tier) for promotion, value for the rule) of one operand."""
+    if isinstance(v, Tensor):
+        d = v._data
+        return d, (_FROM_NP[d.dtype], TIER_DIM if d.ndim else TIER_ZERO), v
+    if isinstance(v, _SCALARS):
+        return v, (dtypes.scalar_dtype(v), TIER_SCALAR), v
+    if isinstance(v, np.ndarray):
+        return v, (_FROM_NP[v.dtype], TIER_DIM if v.ndim else TIER_ZERO), v
+    if isinstance(v, np.generic):
+        s = v.item()
+        return s, (dtypes.scalar_dtype(s), TIER_SCALAR), s
+    raise TypeError(f"unsupported operand type: {type(v).__name__}")
+
+
+def _promote(a, b, to_float=False):
+    """Both operands ready for numpy in torch's result dtype, that dtype, and the rule args."""
+    if isinstance(a, Tensor):
+        # the common cases need no promotion table: same dtypes, or a float tensor and a number
+        ad = a._data
+        tb = type(b)
+        if tb is float or tb is int:
+            kind = ad.dtype.kind
+            if kind == "f" or (kind in "iu" and tb is int and not to_float):
+                return ad, b, ad.dtype, a, b
+        elif isinstance(b, Tensor):
+            bd = b._data
+            if ad.dtype == bd.dtype and (not to_float or ad.dtype.kind in "fc"):
+                return ad, bd, ad.dtype, a, b
+    ad, ka, ra = _key(a)
+    bd, kb, rb = _key(b)
+    r = dtypes.result_type(ka, kb)
+    if to_float and not (r.is_floating_point or r.is_complex):
+        r = dtypes._DEFAULT[0]
+    rd = r.dtype
+    if type(ad) is np.ndarray:
+        if ad.dtype != rd:
+            ad = ad.astype(rd)
+    elif to_float and isinstance(ad, int):
+        ad = float(ad)
+    if type(bd) is np.ndarray:
+        if bd.dtype != rd:
+            bd = bd.astype(rd)
+    elif to_float and isinstance(bd, int):
+        bd = float(bd)
+    return ad, bd, rd, ra, rb
+
+
+def _result(out, rd=None):
+    """numpy gives scalars for 0-d results; a Tensor always wraps an ndarray of dtype rd."""
+    if type(out) is not np.ndarray:
+        out = _asarray(out)
+    if rd is not None and out.dtype != rd:
+        out = out.astype(rd)
+    return out
+
+
+def _needs_grad(*args):
+    if not STATE.enabled:
+        return False
+    for a in args:
+        if isinstance(a, Tensor) and a._requires_grad:
+            return True
+    return False
+
+
+def _binary(spec, fn, a, b, to_float=False):
+    ad, bd, rd, ra, rb = _promote(a, b, to_float)
+    out = _wrap(_result(fn(ad, bd), rd))
+    if STATE.enabled and ((isinstance(ra, Tensor) and ra._requires_grad)
+                          or (isinstance(rb, Tensor) and rb._requires_grad)):
+        record(spec, out, (ra, rb))
+    return out
+
+
+# --- arithmetic ----------------------------------------------------------------------------
+
+ADD = OpSpec("AddBackward0", "add")
+ADD_ALPHA = OpSpec("AddBackward0", "add_alpha", n_arrays=2)
+SUB = OpSpec("SubBackward0", "subtract")
+SUB_ALPHA = OpSpec("SubBackward0", "sub_alpha", n_arrays=2)
+RSUB = OpSpec("RsubBackward1", "subtract", edges=(1,))
+MUL = OpSpec("MulBackward0", "multiply")
+DIV = OpSpec("DivBackward0", "divide")
+POW_SCALAR = OpSpec("PowBackward0", "power", edges=(0,))
+POW_TENSOR = OpSpec("PowBackward1", "power")
+POW_BASE = OpSpec("PowBackward2", "power", edges=(1,))
+REMAINDER_SCALAR = OpSpec("RemainderBackward0", "mod_op", edges=(0,))
+REMAINDER = OpSpec("RemainderBackward1", "mod_op")
+ATAN2 = OpSpec("Atan2Backward0", "arctan2")
+HYPOT = OpSpec("HypotBackward0", "hypot")
+LOGADDEXP = OpSpec("LogaddexpBackward0", "logaddexp")
+MAXIMUM = OpSpec("MaximumBackward0", "maximum")
+MINIMUM = OpSpec("MinimumBackward0", "minimum")
+FMAX = OpSpec("FmaxBackward0", "maximum")
+FMIN = OpSpec("FminBackward0", "minimum")
+
+
+def add(input, other, *, alpha=1, out=None):
+    if alpha == 1:
+        return _binary(ADD, np.add, input, other)
+    ad, bd, rd, ra, rb = _promote(input, other)
+    res = _wrap(_result(np.add(ad, np.multiply(bd, alpha)), rd))
+    if _needs_grad(ra, rb):
+        record(ADD_ALPHA, res, (ra, rb), {"alpha": alpha})
+    return res
+
+
+def sub(input, other, *, alpha=1, out=None):
+    if alpha == 1:
+        return _binary(SUB, np.subtract, input, other)
+    ad, bd, rd, ra, rb = _promote(input, other)
+    res = _wrap(_result(np.subtract(ad, np.multiply(bd, alpha)), rd))
+    if _needs_grad(ra, rb):
+        record(SUB_ALPHA, res, (ra, rb), {"alpha": alpha})
+    return res
+
+
+subtract = sub
+
+
+def rsub(input, other):
+    """other - input for a non-tensor `other` (RsubBackward1: one edge)."""
+    if isinstance(other, Tensor):
+        return sub(other, input)
+    ad, bd, rd, ra, rb = _promote(other, input)
+    res = _wrap(_result(np.subtract(ad, bd), rd))
+    if _needs_grad(rb):
+        record(RSUB, res, (ra, rb))
+    return res
+
+
+def mul(input, other, *, out=None):
+    return _binary(MUL, np.multiply, input, other)
+
+
+multiply = mul
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        return trunc(div(input, other))
+    return _binary(DIV, np.true_divide, input, other, to_float=True)
+
+
+divide = true_divide = div
+
+
+def rdiv(input, other):
+    """other / input: torch computes reciprocal(input) * other."""
+    if isinstance(other, Tensor):
+        return div(other, input)
+    return mul(reciprocal(input), other)
+
+
+def pow(input, exponent, *, out=None):  # noqa: A001 - torch's name
+    if not isinstance(input, Tensor):
+        return _binary(POW_BASE, np.power, input, exponent)
+    spec = POW_TENSOR if isinstance(exponent, (Tensor, np.ndarray)) else POW_SCALAR
+    return _binary(spec, np.power, input, exponent)
+
+
+def rpow(input, other):
+    return pow(other, input) if isinstance(other, Tensor) else _binary(POW_BASE, np.power,
+                                                                      other, input)
+
+
+def square(input):
+    return pow(input, 2)
+
+
+def float_power(input, exponent):
+    return pow(input.double() if isinstance(input, Tensor) else input, exponent)
+
+
+def _remainder(a, b):
+    """torch's remainder: fmod, moved onto the divisor's side (so -2 % 2 is -0., as torch)."""
+    r = np.fmod(a, b)
+    if np.asarray(r).dtype.kind != "f":
+        return np.remainder(a, b)
+    fix = (r != 0) & ((np.asarray(b) < 0) != (r < 0))
+    return np.where(fix, r + b, r)
+
+
+def remainder(input, other):
+    spec = REMAINDER if isinstance(other, Tensor) else REMAINDER_SCALAR
+    return _binary(spec, _remainder, input, other)
+
+
+def fmod(input, other):
+    ad, bd, rd, ra, rb = _promote(input, other)
+    return _wrap(_result(np.fmod(ad, bd), rd))
+
+
+def floor_divide(input, other):
+    """x // y: torch records it with a NotImplemented node (no derivative)."""
+    ad, bd, rd, ra, rb = _promote(input, other)
+    res = _wrap(_result(np.floor_divide(ad, bd), rd))
+    if _needs_grad(ra, rb):
+        edges = tuple(a._edge() if isinstance(a, Tensor) and a._requires_grad else (None, 0)
+                      for a in (ra, rb) if isinstance(a, Tensor))
+        res._grad_fn = NotImplementedNode(edges, "aten::floor_divide")
+        res._requires_grad = True
+    return res
+
+
+def atan2(input, other):
+    return _binary(ATAN2, np.arctan2, input, other, to_float=True)
+
+
+arctan2 = atan2
+
+
+def hypot(input, other):
+    return _binary(HYPOT, np.hypot, input, other, to_float=True)
+
+
+def logaddexp(input, other):
+    return _binary(LOGADDEXP, np.logaddexp, input, other, to_float=True)
+
+
+def maximum(input, other):
+    return _binary(MAXIMUM, np.maximum, input, other)
+
+
+def minimum(input, other):
+    return _binary(MINIMUM, np.minimum, input, other)
+
+
+def fmax(input, other):
+    return _binary(FMAX, np.fmax, input, other)
+
+
+def fmin(input, other):
+    return _binary(FMIN, np.fmin, input, other)
+
+
+# --- comparisons and logic (no gradient) -----------------------------------------------------
+
+def _compare(fn, a, b):
+    ad, bd, rd, ra, rb = _promote(a, b)
+    return _wrap(_result(fn(ad, bd)))
+
+
+def eq(input, other):
+    return _compare(np.equal, input, other)
+
+
+def ne(input, other):
+    return _compare(np.not_equal, input, other)
+
+
+def lt(input, other):
+    return _compare(np.less, input, other)
+
+
+def le(input, other):
+    return _compare(np.less_equal, input, other)
+
+
+def gt(input, other):
+    return _compare(np.greater, input, other)
+
+
+def ge(input, other):
+    return _compare(np.greater_equal, input, other)
+
+
+not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
+
+
+def _logic(fn, a, b):
+    ad, bd, rd, ra, rb = _promote(a, b)
+    return _wrap(_result(fn(ad, bd)))
+
+
+def logical_and(input, other):
+    return _wrap(_result(np.logical_and(_data(input), _data(other))))
+
+
+def logical_or(input, other):
+    return _wrap(_result(np.logical_or(_data(input), _data(other))))
+
+
+def logical_xor(input, other):
+    return _wrap(_result(np.logical_xor(_data(input), _data(other))))
+
+
+def logical_not(input):
+    return _wrap(_result(np.logical_not(input._data)))
+
+
+def bitwise_and(input, other):
+    return _logic(np.bitwise_and, input, other)
+
+
+def bitwise_or(input, other):
+    return _logic(np.bitwise_or, input, other)
+
+
+def bitwise_xor(input, other):
+    return _logic(np.bitwise_xor, input, other)
+
+
+def bitwise_not(input):
+    d = input._data
+    return _wrap(_result(np.logical_not(d) if d.dtype == np.bool_ else np.invert(d)))
+
+
+def isnan(input):
+    return _wrap(_result(np.isnan(input._data)))
+
+
+def isinf(input):
+    return _wrap(_result(np.isinf(input._data)))
+
+
+def isfinite(input):
+    return _wrap(_result(np.isfinite(input._data)))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return _wrap(_result(np.isclose(input._data, _data(other), rtol, atol, equal_nan)))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    return bool(np.allclose(input._data, _data(other), rtol, atol, equal_nan))
+
+
+def equal(input, other) -> bool:
+    return input._data.shape == other._data.shape and bool(np.all(input._data == other._data))
+
+
+def _data(v):
+    return v._data if isinstance(v, Tensor) else np.asarray(v)
+
+
+# --- one-input elementwise ops ---------------------------------------------------------------
+
+def _unary(spec, fn, x, keep_int=False):
+    d = x._data
+    if not keep_int and d.dtype.kind not in "fc":
+        d = d.astype(_default_np())
+    out = _wrap(_result(fn(d)))
+    if x._requires_grad and STATE.enabled:
+        record(spec, out, (x,))
+    return out
+
+
+def _make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
+    spec = OpSpec(node_name, rule_name)
+
+    def op(input, *, out=None):
+        return _unary(spec, fn, input, keep_int)
+    op.__doc__ = doc or f"Elementwise {rule_name}; backward: {node_name}."
+    op.spec, op.np_fn = spec, fn  # the in-place variant (inplace.py) reuses both
+    return op
+
+
+exp = _make_unary("ExpBackward0", "exp", np.exp)
+exp2 = _make_unary("Exp2Backward0", "exp2", np.exp2)
+expm1 = _make_unary("Expm1Backward0", "expm1", np.expm1)
+log = _make_unary("LogBackward0", "log", np.log)
+log1p = _make_unary("Log1PBackward0", "log1p", np.log1p)
+log2 = _make_unary("Log2Backward0", "log2", np.log2)
+log10 = _make_unary("Log10Backward0", "log10", np.log10)
+sqrt = _make_unary("SqrtBackward0", "sqrt", np.sqrt)
+rsqrt = _make_unary("RsqrtBackward0", "rsqrt", rt.rsqrt)
+sin = _make_unary("SinBackward0", "sin", np.sin)
+cos = _make_unary("CosBackward0", "cos", np.cos)
+tan = _make_unary("TanBackward0", "tan", np.tan)
+asin = arcsin = _make_unary("AsinBackward0", "arcsin", np.arcsin)
+acos = arccos = _make_unary("AcosBackward0", "arccos", np.arccos)
+atan = arctan = _make_unary("AtanBackward0", "arctan", np.arctan)
+sinh = _make_unary("SinhBackward0", "sinh", np.sinh)
+cosh = _make_unary("CoshBackward0", "cosh", np.cosh)
+tanh = _make_unary("TanhBackward0", "tanh", np.tanh)
+asinh = arcsinh = _make_unary("AsinhBackward0", "arcsinh", np.arcsinh)
+acosh = arccosh = _make_unary("AcoshBackward0", "arccosh", np.arccosh)
+atanh = arctanh = _make_unary("AtanhBackward0", "arctanh", np.arctanh)
+sigmoid = _make_unary("SigmoidBackward0", "sigmoid", rt.sigmoid)
+erf = _make_unary("ErfBackward0", "erf", rt.erf)
+reciprocal = _make_unary("ReciprocalBackward0", "reciprocal", np.reciprocal)
+relu = _make_unary("ReluBackward0", "relu", rt.relu, keep_int=True)
+abs = absolute = _make_unary("AbsBackward0", "absolute", np.absolute, keep_int=True)  # noqa: A001
+neg = negative = _make_unary("NegBackward0", "negative", np.negative, keep_int=True)
+sign = _make_unary("SignBackward0", "torch_sign", np.sign, keep_int=True)
+floor = _make_unary("FloorBackward0", "torch_floor", np.floor, keep_int=True)
+ceil = _make_unary("CeilBackward0", "torch_ceil", np.ceil, keep_int=True)
+trunc = fix = _make_unary("TruncBackward0", "torch_trunc", np.trunc, keep_int=True)
+_round0 = _make_unary("RoundBackward0", "torch_round", np.round, keep_int=True)
+positive = _make_unary("PositiveBackward0", "positive", np.positive, keep_int=True)
+
+SIGMOID = OpSpec("SigmoidBackward0", "sigmoid")
+
+
+def round(input, *, decimals=0):  # noqa: A001 - torch's name
+    if decimals == 0:
+        return _round0(input)
+    out = _wrap(_result(np.round(input._data, decimals)))
+    if _needs_grad(input):
+        record(cached_spec("RoundBackward1", "torch_round"), out, (input,))
+    return out
+
+
+_SPEC_CACHE: dict = {}
+
+
+def cached_spec(node_name, rule_name, **kw):
+    """An OpSpec made once per (node, rule, options)."""
+    key = (node_name, rule_name, tuple(sorted(kw.items())))
+    spec = _SPEC_CACHE.get(key)
+    if spec is None:
+        spec = _SPEC_CACHE[key] = OpSpec(node_name, rule_name, **kw)
+    return spec
+
+
+LEAKY_RELU = OpSpec("LeakyReluBackward0", "leaky_relu", n_arrays=1)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    out = _wrap(_result(rt.leaky_relu(input._data, negative_slope)))
+    if _needs_grad(input):
+        record(LEAKY_RELU, out, (input,), {"negative_slope": negative_slope})
+    return out
+
+
+# --- clamp and where -------------------------------------------------------------------------
+
+CLAMP_SCALAR = OpSpec("ClampBackward1", "clip", edges=(0,))
+CLAMP_TENSOR = OpSpec("ClampBackward0", "clip")
+CLAMP_MIN = OpSpec("ClampMinBackward0", "clip", edges=(0,))
+CLAMP_MAX = OpSpec("ClampMaxBackward0", "clip", edges=(0,))
+
+
+def _clamp_data(x, lo, hi):
+    keys = [_key(x)[1]] + [_key(v)[1] for v in (lo, hi) if v is not None]
+    rd = dtypes.result_type(*keys).dtype
+    xd = x._data if x._data.dtype == rd else x._data.astype(rd)
+    lod = _data(lo).astype(rd) if isinstance(lo, (Tensor, np.ndarray)) else lo
+    hid = _data(hi).astype(rd) if isinstance(hi, (Tensor, np.ndarray)) else hi
+    # torch's clamp with min > max gives max; np.clip agrees (min first, then max)
+    if lod is None:
+        out = np.minimum(xd, hid)
+    elif hid is None:
+        out = np.maximum(xd, lod)
+    else:
+        out = np.minimum(np.maximum(xd, lod), hid)
+    return _result(out, rd)
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - torch's names
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    res = _wrap(_clamp_data(input, min, max))
+    if _needs_grad(input, min, max):
+        tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
+        record(CLAMP_TENSOR if tensor_bounds else CLAMP_SCALAR, res, (input, min, max))
+    return res
+
+
+clip = clamp
+
+
+def clamp_min(input, min):  # noqa: A002
+    res = _wrap(_clamp_data(input, min, None))
+    if _needs_grad(input):
+        record(CLAMP_MIN, res, (input, min, None))
+    return res
+
+
+def clamp_max(input, max):  # noqa: A002
+    res = _wrap(_clamp_data(input, None, max))
+    if _needs_grad(input):
+        record(CLAMP_MAX, res, (input, None, max))
+    return res
+
+
+WHERE = OpSpec("WhereBackward0", "where", edges=(1, 2))
+
+
+def where(condition, input=None, other=None):
+    """torch.where(cond, x, y), or torch.where(cond) for the indices of nonzero elements."""
+    if input is None and other is None:
+        return tuple(_wrap(i) for i in np.nonzero(_data(condition)))
+    cond = _data(condition)
+    if cond.dtype != np.bool_:
+        cond = cond != 0
+    xd, yd, rd, rx, ry = _promote(input, other)
+    res = _wrap(_result(np.where(cond, xd, yd), rd))
+    if _needs_grad(rx, ry):
+        record(WHERE, res, (condition if isinstance(condition, Tensor) else cond, rx, ry))
+    return res
+
+
+# --- reductions ------------------------------------------------------------------------------
+
+def _axis(dim, ndim, kwargs=None):
+    """torch's `dim` (int, tuple, list or None; negatives allowed) as a numpy axis."""
+    if kwargs:
+        if "axis" in kwargs:
+            dim = kwargs.pop("axis")
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list, Size)):
+        if ndim == 0:
+            return None
+        return tuple(sorted(int(d) % ndim for d in dim))
+    if ndim == 0:
+        return None  # torch accepts dim 0 / -1 on a 0-dim tensor
+    return int(dim) % ndim
+
+
+def _keepdim(keepdim, kwargs):
+    if kwargs and "keepdims" in kwargs:
+        return bool(kwargs.pop("keepdims"))
+    return bool(keepdim)
+
+
+SUM_ALL = OpSpec("SumBackward0", "sum", n_arrays=1)
+SUM_DIM = OpSpec("SumBackward1", "sum", n_arrays=1)
+MEAN_ALL = OpSpec("MeanBackward0", "mean", n_arrays=1)
+MEAN_DIM = OpSpec("MeanBackward1", "mean", n_arrays=1)
+PROD_ALL = OpSpec("ProdBackward0", "prod", n_arrays=1)
+PROD_DIM = OpSpec("ProdBackward1", "prod", n_arrays=1)
+MAX_ALL = OpSpec("MaxBackward1", "max", n_arrays=1)
+MIN_ALL = OpSpec("MinBackward1", "min", n_arrays=1)
+AMAX = OpSpec("AmaxBackward0", "amax", n_arrays=1)
+AMIN = OpSpec("AminBackward0", "amin", n_arrays=1)
+VAR = OpSpec("VarBackward0", "var", n_arrays=1)
+STD = OpSpec("StdBackward0", "std", n_arrays=1)
+NORM = OpSpec("LinalgVectorNormBackward0", "vector_norm", n_arrays=1)
+LOGSUMEXP = OpSpec("LogsumexpBackward0", "logsumexp", n_arrays=1)
+SOFTMAX = OpSpec("SoftmaxBackward0", "softmax", n_arrays=1)
+LOG_SOFTMAX = OpSpec("LogSoftmaxBackward0", "log_softmax", n_arrays=1)
+CUMSUM = OpSpec("CumsumBackward0", "cumsum", n_arrays=1)
+CUMPROD = OpSpec("CumprodBackward0", "cumprod", n_arrays=1)
+
+
+def _reduce(spec_all, spec_dim, fn, x, dim, keepdim, kwargs, dtype=None, int_to_long=False):
+    axis = _axis(dim, x._data.ndim, kwargs)
+    keepdim = _keepdim(keepdim, kwargs)
+    d = x._data
+    if dtype is not None:
+        d = d.astype(dtypes.as_dtype(dtype).dtype)
+    elif int_to_long and d.dtype.kind in "biu":
+        d = d.astype(np.int64)
+    out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim)))
+    if x._requires_grad and STATE.enabled:
+        record(spec_all if dim is None else spec_dim, out, (x,), {"axis": axis, "keepdims": keepdim})
+    return out
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None, **kwargs):  # noqa: A001
+    if "axis" in kwargs and kwargs["axis"] is not None:
+        dim = kwargs.pop("axis")
+    kwargs.pop("axis", None)
+    return _reduce(SUM_ALL, SUM_DIM, np.ndarray.sum, input, dim, keepdim, kwargs, dtype, True)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None, **kwargs):
+    if "axis" in kwargs and kwargs["axis"] is not None:
+        dim = kwargs.pop("axis")
+    kwargs.pop("axis", None)
+    if dtype is None and input._data.dtype.kind not in "fc":
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           "floating point or complex dtype. Got: "
+                           f"{input.dtype._scalar_name}")
+    return _reduce(MEAN_ALL, MEAN_DIM, np.ndarray.mean, input, dim, keepdim, kwargs, dtype)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None, **kwargs):
+    if "axis" in kwargs and kwargs["axis"] is not None:
+        dim = kwargs.pop("axis")
+    kwargs.pop("axis", None)
+    return _reduce(PROD_ALL, PROD_DIM, np.ndarray.prod, input, dim, keepdim, kwargs, dtype, True)
+
+
+class _ReturnType(tuple):
+    """torch.return_types.max and friends: a (values, indices) tuple that prints like torch's."""
+
+    _name = "max"
+
+    def __new__(cls, values, indices):
+        return tuple.__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+    def __repr__(self):
+        return (f"torch.return_types.{self._name}(\nvalues={self[0]!r},\n"
+                f"indices={self[1]!r})")
+
+
+def _return_type(name):
+    return type(name, (_ReturnType,), {"_name": name})
+
+
+return_types = collections.namedtuple("return_types", "max min sort topk kthvalue mode")(
+    *(_return_type(n) for n in ("max", "min", "sort", "topk", "kthvalue", "mode")))
+
+
+def along_index(indices, axis, ndim):
+    """The advanced index that picks x[..., indices[...], ...] along `axis` (take_along_axis)."""
+    index = []
+    for a in range(ndim):
+        if a == axis:
+            index.append(indices)
+        else:
+            shape = [1] * indices.ndim
+            shape[a] = indices.shape[a]
+            index.append(np.arange(indices.shape[a]).reshape(shape))
+    return tuple(index)
+
+
+def _pick(x, node_name, index):
+    """x[index] recorded as `node_name` with the getitem rule (max(dim), gather, sort...)."""
+    out = _wrap(_result(x._data[index]))
+    if _needs_grad(x):
+        record(cached_spec(node_name, "getitem", n_arrays=1), out, (x,), {"index": index})
+    return out
+
+
+def _max_min(x, dim, keepdim, other, kwargs, which):
+    if isinstance(dim, Tensor):  # torch.max(x, y): elementwise
+        return maximum(x, dim) if which == "max" else minimum(x, dim)
+    if other is not None:
+        return maximum(x, other) if which == "max" else minimum(x, other)
+    if dim is None and "axis" not in kwargs:
+        fn = np.ndarray.max if which == "max" else np.ndarray.min
+        if x._data.size == 0:
+            raise RuntimeError(f"{which}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        out = _wrap(_result(fn(x._data)))
+        if x._requires_grad and STATE.enabled:
+            record(MAX_ALL if which == "max" else MIN_ALL, out, (x,),
+                   {"axis": None, "keepdims": False})
+        return out
+    axis = _axis(dim, x._data.ndim, kwargs)
+    keepdim = _keepdim(keepdim, kwargs)
+    d = x._data
+    if d.ndim == 0:
+        idx = np.zeros((), np.int64)
+        values = _pick(x, "MaxBackward0" if which == "max" else "MinBackward0", ())
+        return getattr(return_types, which)(values, _wrap(idx))
+    arg = np.argmax if which == "max" else np.argmin
+    idx = np.expand_dims(arg(d, axis=axis), axis)
+    index = along_index(idx, axis, d.ndim)
+    if not keepdim:
+        index = tuple(i.squeeze(axis) for i in index)
+        idx = idx.squeeze(axis)
+    values = _pick(x, "MaxBackward0" if which == "max" else "MinBackward0", index)
+    return getattr(return_types, which)(values, _wrap(_result(idx, np.int64)))
+
+
+def max(input, dim=None, keepdim=False, *, other=None, **kwargs):  # noqa: A001
+    """x.max(): MaxBackward1 (ties share the gradient); x.max(dim): (values, indices)."""
+    return _max_min(input, dim, keepdim, other, kwargs, "max")
+
+
+def min(input, dim=None, keepdim=False, *, other=None, **kwargs):  # noqa: A001
+    return _max_min(input, dim, keepdim, other, kwargs, "min")
+
+
+def amax(input, dim=(), keepdim=False, **kwargs):
+    dim = None if dim == () or dim == [] else dim
+    return _reduce(AMAX, AMAX, np.ndarray.max, input, dim, keepdim, kwargs)
+
+
+def amin(input, dim=(), keepdim=False, **kwargs):
+    dim = None if dim == () or dim == [] else dim
+    return _reduce(AMIN, AMIN, np.ndarray.min, input, dim, keepdim, kwargs)
+
+
+def argmax(input, dim=None, keepdim=False):
+    d = input._data
+    if dim is None:
+        out = np.argmax(d)
+        return _wrap(_result(np.reshape(out, (1,) * d.ndim) if keepdim else out, np.int64))
+    axis = _axis(dim, d.ndim)
+    return _wrap(_result(np.argmax(d, axis=axis, keepdims=keepdim), np.int64))
+
+
+def argmin(input, dim=None, keepdim=False):
+    d = input._data
+    if dim is None:
+        out = np.argmin(d)
+        return _wrap(_result(np.reshape(out, (1,) * d.ndim) if keepdim else out, np.int64))
+    axis = _axis(dim, d.ndim)
+    return _wrap(_result(np.argmin(d, axis=axis, keepdims=keepdim), np.int64))
+
+
+def _correction(unbiased, correction, kwargs):
+    if "ddof" in kwargs:
+        return kwargs.pop("ddof")
+    if correction is not None:
+        return correction
+    if unbiased is None:
+        return 1
+    return 1 if unbiased else 0
+
+
+def _var_std(spec, fn, x, dim, unbiased, keepdim, correction, kwargs):
+    if isinstance(dim, bool):  # var(input, unbiased)
+        unbiased, dim = dim, None
+    ddof = _correction(unbiased, correction, kwargs)
+    axis = _axis(dim, x._data.ndim, kwargs)
+    keepdim = _keepdim(keepdim, kwargs)
+    d = x._data
+    if d.dtype.kind not in "fc":
+        d = d.astype(_default_np())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = _wrap(_result(fn(d, axis=axis, ddof=ddof, keepdims=keepdim)))
+    if _needs_grad(x):
+        record(spec, out, (x,), {"axis": axis, "ddof": ddof, "keepdims": keepdim})
+    return out
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, **kwargs):
+    """Unbiased (correction=1) by default, as torch."""
+    return _var_std(VAR, np.var, input, dim, unbiased, keepdim, correction, kwargs)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, **kwargs):
+    return _var_std(STD, np.std, input, dim, unbiased, keepdim, correction, kwargs)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None, **kwargs):
+    """The vector norm (LinalgVectorNormBackward0); p='fro' is 2. Its gradient at 0 is 0."""
+    if p == "fro" or p is None:
+        p = 2
+    if p == "nuc":
+        raise NotImplementedError("sourcegrad: the nuclear norm is not supported")
+    axis = _axis(dim, input._data.ndim, kwargs)
+    keepdim = _keepdim(keepdim, kwargs)
+    d = input._data if dtype is None else input._data.astype(dtypes.as_dtype(dtype).dtype)
+    if d.dtype.kind not in "fc":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {input.dtype._scalar_name}")
+    out = _wrap(_result(rt.vector_norm(d, p, axis, keepdim)))
+    if _needs_grad(input):
+        record(NORM, out, (input,), {"ord": p, "axis": axis, "keepdims": keepdim})
+    return out
+
+
+def logsumexp(input, dim, keepdim=False):
+    axis = _axis(dim, input._data.ndim)
+    d = input._data if input._data.dtype.kind in "fc" else input._data.astype(_default_np())
+    out = _wrap(_result(rt.logsumexp(d, axis, keepdim)))
+    if _needs_grad(input):
+        record(LOGSUMEXP, out, (input,), {"axis": axis, "keepdims": keepdim})
+    return out
+
+
+def softmax(input, dim=None, dtype=None, **kwargs):
+    return _softmax(SOFTMAX, rt.softmax, input, dim, dtype, kwargs)
+
+
+def log_softmax(input, dim=None, dtype=None, **kwargs):
+    return _softmax(LOG_SOFTMAX, rt.log_softmax, input, dim, dtype, kwargs)
+
+
+def _softmax(spec, fn, x, dim, dtype, kwargs):
+    if dim is None:
+        dim = kwargs.pop("axis", None)
+    if dim is None:
+        # torch's legacy implicit choice of dim
+        dim = 0 if x._data.ndim in (0, 1, 3) else 1
+    if dtype is not None:
+        x = x.to(dtype)
+    axis = _axis(dim, x._data.ndim)
+    d = x._data if x._data.dtype.kind in "fc" else x._data.astype(_default_np())
+    if d.ndim == 0:
+        out = _wrap(_result(fn(d.reshape(1), 0).reshape(())))
+    else:
+        out = _wrap(_result(fn(d, axis)))
+    if _needs_grad(x):
+        record(spec, out, (x,), {"axis": axis})
+    return out
+
+
+def _scan(spec, fn, x, dim, dtype):
+    axis = _axis(dim, x._data.ndim)
+    d = x._data
+    if dtype is not None:
+        d = d.astype(dtypes.as_dtype(dtype).dtype)
+    elif d.dtype.kind in "biu":
+        d = d.astype(np.int64)
+    out = _wrap(_result(fn(d.reshape(1) if d.ndim == 0 else d, axis=axis or 0).reshape(d.shape)))
+    if _needs_grad(x):
+        record(spec, out, (x,), {"axis": axis})
+    return out
+
+
+def cumsum(input, dim, *, dtype=None, **kwargs):
+    if "axis" in kwargs:
+        dim = kwargs.pop("axis")
+    return _scan(CUMSUM, np.cumsum, input, dim, dtype)
+
+
+def cumprod(input, dim, *, dtype=None, **kwargs):
+    if "axis" in kwargs:
+        dim = kwargs.pop("axis")
+    return _scan(CUMPROD, np.cumprod, input, dim, dtype)
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001
+    axis = _axis(dim, input._data.ndim)
+    return _wrap(_result(np.all(input._data, axis=axis, keepdims=keepdim)))
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001
+    axis = _axis(dim, input._data.ndim)
+    return _wrap(_result(np.any(input._data, axis=axis, keepdims=keepdim)))
+
+
+def count_nonzero(input, dim=None):
+    axis = _axis(dim, input._data.ndim)
+    return _wrap(_result(np.count_nonzero(input._data, axis=axis), np.int64))
+
+
+# --- matrix products ---------------------------------------------------------------------------
+
+MM = OpSpec("MmBackward0", "matmul")
+MV = OpSpec("MvBackward0", "matmul")
+DOT = OpSpec("DotBackward0", "matmul")
+BMM = OpSpec("BmmBackward0", "matmul")
+ADDMM = OpSpec("AddmmBackward0", "addmm")
+
+
+def _mm_like(spec, a, b):
+    ad, bd, rd, ra, rb = _promote(a, b)
+    out = _wrap(_result(np.matmul(ad, bd), rd))
+    if _needs_grad(ra, rb):
+        record(spec, out, (ra, rb))
+    return out
+
+
+def _check_matmul(a, b):
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{a.dtype._c_name} != {b.dtype._c_name}")
+
+
+def mm(input, mat2):
+    if input._data.ndim != 2 or mat2._data.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    _check_matmul(input, mat2)
+    return _mm_like(MM, input, mat2)
+
+
+def bmm(input, mat2):
+    if input._data.ndim != 3 or mat2._data.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    return _mm_like(BMM, input, mat2)
+
+
+def mv(input, vec):
+    return _mm_like(MV, input, vec)
+
+
+def dot(input, other):
+    if input._data.ndim != 1 or other._data.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and "
+                           f"{other._data.ndim}D tensors")
+    return _mm_like(DOT, input, other)
+
+
+vdot = inner = dot
+
+
+def matmul(input, other):
+    """`a @ b`, decomposed into the nodes torch records for each case."""
+    a = input if isinstance(input, Tensor) else _as_tensor(input)
+    b = other if isinstance(other, Tensor) else _as_tensor(other)
+    na, nb = a._data.ndim, b._data.ndim
+    if na == 0 or nb == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{na}D and {nb}D")
+    if na == 1 and nb == 1:
+        return _mm_like(DOT, a, b)
+    if na == 2 and nb == 1:
+        return _mm_like(MV, a, b)
+    if na == 1 and nb == 2:
+        return shape_ops.squeeze4(_mm_like(MM, shape_ops.unsqueeze(a, 0), b), 0)
+    if na == 2 and nb == 2:
+        return _mm_like(MM, a, b)
+    if na >= 3 and nb <= 2:
+        # fold the batch into the rows of one mm, as torch does
+        lead = a._data.shape[:-1]
+        folded = a.reshape(-1, a._data.shape[-1])
+        if nb == 1:
+            res = _mm_like(MV, folded, b)
+            return shape_ops.unsafe_view(res, lead)
+        res = _mm_like(MM, folded, b)
+        return shape_ops.unsafe_view(res, lead + (b._data.shape[-1],))
+    # batched: expand both to the broadcast batch shape, then one bmm
+    a2 = a.unsqueeze(0) if na == 1 else a
+    b2 = b.unsqueeze(-1) if nb == 1 else b
+    batch = np.broadcast_shapes(a2._data.shape[:-2], b2._data.shape[:-2])
+    n, k = a2._data.shape[-2:]
+    k2, m = b2._data.shape[-2:]
+    if k != k2:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{int(np.prod(batch))}, {k}] but got: [{int(np.prod(batch))}, {k2}].")
+    ae = a2.expand(batch + (n, k)).reshape(-1, n, k)
+    be = b2.expand(batch + (k, m)).reshape(-1, k, m)
+    res = _mm_like(BMM, ae, be)
+    shape = batch + ((n,) if na > 1 else ()) + ((m,) if nb > 1 else ())
+    return shape_ops.unsafe_view(res, shape)
+
+
+def outer(input, vec2):
+    """torch.outer: input[:, None] * vec2 (MulBackward0 over ViewBackward0, as torch)."""
+    return mul(input.reshape(-1, 1), vec2)
+
+
+ger = outer
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    if beta != 1 or alpha != 1:
+        return add(mul(input, beta), mul(mm(mat1, mat2), alpha))
+    d1, d2, rd, r1, r2 = _promote(mat1, mat2)
+    bd = _data(input)
+    out = _wrap(_result(rt.addmm(bd, d1, d2), rd))
+    if _needs_grad(input, r1, r2):
+        record(ADDMM, out, (input, r1, r2))
+    return out
+
+
+from . import shape_ops  # noqa: E402 - shape_ops uses this module's helpers too
+from .tensor import Size  # noqa: E402

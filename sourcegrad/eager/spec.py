@@ -1,0 +1,259 @@
+"""How an eager op uses a rule of the table, and how its node is recorded.
+
+An `OpSpec` ties a torch node name (`MulBackward0`) to a rule of
+`sourcegrad.rules.RULES` (`multiply`): which of the rule's parameters are the op's
+array arguments, and which of those are *edges* of the node (one `next_functions`
+entry each). `where` has three array arguments but two edges (the condition
+gets none); `1 - x` uses `subtract` with a single edge for `x`.
+
+What a node saves comes from the rules themselves. Each VJP lambda is read once
+(through the compiler's own template of it): a name it reads only for its shape
+(`unbroadcast(g, x)`, `x.shape`, `np.zeros_like(x)`, ...) is saved as a `Meta`;
+a name it reads for its values is saved by value. Only the VJPs of inputs that
+need a gradient count, so `x * w` with `w` constant keeps `w` and only the shape
+of `x`, as torch's MulBackward0 does.
+"""
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+import os
+import traceback
+
+from ..rules import RULES, vjp_template
+from . import messages
+from .anomaly import ANOMALY
+from .grad_mode import STATE
+from .node import (_METAS, LIVE_NOTHING_SAVED, LIVE_SAVED, NONE_EDGE, Meta, MultiRuleNode,
+                   RuleNode, meta_of, node_class)
+
+NONE, SHAPE, VALUE = 0, 1, 2
+
+# Calls whose argument at the given position is read only for its shape.
+_SHAPE_ARGS = {"unbroadcast": 1, "unindex": 1, "expand_reduced": 1, "reduced_count": 0,
+               "take_part": 1, "shape": 0, "ndim": 0, "size": 0, "zeros_like": 0}
+_SHAPE_ATTRS = {"shape", "ndim", "size", "dtype"}
+_READS: dict = {}
+
+
+def reads(vjp) -> dict:
+    """{parameter name: SHAPE or VALUE} for the names a VJP's body reads."""
+    key = id(vjp.__code__)
+    found = _READS.get(key)
+    if found is None:
+        found = _READS[key] = _analyse(vjp_template(vjp))
+    return found
+
+
+def _analyse(lam) -> dict:
+    uses: dict = {}
+
+    def visit(node, shape_only=False):
+        if isinstance(node, gast.Name):
+            if isinstance(node.ctx, gast.Load):
+                uses[node.id] = max(uses.get(node.id, NONE), SHAPE if shape_only else VALUE)
+            return
+        if isinstance(node, gast.Attribute):
+            visit(node.value, node.attr in _SHAPE_ATTRS)
+            return
+        if isinstance(node, gast.Call):
+            callee = node.func
+            name = callee.id if isinstance(callee, gast.Name) else (
+                callee.attr if isinstance(callee, gast.Attribute) else None)
+            shape_pos = _SHAPE_ARGS.get(name)
+            if isinstance(callee, gast.Attribute) and not (
+                    isinstance(callee.value, gast.Name) and callee.value.id == "np"):
+                visit(callee)  # a method call: the object is read for its value
+            for i, arg in enumerate(node.args):
+                visit(arg, i == shape_pos)
+            for kw in node.keywords:
+                visit(kw.value)
+            return
+        for child in gast.iter_child_nodes(node):
+            visit(child)
+
+    visit(lam.body)
+    return uses
+
+
+ALL_SPECS: list = []  # every OpSpec made, so tests can check each rule the eager mode uses
+
+
+class OpSpec:
+    """One eager op's use of one rule: its node class, array arguments and edges."""
+
+    __slots__ = ("node_cls", "rule", "names", "edges", "vjps", "varargs", "_modes", "_table")
+
+    def __init__(self, node_name, rule_name, n_arrays=None, edges=None, multi_output=False):
+        rule = RULES[rule_name]
+        self.rule = rule
+        self.varargs = rule.varargs is not None
+        if self.varargs:
+            self.names = (rule.varargs,)
+            self.edges = None  # one edge per element of the sequence
+            self.vjps = None
+        else:
+            n = len(rule.params) if n_arrays is None else n_arrays
+            self.names = tuple(rule.params[:n])
+            self.edges = tuple(range(n)) if edges is None else tuple(edges)
+            self.vjps = tuple(rule.vjp_for(p) for p in self.edges)
+        self.node_cls = node_class(node_name, MultiRuleNode if multi_output else RuleNode)
+        self._modes = {}
+        # what to save for each set of edges that need a gradient, worked out once
+        self._table = None if self.varargs else [
+            self._work_out(mask, len(self.names)) for mask in range(1 << len(self.edges))]
+        ALL_SPECS.append(self)
+
+    def modes(self, mask, n_args):
+        """(mode of each array argument, mode of ans) when the edges in `mask` need grads."""
+        if self._table is not None:
+            arg_modes, ans_mode, _ = self._table[mask]
+            return arg_modes, ans_mode
+        key = (mask, n_args)
+        found = self._modes.get(key)
+        if found is None:
+            found = self._modes[key] = self._work_out(mask, n_args)[:2]
+        return found
+
+    def _work_out(self, mask, n_args):
+        needed: dict = {}
+        if self.varargs:
+            vjps = [self.rule.vjp_for(0)] if mask else []
+        else:
+            vjps = [v for bit, v in enumerate(self.vjps) if v is not None and mask >> bit & 1]
+        for vjp in vjps:
+            for name, mode in reads(vjp).items():
+                needed[name] = max(needed.get(name, NONE), mode)
+        if self.varargs:
+            arg_modes = (needed.get(self.names[0], NONE),) * n_args
+        else:
+            arg_modes = tuple(needed.get(name, NONE) for name in self.names)
+        ans_mode = needed.get("ans", NONE)
+        keeps_values = VALUE in arg_modes or ans_mode == VALUE
+        return arg_modes, ans_mode, keeps_values
+
+
+_Tensor = None  # set by tensor.py
+
+
+def record(spec, out, args, static=None, outputs=None):
+    """Make `spec`'s node for an op with array arguments `args`, and attach it to `out`.
+
+    `args` are in the rule's order: Tensors, arrays or plain values. Call only when
+    grad mode is on and some edge argument requires grad. `outputs` lists all the
+    outputs of a multi-output op (`out` is then None).
+    """
+    Tensor = _Tensor
+    n = len(args)
+    edges = []
+    metas = []
+    mask = 0
+    bit = 1
+    for p in (range(n) if spec.varargs else spec.edges):
+        a = args[p]
+        if isinstance(a, Tensor) and a._requires_grad:
+            fn = a._grad_fn
+            edges.append((fn, a._output_nr) if fn is not None and a._base is None
+                         else a._edge())
+            d = a._data
+            m = _METAS.get((d.shape, d.dtype))
+            metas.append(m if m is not None else meta_of(d))
+            mask |= bit
+        else:
+            edges.append(NONE_EDGE)
+            metas.append(None)
+        bit <<= 1
+    if spec._table is not None:
+        arg_modes, ans_mode, keeps_values = spec._table[mask]
+    else:
+        arg_modes, ans_mode = spec.modes(mask, n)
+        keeps_values = VALUE in arg_modes or ans_mode == VALUE
+    versions = None
+    if keeps_values or SHAPE in arg_modes:
+        saved = []
+        for i, a in enumerate(args):
+            mode = arg_modes[i]
+            if mode == VALUE:
+                if isinstance(a, Tensor):
+                    if a._inference and not STATE.inference:
+                        raise RuntimeError(messages.INFERENCE_SAVED)
+                    if versions is None:
+                        versions = [None] * n
+                    vc = a._vc
+                    versions[i] = vc.value if vc is not None else 0
+                saved.append(a)
+            elif mode == SHAPE:
+                if isinstance(a, Tensor):
+                    saved.append(meta_of(a._data))
+                elif type(a) is np.ndarray:
+                    saved.append(meta_of(a))
+                else:
+                    saved.append(a)
+            else:
+                saved.append(None)
+        saved = tuple(saved)
+    else:
+        saved = (None,) * n
+    node = spec.node_cls.__new__(spec.node_cls)
+    node.next_functions = tuple(edges)
+    node._seq = next(_seq_counter)
+    node._hookset = None
+    node._spec = spec if not spec.varargs else _VarargsView(spec, n)
+    node._args = saved
+    node._versions = versions
+    node._static = static
+    node._metas = metas
+    if outputs is not None:
+        node._outs = [meta_of(o._data) for o in outputs]
+        node._ans = None
+        for i, o in enumerate(outputs):
+            o._grad_fn = node
+            o._output_nr = i
+            o._requires_grad = True
+    else:
+        if ans_mode == VALUE:
+            if out._inference and not STATE.inference:
+                raise RuntimeError(messages.INFERENCE_SAVED)
+            vc = out._vc
+            if vc is None:
+                vc = out._get_vc()
+            node._ans = (out._data, vc, vc.value)
+        elif ans_mode == SHAPE:
+            node._ans = meta_of(out._data)
+        else:
+            node._ans = None
+        out._grad_fn = node
+        out._output_nr = 0
+        out._requires_grad = True
+    node._state = LIVE_SAVED if keeps_values else LIVE_NOTHING_SAVED
+    if ANOMALY.enabled:
+        node.metadata["traceback_"] = _user_stack()
+    return node
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_stack():
+    """The forward call's stack without sourcegrad's own frames (for anomaly mode)."""
+    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PACKAGE_DIR)]
+    return traceback.format_list(frames)
+
+
+class _VarargsView:
+    """A varargs spec (cat, stack) seen with a fixed number of inputs: one VJP per input."""
+
+    __slots__ = ("vjps", "varargs", "names", "rule")
+
+    def __init__(self, spec, n):
+        vjp = spec.rule.vjp_for(0)
+        self.vjps = (vjp,) * n
+        self.varargs = True
+        self.names = spec.names
+        self.rule = spec.rule
+
+
+from .node import _SEQ as _seq_counter  # noqa: E402 - shared sequence numbers
+
+__all__ = ["OpSpec", "record", "reads", "Meta"]

@@ -1,0 +1,107 @@
+"""The benchmark suite: a --quick smoke run, every variant's gradient against the hand-written one.
+
+No timing is asserted. The hand-written gradients are themselves checked against
+central finite differences, since they are the reference everything else is held to.
+"""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad.api import numeric_grad
+from sourcegrad.bench import runner
+from sourcegrad.bench import workloads as W
+
+QUICK = W.cases(quick=True)
+IDS = [f"{w.name}-{s.name}".replace(" ", "_") for w, s in QUICK]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def hand_gradient(workload, size, args):
+    prepared = W.prepare(workload, size, "hand", args)
+    return prepared.to_numpy(prepared.call())
+
+
+@pytest.mark.parametrize("workload,size", QUICK, ids=IDS)
+def test_hand_gradient_matches_finite_differences(workload, size):
+    args = W.make_args(workload, size)
+    ref = hand_gradient(workload, size, args)
+    for pos, g in zip(W.wrt_positions(workload), ref):
+        numeric = numeric_grad(workload.function(size), args, pos)
+        assert runner.max_rel_error((g,), (numeric,)) < 1e-5, (workload.name, pos)
+
+
+@pytest.mark.parametrize("variant", [v for v in W.VARIANTS if v != "hand"])
+@pytest.mark.parametrize("workload,size", QUICK, ids=IDS)
+def test_variant_agrees_with_hand(workload, size, variant):
+    if not W.available(variant):
+        pytest.skip(f"{variant} is not installed")
+    args = W.make_args(workload, size)
+    before = copy.deepcopy(args)
+    ref = hand_gradient(workload, size, args)
+    try:
+        prepared = W.prepare(workload, size, variant, args)
+        got = prepared.to_numpy(prepared.call())
+    except sourcegrad.SourcegradError as exc:
+        if variant != "sourcegrad":
+            raise
+        pytest.skip(runner.failure(exc))  # not supported yet: the benchmark reports it so
+    assert runner.max_rel_error(got, ref) <= runner.RTOL, (got, ref)
+    for a, b in zip(args, before):  # no variant (nor the hand gradient) writes to its inputs
+        np.testing.assert_array_equal(a, b)
+
+
+def test_quick_run(tmp_path):
+    out = tmp_path / "bench.json"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "sourcegrad.bench", "--quick", "--json", str(out)],
+                          check=False, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    report = json.loads(out.read_text())
+    statuses = [v.get("status", "") for r in report["results"] for v in r["variants"]]
+    # exit status 1 exactly when a gradient is wrong (test_variant_agrees_with_hand says which)
+    assert proc.returncode == (1 if "WRONG" in statuses else 0), proc.stderr
+    assert {r["workload"] for r in report["results"]} == {w.name for w in W.WORKLOADS}
+    assert proc.stdout == report["table"]
+    assert proc.stdout.startswith("| workload | size | variant | median |")
+    assert "timing" in proc.stderr  # progress goes to stderr
+    for res in report["results"]:
+        hand, *others = res["variants"]
+        assert hand["variant"] == "hand" and hand["status"] == "reference"
+        assert hand["median_s"] > 0 and hand["peak_bytes"] is not None
+        for rec in others:
+            assert rec["status"] == "ok" or rec["status"] == "WRONG" or \
+                rec["status"].startswith(("unsupported: ", "error: ")), rec
+            if rec["status"] == "ok":
+                assert rec["median_s"] > 0 and rec["ratio_to_hand"] > 0
+                assert "peak_bytes" in rec or "memory_status" in rec
+            else:
+                assert "median_s" not in rec  # never time a wrong or failed gradient
+    assert report["targets"] and all(isinstance(t["met"], bool) for t in report["targets"])
+
+
+def test_report_marks_unsupported_and_wrong():
+    results = [{"workload": "rnn", "size": "large", "label": "T=50", "variants": [
+        {"variant": "hand", "status": "reference", "median_s": 1e-3, "first_call_s": 2e-3,
+         "peak_bytes": 1000},
+        {"variant": "sourcegrad", "status": "unsupported: f.py:3: a for loop is not supported yet"},
+        {"variant": "torch", "status": "WRONG", "max_rel_error": 0.5, "first_call_s": 1e-3}]}]
+    runner.add_ratios(results)
+    rows = runner.targets(results)
+    table = runner.markdown(results, rows)
+    assert "unsupported: f.py:3: a for loop is not supported yet" in table
+    assert "**WRONG**" in table and "not timed" in table
+    assert rows and not any(t["met"] for t in rows)
+    assert {t["measured"] for t in rows} == {"unsupported"}
+
+
+def test_help_says_to_unset_openblas_overrides(capsys):
+    with pytest.raises(SystemExit):
+        runner.parse_args(["--help"])
+    text = capsys.readouterr().out
+    assert "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m sourcegrad.bench" in text
