@@ -56,3 +56,13 @@ def test_digits_mlp_reaches_good_test_accuracy(tmp_path):
     assert accuracy > 0.9
     if importlib.util.find_spec("matplotlib") is not None:
         assert (tmp_path / "curve.png").exists()
+
+
+def test_compiled_and_eager_training_loops_agree():
+    out = run_example("compiled_vs_eager.py")
+    assert "0.0e+00" in out or "e-1" in out
+
+
+def test_seed_walkthrough_prints_what_torch_prints():
+    out = run_example("seed_walkthrough.py")
+    assert "y value: 11.0" in out and "Gradients: tensor([0., 1., 1.])" in out
