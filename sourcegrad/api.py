@@ -22,12 +22,12 @@ import numpy as np
 
 from . import errors
 from .analysis import aval_of, infer_shapes, signature_key
-from .codegen import BACKENDS, SourceInfo, generate, load
+from .codegen import BACKENDS, SourceInfo, generate, generate_module, load
 from .frontend import function_to_ir
 from .ir import Assign, For, If, Push, While, reads_of, walk
 from .names import Namer
 from .optimize import hoist_loop_invariants, optimize
-from .reverse import reverse
+from .reverse import reverse, split_vjp
 from .rules import TEMPLATE_NAMESPACE
 
 
@@ -152,6 +152,8 @@ def _forget(fn):
 class Gradient:
     """A compiled gradient of `fn` (see `grad`)."""
 
+    pullback = False  # VJP: compile a forward and a backward function instead of one
+
     def __init__(self, fn, wrt=0, with_value=False, backend="auto"):
         self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
         if self.inner is not None and (self.inner.with_value or not self.inner._single):
@@ -173,7 +175,8 @@ class Gradient:
         self._signature = inspect.signature(fn)
         # compiled code is shared by every Gradient of the same function, wrt and backend
         with _SHARED_LOCK:
-            self._cache = _COMPILED.setdefault((fn, self.wrt, self._single, with_value, backend), {})
+            self._cache = _COMPILED.setdefault((fn, self.wrt, self._single, with_value, backend,
+                                                self.pullback), {})
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
         functools.update_wrapper(self, fn, updated=())
@@ -248,8 +251,9 @@ class Gradient:
             primal = hoist_loop_invariants(self.ir(args))
             env = infer_shapes(primal, [aval_of(a) for a in args])
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
+            cotangent = namer.fresh("g") if self.pullback else None
             grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
-                              as_tuple=not self._single)
+                              as_tuple=not self._single, cotangent=cotangent)
             shapes = {n: a.shape for n, a in env.items() if a is not None
                       and not a.is_python_scalar and hasattr(a.stand_in, "shape")}
             optimized = optimize(grad_ir, shapes)
@@ -263,11 +267,19 @@ class Gradient:
                                and isinstance(a.stand_in, np.ndarray) and a.stand_in.ndim > 0)
             info = SourceInfo(inspect.getsourcefile(base.fn) or primal.source_file, label,
                               tuple(self._params[i] for i in self.wrt), forward, arrays)
-            source = generate(optimized, info, BACKENDS[self.backend_for(args)])
-            module = load(source, optimized.name, primal.free)
+            backend = BACKENDS[self.backend_for(args)]
             saved = _saved_values(optimized, forward | set(primal.params), env)
-            compiled = Compiled(source, module, getattr(module, optimized.name), saved,
-                                self._finisher(args), bool(primal.dependencies), optimized)
+            if self.pullback:
+                fwd, bwd, _ = split_vjp(optimized, cotangent)
+                source = generate_module([fwd, bwd], info, backend)
+                module = load(source, optimized.name, primal.free)
+                fn = (getattr(module, fwd.name), getattr(module, bwd.name))
+            else:
+                source = generate(optimized, info, backend)
+                module = load(source, optimized.name, primal.free)
+                fn = getattr(module, optimized.name)
+            compiled = Compiled(source, module, fn, saved, self._finisher(args),
+                                bool(primal.dependencies), optimized)
             self._cache[key] = compiled
             self._last = compiled
             return compiled
@@ -341,6 +353,37 @@ def _saved_values(fn, forward_names, env):
     return out
 
 
+class VJP(Gradient):
+    """`vjp(f, wrt)(*args) -> (f(*args), pullback)`; `pullback(cotangent)` gives the gradients.
+
+    The generated module holds two functions: the forward, which returns the value and
+    exactly the residuals the backward reads, and the backward, which takes them and a
+    cotangent shaped like the output (so the output may be an array).
+    """
+
+    pullback = True
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            bound = self._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
+        key = signature_key(args)
+        compiled = self._cache.get(key)
+        if compiled is None or (compiled.dependencies and not _still_valid(self.fn)):
+            compiled = self.compile(args, key)
+        self._last = compiled
+        forward, backward = compiled.fn
+        value, residuals = forward(*args)
+
+        def pullback(cotangent):
+            # the backward pops the saved-value stack: give each call a copy of it, so a
+            # pullback can be called more than once (a Jacobian calls it once per row)
+            kept = [list(r) if type(r) is list else r for r in residuals]
+            return compiled.finish(backward(*kept, cotangent), args)
+        return value, pullback
+
+
 # --- public functions -------------------------------------------------------------------------
 
 def grad(fn=None, wrt=0, *, backend="auto"):
@@ -363,6 +406,36 @@ def value_and_grad(fn=None, wrt=0, *, backend="auto"):
     if fn is None:
         return lambda f: Gradient(f, wrt, True, backend)
     return Gradient(fn, wrt, True, backend)
+
+
+def vjp(fn=None, wrt=0, *, backend="auto"):
+    """Reverse mode for any output: `vjp(f)(*args)` returns `(value, pullback)`, and
+    `pullback(cotangent)` the gradients (a tuple when `wrt` is a tuple)."""
+    if fn is None:
+        return lambda f: VJP(f, wrt, False, backend)
+    return VJP(fn, wrt, False, backend)
+
+
+def jacobian(fn, wrt=0, *, backend="auto"):
+    """`jacobian(f)(*args)`: the Jacobian of f with respect to one argument, shape
+    `out.shape + in.shape`, built row by row from the pullback (reverse mode)."""
+    if isinstance(wrt, (tuple, list)):
+        raise errors.WrtError("jacobian takes one wrt argument")
+    pull = VJP(fn, wrt, False, backend)
+
+    def jac(*args):
+        value, pullback = pull(*args)
+        out_shape = np.shape(value)
+        rows = []
+        for i in range(int(np.prod(out_shape, dtype=np.int64))):
+            basis = np.zeros(int(np.prod(out_shape, dtype=np.int64)))
+            basis[i] = 1.0
+            rows.append(np.asarray(pullback(basis.reshape(out_shape) if out_shape else 1.0)))
+        x = args[pull.wrt[0]]
+        return np.stack(rows).reshape(out_shape + np.shape(x)) if rows else np.zeros(
+            out_shape + np.shape(x))
+    jac.vjp = pull
+    return jac
 
 
 def show(fn, *args, wrt=0, backend="auto", file=None):

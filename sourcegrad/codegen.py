@@ -452,17 +452,27 @@ class _Break:
 
 def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
     """The source of a module that defines `fn` (see the module docstring)."""
-    writer = _Writer(fn, backend, info.arrays)
-    writer.write_block(fn.body, 0)
-    body = writer.render()
-    signature = f"def {fn.name}({', '.join(fn.params)}):\n"
-    kernels = "".join(
+    return generate_module([fn], info, backend)
+
+
+def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
+    """The source of a module defining each function of `fns` (a VJP's forward and backward)."""
+    printer = Printer(backend, {})
+    kernels, bodies = [], []
+    for fn in fns:
+        writer = _Writer(fn, backend, info.arrays)
+        writer.write_block(fn.body, 0)
+        bodies.append(f"def {fn.name}({', '.join(fn.params)}):\n" + writer.render())
+        kernels.extend(writer.kernels)
+        printer.helpers |= writer.printer.helpers
+        printer.modules |= writer.printer.modules
+    fused = "".join(
         f"@{backend.alias}.fuse()\ndef {name}({', '.join(params)}):\n"
         f"    return {_expr_source(expression)}\n\n\n"
-        for name, params, expression in writer.kernels)
-    if kernels:
-        kernels = "# elementwise runs fused into one CuPy kernel each\n" + kernels
-    return _header(info, fn, backend, writer.printer) + kernels + signature + body
+        for name, params, expression in kernels)
+    if fused:
+        fused = "# elementwise runs fused into one CuPy kernel each\n" + fused
+    return _header(info, fns[0], backend, printer) + fused + "\n\n".join(bodies)
 
 
 def _line_of(stmt):

@@ -33,7 +33,7 @@ import numpy as np
 
 from .analysis import UNKNOWN, AVal, abstract_call, active_values, aval_of
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
-                 Tup, Var, While, reads_of, walk)
+                 Tup, Var, While, reads_of, walk, writes_of)
 from .names import adjoint_name
 from .rules import RULES
 from .templates import Instantiator
@@ -615,19 +615,27 @@ def _finish_backward(stmts, push):
 
 
 def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
-            as_tuple: bool = False) -> Function:
+            as_tuple: bool = False, cotangent: str | None = None) -> Function:
+    """See the module docstring. With `cotangent` (a name), the adjoint of the output is that
+    name instead of 1.0, the output may be an array, and the value is returned too: the
+    body is then forward + Marker + backward, ready for `split_vjp`."""
     wrt_names = [fn.params[i] for i in wrt]
     ret = fn.body[-1]
     assert isinstance(ret, Return)
     out_aval = env.get(ret.value.name) if isinstance(ret.value, Var) else aval_of(ret.value.value)
-    if out_aval is not UNKNOWN and out_aval is not None and out_aval.shape != ():
+    if cotangent is None and out_aval is not UNKNOWN and out_aval is not None \
+            and out_aval.shape != ():
         raise errors.NonScalarOutputError(
             f"grad needs a function with a scalar output, but {fn.name} returns an array of "
             f"shape {out_aval.shape}; differentiate a scalar (such as its sum) or use vjp",
             ret.loc)
     rev = Reverser(fn, wrt_names, env, namer)
+    if cotangent is not None:
+        env[cotangent] = AVal(out_aval.stand_in, known=False) if out_aval not in (None, UNKNOWN) \
+            else UNKNOWN
+        with_value = True
     if isinstance(ret.value, Var) and ret.value.name in rev.active:
-        rev.pending[ret.value.name].append(Const(1.0))
+        rev.pending[ret.value.name].append(Const(1.0) if cotangent is None else Var(cotangent))
     rev.block(fn.body[:-1])
 
     grads = []
@@ -657,3 +665,32 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
 
 
 __all__ = ["reverse", "AVal"]
+
+
+def split_vjp(fn: Function, cotangent: str):
+    """(forward, backward) functions from a VJP-mode gradient (`reverse(..., cotangent=)`).
+
+    forward(*params) returns (value, residuals); backward(*residuals, cotangent) returns the
+    gradients. The residuals are exactly what the backward reads from the forward: the
+    saved values, and the stack when loops saved values on it.
+    """
+    body = fn.body
+    cut = next(i for i, s in enumerate(body) if isinstance(s, Marker))
+    forward, backward, ret = body[:cut], body[cut + 1:-1], body[-1]
+    defined = set(fn.params) | {n for s in walk(forward) for n in writes_of(s)}
+    uses_stack = any(isinstance(s, Push) for s in walk(forward))
+    residuals = []
+    for s in walk(backward):
+        for n in reads_of(s):
+            if n in defined and n not in residuals:
+                residuals.append(n)
+    if uses_stack:
+        residuals.append(fn.stack)
+    value, grads = ret.value.items
+    fwd = Function(f"{fn.name}_forward", list(fn.params),
+                   forward + [Return(Tup((value, Tup(tuple(Var(n) for n in residuals)))), ret.loc)],
+                   fn.source_file, fn.loc, fn.free, fn.user_names, fn.dependencies, fn.stack)
+    bwd = Function(f"{fn.name}_backward", residuals + [cotangent],
+                   [Marker()] + backward + [Return(grads, ret.loc)], fn.source_file, fn.loc,
+                   fn.free, fn.user_names, fn.dependencies, fn.stack)
+    return fwd, bwd, residuals
