@@ -20,3 +20,4 @@ __all__ = ["Gradient", "VJP", "check_grad", "grad", "jacobian", "show", "value_a
 # The eager library mode (import sourcegrad as torch).
 from .eager import *  # noqa: F401,F403,E402
 from . import autograd, nn, optim  # noqa: E402,F401
+from .compiled_region import compile  # noqa: E402,F401

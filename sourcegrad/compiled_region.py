@@ -1,0 +1,87 @@
+"""`sourcegrad.compile`: a compiled region inside eager code.
+
+`@sourcegrad.compile` on a numpy function makes it callable on Tensors: the call runs the
+function's generated forward (plain numpy, no per-op graph) and adds ONE node to the eager
+graph, `Compiled<name>Backward`, whose backward runs the generated backward code on the
+residuals the forward kept. It composes with the rest of the eager graph: leaves and
+accumulation, hooks, `no_grad` (under which no node is made), retain_graph and inputs that
+need no gradient.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .api import VJP
+
+
+def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile too
+    """Decorator (or function): run `fn` on Tensors as one node with a generated backward."""
+    if fn is None:
+        return lambda f: CompiledRegion(f, backend)
+    return CompiledRegion(fn, backend)
+
+
+class CompiledRegion:
+    def __init__(self, fn, backend="auto"):
+        from .autograd import Function
+        self.fn = fn
+        self.backend = backend
+        self._vjps: dict = {}
+        functools.update_wrapper(self, fn, updated=())
+        region = self
+
+        def forward(ctx, wrt, *args):
+            arrays = [_array(a) for a in args]
+            value, pullback = region.vjp_for(wrt)(*arrays)
+            ctx.pullback, ctx.wrt, ctx.count = pullback, wrt, len(args)
+            return _tensor_like(value, args)
+
+        def backward(ctx, grad_output):
+            grads = ctx.pullback(grad_output.detach().numpy())
+            grads = grads if isinstance(grads, tuple) else (grads,)
+            by_position = dict(zip(ctx.wrt, grads))
+            out = [None]  # for `wrt`
+            for i in range(ctx.count):
+                g = by_position.get(i)
+                out.append(None if g is None else _tensor_like(np.asarray(g), ()))
+            return tuple(out)
+
+        # a Function named after the user's function: its node is Compiled<Name>Backward
+        self.function = type(f"Compiled{_camel(fn.__name__)}", (Function,),
+                             {"forward": staticmethod(forward),
+                              "backward": staticmethod(backward)})
+
+    def vjp_for(self, wrt):
+        if wrt not in self._vjps:
+            self._vjps[wrt] = VJP(self.fn, wrt, False, self.backend)
+        return self._vjps[wrt]
+
+    def __call__(self, *args):
+        from .eager import Tensor, is_grad_enabled
+        wrt = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
+        if not wrt or not is_grad_enabled():
+            return _tensor_like(self.fn(*[_array(a) for a in args]), args)
+        return self.function.apply(wrt, *args)
+
+    def __repr__(self):
+        return f"<sourcegrad compiled region {self.fn.__qualname__}>"
+
+
+def _array(value):
+    from .eager import Tensor
+    return value.detach().numpy() if isinstance(value, Tensor) else value
+
+
+def _tensor_like(value, args):
+    from .eager import Tensor, tensor
+    dtypes = [a.dtype for a in args if isinstance(a, Tensor)]
+    result = tensor(np.asarray(value))
+    if dtypes and result.dtype != dtypes[0] and result.dtype.is_floating_point:
+        result = result.to(dtypes[0])
+    return result if isinstance(result, Tensor) else tensor(value)
+
+
+def _camel(name):
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
