@@ -578,6 +578,20 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def _eager_rows(quick, log):
+    """The eager-mode measurements (skipped when only some workloads were asked for)."""
+    try:
+        import sourcegrad
+        if not hasattr(sourcegrad, "tensor"):
+            return []
+        from .eager import measure
+        log("eager: per-op overhead and a compiled region")
+        return measure(quick)
+    except Exception as exc:  # a failed side measurement must not lose the main table
+        log(f"eager measurements failed: {type(exc).__name__}: {exc}")
+        return []
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.worker:
@@ -612,8 +626,17 @@ def main(argv=None):
               "results": results, "targets": target_rows, "table": table}
     with open(args.json, "w") as fh:
         json.dump(report, fh, indent=1, default=str)
+    eager_rows = _eager_rows(args.quick, log)
+    if eager_rows:
+        report["eager"] = [dict(zip(("what", "seconds", "reference_seconds", "reference"), r))
+                           for r in eager_rows]
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=1, default=str)
     log(f"done in {time.perf_counter() - start:.0f} s; results in {args.json}")
     print(table, end="")
+    if eager_rows:
+        from .eager import markdown as eager_markdown
+        print(eager_markdown(eager_rows), end="")
     wrong = [(r["workload"], r["size"], v["variant"]) for r in results for v in r["variants"]
              if v.get("status") == "WRONG"
              or (v["variant"] == "hand" and v.get("status") != "reference")
