@@ -202,6 +202,9 @@ class Gradient:
 
     def _finisher(self, args):
         """How to give this signature's gradients their inputs' types (cheap for floats)."""
+        if all(type(args[i]) is float for i in self.wrt):  # the common scalar case, made cheap
+            return (lambda g, args: float(g)) if self._single else \
+                (lambda grads, args: tuple(map(float, grads)))
         converters = []
         for i in self.wrt:
             x = args[i]
@@ -265,8 +268,10 @@ class Gradient:
                 f"{primal.name} (the generated gradient of {base.fn.__qualname__})"
             arrays = frozenset(n for n, a in env.items() if a is not None
                                and isinstance(a.stand_in, np.ndarray) and a.stand_in.ndim > 0)
+            scalars = frozenset(n for n, a in env.items() if a is not None
+                                and type(a.stand_in) is float)
             info = SourceInfo(inspect.getsourcefile(base.fn) or primal.source_file, label,
-                              tuple(self._params[i] for i in self.wrt), forward, arrays)
+                              tuple(self._params[i] for i in self.wrt), forward, arrays, scalars)
             backend = BACKENDS[self.backend_for(args)]
             saved = _saved_values(optimized, forward | set(primal.params), env)
             if self.pullback:

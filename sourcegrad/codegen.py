@@ -52,6 +52,7 @@ class SourceInfo:
     wrt: tuple
     forward_names: frozenset  # values computed by the user's own statements
     arrays: frozenset = frozenset()  # values that are arrays with at least one dimension
+    scalars: frozenset = frozenset()  # values that are Python floats
 
 
 def _name(ident):
@@ -65,11 +66,26 @@ def _attr(value, attr):
 class Printer:
     """Turns IR expressions into gast expression trees for one backend."""
 
-    def __init__(self, backend: Backend, inlined: dict):
+    def __init__(self, backend: Backend, inlined: dict, scalars=frozenset()):
         self.backend = backend
         self.inlined = inlined  # temp name -> gast expression folded in place of the name
+        self.scalars = scalars  # names holding Python floats: math is much faster on them
         self.helpers: set = set()
         self.modules: set = set()
+        self.uses_backend = False  # whether the code calls the array namespace at all
+
+    def namespace(self, attr):
+        """`np.<attr>` (or `cp.<attr>`)."""
+        self.uses_backend = True
+        return _attr(_name(self.backend.alias), attr)
+
+    def all_scalars(self, call):
+        atoms = call.atoms()
+        return bool(atoms) and all(
+            (isinstance(a, Var) and a.name in self.scalars) or
+            (isinstance(a, Const) and isinstance(a.value, (int, float))
+             and not isinstance(a.value, bool)) for a in atoms) and \
+            any(isinstance(a, Var) for a in atoms)
 
     def atom(self, atom, in_index=False):
         if isinstance(atom, Var):
@@ -92,12 +108,12 @@ class Printer:
             if in_index:
                 return gast.Slice(lower=parts[0], upper=parts[1], step=parts[2])
             # outside a subscript an index is spelled np.s_[...]
-            return gast.Subscript(value=_attr(_name(self.backend.alias), "s_"),
+            return gast.Subscript(value=self.namespace("s_"),
                                   slice=gast.Slice(lower=parts[0], upper=parts[1], step=parts[2]),
                                   ctx=gast.Load())
         if isinstance(value, tuple):
             if not in_index and any(isinstance(v, slice) or v is Ellipsis for v in value):
-                return gast.Subscript(value=_attr(_name(self.backend.alias), "s_"),
+                return gast.Subscript(value=self.namespace("s_"),
                                       slice=self.const(value, True), ctx=gast.Load())
             return gast.Tuple(elts=[self.const(v, in_index) for v in value], ctx=gast.Load())
         if isinstance(value, list):
@@ -132,8 +148,12 @@ class Printer:
                                   ctx=gast.Load())
         if rule.sequence_input:
             args = [gast.List(elts=args, ctx=gast.Load())]
-        if sp.kind == "func":
-            func = _attr(_name(self.backend.alias), sp.text)
+        if sp.kind == "func" and sp.text in _MATH and self.all_scalars(call):
+            # Python floats in, Python float out: the math module, as one writes it by hand
+            self.modules.add("math")
+            func = _attr(_name("math"), _MATH[sp.text])
+        elif sp.kind == "func":
+            func = self.namespace(sp.text)
         elif sp.kind == "module":
             head, _, tail = sp.text.partition(".")
             self.modules.add(head)
@@ -148,6 +168,14 @@ class Printer:
     def value(self, value):
         return self.call(value) if isinstance(value, Call) else self.atom(value)
 
+
+# numpy functions and their math-module equivalents for Python floats (a domain error raises
+# ValueError there instead of returning nan: loud, never a silently wrong number)
+_MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
+         "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
+         "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+         "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+         "absolute": "fabs", "fabs": "fabs", "hypot": "hypot", "arctan2": "atan2"}
 
 _BINOP_NODES = {"+": gast.Add, "-": gast.Sub, "*": gast.Mult, "/": gast.Div, "**": gast.Pow,
                 "@": gast.MatMult, "%": gast.Mod, "//": gast.FloorDiv}
@@ -199,7 +227,7 @@ def _relative(path):
 class _Writer:
     """Prints a function body: comments per user line, folded temporaries, nested blocks."""
 
-    def __init__(self, fn, backend, arrays=frozenset()):
+    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset()):
         self.fn = fn
         self.arrays = arrays
         self.uses = _use_counts(fn.body)
@@ -210,7 +238,7 @@ class _Writer:
         self.inlined: dict = {}
         self.folded: dict = {}
         self.folded_reads: dict = {}
-        self.printer = Printer(backend, self.inlined)
+        self.printer = Printer(backend, self.inlined, scalars)
         self.lines: list = []  # (indent, kind, line, text, code, note)
         self.section = "forward"
         self.uses_stack = any(isinstance(s, Push) for s in walk(fn.body))
@@ -460,12 +488,13 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
     printer = Printer(backend, {})
     kernels, bodies = [], []
     for fn in fns:
-        writer = _Writer(fn, backend, info.arrays)
+        writer = _Writer(fn, backend, info.arrays, info.scalars)
         writer.write_block(fn.body, 0)
         bodies.append(f"def {fn.name}({', '.join(fn.params)}):\n" + writer.render())
         kernels.extend(writer.kernels)
         printer.helpers |= writer.printer.helpers
         printer.modules |= writer.printer.modules
+        printer.uses_backend |= writer.printer.uses_backend or bool(writer.kernels)
     fused = "".join(
         f"@{backend.alias}.fuse()\ndef {name}({', '.join(params)}):\n"
         f"    return {_expr_source(expression)}\n\n\n"
@@ -491,9 +520,10 @@ def _merge_notes(parts):
 def _header(info, fn, backend, printer) -> str:
     wrt = ", ".join(info.wrt)
     lines = [f"# Generated by sourcegrad from {_relative(info.file)}:{info.function}, "
-             f"gradient with respect to {wrt}.",
-             f"import {backend.module} as {backend.alias}" if backend.alias != backend.module
-             else f"import {backend.module}"]
+             f"gradient with respect to {wrt}."]
+    if printer.uses_backend:
+        lines.append(f"import {backend.module} as {backend.alias}"
+                     if backend.alias != backend.module else f"import {backend.module}")
     for module in sorted(printer.modules):
         lines.append(f"import {module}")
     if printer.helpers:

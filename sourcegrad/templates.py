@@ -270,6 +270,8 @@ class Instantiator:
                 return a
             if is_const(a, 1) and self.keeps_shape(b, a):
                 return b
+            if is_const(a, -1) and self.keeps_shape(b, a):
+                return self.call("neg_op", [b])  # -1.0 * x -> -x
         if op in ("div_op",) and is_const(pvs[1], 1) and self.keeps_shape(*pvs):
             return pvs[0]
         if op == "pow_op" and is_const(pvs[1], 1) and self.keeps_shape(*pvs):

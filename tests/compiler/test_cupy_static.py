@@ -55,7 +55,7 @@ def test_generated_cupy_source_uses_only_real_cupy_functions(name, fn, make_args
             assert hasattr(cupy, node.attr), f"cupy has no {node.attr}"
         elif isinstance(node, ast.Name):
             assert node.id not in ("np", "numpy"), "numpy used inside the CuPy computation"
-    assert imported == {"cupy"}
+    assert imported <= {"cupy", "math"}  # numbers only (the spring) need no array library
 
 
 def test_elementwise_runs_become_fused_kernels():
