@@ -162,9 +162,16 @@ def abstract_call(call: Call, env: dict):
     if call.op == "getitem" and _is_mask(values[1], args[1][1]):
         return UNKNOWN  # the length of x[mask] depends on the data
     if (known and rule.pure) or rule.static_result:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            return AVal(rule.forward(*values, **kwvalues), known=True)
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                return AVal(rule.forward(*values, **kwvalues), known=True)
+        except _Unknown:
+            return UNKNOWN
+        except Exception:
+            if known:  # a value read on a path that never runs this way (a pop of [])
+                return UNKNOWN
+            raise
     shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(call.op)
 
     def evaluate(vals):
@@ -461,12 +468,8 @@ def eval_value(value, env):
 
 # --- activity -------------------------------------------------------------------------------
 
-def active_values(fn, wrt: list) -> set:
-    """Names that depend on `wrt` through differentiable primitives and reach the return.
-
-    Both sets are found by iterating to a fixed point over every assignment, so values
-    carried around a loop are covered. Branch conditions carry no derivative.
-    """
+def varied_values(fn, wrt: list) -> set:
+    """Names that depend on `wrt` through differentiable primitives (a fixed point over loops)."""
     assigns = [s for s in walk(fn.body) if isinstance(s, Assign)]
     varied = set(wrt)
     changed = True
@@ -482,6 +485,17 @@ def active_values(fn, wrt: list) -> set:
                     continue
             varied.add(stmt.target)
             changed = True
+    return varied
+
+
+def active_values(fn, wrt: list) -> set:
+    """Names that depend on `wrt` through differentiable primitives and reach the return.
+
+    Both sets are found by iterating to a fixed point over every assignment, so values
+    carried around a loop are covered. Branch conditions carry no derivative.
+    """
+    assigns = [s for s in walk(fn.body) if isinstance(s, Assign)]
+    varied = varied_values(fn, wrt)
     useful = set()
     for stmt in walk(fn.body):
         if isinstance(stmt, Return):

@@ -22,11 +22,12 @@ import numpy as np
 
 from . import errors
 from .analysis import aval_of, infer_shapes, signature_key
-from .codegen import BACKENDS, SourceInfo, generate, generate_module, load
+from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .frontend import function_to_ir
-from .ir import Assign, For, If, Push, While, reads_of, walk
+from .ir import Assign, For, If, Push, While, reads_of, walk, writes_of
 from .names import Namer
 from .optimize import hoist_loop_invariants, optimize
+from .forward import forward_mode
 from .reverse import reverse, split_vjp
 from .rules import TEMPLATE_NAMESPACE
 
@@ -176,7 +177,7 @@ class Gradient:
         # compiled code is shared by every Gradient of the same function, wrt and backend
         with _SHARED_LOCK:
             self._cache = _COMPILED.setdefault((fn, self.wrt, self._single, with_value, backend,
-                                                self.pullback), {})
+                                                type(self).__name__), {})
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
         functools.update_wrapper(self, fn, updated=())
@@ -192,6 +193,8 @@ class Gradient:
         key = signature_key(args)
         compiled = self._cache.get(key)
         if compiled is None or (compiled.dependencies and not _still_valid(self.fn)):
+            if self._forward_over_reverse(args):
+                return self._second_derivative(args)
             compiled = self.compile(args, key)
         self._last = compiled
         result = compiled.fn(*args)
@@ -199,6 +202,26 @@ class Gradient:
             value, grads = result
             return value, compiled.finish(grads, args)
         return compiled.finish(result, args)
+
+    def _forward_over_reverse(self, args):
+        """grad(grad(f)) where grad(f) has loops or branches and the outer input is a number:
+        the second derivative is the forward-mode derivative of the generated gradient."""
+        if self.inner is None or self.pullback or isinstance(self, JVP) or not self._single \
+                or self.with_value or self.inner.inner is not None:
+            return False
+        x = args[self.wrt[0]]
+        if not (isinstance(x, float) or (np.ndim(x) == 0 and hasattr(x, "dtype"))):
+            return False
+        inner = self.inner.compile(args)
+        return any(isinstance(s, (For, While, If, Push)) for s in walk(inner.ir.body))
+
+    def _second_derivative(self, args):
+        tangents = [None] * len(args)
+        tangents[self.wrt[0]] = 1.0 if isinstance(args[self.wrt[0]], float) else \
+            np.ones_like(args[self.wrt[0]])
+        value = jvp(self.inner, args, tangents)[1]
+        return _like_input(value, args[self.wrt[0]], args) if not isinstance(
+            args[self.wrt[0]], float) else float(value)
 
     def _finisher(self, args):
         """How to give this signature's gradients their inputs' types (cheap for floats)."""
@@ -228,11 +251,16 @@ class Gradient:
         """
         if self.inner is not None:
             inner = self.inner.compile(args)
-            if any(isinstance(s, (For, While, If, Push)) for s in walk(inner.ir.body)):
+            # forward mode over generated code is fine with loops (the stack is a list it
+            # carries tangents through); reverse over reverse is not written for them yet
+            if not isinstance(self, JVP) and \
+                    any(isinstance(s, (For, While, If, Push)) for s in walk(inner.ir.body)):
                 raise errors.SourcegradError(
-                    f"a higher-order derivative of {self.inner.fn.__qualname__} is not "
+                    f"reverse mode over the gradient of {self.inner.fn.__qualname__} is not "
                     "supported yet: its gradient has loops or branches (differentiating the "
-                    "saved-value stack again is not implemented); straight-line code works")
+                    "saved-value stack again is not implemented). For a number input "
+                    "grad(grad(f)) is computed forward over reverse; for arrays use "
+                    "sourcegrad.hessian or sourcegrad.hvp")
             return function_to_ir(inner.fn)
         if self.fn not in _IR:
             _IR[self.fn] = function_to_ir(self.fn)
@@ -245,7 +273,8 @@ class Gradient:
             if not _still_valid(self.fn):
                 _forget(self.fn)
             if key in self._cache:
-                return self._cache[key]
+                self._last = self._cache[key]
+                return self._last
             if len(args) != len(self._params):
                 raise TypeError(f"{self.fn.__name__}() takes {len(self._params)} arguments, "
                                 f"got {len(args)}")
@@ -254,12 +283,9 @@ class Gradient:
             primal = hoist_loop_invariants(self.ir(args))
             env = infer_shapes(primal, [aval_of(a) for a in args])
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
-            cotangent = namer.fresh("g") if self.pullback else None
-            grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
-                              as_tuple=not self._single, cotangent=cotangent)
-            shapes = {n: a.shape for n, a in env.items() if a is not None
-                      and not a.is_python_scalar and hasattr(a.stand_in, "shape")}
-            optimized = optimize(grad_ir, shapes)
+            shapes = lambda: {n: a.shape for n, a in env.items() if a is not None  # noqa: E731
+                              and not a.is_python_scalar and hasattr(a.stand_in, "shape")}
+            optimized, functions = self._differentiate(primal, env, namer, shapes)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
             base = self
             while base.inner is not None:
@@ -271,23 +297,29 @@ class Gradient:
             scalars = frozenset(n for n, a in env.items() if a is not None
                                 and type(a.stand_in) is float)
             info = SourceInfo(inspect.getsourcefile(base.fn) or primal.source_file, label,
-                              tuple(self._params[i] for i in self.wrt), forward, arrays, scalars)
-            backend = BACKENDS[self.backend_for(args)]
+                              tuple(self._params[i] for i in self.wrt), forward, arrays, scalars,
+                              "forward-mode derivative (JVP)" if isinstance(self, JVP)
+                              else "gradient")
+            source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
+            module = load(source, optimized.name, primal.free)
+            loaded = tuple(getattr(module, f.name) for f in functions)
             saved = _saved_values(optimized, forward | set(primal.params), env)
-            if self.pullback:
-                fwd, bwd, _ = split_vjp(optimized, cotangent)
-                source = generate_module([fwd, bwd], info, backend)
-                module = load(source, optimized.name, primal.free)
-                fn = (getattr(module, fwd.name), getattr(module, bwd.name))
-            else:
-                source = generate(optimized, info, backend)
-                module = load(source, optimized.name, primal.free)
-                fn = getattr(module, optimized.name)
-            compiled = Compiled(source, module, fn, saved, self._finisher(args),
-                                bool(primal.dependencies), optimized)
+            compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
+                                self._finisher(args), bool(primal.dependencies), optimized)
             self._cache[key] = compiled
             self._last = compiled
             return compiled
+
+    def _differentiate(self, primal, env, namer, shapes):
+        """(the optimized gradient function, the functions to generate) for this mode."""
+        cotangent = namer.fresh("g") if self.pullback else None
+        grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
+                          as_tuple=not self._single, cotangent=cotangent)
+        optimized = optimize(grad_ir, shapes())
+        if self.pullback:
+            fwd, bwd, _ = split_vjp(optimized, cotangent)
+            return optimized, [fwd, bwd]
+        return optimized, [optimized]
 
     def backend_for(self, args) -> str:
         """The backend of this signature: the one asked for, or (auto) CuPy for CuPy arrays."""
@@ -320,8 +352,10 @@ def _is_cupy(value) -> bool:
 
 
 def _names_in(fn) -> set:
+    """Every name the function uses (nested statements too): new names must avoid them."""
     names = set(fn.params) | set(fn.user_names) | set(fn.free)
-    names.update(s.target for s in fn.body if isinstance(s, Assign))
+    for stmt in walk(fn.body):
+        names.update(writes_of(stmt))
     return names
 
 
@@ -411,6 +445,79 @@ def value_and_grad(fn=None, wrt=0, *, backend="auto"):
     if fn is None:
         return lambda f: Gradient(f, wrt, True, backend)
     return Gradient(fn, wrt, True, backend)
+
+
+class JVP(Gradient):
+    """`jvp(f, primals, tangents) -> (f(*primals), tangent of the output)`, by forward-mode
+    source transformation: the generated function takes the primals and one tangent per
+    differentiated input and computes each value's tangent right after the value."""
+
+    def _differentiate(self, primal, env, namer, shapes):
+        optimized = optimize(forward_mode(primal, list(self.wrt), env, namer), shapes())
+        return optimized, [optimized]
+
+    def _finisher(self, args):
+        return lambda result, args: result
+
+    def __call__(self, primals, tangents):
+        primals = tuple(primals)
+        key = signature_key(primals)
+        compiled = self._cache.get(key)
+        if compiled is None or (compiled.dependencies and not _still_valid(self.fn)):
+            compiled = self.compile(primals, key)
+        self._last = compiled
+        return compiled.fn(*primals, *[tangents[i] for i in self.wrt])
+
+
+_JVPS: dict = {}
+
+
+def jvp(fn, primals, tangents, *, backend="auto"):
+    """Forward mode: `(f(*primals), J @ tangents)` for the inputs whose tangent is not None.
+
+    `fn` may be a `sourcegrad.grad` object: `jvp(grad(f), (x,), (v,))` is a Hessian-vector
+    product computed forward-over-reverse."""
+    tangents = tuple(tangents)
+    primals = tuple(primals)
+    if len(tangents) != len(primals):
+        raise errors.WrtError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    wrt = tuple(i for i, t in enumerate(tangents) if t is not None)
+    if not wrt:
+        raise errors.WrtError("jvp needs at least one tangent that is not None")
+    key = (fn, wrt, backend)
+    if key not in _JVPS:
+        _JVPS[key] = JVP(fn, wrt, False, backend)
+    return _JVPS[key](primals, tangents)
+
+
+def hvp(fn, wrt=0):
+    """`hvp(f)(*args, v)`: the Hessian of f (with respect to argument `wrt`) times v, without
+    forming the Hessian: the forward-mode derivative of the compiled gradient along v."""
+    gradient = Gradient(fn, wrt)
+
+    def product(*args_and_v):
+        *args, v = args_and_v
+        tangents = [None] * len(args)
+        tangents[gradient.wrt[0]] = v
+        return jvp(gradient, args, tangents)[1]
+    return product
+
+
+def hessian(fn, wrt=0):
+    """`hessian(f)(*args)`: forward over reverse, one Hessian-vector product per input element."""
+    product = hvp(fn, wrt)
+
+    def full(*args):
+        x = args[wrt if isinstance(wrt, int) else 0]
+        size = int(np.prod(np.shape(x), dtype=np.int64))
+        rows = []
+        for i in range(size):
+            basis = np.zeros(size)
+            basis[i] = 1.0
+            v = basis.reshape(np.shape(x)) if np.shape(x) else 1.0
+            rows.append(np.asarray(product(*args, v)))
+        return np.stack(rows).reshape(np.shape(x) + np.shape(x))
+    return full
 
 
 def vjp(fn=None, wrt=0, *, backend="auto"):

@@ -24,7 +24,7 @@ from . import errors
 from .errors import SourceLocation
 from .ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Slc, Tup, Var, While
 from .names import Namer, name_for_call
-from .rules import COMPARISONS, OPERATORS, RULES, rule_for_function
+from .rules import COMPARISONS, OPERATORS, RULES, reads_value_of, rule_for_function
 
 
 @dataclass
@@ -177,9 +177,12 @@ MAX_INLINE_DEPTH = 32
 
 
 def _exits(stmts, kinds, in_loop=True):
-    """Which of break/continue/return occur in `stmts` (break/continue only of this loop)."""
+    """Which of break/continue/return occur in `stmts` (break/continue only of this loop;
+    never those inside a nested function definition)."""
     found = set()
     for stmt in stmts:
+        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef)):
+            continue
         for node in _walk_no_defs(stmt, in_loop):
             if isinstance(node, gast.Return) and "return" in kinds:
                 found.add("return")
@@ -695,8 +698,19 @@ class Lowerer:
             if atom != Var(local):
                 self.out.append(Assign(local, atom, self.loc))
             self.env[name] = Var(local)
+        elif isinstance(atom, Var) and self.is_variable(atom.name):
+            # `z = y` where y is a variable assigned again later: z keeps today's value
+            target = self._version(local)
+            self.out.append(Assign(target, atom, self.loc))
+            self.env[name] = Var(target)
         else:
             self.env[name] = atom
+
+    def is_variable(self, local_name):
+        """Is this (prefixed) name one that is assigned more than once (a loop/branch variable)?"""
+        base = local_name[len(self.prefix):] if self.prefix and \
+            local_name.startswith(self.prefix) else local_name
+        return base in self.mutable and self.env.get(base) == Var(local_name)
 
     def _version(self, name):
         """The name the next value assigned to the (prefixed) user name `name` gets."""
@@ -731,12 +745,33 @@ class Lowerer:
             else:
                 if isinstance(value, (bool, int, float, np.bool_)):
                     return Const(value.item() if isinstance(value, np.generic) else value)
+        call = Call(op, tuple(args), tuple(kwargs))
         if name is not None:
             target = self._version(name)
+            if target in call.reads() and self.backward_reads_input(rule, call, target):
+                # `y = np.sin(y)` for a variable: compute into a temporary first, so the
+                # backward can read the old y (restored) and the new one (the temporary)
+                temp = self.ctx.namer.fresh(name_for_call(op, rule.spelling, args))
+                self.out.append(Assign(temp, call, self.loc))
+                self.out.append(Assign(target, Var(temp), self.loc))
+                return Var(target)
         else:
             target = self.ctx.namer.fresh(name_for_call(op, rule.spelling, args))
-        self.out.append(Assign(target, Call(op, tuple(args), tuple(kwargs)), self.loc))
+        self.out.append(Assign(target, call, self.loc))
         return Var(target)
+
+    @staticmethod
+    def backward_reads_input(rule, call, target):
+        """Would this call's VJP read the value of the input that `target` also names?"""
+        if not rule.vjps:
+            return False
+        params = list(rule.params)
+        for i, atom in enumerate(call.args):
+            if atom == Var(target):
+                if i >= len(params) or reads_value_of(rule, params[i]):
+                    return True
+        return any(atom == Var(target) and (k not in params or reads_value_of(rule, k))
+                   for k, atom in call.kwargs)
 
     def expr(self, node, name=None):
         """Lower an expression to an atom, appending the statements that compute it."""
@@ -777,6 +812,11 @@ class Lowerer:
         if isinstance(node, gast.Attribute):
             return self.attribute(node, name)
         if isinstance(node, gast.Subscript):
+            if isinstance(node.value, gast.Attribute) and node.value.attr in ("s_", "index_exp"):
+                base = self.target_of(node.value.value) \
+                    if isinstance(node.value.value, (gast.Name, gast.Attribute)) else None
+                if isinstance(base, ModuleRef):  # np.s_[0, 1:3]: an index, as generated code
+                    return self.index(node.slice)  # spells one outside a subscript
             value = self.expr(node.value)
             return self.emit("getitem", [value, self.index(node.slice)], name=name)
         if isinstance(node, (gast.Tuple, gast.List)):
@@ -1124,8 +1164,8 @@ class Lowerer:
         return self.emit(op, args, kwargs, name=name)
 
     def check_binding(self, rule, args, kwargs, node):
-        if not rule.params and not rule.varargs and not rule.differentiable:
-            return  # a non-differentiable primitive: its arguments go through unchanged
+        if not rule.params and not rule.varargs and not rule.vjps:
+            return  # no signature known (non-differentiable, or a helper): arguments go through
         try:
             rule.signature().bind(*args, **dict(kwargs))
         except TypeError as exc:

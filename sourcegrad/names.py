@@ -7,6 +7,7 @@ so the same function always gets the same names.
 """
 from __future__ import annotations
 
+import builtins
 import keyword
 import re
 
@@ -15,6 +16,7 @@ from .ir import Const, Var
 _OP_WORDS = {"+": "plus", "-": "minus", "/": "over", "**": "pow", "%": "mod", "//": "floordiv"}
 _CONST_WORDS = {0: "zero", 1: "one", 2: "two", 3: "three", 0.5: "half", 10: "ten"}
 MAX_LEN = 20
+_BUILTIN_NAMES = {n for n in dir(builtins) if not n.startswith("_")}
 
 
 def atom_word(atom) -> str:
@@ -81,10 +83,11 @@ def sanitize(name: str) -> str:
 
 
 class Namer:
-    """Hands out unique identifiers, never one in `reserved`."""
+    """Hands out unique identifiers, never one in `reserved` nor a builtin's name (generated
+    code calls range, len, min...)."""
 
     def __init__(self, reserved=()):
-        self.taken = set(reserved)
+        self.taken = set(reserved) | _BUILTIN_NAMES
 
     def reserve(self, name: str) -> None:
         self.taken.add(name)

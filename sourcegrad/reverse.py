@@ -40,8 +40,11 @@ from .templates import Instantiator
 
 
 def _input_positions(rule, call):
-    """(position, atom) for every input of `call`, keyword inputs at their parameter's position."""
-    names = list(rule.signature().parameters)
+    """(position, atom) for every input of `call`, keyword inputs at their parameter's position.
+
+    Only named positional parameters can be passed by keyword; a keyword-only argument
+    after *varargs (`axis` of concatenate) is static and has no position."""
+    names = list(rule.params)
     positions = list(enumerate(call.args))
     for k, atom in call.kwargs:
         if k in names:

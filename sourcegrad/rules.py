@@ -39,7 +39,7 @@ import gast
 import numpy as np
 
 from . import runtime
-from .runtime import (dot_grad, einsum_grad, inner_grad, inverse_permutation,
+from .runtime import (dot_grad, einsum_grad, inner_grad, max_jvp, var_jvp, inverse_permutation,
                       max_grad, prod_grad, reduced_count, take_part, tensordot_grad, unbroadcast,
                       unindex, untake, zero_at, unindex_list, unstack_list,
                       unconcatenate_list, sum_list_grad, select_grad)
@@ -88,6 +88,17 @@ class Rule:
     static_result: bool = False
     # the name generated comments use: `x * y` and `np.multiply` are both "multiply"
     family: str = ""
+    # forward mode (JVPs). "elementwise" rules get theirs from their VJPs with g := the
+    # input's tangent (the Jacobian is diagonal up to broadcasting); otherwise:
+    #   linear = "joint": linear in all its array inputs together (sum, reshape, concatenate):
+    #            the JVP is the primitive applied to the tangents;
+    #   linear = "multi": linear in each input separately (matmul, dot): the JVP is the sum
+    #            over inputs of the primitive with that input replaced by its tangent;
+    #   linear = (i, ...): linear in those inputs, piecewise constant in the others (helpers
+    #            of generated backward code such as unbroadcast(g, x)).
+    # `jvps` holds explicit JVP lambdas (t, ans, *inputs) for the rest (max, prod, var).
+    linear: object = None
+    jvps: tuple = ()
 
     def __post_init__(self):
         self.family = self.family or self.name.removeprefix("np_")
@@ -106,6 +117,12 @@ class Rule:
         bound = self.signature().bind(*args, **kwargs)
         bound.apply_defaults()
         return dict(bound.arguments)
+
+    def jvp_for(self, argnum: int):
+        """The explicit JVP lambda for input `argnum` (the last one serves *varargs), or None."""
+        if self.varargs is not None and argnum >= len(self.params) and self.jvps:
+            return self.jvps[-1]
+        return self.jvps[argnum] if argnum < len(self.jvps) else None
 
     def vjp_for(self, argnum: int):
         """The VJP lambda for positional input `argnum` (or for any *varargs input), or None."""
@@ -169,9 +186,26 @@ def alias(name, fn, spelling, like):
     base = RULES[like]
     rule = Rule(name, fn, spelling, base.vjps, base.params, base.defaults, base.varargs,
                 base.kind, base.differentiable, base.pure, base.sequence_input,
-                base.static_result, base.family)
+                base.static_result, base.family, base.linear, base.jvps)
     _register(rule, fn)
     return rule
+
+
+def defjvp(name, *jvps):
+    """Explicit forward-mode rules for `name`: one lambda (t, ans, *inputs) per input."""
+    RULES[name].jvps = tuple(jvps)
+    for jvp in jvps:
+        if jvp is not None:
+            vjp_template(jvp)
+
+
+def deflinear(kind, *names):
+    """Mark primitives linear for forward mode (see Rule.linear); aliases follow."""
+    for name in names:
+        RULES[name].linear = kind
+        for other in RULES.values():
+            if other.family == RULES[name].family:
+                other.linear = kind
 
 
 def _register(rule, fn):
@@ -244,6 +278,33 @@ def vjp_template(vjp) -> gast.Lambda:
                              "start on a line of its own")
         _TEMPLATE_CACHE[key] = found[0]
     return _TEMPLATE_CACHE[key]
+
+
+_VALUE_READS: dict = {}
+
+
+def reads_value_of(rule, param) -> bool:
+    """Does any VJP of `rule` read the value of its input `param` (not just its shape)?
+
+    `unbroadcast(g, x)` and `x.shape`, `x.ndim`, `x.size` need only the shape."""
+    key = (rule.name, param)
+    if key not in _VALUE_READS:
+        found = False
+        for vjp in rule.vjps:
+            if vjp is None:
+                continue
+            lam = vjp_template(vjp)
+            shape_only = set()
+            for node in gast.walk(lam.body):
+                if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+                        node.func.id == "unbroadcast" and len(node.args) == 2:
+                    shape_only.add(id(node.args[1]))
+                elif isinstance(node, gast.Attribute) and node.attr in ("shape", "ndim", "size"):
+                    shape_only.add(id(node.value))
+            found = found or any(isinstance(n, gast.Name) and n.id == param and
+                                 id(n) not in shape_only for n in gast.walk(lam.body))
+        _VALUE_READS[key] = found
+    return _VALUE_READS[key]
 
 
 # Names a template may use, with the objects they stand for (the compiler resolves them).
@@ -555,3 +616,35 @@ for _name in ("take_part", "expand_reduced", "prod_grad", "max_grad", "dot_grad"
               "unindex_list", "unstack_list", "unconcatenate_list", "sum_list_grad",
               "select_grad"):
     defprimitive(_name, getattr(runtime, _name), _helper(_name))
+
+
+# --- forward mode ----------------------------------------------------------------------------
+
+deflinear("joint", "sum", "mean", "reshape", "ravel", "expand_dims", "squeeze", "transpose", "T",
+          "swapaxes", "moveaxis", "broadcast_to", "concatenate", "stack", "getitem", "take",
+          "asarray", "float_builtin", "make_list", "make_tuple", "list_append", "stack_list",
+          "concatenate_list", "sum_builtin", "setitem", "add_adjoints", "getitem_list")
+deflinear("multi", "matmul", "dot", "outer", "inner", "tensordot", "einsum")
+for _name in ("unbroadcast", "unindex", "untake", "take_part", "expand_reduced", "zero_at",
+              "unindex_list", "unstack_list", "unconcatenate_list", "sum_list_grad",
+              "select_grad", "max_grad"):
+    RULES[_name].linear = (0,)
+for _name in ("dot_grad", "inner_grad", "tensordot_grad"):
+    RULES[_name].linear = (0, 1, 2)  # bilinear in g and the other operand; see forward.py
+RULES["einsum_grad"].linear = (0,)
+defjvp("max",
+       lambda t, ans, x, axis=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims))
+for _name in ("amax", "min", "amin"):
+    RULES[_name].jvps = RULES["max"].jvps
+defjvp("prod",
+       lambda t, ans, x, axis=None, keepdims=False: np.sum(prod_grad(np.ones_like(ans), x, axis, keepdims) * t, axis=axis, keepdims=keepdims))
+defjvp("var",
+       lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims))
+defjvp("std",
+       lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims) / (2.0 * ans))
+defjvp("min_builtin",
+       lambda t, ans, *xs, argnum: select_grad(t, ans, xs, argnum))
+RULES["max_builtin"].jvps = RULES["min_builtin"].jvps
+TEMPLATE_NAMESPACE.update(max_jvp=runtime.max_jvp, var_jvp=runtime.var_jvp)
+defprimitive("max_jvp", runtime.max_jvp, _helper("max_jvp"))
+defprimitive("var_jvp", runtime.var_jvp, _helper("var_jvp"))

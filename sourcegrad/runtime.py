@@ -295,3 +295,18 @@ def select_grad(g, ans, xs, argnum):
         if x == ans:
             return g if i == argnum else 0.0 * g
     return 0.0 * g
+
+
+def max_jvp(t, ans, x, axis, keepdims):
+    """Forward-mode rule of `max`/`min` along `axis`: the tangent averaged over the tied extremes."""
+    hits = x == expand_reduced(ans, x, axis, keepdims)
+    out = (t * hits).sum(axis=axis, keepdims=keepdims) / hits.sum(axis=axis, keepdims=keepdims)
+    return out
+
+
+def var_jvp(t, x, axis, ddof, keepdims):
+    """Forward-mode rule of `var`: 2 * sum((x - mean) * (t - mean(t))) / (N - ddof)."""
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    t_centered = t - np.mean(t, axis=axis, keepdims=True)
+    count = reduced_count(x, axis)
+    return 2.0 * (centered * t_centered).sum(axis=axis, keepdims=keepdims) / (count - ddof)

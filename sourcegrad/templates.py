@@ -89,14 +89,22 @@ class Instantiator:
         self.loc = None
         self.note = ""
         self.start = 0
+        self.jvp_mode = False  # instantiating VJPs as JVPs (forward mode): no unbroadcast
         self.defs: dict = {}  # backward temp -> the Call that computed it
         self.replacement = None
 
     # -- entry point ---------------------------------------------------------------------------
 
     def vjp(self, rule, argnum, call, g, ans, name):
-        lam = vjp_template(rule.vjp_for(argnum))
-        bindings = {"g": PV(g, self.static_of(g)), "ans": PV(ans, self.static_of(ans))}
+        return self.template(rule.vjp_for(argnum), rule, call, g, ans, name, argnum)
+
+    def template(self, fn, rule, call, first, ans, name, argnum):
+        """Instantiate a rule lambda whose first two parameters are the incoming adjoint (a VJP's
+        `g`) or tangent (a JVP's `t`) and `ans`, bound to `first` and `ans`."""
+        lam = vjp_template(fn)
+        first_name, ans_name = (a.id for a in lam.args.args[:2])
+        bindings = {first_name: PV(first, self.static_of(first)),
+                    ans_name: PV(ans, self.static_of(ans))}
         bound = rule.bind(call.args, dict(call.kwargs))
         for pname, atom in bound.items():
             if pname == rule.varargs:
@@ -283,8 +291,8 @@ class Instantiator:
         if op == "unbroadcast":
             a, b = pvs
             sa, sb = self.shape_of(a), self.shape_of(b)
-            if sa is not None and sa == sb:
-                return a
+            if self.jvp_mode or (sa is not None and sa == sb):
+                return a  # forward mode: a tangent keeps the shape broadcasting gives it
         if op in ("broadcast_to", "reshape"):
             a, shape = pvs
             sa = self.shape_of(a)

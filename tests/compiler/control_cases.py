@@ -310,6 +310,23 @@ def c_while_with_break(x):
     return y
 
 
+def c_copy_of_a_loop_variable(x):
+    y = x
+    for i in range(2):
+        y = y * 1.5
+    z = y
+    y = np.sin(y)
+    return np.sum(z * y)
+
+
+def c_variable_read_by_its_own_rule(x):
+    y = x
+    for i in range(3):
+        y = np.sin(y)
+        y = y * y + 0.1
+    return np.sum(y)
+
+
 CONTROL_CASES = [
     (c_if_else, lambda r: (r.normal(size=3),), 0),
     (c_if_else, lambda r: (-np.abs(r.normal(size=3)),), 0),
@@ -364,4 +381,6 @@ CONTROL_CASES = [
     (c_builtins, lambda r: (-0.9, 0.2), (0, 1)),
     (c_print, lambda r: (1.5,), 0),
     (c_while_with_break, lambda r: (0.9,), 0),
+    (c_copy_of_a_loop_variable, lambda r: (r.normal(size=3),), 0),
+    (c_variable_read_by_its_own_rule, lambda r: (r.normal(size=3),), 0),
 ]

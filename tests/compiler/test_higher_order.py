@@ -48,6 +48,11 @@ def test_second_order_source_is_readable_and_free_of_dead_code():
     assert len(source.splitlines()) < 30
 
 
-def test_second_order_through_loops_is_refused_not_wrong():
+def test_second_derivative_through_loops_is_forward_over_reverse():
+    d1 = sourcegrad.grad(looped)
+    assert sourcegrad.grad(d1)(0.7) == pytest.approx(numeric_grad(d1, (0.7,), 0), rel=1e-7)
+
+
+def test_third_order_through_loops_is_refused_not_wrong():
     with pytest.raises(sourcegrad.SourcegradError, match="loops or branches"):
-        sourcegrad.grad(sourcegrad.grad(looped))(0.7)
+        sourcegrad.grad(sourcegrad.grad(sourcegrad.grad(looped)))(0.7)
