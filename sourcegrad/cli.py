@@ -1,7 +1,7 @@
 """The `sourcegrad` command (also `python -m sourcegrad`).
 
     sourcegrad demo                         a guided run: compile, read, verify
-    sourcegrad show FILE.py:FUNC [--wrt a,b] [--saved] [--backend numpy|cupy]
+    sourcegrad show FILE.py:FUNC [--wrt a,b] [--saved] [--forward] [--backend numpy|cupy]
     sourcegrad gen [--check] [--examples DIR] [--out DIR]
     sourcegrad bench [--quick] [--only NAME]   the benchmark suite
 
@@ -78,7 +78,10 @@ def cmd_show(args):
         raise CLIError(f"{path} has no function {func_name!r}")
     fn = getattr(fn, "__wrapped__", fn)
     inputs = _example_args(module, func_name, path)
-    g = api.Gradient(fn, _parse_wrt(args.wrt), backend=args.backend)
+    wrt = _parse_wrt(args.wrt)
+    kind = api.JVP if args.forward else api.Gradient
+    g = kind(fn, wrt if not args.forward or isinstance(wrt, tuple) else (wrt,),
+             backend=args.backend)
     compiled = g.compile(tuple(inputs))
     print(_highlight(compiled.source), end="")
     if args.saved:
@@ -172,6 +175,8 @@ def main(argv=None):
     show.add_argument("target", help="FILE.py:FUNC")
     show.add_argument("--wrt", help="argument names or indices, comma separated")
     show.add_argument("--saved", action="store_true", help="list what the backward keeps")
+    show.add_argument("--forward", action="store_true",
+                      help="print the forward-mode (JVP) code instead of the gradient")
     show.add_argument("--backend", default="numpy", choices=("numpy", "cupy"),
                       help="the array library the generated code calls")
     gen = sub.add_parser("gen", help="regenerate generated/ from the examples")

@@ -100,8 +100,20 @@ class ForwardMode:
         else:
             value = parts[0]
             for part in parts[1:]:
-                value = self.inst.emit("add_op", [value, part]).atom
-        self.inst.out.append(Assign(target, value, stmt.loc, self.inst.note or "tangent"))
+                negated = self.inst.defs.get(part.name) if isinstance(part, Var) else None
+                if negated is not None and negated.op == "neg_op":  # a + -(b) -> a - b
+                    value = self.inst.emit("sub_op", [value, negated.args[0]]).atom
+                else:
+                    value = self.inst.emit("add_op", [value, part]).atom
+        out = self.inst.out
+        last = out[-1] if out else None
+        if isinstance(value, Var) and isinstance(last, Assign) and last.target == value.name \
+                and value.name not in self.tangents.values() and value.name not in self.varied:
+            # the tangent's last step computes it: give that statement the tangent's name
+            self.env[target] = self.env.get(last.target)
+            last.target = target
+            return
+        out.append(Assign(target, value, stmt.loc, self.inst.note or "tangent"))
 
     def parts(self, stmt):
         """The tangent contributions of each input of the statement's value."""

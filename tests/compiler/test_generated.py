@@ -61,3 +61,11 @@ def test_demo_runs_and_verifies():
     result = run("-m", "sourcegrad", "demo")
     assert result.returncode == 0, result.stderr
     assert "OK" in result.stdout
+
+
+def test_show_forward_prints_the_jvp():
+    result = run("-m", "sourcegrad", "show", "examples/spring.py:final_position", "--wrt", "k",
+                 "--forward")
+    assert result.returncode == 0, result.stderr
+    assert "def jvp_final_position(k, c, k_dot):" in result.stdout
+    assert "forward-mode derivative (JVP) with respect to k" in result.stdout
