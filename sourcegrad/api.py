@@ -528,11 +528,16 @@ def vjp(fn=None, wrt=0, *, backend="auto"):
     return VJP(fn, wrt, False, backend)
 
 
-def jacobian(fn, wrt=0, *, backend="auto"):
+def jacobian(fn, wrt=0, mode="rev", *, backend="auto"):
     """`jacobian(f)(*args)`: the Jacobian of f with respect to one argument, shape
-    `out.shape + in.shape`, built row by row from the pullback (reverse mode)."""
+    `out.shape + in.shape`: row by row from the pullback (mode="rev", one backward pass per
+    output element) or column by column from the JVP (mode="fwd", one per input element)."""
     if isinstance(wrt, (tuple, list)):
         raise errors.WrtError("jacobian takes one wrt argument")
+    if mode not in ("rev", "fwd"):
+        raise errors.SourcegradError(f"mode must be 'rev' or 'fwd', got {mode!r}")
+    if mode == "fwd":
+        return _forward_jacobian(fn, wrt, backend)
     pull = VJP(fn, wrt, False, backend)
 
     def jac(*args):
@@ -547,6 +552,26 @@ def jacobian(fn, wrt=0, *, backend="auto"):
         return np.stack(rows).reshape(out_shape + np.shape(x)) if rows else np.zeros(
             out_shape + np.shape(x))
     jac.vjp = pull
+    return jac
+
+
+def _forward_jacobian(fn, wrt, backend):
+    def jac(*args):
+        position = _normalize_wrt(fn, wrt)[0][0]
+        x = args[position]
+        size = int(np.prod(np.shape(x), dtype=np.int64))
+        columns, out_shape = [], ()
+        for i in range(size):
+            basis = np.zeros(size)
+            basis[i] = 1.0
+            tangents = [None] * len(args)
+            tangents[position] = basis.reshape(np.shape(x)) if np.shape(x) else 1.0
+            value, t_out = jvp(fn, args, tangents, backend=backend)
+            out_shape = np.shape(value)
+            columns.append(np.asarray(t_out))
+        if not columns:
+            return np.zeros(np.shape(x))
+        return np.stack(columns, axis=-1).reshape(out_shape + np.shape(x))
     return jac
 
 

@@ -44,8 +44,10 @@ def numeric_jacobian(f, args, pos, eps=1e-6):
     (branchy, (np.array([-0.5, 0.2]),)),
 ])
 def test_jacobian_matches_finite_differences(fn, args):
-    J = sourcegrad.jacobian(fn)(*args)
-    np.testing.assert_allclose(J, numeric_jacobian(fn, args, 0), rtol=1e-6, atol=1e-8)
+    numeric = numeric_jacobian(fn, args, 0)
+    for mode in ("rev", "fwd"):
+        J = sourcegrad.jacobian(fn, mode=mode)(*args)
+        np.testing.assert_allclose(J, numeric, rtol=1e-6, atol=1e-8)
 
 
 def test_vjp_returns_value_and_a_reusable_pullback():
