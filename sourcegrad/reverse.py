@@ -404,6 +404,8 @@ class Reverser:
                 self.contribute(value.name, g, stmt.loc)
             return
         rule = RULES[value.op]
+        if not rule.differentiable:
+            return  # `s = np.zeros_like(x)` then `s = s + ...`: s is active, this value is not
         container = self.env.get(_var_name(value.args[0])) if value.args else None
         if value.op == "np_array" and container not in (None, UNKNOWN) and \
                 not isinstance(container.stand_in, (list, tuple)):

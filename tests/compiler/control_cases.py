@@ -327,6 +327,17 @@ def c_variable_read_by_its_own_rule(x):
     return np.sum(y)
 
 
+def c_accumulator_from_zeros(x):
+    s = np.zeros_like(x)
+    for i in range(3):
+        s = s + x * i
+    if np.sum(x) > 0:
+        t = np.ones_like(x)
+    else:
+        t = x * 2.0
+    return np.sum(s * t)
+
+
 CONTROL_CASES = [
     (c_if_else, lambda r: (r.normal(size=3),), 0),
     (c_if_else, lambda r: (-np.abs(r.normal(size=3)),), 0),
@@ -383,4 +394,6 @@ CONTROL_CASES = [
     (c_while_with_break, lambda r: (0.9,), 0),
     (c_copy_of_a_loop_variable, lambda r: (r.normal(size=3),), 0),
     (c_variable_read_by_its_own_rule, lambda r: (r.normal(size=3),), 0),
+    (c_accumulator_from_zeros, lambda r: (np.abs(r.normal(size=3)),), 0),
+    (c_accumulator_from_zeros, lambda r: (-np.abs(r.normal(size=3)),), 0),
 ]
