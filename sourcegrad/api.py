@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import errors
+from . import cache, errors
 from .analysis import aval_of, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .frontend import function_to_ir
@@ -281,6 +281,10 @@ class Gradient:
             for i in self.wrt:
                 _check_differentiable(self._params[i], args[i])
             primal = hoist_loop_invariants(self.ir(args))
+            disk_key = self._disk_key(primal, args) if cache.directory() else None
+            hit = cache.load(disk_key) if disk_key else None
+            if hit is not None:
+                return self._from_disk(hit, primal, args, key)
             env = infer_shapes(primal, [aval_of(a) for a in args])
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             shapes = lambda: {n: a.shape for n, a in env.items() if a is not None  # noqa: E731
@@ -306,9 +310,28 @@ class Gradient:
             saved = _saved_values(optimized, forward | set(primal.params), env)
             compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
                                 self._finisher(args), bool(primal.dependencies), optimized)
+            if disk_key:
+                cache.store(disk_key, source, saved, [f.name for f in functions])
             self._cache[key] = compiled
             self._last = compiled
             return compiled
+
+    def _disk_key(self, primal, args):
+        """Everything the generated code depends on, as stable text (see sourcegrad.cache)."""
+        free = [(n, repr(signature_key([v]))) for n, v in sorted(primal.free.items())]
+        return cache.key_of(type(self).__name__, self.wrt, self._single, self.with_value,
+                            self.backend_for(args), repr(signature_key(args)), primal.name,
+                            primal.params, repr(primal.body), sorted(primal.user_names), free)
+
+    def _from_disk(self, hit, primal, args, key):
+        source, saved, names = hit
+        module = load(source, names[0], primal.free)
+        loaded = tuple(getattr(module, n) for n in names)
+        compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
+                            self._finisher(args), bool(primal.dependencies), None)
+        self._cache[key] = compiled
+        self._last = compiled
+        return compiled
 
     def _differentiate(self, primal, env, namer, shapes):
         """(the optimized gradient function, the functions to generate) for this mode."""

@@ -71,10 +71,13 @@ def eager_dot(tensor, name="output") -> str:
 def compiled_dot(gradient) -> str:
     """DOT text for the data flow of a compiled gradient (call it once first)."""
     compiled = gradient._last
-    if compiled is None or compiled.ir is None:
-        from .errors import SourcegradError
+    from .errors import SourcegradError
+    if compiled is None:
         raise SourcegradError("call the gradient once first: its code is generated for the "
                               "shapes of its inputs")
+    if compiled.ir is None:
+        raise SourcegradError("this gradient was loaded from the on-disk cache, which keeps "
+                              "its source but not its IR; disable the cache to draw it")
     fn = compiled.ir
     saved = {item["name"] for item in compiled.saved if not item["input"]}
     lines = [f"digraph {_quote(fn.name)} {{", "  rankdir=TB;", '  node [fontname="Helvetica"];']
