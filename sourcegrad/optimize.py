@@ -108,7 +108,8 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                         continue
                 elif RULES[value.op].pure and all(single(n) for n in value.reads()) and \
                         stmt.target not in handed_over:
-                    key = (value.op, tuple(_hashable(a) for a in value.args),
+                    # `math.cos(x)` and `np.cos(x)` are one computation (one rule family)
+                    key = (RULES[value.op].family, tuple(_hashable(a) for a in value.args),
                            tuple((k, _hashable(a)) for k, a in value.kwargs))
                     if None not in key[1] and all(h is not None for _, h in key[2]):
                         if key in seen:
