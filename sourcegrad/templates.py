@@ -293,12 +293,40 @@ class Instantiator:
             sa, sb = self.shape_of(a), self.shape_of(b)
             if self.jvp_mode or (sa is not None and sa == sb):
                 return a  # forward mode: a tangent keeps the shape broadcasting gives it
+            avals = [self.aval(p.atom) for p in (a, b)]
+            if all(v not in (None, UNKNOWN) and not isinstance(v.stand_in, (list, tuple))
+                   for v in avals):
+                reduced = self.explicit_reduction(a, sa, sb)
+                if reduced is not None:
+                    return reduced
         if op in ("broadcast_to", "reshape"):
             a, shape = pvs
             sa = self.shape_of(a)
             if shape.known and sa is not None and tuple(np.atleast_1d(shape.static)) == sa \
                     or (shape.known and shape.static == () and sa == ()):
                 return a
+        return None
+
+    def explicit_reduction(self, g, g_shape, x_shape):
+        """`unbroadcast(g, x)` spelled as the sum it is, when both shapes are known:
+        `np.sum(g, axis=0)` for a bias, `np.sum(g, axis=1, keepdims=True)` for a column."""
+        if g_shape is None or x_shape is None or len(g_shape) < len(x_shape):
+            return None
+        extra = len(g_shape) - len(x_shape)
+        kept = tuple(i for i, (n, m) in enumerate(zip(g_shape[extra:], x_shape))
+                     if m == 1 and n != 1)
+        if any(m not in (1, n) for n, m in zip(g_shape[extra:], x_shape)):
+            return None
+        if not x_shape and extra:  # down to a scalar
+            return self.emit("sum", [g.atom])
+        if extra and kept:
+            return None  # two reductions: leave it to the runtime helper
+        if extra:
+            axis = 0 if extra == 1 else tuple(range(extra))
+            return self.emit("sum", [g.atom], [("axis", Const(axis))])
+        if kept:
+            axis = kept[0] if len(kept) == 1 else kept
+            return self.emit("sum", [g.atom], [("axis", Const(axis)), ("keepdims", Const(True))])
         return None
 
     def keeps_shape(self, a, other):
