@@ -141,7 +141,7 @@ class SGD(Optimizer):
             state = self.state.setdefault(p, {})
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = np.array(d_p, copy=True)
+                buf = state["momentum_buffer"] = np.copy(d_p)  # numpy or CuPy
             else:
                 buf *= momentum
                 buf += (1 - group["dampening"]) * d_p

@@ -80,6 +80,9 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 
 def erf(x):
+    if type(x) is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+        from cupyx.scipy.special import erf as cupy_erf  # a CuPy array: its own kernel
+        return cupy_erf(x).astype(np.result_type(x.dtype, np.float32))
     return _erf(x).astype(np.result_type(x, np.float32))
 
 
@@ -114,7 +117,7 @@ def nll_scale(g, target, weight=None, reduction="mean", ignore_index=-100):
     """d loss / d x[n, target[n]]: -g times the target's weight, over the weight sum for mean."""
     valid = target != ignore_index
     t = np.where(valid, target, 0)
-    w = (weight[t] if weight is not None else np.ones(np.shape(t))) * valid
+    w = (weight[t] if weight is not None else np.ones_like(t, dtype=np.float64)) * valid
     if reduction == "mean":
         return -g * (w / np.sum(w))
     return -g * w
@@ -124,7 +127,7 @@ def nll_loss(x, target, weight=None, reduction="mean", ignore_index=-100):
     picked = x[nll_index(np.shape(x), target, ignore_index)]
     valid = target != ignore_index
     t = np.where(valid, target, 0)
-    w = (weight[t] if weight is not None else np.ones(np.shape(t), x.dtype)) * valid
+    w = (weight[t] if weight is not None else np.ones_like(t, dtype=x.dtype)) * valid
     losses = -picked * w.astype(x.dtype)
     if reduction == "none":
         return losses
@@ -140,14 +143,24 @@ def mse_loss(x, y, reduction="mean"):
     return np.sum(d) if reduction == "sum" else np.mean(d)
 
 
-def put_mask(shape, index):
-    """1.0 everywhere except at `index` (what a non-accumulating index_put overwrites)."""
-    mask = np.ones(shape)
+def put_mask(like, index):
+    """1.0 everywhere except at `index` (what a non-accumulating index_put overwrites).
+
+    Shaped like the array `like`, and made where it lives (numpy or CuPy)."""
+    mask = np.ones_like(like)
     mask[index] = 0.0
     return mask
 
 
 def index_put(x, values, index, accumulate=False):
+    if hasattr(x, "__cuda_array_interface__"):  # a CuPy array: its own copy and add.at
+        from .eager.devices import xp_of       # (numpy refuses to hand it a tuple index)
+        out = x.copy()
+        if accumulate:
+            xp_of(out).add.at(out, index, values)
+        else:
+            out[index] = values
+        return out
     out = np.array(x, copy=True)
     if accumulate:
         np.add.at(out, index, values)
@@ -206,9 +219,22 @@ def cumprod_grad(g, ans, x, axis):
     xm = np.moveaxis(x, axis, -1)
     gm = np.moveaxis(g, axis, -1)
     n = np.shape(xm)[-1]
-    rows = np.where(np.eye(n, dtype=bool), 1.0, np.expand_dims(xm, -2))
-    others = np.cumprod(rows, axis=-1) * np.triu(np.ones((n, n)))
+    ones = np.ones_like(xm, shape=(n, n))  # made where x lives (numpy, CuPy or a Tensor)
+    upper = np.triu(ones)
+    rows = np.where(upper * np.tril(ones) > 0, 1.0, np.expand_dims(xm, -2))
+    others = np.cumprod(rows, axis=-1) * upper
     return np.moveaxis(np.sum(others * np.expand_dims(gm, -2), axis=-1), -1, axis)
+
+
+def fmod(x, y):
+    return np.fmod(x, y)
+
+
+def div_rounding(x, y, rounding_mode="floor"):
+    """torch.div with a rounding mode ("floor" or "trunc")."""
+    if rounding_mode == "floor":
+        return np.floor_divide(x, y)
+    return np.trunc(np.true_divide(x, y))
 
 
 def split(x, indices_or_sections, axis=0):
@@ -265,7 +291,7 @@ defvjp("mse_loss", mse_loss, _spelled("mse_loss"),
 # In-place writes, as out-of-place primitives (the eager engine applies them in place).
 defvjp("index_put", index_put, _spelled("index_put"),
        lambda g, ans, x, values, index, accumulate=False: g if accumulate else g * put_mask(
-           np.shape(g), index),
+           g, index),
        lambda g, ans, x, values, index, accumulate=False: unbroadcast(g[index], values))
 defvjp("addmm", addmm, _spelled("addmm"),
        lambda g, ans, bias, x, y: unbroadcast(g, bias),
@@ -283,7 +309,15 @@ defvjp("fill_tensor", fill_tensor, _spelled("fill_tensor"),
        lambda g, ans, x, value: np.zeros_like(g),
        lambda g, ans, x, value: np.sum(g))
 
+# fmod's quotient is rounded toward zero: its own gradient is zero, as torch's
+# `self.div(other, rounding_mode="trunc")` is, so the second derivative matches torch's.
+defvjp("fmod", fmod, _spelled("fmod"),
+       lambda g, ans, x, y: unbroadcast(g, x),
+       lambda g, ans, x, y: unbroadcast(-g * np.trunc(x / y), y), kind="elementwise")
 # Rounding and sign: torch records them, with a zero gradient.
+defvjp("torch_div_rounding", div_rounding, _spelled("div_rounding"),
+       lambda g, ans, x, y: unbroadcast(np.zeros_like(g), x),
+       lambda g, ans, x, y: unbroadcast(np.zeros_like(g), y), kind="elementwise")
 for _name in ("sign", "floor", "ceil", "round", "trunc"):
     defvjp(f"torch_{_name}", getattr(np, _name), Spelling("func", _name),
            lambda g, ans, x: np.zeros_like(g), kind="elementwise", register_fn=False)

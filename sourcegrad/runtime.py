@@ -47,10 +47,19 @@ def unindex(g, x, index):
         return unindex_list(g, x, index)
     out = np.zeros_like(x)
     if _has_array_index(index):
-        np.add.at(out, index, g)
+        # ufunc.at does not dispatch a tuple index to CuPy: call the array's own module
+        _module_of(out).add.at(out, index, g)
     else:
         out[index] = g
     return out
+
+
+def _module_of(array):
+    """numpy, or cupy for a CuPy array (without importing cupy for numpy arrays)."""
+    if type(array).__module__.startswith("cupy"):
+        import cupy
+        return cupy
+    return np
 
 
 def _has_array_index(index) -> bool:
@@ -109,7 +118,8 @@ def _others_product(x, axis):
     """For each element, the product of all other elements along `axis`."""
     ones_shape = list(np.shape(x))
     ones_shape[axis] = 1
-    ones = np.ones(ones_shape, dtype=x.dtype) if hasattr(x, "dtype") else 1.0
+    # ones_like dispatches to the array's library (a host array cannot join a CuPy one)
+    ones = np.ones_like(x, shape=tuple(ones_shape)) if hasattr(x, "dtype") else 1.0
     before = np.cumprod(np.concatenate([ones, x], axis=axis), axis=axis)
     after = np.flip(np.cumprod(np.concatenate([ones, np.flip(x, axis)], axis=axis), axis=axis), axis)
     n = np.shape(x)[axis]
@@ -213,10 +223,11 @@ def _parse_einsum(subscripts, operands):
 def untake(g, x, indices, axis=None):
     """Adjoint of `np.take(x, indices, axis)`: `g` added back at the taken positions."""
     out = np.zeros_like(x)
+    add_at = _module_of(out).add.at
     if axis is None:
-        np.add.at(out.reshape(-1), indices, g)
+        add_at(out.reshape(-1), indices, g)
     else:
-        np.add.at(out, (slice(None),) * (axis % np.ndim(x)) + (indices,), g)
+        add_at(out, (slice(None),) * (axis % np.ndim(x)) + (indices,), g)
     return out
 
 

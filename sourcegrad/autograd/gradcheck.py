@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ..eager import factories
+from ..eager import devices, factories
 from ..eager.engine import grad
 from ..eager.grad_mode import enable_grad
 from ..eager.tensor import Tensor
@@ -28,11 +28,22 @@ def _as_tuple(x):
     return tuple(x)
 
 
-def _outputs(func, inputs):
-    return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
+def _outputs(func, inputs, which=None):
+    """func's Tensor outputs (only those at the positions in `which`, when given)."""
+    outs = _as_tuple(func(*inputs))
+    if which is not None:
+        return [outs[i] for i in which]
+    return [o for o in outs if isinstance(o, Tensor)]
 
 
-def _numerical(func, inputs, wrt, outputs, eps):
+def _differentiable(func, inputs):
+    """The positions of func's outputs that require grad (torch's _differentiable_outputs)."""
+    with enable_grad():
+        outs = _as_tuple(func(*inputs))
+    return [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+
+
+def _numerical(func, inputs, wrt, outputs, eps, which=None):
     """One Jacobian per (output, input): shape (input.numel(), output.numel())."""
     jacobians = {}
     for j in wrt:
@@ -45,18 +56,20 @@ def _numerical(func, inputs, wrt, outputs, eps):
             orig = data[idx].copy()
             # the data is changed under the tensor (no version bump): no graph spans the calls
             data[idx] = orig + eps
-            plus = [o._data.astype(np.float64).reshape(-1) for o in _outputs(func, inputs)]
+            plus = [devices.host(o._data).astype(np.float64).reshape(-1)
+                    for o in _outputs(func, inputs, which)]
             data[idx] = orig - eps
-            minus = [o._data.astype(np.float64).reshape(-1) for o in _outputs(func, inputs)]
+            minus = [devices.host(o._data).astype(np.float64).reshape(-1)
+                     for o in _outputs(func, inputs, which)]
             data[idx] = orig
             for o in range(len(outputs)):
                 jacobians[o, j][k] = (plus[o] - minus[o]) / (2 * eps)
     return jacobians
 
 
-def _analytical(func, inputs, wrt):
+def _analytical(func, inputs, wrt, which):
     with enable_grad():
-        outputs = _outputs(func, inputs)
+        outputs = _outputs(func, inputs, which)
     jacobians = {}
     for o, out in enumerate(outputs):
         for j in wrt:
@@ -66,11 +79,11 @@ def _analytical(func, inputs, wrt):
         for m in range(out._data.size):
             unit = np.zeros(out._data.size, out._data.dtype)
             unit[m] = 1
-            gs = grad(out, [inputs[j] for j in wrt], factories.from_numpy(unit.reshape(out.shape)),
-                      retain_graph=True, allow_unused=True)
+            seed = Tensor._make(devices.to_device(unit.reshape(out.shape), out.device))
+            gs = grad(out, [inputs[j] for j in wrt], seed, retain_graph=True, allow_unused=True)
             for j, g in zip(wrt, gs):
                 if g is not None:
-                    jacobians[o, j][:, m] = g._data.astype(np.float64).reshape(-1)
+                    jacobians[o, j][:, m] = devices.host(g._data).astype(np.float64).reshape(-1)
     return outputs, jacobians
 
 
@@ -96,8 +109,17 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
                           "point or complex. This check will likely fail if all the inputs are "
                           "not of double precision floating point or complex. ", UserWarning,
                           stacklevel=2)
-    outputs, analytical = _analytical(func, inputs, wrt)
-    numerical = _numerical(func, inputs, wrt, outputs, eps)
+    which = _differentiable(func, inputs)
+    if not which:
+        # no output needs a gradient: the function must then not depend on the inputs
+        everything = _outputs(func, inputs)
+        for num in _numerical(func, inputs, wrt, everything, eps).values():
+            if not np.allclose(num, 0.0, rtol=rtol, atol=atol):
+                return _fail("Numerical gradient for function expected to be zero",
+                             raise_exception)
+        return True
+    outputs, analytical = _analytical(func, inputs, wrt, which)
+    numerical = _numerical(func, inputs, wrt, outputs, eps, which)
     from ..eager.factories import tensor as _tensor
     for (o, j), num in numerical.items():
         ana = analytical[o, j]
@@ -105,7 +127,7 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
             return _fail(f"Jacobian mismatch for output {o} with respect to input {j},\n"
                          f"numerical:{_tensor(num)!r}\nanalytical:{_tensor(ana)!r}\n",
                          raise_exception)
-    _, again = _analytical(func, inputs, wrt)
+    _, again = _analytical(func, inputs, wrt, which)
     for key, ana in analytical.items():
         if np.max(np.abs(again[key] - ana), initial=0.0) > nondet_tol:
             return _fail("Backward is not reentrant, i.e., running backward with same input and "
@@ -123,19 +145,21 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
     """gradcheck of the first derivatives (computed with create_graph=True)."""
     inputs = _as_tuple(inputs)
     wrt = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
-    with enable_grad():
-        outs = _outputs(func, inputs)
+    which = _differentiable(func, inputs)
     if grad_outputs is None:
+        # random grad_outputs in [-1, 1) that require grad, like torch's make_tensor
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(factories.from_numpy(rng.standard_normal(o._data.shape)
-                                                  .astype(o._data.dtype)).requires_grad_(True)
-                             for o in outs)
+        with enable_grad():
+            outs = _outputs(func, inputs, which)
+        grad_outputs = tuple(factories.from_numpy(rng.uniform(-1.0, 1.0, o._data.shape).astype(
+            o._data.dtype if o._data.dtype.kind in "fc" else np.float64)).to(o.device)
+            .requires_grad_(True) for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)
 
     def first_derivatives(*args):
         xs, gos = args[:n], args[n:]
-        outputs = _outputs(func, xs)
+        outputs = _outputs(func, xs, which)
         gs = grad(outputs, [xs[i] for i in wrt], gos, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 

@@ -13,4 +13,6 @@ or CI). It prints a markdown table and writes JSON (`--json PATH`, default
   `jax.jit(jax.grad)`; a peer that is not installed is skipped);
 - `runner`: the measuring child processes (single-threaded, checked before
   timed, peak memory in a fresh process per variant) and the report.
+- `gpu`: `python -m sourcegrad.bench.gpu`, the same workloads and the eager seed
+  walkthrough on a CUDA GPU (CuPy; one line and exit 0 without a GPU).
 """

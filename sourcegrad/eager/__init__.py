@@ -9,7 +9,9 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
   called through `spec.py` and `node.py`;
 * `engine.py`: backward as an iterative topological traversal;
 * `function.py`: custom `autograd.Function`; `grad_mode.py`: no_grad and friends;
-* `factories.py`, `dtypes.py`, `formatting.py`, `numpy_dispatch.py`.
+* `factories.py`, `dtypes.py`, `formatting.py`, `numpy_dispatch.py`;
+* `devices.py`: where data lives, numpy on the CPU or CuPy on a CUDA GPU
+  (`x.cuda()`, `device="cuda"`); `cuda.py` is `sourcegrad.cuda`.
 
 Like torch, the namespace has `float`, `int`, `bool`, `sum`, `max`, `min`, `abs`,
 `round`, `all`, `any` and `pow`: a module doing `from sourcegrad.eager import *`
@@ -24,7 +26,9 @@ from .dtypes import (bfloat16, bool, can_cast, cdouble, cfloat, complex64, compl
                      set_default_dtype, short, uint8)
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
-from .tensor import Size, Tensor, device
+from .devices import device
+from .tensor import Size, Tensor
+from . import cuda  # noqa: E402 - sourcegrad.cuda: is_available(), device_count(), ...
 from . import ops as _ops  # noqa: E402 - order matters: ops need the Tensor class
 from . import shape_ops as _shape_ops  # noqa: E402,F401
 from . import inplace as _inplace  # noqa: E402
@@ -95,7 +99,7 @@ def zero_(input):
 
 __all__ = [
     # tensors, types and devices
-    "Tensor", "Size", "device", "dtype", "float16", "float32", "float64", "half", "float",
+    "Tensor", "Size", "device", "cuda", "dtype", "float16", "float32", "float64", "half", "float",
     "double", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "short", "int", "long",
     "bool", "complex64", "complex128", "cfloat", "cdouble", "get_default_dtype",
     "set_default_dtype", "promote_types", "result_type", "can_cast", "finfo", "iinfo",

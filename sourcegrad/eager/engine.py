@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from . import messages
+from . import devices, messages
 from .anomaly import ANOMALY, check_outputs
 from .grad_mode import STATE
 from .node import AccumulateGrad
@@ -41,7 +41,7 @@ def _as_user_tensor(g):
     """A gradient array as a Tensor a user may modify (hooks, custom backward)."""
     if g is None or isinstance(g, Tensor):
         return g
-    if not g.flags.writeable:
+    if not devices.writeable(g):
         g = g.copy()
     return _wrap(g)
 
@@ -83,7 +83,9 @@ def make_grads(outputs, grad_outputs, create_graph):
         if g is None:
             if out._requires_grad and out._data.size != 1:
                 raise RuntimeError(messages.SCALAR_ONLY)
-            g = np.ones(out._data.shape, out._data.dtype)
+            d = out._data
+            g = np.ones(d.shape, d.dtype) if type(d) is np.ndarray else \
+                devices.make(out.device, "ones", d.shape, d.dtype)
             seeds.append(_wrap(g) if create_graph else g)
             continue
         if not isinstance(g, Tensor):
@@ -93,6 +95,9 @@ def make_grads(outputs, grad_outputs, create_graph):
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"{messages.size_text(g._data.shape)} and output[{i}] has a shape "
                                f"of {messages.size_text(out._data.shape)}.")
+        if g.device != out.device:
+            raise RuntimeError(f"invalid gradient at index {i} - expected device {out.device} "
+                               f"but got {g.device}")
         seeds.append(g if create_graph else g._data)
     return seeds
 
@@ -149,6 +154,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if allow_unused is None:
         allow_unused = materialize_grads
     for t in inputs:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
+                               f"{type(t).__name__}")
         if not t._requires_grad:
             raise RuntimeError(messages.INPUT_NO_GRAD)
     if retain_graph is None:
@@ -197,7 +205,7 @@ def _accumulate_retained(t, g, create):
         t._grad = g if t._grad is None else t._grad + g
         return
     if t._grad is None:
-        t._grad = _wrap(np.array(g, dtype=t._data.dtype, copy=True))
+        t._grad = _wrap(devices.xp_of(g).array(g, dtype=t._data.dtype, copy=True))
     else:
         np.add(t._grad._data, g, out=t._grad._data, casting="unsafe")
 

@@ -7,6 +7,11 @@ asked for `requires_grad=True` with a non-floating dtype raises torch's error.
 Random numbers come from a numpy `Generator` seeded by `manual_seed`. The
 sequences are reproducible but are not torch's (torch's Mersenne-Twister
 stream and its normal sampler are not reproduced).
+
+`device="cuda"` puts the result on the GPU (a CuPy array; see `devices`). Random
+tensors for the GPU are drawn on the host from the same generator and copied, so
+`randn(3, device="cuda")` holds what `randn(3)` would have, seed for seed. The
+`*_like` and `new_*` factories default to the device of the tensor they copy from.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from . import dtypes, messages
+from . import devices, dtypes, messages
 from .tensor import Size, Tensor
 
 _wrap = Tensor._make
@@ -93,10 +98,12 @@ def _size(size):
     return tuple(int(s) for s in size)
 
 
-def _finish(data, requires_grad, dtype_given=None):
-    """Wrap factory output; check requires_grad against the dtype (torch's message)."""
+def _finish(data, requires_grad, device=None):
+    """Wrap factory output (moved to `device`); check requires_grad against the dtype."""
     if requires_grad and data.dtype.kind not in "fc":
         raise RuntimeError(messages.FLOAT_ONLY_FACTORY)
+    if device is not None and device.type != "cpu":
+        data = devices.to_device(data, device)
     return _wrap(data, bool(requires_grad))
 
 
@@ -107,24 +114,40 @@ def _np_dtype(dtype, default=None):
 
 
 def _check_device(device):
-    if device is not None:
-        from .tensor import device as _device
-        _device(device)
+    """The `device` a `device=` argument names (None: the default, the CPU)."""
+    if device is None:
+        return None
+    dev = devices.as_device(device)
+    if dev.type == "cuda":
+        devices.cupy()  # no CUDA device: say so now, before any work
+    return dev
+
+
+def _device_of(input, device):
+    """The device for a `*_like` / `new_*` result: the one asked for, else the input's."""
+    return _check_device(device) if device is not None else input.device
 
 
 # --- from data -------------------------------------------------------------------------------
 
 def _plain(data):
-    """Nested lists/tuples with Tensors inside, as plain Python numbers and arrays."""
+    """Nested lists/tuples with Tensors inside, as plain Python numbers and host arrays."""
     if isinstance(data, Tensor):
-        return data._data if data._data.ndim else data._data.item()
+        return devices.host(data._data) if data._data.ndim else data._data.item()
+    if type(data) in devices.DEVICE_TYPES:
+        return data.get() if data.ndim else data.item()
     if isinstance(data, (list, tuple)):
         return [_plain(d) for d in data]
     return data
 
 
-def _infer(data):
-    """The numpy array torch.tensor would make from `data`, with torch's dtype inference."""
+def _infer(data, want=None):
+    """The numpy array torch.tensor would make from `data`, with torch's dtype inference.
+
+    With a floating `want` dtype (`tensor(0.1, dtype=float64)`), Python floats are
+    converted to it directly, not through the default dtype.
+    """
+    floating = want if want is not None and want.kind in "fc" else None
     if isinstance(data, np.ndarray):
         return np.array(data, copy=True)
     if isinstance(data, np.generic):
@@ -134,7 +157,7 @@ def _infer(data):
     if isinstance(data, numbers.Integral):
         return np.array(data, np.int64)
     if isinstance(data, numbers.Real):
-        return np.array(data, dtypes._DEFAULT[0].dtype)
+        return np.array(data, floating or dtypes._DEFAULT[0].dtype)
     if isinstance(data, numbers.Complex):
         return np.array(data, dtypes.default_complex_dtype().dtype)
     plain = _plain(data)
@@ -142,7 +165,7 @@ def _infer(data):
     if arr.dtype == object:
         raise ValueError("expected sequence of equal-length sequences")
     if arr.dtype.kind == "f" and not _has_arrays(plain):
-        arr = arr.astype(dtypes._DEFAULT[0].dtype)
+        arr = arr.astype(floating or dtypes._DEFAULT[0].dtype)
     elif arr.dtype.kind == "f" and _has_arrays(plain):
         arr = arr.astype(_widest_float(plain))
     elif arr.dtype.kind == "c":
@@ -178,28 +201,39 @@ def _widest_float(plain):
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    """A new leaf tensor holding a copy of `data`."""
-    _check_device(device)
+    """A new leaf tensor holding a copy of `data` (a CuPy array's copy stays on its GPU)."""
+    dev = _check_device(device)
     if isinstance(data, Tensor):
         warnings.warn(messages.COPY_CONSTRUCT, UserWarning, stacklevel=2)
-        arr = np.array(data._data, copy=True)
+        arr = devices.copy(data._data)
+    elif devices.is_device_array(data):
+        dtypes.from_numpy_dtype(data.dtype)
+        arr = data.copy()
     else:
-        arr = _infer(data)
+        arr = _infer(data, None if dtype is None else dtypes.as_dtype(dtype).dtype)
     if dtype is not None:
         arr = arr.astype(dtypes.as_dtype(dtype).dtype)
-    return _finish(arr, requires_grad)
+    if dev is not None and type(arr) is not np.ndarray:
+        arr = devices.to_device(arr, dev)
+    return _finish(arr, requires_grad, dev)
 
 
 def as_tensor(data, dtype=None, device=None):
-    """Like tensor(), but shares memory with a Tensor or ndarray when no conversion is needed."""
-    _check_device(device)
+    """Like tensor(), but shares memory with a Tensor or array when no conversion is needed.
+
+    A CuPy array gives a CUDA tensor on the same memory, as torch does for arrays with
+    `__cuda_array_interface__`.
+    """
+    dev = _check_device(device)
     if isinstance(data, Tensor):
-        return data if dtype is None else data.to(dtype)
-    if isinstance(data, np.ndarray):
+        out = data if dtype is None else data.to(dtype)
+        return out if dev is None else out.to(dev)
+    if isinstance(data, np.ndarray) or devices.is_device_array(data):
         want = data.dtype if dtype is None else dtypes.as_dtype(dtype).dtype
         dtypes.from_numpy_dtype(want)
-        return _wrap(data if data.dtype == want else data.astype(want))
-    return tensor(data, dtype=dtype)
+        arr = data if data.dtype == want else data.astype(want)
+        return _wrap(arr if dev is None else devices.to_device(arr, dev))
+    return tensor(data, dtype=dtype, device=dev)
 
 
 asarray = as_tensor
@@ -215,8 +249,7 @@ def from_numpy(ndarray):
 
 def legacy_tensor(cls, *args, **kwargs):
     """torch.Tensor(...): sizes give an uninitialised float tensor, data gives a float copy."""
-    if kwargs.get("device") is not None:
-        _check_device(kwargs.get("device"))
+    dev = _check_device(kwargs.get("device"))
     d = dtypes._DEFAULT[0].dtype
     if not args:
         data = np.empty((0,), d)
@@ -228,6 +261,8 @@ def legacy_tensor(cls, *args, **kwargs):
         return args[0]
     else:
         data = np.array(_plain(args[0]), dtype=d)
+    if dev is not None and dev.type != "cpu":
+        data = devices.to_device(data, dev)
     t = cls._make(data)
     return t
 
@@ -243,20 +278,20 @@ def _rebuild(data, requires_grad, cls=Tensor):
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           pin_memory=False):
-    _check_device(device)
-    return _finish(np.zeros(_size(size), _np_dtype(dtype)), requires_grad)
+    dev = _check_device(device)
+    return _finish(devices.make(dev, "zeros", _size(size), _np_dtype(dtype)), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
          pin_memory=False):
-    _check_device(device)
-    return _finish(np.ones(_size(size), _np_dtype(dtype)), requires_grad)
+    dev = _check_device(device)
+    return _finish(devices.make(dev, "ones", _size(size), _np_dtype(dtype)), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           pin_memory=False, memory_format=None):
-    _check_device(device)
-    return _finish(np.empty(_size(size), _np_dtype(dtype)), requires_grad)
+    dev = _check_device(device)
+    return _finish(devices.make(dev, "empty", _size(size), _np_dtype(dtype)), requires_grad)
 
 
 def _fill_dtype(value):
@@ -267,21 +302,21 @@ def _fill_dtype(value):
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None,
          layout=None):
-    _check_device(device)
+    dev = _check_device(device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     d = dtypes.as_dtype(dtype).dtype if dtype is not None else _fill_dtype(fill_value).dtype
-    return _finish(np.full(_size((size,)), fill_value, d), requires_grad)
+    return _finish(devices.make(dev, "full", _size((size,)), fill_value, d), requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
-    _check_device(device)
-    return _finish(np.eye(n, m, dtype=_np_dtype(dtype)), requires_grad)
+    dev = _check_device(device)
+    return _finish(devices.make(dev, "eye", n, m, dtype=_np_dtype(dtype)), requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Integers (int64) unless an argument or `dtype` is floating, as in torch."""
-    _check_device(device)
+    dev = _check_device(device)
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -296,7 +331,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     n = max(0, math.ceil((end - start) / step))
     data = (start + np.arange(n, dtype=np.float64) * step) if d.kind in "fc" else \
         np.arange(start, start + n * step, step)[:n]
-    return _finish(np.asarray(data).astype(d), requires_grad)
+    return _finish(np.asarray(data).astype(d), requires_grad, dev)
 
 
 def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -305,12 +340,12 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         start, end = 0, start
     n = int(math.floor((end - start) / step)) + 1
     d = _np_dtype(dtype)
-    return _finish((start + np.arange(n) * step).astype(d), requires_grad)
+    return _finish((start + np.arange(n) * step).astype(d), requires_grad, _check_device(device))
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """torch's linspace: the first half counts up from start, the second down from end."""
-    _check_device(device)
+    dev = _check_device(device)
     start = start.item() if isinstance(start, Tensor) else start
     end = end.item() if isinstance(end, Tensor) else end
     d = _np_dtype(dtype)
@@ -321,24 +356,24 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         i = np.arange(steps, dtype=np.float64)
         half = steps // 2
         data = np.where(i < half, start + step * i, end - step * (steps - 1 - i))
-    return _finish(data.astype(d), requires_grad)
+    return _finish(data.astype(d), requires_grad, dev)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     data = np.power(base, linspace(start, end, steps, dtype=dtypes.float64)._data)
-    return _finish(data.astype(_np_dtype(dtype)), requires_grad)
+    return _finish(data.astype(_np_dtype(dtype)), requires_grad, _check_device(device))
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    _check_device(device)
+    dev = _check_device(device)
     d = _np_dtype(dtype)
-    return _finish(_rng(generator).random(_size(size)).astype(d), requires_grad)
+    return _finish(_rng(generator).random(_size(size)).astype(d), requires_grad, dev)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    _check_device(device)
+    dev = _check_device(device)
     d = _np_dtype(dtype)
-    return _finish(_rng(generator).standard_normal(_size(size)).astype(d), requires_grad)
+    return _finish(_rng(generator).standard_normal(_size(size)).astype(d), requires_grad, dev)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
@@ -347,28 +382,37 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if size is None:
         low, high, size = 0, low, high
     d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
-    return _finish(_rng(generator).integers(low, high, _size((size,))).astype(d), requires_grad)
+    return _finish(_rng(generator).integers(low, high, _size((size,))).astype(d), requires_grad,
+                   _check_device(device))
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
-    return _finish(_rng(generator).permutation(n).astype(d), requires_grad)
+    return _finish(_rng(generator).permutation(n).astype(d), requires_grad,
+                   _check_device(device))
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False):
-    m = mean._data if isinstance(mean, Tensor) else mean
-    s = std._data if isinstance(std, Tensor) else std
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    m = devices.host(mean._data) if isinstance(mean, Tensor) else mean
+    s = devices.host(std._data) if isinstance(std, Tensor) else std
     shape = _size((size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     d = _np_dtype(dtype) if dtype is not None or not isinstance(mean, Tensor) else mean._data.dtype
-    return _finish((m + s * _rng(generator).standard_normal(shape)).astype(d), requires_grad)
+    dev = _check_device(device) if device is not None else next(
+        (t.device for t in (mean, std) if isinstance(t, Tensor)), None)
+    return _finish((m + s * _rng(generator).standard_normal(shape)).astype(d), requires_grad, dev)
 
 
 def bernoulli(input, p=None, *, generator=None):
-    probs = input._data if p is None else np.full(input._data.shape, p)
-    return _wrap((_rng(generator).random(input._data.shape) < probs).astype(input._data.dtype))
+    probs = devices.host(input._data) if p is None else np.full(input._data.shape, p)
+    sample = (_rng(generator).random(input._data.shape) < probs).astype(input._data.dtype)
+    return _finish(sample, False, input.device)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
+    if input.is_cuda:
+        return multinomial(input.cpu(), num_samples, replacement, generator=generator).to(
+            input.device)
     probs = input._data / input._data.sum(-1, keepdims=True)
     rng = _rng(generator)
     if probs.ndim == 1:
@@ -384,67 +428,79 @@ def _like_dtype(input, dtype):
     return input._data.dtype if dtype is None else dtypes.as_dtype(dtype).dtype
 
 
+def _filled(name, input, dtype, device, *fill):
+    dev = _device_of(input, device)
+    return devices.make(dev, name, input._data.shape, *fill, _like_dtype(input, dtype))
+
+
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                layout=None):
-    return _finish(np.zeros(input._data.shape, _like_dtype(input, dtype)), requires_grad)
+    return _finish(_filled("zeros", input, dtype, device), requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
               layout=None):
-    return _finish(np.ones(input._data.shape, _like_dtype(input, dtype)), requires_grad)
+    return _finish(_filled("ones", input, dtype, device), requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                layout=None):
-    return _finish(np.empty(input._data.shape, _like_dtype(input, dtype)), requires_grad)
+    return _finish(_filled("empty", input, dtype, device), requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None, layout=None):
-    return _finish(np.full(input._data.shape, fill_value, _like_dtype(input, dtype)),
-                   requires_grad)
+    return _finish(_filled("full", input, dtype, device, fill_value), requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
               generator=None):
     d = _like_dtype(input, dtype)
-    return _finish(_rng(generator).random(input._data.shape).astype(d), requires_grad)
+    return _finish(_rng(generator).random(input._data.shape).astype(d), requires_grad,
+                   _device_of(input, device))
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                generator=None):
     d = _like_dtype(input, dtype)
-    return _finish(_rng(generator).standard_normal(input._data.shape).astype(d), requires_grad)
+    return _finish(_rng(generator).standard_normal(input._data.shape).astype(d), requires_grad,
+                   _device_of(input, device))
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, requires_grad=False, generator=None):
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
+                 generator=None):
     if high is None:
         low, high = 0, low
     d = _like_dtype(input, dtype)
     return _finish(_rng(generator).integers(low, high, input._data.shape).astype(d),
-                   requires_grad)
+                   requires_grad, _device_of(input, device))
 
 
 # --- Tensor.new_* ----------------------------------------------------------------------------
 
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return zeros(*size, dtype=dtype or self.dtype, device=_device_of(self, device),
+                 requires_grad=requires_grad)
 
 
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return ones(*size, dtype=dtype or self.dtype, device=_device_of(self, device),
+                requires_grad=requires_grad)
 
 
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return empty(*size, dtype=dtype or self.dtype, device=_device_of(self, device),
+                 requires_grad=requires_grad)
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return full(size, fill_value, dtype=dtype or self.dtype, device=_device_of(self, device),
+                requires_grad=requires_grad)
 
 
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return tensor(data, dtype=dtype or self.dtype, device=_device_of(self, device),
+                  requires_grad=requires_grad)
 
 
 def is_tensor(obj) -> bool:

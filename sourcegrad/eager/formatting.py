@@ -10,8 +10,9 @@ This follows torch's `_tensor_str.py` step by step, on the numpy array:
 * lines wrap at 80 columns, continuation lines align under the first element,
   and rows of a matrix are indented under the opening bracket;
 * more than 1000 elements are summarised with `...` and 3 items at each edge;
-* suffixes follow: `dtype=` when it is not the default, then `grad_fn=<...>` for
-  non-leaves or `requires_grad=True` for leaves that require grad.
+* suffixes follow: `device='cuda:0'` for a GPU tensor, `dtype=` when it is not the
+  default, then `grad_fn=<...>` for non-leaves or `requires_grad=True` for leaves
+  that require grad.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import math
 
 import numpy as np
 
-from . import dtypes
+from . import devices, dtypes
 
 
 class PrintOptions:
@@ -195,6 +196,10 @@ def tensor_repr(t, prefix="tensor(") -> str:
     d = t.dtype
     indent = len(prefix)
     suffixes = []
+    if type(data) in devices.DEVICE_TYPES:
+        # a CUDA tensor: printed from a host copy, its device first among the suffixes
+        suffixes.append(f"device='{t.device}'")
+        data = devices.host(data)
     default = d in (dtypes.get_default_dtype(), dtypes.default_complex_dtype(), dtypes.int64,
                     dtypes.bool)
     if data.size == 0:

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from . import messages
+from . import devices, messages
 from .grad_mode import STATE, no_grad
 from .node import ErrorNode, Meta, Node, NONE_EDGE, check_saved, meta_of, version_of
 from .tensor import Tensor
@@ -128,9 +128,9 @@ class BackwardCFunction(Node, FunctionCtx):
         for i, meta in enumerate(self._out_metas):
             g = grads[i] if i < len(grads) else None
             if g is None and self._materialize_grads and meta is not None:
-                g = np.zeros(meta.shape, meta.dtype)
+                g = meta.zeros()
             if g is not None and not isinstance(g, Tensor):
-                g = _wrap(g.copy() if not g.flags.writeable else g)
+                g = _wrap(g.copy() if not devices.writeable(g) else g)
             user_grads.append(g)
         backward_fn = cls.vjp if cls.vjp is not Function.vjp else cls.backward
         result = backward_fn(self, *user_grads)
@@ -158,6 +158,10 @@ class BackwardCFunction(Node, FunctionCtx):
                 continue
             if not isinstance(r, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
+            if (type(r._data) in devices.DEVICE_TYPES or meta.array_type is not np.ndarray) \
+                    and not devices.same_place(r._data, meta.device):
+                raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - "
+                                   f"expected device {meta.device} but got {r.device}")
             if r._data.shape != meta.shape:
                 r = _sum_to(r, meta.shape, name, i)
             if r._data.dtype != meta.dtype:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import rules_torch as rt
-from . import dtypes, messages
+from . import devices, dtypes, messages
 from .grad_mode import STATE
 from .node import AsStridedBackward0, CopyBackwards, CopySlices, NONE_EDGE, meta_of
 from .ops import _promote, _result
@@ -86,7 +86,11 @@ def _write(self, data):
     """Store `data` into self's storage (broadcast and cast as copy_ does) and bump the version."""
     target = self._data
     if data is not target:
-        if not target.flags.writeable:
+        if type(data) is not type(target) and (type(data) in devices.DEVICE_TYPES or
+                                               type(target) in devices.DEVICE_TYPES):
+            # copy_ across devices (and a host value written into a GPU tensor)
+            data = devices.to_device(data, devices.device_of(target))
+        if not devices.writeable(target):
             # an expanded view: several elements share one memory location
             raise RuntimeError("unsupported operation: more than one element of the written-to "
                                "tensor refers to a single memory location. Please clone() the "
@@ -304,7 +308,8 @@ def fill_(self, value):
 def copy_(self, src, non_blocking=False):
     """self.copy_(src): CopyBackwards; src is broadcast and cast to self's shape and dtype."""
     if not isinstance(src, Tensor):
-        src = _wrap(np.asarray(src, self._data.dtype))
+        src = _wrap(src.astype(self._data.dtype) if type(src) in devices.DEVICE_TYPES else
+                    np.asarray(src, self._data.dtype))
     sd = src._data
     try:
         np.broadcast_to(sd, self._data.shape)
@@ -320,7 +325,8 @@ def copy_(self, src, non_blocking=False):
     old_edge = self._edge() if self._requires_grad else NONE_EDGE
     src_edge = src._edge() if src._requires_grad else NONE_EDGE
     _write(self, sd)
-    node = CopyBackwards((old_edge, src_edge), self._data.shape, src.dtype, sd.shape)
+    node = CopyBackwards((old_edge, src_edge), self._data.shape, src.dtype, sd.shape,
+                         sd if type(sd) is not np.ndarray else None)
     self._grad_fn = node
     self._output_nr = 0
     self._requires_grad = True
@@ -334,6 +340,9 @@ def masked_fill_(self, mask, value):
     if isinstance(value, Tensor) and value._data.ndim == 0 and not value._requires_grad:
         value = value.item()
     v = value._data if isinstance(value, Tensor) else value
+    if type(m) is not type(self._data) or (type(v) is not type(self._data) and
+                                           hasattr(v, "dtype")):
+        devices.check_same(m, v, self._data)
     data = _result(np.where(m, v, self._data), self._data.dtype)
     return apply(self, data, MASKED_FILL, (m, value, self), self_pos=2)
 
@@ -349,11 +358,22 @@ def index_put_(self, indices, values, accumulate=False):
     if key and all(isinstance(k, np.ndarray) and k.dtype == np.bool_ for k in key) and len(key) == 1:
         key = np.nonzero(key[0])
     if not isinstance(values, Tensor):
-        values = _wrap(np.asarray(values, self._data.dtype))
+        values = _wrap(devices.to_device(np.asarray(values, self._data.dtype), self.device)
+                       if type(values) not in devices.DEVICE_TYPES else values)
+    elif type(values._data) is not type(self._data):
+        values = _same_device_value(values, self)
     vd = values._data.astype(self._data.dtype) if values._data.dtype != self._data.dtype \
         else values._data
     data = rt.index_put(self._data, vd, key, accumulate)
     return apply(self, data, INDEX_PUT, (self, values), {"index": key, "accumulate": accumulate})
+
+
+def _same_device_value(values, self):
+    """A value written into self from another device: a 0-d CPU tensor moves (as in torch)."""
+    if values._data.ndim == 0 and type(values._data) is np.ndarray:
+        return values.to(self.device)
+    devices.check_same(self._data, values._data)
+    return values
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
@@ -361,6 +381,8 @@ def index_add_(self, dim, index, source, *, alpha=1):
     key = (slice(None),) * axis + (_index_array(index).reshape(-1),)
     if alpha != 1:
         source = source * alpha
+    if type(source._data) is not type(self._data):
+        devices.check_same(self._data, source._data)
     sd = source._data.astype(self._data.dtype)
     data = rt.index_put(self._data, sd, key, True)
     return apply(self, data, INDEX_ADD, (self, source), {"index": key, "accumulate": True})
@@ -377,7 +399,7 @@ def scatter_(self, dim, index, src, reduce=None):
     idx = _index_array(index)
     key = along_index(idx, dim % self._data.ndim, self._data.ndim)
     if not isinstance(src, Tensor):
-        src = _wrap(np.full(idx.shape, src, self._data.dtype))
+        src = _wrap(devices.make(self.device, "full", idx.shape, src, self._data.dtype))
     elif src._data.shape != idx.shape:
         src = src[tuple(slice(0, n) for n in idx.shape)]
     return index_put_(self, key, src, accumulate=reduce == "add")

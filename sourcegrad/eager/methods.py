@@ -11,21 +11,23 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes, factories, inplace, ops, shape_ops
+from .devices import DEVICE_TYPES
 from .tensor import Tensor
 
 _OPERANDS = (Tensor, bool, int, float, complex, np.ndarray, np.generic)
+_GPU_ARRAYS = DEVICE_TYPES  # cupy.ndarray, once CuPy is loaded
 
 
 def _operator(fn, reflected=False):
     """A binary operator that declines (NotImplemented) operands it does not know."""
     if reflected:
         def op(self, other):
-            if not isinstance(other, _OPERANDS):
+            if not isinstance(other, _OPERANDS) and type(other) not in _GPU_ARRAYS:
                 return NotImplemented
             return fn(other, self)
     else:
         def op(self, other):
-            if not isinstance(other, _OPERANDS):
+            if not isinstance(other, _OPERANDS) and type(other) not in _GPU_ARRAYS:
                 return NotImplemented
             return fn(self, other)
     op.__name__ = getattr(fn, "__name__", "op")
@@ -181,7 +183,8 @@ OPERATORS = {
     "__iadd__": _operator(inplace.iadd), "__isub__": _operator(inplace.isub),
     "__imul__": _operator(inplace.imul), "__itruediv__": _operator(inplace.itruediv),
     "__ipow__": _operator(inplace.ipow), "__imod__": _operator(inplace.imod),
-    "__ifloordiv__": _operator(inplace.ifloordiv), "__imatmul__": _operator(inplace.imatmul),
+    # no __imatmul__: torch has none, so `a @= b` rebinds a to a @ b (nothing in place)
+    "__ifloordiv__": _operator(inplace.ifloordiv),
     "__iand__": _operator(inplace.iand), "__ior__": _operator(inplace.ior),
     "__ixor__": _operator(inplace.ixor),
     "__neg__": ops.neg, "__pos__": _pos, "__abs__": ops.abs, "__invert__": ops.bitwise_not,

@@ -21,11 +21,12 @@ import itertools
 
 import numpy as np
 
-from . import messages
+from . import devices, gpu_helpers, messages
 from .grad_mode import STATE
 from .hooks import add_hook
 
 _SEQ = itertools.count()
+_GPU = devices.DEVICE_TYPES  # cupy.ndarray, once CuPy is loaded
 NONE_EDGE = (None, 0)
 
 # RuleNode._state values
@@ -155,7 +156,10 @@ class AccumulateGrad(Node):
             current = var._grad
             if current is None:
                 # always an owned, writable copy: the same array may flow to several leaves
-                var._grad = _wrap(np.array(g, dtype=np_dtype, copy=True))
+                if type(g) is np.ndarray:
+                    var._grad = _wrap(np.array(g, dtype=np_dtype, copy=True))
+                else:
+                    var._grad = _wrap(devices.xp_of(g).array(g, dtype=np_dtype, copy=True))
             elif current._requires_grad:
                 var._grad = current + _wrap(g)
             else:
@@ -170,7 +174,8 @@ class AccumulateGrad(Node):
 def _copy_backwards(g):
     """What create_graph stores in `.grad`: a copy of g whose grad_fn is CopyBackwards."""
     out = _wrap(g._data.copy())
-    node = CopyBackwards((NONE_EDGE, _edge(g)), g._data.shape, g.dtype, g._data.shape)
+    node = CopyBackwards((NONE_EDGE, _edge(g)), g._data.shape, g.dtype, g._data.shape,
+                         g._data if type(g._data) is not np.ndarray else None)
     out._grad_fn = node
     out._requires_grad = True
     return out
@@ -199,14 +204,92 @@ class Meta:
             size *= n
         self.size = size
 
+    # what the arrays of this Meta's device are; the engine's gradients are made of these
+    array_type = np.ndarray
+    device = devices.CPU
+
     def __array__(self, dtype=None, copy=None):
         return np.broadcast_to(np.zeros((), dtype or self.dtype), self.shape)
 
     def proxy(self):
         return _wrap(self.__array__())
 
+    def zeros(self, dtype=None):
+        """A zero gradient of this shape (and dtype), on this Meta's device."""
+        return np.zeros(self.shape, dtype or self.dtype)
+
+    def asarray(self, value):
+        """`value` (a number or an array on any device) as an array on this Meta's device."""
+        return devices.host(value)
+
+    def like(self, shape, dtype):
+        """A Meta of another shape and dtype on the same device."""
+        return Meta(tuple(shape), dtype)
+
     def __repr__(self):
         return f"Meta({self.shape}, {self.dtype})"
+
+
+class DeviceMeta(Meta):
+    """A Meta of an array on a GPU: what numpy functions make from it is made there too.
+
+    `np.zeros_like(meta)`, `np.shape(meta)` and the other functions the rules call on a
+    value read for its shape reach `__array_function__`, which answers them with CuPy
+    (numpy's own answer, through `__array__`, would be a host array).
+    """
+
+    __slots__ = ("xp", "array_type", "device")
+
+    def __init__(self, shape, dtype, xp, array_type, dev):
+        super().__init__(shape, dtype)
+        self.xp = xp
+        self.array_type = array_type
+        self.device = dev
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(f"a value on {self.device} was read as a host array")
+
+    def _stand_in(self, dtype=None):
+        with devices.using(self.device):
+            return self.xp.broadcast_to(self.xp.zeros((), dtype or self.dtype), self.shape)
+
+    def __array_function__(self, func, types, args, kwargs):
+        name = func.__name__
+        if args and args[0] is self:
+            if name == "shape":
+                return self.shape
+            if name == "ndim":
+                return self.ndim
+            if name == "size" and len(args) == 1 and not kwargs.get("axis"):
+                return self.size
+            if name in ("zeros_like", "ones_like", "empty_like", "full_like"):
+                shape = kwargs.get("shape") or self.shape
+                dtype = kwargs.get("dtype") or self.dtype
+                with devices.using(self.device):
+                    if name == "full_like":
+                        fill = args[1] if len(args) > 1 else kwargs["fill_value"]
+                        return self.xp.full(shape, fill, dtype)
+                    return getattr(self.xp, name[:-5])(shape, dtype)
+        args = tuple(self._stand_in() if a is self else a for a in args)
+        return func(*args, **kwargs)
+
+    def proxy(self):
+        return _wrap(self._stand_in())
+
+    def zeros(self, dtype=None):
+        with devices.using(self.device):
+            return self.xp.zeros(self.shape, dtype or self.dtype)
+
+    def asarray(self, value):
+        if type(value) is self.array_type and devices.same_place(value, self.device):
+            return value
+        return devices.to_device(value, self.device)
+
+    def like(self, shape, dtype):
+        return DeviceMeta(tuple(shape), dtype, self.xp, self.array_type, self.device)
+
+    def __repr__(self):
+        return f"Meta({self.shape}, {self.dtype}, device='{self.device}')"
 
 
 _METAS: dict = {}
@@ -214,11 +297,36 @@ _METAS: dict = {}
 
 def meta_of(data) -> Meta:
     """The (shared, cached) Meta of an array."""
+    if type(data) is not np.ndarray:
+        return _device_meta(data)
     key = (data.shape, data.dtype)
     m = _METAS.get(key)
     if m is None:
         m = _METAS[key] = Meta(data.shape, data.dtype)
     return m
+
+
+_DEVICE_METAS: dict = {}
+
+
+def _device_meta(data) -> Meta:
+    dev = devices.device_of(data)
+    key = (data.shape, data.dtype, dev)
+    m = _DEVICE_METAS.get(key)
+    if m is None:
+        if dev.type == "cpu":  # not an array type sourcegrad knows: treat it as numpy would
+            return Meta(np.shape(data), np.result_type(data))
+        m = _DEVICE_METAS[key] = DeviceMeta(data.shape, data.dtype, devices.xp_of(data),
+                                            type(data), dev)
+    return m
+
+
+def meta_like(g, shape, dtype) -> Meta:
+    """A Meta on the device of array (or Tensor) `g`."""
+    data = g._data if isinstance(g, _Tensor) else g
+    if type(data) is np.ndarray:
+        return Meta(tuple(shape), dtype)
+    return meta_of(data).like(shape, dtype)
 
 
 def version_of(t) -> int:
@@ -275,12 +383,17 @@ class RuleNode(Node):
         args = self._unpack_args(create)
         ans = self._unpack_ans(create)
         static = self._static
+        on_gpu = type(g) in _GPU or (create and isinstance(g, _Tensor) and type(g._data) in _GPU)
+        if on_gpu:
+            args, static = _for_gpu(args, static, g, create)
         results = []
         for i, vjp in enumerate(spec.vjps):
             if vjp is None or self._metas[i] is None or (
                     not every_input and self.next_functions[i][0] is None):
                 results.append(None)
                 continue
+            if on_gpu:
+                vjp = gpu_helpers.for_gpu(vjp)
             if spec.varargs:
                 gi = vjp(g, ans, *args, argnum=i, **static) if static else vjp(g, ans, *args, argnum=i)
             else:
@@ -304,9 +417,9 @@ class RuleNode(Node):
                 if not create:
                     out[i] = a._data
             elif create:
-                if type(a) is Meta:
+                if isinstance(a, Meta):
                     out[i] = a.proxy()
-                elif type(a) is np.ndarray:
+                elif type(a) is np.ndarray or type(a) in devices.DEVICE_TYPES:
                     out[i] = _wrap(a)
         return out
 
@@ -314,7 +427,7 @@ class RuleNode(Node):
         ans = self._ans
         if ans is None:
             return None
-        if type(ans) is Meta:
+        if isinstance(ans, Meta):
             return ans.proxy() if create else ans
         data, vc, expected = ans
         if vc.value != expected:
@@ -347,14 +460,14 @@ class RuleNode(Node):
         spec = self._spec
         if key == "result":
             ans = self._ans
-            return None if ans is None or type(ans) is Meta else _wrap(ans[0])
+            return None if ans is None or isinstance(ans, Meta) else _wrap(ans[0])
         index = {"self": 0, "other": 1, "exponent": 1}.get(key)
         if index is None and key in spec.names:
             index = spec.names.index(key)
         if index is None or index >= len(self._args):
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '_saved_{key}'")
         value = self._args[index]
-        return None if value is None or type(value) is Meta else value
+        return None if value is None or isinstance(value, Meta) else value
 
 
 class MultiRuleNode(RuleNode):
@@ -371,25 +484,51 @@ class MultiRuleNode(RuleNode):
         for i, m in enumerate(self._outs):
             g = grads[i] if i < len(grads) else None
             if g is None:
-                g = np.zeros(m.shape, m.dtype)
+                g = m.zeros()
                 if create:
                     g = _wrap(g)
             out.append(g)
         return out
 
 
+def _for_gpu(args, static, g, create):
+    """A node's rule arguments, ready for a rule run on the GPU.
+
+    Plain path: Python numbers become 0-d arrays there, in g's dtype (the rules call
+    numpy on them, `x ** np.where(y, y - 1, 1)` for `x ** 2`, which would give host
+    arrays that CuPy refuses to mix with its own). Under create_graph: a GPU array the
+    op kept as a static value (nll_loss's class weights) becomes a Tensor, as CuPy
+    cannot be indexed by the Tensors it meets in the rule.
+    """
+    if create:
+        if static:
+            static = {k: _wrap(v) if type(v) in _GPU else v for k, v in static.items()}
+        return args, static
+    out = None
+    for i, a in enumerate(args):
+        t = type(a)
+        if t is int or t is float:
+            if out is None:
+                out = list(args)
+            out[i] = devices.xp_of(g).asarray(a, dtype=g.dtype if g.dtype.kind in "fc" else None)
+    return (args if out is None else out), static
+
+
 def _conform(gi, meta, create):
     """A VJP's result as a gradient for an input with `meta`: array type, dtype and shape."""
     if create:
         if not isinstance(gi, _Tensor):
-            gi = _wrap(np.asarray(gi, dtype=meta.dtype))
+            gi = _wrap(meta.asarray(gi).astype(meta.dtype, copy=False))
+        if type(gi._data) is not meta.array_type or meta.array_type is not np.ndarray:
+            if not devices.same_place(gi._data, meta.device):
+                gi = gi.to(meta.device)  # the input lives on another device: copy back
         if gi._data.dtype != meta.dtype:
             gi = gi.to(_Tensor._dtype_of_np(meta.dtype))
         if gi._data.shape != meta.shape:
             gi = gi.expand(meta.shape) if gi._data.size == 1 else gi.reshape(meta.shape)
         return gi
-    if type(gi) is not np.ndarray:
-        gi = np.asarray(gi)
+    if type(gi) is not meta.array_type or meta.array_type is not np.ndarray:
+        gi = meta.asarray(gi)
     if gi.dtype != meta.dtype:
         gi = gi.astype(meta.dtype)
     if gi.shape != meta.shape:
@@ -412,7 +551,7 @@ def node_class(name: str, base=RuleNode):
 # --- torch's C++ special nodes ------------------------------------------------------------
 
 def _zeros_like_grad(meta, create):
-    z = np.zeros(meta.shape, meta.dtype)
+    z = meta.zeros()
     return _wrap(z) if create else z
 
 
@@ -422,10 +561,11 @@ class CopyBackwards(Node):
     __slots__ = ("_self_meta", "_src_meta")
     _cpp_name = "torch::autograd::CopyBackwards"
 
-    def __init__(self, next_functions, self_shape, src_dtype, src_shape):
+    def __init__(self, next_functions, self_shape, src_dtype, src_shape, src_data=None):
         super().__init__(next_functions)
         self._self_meta = Meta(tuple(self_shape), None)
-        self._src_meta = Meta(tuple(src_shape), src_dtype.dtype)
+        self._src_meta = (Meta(tuple(src_shape), src_dtype.dtype) if src_data is None else
+                          meta_like(src_data, src_shape, src_dtype.dtype))
 
     def apply(self, grads):
         g = grads[0]
@@ -433,7 +573,7 @@ class CopyBackwards(Node):
         self_grad = None
         if self.next_functions[0][0] is not None:
             dt = g.dtype.dtype if create else g.dtype
-            self_grad = _zeros_like_grad(Meta(self._self_meta.shape, dt), create)
+            self_grad = _zeros_like_grad(meta_like(g, self._self_meta.shape, dt), create)
         src_grad = None
         if self.next_functions[1][0] is not None:
             from ..runtime import unbroadcast
@@ -464,7 +604,7 @@ class CopySlices(Node):
         g = grads[0]
         create = isinstance(g, _Tensor)
         pos = self.positions
-        result = g.clone() if create else np.array(g, copy=True)
+        result = g.clone() if create else devices.copy(g)
         flat = result.reshape(-1)
         view_grad = flat[pos]
         if isinstance(self.fn, RuleNode):
@@ -491,12 +631,13 @@ class AsStridedBackward0(Node):
         self._base_meta = base_meta
 
     def apply(self, grads):
-        from ..runtime import unindex
+        from ..runtime import unindex as host_unindex
         g = grads[0]
         create = isinstance(g, _Tensor)
+        unindex = gpu_helpers.unindex if type(g._data if create else g) in _GPU else host_unindex
         m = self._base_meta
         dt = g.dtype.dtype if create else g.dtype
-        flat = Meta((m.size,), dt)
+        flat = meta_like(g, (m.size,), dt)
         out = unindex(g, flat.proxy() if create else flat, self.positions)
         return [out.reshape(m.shape)]
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import factories, inplace, ops, shape_ops
+from . import factories, inplace, messages, ops, shape_ops
+from .devices import DEVICE_TYPES
 from .tensor import Tensor
 
 _wrap = Tensor._make
@@ -22,6 +23,12 @@ _wrap = Tensor._make
 
 def _rint(x):
     return ops.round(x)
+
+
+def _floor_divide(x, y):
+    # torch's derivatives write this as `div(rounding_mode="floor")`, whose gradient is
+    # zero; `x // y` itself (ops.floor_divide) has none, as in torch
+    return ops.div(x, y, rounding_mode="floor")
 
 
 UFUNCS = {
@@ -42,7 +49,7 @@ UFUNCS = {
     np.logical_xor: ops.logical_xor, np.logical_not: ops.logical_not,
     np.bitwise_and: ops.bitwise_and, np.bitwise_or: ops.bitwise_or,
     np.bitwise_xor: ops.bitwise_xor, np.invert: ops.bitwise_not, np.matmul: ops.matmul,
-    np.floor_divide: ops.floor_divide, np.remainder: ops.remainder, np.isnan: ops.isnan,
+    np.floor_divide: _floor_divide, np.remainder: ops.remainder, np.isnan: ops.isnan,
     np.isinf: ops.isinf, np.isfinite: ops.isfinite,
 }
 
@@ -52,6 +59,10 @@ _REDUCE = {np.add: ops.sum, np.multiply: ops.prod, np.maximum: ops.amax,
 
 def _plain(value):
     if isinstance(value, Tensor):
+        if type(value._data) in DEVICE_TYPES:  # a GPU tensor's array stays on the GPU
+            if value._requires_grad:
+                raise RuntimeError(messages.NUMPY_REQUIRES_GRAD)
+            return value._data
         return value.__array__()
     if isinstance(value, (list, tuple)):
         return type(value)(_plain(v) for v in value)
@@ -75,10 +86,11 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             return _REDUCE[ufunc](inputs[0], axis, keepdims)
     # no Tensor version: numpy on the arrays, the result wrapped back like torch does
     result = getattr(ufunc, method)(*_plain(inputs), **_plain_kwargs(kwargs))
-    if isinstance(result, np.ndarray):
+    if isinstance(result, np.ndarray) or type(result) in DEVICE_TYPES:
         return _wrap(result)
     if isinstance(result, tuple):
-        return tuple(_wrap(r) if isinstance(r, np.ndarray) else r for r in result)
+        return tuple(_wrap(r) if isinstance(r, np.ndarray) or type(r) in DEVICE_TYPES else r
+                     for r in result)
     return result
 
 
@@ -199,8 +211,9 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
         a, axis = shape_ops.reshape(a, (-1,)), 0
     if isinstance(indices, (int, np.integer)):
         return shape_ops.select(a, axis, int(indices))
-    idx = np.asarray(list(indices) if isinstance(indices, range) else
-                     (indices._data if isinstance(indices, Tensor) else indices))
+    idx = indices._data if isinstance(indices, Tensor) else indices
+    if type(idx) not in DEVICE_TYPES:
+        idx = np.asarray(list(idx) if isinstance(idx, range) else idx)
     return shape_ops._pick(a, "IndexBackward0",
                            (slice(None),) * (axis % a._data.ndim) + (idx,))
 
@@ -247,7 +260,7 @@ def _like(factory, maker):
     def fn(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
         a = _as_tensor(a)
         if shape is not None:
-            return maker(shape, dtype=dtype or a.dtype)
+            return maker(shape, dtype=dtype or a.dtype, device=a.device)
         return factory(a, dtype=dtype)
     return fn
 
@@ -301,7 +314,9 @@ def _nonzero(a):
 
 
 def _as_tensor(a):
-    return a if isinstance(a, Tensor) else _wrap(np.asarray(a))
+    if isinstance(a, Tensor):
+        return a
+    return _wrap(a if type(a) in DEVICE_TYPES else np.asarray(a))
 
 
 FUNCTIONS = {

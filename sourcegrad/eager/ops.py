@@ -21,7 +21,7 @@ import collections
 import numpy as np
 
 from .. import rules_torch as rt
-from . import dtypes
+from . import devices, dtypes
 from .dtypes import TIER_DIM, TIER_SCALAR, TIER_ZERO
 from .grad_mode import STATE
 from .node import NotImplementedNode
@@ -32,6 +32,7 @@ _wrap = Tensor._make
 _FROM_NP = dtypes._FROM_NUMPY
 _SCALARS = (bool, int, float, complex)
 _asarray = np.asarray
+_GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled when CuPy loads
 
 
 def _default_np():
@@ -44,6 +45,8 @@ def _as_tensor(v, dtype=None):
         return v
     if dtype is None and isinstance(v, float):
         return _wrap(np.asarray(v, _default_np()))
+    if type(v) in _GPU:
+        return _wrap(v if dtype is None else v.astype(dtype))
     return _wrap(np.asarray(v, dtype))
 
 
@@ -61,6 +64,8 @@ def _key(v):
     if isinstance(v, np.generic):
         s = v.item()
         return s, (dtypes.scalar_dtype(s), TIER_SCALAR), s
+    if devices.is_device_array(v):
+        return v, (_FROM_NP[v.dtype], TIER_DIM if v.ndim else TIER_ZERO), v
     raise TypeError(f"unsupported operand type: {type(v).__name__}")
 
 
@@ -76,20 +81,26 @@ def _promote(a, b, to_float=False):
                 return ad, b, ad.dtype, a, b
         elif isinstance(b, Tensor):
             bd = b._data
-            if ad.dtype == bd.dtype and (not to_float or ad.dtype.kind in "fc"):
+            if ad.dtype == bd.dtype and type(ad) is type(bd) and (
+                    not to_float or ad.dtype.kind in "fc"):
                 return ad, bd, ad.dtype, a, b
     ad, ka, ra = _key(a)
     bd, kb, rb = _key(b)
+    if type(ad) is not type(bd) and ((type(ad) in _GPU and type(bd) is np.ndarray) or
+                                     (type(bd) in _GPU and type(ad) is np.ndarray)):
+        a, b = _one_device(a, b, ad, bd)
+        ad, ka, ra = _key(a)
+        bd, kb, rb = _key(b)
     r = dtypes.result_type(ka, kb)
     if to_float and not (r.is_floating_point or r.is_complex):
         r = dtypes._DEFAULT[0]
     rd = r.dtype
-    if type(ad) is np.ndarray:
+    if type(ad) is np.ndarray or type(ad) in _GPU:
         if ad.dtype != rd:
             ad = ad.astype(rd)
     elif to_float and isinstance(ad, int):
         ad = float(ad)
-    if type(bd) is np.ndarray:
+    if type(bd) is np.ndarray or type(bd) in _GPU:
         if bd.dtype != rd:
             bd = bd.astype(rd)
     elif to_float and isinstance(bd, int):
@@ -97,9 +108,34 @@ def _promote(a, b, to_float=False):
     return ad, bd, rd, ra, rb
 
 
+def _one_device(a, b, ad, bd):
+    """Operands on a GPU and on the CPU: a 0-d CPU one joins the other's device, as in torch.
+
+    A 0-d CPU tensor moves through `to` (ToCopyBackward0), so its gradient comes back to
+    the CPU; anything else on two devices is torch's error.
+    """
+    if type(ad) is np.ndarray and ad.ndim == 0 and type(bd) in _GPU:
+        return _to_device_of(a, bd), b
+    if type(bd) is np.ndarray and bd.ndim == 0 and type(ad) in _GPU:
+        return a, _to_device_of(b, ad)
+    raise devices.mixed(ad, bd)
+
+
+def _to_device_of(v, data):
+    dev = devices.device_of(data)
+    if isinstance(v, Tensor):
+        return shape_ops.to(v, dev)
+    return devices.to_device(v, dev)
+
+
+def same_device(*values):
+    """Raise torch's error unless the Tensors and arrays among `values` share one device."""
+    devices.check_same(*[v._data if isinstance(v, Tensor) else v for v in values])
+
+
 def _result(out, rd=None):
     """numpy gives scalars for 0-d results; a Tensor always wraps an ndarray of dtype rd."""
-    if type(out) is not np.ndarray:
+    if type(out) is not np.ndarray and type(out) not in _GPU:
         out = _asarray(out)
     if rd is not None and out.dtype != rd:
         out = out.astype(rd)
@@ -117,7 +153,10 @@ def _needs_grad(*args):
 
 def _binary(spec, fn, a, b, to_float=False):
     ad, bd, rd, ra, rb = _promote(a, b, to_float)
-    out = _wrap(_result(fn(ad, bd), rd))
+    try:
+        out = _wrap(_result(fn(ad, bd), rd))
+    except ValueError as e:
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
     if STATE.enabled and ((isinstance(ra, Tensor) and ra._requires_grad)
                           or (isinstance(rb, Tensor) and rb._requires_grad)):
         record(spec, out, (ra, rb))
@@ -143,6 +182,9 @@ HYPOT = OpSpec("HypotBackward0", "hypot")
 LOGADDEXP = OpSpec("LogaddexpBackward0", "logaddexp")
 MAXIMUM = OpSpec("MaximumBackward0", "maximum")
 MINIMUM = OpSpec("MinimumBackward0", "minimum")
+FMOD_SCALAR = OpSpec("FmodBackward0", "fmod", edges=(0,))
+FMOD = OpSpec("FmodBackward1", "fmod")
+DIV_ROUNDING = OpSpec("DivBackward2", "torch_div_rounding")
 FMAX = OpSpec("FmaxBackward0", "maximum")
 FMIN = OpSpec("FminBackward0", "minimum")
 
@@ -189,11 +231,21 @@ multiply = mul
 
 
 def div(input, other, *, rounding_mode=None, out=None):
-    if rounding_mode == "floor":
-        return floor_divide(input, other)
-    if rounding_mode == "trunc":
-        return trunc(div(input, other))
+    if rounding_mode is not None:
+        return _div_rounding(input, other, rounding_mode)
     return _binary(DIV, np.true_divide, input, other, to_float=True)
+
+
+def _div_rounding(input, other, mode):
+    """div(rounding_mode=...): DivBackward2, with a zero gradient, as torch records it."""
+    if mode not in ("floor", "trunc"):
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{mode}'")
+    ad, bd, rd, ra, rb = _promote(input, other)
+    out = _wrap(_result(rt.div_rounding(ad, bd, mode), rd))
+    if _needs_grad(ra, rb):
+        record(DIV_ROUNDING, out, (ra, rb))
+    return out
 
 
 divide = true_divide = div
@@ -209,7 +261,8 @@ def rdiv(input, other):
 def pow(input, exponent, *, out=None):  # noqa: A001 - torch's name
     if not isinstance(input, Tensor):
         return _binary(POW_BASE, np.power, input, exponent)
-    spec = POW_TENSOR if isinstance(exponent, (Tensor, np.ndarray)) else POW_SCALAR
+    spec = POW_TENSOR if isinstance(exponent, (Tensor, np.ndarray)) or type(exponent) in _GPU \
+        else POW_SCALAR
     return _binary(spec, np.power, input, exponent)
 
 
@@ -229,20 +282,29 @@ def float_power(input, exponent):
 def _remainder(a, b):
     """torch's remainder: fmod, moved onto the divisor's side (so -2 % 2 is -0., as torch)."""
     r = np.fmod(a, b)
-    if np.asarray(r).dtype.kind != "f":
+    if (r.dtype if type(r) in _GPU else np.asarray(r).dtype).kind != "f":
         return np.remainder(a, b)
-    fix = (r != 0) & ((np.asarray(b) < 0) != (r < 0))
+    fix = (r != 0) & (((b if type(b) in _GPU or isinstance(b, (int, float)) else
+                        np.asarray(b)) < 0) != (r < 0))
     return np.where(fix, r + b, r)
 
 
 def remainder(input, other):
+    if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        # a number % a tensor: torch records it with a NotImplemented node
+        ad, bd, rd, ra, rb = _promote(input, other)
+        res = _wrap(_result(_remainder(ad, bd), rd))
+        if _needs_grad(other):
+            res._grad_fn = NotImplementedNode((other._edge(),), "aten::remainder")
+            res._requires_grad = True
+        return res
     spec = REMAINDER if isinstance(other, Tensor) else REMAINDER_SCALAR
     return _binary(spec, _remainder, input, other)
 
 
 def fmod(input, other):
-    ad, bd, rd, ra, rb = _promote(input, other)
-    return _wrap(_result(np.fmod(ad, bd), rd))
+    spec = FMOD if isinstance(other, Tensor) else FMOD_SCALAR
+    return _binary(spec, np.fmod, input, other)
 
 
 def floor_divide(input, other):
@@ -373,25 +435,52 @@ def isfinite(input):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    same_device(input, other)
     return _wrap(_result(np.isclose(input._data, _data(other), rtol, atol, equal_nan)))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    same_device(input, other)
     return bool(np.allclose(input._data, _data(other), rtol, atol, equal_nan))
 
 
 def equal(input, other) -> bool:
+    same_device(input, other)
     return input._data.shape == other._data.shape and bool(np.all(input._data == other._data))
 
 
 def _data(v):
-    return v._data if isinstance(v, Tensor) else np.asarray(v)
+    if isinstance(v, Tensor):
+        return v._data
+    return v if type(v) in _GPU else np.asarray(v)
 
 
 # --- one-input elementwise ops ---------------------------------------------------------------
 
+def broadcast_error(a, b):
+    """torch's error for shapes that do not broadcast (None when they do)."""
+    n = len(a) if len(a) > len(b) else len(b)
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    for i in range(n - 1, -1, -1):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            return RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b "
+                                f"({b[i]}) at non-singleton dimension {i}")
+    return None
+
+
+def not_a_tensor(name, value, arg="input", position=1):
+    """torch's TypeError for a non-Tensor where an op needs a Tensor."""
+    return TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
+                     f"{type(value).__name__}")
+
+
 def _unary(spec, fn, x, keep_int=False):
-    d = x._data
+    try:
+        d = x._data
+    except AttributeError:
+        name = spec.node_cls.__name__.rsplit("Backward", 1)[0].lower()
+        raise not_a_tensor(name, x) from None
     if not keep_int and d.dtype.kind not in "fc":
         d = d.astype(_default_np())
     out = _wrap(_result(fn(d)))
@@ -490,8 +579,10 @@ def _clamp_data(x, lo, hi):
     keys = [_key(x)[1]] + [_key(v)[1] for v in (lo, hi) if v is not None]
     rd = dtypes.result_type(*keys).dtype
     xd = x._data if x._data.dtype == rd else x._data.astype(rd)
-    lod = _data(lo).astype(rd) if isinstance(lo, (Tensor, np.ndarray)) else lo
-    hid = _data(hi).astype(rd) if isinstance(hi, (Tensor, np.ndarray)) else hi
+    lod = _data(lo).astype(rd) if isinstance(lo, (Tensor, np.ndarray)) or type(lo) in _GPU else lo
+    hid = _data(hi).astype(rd) if isinstance(hi, (Tensor, np.ndarray)) or type(hi) in _GPU else hi
+    if type(xd) in _GPU or type(lod) in _GPU or type(hid) in _GPU:
+        devices.check_same(xd, lod, hid)
     # torch's clamp with min > max gives max; np.clip agrees (min first, then max)
     if lod is None:
         out = np.minimum(xd, hid)
@@ -540,6 +631,8 @@ def where(condition, input=None, other=None):
     if cond.dtype != np.bool_:
         cond = cond != 0
     xd, yd, rd, rx, ry = _promote(input, other)
+    if type(cond) is not type(xd) or type(cond) is not type(yd):
+        devices.check_same(cond, xd, yd)
     res = _wrap(_result(np.where(cond, xd, yd), rd))
     if _needs_grad(rx, ry):
         record(WHERE, res, (condition if isinstance(condition, Tensor) else cond, rx, ry))
@@ -598,6 +691,8 @@ def _reduce(spec_all, spec_dim, fn, x, dim, keepdim, kwargs, dtype=None, int_to_
         d = d.astype(dtypes.as_dtype(dtype).dtype)
     elif int_to_long and d.dtype.kind in "biu":
         d = d.astype(np.int64)
+    if type(d) is not np.ndarray:
+        fn = getattr(type(d), fn.__name__)  # np.ndarray.sum -> cupy.ndarray.sum
     out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim)))
     if x._requires_grad and STATE.enabled:
         record(spec_all if dim is None else spec_dim, out, (x,), {"axis": axis, "keepdims": keepdim})
@@ -608,6 +703,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, **kwargs):  # noqa: A001
     if "axis" in kwargs and kwargs["axis"] is not None:
         dim = kwargs.pop("axis")
     kwargs.pop("axis", None)
+    if not isinstance(input, Tensor):
+        raise not_a_tensor("sum", input)
     return _reduce(SUM_ALL, SUM_DIM, np.ndarray.sum, input, dim, keepdim, kwargs, dtype, True)
 
 
@@ -619,6 +716,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, **kwargs):
     if "axis" in kwargs and kwargs["axis"] is not None:
         dim = kwargs.pop("axis")
     kwargs.pop("axis", None)
+    if not isinstance(input, Tensor):
+        raise not_a_tensor("mean", input)
     if dtype is None and input._data.dtype.kind not in "fc":
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            "floating point or complex dtype. Got: "
@@ -671,7 +770,8 @@ def along_index(indices, axis, ndim):
         else:
             shape = [1] * indices.ndim
             shape[a] = indices.shape[a]
-            index.append(np.arange(indices.shape[a]).reshape(shape))
+            xp = np if type(indices) is np.ndarray else devices.xp_of(indices)
+            index.append(xp.arange(indices.shape[a]).reshape(shape))
     return tuple(index)
 
 
@@ -694,7 +794,8 @@ def _max_min(x, dim, keepdim, other, kwargs, which):
             raise RuntimeError(f"{which}(): Expected reduction dim to be specified for "
                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
                                "argument.")
-        out = _wrap(_result(fn(x._data)))
+        out = _wrap(_result(fn(x._data) if type(x._data) is np.ndarray else
+                            getattr(x._data, which)()))
         if x._requires_grad and STATE.enabled:
             record(MAX_ALL if which == "max" else MIN_ALL, out, (x,),
                    {"axis": None, "keepdims": False})
@@ -703,7 +804,7 @@ def _max_min(x, dim, keepdim, other, kwargs, which):
     keepdim = _keepdim(keepdim, kwargs)
     d = x._data
     if d.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = devices.xp_of(d).zeros_like(d, np.int64)
         values = _pick(x, "MaxBackward0" if which == "max" else "MinBackward0", ())
         return getattr(return_types, which)(values, _wrap(idx))
     arg = np.argmax if which == "max" else np.argmin
@@ -899,6 +1000,11 @@ def _mm_like(spec, a, b):
     return out
 
 
+def _mm_shapes(a, b):
+    return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and "
+                        f"{b[0]}x{b[1]})")
+
+
 def _check_matmul(a, b):
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
@@ -908,6 +1014,8 @@ def _check_matmul(a, b):
 def mm(input, mat2):
     if input._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError("self must be a matrix")
+    if input._data.shape[1] != mat2._data.shape[0]:
+        raise _mm_shapes(input._data.shape, mat2._data.shape)
     _check_matmul(input, mat2)
     return _mm_like(MM, input, mat2)
 
@@ -929,7 +1037,24 @@ def dot(input, other):
     return _mm_like(DOT, input, other)
 
 
-vdot = inner = dot
+vdot = dot
+
+
+def inner(input, other):
+    """torch.inner: the sum over the last dimension of both (a number times a tensor at 0-d)."""
+    a = input if isinstance(input, Tensor) else _as_tensor(input)
+    b = other if isinstance(other, Tensor) else _as_tensor(other)
+    na, nb = a._data.ndim, b._data.ndim
+    if na == 0 or nb == 0:
+        return mul(a, b)
+    if na == 1 and nb == 1:
+        return dot(a, b)
+    k = a._data.shape[-1]
+    if b._data.shape[-1] != k:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got "
+                           f"shapes {list(a._data.shape)} and {list(b._data.shape)}")
+    shape = a._data.shape[:-1] + b._data.shape[:-1]
+    return matmul(a.reshape(-1, k), b.reshape(-1, k).t()).reshape(shape)
 
 
 def matmul(input, other):
@@ -945,8 +1070,12 @@ def matmul(input, other):
     if na == 2 and nb == 1:
         return _mm_like(MV, a, b)
     if na == 1 and nb == 2:
+        if a._data.shape[0] != b._data.shape[0]:
+            raise _mm_shapes((1,) + a._data.shape, b._data.shape)
         return shape_ops.squeeze4(_mm_like(MM, shape_ops.unsqueeze(a, 0), b), 0)
     if na == 2 and nb == 2:
+        if a._data.shape[1] != b._data.shape[0]:
+            raise _mm_shapes(a._data.shape, b._data.shape)
         return _mm_like(MM, a, b)
     if na >= 3 and nb <= 2:
         # fold the batch into the rows of one mm, as torch does
@@ -986,6 +1115,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         return add(mul(input, beta), mul(mm(mat1, mat2), alpha))
     d1, d2, rd, r1, r2 = _promote(mat1, mat2)
     bd = _data(input)
+    if type(bd) is not type(d1):
+        devices.check_same(bd, d1)
     out = _wrap(_result(rt.addmm(bd, d1, d2), rd))
     if _needs_grad(input, r1, r2):
         record(ADDMM, out, (input, r1, r2))

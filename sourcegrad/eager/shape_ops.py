@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes
+from . import devices, dtypes
 from .grad_mode import STATE
-from .ops import cached_spec, _as_tensor, _data, _needs_grad, _result, along_index
+from .ops import cached_spec, _as_tensor, _data, _needs_grad, _result, along_index, same_device
 from .spec import OpSpec, record
 from .tensor import Size, Tensor
 
@@ -96,7 +96,8 @@ def apply_steps(array, steps):
 def positions(view):
     """For each element of a view, its flat index in the view's base."""
     base = view._base
-    flat = np.arange(base._data.size).reshape(base._data.shape)
+    xp = np if type(base._data) is np.ndarray else devices.xp_of(base._data)
+    flat = xp.arange(base._data.size).reshape(base._data.shape)
     return apply_steps(flat, view._extra.view_steps)
 
 
@@ -354,7 +355,8 @@ def alias(input):
 
 def _index_array(item):
     """An advanced-index item (Tensor, list, ndarray) as an integer or boolean ndarray."""
-    a = item._data if isinstance(item, Tensor) else np.asarray(item)
+    a = item._data if isinstance(item, Tensor) else (
+        item if type(item) in devices.DEVICE_TYPES else np.asarray(item))
     if a.dtype.kind not in "biu":
         if a.size == 0:
             return a.astype(np.int64)
@@ -409,6 +411,9 @@ def _decompose(x, index):
             dim += 1
         else:
             a = _index_array(item)
+            if type(a) is not type(x._data) and type(a) in devices.DEVICE_TYPES:
+                raise RuntimeError("indices should be either on cpu or on the same device as the "
+                                   f"indexed tensor ({x.device})")
             if a.dtype == np.bool_:
                 if a.ndim == 0:
                     # x[True] adds a dimension of 1; x[False] one of 0
@@ -467,13 +472,28 @@ def setitem(input, index, value):
 def _promoted_datas(tensors):
     keys = [(t.dtype, dtypes.TIER_DIM) for t in tensors]
     rd = dtypes.result_type(*keys).dtype
+    if len({type(t._data) for t in tensors}) > 1:
+        same_device(*tensors)
     return [t._data if t._data.dtype == rd else t._data.astype(rd) for t in tensors], rd
+
+
+def _tensor_list(tensors):
+    """cat/stack operands as Tensors (arrays are wrapped; numbers and lists refused, as torch)."""
+    out = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            if not hasattr(t, "__array__"):
+                raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                                f"{type(t).__name__}")
+            t = _as_tensor(t)
+        out.append(t)
+    return out
 
 
 def cat(tensors, dim=0, *, out=None, **kwargs):
     if "axis" in kwargs:
         dim = kwargs.pop("axis")
-    tensors = [t if isinstance(t, Tensor) else _as_tensor(t) for t in tensors]
+    tensors = _tensor_list(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
     # torch skips legacy empty 1-D tensors in cat
@@ -495,7 +515,7 @@ concat = concatenate = cat
 def stack(tensors, dim=0, *, out=None, **kwargs):
     if "axis" in kwargs:
         dim = kwargs.pop("axis")
-    tensors = [t if isinstance(t, Tensor) else _as_tensor(t) for t in tensors]
+    tensors = _tensor_list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     axis = dim % (tensors[0]._data.ndim + 1)
@@ -609,7 +629,7 @@ builtins_sum = _builtins.sum
 # --- copies: clone, casts, flips, repeats -----------------------------------------------------------
 
 def clone(input, *, memory_format=None):
-    out = _wrap(np.array(input._data, copy=True))
+    out = _wrap(devices.copy(input._data))
     if _needs_grad(input):
         record(CLONE, out, (input,))
     return out
@@ -619,37 +639,49 @@ def contiguous(input, memory_format=None):
     """self when already C-contiguous, else a C-ordered copy (CloneBackward0, as torch)."""
     if input._data.flags.c_contiguous:
         return input
-    out = _wrap(np.ascontiguousarray(input._data))
+    d = input._data
+    out = _wrap(np.ascontiguousarray(d) if type(d) is np.ndarray else
+                devices.xp_of(d).ascontiguousarray(d))
     if _needs_grad(input):
         record(CLONE, out, (input,))
     return out
 
 
 def to(input, *args, **kwargs):
-    """x.to(dtype) / x.to('cpu') / x.to(other): the same tensor if nothing changes."""
-    from .tensor import device as _device
+    """x.to(dtype) / x.to('cuda') / x.to(other): the same tensor if nothing changes.
+
+    A change of dtype or device makes a copy whose grad_fn is ToCopyBackward0, through
+    which the gradient comes back to the input's dtype and device.
+    """
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
+    dev = None
     for a in args:
         if isinstance(a, dtypes.dtype):
             dtype = a
         elif isinstance(a, Tensor):
-            dtype = a.dtype
-        elif isinstance(a, (str, _device)):
-            _device(a)
+            dtype, dev = a.dtype, a.device
+        elif isinstance(a, (str, devices.device)) or (isinstance(a, int) and
+                                                       not isinstance(a, bool)):
+            dev = devices.as_device(a)
         elif a is None:
             continue
         else:
             dtype = dtypes.as_dtype(a)
-    if "device" in kwargs:
-        _device(kwargs.pop("device") or "cpu")
-    if dtype is None or dtypes.as_dtype(dtype) is input.dtype:
+    if kwargs.get("device") is not None:
+        dev = devices.as_device(kwargs.pop("device"))
+    d = input.dtype if dtype is None else dtypes.as_dtype(dtype)
+    moves = dev is not None and not devices.same_place(input._data, dev)
+    if d is input.dtype and not moves:
         return clone(input) if copy else input
-    return _cast(input, dtypes.as_dtype(dtype))
+    return _cast(input, d, dev if moves else None)
 
 
-def _cast(input, d):
-    out = _wrap(input._data.astype(d.dtype))
+def _cast(input, d, dev=None):
+    data = input._data if d is input.dtype else input._data.astype(d.dtype)
+    if dev is not None:
+        data = devices.to_device(data, dev)
+    out = _wrap(data)
     if _needs_grad(input) and (d.is_floating_point or d.is_complex):
         record(TO_COPY, out, (input,))
     return out
@@ -705,8 +737,11 @@ def repeat_interleave(input, repeats, dim=None):
         input, dim = reshape(input, (-1,)), 0
     d = input._data
     axis = dim % d.ndim
-    idx = np.repeat(np.arange(d.shape[axis]), _data(repeats) if isinstance(repeats, Tensor)
-                    else repeats)
+    xp = devices.xp_of(d)
+    reps = _data(repeats) if isinstance(repeats, Tensor) else repeats
+    if xp is not np and hasattr(reps, "tolist"):
+        reps = reps.tolist()  # CuPy's repeat takes an int or a list of them
+    idx = xp.repeat(xp.arange(d.shape[axis]), reps)
     return index_select(input, axis, _wrap(idx))
 
 
@@ -736,6 +771,8 @@ def _pick(input, node_name, key):
 def gather(input, dim, index, *, sparse_grad=False):
     axis = dim % input._data.ndim
     idx = _index_array(index)
+    if type(idx) is not type(input._data):
+        devices.check_same(input._data, idx)
     return _pick(input, "GatherBackward0", along_index(idx, axis, input._data.ndim))
 
 
@@ -748,16 +785,21 @@ def take_along_dim(input, indices, dim=None):
 def index_select(input, dim, index):
     axis = dim % input._data.ndim if input._data.ndim else 0
     idx = _index_array(index).reshape(-1)
+    if type(idx) is not type(input._data):
+        devices.check_same(input._data, idx)
     return _pick(input, "IndexSelectBackward0", (slice(None),) * axis + (idx,))
 
 
 def take(input, index):
     idx = _index_array(index)
+    if type(idx) is not type(input._data):
+        devices.check_same(input._data, idx)
     flat = reshape(input, (-1,))
     return _pick(flat, "TakeBackward0", (idx,))
 
 
 def masked_select(input, mask):
+    same_device(input, mask)
     m = np.broadcast_to(_index_array(mask), np.broadcast_shapes(input._data.shape,
                                                                  _data(mask).shape))
     x = expand(input, m.shape) if m.shape != input._data.shape else input
@@ -773,22 +815,24 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     others = [a for a in range(n) if a not in (d1, d2)]
     k = len(others) + 1
     key = [None] * n
-    diag = np.arange(size)
+    xp = devices.xp_of(input._data)
+    diag = xp.arange(size)
     key[d1] = (diag + max(-offset, 0)).reshape((1,) * (k - 1) + (size,))
     key[d2] = (diag + max(offset, 0)).reshape((1,) * (k - 1) + (size,))
     for j, a in enumerate(others):
         s = [1] * k
         s[j] = shape[a]
-        key[a] = np.arange(shape[a]).reshape(s)
+        key[a] = xp.arange(shape[a]).reshape(s)
     return _pick(input, "DiagonalBackward0", tuple(key))
 
 
 def diag(input, diagonal_=0):
     if input._data.ndim == 1:
         n = input._data.shape[0] + abs(diagonal_)
-        out = _wrap(np.zeros((n, n), input._data.dtype))
-        rows = np.arange(input._data.shape[0]) + max(-diagonal_, 0)
-        cols = np.arange(input._data.shape[0]) + max(diagonal_, 0)
+        xp = devices.xp_of(input._data)
+        out = _wrap(xp.zeros((n, n), input._data.dtype))
+        rows = xp.arange(input._data.shape[0]) + max(-diagonal_, 0)
+        cols = xp.arange(input._data.shape[0]) + max(diagonal_, 0)
         from . import inplace
         inplace.index_put_(out, (rows, cols), input)
         return out
@@ -805,6 +849,8 @@ def masked_fill(input, mask, value):
         value = value.item()
     d = input._data
     v = value._data if isinstance(value, Tensor) else value
+    if type(m) is not type(d) or (type(v) is not type(d) and hasattr(v, "dtype")):
+        devices.check_same(m, v, d)
     out = _wrap(_result(np.where(m, v, d), d.dtype))
     if _needs_grad(input):
         record(MASKED_FILL, out, (m, value, input))
@@ -815,13 +861,21 @@ def sort(input, dim=-1, descending=False, stable=False):
     from .ops import return_types
     d = input._data
     if d.ndim == 0:
-        return return_types.sort(_pick(input, "SortBackward0", ()), _wrap(np.zeros((), np.int64)))
+        return return_types.sort(_pick(input, "SortBackward0", ()),
+                                 _wrap(devices.xp_of(d).zeros((), np.int64)))
     axis = dim % d.ndim
-    idx = np.argsort(-d if descending and d.dtype.kind != "b" else d, axis=axis, kind="stable")
+    idx = _argsort(-d if descending and d.dtype.kind != "b" else d, axis)
     if descending and d.dtype.kind == "b":
-        idx = np.flip(np.argsort(d, axis=axis, kind="stable"), axis)
+        idx = np.flip(_argsort(d, axis), axis)
     values = _pick(input, "SortBackward0", along_index(idx, axis, d.ndim))
     return return_types.sort(values, _wrap(idx.astype(np.int64)))
+
+
+def _argsort(d, axis):
+    """A stable argsort (CuPy's is always stable and takes no `kind`)."""
+    if type(d) is np.ndarray:
+        return np.argsort(d, axis=axis, kind="stable")
+    return d.argsort(axis=axis)
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
@@ -832,8 +886,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's n
     from .ops import return_types
     d = input._data
     axis = dim % d.ndim
-    order = np.argsort(-d if largest else d, axis=axis, kind="stable")
-    idx = np.take(order, np.arange(k), axis=axis)
+    order = _argsort(-d if largest else d, axis)
+    idx = np.take(order, devices.xp_of(d).arange(k), axis=axis)
     values = _pick(input, "TopkBackward0", along_index(idx, axis, d.ndim))
     return return_types.topk(values, _wrap(idx.astype(np.int64)))
 
@@ -842,7 +896,8 @@ def nonzero(input, *, as_tuple=False):
     nz = np.nonzero(input._data)
     if as_tuple:
         return tuple(_wrap(a.astype(np.int64)) for a in nz)
-    return _wrap(np.stack(nz, axis=-1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
+    return _wrap(np.stack(nz, axis=-1).astype(np.int64) if nz else
+                 devices.xp_of(input._data).zeros((0, 0), np.int64))
 
 
 def argwhere(input):

@@ -24,6 +24,7 @@ import traceback
 from ..rules import RULES, vjp_template
 from . import messages
 from .anomaly import ANOMALY
+from .devices import DEVICE_TYPES
 from .grad_mode import STATE
 from .node import (_METAS, LIVE_NOTHING_SAVED, LIVE_SAVED, NONE_EDGE, Meta, MultiRuleNode,
                    RuleNode, meta_of, node_class)
@@ -157,7 +158,7 @@ def record(spec, out, args, static=None, outputs=None):
             edges.append((fn, a._output_nr) if fn is not None and a._base is None
                          else a._edge())
             d = a._data
-            m = _METAS.get((d.shape, d.dtype))
+            m = _METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
             metas.append(m if m is not None else meta_of(d))
             mask |= bit
         else:
@@ -186,7 +187,7 @@ def record(spec, out, args, static=None, outputs=None):
             elif mode == SHAPE:
                 if isinstance(a, Tensor):
                     saved.append(meta_of(a._data))
-                elif type(a) is np.ndarray:
+                elif type(a) is np.ndarray or type(a) in DEVICE_TYPES:
                     saved.append(meta_of(a))
                 else:
                     saved.append(a)

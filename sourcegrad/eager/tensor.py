@@ -19,12 +19,14 @@ import weakref
 
 import numpy as np
 
-from . import dtypes, messages, node as _node
+from . import devices, dtypes, messages, node as _node
+from .devices import CPU
 from .formatting import tensor_repr
 from .grad_mode import STATE
 from .node import AccumulateGrad
 
 _new = object.__new__
+_GPU_TYPES = devices.DEVICE_TYPES  # the array types of data on a GPU (cupy.ndarray)
 _FROM_NUMPY = dtypes._FROM_NUMPY
 _REFRESH_VIEW = [None]  # inplace.refresh_view, set when inplace.py loads (it imports this module)
 
@@ -97,34 +99,6 @@ class _SizeMethod(int):
         return self._shape[dim]
 
 
-class device:
-    """The only device there is: the CPU."""
-
-    __slots__ = ("type", "index")
-
-    def __init__(self, type="cpu", index=None):  # noqa: A002 - torch's parameter name
-        if isinstance(type, device):
-            type = type.type
-        type = str(type).split(":")[0]
-        if type != "cpu":
-            raise RuntimeError(f"sourcegrad's eager tensors live on the CPU only, not {type!r}")
-        self.type = type
-        self.index = index
-
-    def __repr__(self):
-        return "device(type='cpu')"
-
-    def __str__(self):
-        return "cpu"
-
-    def __eq__(self, other):
-        return isinstance(other, (device, str)) and str(other).split(":")[0] == "cpu"
-
-    def __hash__(self):
-        return hash("cpu")
-
-
-CPU = device("cpu")
 _warned_float = [False]
 
 
@@ -240,10 +214,22 @@ class Tensor:
         return self._data.nbytes
 
     @property
-    def device(self) -> device:
-        return CPU
+    def device(self) -> devices.device:
+        d = self._data
+        return CPU if type(d) not in _GPU_TYPES else devices.device_of(d)
 
-    is_cuda = False
+    @property
+    def is_cuda(self) -> bool:
+        return type(self._data) in _GPU_TYPES
+
+    @property
+    def is_cpu(self) -> bool:
+        return not self.is_cuda
+
+    def get_device(self) -> int:
+        """The CUDA device index, or -1 on the CPU (torch's convention)."""
+        return self.device.index if self.is_cuda else -1
+
     is_sparse = False
     is_quantized = False
     is_meta = False
@@ -265,7 +251,7 @@ class Tensor:
         return self._base is not None
 
     def data_ptr(self) -> int:
-        return self._data.__array_interface__["data"][0]
+        return devices.data_ptr(self._data)
 
     def stride(self, dim=None):
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
@@ -273,7 +259,7 @@ class Tensor:
 
     def storage_offset(self) -> int:
         base = self._base._data if self._base is not None else self._data
-        return (self.data_ptr() - base.__array_interface__["data"][0]) // self._data.itemsize
+        return (self.data_ptr() - devices.data_ptr(base)) // self._data.itemsize
 
     @property
     def _version(self) -> int:
@@ -356,6 +342,11 @@ class Tensor:
                     "allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
                     "tensor and its gradient may break downstream systems that assume they "
                     "match.")
+            if value.device.type != self.device.type:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with device type '{value.device.type}' "
+                    f"to a tensor with device type '{self.device.type}'. Please ensure that "
+                    "the gradient and the tensor are on the same device")
         self._grad = value
 
     @grad.deleter
@@ -452,11 +443,17 @@ class Tensor:
         return self._data.tolist()
 
     def numpy(self, force=False):
+        if type(self._data) in _GPU_TYPES:
+            if force:
+                return devices.host(self._data)
+            raise TypeError(devices.NUMPY_ON_DEVICE.format(self.device))
         if self._requires_grad and not force:
             raise RuntimeError(messages.NUMPY_REQUIRES_GRAD)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if type(self._data) in _GPU_TYPES:
+            raise TypeError(devices.NUMPY_ON_DEVICE.format(self.device))
         if self._requires_grad:
             raise RuntimeError(messages.NUMPY_REQUIRES_GRAD)
         data = self._data
@@ -465,10 +462,26 @@ class Tensor:
         return data.copy() if copy else data
 
     def cpu(self, memory_format=None):
-        return self
+        """This tensor on the CPU: itself if it is there, else a copy (ToCopyBackward0)."""
+        if type(self._data) not in _GPU_TYPES:
+            return self
+        from .shape_ops import to
+        return to(self, CPU)
 
-    def cuda(self, *args, **kwargs):
-        raise RuntimeError("sourcegrad's eager tensors live on the CPU only")
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        """This tensor on a CUDA GPU (through CuPy): itself if it is there, else a copy.
+
+        `device` is an index, "cuda:1" or a `device`; by default the current CUDA device.
+        Without a CUDA device this raises a RuntimeError saying so.
+        """
+        from .shape_ops import to
+        if device is None:
+            dev = devices.cuda_device(devices.current_index())
+        else:
+            dev = devices.as_device(device)
+            if dev.type != "cuda":
+                raise RuntimeError(f"Invalid device, must be cuda device (got {dev})")
+        return to(self, dev)
 
     def __float__(self):
         if self._data.size != 1:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..eager import factories, ops, shape_ops
+from ..eager import devices, factories, ops, shape_ops
 from ..eager import inplace as _inplace_ops
 from ..eager.ops import _needs_grad, _result
 from ..eager.spec import OpSpec, record
@@ -89,6 +89,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {target.dtype._scalar_name}")
     w = weight._data if isinstance(weight, Tensor) else weight
+    ops.same_device(input, target, weight)
     out = _wrap(_result(rt.nll_loss(input._data, t, w, reduction, ignore_index)))
     if _needs_grad(input):
         record(NLL_LOSS, out, (input, target),
@@ -177,14 +178,14 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1:
         return input * 0
     keep = factories._rng().random(input._data.shape) >= p
-    mask = _wrap((keep / (1 - p)).astype(input._data.dtype))
+    mask = _wrap(devices.to_device((keep / (1 - p)).astype(input._data.dtype), input.device))
     return input.mul_(mask) if inplace else input * mask
 
 
 def one_hot(tensor, num_classes=-1):
     t = tensor._data
     n = int(t.max()) + 1 if num_classes == -1 else num_classes
-    return _wrap(np.eye(n, dtype=np.int64)[t])
+    return _wrap(devices.xp_of(t).eye(n, dtype=np.int64)[t])
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
