@@ -55,17 +55,55 @@ def _parse_wrt(text):
     return items[0] if len(items) == 1 else tuple(items)
 
 
+_COLORS = {"keyword": "\033[35m", "comment": "\033[2;32m", "string": "\033[33m",
+           "number": "\033[36m", "def": "\033[1;34m"}
+_RESET = "\033[0m"
+
+
 def _highlight(source):
-    """Syntax colours on a terminal when pygments is installed; plain text otherwise."""
+    """ANSI colours for a terminal (keywords, names defined, comments, strings, numbers);
+    the text unchanged when stdout is not a terminal."""
     if not sys.stdout.isatty():
         return source
+    return highlight(source)
+
+
+def highlight(source):
+    import io
+    import keyword
+    import tokenize
+    out, last_line, last_col = [], 1, 0
+    lines = source.splitlines(keepends=True)
+    previous = None
     try:
-        from pygments import highlight
-        from pygments.formatters import TerminalFormatter
-        from pygments.lexers import PythonLexer
-    except ImportError:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
         return source
-    return highlight(source, PythonLexer(), TerminalFormatter())
+    for tok in tokens:
+        (start_line, start_col), (end_line, end_col) = tok.start, tok.end
+        # copy the text between tokens (spaces) as it is
+        if start_line > last_line:
+            out.append(lines[last_line - 1][last_col:])
+            out.extend(lines[last_line:start_line - 1])
+            last_col = 0
+        out.append(lines[start_line - 1][last_col:start_col] if start_line <= len(lines) else "")
+        text = tok.string
+        kind = None
+        if tok.type == tokenize.COMMENT:
+            kind = "comment"
+        elif tok.type == tokenize.STRING:
+            kind = "string"
+        elif tok.type == tokenize.NUMBER:
+            kind = "number"
+        elif tok.type == tokenize.NAME and keyword.iskeyword(text):
+            kind = "keyword"
+        elif tok.type == tokenize.NAME and previous == "def":
+            kind = "def"
+        out.append(f"{_COLORS[kind]}{text}{_RESET}" if kind else text)
+        if tok.type == tokenize.NAME:
+            previous = text
+        last_line, last_col = end_line, end_col
+    return "".join(out)
 
 
 def cmd_show(args):

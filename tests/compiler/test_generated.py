@@ -69,3 +69,18 @@ def test_show_forward_prints_the_jvp():
     assert result.returncode == 0, result.stderr
     assert "def jvp_final_position(k, c, k_dot):" in result.stdout
     assert "forward-mode derivative (JVP) with respect to k" in result.stdout
+
+
+def test_terminal_highlighting_only_adds_colours():
+    import re
+    from sourcegrad.cli import highlight
+    for name in os.listdir(os.path.join(ROOT, "generated")):
+        source = open(os.path.join(ROOT, "generated", name)).read()
+        coloured = highlight(source)
+        assert "\x1b[" in coloured
+        assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == source
+
+
+def test_show_is_plain_when_piped():
+    result = run("-m", "sourcegrad", "show", "examples/logreg.py:loss")
+    assert result.returncode == 0 and "\x1b[" not in result.stdout
