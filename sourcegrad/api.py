@@ -145,9 +145,9 @@ def _cell_value(cell):
 def _forget(fn):
     """Drop the IR and every compiled gradient of `fn` (its globals changed)."""
     _IR.pop(fn, None)
-    for key, cache in _COMPILED.items():
+    for key, compiled in _COMPILED.items():
         if key[0] is fn:
-            cache.clear()
+            compiled.clear()
 
 
 class Gradient:
