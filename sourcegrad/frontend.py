@@ -218,8 +218,8 @@ def _walk_no_defs(node, stop_at_loops):
         if nested_loop and isinstance(current, (gast.Break, gast.Continue)):
             continue
         yield current
-        inner_loop = nested_loop or (current is not node and
-                                     isinstance(current, (gast.For, gast.While)))
+        # a break or continue inside a loop belongs to that loop, the walked statement too
+        inner_loop = nested_loop or isinstance(current, (gast.For, gast.While))
         for child in gast.iter_child_nodes(current):
             stack.append((child, inner_loop))
 
