@@ -646,6 +646,9 @@ class Lowerer:
         if isinstance(target, (gast.Tuple, gast.List)):
             if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
                 atoms = [self.expr(v) for v in value.elts]  # evaluate all before binding: swaps
+                # a variable's value is copied first, so `a, b = b, a` does not read a new a
+                atoms = [self.snapshot(a) if isinstance(a, Var) and self.is_variable(a.name)
+                         else a for a in atoms]
                 for t, a in zip(target.elts, atoms):
                     self.assign_atom(t, a, stmt)
                 return
@@ -695,6 +698,8 @@ class Lowerer:
         local = self.local(name)
         self.ctx.user_names.add(local)
         if name in self.mutable:
+            if isinstance(atom, Tup):  # a tuple held in a variable: a value with an adjoint
+                atom = self.emit("make_tuple", list(atom.items))
             if atom != Var(local):
                 self.out.append(Assign(local, atom, self.loc))
             self.env[name] = Var(local)
@@ -864,11 +869,21 @@ class Lowerer:
         target = self.mutable_temp(name or ("both" if is_and else "either"))
         self.out.append(Assign(target, first, self.loc))
         more = self.nested(lambda: self.out.append(Assign(target, self.expr(rest), self.loc)))
+        # the branch tests `first`, which the branch does not reassign: the backward replays
+        # the same decision (testing `target` would see the value the branch gave it)
+        test = first if not isinstance(first, Var) or not self.is_variable(first.name) else \
+            self.snapshot(first)
         if is_and:
-            self.out.append(If(Var(target), more, [], self.loc))
+            self.out.append(If(test, more, [], self.loc))
         else:
-            self.out.append(If(Var(target), [], more, self.loc))
+            self.out.append(If(test, [], more, self.loc))
         return Var(target)
+
+    def snapshot(self, atom):
+        """A name of its own for the current value of a variable."""
+        temp = self.ctx.namer.fresh(atom.name + "_now")
+        self.out.append(Assign(temp, atom, self.loc))
+        return Var(temp)
 
     def compare(self, node, name):
         ops = [type(o).__name__ for o in node.ops]

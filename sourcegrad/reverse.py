@@ -438,17 +438,22 @@ class Reverser:
         names = self.carried(stmt)
         self.materialize(names, stmt.loc)
         before = dict(self.state)
+        owned_before = set(self.owned)
 
         def branch(stmts):
             def run():
+                # each branch starts from the state before the `if`: what one branch makes
+                # (an accumulator it owns, one it zeroed) says nothing about the other
                 self.state = dict(before)
+                self.owned = set(owned_before)
                 self.block(stmts)
                 self.settle(names | self.touched(stmt), stmt.loc)
             return run
         body = self.nested(branch(stmt.body))
-        after_body = dict(self.state)
+        after_body, owned_body = dict(self.state), set(self.owned)
         orelse = self.nested(branch(stmt.orelse))
         after_else = dict(self.state)
+        self.owned = owned_body & self.owned  # owned after the `if` only if owned on both paths
         # a branch that left an accumulator lazily zero where the other holds a value
         merged = dict(after_body)
         for acc in set(after_body) | set(after_else):
@@ -488,7 +493,34 @@ class Reverser:
                 if st == "explicit" and self.state.get(acc) == "zero":
                     name = next(n for n, v in self.acc.items() if v == acc)
                     self.settle({name}, stmt.loc)
+        # The next iteration starts where this one ended: an accumulator the body rebinds to
+        # an array it does not own must not be updated in place at the top of the body. So
+        # the body is generated again, owning less, until the ownership it ends with covers
+        # the ownership it assumed (usually the first attempt already does).
+        snapshot = self._snapshot()
+        owned = set(self.owned)
+        before = set(owned)
+        for _ in range(3):
+            self._restore(snapshot)
+            self.owned = set(owned)
+            generated = self.nested(run)
+            if self.owned >= owned:
+                self.owned &= before  # the loop may run zero times
+                return generated
+            owned &= self.owned
+        self._restore(snapshot)
+        self.owned = set()
         return self.nested(run)
+
+    def _snapshot(self):
+        return (dict(self.state), set(self.owned), {k: list(v) for k, v in self.pending.items()},
+                dict(self.acc), dict(self.counters), dict(self.given), self.loop_depth)
+
+    def _restore(self, snapshot):
+        state, owned, pending, acc, counters, given, depth = snapshot
+        self.state, self.owned, self.acc = dict(state), set(owned), dict(acc)
+        self.pending = defaultdict(list, {k: list(v) for k, v in pending.items()})
+        self.counters, self.given, self.loop_depth = dict(counters), defaultdict(int, given), depth
 
     def for_(self, stmt):
         written = {s.target for s in walk(stmt.body) if isinstance(s, Assign)}
@@ -546,7 +578,8 @@ def _recorded(fn, backward, rev):
     for name, sites in rev.sites.items():
         if name in counters or name in rev.loop_targets:
             continue
-        if name in reads and (len(sites) > 1 or any(in_loop for _, _, in_loop in sites)):
+        overwrites = len(sites) + (1 if name in fn.params else 0) > 1
+        if name in reads and (overwrites or any(in_loop for _, _, in_loop in sites)):
             recorded.add(name)
     return recorded
 
@@ -659,8 +692,14 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
     backward = _finish_backward(backward, push)
 
     result = grads[0] if len(grads) == 1 and not as_tuple else Tup(tuple(grads))
+    value = ret.value
+    if with_value and isinstance(value, Var) and value.name in rev.overwritten:
+        # a variable the backward restores (pops): keep the value the forward ended with
+        kept = namer.fresh(value.name + "_value")
+        forward.append(Assign(kept, value, ret.loc))
+        value = Var(kept)
     if with_value:
-        result = Tup((ret.value, result))
+        result = Tup((value, result))
     body = forward + [Marker()] + backward + [Return(result, ret.loc)]
     suffix = "_".join(f"d{n}" for n in wrt_names)
     name = f"d{fn.name}_{suffix}" if not with_value else f"value_and_d{fn.name}_{suffix}"

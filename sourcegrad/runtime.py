@@ -161,6 +161,7 @@ def inner_grad(g, x, y, argnum):
 
 def tensordot_grad(g, x, y, axes, argnum):
     """Adjoint of `np.tensordot(x, y, axes)` with respect to x (argnum 0) or y (argnum 1)."""
+    g, x, y = np.asarray(g), np.asarray(x), np.asarray(y)  # a full contraction gives a number
     if isinstance(axes, int):
         x_axes = tuple(range(x.ndim - axes, x.ndim))
         y_axes = tuple(range(axes))

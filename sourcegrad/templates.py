@@ -374,6 +374,10 @@ class Instantiator:
         aval = self.aval(base.atom)
         if node.attr == "ndim" and aval is not UNKNOWN and aval is not None:
             return PV(Const(aval.ndim), aval.ndim)
+        if node.attr in ("shape", "size") and aval not in (None, UNKNOWN) and \
+                aval.is_python_scalar:
+            value = () if node.attr == "shape" else 1  # a Python number: no .shape to read
+            return PV(Const(value), value)
         if node.attr in ("shape", "size") and isinstance(base.atom, Var):
             source = self.shape_source.get(base.atom.name, base.atom.name)
             return self.emit(node.attr, [Var(source)], name=name)

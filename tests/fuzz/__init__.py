@@ -1,0 +1,1 @@
+"""Differential fuzzing of the compiler: random programs, compiled gradients vs oracles."""

@@ -1,0 +1,1681 @@
+"""Random numerical programs, as Python source, for differential fuzzing of sourcegrad.
+
+`generate(seed)` returns a `Program`: the text of a module with a function `f` (plus
+module-level helpers and globals), the shapes of `f`'s parameters and the features it uses.
+Programs use only what README.md says the compiler supports: arithmetic with broadcasting
+between (), (3,), (2, 3) (and the intermediate shapes (2,), (1, 3), (2, 1)), bounded unary
+functions, reductions with axis/keepdims, matmul/dot/einsum, indexing and slicing,
+reshape/transpose, where/maximum/clip, branches, fixed and data-dependent loops, break and
+continue, helper calls (module-level, nested def, lambda, closures, static recursion),
+augmented and indexed assignment, list append + stack.
+
+`check_program(program)` is the differential harness: it writes the program to a file,
+imports it, draws inputs away from kinks (a copy of the program whose comparisons, max/min,
+clip, abs, sign, floor, %, std, ... report how close they are to a kink), compiles
+`sourcegrad.value_and_grad` with respect to every argument and compares value and gradient
+with plain-numpy central finite differences.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import itertools
+import linecache
+import math
+import os
+import random
+import re
+import signal
+import string
+import sys
+import threading
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SCALAR = ()
+VEC = (3,)
+MAT = (2, 3)
+COL2 = (2,)
+ROW = (1, 3)
+COLK = (2, 1)
+VAR_SHAPES = (SCALAR, VEC, MAT)
+ALL_SHAPES = (SCALAR, VEC, MAT, COL2, ROW, COLK)
+ARRAY_SHAPES = (VEC, MAT, COL2, ROW, COLK)
+
+
+def _broadcast(a, b):
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        return None
+
+
+# operand shape pairs whose broadcast is exactly the key shape
+PAIRS = {s: [(a, b) for a in ALL_SHAPES for b in ALL_SHAPES if _broadcast(a, b) == s]
+         for s in ALL_SHAPES}
+# shapes that broadcast to the key shape
+COMPAT = {s: [a for a in ALL_SHAPES if _broadcast(a, s) == s] for s in ALL_SHAPES}
+
+# ---------------------------------------------------------------------------------------------
+# templates.  {a}, {b}: operands of the target shape / a broadcast partner; the other fields
+# name shapes: m m2 -> (2, 3), v u -> (3,), w -> (2,), r r2 -> (1, 3), k -> (2, 1),
+# s t s1 s2 s3 -> (), x -> any array shape; I2, J3: small integer indices.
+# ---------------------------------------------------------------------------------------------
+
+UNARY = [
+    "np.sin({a})", "np.cos({a})", "np.tanh({a})", "np.arctan({a})", "-({a})",
+    "np.exp(np.tanh({a}))", "np.exp(-({a}) ** 2)", "np.exp2(np.sin({a}))",
+    "np.expm1(np.tanh({a}))", "np.log(1.0 + ({a}) ** 2)", "np.log1p(({a}) ** 2)",
+    "np.log2(2.0 + np.sin({a}))", "np.log10(1.5 + np.cos({a}))", "np.sqrt(1.0 + ({a}) ** 2)",
+    "np.sqrt(0.25 + np.square({a}))", "np.cbrt(2.0 + np.cos({a}))",
+    "np.reciprocal(2.0 + np.sin({a}))", "np.tan(0.5 * np.tanh({a}))",
+    "np.arcsin(0.9 * np.tanh({a}))", "np.arccos(0.8 * np.sin({a}))", "np.sinh(np.tanh({a}))",
+    "np.cosh(np.tanh({a}))", "np.arcsinh({a})", "np.arccosh(1.5 + ({a}) ** 2)",
+    "np.arctanh(0.8 * np.tanh({a}))", "np.abs({a})", "np.absolute({a})", "np.fabs({a})",
+    "np.square({a})",
+]
+BINARY_UFUNCS = [
+    "np.logaddexp({a}, {b})", "np.hypot({a}, {b})", "np.arctan2({a}, 1.5 + ({b}) ** 2)",
+    "np.add({a}, {b})", "np.subtract({a}, {b})", "np.multiply({a}, {b})",
+    "np.divide({a}, 1.5 + np.tanh({b}))",
+]
+POWERS = [
+    "({a}) ** 2", "({a}) ** 3", "np.square({a})", "(1.5 + np.sin({a})) ** 1.5",
+    "np.power(1.2 + np.cos({a}), 2.5)", "(1.0 + ({a}) ** 2) ** 0.5", "1.7 ** np.tanh({a})",
+    "np.power(1.5 + np.tanh({a}), {b})", "(2.0 + np.cos({a})) ** np.sin({b})",
+]
+DIVISIONS = [
+    "({a}) / (1.0 + ({b}) ** 2)", "({a}) / (2.0 + np.cos({b}))", "({a}) / 2.5",
+    "np.divide({a}, 1.5 + np.sin({b}))", "0.8 / (1.5 + np.tanh({a}))",
+]
+MAXMIN = ["np.maximum({a}, {b})", "np.minimum({a}, {b})"]
+CLIPS = ["np.clip({a}, -0.5, 0.6)", "np.clip({a}, -0.3, None)", "np.clip({a}, None, 0.4)",
+         "np.clip({a}, {b} - 0.5, {b} + 0.5)"]
+CLIP_METHODS = ["({a}).clip(-0.4, 0.7)", "({a}).clip(0.1, 1.0)"]
+NONDIFF = ["np.sign({a}) * ({b})", "np.floor(2.0 * ({a})) * ({b})", "(({a}) > 0.3) * ({b})",
+           "np.round(({a}) * 1.5) * 0.5 + ({b})", "({a}) % 1.7", "(({a}) // 0.75) * ({b})"]
+BOUNDS = ["np.tanh({a})", "np.sin({a})", "0.5 * np.tanh({a})", "np.arctan({a})",
+          "np.cos({a})", "np.tanh({a}) * 1.5"]
+PYSCALAR = ["math.sin({s})", "math.cos({s})", "math.tanh({s})", "math.exp(math.tanh({s}))",
+            "math.log(1.0 + ({s}) ** 2)", "math.sqrt(1.0 + ({s}) ** 2)", "math.atan({s})",
+            "abs({s})", "max({s}, {t})", "min({s}, {t})", "float({s})",
+            "math.exp(-({s}) ** 2)", "math.hypot({s}, 1.0)"]
+
+STRUCT = {
+    SCALAR: [
+        "np.sum({x})", "np.mean({x})", "({x}).sum()", "({x}).mean()", "np.max({x})",
+        "np.min({x})", "np.amax({x})", "np.amin({x})", "({x}).max()", "({x}).min()",
+        "np.prod({x})", "({x}).prod()", "np.var({x})", "np.std({x})", "({x}).var()",
+        "np.var({x}, ddof=1)", "({x}).std()", "np.sum({x}, axis=None)",
+        "({v})[{J3}]", "({m})[{I2}, {J3}]", "({w})[{I2}]", "({r})[0, {J3}]", "({k})[{I2}, 0]",
+        "np.dot({v}, {u})", "({v}) @ ({u})", "np.inner({v}, {u})",
+        "np.einsum('i,i->', {v}, {u})", "({v}).dot({u})", "np.tensordot({v}, {u}, axes=1)",
+        "np.sum(({m}) * ({m2}))", "np.einsum('ij,ij->', {m}, {m2})", "sum({v})",
+        "np.sum({x}) / ({x}).size", "np.sum(({x}) ** 2) * ({x}).ndim",
+        "np.sum({v}) / len({v})", "np.sum(({m})[:, 1:3])", "np.sum(({v})[({v}) > 0.1])",
+        "np.sum({m}) / ({m}).shape[0]", "np.sum(np.argmax({v}) * ({v}))",
+        "({w}) @ ({m}) @ ({v})", "np.sum({s})", "np.mean({s})",
+    ],
+    VEC: [
+        "np.sum({m}, axis=0)", "np.mean({m}, axis=0)", "({m}).sum(axis=0)", "({m}).mean(axis=0)",
+        "np.max({m}, axis=0)", "np.min({m}, axis=0)", "({m}).max(axis=0)", "np.prod({m}, axis=0)",
+        "np.var({m}, axis=0)", "np.std({m}, axis=0)", "({m})[{I2}]", "({m})[1, :]",
+        "({w}) @ ({m})", "np.dot({w}, {m})", "({m}).T @ ({w})", "np.matmul({w}, {m})",
+        "np.einsum('ij,i->j', {m}, {w})", "np.tensordot({w}, {m}, axes=1)",
+        "(({m}).T @ ({m2})) @ ({v})", "np.reshape({m}, (6,))[::2]", "({m}).ravel()[1:4]",
+        "np.ravel({m})[[0, 3, 5]]", "({v})[::-1]", "({v})[[2, 0, 0]]", "np.take({v}, [1, 2, 0])",
+        "np.concatenate([({v})[1:], ({v})[:1]])", "np.concatenate([{w}, np.array([{s}])])",
+        "np.stack([{s1}, {s2}, {s3}])", "np.array([{s1}, {s2}, {s3}])", "np.squeeze({r})",
+        "({r})[0]", "np.ravel({r})", "({r}).reshape(3)", "np.transpose({m})[:, 0]",
+        "np.swapaxes({m}, 0, 1)[:, 1]", "np.mean(np.stack([{v}, {u}]), axis=0)",
+        "np.broadcast_to({s}, (3,))", "({m})[{I2}, :] * ({m})[:, {J3}][0]",
+    ],
+    MAT: [
+        "np.reshape(({m}).T, (2, 3))", "({m}).reshape(3, 2).T", "np.transpose(({m}).reshape(3, 2))",
+        "np.swapaxes(({m}).reshape(3, 2), 0, 1)", "np.moveaxis(({m}).reshape(3, 2), 1, 0)",
+        "np.stack([{v}, {u}])", "np.stack([{v}, {u}], axis=0)", "np.outer({w}, {v})",
+        "np.concatenate([{r}, {r2}], axis=0)", "np.concatenate([{k}, ({m})[:, 1:]], axis=1)",
+        "np.broadcast_to({v}, (2, 3))", "np.broadcast_to({k}, (2, 3))", "({m})[::-1]",
+        "({m})[:, [2, 0, 1]]", "({m})[[1, 0]]", "({m}) @ (({m2}).T @ ({m}))",
+        "np.einsum('i,j->ij', {w}, {v})", "np.array([{v}, {u}])", "({m}).T.T",
+        "np.squeeze(np.expand_dims({m}, 0))", "np.tensordot({w}, {v}, axes=0)",
+        "np.matmul({m}, np.eye(3))",
+    ],
+    COL2: [
+        "({m}) @ ({v})", "np.dot({m}, {v})", "np.matmul({m}, {v})", "np.einsum('ij,j->i', {m}, {v})",
+        "np.sum({m}, axis=1)", "np.mean({m}, axis=1)", "np.max({m}, axis=1)", "({m}).min(axis=1)",
+        "np.prod({m}, axis=1)", "({m}).var(axis=1)", "({m})[:, {J3}]", "({v})[:2]", "({v})[1:]",
+        "({v})[[0, 2]]", "np.array([{s}, {t}])", "np.squeeze({k})", "({k})[:, 0]",
+        "({k}).ravel()", "np.squeeze({k}, axis=1)", "({m}).T[1]", "({v})[::2]",
+    ],
+    ROW: [
+        "({v})[None, :]", "({v}).reshape(1, 3)", "np.expand_dims({v}, 0)", "({m})[0:1]",
+        "({m})[1:]", "np.sum({m}, axis=0, keepdims=True)", "np.max({m}, axis=0, keepdims=True)",
+        "({m}).mean(axis=0, keepdims=True)", "np.reshape({v}, (1, -1))",
+    ],
+    COLK: [
+        "({w})[:, None]", "({w}).reshape(2, 1)", "np.expand_dims({w}, 1)", "({m})[:, :1]",
+        "({m})[:, 2:]", "np.mean({m}, axis=1, keepdims=True)",
+        "np.min({m}, axis=1, keepdims=True)", "({m}).sum(axis=1, keepdims=True)",
+        "np.std({m}, axis=1, keepdims=True)",
+    ],
+}
+
+CONSTANTS = {
+    SCALAR: ["0.5", "1.5", "-0.7", "2.0", "0.25", "1.0", "-1.2"],
+    VEC: ["np.array([0.5, -1.0, 2.0])", "np.ones(3)", "np.arange(3.0)",
+          "np.linspace(-1.0, 1.0, 3)"],
+    MAT: ["np.arange(6.0).reshape(2, 3) * 0.2", "np.ones((2, 3))",
+          "np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])"],
+    COL2: ["np.array([1.0, -0.5])", "np.ones(2)"],
+    ROW: ["np.ones((1, 3))", "np.array([[0.2, -0.4, 0.6]])"],
+    COLK: ["np.array([[0.5], [-1.5]])", "np.ones((2, 1))"],
+}
+
+FIELD_SHAPES = {"m": MAT, "m2": MAT, "v": VEC, "u": VEC, "w": COL2, "r": ROW, "r2": ROW,
+                "k": COLK, "s": SCALAR, "t": SCALAR, "s1": SCALAR, "s2": SCALAR, "s3": SCALAR}
+
+_VIEW_FUNCS = {"reshape", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to",
+               "swapaxes", "moveaxis"}
+
+
+def _is_fresh(src: str) -> bool:
+    """Whether an expression certainly makes a new value (no view or alias of a variable)."""
+    node = ast.parse(src.strip(), mode="eval").body
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        return True
+    if isinstance(node, ast.Call):
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            if f.value.id == "np":
+                return f.attr not in _VIEW_FUNCS
+            if f.value.id == "math":
+                return True
+        if isinstance(f, ast.Name) and f.id in ("float", "abs"):
+            return True
+    return False
+
+
+def _atom(src: str) -> str:
+    """`src`, parenthesized when its top level is an operator (so that it nests safely:
+    `a * (w @ m)` must not become `a * w @ m`)."""
+    node = ast.parse(src, mode="eval").body
+    if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)) \
+            and not _enclosed(src):
+        return f"({src})"
+    return src
+
+
+def _enclosed(src: str) -> bool:
+    """Whether the first parenthesis of `src` closes at its last character."""
+    if not (src.startswith("(") and src.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(src):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            return i == len(src) - 1
+    return False
+
+
+@dataclass
+class Var:
+    name: str
+    shape: tuple
+    owned: bool = True     # a fresh value no other name aliases: may be mutated in place
+    frozen: bool = False   # a loop target or the iterated value: never assigned in the body
+
+
+@dataclass
+class IntVar:
+    name: str
+    hi: int                # values lie in range(hi)
+
+
+@dataclass
+class Func:
+    name: str
+    arity: int
+    has_k: bool = False
+    recursive: bool = False
+
+
+@dataclass
+class Program:
+    seed: object
+    source: str
+    params: list            # [(name, shape)]
+    features: set = field(default_factory=set)
+    globals: dict = field(default_factory=dict)
+    fn_name: str = "f"
+
+    @property
+    def module_name(self) -> str:
+        return "sgfuzz_" + re.sub(r"\W", "_", str(self.seed))
+
+
+class _Gen:
+    def __init__(self, rng: random.Random):
+        self.r = rng
+        self.lines: list[str] = []
+        self.indent = 0
+        self.env: list[Var] = []
+        self.ints: list[IntVar] = []
+        self.funcs: list[Func] = []
+        self.globals: dict = {}
+        self.features: set = set()
+        self.counter = itertools.count()
+        self.ew = None          # elementwise mode: the leaf names of a helper body
+        self.returned = False
+
+    # -- small utilities ----------------------------------------------------------------------
+
+    def name(self, prefix):
+        return f"{prefix}{next(self.counter)}"
+
+    def emit(self, line):
+        self.lines.append("    " * self.indent + line)
+
+    def const(self, shape):
+        return self.r.choice(CONSTANTS[shape])
+
+    def wchoice(self, pairs):
+        total = sum(w for _, w in pairs)
+        x = self.r.random() * total
+        for item, w in pairs:
+            x -= w
+            if x <= 0:
+                return item
+        return pairs[-1][0]
+
+    def pair(self, shape, d):
+        pairs = PAIRS[shape]
+        exact = [p for p in pairs if shape in p]
+        a, b = self.r.choice(exact if self.r.random() < 0.7 or len(exact) == len(pairs)
+                             else pairs)
+        if self.r.random() < 0.5:
+            a, b = b, a
+        return self.expr(a, d), self.expr(b, d)
+
+    # -- expressions --------------------------------------------------------------------------
+
+    def leaf(self, shape):
+        r = self.r
+        if self.ew is not None:
+            names = list(self.ew) + list(self.globals)
+            return r.choice(names) if names and r.random() < 0.85 else self.const(SCALAR)
+        cands = []
+        for v in self.env:
+            cands += [(c, w) for c, w in self.conversions(v, shape)]
+        if shape == SCALAR:
+            for iv in self.ints:
+                cands.append((r.choice([f"({iv.name} + 1.0)", f"0.5 * {iv.name}",
+                                        f"float({iv.name})"]), 0.5))
+            for g in self.globals:
+                cands.append((g, 0.5))
+                self.features.add("global")
+        if not cands or r.random() < 0.06:
+            return self.const(shape)
+        return self.wchoice(cands)
+
+    def conversions(self, v, shape):
+        n, r, out = v.name, self.r, []
+        if v.shape == shape:
+            out.append((n, 6.0))
+        if shape == SCALAR:
+            if v.shape == VEC:
+                idx = [iv.name for iv in self.ints if iv.hi <= 3] + ["0", "1", "2", "-1"]
+                out += [(f"{n}[{r.choice(idx)}]", 1), (f"np.sum({n})", 1), (f"np.mean({n})", 0.5),
+                        (f"{n}.sum()", 0.5)]
+            elif v.shape == MAT:
+                out += [(f"{n}[{r.choice('01')}, {r.choice('012')}]", 1), (f"np.sum({n})", 1),
+                        (f"{n}.mean()", 0.5)]
+        elif shape == VEC:
+            if v.shape == MAT:
+                rows = [iv.name for iv in self.ints if iv.hi <= 2] + ["0", "1", "-1"]
+                out += [(f"{n}[{r.choice(rows)}]", 1), (f"{n}[1, :]", 0.5),
+                        (f"np.mean({n}, axis=0)", 0.5)]
+            elif v.shape == SCALAR:
+                out += [(f"{n} * np.array([1.0, -0.5, 0.25])", 0.5),
+                        (f"np.array([{n}, 0.5, -{n}])", 0.3)]
+        elif shape == MAT:
+            if v.shape == VEC:
+                out += [(f"np.stack([{n}, 0.5 * {n}])", 0.5),
+                        (f"np.outer(np.array([1.0, -0.7]), {n})", 0.5)]
+            elif v.shape == SCALAR:
+                out.append((f"{n} * np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])", 0.3))
+        elif shape == COL2:
+            if v.shape == MAT:
+                out += [(f"{n}[:, {r.choice('012')}]", 1), (f"np.sum({n}, axis=1)", 1)]
+            elif v.shape == VEC:
+                out += [(f"{n}[:2]", 1), (f"{n}[1:]", 1), (f"{n}[[0, 2]]", 0.5)]
+            elif v.shape == SCALAR:
+                out.append((f"np.array([{n}, 0.5])", 0.3))
+        elif shape == ROW:
+            if v.shape == VEC:
+                out += [(f"{n}[None, :]", 1), (f"{n}.reshape(1, 3)", 1)]
+            elif v.shape == MAT:
+                out += [(f"{n}[{r.choice(['0:1', '1:2'])}]", 1),
+                        (f"np.mean({n}, axis=0, keepdims=True)", 1)]
+        elif shape == COLK:
+            if v.shape == MAT:
+                j = r.choice([0, 1, 2])
+                out += [(f"{n}[:, {j}:{j + 1}]", 1), (f"np.sum({n}, axis=1, keepdims=True)", 1)]
+            elif v.shape == VEC:
+                out += [(f"{n}[:2, None]", 1), (f"{n}[1:].reshape(2, 1)", 1)]
+        return out
+
+    def expr(self, shape, d):
+        r = self.r
+        if d <= 0 or r.random() < 0.2:
+            return self.leaf(shape)
+        kinds = [("binop", 5), ("unary", 5), ("div", 1.5), ("pow", 1.5), ("maxmin", 1.0),
+                 ("clip", 0.8), ("where", 1.0), ("nondiff", 0.4), ("binufunc", 0.8)]
+        if self.funcs:
+            kinds.append(("call", 2.0))
+        if self.ew is None:
+            kinds += [("struct", 4.0), ("ifexp", 0.6)]
+            if shape == SCALAR:
+                kinds.append(("pyscalar", 1.2))
+        for _ in range(20):
+            out = getattr(self, "_e_" + self.wchoice(kinds))(shape, d)
+            if out is not None:
+                return _atom(out)
+        return self.leaf(shape)
+
+    def _e_binop(self, shape, d):
+        a, b = self.pair(shape, d - 1)
+        return f"({a} {self.r.choice(['+', '-', '*', '+', '*'])} {b})"
+
+    def _e_unary(self, shape, d):
+        t = self.r.choice(UNARY)
+        if "abs" in t:
+            self.features.add("abs")
+        return t.format(a=self.expr(shape, d - 1))
+
+    def _e_binufunc(self, shape, d):
+        a, b = self.pair(shape, d - 1)
+        return self.r.choice(BINARY_UFUNCS).format(a=a, b=b)
+
+    def operands(self, template, shape, d):
+        """Fill {a} (and {b}) so that the template's result has exactly `shape`."""
+        if "{b}" in template:
+            a, b = self.pair(shape, d)
+            return template.format(a=a, b=b)
+        return template.format(a=self.expr(shape, d))
+
+    def _e_div(self, shape, d):
+        return self.operands(self.r.choice(DIVISIONS), shape, d - 1)
+
+    def _e_pow(self, shape, d):
+        return self.operands(self.r.choice(POWERS), shape, d - 1)
+
+    def _e_maxmin(self, shape, d):
+        self.features.add("maximum")
+        a, b = self.pair(shape, d - 1)
+        for _ in range(3):
+            if a != b:
+                break
+            a, b = self.pair(shape, d - 1)
+        return self.r.choice(MAXMIN).format(a=a, b=b)
+
+    def _e_clip(self, shape, d):
+        self.features.add("clip")
+        a = self.expr(shape, d - 1)
+        if shape != SCALAR and self.ew is None and self.r.random() < 0.3:
+            return self.r.choice(CLIP_METHODS).format(a=a)
+        t = self.r.choice(CLIPS)
+        b = self.expr(self.r.choice(COMPAT[shape]), d - 1) if "{b}" in t else ""
+        return t.format(a=a, b=b)
+
+    def _e_where(self, shape, d):
+        self.features.add("where")
+        c = self.expr(self.r.choice(COMPAT[shape]), d - 1)
+        a = self.expr(shape, d - 1)
+        b = self.expr(self.r.choice(COMPAT[shape]), d - 1)
+        if self.r.random() < 0.5:
+            a, b = b, a
+        return f"np.where({c} > {self.r.choice(['0.0', '0.2', '-0.3'])}, {a}, {b})"
+
+    def _e_nondiff(self, shape, d):
+        self.features.add("nondiff")
+        return self.operands(self.r.choice(NONDIFF), shape, d - 1)
+
+    def _e_ifexp(self, shape, d):
+        self.features.add("ifexp")
+        return f"({self.expr(shape, d - 1)} if {self.cond(d - 1)} else {self.expr(shape, d - 1)})"
+
+    def _e_pyscalar(self, shape, d):
+        self.features.add("math")
+        t = self.r.choice(PYSCALAR)
+        return t.format(s=self.expr(SCALAR, d - 1),
+                        t=self.expr(SCALAR, d - 1) if "{t}" in t else "")
+
+    def _e_call(self, shape, d):
+        fn = self.r.choice(self.funcs)
+        r = self.r
+        if fn.recursive:
+            self.features.add("recursion")
+            return f"{fn.name}({self.expr(shape, d - 1)}, {r.randint(0, 3)})"
+        if fn.arity == 1:
+            args = [self.expr(shape, d - 1)]
+        else:
+            args = list(self.pair(shape, d - 1))
+        if r.random() < 0.15 and fn.arity == 2:
+            self.features.add("star_args")
+            return f"{fn.name}(*({args[0]}, {args[1]}))"
+        call = ", ".join(args)
+        if fn.has_k and r.random() < 0.5:
+            self.features.add("kwargs")
+            kval = r.choice(["0.3", "1.2", self.expr(SCALAR, 0) if self.ew is None else "0.8"])
+            call += f", k={kval}" if r.random() < 0.6 else f", {kval}"
+        return f"{fn.name}({call})"
+
+    def _e_struct(self, shape, d):
+        t = self.r.choice(STRUCT[shape])
+        fields = sorted({f for _, f, _, _ in string.Formatter().parse(t) if f})
+        vals = {}
+        for f in fields:
+            if f == "x":
+                vals[f] = self.expr(self.r.choice(ARRAY_SHAPES), d - 1)
+            elif f == "I2":
+                vals[f] = self.r.choice(["0", "1", "-1"])
+            elif f == "J3":
+                vals[f] = self.r.choice(["0", "1", "2", "-1", "-2"])
+            else:
+                vals[f] = self.expr(FIELD_SHAPES[f], d - 1)
+        if "axis" in t:
+            self.features.add("reduce_axis")
+        if "keepdims" in t:
+            self.features.add("keepdims")
+        if "@" in t or "dot" in t or "matmul" in t or "einsum" in t or "tensordot" in t:
+            self.features.add("matmul")
+        if "max" in t or "min" in t:
+            self.features.add("max_reduce")
+        if "reshape" in t or "transpose" in t or ".T" in t:
+            self.features.add("reshape")
+        return t.format(**vals)
+
+    def cond(self, d):
+        """A scalar condition."""
+        r = self.r
+        roll = r.random()
+        if roll < 0.15 and d > 0:
+            self.features.add("boolop")
+            op = r.choice(["and", "or"])
+            left = self.cond(d - 1)
+            right = self.cond(d - 1)
+            if r.random() < 0.3:
+                right = f"not ({right})"
+            return f"({left} {op} {right})"
+        if roll < 0.22:
+            self.features.add("chained_compare")
+            return f"(-0.5 < {self.expr(SCALAR, d)} < {r.choice(['0.5', '1.0', '2.0'])})"
+        op = r.choice(["<", ">", "<=", ">="])
+        return f"{self.expr(SCALAR, d)} {op} {r.choice(['0.0', '0.3', '-0.2', '1.0'])}"
+
+    # -- statements ---------------------------------------------------------------------------
+
+    def rhs(self, shape, d, bound):
+        e = self.expr(shape, d)
+        if bound or self.r.random() < 0.4:
+            e = self.r.choice(BOUNDS).format(a=e)
+        if not _is_fresh(e):
+            e = f"({e}) * 1.0"
+        return e
+
+    def writable(self, shape=None, owned=None):
+        return [v for v in self.env if not v.frozen and (shape is None or v.shape == shape)
+                and (owned is None or v.owned == owned or v.shape == SCALAR)]
+
+    def block(self, n, depth, in_loop):
+        saved_env, saved_ints = list(self.env), list(self.ints)
+        self.indent += 1
+        start = len(self.lines)
+        for _ in range(n):
+            if self.returned:
+                break
+            self.stmt(depth, in_loop)
+        if len(self.lines) == start:
+            self.emit("pass")
+        self.indent -= 1
+        self.env, self.ints = saved_env, saved_ints
+
+    def stmt(self, depth, in_loop):
+        kinds = [("assign_new", 4), ("assign_old", 2.5), ("aug", 2), ("setitem", 1),
+                 ("tuple", 0.8)]
+        if depth < 2:
+            kinds += [("if", 1.5), ("for_range", 1.5), ("for_iter", 1.2), ("while", 0.8),
+                      ("for_break", 0.8), ("append", 0.8), ("for_continue", 0.4)]
+        if depth == 0:
+            kinds += [("define", 0.8), ("early_return", 0.3)]
+        if in_loop and depth > 0:
+            kinds += [("break_if", 0.2)]
+        for _ in range(10):
+            kind = self.wchoice(kinds)
+            if getattr(self, "_s_" + kind)(depth, in_loop) is not False:
+                return
+
+    def _s_assign_new(self, depth, in_loop):
+        shape = self.r.choice(VAR_SHAPES)
+        name = self.name("t")
+        self.emit(f"{name} = {self.rhs(shape, self.r.randint(1, 3), in_loop)}")
+        self.env.append(Var(name, shape))
+
+    def update(self, v, in_loop):
+        """Assign a new value to an existing variable (bounded inside loops)."""
+        r = self.r
+        if in_loop and r.random() < 0.4:
+            e = self.expr(v.shape, 2)
+            self.emit(f"{v.name} = 0.5 * {v.name} + 0.5 * np.sin({e})")
+        else:
+            self.emit(f"{v.name} = {self.rhs(v.shape, r.randint(1, 3), in_loop)}")
+
+    def _s_assign_old(self, depth, in_loop):
+        cands = self.writable()
+        if not cands:
+            return False
+        self.update(self.r.choice(cands), in_loop)
+
+    def _s_aug(self, depth, in_loop):
+        cands = self.writable(owned=True)
+        if not cands:
+            return False
+        self.features.add("augassign")
+        v = self.r.choice(cands)
+        self.aug(v)
+
+    def aug(self, v):
+        r = self.r
+        e = self.expr(r.choice(COMPAT[v.shape]), r.randint(1, 2))
+        form = r.choice(["+= 0.3 * np.tanh({e})", "-= 0.4 * np.sin({e})", "*= 0.9",
+                         "*= np.cos({e})", "/= (1.5 + ({e}) ** 2)", "+= {e}"])
+        if form == "+= {e}" and r.random() < 0.5:
+            form = "-= 0.2 * np.arctan({e})"
+        self.emit(f"{v.name} {form.format(e=e)}")
+
+    def _s_setitem(self, depth, in_loop):
+        r = self.r
+        cands = [v for v in self.writable(owned=True) if v.shape in (VEC, MAT)]
+        if not cands:
+            return False
+        self.features.add("setitem")
+        v = r.choice(cands)
+        n = v.name
+        op = r.choice(["=", "=", "+=", "-=", "*="])
+        if v.shape == VEC:
+            idx = [iv.name for iv in self.ints if iv.hi <= 3] + ["0", "1", "2", "-1"]
+            target, shape = r.choice([(f"{n}[{r.choice(idx)}]", SCALAR), (f"{n}[1:]", COL2),
+                                      (f"{n}[:2]", COL2), (f"{n}[[0, 2]]", COL2),
+                                      (f"{n}[::2]", COL2), (f"{n}[:]", VEC),
+                                      (f"{n}[{n} > 0.5]", "mask")])
+        else:
+            rows = [iv.name for iv in self.ints if iv.hi <= 2] + ["0", "1", "-1"]
+            target, shape = r.choice([(f"{n}[{r.choice(rows)}]", VEC),
+                                      (f"{n}[{r.choice('01')}, {r.choice('012')}]", SCALAR),
+                                      (f"{n}[:, {r.choice('012')}]", COL2),
+                                      (f"{n}[:, 1:]", "scale"), (f"{n}[:, :2]", COLK),
+                                      (f"{n}[0:1]", ROW)])
+        if shape == "mask":
+            self.features.add("mask")
+            self.emit(f"{target} {r.choice(['=', '*='])} {r.choice(['0.0', '0.5'])}")
+            return
+        if shape == "scale":
+            self.emit(f"{target} *= 0.5")
+            return
+        e = self.expr(shape, r.randint(1, 2))
+        if op == "*=":
+            e = f"np.cos({e})"
+        elif op != "=":
+            e = f"0.5 * np.tanh({e})"
+        self.emit(f"{target} {op} {e}")
+
+    def _s_tuple(self, depth, in_loop):
+        r = self.r
+        if r.random() < 0.5:
+            for shape in r.sample(VAR_SHAPES, 3):
+                cands = [v for v in self.writable(shape) if v.owned]
+                if len(cands) >= 2:
+                    break
+            else:
+                return False
+            self.features.add("swap")
+            a, b = r.sample(cands, 2)
+            self.emit(f"{a.name}, {b.name} = {b.name}, {a.name}")
+            return
+        self.features.add("tuple_assign")
+        s1, s2 = r.choice(VAR_SHAPES), r.choice(VAR_SHAPES)
+        n1, n2 = self.name("t"), self.name("t")
+        e1, e2 = self.rhs(s1, 2, in_loop), self.rhs(s2, 2, in_loop)
+        if r.random() < 0.5:
+            self.emit(f"{n1}, {n2} = {e1}, {e2}")
+        else:
+            pk = self.name("pk")
+            self.emit(f"{pk} = ({e1}, {e2})")
+            self.emit(f"{n1}, {n2} = {pk}")
+        self.env += [Var(n1, s1), Var(n2, s2)]
+
+    def _s_if(self, depth, in_loop):
+        self.features.add("if")
+        r = self.r
+        self.emit(f"if {self.cond(r.randint(1, 2))}:")
+        self.block(r.randint(1, 3), depth + 1, in_loop)
+        if r.random() < 0.3:
+            self.features.add("elif")
+            self.emit(f"elif {self.cond(1)}:")
+            self.block(r.randint(1, 2), depth + 1, in_loop)
+        if r.random() < 0.7:
+            self.emit("else:")
+            self.block(r.randint(1, 2), depth + 1, in_loop)
+
+    def loop_body(self, depth, extra=None):
+        """1-3 statements, at least one updating an outer variable."""
+        r = self.r
+        cands = self.writable()
+        saved_env, saved_ints = list(self.env), list(self.ints)
+        if extra:
+            for item in extra:
+                (self.ints if isinstance(item, IntVar) else self.env).append(item)
+        self.indent += 1
+        for _ in range(r.randint(0, 2)):
+            self.stmt(depth + 1, True)
+        if cands:
+            v = r.choice(cands)
+            if v.owned and r.random() < 0.4:
+                self.features.add("augassign")
+                self.aug(v)
+            else:
+                self.update(v, True)
+        else:
+            self.stmt(depth + 1, True)
+        self.indent -= 1
+        self.env, self.ints = saved_env, saved_ints
+
+    def _s_for_range(self, depth, in_loop):
+        self.features.add("for_range")
+        r = self.r
+        i = self.name("i")
+        spec, hi = r.choice([(f"range({k})", k) for k in (2, 3, 4)] +
+                            [("range(1, 3)", 3), ("range(0, 5, 2)", 5), ("range(1, 4, 2)", 4)])
+        self.emit(f"for {i} in {spec}:")
+        self.loop_body(depth, [IntVar(i, hi)])
+
+    def _s_for_iter(self, depth, in_loop):
+        r = self.r
+        mats = [v for v in self.env if v.shape == MAT]
+        vecs = [v for v in self.env if v.shape == VEC]
+        kind = r.choice(["rows", "elems", "enumerate", "zip", "list", "tuple"])
+        extra, frozen = [], []
+        if kind in ("rows", "enumerate") and mats:
+            src = r.choice(mats)
+            it, elem_shape, length = src.name, VEC, 2
+            frozen.append(src)
+        elif kind in ("elems", "enumerate") and vecs:
+            src = r.choice(vecs)
+            it, elem_shape, length = src.name, SCALAR, 3
+            frozen.append(src)
+        elif kind == "zip" and (mats or vecs):
+            src = r.choice(mats + vecs)
+            frozen.append(src)
+            if src.shape == MAT:
+                other = self.expr(COL2, 1)
+                oshape = SCALAR
+            else:
+                other = self.expr(VEC, 1)
+                oshape = SCALAR
+            self.features.add("zip")
+            a, b = self.name("e"), self.name("e")
+            self.emit(f"for {a}, {b} in zip({src.name}, {other}):")
+            self.freeze(frozen)
+            self.loop_body(depth, [Var(a, VEC if src.shape == MAT else SCALAR, False, True),
+                                   Var(b, oshape, False, True)])
+            self.unfreeze(frozen)
+            return
+        elif kind == "list":
+            self.features.add("for_list")
+            a = self.name("c")
+            self.emit(f"for {a} in [0.5, 1.0, 1.5]:")
+            self.loop_body(depth, [Var(a, SCALAR, False, True)])
+            return
+        elif kind == "tuple":
+            shape = r.choice(VAR_SHAPES)
+            items = [self.expr(shape, 1) for _ in range(r.randint(2, 3))]
+            self.features.add("for_tuple")
+            a = self.name("e")
+            self.emit(f"for {a} in ({', '.join(items)}):")
+            self.loop_body(depth, [Var(a, shape, False, True)])
+            return
+        else:
+            return False
+        a = self.name("e")
+        if kind == "enumerate":
+            self.features.add("enumerate")
+            j = self.name("j")
+            self.emit(f"for {j}, {a} in enumerate({it}):")
+            extra = [IntVar(j, length), Var(a, elem_shape, False, True)]
+        else:
+            self.features.add("for_rows")
+            self.emit(f"for {a} in {it}:")
+            extra = [Var(a, elem_shape, False, True)]
+        self.freeze(frozen)
+        self.loop_body(depth, extra)
+        self.unfreeze(frozen)
+
+    def freeze(self, vs):
+        for v in vs:
+            v.frozen_before = v.frozen
+            v.frozen = True
+
+    def unfreeze(self, vs):
+        for v in vs:
+            v.frozen = v.frozen_before
+
+    def _driver_var(self):
+        cands = self.writable()
+        return self.r.choice(cands) if cands else None
+
+    def scalar_of(self, v):
+        return v.name if v.shape == SCALAR else \
+            self.r.choice([f"np.sum({v.name})", f"np.mean({v.name})", f"np.max({v.name})"])
+
+    def _s_while(self, depth, in_loop):
+        self.features.add("while")
+        r = self.r
+        v = self._driver_var()
+        if v is None:
+            return False
+        n = self.name("n")
+        limit = r.randint(2, 6)
+        self.emit(f"{n} = 0")
+        c = r.choice(["0.0", "0.5", "1.0", "-0.3"])
+        style = r.random()
+        if style < 0.6:
+            self.emit(f"while {self.scalar_of(v)} {r.choice(['<', '>'])} {c} and {n} < {limit}:")
+        elif style < 0.8:
+            self.features.add("break")
+            self.emit("while True:")
+        else:
+            self.features.add("break")
+            self.emit(f"while {n} < {limit}:")
+        self.indent += 1
+        saved_env, saved_ints = list(self.env), list(self.ints)
+        for _ in range(r.randint(0, 1)):
+            self.stmt(depth + 1, True)
+        self.update(v, True)
+        self.emit(f"{n} += 1")
+        if style >= 0.6:
+            guard = f" or {n} >= {limit}" if style < 0.8 else ""
+            self.emit(f"if {self.scalar_of(v)} {r.choice(['<', '>'])} {c}{guard}:")
+            self.emit("    break")
+        self.env, self.ints = saved_env, saved_ints
+        self.indent -= 1
+        self.ints.append(IntVar(n, limit + 1))
+
+    def _s_for_break(self, depth, in_loop):
+        self.features.add("break")
+        r = self.r
+        v = self._driver_var()
+        if v is None:
+            return False
+        i = self.name("i")
+        k = r.randint(2, 6)
+        self.emit(f"for {i} in range({k}):")
+        self.indent += 1
+        saved_env, saved_ints = list(self.env), list(self.ints)
+        self.ints.append(IntVar(i, k))
+        for _ in range(r.randint(0, 1)):
+            self.stmt(depth + 1, True)
+        self.update(v, True)
+        self.emit(f"if {self.scalar_of(v)} {r.choice(['<', '>'])} "
+                  f"{r.choice(['0.0', '0.5', '-0.5'])}:")
+        self.emit("    break")
+        self.env, self.ints = saved_env, saved_ints
+        self.indent -= 1
+
+    def _s_for_continue(self, depth, in_loop):
+        self.features.add("continue")
+        r = self.r
+        i = self.name("i")
+        k = r.randint(2, 5)
+        self.emit(f"for {i} in range({k}):")
+        self.indent += 1
+        saved_ints = list(self.ints)
+        self.ints.append(IntVar(i, k))
+        if r.random() < 0.5:
+            self.emit(f"if {i} % 2 == {r.randint(0, 1)}:")
+        else:
+            self.emit(f"if {self.cond(1)}:")
+        self.emit("    continue")
+        self.indent -= 1
+        self.loop_body(depth, [IntVar(i, k)])
+        self.ints = saved_ints
+
+    def _s_break_if(self, depth, in_loop):
+        self.features.add("break")
+        self.emit(f"if {self.cond(1)}:")
+        self.emit("    break")
+
+    def _s_append(self, depth, in_loop):
+        self.features.add("append_stack")
+        r = self.r
+        shape = r.choice(VAR_SHAPES)
+        hs = self.name("hs")
+        self.emit(f"{hs} = []")
+        mats = [v for v in self.env if v.shape == MAT]
+        k = r.randint(2, 4)
+        extra = []
+        if mats and r.random() < 0.3:
+            m = r.choice(mats)
+            e = self.name("e")
+            self.emit(f"for {e} in {m.name}:")
+            extra, k = [Var(e, VEC, False, True)], 2
+            self.freeze([m])
+        else:
+            i = self.name("i")
+            self.emit(f"for {i} in range({k}):")
+            extra = [IntVar(i, k)]
+            m = None
+        self.indent += 1
+        saved_env, saved_ints = list(self.env), list(self.ints)
+        for item in extra:
+            (self.ints if isinstance(item, IntVar) else self.env).append(item)
+        if r.random() < 0.5:
+            self.stmt(depth + 1, False)  # no break before the first append
+        self.emit(f"{hs}.append({self.rhs(shape, 2, True)})")
+        self.env, self.ints = saved_env, saved_ints
+        self.indent -= 1
+        if m is not None:
+            self.unfreeze([m])
+        name = self.name("t")
+        if shape == VEC and r.random() < 0.3:
+            self.emit(f"{name} = np.stack({hs})[:2] * 1.0")
+            self.env.append(Var(name, MAT))
+            return
+        red = r.choice(["np.sum(np.stack({hs}), axis=0)", "np.mean(np.array({hs}), axis=0)",
+                        "sum({hs})", "np.stack({hs})[-1] * 1.0",
+                        "np.max(np.stack({hs}), axis=0)", "np.stack({hs})[0] * np.stack({hs})[1]"])
+        self.emit(f"{name} = {red.format(hs=hs)}")
+        self.env.append(Var(name, shape))
+
+    def helper_body(self, params, closure=()):
+        """An elementwise body over `params` (works for any broadcastable shapes)."""
+        saved = self.ew
+        self.ew = list(params) + list(closure)
+        lines = []
+        if self.r.random() < 0.4:
+            q = self.name("q")
+            lines.append(f"{q} = {self.expr(SCALAR, self.r.randint(1, 2))}")
+            self.ew.append(q)
+        lines.append(f"return {self.uses_all(self.expr(SCALAR, self.r.randint(1, 3)), params)}")
+        self.ew = saved
+        return lines
+
+    def uses_all(self, e, params):
+        """`e`, extended so that every positional parameter reaches the result (which then has
+        the broadcast shape of the arguments, whatever they are)."""
+        used = {n.id for n in ast.walk(ast.parse(e, mode="eval")) if isinstance(n, ast.Name)}
+        for p in params:
+            if p in ("a", "b") and p not in used:
+                e = f"{e} + {self.r.choice(['0.3', '-0.5', '1.0'])} * {p}"
+        return e
+
+    def _s_define(self, depth, in_loop):
+        r = self.r
+        arity = r.choice([1, 2])
+        params = ["a", "b"][:arity]
+        has_k = r.random() < 0.4
+        closure = []
+        if r.random() < 0.4:
+            closure = [v.name for v in self.env if v.shape == SCALAR][:2]
+            if closure:
+                self.features.add("closure")
+        if r.random() < 0.4:
+            self.features.add("lambda")
+            name = self.name("lam")
+            saved = self.ew
+            self.ew = params + (["k"] if has_k else []) + closure
+            body = self.uses_all(self.expr(SCALAR, r.randint(1, 3)), params)
+            self.ew = saved
+            sig = ", ".join(params + (["k=0.5"] if has_k else []))
+            self.emit(f"{name} = lambda {sig}: {body}")
+        else:
+            self.features.add("nested_def")
+            name = self.name("g")
+            sig = ", ".join(params + (["k=0.5"] if has_k else []))
+            self.emit(f"def {name}({sig}):")
+            for line in self.helper_body(params + (["k"] if has_k else []), closure):
+                self.emit("    " + line)
+        self.funcs.append(Func(name, arity, has_k))
+
+    def _s_early_return(self, depth, in_loop):
+        self.features.add("early_return")
+        self.emit(f"if {self.cond(1)}:")
+        self.emit(f"    return {self.final_expr()}")
+
+    def final_expr(self):
+        r = self.r
+        terms = [self.expr(SCALAR, r.randint(1, 3))]
+        live = [v for v in self.env if not v.frozen]
+        for v in r.sample(live, min(len(live), r.randint(1, 3))):
+            if v.shape == SCALAR:
+                terms.append(r.choice([f"{v.name} * {v.name}", f"np.tanh({v.name})",
+                                       f"0.5 * {v.name}"]))
+            else:
+                terms.append(r.choice([f"np.sum({v.name} * {v.name})",
+                                       f"np.sum(np.tanh({v.name}))", f"0.5 * np.sum({v.name})"]))
+        return " + ".join(terms)
+
+    # -- the module ---------------------------------------------------------------------------
+
+    def module(self, seed):
+        r = self.r
+        header = ["import math", "", "import numpy as np", ""]
+        for _ in range(r.choice([0, 0, 1, 2])):
+            g = self.name("G")
+            self.globals[g] = r.choice([0.75, -0.4, 1.3, 0.2])
+            header.append(f"{g} = {self.globals[g]}")
+        header.append("")
+        for _ in range(r.choice([0, 1, 1, 2, 3])):
+            if r.random() < 0.2:
+                name = self.name("rec")
+                inner = self.r.choice(["np.sin({a}) * 0.9 + 0.1", "np.tanh(1.2 * {a})",
+                                       "{a} * 0.8 + np.cos({a}) * 0.3"])
+                header += ["", f"def {name}(a, n):", "    if n == 0:", "        return a",
+                           f"    return {name}({inner.format(a='a')}, n - 1)", ""]
+                self.funcs.append(Func(name, 1, recursive=True))
+                self.features.add("module_helper")
+                continue
+            arity = r.choice([1, 2])
+            params = ["a", "b"][:arity]
+            has_k = r.random() < 0.4
+            name = self.name("h")
+            sig = ", ".join(params + (["k=0.5"] if has_k else []))
+            header += ["", f"def {name}({sig}):"]
+            header += ["    " + line for line in self.helper_body(params + (["k"] if has_k else []))]
+            header.append("")
+            self.funcs.append(Func(name, arity, has_k))
+            self.features.add("module_helper")
+        nparams = r.choice([1, 2, 2, 3])
+        params = []
+        for i in range(nparams):
+            shape = r.choice(VAR_SHAPES)
+            params.append((f"x{i}", shape))
+            self.env.append(Var(f"x{i}", shape, owned=False))
+        self.lines = [f"def f({', '.join(p for p, _ in params)}):"]
+        self.indent = 1
+        for _ in range(r.randint(2, 6)):
+            self.stmt(0, False)
+        self.emit(f"return {self.final_expr()}")
+        source = "\n".join(header).rstrip() + "\n\n\n" + "\n".join(self.lines) + "\n"
+        return Program(seed, source, params, self.features, dict(self.globals))
+
+
+def generate(seed) -> Program:
+    """The program for `seed` (any int or str; deterministic across runs)."""
+    return _Gen(random.Random(seed)).module(seed)
+
+
+# =============================================================================================
+# kink detection: a copy of the program whose non-smooth operations report their margin
+# =============================================================================================
+
+_CMP = {"Lt": lambda a, b: a < b, "LtE": lambda a, b: a <= b, "Gt": lambda a, b: a > b,
+        "GtE": lambda a, b: a >= b, "Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b}
+
+
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) or (isinstance(x, np.ndarray) and x.dtype.kind in "biu")
+
+
+class Kinks:
+    """Records the smallest relative distance to a kink seen while running a program."""
+
+    def __init__(self):
+        self.worst = math.inf
+        self.where = ""
+
+    # Where these are exactly at their kink, the point is singular whatever the direction.
+    # Elsewhere an exact tie (a relative distance under 1e-12) is structural, like
+    # np.max(np.stack([h, h])) or a comparison of a clipped value with its bound: the tied
+    # values move together, the function is smooth there, finite differences are valid and
+    # any tie-breaking whose weights sum to one gives the same gradient.
+    SINGULAR = ("std", "hypot", "sqrt", "log")
+
+    def note(self, dist, scale, what):
+        d = np.abs(np.asarray(dist, dtype=float))
+        s = np.maximum(1.0, np.abs(np.asarray(scale, dtype=float)))
+        rel = (d / s).reshape(-1)
+        if what not in self.SINGULAR:
+            rel = rel[rel > 1e-12]
+        if rel.size:
+            m = float(np.min(rel))
+            if m < self.worst:
+                frame = sys._getframe(1)
+                while frame is not None and not frame.f_code.co_filename.startswith("<instr"):
+                    frame = frame.f_back
+                line = f" (line {frame.f_lineno})" if frame is not None else ""
+                self.worst, self.where = m, what + line
+
+    def compare(self, operands, ops):
+        result = True
+        for a, op, b in zip(operands, ops, operands[1:]):
+            if not (_is_int(a) and _is_int(b)):
+                self.note(np.subtract(a, b), np.maximum(np.abs(a), np.abs(b)), "compare")
+        for a, op, b in zip(operands, ops, operands[1:]):
+            result = _CMP[op](a, b)
+            if len(ops) > 1 and not result:
+                return result
+        return result
+
+    def _pair(self, a, b, what):
+        self.note(np.subtract(a, b), np.maximum(np.abs(a), np.abs(b)), what)
+
+    def np_maximum(self, a, b, *rest, **kw):
+        self._pair(a, b, "maximum")
+        return np.maximum(a, b, *rest, **kw)
+
+    def np_minimum(self, a, b, *rest, **kw):
+        self._pair(a, b, "minimum")
+        return np.minimum(a, b, *rest, **kw)
+
+    def np_fmax(self, a, b, *rest, **kw):
+        self._pair(a, b, "fmax")
+        return np.fmax(a, b, *rest, **kw)
+
+    def np_fmin(self, a, b, *rest, **kw):
+        self._pair(a, b, "fmin")
+        return np.fmin(a, b, *rest, **kw)
+
+    def np_clip(self, a, lo=None, hi=None, **kw):
+        for bound in (lo, hi):
+            if bound is not None:
+                self._pair(a, bound, "clip")
+        return np.clip(a, lo, hi, **kw)
+
+    def m_clip(self, obj, lo=None, hi=None, **kw):
+        self.np_clip(obj, lo, hi)
+        return obj.clip(lo, hi, **kw)
+
+    def _abs(self, a):
+        self.note(a, 1.0, "abs")
+
+    def np_abs(self, a, *rest, **kw):
+        self._abs(a)
+        return np.abs(a, *rest, **kw)
+
+    def np_absolute(self, a, *rest, **kw):
+        self._abs(a)
+        return np.absolute(a, *rest, **kw)
+
+    def np_fabs(self, a, *rest, **kw):
+        self._abs(a)
+        return np.fabs(a, *rest, **kw)
+
+    def np_sign(self, a, *rest, **kw):
+        self._abs(a)
+        return np.sign(a, *rest, **kw)
+
+    def np_floor(self, a, *rest, **kw):
+        self.note(np.subtract(a, np.round(a)), 1.0, "floor")
+        return np.floor(a, *rest, **kw)
+
+    def np_ceil(self, a, *rest, **kw):
+        self.note(np.subtract(a, np.round(a)), 1.0, "ceil")
+        return np.ceil(a, *rest, **kw)
+
+    def np_round(self, a, *rest, **kw):
+        self.note(np.subtract(a, np.floor(a)) - 0.5, 1.0, "round")
+        return np.round(a, *rest, **kw)
+
+    def np_hypot(self, a, b, *rest, **kw):
+        out = np.hypot(a, b, *rest, **kw)
+        self.note(out, 1.0, "hypot")
+        return out
+
+    def np_sqrt(self, a, *rest, **kw):
+        self.note(a, 1.0, "sqrt")
+        return np.sqrt(a, *rest, **kw)
+
+    def np_log(self, a, *rest, **kw):
+        self.note(a, 1.0, "log")
+        return np.log(a, *rest, **kw)
+
+    def _std(self, out):
+        self.note(out, 1.0, "std")
+        return out
+
+    def np_std(self, a, *args, **kw):
+        return self._std(np.std(a, *args, **kw))
+
+    def m_std(self, obj, *args, **kw):
+        return self._std(obj.std(*args, **kw))
+
+    def _gap(self, a, axis, largest, what):
+        a = np.asarray(a, dtype=float)
+        if axis is None:
+            a, axis = a.reshape(-1), 0
+        if a.shape[axis] < 2:
+            return
+        s = np.sort(a, axis=axis)
+        if largest:
+            top, second = np.take(s, -1, axis=axis), np.take(s, -2, axis=axis)
+        else:
+            top, second = np.take(s, 0, axis=axis), np.take(s, 1, axis=axis)
+        self.note(top - second, top, what)
+
+    def np_max(self, a, axis=None, *args, **kw):
+        self._gap(a, axis, True, "max")
+        return np.max(a, axis, *args, **kw)
+
+    np_amax = np_max
+
+    def np_min(self, a, axis=None, *args, **kw):
+        self._gap(a, axis, False, "min")
+        return np.min(a, axis, *args, **kw)
+
+    np_amin = np_min
+
+    def m_max(self, obj, axis=None, *args, **kw):
+        self._gap(obj, axis, True, "max")
+        return obj.max(axis, *args, **kw)
+
+    def m_min(self, obj, axis=None, *args, **kw):
+        self._gap(obj, axis, False, "min")
+        return obj.min(axis, *args, **kw)
+
+    def np_argmax(self, a, axis=None, *args, **kw):
+        self._gap(a, axis, True, "argmax")
+        return np.argmax(a, axis, *args, **kw)
+
+    def np_argmin(self, a, axis=None, *args, **kw):
+        self._gap(a, axis, False, "argmin")
+        return np.argmin(a, axis, *args, **kw)
+
+    def b_max(self, *args, **kw):
+        if len(args) == 2:
+            self._pair(args[0], args[1], "builtin max")
+        return max(*args, **kw)
+
+    def b_min(self, *args, **kw):
+        if len(args) == 2:
+            self._pair(args[0], args[1], "builtin min")
+        return min(*args, **kw)
+
+    def b_abs(self, a):
+        self._abs(a)
+        return abs(a)
+
+    def mod(self, a, b, floor_div=False):
+        if not (_is_int(a) and _is_int(b)):
+            q = np.divide(a, b)
+            self.note((q - np.round(q)) * np.abs(b), 1.0, "mod")
+        return a // b if floor_div else a % b
+
+
+_KINK_NP = {"maximum", "minimum", "fmax", "fmin", "clip", "abs", "absolute", "fabs", "sign",
+            "floor", "ceil", "round", "hypot", "sqrt", "log", "std", "max", "amax", "min", "amin",
+            "argmax", "argmin"}
+_KINK_METHODS = {"max", "min", "clip", "std"}
+_KINK_BUILTINS = {"max", "min", "abs"}
+
+
+def _k(attr):
+    return ast.Attribute(value=ast.Name(id="_K", ctx=ast.Load()), attr=attr, ctx=ast.Load())
+
+
+class _Instrument(ast.NodeTransformer):
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        ops = [type(o).__name__ for o in node.ops]
+        if any(op not in _CMP for op in ops):
+            return node
+        return ast.copy_location(ast.Call(
+            func=_k("compare"),
+            args=[ast.List(elts=[node.left] + node.comparators, ctx=ast.Load()),
+                  ast.List(elts=[ast.Constant(op) for op in ops], ctx=ast.Load())],
+            keywords=[]), node)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, (ast.Mod, ast.FloorDiv)):
+            return ast.copy_location(ast.Call(
+                func=_k("mod"), args=[node.left, node.right,
+                                      ast.Constant(isinstance(node.op, ast.FloorDiv))],
+                keywords=[]), node)
+        return node
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np":
+            if f.attr in _KINK_NP:
+                node.func = _k("np_" + f.attr)
+            return node
+        if isinstance(f, ast.Attribute) and f.attr in _KINK_METHODS and not (
+                isinstance(f.value, ast.Name) and f.value.id in ("np", "math")):
+            return ast.copy_location(ast.Call(func=_k("m_" + f.attr),
+                                              args=[f.value] + node.args,
+                                              keywords=node.keywords), node)
+        if isinstance(f, ast.Name) and f.id in _KINK_BUILTINS:
+            node.func = _k("b_" + f.id)
+        return node
+
+
+def instrumented(program: Program):
+    """(namespace, Kinks): the program run with every kink-prone operation reporting."""
+    tree = _Instrument().visit(ast.parse(program.source))
+    ast.fix_missing_locations(tree)
+    kinks = Kinks()
+    ns = {"__name__": program.module_name + "_instrumented", "_K": kinks}
+    exec(compile(tree, f"<instrumented {program.seed}>", "exec"), ns)  # noqa: S102
+    return ns, kinks
+
+
+# =============================================================================================
+# the differential harness
+# =============================================================================================
+
+KINK_TOL = 1e-3
+RTOL, ATOL = 1e-5, 1e-6
+
+
+class GeneratorError(Exception):
+    """The generated program itself is broken (a bug in this file, not in sourcegrad)."""
+
+
+class _Timeout(BaseException):
+    pass
+
+
+@dataclass
+class Outcome:
+    program: Program
+    status: str        # matched | mismatched | rejected | crashed | skipped | generator_error
+    reason: str = ""
+    detail: str = ""
+    gradient_source: str = ""
+
+    def report(self) -> str:
+        shapes = ", ".join(f"{n}: {'float' if s == () else s}" for n, s in self.program.params)
+        parts = [f"seed {self.program.seed!r}: {self.status} {self.reason}".rstrip(),
+                 f"--- program ({shapes}) ---", self.program.source]
+        if self.detail:
+            parts += ["--- detail ---", self.detail]
+        if self.gradient_source:
+            parts += ["--- generated gradient ---", self.gradient_source]
+        return "\n".join(parts)
+
+
+_LOADED = itertools.count()
+
+
+def load(program: Program, directory: str):
+    """Write the program to `directory` and import it; returns (module, path)."""
+    name = f"{program.module_name}_{next(_LOADED)}"
+    path = os.path.join(directory, name + ".py")
+    with open(path, "w") as fh:
+        fh.write(program.source)
+    linecache.checkcache(path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def unload(module, path):
+    sys.modules.pop(module.__name__, None)
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def draw_args(params, nrng):
+    out = []
+    for _, shape in params:
+        scale = nrng.choice([0.5, 1.0, 1.5])
+        if shape == SCALAR:
+            out.append(float(nrng.normal() * scale))
+        else:
+            out.append(nrng.normal(size=shape) * scale)
+    return tuple(out)
+
+
+def numeric_grad(fn, args, pos, eps):
+    """Central differences in float64 (the same scheme as sourcegrad.api.numeric_grad)."""
+    from sourcegrad.api import numeric_grad as ng
+    return ng(fn, args, pos, eps)
+
+
+def _copy_args(args):
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+
+
+def _same_args(a, b):
+    return all((isinstance(x, np.ndarray) and np.array_equal(x, y)) or
+               (not isinstance(x, np.ndarray) and x == y) for x, y in zip(a, b))
+
+
+def _scale(value, nums):
+    return max([1.0, abs(float(value))] + [float(np.max(np.abs(n))) for n in nums])
+
+
+def _close(a, b, scale):
+    return bool(np.allclose(a, b, rtol=RTOL, atol=ATOL * scale))
+
+
+def select_inputs(program, fn, ns_fn, kinks, nrng, tries=12):
+    """Inputs where the program is smooth: (args, value, numeric grads) or None.
+
+    Redraws when an instrumented operation comes within KINK_TOL (relative) of a kink or
+    when finite differences with two step sizes disagree (an undetected kink nearby).
+    """
+    n = len(program.params)
+    program.redraws = {}
+    for _ in range(tries):
+        args = draw_args(program.params, nrng)
+        kinks.worst = math.inf
+        before = _copy_args(args)
+        try:
+            with np.errstate(all="ignore"):
+                value_i = ns_fn(*args)
+                value = fn(*args)
+        except Exception as exc:  # the program is ours: any error is a generator bug
+            raise GeneratorError(f"the forward pass raised {type(exc).__name__}: {exc}\n"
+                                 f"args = {before!r}\n" + traceback.format_exc()) from exc
+        if not _same_args(before, args):
+            raise GeneratorError("the forward pass mutated its arguments")
+        try:
+            if np.ndim(value) != 0:
+                raise TypeError(f"shape {np.shape(value)}")
+            float(value)
+        except (TypeError, ValueError) as exc:
+            raise GeneratorError(f"the program returned {value!r} ({exc})") from exc
+        if not np.isfinite(value) or abs(float(value)) > 1e8:
+            _count(program, "not finite")
+            continue
+        if float(value_i) != float(value):
+            raise GeneratorError(f"the instrumented program computed {value_i}, not {value}")
+        if kinks.worst < KINK_TOL:
+            _count(program, "near a kink of " + kinks.where)
+            continue
+        with np.errstate(all="ignore"):
+            nums = [numeric_grad(fn, args, pos, 1e-6) for pos in range(n)]
+            coarse = [numeric_grad(fn, args, pos, 1e-5) for pos in range(n)]
+        scale = _scale(value, nums)
+        if not all(np.all(np.isfinite(g)) for g in nums):
+            _count(program, "numeric gradient not finite")
+            continue
+        if not all(_close(a, b, scale) for a, b in zip(nums, coarse)):
+            _count(program, "finite differences disagree between steps")
+            continue
+        return args, value, nums
+    return None
+
+
+def _count(program, why):
+    program.redraws[why] = program.redraws.get(why, 0) + 1
+
+
+def reason_of(exc) -> str:
+    """A rejection reason with names and numbers taken out, for grouping."""
+    msg = getattr(exc, "message", str(exc)).splitlines()[0] if str(exc) else ""
+    msg = re.sub(r"'[^']*'", "'…'", msg)
+    msg = re.sub(r"\b[a-z]+\d+\b", "N", msg)
+    msg = re.sub(r"\d+", "#", msg)
+    return f"{type(exc).__name__}: {msg[:120]}"
+
+
+def _alarm(timeout):
+    if not timeout or threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "setitimer"):
+        return None
+
+    def handler(signum, frame):
+        raise _Timeout()
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    return old
+
+
+def _cancel(old):
+    if old is not None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def check_program(program: Program, directory: str, timeout: float | None = 60.0,
+                  rebind_globals: bool = True) -> Outcome:
+    """Compile `program`'s gradient and compare it with finite differences."""
+    import sourcegrad
+    nrng = np.random.default_rng(
+        int.from_bytes(hashlib.sha256(str(program.seed).encode()).digest()[:8], "little"))
+    old = _alarm(timeout)
+    module = path = None
+    try:
+        try:
+            ns, kinks = instrumented(program)
+            module, path = load(program, directory)
+            fn = getattr(module, program.fn_name)
+        except Exception as exc:  # noqa: BLE001
+            return Outcome(program, "generator_error", type(exc).__name__, traceback.format_exc())
+        outcome = _check_once(program, fn, ns, kinks, nrng, sourcegrad)
+        if outcome.status == "matched" and rebind_globals and program.globals:
+            # rebinding a module global must regenerate the gradient
+            for g, value in program.globals.items():
+                setattr(module, g, value * -1.5 + 0.1)
+                ns[g] = value * -1.5 + 0.1
+            second = _check_once(program, fn, ns, kinks, nrng, sourcegrad)
+            if second.status != "skipped":
+                if second.status != "matched":
+                    second.reason = "after rebinding a global: " + second.reason
+                return second
+        return outcome
+    except _Timeout:
+        return Outcome(program, "crashed", "timeout", f"no result after {timeout} s")
+    finally:
+        _cancel(old)
+        if module is not None:
+            unload(module, path)
+
+
+def _check_once(program, fn, ns, kinks, nrng, sourcegrad) -> Outcome:
+    try:
+        picked = select_inputs(program, fn, ns[program.fn_name], kinks, nrng)
+    except GeneratorError as exc:
+        return Outcome(program, "generator_error", str(exc).splitlines()[0], str(exc))
+    if picked is None:
+        return Outcome(program, "skipped", "no smooth inputs found",
+                       ", ".join(f"{k}: {v}" for k, v in program.redraws.items()))
+    args, value, nums = picked
+    # the plain gradient first, then value_and_grad (separately generated code)
+    for with_value in (False, True):
+        outcome = _compare(program, fn, args, value, nums, with_value, sourcegrad)
+        if outcome.status != "matched":
+            if with_value:
+                outcome.reason = "value_and_grad: " + outcome.reason
+            return outcome
+    return outcome
+
+
+def _compare(program, fn, args, value, nums, with_value, sourcegrad) -> Outcome:
+    wrt = tuple(range(len(args)))
+    before = _copy_args(args)
+    g = (sourcegrad.value_and_grad if with_value else sourcegrad.grad)(fn, wrt=wrt)
+    try:
+        with np.errstate(all="ignore"):
+            result = g(*args)
+    except sourcegrad.SourcegradError as exc:
+        return Outcome(program, "rejected", reason_of(exc), str(exc))
+    except _Timeout:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a crash is what we are looking for
+        src = ""
+        try:
+            src = g.source
+        except Exception:  # noqa: BLE001
+            pass
+        return Outcome(program, "crashed", f"{type(exc).__name__}: {str(exc)[:200]}",
+                       "args = " + repr(before) + "\n" + traceback.format_exc(), src)
+    src = g.source
+    args_txt = "args = " + repr(before)
+    if not _same_args(before, args):
+        return Outcome(program, "mismatched", "the gradient mutated its arguments", args_txt, src)
+    scale = _scale(value, nums)
+    problems = []
+    if with_value:
+        try:
+            got_value, grads = result
+            value_ok = np.ndim(got_value) == 0 and bool(
+                np.allclose(float(got_value), value, rtol=1e-9, atol=1e-12 * scale))
+        except (TypeError, ValueError):
+            got_value, grads, value_ok = result, None, False
+        if not value_ok:
+            problems.append(f"value: compiled {got_value!r}, numpy {value!r}")
+    else:
+        grads = result
+    if not isinstance(grads, tuple) or len(grads) != len(args):
+        problems.append(f"gradients: expected a tuple of {len(args)}, got {grads!r}")
+    else:
+        for pos, (x, gx, num) in enumerate(zip(args, grads, nums)):
+            if isinstance(x, float):
+                if type(gx) is not float:
+                    problems.append(f"d/d{program.params[pos][0]}: type {type(gx).__name__}, "
+                                    "expected float")
+                    continue
+            elif not isinstance(gx, np.ndarray) or gx.shape != x.shape or gx.dtype != x.dtype:
+                problems.append(f"d/d{program.params[pos][0]}: got {type(gx).__name__} "
+                                f"{np.shape(gx)}, expected ndarray {x.shape}")
+                continue
+            if not _close(gx, num, scale):
+                err = float(np.max(np.abs(np.asarray(gx) - num)))
+                problems.append(f"d/d{program.params[pos][0]}: max abs error {err:.3g}\n"
+                                f"  compiled: {np.asarray(gx)!r}\n  numeric:  {num!r}")
+    if problems:
+        first = problems[0].splitlines()[0]
+        return Outcome(program, "mismatched", first.split(":")[0],
+                       args_txt + "\n" + "\n".join(problems), src)
+    return Outcome(program, "matched")
+
+
+def run_many(seeds, directory, timeout=60.0, on_outcome=None):
+    """Check every seed's program; returns the outcomes."""
+    out = []
+    for seed in seeds:
+        program = generate(seed)
+        o = check_program(program, directory, timeout)
+        out.append(o)
+        if on_outcome is not None:
+            on_outcome(o)
+    return out
+
+
+# =============================================================================================
+# reduction of a failing program
+# =============================================================================================
+
+def _same_failure(a: Outcome, b: Outcome) -> bool:
+    if a.status != b.status:
+        return False
+    if a.status in ("crashed", "rejected"):
+        norm = [re.sub(r"\b[a-z]+_?\d+\b|\d+", "N", o.reason) for o in (a, b)]
+        return norm[0] == norm[1]
+    if a.status == "mismatched":
+        return ("value" in a.reason) == ("value" in b.reason)
+    return True
+
+
+def _is_np_array(node):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr in ("array", "stack", "concatenate")
+
+
+def _candidates(tree):
+    """Smaller variants of a module: one statement dropped, a compound statement replaced by
+    its body, or an expression replaced by one of its operands or by a constant."""
+    bodies = []
+    for node in ast.walk(tree):
+        for attr in ("body", "orelse"):
+            seq = getattr(node, attr, None)
+            if isinstance(seq, list) and seq and isinstance(seq[0], ast.stmt):
+                bodies.append(seq)
+    for seq in bodies:
+        for i in range(len(seq)):
+            yield lambda seq=seq, i=i: seq.__setitem__(slice(i, i + 1), []) or \
+                (seq.append(ast.Pass()) if not seq else None)
+            stmt = seq[i]
+            if isinstance(stmt, (ast.If, ast.For, ast.While)):
+                yield lambda seq=seq, i=i, stmt=stmt: seq.__setitem__(slice(i, i + 1), stmt.body)
+                if getattr(stmt, "orelse", None):
+                    yield lambda seq=seq, i=i, stmt=stmt: seq.__setitem__(slice(i, i + 1),
+                                                                          stmt.orelse)
+    for node in ast.walk(tree):
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, ast.expr) and not isinstance(value, (ast.Name, ast.Constant)) \
+                    and not isinstance(node, (ast.Attribute,)) \
+                    and name not in ("func", "target", "test") and not _is_np_array(value):
+                subs = [c for c in ast.iter_child_nodes(value) if isinstance(c, ast.expr)
+                        and not isinstance(c, (ast.List, ast.Tuple))
+                        and not (isinstance(c, ast.Constant) and isinstance(c.value, str))]
+                for sub in subs + [ast.Constant(1.0)]:
+                    yield lambda node=node, name=name, sub=sub: setattr(node, name, sub)
+            elif isinstance(value, list):
+                for j, item in enumerate(value):
+                    if isinstance(item, ast.expr) and not isinstance(item, (ast.Name, ast.Constant)) \
+                            and not isinstance(node, ast.Compare) and not _is_np_array(item):
+                        for sub in [c for c in ast.iter_child_nodes(item)
+                                    if isinstance(c, ast.expr)
+                                    and not isinstance(c, (ast.List, ast.Tuple))] + \
+                                [ast.Constant(1.0)]:
+                            yield lambda value=value, j=j, sub=sub: value.__setitem__(j, sub)
+
+
+def minimize(program: Program, directory: str, outcome: Outcome | None = None,
+             budget: int = 3000, seconds: float = 120.0) -> tuple[Program, Outcome]:
+    """A smaller program that fails the same way (greedy, to a fixed point).
+
+    Expression edits may change a variable's shape, so read the result as a lead, not as
+    a program the generator would write.
+    """
+    import copy
+    import time
+    deadline = time.monotonic() + seconds
+    outcome = outcome or check_program(program, directory)
+    best, best_out = program, outcome
+    tries = 0
+    improved = True
+    while improved and tries < budget and time.monotonic() < deadline:
+        improved = False
+        tree = ast.parse(best.source)
+        n = sum(1 for _ in _candidates(tree))
+        for k in range(n):
+            tries += 1
+            if tries >= budget or time.monotonic() > deadline:
+                break
+            trial = copy.deepcopy(ast.parse(best.source))
+            edit = next(itertools.islice(_candidates(trial), k, None), None)
+            if edit is None:
+                break
+            try:
+                edit()
+                src = ast.unparse(ast.fix_missing_locations(trial)) + "\n"
+                ast.parse(src)
+            except Exception:  # noqa: BLE001
+                continue
+            if len(src) >= len(best.source):
+                continue
+            cand = Program(best.seed, src, best.params, set(best.features), dict(best.globals))
+            out = check_program(cand, directory, timeout=10)
+            if _same_failure(out, outcome):
+                best, best_out, improved = cand, out, True
+                break
+    return best, best_out

@@ -1,0 +1,327 @@
+"""The quick slice of the differential fuzzer (runs with the default `pytest`).
+
+Each of QUICK_N generated programs: the compiled gradient (and value) of every argument
+must equal central finite differences. A program the compiler rejects with a
+SourcegradError passes (the reason is recorded as a test property); a wrong gradient, a
+wrong value, or any other exception fails and prints the program. See programs.py.
+"""
+import collections
+import math
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad.api import numeric_grad
+
+from .programs import (
+    MAT,
+    SCALAR,
+    VEC,
+    Kinks,
+    Program,
+    check_program,
+    generate,
+    instrumented,
+)
+
+QUICK_N = 150
+SEEDS = [f"quick-{i}" for i in range(QUICK_N)]
+_OUTCOMES = {}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("fuzz_quick"))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_compiled_gradient_matches_finite_differences(seed, workdir, record_property):
+    outcome = check_program(generate(seed), workdir, timeout=30)
+    _OUTCOMES[seed] = outcome
+    record_property("status", outcome.status)
+    if outcome.status in ("rejected", "skipped"):
+        record_property("reason", outcome.reason + " " + outcome.detail[:200])
+        return
+    if outcome.status != "matched":
+        pytest.fail(outcome.report(), pytrace=False)
+
+
+def test_quick_slice_summary():
+    """Most programs reach the comparison (a generator that only makes rejected or
+    kinked programs would test nothing)."""
+    if len(_OUTCOMES) < QUICK_N:
+        pytest.skip("runs after the whole quick slice")
+    counts = collections.Counter(o.status for o in _OUTCOMES.values())
+    print("\nquick fuzz slice:", dict(counts))
+    for reason, n in collections.Counter(o.reason for o in _OUTCOMES.values()
+                                         if o.status == "rejected").most_common():
+        print(f"  rejected {n}: {reason}")
+    assert counts["skipped"] <= QUICK_N // 10, counts
+    assert counts["generator_error"] == 0, counts
+    assert counts["rejected"] <= QUICK_N // 4, counts
+
+
+def test_generator_is_deterministic_and_covers_the_features():
+    features = collections.Counter()
+    for seed in SEEDS:
+        program = generate(seed)
+        assert program.source == generate(seed).source
+        compile(program.source, "<fuzz>", "exec")
+        features.update(program.features)
+    wanted = {"if", "ifexp", "boolop", "for_range", "for_rows", "enumerate", "zip", "while",
+              "break", "continue", "module_helper", "nested_def", "lambda", "closure",
+              "augassign", "append_stack", "setitem", "early_return", "matmul",
+              "reduce_axis", "keepdims", "max_reduce", "maximum", "clip", "where", "abs",
+              "reshape", "math", "global", "kwargs", "recursion"}
+    assert wanted <= set(features), sorted(wanted - set(features))
+
+
+def test_generator_does_not_depend_on_the_hash_seed():
+    import hashlib
+    import subprocess
+    import sys
+    code = ("import hashlib; from tests.fuzz.programs import generate; print(hashlib.sha256("
+            "''.join(generate(f'quick-{i}').source for i in range(40)).encode()).hexdigest())")
+    here = hashlib.sha256("".join(generate(f"quick-{i}").source for i in range(40)).encode())
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, env={**os.environ, "PYTHONHASHSEED": "12345"}, check=True)
+    assert out.stdout.strip() == here.hexdigest()
+
+
+def _program(source, *shapes):
+    return Program("handwritten", source, [(f"x{i}", s) for i, s in enumerate(shapes)])
+
+
+def test_harness_matches_a_known_good_program(tmp_path):
+    prog = _program("import numpy as np\n\n\ndef f(x0, x1):\n"
+                    "    return np.sum(np.tanh(x0) * x1) + x1[0] ** 2\n", VEC, VEC)
+    assert check_program(prog, str(tmp_path)).status == "matched"
+
+
+def test_harness_records_rejections(tmp_path):
+    prog = _program("import numpy as np\n\n\ndef f(x0):\n    try:\n        y = x0 * 2.0\n"
+                    "    finally:\n        pass\n    return y\n", SCALAR)
+    outcome = check_program(prog, str(tmp_path))
+    assert outcome.status == "rejected"
+    assert "UnsupportedSyntaxError" in outcome.reason
+
+
+def test_harness_redraws_near_kinks():
+    ns, kinks = instrumented(_program(
+        "import numpy as np\n\n\ndef f(x0, x1):\n"
+        "    if np.max(x0) > 0.5:\n        return np.sum(np.maximum(x0, x1))\n"
+        "    return np.sum(np.clip(x1, -0.5, 0.5))\n", VEC, VEC))
+    ns["f"](np.array([0.1, 0.7, 0.7005]), np.array([0.0, 0.0, 0.0]))
+    assert kinks.worst < 1e-3 and kinks.where.startswith("max")
+    kinks.worst = np.inf
+    ns["f"](np.array([0.1, 0.2, 0.3]), np.array([0.0, 0.0, 0.49995]))
+    assert kinks.worst < 1e-3 and kinks.where.startswith("clip")
+    kinks.worst = np.inf
+    # an exact (structural) tie is smooth: not a kink
+    ns["f"](np.array([0.1, 0.9, 0.9]), np.array([0.3, 0.0, 1.0]))
+    assert kinks.worst > 1e-3
+
+
+def test_kinks_on_comparisons_ignore_integers():
+    k = Kinks()
+    k.compare([3, 3], ["LtE"])
+    assert k.worst == np.inf
+    k.compare([np.ones((2, 3)), 1.0005], ["Lt"])
+    assert k.worst < 1e-3
+
+
+def test_matrix_shapes_are_what_the_generator_assumes():
+    assert (SCALAR, VEC, MAT) == ((), (3,), (2, 3))
+
+
+# --- minimal programs for the compiler bugs the fuzzer found ----------------------------
+# Each test states the correct behaviour and is expected to fail until the bug is fixed
+# (strict: a fix makes it XPASS, which fails, so the marker gets removed).
+
+
+
+def _assert_grad_matches(fn, *args, with_value=False):
+    wrt = tuple(range(len(args)))
+    api = sourcegrad.value_and_grad if with_value else sourcegrad.grad
+    result = api(fn, wrt=wrt)(*args)
+    if with_value:
+        value, grads = result
+        np.testing.assert_allclose(value, fn(*args), rtol=1e-12)
+    else:
+        grads = result
+    for pos, g in enumerate(grads):
+        np.testing.assert_allclose(g, numeric_grad(fn, args, pos), rtol=1e-6, atol=1e-8)
+
+
+def bug_break_in_inner_loop(x):
+    for i in range(2):
+        for j in range(3):
+            x = x * 1.5
+            if j >= 1:
+                break
+    return x
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_break_in_inner_loop():
+    _assert_grad_matches(bug_break_in_inner_loop, 0.7)
+
+
+def bug_sum_of_python_float(x):
+    return np.sum(x) * 2.0
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_sum_of_python_float():
+    assert sourcegrad.grad(bug_sum_of_python_float)(0.7) == 2.0
+
+
+def bug_tensordot_to_scalar(x, y):
+    return np.tensordot(x, y, axes=1)
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_tensordot_to_scalar():
+    x, y = np.array([0.2, -0.4, 0.9]), np.array([1.0, 0.5, 2.0])
+    gx, gy = sourcegrad.grad(bug_tensordot_to_scalar, wrt=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, y)
+    np.testing.assert_allclose(gy, x)
+
+
+def bug_value_after_loop(x):
+    for i in range(2):
+        x = np.sin(x)
+    return x
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_value_and_grad_after_loop():
+    value, _ = sourcegrad.value_and_grad(bug_value_after_loop)(0.7)
+    assert value == pytest.approx(math.sin(math.sin(0.7)), rel=1e-12)
+
+
+def bug_value_after_early_return(x):
+    if np.sum(x) <= 0.0:
+        return np.sum(x * x)
+    return 1.0
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_value_and_grad_after_early_return():
+    value, _ = sourcegrad.value_and_grad(bug_value_after_early_return)(np.array([0.3, 0.4]))
+    assert value == 1.0
+
+
+def bug_swap_in_branch(x):
+    a = x * 1.0
+    b = x * 0.7
+    if x > 0.0:
+        b, a = a, b
+    return a
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_swap_in_branch():
+    _assert_grad_matches(bug_swap_in_branch, 0.5)
+    _assert_grad_matches(bug_swap_in_branch, 0.5, with_value=True)
+
+
+def bug_and_condition_in_loop(x):
+    s = 0.0
+    for j in range(2):
+        if x[j] > -5.0 and x[j] >= 0.3:
+            pass
+        else:
+            s = s + x[j]
+    return s
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_and_condition_in_loop():
+    _assert_grad_matches(bug_and_condition_in_loop, np.array([0.2, -0.4, 0.9]))
+
+
+def bug_chained_compare_in_loop(x):
+    t = x
+    for i in range(2):
+        t = 0.5 * t + (-0.5 < t[0] < 0.5)
+    return np.sum(t)
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_chained_compare_in_loop():
+    _assert_grad_matches(bug_chained_compare_in_loop, np.array([0.3, -0.4, 0.9]))
+
+
+def bug_ifexp_alias_readonly(x):
+    y = x if np.sum(x) >= 0.3 else x  # noqa: RUF034 - the same value on purpose
+    return np.sum(x * 1.0) + np.sum(y)
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_ifexp_alias_readonly():
+    _assert_grad_matches(bug_ifexp_alias_readonly, np.array([-0.2, 0.4, -0.9]))
+
+
+def bug_and_after_while_break(x0, x1):
+    t2 = x1[-1] * 2.0
+    n = 0
+    while n < 4:
+        x1 = np.sin(x0)
+        break
+    if t2 > -5.0 and t2 > 5.0:
+        pass
+    return t2
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_and_after_while_break():
+    _assert_grad_matches(bug_and_after_while_break, np.array([0.4, -2.7, -1.7]),
+                         np.array([0.3, -1.7, -0.9]))
+
+
+def bug_or_in_break_condition(x):
+    n = 0
+    while True:
+        for i in range(2):
+            if np.sum(x) > 0.3:
+                continue
+            x = np.sin(x)
+        n += 1
+        if np.sum(x) < 0.0 or n >= 3:
+            break
+    return np.sum(x)
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_or_in_break_condition():
+    _assert_grad_matches(bug_or_in_break_condition, np.array([0.2, -0.4, 0.9]))
+
+
+def bug_rebound_parameter_with_early_return(x):
+    t = np.sin(x)
+    x = x * 2.0
+    if np.sum(x) > -100.0:
+        return np.sum(t)
+    return 0.0
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_rebound_parameter_with_early_return():
+    _assert_grad_matches(bug_rebound_parameter_with_early_return, np.array([0.2, -0.4, 0.9]))
+
+
+def bug_unpack_after_early_return(x):
+    if x > 0.0:
+        return x * 2.0
+    pk = (x, 1.0)
+    a, b = pk  # noqa: RUF059
+    return a
+
+
+# regression test for a bug the fuzzer found (fixed)
+def test_bug_unpack_after_early_return():
+    _assert_grad_matches(bug_unpack_after_early_return, -0.5)
