@@ -261,7 +261,7 @@ class Reverser:
     def contribute(self, name, part, loc):
         if name in self.acc and self.state.get(self.acc[name]) is not None:
             acc = self.acc[name]
-            if isinstance(part, Var) and part.name == acc:
+            if isinstance(part, Var) and part.name == acc and self.state[acc] == "zero":
                 self.state[acc] = "explicit"  # `d_x = d_x`: it already holds the value
                 return
             if self.state[acc] == "zero":

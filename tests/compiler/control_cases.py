@@ -338,6 +338,13 @@ def c_accumulator_from_zeros(x):
     return np.sum(s * t)
 
 
+def c_parameter_doubled_then_looped(x0):
+    x0 += x0
+    for i in range(2):
+        x0 = np.tanh(x0) * 1.5
+    return x0
+
+
 CONTROL_CASES = [
     (c_if_else, lambda r: (r.normal(size=3),), 0),
     (c_if_else, lambda r: (-np.abs(r.normal(size=3)),), 0),
@@ -396,4 +403,5 @@ CONTROL_CASES = [
     (c_variable_read_by_its_own_rule, lambda r: (r.normal(size=3),), 0),
     (c_accumulator_from_zeros, lambda r: (np.abs(r.normal(size=3)),), 0),
     (c_accumulator_from_zeros, lambda r: (-np.abs(r.normal(size=3)),), 0),
+    (c_parameter_doubled_then_looped, lambda r: (-0.7,), 0),
 ]
