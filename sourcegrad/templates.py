@@ -330,9 +330,17 @@ class Instantiator:
         return None
 
     def keeps_shape(self, a, other):
-        """True when combining `a` with the scalar `other` leaves `a`'s shape unchanged."""
+        """True when combining `a` with the scalar `other` leaves `a` unchanged: the same shape,
+        and a floating type (`1.0 * mask` is a float array, not the boolean mask itself)."""
         sa = self.shape_of(a)
-        return sa is not None and (np.ndim(other.static) == 0)
+        if sa is None or np.ndim(other.static) != 0:
+            return False
+        aval = self.aval(a.atom)
+        if aval in (None, UNKNOWN):
+            return False
+        if aval.is_python_scalar:  # a number stays a number (a bool would not)
+            return not isinstance(aval.stand_in, bool)
+        return np.result_type(aval.stand_in).kind in "fc"
 
     # -- partial evaluation --------------------------------------------------------------------
 

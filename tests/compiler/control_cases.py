@@ -345,6 +345,10 @@ def c_parameter_doubled_then_looped(x0):
     return x0
 
 
+def c_seed_times_mask(x):
+    return np.clip(np.cos(x), -0.3, None)
+
+
 CONTROL_CASES = [
     (c_if_else, lambda r: (r.normal(size=3),), 0),
     (c_if_else, lambda r: (-np.abs(r.normal(size=3)),), 0),
@@ -404,4 +408,5 @@ CONTROL_CASES = [
     (c_accumulator_from_zeros, lambda r: (np.abs(r.normal(size=3)),), 0),
     (c_accumulator_from_zeros, lambda r: (-np.abs(r.normal(size=3)),), 0),
     (c_parameter_doubled_then_looped, lambda r: (-0.7,), 0),
+    (c_seed_times_mask, lambda r: (0.5,), 0),
 ]
