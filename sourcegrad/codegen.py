@@ -27,7 +27,7 @@ import astor
 import gast
 
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
-                 While, reads_of, walk, writes_of)
+                 While, assignment_counts, reads_of, walk, writes_of)
 from .rules import RULES
 
 MAX_LINE = 88
@@ -209,14 +209,6 @@ def _use_counts(body):
     return counts
 
 
-def _assign_counts(body, params):
-    counts = {p: 1 for p in params}
-    for stmt in walk(body):
-        for n in writes_of(stmt):
-            counts[n] = counts.get(n, 0) + (2 if isinstance(stmt, For) else 1)
-    return counts
-
-
 def _relative(path):
     try:
         rel = os.path.relpath(path)
@@ -232,7 +224,7 @@ class _Writer:
         self.fn = fn
         self.arrays = arrays
         self.uses = _use_counts(fn.body)
-        assigned = _assign_counts(fn.body, fn.params)
+        assigned = assignment_counts(fn.body, fn.params)
         # only a temporary assigned once and read once may be folded into its reader
         self.protected = set(fn.params) | set(fn.user_names) | \
             {n for n, c in assigned.items() if c > 1}
@@ -548,4 +540,4 @@ def load(source: str, name: str, free: dict):
     return module
 
 
-__all__ = ["generate", "load", "BACKENDS", "SourceInfo"]
+__all__ = ["generate", "generate_module", "load", "BACKENDS", "SourceInfo"]

@@ -23,7 +23,7 @@ from .analysis import UNKNOWN, AVal, varied_values
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While,
                  atom_vars)
 from .reverse import _input_positions, _shape_sources, _zeros_op
-from .rules import RULES, vjp_template
+from .rules import RULES
 from .templates import Instantiator
 
 
@@ -181,4 +181,4 @@ def forward_mode(fn: Function, wrt: list, env: dict, namer) -> Function:
                     fn.loc, dict(fn.free), set(fn.user_names), list(fn.dependencies))
 
 
-__all__ = ["forward_mode", "vjp_template"]
+__all__ = ["forward_mode"]

@@ -459,7 +459,7 @@ class Lowerer:
         self.bind(name, self.emit("list_append", [lst, item], name=self.local(name)))
 
     def if_(self, stmt):
-        test = self.condition(stmt.test)
+        test = self.expr(stmt.test)
         if isinstance(test, Const):  # decided now (static arguments, inlined recursion)
             return self.block(stmt.body if test.value else stmt.orelse)
         body = self.nested(lambda: self.block(stmt.body))
@@ -467,10 +467,6 @@ class Lowerer:
         self.loc = self.parsed.loc(stmt)
         self.out.append(If(test, body, orelse, self.loc))
         return False
-
-    def condition(self, node):
-        """A test: its atom, or a Const when it is known now."""
-        return self.expr(node)
 
     def for_(self, stmt):
         if stmt.orelse:

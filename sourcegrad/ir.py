@@ -241,3 +241,13 @@ class Function:
     dependencies: list = field(default_factory=list)
     # the name of the list that Push and Pop use (chosen not to clash with the user's names)
     stack: str = "saved"
+
+
+def assignment_counts(stmts, params=()) -> dict:
+    """How many times each name is assigned (a parameter counts once, a loop target twice):
+    a name assigned once holds one value everywhere, so it may be propagated or folded."""
+    counts = {p: 1 for p in params}
+    for stmt in walk(stmts):
+        for n in writes_of(stmt):
+            counts[n] = counts.get(n, 0) + (2 if isinstance(stmt, For) else 1)
+    return counts

@@ -19,23 +19,18 @@ are instantiated, where the static facts are at hand.
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 
 import numpy as np
 
-from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Pop, Push, Return, Slc, Tup,
+from .ir import (Assign, assignment_counts, Call, Const, ExprStmt, For, Function, If, Pop, Push, Return, Slc, Tup,
                  Var, While, child_blocks, reads_of, substitute_atom, walk, writes_of)
 from .rules import RULES
 
 
-def _assign_counts(body, params=()) -> Counter:
-    counts = Counter(params)  # a parameter already holds a value when the body starts
-    for stmt in walk(body):
-        if isinstance(stmt, (Assign, Pop)):
-            counts[stmt.target] += 1
-        elif isinstance(stmt, For):
-            counts[stmt.target] += 2  # a loop variable takes many values
-    return counts
+def _assign_counts(body, params=()):
+    """Assignment counts; a name never assigned (a free value) counts zero."""
+    return defaultdict(int, assignment_counts(body, params))
 
 
 def _substitute(stmt, mapping, rebuild_blocks):

@@ -708,7 +708,7 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
                     set(fn.user_names), list(fn.dependencies), stack)
 
 
-__all__ = ["reverse", "AVal"]
+__all__ = ["reverse", "split_vjp"]
 
 
 def split_vjp(fn: Function, cotangent: str):

@@ -301,12 +301,10 @@ def sum_list_grad(g, items):
 
 def select_grad(g, ans, xs, argnum):
     """Adjoint of the builtin `min`/`max` of numbers: all of `g` to the one that was chosen."""
-    for i, x in enumerate(xs):
-        if x is ans or (i == len(xs) - 1):
-            return g if i == argnum else 0.0 * g
-        if x == ans:
-            return g if i == argnum else 0.0 * g
-    return 0.0 * g
+    chosen = next((i for i, x in enumerate(xs) if x is ans), None)
+    if chosen is None:  # the builtins return the first of equal extremes
+        chosen = next((i for i, x in enumerate(xs) if x == ans), len(xs) - 1)
+    return g if chosen == argnum else 0.0 * g
 
 
 def max_jvp(t, ans, x, axis, keepdims):

@@ -91,7 +91,6 @@ class Instantiator:
         self.start = 0
         self.jvp_mode = False  # instantiating VJPs as JVPs (forward mode): no unbroadcast
         self.defs: dict = {}  # backward temp -> the Call that computed it
-        self.replacement = None
 
     # -- entry point ---------------------------------------------------------------------------
 
@@ -174,11 +173,7 @@ class Instantiator:
                                              **{k: v.static for k, v in kw}))
             if _printable(value):
                 return PV(Const(value), value)
-        self.replacement = None
-        pvs = self.unbroadcast_scalars(op, pvs, kw)
-        if self.replacement is not None:
-            op, pvs = self.replacement
-            self.replacement = None
+        op, pvs = self.unbroadcast_scalars(op, pvs, kw)
         simplified = self.simplify(op, pvs, kw)
         if simplified is not None:
             return self.rename_last(simplified, name) if name is not None else simplified
@@ -198,7 +193,8 @@ class Instantiator:
         return PV(c, self.static_of(c), foldable=False)
 
     def unbroadcast_scalars(self, op, pvs, kw):
-        """Use the scalar itself where broadcasting it first changes nothing.
+        """(op, operands) to compute instead: use the broadcast operand itself where
+        broadcasting it first changes nothing.
 
         Sums and means produce `np.broadcast_to(c, shape)`; an elementwise operation
         with an operand of that shape broadcasts `c` anyway, and a reshape or a
@@ -208,22 +204,21 @@ class Instantiator:
         if op in ("broadcast_to", "expand_dims", "reshape") and not kw:
             scalar = self.scalar_broadcast(pvs[0])
             if scalar is None:
-                return pvs
+                return op, pvs
             if op == "broadcast_to":
-                return [scalar, pvs[1]]
+                return op, [scalar, pvs[1]]
             out = abstract_call(Call(op, tuple(p.atom for p in pvs)), self.env)
             if out is UNKNOWN:
-                return pvs
-            self.replacement = ("broadcast_to", [scalar, PV(Const(out.shape), out.shape)])
-            return pvs
+                return op, pvs
+            return "broadcast_to", [scalar, PV(Const(out.shape), out.shape)]
         if rule.kind != "elementwise" or kw or not rule.differentiable:
-            return pvs
+            return op, pvs
         pushed = self.push_broadcast_out(op, pvs)
         if pushed is not None:
-            return pushed
+            return "broadcast_to", pushed
         original = abstract_call(Call(op, tuple(p.atom for p in pvs)), self.env)
         if original is UNKNOWN:
-            return pvs
+            return op, pvs
         new = list(pvs)
         for i, pv in enumerate(pvs):
             scalar = self.scalar_broadcast(pv)
@@ -234,10 +229,12 @@ class Instantiator:
             aval = abstract_call(Call(op, tuple(p.atom for p in trial)), self.env)
             if aval is not UNKNOWN and aval.shape == original.shape and aval.dtype == original.dtype:
                 new = trial
-        return new
+        return op, new
 
     def push_broadcast_out(self, op, pvs):
-        """`broadcast_to(c, s) * 2` -> `broadcast_to(c * 2, s)`: compute on the small operand."""
+        """`broadcast_to(c, s) * 2` -> `broadcast_to(c * 2, s)`: compute on the small operand.
+
+        Returns the operands of that broadcast_to, or None."""
         for i, pv in enumerate(pvs):
             if not isinstance(pv.atom, Var) or self.defs.get(pv.atom.name) is None:
                 continue
@@ -251,8 +248,7 @@ class Instantiator:
             operand = PV(call.args[0], self.static_of(call.args[0]), foldable=False)
             inner = self.call(op, [operand if j == i else p for j, p in enumerate(pvs)])
             shape = PV(call.args[1], self.static_of(call.args[1]), foldable=False)
-            self.replacement = ("broadcast_to", [inner, shape])
-            return pvs
+            return [inner, shape]
         return None
 
     def rename_last(self, pv, name):
@@ -358,11 +354,6 @@ class Instantiator:
             return self.bindings[node.id]
         if node.id in TEMPLATE_NAMESPACE:
             return PV(obj=TEMPLATE_NAMESPACE[node.id])
-        if node.id in ("True", "False", "None"):
-            return PV(Const(eval(node.id)), eval(node.id))
-        if node.id in ("tuple", "range", "len"):
-            return PV(obj=__builtins__[node.id] if isinstance(__builtins__, dict)
-                      else getattr(__builtins__, node.id))
         raise errors.SourcegradError(f"rule template uses unknown name {node.id!r}")
 
     def eval_Tuple(self, node, name):
@@ -474,12 +465,6 @@ class Instantiator:
         args = [self.eval(a) for a in node.args]
         kwargs = [(k.arg, self.eval(k.value)) for k in node.keywords]
         obj = func.obj
-        if obj in (tuple, len, range):
-            if not all(a.known for a in args):
-                raise errors.ShapeError("a rule's static expression could not be evaluated")
-            value = obj(*[a.static for a in args])
-            value = tuple(value) if obj is range else value
-            return PV(Const(value), value)
         rule = rule_for_function(obj)
         if rule is None:
             raise errors.SourcegradError(f"rule template calls {obj!r}, which has no rule")
