@@ -38,7 +38,7 @@ class AVal:
 
     @property
     def shape(self):
-        return np.shape(self.stand_in)
+        return shape_of(self.stand_in)
 
     @property
     def ndim(self):
@@ -51,6 +51,15 @@ class AVal:
     @property
     def is_python_scalar(self) -> bool:
         return isinstance(self.stand_in, (bool, int, float, complex))
+
+
+def shape_of(value):
+    """np.shape, also for a list of differently shaped items (a ragged list has no array
+    shape: its "shape" is the tuple of its items' shapes, so two lists compare by structure)."""
+    try:
+        return np.shape(value)
+    except ValueError:
+        return ("list",) + tuple(shape_of(item) for item in value)
 
 
 UNKNOWN = None  # an AVal slot whose shape cannot be known before the function runs

@@ -27,7 +27,7 @@ from .frontend import function_to_ir
 from .ir import Assign, For, If, Push, While, reads_of, walk, writes_of
 from .names import Namer
 from .optimize import hoist_loop_invariants, optimize
-from .forward import forward_mode
+from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
 from .rules import TEMPLATE_NAMESPACE
 
@@ -193,8 +193,6 @@ class Gradient:
         key = signature_key(args)
         compiled = self._cache.get(key)
         if compiled is None or (compiled.dependencies and not _still_valid(self.fn)):
-            if self._forward_over_reverse(args):
-                return self._second_derivative(args)
             compiled = self.compile(args, key)
         self._last = compiled
         result = compiled.fn(*args)
@@ -202,26 +200,6 @@ class Gradient:
             value, grads = result
             return value, compiled.finish(grads, args)
         return compiled.finish(result, args)
-
-    def _forward_over_reverse(self, args):
-        """grad(grad(f)) where grad(f) has loops or branches and the outer input is a number:
-        the second derivative is the forward-mode derivative of the generated gradient."""
-        if self.inner is None or self.pullback or isinstance(self, JVP) or not self._single \
-                or self.with_value or self.inner.inner is not None:
-            return False
-        x = args[self.wrt[0]]
-        if not (isinstance(x, float) or (np.ndim(x) == 0 and hasattr(x, "dtype"))):
-            return False
-        inner = self.inner.compile(args)
-        return any(isinstance(s, (For, While, If, Push)) for s in walk(inner.ir.body))
-
-    def _second_derivative(self, args):
-        tangents = [None] * len(args)
-        tangents[self.wrt[0]] = 1.0 if isinstance(args[self.wrt[0]], float) else \
-            np.ones_like(args[self.wrt[0]])
-        value = jvp(self.inner, args, tangents)[1]
-        return _like_input(value, args[self.wrt[0]], args) if not isinstance(
-            args[self.wrt[0]], float) else float(value)
 
     def _finisher(self, args):
         """How to give this signature's gradients their inputs' types (cheap for floats)."""
@@ -253,13 +231,13 @@ class Gradient:
             inner = self.inner.compile(args)
             # forward mode over generated code is fine with loops (the stack is a list it
             # carries tangents through); reverse over reverse is not written for them yet
-            if not isinstance(self, JVP) and \
-                    any(isinstance(s, (For, While, If, Push)) for s in walk(inner.ir.body)):
+            if not isinstance(self, JVP) and _has_control_flow(inner.ir) \
+                    and not self._by_forward_mode(args, inner.ir):
                 raise errors.SourcegradError(
                     f"reverse mode over the gradient of {self.inner.fn.__qualname__} is not "
                     "supported yet: its gradient has loops or branches (differentiating the "
-                    "saved-value stack again is not implemented). For a number input "
-                    "grad(grad(f)) is computed forward over reverse; for arrays use "
+                    "saved-value stack again is not implemented). With respect to a "
+                    "number grad(grad(f)) is computed forward over reverse; for arrays use "
                     "sourcegrad.hessian or sourcegrad.hvp")
             return function_to_ir(inner.fn)
         if self.fn not in _IR:
@@ -289,7 +267,7 @@ class Gradient:
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             shapes = lambda: {n: a.shape for n, a in env.items() if a is not None  # noqa: E731
                               and not a.is_python_scalar and hasattr(a.stand_in, "shape")}
-            optimized, functions = self._differentiate(primal, env, namer, shapes)
+            optimized, functions = self._differentiate(primal, env, namer, shapes, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
             base = self
             while base.inner is not None:
@@ -333,8 +311,25 @@ class Gradient:
         self._last = compiled
         return compiled
 
-    def _differentiate(self, primal, env, namer, shapes):
+    def _by_forward_mode(self, args, inner_ir):
+        """Whether this gradient of a gradient is computed forward over reverse: true when the
+        inner gradient has loops or branches (reverse over its saved-value stack is not
+        written) and this one is with respect to one number, so one forward sweep with the
+        tangent 1.0 gives the derivative. grad(grad(grad(f))) repeats it."""
+        if self.inner is None or self.pullback or isinstance(self, JVP) or not self._single:
+            return False
+        x = args[self.wrt[0]]
+        if not (isinstance(x, (float, int)) or (np.ndim(x) == 0 and hasattr(x, "dtype"))):
+            return False
+        return _has_control_flow(inner_ir if inner_ir is not None else
+                                 self.inner.compile(args).ir)
+
+    def _differentiate(self, primal, env, namer, shapes, args):
         """(the optimized gradient function, the functions to generate) for this mode."""
+        if self._by_forward_mode(args, None):
+            optimized = optimize(derivative(primal, self.wrt[0], env, namer, self.with_value),
+                                 shapes())
+            return optimized, [optimized]
         cotangent = namer.fresh("g") if self.pullback else None
         grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
                           as_tuple=not self._single, cotangent=cotangent)
@@ -368,6 +363,10 @@ class Gradient:
 
     def __repr__(self):
         return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"
+
+
+def _has_control_flow(fn) -> bool:
+    return any(isinstance(s, (For, While, If, Push)) for s in walk(fn.body))
 
 
 def _is_cupy(value) -> bool:
@@ -475,7 +474,7 @@ class JVP(Gradient):
     source transformation: the generated function takes the primals and one tangent per
     differentiated input and computes each value's tangent right after the value."""
 
-    def _differentiate(self, primal, env, namer, shapes):
+    def _differentiate(self, primal, env, namer, shapes, args):
         optimized = optimize(forward_mode(primal, list(self.wrt), env, namer), shapes())
         return optimized, [optimized]
 

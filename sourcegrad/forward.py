@@ -21,19 +21,21 @@ from __future__ import annotations
 from . import errors
 from .analysis import UNKNOWN, AVal, varied_values
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While,
-                 atom_vars)
+                 assignment_counts, atom_vars)
 from .reverse import _input_positions, _shape_sources, _zeros_op
 from .rules import RULES
 from .templates import Instantiator
 
 
 class ForwardMode:
-    def __init__(self, fn, wrt_names, env, namer):
+    def __init__(self, fn, wrt_names, env, namer, seeds=None):
         self.fn = fn
         self.env = env
         self.namer = namer
         self.varied = varied_values(fn, wrt_names)
         self.tangents: dict = {}
+        # parameters whose tangent is a known constant (never reassigned): read it directly
+        self.seeds = dict(seeds or {})
         self.inst = Instantiator(env, namer, [], _shape_sources(fn.body, env, fn.user_names,
                                                                 fn.params))
         self.inst.jvp_mode = True
@@ -48,6 +50,8 @@ class ForwardMode:
 
     def tangent_atom(self, atom):
         """The tangent of an atom, or None when it carries none."""
+        if isinstance(atom, Var) and atom.name in self.seeds:
+            return self.seeds[atom.name]
         if isinstance(atom, Var) and atom.name in self.varied:
             return Var(self.tangent(atom.name))
         return None
@@ -59,6 +63,25 @@ class ForwardMode:
         if aval not in (None, UNKNOWN) and aval.is_python_scalar:
             return Const(0.0)
         return self.inst.emit(_zeros_op(aval), [atom]).atom
+
+    def zero_of(self, value):
+        """The zero tangent of a value whose form shows it (None or a number: 0.0; an empty
+        list: an empty list), or None. A variable that starts as a placeholder (a saved-value
+        slot, an accumulator) gets a literal zero instead of a helper reading its value."""
+        if isinstance(value, Const) and (value.value is None or type(value.value) in (int, float)):
+            return Const(0.0)
+        if isinstance(value, Const) and isinstance(value.value, list) and not value.value:
+            return Const([])
+        if isinstance(value, Call) and RULES[value.op].kind == "elementwise" and \
+                all(self.is_number(a) for a in value.args):
+            return Const(0.0)  # arithmetic on Python numbers (a loop index) is a number
+        return None
+
+    def is_number(self, atom):
+        if isinstance(atom, Const):
+            return type(atom.value) in (int, float)
+        aval = self.env.get(atom.name) if isinstance(atom, Var) else None
+        return aval not in (None, UNKNOWN) and aval.is_python_scalar
 
     # -- the sweep ----------------------------------------------------------------------------
 
@@ -96,7 +119,7 @@ class ForwardMode:
         target = self.tangent(stmt.target)
         parts = self.parts(stmt)
         if not parts:
-            value = self.zero_like(Var(stmt.target))
+            value = self.zero_of(stmt.value) or self.zero_like(Var(stmt.target))
         else:
             value = parts[0]
             for part in parts[1:]:
@@ -167,18 +190,43 @@ class ForwardMode:
 
 def forward_mode(fn: Function, wrt: list, env: dict, namer) -> Function:
     wrt_names = [fn.params[i] for i in wrt]
-    ret = fn.body[-1]
     fm = ForwardMode(fn, wrt_names, env, namer)
     tangent_params = [fm.tangent(p) for p in wrt_names]
-    body = fm.block(fn.body[:-1])
-    out = ret.value
-    t_out = fm.tangent_atom(out)
-    fm.inst.out = body
-    if t_out is None:
-        t_out = fm.zero_like(out)
-    body.append(Return(Tup((out, t_out)), ret.loc))
+    body, out, t_out = _sweep(fn, fm)
+    body.append(Return(Tup((out, t_out)), fn.body[-1].loc))
     return Function(f"jvp_{fn.name}", list(fn.params) + tangent_params, body, fn.source_file,
                     fn.loc, dict(fn.free), set(fn.user_names), list(fn.dependencies))
 
 
-__all__ = ["forward_mode"]
+def derivative(fn: Function, wrt: int, env: dict, namer, with_value: bool = False) -> Function:
+    """The derivative of `fn` with respect to its number parameter `wrt`: forward mode with
+    that parameter's tangent fixed at 1.0 (so the seed folds away in the rule templates).
+
+    Returns a function of the primal parameters returning the derivative, or
+    `(value, derivative)` with `with_value`. This is how `grad(grad(f))` differentiates a
+    generated gradient with loops and branches: no tape of the tape is needed.
+    """
+    name = fn.params[wrt]
+    reassigned = name in assignment_counts(fn.body)
+    fm = ForwardMode(fn, [name], env, namer, seeds={} if reassigned else {name: Const(1.0)})
+    prologue = [Assign(fm.tangent(name), Const(1.0), fn.loc, "seed")] if reassigned else []
+    body, out, t_out = _sweep(fn, fm)
+    result = Tup((out, t_out)) if with_value else t_out
+    body = prologue + body + [Return(result, fn.body[-1].loc)]
+    prefix = "value_and_d" if with_value else "d"
+    return Function(f"{prefix}{fn.name}_d{name}", list(fn.params), body, fn.source_file,
+                    fn.loc, dict(fn.free), set(fn.user_names), list(fn.dependencies))
+
+
+def _sweep(fn, fm):
+    """The primal body with its tangents, and the output's value and tangent atoms."""
+    body = fm.block(fn.body[:-1])
+    out = fn.body[-1].value
+    t_out = fm.tangent_atom(out)
+    fm.inst.out = body
+    if t_out is None:
+        t_out = fm.zero_like(out)
+    return body, out, t_out
+
+
+__all__ = ["derivative", "forward_mode"]

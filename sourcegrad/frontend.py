@@ -527,7 +527,7 @@ class Lowerer:
                                "be a name", stmt)
                 return start, stop, step, (self.loop_target(target.id), [])
             if kind == "enumerate":
-                seq = self.expr(node.args[0])
+                seq = self.iterated(node.args[0], stmt)
                 if not (isinstance(target, gast.Tuple) and len(target.elts) == 2):
                     self.error(errors.UnsupportedSyntaxError, "unpack enumerate as i, x", stmt)
                 index = self.loop_target(target.elts[0].id) \
@@ -536,7 +536,7 @@ class Lowerer:
                 return Const(0), length, Const(1), (index, [
                     lambda: self.bind_target(target.elts[1], self.emit(
                         "getitem", [seq, Var(index)], name=self.name_of(target.elts[1])))])
-            seqs = [self.expr(a) for a in node.args]
+            seqs = [self.iterated(a, stmt) for a in node.args]
             lengths = [self.emit("len", [s]) for s in seqs]
             length = lengths[0] if len(lengths) == 1 else self.emit("min_builtin", lengths)
             if not (isinstance(target, gast.Tuple) and len(target.elts) == len(seqs)):
@@ -547,7 +547,7 @@ class Lowerer:
                 (lambda t, s: lambda: self.bind_target(t, self.emit(
                     "getitem", [s, Var(index)], name=self.name_of(t))))(t, s)
                 for t, s in zip(target.elts, seqs)])
-        seq = self.expr(node)
+        seq = self.iterated(node, stmt)
         if isinstance(seq, Tup):  # a tuple of computed values, indexed by the loop at run time
             seq = self.emit("make_tuple", list(seq.items))
         length = self.emit("len", [seq])
@@ -555,6 +555,18 @@ class Lowerer:
         return Const(0), length, Const(1), (index, [
             lambda: self.bind_target(target, self.emit("getitem", [seq, Var(index)],
                                                        name=self.name_of(target)))])
+
+    def iterated(self, node, stmt):
+        """The value a `for` loop iterates over. Python evaluates it once, so a name the body
+        rebinds (`for e in x: x = ...`) is read through a copy made before the loop."""
+        seq = self.expr(node)
+        if isinstance(node, gast.Name) and isinstance(seq, Var) and any(
+                isinstance(n, gast.Name) and n.id == node.id and isinstance(n.ctx, gast.Store)
+                for s in stmt.body for n in gast.walk(s)):
+            items = self.ctx.namer.fresh(f"{node.id}_items")
+            self.out.append(Assign(items, seq, self.parsed.loc(stmt)))
+            seq = Var(items)
+        return seq
 
     def loop_target(self, name):
         local = self.local(name)

@@ -56,11 +56,24 @@ def _substitute(stmt, mapping, rebuild_blocks):
                   stmt.loc)
     if isinstance(stmt, For):
         return For(stmt.target, sub(stmt.start), sub(stmt.stop), sub(stmt.step),
-                   rebuild_blocks(stmt.body), stmt.loc, stmt.stop_flag, stmt.reverse)
+                   rebuild_blocks(stmt.body), stmt.loc, _stop_flag(stmt.stop_flag, mapping),
+                   stmt.reverse)
     if isinstance(stmt, While):
         return While(rebuild_blocks(stmt.test_body), sub(stmt.test), rebuild_blocks(stmt.body),
                      stmt.loc)
     return stmt
+
+
+def _stop_flag(flag, mapping):
+    """A loop's stop flag after copy propagation: a copy's source, or none for a flag that is
+    always False (a `break` under a condition that is never true)."""
+    value = mapping.get(flag) if flag is not None else None
+    if isinstance(value, Var):
+        return value.name
+    if isinstance(value, Const):
+        assert not value.value, "a loop flag propagated as a true constant"
+        return None
+    return flag
 
 
 def _hashable(atom):
@@ -89,6 +102,7 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
     # must keep an array of their own: they are never shared with an equal computation
     handed_over = {s.value.name for s in walk(body) if isinstance(s, Assign)
                    and isinstance(s.value, Var) and not single(s.target)}
+    stop_flags = {s.stop_flag for s in walk(body) if isinstance(s, For) and s.stop_flag}
 
     def run(stmts, seen):
         seen = dict(seen)
@@ -98,7 +112,10 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
             if isinstance(stmt, Assign) and single(stmt.target):
                 value = stmt.value
                 if not isinstance(value, Call):
-                    if isinstance(value, Const) or (isinstance(value, Var) and single(value.name)):
+                    if isinstance(value, Const) and value.value and stmt.target in stop_flags:
+                        pass  # a loop that always stops after one trip keeps its flag
+                    elif isinstance(value, Const) or (isinstance(value, Var) and
+                                                      single(value.name)):
                         mapping[stmt.target] = value
                         continue
                 elif RULES[value.op].pure and all(single(n) for n in value.reads()) and \

@@ -160,6 +160,7 @@ class Reverser:
         self.owned: set = set()            # accumulators whose array no other name refers to
         self.uses = self._contribution_counts(fn)
         self.given = defaultdict(int)
+        self.handed = defaultdict(int)     # adjoint name -> how many inputs it was handed to
 
     def _contribution_counts(self, fn):
         """How many adjoint contributions each active value receives (to name them)."""
@@ -216,7 +217,7 @@ class Reverser:
             aval = AVal(aval.stand_in, known=False)
         previous = self.env.get(target)
         if previous is not None and aval is not UNKNOWN and previous is not UNKNOWN and \
-                np.shape(previous.stand_in) != np.shape(aval.stand_in):
+                previous.shape != aval.shape:
             aval = UNKNOWN
         self.env[target] = aval
 
@@ -229,11 +230,26 @@ class Reverser:
 
     def zero(self, name, loc):
         """Code for a zero adjoint of `name` (shaped like its current value)."""
+        value = self.zero_value(name)
+        if isinstance(value, Const):
+            return value
+        self.inst.loc, self.inst.note = loc, "zero"
+        return self.inst.emit(value.op, list(value.args), list(value.kwargs)).atom
+
+    def zero_value(self, name):
+        """A zero adjoint for `name`: 0.0 for a number, else zeros like its value. A value
+        that only some branches or loop trips make may be unbound where the zero goes, so
+        when its shape is known the zeros are made from the shape instead."""
         aval = self.env.get(name)
         if aval is not UNKNOWN and aval is not None and aval.is_python_scalar:
             return Const(0.0)
-        self.inst.loc, self.inst.note = loc, "zero"
-        return self.inst.emit(_zeros_op(aval), [Var(name)]).atom
+        maybe_unbound = name not in self.params and \
+            all(depth > 0 for _, depth, _ in self.sites.get(name, [(None, 1, None)]))
+        if maybe_unbound and aval not in (None, UNKNOWN) and \
+                isinstance(aval.stand_in, np.ndarray):
+            dtype = () if aval.dtype == np.float64 else (("dtype", Const(str(aval.dtype))),)
+            return Call("np_zeros", (Const(aval.shape),), dtype)
+        return Call(_zeros_op(aval), (Var(name),))
 
     def total(self, parts, name, loc, result_name):
         """Sum of contribution atoms, the last addition named `result_name`."""
@@ -311,7 +327,11 @@ class Reverser:
         if isinstance(value, Var):
             self.owned.discard(value.name)  # now shared by two names
             producer = self.inst.defs.get(value.name)
-            fresh = producer is not None and producer.op in _FRESH
+            # a fresh array handed to one adjoint only: an adjoint that flows unchanged to
+            # several inputs (through `+`) is one array, still read by the others' rules
+            fresh = producer is not None and producer.op in _FRESH and \
+                self.handed[value.name] <= 1 and \
+                not any(value in parts for parts in self.pending.values())
         else:
             fresh = isinstance(value, Call) and value.op in _FRESH
         if fresh:
@@ -358,13 +378,9 @@ class Reverser:
         return names
 
     def _live_in(self, stmt, name):
-        """Is `name` read in the statement before the statement assigns it (loop-carried)?"""
-        for s in walk([stmt]):
-            if name in reads_of(s) and not isinstance(s, (If, For, While)):
-                return True
-            if isinstance(s, Assign) and s.target == name:
-                return False
-        return False
+        """Is `name` read in the statement before the statement assigns it (loop-carried, or
+        read by one branch of an `if` whose other branch assigns it)?"""
+        return _first_use([stmt], name) == "read"
 
     # -- the sweep ----------------------------------------------------------------------------
 
@@ -422,6 +438,9 @@ class Reverser:
                 continue
             name = self.contribution_name(atom.name)
             parts.append((atom.name, self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)))
+        for _, part in parts:
+            if isinstance(part, Var):
+                self.handed[part.name] += 1  # before any is added: see track_ownership
         for primal, part in parts:
             self.contribute(primal, part, stmt.loc)
 
@@ -454,25 +473,20 @@ class Reverser:
         orelse = self.nested(branch(stmt.orelse))
         after_else = dict(self.state)
         self.owned = owned_body & self.owned  # owned after the `if` only if owned on both paths
-        # a branch that left an accumulator lazily zero where the other holds a value
+        # a branch that left an accumulator lazily zero (or never made it) where the other
+        # holds a value: that branch sets it to zero
         merged = dict(after_body)
         for acc in set(after_body) | set(after_else):
             a, b = after_body.get(acc), after_else.get(acc)
-            if a != b and None not in (a, b):
+            if a != b and "explicit" in (a, b):
                 name = next(n for n, v in self.acc.items() if v == acc)
                 fix = [Assign(acc, self.zero_value(name), stmt.loc, "zero")]
-                (body if a == "zero" else orelse).extend(fix)
+                (body if a != "explicit" else orelse).extend(fix)
                 merged[acc] = "explicit"
             elif a is None:
                 merged[acc] = b
         self.state = merged
         self.out.append(If(stmt.test, body, orelse, stmt.loc))
-
-    def zero_value(self, name):
-        aval = self.env.get(name)
-        if aval is not UNKNOWN and aval is not None and aval.is_python_scalar:
-            return Const(0.0)
-        return Call(_zeros_op(aval), (Var(name),))
 
     def touched(self, stmt):
         return {s.target for s in walk([stmt]) if isinstance(s, Assign)} & self.active
@@ -560,6 +574,27 @@ class Reverser:
         counter, nested = self.counters[id(stmt)]
         if nested:
             self.out.append(_TripPop(counter, stmt.loc))
+
+
+def _first_use(stmts, name):
+    """"read" if some path through `stmts` reads `name` (in a value, not a test) before
+    assigning it, "write" if every path assigns it first, None otherwise."""
+    for s in stmts:
+        if isinstance(s, If):
+            uses = (_first_use(s.body, name), _first_use(s.orelse, name))
+            if "read" in uses:
+                return "read"
+            if uses == ("write", "write"):
+                return "write"
+        elif isinstance(s, (For, While)):  # a loop may run zero times: it assigns nothing surely
+            body = s.body if isinstance(s, For) else s.test_body + s.body
+            if _first_use(body, name) == "read":
+                return "read"
+        elif name in reads_of(s):
+            return "read"
+        elif isinstance(s, Assign) and s.target == name:
+            return "write"
+    return None
 
 
 def _var_name(atom):

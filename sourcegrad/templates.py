@@ -109,7 +109,7 @@ class Instantiator:
             if pname == rule.varargs:
                 items = tuple(atom)
                 statics = [self.static_of(a) for a in items]
-                if all(s is not _NO_VALUE for s in statics):
+                if all(s is not _NO_VALUE for s in statics) and _printable(tuple(statics)):
                     bindings[pname] = PV(Const(tuple(statics)), tuple(statics))
                 else:
                     bindings[pname] = PV(Tup(items), _NO_VALUE)
@@ -379,6 +379,9 @@ class Instantiator:
             return PV(Const(value), value)
         if node.attr in ("shape", "size") and isinstance(base.atom, Var):
             source = self.shape_source.get(base.atom.name, base.atom.name)
+            if aval in (None, UNKNOWN) or not hasattr(aval.stand_in, "shape"):
+                # it may be a Python number at run time: np.shape(x) reads one, x.shape not
+                return self.emit(f"np_{node.attr}", [Var(source)], name=name)
             return self.emit(node.attr, [Var(source)], name=name)
         if node.attr == "T":
             return self.call("T", [base], name=name)
