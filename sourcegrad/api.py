@@ -180,6 +180,7 @@ class Gradient:
                                                 type(self).__name__), {})
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
+        self._column_args = None
         functools.update_wrapper(self, fn, updated=())
         self.__wrapped__ = fn
 
@@ -193,6 +194,8 @@ class Gradient:
         key = signature_key(args)
         compiled = self._cache.get(key)
         if compiled is None or (compiled.dependencies and not _still_valid(self.fn)):
+            if self._by_forward_columns(args):
+                return self._forward_columns(args)
             compiled = self.compile(args, key)
         self._last = compiled
         result = compiled.fn(*args)
@@ -234,11 +237,11 @@ class Gradient:
             if not isinstance(self, JVP) and _has_control_flow(inner.ir) \
                     and not self._by_forward_mode(args, inner.ir):
                 raise errors.SourcegradError(
-                    f"reverse mode over the gradient of {self.inner.fn.__qualname__} is not "
-                    "supported yet: its gradient has loops or branches (differentiating the "
-                    "saved-value stack again is not implemented). With respect to a "
-                    "number grad(grad(f)) is computed forward over reverse; for arrays use "
-                    "sourcegrad.hessian or sourcegrad.hvp")
+                    f"the gradient of {self.inner.fn.__qualname__} has loops or branches, and "
+                    "reverse mode over its saved-value stack is not implemented: with respect "
+                    "to an array, this derivative is computed column by column (one forward "
+                    "sweep per element) and has no generated source of its own. Call it, or "
+                    "use sourcegrad.hessian / sourcegrad.hvp")
             return function_to_ir(inner.fn)
         if self.fn not in _IR:
             _IR[self.fn] = function_to_ir(self.fn)
@@ -324,6 +327,24 @@ class Gradient:
         return _has_control_flow(inner_ir if inner_ir is not None else
                                  self.inner.compile(args).ir)
 
+    def _by_forward_columns(self, args):
+        """A gradient of a gradient with loops or branches with respect to an array (say
+        grad(grad(f, wrt=0), wrt=1)): reverse over the saved-value stack is not written, so
+        the result is computed column by column, one forward sweep per element (as
+        jacobian(..., mode="fwd") does). Correct, and n sweeps for n elements."""
+        if self.inner is None or self.pullback or isinstance(self, JVP):
+            return False
+        if not _has_control_flow(self.inner.compile(args).ir):
+            return False
+        return not self._by_forward_mode(args, self.inner.compile(args).ir)
+
+    def _forward_columns(self, args):
+        self._column_args = args  # so that .source can say why there is none
+        grads = tuple(_like_input(_forward_jacobian(self.inner, i, self.backend)(*args),
+                                  args[i], args) for i in self.wrt)
+        result = grads[0] if self._single else grads
+        return (self.inner(*args), result) if self.with_value else result
+
     def _differentiate(self, primal, env, namer, shapes, args):
         """(the optimized gradient function, the functions to generate) for this mode."""
         if self._by_forward_mode(args, None):
@@ -348,6 +369,8 @@ class Gradient:
     @property
     def source(self) -> str:
         """The generated module's text for the most recent input signature."""
+        if self._last is None and self._column_args is not None:
+            self.ir(self._column_args)  # raises: computed column by column, no source
         if self._last is None:
             raise errors.SourcegradError(
                 f"the gradient of {self.fn.__name__} is generated for the shapes of its inputs; "

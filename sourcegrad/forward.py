@@ -58,7 +58,7 @@ class ForwardMode:
 
     def zero_like(self, atom):
         if isinstance(atom, Const):
-            return Const(0.0)
+            return self.zero_of(atom) or Const(0.0)
         aval = self.env.get(atom.name) if isinstance(atom, Var) else None
         if aval not in (None, UNKNOWN) and aval.is_python_scalar:
             return Const(0.0)

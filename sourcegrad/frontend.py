@@ -1092,6 +1092,12 @@ class Lowerer:
         if rule.name in _BUILTIN_REDUCTIONS and len(args) > 1:
             return self.emit(_BUILTIN_REDUCTIONS[rule.name], args, kwargs, name=name)
         self.check_binding(rule, args, kwargs, node)
+        if rule.vjps:
+            # a tuple of values passed where the rule has a VJP (`einsum_grad(g, s, (A, B), 0)`
+            # in generated code) becomes a value of its own, so its adjoint reaches A and B
+            args = [self.emit("make_tuple", list(a.items))
+                    if isinstance(a, Tup) and rule.vjp_for(i) is not None else a
+                    for i, a in enumerate(args)]
         return self.emit(rule.name, args, kwargs, name=name)
 
     # -- calls of Python functions: inlined ----------------------------------------------------

@@ -33,7 +33,7 @@ import numpy as np
 
 from .analysis import UNKNOWN, AVal, abstract_call, active_values, aval_of
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
-                 Tup, Var, While, reads_of, walk, writes_of)
+                 Tup, Var, While, atom_vars, reads_of, walk, writes_of)
 from .names import adjoint_name
 from .rules import RULES
 from .templates import Instantiator
@@ -758,14 +758,14 @@ def split_vjp(fn: Function, cotangent: str):
     forward, backward, ret = body[:cut], body[cut + 1:-1], body[-1]
     defined = set(fn.params) | {n for s in walk(forward) for n in writes_of(s)}
     uses_stack = any(isinstance(s, Push) for s in walk(forward))
+    value, grads = ret.value.items
     residuals = []
-    for s in walk(backward):
-        for n in reads_of(s):
-            if n in defined and n not in residuals:
-                residuals.append(n)
+    # what the backward reads, and gradients the forward already holds (a zero made there)
+    for n in [n for s in walk(backward) for n in reads_of(s)] + atom_vars(grads):
+        if n in defined and n not in residuals:
+            residuals.append(n)
     if uses_stack:
         residuals.append(fn.stack)
-    value, grads = ret.value.items
     fwd = Function(f"{fn.name}_forward", list(fn.params),
                    forward + [Return(Tup((value, Tup(tuple(Var(n) for n in residuals)))), ret.loc)],
                    fn.source_file, fn.loc, fn.free, fn.user_names, fn.dependencies, fn.stack)

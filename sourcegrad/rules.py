@@ -40,9 +40,10 @@ import numpy as np
 
 from . import runtime
 from .runtime import (dot_grad, einsum_grad, inner_grad, max_jvp, var_jvp, inverse_permutation,
-                      max_grad, prod_grad, reduced_count, take_part, tensordot_grad, unbroadcast,
+                      max_grad, prod_grad, prod_grad_jvp, reduced_count, take_part, tensordot_grad, unbroadcast,
                       unindex, untake, zero_at, unindex_list, unstack_list,
-                      unconcatenate_list, sum_list_grad, select_grad)
+                      unconcatenate_list, sum_list_grad, select_grad, part_index, einsum_swap,
+                      einsum_grad_operands, einsum_grad_jvp, stack_items, concatenate_items)
 
 
 @dataclass(frozen=True)
@@ -312,7 +313,9 @@ TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
     "unbroadcast", "unindex", "take_part", "expand_reduced", "reduced_count", "prod_grad",
     "max_grad", "dot_grad", "inner_grad", "tensordot_grad", "einsum_grad",
     "inverse_permutation", "untake", "zero_at", "unindex_list", "unstack_list",
-    "unconcatenate_list", "sum_list_grad", "select_grad")}}
+    "unconcatenate_list", "sum_list_grad", "select_grad", "prod_grad_jvp", "part_index",
+    "einsum_swap", "einsum_grad_operands", "einsum_grad_jvp", "stack_items",
+    "concatenate_items")}, "sum": sum}
 
 
 # --- the table -------------------------------------------------------------------------------
@@ -540,8 +543,10 @@ defvjp("asarray", np.asarray, _func("asarray"),
        lambda g, ans, x: unbroadcast(g, x))
 defvjp("float_builtin", float, Spelling("builtin", "float"),
        lambda g, ans, x: g)
+# unbroadcast(h, x) sums h down to x's shape or broadcasts it up: unbroadcast back to h's
+# shape is its transpose either way (no test of shapes, which a mask leaves unknown).
 defvjp("unbroadcast", unbroadcast, _helper("unbroadcast"),
-       lambda g, ans, g_in, x: np.broadcast_to(g, np.shape(g_in)) if np.shape(g) != np.shape(g_in) else g,
+       lambda g, ans, g_in, x: unbroadcast(g, g_in),
        None)
 
 # Reads that carry no gradient: shapes, comparisons, rounding, argmax, constants like zeros_like.
@@ -609,13 +614,99 @@ defprimitive("iadd_op", operator.iadd, Spelling("augassign", "+"), pure=False)
 defprimitive("isub_op", operator.isub, Spelling("augassign", "-"), pure=False)
 defnondiff("not_op", operator.not_, Spelling("unaryop", "not"), params=("x",))
 defnondiff("pycall", None, Spelling("pycall"), pure=False)
-# Helpers that only backward code calls. They have no VJPs yet, so differentiating
-# through one (a higher-order derivative) raises an error instead of giving zero.
-for _name in ("take_part", "expand_reduced", "prod_grad", "max_grad", "dot_grad",
-              "inner_grad", "tensordot_grad", "einsum_grad", "unindex", "untake", "zero_at",
-              "unindex_list", "unstack_list", "unconcatenate_list", "sum_list_grad",
-              "select_grad"):
-    defprimitive(_name, getattr(runtime, _name), _helper(_name))
+# Helpers that only backward code calls, differentiated again by higher-order derivatives.
+# Each is linear in its adjoint input (renamed `h` here: `g` is the VJP's own adjoint), so
+# its VJP for `h` is its transpose: scatter <-> gather, slice <-> pad with zeros, expand <->
+# sum. Indices, shapes, axes and the forward values a helper reads only to choose where `h`
+# goes (max_grad's ans and x, select_grad's xs) get None: the derivative is zero almost
+# everywhere. A helper with no VJP at all (defprimitive) raises NoRuleError instead of
+# giving zero.
+# prod_grad(h, x, ...) = h (along the reduced axes) times the product of the other elements:
+# linear in h; in x its derivative is prod's Hessian, applied by prod_grad_jvp (symmetric, so
+# the VJP and the JVP with respect to x are the same call).
+defvjp("prod_grad", runtime.prod_grad, _helper("prod_grad"),
+       lambda g, ans, h, x, axis, keepdims: np.sum(g * prod_grad(np.ones_like(h), x, axis, keepdims), axis=axis, keepdims=keepdims),
+       lambda g, ans, h, x, axis, keepdims: prod_grad_jvp(h, x, g, axis, keepdims))
+defprimitive("prod_grad_jvp", runtime.prod_grad_jvp, _helper("prod_grad_jvp"))
+# unindex scatters (adds) h into zeros at index: gathering g at index is its transpose, also
+# for repeated integer indices and masks. h may broadcast against x[index].
+defvjp("unindex", unindex, _helper("unindex"),
+       lambda g, ans, h, x, index: unbroadcast(g[index], h),
+       None, None)
+defvjp("untake", untake, _helper("untake"),
+       lambda g, ans, h, x, indices, axis=None: unbroadcast(np.take(g, indices, axis=axis), h),
+       None, None, None)
+# take_part slices h: its transpose pads g with zeros around the same slice.
+defvjp("take_part", take_part, _helper("take_part"),
+       lambda g, ans, h, xs, part, axis=0: unindex(g, h, part_index(xs, part, axis)),
+       None, None, None)
+defnondiff("part_index", part_index, _helper("part_index"))
+defvjp("expand_reduced", runtime.expand_reduced, _helper("expand_reduced"),
+       lambda g, ans, h, x, axis, keepdims: np.reshape(g, np.shape(h)),
+       None, None, None)
+# max_grad(h, m, x, ...) = h (along the reduced axes) * hits / count: the transpose sums
+# g * hits / count back over those axes.
+defvjp("max_grad", max_grad, _helper("max_grad"),
+       lambda g, ans, h, m, x, axis, keepdims: unbroadcast(np.sum(g * max_grad(np.ones_like(m), m, x, axis, keepdims), axis=axis, keepdims=keepdims), h),
+       None, None, None, None)
+# zero_at(h, index) is a projection (h with a part zeroed): its own transpose.
+defvjp("zero_at", zero_at, _helper("zero_at"),
+       lambda g, ans, h, index: zero_at(g, index),
+       None)
+# select_grad passes h through or zeroes it: its own transpose.
+defvjp("select_grad", select_grad, _helper("select_grad"),
+       lambda g, ans, h, m, xs, part: select_grad(g, m, xs, part),
+       None, None, None)
+# dot_grad(h, x, y, 0) = d<h, dot(x, y)>/dx is bilinear in (h, y) and reads x only for its
+# shape (part 1: in (h, x), y for its shape). Its dot product with g is <h, dot(g, y)>, so
+# its VJP for h is dot(g, y) and for y dot_grad(h, g, y, 1); the input read for its shape
+# gets zeros. The same holds for inner and tensordot.
+defvjp("dot_grad", dot_grad, _helper("dot_grad"),
+       lambda g, ans, h, x, y, part: np.dot(g, y) if part == 0 else np.dot(x, g),
+       lambda g, ans, h, x, y, part: np.zeros_like(x) if part == 0 else dot_grad(h, x, g, 0),
+       lambda g, ans, h, x, y, part: dot_grad(h, g, y, 1) if part == 0 else np.zeros_like(y),
+       None)
+defvjp("inner_grad", inner_grad, _helper("inner_grad"),
+       lambda g, ans, h, x, y, part: np.inner(g, y) if part == 0 else np.inner(x, g),
+       lambda g, ans, h, x, y, part: np.zeros_like(x) if part == 0 else inner_grad(h, x, g, 0),
+       lambda g, ans, h, x, y, part: inner_grad(h, g, y, 1) if part == 0 else np.zeros_like(y),
+       None)
+defvjp("tensordot_grad", tensordot_grad, _helper("tensordot_grad"),
+       lambda g, ans, h, x, y, axes, part: np.tensordot(g, y, axes) if part == 0 else np.tensordot(x, g, axes),
+       lambda g, ans, h, x, y, axes, part: np.zeros_like(x) if part == 0 else tensordot_grad(h, x, g, axes, 0),
+       lambda g, ans, h, x, y, axes, part: tensordot_grad(h, g, y, axes, 1) if part == 0 else np.zeros_like(y),
+       None, None)
+# einsum_grad(h, s, operands, k) is the gradient of <h, einsum(s, *operands)> for operand k:
+# for h, it is einsum_grad with operand k and the output trading places in s; for the
+# operands, see einsum_grad_operands.
+defvjp("einsum_grad", einsum_grad, _helper("einsum_grad"),
+       lambda g, ans, h, subscripts, operands, part: einsum_grad(g, einsum_swap(subscripts, part), operands, part),
+       None,
+       lambda g, ans, h, subscripts, operands, part: einsum_grad_operands(g, h, subscripts, operands, part),
+       None)
+defnondiff("einsum_swap", einsum_swap, _helper("einsum_swap"))
+defprimitive("einsum_grad_operands", einsum_grad_operands, _helper("einsum_grad_operands"))
+defprimitive("einsum_grad_jvp", einsum_grad_jvp, _helper("einsum_grad_jvp"))
+# The list helpers: the adjoint of a list is a list.
+defvjp("unindex_list", unindex_list, _helper("unindex_list"),
+       lambda g, ans, h, items, index: g[index],
+       None, None)
+defvjp("unstack_list", unstack_list, _helper("unstack_list"),
+       lambda g, ans, h, items, axis=0: stack_items(g, axis),
+       None, None)
+defvjp("unconcatenate_list", unconcatenate_list, _helper("unconcatenate_list"),
+       lambda g, ans, h, items, axis=0: concatenate_items(g, axis),
+       None, None)
+defvjp("stack_items", stack_items, _helper("stack_items"),
+       lambda g, ans, items, axis=0: unstack_list(g, items, axis),
+       None)
+defvjp("concatenate_items", concatenate_items, _helper("concatenate_items"),
+       lambda g, ans, items, axis=0: unconcatenate_list(g, items, axis),
+       None)
+# sum_list_grad hands h to every item (reduced to its shape): the transpose sums them.
+defvjp("sum_list_grad", sum_list_grad, _helper("sum_list_grad"),
+       lambda g, ans, h, items: unbroadcast(sum(g), h),
+       None)
 
 
 # --- forward mode ----------------------------------------------------------------------------
@@ -627,17 +718,39 @@ deflinear("joint", "sum", "mean", "reshape", "ravel", "expand_dims", "squeeze", 
 deflinear("multi", "matmul", "dot", "outer", "inner", "tensordot", "einsum")
 for _name in ("unbroadcast", "unindex", "untake", "take_part", "expand_reduced", "zero_at",
               "unindex_list", "unstack_list", "unconcatenate_list", "sum_list_grad",
-              "select_grad", "max_grad"):
+              "select_grad", "max_grad", "stack_items", "concatenate_items"):
     RULES[_name].linear = (0,)
 for _name in ("dot_grad", "inner_grad", "tensordot_grad"):
-    RULES[_name].linear = (0, 1, 2)  # bilinear in g and the other operand; see forward.py
+    RULES[_name].linear = (0, 1, 2)  # bilinear in g and the other operand: see defjvp below
 RULES["einsum_grad"].linear = (0,)
+# Bilinear, not jointly linear: the JVP is the sum over inputs with one replaced by its
+# tangent (the input read only for its shape contributes zeros). These explicit rules take
+# precedence over the marks above.
+defjvp("dot_grad",
+       lambda t, ans, h, x, y, part: dot_grad(t, x, y, part),
+       lambda t, ans, h, x, y, part: np.zeros_like(ans) if part == 0 else dot_grad(h, t, y, 1),
+       lambda t, ans, h, x, y, part: dot_grad(h, x, t, 0) if part == 0 else np.zeros_like(ans))
+defjvp("inner_grad",
+       lambda t, ans, h, x, y, part: inner_grad(t, x, y, part),
+       lambda t, ans, h, x, y, part: np.zeros_like(ans) if part == 0 else inner_grad(h, t, y, 1),
+       lambda t, ans, h, x, y, part: inner_grad(h, x, t, 0) if part == 0 else np.zeros_like(ans))
+defjvp("tensordot_grad",
+       lambda t, ans, h, x, y, axes, part: tensordot_grad(t, x, y, axes, part),
+       lambda t, ans, h, x, y, axes, part: np.zeros_like(ans) if part == 0 else tensordot_grad(h, t, y, axes, 1),
+       lambda t, ans, h, x, y, axes, part: tensordot_grad(h, x, t, axes, 0) if part == 0 else np.zeros_like(ans))
+defjvp("einsum_grad",
+       lambda t, ans, h, subscripts, operands, part: einsum_grad(t, subscripts, operands, part),
+       None,
+       lambda t, ans, h, subscripts, operands, part: einsum_grad_jvp(h, subscripts, operands, t, part))
 defjvp("max",
        lambda t, ans, x, axis=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims))
 for _name in ("amax", "min", "amin"):
     RULES[_name].jvps = RULES["max"].jvps
 defjvp("prod",
        lambda t, ans, x, axis=None, keepdims=False: np.sum(prod_grad(np.ones_like(ans), x, axis, keepdims) * t, axis=axis, keepdims=keepdims))
+defjvp("prod_grad",
+       lambda t, ans, h, x, axis, keepdims: prod_grad(t, x, axis, keepdims),
+       lambda t, ans, h, x, axis, keepdims: prod_grad_jvp(h, x, t, axis, keepdims))
 defjvp("var",
        lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims))
 defjvp("std",

@@ -69,10 +69,16 @@ def _has_array_index(index) -> bool:
 
 def take_part(g, xs, argnum, axis=0):
     """Adjoint of `concatenate(xs, axis)` for its `argnum`-th input: that input's slice of `g`."""
+    return g[part_index(xs, argnum, axis)]
+
+
+def part_index(xs, argnum, axis=0):
+    """Where the `argnum`-th input sits in `concatenate(xs, axis)`: a tuple of slices.
+
+    Shared by `take_part` and its own adjoint (`unindex` at the same place)."""
     start = sum(np.shape(x)[axis] for x in xs[:argnum])
     stop = start + np.shape(xs[argnum])[axis]
-    index = (slice(None),) * (axis % np.ndim(g)) + (slice(start, stop),)
-    return g[index]
+    return (slice(None),) * (axis % np.ndim(xs[argnum])) + (slice(start, stop),)
 
 
 def expand_reduced(g, x, axis, keepdims):
@@ -124,6 +130,48 @@ def _others_product(x, axis):
     after = np.flip(np.cumprod(np.concatenate([ones, np.flip(x, axis)], axis=axis), axis=axis), axis)
     n = np.shape(x)[axis]
     return np.take(before, range(n), axis=axis) * np.take(after, range(1, n + 1), axis=axis)
+
+
+def prod_grad_jvp(g, x, t, axis, keepdims):
+    """The derivative of `prod_grad(g, x, axis, keepdims)` along a change `t` of `x`.
+
+    Each element's "product of the others" changes by sum_{j != i} t_j prod_{k != i, j} x_k
+    (the Hessian of `prod` times `t`, within each reduced slice). That Hessian is symmetric
+    and `g` is constant along the reduced axes, so the same function is `prod_grad`'s VJP
+    with respect to `x` (with `t` the cotangent). Exact where `x` holds zeros.
+    """
+    g = expand_reduced(g, x, axis, keepdims)
+    shape = np.shape(x)
+    if axis is None:
+        return (g * _others_product_jvp(x.reshape(-1), t.reshape(-1))).reshape(shape)
+    axes = tuple(a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,)))
+    last = tuple(range(-len(axes), 0))
+    moved_x, moved_t = np.moveaxis(x, axes, last), np.moveaxis(np.broadcast_to(t, shape), axes,
+                                                               last)
+    flat = moved_x.shape[: -len(axes)] + (-1,)
+    changes = _others_product_jvp(moved_x.reshape(flat), moved_t.reshape(flat))
+    return g * np.moveaxis(changes.reshape(moved_x.shape), last, axes)
+
+
+def _others_product_jvp(x, t):
+    """Along the last axis: for each i, sum_{j != i} t_j prod_{k != i, j} x_k."""
+    xp = _module_of(x)
+    if not bool((x == 0).any()):
+        # away from zeros it is others_i * sum_{j != i} t_j / x_j
+        ratio = t / x
+        return _others_product(x, -1) * (ratio.sum(axis=-1, keepdims=True) - ratio)
+    # with zeros: carry the products from the left, L_i = prod_{k<i} x_k, and their
+    # derivatives L'_i, then the same from the right; d(L_i R_i) = L'_i R_i + L_i R'_i
+    n = x.shape[-1]
+    left, d_left = xp.ones_like(x), xp.zeros_like(x)
+    right, d_right = xp.ones_like(x), xp.zeros_like(x)
+    for i in range(1, n):
+        left[..., i] = left[..., i - 1] * x[..., i - 1]
+        d_left[..., i] = d_left[..., i - 1] * x[..., i - 1] + left[..., i - 1] * t[..., i - 1]
+        j = n - 1 - i
+        right[..., j] = right[..., j + 1] * x[..., j + 1]
+        d_right[..., j] = d_right[..., j + 1] * x[..., j + 1] + right[..., j + 1] * t[..., j + 1]
+    return d_left * right + left * d_right
 
 
 def max_grad(g, ans, x, axis, keepdims):
@@ -208,6 +256,51 @@ def einsum_grad(g, subscripts, operands, argnum):
     return grad
 
 
+def einsum_grad_operands(g, h, subscripts, operands, argnum):
+    """Adjoint of `einsum_grad(h, subscripts, operands, argnum)` for `operands`: a list.
+
+    `einsum_grad(h, ...)` is the gradient of the multilinear form
+    <h, einsum(subscripts, *operands)> with respect to operand `argnum`, so its dot
+    product with `g` is that form with operand `argnum` replaced by `g`. The gradient
+    of that with respect to each other operand is `einsum_grad` again; operand
+    `argnum` itself is only read for its shape (no gradient).
+    """
+    replaced = _replace_item(operands, argnum, g)
+    return [zeros_adjoint(x) if i == argnum else einsum_grad(h, subscripts, replaced, i)
+            for i, x in enumerate(operands)]
+
+
+def einsum_grad_jvp(h, subscripts, operands, tangents, argnum):
+    """Forward-mode rule of `einsum_grad(h, subscripts, operands, argnum)` for `operands`.
+
+    It is linear in each operand other than `argnum` separately (multilinear), so its
+    derivative is the sum, over those operands, of einsum_grad with that one replaced
+    by its tangent.
+    """
+    total = np.zeros_like(operands[argnum])
+    for i, t in enumerate(tangents):
+        if i != argnum:
+            total = total + einsum_grad(h, subscripts, _replace_item(operands, i, t), argnum)
+    return total
+
+
+def einsum_swap(subscripts, argnum):
+    """`subscripts` with operand `argnum` and the output trading places ("ij,jk->ik", 0 ->
+    "ik,jk->ij"), always with an explicit output.
+
+    `einsum_grad(g, ...)` is linear in `g`; its adjoint for `g` is `einsum_grad` with these
+    subscripts: the multilinear form is the same, only which argument is left out changes.
+    """
+    inputs, output = _parse_einsum(subscripts, None)
+    mine = inputs[argnum]
+    inputs = [output if i == argnum else s for i, s in enumerate(inputs)]
+    return ",".join(inputs) + "->" + mine
+
+
+def _replace_item(items, i, value):
+    return tuple(value if j == i else x for j, x in enumerate(items))
+
+
 def _parse_einsum(subscripts, operands):
     spec = subscripts.replace(" ", "")
     if "." in spec:
@@ -230,6 +323,19 @@ def untake(g, x, indices, axis=None):
     else:
         add_at(out, (slice(None),) * (axis % np.ndim(x)) + (indices,), g)
     return out
+
+
+def stack_items(items, axis=0):
+    """`np.stack(items, axis)` of a list value (the adjoint of `unstack_list`).
+
+    A rule template cannot call `np.stack` on a list variable (it spells the items out),
+    so the adjoints of the list helpers go through these two."""
+    return np.stack(list(items), axis=axis)
+
+
+def concatenate_items(items, axis=0):
+    """`np.concatenate(items, axis)` of a list value (the adjoint of `unconcatenate_list`)."""
+    return np.concatenate(list(items), axis=axis)
 
 
 def setitem(x, index, value):
@@ -295,7 +401,11 @@ def unconcatenate_list(g, items, axis=0):
 
 
 def sum_list_grad(g, items):
-    """Adjoint of the builtin `sum(items)`: `g` for each item, reduced to its shape."""
+    """Adjoint of the builtin `sum(items)`: `g` for each item, reduced to its shape.
+
+    Summing an array adds its rows, so each row's adjoint is `g`: the result is an array."""
+    if not isinstance(items, (list, tuple)):
+        return np.broadcast_to(g, np.shape(items))
     return [unbroadcast(g, x) for x in items]
 
 

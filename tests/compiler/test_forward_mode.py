@@ -91,7 +91,19 @@ def test_jvp_needs_a_tangent():
         sourcegrad.jvp(quadratic_form, (np.ones(2), np.eye(2)), (None, None))
 
 
-def test_second_derivative_of_prod_is_refused_not_wrong():
+@pytest.mark.parametrize("x", [np.array([[0.5, 1.5, 2.0], [-0.7, 1.1, 0.3]]),
+                               np.array([[0.5, 0.0, 2.0], [-0.7, 1.1, 0.3]]),   # one zero
+                               np.array([[0.0, 0.0, 2.0], [-0.7, 0.0, 0.3]])])  # two zeros
+def test_second_derivative_of_prod_is_exact_also_at_zeros(x):
     from .cases import f_prod
-    with pytest.raises(errors.NoRuleError, match="prod_grad has no forward-mode rule"):
-        sourcegrad.hvp(f_prod)(np.array([[0.5, 1.5, 2.0]]), np.ones((1, 3)))
+    gradient = sourcegrad.grad(f_prod)
+    v = np.array([[0.3, -1.2, 0.8], [0.5, 0.2, -0.4]])
+    # the Hessian-vector product against central differences of the gradient along v
+    eps = 1e-6
+    fd = (gradient(x + eps * v) - gradient(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(sourcegrad.hvp(f_prod)(x, v), fd, rtol=1e-6, atol=1e-8)
+    # the full Hessian forward over reverse and reverse over reverse agree
+    fwd = sourcegrad.jacobian(gradient, mode="fwd")(x)
+    rev = sourcegrad.jacobian(gradient, mode="rev")(x)
+    np.testing.assert_allclose(fwd, rev, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fwd.reshape(6, 6), fwd.reshape(6, 6).T, atol=1e-12)
