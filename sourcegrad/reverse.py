@@ -26,6 +26,7 @@ the same rule as any other value (so only inside loops).
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 from . import errors
@@ -34,8 +35,8 @@ import numpy as np
 from .analysis import UNKNOWN, AVal, abstract_call, active_values, aval_of
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
                  Tup, Var, While, atom_vars, reads_of, walk, writes_of)
-from .names import adjoint_name
-from .rules import RULES
+from .names import adjoint_name, name_for_call
+from .rules import RULES, reads_shape_of
 from .templates import Instantiator
 
 
@@ -597,6 +598,44 @@ def _first_use(stmts, name):
     return None
 
 
+def _keep_old_shapes(fn, env, namer):
+    """`h = h.reshape(1, 3)` (or `h = h * W`, broadcasting) where h's shape is known only at
+    run time: the backward reads the old h's shape, so the new value is computed into a
+    temporary first and then copied to h, which lets the reverse restore the old h before
+    the rule reads it. (With static shapes the rule's templates fold the shape instead.)"""
+    def split(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, If):
+                stmt = If(stmt.test, split(stmt.body), split(stmt.orelse), stmt.loc)
+            elif isinstance(stmt, For):
+                stmt = dataclasses.replace(stmt, body=split(stmt.body))
+            elif isinstance(stmt, While):
+                stmt = dataclasses.replace(stmt, test_body=split(stmt.test_body),
+                                           body=split(stmt.body))
+            elif isinstance(stmt, Assign) and _reads_own_shape(stmt, env):
+                rule = RULES[stmt.value.op]
+                temp = namer.fresh(name_for_call(rule.name, rule.spelling, stmt.value.args))
+                env[temp] = env.get(stmt.target)
+                out.append(Assign(temp, stmt.value, stmt.loc, stmt.note))
+                stmt = Assign(stmt.target, Var(temp), stmt.loc, stmt.note)
+            out.append(stmt)
+        return out
+    return dataclasses.replace(fn, body=split(fn.body))
+
+
+def _reads_own_shape(stmt, env):
+    value = stmt.value
+    if not isinstance(value, Call) or env.get(stmt.target) not in (None, UNKNOWN):
+        return False
+    rule = RULES[value.op]
+    params = list(rule.params)
+    positions = [(params[i] if i < len(params) else None, a) for i, a in enumerate(value.args)]
+    positions += [(k, a) for k, a in value.kwargs]
+    return any(a == Var(stmt.target) and p is not None and reads_shape_of(rule, p)
+               for p, a in positions)
+
+
 def _var_name(atom):
     return atom.name if isinstance(atom, Var) else None
 
@@ -702,6 +741,7 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
             f"grad needs a function with a scalar output, but {fn.name} returns an array of "
             f"shape {out_aval.shape}; differentiate a scalar (such as its sum) or use vjp",
             ret.loc)
+    fn = _keep_old_shapes(fn, env, namer)
     rev = Reverser(fn, wrt_names, env, namer)
     if cotangent is not None:
         env[cotangent] = AVal(out_aval.stand_in, known=False) if out_aval not in (None, UNKNOWN) \

@@ -39,11 +39,12 @@ import gast
 import numpy as np
 
 from . import runtime
-from .runtime import (dot_grad, einsum_grad, inner_grad, max_jvp, var_jvp, inverse_permutation,
-                      max_grad, prod_grad, prod_grad_jvp, reduced_count, take_part, tensordot_grad, unbroadcast,
-                      unindex, untake, zero_at, unindex_list, unstack_list,
-                      unconcatenate_list, sum_list_grad, select_grad, part_index, einsum_swap,
-                      einsum_grad_operands, einsum_grad_jvp, stack_items, concatenate_items)
+from .runtime import (concatenate_items, dot_grad, einsum_grad, einsum_grad_jvp,
+                      einsum_grad_operands, einsum_swap, inner_grad, inverse_permutation,
+                      max_grad, max_jvp, part_index, prod_grad, prod_grad_jvp, reduced_count,
+                      select_grad, stack_items, sum_list_grad, take_part, tensordot_grad,
+                      unbroadcast, unconcatenate_list, unindex, unindex_list, unstack_list,
+                      untake, var_jvp, zero_at)
 
 
 @dataclass(frozen=True)
@@ -306,6 +307,13 @@ def reads_value_of(rule, param) -> bool:
                                  id(n) not in shape_only for n in gast.walk(lam.body))
         _VALUE_READS[key] = found
     return _VALUE_READS[key]
+
+
+def reads_shape_of(rule, param) -> bool:
+    """Does any VJP of `rule` read its input `param` at all (its shape, at least)?"""
+    return any(isinstance(n, gast.Name) and n.id == param
+               for vjp in rule.vjps if vjp is not None
+               for n in gast.walk(vjp_template(vjp).body))
 
 
 # Names a template may use, with the objects they stand for (the compiler resolves them).
@@ -707,6 +715,11 @@ defvjp("concatenate_items", concatenate_items, _helper("concatenate_items"),
 defvjp("sum_list_grad", sum_list_grad, _helper("sum_list_grad"),
        lambda g, ans, h, items: unbroadcast(sum(g), h),
        None)
+
+
+# A rule whose formula depends on a rank known only at run time, called then (see templates).
+defprimitive("vjp_at_run_time", runtime.vjp_at_run_time, _helper("vjp_at_run_time"))
+defprimitive("jvp_at_run_time", runtime.jvp_at_run_time, _helper("jvp_at_run_time"))
 
 
 # --- forward mode ----------------------------------------------------------------------------

@@ -430,3 +430,17 @@ def var_jvp(t, x, axis, ddof, keepdims):
     t_centered = t - np.mean(t, axis=axis, keepdims=True)
     count = reduced_count(x, axis)
     return 2.0 * (centered * t_centered).sum(axis=axis, keepdims=keepdims) / (count - ddof)
+
+
+def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):
+    """Rule `op`'s VJP for input `argnum`, chosen when it runs. Generated code calls this where
+    the rule picks its formula by a fact the compiler cannot know (the rank of a value whose
+    shape changes between loop trips); elsewhere the formula is inlined."""
+    from .rules import RULES  # the rule table imports this module
+    return RULES[op].vjp_for(argnum)(g, ans, *inputs, **kwargs)
+
+
+def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
+    """Rule `op`'s explicit JVP for input `argnum`, chosen when it runs (see vjp_at_run_time)."""
+    from .rules import RULES
+    return RULES[op].jvp_for(argnum)(t, ans, *inputs, **kwargs)

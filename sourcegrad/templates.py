@@ -53,6 +53,14 @@ class PV:
         return self.static is not _NO_VALUE
 
 
+class _RunTimeFact(Exception):
+    """A template needs a static fact (a rank) that only the running program knows."""
+
+
+def _reads_rank(node) -> bool:
+    return any(isinstance(n, gast.Attribute) and n.attr == "ndim" for n in gast.walk(node))
+
+
 def _printable(value) -> bool:
     if value is None or value is Ellipsis or isinstance(value, (bool, str)):
         return True
@@ -121,7 +129,15 @@ class Instantiator:
         self.bindings = bindings
         self.start = len(self.out)  # statements from here on belong to this instantiation
         self.note = rule.family
-        result = self.eval(lam.body, top_name=name)
+        try:
+            result = self.eval(lam.body, top_name=name)
+        except _RunTimeFact:
+            # the rule chooses its formula by a fact known only when it runs (the rank of a
+            # value whose shape changes from one loop trip to the next): call it then
+            del self.out[self.start:]
+            op = "jvp_at_run_time" if fn in rule.jvps else "vjp_at_run_time"
+            args = [Const(rule.name), Const(argnum), first, ans, *call.args]
+            return self.emit(op, args, list(call.kwargs), name).atom
         if result.atom is None:
             raise errors.SourcegradError(f"the VJP template of {rule.name} did not produce a value")
         return result.atom
@@ -373,6 +389,8 @@ class Instantiator:
         aval = self.aval(base.atom)
         if node.attr == "ndim" and aval is not UNKNOWN and aval is not None:
             return PV(Const(aval.ndim), aval.ndim)
+        if node.attr == "ndim":
+            raise _RunTimeFact()
         if node.attr in ("shape", "size") and aval not in (None, UNKNOWN) and \
                 aval.is_python_scalar:
             value = () if node.attr == "shape" else 1  # a Python number: no .shape to read
@@ -459,6 +477,8 @@ class Instantiator:
     def eval_IfExp(self, node, name):
         test = self.eval(node.test)
         if not test.known:
+            if _reads_rank(node.test):
+                raise _RunTimeFact()
             raise errors.ShapeError("a rule's condition could not be decided before running "
                                     "(the ranks of its operands are unknown)")
         return self.eval(node.body if test.static else node.orelse, name)

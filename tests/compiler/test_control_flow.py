@@ -24,3 +24,28 @@ def test_gradient_matches_finite_differences(fn, make_args, wrt):
 
 def test_at_least_forty_functions():
     assert len({c[0] for c in CONTROL_CASES}) >= 40
+
+
+def rank_changes_in_loop(x, W):
+    h = x
+    for i in range(3):
+        h = np.tanh(h @ W)
+        if i == 1:
+            h = h.reshape(1, 3)  # h is (3,) on some trips and (1, 3) on others
+    return np.sum(h)
+
+
+def test_a_rank_known_only_at_run_time():
+    """matmul's VJP picks its formula by the operands' ranks; when a variable's rank changes
+    between trips the formula is chosen at run time, and the reshape's backward reads the
+    old shape (restored), not the new one."""
+    x = np.array([0.3, -0.5, 0.8])
+    W = np.array([[0.5, -0.2, 0.1], [0.3, 0.4, -0.6], [0.2, 0.1, 0.9]])
+    gradient = sourcegrad.grad(rank_changes_in_loop, wrt=(0, 1))
+    dx, dW = gradient(x, W)
+    np.testing.assert_allclose(dx, numeric_grad(rank_changes_in_loop, (x, W), 0), rtol=1e-7)
+    np.testing.assert_allclose(dW, numeric_grad(rank_changes_in_loop, (x, W), 1), rtol=1e-7)
+    assert "vjp_at_run_time('matmul_op', 0" in gradient.source
+    v = np.array([1.0, -2.0, 0.5])
+    _, tangent = sourcegrad.jvp(rank_changes_in_loop, (x, W), (v, None))
+    assert tangent == pytest.approx(np.dot(dx, v), rel=1e-10)
