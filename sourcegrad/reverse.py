@@ -162,6 +162,7 @@ class Reverser:
         self.uses = self._contribution_counts(fn)
         self.given = defaultdict(int)
         self.handed = defaultdict(int)     # adjoint name -> how many inputs it was handed to
+        self.placeholders: set = set()     # values a zero reads that may not be bound yet
 
     def _contribution_counts(self, fn):
         """How many adjoint contributions each active value receives (to name them)."""
@@ -250,6 +251,8 @@ class Reverser:
                 isinstance(aval.stand_in, np.ndarray):
             dtype = () if aval.dtype == np.float64 else (("dtype", Const(str(aval.dtype))),)
             return Call("np_zeros", (Const(aval.shape),), dtype)
+        if maybe_unbound:
+            self.placeholders.add(name)  # bound to None first: zeros_adjoint(None) is 0.0
         return Call(_zeros_op(aval), (Var(name),))
 
     def total(self, parts, name, loc, result_name):
@@ -494,7 +497,34 @@ class Reverser:
 
     def loop_body(self, stmt, body):
         names = self.carried(stmt)
-        self.materialize(names, stmt.loc)
+        # an adjoint that is a constant before the loop and that every trip hands on
+        # unchanged (`s = s + f(x)` seeded with 1.0) stays a constant inside the body
+        constants = {n for n in names if self.state.get(self.acc.get(n)) is None and
+                     self.pending.get(n) and all(isinstance(p, Const) for p in self.pending[n])}
+        if constants:
+            generated = self._loop_body_with_constants(stmt, body, names, constants)
+            if generated is not None:
+                return generated
+        return self._loop_body(stmt, body, names)
+
+    def _loop_body_with_constants(self, stmt, body, names, constants):
+        """The body generated with `constants` left pending, or None (after undoing the
+        attempt) when one of them does not come out of a trip as it went in."""
+        self.materialize(names - constants, stmt.loc)
+        snapshot, out_len, taken = self._snapshot(), len(self.out), set(self.namer.taken)
+        before = {n: list(self.pending[n]) for n in constants}
+        generated = self._loop_body(stmt, body, names - constants, materialized=True)
+        if all(self.pending.get(n) == before[n] and self.state.get(self.acc.get(n)) is None
+               for n in constants):
+            return generated
+        self._restore(snapshot)
+        del self.out[out_len:]
+        self.namer.taken = taken  # the names of the attempt are free again
+        return None
+
+    def _loop_body(self, stmt, body, names, materialized=False):
+        if not materialized:
+            self.materialize(names, stmt.loc)
         start_state = dict(self.state)
 
         def run():
@@ -763,6 +793,8 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
     recorded = _recorded(fn, backward, rev)
     push, init = _push_sites(fn, recorded, rev)
     forward = [Assign(n, Const(None), fn.loc, "saved") for n in init]
+    forward += [Assign(n, Const(None), fn.loc, "placeholder")
+                for n in sorted(rev.placeholders - set(init)) if n in rev.sites]
     forward += _forward(fn.body[:-1], push, rev, fn.loc)
     backward = _finish_backward(backward, push)
 

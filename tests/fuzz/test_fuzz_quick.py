@@ -343,6 +343,7 @@ CAMPAIGN_REGRESSIONS = {
     "11-879": "for e in zip(x, y) where the body rebinds y",
     "11-6265": "one adjoint array flowing through + to several inputs, updated in place",
     "11-8015": "for e in zip(x, y) where the body rebinds y",
+    "11-4077": "a zero adjoint for a value of unknown type only a nested branch makes",
 }
 
 
