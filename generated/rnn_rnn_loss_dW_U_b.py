@@ -22,18 +22,25 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     # backward of line 14: return np.sum(h ** 2)
     d_h_1 = 2 * h  # power
     # backward of line 12: for x_t in xs:
-    dU = np.zeros_like(U)  # zero
-    dW = np.zeros_like(W)  # zero
     db = np.zeros_like(b)  # zero
     d_h = d_h_1            # accumulate
+    # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
+    x_t_rows = np.empty((len_xs, 8))          # one row per trip
+    d_W_plus_b_rows = np.empty((len_xs, 16))  # one row per trip
+    h_rows = np.empty((len_xs, 16))           # one row per trip
+    # backward of line 12: for x_t in xs:
     for i in reversed(range(len_xs)):
         # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
         d_W_plus_b = d_h * (1.0 - h * h)  # tanh
         h = saved.pop()
         db += d_W_plus_b                  # accumulate
-        dU += np.outer(d_W_plus_b, x_t)   # matmul, accumulate
-        dW += np.outer(d_W_plus_b, h)     # matmul, accumulate
+        d_W_plus_b_rows[i] = d_W_plus_b
+        x_t_rows[i] = x_t
+        h_rows[i] = h
         d_h = W.T @ d_W_plus_b            # matmul, accumulate
         # backward of line 12: for x_t in xs:
         x_t = saved.pop()
+    # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
+    dU = d_W_plus_b_rows.T @ x_t_rows  # matmul
+    dW = d_W_plus_b_rows.T @ h_rows    # matmul
     return dW, dU, db

@@ -270,6 +270,8 @@ class Gradient:
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             shapes = lambda: {n: a.shape for n, a in env.items() if a is not None  # noqa: E731
                               and not a.is_python_scalar and hasattr(a.stand_in, "shape")}
+            shapes.dtypes = lambda: {n: a.dtype for n, a in env.items()  # noqa: E731
+                                     if a is not None and a.dtype is not None}
             optimized, functions = self._differentiate(primal, env, namer, shapes, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
             base = self
@@ -354,7 +356,7 @@ class Gradient:
         cotangent = namer.fresh("g") if self.pullback else None
         grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
                           as_tuple=not self._single, cotangent=cotangent)
-        optimized = optimize(grad_ir, shapes())
+        optimized = optimize(grad_ir, shapes(), shapes.dtypes())
         if self.pullback:
             fwd, bwd, _ = split_vjp(optimized, cotangent)
             return optimized, [fwd, bwd]

@@ -299,6 +299,10 @@ class _Writer:
                      f"{self.fn.stack}.append({_expr_source(self.expr(stmt.value))})", "")
         elif isinstance(stmt, Pop):
             self.add(indent, "code", stmt, f"{stmt.target} = {self.fn.stack}.pop()", "")
+        elif isinstance(stmt, ExprStmt) and RULES[stmt.value.op].spelling.kind == "store":
+            buffer, index, value = (_expr_source(self.printer.atom(a, in_index=i == 1))
+                                    for i, a in enumerate(stmt.value.args))
+            self.add(indent, "code", stmt, f"{buffer}[{index}] = {value}", "")
         elif isinstance(stmt, ExprStmt):
             self.add(indent, "code", stmt, _expr_source(self.expr(stmt.value)), "")
         elif isinstance(stmt, If):

@@ -254,16 +254,146 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
     return run(body)
 
 
-def optimize(fn: Function, shapes: dict | None = None) -> Function:
+def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> list:
+    """`for i in range(n): ... acc += np.outer(u, v)` -> the rows u and v stored in two
+    (n, len) buffers in the loop, and one `acc += U.T @ V` after it.
+
+    This is the gradient of a weight matrix through time (an RNN's dW): one matrix product
+    over all steps instead of one outer product and one full-matrix addition per step,
+    which is how BPTT is written by hand. Only for a loop over range(0, n) (each trip has
+    its own row), an accumulator the loop touches nowhere else, and vectors of known shape.
+    """
+    counts = _assign_counts(body, params)
+    reads = defaultdict(int)
+    for stmt in walk(body):
+        for n in reads_of(stmt):
+            reads[n] += 1
+    taken = set(params) | {n for s in walk(body) for n in writes_of(s)} | set(reads)
+
+    loop_index = [None]  # the target of the loop being batched
+
+    def fresh(base):
+        name, i = base, 1
+        while name in taken:
+            name, i = f"{base}_{i}", i + 1
+        taken.add(name)
+        return name
+
+    def rows_of(u, stop, loc, stored, before, body_out, index):
+        """The buffer holding u's row of each trip (one per vector assigned once a trip)."""
+        if u.name in stored and counts[u.name] == 1:
+            return stored[u.name]
+        rows = fresh(f"{u.name}_rows")
+        dtype = () if dtypes[u.name] == np.float64 else (("dtype", Const(str(dtypes[u.name]))),)
+        before.append(Assign(rows, Call("np_empty", (Tup((stop, Const(shapes[u.name][0]))),),
+                                        dtype), loc, "one row per trip"))
+        body_out.insert(index, ExprStmt(Call("store_item", (Var(rows), Var(loop_index[0]), u)),
+                                        loc))
+        stored[u.name] = rows
+        return rows
+
+    def batch(loop):
+        if not (loop.start == Const(0) and loop.step == Const(1)) or loop.stop_flag:
+            return [], loop, []
+        made = {s.target: (i, s) for i, s in enumerate(loop.body) if isinstance(s, Assign)
+                and isinstance(s.value, Call) and s.value.op == "outer"}
+        before, after, body_out, drop, stored = [], [], list(loop.body), set(), {}
+        loop_index[0] = loop.target
+        for stmt in loop.body:
+            value = stmt.value if isinstance(stmt, Assign) else None
+            if not (isinstance(value, Call) and value.op in ("iadd_op", "add_op") and
+                    value.args[0] == Var(stmt.target) and isinstance(value.args[1], Var)):
+                continue
+            acc, part = stmt.target, value.args[1].name
+            if part not in made or counts[part] != 1 or reads[part] != 1:
+                continue
+            _, outer = made[part]
+            u, v = outer.value.args
+            if not all(isinstance(a, Var) and len(shapes.get(a.name) or ()) == 1 and
+                       a.name in dtypes for a in (u, v)):
+                continue
+            if shapes.get(acc) != shapes[u.name] + shapes[v.name]:
+                continue
+            touching = [s for s in walk(loop.body) if acc in reads_of(s) or acc in writes_of(s)]
+            if touching != [stmt]:
+                continue
+            index = body_out.index(outer)
+            del body_out[index]
+            v_rows = rows_of(v, loop.stop, outer.loc, stored, before, body_out, index)
+            u_rows = rows_of(u, loop.stop, outer.loc, stored, before, body_out, index)
+            drop.add(id(stmt))
+            transposed, product = fresh(f"{u_rows}_T"), fresh(f"{acc}_steps")
+            after += [Assign(transposed, Call("T", (Var(u_rows),)), stmt.loc, outer.note),
+                      Assign(product, Call("matmul_op", (Var(transposed), Var(v_rows))),
+                             stmt.loc, outer.note),
+                      Assign(acc, Call(value.op, (Var(acc), Var(product))), stmt.loc,
+                             stmt.note)]
+        if not drop:
+            return [], loop, []
+        body_out = [s for s in body_out if id(s) not in drop]
+        return before, For(loop.target, loop.start, loop.stop, loop.step, body_out, loop.loc,
+                           loop.stop_flag, loop.reverse), after
+
+    def start_from_product(out, after):
+        """`acc = zeros` before the loop and `acc += P` after it, nothing reading acc in
+        between: `acc = P`."""
+        for i, update in enumerate(after):
+            if not (isinstance(update.value, Call) and update.value.op in ("iadd_op", "add_op")
+                    and update.value.args[0] == Var(update.target)):
+                continue
+            acc = update.target
+            for j in range(len(out) - 1, -1, -1):
+                if acc in writes_of(out[j]) or acc in reads_of(out[j]) or child_blocks(out[j]):
+                    break
+            else:
+                continue
+            first = out[j]
+            value = first.value if isinstance(first, Assign) else None
+            if isinstance(value, Var):  # `d_W = zeros_like_W`, the zeros made just before
+                value = next((s.value for s in out[:j] if isinstance(s, Assign)
+                              and s.target == value.name), None)
+            later_reads = [s for s in walk(out[j + 1:]) if acc in reads_of(s)]
+            if isinstance(value, Call) and value.op in ("np_zeros_like", "np_zeros") and \
+                    not later_reads:
+                del out[j]
+                product = update.value.args[1].name  # computed into acc itself
+                after[:] = [Assign(acc, s.value, s.loc, s.note) if isinstance(s, Assign)
+                            and s.target == product else s for s in after if s is not update]
+
+    def run(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, For):
+                stmt = For(stmt.target, stmt.start, stmt.stop, stmt.step, run(stmt.body),
+                           stmt.loc, stmt.stop_flag, stmt.reverse)
+                before, stmt, after = batch(stmt)
+                if after:
+                    start_from_product(out, after)
+                out += before + [stmt] + after
+                continue
+            if isinstance(stmt, If):
+                stmt = If(stmt.test, run(stmt.body), run(stmt.orelse), stmt.loc)
+            elif isinstance(stmt, While):
+                stmt = While(run(stmt.test_body), stmt.test, run(stmt.body), stmt.loc)
+            out.append(stmt)
+        return out
+    return run(body)
+
+
+def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = None) -> Function:
     """Copy propagation and CSE, then dead-code elimination (see the module docstring).
 
     `shapes` (name -> shape tuple, from the signature) lets values that are computed
-    only for their shape be replaced by that shape.
+    only for their shape be replaced by that shape; with `dtypes` too, rank-one updates
+    accumulated in a loop become one matrix product after it.
     """
     body = eliminate_dead_code(propagate_copies_and_cse(fn.body, fn.params))
     if shapes:
         body = inline_shape_only_values(body, set(fn.params), shapes)
         body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
+        if dtypes:
+            body = eliminate_dead_code(batch_rank_one_updates(body, set(fn.params), shapes,
+                                                              dtypes))
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
                     fn.dependencies, fn.stack)
 

@@ -55,7 +55,7 @@ class Spelling:
     "func" (a function of the array namespace, `np.exp`), "module" (a fixed
     dotted path such as `math.exp`), "helper" (a `sourcegrad.runtime` helper),
     "builtin" (`len`, `float`), "attr" (`x.T`), "method" (`x.astype(...)`),
-    "getitem" (`x[index]`).
+    "getitem" (`x[index]`), "store" (the statement `x[index] = value`).
     """
 
     kind: str
@@ -717,6 +717,9 @@ defvjp("sum_list_grad", sum_list_grad, _helper("sum_list_grad"),
        None)
 
 
+# Writing one row of a buffer the optimizer made (optimize.batch_rank_one_updates): the only
+# in-place store generated code does, into an array no other name refers to.
+defprimitive("store_item", runtime.store_item, Spelling("store"), pure=False)
 # A rule whose formula depends on a rank known only at run time, called then (see templates).
 defprimitive("vjp_at_run_time", runtime.vjp_at_run_time, _helper("vjp_at_run_time"))
 defprimitive("jvp_at_run_time", runtime.jvp_at_run_time, _helper("jvp_at_run_time"))

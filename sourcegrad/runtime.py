@@ -444,3 +444,8 @@ def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
     """Rule `op`'s explicit JVP for input `argnum`, chosen when it runs (see vjp_at_run_time)."""
     from .rules import RULES
     return RULES[op].jvp_for(argnum)(t, ans, *inputs, **kwargs)
+
+
+def store_item(x, index, value):
+    """`x[index] = value`, in place (generated code writes it as that statement)."""
+    x[index] = value

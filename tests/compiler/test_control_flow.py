@@ -49,3 +49,24 @@ def test_a_rank_known_only_at_run_time():
     v = np.array([1.0, -2.0, 0.5])
     _, tangent = sourcegrad.jvp(rank_changes_in_loop, (x, W), (v, None))
     assert tangent == pytest.approx(np.dot(dx, v), rel=1e-10)
+
+
+def rnn_with_decay(W, U, xs, h):
+    for x_t in xs:
+        h = np.tanh(W @ h + U @ x_t)
+        W = W * 0.9  # dW is scaled inside the loop: its outer products cannot be batched
+    return np.sum(h ** 2)
+
+
+def test_rank_one_updates_of_a_loop_become_one_matrix_product():
+    rng = np.random.default_rng(3)
+    W, U = rng.normal(size=(4, 4)) * 0.5, rng.normal(size=(4, 3))
+    xs, h = rng.normal(size=(5, 3)), rng.normal(size=4)
+    gradient = sourcegrad.grad(rnn_with_decay, wrt=(0, 1))
+    dW, dU = gradient(W, U, xs, h)
+    np.testing.assert_allclose(dW, numeric_grad(rnn_with_decay, (W, U, xs, h), 0), rtol=1e-6)
+    np.testing.assert_allclose(dU, numeric_grad(rnn_with_decay, (W, U, xs, h), 1), rtol=1e-6)
+    source = gradient.source
+    # dU is only accumulated: one product after the loop; dW is read in the loop: per step
+    assert "dU = " in source and "_rows.T @ x_t_rows" in source
+    assert "np.outer" in source
