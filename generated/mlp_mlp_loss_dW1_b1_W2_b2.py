@@ -2,7 +2,6 @@
 # Inputs: W1 float64 (64, 128), b1 float64 (128,), W2 float64 (128, 10), b2 float64 (10,), X float64 (32, 64), Y float64 (32, 10).
 # Regenerate with `python -m sourcegrad gen` from the repository root; CI checks it.
 import numpy as np
-from sourcegrad.runtime import max_grad
 
 
 def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
@@ -11,8 +10,7 @@ def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
     # line 12: logits = h @ W2 + b2
     logits = h @ W2 + b2
     # line 13: z = logits - np.max(logits, axis=1, keepdims=True)
-    max_logits = np.max(logits, axis=1, keepdims=True)
-    z = logits - max_logits
+    z = logits - np.max(logits, axis=1, keepdims=True)
     # line 14: log_p = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
     exp_z = np.exp(z)
     sum_exp_z = np.sum(exp_z, axis=1, keepdims=True)
@@ -21,14 +19,11 @@ def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
     # backward of line 14: log_p = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
     d_z_2 = np.sum(-d_log_p, axis=1, keepdims=True) / sum_exp_z * exp_z  # subtract, log, exp
     # backward of line 13: z = logits - np.max(logits, axis=1, keepdims=True)
-    d_z = d_log_p + d_z_2                                     # accumulate
-    d_max_logits = np.sum(-d_z, axis=1, keepdims=True)        # subtract
-    d_logits_2 = max_grad(d_max_logits, max_logits, logits, 1, True)  # max
+    d_z = d_log_p + d_z_2  # accumulate
     # backward of line 12: logits = h @ W2 + b2
-    d_logits = d_z + d_logits_2     # accumulate
-    db2 = np.sum(d_logits, axis=0)  # add
-    d_h = d_logits @ W2.T           # matmul
-    dW2 = h.T @ d_logits            # matmul
+    db2 = np.sum(d_z, axis=0)  # add
+    d_h = d_z @ W2.T           # matmul
+    dW2 = h.T @ d_z            # matmul
     # backward of line 11: h = np.tanh(X @ W1 + b1)
     d_X_W1_plus_b1 = d_h * (1.0 - h * h)  # tanh
     db1 = np.sum(d_X_W1_plus_b1, axis=0)  # add

@@ -32,7 +32,8 @@ from collections import defaultdict
 from . import errors
 import numpy as np
 
-from .analysis import UNKNOWN, AVal, abstract_call, active_values, aval_of
+from .analysis import (UNKNOWN, AVal, abstract_call, active_values, aval_of,
+                       shift_invariant_maxima)
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
                  Tup, Var, While, atom_vars, reads_of, walk, writes_of)
 from .names import adjoint_name, name_for_call
@@ -146,6 +147,7 @@ class Reverser:
         self.namer = namer
         self.params = set(fn.params)
         self.active = active_values(fn, wrt_names) | (set(wrt_names) & self._read_anywhere(fn))
+        self.active -= shift_invariant_maxima(fn)  # their derivative contribution is zero
         self.sites = _assignment_sites(fn)
         self.loop_targets = _loop_targets(fn)
         # names whose value can change after it was read: snapshot before keeping them pending
