@@ -1389,7 +1389,13 @@ def select_inputs(program, fn, ns_fn, kinks, nrng, tries=12):
             with np.errstate(all="ignore"):
                 value_i = ns_fn(*args)
                 value = fn(*args)
-        except Exception as exc:  # the program is ours: any error is a generator bug
+        except (ValueError, OverflowError) as exc:
+            if not str(exc).startswith("math "):  # math domain/range error: it overflowed
+                raise GeneratorError(f"the forward pass raised {type(exc).__name__}: {exc}\n"
+                                     f"args = {before!r}\n" + traceback.format_exc()) from exc
+            _count(program, "not finite")
+            continue
+        except Exception as exc:  # the program is ours: any other error is a generator bug
             raise GeneratorError(f"the forward pass raised {type(exc).__name__}: {exc}\n"
                                  f"args = {before!r}\n" + traceback.format_exc()) from exc
         if not _same_args(before, args):
