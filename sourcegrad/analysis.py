@@ -23,7 +23,7 @@ import numpy as np
 
 from .ir import (Assign, Call, Const, For, If, Return, Slc, Tup, Var, While, assignment_counts,
                  reads_of, walk)
-from .rules import RULES
+from .rules import MATH_FUNCTIONS, RULES
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,27 @@ class ListOf(list):
 
 def abstract_call(call: Call, env: dict):
     """The AVal of `call` given the AVals of its arguments (UNKNOWN when it cannot be known)."""
+    aval = _abstract_call(call, env)
+    rule = RULES[call.op]
+    if aval not in (None, UNKNOWN) and type(aval.stand_in) is np.float64 and \
+            rule.spelling.kind == "func" and rule.spelling.text in MATH_FUNCTIONS and \
+            _python_floats_in(call, env):
+        # generated code calls math.exp(x) for Python floats, which returns a Python float
+        return AVal(float(aval.stand_in), aval.known)
+    return aval
+
+
+def _python_floats_in(call, env) -> bool:
+    """The operands are Python numbers, at least one a float variable (codegen's rule for
+    writing the call with the math module)."""
+    atoms = call.atoms()
+    return any(isinstance(a, Var) for a in atoms) and all(
+        (isinstance(a, Var) and env.get(a.name) not in (None, UNKNOWN) and
+         type(env[a.name].stand_in) is float) or
+        (isinstance(a, Const) and type(a.value) in (int, float)) for a in atoms)
+
+
+def _abstract_call(call: Call, env: dict):
     rule = RULES[call.op]
     try:
         args = [_concrete(a, env) for a in call.args]

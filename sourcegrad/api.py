@@ -24,7 +24,7 @@ from . import cache, errors
 from .analysis import aval_of, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .frontend import function_to_ir
-from .ir import Assign, For, If, Push, While, reads_of, walk, writes_of
+from .ir import Assign, Const, For, If, Push, Tup, While, reads_of, walk, writes_of
 from .names import Namer
 from .optimize import hoist_loop_invariants, optimize
 from .forward import derivative, forward_mode
@@ -198,14 +198,25 @@ class Gradient:
                 return self._forward_columns(args)
             compiled = self.compile(args, key)
         self._last = compiled
+        if compiled.finish is None:  # the generated code already returns the inputs' types
+            return compiled.fn(*args)
         result = compiled.fn(*args)
         if self.with_value:
             value, grads = result
             return value, compiled.finish(grads, args)
         return compiled.finish(result, args)
 
-    def _finisher(self, args):
-        """How to give this signature's gradients their inputs' types (cheap for floats)."""
+    def _finisher(self, args, optimized=None, env=None):
+        """How to give this signature's gradients their inputs' types (cheap for floats), or
+        None when the generated code returns Python floats for Python float inputs."""
+        if optimized is not None and all(type(args[i]) is float for i in self.wrt):
+            returned = optimized.body[-1].value
+            grads = returned.items[1] if self.with_value else returned
+            atoms = grads.items if isinstance(grads, Tup) else (grads,)
+            if all(type(a.value) is float if isinstance(a, Const) else
+                   env.get(a.name) is not None and type(env[a.name].stand_in) is float
+                   for a in atoms):
+                return None
         if all(type(args[i]) is float for i in self.wrt):  # the common scalar case, made cheap
             return (lambda g, args: float(g)) if self._single else \
                 (lambda grads, args: tuple(map(float, grads)))
@@ -291,8 +302,10 @@ class Gradient:
             module = load(source, optimized.name, primal.free)
             loaded = tuple(getattr(module, f.name) for f in functions)
             saved = _saved_values(optimized, forward | set(primal.params), env)
+            finish = self._finisher(args, optimized, env) if not self.pullback and \
+                not isinstance(self, JVP) else self._finisher(args)
             compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
-                                self._finisher(args), bool(primal.dependencies), optimized)
+                                finish, bool(primal.dependencies), optimized)
             if disk_key:
                 cache.store(disk_key, source, saved, [f.name for f in functions])
             self._cache[key] = compiled

@@ -28,7 +28,7 @@ import gast
 
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
                  While, assignment_counts, reads_of, walk, writes_of)
-from .rules import RULES
+from .rules import MATH_FUNCTIONS, RULES
 
 MAX_LINE = 88
 
@@ -172,11 +172,7 @@ class Printer:
 
 # numpy functions and their math-module equivalents for Python floats (a domain error raises
 # ValueError there instead of returning nan: loud, never a silently wrong number)
-_MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
-         "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
-         "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
-         "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
-         "absolute": "fabs", "fabs": "fabs", "hypot": "hypot", "arctan2": "atan2"}
+_MATH = MATH_FUNCTIONS  # numpy name -> math name (shared with the analysis)
 
 _BINOP_NODES = {"+": gast.Add, "-": gast.Sub, "*": gast.Mult, "/": gast.Div, "**": gast.Pow,
                 "@": gast.MatMult, "%": gast.Mod, "//": gast.FloorDiv}

@@ -316,6 +316,16 @@ def reads_shape_of(rule, param) -> bool:
                for n in gast.walk(vjp_template(vjp).body))
 
 
+# numpy functions that generated code writes with the math module when every operand is a
+# Python float (`math.exp(x)`, as one writes it by hand): the result is then a Python float.
+MATH_FUNCTIONS = {
+    "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
+    "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "absolute": "fabs", "fabs": "fabs", "hypot": "hypot", "arctan2": "atan2"}
+
+
 # Names a template may use, with the objects they stand for (the compiler resolves them).
 TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
     "unbroadcast", "unindex", "take_part", "expand_reduced", "reduced_count", "prod_grad",
