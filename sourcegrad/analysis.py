@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .ir import (Assign, Call, Const, For, If, Return, Slc, Tup, Var, While, assignment_counts,
-                 reads_of, walk)
+                 reads_of, walk, writes_of)
+from . import errors
 from .rules import MATH_FUNCTIONS, RULES
 
 
@@ -483,6 +484,8 @@ def join(a, b):
         return UNKNOWN if merged is None else AVal(merged, known=False)
     if a.known and b.known and _equal_values(a.stand_in, b.stand_in):
         return a
+    if type(a.stand_in) is float and isinstance(b.stand_in, np.generic):
+        return AVal(b.stand_in, known=False)  # a float or a numpy scalar: not surely a float
     return AVal(a.stand_in, known=False)
 
 
@@ -541,6 +544,142 @@ def active_values(fn, wrt: list) -> set:
                     useful |= new
                     changed = True
     return varied & useful
+
+
+# Operations whose result shares memory with an argument (numpy views), and values that hold
+# a reference to an array (lists, tuples): changing one in place changes what the other reads.
+_VIEWS = {"getitem", "reshape", "ravel", "T", "transpose", "swapaxes", "moveaxis", "squeeze",
+          "expand_dims", "asarray", "broadcast_to", "make_list", "make_tuple", "list_append"}
+
+
+def check_in_place_updates(fn, env) -> None:
+    """Reject an array updated in place (`x *= 2`, `x[i] = v`) while another name that shares
+    its memory (a view such as `x[:2]` or `x.T`, a copy of the name, a list holding it, the
+    sequence a loop iterates) is read afterwards: numpy would change that one too, and the
+    compiler, which treats the update as a new value, would silently compute something else.
+    """
+    order, loops, block_of = [], {}, {}
+
+    def visit(stmts, enclosing):
+        for i, stmt in enumerate(stmts):
+            loops[id(stmt)] = enclosing
+            block_of[id(stmt)] = (stmts, i)
+            order.append(stmt)
+            if isinstance(stmt, If):
+                visit(stmt.body, enclosing)
+                visit(stmt.orelse, enclosing)
+            elif isinstance(stmt, (For, While)):
+                inner = enclosing + (stmt,)
+                visit(stmt.test_body if isinstance(stmt, While) else [], inner)
+                visit(stmt.body, inner)
+    visit(fn.body, ())
+    position = {id(s): i for i, s in enumerate(order)}
+    parent = {}
+
+    def root(n):
+        while parent.get(n, n) != n:
+            n = parent[n]
+        return n
+
+    def is_array(name):
+        aval = env.get(name)
+        return aval is UNKNOWN or aval is None or isinstance(aval.stand_in, (np.ndarray, list,
+                                                                              tuple, ListOf))
+    def surely_array(name):
+        aval = env.get(name)
+        return aval not in (None, UNKNOWN) and isinstance(aval.stand_in, np.ndarray) and \
+            aval.stand_in.ndim > 0
+    for stmt in order:
+        if not isinstance(stmt, Assign) or stmt.in_place:
+            continue
+        value = stmt.value
+        if isinstance(value, Var):  # a second name for the same object: only arrays matter
+            sources = [value.name] if surely_array(value.name) else []
+        elif isinstance(value, Call) and value.op in ("make_list", "make_tuple", "list_append"):
+            sources = [a.name for a in value.args if isinstance(a, Var) and surely_array(a.name)]
+        elif isinstance(value, Call) and value.op in _VIEWS:
+            sources = [a.name for a in value.args if isinstance(a, Var)]
+        else:
+            sources = []
+        for src in sources:
+            if is_array(src) and is_array(stmt.target):
+                parent[root(stmt.target)] = root(src)
+    defs = {s.target: s for s in order if isinstance(s, Assign)}
+    for stmt in order:
+        if not (isinstance(stmt, Assign) and stmt.in_place):
+            continue
+        value = stmt.value
+        if isinstance(value, Var) and value.name in defs:  # computed into a temporary first
+            value = defs[value.name].value
+        if not (isinstance(value, Call) and value.args and isinstance(value.args[0], Var)):
+            continue
+        changed = value.args[0].name
+        aval = env.get(changed)
+        if aval not in (None, UNKNOWN) and (not isinstance(aval.stand_in, np.ndarray) or
+                                            aval.stand_in.ndim == 0):
+            continue  # a number (or a 0-d array) updated in place is just a new value
+        sharing = _sharing_since_fresh(changed, *block_of[id(stmt)])
+        if sharing is None:  # made elsewhere: anything related to the name may share it
+            sharing = {n for n in env if root(n) == root(changed)} | {changed}
+        sharing.discard(stmt.target)
+        later = [s for s in order if position[id(s)] > position[id(stmt)] or
+                 any(loop in loops[id(s)] or s is loop for loop in loops[id(stmt)])]
+        def made_before(name):  # shares the old array only if it existed by then
+            return name in fn.params or any(
+                isinstance(s, Assign) and s.target == name and
+                (position[id(s)] < position[id(stmt)] or
+                 any(loop in loops[id(s)] for loop in loops[id(stmt)]))
+                for s in order) or name not in defs
+        def sees_old_array(name, read):
+            """Does this later read of `name` see the array as it was before the update,
+            or was the name given a new value in between (this trip, or the next)?"""
+            here, there = position[id(stmt)], position[id(read)]
+            redefined = [position[id(s)] for s in order if isinstance(s, Assign) and
+                         s.target == name]
+            if there > here:
+                return not any(here < p < there for p in redefined)
+            loop_start = min(position[id(loop)] for loop in loops[id(stmt)]
+                             if loop in loops[id(read)] or read is loop)
+            return not any(loop_start < p < there or p > here for p in redefined)
+        for other in sorted(sharing):
+            if made_before(other) and any(other in reads_of(s) and s is not stmt and
+                                          sees_old_array(other, s) for s in later):
+                made = defs.get(other)
+                where = f" (made at line {made.loc.line}: {made.loc.text.strip()})" \
+                    if made is not None and made.loc is not None else ""
+                raise errors.UnsupportedSyntaxError(
+                    f"an array is changed in place here while {other!r}{where} shares its "
+                    "memory and is read afterwards: numpy would change both. Write the "
+                    "update as a new value (x = x * 2 instead of x *= 2), or copy first "
+                    "(np.copy)", stmt.loc)
+
+
+def _sharing_since_fresh(changed, block, index):
+    """When `changed` was last assigned a new array earlier in the same block (`d = -d * s`
+    before `d += e`): the names that share it, i.e. the views and copies of it made since.
+    None when the block does not show where its array came from."""
+    for k in range(index - 1, -1, -1):
+        stmt = block[k]
+        if not isinstance(stmt, Assign):
+            if changed in {n for s in walk([stmt]) for n in writes_of(s)}:
+                return None
+            continue
+        if stmt.target == changed:
+            value = stmt.value
+            if not isinstance(value, Call) or value.op in _VIEWS:
+                return None
+            sharing = {changed}
+            for later in block[k + 1:index]:  # views of it made before the update
+                if isinstance(later, Assign) and (
+                        (isinstance(later.value, Var) and later.value.name in sharing) or
+                        (isinstance(later.value, Call) and later.value.op in _VIEWS and
+                         any(a in sharing for a in later.value.reads()))):
+                    sharing.add(later.target)
+                elif not isinstance(later, Assign) and any(
+                        n in sharing for s in walk([later]) for n in reads_of(s)):
+                    return None  # a nested block reads it: keep the conservative answer
+            return sharing
+    return None
 
 
 def shift_invariant_maxima(fn) -> set:

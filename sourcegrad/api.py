@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import cache, errors
-from .analysis import aval_of, infer_shapes, signature_key
+from .analysis import aval_of, check_in_place_updates, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .frontend import function_to_ir
 from .ir import Assign, Const, For, If, Push, Tup, While, reads_of, walk, writes_of
@@ -209,7 +209,8 @@ class Gradient:
     def _finisher(self, args, optimized=None, env=None):
         """How to give this signature's gradients their inputs' types (cheap for floats), or
         None when the generated code returns Python floats for Python float inputs."""
-        if optimized is not None and all(type(args[i]) is float for i in self.wrt):
+        if optimized is not None and all(type(args[i]) is float for i in self.wrt) and \
+                not _has_control_flow(optimized):  # (a branch could return a numpy float)
             returned = optimized.body[-1].value
             grads = returned.items[1] if self.with_value else returned
             atoms = grads.items if isinstance(grads, Tup) else (grads,)
@@ -278,6 +279,7 @@ class Gradient:
             if hit is not None:
                 return self._from_disk(hit, primal, args, key)
             env = infer_shapes(primal, [aval_of(a) for a in args])
+            check_in_place_updates(primal, env)
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             shapes = lambda: {n: a.shape for n, a in env.items() if a is not None  # noqa: E731
                               and not a.is_python_scalar and hasattr(a.stand_in, "shape")}

@@ -271,7 +271,7 @@ class _Writer:
                 return _line_of(later) == _line_of(stmt) or isinstance(later, (If, While))
             if any(stmt.target in reads_of(s) for s in walk([later])):
                 return False  # read inside a nested block: keep it a name
-            if any(set(writes_of(s)) & reads for s in walk([later])):
+            if any(set(_writes(s)) & reads for s in walk([later])):
                 return False  # what it reads changes before it is read
         return False
 
@@ -495,6 +495,14 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
     if fused:
         fused = "# elementwise runs fused into one CuPy kernel each\n" + fused
     return _header(info, fns[0], backend, printer) + fused + "\n\n".join(bodies)
+
+
+def _writes(stmt):
+    """Names a statement assigns, and the buffers it writes in place (`out=`)."""
+    value = getattr(stmt, "value", None)
+    buffers = [a.name for k, a in value.kwargs if k == "out" and isinstance(a, Var)] \
+        if isinstance(value, Call) else []
+    return writes_of(stmt) + buffers
 
 
 def _line_of(stmt):

@@ -378,7 +378,10 @@ class Lowerer:
         elif isinstance(stmt, gast.AugAssign):
             load = _as_load(stmt.target)
             value = gast.copy_location(gast.BinOp(left=load, op=stmt.op, right=stmt.value), stmt)
+            start = len(self.out)
             self.assign(stmt.target, value, stmt)
+            if isinstance(stmt.target, gast.Name):
+                self.mark_in_place(self.env.get(stmt.target.id), start)
         elif isinstance(stmt, gast.Return):
             self.return_(stmt)
             return True
@@ -695,7 +698,16 @@ class Lowerer:
                        f"{aliases[0]!r} refers to the same array; copy it first (np.copy)", stmt)
         index = self.index(target.slice)
         atom = self.expr(value)
+        start = len(self.out)
         self.bind(name, self.emit("setitem", [array, index, atom], name=self.local(name)))
+        self.mark_in_place(self.env.get(name), start)
+
+    def mark_in_place(self, atom, start):
+        """Tag the statements from `start` on that assign `atom`'s name as updates in place."""
+        if isinstance(atom, Var):
+            for stmt in self.out[start:]:
+                if isinstance(stmt, Assign) and stmt.target == atom.name:
+                    stmt.in_place = True
 
     def bind(self, name, atom):
         """Make the user name `name` refer to `atom`.

@@ -103,6 +103,9 @@ class Assign:
     loc: SourceLocation | None = None
     # for backward statements: the rules whose VJPs produced this value (for the comment)
     note: str = ""
+    # the user wrote it as an update in place (`x *= 2`, `x[i] = v`): for an array, numpy
+    # changes every view of it too, which analysis.check_in_place_updates looks for
+    in_place: bool = False
 
 
 @dataclass

@@ -380,6 +380,76 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
     return run(body)
 
 
+# Results that are new arrays no other name refers to (a ufunc's, a matrix product's).
+_FRESH_RESULTS = {"matmul_op", "matmul", "dot", "outer", "inner", "tensordot", "einsum",
+                  "where", "np_zeros_like", "np_zeros", "max_grad", "prod_grad", "unindex"}
+BUFFER_REUSE_MIN_BYTES = 1 << 19  # 512 KiB: below that, allocation is cheap and code reads better
+
+
+def _ufunc_rule(op):
+    """The rule spelled as the numpy ufunc for `op` (mul_op -> multiply), or None."""
+    rule = RULES[op]
+    if rule.kind != "elementwise":
+        return None
+    for candidate in (rule, RULES.get(rule.family)):
+        if candidate is not None and isinstance(candidate.fn, np.ufunc):
+            return candidate.name
+    return None
+
+
+def _fresh_result(value) -> bool:
+    return isinstance(value, Call) and not value.kwargs and (
+        value.op in _FRESH_RESULTS or _ufunc_rule(value.op) is not None)
+
+
+def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict) -> list:
+    """Compute an elementwise result into the buffer of an operand that dies there:
+    `t = np.exp(u, out=u)` when nothing reads u afterwards, u is a large array this
+    function made (not an input, not a view), nothing else refers to it, and it has t's
+    shape and dtype. This is what a hand-written gradient does with its buffers; it halves
+    the peak memory of chains of elementwise operations. Top-level statements only (a
+    value in a loop may be read by the next trip).
+    """
+    counts = _assign_counts(body, params)
+    readers: dict = defaultdict(list)
+    for i, stmt in enumerate(body):
+        for s in walk([stmt]):
+            for n in reads_of(s):
+                readers[n].append((i, s))
+
+    def large(name):
+        shape, dtype = shapes.get(name), dtypes.get(name)
+        # an operation on 0-d arrays returns a numpy scalar, which cannot be written into
+        return shape is not None and len(shape) > 0 and dtype is not None and \
+            int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize >= \
+            BUFFER_REUSE_MIN_BYTES
+
+    owned = {s.target for s in body if isinstance(s, Assign) and counts[s.target] == 1
+             and s.target not in params and _fresh_result(s.value) and large(s.target)}
+    out = list(body)
+    for i, stmt in enumerate(body):
+        if not (isinstance(stmt, Assign) and _fresh_result(stmt.value) and
+                counts[stmt.target] == 1 and large(stmt.target)):
+            continue
+        ufunc = _ufunc_rule(stmt.value.op)
+        if ufunc is None:
+            continue
+        for atom in stmt.value.args:
+            name = atom.name if isinstance(atom, Var) else None
+            if name not in owned or shapes[name] != shapes[stmt.target] or \
+                    dtypes[name] != dtypes[stmt.target]:
+                continue
+            # every other reader made a new array from it (no view, copy, push or list
+            # holds it), and none comes after this statement
+            if all((j < i and isinstance(s, Assign) and _fresh_result(s.value)) or
+                   (j == i and s is stmt) for j, s in readers[name]):
+                out[i] = Assign(stmt.target, Call(ufunc, stmt.value.args, (("out", atom),)),
+                                stmt.loc, stmt.note)
+                owned.discard(name)  # its buffer now holds the result
+                break
+    return out
+
+
 def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = None) -> Function:
     """Copy propagation and CSE, then dead-code elimination (see the module docstring).
 
@@ -394,6 +464,7 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
         if dtypes:
             body = eliminate_dead_code(batch_rank_one_updates(body, set(fn.params), shapes,
                                                               dtypes))
+            body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes)
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
                     fn.dependencies, fn.stack)
 
