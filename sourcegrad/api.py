@@ -281,11 +281,7 @@ class Gradient:
             env = infer_shapes(primal, [aval_of(a) for a in args])
             check_in_place_updates(primal, env)
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
-            shapes = lambda: {n: a.shape for n, a in env.items() if a is not None  # noqa: E731
-                              and not a.is_python_scalar and hasattr(a.stand_in, "shape")}
-            shapes.dtypes = lambda: {n: a.dtype for n, a in env.items()  # noqa: E731
-                                     if a is not None and a.dtype is not None}
-            optimized, functions = self._differentiate(primal, env, namer, shapes, args)
+            optimized, functions = self._differentiate(primal, env, namer, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
             base = self
             while base.inner is not None:
@@ -362,16 +358,16 @@ class Gradient:
         result = grads[0] if self._single else grads
         return (self.inner(*args), result) if self.with_value else result
 
-    def _differentiate(self, primal, env, namer, shapes, args):
+    def _differentiate(self, primal, env, namer, args):
         """(the optimized gradient function, the functions to generate) for this mode."""
         if self._by_forward_mode(args, None):
             optimized = optimize(derivative(primal, self.wrt[0], env, namer, self.with_value),
-                                 shapes())
+                                 _shapes(env))
             return optimized, [optimized]
         cotangent = namer.fresh("g") if self.pullback else None
         grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
                           as_tuple=not self._single, cotangent=cotangent)
-        optimized = optimize(grad_ir, shapes(), shapes.dtypes())
+        optimized = optimize(grad_ir, _shapes(env), _dtypes(env))
         if self.pullback:
             fwd, bwd, _ = split_vjp(optimized, cotangent)
             return optimized, [fwd, bwd]
@@ -403,6 +399,16 @@ class Gradient:
 
     def __repr__(self):
         return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"
+
+
+def _shapes(env) -> dict:
+    """The shapes the signature fixes (arrays' names -> shape), for the optimizer."""
+    return {n: a.shape for n, a in env.items() if a is not None and not a.is_python_scalar
+            and hasattr(a.stand_in, "shape")}
+
+
+def _dtypes(env) -> dict:
+    return {n: a.dtype for n, a in env.items() if a is not None and a.dtype is not None}
 
 
 def _has_control_flow(fn) -> bool:
@@ -514,8 +520,8 @@ class JVP(Gradient):
     source transformation: the generated function takes the primals and one tangent per
     differentiated input and computes each value's tangent right after the value."""
 
-    def _differentiate(self, primal, env, namer, shapes, args):
-        optimized = optimize(forward_mode(primal, list(self.wrt), env, namer), shapes())
+    def _differentiate(self, primal, env, namer, args):
+        optimized = optimize(forward_mode(primal, list(self.wrt), env, namer), _shapes(env))
         return optimized, [optimized]
 
     def _finisher(self, args):

@@ -43,6 +43,8 @@ UNSUPPORTED = [
     ("unknown method", "return x.cumsum().sum()", "has no derivative rule", "x.cumsum"),
     ("data-dependent recursion", "return deep(x)", "recursion", "return deep"),
     ("no return", "y = x * 2.0", "no return statement", "def f(x)"),
+    ("in-place update a view sees", "y = x[1:]\nx *= 2.0\nreturn np.sum(y) + np.sum(x)",
+     "changed in place", "x *= 2.0"),
 ]
 
 
