@@ -554,132 +554,139 @@ _VIEWS = {"getitem", "reshape", "ravel", "T", "transpose", "swapaxes", "moveaxis
 
 def check_in_place_updates(fn, env) -> None:
     """Reject an array updated in place (`x *= 2`, `x[i] = v`) while another name that shares
-    its memory (a view such as `x[:2]` or `x.T`, a copy of the name, a list holding it, the
+    its memory (a view such as `x[:2]` or `x.T`, a second name for it, a list holding it, the
     sequence a loop iterates) is read afterwards: numpy would change that one too, and the
     compiler, which treats the update as a new value, would silently compute something else.
+
+    An abstract interpretation in program order: each name points to the arrays it may share
+    memory with (an array is the statement or parameter that made it), tagged with the
+    update it has seen; an update in place retags its array, and reading a name whose tag is
+    older than the array's is the hazard.
     """
-    order, loops, block_of = [], {}, {}
+    _InPlaceChecker(fn, env).run()
 
-    def visit(stmts, enclosing):
-        for i, stmt in enumerate(stmts):
-            loops[id(stmt)] = enclosing
-            block_of[id(stmt)] = (stmts, i)
-            order.append(stmt)
+
+class _InPlaceChecker:
+    """See check_in_place_updates. State: name -> {(array, tag)}, array -> {current tags},
+    container -> the (array, tag) pairs it holds."""
+
+    def __init__(self, fn, env):
+        self.fn, self.env = fn, env
+        self.defs = {s.target: s for s in walk(fn.body) if isinstance(s, Assign)}
+        self.updates = {id(s): s for s in walk(fn.body) if isinstance(s, Assign) and s.in_place}
+
+    def run(self):
+        points = {p: {(p, None)} for p in self.fn.params}
+        self.block(self.fn.body, points, {}, {})
+
+    def is_number(self, name):
+        aval = self.env.get(name)
+        return aval not in (None, UNKNOWN) and not isinstance(
+            aval.stand_in, (np.ndarray, list, tuple, ListOf))
+
+    def pts(self, atom, points):
+        if not isinstance(atom, Var) or self.is_number(atom.name):
+            return set()
+        return points.get(atom.name, {(atom.name, None)})  # a free value: its own array
+
+    def block(self, stmts, points, tags, contents):
+        for stmt in stmts:
             if isinstance(stmt, If):
-                visit(stmt.body, enclosing)
-                visit(stmt.orelse, enclosing)
+                self.check_reads(stmt, points, tags)
+                (p1, t1, c1), (p2, t2, c2) = [self.block(b, dict(points), dict(tags),
+                                                         dict(contents))
+                                              for b in (stmt.body, stmt.orelse)]
+                points, tags, contents = _union_maps(p1, p2), _union_tags(t1, t2), \
+                    _union_maps(c1, c2)
             elif isinstance(stmt, (For, While)):
-                inner = enclosing + (stmt,)
-                visit(stmt.test_body if isinstance(stmt, While) else [], inner)
-                visit(stmt.body, inner)
-    visit(fn.body, ())
-    position = {id(s): i for i, s in enumerate(order)}
-    parent = {}
+                self.check_reads(stmt, points, tags)
+                for _ in range(4):  # the states only grow: a few trips reach the fixpoint
+                    inner = stmt.body if isinstance(stmt, For) else stmt.test_body + stmt.body
+                    after = self.block(inner, dict(points), dict(tags), dict(contents))
+                    joined = [_union_maps(points, after[0]), _union_tags(tags, after[1]),
+                              _union_maps(contents, after[2])]
+                    if joined == [points, tags, contents]:
+                        break
+                    points, tags, contents = joined
+            else:
+                self.check_reads(stmt, points, tags)
+                if isinstance(stmt, Assign):
+                    self.assign(stmt, points, tags, contents)
+        return points, tags, contents
 
-    def root(n):
-        while parent.get(n, n) != n:
-            n = parent[n]
-        return n
+    def check_reads(self, stmt, points, tags):
+        """A read is of stale memory when the array may have been changed by an update that
+        the name's binding has not seen (the name's tags do not cover the array's)."""
+        for name in reads_of(stmt):
+            seen: dict = {}
+            for array, tag in points.get(name, ()):
+                seen.setdefault(array, set()).add(tag)
+            for array, name_tags in seen.items():
+                unseen = [t for t in tags.get(array, {None}) - name_tags if t is not None]
+                if unseen:  # report the first such update in the source
+                    first = min((self.updates[t] for t in unseen),
+                                key=lambda u: (u.loc.line, u.loc.col) if u.loc else (0, 0))
+                    self.reject(stmt, name, first)
 
-    def is_array(name):
-        aval = env.get(name)
-        return aval is UNKNOWN or aval is None or isinstance(aval.stand_in, (np.ndarray, list,
-                                                                              tuple, ListOf))
-    def surely_array(name):
-        aval = env.get(name)
-        return aval not in (None, UNKNOWN) and isinstance(aval.stand_in, np.ndarray) and \
-            aval.stand_in.ndim > 0
-    for stmt in order:
-        if not isinstance(stmt, Assign) or stmt.in_place:
-            continue
-        value = stmt.value
-        if isinstance(value, Var):  # a second name for the same object: only arrays matter
-            sources = [value.name] if surely_array(value.name) else []
+    def assign(self, stmt, points, tags, contents):
+        value, target = stmt.value, stmt.target
+        if self.is_number(target):
+            points[target] = set()
+            return
+        if isinstance(value, Var):
+            shared = set(self.pts(value, points))
         elif isinstance(value, Call) and value.op in ("make_list", "make_tuple", "list_append"):
-            sources = [a.name for a in value.args if isinstance(a, Var) and surely_array(a.name)]
-        elif isinstance(value, Call) and value.op in _VIEWS:
-            sources = [a.name for a in value.args if isinstance(a, Var)]
+            held = set().union(*[self.pts(a, points) | contents.get(a.name, set())
+                                 if isinstance(a, Var) else set() for a in value.args])
+            contents[target] = held
+            shared = set()
+        elif isinstance(value, Call) and value.op in _VIEWS and value.args:
+            source = value.args[0]
+            shared = set(self.pts(source, points))
+            if isinstance(source, Var) and source.name in contents:
+                shared |= contents[source.name]  # an item of a list or tuple
         else:
-            sources = []
-        for src in sources:
-            if is_array(src) and is_array(stmt.target):
-                parent[root(stmt.target)] = root(src)
-    defs = {s.target: s for s in order if isinstance(s, Assign)}
-    for stmt in order:
-        if not (isinstance(stmt, Assign) and stmt.in_place):
-            continue
+            shared = set()
+        if stmt.in_place and isinstance(value, (Call, Var)):
+            changed = self.changed_arrays(stmt, points)
+            for array in {a for a, _ in changed}:
+                tags[array] = {id(stmt)}
+            shared = {(a, id(stmt)) for a, _ in changed} or shared
+        points[target] = shared or {(target, None)}
+        if not shared:
+            tags.pop(target, None)
+
+    def changed_arrays(self, stmt, points):
         value = stmt.value
-        if isinstance(value, Var) and value.name in defs:  # computed into a temporary first
-            value = defs[value.name].value
-        if not (isinstance(value, Call) and value.args and isinstance(value.args[0], Var)):
-            continue
-        changed = value.args[0].name
-        aval = env.get(changed)
-        if aval not in (None, UNKNOWN) and (not isinstance(aval.stand_in, np.ndarray) or
-                                            aval.stand_in.ndim == 0):
-            continue  # a number (or a 0-d array) updated in place is just a new value
-        sharing = _sharing_since_fresh(changed, *block_of[id(stmt)])
-        if sharing is None:  # made elsewhere: anything related to the name may share it
-            sharing = {n for n in env if root(n) == root(changed)} | {changed}
-        sharing.discard(stmt.target)
-        later = [s for s in order if position[id(s)] > position[id(stmt)] or
-                 any(loop in loops[id(s)] or s is loop for loop in loops[id(stmt)])]
-        def made_before(name):  # shares the old array only if it existed by then
-            return name in fn.params or any(
-                isinstance(s, Assign) and s.target == name and
-                (position[id(s)] < position[id(stmt)] or
-                 any(loop in loops[id(s)] for loop in loops[id(stmt)]))
-                for s in order) or name not in defs
-        def sees_old_array(name, read):
-            """Does this later read of `name` see the array as it was before the update,
-            or was the name given a new value in between (this trip, or the next)?"""
-            here, there = position[id(stmt)], position[id(read)]
-            redefined = [position[id(s)] for s in order if isinstance(s, Assign) and
-                         s.target == name]
-            if there > here:
-                return not any(here < p < there for p in redefined)
-            loop_start = min(position[id(loop)] for loop in loops[id(stmt)]
-                             if loop in loops[id(read)] or read is loop)
-            return not any(loop_start < p < there or p > here for p in redefined)
-        for other in sorted(sharing):
-            if made_before(other) and any(other in reads_of(s) and s is not stmt and
-                                          sees_old_array(other, s) for s in later):
-                made = defs.get(other)
-                where = f" (made at line {made.loc.line}: {made.loc.text.strip()})" \
-                    if made is not None and made.loc is not None else ""
-                raise errors.UnsupportedSyntaxError(
-                    f"an array is changed in place here while {other!r}{where} shares its "
-                    "memory and is read afterwards: numpy would change both. Write the "
-                    "update as a new value (x = x * 2 instead of x *= 2), or copy first "
-                    "(np.copy)", stmt.loc)
+        if isinstance(value, Var) and value.name in self.defs:  # computed into a temporary
+            value = self.defs[value.name].value
+        if isinstance(value, Call) and value.args and isinstance(value.args[0], Var):
+            return self.pts(value.args[0], points)
+        return set()
+
+    def reject(self, read, name, update):
+        made = self.defs.get(name)
+        what = f"{name!r} (made at line {made.loc.line}: {made.loc.text.strip()})" \
+            if made is not None and made.loc is not None else repr(name)
+        at = f"line {read.loc.line}" if read.loc is not None else "later"
+        raise errors.UnsupportedSyntaxError(
+            f"an array is changed in place here, but {what} shares its memory and is read "
+            f"afterwards ({at}): numpy would read the changed values there. Write the update "
+            "as a new value (x = x * 2 instead of x *= 2), or copy first (np.copy)",
+            update.loc)
 
 
-def _sharing_since_fresh(changed, block, index):
-    """When `changed` was last assigned a new array earlier in the same block (`d = -d * s`
-    before `d += e`): the names that share it, i.e. the views and copies of it made since.
-    None when the block does not show where its array came from."""
-    for k in range(index - 1, -1, -1):
-        stmt = block[k]
-        if not isinstance(stmt, Assign):
-            if changed in {n for s in walk([stmt]) for n in writes_of(s)}:
-                return None
-            continue
-        if stmt.target == changed:
-            value = stmt.value
-            if not isinstance(value, Call) or value.op in _VIEWS:
-                return None
-            sharing = {changed}
-            for later in block[k + 1:index]:  # views of it made before the update
-                if isinstance(later, Assign) and (
-                        (isinstance(later.value, Var) and later.value.name in sharing) or
-                        (isinstance(later.value, Call) and later.value.op in _VIEWS and
-                         any(a in sharing for a in later.value.reads()))):
-                    sharing.add(later.target)
-                elif not isinstance(later, Assign) and any(
-                        n in sharing for s in walk([later]) for n in reads_of(s)):
-                    return None  # a nested block reads it: keep the conservative answer
-            return sharing
-    return None
+def _union_tags(a, b):
+    """Join two arrays -> tags maps: an array missing from one is untouched there (None)."""
+    return {k: a.get(k, {None}) | b.get(k, {None}) for k in set(a) | set(b)}
+
+
+def _union_maps(*maps):
+    out = {}
+    for m in maps:
+        for k, v in m.items():
+            out[k] = out.get(k, set()) | v
+    return out
 
 
 def shift_invariant_maxima(fn) -> set:
