@@ -1103,6 +1103,10 @@ class Lowerer:
         args, kwargs = self.call_args(node)
         if rule.name in _BUILTIN_REDUCTIONS and len(args) > 1:
             return self.emit(_BUILTIN_REDUCTIONS[rule.name], args, kwargs, name=name)
+        out = dict(kwargs).get("out")
+        if out is not None and isinstance(rule.fn, np.ufunc):
+            return self.ufunc_into(rule, args, [kv for kv in kwargs if kv[0] != "out"], out,
+                                   node, name)
         self.check_binding(rule, args, kwargs, node)
         if rule.vjps:
             # a tuple of values passed where the rule has a VJP (`einsum_grad(g, s, (A, B), 0)`
@@ -1111,6 +1115,20 @@ class Lowerer:
                     if isinstance(a, Tup) and rule.vjp_for(i) is not None else a
                     for i, a in enumerate(args)]
         return self.emit(rule.name, args, kwargs, name=name)
+
+    def ufunc_into(self, rule, args, kwargs, out, node, name):
+        """`np.exp(u, out=u)` (generated code reusing a buffer, or the user's): the result is a
+        new value, and the buffer's name is rebound to it as an update in place (so a view of
+        the old buffer read later is caught by analysis.check_in_place_updates)."""
+        buffer = next((n for n, a in self.env.items() if a == out), None)
+        if buffer is None:
+            self.error(errors.UnsupportedSyntaxError, "out= must name an array", node)
+        self.check_binding(rule, args, kwargs, node)
+        start = len(self.out)
+        result = self.emit(rule.name, args, kwargs, name=self.local(buffer))
+        self.bind(buffer, result)
+        self.mark_in_place(self.env.get(buffer), start)
+        return result
 
     # -- calls of Python functions: inlined ----------------------------------------------------
 

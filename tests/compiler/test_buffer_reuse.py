@@ -56,3 +56,37 @@ def test_large_chains_reuse_their_buffers_and_small_ones_do_not():
     np.testing.assert_allclose(g_large[picks], sourcegrad.grad(chain)(large[picks]), rtol=1e-14)
     np.testing.assert_allclose(g_large[picks], numeric_grad(chain, (large[picks],), 0),
                                rtol=1e-5)
+
+
+def scaled(x, A):
+    return np.sum(np.tanh(np.exp(A * x) * 2.0) ** 2)
+
+
+def test_second_order_over_code_that_reuses_buffers(reuse_everything):
+    A = np.linspace(0.1, 1.0, 5)
+    first = sourcegrad.grad(scaled)
+    second = sourcegrad.grad(first)
+    value = second(0.3, A)
+    assert "out=" in first.source
+    assert value == pytest.approx(numeric_grad(first, (0.3, A), 0), rel=1e-7)
+
+
+def user_out(x):
+    y = x * 2.0
+    np.exp(y, out=y)
+    return np.sum(y * x)
+
+
+def user_out_with_a_view(x):
+    y = x * 2.0
+    head = y[:2]
+    np.exp(y, out=y)  # numpy changes head too
+    return np.sum(head) + np.sum(y)
+
+
+def test_out_in_user_code_is_an_update_in_place():
+    x = np.array([0.3, -0.2, 0.7])
+    np.testing.assert_allclose(sourcegrad.grad(user_out)(x), numeric_grad(user_out, (x,), 0),
+                               rtol=1e-7)
+    with pytest.raises(sourcegrad.SourcegradError, match="changed in place"):
+        sourcegrad.grad(user_out_with_a_view)(x)
