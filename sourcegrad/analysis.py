@@ -559,16 +559,16 @@ def check_in_place_updates(fn, env) -> None:
     compiler, which treats the update as a new value, would silently compute something else.
 
     An abstract interpretation in program order: each name points to the arrays it may share
-    memory with (an array is the statement or parameter that made it), tagged with the
-    update it has seen; an update in place retags its array, and reading a name whose tag is
-    older than the array's is the hazard.
+    memory with (an array is the statement or parameter that made it); an update in place
+    marks every other name pointing to that array stale, and reading a stale name is the
+    hazard. Branches and loop trips join the states.
     """
     _InPlaceChecker(fn, env).run()
 
 
 class _InPlaceChecker:
-    """See check_in_place_updates. State: name -> {(array, tag)}, array -> {current tags},
-    container -> the (array, tag) pairs it holds."""
+    """See check_in_place_updates. State: name -> {(array, None | stale update)}, and
+    container name -> the same pairs for what it holds."""
 
     def __init__(self, fn, env):
         self.fn, self.env = fn, env
@@ -576,8 +576,7 @@ class _InPlaceChecker:
         self.updates = {id(s): s for s in walk(fn.body) if isinstance(s, Assign) and s.in_place}
 
     def run(self):
-        points = {p: {(p, None)} for p in self.fn.params}
-        self.block(self.fn.body, points, {}, {})
+        self.block(self.fn.body, {p: {(p, None)} for p in self.fn.params}, {})
 
     def is_number(self, name):
         aval = self.env.get(name)
@@ -589,72 +588,74 @@ class _InPlaceChecker:
             return set()
         return points.get(atom.name, {(atom.name, None)})  # a free value: its own array
 
-    def block(self, stmts, points, tags, contents):
+    def block(self, stmts, points, contents):
         for stmt in stmts:
+            self.check_reads(stmt, points, contents)
             if isinstance(stmt, If):
-                self.check_reads(stmt, points, tags)
-                (p1, t1, c1), (p2, t2, c2) = [self.block(b, dict(points), dict(tags),
-                                                         dict(contents))
-                                              for b in (stmt.body, stmt.orelse)]
-                points, tags, contents = _union_maps(p1, p2), _union_tags(t1, t2), \
-                    _union_maps(c1, c2)
+                (p1, c1), (p2, c2) = [self.block(b, dict(points), dict(contents))
+                                      for b in (stmt.body, stmt.orelse)]
+                points, contents = _union_maps(p1, p2), _union_contents(c1, c2)
             elif isinstance(stmt, (For, While)):
-                self.check_reads(stmt, points, tags)
+                inner = stmt.body if isinstance(stmt, For) else stmt.test_body + stmt.body
                 for _ in range(4):  # the states only grow: a few trips reach the fixpoint
-                    inner = stmt.body if isinstance(stmt, For) else stmt.test_body + stmt.body
-                    after = self.block(inner, dict(points), dict(tags), dict(contents))
-                    joined = [_union_maps(points, after[0]), _union_tags(tags, after[1]),
-                              _union_maps(contents, after[2])]
-                    if joined == [points, tags, contents]:
+                    after = self.block(inner, dict(points), dict(contents))
+                    joined = (_union_maps(points, after[0]), _union_contents(contents, after[1]))
+                    if joined == (points, contents):
                         break
-                    points, tags, contents = joined
-            else:
-                self.check_reads(stmt, points, tags)
-                if isinstance(stmt, Assign):
-                    self.assign(stmt, points, tags, contents)
-        return points, tags, contents
+                    points, contents = joined
+            elif isinstance(stmt, Assign):
+                self.assign(stmt, points, contents)
+        return points, contents
 
-    def check_reads(self, stmt, points, tags):
-        """A read is of stale memory when the array may have been changed by an update that
-        the name's binding has not seen (the name's tags do not cover the array's)."""
+    def check_reads(self, stmt, points, contents):
         for name in reads_of(stmt):
-            seen: dict = {}
-            for array, tag in points.get(name, ()):
-                seen.setdefault(array, set()).add(tag)
-            for array, name_tags in seen.items():
-                unseen = [t for t in tags.get(array, {None}) - name_tags if t is not None]
-                if unseen:  # report the first such update in the source
-                    first = min((self.updates[t] for t in unseen),
-                                key=lambda u: (u.loc.line, u.loc.col) if u.loc else (0, 0))
-                    self.reject(stmt, name, first)
+            for _, mark in points.get(name, set()) | _flat(contents.get(name)):
+                if mark is not None:
+                    self.reject(stmt, name, self.updates[mark])
 
-    def assign(self, stmt, points, tags, contents):
+    def assign(self, stmt, points, contents):
         value, target = stmt.value, stmt.target
         if self.is_number(target):
             points[target] = set()
             return
+        contents.pop(target, None)
         if isinstance(value, Var):
             shared = set(self.pts(value, points))
+            if value.name in contents:  # the same list or tuple
+                contents[target] = contents[value.name]
         elif isinstance(value, Call) and value.op in ("make_list", "make_tuple", "list_append"):
-            held = set().union(*[self.pts(a, points) | contents.get(a.name, set())
-                                 if isinstance(a, Var) else set() for a in value.args])
-            contents[target] = held
+            items = [self.pts(a, points) | _flat(contents.get(a.name)) if isinstance(a, Var)
+                     else set() for a in value.args]
+            if value.op == "list_append":  # the list's items, then the new one
+                held = contents.get(value.args[0].name) if isinstance(value.args[0], Var) \
+                    else None
+                items = list(held) + items[1:] if held is not None else [_flat(items)]
+            contents[target] = tuple(frozenset(i) for i in items)
             shared = set()
-        elif isinstance(value, Call) and value.op in _VIEWS and value.args:
+        elif isinstance(value, Call) and value.op in _VIEWS and value.args and \
+                not _copying_index(value):
             source = value.args[0]
-            shared = set(self.pts(source, points))
-            if isinstance(source, Var) and source.name in contents:
-                shared |= contents[source.name]  # an item of a list or tuple
+            held = contents.get(source.name) if isinstance(source, Var) else None
+            if held is None:
+                shared = set(self.pts(source, points))
+            else:  # an item of a list or tuple: that item when the index is known
+                index = value.args[1] if len(value.args) > 1 else None
+                known = isinstance(index, Const) and type(index.value) is int and \
+                    -len(held) <= index.value < len(held)
+                shared = set(held[index.value]) if known else _flat(held)
         else:
             shared = set()
-        if stmt.in_place and isinstance(value, (Call, Var)):
-            changed = self.changed_arrays(stmt, points)
-            for array in {a for a, _ in changed}:
-                tags[array] = {id(stmt)}
-            shared = {(a, id(stmt)) for a, _ in changed} or shared
-        points[target] = shared or {(target, None)}
-        if not shared:
-            tags.pop(target, None)
+        if stmt.in_place:
+            changed = {a for a, _ in self.changed_arrays(stmt, points)}
+            def stale(pairs):
+                return {(a, id(stmt) if a in changed else m) for a, m in pairs}
+            for name, pairs in points.items():  # everyone else holding them now holds stale data
+                if name != target and any(a in changed for a, _ in pairs):
+                    points[name] = stale(pairs)
+            for name, held in contents.items():
+                contents[name] = tuple(frozenset(stale(item)) for item in held)
+            shared = {(a, None) for a in changed} or shared
+        points[target] = shared or {(id(stmt), None)}  # a new array, made by this statement
 
     def changed_arrays(self, stmt, points):
         value = stmt.value
@@ -676,9 +677,30 @@ class _InPlaceChecker:
             update.loc)
 
 
-def _union_tags(a, b):
-    """Join two arrays -> tags maps: an array missing from one is untouched there (None)."""
-    return {k: a.get(k, {None}) | b.get(k, {None}) for k in set(a) | set(b)}
+def _copying_index(call) -> bool:
+    """`x[[0, 2]]` or `x[mask]`: indexing with a list or an array copies (no view)."""
+    if call.op != "getitem" or len(call.args) < 2 or not isinstance(call.args[1], Const):
+        return False
+    index = call.args[1].value
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, (list, np.ndarray)) for i in items)
+
+
+def _flat(held):
+    """Every (array, mark) a container holds (None: not a container)."""
+    return set().union(*held) if held else set()
+
+
+def _union_contents(a, b):
+    """Join two container -> items maps: item by item when the lengths agree."""
+    out = {}
+    for k in set(a) | set(b):
+        x, y = a.get(k), b.get(k)
+        if x is None or y is None or len(x) != len(y):
+            out[k] = (frozenset(_flat(x) | _flat(y)),)
+        else:
+            out[k] = tuple(i | j for i, j in zip(x, y))
+    return out
 
 
 def _union_maps(*maps):

@@ -279,7 +279,7 @@ class Gradient:
             if hit is not None:
                 return self._from_disk(hit, primal, args, key)
             env = infer_shapes(primal, [aval_of(a) for a in args])
-            check_in_place_updates(primal, env)
+            check_in_place_updates(self.ir(args), env)  # as written: before values are hoisted
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             optimized, functions = self._differentiate(primal, env, namer, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
