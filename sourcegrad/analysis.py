@@ -576,7 +576,7 @@ class _InPlaceChecker:
         self.updates = {id(s): s for s in walk(fn.body) if isinstance(s, Assign) and s.in_place}
 
     def run(self):
-        self.block(self.fn.body, {p: {(p, None)} for p in self.fn.params}, {})
+        self.block(self.fn.body, [({p: {(p, None)} for p in self.fn.params}, {})])
 
     def is_number(self, name):
         aval = self.env.get(name)
@@ -588,24 +588,30 @@ class _InPlaceChecker:
             return set()
         return points.get(atom.name, {(atom.name, None)})  # a free value: its own array
 
-    def block(self, stmts, points, contents):
+    def block(self, stmts, states):
+        """Run `stmts` from each of `states` (one per path, up to _PATHS of them, so that a
+        swap in one branch does not look like two names sharing an array after it)."""
         for stmt in stmts:
-            self.check_reads(stmt, points, contents)
+            for points, contents in states:
+                self.check_reads(stmt, points, contents)
             if isinstance(stmt, If):
-                (p1, c1), (p2, c2) = [self.block(b, dict(points), dict(contents))
-                                      for b in (stmt.body, stmt.orelse)]
-                points, contents = _union_maps(p1, p2), _union_contents(c1, c2)
+                states = _distinct(
+                    [out for points, contents in states for branch in (stmt.body, stmt.orelse)
+                     for out in self.block(branch, [(dict(points), dict(contents))])])
             elif isinstance(stmt, (For, While)):
                 inner = stmt.body if isinstance(stmt, For) else stmt.test_body + stmt.body
-                for _ in range(4):  # the states only grow: a few trips reach the fixpoint
-                    after = self.block(inner, dict(points), dict(contents))
-                    joined = (_union_maps(points, after[0]), _union_contents(contents, after[1]))
-                    if joined == (points, contents):
+                reached = states  # zero trips, one, two...: until no new state appears
+                for _ in range(6):
+                    after = self.block(inner, [(dict(p), dict(c)) for p, c in reached])
+                    grown = _distinct(reached + after)
+                    if len(grown) == len(reached):
                         break
-                    points, contents = joined
+                    reached = grown
+                states = reached
             elif isinstance(stmt, Assign):
-                self.assign(stmt, points, contents)
-        return points, contents
+                for points, contents in states:
+                    self.assign(stmt, points, contents)
+        return states
 
     def check_reads(self, stmt, points, contents):
         for name in reads_of(stmt):
@@ -684,6 +690,26 @@ def _copying_index(call) -> bool:
     index = call.args[1].value
     items = index if isinstance(index, tuple) else (index,)
     return any(isinstance(i, (list, np.ndarray)) for i in items)
+
+
+_PATHS = 32  # states kept apart; more are joined into one (conservative)
+
+
+def _distinct(states):
+    """The states without repeats; joined into one when there are more than _PATHS."""
+    seen, out = set(), []
+    for points, contents in states:
+        key = (frozenset((k, frozenset(v)) for k, v in points.items()),
+               frozenset(contents.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append((points, contents))
+    if len(out) > _PATHS:
+        points, contents = {}, {}
+        for p, c in out:
+            points, contents = _union_maps(points, p), _union_contents(contents, c)
+        out = [(points, contents)]
+    return out
 
 
 def _flat(held):
