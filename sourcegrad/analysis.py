@@ -600,13 +600,17 @@ class _InPlaceChecker:
                      for out in self.block(branch, [(dict(points), dict(contents))])])
             elif isinstance(stmt, (For, While)):
                 inner = stmt.body if isinstance(stmt, For) else stmt.test_body + stmt.body
-                reached = states  # zero trips, one, two...: until no new state appears
-                for _ in range(6):
-                    after = self.block(inner, [(dict(p), dict(c)) for p, c in reached])
-                    grown = _distinct(reached + after)
-                    if len(grown) == len(reached):
+                # zero trips, one, two...: run the body on the states not seen yet, until
+                # no new one appears (or, past _PATHS, on their join until it is stable)
+                reached, frontier = states, states
+                for _ in range(8):
+                    after = self.block(inner, [(dict(p), dict(c)) for p, c in frontier])
+                    merged = _distinct(reached + after)
+                    known = {_key(r) for r in reached}
+                    frontier = [m for m in merged if _key(m) not in known]
+                    reached = merged
+                    if not frontier:
                         break
-                    reached = grown
                 states = reached
             elif isinstance(stmt, Assign):
                 for points, contents in states:
@@ -692,15 +696,14 @@ def _copying_index(call) -> bool:
     return any(isinstance(i, (list, np.ndarray)) for i in items)
 
 
-_PATHS = 32  # states kept apart; more are joined into one (conservative)
+_PATHS = 12  # states kept apart; more are joined into one (conservative)
 
 
 def _distinct(states):
     """The states without repeats; joined into one when there are more than _PATHS."""
     seen, out = set(), []
     for points, contents in states:
-        key = (frozenset((k, frozenset(v)) for k, v in points.items()),
-               frozenset(contents.items()))
+        key = _key((points, contents))
         if key not in seen:
             seen.add(key)
             out.append((points, contents))
@@ -710,6 +713,11 @@ def _distinct(states):
             points, contents = _union_maps(points, p), _union_contents(contents, c)
         out = [(points, contents)]
     return out
+
+
+def _key(state):
+    points, contents = state
+    return (frozenset((k, frozenset(v)) for k, v in points.items()), frozenset(contents.items()))
 
 
 def _flat(held):
