@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .ir import (Assign, Call, Const, For, If, Return, Slc, Tup, Var, While, assignment_counts,
-                 reads_of, walk, writes_of)
+                 reads_of, walk)
 from . import errors
 from .rules import MATH_FUNCTIONS, RULES
 
@@ -546,10 +546,10 @@ def active_values(fn, wrt: list) -> set:
     return varied & useful
 
 
-# Operations whose result shares memory with an argument (numpy views), and values that hold
-# a reference to an array (lists, tuples): changing one in place changes what the other reads.
+# Operations whose result shares memory with their first argument (numpy views; getitem of a
+# list or tuple gives the item itself): changing one in place changes what the other reads.
 _VIEWS = {"getitem", "reshape", "ravel", "T", "transpose", "swapaxes", "moveaxis", "squeeze",
-          "expand_dims", "asarray", "broadcast_to", "make_list", "make_tuple", "list_append"}
+          "expand_dims", "asarray", "broadcast_to"}
 
 
 def check_in_place_updates(fn, env) -> None:

@@ -23,8 +23,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from .ir import (Assign, assignment_counts, Call, Const, ExprStmt, For, Function, If, Pop, Push, Return, Slc, Tup,
-                 Var, While, child_blocks, reads_of, substitute_atom, walk, writes_of)
+from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Pop, Push, Return, Slc, Tup,
+                 Var, While, assignment_counts, child_blocks, reads_of, substitute_atom, walk,
+                 writes_of)
 from .rules import RULES
 
 
@@ -270,8 +271,6 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
             reads[n] += 1
     taken = set(params) | {n for s in walk(body) for n in writes_of(s)} | set(reads)
 
-    loop_index = [None]  # the target of the loop being batched
-
     def fresh(base):
         name, i = base, 1
         while name in taken:
@@ -279,15 +278,15 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
         taken.add(name)
         return name
 
-    def rows_of(u, stop, loc, stored, before, body_out, index):
+    def rows_of(u, loop, loc, stored, before, body_out, index):
         """The buffer holding u's row of each trip (one per vector assigned once a trip)."""
         if u.name in stored and counts[u.name] == 1:
             return stored[u.name]
         rows = fresh(f"{u.name}_rows")
         dtype = () if dtypes[u.name] == np.float64 else (("dtype", Const(str(dtypes[u.name]))),)
-        before.append(Assign(rows, Call("np_empty", (Tup((stop, Const(shapes[u.name][0]))),),
+        before.append(Assign(rows, Call("np_empty", (Tup((loop.stop, Const(shapes[u.name][0]))),),
                                         dtype), loc, "one row per trip"))
-        body_out.insert(index, ExprStmt(Call("store_item", (Var(rows), Var(loop_index[0]), u)),
+        body_out.insert(index, ExprStmt(Call("store_item", (Var(rows), Var(loop.target), u)),
                                         loc))
         stored[u.name] = rows
         return rows
@@ -298,7 +297,6 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
         made = {s.target: (i, s) for i, s in enumerate(loop.body) if isinstance(s, Assign)
                 and isinstance(s.value, Call) and s.value.op == "outer"}
         before, after, body_out, drop, stored = [], [], list(loop.body), set(), {}
-        loop_index[0] = loop.target
         for stmt in loop.body:
             value = stmt.value if isinstance(stmt, Assign) else None
             if not (isinstance(value, Call) and value.op in ("iadd_op", "add_op") and
@@ -319,8 +317,8 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
                 continue
             index = body_out.index(outer)
             del body_out[index]
-            v_rows = rows_of(v, loop.stop, outer.loc, stored, before, body_out, index)
-            u_rows = rows_of(u, loop.stop, outer.loc, stored, before, body_out, index)
+            v_rows = rows_of(v, loop, outer.loc, stored, before, body_out, index)
+            u_rows = rows_of(u, loop, outer.loc, stored, before, body_out, index)
             drop.add(id(stmt))
             transposed, product = fresh(f"{u_rows}_T"), fresh(f"{acc}_steps")
             after += [Assign(transposed, Call("T", (Var(u_rows),)), stmt.loc, outer.note),
