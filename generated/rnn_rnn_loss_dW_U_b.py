@@ -6,15 +6,12 @@ import numpy as np
 
 def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     saved = []  # values the backward pass needs that the forward overwrites
-    # line 10: def rnn_loss(W, U, b, xs, h0):
-    x_t = None  # saved
     # line 11: h = h0
     h = h0
     # line 12: for x_t in xs:
     len_xs = len(xs)
     for i in range(len_xs):
         # line 12: for x_t in xs:
-        saved.append(x_t)
         x_t = xs[i]
         # line 13: h = np.tanh(W @ h + U @ x_t + b)
         saved.append(h)
@@ -22,25 +19,21 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     # backward of line 14: return np.sum(h ** 2)
     d_h_1 = 2 * h  # power
     # backward of line 12: for x_t in xs:
-    db = np.zeros_like(b)  # zero
-    d_h = d_h_1            # accumulate
+    d_h = d_h_1  # accumulate
     # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
-    x_t_rows = np.empty((len_xs, 8))          # one row per trip
     d_W_plus_b_rows = np.empty((len_xs, 16))  # one row per trip
     h_rows = np.empty((len_xs, 16))           # one row per trip
+    W_T = W.T                                 # matmul
     # backward of line 12: for x_t in xs:
     for i in reversed(range(len_xs)):
         # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
         d_W_plus_b = d_h * (1.0 - h * h)  # tanh
         h = saved.pop()
-        db += d_W_plus_b                  # accumulate
         d_W_plus_b_rows[i] = d_W_plus_b
-        x_t_rows[i] = x_t
         h_rows[i] = h
-        d_h = W.T @ d_W_plus_b            # matmul, accumulate
-        # backward of line 12: for x_t in xs:
-        x_t = saved.pop()
+        d_h = W_T @ d_W_plus_b            # matmul, accumulate
     # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
-    dU = d_W_plus_b_rows.T @ x_t_rows  # matmul
-    dW = d_W_plus_b_rows.T @ h_rows    # matmul
+    dU = d_W_plus_b_rows.T @ xs           # matmul
+    dW = d_W_plus_b_rows.T @ h_rows       # matmul
+    db = np.sum(d_W_plus_b_rows, axis=0)  # accumulate
     return dW, dU, db

@@ -23,10 +23,12 @@ import numpy as np
 from . import cache, errors
 from .analysis import aval_of, check_in_place_updates, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
+from .dispatch import MISS, fast_entry
 from .frontend import function_to_ir
-from .ir import Assign, Const, For, If, Push, Tup, While, reads_of, walk, writes_of
+from .ir import (Assign, Const, For, If, Push, Return, Tup, Var, While, reads_of, walk,
+                 writes_of)
 from .names import Namer
-from .optimize import hoist_loop_invariants, optimize
+from .optimize import hoist_loop_invariants, makes_new_value, optimize
 from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
 from .rules import TEMPLATE_NAMESPACE
@@ -43,6 +45,9 @@ class Compiled:
     finish: object = None      # gives the gradients their inputs' types
     dependencies: bool = False  # whether globals or closure values must be checked per call
     ir: object = None           # the optimized gradient IR the source was printed from
+    fresh: tuple = ()           # per gradient: the generated code makes it a new array
+    entry: object = None        # the fast path for this signature (see sourcegrad.dispatch)
+    settled: bool = False       # finish and entry were fitted to a first result
 
 
 def _normalize_wrt(fn, wrt):
@@ -187,6 +192,11 @@ class Gradient:
     # -- calling -------------------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
+        last = self._last
+        if last is not None and last.entry is not None and not kwargs:
+            result = last.entry(*args)  # the signature called last: a few type checks
+            if result is not MISS:
+                return result
         if kwargs:
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -198,13 +208,61 @@ class Gradient:
                 return self._forward_columns(args)
             compiled = self.compile(args, key)
         self._last = compiled
-        if compiled.finish is None:  # the generated code already returns the inputs' types
-            return compiled.fn(*args)
         result = compiled.fn(*args)
+        if not compiled.settled:
+            self._settle(compiled, result, args)
+        if compiled.finish is None:  # the generated code already returns the inputs' types
+            return result
         if self.with_value:
             value, grads = result
             return value, compiled.finish(grads, args)
         return compiled.finish(result, args)
+
+    def _settle(self, compiled, result, args):
+        """Fit the finish to what the generated code returned for this signature (see
+        `_fitted_conversions`), and build the fast path for later calls with it."""
+        converters = self._fitted_conversions(compiled, result, args)
+        if converters is not None:
+            compiled.finish = _converting(converters, self._single)
+        fn = self.fn
+        compiled.entry = fast_entry(args, compiled.fn, compiled.finish, converters,
+                                    (lambda: _still_valid(fn)) if compiled.dependencies
+                                    else None, self.with_value, self._single)
+        compiled.settled = True
+
+    def _fitted_conversions(self, compiled, result, args):
+        """Per gradient, the conversion it needs (None: none), where the first result shows
+        the general finish can be left out; None when it cannot.
+
+        A gradient the generated code makes as a new array (a ufunc, a product, a
+        reduction: `compiled.fresh`, known from the code) of the input's shape and dtype
+        is returned as it is; a numpy scalar for a 0-d array input only needs wrapping.
+        Without loops or branches the same statements run on every call of a signature,
+        so what the first call returns, every call returns: the checks are made once.
+        """
+        if compiled.finish is None or not compiled.fresh:
+            return None
+        grads = result[1] if self.with_value else result
+        grads = (grads,) if self._single else tuple(grads)
+        if len(grads) != len(self.wrt):
+            return None
+        others = [result[0]] if self.with_value else []
+        converters = []
+        for g, i, fresh in zip(grads, self.wrt, compiled.fresh):
+            x = args[i]
+            distinct = not any(g is o for o in others) and sum(g is h for h in grads) == 1
+            if type(x) is float:
+                converters.append(None if type(g) is float and fresh else float)
+            elif type(x) is np.ndarray and x.ndim == 0 and type(g) is x.dtype.type and fresh:
+                converters.append(np.asarray)  # np.sin of a 0-d array is a numpy scalar
+            elif type(x) is np.ndarray and fresh and distinct and type(g) is np.ndarray and \
+                    g.shape == x.shape and g.dtype == x.dtype and g.base is None and \
+                    g.flags.writeable:
+                converters.append(None)
+            else:
+                return None
+            others.append(g)
+        return tuple(converters)
 
     def _finisher(self, args, optimized=None, env=None):
         """How to give this signature's gradients their inputs' types (cheap for floats), or
@@ -303,7 +361,8 @@ class Gradient:
             finish = self._finisher(args, optimized, env) if not self.pullback and \
                 not isinstance(self, JVP) else self._finisher(args)
             compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
-                                finish, bool(primal.dependencies), optimized)
+                                finish, bool(primal.dependencies), optimized,
+                                () if self.pullback else _new_gradients(optimized, self.with_value))
             if disk_key:
                 cache.store(disk_key, source, saved, [f.name for f in functions])
             self._cache[key] = compiled
@@ -409,6 +468,32 @@ def _shapes(env) -> dict:
 
 def _dtypes(env) -> dict:
     return {n: a.dtype for n, a in env.items() if a is not None and a.dtype is not None}
+
+
+def _converting(converters, single):
+    """The finish applying these conversions (None where all are None)."""
+    if all(c is None for c in converters):
+        return None
+    if single:
+        convert = converters[0]
+        return lambda g, args: convert(g)
+    return lambda grads, args: tuple(g if c is None else c(g)
+                                     for g, c in zip(grads, converters))
+
+
+def _new_gradients(fn, with_value) -> tuple:
+    """For each gradient `fn` returns, whether the statement making it always makes a new
+    value (never an input, a view, or a value another name holds). () when `fn` has loops
+    or branches: then a statement may run on one call and not on the next."""
+    if _has_control_flow(fn) or not isinstance(fn.body[-1], Return):
+        return ()
+    returned = fn.body[-1].value
+    grads = returned.items[1] if with_value else returned
+    atoms = grads.items if isinstance(grads, Tup) else (grads,)
+    made = {s.target: s for s in fn.body if isinstance(s, Assign)}  # the last writes
+    return tuple(isinstance(a, Const) or (
+        isinstance(a, Var) and a.name not in fn.params and a.name in made and
+        not made[a.name].in_place and makes_new_value(made[a.name].value)) for a in atoms)
 
 
 def _has_control_flow(fn) -> bool:

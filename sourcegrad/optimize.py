@@ -278,10 +278,17 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
         taken.add(name)
         return name
 
+    defs = {s.target: s.value for s in walk(body) if isinstance(s, Assign)
+            and counts[s.target] == 1}
+
     def rows_of(u, loop, loc, stored, before, body_out, index):
         """The buffer holding u's row of each trip (one per vector assigned once a trip)."""
         if u.name in stored and counts[u.name] == 1:
             return stored[u.name]
+        array = item_array(u, loop, body_out[:index])
+        if array is not None:  # u is xs[t]: its rows are xs's first rows, stored already
+            stored[u.name] = array
+            return array
         rows = fresh(f"{u.name}_rows")
         dtype = () if dtypes[u.name] == np.float64 else (("dtype", Const(str(dtypes[u.name]))),)
         before.append(Assign(rows, Call("np_empty", (Tup((loop.stop, Const(shapes[u.name][0]))),),
@@ -290,6 +297,29 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
                                         loc))
         stored[u.name] = rows
         return rows
+
+    def item_array(u, loop, earlier):
+        """X when u is X[t] in this trip (t the loop's index, X written nowhere) and the
+        loop runs over all of X's rows; None otherwise."""
+        made = [s for s in earlier if u.name in writes_of(s)]
+        if len(made) != 1 or not isinstance(made[0], Assign):
+            return None
+        value = made[0].value
+        if not (isinstance(value, Call) and value.op == "getitem" and
+                value.args[1] == Var(loop.target) and isinstance(value.args[0], Var)):
+            return None
+        array = value.args[0].name
+        shape = shapes.get(array)
+        if counts[array] != (1 if array in params else 0) or shape is None or \
+                tuple(shape[1:]) != tuple(shapes[u.name]):
+            return None
+        stop = loop.stop
+        length = defs.get(stop.name) if isinstance(stop, Var) else None
+        of_array = length == Call("len", (Var(array),)) or (
+            isinstance(length, Call) and length.op == "getitem" and
+            length.args[1] == Const(0) and isinstance(length.args[0], Var) and
+            defs.get(length.args[0].name) == Call("shape", (Var(array),)))
+        return array if of_array or stop == Const(shape[0]) else None
 
     def batch(loop):
         if not (loop.start == Const(0) and loop.step == Const(1)) or loop.stop_flag:
@@ -326,6 +356,23 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
                              stmt.loc, outer.note),
                       Assign(acc, Call(value.op, (Var(acc), Var(product))), stmt.loc,
                              stmt.note)]
+        for stmt in loop.body:  # `acc += u` with u's rows stored: one sum after the loop
+            value = stmt.value if isinstance(stmt, Assign) else None
+            if not (isinstance(value, Call) and value.op in ("iadd_op", "add_op") and
+                    value.args[0] == Var(stmt.target) and isinstance(value.args[1], Var)):
+                continue
+            acc, part = stmt.target, value.args[1].name
+            if part not in stored or counts[part] != 1 or shapes.get(acc) != shapes.get(part) or \
+                    stored[part] not in {n for s in before for n in writes_of(s)}:
+                continue
+            touching = [s for s in walk(loop.body) if acc in reads_of(s) or acc in writes_of(s)]
+            if touching != [stmt]:
+                continue
+            drop.add(id(stmt))
+            total = fresh(f"{acc}_steps")
+            after += [Assign(total, Call("sum", (Var(stored[part]),), (("axis", Const(0)),)),
+                             stmt.loc, stmt.note),
+                      Assign(acc, Call(value.op, (Var(acc), Var(total))), stmt.loc, stmt.note)]
         if not drop:
             return [], loop, []
         body_out = [s for s in body_out if id(s) not in drop]
@@ -400,20 +447,29 @@ def _fresh_result(value) -> bool:
         value.op in _FRESH_RESULTS or _ufunc_rule(value.op) is not None)
 
 
+_REDUCTIONS = {"sum", "mean", "prod", "max", "amax"}
+
+
+def makes_new_value(value) -> bool:
+    """Whether this call always returns a value nothing else refers to: a new array (or
+    a scalar) from a ufunc written without out=, a product, or a reduction."""
+    return _fresh_result(value) or (
+        isinstance(value, Call) and value.op in _REDUCTIONS and
+        all(k not in ("out", "where") for k, _ in value.kwargs))
+
+
 def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict) -> list:
-    """Compute an elementwise result into the buffer of an operand that dies there:
-    `t = np.exp(u, out=u)` when nothing reads u afterwards, u is a large array this
-    function made (not an input, not a view), nothing else refers to it, and it has t's
-    shape and dtype. This is what a hand-written gradient does with its buffers; it halves
-    the peak memory of chains of elementwise operations. Top-level statements only (a
-    value in a loop may be read by the next trip).
+    """Compute an elementwise result into a large buffer that is dead there:
+    `t = np.exp(u, out=u)` when nothing reads u afterwards, or `t = np.cos(v, out=w)`
+    with w an array of t's shape and dtype that nothing reads any more. A buffer can be
+    taken when this function made it (not an input, not a view) and nothing holds a
+    reference to it past that point: every reader made a new array from it, or a view
+    that is itself dead by then. This is what a hand-written gradient does with its
+    buffers: the backward of an elementwise chain then allocates nothing, and the peak
+    memory is what the forward keeps. Top-level statements only (a value in a loop may
+    be read by the next trip).
     """
     counts = _assign_counts(body, params)
-    readers: dict = defaultdict(list)
-    for i, stmt in enumerate(body):
-        for s in walk([stmt]):
-            for n in reads_of(s):
-                readers[n].append((i, s))
 
     def large(name):
         shape, dtype = shapes.get(name), dtypes.get(name)
@@ -422,30 +478,62 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict) -> list:
             int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize >= \
             BUFFER_REUSE_MIN_BYTES
 
+    last_use = _last_uses(body)
     owned = {s.target for s in body if isinstance(s, Assign) and counts[s.target] == 1
              and s.target not in params and _fresh_result(s.value) and large(s.target)}
+    made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
     out = list(body)
     for i, stmt in enumerate(body):
-        if not (isinstance(stmt, Assign) and _fresh_result(stmt.value) and
-                counts[stmt.target] == 1 and large(stmt.target)):
+        if not (isinstance(stmt, Assign) and stmt.target in owned):
             continue
         ufunc = _ufunc_rule(stmt.value.op)
         if ufunc is None:
             continue
-        for atom in stmt.value.args:
-            name = atom.name if isinstance(atom, Var) else None
-            if name not in owned or shapes[name] != shapes[stmt.target] or \
-                    dtypes[name] != dtypes[stmt.target]:
-                continue
-            # every other reader made a new array from it (no view, copy, push or list
-            # holds it), and none comes after this statement
-            if all((j < i and isinstance(s, Assign) and _fresh_result(s.value)) or
-                   (j == i and s is stmt) for j, s in readers[name]):
-                out[i] = Assign(stmt.target, Call(ufunc, stmt.value.args, (("out", atom),)),
-                                stmt.loc, stmt.note)
-                owned.discard(name)  # its buffer now holds the result
-                break
+        fits = [n for n in owned if n != stmt.target and made_at[n] < i and
+                shapes[n] == shapes[stmt.target] and dtypes[n] == dtypes[stmt.target]]
+        # an operand that dies here first (as a hand-written `np.exp(u, out=u)`), then the
+        # buffer that died last (its memory is the likeliest to be in cache)
+        operands = [a.name for a in stmt.value.args if isinstance(a, Var) and a.name in fits
+                    and last_use[a.name] == i]
+        dead = sorted((n for n in fits if last_use[n] < i), key=lambda n: (-last_use[n], n))
+        if operands or dead:
+            buffer = (operands or dead)[0]
+            out[i] = Assign(stmt.target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
+                            stmt.loc, stmt.note)
+            owned.discard(buffer)  # its memory now holds the result, which can be reused
     return out
+
+
+def _last_uses(body: list) -> dict:
+    """name -> the index of the last top-level statement that reads it, or could through
+    a value holding a reference to it (a view, a list, an alias): only a reader that
+    makes a new value ends the reference. A value something returns, pushes or stores
+    is used to the end."""
+    readers: dict = defaultdict(list)
+    for i, stmt in enumerate(body):
+        for s in walk([stmt]):
+            for n in reads_of(s):
+                readers[n].append((i, s))
+    forever = len(body)
+    memo: dict = {}
+
+    def last(name, seen=()):
+        if name in memo:
+            return memo[name]
+        if name in seen:
+            return forever
+        end = -1
+        for i, s in readers.get(name, ()):
+            if isinstance(s, Assign) and _fresh_result(s.value):
+                end = max(end, i)
+            elif isinstance(s, Assign):  # it may refer to `name`'s memory: follow it
+                end = max(end, i, last(s.target, seen + (name,)))
+            else:
+                end = forever
+        memo[name] = end
+        return end
+
+    return defaultdict(lambda: -1, {name: last(name) for name in list(readers)})
 
 
 def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = None) -> Function:
@@ -463,6 +551,7 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
             body = eliminate_dead_code(batch_rank_one_updates(body, set(fn.params), shapes,
                                                               dtypes))
             body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes)
+    body = hoist_transposes(body, set(fn.params))
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
                     fn.dependencies, fn.stack)
 
@@ -496,7 +585,26 @@ def hoist_loop_invariants(fn: Function) -> Function:
                     fn.user_names, fn.dependencies)
 
 
-def _hoist(loop, counts, user_names):
+def hoist_transposes(body: list, params) -> list:
+    """`W.T` of a matrix the loop does not write, taken once before the loop instead of
+    on every trip (the backward of `W @ h` in a loop reads `W.T @ d_h`). Only views: a
+    transpose cannot fail, so taking it when the loop runs no trip changes nothing."""
+    counts = _assign_counts(body, params)
+
+    def run(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, (For, While)):
+                hoisted, stmt = _hoist(stmt, counts, (), only=("T",))
+                out.extend(hoisted)
+            if child_blocks(stmt):
+                stmt = _substitute(stmt, {}, run)
+            out.append(stmt)
+        return out
+    return run(body)
+
+
+def _hoist(loop, counts, user_names, only=None):
     blocks = [loop.body] if isinstance(loop, For) else [loop.test_body, loop.body]
     written = {n for s in walk(blocks[0] + (blocks[1] if len(blocks) > 1 else []))
                for n in writes_of(s)}
@@ -514,7 +622,7 @@ def _hoist(loop, counts, user_names):
                 if stmt.target in user_names or counts[stmt.target] != 1:
                     continue
                 rule = RULES[stmt.value.op]
-                if not rule.pure:
+                if not rule.pure or (only is not None and stmt.value.op not in only):
                     continue
                 if any(n in written for n in stmt.value.reads()):
                     continue

@@ -165,6 +165,7 @@ class Reverser:
         self.given = defaultdict(int)
         self.handed = defaultdict(int)     # adjoint name -> how many inputs it was handed to
         self.placeholders: set = set()     # values a zero reads that may not be bound yet
+        self.recomputed: set = set()       # loop values the backward recomputes, not saves
 
     def _contribution_counts(self, fn):
         """How many adjoint contributions each active value receives (to name them)."""
@@ -574,10 +575,11 @@ class Reverser:
         bounds_fixed = not any(isinstance(a, Var) and (a.name in written or a.name in
                                                        self.overwritten)
                                for a in (stmt.start, stmt.stop, stmt.step))
+        recompute = self.recomputable(stmt)
         if stmt.stop_flag is None and bounds_fixed:
             body = self.loop_body(stmt, stmt.body)
-            self.out.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, body, stmt.loc,
-                                reverse=True))
+            self.out.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, recompute + body,
+                                stmt.loc, reverse=True))
             return
         counter = self.count_trips(stmt)
         self.unstack_trips(stmt, counter)
@@ -587,8 +589,34 @@ class Reverser:
             span = self.inst.emit("mul_op", [stop, stmt.step]).atom
             stop = self.inst.emit("add_op", [stmt.start, span]).atom
         body = self.loop_body(stmt, stmt.body)
-        self.out.append(For(stmt.target, stmt.start, stop, stmt.step, body, stmt.loc,
+        self.out.append(For(stmt.target, stmt.start, stop, stmt.step, recompute + body, stmt.loc,
                             reverse=True))
+
+    def recomputable(self, loop):
+        """Statements of `loop`'s body the backward trip re-runs instead of saving their
+        values: `x_t = xs[t]`, an item of an array nothing writes, at the loop's index.
+        The backward trip has the same index, so reading the item again costs less than
+        a push and a pop, and it keeps the rows of `xs` recognisable as `xs` itself (for
+        `optimize.batch_rank_one_updates`). The value must be made once, only read after
+        it in the same trip, and its array and the index never reassigned."""
+        out = []
+        for i, stmt in enumerate(loop.body):
+            if not (isinstance(stmt, Assign) and isinstance(stmt.value, Call) and
+                    stmt.value.op == "getitem" and len(self.sites[stmt.target]) == 1):
+                continue
+            array, index = stmt.value.args
+            if not (isinstance(array, Var) and array.name not in self.sites and
+                    array.name not in self.loop_targets and index == Var(loop.target) and
+                    loop.target not in self.sites):
+                continue
+            reads_before = {n for s in walk(loop.body[:i]) for n in reads_of(s)}
+            reads_inside = sum(n == stmt.target for s in walk(loop.body) for n in reads_of(s))
+            reads_all = sum(n == stmt.target for s in walk(self.fn.body) for n in reads_of(s))
+            if stmt.target in reads_before or reads_inside != reads_all:
+                continue
+            self.recomputed.add(stmt.target)
+            out.append(Assign(stmt.target, stmt.value, stmt.loc, "recomputed"))
+        return out
 
     def while_(self, stmt):
         counter = self.count_trips(stmt)
@@ -682,7 +710,7 @@ def _recorded(fn, backward, rev):
     counters = {c for c, _ in rev.counters.values()}
     recorded = set()
     for name, sites in rev.sites.items():
-        if name in counters or name in rev.loop_targets:
+        if name in counters or name in rev.loop_targets or name in rev.recomputed:
             continue
         overwrites = len(sites) + (1 if name in fn.params else 0) > 1
         if name in reads and (overwrites or any(in_loop for _, _, in_loop in sites)):
