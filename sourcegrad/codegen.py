@@ -361,6 +361,14 @@ class _Writer:
                                                    annotation=None, type_comment=None),
                                   op=op, value=self.printer.atom(value.args[1]))
             return _to_source(node)
+        if isinstance(value, Call) and RULES[value.op].spelling.kind == "augassign_item":
+            buffer, index, part = value.args
+            assert buffer == Var(stmt.target), "an item update assigns the array it updates"
+            item = gast.Subscript(value=_name(stmt.target), ctx=gast.Store(),
+                                  slice=self.printer.atom(index, in_index=True))
+            op = _BINOP_NODES[RULES[value.op].spelling.text]()
+            return _to_source(gast.AugAssign(target=item, op=op,
+                                             value=self.printer.atom(part)))
         return _to_source(_assign(stmt.target, self.expr(value)))
 
     def elementwise_count(self, stmt):

@@ -35,7 +35,7 @@ import numpy as np
 from .analysis import (UNKNOWN, AVal, abstract_call, active_values, aval_of,
                        shift_invariant_maxima)
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
-                 Tup, Var, While, atom_vars, reads_of, walk, writes_of)
+                 Slc, Tup, Var, While, atom_vars, reads_of, walk, writes_of)
 from .names import adjoint_name, name_for_call
 from .rules import RULES, reads_shape_of
 from .templates import Instantiator
@@ -123,9 +123,13 @@ def _shape_sources(stmts, env, user_names, params):
 # Primitives that always return a new array (never a view or one of their inputs), so an
 # accumulator holding their result may be updated in place.
 _FRESH = {"add_op", "sub_op", "mul_op", "div_op", "pow_op", "matmul_op", "neg_op", "iadd_op",
-          "isub_op", "add", "subtract", "multiply", "divide", "matmul", "dot", "outer", "inner",
+          "iadd_item", "isub_op", "add", "subtract", "multiply", "divide", "matmul", "dot", "outer", "inner",
           "tensordot", "np_zeros_like", "unindex", "untake", "zero_at", "exp", "log", "sin", "cos",
           "tanh", "sqrt", "square", "where", "max_grad", "prod_grad", "take_part_copy"}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _zeros_op(aval):
@@ -292,10 +296,16 @@ class Reverser:
             elif _is_list(self.env.get(name)):
                 self.assign(acc, Call("add_adjoints", (Var(acc), part)), loc, "accumulate")
             else:
-                negated = self.inst.defs.get(part.name) if isinstance(part, Var) else None
-                subtract = negated is not None and negated.op == "neg_op"  # d + -(e) -> d - e
-                other = negated.args[0] if subtract else part
-                if self.can_update_in_place(acc, other):
+                made = self.inst.defs.get(part.name) if isinstance(part, Var) else None
+                subtract = made is not None and made.op == "neg_op"  # d + -(e) -> d - e
+                other = made.args[0] if subtract else part
+                if made is not None and made.op == "unindex" and \
+                        self.can_update_item(acc, made):
+                    # `d_xs[t] += g`: the item's adjoint added where it goes, not as zeros
+                    # the size of xs (which would cost a full array per loop trip)
+                    g, _, index = made.args
+                    call = Call("iadd_item", (Var(acc), index, g))
+                elif self.can_update_in_place(acc, other):
                     call = Call("isub_op" if subtract else "iadd_op", (Var(acc), other))
                 else:
                     call = Call("sub_op" if subtract else "add_op", (Var(acc), other))
@@ -321,6 +331,32 @@ class Reverser:
             return np.broadcast_shapes(mine.shape, theirs.shape) == mine.shape
         except ValueError:
             return False
+
+    def can_update_item(self, acc, unindex):
+        """`acc[index] += g` for `unindex(g, x, index)` is safe when acc's array is ours
+        alone, has x's shape, and the index is basic (ints and slices): an integer-array
+        index may repeat an element, which `+=` would add only once."""
+        if acc not in self.owned:
+            return False
+        mine, theirs = self.env.get(acc), self.aval_of_atom(unindex.args[1])
+        if mine in (None, UNKNOWN) or theirs in (None, UNKNOWN) or \
+                not isinstance(mine.stand_in, np.ndarray) or \
+                not isinstance(theirs.stand_in, np.ndarray) or mine.shape != theirs.shape:
+            return False
+        return self.basic_index(unindex.args[2])
+
+    def basic_index(self, atom):
+        if isinstance(atom, Tup):
+            return all(self.basic_index(a) for a in atom.items)
+        if isinstance(atom, Slc):
+            return all(self.basic_index(a) for a in (atom.lower, atom.upper, atom.step))
+        value = atom.value if isinstance(atom, Const) else getattr(
+            self.aval_of_atom(atom), "stand_in", None)
+        if isinstance(value, tuple):
+            return all(self.basic_index(Const(v)) for v in value)
+        if isinstance(value, slice):
+            return all(v is None or _is_int(v) for v in (value.start, value.stop, value.step))
+        return value is None or value is Ellipsis or _is_int(value)
 
     def aval_of_atom(self, atom):
         if isinstance(atom, Var):
@@ -594,28 +630,48 @@ class Reverser:
 
     def recomputable(self, loop):
         """Statements of `loop`'s body the backward trip re-runs instead of saving their
-        values: `x_t = xs[t]`, an item of an array nothing writes, at the loop's index.
-        The backward trip has the same index, so reading the item again costs less than
-        a push and a pop, and it keeps the rows of `xs` recognisable as `xs` itself (for
-        `optimize.batch_rank_one_updates`). The value must be made once, only read after
-        it in the same trip, and its array and the index never reassigned."""
-        out = []
+        values: `x_t = xs[t]` (an item of an array nothing writes, at the loop's index)
+        and number arithmetic on the index (`i + 1`). The backward trip has the same
+        index, so computing them again costs less than a push and a pop, and the rows of
+        `xs` stay recognisable as `xs` itself (for `optimize.batch_rank_one_updates`).
+        Each must be made once, read only after it in the same trip, from constants,
+        the index, values assigned once outside loops, or values recomputed before it."""
+        if loop.target in self.sites:
+            return []
+        out, recomputed = [], set()
+
+        def fixed(atom):
+            if isinstance(atom, Tup):
+                return all(fixed(a) for a in atom.items)
+            if isinstance(atom, Slc):
+                return all(fixed(a) for a in (atom.lower, atom.upper, atom.step))
+            if not isinstance(atom, Var):
+                return True
+            sites = self.sites.get(atom.name, [])
+            return atom.name == loop.target or atom.name in recomputed or (
+                atom.name not in self.loop_targets and
+                all(depth == 0 and not in_loop for _, depth, in_loop in sites) and
+                len(sites) <= 1)
+
         for i, stmt in enumerate(loop.body):
             if not (isinstance(stmt, Assign) and isinstance(stmt.value, Call) and
-                    stmt.value.op == "getitem" and len(self.sites[stmt.target]) == 1):
+                    len(self.sites[stmt.target]) == 1 and RULES[stmt.value.op].pure):
                 continue
-            array, index = stmt.value.args
-            if not (isinstance(array, Var) and array.name not in self.sites and
-                    array.name not in self.loop_targets and index == Var(loop.target) and
-                    loop.target not in self.sites):
+            aval = self.env.get(stmt.target)
+            number = aval not in (None, UNKNOWN) and type(aval.stand_in) in (int, float)
+            if not (stmt.value.op == "getitem" or (number and stmt.value.op in
+                                                   ("add_op", "sub_op", "mul_op"))):
+                continue
+            if not all(fixed(a) for a in stmt.value.atoms()):
                 continue
             reads_before = {n for s in walk(loop.body[:i]) for n in reads_of(s)}
             reads_inside = sum(n == stmt.target for s in walk(loop.body) for n in reads_of(s))
             reads_all = sum(n == stmt.target for s in walk(self.fn.body) for n in reads_of(s))
             if stmt.target in reads_before or reads_inside != reads_all:
                 continue
-            self.recomputed.add(stmt.target)
+            recomputed.add(stmt.target)
             out.append(Assign(stmt.target, stmt.value, stmt.loc, "recomputed"))
+        self.recomputed |= recomputed
         return out
 
     def while_(self, stmt):

@@ -55,7 +55,8 @@ class Spelling:
     "func" (a function of the array namespace, `np.exp`), "module" (a fixed
     dotted path such as `math.exp`), "helper" (a `sourcegrad.runtime` helper),
     "builtin" (`len`, `float`), "attr" (`x.T`), "method" (`x.astype(...)`),
-    "getitem" (`x[index]`), "store" (the statement `x[index] = value`).
+    "getitem" (`x[index]`), "store" (the statement `x[index] = value`), "augassign"
+    (`x += value`, assigning x) and "augassign_item" (`x[index] += value`, assigning x).
     """
 
     kind: str
@@ -630,6 +631,8 @@ defnondiff("zeros_adjoint", runtime.zeros_adjoint, _helper("zeros_adjoint"))
 # In-place accumulation of adjoints (`d_W += part`), emitted only for arrays the backward owns.
 defprimitive("iadd_op", operator.iadd, Spelling("augassign", "+"), pure=False)
 defprimitive("isub_op", operator.isub, Spelling("augassign", "-"), pure=False)
+# `d_x[i] += g` instead of `d_x += unindex(g, x, i)`: the same sum, without a full-size array
+defprimitive("iadd_item", runtime.iadd_item, Spelling("augassign_item", "+"), pure=False)
 defnondiff("not_op", operator.not_, Spelling("unaryop", "not"), params=("x",))
 defnondiff("pycall", None, Spelling("pycall"), pure=False)
 # Helpers that only backward code calls, differentiated again by higher-order derivatives.

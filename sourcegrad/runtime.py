@@ -446,6 +446,13 @@ def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
     return RULES[op].jvp_for(argnum)(t, ans, *inputs, **kwargs)
 
 
+def iadd_item(x, index, value):
+    """`x[index] += value`, in place, for a basic index (generated code writes it as that
+    statement): the adjoint of `x[index]` added into an accumulator the backward owns."""
+    x[index] += value
+    return x
+
+
 def store_item(x, index, value):
     """`x[index] = value`, in place (generated code writes it as that statement)."""
     x[index] = value
