@@ -74,6 +74,9 @@ class Printer:
         self.helpers: set = set()
         self.modules: set = set()
         self.uses_backend = False  # whether the code calls the array namespace at all
+        # in code the rules wrote (the backward), `np.log(2.0)` is a number and can be
+        # math.log(2.0); in the user's code it stays a numpy float (it sets dtypes there)
+        self.rule_code = False
 
     def namespace(self, attr):
         """`np.<attr>` (or `cp.<attr>`)."""
@@ -86,7 +89,7 @@ class Printer:
             (isinstance(a, Var) and a.name in self.scalars) or
             (isinstance(a, Const) and isinstance(a.value, (int, float))
              and not isinstance(a.value, bool)) for a in atoms) and \
-            any(isinstance(a, Var) for a in atoms)
+            (any(isinstance(a, Var) for a in atoms) or self.rule_code and _math_defined(call))
 
     def atom(self, atom, in_index=False):
         if isinstance(atom, Var):
@@ -168,6 +171,16 @@ class Printer:
 
     def value(self, value):
         return self.call(value) if isinstance(value, Call) else self.atom(value)
+
+
+def _math_defined(call) -> bool:
+    """A call of constants that the math module computes (no domain error, finite)."""
+    import math
+    try:
+        value = getattr(math, _MATH[RULES[call.op].spelling.text])(*(a.value for a in call.args))
+    except (ValueError, OverflowError, TypeError, KeyError):
+        return False
+    return not call.kwargs and math.isfinite(value)
 
 
 # numpy functions and their math-module equivalents for Python floats (a domain error raises
@@ -278,6 +291,7 @@ class _Writer:
     def statement(self, stmt, rest, indent):
         if isinstance(stmt, Marker):
             self.section = "backward"
+            self.printer.rule_code = True
             return
         if isinstance(stmt, Assign):
             if self.foldable_into_next(stmt, rest):
