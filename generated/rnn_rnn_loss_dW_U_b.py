@@ -10,19 +10,21 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     h = h0
     # line 12: for x_t in xs:
     len_xs = len(xs)
+    # line 13: h = np.tanh(W @ h + U @ x_t + b)
+    U_xs = xs @ U.T
+    # line 12: for x_t in xs:
     for i in range(len_xs):
-        # line 12: for x_t in xs:
-        x_t = xs[i]
         # line 13: h = np.tanh(W @ h + U @ x_t + b)
         saved.append(h)
-        h = np.tanh(W @ h + U @ x_t + b)
+        h = np.tanh(W @ h + U_xs[i] + b)
     # backward of line 14: return np.sum(h ** 2)
     d_h_1 = 2 * h  # power
     # backward of line 12: for x_t in xs:
-    d_h = d_h_1  # accumulate
+    d_U_xs = np.zeros_like(U_xs)  # zero
+    d_h = d_h_1                   # accumulate
     # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
-    d_W_plus_b_rows = np.empty((len_xs, 16))  # one row per trip
     h_rows = np.empty((len_xs, 16))           # one row per trip
+    d_W_plus_b_rows = np.empty((len_xs, 16))  # one row per trip
     W_T = W.T                                 # matmul
     # backward of line 12: for x_t in xs:
     for i in reversed(range(len_xs)):
@@ -33,7 +35,8 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
         h_rows[i] = h
         d_h = W_T @ d_W_plus_b            # matmul, accumulate
     # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
-    dU = d_W_plus_b_rows.T @ xs           # matmul
     dW = d_W_plus_b_rows.T @ h_rows       # matmul
     db = np.sum(d_W_plus_b_rows, axis=0)  # accumulate
+    d_U_xs[:len_xs] += d_W_plus_b_rows    # accumulate
+    dU = (xs.T @ d_U_xs).T                # matmul, T
     return dW, dU, db

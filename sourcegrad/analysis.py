@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .ir import (Assign, Call, Const, For, If, Return, Slc, Tup, Var, While, assignment_counts,
-                 reads_of, walk)
+                 atom_vars, reads_of, walk)
 from . import errors
 from .rules import MATH_FUNCTIONS, RULES
 
@@ -833,8 +833,8 @@ def _varied_inputs_have_vjps(rule, call, varied):
     """False when every varied input is one the rule gives no gradient (an index, a condition)."""
     if not rule.vjps:
         return True  # a primitive without rules yet: the reverse pass reports it
-    for i, atom in enumerate(call.args):
-        if isinstance(atom, Var) and atom.name in varied and rule.vjp_for(i) is not None:
+    for i, atom in enumerate(call.args):  # (a tuple literal carries its items' variation)
+        if any(n in varied for n in atom_vars(atom)) and rule.vjp_for(i) is not None:
             return True
     params = rule.signature().parameters
     names = list(params)

@@ -28,7 +28,7 @@ from .frontend import function_to_ir
 from .ir import (Assign, Const, For, If, Push, Return, Tup, Var, While, reads_of, walk,
                  writes_of)
 from .names import Namer
-from .optimize import hoist_loop_invariants, makes_new_value, optimize
+from .optimize import batch_row_products, hoist_loop_invariants, makes_new_value, optimize
 from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
 from .rules import TEMPLATE_NAMESPACE
@@ -290,7 +290,7 @@ class Gradient:
                 converters.append(lambda g, args, i=i: _like_input(g, args[i], args))
         if self._single:
             return converters[0]
-        return lambda grads, args: tuple(c(g, args) for c, g in zip(converters, grads))
+        return lambda grads, args: _distinct(tuple(c(g, args) for c, g in zip(converters, grads)))
 
     # -- compiling -----------------------------------------------------------------------------
 
@@ -336,7 +336,11 @@ class Gradient:
             hit = cache.load(disk_key) if disk_key else None
             if hit is not None:
                 return self._from_disk(hit, primal, args, key)
-            env = infer_shapes(primal, [aval_of(a) for a in args])
+            avals = [aval_of(a) for a in args]
+            env = infer_shapes(primal, avals)
+            batched = batch_row_products(primal, env)
+            if batched is not primal:
+                primal, env = batched, infer_shapes(batched, avals)
             check_in_place_updates(self.ir(args), env)  # as written: before values are hoisted
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             optimized, functions = self._differentiate(primal, env, namer, args)
@@ -426,7 +430,7 @@ class Gradient:
         cotangent = namer.fresh("g") if self.pullback else None
         grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
                           as_tuple=not self._single, cotangent=cotangent)
-        optimized = optimize(grad_ir, _shapes(env), _dtypes(env))
+        optimized = optimize(grad_ir, _shapes(env), _dtypes(env), keep_residuals=self.pullback)
         if self.pullback:
             fwd, bwd, _ = split_vjp(optimized, cotangent)
             return optimized, [fwd, bwd]
@@ -468,6 +472,17 @@ def _shapes(env) -> dict:
 
 def _dtypes(env) -> dict:
     return {n: a.dtype for n, a in env.items() if a is not None and a.dtype is not None}
+
+
+def _distinct(grads):
+    """Gradients as arrays of their own: generated code may return one array for two inputs
+    (the gradients of a and b in sin(a + b) are the same values)."""
+    if len(grads) < 2 or not any(g is h for i, g in enumerate(grads) for h in grads[:i]):
+        return grads
+    out = []
+    for g in grads:
+        out.append(g.copy() if any(g is h for h in out) and hasattr(g, "copy") else g)
+    return tuple(out)
 
 
 def _converting(converters, single):

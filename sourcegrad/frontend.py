@@ -22,7 +22,8 @@ import numpy as np
 
 from . import errors
 from .errors import SourceLocation
-from .ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Slc, Tup, Var, While
+from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Slc, Tup, Var, While,
+                 walk)
 from .names import Namer, name_for_call
 from .rules import COMPARISONS, OPERATORS, RULES, reads_value_of, rule_for_function
 
@@ -495,6 +496,12 @@ class Lowerer:
                 self.loops.pop()
         block = self.nested(body)
         self.loc = loc
+        if any(isinstance(s, Assign) and s.target == index for s in walk(block)):
+            # the body rebinds the loop variable (`t = t + 1`): the loop counts with a name
+            # of its own, so the backward sees an ordinary variable it saves and restores
+            trip = self.ctx.namer.fresh(index)
+            block = [Assign(index, Var(trip), loc)] + block
+            index = trip
         self.out.append(For(index, start, stop, step, block, loc, brk))
 
     def iteration(self, node, target, stmt):

@@ -23,9 +23,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Pop, Push, Return, Slc, Tup,
-                 Var, While, assignment_counts, child_blocks, reads_of, substitute_atom, walk,
-                 writes_of)
+from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return, Slc,
+                 Tup, Var, While, assignment_counts, child_blocks, reads_of, substitute_atom,
+                 walk, writes_of)
 from .rules import RULES
 
 
@@ -373,6 +373,23 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
             after += [Assign(total, Call("sum", (Var(stored[part]),), (("axis", Const(0)),)),
                              stmt.loc, stmt.note),
                       Assign(acc, Call(value.op, (Var(acc), Var(total))), stmt.loc, stmt.note)]
+        for stmt in loop.body:  # `acc[t] += u` with u's rows stored: acc[:n] += rows after it
+            value = stmt.value if isinstance(stmt, Assign) else None
+            if not (isinstance(value, Call) and value.op == "iadd_item" and
+                    value.args[0] == Var(stmt.target) and value.args[1] == Var(loop.target)
+                    and isinstance(value.args[2], Var)):
+                continue
+            acc, part = stmt.target, value.args[2].name
+            if part not in stored or counts[part] != 1:
+                continue
+            touching = [s for s in walk(loop.body) if acc in reads_of(s) or acc in writes_of(s)]
+            if touching != [stmt]:
+                continue
+            drop.add(id(stmt))
+            after.append(Assign(acc, Call("iadd_item", (Var(acc), Slc(Const(None), loop.stop,
+                                                                      Const(None)),
+                                                        Var(stored[part]))),
+                                stmt.loc, stmt.note))
         if not drop:
             return [], loop, []
         body_out = [s for s in body_out if id(s) not in drop]
@@ -426,8 +443,10 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
 
 
 # Results that are new arrays no other name refers to (a ufunc's, a matrix product's).
-_FRESH_RESULTS = {"matmul_op", "matmul", "dot", "outer", "inner", "tensordot", "einsum",
-                  "where", "np_zeros_like", "np_zeros", "max_grad", "prod_grad", "unindex"}
+# (Not einsum: np.einsum("ij->ji", a) is a view of a.) For lists and tuples, `+` and unindex
+# make a new sequence holding the same items: `_last_uses` asks for an array result too.
+_FRESH_RESULTS = {"matmul_op", "matmul", "dot", "outer", "inner", "tensordot", "where",
+                  "np_zeros_like", "np_zeros", "max_grad", "prod_grad", "unindex"}
 BUFFER_REUSE_MIN_BYTES = 1 << 19  # 512 KiB: below that, allocation is cheap and code reads better
 
 
@@ -458,7 +477,8 @@ def makes_new_value(value) -> bool:
         all(k not in ("out", "where") for k, _ in value.kwargs))
 
 
-def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict) -> list:
+def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
+                       keep_residuals: bool = False) -> list:
     """Compute an elementwise result into a large buffer that is dead there:
     `t = np.exp(u, out=u)` when nothing reads u afterwards, or `t = np.cos(v, out=w)`
     with w an array of t's shape and dtype that nothing reads any more. A buffer can be
@@ -478,10 +498,14 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict) -> list:
             int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize >= \
             BUFFER_REUSE_MIN_BYTES
 
-    last_use = _last_uses(body)
+    last_use = _last_uses(body, shapes)
     owned = {s.target for s in body if isinstance(s, Assign) and counts[s.target] == 1
              and s.target not in params and _fresh_result(s.value) and large(s.target)}
     made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
+    # a pullback's backward runs apart from its forward, maybe more than once: what the
+    # forward made and the backward reads (the residuals) is never overwritten
+    split = next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) \
+        if keep_residuals else -1
     out = list(body)
     for i, stmt in enumerate(body):
         if not (isinstance(stmt, Assign) and stmt.target in owned):
@@ -490,7 +514,8 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict) -> list:
         if ufunc is None:
             continue
         fits = [n for n in owned if n != stmt.target and made_at[n] < i and
-                shapes[n] == shapes[stmt.target] and dtypes[n] == dtypes[stmt.target]]
+                shapes[n] == shapes[stmt.target] and dtypes[n] == dtypes[stmt.target] and
+                not (made_at[n] < split < last_use[n])]
         # an operand that dies here first (as a hand-written `np.exp(u, out=u)`), then the
         # buffer that died last (its memory is the likeliest to be in cache)
         operands = [a.name for a in stmt.value.args if isinstance(a, Var) and a.name in fits
@@ -504,10 +529,10 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict) -> list:
     return out
 
 
-def _last_uses(body: list) -> dict:
+def _last_uses(body: list, shapes: dict) -> dict:
     """name -> the index of the last top-level statement that reads it, or could through
     a value holding a reference to it (a view, a list, an alias): only a reader that
-    makes a new value ends the reference. A value something returns, pushes or stores
+    makes a new array ends the reference. A value something returns, pushes or stores
     is used to the end."""
     readers: dict = defaultdict(list)
     for i, stmt in enumerate(body):
@@ -524,7 +549,8 @@ def _last_uses(body: list) -> dict:
             return forever
         end = -1
         for i, s in readers.get(name, ()):
-            if isinstance(s, Assign) and _fresh_result(s.value):
+            if isinstance(s, Assign) and _fresh_result(s.value) and \
+                    len(shapes.get(s.target) or ()) > 0:  # an array, not a list or a number
                 end = max(end, i)
             elif isinstance(s, Assign):  # it may refer to `name`'s memory: follow it
                 end = max(end, i, last(s.target, seen + (name,)))
@@ -536,7 +562,8 @@ def _last_uses(body: list) -> dict:
     return defaultdict(lambda: -1, {name: last(name) for name in list(readers)})
 
 
-def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = None) -> Function:
+def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = None,
+             keep_residuals: bool = False) -> Function:
     """Copy propagation and CSE, then dead-code elimination (see the module docstring).
 
     `shapes` (name -> shape tuple, from the signature) lets values that are computed
@@ -550,10 +577,107 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
         if dtypes:
             body = eliminate_dead_code(batch_rank_one_updates(body, set(fn.params), shapes,
                                                               dtypes))
-            body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes)
+            body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals)
     body = hoist_transposes(body, set(fn.params))
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
                     fn.dependencies, fn.stack)
+
+
+def batch_row_products(fn: Function, env: dict) -> Function:
+    """`for t in range(len(xs)): ... U @ xs[t] ...` -> `U_xs = xs @ U.T` before the loop and
+    `U_xs[t]` in it: the products of a matrix the function never writes with every row
+    of an array it never writes, as one matrix product instead of one per trip.
+
+    Runs on the primal, with its abstract values (`env`), before differentiation, which
+    then sees an ordinary product and an ordinary item: its backward is one product
+    after the backward loop too. Only for a loop over all the rows of `xs` (range of its
+    length, no break) and 2-d float arrays; `x_t @ V` (a row times a matrix) likewise.
+    A row of a matrix product equals the vector product up to the order of the sums
+    (rounding), which is the change every optimizing compiler makes to a product.
+    """
+    counts = _assign_counts(fn.body, fn.params)
+    defs = {s.target: s.value for s in walk(fn.body) if isinstance(s, Assign)
+            and counts[s.target] == 1}
+    taken = set(fn.params) | set(fn.free) | set(defs) | \
+        {n for s in walk(fn.body) for n in writes_of(s) + reads_of(s)}
+
+    def never_written(name):
+        return counts[name] == (1 if name in fn.params else 0)
+
+    def matrix(name):
+        aval = env.get(name)
+        return aval is not None and isinstance(aval.stand_in, np.ndarray) and \
+            aval.stand_in.ndim == 2 and aval.stand_in.dtype.kind == "f"
+
+    def over_rows_of(loop, array):
+        if not (loop.start == Const(0) and loop.step == Const(1) and loop.stop_flag is None):
+            return False
+        length = defs.get(loop.stop.name) if isinstance(loop.stop, Var) else None
+        return length == Call("len", (Var(array),)) or (
+            isinstance(length, Call) and length.op == "getitem" and
+            length.args[1] == Const(0) and isinstance(length.args[0], Var) and
+            defs.get(length.args[0].name) == Call("shape", (Var(array),)))
+
+    def fresh(base):
+        name, i = base, 1
+        while name in taken:
+            name, i = f"{base}_{i}", i + 1
+        taken.add(name)
+        return name
+
+    def batch(loop):
+        items = {s.target: s.value.args[0].name for s in loop.body
+                 if isinstance(s, Assign) and isinstance(s.value, Call) and
+                 s.value.op == "getitem" and counts[s.target] == 1 and
+                 s.value.args[1] == Var(loop.target) and isinstance(s.value.args[0], Var)}
+        before, body = [], []
+        for stmt in loop.body:
+            value = stmt.value if isinstance(stmt, Assign) else None
+            if isinstance(value, Call) and value.op == "matmul_op" and \
+                    all(isinstance(a, Var) for a in value.args):
+                left, right = (a.name for a in value.args)
+                row, other = (right, left) if right in items else (left, right)
+                rows = items.get(row)
+                if rows is not None and other not in items and never_written(rows) and \
+                        never_written(other) and matrix(rows) and matrix(other) and \
+                        over_rows_of(loop, rows) and counts[loop.target] == 2:
+                    product = fresh(f"{other}_{rows}" if row == right else f"{rows}_{other}")
+                    if row == right:  # U @ xs[t] is row t of xs @ U.T
+                        transposed = fresh(f"{other}_T")
+                        before += [Assign(transposed, Call("T", (Var(other),)), stmt.loc),
+                                   Assign(product, Call("matmul_op", (Var(rows),
+                                                                      Var(transposed))),
+                                          stmt.loc)]
+                    else:  # xs[t] @ V is row t of xs @ V
+                        before.append(Assign(product, Call("matmul_op", (Var(rows),
+                                                                         Var(other))),
+                                             stmt.loc))
+                    stmt = Assign(stmt.target, Call("getitem", (Var(product),
+                                                                Var(loop.target))),
+                                  stmt.loc, stmt.note)
+            body.append(stmt)
+        return before, For(loop.target, loop.start, loop.stop, loop.step, body, loop.loc,
+                           loop.stop_flag, loop.reverse)
+
+    changed = False
+
+    def run(stmts):
+        nonlocal changed
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, For):
+                before, stmt = batch(stmt)
+                changed = changed or bool(before)
+                out += before
+            if child_blocks(stmt):
+                stmt = _substitute(stmt, {}, run)
+            out.append(stmt)
+        return out
+    body = run(fn.body)
+    if not changed:
+        return fn
+    return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
+                    fn.dependencies)
 
 
 def hoist_loop_invariants(fn: Function) -> Function:

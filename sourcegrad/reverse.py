@@ -128,6 +128,10 @@ _FRESH = {"add_op", "sub_op", "mul_op", "div_op", "pow_op", "matmul_op", "neg_op
           "tanh", "sqrt", "square", "where", "max_grad", "prod_grad", "take_part_copy"}
 
 
+def _is_sequence(aval) -> bool:
+    return aval not in (None, UNKNOWN) and isinstance(aval.stand_in, (list, tuple))
+
+
 def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -469,6 +473,12 @@ class Reverser:
         if value.op == "np_array" and container not in (None, UNKNOWN) and \
                 not isinstance(container.stand_in, (list, tuple)):
             rule = RULES["asarray"]  # np.array(x) of an array is a copy: its adjoint is g
+        if value.op in ("add_op", "mul_op", "iadd_op") and any(
+                isinstance(a, Tup) or _is_sequence(self.aval_of_atom(a)) for a in value.args):
+            raise errors.UnsupportedSyntaxError(
+                f"{'+' if value.op != 'mul_op' else '*'} of lists or tuples (concatenation, "
+                "repetition) is not differentiated: build the list from its items ([a, b]) "
+                "or with list.append", stmt.loc)
         parts = []
         for pos, atom in _input_positions(rule, value):
             if not (isinstance(atom, Var) and atom.name in self.active):

@@ -67,8 +67,8 @@ def test_rank_one_updates_of_a_loop_become_one_matrix_product():
     np.testing.assert_allclose(dW, numeric_grad(rnn_with_decay, (W, U, xs, h), 0), rtol=1e-6)
     np.testing.assert_allclose(dU, numeric_grad(rnn_with_decay, (W, U, xs, h), 1), rtol=1e-6)
     source = gradient.source
-    # dU is only accumulated: one product after the loop, with the rows of xs themselves
-    # (x_t is xs[i], read again in the backward, not saved); dW is read in the loop: per step
-    assert "dU = " in source and "_rows.T @ xs" in source
-    assert " x_t_rows" not in source and "saved.append(x_t)" not in source
+    # U @ x_t for every step is one product before the loop, and dU one product after it
+    # (the rows of xs themselves: x_t is not saved); dW is read in the loop: per step
+    assert "U_xs = xs @ U.T" in source and "dU = (xs.T @ d_U_xs).T" in source
+    assert "saved.append(x_t)" not in source
     assert "np.outer" in source

@@ -350,9 +350,6 @@ def sin_of_sum(a, b):
     return np.sum(np.sin(a + b))
 
 
-@pytest.mark.xfail(strict=True, reason="the generated code returns one array for both "
-                   "gradients (d(a+b) is shared) and neither _fitted_conversions' fallback "
-                   "nor _like_input copies a gradient that is another gradient")
 def test_one_array_computed_for_two_gradients_is_returned_twice():
     g = sourcegrad.grad(sin_of_sum, wrt=(0, 1))
     a, b = np.array([0.1, 0.2]), np.array([0.3, 0.4])

@@ -156,3 +156,27 @@ def test_in_place_updates_nobody_else_sees_are_fine(fn):
     from sourcegrad.api import numeric_grad
     x = np.array([0.3, -0.2, 0.7])
     np.testing.assert_allclose(sourcegrad.grad(fn)(x), numeric_grad(fn, (x,), 0), rtol=1e-6)
+
+
+def tuple_concatenated(x):
+    ys = (np.sin(x),) + (np.cos(x),)
+    return np.sum(ys[0] * ys[1])
+
+
+def list_concatenated(x):
+    ys = [np.sin(x)] + [np.cos(x)]
+    return np.sum(ys[0] * ys[1])
+
+
+def list_repeated(x):
+    ys = [np.sin(x)] * 2
+    return np.sum(ys[0] * ys[1])
+
+
+@pytest.mark.parametrize("fn", [tuple_concatenated, list_concatenated, list_repeated])
+def test_sequence_concatenation_through_which_a_gradient_flows_is_an_error(fn):
+    """`+` and `*` of lists and tuples are not arithmetic: their gradient used to be a wrong
+    number (the tuple's path dropped) or a crash; it is an error naming the line."""
+    with pytest.raises(errors.UnsupportedSyntaxError, match="lists or tuples") as info:
+        sourcegrad.grad(fn)(np.array([0.3, -0.2, 0.7]))
+    assert info.value.loc.file.endswith("test_errors.py") and "ys = " in info.value.loc.text
