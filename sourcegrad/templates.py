@@ -273,6 +273,8 @@ class Instantiator:
         if isinstance(pv.atom, Var) and isinstance(last, Assign) and last.target == pv.atom.name:
             target = self.namer.fresh(name)
             self.env[target] = self.env.pop(last.target)
+            if last.target in self.defs:
+                self.defs[target] = self.defs.pop(last.target)
             last.target = target
             return PV(Var(target), pv.static, foldable=pv.foldable)
         return pv
@@ -292,6 +294,13 @@ class Instantiator:
                 return b
             if is_const(a, -1) and self.keeps_shape(b, a):
                 return self.call("neg_op", [b])  # -1.0 * x -> -x
+            for r, other in ((a, b), (b, a)):  # (1.0 / y) * x -> x / y (then CSE can share it)
+                made = self.defs.get(r.atom.name) if isinstance(r.atom, Var) else None
+                if made is not None and made.op == "div_op" and not made.kwargs and \
+                        isinstance(made.args[0], Const) and made.args[0].value == 1 and \
+                        not isinstance(made.args[0].value, bool):
+                    divisor = made.args[1]
+                    return self.call("div_op", [other, PV(divisor, self.static_of(divisor))])
         if op in ("div_op",) and is_const(pvs[1], 1) and self.keeps_shape(*pvs):
             return pvs[0]
         if op == "pow_op" and is_const(pvs[1], 1) and self.keeps_shape(*pvs):
