@@ -10,7 +10,16 @@ allowed) and returns a new one computing the same result with:
   over loops is found by iterating to a fixed point; pushes, pops and calls made
   for their effect are kept);
 * no value computed only for its `.shape` or `.size` when `shapes` (from the
-  input signature) already knows it.
+  input signature) already knows it;
+* with `dtypes` too: a loop's rank-one updates (`acc += np.outer(u, v)`), bias sums
+  (`acc += u`) and row updates (`acc[t] += u`) done once after it from row buffers
+  (`batch_rank_one_updates`), and large elementwise results computed into dead
+  buffers (`reuse_dead_buffers`; never a pullback's residuals with `keep_residuals`);
+* a loop-invariant transpose taken once before the loop (`hoist_transposes`).
+
+Two passes run on the primal instead, before differentiation (api calls them):
+`hoist_loop_invariants` and `batch_row_products` (`U @ xs[t]` for every row as one
+`xs @ U.T` before the loop).
 
 Names assigned more than once (variables of loops and branches, adjoint
 accumulators) are never propagated or shared: their value depends on where they
