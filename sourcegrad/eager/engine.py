@@ -8,7 +8,13 @@
    keep just the nodes from which one of them can be reached;
 3. run the nodes from a heap ordered by sequence number (newest first, and
    `AccumulateGrad` as soon as it is ready, as torch orders them); a node runs
-   once all its incoming gradients have arrived and been summed.
+   once all its incoming gradients have arrived and been summed. A node that
+   makes a single child ready hands over to it directly when that child would
+   be the heap's next anyway, so a chain never touches the heap.
+
+The hot loop checks what only rare graphs need (hooks, anomaly mode, `inputs=`)
+with one attribute read per node, and nodes with neither hooks nor anomaly mode
+go straight to `node.apply`.
 
 Around each node it runs, in torch's order: the hooks registered on the tensor
 that node produced (which may replace the gradient), `retain_grad`, the node's
@@ -231,6 +237,33 @@ def _discover(roots):
     return seen, parents
 
 
+def _dependencies(roots):
+    """{node: number of edges into it} for every node reachable from the roots.
+
+    The common case (`backward()` with no `inputs`): every reachable node runs, so
+    the counts are all `run` needs and no parents lists are built.
+    """
+    deps = {}
+    stack = []
+    for node, _ in roots:
+        if node is not None and node not in deps:
+            deps[node] = 0
+            stack.append(node)
+    get = deps.get
+    push = stack.append
+    while stack:
+        for child, _ in stack.pop().next_functions:
+            if child is None:
+                continue
+            n = get(child)
+            if n is None:
+                deps[child] = 1
+                push(child)
+            else:
+                deps[child] = n + 1
+    return deps
+
+
 def _needed(targets, parents):
     """Nodes from which some target node can be reached (targets included)."""
     needed = set()
@@ -244,13 +277,27 @@ def _needed(targets, parents):
     return needed
 
 
+def _pass(buffers, child, nr, g):
+    """Add gradient `g` for output `nr` of `child` into child's buffer."""
+    buf = buffers.get(child)
+    if buf is None:
+        if nr == 0:
+            buffers[child] = [g]
+            return
+        buf = buffers[child] = []
+    while len(buf) <= nr:
+        buf.append(None)
+    buf[nr] = _add(buf[nr], g)
+
+
 def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True):
     """Backpropagate `seeds` from the `roots` edges; return the gradients reaching `targets`."""
-    nodes, parents = _discover(roots)
     if targets is None:
-        needed = None
-        runs = nodes
+        # every reachable node runs and every edge carries a gradient
+        deps = _dependencies(roots)
+        needed = runs = None
     else:
+        nodes, parents = _discover(roots)
         needed = _needed(targets, parents) & nodes
         target_nodes = {node for node, _ in targets}
         runs = set()
@@ -260,12 +307,12 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
                     runs.add(node)
             elif any(child in needed for child, _ in node.next_functions):
                 runs.add(node)
-    # incoming edges that will carry a gradient (from nodes that run)
-    deps = {}
-    for node in runs:
-        for child, _ in node.next_functions:
-            if child is not None and (needed is None or child in needed):
-                deps[child] = deps.get(child, 0) + 1
+        # incoming edges that will carry a gradient (from nodes that run)
+        deps = {}
+        for node in runs:
+            for child, _ in node.next_functions:
+                if child is not None and child in needed:
+                    deps[child] = deps.get(child, 0) + 1
     captures = {}
     if targets is not None:
         for i, (node, nr) in enumerate(targets):
@@ -274,15 +321,15 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
 
     buffers = {}
     for (node, nr), g in zip(roots, seeds):
-        if node is None:
-            continue
-        buf = buffers.setdefault(node, [])
-        while len(buf) <= nr:
-            buf.append(None)
-        buf[nr] = _add(buf[nr], g)
+        if node is not None:
+            _pass(buffers, node, nr, g)
+    # The ready nodes, newest (highest `_seq`) first and, among equal ones (the
+    # accumulators, all `inf`), first come first served: that is torch's order.
     counter = itertools.count()
     heap = [(-node._seq, next(counter), node) for node in buffers if deps.get(node, 0) == 0]
     heapq.heapify(heap)
+    heappush = heapq.heappush
+    heappop = heapq.heappop
 
     prev_enabled = STATE.enabled
     STATE.enabled = create_graph
@@ -290,33 +337,58 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
     errstate = np.errstate(divide="ignore", invalid="ignore", over="ignore")
     errstate.__enter__()
     try:
-        while heap:
-            _, _, node = heapq.heappop(heap)
-            grads = buffers.pop(node, [])
-            grads = _pre_node(node, grads, create_graph)
+        node = heappop(heap)[2] if heap else None
+        while node is not None:
+            grads = buffers.pop(node, None) or []
+            if node._hookset is not None or node._hooks_on_variable:
+                grads = _pre_node(node, grads, create_graph)
             if captures:
                 for nr, g in enumerate(grads):
                     for i in captures.get((node, nr), ()):
                         captured[i] = g
-            if node in runs and any(g is not None for g in grads):
-                results = _run_node(node, grads, create_graph)
+            if (runs is None or node in runs) and (
+                    grads[0] is not None if len(grads) == 1 else
+                    any(g is not None for g in grads)):
+                if node._hookset is None and not ANOMALY.enabled:
+                    results = node.apply(grads)
+                else:
+                    results = _run_node(node, grads, create_graph)
                 if not retain_graph:
                     node.release()
             else:
                 results = ()
+            n_results = len(results)
+            # The child this node makes ready runs next without a trip through the
+            # heap when nothing in the heap comes before it (a chain's every step).
+            first = None  # the first child made ready, not yet in the heap
+            several = False
             for i, (child, nr) in enumerate(node.next_functions):
                 if child is None or (needed is not None and child not in needed):
                     continue
-                g = results[i] if i < len(results) else None
-                if g is not None:
-                    buf = buffers.setdefault(child, [])
-                    while len(buf) <= nr:
-                        buf.append(None)
-                    buf[nr] = _add(buf[nr], g)
+                if i < n_results:
+                    g = results[i]
+                    if g is not None:
+                        if nr == 0 and child not in buffers:  # _pass's common case
+                            buffers[child] = [g]
+                        else:
+                            _pass(buffers, child, nr, g)
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
-                    heapq.heappush(heap, (-child._seq, next(counter), child))
+                    if first is None:
+                        first = child
+                        continue
+                    if not several:  # into the heap in the order they became ready
+                        heappush(heap, (-first._seq, next(counter), first))
+                        several = True
+                    heappush(heap, (-child._seq, next(counter), child))
+            if first is not None and not several:
+                # strictly before the heap's top: an equal `_seq` already waiting goes first
+                if not heap or -first._seq < heap[0][0]:
+                    node = first
+                    continue
+                heappush(heap, (-first._seq, next(counter), first))
+            node = heappop(heap)[2] if heap else None
     finally:
         errstate.__exit__(None, None, None)
         STATE.enabled = prev_enabled

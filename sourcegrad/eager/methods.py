@@ -34,6 +34,20 @@ def _operator(fn, reflected=False):
     return op
 
 
+def _binary_operator(name, spec, np_fn, to_float=False):
+    """`x + y` and the like: ops.add(x, y) and co. with their defaults (alpha=1, no
+    rounding_mode), calling the shared `ops._binary` directly. The operators are the
+    hottest path of eager code, and the keyword handling costs as much as a check."""
+    binary = ops._binary
+
+    def op(self, other):
+        if not isinstance(other, _OPERANDS) and type(other) not in _GPU_ARRAYS:
+            return NotImplemented
+        return binary(spec, np_fn, self, other, to_float)
+    op.__name__ = name
+    return op
+
+
 def _method_where(self, condition, other):
     return ops.where(condition, self, other)
 
@@ -166,10 +180,13 @@ METHODS = {
 }
 
 OPERATORS = {
-    "__add__": _operator(ops.add), "__radd__": _operator(ops.add),
-    "__sub__": _operator(ops.sub), "__rsub__": _operator(ops.rsub),
-    "__mul__": _operator(ops.mul), "__rmul__": _operator(ops.mul),
-    "__truediv__": _operator(ops.div), "__rtruediv__": _operator(ops.rdiv),
+    "__add__": _binary_operator("add", ops.ADD, np.add),
+    "__radd__": _binary_operator("add", ops.ADD, np.add),
+    "__sub__": _binary_operator("sub", ops.SUB, np.subtract), "__rsub__": _operator(ops.rsub),
+    "__mul__": _binary_operator("mul", ops.MUL, np.multiply),
+    "__rmul__": _binary_operator("mul", ops.MUL, np.multiply),
+    "__truediv__": _binary_operator("div", ops.DIV, np.true_divide, to_float=True),
+    "__rtruediv__": _operator(ops.rdiv),
     "__floordiv__": _operator(ops.floor_divide),
     "__rfloordiv__": _operator(ops.floor_divide, reflected=True),
     "__mod__": _operator(ops.remainder), "__rmod__": _operator(ops.remainder, reflected=True),

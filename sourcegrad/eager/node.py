@@ -57,6 +57,9 @@ class Node:
 
     __slots__ = ("next_functions", "_seq", "_hookset", "__weakref__")
     _cpp_name = None  # the fully qualified name torch gives its C++ special nodes
+    # whether tensor hooks may live outside `_hookset` (a leaf's are on the leaf itself);
+    # the engine skips its hook step for nodes with neither
+    _hooks_on_variable = False
 
     def __init__(self, next_functions=()):
         self.next_functions = next_functions
@@ -125,6 +128,7 @@ class AccumulateGrad(Node):
 
     __slots__ = ("variable",)
     _cpp_name = "torch::autograd::AccumulateGrad"
+    _hooks_on_variable = True
 
     def __init__(self, variable):
         super().__init__(())
@@ -371,7 +375,36 @@ class RuleNode(Node):
     __slots__ = ("_spec", "_args", "_versions", "_static", "_ans", "_metas", "_state")
 
     def apply(self, grads):
-        return self._run(grads, False)
+        g = grads[0]
+        spec = self._spec
+        passes = spec.passes
+        if type(g) is not np.ndarray or passes is None or STATE.enabled:
+            return self._run(grads, False)
+        # What `_run` does for a host gradient outside create_graph, the engine's
+        # common case, without the steps that only matter on a GPU or under
+        # create_graph. `passes`: a VJP that is `unbroadcast(g, x)` gives g itself
+        # when g already has x's shape and dtype.
+        if self._state == RELEASED:
+            raise RuntimeError(messages.BACKWARD_TWICE)
+        args = self._args if self._versions is None else self._unpack_args(False)
+        ans = self._ans
+        if type(ans) is tuple:  # a saved result (not a Meta): check its version
+            ans = self._unpack_ans(False)
+        static = self._static
+        metas = self._metas
+        edges = self.next_functions
+        results = []
+        for i, vjp in enumerate(spec.vjps):
+            m = metas[i]
+            if vjp is None or m is None or edges[i][0] is None:
+                results.append(None)
+            elif passes[i] and g.shape == m.shape and g.dtype == m.dtype and (
+                    m.array_type is np.ndarray):
+                results.append(g)
+            else:
+                gi = vjp(g, ans, *args, **static) if static else vjp(g, ans, *args)
+                results.append(_conform(gi, m, False))
+        return results
 
     def _run(self, grads, every_input):
         """The VJPs of the inputs that need a gradient (all of them if `every_input`)."""
@@ -478,6 +511,9 @@ class MultiRuleNode(RuleNode):
     """
 
     __slots__ = ("_outs",)
+
+    def apply(self, grads):  # the rule's g is a list: no fast path
+        return self._run(grads, False)
 
     def _grad_output(self, grads, create):
         out = []

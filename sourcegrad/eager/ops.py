@@ -154,9 +154,12 @@ def _needs_grad(*args):
 def _binary(spec, fn, a, b, to_float=False):
     ad, bd, rd, ra, rb = _promote(a, b, to_float)
     try:
-        out = _wrap(_result(fn(ad, bd), rd))
+        out = fn(ad, bd)
+        if type(out) is not np.ndarray or out.dtype != rd:  # _result's cases
+            out = _result(out, rd)
     except ValueError as e:
         raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+    out = _wrap(out)
     if STATE.enabled and ((isinstance(ra, Tensor) and ra._requires_grad)
                           or (isinstance(rb, Tensor) and rb._requires_grad)):
         record(spec, out, (ra, rb))

@@ -22,6 +22,7 @@ import os
 import traceback
 
 from ..rules import RULES, vjp_template
+from ..runtime import unbroadcast
 from . import messages
 from .anomaly import ANOMALY
 from .devices import DEVICE_TYPES
@@ -78,13 +79,29 @@ def _analyse(lam) -> dict:
     return uses
 
 
+def _passes_through(vjp, param) -> bool:
+    """Is `vjp` exactly `lambda g, ans, ...: unbroadcast(g, param)` (add's, sub's first)?
+
+    Such a VJP gives `g` itself when `g` already has the input's shape and dtype, so
+    the engine can skip calling it.
+    """
+    if vjp is None or vjp.__globals__.get("unbroadcast") is not unbroadcast:
+        return False
+    body = vjp_template(vjp).body
+    return (isinstance(body, gast.Call) and isinstance(body.func, gast.Name)
+            and body.func.id == "unbroadcast" and len(body.args) == 2 and not body.keywords
+            and all(isinstance(a, gast.Name) for a in body.args)
+            and body.args[0].id == "g" and body.args[1].id == param)
+
+
 ALL_SPECS: list = []  # every OpSpec made, so tests can check each rule the eager mode uses
 
 
 class OpSpec:
     """One eager op's use of one rule: its node class, array arguments and edges."""
 
-    __slots__ = ("node_cls", "rule", "names", "edges", "vjps", "varargs", "_modes", "_table")
+    __slots__ = ("node_cls", "rule", "names", "edges", "vjps", "varargs", "passes", "_modes",
+                 "_table")
 
     def __init__(self, node_name, rule_name, n_arrays=None, edges=None, multi_output=False):
         rule = RULES[rule_name]
@@ -99,6 +116,10 @@ class OpSpec:
             self.names = tuple(rule.params[:n])
             self.edges = tuple(range(n)) if edges is None else tuple(edges)
             self.vjps = tuple(rule.vjp_for(p) for p in self.edges)
+        # per edge: is its VJP `unbroadcast(g, <that input>)`? (None: no fast path, see
+        # RuleNode.apply)
+        self.passes = None if self.varargs else tuple(
+            _passes_through(v, self.names[p]) for v, p in zip(self.vjps, self.edges))
         self.node_cls = node_class(node_name, MultiRuleNode if multi_output else RuleNode)
         self._modes = {}
         # what to save for each set of edges that need a gradient, worked out once
@@ -108,13 +129,16 @@ class OpSpec:
 
     def modes(self, mask, n_args):
         """(mode of each array argument, mode of ans) when the edges in `mask` need grads."""
+        return self.plan(mask, n_args)[:2]
+
+    def plan(self, mask, n_args):
+        """`modes`, plus whether values are kept and what `_kept` gives (for record)."""
         if self._table is not None:
-            arg_modes, ans_mode, _ = self._table[mask]
-            return arg_modes, ans_mode
+            return self._table[mask]
         key = (mask, n_args)
         found = self._modes.get(key)
         if found is None:
-            found = self._modes[key] = self._work_out(mask, n_args)[:2]
+            found = self._modes[key] = self._work_out(mask, n_args)
         return found
 
     def _work_out(self, mask, n_args):
@@ -132,7 +156,14 @@ class OpSpec:
             arg_modes = tuple(needed.get(name, NONE) for name in self.names)
         ans_mode = needed.get("ans", NONE)
         keeps_values = VALUE in arg_modes or ans_mode == VALUE
-        return arg_modes, ans_mode, keeps_values
+        return arg_modes, ans_mode, keeps_values, self._kept(arg_modes)
+
+    def _kept(self, arg_modes):
+        """(argument, mode, its edge or -1) for each argument record() keeps."""
+        edges = range(len(arg_modes)) if self.edges is None else self.edges  # varargs: all
+        edge_of = {p: j for j, p in enumerate(edges)}
+        return tuple((i, mode, edge_of.get(i, -1)) for i, mode in enumerate(arg_modes)
+                     if mode != NONE)
 
 
 _Tensor = None  # set by tensor.py
@@ -165,17 +196,17 @@ def record(spec, out, args, static=None, outputs=None):
             edges.append(NONE_EDGE)
             metas.append(None)
         bit <<= 1
-    if spec._table is not None:
-        arg_modes, ans_mode, keeps_values = spec._table[mask]
-    else:
-        arg_modes, ans_mode = spec.modes(mask, n)
-        keeps_values = VALUE in arg_modes or ans_mode == VALUE
+    table = spec._table
+    _, ans_mode, keeps_values, kept = (
+        table[mask] if table is not None else spec.plan(mask, n))
     versions = None
-    if keeps_values or SHAPE in arg_modes:
-        saved = []
-        for i, a in enumerate(args):
-            mode = arg_modes[i]
-            if mode == VALUE:
+    if kept:
+        saved = [None] * n
+        for i, mode, j in kept:
+            a = args[i]
+            if mode == SHAPE and j >= 0 and metas[j] is not None:
+                saved[i] = metas[j]  # an edge that needs a gradient: its Meta is at hand
+            elif mode == VALUE:
                 if isinstance(a, Tensor):
                     if a._inference and not STATE.inference:
                         raise RuntimeError(messages.INFERENCE_SAVED)
@@ -183,20 +214,20 @@ def record(spec, out, args, static=None, outputs=None):
                         versions = [None] * n
                     vc = a._vc
                     versions[i] = vc.value if vc is not None else 0
-                saved.append(a)
-            elif mode == SHAPE:
-                if isinstance(a, Tensor):
-                    saved.append(meta_of(a._data))
-                elif type(a) is np.ndarray or type(a) in DEVICE_TYPES:
-                    saved.append(meta_of(a))
-                else:
-                    saved.append(a)
+                saved[i] = a
+            elif isinstance(a, Tensor):
+                d = a._data
+                m = _METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
+                saved[i] = m if m is not None else meta_of(d)
+            elif type(a) is np.ndarray or type(a) in DEVICE_TYPES:
+                saved[i] = meta_of(a)
             else:
-                saved.append(None)
+                saved[i] = a
         saved = tuple(saved)
     else:
         saved = (None,) * n
-    node = spec.node_cls.__new__(spec.node_cls)
+    cls = spec.node_cls
+    node = _new(cls)
     node.next_functions = tuple(edges)
     node._seq = next(_seq_counter)
     node._hookset = None
@@ -233,6 +264,8 @@ def record(spec, out, args, static=None, outputs=None):
     return node
 
 
+_new = object.__new__
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -246,6 +279,7 @@ class _VarargsView:
     """A varargs spec (cat, stack) seen with a fixed number of inputs: one VJP per input."""
 
     __slots__ = ("vjps", "varargs", "names", "rule")
+    passes = None  # no fast path (RuleNode.apply)
 
     def __init__(self, spec, n):
         vjp = spec.rule.vjp_for(0)
