@@ -548,8 +548,8 @@ def active_values(fn, wrt: list) -> set:
 
 # Operations whose result shares memory with their first argument (numpy views; getitem of a
 # list or tuple gives the item itself): changing one in place changes what the other reads.
-_VIEWS = {"getitem", "reshape", "ravel", "T", "transpose", "swapaxes", "moveaxis", "squeeze",
-          "expand_dims", "asarray", "broadcast_to"}
+VIEW_OPS = {"getitem", "reshape", "ravel", "T", "transpose", "swapaxes", "moveaxis", "squeeze",
+            "expand_dims", "asarray", "broadcast_to"}
 
 
 def check_in_place_updates(fn, env) -> None:
@@ -642,7 +642,7 @@ class _InPlaceChecker:
                 items = list(held) + items[1:] if held is not None else [_flat(items)]
             contents[target] = tuple(frozenset(i) for i in items)
             shared = set()
-        elif isinstance(value, Call) and value.op in _VIEWS and value.args and \
+        elif isinstance(value, Call) and value.op in VIEW_OPS and value.args and \
                 not _copying_index(value):
             source = value.args[0]
             held = contents.get(source.name) if isinstance(source, Var) else None

@@ -28,6 +28,7 @@ import gast
 
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
                  While, assignment_counts, reads_of, walk, writes_of)
+from .analysis import VIEW_OPS
 from .rules import MATH_FUNCTIONS, RULES
 
 MAX_LINE = 88
@@ -237,6 +238,7 @@ class _Writer:
         # only a temporary assigned once and read once may be folded into its reader
         self.protected = set(fn.params) | set(fn.user_names) | \
             {n for n, c in assigned.items() if c > 1}
+        self.sharing = _memory_sharing(fn.body)
         self.inlined: dict = {}
         self.folded: dict = {}
         self.folded_reads: dict = {}
@@ -284,9 +286,17 @@ class _Writer:
                 return _line_of(later) == _line_of(stmt) or isinstance(later, (If, While))
             if any(stmt.target in reads_of(s) for s in walk([later])):
                 return False  # read inside a nested block: keep it a name
-            if any(set(_writes(s)) & reads for s in walk([later])):
+            if any(self.changed_by(s) & reads for s in walk([later])):
                 return False  # what it reads changes before it is read
         return False
+
+    def changed_by(self, stmt) -> set:
+        """Names whose value `stmt` changes: what it assigns, and every name sharing memory
+        with a buffer it writes in place (`np.exp(u, out=w)` changes w's views too)."""
+        changed = set(writes_of(stmt))
+        for buffer in _writes(stmt)[len(writes_of(stmt)):]:
+            changed |= self.sharing.get(buffer, {buffer})
+        return changed
 
     def statement(self, stmt, rest, indent):
         if isinstance(stmt, Marker):
@@ -525,6 +535,24 @@ def _writes(stmt):
     buffers = [a.name for k, a in value.kwargs if k == "out" and isinstance(a, Var)] \
         if isinstance(value, Call) else []
     return writes_of(stmt) + buffers
+
+
+def _memory_sharing(body) -> dict:
+    """name -> the names that may share its memory: views of it (`x.T`, `x[1:]`), views
+    of those, and copies of the name (`y = x`), both ways."""
+    group: dict = {}
+    for stmt in walk(body):
+        if not isinstance(stmt, Assign):
+            continue
+        value = stmt.value
+        source = value.name if isinstance(value, Var) else \
+            value.args[0].name if isinstance(value, Call) and value.op in VIEW_OPS and \
+            value.args and isinstance(value.args[0], Var) else None
+        if source is not None:
+            merged = group.get(source, {source}) | group.get(stmt.target, {stmt.target})
+            for name in merged:
+                group[name] = merged
+    return group
 
 
 def _line_of(stmt):

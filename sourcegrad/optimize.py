@@ -486,6 +486,175 @@ def makes_new_value(value) -> bool:
         all(k not in ("out", "where") for k, _ in value.kwargs))
 
 
+_PRODUCTS = {"mul_op", "multiply"}
+_QUOTIENTS = {"div_op", "divide", "true_divide"}
+_NEGATIONS = {"neg_op", "negative"}
+_SUMS = {"add_op": "add_op", "sub_op": "sub_op", "add": "add_op", "subtract": "sub_op"}
+
+
+def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
+    """Multiply an adjoint by its constant factors once, where it is needed, instead of at
+    every rule that contributes one: `d * 2.0`, `-d`, `d * math.log(2.0)`, `d / (2.0 * v)`.
+
+    The backward is linear in the adjoint, so a number factor commutes with the rest of
+    a chain of products and quotients: each array op that only scales is dropped, its
+    factor carried with the value and folded into one product, which is applied when
+    the value is read by anything that is not a product, a quotient or a sum with the
+    same factor (the return, a matrix product, a loop). What an expert does by hand on
+    an elementwise chain (`g *= ln2 / ln10` at the end). Backward statements at the top
+    level only, values read once (a value read twice would carry its factor into both
+    readers), and only constants: number literals and calls of numbers (`math.log(2.0)`).
+    Reordering a product changes its rounding, as any reassociation does.
+    """
+    marker = next((i for i, s in enumerate(body) if isinstance(s, Marker)), None)
+    if marker is None:
+        return body
+    counts = _assign_counts(body, params)
+    uses: dict = defaultdict(int)
+    for stmt in walk(body):
+        for n in reads_of(stmt):
+            uses[n] += 1
+    taken = set(params) | set(counts) | set(uses)
+    constants = {s.target for s in body if isinstance(s, Assign) and isinstance(s.value, Call)
+                 and RULES[s.value.op].pure and not s.value.kwargs and counts[s.target] == 1
+                 and s.value.args and all(_number(a) for a in s.value.args)
+                 and not shapes.get(s.target)}
+
+    def factor(atom):
+        return _number(atom) or (isinstance(atom, Var) and atom.name in constants)
+
+    def array(name):
+        return len(shapes.get(name) or ()) > 0
+
+    def run(materialized):
+        """The rewritten backward, and the names bound to a value with factors applied.
+        A value keeps its name while it carries factors unless it is bound later (then
+        the value without them is `<name>_unscaled`)."""
+        carried: dict = {}  # name -> (the name holding its value without the factors, factors)
+        bound: set = set()
+        held_names: set = set()  # arrays this pass names (values without their factors)
+        out = list(body[:marker + 1])
+        names = set(taken)
+
+        def fresh(base):
+            name, i = base, 1
+            while name in names:
+                name, i = f"{base}_{i}", i + 1
+            names.add(name)
+            return name
+
+        def held_name(target):
+            name = fresh(f"{target}_unscaled") if target in materialized else target
+            held_names.add(name)
+            shapes[name], dtypes[name] = shapes.get(target), dtypes.get(target)
+            return name
+
+        def value_of(atom):
+            """(the atom holding it without factors, its factors)."""
+            if isinstance(atom, Var) and atom.name in carried:
+                name, factors = carried[atom.name]
+                return Var(name), factors
+            return atom, ()
+
+        def materialize(name, loc):
+            """Bind `name` to its value, the factors applied: one product of numbers, then
+            one array op."""
+            held, factors = carried.pop(name)
+            bound.add(name)
+            number, scale = 1.0, None
+            for atom, power in factors:
+                if isinstance(atom, Const):
+                    number = number * atom.value if power > 0 else number / atom.value
+                elif scale is None and power > 0:
+                    scale = atom
+                else:
+                    target = fresh(f"{name}_scale")
+                    out.append(Assign(target, Call("mul_op" if power > 0 else "div_op",
+                                                   (scale or Const(1.0), atom)),
+                                      loc, "constant factors"))
+                    scale = Var(target)
+            if scale is not None and number not in (1.0, -1.0):
+                target = fresh(f"{name}_scale")
+                out.append(Assign(target, Call("mul_op", (Const(number), scale)), loc,
+                                  "constant factors"))
+                scale, number = Var(target), 1.0
+            value = Var(held) if scale is None else Call("mul_op", (Var(held), scale))
+            if number != 1.0 and scale is None:
+                value = Call("mul_op", (Var(held), Const(number)))
+            if number == -1.0:
+                value = Call("neg_op", (value if isinstance(value, Var) else Var(held),)) \
+                    if scale is None else value
+                if scale is not None:  # -(held * scale)
+                    target = fresh(f"{name}_scale")
+                    out.append(Assign(target, Call("neg_op", (scale,)), loc, "constant factors"))
+                    value = Call("mul_op", (Var(held), Var(target)))
+            out.append(Assign(name, value, loc, "constant factors"))
+
+        def sink(stmt, op, args, arrays):
+            """(held name, factors) for a statement that scales or combines carried values,
+            emitting what it computes without the factors; None if it reads them as is."""
+            if op in _PRODUCTS and len(args) == 2:
+                (a, fa), (b, fb) = args
+                if factor(b) and arrays[0]:
+                    return a.name, fa + ((b, 1),)
+                if factor(a) and arrays[1]:
+                    return b.name, fb + ((a, 1),)
+                if fa or fb:
+                    held = held_name(stmt.target)
+                    out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
+                    return held, fa + fb
+            elif op in _NEGATIONS and len(args) == 1 and arrays[0]:
+                (a, fa), = args
+                return a.name, fa + ((Const(-1.0), 1),)
+            elif op in _QUOTIENTS and len(args) == 2:
+                (a, fa), (b, fb) = args
+                if factor(b) and arrays[0]:
+                    return a.name, fa + ((b, -1),)
+                if fa or fb:
+                    held = held_name(stmt.target)
+                    out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
+                    return held, fa + tuple((f, -p) for f, p in fb)
+            elif op in _SUMS and len(args) == 2 and args[0][1] and args[0][1] == args[1][1]:
+                (a, fa), (b, _) = args  # a * k + b * k = (a + b) * k
+                held = held_name(stmt.target)
+                out.append(Assign(held, Call(_SUMS[op], (a, b)), stmt.loc, stmt.note))
+                return held, fa
+            return None
+
+        for stmt in body[marker + 1:]:
+            value = stmt.value if isinstance(stmt, Assign) else None
+            sinkable = isinstance(value, Call) and not value.kwargs and not stmt.in_place and \
+                counts[stmt.target] == 1 and uses[stmt.target] == 1 and array(stmt.target)
+            op = value.op if sinkable else None
+            args = [value_of(a) for a in value.args] if sinkable else []
+            arrays = [isinstance(a, Var) and (array(a.name) or a.name in held_names)
+                      for a, _ in args]
+            if op in _PRODUCTS | _NEGATIONS | _QUOTIENTS | set(_SUMS):
+                consumed = [a.name for a in value.args if isinstance(a, Var)
+                            and a.name in carried]
+            sunk = sink(stmt, op, args, arrays)
+            if sunk is not None:
+                for n in consumed:  # (read once: here)
+                    carried.pop(n, None)
+                carried[stmt.target] = sunk
+                continue
+            read = {n for s in walk([stmt]) for n in reads_of(s)}  # (in nested blocks too)
+            for n in sorted(read & set(carried)):
+                materialize(n, stmt.loc)
+            out.append(stmt)
+        for name in sorted(carried):  # (nothing reads them: dead-code elimination drops them)
+            materialize(name, None)
+        return out, bound
+
+    _, bound = run(set())
+    return run(bound)[0]
+
+
+def _number(atom) -> bool:
+    return isinstance(atom, Const) and isinstance(atom.value, (int, float)) and \
+        not isinstance(atom.value, bool)
+
+
 def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
                        keep_residuals: bool = False) -> list:
     """Compute an elementwise result into a large buffer that is dead there:
@@ -586,6 +755,8 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
         if dtypes:
             body = eliminate_dead_code(batch_rank_one_updates(body, set(fn.params), shapes,
                                                               dtypes))
+            shapes, dtypes = dict(shapes), dict(dtypes)  # (the pass names new arrays)
+            body = eliminate_dead_code(sink_scalar_factors(body, set(fn.params), shapes, dtypes))
             body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals)
     body = hoist_transposes(body, set(fn.params))
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
