@@ -490,6 +490,9 @@ _PRODUCTS = {"mul_op", "multiply"}
 _QUOTIENTS = {"div_op", "divide", "true_divide"}
 _NEGATIONS = {"neg_op", "negative"}
 _SUMS = {"add_op": "add_op", "sub_op": "sub_op", "add": "add_op", "subtract": "sub_op"}
+# linear in their first argument (the others are axes, shapes): a factor passes through
+_LINEAR_IN_FIRST = {"sum", "mean", "broadcast_to", "reshape", "T", "transpose", "expand_dims",
+                    "squeeze", "ravel"}
 
 
 def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
@@ -614,29 +617,47 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
                     held = held_name(stmt.target)
                     out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
                     return held, fa + tuple((f, -p) for f, p in fb)
-            elif op in _SUMS and len(args) == 2 and args[0][1] and args[0][1] == args[1][1]:
+            elif op in _SUMS and len(args) == 2 and args[0][1] and args[0][1] == args[1][1] \
+                    and uses[stmt.target] == 1:
                 (a, fa), (b, _) = args  # a * k + b * k = (a + b) * k
                 held = held_name(stmt.target)
                 out.append(Assign(held, Call(_SUMS[op], (a, b)), stmt.loc, stmt.note))
+                return held, fa
+            elif op in _SUMS and len(args) == 2 and not args[0][1] and \
+                    args[1][1] == ((Const(-1.0), 1),):
+                (a, _), (b, _) = args  # a + -b = a - b, and a - -b = a + b
+                flipped = "sub_op" if _SUMS[op] == "add_op" else "add_op"
+                out.append(Assign(stmt.target, Call(flipped, (a, b)), stmt.loc, stmt.note))
+                return stmt.target, ()
+            elif op in _LINEAR_IN_FIRST and args and args[0][1] and \
+                    not any(f for _, f in args[1:]):
+                (a, fa) = args[0]  # sum(a * k) = sum(a) * k
+                held = held_name(stmt.target)
+                out.append(Assign(held, Call(op, (a,) + tuple(x for x, _ in args[1:]),
+                                             stmt.value.kwargs), stmt.loc, stmt.note))
                 return held, fa
             return None
 
         for stmt in body[marker + 1:]:
             value = stmt.value if isinstance(stmt, Assign) else None
-            sinkable = isinstance(value, Call) and not value.kwargs and not stmt.in_place and \
-                counts[stmt.target] == 1 and uses[stmt.target] == 1 and array(stmt.target)
+            sinkable = isinstance(value, Call) and not stmt.in_place and \
+                (not value.kwargs or value.op in _LINEAR_IN_FIRST) and \
+                all(k != "out" for k, _ in value.kwargs) and \
+                counts[stmt.target] == 1 and array(stmt.target) and (
+                    uses[stmt.target] == 1 or value.op in _SUMS)  # (a + -b: no factor left)
             op = value.op if sinkable else None
             args = [value_of(a) for a in value.args] if sinkable else []
             arrays = [isinstance(a, Var) and (array(a.name) or a.name in held_names)
                       for a, _ in args]
-            if op in _PRODUCTS | _NEGATIONS | _QUOTIENTS | set(_SUMS):
+            if op in _PRODUCTS | _NEGATIONS | _QUOTIENTS | set(_SUMS) | _LINEAR_IN_FIRST:
                 consumed = [a.name for a in value.args if isinstance(a, Var)
                             and a.name in carried]
             sunk = sink(stmt, op, args, arrays)
             if sunk is not None:
                 for n in consumed:  # (read once: here)
                     carried.pop(n, None)
-                carried[stmt.target] = sunk
+                if sunk[1]:
+                    carried[stmt.target] = sunk
                 continue
             read = {n for s in walk([stmt]) for n in reads_of(s)}  # (in nested blocks too)
             for n in sorted(read & set(carried)):

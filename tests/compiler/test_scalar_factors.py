@@ -1,0 +1,113 @@
+"""Constant factors of the backward carried along a chain and applied once
+(optimize.sink_scalar_factors): `d * 2.0`, `-d`, `d * math.log(2.0)`, `d / (2.0 * v)` are
+not array operations of their own; `a + -b` is `a - b`."""
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad.api import numeric_grad
+
+
+def scaled_chain(x):
+    v = np.exp2(x)            # ln 2
+    v = np.log10(v + 2.0)     # 1 / ln 10
+    v = np.square(v)          # 2
+    v = np.reciprocal(v + 1)  # -1
+    v = np.sqrt(v)            # 1 / 2
+    return np.sum(np.cos(v))  # -1
+
+
+def softmax_loss(z, y):
+    log_p = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(y * log_p, axis=1))
+
+
+def read_twice(x):
+    d = 3.0 * np.sin(x)
+    return np.sum(d * x) + np.sum(np.exp(d))
+
+
+def factor_into_a_loop(x, n):
+    v = np.sqrt(x)
+    s = 0.0
+    for i in range(n):
+        s = s + np.sum(v * (i + 1.0))
+    return s
+
+
+def scalar_part(x):
+    return 2.0 * np.sum(np.sin(x) * 0.5) ** 2 + np.sum(-np.cos(x))
+
+
+def _array_ops_in_backward(source):
+    backward = source[source.index("# backward"):]
+    return [line for line in backward.splitlines() if "= " in line and "#" in line]
+
+
+def test_a_chain_applies_its_constants_once():
+    x = np.linspace(0.1, 0.9, 7)
+    g = sourcegrad.grad(scaled_chain)
+    np.testing.assert_allclose(g(x), numeric_grad(scaled_chain, (x,), 0), rtol=1e-6)
+    lines = g.source.splitlines()
+    assert sum("constant factors" in line for line in lines) == 1
+    backward = g.source[g.source.index("# backward"):]
+    assert "-d" not in backward and "* 2.0" not in backward and "(2.0 *" not in backward
+
+
+def test_a_negation_meets_a_sum_as_a_subtraction():
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(4, 3))
+    y = np.eye(3)[[0, 2, 1, 1]]
+    g = sourcegrad.grad(softmax_loss)
+    np.testing.assert_allclose(g(z, y), numeric_grad(softmax_loss, (z, y), 0), rtol=1e-6,
+                               atol=1e-10)
+    assert "np.sum(d_log_p, axis=1, keepdims=True)" in g.source  # no -d_log_p array
+    backward = g.source[g.source.index("# backward"):]
+    assert "dz = d_log_p - dz_2" in backward
+    assert "-d" not in backward.replace("dz = d_log_p - dz_2", "")
+
+
+def test_a_value_read_twice_keeps_its_factor():
+    x = np.linspace(-1.0, 1.0, 5)
+    g = sourcegrad.grad(read_twice)
+    np.testing.assert_allclose(g(x), numeric_grad(read_twice, (x,), 0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_a_factor_is_applied_before_a_loop_reads_the_value(n):
+    x = np.linspace(0.2, 1.0, 4)
+    g = sourcegrad.grad(factor_into_a_loop)
+    np.testing.assert_allclose(g(x, n), numeric_grad(factor_into_a_loop, (x, n), 0),
+                               rtol=1e-6, atol=1e-10)
+
+
+def test_scalars_and_float32():
+    x = np.linspace(-1.0, 1.0, 5)
+    g = sourcegrad.grad(scalar_part)
+    np.testing.assert_allclose(g(x), numeric_grad(scalar_part, (x,), 0), rtol=1e-6)
+    x32 = x.astype(np.float32)
+    g32 = sourcegrad.grad(scaled_chain)(np.linspace(0.1, 0.9, 7).astype(np.float32))
+    assert g32.dtype == np.float32
+    np.testing.assert_allclose(g32, sourcegrad.grad(scaled_chain)(np.linspace(0.1, 0.9, 7)),
+                               rtol=1e-5)
+    assert sourcegrad.grad(scalar_part)(x32).dtype == np.float32
+
+
+def test_second_order_through_carried_factors():
+    x = np.linspace(0.1, 0.9, 5)
+    v = np.linspace(-1.0, 1.0, 5)
+    hv = sourcegrad.hvp(scaled_chain)(x, v)
+    g = sourcegrad.grad(scaled_chain)
+    eps = 1e-6
+    np.testing.assert_allclose(hv, (g(x + eps * v) - g(x - eps * v)) / (2 * eps), rtol=1e-6,
+                               atol=1e-9)
+    H = sourcegrad.hessian(scaled_chain)(x)
+    np.testing.assert_allclose(H @ v, hv, rtol=1e-9, atol=1e-12)
+
+
+def test_a_pullback_with_carried_factors_is_reusable():
+    x = np.linspace(0.1, 0.9, 5)
+    value, pullback = sourcegrad.vjp(scaled_chain)(x)
+    first, second = pullback(1.0), pullback(2.0)
+    np.testing.assert_allclose(first, sourcegrad.grad(scaled_chain)(x), rtol=1e-12)
+    np.testing.assert_allclose(second, 2.0 * first, rtol=1e-12)
