@@ -264,6 +264,31 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
     return run(body)
 
 
+def _namer(taken: set):
+    """`fresh(base)`: base, or base_1, base_2, ... whichever is not in `taken` (then taken)."""
+    def fresh(base):
+        name, i = base, 1
+        while name in taken:
+            name, i = f"{base}_{i}", i + 1
+        taken.add(name)
+        return name
+    return fresh
+
+
+def _over_all_rows(loop, array, defs, shape) -> bool:
+    """The loop is `for t in range(n)` with n the number of rows of `array`: its length
+    (`len(xs)`, `xs.shape[0]`, read from `defs`, the single-assignment values) or, with
+    its shape known, that number."""
+    if not (loop.start == Const(0) and loop.step == Const(1)):
+        return False
+    length = defs.get(loop.stop.name) if isinstance(loop.stop, Var) else None
+    return length == Call("len", (Var(array),)) or (
+        isinstance(length, Call) and length.op == "getitem" and
+        length.args[1] == Const(0) and isinstance(length.args[0], Var) and
+        defs.get(length.args[0].name) == Call("shape", (Var(array),))) or (
+        shape is not None and len(shape) > 0 and loop.stop == Const(shape[0]))
+
+
 def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> list:
     """`for i in range(n): ... acc += np.outer(u, v)` -> the rows u and v stored in two
     (n, len) buffers in the loop, and one `acc += U.T @ V` after it.
@@ -278,15 +303,7 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
     for stmt in walk(body):
         for n in reads_of(stmt):
             reads[n] += 1
-    taken = set(params) | {n for s in walk(body) for n in writes_of(s)} | set(reads)
-
-    def fresh(base):
-        name, i = base, 1
-        while name in taken:
-            name, i = f"{base}_{i}", i + 1
-        taken.add(name)
-        return name
-
+    fresh = _namer(set(params) | {n for s in walk(body) for n in writes_of(s)} | set(reads))
     defs = {s.target: s.value for s in walk(body) if isinstance(s, Assign)
             and counts[s.target] == 1}
 
@@ -322,13 +339,7 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
         if counts[array] != (1 if array in params else 0) or shape is None or \
                 tuple(shape[1:]) != tuple(shapes[u.name]):
             return None
-        stop = loop.stop
-        length = defs.get(stop.name) if isinstance(stop, Var) else None
-        of_array = length == Call("len", (Var(array),)) or (
-            isinstance(length, Call) and length.op == "getitem" and
-            length.args[1] == Const(0) and isinstance(length.args[0], Var) and
-            defs.get(length.args[0].name) == Call("shape", (Var(array),)))
-        return array if of_array or stop == Const(shape[0]) else None
+        return array if _over_all_rows(loop, array, defs, shape) else None
 
     def batch(loop):
         if not (loop.start == Const(0) and loop.step == Const(1)) or loop.stop_flag:
@@ -537,14 +548,7 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
         bound: set = set()
         held_names: set = set()  # arrays this pass names (values without their factors)
         out = list(body[:marker + 1])
-        names = set(taken)
-
-        def fresh(base):
-            name, i = base, 1
-            while name in names:
-                name, i = f"{base}_{i}", i + 1
-            names.add(name)
-            return name
+        fresh = _namer(set(taken))
 
         def held_name(target):
             name = fresh(f"{target}_unscaled") if target in materialized else target
@@ -810,21 +814,7 @@ def batch_row_products(fn: Function, env: dict) -> Function:
         return aval is not None and isinstance(aval.stand_in, np.ndarray) and \
             aval.stand_in.ndim == 2 and aval.stand_in.dtype.kind == "f"
 
-    def over_rows_of(loop, array):
-        if not (loop.start == Const(0) and loop.step == Const(1) and loop.stop_flag is None):
-            return False
-        length = defs.get(loop.stop.name) if isinstance(loop.stop, Var) else None
-        return length == Call("len", (Var(array),)) or (
-            isinstance(length, Call) and length.op == "getitem" and
-            length.args[1] == Const(0) and isinstance(length.args[0], Var) and
-            defs.get(length.args[0].name) == Call("shape", (Var(array),)))
-
-    def fresh(base):
-        name, i = base, 1
-        while name in taken:
-            name, i = f"{base}_{i}", i + 1
-        taken.add(name)
-        return name
+    fresh = _namer(taken)
 
     def batch(loop):
         items = {s.target: s.value.args[0].name for s in loop.body
@@ -841,7 +831,8 @@ def batch_row_products(fn: Function, env: dict) -> Function:
                 rows = items.get(row)
                 if rows is not None and other not in items and never_written(rows) and \
                         never_written(other) and matrix(rows) and matrix(other) and \
-                        over_rows_of(loop, rows) and counts[loop.target] == 2:
+                        loop.stop_flag is None and counts[loop.target] == 2 and \
+                        _over_all_rows(loop, rows, defs, env[rows].shape):
                     product = fresh(f"{other}_{rows}" if row == right else f"{rows}_{other}")
                     if row == right:  # U @ xs[t] is row t of xs @ U.T
                         transposed = fresh(f"{other}_T")
