@@ -17,9 +17,11 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
         # line 13: h = np.tanh(W @ h + U @ x_t + b)
         saved.append(h)
         h = np.tanh(W @ h + U_xs[i] + b)
+    # backward of line 14: return np.sum(h ** 2)
+    d_h_1 = 2 * h  # power
     # backward of line 12: for x_t in xs:
     d_U_xs = np.zeros_like(U_xs)  # zero
-    d_h = h * 2.0                 # constant factors, accumulate
+    d_h = d_h_1                   # accumulate
     # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
     h_rows = np.empty((len_xs, 16))           # one row per trip
     d_W_plus_b_rows = np.empty((len_xs, 16))  # one row per trip

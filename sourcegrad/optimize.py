@@ -599,7 +599,11 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
 
         def sink(stmt, op, args, arrays):
             """(held name, factors) for a statement that scales or combines carried values,
-            emitting what it computes without the factors; None if it reads them as is."""
+            emitting what it computes without the factors; None if it reads them as is.
+            A value that stands for another (`-x` carried as x) is read later, where it is
+            used: only a name assigned once holds the same value there."""
+            arrays = [is_array and (counts[a.name] == 1 or a.name in held_names)
+                      if isinstance(a, Var) else is_array for (a, _), is_array in zip(args, arrays)]
             if op in _PRODUCTS and len(args) == 2:
                 (a, fa), (b, fb) = args
                 if factor(b) and arrays[0]:

@@ -184,12 +184,16 @@ def defprimitive(name, fn, spelling, kind="other", pure=True):
     return rule
 
 
-def alias(name, fn, spelling, like):
-    """A second spelling of an existing primitive (`x * y` and `np.multiply`) sharing its VJPs."""
+def alias(name, fn, spelling, like, family=None):
+    """A second spelling of an existing primitive (`x * y` and `np.multiply`) sharing its VJPs.
+
+    The family names one computation (common-subexpression elimination shares values
+    across it); `family` is for a different computation that only borrows the rules
+    (min borrows max's)."""
     base = RULES[like]
     rule = Rule(name, fn, spelling, base.vjps, base.params, base.defaults, base.varargs,
                 base.kind, base.differentiable, base.pure, base.sequence_input,
-                base.static_result, base.family, base.linear, base.jvps)
+                base.static_result, family or base.family, base.linear, base.jvps)
     _register(rule, fn)
     return rule
 
@@ -481,8 +485,8 @@ defvjp("max", np.max, _func("max"),
        lambda g, ans, x, axis=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
        kind="reduction")
 alias("amax", np.amax, _func("amax"), like="max")
-alias("min", np.min, _func("min"), like="max")
-alias("amin", np.amin, _func("amin"), like="max")
+alias("min", np.min, _func("min"), like="max", family="min")  # (max_grad picks by ans)
+alias("amin", np.amin, _func("amin"), like="max", family="min")
 defvjp("var", np.var, _func("var"),
        lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
            (g if keepdims or axis is None else np.expand_dims(g, axis)) * 2.0
@@ -606,7 +610,8 @@ defvjp("setitem", runtime.setitem, _helper("setitem"),
        lambda g, ans, x, index, value: unbroadcast(g[index], value))
 defvjp("make_list", runtime.make_list, Spelling("list"),
        lambda g, ans, *items, argnum: g[argnum])
-alias("make_tuple", runtime.make_tuple, Spelling("tuple"), like="make_list")
+alias("make_tuple", runtime.make_tuple, Spelling("tuple"), like="make_list",
+      family="make_tuple")
 defvjp("list_append", runtime.list_append, _helper("list_append"),
        lambda g, ans, items, item: g[:-1],
        lambda g, ans, items, item: g[-1])

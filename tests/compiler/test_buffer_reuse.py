@@ -31,7 +31,9 @@ def test_every_case_with_buffers_reused(fn, make_args, wrt, reuse_everything):
         np.testing.assert_allclose(g, numeric_grad(fn, args, pos), rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("seed", [f"reuse-{i}" for i in range(60)])
+# campaign programs that went wrong with every buffer reused: a view's read folded past a
+# write into its buffer (31-788, 31-1587)
+@pytest.mark.parametrize("seed", [f"reuse-{i}" for i in range(60)] + ["31-788", "31-1587"])
 def test_fuzz_programs_with_buffers_reused(seed, reuse_everything, tmp_path):
     outcome = check_program(generate(seed), str(tmp_path))
     assert outcome.status in ("matched", "skipped", "rejected"), outcome.report()

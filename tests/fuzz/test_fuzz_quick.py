@@ -344,6 +344,8 @@ CAMPAIGN_REGRESSIONS = {
     "11-6265": "one adjoint array flowing through + to several inputs, updated in place",
     "11-8015": "for e in zip(x, y) where the body rebinds y",
     "11-4077": "a zero adjoint for a value of unknown type only a nested branch makes",
+    "41-1846": "np.amin read as np.amax (common subexpressions of rules sharing a family)",
+    "43-1003": "a carried constant factor (-x0) read after a loop restored x0",
 }
 
 
