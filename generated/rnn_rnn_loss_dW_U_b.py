@@ -38,5 +38,5 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     dW = d_W_plus_b_rows.T @ h_rows       # matmul
     db = np.sum(d_W_plus_b_rows, axis=0)  # accumulate
     d_U_xs[:len_xs] += d_W_plus_b_rows    # accumulate
-    dU = (xs.T @ d_U_xs).T                # matmul, T
+    dU = d_U_xs.T @ xs                    # T
     return dW, dU, db

@@ -320,6 +320,17 @@ class Instantiator:
                 reduced = self.explicit_reduction(a, sa, sb)
                 if reduced is not None:
                     return reduced
+        if op == "T" and isinstance(pvs[0].atom, Var):
+            made = self.defs.get(pvs[0].atom.name)
+            if made is not None and made.op == "T":  # x.T.T -> x
+                inner = made.args[0]
+                return PV(inner, self.static_of(inner))
+            if made is not None and made.op == "matmul_op" and not made.kwargs and \
+                    all(self.shape_of(PV(a)) is not None and len(self.shape_of(PV(a))) == 2
+                        for a in made.args):
+                # (a @ b).T -> b.T @ a.T: a product laid out in order, not a transposed view
+                a, b = (PV(x, self.static_of(x)) for x in made.args)
+                return self.call("matmul_op", [self.call("T", [b]), self.call("T", [a])])
         if op in ("broadcast_to", "reshape"):
             a, shape = pvs
             sa = self.shape_of(a)

@@ -58,7 +58,7 @@ XS = r"\bxs(_T\w*)?\b"  # xs itself, or its transpose taken once
 
 
 def rows_of_xs_used(source):
-    """Whether dU is one product with xs itself (`rows.T @ xs`, or `(xs.T @ d).T` where the
+    """Whether dU is one product with xs itself (`rows.T @ xs`, or `d.T @ xs` where the
     products U @ xs[t] were made as one before the loop), with no copy of xs's rows stored
     trip by trip and no outer product per trip."""
     lines = dU_lines(source)
