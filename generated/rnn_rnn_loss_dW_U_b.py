@@ -29,11 +29,10 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     # backward of line 12: for x_t in xs:
     for i in reversed(range(len_xs)):
         # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
-        d_W_plus_b = d_h * (1.0 - h * h)  # tanh
+        d_W_plus_b = np.multiply(d_h, 1.0 - h * h, out=d_W_plus_b_rows[i])  # tanh
         h = saved.pop()
-        d_W_plus_b_rows[i] = d_W_plus_b
         h_rows[i] = h
-        d_h = W_T @ d_W_plus_b            # matmul, accumulate
+        d_h = W_T @ d_W_plus_b                                    # matmul, accumulate
     # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
     dW = d_W_plus_b_rows.T @ h_rows       # matmul
     db = np.sum(d_W_plus_b_rows, axis=0)  # accumulate

@@ -195,7 +195,8 @@ def _exits(stmts, kinds, in_loop=True):
 
 
 def _assigned_names(stmt) -> set:
-    """Names a statement binds, counting `a[i] = v`, `a[i] += v` and `a.append(v)` as binding `a`."""
+    """Names a statement binds, counting `a[i] = v`, `a[i] += v`, `a.append(v)` and
+    `np.f(..., out=a)` as binding `a`."""
     names = set()
     for node in _walk_no_defs(stmt, False):
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
@@ -206,6 +207,11 @@ def _assigned_names(stmt) -> set:
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
                 node.func.attr in ("append", "pop") and isinstance(node.func.value, gast.Name):
             names.add(node.func.value.id)
+        if isinstance(node, gast.Call):  # `np.exp(a, out=u)` and `out=rows[t]` write u, rows
+            for k in node.keywords:
+                buffer = k.value.value if isinstance(k.value, gast.Subscript) else k.value
+                if k.arg == "out" and isinstance(buffer, gast.Name):
+                    names.add(buffer.id)
     return names
 
 
@@ -704,7 +710,7 @@ class Lowerer:
             self.error(errors.UnsupportedSyntaxError, f"{name!r} is changed in place while "
                        f"{aliases[0]!r} refers to the same array; copy it first (np.copy)", stmt)
         index = self.index(target.slice)
-        atom = self.expr(value)
+        atom = value if isinstance(value, (Var, Const, Tup)) else self.expr(value)
         start = len(self.out)
         self.bind(name, self.emit("setitem", [array, index, atom], name=self.local(name)))
         self.mark_in_place(self.env.get(name), start)
@@ -1107,6 +1113,11 @@ class Lowerer:
             self.no_rule(obj, func, node)
         if rule.sequence_input:
             return self.sequence_call(rule, node, name)
+        into_item = next((k.value for k in node.keywords if k.arg == "out" and
+                          isinstance(k.value, gast.Subscript) and
+                          isinstance(k.value.value, gast.Name)), None)
+        if into_item is not None and isinstance(rule.fn, np.ufunc):
+            return self.ufunc_into_item(rule, node, into_item, name)
         args, kwargs = self.call_args(node)
         if rule.name in _BUILTIN_REDUCTIONS and len(args) > 1:
             return self.emit(_BUILTIN_REDUCTIONS[rule.name], args, kwargs, name=name)
@@ -1136,6 +1147,18 @@ class Lowerer:
         self.bind(buffer, result)
         self.mark_in_place(self.env.get(buffer), start)
         return result
+
+    def ufunc_into_item(self, rule, node, item, name):
+        """`np.multiply(a, b, out=rows[t])` (generated code computing a step's value into
+        its row, or the user's): `rows[t] = np.multiply(a, b)`, an update in place of rows,
+        and the call's value is the item `rows[t]`, as numpy returns the view it wrote."""
+        call = gast.Call(func=node.func, args=node.args,
+                         keywords=[k for k in node.keywords if k.arg != "out"])
+        gast.copy_location(call, node)
+        result = self.call(call, name)
+        self.setitem(item, result, node)
+        return self.emit("getitem", [self.env[item.value.id], self.index(item.slice)],
+                         name=name)
 
     # -- calls of Python functions: inlined ----------------------------------------------------
 

@@ -151,8 +151,10 @@ def _deep(stmt, mapping):
 
 
 def _pure(stmt) -> bool:
+    """No effect but its value (a call writing into a buffer, `out=`, has one)."""
     value = stmt.value
-    return not isinstance(value, Call) or RULES[value.op].pure
+    return not isinstance(value, Call) or (
+        RULES[value.op].pure and all(k != "out" for k, _ in value.kwargs))
 
 
 def _live_in(stmts, live_out):
@@ -412,9 +414,38 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
                                 stmt.loc, stmt.note))
         if not drop:
             return [], loop, []
-        body_out = [s for s in body_out if id(s) not in drop]
+        body_out = computed_into_rows([s for s in body_out if id(s) not in drop], loop, stored,
+                                      {s.target for s in before})
         return before, For(loop.target, loop.start, loop.stop, loop.step, body_out, loop.loc,
                            loop.stop_flag, loop.reverse), after
+
+    def computed_into_rows(body_out, loop, stored, buffers):
+        """`u = f(a, b)` then `rows[t] = u` -> `u = f(a, b, out=rows[t])`: an elementwise
+        result computed into its row of the buffer instead of copied there (as a
+        hand-written BPTT computes each step's adjoint into its row)."""
+        out = list(body_out)
+        for u, rows in stored.items():
+            if rows not in buffers:
+                continue  # the rows of an input (xs itself): nothing is stored
+            stores = [i for i, s in enumerate(out) if isinstance(s, ExprStmt) and
+                      s.value.op == "store_item" and s.value.args[0] == Var(rows)]
+            made = [i for i, s in enumerate(out) if u in writes_of(s)]
+            if len(stores) != 1 or len(made) != 1 or made[0] > stores[0] or \
+                    not isinstance(out[made[0]], Assign) or counts[u] != 1:
+                continue
+            value = out[made[0]].value
+            ufunc = _ufunc_rule(value.op) if isinstance(value, Call) and not value.kwargs \
+                else None
+            if ufunc is None:
+                continue
+            row = fresh(f"{rows}_row")
+            loc = out[made[0]].loc
+            del out[stores[0]]
+            out[made[0]:made[0] + 1] = [
+                Assign(row, Call("getitem", (Var(rows), Var(loop.target))), loc),
+                Assign(u, Call(ufunc, value.args, (("out", Var(row)),)), loc,
+                       out[made[0]].note)]
+        return out
 
     def start_from_product(out, after):
         """`acc = zeros` before the loop and `acc += P` after it, nothing reading acc in

@@ -163,6 +163,11 @@ class Reverser:
         self.overwritten |= self.loop_targets
         self.inst = Instantiator(env, namer, [], _shape_sources(fn.body, env, fn.user_names,
                                                                 fn.params))
+        # a primal value assigned once, or a backward temporary, holds one value wherever
+        # the backward reads it; loop variables, restored values and accumulators do not
+        self.inst.stable = lambda name: name in self.inst.defs or (
+            name not in self.overwritten and name not in self.state and
+            name not in self.acc.values())
         self.pending = defaultdict(list)   # SSA adjoints: contributions not summed yet
         self.state: dict = {}              # accumulator name -> "explicit" | "zero"
         self.acc: dict = {}                # primal name -> its accumulator variable

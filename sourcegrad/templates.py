@@ -19,7 +19,7 @@ import numpy as np
 
 from . import errors
 from .analysis import UNKNOWN, AVal, abstract_call
-from .ir import Assign, Call, Const, Tup, Var
+from .ir import Assign, Call, Const, Tup, Var, atom_vars
 from .names import name_for_call
 from .rules import OPERATORS, RULES, TEMPLATE_NAMESPACE, rule_for_function, vjp_template
 
@@ -99,6 +99,26 @@ class Instantiator:
         self.start = 0
         self.jvp_mode = False  # instantiating VJPs as JVPs (forward mode): no unbroadcast
         self.defs: dict = {}  # backward temp -> the Call that computed it
+        # whether a name holds one value wherever it is read (the caller knows its program:
+        # reverse.Reverser says which primal values and accumulators are reassigned)
+        self.stable = lambda name: name in self.defs
+
+    def made_by(self, atom):
+        """The Call that computed the temporary `atom`, when the values it read still hold
+        (so it may be rewritten in terms of them here): they are assigned once, or nothing
+        emitted since in this block assigns them; else None."""
+        call = self.defs.get(atom.name) if isinstance(atom, Var) else None
+        if call is None:
+            return None
+        read = {n for a in call.atoms() for n in atom_vars(a)}
+        if all(self.stable(n) for n in read):
+            return call
+        for stmt in reversed(self.out):  # (emitted since, in this block: nothing writes them)
+            if isinstance(stmt, Assign) and stmt.target == atom.name:
+                return call
+            if getattr(stmt, "target", None) in read or not hasattr(stmt, "target"):
+                return None
+        return None
 
     # -- entry point ---------------------------------------------------------------------------
 
@@ -199,7 +219,7 @@ class Instantiator:
         """The operand `c` if `pv` was emitted as `np.broadcast_to(c, shape)`, else None."""
         if not isinstance(pv.atom, Var):
             return None
-        call = self.defs.get(pv.atom.name)
+        call = self.made_by(pv.atom)
         if call is None or call.op != "broadcast_to":
             return None
         c = call.args[0]
@@ -252,10 +272,8 @@ class Instantiator:
 
         Returns the operands of that broadcast_to, or None."""
         for i, pv in enumerate(pvs):
-            if not isinstance(pv.atom, Var) or self.defs.get(pv.atom.name) is None:
-                continue
-            call = self.defs[pv.atom.name]
-            if call.op != "broadcast_to":
+            call = self.made_by(pv.atom)
+            if call is None or call.op != "broadcast_to":
                 continue
             others = [p for j, p in enumerate(pvs) if j != i]
             if not all(self.aval(p.atom) not in (None, UNKNOWN) and self.aval(p.atom).ndim == 0
@@ -295,7 +313,7 @@ class Instantiator:
             if is_const(a, -1) and self.keeps_shape(b, a):
                 return self.call("neg_op", [b])  # -1.0 * x -> -x
             for r, other in ((a, b), (b, a)):  # (1.0 / y) * x -> x / y (then CSE can share it)
-                made = self.defs.get(r.atom.name) if isinstance(r.atom, Var) else None
+                made = self.made_by(r.atom)
                 if made is not None and made.op == "div_op" and not made.kwargs and \
                         isinstance(made.args[0], Const) and made.args[0].value == 1 and \
                         not isinstance(made.args[0].value, bool):
@@ -321,7 +339,7 @@ class Instantiator:
                 if reduced is not None:
                     return reduced
         if op == "T" and isinstance(pvs[0].atom, Var):
-            made = self.defs.get(pvs[0].atom.name)
+            made = self.made_by(pvs[0].atom)
             if made is not None and made.op == "T":  # x.T.T -> x
                 inner = made.args[0]
                 return PV(inner, self.static_of(inner))

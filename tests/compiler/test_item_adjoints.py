@@ -95,3 +95,29 @@ def test_the_inputs_are_not_written(rng):
     sourcegrad.grad(rows_loop, wrt=(0, 1))(x, A)
     np.testing.assert_array_equal(x, before[0])
     np.testing.assert_array_equal(A, before[1])
+
+
+def computed_into_rows(a, n):
+    rows = np.empty((n, 3))
+    s = 0.0
+    for t in range(n):
+        d = np.multiply(a, t + 1.0, out=rows[t])  # numpy returns the row it wrote
+        s = s + np.sum(d * d)
+    return s + np.sum(np.sin(rows))
+
+
+def buffer_updated_in_a_loop(a, n):
+    u = a * 1.0
+    for t in range(n):
+        np.sin(u, out=u)
+    return np.sum(u * a)
+
+
+@pytest.mark.parametrize("fn", [computed_into_rows, buffer_updated_in_a_loop])
+def test_out_into_an_item_or_a_buffer_in_a_loop(fn):
+    """`out=rows[t]` is `rows[t] = f(...)` whose value is the row; `out=u` in a loop
+    updates u every trip (it used to be rejected, and out=rows[t] unsupported)."""
+    a = np.array([0.3, -0.2, 0.7])
+    value, grad = sourcegrad.value_and_grad(fn)(a, 3)
+    assert value == pytest.approx(fn(a, 3), rel=1e-12)
+    np.testing.assert_allclose(grad, numeric_grad(fn, (a, 3), 0), rtol=1e-6, atol=1e-9)

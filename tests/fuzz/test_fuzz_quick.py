@@ -346,6 +346,8 @@ CAMPAIGN_REGRESSIONS = {
     "11-4077": "a zero adjoint for a value of unknown type only a nested branch makes",
     "41-1846": "np.amin read as np.amax (common subexpressions of rules sharing a family)",
     "43-1003": "a carried constant factor (-x0) read after a loop restored x0",
+    "51-141": "(a @ b).T rewritten as b.T @ a.T after a loop restored b",
+    "53-164": "x.T.T rewritten as x after a loop restored x",
 }
 
 
