@@ -65,6 +65,7 @@ def shape_of(value):
 
 
 UNKNOWN = None  # an AVal slot whose shape cannot be known before the function runs
+_UNBOUND = object()  # a name a branch does not assign
 
 
 def stand_in(shape, dtype):
@@ -374,8 +375,10 @@ def _infer_block(stmts, env, summary):
             _infer_block(stmt.body, then_env, summary)
             _infer_block(stmt.orelse, else_env, summary)
             for name in set(then_env) | set(else_env):
-                a, b = then_env.get(name), else_env.get(name)
-                env[name] = b if a is None else a if b is None else join(a, b)
+                # (a branch that leaves a name unbound is not one that makes it UNKNOWN,
+                # which is None: a value unknown on one side is unknown after the if)
+                a, b = then_env.get(name, _UNBOUND), else_env.get(name, _UNBOUND)
+                env[name] = b if a is _UNBOUND else a if b is _UNBOUND else join(a, b)
         elif isinstance(stmt, For):
             _infer_for(stmt, env, summary)
         elif isinstance(stmt, While):

@@ -233,8 +233,9 @@ class Instantiator:
         broadcasting it first changes nothing.
 
         Sums and means produce `np.broadcast_to(c, shape)`; an elementwise operation
-        with an operand of that shape broadcasts `c` anyway, and a reshape or a
-        second broadcast of it is just a broadcast to the new shape.
+        with an operand of that shape broadcasts `c` anyway, a second broadcast of it is
+        a broadcast of c, and a reshape of one number broadcast is that number broadcast
+        to the new shape.
         """
         rule = RULES[op]
         if op in ("broadcast_to", "expand_dims", "reshape") and not kw:
@@ -243,6 +244,11 @@ class Instantiator:
                 return op, pvs
             if op == "broadcast_to":
                 return op, [scalar, pvs[1]]
+            aval = self.aval(scalar.atom)
+            if aval in (None, UNKNOWN) or np.size(aval.stand_in) != 1:
+                # a reshape of an array broadcast along some axes moves its values: only a
+                # single value broadcast is the same broadcast to the new shape (fuzz 61-1577)
+                return op, pvs
             out = abstract_call(Call(op, tuple(p.atom for p in pvs)), self.env)
             if out is UNKNOWN:
                 return op, pvs

@@ -31,3 +31,22 @@ def test_a_tuple_is_not_a_list():
     x = np.linspace(0.1, 1.0, 4)
     np.testing.assert_allclose(sourcegrad.grad(tuple_and_list)(x),
                                numeric_grad(tuple_and_list, (x,), 0), rtol=1e-7)
+
+
+def constant_in_one_branch(x, c):
+    y = np.sin(np.sum(x))
+    n = 0
+    while y < 0.0 and n < 2:  # y's type is joined over trips: not known statically
+        y = np.sin(np.abs(np.sum(x)))
+        n += 1
+    t = (y if np.sum(x) < -0.2 else 0.25) * 1.0
+    return y + t * t
+
+
+def test_a_value_unknown_in_one_branch_is_not_the_other_branchs_constant():
+    """The shape analysis took `t` as the constant 0.25 (the branch not taken), because
+    'unknown' and 'not assigned here' were the same None (fuzz 61-1282)."""
+    x = np.array([[1.0, -1.7, -1.8], [-1.1, -1.2, -0.2]])
+    g = sourcegrad.grad(constant_in_one_branch)
+    np.testing.assert_allclose(g(x, 0.0), numeric_grad(constant_in_one_branch, (x, 0.0), 0),
+                               rtol=1e-6)

@@ -348,6 +348,8 @@ CAMPAIGN_REGRESSIONS = {
     "43-1003": "a carried constant factor (-x0) read after a loop restored x0",
     "51-141": "(a @ b).T rewritten as b.T @ a.T after a loop restored b",
     "53-164": "x.T.T rewritten as x after a loop restored x",
+    "61-1577": "a reshape of an array broadcast along an axis taken for a broadcast",
+    "61-1282": "a value unknown in one branch and a constant in the other taken as constant",
 }
 
 
