@@ -277,6 +277,26 @@ def _namer(taken: set):
     return fresh
 
 
+def _static_length(stop, defs, shapes):
+    """The number a loop's stop stands for when the signature fixes it (`len(xs)`,
+    `xs.shape[0]`, a literal), else None."""
+    if isinstance(stop, Const):
+        return stop.value if isinstance(stop.value, int) else None
+    length = defs.get(stop.name) if isinstance(stop, Var) else None
+    if isinstance(length, Call) and length.op == "len" and isinstance(length.args[0], Var):
+        array = length.args[0].name
+    elif isinstance(length, Call) and length.op == "getitem" and \
+            length.args[1] == Const(0) and isinstance(length.args[0], Var) and \
+            isinstance(defs.get(length.args[0].name), Call) and \
+            defs[length.args[0].name].op == "shape" and \
+            isinstance(defs[length.args[0].name].args[0], Var):
+        array = defs[length.args[0].name].args[0].name
+    else:
+        return None
+    shape = shapes.get(array)
+    return shape[0] if shape else None
+
+
 def _over_all_rows(loop, array, defs, shape) -> bool:
     """The loop is `for t in range(n)` with n the number of rows of `array`: its length
     (`len(xs)`, `xs.shape[0]`, read from `defs`, the single-assignment values) or, with
@@ -408,10 +428,12 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
             if touching != [stmt]:
                 continue
             drop.add(id(stmt))
-            after.append(Assign(acc, Call("iadd_item", (Var(acc), Slc(Const(None), loop.stop,
-                                                                      Const(None)),
-                                                        Var(stored[part]))),
-                                stmt.loc, stmt.note))
+            if _static_length(loop.stop, defs, shapes) == (shapes.get(acc) or (None,))[0]:
+                update = Call("iadd_op", (Var(acc), Var(stored[part])))  # every row of acc
+            else:
+                update = Call("iadd_item", (Var(acc), Slc(Const(None), loop.stop, Const(None)),
+                                            Var(stored[part])))
+            after.append(Assign(acc, update, stmt.loc, stmt.note))
         if not drop:
             return [], loop, []
         body_out = computed_into_rows([s for s in body_out if id(s) not in drop], loop, stored,
@@ -450,7 +472,7 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
     def start_from_product(out, after):
         """`acc = zeros` before the loop and `acc += P` after it, nothing reading acc in
         between: `acc = P`."""
-        for i, update in enumerate(after):
+        for update in list(after):  # (after changes as products are computed into accs)
             if not (isinstance(update.value, Call) and update.value.op in ("iadd_op", "add_op")
                     and update.value.args[0] == Var(update.target)):
                 continue
@@ -470,6 +492,11 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
                     not later_reads:
                 del out[j]
                 product = update.value.args[1].name  # computed into acc itself
+                if not any(isinstance(s, Assign) and s.target == product for s in after):
+                    # a row buffer the loop filled: acc is that buffer
+                    at = next(k for k, s in enumerate(after) if s is update)
+                    after[at] = Assign(acc, Var(product), update.loc, update.note)
+                    continue
                 after[:] = [Assign(acc, s.value, s.loc, s.note) if isinstance(s, Assign)
                             and s.target == product else s for s in after if s is not update]
 
