@@ -626,42 +626,38 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
             one array op."""
             held, factors = carried.pop(name)
             bound.add(name)
-            number, scale = 1.0, None
+            number, scale = 1.0, None  # the numbers folded now; the named constants' product
             for atom, power in factors:
                 if isinstance(atom, Const):
                     number = number * atom.value if power > 0 else number / atom.value
                 elif scale is None and power > 0:
                     scale = atom
                 else:
-                    target = fresh(f"{name}_scale")
-                    out.append(Assign(target, Call("mul_op" if power > 0 else "div_op",
-                                                   (scale or Const(1.0), atom)),
-                                      loc, "constant factors"))
-                    scale = Var(target)
-            if scale is not None and number not in (1.0, -1.0):
-                target = fresh(f"{name}_scale")
-                out.append(Assign(target, Call("mul_op", (Const(number), scale)), loc,
-                                  "constant factors"))
-                scale, number = Var(target), 1.0
-            value = Var(held) if scale is None else Call("mul_op", (Var(held), scale))
-            if number != 1.0 and scale is None:
-                value = Call("mul_op", (Var(held), Const(number)))
-            if number == -1.0:
-                value = Call("neg_op", (value if isinstance(value, Var) else Var(held),)) \
-                    if scale is None else value
-                if scale is not None:  # -(held * scale)
-                    target = fresh(f"{name}_scale")
-                    out.append(Assign(target, Call("neg_op", (scale,)), loc, "constant factors"))
-                    value = Call("mul_op", (Var(held), Var(target)))
+                    scale = emit(name, Call("mul_op" if power > 0 else "div_op",
+                                            (scale or Const(1.0), atom)), loc)
+            if scale is None:
+                value = Var(held) if number == 1.0 else \
+                    Call("neg_op", (Var(held),)) if number == -1.0 else \
+                    Call("mul_op", (Var(held), Const(number)))
+            else:
+                if number == -1.0:
+                    scale = emit(name, Call("neg_op", (scale,)), loc)
+                elif number != 1.0:
+                    scale = emit(name, Call("mul_op", (Const(number), scale)), loc)
+                value = Call("mul_op", (Var(held), scale))
             out.append(Assign(name, value, loc, "constant factors"))
+
+        def emit(name, call, loc):
+            target = fresh(f"{name}_scale")
+            out.append(Assign(target, call, loc, "constant factors"))
+            return Var(target)
 
         def sink(stmt, op, args, arrays):
             """(held name, factors) for a statement that scales or combines carried values,
             emitting what it computes without the factors; None if it reads them as is.
-            A value that stands for another (`-x` carried as x) is read later, where it is
-            used: only a name assigned once holds the same value there."""
-            arrays = [is_array and (counts[a.name] == 1 or a.name in held_names)
-                      if isinstance(a, Var) else is_array for (a, _), is_array in zip(args, arrays)]
+            `arrays`: per operand, whether it is an array that may stand for the result (a
+            value carried as `-x` stands for x, read later where it is used: only a name
+            assigned once holds the same value there)."""
             if op in _PRODUCTS and len(args) == 2:
                 (a, fa), (b, fb) = args
                 if factor(b) and arrays[0]:
@@ -713,15 +709,13 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
                     uses[stmt.target] == 1 or value.op in _SUMS)  # (a + -b: no factor left)
             op = value.op if sinkable else None
             args = [value_of(a) for a in value.args] if sinkable else []
-            arrays = [isinstance(a, Var) and (array(a.name) or a.name in held_names)
-                      for a, _ in args]
-            if op in _PRODUCTS | _NEGATIONS | _QUOTIENTS | set(_SUMS) | _LINEAR_IN_FIRST:
-                consumed = [a.name for a in value.args if isinstance(a, Var)
-                            and a.name in carried]
+            arrays = [isinstance(a, Var) and (array(a.name) or a.name in held_names) and
+                      (counts[a.name] == 1 or a.name in held_names) for a, _ in args]
             sunk = sink(stmt, op, args, arrays)
             if sunk is not None:
-                for n in consumed:  # (read once: here)
-                    carried.pop(n, None)
+                for a in value.args:  # (each was read once: here)
+                    if isinstance(a, Var):
+                        carried.pop(a.name, None)
                 if sunk[1]:
                     carried[stmt.target] = sunk
                 continue
