@@ -7,7 +7,10 @@ group of statements naming the user line it computes (`# line 7: ...`) or
 differentiates (`# backward of line 7`), and the rules behind each backward
 statement as a trailing comment. Temporaries read exactly once are folded back
 into the expression that reads them, so the code reads like nested maths
-rather than like A-normal form. Statements are printed with astor.
+rather than like A-normal form (never past a statement that changes what they
+read, a buffer written with `out=` included, with every view of it). Numbers
+use the math module; reductions of arrays are written as methods (`d.sum(axis=0)`,
+faster than `np.sum` on small arrays). Statements are printed with astor.
 
 `load(source, name, free)` compiles the source into a fresh module whose file
 *is* that source (it is registered with linecache), so tracebacks, pdb and

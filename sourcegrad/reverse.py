@@ -11,14 +11,17 @@ Adjoints. Only active values (`analysis.active_values`) get adjoints. In
 straight-line code an adjoint is formed where its value is defined, as the sum
 of the contributions its uses made, and named `d_<value>` (`dw` for a
 parameter). Inside a loop or branch an adjoint lives in a variable that
-accumulates (`d_h = d_h + ...`); the first contribution after the value's
-definition was reversed is an assignment, not an addition to zeros.
+accumulates (`d_h = d_h + ...`, in place where the array is the backward's own,
+and `d_x[i] += g` for the adjoint of an item); the first contribution after the
+value's definition was reversed is an assignment, not an addition to zeros.
 
 Saved values. A value that is overwritten (assigned in a loop, or assigned more
 than once) and that the backward reads is pushed on a stack before each
 overwrite and popped back after the reverse of that assignment, so the backward
 always reads the value the forward had at that point ("restore" semantics).
-Values that are never overwritten are read directly. A loop's trip count is
+Values that are never overwritten are read directly, and cheap ones a loop makes
+from its index (`x_t = xs[t]`, `t + 1`) are made again in the backward trip
+(`Reverser.recomputable`) instead of saved. A loop's trip count is
 counted only when the loop cannot be replayed by `reversed(range(...))` (it has
 a `break`, or it is a `while`), and pushed only when the loop itself runs inside
 another loop. A branch's reverse reads the branch condition, which is saved by
