@@ -162,7 +162,9 @@ class Reverser:
         self.sites = _assignment_sites(fn)
         self.loop_targets = _loop_targets(fn)
         # names whose value can change after it was read: snapshot before keeping them pending
-        self.overwritten = {n for n, s in self.sites.items() if len(s) > 1 or any(s_[2] for s_ in s)}
+        # (a parameter assigned once is overwritten too: it held the argument before)
+        self.overwritten = {n for n, s in self.sites.items()
+                            if len(s) + (n in self.params) > 1 or any(s_[2] for s_ in s)}
         self.overwritten |= self.loop_targets
         self.inst = Instantiator(env, namer, [], _shape_sources(fn.body, env, fn.user_names,
                                                                 fn.params))

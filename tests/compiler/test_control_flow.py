@@ -72,3 +72,23 @@ def test_rank_one_updates_of_a_loop_become_one_matrix_product():
     assert "U_xs = xs @ U.T" in source and "dU = d_U_xs.T @ xs" in source
     assert "saved.append(x_t)" not in source
     assert "np.outer" in source
+
+
+def parameter_rebound_in_a_branch(x0, x1, x2):
+    for i in range(2):
+        if i % 2 == 0:
+            continue
+        x2 = np.tanh(x0)
+    if np.sum(np.array([x2, x0])) < 1.0:
+        x1 = x1 * x0  # the parameter's one assignment: x1 held the argument before it
+    return x2 * x1
+
+
+def test_a_parameter_rebound_once_is_read_where_the_backward_needs_it():
+    """The adjoint of x2 is the final x1; it was read after the branch's reverse had
+    restored x1 to the argument (a parameter assigned once did not count as overwritten)."""
+    args = (0.47194484345894305, 0.4791225510265242, -0.18193876560701153)
+    grads = sourcegrad.grad(parameter_rebound_in_a_branch, wrt=(0, 1, 2))(*args)
+    for i, g in enumerate(grads):
+        assert g == pytest.approx(numeric_grad(parameter_rebound_in_a_branch, args, i),
+                                  rel=1e-7, abs=1e-9)

@@ -361,7 +361,6 @@ def test_campaign_regressions(seed, workdir):
 
 # Campaign findings not fixed yet (strict: a fix makes these fail, so they move up there).
 KNOWN_OPEN = {
-    "91-894": "a finite wrong d/dx0: branch after a loop whose first trip continues",
     "51-1905": "NaN where a path that contributes nothing has an inf/NaN local derivative",
     "81-3601": "NaN where a path that contributes nothing has an inf/NaN local derivative",
     "91-429": "a NaN gradient where the numeric one is 0.60 (not analysed yet)",
