@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import linecache
+import math
 import os
 import types
 from dataclasses import dataclass
@@ -186,7 +187,6 @@ class Printer:
 
 def _math_defined(call) -> bool:
     """A call of constants that the math module computes (no domain error, finite)."""
-    import math
     try:
         value = getattr(math, _MATH[RULES[call.op].spelling.text])(*(a.value for a in call.args))
     except (ValueError, OverflowError, TypeError, KeyError):
