@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import threading
 import types
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import numpy as np
 from . import cache, errors
 from .analysis import aval_of, check_in_place_updates, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
-from .dispatch import MISS, fast_entry
+from .dispatch import fast_entry
 from .frontend import function_to_ir
 from .ir import (Assign, Const, For, If, Push, Return, Tup, Var, While, reads_of, walk,
                  writes_of)
@@ -46,8 +47,8 @@ class Compiled:
     dependencies: bool = False  # whether globals or closure values must be checked per call
     ir: object = None           # the optimized gradient IR the source was printed from
     fresh: tuple = ()           # per gradient: the generated code makes it a new array
-    entry: object = None        # the fast path for this signature (see sourcegrad.dispatch)
-    settled: bool = False       # finish and entry were fitted to a first result
+    converters: tuple = None    # per gradient, the conversion the fast path applies (or None)
+    settled: bool = False       # finish and converters were fitted to a first result
 
 
 def _normalize_wrt(fn, wrt):
@@ -185,19 +186,23 @@ class Gradient:
                                                 type(self).__name__), {})
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
+        self._call = self._general_call
+        self._entries: dict = {}  # signature key -> (Compiled, its fast path for this Gradient)
         self._column_args = None
         functools.update_wrapper(self, fn, updated=())
         self.__wrapped__ = fn
 
     # -- calling -------------------------------------------------------------------------------
 
-    def __call__(self, *args, **kwargs):
-        last = self._last
-        if last is not None and last.entry is not None and not kwargs:
-            result = last.entry(*args)  # the signature called last: a few type checks
-            if result is not MISS:
-                return result
-        if kwargs:
+    # `g(...)` calls `g._call`: the general path below until a signature is compiled, then
+    # the generated entry of the signature called last (sourcegrad.dispatch), which checks
+    # its arguments and hands any other call back to the general path. `__call__` is found
+    # through a C-level getter: a Python `__call__` forwarding to the entry would cost a
+    # frame per call (~50 ns: a fifth of a gradient on Python floats).
+    __call__ = property(operator.attrgetter("_call"))
+
+    def _general_call(self, *args, **kwargs):
+        if kwargs or len(args) < len(self._params):  # keywords, or defaults to fill in
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
@@ -211,6 +216,7 @@ class Gradient:
         result = compiled.fn(*args)
         if not compiled.settled:
             self._settle(compiled, result, args)
+        self._call = self._entry_for(compiled, key, args)
         if compiled.finish is None:  # the generated code already returns the inputs' types
             return result
         if self.with_value:
@@ -220,15 +226,25 @@ class Gradient:
 
     def _settle(self, compiled, result, args):
         """Fit the finish to what the generated code returned for this signature (see
-        `_fitted_conversions`), and build the fast path for later calls with it."""
-        converters = self._fitted_conversions(compiled, result, args)
-        if converters is not None:
-            compiled.finish = _converting(converters, self._single)
-        fn = self.fn
-        compiled.entry = fast_entry(args, compiled.fn, compiled.finish, converters,
-                                    (lambda: _still_valid(fn)) if compiled.dependencies
-                                    else None, self.with_value, self._single)
+        `_fitted_conversions`): done once, for every Gradient sharing the compiled code."""
+        compiled.converters = self._fitted_conversions(compiled, result, args)
+        if compiled.converters is not None:
+            compiled.finish = _converting(compiled.converters, self._single)
         compiled.settled = True
+
+    def _entry_for(self, compiled, key, args):
+        """This Gradient's fast path for `compiled`'s signature (built once per signature:
+        its misses come back here), or the general path where there is none."""
+        known = self._entries.get(key)
+        if known is not None and known[0] is compiled:
+            return known[1]
+        fn = self.fn
+        entry = fast_entry(args, compiled.fn, compiled.finish, compiled.converters,
+                           (lambda: _still_valid(fn)) if compiled.dependencies else None,
+                           self.with_value, self._single, self._general_call) \
+            or self._general_call
+        self._entries[key] = (compiled, entry)
+        return entry
 
     def _fitted_conversions(self, compiled, result, args):
         """Per gradient, the conversion it needs (None: none), where the first result shows
@@ -588,7 +604,7 @@ class VJP(Gradient):
     pullback = True
 
     def __call__(self, *args, **kwargs):
-        if kwargs:
+        if kwargs or len(args) < len(self._params):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())

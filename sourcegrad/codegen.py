@@ -29,10 +29,12 @@ from dataclasses import dataclass
 
 import astor
 import gast
+import numpy as np
 
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
                  While, assignment_counts, reads_of, walk, writes_of)
 from .analysis import VIEW_OPS
+from .lifetimes import shared_names
 from .rules import MATH_FUNCTIONS, RULES
 
 MAX_LINE = 88
@@ -72,9 +74,11 @@ def _attr(value, attr):
 class Printer:
     """Turns IR expressions into gast expression trees for one backend."""
 
-    def __init__(self, backend: Backend, inlined: dict, scalars=frozenset(), arrays=frozenset()):
+    def __init__(self, backend: Backend, inlined: dict, scalars=frozenset(), arrays=frozenset(),
+                 printed=None):
         self.backend = backend
         self.inlined = inlined  # temp name -> gast expression folded in place of the name
+        self.printed = printed or {}  # name -> the name it is printed as (see lifetimes)
         self.scalars = scalars  # names holding Python floats: math is much faster on them
         self.arrays = arrays    # names holding arrays: reductions are written as methods
         self.helpers: set = set()
@@ -99,7 +103,7 @@ class Printer:
 
     def atom(self, atom, in_index=False):
         if isinstance(atom, Var):
-            return self.inlined.get(atom.name) or _name(atom.name)
+            return self.inlined.get(atom.name) or _name(self.printed.get(atom.name, atom.name))
         if isinstance(atom, Tup):
             return gast.Tuple(elts=[self.atom(a, in_index) for a in atom.items], ctx=gast.Load())
         if isinstance(atom, Slc):
@@ -205,6 +209,8 @@ _MATH = MATH_FUNCTIONS  # numpy name -> math name (shared with the analysis)
 
 _BINOP_NODES = {"+": gast.Add, "-": gast.Sub, "*": gast.Mult, "/": gast.Div, "**": gast.Pow,
                 "@": gast.MatMult, "%": gast.Mod, "//": gast.FloorDiv}
+# ufuncs written as an augmented assignment when they compute into their first operand
+_IN_PLACE_OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.divide: "/"}
 _COMPARE_NODES = {"<": gast.Lt, "<=": gast.LtE, ">": gast.Gt, ">=": gast.GtE, "==": gast.Eq,
                   "!=": gast.NotEq}
 
@@ -245,7 +251,7 @@ def _relative(path):
 class _Writer:
     """Prints a function body: comments per user line, folded temporaries, nested blocks."""
 
-    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset()):
+    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), kept=frozenset()):
         self.fn = fn
         self.arrays = arrays
         self.uses = _use_counts(fn.body)
@@ -254,10 +260,15 @@ class _Writer:
         self.protected = set(fn.params) | set(fn.user_names) | \
             {n for n, c in assigned.items() if c > 1}
         self.sharing = _memory_sharing(fn.body)
+        # dead arrays' names rebound by the next value of their family (see lifetimes)
+        self.printed = shared_names(fn, arrays, kept | self.protected)
+        self.same_printed: dict = {}  # printed name -> the names printed as it
+        for name, shown in self.printed.items():
+            self.same_printed.setdefault(shown, {shown}).add(name)
         self.inlined: dict = {}
         self.folded: dict = {}
         self.folded_reads: dict = {}
-        self.printer = Printer(backend, self.inlined, scalars, arrays)
+        self.printer = Printer(backend, self.inlined, scalars, arrays, self.printed)
         self.lines: list = []  # (indent, kind, line, text, code, note)
         self.section = "forward"
         self.uses_stack = any(isinstance(s, Push) for s in walk(fn.body))
@@ -298,7 +309,9 @@ class _Writer:
             if isinstance(later, (Marker, Return)):
                 return False
             if stmt.target in reads_of(later):
-                return _line_of(later) == _line_of(stmt) or isinstance(later, (If, While))
+                # a constant (`math.log(2.0)`) reads as well in any line
+                return _line_of(later) == _line_of(stmt) or isinstance(later, (If, While)) \
+                    or not reads
             if any(stmt.target in reads_of(s) for s in walk([later])):
                 return False  # read inside a nested block: keep it a name
             if any(self.changed_by(s) & reads for s in walk([later])):
@@ -309,6 +322,8 @@ class _Writer:
         """Names whose value `stmt` changes: what it assigns, and every name sharing memory
         with a buffer it writes in place (`np.exp(u, out=w)` changes w's views too)."""
         changed = set(writes_of(stmt))
+        for name in writes_of(stmt):  # rebinding a shared name ends the value it held
+            changed |= self.same_printed.get(self.printed.get(name, name), set())
         for buffer in _writes(stmt)[len(writes_of(stmt)):]:
             changed |= self.sharing.get(buffer, {buffer})
         return changed
@@ -394,6 +409,9 @@ class _Writer:
 
     def render_assign(self, stmt):
         value = stmt.value
+        in_place = self.in_place(stmt)
+        if in_place is not None:
+            return in_place
         if isinstance(value, Call) and RULES[value.op].spelling.kind == "augassign":
             op = _BINOP_NODES[RULES[value.op].spelling.text]()
             node = gast.AugAssign(target=gast.Name(id=stmt.target, ctx=gast.Store(),
@@ -408,7 +426,30 @@ class _Writer:
             op = _BINOP_NODES[RULES[value.op].spelling.text]()
             return _to_source(gast.AugAssign(target=item, op=op,
                                              value=self.printer.atom(part)))
-        return _to_source(_assign(stmt.target, self.expr(value)))
+        return _to_source(_assign(self.target(stmt), self.expr(value)))
+
+    def in_place(self, stmt):
+        """`d_v *= v_9` for `d_v = np.multiply(d_v, v_9, out=d_v)`, and a bare call for other
+        results computed into the buffer of the name they are printed as: nothing to bind."""
+        value = stmt.value
+        if not (isinstance(value, Call) and len(value.kwargs) == 1 and
+                value.kwargs[0][0] == "out" and isinstance(value.kwargs[0][1], Var)):
+            return None
+        buffer = value.kwargs[0][1].name
+        if self.printed.get(buffer, buffer) != self.target(stmt):
+            return None
+        operator = _IN_PLACE_OPERATORS.get(RULES[value.op].fn)
+        first = value.args[0] if value.args else None
+        if operator is not None and isinstance(first, Var) and first.name not in self.inlined \
+                and self.printed.get(first.name, first.name) == self.target(stmt):
+            node = gast.AugAssign(target=gast.Name(id=self.target(stmt), ctx=gast.Store(),
+                                                   annotation=None, type_comment=None),
+                                  op=_BINOP_NODES[operator](), value=self.printer.atom(value.args[1]))
+            return _to_source(node)
+        return _expr_source(self.expr(value))
+
+    def target(self, stmt) -> str:
+        return self.printed.get(stmt.target, stmt.target)
 
     def elementwise_count(self, stmt):
         """How many elementwise operations the statement's printed expression holds (0: not a
@@ -443,7 +484,7 @@ class _Writer:
         while name in taken:
             name, i = f"{base}_{i}", i + 1
         self.kernels.append((name, leaves, expression))
-        return f"{stmt.target} = {name}({', '.join(leaves)})"
+        return f"{self.target(stmt)} = {name}({', '.join(leaves)})"
 
     def emit_assign(self, stmt, indent):
         note = self.note_of(stmt)
@@ -528,7 +569,7 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
     printer = Printer(backend, {})
     kernels, bodies = [], []
     for fn in fns:
-        writer = _Writer(fn, backend, info.arrays, info.scalars)
+        writer = _Writer(fn, backend, info.arrays, info.scalars, info.forward_names)
         writer.write_block(fn.body, 0)
         bodies.append(f"def {fn.name}({', '.join(fn.params)}):\n" + writer.render())
         kernels.extend(writer.kernels)

@@ -1,4 +1,4 @@
-"""The call fast path (sourcegrad.dispatch.fast_entry, Gradient.__call__, _settle,
+"""The call fast path (sourcegrad.dispatch.fast_entry, Gradient._call, _settle,
 _fitted_conversions): after a signature's first call, calls with that signature go through
 one generated guard, and the per-call conversion of results is left out where the first
 result shows it is not needed. These tests check that the guard accepts exactly that
@@ -33,6 +33,22 @@ def key_calls(monkeypatch):
         return original(args)
     monkeypatch.setattr(api, "signature_key", counting)
     return calls
+
+
+def fast_path(g):
+    """The entry g's calls go through now, or None when they take the general path."""
+    return None if g._call == g._general_call else g._call
+
+
+def misses(entry, key_calls, *args):
+    """Whether the entry hands `args` to the general path (which builds a signature key, or
+    rejects the call: the entry's own path never raises for these)."""
+    del key_calls[:]
+    try:
+        entry(*args)
+    except (TypeError, sourcegrad.SourcegradError):
+        return True
+    return bool(key_calls)
 
 
 # --- functions, one per argument kind ---------------------------------------------------------
@@ -114,7 +130,7 @@ def test_second_call_takes_the_entry_and_is_right(kind, key_calls):
     g = sourcegrad.grad(fn)
     first = g(*args)
     assert g._last is not None and g._last.settled
-    assert g._last.entry is not None, f"{kind}: no fast path built"
+    assert fast_path(g) is not None, f"{kind}: no fast path built"
     np.testing.assert_allclose(first, numeric_grad(fn, args, 0), rtol=rtol, atol=1e-9)
 
     other = make(rng)  # the same signature, other values
@@ -130,8 +146,7 @@ def test_second_call_takes_the_entry_and_is_right(kind, key_calls):
     assert type(general) is type(second)
     np.testing.assert_array_equal(np.asarray(second), np.asarray(general))
     # the entry itself, called directly, computes the same
-    direct = g._last.entry(*other)
-    assert direct is not MISS
+    direct = fast_path(g)(*other)
     np.testing.assert_array_equal(np.asarray(direct), np.asarray(second))
     if isinstance(second, np.ndarray):
         assert direct is not second  # each call gets an array of its own
@@ -171,16 +186,17 @@ def test_switching_signatures_never_uses_a_stale_entry():
     assert len(g._cache) == 6  # (3,) f8 x {2, 3}, (4,) f8 x {2, 3}, (3,) f4 x {2, 3}
 
 
-def test_entry_misses_every_other_signature():
+def test_entry_misses_every_other_signature(key_calls):
     g = sourcegrad.grad(square_power)
     x = np.array([0.5, 1.5, 2.0])
     np.testing.assert_allclose(g(x, 2), 2 * x)
-    entry = g._last.entry
+    entry = fast_path(g)
     assert entry is not None
+    del key_calls[:]
     hit = entry(x, 2)
-    assert hit is not MISS
+    assert key_calls == []
     np.testing.assert_allclose(hit, 2 * x)
-    misses = {
+    others = {
         "other shape": (np.ones(4), 2),
         "other ndim": (np.ones((3, 1)), 2),
         "other dtype": (x.astype(np.float32), 2),
@@ -194,11 +210,15 @@ def test_entry_misses_every_other_signature():
         "bool for a static int": (x, True),
         "numpy int for a static int": (x, np.int64(2)),
     }
-    for why, args in misses.items():
-        assert entry(*args) is MISS, why
-    assert entry(x) is MISS, "too few arguments"
-    assert entry() is MISS, "no arguments"
-    assert entry(x, 2, 3) is MISS, "too many arguments"
+    for why, args in others.items():
+        assert misses(entry, key_calls, *args), why
+    assert misses(entry, key_calls, x), "too few arguments"
+    assert misses(entry, key_calls), "no arguments"
+    assert misses(entry, key_calls, x, 2, 3), "too many arguments"
+    assert not misses(entry, key_calls, x, 2)
+    # the bare entry (no general path to hand misses to) says MISS
+    bare = fast_entry((x, 2), g._last.fn)
+    assert bare(x, 3) is MISS and bare(x, n=2) is MISS and bare(x, 2) is not MISS
     # the Gradient itself handles the missed signatures correctly on the general path
     np.testing.assert_allclose(g(np.full(4, 0.5), 2), np.ones(4))
     np.testing.assert_allclose(g(x, 3), 3 * x ** 2)
@@ -209,16 +229,18 @@ def test_entry_misses_every_other_signature():
         g(x, 2, 3)
 
 
-def test_entry_for_a_static_bool_and_none_compares_identity():
+def test_entry_for_a_static_bool_and_none_compares_identity(key_calls):
     g = sourcegrad.grad(flagged)
     x = np.array([0.3, 0.6])
     g(x, True)
-    assert g._last.entry(x, 1) is MISS  # 1 == True, but another signature key
-    assert g._last.entry(x, True) is not MISS
+    entry = fast_path(g)
+    assert misses(entry, key_calls, x, 1)  # 1 == True, but another signature key
+    assert not misses(entry, key_calls, x, True)
     h = sourcegrad.grad(along)
     h(np.ones((2, 2)), None)
-    assert h._last.entry(np.ones((2, 2)), 0) is MISS
-    assert h._last.entry(np.ones((2, 2)), None) is not MISS
+    entry = fast_path(h)
+    assert misses(entry, key_calls, np.ones((2, 2)), 0)
+    assert not misses(entry, key_calls, np.ones((2, 2)), None)
 
 
 def test_keyword_arguments_take_the_general_path_and_are_right(key_calls):
@@ -236,6 +258,26 @@ def test_keyword_arguments_take_the_general_path_and_are_right(key_calls):
     assert len(key_calls) == 1  # the switch from n=2 back to n=3, then the entry
 
 
+def scaled(x, scale=2.0):
+    return np.sum(scale * x ** 2)
+
+
+def test_default_arguments_are_filled_in(key_calls):
+    g = sourcegrad.grad(scaled)
+    x = np.array([0.5, 1.5])
+    for _ in range(2):
+        np.testing.assert_allclose(g(x), 4.0 * x)
+        np.testing.assert_allclose(g(x, 3.0), 6.0 * x)
+        np.testing.assert_allclose(g(x, scale=1.0), 2.0 * x)
+    value, pullback = sourcegrad.vjp(scaled)(x)
+    assert value == scaled(x)
+    np.testing.assert_allclose(pullback(1.0), 4.0 * x)
+    with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+        g()
+    with pytest.raises(TypeError, match="takes 2 arguments, got 3"):
+        g(x, 1.0, 2.0)
+
+
 def test_lists_have_no_entry_and_still_work():
     def total(xs, y):
         return np.sum(xs[0] * y) + np.sum(xs[1] * y * y)
@@ -243,7 +285,7 @@ def test_lists_have_no_entry_and_still_work():
     xs, y = [np.array([1.0, 2.0]), np.array([3.0, 4.0])], np.array([0.5, 0.25])
     for _ in range(3):
         np.testing.assert_allclose(g(xs, y), xs[0] + 2 * xs[1] * y)
-    assert g._last.entry is None  # a list's signature is not checked by the entry
+    assert fast_path(g) is None  # a list's signature is not checked by the entry
     assert fast_entry(([1.0],), lambda a: a) is None
 
 
@@ -257,16 +299,16 @@ def scaled_by_global(x):
     return np.sum(SCALE * x ** 2 + OFFSETS * x)
 
 
-def test_rebinding_a_global_is_seen_by_the_next_call(monkeypatch):
+def test_rebinding_a_global_is_seen_by_the_next_call(monkeypatch, key_calls):
     g = sourcegrad.grad(scaled_by_global)
     x = np.array([0.5, -1.0, 2.0])
     np.testing.assert_allclose(g(x), 2 * 2.0 * x + OFFSETS)
     np.testing.assert_allclose(g(x), 2 * 2.0 * x + OFFSETS)
     assert g._last.dependencies
-    entry = g._last.entry
-    assert entry is not None and entry(x) is not MISS
+    entry = fast_path(g)
+    assert entry is not None and not misses(entry, key_calls, x)
     monkeypatch.setattr(sys.modules[__name__], "SCALE", 5.0)
-    assert entry(x) is MISS  # the entry checks that the globals are still bound
+    assert misses(entry, key_calls, x)  # the entry checks that the globals are still bound
     np.testing.assert_allclose(g(x), 2 * 5.0 * x + OFFSETS)
     np.testing.assert_allclose(g(x), 2 * 5.0 * x + OFFSETS)  # the new entry
     monkeypatch.setattr(sys.modules[__name__], "OFFSETS", np.array([-1.0, 0.0, 1.0]))

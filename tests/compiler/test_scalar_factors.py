@@ -63,8 +63,8 @@ def test_a_negation_meets_a_sum_as_a_subtraction():
                                atol=1e-10)
     assert "d_log_p.sum(axis=1, keepdims=True)" in g.source  # no -d_log_p array
     backward = g.source[g.source.index("# backward"):]
-    assert "dz = d_log_p - dz_2" in backward
-    assert "-d" not in backward.replace("dz = d_log_p - dz_2", "")
+    assert "dz = d_log_p - dz" in backward
+    assert "-d" not in backward.replace("dz = d_log_p - dz", "")
 
 
 def test_a_value_read_twice_keeps_its_factor():
