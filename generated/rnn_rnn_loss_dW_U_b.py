@@ -11,12 +11,12 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     # line 12: for x_t in xs:
     len_xs = len(xs)
     # line 13: h = np.tanh(W @ h + U @ x_t + b)
-    U_xs = xs @ U.T
+    U_xs_plus_b = xs @ U.T + b
     # line 12: for x_t in xs:
     for i in range(len_xs):
         # line 13: h = np.tanh(W @ h + U @ x_t + b)
         saved.append(h)
-        h = np.tanh(W @ h + U_xs[i] + b)
+        h = np.tanh(W @ h + U_xs_plus_b[i])
     # backward of line 14: return np.sum(h ** 2)
     d_h_1 = 2 * h  # power
     # backward of line 12: for x_t in xs:
@@ -33,7 +33,8 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
         h_rows[i] = h
         d_h = W_T @ d_W_plus_b                                    # matmul, accumulate
     # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
-    dW = d_W_plus_b_rows.T @ h_rows       # matmul
-    db = np.sum(d_W_plus_b_rows, axis=0)  # accumulate
-    dU = d_W_plus_b_rows.T @ xs           # accumulate, T
+    d_W_plus_b_rows_T = d_W_plus_b_rows.T  # matmul
+    dW = d_W_plus_b_rows_T @ h_rows        # matmul
+    db = d_W_plus_b_rows.sum(axis=0)       # add
+    dU = d_W_plus_b_rows_T @ xs            # T
     return dW, dU, db

@@ -253,7 +253,7 @@ class _Writer:
 
     def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), kept=frozenset()):
         self.fn = fn
-        self.arrays = arrays
+        self.arrays = arrays = arrays | _buffers_made(fn.body)
         self.uses = _use_counts(fn.body)
         assigned = assignment_counts(fn.body, fn.params)
         # only a temporary assigned once and read once may be folded into its reader
@@ -609,6 +609,17 @@ def _memory_sharing(body) -> dict:
             for name in merged:
                 group[name] = merged
     return group
+
+
+def _buffers_made(body) -> set:
+    """Names of the arrays the optimizer allocates (`rows = np.empty((T, 16))`): arrays,
+    though the signature's abstract values never saw them."""
+    return {s.target for s in walk(body) if isinstance(s, Assign) and
+            isinstance(s.value, Call) and s.value.op in _ALLOCATIONS and s.value.args and
+            isinstance(s.value.args[0], Tup) and s.value.args[0].items}
+
+
+_ALLOCATIONS = ("np_empty", "np_zeros", "np_ones")
 
 
 def _line_of(stmt):

@@ -128,6 +128,7 @@ class ForwardMode:
                     value = self.inst.emit("sub_op", [value, negated.args[0]]).atom
                 else:
                     value = self.inst.emit("add_op", [value, part]).atom
+            value = self.broadcast(value, stmt.target)
         out = self.inst.out
         last = out[-1] if out else None
         if isinstance(value, Var) and isinstance(last, Assign) and last.target == value.name \
@@ -137,6 +138,15 @@ class ForwardMode:
             last.target = target
             return
         out.append(Assign(target, value, stmt.loc, self.inst.note or "tangent"))
+
+    def broadcast(self, value, target):
+        """The tangent at the result's shape: `x_dot` is the tangent of `x + c` only after
+        broadcasting (a row's tangent added to a matrix is the tangent of every row)."""
+        mine, theirs = self.env.get(target), self.inst.aval(value)
+        if mine in (None, UNKNOWN) or theirs in (None, UNKNOWN) or \
+                not hasattr(mine.stand_in, "shape") or mine.shape == theirs.shape:
+            return value
+        return self.inst.emit("broadcast_to", [value, Const(tuple(mine.shape))]).atom
 
     def parts(self, stmt):
         """The tangent contributions of each input of the statement's value."""

@@ -834,8 +834,9 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
         body = inline_shape_only_values(body, set(fn.params), shapes)
         body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
         if dtypes:
-            body = eliminate_dead_code(batch_rank_one_updates(body, set(fn.params), shapes,
-                                                              dtypes))
+            body = batch_rank_one_updates(body, set(fn.params), shapes, dtypes)
+            # (an accumulator that became a row buffer is a copy of it now)
+            body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
             shapes, dtypes = dict(shapes), dict(dtypes)  # (the pass names new arrays)
             body = eliminate_dead_code(sink_scalar_factors(body, set(fn.params), shapes, dtypes))
             body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals)
@@ -904,6 +905,7 @@ def batch_row_products(fn: Function, env: dict) -> Function:
                                                                 Var(loop.target))),
                                   stmt.loc, stmt.note)
             body.append(stmt)
+        body = _add_invariants_to_rows(body, loop, before, counts, env, fresh)
         return before, For(loop.target, loop.start, loop.stop, loop.step, body, loop.loc,
                            loop.stop_flag, loop.reverse)
 
@@ -926,6 +928,83 @@ def batch_row_products(fn: Function, env: dict) -> Function:
         return fn
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
                     fn.dependencies)
+
+
+def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
+    """`s = p + rows[t]; r = s + b` -> `r = p + rows_plus_b[t]`, and `r = rows[t] + b` ->
+    `r = rows_plus_b[t]`, with `rows_plus_b = rows + b` before the loop, for the batched
+    products `before` made (`rows`) and a `b` the loop never writes that adds to a row as
+    it adds to every row (a bias: `W @ h + U @ x_t + b` adds it once for all rows, as BPTT
+    is written by hand). Reassociating the sum changes its rounding only."""
+    batched = {s.target for s in before if isinstance(s, Assign) and s.value.op == "matmul_op"}
+    written = {n for s in walk(body) for n in writes_of(s)} | {loop.target}
+    reads = defaultdict(int)
+    for stmt in walk(body):
+        for n in reads_of(stmt):
+            reads[n] += 1
+    index = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
+
+    def add_args(stmt):
+        ok = isinstance(stmt, Assign) and isinstance(stmt.value, Call) and \
+            stmt.value.op == "add_op" and counts[stmt.target] == 1
+        return stmt.value.args if ok else None
+
+    def row_of(atom, i):
+        """The batched array whose row `atom` is, when nothing else reads that row."""
+        if not (isinstance(atom, Var) and atom.name in index and index[atom.name] < i):
+            return None
+        value = body[index[atom.name]].value
+        ok = isinstance(value, Call) and value.op == "getitem" and \
+            isinstance(value.args[0], Var) and value.args[0].name in batched and \
+            value.args[1:] == (Var(loop.target),) and reads[atom.name] == 1 and \
+            counts[atom.name] == 1
+        return value.args[0].name if ok else None
+
+    def invariant(atom, row):
+        """A term the loop never changes, shaped to add to one row as to all of them."""
+        if isinstance(atom, Const):
+            return isinstance(atom.value, float)
+        aval = env.get(atom.name) if isinstance(atom, Var) else None
+        return aval is not None and atom.name not in written and \
+            getattr(aval.stand_in, "dtype", np.dtype(float)).kind == "f" and \
+            (aval.shape == () or aval.shape == env[row.name].shape)
+
+    def shifted(rows, term, loc):
+        name = fresh(f"{rows}_plus_{term.name if isinstance(term, Var) else 'c'}")
+        before.append(Assign(name, Call("add_op", (Var(rows), term)), loc))
+        return Call("getitem", (Var(name), Var(loop.target)))
+
+    out = list(body)
+    for i, stmt in enumerate(body):
+        args = add_args(stmt)
+        if args is None or out[i] is None:
+            continue
+        for k, row in enumerate(args):
+            rows, other = row_of(row, i), args[1 - k]
+            if rows is None:
+                continue
+            if invariant(other, row):  # rows[t] + b
+                out[index[row.name]] = None
+                out[i] = Assign(stmt.target, shifted(rows, other, stmt.loc), stmt.loc,
+                                stmt.note)
+                break
+            users = [j for j in range(i + 1, len(body)) if stmt.target in reads_of(body[j])]
+            outer = add_args(body[users[0]]) if len(users) == 1 and \
+                reads[stmt.target] == 1 else None
+            if outer is None:
+                continue
+            total = body[users[0]]
+            term = outer[1] if outer[0] == Var(stmt.target) else outer[0]
+            if term == Var(stmt.target) or not invariant(term, row) or any(
+                    total.target in reads_of(s) for s in walk(body[i + 1:users[0]])):
+                continue  # (the sum moves up to statement i: nothing in between reads it)
+            # p + rows[t] + b: the row of rows + b where the partial sum was
+            out[index[row.name]] = Assign(row.name, shifted(rows, term, total.loc),
+                                          body[index[row.name]].loc)
+            out[i] = Assign(total.target, stmt.value, total.loc, total.note)
+            out[users[0]] = None
+            break
+    return [s for s in out if s is not None]
 
 
 def hoist_loop_invariants(fn: Function) -> Function:

@@ -107,3 +107,21 @@ def test_second_derivative_of_prod_is_exact_also_at_zeros(x):
     rev = sourcegrad.jacobian(gradient, mode="rev")(x)
     np.testing.assert_allclose(fwd, rev, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(fwd.reshape(6, 6), fwd.reshape(6, 6).T, atol=1e-12)
+
+
+def row_of_shifted(X, b):
+    z = X + b  # b's tangent reaches every row of z
+    return np.sum(z[1] ** 2) + np.sum(np.tanh(X * b)[:, 0])
+
+
+def test_a_broadcast_operand_gives_every_row_its_tangent():
+    # a square X: indexing the unbroadcast tangent (b_dot[1]) would not even fail
+    rng = np.random.default_rng(3)
+    X, b, v = rng.normal(size=(2, 2)), rng.normal(size=2), rng.normal(size=2)
+    value, tangent = sourcegrad.jvp(row_of_shifted, (X, b), (None, v))
+    assert value == pytest.approx(row_of_shifted(X, b))
+    gradient = sourcegrad.grad(row_of_shifted, wrt=1)(X, b)
+    assert tangent == pytest.approx(gradient @ v, rel=1e-12)
+    eps = 1e-6
+    numeric = (row_of_shifted(X, b + eps * v) - row_of_shifted(X, b - eps * v)) / (2 * eps)
+    assert tangent == pytest.approx(numeric, rel=1e-6)
