@@ -363,7 +363,9 @@ def test_campaign_regressions(seed, workdir):
 KNOWN_OPEN = {
     "51-1905": "NaN where a path that contributes nothing has an inf/NaN local derivative",
     "81-3601": "NaN where a path that contributes nothing has an inf/NaN local derivative",
-    "91-429": "a NaN gradient where the numeric one is 0.60 (not analysed yet)",
+    # np.power(c, t6 * mean) overflows to inf in the forward and tanh saturates: the
+    # backward multiplies tanh's derivative, exactly 0.0, by inf (torch gives NaN too)
+    "91-429": "NaN where a saturated path multiplies a zero derivative by an overflowed inf",
 }
 
 
