@@ -249,6 +249,8 @@ def _elementwise(rule, values, kwvalues):
     if not arrays:
         return tiny
     shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    if shape == ():
+        return tiny  # what numpy returns for 0-d operands: a numpy scalar (np.where: an array)
     return stand_in(shape, np.result_type(tiny))
 
 
@@ -264,8 +266,8 @@ def _reduction(rule, values, kwvalues):
         axes = {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
         out_shape = tuple(1 if i in axes else n for i, n in enumerate(shape)
                           if keepdims or i not in axes)
-    if not out_shape and not isinstance(x, np.ndarray):
-        return tiny
+    if not out_shape:
+        return tiny  # a full reduction of an array is a numpy scalar, as numpy returns it
     return stand_in(out_shape, np.result_type(tiny))
 
 
@@ -283,6 +285,8 @@ def _matmul_shape(rule, values, kwvalues):
         out = ys[:-2] + ys[-1:]
     else:
         out = np.broadcast_shapes(xs[:-2], ys[:-2]) + (xs[-2], ys[-1])
+    if out == ():
+        return tiny  # vector @ vector: a numpy scalar
     return stand_in(out, np.result_type(tiny))
 
 

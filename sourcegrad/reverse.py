@@ -311,7 +311,10 @@ class Reverser:
                 self.assign(acc, Call("add_adjoints", (Var(acc), part)), loc, "accumulate")
             else:
                 made = self.inst.defs.get(part.name) if isinstance(part, Var) else None
-                subtract = made is not None and made.op == "neg_op"  # d + -(e) -> d - e
+                # d + -(e) -> d - e, where e still holds what was negated (not an accumulator,
+                # updated since: `x = x - (x + x)` negates d_x, then adds to it)
+                subtract = made is not None and made.op == "neg_op" and \
+                    not (isinstance(made.args[0], Var) and self.may_change(made.args[0].name))
                 other = made.args[0] if subtract else part
                 if made is not None and made.op == "unindex" and \
                         self.can_update_item(acc, made):
@@ -331,6 +334,11 @@ class Reverser:
             self.assign(snapshot, part, loc)
             part = Var(snapshot)
         self.pending[name].append(part)
+
+    def may_change(self, name) -> bool:
+        """Whether `name` may hold another value later in the backward: an accumulator or a
+        variable the primal assigns more than once."""
+        return name in self.state or name in self.overwritten or name in self.acc.values()
 
     def can_update_in_place(self, acc, part):
         """`acc += part` is safe when acc's array is ours alone and keeps its shape."""

@@ -1,4 +1,5 @@
 """Control flow, calls, closures and mutation: compiled gradients agree with finite differences."""
+import math
 import numpy as np
 import pytest
 
@@ -92,3 +93,24 @@ def test_a_parameter_rebound_once_is_read_where_the_backward_needs_it():
     for i, g in enumerate(grads):
         assert g == pytest.approx(numeric_grad(parameter_rebound_in_a_branch, args, i),
                                   rel=1e-7, abs=1e-9)
+
+
+def minus_itself_twice(x):
+    y = np.sin(x)
+    if np.sum(y) < 10.0:
+        x = x - (x + x)  # d_x_old = d_x_new - 2 d_x_new
+    return np.sum(x * y) + np.sum(x)
+
+
+def minus_itself_scalar(x):
+    y = math.sin(x)
+    if y < 10.0:
+        x = x - (x + x)
+    return x * y + x
+
+
+@pytest.mark.parametrize("fn, x", [(minus_itself_twice, np.array([0.3, -0.7, 1.1])),
+                                   (minus_itself_scalar, 0.4)])
+def test_a_negated_adjoint_is_not_read_after_its_accumulator_changes(fn, x):
+    got = sourcegrad.grad(fn)(x)
+    np.testing.assert_allclose(got, numeric_grad(fn, (x,), 0), rtol=1e-7, atol=1e-10)

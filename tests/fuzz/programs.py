@@ -681,6 +681,7 @@ class _Gen:
             for item in extra:
                 (self.ints if isinstance(item, IntVar) else self.env).append(item)
         self.indent += 1
+        start = len(self.lines)
         for _ in range(r.randint(0, 2)):
             self.stmt(depth + 1, True)
         if cands:
@@ -692,6 +693,8 @@ class _Gen:
                 self.update(v, True)
         else:
             self.stmt(depth + 1, True)
+        if len(self.lines) == start:  # every statement kind declined (all variables frozen)
+            self.emit("pass")
         self.indent -= 1
         self.env, self.ints = saved_env, saved_ints
 

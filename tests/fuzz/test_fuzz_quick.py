@@ -350,6 +350,7 @@ CAMPAIGN_REGRESSIONS = {
     "53-164": "x.T.T rewritten as x after a loop restored x",
     "61-1577": "a reshape of an array broadcast along an axis taken for a broadcast",
     "61-1282": "a value unknown in one branch and a constant in the other taken as constant",
+    "131-1097": "x = x - (x + x): a negated adjoint re-read after the accumulator changed",
 }
 
 
