@@ -332,7 +332,16 @@ def _einsum_shape(rule, values, kwvalues):
     return stand_in(tuple(sizes[c] for c in output), np.result_type(*operands))
 
 
+def _in_place(rule, values, kwvalues):
+    """`acc += g`, `acc[i] += g`: an array updated in place keeps its shape and dtype (its
+    stand-in is read-only: running the update would fail)."""
+    if isinstance(values[0], np.ndarray):
+        return values[0]
+    return rule.forward(*values, **kwvalues)
+
+
 _SHAPE_FUNCTIONS = {
+    "iadd_op": _in_place, "isub_op": _in_place, "iadd_item": _in_place,
     "elementwise": _elementwise, "reduction": _reduction,
     "matmul": _matmul_shape, "matmul_op": _matmul_shape,
     "dot": _dot_shape, "outer": _dot_shape, "inner": _dot_shape,

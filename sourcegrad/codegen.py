@@ -32,7 +32,7 @@ import gast
 import numpy as np
 
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
-                 While, assignment_counts, reads_of, walk, writes_of)
+                 While, assignment_counts, atom_vars, reads_of, walk, writes_of)
 from .analysis import VIEW_OPS
 from .lifetimes import shared_names
 from .rules import MATH_FUNCTIONS, RULES
@@ -251,7 +251,7 @@ def _relative(path):
 class _Writer:
     """Prints a function body: comments per user line, folded temporaries, nested blocks."""
 
-    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), kept=frozenset()):
+    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), printed=None):
         self.fn = fn
         self.arrays = arrays = arrays | _buffers_made(fn.body)
         self.uses = _use_counts(fn.body)
@@ -261,10 +261,12 @@ class _Writer:
             {n for n, c in assigned.items() if c > 1}
         self.sharing = _memory_sharing(fn.body)
         # dead arrays' names rebound by the next value of their family (see lifetimes)
-        self.printed = shared_names(fn, arrays, kept | self.protected)
-        self.same_printed: dict = {}  # printed name -> the names printed as it
-        for name, shown in self.printed.items():
-            self.same_printed.setdefault(shown, {shown}).add(name)
+        self.printed = printed or {}
+        # what a first printing tells lifetimes: per IR statement, the names its printed
+        # text reads, and the assignments printed where the IR has them
+        self.reads_at: dict = {}
+        self.own_slot: set = set()
+        self.slot = None  # the IR statement being printed
         self.inlined: dict = {}
         self.folded: dict = {}
         self.folded_reads: dict = {}
@@ -286,6 +288,20 @@ class _Writer:
             self.statement(stmt, stmts[i + 1:], indent)
         if len(self.lines) == start:
             self.lines.append((indent, "code", None, "", "pass", ""))
+
+    def record(self, names):
+        """Note that the statement being printed reads `names` (for lifetimes)."""
+        self.reads_at.setdefault(id(self.slot), set()).update(names)
+
+    def printed_reads(self, stmt):
+        """Names a statement's printed text reads: its operands, and what the temporaries
+        folded into it read."""
+        names = set()
+        for n in reads_of(stmt):
+            names.add(n)
+            if n in self.inlined:
+                names |= self.folded_reads.get(n, set())
+        return names
 
     def reads_with_folded(self, stmt):
         """Names a statement's printed expression reads, through the temporaries folded into it."""
@@ -322,13 +338,24 @@ class _Writer:
         """Names whose value `stmt` changes: what it assigns, and every name sharing memory
         with a buffer it writes in place (`np.exp(u, out=w)` changes w's views too)."""
         changed = set(writes_of(stmt))
-        for name in writes_of(stmt):  # rebinding a shared name ends the value it held
-            changed |= self.same_printed.get(self.printed.get(name, name), set())
         for buffer in _writes(stmt)[len(writes_of(stmt)):]:
             changed |= self.sharing.get(buffer, {buffer})
         return changed
 
     def statement(self, stmt, rest, indent):
+        if isinstance(stmt, _Break):  # printed for the loop holding it
+            self.record(atom_vars(stmt.test))
+            self.write(stmt, rest, indent)
+            return
+        outer, self.slot = self.slot, stmt
+        try:
+            self.write(stmt, rest, indent)
+        finally:
+            self.slot = outer
+
+    def write(self, stmt, rest, indent):
+        if not isinstance(stmt, (Assign, _Break, For, While)):
+            self.record(self.printed_reads(stmt))
         if isinstance(stmt, Marker):
             self.section = "backward"
             self.printer.rule_code = True
@@ -341,6 +368,7 @@ class _Writer:
                 self.folded[stmt.target] = (stmt, self.note_of(stmt))
                 return
             self.emit_assign(stmt, indent)
+            self.own_slot.add(stmt.target)
         elif isinstance(stmt, Return):
             self.add(indent, "return", None, _to_source(gast.Return(
                 value=self.printer.atom(stmt.value))), "")
@@ -362,6 +390,7 @@ class _Writer:
                 self.lines.append((indent, "code", None, "", "else:", ""))
                 self.write_block(stmt.orelse, indent + 1)
         elif isinstance(stmt, For):
+            self.record(self.printed_reads(stmt))
             self.add(indent, "code", stmt, self.for_header(stmt), "")
             body = stmt.body + ([_Break(Var(stmt.stop_flag), stmt.loc, when_true=True)]
                                 if stmt.stop_flag else [])
@@ -394,8 +423,10 @@ class _Writer:
                      for s in stmt.test_body) and \
             (not isinstance(stmt.test, Var) or stmt.test.name in test_names or
              not stmt.test_body)
+        self.record(self.printed_reads(stmt))
         if simple:
             for i, s in enumerate(stmt.test_body):
+                self.record(self.printed_reads(s))  # printed in the header
                 self.inlined[s.target] = self.expr(s.value)
             self.add(indent, "code", stmt, f"while {_expr_source(self.expr(stmt.test))}:", "")
             self.write_block(stmt.body, indent + 1)
@@ -490,6 +521,7 @@ class _Writer:
         note = self.note_of(stmt)
         fused = self.fused(stmt)
         if fused is not None:
+            self.record(self.printed_reads(stmt))
             self.add(indent, "code", stmt, fused, note)
             return
         code = self.render_assign(stmt)
@@ -504,6 +536,7 @@ class _Writer:
             self.emit_assign(child_stmt, indent)
             note = self.note_of(stmt)
             code = self.render_assign(stmt)
+        self.record(self.printed_reads(stmt))
         self.add(indent, "code", stmt, code, note)
 
     def add(self, indent, kind, stmt, code, note):
@@ -569,8 +602,15 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
     printer = Printer(backend, {})
     kernels, bodies = [], []
     for fn in fns:
-        writer = _Writer(fn, backend, info.arrays, info.scalars, info.forward_names)
+        writer = _Writer(fn, backend, info.arrays, info.scalars)
         writer.write_block(fn.body, 0)
+        # printed once, the reads are known: print again with dead arrays' names shared
+        candidates = {n for n in writer.own_slot if n in writer.arrays and
+                      n not in writer.protected and n not in info.forward_names}
+        printed = shared_names(fn, candidates, writer.reads_at)
+        if printed:
+            writer = _Writer(fn, backend, info.arrays, info.scalars, printed)
+            writer.write_block(fn.body, 0)
         bodies.append(f"def {fn.name}({', '.join(fn.params)}):\n" + writer.render())
         kernels.extend(writer.kernels)
         printer.helpers |= writer.printer.helpers

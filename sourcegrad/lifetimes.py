@@ -1,9 +1,11 @@
 """Printed names for dead arrays: rebinding a name lets its old array go.
 
-`shared_names(fn, arrays, kept)` takes an optimized `ir.Function`, the names that hold
-arrays with at least one dimension and the names that must keep their own name (the
-user's values, the parameters), and returns `{ir name: printed name}` for the names
-that are printed as another one.
+`shared_names(fn, candidates, reads_at)` takes an optimized `ir.Function`, the names
+that may share (arrays with at least one dimension, assigned once, printed as their own
+statement where the IR has them: codegen decides which) and, per IR statement, the
+names its printed text reads (`{id(stmt): names}`: a temporary folded into the line
+that reads it is read there, not where the IR made it), and returns `{ir name: printed
+name}` for the names that are printed as another one.
 
 Why: a Python local keeps its array alive until the function returns. The compiler
 gives every value its own name (`d_v_18`, `d_v_17`, ... one per version of `v`), so
@@ -13,18 +15,18 @@ is freed, and its memory reused, as soon as the next one exists. On small arrays
 allocation traffic is ~5% of a chain's gradient; on large ones it is peak memory.
 
 Which names share: a chain of values of one family (the same name up to its `_N`
-version suffix: `d_v_18`, `d_v_17`, `d_v`), each assigned once, directly in one block,
-each one dead (read nowhere after, in no other block) by the statement that makes
-the next. A chain is printed under its family's base name when that is one of its
-members (`d_v`), else under its first member's name. Codegen prints these names and
-counts a rebinding as a change of what the old name held, so it never folds a read
-of the old value past it.
+version suffix: `d_v_18`, `d_v_17`, `d_v`), each defined directly in one block and
+dead (its name read nowhere after, in no other block) by the statement that makes the
+next. A chain is printed under its family's base name when that is one of its members
+(`d_v`), else under its first member's name. Codegen prints the function once to learn
+where each name is read, then again with these names: the folding is the same both
+times, so the reads are where the analysis saw them.
 """
 from __future__ import annotations
 
 import re
 
-from .ir import Assign, While, assignment_counts, child_blocks, reads_of, walk
+from .ir import Assign, While, child_blocks, walk
 
 _VERSION = re.compile(r"_\d+$")
 
@@ -34,18 +36,15 @@ def family(name: str) -> str:
     return _VERSION.sub("", name)
 
 
-def shared_names(fn, arrays, kept) -> dict:
-    assigned = assignment_counts(fn.body, fn.params)
-    candidate = {n for n, c in assigned.items()
-                 if c == 1 and n in arrays and n not in kept and n not in fn.params}
+def shared_names(fn, candidates, reads_at) -> dict:
     read_blocks: dict = {}  # name -> ids of the blocks whose statements read it
     for block in _blocks(fn.body):
         for stmt in block:
-            for n in reads_of(stmt):
+            for n in reads_at.get(id(stmt), ()):
                 read_blocks.setdefault(n, set()).add(id(block))
     successor: dict = {}
     for block in _blocks(fn.body):
-        _link_block(block, candidate, read_blocks, successor)
+        _link_block(block, candidates, reads_at, read_blocks, successor)
     return _chain_names(successor)
 
 
@@ -57,18 +56,18 @@ def _blocks(body):
         yield from (stmt.body,) if isinstance(stmt, While) else child_blocks(stmt)
 
 
-def _link_block(block, candidate, read_blocks, successor):
+def _link_block(block, candidates, reads_at, read_blocks, successor):
     """Record, for values defined in `block`, the next value of their family that may take
     their name (`successor[s] = t`)."""
     last_read: dict = {}  # name -> the last position in the block reading it (nested too)
     first_read: dict = {}
     for i, stmt in enumerate(block):
         for inner in walk([stmt]):
-            for n in reads_of(inner):
+            for n in reads_at.get(id(inner), ()):
                 last_read[n] = i
                 first_read.setdefault(n, i)
     defined_at = {stmt.target: i for i, stmt in enumerate(block)
-                  if isinstance(stmt, Assign) and stmt.target in candidate}
+                  if isinstance(stmt, Assign) and stmt.target in candidates}
     subtree = {id(block)} | {id(b) for stmt in walk(block) for b in child_blocks(stmt)}
     taken: set = set()
     for t, i in defined_at.items():

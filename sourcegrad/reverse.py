@@ -127,7 +127,7 @@ def _shape_sources(stmts, env, user_names, params):
 # accumulator holding their result may be updated in place.
 _FRESH = {"add_op", "sub_op", "mul_op", "div_op", "pow_op", "matmul_op", "neg_op", "iadd_op",
           "iadd_item", "isub_op", "add", "subtract", "multiply", "divide", "matmul", "dot", "outer", "inner",
-          "tensordot", "np_zeros_like", "unindex", "untake", "zero_at", "exp", "log", "sin", "cos",
+          "tensordot", "np_zeros_like", "np_zeros", "unindex", "untake", "zero_at", "exp", "log", "sin", "cos",
           "tanh", "sqrt", "square", "where", "max_grad", "prod_grad", "take_part_copy"}
 
 
@@ -236,6 +236,12 @@ class Reverser:
             aval = abstract_call(value, self.env)
         else:
             aval = aval_of(value.value)
+        if aval in (None, UNKNOWN):
+            # an array's adjoint has its shape and dtype, whatever made it (an item of a
+            # list's adjoint, a helper's result)
+            primal = self.env.get(next((p for p, a in self.acc.items() if a == target), None))
+            if primal not in (None, UNKNOWN) and isinstance(primal.stand_in, np.ndarray):
+                aval = primal
         if aval is not UNKNOWN and aval is not None:
             aval = AVal(aval.stand_in, known=False)
         previous = self.env.get(target)

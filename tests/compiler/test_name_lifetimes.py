@@ -6,14 +6,25 @@ import pytest
 
 import sourcegrad
 from sourcegrad import optimize
-from sourcegrad.ir import Assign, Call, Const, For, Function, Return, Var
-from sourcegrad.lifetimes import family, shared_names
-
+from sourcegrad.ir import (Assign, Call, Const, For, Function, Return, Var, assignment_counts,
+                           reads_of, walk)
+from sourcegrad.lifetimes import family, shared_names as _shared_names
 from sourcegrad.api import numeric_grad
 
 
 def _fn(body, params=("x",)):
     return Function("f", list(params), body)
+
+
+def shared_names(fn, arrays, kept, reads_at=None):
+    """lifetimes.shared_names with what codegen would give it for an IR printed statement
+    by statement: each statement reads its own operands there."""
+    counts = assignment_counts(fn.body, fn.params)
+    candidates = {n for n, c in counts.items() if c == 1 and n in arrays and n not in kept
+                  and n not in fn.params}
+    if reads_at is None:
+        reads_at = {id(s): set(reads_of(s)) for s in walk(fn.body)}
+    return _shared_names(fn, candidates, reads_at)
 
 
 def _mul(*names):
@@ -87,6 +98,20 @@ def test_a_value_read_in_another_block_keeps_its_name():
             Assign("w_1", _mul("t", "x")),
             Return(Var("w_1"))]
     assert shared_names(_fn(body), ARRAYS, frozenset()) == {"w_1": "w"}
+
+
+def test_a_read_counts_where_it_is_printed():
+    # d_v_2 is folded into the line that makes t (printed after d_v_1 is made): read there
+    body = [Assign("d_v_2", _mul("x", "x")),
+            Assign("w", _mul("d_v_2", "x")),
+            Assign("d_v_1", _mul("x", "x")),
+            Assign("t", _mul("w", "d_v_1")),
+            Return(Var("t"))]
+    fn = _fn(body)
+    assert shared_names(fn, ARRAYS, frozenset()) == {"d_v_1": "d_v_2"}
+    folded = {id(s): set(reads_of(s)) for s in walk(body)}
+    folded[id(body[3])] |= folded.pop(id(body[1]))  # w printed inside t's line
+    assert shared_names(fn, ARRAYS, frozenset(), folded) == {}
 
 
 def test_a_loop_value_read_by_the_next_trip_before_it_is_made_keeps_its_name():
