@@ -38,6 +38,9 @@ _COMPARES = {gast.Lt: ("lt", lambda a, b: a < b), gast.LtE: ("le", lambda a, b: 
 _MASK_OPS = {gast.BitAnd: "logical_and", gast.BitOr: "logical_or"}
 
 
+_ARITHMETIC = ("mul_op", "div_op", "add_op", "sub_op")
+
+
 class PV:
     """A partially evaluated value: an atom or a namespace object, plus its static value if known."""
 
@@ -210,10 +213,33 @@ class Instantiator:
             if _printable(value):
                 return PV(Const(value), value)
         op, pvs = self.unbroadcast_scalars(op, pvs, kw)
+        pvs = self.float_operands(op, pvs)
         simplified = self.simplify(op, pvs, kw)
         if simplified is not None:
             return self.rename_last(simplified, name) if name is not None else simplified
         return self.emit(op, [p.atom for p in pvs], [(k, v.atom) for k, v in kw], name)
+
+    def float_operands(self, op, pvs):
+        """`g * 2.0` for `g * 2` (the 2 of the user's `x ** 2`) when g is floating: the same
+        number and the same result dtype (Python numbers are weak scalars to numpy), and
+        float-with-float arithmetic is the fast path for Python floats and numpy alike."""
+        if op not in _ARITHMETIC or len(pvs) != 2:
+            return pvs
+        out = []
+        for pv, other in zip(pvs, reversed(pvs)):
+            if isinstance(pv.atom, Const) and type(pv.atom.value) is int and \
+                    abs(pv.atom.value) < 2 ** 53 and self.floating(other):
+                pv = PV(Const(float(pv.atom.value)), float(pv.atom.value), foldable=pv.foldable)
+            out.append(pv)
+        return out
+
+    def floating(self, pv) -> bool:
+        aval = self.aval(pv.atom) if pv.atom is not None else None
+        if aval in (None, UNKNOWN):
+            return False
+        value = aval.stand_in
+        return type(value) is float or (isinstance(value, (np.ndarray, np.generic)) and
+                                        value.dtype.kind == "f")
 
     def scalar_broadcast(self, pv):
         """The operand `c` if `pv` was emitted as `np.broadcast_to(c, shape)`, else None."""
