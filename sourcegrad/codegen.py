@@ -10,7 +10,11 @@ into the expression that reads them, so the code reads like nested maths
 rather than like A-normal form (never past a statement that changes what they
 read, a buffer written with `out=` included, with every view of it). Numbers
 use the math module; reductions of arrays are written as methods (`d.sum(axis=0)`,
-faster than `np.sum` on small arrays). Statements are printed with astor.
+faster than `np.sum` on small arrays). A function is printed twice: the first
+printing tells `lifetimes` where each name is read, and the second prints a dead
+array's name rebound by the next value of its family (`d_v = d_v * w`; `d_v *= w`
+for a result computed into its buffer), so each array is freed when the next
+exists. Statements are printed with astor.
 
 `load(source, name, free)` compiles the source into a fresh module whose file
 *is* that source (it is registered with linecache), so tracebacks, pdb and
@@ -473,10 +477,10 @@ class _Writer:
         first = value.args[0] if value.args else None
         if operator is not None and isinstance(first, Var) and first.name not in self.inlined \
                 and self.printed.get(first.name, first.name) == self.target(stmt):
-            node = gast.AugAssign(target=gast.Name(id=self.target(stmt), ctx=gast.Store(),
-                                                   annotation=None, type_comment=None),
-                                  op=_BINOP_NODES[operator](), value=self.printer.atom(value.args[1]))
-            return _to_source(node)
+            name = gast.Name(id=self.target(stmt), ctx=gast.Store(), annotation=None,
+                             type_comment=None)
+            return _to_source(gast.AugAssign(target=name, op=_BINOP_NODES[operator](),
+                                             value=self.printer.atom(value.args[1])))
         return _expr_source(self.expr(value))
 
     def target(self, stmt) -> str:

@@ -19,7 +19,8 @@ allowed) and returns a new one computing the same result with:
 
 Two passes run on the primal instead, before differentiation (api calls them):
 `hoist_loop_invariants` and `batch_row_products` (`U @ xs[t]` for every row as one
-`xs @ U.T` before the loop).
+`xs @ U.T` before the loop, and a bias the loop adds to it, `... + b`, added to all
+rows there: `xs @ U.T + b`).
 
 Names assigned more than once (variables of loops and branches, adjoint
 accumulators) are never propagated or shared: their value depends on where they

@@ -126,9 +126,10 @@ def _shape_sources(stmts, env, user_names, params):
 # Primitives that always return a new array (never a view or one of their inputs), so an
 # accumulator holding their result may be updated in place.
 _FRESH = {"add_op", "sub_op", "mul_op", "div_op", "pow_op", "matmul_op", "neg_op", "iadd_op",
-          "iadd_item", "isub_op", "add", "subtract", "multiply", "divide", "matmul", "dot", "outer", "inner",
-          "tensordot", "np_zeros_like", "np_zeros", "unindex", "untake", "zero_at", "exp", "log", "sin", "cos",
-          "tanh", "sqrt", "square", "where", "max_grad", "prod_grad", "take_part_copy"}
+          "iadd_item", "isub_op", "add", "subtract", "multiply", "divide", "matmul", "dot",
+          "outer", "inner", "tensordot", "np_zeros_like", "np_zeros", "unindex", "untake",
+          "zero_at", "exp", "log", "sin", "cos", "tanh", "sqrt", "square", "where", "max_grad",
+          "prod_grad", "take_part_copy"}
 
 
 def _is_sequence(aval) -> bool:
