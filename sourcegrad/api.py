@@ -29,7 +29,8 @@ from .frontend import function_to_ir
 from .ir import (Assign, Const, For, If, Push, Return, Tup, Var, While, reads_of, walk,
                  writes_of)
 from .names import Namer
-from .optimize import batch_row_products, hoist_loop_invariants, makes_new_value, optimize
+from .optimize import (batch_row_products, hoist_loop_invariants, makes_new_value,
+                       negate_products, optimize)
 from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
 from .rules import TEMPLATE_NAMESPACE
@@ -356,9 +357,10 @@ class Gradient:
                 return self._from_disk(hit, primal, args, key)
             avals = [aval_of(a) for a in args]
             env = infer_shapes(primal, avals)
-            batched = batch_row_products(primal, env)
-            if batched is not primal:
-                primal, env = batched, infer_shapes(batched, avals)
+            for rewrite in (batch_row_products, negate_products):
+                rewritten = rewrite(primal, env)
+                if rewritten is not primal:
+                    primal, env = rewritten, infer_shapes(rewritten, avals)
             check_in_place_updates(self.ir(args), env)  # as written: before values are hoisted
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             optimized, functions = self._differentiate(primal, env, namer, args)

@@ -560,6 +560,7 @@ _PRODUCTS = {"mul_op", "multiply"}
 _QUOTIENTS = {"div_op", "divide", "true_divide"}
 _NEGATIONS = {"neg_op", "negative"}
 _SUMS = {"add_op": "add_op", "sub_op": "sub_op", "add": "add_op", "subtract": "sub_op"}
+_MATMULS = {"matmul_op", "matmul", "dot"}
 # linear in their first argument (the others are axes, shapes): a factor passes through
 _LINEAR_IN_FIRST = {"sum", "mean", "broadcast_to", "reshape", "T", "transpose", "expand_dims",
                     "squeeze", "ravel"}
@@ -692,6 +693,11 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
                 flipped = "sub_op" if _SUMS[op] == "add_op" else "add_op"
                 out.append(Assign(stmt.target, Call(flipped, (a, b)), stmt.loc, stmt.note))
                 return stmt.target, ()
+            elif op in _MATMULS and len(args) == 2 and bool(args[0][1]) != bool(args[1][1]):
+                (a, fa), (b, fb) = args  # X.T @ (d * k) = (X.T @ d) * k: k on the smaller side
+                held = held_name(stmt.target)
+                out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
+                return held, fa or fb
             elif op in _LINEAR_IN_FIRST and args and args[0][1] and \
                     not any(f for _, f in args[1:]):
                 (a, fa) = args[0]  # sum(a * k) = sum(a) * k
@@ -1006,6 +1012,59 @@ def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
             out[users[0]] = None
             break
     return [s for s in out if s is not None]
+
+
+def negate_products(fn: Function, env: dict) -> Function:
+    """`t = -a; u = t * b` -> `p = a * b; u = -p`, for an array `a` the function did not make
+    (an input: `-y * (X @ w)`) and a product of `t`'s shape. The same numbers (negation
+    is exact and commutes with the product), but the negation is of a value the function
+    made, so it can be done in that value's buffer, and the backward reads `a`, which it
+    has anyway, instead of keeping `-a`: one array less to allocate and hold. Only for
+    arrays of at least BUFFER_REUSE_MIN_BYTES: a small array costs little to allocate,
+    and the negation its backward then applies separately would cost more. Top-level
+    statements of the primal, before differentiation.
+    """
+    counts = _assign_counts(fn.body, fn.params)
+    reads = defaultdict(int)
+    for stmt in walk(fn.body):
+        for n in reads_of(stmt):
+            reads[n] += 1
+    made = {s.target for s in walk(fn.body) if isinstance(s, Assign)}
+    fresh = _namer(set(fn.params) | set(fn.free) | made | set(reads))
+
+    def shape(atom):
+        """The shape of a large array (None for anything else)."""
+        aval = env.get(atom.name) if isinstance(atom, Var) else None
+        value = getattr(aval, "stand_in", None)
+        return value.shape if isinstance(value, np.ndarray) and \
+            value.size * value.itemsize >= BUFFER_REUSE_MIN_BYTES else None
+
+    negated = {s.target: s.value.args[0] for s in fn.body if isinstance(s, Assign) and
+               isinstance(s.value, Call) and s.value.op == "neg_op" and
+               counts[s.target] == 1 and reads[s.target] == 1 and
+               isinstance(s.value.args[0], Var) and s.value.args[0].name not in made}
+    body, dropped = [], set()
+    for stmt in fn.body:
+        value = stmt.value if isinstance(stmt, Assign) else None
+        if isinstance(value, Call) and value.op == "mul_op" and counts[stmt.target] == 1:
+            for k, t in enumerate(value.args):
+                a = negated.get(t.name) if isinstance(t, Var) else None
+                if a is None or shape(t) is None or shape(t) != shape(Var(stmt.target)):
+                    continue
+                args = list(value.args)
+                args[k] = a
+                other = args[1 - k]
+                product = fresh(f"{a.name}_{other.name if isinstance(other, Var) else 'c'}")
+                body.append(Assign(product, Call("mul_op", tuple(args)), stmt.loc))
+                stmt = Assign(stmt.target, Call("neg_op", (Var(product),)), stmt.loc, stmt.note)
+                dropped.add(t.name)
+                break
+        body.append(stmt)
+    if not dropped:
+        return fn
+    body = [s for s in body if not (isinstance(s, Assign) and s.target in dropped)]
+    return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
+                    fn.dependencies)
 
 
 def hoist_loop_invariants(fn: Function) -> Function:
