@@ -39,9 +39,8 @@ def dfinal_position_dk_dc(k, c):
         x = saved.pop()
         d_v = d_v + d_x * 0.01  # multiply, accumulate
         # backward of line 21: a = -k * x - c * v
-        d_c_v = -d_a                 # subtract
-        dc = dc + d_c_v * v          # multiply, accumulate
-        d_v = d_v + d_c_v * c        # multiply, accumulate
+        dc = dc - d_a * v            # multiply, accumulate
+        d_v = d_v - d_a * c          # multiply, accumulate
         d_neg_k = d_neg_k + d_a * x  # multiply, accumulate
         d_x = d_x + d_a * neg_k      # multiply, accumulate
     # backward of line 21: a = -k * x - c * v

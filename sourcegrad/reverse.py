@@ -64,6 +64,11 @@ class _Restore:
         self.target, self.site, self.loc = target, site, loc
 
 
+def _written(stmt) -> set:
+    """Names a backward statement (or a placeholder restoring a primal) assigns."""
+    return {stmt.target} if isinstance(stmt, _Restore) else set(writes_of(stmt))
+
+
 class _TripPop:
     """Placeholder: pop the trip count of a nested loop before its reverse."""
 
@@ -323,6 +328,9 @@ class Reverser:
                 subtract = made is not None and made.op == "neg_op" and \
                     not (isinstance(made.args[0], Var) and self.may_change(made.args[0].name))
                 other = made.args[0] if subtract else part
+                unsigned = self.unsigned_product(part, made)
+                if unsigned is not None:  # d + (-e) * v -> d - e * v
+                    subtract, other = True, unsigned
                 if made is not None and made.op == "unindex" and \
                         self.can_update_item(acc, made):
                     # `d_xs[t] += g`: the item's adjoint added where it goes, not as zeros
@@ -341,6 +349,27 @@ class Reverser:
             self.assign(snapshot, part, loc)
             part = Var(snapshot)
         self.pending[name].append(part)
+
+    def unsigned_product(self, part, made):
+        """`e * v` for a part `(-e) * v` (or `v * (-e)`) whose operands still hold what they
+        held when it was made, emitted here; None for any other part. Adding it with `-`
+        skips the negation (the backward of `a = -k * x - c * v` negates no adjoint)."""
+        if made is None or made.op != "mul_op" or made.kwargs:
+            return None
+        for k, atom in enumerate(made.args):
+            negated = self.inst.defs.get(atom.name) if isinstance(atom, Var) else None
+            if negated is None or negated.op != "neg_op":
+                continue
+            operands = (negated.args[0], made.args[1 - k])
+            at = next((i for i in range(len(self.out) - 1, -1, -1)
+                       if isinstance(self.out[i], Assign) and self.out[i].target == part.name),
+                      None)
+            names = {a.name for a in operands if isinstance(a, Var)}
+            if at is None or any(names & _written(s) for s in walk(self.out[at + 1:])):
+                return None
+            args = (operands[0], operands[1]) if k == 0 else (operands[1], operands[0])
+            return self.inst.emit("mul_op", list(args)).atom
+        return None
 
     def may_change(self, name) -> bool:
         """Whether `name` may hold another value later in the backward: an accumulator or a

@@ -111,3 +111,23 @@ def test_a_pullback_with_carried_factors_is_reusable():
     first, second = pullback(1.0), pullback(2.0)
     np.testing.assert_allclose(first, sourcegrad.grad(scaled_chain)(x), rtol=1e-12)
     np.testing.assert_allclose(second, 2.0 * first, rtol=1e-12)
+
+
+def damped(k, c):
+    x, v, t = 1.0, 0.0, 0.0
+    while t < 0.5:
+        a = -k * x - c * v
+        x = x + 0.1 * v
+        v = v + 0.1 * a
+        t = t + 0.1
+    return x * x + v * v
+
+
+def test_a_negated_factor_of_a_product_is_a_subtraction():
+    g = sourcegrad.grad(damped, wrt=(0, 1))
+    dk, dc = g(4.0, 0.5)
+    assert dk == pytest.approx(numeric_grad(damped, (4.0, 0.5), 0), rel=1e-6)
+    assert dc == pytest.approx(numeric_grad(damped, (4.0, 0.5), 1), rel=1e-6)
+    source = g.source
+    backward = source[source.index("# backward"):]
+    assert "dc = dc - d_a * v" in backward and "= -d_a" not in backward, backward
