@@ -323,10 +323,10 @@ class Reverser:
                 self.assign(acc, Call("add_adjoints", (Var(acc), part)), loc, "accumulate")
             else:
                 made = self.inst.defs.get(part.name) if isinstance(part, Var) else None
-                # d + -(e) -> d - e, where e still holds what was negated (not an accumulator,
-                # updated since: `x = x - (x + x)` negates d_x, then adds to it)
+                # d + -(e) -> d - e, where e still holds what was negated (`x = x - (x + x)`
+                # negates d_x, then adds to it)
                 subtract = made is not None and made.op == "neg_op" and \
-                    not (isinstance(made.args[0], Var) and self.may_change(made.args[0].name))
+                    self.unchanged_since(part.name, made.args)
                 other = made.args[0] if subtract else part
                 unsigned = self.unsigned_product(part, made)
                 if unsigned is not None:  # d + (-e) * v -> d - e * v
@@ -361,20 +361,19 @@ class Reverser:
             if negated is None or negated.op != "neg_op":
                 continue
             operands = (negated.args[0], made.args[1 - k])
-            at = next((i for i in range(len(self.out) - 1, -1, -1)
-                       if isinstance(self.out[i], Assign) and self.out[i].target == part.name),
-                      None)
-            names = {a.name for a in operands if isinstance(a, Var)}
-            if at is None or any(names & _written(s) for s in walk(self.out[at + 1:])):
+            if not self.unchanged_since(part.name, operands):
                 return None
             args = (operands[0], operands[1]) if k == 0 else (operands[1], operands[0])
             return self.inst.emit("mul_op", list(args)).atom
         return None
 
-    def may_change(self, name) -> bool:
-        """Whether `name` may hold another value later in the backward: an accumulator or a
-        variable the primal assigns more than once."""
-        return name in self.state or name in self.overwritten or name in self.acc.values()
+    def unchanged_since(self, name, atoms) -> bool:
+        """Whether nothing the backward emitted since `name` was made assigns the names in
+        `atoms` (an accumulator updated, a primal restored): they hold what `name` read."""
+        at = next((i for i in range(len(self.out) - 1, -1, -1)
+                   if isinstance(self.out[i], Assign) and self.out[i].target == name), None)
+        names = {a.name for a in atoms if isinstance(a, Var)}
+        return at is not None and not any(names & _written(s) for s in walk(self.out[at + 1:]))
 
     def can_update_in_place(self, acc, part):
         """`acc += part` is safe when acc's array is ours alone and keeps its shape."""
