@@ -548,6 +548,56 @@ def _fresh_result(value) -> bool:
 _REDUCTIONS = {"sum", "mean", "prod", "max", "amax"}
 
 
+def assign_first_updates(body: list, params, shapes: dict, dtypes: dict) -> list:
+    """`acc = np.zeros_like(x)` ... `t = f(...)`; `acc += t`, with nothing in between reading
+    or writing acc, -> `acc = f(...)`: the first write to an adjoint is an assignment. The
+    loop batching leaves this shape behind (an adjoint the loop used to update row by row,
+    now one product after it). Top-level statements; `t` a new array of acc's shape and
+    dtype that nothing else reads, whose operands nothing between assigns."""
+    counts = _assign_counts(body, params)
+    reads: dict = defaultdict(int)
+    for stmt in walk(body):
+        for n in reads_of(stmt):
+            reads[n] += 1
+    at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
+
+    def zeros(value):
+        if isinstance(value, Var) and value.name in at and reads[value.name] == 1:
+            value = body[at[value.name]].value
+        return isinstance(value, Call) and value.op in ("np_zeros_like", "np_zeros")
+
+    out = list(body)
+    for i, stmt in enumerate(body):
+        if not (isinstance(stmt, Assign) and counts[stmt.target] == 2 and zeros(stmt.value)):
+            continue
+        acc = stmt.target
+        j = next((k for k in range(i + 1, len(body)) if any(
+            acc in reads_of(s) or acc in writes_of(s) for s in walk([body[k]]))), None)
+        update = body[j].value if j is not None and isinstance(body[j], Assign) else None
+        if not (isinstance(update, Call) and update.op == "iadd_op" and
+                update.args[0] == Var(acc) and isinstance(update.args[1], Var)):
+            continue
+        part = update.args[1].name
+        k = at.get(part)
+        made = body[k].value if k is not None and k < j else None
+        operands = {a for a in reads_of(body[k])} if made is not None else set()
+        if made is None or counts[part] != 1 or reads[part] != 1 or \
+                not makes_new_value(made) or shapes.get(part) != shapes.get(acc) or \
+                dtypes.get(part) != dtypes.get(acc) or shapes.get(acc) is None or \
+                any(operands & set(writes_of(s)) for s in walk(body[k + 1:j])):
+            continue
+        out[i] = out[k] = None
+        out[j] = Assign(acc, made, body[j].loc, _merge_note(body[k].note, body[j].note))
+    return [s for s in out if s is not None]
+
+
+def _merge_note(*notes):
+    parts = []
+    for note in notes:
+        parts += [p for p in note.split(", ") if p and p not in parts]
+    return ", ".join(parts)
+
+
 def makes_new_value(value) -> bool:
     """Whether this call always returns a value nothing else refers to: a new array (or
     a scalar) from a ufunc written without out=, a product, or a reduction."""
@@ -844,6 +894,8 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
             body = batch_rank_one_updates(body, set(fn.params), shapes, dtypes)
             # (an accumulator that became a row buffer is a copy of it now)
             body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
+            body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes,
+                                                            dtypes))
             shapes, dtypes = dict(shapes), dict(dtypes)  # (the pass names new arrays)
             body = eliminate_dead_code(sink_scalar_factors(body, set(fn.params), shapes, dtypes))
             body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals)
