@@ -114,6 +114,11 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
     handed_over = {s.value.name for s in walk(body) if isinstance(s, Assign)
                    and isinstance(s.value, Var) and not single(s.target)}
     stop_flags = {s.stop_flag for s in walk(body) if isinstance(s, For) and s.stop_flag}
+    # `a = b.T` (both assigned once): a later `a.T` is b itself (a saved `U_T` transposed back)
+    transposed = {s.target: s.value.args[0] for s in walk(body) if isinstance(s, Assign)
+                  and isinstance(s.value, Call) and s.value.op == "T" and not s.value.kwargs
+                  and isinstance(s.value.args[0], Var) and single(s.target)
+                  and single(s.value.args[0].name)}
 
     def run(stmts, seen):
         seen = dict(seen)
@@ -129,6 +134,11 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                                                       single(value.name)):
                         mapping[stmt.target] = value
                         continue
+                elif value.op == "T" and not value.kwargs and stmt.target not in handed_over \
+                        and isinstance(value.args[0], Var) and value.args[0].name in transposed:
+                    inner = transposed[value.args[0].name]
+                    mapping[stmt.target] = mapping.get(inner.name, inner)
+                    continue
                 elif RULES[value.op].pure and all(single(n) for n in value.reads()) and \
                         stmt.target not in handed_over:
                     # `math.cos(x)` and `np.cos(x)` are one computation (one rule family)
