@@ -558,6 +558,41 @@ def _fresh_result(value) -> bool:
 _REDUCTIONS = {"sum", "mean", "prod", "max", "amax"}
 
 
+def drop_unread_saves(body: list) -> list:
+    """The pushes of a variable whose restored values the backward never reads, with their
+    pops: the saved-value stack without the values kept for nothing (a loop-invariant the
+    loop batching now reads as rows, `U_xs` in an outer loop). The reverse pass pushes a
+    variable where the forward overwrites it and pops it, into the same name, where the
+    backward restores it, so dropping every push and pop of one name keeps the others in
+    order; only when the counts of the two statements agree."""
+    marker = next((i for i, s in enumerate(body) if isinstance(s, Marker)), None)
+    if marker is None:
+        return body
+    backward = list(walk(body[marker + 1:]))
+    read = {n for s in backward for n in reads_of(s)}
+    pops: dict = defaultdict(int)
+    for s in backward:
+        if isinstance(s, Pop):
+            pops[s.target] += 1
+    pushes: dict = defaultdict(int)
+    for s in walk(body[:marker]):
+        if isinstance(s, Push) and isinstance(s.value, Var):
+            pushes[s.value.name] += 1
+    dropped = {n for n, k in pops.items() if n not in read and pushes[n] == k}
+    if not dropped:
+        return body
+
+    def run(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, Push) and isinstance(stmt.value, Var) and \
+                    stmt.value.name in dropped or isinstance(stmt, Pop) and stmt.target in dropped:
+                continue
+            out.append(_substitute(stmt, {}, run) if child_blocks(stmt) else stmt)
+        return out
+    return run(body)
+
+
 def assign_first_updates(body: list, params, shapes: dict, dtypes: dict) -> list:
     """`acc = np.zeros_like(x)` ... `t = f(...)`; `acc += t`, with nothing in between reading
     or writing acc, -> `acc = f(...)`: the first write to an adjoint is an assignment. The
@@ -908,6 +943,7 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
                                                             dtypes))
             shapes, dtypes = dict(shapes), dict(dtypes)  # (the pass names new arrays)
             body = eliminate_dead_code(sink_scalar_factors(body, set(fn.params), shapes, dtypes))
+            body = eliminate_dead_code(drop_unread_saves(body))
             body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals)
     body = hoist_transposes(body, set(fn.params))
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,

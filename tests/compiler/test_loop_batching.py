@@ -149,6 +149,8 @@ def test_nested_loops_batch_the_inner_one(rnn_args):
     assert "np.outer" not in source and "saved.append(xs" not in source
     # the rows' adjoints go into a row buffer, not a full-size zeros + unindex per trip
     assert "unindex" not in source, source
+    # the batched product is read as rows only: not saved per outer trip for the backward
+    assert "saved.append(U_xs" not in source and "U_xs_plus_b = saved.pop()" not in source
     lines = source.splitlines()
     inner = next(i for i, ln in enumerate(lines) if ln.startswith("        for t in reversed("))
     hoisted = [i for i, ln in enumerate(lines) if re.match(r"\s+W_T\w* = W\.T\b", ln)]
