@@ -36,7 +36,8 @@ import gast
 import numpy as np
 
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
-                 While, assignment_counts, atom_vars, reads_of, walk, writes_of)
+                 While, assignment_counts, atom_vars, merge_notes, read_counts, reads_of, walk,
+                 writes_of)
 from .analysis import VIEW_OPS
 from .lifetimes import shared_names
 from .rules import MATH_FUNCTIONS, RULES
@@ -236,14 +237,6 @@ def _assign(target, expr):
                                           type_comment=None)], value=expr, type_comment=None)
 
 
-def _use_counts(body):
-    counts: dict = {}
-    for stmt in walk(body):
-        for n in reads_of(stmt):
-            counts[n] = counts.get(n, 0) + 1
-    return counts
-
-
 def _relative(path):
     try:
         rel = os.path.relpath(path)
@@ -258,7 +251,7 @@ class _Writer:
     def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), printed=None):
         self.fn = fn
         self.arrays = arrays = arrays | _buffers_made(fn.body)
-        self.uses = _use_counts(fn.body)
+        self.uses = read_counts(fn.body)
         assigned = assignment_counts(fn.body, fn.params)
         # only a temporary assigned once and read once may be folded into its reader
         self.protected = set(fn.params) | set(fn.user_names) | \
@@ -439,8 +432,8 @@ class _Writer:
         self.write_block(stmt.test_body + [_Break(stmt.test, stmt.loc)] + stmt.body, indent + 1)
 
     def note_of(self, stmt):
-        return _merge_notes([self.folded[n][1] for n in reads_of(stmt) if n in self.folded] +
-                            [stmt.note])
+        return merge_notes(*[self.folded[n][1] for n in reads_of(stmt) if n in self.folded],
+                           stmt.note)
 
     def render_assign(self, stmt):
         value = stmt.value
@@ -448,11 +441,7 @@ class _Writer:
         if in_place is not None:
             return in_place
         if isinstance(value, Call) and RULES[value.op].spelling.kind == "augassign":
-            op = _BINOP_NODES[RULES[value.op].spelling.text]()
-            node = gast.AugAssign(target=gast.Name(id=stmt.target, ctx=gast.Store(),
-                                                   annotation=None, type_comment=None),
-                                  op=op, value=self.printer.atom(value.args[1]))
-            return _to_source(node)
+            return self.aug_assign(stmt, RULES[value.op].spelling.text, value.args[1])
         if isinstance(value, Call) and RULES[value.op].spelling.kind == "augassign_item":
             buffer, index, part = value.args
             assert buffer == Var(stmt.target), "an item update assigns the array it updates"
@@ -477,11 +466,15 @@ class _Writer:
         first = value.args[0] if value.args else None
         if operator is not None and isinstance(first, Var) and first.name not in self.inlined \
                 and self.printed.get(first.name, first.name) == self.target(stmt):
-            name = gast.Name(id=self.target(stmt), ctx=gast.Store(), annotation=None,
-                             type_comment=None)
-            return _to_source(gast.AugAssign(target=name, op=_BINOP_NODES[operator](),
-                                             value=self.printer.atom(value.args[1])))
+            return self.aug_assign(stmt, operator, value.args[1])
         return _expr_source(self.expr(value))
+
+    def aug_assign(self, stmt, operator, operand) -> str:
+        """`target op= operand` for the name `stmt` assigns."""
+        name = gast.Name(id=self.target(stmt), ctx=gast.Store(), annotation=None,
+                         type_comment=None)
+        return _to_source(gast.AugAssign(target=name, op=_BINOP_NODES[operator](),
+                                         value=self.printer.atom(operand)))
 
     def target(self, stmt) -> str:
         return self.printed.get(stmt.target, stmt.target)
@@ -668,15 +661,6 @@ _ALLOCATIONS = ("np_empty", "np_zeros", "np_ones")
 
 def _line_of(stmt):
     return stmt.loc.line if getattr(stmt, "loc", None) else None
-
-
-def _merge_notes(parts):
-    seen = []
-    for part in parts:
-        for p in part.split(", "):
-            if p and p not in seen:
-                seen.append(p)
-    return ", ".join(seen)
 
 
 def _header(info, fn, backend, printer) -> str:

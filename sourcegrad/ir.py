@@ -14,6 +14,7 @@ Passes build new lists instead of mutating shared ones.
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -254,3 +255,20 @@ def assignment_counts(stmts, params=()) -> dict:
         for n in writes_of(stmt):
             counts[n] = counts.get(n, 0) + (2 if isinstance(stmt, For) else 1)
     return counts
+
+
+def read_counts(stmts) -> dict:
+    """How many statements (nested ones included) read each name; 0 for a name never read."""
+    counts: dict = defaultdict(int)
+    for stmt in walk(stmts):
+        for n in reads_of(stmt):
+            counts[n] += 1
+    return counts
+
+
+def merge_notes(*notes) -> str:
+    """Statement notes joined (`"exp, multiply"`), each rule named once."""
+    parts: list = []
+    for note in notes:
+        parts += [p for p in note.split(", ") if p and p not in parts]
+    return ", ".join(parts)

@@ -34,8 +34,8 @@ from collections import defaultdict
 import numpy as np
 
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return, Slc,
-                 Tup, Var, While, assignment_counts, child_blocks, reads_of, substitute_atom,
-                 walk, writes_of)
+                 Tup, Var, While, assignment_counts, child_blocks, merge_notes, read_counts,
+                 reads_of, substitute_atom, walk, writes_of)
 from .rules import RULES
 
 
@@ -332,10 +332,7 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
     its own row), an accumulator the loop touches nowhere else, and vectors of known shape.
     """
     counts = _assign_counts(body, params)
-    reads = defaultdict(int)
-    for stmt in walk(body):
-        for n in reads_of(stmt):
-            reads[n] += 1
+    reads = read_counts(body)
     fresh = _namer(set(params) | {n for s in walk(body) for n in writes_of(s)} | set(reads))
     defs = {s.target: s.value for s in walk(body) if isinstance(s, Assign)
             and counts[s.target] == 1}
@@ -600,10 +597,7 @@ def assign_first_updates(body: list, params, shapes: dict, dtypes: dict) -> list
     now one product after it). Top-level statements; `t` a new array of acc's shape and
     dtype that nothing else reads, whose operands nothing between assigns."""
     counts = _assign_counts(body, params)
-    reads: dict = defaultdict(int)
-    for stmt in walk(body):
-        for n in reads_of(stmt):
-            reads[n] += 1
+    reads = read_counts(body)
     at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
 
     def zeros(value):
@@ -632,15 +626,8 @@ def assign_first_updates(body: list, params, shapes: dict, dtypes: dict) -> list
                 any(operands & set(writes_of(s)) for s in walk(body[k + 1:j])):
             continue
         out[i] = out[k] = None
-        out[j] = Assign(acc, made, body[j].loc, _merge_note(body[k].note, body[j].note))
+        out[j] = Assign(acc, made, body[j].loc, merge_notes(body[k].note, body[j].note))
     return [s for s in out if s is not None]
-
-
-def _merge_note(*notes):
-    parts = []
-    for note in notes:
-        parts += [p for p in note.split(", ") if p and p not in parts]
-    return ", ".join(parts)
 
 
 def makes_new_value(value) -> bool:
@@ -679,10 +666,7 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
     if marker is None:
         return body
     counts = _assign_counts(body, params)
-    uses: dict = defaultdict(int)
-    for stmt in walk(body):
-        for n in reads_of(stmt):
-            uses[n] += 1
+    uses = read_counts(body)
     taken = set(params) | set(counts) | set(uses)
     constants = {s.target for s in body if isinstance(s, Assign) and isinstance(s.value, Call)
                  and RULES[s.value.op].pure and not s.value.kwargs and counts[s.target] == 1
@@ -1043,10 +1027,7 @@ def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
     is written by hand). Reassociating the sum changes its rounding only."""
     batched = {s.target for s in before if isinstance(s, Assign) and s.value.op == "matmul_op"}
     written = {n for s in walk(body) for n in writes_of(s)} | {loop.target}
-    reads = defaultdict(int)
-    for stmt in walk(body):
-        for n in reads_of(stmt):
-            reads[n] += 1
+    reads = read_counts(body)
     index = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
 
     def add_args(stmt):
@@ -1123,10 +1104,7 @@ def negate_products(fn: Function, env: dict) -> Function:
     statements of the primal, before differentiation.
     """
     counts = _assign_counts(fn.body, fn.params)
-    reads = defaultdict(int)
-    for stmt in walk(fn.body):
-        for n in reads_of(stmt):
-            reads[n] += 1
+    reads = read_counts(fn.body)
     made = {s.target for s in walk(fn.body) if isinstance(s, Assign)}
     fresh = _namer(set(fn.params) | set(fn.free) | made | set(reads))
 
