@@ -7,8 +7,8 @@ import numpy as np
 def dloss_dw(w, X, y):
     # line 11: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
     neg_y = -y
-    exp_neg_y_X_w = np.exp(neg_y * (X @ w))
+    exp_neg_y_X_w = np.exp(neg_y * X.dot(w))
     one_plus_exp = 1.0 + exp_neg_y_X_w
     # backward of line 11: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
-    dw = X.T @ (1.0 / y.size / one_plus_exp * exp_neg_y_X_w * neg_y)  # matmul, mean, log, exp, multiply
+    dw = X.T.dot(1.0 / y.size / one_plus_exp * exp_neg_y_X_w * neg_y)  # matmul, mean, log, exp, multiply
     return dw

@@ -6,9 +6,9 @@ import numpy as np
 
 def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
     # line 11: h = np.tanh(X @ W1 + b1)
-    h = np.tanh(X @ W1 + b1)
+    h = np.tanh(X.dot(W1) + b1)
     # line 12: logits = h @ W2 + b2
-    logits = h @ W2 + b2
+    logits = h.dot(W2) + b2
     # line 13: z = logits - np.max(logits, axis=1, keepdims=True)
     z = logits - logits.max(axis=1, keepdims=True)
     # line 14: log_p = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
@@ -22,10 +22,10 @@ def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
     d_z = d_log_p - d_z  # accumulate
     # backward of line 12: logits = h @ W2 + b2
     db2 = d_z.sum(axis=0)  # add
-    d_h = d_z @ W2.T       # matmul
-    dW2 = h.T @ d_z        # matmul
+    d_h = d_z.dot(W2.T)    # matmul
+    dW2 = h.T.dot(d_z)     # matmul
     # backward of line 11: h = np.tanh(X @ W1 + b1)
     d_X_W1_plus_b1 = d_h * (1.0 - h * h)  # tanh
     db1 = d_X_W1_plus_b1.sum(axis=0)      # add
-    dW1 = X.T @ d_X_W1_plus_b1            # matmul
+    dW1 = X.T.dot(d_X_W1_plus_b1)         # matmul
     return dW1, db1, dW2, db2

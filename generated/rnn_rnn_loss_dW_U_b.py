@@ -11,12 +11,12 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     # line 12: for x_t in xs:
     len_xs = len(xs)
     # line 13: h = np.tanh(W @ h + U @ x_t + b)
-    U_xs_plus_b = xs @ U.T + b
+    U_xs_plus_b = xs.dot(U.T) + b
     # line 12: for x_t in xs:
     for i in range(len_xs):
         # line 13: h = np.tanh(W @ h + U @ x_t + b)
         saved.append(h)
-        h = np.tanh(W @ h + U_xs_plus_b[i])
+        h = np.tanh(W.dot(h) + U_xs_plus_b[i])
     # backward of line 14: return np.sum(h ** 2)
     d_h_1 = 2.0 * h  # power
     # backward of line 12: for x_t in xs:
@@ -31,10 +31,10 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
         d_W_plus_b = np.multiply(d_h, 1.0 - h * h, out=d_W_plus_b_rows[i])  # tanh
         h = saved.pop()
         h_rows[i] = h
-        d_h = W_T @ d_W_plus_b                                    # matmul, accumulate
+        d_h = W_T.dot(d_W_plus_b)                                 # matmul, accumulate
     # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
     d_W_plus_b_rows_T = d_W_plus_b_rows.T  # matmul
-    dW = d_W_plus_b_rows_T @ h_rows        # matmul
+    dW = d_W_plus_b_rows_T.dot(h_rows)     # matmul
     db = d_W_plus_b_rows.sum(axis=0)       # add
-    dU = d_W_plus_b_rows_T @ xs            # T
+    dU = d_W_plus_b_rows_T.dot(xs)         # T
     return dW, dU, db

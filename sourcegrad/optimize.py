@@ -677,7 +677,11 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
         return _number(atom) or (isinstance(atom, Var) and atom.name in constants)
 
     def array(name):
-        return len(shapes.get(name) or ()) > 0
+        # floating arrays only: a boolean mask times a factor is a float array (a sum of two
+        # masks carrying one factor would be a logical or, a negated mask an error)
+        dtype = dtypes.get(name)
+        return len(shapes.get(name) or ()) > 0 and dtype is not None and \
+            np.dtype(dtype).kind in "fc"
 
     def run(materialized):
         """The rewritten backward, and the names bound to a value with factors applied.

@@ -70,7 +70,7 @@ def test_rank_one_updates_of_a_loop_become_one_matrix_product():
     source = gradient.source
     # U @ x_t for every step is one product before the loop, and dU one product after it
     # (the rows of xs themselves: x_t is not saved); dW is read in the loop: per step
-    assert "U_xs = xs @ U.T" in source and "dU = d_U_xs.T @ xs" in source
+    assert "U_xs = xs.dot(U.T)" in source and "dU = d_U_xs.T.dot(xs)" in source
     assert "saved.append(x_t)" not in source
     assert "np.outer" in source
 

@@ -63,7 +63,7 @@ def rows_of_xs_used(source):
     trip by trip and no outer product per trip."""
     lines = dU_lines(source)
     assert lines, f"no dU in\n{source}"
-    with_xs = any(re.search(XS, ln) and "@" in ln for ln in lines)
+    with_xs = any(re.search(XS, ln) and ("@" in ln or ".dot(" in ln) for ln in lines)
     copied = re.search(r"\b(xs_part\w*|x_t\w*)_rows\b", source) is not None
     return with_xs and not copied and not any("np.outer" in ln for ln in lines)
 
@@ -118,7 +118,7 @@ def assert_batched(source, item_name=None):
     before the backward loop, no outer product or push of the item left."""
     assert rows_of_xs_used(source), dU_lines(source)
     assert re.fullmatch(r"db = \w+_rows\.sum\(axis=0\)", line_of(source, "db"))
-    assert re.fullmatch(r"dW = \w+_rows(\.T|_T) @ \w+_rows", line_of(source, "dW"))
+    assert re.fullmatch(r"dW = \w+_rows(\.T|_T)\.dot\(\w+_rows\)", line_of(source, "dW"))
     assert "np.outer" not in source
     assert "saved.append(xs" not in source
     if item_name is not None:
@@ -127,7 +127,7 @@ def assert_batched(source, item_name=None):
     hoisted = [i for i, ln in enumerate(lines) if re.match(r"    W_T\w* = W\.T\b", ln)]
     assert len(hoisted) == 1, source
     assert hoisted[0] < backward_loop_at(lines)
-    assert "W.T @" not in source  # not taken again inside the loop
+    assert "W.T @" not in source and "W.T.dot(" not in source  # not taken again in the loop
     assert "xs_rows" not in source and "x_t_rows" not in source  # xs is not copied row by row
 
 
@@ -155,7 +155,7 @@ def test_nested_loops_batch_the_inner_one(rnn_args):
     inner = next(i for i, ln in enumerate(lines) if ln.startswith("        for t in reversed("))
     hoisted = [i for i, ln in enumerate(lines) if re.match(r"\s+W_T\w* = W\.T\b", ln)]
     assert hoisted and hoisted[0] < inner  # out of the inner loop at least
-    assert "W.T @" not in source
+    assert "W.T @" not in source and "W.T.dot(" not in source
 
 
 @pytest.mark.parametrize("fn", [rnn, rnn_for_in])
@@ -396,7 +396,7 @@ def test_a_transpose_of_a_matrix_the_loop_changes_stays_in_the_loop(rnn_args):
     lines = g.source.splitlines()
     loop = backward_loop_at(lines)
     assert not any(re.match(r"    W_T\w* = W\.T\b", ln) for ln in lines)
-    assert any("W.T @" in ln for ln in lines[loop:])
+    assert any("W.T.dot(" in ln for ln in lines[loop:])
     assert rows_of_xs_used(g.source)  # xs itself is unchanged: its rows still serve
 
 
@@ -570,7 +570,7 @@ def test_a_transposed_view_is_read_before_its_buffer_is_reused(reuse_everything)
             rng.normal(size=(5, 3)))
     g = check_numbers(mlp, args, (0, 1, 2, 3))
     source = g.source
-    view, reuse = source.find("h.T @"), source.find("out=h)")
+    view, reuse = source.find("h.T.dot("), source.find("out=h)")
     assert view != -1 and reuse != -1, source
     assert view < reuse  # h's memory is taken only after the product through h.T is made
     # h is written into, but only after every reader: the forward value is right
@@ -737,7 +737,7 @@ def row_read_twice(W, U, b, h0, xs):
 def test_a_bias_is_added_to_all_rows_before_the_loop(fn, rnn_args):
     g = check_numbers(fn, rnn_args, ALL)
     loop = re.search(r"^ +for t in range\(", g.source, re.MULTILINE).start()
-    assert re.search(r"xs @ U(\.T|_T) \+ (b|0\.5)\b", g.source[:loop]), g.source
+    assert re.search(r"xs\.dot\(U(\.T|_T)\) \+ (b|0\.5)\b", g.source[:loop]), g.source
     forward = "\n".join(ln.split("#")[0] for ln in
                          g.source[loop:g.source.index("# backward")].splitlines())
     assert "+ b" not in forward and "b +" not in forward and "0.5" not in forward, forward
@@ -749,7 +749,7 @@ def test_a_bias_is_added_to_all_rows_before_the_loop(fn, rnn_args):
 def test_a_bias_that_is_not_one_for_all_rows_stays_in_the_loop(fn, rnn_args):
     g = check_numbers(fn, rnn_args, ALL)
     loop = re.search(r"^ +for t in range\(", g.source, re.MULTILINE).start()
-    assert not re.search(r"xs @ U(\.T|_T) \+", g.source[:loop]), g.source
+    assert not re.search(r"xs(\.dot\(| @ )U(\.T|_T)\)? \+", g.source[:loop]), g.source
 
 
 def test_the_hoisted_bias_in_forward_over_reverse(rnn_args):

@@ -131,3 +131,25 @@ def test_a_negated_factor_of_a_product_is_a_subtraction():
     source = g.source
     backward = source[source.index("# backward"):]
     assert "dc = dc - d_a * v" in backward and "= -d_a" not in backward, backward
+
+
+def clips_negated(x):
+    return np.sum(-np.clip(x, -1.0, 1.0)) + np.sum(-np.clip(x, -2.0, 2.0))
+
+
+def clips(x):
+    return np.sum(np.clip(x, -1.0, 1.0) + np.clip(x, -2.0, 2.0))
+
+
+@pytest.mark.parametrize("fn", [clips_negated, clips])
+def test_boolean_masks_carry_no_factor(fn):
+    # clip's adjoint is g * (x == ans), a boolean mask times g: carried as the mask with the
+    # factor, two masks were added as booleans (a logical or: 1 where the gradient is 2)
+    # and a negated one raised TypeError
+    x = np.array([0.5, 1.5, 3.0, -0.7])
+    g = sourcegrad.grad(fn)
+    got = g(x)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, numeric_grad(fn, (x,), 0), rtol=1e-7)
+    sign = -1.0 if fn is clips_negated else 1.0
+    np.testing.assert_array_equal(got, sign * np.array([2.0, 1.0, 0.0, 2.0]))

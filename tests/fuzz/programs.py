@@ -1342,12 +1342,19 @@ def unload(module, path):
         pass
 
 
+# scalar inputs as 0-d float64 arrays instead of Python floats (run_fuzz --zero-d): the
+# compiled code reads them as numpy scalars, which this exercises
+ZERO_D_ENV = "SOURCEGRAD_FUZZ_ZERO_D"
+
+
 def draw_args(params, nrng):
     out = []
+    zero_d = os.environ.get(ZERO_D_ENV) == "1"
     for _, shape in params:
         scale = nrng.choice([0.5, 1.0, 1.5])
         if shape == SCALAR:
-            out.append(float(nrng.normal() * scale))
+            value = float(nrng.normal() * scale)
+            out.append(np.array(value) if zero_d else value)
         else:
             out.append(nrng.normal(size=shape) * scale)
     return tuple(out)
@@ -1516,6 +1523,20 @@ def _check_once(program, fn, ns, kinks, nrng, sourcegrad) -> Outcome:
     return outcome
 
 
+def _same_results(a, b) -> bool:
+    """The same values of the same types, nested alike (NaN equal to NaN), in memory of
+    their own: a result must not be an array the other call also returned."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
+            all(_same_results(x, y) for x, y in zip(a, b))
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a is not b and a.shape == b.shape and a.dtype == b.dtype and \
+            bool(np.array_equal(a, b, equal_nan=True))
+    return bool(np.array_equal(a, b, equal_nan=True))
+
+
 def _compare(program, fn, args, value, nums, with_value, sourcegrad) -> Outcome:
     wrt = tuple(range(len(args)))
     before = _copy_args(args)
@@ -1523,6 +1544,7 @@ def _compare(program, fn, args, value, nums, with_value, sourcegrad) -> Outcome:
     try:
         with np.errstate(all="ignore"):
             result = g(*args)
+            again = g(*args)  # a second call runs the signature's entry, not the general path
     except sourcegrad.SourcegradError as exc:
         return Outcome(program, "rejected", reason_of(exc), str(exc))
     except _Timeout:
@@ -1539,6 +1561,9 @@ def _compare(program, fn, args, value, nums, with_value, sourcegrad) -> Outcome:
     args_txt = "args = " + repr(before)
     if not _same_args(before, args):
         return Outcome(program, "mismatched", "the gradient mutated its arguments", args_txt, src)
+    if not _same_results(result, again):
+        return Outcome(program, "mismatched", "the second call gave another result",
+                       f"{args_txt}\nfirst:  {result!r}\nsecond: {again!r}", src)
     scale = _scale(value, nums)
     problems = []
     if with_value:

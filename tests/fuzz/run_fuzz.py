@@ -20,7 +20,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from .programs import check_program, generate, minimize
+from .programs import ZERO_D_ENV, check_program, generate, minimize
 
 FAILING = ("mismatched", "crashed", "generator_error")
 
@@ -130,7 +130,11 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per program")
     ap.add_argument("--minimize", action="store_true", help="also write reduced programs")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--zero-d", action="store_true",
+                    help="give scalar inputs as 0-d arrays instead of Python floats")
     args = ap.parse_args(argv)
+    if args.zero_d:
+        os.environ[ZERO_D_ENV] = "1"  # (read by draw_args, in the workers too)
     t0 = time.monotonic()
 
     def progress(done, outs):

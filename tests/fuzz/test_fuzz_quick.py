@@ -352,6 +352,7 @@ CAMPAIGN_REGRESSIONS = {
     "61-1282": "a value unknown in one branch and a constant in the other taken as constant",
     "131-1097": "x = x - (x + x): a negated adjoint re-read after the accumulator changed",
     "141-1333": "a shared name rebound before a read a long line's split printed after it",
+    "331-243": "a clip mask carrying a constant factor: -mask raised, mask + mask was an or",
 }
 
 
