@@ -6,7 +6,9 @@ import numpy as np
 
 def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
     # line 11: h = np.tanh(X @ W1 + b1)
-    h = np.tanh(X.dot(W1) + b1)
+    X_W1 = X.dot(W1)
+    X_W1_plus_b1 = np.add(X_W1, b1, out=X_W1)
+    h = np.tanh(X_W1_plus_b1, out=X_W1_plus_b1)
     # line 12: logits = h @ W2 + b2
     logits = h.dot(W2) + b2
     # line 13: z = logits - np.max(logits, axis=1, keepdims=True)
@@ -25,7 +27,8 @@ def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
     d_h = d_z.dot(W2.T)    # matmul
     dW2 = h.T.dot(d_z)     # matmul
     # backward of line 11: h = np.tanh(X @ W1 + b1)
-    d_X_W1_plus_b1 = d_h * (1.0 - h * h)  # tanh
-    db1 = d_X_W1_plus_b1.sum(axis=0)      # add
-    dW1 = X.T.dot(d_X_W1_plus_b1)         # matmul
+    h_h = np.multiply(h, h, out=h)                            # tanh
+    d_X_W1_plus_b1 = np.multiply(d_h, np.subtract(1.0, h_h, out=h_h), out=d_h)  # tanh
+    db1 = d_X_W1_plus_b1.sum(axis=0)                          # add
+    dW1 = X.T.dot(d_X_W1_plus_b1)                             # matmul
     return dW1, db1, dW2, db2

@@ -481,7 +481,8 @@ class Gradient:
         cotangent = namer.fresh("g") if self.pullback else None
         grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
                           as_tuple=not self._single, cotangent=cotangent)
-        optimized = optimize(grad_ir, _shapes(env), _dtypes(env), keep_residuals=self.pullback)
+        optimized = optimize(grad_ir, _shapes(env), _dtypes(env), keep_residuals=self.pullback,
+                             backend=self.backend_for(args))
         if self.pullback:
             fwd, bwd, _ = split_vjp(optimized, cotangent)
             return optimized, [fwd, bwd]

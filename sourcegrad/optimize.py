@@ -533,7 +533,15 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
 # make a new sequence holding the same items: `_last_uses` asks for an array result too.
 _FRESH_RESULTS = {"matmul_op", "matmul", "dot", "outer", "inner", "tensordot", "where",
                   "np_zeros_like", "np_zeros", "max_grad", "prod_grad", "unindex"}
-BUFFER_REUSE_MIN_BYTES = 1 << 19  # 512 KiB: below that, allocation is cheap and code reads better
+# Below 16 KiB an allocation costs less than the keyword call computing into a buffer
+# (`np.add(a, b, out=a)`: ~0.15 µs more than `a + b`); from there on, computing in place
+# keeps the working set in cache (the MLP's 32 KiB activations: 5-8% faster, A/B in one
+# process).
+BUFFER_REUSE_MIN_BYTES = 1 << 14
+# CuPy allocates from a pool and fuses a statement's elementwise run into one kernel, which
+# computing into buffers statement by statement would split
+CUPY_BUFFER_REUSE_MIN_BYTES = 1 << 19
+NEGATE_PRODUCTS_MIN_BYTES = 1 << 19  # (negate_products, measured at 800 KB)
 
 
 def _ufunc_rule(op):
@@ -827,7 +835,7 @@ def _number(atom) -> bool:
 
 
 def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
-                       keep_residuals: bool = False) -> list:
+                       keep_residuals: bool = False, min_bytes: int | None = None) -> list:
     """Compute an elementwise result into a large buffer that is dead there:
     `t = np.exp(u, out=u)` when nothing reads u afterwards, or `t = np.cos(v, out=w)`
     with w an array of t's shape and dtype that nothing reads any more. A buffer can be
@@ -836,16 +844,16 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
     that is itself dead by then. This is what a hand-written gradient does with its
     buffers: the backward of an elementwise chain then allocates nothing, and the peak
     memory is what the forward keeps. Top-level statements only (a value in a loop may
-    be read by the next trip).
+    be read by the next trip). Arrays of at least `min_bytes` (BUFFER_REUSE_MIN_BYTES).
     """
     counts = _assign_counts(body, params)
+    min_bytes = BUFFER_REUSE_MIN_BYTES if min_bytes is None else min_bytes
 
     def large(name):
         shape, dtype = shapes.get(name), dtypes.get(name)
         # an operation on 0-d arrays returns a numpy scalar, which cannot be written into
         return shape is not None and len(shape) > 0 and dtype is not None and \
-            int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize >= \
-            BUFFER_REUSE_MIN_BYTES
+            int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize >= min_bytes
 
     last_use = _last_uses(body, shapes)
     owned = {s.target for s in body if isinstance(s, Assign) and counts[s.target] == 1
@@ -912,12 +920,13 @@ def _last_uses(body: list, shapes: dict) -> dict:
 
 
 def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = None,
-             keep_residuals: bool = False) -> Function:
+             keep_residuals: bool = False, backend: str = "numpy") -> Function:
     """Copy propagation and CSE, then dead-code elimination (see the module docstring).
 
     `shapes` (name -> shape tuple, from the signature) lets values that are computed
     only for their shape be replaced by that shape; with `dtypes` too, rank-one updates
-    accumulated in a loop become one matrix product after it.
+    accumulated in a loop become one matrix product after it. `backend` sets the size
+    from which results are computed into dead buffers.
     """
     body = eliminate_dead_code(propagate_copies_and_cse(fn.body, fn.params))
     if shapes:
@@ -932,7 +941,9 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
             shapes, dtypes = dict(shapes), dict(dtypes)  # (the pass names new arrays)
             body = eliminate_dead_code(sink_scalar_factors(body, set(fn.params), shapes, dtypes))
             body = eliminate_dead_code(drop_unread_saves(body))
-            body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals)
+            body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals,
+                                      CUPY_BUFFER_REUSE_MIN_BYTES if backend == "cupy"
+                                      else None)
     body = hoist_transposes(body, set(fn.params))
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
                     fn.dependencies, fn.stack)
@@ -1103,7 +1114,7 @@ def negate_products(fn: Function, env: dict) -> Function:
     is exact and commutes with the product), but the negation is of a value the function
     made, so it can be done in that value's buffer, and the backward reads `a`, which it
     has anyway, instead of keeping `-a`: one array less to allocate and hold. Only for
-    arrays of at least BUFFER_REUSE_MIN_BYTES: a small array costs little to allocate,
+    arrays of at least NEGATE_PRODUCTS_MIN_BYTES: a small array costs little to allocate,
     and the negation its backward then applies separately would cost more. Top-level
     statements of the primal, before differentiation.
     """
@@ -1117,7 +1128,7 @@ def negate_products(fn: Function, env: dict) -> Function:
         aval = env.get(atom.name) if isinstance(atom, Var) else None
         value = getattr(aval, "stand_in", None)
         return value.shape if isinstance(value, np.ndarray) and \
-            value.size * value.itemsize >= BUFFER_REUSE_MIN_BYTES else None
+            value.size * value.itemsize >= NEGATE_PRODUCTS_MIN_BYTES else None
 
     negated = {s.target: s.value.args[0] for s in fn.body if isinstance(s, Assign) and
                isinstance(s.value, Call) and s.value.op == "neg_op" and

@@ -60,6 +60,20 @@ def test_large_chains_reuse_their_buffers_and_small_ones_do_not():
                                rtol=1e-5)
 
 
+def test_the_threshold_is_16_kib_on_numpy_and_512_kib_for_cupy():
+    below, above = np.linspace(0.1, 1.0, 2000), np.linspace(0.1, 1.0, 2048)  # 16,000 / 16,384 B
+    gradient = sourcegrad.grad(chain)
+    gradient(below)
+    assert "out=" not in gradient.source
+    got = gradient(above)
+    assert "out=" in gradient.source
+    # elementwise: the same numbers as the gradient of a small slice (which allocates)
+    np.testing.assert_allclose(got[::64], sourcegrad.grad(chain)(above[::64]), rtol=1e-14)
+    pytest.importorskip("cupy")
+    cupy_code = sourcegrad.grad(chain, backend="cupy").compile((above,)).source
+    assert "out=" not in cupy_code and "@cp.fuse()" in cupy_code  # one kernel, not statements
+
+
 def scaled(x, A):
     return np.sum(np.tanh(np.exp(A * x) * 2.0) ** 2)
 

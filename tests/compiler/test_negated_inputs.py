@@ -15,6 +15,7 @@ from sourcegrad.api import numeric_grad
 @pytest.fixture
 def large_everything(monkeypatch):
     monkeypatch.setattr(optimize, "BUFFER_REUSE_MIN_BYTES", 0)
+    monkeypatch.setattr(optimize, "NEGATE_PRODUCTS_MIN_BYTES", 0)
     monkeypatch.setattr(api, "_COMPILED", {})
 
 
