@@ -482,7 +482,7 @@ class Gradient:
         grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
                           as_tuple=not self._single, cotangent=cotangent)
         optimized = optimize(grad_ir, _shapes(env), _dtypes(env), keep_residuals=self.pullback,
-                             backend=self.backend_for(args))
+                             backend=self.backend_for(args), numbers=_numbers(env))
         if self.pullback:
             fwd, bwd, _ = split_vjp(optimized, cotangent)
             return optimized, [fwd, bwd]
@@ -520,6 +520,12 @@ def _shapes(env) -> dict:
     """The shapes the signature fixes (arrays' names -> shape), for the optimizer."""
     return {n: a.shape for n, a in env.items() if a is not None and not a.is_python_scalar
             and hasattr(a.stand_in, "shape")}
+
+
+def _numbers(env) -> frozenset:
+    """Names of floating numbers: Python floats and numpy floating scalars."""
+    return frozenset(n for n, a in env.items() if a is not None and (
+        type(a.stand_in) is float or isinstance(a.stand_in, np.floating)))
 
 
 def _dtypes(env) -> dict:

@@ -656,7 +656,8 @@ _LINEAR_IN_FIRST = {"sum", "mean", "broadcast_to", "reshape", "T", "transpose", 
                     "squeeze", "ravel"}
 
 
-def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
+def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
+                        numbers: frozenset = frozenset()) -> list:
     """Multiply an adjoint by its constant factors once, where it is needed, instead of at
     every rule that contributes one: `d * 2.0`, `-d`, `d * math.log(2.0)`, `d / (2.0 * v)`.
 
@@ -668,11 +669,14 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
     an elementwise chain (`g *= ln2 / ln10` at the end). Backward statements at the top
     level only, values read once (a value read twice would carry its factor into both
     readers), and only constants: number literals and calls of numbers (`math.log(2.0)`).
-    Reordering a product changes its rounding, as any reassociation does.
+    Floating arrays, and the floating numbers named in `numbers` (on Python floats a
+    negation is an operation too: `a / b * -2.0` instead of `-a / b * 2.0`). Reordering a
+    product changes its rounding, as any reassociation does.
     """
     marker = next((i for i, s in enumerate(body) if isinstance(s, Marker)), None)
     if marker is None:
         return body
+    numbers = set(numbers)
     counts = _assign_counts(body, params)
     uses = read_counts(body)
     taken = set(params) | set(counts) | set(uses)
@@ -685,8 +689,10 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
         return _number(atom) or (isinstance(atom, Var) and atom.name in constants)
 
     def array(name):
-        # floating arrays only: a boolean mask times a factor is a float array (a sum of two
+        # floating values only: a boolean mask times a factor is a float array (a sum of two
         # masks carrying one factor would be a logical or, a negated mask an error)
+        if name in numbers:
+            return name not in constants  # (a constant is a factor, not a value scaled)
         dtype = dtypes.get(name)
         return len(shapes.get(name) or ()) > 0 and dtype is not None and \
             np.dtype(dtype).kind in "fc"
@@ -704,6 +710,8 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
         def held_name(target):
             name = fresh(f"{target}_unscaled") if target in materialized else target
             held_names.add(name)
+            if target in numbers:
+                numbers.add(name)
             shapes[name], dtypes[name] = shapes.get(target), dtypes.get(target)
             return name
 
@@ -754,9 +762,9 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
             if op in _PRODUCTS and len(args) == 2:
                 (a, fa), (b, fb) = args
                 if factor(b) and arrays[0]:
-                    return a.name, fa + ((b, 1),)
+                    return a.name, fa + fb + ((b, 1),)
                 if factor(a) and arrays[1]:
-                    return b.name, fb + ((a, 1),)
+                    return b.name, fb + fa + ((a, 1),)
                 if fa or fb:
                     held = held_name(stmt.target)
                     out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
@@ -767,7 +775,7 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict) -> list:
             elif op in _QUOTIENTS and len(args) == 2:
                 (a, fa), (b, fb) = args
                 if factor(b) and arrays[0]:
-                    return a.name, fa + ((b, -1),)
+                    return a.name, fa + tuple((f, -p) for f, p in fb) + ((b, -1),)
                 if fa or fb:
                     held = held_name(stmt.target)
                     out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
@@ -920,30 +928,34 @@ def _last_uses(body: list, shapes: dict) -> dict:
 
 
 def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = None,
-             keep_residuals: bool = False, backend: str = "numpy") -> Function:
+             keep_residuals: bool = False, backend: str = "numpy",
+             numbers: frozenset = frozenset()) -> Function:
     """Copy propagation and CSE, then dead-code elimination (see the module docstring).
 
     `shapes` (name -> shape tuple, from the signature) lets values that are computed
     only for their shape be replaced by that shape; with `dtypes` too, rank-one updates
     accumulated in a loop become one matrix product after it. `backend` sets the size
-    from which results are computed into dead buffers.
+    from which results are computed into dead buffers; `numbers` names the values that
+    are floating numbers (Python floats, numpy floating scalars).
     """
     body = eliminate_dead_code(propagate_copies_and_cse(fn.body, fn.params))
+    arrays = bool(shapes) and bool(dtypes)
     if shapes:
         body = inline_shape_only_values(body, set(fn.params), shapes)
         body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
-        if dtypes:
-            body = batch_rank_one_updates(body, set(fn.params), shapes, dtypes)
-            # (an accumulator that became a row buffer is a copy of it now)
-            body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
-            body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes,
-                                                            dtypes))
-            shapes, dtypes = dict(shapes), dict(dtypes)  # (the pass names new arrays)
-            body = eliminate_dead_code(sink_scalar_factors(body, set(fn.params), shapes, dtypes))
-            body = eliminate_dead_code(drop_unread_saves(body))
-            body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals,
-                                      CUPY_BUFFER_REUSE_MIN_BYTES if backend == "cupy"
-                                      else None)
+    if arrays:
+        body = batch_rank_one_updates(body, set(fn.params), shapes, dtypes)
+        # (an accumulator that became a row buffer is a copy of it now)
+        body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
+        body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes, dtypes))
+    if arrays or numbers:
+        shapes, dtypes = dict(shapes or {}), dict(dtypes or {})  # (the pass names new values)
+        body = eliminate_dead_code(sink_scalar_factors(body, set(fn.params), shapes, dtypes,
+                                                       numbers))
+    if arrays:
+        body = eliminate_dead_code(drop_unread_saves(body))
+        body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals,
+                                  CUPY_BUFFER_REUSE_MIN_BYTES if backend == "cupy" else None)
     body = hoist_transposes(body, set(fn.params))
     return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
                     fn.dependencies, fn.stack)

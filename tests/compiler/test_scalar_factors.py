@@ -1,6 +1,8 @@
 """Constant factors of the backward carried along a chain and applied once
 (optimize.sink_scalar_factors): `d * 2.0`, `-d`, `d * math.log(2.0)`, `d / (2.0 * v)` are
 not array operations of their own; `a + -b` is `a - b`."""
+import math
+
 import numpy as np
 import pytest
 
@@ -153,3 +155,30 @@ def test_boolean_masks_carry_no_factor(fn):
     np.testing.assert_allclose(got, numeric_grad(fn, (x,), 0), rtol=1e-7)
     sign = -1.0 if fn is clips_negated else 1.0
     np.testing.assert_array_equal(got, sign * np.array([2.0, 1.0, 0.0, 2.0]))
+
+
+def float_mix(x, y):
+    return math.sin(x) * y + math.exp(x * y) / (1.0 + x ** 2)
+
+
+def test_numbers_carry_their_factors_too():
+    # on Python floats a negation is an operation of its own: -a / b * 2.0 * x is
+    # a / b * x, then one product by -2.0 where the parts are added
+    g = sourcegrad.grad(float_mix, wrt=(0, 1))
+    dx, dy = g(0.7, -1.3)
+    assert "-exp" not in g.source and "* -2.0" in g.source, g.source
+    assert dx == pytest.approx(numeric_grad(float_mix, (0.7, -1.3), 0), rel=1e-8)
+    assert dy == pytest.approx(numeric_grad(float_mix, (0.7, -1.3), 1), rel=1e-8)
+
+
+def power_scaled(x):
+    # the backward scales by 1.5 * sin(0.25) (a constant of constants) and negates (cos)
+    t = 1.5 * (2.0 + np.cos(x)) ** np.sin(0.25)
+    return np.sum(t + 0.5 * t)
+
+
+@pytest.mark.parametrize("x", [0.3, np.float64(0.3), np.array([0.3, -1.1])])
+def test_a_factor_that_carries_factors_keeps_them(x):
+    # (fuzz reuse-21: the 1.5 of c = 1.5 * sin(0.25) was dropped when c scaled a value)
+    g = sourcegrad.grad(power_scaled)
+    np.testing.assert_allclose(g(x), numeric_grad(power_scaled, (x,), 0), rtol=1e-7)
