@@ -11,7 +11,7 @@ rather than like A-normal form (never past a statement that changes what they
 read, a buffer written with `out=` included, with every view of it). Numbers
 use the math module; reductions of arrays are written as methods (`d.sum(axis=0)`,
 faster than `np.sum` on small arrays), a product of arrays of one or two dimensions as
-`a.dot(b)` (matmul's ufunc dispatch costs ~0.25 µs a call), a name squared as `x * x`;
+`a.dot(b)` (matmul's ufunc dispatch costs ~0.25 µs a call), a float squared as `x * x`;
 parameters given as 0-d arrays are read once as the numpy scalars they hold
 (`SourceInfo.unwrapped`). A function is printed twice: the first
 printing tells `lifetimes` where each name is read, and the second prints a dead
@@ -157,10 +157,10 @@ class Printer:
             # `a.dot(b)`: for arrays of one or two dimensions the same product as `a @ b`
             # (the same BLAS call), without matmul's ufunc dispatch (~0.25 µs a call)
             return gast.Call(func=_attr(args[0], "dot"), args=[args[1]], keywords=[])
-        if sp.kind == "binop" and sp.text == "**" and isinstance(args[0], gast.Name) and \
-                _number(call.args[1]) and call.args[1].value == 2:
+        if sp.kind == "binop" and sp.text == "**" and call.args[1] == Const(2) and \
+                isinstance(args[0], gast.Name) and call.args[0].name in self.scalars:
             # `x * x`: a Python float squares by multiplication ~3x faster than by pow
-            # (numpy squares an array by multiplication either way)
+            # (numpy squares an array by multiplication already)
             return gast.BinOp(left=args[0], op=gast.Mult(), right=_name(args[0].id))
         if sp.kind == "binop":
             return gast.BinOp(left=args[0], op=_BINOP_NODES[sp.text](), right=args[1])
@@ -208,10 +208,6 @@ class Printer:
 
     def value(self, value):
         return self.call(value) if isinstance(value, Call) else self.atom(value)
-
-
-def _number(atom) -> bool:
-    return isinstance(atom, Const) and type(atom.value) in (int, float)
 
 
 def _math_defined(call) -> bool:
