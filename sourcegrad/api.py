@@ -371,7 +371,9 @@ class Gradient:
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
             avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
             env = infer_shapes(primal, avals)
-            for rewrite in (batch_row_products, negate_products):
+            # (hoisted again after the batching: the product it makes for an inner loop is
+            # invariant in an outer one)
+            for rewrite in (batch_row_products, _rehoist, negate_products):
                 rewritten = rewrite(primal, env)
                 if rewritten is not primal:
                     primal, env = rewritten, infer_shapes(rewritten, avals)
@@ -582,6 +584,12 @@ def _new_gradients(fn, with_value) -> tuple:
     return tuple(isinstance(a, Const) or (
         isinstance(a, Var) and a.name not in fn.params and a.name in made and
         not made[a.name].in_place and makes_new_value(made[a.name].value)) for a in atoms)
+
+
+def _rehoist(fn, env):
+    """hoist_loop_invariants again (the same function when nothing moves)."""
+    hoisted = hoist_loop_invariants(fn)
+    return fn if hoisted.body == fn.body else hoisted
 
 
 def _zero_d_arrays(args) -> set:

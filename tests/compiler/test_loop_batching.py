@@ -143,9 +143,13 @@ def test_rnn_weights_use_the_rows_of_xs(fn, rnn_args):
 def test_nested_loops_batch_the_inner_one(rnn_args):
     g = check_numbers(rnn_nested, rnn_args, ALL)
     source = g.source
-    # per outer trip: one product with the rows of xs, one sum for db
+    # the product with the rows of xs is invariant in the outer loop: made once before it,
+    # and its adjoint's rows summed over the outer trips give db and dU once after it
     assert rows_of_xs_used(source), dU_lines(source)
-    assert re.search(r"^        db \+= \w+\.sum\(axis=0\)", source, re.MULTILINE), source
+    outer = source.index("    for _ in range(2):")
+    assert re.search(r"^    U_xs\w* = xs\.dot\(U(\.T|_T)\) \+ b$", source[:outer], re.MULTILINE), source
+    assert re.search(r"^    db = \w+\.sum\(axis=0\)", source, re.MULTILINE), source
+    assert re.search(r"^    dU = \w+\.T\.dot\(xs\)", source, re.MULTILINE), source
     assert "np.outer" not in source and "saved.append(xs" not in source
     # the rows' adjoints go into a row buffer, not a full-size zeros + unindex per trip
     assert "unindex" not in source, source
