@@ -148,17 +148,14 @@ class _Conversion:
                                for k, c in enumerate(converters)]
         elif finish is not None:
             self.finish = guard.add("finish", finish)
-            # (the inlined body may rebind a parameter: the arguments are kept as given)
-            self.kept = guard.add("arguments", None)
+            # (the inlined body may rebind a parameter: a local keeps the arguments given)
+            self.kept = f"{guard.prefix}arguments"
         self.plain = finish is None
 
     def keep(self) -> str:
-        """The statement keeping the arguments for `finish`, before the inlined body."""
-        return f"{self.kept} = {self.arguments}" if self.needs_arguments else "pass"
-
-    @property
-    def needs_arguments(self) -> bool:
-        return not self.plain and self.converters is None
+        """The statement keeping the arguments for `finish` before the inlined body, if any."""
+        needed = not self.plain and self.converters is None
+        return f"    {self.kept} = {self.arguments}\n" if needed else ""
 
     def text(self, result: str) -> str:
         """The returned expression for a result given as text (the non-inlined entry)."""
@@ -233,10 +230,7 @@ def _inlined(fn, source, signature, checks, miss, convert, guard):
             node.value = value
     header = ast.parse(f"def {function.name}({signature}):\n"
                        f"    if not ({' and '.join(checks) or 'True'}):\n"
-                       f"        return {miss}\n"
-                       f"    {convert.keep()}\n").body[0]
-    if not convert.needs_arguments:
-        header.body.pop()
+                       f"        return {miss}\n" + convert.keep()).body[0]
     for node in ast.walk(header):  # the guard sits on the def line: the body keeps its lines
         if hasattr(node, "lineno"):
             node.lineno = node.end_lineno = function.lineno
