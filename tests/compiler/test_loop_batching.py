@@ -147,7 +147,8 @@ def test_nested_loops_batch_the_inner_one(rnn_args):
     # and its adjoint's rows summed over the outer trips give db and dU once after it
     assert rows_of_xs_used(source), dU_lines(source)
     outer = source.index("    for _ in range(2):")
-    assert re.search(r"^    U_xs\w* = xs\.dot\(U(\.T|_T)\) \+ b$", source[:outer], re.MULTILINE), source
+    made_once = r"^    U_xs\w* = xs\.dot\(U(\.T|_T)\) \+ b$"
+    assert re.search(made_once, source[:outer], re.MULTILINE), source
     assert re.search(r"^    db = \w+\.sum\(axis=0\)", source, re.MULTILINE), source
     assert re.search(r"^    dU = \w+\.T\.dot\(xs\)", source, re.MULTILINE), source
     assert "np.outer" not in source and "saved.append(xs" not in source
