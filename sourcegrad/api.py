@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import operator
 import threading
 import types
 from dataclasses import dataclass
@@ -45,7 +44,9 @@ class Compiled:
     fn: object
     saved: list
     finish: object = None      # gives the gradients their inputs' types
-    dependencies: bool = False  # whether globals or closure values must be checked per call
+    # the global and closure values the code was built from, (kind, dict or cell, name,
+    # value): it is valid while each is still bound (`_still_bound`), checked per call
+    dependencies: tuple = ()
     ir: object = None           # the optimized gradient IR the source was printed from
     fresh: tuple = ()           # per gradient: the generated code makes it a new array
     converters: tuple = None    # per gradient, the conversion the fast path applies (or None)
@@ -130,11 +131,16 @@ _MISSING = object()
 
 
 def _still_valid(fn) -> bool:
-    """False when a global or closure value the generated code was built from was rebound."""
+    """False when a global or closure value fn's lowered IR was built from was rebound."""
     primal = _IR.get(fn)
-    if primal is None:
-        return True
-    for kind, container, name, value in primal.dependencies:
+    return primal is None or _still_bound(primal.dependencies)
+
+
+def _still_bound(dependencies) -> bool:
+    """Whether each global or closure value of `dependencies` (a Compiled's, an IR's) is
+    still bound. Each compiled code checks its own: code built before a rebinding stays
+    stale after another gradient of the same function has been rebuilt for the new value."""
+    for kind, container, name, value in dependencies:
         current = container.get(name, _MISSING) if kind == "global" else \
             _cell_value(container)
         if current is not value:
@@ -157,8 +163,16 @@ def _forget(fn):
             compiled.clear()
 
 
-class Gradient:
-    """A compiled gradient of `fn` (see `grad`)."""
+class Gradient(staticmethod):
+    """A compiled gradient of `fn` (see `grad`).
+
+    Why a staticmethod: a staticmethod's call, in C, hands its arguments straight to the
+    function it holds (Python >= 3.10), for ~3-8 ns; a `__call__` written in Python costs
+    ~10 ns more, one found through a property (as before) ~25 ns more: a tenth of a
+    gradient on Python floats. A Gradient holds the function its next call runs (`_call`,
+    see below) and uses nothing else of staticmethod: on a class it is itself (`__get__`),
+    its `__wrapped__` is `fn`, its names are fn's.
+    """
 
     pullback = False  # VJP: compile a forward and a backward function instead of one
 
@@ -176,6 +190,7 @@ class Gradient:
             raise errors.SourcegradError(f"unknown backend {backend!r}; choose one of "
                                          f"auto, {', '.join(BACKENDS)}")
         self.fn = fn
+        self._wrt_given = wrt
         self.wrt, self._single = _normalize_wrt(fn, wrt)
         self.with_value = with_value
         self.backend = backend
@@ -189,20 +204,49 @@ class Gradient:
                                                 type(self).__name__), {})
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
-        self._call = self._general_call
+        self._general = self._general_call  # (one bound method, held while it is the call)
         self._entries: dict = {}  # signature key -> (Compiled, its fast path for this Gradient)
         self._column_args = None
-        functools.update_wrapper(self, fn, updated=())
-        self.__wrapped__ = fn
+        # fn's __name__, __doc__, ...: a Gradient is named as the function it differentiates
+        self._names = {name: getattr(fn, name) for name in functools.WRAPPER_ASSIGNMENTS
+                       if hasattr(fn, name)}
+        self._call = self._general
+        self._missed = None  # the signature that last came to the general path past an entry
 
     # -- calling -------------------------------------------------------------------------------
 
     # `g(...)` calls `g._call`: the general path below until a signature is compiled, then
     # the generated entry of the signature called last (sourcegrad.dispatch), which checks
-    # its arguments and hands any other call back to the general path. `__call__` is found
-    # through a C-level getter: a Python `__call__` forwarding to the entry would cost a
-    # frame per call (~50 ns: a fifth of a gradient on Python floats).
-    __call__ = property(operator.attrgetter("_call"))
+    # its arguments and hands any other call back to the general path.
+
+    @property
+    def _call(self):
+        """The function `g(...)` runs: the staticmethod's callable."""
+        return self.__func__
+
+    @_call.setter
+    def _call(self, function):
+        staticmethod.__init__(self, function)
+        self.__dict__.update(self._names)  # (which the line above set to the function's)
+
+    @property
+    def __wrapped__(self):
+        """The differentiated function (inspect.signature and inspect.unwrap follow it)."""
+        return self.fn
+
+    def __get__(self, instance, owner=None):
+        return self  # on a class, a Gradient is the Gradient (as a plain callable object is)
+
+    # Copied as a function is (itself: its compiled code is shared anyway), pickled as what
+    # makes it (fn is pickled by reference, as functions are).
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return type(self), (self.fn, self._wrt_given, self.with_value, self.backend)
 
     def _general_call(self, *args, **kwargs):
         if kwargs or len(args) < len(self._params):  # keywords, or defaults to fill in
@@ -211,7 +255,8 @@ class Gradient:
             args = tuple(bound.arguments.values())
         key = signature_key(args)
         compiled = self._cache.get(key)
-        if compiled is None or (compiled.dependencies and not _still_valid(self.fn)):
+        if compiled is None or (compiled.dependencies and
+                                not _still_bound(compiled.dependencies)):
             if self._by_forward_columns(args):
                 return self._forward_columns(args)
             compiled = self.compile(args, key)
@@ -219,13 +264,26 @@ class Gradient:
         result = compiled.fn(*args)
         if not compiled.settled:
             self._settle(compiled, result, args)
-        self._call = self._entry_for(compiled, key, args)
+        self._install(self._entry_for(compiled, key, args), key)
         if compiled.finish is None:  # the generated code already returns the inputs' types
             return result
         if self.with_value:
             value, grads = result
             return value, compiled.finish(grads, args)
         return compiled.finish(result, args)
+
+    def _install(self, entry, key):
+        """Make `entry`, key's, what the next calls run: at once when none is installed,
+        else when key comes to the general path the second time since the last install.
+        Installing costs ~0.5 µs (staticmethod.__init__ copies names), so code alternating
+        between two signatures does not reinstall on every call (two calls in three take
+        the general path, not every call). A stale entry needs no hurry: it checks its own
+        global and closure values and hands its calls here."""
+        if self._call is self._general or key == self._missed:
+            self._call = entry
+            self._missed = None
+        else:
+            self._missed = key
 
     def _settle(self, compiled, result, args):
         """Fit the finish to what the generated code returned for this signature (see
@@ -241,11 +299,11 @@ class Gradient:
         known = self._entries.get(key)
         if known is not None and known[0] is compiled:
             return known[1]
-        fn = self.fn
+        still_bound = functools.partial(_still_bound, compiled.dependencies)
         entry = fast_entry(args, compiled.fn, compiled.finish, compiled.converters,
-                           (lambda: _still_valid(fn)) if compiled.dependencies else None,
-                           self.with_value, self._single, self._general_call,
-                           self._defaults, compiled.source) or self._general_call
+                           still_bound if compiled.dependencies else None,
+                           self.with_value, self._single, self._general,
+                           self._defaults, compiled.source) or self._general
         self._entries[key] = (compiled, entry)
         return entry
 
@@ -353,9 +411,10 @@ class Gradient:
         with self._lock:
             if not _still_valid(self.fn):
                 _forget(self.fn)
-            if key in self._cache:
-                self._last = self._cache[key]
-                return self._last
+            cached = self._cache.get(key)
+            if cached is not None and _still_bound(cached.dependencies):
+                self._last = cached
+                return cached
             if len(args) != len(self._params):
                 raise TypeError(f"{self.fn.__name__}() takes {len(self._params)} arguments, "
                                 f"got {len(args)}")
@@ -405,7 +464,7 @@ class Gradient:
             finish = self._finisher(args, optimized, env) if not self.pullback and \
                 not isinstance(self, JVP) else self._finisher(args)
             compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
-                                finish, bool(primal.dependencies), optimized,
+                                finish, tuple(primal.dependencies), optimized,
                                 () if self.pullback else _new_gradients(optimized, self.with_value))
             if disk_key:
                 cache.store(disk_key, source, saved, [f.name for f in functions])
@@ -438,7 +497,7 @@ class Gradient:
         module = load(source, names[0], primal.free)
         loaded = tuple(getattr(module, n) for n in names)
         compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
-                            self._finisher(args), bool(primal.dependencies), None)
+                            self._finisher(args), tuple(primal.dependencies), None)
         self._cache[key] = compiled
         self._last = compiled
         return compiled
@@ -675,7 +734,8 @@ class VJP(Gradient):
             args = tuple(bound.arguments.values())
         key = signature_key(args)
         compiled = self._cache.get(key)
-        if compiled is None or (compiled.dependencies and not _still_valid(self.fn)):
+        if compiled is None or (compiled.dependencies and
+                                not _still_bound(compiled.dependencies)):
             compiled = self.compile(args, key)
         self._last = compiled
         forward, backward = compiled.fn
@@ -729,7 +789,8 @@ class JVP(Gradient):
         primals = tuple(primals)
         key = signature_key(primals)
         compiled = self._cache.get(key)
-        if compiled is None or (compiled.dependencies and not _still_valid(self.fn)):
+        if compiled is None or (compiled.dependencies and
+                                not _still_bound(compiled.dependencies)):
             compiled = self.compile(primals, key)
         self._last = compiled
         return compiled.fn(*primals, *[tangents[i] for i in self.wrt])

@@ -22,11 +22,13 @@ guard as its first statement, so a call runs one Python frame, as a hand-written
 gradient does (a second frame costs ~40 ns, a fifth of a gradient on Python floats):
 
     def dloss_dw(w, X, y=default_y):       # the user's parameters, defaults and all
-        if not (type(w) is ndarray and w.shape == shape_w and w.dtype is dtype_w
-                and type(X) is ...):
+        if not (w.__class__ is ndarray and w.shape == shape_w and w.dtype is dtype_w
+                and X.__class__ is ...):
             return fallback(w, X, y)
         ...                                # the generated body, at its own line numbers
         return convert_0(dw)               # where the result needs converting
+
+(the constants, `ndarray`, `shape_w`, ..., are read from its closure: `_Guard.define`).
 
 The entry takes the function's parameters as the user wrote them (keywords and
 defaults bind as Python binds them; a wrong call raises Python's own TypeError), so it
@@ -88,9 +90,7 @@ def fast_entry(args, fn, finish=None, converters=None, still_valid=None, with_va
                 f"    if {' and '.join(checks) or 'True'}:\n"
                 f"        return {convert.text(f'{gradient}({arguments})')}\n"
                 f"    return {miss}\n")
-        namespace = dict(guard.constants)
-        exec(compile(text, "<sourcegrad dispatch>", "exec"), namespace)
-        entry = namespace[fn.__name__]
+        entry = guard.define(ast.parse(text).body[0], {}, "<sourcegrad dispatch>")
     return entry
 
 
@@ -106,6 +106,33 @@ class _Guard:
         self.constants[name] = value
         return name
 
+    def define(self, function: ast.FunctionDef, global_names: dict, filename: str):
+        """The function `function` defines, reading these constants from its closure and
+        any other name from `global_names`.
+
+        A closure's cell is read faster than a global: the two type checks of a gradient
+        on Python floats cost ~17 ns as closure reads, ~24 ns as globals. So the function
+        is defined inside a maker whose parameters are the constants:
+
+            def _guard_make(_guard_type_x, _guard_type_y, _guard_fallback):
+                def dloss_dx(x, y): ...
+                return dloss_dx
+
+        (The generated module's own names, `np`, `math`, stay globals: as cells they were
+        no faster, measured.)"""
+        maker = ast.parse(f"def {self.prefix}make({', '.join(self.constants)}):\n"
+                          f"    return {function.name}").body[0]
+        for node in ast.walk(maker):  # on the def's line: the body keeps its line numbers
+            if hasattr(node, "lineno"):
+                node.lineno = node.end_lineno = function.lineno
+        maker.body.insert(0, function)
+        module = ast.fix_missing_locations(ast.Module([maker], type_ignores=[]))
+        namespace = dict(global_names)
+        exec(compile(module, filename, "exec"), namespace)
+        made = namespace[maker.name](**self.constants)
+        made.__qualname__ = function.name
+        return made
+
 
 def _prefix(taken) -> str:
     prefix = "_guard_"
@@ -116,9 +143,14 @@ def _prefix(taken) -> str:
 
 def _check(name, value, guard):
     """The test that `name` has `value`'s part of the signature key, or None if none is cheap.
-    (`type` is a constant too: a parameter may be called `type`.)"""
+
+    The type is read as `name.__class__`, which costs ~6 ns less than calling `type` (a
+    third of a type check). The two differ only for an object whose class says it is
+    another's (a proxy, a mock): such an object is taken for what it says it is, as
+    `isinstance` takes it, and the gradient is computed on it (or its own operations fail).
+    """
     t = type(value)
-    type_of = f"{guard.add('type', type)}({name})"
+    type_of = f"{name}.__class__"
     type_ = guard.add(f"type_{name}", t)
     if t is float:
         return f"{type_of} is {type_}"
@@ -235,10 +267,7 @@ def _inlined(fn, source, signature, checks, miss, convert, guard):
         if hasattr(node, "lineno"):
             node.lineno = node.end_lineno = function.lineno
     header.body.extend(function.body)
-    module = ast.fix_missing_locations(ast.Module([header], type_ignores=[]))
-    namespace = {**fn.__globals__, **guard.constants}
-    exec(compile(module, fn.__code__.co_filename, "exec"), namespace)
-    return namespace[function.name]
+    return guard.define(header, fn.__globals__, fn.__code__.co_filename)
 
 
 def _hashable(value) -> bool:

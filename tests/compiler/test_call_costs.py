@@ -2,6 +2,9 @@
 frame), `a @ b` of one- and two-dimensional arrays is written `a.dot(b)`, a Python float
 squares by multiplication, and 0-d array inputs are read as the numpy scalars they hold.
 Each must give the numbers and the types the plain spelling gives."""
+import copy
+import inspect
+import pickle
 import sys
 import traceback
 
@@ -42,6 +45,36 @@ def test_the_entry_runs_the_generated_lines_in_one_frame():
     assert "y / x" in g.source.splitlines()[last.lineno - 1]
     # the caller's frame is next: no dispatch frame in between
     assert frames[-2].filename == __file__
+
+
+def weighted_log(x, y=2.0):
+    """Docstring of weighted_log."""
+    return np.sum(np.log(x) * y)
+
+
+def test_a_gradient_is_named_and_bound_as_its_function_whatever_it_calls():
+    """A Gradient is a staticmethod for its C call (see Gradient): none of staticmethod's
+    own behaviour shows, and the entries it calls never lend it their names."""
+    g = sourcegrad.grad(weighted_log)
+    x = np.array([1.0, 2.0])
+    for args in ((x,), (0.5,), (x, 3.0), (np.array(0.5),), (x,), (x,)):
+        g(*args)
+        assert (g.__name__, g.__qualname__, g.__module__, g.__doc__) == (
+            "weighted_log", "weighted_log", __name__, "Docstring of weighted_log.")
+        assert str(inspect.signature(g)) == "(x, y=2.0)"
+        assert inspect.unwrap(g) is weighted_log and g.__wrapped__ is weighted_log
+
+    class Model:
+        gradient = g
+    assert Model.gradient is g and Model().gradient is g  # not bound, not unwrapped
+    assert copy.copy(g) is g and copy.deepcopy([g])[0] is g
+    again = pickle.loads(pickle.dumps(g))
+    assert type(again) is type(g) and again.fn is weighted_log
+    np.testing.assert_allclose(again(x, 3.0), 3.0 / x)
+    both = pickle.loads(pickle.dumps(sourcegrad.value_and_grad(weighted_log, wrt=("x", "y"))))
+    value, (dx, dy) = both(x)
+    assert value == weighted_log(x) and dy == pytest.approx(np.sum(np.log(x)))
+    np.testing.assert_allclose(dx, 2.0 / x)
 
 
 _guard_shape_x = 3.0  # a user global spelled like the guard's constants

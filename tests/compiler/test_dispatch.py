@@ -261,7 +261,31 @@ def test_keyword_arguments_bind_in_the_entry_and_are_right(key_calls):
     del key_calls[:]
     np.testing.assert_allclose(g(x, 3), 3 * x ** 2)  # positional again: the n=3 entry
     np.testing.assert_allclose(g(x, 3), 3 * x ** 2)
-    assert len(key_calls) == 1  # the switch from n=2 back to n=3, then the entry
+    assert key_calls == []  # (one call with n=2 did not replace the n=3 entry: Gradient._install)
+
+
+def test_an_entry_is_replaced_when_another_signature_comes_twice(key_calls):
+    g = sourcegrad.grad(square_power)
+    x = np.array([0.5, 1.5, 2.0])
+    g(x, 3)
+    n3 = fast_path(g)
+    assert n3 is not None  # the first signature's entry is installed at once
+    g(x, 2)
+    assert fast_path(g) is n3  # one call of another signature leaves it
+    g(x, 3)
+    g(x, 2)
+    n2 = fast_path(g)
+    assert n2 is not n3 and not misses(n2, key_calls, x, 2)  # the second call installs its own
+    # two signatures alternating: the general path for two calls in three, not every call
+    del key_calls[:]
+    for _ in range(6):
+        np.testing.assert_allclose(g(x, 3), 3 * x ** 2)
+        np.testing.assert_allclose(g(x, 2), 2 * x)
+    assert len(key_calls) == 8
+    # a run of one signature goes through its entry from its second call on
+    for _ in range(4):
+        np.testing.assert_allclose(g(x + 1.0, 3), 3 * (x + 1.0) ** 2)
+    assert not misses(fast_path(g), key_calls, x, 3)
 
 
 def scaled(x, scale=2.0):
@@ -350,6 +374,43 @@ def test_rebinding_a_closure_value_is_seen_by_the_next_call():
         assert g(x) == pytest.approx(-3.0 * np.cos(x), rel=1e-14)
         assert g(x) == pytest.approx(-3.0 * np.cos(x), rel=1e-14)
         assert type(g(x)) is type(x)
+
+
+def scale_products(x, y):
+    return np.sum(SCALE * x * y)
+
+
+def test_each_gradient_of_a_function_sees_a_rebinding(monkeypatch):
+    """Two gradients of one function, both called, then a global rebound: the first one
+    called rebuilds the function's IR; the other's code is still the old one and must not
+    pass for new (it was: the entry checked the values of the newest IR, not its own)."""
+    by_x, by_y = sourcegrad.grad(scale_products, wrt=0), sourcegrad.grad(scale_products, wrt=1)
+    by_both = sourcegrad.grad(scale_products, wrt=(0, 1))
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    for scale in (2.0, 5.0, -1.0, 2.0):
+        monkeypatch.setattr(sys.modules[__name__], "SCALE", scale)
+        for _ in range(2):  # the general path, then the entry
+            np.testing.assert_allclose(by_x(x, y), scale * y)
+            np.testing.assert_allclose(by_y(x, y), scale * x)
+            dx, dy = by_both(x, y)
+            np.testing.assert_allclose(dx, scale * y)
+            np.testing.assert_allclose(dy, scale * x)
+            value, pullback = sourcegrad.vjp(scale_products, wrt=(0, 1))(x, y)
+            assert value == pytest.approx(scale * np.sum(x * y))
+            np.testing.assert_allclose(pullback(1.0)[1], scale * x)
+
+
+def test_each_gradient_of_a_closure_sees_a_rebinding():
+    inner, set_c = _closure()
+    by_x, with_value = sourcegrad.grad(inner), sourcegrad.value_and_grad(inner)
+    x = np.array([0.1, 0.2, 0.3])
+    for c in (2.0, -3.0, 0.5):
+        set_c(c)
+        for _ in range(2):
+            np.testing.assert_allclose(by_x(x), c * np.cos(x), rtol=1e-14)
+            value, dx = with_value(x)
+            np.testing.assert_allclose(dx, c * np.cos(x), rtol=1e-14)
+            assert value == pytest.approx(c * np.sum(np.sin(x)), rel=1e-14)
 
 
 # --- who owns the results -------------------------------------------------------------------
