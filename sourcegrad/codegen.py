@@ -620,6 +620,8 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
         writer = _Writer(fn, backend, info.arrays, info.scalars, None, info.matrices)
         writer.write_block(fn.body, 0)
         # printed once, the reads are known: print again with dead arrays' names shared
+        # (not the forward's values: `g.saved` names each as the source does; sharing a dead
+        # one's name with the next, `v_1 = np.exp(v_1)`, was measured: <1% on small arrays)
         candidates = {n for n in writer.own_slot if n in writer.arrays and
                       n not in writer.protected and n not in info.forward_names}
         printed = shared_names(fn, candidates, writer.reads_at)
