@@ -254,9 +254,8 @@ class Gradient(staticmethod):
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
         key = signature_key(args)
-        compiled = self._cache.get(key)
-        if compiled is None or (compiled.dependencies and
-                                not _still_bound(compiled.dependencies)):
+        compiled = self._cached(key)
+        if compiled is None:
             if self._by_forward_columns(args):
                 return self._forward_columns(args)
             compiled = self.compile(args, key)
@@ -271,6 +270,15 @@ class Gradient(staticmethod):
             value, grads = result
             return value, compiled.finish(grads, args)
         return compiled.finish(result, args)
+
+    def _cached(self, key):
+        """The compiled code of key's signature, or None when there is none or it is stale (a
+        global or closure value it was built from has been rebound since)."""
+        compiled = self._cache.get(key)
+        if compiled is None or (compiled.dependencies and
+                                not _still_bound(compiled.dependencies)):
+            return None
+        return compiled
 
     def _install(self, entry, key):
         """Make `entry`, key's, what the next calls run: at once when none is installed,
@@ -411,8 +419,8 @@ class Gradient(staticmethod):
         with self._lock:
             if not _still_valid(self.fn):
                 _forget(self.fn)
-            cached = self._cache.get(key)
-            if cached is not None and _still_bound(cached.dependencies):
+            cached = self._cached(key)
+            if cached is not None:
                 self._last = cached
                 return cached
             if len(args) != len(self._params):
@@ -733,9 +741,8 @@ class VJP(Gradient):
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
         key = signature_key(args)
-        compiled = self._cache.get(key)
-        if compiled is None or (compiled.dependencies and
-                                not _still_bound(compiled.dependencies)):
+        compiled = self._cached(key)
+        if compiled is None:
             compiled = self.compile(args, key)
         self._last = compiled
         forward, backward = compiled.fn
@@ -788,9 +795,8 @@ class JVP(Gradient):
     def __call__(self, primals, tangents):
         primals = tuple(primals)
         key = signature_key(primals)
-        compiled = self._cache.get(key)
-        if compiled is None or (compiled.dependencies and
-                                not _still_bound(compiled.dependencies)):
+        compiled = self._cached(key)
+        if compiled is None:
             compiled = self.compile(primals, key)
         self._last = compiled
         return compiled.fn(*primals, *[tangents[i] for i in self.wrt])
