@@ -25,8 +25,8 @@ from .analysis import aval_of, check_in_place_updates, infer_shapes, signature_k
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .dispatch import fast_entry
 from .frontend import function_to_ir
-from .ir import (Assign, Call, Const, For, If, Push, Return, Tup, Var, While, reads_of, walk,
-                 writes_of)
+from .ir import (Assign, Call, Const, For, If, Push, Return, Tup, Var, While, atom_vars, reads_of,
+                 walk, writes_of)
 from .names import Namer
 from .optimize import (batch_row_products, hoist_loop_invariants, makes_new_value,
                        negate_products, optimize)
@@ -368,9 +368,12 @@ class Gradient(staticmethod):
             return (lambda g, args: float(g)) if self._single else \
                 (lambda grads, args: tuple(map(float, grads)))
         converters = []
-        for i in self.wrt:
+        users = _users_gradients(optimized, self.with_value) if optimized is not None else ()
+        for k, i in enumerate(self.wrt):
             x = args[i]
-            if type(x) is float:
+            if k < len(users) and users[k] and not isinstance(x, (float, np.generic)):
+                converters.append(_copied_like_input(i))
+            elif type(x) is float:
                 converters.append(lambda g, args: float(g))
             elif isinstance(x, np.generic):
                 converters.append(lambda g, args, t=x.dtype.type: t(g))
@@ -653,6 +656,45 @@ def _new_gradients(fn, with_value) -> tuple:
         not made[a.name].in_place and makes_new_value(made[a.name].value)) for a in atoms)
 
 
+def _users_gradients(fn, with_value) -> tuple:
+    """For each gradient `fn` returns, whether it may be (or be a view of) a value the user
+    owns: an argument, a global or closure value, a constant, or an item or view of one
+    (the gradient of sum(x * TABLE) is TABLE itself). Those are copied before they are
+    returned, so that `g *= 0` cannot change the user's data; the rest keep the fast path.
+
+    Flow-insensitive (every assignment of a name counts), so it errs towards a copy."""
+    returned = next((s.value for s in reversed(fn.body) if isinstance(s, Return)), None)
+    if returned is None:
+        return ()
+    grads = returned.items[1] if with_value and isinstance(returned, Tup) else returned
+    atoms = grads.items if isinstance(grads, Tup) else (grads,)
+    assigns = [s for s in walk(fn.body) if isinstance(s, Assign)]
+    defined = {s.target for s in assigns}
+    owned = set(fn.params) | {n for s in walk(fn.body) for n in reads_of(s)} - defined
+    changed = True
+    while changed:
+        changed = False
+        for s in assigns:
+            if s.target in owned:
+                continue
+            reads = {n for a in (s.value.atoms() if isinstance(s.value, Call) else (s.value,))
+                     for n in atom_vars(a)}
+            passes_on = not isinstance(s.value, Call) or not makes_new_value(s.value)
+            if passes_on and reads & owned:
+                owned.add(s.target)
+                changed = True
+    return tuple((isinstance(a, Const) and isinstance(a.value, np.ndarray)) or
+                 (isinstance(a, Var) and a.name in owned) for a in atoms)
+
+
+def _copied_like_input(i):
+    """`_like_input` for a gradient that may be the user's own array: always a copy."""
+    def finish(g, args):
+        out = _like_input(g, args[i], args)
+        return out.copy() if out is g and hasattr(out, "copy") else out
+    return finish
+
+
 def _rehoist(fn, env):
     """hoist_loop_invariants again (the same function when nothing moves)."""
     hoisted = hoist_loop_invariants(fn)
@@ -752,7 +794,8 @@ class VJP(Gradient):
             # the backward pops the saved-value stack: give each call a copy of it, so a
             # pullback can be called more than once (a Jacobian calls it once per row)
             kept = [list(r) if type(r) is list else r for r in residuals]
-            return compiled.finish(backward(*kept, cotangent), args)
+            # (the cotangent joins the arguments a gradient must not be: that of x for x)
+            return compiled.finish(backward(*kept, cotangent), args + (cotangent,))
         return value, pullback
 
 
@@ -799,7 +842,12 @@ class JVP(Gradient):
         if compiled is None:
             compiled = self.compile(primals, key)
         self._last = compiled
-        return compiled.fn(*primals, *[tangents[i] for i in self.wrt])
+        given = [tangents[i] for i in self.wrt]
+        value, tangent = compiled.fn(*primals, *given)
+        if hasattr(tangent, "copy") and (getattr(tangent, "base", None) is not None or any(
+                tangent is a for a in (*primals, *given))):
+            tangent = tangent.copy()  # the tangent of x for x: the caller's array, or a view
+        return value, tangent
 
 
 _JVPS: dict = {}

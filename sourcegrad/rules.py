@@ -41,8 +41,9 @@ import numpy as np
 from . import runtime
 from .runtime import (concatenate_items, dot_grad, einsum_grad, einsum_grad_jvp,
                       einsum_grad_operands, einsum_swap, inner_grad, inverse_permutation,
-                      max_grad, max_jvp, part_index, prod_grad, prod_grad_jvp, reduced_count,
-                      select_grad, stack_items, sum_list_grad, take_part, tensordot_grad,
+                      index_may_repeat, last_writes, max_grad, max_jvp, part_index, prod_grad,
+                      prod_grad_jvp, reduced_count, select_grad, stack_items, sum_list_grad,
+                      take_part, tensordot_grad,
                       unbroadcast, unconcatenate_list, unindex, unindex_list, unstack_list,
                       untake, var_jvp, zero_at)
 
@@ -102,6 +103,10 @@ class Rule:
     # `jvps` holds explicit JVP lambdas (t, ans, *inputs) for the rest (max, prod, var).
     linear: object = None
     jvps: tuple = ()
+    # a yes/no fact that reads only its arguments' types (index_may_repeat): a rule template
+    # decides it when it is instantiated and emits nothing; True (the general formula)
+    # where a type is not known before the function runs
+    type_fact: bool = False
 
     def __post_init__(self):
         self.family = self.family or self.name.removeprefix("np_")
@@ -338,7 +343,7 @@ TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
     "inverse_permutation", "untake", "zero_at", "unindex_list", "unstack_list",
     "unconcatenate_list", "sum_list_grad", "select_grad", "prod_grad_jvp", "part_index",
     "einsum_swap", "einsum_grad_operands", "einsum_grad_jvp", "stack_items",
-    "concatenate_items")}, "sum": sum}
+    "concatenate_items", "index_may_repeat", "last_writes")}, "sum": sum}
 
 
 # --- the table -------------------------------------------------------------------------------
@@ -604,10 +609,16 @@ defnondiff("reduced_count", reduced_count, _helper("reduced_count"))
 
 # Mutation and lists, as values: the compiler turns `a[i] = v` into `a = setitem(a, i, v)`
 # and `xs.append(v)` into `xs = list_append(xs, v)`, so no value changes after it is made.
+# An index that names one element twice writes it twice and the last write stays (for
+# `a[i] += v` too: it is `a[i] = a[i] + v`), so only the last write's value gets gradient.
 defvjp("setitem", runtime.setitem, _helper("setitem"),
        lambda g, ans, x, index, value: zero_at(g, index),
        None,
-       lambda g, ans, x, index, value: unbroadcast(g[index], value))
+       lambda g, ans, x, index, value: unbroadcast(np.where(last_writes(g, index), g[index], 0.0), value) if index_may_repeat(index) else unbroadcast(g[index], value))
+defnondiff("index_may_repeat", runtime.index_may_repeat, _helper("index_may_repeat"))
+RULES["index_may_repeat"].static_result = True
+RULES["index_may_repeat"].type_fact = True
+defnondiff("last_writes", runtime.last_writes, _helper("last_writes"))
 defvjp("make_list", runtime.make_list, Spelling("list"),
        lambda g, ans, *items, argnum: g[argnum])
 alias("make_tuple", runtime.make_tuple, Spelling("tuple"), like="make_list",

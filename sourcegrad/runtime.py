@@ -345,6 +345,35 @@ def setitem(x, index, value):
     return out
 
 
+def index_may_repeat(index) -> bool:
+    """Whether `x[index] = value` may write one element twice: the index holds an integer
+    array or list (a boolean mask, ints and slices name each element at most once).
+
+    It reads only the index's types, so the compiler decides it from stand-ins."""
+    items = index if isinstance(index, tuple) else (index,)
+    for item in items:
+        if isinstance(item, list) or (hasattr(item, "shape") and np.ndim(item) > 0 and
+                                      getattr(item, "dtype", None) != bool):
+            return True
+    return False
+
+
+def last_writes(x, index):
+    """Which writes of `x[index] = value` survive: a boolean array shaped like `x[index]`,
+    False where a later write names the same element.
+
+    numpy does not promise an order for repeated writes, so the answer is read from numpy
+    itself: each write's position is written into an array shaped like `x` by the same
+    indexing, and the positions that are still there won. (`x[index] += v` is
+    `x[index] = x[index] + v`: the same rule.)"""
+    xp = _module_of(x)
+    order = xp.full(np.shape(x), -1, dtype=np.intp)
+    part_shape = order[index].shape
+    positions = xp.arange(int(np.prod(part_shape)), dtype=np.intp).reshape(part_shape)
+    order[index] = positions
+    return order[index] == positions
+
+
 def zero_at(g, index):
     """Adjoint of `setitem` for the array: the replaced part received no gradient."""
     out = g.copy() if hasattr(g, "copy") else np.array(g)

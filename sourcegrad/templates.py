@@ -204,6 +204,10 @@ class Instantiator:
         """Emit (or fold, or simplify away) `op(*pvs, **kwargs)`."""
         rule = RULES[op]
         kw = tuple((k, v) for k, v in kwargs)
+        if rule.type_fact:
+            aval = abstract_call(Call(op, tuple(p.atom for p in pvs)), self.env)
+            value = bool(aval.stand_in) if aval is not UNKNOWN else True
+            return PV(Const(value), value)
         if rule.pure and all(p.known and p.foldable for p in pvs) and \
                 all(v.known and v.foldable for _, v in kw):
             with warnings.catch_warnings(), np.errstate(all="ignore"):
