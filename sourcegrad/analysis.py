@@ -160,9 +160,17 @@ class ListOf(list):
         return self
 
 
-def abstract_call(call: Call, env: dict):
-    """The AVal of `call` given the AVals of its arguments (UNKNOWN when it cannot be known)."""
-    aval = _abstract_call(call, env)
+def abstract_call(call: Call, env: dict, strict: bool = False):
+    """The AVal of `call` given the AVals of its arguments (UNKNOWN when it cannot be known).
+
+    `strict` (shape inference of a program's statements): where numpy itself rejects the
+    call's shapes or indices, raise `_NumpyRejects` with numpy's error instead."""
+    try:
+        aval = _abstract_call(call, env, strict)
+    except _NumpyRejects:
+        if strict:
+            raise
+        return UNKNOWN
     rule = RULES[call.op]
     if aval not in (None, UNKNOWN) and type(aval.stand_in) is np.float64 and \
             rule.spelling.kind == "func" and rule.spelling.text in MATH_FUNCTIONS and \
@@ -182,7 +190,45 @@ def _python_floats_in(call, env) -> bool:
         (isinstance(a, Const) and type(a.value) in (int, float)) for a in atoms)
 
 
-def _abstract_call(call: Call, env: dict):
+class _NumpyRejects(Exception):
+    """numpy raises `error` for a call with these shapes (shape inference locates it)."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
+
+
+# ops whose errors depend only on their operands' shapes (and static arguments), so a
+# stand-in that numpy rejects is a program numpy rejects (besides the elementwise ones)
+_SHAPE_CHECKED = {"matmul", "matmul_op", "dot", "inner", "outer", "tensordot", "reshape",
+                  "ravel", "transpose", "swapaxes", "moveaxis", "broadcast_to", "expand_dims",
+                  "squeeze", "concatenate", "stack", "getitem", "T"}
+
+
+def _numpy_verdict(rule, values, kwvalues):
+    """Raise `_NumpyRejects` when numpy rejects `rule` applied to arrays of these shapes.
+
+    The operation runs on zero-stride arrays of the stand-ins' shapes (numpy checks shapes
+    before it computes), so the error is numpy's own, word for word."""
+    def ghost(v):
+        if isinstance(v, np.ndarray) and v.ndim:
+            return np.broadcast_to(np.zeros((), v.dtype), v.shape)
+        if isinstance(v, list) and not isinstance(v, ListOf):
+            return [ghost(i) for i in v]
+        return v
+    if rule.kind != "elementwise" and rule.name not in _SHAPE_CHECKED:
+        return
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            rule.forward(*[ghost(v) for v in values], **{k: ghost(v) for k, v in kwvalues.items()})
+    except (ValueError, IndexError) as error:
+        raise _NumpyRejects(error) from error
+    except Exception:
+        return
+
+
+def _abstract_call(call: Call, env: dict, strict: bool = False):
     rule = RULES[call.op]
     try:
         args = [_concrete(a, env) for a in call.args]
@@ -217,11 +263,13 @@ def _abstract_call(call: Call, env: dict):
         result = evaluate(values)
     except _Unknown:
         return UNKNOWN
-    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError, IndexError):
         # a sample Python number hit a singular point (x / i with i's sample 0): try others
         unknown_numbers = [not k and isinstance(v, (int, float)) and not isinstance(v, bool)
                            for v, (_, k) in zip(values, args)]
         if not any(unknown_numbers):
+            if strict:
+                _numpy_verdict(rule, values, kwvalues)
             return UNKNOWN
         try:
             result = evaluate([type(v)(1) if u else v for v, u in zip(values, unknown_numbers)])
@@ -277,7 +325,9 @@ def _matmul_shape(rule, values, kwvalues):
     xs, ys = np.shape(x), np.shape(y)
     if not xs or not ys:
         raise _Unknown
-    if len(xs) == 1 and len(ys) == 1:
+    if xs[-1] != (ys[0] if len(ys) == 1 else ys[-2]):
+        raise ValueError("matmul: mismatch in its core dimension")  # numpy's words: see
+    if len(xs) == 1 and len(ys) == 1:                               # _numpy_verdict
         out = ()
     elif len(ys) == 1:
         out = xs[:-1]
@@ -302,6 +352,8 @@ def _dot_shape(rule, values, kwvalues):
         return stand_in(np.broadcast_shapes(xs, ys), dtype)
     if rule.name == "outer":
         return stand_in((int(np.prod(xs)), int(np.prod(ys))), dtype)
+    if xs[-1] != (ys[-1] if rule.name == "inner" or len(ys) == 1 else ys[-2]):
+        raise ValueError("shapes not aligned")  # numpy's words: see _numpy_verdict
     if rule.name == "inner":
         return stand_in(xs[:-1] + ys[:-1], dtype)
     return stand_in(xs[:-1] + (ys[:-2] + ys[-1:] if len(ys) > 1 else ()), dtype)
@@ -316,6 +368,8 @@ def _tensordot_shape(rule, values, kwvalues):
         xa, ya = ([a] if isinstance(a, int) else list(a) for a in axes)
     xa = [a % x.ndim for a in xa]
     ya = [a % y.ndim for a in ya]
+    if [x.shape[a] for a in xa] != [y.shape[a] for a in ya]:
+        raise ValueError("shape-mismatch for sum")  # numpy's words: see _numpy_verdict
     out = tuple(n for i, n in enumerate(x.shape) if i not in xa) + \
         tuple(n for i, n in enumerate(y.shape) if i not in ya)
     return stand_in(out, np.result_type(x.dtype, y.dtype))
@@ -380,7 +434,10 @@ def _record(summary, name, aval):
 def _infer_block(stmts, env, summary):
     for stmt in stmts:
         if isinstance(stmt, Assign):
-            aval = eval_value(stmt.value, env)
+            try:
+                aval = eval_value(stmt.value, env, strict=True)
+            except _NumpyRejects as rejected:
+                raise errors.numpy_error(rejected.error, stmt.loc) from None
             env[stmt.target] = aval
             _record(summary, stmt.target, aval)
         elif isinstance(stmt, If):
@@ -505,10 +562,10 @@ def join(a, b):
     return AVal(a.stand_in, known=False)
 
 
-def eval_value(value, env):
+def eval_value(value, env, strict=False):
     """The AVal of an assignment's right-hand side (a Call or an atom)."""
     if isinstance(value, Call):
-        return abstract_call(value, env)
+        return abstract_call(value, env, strict)
     try:
         v, known = _concrete(value, env)
     except _Unknown:

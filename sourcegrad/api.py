@@ -124,6 +124,7 @@ def _like_input(g, x, args):
 
 _COMPILED: dict = {}  # (fn, wrt, single, with_value, backend) -> {signature: Compiled}
 _IR: dict = {}        # fn -> its lowered IR
+_BY_VALUE: dict = {}  # fn -> {its int arguments' values: its IR}, where it is lowered per value
 _SHARED_LOCK = threading.RLock()
 
 
@@ -155,9 +156,27 @@ def _cell_value(cell):
         return _MISSING
 
 
+def _static_ints(params, args) -> dict:
+    """The int (and bool) arguments: part of a signature, so code may be lowered per value."""
+    if args is None:
+        return {}
+    return {p: a for p, a in zip(params, args) if type(a) in (int, bool)}
+
+
+def _lowered_for_values(fn, params, args):
+    """fn's IR with its int arguments as constants (a recursion on them unrolls)."""
+    static = _static_ints(params, args)
+    by_value = _BY_VALUE[fn]
+    key = tuple(static.items())
+    if key not in by_value:
+        by_value[key] = function_to_ir(fn, static)
+    return by_value[key]
+
+
 def _forget(fn):
     """Drop the IR and every compiled gradient of `fn` (its globals changed)."""
     _IR.pop(fn, None)
+    _BY_VALUE.pop(fn, None)
     for key, compiled in _COMPILED.items():
         if key[0] is fn:
             compiled.clear()
@@ -406,8 +425,16 @@ class Gradient(staticmethod):
                     "sweep per element) and has no generated source of its own. Call it, or "
                     "use sourcegrad.hessian / sourcegrad.hvp")
             return function_to_ir(inner.fn)
+        if self.fn in _BY_VALUE:
+            return _lowered_for_values(self.fn, self._params, args)
         if self.fn not in _IR:
-            _IR[self.fn] = function_to_ir(self.fn)
+            try:
+                _IR[self.fn] = function_to_ir(self.fn)
+            except errors.RecursionDepthError:
+                if not _static_ints(self._params, args):
+                    raise
+                _BY_VALUE[self.fn] = {}  # its recursion unrolls for its int arguments' values
+                return _lowered_for_values(self.fn, self._params, args)
         return _IR[self.fn]
 
     def compile(self, args, key=None, to_transform=False) -> Compiled:

@@ -27,6 +27,7 @@ Everything here is deterministic: the same IR gives byte-identical text.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import linecache
 import math
@@ -38,6 +39,7 @@ import astor
 import gast
 import numpy as np
 
+from . import errors
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
                  While, assignment_counts, atom_vars, merge_notes, read_counts, reads_of, walk,
                  writes_of)
@@ -734,8 +736,21 @@ def load(source: str, name: str, free: dict):
     module = types.ModuleType(f"sourcegrad_generated.{name}")
     module.__file__ = filename
     module.__dict__.update(free)
-    exec(compile(source, filename, "exec"), module.__dict__)
+    try:
+        exec(compile(source, filename, "exec"), module.__dict__)
+    except ModuleNotFoundError as missing:
+        if missing.name != "cupy":
+            raise
+        # CuPy code can be generated and shown without CuPy; only running it needs CuPy
+        module.__getattr__ = functools.partial(_needs_cupy, name)
     return module
+
+
+def _needs_cupy(module_name, attr):
+    def unrunnable(*args, **kwargs):
+        raise errors.SourcegradError(f"{module_name} is CuPy code and CuPy is not installed: "
+                                     "it can be shown but not run (pip install cupy-cuda12x)")
+    return unrunnable
 
 
 __all__ = ["generate", "generate_module", "load", "BACKENDS", "SourceInfo"]

@@ -41,6 +41,10 @@ class UnsupportedSyntaxError(SourcegradError):
     """A Python construct the compiler does not differentiate (yet)."""
 
 
+class RecursionDepthError(UnsupportedSyntaxError):
+    """Calls nest too deep to inline: recursion whose depth the data decides."""
+
+
 class SourceNotFoundError(SourcegradError):
     """The function has no retrievable Python source (exec, REPL, builtin)."""
 
@@ -67,3 +71,23 @@ class WrtError(SourcegradError):
 
 class ShapeError(SourcegradError):
     """Shapes that cannot work together, found while specialising a gradient."""
+
+
+class NumpyError(SourcegradError):
+    """numpy rejects an operation of the user's source for these shapes or indices: the
+    error numpy raises, located. Each subclass is also numpy's exception type, so
+    `except ValueError` catches a shape mismatch here as it would without sourcegrad."""
+
+
+class NumpyValueError(NumpyError, ValueError):
+    """numpy's ValueError (shapes that do not broadcast or multiply, a bad reshape), located."""
+
+
+class NumpyIndexError(NumpyError, IndexError):
+    """numpy's IndexError (an index out of bounds), located."""
+
+
+def numpy_error(exc: Exception, loc: SourceLocation | None) -> NumpyError:
+    """The located error for numpy's own `exc` (an IndexError or a ValueError)."""
+    cls = NumpyIndexError if isinstance(exc, IndexError) else NumpyValueError
+    return cls(f"numpy raises {type(exc).__name__}: {exc}", loc)

@@ -261,8 +261,9 @@ class Lowerer:
 
     # -- entry points --------------------------------------------------------------------------
 
-    def lower(self) -> Function:
-        """Lower the function being differentiated."""
+    def lower(self, static=None) -> Function:
+        """Lower the function being differentiated (`static`: values of some arguments)."""
+        static = static or {}
         tree = self.parsed.tree
         args = tree.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
@@ -274,7 +275,10 @@ class Lowerer:
         for name in params:
             self.ctx.namer.reserve(name)
             self.ctx.user_names.add(name)
-            self.env[name] = Var(name)
+            # an argument lowered as its value (an int that bounds a recursion) is a constant
+            # where the body does not assign it
+            self.env[name] = Const(static[name]) if name in static and \
+                name not in self.assigned else Var(name)
         result = self.function_body(tree.body, tree)
         self.out.append(Return(result, self.loc))
         fn = Function(tree.name, params, self.ctx.blocks[0], self.parsed.file,
@@ -309,6 +313,12 @@ class Lowerer:
     def function_body(self, body, node):
         """Lower a function body; return the atom holding its result."""
         if not body or not _exits(body, {"return"}):
+            raised = next((n for s in body if not isinstance(s, gast.FunctionDef)
+                           for n in _walk_no_defs(s, False) if isinstance(n, gast.Raise)), None)
+            if raised is not None:  # it ends by raising: say so, not that a return is missing
+                self.error(errors.UnsupportedSyntaxError, "a raise statement is not supported "
+                           "in differentiated code (this function never returns a value)",
+                           raised)
             self.error(errors.UnsupportedSyntaxError,
                        f"{getattr(node, 'name', 'the function')} has no return statement, so it "
                        "has no output to differentiate", node)
@@ -1189,7 +1199,7 @@ class Lowerer:
 
     def run_inlined(self, child, fn_node, arguments, body, args, kwargs, defaults, node):
         if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
-            self.error(errors.UnsupportedSyntaxError, "calls nest deeper than "
+            self.error(errors.RecursionDepthError, "calls nest deeper than "
                        f"{MAX_INLINE_DEPTH} levels: recursion whose depth depends on the data "
                        "cannot be differentiated", node)
         if arguments.vararg or arguments.kwarg or arguments.kwonlyargs:
@@ -1328,10 +1338,11 @@ def _describe(node) -> str:
         return type(node).__name__
 
 
-def lower(parsed: ParsedFunction) -> Function:
-    """Lower a parsed function to IR."""
-    return Lowerer(parsed).lower()
+def lower(parsed: ParsedFunction, static=None) -> Function:
+    """Lower a parsed function to IR; `static` maps argument names to values the IR is
+    specialised on (ints that decide a recursion's depth)."""
+    return Lowerer(parsed).lower(static)
 
 
-def function_to_ir(fn) -> Function:
-    return lower(parse(fn))
+def function_to_ir(fn, static=None) -> Function:
+    return lower(parse(fn), static)

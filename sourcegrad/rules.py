@@ -478,10 +478,11 @@ defvjp("sum", np.sum, _func("sum"),
        lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
            g if keepdims or axis is None else np.expand_dims(g, axis), x.shape),
        kind="reduction")
+# (the mean of an empty array is nan, as numpy gives it; its gradient is empty: no 1 / 0)
 defvjp("mean", np.mean, _func("mean"),
        lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
            (g if keepdims or axis is None else np.expand_dims(g, axis))
-           / (x.size if axis is None else reduced_count(x, axis)), x.shape),
+           / (x.size if axis is None else reduced_count(x, axis)), x.shape) if x.size else np.zeros_like(x),
        kind="reduction")
 defvjp("prod", np.prod, _func("prod"),
        lambda g, ans, x, axis=None, keepdims=False: prod_grad(g, x, axis, keepdims),

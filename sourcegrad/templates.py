@@ -61,7 +61,9 @@ class _RunTimeFact(Exception):
 
 
 def _reads_rank(node) -> bool:
-    return any(isinstance(n, gast.Attribute) and n.attr == "ndim" for n in gast.walk(node))
+    """Whether a template's condition reads a rank or a size (known when the code runs)."""
+    return any(isinstance(n, gast.Attribute) and n.attr in ("ndim", "size")
+               for n in gast.walk(node))
 
 
 def _printable(value) -> bool:
