@@ -200,9 +200,9 @@ class _NumpyRejects(Exception):
 
 # ops whose errors depend only on their operands' shapes (and static arguments), so a
 # stand-in that numpy rejects is a program numpy rejects (besides the elementwise ones)
-_SHAPE_CHECKED = {"matmul", "matmul_op", "dot", "inner", "outer", "tensordot", "reshape",
-                  "ravel", "transpose", "swapaxes", "moveaxis", "broadcast_to", "expand_dims",
-                  "squeeze", "concatenate", "stack", "getitem", "T"}
+_SHAPE_CHECKED = {"matmul", "matmul_op", "dot", "inner", "outer", "tensordot", "einsum",
+                  "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "broadcast_to",
+                  "expand_dims", "squeeze", "concatenate", "stack", "getitem", "T"}
 
 
 def _numpy_verdict(rule, values, kwvalues):
@@ -216,7 +216,7 @@ def _numpy_verdict(rule, values, kwvalues):
         if isinstance(v, list) and not isinstance(v, ListOf):
             return [ghost(i) for i in v]
         return v
-    if rule.kind != "elementwise" and rule.name not in _SHAPE_CHECKED:
+    if rule.kind not in ("elementwise", "reduction") and rule.name not in _SHAPE_CHECKED:
         return
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -311,6 +311,9 @@ def _reduction(rule, values, kwvalues):
     if axis is None:
         out_shape = (1,) * len(shape) if keepdims else ()
     else:
+        if any(not -len(shape) <= a < len(shape) for a in
+               (axis if isinstance(axis, tuple) else (axis,))):
+            raise ValueError("axis out of bounds")  # numpy's words: see _numpy_verdict
         axes = {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
         out_shape = tuple(1 if i in axes else n for i, n in enumerate(shape)
                           if keepdims or i not in axes)
@@ -382,6 +385,8 @@ def _einsum_shape(rule, values, kwvalues):
     sizes = {}
     for labels, op in zip(inputs, operands):
         for c, n in zip(labels, np.shape(op)):
+            if sizes.get(c, 1) not in (1, n) and n != 1:
+                raise ValueError("einsum size mismatch")  # numpy's words: see _numpy_verdict
             sizes[c] = max(sizes.get(c, 1), n)
     return stand_in(tuple(sizes[c] for c in output), np.result_type(*operands))
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class SourceLocation:
@@ -87,7 +89,15 @@ class NumpyIndexError(NumpyError, IndexError):
     """numpy's IndexError (an index out of bounds), located."""
 
 
+class NumpyAxisError(NumpyError, np.exceptions.AxisError):
+    """numpy's AxisError (an axis out of range; both a ValueError and an IndexError), located."""
+
+    def __str__(self) -> str:  # (AxisError formats its own arguments)
+        return self._format()
+
+
 def numpy_error(exc: Exception, loc: SourceLocation | None) -> NumpyError:
     """The located error for numpy's own `exc` (an IndexError or a ValueError)."""
-    cls = NumpyIndexError if isinstance(exc, IndexError) else NumpyValueError
+    cls = NumpyAxisError if isinstance(exc, np.exceptions.AxisError) else \
+        NumpyIndexError if isinstance(exc, IndexError) else NumpyValueError
     return cls(f"numpy raises {type(exc).__name__}: {exc}", loc)
