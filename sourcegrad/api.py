@@ -371,7 +371,7 @@ class Gradient(staticmethod):
             others.append(g)
         return tuple(converters)
 
-    def _finisher(self, args, optimized=None, env=None):
+    def _finisher(self, args, optimized=None, env=None, unread=False):
         """How to give this signature's gradients their inputs' types (cheap for floats), or
         None when the generated code returns Python floats for Python float inputs."""
         if optimized is not None and all(type(args[i]) is float for i in self.wrt) and \
@@ -387,7 +387,9 @@ class Gradient(staticmethod):
             return (lambda g, args: float(g)) if self._single else \
                 (lambda grads, args: tuple(map(float, grads)))
         converters = []
-        users = _users_gradients(optimized, self.with_value) if optimized is not None else ()
+        # (`unread`: code from the disk cache, whose IR is not at hand: any may be the user's)
+        users = _users_gradients(optimized, self.with_value) if optimized is not None else \
+            (True,) * len(self.wrt) if unread else ()
         for k, i in enumerate(self.wrt):
             x = args[i]
             if k < len(users) and users[k] and not isinstance(x, (float, np.generic)):
@@ -535,7 +537,7 @@ class Gradient(staticmethod):
         module = load(source, names[0], primal.free)
         loaded = tuple(getattr(module, n) for n in names)
         compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
-                            self._finisher(args), tuple(primal.dependencies), None)
+                            self._finisher(args, unread=True), tuple(primal.dependencies), None)
         self._cache[key] = compiled
         self._last = compiled
         return compiled
@@ -859,7 +861,7 @@ class JVP(Gradient):
         optimized = optimize(forward_mode(primal, list(self.wrt), env, namer), _shapes(env))
         return optimized, [optimized]
 
-    def _finisher(self, args):
+    def _finisher(self, args, optimized=None, env=None, unread=False):
         return lambda result, args: result
 
     def __call__(self, primals, tangents):
