@@ -16,6 +16,8 @@ values that need an adjoint.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -436,19 +438,42 @@ def _record(summary, name, aval):
         summary[name] = aval
 
 
+# How many branches that this signature never takes (`if x.ndim == 1:` for a matrix) enclose
+# the statements being inferred: there numpy's errors are not errors (per thread).
+_UNTAKEN = threading.local()
+_UNTAKEN.depth = 0
+
+
+@contextlib.contextmanager
+def _untaken(never_runs):
+    depth = getattr(_UNTAKEN, "depth", 0)
+    _UNTAKEN.depth = depth + 1 if never_runs else depth
+    try:
+        yield
+    finally:
+        _UNTAKEN.depth = depth
+
+
 def _infer_block(stmts, env, summary):
     for stmt in stmts:
         if isinstance(stmt, Assign):
             try:
-                aval = eval_value(stmt.value, env, strict=True)
+                aval = eval_value(stmt.value, env, strict=not getattr(_UNTAKEN, "depth", 0))
             except _NumpyRejects as rejected:
                 raise errors.numpy_error(rejected.error, stmt.loc) from None
             env[stmt.target] = aval
             _record(summary, stmt.target, aval)
         elif isinstance(stmt, If):
             then_env, else_env = dict(env), dict(env)
-            _infer_block(stmt.body, then_env, summary)
-            _infer_block(stmt.orelse, else_env, summary)
+            try:
+                test, known = _concrete(stmt.test, env)
+            except _Unknown:
+                known = False
+            taken = bool(test) if known and not isinstance(test, np.ndarray) else None
+            with _untaken(taken is False):
+                _infer_block(stmt.body, then_env, summary)
+            with _untaken(taken is True):
+                _infer_block(stmt.orelse, else_env, summary)
             for name in set(then_env) | set(else_env):
                 # (a branch that leaves a name unbound is not one that makes it UNKNOWN,
                 # which is None: a value unknown on one side is unknown after the if)

@@ -482,7 +482,8 @@ defvjp("sum", np.sum, _func("sum"),
 defvjp("mean", np.mean, _func("mean"),
        lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
            (g if keepdims or axis is None else np.expand_dims(g, axis))
-           / (x.size if axis is None else reduced_count(x, axis)), x.shape) if x.size else np.zeros_like(x),
+           / (x.size if axis is None else reduced_count(x, axis)), x.shape)
+       if x.size else np.zeros_like(x),
        kind="reduction")
 defvjp("prod", np.prod, _func("prod"),
        lambda g, ans, x, axis=None, keepdims=False: prod_grad(g, x, axis, keepdims),
@@ -615,7 +616,9 @@ defnondiff("reduced_count", reduced_count, _helper("reduced_count"))
 defvjp("setitem", runtime.setitem, _helper("setitem"),
        lambda g, ans, x, index, value: zero_at(g, index),
        None,
-       lambda g, ans, x, index, value: unbroadcast(np.where(last_writes(g, index), g[index], 0.0), value) if index_may_repeat(index) else unbroadcast(g[index], value))
+       lambda g, ans, x, index, value: unbroadcast(
+           np.where(last_writes(g, index), g[index], 0.0) if index_may_repeat(index)
+           else g[index], value))
 defnondiff("index_may_repeat", runtime.index_may_repeat, _helper("index_may_repeat"))
 RULES["index_may_repeat"].static_result = True
 RULES["index_may_repeat"].type_fact = True

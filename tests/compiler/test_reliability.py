@@ -260,6 +260,23 @@ def test_what_numpy_rejects_raises_numpys_error_located(fn, args, kind):
     assert str(numpy_says.value) in message
 
 
+def by_rank(x, y):
+    if x.ndim == 1:
+        z = x @ y
+    else:
+        z = x @ y.T
+    if x.shape[0] > 3:
+        z = z + x[5]
+    return np.sum(z * z)
+
+
+def test_a_branch_this_signature_never_takes_may_hold_what_numpy_rejects():
+    for x, y in ((np.linspace(0.1, 0.3, 3), np.linspace(-1.0, 1.0, 3)),
+                 (np.linspace(0.1, 0.6, 6).reshape(2, 3),
+                  np.linspace(-1.0, 1.0, 12).reshape(4, 3))):
+        assert_gradients(by_rank, (x, y), (0, 1))
+
+
 def mean_of(x):
     return np.mean(x)
 
