@@ -1201,7 +1201,8 @@ class Lowerer:
         if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
             self.error(errors.RecursionDepthError, "calls nest deeper than "
                        f"{MAX_INLINE_DEPTH} levels: recursion whose depth depends on the data "
-                       "cannot be differentiated", node)
+                       "(or that an int argument bounds above that) cannot be differentiated",
+                       node)
         if arguments.vararg or arguments.kwarg or arguments.kwonlyargs:
             self.error(errors.UnsupportedSyntaxError, "calling a function with *args, **kwargs "
                        "or keyword-only parameters is not supported", node)
