@@ -960,7 +960,8 @@ class JVP(Gradient):
         return compiled.fn(*primals, *[tangents[i] for i in self.wrt])
 
 
-_JVPS: dict = {}
+_JVPS: OrderedDict = OrderedDict()  # (fn, wrt, backend) -> JVP, the most recent JVPS_KEPT
+JVPS_KEPT = 64
 
 
 def jvp(fn, primals, tangents, *, backend="auto"):
@@ -976,9 +977,14 @@ def jvp(fn, primals, tangents, *, backend="auto"):
     if not wrt:
         raise errors.WrtError("jvp needs at least one tangent that is not None")
     key = (fn, wrt, backend)
-    if key not in _JVPS:
-        _JVPS[key] = JVP(fn, wrt, False, backend)
-    return _JVPS[key](primals, tangents)
+    made = _JVPS.get(key)
+    if made is None:
+        made = _JVPS[key] = JVP(fn, wrt, False, backend)
+        while len(_JVPS) > JVPS_KEPT:  # (a closure per step must not keep every one)
+            _JVPS.popitem(last=False)
+    else:
+        _JVPS.move_to_end(key)
+    return made(primals, tangents)
 
 
 def hvp(fn, wrt=0):
