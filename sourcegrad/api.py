@@ -566,7 +566,14 @@ class Gradient(staticmethod):
             if template is None and cache.directory() and not identities:
                 template = self._from_disk(cache.load(disk_key), args)
                 if template is not None:
-                    _remember(template_key, template)
+                    try:  # (authentic, but made by code that differs: any fault, a compile)
+                        compiled = self._instance(template, primal, key)
+                    except Exception as exc:
+                        cache.fault("entry unusable", f"an entry could not be loaded ({exc!r})")
+                    else:
+                        _remember(template_key, template)
+                        return compiled
+                    template = None
             if template is not None:
                 return self._instance(template, primal, key)
             # a 0-d array is differentiated as the numpy scalar it holds (read once with

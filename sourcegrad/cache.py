@@ -86,6 +86,11 @@ def _warn(cause: str, message: str) -> None:
     warnings.warn(f"sourcegrad cache: {message}; compiling in memory", CacheWarning, stacklevel=4)
 
 
+def fault(cause: str, message: str) -> None:
+    """Report a fault met using an entry (one warning per cause per process)."""
+    _warn(cause, message)
+
+
 def default_directory() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "sourcegrad")

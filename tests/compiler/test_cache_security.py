@@ -446,3 +446,23 @@ def test_unprivileged_a_symlinked_directory_is_refused(unprivileged):
     assert result["mode"] == "0o755" and result["listing"] == []
     (message,) = result["warnings"]
     assert "is a symlink" in message
+
+
+def test_an_authentic_entry_that_does_not_load_warns_and_compiles_in_memory(env):
+    """Made with the user's own secret (so trusted) but unusable: one warning, a compile."""
+    directory = cache.enable(str(env / "cache"))
+    x = np.array([0.6, 0.1])
+    sourcegrad.grad(f)(x)
+    (path,) = entry_files(directory)
+    entry = json.load(open(path))
+    entry["names"] = ["no_such_function"]
+    signed = {k: v for k, v in entry.items() if k != "mac"}
+    signed["mac"] = cache._mac({k: v for k, v in signed.items()})
+    with open(path, "w") as out:
+        json.dump(signed, out)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            np.testing.assert_allclose(gradient_in_memory(x), df(x))
+    (message,) = cache_warnings(record)
+    assert "could not be loaded" in message
