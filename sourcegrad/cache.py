@@ -119,6 +119,9 @@ def enable(path: str | None = None) -> str | None:
     except _Fault as fault:
         _warn(fault.cause, str(fault))
         return None
+    except OSError as exc:
+        _warn("cache directory", f"cannot use the cache directory {path} ({exc})")
+        return None
     _directory, _dir_fd, _secret = path, fd, secret
     return path
 
@@ -203,13 +206,11 @@ def _load_secret() -> bytes:
         except FileNotFoundError:
             _create_secret(dir_fd)
             fd = os.open(SECRET_NAME, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
-    except _Fault:
-        raise
     except OSError as exc:
-        os.close(dir_fd)
         raise _Fault("secret open", f"cannot open the cache secret in {where} "
                                     f"(a symlink is refused) ({exc})")
-    os.close(dir_fd)
+    finally:
+        os.close(dir_fd)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or \

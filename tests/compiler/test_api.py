@@ -388,3 +388,18 @@ def test_a_tuple_of_arrays_argument_is_refused_clearly():
         sourcegrad.grad(pair_loss)(w, (np.ones((3, 2)), np.ones(3)))
     with pytest.raises(errors.NonDifferentiableInputError, match="argument 'data'"):
         sourcegrad.grad(pair_loss, wrt=1)(w, (np.ones((3, 2)), np.ones(3)))
+
+
+def test_closures_over_lists_of_different_lengths_get_their_own_code():
+    """A list is keyed by identity (its length may shape the code), never by its type."""
+    def summed_over(ws):
+        def f(x):
+            total = 0.0
+            for w in ws:
+                total = total + np.sum(w * x)
+            return total
+        return f
+    x = np.ones(2)
+    for n in (2, 3, 2, 5):
+        ws = [np.full(2, float(k + 1)) for k in range(n)]
+        np.testing.assert_allclose(sourcegrad.grad(summed_over(ws))(x), sum(ws))
