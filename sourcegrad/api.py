@@ -9,6 +9,25 @@ values), runs the pipeline
 
 and caches the loaded function per signature; later calls go straight to it.
 The lowered IR is cached per function, since it does not depend on shapes.
+
+What the caches hold, and for how long:
+- per function, held weakly (`_COMPILED`, `_IR`): the lowered IR, keyed on the code
+  object it was lowered from (a swapped `__code__` is lowered again; the compiled code
+  and its fast entry check it), and the loaded code per signature, bound to that
+  function's own global and closure values. They go when the function goes.
+- per code (`_templates`, an LRU of `TEMPLATES_KEPT`): the pipeline's product, keyed on
+  everything the generated code depends on (`_disk_key`: the lowered body with its
+  inlined constants, the signatures of the arrays it reads from globals and closures,
+  the input signature, the mode). A new closure of the same code over arrays of the same
+  shapes (a `def` per training step over each batch) finds it and only loads it bound to
+  its own values: lowering and loading (a few ms) but no differentiation, and nothing of
+  an earlier closure is kept. Numbers a closure holds are inlined, so they are part of
+  the key; other objects (lists, ...) are keyed by identity and kept by the template.
+  The on-disk cache (sourcegrad.cache) holds the same, across processes.
+Before a function's source is lowered it is checked to be the code Python runs
+(sourcegrad.source_check): a file edited after import is refused, located. The fast
+entry checks `fn.__code__ is code` on each call (a function's `__code__` costs ~25-70 ns
+to read), so a swapped code object never runs against the old gradient.
 """
 from __future__ import annotations
 
@@ -16,11 +35,13 @@ import functools
 import inspect
 import threading
 import types
-from dataclasses import dataclass
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import cache, errors
+from . import analysis, cache, errors
 from .analysis import aval_of, check_in_place_updates, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .dispatch import fast_entry
@@ -32,7 +53,8 @@ from .optimize import (batch_row_products, hoist_loop_invariants, makes_new_valu
                        negate_products, optimize)
 from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
-from .rules import RULES, TEMPLATE_NAMESPACE
+from .rules import RULES, TEMPLATE_NAMESPACE, rule_for_function
+from .source_check import check_current
 
 
 @dataclass
@@ -51,6 +73,25 @@ class Compiled:
     fresh: tuple = ()           # per gradient: the generated code makes it a new array
     converters: tuple = None    # per gradient, the conversion the fast path applies (or None)
     settled: bool = False       # finish and converters were fitted to a first result
+    code: object = None         # the differentiated function's code object it was built from
+    control_flow: bool = False  # the generated code has loops or branches
+
+
+@dataclass
+class _Template:
+    """What the pipeline made for one `_disk_key` (see the module docstring): loaded once per
+    function that needs it. Holds no array of the globals and closure of the function it came
+    from (their values are bound per function, `_instance`)."""
+
+    source: str
+    module_name: str
+    names: list
+    saved: list
+    finish: object
+    ir: object
+    fresh: tuple
+    control_flow: bool
+    kept: tuple                 # the free values its key names by identity (see _disk_key)
 
 
 def _normalize_wrt(fn, wrt):
@@ -122,19 +163,69 @@ def _like_input(g, x, args):
     return g
 
 
-_COMPILED: dict = {}  # (fn, wrt, single, with_value, backend) -> {signature: Compiled}
-_IR: dict = {}        # fn -> its lowered IR
-_BY_VALUE: dict = {}  # fn -> {its int arguments' values: its IR}, where it is lowered per value
+# fn -> {(wrt, single, with_value, backend, class name): {signature: Compiled}}, and
+# _TEMPLATES_KEY -> the templates (so that replacing or clearing it forgets everything)
+_COMPILED = weakref.WeakKeyDictionary()
+_IR = weakref.WeakKeyDictionary()   # fn -> (the code object it was lowered from, its IR)
+# fn -> (its code object, {its int arguments' values: its IR}), where it is lowered per value
+_BY_VALUE = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.RLock()
+TEMPLATES_KEPT = 256
+
+
+class _TemplatesKey:
+    """The key of the templates in _COMPILED (a weakly referenceable object kept alive here)."""
+
+
+_TEMPLATES_KEY = _TemplatesKey()
+
+
+def _templates() -> OrderedDict:
+    return _COMPILED.setdefault(_TEMPLATES_KEY, OrderedDict())
+
+
+def _template(key):
+    templates = _templates()
+    template = templates.get(key)
+    if template is not None:
+        templates.move_to_end(key)
+    return template
+
+
+def _remember(key, template):
+    templates = _templates()
+    templates[key] = template
+    while len(templates) > TEMPLATES_KEPT:
+        templates.popitem(last=False)
+
+
+def _of_function(table, fn, default=None):
+    try:
+        return table.get(fn, default)
+    except TypeError:  # not weakly referenceable: not kept
+        return default
+
+
+def _compiled_for(fn) -> dict:
+    try:
+        return _COMPILED.setdefault(fn, {})
+    except TypeError:  # not weakly referenceable: this Gradient keeps its own
+        return {}
+
+
+def _code_of(fn):
+    """The code object a function (or what it wraps) runs, or None."""
+    return getattr(inspect.unwrap(fn), "__code__", None)
 
 
 _MISSING = object()
 
 
 def _still_valid(fn) -> bool:
-    """False when a global or closure value fn's lowered IR was built from was rebound."""
-    primal = _IR.get(fn)
-    return primal is None or _still_bound(primal.dependencies)
+    """False when a global or closure value fn's lowered IR was built from was rebound, or
+    its code was replaced."""
+    known = _of_function(_IR, fn)
+    return known is None or known[0] is _code_of(fn) and _still_bound(known[1].dependencies)
 
 
 def _still_bound(dependencies) -> bool:
@@ -143,6 +234,7 @@ def _still_bound(dependencies) -> bool:
     stale after another gradient of the same function has been rebuilt for the new value."""
     for kind, container, name, value in dependencies:
         current = container.get(name, _MISSING) if kind == "global" else \
+            getattr(container, "__code__", _MISSING) if kind == "code" else \
             _cell_value(container)
         if current is not value:
             return False
@@ -163,23 +255,39 @@ def _static_ints(params, args) -> dict:
     return {p: a for p, a in zip(params, args) if type(a) in (int, bool)}
 
 
-def _lowered_for_values(fn, params, args):
+def _lowered_for_values(by_value, fn, params, args):
     """fn's IR with its int arguments as constants (a recursion on them unrolls)."""
     static = _static_ints(params, args)
-    by_value = _BY_VALUE[fn]
     key = tuple(static.items())
     if key not in by_value:
-        by_value[key] = function_to_ir(fn, static)
+        by_value[key] = _lowered(fn, static)
     return by_value[key]
 
 
+def _lowered(fn, static=None):
+    """fn's IR, after checking that its source (and that of each function it inlines) is the
+    code Python runs; its dependencies name each inlined function's code, so that code
+    replaced later (as autoreload does) makes the compiled code stale."""
+    check_current(fn)
+    primal = function_to_ir(fn, static) if static else function_to_ir(fn)
+    callees = [v for _, _, _, v in primal.dependencies
+               if isinstance(v, types.FunctionType) and rule_for_function(v) is None]
+    for callee in callees:
+        check_current(callee)
+    primal.dependencies = list(primal.dependencies) + [
+        ("code", callee, "__code__", callee.__code__) for callee in callees]
+    return primal
+
+
 def _forget(fn):
-    """Drop the IR and every compiled gradient of `fn` (its globals changed)."""
-    _IR.pop(fn, None)
-    _BY_VALUE.pop(fn, None)
-    for key, compiled in _COMPILED.items():
-        if key[0] is fn:
-            compiled.clear()
+    """Drop the IR and every compiled gradient of `fn` (its globals or code changed)."""
+    for table in (_IR, _BY_VALUE):
+        try:
+            table.pop(fn, None)
+        except TypeError:
+            pass
+    for compiled in _of_function(_COMPILED, fn, {}).values():
+        compiled.clear()
 
 
 class Gradient(staticmethod):
@@ -219,8 +327,9 @@ class Gradient(staticmethod):
                                if p.default is not p.empty)
         # compiled code is shared by every Gradient of the same function, wrt and backend
         with _SHARED_LOCK:
-            self._cache = _COMPILED.setdefault((fn, self.wrt, self._single, with_value, backend,
-                                                type(self).__name__), {})
+            self._cache = _compiled_for(fn).setdefault(
+                (self.wrt, self._single, with_value, backend, type(self).__name__), {})
+        self._owner = inspect.unwrap(fn)  # whose __code__ the compiled code was built from
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
         self._general = self._general_call  # (one bound method, held while it is the call)
@@ -292,12 +401,29 @@ class Gradient(staticmethod):
 
     def _cached(self, key):
         """The compiled code of key's signature, or None when there is none or it is stale (a
-        global or closure value it was built from has been rebound since)."""
-        compiled = self._cache.get(key)
+        global or closure value it was built from has been rebound since, or the function's
+        code was replaced)."""
+        try:
+            compiled = self._cache.get(key)
+        except TypeError:  # an unhashable argument: a tuple (or list) holding arrays
+            raise self._unhashable_argument(key) from None
         if compiled is None or (compiled.dependencies and
-                                not _still_bound(compiled.dependencies)):
+                                not _still_bound(compiled.dependencies)) or \
+                compiled.code is not None and \
+                getattr(self._owner, "__code__", None) is not compiled.code:
             return None
         return compiled
+
+    def _unhashable_argument(self, key):
+        for name, part in zip(self._params, key):
+            try:
+                hash(part)
+            except TypeError:
+                return errors.NonDifferentiableInputError(
+                    f"argument {name!r} of {self.fn.__name__} is a tuple holding arrays (or other "
+                    "unhashable values): tuples of arrays are not yet supported as arguments, "
+                    "differentiated or not; pass the arrays as separate arguments")
+        return errors.SourcegradError(f"an argument of {self.fn.__name__} is not hashable")
 
     def _install(self, entry, key):
         """Make `entry`, key's, what the next calls run: at once when none is installed,
@@ -330,7 +456,9 @@ class Gradient(staticmethod):
         entry = fast_entry(args, compiled.fn, compiled.finish, compiled.converters,
                            still_bound if compiled.dependencies else None,
                            self.with_value, self._single, self._general,
-                           self._defaults, compiled.source) or self._general
+                           self._defaults, compiled.source,
+                           (self._owner, compiled.code) if compiled.code is not None else None
+                           ) or self._general
         self._entries[key] = (compiled, entry)
         return entry
 
@@ -418,8 +546,8 @@ class Gradient(staticmethod):
             inner = self.inner.compile(args, to_transform=True)
             # forward mode over generated code is fine with loops (the stack is a list it
             # carries tangents through); reverse over reverse is not written for them yet
-            if not isinstance(self, JVP) and _has_control_flow(inner.ir) \
-                    and not self._by_forward_mode(args, inner.ir):
+            if not isinstance(self, JVP) and inner.control_flow \
+                    and not self._by_forward_mode(args, inner.control_flow):
                 raise errors.SourcegradError(
                     f"the gradient of {self.inner.fn.__qualname__} has loops or branches, and "
                     "reverse mode over its saved-value stack is not implemented: with respect "
@@ -427,17 +555,28 @@ class Gradient(staticmethod):
                     "sweep per element) and has no generated source of its own. Call it, or "
                     "use sourcegrad.hessian / sourcegrad.hvp")
             return function_to_ir(inner.fn)
-        if self.fn in _BY_VALUE:
-            return _lowered_for_values(self.fn, self._params, args)
-        if self.fn not in _IR:
+        code = _code_of(self.fn)
+        by_value = _of_function(_BY_VALUE, self.fn)
+        if by_value is not None and by_value[0] is code:
+            return _lowered_for_values(by_value[1], self.fn, self._params, args)
+        known = _of_function(_IR, self.fn)
+        if known is None or known[0] is not code:
             try:
-                _IR[self.fn] = function_to_ir(self.fn)
+                known = (code, _lowered(self.fn))
             except errors.RecursionDepthError:
                 if not _static_ints(self._params, args):
                     raise
-                _BY_VALUE[self.fn] = {}  # its recursion unrolls for its int arguments' values
-                return _lowered_for_values(self.fn, self._params, args)
-        return _IR[self.fn]
+                by_value = (code, {})  # its recursion unrolls for its int arguments' values
+                try:
+                    _BY_VALUE[self.fn] = by_value
+                except TypeError:
+                    pass
+                return _lowered_for_values(by_value[1], self.fn, self._params, args)
+            try:
+                _IR[self.fn] = known
+            except TypeError:
+                pass
+        return known[1]
 
     def compile(self, args, key=None, to_transform=False) -> Compiled:
         """Generate, load and cache the gradient for the signature of `args`.
@@ -461,10 +600,23 @@ class Gradient(staticmethod):
             for i in self.wrt:
                 _check_differentiable(self._params[i], args[i])
             primal = hoist_loop_invariants(self.ir(args))
-            disk_key = self._disk_key(primal, args, to_transform) if cache.directory() else None
-            hit = cache.load(disk_key) if disk_key else None
-            if hit is not None:
-                return self._from_disk(hit, primal, args, key)
+            disk_key, identities = self._disk_key(primal, args, key, to_transform)
+            # (values keyed by identity are kept by the template, so their ids stay theirs)
+            template_key = (disk_key, tuple(map(id, identities)))
+            template = _template(template_key)
+            if template is None and cache.directory() and not identities:
+                template = self._from_disk(cache.load(disk_key), args)
+                if template is not None:
+                    try:  # (authentic, but made by code that differs: any fault, a compile)
+                        compiled = self._instance(template, primal, key)
+                    except Exception as exc:
+                        cache.fault("entry unusable", f"an entry could not be loaded ({exc!r})")
+                    else:
+                        _remember(template_key, template)
+                        return compiled
+                    template = None
+            if template is not None:
+                return self._instance(template, primal, key)
             # a 0-d array is differentiated as the numpy scalar it holds (read once with
             # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
@@ -498,19 +650,21 @@ class Gradient(staticmethod):
                               "forward-mode derivative (JVP)" if isinstance(self, JVP)
                               else "gradient")
             source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
-            module = load(source, optimized.name, primal.free)
-            loaded = tuple(getattr(module, f.name) for f in functions)
             saved = _saved_values(optimized, forward | set(primal.params), env)
             finish = self._finisher(args, optimized, env) if not self.pullback and \
                 not isinstance(self, JVP) else self._finisher(args)
-            compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
-                                finish, tuple(primal.dependencies), optimized,
-                                () if self.pullback else _new_gradients(optimized, self.with_value))
-            if disk_key:
-                cache.store(disk_key, source, saved, [f.name for f in functions])
-            self._cache[key] = compiled
-            self._last = compiled
-            return compiled
+            names = [f.name for f in functions]
+            # (the template keeps no value of this function's: the IR's free values and
+            # dependencies are this function's globals and closure cells)
+            template = _Template(source, optimized.name, names, saved, finish,
+                                 replace(optimized, free={}, dependencies=[]),
+                                 () if self.pullback else _new_gradients(optimized,
+                                                                         self.with_value),
+                                 _has_control_flow(optimized), identities)
+            _remember(template_key, template)
+            if cache.directory() and not identities:
+                cache.store(disk_key, source, saved, names, template.control_flow)
+            return self._instance(template, primal, key)
 
     def _unwrappable(self, primal, args) -> set:
         """Positions of the 0-d numpy arrays the generated code may read as numpy scalars:
@@ -524,25 +678,46 @@ class Gradient(staticmethod):
             return set()
         return positions
 
-    def _disk_key(self, primal, args, to_transform=False):
-        """Everything the generated code depends on, as stable text (see sourcegrad.cache)."""
-        free = [(n, repr(signature_key([v]))) for n, v in sorted(primal.free.items())]
-        return cache.key_of(type(self).__name__, self.wrt, self._single, self.with_value,
-                            self.backend_for(args), repr(signature_key(args)), to_transform,
+    def _disk_key(self, primal, args, signature, to_transform=False):
+        """Everything the generated code depends on, as stable text (see sourcegrad.cache),
+        and the free values that only their identity can stand for (not arrays: a list's
+        length, say, may have shaped the code), or () where there are none."""
+        free, identities = [], []
+        for n, v in sorted(primal.free.items()):
+            if type(v) is np.ndarray or hasattr(v, "__cuda_array_interface__"):
+                free.append((n, repr(analysis.signature_key([v]))))
+            else:
+                free.append((n, "object"))
+                identities.append(v)
+        text = cache.key_of(type(self).__name__, self.wrt, self._single, self.with_value,
+                            self.backend_for(args), repr(signature), to_transform,
                             primal.name,
                             primal.params, repr(primal.body), sorted(primal.user_names), free)
+        return text, tuple(identities)
 
-    def _from_disk(self, hit, primal, args, key):
-        source, saved, names = hit
-        module = load(source, names[0], primal.free)
-        loaded = tuple(getattr(module, n) for n in names)
-        compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0], saved,
-                            self._finisher(args, unread=True), tuple(primal.dependencies), None)
+    def _from_disk(self, hit, args):
+        """The template of a disk entry (None for none): the generated code and what the
+        compiler knew of it; without the IR, the finish is the general one."""
+        if hit is None:
+            return None
+        return _Template(hit.source, hit.names[0], hit.names, hit.saved,
+                         self._finisher(args, unread=True),
+                         None, (), hit.control_flow, ())
+
+    def _instance(self, template, primal, key):
+        """The template loaded with `primal`'s free values (this function's own globals and
+        closure values, read by the generated code as module globals), cached for `key`."""
+        module = load(template.source, template.module_name, primal.free)
+        loaded = tuple(getattr(module, n) for n in template.names)
+        compiled = Compiled(template.source, module, loaded if len(loaded) > 1 else loaded[0],
+                            template.saved, template.finish, tuple(primal.dependencies),
+                            template.ir, template.fresh, code=_code_of(self.fn),
+                            control_flow=template.control_flow)
         self._cache[key] = compiled
         self._last = compiled
         return compiled
 
-    def _by_forward_mode(self, args, inner_ir):
+    def _by_forward_mode(self, args, inner_control_flow=None):
         """Whether this gradient of a gradient is computed forward over reverse: true when the
         inner gradient has loops or branches (reverse over its saved-value stack is not
         written) and this one is with respect to one number, so one forward sweep with the
@@ -552,8 +727,8 @@ class Gradient(staticmethod):
         x = args[self.wrt[0]]
         if not (isinstance(x, (float, int)) or (np.ndim(x) == 0 and hasattr(x, "dtype"))):
             return False
-        return _has_control_flow(inner_ir if inner_ir is not None else
-                                 self.inner.compile(args).ir)
+        return inner_control_flow if inner_control_flow is not None else \
+            self.inner.compile(args).control_flow
 
     def _by_forward_columns(self, args):
         """A gradient of a gradient with loops or branches with respect to an array (say
@@ -562,9 +737,9 @@ class Gradient(staticmethod):
         jacobian(..., mode="fwd") does). Correct, and n sweeps for n elements."""
         if self.inner is None or self.pullback or isinstance(self, JVP):
             return False
-        if not _has_control_flow(self.inner.compile(args).ir):
+        if not self.inner.compile(args).control_flow:
             return False
-        return not self._by_forward_mode(args, self.inner.compile(args).ir)
+        return not self._by_forward_mode(args, True)
 
     def _forward_columns(self, args):
         self._column_args = args  # so that .source can say why there is none
@@ -575,7 +750,7 @@ class Gradient(staticmethod):
 
     def _differentiate(self, primal, env, namer, args):
         """(the optimized gradient function, the functions to generate) for this mode."""
-        if self._by_forward_mode(args, None):
+        if self._by_forward_mode(args):
             optimized = optimize(derivative(primal, self.wrt[0], env, namer, self.with_value),
                                  _shapes(env))
             return optimized, [optimized]
@@ -879,7 +1054,8 @@ class JVP(Gradient):
         return value, tangent
 
 
-_JVPS: dict = {}
+_JVPS: OrderedDict = OrderedDict()  # (fn, wrt, backend) -> JVP, the most recent JVPS_KEPT
+JVPS_KEPT = 64
 
 
 def jvp(fn, primals, tangents, *, backend="auto"):
@@ -895,9 +1071,14 @@ def jvp(fn, primals, tangents, *, backend="auto"):
     if not wrt:
         raise errors.WrtError("jvp needs at least one tangent that is not None")
     key = (fn, wrt, backend)
-    if key not in _JVPS:
-        _JVPS[key] = JVP(fn, wrt, False, backend)
-    return _JVPS[key](primals, tangents)
+    made = _JVPS.get(key)
+    if made is None:
+        made = _JVPS[key] = JVP(fn, wrt, False, backend)
+        while len(_JVPS) > JVPS_KEPT:  # (a closure per step must not keep every one)
+            _JVPS.popitem(last=False)
+    else:
+        _JVPS.move_to_end(key)
+    return made(primals, tangents)
 
 
 def hvp(fn, wrt=0):

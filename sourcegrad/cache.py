@@ -3,26 +3,92 @@
 Off by default. `SOURCEGRAD_CACHE=1` turns it on in the user's cache directory
 (`$XDG_CACHE_HOME/sourcegrad`, else `~/.cache/sourcegrad`); `SOURCEGRAD_CACHE_DIR=path`
 or `sourcegrad.cache.enable(path)` chooses another one; `disable()` turns it off.
+`load(key)` returns an `Entry` (the generated source and what the compiler knows about
+it) or None; `store(key, ...)` writes one. Neither ever raises.
+
+What the cache trusts. An entry holds Python source that is executed on a hit, so an
+entry is used only when it carries an HMAC-SHA256, over everything in it, made with a
+per-user secret that lives OUTSIDE the cache directory: 32 random bytes in
+`$XDG_CONFIG_HOME/sourcegrad/cache-key` (else `~/.config/sourcegrad/cache-key`), created
+with O_EXCL|O_NOFOLLOW and mode 0600 in a directory created 0700. The secret is refused
+(and the cache turned off) when it or its directory is a symlink, is not owned by the
+user, or is accessible to group or others. So whoever can write the cache directory but
+cannot read that file cannot make the cache run code: a planted, edited or
+re-digested entry fails its MAC and is ignored (it is recompiled and overwritten). The
+cache trusts the user's own account (and root), the interpreter and the sourcegrad
+installation; it trusts nothing in the cache directory. The parent directories of the
+cache directory and of the secret's directory are taken as the environment gives them;
+the last component of each, the secret and every entry are opened without following
+symlinks (O_NOFOLLOW, relative to a directory descriptor).
+
+The cache directory is created 0700 when absent and never chmodded; one that is a
+symlink, not a directory, not owned by the user or writable by group or others is
+refused. Any fault (such a directory, a missing or unsafe secret, an unwritable
+directory, a malformed or forged entry) turns into one `CacheWarning` per cause per
+process, and the gradient is compiled in memory as without a cache.
 
 Each entry is one JSON file named by the SHA-256 of its key: everything the generated
 code depends on (the lowered function, the input signature, `wrt`, the mode, the
-backend, the sourcegrad and Python versions). The file holds the key itself, the source,
-the saved-value manifest and a SHA-256 over those; an entry whose digest or key does not
-match (stale, truncated, tampered with) is regenerated and rewritten, never executed.
-Entries are written to a temporary file in the same directory and renamed into place
-(atomic on POSIX), so processes that compile the same gradient at once never see half a
-file. The directory is created with mode 0700.
+backend, the sourcegrad and Python versions). Entries are written to a temporary file
+(O_EXCL, 0600) in the same directory and renamed into place (atomic on POSIX), so
+processes that compile the same gradient at once never see half a file.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import stat
 import sys
-import tempfile
+import warnings
+from typing import NamedTuple
+
+FORMAT = 2
+SECRET_NAME = "cache-key"
+SECRET_BYTES = 32
+MAX_ENTRY_BYTES = 16 << 20
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 _directory: str | None = None
+_dir_fd: int | None = None
+_secret: bytes | None = None
 _configured = False
+_warned: set = set()
+
+
+class CacheWarning(UserWarning):
+    """The on-disk cache could not be used for something; the gradient is compiled in memory."""
+
+
+class Entry(NamedTuple):
+    source: str
+    saved: list
+    names: list
+    control_flow: bool  # whether the generated function has loops or branches
+
+
+class _Fault(Exception):
+    """A reason not to use the cache: `cause` names it for the one-warning-per-cause rule."""
+
+    def __init__(self, cause, message):
+        super().__init__(message)
+        self.cause = cause
+
+
+def _warn(cause: str, message: str) -> None:
+    if cause in _warned:
+        return
+    _warned.add(cause)
+    warnings.warn(f"sourcegrad cache: {message}; compiling in memory", CacheWarning, stacklevel=4)
+
+
+def fault(cause: str, message: str) -> None:
+    """Report a fault met using an entry (one warning per cause per process)."""
+    _warn(cause, message)
 
 
 def default_directory() -> str:
@@ -30,19 +96,44 @@ def default_directory() -> str:
     return os.path.join(base, "sourcegrad")
 
 
-def enable(path: str | None = None) -> str:
-    """Cache generated modules in `path` (default: the user's cache directory)."""
-    global _directory, _configured
-    _directory = path or default_directory()
-    os.makedirs(_directory, mode=0o700, exist_ok=True)
-    os.chmod(_directory, 0o700)
-    _configured = True
-    return _directory
+def secret_directory() -> str:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "sourcegrad")
+
+
+def enable(path: str | None = None) -> str | None:
+    """Cache generated modules in `path` (default: the user's cache directory).
+
+    Returns the directory, or None (with a `CacheWarning`) when it or the secret cannot
+    be used safely; the cache is then off for this process until `enable` is called again."""
+    global _directory, _dir_fd, _secret, _configured
+    disable()
+    path = path or default_directory()
+    try:
+        fd = _open_own_directory(path, "cache directory", private=False)
+        try:
+            secret = _load_secret()
+        except BaseException:
+            os.close(fd)
+            raise
+    except _Fault as fault:
+        _warn(fault.cause, str(fault))
+        return None
+    except OSError as exc:
+        _warn("cache directory", f"cannot use the cache directory {path} ({exc})")
+        return None
+    _directory, _dir_fd, _secret = path, fd, secret
+    return path
 
 
 def disable() -> None:
-    global _directory, _configured
-    _directory, _configured = None, True
+    global _directory, _dir_fd, _secret, _configured
+    if _dir_fd is not None:
+        try:
+            os.close(_dir_fd)
+        except OSError:
+            pass
+    _directory, _dir_fd, _secret, _configured = None, None, None, True
 
 
 def directory() -> str | None:
@@ -63,46 +154,200 @@ def key_of(*parts) -> str:
     return repr((__version__, sys.version_info[:2]) + tuple(parts))
 
 
-def _digest(entry) -> str:
-    payload = json.dumps([entry["key"], entry["source"], entry["saved"], entry["names"]],
-                         sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
+# --- directories and the secret ---------------------------------------------------------------
+
+def _open_own_directory(path: str, what: str, private: bool) -> int:
+    """A descriptor of directory `path`, created 0700 if absent, never followed if a symlink,
+    refused unless owned by the user and not writable (`private`: not accessible) by group
+    or others. Its parents are created as needed and taken as they are."""
+    path = os.path.abspath(path)
+    parent, name = os.path.split(path)
+    try:
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        parent_fd = os.open(parent, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    except OSError as exc:
+        raise _Fault(f"{what} parent", f"cannot open the parent of the {what} {path} ({exc})")
+    try:
+        try:
+            os.mkdir(name, 0o700, dir_fd=parent_fd)  # (does not follow a symlink: EEXIST)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise _Fault(f"{what} create", f"cannot create the {what} {path} ({exc})")
+        try:
+            fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=parent_fd)
+        except OSError as exc:
+            kind = "a symlink" if os.path.islink(path) else "not a directory" \
+                if os.path.lexists(path) and not os.path.isdir(path) else "unusable"
+            raise _Fault(f"{what} open", f"the {what} {path} is {kind} ({exc})")
+    finally:
+        os.close(parent_fd)
+    info = os.fstat(fd)
+    mask = 0o077 if private else 0o022
+    problem = None
+    if info.st_uid != os.geteuid():
+        problem = f"is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
+    elif info.st_mode & mask:
+        problem = f"has mode {stat.S_IMODE(info.st_mode):04o}: " + (
+            "group or others can access it" if private else "group or others can write to it")
+    if problem is not None:
+        os.close(fd)
+        raise _Fault(f"{what} unsafe", f"the {what} {path} {problem}")
+    return fd
 
 
-def _path(key: str) -> str:
-    return os.path.join(_directory, hashlib.sha256(key.encode()).hexdigest() + ".json")
+def _load_secret() -> bytes:
+    """The user's cache secret, created on first use (see the module docstring)."""
+    where = secret_directory()
+    dir_fd = _open_own_directory(where, "secret directory", private=True)
+    try:
+        try:
+            fd = os.open(SECRET_NAME, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+        except FileNotFoundError:
+            _create_secret(dir_fd)
+            fd = os.open(SECRET_NAME, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        raise _Fault("secret open", f"cannot open the cache secret in {where} "
+                                    f"(a symlink is refused) ({exc})")
+    finally:
+        os.close(dir_fd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or \
+                info.st_mode & 0o077:
+            raise _Fault("secret unsafe", f"the cache secret {os.path.join(where, SECRET_NAME)} "
+                                          "must be a regular file of this user's, mode 0600")
+        secret = os.read(fd, SECRET_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(secret) != SECRET_BYTES:
+        raise _Fault("secret unsafe", f"the cache secret {os.path.join(where, SECRET_NAME)} "
+                                      f"is not {SECRET_BYTES} bytes long")
+    return secret
 
 
-def load(key: str):
-    """The cached (source, saved, names) for `key`, or None (absent, stale or corrupted)."""
+def _create_secret(dir_fd: int) -> None:
+    """Write a new secret under a temporary name and link it into place: a process racing
+    this one either links first (and both read its secret) or finds it there."""
+    temporary = f".{SECRET_NAME}-{os.getpid()}-{os.urandom(8).hex()}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600,
+                 dir_fd=dir_fd)
+    try:
+        try:
+            os.write(fd, os.urandom(SECRET_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temporary, SECRET_NAME, src_dir_fd=dir_fd, dst_dir_fd=dir_fd,
+                    follow_symlinks=False)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(temporary, dir_fd=dir_fd)
+
+
+# --- entries ----------------------------------------------------------------------------------
+
+def _file_name(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest() + ".json"
+
+
+def _mac(payload: dict) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hmac.new(_secret, text.encode(), hashlib.sha256).hexdigest()
+
+
+_FIELDS = {"format", "key", "source", "saved", "names", "control_flow"}
+
+
+def _well_formed(entry) -> bool:
+    return (isinstance(entry, dict) and set(entry) == _FIELDS | {"mac"} and
+            entry["format"] == FORMAT and isinstance(entry["key"], str) and
+            isinstance(entry["source"], str) and isinstance(entry["mac"], str) and
+            isinstance(entry["control_flow"], bool) and
+            isinstance(entry["saved"], list) and all(isinstance(s, dict) for s in entry["saved"])
+            and isinstance(entry["names"], list) and entry["names"] and
+            all(isinstance(n, str) and n.isidentifier() for n in entry["names"]))
+
+
+def load(key: str) -> Entry | None:
+    """The cached entry for `key`, or None (absent, unreadable, malformed or not made with
+    this user's secret: never executed)."""
     if directory() is None:
         return None
     try:
-        with open(_path(key)) as f:
-            entry = json.load(f)
-        if entry.get("key") != key or entry.get("digest") != _digest(entry):
-            return None
-        return entry["source"], entry["saved"], entry["names"]
-    except (OSError, ValueError, KeyError, TypeError):
+        fd = os.open(_file_name(key), os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=_dir_fd)
+    except FileNotFoundError:
         return None
+    except OSError as exc:  # a symlinked entry (ELOOP), no permission
+        _warn("entry open", f"cannot open an entry in {_directory} ({exc})")
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            _warn("entry bad", f"an entry in {_directory} is not a regular file of a sane size")
+            return None
+        data = b""
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            data += chunk
+            if len(data) > MAX_ENTRY_BYTES:
+                return None
+    except OSError as exc:
+        _warn("entry open", f"cannot read an entry in {_directory} ({exc})")
+        return None
+    finally:
+        os.close(fd)
+    try:
+        entry = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        entry = None
+    if not _well_formed(entry):
+        _warn("entry bad", f"ignored a malformed entry in {_directory}")
+        return None
+    mac = entry.pop("mac")
+    if not hmac.compare_digest(mac, _mac(entry)):
+        _warn("entry forged", f"ignored an entry in {_directory} that was not written with "
+                              "this user's cache secret (tampered with, or from another key)")
+        return None
+    if entry["key"] != key:
+        return None
+    return Entry(entry["source"], entry["saved"], entry["names"], entry["control_flow"])
 
 
-def store(key: str, source: str, saved, names) -> None:
-    """Write the entry atomically (a temporary file renamed into place)."""
+def store(key: str, source: str, saved, names, control_flow: bool) -> None:
+    """Write the entry atomically: O_EXCL 0600 temporary file, renamed into place."""
     if directory() is None:
         return
-    entry = {"key": key, "source": source, "saved": saved, "names": list(names)}
-    entry["digest"] = _digest(entry)
-    fd, tmp = tempfile.mkstemp(dir=_directory, prefix=".entry-", suffix=".tmp")
+    payload = {"format": FORMAT, "key": key, "source": source, "saved": saved,
+               "names": list(names), "control_flow": bool(control_flow)}
+    payload = json.loads(json.dumps(payload, default=_plain))  # as a reader will see it
+    payload["mac"] = _mac(payload)
+    data = json.dumps(payload, sort_keys=True).encode()
+    temporary = f".entry-{os.getpid()}-{os.urandom(8).hex()}.tmp"
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f, default=_plain)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, _path(key))
-    except OSError:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+                     0o600, dir_fd=_dir_fd)
+    except OSError as exc:
+        _warn("write", f"cannot write to {_directory} ({exc})")
+        return
+    try:
         try:
-            os.unlink(tmp)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        # (rename replaces a symlink planted at the name; it never writes through it)
+        os.rename(temporary, _file_name(key), src_dir_fd=_dir_fd, dst_dir_fd=_dir_fd)
+    except OSError as exc:
+        _warn("write", f"cannot write to {_directory} ({exc})")
+        try:
+            os.unlink(temporary, dir_fd=_dir_fd)
         except OSError:
             pass
 
@@ -110,4 +355,6 @@ def store(key: str, source: str, saved, names) -> None:
 def _plain(value):
     if isinstance(value, tuple):
         return list(value)
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return value.item()  # a numpy integer or float
     return str(value)

@@ -1,13 +1,21 @@
 """The compiled API: wrt forms, decorators, value_and_grad, types, caching, show, check_grad."""
+import gc
+import importlib.util
 import inspect
 import io
+import os
+import time
+import tracemalloc
 import traceback
+import types
 
 import numpy as np
 import pytest
 
 import sourcegrad
+from sourcegrad import api, errors
 from sourcegrad.api import numeric_grad
+from sourcegrad.source_check import StaleSourceError
 
 from .cases import f_logreg, f_mlp
 
@@ -225,3 +233,173 @@ def test_rebinding_a_global_regenerates_the_gradient():
         np.testing.assert_allclose(g(x), [5.0, 5.0])
     finally:
         SCALE_FOR_TEST = 2.0
+
+
+# --- compiled code is keyed on the code object; the source must be the code run -------------
+
+def before_swap(x):
+    return np.sum(np.sin(x))
+
+
+def after_swap(x):
+    return np.sum(x ** 3)
+
+
+def test_a_swapped_code_object_is_compiled_again():
+    """As IPython's autoreload does: the function object stays, its __code__ is replaced."""
+    target = types.FunctionType(before_swap.__code__, before_swap.__globals__, "target")
+    x = np.array([0.5, -1.0, 2.0])
+    g = sourcegrad.grad(target)
+    both = sourcegrad.value_and_grad(target)
+    np.testing.assert_allclose(g(x), np.cos(x))
+    np.testing.assert_allclose(g(x), np.cos(x))  # (the fast entry is installed)
+    target.__code__ = after_swap.__code__
+    np.testing.assert_allclose(g(x), 3 * x ** 2)  # the entry's guard sees the new code
+    value, dx = both(x)
+    assert value == pytest.approx(np.sum(x ** 3)) and np.allclose(dx, 3 * x ** 2)
+    np.testing.assert_allclose(sourcegrad.grad(target)(x), 3 * x ** 2)
+    target.__code__ = before_swap.__code__
+    np.testing.assert_allclose(g(x), np.cos(x))
+
+
+MODULE_TEXT = """import numpy as np
+
+
+def helper(x):
+    return np.sin(x)
+
+
+def edited(x):
+    return np.sum(helper(x) * {factor})
+"""
+
+
+def load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rewrite(path, text):
+    with open(path, "w") as out:
+        out.write(text)
+    stamp = os.stat(path).st_mtime + 2  # (linecache sees the change whatever the clock)
+    os.utime(path, (stamp, stamp))
+
+
+def test_a_source_edited_after_import_is_refused_where_it_stands(tmp_path):
+    path = tmp_path / "edited_module.py"
+    rewrite(path, MODULE_TEXT.format(factor="2.0"))
+    module = load_module(path, "edited_module")
+    x = np.array([0.3, 0.9])
+    rewrite(path, MODULE_TEXT.format(factor="30.0"))  # the running code still says 2.0
+    with pytest.raises(StaleSourceError) as caught:
+        sourcegrad.grad(module.edited)(x)
+    assert isinstance(caught.value, errors.SourcegradError)
+    assert caught.value.loc.file == str(path) and caught.value.loc.line == 8
+    assert "def edited(x):" in str(caught.value) and "reload" in str(caught.value)
+    # an inlined helper edited after import is refused as well
+    rewrite(path, MODULE_TEXT.format(factor="2.0").replace("np.sin(x)", "np.cos(x)"))
+    with pytest.raises(StaleSourceError) as caught:
+        sourcegrad.grad(module.edited)(x)
+    assert caught.value.loc.line == 4
+    # as autoreload does: the new code swapped in, the gradient follows the new source
+    rewrite(path, MODULE_TEXT.format(factor="30.0"))
+    fresh = load_module(path, "edited_module_again")
+    module.edited.__code__ = fresh.edited.__code__
+    np.testing.assert_allclose(sourcegrad.grad(module.edited)(x), 30.0 * np.cos(x))
+
+
+# --- closures: a new one per step compiles once, keeps nothing, reads its own values ------------
+
+def batch_loss(w, X):
+    return np.sum(np.tanh(X @ w) ** 2)
+
+
+def batch_gradient(w, X):
+    t = np.tanh(X @ w)
+    return X.T @ (2 * t * (1 - t ** 2))
+
+
+def test_a_new_closure_per_step_compiles_once_and_keeps_nothing(monkeypatch):
+    monkeypatch.setattr(api, "_COMPILED", api.weakref.WeakKeyDictionary())
+    made = []
+    generate = api.generate_module
+    monkeypatch.setattr(api, "generate_module",
+                        lambda *a, **k: made.append(1) or generate(*a, **k))
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(32) * 0.1
+
+    def step():
+        X = rng.standard_normal((256, 32))
+
+        def loss(w):  # (a lambda is not differentiable yet: the same as a def)
+            return batch_loss(w, X)
+        np.testing.assert_allclose(sourcegrad.grad(loss)(w), batch_gradient(w, X), rtol=1e-10)
+
+    tracemalloc.start()
+    try:
+        sizes = []
+        for i in range(200):
+            step()
+            if i in (19, 199):
+                gc.collect()
+                gc.collect()  # (a Gradient is a cycle; what it held goes in the second pass)
+                sizes.append(tracemalloc.get_traced_memory()[0])
+    finally:
+        tracemalloc.stop()
+    assert len(made) == 1
+    # each step's batch is 64 KB: keeping them, or their compiled code, would grow by >12 MB
+    assert sizes[1] - sizes[0] < 400_000, sizes
+
+
+def test_closures_over_different_numbers_get_their_own_code():
+    def scaled(c):
+        def f(x):
+            return np.sum(x * c)
+        return f
+    x = np.ones(3)
+    np.testing.assert_allclose(sourcegrad.grad(scaled(2.0))(x), 2.0)
+    np.testing.assert_allclose(sourcegrad.grad(scaled(3.0))(x), 3.0)
+    np.testing.assert_allclose(sourcegrad.grad(scaled(2.0))(x), 2.0)
+
+
+def test_a_closure_cell_rebound_between_calls_is_read_anew():
+    X = np.ones((2, 3))
+
+    def loss(w):
+        return batch_loss(w, X)
+    g = sourcegrad.grad(loss)
+    w = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_allclose(g(w), batch_gradient(w, X))
+    X = np.arange(6.0).reshape(2, 3) / 10
+    np.testing.assert_allclose(g(w), batch_gradient(w, X))
+
+
+def pair_loss(w, data):
+    X, y = data
+    return np.sum((X @ w - y) ** 2)
+
+
+def test_a_tuple_of_arrays_argument_is_refused_clearly():
+    w = np.ones(2)
+    with pytest.raises(errors.NonDifferentiableInputError, match="tuples of arrays are not yet"):
+        sourcegrad.grad(pair_loss)(w, (np.ones((3, 2)), np.ones(3)))
+    with pytest.raises(errors.NonDifferentiableInputError, match="argument 'data'"):
+        sourcegrad.grad(pair_loss, wrt=1)(w, (np.ones((3, 2)), np.ones(3)))
+
+
+def test_closures_over_lists_of_different_lengths_get_their_own_code():
+    """A list is keyed by identity (its length may shape the code), never by its type."""
+    def summed_over(ws):
+        def f(x):
+            total = 0.0
+            for w in ws:
+                total = total + np.sum(w * x)
+            return total
+        return f
+    x = np.ones(2)
+    for n in (2, 3, 2, 5):
+        ws = [np.full(2, float(k + 1)) for k in range(n)]
+        np.testing.assert_allclose(sourcegrad.grad(summed_over(ws))(x), sum(ws))

@@ -1,4 +1,5 @@
-"""The optional on-disk cache: atomic, verified by hash, safe with several processes."""
+"""The optional on-disk cache: atomic, authenticated by the user's secret, safe with several
+processes. (Attacks on it: test_cache_security.py.)"""
 import json
 import os
 import stat
@@ -19,9 +20,11 @@ def cached_fn(x, W):
 
 
 @pytest.fixture
-def cache_dir(tmp_path):
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the secret's home
+    monkeypatch.setattr(cache, "_warned", set())
     path = str(tmp_path / "cache")
-    cache.enable(path)
+    assert cache.enable(path) == path
     api._COMPILED.clear()
     yield path
     cache.disable()
@@ -53,14 +56,19 @@ def test_corrupted_or_tampered_entry_is_regenerated_not_executed(cache_dir):
     (path,) = entries(cache_dir)
     entry = json.load(open(path))
     entry["source"] = entry["source"].replace("return", "raise SystemExit('executed'); return")
-    json.dump(entry, open(path, "w"))  # the digest no longer matches
+    json.dump(entry, open(path, "w"))  # the MAC no longer matches
     api._COMPILED.clear()
-    np.testing.assert_allclose(sourcegrad.grad(cached_fn)(*args()), expected)
+    with pytest.warns(cache.CacheWarning, match="not written with this user's cache secret"):
+        np.testing.assert_allclose(sourcegrad.grad(cached_fn)(*args()), expected)
+    assert "SystemExit" not in json.load(open(path))["source"]  # rewritten
     with open(path, "w") as f:
         f.write('{"truncated": ')
     api._COMPILED.clear()
-    np.testing.assert_allclose(sourcegrad.grad(cached_fn)(*args()), expected)
-    assert json.load(open(path))["digest"]  # rewritten whole
+    with pytest.warns(cache.CacheWarning, match="malformed"):
+        np.testing.assert_allclose(sourcegrad.grad(cached_fn)(*args()), expected)
+    rewritten = json.load(open(path))  # rewritten whole
+    assert rewritten["source"] == entry["source"].replace(
+        "raise SystemExit('executed'); ", "") and len(rewritten["mac"]) == 64
 
 
 def test_a_new_signature_is_a_new_entry(cache_dir):
@@ -70,7 +78,8 @@ def test_a_new_signature_is_a_new_entry(cache_dir):
 
 
 SCRIPT = """
-import sys, numpy as np
+import os, sys, numpy as np
+os.environ["XDG_CONFIG_HOME"] = {config!r}
 sys.path.insert(0, {root!r})
 from sourcegrad import cache
 cache.enable({path!r})
@@ -82,10 +91,12 @@ print(sourcegrad.grad(cached_fn)(*args()).tolist())
 
 def test_several_processes_at_once(tmp_path):
     path = str(tmp_path / "shared")
-    script = SCRIPT.format(root=ROOT, path=path)
+    script = SCRIPT.format(root=ROOT, path=path, config=str(tmp_path / "config"))
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, cwd=ROOT) for _ in range(6)]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outputs]
     assert len({o[0] for o in outputs}) == 1
     assert len(entries(path)) == 1 and not [f for f in os.listdir(path) if f.endswith(".tmp")]
+    # the racing processes agreed on one secret (whichever linked it first)
+    assert os.listdir(tmp_path / "config" / "sourcegrad") == ["cache-key"]
