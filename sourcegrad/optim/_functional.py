@@ -31,3 +31,11 @@ def lerp_(data, end, weight):
         data += weight * (end - data)
     else:
         data[...] = end - (end - data) * (1 - weight)
+
+
+def real_view(data):
+    """A complex array seen as (real, imag) float pairs, like torch.view_as_real: the
+    non-linear rules (squares, square roots) then act on each part, as torch's do."""
+    if data.dtype.kind != "c":
+        return data
+    return data.view(data.real.dtype)

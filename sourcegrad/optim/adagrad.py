@@ -5,7 +5,7 @@ sum += g * g; p -= clr * g / (sqrt(sum) + eps). The state (`step`, `sum` filled 
 initial_accumulator_value) is created for every parameter in the constructor, as torch
 does.
 """
-from ._functional import check_lr, sqrt, to_scalar
+from ._functional import check_lr, real_view, sqrt, to_scalar
 from .optimizer import Optimizer, bump, scalar_step, state_like
 
 __all__ = ["Adagrad"]
@@ -43,8 +43,9 @@ class Adagrad(Optimizer):
         if group["weight_decay"] != 0:
             grad = grad + group["weight_decay"] * p._data
         clr = to_scalar(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
-        state_sum = state["sum"]._data
+        param, grad = real_view(p._data), real_view(grad)
+        state_sum = real_view(state["sum"]._data)
         state_sum += 1 * grad * grad
         std = sqrt(state_sum)
         std += group["eps"]
-        p._data -= clr * (grad / std)
+        param -= clr * (grad / std)

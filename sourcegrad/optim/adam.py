@@ -7,7 +7,7 @@ sqrt(max over steps of v) under amsgrad. Weight decay adds weight_decay * p to g
 or (AdamW, decoupled) multiplies p by 1 - lr * weight_decay first.
 """
 from ..eager.tensor import Tensor
-from ._functional import check_lr, lerp_, maximum, sqrt, to_scalar
+from ._functional import check_lr, lerp_, maximum, real_view, sqrt, to_scalar
 from .optimizer import Optimizer, bump, scalar_step, state_like
 
 __all__ = ["Adam", "AdamW"]
@@ -48,14 +48,16 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = state_like(p)
         beta1, beta2 = group["betas"]
         lr = to_scalar(group["lr"])
+        param = real_view(p._data)
         step = bump(state["step"])
         weight_decay = group["weight_decay"]
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
-                p._data *= 1 - lr * weight_decay
+                param *= 1 - lr * weight_decay
             else:
                 grad = grad + weight_decay * p._data
-        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        grad = real_view(grad)
+        exp_avg, exp_avg_sq = real_view(state["exp_avg"]._data), real_view(state["exp_avg_sq"]._data)
         lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq *= beta2
         exp_avg_sq += (1 - beta2) * grad * grad
@@ -64,12 +66,12 @@ class Adam(Optimizer):
         step_size = lr / bias_correction1
         bias_correction2_sqrt = bias_correction2 ** 0.5
         if group["amsgrad"]:
-            max_sq = state["max_exp_avg_sq"]._data
+            max_sq = real_view(state["max_exp_avg_sq"]._data)
             maximum(max_sq, exp_avg_sq, out=max_sq)
             denom = sqrt(max_sq) / bias_correction2_sqrt + group["eps"]
         else:
             denom = sqrt(exp_avg_sq) / bias_correction2_sqrt + group["eps"]
-        p._data -= step_size * (exp_avg / denom)
+        param -= step_size * (exp_avg / denom)
 
 
 class AdamW(Adam):

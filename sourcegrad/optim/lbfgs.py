@@ -12,7 +12,7 @@ import numpy as np
 
 from ..eager.grad_mode import enable_grad, no_grad
 from ..eager.tensor import Tensor
-from ._functional import check_lr, to_scalar
+from ._functional import check_lr, real_view, to_scalar
 from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]
@@ -160,15 +160,16 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self):
-        views = [np.zeros(p._data.size, p._data.dtype) if p._grad is None
-                 else p._grad._data.reshape(-1) for p in self._params]
+        views = [real_view(np.zeros(p._data.size, p._data.dtype) if p._grad is None
+                           else p._grad._data.reshape(-1)).reshape(-1) for p in self._params]
         return np.concatenate(views)
 
     def _add_grad(self, step_size, update):
         offset = 0
         for p in self._params:
-            numel = p._data.size
-            p._data += step_size * update[offset:offset + numel].reshape(p._data.shape)
+            param = real_view(p._data)
+            numel = param.size
+            param += step_size * update[offset:offset + numel].reshape(param.shape)
             p._get_vc().value += 1
             offset += numel
 

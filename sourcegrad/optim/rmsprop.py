@@ -4,7 +4,7 @@ torch's single-tensor rule: v = alpha * v + (1 - alpha) * g * g; avg = sqrt(v) +
 or sqrt(v - m * m) + eps when centered (m = lerp(m, g, 1 - alpha)); then
 buf = momentum * buf + g / avg; p -= lr * buf, or p -= lr * g / avg without momentum.
 """
-from ._functional import check_lr, lerp_, sqrt, to_scalar
+from ._functional import check_lr, lerp_, real_view, sqrt, to_scalar
 from .optimizer import Optimizer, bump, scalar_step, state_like
 
 __all__ = ["RMSprop"]
@@ -44,11 +44,12 @@ class RMSprop(Optimizer):
         if group["weight_decay"] != 0:
             grad = grad + group["weight_decay"] * p._data
         alpha = group["alpha"]
-        square_avg = state["square_avg"]._data
+        param, grad = real_view(p._data), real_view(grad)
+        square_avg = real_view(state["square_avg"]._data)
         square_avg *= alpha
         square_avg += (1 - alpha) * grad * grad
         if group["centered"]:
-            grad_avg = state["grad_avg"]._data
+            grad_avg = real_view(state["grad_avg"]._data)
             lerp_(grad_avg, grad, 1 - alpha)
             avg = sqrt(square_avg + -1 * grad_avg * grad_avg)
         else:
@@ -56,9 +57,9 @@ class RMSprop(Optimizer):
         avg += group["eps"]
         lr = to_scalar(group["lr"])
         if group["momentum"] > 0:
-            buf = state["momentum_buffer"]._data
+            buf = real_view(state["momentum_buffer"]._data)
             buf *= group["momentum"]
             buf += grad / avg
-            p._data -= lr * buf
+            param -= lr * buf
         else:
-            p._data -= lr * (grad / avg)
+            param -= lr * (grad / avg)

@@ -299,3 +299,42 @@ def test_repr_lists_the_group_options_as_torch():
     assert repr(sg.optim.SGD(_params(sg), lr=0.1, momentum=0.9)) == \
         repr(torch.optim.SGD(_params(torch), lr=0.1, momentum=0.9))
     assert math.isclose(sg.optim.AdamW(_params(sg)).param_groups[0]["weight_decay"], 0.01)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.1)),
+    ("Adam", dict(lr=0.05, amsgrad=True)),
+    ("AdamW", dict(lr=0.05)),
+    ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
+    ("Adagrad", dict(lr=0.1, weight_decay=0.1)),
+])
+def test_complex_parameters_are_updated_as_real_pairs_as_torch(name, kwargs):
+    z0 = W0[:, 0] + 1j * W0[:, 1]
+
+    def run(lib):
+        p = lib.nn.Parameter(lib.tensor(z0.copy()))
+        opt = getattr(lib.optim, name)([p], **kwargs)
+        for _ in range(10):
+            z = p.detach().numpy()
+            p.grad = lib.tensor(np.tanh(z.real - 1) + 1j * (z.imag + 0.5) ** 3)
+            opt.step()
+        return p.detach().numpy()
+    ours, theirs = run(sg), run(torch)
+    assert ours.dtype == np.complex128
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
+
+
+def test_lbfgs_on_complex_parameters_matches_torch():
+    z0 = W0[:, 0] + 1j * W0[:, 1]
+
+    def run(lib):
+        p = lib.nn.Parameter(lib.tensor(z0.copy()))
+        opt = lib.optim.LBFGS([p], line_search_fn="strong_wolfe", max_iter=5)
+
+        def closure():
+            z = p.detach().numpy()
+            p.grad = lib.tensor(2 * (z.real - 1) + 2j * (z.imag + 2))
+            return lib.tensor(((z.real - 1) ** 2 + (z.imag + 2) ** 2).sum())
+        opt.step(closure)
+        return p.detach().numpy()
+    np.testing.assert_allclose(run(sg), run(torch), rtol=0, atol=1e-10)
