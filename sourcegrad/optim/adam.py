@@ -57,7 +57,8 @@ class Adam(Optimizer):
             else:
                 grad = grad + weight_decay * p._data
         grad = real_view(grad)
-        exp_avg, exp_avg_sq = real_view(state["exp_avg"]._data), real_view(state["exp_avg_sq"]._data)
+        exp_avg = real_view(state["exp_avg"]._data)
+        exp_avg_sq = real_view(state["exp_avg_sq"]._data)
         lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq *= beta2
         exp_avg_sq += (1 - beta2) * grad * grad

@@ -6,11 +6,10 @@ optimizer's defaults). Per-parameter state (`optimizer.state[p]`) holds Tensors,
 as torch's does (`step` is a float32 scalar Tensor), so `state_dict()` has torch's
 format: state keyed by the parameter's index in the groups, and `param_groups`
 whose `params` are those indices. Subclasses implement `_update(p, grad, group)`
-on numpy arrays, in the parameter's own dtype (torch's single-tensor formulas); the base `step` calls it for every parameter with a gradient and bumps
-the parameter's version counter, as torch's in-place update does.
+on numpy arrays, in the parameter's own dtype (torch's single-tensor formulas);
+the base `step` calls it for every parameter with a gradient and bumps the
+parameter's version counter, as torch's in-place update does.
 """
-from __future__ import annotations
-
 import copy
 import warnings
 from collections import defaultdict

@@ -6,7 +6,6 @@ import pytest
 import sourcegrad as sg
 
 torch = pytest.importorskip("torch")
-lr_sched = "optim.lr_scheduler"
 
 
 def _optimizer(lib, opt="SGD", groups=1, **kwargs):
