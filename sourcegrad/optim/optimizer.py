@@ -11,15 +11,55 @@ the base `step` calls it for every parameter with a gradient and bumps the
 parameter's version counter, as torch's in-place update does.
 """
 import copy
+import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 
 import numpy as np
 
 from ..eager.grad_mode import enable_grad, no_grad
+from ..eager.hooks import add_hook
 from ..eager.tensor import Tensor
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
+
+_global_step_pre_hooks = OrderedDict()
+_global_step_post_hooks = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """hook(optimizer, args, kwargs) before every optimizer's step; a handle to remove it."""
+    return add_hook(_global_step_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """hook(optimizer, args, kwargs) after every optimizer's step; a handle to remove it."""
+    return add_hook(_global_step_post_hooks, hook)
+
+
+def _with_step_hooks(step):
+    """Run the global and per-optimizer step hooks around `step`, in torch's order: a pre
+    hook may return (new_args, new_kwargs)."""
+    @functools.wraps(step)
+    def wrapper(*args, **kwargs):
+        self = args[0]
+        for pre_hook in [*_global_step_pre_hooks.values(),
+                         *self.__dict__.get("_optimizer_step_pre_hooks", {}).values()]:
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+        out = step(*args, **kwargs)
+        for post_hook in [*self.__dict__.get("_optimizer_step_post_hooks", {}).values(),
+                          *_global_step_post_hooks.values()]:
+            post_hook(self, args, kwargs)
+        return out
+    wrapper._with_step_hooks = True
+    return wrapper
 
 
 class _RequiredParameter:
@@ -69,7 +109,19 @@ def bump(step: Tensor) -> float:
 class Optimizer:
     """Base class: parameter groups with their hyper-parameters, per-parameter state."""
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_with_step_hooks", False):
+            cls.step = _with_step_hooks(step)
+
     def __init__(self, params, defaults):
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -89,6 +141,37 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                     "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                     "_optimizer_load_state_dict_pre_hooks",
+                     "_optimizer_load_state_dict_post_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())
+
+    # --- hooks: each register_* returns a handle whose remove() unregisters the hook ---------
+
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before step."""
+        return add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None, after step."""
+        return add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer) -> None, before state_dict() builds the dict."""
+        return _add_ordered(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or a replacement state dict."""
+        return _add_ordered(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or a replacement, before loading."""
+        return _add_ordered(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer) -> None, after loading."""
+        return _add_ordered(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def __repr__(self):
         lines = [self.__class__.__name__ + " ("]
@@ -166,6 +249,7 @@ class Optimizer:
                         g.requires_grad_(False)
                     g._data[...] = 0
 
+    @_with_step_hooks
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns closure()'s loss."""
         loss = None
@@ -195,6 +279,8 @@ class Optimizer:
 
         The state's Tensors are the optimizer's own (not copies), as in torch.
         """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         index = {}
         start = 0
         groups = []
@@ -207,11 +293,20 @@ class Optimizer:
             groups.append(packed)
         state = {(index[id(k)] if isinstance(k, Tensor) else k): v
                  for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict):
         """Load a `state_dict()`: options per group, and copies of the state cast to each
         parameter's dtype and device (`step` stays as saved), as torch does."""
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -237,6 +332,15 @@ class Optimizer:
             new_groups.append(saved)
         self.state = state
         self.param_groups = new_groups
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
+
+
+def _add_ordered(hooks, hook, prepend):
+    handle = add_hook(hooks, hook)
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
 
 
 def _cast(param, value, key=None):

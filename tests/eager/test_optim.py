@@ -338,3 +338,32 @@ def test_lbfgs_on_complex_parameters_matches_torch():
         opt.step(closure)
         return p.detach().numpy()
     np.testing.assert_allclose(run(sg), run(torch), rtol=0, atol=1e-10)
+
+
+def test_step_and_state_dict_hooks_run_as_torch_s():
+    def trace(lib):
+        calls = []
+        params = _params(lib)
+        opt = lib.optim.SGD(params, lr=0.1)
+        opt.register_step_pre_hook(lambda o, a, k: calls.append(("pre", len(a), sorted(k))))
+        handle = opt.register_step_post_hook(lambda o, a, k: calls.append(("post",)))
+        opt.register_state_dict_post_hook(
+            lambda o, sd: calls.append(("sd", sorted(sd))) or {**sd, "extra": 1})
+        opt.register_load_state_dict_pre_hook(lambda o, sd: calls.append(("load",)))
+        opt.register_load_state_dict_post_hook(lambda o: calls.append(("loaded",)))
+        _set_grads(lib, params)
+        opt.step()
+        handle.remove()
+        opt.step(closure=None)
+        sd = opt.state_dict()
+        opt.load_state_dict(sd)
+        # a pre hook may replace the arguments: here, a closure that reports it ran
+        opt.register_step_pre_hook(
+            lambda o, a, k: ((a[0],), {"closure": lambda: calls.append(("closure",))}))
+        opt.step()
+        return calls, sorted(sd)
+    assert trace(sg) == trace(torch)
+    with pytest.raises(RuntimeError, match="must return None or a tuple"):
+        opt = sg.optim.Adam(_params(sg))
+        opt.register_step_pre_hook(lambda o, a, k: 3)
+        opt.step()
