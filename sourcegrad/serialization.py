@@ -13,8 +13,16 @@ Anything else (a Module object, a function, a user class) cannot be written that
 `save` then pickles the whole object into the archive (as torch.save would), and
 `load` refuses it unless called with `weights_only=False`, which unpickles it: only
 for files from a trusted source. `weights_only=True` is the default, as in torch 2.6+;
-it also refuses a plain pickle file and a PyTorch checkpoint (whose tensors are
-pickled torch storages; sourcegrad does not read those).
+it also refuses a plain pickle file.
+
+A checkpoint written by PyTorch's own `torch.save` (a zip holding `data.pkl` and raw
+storages) is read the way torch's weights-only loader reads it: with an unpickler that
+resolves only an allow-list of names (OrderedDict, torch's tensor and Parameter
+rebuild functions, its storage types, dtypes, devices, Size) and so runs no other code.
+Its tensors become sourcegrad Tensors (copies: storage shared between them is not
+kept); bfloat16 storages are refused (numpy has no bfloat16). With
+`weights_only=False`, names outside the allow-list (the user's classes) are imported
+and called as pickle does.
 
 Tensors are saved as copies of their values: two tensors sharing storage (a view and
 its base, or the same tensor twice) load as independent tensors. `map_location`
@@ -183,13 +191,7 @@ class _Reader:
     def _tensor(self, node):
         data = self._array(node["$tensor"])
         location = node.get("device", "cpu")
-        t = Tensor._make(data)
-        target = _target_device(self.map_location, location)
-        if callable(target):
-            moved = target(t, location)
-            t = moved if isinstance(moved, Tensor) else t
-        elif target != "cpu":
-            t = t.to(target)
+        t = _place(Tensor._make(data), location, self.map_location)
         if node.get("parameter"):
             return Parameter(t, requires_grad=bool(node.get("requires_grad", True)))
         if node.get("requires_grad"):
@@ -292,11 +294,10 @@ def _load(fh, map_location, pickle_module, weights_only, pickle_load_args):
     fh.seek(start)
     with zipfile.ZipFile(fh) as zf:
         if MANIFEST not in zf.namelist():
-            if any(name.endswith("data.pkl") for name in zf.namelist()):
-                raise WeightsOnlyLoadError(
-                    "This is a PyTorch checkpoint (pickled torch storages); sourcegrad reads only "
-                    "files written by sourcegrad.save. Convert it with PyTorch, e.g. save "
-                    "{name: t.numpy() for name, t in state_dict.items()} with numpy.savez.")
+            pickles = [name for name in zf.namelist() if name.endswith("/data.pkl")]
+            if len(pickles) == 1:
+                return _load_torch_zip(zf, pickles[0][:-len("data.pkl")], map_location,
+                                       weights_only)
             _refuse("The zip archive has no sourcegrad manifest.")
         try:
             manifest = json.loads(zf.read(MANIFEST))
@@ -318,3 +319,132 @@ def _load(fh, map_location, pickle_module, weights_only, pickle_load_args):
         if "root" not in manifest:
             _refuse("The manifest has no object.")
         return _Reader(zf, map_location).decode(manifest["root"])
+
+
+# --- PyTorch's zip checkpoints --------------------------------------------------------------
+
+_TORCH_STORAGES = {
+    "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
+    "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16,
+    "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
+    "ComplexFloatStorage": np.complex64, "ComplexDoubleStorage": np.complex128,
+}
+
+
+class _StorageType:
+    """What `torch.FloatStorage` & co. resolve to: the storage's numpy dtype."""
+
+    def __init__(self, name):
+        self.name = name
+        self.dtype = np.dtype(_TORCH_STORAGES[name])
+
+
+class _Storage:
+    def __init__(self, array, location):
+        self.array = array
+        self.location = location
+
+
+class _TorchUnpickler(pickle.Unpickler):
+    """Unpickles torch's data.pkl resolving only allow-listed names (torch's weights-only
+    rule); `persistent_load` reads the raw storages from the archive."""
+
+    def __init__(self, data, zf, prefix, map_location, weights_only):
+        super().__init__(io.BytesIO(data))
+        self.zf = zf
+        self.prefix = prefix
+        self.map_location = map_location
+        self.weights_only = weights_only
+        self.storages = {}
+        byteorder = prefix + "byteorder"
+        self.byteorder = (zf.read(byteorder).decode() if byteorder in zf.namelist()
+                          else "little")
+
+    def find_class(self, module, name):
+        if module == "__builtin__":          # protocol 2 spells Python 3's builtins so
+            module = "builtins"
+        allowed = {
+            ("collections", "OrderedDict"): collections.OrderedDict,
+            ("torch._utils", "_rebuild_tensor_v2"): self._rebuild_tensor_v2,
+            ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+            ("torch", "device"): devices.device,
+            ("torch", "Size"): Size,
+            ("builtins", "complex"): complex,
+            ("builtins", "set"): set,
+            ("builtins", "frozenset"): frozenset,
+        }
+        if (module, name) in allowed:
+            return allowed[module, name]
+        if module == "torch" and name in _TORCH_STORAGES:
+            return _StorageType(name)
+        if module == "torch" and isinstance(getattr(dtypes, name, None), dtypes.dtype):
+            return getattr(dtypes, name)
+        if module == "torch" and name == "BFloat16Storage":
+            raise WeightsOnlyLoadError("The checkpoint holds a bfloat16 tensor, which sourcegrad "
+                                       "cannot represent (numpy has no bfloat16).")
+        if module.split(".")[0] == "torch" and not self.weights_only:
+            raise WeightsOnlyLoadError(f"Unsupported global: GLOBAL {module}.{name}: sourcegrad "
+                                       "rebuilds only tensors, Parameters, dtypes, devices and "
+                                       "Sizes from a PyTorch checkpoint.")
+        if self.weights_only:
+            _refuse(f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by "
+                    "default.")
+        return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType)):
+            _refuse(f"The checkpoint has an unexpected persistent id {str(pid)[:80]!r}.")
+        _, storage_type, key, location, numel = pid
+        if key not in self.storages:
+            name = f"{self.prefix}data/{key}"
+            if name not in self.zf.namelist():
+                _refuse(f"The checkpoint has no storage {key!r}.")
+            dtype = storage_type.dtype.newbyteorder("<" if self.byteorder == "little" else ">")
+            array = np.frombuffer(self.zf.read(name), dtype=dtype)
+            if array.size < numel:
+                _refuse(f"Storage {key!r} is shorter than its {numel} elements.")
+            self.storages[key] = _Storage(array.astype(storage_type.dtype), str(location))
+        return self.storages[key]
+
+    def _rebuild_tensor_v2(self, storage, storage_offset, size, stride, requires_grad,
+                           backward_hooks, metadata=None):
+        array = storage.array
+        size, stride = tuple(size), tuple(stride)
+        if size:
+            last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
+            if min(size) > 0 and (storage_offset < 0 or min(stride) < 0 or last >= array.size):
+                _refuse("A tensor reaches outside its storage.")
+        if 0 in size:
+            data = np.zeros(size, array.dtype)
+        else:
+            view = np.lib.stride_tricks.as_strided(
+                array[storage_offset:], shape=size,
+                strides=[s * array.itemsize for s in stride], writeable=False)
+            data = np.array(view)          # a copy: tensors do not share memory (module doc)
+        t = _place(Tensor._make(data), storage.location, self.map_location)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks):
+    return Parameter(data, requires_grad)
+
+
+def _place(t, location, map_location):
+    target = _target_device(map_location, location)
+    if callable(target):
+        moved = target(t, location)
+        return moved if isinstance(moved, Tensor) else t
+    return t if target == "cpu" else t.to(target)
+
+
+def _load_torch_zip(zf, prefix, map_location, weights_only):
+    data = zf.read(prefix + "data.pkl")
+    try:
+        return _TorchUnpickler(data, zf, prefix, map_location, weights_only).load()
+    except (pickle.UnpicklingError, WeightsOnlyLoadError):
+        raise
+    except (TypeError, ValueError, IndexError, KeyError, EOFError, AttributeError) as e:
+        _refuse(f"The PyTorch checkpoint could not be read ({type(e).__name__}: {e}).")

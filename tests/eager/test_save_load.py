@@ -255,9 +255,82 @@ def test_tampered_checkpoints_are_refused_and_run_nothing(tmp_path):
     assert not marker.exists()
 
 
-def test_a_pytorch_checkpoint_is_refused_with_advice():
-    tbuf = io.BytesIO()
-    torch.save({"w": torch.ones(2)}, tbuf)
-    tbuf.seek(0)
-    with pytest.raises(pickle.UnpicklingError, match="PyTorch checkpoint"):
-        sg.load(tbuf)
+def _torch_bytes(obj):
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    buf.seek(0)
+    return buf
+
+
+def test_pytorch_checkpoints_load_as_sourcegrad_tensors():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(3, 2)
+    state = linear.state_dict()
+    opt = torch.optim.Adam(linear.parameters(), lr=0.01)
+    linear(torch.randn(4, 3)).sum().backward()
+    opt.step()
+    extras = collections.OrderedDict(
+        param=torch.nn.Parameter(torch.randn(2, 2)), frozen=torch.nn.Parameter(
+            torch.ones(1), requires_grad=False), ints=torch.arange(5), half=torch.ones(3).half(),
+        complex=torch.tensor([1 + 2j]), column=torch.randn(4, 4)[:, 1],
+        transposed=torch.randn(3, 2).t(), empty=torch.zeros(0, 3), scalar=torch.tensor(2.5),
+        flags=torch.tensor([True, False]), grad=torch.ones(2, requires_grad=True))
+    loaded = sg.load(_torch_bytes({"model": state, "opt": opt.state_dict(), "extras": extras,
+                                   "meta": {"epoch": 3, "dtype": torch.float16,
+                                            "size": torch.Size([2, 3]), "z": 1 + 2j,
+                                            "tags": {"a", "b"}}}))
+    assert isinstance(loaded["model"], collections.OrderedDict)
+    assert list(loaded["model"]) == ["weight", "bias"]
+    assert loaded["model"]._metadata == state._metadata        # nn.Module's version info
+    for name, t in [*state.items(), *extras.items()]:
+        ours = (loaded["model"] if name in state else loaded["extras"])[name]
+        assert type(ours).__name__ == type(t).__name__ and str(ours.dtype) == str(t.dtype)
+        assert ours.shape == tuple(t.shape) and ours.requires_grad == t.requires_grad
+        np.testing.assert_array_equal(ours.detach().numpy(), t.detach().numpy())
+    assert loaded["meta"] == {"epoch": 3, "dtype": sg.float16, "size": sg.Size([2, 3]),
+                              "z": 1 + 2j, "tags": {"a", "b"}}
+    # the optimizer state continues in sourcegrad as it would in torch
+    params = [sg.nn.Parameter(loaded["model"][k].clone()) for k in ("weight", "bias")]
+    ours = sg.optim.Adam(params, lr=0.5)
+    ours.load_state_dict(loaded["opt"])
+    assert ours.param_groups[0]["lr"] == 0.01
+    for p, t in zip(params, linear.parameters()):
+        p.grad = sg.tensor(t.grad.numpy())
+    ours.step()
+    opt.step()
+    for p, t in zip(params, linear.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=1e-6)
+
+
+class _Config:
+    def __init__(self, depth):
+        self.depth = depth
+
+
+def test_pytorch_checkpoints_with_other_objects_need_weights_only_false(tmp_path):
+    buf = _torch_bytes({"w": torch.ones(2), "config": _Config(4)})
+    with pytest.raises(pickle.UnpicklingError, match="Unsupported global: GLOBAL .*_Config"):
+        sg.load(buf)
+    buf.seek(0)
+    loaded = sg.load(buf, weights_only=False)
+    assert loaded["config"].depth == 4 and loaded["w"].tolist() == [1., 1.]
+    with pytest.raises(pickle.UnpicklingError, match="bfloat16"):
+        sg.load(_torch_bytes(torch.ones(2, dtype=torch.bfloat16)))
+
+
+def test_a_tampered_pytorch_checkpoint_runs_nothing(tmp_path):
+    marker = tmp_path / "pwned"
+    buf = _torch_bytes({"w": torch.ones(2)})
+    with zipfile.ZipFile(buf) as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    pkl = next(name for name in members if name.endswith("data.pkl"))
+    members[pkl] = pickle.dumps({"w": _Evil(str(marker))}, protocol=2)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    for weights_only in (True, None):
+        out.seek(0)
+        with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
+            sg.load(out, weights_only=weights_only)
+    assert not marker.exists()
