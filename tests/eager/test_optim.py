@@ -367,3 +367,45 @@ def test_step_and_state_dict_hooks_run_as_torch_s():
         opt = sg.optim.Adam(_params(sg))
         opt.register_step_pre_hook(lambda o, a, k: 3)
         opt.step()
+
+
+TRAINING_SCRIPT = """
+import io
+DataLoader, TensorDataset = torch.utils.data.DataLoader, torch.utils.data.TensorDataset
+
+g = np.random.default_rng(0)
+X = torch.tensor(g.normal(size=(50, 3)))
+Y = torch.tensor(g.normal(size=(50, 1)))
+w = torch.nn.Parameter(torch.tensor(g.normal(size=(3, 1))))
+b = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+loader = DataLoader(TensorDataset(X, Y), batch_size=8, drop_last=True)
+opt = torch.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.01}], lr=0.05, momentum=0.9,
+                      nesterov=True)
+sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[0.2, 0.05], total_steps=3 * len(loader))
+norms = []
+for epoch in range(3):
+    for x, y in loader:
+        opt.zero_grad()
+        loss = ((torch.tanh(x @ w + b) - y) ** 2).mean()
+        loss.backward()
+        norms.append(torch.nn.utils.clip_grad_norm_([w, b], max_norm=0.5).item())
+        opt.step()
+        sched.step()
+buf = io.BytesIO()
+torch.save({"w": w, "opt": opt.state_dict(), "sched": sched.state_dict()}, buf)
+buf.seek(0)
+ckpt = torch.load(buf)
+result = (w.detach().numpy().copy(), b.detach().numpy().copy(), norms, sched.get_last_lr(),
+          ckpt["w"].detach().numpy(), ckpt["opt"]["state"][0]["momentum_buffer"].numpy())
+"""
+
+
+def test_a_training_script_runs_unchanged_and_agrees_with_torch():
+    results = []
+    for lib in (sg, torch):
+        namespace = {"torch": lib, "np": np}
+        exec(TRAINING_SCRIPT, namespace)
+        results.append(namespace["result"])
+    ours, theirs = results
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-13)
