@@ -51,6 +51,15 @@ SCHEDULES = {
     "SequentialLR": lambda s, o: s.SequentialLR(
         o, [s.LinearLR(o, start_factor=0.1, total_iters=4), s.ExponentialLR(o, gamma=0.8)],
         milestones=[5]),
+    "CyclicLR": lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.3], step_size_up=4,
+                                        step_size_down=3),
+    "CyclicLR-triangular2": lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=3,
+                                                    mode="triangular2"),
+    "CyclicLR-exp_range": lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=3,
+                                                  mode="exp_range", gamma=0.9),
+    "CosineAnnealingWarmRestarts": lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=4),
+    "CosineAnnealingWarmRestarts-mult": lambda s, o: s.CosineAnnealingWarmRestarts(
+        o, T_0=3, T_mult=2, eta_min=0.01),
     "ChainedScheduler": lambda s, o: s.ChainedScheduler(
         [s.ConstantLR(o, factor=0.5, total_iters=3), s.ExponentialLR(o, gamma=0.9)]),
 }
@@ -167,3 +176,19 @@ def test_one_cycle_past_total_steps_raises_as_torch():
             scheduler.step()
         with pytest.raises(ValueError, match="Tried to step 4 times"):
             scheduler.step()
+
+
+def test_warm_restarts_with_fractional_epochs_match_torch():
+    lrs = []
+    for lib in (sg, torch):
+        optimizer = _optimizer(lib)
+        scheduler = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=2,
+                                                                       T_mult=3, eta_min=1e-3)
+        seq = []
+        for epoch in range(12):
+            for i in range(4):
+                optimizer.step()
+                scheduler.step(epoch + i / 4)
+                seq.append(scheduler.get_last_lr())
+        lrs.append(seq)
+    assert lrs[0] == lrs[1]
