@@ -37,6 +37,9 @@ class Adagrad(Optimizer):
 
     def _update(self, p, grad, group):
         state = self.state[p]
+        if len(state) == 0:        # a parameter added by add_param_group after construction
+            state["step"] = scalar_step()
+            state["sum"] = state_like(p, group["initial_accumulator_value"])
         step = bump(state["step"])
         if group["maximize"]:
             grad = -grad

@@ -114,6 +114,18 @@ def test_add_param_group_uses_the_defaults():
         opt.add_param_group({"params": [p]})
 
 
+def test_adagrad_state_for_a_group_added_later():
+    p, q = _params(sg)
+    opt = sg.optim.Adagrad([p], lr=0.1, initial_accumulator_value=0.5)
+    opt.add_param_group({"params": [q]})
+    _set_grads(sg, [p, q])
+    opt.step()
+    assert opt.state[q]["step"].item() == 1.0
+    g = _loss_and_grads(W0, B0)[2]
+    np.testing.assert_allclose(q.detach().numpy(), B0 - 0.1 * g / (np.sqrt(0.5 + g * g) + 1e-10),
+                               rtol=1e-14)
+
+
 def _error(fn):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
