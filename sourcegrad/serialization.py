@@ -88,7 +88,7 @@ class _Writer:
     def encode(self, obj):
         if obj is None or isinstance(obj, (bool, str)):
             return obj
-        if isinstance(obj, int) and type(obj) is int:
+        if type(obj) is int:
             return obj
         if type(obj) is float:
             return obj if math.isfinite(obj) else {"$float": repr(obj)}
