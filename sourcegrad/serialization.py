@@ -1,0 +1,450 @@
+"""`sourcegrad.save` / `sourcegrad.load`: checkpoints in a safe format (no code on load).
+
+A file is a zip archive holding `sourcegrad.json` (the object's structure, in JSON) and
+one `.npy` array per tensor or ndarray, read back with `np.load(allow_pickle=False)`.
+The structure may contain Tensors (Parameters stay Parameters; `requires_grad` is kept),
+numpy arrays and scalars, None, bools, ints, floats (inf and nan included), complex
+numbers, strings, bytes, lists, tuples, dicts and OrderedDicts (any of those as keys),
+dtypes, devices and Sizes: state dicts, optimizer and scheduler state dicts, and nested
+containers of them. Loading that needs nothing beyond numpy and JSON, so a file cannot
+run code, whatever it holds.
+
+Anything else (a Module object, a function, a user class) cannot be written that way.
+`save` then pickles the whole object into the archive (as torch.save would), and
+`load` refuses it unless called with `weights_only=False`, which unpickles it: only
+for files from a trusted source. `weights_only=True` is the default, as in torch 2.6+;
+it also refuses a plain pickle file.
+
+A checkpoint written by PyTorch's own `torch.save` (a zip holding `data.pkl` and raw
+storages) is read the way torch's weights-only loader reads it: with an unpickler that
+resolves only an allow-list of names (OrderedDict, torch's tensor and Parameter
+rebuild functions, its storage types, dtypes, devices, Size) and so runs no other code.
+Its tensors become sourcegrad Tensors (copies: storage shared between them is not
+kept); bfloat16 storages are refused (numpy has no bfloat16). With
+`weights_only=False`, names outside the allow-list (the user's classes) are imported
+and called as pickle does.
+
+Tensors are saved as copies of their values: two tensors sharing storage (a view and
+its base, or the same tensor twice) load as independent tensors. `map_location`
+(a device, a string, a dict {saved location: new location} or a callable taking
+(tensor, saved location)) moves tensors when loading; without it they go back to the
+device they were saved from.
+"""
+from __future__ import annotations
+
+import collections
+import io
+import json
+import math
+import os
+import pickle
+import zipfile
+
+import numpy as np
+
+from .eager import devices, dtypes
+from .eager.tensor import Size, Tensor
+from .errors import SourcegradError
+from .nn.parameter import Parameter
+
+__all__ = ["save", "load", "WeightsOnlyLoadError"]
+
+MANIFEST = "sourcegrad.json"
+PICKLE = "data.pkl"
+FORMAT = "sourcegrad-checkpoint"
+VERSION = 1
+
+
+class WeightsOnlyLoadError(SourcegradError, pickle.UnpicklingError):
+    """load(weights_only=True) met something that needs unpickling, or a malformed file.
+
+    It is a pickle.UnpicklingError as torch's weights-only failure is, so code that
+    catches that keeps working."""
+
+
+class _NeedsPickle(Exception):
+    def __init__(self, obj):
+        super().__init__(type(obj))
+        self.obj = obj
+
+
+def _qualname(obj) -> str:
+    cls = type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+# --- writing -----------------------------------------------------------------------------
+
+class _Writer:
+    """Turns an object into JSON-able nodes and collects its arrays."""
+
+    def __init__(self):
+        self.arrays = []
+
+    def _array(self, data) -> int:
+        self.arrays.append(np.asarray(devices.host(data)))
+        return len(self.arrays) - 1
+
+    def encode(self, obj):
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if type(obj) is int:
+            return obj
+        if type(obj) is float:
+            return obj if math.isfinite(obj) else {"$float": repr(obj)}
+        if isinstance(obj, Tensor):
+            node = {"$tensor": self._array(obj.detach()._data),
+                    "requires_grad": bool(obj.requires_grad),
+                    "device": str(obj.device)}
+            if isinstance(obj, Parameter):
+                node["parameter"] = True
+            return node
+        if isinstance(obj, np.ndarray):
+            if obj.dtype.hasobject:
+                raise _NeedsPickle(obj)
+            return {"$ndarray": self._array(obj)}
+        if isinstance(obj, np.generic):
+            if isinstance(obj, np.object_):
+                raise _NeedsPickle(obj)
+            return {"$npscalar": self._array(np.asarray(obj))}
+        if type(obj) is complex:
+            return {"$complex": [self.encode(obj.real), self.encode(obj.imag)]}
+        if type(obj) is bytes:
+            return {"$bytes": obj.hex()}
+        if isinstance(obj, Size):
+            return {"$size": list(obj)}
+        if isinstance(obj, dtypes.dtype):
+            return {"$dtype": str(obj).split(".")[-1]}
+        if isinstance(obj, devices.device):
+            return {"$device": str(obj)}
+        if type(obj) is list:
+            return [self.encode(v) for v in obj]
+        if type(obj) is tuple:
+            return {"$tuple": [self.encode(v) for v in obj]}
+        if type(obj) in (dict, collections.OrderedDict):
+            node = {"$dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+            if type(obj) is collections.OrderedDict:
+                node["ordered"] = True
+                metadata = getattr(obj, "_metadata", None)   # nn.Module.state_dict() has it
+                if metadata is not None:
+                    node["metadata"] = self.encode(metadata)
+            return node
+        raise _NeedsPickle(obj)
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
+    """Write obj to f (a path or a writable binary file object); see the module doc."""
+    writer = _Writer()
+    manifest = {"format": FORMAT, "version": VERSION}
+    try:
+        manifest["root"] = writer.encode(obj)
+        pickled = None
+    except _NeedsPickle as needs:
+        # not expressible as data: pickle the object, as torch.save does; load() refuses it
+        # unless weights_only=False
+        writer.arrays = []
+        manifest["pickled"] = PICKLE
+        manifest["pickled_types"] = [_qualname(needs.obj)]
+        pickled = (pickle_module or pickle).dumps(obj, protocol=max(pickle_protocol, 2))
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            _write_zip(fh, manifest, writer.arrays, pickled)
+    else:
+        _write_zip(f, manifest, writer.arrays, pickled)
+
+
+def _write_zip(fh, manifest, arrays, pickled):
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr(MANIFEST, json.dumps(manifest, allow_nan=False))
+        for i, array in enumerate(arrays):
+            buf = io.BytesIO()
+            np.save(buf, array, allow_pickle=False)
+            zf.writestr(f"arrays/{i}.npy", buf.getvalue())
+        if pickled is not None:
+            zf.writestr(PICKLE, pickled)
+
+
+# --- reading -----------------------------------------------------------------------------
+
+def _refuse(message):
+    raise WeightsOnlyLoadError(
+        "Weights only load failed. " + message + " Loading with weights_only=False runs "
+        "arbitrary code from the file: do it only if you trust where the file comes from.")
+
+
+class _Reader:
+    def __init__(self, zf, map_location):
+        self.zf = zf
+        self.names = set(zf.namelist())
+        self.map_location = map_location
+
+    def _array(self, index):
+        name = f"arrays/{index}.npy" if isinstance(index, int) and index >= 0 else None
+        if name not in self.names:
+            _refuse(f"The file is malformed: it has no array {index!r}.")
+        try:
+            return np.load(io.BytesIO(self.zf.read(name)), allow_pickle=False)
+        except ValueError as e:                      # an object array: would need pickle
+            _refuse(f"Array {name} cannot be read without unpickling ({e}).")
+
+    def _tensor(self, node):
+        data = self._array(node["$tensor"])
+        location = node.get("device", "cpu")
+        t = _place(Tensor._make(data), location, self.map_location)
+        if node.get("parameter"):
+            return Parameter(t, requires_grad=bool(node.get("requires_grad", True)))
+        if node.get("requires_grad"):
+            t.requires_grad_(True)
+        return t
+
+    def decode(self, node):
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            return [self.decode(v) for v in node]
+        if not isinstance(node, dict) or len([k for k in node if k.startswith("$")]) != 1:
+            _refuse(f"The file is malformed: unexpected node {str(node)[:80]!r}.")
+        if "$tensor" in node:
+            return self._tensor(node)
+        if "$ndarray" in node:
+            return self._array(node["$ndarray"])
+        if "$npscalar" in node:
+            return self._array(node["$npscalar"])[()]
+        if "$float" in node:
+            if node["$float"] not in ("inf", "-inf", "nan"):
+                _refuse(f"The file is malformed: bad float {node['$float']!r}.")
+            return float(node["$float"])
+        if "$complex" in node:
+            return complex(*(self.decode(v) for v in node["$complex"]))
+        if "$bytes" in node:
+            return bytes.fromhex(node["$bytes"])
+        if "$size" in node:
+            return Size(node["$size"])
+        if "$dtype" in node:
+            value = getattr(dtypes, node["$dtype"], None)
+            if not isinstance(value, dtypes.dtype):
+                _refuse(f"The file is malformed: unknown dtype {node['$dtype']!r}.")
+            return value
+        if "$device" in node:
+            return devices.device(node["$device"])
+        if "$tuple" in node:
+            return tuple(self.decode(v) for v in node["$tuple"])
+        if "$dict" in node:
+            items = [(_hashable(self.decode(k)), self.decode(v)) for k, v in node["$dict"]]
+            if node.get("ordered"):
+                out = collections.OrderedDict(items)
+                if "metadata" in node:
+                    out._metadata = self.decode(node["metadata"])
+                return out
+            return dict(items)
+        _refuse(f"The file is malformed: unknown node type {next(iter(node))!r}.")
+
+
+def _hashable(key):
+    try:
+        hash(key)
+    except TypeError:
+        _refuse(f"The file is malformed: a dict key of type {type(key).__name__}.")
+    return key
+
+
+def _target_device(map_location, location):
+    """Where a tensor saved on `location` goes: a device string, or a callable."""
+    if map_location is None:
+        if location.startswith("cuda") and not devices.is_available():
+            raise RuntimeError(
+                "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
+                "is False. If you are running on a CPU-only machine, please use torch.load with "
+                "map_location=torch.device('cpu') to map your storages to the CPU.")
+        return location
+    if isinstance(map_location, dict):
+        return str(map_location.get(location, location))
+    if isinstance(map_location, (str, devices.device)):
+        return str(map_location)
+    if callable(map_location):
+        return map_location
+    raise TypeError(f"map_location must be None, a string, a device, a dict or a callable, "
+                    f"not {type(map_location).__name__}")
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **pickle_load_args):
+    """Read what `save` wrote from f (a path or a readable, seekable binary file object).
+
+    weights_only (default True, as torch 2.6+): read only the safe format and refuse
+    anything that would need unpickling; False: also unpickle a pickled object (runs
+    code from the file).
+    """
+    weights_only = True if weights_only is None else bool(weights_only)
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            return _load(fh, map_location, pickle_module, weights_only, pickle_load_args)
+    return _load(f, map_location, pickle_module, weights_only, pickle_load_args)
+
+
+def _load(fh, map_location, pickle_module, weights_only, pickle_load_args):
+    start = fh.tell() if hasattr(fh, "tell") else 0
+    if not zipfile.is_zipfile(fh):
+        fh.seek(start)
+        if weights_only:
+            _refuse("The file is not a sourcegrad checkpoint (not a zip archive); it may be a "
+                    "pickle.")
+        return (pickle_module or pickle).load(fh, **pickle_load_args)
+    fh.seek(start)
+    with zipfile.ZipFile(fh) as zf:
+        if MANIFEST not in zf.namelist():
+            pickles = [name for name in zf.namelist() if name.endswith("/data.pkl")]
+            if len(pickles) == 1:
+                return _load_torch_zip(zf, pickles[0][:-len("data.pkl")], map_location,
+                                       weights_only)
+            _refuse("The zip archive has no sourcegrad manifest.")
+        try:
+            manifest = json.loads(zf.read(MANIFEST))
+        except ValueError as e:
+            _refuse(f"The manifest is not valid JSON ({e}).")
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            _refuse("The manifest is not a sourcegrad checkpoint's.")
+        if manifest.get("version") != VERSION:
+            _refuse(f"Unknown checkpoint version {manifest.get('version')!r}.")
+        if "pickled" in manifest:
+            if weights_only:
+                types = ", ".join(map(str, manifest.get("pickled_types", []))) or "unknown"
+                _refuse(f"The file holds a pickled object (of type {types}), which "
+                        "weights_only=True does not unpickle.")
+            if manifest["pickled"] != PICKLE:
+                _refuse("The manifest names an unexpected pickle member.")
+            data = zf.read(PICKLE)
+            return (pickle_module or pickle).loads(data, **pickle_load_args)
+        if "root" not in manifest:
+            _refuse("The manifest has no object.")
+        return _Reader(zf, map_location).decode(manifest["root"])
+
+
+# --- PyTorch's zip checkpoints --------------------------------------------------------------
+
+_TORCH_STORAGES = {
+    "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
+    "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16,
+    "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
+    "ComplexFloatStorage": np.complex64, "ComplexDoubleStorage": np.complex128,
+}
+
+
+class _StorageType:
+    """What `torch.FloatStorage` & co. resolve to: the storage's numpy dtype."""
+
+    def __init__(self, name):
+        self.name = name
+        self.dtype = np.dtype(_TORCH_STORAGES[name])
+
+
+class _Storage:
+    def __init__(self, array, location):
+        self.array = array
+        self.location = location
+
+
+class _TorchUnpickler(pickle.Unpickler):
+    """Unpickles torch's data.pkl resolving only allow-listed names (torch's weights-only
+    rule); `persistent_load` reads the raw storages from the archive."""
+
+    def __init__(self, data, zf, prefix, map_location, weights_only):
+        super().__init__(io.BytesIO(data))
+        self.zf = zf
+        self.prefix = prefix
+        self.map_location = map_location
+        self.weights_only = weights_only
+        self.storages = {}
+        byteorder = prefix + "byteorder"
+        self.byteorder = (zf.read(byteorder).decode() if byteorder in zf.namelist()
+                          else "little")
+
+    def find_class(self, module, name):
+        if module == "__builtin__":          # protocol 2 spells Python 3's builtins so
+            module = "builtins"
+        allowed = {
+            ("collections", "OrderedDict"): collections.OrderedDict,
+            ("torch._utils", "_rebuild_tensor_v2"): self._rebuild_tensor_v2,
+            ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+            ("torch", "device"): devices.device,
+            ("torch", "Size"): Size,
+            ("builtins", "complex"): complex,
+            ("builtins", "set"): set,
+            ("builtins", "frozenset"): frozenset,
+        }
+        if (module, name) in allowed:
+            return allowed[module, name]
+        if module == "torch" and name in _TORCH_STORAGES:
+            return _StorageType(name)
+        if module == "torch" and isinstance(getattr(dtypes, name, None), dtypes.dtype):
+            return getattr(dtypes, name)
+        if module == "torch" and name == "BFloat16Storage":
+            raise WeightsOnlyLoadError("The checkpoint holds a bfloat16 tensor, which sourcegrad "
+                                       "cannot represent (numpy has no bfloat16).")
+        if module.split(".")[0] == "torch" and not self.weights_only:
+            raise WeightsOnlyLoadError(f"Unsupported global: GLOBAL {module}.{name}: sourcegrad "
+                                       "rebuilds only tensors, Parameters, dtypes, devices and "
+                                       "Sizes from a PyTorch checkpoint.")
+        if self.weights_only:
+            _refuse(f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by "
+                    "default.")
+        return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType)):
+            _refuse(f"The checkpoint has an unexpected persistent id {str(pid)[:80]!r}.")
+        _, storage_type, key, location, numel = pid
+        if key not in self.storages:
+            name = f"{self.prefix}data/{key}"
+            if name not in self.zf.namelist():
+                _refuse(f"The checkpoint has no storage {key!r}.")
+            dtype = storage_type.dtype.newbyteorder("<" if self.byteorder == "little" else ">")
+            array = np.frombuffer(self.zf.read(name), dtype=dtype)
+            if array.size < numel:
+                _refuse(f"Storage {key!r} is shorter than its {numel} elements.")
+            self.storages[key] = _Storage(array.astype(storage_type.dtype), str(location))
+        return self.storages[key]
+
+    def _rebuild_tensor_v2(self, storage, storage_offset, size, stride, requires_grad,
+                           backward_hooks, metadata=None):
+        array = storage.array
+        size, stride = tuple(size), tuple(stride)
+        if size:
+            last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
+            if min(size) > 0 and (storage_offset < 0 or min(stride) < 0 or last >= array.size):
+                _refuse("A tensor reaches outside its storage.")
+        if 0 in size:
+            data = np.zeros(size, array.dtype)
+        else:
+            view = np.lib.stride_tricks.as_strided(
+                array[storage_offset:], shape=size,
+                strides=[s * array.itemsize for s in stride], writeable=False)
+            data = np.array(view)          # a copy: tensors do not share memory (module doc)
+        t = _place(Tensor._make(data), storage.location, self.map_location)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks):
+    return Parameter(data, requires_grad)
+
+
+def _place(t, location, map_location):
+    target = _target_device(map_location, location)
+    if callable(target):
+        moved = target(t, location)
+        return moved if isinstance(moved, Tensor) else t
+    return t if target == "cpu" else t.to(target)
+
+
+def _load_torch_zip(zf, prefix, map_location, weights_only):
+    data = zf.read(prefix + "data.pkl")
+    try:
+        return _TorchUnpickler(data, zf, prefix, map_location, weights_only).load()
+    except (pickle.UnpicklingError, WeightsOnlyLoadError):
+        raise
+    except (TypeError, ValueError, IndexError, KeyError, EOFError, AttributeError) as e:
+        _refuse(f"The PyTorch checkpoint could not be read ({type(e).__name__}: {e}).")

@@ -1,0 +1,4 @@
+"""`sourcegrad.utils`: `data` (datasets, samplers, DataLoader), as torch.utils."""
+from . import data
+
+__all__ = ["data"]
