@@ -1,5 +1,14 @@
-"""`sourcegrad.nn`: `Parameter` and `functional` (the eager library has no Module classes yet)."""
-from . import functional
-from .parameter import Parameter
+"""`sourcegrad.nn`: torch.nn for the eager mode.
 
-__all__ = ["Parameter", "functional"]
+`Parameter`; `Module` and the containers; layers built from the eager ops
+(`modules/`); `functional` (the layers' functions, activations, losses);
+`init` (weight initialisations). `import sourcegrad as torch` then
+`torch.nn.Linear(...)` etc. works as in torch.
+"""
+from . import functional, init
+from .parameter import Parameter
+from . import modules
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+
+__all__ = ["Parameter", "functional", "init", "modules"] + list(_modules_all)
