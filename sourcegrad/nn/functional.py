@@ -15,6 +15,8 @@ torch's).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..eager import devices, factories, ops, shape_ops
@@ -68,11 +70,22 @@ def tanh(input):
     return ops.tanh(input)
 
 
+def _get_softmax_dim(name, ndim, stacklevel):
+    """torch's legacy implicit dim (with its deprecation warning)."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("softmax", input.dim(), _stacklevel)
     return ops.softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
     return ops.log_softmax(input, dim, dtype)
 
 
@@ -353,6 +366,8 @@ def logsigmoid(input):
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("softmin", input.dim(), _stacklevel)
     return ops.softmax(-input, dim, dtype)
 
 

@@ -224,3 +224,15 @@ def test_functional_forms_match_torch(torch):
         np.testing.assert_allclose(_np(sa.grad), _np(ta.grad), rtol=1e-4, atol=1e-6)
         if args is None:
             np.testing.assert_allclose(_np(sb.grad), _np(tb.grad), rtol=1e-4, atol=1e-6)
+
+
+def test_implicit_softmax_dim_warns_and_picks_torchs_dim(torch):
+    x = np.random.default_rng(5).standard_normal((2, 3, 4)).astype(np.float32)
+    for name in ("Softmax", "LogSoftmax", "Softmin"):
+        for data in (x, x[0], x[0, 0]):
+            with pytest.warns(UserWarning) as s_rec:
+                ys = getattr(nn, name)()(sg.tensor(data))
+            with pytest.warns(UserWarning) as t_rec:
+                yt = getattr(torch.nn, name)()(torch.tensor(data))
+            assert str(s_rec[0].message) == str(t_rec[0].message)
+            np.testing.assert_allclose(_np(ys), _np(yt), rtol=1e-5, atol=1e-7)

@@ -424,6 +424,7 @@ def test_micro_training_loop_matches_torch(torch):
     X = rng.standard_normal((16, 5)).astype(np.float32)
     y = rng.integers(0, 3, 16)
     losses = []
+    torch.manual_seed(0)
     t_net = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16),
                                 torch.nn.Tanh(), torch.nn.Linear(16, 3))
     s_net = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(),
@@ -441,6 +442,44 @@ def test_micro_training_loop_matches_torch(torch):
             run.append(loss.item())
         losses.append(run)
     np.testing.assert_allclose(losses[1], losses[0], rtol=2e-5)
-    assert losses[1][-1] < losses[1][0] / 2
+    assert losses[1][-1] < 0.7 * losses[1][0]
     for (name, a), b in zip(t_net.named_parameters(), s_net.parameters()):
         np.testing.assert_allclose(_np(b), _np(a), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_custom_extra_repr_and_nesting_print_as_torch(torch):
+    reprs = []
+    for lib in (torch, sg):
+        class Block(lib.nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.k = k
+                self.inner = lib.nn.ModuleList([lib.nn.Linear(2, 2), lib.nn.Linear(2, 2)])
+
+            def extra_repr(self):
+                return f"k={self.k}\nsecond line"
+
+        class Leaf(lib.nn.Module):
+            def extra_repr(self):
+                return "one line"
+
+        top = lib.nn.Sequential(Block(1), lib.nn.Sequential(Block(2), Leaf()), Leaf())
+        top.add_module("none", None)
+        reprs.append([repr(top), repr(Leaf()), repr(lib.nn.Module())])
+    assert reprs[0] == reprs[1]
+
+
+def test_deepcopy_and_pickle_give_independent_modules():
+    import copy
+    import pickle
+    net = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    net.register_buffer("b", sg.ones(1), persistent=False)
+    for clone in (copy.deepcopy(net), pickle.loads(pickle.dumps(net))):
+        assert repr(clone) == repr(net)
+        w, w0 = clone[0].weight, net[0].weight
+        assert isinstance(w, nn.Parameter) and w.requires_grad and w is not w0
+        np.testing.assert_array_equal(w.detach().numpy(), w0.detach().numpy())
+        with sg.no_grad():
+            w.zero_()
+        assert w0.detach().numpy().any()
+        assert "b" in dict(clone.named_buffers()) and "b" not in clone.state_dict()
