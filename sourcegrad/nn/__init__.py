@@ -6,9 +6,9 @@
 `torch.nn.Linear(...)` etc. works as in torch.
 """
 from . import functional, init
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 from . import modules
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 
-__all__ = ["Parameter", "functional", "init", "modules"] + list(_modules_all)
+__all__ = ["Parameter", "Buffer", "functional", "init", "modules"] + list(_modules_all)

@@ -483,3 +483,75 @@ def test_deepcopy_and_pickle_give_independent_modules():
             w.zero_()
         assert w0.detach().numpy().any()
         assert "b" in dict(clone.named_buffers()) and "b" not in clone.state_dict()
+
+
+def _backward_hook_log(lib):
+    import warnings
+    log = []
+    lin = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        lin.weight.copy_(lib.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3)))
+        lin.bias.zero_()
+
+    def pre(m, go):
+        log.append(("pre", [g.tolist() if g is not None else None for g in go]))
+        return (go[0] * 3,)
+
+    def post(m, gi, go):
+        log.append(("post", [g.tolist() if g is not None else None for g in gi],
+                    [g.tolist() for g in go]))
+        return (gi[0] * 2,) if gi[0] is not None else None
+
+    lin.register_full_backward_pre_hook(pre)
+    handle = lin.register_full_backward_hook(post)
+    x = lib.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    y = lin(x)
+    log.append(y.grad_fn.name())
+    y.sum().backward()
+    log += [x.grad.tolist(), lin.weight.grad.tolist()]
+    # no input requires grad: the hooks fire from the outputs' side, with a warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lin(lib.tensor([[1.0, 1.0, 1.0]])).sum().backward()
+    log.append([str(w.message)[:40] for w in caught])
+    handle.remove()
+    x.grad = None
+    lin(x).sum().backward()
+    log.append(x.grad.tolist())
+    return log
+
+
+def test_full_backward_hooks_match_torch(torch):
+    assert _backward_hook_log(sg) == _backward_hook_log(torch)
+
+
+def test_always_call_forward_hook_runs_when_forward_raises(torch):
+    logs = []
+    for lib in (torch, sg):
+        log = []
+
+        class Boom(lib.nn.Module):
+            def forward(self, x):
+                raise ValueError("boom")
+
+        m = Boom()
+        m.register_forward_hook(lambda mod, a, out: log.append(("always", out)),
+                                always_call=True)
+        m.register_forward_hook(lambda mod, a, out: log.append("normal"))
+        with pytest.raises(ValueError, match="boom"):
+            m(lib.ones(1))
+        logs.append(log)
+    assert logs[0] == logs[1] == [("always", None)]
+
+
+def test_buffer_assignment_registers_a_buffer(torch):
+    outs = []
+    for lib in (torch, sg):
+        m = lib.nn.Module()
+        m.a = lib.nn.Buffer(lib.ones(2), persistent=False)
+        m.b = lib.nn.Buffer(lib.zeros(1))
+        m.c = lib.ones(1)  # a plain tensor is a plain attribute
+        outs.append([list(m.state_dict()), [n for n, _ in m.named_buffers()],
+                     isinstance(m.a, lib.nn.Buffer), isinstance(lib.ones(1), lib.nn.Buffer),
+                     type(m.a) is lib.Tensor])
+    assert outs[0] == outs[1]

@@ -11,13 +11,16 @@ so the Parameter objects an optimizer holds stay the same objects.
 from __future__ import annotations
 
 import itertools
+import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 
 from ...eager import dtypes
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
-from ..parameter import Parameter
+from ..functional import UnsupportedOptionError
+from ..parameter import Buffer, Parameter
+from ._backward_hooks import BackwardHook
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -276,11 +279,15 @@ class Module:
             modules[name] = value
             return
         buffers = self.__dict__.get("_buffers")
-        if buffers is not None and name in buffers:
+        if isinstance(value, Buffer) or buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                 "(torch.nn.Buffer, torch.Tensor or None expected)")
-            self.register_buffer(name, value, name not in self._non_persistent_buffers_set)
+            if isinstance(value, Buffer):
+                persistent = value.persistent
+            else:
+                persistent = name not in self._non_persistent_buffers_set
+            self.register_buffer(name, value, persistent)
             return
         object.__setattr__(self, name, value)
 
@@ -672,15 +679,30 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_full_backward_hook(self, hook, prepend=False):
-        raise NotImplementedError("sourcegrad.nn.Module: module backward hooks are not "
-                                  "supported; register a hook on the output tensor instead")
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a new grad_output, before grad_input exists."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
 
-    register_backward_hook = register_full_backward_hook
-    register_full_backward_pre_hook = register_full_backward_hook
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or a new grad_input."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        raise UnsupportedOptionError(
+            "sourcegrad.nn.Module.register_backward_hook (torch's deprecated non-full module "
+            "hook) is not supported; use register_full_backward_hook")
 
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks):
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -694,15 +716,42 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        result = self.forward(*args, **kwargs)
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
-                hook_result = hook(self, args, kwargs, result)
-            else:
-                hook_result = hook(self, args, result)
-            if hook_result is not None:
-                result = hook_result
+        bw_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
+                                   list(self._backward_pre_hooks.values()))
+            args = bw_hook.setup_input_hook(args)
+        called = set()
+        try:
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in list(self._forward_hooks.items()):
+                called.add(hook_id)
+                result = self._run_forward_hook(hook_id, hook, args, kwargs, result)
+        except Exception:
+            # hooks registered with always_call=True run even when forward raised
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+                    try:
+                        self._run_forward_hook(hook_id, hook, args, kwargs, None)
+                    except Exception as e:  # noqa: BLE001 - torch warns and keeps the first
+                        warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                      "exception that was silenced as another error was raised "
+                                      f"in forward: {str(e)}", stacklevel=2)
+            raise
+        if bw_hook is not None:
+            if not isinstance(result, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a "
+                              f"Tensor or a tuple of Tensors but received {type(result)}",
+                              stacklevel=2)
+            result = bw_hook.setup_output_hook(result)
         return result
+
+    def _run_forward_hook(self, hook_id, hook, args, kwargs, result):
+        if hook_id in self._forward_hooks_with_kwargs:
+            hook_result = hook(self, args, kwargs, result)
+        else:
+            hook_result = hook(self, args, result)
+        return result if hook_result is None else hook_result
 
     __call__ = _call_impl
 
