@@ -2,13 +2,13 @@
 
 `Parameter`; `Module` and the containers; layers built from the eager ops
 (`modules/`); `functional` (the layers' functions, activations, losses);
-`init` (weight initialisations). `import sourcegrad as torch` then
+`init` (weight initialisations); `utils` (gradient clipping, parameter vectors). `import sourcegrad as torch` then
 `torch.nn.Linear(...)` etc. works as in torch.
 """
 from . import functional, init
 from .parameter import Buffer, Parameter
-from . import modules
+from . import modules, utils
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "modules"] + list(_modules_all)
+__all__ = ["Parameter", "Buffer", "functional", "init", "modules", "utils"] + list(_modules_all)
