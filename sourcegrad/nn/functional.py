@@ -224,9 +224,8 @@ def _channel_dropout(input, p, training, inplace, batched_ndim, name):
         return input
     lead = 2 if nd == batched_ndim else 1
     shape = input._data.shape[:lead] + (1,) * (nd - lead)
-    keep = factories._rng().random(shape) >= p
-    scale = (keep / (1 - p)) if p < 1 else keep * 0.0
-    mask = _wrap(devices.to_device(scale.astype(input._data.dtype), input.device))
+    keep = (factories.rand(shape, device=input.device) >= p).to(input.dtype)
+    mask = keep / (1 - p) if p < 1 else keep * 0
     return input.mul_(mask) if inplace else input * mask
 
 
