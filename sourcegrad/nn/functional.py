@@ -273,27 +273,46 @@ def gelu(input, approximate="none"):
     return 0.5 * input * (1 + ops.erf(input * 0.7071067811865476))
 
 
-def _maybe_inplace(input, out, inplace):
-    """torch's inplace=True: the result is written into input (whose grad_fn changes)."""
-    return input.copy_(out) if inplace else out
+def _activation(fn, input, inplace, *args):
+    """fn(input, *args); with inplace=True the result is written into input, as torch does.
+
+    In place, the value is computed from a clone: the graph then saves the clone, not
+    `input`, whose version the write moves (else backward would refuse the saved value).
+    """
+    if not inplace:
+        return fn(input, *args)
+    return input.copy_(fn(input.clone(), *args))
+
+
+def _silu(x):
+    return x * ops.sigmoid(x)
 
 
 def silu(input, inplace=False):
-    return _maybe_inplace(input, input * ops.sigmoid(input), inplace)
+    return _activation(_silu, input, inplace)
+
+
+def _mish(x):
+    return x * ops.tanh(softplus(x))
 
 
 def mish(input, inplace=False):
-    return _maybe_inplace(input, input * ops.tanh(softplus(input)), inplace)
+    return _activation(_mish, input, inplace)
+
+
+def _elu(x, alpha, scale=1.0, input_scale=1.0):
+    # exp of the clamped input: the branch `where` drops must not overflow (0 * inf = nan)
+    negative = alpha * ops.expm1(ops.clamp(x, max=0) * input_scale)
+    out = ops.where(x > 0, x, negative)
+    return out * scale if scale != 1.0 else out
 
 
 def elu(input, alpha=1.0, inplace=False):
-    negative = alpha * ops.expm1(ops.clamp(input, max=0))
-    return _maybe_inplace(input, ops.where(input > 0, input, negative), inplace)
+    return _activation(_elu, input, inplace, alpha)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    negative = alpha * ops.expm1(ops.clamp(input, max=0) / alpha)
-    return _maybe_inplace(input, ops.where(input > 0, input, negative), inplace)
+    return _activation(_elu, input, inplace, alpha, 1.0, 1.0 / alpha)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -301,17 +320,19 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
-    negative = _SELU_ALPHA * ops.expm1(ops.clamp(input, max=0))
-    return _maybe_inplace(input, _SELU_SCALE * ops.where(input > 0, input, negative), inplace)
+    return _activation(_elu, input, inplace, _SELU_ALPHA, _SELU_SCALE)
+
+
+def _hardtanh(x, min_val, max_val):
+    inside = (x > min_val) & (x < max_val)
+    return ops.where(inside, x, ops.clamp(x.detach(), min_val, max_val))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """clamp(x, min_val, max_val) whose gradient is 0 at the bounds themselves (as torch)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    inside = (input > min_val) & (input < max_val)
-    out = ops.where(inside, input, ops.clamp(input.detach(), min_val, max_val))
-    return _maybe_inplace(input, out, inplace)
+    return _activation(_hardtanh, input, inplace, min_val, max_val)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
@@ -322,24 +343,33 @@ def relu6(input, inplace=False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+def _threshold_fn(x, threshold, value):
+    return ops.where(x > threshold, x, value)
+
+
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, else value."""
-    return _maybe_inplace(input, ops.where(input > threshold, input, value), inplace)
+    return _activation(_threshold_fn, input, inplace, threshold, value)
 
 
 def threshold_(input, threshold, value):
-    return _threshold(input, threshold, value, inplace=True)
+    return _activation(_threshold_fn, input, True, threshold, value)
 
 
-_threshold = threshold
+def _hardsigmoid(x):
+    return _hardtanh(x + 3, 0.0, 6.0) / 6
 
 
 def hardsigmoid(input, inplace=False):
-    return _maybe_inplace(input, relu6(input + 3) / 6, inplace)
+    return _activation(_hardsigmoid, input, inplace)
+
+
+def _hardswish(x):
+    return x * _hardsigmoid(x)
 
 
 def hardswish(input, inplace=False):
-    return _maybe_inplace(input, input * (relu6(input + 3) / 6), inplace)
+    return _activation(_hardswish, input, inplace)
 
 
 def hardshrink(input, lambd=0.5):
@@ -398,7 +428,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     slopes = factories.empty_like(input.detach()).uniform_(lower, upper)
-    return _maybe_inplace(input, ops.where(input >= 0, input, input * slopes), inplace)
+    return _activation(lambda x: ops.where(x >= 0, x, x * slopes), input, inplace)
 
 
 # --- layers' functional forms -----------------------------------------------------------------

@@ -236,3 +236,24 @@ def test_implicit_softmax_dim_warns_and_picks_torchs_dim(torch):
                 yt = getattr(torch.nn, name)()(torch.tensor(data))
             assert str(s_rec[0].message) == str(t_rec[0].message)
             np.testing.assert_allclose(_np(ys), _np(yt), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("SiLU", {}), ("Mish", {}), ("ELU", {"alpha": 0.5}), ("CELU", {"alpha": 2.0}), ("SELU", {}),
+    ("Hardtanh", {}), ("ReLU6", {}), ("Threshold", {"threshold": 0.1, "value": 2.0}),
+    ("Hardswish", {}), ("Hardsigmoid", {}), ("LeakyReLU", {"negative_slope": 0.2}),
+    ("ReLU", {})])
+def test_inplace_activations_backpropagate_as_torch(torch, name, args):
+    """inplace=True writes into its input; the graph must not need the overwritten values."""
+    outs = []
+    for lib in (torch, sg):
+        x = lib.tensor(X, requires_grad=True)
+        h = x * 1
+        y = getattr(lib.nn, name)(inplace=True, **args)(h)
+        assert y is h
+        (y * lib.tensor(X[::-1].copy())).sum().backward()
+        outs.append((_np(y), _np(x.grad)))
+    np.testing.assert_allclose(outs[1][0], outs[0][0], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=2e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        getattr(nn, name)(inplace=True, **args)(sg.tensor(X, requires_grad=True))
