@@ -257,3 +257,12 @@ def test_inplace_activations_backpropagate_as_torch(torch, name, args):
     np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=2e-5, atol=1e-6)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         getattr(nn, name)(inplace=True, **args)(sg.tensor(X, requires_grad=True))
+
+
+def test_distance_modules(torch):
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((2, 4, 3)).astype(np.float32)
+    compare(torch, lambda lib: lib.nn.CosineSimilarity(dim=1), [a, b])
+    compare(torch, lambda lib: lib.nn.CosineSimilarity(dim=0, eps=1e-6), [a, b])
+    compare(torch, lambda lib: lib.nn.PairwiseDistance(), [a, b])
+    compare(torch, lambda lib: lib.nn.PairwiseDistance(p=1.0, keepdim=True), [a, b])

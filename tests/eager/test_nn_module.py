@@ -555,3 +555,21 @@ def test_buffer_assignment_registers_a_buffer(torch):
                      isinstance(m.a, lib.nn.Buffer), isinstance(lib.ones(1), lib.nn.Buffer),
                      type(m.a) is lib.Tensor])
     assert outs[0] == outs[1]
+
+
+def test_set_submodule_and_get_buffer(torch):
+    outs = []
+    for lib in (torch, sg):
+        net = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Sequential(lib.nn.ReLU()))
+        net.register_buffer("steps", lib.tensor(3))
+        net.set_submodule("1.0", lib.nn.Tanh())
+        net.set_submodule("2", lib.nn.Sigmoid())
+        out = [repr(net), net.get_buffer("steps").item()]
+        out.append(_error(lambda: net.set_submodule("1.5", lib.nn.ReLU(), strict=True)))
+        out.append(_error(lambda: net.set_submodule("", lib.nn.ReLU())))
+        out.append(_error(lambda: net.set_submodule("steps", lib.nn.ReLU())))
+        out.append(_error(lambda: net.get_buffer("0.weight")))
+        outs.append(out)
+    assert outs[0][:2] == outs[1][:2]
+    assert [e[0] for e in outs[0][2:]] == [e[0] for e in outs[1][2:]]
+    assert outs[0][3:] == outs[1][3:]

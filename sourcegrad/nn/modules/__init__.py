@@ -14,6 +14,7 @@ from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .flatten import Flatten, Unflatten
 from .sparse import Embedding
 from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .distance import CosineSimilarity, PairwiseDistance
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
@@ -24,4 +25,5 @@ __all__ = [
     "Softmax", "Softmax2d", "LogSoftmax",
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
     "Flatten", "Unflatten", "Embedding", "LayerNorm", "RMSNorm", "GroupNorm",
+    "PairwiseDistance", "CosineSimilarity",
 ]
