@@ -1,9 +1,11 @@
 """`sourcegrad.nn`: torch.nn for the eager mode.
 
-`Parameter`; `Module` and the containers; layers built from the eager ops
-(`modules/`); `functional` (the layers' functions, activations, losses);
-`init` (weight initialisations); `utils` (gradient clipping, parameter vectors). `import sourcegrad as torch` then
-`torch.nn.Linear(...)` etc. works as in torch.
+`Parameter` and `Buffer`; `Module` and the containers; layers built from the
+eager ops (`modules/`); `functional` (the layers' functions, activations,
+losses); `init` (weight initialisations); `utils` (gradient clipping, parameter
+vectors). `import sourcegrad as torch` then `torch.nn.Linear(...)` etc. works as
+in torch. Further layer families go in `modules/` as their own files and are
+exported from `modules/__init__.py`.
 """
 from . import functional, init
 from .parameter import Buffer, Parameter
