@@ -1,6 +1,16 @@
-"""`sourcegrad.nn`: `Parameter` and `functional` (the eager library has no Module classes yet)."""
-from . import functional
-from .parameter import Parameter
+"""`sourcegrad.nn`: torch.nn for the eager mode.
 
-__all__ = ["Parameter", "functional"]
-from . import utils  # noqa: E402,F401 - nn.utils: clip_grad_norm_, parameters_to_vector, ...
+`Parameter` and `Buffer`; `Module` and the containers; layers built from the
+eager ops (`modules/`); `functional` (the layers' functions, activations,
+losses); `init` (weight initialisations); `utils` (gradient clipping, parameter
+vectors). `import sourcegrad as torch` then `torch.nn.Linear(...)` etc. works as
+in torch. Further layer families go in `modules/` as their own files and are
+exported from `modules/__init__.py`.
+"""
+from . import functional, init
+from .parameter import Buffer, Parameter
+from . import modules, utils
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+
+__all__ = ["Parameter", "Buffer", "functional", "init", "modules", "utils"] + list(_modules_all)

@@ -22,3 +22,28 @@ class Parameter(Tensor):
 
     def __init__(self, data=None, requires_grad=True):
         pass
+
+
+class _BufferMeta(type):
+    """isinstance(t, Buffer) holds for tensors marked by Buffer(...), as in torch."""
+
+    def __instancecheck__(cls, instance):
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """`nn.Buffer(t, persistent=True)`: assigned to a Module attribute, it is a buffer.
+
+    Like torch's, the object made is a plain Tensor (a detached alias of the data)
+    carrying a `persistent` flag.
+    """
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = Tensor._make(np.empty((0,), np.float32))
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t

@@ -429,7 +429,55 @@ CASES = [
     ("F.elu", lambda T, F, a: F.elu(a, alpha=0.7), [away(4)]),
     ("F.dropout", lambda T, F, a: F.dropout(a, 0.5, training=False) ** 2
      + F.dropout(a, 0.0) ** 3, [arr(3)]),
+    # the layers' functions and activations of sourcegrad.nn (written with tensor ops)
+    ("F.dropout1d", lambda T, F, a: F.dropout1d(a, 0.5, training=False) ** 2, [arr(2, 3, 2)]),
+    ("F.dropout2d", lambda T, F, a: F.dropout2d(a, 0.5, training=False) ** 2,
+     [arr(2, 2, 2, 2)]),
+    ("F.dropout3d", lambda T, F, a: F.dropout3d(a, 0.0) ** 2, [arr(2, 1, 2, 2)]),
+    ("F.bilinear", lambda T, F, x1, x2, w, b: F.bilinear(x1, x2, w, b) ** 2
+     + F.bilinear(x1, x2, w), [arr(2, 3), arr(2, 4), arr(2, 3, 4), arr(2)]),
+    ("F.embedding", lambda T, F, w: (F.embedding(_i(T, [[0, 2], [2, 1]]), w) ** 2).sum(0)
+     + F.embedding(_i(T, [1, 0]), w, padding_idx=1) ** 3, [arr(3, 2)]),
+    ("F.layer_norm", lambda T, F, a, w, b: F.layer_norm(a, (3,), w, b) ** 2
+     + F.layer_norm(a, (2, 3), eps=1e-3), [arr(2, 2, 3), pos(3), arr(3)]),
+    ("F.rms_norm", lambda T, F, a, w: F.rms_norm(a, (3,), w, eps=1e-6) ** 2, [arr(2, 3),
+                                                                               pos(3)]),
+    ("F.group_norm", lambda T, F, a, w, b: F.group_norm(a, 2, w, b) ** 2, [arr(2, 4, 3), pos(4),
+                                                                           arr(4)]),
+    ("F.cosine_similarity", lambda T, F, a, b: F.cosine_similarity(a, b), [arr(2, 3),
+                                                                          arr(2, 3)]),
+    ("F.pairwise_distance", lambda T, F, a, b: F.pairwise_distance(a, b), [arr(2, 3),
+                                                                          arr(2, 3)]),
+    ("F.glu", lambda T, F, a: F.glu(a, dim=1), [arr(2, 4)]),
+    ("F.prelu", lambda T, F, a, w: F.prelu(a, w) * a, [away(2, 3), arr(3)]),
+    # alpha exact in float32: torch's celu backward rounds alpha to float32
+    ("F.celu", lambda T, F, a: F.celu(a, alpha=0.5), [away(4)]),
+    ("F.selu", lambda T, F, a: F.selu(a), [away(4)]),
+    ("F.mish", lambda T, F, a: F.mish(a), [arr(4)]),
+    ("F.logsigmoid", lambda T, F, a: F.logsigmoid(a), [arr(4)]),
+    ("F.softsign", lambda T, F, a: F.softsign(a), [away(4)]),
+    ("F.tanhshrink", lambda T, F, a: F.tanhshrink(a), [arr(4)]),
+    ("F.softmin", lambda T, F, a: F.softmin(a, dim=1), [arr(2, 3)]),
+    # saturated only: inside, torch's backward uses 1/6 rounded to float32 (the slope inside is
+    # compared with torch in float32 in tests/eager/test_nn_layers.py)
+    ("F.hardsigmoid", lambda T, F, a: F.hardsigmoid(a * 4) * a, [[-1.0, -0.8, 0.8, 1.0]]),
+    ("F.hardswish", lambda T, F, a: F.hardswish(a * 4), [arr(4)]),
+    ("F.hardtanh", lambda T, F, a: F.hardtanh(a) * a, [[-1.7, -0.4, 0.3, 1.6]]),
+    ("F.hardtanh_", lambda T, F, a: F.hardtanh_(a * 1, -0.5, 0.5) * a, [[-1.7, -0.4, 0.3, 1.6]]),
+    ("F.relu6", lambda T, F, a: F.relu6(a) * a, [[-1.5, 0.5, 3.0, 7.0]]),
+    ("F.hardshrink", lambda T, F, a: F.hardshrink(a, 0.5) * a, [[-0.9, -0.3, 0.2, 0.8]]),
+    ("F.softshrink", lambda T, F, a: F.softshrink(a, 0.3) * a, [[-0.9, -0.1, 0.2, 0.8]]),
+    ("F.threshold", lambda T, F, a: F.threshold(a, 0.1, 20.0) * a, [away(4)]),
+    ("F.threshold_", lambda T, F, a: F.threshold_(a * 1, 0.1, 20.0) * a, [away(4)]),
+    # eval mode: leaky_relu with slope (lower + upper) / 2, chosen exact in float32 (see above)
+    ("F.rrelu", lambda T, F, a: F.rrelu(a, 0.125, 0.375) * a, [away(4)]),
 ]
+
+# Cases whose second derivative torch refuses: only their first derivatives are compared with
+# torch's (the second ones with finite differences), and torch must raise this message.
+TORCH_NO_DOUBLE_BACKWARD = {
+    "F.hardsigmoid": "derivative for aten::hardsigmoid_backward is not implemented",
+}
 
 # Exposed callables that are not differentiable ops, by the reason they have no case.
 NOT_DIFFERENTIABLE = {
@@ -615,6 +663,10 @@ def test_second_derivative(key, fn, inputs):
     for i, (got, exp) in enumerate(zip(_as_arrays(first, arrays), _as_arrays(tfirst, arrays))):
         np.testing.assert_allclose(got, exp, rtol=1e-9, atol=1e-12,
                                    err_msg=f"{key}: first derivative of input {i} vs torch")
+    if key in TORCH_NO_DOUBLE_BACKWARD:
+        with pytest.raises(RuntimeError, match=TORCH_NO_DOUBLE_BACKWARD[key]):
+            _second(_torch, _tF, fn, arrays, weights, vs)
+        return
     expected = _second(_torch, _tF, fn, arrays, weights, vs)
     for i, (got, exp) in enumerate(zip(analytic, expected)):
         np.testing.assert_allclose(got, exp, rtol=1e-9, atol=1e-12,

@@ -1,0 +1,29 @@
+"""`nn.modules`: the Module base class and the layers, one file per family as in torch.
+
+Files added later (convolution, pooling, batchnorm, loss, ...) export their classes
+here and in `sourcegrad/nn/__init__.py` the same way.
+"""
+from .module import Module
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .linear import Bilinear, Identity, Linear
+from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,
+                         Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6,
+                         RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink,
+                         Softsign, Tanh, Tanhshrink, Threshold)
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .flatten import Flatten, Unflatten
+from .sparse import Embedding
+from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .distance import CosineSimilarity, PairwiseDistance
+
+__all__ = [
+    "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+    "Identity", "Linear", "Bilinear",
+    "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU",
+    "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU",
+    "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin",
+    "Softmax", "Softmax2d", "LogSoftmax",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "Flatten", "Unflatten", "Embedding", "LayerNorm", "RMSNorm", "GroupNorm",
+    "PairwiseDistance", "CosineSimilarity",
+]

@@ -1,0 +1,318 @@
+"""Activation modules: each calls its `nn.functional` form; reprs are torch's."""
+from __future__ import annotations
+
+from ...eager import factories
+from .. import functional as F
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
+           "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink",
+           "LeakyReLU", "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign",
+           "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
+
+
+def _inplace_only(inplace):
+    """The repr of a module whose one option is `inplace` (empty unless it is set)."""
+    return "inplace=True" if inplace else ""
+
+
+def _inplace_suffix(inplace):
+    return ", inplace=True" if inplace else ""
+
+
+class _Inplace(Module):
+    """An activation whose only option is `inplace`."""
+
+    __constants__ = ["inplace"]
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self):
+        return _inplace_only(self.inplace)
+
+
+class _Stateless(Module):
+    """An activation with no options."""
+
+
+class Threshold(Module):
+    __constants__ = ["threshold", "value", "inplace"]
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}{_inplace_suffix(self.inplace)}"
+
+
+class ReLU(_Inplace):
+    def forward(self, input):
+        return F.relu(input, inplace=self.inplace)
+
+
+class RReLU(Module):
+    __constants__ = ["lower", "upper", "inplace"]
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}{_inplace_suffix(self.inplace)}"
+
+
+class Hardtanh(Module):
+    __constants__ = ["min_val", "max_val", "inplace"]
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+        if self.max_val <= self.min_val:
+            raise AssertionError(f"max_val ({self.max_val}) must be greater than min_val "
+                                 f"({self.min_val})")
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return (f"min_val={self.min_val}, max_val={self.max_val}"
+                f"{_inplace_suffix(self.inplace)}")
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self):
+        return _inplace_only(self.inplace)
+
+
+class Sigmoid(_Stateless):
+    def forward(self, input):
+        return F.sigmoid(input)
+
+
+class Hardsigmoid(_Inplace):
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)
+
+    def extra_repr(self):  # torch prints no options for Hardsigmoid
+        return ""
+
+
+class Tanh(_Stateless):
+    def forward(self, input):
+        return F.tanh(input)
+
+
+class SiLU(_Inplace):
+    def forward(self, input):
+        return F.silu(input, inplace=self.inplace)
+
+
+class Mish(_Inplace):
+    def forward(self, input):
+        return F.mish(input, inplace=self.inplace)
+
+
+class Hardswish(_Inplace):
+    def forward(self, input):
+        return F.hardswish(input, self.inplace)
+
+    def extra_repr(self):  # torch prints no options for Hardswish
+        return ""
+
+
+class ELU(Module):
+    __constants__ = ["alpha", "inplace"]
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}{_inplace_suffix(self.inplace)}"
+
+
+class CELU(ELU):
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class SELU(_Inplace):
+    def forward(self, input):
+        return F.selu(input, self.inplace)
+
+
+class GLU(Module):
+    __constants__ = ["dim"]
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class GELU(Module):
+    __constants__ = ["approximate"]
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={repr(self.approximate)}"
+
+
+class Hardshrink(Module):
+    __constants__ = ["lambd"]
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+
+class LeakyReLU(Module):
+    __constants__ = ["inplace", "negative_slope"]
+
+    def __init__(self, negative_slope=1e-2, inplace=False):
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}{_inplace_suffix(self.inplace)}"
+
+
+class LogSigmoid(_Stateless):
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softplus(Module):
+    __constants__ = ["beta", "threshold"]
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class PReLU(Module):
+    """Leaky ReLU with a learnt slope (one, or one per channel), initialised to `init`."""
+
+    __constants__ = ["num_parameters"]
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        self.num_parameters = num_parameters
+        super().__init__()
+        self.init = init
+        self.weight = Parameter(factories.empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        from .. import init as nn_init
+        nn_init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class Softsign(_Stateless):
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(_Stateless):
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class _DimSoftmax(Module):
+    __constants__ = ["dim"]
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not hasattr(self, "dim"):
+            self.dim = None
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmin(_DimSoftmax):
+    def forward(self, input):
+        return F.softmin(input, self.dim)
+
+
+class Softmax(_DimSoftmax):
+    def forward(self, input):
+        return F.softmax(input, self.dim)
+
+
+class LogSoftmax(_DimSoftmax):
+    def forward(self, input):
+        return F.log_softmax(input, self.dim)
+
+
+class Softmax2d(_Stateless):
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
+                             "instead")
+        return F.softmax(input, -3)

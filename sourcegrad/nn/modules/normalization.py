@@ -1,0 +1,126 @@
+"""LayerNorm, RMSNorm and GroupNorm, with torch's parameters (weight ones, bias zeros)."""
+from __future__ import annotations
+
+import numbers
+
+from ...eager import factories
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm"]
+
+
+def _as_shape(normalized_shape):
+    if isinstance(normalized_shape, numbers.Integral):
+        return (int(normalized_shape),)
+    return tuple(normalized_shape)
+
+
+class LayerNorm(Module):
+    """Normalise over the last len(normalized_shape) dims, then an elementwise affine."""
+
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.normalized_shape = _as_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(factories.empty(self.normalized_shape, device=device,
+                                                    dtype=dtype))
+            if bias:
+                self.bias = Parameter(factories.empty(self.normalized_shape, device=device,
+                                                      dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return ("{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}, "
+                "bias={use_bias}".format(**self.__dict__, use_bias=self.bias is not None))
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2) + eps) over the last dims, times weight."""
+
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.normalized_shape = _as_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(factories.empty(self.normalized_shape, device=device,
+                                                    dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(
+            **self.__dict__)
+
+
+class GroupNorm(Module):
+    """Normalise each of num_groups channel groups per sample, then a per-channel affine."""
+
+    __constants__ = ["num_groups", "num_channels", "eps", "affine"]
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(factories.empty(num_channels, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(factories.empty(num_channels, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return ("{num_groups}, {num_channels}, eps={eps}, affine={affine}, "
+                "bias={use_bias}".format(**self.__dict__, use_bias=self.bias is not None))
