@@ -175,7 +175,10 @@ def _live_in(stmts, live_out):
 
 
 def _dce_block(stmts, live, remove=True):
-    """(kept statements, names live before them) given the names live after them."""
+    """(kept statements, names live before them) given the names live after them.
+
+    `live` is the caller's own set, updated in place (a copy per statement made a long
+    function's dead-code pass quadratic)."""
     kept = []
     for stmt in reversed(stmts):
         if isinstance(stmt, Return):
@@ -183,15 +186,16 @@ def _dce_block(stmts, live, remove=True):
             kept.append(stmt)
         elif isinstance(stmt, Assign):
             if stmt.target in live or not _pure(stmt):
-                live = (live - {stmt.target}) | set(reads_of(stmt))
+                live.discard(stmt.target)
+                live.update(reads_of(stmt))
                 kept.append(stmt)
             elif not remove:
                 kept.append(stmt)
         elif isinstance(stmt, Pop):
-            live = live - {stmt.target}
+            live.discard(stmt.target)
             kept.append(stmt)
         elif isinstance(stmt, (Push, ExprStmt)):
-            live = live | set(reads_of(stmt))
+            live.update(reads_of(stmt))
             kept.append(stmt)
         elif isinstance(stmt, If):
             body, live_body = _dce_block(stmt.body, set(live), remove)
