@@ -27,6 +27,7 @@ Everything here is deterministic: the same IR gives byte-identical text.
 """
 from __future__ import annotations
 
+import ast
 import bisect
 import hashlib
 import linecache
@@ -245,8 +246,29 @@ def _expr_source(node) -> str:
 def _to_source(node) -> str:
     # astor's default pretty-printer wraps long lines at arbitrary points; statements here
     # are kept short by folding fewer temporaries instead
-    return astor.to_source(gast.gast_to_ast(node),
+    return astor.to_source(_to_ast(node),
                            pretty_source=lambda parts: "".join(parts)).rstrip("\n")
+
+
+def _to_ast(node):
+    """`gast.gast_to_ast` for the nodes the Printer makes (expressions, assignments,
+    `return`): the same `ast` tree, built directly (gast's generic translator, copying
+    locations, was half the cost of printing a statement)."""
+    if isinstance(node, list):
+        return [_to_ast(n) for n in node]
+    if not isinstance(node, gast.AST):
+        return node
+    kind = type(node)
+    made = _AST_OF.get(kind)
+    if made is None:
+        target = getattr(ast, kind.__name__)
+        # ast.Name has no annotation or type_comment; the rest have gast's fields
+        made = _AST_OF[kind] = (target, tuple(f for f in kind._fields if f in target._fields))
+    target, fields = made
+    return target(**{f: _to_ast(getattr(node, f)) for f in fields})
+
+
+_AST_OF: dict = {}  # gast node class -> (ast node class, the fields they share)
 
 
 def _assign(target, expr):
