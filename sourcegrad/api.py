@@ -13,6 +13,7 @@ The lowered IR is cached per function, since it does not depend on shapes.
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import threading
 import types
@@ -161,6 +162,22 @@ def _forget(fn):
     for key, compiled in _COMPILED.items():
         if key[0] is fn:
             compiled.clear()
+
+
+def _collector_paused(method):
+    """Run `method` with Python's cyclic garbage collector off: compiling makes many small
+    objects that live until it ends (IR statements, syntax trees), and the collector's
+    passes over all of them took a third of a 2000-statement function's compile time."""
+    @functools.wraps(method)
+    def paused(*args, **kwargs):
+        was_on = gc.isenabled()
+        gc.disable()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            if was_on:
+                gc.enable()
+    return paused
 
 
 class Gradient(staticmethod):
@@ -407,6 +424,7 @@ class Gradient(staticmethod):
             _IR[self.fn] = function_to_ir(self.fn)
         return _IR[self.fn]
 
+    @_collector_paused
     def compile(self, args, key=None, to_transform=False) -> Compiled:
         """Generate, load and cache the gradient for the signature of `args`.
 
