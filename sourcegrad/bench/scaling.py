@@ -49,6 +49,17 @@ def straight_line_source(n: int, name: str = "chain") -> str:
     return "\n".join(lines) + "\n"
 
 
+def light_line_source(n: int, name: str = "light") -> str:
+    """A cheaper long function for tests: `x_k = x_{k-1} * w` (and every fourth statement
+    reads a value from far back), so `w`'s gradient sums n contributions."""
+    lines = [f"def {name}(x0, w):"]
+    for k in range(1, n + 1):
+        extra = f" + x{k // 2}" if k % 4 == 0 else ""
+        lines.append(f"    x{k} = x{k - 1} * w{extra}")
+    lines.append(f"    return np.sum(x{n})")
+    return "\n".join(lines) + "\n"
+
+
 def straight_line_args(rng=None):
     rng = np.random.default_rng(0) if rng is None else rng
     return (rng.standard_normal(8) * 0.1, rng.standard_normal(8) * 0.1,
@@ -83,7 +94,7 @@ def nested_args(rng=None):
 
 def load_function(source: str, name: str, directory: str):
     """Write `source` as a module in `directory`, import it and return its function `name`."""
-    path = os.path.join(directory, f"sg_scaling_{name}_{len(source)}.py")
+    path = os.path.join(directory, f"sg_scaling_{name}_{abs(hash(source)):x}.py")
     with open(path, "w") as f:
         f.write("import numpy as np\n\n\n" + source)
     spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
@@ -138,7 +149,6 @@ def markdown(rows) -> str:
 
 
 if __name__ == "__main__":  # python -m sourcegrad.bench.scaling [N ...]: the curve alone
-    sys.setrecursionlimit(sys.getrecursionlimit())
     sizes = tuple(int(a) for a in sys.argv[1:]) or STRAIGHT_SIZES
     print(markdown(curve(sizes, NESTING_DEPTHS if not sys.argv[1:] else (),
                          log=lambda m: print(m, file=sys.stderr))))
