@@ -640,7 +640,9 @@ def active_values(fn, wrt: list) -> set:
     changed = True
     while changed:
         changed = False
-        for stmt in assigns:
+        # usefulness flows from readers back to what they read: last statement first, so a
+        # straight line settles in one round (first statement first took a round a statement)
+        for stmt in reversed(assigns):
             if stmt.target in useful:
                 new = set(reads_of(stmt)) - useful
                 if new:

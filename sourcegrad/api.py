@@ -32,6 +32,7 @@ to read), so a swapped code object never runs against the old gradient.
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import threading
 import types
@@ -288,6 +289,22 @@ def _forget(fn):
             pass
     for compiled in _of_function(_COMPILED, fn, {}).values():
         compiled.clear()
+
+
+def _collector_paused(method):
+    """Run `method` with Python's cyclic garbage collector off: compiling makes many small
+    objects that live until it ends (IR statements, syntax trees), and the collector's
+    passes over all of them took a third of a 2000-statement function's compile time."""
+    @functools.wraps(method)
+    def paused(*args, **kwargs):
+        was_on = gc.isenabled()
+        gc.disable()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            if was_on:
+                gc.enable()
+    return paused
 
 
 class Gradient(staticmethod):
@@ -578,6 +595,7 @@ class Gradient(staticmethod):
                 pass
         return known[1]
 
+    @_collector_paused
     def compile(self, args, key=None, to_transform=False) -> Compiled:
         """Generate, load and cache the gradient for the signature of `args`.
 

@@ -27,6 +27,8 @@ Everything here is deterministic: the same IR gives byte-identical text.
 """
 from __future__ import annotations
 
+import ast
+import bisect
 import functools
 import hashlib
 import linecache
@@ -246,8 +248,29 @@ def _expr_source(node) -> str:
 def _to_source(node) -> str:
     # astor's default pretty-printer wraps long lines at arbitrary points; statements here
     # are kept short by folding fewer temporaries instead
-    return astor.to_source(gast.gast_to_ast(node),
+    return astor.to_source(_to_ast(node),
                            pretty_source=lambda parts: "".join(parts)).rstrip("\n")
+
+
+def _to_ast(node):
+    """`gast.gast_to_ast` for the nodes the Printer makes (expressions, assignments,
+    `return`): the same `ast` tree, built directly (gast's generic translator, copying
+    locations, was half the cost of printing a statement)."""
+    if isinstance(node, list):
+        return [_to_ast(n) for n in node]
+    if not isinstance(node, gast.AST):
+        return node
+    kind = type(node)
+    made = _AST_OF.get(kind)
+    if made is None:
+        target = getattr(ast, kind.__name__)
+        # ast.Name has no annotation or type_comment; the rest have gast's fields
+        made = _AST_OF[kind] = (target, tuple(f for f in kind._fields if f in target._fields))
+    target, fields = made
+    return target(**{f: _to_ast(getattr(node, f)) for f in fields})
+
+
+_AST_OF: dict = {}  # gast node class -> (ast node class, the fields they share)
 
 
 def _assign(target, expr):
@@ -287,6 +310,7 @@ class _Writer:
         self.inlined: dict = {}
         self.folded: dict = {}
         self.folded_reads: dict = {}
+        self.fold_depths: dict = {}  # folded temp -> how deep its printed expression nests
         self.printer = Printer(backend, self.inlined, scalars, arrays, self.printed, matrices)
         self.lines: list = []  # (indent, kind, line, text, code, note)
         self.section = "forward"
@@ -301,8 +325,9 @@ class _Writer:
 
     def write_block(self, stmts, indent):
         start = len(self.lines)
+        following = _Following(stmts, self.changed_by)
         for i, stmt in enumerate(stmts):
-            self.statement(stmt, stmts[i + 1:], indent)
+            self.statement(stmt, following.after(i), indent)
         if len(self.lines) == start:
             self.lines.append((indent, "code", None, "", "pass", ""))
 
@@ -329,27 +354,44 @@ class _Writer:
 
     def foldable_into_next(self, stmt, rest):
         """A single-use temporary read later in this block, on the same line (or by an `if`),
-        with nothing in between reassigning what it reads (a pop, an accumulator)."""
+        with nothing in between reassigning what it reads (a pop, an accumulator), and not
+        so deeply nested already that folding it could never print on one line.
+
+        `rest` says where `stmt` is in its block (`_Following.after`): the first statement
+        after it that reads the temporary, that stops the search (a marker, a return), or
+        that changes what it reads is looked up, not scanned for, so a block of n
+        statements is printed in O(n log n) however far apart a temporary and its reader are."""
         if stmt.target in self.protected or self.uses.get(stmt.target, 0) != 1:
             return False
         copy = isinstance(stmt.value, Var)  # a snapshot of a variable, `d_h_now = d_h`
         if not copy and not (isinstance(stmt.value, Call) and RULES[stmt.value.op].pure):
             return False
+        if self.fold_depth(stmt) > _MAX_FOLD_DEPTH:
+            return False
         reads = self.reads_with_folded(stmt)
-        for later in rest:
-            if isinstance(later, Return) and copy and stmt.target in reads_of(later):
-                return True
-            if isinstance(later, (Marker, Return)):
-                return False
-            if stmt.target in reads_of(later):
-                # a constant (`math.log(2.0)`) reads as well in any line
-                return _line_of(later) == _line_of(stmt) or isinstance(later, (If, While)) \
-                    or not reads
-            if any(stmt.target in reads_of(s) for s in walk([later])):
-                return False  # read inside a nested block: keep it a name
-            if any(self.changed_by(s) & reads for s in walk([later])):
-                return False  # what it reads changes before it is read
+        following, i = rest
+        read_at = following.first("read", stmt.target, i)
+        stop_at = following.first_stop(i)
+        change_at = min((following.first("change", n, i) for n in reads),
+                        default=_NEVER)
+        at = min(read_at, stop_at, change_at)
+        if at == _NEVER:
+            return False
+        later = following.stmts[at]
+        if at == stop_at:
+            return isinstance(later, Return) and copy and stmt.target in reads_of(later)
+        if at == read_at and stmt.target in reads_of(later):
+            # a constant (`math.log(2.0)`) reads as well in any line
+            return _line_of(later) == _line_of(stmt) or isinstance(later, (If, While)) \
+                or not reads
+        # read inside a nested block (keep it a name), or what it reads changes before
         return False
+
+    def fold_depth(self, stmt) -> int:
+        """How many operations deep `stmt`'s printed expression nests, through the
+        temporaries folded into it (bounded: see _MAX_FOLD_DEPTH)."""
+        return 1 + max((self.fold_depths.get(n, 0) for n in reads_of(stmt)
+                        if n in self.inlined), default=0)
 
     def changed_by(self, stmt) -> set:
         """Names whose value `stmt` changes: what it assigns, and every name sharing memory
@@ -379,6 +421,7 @@ class _Writer:
             return
         if isinstance(stmt, Assign):
             if self.foldable_into_next(stmt, rest):
+                self.fold_depths[stmt.target] = self.fold_depth(stmt)
                 self.elementwise_ops[stmt.target] = self.elementwise_count(stmt)
                 self.folded_reads[stmt.target] = self.reads_with_folded(stmt)
                 self.inlined[stmt.target] = self.expr(stmt.value)
@@ -597,6 +640,64 @@ class _Writer:
             block.append((pad, code, note))
         flush()
         return "\n".join(out) + "\n"
+
+
+# A folded expression nests at most this many operations: each prints at least a few
+# characters, so a deeper one can never fit in MAX_LINE and would be split again anyway. It
+# bounds the depth of the trees astor prints and Python compiles (a sum of a weight's
+# contributions from thousands of statements, folded whole, is thousands of levels deep:
+# RecursionError in astor and in compile()), and of emit_assign's splitting.
+_MAX_FOLD_DEPTH = 24
+_NEVER = float("inf")
+
+
+class _Following:
+    """Where, after each statement of a block, the statements that end a temporary's fold
+    search are: an index built on first use, per name, of the positions of the statements
+    reading it or changing its value (nested statements counted at the position of the
+    compound statement holding them), and of the markers and returns."""
+
+    def __init__(self, stmts, changed_by):
+        self.stmts = stmts
+        self.changed_by = changed_by
+        self.read_at = self.change_at = self.stops = None
+
+    def after(self, i):
+        return self, i
+
+    def _build(self):
+        self.read_at, self.change_at, self.stops = {}, {}, []
+        for p, stmt in enumerate(self.stmts):
+            if isinstance(stmt, (Marker, Return)):
+                self.stops.append(p)
+            for s in walk([stmt]):
+                for n in reads_of(s):
+                    _note(self.read_at, n, p)
+                for n in self.changed_by(s):
+                    _note(self.change_at, n, p)
+
+    def first(self, kind, name, i):
+        """The first position after i of a statement that reads (`kind` "read") or changes
+        ("change") `name`; _NEVER if there is none."""
+        if self.stops is None:
+            self._build()
+        at = (self.read_at if kind == "read" else self.change_at).get(name)
+        if not at:
+            return _NEVER
+        k = bisect.bisect_right(at, i)
+        return at[k] if k < len(at) else _NEVER
+
+    def first_stop(self, i):
+        if self.stops is None:
+            self._build()
+        k = bisect.bisect_right(self.stops, i)
+        return self.stops[k] if k < len(self.stops) else _NEVER
+
+
+def _note(index, name, p):
+    at = index.setdefault(name, [])
+    if not at or at[-1] != p:
+        at.append(p)
 
 
 @dataclass

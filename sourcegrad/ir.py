@@ -92,7 +92,14 @@ class Call:
         return list(self.args) + [a for _, a in self.kwargs]
 
     def reads(self) -> list[str]:
-        return [n for a in self.atoms() for n in atom_vars(a)]
+        # asked for many times a compile (every pass reads every statement's operands):
+        # computed once, the call being immutable; a new list each time for the caller
+        try:
+            return list(self.__dict__["_reads"])
+        except KeyError:
+            names = tuple(n for a in self.atoms() for n in atom_vars(a))
+            object.__setattr__(self, "_reads", names)
+            return list(names)
 
 
 @dataclass
@@ -194,8 +201,9 @@ def walk(stmts):
     """Every statement in `stmts`, nested ones included, in program order."""
     for stmt in stmts:
         yield stmt
-        for block in child_blocks(stmt):
-            yield from walk(block)
+        if isinstance(stmt, (If, For, While)):  # (the rest hold no blocks)
+            for block in child_blocks(stmt):
+                yield from walk(block)
 
 
 def reads_of(stmt) -> list[str]:

@@ -24,13 +24,16 @@ times, so the reads are where the analysis saw them.
 """
 from __future__ import annotations
 
+import heapq
 import re
+from functools import lru_cache
 
 from .ir import Assign, While, child_blocks, walk
 
 _VERSION = re.compile(r"_\d+$")
 
 
+@lru_cache(maxsize=65536)
 def family(name: str) -> str:
     """A name without its version suffix (`d_v_18` -> `d_v`)."""
     return _VERSION.sub("", name)
@@ -69,17 +72,58 @@ def _link_block(block, candidates, reads_at, read_blocks, successor):
     defined_at = {stmt.target: i for i, stmt in enumerate(block)
                   if isinstance(stmt, Assign) and stmt.target in candidates}
     subtree = {id(block)} | {id(b) for stmt in walk(block) for b in child_blocks(stmt)}
+    members: dict = {}  # family -> its values defined here, in block order
+    for t in defined_at:
+        members.setdefault(family(t), []).append(t)
+    for names in members.values():
+        # dead by statement i: read only in this block (nested statements counted at the
+        # statement holding them), none after i
+        dead = [s for s in names if read_blocks.get(s, set()) <= subtree]
+        ordered = all(defined_at[a] < defined_at[b] for a, b in zip(names, names[1:]))
+        if ordered and all(s in last_read for s in dead):
+            _link_family(names, dead, defined_at, first_read, last_read, successor)
+        else:
+            _link_family_scan(names, dead, defined_at, first_read, last_read, successor)
+
+
+def _link_family(names, dead, defined_at, first_read, last_read, successor):
+    """`_link_family_scan` for a family whose values are all read: each value takes the
+    name of the earlier one, not taken yet, whose last read is latest (then the latest
+    made) among those dead by its statement. A heap of the values dead so far makes it
+    O(n log n) in the family's size (a loop's `h` rebound thousands of times)."""
+    # a value may give its name from the statement after both its own and its last read
+    free_from = sorted(dead, key=lambda s: max(defined_at[s] + 1, last_read[s]))
+    ready: list = []
+    k = 0
+    for t in names:
+        i = defined_at[t]
+        while k < len(free_from) and \
+                max(defined_at[free_from[k]] + 1, last_read[free_from[k]]) <= i:
+            s = free_from[k]
+            heapq.heappush(ready, (-last_read[s], -defined_at[s], s))
+            k += 1
+        if first_read.get(t, i + 1) <= i:
+            continue  # read before it is made: the previous trip's value
+        if ready:
+            best = heapq.heappop(ready)[2]
+            successor[best] = t
+
+
+def _link_family_scan(names, dead, defined_at, first_read, last_read, successor):
+    """For each value of one family defined in a block (in order), the earlier value that
+    may give it its name: dead by its statement, not given already."""
     taken: set = set()
-    for t, i in defined_at.items():
+    dead = set(dead)
+    for t in names:
+        i = defined_at[t]
         if first_read.get(t, i + 1) <= i:
             continue  # read before it is made: the previous trip's value
         best = None
-        for s, p in defined_at.items():
-            if p >= i or s in taken or family(s) != family(t):
+        for s in names:
+            p = defined_at[s]
+            if p >= i or s in taken or s not in dead:
                 continue
-            # dead by statement i: read only in this block (nested statements counted at the
-            # statement holding them), none after i
-            if last_read.get(s, p) > i or not read_blocks.get(s, set()) <= subtree:
+            if last_read.get(s, p) > i:
                 continue
             if best is None or (last_read.get(s, p), p) > (last_read.get(best, -1),
                                                            defined_at[best]):

@@ -87,21 +87,36 @@ class Namer:
     code calls range, len, min...)."""
 
     def __init__(self, reserved=()):
-        self.taken = set(reserved) | _BUILTIN_NAMES
+        self._taken = set(reserved) | _BUILTIN_NAMES
+        # base -> the last suffix handed out for it: every smaller one is taken (while names
+        # are only added), so the next search starts after it, not at 1 again (a base asked
+        # for n times cost n probes a name: quadratic)
+        self.suffix: dict = {}
+
+    @property
+    def taken(self) -> set:
+        return self._taken
+
+    @taken.setter
+    def taken(self, names: set) -> None:
+        # names given back (an attempt undone): smaller suffixes may be free again
+        self._taken = names
+        self.suffix = {}
 
     def reserve(self, name: str) -> None:
         self.taken.add(name)
 
     def fresh(self, base: str) -> str:
         base = sanitize(base)
-        if base not in self.taken:
-            self.taken.add(base)
+        if base not in self._taken:
+            self._taken.add(base)
             return base
-        i = 1
-        while f"{base}_{i}" in self.taken:
+        i = self.suffix.get(base, 0) + 1
+        while f"{base}_{i}" in self._taken:
             i += 1
         name = f"{base}_{i}"
-        self.taken.add(name)
+        self._taken.add(name)
+        self.suffix[base] = i
         return name
 
 

@@ -168,14 +168,19 @@ def _pure(stmt) -> bool:
         RULES[value.op].pure and all(k != "out" for k, _ in value.kwargs))
 
 
-def _live_in(stmts, live_out):
+def _live_in(stmts, live_out, warm=None):
     """Liveness without removing anything."""
-    _, live = _dce_block(stmts, set(live_out), remove=False)
+    _, live = _dce_block(stmts, set(live_out), remove=False, warm=warm)
     return live
 
 
-def _dce_block(stmts, live, remove=True):
-    """(kept statements, names live before them) given the names live after them."""
+def _dce_block(stmts, live, remove=True, warm=None):
+    """(kept statements, names live before them) given the names live after them.
+
+    `live` is the caller's own set, updated in place (a copy per statement made a long
+    function's dead-code pass quadratic). `warm`: per loop, the names live after it and
+    the values it carries, from its last fixpoint in this pass (see the For case)."""
+    warm = {} if warm is None else warm
     kept = []
     for stmt in reversed(stmts):
         if isinstance(stmt, Return):
@@ -183,33 +188,47 @@ def _dce_block(stmts, live, remove=True):
             kept.append(stmt)
         elif isinstance(stmt, Assign):
             if stmt.target in live or not _pure(stmt):
-                live = (live - {stmt.target}) | set(reads_of(stmt))
+                live.discard(stmt.target)
+                live.update(reads_of(stmt))
                 kept.append(stmt)
             elif not remove:
                 kept.append(stmt)
         elif isinstance(stmt, Pop):
-            live = live - {stmt.target}
+            live.discard(stmt.target)
             kept.append(stmt)
         elif isinstance(stmt, (Push, ExprStmt)):
-            live = live | set(reads_of(stmt))
+            live.update(reads_of(stmt))
             kept.append(stmt)
         elif isinstance(stmt, If):
-            body, live_body = _dce_block(stmt.body, set(live), remove)
-            orelse, live_else = _dce_block(stmt.orelse, set(live), remove)
+            body, live_body = _dce_block(stmt.body, set(live), remove, warm)
+            orelse, live_else = _dce_block(stmt.orelse, set(live), remove, warm)
             if remove and not body and not orelse:
                 continue
             kept.append(If(stmt.test, body, orelse, stmt.loc))
             live = live_body | live_else | set(reads_of(stmt))
         elif isinstance(stmt, For):
-            carried = set()
+            # the fixpoint starts from what the loop carried the last time this pass met it
+            # with fewer names live after it (liveness only grows with them): an enclosing
+            # loop's fixpoint meets it again, and starting from nothing each time made the
+            # pass exponential in the nesting depth
+            base = live | ({stmt.stop_flag} if stmt.stop_flag else set())
+            seen_base, seen = warm.get(id(stmt), (None, ()))
+            carried = set(seen) if seen_base is not None and seen_base <= base else set()
+            converged = False
             for _ in range(len(stmts) + 8):
-                out = live | carried | ({stmt.stop_flag} if stmt.stop_flag else set())
-                new = _live_in(stmt.body, out) - {stmt.target}
+                out = base | carried
+                live_body = _live_in(stmt.body, out, warm)
+                new = live_body - {stmt.target}
                 if new <= carried:
+                    converged = True
                     break
                 carried |= new
-            out = live | carried | ({stmt.stop_flag} if stmt.stop_flag else set())
-            body, live_body = _dce_block(stmt.body, out, remove)
+            warm[id(stmt)] = (base, frozenset(carried))
+            out = base | carried
+            if remove or not converged:
+                body, live_body = _dce_block(stmt.body, out, remove, warm)
+            else:  # nothing to remove, and the last trip computed this liveness
+                body = stmt.body
             if remove and not body and stmt.target not in live:
                 continue
             kept.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, body, stmt.loc,
@@ -220,16 +239,17 @@ def _dce_block(stmts, live, remove=True):
             for _ in range(len(stmts) + 8):
                 out = live | carried
                 after_body = _live_in(stmt.body, out | _live_in(stmt.test_body, out | set(
-                    reads_of(stmt))))
-                new = _live_in(stmt.test_body, after_body | out | set(reads_of(stmt)))
+                    reads_of(stmt)), warm), warm)
+                new = _live_in(stmt.test_body, after_body | out | set(reads_of(stmt)), warm)
                 new |= after_body
                 if new <= carried:
                     break
                 carried |= new
             out = live | carried
             test_out = out | set(reads_of(stmt))
-            body, _ = _dce_block(stmt.body, out | _live_in(stmt.test_body, test_out), remove)
-            test_body, live_test = _dce_block(stmt.test_body, test_out, remove)
+            body, _ = _dce_block(stmt.body, out | _live_in(stmt.test_body, test_out, warm),
+                                 remove, warm)
+            test_body, live_test = _dce_block(stmt.test_body, test_out, remove, warm)
             kept.append(While(test_body, stmt.test, body, stmt.loc))
             live = live | live_test | carried
         else:

@@ -69,6 +69,13 @@ def test_quick_run(tmp_path):
     assert {r["workload"] for r in report["results"]} == {w.name for w in W.WORKLOADS}
     assert proc.stdout.startswith(report["table"])
     assert "Eager mode:" in proc.stdout and report["eager"]  # per-op overhead, compiled region
+    # compile time against function size: the quick curve (straight lines of 10 and 100
+    # statements, loops nested 1 and 2 deep)
+    assert "Compile time against function size" in proc.stdout
+    assert [(r["kind"], r["size"]) for r in report["compile_scaling"]] == [
+        ("straight-line", 10), ("straight-line", 100), ("nested loops", 1), ("nested loops", 2)]
+    assert all(r["ms"] > 0 and r["ms_per_statement"] == r["ms"] / r["statements"]
+               for r in report["compile_scaling"])
     assert proc.stdout.startswith("| workload | size | variant | median |")
     assert "timing" in proc.stderr  # progress goes to stderr
     for res in report["results"]:

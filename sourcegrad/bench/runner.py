@@ -574,6 +574,8 @@ def parse_args(argv):
     p.add_argument("--json", default="bench-results.json", metavar="PATH",
                    help="where to write the results (default: bench-results.json)")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
+    p.add_argument("--no-scaling", action="store_true",
+                   help="skip compile_scaling (compile time of long and nested functions)")
     p.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -589,6 +591,20 @@ def _eager_rows(quick, log):
         return measure(quick)
     except Exception as exc:  # a failed side measurement must not lose the main table
         log(f"eager measurements failed: {type(exc).__name__}: {exc}")
+        return []
+
+
+def _scaling_rows(quick, log):
+    """The compile_scaling section: compile time per statement of straight-line functions of
+    10 to 10000 statements and of loops nested 1 to 4 deep (quick: 10 and 100, 1 and 2)."""
+    try:
+        from . import scaling
+        log("compile_scaling: compile time against function size")
+        if quick:
+            return scaling.curve(scaling.QUICK_STRAIGHT_SIZES, scaling.QUICK_NESTING_DEPTHS, log)
+        return scaling.curve(log=log)
+    except Exception as exc:  # a failed side measurement must not lose the main table
+        log(f"compile_scaling failed: {type(exc).__name__}: {exc}")
         return []
 
 
@@ -632,11 +648,21 @@ def main(argv=None):
                            for r in eager_rows]
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=1, default=str)
+    scaling_rows = [] if args.no_scaling else _scaling_rows(args.quick, log)
+    if scaling_rows:
+        report["compile_scaling"] = scaling_rows
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=1, default=str)
     log(f"done in {time.perf_counter() - start:.0f} s; results in {args.json}")
     print(table, end="")
     if eager_rows:
         from .eager import markdown as eager_markdown
         print(eager_markdown(eager_rows), end="")
+    if scaling_rows:
+        from .scaling import MS_PER_STATEMENT_TARGET, markdown as scaling_markdown
+        print(f"\nCompile time against function size (compile_scaling; target: at most "
+              f"{MS_PER_STATEMENT_TARGET:g} ms a statement at any size):\n")
+        print(scaling_markdown(scaling_rows))
     wrong = [(r["workload"], r["size"], v["variant"]) for r in results for v in r["variants"]
              if v.get("status") == "WRONG"
              or (v["variant"] == "hand" and v.get("status") != "reference")
