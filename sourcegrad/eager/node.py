@@ -640,8 +640,10 @@ class CopySlices(Node):
         g = grads[0]
         create = isinstance(g, _Tensor)
         pos = self.positions
-        result = g.clone() if create else devices.copy(g)
-        flat = result.reshape(-1)
+        # a C-ordered copy, so that `flat` is a view of it: a gradient arriving through a
+        # transpose or an expand is not C-ordered, and writes into a reshaped copy of it would
+        # be lost (the base would get the view's gradient twice)
+        flat = g.reshape(-1).clone() if create else devices.contiguous_copy(g).reshape(-1)
         view_grad = flat[pos]
         if isinstance(self.fn, RuleNode):
             fn_grads = self.fn._run([view_grad], True)
@@ -650,7 +652,7 @@ class CopySlices(Node):
         first = fn_grads[0]
         # inside the view, the base's gradient is what fn gives the view's old values
         flat[pos] = 0.0 if first is None else first
-        return [result] + list(fn_grads[1:])
+        return [flat.reshape(self._base_meta.shape)] + list(fn_grads[1:])
 
     def release(self):
         self.fn.release()
