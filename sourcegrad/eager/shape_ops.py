@@ -88,6 +88,8 @@ def apply_steps(array, steps):
             array = array.transpose(arg)
         elif kind == "expand":
             array = np.broadcast_to(array, arg)
+        elif kind == "diagonal":
+            array = array.diagonal(*arg)
         else:
             raise AssertionError(kind)
     return array
@@ -807,7 +809,10 @@ def masked_select(input, mask):
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The diagonal as a copy, through the getitem rule (torch's is a view: see the notes)."""
+    """The diagonal as a view of input (as in torch: writing into it writes into input).
+
+    The gradient goes through the getitem rule with the diagonal's index arrays.
+    """
     shape = input._data.shape
     n = len(shape)
     d1, d2 = dim1 % n, dim2 % n
@@ -823,7 +828,13 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
         s = [1] * k
         s[j] = shape[a]
         key[a] = xp.arange(shape[a]).reshape(s)
-    return _pick(input, "DiagonalBackward0", tuple(key))
+    data = input._data.diagonal(offset, d1, d2)
+    if type(data) is np.ndarray and input._data.flags.writeable:
+        # numpy hands out the diagonal read-only; each element has its own memory, so
+        # writing is safe (an expanded input stays read-only: its elements share memory)
+        data.flags.writeable = True
+    return _view(input, data, ("diagonal", (offset, d1, d2)),
+                 cached_spec("DiagonalBackward0", "getitem", n_arrays=1), {"index": tuple(key)})
 
 
 def diag(input, diagonal_=0):
