@@ -23,27 +23,56 @@ from .. import rules_torch as rt
 from . import devices, dtypes, messages
 from .grad_mode import STATE
 from .node import AsStridedBackward0, CopyBackwards, CopySlices, NONE_EDGE, meta_of
+from .node import _strip_backward
 from .ops import _promote, _result
 from .shape_ops import MASKED_FILL, _index_array, positions
 from .spec import OpSpec, VALUE, record
-from .tensor import _REFRESH_VIEW, Tensor
+from .tensor import _REFRESH_VIEW, DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 
 _wrap = Tensor._make
 
 
 def refresh_view(view):
-    """Give a view whose base changed in place a grad_fn that reads from the base's new one."""
+    """Give a view whose base changed in place a grad_fn that reads from the base's new one.
+
+    As torch's: a view the base's change reaches requires grad from then on (the change
+    may have made the base require grad), and a view torch forbids to be modified in
+    place raises, each time it is asked, as torch's does.
+    """
     ex = view._extra
     vc = view._vc
     if ex.fn_version == vc.value:
         return
-    ex.fn_version = vc.value
     base = view._base
-    if not (view._requires_grad and base._requires_grad):
+    if view._grad_fn is None and not base._requires_grad:
+        ex.fn_version = vc.value
+        return
+    check_view_rebase(view, messages.INDIRECTLY)
+    ex.fn_version = vc.value
+    if not base._requires_grad:
         return
     meta = meta_of(base._data)
     view._grad_fn = AsStridedBackward0(base._edge(), positions(view), meta)
     view._output_nr = 0
+    view._requires_grad = True
+
+
+def check_view_rebase(view, modified):
+    """torch's handle_view_on_rebase: refuse an in-place change of a no_grad or multi-output view."""
+    creation = view._extra.creation
+    if creation == DEFAULT_VIEW:
+        return
+    fn = view._grad_fn
+    if creation == NO_GRAD_VIEW or fn is None:
+        text = (messages.NO_GRAD_VIEW_MODIFIED if fn is None else
+                messages.VIEW_OF_NO_GRAD_VIEW_MODIFIED)
+    else:
+        text = messages.VIEW_MODIFIED
+    name = _strip_backward(fn.name()) if fn is not None else ""
+    text = text.format(nr=view._output_nr, name=name, modified=modified)
+    tail = (messages.MULTI_OUTPUT_VIEW_TAIL if creation == MULTI_OUTPUT_VIEW else
+            messages.NO_GRAD_VIEW_TAIL)
+    raise RuntimeError(text + tail)
 
 
 _REFRESH_VIEW[0] = refresh_view
@@ -53,7 +82,10 @@ def _recording(self, others):
     """Whether this in-place op must be recorded; raises torch's errors about leaves."""
     if not STATE.enabled:
         return False
-    needed = self._requires_grad
+    base = self._base
+    # a view of a base that requires grad requires grad too (in torch even one taken in
+    # no_grad mode, which is then refused below)
+    needed = self._requires_grad or (base is not None and base._requires_grad)
     if not needed:
         for o in others:
             if isinstance(o, Tensor) and o._requires_grad:
@@ -61,8 +93,8 @@ def _recording(self, others):
                 break
     if not needed:
         return False
-    if self._base is not None:
-        base = self._base
+    if base is not None:
+        check_view_rebase(self, messages.DIRECTLY)
         if base._grad_fn is None and base._requires_grad:
             raise RuntimeError(messages.VIEW_OF_LEAF_INPLACE)
     elif self._grad_fn is None and self._requires_grad:

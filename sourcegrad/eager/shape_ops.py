@@ -20,7 +20,8 @@ from . import devices, dtypes
 from .grad_mode import STATE
 from .ops import cached_spec, _as_tensor, _data, _needs_grad, _result, along_index, same_device
 from .spec import OpSpec, record
-from .tensor import Size, Tensor
+from .tensor import DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Size, Tensor
+from .tensor import stale_view_requires_grad
 
 _wrap = Tensor._make
 
@@ -56,8 +57,12 @@ MASKED_FILL = OpSpec("MaskedFillBackward0", "where", edges=(2,))
 
 # --- views -------------------------------------------------------------------------------------
 
-def _view_of(x, data, step):
-    """Wrap `data` (a numpy view of x's data) as a view of x's base."""
+def _view_of(x, data, step, multi_output=False):
+    """Wrap `data` (a numpy view of x's data) as a view of x's base.
+
+    `multi_output`: one of several views an op returns (unbind, split), which torch does
+    not let an in-place op modify; nor a view made in no_grad mode, or one taken from such.
+    """
     out = _wrap(data)
     base = x._base if x._base is not None else x
     vc = x._get_vc()
@@ -66,13 +71,21 @@ def _view_of(x, data, step):
     ex = out._get_extra()
     ex.view_steps = (x._extra.view_steps if x._base is not None else ()) + (step,)
     ex.fn_version = vc.value
+    creation = (MULTI_OUTPUT_VIEW if multi_output else DEFAULT_VIEW) if STATE.enabled \
+        else NO_GRAD_VIEW
+    if x._base is not None and creation == DEFAULT_VIEW:
+        creation = x._extra.creation  # a view of a view keeps what forbids the first one
+    ex.creation = creation
+    if creation == NO_GRAD_VIEW and not STATE.inference and (
+            x._requires_grad or (x._base is not None and x._base._requires_grad)):
+        out._requires_grad = True  # as torch's: a leaf-like view, with no grad_fn
     out._inference = x._inference
     return out
 
 
 def _view(x, data, step, spec, static):
     out = _view_of(x, data, step)
-    if x._requires_grad and STATE.enabled:
+    if STATE.enabled and (x._requires_grad or stale_view_requires_grad(x)):
         record(spec, out, (x,), static)
     return out
 
@@ -567,8 +580,9 @@ def atleast_3d(t):
     return unsqueeze(t, -1) if t._data.ndim == 2 else t
 
 
-def _pieces(x, spec, axis, datas, static):
-    outs = [_view_of(x, d, ("index", (slice(None),) * axis + (slice(start, start + d.shape[axis]),)))
+def _pieces(x, spec, axis, datas, static, multi_output=True):
+    outs = [_view_of(x, d, ("index", (slice(None),) * axis + (slice(start, start + d.shape[axis]),)),
+                     multi_output)
             for d, start in zip(datas, np.cumsum([0] + [d.shape[axis] for d in datas[:-1]]))]
     if _needs_grad(x):
         record(spec, None, (x,), static, outputs=outs)
@@ -601,8 +615,10 @@ def tensor_split(input, indices_or_sections, dim=0):
     axis = dim % d.ndim
     datas = np.array_split(d, indices_or_sections, axis=axis)
     bounds = list(np.cumsum([a.shape[axis] for a in datas])[:-1])
+    # torch's tensor_split returns slices, which in-place ops may modify
     return _pieces(input, SPLIT_SIZES, axis, datas,
-                   {"indices_or_sections": [int(b) for b in bounds], "axis": axis})
+                   {"indices_or_sections": [int(b) for b in bounds], "axis": axis},
+                   multi_output=False)
 
 
 def chunk(input, chunks, dim=0):
@@ -617,7 +633,7 @@ def unbind(input, dim=0):
     outs = []
     for i in range(d.shape[axis]):
         key = (slice(None),) * axis + (i, Ellipsis)
-        outs.append(_view_of(input, d[key], ("index", key)))
+        outs.append(_view_of(input, d[key], ("index", key), multi_output=True))
     if _needs_grad(input):
         record(UNBIND, None, (input,), {"axis": axis}, outputs=outs)
     return tuple(outs)
