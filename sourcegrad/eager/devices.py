@@ -296,9 +296,9 @@ def contiguous_copy(data):
 
 def writeable(data) -> bool:
     """Whether each element of `data` has its own memory (not an expanded, zero-stride view)."""
-    if type(data) is np.ndarray:
-        return data.flags.writeable
-    return not any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape))
+    if type(data) is np.ndarray and not data.flags.writeable:
+        return False
+    return data.size == 0 or not any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape))
 
 
 def data_ptr(data) -> int:

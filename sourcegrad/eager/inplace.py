@@ -28,6 +28,7 @@ from .ops import _promote, _result
 from .shape_ops import MASKED_FILL, _index_array, positions
 from .spec import OpSpec, VALUE, record
 from .tensor import _REFRESH_VIEW, DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
+from .tensor import VersionCounter
 
 _wrap = Tensor._make
 
@@ -114,27 +115,29 @@ def _before(self, copy_data):
     return old
 
 
-def _write(self, data):
-    """Store `data` into self's storage (broadcast and cast as copy_ does) and bump the version."""
+def _write(self, data, fill=False):
+    """Store `data` into self's storage (broadcast and cast as copy_ does) and bump the version.
+
+    `fill`: one value for all elements (fill_, zero_), which torch writes even where several
+    elements share one memory location (an expanded view); other writes it refuses there.
+    """
     target = self._data
     if data is not target:
         if type(data) is not type(target) and (type(data) in devices.DEVICE_TYPES or
                                                type(target) in devices.DEVICE_TYPES):
             # copy_ across devices (and a host value written into a GPU tensor)
             data = devices.to_device(data, devices.device_of(target))
-        if not devices.writeable(target):
+        if not fill and not devices.writeable(target):
             # an expanded view: several elements share one memory location
-            raise RuntimeError("unsupported operation: more than one element of the written-to "
-                               "tensor refers to a single memory location. Please clone() the "
-                               "tensor before performing the operation.")
+            raise RuntimeError(messages.INTERNAL_OVERLAP)
         np.copyto(target, data, casting="unsafe")
     vc = self._get_vc()
     vc.value += 1
 
 
-def _check_inference(self, data):
+def _check_inference(self, data, fill=False):
     if self._inference and not STATE.inference:
-        _write(self, data)  # torch writes the data before it raises
+        _write(self, data, fill)  # torch writes the data before it raises
         raise RuntimeError(messages.INFERENCE_INPLACE)
 
 
@@ -152,7 +155,7 @@ def _attach_to_base(self):
     base = self._base
     pos = positions(self)
     meta = meta_of(base._data)
-    node = CopySlices(base._edge(), fn, pos, meta)
+    node = CopySlices(base._edge(), fn, pos, meta, overlapping=not devices.writeable(self._data))
     base._grad_fn = node
     base._output_nr = 0
     base._requires_grad = True
@@ -161,17 +164,22 @@ def _attach_to_base(self):
     self._extra.fn_version = self._vc.value
 
 
-def apply(self, data, spec, args, static=None, self_pos=0):
+# in-place ops whose torch node saves the result (self after the op) besides the operands, so
+# that a later in-place change of self makes their backward raise
+_SAVES_RESULT = {"PowBackward1"}
+
+
+def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
     """Write `data` into self and record `spec`'s node, `args[self_pos]` standing for self.
 
     `args` are the rule's array arguments with `self` at `self_pos`; other entries
-    may be Tensors or plain values.
+    may be Tensors or plain values. `fill`: see `_write`.
     """
     others = [a for i, a in enumerate(args) if i != self_pos]
-    _check_inference(self, data)
+    _check_inference(self, data, fill)
     recording = _recording(self, others)
     if not recording:
-        _write(self, data)
+        _write(self, data, fill)
         return self
     # which arguments must keep their values: ask the spec, as record() will
     mask = 0
@@ -180,15 +188,21 @@ def apply(self, data, spec, args, static=None, self_pos=0):
         a = args[p]
         if isinstance(a, Tensor) and a._requires_grad:
             mask |= 1 << bit
-    arg_modes, _ = spec.modes(mask, len(args))
+    arg_modes, ans_mode = spec.modes(mask, len(args))
     old = _before(self, arg_modes[self_pos] == VALUE)
     args = list(args)
     args[self_pos] = old
     for i, a in enumerate(args):
         if a is self:  # x.mul_(x): the other operand is the old value too
             args[i] = old
-    _write(self, data)
-    record(spec, self, tuple(args), static)
+    _write(self, data, fill)
+    node = record(spec, self, tuple(args), static)
+    if ans_mode == VALUE and VALUE in arg_modes and spec.node_cls.__name__ not in _SAVES_RESULT:
+        # torch's node for this op (clamp_, div_) keeps the operands (self's old values as a
+        # copy), not the result: a later in-place change of self leaves its backward valid.
+        # Our rule reads the result too, so it keeps a copy of it, out of the version
+        # counter's reach.
+        node._ans = (devices.copy(self._data), VersionCounter(), 0)
     if self._base is not None:
         _attach_to_base(self)
     return self
@@ -324,7 +338,7 @@ INDEX_ADD = OpSpec("IndexAddBackward0", "index_put", n_arrays=2)
 
 
 def zero_(self):
-    return apply(self, np.zeros((), self._data.dtype), ZERO, (self,), {"value": 0})
+    return apply(self, np.zeros((), self._data.dtype), ZERO, (self,), {"value": 0}, fill=True)
 
 
 def fill_(self, value):
@@ -332,9 +346,10 @@ def fill_(self, value):
         if value._data.ndim != 0:
             raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        return apply(self, value._data.astype(self._data.dtype), FILL_TENSOR, (self, value))
+        return apply(self, value._data.astype(self._data.dtype), FILL_TENSOR, (self, value),
+                     fill=True)
     return apply(self, np.asarray(value).astype(self._data.dtype), FILL_SCALAR, (self,),
-                 {"value": value})
+                 {"value": value}, fill=True)
 
 
 def copy_(self, src, non_blocking=False):

@@ -40,6 +40,9 @@ NO_GRAD_VIEW_TAIL = (" Given that this use case is ambiguous and error-prone, it
                      "can clarify your code by moving both the view and the inplace either both "
                      "inside the no_grad block (if you don't want the inplace to be tracked) or "
                      "both outside (if you want the inplace to be tracked).")
+INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor "
+                    "refers to a single memory location. Please clone() the tensor before "
+                    "performing the operation.")
 LEAF_DIRTY = "a leaf Variable that requires grad has been used in an in-place operation."
 FLOAT_ONLY_FACTORY = "Only Tensors of floating point and complex dtype can require gradients"
 FLOAT_ONLY_METHOD = "only Tensors of floating point dtype can require gradients"

@@ -356,6 +356,11 @@ def check_saved(t, expected, node=None):
     """Raise torch's error if saved tensor `t` was modified in place since it was saved."""
     current = version_of(t)
     if current != expected:
+        if t._base is not None:
+            try:
+                t._refresh_view()  # torch names the view's grad_fn as it is now (AsStrided)
+            except RuntimeError:
+                pass  # a view torch forbids to rebase: name the grad_fn it had
         fn = t._grad_fn
         out = (f", which is output {t._output_nr} of {_strip_backward(fn.name())},"
                if fn is not None else "")
@@ -627,16 +632,21 @@ class CopySlices(Node):
     element of the view, its flat index in the base.
     """
 
-    __slots__ = ("fn", "positions", "_base_meta")
+    __slots__ = ("fn", "positions", "_base_meta", "_overlapping")
     _cpp_name = "torch::autograd::CopySlices"
 
-    def __init__(self, base_edge, fn, positions, base_meta):
+    def __init__(self, base_edge, fn, positions, base_meta, overlapping=False):
         super().__init__((base_edge,) + tuple(fn.next_functions[1:]))
         self.fn = fn
         self.positions = positions
         self._base_meta = base_meta
+        # a fill_ of an expanded view (several elements, one memory location): torch
+        # records it and refuses its backward, which would write the view's gradient there
+        self._overlapping = overlapping
 
     def apply(self, grads):
+        if self._overlapping:
+            raise RuntimeError(messages.INTERNAL_OVERLAP)
         g = grads[0]
         create = isinstance(g, _Tensor)
         pos = self.positions

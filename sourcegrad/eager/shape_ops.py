@@ -319,6 +319,11 @@ def expand(input, *sizes):
                            f"existing size ({shape[-1]}) at non-singleton dimension "
                            f"{len(target) - 1}.  Target sizes: {list(sizes)}.  Tensor sizes: "
                            f"{list(shape)}") from None
+    if type(data) is np.ndarray and input._data.flags.writeable:
+        # numpy hands out a broadcast read-only; torch lets an in-place op write into a view
+        # of it whose elements have their own memory (`x.expand(2, 3)[0]`), and refuses one
+        # where they do not (devices.writeable)
+        data.flags.writeable = True
     return _view(input, data, ("expand", target), EXPAND, {"shape": target})
 
 
@@ -846,8 +851,8 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
         key[a] = xp.arange(shape[a]).reshape(s)
     data = input._data.diagonal(offset, d1, d2)
     if type(data) is np.ndarray and input._data.flags.writeable:
-        # numpy hands out the diagonal read-only; each element has its own memory, so
-        # writing is safe (an expanded input stays read-only: its elements share memory)
+        # numpy hands out the diagonal read-only; writing through it is safe where its
+        # elements have their own memory (devices.writeable says)
         data.flags.writeable = True
     return _view(input, data, ("diagonal", (offset, d1, d2)),
                  cached_spec("DiagonalBackward0", "getitem", n_arrays=1), {"index": tuple(key)})
