@@ -191,12 +191,22 @@ def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
     arg_modes, ans_mode = spec.modes(mask, len(args))
     old = _before(self, arg_modes[self_pos] == VALUE)
     args = list(args)
+    # x.mul_(x), v.div_(x[0]): torch saves an operand that shares x's storage (x itself, a
+    # view) at its version before the write, so that backward refuses it (x.add_(x), which
+    # saves nothing, differentiates)
+    vc = self._get_vc()
+    aliased = [i for i, a in enumerate(args)
+               if i != self_pos and isinstance(a, Tensor) and a._vc is vc]
     args[self_pos] = old
-    for i, a in enumerate(args):
-        if a is self:  # x.mul_(x): the other operand is the old value too
-            args[i] = old
+    before = vc.value
     _write(self, data, fill)
+    if aliased and self._base is not None and any(args[i] is self for i in aliased):
+        self._extra.fn_version = vc.value  # its edge is its grad_fn from before the write
     node = record(spec, self, tuple(args), static)
+    if aliased and node._versions is not None:
+        for i in aliased:
+            if node._versions[i] is not None:
+                node._versions[i] = before
     if ans_mode == VALUE and VALUE in arg_modes and spec.node_cls.__name__ not in _SAVES_RESULT:
         # torch's node for this op (clamp_, div_) keeps the operands (self's old values as a
         # copy), not the result: a later in-place change of self leaves its backward valid.
@@ -213,8 +223,23 @@ def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
 from . import ops as _ops  # noqa: E402
 
 
+def _check_shapes(self, other_shape):
+    """torch's errors for an operand that does not broadcast to self's shape."""
+    shape = self._data.shape
+    if tuple(other_shape) == shape:
+        return
+    error = _ops.broadcast_error(shape, other_shape)
+    if error is not None:
+        raise error
+    full = np.broadcast_shapes(shape, tuple(other_shape))
+    if full != shape:
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                           f"{list(full)}")
+
+
 def _binary_(self, other, spec, fn, to_float=False):
     ad, bd, rd, ra, rb = _promote(self, other, to_float)
+    _check_shapes(self, np.shape(bd))
     _check_cast(self, rd)
     data = _result(fn(ad, bd))
     return apply(self, data, spec, (self, rb))
@@ -223,6 +248,7 @@ def _binary_(self, other, spec, fn, to_float=False):
 def add_(self, other, *, alpha=1):
     if alpha != 1:
         ad, bd, rd, ra, rb = _promote(self, other)
+        _check_shapes(self, np.shape(bd))
         _check_cast(self, rd)
         return apply(self, _result(np.add(ad, np.multiply(bd, alpha))), _ops.ADD_ALPHA,
                      (self, rb), {"alpha": alpha})
@@ -232,6 +258,7 @@ def add_(self, other, *, alpha=1):
 def sub_(self, other, *, alpha=1):
     if alpha != 1:
         ad, bd, rd, ra, rb = _promote(self, other)
+        _check_shapes(self, np.shape(bd))
         _check_cast(self, rd)
         return apply(self, _result(np.subtract(ad, np.multiply(bd, alpha))), _ops.SUB_ALPHA,
                      (self, rb), {"alpha": alpha})
@@ -358,12 +385,7 @@ def copy_(self, src, non_blocking=False):
         src = _wrap(src.astype(self._data.dtype) if type(src) in devices.DEVICE_TYPES else
                     np.asarray(src, self._data.dtype))
     sd = src._data
-    try:
-        np.broadcast_to(sd, self._data.shape)
-    except ValueError:
-        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
-                           f"broadcast shape {list(np.broadcast_shapes(sd.shape, self._data.shape))}"
-                           ) from None
+    _check_shapes(self, sd.shape)
     _check_inference(self, sd)
     recording = _recording(self, (src,))
     if not recording:

@@ -26,6 +26,7 @@ from .tensor import stale_view_requires_grad
 _wrap = Tensor._make
 
 VIEW = OpSpec("ViewBackward0", "reshape", n_arrays=1)
+RESHAPE_ALIAS = OpSpec("ReshapeAliasBackward0", "reshape", n_arrays=1)
 UNSAFE_VIEW = OpSpec("UnsafeViewBackward0", "reshape", n_arrays=1)
 CLONE = OpSpec("CloneBackward0", "positive")
 TO_COPY = OpSpec("ToCopyBackward0", "positive")
@@ -163,7 +164,9 @@ def reshape(input, *shape):
         data = np.reshape(input._data, shape, copy=False)
     except ValueError:
         return unsafe_view(contiguous(input), shape)
-    return _view(input, data, ("reshape", shape), VIEW, {"shape": shape})
+    # torch views a contiguous input, and takes a strided one by _reshape_alias
+    spec = VIEW if input._data.flags.c_contiguous else RESHAPE_ALIAS
+    return _view(input, data, ("reshape", shape), spec, {"shape": shape})
 
 
 def unsafe_view(input, shape):
@@ -401,10 +404,12 @@ def _dims_used(item):
     return a.ndim if a.dtype == np.bool_ else 1
 
 
-def _decompose(x, index):
+def _decompose(x, index, skip_full_slices=True):
     """Apply the basic part of `index` (selects, slices, unsqueezes) to x, as torch does.
 
     Returns the resulting tensor and the advanced index that remains for it (or None).
+    A slice that takes a whole dimension (`:`, `0:n`) is skipped, as torch skips it,
+    unless `skip_full_slices` is false (`x[:]` alone is a SliceBackward0 in torch).
     """
     if not isinstance(index, tuple):
         index = (index,)
@@ -426,7 +431,8 @@ def _decompose(x, index):
         elif _is_int(item):
             result = select(result, dim, int(item))
         elif isinstance(item, slice):
-            if item != slice(None):
+            size = result._data.shape[dim] if dim < result._data.ndim else 0
+            if not (skip_full_slices and item.indices(size) == (0, size, 1)):
                 result = _slice(result, dim, item)
             dim += 1
         else:
@@ -465,7 +471,7 @@ def _decompose(x, index):
 
 
 def getitem(input, index):
-    result, key = _decompose(input, index)
+    result, key = _decompose(input, index, skip_full_slices=not isinstance(index, slice))
     if key is None:
         if result is input:
             return alias(input)
@@ -481,10 +487,41 @@ def setitem(input, index, value):
     from . import inplace
     result, key = _decompose(input, index)
     if key is None:
-        target = alias(result) if result is input else result
-        inplace.copy_(target, value)
+        # an index that selects all of input writes into input itself, as in torch
+        _copy_to(result, value)
         return
     inplace.index_put_(result, key, value)
+
+
+def _copy_to(dst, value):
+    """torch's copy_to for `dst[...] = value`: copy_ of the same shape, fill_ of a single value
+    (a number or a 0-d tensor: FillBackward3), else copy_ of value viewed and expanded."""
+    from . import inplace
+    if not isinstance(value, Tensor):
+        if isinstance(value, (bool, int, float, complex)):
+            value = _wrap(devices.to_device(np.asarray(value, dst._data.dtype), dst.device))
+        elif isinstance(value, (list, tuple)):
+            raise TypeError(f"can't assign a {type(value).__name__} to a "
+                            f"torch.{dst.dtype._tensor_type}")
+        else:
+            value = _as_tensor(value)
+    shape = dst._data.shape
+    vshape = value._data.shape
+    if vshape == shape:
+        inplace.copy_(dst, value)
+    elif not vshape and type(value._data) is np.ndarray:
+        inplace.fill_(dst, value)
+    else:
+        lead = 0
+        while lead < len(vshape) and vshape[lead] == 1:
+            lead += 1
+        src = view(value, vshape[lead:])
+        if len(src._data.shape) > len(shape):
+            raise RuntimeError(f"expand(torch.{value.dtype._tensor_type}{{{list(src.shape)}}}, "
+                               f"size={list(shape)}): the number of sizes provided "
+                               f"({len(shape)}) must be greater or equal to the number of "
+                               f"dimensions in the tensor ({len(src._data.shape)})")
+        inplace.copy_(dst, expand(src, shape))
 
 
 # --- joining and splitting ------------------------------------------------------------------
