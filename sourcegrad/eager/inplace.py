@@ -17,6 +17,8 @@ leaf that requires grad (or a view of one) it raises before writing.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import rules_torch as rt
@@ -156,6 +158,9 @@ def _attach_to_base(self):
     pos = positions(self)
     meta = meta_of(base._data)
     node = CopySlices(base._edge(), fn, pos, meta, overlapping=not devices.writeable(self._data))
+    # fn's first edge led to the view's old grad_fn, which CopySlices replaces by the base's:
+    # let go of it, as torch does (it computes the view's gradient all the same)
+    fn.next_functions = (NONE_EDGE,) + tuple(fn.next_functions[1:])
     base._grad_fn = node
     base._output_nr = 0
     base._requires_grad = True
@@ -215,6 +220,10 @@ def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
         node._ans = (devices.copy(self._data), VersionCounter(), 0)
     if self._base is not None:
         _attach_to_base(self)
+        if type(node._ans) is tuple:
+            # the result saved is the view, whose grad_fn is now an AsStridedBackward0:
+            # torch's error names it as long as it lives
+            node._ans = node._ans + (weakref.ref(self._grad_fn),)
     return self
 
 
@@ -373,8 +382,8 @@ def fill_(self, value):
         if value._data.ndim != 0:
             raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        return apply(self, value._data.astype(self._data.dtype), FILL_TENSOR, (self, value),
-                     fill=True)
+        # fill_ of a tensor, unlike fill_ of a number, refuses an expanded view (as torch)
+        return apply(self, value._data.astype(self._data.dtype), FILL_TENSOR, (self, value))
     return apply(self, np.asarray(value).astype(self._data.dtype), FILL_SCALAR, (self,),
                  {"value": value}, fill=True)
 
@@ -413,7 +422,7 @@ def masked_fill_(self, mask, value):
                                            hasattr(v, "dtype")):
         devices.check_same(m, v, self._data)
     data = _result(np.where(m, v, self._data), self._data.dtype)
-    return apply(self, data, MASKED_FILL, (m, value, self), self_pos=2)
+    return apply(self, data, MASKED_FILL, (m, value, self), self_pos=2, fill=True)
 
 
 def index_put_(self, indices, values, accumulate=False):

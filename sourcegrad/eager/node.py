@@ -347,7 +347,8 @@ def modified_error(dtype, shape, expected, current, output_text):
 
 
 def _strip_backward(name: str) -> str:
-    name = name.rsplit("::", 1)[-1]
+    """"MulBackward0" -> "Mul", as torch's messages name a node ("torch::autograd::CopySlices"
+    stays whole)."""
     head, sep, tail = name.rpartition("Backward")
     return head if sep and (tail == "" or tail.isdigit()) else name
 
@@ -357,10 +358,9 @@ def check_saved(t, expected, node=None):
     current = version_of(t)
     if current != expected:
         if t._base is not None:
-            try:
-                t._refresh_view()  # torch names the view's grad_fn as it is now (AsStrided)
-            except RuntimeError:
-                pass  # a view torch forbids to rebase: name the grad_fn it had
+            # torch names the view's grad_fn as it is now (AsStrided), and a view it does
+            # not let an in-place op change (an unbind output) raises that error instead
+            t._refresh_view()
         fn = t._grad_fn
         out = (f", which is output {t._output_nr} of {_strip_backward(fn.name())},"
                if fn is not None else "")
@@ -373,8 +373,9 @@ class RuleNode(Node):
     `_args` are the rule's array arguments as saved: a Tensor (kept by value, its
     version in `_versions`), a `Meta` (kept for its shape), a plain value, or None
     (not needed). `_ans` is the op's result when the rule reads it: either a Meta
-    or `(data, version_counter, version)`, never the result Tensor itself, which
-    would make a reference cycle.
+    or `(data, version_counter, version)` (and a weak reference to the result's grad_fn
+    when it is not this node), never the result Tensor itself, which would make a reference
+    cycle.
     """
 
     __slots__ = ("_spec", "_args", "_versions", "_static", "_ans", "_metas", "_state")
@@ -467,10 +468,14 @@ class RuleNode(Node):
             return None
         if isinstance(ans, Meta):
             return ans.proxy() if create else ans
-        data, vc, expected = ans
+        data, vc, expected = ans[:3]
         if vc.value != expected:
+            # a 4th entry: a weak reference to the grad_fn torch names while it lives (the
+            # AsStridedBackward0 of a view changed in place), else torch names this node
+            other = ans[3]() if len(ans) > 3 else None
+            name = _strip_backward((other if other is not None else self).name())
             raise modified_error(_Tensor._dtype_of(data), data.shape, expected, vc.value,
-                                 f", which is output 0 of {_strip_backward(self.name())},")
+                                 f", which is output 0 of {name},")
         if not create:
             return data
         # torch unpacks a saved output as a tensor whose grad_fn is this very node

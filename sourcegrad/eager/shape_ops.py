@@ -14,6 +14,8 @@ one IndexBackward0. All of them use the shared table's `getitem` rule.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import devices, dtypes
@@ -280,11 +282,18 @@ def permute(input, *dims):
 
 
 def T(input):
-    """x.T: all dimensions reversed (PermuteBackward0); a 0-d or 1-d tensor is returned as is."""
+    """x.T: all dimensions reversed (PermuteBackward0), a view even of a 0-d or 1-d tensor."""
     n = input._data.ndim
-    if n < 2:
-        return input
+    if n != 2:
+        warnings.warn(_T_0D if n == 0 else _T_ND, UserWarning, stacklevel=3)
     return permute(input, tuple(range(n))[::-1])
+
+
+_T_ND = ("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+         "deprecated and it will throw an error in a future release. Consider `x.mT` to transpose "
+         "batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+         "dimensions of a tensor.")
+_T_0D = "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
 
 
 def mT(input):
@@ -665,6 +674,9 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 def chunk(input, chunks, dim=0):
     n = input._data.shape[dim % input._data.ndim]
+    if n == 0:
+        # as torch: `chunks` empty pieces (split(0) would give one)
+        return split(input, [0] * chunks, dim)
     size = -(-n // chunks)
     return split(input, size, dim)
 
