@@ -9,7 +9,13 @@ when the rule needs them (the storage itself has been overwritten).
 On a view, the node goes to the base instead: the base's `grad_fn` becomes a
 `CopySlices` around it, and the view's becomes an `AsStridedBackward0` into the
 base. Other views of the same base notice the version change the next time
-their `grad_fn` is read (`refresh_view`).
+their `grad_fn` is read (`refresh_view`). Views made in no_grad mode and the
+outputs of unbind/split may not be changed in place, directly or through their
+base, when grad is recorded (`check_view_rebase`, torch's CreationMeta).
+
+What the node saves follows torch: an operand sharing self's storage is saved at
+its version before the write (so `x.mul_(x)` refuses its backward), and a result
+the rule reads where torch's node keeps only the operands is kept as a copy.
 
 The checks are torch's, in torch's order: in-place on an inference tensor
 outside inference mode writes the data *and then* raises (as torch does); on a
@@ -61,7 +67,7 @@ def refresh_view(view):
 
 
 def check_view_rebase(view, modified):
-    """torch's handle_view_on_rebase: refuse an in-place change of a no_grad or multi-output view."""
+    """torch's handle_view_on_rebase: refuse to change a no_grad or multi-output view in place."""
     creation = view._extra.creation
     if creation == DEFAULT_VIEW:
         return

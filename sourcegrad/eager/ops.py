@@ -146,7 +146,8 @@ def _needs_grad(*args):
     if not STATE.enabled:
         return False
     for a in args:
-        if isinstance(a, Tensor) and (a._requires_grad or stale_view_requires_grad(a)):
+        if isinstance(a, Tensor) and (a._requires_grad or (
+                a._base is not None and stale_view_requires_grad(a))):
             return True
     return False
 
@@ -160,9 +161,11 @@ def _binary(spec, fn, a, b, to_float=False):
     except ValueError as e:
         raise broadcast_error(np.shape(ad), np.shape(bd)) or e
     out = _wrap(out)
-    if STATE.enabled and ((isinstance(ra, Tensor) and ra._requires_grad)
-                          or (isinstance(rb, Tensor) and rb._requires_grad)
-                          or _needs_grad(ra, rb)):  # slow path: a view of a newly requiring base
+    if STATE.enabled and (
+            (isinstance(ra, Tensor) and (ra._requires_grad or (
+                ra._base is not None and stale_view_requires_grad(ra))))
+            or (isinstance(rb, Tensor) and (rb._requires_grad or (
+                rb._base is not None and stale_view_requires_grad(rb))))):
         record(spec, out, (ra, rb))
     return out
 
@@ -488,7 +491,8 @@ def _unary(spec, fn, x, keep_int=False):
     if not keep_int and d.dtype.kind not in "fc":
         d = d.astype(_default_np())
     out = _wrap(_result(fn(d)))
-    if STATE.enabled and (x._requires_grad or stale_view_requires_grad(x)):
+    if STATE.enabled and (x._requires_grad or (
+            x._base is not None and stale_view_requires_grad(x))):
         record(spec, out, (x,))
     return out
 
@@ -698,7 +702,8 @@ def _reduce(spec_all, spec_dim, fn, x, dim, keepdim, kwargs, dtype=None, int_to_
     if type(d) is not np.ndarray:
         fn = getattr(type(d), fn.__name__)  # np.ndarray.sum -> cupy.ndarray.sum
     out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim)))
-    if STATE.enabled and (x._requires_grad or stale_view_requires_grad(x)):
+    if STATE.enabled and (x._requires_grad or (
+            x._base is not None and stale_view_requires_grad(x))):
         record(spec_all if dim is None else spec_dim, out, (x,), {"axis": axis, "keepdims": keepdim})
     return out
 
@@ -800,7 +805,8 @@ def _max_min(x, dim, keepdim, other, kwargs, which):
                                "argument.")
         out = _wrap(_result(fn(x._data) if type(x._data) is np.ndarray else
                             getattr(x._data, which)()))
-        if STATE.enabled and (x._requires_grad or stale_view_requires_grad(x)):
+        if STATE.enabled and (x._requires_grad or (
+                x._base is not None and stale_view_requires_grad(x))):
             record(MAX_ALL if which == "max" else MIN_ALL, out, (x,),
                    {"axis": None, "keepdims": False})
         return out

@@ -88,7 +88,8 @@ def _view_of(x, data, step, multi_output=False):
 
 def _view(x, data, step, spec, static):
     out = _view_of(x, data, step)
-    if STATE.enabled and (x._requires_grad or stale_view_requires_grad(x)):
+    if STATE.enabled and (x._requires_grad or (
+            x._base is not None and stale_view_requires_grad(x))):
         record(spec, out, (x,), static)
     return out
 
@@ -632,8 +633,8 @@ def atleast_3d(t):
 
 
 def _pieces(x, spec, axis, datas, static, multi_output=True):
-    outs = [_view_of(x, d, ("index", (slice(None),) * axis + (slice(start, start + d.shape[axis]),)),
-                     multi_output)
+    lead = (slice(None),) * axis
+    outs = [_view_of(x, d, ("index", lead + (slice(start, start + d.shape[axis]),)), multi_output)
             for d, start in zip(datas, np.cumsum([0] + [d.shape[axis] for d in datas[:-1]]))]
     if _needs_grad(x):
         record(spec, None, (x,), static, outputs=outs)
