@@ -347,10 +347,12 @@ def modified_error(dtype, shape, expected, current, output_text):
 
 
 def _strip_backward(name: str) -> str:
-    """"MulBackward0" -> "Mul", as torch's messages name a node ("torch::autograd::CopySlices"
-    stays whole)."""
+    """A node as torch's messages name it: "MulBackward0" -> "Mul", "ClampBackward1" ->
+    "Clamp1"; "torch::autograd::CopySlices" stays whole."""
     head, sep, tail = name.rpartition("Backward")
-    return head if sep and (tail == "" or tail.isdigit()) else name
+    if not sep or not (tail == "" or tail.isdigit()):
+        return name
+    return head if tail in ("", "0") else head + tail
 
 
 def check_saved(t, expected, node=None):
