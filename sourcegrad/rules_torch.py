@@ -290,8 +290,9 @@ defvjp("mse_loss", mse_loss, _spelled("mse_loss"),
 
 # In-place writes, as out-of-place primitives (the eager engine applies them in place).
 defvjp("index_put", index_put, _spelled("index_put"),
-       lambda g, ans, x, values, index, accumulate=False: g if accumulate else g * put_mask(
-           g, index),
+       # zeros where the write landed, chosen rather than multiplied (a NaN in g stays out)
+       lambda g, ans, x, values, index, accumulate=False: g if accumulate else np.where(
+           put_mask(g, index) != 0, g, 0.0),
        lambda g, ans, x, values, index, accumulate=False: unbroadcast(g[index], values))
 defvjp("addmm", addmm, _spelled("addmm"),
        lambda g, ans, bias, x, y: unbroadcast(g, bias),

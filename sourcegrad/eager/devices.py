@@ -287,11 +287,18 @@ def copy(data):
     return data.copy(order="K")
 
 
+def contiguous_copy(data):
+    """An owned C-ordered copy of an array on its own device (`reshape(-1)` of it is a view)."""
+    if type(data) is np.ndarray:
+        return np.array(data, copy=True, order="C")
+    return data.copy(order="C")
+
+
 def writeable(data) -> bool:
     """Whether each element of `data` has its own memory (not an expanded, zero-stride view)."""
-    if type(data) is np.ndarray:
-        return data.flags.writeable
-    return not any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape))
+    if type(data) is np.ndarray and not data.flags.writeable:
+        return False
+    return data.size == 0 or not any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape))
 
 
 def data_ptr(data) -> int:

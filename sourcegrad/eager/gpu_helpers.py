@@ -51,7 +51,7 @@ def unindex(g, x, index):
 
 def untake(g, x, indices, axis=None):
     """`runtime.untake`: `g` added back at the positions `np.take(x, indices, axis)` took."""
-    out = np.zeros_like(x)
+    out = np.zeros_like(x, order="C")  # so that out.reshape(-1) is a view, not a copy
     if axis is None:
         _add_at(out.reshape(-1), indices, g)
     else:

@@ -9,7 +9,13 @@ when the rule needs them (the storage itself has been overwritten).
 On a view, the node goes to the base instead: the base's `grad_fn` becomes a
 `CopySlices` around it, and the view's becomes an `AsStridedBackward0` into the
 base. Other views of the same base notice the version change the next time
-their `grad_fn` is read (`refresh_view`).
+their `grad_fn` is read (`refresh_view`). Views made in no_grad mode and the
+outputs of unbind/split may not be changed in place, directly or through their
+base, when grad is recorded (`check_view_rebase`, torch's CreationMeta).
+
+What the node saves follows torch: an operand sharing self's storage is saved at
+its version before the write (so `x.mul_(x)` refuses its backward), and a result
+the rule reads where torch's node keeps only the operands is kept as a copy.
 
 The checks are torch's, in torch's order: in-place on an inference tensor
 outside inference mode writes the data *and then* raises (as torch does); on a
@@ -17,33 +23,65 @@ leaf that requires grad (or a view of one) it raises before writing.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import rules_torch as rt
 from . import devices, dtypes, messages
 from .grad_mode import STATE
 from .node import AsStridedBackward0, CopyBackwards, CopySlices, NONE_EDGE, meta_of
+from .node import _strip_backward
 from .ops import _promote, _result
 from .shape_ops import MASKED_FILL, _index_array, positions
 from .spec import OpSpec, VALUE, record
-from .tensor import _REFRESH_VIEW, Tensor
+from .tensor import _REFRESH_VIEW, DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
+from .tensor import VersionCounter
 
 _wrap = Tensor._make
 
 
 def refresh_view(view):
-    """Give a view whose base changed in place a grad_fn that reads from the base's new one."""
+    """Give a view whose base changed in place a grad_fn that reads from the base's new one.
+
+    As torch's: a view the base's change reaches requires grad from then on (the change
+    may have made the base require grad), and a view torch forbids to be modified in
+    place raises, each time it is asked, as torch's does.
+    """
     ex = view._extra
     vc = view._vc
     if ex.fn_version == vc.value:
         return
-    ex.fn_version = vc.value
     base = view._base
-    if not (view._requires_grad and base._requires_grad):
+    if view._grad_fn is None and not base._requires_grad:
+        ex.fn_version = vc.value
+        return
+    check_view_rebase(view, messages.INDIRECTLY)
+    ex.fn_version = vc.value
+    if not base._requires_grad:
         return
     meta = meta_of(base._data)
     view._grad_fn = AsStridedBackward0(base._edge(), positions(view), meta)
     view._output_nr = 0
+    view._requires_grad = True
+
+
+def check_view_rebase(view, modified):
+    """torch's handle_view_on_rebase: refuse to change a no_grad or multi-output view in place."""
+    creation = view._extra.creation
+    if creation == DEFAULT_VIEW:
+        return
+    fn = view._grad_fn
+    if creation == NO_GRAD_VIEW or fn is None:
+        text = (messages.NO_GRAD_VIEW_MODIFIED if fn is None else
+                messages.VIEW_OF_NO_GRAD_VIEW_MODIFIED)
+    else:
+        text = messages.VIEW_MODIFIED
+    name = _strip_backward(fn.name()) if fn is not None else ""
+    text = text.format(nr=view._output_nr, name=name, modified=modified)
+    tail = (messages.MULTI_OUTPUT_VIEW_TAIL if creation == MULTI_OUTPUT_VIEW else
+            messages.NO_GRAD_VIEW_TAIL)
+    raise RuntimeError(text + tail)
 
 
 _REFRESH_VIEW[0] = refresh_view
@@ -53,7 +91,10 @@ def _recording(self, others):
     """Whether this in-place op must be recorded; raises torch's errors about leaves."""
     if not STATE.enabled:
         return False
-    needed = self._requires_grad
+    base = self._base
+    # a view of a base that requires grad requires grad too (in torch even one taken in
+    # no_grad mode, which is then refused below)
+    needed = self._requires_grad or (base is not None and base._requires_grad)
     if not needed:
         for o in others:
             if isinstance(o, Tensor) and o._requires_grad:
@@ -61,8 +102,8 @@ def _recording(self, others):
                 break
     if not needed:
         return False
-    if self._base is not None:
-        base = self._base
+    if base is not None:
+        check_view_rebase(self, messages.DIRECTLY)
         if base._grad_fn is None and base._requires_grad:
             raise RuntimeError(messages.VIEW_OF_LEAF_INPLACE)
     elif self._grad_fn is None and self._requires_grad:
@@ -82,27 +123,29 @@ def _before(self, copy_data):
     return old
 
 
-def _write(self, data):
-    """Store `data` into self's storage (broadcast and cast as copy_ does) and bump the version."""
+def _write(self, data, fill=False):
+    """Store `data` into self's storage (broadcast and cast as copy_ does) and bump the version.
+
+    `fill`: one value for all elements (fill_, zero_), which torch writes even where several
+    elements share one memory location (an expanded view); other writes it refuses there.
+    """
     target = self._data
     if data is not target:
         if type(data) is not type(target) and (type(data) in devices.DEVICE_TYPES or
                                                type(target) in devices.DEVICE_TYPES):
             # copy_ across devices (and a host value written into a GPU tensor)
             data = devices.to_device(data, devices.device_of(target))
-        if not devices.writeable(target):
+        if not fill and not devices.writeable(target):
             # an expanded view: several elements share one memory location
-            raise RuntimeError("unsupported operation: more than one element of the written-to "
-                               "tensor refers to a single memory location. Please clone() the "
-                               "tensor before performing the operation.")
+            raise RuntimeError(messages.INTERNAL_OVERLAP)
         np.copyto(target, data, casting="unsafe")
     vc = self._get_vc()
     vc.value += 1
 
 
-def _check_inference(self, data):
+def _check_inference(self, data, fill=False):
     if self._inference and not STATE.inference:
-        _write(self, data)  # torch writes the data before it raises
+        _write(self, data, fill)  # torch writes the data before it raises
         raise RuntimeError(messages.INFERENCE_INPLACE)
 
 
@@ -120,7 +163,10 @@ def _attach_to_base(self):
     base = self._base
     pos = positions(self)
     meta = meta_of(base._data)
-    node = CopySlices(base._edge(), fn, pos, meta)
+    node = CopySlices(base._edge(), fn, pos, meta, overlapping=not devices.writeable(self._data))
+    # fn's first edge led to the view's old grad_fn, which CopySlices replaces by the base's:
+    # let go of it, as torch does (it computes the view's gradient all the same)
+    fn.next_functions = (NONE_EDGE,) + tuple(fn.next_functions[1:])
     base._grad_fn = node
     base._output_nr = 0
     base._requires_grad = True
@@ -129,17 +175,22 @@ def _attach_to_base(self):
     self._extra.fn_version = self._vc.value
 
 
-def apply(self, data, spec, args, static=None, self_pos=0):
+# in-place ops whose torch node saves the result (self after the op) besides the operands, so
+# that a later in-place change of self makes their backward raise
+_SAVES_RESULT = {"PowBackward1"}
+
+
+def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
     """Write `data` into self and record `spec`'s node, `args[self_pos]` standing for self.
 
     `args` are the rule's array arguments with `self` at `self_pos`; other entries
-    may be Tensors or plain values.
+    may be Tensors or plain values. `fill`: see `_write`.
     """
     others = [a for i, a in enumerate(args) if i != self_pos]
-    _check_inference(self, data)
+    _check_inference(self, data, fill)
     recording = _recording(self, others)
     if not recording:
-        _write(self, data)
+        _write(self, data, fill)
         return self
     # which arguments must keep their values: ask the spec, as record() will
     mask = 0
@@ -148,17 +199,37 @@ def apply(self, data, spec, args, static=None, self_pos=0):
         a = args[p]
         if isinstance(a, Tensor) and a._requires_grad:
             mask |= 1 << bit
-    arg_modes, _ = spec.modes(mask, len(args))
+    arg_modes, ans_mode = spec.modes(mask, len(args))
     old = _before(self, arg_modes[self_pos] == VALUE)
     args = list(args)
+    # x.mul_(x), v.div_(x[0]): torch saves an operand that shares x's storage (x itself, a
+    # view) at its version before the write, so that backward refuses it (x.add_(x), which
+    # saves nothing, differentiates)
+    vc = self._get_vc()
+    aliased = [i for i, a in enumerate(args)
+               if i != self_pos and isinstance(a, Tensor) and a._vc is vc]
     args[self_pos] = old
-    for i, a in enumerate(args):
-        if a is self:  # x.mul_(x): the other operand is the old value too
-            args[i] = old
-    _write(self, data)
-    record(spec, self, tuple(args), static)
+    before = vc.value
+    _write(self, data, fill)
+    if aliased and self._base is not None and any(args[i] is self for i in aliased):
+        self._extra.fn_version = vc.value  # its edge is its grad_fn from before the write
+    node = record(spec, self, tuple(args), static)
+    if aliased and node._versions is not None:
+        for i in aliased:
+            if node._versions[i] is not None:
+                node._versions[i] = before
+    if ans_mode == VALUE and VALUE in arg_modes and spec.node_cls.__name__ not in _SAVES_RESULT:
+        # torch's node for this op (clamp_, div_) keeps the operands (self's old values as a
+        # copy), not the result: a later in-place change of self leaves its backward valid.
+        # Our rule reads the result too, so it keeps a copy of it, out of the version
+        # counter's reach.
+        node._ans = (devices.copy(self._data), VersionCounter(), 0)
     if self._base is not None:
         _attach_to_base(self)
+        if type(node._ans) is tuple:
+            # the result saved is the view, whose grad_fn is now an AsStridedBackward0:
+            # torch's error names it as long as it lives
+            node._ans = node._ans + (weakref.ref(self._grad_fn),)
     return self
 
 
@@ -167,8 +238,23 @@ def apply(self, data, spec, args, static=None, self_pos=0):
 from . import ops as _ops  # noqa: E402
 
 
+def _check_shapes(self, other_shape):
+    """torch's errors for an operand that does not broadcast to self's shape."""
+    shape = self._data.shape
+    if tuple(other_shape) == shape:
+        return
+    error = _ops.broadcast_error(shape, other_shape)
+    if error is not None:
+        raise error
+    full = np.broadcast_shapes(shape, tuple(other_shape))
+    if full != shape:
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                           f"{list(full)}")
+
+
 def _binary_(self, other, spec, fn, to_float=False):
     ad, bd, rd, ra, rb = _promote(self, other, to_float)
+    _check_shapes(self, np.shape(bd))
     _check_cast(self, rd)
     data = _result(fn(ad, bd))
     return apply(self, data, spec, (self, rb))
@@ -177,6 +263,7 @@ def _binary_(self, other, spec, fn, to_float=False):
 def add_(self, other, *, alpha=1):
     if alpha != 1:
         ad, bd, rd, ra, rb = _promote(self, other)
+        _check_shapes(self, np.shape(bd))
         _check_cast(self, rd)
         return apply(self, _result(np.add(ad, np.multiply(bd, alpha))), _ops.ADD_ALPHA,
                      (self, rb), {"alpha": alpha})
@@ -186,6 +273,7 @@ def add_(self, other, *, alpha=1):
 def sub_(self, other, *, alpha=1):
     if alpha != 1:
         ad, bd, rd, ra, rb = _promote(self, other)
+        _check_shapes(self, np.shape(bd))
         _check_cast(self, rd)
         return apply(self, _result(np.subtract(ad, np.multiply(bd, alpha))), _ops.SUB_ALPHA,
                      (self, rb), {"alpha": alpha})
@@ -292,7 +380,7 @@ INDEX_ADD = OpSpec("IndexAddBackward0", "index_put", n_arrays=2)
 
 
 def zero_(self):
-    return apply(self, np.zeros((), self._data.dtype), ZERO, (self,), {"value": 0})
+    return apply(self, np.zeros((), self._data.dtype), ZERO, (self,), {"value": 0}, fill=True)
 
 
 def fill_(self, value):
@@ -300,9 +388,10 @@ def fill_(self, value):
         if value._data.ndim != 0:
             raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
+        # fill_ of a tensor, unlike fill_ of a number, refuses an expanded view (as torch)
         return apply(self, value._data.astype(self._data.dtype), FILL_TENSOR, (self, value))
     return apply(self, np.asarray(value).astype(self._data.dtype), FILL_SCALAR, (self,),
-                 {"value": value})
+                 {"value": value}, fill=True)
 
 
 def copy_(self, src, non_blocking=False):
@@ -311,12 +400,7 @@ def copy_(self, src, non_blocking=False):
         src = _wrap(src.astype(self._data.dtype) if type(src) in devices.DEVICE_TYPES else
                     np.asarray(src, self._data.dtype))
     sd = src._data
-    try:
-        np.broadcast_to(sd, self._data.shape)
-    except ValueError:
-        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
-                           f"broadcast shape {list(np.broadcast_shapes(sd.shape, self._data.shape))}"
-                           ) from None
+    _check_shapes(self, sd.shape)
     _check_inference(self, sd)
     recording = _recording(self, (src,))
     if not recording:
@@ -344,7 +428,7 @@ def masked_fill_(self, mask, value):
                                            hasattr(v, "dtype")):
         devices.check_same(m, v, self._data)
     data = _result(np.where(m, v, self._data), self._data.dtype)
-    return apply(self, data, MASKED_FILL, (m, value, self), self_pos=2)
+    return apply(self, data, MASKED_FILL, (m, value, self), self_pos=2, fill=True)
 
 
 def index_put_(self, indices, values, accumulate=False):

@@ -24,6 +24,25 @@ ANOMALY_HINT = ("the backtrace further above shows the operation that failed to 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_INPLACE = ("a view of a leaf Variable that requires grad is being used in an "
                         "in-place operation.")
+# an in-place op on (or through) a view torch forbids to modify (handle_view_on_rebase)
+VIEW_MODIFIED = "Output {nr} of {name} is a view and {modified} modified inplace."
+VIEW_OF_NO_GRAD_VIEW_MODIFIED = ("Output {nr} of {name} is a view of a view which was created in "
+                                 "no_grad mode and {modified} modified inplace with grad mode "
+                                 "enabled.")
+NO_GRAD_VIEW_MODIFIED = ("A view was created in no_grad mode and {modified} modified inplace with "
+                         "grad mode enabled.")
+DIRECTLY = "is being"
+INDIRECTLY = "its base or another view of its base has been"
+MULTI_OUTPUT_VIEW_TAIL = (" This view is the output of a function that returns multiple views. "
+                          "Such functions do not allow the output views to be modified inplace. "
+                          "You should replace the inplace operation by an out-of-place one.")
+NO_GRAD_VIEW_TAIL = (" Given that this use case is ambiguous and error-prone, it is forbidden. You "
+                     "can clarify your code by moving both the view and the inplace either both "
+                     "inside the no_grad block (if you don't want the inplace to be tracked) or "
+                     "both outside (if you want the inplace to be tracked).")
+INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor "
+                    "refers to a single memory location. Please clone() the tensor before "
+                    "performing the operation.")
 LEAF_DIRTY = "a leaf Variable that requires grad has been used in an in-place operation."
 FLOAT_ONLY_FACTORY = "Only Tensors of floating point and complex dtype can require gradients"
 FLOAT_ONLY_METHOD = "only Tensors of floating point dtype can require gradients"

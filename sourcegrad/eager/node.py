@@ -347,15 +347,22 @@ def modified_error(dtype, shape, expected, current, output_text):
 
 
 def _strip_backward(name: str) -> str:
-    name = name.rsplit("::", 1)[-1]
+    """A node as torch's messages name it: "MulBackward0" -> "Mul", "ClampBackward1" ->
+    "Clamp1"; "torch::autograd::CopySlices" stays whole."""
     head, sep, tail = name.rpartition("Backward")
-    return head if sep and (tail == "" or tail.isdigit()) else name
+    if not sep or not (tail == "" or tail.isdigit()):
+        return name
+    return head if tail in ("", "0") else head + tail
 
 
 def check_saved(t, expected, node=None):
     """Raise torch's error if saved tensor `t` was modified in place since it was saved."""
     current = version_of(t)
     if current != expected:
+        if t._base is not None:
+            # torch names the view's grad_fn as it is now (AsStrided), and a view it does
+            # not let an in-place op change (an unbind output) raises that error instead
+            t._refresh_view()
         fn = t._grad_fn
         out = (f", which is output {t._output_nr} of {_strip_backward(fn.name())},"
                if fn is not None else "")
@@ -368,8 +375,9 @@ class RuleNode(Node):
     `_args` are the rule's array arguments as saved: a Tensor (kept by value, its
     version in `_versions`), a `Meta` (kept for its shape), a plain value, or None
     (not needed). `_ans` is the op's result when the rule reads it: either a Meta
-    or `(data, version_counter, version)`, never the result Tensor itself, which
-    would make a reference cycle.
+    or `(data, version_counter, version)` (and a weak reference to the result's grad_fn
+    when it is not this node), never the result Tensor itself, which would make a reference
+    cycle.
     """
 
     __slots__ = ("_spec", "_args", "_versions", "_static", "_ans", "_metas", "_state")
@@ -462,10 +470,14 @@ class RuleNode(Node):
             return None
         if isinstance(ans, Meta):
             return ans.proxy() if create else ans
-        data, vc, expected = ans
+        data, vc, expected = ans[:3]
         if vc.value != expected:
+            # a 4th entry: a weak reference to the grad_fn torch names while it lives (the
+            # AsStridedBackward0 of a view changed in place), else torch names this node
+            other = ans[3]() if len(ans) > 3 else None
+            name = _strip_backward((other if other is not None else self).name())
             raise modified_error(_Tensor._dtype_of(data), data.shape, expected, vc.value,
-                                 f", which is output 0 of {_strip_backward(self.name())},")
+                                 f", which is output 0 of {name},")
         if not create:
             return data
         # torch unpacks a saved output as a tensor whose grad_fn is this very node
@@ -627,21 +639,28 @@ class CopySlices(Node):
     element of the view, its flat index in the base.
     """
 
-    __slots__ = ("fn", "positions", "_base_meta")
+    __slots__ = ("fn", "positions", "_base_meta", "_overlapping")
     _cpp_name = "torch::autograd::CopySlices"
 
-    def __init__(self, base_edge, fn, positions, base_meta):
+    def __init__(self, base_edge, fn, positions, base_meta, overlapping=False):
         super().__init__((base_edge,) + tuple(fn.next_functions[1:]))
         self.fn = fn
         self.positions = positions
         self._base_meta = base_meta
+        # a fill_ of an expanded view (several elements, one memory location): torch
+        # records it and refuses its backward, which would write the view's gradient there
+        self._overlapping = overlapping
 
     def apply(self, grads):
+        if self._overlapping:
+            raise RuntimeError(messages.INTERNAL_OVERLAP)
         g = grads[0]
         create = isinstance(g, _Tensor)
         pos = self.positions
-        result = g.clone() if create else devices.copy(g)
-        flat = result.reshape(-1)
+        # a C-ordered copy, so that `flat` is a view of it: a gradient arriving through a
+        # transpose or an expand is not C-ordered, and writes into a reshaped copy of it would
+        # be lost (the base would get the view's gradient twice)
+        flat = g.reshape(-1).clone() if create else devices.contiguous_copy(g).reshape(-1)
         view_grad = flat[pos]
         if isinstance(self.fn, RuleNode):
             fn_grads = self.fn._run([view_grad], True)
@@ -650,7 +669,7 @@ class CopySlices(Node):
         first = fn_grads[0]
         # inside the view, the base's gradient is what fn gives the view's old values
         flat[pos] = 0.0 if first is None else first
-        return [result] + list(fn_grads[1:])
+        return [flat.reshape(self._base_meta.shape)] + list(fn_grads[1:])
 
     def release(self):
         self.fn.release()

@@ -26,7 +26,7 @@ from .dtypes import TIER_DIM, TIER_SCALAR, TIER_ZERO
 from .grad_mode import STATE
 from .node import NotImplementedNode
 from .spec import OpSpec, record
-from .tensor import Tensor
+from .tensor import Tensor, stale_view_requires_grad
 
 _wrap = Tensor._make
 _FROM_NP = dtypes._FROM_NUMPY
@@ -146,7 +146,8 @@ def _needs_grad(*args):
     if not STATE.enabled:
         return False
     for a in args:
-        if isinstance(a, Tensor) and a._requires_grad:
+        if isinstance(a, Tensor) and (a._requires_grad or (
+                a._base is not None and stale_view_requires_grad(a))):
             return True
     return False
 
@@ -160,8 +161,11 @@ def _binary(spec, fn, a, b, to_float=False):
     except ValueError as e:
         raise broadcast_error(np.shape(ad), np.shape(bd)) or e
     out = _wrap(out)
-    if STATE.enabled and ((isinstance(ra, Tensor) and ra._requires_grad)
-                          or (isinstance(rb, Tensor) and rb._requires_grad)):
+    if STATE.enabled and (
+            (isinstance(ra, Tensor) and (ra._requires_grad or (
+                ra._base is not None and stale_view_requires_grad(ra))))
+            or (isinstance(rb, Tensor) and (rb._requires_grad or (
+                rb._base is not None and stale_view_requires_grad(rb))))):
         record(spec, out, (ra, rb))
     return out
 
@@ -487,7 +491,8 @@ def _unary(spec, fn, x, keep_int=False):
     if not keep_int and d.dtype.kind not in "fc":
         d = d.astype(_default_np())
     out = _wrap(_result(fn(d)))
-    if x._requires_grad and STATE.enabled:
+    if STATE.enabled and (x._requires_grad or (
+            x._base is not None and stale_view_requires_grad(x))):
         record(spec, out, (x,))
     return out
 
@@ -697,7 +702,8 @@ def _reduce(spec_all, spec_dim, fn, x, dim, keepdim, kwargs, dtype=None, int_to_
     if type(d) is not np.ndarray:
         fn = getattr(type(d), fn.__name__)  # np.ndarray.sum -> cupy.ndarray.sum
     out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim)))
-    if x._requires_grad and STATE.enabled:
+    if STATE.enabled and (x._requires_grad or (
+            x._base is not None and stale_view_requires_grad(x))):
         record(spec_all if dim is None else spec_dim, out, (x,), {"axis": axis, "keepdims": keepdim})
     return out
 
@@ -799,7 +805,8 @@ def _max_min(x, dim, keepdim, other, kwargs, which):
                                "argument.")
         out = _wrap(_result(fn(x._data) if type(x._data) is np.ndarray else
                             getattr(x._data, which)()))
-        if x._requires_grad and STATE.enabled:
+        if STATE.enabled and (x._requires_grad or (
+                x._base is not None and stale_view_requires_grad(x))):
             record(MAX_ALL if which == "max" else MIN_ALL, out, (x,),
                    {"axis": None, "keepdims": False})
         return out

@@ -14,17 +14,21 @@ one IndexBackward0. All of them use the shared table's `getitem` rule.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import devices, dtypes
 from .grad_mode import STATE
 from .ops import cached_spec, _as_tensor, _data, _needs_grad, _result, along_index, same_device
 from .spec import OpSpec, record
-from .tensor import Size, Tensor
+from .tensor import DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Size, Tensor
+from .tensor import stale_view_requires_grad
 
 _wrap = Tensor._make
 
 VIEW = OpSpec("ViewBackward0", "reshape", n_arrays=1)
+RESHAPE_ALIAS = OpSpec("ReshapeAliasBackward0", "reshape", n_arrays=1)
 UNSAFE_VIEW = OpSpec("UnsafeViewBackward0", "reshape", n_arrays=1)
 CLONE = OpSpec("CloneBackward0", "positive")
 TO_COPY = OpSpec("ToCopyBackward0", "positive")
@@ -56,8 +60,12 @@ MASKED_FILL = OpSpec("MaskedFillBackward0", "where", edges=(2,))
 
 # --- views -------------------------------------------------------------------------------------
 
-def _view_of(x, data, step):
-    """Wrap `data` (a numpy view of x's data) as a view of x's base."""
+def _view_of(x, data, step, multi_output=False):
+    """Wrap `data` (a numpy view of x's data) as a view of x's base.
+
+    `multi_output`: one of several views an op returns (unbind, split), which torch does
+    not let an in-place op modify; nor a view made in no_grad mode, or one taken from such.
+    """
     out = _wrap(data)
     base = x._base if x._base is not None else x
     vc = x._get_vc()
@@ -66,13 +74,22 @@ def _view_of(x, data, step):
     ex = out._get_extra()
     ex.view_steps = (x._extra.view_steps if x._base is not None else ()) + (step,)
     ex.fn_version = vc.value
+    creation = (MULTI_OUTPUT_VIEW if multi_output else DEFAULT_VIEW) if STATE.enabled \
+        else NO_GRAD_VIEW
+    if x._base is not None and creation == DEFAULT_VIEW:
+        creation = x._extra.creation  # a view of a view keeps what forbids the first one
+    ex.creation = creation
+    if creation == NO_GRAD_VIEW and not STATE.inference and (
+            x._requires_grad or (x._base is not None and x._base._requires_grad)):
+        out._requires_grad = True  # as torch's: a leaf-like view, with no grad_fn
     out._inference = x._inference
     return out
 
 
 def _view(x, data, step, spec, static):
     out = _view_of(x, data, step)
-    if x._requires_grad and STATE.enabled:
+    if STATE.enabled and (x._requires_grad or (
+            x._base is not None and stale_view_requires_grad(x))):
         record(spec, out, (x,), static)
     return out
 
@@ -88,6 +105,8 @@ def apply_steps(array, steps):
             array = array.transpose(arg)
         elif kind == "expand":
             array = np.broadcast_to(array, arg)
+        elif kind == "diagonal":
+            array = array.diagonal(*arg)
         else:
             raise AssertionError(kind)
     return array
@@ -148,7 +167,9 @@ def reshape(input, *shape):
         data = np.reshape(input._data, shape, copy=False)
     except ValueError:
         return unsafe_view(contiguous(input), shape)
-    return _view(input, data, ("reshape", shape), VIEW, {"shape": shape})
+    # torch views a contiguous input, and takes a strided one by _reshape_alias
+    spec = VIEW if input._data.flags.c_contiguous else RESHAPE_ALIAS
+    return _view(input, data, ("reshape", shape), spec, {"shape": shape})
 
 
 def unsafe_view(input, shape):
@@ -262,11 +283,18 @@ def permute(input, *dims):
 
 
 def T(input):
-    """x.T: all dimensions reversed (PermuteBackward0); a 0-d or 1-d tensor is returned as is."""
+    """x.T: all dimensions reversed (PermuteBackward0), a view even of a 0-d or 1-d tensor."""
     n = input._data.ndim
-    if n < 2:
-        return input
+    if n != 2:
+        warnings.warn(_T_0D if n == 0 else _T_ND, UserWarning, stacklevel=3)
     return permute(input, tuple(range(n))[::-1])
+
+
+_T_ND = ("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+         "deprecated and it will throw an error in a future release. Consider `x.mT` to transpose "
+         "batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+         "dimensions of a tensor.")
+_T_0D = "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
 
 
 def mT(input):
@@ -304,6 +332,11 @@ def expand(input, *sizes):
                            f"existing size ({shape[-1]}) at non-singleton dimension "
                            f"{len(target) - 1}.  Target sizes: {list(sizes)}.  Tensor sizes: "
                            f"{list(shape)}") from None
+    if type(data) is np.ndarray and input._data.flags.writeable:
+        # numpy hands out a broadcast read-only; torch lets an in-place op write into a view
+        # of it whose elements have their own memory (`x.expand(2, 3)[0]`), and refuses one
+        # where they do not (devices.writeable)
+        data.flags.writeable = True
     return _view(input, data, ("expand", target), EXPAND, {"shape": target})
 
 
@@ -381,10 +414,12 @@ def _dims_used(item):
     return a.ndim if a.dtype == np.bool_ else 1
 
 
-def _decompose(x, index):
+def _decompose(x, index, skip_full_slices=True):
     """Apply the basic part of `index` (selects, slices, unsqueezes) to x, as torch does.
 
     Returns the resulting tensor and the advanced index that remains for it (or None).
+    A slice that takes a whole dimension (`:`, `0:n`) is skipped, as torch skips it,
+    unless `skip_full_slices` is false (`x[:]` alone is a SliceBackward0 in torch).
     """
     if not isinstance(index, tuple):
         index = (index,)
@@ -406,7 +441,8 @@ def _decompose(x, index):
         elif _is_int(item):
             result = select(result, dim, int(item))
         elif isinstance(item, slice):
-            if item != slice(None):
+            size = result._data.shape[dim] if dim < result._data.ndim else 0
+            if not (skip_full_slices and item.indices(size) == (0, size, 1)):
                 result = _slice(result, dim, item)
             dim += 1
         else:
@@ -445,7 +481,7 @@ def _decompose(x, index):
 
 
 def getitem(input, index):
-    result, key = _decompose(input, index)
+    result, key = _decompose(input, index, skip_full_slices=not isinstance(index, slice))
     if key is None:
         if result is input:
             return alias(input)
@@ -461,10 +497,41 @@ def setitem(input, index, value):
     from . import inplace
     result, key = _decompose(input, index)
     if key is None:
-        target = alias(result) if result is input else result
-        inplace.copy_(target, value)
+        # an index that selects all of input writes into input itself, as in torch
+        _copy_to(result, value)
         return
     inplace.index_put_(result, key, value)
+
+
+def _copy_to(dst, value):
+    """torch's copy_to for `dst[...] = value`: copy_ of the same shape, fill_ of a single value
+    (a number or a 0-d tensor: FillBackward3), else copy_ of value viewed and expanded."""
+    from . import inplace
+    if not isinstance(value, Tensor):
+        if isinstance(value, (bool, int, float, complex)):
+            value = _wrap(devices.to_device(np.asarray(value, dst._data.dtype), dst.device))
+        elif isinstance(value, (list, tuple)):
+            raise TypeError(f"can't assign a {type(value).__name__} to a "
+                            f"torch.{dst.dtype._tensor_type}")
+        else:
+            value = _as_tensor(value)
+    shape = dst._data.shape
+    vshape = value._data.shape
+    if vshape == shape:
+        inplace.copy_(dst, value)
+    elif not vshape and type(value._data) is np.ndarray:
+        inplace.fill_(dst, value)
+    else:
+        lead = 0
+        while lead < len(vshape) and vshape[lead] == 1:
+            lead += 1
+        src = view(value, vshape[lead:])
+        if len(src._data.shape) > len(shape):
+            raise RuntimeError(f"expand(torch.{value.dtype._tensor_type}{{{list(src.shape)}}}, "
+                               f"size={list(shape)}): the number of sizes provided "
+                               f"({len(shape)}) must be greater or equal to the number of "
+                               f"dimensions in the tensor ({len(src._data.shape)})")
+        inplace.copy_(dst, expand(src, shape))
 
 
 # --- joining and splitting ------------------------------------------------------------------
@@ -565,8 +632,9 @@ def atleast_3d(t):
     return unsqueeze(t, -1) if t._data.ndim == 2 else t
 
 
-def _pieces(x, spec, axis, datas, static):
-    outs = [_view_of(x, d, ("index", (slice(None),) * axis + (slice(start, start + d.shape[axis]),)))
+def _pieces(x, spec, axis, datas, static, multi_output=True):
+    lead = (slice(None),) * axis
+    outs = [_view_of(x, d, ("index", lead + (slice(start, start + d.shape[axis]),)), multi_output)
             for d, start in zip(datas, np.cumsum([0] + [d.shape[axis] for d in datas[:-1]]))]
     if _needs_grad(x):
         record(spec, None, (x,), static, outputs=outs)
@@ -599,12 +667,17 @@ def tensor_split(input, indices_or_sections, dim=0):
     axis = dim % d.ndim
     datas = np.array_split(d, indices_or_sections, axis=axis)
     bounds = list(np.cumsum([a.shape[axis] for a in datas])[:-1])
+    # torch's tensor_split returns slices, which in-place ops may modify
     return _pieces(input, SPLIT_SIZES, axis, datas,
-                   {"indices_or_sections": [int(b) for b in bounds], "axis": axis})
+                   {"indices_or_sections": [int(b) for b in bounds], "axis": axis},
+                   multi_output=False)
 
 
 def chunk(input, chunks, dim=0):
     n = input._data.shape[dim % input._data.ndim]
+    if n == 0:
+        # as torch: `chunks` empty pieces (split(0) would give one)
+        return split(input, [0] * chunks, dim)
     size = -(-n // chunks)
     return split(input, size, dim)
 
@@ -615,7 +688,7 @@ def unbind(input, dim=0):
     outs = []
     for i in range(d.shape[axis]):
         key = (slice(None),) * axis + (i, Ellipsis)
-        outs.append(_view_of(input, d[key], ("index", key)))
+        outs.append(_view_of(input, d[key], ("index", key), multi_output=True))
     if _needs_grad(input):
         record(UNBIND, None, (input,), {"axis": axis}, outputs=outs)
     return tuple(outs)
@@ -807,7 +880,10 @@ def masked_select(input, mask):
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The diagonal as a copy, through the getitem rule (torch's is a view: see the notes)."""
+    """The diagonal as a view of input (as in torch: writing into it writes into input).
+
+    The gradient goes through the getitem rule with the diagonal's index arrays.
+    """
     shape = input._data.shape
     n = len(shape)
     d1, d2 = dim1 % n, dim2 % n
@@ -823,7 +899,13 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
         s = [1] * k
         s[j] = shape[a]
         key[a] = xp.arange(shape[a]).reshape(s)
-    return _pick(input, "DiagonalBackward0", tuple(key))
+    data = input._data.diagonal(offset, d1, d2)
+    if type(data) is np.ndarray and input._data.flags.writeable:
+        # numpy hands out the diagonal read-only; writing through it is safe where its
+        # elements have their own memory (devices.writeable says)
+        data.flags.writeable = True
+    return _view(input, data, ("diagonal", (offset, d1, d2)),
+                 cached_spec("DiagonalBackward0", "getitem", n_arrays=1), {"index": tuple(key)})
 
 
 def diag(input, diagonal_=0):

@@ -167,6 +167,7 @@ class OpSpec:
 
 
 _Tensor = None  # set by tensor.py
+_stale_view_requires_grad = None  # tensor.stale_view_requires_grad, set by tensor.py
 
 
 def record(spec, out, args, static=None, outputs=None):
@@ -184,7 +185,8 @@ def record(spec, out, args, static=None, outputs=None):
     bit = 1
     for p in (range(n) if spec.varargs else spec.edges):
         a = args[p]
-        if isinstance(a, Tensor) and a._requires_grad:
+        if isinstance(a, Tensor) and (a._requires_grad or (
+                a._base is not None and _stale_view_requires_grad(a))):
             fn = a._grad_fn
             edges.append((fn, a._output_nr) if fn is not None and a._base is None
                          else a._edge())

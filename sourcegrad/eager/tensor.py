@@ -30,6 +30,24 @@ _GPU_TYPES = devices.DEVICE_TYPES  # the array types of data on a GPU (cupy.ndar
 _FROM_NUMPY = dtypes._FROM_NUMPY
 _REFRESH_VIEW = [None]  # inplace.refresh_view, set when inplace.py loads (it imports this module)
 
+# how a view was made (torch's CreationMeta): views made in no_grad mode, and the outputs of
+# unbind/split, may not be modified in place with grad mode on (inplace.check_view_rebase)
+DEFAULT_VIEW, NO_GRAD_VIEW, MULTI_OUTPUT_VIEW = 0, 1, 2
+
+
+def stale_view_requires_grad(t) -> bool:
+    """Whether `t` requires grad, for a view that did not when it was taken.
+
+    Its base may have come to require grad since, by an in-place op with an operand that
+    does (`b.mul_(y)`); torch's view then requires grad too, its grad_fn an
+    AsStridedBackward0 into the base. Callers check `t._requires_grad` first (the fast path).
+    """
+    if t._base is None or not t._base._requires_grad:
+        return False
+    if t._extra.fn_version != t._vc.value:
+        _REFRESH_VIEW[0](t)
+    return t._requires_grad
+
 
 class VersionCounter:
     """How many in-place ops a tensor's storage has seen; shared by views and detach()."""
@@ -43,12 +61,13 @@ class VersionCounter:
 class Extra:
     """The rarely used part of a tensor's state, allocated on first use."""
 
-    __slots__ = ("view_steps", "fn_version", "hooks", "post_hooks", "retains_grad",
+    __slots__ = ("view_steps", "fn_version", "creation", "hooks", "post_hooks", "retains_grad",
                  "is_param")
 
     def __init__(self):
         self.view_steps = None   # how this view was taken from its base (see shape_ops)
         self.fn_version = 0      # the version at which this view's grad_fn was made
+        self.creation = DEFAULT_VIEW  # how the view was made (torch's CreationMeta)
         self.hooks = None        # leaf tensor hooks {id: fn(grad)}
         self.post_hooks = None   # post-accumulate-grad hooks {id: fn(tensor)}
         self.retains_grad = False
@@ -270,7 +289,7 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        return self._requires_grad or stale_view_requires_grad(self)
 
     @requires_grad.setter
     def requires_grad(self, flag):
@@ -576,3 +595,4 @@ _node._Tensor = Tensor
 from . import spec as _spec  # noqa: E402
 
 _spec._Tensor = Tensor
+_spec._stale_view_requires_grad = stale_view_requires_grad
