@@ -316,7 +316,9 @@ def _parse_einsum(subscripts, operands):
 
 def untake(g, x, indices, axis=None):
     """Adjoint of `np.take(x, indices, axis)`: `g` added back at the taken positions."""
-    out = np.zeros_like(x)
+    # C order: the flat view below must be a view (zeros_like of x.T is in Fortran order,
+    # its reshape(-1) a copy, and the gradient written into it was lost)
+    out = np.zeros_like(x, order="C")
     add_at = _module_of(out).add.at
     if axis is None:
         add_at(out.reshape(-1), indices, g)

@@ -355,3 +355,16 @@ def test_recursion_on_data_is_refused_located():
     with pytest.raises(errors.RecursionDepthError) as info:
         sourcegrad.grad(doubled_until_loss)(np.ones(3))
     assert "test_reliability.py" in str(info.value) and "doubled_until(x * 2.0)" in str(info.value)
+
+
+def _take_of_transpose(x):
+    return np.sum(np.take(x.T, np.array([0, 1, 4])) * np.array([1.0, 2.0, 3.0]))
+
+
+def test_take_of_a_transposed_array_keeps_its_gradient():
+    # untake wrote into reshape(-1) of a Fortran-ordered zeros_like(x.T): a copy, so the
+    # gradient came back as zeros (a silently wrong gradient)
+    x = np.arange(6.0).reshape(2, 3)
+    g = sourcegrad.grad(_take_of_transpose)(x)
+    np.testing.assert_allclose(g, [[1.0, 0.0, 3.0], [2.0, 0.0, 0.0]])
+    sourcegrad.check_grad(_take_of_transpose, x)
