@@ -211,3 +211,22 @@ def test_array_branch_self_updates(c):
     _check(array_for_sub_of_difference, x)
     _check(array_else_isub, x, c)
     _check(array_if_isub, x * 0.2, c)
+
+
+# -- the same bodies in forward mode and differentiated twice ---------------------------------
+
+@pytest.mark.parametrize("fn", [for_sub_of_difference, while_sub_of_difference,
+                                for_square_plus_self, nested_loops, negated_product])
+def test_forward_mode_self_updates(fn):
+    x = 0.7
+    _, tangent = sourcegrad.jvp(fn, (x,), (1.0,))
+    np.testing.assert_allclose(tangent, numeric_grad(fn, (x,), 0), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("fn", [for_square_plus_self, nested_loops, imul_of_self])
+def test_second_derivative_of_self_updates(fn):
+    # the gradient's own accumulators are self-updates in loops (`d_s = d_s - ...`)
+    first = sourcegrad.grad(fn)
+    second = sourcegrad.grad(first)(0.7)
+    np.testing.assert_allclose(second, numeric_grad(first, (0.7,), 0, eps=1e-5),
+                               rtol=1e-5, atol=1e-7)
