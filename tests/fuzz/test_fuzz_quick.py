@@ -353,6 +353,12 @@ CAMPAIGN_REGRESSIONS = {
     "131-1097": "x = x - (x + x): a negated adjoint re-read after the accumulator changed",
     "141-1333": "a shared name rebound before a read a long line's split printed after it",
     "331-243": "a clip mask carrying a constant factor: -mask raised, mask + mask was an or",
+    # (seed 0: the first campaign with self-updates in loop and branch bodies; these failed
+    # before reverse.py looked through a negated part only while its operands still held)
+    "0-0": "x = np.sin(x) - (-0.5 * x + x) in nested loops",
+    "0-1": "x = x - ((1.5 * x + x) - x * np.cos(..)) in a loop with a break",
+    "0-44": "x = x - (x * 0.25 + -0.5 * x) in a loop",
+    "0-98": "x /= (1.5 + (0.25 * x - x * 3.0) ** 2) in a loop",
 }
 
 
