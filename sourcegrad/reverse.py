@@ -171,9 +171,10 @@ class Reverser:
                                                                 fn.params))
         # a primal value assigned once, or a backward temporary, holds one value wherever
         # the backward reads it; loop variables, restored values and accumulators do not
-        self.inst.stable = lambda name: name in self.inst.defs or (
-            name not in self.overwritten and name not in self.state and
-            name not in self.acc.values())
+        # (an accumulator first, whatever else its name was: see _loop_body_with_constants)
+        self.inst.stable = lambda name: name not in self.state and \
+            name not in self.acc.values() and \
+            (name in self.inst.defs or name not in self.overwritten)
         self.pending = defaultdict(list)   # SSA adjoints: contributions not summed yet
         self.state: dict = {}              # accumulator name -> "explicit" | "zero"
         self.acc: dict = {}                # primal name -> its accumulator variable
@@ -602,6 +603,7 @@ class Reverser:
         attempt) when one of them does not come out of a trip as it went in."""
         self.materialize(names - constants, stmt.loc)
         snapshot, out_len, taken = self._snapshot(), len(self.out), set(self.namer.taken)
+        defs, env = dict(self.inst.defs), dict(self.env)
         before = {n: list(self.pending[n]) for n in constants}
         generated = self._loop_body(stmt, body, names - constants, materialized=True)
         if all(self.pending.get(n) == before[n] and self.state.get(self.acc.get(n)) is None
@@ -609,7 +611,14 @@ class Reverser:
             return generated
         self._restore(snapshot)
         del self.out[out_len:]
-        self.namer.taken = taken  # the names of the attempt are free again
+        # the names of the attempt are free again, and so is what they were: a name the
+        # attempt gave a temporary (`dx = ... + 0.75`, in defs) may name an accumulator
+        # next, and a computation looked through under that name would read the
+        # accumulator after it changed (fuzz 0-176)
+        self.namer.taken = taken
+        self.inst.defs = defs
+        self.env.clear()
+        self.env.update(env)
         return None
 
     def _loop_body(self, stmt, body, names, materialized=False):

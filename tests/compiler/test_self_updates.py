@@ -213,6 +213,48 @@ def test_array_branch_self_updates(c):
     _check(array_if_isub, x * 0.2, c)
 
 
+# -- a loop whose adjoint enters as a constant (`return 0.5 * x`) ------------------------------
+# The reverse pass first tries to keep the constant out of the loop body; when that fails
+# it undoes the attempt, and the names of the attempt are free again. A name the attempt
+# gave a temporary (`dx = ... + 0.75`) then named the accumulator, and what the temporary
+# was computed from was taken for the accumulator's value (fuzz 0-176: 1.57 for 2.78).
+
+def constant_seed_isub(x):
+    for i in range(2):
+        x = np.tanh(x) * 1.5
+        x -= (x - x * 1.5) - x * 0.5
+    return 0.5 * x
+
+
+def constant_seed_sub(x):
+    for i in range(3):
+        x = x - (x * 2.0 - x * np.tanh(x))
+    return 2.0 * x
+
+
+def constant_seed_branch(x, c):
+    for i in range(2):
+        if c > 0:
+            x = np.sin(x) - (x * 1.5 - x)
+    return 0.5 * x
+
+
+def constant_seed_array(x):
+    for i in range(2):
+        x = np.tanh(x) * 1.5
+        x -= (x - x * 1.5) - x * 0.5
+    return 0.5 * np.sum(x)
+
+
+def test_constant_adjoint_into_a_loop_with_self_updates():
+    _check(constant_seed_isub, -0.23)
+    _check(constant_seed_isub, 0.4)
+    _check(constant_seed_sub, 0.3)
+    _check(constant_seed_branch, 0.3, 1.0)
+    _check(constant_seed_branch, 0.3, -1.0)
+    _check(constant_seed_array, np.array([-0.23, 0.4, 0.1]))
+
+
 # -- the same bodies in forward mode and differentiated twice ---------------------------------
 
 @pytest.mark.parametrize("fn", [for_sub_of_difference, while_sub_of_difference,

@@ -359,6 +359,8 @@ CAMPAIGN_REGRESSIONS = {
     "0-1": "x = x - ((1.5 * x + x) - x * np.cos(..)) in a loop with a break",
     "0-44": "x = x - (x * 0.25 + -0.5 * x) in a loop",
     "0-98": "x /= (1.5 + (0.25 * x - x * 3.0) ** 2) in a loop",
+    "0-176": "x -= (x - x * 1.5) - x * 0.5 in a loop entered by a constant adjoint: a name "
+             "the undone constant attempt gave a temporary named the accumulator",
 }
 
 
