@@ -171,10 +171,11 @@ class Reverser:
                                                                 fn.params))
         # a primal value assigned once, or a backward temporary, holds one value wherever
         # the backward reads it; loop variables, restored values and accumulators do not
-        # (an accumulator first, whatever else its name was: see _loop_body_with_constants)
-        self.inst.stable = lambda name: name not in self.state and \
-            name not in self.acc.values() and \
-            (name in self.inst.defs or name not in self.overwritten)
+        # (an accumulator, one in self.state, whatever else its name was: see
+        # _loop_body_with_constants)
+        self.inst.stable = lambda name: name not in self.state and (
+            name in self.inst.defs or
+            (name not in self.overwritten and name not in self.acc.values()))
         self.pending = defaultdict(list)   # SSA adjoints: contributions not summed yet
         self.state: dict = {}              # accumulator name -> "explicit" | "zero"
         self.acc: dict = {}                # primal name -> its accumulator variable
