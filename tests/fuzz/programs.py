@@ -1136,19 +1136,14 @@ class Kinks:
     # Elsewhere an exact tie (a relative distance under 1e-12) is structural, like
     # np.max(np.stack([h, h])) or a comparison of a clipped value with its bound: the tied
     # values move together, the function is smooth there, finite differences are valid and
-    # any tie-breaking whose weights sum to one gives the same gradient. Not so a comparison
-    # of values apart by rounding only (`np.mean(x - np.mean(x, axis=0))`, 0 in exact
-    # arithmetic, compared with 0.0): rounding decides the branch, and a step of finite
-    # differences may take the other one (fuzz 0-2380); an exact tie stays a tie.
+    # any tie-breaking whose weights sum to one gives the same gradient.
     SINGULAR = ("std", "hypot", "sqrt", "log")
 
     def note(self, dist, scale, what):
         d = np.abs(np.asarray(dist, dtype=float))
         s = np.maximum(1.0, np.abs(np.asarray(scale, dtype=float)))
         rel = (d / s).reshape(-1)
-        if what == "compare":
-            rel = rel[rel > 0.0]
-        elif what not in self.SINGULAR:
+        if what not in self.SINGULAR:
             rel = rel[rel > 1e-12]
         if rel.size:
             m = float(np.min(rel))
