@@ -123,7 +123,7 @@ class ForwardMode:
         else:
             value = parts[0]
             for part in parts[1:]:
-                negated = self.inst.defs.get(part.name) if isinstance(part, Var) else None
+                negated = self.inst.made_by(part) if isinstance(part, Var) else None
                 if negated is not None and negated.op == "neg_op":  # a + -(b) -> a - b
                     value = self.inst.emit("sub_op", [value, negated.args[0]]).atom
                 else:

@@ -64,11 +64,6 @@ class _Restore:
         self.target, self.site, self.loc = target, site, loc
 
 
-def _written(stmt) -> set:
-    """Names a backward statement (or a placeholder restoring a primal) assigns."""
-    return {stmt.target} if isinstance(stmt, _Restore) else set(writes_of(stmt))
-
-
 class _TripPop:
     """Placeholder: pop the trip count of a nested loop before its reverse."""
 
@@ -176,9 +171,11 @@ class Reverser:
                                                                 fn.params))
         # a primal value assigned once, or a backward temporary, holds one value wherever
         # the backward reads it; loop variables, restored values and accumulators do not
-        self.inst.stable = lambda name: name in self.inst.defs or (
-            name not in self.overwritten and name not in self.state and
-            name not in self.acc.values())
+        # (an accumulator, one in self.state, whatever else its name was: see
+        # _loop_body_with_constants)
+        self.inst.stable = lambda name: name not in self.state and (
+            name in self.inst.defs or
+            (name not in self.overwritten and name not in self.acc.values()))
         self.pending = defaultdict(list)   # SSA adjoints: contributions not summed yet
         self.state: dict = {}              # accumulator name -> "explicit" | "zero"
         self.acc: dict = {}                # primal name -> its accumulator variable
@@ -322,11 +319,12 @@ class Reverser:
             elif _is_list(self.env.get(name)):
                 self.assign(acc, Call("add_adjoints", (Var(acc), part)), loc, "accumulate")
             else:
-                made = self.inst.defs.get(part.name) if isinstance(part, Var) else None
-                # d + -(e) -> d - e, where e still holds what was negated (`x = x - (x + x)`
-                # negates d_x, then adds to it)
-                subtract = made is not None and made.op == "neg_op" and \
-                    self.unchanged_since(part.name, made.args)
+                # the part's own computation, read again here only while its operands still
+                # hold what it read (`s = s - (2.0 * s - s)` in a loop: the part `-d_s` was
+                # made before d_s was updated, so it is not `d_s` negated any more)
+                made = self.inst.made_by(part) if isinstance(part, Var) else None
+                # d + -(e) -> d - e (`x = x - (x + x)` negates d_x, then adds to it)
+                subtract = made is not None and made.op == "neg_op"
                 other = made.args[0] if subtract else part
                 unsigned = self.unsigned_product(part, made)
                 if unsigned is not None:  # d + (-e) * v -> d - e * v
@@ -351,29 +349,21 @@ class Reverser:
         self.pending[name].append(part)
 
     def unsigned_product(self, part, made):
-        """`e * v` for a part `(-e) * v` (or `v * (-e)`) whose operands still hold what they
-        held when it was made, emitted here; None for any other part. Adding it with `-`
-        skips the negation (the backward of `a = -k * x - c * v` negates no adjoint)."""
+        """`e * v` for a part `(-e) * v` (or `v * (-e)`), emitted here; None for any other
+        part. Adding it with `-` skips the negation (the backward of `a = -k * x - c * v`
+        negates no adjoint). `made` is the product's call as `made_by` gives it (its
+        operands still hold); the negation is looked through the same way, since it was
+        made earlier and `e` (an accumulator) may have been updated in between."""
         if made is None or made.op != "mul_op" or made.kwargs:
             return None
         for k, atom in enumerate(made.args):
-            negated = self.inst.defs.get(atom.name) if isinstance(atom, Var) else None
+            negated = self.inst.made_by(atom) if isinstance(atom, Var) else None
             if negated is None or negated.op != "neg_op":
                 continue
             operands = (negated.args[0], made.args[1 - k])
-            if not self.unchanged_since(part.name, operands):
-                return None
             args = (operands[0], operands[1]) if k == 0 else (operands[1], operands[0])
             return self.inst.emit("mul_op", list(args)).atom
         return None
-
-    def unchanged_since(self, name, atoms) -> bool:
-        """Whether nothing the backward emitted since `name` was made assigns the names in
-        `atoms` (an accumulator updated, a primal restored): they hold what `name` read."""
-        at = next((i for i in range(len(self.out) - 1, -1, -1)
-                   if isinstance(self.out[i], Assign) and self.out[i].target == name), None)
-        names = {a.name for a in atoms if isinstance(a, Var)}
-        return at is not None and not any(names & _written(s) for s in walk(self.out[at + 1:]))
 
     def can_update_in_place(self, acc, part):
         """`acc += part` is safe when acc's array is ours alone and keeps its shape."""
@@ -614,6 +604,7 @@ class Reverser:
         attempt) when one of them does not come out of a trip as it went in."""
         self.materialize(names - constants, stmt.loc)
         snapshot, out_len, taken = self._snapshot(), len(self.out), set(self.namer.taken)
+        defs, env = dict(self.inst.defs), dict(self.env)
         before = {n: list(self.pending[n]) for n in constants}
         generated = self._loop_body(stmt, body, names - constants, materialized=True)
         if all(self.pending.get(n) == before[n] and self.state.get(self.acc.get(n)) is None
@@ -621,7 +612,14 @@ class Reverser:
             return generated
         self._restore(snapshot)
         del self.out[out_len:]
-        self.namer.taken = taken  # the names of the attempt are free again
+        # the names of the attempt are free again, and so is what they were: a name the
+        # attempt gave a temporary (`dx = ... + 0.75`, in defs) may name an accumulator
+        # next, and a computation looked through under that name would read the
+        # accumulator after it changed (fuzz 0-176)
+        self.namer.taken = taken
+        self.inst.defs = defs
+        self.env.clear()
+        self.env.update(env)
         return None
 
     def _loop_body(self, stmt, body, names, materialized=False):

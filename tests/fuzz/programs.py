@@ -7,7 +7,9 @@ between (), (3,), (2, 3) (and the intermediate shapes (2,), (1, 3), (2, 1)), bou
 functions, reductions with axis/keepdims, matmul/dot/einsum, indexing and slicing,
 reshape/transpose, where/maximum/clip, branches, fixed and data-dependent loops, break and
 continue, helper calls (module-level, nested def, lambda, closures, static recursion),
-augmented and indexed assignment, list append + stack.
+augmented and indexed assignment, list append + stack, and self-updates in loop and branch
+bodies (`s = s - (s * 2.0 - s)`, `s -= E(s)`, `s *= E(s)`: the target is read again by the
+expression that replaces it).
 
 `check_program(program)` is the differential harness: it writes the program to a file,
 imports it, draws inputs away from kinks (a copy of the program whose comparisons, max/min,
@@ -175,6 +177,28 @@ CONSTANTS = {
     COLK: ["np.array([[0.5], [-1.5]])", "np.ones((2, 1))"],
 }
 
+# Self-updates (`_Gen.self_update`): terms that each read the updated variable {v} (so the
+# statement's target is also its operand, several times), joined by + - *. {c} is a
+# constant, {o} another expression broadcasting to {v}'s shape. The negations and
+# differences make the backward negate the target's adjoint while updating it.
+SELF_TERMS = ["{v}", "{v} * {c}", "{c} * {v}", "-{v}", "({v} * {c} - {v})",
+              "({v} * {c} - {v})", "({c} * {v} + {v})", "({v} - {v} * {c})",
+              "-({v} + {v} * {c})", "np.tanh({v}) * {v}", "np.sin({v})", "{v} * np.cos({o})",
+              "({o} - {v})", "-{v} * ({o})", "({v} * np.tanh({o}) - {v})"]
+SELF_TERMS_OUTSIDE_LOOPS = ["{v} * {v}", "({v} - {o}) * {v}"]  # (squaring every trip overflows)
+SELF_CONSTS = ["0.5", "2.0", "1.5", "0.25", "3.0", "-0.5"]
+SELF_FORMS = ["{n} = {n} - ({e})", "{n} = {n} - ({e})", "{n} = {n} + ({e})", "{n} = {e}",
+              "{n} = {e} - {n}"]
+SELF_FORMS_IN_PLACE = ["{n} -= {e}", "{n} -= {e}", "{n} += {e}", "{n} *= np.cos({e})",
+                       "{n} *= {e}", "{n} /= (1.5 + ({e}) ** 2)", "{n} /= 2.0 + np.sin({e})"]
+SELF_UPDATE_RATE = 0.5  # chance that a loop or branch body gets one
+
+# Campaigns run before the self-update forms existed: their programs are rebuilt without
+# them, so the seeds in regression tables, reports and replay commands keep naming the
+# programs those campaigns checked (`generate(seed, self_updates=...)` overrides).
+EARLIER_CAMPAIGNS = frozenset({"5", "6", "7", "11", "31", "41", "43", "51", "53", "61", "64",
+                               "81", "91", "131", "141", "321", "331", "341"})
+
 FIELD_SHAPES = {"m": MAT, "m2": MAT, "v": VEC, "u": VEC, "w": COL2, "r": ROW, "r2": ROW,
                 "k": COLK, "s": SCALAR, "t": SCALAR, "s1": SCALAR, "s2": SCALAR, "s3": SCALAR}
 
@@ -259,8 +283,11 @@ class Program:
 
 
 class _Gen:
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, self_updates: random.Random | None = None):
         self.r = rng
+        # self-updates draw from a stream of their own: the rest of a program is the one
+        # the seed gave before they existed, with the self-updates inserted
+        self.su = self_updates
         self.lines: list[str] = []
         self.indent = 0
         self.env: list[Var] = []
@@ -536,10 +563,15 @@ class _Gen:
         saved_env, saved_ints = list(self.env), list(self.ints)
         self.indent += 1
         start = len(self.lines)
+        slot = self.self_update_slot()
+        if slot == "first":
+            self.self_update(in_loop)
         for _ in range(n):
             if self.returned:
                 break
             self.stmt(depth, in_loop)
+        if slot == "last" and not self.returned:
+            self.self_update(in_loop)
         if len(self.lines) == start:
             self.emit("pass")
         self.indent -= 1
@@ -597,6 +629,44 @@ class _Gen:
         if form == "+= {e}" and r.random() < 0.5:
             form = "-= 0.2 * np.arctan({e})"
         self.emit(f"{v.name} {form.format(e=e)}")
+
+    def self_update_slot(self):
+        """Where this loop or branch body gets a self-update: "first", "last" or None."""
+        if self.su is None or self.su.random() >= SELF_UPDATE_RATE:
+            return None
+        return self.su.choice(["first", "last", "last"])
+
+    def self_update(self, in_loop):
+        """`s = s - (s * 2.0 - s)`, `s -= E(s)`, `s *= E(s)`, ...: a statement whose target
+        is also its operand. Drawn from the self-update stream only (self.r is swapped for
+        it: expressions draw from self.r, and they neither name nor emit anything)."""
+        saved, self.r = self.r, self.su
+        try:
+            self._self_update(in_loop)
+        finally:
+            self.r = saved
+
+    def _self_update(self, in_loop):
+        r = self.r
+        cands = self.writable()
+        if not cands:
+            return
+        v = r.choice(cands)
+        terms = SELF_TERMS + ([] if in_loop else SELF_TERMS_OUTSIDE_LOOPS)
+
+        def term():
+            t = r.choice(terms)
+            o = self.expr(r.choice(COMPAT[v.shape]), 1) if "{o}" in t else None
+            return t.format(v=v.name, c=r.choice(SELF_CONSTS), o=o and _atom(o))
+        forms = SELF_FORMS + (SELF_FORMS_IN_PLACE if v.owned or v.shape == SCALAR else [])
+        form = r.choice(forms)
+        e = term()
+        for _ in range(r.choice([1, 1, 2]) if "{n} = {e}" in form else r.choice([0, 1, 1, 2])):
+            e = f"{e} {r.choice(['+', '-', '-', '*'])} {term()}"
+        self.features.add("self_update")
+        if "=" in form.split()[1] and form.split()[1] != "=":
+            self.features.add("augassign")
+        self.emit(form.format(n=v.name, e=e))
 
     def _s_setitem(self, depth, in_loop):
         r = self.r
@@ -682,6 +752,9 @@ class _Gen:
                 (self.ints if isinstance(item, IntVar) else self.env).append(item)
         self.indent += 1
         start = len(self.lines)
+        slot = self.self_update_slot()
+        if slot == "first":
+            self.self_update(True)
         for _ in range(r.randint(0, 2)):
             self.stmt(depth + 1, True)
         if cands:
@@ -693,6 +766,8 @@ class _Gen:
                 self.update(v, True)
         else:
             self.stmt(depth + 1, True)
+        if slot == "last":
+            self.self_update(True)
         if len(self.lines) == start:  # every statement kind declined (all variables frozen)
             self.emit("pass")
         self.indent -= 1
@@ -806,9 +881,14 @@ class _Gen:
             self.emit(f"while {n} < {limit}:")
         self.indent += 1
         saved_env, saved_ints = list(self.env), list(self.ints)
+        slot = self.self_update_slot()
+        if slot == "first":
+            self.self_update(True)
         for _ in range(r.randint(0, 1)):
             self.stmt(depth + 1, True)
         self.update(v, True)
+        if slot == "last":
+            self.self_update(True)
         self.emit(f"{n} += 1")
         if style >= 0.6:
             guard = f" or {n} >= {limit}" if style < 0.8 else ""
@@ -830,9 +910,14 @@ class _Gen:
         self.indent += 1
         saved_env, saved_ints = list(self.env), list(self.ints)
         self.ints.append(IntVar(i, k))
+        slot = self.self_update_slot()
+        if slot == "first":
+            self.self_update(True)
         for _ in range(r.randint(0, 1)):
             self.stmt(depth + 1, True)
         self.update(v, True)
+        if slot == "last":
+            self.self_update(True)
         self.emit(f"if {self.scalar_of(v)} {r.choice(['<', '>'])} "
                   f"{r.choice(['0.0', '0.5', '-0.5'])}:")
         self.emit("    break")
@@ -1017,9 +1102,15 @@ class _Gen:
         return Program(seed, source, params, self.features, dict(self.globals))
 
 
-def generate(seed) -> Program:
-    """The program for `seed` (any int or str; deterministic across runs)."""
-    return _Gen(random.Random(seed)).module(seed)
+def generate(seed, self_updates: bool | None = None) -> Program:
+    """The program for `seed` (any int or str; deterministic across runs).
+
+    `self_updates`: insert the self-update forms into loop and branch bodies; by default
+    yes, except for the seeds of EARLIER_CAMPAIGNS (f"{campaign}-{k}")."""
+    if self_updates is None:
+        self_updates = str(seed).split("-")[0] not in EARLIER_CAMPAIGNS or "-" not in str(seed)
+    su = random.Random(f"{seed}/self-updates") if self_updates else None
+    return _Gen(random.Random(seed), su).module(seed)
 
 
 # =============================================================================================

@@ -7,7 +7,9 @@ Prints how many programs were generated, compiled, rejected (by reason), matched
 mismatched and crashed, and writes every failing program (mismatched, crashed, and
 generator errors, which are bugs in tests/fuzz/programs.py) to the output folder as a
 runnable .py file whose header says what went wrong. Exits 1 when anything failed.
-Program k of a campaign has seed f"{seed}-{k}": `generate("0-17")` rebuilds it.
+Program k of a campaign has seed f"{seed}-{k}": `generate("0-17")` rebuilds it. Programs
+have self-updates in loop and branch bodies (`s -= E(s)`), except those of the campaigns
+run before these existed (programs.EARLIER_CAMPAIGNS), which are rebuilt as they were.
 """
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ def test_generator_is_deterministic_and_covers_the_features():
               "break", "continue", "module_helper", "nested_def", "lambda", "closure",
               "augassign", "append_stack", "setitem", "early_return", "matmul",
               "reduce_axis", "keepdims", "max_reduce", "maximum", "clip", "where", "abs",
-              "reshape", "math", "global", "kwargs", "recursion"}
+              "reshape", "math", "global", "kwargs", "recursion", "self_update"}
     assert wanted <= set(features), sorted(wanted - set(features))
 
 
@@ -353,6 +353,14 @@ CAMPAIGN_REGRESSIONS = {
     "131-1097": "x = x - (x + x): a negated adjoint re-read after the accumulator changed",
     "141-1333": "a shared name rebound before a read a long line's split printed after it",
     "331-243": "a clip mask carrying a constant factor: -mask raised, mask + mask was an or",
+    # (seed 0: the first campaign with self-updates in loop and branch bodies; these failed
+    # before reverse.py looked through a negated part only while its operands still held)
+    "0-0": "x = np.sin(x) - (-0.5 * x + x) in nested loops",
+    "0-1": "x = x - ((1.5 * x + x) - x * np.cos(..)) in a loop with a break",
+    "0-44": "x = x - (x * 0.25 + -0.5 * x) in a loop",
+    "0-98": "x /= (1.5 + (0.25 * x - x * 3.0) ** 2) in a loop",
+    "0-176": "x -= (x - x * 1.5) - x * 0.5 in a loop entered by a constant adjoint: a name "
+             "the undone constant attempt gave a temporary named the accumulator",
 }
 
 
@@ -374,6 +382,13 @@ KNOWN_OPEN = {
     # found this session, present at the session's start, not analysed further
     "321-347": "NaN from a power of a sum that overflows (inf times a zero derivative)",
     "341-1995": "NaN from a power of a sum that overflows (inf times a zero derivative)",
+    # the harness, not the compiler: `if np.mean(x1) < 0.0: break` after
+    # x1 = 0.5 * np.tanh(x1 - np.mean(x1, axis=0, keepdims=True)) with two rows (a mean that
+    # is 0 in exact arithmetic, ~1e-18 by rounding): rounding picks the branch and the
+    # finite differences' steps do not all take it. The kink detector counts a relative
+    # distance under 1e-12 as a structural tie; counting it as a kink instead skipped
+    # 41-1846, whose tiny operand (~1e-16) is a real value
+    "0-2380": "finite differences across a branch that rounding decides (harness)",
 }
 
 
