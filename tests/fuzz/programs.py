@@ -199,6 +199,20 @@ SELF_UPDATE_RATE = 0.5  # chance that a loop or branch body gets one
 EARLIER_CAMPAIGNS = frozenset({"5", "6", "7", "11", "31", "41", "43", "51", "53", "61", "64",
                                "81", "91", "131", "141", "321", "331", "341"})
 
+# Repeated indices in indexed updates (`_Gen.repeated_index`): `a[[0, 0]] = v` keeps the last
+# write, `a[[0, 0]] += v` adds once (numpy buffers the update), so the gradient of an
+# overwritten write is zero. Targets of the shapes `_s_setitem` writes, {n} the array.
+REPEATED_TARGETS = {
+    VEC: {VEC: ["{n}[[0, 0, 2]]", "{n}[[1, 1, 1]]", "{n}[[2, 0, 2]]", "{n}[[-1, 2, 0]]"],
+          COL2: ["{n}[[0, 0]]", "{n}[[2, 2]]", "{n}[[-1, 2]]", "{n}[np.array([1, 1])]"]},
+    MAT: {MAT: ["{n}[[0, 0]]", "{n}[[1, -1]]"],
+          VEC: ["{n}[[1, 1, 0], [0, 0, 2]]", "{n}[[0, 0, 0], [2, 2, 1]]"],
+          COL2: ["{n}[[1, 1], [2, 2]]", "{n}[[0, -2], [1, 1]]", "{n}[:, [0, 0]][1]"]},
+}
+REPEATED_INDEX_RATE = 0.75  # chance that an indexed update's target repeats an element
+# Campaigns run before the repeated-index targets existed (rebuilt without them).
+EARLIER_REPEATED_INDEX_CAMPAIGNS = EARLIER_CAMPAIGNS | {"0"}
+
 FIELD_SHAPES = {"m": MAT, "m2": MAT, "v": VEC, "u": VEC, "w": COL2, "r": ROW, "r2": ROW,
                 "k": COLK, "s": SCALAR, "t": SCALAR, "s1": SCALAR, "s2": SCALAR, "s3": SCALAR}
 
@@ -283,11 +297,13 @@ class Program:
 
 
 class _Gen:
-    def __init__(self, rng: random.Random, self_updates: random.Random | None = None):
+    def __init__(self, rng: random.Random, self_updates: random.Random | None = None,
+                 repeated_indices: random.Random | None = None):
         self.r = rng
         # self-updates draw from a stream of their own: the rest of a program is the one
         # the seed gave before they existed, with the self-updates inserted
         self.su = self_updates
+        self.ri = repeated_indices  # likewise the repeated-index targets
         self.lines: list[str] = []
         self.indent = 0
         self.env: list[Var] = []
@@ -690,6 +706,7 @@ class _Gen:
                                       (f"{n}[:, {r.choice('012')}]", COL2),
                                       (f"{n}[:, 1:]", "scale"), (f"{n}[:, :2]", COLK),
                                       (f"{n}[0:1]", ROW)])
+        target = self.repeated_index(v, shape, target)
         if shape == "mask":
             self.features.add("mask")
             self.emit(f"{target} {r.choice(['=', '*='])} {r.choice(['0.0', '0.5'])}")
@@ -703,6 +720,17 @@ class _Gen:
         elif op != "=":
             e = f"0.5 * np.tanh({e})"
         self.emit(f"{target} {op} {e}")
+
+    def repeated_index(self, v, shape, target):
+        """`target`, or (drawn from the repeated-index stream only) a target of the same
+        shape whose index names an element more than once."""
+        if self.ri is None or self.ri.random() >= REPEATED_INDEX_RATE:
+            return target
+        choices = REPEATED_TARGETS.get(v.shape, {}).get(shape)
+        if not choices:
+            return target
+        self.features.add("repeated_index")
+        return self.ri.choice(choices).format(n=v.name)
 
     def _s_tuple(self, depth, in_loop):
         r = self.r
@@ -1106,11 +1134,15 @@ def generate(seed, self_updates: bool | None = None) -> Program:
     """The program for `seed` (any int or str; deterministic across runs).
 
     `self_updates`: insert the self-update forms into loop and branch bodies; by default
-    yes, except for the seeds of EARLIER_CAMPAIGNS (f"{campaign}-{k}")."""
+    yes, except for the seeds of EARLIER_CAMPAIGNS (f"{campaign}-{k}"). Indexed updates
+    repeat an element of their index except in EARLIER_REPEATED_INDEX_CAMPAIGNS."""
     if self_updates is None:
         self_updates = str(seed).split("-")[0] not in EARLIER_CAMPAIGNS or "-" not in str(seed)
     su = random.Random(f"{seed}/self-updates") if self_updates else None
-    return _Gen(random.Random(seed), su).module(seed)
+    campaign = str(seed).split("-")[0] if "-" in str(seed) else None
+    ri = None if campaign in EARLIER_REPEATED_INDEX_CAMPAIGNS else \
+        random.Random(f"{seed}/repeated-indices")
+    return _Gen(random.Random(seed), su, ri).module(seed)
 
 
 # =============================================================================================

@@ -9,7 +9,9 @@ generator errors, which are bugs in tests/fuzz/programs.py) to the output folder
 runnable .py file whose header says what went wrong. Exits 1 when anything failed.
 Program k of a campaign has seed f"{seed}-{k}": `generate("0-17")` rebuilds it. Programs
 have self-updates in loop and branch bodies (`s -= E(s)`), except those of the campaigns
-run before these existed (programs.EARLIER_CAMPAIGNS), which are rebuilt as they were.
+run before these existed (programs.EARLIER_CAMPAIGNS), which are rebuilt as they were;
+likewise indexed updates whose index repeats an element (`a[[0, 0]] += v`), except in
+programs.EARLIER_REPEATED_INDEX_CAMPAIGNS.
 """
 from __future__ import annotations
 

@@ -73,7 +73,8 @@ def test_generator_is_deterministic_and_covers_the_features():
               "break", "continue", "module_helper", "nested_def", "lambda", "closure",
               "augassign", "append_stack", "setitem", "early_return", "matmul",
               "reduce_axis", "keepdims", "max_reduce", "maximum", "clip", "where", "abs",
-              "reshape", "math", "global", "kwargs", "recursion", "self_update"}
+              "reshape", "math", "global", "kwargs", "recursion", "self_update",
+              "repeated_index"}
     assert wanted <= set(features), sorted(wanted - set(features))
 
 
