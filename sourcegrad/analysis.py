@@ -71,10 +71,25 @@ _UNBOUND = object()  # a name a branch does not assign
 
 
 def stand_in(shape, dtype):
-    """A read-only array of `shape` and `dtype` that occupies one element of memory."""
+    """A read-only array of `shape` and `dtype` that occupies one element of memory.
+
+    Made once per (shape, dtype) and shared: it is read-only, and analysing a long
+    function asks for the same few thousands of times (np.broadcast_to costs ~15 µs)."""
     dtype = np.dtype(dtype)
-    base = np.zeros((), dtype) if dtype.kind in "biu" else np.ones((), dtype)
-    return np.broadcast_to(base, shape)
+    try:
+        key = (tuple(shape), dtype)
+    except TypeError:  # an int shape
+        key = ((shape,), dtype)
+    made = _STAND_INS.get(key)
+    if made is None:
+        if len(_STAND_INS) >= 4096:  # (bounded: shapes come from user programs)
+            _STAND_INS.clear()
+        base = np.zeros((), dtype) if dtype.kind in "biu" else np.ones((), dtype)
+        made = _STAND_INS[key] = np.broadcast_to(base, shape)
+    return made
+
+
+_STAND_INS: dict = {}  # (shape, dtype) -> its stand-in
 
 
 def aval_of(value) -> AVal:

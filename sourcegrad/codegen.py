@@ -41,7 +41,7 @@ import astor
 import gast
 import numpy as np
 
-from . import errors
+from . import errors, pyprint
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
                  While, assignment_counts, atom_vars, merge_notes, read_counts, reads_of, walk,
                  writes_of)
@@ -246,6 +246,20 @@ def _expr_source(node) -> str:
 
 
 def _to_source(node) -> str:
+    # pyprint writes what astor would, several times faster; astor prints what it does not
+    try:
+        text = pyprint.to_source(node)
+    except (pyprint.Unprintable, KeyError):
+        return _astor_source(node)
+    if _CHECK_PRINTER:
+        assert text == _astor_source(node), (text, _astor_source(node))
+    return text
+
+
+_CHECK_PRINTER = os.environ.get("SOURCEGRAD_CHECK_PRINTER") == "1"  # (tests: pyprint == astor)
+
+
+def _astor_source(node) -> str:
     # astor's default pretty-printer wraps long lines at arbitrary points; statements here
     # are kept short by folding fewer temporaries instead
     return astor.to_source(_to_ast(node),
