@@ -45,6 +45,12 @@ def _assign_counts(body, params=()):
 
 
 def _substitute(stmt, mapping, rebuild_blocks):
+    if isinstance(stmt, (Assign, ExprStmt, Return, Push)) and \
+            not getattr(stmt, "in_place", False) and not any(n in mapping for n in reads_of(stmt)):
+        # nothing it reads is replaced: the statement itself (rebuilding each statement of a
+        # long function on every round was most of this pass; an update in place is
+        # rebuilt below as before, which drops its `in_place` mark)
+        return stmt
     sub = lambda a: substitute_atom(a, mapping)  # noqa: E731
     if isinstance(stmt, Assign):
         value = stmt.value

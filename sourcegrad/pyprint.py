@@ -1,7 +1,7 @@
 """Python source of the small gast trees codegen builds, byte for byte what astor prints.
 
-`to_source(node)` takes a gast expression wrapped in `gast.Expr`, an assignment, an
-augmented assignment or a `return` (what `codegen.Printer` makes: names, attributes,
+`to_source(node)` takes a gast expression (bare, or wrapped in `gast.Expr`), an
+assignment, an augmented assignment or a `return` (what `codegen.Printer` makes: names, attributes,
 calls, operators, comparisons, constants, tuples, lists, subscripts, slices) and returns
 its text without a trailing newline, parenthesized exactly as astor 0.8 does (astor's
 precedence table, read from `astor.op_util`). A tree holding anything else (a string
@@ -51,7 +51,8 @@ def to_source(node) -> str:
         return f"{_expr(node.target, _P.AugAssign)} {symbol}= {_expr(node.value, _P.AugAssign)}"
     if kind is gast.Return:
         return "return" if node.value is None else "return " + _expr(node.value, _P.Return)
-    raise Unprintable(kind.__name__)
+    # a bare expression: astor gives it no precedence, so an operation is parenthesized
+    return _expr(node, _HIGHEST)
 
 
 def _expr(node, pp) -> str:
