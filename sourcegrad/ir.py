@@ -208,6 +208,9 @@ def walk(stmts):
 
 def reads_of(stmt) -> list[str]:
     """Names a statement reads itself (not counting its nested blocks)."""
+    kind = type(stmt)
+    if (kind is Assign or kind is ExprStmt) and type(stmt.value) is Call:
+        return stmt.value.reads()  # (the common case first: every pass asks, per statement)
     if isinstance(stmt, (Assign, ExprStmt)):
         v = stmt.value
         return v.reads() if isinstance(v, Call) else atom_vars(v)
