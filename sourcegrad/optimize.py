@@ -953,6 +953,29 @@ def _last_uses(body: list, shapes: dict) -> dict:
     return defaultdict(lambda: -1, {name: last(name) for name in list(readers)})
 
 
+class _Cleaner:
+    """`eliminate_dead_code(propagate_copies_and_cse(body))`, skipped for a body made of the
+    very statements of one such round left unchanged: that body is the round's fixed point
+    (the round is a function of the statements). Between two rounds, a pass with nothing
+    to do returns its input's statements (so does a round on them), and on a long
+    function a round costs a fifth of the optimizer."""
+
+    def __init__(self, params):
+        self.params = params
+        self.settled = None  # the statements a round left unchanged
+
+    def __call__(self, body):
+        if self.settled is not None and _same(body, self.settled):
+            return body
+        out = eliminate_dead_code(propagate_copies_and_cse(body, self.params))
+        self.settled = out if _same(out, body) else None
+        return out
+
+
+def _same(a, b) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
 def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = None,
              keep_residuals: bool = False, backend: str = "numpy",
              numbers: frozenset = frozenset()) -> Function:
@@ -964,15 +987,14 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
     from which results are computed into dead buffers; `numbers` names the values that
     are floating numbers (Python floats, numpy floating scalars).
     """
-    body = eliminate_dead_code(propagate_copies_and_cse(fn.body, fn.params))
+    clean = _Cleaner(fn.params)
+    body = clean(fn.body)
     arrays = bool(shapes) and bool(dtypes)
     if shapes:
-        body = inline_shape_only_values(body, set(fn.params), shapes)
-        body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
+        body = clean(inline_shape_only_values(body, set(fn.params), shapes))
     if arrays:
-        body = batch_rank_one_updates(body, set(fn.params), shapes, dtypes)
         # (an accumulator that became a row buffer is a copy of it now)
-        body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
+        body = clean(batch_rank_one_updates(body, set(fn.params), shapes, dtypes))
         body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes, dtypes))
     if arrays or numbers:
         shapes, dtypes = dict(shapes or {}), dict(dtypes or {})  # (the pass names new values)
