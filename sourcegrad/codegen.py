@@ -300,20 +300,46 @@ def _relative(path):
     return os.path.basename(path) if rel.startswith("..") else rel
 
 
-class _Writer:
-    """Prints a function body: comments per user line, folded temporaries, nested blocks."""
+class _Facts:
+    """What both printings of a function need to know about its body (not its names)."""
 
-    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), printed=None,
-                 matrices=frozenset()):
-        self.fn = fn
-        self.arrays = arrays = arrays | _buffers_made(fn.body)
-        matrices = _matrices_made(fn.body, matrices)
+    def __init__(self, fn, arrays, matrices):
+        self.arrays = arrays | _buffers_made(fn.body)
+        self.matrices = _matrices_made(fn.body, matrices)
         self.uses = read_counts(fn.body)
         assigned = assignment_counts(fn.body, fn.params)
         # only a temporary assigned once and read once may be folded into its reader
         self.protected = set(fn.params) | set(fn.user_names) | \
             {n for n, c in assigned.items() if c > 1}
         self.sharing = _memory_sharing(fn.body)
+        self.uses_stack = any(isinstance(s, Push) for s in walk(fn.body))
+        self._following: dict = {}  # id(block) -> (the block, its _Following)
+
+    def following(self, stmts, changed_by):
+        """The block's `_Following`, one per block of the IR (its index depends on the
+        statements and on `sharing` only; `changed_by` is either printing's)."""
+        known = self._following.get(id(stmts))
+        if known is not None and known[0] is stmts:
+            return known[1]
+        made = _Following(stmts, changed_by)
+        self._following[id(stmts)] = (stmts, made)  # (holding the block keeps its id its own)
+        return made
+
+
+class _Writer:
+    """Prints a function body: comments per user line, folded temporaries, nested blocks."""
+
+    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), printed=None,
+                 matrices=frozenset(), facts=None):
+        self.fn = fn
+        # what the body's statements say, whatever the names are printed as: computed once
+        # and handed to the second printing (`facts`)
+        self.facts = facts = facts or _Facts(fn, arrays, matrices)
+        self.arrays = arrays = facts.arrays
+        matrices = facts.matrices
+        self.uses = facts.uses
+        self.protected = facts.protected
+        self.sharing = facts.sharing
         # dead arrays' names rebound by the next value of their family (see lifetimes)
         self.printed = printed or {}
         # what a first printing tells lifetimes: per IR statement, the names its printed
@@ -328,7 +354,7 @@ class _Writer:
         self.printer = Printer(backend, self.inlined, scalars, arrays, self.printed, matrices)
         self.lines: list = []  # (indent, kind, line, text, code, note)
         self.section = "forward"
-        self.uses_stack = any(isinstance(s, Push) for s in walk(fn.body))
+        self.uses_stack = facts.uses_stack
         # CuPy: a statement that is a run of elementwise operations becomes one fused kernel
         self.fuse = backend.name == "cupy"
         self.elementwise_ops: dict = {}  # folded temp -> how many elementwise ops it holds
@@ -339,7 +365,7 @@ class _Writer:
 
     def write_block(self, stmts, indent):
         start = len(self.lines)
-        following = _Following(stmts, self.changed_by)
+        following = self.facts.following(stmts, self.changed_by)
         for i, stmt in enumerate(stmts):
             self.statement(stmt, following.after(i), indent)
         if len(self.lines) == start:
@@ -743,7 +769,8 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
                       n not in writer.protected and n not in info.forward_names}
         printed = shared_names(fn, candidates, writer.reads_at)
         if printed:
-            writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices)
+            writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices,
+                             writer.facts)
             writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]
         many = len(unwrapped) > 1
