@@ -889,9 +889,11 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
         return shape is not None and len(shape) > 0 and dtype is not None and \
             int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize >= min_bytes
 
-    last_use = _last_uses(body, shapes)
     owned = {s.target for s in body if isinstance(s, Assign) and counts[s.target] == 1
              and s.target not in params and _fresh_result(s.value) and large(s.target)}
+    if not owned:
+        return list(body)  # (no buffer to reuse: the last uses need not be found)
+    last_use = _last_uses(body, shapes)
     made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
     # a pullback's backward runs apart from its forward, maybe more than once: what the
     # forward made and the backward reads (the residuals) is never overwritten
