@@ -78,11 +78,23 @@ class SourceInfo:
 
 
 def _name(ident):
-    return gast.Name(id=ident, ctx=gast.Load(), annotation=None, type_comment=None)
+    made = _NAMES.get(ident)
+    if made is None:
+        if len(_NAMES) >= 1 << 16:  # (bounded: names come from user programs)
+            _NAMES.clear()
+        made = _NAMES[ident] = gast.Name(id=ident, ctx=_LOAD, annotation=None,
+                                         type_comment=None)
+    return made
+
+
+# The trees printed here are never changed once made, so one node serves every reading of a
+# name, and one `Load` every node (a long function's code reads names ~10^5 times).
+_LOAD = gast.Load()
+_NAMES: dict = {}
 
 
 def _attr(value, attr):
-    return gast.Attribute(value=value, attr=attr, ctx=gast.Load())
+    return gast.Attribute(value=value, attr=attr, ctx=_LOAD)
 
 
 class Printer:
@@ -120,7 +132,7 @@ class Printer:
         if isinstance(atom, Var):
             return self.inlined.get(atom.name) or _name(self.printed.get(atom.name, atom.name))
         if isinstance(atom, Tup):
-            return gast.Tuple(elts=[self.atom(a, in_index) for a in atom.items], ctx=gast.Load())
+            return gast.Tuple(elts=[self.atom(a, in_index) for a in atom.items], ctx=_LOAD)
         if isinstance(atom, Slc):
             parts = [None if isinstance(p, Const) and p.value is None else self.atom(p)
                      for p in (atom.lower, atom.upper, atom.step)]
@@ -139,14 +151,14 @@ class Printer:
             # outside a subscript an index is spelled np.s_[...]
             return gast.Subscript(value=self.namespace("s_"),
                                   slice=gast.Slice(lower=parts[0], upper=parts[1], step=parts[2]),
-                                  ctx=gast.Load())
+                                  ctx=_LOAD)
         if isinstance(value, tuple):
             if not in_index and any(isinstance(v, slice) or v is Ellipsis for v in value):
                 return gast.Subscript(value=self.namespace("s_"),
-                                      slice=self.const(value, True), ctx=gast.Load())
-            return gast.Tuple(elts=[self.const(v, in_index) for v in value], ctx=gast.Load())
+                                      slice=self.const(value, True), ctx=_LOAD)
+            return gast.Tuple(elts=[self.const(v, in_index) for v in value], ctx=_LOAD)
         if isinstance(value, list):
-            return gast.List(elts=[self.const(v) for v in value], ctx=gast.Load())
+            return gast.List(elts=[self.const(v) for v in value], ctx=_LOAD)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
             return gast.UnaryOp(op=gast.USub(), operand=gast.Constant(-value, None))
         return gast.Constant(value, None)
@@ -175,18 +187,18 @@ class Printer:
             op = {"-": gast.USub, "+": gast.UAdd, "not": gast.Not}[sp.text]()
             return gast.UnaryOp(op=op, operand=args[0])
         if sp.kind == "list":
-            return gast.List(elts=args, ctx=gast.Load())
+            return gast.List(elts=args, ctx=_LOAD)
         if sp.kind == "tuple":
-            return gast.Tuple(elts=args, ctx=gast.Load())
+            return gast.Tuple(elts=args, ctx=_LOAD)
         if sp.kind == "pycall":
             return gast.Call(func=args[0], args=args[1:], keywords=keywords)
         if sp.kind == "attr":
             return _attr(args[0], sp.text)
         if sp.kind == "getitem":
             return gast.Subscript(value=args[0], slice=self.atom(call.args[1], in_index=True),
-                                  ctx=gast.Load())
+                                  ctx=_LOAD)
         if rule.sequence_input:
-            args = [gast.List(elts=args, ctx=gast.Load())]
+            args = [gast.List(elts=args, ctx=_LOAD)]
         if sp.kind == "func" and sp.text in _MATH and self.all_scalars(call):
             # Python floats in, Python float out: the math module, as one writes it by hand
             self.modules.add("math")
