@@ -17,7 +17,8 @@ parameters given as 0-d arrays are read once as the numpy scalars they hold
 printing tells `lifetimes` where each name is read, and the second prints a dead
 array's name rebound by the next value of its family (`d_v = d_v * w`; `d_v *= w`
 for a result computed into its buffer), so each array is freed when the next
-exists. Statements are printed with astor.
+exists (the facts about the body both printings need are found once). Statements are
+printed by `pyprint`, which writes what astor would (astor prints what it does not cover).
 
 `load(source, name, free)` compiles the source into a fresh module whose file
 *is* that source (it is registered with linecache), so tracebacks, pdb and
