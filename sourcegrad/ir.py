@@ -263,6 +263,9 @@ def assignment_counts(stmts, params=()) -> dict:
     a name assigned once holds one value everywhere, so it may be propagated or folded."""
     counts = {p: 1 for p in params}
     for stmt in walk(stmts):
+        if type(stmt) is Assign:  # (the common case first: asked a dozen times a compile)
+            counts[stmt.target] = counts.get(stmt.target, 0) + 1
+            continue
         for n in writes_of(stmt):
             counts[n] = counts.get(n, 0) + (2 if isinstance(stmt, For) else 1)
     return counts
