@@ -71,10 +71,25 @@ _UNBOUND = object()  # a name a branch does not assign
 
 
 def stand_in(shape, dtype):
-    """A read-only array of `shape` and `dtype` that occupies one element of memory."""
+    """A read-only array of `shape` and `dtype` that occupies one element of memory.
+
+    Made once per (shape, dtype) and shared: it is read-only, and analysing a long
+    function asks for the same few thousands of times (np.broadcast_to costs ~15 µs)."""
     dtype = np.dtype(dtype)
-    base = np.zeros((), dtype) if dtype.kind in "biu" else np.ones((), dtype)
-    return np.broadcast_to(base, shape)
+    try:
+        key = (tuple(shape), dtype)
+    except TypeError:  # an int shape
+        key = ((shape,), dtype)
+    made = _STAND_INS.get(key)
+    if made is None:
+        if len(_STAND_INS) >= 4096:  # (bounded: shapes come from user programs)
+            _STAND_INS.clear()
+        base = np.zeros((), dtype) if dtype.kind in "biu" else np.ones((), dtype)
+        made = _STAND_INS[key] = np.broadcast_to(base, shape)
+    return made
+
+
+_STAND_INS: dict = {}  # (shape, dtype) -> its stand-in
 
 
 def aval_of(value) -> AVal:
@@ -261,6 +276,10 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             if shape_fn is not None:
                 return shape_fn(rule, vals, kwvalues)
             return rule.forward(*vals, **kwvalues)
+    memo = _memo_key(call.op, values, kwvalues) if shape_fn in _BY_SHAPE else None
+    result = _SHAPE_MEMO.get(memo) if memo is not None else None
+    if result is not None:
+        return AVal(result, known=False)
     try:
         result = evaluate(values)
     except _Unknown:
@@ -277,7 +296,47 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             result = evaluate([type(v)(1) if u else v for v, u in zip(values, unknown_numbers)])
         except Exception:
             return UNKNOWN
+        return AVal(result, known=False)
+    if memo is not None and result is not None:
+        if len(_SHAPE_MEMO) >= 4096:  # (bounded: shapes come from user programs)
+            _SHAPE_MEMO.clear()
+        _SHAPE_MEMO[memo] = result
     return AVal(result, known=False)
+
+
+# The shape functions whose result depends only on the arrays' shapes and dtypes and the
+# other operands' values: their results are remembered per (op, those), since a long
+# function asks for the same few thousands of times (each asking costs tens of µs: numpy
+# on one-element stand-ins, inside warning and error-state contexts). What they return is
+# immutable: a shared read-only stand-in or a numpy scalar.
+_SHAPE_MEMO: dict = {}
+
+
+def _memo_key(op, values, kwvalues):
+    """(op, the operands as the shape functions see them), or None when an operand is not
+    one of the plain kinds (a list, an object: computed every time)."""
+    try:
+        return (op, tuple(_operand_key(v) for v in values),
+                tuple((k, _operand_key(v)) for k, v in kwvalues.items()))
+    except _NoKey:
+        return None
+
+
+class _NoKey(Exception):
+    pass
+
+
+def _operand_key(v):
+    t = type(v)
+    if t is np.ndarray:
+        return (t, v.shape, v.dtype)
+    if t in (bool, int, str, type(None)) or isinstance(v, np.dtype):
+        return (t, v)
+    if t in (float, complex) or isinstance(v, np.generic):
+        return (t, repr(v))  # (0.0 and -0.0 are equal, and a sample's value may matter)
+    if t is tuple:
+        return (t, tuple(_operand_key(i) for i in v))
+    raise _NoKey
 
 
 def _is_mask(index, known):
@@ -408,6 +467,7 @@ _SHAPE_FUNCTIONS = {
     "dot": _dot_shape, "outer": _dot_shape, "inner": _dot_shape,
     "tensordot": _tensordot_shape, "einsum": _einsum_shape,
 }
+_BY_SHAPE = (_elementwise, _reduction, _matmul_shape, _dot_shape)  # (see _SHAPE_MEMO)
 
 
 def infer_shapes(fn, avals: list) -> dict:

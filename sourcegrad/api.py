@@ -893,17 +893,16 @@ def _users_gradients(fn, with_value) -> tuple:
     assigns = [s for s in walk(fn.body) if isinstance(s, Assign)]
     defined = {s.target for s in assigns}
     owned = set(fn.params) | {n for s in walk(fn.body) for n in reads_of(s)} - defined
+    # (what each assignment reads, for those that may pass a value on: computed once, not
+    # once a round)
+    passing = [(s.target, set(reads_of(s))) for s in assigns
+               if not isinstance(s.value, Call) or not makes_new_value(s.value)]
     changed = True
     while changed:
         changed = False
-        for s in assigns:
-            if s.target in owned:
-                continue
-            reads = {n for a in (s.value.atoms() if isinstance(s.value, Call) else (s.value,))
-                     for n in atom_vars(a)}
-            passes_on = not isinstance(s.value, Call) or not makes_new_value(s.value)
-            if passes_on and reads & owned:
-                owned.add(s.target)
+        for target, reads in passing:
+            if target not in owned and not reads.isdisjoint(owned):
+                owned.add(target)
                 changed = True
     return tuple((isinstance(a, Const) and isinstance(a.value, np.ndarray)) or
                  (isinstance(a, Var) and a.name in owned) for a in atoms)

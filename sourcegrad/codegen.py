@@ -17,7 +17,8 @@ parameters given as 0-d arrays are read once as the numpy scalars they hold
 printing tells `lifetimes` where each name is read, and the second prints a dead
 array's name rebound by the next value of its family (`d_v = d_v * w`; `d_v *= w`
 for a result computed into its buffer), so each array is freed when the next
-exists. Statements are printed with astor.
+exists (the facts about the body both printings need are found once). Statements are
+printed by `pyprint`, which writes what astor would (astor prints what it does not cover).
 
 `load(source, name, free)` compiles the source into a fresh module whose file
 *is* that source (it is registered with linecache), so tracebacks, pdb and
@@ -41,7 +42,7 @@ import astor
 import gast
 import numpy as np
 
-from . import errors
+from . import errors, pyprint
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
                  While, assignment_counts, atom_vars, merge_notes, read_counts, reads_of, walk,
                  writes_of)
@@ -78,11 +79,23 @@ class SourceInfo:
 
 
 def _name(ident):
-    return gast.Name(id=ident, ctx=gast.Load(), annotation=None, type_comment=None)
+    made = _NAMES.get(ident)
+    if made is None:
+        if len(_NAMES) >= 1 << 16:  # (bounded: names come from user programs)
+            _NAMES.clear()
+        made = _NAMES[ident] = gast.Name(id=ident, ctx=_LOAD, annotation=None,
+                                         type_comment=None)
+    return made
+
+
+# The trees printed here are never changed once made, so one node serves every reading of a
+# name, and one `Load` every node (a long function's code reads names ~10^5 times).
+_LOAD = gast.Load()
+_NAMES: dict = {}
 
 
 def _attr(value, attr):
-    return gast.Attribute(value=value, attr=attr, ctx=gast.Load())
+    return gast.Attribute(value=value, attr=attr, ctx=_LOAD)
 
 
 class Printer:
@@ -120,7 +133,7 @@ class Printer:
         if isinstance(atom, Var):
             return self.inlined.get(atom.name) or _name(self.printed.get(atom.name, atom.name))
         if isinstance(atom, Tup):
-            return gast.Tuple(elts=[self.atom(a, in_index) for a in atom.items], ctx=gast.Load())
+            return gast.Tuple(elts=[self.atom(a, in_index) for a in atom.items], ctx=_LOAD)
         if isinstance(atom, Slc):
             parts = [None if isinstance(p, Const) and p.value is None else self.atom(p)
                      for p in (atom.lower, atom.upper, atom.step)]
@@ -139,14 +152,14 @@ class Printer:
             # outside a subscript an index is spelled np.s_[...]
             return gast.Subscript(value=self.namespace("s_"),
                                   slice=gast.Slice(lower=parts[0], upper=parts[1], step=parts[2]),
-                                  ctx=gast.Load())
+                                  ctx=_LOAD)
         if isinstance(value, tuple):
             if not in_index and any(isinstance(v, slice) or v is Ellipsis for v in value):
                 return gast.Subscript(value=self.namespace("s_"),
-                                      slice=self.const(value, True), ctx=gast.Load())
-            return gast.Tuple(elts=[self.const(v, in_index) for v in value], ctx=gast.Load())
+                                      slice=self.const(value, True), ctx=_LOAD)
+            return gast.Tuple(elts=[self.const(v, in_index) for v in value], ctx=_LOAD)
         if isinstance(value, list):
-            return gast.List(elts=[self.const(v) for v in value], ctx=gast.Load())
+            return gast.List(elts=[self.const(v) for v in value], ctx=_LOAD)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
             return gast.UnaryOp(op=gast.USub(), operand=gast.Constant(-value, None))
         return gast.Constant(value, None)
@@ -175,18 +188,18 @@ class Printer:
             op = {"-": gast.USub, "+": gast.UAdd, "not": gast.Not}[sp.text]()
             return gast.UnaryOp(op=op, operand=args[0])
         if sp.kind == "list":
-            return gast.List(elts=args, ctx=gast.Load())
+            return gast.List(elts=args, ctx=_LOAD)
         if sp.kind == "tuple":
-            return gast.Tuple(elts=args, ctx=gast.Load())
+            return gast.Tuple(elts=args, ctx=_LOAD)
         if sp.kind == "pycall":
             return gast.Call(func=args[0], args=args[1:], keywords=keywords)
         if sp.kind == "attr":
             return _attr(args[0], sp.text)
         if sp.kind == "getitem":
             return gast.Subscript(value=args[0], slice=self.atom(call.args[1], in_index=True),
-                                  ctx=gast.Load())
+                                  ctx=_LOAD)
         if rule.sequence_input:
-            args = [gast.List(elts=args, ctx=gast.Load())]
+            args = [gast.List(elts=args, ctx=_LOAD)]
         if sp.kind == "func" and sp.text in _MATH and self.all_scalars(call):
             # Python floats in, Python float out: the math module, as one writes it by hand
             self.modules.add("math")
@@ -246,6 +259,20 @@ def _expr_source(node) -> str:
 
 
 def _to_source(node) -> str:
+    # pyprint writes what astor would, several times faster; astor prints what it does not
+    try:
+        text = pyprint.to_source(node)
+    except (pyprint.Unprintable, KeyError):
+        return _astor_source(node)
+    if _CHECK_PRINTER:
+        assert text == _astor_source(node), (text, _astor_source(node))
+    return text
+
+
+_CHECK_PRINTER = os.environ.get("SOURCEGRAD_CHECK_PRINTER") == "1"  # (tests: pyprint == astor)
+
+
+def _astor_source(node) -> str:
     # astor's default pretty-printer wraps long lines at arbitrary points; statements here
     # are kept short by folding fewer temporaries instead
     return astor.to_source(_to_ast(node),
@@ -286,20 +313,46 @@ def _relative(path):
     return os.path.basename(path) if rel.startswith("..") else rel
 
 
-class _Writer:
-    """Prints a function body: comments per user line, folded temporaries, nested blocks."""
+class _Facts:
+    """What both printings of a function need to know about its body (not its names)."""
 
-    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), printed=None,
-                 matrices=frozenset()):
-        self.fn = fn
-        self.arrays = arrays = arrays | _buffers_made(fn.body)
-        matrices = _matrices_made(fn.body, matrices)
+    def __init__(self, fn, arrays, matrices):
+        self.arrays = arrays | _buffers_made(fn.body)
+        self.matrices = _matrices_made(fn.body, matrices)
         self.uses = read_counts(fn.body)
         assigned = assignment_counts(fn.body, fn.params)
         # only a temporary assigned once and read once may be folded into its reader
         self.protected = set(fn.params) | set(fn.user_names) | \
             {n for n, c in assigned.items() if c > 1}
         self.sharing = _memory_sharing(fn.body)
+        self.uses_stack = any(isinstance(s, Push) for s in walk(fn.body))
+        self._following: dict = {}  # id(block) -> (the block, its _Following)
+
+    def following(self, stmts, changed_by):
+        """The block's `_Following`, one per block of the IR (its index depends on the
+        statements and on `sharing` only; `changed_by` is either printing's)."""
+        known = self._following.get(id(stmts))
+        if known is not None and known[0] is stmts:
+            return known[1]
+        made = _Following(stmts, changed_by)
+        self._following[id(stmts)] = (stmts, made)  # (holding the block keeps its id its own)
+        return made
+
+
+class _Writer:
+    """Prints a function body: comments per user line, folded temporaries, nested blocks."""
+
+    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), printed=None,
+                 matrices=frozenset(), facts=None):
+        self.fn = fn
+        # what the body's statements say, whatever the names are printed as: computed once
+        # and handed to the second printing (`facts`)
+        self.facts = facts = facts or _Facts(fn, arrays, matrices)
+        self.arrays = arrays = facts.arrays
+        matrices = facts.matrices
+        self.uses = facts.uses
+        self.protected = facts.protected
+        self.sharing = facts.sharing
         # dead arrays' names rebound by the next value of their family (see lifetimes)
         self.printed = printed or {}
         # what a first printing tells lifetimes: per IR statement, the names its printed
@@ -314,7 +367,7 @@ class _Writer:
         self.printer = Printer(backend, self.inlined, scalars, arrays, self.printed, matrices)
         self.lines: list = []  # (indent, kind, line, text, code, note)
         self.section = "forward"
-        self.uses_stack = any(isinstance(s, Push) for s in walk(fn.body))
+        self.uses_stack = facts.uses_stack
         # CuPy: a statement that is a run of elementwise operations becomes one fused kernel
         self.fuse = backend.name == "cupy"
         self.elementwise_ops: dict = {}  # folded temp -> how many elementwise ops it holds
@@ -325,7 +378,7 @@ class _Writer:
 
     def write_block(self, stmts, indent):
         start = len(self.lines)
-        following = _Following(stmts, self.changed_by)
+        following = self.facts.following(stmts, self.changed_by)
         for i, stmt in enumerate(stmts):
             self.statement(stmt, following.after(i), indent)
         if len(self.lines) == start:
@@ -729,7 +782,8 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
                       n not in writer.protected and n not in info.forward_names}
         printed = shared_names(fn, candidates, writer.reads_at)
         if printed:
-            writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices)
+            writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices,
+                             writer.facts)
             writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]
         many = len(unwrapped) > 1

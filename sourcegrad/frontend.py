@@ -182,8 +182,8 @@ def _exits(stmts, kinds, in_loop=True):
     never those inside a nested function definition)."""
     found = set()
     for stmt in stmts:
-        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef)):
-            continue
+        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef) + _SIMPLE_STATEMENTS):
+            continue  # (an expression holds no statement: nothing to walk)
         for node in _walk_no_defs(stmt, in_loop):
             if isinstance(node, gast.Return) and "return" in kinds:
                 found.add("return")
@@ -192,6 +192,10 @@ def _exits(stmts, kinds, in_loop=True):
             elif isinstance(node, gast.Continue) and "continue" in kinds:
                 found.add("continue")
     return found
+
+
+# statements made of expressions only (no break, continue or return can be inside them)
+_SIMPLE_STATEMENTS = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Pass)
 
 
 def _assigned_names(stmt) -> set:

@@ -208,6 +208,9 @@ def walk(stmts):
 
 def reads_of(stmt) -> list[str]:
     """Names a statement reads itself (not counting its nested blocks)."""
+    kind = type(stmt)
+    if (kind is Assign or kind is ExprStmt) and type(stmt.value) is Call:
+        return stmt.value.reads()  # (the common case first: every pass asks, per statement)
     if isinstance(stmt, (Assign, ExprStmt)):
         v = stmt.value
         return v.reads() if isinstance(v, Call) else atom_vars(v)
@@ -260,6 +263,9 @@ def assignment_counts(stmts, params=()) -> dict:
     a name assigned once holds one value everywhere, so it may be propagated or folded."""
     counts = {p: 1 for p in params}
     for stmt in walk(stmts):
+        if type(stmt) is Assign:  # (the common case first: asked a dozen times a compile)
+            counts[stmt.target] = counts.get(stmt.target, 0) + 1
+            continue
         for n in writes_of(stmt):
             counts[n] = counts.get(n, 0) + (2 if isinstance(stmt, For) else 1)
     return counts

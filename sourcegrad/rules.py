@@ -118,7 +118,12 @@ class Rule:
         return self.fn(*args, **kwargs)
 
     def signature(self) -> inspect.Signature:
-        return _signature(self)
+        # made once per rule: the reverse pass binds every call it differentiates
+        made = self.__dict__.get("_signature")
+        if made is None:
+            made = _signature(self)
+            object.__setattr__(self, "_signature", made)
+        return made
 
     def bind(self, args, kwargs):
         """Map a call's positional and keyword arguments to parameter names, defaults filled in."""
