@@ -201,8 +201,8 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
                    allow_unused=allow_unused, materialize_grads=materialize_grads)
         for i, r in enumerate(res):
             per_input[i].append(r)
-    from .shape_ops import stack
-    return tuple(None if rs[0] is None else stack(rs) for rs in per_input)
+    # np.stack of Tensors is the stack op (numpy_dispatch): the engine imports no op module
+    return tuple(None if rs[0] is None else np.stack(rs) for rs in per_input)
 
 
 def _accumulate_retained(t, g, create):

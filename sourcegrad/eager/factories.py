@@ -267,14 +267,18 @@ def legacy_tensor(cls, *args, **kwargs):
     return t
 
 
-def _rebuild(data, requires_grad, cls=Tensor):
+def rebuild(data, requires_grad, cls=Tensor):
     t = cls._make(data, requires_grad)
     if cls is not Tensor:
         t._get_extra().is_param = True
     return t
 
 
+_rebuild = rebuild  # the name pickles made before it was public refer to
+
+
 # --- filled tensors ---------------------------------------------------------------------------
+
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           pin_memory=False):

@@ -1,17 +1,23 @@
-"""Attach the op functions to `Tensor` as methods and operators.
+"""Attach the op functions to `Tensor` as methods and operators: the one place where
+the layers above `tensor.py` give the class what needs them.
 
 One function serves `sourcegrad.exp(x)` and `x.exp()`: the functions in
 `ops.py`, `shape_ops.py`, `inplace.py` take the tensor first, so they are
 installed on the class unchanged. The few methods whose argument order differs
 from the function's (`x.where(cond, y)`, reflected operators) are small
-wrappers here.
+wrappers here. Also installed here: the Tensor methods that need an upper layer
+(`backward` the engine, `_edge` the graph nodes, `cpu`/`cuda` the `to` op, the
+legacy constructor and pickling the factories, the numpy protocol numpy_dispatch).
+
+Imports: the whole eager package below it (tensor, node, engine, ops, shape_ops,
+inplace, factories, numpy_dispatch); only `eager/__init__` imports it.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes, factories, inplace, ops, shape_ops
-from .devices import DEVICE_TYPES
+from . import devices, dtypes, engine, factories, inplace, node, numpy_dispatch, ops, shape_ops
+from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
 
 _OPERANDS = (Tensor, bool, int, float, complex, np.ndarray, np.generic)
@@ -211,7 +217,63 @@ OPERATORS = {
 PROPERTIES = {"T": shape_ops.T, "mT": shape_ops.mT}
 
 
+# --- Tensor methods that need an upper layer --------------------------------------------
+
+def _new(cls, *args, **kwargs):
+    # the legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data
+    return factories.legacy_tensor(cls, *args, **kwargs)
+
+
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(self)/d(leaf) into the leaves' .grad (see sourcegrad.autograd.backward)."""
+    engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _cpu(self, memory_format=None):
+    """This tensor on the CPU: itself if it is there, else a copy (ToCopyBackward0)."""
+    if type(self._data) not in _GPU_ARRAYS:
+        return self
+    return shape_ops.to(self, CPU)
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=None):
+    """This tensor on a CUDA GPU (through CuPy): itself if it is there, else a copy.
+
+    `device` is an index, "cuda:1" or a `device`; by default the current CUDA device.
+    Without a CUDA device this raises a RuntimeError saying so.
+    """
+    if device is None:
+        dev = devices.cuda_device(devices.current_index())
+    else:
+        dev = devices.as_device(device)
+        if dev.type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device (got {dev})")
+    return shape_ops.to(self, dev)
+
+
+def _reduce_ex(self, protocol):
+    return (factories.rebuild, (self.detach()._data.copy(), self._requires_grad, type(self)))
+
+
+# the numpy protocol (create_graph runs the rule table's lambdas on Tensors)
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return numpy_dispatch.array_function(func, args, kwargs)
+
+
+CLASS_METHODS = {"__new__": staticmethod(_new), "_edge": node.tensor_edge,
+                 "backward": _backward, "cpu": _cpu, "cuda": _cuda, "__reduce_ex__": _reduce_ex,
+                 "__array_ufunc__": _array_ufunc, "__array_function__": _array_function}
+for _fn in (_backward, _cpu, _cuda):
+    _fn.__name__ = _fn.__qualname__ = _fn.__name__[1:]
+
+
 def install():
+    for name, fn in CLASS_METHODS.items():
+        setattr(Tensor, name, fn)
     for name, fn in METHODS.items():
         setattr(Tensor, name, fn)
     for name, fn in OPERATORS.items():

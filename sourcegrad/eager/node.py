@@ -18,12 +18,14 @@ only for its shape is kept as a `Meta` (shape and dtype, no data), which is why
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import numpy as np
 
 from . import devices, gpu_helpers, messages
 from .grad_mode import STATE
 from .hooks import add_hook
+from .tensor import _REFRESH_VIEW, Tensor
 
 _SEQ = itertools.count()
 _GPU = devices.DEVICE_TYPES  # cupy.ndarray, once CuPy is loaded
@@ -32,11 +34,10 @@ NONE_EDGE = (None, 0)
 # RuleNode._state values
 LIVE_SAVED, LIVE_NOTHING_SAVED, RELEASED = 0, 1, 2
 
-_Tensor = None  # set by tensor.py (the import would be circular)
 
 
 def _wrap(data, **kwargs):
-    return _Tensor._make(data, **kwargs)
+    return Tensor._make(data, **kwargs)
 
 
 class HookSet:
@@ -146,7 +147,7 @@ class AccumulateGrad(Node):
         if g is None:
             return ()
         np_dtype = var._data.dtype
-        if isinstance(g, _Tensor):
+        if isinstance(g, Tensor):
             # create_graph: the gradient is part of a graph; accumulate out of place
             if g.dtype.dtype != np_dtype:
                 g = g.to(var.dtype)
@@ -327,7 +328,7 @@ def _device_meta(data) -> Meta:
 
 def meta_like(g, shape, dtype) -> Meta:
     """A Meta on the device of array (or Tensor) `g`."""
-    data = g._data if isinstance(g, _Tensor) else g
+    data = g._data if isinstance(g, Tensor) else g
     if type(data) is np.ndarray:
         return Meta(tuple(shape), dtype)
     return meta_of(data).like(shape, dtype)
@@ -424,7 +425,7 @@ class RuleNode(Node):
         args = self._unpack_args(create)
         ans = self._unpack_ans(create)
         static = self._static
-        on_gpu = type(g) in _GPU or (create and isinstance(g, _Tensor) and type(g._data) in _GPU)
+        on_gpu = type(g) in _GPU or (create and isinstance(g, Tensor) and type(g._data) in _GPU)
         if on_gpu:
             args, static = _for_gpu(args, static, g, create)
         results = []
@@ -476,7 +477,7 @@ class RuleNode(Node):
             # AsStridedBackward0 of a view changed in place), else torch names this node
             other = ans[3]() if len(ans) > 3 else None
             name = _strip_backward((other if other is not None else self).name())
-            raise modified_error(_Tensor._dtype_of(data), data.shape, expected, vc.value,
+            raise modified_error(Tensor._dtype_of(data), data.shape, expected, vc.value,
                                  f", which is output 0 of {name},")
         if not create:
             return data
@@ -565,13 +566,13 @@ def _for_gpu(args, static, g, create):
 def _conform(gi, meta, create):
     """A VJP's result as a gradient for an input with `meta`: array type, dtype and shape."""
     if create:
-        if not isinstance(gi, _Tensor):
+        if not isinstance(gi, Tensor):
             gi = _wrap(meta.asarray(gi).astype(meta.dtype, copy=False))
         if type(gi._data) is not meta.array_type or meta.array_type is not np.ndarray:
             if not devices.same_place(gi._data, meta.device):
                 gi = gi.to(meta.device)  # the input lives on another device: copy back
         if gi._data.dtype != meta.dtype:
-            gi = gi.to(_Tensor._dtype_of_np(meta.dtype))
+            gi = gi.to(Tensor._dtype_of_np(meta.dtype))
         if gi._data.shape != meta.shape:
             gi = gi.expand(meta.shape) if gi._data.size == 1 else gi.reshape(meta.shape)
         return gi
@@ -617,7 +618,7 @@ class CopyBackwards(Node):
 
     def apply(self, grads):
         g = grads[0]
-        create = isinstance(g, _Tensor)
+        create = isinstance(g, Tensor)
         self_grad = None
         if self.next_functions[0][0] is not None:
             dt = g.dtype.dtype if create else g.dtype
@@ -655,7 +656,7 @@ class CopySlices(Node):
         if self._overlapping:
             raise RuntimeError(messages.INTERNAL_OVERLAP)
         g = grads[0]
-        create = isinstance(g, _Tensor)
+        create = isinstance(g, Tensor)
         pos = self.positions
         # a C-ordered copy, so that `flat` is a view of it: a gradient arriving through a
         # transpose or an expand is not C-ordered, and writes into a reshaped copy of it would
@@ -688,7 +689,7 @@ class AsStridedBackward0(Node):
     def apply(self, grads):
         from ..runtime import unindex as host_unindex
         g = grads[0]
-        create = isinstance(g, _Tensor)
+        create = isinstance(g, Tensor)
         unindex = gpu_helpers.unindex if type(g._data if create else g) in _GPU else host_unindex
         m = self._base_meta
         dt = g.dtype.dtype if create else g.dtype
@@ -731,3 +732,23 @@ class ErrorNode(Node):
 
 ErrorNode.__name__ = "Error"
 ErrorNode.__qualname__ = "Error"
+
+
+def tensor_edge(t):
+    """(node, output_nr) of tensor `t` in a graph: what next_functions lists for it.
+
+    Installed as `Tensor._edge` by methods.py (the tensor module sits below this one). A
+    leaf that requires grad gets its `AccumulateGrad`, shared by every use of it in a graph
+    while one is alive (a weak reference on the tensor)."""
+    if t._base is not None and t._extra.fn_version != t._vc.value:
+        _REFRESH_VIEW[0](t)
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if not t._requires_grad:
+        return NONE_EDGE
+    acc = t._acc() if t._acc is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._acc = weakref.ref(acc)
+    return (acc, 0)

@@ -27,6 +27,7 @@ from . import messages
 from .anomaly import ANOMALY
 from .devices import DEVICE_TYPES
 from .grad_mode import STATE
+from .tensor import Tensor as TENSOR, stale_view_requires_grad
 from .node import (_METAS, LIVE_NOTHING_SAVED, LIVE_SAVED, NONE_EDGE, Meta, MultiRuleNode,
                    RuleNode, meta_of, node_class)
 
@@ -166,8 +167,6 @@ class OpSpec:
                      if mode != NONE)
 
 
-_Tensor = None  # set by tensor.py
-_stale_view_requires_grad = None  # tensor.stale_view_requires_grad, set by tensor.py
 
 
 def record(spec, out, args, static=None, outputs=None):
@@ -177,7 +176,7 @@ def record(spec, out, args, static=None, outputs=None):
     grad mode is on and some edge argument requires grad. `outputs` lists all the
     outputs of a multi-output op (`out` is then None).
     """
-    Tensor = _Tensor
+    Tensor = TENSOR  # a local name: the loop below is the hot path of every op
     n = len(args)
     edges = []
     metas = []
@@ -186,7 +185,7 @@ def record(spec, out, args, static=None, outputs=None):
     for p in (range(n) if spec.varargs else spec.edges):
         a = args[p]
         if isinstance(a, Tensor) and (a._requires_grad or (
-                a._base is not None and _stale_view_requires_grad(a))):
+                a._base is not None and stale_view_requires_grad(a))):
             fn = a._grad_fn
             edges.append((fn, a._output_nr) if fn is not None and a._base is None
                          else a._edge())
