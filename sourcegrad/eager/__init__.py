@@ -30,6 +30,7 @@ from .devices import device
 from .tensor import Size, Tensor
 from . import cuda  # noqa: E402 - sourcegrad.cuda: is_available(), device_count(), ...
 from . import ops as _ops  # noqa: E402 - order matters: ops need the Tensor class
+from .operands import operand_key as _operand_key  # noqa: E402
 from . import shape_ops as _shape_ops  # noqa: E402,F401
 from . import inplace as _inplace  # noqa: E402
 from . import methods as _methods  # noqa: E402,F401 - installs the Tensor methods
@@ -72,7 +73,7 @@ newaxis = None
 
 def result_type(tensor1, tensor2):
     """torch.result_type: the dtype an op on these two operands produces."""
-    return _dtypes.result_type(_ops._key(tensor1)[1], _ops._key(tensor2)[1])
+    return _dtypes.result_type(_operand_key(tensor1)[1], _operand_key(tensor2)[1])
 
 
 def is_anomaly_enabled():

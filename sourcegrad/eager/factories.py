@@ -84,8 +84,12 @@ def set_rng_state(state):
     default_generator.set_state(state)
 
 
-def _rng(generator=None):
+def numpy_rng(generator=None):
+    """The numpy Generator behind `generator` (the default one when None)."""
     return (generator or default_generator)._rng
+
+
+_rng = numpy_rng  # the name nn.functional uses
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -371,13 +375,13 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     dev = _check_device(device)
     d = _np_dtype(dtype)
-    return _finish(_rng(generator).random(_size(size)).astype(d), requires_grad, dev)
+    return _finish(numpy_rng(generator).random(_size(size)).astype(d), requires_grad, dev)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     dev = _check_device(device)
     d = _np_dtype(dtype)
-    return _finish(_rng(generator).standard_normal(_size(size)).astype(d), requires_grad, dev)
+    return _finish(numpy_rng(generator).standard_normal(_size(size)).astype(d), requires_grad, dev)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
@@ -386,13 +390,13 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if size is None:
         low, high, size = 0, low, high
     d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
-    return _finish(_rng(generator).integers(low, high, _size((size,))).astype(d), requires_grad,
+    return _finish(numpy_rng(generator).integers(low, high, _size((size,))).astype(d), requires_grad,
                    _check_device(device))
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
-    return _finish(_rng(generator).permutation(n).astype(d), requires_grad,
+    return _finish(numpy_rng(generator).permutation(n).astype(d), requires_grad,
                    _check_device(device))
 
 
@@ -404,12 +408,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     d = _np_dtype(dtype) if dtype is not None or not isinstance(mean, Tensor) else mean._data.dtype
     dev = _check_device(device) if device is not None else next(
         (t.device for t in (mean, std) if isinstance(t, Tensor)), None)
-    return _finish((m + s * _rng(generator).standard_normal(shape)).astype(d), requires_grad, dev)
+    return _finish((m + s * numpy_rng(generator).standard_normal(shape)).astype(d), requires_grad, dev)
 
 
 def bernoulli(input, p=None, *, generator=None):
     probs = devices.host(input._data) if p is None else np.full(input._data.shape, p)
-    sample = (_rng(generator).random(input._data.shape) < probs).astype(input._data.dtype)
+    sample = (numpy_rng(generator).random(input._data.shape) < probs).astype(input._data.dtype)
     return _finish(sample, False, input.device)
 
 
@@ -418,7 +422,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         return multinomial(input.cpu(), num_samples, replacement, generator=generator).to(
             input.device)
     probs = input._data / input._data.sum(-1, keepdims=True)
-    rng = _rng(generator)
+    rng = numpy_rng(generator)
     if probs.ndim == 1:
         return _wrap(rng.choice(len(probs), num_samples, replace=replacement, p=probs)
                      .astype(np.int64))
@@ -460,14 +464,14 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
               generator=None):
     d = _like_dtype(input, dtype)
-    return _finish(_rng(generator).random(input._data.shape).astype(d), requires_grad,
+    return _finish(numpy_rng(generator).random(input._data.shape).astype(d), requires_grad,
                    _device_of(input, device))
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                generator=None):
     d = _like_dtype(input, dtype)
-    return _finish(_rng(generator).standard_normal(input._data.shape).astype(d), requires_grad,
+    return _finish(numpy_rng(generator).standard_normal(input._data.shape).astype(d), requires_grad,
                    _device_of(input, device))
 
 
@@ -476,7 +480,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     if high is None:
         low, high = 0, low
     d = _like_dtype(input, dtype)
-    return _finish(_rng(generator).integers(low, high, input._data.shape).astype(d),
+    return _finish(numpy_rng(generator).integers(low, high, input._data.shape).astype(d),
                    requires_grad, _device_of(input, device))
 
 

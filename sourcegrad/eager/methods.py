@@ -42,9 +42,9 @@ def _operator(fn, reflected=False):
 
 def _binary_operator(name, spec, np_fn, to_float=False):
     """`x + y` and the like: ops.add(x, y) and co. with their defaults (alpha=1, no
-    rounding_mode), calling the shared `ops._binary` directly. The operators are the
+    rounding_mode), calling the shared `ops.binary_op` directly. The operators are the
     hottest path of eager code, and the keyword handling costs as much as a check."""
-    binary = ops._binary
+    binary = ops.binary_op
 
     def op(self, other):
         if not isinstance(other, _OPERANDS) and type(other) not in _GPU_ARRAYS:
@@ -211,7 +211,7 @@ OPERATORS = {
     "__iand__": _operator(inplace.iand), "__ior__": _operator(inplace.ior),
     "__ixor__": _operator(inplace.ixor),
     "__neg__": ops.neg, "__pos__": _pos, "__abs__": ops.abs, "__invert__": ops.bitwise_not,
-    "__getitem__": shape_ops.getitem, "__setitem__": shape_ops.setitem,
+    "__getitem__": shape_ops.getitem, "__setitem__": inplace.setitem,
 }
 
 PROPERTIES = {"T": shape_ops.T, "mT": shape_ops.mT}

@@ -25,7 +25,7 @@ import numpy as np
 from . import devices, gpu_helpers, messages
 from .grad_mode import STATE
 from .hooks import add_hook
-from .tensor import _REFRESH_VIEW, Tensor
+from .tensor import REFRESH_VIEW, Tensor
 
 _SEQ = itertools.count()
 _GPU = devices.DEVICE_TYPES  # cupy.ndarray, once CuPy is loaded
@@ -347,7 +347,7 @@ def modified_error(dtype, shape, expected, current, output_text):
         hint=messages.ANOMALY_HINT if ANOMALY.enabled else messages.HINT))
 
 
-def _strip_backward(name: str) -> str:
+def strip_backward(name: str) -> str:
     """A node as torch's messages name it: "MulBackward0" -> "Mul", "ClampBackward1" ->
     "Clamp1"; "torch::autograd::CopySlices" stays whole."""
     head, sep, tail = name.rpartition("Backward")
@@ -365,7 +365,7 @@ def check_saved(t, expected, node=None):
             # not let an in-place op change (an unbind output) raises that error instead
             t._refresh_view()
         fn = t._grad_fn
-        out = (f", which is output {t._output_nr} of {_strip_backward(fn.name())},"
+        out = (f", which is output {t._output_nr} of {strip_backward(fn.name())},"
                if fn is not None else "")
         raise modified_error(t.dtype, t._data.shape, expected, current, out)
 
@@ -476,7 +476,7 @@ class RuleNode(Node):
             # a 4th entry: a weak reference to the grad_fn torch names while it lives (the
             # AsStridedBackward0 of a view changed in place), else torch names this node
             other = ans[3]() if len(ans) > 3 else None
-            name = _strip_backward((other if other is not None else self).name())
+            name = strip_backward((other if other is not None else self).name())
             raise modified_error(Tensor._dtype_of(data), data.shape, expected, vc.value,
                                  f", which is output 0 of {name},")
         if not create:
@@ -741,7 +741,7 @@ def tensor_edge(t):
     leaf that requires grad gets its `AccumulateGrad`, shared by every use of it in a graph
     while one is alive (a weak reference on the tensor)."""
     if t._base is not None and t._extra.fn_version != t._vc.value:
-        _REFRESH_VIEW[0](t)
+        REFRESH_VIEW[0](t)
     fn = t._grad_fn
     if fn is not None:
         return (fn, t._output_nr)

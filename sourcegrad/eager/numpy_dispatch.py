@@ -214,7 +214,7 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     idx = indices._data if isinstance(indices, Tensor) else indices
     if type(idx) not in DEVICE_TYPES:
         idx = np.asarray(list(idx) if isinstance(idx, range) else idx)
-    return shape_ops._pick(a, "IndexBackward0",
+    return shape_ops.pick(a, "IndexBackward0",
                            (slice(None),) * (axis % a._data.ndim) + (idx,))
 
 

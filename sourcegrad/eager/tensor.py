@@ -28,7 +28,7 @@ from .hooks import add_hook
 _new = object.__new__
 _GPU_TYPES = devices.DEVICE_TYPES  # the array types of data on a GPU (cupy.ndarray)
 _FROM_NUMPY = dtypes._FROM_NUMPY
-_REFRESH_VIEW = [None]  # inplace.refresh_view, set when inplace.py loads (it imports this module)
+REFRESH_VIEW = [None]  # inplace.refresh_view, set when inplace.py loads (it imports this module)
 
 # how a view was made (torch's CreationMeta): views made in no_grad mode, and the outputs of
 # unbind/split, may not be modified in place with grad mode on (inplace.check_view_rebase)
@@ -45,7 +45,7 @@ def stale_view_requires_grad(t) -> bool:
     if t._base is None or not t._base._requires_grad:
         return False
     if t._extra.fn_version != t._vc.value:
-        _REFRESH_VIEW[0](t)
+        REFRESH_VIEW[0](t)
     return t._requires_grad
 
 
@@ -171,7 +171,7 @@ class Tensor:
     def _refresh_view(self):
         """After an in-place op changed its base, a view's grad_fn must see the change."""
         if self._extra.fn_version != self._vc.value:
-            _REFRESH_VIEW[0](self)
+            REFRESH_VIEW[0](self)
 
     # --- metadata ---------------------------------------------------------------------------
 
