@@ -13,6 +13,18 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
 * `devices.py`: where data lives, numpy on the CPU or CuPy on a CUDA GPU
   (`x.cuda()`, `device="cuda"`); `cuda.py` is `sourcegrad.cuda`.
 
+Imports run one way, each layer importing only those below it (no cycle, no
+module-global patching):
+
+1. leaves: messages, dtypes, devices, grad_mode, hooks, anomaly, formatting, cuda;
+2. `tensor.py` (the class, views, version counters);
+3. the graph: `node.py`, `engine.py`, `spec.py`, `function.py` (and `gpu_helpers.py`);
+4. the operations: `operands.py` (shared operand helpers) <- `shape_ops.py` <-
+   `ops.py`; `factories.py`; then `inplace.py` (it uses all of these);
+5. the surface: `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
+   every method that needs a layer above it (in one place, at import time);
+6. this module.
+
 Like torch, the namespace has `float`, `int`, `bool`, `sum`, `max`, `min`, `abs`,
 `round`, `all`, `any` and `pow`: a module doing `from sourcegrad.eager import *`
 shadows those builtins.

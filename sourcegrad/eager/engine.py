@@ -25,6 +25,9 @@ saved values once it has run, so a second backward through it raises torch's
 Gradients flow as numpy arrays on the plain path. Under `create_graph=True`
 grad mode stays on and they flow as Tensors, so the backward pass is itself
 recorded and can be differentiated again.
+
+Imports: `node`, `tensor` and the leaves; never an op module (a batched
+`grad` stacks its results with `np.stack`, which numpy_dispatch hands to the stack op).
 """
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ stream and its normal sampler are not reproduced).
 tensors for the GPU are drawn on the host from the same generator and copied, so
 `randn(3, device="cuda")` holds what `randn(3)` would have, seed for seed. The
 `*_like` and `new_*` factories default to the device of the tensor they copy from.
+
+Imports: `tensor` and the leaves only.
 """
 from __future__ import annotations
 
@@ -113,7 +115,7 @@ def _finish(data, requires_grad, device=None):
 
 def _np_dtype(dtype, default=None):
     if dtype is None:
-        return (default or dtypes._DEFAULT[0]).dtype
+        return (default or dtypes.DEFAULT_DTYPE[0]).dtype
     return dtypes.as_dtype(dtype).dtype
 
 
@@ -161,7 +163,7 @@ def _infer(data, want=None):
     if isinstance(data, numbers.Integral):
         return np.array(data, np.int64)
     if isinstance(data, numbers.Real):
-        return np.array(data, floating or dtypes._DEFAULT[0].dtype)
+        return np.array(data, floating or dtypes.DEFAULT_DTYPE[0].dtype)
     if isinstance(data, numbers.Complex):
         return np.array(data, dtypes.default_complex_dtype().dtype)
     plain = _plain(data)
@@ -169,7 +171,7 @@ def _infer(data, want=None):
     if arr.dtype == object:
         raise ValueError("expected sequence of equal-length sequences")
     if arr.dtype.kind == "f" and not _has_arrays(plain):
-        arr = arr.astype(floating or dtypes._DEFAULT[0].dtype)
+        arr = arr.astype(floating or dtypes.DEFAULT_DTYPE[0].dtype)
     elif arr.dtype.kind == "f" and _has_arrays(plain):
         arr = arr.astype(_widest_float(plain))
     elif arr.dtype.kind == "c":
@@ -199,9 +201,9 @@ def _widest_float(plain):
             for q in p:
                 visit(q)
         elif isinstance(p, float):
-            kinds.append(dtypes._DEFAULT[0].dtype)
+            kinds.append(dtypes.DEFAULT_DTYPE[0].dtype)
     visit(plain)
-    return np.result_type(*kinds) if kinds else dtypes._DEFAULT[0].dtype
+    return np.result_type(*kinds) if kinds else dtypes.DEFAULT_DTYPE[0].dtype
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -254,7 +256,7 @@ def from_numpy(ndarray):
 def legacy_tensor(cls, *args, **kwargs):
     """torch.Tensor(...): sizes give an uninitialised float tensor, data gives a float copy."""
     dev = _check_device(kwargs.get("device"))
-    d = dtypes._DEFAULT[0].dtype
+    d = dtypes.DEFAULT_DTYPE[0].dtype
     if not args:
         data = np.empty((0,), d)
     elif all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
@@ -333,7 +335,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         raise RuntimeError("step must be nonzero")
     if dtype is None:
         floating = any(isinstance(v, float) for v in vals)
-        d = dtypes._DEFAULT[0].dtype if floating else np.dtype(np.int64)
+        d = dtypes.DEFAULT_DTYPE[0].dtype if floating else np.dtype(np.int64)
     else:
         d = dtypes.as_dtype(dtype).dtype
     n = max(0, math.ceil((end - start) / step))

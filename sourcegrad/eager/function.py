@@ -11,6 +11,8 @@ only under create_graph; backward returns one gradient per forward input (None
 for non-tensors; extra trailing Nones are tolerated), checked for count, type
 and shape with torch's messages. `mark_dirty`, `mark_non_differentiable`,
 `set_materialize_grads` and `@once_differentiable` behave as torch documents.
+
+Imports: `node`, `tensor`, the leaves and `sourcegrad.runtime`.
 """
 from __future__ import annotations
 

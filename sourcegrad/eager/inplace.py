@@ -20,6 +20,10 @@ the rule reads where torch's node keeps only the operands is kept as a copy.
 The checks are torch's, in torch's order: in-place on an inference tensor
 outside inference mode writes the data *and then* raises (as torch does); on a
 leaf that requires grad (or a view of one) it raises before writing.
+
+Imports: `ops`, `shape_ops`, `factories`, `operands`, `spec`, `node`, `tensor`, the
+leaves and `sourcegrad.rules_torch`; only the surface modules (numpy_dispatch,
+methods, `__init__`) import it.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from .node import strip_backward
 from .operands import along_index, as_tensor, promote as _promote, result as _result
 from .shape_ops import MASKED_FILL, index_array, positions
 from .spec import OpSpec, VALUE, record
-from .tensor import REFRESH_VIEW, DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
+from .tensor import DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 from .tensor import VersionCounter
 
 _wrap = Tensor._make
@@ -84,8 +88,6 @@ def check_view_rebase(view, modified):
             messages.NO_GRAD_VIEW_TAIL)
     raise RuntimeError(text + tail)
 
-
-REFRESH_VIEW[0] = refresh_view
 
 
 def _recording(self, others):
@@ -151,7 +153,7 @@ def _check_inference(self, data, fill=False):
 
 
 def _check_cast(self, result_np_dtype):
-    src = dtypes._FROM_NUMPY[np.dtype(result_np_dtype)]
+    src = dtypes.FROM_NUMPY[np.dtype(result_np_dtype)]
     dst = self.dtype
     if not dtypes.can_cast(src, dst):
         raise RuntimeError(f"result type {src._scalar_name} can't be cast to the desired output "

@@ -1,13 +1,17 @@
-"""Attach the op functions to `Tensor` as methods and operators: the one place where
-the layers above `tensor.py` give the class what needs them.
+"""Attach the op functions to `Tensor` as methods and operators.
 
 One function serves `sourcegrad.exp(x)` and `x.exp()`: the functions in
 `ops.py`, `shape_ops.py`, `inplace.py` take the tensor first, so they are
 installed on the class unchanged. The few methods whose argument order differs
 from the function's (`x.where(cond, y)`, reflected operators) are small
-wrappers here. Also installed here: the Tensor methods that need an upper layer
-(`backward` the engine, `_edge` the graph nodes, `cpu`/`cuda` the `to` op, the
-legacy constructor and pickling the factories, the numpy protocol numpy_dispatch).
+wrappers here.
+
+This is also the one place where the layers above `tensor.py` give the class the
+methods that need them (`CLASS_METHODS`): `backward` (the engine), `_edge` (the
+graph nodes), `_rebuild_view` (the in-place ops), `cpu`/`cuda` (the `to` op), the
+legacy constructor and pickling (the factories), the numpy protocol
+(numpy_dispatch). Setting a class attribute costs nothing per call: a method
+found on the class is as fast as one defined in its body.
 
 Imports: the whole eager package below it (tensor, node, engine, ops, shape_ops,
 inplace, factories, numpy_dispatch); only `eager/__init__` imports it.
@@ -265,6 +269,7 @@ def _array_function(self, func, types, args, kwargs):
 
 
 CLASS_METHODS = {"__new__": staticmethod(_new), "_edge": node.tensor_edge,
+                 "_rebuild_view": inplace.refresh_view,
                  "backward": _backward, "cpu": _cpu, "cuda": _cuda, "__reduce_ex__": _reduce_ex,
                  "__array_ufunc__": _array_ufunc, "__array_function__": _array_function}
 for _fn in (_backward, _cpu, _cuda):

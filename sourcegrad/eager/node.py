@@ -14,6 +14,9 @@ Saved values: a Tensor saved by value records its version counter, and backward
 refuses to use it once an in-place op has bumped that counter. What an op keeps
 only for its shape is kept as a `Meta` (shape and dtype, no data), which is why
 `x + 1` saves nothing and can be backpropagated twice, as in torch.
+
+Imports: `tensor`, the leaves, `gpu_helpers` and `sourcegrad.runtime`; never an op
+module (the engine and the ops import this one).
 """
 from __future__ import annotations
 
@@ -25,9 +28,9 @@ import numpy as np
 from . import devices, gpu_helpers, messages
 from .grad_mode import STATE
 from .hooks import add_hook
-from .tensor import REFRESH_VIEW, Tensor
+from .tensor import Tensor
 
-_SEQ = itertools.count()
+SEQ = itertools.count()
 _GPU = devices.DEVICE_TYPES  # cupy.ndarray, once CuPy is loaded
 NONE_EDGE = (None, 0)
 
@@ -64,7 +67,7 @@ class Node:
 
     def __init__(self, next_functions=()):
         self.next_functions = next_functions
-        self._seq = next(_SEQ)
+        self._seq = next(SEQ)
         self._hookset = None
 
     def name(self) -> str:
@@ -297,7 +300,7 @@ class DeviceMeta(Meta):
         return f"Meta({self.shape}, {self.dtype}, device='{self.device}')"
 
 
-_METAS: dict = {}
+METAS: dict = {}
 
 
 def meta_of(data) -> Meta:
@@ -305,9 +308,9 @@ def meta_of(data) -> Meta:
     if type(data) is not np.ndarray:
         return _device_meta(data)
     key = (data.shape, data.dtype)
-    m = _METAS.get(key)
+    m = METAS.get(key)
     if m is None:
-        m = _METAS[key] = Meta(data.shape, data.dtype)
+        m = METAS[key] = Meta(data.shape, data.dtype)
     return m
 
 
@@ -741,7 +744,7 @@ def tensor_edge(t):
     leaf that requires grad gets its `AccumulateGrad`, shared by every use of it in a graph
     while one is alive (a weak reference on the tensor)."""
     if t._base is not None and t._extra.fn_version != t._vc.value:
-        REFRESH_VIEW[0](t)
+        t._rebuild_view()  # inplace.refresh_view
     fn = t._grad_fn
     if fn is not None:
         return (fn, t._output_nr)

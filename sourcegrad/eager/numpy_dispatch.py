@@ -9,6 +9,9 @@ so are recorded. Each entry adapts numpy's signature to the Tensor op.
 A numpy function with no entry here falls back to numpy itself on the tensors'
 arrays (a tensor that requires grad refuses, as `np.asarray` on it does), and
 a ufunc's array result is wrapped back into a Tensor, as torch does.
+
+Imports: the op modules (ops, shape_ops, inplace, factories), `tensor` and the
+leaves; `methods.py` installs its entry points as the Tensor's numpy protocol.
 """
 from __future__ import annotations
 

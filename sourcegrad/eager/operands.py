@@ -22,14 +22,14 @@ from .spec import OpSpec
 from .tensor import Tensor, stale_view_requires_grad
 
 _wrap = Tensor._make
-_FROM_NP = dtypes._FROM_NUMPY
+_FROM_NP = dtypes.FROM_NUMPY
 _SCALARS = (bool, int, float, complex)
 _asarray = np.asarray
 _GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled when CuPy loads
 
 
 def default_np():
-    return dtypes._DEFAULT[0].dtype
+    return dtypes.DEFAULT_DTYPE[0].dtype
 
 
 def as_tensor(v, dtype=None):
@@ -86,7 +86,7 @@ def promote(a, b, to_float=False):
         bd, kb, rb = operand_key(b)
     r = dtypes.result_type(ka, kb)
     if to_float and not (r.is_floating_point or r.is_complex):
-        r = dtypes._DEFAULT[0]
+        r = dtypes.DEFAULT_DTYPE[0]
     rd = r.dtype
     if type(ad) is np.ndarray or type(ad) in _GPU:
         if ad.dtype != rd:

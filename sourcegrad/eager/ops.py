@@ -13,6 +13,9 @@ Each function serves as `sourcegrad.<name>(x, ...)` and, attached by `methods.py
 as `x.<name>(...)`, with torch's argument names (`dim`, `keepdim`); numpy's
 spellings (`axis`, `keepdims`) are accepted too, because the rule table's
 lambdas call these ops that way under create_graph.
+
+Imports: `shape_ops`, `operands`, `spec`, `node`, `tensor`, the leaves and
+`sourcegrad.rules_torch`; not `inplace`, `factories` or the surface modules.
 """
 from __future__ import annotations
 

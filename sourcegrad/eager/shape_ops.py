@@ -11,6 +11,9 @@ Indexing is decomposed as torch decomposes it, so the nodes match torch's: an
 int is a `select` (SelectBackward0), a slice other than `:` is a SliceBackward0,
 `None` an UnsqueezeBackward0, and integer-array or boolean-mask indices end in
 one IndexBackward0. All of them use the shared table's `getitem` rule.
+
+Imports: `operands`, `spec`, `tensor` and the leaves; not `ops` nor `inplace`
+(`diag` writes through the `index_put_` method).
 """
 from __future__ import annotations
 

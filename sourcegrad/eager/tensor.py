@@ -11,6 +11,10 @@ The ops themselves are functions in `ops.py`, `shape_ops.py` and `inplace.py`
 that serve both as `sourcegrad.exp(x)` and as `x.exp()`; `methods.py` attaches
 them to this class. What stays here is what is about the tensor itself:
 properties, autograd state, conversions and printing.
+
+Imports: the leaves only (devices, dtypes, messages, formatting, grad_mode, hooks).
+The layers above give the class the methods that need them, in one place:
+`methods.py` (`backward`, `_edge`, `cpu`, `to`, the numpy protocol, ...).
 """
 from __future__ import annotations
 
@@ -27,8 +31,7 @@ from .hooks import add_hook
 
 _new = object.__new__
 _GPU_TYPES = devices.DEVICE_TYPES  # the array types of data on a GPU (cupy.ndarray)
-_FROM_NUMPY = dtypes._FROM_NUMPY
-REFRESH_VIEW = [None]  # inplace.refresh_view, set when inplace.py loads (it imports this module)
+FROM_NUMPY = dtypes.FROM_NUMPY
 
 # how a view was made (torch's CreationMeta): views made in no_grad mode, and the outputs of
 # unbind/split, may not be modified in place with grad mode on (inplace.check_view_rebase)
@@ -45,7 +48,7 @@ def stale_view_requires_grad(t) -> bool:
     if t._base is None or not t._base._requires_grad:
         return False
     if t._extra.fn_version != t._vc.value:
-        REFRESH_VIEW[0](t)
+        t._rebuild_view()  # inplace.refresh_view, installed by methods.py
     return t._requires_grad
 
 
@@ -150,11 +153,11 @@ class Tensor:
 
     @staticmethod
     def _dtype_of(data) -> dtypes.dtype:
-        return _FROM_NUMPY[data.dtype]
+        return FROM_NUMPY[data.dtype]
 
     @staticmethod
     def _dtype_of_np(np_dtype) -> dtypes.dtype:
-        return _FROM_NUMPY[np.dtype(np_dtype)]
+        return FROM_NUMPY[np.dtype(np_dtype)]
 
     def _get_vc(self) -> VersionCounter:
         vc = self._vc
@@ -171,7 +174,7 @@ class Tensor:
     def _refresh_view(self):
         """After an in-place op changed its base, a view's grad_fn must see the change."""
         if self._extra.fn_version != self._vc.value:
-            REFRESH_VIEW[0](self)
+            self._rebuild_view()  # inplace.refresh_view, installed by methods.py
 
     # --- metadata ---------------------------------------------------------------------------
 
@@ -185,7 +188,7 @@ class Tensor:
 
     @property
     def dtype(self) -> dtypes.dtype:
-        return _FROM_NUMPY[self._data.dtype]
+        return FROM_NUMPY[self._data.dtype]
 
     @property
     def ndim(self) -> int:
