@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from ..runtime import unbroadcast
 from . import devices, messages
 from .grad_mode import STATE, no_grad
 from .node import ErrorNode, Meta, Node, NONE_EDGE, check_saved, meta_of, version_of
@@ -182,7 +183,6 @@ def _sum_to(r, shape, name, index):
         raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
                            f"{messages.shape_text(r._data.shape)} but expected shape compatible "
                            f"with {messages.shape_text(shape)}")
-    from ..runtime import unbroadcast
     return unbroadcast(r, Meta(tuple(shape), r._data.dtype))
 
 

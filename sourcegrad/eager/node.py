@@ -25,7 +25,9 @@ import weakref
 
 import numpy as np
 
+from ..runtime import unbroadcast, unindex as host_unindex
 from . import devices, gpu_helpers, messages
+from .anomaly import ANOMALY
 from .grad_mode import STATE
 from .hooks import add_hook
 from .tensor import Tensor
@@ -343,7 +345,6 @@ def version_of(t) -> int:
 
 
 def modified_error(dtype, shape, expected, current, output_text):
-    from .anomaly import ANOMALY
     return RuntimeError(messages.MODIFIED_INPLACE.format(
         type="torch." + dtype._tensor_type, shape=messages.shape_text(shape),
         output=output_text, version=current, expected=expected,
@@ -628,7 +629,6 @@ class CopyBackwards(Node):
             self_grad = _zeros_like_grad(meta_like(g, self._self_meta.shape, dt), create)
         src_grad = None
         if self.next_functions[1][0] is not None:
-            from ..runtime import unbroadcast
             src_grad = _conform(unbroadcast(g, self._src_meta), self._src_meta, create)
         return [self_grad, src_grad]
 
@@ -690,7 +690,6 @@ class AsStridedBackward0(Node):
         self._base_meta = base_meta
 
     def apply(self, grads):
-        from ..runtime import unindex as host_unindex
         g = grads[0]
         create = isinstance(g, Tensor)
         unindex = gpu_helpers.unindex if type(g._data if create else g) in _GPU else host_unindex
