@@ -440,9 +440,9 @@ def _tensordot_shape(rule, values, kwvalues):
 
 
 def _einsum_shape(rule, values, kwvalues):
-    from .runtime import _parse_einsum
+    from .runtime import parse_einsum
     subscripts, operands = values[0], values[1:]
-    inputs, output = _parse_einsum(subscripts, operands)
+    inputs, output = parse_einsum(subscripts, operands)
     sizes = {}
     for labels, op in zip(inputs, operands):
         for c, n in zip(labels, np.shape(op)):

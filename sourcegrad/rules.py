@@ -26,6 +26,9 @@ starts on a line of its own, so its source can be found from its code object.
 Edge values follow torch where torch and numpy's peers differ: clip passes the
 gradient at a bound, `maximum`/`minimum` and full `max`/`min` split ties evenly,
 `prod` with a zero is exact, `abs'(0) = 0`.
+
+Imports: numpy, gast and `runtime` only; the compiler, the eager engine and
+`rules_torch` import this module, never the other way round.
 """
 from __future__ import annotations
 
@@ -758,9 +761,25 @@ defvjp("sum_list_grad", sum_list_grad, _helper("sum_list_grad"),
 # Writing one row of a buffer the optimizer made (optimize.batch_rank_one_updates): the only
 # in-place store generated code does, into an array no other name refers to.
 defprimitive("store_item", runtime.store_item, Spelling("store"), pure=False)
-# A rule whose formula depends on a rank known only at run time, called then (see templates).
-defprimitive("vjp_at_run_time", runtime.vjp_at_run_time, _helper("vjp_at_run_time"))
-defprimitive("jvp_at_run_time", runtime.jvp_at_run_time, _helper("jvp_at_run_time"))
+
+
+def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):
+    """Rule `op`'s VJP for input `argnum`, chosen when it runs. Generated code calls this where
+    the rule picks its formula by a fact the compiler cannot know (the rank of a value whose
+    shape changes between loop trips); elsewhere the formula is inlined. It lives here, not in
+    runtime, because it reads the rule table (runtime imports nothing of sourcegrad)."""
+    return RULES[op].vjp_for(argnum)(g, ans, *inputs, **kwargs)
+
+
+def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
+    """Rule `op`'s explicit JVP for input `argnum`, chosen when it runs (see vjp_at_run_time)."""
+    return RULES[op].jvp_for(argnum)(t, ans, *inputs, **kwargs)
+
+
+# A rule whose formula depends on a rank known only at run time, called then (see templates);
+# generated code writes `sourcegrad.rules.vjp_at_run_time(...)`.
+defprimitive("vjp_at_run_time", vjp_at_run_time, Spelling("module", "sourcegrad.rules.vjp_at_run_time"))
+defprimitive("jvp_at_run_time", jvp_at_run_time, Spelling("module", "sourcegrad.rules.jvp_at_run_time"))
 
 
 # --- forward mode ----------------------------------------------------------------------------

@@ -17,6 +17,9 @@ kept and this file's is skipped (the finite-difference tests check either).
 
 `cumprod`'s VJP is exact where the input holds zeros, as torch's; so the second
 derivative of `prod` (whose shared-table VJP uses cumprod) is exact there too.
+
+Imports: numpy, `rules` and `runtime` only (it sits below the eager engine, which
+imports it).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import numpy as np
 
 from .rules import RULES, Spelling
 from .rules import defvjp as _shared_defvjp
-from .runtime import expand_reduced, max_grad, unbroadcast, unindex
+from .runtime import array_module, expand_reduced, max_grad, unbroadcast, unindex
 
 __all__ = ["relu", "sigmoid", "softmax", "log_softmax", "logsumexp", "rsqrt", "erf",
            "vector_norm", "nll_loss", "mse_loss", "index_put", "addmm", "leaky_relu", "split", "unbind",
@@ -154,10 +157,9 @@ def put_mask(like, index):
 
 def index_put(x, values, index, accumulate=False):
     if hasattr(x, "__cuda_array_interface__"):  # a CuPy array: its own copy and add.at
-        from .eager.devices import xp_of       # (numpy refuses to hand it a tuple index)
-        out = x.copy()
+        out = x.copy()                         # (numpy refuses to hand it a tuple index)
         if accumulate:
-            xp_of(out).add.at(out, index, values)
+            array_module(out).add.at(out, index, values)
         else:
             out[index] = values
         return out

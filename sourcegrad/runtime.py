@@ -5,6 +5,10 @@ is written with array methods and `numpy` functions that dispatch through
 NEP-18 (`__array_function__`), so the same helper serves numpy and CuPy arrays.
 Every helper is also a primitive in the rule table, so generated code can be
 differentiated again.
+
+Imports: numpy only (and cupy, lazily, for a CuPy array). This module is the bottom
+layer: generated code imports it, and it imports nothing of sourcegrad; what needs
+the rule table (`vjp_at_run_time`) lives in `rules`.
 """
 from __future__ import annotations
 
@@ -48,13 +52,13 @@ def unindex(g, x, index):
     out = np.zeros_like(x)
     if _has_array_index(index):
         # ufunc.at does not dispatch a tuple index to CuPy: call the array's own module
-        _module_of(out).add.at(out, index, g)
+        array_module(out).add.at(out, index, g)
     else:
         out[index] = g
     return out
 
 
-def _module_of(array):
+def array_module(array):
     """numpy, or cupy for a CuPy array (without importing cupy for numpy arrays)."""
     if type(array).__module__.startswith("cupy"):
         import cupy
@@ -121,7 +125,8 @@ def prod_grad(g, x, axis, keepdims):
 
 
 def _others_product(x, axis):
-    """For each element, the product of all other elements along `axis`."""
+    """For each element, the product of all other elements along `axis` (no division)."""
+    axis %= np.ndim(x)
     ones_shape = list(np.shape(x))
     ones_shape[axis] = 1
     # ones_like dispatches to the array's library (a host array cannot join a CuPy one)
@@ -129,7 +134,9 @@ def _others_product(x, axis):
     before = np.cumprod(np.concatenate([ones, x], axis=axis), axis=axis)
     after = np.flip(np.cumprod(np.concatenate([ones, np.flip(x, axis)], axis=axis), axis=axis), axis)
     n = np.shape(x)[axis]
-    return np.take(before, range(n), axis=axis) * np.take(after, range(1, n + 1), axis=axis)
+    # slices, not np.take(..., range(n)): no index made on the host for a CuPy x
+    lead = (slice(None),) * axis
+    return before[lead + (slice(0, n),)] * after[lead + (slice(1, n + 1),)]
 
 
 def prod_grad_jvp(g, x, t, axis, keepdims):
@@ -155,7 +162,7 @@ def prod_grad_jvp(g, x, t, axis, keepdims):
 
 def _others_product_jvp(x, t):
     """Along the last axis: for each i, sum_{j != i} t_j prod_{k != i, j} x_k."""
-    xp = _module_of(x)
+    xp = array_module(x)
     if not bool((x == 0).any()):
         # away from zeros it is others_i * sum_{j != i} t_j / x_j
         ratio = t / x
@@ -239,7 +246,7 @@ def einsum_grad(g, subscripts, operands, argnum):
     operand has (summed inside it) are broadcast back; a label repeated within
     this operand (a diagonal) is not supported.
     """
-    inputs, output = _parse_einsum(subscripts, operands)
+    inputs, output = parse_einsum(subscripts, operands)
     mine = inputs[argnum]
     if len(set(mine)) != len(mine):
         raise NotImplementedError(f"einsum gradient with a repeated label in {mine!r}")
@@ -291,7 +298,7 @@ def einsum_swap(subscripts, argnum):
     `einsum_grad(g, ...)` is linear in `g`; its adjoint for `g` is `einsum_grad` with these
     subscripts: the multilinear form is the same, only which argument is left out changes.
     """
-    inputs, output = _parse_einsum(subscripts, None)
+    inputs, output = parse_einsum(subscripts, None)
     mine = inputs[argnum]
     inputs = [output if i == argnum else s for i, s in enumerate(inputs)]
     return ",".join(inputs) + "->" + mine
@@ -301,7 +308,9 @@ def _replace_item(items, i, value):
     return tuple(value if j == i else x for j, x in enumerate(items))
 
 
-def _parse_einsum(subscripts, operands):
+def parse_einsum(subscripts, operands):
+    """`einsum` subscripts as (a list of each operand's labels, the output's labels); an implicit
+    output is the labels used once, sorted, as numpy has it."""
     spec = subscripts.replace(" ", "")
     if "." in spec:
         raise NotImplementedError("einsum gradient with '...' is not supported")
@@ -319,7 +328,7 @@ def untake(g, x, indices, axis=None):
     # C order: the flat view below must be a view (zeros_like of x.T is in Fortran order,
     # its reshape(-1) a copy, and the gradient written into it was lost)
     out = np.zeros_like(x, order="C")
-    add_at = _module_of(out).add.at
+    add_at = array_module(out).add.at
     if axis is None:
         add_at(out.reshape(-1), indices, g)
     else:
@@ -368,7 +377,7 @@ def last_writes(x, index):
     itself: each write's position is written into an array shaped like `x` by the same
     indexing, and the positions that are still there won. (`x[index] += v` is
     `x[index] = x[index] + v`: the same rule.)"""
-    xp = _module_of(x)
+    xp = array_module(x)
     order = xp.full(np.shape(x), -1, dtype=np.intp)
     part_shape = order[index].shape
     positions = xp.arange(int(np.prod(part_shape)), dtype=np.intp).reshape(part_shape)
@@ -461,20 +470,6 @@ def var_jvp(t, x, axis, ddof, keepdims):
     t_centered = t - np.mean(t, axis=axis, keepdims=True)
     count = reduced_count(x, axis)
     return 2.0 * (centered * t_centered).sum(axis=axis, keepdims=keepdims) / (count - ddof)
-
-
-def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):
-    """Rule `op`'s VJP for input `argnum`, chosen when it runs. Generated code calls this where
-    the rule picks its formula by a fact the compiler cannot know (the rank of a value whose
-    shape changes between loop trips); elsewhere the formula is inlined."""
-    from .rules import RULES  # the rule table imports this module
-    return RULES[op].vjp_for(argnum)(g, ans, *inputs, **kwargs)
-
-
-def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
-    """Rule `op`'s explicit JVP for input `argnum`, chosen when it runs (see vjp_at_run_time)."""
-    from .rules import RULES
-    return RULES[op].jvp_for(argnum)(t, ans, *inputs, **kwargs)
 
 
 def iadd_item(x, index, value):

@@ -13,6 +13,18 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
 * `devices.py`: where data lives, numpy on the CPU or CuPy on a CUDA GPU
   (`x.cuda()`, `device="cuda"`); `cuda.py` is `sourcegrad.cuda`.
 
+Imports run one way, each layer importing only those below it (no cycle, no
+module-global patching):
+
+1. leaves: messages, dtypes, devices, grad_mode, hooks, anomaly, formatting, cuda;
+2. `tensor.py` (the class, views, version counters);
+3. the graph: `node.py`, `engine.py`, `spec.py`, `function.py` (and `gpu_helpers.py`);
+4. the operations: `operands.py` (shared operand helpers) <- `shape_ops.py` <-
+   `ops.py`; `factories.py`; then `inplace.py` (it uses all of these);
+5. the surface: `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
+   every method that needs a layer above it (in one place, at import time);
+6. this module.
+
 Like torch, the namespace has `float`, `int`, `bool`, `sum`, `max`, `min`, `abs`,
 `round`, `all`, `any` and `pow`: a module doing `from sourcegrad.eager import *`
 shadows those builtins.
@@ -30,6 +42,7 @@ from .devices import device
 from .tensor import Size, Tensor
 from . import cuda  # noqa: E402 - sourcegrad.cuda: is_available(), device_count(), ...
 from . import ops as _ops  # noqa: E402 - order matters: ops need the Tensor class
+from .operands import operand_key as _operand_key  # noqa: E402
 from . import shape_ops as _shape_ops  # noqa: E402,F401
 from . import inplace as _inplace  # noqa: E402
 from . import methods as _methods  # noqa: E402,F401 - installs the Tensor methods
@@ -72,7 +85,7 @@ newaxis = None
 
 def result_type(tensor1, tensor2):
     """torch.result_type: the dtype an op on these two operands produces."""
-    return _dtypes.result_type(_ops._key(tensor1)[1], _ops._key(tensor2)[1])
+    return _dtypes.result_type(_operand_key(tensor1)[1], _operand_key(tensor2)[1])
 
 
 def is_anomaly_enabled():

@@ -4,6 +4,8 @@ When on, the engine checks every node's output gradients and raises torch's
 error when one holds NaN: `Function 'SqrtBackward0' returned nan values in its
 0th output.` (The traceback of the forward call that torch also prints is not
 recorded.)
+
+Imports: nothing of sourcegrad (a leaf of the eager package).
 """
 from __future__ import annotations
 

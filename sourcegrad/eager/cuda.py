@@ -6,6 +6,8 @@ is False, `device_count()` is 0) or raise a RuntimeError that says there is none
 
 Random numbers for the GPU come from the default generator (`sourcegrad.manual_seed`),
 so `manual_seed` / `manual_seed_all` here have nothing of their own to seed.
+
+Imports: `devices` only.
 """
 from __future__ import annotations
 

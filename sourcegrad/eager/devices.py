@@ -13,6 +13,8 @@ compiled with CUDA enabled"; `sourcegrad.cuda.is_available()` says so beforehand
 
 As in torch, an op refuses tensors on two devices, except that a 0-d CPU tensor
 may take part in an op on the GPU, as a Python number would.
+
+Imports: nothing of sourcegrad (a leaf of the eager package; cupy lazily).
 """
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ Promotion follows torch, not numpy, where the two differ:
 * a Python float counts as the default dtype (float32), a Python int as int64;
 * across categories the higher category's dtype wins (`int64 + float16` is
   float16, where numpy says float64).
+
+Imports: nothing of sourcegrad (a leaf of the eager package).
 """
 from __future__ import annotations
 
@@ -88,7 +90,7 @@ short, int, long = int16, int32, int64            # noqa: A001
 cfloat, cdouble = complex64, complex128
 
 ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128)
-_FROM_NUMPY = {d.dtype: d for d in ALL}
+FROM_NUMPY = {d.dtype: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 
 
@@ -98,9 +100,9 @@ def _by_name(name):
 
 def from_numpy_dtype(np_dtype) -> dtype:
     """The sourcegrad dtype for a numpy dtype (TypeError for ones torch lacks, like str)."""
-    found = _FROM_NUMPY.get(np_dtype)
+    found = FROM_NUMPY.get(np_dtype)
     if found is None:
-        found = _FROM_NUMPY.get(np.dtype(np_dtype))
+        found = FROM_NUMPY.get(np.dtype(np_dtype))
         if found is None:
             raise TypeError(f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only "
                             "supported types are: float64, float32, float16, complex64, "
@@ -121,7 +123,7 @@ def as_dtype(d) -> dtype:
     if type(d) is dtype:
         return d
     if d is _py_float:
-        return _DEFAULT[0]
+        return DEFAULT_DTYPE[0]
     if d is _py_int:
         return int64
     if d is _py_bool:
@@ -133,24 +135,24 @@ def as_dtype(d) -> dtype:
 
 # --- default dtype --------------------------------------------------------------------------
 
-_DEFAULT = [float32]
+DEFAULT_DTYPE = [float32]
 
 
 def get_default_dtype() -> dtype:
     """The dtype of tensors made from Python floats (float32 unless changed)."""
-    return _DEFAULT[0]
+    return DEFAULT_DTYPE[0]
 
 
 def set_default_dtype(d) -> None:
     d = as_dtype(d)
     if not d.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
-    _DEFAULT[0] = d
+    DEFAULT_DTYPE[0] = d
     _RESULT_CACHE.clear()
 
 
 def default_complex_dtype() -> dtype:
-    return complex128 if _DEFAULT[0] is float64 else complex64
+    return complex128 if DEFAULT_DTYPE[0] is float64 else complex64
 
 
 # --- promotion ------------------------------------------------------------------------------
@@ -161,7 +163,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         return a
     if a._category != b._category:
         return a if a._category > b._category else b
-    return _FROM_NUMPY[np.promote_types(a.dtype, b.dtype)]
+    return FROM_NUMPY[np.promote_types(a.dtype, b.dtype)]
 
 
 def _combine(higher, lower):
@@ -196,7 +198,7 @@ def scalar_dtype(value) -> dtype:
         return int64
     if t is complex or isinstance(value, np.complexfloating):
         return default_complex_dtype()
-    return _DEFAULT[0]
+    return DEFAULT_DTYPE[0]
 
 
 def result_type(*operands) -> dtype:
@@ -221,7 +223,7 @@ class finfo:
     """Machine limits of a floating-point dtype (`torch.finfo`)."""
 
     def __init__(self, type=None):  # noqa: A002 - torch's parameter name
-        info = np.finfo((type or _DEFAULT[0]).dtype if not isinstance(type, np.dtype) else type)
+        info = np.finfo((type or DEFAULT_DTYPE[0]).dtype if not isinstance(type, np.dtype) else type)
         self.bits, self.eps, self.max, self.min = info.bits, _py_float(info.eps), \
             _py_float(info.max), _py_float(info.min)
         self.tiny = self.smallest_normal = _py_float(info.tiny)

@@ -25,6 +25,9 @@ saved values once it has run, so a second backward through it raises torch's
 Gradients flow as numpy arrays on the plain path. Under `create_graph=True`
 grad mode stays on and they flow as Tensors, so the backward pass is itself
 recorded and can be differentiated again.
+
+Imports: `node`, `tensor` and the leaves; never an op module (a batched
+`grad` stacks its results with `np.stack`, which numpy_dispatch hands to the stack op).
 """
 from __future__ import annotations
 
@@ -201,8 +204,8 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
                    allow_unused=allow_unused, materialize_grads=materialize_grads)
         for i, r in enumerate(res):
             per_input[i].append(r)
-    from .shape_ops import stack
-    return tuple(None if rs[0] is None else stack(rs) for rs in per_input)
+    # np.stack of Tensors is the stack op (numpy_dispatch): the engine imports no op module
+    return tuple(None if rs[0] is None else np.stack(rs) for rs in per_input)
 
 
 def _accumulate_retained(t, g, create):

@@ -12,6 +12,8 @@ stream and its normal sampler are not reproduced).
 tensors for the GPU are drawn on the host from the same generator and copied, so
 `randn(3, device="cuda")` holds what `randn(3)` would have, seed for seed. The
 `*_like` and `new_*` factories default to the device of the tensor they copy from.
+
+Imports: `tensor` and the leaves only.
 """
 from __future__ import annotations
 
@@ -84,8 +86,12 @@ def set_rng_state(state):
     default_generator.set_state(state)
 
 
-def _rng(generator=None):
+def numpy_rng(generator=None):
+    """The numpy Generator behind `generator` (the default one when None)."""
     return (generator or default_generator)._rng
+
+
+_rng = numpy_rng  # the name nn.functional uses
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -109,7 +115,7 @@ def _finish(data, requires_grad, device=None):
 
 def _np_dtype(dtype, default=None):
     if dtype is None:
-        return (default or dtypes._DEFAULT[0]).dtype
+        return (default or dtypes.DEFAULT_DTYPE[0]).dtype
     return dtypes.as_dtype(dtype).dtype
 
 
@@ -157,7 +163,7 @@ def _infer(data, want=None):
     if isinstance(data, numbers.Integral):
         return np.array(data, np.int64)
     if isinstance(data, numbers.Real):
-        return np.array(data, floating or dtypes._DEFAULT[0].dtype)
+        return np.array(data, floating or dtypes.DEFAULT_DTYPE[0].dtype)
     if isinstance(data, numbers.Complex):
         return np.array(data, dtypes.default_complex_dtype().dtype)
     plain = _plain(data)
@@ -165,7 +171,7 @@ def _infer(data, want=None):
     if arr.dtype == object:
         raise ValueError("expected sequence of equal-length sequences")
     if arr.dtype.kind == "f" and not _has_arrays(plain):
-        arr = arr.astype(floating or dtypes._DEFAULT[0].dtype)
+        arr = arr.astype(floating or dtypes.DEFAULT_DTYPE[0].dtype)
     elif arr.dtype.kind == "f" and _has_arrays(plain):
         arr = arr.astype(_widest_float(plain))
     elif arr.dtype.kind == "c":
@@ -195,9 +201,9 @@ def _widest_float(plain):
             for q in p:
                 visit(q)
         elif isinstance(p, float):
-            kinds.append(dtypes._DEFAULT[0].dtype)
+            kinds.append(dtypes.DEFAULT_DTYPE[0].dtype)
     visit(plain)
-    return np.result_type(*kinds) if kinds else dtypes._DEFAULT[0].dtype
+    return np.result_type(*kinds) if kinds else dtypes.DEFAULT_DTYPE[0].dtype
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -250,7 +256,7 @@ def from_numpy(ndarray):
 def legacy_tensor(cls, *args, **kwargs):
     """torch.Tensor(...): sizes give an uninitialised float tensor, data gives a float copy."""
     dev = _check_device(kwargs.get("device"))
-    d = dtypes._DEFAULT[0].dtype
+    d = dtypes.DEFAULT_DTYPE[0].dtype
     if not args:
         data = np.empty((0,), d)
     elif all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
@@ -267,14 +273,18 @@ def legacy_tensor(cls, *args, **kwargs):
     return t
 
 
-def _rebuild(data, requires_grad, cls=Tensor):
+def rebuild(data, requires_grad, cls=Tensor):
     t = cls._make(data, requires_grad)
     if cls is not Tensor:
         t._get_extra().is_param = True
     return t
 
 
+_rebuild = rebuild  # the name pickles made before it was public refer to
+
+
 # --- filled tensors ---------------------------------------------------------------------------
+
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           pin_memory=False):
@@ -325,7 +335,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         raise RuntimeError("step must be nonzero")
     if dtype is None:
         floating = any(isinstance(v, float) for v in vals)
-        d = dtypes._DEFAULT[0].dtype if floating else np.dtype(np.int64)
+        d = dtypes.DEFAULT_DTYPE[0].dtype if floating else np.dtype(np.int64)
     else:
         d = dtypes.as_dtype(dtype).dtype
     n = max(0, math.ceil((end - start) / step))
@@ -367,13 +377,13 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     dev = _check_device(device)
     d = _np_dtype(dtype)
-    return _finish(_rng(generator).random(_size(size)).astype(d), requires_grad, dev)
+    return _finish(numpy_rng(generator).random(_size(size)).astype(d), requires_grad, dev)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     dev = _check_device(device)
     d = _np_dtype(dtype)
-    return _finish(_rng(generator).standard_normal(_size(size)).astype(d), requires_grad, dev)
+    return _finish(numpy_rng(generator).standard_normal(_size(size)).astype(d), requires_grad, dev)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
@@ -382,13 +392,13 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if size is None:
         low, high, size = 0, low, high
     d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
-    return _finish(_rng(generator).integers(low, high, _size((size,))).astype(d), requires_grad,
+    return _finish(numpy_rng(generator).integers(low, high, _size((size,))).astype(d), requires_grad,
                    _check_device(device))
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
-    return _finish(_rng(generator).permutation(n).astype(d), requires_grad,
+    return _finish(numpy_rng(generator).permutation(n).astype(d), requires_grad,
                    _check_device(device))
 
 
@@ -400,12 +410,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     d = _np_dtype(dtype) if dtype is not None or not isinstance(mean, Tensor) else mean._data.dtype
     dev = _check_device(device) if device is not None else next(
         (t.device for t in (mean, std) if isinstance(t, Tensor)), None)
-    return _finish((m + s * _rng(generator).standard_normal(shape)).astype(d), requires_grad, dev)
+    return _finish((m + s * numpy_rng(generator).standard_normal(shape)).astype(d), requires_grad, dev)
 
 
 def bernoulli(input, p=None, *, generator=None):
     probs = devices.host(input._data) if p is None else np.full(input._data.shape, p)
-    sample = (_rng(generator).random(input._data.shape) < probs).astype(input._data.dtype)
+    sample = (numpy_rng(generator).random(input._data.shape) < probs).astype(input._data.dtype)
     return _finish(sample, False, input.device)
 
 
@@ -414,7 +424,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         return multinomial(input.cpu(), num_samples, replacement, generator=generator).to(
             input.device)
     probs = input._data / input._data.sum(-1, keepdims=True)
-    rng = _rng(generator)
+    rng = numpy_rng(generator)
     if probs.ndim == 1:
         return _wrap(rng.choice(len(probs), num_samples, replace=replacement, p=probs)
                      .astype(np.int64))
@@ -456,14 +466,14 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
               generator=None):
     d = _like_dtype(input, dtype)
-    return _finish(_rng(generator).random(input._data.shape).astype(d), requires_grad,
+    return _finish(numpy_rng(generator).random(input._data.shape).astype(d), requires_grad,
                    _device_of(input, device))
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                generator=None):
     d = _like_dtype(input, dtype)
-    return _finish(_rng(generator).standard_normal(input._data.shape).astype(d), requires_grad,
+    return _finish(numpy_rng(generator).standard_normal(input._data.shape).astype(d), requires_grad,
                    _device_of(input, device))
 
 
@@ -472,7 +482,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     if high is None:
         low, high = 0, low
     d = _like_dtype(input, dtype)
-    return _finish(_rng(generator).integers(low, high, input._data.shape).astype(d),
+    return _finish(numpy_rng(generator).integers(low, high, input._data.shape).astype(d),
                    requires_grad, _device_of(input, device))
 
 

@@ -13,6 +13,8 @@ This follows torch's `_tensor_str.py` step by step, on the numpy array:
 * suffixes follow: `device='cuda:0'` for a GPU tensor, `dtype=` when it is not the
   default, then `grad_fn=<...>` for non-leaves or `requires_grad=True` for leaves
   that require grad.
+
+Imports: `devices` and `dtypes` only.
 """
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ only under create_graph; backward returns one gradient per forward input (None
 for non-tensors; extra trailing Nones are tolerated), checked for count, type
 and shape with torch's messages. `mark_dirty`, `mark_non_differentiable`,
 `set_materialize_grads` and `@once_differentiable` behave as torch documents.
+
+Imports: `node`, `tensor`, the leaves and `sourcegrad.runtime`.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from ..runtime import unbroadcast
 from . import devices, messages
 from .grad_mode import STATE, no_grad
 from .node import ErrorNode, Meta, Node, NONE_EDGE, check_saved, meta_of, version_of
@@ -180,7 +183,6 @@ def _sum_to(r, shape, name, index):
         raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
                            f"{messages.shape_text(r._data.shape)} but expected shape compatible "
                            f"with {messages.shape_text(shape)}")
-    from ..runtime import unbroadcast
     return unbroadcast(r, Meta(tuple(shape), r._data.dtype))
 
 

@@ -1,18 +1,18 @@
 """The few `sourcegrad.runtime` helpers that CuPy cannot run as written, rewritten for it.
 
 The rules' lambdas call `sourcegrad.runtime` helpers, and almost all of them work
-on CuPy arrays unchanged (numpy hands the calls to CuPy). Two do not:
-
-* `unindex` (and `untake`) scatter-add with `np.add.at(out, index, g)`; NumPy hands
-  that to CuPy only when `index` is an array, and refuses a tuple index (what
-  `x[i, j]`, `gather` and `max(dim)` record);
-* `prod_grad` builds its ones with `np.ones(shape)`, a host array that CuPy's
-  `concatenate` refuses.
+on CuPy arrays unchanged (numpy hands the calls to CuPy). `unindex` (and `untake`)
+scatter-add with `np.add.at(out, index, g)`; NumPy hands that to CuPy only when
+`index` is an array, and refuses a tuple index (what `x[i, j]`, `gather` and
+`max(dim)` record). (`prod_grad` had a copy here too; runtime's own now makes its
+ones with `np.ones_like(x, shape=...)` and slices, so it runs on CuPy as written.)
 
 A node on the GPU runs its rule with these versions bound in its place (`for_gpu`):
-the same lambda, the same arithmetic, with `xp.add.at` called on CuPy directly and
-the ones made with `np.ones_like(x, shape=...)`. They work on Tensors too (under
-`create_graph`), where numpy's functions dispatch to the Tensor ops.
+the same lambda, the same arithmetic, with `xp.add.at` called on CuPy directly.
+They work on Tensors too (under `create_graph`), where numpy's functions dispatch
+to the Tensor ops.
+
+Imports: numpy, `sourcegrad.runtime` and `eager.devices` only.
 """
 from __future__ import annotations
 
@@ -59,37 +59,7 @@ def untake(g, x, indices, axis=None):
     return out
 
 
-def _others_product(x, axis):
-    """For each element, the product of the other elements along `axis` (no division)."""
-    axis %= np.ndim(x)
-    shape = list(np.shape(x))
-    shape[axis] = 1
-    ones = np.ones_like(x, shape=tuple(shape))  # made where x lives
-    before = np.cumprod(np.concatenate([ones, x], axis=axis), axis=axis)
-    after = np.flip(np.cumprod(np.concatenate([ones, np.flip(x, axis)], axis=axis), axis=axis),
-                    axis)
-    n = np.shape(x)[axis]
-    lead = (slice(None),) * axis
-    return before[lead + (slice(0, n),)] * after[lead + (slice(1, n + 1),)]
-
-
-def prod_grad(g, x, axis, keepdims):
-    """`runtime.prod_grad`: the adjoint of `prod(x, axis)`, exact where x holds zeros."""
-    g = runtime.expand_reduced(g, x, axis, keepdims)
-    if axis is None:
-        flat = x.reshape(-1)
-        return (g * _others_product(flat, 0)).reshape(np.shape(x))
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    if len(axes) != 1:
-        moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
-        flat = moved.reshape(moved.shape[: -len(axes)] + (-1,))
-        others = _others_product(flat, -1).reshape(moved.shape)
-        return g * np.moveaxis(others, tuple(range(-len(axes), 0)), axes)
-    return g * _others_product(x, axes[0])
-
-
-HELPERS = {"unindex": (runtime.unindex, unindex), "untake": (runtime.untake, untake),
-           "prod_grad": (runtime.prod_grad, prod_grad)}
+HELPERS = {"unindex": (runtime.unindex, unindex), "untake": (runtime.untake, untake)}
 _FOR_GPU: dict = {}
 
 

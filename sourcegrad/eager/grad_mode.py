@@ -16,6 +16,8 @@ Each mode works three ways, like torch's:
 
 `inference_mode` additionally marks tensors created inside it as inference
 tensors (see `Tensor.is_inference`).
+
+Imports: nothing of sourcegrad (a leaf of the eager package).
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""RemovableHandle: what every `register_*hook` returns; `.remove()` unregisters the hook."""
+"""RemovableHandle: what every `register_*hook` returns; `.remove()` unregisters the hook.
+
+Imports: nothing of sourcegrad (a leaf of the eager package).
+"""
 from __future__ import annotations
 
 import itertools

@@ -20,6 +20,10 @@ the rule reads where torch's node keeps only the operands is kept as a copy.
 The checks are torch's, in torch's order: in-place on an inference tensor
 outside inference mode writes the data *and then* raises (as torch does); on a
 leaf that requires grad (or a view of one) it raises before writing.
+
+Imports: `ops`, `shape_ops`, `factories`, `operands`, `spec`, `node`, `tensor`, the
+leaves and `sourcegrad.rules_torch`; only the surface modules (numpy_dispatch,
+methods, `__init__`) import it.
 """
 from __future__ import annotations
 
@@ -28,14 +32,15 @@ import weakref
 import numpy as np
 
 from .. import rules_torch as rt
-from . import devices, dtypes, messages
+from . import devices, dtypes, messages, ops as _ops, shape_ops
+from .factories import numpy_rng
 from .grad_mode import STATE
 from .node import AsStridedBackward0, CopyBackwards, CopySlices, NONE_EDGE, meta_of
-from .node import _strip_backward
-from .ops import _promote, _result
-from .shape_ops import MASKED_FILL, _index_array, positions
+from .node import strip_backward
+from .operands import along_index, as_tensor, promote as _promote, result as _result
+from .shape_ops import MASKED_FILL, index_array, positions
 from .spec import OpSpec, VALUE, record
-from .tensor import _REFRESH_VIEW, DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
+from .tensor import DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 from .tensor import VersionCounter
 
 _wrap = Tensor._make
@@ -77,14 +82,12 @@ def check_view_rebase(view, modified):
                 messages.VIEW_OF_NO_GRAD_VIEW_MODIFIED)
     else:
         text = messages.VIEW_MODIFIED
-    name = _strip_backward(fn.name()) if fn is not None else ""
+    name = strip_backward(fn.name()) if fn is not None else ""
     text = text.format(nr=view._output_nr, name=name, modified=modified)
     tail = (messages.MULTI_OUTPUT_VIEW_TAIL if creation == MULTI_OUTPUT_VIEW else
             messages.NO_GRAD_VIEW_TAIL)
     raise RuntimeError(text + tail)
 
-
-_REFRESH_VIEW[0] = refresh_view
 
 
 def _recording(self, others):
@@ -150,7 +153,7 @@ def _check_inference(self, data, fill=False):
 
 
 def _check_cast(self, result_np_dtype):
-    src = dtypes._FROM_NUMPY[np.dtype(result_np_dtype)]
+    src = dtypes.FROM_NUMPY[np.dtype(result_np_dtype)]
     dst = self.dtype
     if not dtypes.can_cast(src, dst):
         raise RuntimeError(f"result type {src._scalar_name} can't be cast to the desired output "
@@ -235,8 +238,6 @@ def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
 
 # --- arithmetic ----------------------------------------------------------------------------
 
-from . import ops as _ops  # noqa: E402
-
 
 def _check_shapes(self, other_shape):
     """torch's errors for an operand that does not broadcast to self's shape."""
@@ -298,7 +299,7 @@ def pow_(self, exponent):
 
 def remainder_(self, other):
     spec = _ops.REMAINDER if isinstance(other, Tensor) else _ops.REMAINDER_SCALAR
-    return _binary_(self, other, spec, _ops._remainder)
+    return _binary_(self, other, spec, _ops.remainder_data)
 
 
 def floor_divide_(self, other):
@@ -347,7 +348,7 @@ def square_(self):
 def clamp_(self, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    data = _ops._clamp_data(self, min, max)
+    data = _ops.clamp_data(self, min, max)
     _check_cast(self, data.dtype)
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
     spec = _ops.CLAMP_TENSOR if tensor_bounds else _ops.CLAMP_SCALAR
@@ -358,11 +359,11 @@ clip_ = clamp_
 
 
 def clamp_min_(self, min):  # noqa: A002
-    return apply(self, _ops._clamp_data(self, min, None), _ops.CLAMP_MIN, (self, min, None))
+    return apply(self, _ops.clamp_data(self, min, None), _ops.CLAMP_MIN, (self, min, None))
 
 
 def clamp_max_(self, max):  # noqa: A002
-    return apply(self, _ops._clamp_data(self, None, max), _ops.CLAMP_MAX, (self, None, max))
+    return apply(self, _ops.clamp_data(self, None, max), _ops.CLAMP_MAX, (self, None, max))
 
 
 def leaky_relu_(self, negative_slope=0.01):
@@ -420,7 +421,7 @@ def copy_(self, src, non_blocking=False):
 
 
 def masked_fill_(self, mask, value):
-    m = _index_array(mask)
+    m = index_array(mask)
     if isinstance(value, Tensor) and value._data.ndim == 0 and not value._requires_grad:
         value = value.item()
     v = value._data if isinstance(value, Tensor) else value
@@ -437,7 +438,7 @@ def index_put_(self, indices, values, accumulate=False):
         indices = tuple(indices)
     if not isinstance(indices, tuple):
         indices = (indices,)
-    key = tuple(_index_array(i) if isinstance(i, (Tensor, list, np.ndarray)) else i
+    key = tuple(index_array(i) if isinstance(i, (Tensor, list, np.ndarray)) else i
                 for i in indices)
     if key and all(isinstance(k, np.ndarray) and k.dtype == np.bool_ for k in key) and len(key) == 1:
         key = np.nonzero(key[0])
@@ -462,7 +463,7 @@ def _same_device_value(values, self):
 
 def index_add_(self, dim, index, source, *, alpha=1):
     axis = dim % self._data.ndim
-    key = (slice(None),) * axis + (_index_array(index).reshape(-1),)
+    key = (slice(None),) * axis + (index_array(index).reshape(-1),)
     if alpha != 1:
         source = source * alpha
     if type(source._data) is not type(self._data):
@@ -474,13 +475,12 @@ def index_add_(self, dim, index, source, *, alpha=1):
 
 def index_fill_(self, dim, index, value):
     axis = dim % self._data.ndim
-    key = (slice(None),) * axis + (_index_array(index).reshape(-1),)
+    key = (slice(None),) * axis + (index_array(index).reshape(-1),)
     return index_put_(self, key, value)
 
 
 def scatter_(self, dim, index, src, reduce=None):
-    from .ops import along_index
-    idx = _index_array(index)
+    idx = index_array(index)
     key = along_index(idx, dim % self._data.ndim, self._data.ndim)
     if not isinstance(src, Tensor):
         src = _wrap(devices.make(self.device, "full", idx.shape, src, self._data.dtype))
@@ -503,30 +503,25 @@ def _random_fill(self, data):
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    from .factories import _rng
-    return _random_fill(self, _rng(generator).uniform(a, b, self._data.shape))
+    return _random_fill(self, numpy_rng(generator).uniform(a, b, self._data.shape))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    from .factories import _rng
-    return _random_fill(self, _rng(generator).normal(mean, std, self._data.shape))
+    return _random_fill(self, numpy_rng(generator).normal(mean, std, self._data.shape))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
-    from .factories import _rng
-    return _random_fill(self, _rng(generator).random(self._data.shape) < p)
+    return _random_fill(self, numpy_rng(generator).random(self._data.shape) < p)
 
 
 def random_(self, low=0, high=None, *, generator=None):
-    from .factories import _rng
     if high is None:
         low, high = 0, low if low else 2 ** 24
-    return _random_fill(self, _rng(generator).integers(low, high, self._data.shape))
+    return _random_fill(self, numpy_rng(generator).integers(low, high, self._data.shape))
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
-    from .factories import _rng
-    return _random_fill(self, _rng(generator).exponential(1.0 / lambd, self._data.shape))
+    return _random_fill(self, numpy_rng(generator).exponential(1.0 / lambd, self._data.shape))
 
 
 # --- Python's augmented assignment ---------------------------------------------------------------
@@ -580,3 +575,45 @@ _round0_ = _unary_("_round0")
 
 def round_(self, *, decimals=0):
     return copy_(self, _ops.round(self, decimals=decimals)) if decimals else _round0_(self)
+
+
+# --- x[index] = value ------------------------------------------------------------------------
+
+def setitem(input, index, value):
+    """x[index] = value: copy_ into the view (CopySlices), or index_put_ for array indices."""
+    result, key = shape_ops.decompose_index(input, index)
+    if key is None:
+        # an index that selects all of input writes into input itself, as in torch
+        _copy_to(result, value)
+        return
+    index_put_(result, key, value)
+
+
+def _copy_to(dst, value):
+    """torch's copy_to for `dst[...] = value`: copy_ of the same shape, fill_ of a single value
+    (a number or a 0-d tensor: FillBackward3), else copy_ of value viewed and expanded."""
+    if not isinstance(value, Tensor):
+        if isinstance(value, (bool, int, float, complex)):
+            value = _wrap(devices.to_device(np.asarray(value, dst._data.dtype), dst.device))
+        elif isinstance(value, (list, tuple)):
+            raise TypeError(f"can't assign a {type(value).__name__} to a "
+                            f"torch.{dst.dtype._tensor_type}")
+        else:
+            value = as_tensor(value)
+    shape = dst._data.shape
+    vshape = value._data.shape
+    if vshape == shape:
+        copy_(dst, value)
+    elif not vshape and type(value._data) is np.ndarray:
+        fill_(dst, value)
+    else:
+        lead = 0
+        while lead < len(vshape) and vshape[lead] == 1:
+            lead += 1
+        src = shape_ops.view(value, vshape[lead:])
+        if len(src._data.shape) > len(shape):
+            raise RuntimeError(f"expand(torch.{value.dtype._tensor_type}{{{list(src.shape)}}}, "
+                               f"size={list(shape)}): the number of sizes provided "
+                               f"({len(shape)}) must be greater or equal to the number of "
+                               f"dimensions in the tensor ({len(src._data.shape)})")
+        copy_(dst, shape_ops.expand(src, shape))

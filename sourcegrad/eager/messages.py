@@ -2,6 +2,8 @@
 
 Code written for torch sometimes matches on these messages, and the tests compare
 them with torch's, so they are copied verbatim (typos and missing spaces included).
+
+Imports: nothing of sourcegrad (a leaf of the eager package).
 """
 
 BACKWARD_TWICE = (

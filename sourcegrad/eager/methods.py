@@ -5,13 +5,23 @@ One function serves `sourcegrad.exp(x)` and `x.exp()`: the functions in
 installed on the class unchanged. The few methods whose argument order differs
 from the function's (`x.where(cond, y)`, reflected operators) are small
 wrappers here.
+
+This is also the one place where the layers above `tensor.py` give the class the
+methods that need them (`CLASS_METHODS`): `backward` (the engine), `_edge` (the
+graph nodes), `_rebuild_view` (the in-place ops), `cpu`/`cuda` (the `to` op), the
+legacy constructor and pickling (the factories), the numpy protocol
+(numpy_dispatch). Setting a class attribute costs nothing per call: a method
+found on the class is as fast as one defined in its body.
+
+Imports: the whole eager package below it (tensor, node, engine, ops, shape_ops,
+inplace, factories, numpy_dispatch); only `eager/__init__` imports it.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes, factories, inplace, ops, shape_ops
-from .devices import DEVICE_TYPES
+from . import devices, dtypes, engine, factories, inplace, node, numpy_dispatch, ops, shape_ops
+from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
 
 _OPERANDS = (Tensor, bool, int, float, complex, np.ndarray, np.generic)
@@ -36,9 +46,9 @@ def _operator(fn, reflected=False):
 
 def _binary_operator(name, spec, np_fn, to_float=False):
     """`x + y` and the like: ops.add(x, y) and co. with their defaults (alpha=1, no
-    rounding_mode), calling the shared `ops._binary` directly. The operators are the
+    rounding_mode), calling the shared `ops.binary_op` directly. The operators are the
     hottest path of eager code, and the keyword handling costs as much as a check."""
-    binary = ops._binary
+    binary = ops.binary_op
 
     def op(self, other):
         if not isinstance(other, _OPERANDS) and type(other) not in _GPU_ARRAYS:
@@ -205,13 +215,70 @@ OPERATORS = {
     "__iand__": _operator(inplace.iand), "__ior__": _operator(inplace.ior),
     "__ixor__": _operator(inplace.ixor),
     "__neg__": ops.neg, "__pos__": _pos, "__abs__": ops.abs, "__invert__": ops.bitwise_not,
-    "__getitem__": shape_ops.getitem, "__setitem__": shape_ops.setitem,
+    "__getitem__": shape_ops.getitem, "__setitem__": inplace.setitem,
 }
 
 PROPERTIES = {"T": shape_ops.T, "mT": shape_ops.mT}
 
 
+# --- Tensor methods that need an upper layer --------------------------------------------
+
+def _new(cls, *args, **kwargs):
+    # the legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data
+    return factories.legacy_tensor(cls, *args, **kwargs)
+
+
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(self)/d(leaf) into the leaves' .grad (see sourcegrad.autograd.backward)."""
+    engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _cpu(self, memory_format=None):
+    """This tensor on the CPU: itself if it is there, else a copy (ToCopyBackward0)."""
+    if type(self._data) not in _GPU_ARRAYS:
+        return self
+    return shape_ops.to(self, CPU)
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=None):
+    """This tensor on a CUDA GPU (through CuPy): itself if it is there, else a copy.
+
+    `device` is an index, "cuda:1" or a `device`; by default the current CUDA device.
+    Without a CUDA device this raises a RuntimeError saying so.
+    """
+    if device is None:
+        dev = devices.cuda_device(devices.current_index())
+    else:
+        dev = devices.as_device(device)
+        if dev.type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device (got {dev})")
+    return shape_ops.to(self, dev)
+
+
+def _reduce_ex(self, protocol):
+    return (factories.rebuild, (self.detach()._data.copy(), self._requires_grad, type(self)))
+
+
+# the numpy protocol (create_graph runs the rule table's lambdas on Tensors)
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return numpy_dispatch.array_function(func, args, kwargs)
+
+
+CLASS_METHODS = {"__new__": staticmethod(_new), "_edge": node.tensor_edge,
+                 "_rebuild_view": inplace.refresh_view,
+                 "backward": _backward, "cpu": _cpu, "cuda": _cuda, "__reduce_ex__": _reduce_ex,
+                 "__array_ufunc__": _array_ufunc, "__array_function__": _array_function}
+for _fn in (_backward, _cpu, _cuda):
+    _fn.__name__ = _fn.__qualname__ = _fn.__name__[1:]
+
+
 def install():
+    for name, fn in CLASS_METHODS.items():
+        setattr(Tensor, name, fn)
     for name, fn in METHODS.items():
         setattr(Tensor, name, fn)
     for name, fn in OPERATORS.items():

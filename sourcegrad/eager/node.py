@@ -14,29 +14,35 @@ Saved values: a Tensor saved by value records its version counter, and backward
 refuses to use it once an in-place op has bumped that counter. What an op keeps
 only for its shape is kept as a `Meta` (shape and dtype, no data), which is why
 `x + 1` saves nothing and can be backpropagated twice, as in torch.
+
+Imports: `tensor`, the leaves, `gpu_helpers` and `sourcegrad.runtime`; never an op
+module (the engine and the ops import this one).
 """
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import numpy as np
 
+from ..runtime import unbroadcast, unindex as host_unindex
 from . import devices, gpu_helpers, messages
+from .anomaly import ANOMALY
 from .grad_mode import STATE
 from .hooks import add_hook
+from .tensor import Tensor
 
-_SEQ = itertools.count()
+SEQ = itertools.count()
 _GPU = devices.DEVICE_TYPES  # cupy.ndarray, once CuPy is loaded
 NONE_EDGE = (None, 0)
 
 # RuleNode._state values
 LIVE_SAVED, LIVE_NOTHING_SAVED, RELEASED = 0, 1, 2
 
-_Tensor = None  # set by tensor.py (the import would be circular)
 
 
 def _wrap(data, **kwargs):
-    return _Tensor._make(data, **kwargs)
+    return Tensor._make(data, **kwargs)
 
 
 class HookSet:
@@ -63,7 +69,7 @@ class Node:
 
     def __init__(self, next_functions=()):
         self.next_functions = next_functions
-        self._seq = next(_SEQ)
+        self._seq = next(SEQ)
         self._hookset = None
 
     def name(self) -> str:
@@ -146,7 +152,7 @@ class AccumulateGrad(Node):
         if g is None:
             return ()
         np_dtype = var._data.dtype
-        if isinstance(g, _Tensor):
+        if isinstance(g, Tensor):
             # create_graph: the gradient is part of a graph; accumulate out of place
             if g.dtype.dtype != np_dtype:
                 g = g.to(var.dtype)
@@ -296,7 +302,7 @@ class DeviceMeta(Meta):
         return f"Meta({self.shape}, {self.dtype}, device='{self.device}')"
 
 
-_METAS: dict = {}
+METAS: dict = {}
 
 
 def meta_of(data) -> Meta:
@@ -304,9 +310,9 @@ def meta_of(data) -> Meta:
     if type(data) is not np.ndarray:
         return _device_meta(data)
     key = (data.shape, data.dtype)
-    m = _METAS.get(key)
+    m = METAS.get(key)
     if m is None:
-        m = _METAS[key] = Meta(data.shape, data.dtype)
+        m = METAS[key] = Meta(data.shape, data.dtype)
     return m
 
 
@@ -327,7 +333,7 @@ def _device_meta(data) -> Meta:
 
 def meta_like(g, shape, dtype) -> Meta:
     """A Meta on the device of array (or Tensor) `g`."""
-    data = g._data if isinstance(g, _Tensor) else g
+    data = g._data if isinstance(g, Tensor) else g
     if type(data) is np.ndarray:
         return Meta(tuple(shape), dtype)
     return meta_of(data).like(shape, dtype)
@@ -339,14 +345,13 @@ def version_of(t) -> int:
 
 
 def modified_error(dtype, shape, expected, current, output_text):
-    from .anomaly import ANOMALY
     return RuntimeError(messages.MODIFIED_INPLACE.format(
         type="torch." + dtype._tensor_type, shape=messages.shape_text(shape),
         output=output_text, version=current, expected=expected,
         hint=messages.ANOMALY_HINT if ANOMALY.enabled else messages.HINT))
 
 
-def _strip_backward(name: str) -> str:
+def strip_backward(name: str) -> str:
     """A node as torch's messages name it: "MulBackward0" -> "Mul", "ClampBackward1" ->
     "Clamp1"; "torch::autograd::CopySlices" stays whole."""
     head, sep, tail = name.rpartition("Backward")
@@ -364,7 +369,7 @@ def check_saved(t, expected, node=None):
             # not let an in-place op change (an unbind output) raises that error instead
             t._refresh_view()
         fn = t._grad_fn
-        out = (f", which is output {t._output_nr} of {_strip_backward(fn.name())},"
+        out = (f", which is output {t._output_nr} of {strip_backward(fn.name())},"
                if fn is not None else "")
         raise modified_error(t.dtype, t._data.shape, expected, current, out)
 
@@ -424,7 +429,7 @@ class RuleNode(Node):
         args = self._unpack_args(create)
         ans = self._unpack_ans(create)
         static = self._static
-        on_gpu = type(g) in _GPU or (create and isinstance(g, _Tensor) and type(g._data) in _GPU)
+        on_gpu = type(g) in _GPU or (create and isinstance(g, Tensor) and type(g._data) in _GPU)
         if on_gpu:
             args, static = _for_gpu(args, static, g, create)
         results = []
@@ -475,8 +480,8 @@ class RuleNode(Node):
             # a 4th entry: a weak reference to the grad_fn torch names while it lives (the
             # AsStridedBackward0 of a view changed in place), else torch names this node
             other = ans[3]() if len(ans) > 3 else None
-            name = _strip_backward((other if other is not None else self).name())
-            raise modified_error(_Tensor._dtype_of(data), data.shape, expected, vc.value,
+            name = strip_backward((other if other is not None else self).name())
+            raise modified_error(Tensor._dtype_of(data), data.shape, expected, vc.value,
                                  f", which is output 0 of {name},")
         if not create:
             return data
@@ -565,13 +570,13 @@ def _for_gpu(args, static, g, create):
 def _conform(gi, meta, create):
     """A VJP's result as a gradient for an input with `meta`: array type, dtype and shape."""
     if create:
-        if not isinstance(gi, _Tensor):
+        if not isinstance(gi, Tensor):
             gi = _wrap(meta.asarray(gi).astype(meta.dtype, copy=False))
         if type(gi._data) is not meta.array_type or meta.array_type is not np.ndarray:
             if not devices.same_place(gi._data, meta.device):
                 gi = gi.to(meta.device)  # the input lives on another device: copy back
         if gi._data.dtype != meta.dtype:
-            gi = gi.to(_Tensor._dtype_of_np(meta.dtype))
+            gi = gi.to(Tensor._dtype_of_np(meta.dtype))
         if gi._data.shape != meta.shape:
             gi = gi.expand(meta.shape) if gi._data.size == 1 else gi.reshape(meta.shape)
         return gi
@@ -617,14 +622,13 @@ class CopyBackwards(Node):
 
     def apply(self, grads):
         g = grads[0]
-        create = isinstance(g, _Tensor)
+        create = isinstance(g, Tensor)
         self_grad = None
         if self.next_functions[0][0] is not None:
             dt = g.dtype.dtype if create else g.dtype
             self_grad = _zeros_like_grad(meta_like(g, self._self_meta.shape, dt), create)
         src_grad = None
         if self.next_functions[1][0] is not None:
-            from ..runtime import unbroadcast
             src_grad = _conform(unbroadcast(g, self._src_meta), self._src_meta, create)
         return [self_grad, src_grad]
 
@@ -655,7 +659,7 @@ class CopySlices(Node):
         if self._overlapping:
             raise RuntimeError(messages.INTERNAL_OVERLAP)
         g = grads[0]
-        create = isinstance(g, _Tensor)
+        create = isinstance(g, Tensor)
         pos = self.positions
         # a C-ordered copy, so that `flat` is a view of it: a gradient arriving through a
         # transpose or an expand is not C-ordered, and writes into a reshaped copy of it would
@@ -686,9 +690,8 @@ class AsStridedBackward0(Node):
         self._base_meta = base_meta
 
     def apply(self, grads):
-        from ..runtime import unindex as host_unindex
         g = grads[0]
-        create = isinstance(g, _Tensor)
+        create = isinstance(g, Tensor)
         unindex = gpu_helpers.unindex if type(g._data if create else g) in _GPU else host_unindex
         m = self._base_meta
         dt = g.dtype.dtype if create else g.dtype
@@ -731,3 +734,23 @@ class ErrorNode(Node):
 
 ErrorNode.__name__ = "Error"
 ErrorNode.__qualname__ = "Error"
+
+
+def tensor_edge(t):
+    """(node, output_nr) of tensor `t` in a graph: what next_functions lists for it.
+
+    Installed as `Tensor._edge` by methods.py (the tensor module sits below this one). A
+    leaf that requires grad gets its `AccumulateGrad`, shared by every use of it in a graph
+    while one is alive (a weak reference on the tensor)."""
+    if t._base is not None and t._extra.fn_version != t._vc.value:
+        t._rebuild_view()  # inplace.refresh_view
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if not t._requires_grad:
+        return NONE_EDGE
+    acc = t._acc() if t._acc is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._acc = weakref.ref(acc)
+    return (acc, 0)

@@ -9,6 +9,9 @@ so are recorded. Each entry adapts numpy's signature to the Tensor op.
 A numpy function with no entry here falls back to numpy itself on the tensors'
 arrays (a tensor that requires grad refuses, as `np.asarray` on it does), and
 a ufunc's array result is wrapped back into a Tensor, as torch does.
+
+Imports: the op modules (ops, shape_ops, inplace, factories), `tensor` and the
+leaves; `methods.py` installs its entry points as the Tensor's numpy protocol.
 """
 from __future__ import annotations
 
@@ -214,7 +217,7 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     idx = indices._data if isinstance(indices, Tensor) else indices
     if type(idx) not in DEVICE_TYPES:
         idx = np.asarray(list(idx) if isinstance(idx, range) else idx)
-    return shape_ops._pick(a, "IndexBackward0",
+    return shape_ops.pick(a, "IndexBackward0",
                            (slice(None),) * (axis % a._data.ndim) + (idx,))
 
 

@@ -13,146 +13,30 @@ Each function serves as `sourcegrad.<name>(x, ...)` and, attached by `methods.py
 as `x.<name>(...)`, with torch's argument names (`dim`, `keepdim`); numpy's
 spellings (`axis`, `keepdims`) are accepted too, because the rule table's
 lambdas call these ops that way under create_graph.
+
+Imports: `shape_ops`, `operands`, `spec`, `node`, `tensor`, the leaves and
+`sourcegrad.rules_torch`; not `inplace`, `factories` or the surface modules.
 """
 from __future__ import annotations
-
-import collections
 
 import numpy as np
 
 from .. import rules_torch as rt
-from . import devices, dtypes
-from .dtypes import TIER_DIM, TIER_SCALAR, TIER_ZERO
+from . import devices, dtypes, shape_ops
 from .grad_mode import STATE
 from .node import NotImplementedNode
+from .operands import along_index, cached_spec, default_np as _default_np, return_types, same_device
+# the shared operand helpers under the short private names this module's ops are written with
+from .operands import as_tensor as _as_tensor, data_of as _data, needs_grad as _needs_grad
+from .operands import operand_key as _key, promote as _promote, result as _result
 from .spec import OpSpec, record
-from .tensor import Tensor, stale_view_requires_grad
+from .tensor import Size, Tensor, stale_view_requires_grad
 
 _wrap = Tensor._make
-_FROM_NP = dtypes._FROM_NUMPY
-_SCALARS = (bool, int, float, complex)
-_asarray = np.asarray
 _GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled when CuPy loads
 
 
-def _default_np():
-    return dtypes._DEFAULT[0].dtype
-
-
-def _as_tensor(v, dtype=None):
-    """A Tensor for an operand: Tensors pass through; scalars and arrays are wrapped."""
-    if isinstance(v, Tensor):
-        return v
-    if dtype is None and isinstance(v, float):
-        return _wrap(np.asarray(v, _default_np()))
-    if type(v) in _GPU:
-        return _wrap(v if dtype is None else v.astype(dtype))
-    return _wrap(np.asarray(v, dtype))
-
-
-# --- promotion -----------------------------------------------------------------------------
-
-def _key(v):
-    """(value for numpy, (dtype, tier) for promotion, value for the rule) of one operand."""
-    if isinstance(v, Tensor):
-        d = v._data
-        return d, (_FROM_NP[d.dtype], TIER_DIM if d.ndim else TIER_ZERO), v
-    if isinstance(v, _SCALARS):
-        return v, (dtypes.scalar_dtype(v), TIER_SCALAR), v
-    if isinstance(v, np.ndarray):
-        return v, (_FROM_NP[v.dtype], TIER_DIM if v.ndim else TIER_ZERO), v
-    if isinstance(v, np.generic):
-        s = v.item()
-        return s, (dtypes.scalar_dtype(s), TIER_SCALAR), s
-    if devices.is_device_array(v):
-        return v, (_FROM_NP[v.dtype], TIER_DIM if v.ndim else TIER_ZERO), v
-    raise TypeError(f"unsupported operand type: {type(v).__name__}")
-
-
-def _promote(a, b, to_float=False):
-    """Both operands ready for numpy in torch's result dtype, that dtype, and the rule args."""
-    if isinstance(a, Tensor):
-        # the common cases need no promotion table: same dtypes, or a float tensor and a number
-        ad = a._data
-        tb = type(b)
-        if tb is float or tb is int:
-            kind = ad.dtype.kind
-            if kind == "f" or (kind in "iu" and tb is int and not to_float):
-                return ad, b, ad.dtype, a, b
-        elif isinstance(b, Tensor):
-            bd = b._data
-            if ad.dtype == bd.dtype and type(ad) is type(bd) and (
-                    not to_float or ad.dtype.kind in "fc"):
-                return ad, bd, ad.dtype, a, b
-    ad, ka, ra = _key(a)
-    bd, kb, rb = _key(b)
-    if type(ad) is not type(bd) and ((type(ad) in _GPU and type(bd) is np.ndarray) or
-                                     (type(bd) in _GPU and type(ad) is np.ndarray)):
-        a, b = _one_device(a, b, ad, bd)
-        ad, ka, ra = _key(a)
-        bd, kb, rb = _key(b)
-    r = dtypes.result_type(ka, kb)
-    if to_float and not (r.is_floating_point or r.is_complex):
-        r = dtypes._DEFAULT[0]
-    rd = r.dtype
-    if type(ad) is np.ndarray or type(ad) in _GPU:
-        if ad.dtype != rd:
-            ad = ad.astype(rd)
-    elif to_float and isinstance(ad, int):
-        ad = float(ad)
-    if type(bd) is np.ndarray or type(bd) in _GPU:
-        if bd.dtype != rd:
-            bd = bd.astype(rd)
-    elif to_float and isinstance(bd, int):
-        bd = float(bd)
-    return ad, bd, rd, ra, rb
-
-
-def _one_device(a, b, ad, bd):
-    """Operands on a GPU and on the CPU: a 0-d CPU one joins the other's device, as in torch.
-
-    A 0-d CPU tensor moves through `to` (ToCopyBackward0), so its gradient comes back to
-    the CPU; anything else on two devices is torch's error.
-    """
-    if type(ad) is np.ndarray and ad.ndim == 0 and type(bd) in _GPU:
-        return _to_device_of(a, bd), b
-    if type(bd) is np.ndarray and bd.ndim == 0 and type(ad) in _GPU:
-        return a, _to_device_of(b, ad)
-    raise devices.mixed(ad, bd)
-
-
-def _to_device_of(v, data):
-    dev = devices.device_of(data)
-    if isinstance(v, Tensor):
-        return shape_ops.to(v, dev)
-    return devices.to_device(v, dev)
-
-
-def same_device(*values):
-    """Raise torch's error unless the Tensors and arrays among `values` share one device."""
-    devices.check_same(*[v._data if isinstance(v, Tensor) else v for v in values])
-
-
-def _result(out, rd=None):
-    """numpy gives scalars for 0-d results; a Tensor always wraps an ndarray of dtype rd."""
-    if type(out) is not np.ndarray and type(out) not in _GPU:
-        out = _asarray(out)
-    if rd is not None and out.dtype != rd:
-        out = out.astype(rd)
-    return out
-
-
-def _needs_grad(*args):
-    if not STATE.enabled:
-        return False
-    for a in args:
-        if isinstance(a, Tensor) and (a._requires_grad or (
-                a._base is not None and stale_view_requires_grad(a))):
-            return True
-    return False
-
-
-def _binary(spec, fn, a, b, to_float=False):
+def binary_op(spec, fn, a, b, to_float=False):
     ad, bd, rd, ra, rb = _promote(a, b, to_float)
     try:
         out = fn(ad, bd)
@@ -198,7 +82,7 @@ FMIN = OpSpec("FminBackward0", "minimum")
 
 def add(input, other, *, alpha=1, out=None):
     if alpha == 1:
-        return _binary(ADD, np.add, input, other)
+        return binary_op(ADD, np.add, input, other)
     ad, bd, rd, ra, rb = _promote(input, other)
     res = _wrap(_result(np.add(ad, np.multiply(bd, alpha)), rd))
     if _needs_grad(ra, rb):
@@ -208,7 +92,7 @@ def add(input, other, *, alpha=1, out=None):
 
 def sub(input, other, *, alpha=1, out=None):
     if alpha == 1:
-        return _binary(SUB, np.subtract, input, other)
+        return binary_op(SUB, np.subtract, input, other)
     ad, bd, rd, ra, rb = _promote(input, other)
     res = _wrap(_result(np.subtract(ad, np.multiply(bd, alpha)), rd))
     if _needs_grad(ra, rb):
@@ -231,7 +115,7 @@ def rsub(input, other):
 
 
 def mul(input, other, *, out=None):
-    return _binary(MUL, np.multiply, input, other)
+    return binary_op(MUL, np.multiply, input, other)
 
 
 multiply = mul
@@ -240,7 +124,7 @@ multiply = mul
 def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is not None:
         return _div_rounding(input, other, rounding_mode)
-    return _binary(DIV, np.true_divide, input, other, to_float=True)
+    return binary_op(DIV, np.true_divide, input, other, to_float=True)
 
 
 def _div_rounding(input, other, mode):
@@ -267,14 +151,14 @@ def rdiv(input, other):
 
 def pow(input, exponent, *, out=None):  # noqa: A001 - torch's name
     if not isinstance(input, Tensor):
-        return _binary(POW_BASE, np.power, input, exponent)
+        return binary_op(POW_BASE, np.power, input, exponent)
     spec = POW_TENSOR if isinstance(exponent, (Tensor, np.ndarray)) or type(exponent) in _GPU \
         else POW_SCALAR
-    return _binary(spec, np.power, input, exponent)
+    return binary_op(spec, np.power, input, exponent)
 
 
 def rpow(input, other):
-    return pow(other, input) if isinstance(other, Tensor) else _binary(POW_BASE, np.power,
+    return pow(other, input) if isinstance(other, Tensor) else binary_op(POW_BASE, np.power,
                                                                       other, input)
 
 
@@ -286,7 +170,7 @@ def float_power(input, exponent):
     return pow(input.double() if isinstance(input, Tensor) else input, exponent)
 
 
-def _remainder(a, b):
+def remainder_data(a, b):
     """torch's remainder: fmod, moved onto the divisor's side (so -2 % 2 is -0., as torch)."""
     r = np.fmod(a, b)
     if (r.dtype if type(r) in _GPU else np.asarray(r).dtype).kind != "f":
@@ -300,18 +184,18 @@ def remainder(input, other):
     if not isinstance(input, Tensor) and isinstance(other, Tensor):
         # a number % a tensor: torch records it with a NotImplemented node
         ad, bd, rd, ra, rb = _promote(input, other)
-        res = _wrap(_result(_remainder(ad, bd), rd))
+        res = _wrap(_result(remainder_data(ad, bd), rd))
         if _needs_grad(other):
             res._grad_fn = NotImplementedNode((other._edge(),), "aten::remainder")
             res._requires_grad = True
         return res
     spec = REMAINDER if isinstance(other, Tensor) else REMAINDER_SCALAR
-    return _binary(spec, _remainder, input, other)
+    return binary_op(spec, remainder_data, input, other)
 
 
 def fmod(input, other):
     spec = FMOD if isinstance(other, Tensor) else FMOD_SCALAR
-    return _binary(spec, np.fmod, input, other)
+    return binary_op(spec, np.fmod, input, other)
 
 
 def floor_divide(input, other):
@@ -327,34 +211,34 @@ def floor_divide(input, other):
 
 
 def atan2(input, other):
-    return _binary(ATAN2, np.arctan2, input, other, to_float=True)
+    return binary_op(ATAN2, np.arctan2, input, other, to_float=True)
 
 
 arctan2 = atan2
 
 
 def hypot(input, other):
-    return _binary(HYPOT, np.hypot, input, other, to_float=True)
+    return binary_op(HYPOT, np.hypot, input, other, to_float=True)
 
 
 def logaddexp(input, other):
-    return _binary(LOGADDEXP, np.logaddexp, input, other, to_float=True)
+    return binary_op(LOGADDEXP, np.logaddexp, input, other, to_float=True)
 
 
 def maximum(input, other):
-    return _binary(MAXIMUM, np.maximum, input, other)
+    return binary_op(MAXIMUM, np.maximum, input, other)
 
 
 def minimum(input, other):
-    return _binary(MINIMUM, np.minimum, input, other)
+    return binary_op(MINIMUM, np.minimum, input, other)
 
 
 def fmax(input, other):
-    return _binary(FMAX, np.fmax, input, other)
+    return binary_op(FMAX, np.fmax, input, other)
 
 
 def fmin(input, other):
-    return _binary(FMIN, np.fmin, input, other)
+    return binary_op(FMIN, np.fmin, input, other)
 
 
 # --- comparisons and logic (no gradient) -----------------------------------------------------
@@ -456,12 +340,6 @@ def equal(input, other) -> bool:
     return input._data.shape == other._data.shape and bool(np.all(input._data == other._data))
 
 
-def _data(v):
-    if isinstance(v, Tensor):
-        return v._data
-    return v if type(v) in _GPU else np.asarray(v)
-
-
 # --- one-input elementwise ops ---------------------------------------------------------------
 
 def broadcast_error(a, b):
@@ -553,18 +431,6 @@ def round(input, *, decimals=0):  # noqa: A001 - torch's name
     return out
 
 
-_SPEC_CACHE: dict = {}
-
-
-def cached_spec(node_name, rule_name, **kw):
-    """An OpSpec made once per (node, rule, options)."""
-    key = (node_name, rule_name, tuple(sorted(kw.items())))
-    spec = _SPEC_CACHE.get(key)
-    if spec is None:
-        spec = _SPEC_CACHE[key] = OpSpec(node_name, rule_name, **kw)
-    return spec
-
-
 LEAKY_RELU = OpSpec("LeakyReluBackward0", "leaky_relu", n_arrays=1)
 
 
@@ -583,7 +449,7 @@ CLAMP_MIN = OpSpec("ClampMinBackward0", "clip", edges=(0,))
 CLAMP_MAX = OpSpec("ClampMaxBackward0", "clip", edges=(0,))
 
 
-def _clamp_data(x, lo, hi):
+def clamp_data(x, lo, hi):
     keys = [_key(x)[1]] + [_key(v)[1] for v in (lo, hi) if v is not None]
     rd = dtypes.result_type(*keys).dtype
     xd = x._data if x._data.dtype == rd else x._data.astype(rd)
@@ -604,7 +470,7 @@ def _clamp_data(x, lo, hi):
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - torch's names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    res = _wrap(_clamp_data(input, min, max))
+    res = _wrap(clamp_data(input, min, max))
     if _needs_grad(input, min, max):
         tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
         record(CLAMP_TENSOR if tensor_bounds else CLAMP_SCALAR, res, (input, min, max))
@@ -615,14 +481,14 @@ clip = clamp
 
 
 def clamp_min(input, min):  # noqa: A002
-    res = _wrap(_clamp_data(input, min, None))
+    res = _wrap(clamp_data(input, min, None))
     if _needs_grad(input):
         record(CLAMP_MIN, res, (input, min, None))
     return res
 
 
 def clamp_max(input, max):  # noqa: A002
-    res = _wrap(_clamp_data(input, None, max))
+    res = _wrap(clamp_data(input, None, max))
     if _needs_grad(input):
         record(CLAMP_MAX, res, (input, None, max))
     return res
@@ -739,49 +605,6 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, **kwargs):
         dim = kwargs.pop("axis")
     kwargs.pop("axis", None)
     return _reduce(PROD_ALL, PROD_DIM, np.ndarray.prod, input, dim, keepdim, kwargs, dtype, True)
-
-
-class _ReturnType(tuple):
-    """torch.return_types.max and friends: a (values, indices) tuple that prints like torch's."""
-
-    _name = "max"
-
-    def __new__(cls, values, indices):
-        return tuple.__new__(cls, (values, indices))
-
-    @property
-    def values(self):
-        return self[0]
-
-    @property
-    def indices(self):
-        return self[1]
-
-    def __repr__(self):
-        return (f"torch.return_types.{self._name}(\nvalues={self[0]!r},\n"
-                f"indices={self[1]!r})")
-
-
-def _return_type(name):
-    return type(name, (_ReturnType,), {"_name": name})
-
-
-return_types = collections.namedtuple("return_types", "max min sort topk kthvalue mode")(
-    *(_return_type(n) for n in ("max", "min", "sort", "topk", "kthvalue", "mode")))
-
-
-def along_index(indices, axis, ndim):
-    """The advanced index that picks x[..., indices[...], ...] along `axis` (take_along_axis)."""
-    index = []
-    for a in range(ndim):
-        if a == axis:
-            index.append(indices)
-        else:
-            shape = [1] * indices.ndim
-            shape[a] = indices.shape[a]
-            xp = np if type(indices) is np.ndarray else devices.xp_of(indices)
-            index.append(xp.arange(indices.shape[a]).reshape(shape))
-    return tuple(index)
 
 
 def _pick(x, node_name, index):
@@ -1131,7 +954,3 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if _needs_grad(input, r1, r2):
         record(ADDMM, out, (input, r1, r2))
     return out
-
-
-from . import shape_ops  # noqa: E402 - shape_ops uses this module's helpers too
-from .tensor import Size  # noqa: E402

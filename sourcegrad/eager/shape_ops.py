@@ -11,6 +11,9 @@ Indexing is decomposed as torch decomposes it, so the nodes match torch's: an
 int is a `select` (SelectBackward0), a slice other than `:` is a SliceBackward0,
 `None` an UnsqueezeBackward0, and integer-array or boolean-mask indices end in
 one IndexBackward0. All of them use the shared table's `getitem` rule.
+
+Imports: `operands`, `spec`, `tensor` and the leaves; not `ops` nor `inplace`
+(`diag` writes through the `index_put_` method).
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ import numpy as np
 
 from . import devices, dtypes
 from .grad_mode import STATE
-from .ops import cached_spec, _as_tensor, _data, _needs_grad, _result, along_index, same_device
+from .operands import along_index, cached_spec, return_types, same_device
+from .operands import as_tensor as _as_tensor, data_of as _data, needs_grad as _needs_grad
+from .operands import result as _result
 from .spec import OpSpec, record
 from .tensor import DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Size, Tensor
 from .tensor import stale_view_requires_grad
@@ -386,7 +391,7 @@ def alias(input):
 
 # --- indexing ----------------------------------------------------------------------------------
 
-def _index_array(item):
+def index_array(item):
     """An advanced-index item (Tensor, list, ndarray) as an integer or boolean ndarray."""
     a = item._data if isinstance(item, Tensor) else (
         item if type(item) in devices.DEVICE_TYPES else np.asarray(item))
@@ -410,11 +415,11 @@ def _dims_used(item):
         return 0
     if isinstance(item, (slice, int, np.integer)):
         return 1
-    a = _index_array(item)
+    a = index_array(item)
     return a.ndim if a.dtype == np.bool_ else 1
 
 
-def _decompose(x, index, skip_full_slices=True):
+def decompose_index(x, index, skip_full_slices=True):
     """Apply the basic part of `index` (selects, slices, unsqueezes) to x, as torch does.
 
     Returns the resulting tensor and the advanced index that remains for it (or None).
@@ -446,7 +451,7 @@ def _decompose(x, index, skip_full_slices=True):
                 result = _slice(result, dim, item)
             dim += 1
         else:
-            a = _index_array(item)
+            a = index_array(item)
             if type(a) is not type(x._data) and type(a) in devices.DEVICE_TYPES:
                 raise RuntimeError("indices should be either on cpu or on the same device as the "
                                    f"indexed tensor ({x.device})")
@@ -481,7 +486,7 @@ def _decompose(x, index, skip_full_slices=True):
 
 
 def getitem(input, index):
-    result, key = _decompose(input, index, skip_full_slices=not isinstance(index, slice))
+    result, key = decompose_index(input, index, skip_full_slices=not isinstance(index, slice))
     if key is None:
         if result is input:
             return alias(input)
@@ -490,48 +495,6 @@ def getitem(input, index):
     if _needs_grad(result):
         record(INDEX, out, (result,), {"index": key})
     return out
-
-
-def setitem(input, index, value):
-    """x[index] = value: copy_ into the view (CopySlices), or index_put_ for array indices."""
-    from . import inplace
-    result, key = _decompose(input, index)
-    if key is None:
-        # an index that selects all of input writes into input itself, as in torch
-        _copy_to(result, value)
-        return
-    inplace.index_put_(result, key, value)
-
-
-def _copy_to(dst, value):
-    """torch's copy_to for `dst[...] = value`: copy_ of the same shape, fill_ of a single value
-    (a number or a 0-d tensor: FillBackward3), else copy_ of value viewed and expanded."""
-    from . import inplace
-    if not isinstance(value, Tensor):
-        if isinstance(value, (bool, int, float, complex)):
-            value = _wrap(devices.to_device(np.asarray(value, dst._data.dtype), dst.device))
-        elif isinstance(value, (list, tuple)):
-            raise TypeError(f"can't assign a {type(value).__name__} to a "
-                            f"torch.{dst.dtype._tensor_type}")
-        else:
-            value = _as_tensor(value)
-    shape = dst._data.shape
-    vshape = value._data.shape
-    if vshape == shape:
-        inplace.copy_(dst, value)
-    elif not vshape and type(value._data) is np.ndarray:
-        inplace.fill_(dst, value)
-    else:
-        lead = 0
-        while lead < len(vshape) and vshape[lead] == 1:
-            lead += 1
-        src = view(value, vshape[lead:])
-        if len(src._data.shape) > len(shape):
-            raise RuntimeError(f"expand(torch.{value.dtype._tensor_type}{{{list(src.shape)}}}, "
-                               f"size={list(shape)}): the number of sizes provided "
-                               f"({len(shape)}) must be greater or equal to the number of "
-                               f"dimensions in the tensor ({len(src._data.shape)})")
-        inplace.copy_(dst, expand(src, shape))
 
 
 # --- joining and splitting ------------------------------------------------------------------
@@ -834,7 +797,7 @@ def triu(input, diagonal=0):
 
 # --- selection by index arrays (all through the getitem rule) --------------------------------
 
-def _pick(input, node_name, key):
+def pick(input, node_name, key):
     out = _wrap(_result(input._data[key]))
     if _needs_grad(input):
         record(cached_spec(node_name, "getitem", n_arrays=1), out, (input,), {"index": key})
@@ -843,10 +806,10 @@ def _pick(input, node_name, key):
 
 def gather(input, dim, index, *, sparse_grad=False):
     axis = dim % input._data.ndim
-    idx = _index_array(index)
+    idx = index_array(index)
     if type(idx) is not type(input._data):
         devices.check_same(input._data, idx)
-    return _pick(input, "GatherBackward0", along_index(idx, axis, input._data.ndim))
+    return pick(input, "GatherBackward0", along_index(idx, axis, input._data.ndim))
 
 
 def take_along_dim(input, indices, dim=None):
@@ -857,26 +820,26 @@ def take_along_dim(input, indices, dim=None):
 
 def index_select(input, dim, index):
     axis = dim % input._data.ndim if input._data.ndim else 0
-    idx = _index_array(index).reshape(-1)
+    idx = index_array(index).reshape(-1)
     if type(idx) is not type(input._data):
         devices.check_same(input._data, idx)
-    return _pick(input, "IndexSelectBackward0", (slice(None),) * axis + (idx,))
+    return pick(input, "IndexSelectBackward0", (slice(None),) * axis + (idx,))
 
 
 def take(input, index):
-    idx = _index_array(index)
+    idx = index_array(index)
     if type(idx) is not type(input._data):
         devices.check_same(input._data, idx)
     flat = reshape(input, (-1,))
-    return _pick(flat, "TakeBackward0", (idx,))
+    return pick(flat, "TakeBackward0", (idx,))
 
 
 def masked_select(input, mask):
     same_device(input, mask)
-    m = np.broadcast_to(_index_array(mask), np.broadcast_shapes(input._data.shape,
+    m = np.broadcast_to(index_array(mask), np.broadcast_shapes(input._data.shape,
                                                                  _data(mask).shape))
     x = expand(input, m.shape) if m.shape != input._data.shape else input
-    return _pick(x, "MaskedSelectBackward0", np.nonzero(m))
+    return pick(x, "MaskedSelectBackward0", np.nonzero(m))
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
@@ -915,8 +878,7 @@ def diag(input, diagonal_=0):
         out = _wrap(xp.zeros((n, n), input._data.dtype))
         rows = xp.arange(input._data.shape[0]) + max(-diagonal_, 0)
         cols = xp.arange(input._data.shape[0]) + max(diagonal_, 0)
-        from . import inplace
-        inplace.index_put_(out, (rows, cols), input)
+        out.index_put_((rows, cols), input)  # inplace.index_put_, installed by methods.py
         return out
     return diagonal(input, diagonal_)
 
@@ -926,7 +888,7 @@ def trace(input):
 
 
 def masked_fill(input, mask, value):
-    m = _index_array(mask)
+    m = index_array(mask)
     if isinstance(value, Tensor) and value._data.ndim == 0 and not value._requires_grad:
         value = value.item()
     d = input._data
@@ -940,16 +902,15 @@ def masked_fill(input, mask, value):
 
 
 def sort(input, dim=-1, descending=False, stable=False):
-    from .ops import return_types
     d = input._data
     if d.ndim == 0:
-        return return_types.sort(_pick(input, "SortBackward0", ()),
+        return return_types.sort(pick(input, "SortBackward0", ()),
                                  _wrap(devices.xp_of(d).zeros((), np.int64)))
     axis = dim % d.ndim
     idx = _argsort(-d if descending and d.dtype.kind != "b" else d, axis)
     if descending and d.dtype.kind == "b":
         idx = np.flip(_argsort(d, axis), axis)
-    values = _pick(input, "SortBackward0", along_index(idx, axis, d.ndim))
+    values = pick(input, "SortBackward0", along_index(idx, axis, d.ndim))
     return return_types.sort(values, _wrap(idx.astype(np.int64)))
 
 
@@ -965,12 +926,11 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
-    from .ops import return_types
     d = input._data
     axis = dim % d.ndim
     order = _argsort(-d if largest else d, axis)
     idx = np.take(order, devices.xp_of(d).arange(k), axis=axis)
-    values = _pick(input, "TopkBackward0", along_index(idx, axis, d.ndim))
+    values = pick(input, "TopkBackward0", along_index(idx, axis, d.ndim))
     return return_types.topk(values, _wrap(idx.astype(np.int64)))
 
 

@@ -12,6 +12,9 @@ What a node saves comes from the rules themselves. Each VJP lambda is read once
 a name it reads for its values is saved by value. Only the VJPs of inputs that
 need a gradient count, so `x * w` with `w` constant keeps `w` and only the shape
 of `x`, as torch's MulBackward0 does.
+
+Imports: `node`, `tensor`, the leaves, and `sourcegrad.rules`/`runtime`; the op
+modules import it.
 """
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ from . import messages
 from .anomaly import ANOMALY
 from .devices import DEVICE_TYPES
 from .grad_mode import STATE
-from .node import (_METAS, LIVE_NOTHING_SAVED, LIVE_SAVED, NONE_EDGE, Meta, MultiRuleNode,
+from .tensor import Tensor as TENSOR, stale_view_requires_grad
+from .node import (METAS, LIVE_NOTHING_SAVED, LIVE_SAVED, NONE_EDGE, Meta, MultiRuleNode,
                    RuleNode, meta_of, node_class)
 
 NONE, SHAPE, VALUE = 0, 1, 2
@@ -166,8 +170,6 @@ class OpSpec:
                      if mode != NONE)
 
 
-_Tensor = None  # set by tensor.py
-_stale_view_requires_grad = None  # tensor.stale_view_requires_grad, set by tensor.py
 
 
 def record(spec, out, args, static=None, outputs=None):
@@ -177,7 +179,7 @@ def record(spec, out, args, static=None, outputs=None):
     grad mode is on and some edge argument requires grad. `outputs` lists all the
     outputs of a multi-output op (`out` is then None).
     """
-    Tensor = _Tensor
+    Tensor = TENSOR  # a local name: the loop below is the hot path of every op
     n = len(args)
     edges = []
     metas = []
@@ -186,12 +188,12 @@ def record(spec, out, args, static=None, outputs=None):
     for p in (range(n) if spec.varargs else spec.edges):
         a = args[p]
         if isinstance(a, Tensor) and (a._requires_grad or (
-                a._base is not None and _stale_view_requires_grad(a))):
+                a._base is not None and stale_view_requires_grad(a))):
             fn = a._grad_fn
             edges.append((fn, a._output_nr) if fn is not None and a._base is None
                          else a._edge())
             d = a._data
-            m = _METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
+            m = METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
             metas.append(m if m is not None else meta_of(d))
             mask |= bit
         else:
@@ -219,7 +221,7 @@ def record(spec, out, args, static=None, outputs=None):
                 saved[i] = a
             elif isinstance(a, Tensor):
                 d = a._data
-                m = _METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
+                m = METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
                 saved[i] = m if m is not None else meta_of(d)
             elif type(a) is np.ndarray or type(a) in DEVICE_TYPES:
                 saved[i] = meta_of(a)
@@ -291,6 +293,6 @@ class _VarargsView:
         self.rule = spec.rule
 
 
-from .node import _SEQ as _seq_counter  # noqa: E402 - shared sequence numbers
+from .node import SEQ as _seq_counter  # noqa: E402 - shared sequence numbers
 
 __all__ = ["OpSpec", "record", "reads", "Meta"]

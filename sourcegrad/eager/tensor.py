@@ -11,6 +11,10 @@ The ops themselves are functions in `ops.py`, `shape_ops.py` and `inplace.py`
 that serve both as `sourcegrad.exp(x)` and as `x.exp()`; `methods.py` attaches
 them to this class. What stays here is what is about the tensor itself:
 properties, autograd state, conversions and printing.
+
+Imports: the leaves only (devices, dtypes, messages, formatting, grad_mode, hooks).
+The layers above give the class the methods that need them, in one place:
+`methods.py` (`backward`, `_edge`, `cpu`, `to`, the numpy protocol, ...).
 """
 from __future__ import annotations
 
@@ -19,16 +23,15 @@ import weakref
 
 import numpy as np
 
-from . import devices, dtypes, messages, node as _node
+from . import devices, dtypes, messages
 from .devices import CPU
 from .formatting import tensor_repr
 from .grad_mode import STATE
-from .node import AccumulateGrad
+from .hooks import add_hook
 
 _new = object.__new__
 _GPU_TYPES = devices.DEVICE_TYPES  # the array types of data on a GPU (cupy.ndarray)
-_FROM_NUMPY = dtypes._FROM_NUMPY
-_REFRESH_VIEW = [None]  # inplace.refresh_view, set when inplace.py loads (it imports this module)
+FROM_NUMPY = dtypes.FROM_NUMPY
 
 # how a view was made (torch's CreationMeta): views made in no_grad mode, and the outputs of
 # unbind/split, may not be modified in place with grad mode on (inplace.check_view_rebase)
@@ -45,7 +48,7 @@ def stale_view_requires_grad(t) -> bool:
     if t._base is None or not t._base._requires_grad:
         return False
     if t._extra.fn_version != t._vc.value:
-        _REFRESH_VIEW[0](t)
+        t._rebuild_view()  # inplace.refresh_view, installed by methods.py
     return t._requires_grad
 
 
@@ -145,21 +148,16 @@ class Tensor:
         t._extra = None
         return t
 
-    def __new__(cls, *args, **kwargs):
-        # the legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data
-        from .factories import legacy_tensor
-        return legacy_tensor(cls, *args, **kwargs)
-
     def __init__(self, *args, **kwargs):
         pass
 
     @staticmethod
     def _dtype_of(data) -> dtypes.dtype:
-        return _FROM_NUMPY[data.dtype]
+        return FROM_NUMPY[data.dtype]
 
     @staticmethod
     def _dtype_of_np(np_dtype) -> dtypes.dtype:
-        return _FROM_NUMPY[np.dtype(np_dtype)]
+        return FROM_NUMPY[np.dtype(np_dtype)]
 
     def _get_vc(self) -> VersionCounter:
         vc = self._vc
@@ -173,25 +171,10 @@ class Tensor:
             ex = self._extra = Extra()
         return ex
 
-    def _edge(self):
-        """(node, output_nr) of this tensor in a graph: what next_functions lists for it."""
-        if self._base is not None and self._extra.fn_version != self._vc.value:
-            _REFRESH_VIEW[0](self)
-        fn = self._grad_fn
-        if fn is not None:
-            return (fn, self._output_nr)
-        if not self._requires_grad:
-            return _node.NONE_EDGE
-        acc = self._acc() if self._acc is not None else None
-        if acc is None:
-            acc = AccumulateGrad(self)
-            self._acc = weakref.ref(acc)
-        return (acc, 0)
-
     def _refresh_view(self):
         """After an in-place op changed its base, a view's grad_fn must see the change."""
         if self._extra.fn_version != self._vc.value:
-            _REFRESH_VIEW[0](self)
+            self._rebuild_view()  # inplace.refresh_view, installed by methods.py
 
     # --- metadata ---------------------------------------------------------------------------
 
@@ -205,7 +188,7 @@ class Tensor:
 
     @property
     def dtype(self) -> dtypes.dtype:
-        return _FROM_NUMPY[self._data.dtype]
+        return FROM_NUMPY[self._data.dtype]
 
     @property
     def ndim(self) -> int:
@@ -412,7 +395,6 @@ class Tensor:
 
     def register_hook(self, hook):
         """hook(grad) runs when this tensor's gradient is computed; it may return a new one."""
-        from .hooks import add_hook
         if not self._requires_grad:
             raise RuntimeError(messages.HOOK_NO_GRAD)
         fn = self.grad_fn
@@ -423,17 +405,11 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook):
         """hook(tensor) runs after this leaf's .grad has been accumulated."""
-        from .hooks import add_hook
         if self.grad_fn is not None:
             raise RuntimeError(messages.POST_HOOK_NON_LEAF)
         if not self._requires_grad:
             raise RuntimeError(messages.HOOK_NO_GRAD)
         return add_hook(self._post_hook_dict(), hook)
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate d(self)/d(leaf) into the leaves' .grad (see sourcegrad.autograd.backward)."""
-        from .engine import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         """A leaf sharing this tensor's storage and version counter, with no grad."""
@@ -479,28 +455,6 @@ class Tensor:
         if dtype is not None and np.dtype(dtype) != data.dtype:
             return data.astype(dtype)
         return data.copy() if copy else data
-
-    def cpu(self, memory_format=None):
-        """This tensor on the CPU: itself if it is there, else a copy (ToCopyBackward0)."""
-        if type(self._data) not in _GPU_TYPES:
-            return self
-        from .shape_ops import to
-        return to(self, CPU)
-
-    def cuda(self, device=None, non_blocking=False, memory_format=None):
-        """This tensor on a CUDA GPU (through CuPy): itself if it is there, else a copy.
-
-        `device` is an index, "cuda:1" or a `device`; by default the current CUDA device.
-        Without a CUDA device this raises a RuntimeError saying so.
-        """
-        from .shape_ops import to
-        if device is None:
-            dev = devices.cuda_device(devices.current_index())
-        else:
-            dev = devices.as_device(device)
-            if dev.type != "cuda":
-                raise RuntimeError(f"Invalid device, must be cuda device (got {dev})")
-        return to(self, dev)
 
     def __float__(self):
         if self._data.size != 1:
@@ -559,10 +513,6 @@ class Tensor:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
-    def __reduce_ex__(self, protocol):
-        from .factories import _rebuild
-        return (_rebuild, (self.detach()._data.copy(), self._requires_grad, type(self)))
-
     def __deepcopy__(self, memo):
         if self._grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
@@ -579,20 +529,3 @@ class Tensor:
             out._grad = self._grad.__deepcopy__(memo)
         memo[id(self)] = out
         return out
-
-    # --- numpy protocol (create_graph runs the rule table's lambdas on Tensors) -------------
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .numpy_dispatch import array_ufunc
-        return array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from .numpy_dispatch import array_function
-        return array_function(func, args, kwargs)
-
-
-_node._Tensor = Tensor
-from . import spec as _spec  # noqa: E402
-
-_spec._Tensor = Tensor
-_spec._stale_view_requires_grad = stale_view_requires_grad
