@@ -91,7 +91,6 @@ def numpy_rng(generator=None):
     return (generator or default_generator)._rng
 
 
-_rng = numpy_rng  # the name nn.functional uses
 
 
 # --- helpers ---------------------------------------------------------------------------------

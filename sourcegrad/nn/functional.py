@@ -19,9 +19,8 @@ import warnings
 
 import numpy as np
 
-from ..eager import devices, factories, ops, shape_ops
+from ..eager import devices, factories, operands, ops, shape_ops
 from ..eager import inplace as _inplace_ops
-from ..eager.ops import _needs_grad, _result
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 from .. import rules_torch as rt
@@ -113,8 +112,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise RuntimeError(f"expected scalar type Long but found {target.dtype._scalar_name}")
     w = weight._data if isinstance(weight, Tensor) else weight
     ops.same_device(input, target, weight)
-    out = _wrap(_result(rt.nll_loss(input._data, t, w, reduction, ignore_index)))
-    if _needs_grad(input):
+    out = _wrap(operands.result(rt.nll_loss(input._data, t, w, reduction, ignore_index)))
+    if operands.needs_grad(input):
         record(NLL_LOSS, out, (input, target),
                {"weight": w, "reduction": reduction, "ignore_index": ignore_index})
     return out
@@ -159,9 +158,9 @@ def _reduce(losses, reduction, n):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _reduction(size_average, reduce, reduction)
-    xd, yd, rd, rx, ry = ops._promote(input, target)
-    out = _wrap(_result(rt.mse_loss(xd, yd, reduction), rd))
-    if _needs_grad(rx, ry):
+    xd, yd, rd, rx, ry = operands.promote(input, target)
+    out = _wrap(operands.result(rt.mse_loss(xd, yd, reduction), rd))
+    if operands.needs_grad(rx, ry):
         record(MSE_LOSS, out, (rx, ry), {"reduction": reduction})
     return out
 
@@ -206,7 +205,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1:
         return input.mul_(0) if inplace else input * 0
-    keep = factories._rng().random(input._data.shape) >= p
+    keep = factories.numpy_rng().random(input._data.shape) >= p
     mask = _wrap(devices.to_device((keep / (1 - p)).astype(input._data.dtype), input.device))
     return input.mul_(mask) if inplace else input * mask
 
