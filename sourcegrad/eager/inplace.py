@@ -1,5 +1,8 @@
 """In-place ops (`add_`, `mul_`, `zero_`, `copy_`, `x[i] = v`, `+=`, ...) and their graph.
 
+(One module: every in-place op goes through the same version, view-rebase and saving
+checks below; the ops themselves are short.)
+
 An in-place op writes into the tensor's storage, bumps its version counter by
 one, and, when grad mode is on and something involved requires grad, replaces
 the tensor's `grad_fn` with the op's node, whose first edge is the tensor's old

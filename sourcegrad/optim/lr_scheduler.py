@@ -1,5 +1,8 @@
 """`sourcegrad.optim.lr_scheduler`: torch's learning-rate schedules, value for value.
 
+One module, as torch's is: the schedulers share the LRScheduler base and its stepping
+protocol, and users import them from this one name.
+
 Each scheduler rewrites `group['lr']` of its optimizer's parameter groups when
 stepped. As in torch, `step()` uses the chainable form (the new lr computed from the
 current one, so schedulers compose), and `step(epoch)` the closed form where torch

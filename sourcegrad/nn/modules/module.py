@@ -1,5 +1,8 @@
 """`nn.Module`: the base class of every layer, with torch's bookkeeping.
 
+One module, as torch's is: registration, iteration, state dicts, hooks and conversions all
+read and write the same three dicts, and each needs the others' invariants.
+
 A Module keeps its parameters, buffers and submodules in three ordered dicts
 (`_parameters`, `_buffers`, `_modules`) that `__setattr__` fills and
 `__getattr__` reads, exactly as torch does, so the names they produce
