@@ -474,11 +474,13 @@ defvjp("where", np.where, _func("where"),
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y),
        kind="elementwise")
-# Gradient flows wherever clipping left x unchanged, bounds included (torch's clamp).
+# Gradient flows wherever clipping left x unchanged, bounds included (torch's clamp); elsewhere
+# it is 0 whatever arrives, as torch's where(mask, g, 0) gives it (g * mask made a NaN in g a
+# NaN gradient of the clipped elements too).
 defvjp("clip", np.clip, _func("clip"),
-       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(g * (x == ans), x),
-       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(g * ((ans != x) & (ans == a_min)), a_min),
-       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(g * ((ans != x) & (ans == a_max)), a_max),
+       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where(x == ans, g, 0.0), x),
+       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where((ans != x) & (ans == a_min), g, 0.0), a_min),
+       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where((ans != x) & (ans == a_max), g, 0.0), a_max),
        kind="elementwise")
 
 # Reductions.

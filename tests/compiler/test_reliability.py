@@ -368,3 +368,16 @@ def test_take_of_a_transposed_array_keeps_its_gradient():
     g = sourcegrad.grad(_take_of_transpose)(x)
     np.testing.assert_allclose(g, [[1.0, 0.0, 3.0], [2.0, 0.0, 0.0]])
     sourcegrad.check_grad(_take_of_transpose, x)
+
+
+def _clip_times_weights(x, w):
+    return np.sum(np.clip(x, -1.0, 1.0) * w)
+
+
+def test_clip_gives_zero_gradient_where_it_clipped_whatever_arrives():
+    # torch's clamp: where(mask, g, 0); g * mask turned a NaN arriving at a clipped element
+    # into a NaN gradient there
+    x = np.array([-2.0, 0.5, 3.0])
+    with np.errstate(invalid="ignore"):
+        g = sourcegrad.grad(_clip_times_weights)(x, np.array([np.nan, 2.0, np.inf]))
+    np.testing.assert_array_equal(g, [0.0, 2.0, 0.0])

@@ -266,3 +266,17 @@ def test_allowed_as_torch_allows(name):
         return [y.grad]
     outcome = both(run)
     assert outcome[0] == "ok"
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_clamp_gives_zero_gradient_where_it_clamped_even_for_nan(inplace):
+    # torch's where(mask, g, 0): a NaN arriving at a clamped element is not its gradient
+    # (found by the eager in-place fuzzer, seed third-6668)
+    grads = []
+    for lib in (torch, sg):
+        x = lib.tensor([-2.0, 0.5, 3.0], dtype=lib.float64, requires_grad=True)
+        y = x.clone().clamp_(-1.0, 1.0) if inplace else x.clamp(-1.0, 1.0)
+        w = lib.tensor([float("nan"), 2.0, float("inf")], dtype=lib.float64)
+        (y * w).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
