@@ -573,3 +573,18 @@ def test_set_submodule_and_get_buffer(torch):
     assert outs[0][:2] == outs[1][:2]
     assert [e[0] for e in outs[0][2:]] == [e[0] for e in outs[1][2:]]
     assert outs[0][3:] == outs[1][3:]
+
+
+def test_zero_grad_of_a_gradient_that_requires_grad_zeroes_it_as_torch_does(torch):
+    # a gradient set from create_graph=True results is a leaf that requires grad: torch
+    # stops it requiring grad and zeroes it (zero_() on it raised the leaf in-place error)
+    out = []
+    for lib in (torch, sg):
+        m = lib.nn.Linear(2, 1).double()
+        loss = (m(lib.ones(3, 2, dtype=lib.float64)) ** 2).sum()
+        grads = lib.autograd.grad(loss, list(m.parameters()), create_graph=True)
+        for p, g in zip(m.parameters(), grads):
+            p.grad = g.detach().requires_grad_()
+        m.zero_grad(set_to_none=False)
+        out.append([(p.grad.tolist(), p.grad.requires_grad) for p in m.parameters()])
+    assert out[1] == out[0]

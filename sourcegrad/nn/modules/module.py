@@ -414,6 +414,8 @@ class Module:
                 g = p._grad
                 if g._grad_fn is not None:
                     g = p._grad = g.detach()
+                else:  # (a leaf gradient that requires grad: zeroed as data, as torch does)
+                    g.requires_grad_(False)
                 g.zero_()
 
     def apply(self, fn):
