@@ -125,6 +125,8 @@ def signature_key(args) -> tuple:
             key.append((t, a))
         elif isinstance(a, tuple):
             key.append((tuple, a))
+        elif callable(a) and not hasattr(a, "shape"):
+            key.append((t, a))  # a function argument is inlined: code per function
         else:
             key.append((t, getattr(a, "shape", None), str(getattr(a, "dtype", None))))
     return tuple(key)

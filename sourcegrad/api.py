@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import analysis, cache, errors
+from . import analysis, cache, errors, random_draws
 from .analysis import aval_of, check_in_place_updates, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .dispatch import fast_entry
@@ -250,10 +250,16 @@ def _cell_value(cell):
 
 
 def _static_ints(params, args) -> dict:
-    """The int (and bool) arguments: part of a signature, so code may be lowered per value."""
+    """The int (and bool) arguments, and function arguments: part of a signature, so code
+    is lowered per value (a recursion on an int unrolls; a function passed is inlined)."""
     if args is None:
         return {}
-    return {p: a for p, a in zip(params, args) if type(a) in (int, bool)}
+    return {p: a for p, a in zip(params, args) if type(a) in (int, bool) or _is_function(a)}
+
+
+def _is_function(value) -> bool:
+    """A function passed as an argument (a callback such as an ODE's dynamics)."""
+    return callable(value) and not hasattr(value, "shape") and not isinstance(value, type)
 
 
 def _lowered_for_values(by_value, fn, params, args):
@@ -576,6 +582,9 @@ class Gradient(staticmethod):
         by_value = _of_function(_BY_VALUE, self.fn)
         if by_value is not None and by_value[0] is code:
             return _lowered_for_values(by_value[1], self.fn, self._params, args)
+        if args is not None and any(_is_function(a) for a in args):
+            # a function argument is inlined: IR per function (the key holds it too)
+            return _lowered_for_values({}, self.fn, self._params, args)
         known = _of_function(_IR, self.fn)
         if known is None or known[0] is not code:
             try:
@@ -1119,11 +1128,13 @@ def hessian(fn, wrt=0):
         x = args[wrt if isinstance(wrt, int) else 0]
         size = int(np.prod(np.shape(x), dtype=np.int64))
         rows = []
-        for i in range(size):
-            basis = np.zeros(size)
-            basis[i] = 1.0
-            v = basis.reshape(np.shape(x)) if np.shape(x) else 1.0
-            rows.append(np.asarray(product(*args, v)))
+        with random_draws.same_draws(_generators_of(fn)) as again:
+            for i in range(size):
+                again()  # each row differentiates the sample the first row drew
+                basis = np.zeros(size)
+                basis[i] = 1.0
+                v = basis.reshape(np.shape(x)) if np.shape(x) else 1.0
+                rows.append(np.asarray(product(*args, v)))
         return np.stack(rows).reshape(np.shape(x) + np.shape(x))
     return full
 
@@ -1169,18 +1180,31 @@ def _forward_jacobian(fn, wrt, backend):
         x = args[position]
         size = int(np.prod(np.shape(x), dtype=np.int64))
         columns, out_shape = [], ()
-        for i in range(size):
-            basis = np.zeros(size)
-            basis[i] = 1.0
-            tangents = [None] * len(args)
-            tangents[position] = basis.reshape(np.shape(x)) if np.shape(x) else 1.0
-            value, t_out = jvp(fn, args, tangents, backend=backend)
-            out_shape = np.shape(value)
-            columns.append(np.asarray(t_out))
+        with random_draws.same_draws(_generators_of(fn)) as again:
+            for i in range(size):
+                again()  # each column differentiates the sample the first column drew
+                basis = np.zeros(size)
+                basis[i] = 1.0
+                tangents = [None] * len(args)
+                tangents[position] = basis.reshape(np.shape(x)) if np.shape(x) else 1.0
+                value, t_out = jvp(fn, args, tangents, backend=backend)
+                out_shape = np.shape(value)
+                columns.append(np.asarray(t_out))
         if not columns:
             return np.zeros(np.shape(x))
         return np.stack(columns, axis=-1).reshape(out_shape + np.shape(x))
     return jac
+
+
+def _generators_of(fn) -> list:
+    """The random generators the user's function under `fn` (a function or a gradient of
+    one) draws from; [] when it draws none (or its source cannot be read here)."""
+    while isinstance(fn, Gradient):
+        fn = fn.fn
+    try:
+        return random_draws.generators_in(function_to_ir(fn))
+    except errors.SourcegradError:
+        return []
 
 
 def show(fn, *args, wrt=0, backend="auto", file=None):
@@ -1198,11 +1222,13 @@ def check_grad(fn, *args, wrt=0, eps=1e-6, rtol=1e-6, atol=1e-8):
     `atol + rtol * |numeric|` (after scaling the step for the input's magnitude).
     """
     g = Gradient(fn, wrt)
-    analytic = g(*args)
-    analytic = analytic if isinstance(analytic, tuple) and not g._single else (analytic,)
+    with random_draws.same_draws(_generators_of(fn)) as again:  # every call the same sample
+        analytic = g(*args)
+        analytic = analytic if isinstance(analytic, tuple) and not g._single else (analytic,)
+        again()
+        numerics = [numeric_grad(fn, args, pos, eps, again) for pos in g.wrt]
     worst = 0.0
-    for pos, ana in zip(g.wrt, analytic):
-        numeric = numeric_grad(fn, args, pos, eps)
+    for pos, ana, numeric in zip(g.wrt, analytic, numerics):
         err = np.max(np.abs(np.asarray(ana) - numeric) / (atol + rtol * np.abs(numeric) + 1e-300))
         worst = max(worst, float(err))
         if not np.allclose(ana, numeric, rtol=rtol, atol=atol):
@@ -1212,8 +1238,10 @@ def check_grad(fn, *args, wrt=0, eps=1e-6, rtol=1e-6, atol=1e-8):
     return worst
 
 
-def numeric_grad(fn, args, pos, eps=1e-6):
-    """Central finite differences of scalar `fn` with respect to argument `pos` (float64)."""
+def numeric_grad(fn, args, pos, eps=1e-6, before_call=None):
+    """Central finite differences of scalar `fn` with respect to argument `pos` (float64);
+    `before_call()` runs before each call of fn (check_grad puts random generators back)."""
+    before_call = before_call or (lambda: None)
     x = args[pos]
     base = np.array(x, dtype=np.float64)
     out = np.zeros_like(base)
@@ -1222,8 +1250,10 @@ def numeric_grad(fn, args, pos, eps=1e-6):
         step = eps * max(1.0, abs(flat[i]))
         orig = flat[i]
         flat[i] = orig + step
+        before_call()
         hi = fn(*_replace(args, pos, base, x))
         flat[i] = orig - step
+        before_call()
         lo = fn(*_replace(args, pos, base, x))
         flat[i] = orig
         out_flat[i] = (float(hi) - float(lo)) / (2 * step)

@@ -195,6 +195,8 @@ class Printer:
             return gast.Call(func=args[0], args=args[1:], keywords=keywords)
         if sp.kind == "attr":
             return _attr(args[0], sp.text)
+        if sp.kind == "method":  # `rng.normal(0.0, 1.0, n)`: the first argument is the object
+            return gast.Call(func=_attr(args[0], sp.text), args=args[1:], keywords=keywords)
         if sp.kind == "getitem":
             return gast.Subscript(value=args[0], slice=self.atom(call.args[1], in_index=True),
                                   ctx=_LOAD)

@@ -11,6 +11,7 @@ statement, every intermediate named, user variables renamed once per assignment
 from __future__ import annotations
 
 import builtins
+import copy
 import inspect
 import linecache
 import textwrap
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import gast
 import numpy as np
 
-from . import errors
+from . import errors, random_draws
 from .errors import SourceLocation
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Slc, Tup, Var, While,
                  walk)
@@ -129,7 +130,6 @@ _UNSUPPORTED_STATEMENTS = {
     gast.AsyncFunctionDef: "an async function definition",
     gast.AsyncFor: "an async for loop", gast.AsyncWith: "an async with statement",
     gast.Import: "an import statement", gast.ImportFrom: "an import statement",
-    gast.Assert: "an assert statement",
     gast.AnnAssign: "an annotated assignment",
 }
 _UNSUPPORTED_EXPRESSIONS = {
@@ -153,6 +153,7 @@ class Context:
         self.inline_depth = 0
         self.parsed_cache: dict = {}
         self.dependencies: list = []  # (kind, globals dict or closure cell, name, value read)
+        self.generators: set = set()  # names of random generators made in the code
 
     @property
     def out(self) -> list:
@@ -166,6 +167,17 @@ class LocalFunction:
     node: object
     scope: object
     defaults: dict
+
+
+# what a name may stand for at compile time besides an IR atom: a function, called by
+# inlining where the code calls it (never a value of the generated code)
+_FUNCTION_VALUES = (CallableRef, LocalFunction)
+
+
+def _function_label(value) -> str:
+    if isinstance(value, CallableRef):
+        return getattr(value.obj, "__qualname__", None) or repr(value.obj)
+    return getattr(value.node, "name", "lambda")
 
 
 @dataclass
@@ -202,8 +214,12 @@ def _assigned_names(stmt) -> set:
     """Names a statement binds, counting `a[i] = v`, `a[i] += v`, `a.append(v)` and
     `np.f(..., out=a)` as binding `a`."""
     names = set()
+    # a comprehension's own names are scoped to it (lowered under names of their own)
+    scoped = {id(t) for node in _walk_no_defs(stmt, False) if isinstance(node, gast.comprehension)
+              for t in gast.walk(node.target)}
     for node in _walk_no_defs(stmt, False):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) and \
+                id(node) not in scoped:
             names.add(node.id)
         elif isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) and \
                 isinstance(node.value, gast.Name):
@@ -281,9 +297,14 @@ class Lowerer:
             self.ctx.user_names.add(name)
             # an argument lowered as its value (an int that bounds a recursion) is a constant
             # where the body does not assign it
-            self.env[name] = Const(static[name]) if name in static and \
-                name not in self.assigned else Var(name)
+            self.env[name] = Var(name)
+            if name in static and name not in self.assigned:
+                value = static[name]
+                # a function argument is resolved now and inlined where it is called
+                self.env[name] = self.classify(value, name, tree) if callable(value) \
+                    else Const(value)
         result = self.function_body(tree.body, tree)
+        self.no_function_values([result], "the differentiated function's return")
         self.out.append(Return(result, self.loc))
         fn = Function(tree.name, params, self.ctx.blocks[0], self.parsed.file,
                       self.parsed.loc(tree), self.ctx.free, self.ctx.user_names)
@@ -424,6 +445,8 @@ class Lowerer:
             self.define_function(stmt)
         elif isinstance(stmt, gast.Pass):
             pass
+        elif isinstance(stmt, gast.Assert):
+            self.assert_(stmt)
         else:
             what = _UNSUPPORTED_STATEMENTS.get(type(stmt), type(stmt).__name__)
             self.error(errors.UnsupportedSyntaxError, f"{what} is not supported in "
@@ -434,6 +457,7 @@ class Lowerer:
         if stmt.value is None:
             self.error(errors.UnsupportedSyntaxError, "return without a value", stmt)
         value = self.expr(stmt.value)
+        self.no_function_values([value], "a return that is not the function's last statement")
         self.out.append(Assign(self.result, value, self.loc))
         self.out.append(Assign(self.returned, Const(True), self.loc))
         for loop in self.loops:
@@ -496,6 +520,8 @@ class Lowerer:
         if stmt.orelse:
             self.error(errors.UnsupportedSyntaxError, "for ... else is not supported", stmt)
         loc = self.parsed.loc(stmt)
+        if self.unrolled(stmt):
+            return
         start, stop, step, prelude = self.iteration(stmt.iter, stmt.target, stmt)
         kinds = _exits(stmt.body, {"break", "continue", "return"})
         brk = self.ctx.namer.fresh("stop") if kinds & {"break", "return"} else None
@@ -523,6 +549,38 @@ class Lowerer:
             block = [Assign(index, Var(trip), loc)] + block
             index = trip
         self.out.append(For(index, start, stop, step, block, loc, brk))
+
+    def unrolled(self, stmt) -> bool:
+        """`for key in ("W", "b"):` over constants that are not numbers: the body once per
+        item, with the item a constant (so `params[key]` and `key in ...` are known when
+        compiling). Numbers keep a loop: the code would grow with the count."""
+        if not isinstance(stmt.iter, (gast.Tuple, gast.List)) or \
+                _exits(stmt.body, {"break", "continue", "return"}):
+            return False
+        items = [self.expr(e) for e in stmt.iter.elts]
+        if not items or not all(isinstance(i, Const) for i in items) or \
+                all(type(i.value) in (int, float, bool) for i in items):
+            return False  # (lowering constants emits no statement: nothing to undo)
+        names = [t.id for t in gast.walk(stmt.target) if isinstance(t, gast.Name)]
+        for item in items:
+            self.loc = self.parsed.loc(stmt)
+            self.constant_target(stmt.target, item.value, stmt)
+            self.block(stmt.body)
+        for name in names:  # after the loop, the names hold the last item, as in Python
+            self.bind(name, self.env[name])
+        return True
+
+    def constant_target(self, target, value, stmt):
+        """Bind the names of a loop target to (parts of) a constant, with no code."""
+        if isinstance(target, gast.Name):
+            self.env[target.id] = Const(value)
+        elif isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (tuple, list)) \
+                and len(value) == len(target.elts):
+            for t, v in zip(target.elts, value):
+                self.constant_target(t, v, stmt)
+        else:
+            self.error(errors.UnsupportedSyntaxError, f"cannot unpack {value!r} into "
+                       f"{_describe(target)}", stmt)
 
     def iteration(self, node, target, stmt):
         """(start, stop, step, (index name, [binders])) for `for target in node`."""
@@ -745,6 +803,7 @@ class Lowerer:
         local = self.local(name)
         self.ctx.user_names.add(local)
         if name in self.mutable:
+            self.no_function_values([atom], "a variable assigned in a loop or branch")
             if isinstance(atom, Tup):  # a tuple held in a variable: a value with an adjoint
                 atom = self.emit("make_tuple", list(atom.items))
             if atom != Var(local):
@@ -783,6 +842,7 @@ class Lowerer:
         arguments, such as the depth of an inlined recursion, are decided at compile time).
         """
         rule = RULES[op]
+        self.no_function_values(list(args) + [a for _, a in kwargs], op)
         if op == "getitem" and isinstance(args[0], Tup) and isinstance(args[1], Const) \
                 and isinstance(args[1].value, int):
             return args[0].items[args[1].value]  # unpacking a tuple of values: no code
@@ -873,9 +933,69 @@ class Lowerer:
             return self.emit("getitem", [value, self.index(node.slice)], name=name)
         if isinstance(node, (gast.Tuple, gast.List)):
             return self.sequence(node)
+        if isinstance(node, (gast.ListComp, gast.GeneratorExp)):
+            return self.comprehension(node, name)
         what = _UNSUPPORTED_EXPRESSIONS.get(type(node), type(node).__name__)
         self.error(errors.UnsupportedSyntaxError, f"{what} is not supported in "
                    "differentiated code", node)
+
+    def no_function_values(self, atoms, use):
+        """Refuse a function value where generated code would need it as a run-time value."""
+        for atom in atoms:
+            items = atom.items if isinstance(atom, Tup) else (atom,)
+            for item in items:
+                if isinstance(item, _FUNCTION_VALUES):
+                    what = f"the operation {use!r}" if use in RULES else use
+                    self.error(errors.UnsupportedSyntaxError,
+                               f"the function {_function_label(item)!r} is used as a value by "
+                               f"{what}; a function value can be called, or passed to a Python "
+                               "function that calls it (it is inlined), not stored or computed "
+                               "with", None)
+
+    def comprehension(self, node, name):
+        """`[elt for t in it if c]` (and a generator expression, which is consumed whole
+        where it is used: `sum(...)`, `np.stack(...)`) as the loop Python runs:
+
+            items = []
+            for t in it:
+                if c:
+                    items.append(elt)
+
+        The comprehension's own names (t) get names of their own, as Python scopes them to
+        the comprehension: a variable of the same name outside is not changed."""
+        local = self.ctx.namer.fresh(self.local(name or "items"))
+        acc = local[len(self.prefix):]
+        self.ctx.user_names.add(local)
+        self.mutable.add(acc)
+        self.out.append(Assign(local, Const([]), self.loc))
+        self.env[acc] = Var(local)
+        renamed = {}
+        for generator in node.generators:
+            if getattr(generator, "is_async", 0):
+                self.error(errors.UnsupportedSyntaxError, "an async comprehension is not "
+                           "supported", node)
+            for target in gast.walk(generator.target):
+                if isinstance(target, gast.Name):
+                    fresh = self.ctx.namer.fresh(self.local(target.id))
+                    renamed[target.id] = fresh[len(self.prefix):]
+        node = _RenameNames(renamed).visit(_copy_tree(node))
+        def at_node(made):  # a statement made here reports the comprehension's line
+            return gast.copy_location(made, node)
+        items = at_node(gast.Name(id=acc, ctx=gast.Load(), annotation=None, type_comment=None))
+        append = at_node(gast.Expr(value=at_node(gast.Call(
+            func=at_node(gast.Attribute(value=items, attr="append", ctx=gast.Load())),
+            args=[node.elt], keywords=[]))))
+        body = [append]
+        for generator in reversed(node.generators):
+            for test in reversed(generator.ifs):
+                body = [at_node(gast.If(test=test, body=body, orelse=[]))]
+            body = [at_node(gast.For(target=generator.target, iter=generator.iter, body=body,
+                                     orelse=[], type_comment=None))]
+        loop = body[0]
+        saved_loc = self.loc
+        self.for_(loop)
+        self.loc = saved_loc
+        return Var(local)
 
     def mutable_temp(self, base):
         target = self.ctx.namer.fresh(base)
@@ -934,11 +1054,26 @@ class Lowerer:
 
     def compare(self, node, name):
         ops = [type(o).__name__ for o in node.ops]
-        if any(o not in COMPARISONS and o not in ("Is", "IsNot") for o in ops):
-            self.error(errors.UnsupportedSyntaxError, "membership comparisons (in, not in) are "
-                       "not supported", node)
         left = self.expr(node.left)
         right = self.expr(node.comparators[0])
+        if ops[0] in ("In", "NotIn"):
+            if not (isinstance(left, Const) and isinstance(right, Const)):
+                self.error(errors.UnsupportedSyntaxError, "a membership test (in, not in) is "
+                           "supported where both sides are known when compiling (constants, "
+                           "loop names over constants); here one is computed at run time",
+                           node)
+            found = left.value in right.value
+            first = Const(found if ops[0] == "In" else not found)
+            if len(ops) == 1:
+                return first
+            rest = gast.Compare(left=node.comparators[0], ops=node.ops[1:],
+                                comparators=node.comparators[1:])
+            gast.copy_location(rest, node)
+            return self.expr(gast.copy_location(
+                gast.BoolOp(op=gast.And(), values=[_AtomNode(first), rest]), node), name)
+        if any(o not in COMPARISONS and o not in ("Is", "IsNot", "In", "NotIn") for o in ops):
+            self.error(errors.UnsupportedSyntaxError, f"the comparison {ops} is not supported",
+                       node)
         if ops[0] in ("Is", "IsNot"):
             if isinstance(left, Const) and isinstance(right, Const):
                 same = left.value is right.value
@@ -1026,29 +1161,28 @@ class Lowerer:
             return node.atom
         if ident in self.env:
             return self.env[ident]
+        if ident in self.local_functions:  # `sq = lambda v: v * v`, read as a value
+            return self.local_functions[ident]
         if ident in self.assigned and self.enclosing is None:
             self.error(errors.NameResolutionError, f"local variable {ident!r} is read before it "
                        "is assigned", node)
         found = self.lookup(ident)
-        if found is not None and not isinstance(found, LocalFunction):
-            return found
         if found is not None:
-            self.error(errors.UnsupportedSyntaxError, f"the function {ident!r} is used as a "
-                       "value; only calls of it are supported", node)
+            return found  # a local value, or a local function passed as a value
         ref = self.classify(self.resolve(node), ident, node)
-        if isinstance(ref, (ModuleRef, CallableRef)):
-            self.error(errors.UnsupportedSyntaxError, f"{ident!r} is a "
-                       f"{'module' if isinstance(ref, ModuleRef) else 'function'} used as a value; "
-                       "only calls of it are supported", node)
-        return ref
+        if isinstance(ref, ModuleRef):
+            self.error(errors.UnsupportedSyntaxError, f"{ident!r} is a module used as a value; "
+                       "only its functions and constants can be read", node)
+        return ref  # a function value is resolved now, and inlined where it is called
 
     def target_of(self, func):
         """Resolve a call's function expression: ModuleRef, CallableRef, LocalFunction, or None."""
         if isinstance(func, gast.Name):
-            if func.id in self.env:
-                return None
+            if func.id in self.env:  # a parameter or variable holding a function value
+                found = self.env[func.id]
+                return found if isinstance(found, _FUNCTION_VALUES) else None
             found = self.lookup(func.id)
-            if isinstance(found, LocalFunction):
+            if isinstance(found, _FUNCTION_VALUES):
                 return found
             if found is not None:
                 return None
@@ -1072,8 +1206,8 @@ class Lowerer:
             else None
         if isinstance(base, ModuleRef):
             value = self.target_of(node)
-            if isinstance(value, Const):
-                return value
+            if isinstance(value, (Const, CallableRef)):
+                return value  # a constant, or a function passed as a value (np.tanh)
             self.error(errors.UnsupportedSyntaxError, f"{_describe(node)} used as a value; only "
                        "calls of it are supported", node)
         op = _ATTRS.get(node.attr)
@@ -1117,10 +1251,19 @@ class Lowerer:
         if not isinstance(target, CallableRef):
             self.error(errors.UnsupportedSyntaxError, f"{_describe(func)} is not callable", node)
         obj = target.obj
+        if obj in _COMPILE_TIME_BUILTINS and rule_for_function(obj) is None:
+            return getattr(self, _COMPILE_TIME_BUILTINS[obj])(node, name)
         if isinstance(obj, types.FunctionType) and rule_for_function(obj) is None:
             args, kwargs = self.call_args(node)
             return self.inline(obj, args, kwargs, node, name)
         rule = rule_for_function(obj)
+        draw = random_draws.function_rule(obj) if rule is None else None
+        if draw is not None:  # np.random.normal(...): drawn in the forward pass only
+            args, kwargs = self.call_args(node)
+            result = self.emit(draw.name, args, kwargs, name=name)
+            if obj in (np.random.default_rng, np.random.RandomState):
+                self.ctx.generators.add(result.name)
+            return result
         if rule is None:
             for arg in node.args:  # report unsupported syntax inside the call first
                 self.expr(arg)
@@ -1147,6 +1290,76 @@ class Lowerer:
                     if isinstance(a, Tup) and rule.vjp_for(i) is not None else a
                     for i, a in enumerate(args)]
         return self.emit(rule.name, args, kwargs, name=name)
+
+    # -- builtins decided while lowering -------------------------------------------------------
+
+    def slice_call(self, node, name):
+        """`slice(a, b)`: the index `a:b` (a value of its own where a bound is computed)."""
+        args, kwargs = self.call_args(node)
+        if kwargs or not 1 <= len(args) <= 3:
+            self.error(errors.UnsupportedSyntaxError, "slice takes 1 to 3 positional "
+                       "arguments", node)
+        parts = [Const(None)] + args if len(args) == 1 else args
+        parts = list(parts) + [Const(None)] * (3 - len(parts))
+        if all(isinstance(p, Const) for p in parts):
+            return Const(slice(*(p.value for p in parts)))
+        return Slc(*parts)
+
+    def callable_call(self, node, name):
+        """`callable(v)`: known now, as a function value is never a value of the code."""
+        args, kwargs = self.call_args(node)
+        if kwargs or len(args) != 1:
+            self.error(errors.UnsupportedSyntaxError, "callable takes one argument", node)
+        value = args[0]
+        if isinstance(value, _FUNCTION_VALUES):
+            return Const(True)
+        return Const(callable(value.value) if isinstance(value, Const) else False)
+
+    def isinstance_call(self, node, name):
+        """`isinstance(v, T)`: decided now for constants, tuples and functions; for a
+        computed value, a test of its type (the signature fixes types, so analysis decides
+        it per signature and the branch not taken is not compiled)."""
+        if len(node.args) != 2 or node.keywords:
+            self.error(errors.UnsupportedSyntaxError, "isinstance takes two arguments", node)
+        value = self.expr(node.args[0])
+        types_node = node.args[1]
+        parts = types_node.elts if isinstance(types_node, gast.Tuple) else [types_node]
+        classes = []
+        for part in parts:
+            ref = self.target_of(part) if isinstance(part, (gast.Name, gast.Attribute)) else None
+            if not (isinstance(ref, CallableRef) and isinstance(ref.obj, type)):
+                self.error(errors.UnsupportedSyntaxError, "the second argument of isinstance "
+                           "must name classes known when compiling", node)
+            classes.append(ref.obj)
+        classes = tuple(classes)
+        if isinstance(value, Const):
+            return Const(isinstance(value.value, classes))
+        if isinstance(value, Tup):
+            return Const(isinstance((), classes))
+        if isinstance(value, CallableRef):
+            return Const(isinstance(value.obj, classes))
+        if isinstance(value, LocalFunction):
+            return Const(isinstance(_function_stand_in, classes))
+        if isinstance(value, Slc):
+            return Const(isinstance(slice(None), classes))
+        held = self.bind_free(classes if len(classes) > 1 else classes[0],
+                              "_".join(c.__name__ for c in classes))
+        return self.emit("isinstance_builtin", [value, held], name=name)
+
+    def assert_(self, stmt):
+        """`assert test, message`: checked in the forward pass, as Python checks it."""
+        test = self.expr(stmt.test)
+        message = Const(None) if stmt.msg is None else self.expr(stmt.msg)
+        if not isinstance(message, Const):
+            self.error(errors.UnsupportedSyntaxError, "the message of an assert must be a "
+                       "constant", stmt)
+        if isinstance(test, Const):
+            if not test.value:  # fails on every call: say so now, where the code is
+                self.error(errors.UnsupportedSyntaxError, "this assert fails for every call "
+                           f"(AssertionError{': ' + str(message.value) if message.value else ''})",
+                           stmt)
+            return
+        self.out.append(ExprStmt(Call("check_assert", (test, message)), self.loc))
 
     def ufunc_into(self, rule, args, kwargs, out, node, name):
         """`np.exp(u, out=u)` (generated code reusing a buffer, or the user's): the result is a
@@ -1253,11 +1466,18 @@ class Lowerer:
 
     def method(self, node, name=None):
         func = node.func
+        receiver = self.expr(func.value)
+        if isinstance(receiver, Var) and (receiver.name in self.ctx.generators or
+                                          random_draws.is_generator(
+                                              self.ctx.free.get(receiver.name))):
+            # rng.standard_normal(n): a draw from the user's generator, in the forward pass
+            args, kwargs = self.call_args(node)
+            draw = random_draws.method_rule(func.attr)
+            return self.emit(draw.name, [receiver] + args, kwargs, name=name)
         op = _METHODS.get(func.attr)
         if op is None:
             self.error(errors.NoRuleError, f"the method .{func.attr}() has no derivative rule; "
                        "supported methods: " + ", ".join(sorted(_METHODS)), node)
-        receiver = self.expr(func.value)
         args, kwargs = self.call_args(node)
         if func.attr in _VARARG_METHODS and len(args) > 1:
             args = [_pack(args)]
@@ -1282,6 +1502,31 @@ class Lowerer:
         self.error(errors.NoRuleError, f"{label} ({module}) has no derivative rule. Register one "
                    "with sourcegrad.rules.defvjp(name, function, spelling, vjp_for_each_input...) "
                    "or rewrite the line with supported functions", node)
+
+
+# builtins whose calls are lowered by a method of the Lowerer, not by a derivative rule
+_COMPILE_TIME_BUILTINS = {slice: "slice_call", callable: "callable_call",
+                          isinstance: "isinstance_call"}
+
+
+def _function_stand_in():
+    """What isinstance sees for a function defined in the differentiated code."""
+
+
+class _RenameNames(gast.NodeTransformer):
+    """Rename the given names everywhere in a (copied) tree."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def visit_Name(self, node):
+        if node.id in self.names:
+            node.id = self.names[node.id]
+        return node
+
+
+def _copy_tree(node):
+    return copy.deepcopy(node)
 
 
 class _AtomNode(gast.Name):

@@ -616,6 +616,9 @@ for _name in ("len", "np_shape", "np_ndim", "np_size"):
 defnondiff("int_builtin", int, Spelling("builtin", "int"))
 defnondiff("bool_builtin", bool, Spelling("builtin", "bool"))
 defnondiff("range", range, Spelling("builtin", "range"))
+defnondiff("isinstance_builtin", isinstance, Spelling("builtin", "isinstance"), register_fn=False)
+RULES["isinstance_builtin"].static_result = True  # types are part of the signature
+defnondiff("check_assert", runtime.check_assert, _helper("check_assert"), pure=False)
 defnondiff("inverse_permutation", inverse_permutation, _helper("inverse_permutation"))
 defnondiff("reduced_count", reduced_count, _helper("reduced_count"))
 

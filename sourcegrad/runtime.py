@@ -482,3 +482,9 @@ def iadd_item(x, index, value):
 def store_item(x, index, value):
     """`x[index] = value`, in place (generated code writes it as that statement)."""
     x[index] = value
+
+
+def check_assert(test, message=None):
+    """The user's `assert test, message`, run in the forward pass of generated code."""
+    if not test:
+        raise AssertionError(*(() if message is None else (message,)))

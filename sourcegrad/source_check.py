@@ -22,6 +22,7 @@ interactive prompt) nothing is said: the front end reports that itself.
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import linecache
 import types
@@ -34,7 +35,8 @@ class StaleSourceError(errors.SourcegradError):
     """The source on disk is not the code the function runs (edited after import)."""
 
 
-_FILES: dict = {}  # file name -> (linecache's lines, {(name, first line): [code objects]})
+# (file name, asserts rewritten) -> (linecache's lines, {(name, first line): [code objects]})
+_FILES: dict = {}
 
 
 def check_current(fn) -> None:
@@ -53,10 +55,11 @@ def check_current(fn) -> None:
     lines = linecache.getlines(file, fn.__globals__)
     if not lines:
         return
-    known = _FILES.get(file)
+    rewritten = "@pytest_ar" in fn.__globals__  # a test module whose asserts pytest rewrote
+    known = _FILES.get((file, rewritten))
     if known is None or known[0] is not lines:
-        known = (lines, _functions_of("".join(lines), code.co_filename))
-        _FILES[file] = known
+        known = (lines, _functions_of("".join(lines), code.co_filename, rewritten))
+        _FILES[(file, rewritten)] = known
     table = known[1]
     if table is not None and any(_same(code, c) for c in
                                  table.get((code.co_name, code.co_firstlineno), ())):
@@ -71,17 +74,31 @@ def check_current(fn) -> None:
         SourceLocation(file, line, 0, text))
 
 
-def _functions_of(text: str, filename: str):
+def _functions_of(text: str, filename: str, rewritten: bool = False):
     """{(name, first line): code objects} of every function the text defines; None when it
-    does not compile."""
+    does not compile. `rewritten`: compile it as pytest compiles a test module, its asserts
+    rewritten (so a function with an assert in a test file is not taken for edited)."""
     try:
-        module = compile(text, filename, "exec", dont_inherit=True)
+        source = _rewritten_asserts(text, filename) if rewritten else text
+        module = compile(source, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return None
     table: dict = {}
     for code in _code_objects(module):
         table.setdefault((code.co_name, code.co_firstlineno), []).append(code)
     return table
+
+
+def _rewritten_asserts(text: str, filename: str):
+    """The module's syntax tree after pytest's assertion rewriting (pytest's own function
+    for it; when it cannot be had, the text as it is, and the check compares as usual)."""
+    try:
+        from _pytest.assertion.rewrite import rewrite_asserts
+    except ImportError:
+        return text
+    tree = ast.parse(text, filename)
+    rewrite_asserts(tree, text.encode())
+    return tree
 
 
 def _code_objects(code):

@@ -1,0 +1,367 @@
+"""Python as real numerical code is written: function values, comprehensions, builtins
+decided while compiling (slice, isinstance, callable, in, assert) and random draws.
+
+Every gradient is checked against central finite differences of the user's own function;
+for random draws, the generators are put back before each call, so the differences are
+taken on the same sample the compiled gradient differentiates."""
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import errors
+
+
+def fd(fn, x, *rest, reset=lambda: None, eps=1e-6):
+    x = np.asarray(x, dtype=np.float64)
+    out = np.zeros_like(x)
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step.flat[i] = eps
+        reset()
+        hi = fn(x + step, *rest)
+        reset()
+        lo = fn(x - step, *rest)
+        out.flat[i] = (hi - lo) / (2 * eps)
+    return out
+
+
+def check(fn, x, *rest, reset=lambda: None):
+    reset()
+    got = sourcegrad.grad(fn)(x, *rest)
+    np.testing.assert_allclose(got, fd(fn, x, *rest, reset=reset), rtol=1e-6, atol=1e-8)
+    return got
+
+
+X = np.array([0.3, -1.2, 2.0])
+
+
+# --- functions as values ----------------------------------------------------------------------
+
+def rk4_step(f, y, t, dt):
+    k1 = f(y, t)
+    k2 = f(y + dt / 2 * k1, t + dt / 2)
+    k3 = f(y + dt / 2 * k2, t + dt / 2)
+    k4 = f(y + dt * k3, t + dt)
+    return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
+def odeint(f, y0, ts):
+    y = y0
+    for i in range(len(ts) - 1):
+        y = rk4_step(f, y, ts[i], ts[i + 1] - ts[i])
+    return y
+
+
+def damped(y, t):
+    return -0.5 * y + np.sin(t) * y * y
+
+
+def ode_loss(y0):
+    return np.sum(odeint(damped, y0, np.linspace(0.0, 1.0, 6)) ** 2)
+
+
+def layer(x, W, nonlinearity=np.tanh):
+    return nonlinearity(x @ W)
+
+
+def two_layers(W):
+    h = layer(np.ones(3), W)
+    return np.sum(h) + np.sum(layer(np.ones(3), W, nonlinearity=np.sin))
+
+
+def make_scaled_sin(a):
+    def f(x):
+        return np.sin(a * x)
+    return f
+
+
+def uses_closure(x):
+    g = make_scaled_sin(2.0)
+    return np.sum(g(x))
+
+
+def apply_twice(fn, v):
+    return fn(v) + fn(2 * v)
+
+
+def uses_lambda(x):
+    square = lambda v: v * v  # noqa: E731 - the style under test
+    return np.sum(apply_twice(square, x))
+
+
+def with_dynamics(y0, dynamics=damped):
+    return np.sum(odeint(dynamics, y0, np.linspace(0.0, 1.0, 4)) ** 2)
+
+
+def cosine_dynamics(y, t):
+    return np.cos(y) * t
+
+
+def stores_functions(x):
+    fs = [np.sin, np.cos]
+    return np.sum(fs[0](x))
+
+
+def computes_with_function(x):
+    return np.sum(np.exp)
+
+
+def test_function_passed_to_user_function():
+    check(ode_loss, X * 0.3)
+
+
+def test_function_default_and_override():
+    check(two_layers, np.full((3, 2), 0.3))
+
+
+def test_closure_returning_function():
+    check(uses_closure, X)
+
+
+def test_lambda_in_variable_passed_as_value():
+    got = check(uses_lambda, X)
+    np.testing.assert_allclose(got, 10 * X)
+
+
+def test_function_argument_is_part_of_the_signature():
+    g = sourcegrad.grad(with_dynamics)
+    default = g(X * 0.3)
+    other = g(X * 0.3, cosine_dynamics)
+    np.testing.assert_allclose(default, fd(with_dynamics, X * 0.3), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(other, fd(with_dynamics, X * 0.3, cosine_dynamics),
+                               rtol=1e-6, atol=1e-8)
+    assert not np.allclose(default, other)
+    np.testing.assert_allclose(g(X * 0.3, damped), default)
+
+
+@pytest.mark.parametrize("fn, words", [(stores_functions, "'sin' is used as a value"),
+                                       (computes_with_function, "'exp' is used as a value")])
+def test_function_values_stored_or_computed_with_are_refused(fn, words):
+    with pytest.raises(errors.UnsupportedSyntaxError, match=words) as info:
+        sourcegrad.grad(fn)(X)
+    assert "test_real_python.py" in str(info.value)
+
+
+# --- comprehensions ---------------------------------------------------------------------------
+
+def stacked_rows(x, W):
+    rows = [np.tanh(x * w) for w in W]
+    return np.sum(np.stack(rows) ** 2)
+
+
+def generator_in_sum(x):
+    return sum(np.sum(np.sin(x * k)) for k in range(1, 4))
+
+
+def nested_with_condition(x):
+    i = 10.0  # the comprehension's i is its own
+    ys = [np.sin(x[i]) * x[j] for i in range(3) for j in range(i + 1) if (i + j) % 2 == 0]
+    return np.sum(np.array(ys)) * i
+
+
+def prefix_sums(x):
+    return np.sum(np.array([np.sum(x[:k]) for k in range(1, 4)]) ** 2)
+
+
+def comprehension_in_loop(x):
+    total = 0.0
+    for t in range(2):
+        total = total + sum(np.sum(np.tanh(x * t * k)) for k in range(2))
+    return total
+
+
+def over_list_argument(xs):
+    return sum([np.sum(v ** 3) for v in xs])
+
+
+def test_list_comprehension_over_an_array():
+    W = np.array([0.5, -1.0, 2.0, 0.1])
+    check(stacked_rows, X, W)
+
+
+@pytest.mark.parametrize("fn", [generator_in_sum, nested_with_condition, prefix_sums,
+                                comprehension_in_loop, over_list_argument])
+def test_comprehensions(fn):
+    check(fn, X)
+
+
+def test_comprehension_names_do_not_leak():
+    assert nested_with_condition(X) == pytest.approx(
+        sourcegrad.value_and_grad(nested_with_condition)(X)[0])
+
+
+def test_generated_comprehension_reads_as_a_loop():
+    g = sourcegrad.grad(stacked_rows)
+    g(X, np.ones(2))
+    source = g.source
+    assert "for i in range(len_W):" in source and "w = W[i]" in source
+    assert "# line" in source and "rows = [np.tanh(x * w) for w in W]" in source
+
+
+# --- builtins decided while compiling ---------------------------------------------------------
+
+def with_slice(x, n):
+    part = slice(1, n)
+    return np.sum(x[part] ** 2) + np.sum(x[slice(2)])
+
+
+def with_assert(x):
+    assert x.shape[0] == 3, "three values"
+    return np.sum(x ** 2)
+
+
+def assert_fails(x):
+    assert x.shape[0] == 4, "four values"
+    return np.sum(x)
+
+
+def always_fails(x):
+    assert False, "never"
+    return np.sum(x)
+
+
+def by_type(x):
+    if isinstance(x, float):
+        return x * 2.0
+    return np.sum(x ** 2)
+
+
+def checks_callable(x, f=np.sin):
+    if callable(f):
+        return np.sum(f(x))
+    return np.sum(x)
+
+
+def over_names(x):
+    total = 0.0
+    for name in ("a", "b", "c"):
+        if name in ("a", "c"):
+            total = total + np.sum(x * x)
+    return total + (1.0 if name == "c" else 0.0)
+
+
+def run_time_membership(x):
+    return np.sum(x) if 1.0 in x else 0.0
+
+
+def test_slice_builtin():
+    check(with_slice, X, 3)
+
+
+def test_assert_runs_in_the_forward_pass():
+    check(with_assert, X)
+    with pytest.raises(AssertionError, match="four values"):
+        sourcegrad.grad(assert_fails)(X)
+    with pytest.raises(errors.UnsupportedSyntaxError, match="fails for every call"):
+        sourcegrad.grad(always_fails)(X)
+
+
+def test_isinstance_and_callable():
+    check(by_type, X)
+    assert sourcegrad.grad(by_type)(1.5) == 2.0
+    check(checks_callable, X)
+
+
+def test_membership_of_constants_and_unrolled_loop():
+    check(over_names, X)
+    np.testing.assert_allclose(sourcegrad.grad(over_names)(X), 4 * X)
+
+
+def test_run_time_membership_is_refused():
+    with pytest.raises(errors.UnsupportedSyntaxError, match="membership") as info:
+        sourcegrad.grad(run_time_membership)(X)
+    assert "1.0 in x" in str(info.value)
+
+
+# --- random draws -----------------------------------------------------------------------------
+
+RS = np.random.RandomState(0)
+RNG = np.random.default_rng(1)
+
+
+def reparameterised(params):
+    mu, log_sigma = params[0], params[1]
+    eps = RS.randn(5, 2)
+    z = mu + np.exp(log_sigma) * eps
+    return np.sum(z ** 2)
+
+
+def generator_draw(mu):
+    z = mu + RNG.standard_normal(mu.shape)
+    return np.sum(np.sin(z))
+
+
+def global_draw(mu):
+    z = mu + np.random.normal(0.0, 1.0, size=mu.shape)
+    return np.sum(np.sin(z))
+
+
+def seeded_inside(mu):
+    rng = np.random.default_rng(3)
+    return np.sum(np.sin(mu + rng.normal(size=3)))
+
+
+def draws_in_loop(mu):
+    s = 0.0
+    for i in range(3):
+        s = s + np.sum(np.cos(mu * RS.randn(3)))
+    return s
+
+
+def reset_rs():
+    RS.seed(7)
+
+
+def reset_rng():
+    RNG.bit_generator.state = np.random.default_rng(1).bit_generator.state
+
+
+def reset_global():
+    np.random.seed(5)
+
+
+@pytest.mark.parametrize("fn, x, reset", [
+    (reparameterised, np.array([[0.1, 0.2], [0.3, -0.4]]), reset_rs),
+    (generator_draw, X, reset_rng),
+    (global_draw, X, reset_global),
+    (seeded_inside, X, lambda: None),
+    (draws_in_loop, X, reset_rs),
+])
+def test_random_draws_are_constants_of_the_gradient(fn, x, reset):
+    check(fn, x, reset=reset)
+
+
+def test_backward_never_draws_again():
+    reset_rs()
+    sourcegrad.grad(draws_in_loop)(X)
+    after_gradient = RS.randn()
+    reset_rs()
+    draws_in_loop(X)
+    assert after_gradient == RS.randn()
+
+
+def test_generated_code_draws_from_the_users_generator():
+    g = sourcegrad.grad(draws_in_loop)
+    g(X)
+    code = [line for line in g.source.splitlines() if not line.strip().startswith("#")]
+    assert sum("RS.randn(3)" in line for line in code) == 1  # drawn once, in the forward
+
+
+def test_hessian_differentiates_one_sample():
+    g = sourcegrad.grad(draws_in_loop)
+
+    def column(i):
+        step = np.zeros(3)
+        step[i] = 1e-6
+        reset_rs()
+        hi = g(X + step)
+        reset_rs()
+        return (hi - g(X - step)) / 2e-6
+    reset_rs()
+    H = sourcegrad.hessian(draws_in_loop)(X)
+    expected = np.stack([column(i) for i in range(3)], axis=1)
+    np.testing.assert_allclose(H, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_check_grad_uses_one_sample():
+    assert sourcegrad.check_grad(draws_in_loop, X) < 1.0
