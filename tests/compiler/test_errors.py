@@ -31,7 +31,7 @@ def undefined_name(x):
 
 
 def uses_comprehension(x):
-    return sum([v for v in x])
+    return sum({v for v in x})
 
 
 def test_non_scalar_output():
@@ -62,7 +62,7 @@ def test_unsupported_syntax_names_construct_file_line_and_text():
     assert "a try statement" in message
     assert "test_errors.py:" in message
     assert "try:" in message
-    with pytest.raises(errors.UnsupportedSyntaxError, match="list comprehension"):
+    with pytest.raises(errors.UnsupportedSyntaxError, match="set comprehension"):
         sourcegrad.grad(uses_comprehension)(np.ones(2))
 
 
