@@ -234,9 +234,17 @@ def _still_bound(dependencies) -> bool:
     still bound. Each compiled code checks its own: code built before a rebinding stays
     stale after another gradient of the same function has been rebuilt for the new value."""
     for kind, container, name, value in dependencies:
+        if kind == "attribute":  # an attribute of an object (a property makes a new number)
+            current = getattr(container, name, _MISSING)
+            if current is not value and not (type(current) is type(value) and
+                                             isinstance(value, (int, float, str, bool)) and
+                                             current == value):
+                return False
+            continue
         current = container.get(name, _MISSING) if kind == "global" else \
             getattr(container, "__code__", _MISSING) if kind == "code" else \
-            _cell_value(container)
+            getattr(getattr(container, name, None), "__func__", _MISSING) \
+            if kind == "method" else _cell_value(container)
         if current is not value:
             return False
     return True

@@ -169,15 +169,39 @@ class LocalFunction:
     defaults: dict
 
 
+@dataclass(frozen=True)
+class MethodRef:
+    """A method of an object known when compiling (`model.predict`): its function, inlined
+    with `self` bound to the object's atom."""
+
+    fn: object
+    receiver: object
+
+
 # what a name may stand for at compile time besides an IR atom: a function, called by
 # inlining where the code calls it (never a value of the generated code)
-_FUNCTION_VALUES = (CallableRef, LocalFunction)
+_FUNCTION_VALUES = (CallableRef, LocalFunction, MethodRef)
 
 
 def _function_label(value) -> str:
-    if isinstance(value, CallableRef):
-        return getattr(value.obj, "__qualname__", None) or repr(value.obj)
+    if isinstance(value, (CallableRef, MethodRef)):
+        obj = value.obj if isinstance(value, CallableRef) else value.fn
+        return getattr(obj, "__qualname__", None) or repr(obj)
     return getattr(value.node, "name", "lambda")
+
+
+_NOT_AN_OBJECT = object()
+_VALUE_TYPES = (bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset,
+                type(None), np.ndarray, np.generic, types.ModuleType, types.FunctionType,
+                types.BuiltinFunctionType, types.MethodType, type, np.ufunc)
+
+
+def _is_plain_object(value) -> bool:
+    """An instance of a user class (a model, a config), whose attributes are read when
+    compiling: not a number, container, array, module, function or random generator."""
+    return not isinstance(value, _VALUE_TYPES + random_draws.GENERATOR_TYPES) and \
+        not hasattr(value, "__array_interface__") and \
+        not hasattr(value, "__cuda_array_interface__")
 
 
 @dataclass
@@ -1199,9 +1223,68 @@ class Lowerer:
                     return ModuleRef(value)
                 const = _static_value(value)
                 return const if const is not None else CallableRef(value)
+            if isinstance(func.value, (gast.Name, gast.Attribute)):
+                obj = self.static_object(func.value)
+                if obj is not _NOT_AN_OBJECT:  # model.predict(...): a method of a user object
+                    found = self.object_attribute(obj, func)
+                    return found if isinstance(found, _FUNCTION_VALUES) else None
         return None
 
+    def static_object(self, node):
+        """The object a name or attribute chain stands for when it is an instance of a user
+        class known when compiling (a global, a closure value, an attribute of one), else
+        `_NOT_AN_OBJECT`."""
+        if isinstance(node, gast.Name):
+            atom = self.env.get(node.id)
+            if atom is None:
+                atom = self.lookup(node.id)
+            if atom is None:  # a global or closure value (not a local read too early)
+                if node.id in self.assigned or \
+                        node.id not in self.closure and node.id not in self.globals:
+                    return _NOT_AN_OBJECT
+                value = self.resolve(node)
+                return value if _is_plain_object(value) else _NOT_AN_OBJECT
+            if isinstance(atom, Var) and atom.name in self.ctx.free and \
+                    _is_plain_object(self.ctx.free[atom.name]):
+                return self.ctx.free[atom.name]  # an object passed on (`self` of a method)
+            return _NOT_AN_OBJECT
+        if isinstance(node, gast.Attribute):
+            holder = self.static_object(node.value)
+            if holder is not _NOT_AN_OBJECT:
+                value = self.read_attribute(holder, node)
+                if _is_plain_object(value):
+                    return value
+        return _NOT_AN_OBJECT
+
+    def read_attribute(self, obj, node):
+        """`obj.<attr>` read now; the code depends on it (rebinding it later rebuilds)."""
+        try:
+            value = getattr(obj, node.attr)
+        except AttributeError:
+            self.error(errors.NameResolutionError, f"{type(obj).__name__!r} object has no "
+                       f"attribute {node.attr!r}", node)
+        if isinstance(value, types.MethodType):
+            self.ctx.dependencies.append(("method", obj, node.attr, value.__func__))
+        else:
+            self.ctx.dependencies.append(("attribute", obj, node.attr, value))
+        return value
+
+    def object_attribute(self, obj, node, name=None):
+        """The atom (or function value) of `obj.<attr>` for an object known when compiling:
+        numbers inlined, arrays bound by name, methods inlined where they are called."""
+        value = self.read_attribute(obj, node)
+        if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType) \
+                and value.__self__ is obj:
+            return MethodRef(value.__func__, self.bind_free(obj, _callee_name(node.value)))
+        if isinstance(value, types.ModuleType):
+            self.error(errors.UnsupportedSyntaxError, f"{_describe(node)} is a module read as a "
+                       "value", node)
+        return self.classify(value, node.attr, node)
+
     def attribute(self, node, name=None):
+        obj = self.static_object(node.value)
+        if obj is not _NOT_AN_OBJECT:  # cfg.lr, self.W, model.layers
+            return self.object_attribute(obj, node, name)
         base = self.target_of(node.value) if isinstance(node.value, (gast.Name, gast.Attribute)) \
             else None
         if isinstance(base, ModuleRef):
@@ -1248,6 +1331,9 @@ class Lowerer:
         if isinstance(target, LocalFunction):
             args, kwargs = self.call_args(node)
             return self.inline_local(target, args, kwargs, node, name)
+        if isinstance(target, MethodRef):
+            args, kwargs = self.call_args(node)
+            return self.inline(target.fn, [target.receiver] + args, kwargs, node, name)
         if not isinstance(target, CallableRef):
             self.error(errors.UnsupportedSyntaxError, f"{_describe(func)} is not callable", node)
         obj = target.obj

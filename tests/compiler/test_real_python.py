@@ -365,3 +365,67 @@ def test_hessian_differentiates_one_sample():
 
 def test_check_grad_uses_one_sample():
     assert sourcegrad.check_grad(draws_in_loop, X) < 1.0
+
+
+# --- objects known when compiling -------------------------------------------------------------
+
+class Config:
+    def __init__(self):
+        self.lr = 0.5
+        self.scale = np.array([1.0, 2.0, 3.0])
+
+
+CFG = Config()
+
+
+class Model:
+    def __init__(self, W):
+        self.W = W
+        self.cfg = CFG
+
+    def predict(self, x):
+        return np.tanh(x @ self.W) * self.cfg.lr
+
+    def loss(self, x):
+        return np.sum(self.predict(x) ** 2)
+
+
+MODEL = Model(np.full((3, 2), 0.2))
+
+
+def reads_config(x):
+    return np.sum(x * CFG.scale) * CFG.lr
+
+
+def calls_method(x):
+    return MODEL.loss(x)
+
+
+def passes_bound_method(x):
+    return np.sum(apply_twice(MODEL.predict, x))
+
+
+def missing_attribute(x):
+    return np.sum(x) * CFG.momentum
+
+
+@pytest.mark.parametrize("fn", [reads_config, calls_method, passes_bound_method])
+def test_attributes_and_methods_of_objects(fn):
+    check(fn, X)
+
+
+def test_rebinding_an_attribute_rebuilds_the_gradient():
+    g = sourcegrad.grad(reads_config)
+    np.testing.assert_allclose(g(X), CFG.scale * 0.5)
+    try:
+        CFG.lr = 2.0
+        np.testing.assert_allclose(g(X), CFG.scale * 2.0)
+    finally:
+        CFG.lr = 0.5
+    np.testing.assert_allclose(g(X), CFG.scale * 0.5)
+
+
+def test_missing_attribute_is_located():
+    with pytest.raises(errors.NameResolutionError, match="no attribute 'momentum'") as info:
+        sourcegrad.grad(missing_attribute)(X)
+    assert "CFG.momentum" in str(info.value)
