@@ -144,6 +144,10 @@ class Printer:
         return self.const(atom.value, in_index)
 
     def const(self, value, in_index=False):
+        if isinstance(value, type) and issubclass(value, np.generic):
+            return self.namespace(value.__name__)  # a dtype: np.float32
+        if isinstance(value, type) and value in (float, int, bool, complex):
+            return _name(value.__name__)
         if isinstance(value, slice):
             parts = [None if v is None else self.const(v) for v in
                      (value.start, value.stop, value.step)]

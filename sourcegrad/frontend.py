@@ -117,7 +117,7 @@ _METHODS = {
     "sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "min": "min", "var": "var",
     "std": "std", "dot": "dot", "ravel": "ravel", "flatten": "ravel", "squeeze": "squeeze",
     "clip": "clip", "swapaxes": "swapaxes", "argmax": "np_argmax", "argmin": "np_argmin",
-    "reshape": "reshape", "transpose": "transpose", "copy": "asarray",
+    "reshape": "reshape", "transpose": "transpose", "copy": "copy", "astype": "astype",
 }
 _VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}  # x.reshape(2, 3) == x.reshape((2, 3))
 _ATTRS = {"T": "T", "shape": "shape", "ndim": "ndim", "size": "size", "dtype": "dtype"}
@@ -866,6 +866,8 @@ class Lowerer:
         arguments, such as the depth of an inlined recursion, are decided at compile time).
         """
         rule = RULES[op]
+        args = [_as_dtype(a) for a in args]
+        kwargs = [(k, _as_dtype(a)) for k, a in kwargs]
         self.no_function_values(list(args) + [a for _, a in kwargs], op)
         if op == "getitem" and isinstance(args[0], Tup) and isinstance(args[1], Const) \
                 and isinstance(args[1].value, int):
@@ -1567,8 +1569,9 @@ class Lowerer:
         args, kwargs = self.call_args(node)
         if func.attr in _VARARG_METHODS and len(args) > 1:
             args = [_pack(args)]
-        if func.attr == "copy":
-            args = []
+        if func.attr == "copy" and all(isinstance(a, Const) and a.value in ("C", "K", "A")
+                                       for a in args):
+            args = []  # (the memory layout of the copy changes no value)
         args = [receiver] + args
         self.check_binding(RULES[op], args, kwargs, node)
         return self.emit(op, args, kwargs, name=name)
@@ -1593,6 +1596,15 @@ class Lowerer:
 # builtins whose calls are lowered by a method of the Lowerer, not by a derivative rule
 _COMPILE_TIME_BUILTINS = {slice: "slice_call", callable: "callable_call",
                           isinstance: "isinstance_call"}
+
+
+def _as_dtype(atom):
+    """A type passed to an operation (`x.astype(np.float32)`, `dtype=float`) is a constant
+    of the code, not a function value."""
+    if isinstance(atom, CallableRef) and isinstance(atom.obj, type) and \
+            (issubclass(atom.obj, np.generic) or atom.obj in (float, int, bool, complex)):
+        return Const(atom.obj)
+    return atom
 
 
 def _function_stand_in():

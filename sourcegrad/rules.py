@@ -48,7 +48,7 @@ from .runtime import (concatenate_items, dot_grad, einsum_grad, einsum_grad_jvp,
                       prod_grad_jvp, reduced_count, select_grad, stack_items, sum_list_grad,
                       take_part, tensordot_grad,
                       unbroadcast, unconcatenate_list, unindex, unindex_list, unstack_list,
-                      untake, var_jvp, zero_at)
+                      untake, var_jvp, zero_at, cast_like)
 
 
 @dataclass(frozen=True)
@@ -351,7 +351,7 @@ TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
     "inverse_permutation", "untake", "zero_at", "unindex_list", "unstack_list",
     "unconcatenate_list", "sum_list_grad", "select_grad", "prod_grad_jvp", "part_index",
     "einsum_swap", "einsum_grad_operands", "einsum_grad_jvp", "stack_items",
-    "concatenate_items", "index_may_repeat", "last_writes")}, "sum": sum}
+    "concatenate_items", "index_may_repeat", "last_writes", "cast_like")}, "sum": sum}
 
 
 # --- the table -------------------------------------------------------------------------------
@@ -581,6 +581,19 @@ defvjp("getitem", operator.getitem, Spelling("getitem"),
        None)
 defvjp("asarray", np.asarray, _func("asarray"),
        lambda g, ans, x: unbroadcast(g, x))
+# np.copy(x) and x.copy(): a new array (the analysis knows it shares no memory with x)
+defvjp("copy", np.copy, _func("copy"),
+       lambda g, ans, x: unbroadcast(g, x))
+
+
+def _astype(x, dtype):
+    return x.astype(dtype)
+
+
+# x.astype(dtype): the gradient comes back in x's dtype (float32 -> float64 and back)
+defvjp("astype", _astype, Spelling("method", "astype"),
+       lambda g, ans, x, dtype: cast_like(g, x),
+       None)
 defvjp("float_builtin", float, Spelling("builtin", "float"),
        lambda g, ans, x: g)
 # unbroadcast(h, x) sums h down to x's shape or broadcasts it up: unbroadcast back to h's
@@ -636,6 +649,9 @@ defnondiff("index_may_repeat", runtime.index_may_repeat, _helper("index_may_repe
 RULES["index_may_repeat"].static_result = True
 RULES["index_may_repeat"].type_fact = True
 defnondiff("last_writes", runtime.last_writes, _helper("last_writes"))
+defvjp("cast_like", cast_like, _helper("cast_like"),
+       lambda g, ans, h, x: cast_like(g, h),
+       None)
 defvjp("make_list", runtime.make_list, Spelling("list"),
        lambda g, ans, *items, argnum: g[argnum])
 alias("make_tuple", runtime.make_tuple, Spelling("tuple"), like="make_list",
@@ -791,7 +807,7 @@ defprimitive("jvp_at_run_time", jvp_at_run_time, Spelling("module", "sourcegrad.
 
 deflinear("joint", "sum", "mean", "reshape", "ravel", "expand_dims", "squeeze", "transpose", "T",
           "swapaxes", "moveaxis", "broadcast_to", "concatenate", "stack", "getitem", "take",
-          "asarray", "float_builtin", "make_list", "make_tuple", "list_append", "stack_list",
+          "asarray", "copy", "astype", "float_builtin", "make_list", "make_tuple", "list_append", "stack_list",
           "concatenate_list", "sum_builtin", "setitem", "add_adjoints", "getitem_list")
 deflinear("multi", "matmul", "dot", "outer", "inner", "tensordot", "einsum")
 for _name in ("unbroadcast", "unindex", "untake", "take_part", "expand_reduced", "zero_at",

@@ -488,3 +488,8 @@ def check_assert(test, message=None):
     """The user's `assert test, message`, run in the forward pass of generated code."""
     if not test:
         raise AssertionError(*(() if message is None else (message,)))
+
+
+def cast_like(g, x):
+    """The adjoint `g` in the dtype of `x` (the gradient of `x.astype(dtype)`)."""
+    return g.astype(x.dtype, copy=False) if hasattr(x, "dtype") and hasattr(g, "astype") else g

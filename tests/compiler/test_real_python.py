@@ -429,3 +429,44 @@ def test_missing_attribute_is_located():
     with pytest.raises(errors.NameResolutionError, match="no attribute 'momentum'") as info:
         sourcegrad.grad(missing_attribute)(X)
     assert "CFG.momentum" in str(info.value)
+
+
+# --- copies -----------------------------------------------------------------------------------
+
+def method_copy_then_store(x):
+    y = x.copy()
+    y[0] = 5.0
+    return np.sum(x * y)
+
+
+def function_copy_then_store(x):
+    y = np.copy(x)
+    y[1] *= 3.0
+    return np.sum(x * y)
+
+
+def through_float32(x):
+    y = x.astype(np.float32)
+    return np.sum(y * y).astype(np.float64)
+
+
+def alias_then_store(x):
+    y = x
+    y[0] = 5.0
+    return np.sum(x * y)
+
+
+@pytest.mark.parametrize("fn", [method_copy_then_store, function_copy_then_store])
+def test_a_copy_is_a_new_array(fn):
+    check(fn, X)
+
+
+def test_astype_gradient_comes_back_in_the_input_dtype():
+    got = sourcegrad.grad(through_float32)(X)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, 2 * X, rtol=1e-6)
+
+
+def test_an_alias_changed_in_place_is_refused():
+    with pytest.raises(errors.UnsupportedSyntaxError, match="refers to the same array"):
+        sourcegrad.grad(alias_then_store)(X.copy())
