@@ -1,12 +1,14 @@
 """The `sourcegrad` command (also `python -m sourcegrad`).
 
     sourcegrad demo                         a guided run: compile, read, verify
-    sourcegrad show FILE.py:FUNC [--wrt a,b] [--saved] [--forward] [--backend numpy|cupy]
+    sourcegrad show FILE.py:FUNC [--args "w=(10,), X=(64, 10)"] [--wrt a,b] [--saved]
+                                 [--forward] [--backend numpy|cupy]
     sourcegrad gen [--check] [--examples DIR] [--out DIR]
     sourcegrad bench [--quick] [--only NAME]   the benchmark suite
 
 `show` and `gen` need example inputs, since a gradient is generated for the
-shapes of its inputs: a file lists them as `EXAMPLES = {"func": make_args}`,
+shapes of its inputs: `show --args` gives their shapes on the command line, or a
+file lists them as `EXAMPLES = {"func": make_args}`,
 and `GOLDEN = [("func", wrt), ...]` names the gradients `gen` writes to
 `generated/`. Errors print one line and exit 1; `--debug` shows the traceback.
 """
@@ -43,9 +45,66 @@ def _example_args(module, func_name, path):
     examples = getattr(module, "EXAMPLES", {})
     if func_name not in examples:
         raise CLIError(f"{path} gives no example inputs for {func_name}: a gradient is generated "
-                       f"for the shapes of its inputs, so add EXAMPLES = {{{func_name!r}: "
-                       "make_args}} where make_args() returns the arguments")
+                       "for the shapes of its inputs, so give them on the command line "
+                       "(--args \"w=(10,), X=(64, 10), lr=float\") or add EXAMPLES = "
+                       f"{{{func_name!r}: make_args}} where make_args() returns the arguments")
     return examples[func_name]()
+
+
+def parse_args_spec(text, fn):
+    """The arguments `--args` describes, in fn's parameter order.
+
+    `name=(3, 4)` is a float64 array of that shape, `name=float32(3, 4)` one of that dtype,
+    `name=float` a Python float, `name=3` / `name=0.5` / `name="mean"` that value. Values are
+    drawn from a fixed seed (a gradient is generated for shapes, not values); parameters
+    with defaults may be left out."""
+    import ast
+    import inspect
+    try:
+        call = ast.parse(f"f({text})", mode="eval").body
+    except SyntaxError as exc:
+        raise CLIError(f"--args: {exc.msg} in {text!r}") from None
+    if call.args:
+        raise CLIError("--args: give each argument as name=value")
+    rng = np.random.default_rng(0)
+    given = {}
+    for keyword in call.keywords:
+        given[keyword.arg] = _argument(keyword.value, rng, keyword.arg)
+    signature = inspect.signature(fn)
+    unknown = sorted(set(given) - set(signature.parameters))
+    if unknown:
+        raise CLIError(f"--args: {fn.__name__} has no parameter {unknown[0]!r} (its parameters: "
+                       f"{', '.join(signature.parameters)})")
+    try:
+        bound = signature.bind(**given)
+    except TypeError as exc:
+        raise CLIError(f"--args: {exc}") from None
+    bound.apply_defaults()
+    return tuple(bound.arguments.values())
+
+
+def _argument(node, rng, name):
+    def shape_of(items):
+        if not all(isinstance(i, ast.Constant) and type(i.value) is int for i in items):
+            raise CLIError(f"--args: the shape of {name} must be integers")
+        return tuple(i.value for i in items)
+    import ast
+    if isinstance(node, ast.Tuple):
+        return rng.standard_normal(shape_of(node.elts))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        dtype = getattr(np, node.func.id, None)
+        if not (isinstance(dtype, type) and issubclass(dtype, np.number)):
+            raise CLIError(f"--args: {node.func.id} is not a numpy dtype (for {name})")
+        return rng.standard_normal(shape_of(node.args)).astype(dtype)
+    if isinstance(node, ast.Name) and node.id in ("float", "int", "bool"):
+        return {"float": 0.5, "int": 1, "bool": True}[node.id]
+    if isinstance(node, (ast.Constant, ast.UnaryOp)):
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            pass
+    raise CLIError(f"--args: cannot read the value of {name}: give a shape like (3, 4), "
+                   "float32(3, 4), float, or a number")
 
 
 def _parse_wrt(text):
@@ -115,7 +174,8 @@ def cmd_show(args):
     if fn is None:
         raise CLIError(f"{path} has no function {func_name!r}")
     fn = getattr(fn, "__wrapped__", fn)
-    inputs = _example_args(module, func_name, path)
+    inputs = parse_args_spec(args.args, fn) if args.args is not None else \
+        _example_args(module, func_name, path)
     wrt = _parse_wrt(args.wrt)
     kind = api.JVP if args.forward else api.Gradient
     g = kind(fn, wrt if not args.forward or isinstance(wrt, tuple) else (wrt,),
@@ -212,6 +272,8 @@ def main(argv=None):
     show = sub.add_parser("show", help="print a function's generated gradient")
     show.add_argument("target", help="FILE.py:FUNC")
     show.add_argument("--wrt", help="argument names or indices, comma separated")
+    show.add_argument("--args", help='the inputs\' shapes, as "w=(10,), X=(64, 10), lr=float" '
+                      "(in place of the file's EXAMPLES)")
     show.add_argument("--saved", action="store_true", help="list what the backward keeps")
     show.add_argument("--forward", action="store_true",
                       help="print the forward-mode (JVP) code instead of the gradient")

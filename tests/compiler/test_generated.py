@@ -84,3 +84,29 @@ def test_terminal_highlighting_only_adds_colours():
 def test_show_is_plain_when_piped():
     result = run("-m", "sourcegrad", "show", "examples/logreg.py:loss")
     assert result.returncode == 0 and "\x1b[" not in result.stdout
+
+
+PLAIN_FILE = '''import numpy as np
+
+
+def loss(w, X, y, reg=0.1):
+    p = 1 / (1 + np.exp(-(X @ w)))
+    return -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)) + reg * np.sum(w * w)
+'''
+
+
+def test_show_with_shapes_on_the_command_line(tmp_path, capsys):
+    from sourcegrad.cli import main
+    path = tmp_path / "plain.py"
+    path.write_text(PLAIN_FILE)
+    assert main(["show", f"{path}:loss", "--args", "w=(10,), X=(64, 10), y=(64,)"]) == 0
+    out = capsys.readouterr().out
+    assert "def dloss_dw(w, X, y, reg):" in out and "X.T.dot(" in out
+    assert main(["show", f"{path}:loss", "--args",
+                 "w=float32(10,), X=float32(64, 10), y=float32(64,), reg=float"]) == 0
+    assert main(["show", f"{path}:loss"]) == 1
+    assert "--args" in capsys.readouterr().err
+    assert main(["show", f"{path}:loss", "--args", "w=(10,), X=(64, 10), z=(3,)"]) == 1
+    assert "no parameter 'z'" in capsys.readouterr().err
+    assert main(["show", f"{path}:loss", "--args", "w=(10,), X=(64, 10)"]) == 1
+    assert "missing" in capsys.readouterr().err
