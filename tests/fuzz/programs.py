@@ -193,6 +193,11 @@ SELF_FORMS_IN_PLACE = ["{n} -= {e}", "{n} -= {e}", "{n} += {e}", "{n} *= np.cos(
                        "{n} *= {e}", "{n} /= (1.5 + ({e}) ** 2)", "{n} /= 2.0 + np.sin({e})"]
 SELF_UPDATE_RATE = 0.5  # chance that a loop or branch body gets one
 
+# Python forms (`_Gen.python_form`): a list comprehension, a generator expression over a
+# matrix's rows, a function passed as a value. Drawn from a stream of their own and named
+# from a counter of their own, so the rest of a program is the one the seed gave before.
+PYTHON_FORM_RATE = 0.35  # chance that a body (or the function) gets one
+
 # Campaigns run before the self-update forms existed: their programs are rebuilt without
 # them, so the seeds in regression tables, reports and replay commands keep naming the
 # programs those campaigns checked (`generate(seed, self_updates=...)` overrides).
@@ -212,6 +217,8 @@ REPEATED_TARGETS = {
 REPEATED_INDEX_RATE = 0.75  # chance that an indexed update's target repeats an element
 # Campaigns run before the repeated-index targets existed (rebuilt without them).
 EARLIER_REPEATED_INDEX_CAMPAIGNS = EARLIER_CAMPAIGNS | {"0"}
+# Campaigns run before the Python forms existed (rebuilt without them).
+EARLIER_PYTHON_FORM_CAMPAIGNS = EARLIER_REPEATED_INDEX_CAMPAIGNS
 
 FIELD_SHAPES = {"m": MAT, "m2": MAT, "v": VEC, "u": VEC, "w": COL2, "r": ROW, "r2": ROW,
                 "k": COLK, "s": SCALAR, "t": SCALAR, "s1": SCALAR, "s2": SCALAR, "s3": SCALAR}
@@ -298,12 +305,15 @@ class Program:
 
 class _Gen:
     def __init__(self, rng: random.Random, self_updates: random.Random | None = None,
-                 repeated_indices: random.Random | None = None):
+                 repeated_indices: random.Random | None = None,
+                 python_forms: random.Random | None = None):
         self.r = rng
         # self-updates draw from a stream of their own: the rest of a program is the one
         # the seed gave before they existed, with the self-updates inserted
         self.su = self_updates
         self.ri = repeated_indices  # likewise the repeated-index targets
+        self.pf = python_forms  # likewise comprehensions and function values
+        self.pf_counter = itertools.count()
         self.lines: list[str] = []
         self.indent = 0
         self.env: list[Var] = []
@@ -588,6 +598,8 @@ class _Gen:
             self.stmt(depth, in_loop)
         if slot == "last" and not self.returned:
             self.self_update(in_loop)
+        if not self.returned:
+            self.maybe_python_form(depth)
         if len(self.lines) == start:
             self.emit("pass")
         self.indent -= 1
@@ -645,6 +657,72 @@ class _Gen:
         if form == "+= {e}" and r.random() < 0.5:
             form = "-= 0.2 * np.arctan({e})"
         self.emit(f"{v.name} {form.format(e=e)}")
+
+    def maybe_python_form(self, depth):
+        """Now and then a comprehension or a function value (its own stream: self.r is
+        swapped for it while it is drawn, and its names come from a counter of its own)."""
+        if self.pf is None or self.pf.random() >= PYTHON_FORM_RATE:
+            return
+        saved, self.r = self.r, self.pf
+        try:
+            self.python_form(depth)
+        finally:
+            self.r = saved
+
+    def pf_name(self, prefix):
+        return f"{prefix}_{next(self.pf_counter)}"
+
+    def python_form(self, depth):
+        r = self.r
+        kind = r.choice(["listcomp", "listcomp", "rows_genexp", "function_value"])
+        mats = [v for v in self.env if v.shape == MAT]
+        one_arg = [f for f in self.funcs if f.arity == 1 and not f.recursive and not f.has_k]
+        if kind == "rows_genexp" and not mats:
+            kind = "listcomp"
+        if kind == "function_value" and not one_arg:
+            kind = "listcomp"
+        name = self.pf_name("c")
+        if kind == "listcomp":
+            self.features.add("comprehension")
+            shape = r.choice(VAR_SHAPES)
+            k = r.randint(2, 4)
+            i = self.pf_name("j")
+            self.ints.append(IntVar(i, k))
+            try:
+                item = self.rhs(shape, 2, True)
+            finally:
+                self.ints.pop()
+            condition = r.choice(["", "", f" if {i} != 1", f" if {i} % 2 == 0"])
+            if condition and k < 3:
+                condition = ""  # keep at least one item
+            reduce = r.choice(["np.sum(np.stack({c}), axis=0)", "sum({c})",
+                               "np.stack({c})[-1] * 1.0", "np.mean(np.array({c}), axis=0)"])
+            comp = f"[{item} for {i} in range({k}){condition}]"
+            if reduce == "sum({c})" and r.random() < 0.5:
+                comp = comp[1:-1]  # a generator expression
+                self.features.add("generator_expression")
+            self.emit(f"{name} = {reduce.format(c=comp)}")
+            self.env.append(Var(name, shape))
+        elif kind == "rows_genexp":
+            self.features.add("generator_expression")
+            m = r.choice(mats)
+            e = self.pf_name("row")
+            self.env.append(Var(e, VEC, False, True))
+            try:
+                item = self.expr(VEC, 2)
+            finally:
+                self.env.pop()
+            self.emit(f"{name} = sum({item} * 1.0 for {e} in {m.name})")
+            self.env.append(Var(name, VEC))
+        else:
+            self.features.add("function_value")
+            f = r.choice(one_arg)
+            apply = self.pf_name("apply")
+            self.emit(f"def {apply}(fn, v):")
+            self.emit(f"    return fn(v) {r.choice(['+', '-', '*'])} 0.5 * fn(0.5 * v)")
+            shape = r.choice(VAR_SHAPES)
+            self.emit(f"{name} = {apply}({f.name}, {self.expr(shape, 2)})")
+            self.env.append(Var(name, shape))
 
     def self_update_slot(self):
         """Where this loop or branch body gets a self-update: "first", "last" or None."""
@@ -1125,6 +1203,8 @@ class _Gen:
         self.indent = 1
         for _ in range(r.randint(2, 6)):
             self.stmt(0, False)
+            if not self.returned:
+                self.maybe_python_form(0)
         self.emit(f"return {self.final_expr()}")
         source = "\n".join(header).rstrip() + "\n\n\n" + "\n".join(self.lines) + "\n"
         return Program(seed, source, params, self.features, dict(self.globals))
@@ -1142,7 +1222,9 @@ def generate(seed, self_updates: bool | None = None) -> Program:
     campaign = str(seed).split("-")[0] if "-" in str(seed) else None
     ri = None if campaign in EARLIER_REPEATED_INDEX_CAMPAIGNS else \
         random.Random(f"{seed}/repeated-indices")
-    return _Gen(random.Random(seed), su, ri).module(seed)
+    pf = None if campaign in EARLIER_PYTHON_FORM_CAMPAIGNS else \
+        random.Random(f"{seed}/python-forms")
+    return _Gen(random.Random(seed), su, ri, pf).module(seed)
 
 
 # =============================================================================================
