@@ -46,6 +46,7 @@ from . import analysis, cache, errors, random_draws
 from .analysis import aval_of, check_in_place_updates, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .dispatch import fast_entry
+from .branches import decide_branches
 from .frontend import function_to_ir
 from .ir import (Assign, Call, Const, For, If, Push, Return, Tup, Var, While, atom_vars, reads_of,
                  walk, writes_of)
@@ -657,6 +658,10 @@ class Gradient(staticmethod):
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
             avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
             env = infer_shapes(primal, avals)
+            decided = decide_branches(primal, env)
+            while decided is not primal:  # (a decided branch may decide a flag: an early
+                primal, env = decided, infer_shapes(decided, avals)  # return's, say)
+                decided = decide_branches(primal, env)
             # (hoisted again after the batching: the product it makes for an inner loop is
             # invariant in an outer one)
             for rewrite in (batch_row_products, _rehoist, negate_products):

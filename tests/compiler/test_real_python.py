@@ -470,3 +470,33 @@ def test_astype_gradient_comes_back_in_the_input_dtype():
 def test_an_alias_changed_in_place_is_refused():
     with pytest.raises(errors.UnsupportedSyntaxError, match="refers to the same array"):
         sourcegrad.grad(alias_then_store)(X.copy())
+
+
+# --- branches the signature decides -----------------------------------------------------------
+
+def by_rank(x):
+    if x.ndim == 2:
+        return np.sum(np.tanh(x @ x.T))
+    return np.sum(x ** 3)
+
+
+def by_value(x):
+    if x > 0.5:
+        return x * 3.0
+    return x * x
+
+
+def test_a_branch_the_signature_decides_is_not_compiled():
+    g = sourcegrad.grad(by_rank)
+    check(by_rank, X)
+    check(by_rank, np.arange(6.0).reshape(2, 3) * 0.1)
+    g(X)
+    assert "tanh" not in g.source and "returned" not in g.source and "if " not in g.source
+    g = sourcegrad.grad(by_type)
+    g(X)
+    assert "isinstance" not in g.source and "x * 2.0" not in g.source
+
+
+def test_a_branch_on_a_value_stays():
+    g = sourcegrad.grad(by_value)
+    assert g(0.7) == 3.0 and g(0.2) == pytest.approx(0.4)
