@@ -494,7 +494,7 @@ def test_a_branch_the_signature_decides_is_not_compiled():
     assert "tanh" not in g.source and "returned" not in g.source and "if " not in g.source
     g = sourcegrad.grad(by_type)
     g(X)
-    assert "isinstance" not in g.source and "x * 2.0" not in g.source
+    assert "isinstance" not in g.source and "float" not in g.source.split("\n", 1)[1]
 
 
 def test_a_branch_on_a_value_stays():
