@@ -8,10 +8,10 @@ from ..eager import grad_mode
 from ..eager.anomaly import detect_anomaly, set_detect_anomaly
 from ..eager.engine import backward, grad
 from ..eager.grad_mode import (enable_grad, inference_mode, no_grad, set_grad_enabled)
-from ..eager.tensor import Tensor as Variable
 from . import function, functional, graph
 from .function import Function, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .variable import Variable
 
 __all__ = ["backward", "grad", "Function", "once_differentiable", "gradcheck", "gradgradcheck",
            "GradcheckError", "graph", "functional", "function", "no_grad", "enable_grad",

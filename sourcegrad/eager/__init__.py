@@ -38,7 +38,7 @@ from .dtypes import (bfloat16, bool, can_cast, cdouble, cfloat, complex64, compl
                      set_default_dtype, short, uint8)
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
-from .devices import device
+from .devices import device, get_default_device, set_default_device
 from .tensor import Size, Tensor
 from . import cuda  # noqa: E402 - sourcegrad.cuda: is_available(), device_count(), ...
 from . import ops as _ops  # noqa: E402 - order matters: ops need the Tensor class
@@ -112,7 +112,7 @@ def zero_(input):
 
 __all__ = [
     # tensors, types and devices
-    "Tensor", "Size", "device", "cuda", "dtype", "float16", "float32", "float64", "half", "float",
+    "Tensor", "Size", "device", "get_default_device", "set_default_device", "cuda", "dtype", "float16", "float32", "float64", "half", "float",
     "double", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "short", "int", "long",
     "bool", "complex64", "complex128", "cfloat", "cdouble", "get_default_dtype",
     "set_default_dtype", "promote_types", "result_type", "can_cast", "finfo", "iinfo",

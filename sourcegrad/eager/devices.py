@@ -104,6 +104,26 @@ def as_device(value):
     return value if isinstance(value, device) else device(value)
 
 
+_DEFAULT_DEVICE: list = [None]  # set_default_device's device; None: the CPU
+
+
+def set_default_device(value) -> None:
+    """torch.set_default_device: where factories put tensors when no device= is given
+    (None: back to the CPU)."""
+    _DEFAULT_DEVICE[0] = None if value is None else as_device(value)
+
+
+def get_default_device() -> device:
+    """torch.get_default_device."""
+    return _DEFAULT_DEVICE[0] or CPU
+
+
+def default_device():
+    """The device set by set_default_device, or None for the CPU."""
+    dev = _DEFAULT_DEVICE[0]
+    return None if dev is None or dev.type == "cpu" else dev
+
+
 # --- CuPy --------------------------------------------------------------------------------------
 
 def cupy():

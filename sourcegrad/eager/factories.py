@@ -112,6 +112,34 @@ def _finish(data, requires_grad, device=None):
     return _wrap(data, bool(requires_grad))
 
 
+def _into(name, out, data, dtype):
+    """torch's `out=` for a factory: `data` written into `out` (resized when its shape
+    differs, cast to its dtype), its version bumped, and `out` returned. As torch: a `dtype`
+    other than out's is an error, and so is an out that requires grad (an out= function is
+    not differentiable)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.requires_grad:
+        raise RuntimeError(f"aten::{name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    if dtype is not None and dtypes.as_dtype(dtype).dtype != out._data.dtype:
+        raise RuntimeError(f"dtype {dtypes.as_dtype(dtype)._scalar_name} does not match dtype "
+                           f"of out parameter ({out.dtype._scalar_name})")
+    if type(data) is not type(out._data):
+        data = devices.to_device(data, devices.device_of(out._data))
+    if out._data.shape != data.shape:  # resized: new memory, as torch's resize of out
+        out._data = data.astype(out._data.dtype, copy=True)
+    else:
+        np.copyto(out._data, data, casting="unsafe")
+    out._get_vc().value += 1
+    return out
+
+
+def _out_dtype(out, dtype):
+    """The dtype a factory makes: the one asked for, else out's (torch infers it from out)."""
+    return dtype if dtype is not None or out is None else out.dtype
+
+
 def _np_dtype(dtype, default=None):
     if dtype is None:
         return (default or dtypes.DEFAULT_DTYPE[0]).dtype
@@ -119,7 +147,9 @@ def _np_dtype(dtype, default=None):
 
 
 def _check_device(device):
-    """The `device` a `device=` argument names (None: the default, the CPU)."""
+    """The `device` a `device=` argument names (None: set_default_device's, else the CPU)."""
+    if device is None:
+        device = devices.default_device()
     if device is None:
         return None
     dev = devices.as_device(device)
@@ -252,8 +282,25 @@ def from_numpy(ndarray):
     return _wrap(ndarray)
 
 
+_LEGACY_SIGNATURES = """, but expected one of:
+ * (*, torch.device device = None)
+      didn't match because some of the keywords were incorrect: {keys}
+ * (torch.Storage storage)
+ * (Tensor other)
+ * (tuple of ints size, *, torch.device device = None)
+ * (object data, *, torch.device device = None)
+"""
+
+
 def legacy_tensor(cls, *args, **kwargs):
-    """torch.Tensor(...): sizes give an uninitialised float tensor, data gives a float copy."""
+    """torch.Tensor(...): sizes give an uninitialised float tensor, data gives a float copy.
+    It takes no dtype or requires_grad (torch.tensor does): those raise torch's TypeError."""
+    unexpected = [k for k in kwargs if k != "device"]
+    if unexpected:
+        got = ", ".join([type(a).__name__ for a in args] +
+                        [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+        raise TypeError(f"new() received an invalid combination of arguments - got ({got})" +
+                        _LEGACY_SIGNATURES.format(keys=", ".join(unexpected)))
     dev = _check_device(kwargs.get("device"))
     d = dtypes.DEFAULT_DTYPE[0].dtype
     if not args:
@@ -288,18 +335,25 @@ _rebuild = rebuild  # the name pickles made before it was public refer to
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           pin_memory=False):
     dev = _check_device(device)
-    return _finish(devices.make(dev, "zeros", _size(size), _np_dtype(dtype)), requires_grad)
+    data = devices.make(dev, "zeros", _size(size), _np_dtype(_out_dtype(out, dtype)))
+    return _into("zeros", out, data, dtype) if out is not None else _finish(data, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
          pin_memory=False):
     dev = _check_device(device)
-    return _finish(devices.make(dev, "ones", _size(size), _np_dtype(dtype)), requires_grad)
+    data = devices.make(dev, "ones", _size(size), _np_dtype(_out_dtype(out, dtype)))
+    return _into("ones", out, data, dtype) if out is not None else _finish(data, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           pin_memory=False, memory_format=None):
     dev = _check_device(device)
+    if out is not None:  # torch.empty(n, out=t): t resized, its values left as they are
+        if tuple(out.shape) != _size(size):
+            return _into("empty", out, devices.make(dev, "zeros", _size(size), out._data.dtype),
+                         dtype)
+        return _into("empty", out, out._data, dtype)
     return _finish(devices.make(dev, "empty", _size(size), _np_dtype(dtype)), requires_grad)
 
 
@@ -314,13 +368,16 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     dev = _check_device(device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    d = dtypes.as_dtype(dtype).dtype if dtype is not None else _fill_dtype(fill_value).dtype
-    return _finish(devices.make(dev, "full", _size((size,)), fill_value, d), requires_grad)
+    wanted = _out_dtype(out, dtype)
+    d = dtypes.as_dtype(wanted).dtype if wanted is not None else _fill_dtype(fill_value).dtype
+    data = devices.make(dev, "full", _size((size,)), fill_value, d)
+    return _into("full", out, data, dtype) if out is not None else _finish(data, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     dev = _check_device(device)
-    return _finish(devices.make(dev, "eye", n, m, dtype=_np_dtype(dtype)), requires_grad)
+    data = devices.make(dev, "eye", n, m, dtype=_np_dtype(_out_dtype(out, dtype)))
+    return _into("eye", out, data, dtype) if out is not None else _finish(data, requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
@@ -332,6 +389,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     start, end, step = vals
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if out is not None:
+        dtype = _out_dtype(out, dtype)
     if dtype is None:
         floating = any(isinstance(v, float) for v in vals)
         d = dtypes.DEFAULT_DTYPE[0].dtype if floating else np.dtype(np.int64)
@@ -340,7 +399,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     n = max(0, math.ceil((end - start) / step))
     data = (start + np.arange(n, dtype=np.float64) * step) if d.kind in "fc" else \
         np.arange(start, start + n * step, step)[:n]
-    return _finish(np.asarray(data).astype(d), requires_grad, dev)
+    data = np.asarray(data).astype(d)
+    return _into("arange", out, data, None) if out is not None else \
+        _finish(data, requires_grad, dev)
 
 
 def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -353,19 +414,36 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
-    """torch's linspace: the first half counts up from start, the second down from end."""
+    """torch's linspace: the first half counts up from start, the second down from end.
+
+    As torch's CPU kernel computes it: start, end and the step in the result's dtype
+    (double for integers), each value `start + step * i` (`end - step * j`) rounded once, as
+    the fused multiply-add the kernel compiles to rounds it; long double holds the exact
+    product, so float32 and float64 values are torch's to the bit (where long double is
+    wider than double, as on x86)."""
     dev = _check_device(device)
     start = start.item() if isinstance(start, Tensor) else start
     end = end.item() if isinstance(end, Tensor) else end
-    d = _np_dtype(dtype)
+    d = _np_dtype(_out_dtype(out, dtype))
+    step_type = d if d.kind in "fc" else np.dtype(np.float64)
     if steps == 1:
-        data = np.array([start], np.float64)
+        data = np.array([start], step_type)
     else:
-        step = (end - start) / (steps - 1)
-        i = np.arange(steps, dtype=np.float64)
-        half = steps // 2
-        data = np.where(i < half, start + step * i, end - step * (steps - 1 - i))
-    return _finish(data.astype(d), requires_grad, dev)
+        # start and end in the result's dtype first (an integer result truncates them)
+        first, last = (d.type(start), d.type(end)) if d.kind in "fc" else \
+            (math.trunc(start), math.trunc(end))
+        step = (step_type.type(last) - step_type.type(first)) / step_type.type(steps - 1)
+        if d.itemsize < 4:  # half precision: each operation rounds to it (no fused form)
+            wide = step_type.type
+        else:
+            wide = np.clongdouble if d.kind == "c" else np.longdouble
+        up = np.arange(steps).astype(wide)
+        down = up[::-1]
+        data = np.where(up < steps // 2, wide(first) + wide(step) * up,
+                        wide(last) - wide(step) * down).astype(step_type)
+    data = data.astype(d)
+    return _into("linspace", out, data, dtype) if out is not None else \
+        _finish(data, requires_grad, dev)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
@@ -375,14 +453,18 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     dev = _check_device(device)
-    d = _np_dtype(dtype)
-    return _finish(numpy_rng(generator).random(_size(size)).astype(d), requires_grad, dev)
+    d = _np_dtype(_out_dtype(out, dtype))
+    data = numpy_rng(generator).random(_size(size)).astype(d)
+    return _into("rand", out, data, dtype) if out is not None else \
+        _finish(data, requires_grad, dev)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     dev = _check_device(device)
-    d = _np_dtype(dtype)
-    return _finish(numpy_rng(generator).standard_normal(_size(size)).astype(d), requires_grad, dev)
+    d = _np_dtype(_out_dtype(out, dtype))
+    data = numpy_rng(generator).standard_normal(_size(size)).astype(d)
+    return _into("randn", out, data, dtype) if out is not None else \
+        _finish(data, requires_grad, dev)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,

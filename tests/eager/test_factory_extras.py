@@ -1,0 +1,100 @@
+"""Factories as torch has them: `out=`, linspace to the bit, Variable, torch.Tensor's
+keywords, set_default_device (torch 2.13 as the oracle)."""
+import math
+
+import numpy as np
+import pytest
+
+import sourcegrad as S
+from sourcegrad.autograd import Variable
+
+torch = pytest.importorskip("torch")
+
+
+def both(fn):
+    """fn(lib) for sourcegrad and for torch."""
+    return fn(S), fn(torch)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L, o: L.zeros(3, out=o), lambda L, o: L.ones(2, 2, out=o),
+    lambda L, o: L.full((3,), 1.5, out=o), lambda L, o: L.eye(2, out=o),
+    lambda L, o: L.arange(4, out=o), lambda L, o: L.linspace(0, 1, 5, out=o),
+])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+@pytest.mark.parametrize("n", [0, 2, 3])
+def test_out_is_written_resized_and_returned(make, dtype, n):
+    ours, theirs = S.empty(n, dtype=getattr(S, dtype)), torch.empty(n, dtype=getattr(torch, dtype))
+    version = ours._version
+    got, want = make(S, ours), make(torch, theirs)
+    assert got is ours and want is theirs
+    assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert ours._version == version + 1
+
+
+def test_out_of_a_view_writes_its_base():
+    base = S.zeros(5)
+    S.ones(3, out=base[1:4])
+    np.testing.assert_array_equal(base.numpy(), [0, 1, 1, 1, 0])
+
+
+def test_random_factories_honour_out():
+    out = S.empty(4, dtype=S.float32)
+    assert S.rand(4, out=out) is out and out.dtype == S.float32
+    assert S.randn(2, 3, out=out) is out and tuple(out.shape) == (2, 3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.zeros(3, dtype=L.float32, out=L.empty(3, dtype=L.float64)),
+    lambda L: L.zeros(3, out=L.zeros(3, requires_grad=True)),
+])
+def test_out_errors_are_torchs(call):
+    with pytest.raises(RuntimeError) as ours:
+        call(S)
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int32"])
+@pytest.mark.parametrize("start, end, steps", [
+    (-math.pi, math.pi, 2000), (0, 1, 7), (-3.3, 11.7, 1001), (1, -1, 50), (0.1, 0.2, 3),
+    (5, 5, 4), (0, 10, 5), (0, 9, 4), (-7, 13, 77), (2.5, 2.5, 1), (0, 1, 0)])
+def test_linspace_is_torchs_to_the_bit(dtype, start, end, steps):
+    ours = S.linspace(start, end, steps, dtype=getattr(S, dtype)).numpy()
+    theirs = torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).numpy()
+    assert ours.dtype == theirs.dtype
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_variable_is_a_new_leaf_sharing_data():
+    x = S.ones(2)
+    v = Variable(x, requires_grad=True)
+    assert v is not x and v.requires_grad and not x.requires_grad
+    assert isinstance(x, Variable) and type(v) is S.Tensor
+    v.data[0] = 5.0
+    assert x[0].item() == 5.0
+    assert not Variable(x).requires_grad
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+        Variable([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype"):
+        Variable(S.ones(2, dtype=S.int64), requires_grad=True)
+
+
+def test_legacy_constructor_takes_no_requires_grad():
+    with pytest.raises(TypeError) as ours:
+        S.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError) as theirs:
+        torch.Tensor([1.0, 2.0], requires_grad=True)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_set_default_device():
+    assert str(S.get_default_device()) == "cpu"
+    try:
+        S.set_default_device("cpu")
+        assert str(S.get_default_device()) == "cpu" and str(S.zeros(1).device) == "cpu"
+    finally:
+        S.set_default_device(None)
+    assert str(S.get_default_device()) == "cpu"
