@@ -11,7 +11,7 @@ from .errors import (NameResolutionError, NoRuleError, NonDifferentiableInputErr
                      NonScalarOutputError, ShapeError, SourceLocation, SourceNotFoundError,
                      SourcegradError, UnsupportedSyntaxError, WrtError)
 
-__version__ = "0.1.0"
+from ._version import __version__
 __all__ = ["Gradient", "VJP", "JVP", "check_grad", "grad", "jacobian", "hessian", "hvp", "jvp",
            "show", "value_and_grad", "vjp",
            "SourcegradError",
