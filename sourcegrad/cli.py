@@ -245,7 +245,22 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's parser
         from .bench.runner import main as bench_main
         return int(bench_main(argv[1:]) or 0)
-    parser = argparse.ArgumentParser(prog="sourcegrad", description=__doc__.split("\n")[0])
+    args = build_parser().parse_args(argv)
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "demo": cmd_demo, "show": cmd_show, "gen": cmd_gen}
+    try:
+        return handlers[args.command](args)
+    except (CLIError, errors.SourcegradError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"sourcegrad: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `sourcegrad` command's parser (`bench` has its own: `sourcegrad bench --help`)."""
+    parser = argparse.ArgumentParser(prog="sourcegrad",
+                                     description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"sourcegrad {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -265,12 +280,4 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--out", default=None, metavar="DIR",
                      help="where the goldens go (default: generated/ beside the examples)")
     sub.add_parser("bench", help="the benchmark suite: sourcegrad bench --help")
-    args = parser.parse_args(argv)
-    handler: Callable[[argparse.Namespace], int] = {"demo": cmd_demo, "show": cmd_show, "gen": cmd_gen}[args.command]
-    try:
-        return handler(args)
-    except (CLIError, errors.SourcegradError, OSError) as exc:
-        if args.debug:
-            raise
-        print(f"sourcegrad: error: {exc}", file=sys.stderr)
-        return 1
+    return parser
