@@ -50,7 +50,7 @@ def blocks(path):
         before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = MARKER.search(before)
         indent = len(match.group("indent"))
-        body = "\n".join(l[indent:] for l in match.group("body").split("\n"))
+        body = "\n".join(row[indent:] for row in match.group("body").split("\n"))
         out.append((line, match.group("lang"), marker.group("kind") if marker else None,
                     marker.group("why").strip() if marker else "", body))
     return out
