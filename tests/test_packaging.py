@@ -94,3 +94,9 @@ def test_show_cupy_source_needs_no_cupy():
                  "sys.exit(main(['show', 'examples/logreg.py:loss', '--backend', 'cupy']))")
     assert result.returncode == 0, result.stderr
     assert "import cupy as cp" in result.stdout and "def dloss_dw(w, X, y):" in result.stdout
+
+
+def test_viz_is_available_after_import_sourcegrad():
+    result = run("-c", "import sourcegrad; print(sourcegrad.viz.render.__name__)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "render\n"
