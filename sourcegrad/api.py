@@ -1196,6 +1196,8 @@ def check_grad(fn, *args, wrt=0, eps=1e-6, rtol=1e-6, atol=1e-8):
 
     Raises `GradientCheckError` when any component differs by more than
     `atol + rtol * |numeric|` (after scaling the step for the input's magnitude).
+    Otherwise returns the worst component's error as a fraction of that tolerance:
+    a float of at most 1.0.
     """
     g = Gradient(fn, wrt)
     analytic = g(*args)

@@ -100,3 +100,9 @@ def test_viz_is_available_after_import_sourcegrad():
     result = run("-c", "import sourcegrad; print(sourcegrad.viz.render.__name__)")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "render\n"
+
+
+def test_bench_writes_json_only_where_asked():
+    from sourcegrad.bench import runner
+    assert runner.parse_args([]).json is None  # nothing lands in the current directory
+    assert runner.parse_args(["--json", "out.json"]).json == "out.json"
