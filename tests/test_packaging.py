@@ -69,31 +69,32 @@ def test_optional_extras_are_never_core_dependencies():
     assert {"test", "docs", "lint", "examples", "oracle", "cuda12"} <= set(extras)
 
 
-def test_gen_check_works_from_another_directory(tmp_path):
+def test_gen_check_works_from_another_directory(tmp_path, monkeypatch, capsys):
     # the goldens of the checkout beside the package, named as from its root
-    result = run("-m", "sourcegrad", "gen", "--check", cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "generated files are up to date" in result.stdout
-    assert os.listdir(tmp_path) == []
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["gen", "--check"]) == 0, capsys.readouterr()
+    assert "generated files are up to date" in capsys.readouterr().out
+    assert os.listdir(tmp_path) == [] and os.getcwd() == str(tmp_path)
 
 
-def test_gen_refuses_examples_without_goldens(tmp_path):
+def test_gen_refuses_examples_without_goldens(tmp_path, monkeypatch, capsys):
     (tmp_path / "examples").mkdir()
     (tmp_path / "generated").mkdir()
     (tmp_path / "generated" / "keep.py").write_text("x = 1\n")
-    result = run("-m", "sourcegrad", "gen", cwd=tmp_path)
-    assert result.returncode == 1
-    assert "lists GOLDEN" in result.stderr and result.stderr.count("\n") == 1
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["gen"]) == 1
+    err = capsys.readouterr().err
+    assert "lists GOLDEN" in err and err.count("\n") == 1
     assert (tmp_path / "generated" / "keep.py").read_text() == "x = 1\n"  # nothing removed
 
 
-def test_show_cupy_source_needs_no_cupy():
+def test_show_cupy_source_needs_no_cupy(monkeypatch, capsys):
     # the CuPy backend's source is printed from a numpy signature; nothing imports cupy
-    result = run("-c", "import sys; sys.modules['cupy'] = None\n"
-                 "from sourcegrad.cli import main\n"
-                 "sys.exit(main(['show', 'examples/logreg.py:loss', '--backend', 'cupy']))")
-    assert result.returncode == 0, result.stderr
-    assert "import cupy as cp" in result.stdout and "def dloss_dw(w, X, y):" in result.stdout
+    monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["show", "examples/logreg.py:loss", "--backend", "cupy"]) == 0
+    out = capsys.readouterr().out
+    assert "import cupy as cp" in out and "def dloss_dw(w, X, y):" in out
 
 
 def test_viz_is_available_after_import_sourcegrad():
