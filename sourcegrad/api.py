@@ -809,6 +809,11 @@ class Gradient(staticmethod):
     def __repr__(self):
         return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"
 
+    def _repr_markdown_(self):
+        """In Jupyter: the generated source, highlighted, and a table of what is saved."""
+        from .notebook import gradient_markdown
+        return gradient_markdown(self)
+
 
 def _shapes(env) -> dict:
     """The shapes the signature fixes (arrays' names -> shape), for the optimizer."""
