@@ -11,7 +11,7 @@ from .errors import (NameResolutionError, NoRuleError, NonDifferentiableInputErr
                      NonScalarOutputError, ShapeError, SourceLocation, SourceNotFoundError,
                      SourcegradError, UnsupportedSyntaxError, WrtError)
 
-__version__ = "0.1.0"
+from ._version import __version__
 __all__ = ["Gradient", "VJP", "JVP", "check_grad", "grad", "jacobian", "hessian", "hvp", "jvp",
            "show", "value_and_grad", "vjp",
            "SourcegradError",
@@ -24,3 +24,4 @@ from .eager import *  # noqa: F401,F403,E402
 from . import autograd, nn, optim, utils  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402,F401
 from .compiled_region import compile  # noqa: E402,F401
+from . import viz  # noqa: E402,F401 - sourcegrad.viz after a plain `import sourcegrad`

@@ -5,23 +5,33 @@
                                  [--forward] [--backend numpy|cupy]
     sourcegrad gen [--check] [--examples DIR] [--out DIR]
     sourcegrad bench [--quick] [--only NAME]   the benchmark suite
+    sourcegrad --version
 
 `show` and `gen` need example inputs, since a gradient is generated for the
 shapes of its inputs: `show --args` gives their shapes on the command line, or a
 file lists them as `EXAMPLES = {"func": make_args}`,
 and `GOLDEN = [("func", wrt), ...]` names the gradients `gen` writes to
-`generated/`. Errors print one line and exit 1; `--debug` shows the traceback.
+`generated/`. `gen` reads `examples/` of the current directory, or, where there is
+none, the `examples/` beside the installed package (a source checkout), so it works
+from any directory. Errors print one line and exit 1; `--debug` shows the traceback.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
+import inspect
 import os
 import sys
+from types import ModuleType
+from typing import Any, Callable, Union
 
 import numpy as np
 
 from . import api, errors
+from ._version import __version__
+
+Wrt = Union[int, str, tuple[Union[int, str], ...]]
 
 GOLDEN_NOTE = "# Regenerate with `python -m sourcegrad gen` from the repository root; CI checks it."
 
@@ -30,18 +40,20 @@ class CLIError(Exception):
     pass
 
 
-def _load_module(path):
+def _load_module(path: str) -> ModuleType:
     if not os.path.exists(path):
         raise CLIError(f"file not found: {path}")
     name = "sourcegrad_user_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CLIError(f"cannot import {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-def _example_args(module, func_name, path):
+def _example_args(module: ModuleType, func_name: str, path: str) -> Any:
     examples = getattr(module, "EXAMPLES", {})
     if func_name not in examples:
         raise CLIError(f"{path} gives no example inputs for {func_name}: a gradient is generated "
@@ -51,24 +63,26 @@ def _example_args(module, func_name, path):
     return examples[func_name]()
 
 
-def parse_args_spec(text, fn):
+def parse_args_spec(text: str, fn: Callable[..., Any]) -> tuple[Any, ...]:
     """The arguments `--args` describes, in fn's parameter order.
 
     `name=(3, 4)` is a float64 array of that shape, `name=float32(3, 4)` one of that dtype,
     `name=float` a Python float, `name=3` / `name=0.5` / `name="mean"` that value. Values are
     drawn from a fixed seed (a gradient is generated for shapes, not values); parameters
     with defaults may be left out."""
-    import ast
-    import inspect
     try:
         call = ast.parse(f"f({text})", mode="eval").body
     except SyntaxError as exc:
         raise CLIError(f"--args: {exc.msg} in {text!r}") from None
+    if not isinstance(call, ast.Call):
+        raise CLIError(f"--args: cannot read {text!r}")
     if call.args:
         raise CLIError("--args: give each argument as name=value")
     rng = np.random.default_rng(0)
-    given = {}
+    given: dict[str, Any] = {}
     for keyword in call.keywords:
+        if keyword.arg is None:
+            raise CLIError("--args: give each argument as name=value")
         given[keyword.arg] = _argument(keyword.value, rng, keyword.arg)
     signature = inspect.signature(fn)
     unknown = sorted(set(given) - set(signature.parameters))
@@ -83,12 +97,11 @@ def parse_args_spec(text, fn):
     return tuple(bound.arguments.values())
 
 
-def _argument(node, rng, name):
-    def shape_of(items):
+def _argument(node: ast.expr, rng: np.random.Generator, name: str) -> Any:
+    def shape_of(items: list[ast.expr]) -> tuple[int, ...]:
         if not all(isinstance(i, ast.Constant) and type(i.value) is int for i in items):
             raise CLIError(f"--args: the shape of {name} must be integers")
-        return tuple(i.value for i in items)
-    import ast
+        return tuple(i.value for i in items)  # type: ignore[attr-defined]
     if isinstance(node, ast.Tuple):
         return rng.standard_normal(shape_of(node.elts))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -107,10 +120,11 @@ def _argument(node, rng, name):
                    "float32(3, 4), float, or a number")
 
 
-def _parse_wrt(text):
+def _parse_wrt(text: str | None) -> Wrt:
     if text is None:
         return 0
-    items = [int(t) if t.strip().lstrip("-").isdigit() else t.strip() for t in text.split(",")]
+    items: list[int | str] = [int(t) if t.strip().lstrip("-").isdigit() else t.strip()
+                              for t in text.split(",")]
     return items[0] if len(items) == 1 else tuple(items)
 
 
@@ -119,7 +133,7 @@ _COLORS = {"keyword": "\033[35m", "comment": "\033[2;32m", "string": "\033[33m",
 _RESET = "\033[0m"
 
 
-def _highlight(source):
+def _highlight(source: str) -> str:
     """ANSI colours for a terminal (keywords, names defined, comments, strings, numbers);
     the text unchanged when stdout is not a terminal."""
     if not sys.stdout.isatty():
@@ -127,11 +141,13 @@ def _highlight(source):
     return highlight(source)
 
 
-def highlight(source):
+def highlight(source: str) -> str:
+    """`source` with ANSI colours around keywords, names defined, comments, strings, numbers."""
     import io
     import keyword
     import tokenize
-    out, last_line, last_col = [], 1, 0
+    out: list[str] = []
+    last_line, last_col = 1, 0
     lines = source.splitlines(keepends=True)
     previous = None
     try:
@@ -147,7 +163,7 @@ def highlight(source):
             last_col = 0
         out.append(lines[start_line - 1][last_col:start_col] if start_line <= len(lines) else "")
         text = tok.string
-        kind = None
+        kind: str | None = None
         if tok.type == tokenize.COMMENT:
             kind = "comment"
         elif tok.type == tokenize.STRING:
@@ -165,7 +181,7 @@ def highlight(source):
     return "".join(out)
 
 
-def cmd_show(args):
+def cmd_show(args: argparse.Namespace) -> int:
     path, _, func_name = args.target.rpartition(":")
     if not path:
         raise CLIError("give the function as FILE.py:FUNC")
@@ -177,7 +193,7 @@ def cmd_show(args):
     inputs = parse_args_spec(args.args, fn) if args.args is not None else \
         _example_args(module, func_name, path)
     wrt = _parse_wrt(args.wrt)
-    kind = api.JVP if args.forward else api.Gradient
+    kind: Callable[..., Any] = api.JVP if args.forward else api.Gradient
     g = kind(fn, wrt if not args.forward or isinstance(wrt, tuple) else (wrt,),
              backend=args.backend)
     compiled = g.compile(tuple(inputs))
@@ -191,7 +207,7 @@ def cmd_show(args):
     return 0
 
 
-def golden_files(examples_dir):
+def golden_files(examples_dir: str) -> list[tuple[str, str]]:
     """(path, text) of every golden gradient the example files ask for, in a fixed order."""
     out = []
     for filename in sorted(os.listdir(examples_dir)):
@@ -218,55 +234,98 @@ def golden_files(examples_dir):
     return out
 
 
-def _describe_input(name, value):
+def _describe_input(name: str, value: object) -> str:
     if isinstance(value, np.ndarray):
         return f"{name} {value.dtype} {value.shape}"
     return f"{name} {type(value).__name__}"
 
 
-def cmd_gen(args):
-    files = golden_files(args.examples)
-    os.makedirs(args.out, exist_ok=True)
+def _default_examples() -> str:
+    """examples/ of the current directory, else the one beside the package (a checkout)."""
+    if os.path.isdir("examples"):
+        return "examples"
+    beside = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    if os.path.isdir(beside):
+        return beside
+    raise CLIError("no examples/ directory here or beside the sourcegrad package "
+                   f"({os.path.dirname(beside)}): give one with --examples DIR")
+
+
+def cmd_gen(args: argparse.Namespace) -> int:
+    examples = os.path.abspath(args.examples if args.examples else _default_examples())
+    root = os.path.dirname(examples)  # the goldens name their sources relative to it
+    out = os.path.abspath(args.out) if args.out else os.path.join(root, "generated")
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        return _gen(os.path.relpath(examples), os.path.relpath(out), args.check)
+    finally:
+        os.chdir(here)
+
+
+def _gen(examples: str, out: str, check: bool) -> int:
+    """Write (or with `check`, compare) the goldens; paths are relative to the checkout."""
+    files = golden_files(examples)
+    if not files:  # not sourcegrad's examples: never clear someone else's out directory
+        raise CLIError(f"no file in {os.path.abspath(examples)} lists GOLDEN = [(func, wrt)]: "
+                       "nothing to generate (give sourcegrad's examples with --examples DIR)")
+    os.makedirs(out, exist_ok=True)
     stale = []
     for name, text in files:
-        path = os.path.join(args.out, name)
+        path = os.path.join(out, name)
         current = open(path).read() if os.path.exists(path) else None
         if current != text:
             stale.append(path)
-            if not args.check:
+            if not check:
                 with open(path, "w") as f:
                     f.write(text)
     expected = {name for name, _ in files}
-    extra = sorted(f for f in os.listdir(args.out) if f.endswith(".py") and f not in expected)
-    if args.check:
+    extra = sorted(f for f in os.listdir(out) if f.endswith(".py") and f not in expected)
+    if check:
         for path in stale:
             print(f"stale or missing: {path}")
         for name in extra:
-            print(f"not generated by any example: {os.path.join(args.out, name)}")
+            print(f"not generated by any example: {os.path.join(out, name)}")
         if stale or extra:
             print("run `python -m sourcegrad gen` and commit the result")
             return 1
         print(f"{len(files)} generated files are up to date")
         return 0
     for name in extra:
-        os.remove(os.path.join(args.out, name))
-    print(f"wrote {len(stale)} of {len(files)} files in {args.out}"
+        os.remove(os.path.join(out, name))
+    print(f"wrote {len(stale)} of {len(files)} files in {out}"
           + (f", removed {len(extra)}" if extra else ""))
     return 0
 
 
-def cmd_demo(args):
+def cmd_demo(args: argparse.Namespace) -> int:
     from . import demo
     return demo.run()
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's parser
         from .bench.runner import main as bench_main
-        return bench_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="sourcegrad", description=__doc__.split("\n")[0])
+        return int(bench_main(argv[1:]) or 0)
+    args = build_parser().parse_args(argv)
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "demo": cmd_demo, "show": cmd_show, "gen": cmd_gen}
+    try:
+        return handlers[args.command](args)
+    except (CLIError, errors.SourcegradError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"sourcegrad: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `sourcegrad` command's parser (`bench` has its own: `sourcegrad bench --help`)."""
+    parser = argparse.ArgumentParser(prog="sourcegrad",
+                                     description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"sourcegrad {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="a guided run through sourcegrad")
     show = sub.add_parser("show", help="print a function's generated gradient")
@@ -281,15 +340,9 @@ def main(argv=None):
                       help="the array library the generated code calls")
     gen = sub.add_parser("gen", help="regenerate generated/ from the examples")
     gen.add_argument("--check", action="store_true", help="fail when a file is stale")
-    gen.add_argument("--examples", default="examples")
-    gen.add_argument("--out", default="generated")
+    gen.add_argument("--examples", default=None, metavar="DIR",
+                     help="the example files (default: ./examples, else the checkout's)")
+    gen.add_argument("--out", default=None, metavar="DIR",
+                     help="where the goldens go (default: generated/ beside the examples)")
     sub.add_parser("bench", help="the benchmark suite: sourcegrad bench --help")
-    args = parser.parse_args(argv)
-    handler = {"demo": cmd_demo, "show": cmd_show, "gen": cmd_gen}[args.command]
-    try:
-        return handler(args)
-    except (CLIError, errors.SourcegradError, OSError) as exc:
-        if args.debug:
-            raise
-        print(f"sourcegrad: error: {exc}", file=sys.stderr)
-        return 1
+    return parser

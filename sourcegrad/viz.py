@@ -2,13 +2,15 @@
 
 `eager_dot(tensor)` walks `tensor.grad_fn` and its `next_functions` (iteratively, so deep
 graphs are fine) and names each node as `grad_fn` names it (`MulBackward0`,
-`AccumulateGrad`); leaves are drawn as boxes with their shape, and a node's saved
-tensors (`_saved_*` attributes) are listed in its label.
+`AccumulateGrad`); leaves are drawn as boxes with their shape, and the tensors a node
+saved for backward (`_saved_self`, `_saved_other`, `_saved_result`, read as torch reads
+them) are listed in its label with their shapes.
 
 `compiled_dot(gradient)` draws the generated code of a `sourcegrad.grad` object (after
-its first call): one node per statement, forward and backward in two clusters, edges
-from the values each reads, and the values the backward keeps from the forward (the
-saved manifest) drawn filled.
+its first call): one node per statement, forward and backward in two clusters (each
+loop's body a cluster inside them, its index an ellipse), edges from the values each
+reads, the values the backward keeps from the forward (the saved manifest) drawn
+filled, and a legend of the shapes and colours used.
 
 `render(dot, path)` writes `path` as PNG or SVG (by its suffix) with Graphviz's `dot`
 when it is installed, and the DOT text (`.dot`) otherwise; it returns the path written.
@@ -19,7 +21,7 @@ import os
 import shutil
 import subprocess
 
-from .ir import Assign, Call, Marker, Pop, Push, Return, walk, reads_of
+from .ir import Assign, Call, For, If, Marker, Pop, Push, Return, While, reads_of
 from .rules import RULES
 
 
@@ -29,7 +31,11 @@ def _quote(text) -> str:
 
 
 def eager_dot(tensor, name="output") -> str:
-    """DOT text for the autograd graph that produced `tensor`."""
+    """DOT text for the autograd graph that produced `tensor`.
+
+    A node's label is its `grad_fn` name and the tensors it keeps for backward, as torch
+    names them (`self (3, 4)` for `_saved_self`); a node whose saved tensors were freed by
+    a backward pass lists none."""
     lines = ["digraph autograd {", "  rankdir=BT;", '  node [fontname="Helvetica"];']
     root = getattr(tensor, "grad_fn", None)
     lines.append(f"  out [label={_quote(f'{name} {tuple(tensor.shape)}')}, shape=oval];")
@@ -56,8 +62,8 @@ def eager_dot(tensor, name="output") -> str:
             lines.append(f"  {node_id(node)} [label={_quote(label)}, shape=box, "
                          'style=filled, fillcolor="#dbe8f5"];')
         else:
-            saved = [a[len("_saved_"):] for a in dir(node) if a.startswith("_saved_")]
-            label = kind + (f"\\nsaved: {', '.join(saved)}" if saved else "")
+            saved = saved_tensors(node)
+            label = kind + "".join(f"\\nsaved {key} {shape}" for key, shape in saved)
             lines.append(f"  {node_id(node)} [label={_quote(label)}, shape=box];")
         for child, _ in getattr(node, "next_functions", ()):
             if child is None:
@@ -68,8 +74,33 @@ def eager_dot(tensor, name="output") -> str:
     return "\n".join(lines)
 
 
+# torch's names for what a node keeps: its first and second inputs and its result
+SAVED_NAMES = ("self", "other", "result")
+
+
+def saved_tensors(node) -> list:
+    """[(name, shape)] of the tensors `node` keeps for backward, read as torch reads them
+    (`node._saved_self`, ...): an input kept only for its shape, a number, or anything freed
+    by a backward pass is not a saved tensor."""
+    out = []
+    for key in SAVED_NAMES:
+        try:
+            value = getattr(node, f"_saved_{key}")
+        except (AttributeError, RuntimeError):  # not kept, or freed after backward
+            continue
+        if value is not None and hasattr(value, "shape"):
+            out.append((key, tuple(value.shape)))
+    return out
+
+
+SAVED_FILL = "#f5d99a"  # a value the backward pass reads from the forward pass
+
+
 def compiled_dot(gradient) -> str:
-    """DOT text for the data flow of a compiled gradient (call it once first)."""
+    """DOT text for the data flow of a compiled gradient (call it once first).
+
+    One node per value, in a forward and a backward cluster; each loop's body is a cluster
+    of its own inside them; a legend says what the shapes and colours mean."""
     compiled = gradient._last
     from .errors import SourcegradError
     if compiled is None:
@@ -83,44 +114,90 @@ def compiled_dot(gradient) -> str:
     lines = [f"digraph {_quote(fn.name)} {{", "  rankdir=TB;", '  node [fontname="Helvetica"];']
     for p in fn.params:
         lines.append(f"  {_quote(p)} [shape=invhouse, label={_quote(p)}];")
-    section = "forward"
-    clusters = {"forward": [], "backward": []}
     edges = []
     defined = set(fn.params)
-    for stmt in walk(fn.body):
-        if isinstance(stmt, Marker):
-            section = "backward"
-            continue
-        if isinstance(stmt, (Assign, Pop)):
-            target = stmt.target
-            if isinstance(stmt, Assign) and isinstance(stmt.value, Call):
-                label = f"{target}\\n{RULES[stmt.value.op].family}"
-            else:
-                label = target
-            style = ', style=filled, fillcolor="#f5d99a"' if target in saved else ""
-            if target not in defined:
-                clusters[section].append(f"    {_quote(target)} [shape=box, label={_quote(label)}"
-                                         f"{style}];")
-                defined.add(target)
-            for n in reads_of(stmt):
-                edges.append(f"  {_quote(n)} -> {_quote(target)};")
-        elif isinstance(stmt, Push):
-            for n in reads_of(stmt):
-                edges.append(f"  {_quote(n)} -> saved_stack;")
-        elif isinstance(stmt, Return):
-            lines.append('  result [shape=house, label="gradient"];')
-            for n in reads_of(stmt):
-                edges.append(f"  {_quote(n)} -> result;")
-    for section, nodes in clusters.items():
+    facts = {"loops": 0, "result": False}
+
+    def visit(block, sink, indent):
+        """Nodes of `block`'s statements into `sink`, a loop's body as a nested cluster."""
+        for stmt in block:
+            if isinstance(stmt, (For, While)):
+                facts["loops"] += 1
+                inner = []
+                if isinstance(stmt, For) and stmt.target not in defined:  # the loop index
+                    inner.append(f"{indent}  {_quote(stmt.target)} [shape=ellipse, "
+                                 f"label={_quote(stmt.target)}];")
+                    defined.add(stmt.target)
+                visit((stmt.test_body if isinstance(stmt, While) else []) + stmt.body, inner,
+                      indent + "  ")
+                if not inner:  # a loop that defines nothing new draws no box
+                    continue
+                kind = "reversed loop" if getattr(stmt, "reverse", False) else "loop"
+                where = f", line {stmt.loc.line}" if stmt.loc is not None else ""
+                sink.append(f"{indent}subgraph cluster_loop{facts['loops']} {{")
+                sink.append(f"{indent}  label={_quote(kind + where)}; style=rounded;")
+                sink.extend(inner)
+                sink.append(f"{indent}}}")
+            elif isinstance(stmt, If):
+                visit(stmt.body + stmt.orelse, sink, indent)
+            elif isinstance(stmt, (Assign, Pop)):
+                target = stmt.target
+                if isinstance(stmt, Assign) and isinstance(stmt.value, Call):
+                    label = f"{target}\\n{RULES[stmt.value.op].family}"
+                else:
+                    label = target
+                style = f', style=filled, fillcolor="{SAVED_FILL}"' if target in saved else ""
+                if target not in defined:
+                    sink.append(f"{indent}{_quote(target)} [shape=box, label={_quote(label)}"
+                                f"{style}];")
+                    defined.add(target)
+                for n in reads_of(stmt):
+                    edges.append(f"  {_quote(n)} -> {_quote(target)};")
+            elif isinstance(stmt, Push):
+                for n in reads_of(stmt):
+                    edges.append(f"  {_quote(n)} -> saved_stack;")
+            elif isinstance(stmt, Return):
+                facts["result"] = True
+                for n in reads_of(stmt):
+                    edges.append(f"  {_quote(n)} -> result;")
+
+    marker = next((i for i, stmt in enumerate(fn.body) if isinstance(stmt, Marker)),
+                  len(fn.body))
+    for section, block in (("forward", fn.body[:marker]), ("backward", fn.body[marker + 1:])):
+        nodes = []
+        visit(block, nodes, "    ")
         lines.append(f"  subgraph cluster_{section} {{")
         lines.append(f"    label={_quote(section)};")
         lines.extend(nodes)
         lines.append("  }")
-    if any("saved_stack" in e for e in edges):
+    if facts["result"]:
+        lines.append('  result [shape=house, label="gradient"];')
+    stack = any("saved_stack" in e for e in edges)
+    if stack:
         lines.append('  saved_stack [shape=cylinder, label="saved (stack)"];')
+    lines.extend(_legend(stack, facts["loops"] > 0))
     lines.extend(dict.fromkeys(edges))  # each edge once, in order
     lines.append("}")
     return "\n".join(lines)
+
+
+def _legend(stack: bool, loops: bool) -> list:
+    """A cluster saying what compiled_dot's shapes and colours mean (only those it drew)."""
+    keys = [("legend_input", "invhouse", "input", ""),
+            ("legend_value", "box", "value computed", ""),
+            ("legend_saved", "box", "read by the backward pass", f', style=filled, '
+                                                                  f'fillcolor="{SAVED_FILL}"')]
+    if stack:
+        keys.append(("legend_stack", "cylinder", "stack: values a loop overwrites", ""))
+    keys.append(("legend_result", "house", "the gradient returned", ""))
+    out = ["  subgraph cluster_legend {", '    label="legend"; style=dashed; fontsize=10;']
+    for name, shape, text, style in keys:
+        out.append(f"    {name} [shape={shape}, label={_quote(text)}, fontsize=10{style}];")
+    if loops:
+        out.append('    legend_loop [shape=box, style="rounded,dashed", fontsize=10, '
+                   'label="a loop body: one cluster per loop"];')
+    out.append("  }")
+    return out
 
 
 def render(dot: str, path: str) -> str:

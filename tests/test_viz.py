@@ -54,3 +54,48 @@ def test_eager_graph_dot():
     dot = viz.eager_dot(y)
     assert "AddBackward0" in dot and "MulBackward0" in dot
     assert dot.count("AccumulateGrad") == 2 and "leaf (1,)" in dot
+
+
+def test_eager_dot_lists_the_saved_tensors_with_shapes():
+    if not hasattr(sourcegrad, "tensor"):
+        pytest.skip("the eager Tensor is not part of this build")
+    w = sourcegrad.tensor([2.0, 1.0], requires_grad=True)
+    x = sourcegrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = (w * x).exp().sum()
+    mul = y.grad_fn.next_functions[0][0].next_functions[0][0]
+    assert type(mul).__name__ == "MulBackward0"
+    # what torch itself exposes for w * x: _saved_self and _saved_other
+    assert viz.saved_tensors(mul) == [("self", (2,)), ("other", (2, 2))]
+    dot = viz.eager_dot(y)
+    assert '"MulBackward0\\nsaved self (2,)\\nsaved other (2, 2)"' in dot
+    assert '"ExpBackward0\\nsaved result (2, 2)"' in dot  # exp's derivative reads its result
+    assert '"SumBackward0"' in dot  # a sum keeps only a shape: no saved tensor
+    y.backward()  # frees what was saved: the picture no longer lists it
+    assert "saved" not in viz.eager_dot(y)
+
+
+def test_compiled_dot_draws_each_loop_body_as_one_cluster_and_a_legend():
+    dot = viz.compiled_dot(compiled_rnn_gradient())
+    forward = dot[dot.index("subgraph cluster_forward"):dot.index("subgraph cluster_backward")]
+    assert forward.count("subgraph cluster_loop") == 1 and 'label="loop, line 12"' in forward
+    loop = forward[forward.index("cluster_loop"):]
+    assert '"i" [shape=ellipse' in loop and '"W_h" [shape=box' in loop  # the body's values
+    backward = dot[dot.index("subgraph cluster_backward"):dot.index("subgraph cluster_legend")]
+    assert 'label="reversed loop, line 12"' in backward
+    legend = dot[dot.index("subgraph cluster_legend"):]
+    for text in ("input", "read by the backward pass", "stack: values a loop overwrites",
+                 "the gradient returned", "one cluster per loop"):
+        assert text in legend
+    assert 'fillcolor="#f5d99a"' in legend  # the colour of the saved values, explained
+
+
+def test_compiled_dot_legend_names_only_what_was_drawn():
+    import numpy as np
+
+    def straight(x):
+        return np.sum(np.tanh(x) ** 2)
+    g = sourcegrad.grad(straight)
+    g(np.ones(3))
+    dot = viz.compiled_dot(g)
+    assert "cluster_loop" not in dot and "legend_stack" not in dot and "legend_loop" not in dot
+    assert "legend_saved" in dot and "legend_result" in dot

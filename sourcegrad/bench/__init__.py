@@ -5,8 +5,8 @@ Run it as
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m sourcegrad.bench [--quick] [--only NAME]
 
 (unset those two OpenBLAS overrides in the benchmark command only, never in tests
-or CI). It prints a markdown table and writes JSON (`--json PATH`, default
-`bench-results.json`).
+or CI). It prints a markdown table, and writes the results as JSON where `--json PATH`
+asks (nothing by default).
 
 - `workloads`: the workloads as plain numpy code, their hand-written gradients
   (the reference), and the variants (sourcegrad, HIPS autograd, torch eager,

@@ -571,8 +571,8 @@ def parse_args(argv):
     p.add_argument("--variants", metavar="LIST",
                    help="comma-separated subset of hand,sourcegrad,autograd,torch,jax "
                         "(hand always runs: it is the reference)")
-    p.add_argument("--json", default="bench-results.json", metavar="PATH",
-                   help="where to write the results (default: bench-results.json)")
+    p.add_argument("--json", default=None, metavar="PATH",
+                   help="also write the results as JSON to PATH (default: none written)")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
     p.add_argument("--no-scaling", action="store_true",
                    help="skip compile_scaling (compile time of long and nested functions)")
@@ -608,6 +608,15 @@ def _scaling_rows(quick, log):
         return []
 
 
+def _write_json(path, report):
+    """The report as JSON at `path`, when --json asked for it (nothing lands in the current
+    directory unasked)."""
+    if path is None:
+        return
+    with open(path, "w") as fh:
+        json.dump(report, fh, indent=1, default=str)
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.worker:
@@ -640,20 +649,18 @@ def main(argv=None):
     table = markdown(results, target_rows)
     report = {"meta": meta(args, variants, pinned), "skipped_variants": skipped,
               "results": results, "targets": target_rows, "table": table}
-    with open(args.json, "w") as fh:
-        json.dump(report, fh, indent=1, default=str)
+    _write_json(args.json, report)  # now, so a failed side measurement loses nothing
     eager_rows = _eager_rows(args.quick, log)
     if eager_rows:
         report["eager"] = [dict(zip(("what", "seconds", "reference_seconds", "reference"), r))
                            for r in eager_rows]
-        with open(args.json, "w") as fh:
-            json.dump(report, fh, indent=1, default=str)
+        _write_json(args.json, report)
     scaling_rows = [] if args.no_scaling else _scaling_rows(args.quick, log)
     if scaling_rows:
         report["compile_scaling"] = scaling_rows
-        with open(args.json, "w") as fh:
-            json.dump(report, fh, indent=1, default=str)
-    log(f"done in {time.perf_counter() - start:.0f} s; results in {args.json}")
+        _write_json(args.json, report)
+    log(f"done in {time.perf_counter() - start:.0f} s"
+        + (f"; results in {args.json}" if args.json else ""))
     print(table, end="")
     if eager_rows:
         from .eager import markdown as eager_markdown
