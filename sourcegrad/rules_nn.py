@@ -12,6 +12,7 @@ clamps, the same branches at the kinks), and each VJP is torch's backward formul
 - `binary_cross_entropy_with_logits`: log-sigmoid computed stably, pos_weight
   scaling the positive term; `weight` and `pos_weight` get no gradient (torch
   refuses them requiring grad, and so does `nn.functional_loss`);
+- `xlogy`: x log y, 0 where x is (torch.xlogy: kl_div's target term);
 - `linalg_cross`: a x b along one axis of length 3, with broadcasting;
 - `cdist`: p-norm distances between the rows of two batches of row sets.
 
@@ -28,7 +29,7 @@ from .rules import defvjp as _shared_defvjp
 from .runtime import unbroadcast
 
 __all__ = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "linalg_cross", "cdist", "NN_RULES"]
+           "binary_cross_entropy_with_logits", "xlogy", "linalg_cross", "cdist", "NN_RULES"]
 
 
 def _defvjp(name, fn, *vjps, **options):
@@ -117,6 +118,12 @@ def binary_cross_entropy_with_logits(x, y, weight=None, pos_weight=None, reducti
     return reduce_loss(weighted((1 - y) * x - log_sig, weight), reduction)
 
 
+def xlogy(x, y):
+    """x log y, and 0 where x == 0 (unless y is nan), as torch.xlogy."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+
+
 def linalg_cross(x, y, axis=-1):
     return rotate(x, 1, axis) * rotate(y, 2, axis) - rotate(x, 2, axis) * rotate(y, 1, axis)
 
@@ -162,6 +169,9 @@ _defvjp("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits,
                 -x if pos_weight is None else log_sigmoid(-x) - pos_weight * log_sigmoid(x)),
             weight), y),
         None, None)
+_defvjp("xlogy", xlogy,
+        lambda g, ans, x, y: unbroadcast(g * xlogy(x != 0, y), x),
+        lambda g, ans, x, y: unbroadcast(g * x / y, y), kind="elementwise")
 _defvjp("linalg_cross", linalg_cross,
         lambda g, ans, x, y, axis=-1: unbroadcast(linalg_cross(y, g, axis), x),
         lambda g, ans, x, y, axis=-1: unbroadcast(linalg_cross(g, x, axis), y))
@@ -172,4 +182,4 @@ _defvjp("cdist", cdist,
             -np.sum(cdist_pair_grad(g, ans, x1, x2, p), axis=-3), x2))
 
 NN_RULES = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-            "binary_cross_entropy_with_logits", "linalg_cross", "cdist"]
+            "binary_cross_entropy_with_logits", "xlogy", "linalg_cross", "cdist"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 
 from .. import rules_nn
 from .. import rules_torch as rt
@@ -43,11 +42,12 @@ HUBER_LOSS = OpSpec("HuberLossBackward0", "huber_loss", n_arrays=2)
 BCE = OpSpec("BinaryCrossEntropyBackward0", "binary_cross_entropy", n_arrays=3, edges=(0, 1))
 BCE_LOGITS = OpSpec("BinaryCrossEntropyWithLogitsBackward0", "binary_cross_entropy_with_logits",
                     n_arrays=4, edges=(0, 1))
+XLOGY = OpSpec("XlogyBackward0", "xlogy")
 
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def _reduction(size_average, reduce, reduction, allowed=_REDUCTIONS):
+def reduction_of(size_average, reduce, reduction, allowed=_REDUCTIONS):
     """torch's legacy size_average/reduce flags folded into `reduction`, which is checked."""
     if size_average is not None or reduce is not None:
         size_average = True if size_average is None else size_average
@@ -97,7 +97,7 @@ def _pointwise(spec, fn, input, target, reduction, **static):
 # --- regression losses -----------------------------------------------------------------------
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = reduction_of(size_average, reduce, reduction)
     _warn_size(input, target)
     if weight is not None:  # torch 2.6+'s weighted form is composed of tensor ops
         return _reduce((input - target) ** 2 * weight, reduction)
@@ -105,14 +105,14 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = reduction_of(size_average, reduce, reduction)
     _warn_size(input, target)
     losses = (input - target).abs()
     return _reduce(losses * weight if weight is not None else losses, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = reduction_of(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:  # torch's own fallback: plain l1
@@ -123,7 +123,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    reduction = _reduction(None, None, reduction)
+    reduction = reduction_of(None, None, reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _warn_size(input, target)
@@ -157,7 +157,7 @@ def _check_targets(input, target, weight, ignore_index):
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = reduction_of(size_average, reduce, reduction)
     if input._data.ndim > 2:
         # (N, C, d1, ...): classes last, then one row per position
         c = input._data.shape[1]
@@ -188,7 +188,7 @@ def _class_shape(weight, ndim, class_dim):
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax then nll_loss; probability targets and label smoothing as torch composes them."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = reduction_of(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     ndim = input._data.ndim
@@ -236,7 +236,7 @@ def _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = reduction_of(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
                          f"size ({input.shape}) is deprecated. Please ensure they have the same "
@@ -255,7 +255,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = reduction_of(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
@@ -273,15 +273,18 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 # --- divergences and embeddings --------------------------------------------------------------
 
-def _xlogy_self(t):
-    """xlogy(t, t): 0 where t == 0, else t log t (nan for t < 0, as torch)."""
-    safe = ops.where(t == 0, 1.0, t)
-    return ops.where(t == 0, 0.0, t * ops.log(safe))
+def _xlogy(x, y):
+    """torch.xlogy (XlogyBackward0): kl_div's target log target term."""
+    xd, yd, rd, rx, ry = operands.promote(x, y, to_float=True)
+    out = _wrap(operands.result(rules_nn.xlogy(xd, yd), rd))
+    if operands.needs_grad(rx, ry):
+        record(XLOGY, out, (rx, ry))
+    return out
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise target (log target - input), with input given as log-probabilities."""
-    reduction = _reduction(size_average, reduce, reduction, _REDUCTIONS + ("batchmean",))
+    reduction = reduction_of(size_average, reduce, reduction, _REDUCTIONS + ("batchmean",))
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
                       "support size.'batchmean' divides only by the batch size, and aligns with "
@@ -290,22 +293,16 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         losses = ops.exp(target) * (target - input)
     else:
-        losses = (_xlogy_self(target) if operands.needs_grad(target)
-                  else _wrap(_xlogy_data(target._data))) - target * input
+        losses = _xlogy(target, target) - target * input
     if reduction == "batchmean":
         return losses.sum() / input.shape[0] if input.dim() != 0 else losses.sum()
     return _reduce(losses, reduction)
 
 
-def _xlogy_data(t):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(t == 0, 0.0, t * np.log(np.where(t == 0, 1.0, t))).astype(t.dtype)
-
-
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target is 1, max(0, cos - margin) where it is -1."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = reduction_of(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() not in (1, 2):
         raise RuntimeError(f"cosine_embedding_loss: Expected 1D or 2D input tensors, but got "
                            f"{input1.dim()}D and {input2.dim()}D")
