@@ -407,10 +407,19 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return ops.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
 
 
+def _clamped_norm(x, dim, eps):
+    """||x|| along dim, raised to eps in place without grad: the gradient is the norm's (torch)."""
+    from ..eager.grad_mode import no_grad
+    norm = ops.norm(x, 2, dim, keepdim=True).clone()
+    with no_grad():
+        norm.clamp_min_(eps)
+    return norm
+
+
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    n1 = ops.norm(x1, 2, dim).clamp_min(eps)
-    n2 = ops.norm(x2, 2, dim).clamp_min(eps)
-    return (x1 * x2).sum(dim) / (n1 * n2)
+    """sum(x1 / ||x1|| * x2 / ||x2||) along dim, each norm at least eps (as torch computes it)."""
+    x1, x2 = shape_ops.broadcast_tensors(x1, x2)
+    return ((x1 / _clamped_norm(x1, dim, eps)) * (x2 / _clamped_norm(x2, dim, eps))).sum(dim)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

@@ -238,3 +238,14 @@ def test_cross_matches_torch():
         with pytest.warns(UserWarning, match="without specifying the dim arg is deprecated"):
             out = lib.cross(lib.tensor(a.T), lib.tensor(b.T).expand(3, 4))
         assert out.shape == (3, 4)
+
+
+def test_cosine_similarity_and_normalize_match_torch():
+    # a row whose norm is below eps: torch clamps the norm without grad (the gradient is
+    # the unclamped norm's), which a differentiable clamp_min would zero
+    a = np.array([[1e-9, 2e-9, 0.0], [1.0, 2.0, 3.0]])
+    b = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    check(lambda L, t: f(L).cosine_similarity(t[0], t[1], dim=1), [a, b], [1, 1])
+    check(lambda L, t: f(L).cosine_similarity(t[0][1], t[1][:1], dim=-1), [a, b], [1, 1])
+    check(lambda L, t: f(L).normalize(t[0], dim=1), [a, X[:2, :3]], [1, 0])
+    check(lambda L, t: f(L).normalize(t[0], p=1.0, dim=0), [X], [1])
