@@ -19,6 +19,8 @@ from ..eager import devices, factories, ops, shape_ops
 from ..eager import inplace as _inplace_ops
 from ..eager.tensor import Tensor
 from ..errors import SourcegradError
+from .functional_attention import (multi_head_attention_forward,  # noqa: F401
+                                   scaled_dot_product_attention)
 from .functional_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
                               cosine_embedding_loss, cross_entropy, huber_loss, kl_div, l1_loss,
                               mse_loss, nll_loss, smooth_l1_loss)

@@ -15,6 +15,7 @@ from .flatten import Flatten, Unflatten
 from .sparse import Embedding
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .distance import CosineSimilarity, PairwiseDistance
+from .attention import MultiheadAttention
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HuberLoss,
                    KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
@@ -31,5 +32,6 @@ __all__ = [
     "PairwiseDistance", "CosineSimilarity",
     "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "CosineEmbeddingLoss",
+    "MultiheadAttention",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
