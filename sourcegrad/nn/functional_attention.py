@@ -52,10 +52,13 @@ def dropout(x, p):
 
 
 def _safe_softmax(scores, dim):
-    """softmax along dim, with zeros for a row of -inf only (torch's _safe_softmax)."""
-    out = ops.softmax(scores, dim)
+    """softmax along dim, with zeros for a row of -inf only (torch's _safe_softmax).
+
+    Such a row is replaced by zeros before the softmax too: its softmax, kept for the
+    backward pass, is then finite, and the zero gradient stays zero (not 0 * nan)."""
     masked_rows = (scores == _NEG_INF).all(dim, keepdim=True)
-    return ops.where(masked_rows, factories.zeros_like(out), out)
+    out = ops.softmax(ops.where(masked_rows, 0.0, scores), dim)
+    return ops.where(masked_rows, 0.0, out)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
