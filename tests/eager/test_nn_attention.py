@@ -186,7 +186,7 @@ def test_multihead_attention_causal_hint():
     ms = sg.nn.MultiheadAttention(8, 4).double()
     copy_weights(mt, ms)
     for need in (True, False):
-        def call(lib):
+        def call(lib, need=need):
             return {"attn_mask": lib.tensor(causal), "is_causal": True, "need_weights": need}
         _assert_close(_mha(sg, ms, [x], call), _mha(torch, mt, [x], call))
     for lib in (torch, sg):

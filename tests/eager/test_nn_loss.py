@@ -107,8 +107,8 @@ def test_cross_entropy_spatial_and_unbatched():
     t4 = R.integers(0, 4, (2, 3, 2))
     t4[0, 0, 0] = -100
     for r in REDUCTIONS:
-        check(lambda L, a: f(L).cross_entropy(a[0], L.tensor(t4), weight=L.tensor(W),
-                                              label_smoothing=0.3, reduction=r),
+        check(lambda L, a, r=r: f(L).cross_entropy(a[0], L.tensor(t4), weight=L.tensor(W),
+                                                   label_smoothing=0.3, reduction=r),
               [x4], [1], same_name=False)  # torch's node is NllLoss2DBackward0
     check(lambda L, a: f(L).cross_entropy(a[0], a[0].detach().flip(0).softmax(1)), [x4], [1],
           same_name=False)
