@@ -18,7 +18,10 @@ clamps, the same branches at the kinks), and each VJP is torch's backward formul
 
 `reduction` is "none", "mean" or "sum"; a mean divides by the element count.
 
-Imports: numpy, `rules` and `runtime` only (it sits below the eager engine).
+- `nll_loss2d`: nll_loss of an (N, C, H, W) input against (N, H, W) class indices
+  (torch's NllLoss2DBackward0; the weights' scale is `rules_torch.nll_scale`'s).
+
+Imports: numpy, `rules`, `rules_torch` and `runtime` only (it sits below the eager engine).
 """
 from __future__ import annotations
 
@@ -26,10 +29,12 @@ import numpy as np
 
 from .rules import RULES, Spelling
 from .rules import defvjp as _shared_defvjp
-from .runtime import unbroadcast
+from .rules_torch import nll_scale
+from .runtime import unbroadcast, unindex
 
 __all__ = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "xlogy", "linalg_cross", "cdist", "NN_RULES"]
+           "binary_cross_entropy_with_logits", "nll_loss2d", "xlogy", "linalg_cross", "cdist",
+           "NN_RULES"]
 
 
 def _defvjp(name, fn, *vjps, **options):
@@ -93,6 +98,14 @@ def cdist_pair_grad(g, ans, x1, x2, p):
     return np.where(dist == 0, 0.0, gd * scaled)
 
 
+def nll2d_index(shape, target, ignore_index=-100):
+    """The advanced index that picks x[n, target[n, h, w], h, w] (ignored targets: class 0)."""
+    n, _, h, w = shape
+    t = np.where(target == ignore_index, 0, target)
+    return (np.arange(n).reshape(n, 1, 1), t, np.arange(h).reshape(1, h, 1),
+            np.arange(w).reshape(1, 1, w))
+
+
 # --- forward functions (numpy in, numpy out) -------------------------------------------------
 
 def smooth_l1_loss(x, y, reduction="mean", beta=1.0):
@@ -116,6 +129,19 @@ def binary_cross_entropy_with_logits(x, y, weight=None, pos_weight=None, reducti
     if pos_weight is not None:
         log_sig = log_sig * ((pos_weight - 1) * y + 1)
     return reduce_loss(weighted((1 - y) * x - log_sig, weight), reduction)
+
+
+def nll_loss2d(x, target, weight=None, reduction="mean", ignore_index=-100):
+    picked = x[nll2d_index(np.shape(x), target, ignore_index)]
+    valid = target != ignore_index
+    t = np.where(valid, target, 0)
+    w = (weight[t] if weight is not None else np.ones_like(t, dtype=x.dtype)) * valid
+    losses = -picked * w.astype(x.dtype)
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return np.sum(losses)
+    return np.sum(losses) / np.sum(w).astype(x.dtype)
 
 
 def xlogy(x, y):
@@ -169,6 +195,11 @@ _defvjp("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits,
                 -x if pos_weight is None else log_sigmoid(-x) - pos_weight * log_sigmoid(x)),
             weight), y),
         None, None)
+_defvjp("nll_loss2d", nll_loss2d,
+        lambda g, ans, x, target, weight=None, reduction="mean", ignore_index=-100: unindex(
+            nll_scale(g, target, weight, reduction, ignore_index), x,
+            nll2d_index(np.shape(x), target, ignore_index)),
+        None)
 _defvjp("xlogy", xlogy,
         lambda g, ans, x, y: unbroadcast(g * xlogy(x != 0, y), x),
         lambda g, ans, x, y: unbroadcast(g * x / y, y), kind="elementwise")
@@ -182,4 +213,4 @@ _defvjp("cdist", cdist,
             -np.sum(cdist_pair_grad(g, ans, x1, x2, p), axis=-3), x2))
 
 NN_RULES = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-            "binary_cross_entropy_with_logits", "xlogy", "linalg_cross", "cdist"]
+            "binary_cross_entropy_with_logits", "nll_loss2d", "xlogy", "linalg_cross", "cdist"]

@@ -15,8 +15,7 @@ order, so the last nodes' names are torch's too (MeanBackward0 over AbsBackward0
 for l1_loss, DivBackward0 over SumBackward0 for kl_div's batchmean, ...).
 
 Class-index targets work for inputs of shape (C,), (N, C) and (N, C, d1, ...)
-(the last by moving the class dimension last: its node is NllLossBackward0, not
-torch's NllLoss2DBackward0).
+(the last viewed as (N, C, H, W) for NllLoss2DBackward0, as torch does).
 """
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ import warnings
 
 from .. import rules_nn
 from .. import rules_torch as rt
-from ..eager import factories, operands, ops, shape_ops
+from ..eager import factories, operands, ops
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 
@@ -36,6 +35,7 @@ __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "c
 _wrap = Tensor._make
 
 NLL_LOSS = OpSpec("NllLossBackward0", "nll_loss", n_arrays=2, edges=(0,))
+NLL_LOSS2D = OpSpec("NllLoss2DBackward0", "nll_loss2d", n_arrays=2, edges=(0,))
 MSE_LOSS = OpSpec("MseLossBackward0", "mse_loss", n_arrays=2)
 SMOOTH_L1_LOSS = OpSpec("SmoothL1LossBackward0", "smooth_l1_loss", n_arrays=2)
 HUBER_LOSS = OpSpec("HuberLossBackward0", "huber_loss", n_arrays=2)
@@ -136,17 +136,20 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 # --- classification losses -------------------------------------------------------------------
 
 def _check_targets(input, target, weight, ignore_index):
-    """torch's checks of class-index targets: dtype, batch size, weight size, bounds."""
+    """torch's checks of class-index targets: dtype, sizes, weight size, bounds."""
     t = target._data
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {target.dtype._scalar_name}")
-    if t.ndim > 1:
-        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     x = input._data
-    if x.ndim == 2 and t.shape[0] != x.shape[0]:
+    if x.ndim <= 2 and t.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if x.ndim >= 2 and t.shape[:1] != x.shape[:1]:
         raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target "
-                         f"batch_size ({t.shape[0]}).")
-    c = x.shape[-1]
+                         f"batch_size ({t.shape[0] if t.ndim else 1}).")
+    if x.ndim > 2 and t.shape[1:] != x.shape[2:]:
+        expected = [x.shape[0]] + list(x.shape[2:])
+        raise RuntimeError(f"Expected target size {expected}, got {list(t.shape)}")
+    c = x.shape[1] if x.ndim >= 2 else x.shape[0]
     if weight is not None and weight.numel() != c:
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
@@ -158,25 +161,34 @@ def _check_targets(input, target, weight, ignore_index):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     reduction = reduction_of(size_average, reduce, reduction)
-    if input._data.ndim > 2:
-        # (N, C, d1, ...): classes last, then one row per position
-        c = input._data.shape[1]
-        if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
-            raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}"
-                               f", got {list(target.shape)}")
-        moved = shape_ops.movedim(input, 1, -1).reshape(-1, c)
-        out = nll_loss(moved, target.reshape(-1), weight, ignore_index=ignore_index,
-                       reduction=reduction)
-        return out.reshape(target.shape) if reduction == "none" else out
     _check_targets(input, target, weight, ignore_index)
     _not_differentiable("nll_loss", "weight", weight)
     ops.same_device(input, target, weight)
     w = _array(weight, input._data.dtype)
+    if input._data.ndim > 2:
+        return _nll_loss_nd(input, target, w, reduction, ignore_index)
     out = _wrap(operands.result(rt.nll_loss(input._data, target._data, w, reduction,
                                             ignore_index)))
     if operands.needs_grad(input):
         record(NLL_LOSS, out, (input, target),
                {"weight": w, "reduction": reduction, "ignore_index": ignore_index})
+    return out
+
+
+def _nll_loss_nd(input, target, w, reduction, ignore_index):
+    """(N, C, d1, ...) as torch does it: viewed as (N, C, H, W), NllLoss2DBackward0, viewed back."""
+    shape = tuple(input.shape)
+    if len(shape) == 3:
+        input, target = input.reshape(shape + (1,)), target.reshape(tuple(target.shape) + (1,))
+    elif len(shape) > 4:
+        input, target = input.reshape(shape[0], shape[1], 1, -1), target.reshape(shape[0], 1, -1)
+    out = _wrap(operands.result(rules_nn.nll_loss2d(input._data, target._data, w, reduction,
+                                                    ignore_index)))
+    if operands.needs_grad(input):
+        record(NLL_LOSS2D, out, (input, target),
+               {"weight": w, "reduction": reduction, "ignore_index": ignore_index})
+    if reduction == "none" and len(shape) != 4:
+        return out.reshape((shape[0],) + shape[2:])
     return out
 
 

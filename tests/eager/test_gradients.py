@@ -305,6 +305,11 @@ CASES = [
          a, b, weight=sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64),
          pos_weight=sg.tensor([3.0, 0.5, 1.5], dtype=sg.float64), reduction="sum"),
      [arr(2, 3) * 3, arr(2, 3, lo=0.0)], True),
+    ("nll_loss2d", "4-d", lambda a: F.cross_entropy(a, sg.tensor([[[0, 2], [1, -100]]]),
+                                                    label_smoothing=0.2), [arr(1, 3, 2, 2)], True),
+    ("nll_loss2d", "3-d none weighted", lambda a: F.nll_loss(
+        a, sg.tensor([[2, 0, 1], [1, 1, 0]]), weight=sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64),
+        reduction="none"), [arr(2, 3, 3)], True),
     ("xlogy", "kl_div's target term", lambda a, b: F.kl_div(a, b, reduction="sum"),
      [arr(2, 3), pos(2, 3)], True),
     ("linalg_cross", "broadcast", lambda a, b: sg.linalg.cross(a, b), [arr(4, 3), arr(1, 3)],

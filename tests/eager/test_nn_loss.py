@@ -102,17 +102,24 @@ def test_cross_entropy_probability_targets(reduction):
           same_name=reduction != "mean")
 
 
-def test_cross_entropy_spatial_and_unbatched():
-    x4 = R.standard_normal((2, 4, 3, 2))
-    t4 = R.integers(0, 4, (2, 3, 2))
-    t4[0, 0, 0] = -100
+@pytest.mark.parametrize("shape", [(2, 4, 3), (2, 4, 3, 2), (2, 4, 3, 1, 2)],
+                         ids=["3d", "4d", "5d"])
+def test_spatial_class_targets(shape):
+    """(N, C, d1, ...) inputs: viewed as (N, C, H, W) for NllLoss2DBackward0, as torch."""
+    x = R.standard_normal(shape)
+    t = R.integers(0, 4, (shape[0],) + shape[2:])
+    t.reshape(-1)[0] = -100
     for r in REDUCTIONS:
-        check(lambda L, a, r=r: f(L).cross_entropy(a[0], L.tensor(t4), weight=L.tensor(W),
-                                                   label_smoothing=0.3, reduction=r),
-              [x4], [1], same_name=False)  # torch's node is NllLoss2DBackward0
-    check(lambda L, a: f(L).cross_entropy(a[0], a[0].detach().flip(0).softmax(1)), [x4], [1],
-          same_name=False)
+        check(lambda L, a, r=r: f(L).cross_entropy(a[0], L.tensor(t), weight=L.tensor(W),
+                                                   label_smoothing=0.3, reduction=r), [x], [1])
+        check(lambda L, a, r=r: f(L).nll_loss(a[0], L.tensor(t), reduction=r), [x], [1])
+    check(lambda L, a: f(L).cross_entropy(a[0], a[0].detach().flip(0).softmax(1)), [x], [1],
+          same_name=False)  # torch's mean divides by a Scalar: DivBackward1
+
+
+def test_unbatched_class_target():
     check(lambda L, a: f(L).cross_entropy(a[0][0], L.tensor(2), label_smoothing=0.3), [X], [1])
+    check(lambda L, a: f(L).nll_loss(a[0][1], L.tensor(1)), [X], [1])
 
 
 def test_kl_div_batchmean_and_legacy_flags():
@@ -156,6 +163,12 @@ ERRORS = [
     (lambda L: f(L).cross_entropy(L.zeros(3, 4), L.tensor([0, 4, 2])), IndexError,
      "Target 4 is out of bounds."),
     (lambda L: f(L).nll_loss(L.zeros(3, 4), L.tensor([0., 1, 2])), RuntimeError, "Long"),
+    (lambda L: f(L).nll_loss(L.zeros(2, 3, 4), L.zeros(2, 5, dtype=L.int64)), RuntimeError,
+     r"Expected target size \[2, 4\], got \[2, 5\]"),
+    (lambda L: f(L).nll_loss(L.zeros(2, 3, 4), L.zeros(3, 4, dtype=L.int64)), ValueError,
+     r"Expected input batch_size \(2\) to match target batch_size \(3\)"),
+    (lambda L: f(L).nll_loss(L.zeros(2, 3, 4, 5), L.full((2, 4, 5), 7)), IndexError,
+     "Target 7 is out of bounds."),
     (lambda L: f(L).binary_cross_entropy(L.tensor([0.5, 1.5]), L.zeros(2)), RuntimeError,
      "all elements of input should be between 0 and 1"),
     (lambda L: f(L).binary_cross_entropy(L.tensor([0.5, 0.5]), L.zeros(1, 2)), ValueError,

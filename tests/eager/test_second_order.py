@@ -407,6 +407,8 @@ CASES = [
      [arr(2, 3)]),
     ("F.nll_loss", lambda T, F, a: F.nll_loss(a, _i(T, [1, 0]), reduction="none") ** 2,
      [arr(2, 3)]),
+    ("F.nll_loss", lambda T, F, a: F.nll_loss(a, _i(T, [[1, 0], [2, 1]]), reduction="none") ** 2,
+     [arr(2, 3, 2)]),
     ("F.cross_entropy", lambda T, F, a: F.cross_entropy(a, _i(T, [0, 2])), [arr(2, 3)]),
     ("F.cross_entropy", lambda T, F, a: F.cross_entropy(
         a, _i(T, [0, 2, -100]), weight=T.tensor([1.0, 2.0, 0.5], dtype=T.float64)), [arr(3, 3)]),
