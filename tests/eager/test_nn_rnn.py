@@ -190,3 +190,38 @@ def test_dropout_with_one_layer_warns():
     for lib in (torch, sg):
         with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
             lib.nn.LSTM(3, 4, dropout=0.2)
+
+
+def test_char_lstm_training_steps_match_torch():
+    """Embedding -> 2-layer LSTM -> Linear -> CrossEntropyLoss, three Adam steps, as in torch."""
+    def make(lib):
+        class CharLSTM(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = lib.nn.Embedding(7, 4)
+                self.lstm = lib.nn.LSTM(4, 5, num_layers=2, batch_first=True)
+                self.head = lib.nn.Linear(5, 7)
+
+            def forward(self, x, state=None):
+                out, state = self.lstm(self.embed(x), state)
+                return self.head(out), state
+        return CharLSTM().double()
+
+    mt, ms = make(torch), make(sg)
+    copy_weights(mt, ms)
+    tokens = R.integers(0, 7, (3, 6))
+    losses = []
+    for lib, model in ((torch, mt), (sg, ms)):
+        opt = lib.optim.Adam(model.parameters(), lr=0.05)
+        loss_fn = lib.nn.CrossEntropyLoss()
+        x, y = lib.tensor(tokens[:, :-1]), lib.tensor(tokens[:, 1:])
+        run_losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            logits, (h, c) = model(x)
+            loss = loss_fn(logits.reshape(-1, 7), y.reshape(-1))
+            loss.backward()
+            opt.step()
+            run_losses.append(loss.item())
+        losses.append(run_losses)
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-10)
