@@ -96,11 +96,25 @@ def _pointwise(spec, fn, input, target, reduction, **static):
 
 # --- regression losses -----------------------------------------------------------------------
 
+def _weighted(losses, weight, input, reduction, mean_over_weight):
+    """torch 2.6+'s weighted regression losses, composed of tensor ops as torch composes them.
+
+    mse_loss and l1_loss divide a mean by the weights' sum; huber_loss takes a plain mean."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    losses = losses * weight
+    if reduction == "none":
+        return losses
+    if reduction == "sum" or not mean_over_weight:
+        return _reduce(losses, reduction)
+    return losses.sum() / weight.sum()
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = reduction_of(size_average, reduce, reduction)
     _warn_size(input, target)
-    if weight is not None:  # torch 2.6+'s weighted form is composed of tensor ops
-        return _reduce((input - target) ** 2 * weight, reduction)
+    if weight is not None:
+        return _weighted((input - target) ** 2, weight, input, reduction, True)
     return _pointwise(MSE_LOSS, rt.mse_loss, input, target, reduction)
 
 
@@ -108,7 +122,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     reduction = reduction_of(size_average, reduce, reduction)
     _warn_size(input, target)
     losses = (input - target).abs()
-    return _reduce(losses * weight if weight is not None else losses, reduction)
+    if weight is not None:
+        return _weighted(losses, weight, input, reduction, True)
+    return _reduce(losses, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -128,7 +144,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _warn_size(input, target)
     if weight is not None:
-        return _reduce(huber_loss(input, target, "none", delta) * weight, reduction)
+        return _weighted(huber_loss(input, target, "none", delta), weight, input, reduction,
+                         False)
     return _pointwise(HUBER_LOSS, rules_nn.huber_loss, input, target, reduction,
                       delta=float(delta))
 

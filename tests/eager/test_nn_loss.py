@@ -122,6 +122,18 @@ def test_unbatched_class_target():
     check(lambda L, a: f(L).nll_loss(a[0][1], L.tensor(1)), [X], [1])
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss"])
+def test_weighted_regression_losses(name, reduction):
+    # torch divides a weighted mse/l1 mean by the weights' sum, a weighted huber mean by numel
+    weight = R.uniform(0.1, 2.0, X.shape)
+    check(lambda L, a: getattr(f(L), name)(a[0], a[1], reduction=reduction,
+                                          weight=L.tensor(weight)), [X, Y], [1, 1])
+    for lib in (torch, sg):
+        with pytest.raises(ValueError, match="Weights and input must have the same size"):
+            getattr(f(lib), name)(lib.tensor(X), lib.tensor(Y), weight=lib.ones(4))
+
+
 def test_kl_div_batchmean_and_legacy_flags():
     check(lambda L, a: f(L).kl_div(a[0], a[1], reduction="batchmean"), [X, PROBS], [1, 0])
     check(lambda L, a: f(L).mse_loss(a[0], a[1], size_average=False), [X, Y], [1, 1])
