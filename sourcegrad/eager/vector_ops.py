@@ -73,7 +73,10 @@ def cross(input, other, dim=None):
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    """The p-norm distance between each row of x1 (.., P, M) and each of x2 (.., R, M)."""
+    """The p-norm distance between each row of x1 (.., P, M) and each of x2 (.., R, M).
+
+    `compute_mode` is accepted and ignored: the distances are always summed directly
+    (torch's matrix-product form for large inputs differs only by rounding)."""
     if x1.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
     if x2.dim() < 2:
@@ -83,8 +86,10 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    if x1.dtype.is_floating_point is False or x2.dtype.is_floating_point is False:
-        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{x.dtype._scalar_name}")
     ad, bd, rd, ra, rb = _float_pair(x1, x2)
     p = float(p)
     out = _wrap(operands.result(rules_nn.cdist(ad, bd, p), rd))

@@ -201,6 +201,10 @@ ERRORS = [
      "must have length 3"),
     (lambda L: L.cdist(L.zeros(3), L.zeros(2, 3)), RuntimeError,
      "cdist only supports at least 2D tensors, X1 got: 1D"),
+    (lambda L: L.cdist(L.ones(2, 3, dtype=L.int64), L.ones(2, 3)), RuntimeError,
+     "cdist only supports floating-point dtypes, X1 got: Long"),
+    (lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3), p=-1.0), RuntimeError,
+     "cdist only supports non-negative p values"),
     (lambda L: L.cdist(L.zeros(2, 3), L.zeros(2, 4)), RuntimeError,
      "X1 and X2 must have the same number of columns"),
 ]
