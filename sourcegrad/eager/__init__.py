@@ -75,6 +75,7 @@ from .shape_ops import (argsort, argwhere, atleast_1d, atleast_2d, atleast_3d, b
                         select, sort, split, squeeze, stack, swapaxes, swapdims, t, take,
                         take_along_dim, tensor_split, tile, topk, trace, transpose, tril, triu,
                         unbind, unflatten, unique, unsqueeze, vstack)
+from .vector_ops import cdist, cross  # noqa: E402
 
 e = _math.e
 pi = _math.pi
@@ -156,4 +157,6 @@ __all__ = [
     "tile", "repeat_interleave", "tril", "triu", "gather", "take_along_dim", "index_select",
     "take", "masked_select", "diagonal", "diag", "trace", "masked_fill", "sort", "argsort",
     "topk", "nonzero", "argwhere", "unique",
+    # vectors and distances
+    "cross", "cdist",
 ]

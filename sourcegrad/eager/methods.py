@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import devices, dtypes, engine, factories, inplace, node, numpy_dispatch, ops, shape_ops
+from . import vector_ops
 from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
 
@@ -130,6 +131,7 @@ METHODS = {
     # matrix products
     "mm": ops.mm, "bmm": ops.bmm, "mv": ops.mv, "dot": ops.dot, "matmul": ops.matmul,
     "outer": ops.outer, "ger": ops.outer, "inner": ops.inner, "addmm": ops.addmm,
+    "cross": vector_ops.cross,
     # shapes and views
     "view": shape_ops.view, "reshape": shape_ops.reshape, "view_as": shape_ops.view_as,
     "reshape_as": shape_ops.reshape_as, "flatten": shape_ops.flatten,

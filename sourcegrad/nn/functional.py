@@ -5,13 +5,9 @@ node is torch's; the other functions (gelu, elu, softplus, hardtanh, layer_norm,
 embedding, bilinear, ...) are written with tensor ops, so their values and
 gradients are torch's but their grad_fn names are those of the last op used.
 
-`cross_entropy` is `nll_loss(log_softmax(x, 1), target)` (NllLossBackward0 over
-LogSoftmaxBackward0, as torch records it); `mse_loss` is MseLossBackward0;
+The losses live in `functional_loss` (imported here under their torch names);
 `linear` with a bias on a matrix is AddmmBackward0 over a TBackward0 of the
-weight. Class-index targets work for inputs of shape (C,) and (N, C), and for
-(N, C, d1, ...) by moving the class dimension last; probability targets and
-label smoothing are written with plain tensor ops (so their nodes differ from
-torch's).
+weight.
 """
 from __future__ import annotations
 
@@ -19,32 +15,21 @@ import warnings
 
 import numpy as np
 
-from ..eager import devices, factories, operands, ops, shape_ops
+from ..eager import devices, factories, ops, shape_ops
 from ..eager import inplace as _inplace_ops
-from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
-from .. import rules_torch as rt
 from ..errors import SourcegradError
+from .functional_attention import (multi_head_attention_forward,  # noqa: F401
+                                   scaled_dot_product_attention)
+from .functional_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
+                              cosine_embedding_loss, cross_entropy, huber_loss, kl_div, l1_loss,
+                              mse_loss, nll_loss, smooth_l1_loss)
 
 _wrap = Tensor._make
-
-NLL_LOSS = OpSpec("NllLossBackward0", "nll_loss", n_arrays=2, edges=(0,))
-MSE_LOSS = OpSpec("MseLossBackward0", "mse_loss", n_arrays=2)
 
 
 class UnsupportedOptionError(SourcegradError, NotImplementedError):
     """An option of a torch.nn function that sourcegrad does not implement."""
-
-
-def _reduction(size_average, reduce, reduction):
-    """torch's legacy size_average/reduce flags, folded into `reduction`."""
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
 
 
 def relu(input, inplace=False):
@@ -95,102 +80,6 @@ def linear(input, weight, bias=None):
         return ops.addmm(bias, input, wt) if bias is not None else ops.mm(input, wt)
     out = ops.matmul(input, wt)
     return out + bias if bias is not None else out
-
-
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):
-    reduction = _reduction(size_average, reduce, reduction)
-    if input._data.ndim > 2:
-        # (N, C, d1, ...): classes last, then one row per position
-        c = input._data.shape[1]
-        moved = shape_ops.movedim(input, 1, -1).reshape(-1, c)
-        out = nll_loss(moved, target.reshape(-1), weight, ignore_index=ignore_index,
-                       reduction=reduction)
-        return out.reshape(target.shape) if reduction == "none" else out
-    t = target._data
-    if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype._scalar_name}")
-    w = weight._data if isinstance(weight, Tensor) else weight
-    ops.same_device(input, target, weight)
-    out = _wrap(operands.result(rt.nll_loss(input._data, t, w, reduction, ignore_index)))
-    if operands.needs_grad(input):
-        record(NLL_LOSS, out, (input, target),
-               {"weight": w, "reduction": reduction, "ignore_index": ignore_index})
-    return out
-
-
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                  reduction="mean", label_smoothing=0.0):
-    reduction = _reduction(size_average, reduce, reduction)
-    class_dim = 0 if input._data.ndim == 1 else 1
-    logp = ops.log_softmax(input, class_dim)
-    if target._data.dtype.kind == "f":
-        # probability targets (with optional smoothing): plain tensor ops
-        c = input._data.shape[class_dim]
-        probs = target * (1 - label_smoothing) + label_smoothing / c if label_smoothing else target
-        if weight is not None:
-            shape = [1] * input._data.ndim
-            shape[class_dim] = c
-            probs = probs * weight.reshape(shape)
-        losses = -(probs * logp).sum(class_dim)
-        return _reduce(losses, reduction, input._data.shape[0] if input._data.ndim > 1 else 1)
-    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if not label_smoothing:
-        return loss
-    c = input._data.shape[class_dim]
-    smooth = -logp.sum(class_dim) if weight is None else -(logp * weight.reshape(
-        [c if i == class_dim else 1 for i in range(input._data.ndim)])).sum(class_dim)
-    valid = (target != ignore_index)
-    smooth = smooth * valid
-    if reduction == "mean":
-        denom = valid.sum() if weight is None else (weight[target.clamp(min=0)] * valid).sum()
-        smooth = smooth.sum() / denom
-    elif reduction == "sum":
-        smooth = smooth.sum()
-    return loss * (1 - label_smoothing) + smooth * (label_smoothing / c)
-
-
-def _reduce(losses, reduction, n):
-    if reduction == "none":
-        return losses
-    return losses.sum() if reduction == "sum" else losses.mean()
-
-
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    reduction = _reduction(size_average, reduce, reduction)
-    xd, yd, rd, rx, ry = operands.promote(input, target)
-    out = _wrap(operands.result(rt.mse_loss(xd, yd, reduction), rd))
-    if operands.needs_grad(rx, ry):
-        record(MSE_LOSS, out, (rx, ry), {"reduction": reduction})
-    return out
-
-
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    reduction = _reduction(size_average, reduce, reduction)
-    return _reduce((input - target).abs(), reduction, 0)
-
-
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
-                         reduction="mean"):
-    reduction = _reduction(size_average, reduce, reduction)
-    # torch clamps the logs at -100
-    losses = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log()
-               .clamp(min=-100))
-    if weight is not None:
-        losses = losses * weight
-    return _reduce(losses, reduction, 0)
-
-
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
-                                     reduction="mean", pos_weight=None):
-    reduction = _reduction(size_average, reduce, reduction)
-    log_sig = -ops.logaddexp(factories.zeros_like(input), -input)
-    log_one_minus = -ops.logaddexp(factories.zeros_like(input), input)
-    pos = target * log_sig * (pos_weight if pos_weight is not None else 1)
-    losses = -(pos + (1 - target) * log_one_minus)
-    if weight is not None:
-        losses = losses * weight
-    return _reduce(losses, reduction, 0)
 
 
 def _check_p(p):
@@ -520,10 +409,19 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return ops.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
 
 
+def _clamped_norm(x, dim, eps):
+    """||x|| along dim, raised to eps in place without grad: the gradient is the norm's (torch)."""
+    from ..eager.grad_mode import no_grad
+    norm = ops.norm(x, 2, dim, keepdim=True).clone()
+    with no_grad():
+        norm.clamp_min_(eps)
+    return norm
+
+
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    n1 = ops.norm(x1, 2, dim).clamp_min(eps)
-    n2 = ops.norm(x2, 2, dim).clamp_min(eps)
-    return (x1 * x2).sum(dim) / (n1 * n2)
+    """sum(x1 / ||x1|| * x2 / ||x2||) along dim, each norm at least eps (as torch computes it)."""
+    x1, x2 = shape_ops.broadcast_tensors(x1, x2)
+    return ((x1 / _clamped_norm(x1, dim, eps)) * (x2 / _clamped_norm(x2, dim, eps))).sum(dim)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

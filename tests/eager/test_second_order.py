@@ -407,6 +407,8 @@ CASES = [
      [arr(2, 3)]),
     ("F.nll_loss", lambda T, F, a: F.nll_loss(a, _i(T, [1, 0]), reduction="none") ** 2,
      [arr(2, 3)]),
+    ("F.nll_loss", lambda T, F, a: F.nll_loss(a, _i(T, [[1, 0], [2, 1]]), reduction="none") ** 2,
+     [arr(2, 3, 2)]),
     ("F.cross_entropy", lambda T, F, a: F.cross_entropy(a, _i(T, [0, 2])), [arr(2, 3)]),
     ("F.cross_entropy", lambda T, F, a: F.cross_entropy(
         a, _i(T, [0, 2, -100]), weight=T.tensor([1.0, 2.0, 0.5], dtype=T.float64)), [arr(3, 3)]),
@@ -423,6 +425,17 @@ CASES = [
      lambda T, F, a, t: F.binary_cross_entropy_with_logits(a, t, pos_weight=T.tensor(
          [1.0, 2.0, 0.5], dtype=T.float64)), [arr(2, 3), unit(2, 3)]),
     ("F.normalize", lambda T, F, a: F.normalize(a, dim=1), [arr(2, 3)]),
+    ("F.smooth_l1_loss", lambda T, F, a, b: F.smooth_l1_loss(a * a, b, beta=0.5) * a.sum(),
+     [arr(2, 3), arr(2, 3)]),
+    ("F.huber_loss", lambda T, F, a, b: F.huber_loss(a * a, b, delta=0.3) * a.sum(),
+     [arr(2, 3), arr(2, 3)]),
+    ("F.kl_div", lambda T, F, a, t: F.kl_div(a, t, reduction="batchmean") * a.sum(),
+     [arr(2, 3), unit(2, 3)]),
+    ("F.binary_cross_entropy", lambda T, F, a, t: F.binary_cross_entropy(a, t, reduction="none")
+     ** 2, [unit(4), unit(4)]),
+    ("cross", lambda T, F, a, b: T.cross(a, b, dim=1) ** 2, [arr(2, 3), arr(1, 3)]),
+    ("cdist", lambda T, F, a, b: T.cdist(a, b) ** 2 + T.cdist(a, b, p=3.0),
+     [arr(3, 2), arr(4, 2)]),
     ("F.softplus", lambda T, F, a: F.softplus(a, beta=2.0), [arr(4)]),
     ("F.gelu", lambda T, F, a: F.gelu(a) + F.gelu(a, approximate="tanh"), [arr(4)]),
     ("F.silu", lambda T, F, a: F.silu(a), [arr(4)]),
@@ -477,6 +490,7 @@ CASES = [
 # torch's (the second ones with finite differences), and torch must raise this message.
 TORCH_NO_DOUBLE_BACKWARD = {
     "F.hardsigmoid": "derivative for aten::hardsigmoid_backward is not implemented",
+    "cdist": "the derivative for '_cdist_backward' is not implemented",
 }
 
 # Exposed callables that are not differentiable ops, by the reason they have no case.

@@ -15,6 +15,10 @@ from .flatten import Flatten, Unflatten
 from .sparse import Embedding
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .distance import CosineSimilarity, PairwiseDistance
+from .attention import MultiheadAttention
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HuberLoss,
+                   KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
@@ -26,4 +30,8 @@ __all__ = [
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
     "Flatten", "Unflatten", "Embedding", "LayerNorm", "RMSNorm", "GroupNorm",
     "PairwiseDistance", "CosineSimilarity",
+    "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+    "BCEWithLogitsLoss", "KLDivLoss", "CosineEmbeddingLoss",
+    "MultiheadAttention",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]

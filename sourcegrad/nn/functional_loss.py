@@ -1,0 +1,348 @@
+"""The loss functions of `sourcegrad.nn.functional`, with torch's semantics and nodes.
+
+Each takes (input, target, ...) Tensors and torch's options (`reduction` "none",
+"mean" or "sum", and the legacy `size_average`/`reduce` flags folded into it;
+`weight`, `ignore_index`, `label_smoothing`, `pos_weight`, `log_target`, ...) and
+returns the loss Tensor.
+
+Where torch records a single node, so does this module, with torch's name:
+MseLossBackward0, SmoothL1LossBackward0, HuberLossBackward0, NllLossBackward0,
+BinaryCrossEntropyBackward0, BinaryCrossEntropyWithLogitsBackward0 (rules in
+`sourcegrad.rules_torch` and `sourcegrad.rules_nn`). Where torch composes
+tensor ops (l1_loss, kl_div, cross_entropy's probability targets and label
+smoothing, cosine_embedding_loss), this module composes the same ops in the same
+order, so the last nodes' names are torch's too (MeanBackward0 over AbsBackward0
+for l1_loss, DivBackward0 over SumBackward0 for kl_div's batchmean, ...).
+
+Class-index targets work for inputs of shape (C,), (N, C) and (N, C, d1, ...)
+(the last viewed as (N, C, H, W) for NllLoss2DBackward0, as torch does).
+"""
+from __future__ import annotations
+
+import warnings
+
+
+from .. import rules_nn
+from .. import rules_torch as rt
+from ..eager import factories, operands, ops
+from ..eager.spec import OpSpec, record
+from ..eager.tensor import Tensor
+
+__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+           "cosine_embedding_loss"]
+
+_wrap = Tensor._make
+
+NLL_LOSS = OpSpec("NllLossBackward0", "nll_loss", n_arrays=2, edges=(0,))
+NLL_LOSS2D = OpSpec("NllLoss2DBackward0", "nll_loss2d", n_arrays=2, edges=(0,))
+MSE_LOSS = OpSpec("MseLossBackward0", "mse_loss", n_arrays=2)
+SMOOTH_L1_LOSS = OpSpec("SmoothL1LossBackward0", "smooth_l1_loss", n_arrays=2)
+HUBER_LOSS = OpSpec("HuberLossBackward0", "huber_loss", n_arrays=2)
+BCE = OpSpec("BinaryCrossEntropyBackward0", "binary_cross_entropy", n_arrays=3, edges=(0, 1))
+BCE_LOGITS = OpSpec("BinaryCrossEntropyWithLogitsBackward0", "binary_cross_entropy_with_logits",
+                    n_arrays=4, edges=(0, 1))
+XLOGY = OpSpec("XlogyBackward0", "xlogy")
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def reduction_of(size_average, reduce, reduction, allowed=_REDUCTIONS):
+    """torch's legacy size_average/reduce flags folded into `reduction`, which is checked."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else ("mean" if size_average else "sum")
+    if reduction not in allowed:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(losses, reduction):
+    if reduction == "none":
+        return losses
+    return losses.sum() if reduction == "sum" else losses.mean()
+
+
+def _warn_size(input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
+                      f"size ({input.shape}). This will likely lead to incorrect results due "
+                      "to broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+def _not_differentiable(fn_name, arg_name, value):
+    if isinstance(value, Tensor) and operands.needs_grad(value):
+        raise RuntimeError(f"The function '{fn_name}' is not differentiable with respect to "
+                           f"argument '{arg_name}'. This input cannot have requires_grad True.")
+
+
+def _array(value, dtype):
+    """A weight's array in the loss's dtype (None stays None)."""
+    if value is None:
+        return None
+    return operands.data_of(value).astype(dtype, copy=False)
+
+
+def _pointwise(spec, fn, input, target, reduction, **static):
+    """A loss with one node over both inputs (mse, smooth_l1, huber)."""
+    xd, yd, rd, rx, ry = operands.promote(input, target)
+    operands.same_device(input, target)
+    out = _wrap(operands.result(fn(xd, yd, reduction, *static.values()), rd))
+    if operands.needs_grad(rx, ry):
+        record(spec, out, (rx, ry), {"reduction": reduction, **static})
+    return out
+
+
+# --- regression losses -----------------------------------------------------------------------
+
+def _weighted(losses, weight, input, reduction, mean_over_weight):
+    """torch 2.6+'s weighted regression losses, composed of tensor ops as torch composes them.
+
+    mse_loss and l1_loss divide a mean by the weights' sum; huber_loss takes a plain mean."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    losses = losses * weight
+    if reduction == "none":
+        return losses
+    if reduction == "sum" or not mean_over_weight:
+        return _reduce(losses, reduction)
+    return losses.sum() / weight.sum()
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = reduction_of(size_average, reduce, reduction)
+    _warn_size(input, target)
+    if weight is not None:
+        return _weighted((input - target) ** 2, weight, input, reduction, True)
+    return _pointwise(MSE_LOSS, rt.mse_loss, input, target, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = reduction_of(size_average, reduce, reduction)
+    _warn_size(input, target)
+    losses = (input - target).abs()
+    if weight is not None:
+        return _weighted(losses, weight, input, reduction, True)
+    return _reduce(losses, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = reduction_of(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:  # torch's own fallback: plain l1
+        return l1_loss(input, target, reduction=reduction)
+    _warn_size(input, target)
+    return _pointwise(SMOOTH_L1_LOSS, rules_nn.smooth_l1_loss, input, target, reduction,
+                      beta=float(beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    reduction = reduction_of(None, None, reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _warn_size(input, target)
+    if weight is not None:
+        return _weighted(huber_loss(input, target, "none", delta), weight, input, reduction,
+                         False)
+    return _pointwise(HUBER_LOSS, rules_nn.huber_loss, input, target, reduction,
+                      delta=float(delta))
+
+
+# --- classification losses -------------------------------------------------------------------
+
+def _check_targets(input, target, weight, ignore_index):
+    """torch's checks of class-index targets: dtype, sizes, weight size, bounds."""
+    t = target._data
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype._scalar_name}")
+    x = input._data
+    if x.ndim <= 2 and t.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if x.ndim >= 2 and t.shape[:1] != x.shape[:1]:
+        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target "
+                         f"batch_size ({t.shape[0] if t.ndim else 1}).")
+    if x.ndim > 2 and t.shape[1:] != x.shape[2:]:
+        expected = [x.shape[0]] + list(x.shape[2:])
+        raise RuntimeError(f"Expected target size {expected}, got {list(t.shape)}")
+    c = x.shape[1] if x.ndim >= 2 else x.shape[0]
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    bad = (t != ignore_index) & ((t < 0) | (t >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    reduction = reduction_of(size_average, reduce, reduction)
+    _check_targets(input, target, weight, ignore_index)
+    _not_differentiable("nll_loss", "weight", weight)
+    ops.same_device(input, target, weight)
+    w = _array(weight, input._data.dtype)
+    if input._data.ndim > 2:
+        return _nll_loss_nd(input, target, w, reduction, ignore_index)
+    out = _wrap(operands.result(rt.nll_loss(input._data, target._data, w, reduction,
+                                            ignore_index)))
+    if operands.needs_grad(input):
+        record(NLL_LOSS, out, (input, target),
+               {"weight": w, "reduction": reduction, "ignore_index": ignore_index})
+    return out
+
+
+def _nll_loss_nd(input, target, w, reduction, ignore_index):
+    """(N, C, d1, ...) as torch does it: viewed as (N, C, H, W), NllLoss2DBackward0, viewed back."""
+    shape = tuple(input.shape)
+    if len(shape) == 3:
+        input, target = input.reshape(shape + (1,)), target.reshape(tuple(target.shape) + (1,))
+    elif len(shape) > 4:
+        input, target = input.reshape(shape[0], shape[1], 1, -1), target.reshape(shape[0], 1, -1)
+    out = _wrap(operands.result(rules_nn.nll_loss2d(input._data, target._data, w, reduction,
+                                                    ignore_index)))
+    if operands.needs_grad(input):
+        record(NLL_LOSS2D, out, (input, target),
+               {"weight": w, "reduction": reduction, "ignore_index": ignore_index})
+    if reduction == "none" and len(shape) != 4:
+        return out.reshape((shape[0],) + shape[2:])
+    return out
+
+
+def _class_shape(weight, ndim, class_dim):
+    """weight viewed to broadcast along the class dimension."""
+    return weight.reshape([-1 if i == class_dim else 1 for i in range(ndim)])
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """log_softmax then nll_loss; probability targets and label smoothing as torch composes them."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    ndim = input._data.ndim
+    class_dim = 0 if ndim == 1 else 1
+    c = input._data.shape[class_dim]
+    logp = ops.log_softmax(input, class_dim)
+    if tuple(input.shape) == tuple(target.shape):
+        return _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim)
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if not label_smoothing:
+        return loss
+    if weight is not None:
+        smooth = -(logp * _class_shape(weight, ndim, class_dim)).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    ignored = target == ignore_index
+    smooth = smooth.masked_fill(ignored, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            denom = weight[target.masked_fill(ignored, 0)].masked_fill(ignored, 0).sum()
+        else:
+            denom = (~ignored).sum()
+        smooth = smooth.sum() / denom
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return (1 - label_smoothing) * loss + smooth * (label_smoothing / c)
+
+
+def _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim):
+    if target._data.dtype.kind != "f":
+        raise RuntimeError("Expected floating point type for target with class probabilities, "
+                           f"got {target.dtype._scalar_name}")
+    c = logp._data.shape[class_dim]
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / c
+    terms = logp * target
+    if weight is not None:
+        terms = terms * _class_shape(weight, logp.dim(), class_dim)
+    if reduction == "none":
+        return -terms.sum(class_dim)
+    if reduction == "sum":
+        return -terms.sum()
+    return -terms.sum() / (logp.numel() // c)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = reduction_of(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
+                         "size.")
+    _not_differentiable("binary_cross_entropy", "weight", weight)
+    xd, yd, rd, rx, ry = operands.promote(input, target)
+    ops.same_device(input, target, weight)
+    if ((xd < 0) | (xd > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    w = _array(weight, rd)
+    out = _wrap(operands.result(rules_nn.binary_cross_entropy(xd, yd, w, reduction), rd))
+    if operands.needs_grad(rx, ry):
+        record(BCE, out, (rx, ry, w), {"reduction": reduction})
+    return out
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    reduction = reduction_of(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                         f"({input.shape})")
+    _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
+    _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
+    xd, yd, rd, rx, ry = operands.promote(input, target)
+    ops.same_device(input, target, weight, pos_weight)
+    w, pw = _array(weight, rd), _array(pos_weight, rd)
+    out = _wrap(operands.result(
+        rules_nn.binary_cross_entropy_with_logits(xd, yd, w, pw, reduction), rd))
+    if operands.needs_grad(rx, ry):
+        record(BCE_LOGITS, out, (rx, ry, w, pw), {"reduction": reduction})
+    return out
+
+
+# --- divergences and embeddings --------------------------------------------------------------
+
+def _xlogy(x, y):
+    """torch.xlogy (XlogyBackward0): kl_div's target log target term."""
+    xd, yd, rd, rx, ry = operands.promote(x, y, to_float=True)
+    out = _wrap(operands.result(rules_nn.xlogy(xd, yd), rd))
+    if operands.needs_grad(rx, ry):
+        record(XLOGY, out, (rx, ry))
+    return out
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise target (log target - input), with input given as log-probabilities."""
+    reduction = reduction_of(size_average, reduce, reduction, _REDUCTIONS + ("batchmean",))
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", stacklevel=2)
+    if log_target:
+        losses = ops.exp(target) * (target - input)
+    else:
+        losses = _xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return losses.sum() / input.shape[0] if input.dim() != 0 else losses.sum()
+    return _reduce(losses, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(x1, x2) where target is 1, max(0, cos - margin) where it is -1."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() not in (1, 2):
+        raise RuntimeError(f"cosine_embedding_loss: Expected 1D or 2D input tensors, but got "
+                           f"{input1.dim()}D and {input2.dim()}D")
+    dim = input1.dim() - 1
+    eps = 1e-12
+    prod_sum = (input1 * input2).sum(dim)
+    mag1 = (input1 * input1).sum(dim) + eps
+    mag2 = (input2 * input2).sum(dim) + eps
+    cos = prod_sum / (mag1 * mag2).sqrt()
+    zeros = factories.zeros_like(cos)
+    pos = 1 - cos
+    neg = (cos - margin).clamp_min(0)
+    output = ops.where(target == 1, pos, zeros) + ops.where(target == -1, neg, zeros)
+    return _reduce(output, reduction)
