@@ -1010,3 +1010,28 @@ def _varied_inputs_have_vjps(rule, call, varied):
             if rule.vjp_for(names.index(k)) is not None:
                 return True
     return False
+
+
+def check_real_values(fn, env, wrt: list) -> None:
+    """Refuse a complex value on the path from the inputs `wrt` to the result (a
+    `ComplexValueError` at its line): the compiler's rules are written for real numbers,
+    and a real result of complex intermediates (`np.abs(x * 1j)`) would get a wrong
+    gradient. Complex values the gradient does not flow through are fine."""
+    active = active_values(fn, wrt)
+    for stmt in walk(fn.body):
+        if isinstance(stmt, Assign) and stmt.target in active:
+            aval = env.get(stmt.target)
+            if aval is not None and aval is not UNKNOWN and _is_complex(aval.stand_in):
+                raise errors.ComplexValueError(
+                    "this line makes a complex value; complex numbers are not differentiated "
+                    "in compiled code yet (the gradient would be wrong), so keep the "
+                    "differentiated computation real", stmt.loc)
+
+
+def _is_complex(value) -> bool:
+    if isinstance(value, ListOf):
+        return _is_complex(value.item)
+    if isinstance(value, (list, tuple)):
+        return any(_is_complex(v) for v in value)
+    dtype = getattr(value, "dtype", None)
+    return isinstance(value, complex) or (isinstance(dtype, np.dtype) and dtype.kind == "c")

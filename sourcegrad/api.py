@@ -43,7 +43,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import analysis, cache, errors, random_draws
-from .analysis import aval_of, check_in_place_updates, infer_shapes, signature_key
+from .analysis import (aval_of, check_in_place_updates, check_real_values, infer_shapes,
+                       signature_key)
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .dispatch import fast_entry
 from .branches import decide_branches
@@ -669,6 +670,7 @@ class Gradient(staticmethod):
                 if rewritten is not primal:
                     primal, env = rewritten, infer_shapes(rewritten, avals)
             check_in_place_updates(self.ir(args), env)  # as written: before values are hoisted
+            check_real_values(primal, env, [primal.params[i] for i in self.wrt])
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             optimized, functions = self._differentiate(primal, env, namer, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))

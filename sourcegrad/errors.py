@@ -67,6 +67,11 @@ class NonDifferentiableInputError(SourcegradError):
     """A `wrt` argument that is not a floating-point value."""
 
 
+class ComplexValueError(SourcegradError):
+    """A complex value inside compiled code: not differentiated yet, so refused (a real
+    function of complex intermediates would otherwise get a wrong gradient)."""
+
+
 class WrtError(SourcegradError):
     """A `wrt` that names no argument or is out of range."""
 

@@ -500,3 +500,24 @@ def test_a_branch_the_signature_decides_is_not_compiled():
 def test_a_branch_on_a_value_stays():
     g = sourcegrad.grad(by_value)
     assert g(0.7) == 3.0 and g(0.2) == pytest.approx(0.4)
+
+
+# --- complex values ---------------------------------------------------------------------------
+
+def complex_intermediate(x):
+    return np.sum(np.abs(x * (1 + 2j)))
+
+
+def complex_off_the_path(x):
+    phase = np.exp(1j * np.arange(3.0))
+    return np.sum(x ** 2) + float(np.abs(np.sum(phase)))
+
+
+def test_a_complex_value_on_the_gradients_path_is_refused():
+    with pytest.raises(errors.ComplexValueError, match="complex") as info:
+        sourcegrad.grad(complex_intermediate)(X)
+    assert "np.abs(x * (1 + 2j))" in str(info.value)
+
+
+def test_a_complex_value_off_the_path_is_fine():
+    check(complex_off_the_path, X)
