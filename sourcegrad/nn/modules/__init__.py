@@ -15,6 +15,10 @@ from .flatten import Flatten, Unflatten
 from .sparse import Embedding
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .distance import CosineSimilarity, PairwiseDistance
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
+                      MaxPool2d)
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
@@ -26,4 +30,7 @@ __all__ = [
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
     "Flatten", "Unflatten", "Embedding", "LayerNorm", "RMSNorm", "GroupNorm",
     "PairwiseDistance", "CosineSimilarity",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
 ]

@@ -1,0 +1,62 @@
+"""Shared helpers of the convolution, pooling and batch-norm tests: run a function in both
+libraries and compare values, gradients and node names."""
+import numpy as np
+
+import sourcegrad as sg
+
+
+def to_np(t):
+    return t.detach().numpy()
+
+
+def compare_fn(torch, name, arrays, kwargs=None, rtol=1e-10, atol=1e-12, grads=True,
+               node=True, seed=0):
+    """F.<name>(*arrays, **kwargs) in torch and sourcegrad: values, gradients, grad_fn name.
+
+    Float arrays require grad; the loss is sum(out * r) with a fixed random r."""
+    import torch.nn.functional as TF
+
+    import sourcegrad.nn.functional as SF
+    kwargs = kwargs or {}
+    t_in = [torch.tensor(a, requires_grad=grads and a.dtype.kind == "f") if a is not None
+            else None for a in arrays]
+    s_in = [sg.tensor(a, requires_grad=grads and a.dtype.kind == "f") if a is not None
+            else None for a in arrays]
+    yt = getattr(TF, name)(*t_in, **kwargs)
+    ys = getattr(SF, name)(*s_in, **kwargs)
+    if isinstance(yt, tuple):  # return_indices
+        np.testing.assert_array_equal(to_np(ys[1]), to_np(yt[1]))
+        assert ys[1].dtype == sg.int64
+        yt, ys = yt[0], ys[0]
+    assert tuple(ys.shape) == tuple(yt.shape)
+    np.testing.assert_allclose(to_np(ys), to_np(yt), rtol=rtol, atol=atol)
+    if node and yt.grad_fn is not None:
+        assert type(ys.grad_fn).__name__ == type(yt.grad_fn).__name__
+    if grads and yt.requires_grad:
+        r = np.random.default_rng(seed).standard_normal(tuple(yt.shape)).astype(
+            to_np(yt).dtype)
+        (yt * torch.tensor(r)).sum().backward()
+        (ys * sg.tensor(r)).sum().backward()
+        for i, (a, b) in enumerate(zip(t_in, s_in)):
+            if a is not None and a.requires_grad:
+                np.testing.assert_allclose(to_np(b.grad), to_np(a.grad), rtol=rtol, atol=atol,
+                                           err_msg=f"gradient of argument {i}")
+    return ys, yt
+
+
+def raises_like(torch, fn_t, fn_s):
+    """Both raise; the same exception type and message."""
+    try:
+        fn_t()
+    except Exception as e:  # noqa: BLE001 - any torch error is the oracle
+        expected = e
+    else:
+        raise AssertionError("torch did not raise")
+    try:
+        fn_s()
+    except Exception as e:  # noqa: BLE001
+        got = e
+    else:
+        raise AssertionError(f"sourcegrad did not raise; torch raised {expected!r}")
+    assert isinstance(got, type(expected)), (got, expected)
+    assert str(got) == str(expected)
