@@ -13,15 +13,15 @@ def compare_fn(torch, name, arrays, kwargs=None, rtol=1e-10, atol=1e-12, grads=T
                node=True, seed=0):
     """F.<name>(*arrays, **kwargs) in torch and sourcegrad: values, gradients, grad_fn name.
 
-    Float arrays require grad; the loss is sum(out * r) with a fixed random r."""
+    Float arrays become Tensors that require grad (other arguments pass as they are); the loss is sum(out * r) with a fixed random r."""
     import torch.nn.functional as TF
 
     import sourcegrad.nn.functional as SF
     kwargs = kwargs or {}
-    t_in = [torch.tensor(a, requires_grad=grads and a.dtype.kind == "f") if a is not None
-            else None for a in arrays]
-    s_in = [sg.tensor(a, requires_grad=grads and a.dtype.kind == "f") if a is not None
-            else None for a in arrays]
+    t_in = [torch.tensor(a, requires_grad=grads and a.dtype.kind == "f")
+            if isinstance(a, np.ndarray) else a for a in arrays]
+    s_in = [sg.tensor(a, requires_grad=grads and a.dtype.kind == "f")
+            if isinstance(a, np.ndarray) else a for a in arrays]
     yt = getattr(TF, name)(*t_in, **kwargs)
     ys = getattr(SF, name)(*s_in, **kwargs)
     if isinstance(yt, tuple):  # return_indices
@@ -38,7 +38,7 @@ def compare_fn(torch, name, arrays, kwargs=None, rtol=1e-10, atol=1e-12, grads=T
         (yt * torch.tensor(r)).sum().backward()
         (ys * sg.tensor(r)).sum().backward()
         for i, (a, b) in enumerate(zip(t_in, s_in)):
-            if a is not None and a.requires_grad:
+            if isinstance(a, torch.Tensor) and a.requires_grad:
                 np.testing.assert_allclose(to_np(b.grad), to_np(a.grad), rtol=rtol, atol=atol,
                                            err_msg=f"gradient of argument {i}")
     return ys, yt
