@@ -8,9 +8,10 @@ Two primitives, both under torch's node name:
   numpy functions so that they run on Tensors under create_graph (second derivatives).
 * "batch_norm_eval": normalise by given statistics (the running ones): an affine map.
 
-When training with running statistics, they are updated in place without a graph:
-running = (1 - momentum) running + momentum stat, the variance's statistic unbiased
-(n / (n - 1)), as torch does.
+When training with running statistics, they are updated in place without a graph (and,
+as torch's kernel writes them, without moving their version counters):
+running = momentum stat + (1 - momentum) running, the variance's statistic unbiased
+(n / (n - 1)), float32 statistics computed in float64 as torch's CPU kernel does.
 
 Imports: numpy, `rules`, `kernels`, the eager ops.
 """
@@ -19,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..eager import operands
-from ..eager.grad_mode import no_grad
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 from ..rules import Spelling, defvjp
@@ -91,9 +91,12 @@ def _data(t):
 
 
 def _update(running, stat, momentum):
-    """running <- (1 - momentum) running + momentum stat, in place (its version moves)."""
-    with no_grad():
-        running.mul_(1 - momentum).add_(_wrap(stat.astype(running._data.dtype)), alpha=momentum)
+    """running <- momentum stat + (1 - momentum) running, written into its array.
+
+    As torch's kernel does: in float64 (its accumulation type on the CPU), and without
+    moving the buffer's version counter."""
+    data = running._data
+    data[...] = (momentum * stat + (1 - momentum) * data.astype(stat.dtype)).astype(data.dtype)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -108,16 +111,26 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if t is not None and tuple(t._data.shape) != (c,):
             raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
     operands.same_device(input, weight, bias, running_mean, running_var)
+    n = x.size // c if c else 0
+    if training and n == 1:
+        raise ValueError("Expected more than 1 value per channel when training, got input "
+                         f"size torch.Size({list(x.shape)})")
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if operands.needs_grad(t):
+            raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with "
+                               f"respect to argument '{name}'. This input cannot have "
+                               "requires_grad True.")
     if training:
-        n = x.size // c if c else 0
-        if n == 1:
-            raise ValueError("Expected more than 1 value per channel when training, got input "
-                             f"size torch.Size({list(x.shape)})")
         out = _wrap(batch_norm_train(x, _data(weight), _data(bias), eps))
         if operands.needs_grad(input, weight, bias):
             record(TRAIN, out, (input, weight, bias), {"eps": eps})
         if running_mean is not None or running_var is not None:
             axes = channel_axes(x.ndim)
+            x = x.astype(np.float64) if x.dtype == np.float32 else x
             mean = x.mean(axis=axes)
             if running_mean is not None:
                 _update(running_mean, mean, momentum)

@@ -2,8 +2,9 @@
 
 Buffers `running_mean` (zeros), `running_var` (ones) and `num_batches_tracked` (a 0-d
 int64) when track_running_stats; parameters `weight` (ones) and `bias` (zeros) when
-affine. Training normalises by the batch's statistics and updates the running ones;
-eval uses the running ones (the batch's when they are not tracked), as torch.
+affine (no bias with bias=False). Training normalises by the batch's statistics and
+updates the running ones; eval uses the running ones (the batch's when they are not
+tracked), as torch.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ class _BatchNorm(Module):
     __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -30,7 +31,10 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(factories.empty(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(factories.empty(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(factories.empty(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -57,14 +61,16 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
 
     def extra_repr(self):
         return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-                "track_running_stats={track_running_stats}".format(**self.__dict__))
+                "bias={use_bias}, track_running_stats={track_running_stats}".format(
+                    **self.__dict__, use_bias=self.bias is not None))
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
