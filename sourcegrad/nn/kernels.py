@@ -28,7 +28,7 @@ import numpy as np
 from ..runtime import array_module
 
 __all__ = ["convolution", "conv_output_size", "pool_output_size", "max_pool_index",
-           "avg_pool_matrix", "adaptive_pool_matrix", "nearest_matrix", "linear_matrix",
+           "avg_pool_windows", "avg_pool_matrix", "adaptive_pool_matrix", "nearest_matrix", "linear_matrix",
            "resample", "channel_axes", "per_channel"]
 
 
@@ -166,22 +166,25 @@ def max_pool_index(x, kernel, stride, padding, dilation, out):
     return tuple(index), flat
 
 
-def avg_pool_matrix(size, kernel, stride, padding, ceil_mode, count_include_pad, out, dtype,
-                    divisor=None):
-    """(out, size): row i averages the window of output i, as torch divides it.
-
-    With `divisor` (torch's divisor_override, spread over the dims as divisor ** (1/nd)
-    by the caller) every weight is 1 / divisor."""
-    m = np.zeros((out, size), dtype)
+def avg_pool_windows(size, kernel, stride, padding, ceil_mode, count_include_pad, out):
+    """Per output: (start, end) of its window inside the input, and torch's divisor for it."""
+    windows = []
     for i in range(out):
         start = i * stride - padding
         end = min(start + kernel, size + padding)
         pool = end - start
         start, end = max(start, 0), min(end, size)
-        if divisor is not None:
-            m[i, start:end] = 1.0 / divisor
-        else:
-            m[i, start:end] = 1.0 / (pool if count_include_pad else max(end - start, 1))
+        windows.append((start, end, pool if count_include_pad else max(end - start, 1)))
+    return windows
+
+
+def avg_pool_matrix(windows, size, dtype, divisor=None):
+    """(out, size): row i averages the window of output i, as torch divides it.
+
+    With `divisor` (a part of torch's divisor_override) every weight is 1 / divisor."""
+    m = np.zeros((len(windows), size), dtype)
+    for i, (start, end, count) in enumerate(windows):
+        m[i, start:end] = 1.0 / (count if divisor is None else divisor)
     return m
 
 

@@ -140,12 +140,32 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         raise RuntimeError("divisor must be not zero")
     x = input._data
     out = _output_size(x, kernel, stride, padding, (1, 1), ceil_mode)
-    h, w = x.shape[-2:]
-    a = K.avg_pool_matrix(h, kernel[0], stride[0], padding[0], ceil_mode, count_include_pad,
-                          out[0], x.dtype, divisor_override)
-    b = K.avg_pool_matrix(w, kernel[1], stride[1], padding[1], ceil_mode, count_include_pad,
-                          out[1], x.dtype, None if divisor_override is None else 1)
+    rows, cols = (K.avg_pool_windows(x.shape[x.ndim - 2 + i], kernel[i], stride[i], padding[i],
+                                     ceil_mode, count_include_pad, out[i]) for i in range(2))
+    if x.dtype.kind in "iub":
+        return _int_avg_pool(x, rows, cols, divisor_override)
+    a = K.avg_pool_matrix(rows, x.shape[-2], x.dtype, divisor_override)
+    b = K.avg_pool_matrix(cols, x.shape[-1], x.dtype, None if divisor_override is None else 1)
     return resample(input, a, b, "AvgPool2DBackward0")
+
+
+def _int_avg_pool(x, rows, cols, divisor_override):
+    """An integer average pool as torch's: the exact window sums divided, rounded toward zero."""
+    xp = devices.xp_of(x)
+    ones = [K.avg_pool_matrix(w, n, x.dtype, 1) for w, n in ((rows, x.shape[-2]),
+                                                             (cols, x.shape[-1]))]
+    sums = K.resample(x, xp.asarray(ones[0]), xp.asarray(ones[1]))
+    if divisor_override is not None:
+        divisor = np.full((len(rows), len(cols)), divisor_override, np.int64)
+    else:
+        divisor = np.outer([r[2] for r in rows], [c[2] for c in cols])
+    divisor = xp.asarray(divisor).astype(x.dtype)
+    return _wrap((xp.sign(sums) * (xp.abs(sums) // divisor)).astype(x.dtype))
+
+
+def _refuse_integers(input, name):
+    if input._data.dtype.kind in "iub":
+        raise NotImplementedError(f'"{name}" not implemented for \'{input.dtype._scalar_name}\'')
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -182,6 +202,7 @@ def adaptive_avg_pool2d(input, output_size):
                            "or equal to 0 but received {" + ", ".join(map(str, out)) + "}")
     if out == (1, 1):
         return ops.mean(input, (-1, -2), True)
+    _refuse_integers(input, "adaptive_avg_pool2d")
     a = K.adaptive_pool_matrix(x.shape[-2], out[0], x.dtype)
     b = K.adaptive_pool_matrix(x.shape[-1], out[1], x.dtype)
     return resample(input, a, b, "AdaptiveAvgPool2DBackward0")
@@ -250,6 +271,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise UnsupportedOptionError(f"sourcegrad: F.interpolate(mode={mode!r}) on a {x.ndim}-d "
                                      "input is not supported (nearest and area on 3-d and 4-d "
                                      "inputs, linear on 3-d, bilinear on 4-d are)")
+    _refuse_integers(input, f"upsample_{mode}{nd}d")
     if mode == "nearest":
         mats = [K.nearest_matrix(n, o, s, x.dtype) for n, o, s in zip(spatial, out, scales)]
     else:

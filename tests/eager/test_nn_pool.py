@@ -222,3 +222,28 @@ def test_pool_second_derivative_through_the_gather():
     np.testing.assert_allclose(got[1], got[0], rtol=1e-10, atol=1e-12)
 
 
+
+
+def test_integer_inputs_as_torch():
+    """Integer pools and convolutions compute exactly (avg_pool2d rounds toward zero); the
+    ops torch does not implement for integers refuse them (never a zero-weight average)."""
+    import torch.nn.functional as TF
+    x = np.arange(2 * 3 * 7 * 6).reshape(2, 3, 7, 6) - 100
+    for kwargs in (dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                             count_include_pad=False),
+                   dict(kernel_size=3, stride=2, padding=1, divisor_override=5)):
+        yt, ys = TF.avg_pool2d(torch.tensor(x), **kwargs), F.avg_pool2d(sg.tensor(x), **kwargs)
+        assert ys.dtype == sg.int64
+        np.testing.assert_array_equal(to_np(ys), yt.numpy())
+    for name, args in (("max_pool2d", (3, 2, 1)), ("pad", ((1, 2, 0, 1), "replicate")),
+                       ("conv2d", (np.ones((2, 3, 2, 2), np.int64),))):
+        yt = getattr(TF, name)(torch.tensor(x), *[torch.tensor(a) if isinstance(a, np.ndarray)
+                                                  else a for a in args])
+        ys = getattr(F, name)(sg.tensor(x), *[sg.tensor(a) if isinstance(a, np.ndarray) else a
+                                              for a in args])
+        np.testing.assert_array_equal(to_np(ys), yt.numpy())
+    for fn in (lambda Fn, lib: Fn.adaptive_avg_pool2d(lib.tensor(x), 3),
+               lambda Fn, lib: Fn.batch_norm(lib.tensor(x), None, None, training=True)):
+        raises_like(torch, lambda: fn(TF, torch), lambda: fn(F, sg))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.interpolate(sg.tensor(x), size=5)
