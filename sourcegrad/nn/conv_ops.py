@@ -128,9 +128,10 @@ def _size(shape):
 def _check(input, weight, bias, nd, name, stride, padding, dilation, groups, transposed,
            output_padding=None):
     """torch's checks of a convolution's arguments; returns whether the input is batched."""
-    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
-        raise TypeError(f"{name}() argument 'input' and 'weight' must be Tensor, not "
-                        f"{type(input).__name__ if not isinstance(input, Tensor) else type(weight).__name__}")
+    for arg, value in (("input", input), ("weight", weight)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name}() argument '{arg}' must be Tensor, not "
+                            f"{type(value).__name__}")
     x, w = input._data, weight._data
     if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "

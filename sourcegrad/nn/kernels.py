@@ -28,7 +28,8 @@ import numpy as np
 from ..runtime import array_module
 
 __all__ = ["convolution", "conv_output_size", "pool_output_size", "max_pool_index",
-           "avg_pool_windows", "avg_pool_matrix", "adaptive_pool_matrix", "nearest_matrix", "linear_matrix",
+           "avg_pool_windows", "avg_pool_matrix", "adaptive_pool_matrix", "nearest_matrix",
+           "linear_matrix",
            "resample", "channel_axes", "per_channel"]
 
 

@@ -106,7 +106,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if x.ndim < 2:
         raise ValueError(f"Expected 2D or more input (got {x.ndim}D input)")
     if x.dtype.kind not in "fc":
-        raise NotImplementedError(f'"batch_norm" not implemented for \'{input.dtype._scalar_name}\'')
+        raise NotImplementedError(
+            f'"batch_norm" not implemented for \'{input.dtype._scalar_name}\'')
     c = x.shape[1]
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
                     ("running_var", running_var)):

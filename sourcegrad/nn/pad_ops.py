@@ -14,8 +14,6 @@ Imports: numpy, `rules`, the eager ops.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..eager import devices, operands, shape_ops
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor

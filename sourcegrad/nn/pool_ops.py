@@ -219,8 +219,10 @@ def adaptive_avg_pool1d(input, output_size):
 
 # --- interpolate ------------------------------------------------------------------------------
 
-_NAMES = {("nearest", 1): "UpsampleNearest1DBackward0", ("nearest", 2): "UpsampleNearest2DBackward0",
-          ("linear", 1): "UpsampleLinear1DBackward0", ("bilinear", 2): "UpsampleBilinear2DBackward0"}
+_NAMES = {("nearest", 1): "UpsampleNearest1DBackward0",
+          ("nearest", 2): "UpsampleNearest2DBackward0",
+          ("linear", 1): "UpsampleLinear1DBackward0",
+          ("bilinear", 2): "UpsampleBilinear2DBackward0"}
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,

@@ -13,7 +13,8 @@ def compare_fn(torch, name, arrays, kwargs=None, rtol=1e-10, atol=1e-12, grads=T
                node=True, seed=0):
     """F.<name>(*arrays, **kwargs) in torch and sourcegrad: values, gradients, grad_fn name.
 
-    Float arrays become Tensors that require grad (other arguments pass as they are); the loss is sum(out * r) with a fixed random r."""
+    Float arrays become Tensors that require grad (other arguments pass as they are); the
+    loss is sum(out * r) with a fixed random r."""
     import torch.nn.functional as TF
 
     import sourcegrad.nn.functional as SF

@@ -77,7 +77,7 @@ def test_conv2d_padding_strings(padding, kernel, dilation):
 
 
 def test_conv_unbatched_input_and_float32():
-    ys, yt = compare_fn(torch, "conv2d", [arr(3, 6, 6), arr(4, 3, 3, 3), arr(4)],
+    ys, _ = compare_fn(torch, "conv2d", [arr(3, 6, 6), arr(4, 3, 3, 3), arr(4)],
                         dict(padding=1))
     assert type(ys.grad_fn).__name__ == "SqueezeBackward1"
     compare_fn(torch, "conv2d", [arr(2, 4, 9, 8, dtype=np.float32),
