@@ -248,3 +248,36 @@ def test_integer_inputs_as_torch():
         raises_like(torch, lambda: fn(TF, torch), lambda: fn(F, sg))
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         F.interpolate(sg.tensor(x), size=5)
+
+
+@pytest.mark.parametrize("cls, args, shape", [
+    ("ZeroPad2d", (2,), (2, 3, 4, 5)), ("ZeroPad2d", ((1, 2, 3, 0),), (3, 4, 5)),
+    ("ZeroPad1d", (1,), (2, 3, 4)), ("ConstantPad1d", ((2, 1), 3.5), (2, 3, 4)),
+    ("ConstantPad2d", (1, -0.5), (2, 3, 4, 5)), ("ReflectionPad1d", ((1, 2),), (2, 3, 4)),
+    ("ReflectionPad2d", (1,), (2, 3, 4, 5)), ("ReplicationPad1d", (3,), (2, 3, 4)),
+    ("ReplicationPad2d", ((1, 0, 2, 3),), (2, 3, 4, 5)), ("CircularPad1d", (2,), (2, 3, 4)),
+    ("CircularPad2d", ((1, 1, 2, 0),), (2, 3, 4, 5)),
+    ("Upsample", ((7, 3),), (2, 3, 4, 5)), ("Upsample", (None, 2), (2, 3, 4, 5)),
+    ("Upsample", (None, (1.5, 2), "bilinear", True), (2, 3, 4, 5)),
+    ("Upsample", (6, None, "linear"), (2, 3, 4)),
+    ("UpsamplingNearest2d", (None, 3), (1, 2, 3, 3)),
+    ("UpsamplingBilinear2d", ((5, 7),), (1, 2, 3, 4)),
+])
+def test_padding_and_upsampling_modules(cls, args, shape):
+    tm, sm = getattr(torch.nn, cls)(*args), getattr(nn, cls)(*args)
+    assert repr(sm) == repr(tm)
+    x = arr(*shape)
+    xt, xs = torch.tensor(x, requires_grad=True), sg.tensor(x, requires_grad=True)
+    yt, ys = tm(xt), sm(xs)
+    np.testing.assert_allclose(to_np(ys), to_np(yt), rtol=1e-12, atol=1e-12)
+    r = R.standard_normal(tuple(yt.shape))
+    (yt * torch.tensor(r)).sum().backward()
+    (ys * sg.tensor(r)).sum().backward()
+    np.testing.assert_allclose(to_np(xs.grad), to_np(xt.grad), rtol=1e-12, atol=1e-12)
+    if not cls.startswith("Circular"):
+        assert type(ys.grad_fn).__name__ == type(yt.grad_fn).__name__
+
+
+def test_circular_pad_module_checks_dims_as_torch():
+    raises_like(torch, lambda: torch.nn.CircularPad2d(1)(torch.ones(2, 3)),
+                lambda: nn.CircularPad2d(1)(sg.ones(2, 3)))
