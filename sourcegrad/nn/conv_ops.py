@@ -202,10 +202,8 @@ def _check(input, weight, bias, nd, name, stride, padding, dilation, groups, tra
     return x.ndim == nd + 2
 
 
-def _same_padding(input, weight, nd, stride, dilation):
-    """padding='same': (symmetric padding, input padded on the right where the total is odd)."""
-    if any(s != 1 for s in stride):
-        raise RuntimeError("padding='same' is not supported for strided convolutions")
+def _same_padding(input, weight, nd, dilation):
+    """padding='same': (input padded on the right where the total is odd, symmetric padding)."""
     kernel = weight._data.shape[2:]
     left, extra = [], []
     for i in range(nd):
@@ -230,11 +228,10 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
         if padding == "valid":
             padding = (0,) * nd
         elif padding == "same":
-            _tuple(0, nd, "padding")
             if any(s != 1 for s in stride):
                 raise RuntimeError("padding='same' is not supported for strided convolutions")
             _check(input, weight, bias, nd, name, stride, (0,) * nd, dilation, groups, False)
-            input, padding = _same_padding(input, weight, nd, stride, dilation)
+            input, padding = _same_padding(input, weight, nd, dilation)
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
