@@ -1,8 +1,20 @@
 """Shared helpers of the convolution, pooling and batch-norm tests: run a function in both
 libraries and compare values, gradients and node names."""
 import numpy as np
+import pytest
 
 import sourcegrad as sg
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """torch on one thread while a module's tests run: its thread pool costs more than the
+    tiny tensors here take (4x on the shared 2-core machine); restored afterwards."""
+    torch = pytest.importorskip("torch")
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 def to_np(t):

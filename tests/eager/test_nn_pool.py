@@ -8,7 +8,7 @@ import sourcegrad as sg
 import sourcegrad.nn.functional as F
 from sourcegrad import nn
 
-from .spatial_helpers import compare_fn, raises_like, to_np
+from .spatial_helpers import compare_fn, one_torch_thread, raises_like, to_np  # noqa: F401
 
 torch = pytest.importorskip("torch")
 
