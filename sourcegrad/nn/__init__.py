@@ -5,7 +5,9 @@ eager ops (`modules/`); `functional` (the layers' functions, activations,
 losses); `init` (weight initialisations); `utils` (gradient clipping, parameter
 vectors). `import sourcegrad as torch` then `torch.nn.Linear(...)` etc. works as
 in torch. Further layer families go in `modules/` as their own files and are
-exported from `modules/__init__.py`.
+exported from `modules/__init__.py`. The functions of the spatial layers are in
+`conv_ops`, `pool_ops`, `pad_ops` and `norm_ops` (their array kernels in `kernels`),
+re-exported by `functional`.
 """
 from . import functional, init
 from .parameter import Buffer, Parameter

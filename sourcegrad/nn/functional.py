@@ -18,18 +18,21 @@ import numpy as np
 from ..eager import devices, factories, ops, shape_ops
 from ..eager import inplace as _inplace_ops
 from ..eager.tensor import Tensor
-from ..errors import SourcegradError
 from .functional_attention import (multi_head_attention_forward,  # noqa: F401
                                    scaled_dot_product_attention)
 from .functional_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
                               cosine_embedding_loss, cross_entropy, huber_loss, kl_div, l1_loss,
                               mse_loss, nll_loss, smooth_l1_loss)
+from .unsupported import UnsupportedOptionError
+# convolution, pooling, padding, interpolation and batch norm: a module per family
+from .conv_ops import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: F401
+                       conv_transpose3d)
+from .norm_ops import batch_norm  # noqa: F401
+from .pad_ops import pad  # noqa: F401
+from .pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # noqa: F401
+                       avg_pool2d, interpolate, max_pool1d, max_pool2d)
 
 _wrap = Tensor._make
-
-
-class UnsupportedOptionError(SourcegradError, NotImplementedError):
-    """An option of a torch.nn function that sourcegrad does not implement."""
 
 
 def relu(input, inplace=False):
@@ -130,8 +133,17 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 
 
 def one_hot(tensor, num_classes=-1):
+    """(..., num_classes) int64 with a 1 at each class index (torch's checks and messages)."""
     t = tensor._data
+    if t.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if t.size == 0 and num_classes == -1:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    if t.size and int(t.min()) < 0:
+        raise RuntimeError("Class values must be non-negative.")
     n = int(t.max()) + 1 if num_classes == -1 else num_classes
+    if t.size and int(t.max()) >= n:
+        raise RuntimeError("Class values must be smaller than num_classes.")
     return _wrap(devices.xp_of(t).eye(n, dtype=np.int64)[t])
 
 

@@ -373,6 +373,26 @@ CASES = [
     ("triu", "triu", lambda a: a.triu(1), [arr(3, 3)], True),
     ("tile", "repeat", lambda a: a.repeat(2, 3) * 1.5, [arr(2, 2)], True),
     ("tile", "tile with new dims", lambda a: a.tile((2, 1, 2)), [arr(3)], True),
+    # the layers of nn (conv_ops, pool_ops, pad_ops, norm_ops)
+    ("convolution", "conv2d", lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1,
+                                                       dilation=(1, 2), groups=2),
+     [arr(1, 4, 4, 5), arr(4, 2, 2, 2), arr(4)], True),
+    ("convolution", "conv_transpose2d",
+     lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+     [arr(1, 2, 3, 2), arr(2, 2, 2, 2)], True),
+    ("resample", "avg_pool2d", lambda a: F.avg_pool2d(a * a, 2, padding=1,
+                                                      count_include_pad=False), [arr(1, 2, 3, 3)],
+     True),
+    ("resample", "bilinear", lambda a: F.interpolate(a * a, size=(3, 4), mode="bilinear"),
+     [arr(1, 1, 2, 3)], True),
+    ("constant_pad", "pad", lambda a: F.pad(a * a, (1, -1, 2, 0), value=0.5), [arr(1, 2, 3)],
+     True),
+    ("batch_norm_train", "batch_norm",
+     lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+     [arr(3, 2, 2), pos(2), arr(2)], True),
+    ("batch_norm_eval", "batch_norm eval",
+     lambda x, w, b: F.batch_norm(x * x, sg.tensor([0.5, -0.2]), sg.tensor([1.5, 0.7]), w, b),
+     [arr(3, 2, 2), pos(2), arr(2)], True),
 ]
 
 

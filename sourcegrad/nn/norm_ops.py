@@ -1,0 +1,153 @@
+"""`F.batch_norm` (NativeBatchNormBackward0), with torch's running-statistics update.
+
+Two primitives, both under torch's node name:
+
+* "batch_norm_train": normalise each channel of (N, C, *) by the batch's own mean and
+  biased variance, then weight and bias. The VJPs are the textbook ones,
+  dx = invstd (gw - mean(gw) - xhat mean(gw xhat)) with gw = g weight, written with
+  numpy functions so that they run on Tensors under create_graph (second derivatives).
+* "batch_norm_eval": normalise by given statistics (the running ones): an affine map.
+
+When training with running statistics, they are updated in place without a graph (and,
+as torch's kernel writes them, without moving their version counters):
+running = momentum stat + (1 - momentum) running, the variance's statistic unbiased
+(n / (n - 1)), float32 statistics computed in float64 as torch's CPU kernel does.
+
+Imports: numpy, `rules`, `kernels`, the eager ops.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..eager import operands
+from ..eager.spec import OpSpec, record
+from ..eager.tensor import Tensor
+from ..rules import Spelling, defvjp
+from .kernels import channel_axes, per_channel
+
+__all__ = ["batch_norm", "normalized", "batch_norm_input_grad"]
+
+_wrap = Tensor._make
+
+
+def normalized(x, eps):
+    """(x - mean) / sqrt(var + eps) per channel, the batch's biased variance."""
+    axes = channel_axes(np.ndim(x))
+    centred = x - np.mean(x, axis=axes, keepdims=True)
+    var = np.mean(centred * centred, axis=axes, keepdims=True)
+    return centred / np.sqrt(var + eps)
+
+
+def batch_norm_input_grad(g, x, w, eps):
+    """d <g, batch_norm_train(x, w, b)> / d x (arrays or Tensors)."""
+    axes = channel_axes(np.ndim(x))
+    centred = x - np.mean(x, axis=axes, keepdims=True)
+    invstd = 1.0 / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + eps)
+    xhat = centred * invstd
+    gw = g if w is None else g * per_channel(w, np.ndim(x))
+    return invstd * (gw - np.mean(gw, axis=axes, keepdims=True)
+                     - xhat * np.mean(gw * xhat, axis=axes, keepdims=True))
+
+
+def _affine(y, w, b):
+    if w is not None:
+        y = y * per_channel(w, y.ndim)
+    if b is not None:
+        y = y + per_channel(b, y.ndim)
+    return y
+
+
+def batch_norm_train(x, w, b, eps):
+    return _affine(normalized(x, eps), w, b)
+
+
+def batch_norm_eval(x, w, b, mean, var, eps):
+    return _affine((x - per_channel(mean, x.ndim)) / np.sqrt(per_channel(var, x.ndim) + eps),
+                   w, b)
+
+
+defvjp("batch_norm_train", batch_norm_train,
+       Spelling("module", "sourcegrad.nn.norm_ops.batch_norm_train"),
+       lambda g, ans, x, w, b, eps: batch_norm_input_grad(g, x, w, eps),
+       lambda g, ans, x, w, b, eps: np.sum(g * normalized(x, eps), axis=channel_axes(np.ndim(x))),
+       lambda g, ans, x, w, b, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
+       register_fn=False)
+defvjp("batch_norm_eval", batch_norm_eval,
+       Spelling("module", "sourcegrad.nn.norm_ops.batch_norm_eval"),
+       lambda g, ans, x, w, b, mean, var, eps: g * per_channel(
+           (1.0 if w is None else w) / np.sqrt(var + eps), np.ndim(g)),
+       lambda g, ans, x, w, b, mean, var, eps: np.sum(
+           g * (x - per_channel(mean, np.ndim(x))) / np.sqrt(per_channel(var, np.ndim(x)) + eps),
+           axis=channel_axes(np.ndim(x))),
+       lambda g, ans, x, w, b, mean, var, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
+       None, None, register_fn=False)
+
+TRAIN = OpSpec("NativeBatchNormBackward0", "batch_norm_train", n_arrays=3)
+EVAL = OpSpec("NativeBatchNormBackward0", "batch_norm_eval", n_arrays=5, edges=(0, 1, 2))
+
+
+def _data(t):
+    return None if t is None else t._data
+
+
+def _update(running, stat, momentum):
+    """running <- momentum stat + (1 - momentum) running, written into its array.
+
+    As torch's kernel does: in float64 (its accumulation type on the CPU), and without
+    moving the buffer's version counter."""
+    data = running._data
+    data[...] = (momentum * stat + (1 - momentum) * data.astype(stat.dtype)).astype(data.dtype)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """torch.nn.functional.batch_norm over dim 1 of an (N, C, *) input."""
+    x = input._data
+    if x.ndim < 2:
+        raise ValueError(f"Expected 2D or more input (got {x.ndim}D input)")
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(
+            f'"batch_norm" not implemented for \'{input.dtype._scalar_name}\'')
+    c = x.shape[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        if t is not None and tuple(t._data.shape) != (c,):
+            raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
+    operands.same_device(input, weight, bias, running_mean, running_var)
+    n = x.size // c if c else 0
+    if training and n == 1:
+        raise ValueError("Expected more than 1 value per channel when training, got input "
+                         f"size torch.Size({list(x.shape)})")
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if operands.needs_grad(t):
+            raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with "
+                               f"respect to argument '{name}'. This input cannot have "
+                               "requires_grad True.")
+    if training:
+        out = _wrap(batch_norm_train(x, _data(weight), _data(bias), eps))
+        if operands.needs_grad(input, weight, bias):
+            record(TRAIN, out, (input, weight, bias), {"eps": eps})
+        if running_mean is not None or running_var is not None:
+            axes = channel_axes(x.ndim)
+            x = x.astype(np.float64) if x.dtype == np.float32 else x
+            mean = x.mean(axis=axes)
+            if running_mean is not None:
+                _update(running_mean, mean, momentum)
+            if running_var is not None:
+                var = ((x - per_channel(mean, x.ndim)) ** 2).mean(axis=axes)
+                _update(running_var, var * (n / max(n - 1, 1)), momentum)
+        return out
+    if running_mean is None or running_var is None:
+        raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be "
+                           "defined in evaluation mode")
+    # copies: a later training step updates the running statistics in place
+    mean, var = running_mean._data.copy(), running_var._data.copy()
+    out = _wrap(batch_norm_eval(x, _data(weight), _data(bias), mean, var, eps))
+    if operands.needs_grad(input, weight, bias):
+        record(EVAL, out, (input, weight, bias, mean, var), {"eps": eps})
+    return out
+
