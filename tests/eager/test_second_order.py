@@ -523,7 +523,7 @@ NOT_DIFFERENTIABLE = {
         "Tensor.normal_", "Tensor.bernoulli_", "Tensor.random_", "Tensor.exponential_",
     ],
     "settings and state": [
-        "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "can_cast",
+        "get_default_dtype", "set_default_dtype", "get_default_device", "set_default_device", "promote_types", "result_type", "can_cast",
         "set_printoptions", "is_grad_enabled", "is_inference_mode_enabled", "is_anomaly_enabled",
         "is_anomaly_check_nan_enabled", "manual_seed", "seed", "initial_seed", "get_rng_state",
         "set_rng_state",
