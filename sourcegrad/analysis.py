@@ -26,7 +26,7 @@ import numpy as np
 from .ir import (Assign, Call, Const, For, If, Return, Slc, Tup, Var, While, assignment_counts,
                  atom_vars, reads_of, walk)
 from . import errors
-from .rules import MATH_FUNCTIONS, RULES
+from .ops import MATH_FUNCTIONS, RULES
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Retu
                  writes_of)
 from .analysis import VIEW_OPS
 from .lifetimes import shared_names
-from .rules import MATH_FUNCTIONS, RULES
+from .ops import MATH_FUNCTIONS, RULES
 
 MAX_LINE = 88
 

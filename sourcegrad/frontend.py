@@ -25,7 +25,7 @@ from .errors import SourceLocation
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Slc, Tup, Var, While,
                  walk)
 from .names import Namer, name_for_call
-from .rules import COMPARISONS, OPERATORS, RULES, reads_value_of, rule_for_function
+from .ops import COMPARISONS, OPERATORS, RULES, reads_value_of, rule_for_function
 
 
 @dataclass

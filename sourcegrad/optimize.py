@@ -36,7 +36,7 @@ import numpy as np
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return, Slc,
                  Tup, Var, While, assignment_counts, child_blocks, merge_notes, read_counts,
                  reads_of, substitute_atom, walk, writes_of)
-from .rules import RULES
+from .ops import RULES
 
 
 def _assign_counts(body, params=()):

@@ -40,7 +40,7 @@ from .analysis import (UNKNOWN, AVal, abstract_call, active_values, aval_of,
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
                  Slc, Tup, Var, While, atom_vars, reads_of, walk, writes_of)
 from .names import adjoint_name, name_for_call
-from .rules import RULES, reads_shape_of
+from .ops import RULES, reads_shape_of
 from .templates import Instantiator
 
 

@@ -20,7 +20,7 @@ import shutil
 import subprocess
 
 from .ir import Assign, Call, Marker, Pop, Push, Return, walk, reads_of
-from .rules import RULES
+from .ops import RULES
 
 
 def _quote(text) -> str:

@@ -5,7 +5,7 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
 
 * `tensor.py`: the Tensor and its autograd state; `methods.py` installs the ops;
 * `ops.py`, `shape_ops.py`, `inplace.py`: the ops, whose derivatives are the
-  rule table's VJP lambdas (`sourcegrad.rules`, `sourcegrad.rules_torch`),
+  rule table's VJP lambdas (`sourcegrad.ops`),
   called through `spec.py` and `node.py`;
 * `engine.py`: backward as an iterative topological traversal;
 * `function.py`: custom `autograd.Function`; `grad_mode.py`: no_grad and friends;

@@ -25,7 +25,7 @@ outside inference mode writes the data *and then* raises (as torch does); on a
 leaf that requires grad (or a view of one) it raises before writing.
 
 Imports: `ops`, `shape_ops`, `factories`, `operands`, `spec`, `node`, `tensor`, the
-leaves and `sourcegrad.rules_torch`; only the surface modules (numpy_dispatch,
+leaves and `sourcegrad.ops.nn`; only the surface modules (numpy_dispatch,
 methods, `__init__`) import it.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ import weakref
 
 import numpy as np
 
-from .. import rules_torch as rt
+from ..ops import nn as rt
 from . import devices, dtypes, messages, ops as _ops, shape_ops
 from .factories import numpy_rng
 from .grad_mode import STATE

@@ -15,13 +15,13 @@ spellings (`axis`, `keepdims`) are accepted too, because the rule table's
 lambdas call these ops that way under create_graph.
 
 Imports: `shape_ops`, `operands`, `spec`, `node`, `tensor`, the leaves and
-`sourcegrad.rules_torch`; not `inplace`, `factories` or the surface modules.
+`sourcegrad.ops.nn`; not `inplace`, `factories` or the surface modules.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import rules_torch as rt
+from ..ops import nn as rt
 from . import devices, dtypes, shape_ops
 from .grad_mode import STATE
 from .node import NotImplementedNode

@@ -23,7 +23,7 @@ from ..eager import devices, factories, operands, ops, shape_ops
 from ..eager import inplace as _inplace_ops
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
-from .. import rules_torch as rt
+from ..ops import nn as rt
 from ..errors import SourcegradError
 
 _wrap = Tensor._make

@@ -357,7 +357,7 @@ def test_every_rule_has_a_case():
 
 def test_rules_come_from_the_shared_table():
     """The eager nodes call the table's own lambdas, not copies of them."""
-    from sourcegrad.rules import RULES
+    from sourcegrad.ops import RULES
     for spec in ALL_SPECS:
         assert spec.rule is RULES[spec.rule.name]
         if spec.vjps is not None:

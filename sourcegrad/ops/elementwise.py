@@ -1,0 +1,128 @@
+"""Elementwise ops: operators, functions of one and two arguments, comparisons."""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ..runtime import (unbroadcast)
+from .registry import (Spelling, alias, defnondiff, defvjp)
+from .registry import func as _func
+
+
+# Operators. `x * y` and `np.multiply(x, y)` are two spellings of one rule.
+defvjp("add", np.add, _func("add"),
+       lambda g, ans, x, y: unbroadcast(g, x),
+       lambda g, ans, x, y: unbroadcast(g, y), kind="elementwise")
+defvjp("subtract", np.subtract, _func("subtract"),
+       lambda g, ans, x, y: unbroadcast(g, x),
+       lambda g, ans, x, y: unbroadcast(-g, y), kind="elementwise")
+defvjp("multiply", np.multiply, _func("multiply"),
+       lambda g, ans, x, y: unbroadcast(g * y, x),
+       lambda g, ans, x, y: unbroadcast(g * x, y), kind="elementwise")
+defvjp("divide", np.divide, _func("divide"),
+       lambda g, ans, x, y: unbroadcast(g / y, x),
+       lambda g, ans, x, y: unbroadcast(-g * ans / y, y), kind="elementwise")
+defvjp("power", np.power, _func("power"),
+       lambda g, ans, x, y: unbroadcast(g * y * x ** np.where(y, y - 1, 1), x),
+       lambda g, ans, x, y: unbroadcast(g * ans * np.log(np.where(x, x, 1)), y), kind="elementwise")
+defvjp("negative", np.negative, _func("negative"),
+       lambda g, ans, x: -g, kind="elementwise")
+defvjp("positive", np.positive, _func("positive"),
+       lambda g, ans, x: g, kind="elementwise")
+alias("add_op", operator.add, Spelling("binop", "+"), like="add")
+alias("sub_op", operator.sub, Spelling("binop", "-"), like="subtract")
+alias("mul_op", operator.mul, Spelling("binop", "*"), like="multiply")
+alias("div_op", operator.truediv, Spelling("binop", "/"), like="divide")
+alias("pow_op", operator.pow, Spelling("binop", "**"), like="power")
+alias("neg_op", operator.neg, Spelling("unaryop", "-"), like="negative")
+alias("pos_op", operator.pos, Spelling("unaryop", "+"), like="positive")
+alias("true_divide", np.true_divide, _func("true_divide"), like="divide")
+defvjp("mod_op", operator.mod, Spelling("binop", "%"),
+       lambda g, ans, x, y: unbroadcast(g, x),
+       lambda g, ans, x, y: unbroadcast(-g * np.floor_divide(x, y), y), kind="elementwise")
+
+# Elementwise functions of one argument.
+_UNARY = {
+    "exp": (np.exp, lambda g, ans, x: g * ans),
+    "exp2": (np.exp2, lambda g, ans, x: g * ans * np.log(2.0)),
+    "expm1": (np.expm1, lambda g, ans, x: g * (ans + 1.0)),
+    "log": (np.log, lambda g, ans, x: g / x),
+    "log1p": (np.log1p, lambda g, ans, x: g / (1.0 + x)),
+    "log2": (np.log2, lambda g, ans, x: g / (x * np.log(2.0))),
+    "log10": (np.log10, lambda g, ans, x: g / (x * np.log(10.0))),
+    "sqrt": (np.sqrt, lambda g, ans, x: g / (2.0 * ans)),
+    "cbrt": (np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans)),
+    "square": (np.square, lambda g, ans, x: g * 2.0 * x),
+    "reciprocal": (np.reciprocal, lambda g, ans, x: -g * ans * ans),
+    "sin": (np.sin, lambda g, ans, x: g * np.cos(x)),
+    "cos": (np.cos, lambda g, ans, x: -g * np.sin(x)),
+    "tan": (np.tan, lambda g, ans, x: g * (1.0 + ans * ans)),
+    "arcsin": (np.arcsin, lambda g, ans, x: g / np.sqrt(1.0 - x * x)),
+    "arccos": (np.arccos, lambda g, ans, x: -g / np.sqrt(1.0 - x * x)),
+    "arctan": (np.arctan, lambda g, ans, x: g / (1.0 + x * x)),
+    "sinh": (np.sinh, lambda g, ans, x: g * np.cosh(x)),
+    "cosh": (np.cosh, lambda g, ans, x: g * np.sinh(x)),
+    "tanh": (np.tanh, lambda g, ans, x: g * (1.0 - ans * ans)),
+    "arcsinh": (np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1.0)),
+    "arccosh": (np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1.0)),
+    "arctanh": (np.arctanh, lambda g, ans, x: g / (1.0 - x * x)),
+    "absolute": (np.absolute, lambda g, ans, x: g * np.sign(x)),
+}
+for _name, (_fn, _vjp) in _UNARY.items():
+    defvjp(_name, _fn, _func(_name), _vjp, kind="elementwise")
+alias("fabs", np.fabs, _func("fabs"), like="absolute")
+alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute")
+for _name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
+              "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "fabs"):
+    _like = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+             "acosh": "arccosh", "atanh": "arctanh", "fabs": "absolute"}.get(_name, _name)
+    alias(f"math_{_name}", getattr(math, _name), Spelling("module", f"math.{_name}"), like=_like)
+
+# Elementwise functions of two arguments.
+defvjp("maximum", np.maximum, _func("maximum"),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x > y), x),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y > x), y), kind="elementwise")
+defvjp("minimum", np.minimum, _func("minimum"),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x < y), x),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y < x), y), kind="elementwise")
+defvjp("logaddexp", np.logaddexp, _func("logaddexp"),
+       lambda g, ans, x, y: unbroadcast(g * np.exp(x - ans), x),
+       lambda g, ans, x, y: unbroadcast(g * np.exp(y - ans), y), kind="elementwise")
+defvjp("arctan2", np.arctan2, _func("arctan2"),
+       lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
+       lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y), kind="elementwise")
+defvjp("hypot", np.hypot, _func("hypot"),
+       lambda g, ans, x, y: unbroadcast(g * x / ans, x),
+       lambda g, ans, x, y: unbroadcast(g * y / ans, y), kind="elementwise")
+alias("math_atan2", math.atan2, Spelling("module", "math.atan2"), like="arctan2")
+alias("math_hypot", math.hypot, Spelling("module", "math.hypot"), like="hypot")
+alias("math_pow", math.pow, Spelling("module", "math.pow"), like="power")
+defvjp("where", np.where, _func("where"),
+       None,
+       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
+       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y),
+       kind="elementwise")
+# Gradient flows wherever clipping left x unchanged, bounds included (torch's clamp); elsewhere
+# it is 0 whatever arrives, as torch's where(mask, g, 0) gives it (g * mask made a NaN in g a
+# NaN gradient of the clipped elements too).
+defvjp("clip", np.clip, _func("clip"),
+       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where(x == ans, g, 0.0), x),
+       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where((ans != x) & (ans == a_min), g, 0.0), a_min),
+       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where((ans != x) & (ans == a_max), g, 0.0), a_max),
+       kind="elementwise")
+
+
+for _name, _fn, _sym in (("lt", operator.lt, "<"), ("le", operator.le, "<="),
+                         ("gt", operator.gt, ">"), ("ge", operator.ge, ">="),
+                         ("eq", operator.eq, "=="), ("ne", operator.ne, "!=")):
+    defnondiff(_name, _fn, Spelling("compare", _sym), params=("x", "y"), kind="elementwise")
+defnondiff("floordiv_op", operator.floordiv, Spelling("binop", "//"), params=("x", "y"),
+           kind="elementwise")
+for _name in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+              "logical_and", "logical_or", "logical_xor", "floor_divide"):
+    defnondiff(_name, getattr(np, _name), _func(_name), params=("x", "y"), kind="elementwise")
+for _name in ("sign", "floor", "ceil", "round", "rint", "trunc", "fix", "isnan", "isinf",
+              "isfinite", "logical_not", "signbit"):
+    defnondiff(_name, getattr(np, _name), _func(_name), params=("x",), kind="elementwise")

@@ -1,0 +1,74 @@
+"""Reductions: sum, mean, prod, max/min, var, std (and their forward-mode rules)."""
+from __future__ import annotations
+
+
+import numpy as np
+
+from ..runtime import (cumprod_grad, cumprod_jvp, max_grad, max_jvp, prod_grad, reduced_count,
+                       var_jvp)
+from .registry import RULES, alias, defjvp, deflinear, defprimitive, defvjp
+from .registry import func as _func, helper as _helper
+
+
+# Reductions.
+defvjp("sum", np.sum, _func("sum"),
+       lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
+           g if keepdims or axis is None else np.expand_dims(g, axis), x.shape),
+       kind="reduction")
+# (the mean of an empty array is nan, as numpy gives it; its gradient is empty: no 1 / 0)
+defvjp("mean", np.mean, _func("mean"),
+       lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
+           (g if keepdims or axis is None else np.expand_dims(g, axis))
+           / (x.size if axis is None else reduced_count(x, axis)), x.shape)
+       if x.size else np.zeros_like(x),
+       kind="reduction")
+defvjp("prod", np.prod, _func("prod"),
+       lambda g, ans, x, axis=None, keepdims=False: prod_grad(g, x, axis, keepdims),
+       kind="reduction")
+defvjp("max", np.max, _func("max"),
+       lambda g, ans, x, axis=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
+       kind="reduction")
+alias("amax", np.amax, _func("amax"), like="max")
+alias("min", np.min, _func("min"), like="max", family="min")  # (max_grad picks by ans)
+alias("amin", np.amin, _func("amin"), like="max", family="min")
+defvjp("var", np.var, _func("var"),
+       lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
+           (g if keepdims or axis is None else np.expand_dims(g, axis)) * 2.0
+           * (x - np.mean(x, axis=axis, keepdims=True))
+           / ((x.size if axis is None else reduced_count(x, axis)) - ddof)),
+       kind="reduction")
+defvjp("std", np.std, _func("std"),
+       lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
+           (g / ans if keepdims or axis is None else np.expand_dims(g / ans, axis))
+           * (x - np.mean(x, axis=axis, keepdims=True))
+           / ((x.size if axis is None else reduced_count(x, axis)) - ddof)),
+       kind="reduction")
+
+
+
+# --- forward mode ----------------------------------------------------------------------------
+
+deflinear("joint", "sum", "mean")
+defjvp("max",
+       lambda t, ans, x, axis=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims))
+for _name in ("amax", "min", "amin"):
+    RULES[_name].jvps = RULES["max"].jvps
+defjvp("prod",
+       lambda t, ans, x, axis=None, keepdims=False: np.sum(prod_grad(np.ones_like(ans), x, axis, keepdims) * t, axis=axis, keepdims=keepdims))
+defjvp("var",
+       lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims))
+defjvp("std",
+       lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims) / (2.0 * ans))
+
+
+# Cumulative sums and products. With axis None numpy works on x flattened: the adjoint is
+# then reshaped back to x's shape. cumsum is linear; cumprod's VJP and JVP are exact where x
+# holds zeros (runtime.cumprod_grad, runtime.cumprod_jvp).
+defvjp("cumsum", np.cumsum, _func("cumsum"),
+       lambda g, ans, x, axis=None: np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis) if axis is not None else np.reshape(np.flip(np.cumsum(np.flip(g))), x.shape),
+       linear="joint")
+defvjp("cumprod", np.cumprod, _func("cumprod"),
+       lambda g, ans, x, axis=None: cumprod_grad(g, ans, x, axis),
+       jvps=(lambda t, ans, x, axis=None: cumprod_jvp(t, ans, x, axis),))
+defprimitive("cumprod_grad", cumprod_grad, _helper("cumprod_grad"))
+defprimitive("cumprod_jvp", cumprod_jvp, _helper("cumprod_jvp"))
