@@ -25,7 +25,8 @@ from .errors import SourceLocation
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Slc, Tup, Var, While,
                  walk)
 from .names import Namer, name_for_call
-from .ops import COMPARISONS, OPERATORS, RULES, reads_value_of, rule_for_function
+from .ops import (COMPARISONS, OPERATORS, RULES, array_methods, op_for_method, reads_value_of,
+                  rule_for_function)
 
 
 @dataclass
@@ -111,13 +112,8 @@ def _static_value(value):
     return None
 
 
-# Methods on arrays: method name -> primitive, and how the method's arguments map onto it.
-_METHODS = {
-    "sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "min": "min", "var": "var",
-    "std": "std", "dot": "dot", "ravel": "ravel", "flatten": "ravel", "squeeze": "squeeze",
-    "clip": "clip", "swapaxes": "swapaxes", "argmax": "np_argmax", "argmin": "np_argmin",
-    "reshape": "reshape", "transpose": "transpose", "copy": "asarray",
-}
+# Methods on arrays: the op each calls is the registry's (`ops.op_for_method`); here, how a
+# method's arguments map onto it.
 _VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}  # x.reshape(2, 3) == x.reshape((2, 3))
 _ATTRS = {"T": "T", "shape": "shape", "ndim": "ndim", "size": "size", "dtype": "dtype"}
 
@@ -1253,10 +1249,10 @@ class Lowerer:
 
     def method(self, node, name=None):
         func = node.func
-        op = _METHODS.get(func.attr)
+        op = op_for_method(func.attr)
         if op is None:
             self.error(errors.NoRuleError, f"the method .{func.attr}() has no derivative rule; "
-                       "supported methods: " + ", ".join(sorted(_METHODS)), node)
+                       "supported methods: " + ", ".join(array_methods()), node)
         receiver = self.expr(func.value)
         args, kwargs = self.call_args(node)
         if func.attr in _VARARG_METHODS and len(args) > 1:

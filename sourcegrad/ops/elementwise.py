@@ -7,23 +7,23 @@ import operator
 import numpy as np
 
 from ..runtime import (unbroadcast)
-from .registry import (Spelling, alias, defnondiff, defvjp)
+from .registry import Spelling, alias, defnondiff, defvjp, mark
 from .registry import func as _func
 
 
 # Operators. `x * y` and `np.multiply(x, y)` are two spellings of one rule.
 defvjp("add", np.add, _func("add"),
        lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(g, y), kind="elementwise")
+       lambda g, ans, x, y: unbroadcast(g, y), kind="elementwise", props={"owned"})
 defvjp("subtract", np.subtract, _func("subtract"),
        lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(-g, y), kind="elementwise")
+       lambda g, ans, x, y: unbroadcast(-g, y), kind="elementwise", props={"owned"})
 defvjp("multiply", np.multiply, _func("multiply"),
        lambda g, ans, x, y: unbroadcast(g * y, x),
-       lambda g, ans, x, y: unbroadcast(g * x, y), kind="elementwise")
+       lambda g, ans, x, y: unbroadcast(g * x, y), kind="elementwise", props={"owned"})
 defvjp("divide", np.divide, _func("divide"),
        lambda g, ans, x, y: unbroadcast(g / y, x),
-       lambda g, ans, x, y: unbroadcast(-g * ans / y, y), kind="elementwise")
+       lambda g, ans, x, y: unbroadcast(-g * ans / y, y), kind="elementwise", props={"owned"})
 defvjp("power", np.power, _func("power"),
        lambda g, ans, x, y: unbroadcast(g * y * x ** np.where(y, y - 1, 1), x),
        lambda g, ans, x, y: unbroadcast(g * ans * np.log(np.where(x, x, 1)), y), kind="elementwise")
@@ -31,12 +31,12 @@ defvjp("negative", np.negative, _func("negative"),
        lambda g, ans, x: -g, kind="elementwise")
 defvjp("positive", np.positive, _func("positive"),
        lambda g, ans, x: g, kind="elementwise")
-alias("add_op", operator.add, Spelling("binop", "+"), like="add")
-alias("sub_op", operator.sub, Spelling("binop", "-"), like="subtract")
-alias("mul_op", operator.mul, Spelling("binop", "*"), like="multiply")
-alias("div_op", operator.truediv, Spelling("binop", "/"), like="divide")
-alias("pow_op", operator.pow, Spelling("binop", "**"), like="power")
-alias("neg_op", operator.neg, Spelling("unaryop", "-"), like="negative")
+alias("add_op", operator.add, Spelling("binop", "+"), like="add", props={"owned"})
+alias("sub_op", operator.sub, Spelling("binop", "-"), like="subtract", props={"owned"})
+alias("mul_op", operator.mul, Spelling("binop", "*"), like="multiply", props={"owned"})
+alias("div_op", operator.truediv, Spelling("binop", "/"), like="divide", props={"owned"})
+alias("pow_op", operator.pow, Spelling("binop", "**"), like="power", props={"owned"})
+alias("neg_op", operator.neg, Spelling("unaryop", "-"), like="negative", props={"owned"})
 alias("pos_op", operator.pos, Spelling("unaryop", "+"), like="positive")
 alias("true_divide", np.true_divide, _func("true_divide"), like="divide")
 defvjp("mod_op", operator.mod, Spelling("binop", "%"),
@@ -72,6 +72,8 @@ _UNARY = {
 }
 for _name, (_fn, _vjp) in _UNARY.items():
     defvjp(_name, _fn, _func(_name), _vjp, kind="elementwise")
+# (the adjoint accumulators the reverse pass may update in place hold these results)
+mark("owned", "exp", "log", "sin", "cos", "tanh", "sqrt", "square")
 alias("fabs", np.fabs, _func("fabs"), like="absolute")
 alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute")
 for _name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
@@ -103,7 +105,7 @@ defvjp("where", np.where, _func("where"),
        None,
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y),
-       kind="elementwise")
+       kind="elementwise", props={"fresh", "owned"})
 # Gradient flows wherever clipping left x unchanged, bounds included (torch's clamp); elsewhere
 # it is 0 whatever arrives, as torch's where(mask, g, 0) gives it (g * mask made a NaN in g a
 # NaN gradient of the clipped elements too).
@@ -111,7 +113,7 @@ defvjp("clip", np.clip, _func("clip"),
        lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where(x == ans, g, 0.0), x),
        lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where((ans != x) & (ans == a_min), g, 0.0), a_min),
        lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where((ans != x) & (ans == a_max), g, 0.0), a_max),
-       kind="elementwise")
+       kind="elementwise", methods=("clip",))
 
 
 for _name, _fn, _sym in (("lt", operator.lt, "<"), ("le", operator.le, "<="),

@@ -25,8 +25,10 @@ defvjp("matmul", np.matmul, _func("matmul"),
                              unbroadcast(np.swapaxes(x, -1, -2) @
                                          (g if y.ndim > 1 else np.expand_dims(g, -1))
                                          if x.ndim > 1 else
-                                         np.expand_dims(x, -1) * np.expand_dims(g, -2), y)))
-alias("matmul_op", operator.matmul, Spelling("binop", "@"), like="matmul")
+                                         np.expand_dims(x, -1) * np.expand_dims(g, -2), y)),
+       props={"fresh", "owned"}, shape="matmul")
+alias("matmul_op", operator.matmul, Spelling("binop", "@"), like="matmul",
+       props={"fresh", "owned"}, shape="matmul")
 # Products.
 defvjp("dot", np.dot, _func("dot"),
        lambda g, ans, x, y: (unbroadcast(g * y, x) if x.ndim == 0 or y.ndim == 0 else
@@ -40,23 +42,27 @@ defvjp("dot", np.dot, _func("dot"),
                              x.T @ g if x.ndim == 2 and y.ndim == 1 else
                              np.outer(x, g) if x.ndim == 1 and y.ndim == 2 else
                              x.T @ g if x.ndim == 2 and y.ndim == 2 else
-                             dot_grad(g, x, y, 1)))
+                             dot_grad(g, x, y, 1)),
+       props={"fresh", "owned"}, shape="dot", methods=("dot",))
 defvjp("outer", np.outer, _func("outer"),
        lambda g, ans, x, y: np.reshape(g @ np.ravel(y), x.shape),
-       lambda g, ans, x, y: np.reshape(np.ravel(x) @ g, y.shape))
+       lambda g, ans, x, y: np.reshape(np.ravel(x) @ g, y.shape),
+       props={"fresh", "owned"}, shape="dot")
 defvjp("inner", np.inner, _func("inner"),
        lambda g, ans, x, y: (unbroadcast(g * y, x) if x.ndim == 0 or y.ndim == 0 else
                              g * y if x.ndim == 1 and y.ndim == 1 else
                              inner_grad(g, x, y, 0)),
        lambda g, ans, x, y: (unbroadcast(g * x, y) if x.ndim == 0 or y.ndim == 0 else
                              g * x if x.ndim == 1 and y.ndim == 1 else
-                             inner_grad(g, x, y, 1)))
+                             inner_grad(g, x, y, 1)), props={"fresh", "owned"}, shape="dot")
 defvjp("tensordot", np.tensordot, _func("tensordot"),
        lambda g, ans, x, y, axes=2: tensordot_grad(g, x, y, axes, 0),
-       lambda g, ans, x, y, axes=2: tensordot_grad(g, x, y, axes, 1))
+       lambda g, ans, x, y, axes=2: tensordot_grad(g, x, y, axes, 1),
+       props={"fresh", "owned"}, shape="tensordot")
 defvjp("einsum", np.einsum, _func("einsum"),
        None,
-       lambda g, ans, subscripts, *operands, argnum: einsum_grad(g, subscripts, operands, argnum - 1))
+       lambda g, ans, subscripts, *operands, argnum: einsum_grad(g, subscripts, operands, argnum - 1),
+       shape="einsum")
 
 
 deflinear("multi", "matmul", "dot", "outer", "inner", "tensordot", "einsum")

@@ -14,9 +14,8 @@ from ..runtime import (concatenate_items, dot_grad, einsum_grad, einsum_grad_jvp
                        take_part, tensordot_grad, unbroadcast, unconcatenate_list, unindex,
                        unindex_list, unstack_list, untake, zero_at)
 from .registry import (RULES, Spelling, alias, defjvp, deflinear, defnondiff, defprimitive,
-                       defvjp)
+                       defvjp, mark)
 from .registry import func as _func, helper as _helper
-
 
 # Reads that carry no gradient: shapes, comparisons, rounding, argmax, constants like zeros_like.
 for _name in ("shape", "ndim", "size", "dtype"):
@@ -26,7 +25,10 @@ for _name in ("argmax", "argmin", "argsort", "zeros_like", "ones_like", "full_li
               "empty_like", "zeros", "ones", "full", "empty", "eye", "identity", "arange",
               "linspace", "shape", "ndim", "size", "broadcast_shapes", "count_nonzero", "nonzero"):
     defnondiff(f"np_{_name}", getattr(np, _name), _func(_name),
-               pure=_name not in ("empty_like", "empty"))
+               pure=_name not in ("empty_like", "empty"),
+               methods=(_name,) if _name in ("argmax", "argmin") else ())
+mark("fresh", "np_zeros_like", "np_zeros")
+mark("owned", "np_zeros_like", "np_zeros")
 defnondiff("len", len, Spelling("builtin", "len"))
 for _name in ("len", "np_shape", "np_ndim", "np_size"):
     RULES[_name].static_result = True
@@ -76,10 +78,13 @@ defvjp("add_adjoints", runtime.add_adjoints, _helper("add_adjoints"),
        lambda g, ans, a, b: g)
 defnondiff("zeros_adjoint", runtime.zeros_adjoint, _helper("zeros_adjoint"))
 # In-place accumulation of adjoints (`d_W += part`), emitted only for arrays the backward owns.
-defprimitive("iadd_op", operator.iadd, Spelling("augassign", "+"), pure=False)
-defprimitive("isub_op", operator.isub, Spelling("augassign", "-"), pure=False)
+defprimitive("iadd_op", operator.iadd, Spelling("augassign", "+"), pure=False,
+             props={"owned"}, shape="in_place")
+defprimitive("isub_op", operator.isub, Spelling("augassign", "-"), pure=False,
+             props={"owned"}, shape="in_place")
 # `d_x[i] += g` instead of `d_x += unindex(g, x, i)`: the same sum, without a full-size array
-defprimitive("iadd_item", runtime.iadd_item, Spelling("augassign_item", "+"), pure=False)
+defprimitive("iadd_item", runtime.iadd_item, Spelling("augassign_item", "+"), pure=False,
+             props={"owned"}, shape="in_place")
 defnondiff("not_op", operator.not_, Spelling("unaryop", "not"), params=("x",))
 defnondiff("pycall", None, Spelling("pycall"), pure=False)
 # Helpers that only backward code calls, differentiated again by higher-order derivatives.
@@ -94,16 +99,17 @@ defnondiff("pycall", None, Spelling("pycall"), pure=False)
 # the VJP and the JVP with respect to x are the same call).
 defvjp("prod_grad", runtime.prod_grad, _helper("prod_grad"),
        lambda g, ans, h, x, axis, keepdims: np.sum(g * prod_grad(np.ones_like(h), x, axis, keepdims), axis=axis, keepdims=keepdims),
-       lambda g, ans, h, x, axis, keepdims: prod_grad_jvp(h, x, g, axis, keepdims))
+       lambda g, ans, h, x, axis, keepdims: prod_grad_jvp(h, x, g, axis, keepdims),
+       props={"fresh", "owned"})
 defprimitive("prod_grad_jvp", runtime.prod_grad_jvp, _helper("prod_grad_jvp"))
 # unindex scatters (adds) h into zeros at index: gathering g at index is its transpose, also
 # for repeated integer indices and masks. h may broadcast against x[index].
 defvjp("unindex", unindex, _helper("unindex"),
        lambda g, ans, h, x, index: unbroadcast(g[index], h),
-       None, None)
+       None, None, props={"fresh", "owned"})
 defvjp("untake", untake, _helper("untake"),
        lambda g, ans, h, x, indices, axis=None: unbroadcast(np.take(g, indices, axis=axis), h),
-       None, None, None)
+       None, None, None, props={"owned"})
 # take_part slices h: its transpose pads g with zeros around the same slice.
 defvjp("take_part", take_part, _helper("take_part"),
        lambda g, ans, h, xs, part, axis=0: unindex(g, h, part_index(xs, part, axis)),
@@ -116,11 +122,11 @@ defvjp("expand_reduced", runtime.expand_reduced, _helper("expand_reduced"),
 # g * hits / count back over those axes.
 defvjp("max_grad", max_grad, _helper("max_grad"),
        lambda g, ans, h, m, x, axis, keepdims: unbroadcast(np.sum(g * max_grad(np.ones_like(m), m, x, axis, keepdims), axis=axis, keepdims=keepdims), h),
-       None, None, None, None)
+       None, None, None, None, props={"fresh", "owned"})
 # zero_at(h, index) is a projection (h with a part zeroed): its own transpose.
 defvjp("zero_at", zero_at, _helper("zero_at"),
        lambda g, ans, h, index: zero_at(g, index),
-       None)
+       None, props={"owned"})
 # select_grad passes h through or zeroes it: its own transpose.
 defvjp("select_grad", select_grad, _helper("select_grad"),
        lambda g, ans, h, m, xs, part: select_grad(g, m, xs, part),
@@ -176,11 +182,9 @@ defvjp("sum_list_grad", sum_list_grad, _helper("sum_list_grad"),
        lambda g, ans, h, items: unbroadcast(sum(g), h),
        None)
 
-
 # Writing one row of a buffer the optimizer made (optimize.batch_rank_one_updates): the only
 # in-place store generated code does, into an array no other name refers to.
 defprimitive("store_item", runtime.store_item, Spelling("store"), pure=False)
-
 
 def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):
     """Rule `op`'s VJP for input `argnum`, chosen when it runs. Generated code calls this where
@@ -189,19 +193,14 @@ def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):
     runtime, because it reads the rule table (runtime imports nothing of sourcegrad)."""
     return RULES[op].vjp_for(argnum)(g, ans, *inputs, **kwargs)
 
-
 def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
     """Rule `op`'s explicit JVP for input `argnum`, chosen when it runs (see vjp_at_run_time)."""
     return RULES[op].jvp_for(argnum)(t, ans, *inputs, **kwargs)
-
 
 # A rule whose formula depends on a rank known only at run time, called then (see templates);
 # generated code writes `sourcegrad.ops.vjp_at_run_time(...)` (older code `sourcegrad.rules.`).
 defprimitive("vjp_at_run_time", vjp_at_run_time, Spelling("module", "sourcegrad.ops.vjp_at_run_time"))
 defprimitive("jvp_at_run_time", jvp_at_run_time, Spelling("module", "sourcegrad.ops.jvp_at_run_time"))
-
-
-
 
 # --- forward mode ----------------------------------------------------------------------------
 

@@ -14,35 +14,35 @@ from .registry import func as _func, helper as _helper
 defvjp("sum", np.sum, _func("sum"),
        lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
            g if keepdims or axis is None else np.expand_dims(g, axis), x.shape),
-       kind="reduction")
+       kind="reduction", props={"linear_in_first"}, method="sum", methods=("sum",))
 # (the mean of an empty array is nan, as numpy gives it; its gradient is empty: no 1 / 0)
 defvjp("mean", np.mean, _func("mean"),
        lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
            (g if keepdims or axis is None else np.expand_dims(g, axis))
            / (x.size if axis is None else reduced_count(x, axis)), x.shape)
        if x.size else np.zeros_like(x),
-       kind="reduction")
+       kind="reduction", props={"linear_in_first"}, method="mean", methods=("mean",))
 defvjp("prod", np.prod, _func("prod"),
        lambda g, ans, x, axis=None, keepdims=False: prod_grad(g, x, axis, keepdims),
-       kind="reduction")
+       kind="reduction", method="prod", methods=("prod",))
 defvjp("max", np.max, _func("max"),
        lambda g, ans, x, axis=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
-       kind="reduction")
-alias("amax", np.amax, _func("amax"), like="max")
-alias("min", np.min, _func("min"), like="max", family="min")  # (max_grad picks by ans)
-alias("amin", np.amin, _func("amin"), like="max", family="min")
+       kind="reduction", method="max", methods=("max",))
+alias("amax", np.amax, _func("amax"), like="max", method="max")
+alias("min", np.min, _func("min"), like="max", family="min", method="min", methods=("min",))  # (max_grad picks by ans)
+alias("amin", np.amin, _func("amin"), like="max", family="min", method="min")
 defvjp("var", np.var, _func("var"),
        lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
            (g if keepdims or axis is None else np.expand_dims(g, axis)) * 2.0
            * (x - np.mean(x, axis=axis, keepdims=True))
            / ((x.size if axis is None else reduced_count(x, axis)) - ddof)),
-       kind="reduction")
+       kind="reduction", methods=("var",))
 defvjp("std", np.std, _func("std"),
        lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
            (g / ans if keepdims or axis is None else np.expand_dims(g / ans, axis))
            * (x - np.mean(x, axis=axis, keepdims=True))
            / ((x.size if axis is None else reduced_count(x, axis)) - ddof)),
-       kind="reduction")
+       kind="reduction", methods=("std",))
 
 
 

@@ -13,23 +13,29 @@ from .registry import func as _func, helper as _helper
 
 # Shapes and layout.
 defvjp("reshape", np.reshape, _func("reshape"),
-       lambda g, ans, x, shape: np.reshape(g, x.shape))
+       lambda g, ans, x, shape: np.reshape(g, x.shape),
+       props={"view", "linear_in_first"}, methods=("reshape",))
 defvjp("ravel", np.ravel, _func("ravel"),
-       lambda g, ans, x: np.reshape(g, x.shape))
+       lambda g, ans, x: np.reshape(g, x.shape),
+       props={"view", "linear_in_first"}, methods=("ravel", "flatten"))
 defvjp("expand_dims", np.expand_dims, _func("expand_dims"),
-       lambda g, ans, x, axis: np.reshape(g, x.shape))
+       lambda g, ans, x, axis: np.reshape(g, x.shape), props={"view", "linear_in_first"})
 defvjp("squeeze", np.squeeze, _func("squeeze"),
-       lambda g, ans, x, axis=None: np.reshape(g, x.shape))
+       lambda g, ans, x, axis=None: np.reshape(g, x.shape),
+       props={"view", "linear_in_first"}, methods=("squeeze",))
 defvjp("transpose", np.transpose, _func("transpose"),
-       lambda g, ans, x, axes=None: np.transpose(g) if axes is None else np.transpose(g, inverse_permutation(axes)))
+       lambda g, ans, x, axes=None: np.transpose(g) if axes is None else np.transpose(g, inverse_permutation(axes)),
+       props={"view", "linear_in_first"}, methods=("transpose",))
 defvjp("T", operator.attrgetter("T"), Spelling("attr", "T"),
-       lambda g, ans, x: g.T)
+       lambda g, ans, x: g.T, props={"view", "linear_in_first"})
 defvjp("swapaxes", np.swapaxes, _func("swapaxes"),
-       lambda g, ans, x, axis1, axis2: np.swapaxes(g, axis1, axis2))
+       lambda g, ans, x, axis1, axis2: np.swapaxes(g, axis1, axis2),
+       props={"view"}, methods=("swapaxes",))
 defvjp("moveaxis", np.moveaxis, _func("moveaxis"),
-       lambda g, ans, x, source, destination: np.moveaxis(g, destination, source))
+       lambda g, ans, x, source, destination: np.moveaxis(g, destination, source),
+       props={"view"})
 defvjp("broadcast_to", np.broadcast_to, _func("broadcast_to"),
-       lambda g, ans, x, shape: unbroadcast(g, x))
+       lambda g, ans, x, shape: unbroadcast(g, x), props={"view", "linear_in_first"})
 defvjp("concatenate", np.concatenate, _func("concatenate"),
        lambda g, ans, *arrays, argnum, axis=0: take_part(g, arrays, argnum, axis),
        sequence_input=True)
@@ -41,9 +47,9 @@ defvjp("take", np.take, _func("take"),
        None)
 defvjp("getitem", operator.getitem, Spelling("getitem"),
        lambda g, ans, x, index: unindex(g, x, index),
-       None)
+       None, props={"view"})
 defvjp("asarray", np.asarray, _func("asarray"),
-       lambda g, ans, x: unbroadcast(g, x))
+       lambda g, ans, x: unbroadcast(g, x), props={"view"}, methods=("copy",))
 defvjp("float_builtin", float, Spelling("builtin", "float"),
        lambda g, ans, x: g)
 # unbroadcast(h, x) sums h down to x's shape or broadcasts it up: unbroadcast back to h's
