@@ -323,25 +323,10 @@ def _unary_(op_name):
     return method
 
 
-exp_ = _unary_("exp")
-log_ = _unary_("log")
-sqrt_ = _unary_("sqrt")
-rsqrt_ = _unary_("rsqrt")
-sin_ = _unary_("sin")
-cos_ = _unary_("cos")
-tanh_ = _unary_("tanh")
-sigmoid_ = _unary_("sigmoid")
-relu_ = _unary_("relu")
-abs_ = _unary_("abs")
-neg_ = negative_ = _unary_("neg")
-reciprocal_ = _unary_("reciprocal")
-sign_ = _unary_("sign")
-floor_ = _unary_("floor")
-ceil_ = _unary_("ceil")
-trunc_ = _unary_("trunc")
-exp2_ = _unary_("exp2")
-expm1_ = _unary_("expm1")
-log1p_ = _unary_("log1p")
+# The in-place variants the registry's entries name (`Torch.inplace`): exp_, tanh_, abs_, ...
+REGISTERED = {name: _unary_(op.__name__) for op in dict.fromkeys(_ops.REGISTERED.values())
+              for name in op.entry.torch.inplace}
+globals().update(REGISTERED)  # this module's own names: inplace.exp_, inplace.relu_, ...
 
 
 def square_(self):

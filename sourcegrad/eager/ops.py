@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import nn as rt
+from ..ops import RULES, nn as rt
 from . import devices, dtypes, shape_ops
 from .grad_mode import STATE
 from .node import NotImplementedNode
@@ -385,37 +385,30 @@ def _make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
     return op
 
 
-exp = _make_unary("ExpBackward0", "exp", np.exp)
-exp2 = _make_unary("Exp2Backward0", "exp2", np.exp2)
-expm1 = _make_unary("Expm1Backward0", "expm1", np.expm1)
-log = _make_unary("LogBackward0", "log", np.log)
-log1p = _make_unary("Log1PBackward0", "log1p", np.log1p)
-log2 = _make_unary("Log2Backward0", "log2", np.log2)
-log10 = _make_unary("Log10Backward0", "log10", np.log10)
-sqrt = _make_unary("SqrtBackward0", "sqrt", np.sqrt)
-rsqrt = _make_unary("RsqrtBackward0", "rsqrt", rt.rsqrt)
-sin = _make_unary("SinBackward0", "sin", np.sin)
-cos = _make_unary("CosBackward0", "cos", np.cos)
-tan = _make_unary("TanBackward0", "tan", np.tan)
-asin = arcsin = _make_unary("AsinBackward0", "arcsin", np.arcsin)
-acos = arccos = _make_unary("AcosBackward0", "arccos", np.arccos)
-atan = arctan = _make_unary("AtanBackward0", "arctan", np.arctan)
-sinh = _make_unary("SinhBackward0", "sinh", np.sinh)
-cosh = _make_unary("CoshBackward0", "cosh", np.cosh)
-tanh = _make_unary("TanhBackward0", "tanh", np.tanh)
-asinh = arcsinh = _make_unary("AsinhBackward0", "arcsinh", np.arcsinh)
-acosh = arccosh = _make_unary("AcoshBackward0", "arccosh", np.arccosh)
-atanh = arctanh = _make_unary("AtanhBackward0", "arctanh", np.arctanh)
-sigmoid = _make_unary("SigmoidBackward0", "sigmoid", rt.sigmoid)
-erf = _make_unary("ErfBackward0", "erf", rt.erf)
-reciprocal = _make_unary("ReciprocalBackward0", "reciprocal", np.reciprocal)
-relu = _make_unary("ReluBackward0", "relu", rt.relu, keep_int=True)
-abs = absolute = _make_unary("AbsBackward0", "absolute", np.absolute, keep_int=True)  # noqa: A001
-neg = negative = _make_unary("NegBackward0", "negative", np.negative, keep_int=True)
-sign = _make_unary("SignBackward0", "torch_sign", np.sign, keep_int=True)
-floor = _make_unary("FloorBackward0", "torch_floor", np.floor, keep_int=True)
-ceil = _make_unary("CeilBackward0", "torch_ceil", np.ceil, keep_int=True)
-trunc = fix = _make_unary("TruncBackward0", "torch_trunc", np.trunc, keep_int=True)
+def _from_registry() -> dict:
+    """{torch function name: op} for every registry entry that carries torch names
+    (`ops.Torch`): the one-input elementwise ops (exp, tanh, sigmoid, abs, ...). Its Tensor
+    methods, in-place variants and numpy dispatch are made from the same entries
+    (inplace.REGISTERED, methods.py, numpy_dispatch.py), and `sourcegrad.<name>` from this."""
+    made = {}
+    for entry in RULES.values():
+        names = entry.torch
+        if names is None:
+            continue
+        if entry.kind != "elementwise" or len(entry.params) != 1:
+            raise TypeError(f"op {entry.name!r} has torch names, but the eager surface is made "
+                            "for one-input elementwise ops only: write its eager op by hand")
+        op = _make_unary(names.node, entry.name, entry.fn, names.keep_int)
+        op.__name__ = op.__qualname__ = names.function[0]
+        op.entry = entry
+        for name in names.function:
+            made[name] = op
+    return made
+
+
+REGISTERED = _from_registry()
+globals().update(REGISTERED)  # this module's own names: ops.exp, ops.sigmoid, ...
+reciprocal = REGISTERED["reciprocal"]  # (rdiv below calls it)
 _round0 = _make_unary("RoundBackward0", "torch_round", np.round, keep_int=True)
 positive = _make_unary("PositiveBackward0", "positive", np.positive, keep_int=True)
 

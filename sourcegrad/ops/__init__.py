@@ -21,7 +21,7 @@ from .registry import (COMPARISONS, MATH_FUNCTIONS, META, NONE, OPERATORS, PROPE
                        SHAPE, TEMPLATE_NAMESPACE, VALUE, Op, Rule, Spelling, Torch, alias,
                        array_methods, defjvp, deflinear, defnondiff, defprimitive, defvjp,
                        get, has, mark, op_for_method, read_level, reads, reads_shape_of,
-                       reads_value_of, rule_for_function, vjp_template)
+                       reads_value_of, rule_for_function, torch, vjp_template)
 # the families, in the order their entries build on each other (aliases after their base)
 from . import elementwise, reductions, linalg, shape, program, nn  # noqa: E402,F401
 from .program import jvp_at_run_time, vjp_at_run_time  # noqa: E402
@@ -31,5 +31,5 @@ __all__ = ["COMPARISONS", "MATH_FUNCTIONS", "META", "NONE", "OPERATORS", "PROPER
            "SHAPE", "TEMPLATE_NAMESPACE", "VALUE", "Op", "Rule", "Spelling", "Torch", "alias",
            "array_methods", "defjvp", "deflinear", "defnondiff", "defprimitive", "defvjp",
            "get", "has", "mark", "op_for_method", "read_level", "reads", "reads_shape_of",
-           "reads_value_of", "rule_for_function", "vjp_template", "jvp_at_run_time",
+           "reads_value_of", "rule_for_function", "torch", "vjp_template", "jvp_at_run_time",
            "vjp_at_run_time"]

@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from ..runtime import (unbroadcast)
-from .registry import Spelling, alias, defnondiff, defvjp, mark
+from .registry import Spelling, alias, defnondiff, defvjp, mark, torch
 from .registry import func as _func
 
 
@@ -28,7 +28,9 @@ defvjp("power", np.power, _func("power"),
        lambda g, ans, x, y: unbroadcast(g * y * x ** np.where(y, y - 1, 1), x),
        lambda g, ans, x, y: unbroadcast(g * ans * np.log(np.where(x, x, 1)), y), kind="elementwise")
 defvjp("negative", np.negative, _func("negative"),
-       lambda g, ans, x: -g, kind="elementwise")
+       lambda g, ans, x: -g, kind="elementwise",
+       torch=torch("NegBackward0", "neg", "negative", inplace=("neg_", "negative_"),
+                   keep_int=True))
 defvjp("positive", np.positive, _func("positive"),
        lambda g, ans, x: g, kind="elementwise")
 alias("add_op", operator.add, Spelling("binop", "+"), like="add", props={"owned"})
@@ -43,35 +45,59 @@ defvjp("mod_op", operator.mod, Spelling("binop", "%"),
        lambda g, ans, x, y: unbroadcast(g, x),
        lambda g, ans, x, y: unbroadcast(-g * np.floor_divide(x, y), y), kind="elementwise")
 
-# Elementwise functions of one argument.
+# Elementwise functions of one argument: numpy function, VJP, torch names (eager surface).
 _UNARY = {
-    "exp": (np.exp, lambda g, ans, x: g * ans),
-    "exp2": (np.exp2, lambda g, ans, x: g * ans * np.log(2.0)),
-    "expm1": (np.expm1, lambda g, ans, x: g * (ans + 1.0)),
-    "log": (np.log, lambda g, ans, x: g / x),
-    "log1p": (np.log1p, lambda g, ans, x: g / (1.0 + x)),
-    "log2": (np.log2, lambda g, ans, x: g / (x * np.log(2.0))),
-    "log10": (np.log10, lambda g, ans, x: g / (x * np.log(10.0))),
-    "sqrt": (np.sqrt, lambda g, ans, x: g / (2.0 * ans)),
-    "cbrt": (np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans)),
-    "square": (np.square, lambda g, ans, x: g * 2.0 * x),
-    "reciprocal": (np.reciprocal, lambda g, ans, x: -g * ans * ans),
-    "sin": (np.sin, lambda g, ans, x: g * np.cos(x)),
-    "cos": (np.cos, lambda g, ans, x: -g * np.sin(x)),
-    "tan": (np.tan, lambda g, ans, x: g * (1.0 + ans * ans)),
-    "arcsin": (np.arcsin, lambda g, ans, x: g / np.sqrt(1.0 - x * x)),
-    "arccos": (np.arccos, lambda g, ans, x: -g / np.sqrt(1.0 - x * x)),
-    "arctan": (np.arctan, lambda g, ans, x: g / (1.0 + x * x)),
-    "sinh": (np.sinh, lambda g, ans, x: g * np.cosh(x)),
-    "cosh": (np.cosh, lambda g, ans, x: g * np.sinh(x)),
-    "tanh": (np.tanh, lambda g, ans, x: g * (1.0 - ans * ans)),
-    "arcsinh": (np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1.0)),
-    "arccosh": (np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1.0)),
-    "arctanh": (np.arctanh, lambda g, ans, x: g / (1.0 - x * x)),
-    "absolute": (np.absolute, lambda g, ans, x: g * np.sign(x)),
+    "exp": (np.exp, lambda g, ans, x: g * ans,
+            torch("ExpBackward0", "exp", inplace=("exp_",))),
+    "exp2": (np.exp2, lambda g, ans, x: g * ans * np.log(2.0),
+             torch("Exp2Backward0", "exp2", inplace=("exp2_",))),
+    "expm1": (np.expm1, lambda g, ans, x: g * (ans + 1.0),
+              torch("Expm1Backward0", "expm1", inplace=("expm1_",))),
+    "log": (np.log, lambda g, ans, x: g / x,
+            torch("LogBackward0", "log", inplace=("log_",))),
+    "log1p": (np.log1p, lambda g, ans, x: g / (1.0 + x),
+              torch("Log1PBackward0", "log1p", inplace=("log1p_",))),
+    "log2": (np.log2, lambda g, ans, x: g / (x * np.log(2.0)),
+             torch("Log2Backward0", "log2")),
+    "log10": (np.log10, lambda g, ans, x: g / (x * np.log(10.0)),
+              torch("Log10Backward0", "log10")),
+    "sqrt": (np.sqrt, lambda g, ans, x: g / (2.0 * ans),
+             torch("SqrtBackward0", "sqrt", inplace=("sqrt_",))),
+    "cbrt": (np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans),
+             None),
+    "square": (np.square, lambda g, ans, x: g * 2.0 * x,
+               None),
+    "reciprocal": (np.reciprocal, lambda g, ans, x: -g * ans * ans,
+                   torch("ReciprocalBackward0", "reciprocal", inplace=("reciprocal_",))),
+    "sin": (np.sin, lambda g, ans, x: g * np.cos(x),
+            torch("SinBackward0", "sin", inplace=("sin_",))),
+    "cos": (np.cos, lambda g, ans, x: -g * np.sin(x),
+            torch("CosBackward0", "cos", inplace=("cos_",))),
+    "tan": (np.tan, lambda g, ans, x: g * (1.0 + ans * ans),
+            torch("TanBackward0", "tan")),
+    "arcsin": (np.arcsin, lambda g, ans, x: g / np.sqrt(1.0 - x * x),
+               torch("AsinBackward0", "asin", "arcsin")),
+    "arccos": (np.arccos, lambda g, ans, x: -g / np.sqrt(1.0 - x * x),
+               torch("AcosBackward0", "acos", "arccos")),
+    "arctan": (np.arctan, lambda g, ans, x: g / (1.0 + x * x),
+               torch("AtanBackward0", "atan", "arctan")),
+    "sinh": (np.sinh, lambda g, ans, x: g * np.cosh(x),
+             torch("SinhBackward0", "sinh")),
+    "cosh": (np.cosh, lambda g, ans, x: g * np.sinh(x),
+             torch("CoshBackward0", "cosh")),
+    "tanh": (np.tanh, lambda g, ans, x: g * (1.0 - ans * ans),
+             torch("TanhBackward0", "tanh", inplace=("tanh_",))),
+    "arcsinh": (np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1.0),
+                torch("AsinhBackward0", "asinh", "arcsinh")),
+    "arccosh": (np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1.0),
+                torch("AcoshBackward0", "acosh", "arccosh")),
+    "arctanh": (np.arctanh, lambda g, ans, x: g / (1.0 - x * x),
+                torch("AtanhBackward0", "atanh", "arctanh")),
+    "absolute": (np.absolute, lambda g, ans, x: g * np.sign(x),
+                 torch("AbsBackward0", "abs", "absolute", inplace=("abs_",), keep_int=True)),
 }
-for _name, (_fn, _vjp) in _UNARY.items():
-    defvjp(_name, _fn, _func(_name), _vjp, kind="elementwise")
+for _name, (_fn, _vjp, _torch) in _UNARY.items():
+    defvjp(_name, _fn, _func(_name), _vjp, kind="elementwise", torch=_torch)
 # (the adjoint accumulators the reverse pass may update in place hold these results)
 mark("owned", "exp", "log", "sin", "cos", "tanh", "sqrt", "square")
 alias("fabs", np.fabs, _func("fabs"), like="absolute")

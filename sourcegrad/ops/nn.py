@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..runtime import array_module, expand_reduced, max_grad, unbroadcast, unindex
-from .registry import Spelling, defvjp
+from .registry import Spelling, defvjp, torch
 
 
 def _spelled(name):
@@ -184,13 +184,17 @@ def unbind(x, axis=0):
 # --- the rules -------------------------------------------------------------------------------
 
 defvjp("relu", relu, _spelled("relu"),
-       lambda g, ans, x: g * (ans > 0), kind="elementwise")
+       lambda g, ans, x: g * (ans > 0), kind="elementwise",
+       torch=torch("ReluBackward0", "relu", inplace=("relu_",), numpy=False, keep_int=True))
 defvjp("sigmoid", sigmoid, _spelled("sigmoid"),
-       lambda g, ans, x: g * ans * (1.0 - ans), kind="elementwise")
+       lambda g, ans, x: g * ans * (1.0 - ans), kind="elementwise",
+       torch=torch("SigmoidBackward0", "sigmoid", inplace=("sigmoid_",), numpy=False))
 defvjp("rsqrt", rsqrt, _spelled("rsqrt"),
-       lambda g, ans, x: -0.5 * g * ans * ans * ans, kind="elementwise")
+       lambda g, ans, x: -0.5 * g * ans * ans * ans, kind="elementwise",
+       torch=torch("RsqrtBackward0", "rsqrt", inplace=("rsqrt_",), numpy=False))
 defvjp("erf", erf, _spelled("erf"),
-       lambda g, ans, x: g * 1.1283791670955126 * np.exp(-x * x), kind="elementwise")
+       lambda g, ans, x: g * 1.1283791670955126 * np.exp(-x * x), kind="elementwise",
+       torch=torch("ErfBackward0", "erf", numpy=False))
 defvjp("leaky_relu", leaky_relu, _spelled("leaky_relu"),
        lambda g, ans, x, negative_slope=0.01: g * np.where(x > 0, 1.0, negative_slope),
        kind="elementwise")
@@ -255,10 +259,18 @@ defvjp("fmod", fmod, _spelled("fmod"),
 defvjp("torch_div_rounding", div_rounding, _spelled("div_rounding"),
        lambda g, ans, x, y: unbroadcast(np.zeros_like(g), x),
        lambda g, ans, x, y: unbroadcast(np.zeros_like(g), y), kind="elementwise")
-for _name in ("sign", "floor", "ceil", "round", "trunc"):
+_ROUNDING = {
+    "sign": torch("SignBackward0", "sign", inplace=("sign_",), keep_int=True),
+    "floor": torch("FloorBackward0", "floor", inplace=("floor_",), keep_int=True),
+    "ceil": torch("CeilBackward0", "ceil", inplace=("ceil_",), keep_int=True),
+    "trunc": torch("TruncBackward0", "trunc", "fix", inplace=("trunc_",), keep_int=True),
+    "round": None,  # eager round takes `decimals` (sourcegrad.eager.ops.round)
+}
+for _name, _torch in _ROUNDING.items():
     defvjp(f"torch_{_name}", getattr(np, _name), Spelling("func", _name),
-           lambda g, ans, x: np.zeros_like(g), kind="elementwise", register_fn=False)
-del _name
+           lambda g, ans, x: np.zeros_like(g), kind="elementwise", register_fn=False,
+           torch=_torch)
+del _name, _torch
 
 # Several outputs: `g` is the list of the outputs' gradients (zeros where none arrived).
 defvjp("split", split, _spelled("split"),

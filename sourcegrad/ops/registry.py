@@ -87,6 +87,14 @@ class Torch:
     keep_int: bool = False
 
 
+def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False) -> Torch:
+    """The torch names of an op whose Tensor methods are its function names (most are):
+    `torch("SincBackward0", "sinc", inplace=("sinc_",))`."""
+    names = tuple(names)
+    return Torch(node, names, names if method is None else tuple(method), tuple(inplace),
+                 numpy, keep_int)
+
+
 # The properties `has` answers besides `kind` (a record's `props`):
 #   "view": the result shares memory with the first argument (numpy views; an item of a list);
 #   "fresh": the result is a new array no other name refers to (optimize's buffer reuse);
