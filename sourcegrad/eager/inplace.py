@@ -324,8 +324,16 @@ def _unary_(op_name):
 
 
 # The in-place variants the registry's entries name (`Torch.inplace`): exp_, tanh_, abs_, ...
-REGISTERED = {name: _unary_(op.__name__) for op in dict.fromkeys(_ops.REGISTERED.values())
-              for name in op.entry.torch.inplace}
+def _from_registry() -> dict:
+    made = {}
+    for op in dict.fromkeys(_ops.REGISTERED.values()):
+        for name in op.entry.torch.inplace:
+            made[name] = _unary_(op.__name__)
+            made[name].entry = op.entry
+    return made
+
+
+REGISTERED = _from_registry()
 globals().update(REGISTERED)  # this module's own names: inplace.exp_, inplace.relu_, ...
 
 
