@@ -51,6 +51,7 @@ ROWS = {
     "absolute": away_from_zero, "negative": normal, "torch_sign": away_from_zero,
     "torch_floor": off_integers, "torch_ceil": off_integers, "torch_trunc": off_integers,
     "relu": away_from_zero, "sigmoid": normal, "rsqrt": positive, "erf": normal,
+    "sinc": lambda r: np.concatenate([r.uniform(-2.5, 2.5, size=(3, 3)), np.zeros((3, 1))], 1),
 }
 NAMES = sorted(ROWS)
 

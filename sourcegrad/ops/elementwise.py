@@ -100,6 +100,12 @@ for _name, (_fn, _vjp, _torch) in _UNARY.items():
     defvjp(_name, _fn, _func(_name), _vjp, kind="elementwise", torch=_torch)
 # (the adjoint accumulators the reverse pass may update in place hold these results)
 mark("owned", "exp", "log", "sin", "cos", "tanh", "sqrt", "square")
+# sinc(x) = sin(pi x) / (pi x), 1 at 0. Its derivative (cos(pi x) - sinc(x)) / x loses digits
+# near 0, so there it is the Taylor series -pi^2 x / 3 + pi^4 x^3 / 30, exact to rounding at
+# |x| < 1e-3 and differentiable at 0 too (torch's second derivative there is nan).
+defvjp("sinc", np.sinc, _func("sinc"),
+       lambda g, ans, x: g * np.where(np.abs(x) < 1e-3, x * (3.2469697011334144 * x * x - 3.289868133696453), (np.cos(3.141592653589793 * x) - ans) / np.where(np.abs(x) < 1e-3, 1.0, x)),
+       kind="elementwise", torch=torch("SincBackward0", "sinc", inplace=("sinc_",)))
 alias("fabs", np.fabs, _func("fabs"), like="absolute")
 alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute")
 for _name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
