@@ -216,11 +216,6 @@ class _NumpyRejects(Exception):
         self.error = error
 
 
-# ops whose errors depend only on their operands' shapes (and static arguments), so a
-# stand-in that numpy rejects is a program numpy rejects (besides the elementwise ones)
-_SHAPE_CHECKED = {"matmul", "matmul_op", "dot", "inner", "outer", "tensordot", "einsum",
-                  "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "broadcast_to",
-                  "expand_dims", "squeeze", "concatenate", "stack", "getitem", "T"}
 
 
 def _numpy_verdict(rule, values, kwvalues):
@@ -234,7 +229,9 @@ def _numpy_verdict(rule, values, kwvalues):
         if isinstance(v, list) and not isinstance(v, ListOf):
             return [ghost(i) for i in v]
         return v
-    if rule.kind not in ("elementwise", "reduction") and rule.name not in _SHAPE_CHECKED:
+    # (elementwise ops, reductions and the registry's "shape_checked" ops: their errors depend
+    # only on their operands' shapes, so a stand-in numpy rejects is a program numpy rejects)
+    if rule.kind not in ("elementwise", "reduction") and not ops.has(rule.name, "shape_checked"):
         return
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):

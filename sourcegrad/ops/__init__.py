@@ -25,7 +25,6 @@ from .registry import (COMPARISONS, MATH_FUNCTIONS, META, NONE, OPERATORS, PROPE
 # the families, in the order their entries build on each other (aliases after their base)
 from . import elementwise, reductions, linalg, shape, program, nn  # noqa: E402,F401
 from .program import jvp_at_run_time, vjp_at_run_time  # noqa: E402
-from . import properties  # noqa: E402,F401 - the pass properties of entries defined above
 
 __all__ = ["COMPARISONS", "MATH_FUNCTIONS", "META", "NONE", "OPERATORS", "PROPERTIES", "RULES",
            "SHAPE", "TEMPLATE_NAMESPACE", "VALUE", "Op", "Rule", "Spelling", "Torch", "alias",

@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from ..runtime import (dot_grad, einsum_grad, inner_grad, tensordot_grad, unbroadcast)
-from .registry import (Spelling, alias, deflinear, defvjp)
+from .registry import Spelling, alias, deflinear, defvjp, mark
 from .registry import func as _func
 
 
@@ -66,3 +66,5 @@ defvjp("einsum", np.einsum, _func("einsum"),
 
 
 deflinear("multi", "matmul", "dot", "outer", "inner", "tensordot", "einsum")
+# (numpy's errors for these depend on the operands' shapes only: see "shape_checked")
+mark("shape_checked", "matmul", "matmul_op", "dot", "inner", "outer", "tensordot", "einsum")

@@ -11,7 +11,8 @@ Its `Op` holds everything either mode asks about it:
   method generated code writes; `methods`: the array methods user code may call;
   `shape`: the shape function the analysis uses) through `has(name, prop)`;
 * its torch names (`torch`: node, function, Tensor method, in-place variant, numpy
-  dispatch), from which the eager surface is generated (`sourcegrad.eager.surface`).
+  dispatch), from which the eager surface is made (`eager.ops.REGISTERED` and the
+  tables of `eager.inplace`, `eager.methods`, `eager.numpy_dispatch`, `eager.__all__`).
 
     defvjp("multiply", np.multiply, Spelling.func("multiply"),
            lambda g, ans, x, y: unbroadcast(g * y, x),
@@ -70,7 +71,7 @@ class Spelling:
 
 @dataclass(frozen=True)
 class Torch:
-    """The op's torch names, from which `sourcegrad.eager.surface` builds the eager surface.
+    """The op's torch names, from which the eager surface is made (`eager.ops.REGISTERED`).
 
     node: the backward node's class name (`SincBackward0`); function: the names of
     `sourcegrad.<name>(x)` (the first is the op's own name, the others aliases); method: the
@@ -101,8 +102,10 @@ def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False) -> 
 #   "owned": an adjoint accumulator holding the result may be updated in place (reverse);
 #   "linear_in_first": linear in its first argument, the others axes or shapes (a scalar
 #                      factor passes through it);
+#   "shape_checked": its errors depend only on its operands' shapes and static arguments (so
+#                    the analysis may run it on stand-ins to find numpy's own error);
 #   "reduction": kind == "reduction"; "elementwise": kind == "elementwise".
-PROPERTIES = ("view", "fresh", "owned", "linear_in_first")
+PROPERTIES = ("view", "fresh", "owned", "linear_in_first", "shape_checked")
 
 
 @dataclass

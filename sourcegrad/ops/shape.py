@@ -7,7 +7,7 @@ import numpy as np
 
 from ..runtime import (inverse_permutation, take_part, unbroadcast, unindex, untake,
                        tile_split_shape, tile_sum_axes)
-from .registry import (RULES, Spelling, deflinear, defnondiff, defvjp)
+from .registry import RULES, Spelling, deflinear, defnondiff, defvjp, mark
 from .registry import func as _func, helper as _helper
 
 
@@ -63,6 +63,9 @@ deflinear("joint", "reshape", "ravel", "expand_dims", "squeeze", "transpose", "T
           "moveaxis", "broadcast_to", "concatenate", "stack", "getitem", "take", "asarray",
           "float_builtin")
 RULES["unbroadcast"].linear = (0,)
+# (numpy's errors for these depend on the operands' shapes only: see "shape_checked")
+mark("shape_checked", "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "broadcast_to",
+     "expand_dims", "squeeze", "concatenate", "stack", "getitem", "T")
 
 
 # Layout changes numpy has and torch names differently (flip, roll, tril, triu, tile): each is
