@@ -3,7 +3,7 @@
 A row names an entry of `sourcegrad.ops` and the inputs to try it on (away from points
 where it is not differentiable). From the entry alone the tests check:
 
-* compiler: the gradient of `sum(op(x) * w)` against central finite differences, and
+* compiler: the gradient of `sum(op(*xs) * w)` against central finite differences, and
   its forward mode (JVP) and second derivative against finite differences of those;
 * eager: `sourcegrad.<function>`, `Tensor.<method>`, the in-place variant and
   `np.<function>(tensor)` against torch (values, gradient, the node's name, and the
@@ -52,6 +52,13 @@ ROWS = {
     "torch_floor": off_integers, "torch_ceil": off_integers, "torch_trunc": off_integers,
     "relu": away_from_zero, "sigmoid": normal, "rsqrt": positive, "erf": normal,
     "sinc": lambda r: np.concatenate([r.uniform(-2.5, 2.5, size=(3, 3)), np.zeros((3, 1))], 1),
+    # two inputs (the second broadcast along the first's rows); maximum and minimum away
+    # from ties, where they split the gradient
+    "maximum": lambda r: (normal(r), r.normal(size=4) + 0.05),
+    "minimum": lambda r: (normal(r), r.normal(size=4) + 0.05),
+    "logaddexp": lambda r: (normal(r), r.normal(size=4)),
+    "arctan2": lambda r: (normal(r), r.normal(size=4)),
+    "hypot": lambda r: (normal(r), r.normal(size=4)),
 }
 NAMES = sorted(ROWS)
 
@@ -62,16 +69,22 @@ def test_every_entry_with_torch_names_has_a_row():
 
 
 def _inputs(name):
+    """(the op's array inputs, the weights of its output) for row `name`."""
     r = np.random.default_rng(zlib.crc32(name.encode()))
-    return ROWS[name](r), r.normal(size=(3, 4))
+    xs = ROWS[name](r)
+    xs = xs if isinstance(xs, tuple) else (xs,)
+    return xs, r.normal(size=np.broadcast_shapes(*(np.shape(x) for x in xs)))
 
 
 def _function(name):
-    """`sum(op(x) * w)`, calling the entry's own forward function."""
+    """`sum(op(*xs) * w)`, calling the entry's own forward function."""
     fn = ops.get(name).fn
-
-    def f(x, w):
-        return np.sum(fn(x) * w)
+    if len(ops.get(name).params) == 1:
+        def f(x, w):
+            return np.sum(fn(x) * w)
+    else:
+        def f(x, y, w):
+            return np.sum(fn(x, y) * w)
     return f
 
 
@@ -84,18 +97,24 @@ def _compiled(name):
 @pytest.mark.parametrize("name", [n for n in NAMES if _compiled(n)])
 def test_compiler_matches_finite_differences(name):
     f = _function(name)
-    x, w = _inputs(name)
-    np.testing.assert_allclose(sourcegrad.grad(f)(x, w), numeric_grad(f, (x, w), 0),
-                               rtol=1e-6, atol=1e-8)
-    t = np.random.default_rng(1).normal(size=x.shape)
-    _, tangent = sourcegrad.jvp(f, (x, w), (t, np.zeros_like(w)))
+    xs, w = _inputs(name)
+    args = xs + (w,)
+    wrt = tuple(range(len(xs)))
+    for pos, g in zip(wrt, sourcegrad.grad(f, wrt=wrt)(*args)):
+        np.testing.assert_allclose(g, numeric_grad(f, args, pos), rtol=1e-6, atol=1e-8)
+    r = np.random.default_rng(1)
+    ts = tuple(r.normal(size=np.shape(x)) for x in xs) + (np.zeros_like(w),)
     eps = 1e-6
-    np.testing.assert_allclose(tangent, (f(x + eps * t, w) - f(x - eps * t, w)) / (2 * eps),
+
+    def along(fn, sign):
+        return fn(*(a + sign * eps * t for a, t in zip(args, ts)))
+    _, tangent = sourcegrad.jvp(f, args, ts)
+    np.testing.assert_allclose(tangent, (along(f, 1) - along(f, -1)) / (2 * eps),
                                rtol=1e-6, atol=1e-8)
-    gradient = sourcegrad.grad(f)
-    hessian_t = sourcegrad.jvp(gradient, (x, w), (t, np.zeros_like(w)))[1]
-    numeric = (gradient(x + eps * t, w) - gradient(x - eps * t, w)) / (2 * eps)
-    np.testing.assert_allclose(hessian_t, numeric, rtol=1e-5, atol=1e-7)
+    gradient = sourcegrad.grad(f)  # (with respect to the first input)
+    hessian_t = sourcegrad.jvp(gradient, args, ts)[1]
+    np.testing.assert_allclose(hessian_t, (along(gradient, 1) - along(gradient, -1)) / (2 * eps),
+                               rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -103,47 +122,40 @@ def test_eager_matches_torch(name):
     torch = pytest.importorskip("torch")
     entry = ops.get(name)
     names = entry.torch
-    x, w = _inputs(name)
-    tw = torch.tensor(w)
+    xs, w = _inputs(name)
+    vs = [np.random.default_rng(2).normal(size=np.shape(x)) for x in xs]
 
-    def torch_side(call):
-        tx = torch.tensor(x, requires_grad=True)
-        out = call(tx)
-        (g,) = torch.autograd.grad((out * tw).sum(), tx, create_graph=True)
+    def side(T, call):
+        """(output, first derivatives, second derivatives along vs) of sum(call(*xs) * w)."""
+        txs = [T.tensor(x, requires_grad=True) for x in xs]
+        out = call(*txs)
+        gs = T.autograd.grad((out * T.tensor(w)).sum(), txs, create_graph=True)
         # (a constant first derivative, such as neg's, records nothing to differentiate)
-        (gg,) = torch.autograd.grad((g * tw).sum(), tx, allow_unused=True) \
-            if g.requires_grad else (None,)
-        return out, g, gg
-
-    def our_side(call):
-        sx = sourcegrad.tensor(x, requires_grad=True)
-        out = call(sx)
-        (g,) = sourcegrad.autograd.grad((out * sourcegrad.tensor(w)).sum(), sx,
-                                        create_graph=True)
-        (gg,) = sourcegrad.autograd.grad((g * sourcegrad.tensor(w)).sum(), sx,
-                                         allow_unused=True) if g.requires_grad else (None,)
-        return out, g, gg
+        total = sum((g * T.tensor(v)).sum() for g, v in zip(gs, vs) if g.requires_grad)
+        ggs = T.autograd.grad(total, txs, allow_unused=True) \
+            if isinstance(total, T.Tensor) else (None,) * len(xs)
+        return (out,) + tuple(gs) + tuple(ggs)
 
     def agree(ours, theirs, node):
         assert type(ours[0].grad_fn).__name__ == node
-        for order, (a, b) in enumerate(zip(ours, theirs)):
+        for i, (a, b) in enumerate(zip(ours, theirs)):
             a = None if a is None else a.detach().numpy()
             b = None if b is None else b.detach().numpy(force=True)  # (torch's ZeroTensor)
             if b is None or a is None:  # (no second derivative: zero, or not recorded)
                 assert (a is None or not np.any(a)) and (b is None or not np.any(b))
                 continue
-            if order == 2:  # where torch's second derivative is nan (sinc at 0), ours is finite
+            if i > len(xs):  # where torch's second derivative is nan (sinc at 0), ours is finite
                 assert np.all(np.isfinite(a))
                 a, b = np.where(np.isfinite(b), a, 0.0), np.where(np.isfinite(b), b, 0.0)
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
-    theirs = torch_side(getattr(torch, names.function[0]))
+    theirs = side(torch, getattr(torch, names.function[0]))
     for function in names.function:
-        agree(our_side(getattr(sourcegrad, function)), theirs, names.node)
+        agree(side(sourcegrad, getattr(sourcegrad, function)), theirs, names.node)
     for method in names.method:
-        agree(our_side(lambda t: getattr(t, method)()), theirs, names.node)
+        agree(side(sourcegrad, lambda t, *rest: getattr(t, method)(*rest)), theirs, names.node)
     for inplace in names.inplace:
-        agree(our_side(lambda t: getattr(t * 1.0, inplace)()),
-              torch_side(lambda t: getattr(t * 1.0, inplace)()), names.node)
+        agree(side(sourcegrad, lambda t: getattr(t * 1.0, inplace)()),
+              side(torch, lambda t: getattr(t * 1.0, inplace)()), names.node)
     if names.numpy:
-        agree(our_side(entry.fn), theirs, names.node)
+        agree(side(sourcegrad, entry.fn), theirs, names.node)

@@ -54,15 +54,15 @@ from .factories import (Generator, arange, as_tensor, asarray, bernoulli, defaul
                         ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                         randperm, seed, set_rng_state, tensor, zeros, zeros_like)
 from .formatting import set_printoptions
-from .ops import (add, addmm, all, allclose, amax, amin, any, arctan2, argmax, argmin, atan2,
-                  bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm, clamp, clamp_max,
-                  clamp_min, clip, count_nonzero, cumprod, cumsum, div, divide, dot, eq, equal,
-                  float_power, floor_divide, fmax, fmin, fmod, ge, ger, greater, greater_equal, gt,
-                  hypot, inner, isclose, isfinite, isinf, isnan, le, less, less_equal, log_softmax,
-                  logaddexp, logical_and, logical_not, logical_or, logical_xor, logsumexp, lt,
-                  matmul, max, maximum, mean, min, minimum, mm, mul, multiply, mv, nansum, ne,
-                  norm, not_equal, outer, positive, pow, prod, remainder, return_types, round,
-                  rsub, softmax, square, std, sub, subtract, sum, true_divide, var, vdot, where)
+from .ops import (add, addmm, all, allclose, amax, amin, any, argmax, argmin, bitwise_and,
+                  bitwise_not, bitwise_or, bitwise_xor, bmm, clamp, clamp_max, clamp_min, clip,
+                  count_nonzero, cumprod, cumsum, div, divide, dot, eq, equal, float_power,
+                  floor_divide, fmax, fmin, fmod, ge, ger, greater, greater_equal, gt, inner,
+                  isclose, isfinite, isinf, isnan, le, less, less_equal, log_softmax, logical_and,
+                  logical_not, logical_or, logical_xor, logsumexp, lt, matmul, max, mean, min, mm,
+                  mul, multiply, mv, nansum, ne, norm, not_equal, outer, positive, pow, prod,
+                  remainder, return_types, round, rsub, softmax, square, std, sub, subtract, sum,
+                  true_divide, var, vdot, where)
 globals().update(_ops.REGISTERED)  # sourcegrad.exp, .tanh, .abs, ...: the registry's entries
 from .shape_ops import (argsort, argwhere, atleast_1d, atleast_2d, atleast_3d, broadcast_tensors,
                         broadcast_to, cat, chunk, clone, column_stack, concat, concatenate, diag,
@@ -126,8 +126,8 @@ __all__ = [
     "is_complex", "numel", "is_nonzero",
     # arithmetic and elementwise
     "add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide", "pow",
-    "square", "float_power", "remainder", "fmod", "floor_divide", "atan2", "arctan2", "hypot",
-    "logaddexp", "maximum", "minimum", "fmax", "fmin",
+    "square", "float_power", "remainder", "fmod", "floor_divide",
+    "fmax", "fmin",
     "relu_", "abs_",
     "round", "positive", "clamp",
     "clip", "clamp_min", "clamp_max", "where", "zero_",

@@ -96,9 +96,7 @@ METHODS = {
     "add": ops.add, "sub": ops.sub, "subtract": ops.sub, "mul": ops.mul, "multiply": ops.mul,
     "div": ops.div, "divide": ops.div, "true_divide": ops.div, "pow": ops.pow,
     "float_power": ops.float_power, "square": ops.square, "remainder": ops.remainder,
-    "fmod": ops.fmod, "floor_divide": ops.floor_divide, "atan2": ops.atan2,
-    "arctan2": ops.atan2, "hypot": ops.hypot, "logaddexp": ops.logaddexp,
-    "maximum": ops.maximum, "minimum": ops.minimum, "fmax": ops.fmax, "fmin": ops.fmin,
+    "fmod": ops.fmod, "floor_divide": ops.floor_divide, "fmax": ops.fmax, "fmin": ops.fmin,
     # comparisons and logic
     "eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
     "not_equal": ops.ne, "less": ops.lt, "less_equal": ops.le, "greater": ops.gt,

@@ -38,11 +38,8 @@ def _floor_divide(x, y):
 UFUNCS = {
     np.add: ops.add, np.subtract: ops.sub, np.multiply: ops.mul, np.true_divide: ops.div,
     np.power: ops.pow, np.float_power: ops.float_power,
-    np.positive: lambda x: x, np.fabs: ops.abs,
-    np.square: ops.square,
-    np.rint: _rint, np.maximum: ops.maximum, np.minimum: ops.minimum,
-    np.fmax: ops.fmax, np.fmin: ops.fmin, np.arctan2: ops.atan2, np.hypot: ops.hypot,
-    np.logaddexp: ops.logaddexp, np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt,
+    np.positive: lambda x: x, np.fabs: ops.abs, np.square: ops.square, np.rint: _rint,
+    np.fmax: ops.fmax, np.fmin: ops.fmin, np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt,
     np.less_equal: ops.le, np.greater: ops.gt, np.greater_equal: ops.ge,
     np.logical_and: ops.logical_and, np.logical_or: ops.logical_or,
     np.logical_xor: ops.logical_xor, np.logical_not: ops.logical_not,

@@ -68,11 +68,6 @@ POW_TENSOR = OpSpec("PowBackward1", "power")
 POW_BASE = OpSpec("PowBackward2", "power", edges=(1,))
 REMAINDER_SCALAR = OpSpec("RemainderBackward0", "mod_op", edges=(0,))
 REMAINDER = OpSpec("RemainderBackward1", "mod_op")
-ATAN2 = OpSpec("Atan2Backward0", "arctan2")
-HYPOT = OpSpec("HypotBackward0", "hypot")
-LOGADDEXP = OpSpec("LogaddexpBackward0", "logaddexp")
-MAXIMUM = OpSpec("MaximumBackward0", "maximum")
-MINIMUM = OpSpec("MinimumBackward0", "minimum")
 FMOD_SCALAR = OpSpec("FmodBackward0", "fmod", edges=(0,))
 FMOD = OpSpec("FmodBackward1", "fmod")
 DIV_ROUNDING = OpSpec("DivBackward2", "torch_div_rounding")
@@ -208,29 +203,6 @@ def floor_divide(input, other):
         res._grad_fn = NotImplementedNode(edges, "aten::floor_divide")
         res._requires_grad = True
     return res
-
-
-def atan2(input, other):
-    return binary_op(ATAN2, np.arctan2, input, other, to_float=True)
-
-
-arctan2 = atan2
-
-
-def hypot(input, other):
-    return binary_op(HYPOT, np.hypot, input, other, to_float=True)
-
-
-def logaddexp(input, other):
-    return binary_op(LOGADDEXP, np.logaddexp, input, other, to_float=True)
-
-
-def maximum(input, other):
-    return binary_op(MAXIMUM, np.maximum, input, other)
-
-
-def minimum(input, other):
-    return binary_op(MINIMUM, np.minimum, input, other)
 
 
 def fmax(input, other):
@@ -385,20 +357,34 @@ def _make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
     return op
 
 
+def _make_binary(node_name, rule_name, fn, keep_int=False):
+    spec = OpSpec(node_name, rule_name)
+
+    def op(input, other):
+        return binary_op(spec, fn, input, other, to_float=not keep_int)
+    op.__doc__ = f"Elementwise {rule_name} of two tensors (broadcasting); backward: {node_name}."
+    op.spec, op.np_fn = spec, fn
+    return op
+
+
 def _from_registry() -> dict:
     """{torch function name: op} for every registry entry that carries torch names
-    (`ops.Torch`): the one-input elementwise ops (exp, tanh, sigmoid, abs, ...). Its Tensor
-    methods, in-place variants and numpy dispatch are made from the same entries
-    (inplace.REGISTERED, methods.py, numpy_dispatch.py), and `sourcegrad.<name>` from this."""
+    (`ops.Torch`): the elementwise ops of one input (exp, tanh, sigmoid, abs, ...) and of two
+    (maximum, hypot, atan2, ...). Their Tensor methods, in-place variants and numpy dispatch
+    are made from the same entries (inplace.REGISTERED, methods.py, numpy_dispatch.py), and
+    `sourcegrad.<name>` from this."""
     made = {}
     for entry in RULES.values():
         names = entry.torch
         if names is None:
             continue
-        if entry.kind != "elementwise" or len(entry.params) != 1:
+        if entry.kind != "elementwise" or len(entry.params) not in (1, 2) or \
+                len(entry.params) == 2 and names.inplace:
             raise TypeError(f"op {entry.name!r} has torch names, but the eager surface is made "
-                            "for one-input elementwise ops only: write its eager op by hand")
-        op = _make_unary(names.node, entry.name, entry.fn, names.keep_int)
+                            "for elementwise ops of one or two inputs (in place: of one) only: "
+                            "write its eager op by hand")
+        make = _make_unary if len(entry.params) == 1 else _make_binary
+        op = make(names.node, entry.name, entry.fn, names.keep_int)
         op.__name__ = op.__qualname__ = names.function[0]
         op.entry = entry
         for name in names.function:
@@ -408,7 +394,9 @@ def _from_registry() -> dict:
 
 REGISTERED = _from_registry()
 globals().update(REGISTERED)  # this module's own names: ops.exp, ops.sigmoid, ...
-reciprocal = REGISTERED["reciprocal"]  # (rdiv below calls it)
+# (named here too for the functions of this module that call them: rdiv, max and min)
+reciprocal = REGISTERED["reciprocal"]
+maximum, minimum = REGISTERED["maximum"], REGISTERED["minimum"]
 _round0 = _make_unary("RoundBackward0", "torch_round", np.round, keep_int=True)
 positive = _make_unary("PositiveBackward0", "positive", np.positive, keep_int=True)
 

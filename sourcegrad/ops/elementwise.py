@@ -117,19 +117,24 @@ for _name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "sinh
 # Elementwise functions of two arguments.
 defvjp("maximum", np.maximum, _func("maximum"),
        lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x > y), x),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y > x), y), kind="elementwise")
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y > x), y), kind="elementwise",
+       torch=torch("MaximumBackward0", "maximum", keep_int=True))
 defvjp("minimum", np.minimum, _func("minimum"),
        lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x < y), x),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y < x), y), kind="elementwise")
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y < x), y), kind="elementwise",
+       torch=torch("MinimumBackward0", "minimum", keep_int=True))
 defvjp("logaddexp", np.logaddexp, _func("logaddexp"),
        lambda g, ans, x, y: unbroadcast(g * np.exp(x - ans), x),
-       lambda g, ans, x, y: unbroadcast(g * np.exp(y - ans), y), kind="elementwise")
+       lambda g, ans, x, y: unbroadcast(g * np.exp(y - ans), y), kind="elementwise",
+       torch=torch("LogaddexpBackward0", "logaddexp"))
 defvjp("arctan2", np.arctan2, _func("arctan2"),
        lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
-       lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y), kind="elementwise")
+       lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y), kind="elementwise",
+       torch=torch("Atan2Backward0", "atan2", "arctan2"))
 defvjp("hypot", np.hypot, _func("hypot"),
        lambda g, ans, x, y: unbroadcast(g * x / ans, x),
-       lambda g, ans, x, y: unbroadcast(g * y / ans, y), kind="elementwise")
+       lambda g, ans, x, y: unbroadcast(g * y / ans, y), kind="elementwise",
+       torch=torch("HypotBackward0", "hypot"))
 alias("math_atan2", math.atan2, Spelling("module", "math.atan2"), like="arctan2")
 alias("math_hypot", math.hypot, Spelling("module", "math.hypot"), like="hypot")
 alias("math_pow", math.pow, Spelling("module", "math.pow"), like="power")
