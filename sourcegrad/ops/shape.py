@@ -7,62 +7,60 @@ import numpy as np
 
 from ..runtime import (inverse_permutation, take_part, unbroadcast, unindex, untake,
                        tile_split_shape, tile_sum_axes)
-from .registry import RULES, Spelling, deflinear, defnondiff, defvjp, mark
+from .registry import Spelling, defnondiff, defvjp, mark
 from .registry import func as _func, helper as _helper
 
 
 # Shapes and layout.
 defvjp("reshape", np.reshape, _func("reshape"),
        lambda g, ans, x, shape: np.reshape(g, x.shape),
-       props={"view", "linear_in_first"}, methods=("reshape",))
+       props={"view", "linear_in_first"}, methods=("reshape",), linear="joint")
 defvjp("ravel", np.ravel, _func("ravel"),
        lambda g, ans, x: np.reshape(g, x.shape),
-       props={"view", "linear_in_first"}, methods=("ravel", "flatten"))
+       props={"view", "linear_in_first"}, methods=("ravel", "flatten"), linear="joint")
 defvjp("expand_dims", np.expand_dims, _func("expand_dims"),
-       lambda g, ans, x, axis: np.reshape(g, x.shape), props={"view", "linear_in_first"})
+       lambda g, ans, x, axis: np.reshape(g, x.shape), props={"view", "linear_in_first"},
+       linear="joint")
 defvjp("squeeze", np.squeeze, _func("squeeze"),
        lambda g, ans, x, axis=None: np.reshape(g, x.shape),
-       props={"view", "linear_in_first"}, methods=("squeeze",))
+       props={"view", "linear_in_first"}, methods=("squeeze",), linear="joint")
 defvjp("transpose", np.transpose, _func("transpose"),
        lambda g, ans, x, axes=None: np.transpose(g) if axes is None else np.transpose(g, inverse_permutation(axes)),
-       props={"view", "linear_in_first"}, methods=("transpose",))
+       props={"view", "linear_in_first"}, methods=("transpose",), linear="joint")
 defvjp("T", operator.attrgetter("T"), Spelling("attr", "T"),
-       lambda g, ans, x: g.T, props={"view", "linear_in_first"})
+       lambda g, ans, x: g.T, props={"view", "linear_in_first"}, linear="joint")
 defvjp("swapaxes", np.swapaxes, _func("swapaxes"),
        lambda g, ans, x, axis1, axis2: np.swapaxes(g, axis1, axis2),
-       props={"view"}, methods=("swapaxes",))
+       props={"view"}, methods=("swapaxes",), linear="joint")
 defvjp("moveaxis", np.moveaxis, _func("moveaxis"),
        lambda g, ans, x, source, destination: np.moveaxis(g, destination, source),
-       props={"view"})
+       props={"view"}, linear="joint")
 defvjp("broadcast_to", np.broadcast_to, _func("broadcast_to"),
-       lambda g, ans, x, shape: unbroadcast(g, x), props={"view", "linear_in_first"})
+       lambda g, ans, x, shape: unbroadcast(g, x), props={"view", "linear_in_first"},
+       linear="joint")
 defvjp("concatenate", np.concatenate, _func("concatenate"),
        lambda g, ans, *arrays, argnum, axis=0: take_part(g, arrays, argnum, axis),
-       sequence_input=True)
+       sequence_input=True, linear="joint")
 defvjp("stack", np.stack, _func("stack"),
        lambda g, ans, *arrays, argnum, axis=0: np.take(g, argnum, axis=axis),
-       sequence_input=True)
+       sequence_input=True, linear="joint")
 defvjp("take", np.take, _func("take"),
        lambda g, ans, x, indices, axis=None: untake(g, x, indices, axis),
-       None)
+       None, linear="joint")
 defvjp("getitem", operator.getitem, Spelling("getitem"),
        lambda g, ans, x, index: unindex(g, x, index),
-       None, props={"view"})
+       None, props={"view"}, linear="joint")
 defvjp("asarray", np.asarray, _func("asarray"),
-       lambda g, ans, x: unbroadcast(g, x), props={"view"}, methods=("copy",))
+       lambda g, ans, x: unbroadcast(g, x), props={"view"}, methods=("copy",), linear="joint")
 defvjp("float_builtin", float, Spelling("builtin", "float"),
-       lambda g, ans, x: g)
+       lambda g, ans, x: g, linear="joint")
 # unbroadcast(h, x) sums h down to x's shape or broadcasts it up: unbroadcast back to h's
 # shape is its transpose either way (no test of shapes, which a mask leaves unknown).
 defvjp("unbroadcast", unbroadcast, _helper("unbroadcast"),
        lambda g, ans, g_in, x: unbroadcast(g, g_in),
-       None)
+       None, linear=(0,))
 
 
-deflinear("joint", "reshape", "ravel", "expand_dims", "squeeze", "transpose", "T", "swapaxes",
-          "moveaxis", "broadcast_to", "concatenate", "stack", "getitem", "take", "asarray",
-          "float_builtin")
-RULES["unbroadcast"].linear = (0,)
 # (numpy's errors for these depend on the operands' shapes only: see "shape_checked")
 mark("shape_checked", "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "broadcast_to",
      "expand_dims", "squeeze", "concatenate", "stack", "getitem", "T")
