@@ -26,7 +26,8 @@ import numpy as np
 from .ir import (Assign, Call, Const, For, If, Return, Slc, Tup, Var, While, assignment_counts,
                  atom_vars, reads_of, walk)
 from . import errors
-from .rules import MATH_FUNCTIONS, RULES
+from . import ops
+from .ops import MATH_FUNCTIONS, RULES
 
 
 @dataclass(frozen=True)
@@ -217,11 +218,6 @@ class _NumpyRejects(Exception):
         self.error = error
 
 
-# ops whose errors depend only on their operands' shapes (and static arguments), so a
-# stand-in that numpy rejects is a program numpy rejects (besides the elementwise ones)
-_SHAPE_CHECKED = {"matmul", "matmul_op", "dot", "inner", "outer", "tensordot", "einsum",
-                  "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "broadcast_to",
-                  "expand_dims", "squeeze", "concatenate", "stack", "getitem", "T"}
 
 
 def _numpy_verdict(rule, values, kwvalues):
@@ -235,7 +231,9 @@ def _numpy_verdict(rule, values, kwvalues):
         if isinstance(v, list) and not isinstance(v, ListOf):
             return [ghost(i) for i in v]
         return v
-    if rule.kind not in ("elementwise", "reduction") and rule.name not in _SHAPE_CHECKED:
+    # (elementwise ops, reductions and the registry's "shape_checked" ops: their errors depend
+    # only on their operands' shapes, so a stand-in numpy rejects is a program numpy rejects)
+    if rule.kind not in ("elementwise", "reduction") and not ops.has(rule.name, "shape_checked"):
         return
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -270,7 +268,7 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             if known:  # a value read on a path that never runs this way (a pop of [])
                 return UNKNOWN
             raise
-    shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(call.op)
+    shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(rule.shape)
 
     def evaluate(vals):
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -462,12 +460,11 @@ def _in_place(rule, values, kwvalues):
     return rule.forward(*values, **kwvalues)
 
 
+# The shape functions, by an op's kind or by the name its registry entry gives (`Op.shape`).
 _SHAPE_FUNCTIONS = {
-    "iadd_op": _in_place, "isub_op": _in_place, "iadd_item": _in_place,
-    "elementwise": _elementwise, "reduction": _reduction,
-    "matmul": _matmul_shape, "matmul_op": _matmul_shape,
-    "dot": _dot_shape, "outer": _dot_shape, "inner": _dot_shape,
-    "tensordot": _tensordot_shape, "einsum": _einsum_shape,
+    "elementwise": _elementwise, "reduction": _reduction, "in_place": _in_place,
+    "matmul": _matmul_shape, "dot": _dot_shape, "tensordot": _tensordot_shape,
+    "einsum": _einsum_shape,
 }
 _BY_SHAPE = (_elementwise, _reduction, _matmul_shape, _dot_shape)  # (see _SHAPE_MEMO)
 
@@ -713,10 +710,11 @@ def active_values(fn, wrt: list) -> set:
     return varied & useful
 
 
-# Operations whose result shares memory with their first argument (numpy views; getitem of a
-# list or tuple gives the item itself): changing one in place changes what the other reads.
-VIEW_OPS = {"getitem", "reshape", "ravel", "T", "transpose", "swapaxes", "moveaxis", "squeeze",
-            "expand_dims", "asarray", "broadcast_to"}
+def is_view(op) -> bool:
+    """Does op's result share memory with its first argument (numpy views; getitem of a list
+    or tuple gives the item itself), so changing one in place changes what the other reads?
+    (The registry's "view".)"""
+    return ops.has(op, "view")
 
 
 def check_in_place_updates(fn, env) -> None:
@@ -809,7 +807,7 @@ class _InPlaceChecker:
                 items = list(held) + items[1:] if held is not None else [_flat(items)]
             contents[target] = tuple(frozenset(i) for i in items)
             shared = set()
-        elif isinstance(value, Call) and value.op in VIEW_OPS and value.args and \
+        elif isinstance(value, Call) and is_view(value.op) and value.args and \
                 not _copying_index(value):
             source = value.args[0]
             held = contents.get(source.name) if isinstance(source, Var) else None

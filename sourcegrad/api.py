@@ -56,7 +56,7 @@ from .optimize import (batch_row_products, hoist_loop_invariants, makes_new_valu
                        negate_products, optimize)
 from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
-from .rules import RULES, TEMPLATE_NAMESPACE, rule_for_function
+from .ops import RULES, TEMPLATE_NAMESPACE, rule_for_function
 from .source_check import check_current
 
 

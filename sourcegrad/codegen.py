@@ -46,9 +46,9 @@ from . import errors, pyprint
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
                  While, assignment_counts, atom_vars, merge_notes, read_counts, reads_of, walk,
                  writes_of)
-from .analysis import VIEW_OPS
 from .lifetimes import shared_names
-from .rules import MATH_FUNCTIONS, RULES
+from . import ops
+from .ops import MATH_FUNCTIONS, RULES
 
 MAX_LINE = 88
 
@@ -210,11 +210,11 @@ class Printer:
             # Python floats in, Python float out: the math module, as one writes it by hand
             self.modules.add("math")
             func = _attr(_name("math"), _MATH[sp.text])
-        elif sp.kind == "func" and sp.text in _METHODS and call.args and \
+        elif sp.kind == "func" and rule.method is not None and call.args and \
                 isinstance(call.args[0], Var) and call.args[0].name in self.arrays:
             # `x.sum(axis=0)`: the method skips np.sum's Python-level dispatch (about 0.8 µs
             # a call, most of a reduction of a small array)
-            return gast.Call(func=_attr(args[0], _METHODS[sp.text]), args=args[1:],
+            return gast.Call(func=_attr(args[0], rule.method), args=args[1:],
                              keywords=keywords)
         elif sp.kind == "func":
             func = self.namespace(sp.text)
@@ -240,11 +240,6 @@ def _math_defined(call) -> bool:
     except (ValueError, OverflowError, TypeError, KeyError):
         return False
     return not call.kwargs and math.isfinite(value)
-
-
-# numpy reductions and the array methods that compute them
-_METHODS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "amax": "max",
-            "min": "min", "amin": "min"}
 
 
 # numpy functions and their math-module equivalents for Python floats (a domain error raises
@@ -828,7 +823,7 @@ def _memory_sharing(body) -> dict:
             continue
         value = stmt.value
         source = value.name if isinstance(value, Var) else \
-            value.args[0].name if isinstance(value, Call) and value.op in VIEW_OPS and \
+            value.args[0].name if isinstance(value, Call) and ops.has(value.op, "view") and \
             value.args and isinstance(value.args[0], Var) else None
         if source is not None:
             merged = group.get(source, {source}) | group.get(stmt.target, {stmt.target})

@@ -23,7 +23,7 @@ from .analysis import UNKNOWN, AVal, varied_values
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While,
                  assignment_counts, atom_vars)
 from .reverse import _input_positions, _shape_sources, _zeros_op
-from .rules import RULES
+from .ops import RULES
 from .templates import Instantiator
 
 

@@ -26,7 +26,8 @@ from .errors import SourceLocation
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Slc, Tup, Var, While,
                  walk)
 from .names import Namer, name_for_call
-from .rules import COMPARISONS, OPERATORS, RULES, reads_value_of, rule_for_function
+from .ops import (COMPARISONS, OPERATORS, RULES, array_methods, op_for_method, reads_value_of,
+                  rule_for_function)
 
 
 @dataclass
@@ -112,13 +113,8 @@ def _static_value(value):
     return None
 
 
-# Methods on arrays: method name -> primitive, and how the method's arguments map onto it.
-_METHODS = {
-    "sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "min": "min", "var": "var",
-    "std": "std", "dot": "dot", "ravel": "ravel", "flatten": "ravel", "squeeze": "squeeze",
-    "clip": "clip", "swapaxes": "swapaxes", "argmax": "np_argmax", "argmin": "np_argmin",
-    "reshape": "reshape", "transpose": "transpose", "copy": "copy", "astype": "astype",
-}
+# Methods on arrays: the op each calls is the registry's (`ops.op_for_method`); here, how a
+# method's arguments map onto it.
 _VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}  # x.reshape(2, 3) == x.reshape((2, 3))
 _ATTRS = {"T": "T", "shape": "shape", "ndim": "ndim", "size": "size", "dtype": "dtype"}
 
@@ -1562,10 +1558,10 @@ class Lowerer:
             args, kwargs = self.call_args(node)
             draw = random_draws.method_rule(func.attr)
             return self.emit(draw.name, [receiver] + args, kwargs, name=name)
-        op = _METHODS.get(func.attr)
+        op = op_for_method(func.attr)
         if op is None:
             self.error(errors.NoRuleError, f"the method .{func.attr}() has no derivative rule; "
-                       "supported methods: " + ", ".join(sorted(_METHODS)), node)
+                       "supported methods: " + ", ".join(array_methods()), node)
         args, kwargs = self.call_args(node)
         if func.attr in _VARARG_METHODS and len(args) > 1:
             args = [_pack(args)]

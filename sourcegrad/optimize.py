@@ -36,7 +36,8 @@ import numpy as np
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return, Slc,
                  Tup, Var, While, assignment_counts, child_blocks, merge_notes, read_counts,
                  reads_of, substitute_atom, walk, writes_of)
-from .rules import RULES
+from . import ops
+from .ops import RULES
 
 
 def _assign_counts(body, params=()):
@@ -554,11 +555,6 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
     return run(body)
 
 
-# Results that are new arrays no other name refers to (a ufunc's, a matrix product's).
-# (Not einsum: np.einsum("ij->ji", a) is a view of a.) For lists and tuples, `+` and unindex
-# make a new sequence holding the same items: `_last_uses` asks for an array result too.
-_FRESH_RESULTS = {"matmul_op", "matmul", "dot", "outer", "inner", "tensordot", "where",
-                  "np_zeros_like", "np_zeros", "max_grad", "prod_grad", "unindex"}
 # Below 16 KiB an allocation costs less than the keyword call computing into a buffer
 # (`np.add(a, b, out=a)`: ~0.15 µs more than `a + b`); from there on, computing in place
 # keeps the working set in cache (the MLP's 32 KiB activations: 5-8% faster, A/B in one
@@ -582,11 +578,12 @@ def _ufunc_rule(op):
 
 
 def _fresh_result(value) -> bool:
+    """A call whose result is a new array no other name refers to: an op the registry marks
+    "fresh" (a matrix product's; not einsum's: np.einsum("ij->ji", a) is a view of a) or a
+    ufunc's. (For lists and tuples, `+` and unindex make a new sequence holding the same
+    items: `_last_uses` asks for an array result too.)"""
     return isinstance(value, Call) and not value.kwargs and (
-        value.op in _FRESH_RESULTS or _ufunc_rule(value.op) is not None)
-
-
-_REDUCTIONS = {"sum", "mean", "prod", "max", "amax"}
+        ops.has(value.op, "fresh") or _ufunc_rule(value.op) is not None)
 
 
 def drop_unread_saves(body: list) -> list:
@@ -668,18 +665,22 @@ def makes_new_value(value) -> bool:
     """Whether this call always returns a value nothing else refers to: a new array (or
     a scalar) from a ufunc written without out=, a product, or a reduction."""
     return _fresh_result(value) or (
-        isinstance(value, Call) and value.op in _REDUCTIONS and
+        isinstance(value, Call) and ops.has(value.op, "reduction") and
         all(k not in ("out", "where") for k, _ in value.kwargs))
 
 
-_PRODUCTS = {"mul_op", "multiply"}
-_QUOTIENTS = {"div_op", "divide", "true_divide"}
-_NEGATIONS = {"neg_op", "negative"}
-_SUMS = {"add_op": "add_op", "sub_op": "sub_op", "add": "add_op", "subtract": "sub_op"}
-_MATMULS = {"matmul_op", "matmul", "dot"}
-# linear in their first argument (the others are axes, shapes): a factor passes through
-_LINEAR_IN_FIRST = {"sum", "mean", "broadcast_to", "reshape", "T", "transpose", "expand_dims",
-                    "squeeze", "ravel"}
+def _family(op) -> str | None:
+    """The computation an op spells (`x * y` and np.multiply: "multiply"), from the registry."""
+    return ops.get(op).family if op in ops.RULES else None
+
+
+# a sum or difference, and the operator that writes it
+_SUM_OPERATORS = {"add": "add_op", "subtract": "sub_op"}
+
+
+def _bilinear(op) -> bool:
+    """Linear in each of its inputs separately (matmul, dot, outer, inner, tensordot)."""
+    return op in ops.RULES and ops.get(op).linear == "multi"
 
 
 def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
@@ -785,7 +786,7 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
             `arrays`: per operand, whether it is an array that may stand for the result (a
             value carried as `-x` stands for x, read later where it is used: only a name
             assigned once holds the same value there)."""
-            if op in _PRODUCTS and len(args) == 2:
+            if _family(op) == "multiply" and len(args) == 2:
                 (a, fa), (b, fb) = args
                 if factor(b) and arrays[0]:
                     return a.name, fa + fb + ((b, 1),)
@@ -795,10 +796,10 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
                     held = held_name(stmt.target)
                     out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
                     return held, fa + fb
-            elif op in _NEGATIONS and len(args) == 1 and arrays[0]:
+            elif _family(op) == "negative" and len(args) == 1 and arrays[0]:
                 (a, fa), = args
                 return a.name, fa + ((Const(-1.0), 1),)
-            elif op in _QUOTIENTS and len(args) == 2:
+            elif _family(op) == "divide" and len(args) == 2:
                 (a, fa), (b, fb) = args
                 if factor(b) and arrays[0]:
                     return a.name, fa + tuple((f, -p) for f, p in fb) + ((b, -1),)
@@ -806,24 +807,24 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
                     held = held_name(stmt.target)
                     out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
                     return held, fa + tuple((f, -p) for f, p in fb)
-            elif op in _SUMS and len(args) == 2 and args[0][1] and args[0][1] == args[1][1] \
+            elif _family(op) in _SUM_OPERATORS and len(args) == 2 and args[0][1] and args[0][1] == args[1][1] \
                     and uses[stmt.target] == 1:
                 (a, fa), (b, _) = args  # a * k + b * k = (a + b) * k
                 held = held_name(stmt.target)
-                out.append(Assign(held, Call(_SUMS[op], (a, b)), stmt.loc, stmt.note))
+                out.append(Assign(held, Call(_SUM_OPERATORS[_family(op)], (a, b)), stmt.loc, stmt.note))
                 return held, fa
-            elif op in _SUMS and len(args) == 2 and not args[0][1] and \
+            elif _family(op) in _SUM_OPERATORS and len(args) == 2 and not args[0][1] and \
                     args[1][1] == ((Const(-1.0), 1),):
                 (a, _), (b, _) = args  # a + -b = a - b, and a - -b = a + b
-                flipped = "sub_op" if _SUMS[op] == "add_op" else "add_op"
+                flipped = "sub_op" if _family(op) == "add" else "add_op"
                 out.append(Assign(stmt.target, Call(flipped, (a, b)), stmt.loc, stmt.note))
                 return stmt.target, ()
-            elif op in _MATMULS and len(args) == 2 and bool(args[0][1]) != bool(args[1][1]):
+            elif _bilinear(op) and len(args) == 2 and bool(args[0][1]) != bool(args[1][1]):
                 (a, fa), (b, fb) = args  # X.T @ (d * k) = (X.T @ d) * k: k on the smaller side
                 held = held_name(stmt.target)
                 out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
                 return held, fa or fb
-            elif op in _LINEAR_IN_FIRST and args and args[0][1] and \
+            elif ops.has(op, "linear_in_first") and args and args[0][1] and \
                     not any(f for _, f in args[1:]):
                 (a, fa) = args[0]  # sum(a * k) = sum(a) * k
                 held = held_name(stmt.target)
@@ -835,10 +836,10 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
         for stmt in body[marker + 1:]:
             value = stmt.value if isinstance(stmt, Assign) else None
             sinkable = isinstance(value, Call) and not stmt.in_place and \
-                (not value.kwargs or value.op in _LINEAR_IN_FIRST) and \
+                (not value.kwargs or ops.has(value.op, "linear_in_first")) and \
                 all(k != "out" for k, _ in value.kwargs) and \
                 counts[stmt.target] == 1 and array(stmt.target) and (
-                    uses[stmt.target] == 1 or value.op in _SUMS)  # (a + -b: no factor left)
+                    uses[stmt.target] == 1 or _family(value.op) in _SUM_OPERATORS)  # (a + -b: no factor left)
             op = value.op if sinkable else None
             args = [value_of(a) for a in value.args] if sinkable else []
             arrays = [isinstance(a, Var) and (array(a.name) or a.name in held_names) and

@@ -18,7 +18,7 @@ a throwaway generator of the same kind; generated code calls the user's.
 
 Takes: a function or bound method from the frontend. Gives: the `Rule` of its draw, or
 None when it is not a random draw; `same_draws` for derivatives computed in several
-sweeps. Imports `ir` and `rules` only.
+sweeps. Imports `ir` and `ops` only.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from .ir import Assign, Call, ExprStmt, walk
-from .rules import RULES, Spelling, defnondiff
+from .ops import RULES, Spelling, defnondiff
 
 # the objects whose methods draw: numpy's two generator APIs
 GENERATOR_TYPES = (np.random.Generator, np.random.RandomState)

@@ -40,7 +40,8 @@ from .analysis import (UNKNOWN, AVal, abstract_call, active_values, aval_of,
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
                  Slc, Tup, Var, While, atom_vars, reads_of, walk, writes_of)
 from .names import adjoint_name, name_for_call
-from .rules import RULES, reads_shape_of
+from . import ops
+from .ops import RULES, reads_shape_of
 from .templates import Instantiator
 
 
@@ -123,13 +124,10 @@ def _shape_sources(stmts, env, user_names, params):
     return source
 
 
-# Primitives that always return a new array (never a view or one of their inputs), so an
-# accumulator holding their result may be updated in place.
-_FRESH = {"add_op", "sub_op", "mul_op", "div_op", "pow_op", "matmul_op", "neg_op", "iadd_op",
-          "iadd_item", "isub_op", "add", "subtract", "multiply", "divide", "matmul", "dot",
-          "outer", "inner", "tensordot", "np_zeros_like", "np_zeros", "unindex", "untake",
-          "zero_at", "exp", "log", "sin", "cos", "tanh", "sqrt", "square", "where", "max_grad",
-          "prod_grad", "take_part_copy"}
+def _owned(op) -> bool:
+    """Does `op` always return a new array (never a view or one of its inputs), so that an
+    accumulator holding its result may be updated in place? (The registry's "owned".)"""
+    return ops.has(op, "owned")
 
 
 def _is_sequence(aval) -> bool:
@@ -419,11 +417,11 @@ class Reverser:
             producer = self.inst.defs.get(value.name)
             # a fresh array handed to one adjoint only: an adjoint that flows unchanged to
             # several inputs (through `+`) is one array, still read by the others' rules
-            fresh = producer is not None and producer.op in _FRESH and \
+            fresh = producer is not None and _owned(producer.op) and \
                 self.handed[value.name] <= 1 and \
                 not any(value in parts for parts in self.pending.values())
         else:
-            fresh = isinstance(value, Call) and value.op in _FRESH
+            fresh = isinstance(value, Call) and _owned(value.op)
         if fresh:
             self.owned.add(target)
         else:

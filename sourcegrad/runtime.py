@@ -493,3 +493,61 @@ def check_assert(test, message=None):
 def cast_like(g, x):
     """The adjoint `g` in the dtype of `x` (the gradient of `x.astype(dtype)`)."""
     return g.astype(x.dtype, copy=False) if hasattr(x, "dtype") and hasattr(g, "astype") else g
+
+
+def tile_split_shape(shape, reps):
+    """The shape that separates each tile of `np.tile(x, reps)` from the element inside it."""
+    reps = tuple(reps) if np.ndim(reps) else (reps,)
+    shape = (1,) * (len(reps) - len(shape)) + tuple(shape)
+    reps = (1,) * (len(shape) - len(reps)) + reps
+    out = []
+    for r, n in zip(reps, shape):
+        out += [r, n]
+    return tuple(out)
+
+
+def tile_sum_axes(shape, reps):
+    """The axes of `tile_split_shape` that count tiles (summed by tile's VJP)."""
+    n = max(len(shape), len(tuple(reps)) if np.ndim(reps) else 1)
+    return tuple(range(0, 2 * n, 2))
+
+
+def _cumprod_others(xm):
+    """others[..., j, k] = the product of xm[..., i] for i <= k, i != j (0 where k < j): the
+    derivative of cumprod's k-th element by its j-th input, exact where xm holds zeros
+    (O(n^2) along the last axis)."""
+    n = np.shape(xm)[-1]
+    ones = np.ones_like(xm, shape=(n, n))  # made where x lives (numpy, CuPy or a Tensor)
+    upper = np.triu(ones)
+    rows = np.where(upper * np.tril(ones) > 0, 1.0, np.expand_dims(xm, -2))
+    return np.cumprod(rows, axis=-1) * upper
+
+
+def cumprod_grad(g, ans, x, axis):
+    """Adjoint of `np.cumprod(x, axis)`, exact where x holds zeros (as torch's is).
+
+    Without zeros it is the reversed cumulative sum of g * ans, over x. With one,
+    the product of the other elements is formed for each element k as the
+    cumulative product of x with its k-th element replaced by 1 (O(n^2) along
+    the axis, so only then). With axis None (numpy's flattened cumprod) it works on
+    x flattened and gives x's shape back.
+    """
+    if axis is None:
+        return np.reshape(cumprod_grad(g, ans, np.ravel(x), 0), np.shape(x))
+    if not bool(np.any(x == 0)):
+        return np.flip(np.cumsum(np.flip(g * ans, axis), axis=axis), axis) / x
+    others = _cumprod_others(np.moveaxis(x, axis, -1))
+    gm = np.moveaxis(g, axis, -1)
+    return np.moveaxis(np.sum(others * np.expand_dims(gm, -2), axis=-1), -1, axis)
+
+
+def cumprod_jvp(t, ans, x, axis):
+    """Tangent of `np.cumprod(x, axis)` along t: ans * cumsum(t / x) without zeros in x,
+    the exact sum over `_cumprod_others` with them."""
+    if axis is None:
+        return cumprod_jvp(np.ravel(t), ans, np.ravel(x), 0)
+    if not bool(np.any(x == 0)):
+        return ans * np.cumsum(t / x, axis=axis)
+    others = _cumprod_others(np.moveaxis(x, axis, -1))
+    tm = np.moveaxis(t, axis, -1)
+    return np.moveaxis(np.sum(others * np.expand_dims(tm, -1), axis=-2), -1, axis)

@@ -21,7 +21,7 @@ from . import errors
 from .analysis import UNKNOWN, AVal, abstract_call
 from .ir import Assign, Call, Const, Tup, Var, atom_vars
 from .names import name_for_call
-from .rules import OPERATORS, RULES, TEMPLATE_NAMESPACE, rule_for_function, vjp_template
+from .ops import OPERATORS, RULES, TEMPLATE_NAMESPACE, rule_for_function, vjp_template
 
 _NO_VALUE = object()
 

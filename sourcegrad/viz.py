@@ -22,7 +22,7 @@ import shutil
 import subprocess
 
 from .ir import Assign, Call, For, If, Marker, Pop, Push, Return, While, reads_of
-from .rules import RULES
+from .ops import RULES
 
 
 def _quote(text) -> str:

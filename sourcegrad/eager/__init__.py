@@ -5,7 +5,7 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
 
 * `tensor.py`: the Tensor and its autograd state; `methods.py` installs the ops;
 * `ops.py`, `shape_ops.py`, `inplace.py`: the ops, whose derivatives are the
-  rule table's VJP lambdas (`sourcegrad.rules`, `sourcegrad.rules_torch`),
+  rule table's VJP lambdas (`sourcegrad.ops`),
   called through `spec.py` and `node.py`;
 * `engine.py`: backward as an iterative topological traversal;
 * `function.py`: custom `autograd.Function`; `grad_mode.py`: no_grad and friends;
@@ -54,19 +54,16 @@ from .factories import (Generator, arange, as_tensor, asarray, bernoulli, defaul
                         ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                         randperm, seed, set_rng_state, tensor, zeros, zeros_like)
 from .formatting import set_printoptions
-from .ops import (abs, absolute, acos, acosh, add, addmm, all, allclose, amax, amin, any,
-                  arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, argmax, argmin,
-                  asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_not, bitwise_or,
-                  bitwise_xor, bmm, ceil, clamp, clamp_max, clamp_min, clip, cos, cosh,
-                  count_nonzero, cumprod, cumsum, div, divide, dot, eq, equal, erf, exp, exp2,
-                  expm1, fix, float_power, floor, floor_divide, fmax, fmin, fmod, ge, ger,
-                  greater, greater_equal, gt, hypot, inner, isclose, isfinite, isinf, isnan, le,
-                  less, less_equal, log, log1p, log2, log10, log_softmax, logaddexp, logical_and,
-                  logical_not, logical_or, logical_xor, logsumexp, lt, matmul, max, maximum,
-                  mean, min, minimum, mm, mul, multiply, mv, nansum, ne, neg, negative, norm,
-                  not_equal, outer, positive, pow, prod, reciprocal, relu, remainder, return_types,
-                  round, rsqrt, rsub, sigmoid, sign, sin, sinh, softmax, sqrt, square, std, sub,
-                  subtract, sum, tan, tanh, true_divide, trunc, var, vdot, where)
+from .ops import (add, addmm, all, allclose, amax, amin, any, argmax, argmin, bitwise_and,
+                  bitwise_not, bitwise_or, bitwise_xor, bmm, clamp, clamp_max, clamp_min, clip,
+                  count_nonzero, cumprod, cumsum, div, divide, dot, eq, equal, float_power,
+                  floor_divide, fmax, fmin, fmod, ge, ger, greater, greater_equal, gt, inner,
+                  isclose, isfinite, isinf, isnan, le, less, less_equal, log_softmax, logical_and,
+                  logical_not, logical_or, logical_xor, logsumexp, lt, matmul, max, mean, min, mm,
+                  mul, multiply, mv, nansum, ne, norm, not_equal, outer, positive, pow, prod,
+                  remainder, return_types, round, rsub, softmax, square, std, sub, subtract, sum,
+                  true_divide, var, vdot, where)
+globals().update(_ops.REGISTERED)  # sourcegrad.exp, .tanh, .abs, ...: the registry's entries
 from .shape_ops import (argsort, argwhere, atleast_1d, atleast_2d, atleast_3d, broadcast_tensors,
                         broadcast_to, cat, chunk, clone, column_stack, concat, concatenate, diag,
                         diagonal, dstack, flatten, flip, fliplr, flipud, gather, hstack,
@@ -130,12 +127,10 @@ __all__ = [
     "is_complex", "numel", "is_nonzero",
     # arithmetic and elementwise
     "add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide", "pow",
-    "square", "float_power", "remainder", "fmod", "floor_divide", "atan2", "arctan2", "hypot",
-    "logaddexp", "maximum", "minimum", "fmax", "fmin", "exp", "exp2", "expm1", "log", "log1p",
-    "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "arcsin", "acos", "arccos",
-    "atan", "arctan", "sinh", "cosh", "tanh", "asinh", "arcsinh", "acosh", "arccosh", "atanh",
-    "arctanh", "sigmoid", "erf", "reciprocal", "relu", "relu_", "abs", "abs_", "absolute",
-    "neg", "negative", "sign", "floor", "ceil", "trunc", "fix", "round", "positive", "clamp",
+    "square", "float_power", "remainder", "fmod", "floor_divide",
+    "fmax", "fmin",
+    "relu_", "abs_",
+    "round", "positive", "clamp",
     "clip", "clamp_min", "clamp_max", "where", "zero_",
     # comparisons and logic
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
@@ -159,4 +154,4 @@ __all__ = [
     "topk", "nonzero", "argwhere", "unique",
     # vectors and distances
     "cross", "cdist",
-]
+] + sorted(_ops.REGISTERED)  # the ops made from the registry's entries (exp, tanh, abs, ...)

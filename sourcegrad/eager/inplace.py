@@ -25,7 +25,7 @@ outside inference mode writes the data *and then* raises (as torch does); on a
 leaf that requires grad (or a view of one) it raises before writing.
 
 Imports: `ops`, `shape_ops`, `factories`, `operands`, `spec`, `node`, `tensor`, the
-leaves and `sourcegrad.rules_torch`; only the surface modules (numpy_dispatch,
+leaves and `sourcegrad.ops.nn`; only the surface modules (numpy_dispatch,
 methods, `__init__`) import it.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ import weakref
 
 import numpy as np
 
-from .. import rules_torch as rt
+from ..ops import nn as rt
 from . import devices, dtypes, messages, ops as _ops, shape_ops
 from .factories import numpy_rng
 from .grad_mode import STATE
@@ -323,25 +323,18 @@ def _unary_(op_name):
     return method
 
 
-exp_ = _unary_("exp")
-log_ = _unary_("log")
-sqrt_ = _unary_("sqrt")
-rsqrt_ = _unary_("rsqrt")
-sin_ = _unary_("sin")
-cos_ = _unary_("cos")
-tanh_ = _unary_("tanh")
-sigmoid_ = _unary_("sigmoid")
-relu_ = _unary_("relu")
-abs_ = _unary_("abs")
-neg_ = negative_ = _unary_("neg")
-reciprocal_ = _unary_("reciprocal")
-sign_ = _unary_("sign")
-floor_ = _unary_("floor")
-ceil_ = _unary_("ceil")
-trunc_ = _unary_("trunc")
-exp2_ = _unary_("exp2")
-expm1_ = _unary_("expm1")
-log1p_ = _unary_("log1p")
+# The in-place variants the registry's entries name (`Torch.inplace`): exp_, tanh_, abs_, ...
+def _from_registry() -> dict:
+    made = {}
+    for op in dict.fromkeys(_ops.REGISTERED.values()):
+        for name in op.entry.torch.inplace:
+            made[name] = _unary_(op.__name__)
+            made[name].entry = op.entry
+    return made
+
+
+REGISTERED = _from_registry()
+globals().update(REGISTERED)  # this module's own names: inplace.exp_, inplace.relu_, ...
 
 
 def square_(self):

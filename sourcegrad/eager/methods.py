@@ -2,7 +2,8 @@
 
 One function serves `sourcegrad.exp(x)` and `x.exp()`: the functions in
 `ops.py`, `shape_ops.py`, `inplace.py` take the tensor first, so they are
-installed on the class unchanged. The few methods whose argument order differs
+installed on the class unchanged. The ops made from the registry's entries
+(`ops.REGISTERED`, `inplace.REGISTERED`) come with their method names. The few methods whose argument order differs
 from the function's (`x.where(cond, y)`, reflected operators) are small
 wrappers here.
 
@@ -96,9 +97,7 @@ METHODS = {
     "add": ops.add, "sub": ops.sub, "subtract": ops.sub, "mul": ops.mul, "multiply": ops.mul,
     "div": ops.div, "divide": ops.div, "true_divide": ops.div, "pow": ops.pow,
     "float_power": ops.float_power, "square": ops.square, "remainder": ops.remainder,
-    "fmod": ops.fmod, "floor_divide": ops.floor_divide, "atan2": ops.atan2,
-    "arctan2": ops.atan2, "hypot": ops.hypot, "logaddexp": ops.logaddexp,
-    "maximum": ops.maximum, "minimum": ops.minimum, "fmax": ops.fmax, "fmin": ops.fmin,
+    "fmod": ops.fmod, "floor_divide": ops.floor_divide, "fmax": ops.fmax, "fmin": ops.fmin,
     # comparisons and logic
     "eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
     "not_equal": ops.ne, "less": ops.lt, "less_equal": ops.le, "greater": ops.gt,
@@ -109,16 +108,7 @@ METHODS = {
     "isinf": ops.isinf, "isfinite": ops.isfinite, "isclose": ops.isclose,
     "allclose": ops.allclose, "equal": ops.equal,
     # one-input elementwise
-    "exp": ops.exp, "exp2": ops.exp2, "expm1": ops.expm1, "log": ops.log, "log1p": ops.log1p,
-    "log2": ops.log2, "log10": ops.log10, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "sin": ops.sin,
-    "cos": ops.cos, "tan": ops.tan, "asin": ops.asin, "arcsin": ops.asin, "acos": ops.acos,
-    "arccos": ops.acos, "atan": ops.atan, "arctan": ops.atan, "sinh": ops.sinh,
-    "cosh": ops.cosh, "tanh": ops.tanh, "asinh": ops.asinh, "arcsinh": ops.asinh,
-    "acosh": ops.acosh, "arccosh": ops.acosh, "atanh": ops.atanh, "arctanh": ops.atanh,
-    "sigmoid": ops.sigmoid, "erf": ops.erf, "reciprocal": ops.reciprocal, "relu": ops.relu,
-    "abs": ops.abs, "absolute": ops.abs, "neg": ops.neg, "negative": ops.neg,
-    "sign": ops.sign, "floor": ops.floor, "ceil": ops.ceil, "trunc": ops.trunc,
-    "fix": ops.trunc, "round": ops.round, "positive": _pos,
+    "round": ops.round, "positive": _pos,
     "clamp": ops.clamp, "clip": ops.clamp, "clamp_min": ops.clamp_min,
     "clamp_max": ops.clamp_max, "where": _method_where,
     # reductions
@@ -170,13 +160,7 @@ METHODS = {
     "mul_": inplace.mul_, "multiply_": inplace.mul_, "div_": inplace.div_,
     "divide_": inplace.div_, "true_divide_": inplace.div_, "pow_": inplace.pow_,
     "remainder_": inplace.remainder_, "floor_divide_": inplace.floor_divide_,
-    "exp_": inplace.exp_, "log_": inplace.log_, "sqrt_": inplace.sqrt_,
-    "rsqrt_": inplace.rsqrt_, "sin_": inplace.sin_, "cos_": inplace.cos_,
-    "tanh_": inplace.tanh_, "sigmoid_": inplace.sigmoid_, "relu_": inplace.relu_,
-    "abs_": inplace.abs_, "neg_": inplace.neg_, "negative_": inplace.neg_,
-    "reciprocal_": inplace.reciprocal_, "sign_": inplace.sign_, "floor_": inplace.floor_,
-    "ceil_": inplace.ceil_, "trunc_": inplace.trunc_, "round_": inplace.round_,
-    "exp2_": inplace.exp2_, "expm1_": inplace.expm1_, "log1p_": inplace.log1p_,
+    "round_": inplace.round_,
     "square_": inplace.square_, "clamp_": inplace.clamp_, "clip_": inplace.clamp_,
     "clamp_min_": inplace.clamp_min_, "clamp_max_": inplace.clamp_max_,
     "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
@@ -190,6 +174,10 @@ METHODS = {
     "index_fill": _out_of_place(inplace.index_fill_), "scatter": _out_of_place(inplace.scatter_),
     "scatter_add": _out_of_place(inplace.scatter_add_),
 }
+# the Tensor methods and in-place variants the registry's entries name (`ops.Torch`)
+METHODS.update({name: op for op in dict.fromkeys(ops.REGISTERED.values())
+                for name in op.entry.torch.method})
+METHODS.update(inplace.REGISTERED)
 
 OPERATORS = {
     "__add__": _binary_operator("add", ops.ADD, np.add),

@@ -4,7 +4,8 @@ This is what lets the rule table's lambdas run on Tensors under
 `create_graph=True`: `np.exp(t)`, `np.sum(t, axis=0, keepdims=True)`,
 `np.broadcast_to(t, shape)`, `np.where(c, t, 0.0)`, `np.add.at(out, index, t)`
 and the rest that the rules and `sourcegrad.runtime` use become Tensor ops, and
-so are recorded. Each entry adapts numpy's signature to the Tensor op.
+so are recorded. Each entry adapts numpy's signature to the Tensor op; those of the
+registry's entries with torch names (`ops.REGISTERED`) are added from them.
 
 A numpy function with no entry here falls back to numpy itself on the tensors'
 arrays (a tensor that requires grad refuses, as `np.asarray` on it does), and
@@ -36,17 +37,9 @@ def _floor_divide(x, y):
 
 UFUNCS = {
     np.add: ops.add, np.subtract: ops.sub, np.multiply: ops.mul, np.true_divide: ops.div,
-    np.power: ops.pow, np.float_power: ops.float_power, np.negative: ops.neg,
-    np.positive: lambda x: x, np.absolute: ops.abs, np.fabs: ops.abs, np.exp: ops.exp,
-    np.exp2: ops.exp2, np.expm1: ops.expm1, np.log: ops.log, np.log1p: ops.log1p,
-    np.log2: ops.log2, np.log10: ops.log10, np.sqrt: ops.sqrt, np.square: ops.square,
-    np.reciprocal: ops.reciprocal, np.sin: ops.sin, np.cos: ops.cos, np.tan: ops.tan,
-    np.arcsin: ops.asin, np.arccos: ops.acos, np.arctan: ops.atan, np.sinh: ops.sinh,
-    np.cosh: ops.cosh, np.tanh: ops.tanh, np.arcsinh: ops.asinh, np.arccosh: ops.acosh,
-    np.arctanh: ops.atanh, np.sign: ops.sign, np.floor: ops.floor, np.ceil: ops.ceil,
-    np.trunc: ops.trunc, np.rint: _rint, np.maximum: ops.maximum, np.minimum: ops.minimum,
-    np.fmax: ops.fmax, np.fmin: ops.fmin, np.arctan2: ops.atan2, np.hypot: ops.hypot,
-    np.logaddexp: ops.logaddexp, np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt,
+    np.power: ops.pow, np.float_power: ops.float_power,
+    np.positive: lambda x: x, np.fabs: ops.abs, np.square: ops.square, np.rint: _rint,
+    np.fmax: ops.fmax, np.fmin: ops.fmin, np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt,
     np.less_equal: ops.le, np.greater: ops.gt, np.greater_equal: ops.ge,
     np.logical_and: ops.logical_and, np.logical_or: ops.logical_or,
     np.logical_xor: ops.logical_xor, np.logical_not: ops.logical_not,
@@ -338,6 +331,19 @@ FUNCTIONS = {
     np.around: _round, np.take_along_axis: _take_along_axis, np.copy: _copy,
     np.nonzero: _nonzero,
 }
+
+
+def _from_registry():
+    """The numpy functions of the registry's entries whose torch names say so
+    (`Torch.numpy`): a ufunc dispatches through `__array_ufunc__`, another function
+    (np.sinc) through `__array_function__`."""
+    for op in dict.fromkeys(ops.REGISTERED.values()):
+        fn = op.entry.fn
+        if op.entry.torch.numpy:
+            (UFUNCS if isinstance(fn, np.ufunc) else FUNCTIONS)[fn] = op
+
+
+_from_registry()
 
 
 def array_function(func, args, kwargs):

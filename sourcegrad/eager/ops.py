@@ -15,13 +15,13 @@ spellings (`axis`, `keepdims`) are accepted too, because the rule table's
 lambdas call these ops that way under create_graph.
 
 Imports: `shape_ops`, `operands`, `spec`, `node`, `tensor`, the leaves and
-`sourcegrad.rules_torch`; not `inplace`, `factories` or the surface modules.
+`sourcegrad.ops.nn`; not `inplace`, `factories` or the surface modules.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import rules_torch as rt
+from ..ops import RULES, nn as rt
 from . import devices, dtypes, shape_ops
 from .grad_mode import STATE
 from .node import NotImplementedNode
@@ -68,11 +68,6 @@ POW_TENSOR = OpSpec("PowBackward1", "power")
 POW_BASE = OpSpec("PowBackward2", "power", edges=(1,))
 REMAINDER_SCALAR = OpSpec("RemainderBackward0", "mod_op", edges=(0,))
 REMAINDER = OpSpec("RemainderBackward1", "mod_op")
-ATAN2 = OpSpec("Atan2Backward0", "arctan2")
-HYPOT = OpSpec("HypotBackward0", "hypot")
-LOGADDEXP = OpSpec("LogaddexpBackward0", "logaddexp")
-MAXIMUM = OpSpec("MaximumBackward0", "maximum")
-MINIMUM = OpSpec("MinimumBackward0", "minimum")
 FMOD_SCALAR = OpSpec("FmodBackward0", "fmod", edges=(0,))
 FMOD = OpSpec("FmodBackward1", "fmod")
 DIV_ROUNDING = OpSpec("DivBackward2", "torch_div_rounding")
@@ -208,29 +203,6 @@ def floor_divide(input, other):
         res._grad_fn = NotImplementedNode(edges, "aten::floor_divide")
         res._requires_grad = True
     return res
-
-
-def atan2(input, other):
-    return binary_op(ATAN2, np.arctan2, input, other, to_float=True)
-
-
-arctan2 = atan2
-
-
-def hypot(input, other):
-    return binary_op(HYPOT, np.hypot, input, other, to_float=True)
-
-
-def logaddexp(input, other):
-    return binary_op(LOGADDEXP, np.logaddexp, input, other, to_float=True)
-
-
-def maximum(input, other):
-    return binary_op(MAXIMUM, np.maximum, input, other)
-
-
-def minimum(input, other):
-    return binary_op(MINIMUM, np.minimum, input, other)
 
 
 def fmax(input, other):
@@ -385,37 +357,46 @@ def _make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
     return op
 
 
-exp = _make_unary("ExpBackward0", "exp", np.exp)
-exp2 = _make_unary("Exp2Backward0", "exp2", np.exp2)
-expm1 = _make_unary("Expm1Backward0", "expm1", np.expm1)
-log = _make_unary("LogBackward0", "log", np.log)
-log1p = _make_unary("Log1PBackward0", "log1p", np.log1p)
-log2 = _make_unary("Log2Backward0", "log2", np.log2)
-log10 = _make_unary("Log10Backward0", "log10", np.log10)
-sqrt = _make_unary("SqrtBackward0", "sqrt", np.sqrt)
-rsqrt = _make_unary("RsqrtBackward0", "rsqrt", rt.rsqrt)
-sin = _make_unary("SinBackward0", "sin", np.sin)
-cos = _make_unary("CosBackward0", "cos", np.cos)
-tan = _make_unary("TanBackward0", "tan", np.tan)
-asin = arcsin = _make_unary("AsinBackward0", "arcsin", np.arcsin)
-acos = arccos = _make_unary("AcosBackward0", "arccos", np.arccos)
-atan = arctan = _make_unary("AtanBackward0", "arctan", np.arctan)
-sinh = _make_unary("SinhBackward0", "sinh", np.sinh)
-cosh = _make_unary("CoshBackward0", "cosh", np.cosh)
-tanh = _make_unary("TanhBackward0", "tanh", np.tanh)
-asinh = arcsinh = _make_unary("AsinhBackward0", "arcsinh", np.arcsinh)
-acosh = arccosh = _make_unary("AcoshBackward0", "arccosh", np.arccosh)
-atanh = arctanh = _make_unary("AtanhBackward0", "arctanh", np.arctanh)
-sigmoid = _make_unary("SigmoidBackward0", "sigmoid", rt.sigmoid)
-erf = _make_unary("ErfBackward0", "erf", rt.erf)
-reciprocal = _make_unary("ReciprocalBackward0", "reciprocal", np.reciprocal)
-relu = _make_unary("ReluBackward0", "relu", rt.relu, keep_int=True)
-abs = absolute = _make_unary("AbsBackward0", "absolute", np.absolute, keep_int=True)  # noqa: A001
-neg = negative = _make_unary("NegBackward0", "negative", np.negative, keep_int=True)
-sign = _make_unary("SignBackward0", "torch_sign", np.sign, keep_int=True)
-floor = _make_unary("FloorBackward0", "torch_floor", np.floor, keep_int=True)
-ceil = _make_unary("CeilBackward0", "torch_ceil", np.ceil, keep_int=True)
-trunc = fix = _make_unary("TruncBackward0", "torch_trunc", np.trunc, keep_int=True)
+def _make_binary(node_name, rule_name, fn, keep_int=False):
+    spec = OpSpec(node_name, rule_name)
+
+    def op(input, other):
+        return binary_op(spec, fn, input, other, to_float=not keep_int)
+    op.__doc__ = f"Elementwise {rule_name} of two tensors (broadcasting); backward: {node_name}."
+    op.spec, op.np_fn = spec, fn
+    return op
+
+
+def _from_registry() -> dict:
+    """{torch function name: op} for every registry entry that carries torch names
+    (`ops.Torch`): the elementwise ops of one input (exp, tanh, sigmoid, abs, ...) and of two
+    (maximum, hypot, atan2, ...). Their Tensor methods, in-place variants and numpy dispatch
+    are made from the same entries (inplace.REGISTERED, methods.py, numpy_dispatch.py), and
+    `sourcegrad.<name>` from this."""
+    made = {}
+    for entry in RULES.values():
+        names = entry.torch
+        if names is None:
+            continue
+        if entry.kind != "elementwise" or len(entry.params) not in (1, 2) or \
+                len(entry.params) == 2 and names.inplace:
+            raise TypeError(f"op {entry.name!r} has torch names, but the eager surface is made "
+                            "for elementwise ops of one or two inputs (in place: of one) only: "
+                            "write its eager op by hand")
+        make = _make_unary if len(entry.params) == 1 else _make_binary
+        op = make(names.node, entry.name, entry.fn, names.keep_int)
+        op.__name__ = op.__qualname__ = names.function[0]
+        op.entry = entry
+        for name in names.function:
+            made[name] = op
+    return made
+
+
+REGISTERED = _from_registry()
+globals().update(REGISTERED)  # this module's own names: ops.exp, ops.sigmoid, ...
+# (named here too for the functions of this module that call them: rdiv, max and min)
+reciprocal = REGISTERED["reciprocal"]
+maximum, minimum = REGISTERED["maximum"], REGISTERED["minimum"]
 _round0 = _make_unary("RoundBackward0", "torch_round", np.round, keep_int=True)
 positive = _make_unary("PositiveBackward0", "positive", np.positive, keep_int=True)
 

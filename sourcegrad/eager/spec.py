@@ -1,19 +1,19 @@
 """How an eager op uses a rule of the table, and how its node is recorded.
 
 An `OpSpec` ties a torch node name (`MulBackward0`) to a rule of
-`sourcegrad.rules.RULES` (`multiply`): which of the rule's parameters are the op's
+`sourcegrad.ops.RULES` (`multiply`): which of the rule's parameters are the op's
 array arguments, and which of those are *edges* of the node (one `next_functions`
 entry each). `where` has three array arguments but two edges (the condition
 gets none); `1 - x` uses `subtract` with a single edge for `x`.
 
 What a node saves comes from the rules themselves. Each VJP lambda is read once
-(through the compiler's own template of it): a name it reads only for its shape
+(by the registry's analysis, `ops.reads`, which the compiler uses too): a name it reads only for its shape
 (`unbroadcast(g, x)`, `x.shape`, `np.zeros_like(x)`, ...) is saved as a `Meta`;
 a name it reads for its values is saved by value. Only the VJPs of inputs that
 need a gradient count, so `x * w` with `w` constant keeps `w` and only the shape
 of `x`, as torch's MulBackward0 does.
 
-Imports: `node`, `tensor`, the leaves, and `sourcegrad.rules`/`runtime`; the op
+Imports: `node`, `tensor`, the leaves, and `sourcegrad.ops`/`runtime`; the op
 modules import it.
 """
 from __future__ import annotations
@@ -24,7 +24,8 @@ import numpy as np
 import os
 import traceback
 
-from ..rules import RULES, vjp_template
+from .. import ops
+from ..ops import RULES, vjp_template
 from ..runtime import unbroadcast
 from . import messages
 from .anomaly import ANOMALY
@@ -35,52 +36,20 @@ from .node import (METAS, LIVE_NOTHING_SAVED, LIVE_SAVED, NONE_EDGE, Meta, Multi
                    RuleNode, meta_of, node_class)
 
 NONE, SHAPE, VALUE = 0, 1, 2
-
-# Calls whose argument at the given position is read only for its shape.
-_SHAPE_ARGS = {"unbroadcast": 1, "unindex": 1, "expand_reduced": 1, "reduced_count": 0,
-               "take_part": 1, "shape": 0, "ndim": 0, "size": 0, "zeros_like": 0}
-_SHAPE_ATTRS = {"shape", "ndim", "size", "dtype"}
+_EAGER_MODE = {ops.NONE: NONE, ops.SHAPE: SHAPE, ops.META: SHAPE, ops.VALUE: VALUE}
 _READS: dict = {}
 
 
 def reads(vjp) -> dict:
-    """{parameter name: SHAPE or VALUE} for the names a VJP's body reads."""
+    """{parameter name: SHAPE or VALUE} for the names a VJP's body reads: the registry's one
+    analysis of it (`ops.reads`), where a name read for its shape or dtype only is kept
+    as a Meta."""
     key = id(vjp.__code__)
     found = _READS.get(key)
     if found is None:
-        found = _READS[key] = _analyse(vjp_template(vjp))
+        found = _READS[key] = {name: _EAGER_MODE[level]
+                               for name, level in ops.reads(vjp).items()}
     return found
-
-
-def _analyse(lam) -> dict:
-    uses: dict = {}
-
-    def visit(node, shape_only=False):
-        if isinstance(node, gast.Name):
-            if isinstance(node.ctx, gast.Load):
-                uses[node.id] = max(uses.get(node.id, NONE), SHAPE if shape_only else VALUE)
-            return
-        if isinstance(node, gast.Attribute):
-            visit(node.value, node.attr in _SHAPE_ATTRS)
-            return
-        if isinstance(node, gast.Call):
-            callee = node.func
-            name = callee.id if isinstance(callee, gast.Name) else (
-                callee.attr if isinstance(callee, gast.Attribute) else None)
-            shape_pos = _SHAPE_ARGS.get(name)
-            if isinstance(callee, gast.Attribute) and not (
-                    isinstance(callee.value, gast.Name) and callee.value.id == "np"):
-                visit(callee)  # a method call: the object is read for its value
-            for i, arg in enumerate(node.args):
-                visit(arg, i == shape_pos)
-            for kw in node.keywords:
-                visit(kw.value)
-            return
-        for child in gast.iter_child_nodes(node):
-            visit(child)
-
-    visit(lam.body)
-    return uses
 
 
 def _passes_through(vjp, param) -> bool:

@@ -153,6 +153,22 @@ def f_arctan2_hypot(x, y):
     return np.sum(np.arctan2(x, y) + np.hypot(x, y))
 
 
+def f_cumsum(x):
+    return np.sum(np.cumsum(x, axis=1) ** 2) + np.sum(np.cos(np.cumsum(x)))
+
+
+def f_flip_roll(x):
+    return np.sum(np.flip(x, 0) * x) + np.sum(np.roll(x, 2) * x) + np.sum(np.roll(x, -1, 1) ** 3)
+
+
+def f_tril_triu(x):
+    return np.sum(np.tril(x) ** 2 + np.triu(x, 1) * x) + np.sum(np.tril(x, -1) * 3.0)
+
+
+def f_tile(x, v):
+    return np.sum(np.tile(x, (2, 3)) ** 2) + np.sum(np.tile(v, 3) * np.arange(12.0))
+
+
 def f_power_func(x, y):
     return np.sum(np.power(x, y) + np.power(x, 3))
 
@@ -270,6 +286,10 @@ CASES = [
     (f_broadcast_to, lambda r: (normal(r, 3),), 0),
     (f_logaddexp, lambda r: (normal(r, 4), normal(r, 4)), (0, 1)),
     (f_arctan2_hypot, lambda r: (normal(r, 4), normal(r, 4)), (0, 1)),
+    (f_cumsum, lambda r: (normal(r, 3, 4),), 0),
+    (f_flip_roll, lambda r: (normal(r, 3, 4),), 0),
+    (f_tril_triu, lambda r: (normal(r, 4, 4),), 0),
+    (f_tile, lambda r: (normal(r, 2, 3), normal(r, 4)), (0, 1)),
     (f_power_func, lambda r: (pos(r, 4), pos(r, 4)), (0, 1)),
     (f_func_arith, lambda r: (pos(r, 4), pos(r, 4)), (0, 1)),
     (f_indexing, lambda r: (normal(r, 3, 4),), 0),

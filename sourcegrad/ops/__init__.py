@@ -1,0 +1,34 @@
+"""THE op registry: one record (`registry.Op`) per operation, shared by compiler and eager.
+
+An operation's entry, in the file of its family, holds all of it: the numpy function(s)
+and spelling, VJPs and JVPs (or a linearity mark), the properties the compiler's passes
+ask (`has(name, "view")`, `get(name).method`, ...) and its torch names, from which the
+eager surface is generated. Adding an operation to both modes is one entry here plus one
+test row.
+
+* `registry.py`: the record, the define functions (`defvjp`, `defjvp`, `deflinear`,
+  `alias`, `mark`), the queries (`get`, `has`, `rule_for_function`, `op_for_method`),
+  the VJP templates and the template namespace;
+* `reads.py`: the one analysis of which inputs a rule reads, for both modes;
+* `elementwise.py`, `reductions.py`, `linalg.py`, `shape.py`, `nn.py`: the entries by
+  family; `program.py`: the ops of the program itself (reads without gradient, builtins,
+  lists and mutation as values, the helpers generated backward code calls).
+
+Imports run one way: runtime <- ops <- {compiler modules, eager} <- api <- cli. This
+package imports numpy, gast and `sourcegrad.runtime` only.
+"""
+from .reads import META, NONE, SHAPE, VALUE, read_level, reads, reads_shape_of, reads_value_of
+from .registry import (COMPARISONS, MATH_FUNCTIONS, OPERATORS, PROPERTIES, RULES,
+                       TEMPLATE_NAMESPACE, Op, Rule, Spelling, Torch, alias, array_methods,
+                       defjvp, deflinear, defnondiff, defprimitive, defvjp, get, has, mark,
+                       op_for_method, rule_for_function, torch, vjp_template)
+# the families, in the order their entries build on each other (aliases after their base)
+from . import elementwise, reductions, linalg, shape, program, nn  # noqa: E402,F401
+from .program import jvp_at_run_time, vjp_at_run_time  # noqa: E402
+
+__all__ = ["COMPARISONS", "MATH_FUNCTIONS", "META", "NONE", "OPERATORS", "PROPERTIES", "RULES",
+           "SHAPE", "TEMPLATE_NAMESPACE", "VALUE", "Op", "Rule", "Spelling", "Torch", "alias",
+           "array_methods", "defjvp", "deflinear", "defnondiff", "defprimitive", "defvjp",
+           "get", "has", "mark", "op_for_method", "read_level", "reads", "reads_shape_of",
+           "reads_value_of", "rule_for_function", "torch", "vjp_template", "jvp_at_run_time",
+           "vjp_at_run_time"]

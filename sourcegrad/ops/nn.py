@@ -1,0 +1,279 @@
+"""The ops torch has and numpy lacks: activations, softmax, losses, addmm, in-place writes.
+
+Their forward functions (numpy in, numpy out, behaving like torch's ops: a stable
+sigmoid, softmax along one axis, ...) live here too; generated code calls them as
+`sourcegrad.ops.nn.<name>`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runtime import array_module, expand_reduced, max_grad, unbroadcast, unindex
+from .registry import Spelling, defvjp, torch
+
+
+def _spelled(name):
+    return Spelling("module", f"sourcegrad.ops.nn.{name}")
+
+
+# --- forward functions (numpy in, numpy out) -------------------------------------------------
+
+def relu(x):
+    return np.maximum(x, 0)
+
+
+def sigmoid(x):
+    # exp of a non-positive number never overflows
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def softmax(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def log_softmax(x, axis):
+    return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+def rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x):
+    if type(x) is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+        from cupyx.scipy.special import erf as cupy_erf  # a CuPy array: its own kernel
+        return cupy_erf(x).astype(np.result_type(x.dtype, np.float32))
+    return _erf(x).astype(np.result_type(x, np.float32))
+
+
+def leaky_relu(x, negative_slope=0.01):
+    return np.where(x > 0, x, x * negative_slope)
+
+
+def vector_norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's parameter name
+    a = np.abs(x)
+    if ord == 2:
+        return np.sqrt(np.sum(a * a, axis=axis, keepdims=keepdims))
+    if ord == np.inf:
+        return np.max(a, axis=axis, keepdims=keepdims)
+    if ord == -np.inf:
+        return np.min(a, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return np.sum(a != 0, axis=axis, keepdims=keepdims).astype(x.dtype)
+    if ord == 1:
+        return np.sum(a, axis=axis, keepdims=keepdims)
+    return np.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+
+def nll_index(shape, target, ignore_index=-100):
+    """The advanced index that picks x[n, target[n]] (ignored targets point at class 0)."""
+    t = np.where(target == ignore_index, 0, target)
+    if len(shape) == 1:
+        return (t,)
+    return (np.arange(shape[0]), t)
+
+
+def nll_scale(g, target, weight=None, reduction="mean", ignore_index=-100):
+    """d loss / d x[n, target[n]]: -g times the target's weight, over the weight sum for mean."""
+    valid = target != ignore_index
+    t = np.where(valid, target, 0)
+    w = (weight[t] if weight is not None else np.ones_like(t, dtype=np.float64)) * valid
+    if reduction == "mean":
+        return -g * (w / np.sum(w))
+    return -g * w
+
+
+def nll_loss(x, target, weight=None, reduction="mean", ignore_index=-100):
+    picked = x[nll_index(np.shape(x), target, ignore_index)]
+    valid = target != ignore_index
+    t = np.where(valid, target, 0)
+    w = (weight[t] if weight is not None else np.ones_like(t, dtype=x.dtype)) * valid
+    losses = -picked * w.astype(x.dtype)
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return np.sum(losses)
+    return np.sum(losses) / np.sum(w).astype(x.dtype)
+
+
+def mse_loss(x, y, reduction="mean"):
+    d = (x - y) * (x - y)
+    if reduction == "none":
+        return d
+    return np.sum(d) if reduction == "sum" else np.mean(d)
+
+
+def put_mask(like, index):
+    """1.0 everywhere except at `index` (what a non-accumulating index_put overwrites).
+
+    Shaped like the array `like`, and made where it lives (numpy or CuPy)."""
+    mask = np.ones_like(like)
+    mask[index] = 0.0
+    return mask
+
+
+def index_put(x, values, index, accumulate=False):
+    if hasattr(x, "__cuda_array_interface__"):  # a CuPy array: its own copy and add.at
+        out = x.copy()                         # (numpy refuses to hand it a tuple index)
+        if accumulate:
+            array_module(out).add.at(out, index, values)
+        else:
+            out[index] = values
+        return out
+    out = np.array(x, copy=True)
+    if accumulate:
+        np.add.at(out, index, values)
+    else:
+        out[index] = values
+    return out
+
+
+def addmm(bias, x, y):
+    return bias + x @ y
+
+
+def add_alpha(x, y, alpha=1):
+    return x + alpha * y
+
+
+def sub_alpha(x, y, alpha=1):
+    return x - alpha * y
+
+
+def fill(x, value=0):
+    return np.full_like(x, value)
+
+
+def fill_tensor(x, value):
+    return np.broadcast_to(value, np.shape(x)).astype(x.dtype)
+
+
+def fmod(x, y):
+    return np.fmod(x, y)
+
+
+def div_rounding(x, y, rounding_mode="floor"):
+    """torch.div with a rounding mode ("floor" or "trunc")."""
+    if rounding_mode == "floor":
+        return np.floor_divide(x, y)
+    return np.trunc(np.true_divide(x, y))
+
+
+def split(x, indices_or_sections, axis=0):
+    return np.split(x, indices_or_sections, axis=axis)
+
+
+def unbind(x, axis=0):
+    return [np.take(x, i, axis=axis) for i in range(np.shape(x)[axis])]
+
+
+# --- the rules -------------------------------------------------------------------------------
+
+defvjp("relu", relu, _spelled("relu"),
+       lambda g, ans, x: g * (ans > 0), kind="elementwise",
+       torch=torch("ReluBackward0", "relu", inplace=("relu_",), numpy=False, keep_int=True))
+defvjp("sigmoid", sigmoid, _spelled("sigmoid"),
+       lambda g, ans, x: g * ans * (1.0 - ans), kind="elementwise",
+       torch=torch("SigmoidBackward0", "sigmoid", inplace=("sigmoid_",), numpy=False))
+defvjp("rsqrt", rsqrt, _spelled("rsqrt"),
+       lambda g, ans, x: -0.5 * g * ans * ans * ans, kind="elementwise",
+       torch=torch("RsqrtBackward0", "rsqrt", inplace=("rsqrt_",), numpy=False))
+defvjp("erf", erf, _spelled("erf"),
+       lambda g, ans, x: g * 1.1283791670955126 * np.exp(-x * x), kind="elementwise",
+       torch=torch("ErfBackward0", "erf", numpy=False))
+defvjp("leaky_relu", leaky_relu, _spelled("leaky_relu"),
+       lambda g, ans, x, negative_slope=0.01: g * np.where(x > 0, 1.0, negative_slope),
+       kind="elementwise")
+defvjp("softmax", softmax, _spelled("softmax"),
+       lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)))
+defvjp("log_softmax", log_softmax, _spelled("log_softmax"),
+       lambda g, ans, x, axis: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True))
+defvjp("logsumexp", logsumexp, _spelled("logsumexp"),
+       lambda g, ans, x, axis=None, keepdims=False: expand_reduced(g, x, axis, keepdims) * np.exp(
+           x - expand_reduced(ans, x, axis, keepdims)),
+       kind="reduction")
+defvjp("vector_norm", vector_norm, _spelled("vector_norm"),
+       lambda g, ans, x, ord=2, axis=None, keepdims=False: (
+           expand_reduced(g, x, axis, keepdims) * x
+           / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims) if ord == 2 else
+           np.sign(x) * max_grad(g, ans, np.abs(x), axis, keepdims) if ord == np.inf else
+           expand_reduced(g, x, axis, keepdims) * np.sign(x) if ord == 1 else
+           expand_reduced(g, x, axis, keepdims) * np.sign(x) * np.abs(x) ** (ord - 1)
+           / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims) ** (ord - 1)),
+       kind="reduction")
+
+# Losses: the target carries no gradient for nll_loss (class indices); mse_loss has two inputs.
+defvjp("nll_loss", nll_loss, _spelled("nll_loss"),
+       lambda g, ans, x, target, weight=None, reduction="mean", ignore_index=-100: unindex(
+           nll_scale(g, target, weight, reduction, ignore_index), x,
+           nll_index(np.shape(x), target, ignore_index)),
+       None)
+defvjp("mse_loss", mse_loss, _spelled("mse_loss"),
+       lambda g, ans, x, y, reduction="mean": unbroadcast(
+           2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), x),
+       lambda g, ans, x, y, reduction="mean": unbroadcast(
+           -2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), y))
+
+# In-place writes, as out-of-place primitives (the eager engine applies them in place).
+defvjp("index_put", index_put, _spelled("index_put"),
+       # zeros where the write landed, chosen rather than multiplied (a NaN in g stays out)
+       lambda g, ans, x, values, index, accumulate=False: g if accumulate else np.where(
+           put_mask(g, index) != 0, g, 0.0),
+       lambda g, ans, x, values, index, accumulate=False: unbroadcast(g[index], values))
+defvjp("addmm", addmm, _spelled("addmm"),
+       lambda g, ans, bias, x, y: unbroadcast(g, bias),
+       lambda g, ans, bias, x, y: g @ y.T,
+       lambda g, ans, bias, x, y: x.T @ g)
+defvjp("add_alpha", add_alpha, _spelled("add_alpha"),
+       lambda g, ans, x, y, alpha=1: unbroadcast(g, x),
+       lambda g, ans, x, y, alpha=1: unbroadcast(g * alpha, y), kind="elementwise")
+defvjp("sub_alpha", sub_alpha, _spelled("sub_alpha"),
+       lambda g, ans, x, y, alpha=1: unbroadcast(g, x),
+       lambda g, ans, x, y, alpha=1: unbroadcast(-g * alpha, y), kind="elementwise")
+defvjp("fill", fill, _spelled("fill"),
+       lambda g, ans, x, value=0: np.zeros_like(g))
+defvjp("fill_tensor", fill_tensor, _spelled("fill_tensor"),
+       lambda g, ans, x, value: np.zeros_like(g),
+       lambda g, ans, x, value: np.sum(g))
+
+# fmod's quotient is rounded toward zero: its own gradient is zero, as torch's
+# `self.div(other, rounding_mode="trunc")` is, so the second derivative matches torch's.
+defvjp("fmod", fmod, _spelled("fmod"),
+       lambda g, ans, x, y: unbroadcast(g, x),
+       lambda g, ans, x, y: unbroadcast(-g * np.trunc(x / y), y), kind="elementwise")
+# Rounding and sign: torch records them, with a zero gradient.
+defvjp("torch_div_rounding", div_rounding, _spelled("div_rounding"),
+       lambda g, ans, x, y: unbroadcast(np.zeros_like(g), x),
+       lambda g, ans, x, y: unbroadcast(np.zeros_like(g), y), kind="elementwise")
+_ROUNDING = {
+    "sign": torch("SignBackward0", "sign", inplace=("sign_",), keep_int=True),
+    "floor": torch("FloorBackward0", "floor", inplace=("floor_",), keep_int=True),
+    "ceil": torch("CeilBackward0", "ceil", inplace=("ceil_",), keep_int=True),
+    "trunc": torch("TruncBackward0", "trunc", "fix", inplace=("trunc_",), keep_int=True),
+    "round": None,  # eager round takes `decimals` (sourcegrad.eager.ops.round)
+}
+for _name, _torch in _ROUNDING.items():
+    defvjp(f"torch_{_name}", getattr(np, _name), Spelling("func", _name),
+           lambda g, ans, x: np.zeros_like(g), kind="elementwise", register_fn=False,
+           torch=_torch)
+del _name, _torch
+
+# Several outputs: `g` is the list of the outputs' gradients (zeros where none arrived).
+defvjp("split", split, _spelled("split"),
+       lambda g, ans, x, indices_or_sections, axis=0: np.concatenate(g, axis=axis))
+defvjp("unbind", unbind, _spelled("unbind"),
+       lambda g, ans, x, axis=0: np.stack(g, axis=axis))

@@ -1,0 +1,450 @@
+"""The op record and the functions that define ops: one `Op` per operation, in `RULES`.
+
+An operation is something the compiler does not look inside (a numpy function, an
+operator, an attribute read, a runtime helper) and the eager mode records as one node.
+Its `Op` holds everything either mode asks about it:
+
+* how to run it (`fn`) and how generated code writes it (`spelling`);
+* its derivatives: one VJP lambda per positional input, JVPs or a linearity mark;
+* the properties the compiler's passes ask (`kind`: elementwise / reduction;
+  `props`: "view", "fresh", "owned", "linear_in_first", ...; `method`: the array
+  method generated code writes; `methods`: the array methods user code may call;
+  `shape`: the shape function the analysis uses) through `has(name, prop)`;
+* its torch names (`torch`: node, function, Tensor method, in-place variant, numpy
+  dispatch), from which the eager surface is made (`eager.ops.REGISTERED` and the
+  tables of `eager.inplace`, `eager.methods`, `eager.numpy_dispatch`, `eager.__all__`).
+
+    defvjp("multiply", np.multiply, Spelling.func("multiply"),
+           lambda g, ans, x, y: unbroadcast(g * y, x),
+           lambda g, ans, x, y: unbroadcast(g * x, y))
+
+One vector-Jacobian product (VJP) per positional input; `None` for inputs that
+carry no gradient. A VJP's parameters are `g` (the adjoint of the result), `ans`
+(the result), then the primitive's own parameters, with their defaults. The
+same lambda serves both modes:
+
+* the eager engine calls it on arrays;
+* the compiler reads its source (a template), substitutes the names, folds what
+  is constant and inlines the expression into the generated backward. The
+  names the body reads (`ans`, `x`, `y`) are the forward values the backward
+  keeps, so a rule that does not read `x` never makes the compiler save it
+  (`ops.reads`, the one analysis of that, serves both modes).
+
+Templates may use `np.<function>`, the helpers of `sourcegrad.runtime`,
+attribute reads, operators and conditional expressions whose tests become
+constant once the call's static arguments and ranks are known. Each VJP lambda
+starts on a line of its own, so its source can be found from its code object.
+
+Imports: numpy, gast and `runtime` only.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+import gast
+import numpy as np
+
+from .. import runtime
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How generated code writes a call of the primitive.
+
+    kind is one of: "binop" / "unaryop" / "compare" (an operator symbol),
+    "func" (a function of the array namespace, `np.exp`), "module" (a fixed
+    dotted path such as `math.exp`), "helper" (a `sourcegrad.runtime` helper),
+    "builtin" (`len`, `float`), "attr" (`x.T`), "method" (`x.astype(...)`),
+    "getitem" (`x[index]`), "store" (the statement `x[index] = value`), "augassign"
+    (`x += value`, assigning x) and "augassign_item" (`x[index] += value`, assigning x).
+    """
+
+    kind: str
+    text: str = ""
+
+    @staticmethod
+    def func(name):
+        return Spelling("func", name)
+
+
+@dataclass(frozen=True)
+class Torch:
+    """The op's torch names, from which the eager surface is made (`eager.ops.REGISTERED`).
+
+    node: the backward node's class name (`SincBackward0`); function: the names of
+    `sourcegrad.<name>(x)` (the first is the op's own name, the others aliases); method: the
+    Tensor methods (`x.sinc()`); inplace: the in-place Tensor methods (`x.sinc_()`); numpy:
+    whether `np.<fn>(tensor)` dispatches to it (`__array_ufunc__` / `__array_function__`);
+    keep_int: an integer input keeps its dtype (torch's abs) instead of becoming float.
+    """
+
+    node: str
+    function: tuple = ()
+    method: tuple = ()
+    inplace: tuple = ()
+    numpy: bool = True
+    keep_int: bool = False
+
+
+def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False) -> Torch:
+    """The torch names of an op whose Tensor methods are its function names (most are):
+    `torch("SincBackward0", "sinc", inplace=("sinc_",))`."""
+    names = tuple(names)
+    return Torch(node, names, names if method is None else tuple(method), tuple(inplace),
+                 numpy, keep_int)
+
+
+# The properties `has` answers besides `kind` (a record's `props`):
+#   "view": the result shares memory with the first argument (numpy views; an item of a list);
+#   "fresh": the result is a new array no other name refers to (optimize's buffer reuse);
+#   "owned": an adjoint accumulator holding the result may be updated in place (reverse);
+#   "linear_in_first": linear in its first argument, the others axes or shapes (a scalar
+#                      factor passes through it);
+#   "shape_checked": its errors depend only on its operands' shapes and static arguments (so
+#                    the analysis may run it on stand-ins to find numpy's own error);
+#   "reduction": kind == "reduction"; "elementwise": kind == "elementwise".
+PROPERTIES = ("view", "fresh", "owned", "linear_in_first", "shape_checked")
+
+
+@dataclass
+class Op:
+    """Everything sourcegrad knows about one operation."""
+
+    name: str
+    fn: Callable | None
+    spelling: Spelling
+    vjps: tuple = ()
+    # positional parameter names, keyword defaults, and the *varargs name if any
+    params: tuple = ()
+    defaults: dict = field(default_factory=dict)
+    varargs: str | None = None
+    # "elementwise" (shape follows broadcasting), "reduction", or "other"
+    kind: str = "other"
+    # a primitive with no VJP at all: its result carries no gradient (comparisons, argmax)
+    differentiable: bool = True
+    # safe to evaluate at compile time when every argument is a constant
+    pure: bool = True
+    # the forward takes its *varargs as one sequence: np.concatenate([a, b], axis=0)
+    sequence_input: bool = False
+    # the result is known before the function runs (x.shape, len(x)): it depends on shapes only
+    static_result: bool = False
+    # the name generated comments use: `x * y` and `np.multiply` are both "multiply"
+    family: str = ""
+    # forward mode (JVPs). "elementwise" rules get theirs from their VJPs with g := the
+    # input's tangent (the Jacobian is diagonal up to broadcasting); otherwise:
+    #   linear = "joint": linear in all its array inputs together (sum, reshape, concatenate):
+    #            the JVP is the primitive applied to the tangents;
+    #   linear = "multi": linear in each input separately (matmul, dot): the JVP is the sum
+    #            over inputs of the primitive with that input replaced by its tangent;
+    #   linear = (i, ...): linear in those inputs, piecewise constant in the others (helpers
+    #            of generated backward code such as unbroadcast(g, x)).
+    # `jvps` holds explicit JVP lambdas (t, ans, *inputs) for the rest (max, prod, var).
+    linear: object = None
+    jvps: tuple = ()
+    # a yes/no fact that reads only its arguments' types (index_may_repeat): a rule template
+    # decides it when it is instantiated and emits nothing; True (the general formula)
+    # where a type is not known before the function runs
+    type_fact: bool = False
+    # the pass properties (see PROPERTIES)
+    props: frozenset = frozenset()
+    # the array method generated code writes instead of the function (`x.sum(axis=0)`)
+    method: str | None = None
+    # the array methods user code may call for this op (`x.flatten()` -> ravel)
+    methods: tuple = ()
+    # the analysis's shape function for this op, by name (None: by kind, or run the op)
+    shape: str | None = None
+    # torch names (eager surface), or None
+    torch: Torch | None = None
+
+    def __post_init__(self):
+        self.family = self.family or self.name.removeprefix("np_")
+
+    def forward(self, *args, **kwargs):
+        """Run the primitive itself on concrete values."""
+        if self.sequence_input:
+            return self.fn(list(args), **kwargs)
+        return self.fn(*args, **kwargs)
+
+    def signature(self) -> inspect.Signature:
+        # made once per rule: the reverse pass binds every call it differentiates
+        made = self.__dict__.get("_signature")
+        if made is None:
+            made = _signature(self)
+            object.__setattr__(self, "_signature", made)
+        return made
+
+    def bind(self, args, kwargs):
+        """Map a call's positional and keyword arguments to parameter names, defaults filled in."""
+        bound = self.signature().bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def jvp_for(self, argnum: int):
+        """The explicit JVP lambda for input `argnum` (the last one serves *varargs), or None."""
+        if self.varargs is not None and argnum >= len(self.params) and self.jvps:
+            return self.jvps[-1]
+        return self.jvps[argnum] if argnum < len(self.jvps) else None
+
+    def vjp_for(self, argnum: int):
+        """The VJP lambda for positional input `argnum` (or for any *varargs input), or None."""
+        if self.varargs is not None and argnum >= len(self.params):
+            return self.vjps[-1]
+        return self.vjps[argnum] if argnum < len(self.vjps) else None
+
+
+Rule = Op  # the name the compiler's modules grew up with
+
+RULES: dict[str, Op] = {}
+
+# Python's operators (by their gast/ast node name) and the primitives they call; user code
+# and rule templates are both lowered through this one mapping.
+OPERATORS = {"Add": "add_op", "Sub": "sub_op", "Mult": "mul_op", "Div": "div_op",
+             "Pow": "pow_op", "MatMult": "matmul_op", "Mod": "mod_op",
+             "FloorDiv": "floordiv_op"}
+COMPARISONS = {"Lt": "lt", "LtE": "le", "Gt": "gt", "GtE": "ge", "Eq": "eq", "NotEq": "ne"}
+_BY_FUNCTION: dict[int, str] = {}
+_BY_METHOD: dict[str, str] = {}
+
+
+# --- queries ---------------------------------------------------------------------------------
+
+def get(name) -> Op:
+    """The record of op `name` (KeyError if there is none)."""
+    return RULES[name]
+
+
+def has(name, prop) -> bool:
+    """Does op `name` have property `prop` (one of PROPERTIES, "reduction", "elementwise")?
+    An unknown op has none."""
+    op = RULES.get(name)
+    if op is None:
+        return False
+    if prop in ("reduction", "elementwise"):
+        return op.kind == prop
+    return prop in op.props
+
+
+def rule_for_function(fn) -> Op | None:
+    """The rule registered for a callable object (np.exp, math.sin, ...), if any."""
+    name = _BY_FUNCTION.get(id(fn))
+    return RULES.get(name) if name is not None else None
+
+
+def op_for_method(method) -> str | None:
+    """The op an array method of user code calls (`x.flatten()` -> "ravel"), or None."""
+    return _BY_METHOD.get(method)
+
+
+def array_methods() -> list:
+    """The array methods user code may call, sorted (for error messages)."""
+    return sorted(_BY_METHOD)
+
+
+# --- defining ops ----------------------------------------------------------------------------
+
+def defvjp(name, fn, spelling, *vjps, kind="other", pure=True, register_fn=True,
+           sequence_input=False, jvps=None, linear=None, **properties):
+    """Register `name` with one VJP per positional input (None: no gradient for it).
+
+    For a primitive with *varargs inputs (concatenate, stack, einsum), the last VJP
+    serves every one of them and receives its position as the keyword `argnum`.
+    `jvps`/`linear` give its forward mode (see Op.linear); `properties` the record's
+    other fields (props, method, methods, shape, torch).
+    """
+    template = next((v for v in vjps if v is not None), None)
+    params, defaults, varargs = _params_of(template) if template else ((), {}, None)
+    rule = Op(name, fn, spelling, tuple(vjps), params, defaults, varargs, kind,
+              differentiable=True, pure=pure, sequence_input=sequence_input)
+    _set(rule, properties)
+    _register(rule, fn if register_fn else None)
+    for vjp in vjps:
+        if vjp is not None:
+            vjp_template(vjp)  # fail at import time if the source cannot be found
+    if jvps is not None:
+        defjvp(name, *jvps)
+    if linear is not None:
+        deflinear(linear, name)
+    return rule
+
+
+def defnondiff(name, fn, spelling, params=None, kind="other", pure=True, register_fn=True,
+               **properties):
+    """Register a primitive whose result carries no gradient (its derivative is zero or undefined)."""
+    rule = Op(name, fn, spelling, (), tuple(params or ()), {}, None, kind,
+              differentiable=False, pure=pure)
+    _set(rule, properties)
+    _register(rule, fn if register_fn else None)
+    return rule
+
+
+def defprimitive(name, fn, spelling, kind="other", pure=True, **properties):
+    """Register a differentiable primitive whose VJPs are not written yet: using them is an error."""
+    rule = Op(name, fn, spelling, (), (), {}, None, kind, differentiable=True, pure=pure)
+    _set(rule, properties)
+    _register(rule, fn)
+    return rule
+
+
+def alias(name, fn, spelling, like, family=None, **properties):
+    """A second spelling of an existing primitive (`x * y` and `np.multiply`) sharing its VJPs.
+
+    The family names one computation (common-subexpression elimination shares values
+    across it); `family` is for a different computation that only borrows the rules
+    (min borrows max's). Pass properties are not inherited: each spelling says its own."""
+    base = RULES[like]
+    rule = Op(name, fn, spelling, base.vjps, base.params, base.defaults, base.varargs,
+              base.kind, base.differentiable, base.pure, base.sequence_input,
+              base.static_result, family or base.family, base.linear, base.jvps)
+    _set(rule, properties)
+    _register(rule, fn)
+    return rule
+
+
+def defjvp(name, *jvps):
+    """Explicit forward-mode rules for `name`: one lambda (t, ans, *inputs) per input."""
+    RULES[name].jvps = tuple(jvps)
+    for jvp in jvps:
+        if jvp is not None:
+            vjp_template(jvp)
+
+
+def deflinear(kind, *names):
+    """Mark primitives linear for forward mode (see Op.linear); aliases follow."""
+    for name in names:
+        RULES[name].linear = kind
+        for other in RULES.values():
+            if other.family == RULES[name].family:
+                other.linear = kind
+
+
+def mark(prop, *names):
+    """Give the ops `names` the pass property `prop` (one of PROPERTIES)."""
+    if prop not in PROPERTIES:
+        raise ValueError(f"unknown op property {prop!r}")
+    for name in names:
+        RULES[name].props = RULES[name].props | {prop}
+
+
+def _set(rule, properties):
+    for key, value in properties.items():
+        if key not in ("props", "method", "methods", "shape", "torch", "static_result",
+                       "family"):
+            raise TypeError(f"op {rule.name!r}: unknown field {key!r}")
+        if key == "props":
+            value = frozenset(value)
+            if not value <= set(PROPERTIES):
+                raise ValueError(f"op {rule.name!r}: unknown properties {set(value) - set(PROPERTIES)}")
+        setattr(rule, key, value)
+    if rule.family == "":
+        rule.family = rule.name.removeprefix("np_")
+
+
+def _register(rule, fn):
+    if rule.name in RULES:
+        raise ValueError(f"primitive {rule.name!r} is registered twice")
+    RULES[rule.name] = rule
+    if fn is not None and id(fn) not in _BY_FUNCTION:
+        _BY_FUNCTION[id(fn)] = rule.name
+    for method in rule.methods:
+        if method in _BY_METHOD:
+            raise ValueError(f"array method {method!r} is claimed by {_BY_METHOD[method]!r} "
+                             f"and {rule.name!r}")
+        _BY_METHOD[method] = rule.name
+
+
+def _params_of(vjp):
+    sig = inspect.signature(vjp)
+    names = list(sig.parameters)
+    if names[:2] != ["g", "ans"]:
+        raise ValueError(f"a VJP's first parameters must be (g, ans), got {names[:2]}")
+    params, defaults, varargs = [], {}, None
+    for p in list(sig.parameters.values())[2:]:
+        if p.kind is p.VAR_POSITIONAL:
+            varargs = p.name
+        elif p.name == "argnum":
+            continue  # filled in by whoever calls the VJP of a *varargs input
+        elif p.default is p.empty and p.kind is not p.KEYWORD_ONLY:
+            params.append(p.name)
+        else:
+            if p.kind is not p.KEYWORD_ONLY:
+                params.append(p.name)
+            defaults[p.name] = p.default
+    return tuple(params), defaults, varargs
+
+
+def _signature(rule):
+    kinds = inspect.Parameter
+    ps = []
+    for name in rule.params:
+        if name in rule.defaults:
+            ps.append(kinds(name, kinds.POSITIONAL_OR_KEYWORD, default=rule.defaults[name]))
+        else:
+            ps.append(kinds(name, kinds.POSITIONAL_OR_KEYWORD))
+    if rule.varargs:
+        ps.append(kinds(rule.varargs, kinds.VAR_POSITIONAL))
+    for name, value in rule.defaults.items():
+        if name not in rule.params:
+            ps.append(kinds(name, kinds.KEYWORD_ONLY, default=value))
+    return inspect.Signature(ps)
+
+
+# --- templates ---------------------------------------------------------------------------------
+
+_TEMPLATE_CACHE: dict[int, gast.Lambda] = {}
+_MODULE_LAMBDAS: dict[str, dict[int, list]] = {}
+
+
+def vjp_template(vjp) -> gast.Lambda:
+    """The gast `Lambda` node of a VJP, found in its module's source by its first line."""
+    key = id(vjp.__code__)
+    if key not in _TEMPLATE_CACHE:
+        code = vjp.__code__
+        by_line = _MODULE_LAMBDAS.get(code.co_filename)
+        if by_line is None:
+            with open(code.co_filename) as f:
+                tree = gast.parse(f.read())
+            by_line = {}
+            for node in gast.walk(tree):
+                if isinstance(node, gast.Lambda):
+                    by_line.setdefault(node.lineno, []).append(node)
+            _MODULE_LAMBDAS[code.co_filename] = by_line
+        found = by_line.get(code.co_firstlineno, [])
+        if len(found) != 1:
+            raise ValueError(f"{code.co_filename}:{code.co_firstlineno}: a VJP lambda must "
+                             "start on a line of its own")
+        _TEMPLATE_CACHE[key] = found[0]
+    return _TEMPLATE_CACHE[key]
+
+
+# --- spellings and names templates use ---------------------------------------------------------
+
+def func(name):
+    return Spelling("func", name)
+
+
+def helper(name):
+    return Spelling("helper", name)
+
+
+# numpy functions that generated code writes with the math module when every operand is a
+# Python float (`math.exp(x)`, as one writes it by hand): the result is then a Python float.
+MATH_FUNCTIONS = {
+    "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
+    "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "absolute": "fabs", "fabs": "fabs", "hypot": "hypot", "arctan2": "atan2"}
+
+
+# Names a template may use, with the objects they stand for (the compiler resolves them).
+TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
+    "unbroadcast", "unindex", "take_part", "expand_reduced", "reduced_count", "prod_grad",
+    "max_grad", "dot_grad", "inner_grad", "tensordot_grad", "einsum_grad",
+    "inverse_permutation", "untake", "zero_at", "unindex_list", "unstack_list",
+    "unconcatenate_list", "sum_list_grad", "select_grad", "prod_grad_jvp", "part_index",
+    "einsum_swap", "einsum_grad_operands", "einsum_grad_jvp", "stack_items",
+    "concatenate_items", "index_may_repeat", "last_writes", "max_jvp", "var_jvp",
+    "cumprod_grad", "cumprod_jvp", "tile_split_shape", "tile_sum_axes", "cast_like")},
+    "sum": sum}

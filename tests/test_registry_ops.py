@@ -1,0 +1,161 @@
+"""Every registry entry with torch names, in both modes, from one row each.
+
+A row names an entry of `sourcegrad.ops` and the inputs to try it on (away from points
+where it is not differentiable). From the entry alone the tests check:
+
+* compiler: the gradient of `sum(op(*xs) * w)` against central finite differences, and
+  its forward mode (JVP) and second derivative against finite differences of those;
+* eager: `sourcegrad.<function>`, `Tensor.<method>`, the in-place variant and
+  `np.<function>(tensor)` against torch (values, gradient, the node's name, and the
+  second derivative through create_graph).
+
+Adding an operation to both modes is its entry plus a row here.
+"""
+import zlib
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import ops
+from sourcegrad.api import numeric_grad
+
+
+def normal(r):
+    return r.normal(size=(3, 4))
+
+
+def unit(r):
+    return r.uniform(-0.8, 0.8, size=(3, 4))
+
+
+def positive(r):
+    return r.uniform(0.5, 2.0, size=(3, 4))
+
+
+def off_integers(r):
+    # rounding ops: away from the integers, where they jump
+    return np.floor(r.uniform(-3, 3, size=(3, 4))) + r.uniform(0.1, 0.9, size=(3, 4))
+
+
+def away_from_zero(r):
+    return r.choice([-1.0, 1.0], size=(3, 4)) * r.uniform(0.2, 2.0, size=(3, 4))
+
+
+ROWS = {
+    "exp": normal, "exp2": normal, "expm1": normal, "log": positive, "log1p": positive,
+    "log2": positive, "log10": positive, "sqrt": positive, "reciprocal": positive,
+    "sin": normal, "cos": normal, "tan": unit, "arcsin": unit, "arccos": unit,
+    "arctan": normal, "sinh": normal, "cosh": normal, "tanh": normal, "arcsinh": normal,
+    "arccosh": lambda r: r.uniform(1.5, 3.0, size=(3, 4)), "arctanh": unit,
+    "absolute": away_from_zero, "negative": normal, "torch_sign": away_from_zero,
+    "torch_floor": off_integers, "torch_ceil": off_integers, "torch_trunc": off_integers,
+    "relu": away_from_zero, "sigmoid": normal, "rsqrt": positive, "erf": normal,
+    "sinc": lambda r: np.concatenate([r.uniform(-2.5, 2.5, size=(3, 3)), np.zeros((3, 1))], 1),
+    # two inputs (the second broadcast along the first's rows); maximum and minimum away
+    # from ties, where they split the gradient
+    "maximum": lambda r: (normal(r), r.normal(size=4) + 0.05),
+    "minimum": lambda r: (normal(r), r.normal(size=4) + 0.05),
+    "logaddexp": lambda r: (normal(r), r.normal(size=4)),
+    "arctan2": lambda r: (normal(r), r.normal(size=4)),
+    "hypot": lambda r: (normal(r), r.normal(size=4)),
+}
+NAMES = sorted(ROWS)
+
+
+def test_every_entry_with_torch_names_has_a_row():
+    entries = {name for name, op in ops.RULES.items() if op.torch is not None}
+    assert entries == set(ROWS)
+
+
+def _inputs(name):
+    """(the op's array inputs, the weights of its output) for row `name`."""
+    r = np.random.default_rng(zlib.crc32(name.encode()))
+    xs = ROWS[name](r)
+    xs = xs if isinstance(xs, tuple) else (xs,)
+    return xs, r.normal(size=np.broadcast_shapes(*(np.shape(x) for x in xs)))
+
+
+def _function(name):
+    """`sum(op(*xs) * w)`, calling the entry's own forward function."""
+    fn = ops.get(name).fn
+    if len(ops.get(name).params) == 1:
+        def f(x, w):
+            return np.sum(fn(x) * w)
+    else:
+        def f(x, y, w):
+            return np.sum(fn(x, y) * w)
+    return f
+
+
+def _compiled(name):
+    # the compiler differentiates the function its registry knows fn by: the entry itself,
+    # or (torch_sign & co., whose numpy function numpy's rule owns) that rule
+    return ops.rule_for_function(ops.get(name).fn) is ops.get(name)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if _compiled(n)])
+def test_compiler_matches_finite_differences(name):
+    f = _function(name)
+    xs, w = _inputs(name)
+    args = xs + (w,)
+    wrt = tuple(range(len(xs)))
+    for pos, g in zip(wrt, sourcegrad.grad(f, wrt=wrt)(*args)):
+        np.testing.assert_allclose(g, numeric_grad(f, args, pos), rtol=1e-6, atol=1e-8)
+    r = np.random.default_rng(1)
+    ts = tuple(r.normal(size=np.shape(x)) for x in xs) + (np.zeros_like(w),)
+    eps = 1e-6
+
+    def along(fn, sign):
+        return fn(*(a + sign * eps * t for a, t in zip(args, ts)))
+    _, tangent = sourcegrad.jvp(f, args, ts)
+    np.testing.assert_allclose(tangent, (along(f, 1) - along(f, -1)) / (2 * eps),
+                               rtol=1e-6, atol=1e-8)
+    gradient = sourcegrad.grad(f)  # (with respect to the first input)
+    hessian_t = sourcegrad.jvp(gradient, args, ts)[1]
+    np.testing.assert_allclose(hessian_t, (along(gradient, 1) - along(gradient, -1)) / (2 * eps),
+                               rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_eager_matches_torch(name):
+    torch = pytest.importorskip("torch")
+    entry = ops.get(name)
+    names = entry.torch
+    xs, w = _inputs(name)
+    vs = [np.random.default_rng(2).normal(size=np.shape(x)) for x in xs]
+
+    def side(T, call):
+        """(output, first derivatives, second derivatives along vs) of sum(call(*xs) * w)."""
+        txs = [T.tensor(x, requires_grad=True) for x in xs]
+        out = call(*txs)
+        gs = T.autograd.grad((out * T.tensor(w)).sum(), txs, create_graph=True)
+        # (a constant first derivative, such as neg's, records nothing to differentiate)
+        total = sum((g * T.tensor(v)).sum() for g, v in zip(gs, vs) if g.requires_grad)
+        ggs = T.autograd.grad(total, txs, allow_unused=True) \
+            if isinstance(total, T.Tensor) else (None,) * len(xs)
+        return (out,) + tuple(gs) + tuple(ggs)
+
+    def agree(ours, theirs, node):
+        assert type(ours[0].grad_fn).__name__ == node
+        for i, (a, b) in enumerate(zip(ours, theirs)):
+            a = None if a is None else a.detach().numpy()
+            b = None if b is None else b.detach().numpy(force=True)  # (torch's ZeroTensor)
+            if b is None or a is None:  # (no second derivative: zero, or not recorded)
+                assert (a is None or not np.any(a)) and (b is None or not np.any(b))
+                continue
+            if i > len(xs):  # where torch's second derivative is nan (sinc at 0), ours is finite
+                assert np.all(np.isfinite(a))
+                a, b = np.where(np.isfinite(b), a, 0.0), np.where(np.isfinite(b), b, 0.0)
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+    theirs = side(torch, getattr(torch, names.function[0]))
+    for function in names.function:
+        agree(side(sourcegrad, getattr(sourcegrad, function)), theirs, names.node)
+    for method in names.method:
+        agree(side(sourcegrad, lambda t, *rest: getattr(t, method)(*rest)), theirs, names.node)
+    for inplace in names.inplace:
+        agree(side(sourcegrad, lambda t: getattr(t * 1.0, inplace)()),
+              side(torch, lambda t: getattr(t * 1.0, inplace)()), names.node)
+    if names.numpy:
+        agree(side(sourcegrad, entry.fn), theirs, names.node)
