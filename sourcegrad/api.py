@@ -334,6 +334,20 @@ class Gradient(staticmethod):
     its `__wrapped__` is `fn`, its names are fn's.
     """
 
+    # frontend: a call of a Gradient inside differentiated code is `ops.call_gradient`
+    _sourcegrad_gradient = True
+
+    def pullback_of_gradient(self, argnum, g, args):
+        """The VJP of this gradient function at `args` for the cotangent `g`, with respect to
+        its argument `argnum`: for `grad(f)` the Hessian-vector product. The backward of a
+        gradient called inside differentiated code (`ops.call_gradient`) calls it, on the
+        compiled second-order code (one VJP object per argument, code cached per signature)."""
+        pulls = self.__dict__.setdefault("_pullbacks", {})
+        if argnum not in pulls:
+            pulls[argnum] = VJP(self, argnum, False, self.backend)
+        _, pullback = pulls[argnum](*args)
+        return pullback(g)
+
     pullback = False  # VJP: compile a forward and a backward function instead of one
 
     def __init__(self, fn, wrt=0, with_value=False, backend="auto"):
@@ -1064,6 +1078,10 @@ def grad(fn=None, wrt=0, *, backend="auto"):
     if fn is None:
         return lambda f: Gradient(f, wrt, False, backend)
     return Gradient(fn, wrt, False, backend)
+
+
+# grad(f) written inside differentiated code is made while compiling (frontend)
+grad._sourcegrad_makes_gradient = True
 
 
 def value_and_grad(fn=None, wrt=0, *, backend="auto"):

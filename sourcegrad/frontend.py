@@ -966,6 +966,11 @@ class Lowerer:
         for atom in atoms:
             items = atom.items if isinstance(atom, Tup) else (atom,)
             for item in items:
+                if isinstance(item, CallableRef) and \
+                        getattr(item.obj, "_sourcegrad_gradient", False):
+                    self.error(errors.UnsupportedSyntaxError, "a gradient called inside "
+                               "differentiated code is differentiated once (reverse mode); a "
+                               "higher derivative through it is not supported", None)
                 if isinstance(item, _FUNCTION_VALUES):
                     what = f"the operation {use!r}" if use in RULES else use
                     self.error(errors.UnsupportedSyntaxError,
@@ -1323,7 +1328,10 @@ class Lowerer:
             args, kwargs = self.call_args(node)
             local = LocalFunction(func, self, self.defaults_of(func.args))
             return self.inline_local(local, args, kwargs, node, name)
-        target = self.target_of(func)
+        if isinstance(func, gast.Call):  # grad(f)(x): the gradient is made while compiling
+            target = self.expr(func)
+        else:
+            target = self.target_of(func)
         if target is None and isinstance(func, gast.Attribute):
             return self.method(node, name)
         if isinstance(target, LocalFunction):
@@ -1337,6 +1345,10 @@ class Lowerer:
         obj = target.obj
         if obj in _COMPILE_TIME_BUILTINS and rule_for_function(obj) is None:
             return getattr(self, _COMPILE_TIME_BUILTINS[obj])(node, name)
+        if getattr(obj, "_sourcegrad_makes_gradient", False):
+            return self.make_gradient(obj, node)
+        if getattr(obj, "_sourcegrad_gradient", False):
+            return self.gradient_call(obj, func, node, name)
         if isinstance(obj, types.FunctionType) and rule_for_function(obj) is None:
             args, kwargs = self.call_args(node)
             return self.inline(obj, args, kwargs, node, name)
@@ -1429,6 +1441,35 @@ class Lowerer:
         held = self.bind_free(classes if len(classes) > 1 else classes[0],
                               "_".join(c.__name__ for c in classes))
         return self.emit("isinstance_builtin", [value, held], name=name)
+
+    def make_gradient(self, maker, node):
+        """`grad(f, wrt=...)` inside differentiated code: made now (a function value), so
+        calling it is a call of a gradient (`gradient_call`)."""
+        args, kwargs = self.call_args(node)
+        values = []
+        for atom in args + [a for _, a in kwargs]:
+            if isinstance(atom, CallableRef) and isinstance(atom.obj, types.FunctionType):
+                values.append(atom.obj)
+            elif isinstance(atom, Const):
+                values.append(atom.value)
+            else:
+                self.error(errors.UnsupportedSyntaxError, "a gradient made inside "
+                           "differentiated code takes a function defined at module level (or "
+                           "imported) and constant options", node)
+        made = maker(*values[:len(args)], **dict(zip([k for k, _ in kwargs], values[len(args):])))
+        return CallableRef(made)
+
+    def gradient_call(self, gradient, func, node, name):
+        """`g(x)` for a gradient `g = grad(f)` (a Newton step, meta-learning): it runs as it
+        runs anywhere, and its derivative is its pullback (`ops.call_gradient`)."""
+        args, kwargs = self.call_args(node)
+        if kwargs or type(gradient).__name__ != "Gradient" or gradient.with_value or \
+                not gradient._single:
+            self.error(errors.UnsupportedSyntaxError, "inside differentiated code a gradient "
+                       "is supported as grad(f) with one argument to differentiate, called "
+                       "with positional arguments", node)
+        label = f"grad_{getattr(gradient.fn, '__name__', 'f')}"
+        return self.emit("call_gradient", [self.bind_free(gradient, label), *args], name=name)
 
     def assert_(self, stmt):
         """`assert test, message`: checked in the forward pass, as Python checks it."""

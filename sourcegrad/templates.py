@@ -128,6 +128,9 @@ class Instantiator:
     # -- entry point ---------------------------------------------------------------------------
 
     def vjp(self, rule, argnum, call, g, ans, name):
+        if rule.run_time_vjp:  # Python code, not a template: called when the backward runs
+            args = [Const(rule.name), Const(argnum), g, ans, *call.args]
+            return self.emit("vjp_at_run_time", args, list(call.kwargs), name).atom
         return self.template(rule.vjp_for(argnum), rule, call, g, ans, name, argnum)
 
     def template(self, fn, rule, call, first, ans, name, argnum):

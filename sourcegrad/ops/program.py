@@ -200,7 +200,11 @@ def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):
     the rule picks its formula by a fact the compiler cannot know (the rank of a value whose
     shape changes between loop trips); elsewhere the formula is inlined. It lives here, not in
     runtime, because it reads the rule table (runtime imports nothing of sourcegrad)."""
-    return RULES[op].vjp_for(argnum)(g, ans, *inputs, **kwargs)
+    rule = RULES[op]
+    if rule.varargs is not None and argnum >= len(rule.params):
+        kwargs = dict(kwargs, argnum=argnum)  # the one VJP of every *varargs input
+    return rule.vjp_for(argnum)(g, ans, *inputs, **kwargs)
+
 
 def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
     """Rule `op`'s explicit JVP for input `argnum`, chosen when it runs (see vjp_at_run_time)."""
@@ -249,3 +253,18 @@ defjvp("min_builtin",
 RULES["max_builtin"].jvps = RULES["min_builtin"].jvps
 defprimitive("max_jvp", runtime.max_jvp, _helper("max_jvp"))
 defprimitive("var_jvp", runtime.var_jvp, _helper("var_jvp"))
+
+
+def call_gradient(gradient, *args):
+    """`sourcegrad.grad(f)(x)` called inside differentiated code: the gradient runs as it
+    runs anywhere (its own compiled code)."""
+    return gradient(*args)
+
+
+# A gradient called inside differentiated code (a Newton step, meta-learning): its VJP is
+# the gradient's own pullback (a Hessian-vector product for grad(f)), computed when the
+# backward runs by the compiled second-order code of the gradient
+defvjp("call_gradient", call_gradient, Spelling("pycall"),
+       None,
+       lambda g, ans, gradient, *args, argnum: gradient.pullback_of_gradient(argnum - 1, g, args),
+       pure=False, run_time_vjp=True)

@@ -147,6 +147,9 @@ class Op:
     # decides it when it is instantiated and emits nothing; True (the general formula)
     # where a type is not known before the function runs
     type_fact: bool = False
+    # the VJPs are Python code called when the backward runs (`vjp_at_run_time`), not
+    # templates inlined into it: a gradient called inside differentiated code
+    run_time_vjp: bool = False
     # the pass properties (see PROPERTIES)
     props: frozenset = frozenset()
     # the array method generated code writes instead of the function (`x.sum(axis=0)`)
@@ -330,7 +333,7 @@ def mark(prop, *names):
 def _set(rule, properties):
     for key, value in properties.items():
         if key not in ("props", "method", "methods", "shape", "torch", "static_result",
-                       "family"):
+                       "family", "run_time_vjp"):
             raise TypeError(f"op {rule.name!r}: unknown field {key!r}")
         if key == "props":
             value = frozenset(value)

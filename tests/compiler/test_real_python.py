@@ -521,3 +521,47 @@ def test_a_complex_value_on_the_gradients_path_is_refused():
 
 def test_a_complex_value_off_the_path_is_fine():
     check(complex_off_the_path, X)
+
+
+# --- a gradient inside differentiated code ----------------------------------------------------
+
+def wavy(x):
+    return np.sum(np.sin(x) * x ** 2)
+
+
+def squared_gradient_norm(x):
+    g = sourcegrad.grad(wavy)(x)
+    return np.sum(g ** 2)
+
+
+GRAD_WAVY = sourcegrad.grad(wavy)
+
+
+def through_a_global_gradient(x):
+    return np.sum(np.tanh(GRAD_WAVY(x)))
+
+
+def one_inner_step(w, x):
+    inner = sourcegrad.grad(wavy)
+    adapted = w - 0.1 * inner(w * x)
+    return np.sum(adapted ** 2)
+
+
+def gradient_of_a_local_function(x):
+    def local(v):
+        return np.sum(v ** 3)
+    return np.sum(sourcegrad.grad(local)(x))
+
+
+@pytest.mark.parametrize("fn, rest", [(squared_gradient_norm, ()),
+                                      (through_a_global_gradient, ()),
+                                      (one_inner_step, (X * 0.5,))])
+def test_a_gradient_called_inside_differentiated_code(fn, rest):
+    check(fn, X, *rest)
+
+
+def test_a_gradient_inside_is_differentiated_once():
+    with pytest.raises(errors.SourcegradError):
+        sourcegrad.hessian(squared_gradient_norm)(X)
+    with pytest.raises(errors.UnsupportedSyntaxError, match="module level"):
+        sourcegrad.grad(gradient_of_a_local_function)(X)
