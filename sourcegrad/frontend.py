@@ -788,6 +788,8 @@ class Lowerer:
             return args[0].items[args[1].value]  # unpacking a tuple of values: no code
         if op == "len" and isinstance(args[0], Tup):
             return Const(len(args[0].items))
+        if rule.vjps:
+            args = self.tuples_as_values(rule, args)
         if not rule.differentiable and rule.pure and not kwargs and \
                 all(isinstance(a, Const) for a in args):
             try:
@@ -811,6 +813,20 @@ class Lowerer:
             target = self.ctx.namer.fresh(name_for_call(op, rule.spelling, args))
         self.out.append(Assign(target, call, self.loc))
         return Var(target)
+
+    def tuples_as_values(self, rule, args):
+        """`args` with each `Tup` at a position that has a VJP made a value of its own.
+
+        A `Tup` is a compile-time tuple of atoms: it costs no code while it is only
+        unpacked or indexed by constants, but it has no name, so no adjoint. Where one is
+        an input the gradient flows through (an item of a list display `[(W, b)]`, a
+        tuple indexed at run time, a nested tuple), it becomes `make_tuple(...)`, whose
+        adjoint reaches each item (this call makes any nested tuple a value first)."""
+        if not any(isinstance(a, Tup) for a in args):
+            return args
+        return [self.emit("make_tuple", list(a.items))
+                if isinstance(a, Tup) and rule.vjp_for(i) is not None else a
+                for i, a in enumerate(args)]
 
     @staticmethod
     def backward_reads_input(rule, call, target):
@@ -872,7 +888,7 @@ class Lowerer:
             value = self.expr(node.value)
             return self.emit("getitem", [value, self.index(node.slice)], name=name)
         if isinstance(node, (gast.Tuple, gast.List)):
-            return self.sequence(node)
+            return self.sequence(node, name)
         what = _UNSUPPORTED_EXPRESSIONS.get(type(node), type(node).__name__)
         self.error(errors.UnsupportedSyntaxError, f"{what} is not supported in "
                    "differentiated code", node)
@@ -955,14 +971,14 @@ class Lowerer:
         gast.copy_location(both, node)
         return self.expr(both, name)
 
-    def sequence(self, node):
+    def sequence(self, node, name=None):
         items = tuple(self.expr(e) for e in node.elts)
         if all(isinstance(i, Const) for i in items):
             values = [i.value for i in items]
             # a list stays a list: as an index it selects elements, where a tuple selects axes
             return Const(values if isinstance(node, gast.List) else tuple(values))
         if isinstance(node, gast.List):
-            return self.emit("make_list", list(items))
+            return self.emit("make_list", list(items), name=name)
         return Tup(items)
 
     def index(self, node):
@@ -1140,12 +1156,8 @@ class Lowerer:
             return self.ufunc_into(rule, args, [kv for kv in kwargs if kv[0] != "out"], out,
                                    node, name)
         self.check_binding(rule, args, kwargs, node)
-        if rule.vjps:
-            # a tuple of values passed where the rule has a VJP (`einsum_grad(g, s, (A, B), 0)`
-            # in generated code) becomes a value of its own, so its adjoint reaches A and B
-            args = [self.emit("make_tuple", list(a.items))
-                    if isinstance(a, Tup) and rule.vjp_for(i) is not None else a
-                    for i, a in enumerate(args)]
+        # (a tuple of values passed where the rule has a VJP, `einsum_grad(g, s, (A, B), 0)`
+        # in generated code, becomes a value of its own in `emit`: its adjoint reaches A, B)
         return self.emit(rule.name, args, kwargs, name=name)
 
     def ufunc_into(self, rule, args, kwargs, out, node, name):

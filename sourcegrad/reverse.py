@@ -524,6 +524,13 @@ class Reverser:
                 "or with list.append", stmt.loc)
         parts = []
         for pos, atom in _input_positions(rule, value):
+            if isinstance(atom, Tup) and rule.vjp_for(pos) is not None and \
+                    self.active.intersection(atom_vars(atom)):
+                # (the front end makes such a tuple a value of its own: an adjoint has
+                # nowhere to go in an unnamed one, and dropping it would be a zero gradient)
+                raise errors.UnsupportedSyntaxError(
+                    "a tuple of differentiated values is passed where its gradient cannot "
+                    "be followed; build it first (t = (a, b)) and pass t", stmt.loc)
             if not (isinstance(atom, Var) and atom.name in self.active):
                 continue
             if not rule.vjps:
