@@ -320,11 +320,14 @@ class Gradient(staticmethod):
 
     pullback = False  # VJP: compile a forward and a backward function instead of one
 
-    def __init__(self, fn, wrt=0, with_value=False, backend="auto"):
+    def __init__(self, fn, wrt=0, with_value=False, backend="auto", has_aux=False):
         self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
         if self.inner is not None and (self.inner.with_value or not self.inner._single):
             raise errors.SourcegradError("a higher-order gradient needs an inner gradient with "
                                          "one wrt argument and no value (grad(grad(f)))")
+        if has_aux and (self.inner is not None or self.pullback):
+            raise errors.SourcegradError("has_aux=True is supported by grad and value_and_grad "
+                                         "of a Python function (not of a gradient, nor by vjp)")
         if self.inner is None and not isinstance(inspect.unwrap(fn), types.FunctionType):
             raise errors.SourceNotFoundError(
                 f"{fn!r} is not a Python function with source; sourcegrad differentiates "
@@ -336,7 +339,11 @@ class Gradient(staticmethod):
         self.fn = fn
         self._wrt_given = wrt
         self.wrt, self._single = _normalize_wrt(fn, wrt)
-        self.with_value = with_value
+        # with has_aux the generated code returns a pair, (aux, grads) or ((value, aux), grads):
+        # the value's place holds aux, so everything that reads a (value, grads) pair works
+        self.with_value = with_value or has_aux
+        self.value_asked = with_value
+        self.has_aux = has_aux
         self.backend = backend
         self._params = list(inspect.signature(fn).parameters)
         self._signature = inspect.signature(fn)
@@ -345,7 +352,7 @@ class Gradient(staticmethod):
         # compiled code is shared by every Gradient of the same function, wrt and backend
         with _SHARED_LOCK:
             self._cache = _compiled_for(fn).setdefault(
-                (self.wrt, self._single, with_value, backend, type(self).__name__), {})
+                (self.wrt, self._single, with_value, backend, type(self).__name__, has_aux), {})
         self._owner = inspect.unwrap(fn)  # whose __code__ the compiled code was built from
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
@@ -391,7 +398,8 @@ class Gradient(staticmethod):
         return self
 
     def __reduce__(self):
-        return type(self), (self.fn, self._wrt_given, self.with_value, self.backend)
+        return type(self), (self.fn, self._wrt_given, self.value_asked, self.backend,
+                            self.has_aux)
 
     def _general_call(self, *args, **kwargs):
         if kwargs or len(args) < len(self._params):  # keywords, or defaults to fill in
@@ -618,6 +626,8 @@ class Gradient(staticmethod):
             for i in self.wrt:
                 _check_differentiable(self._params[i], args[i])
             primal = hoist_loop_invariants(self.ir(args))
+            if self.has_aux:
+                primal = _output_and_aux(primal)
             disk_key, identities = self._disk_key(primal, args, key, to_transform)
             # (values keyed by identity are kept by the template, so their ids stay theirs)
             template_key = (disk_key, tuple(map(id, identities)))
@@ -707,7 +717,8 @@ class Gradient(staticmethod):
             else:
                 free.append((n, "object"))
                 identities.append(v)
-        text = cache.key_of(type(self).__name__, self.wrt, self._single, self.with_value,
+        text = cache.key_of(type(self).__name__, self.wrt, self._single,
+                            (self.value_asked, self.has_aux),
                             self.backend_for(args), repr(signature), to_transform,
                             primal.name,
                             primal.params, repr(primal.body), sorted(primal.user_names), free)
@@ -773,8 +784,8 @@ class Gradient(staticmethod):
                                  _shapes(env))
             return optimized, [optimized]
         cotangent = namer.fresh("g") if self.pullback else None
-        grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
-                          as_tuple=not self._single, cotangent=cotangent)
+        grad_ir = reverse(primal, list(self.wrt), env, namer, self.value_asked,
+                          as_tuple=not self._single, cotangent=cotangent, has_aux=self.has_aux)
         optimized = optimize(grad_ir, _shapes(env), _dtypes(env), keep_residuals=self.pullback,
                              backend=self.backend_for(args), numbers=_numbers(env))
         if self.pullback:
@@ -808,6 +819,25 @@ class Gradient(staticmethod):
 
     def __repr__(self):
         return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"
+
+
+def _output_and_aux(fn):
+    """fn (returning `(output, aux)`) with its return a `Tup` of the two: a pair returned
+    from a variable (several returns) is read back by item, as a value with an adjoint."""
+    ret = fn.body[-1]
+    value = ret.value
+    if isinstance(value, Tup) and len(value.items) == 2:
+        return fn
+    if not isinstance(value, Var):
+        raise errors.SourcegradError(
+            f"has_aux=True: {fn.name} must return a pair (output, aux), but returns "
+            f"{getattr(value, 'value', value)!r}", ret.loc)
+    names = Namer(reserved=_names_in(fn))
+    output, aux = names.fresh("output"), names.fresh("aux")
+    body = fn.body[:-1] + [Assign(output, Call("getitem", (value, Const(0))), ret.loc),
+                           Assign(aux, Call("getitem", (value, Const(1))), ret.loc),
+                           Return(Tup((Var(output), Var(aux))), ret.loc)]
+    return replace(fn, body=body)
 
 
 def _shapes(env) -> dict:
@@ -1022,26 +1052,102 @@ class VJP(Gradient):
 
 # --- public functions -------------------------------------------------------------------------
 
-def grad(fn=None, wrt=0, *, backend="auto"):
+_UNSET = object()
+
+
+def _wrt_of(wrt, argnums, argnum, default=0):
+    """The arguments to differentiate, given as `wrt`, JAX's `argnums` or autograd's
+    `argnum` (aliases: an index, a name, or a tuple of them; at most one may be given)."""
+    given = [(k, v) for k, v in (("wrt", wrt), ("argnums", argnums), ("argnum", argnum))
+             if v is not _UNSET]
+    if len(given) > 1:
+        raise errors.WrtError(f"{' and '.join(k + '=' for k, _ in given)} are the same "
+                              "argument (JAX's argnums, autograd's argnum): give one")
+    return given[0][1] if given else default
+
+
+def _made(fn, wrt, with_value, backend, has_aux, kind):
+    """`kind(fn, ...)`, or a decorator making it when fn is None (`@grad(wrt=1)`)."""
+    if fn is None:
+        return lambda f: _made(f, wrt, with_value, backend, has_aux, kind)
+    if kind is Gradient and has_aux and not with_value:
+        return AuxGradient(fn, wrt, backend)
+    return kind(fn, wrt, with_value, backend, has_aux)
+
+
+def grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
+         backend="auto"):
     """The gradient of a scalar-valued numpy function, as generated Python source.
 
     `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
     is an argument index, an argument name, or a tuple of them (then the result is a
-    tuple of gradients). Each gradient has its input's shape and dtype.
+    tuple of gradients); `argnums=` (JAX) and `argnum=` (autograd) are the same. Each
+    gradient has its input's shape and dtype.
+
+    `has_aux=True` (as in JAX): f returns `(output, aux)`; only the output is
+    differentiated, and the result is `(gradient, aux)`.
 
     `backend` is "numpy", "cupy" or "auto" (the default: CuPy code for CuPy arrays, numpy
     code otherwise); code is generated once per backend and input signature.
     """
-    if fn is None:
-        return lambda f: Gradient(f, wrt, False, backend)
-    return Gradient(fn, wrt, False, backend)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, has_aux, Gradient)
 
 
-def value_and_grad(fn=None, wrt=0, *, backend="auto"):
-    """Like `grad`, but the result is `(f(*args), gradient)`."""
+def value_and_grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
+                   backend="auto"):
+    """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
+    JAX) it is `((output, aux), gradient)`."""
+    return _made(fn, _wrt_of(wrt, argnums, argnum), True, backend, has_aux, Gradient)
+
+
+def grad_and_aux(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, backend="auto"):
+    """autograd's `grad_and_aux`: f returns `(output, aux)`; the result is
+    `(gradient of output, aux)`. The same as `grad(f, has_aux=True)`."""
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, True, Gradient)
+
+
+class AuxGradient:
+    """`grad(f, has_aux=True)`: `(gradient, aux)` for a function returning `(output, aux)`.
+
+    The generated code returns `(aux, gradient)` (aux where a value goes, so the compiled
+    gradient's machinery for a value serves it); this puts the pair in JAX's order."""
+
+    def __init__(self, fn, wrt, backend="auto"):
+        self.gradient = Gradient(fn, wrt, False, backend, has_aux=True)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        aux, gradient = self.gradient(*args, **kwargs)
+        return gradient, aux
+
+    @property
+    def source(self) -> str:
+        return self.gradient.source
+
+    @property
+    def saved(self) -> list:
+        return self.gradient.saved
+
+    def __repr__(self):
+        return f"<sourcegrad gradient of {self.gradient.fn.__qualname__} with aux>"
+
+
+def elementwise_grad(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, backend="auto"):
+    """autograd's `elementwise_grad`: the sum of each column of f's Jacobian, in one
+    backward pass (the vector-Jacobian product with ones shaped like the output). For a
+    function applied elementwise, that is the derivative at each element."""
     if fn is None:
-        return lambda f: Gradient(f, wrt, True, backend)
-    return Gradient(fn, wrt, True, backend)
+        return lambda f: elementwise_grad(f, wrt, argnum=argnum, argnums=argnums,
+                                          backend=backend)
+    pull = VJP(fn, _wrt_of(wrt, argnums, argnum), False, backend)
+
+    @functools.wraps(fn)
+    def gradient(*args, **kwargs):
+        value, pullback = pull(*args, **kwargs)
+        ones = np.ones_like(value) if hasattr(value, "shape") else type(value)(1.0)
+        return pullback(ones)
+    gradient.vjp = pull
+    return gradient
 
 
 class JVP(Gradient):
@@ -1128,9 +1234,10 @@ def hessian(fn, wrt=0):
     return full
 
 
-def vjp(fn=None, wrt=0, *, backend="auto"):
+def vjp(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, backend="auto"):
     """Reverse mode for any output: `vjp(f)(*args)` returns `(value, pullback)`, and
     `pullback(cotangent)` the gradients (a tuple when `wrt` is a tuple)."""
+    wrt = _wrt_of(wrt, argnums, argnum)
     if fn is None:
         return lambda f: VJP(f, wrt, False, backend)
     return VJP(fn, wrt, False, backend)

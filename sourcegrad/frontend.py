@@ -434,6 +434,8 @@ class Lowerer:
         if stmt.value is None:
             self.error(errors.UnsupportedSyntaxError, "return without a value", stmt)
         value = self.expr(stmt.value)
+        if isinstance(value, Tup):  # (a pair returned from several places: a value, whose
+            value = self.emit("make_tuple", list(value.items))  # items have adjoints)
         self.out.append(Assign(self.result, value, self.loc))
         self.out.append(Assign(self.returned, Const(True), self.loc))
         for loop in self.loops:
