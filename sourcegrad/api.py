@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import analysis, cache, errors
+from . import analysis, cache, errors, trees
 from .analysis import aval_of, check_in_place_updates, infer_shapes, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .dispatch import fast_entry
@@ -170,6 +170,8 @@ _COMPILED = weakref.WeakKeyDictionary()
 _IR = weakref.WeakKeyDictionary()   # fn -> (the code object it was lowered from, its IR)
 # fn -> (its code object, {its int arguments' values: its IR}), where it is lowered per value
 _BY_VALUE = weakref.WeakKeyDictionary()
+# fn -> (its code object, {the TreeDefs of its arguments: its IR on their leaves})
+_TREE_IR = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.RLock()
 TEMPLATES_KEPT = 256
 
@@ -265,12 +267,14 @@ def _lowered_for_values(by_value, fn, params, args):
     return by_value[key]
 
 
-def _lowered(fn, static=None):
+def _lowered(fn, static=None, structure=None):
     """fn's IR, after checking that its source (and that of each function it inlines) is the
     code Python runs; its dependencies name each inlined function's code, so that code
-    replaced later (as autoreload does) makes the compiled code stale."""
+    replaced later (as autoreload does) makes the compiled code stale. `structure`: the
+    TreeDefs of the arguments passed as their leaves (see `_TreeGradient`)."""
     check_current(fn)
-    primal = function_to_ir(fn, static) if static else function_to_ir(fn)
+    primal = function_to_ir(fn, static, structure) if static or structure else \
+        function_to_ir(fn)
     callees = [v for _, _, _, v in primal.dependencies
                if isinstance(v, types.FunctionType) and rule_for_function(v) is None]
     for callee in callees:
@@ -282,7 +286,7 @@ def _lowered(fn, static=None):
 
 def _forget(fn):
     """Drop the IR and every compiled gradient of `fn` (its globals or code changed)."""
-    for table in (_IR, _BY_VALUE):
+    for table in (_IR, _BY_VALUE, _TREE_IR):
         try:
             table.pop(fn, None)
         except TypeError:
@@ -364,6 +368,7 @@ class Gradient(staticmethod):
                        if hasattr(fn, name)}
         self._call = self._general
         self._missed = None  # the signature that last came to the general path past an entry
+        self._flat: dict = {}  # the TreeDefs of tree arguments -> their _TreeGradient
 
     # -- calling -------------------------------------------------------------------------------
 
@@ -406,6 +411,11 @@ class Gradient(staticmethod):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
+        if self._has_trees(args):
+            flat, leaves, defs = self._flattened(args)
+            result = flat._call(*leaves)
+            self._last = flat._last
+            return self._unflattened(result, defs)
         key = signature_key(args)
         compiled = self._cached(key)
         if compiled is None:
@@ -423,6 +433,50 @@ class Gradient(staticmethod):
             value, grads = result
             return value, compiled.finish(grads, args)
         return compiled.finish(result, args)
+
+    # -- parameter trees: arguments passed to the generated code as their leaves ----------------
+
+    def _has_trees(self, args) -> bool:
+        wrt = self.wrt
+        return any(trees.needs_flattening(a, i in wrt) for i, a in enumerate(args))
+
+    def _flattened(self, args):
+        """(the _TreeGradient for these arguments' structure, their leaves, the TreeDef of
+        each argument or None where it is passed as it is)."""
+        leaves, defs = [], []
+        for i, a in enumerate(args):
+            if trees.needs_flattening(a, i in self.wrt):
+                try:
+                    part, treedef = trees.flatten(a)
+                except TypeError as exc:
+                    raise errors.NonDifferentiableInputError(
+                        f"argument {self._params[i]!r} of {self.fn.__name__}: {exc}") from None
+                leaves += part
+                defs.append(treedef)
+            else:
+                leaves.append(a)
+                defs.append(None)
+        defs = tuple(defs)
+        flat = self._flat.get(defs)
+        if flat is None:
+            flat = self._flat[defs] = _TreeGradient(self, defs)
+        return flat, leaves, defs
+
+    def _unflattened(self, result, defs):
+        """The leaves' gradients the generated code returned, in the structures of the
+        differentiated arguments (and the value or aux as they are)."""
+        grads = iter(result[1] if self.with_value else result)
+        out = []
+        for i in self.wrt:
+            treedef = defs[i]
+            out.append(next(grads) if treedef is None else
+                       treedef.unflatten([next(grads) for _ in range(treedef.num_leaves)]))
+        gradient = out[0] if self._single else tuple(out)
+        return (result[0], gradient) if self.with_value else gradient
+
+    def _param_label(self, i) -> str:
+        """Argument `i` as messages name it."""
+        return self._params[i]
 
     def _cached(self, key):
         """The compiled code of key's signature, or None when there is none or it is stale (a
@@ -609,6 +663,10 @@ class Gradient(staticmethod):
 
         `to_transform`: the code is for a higher-order transformation to read, so 0-d
         arrays are not read as numpy scalars (`x[()]` is an index it would differentiate)."""
+        if self._has_trees(args):
+            flat, leaves, _ = self._flattened(args)
+            self._last = flat.compile(tuple(leaves), None, to_transform)
+            return self._last
         key = signature_key(args) if key is None else key
         to_transform = to_transform and bool(_zero_d_arrays(args))
         if to_transform:
@@ -624,7 +682,7 @@ class Gradient(staticmethod):
                 raise TypeError(f"{self.fn.__name__}() takes {len(self._params)} arguments, "
                                 f"got {len(args)}")
             for i in self.wrt:
-                _check_differentiable(self._params[i], args[i])
+                _check_differentiable(self._param_label(i), args[i])
             primal = hoist_loop_invariants(self.ir(args))
             if self.has_aux:
                 primal = _output_and_aux(primal)
@@ -838,6 +896,67 @@ def _output_and_aux(fn):
                            Assign(aux, Call("getitem", (value, Const(1))), ret.loc),
                            Return(Tup((Var(output), Var(aux))), ret.loc)]
     return replace(fn, body=body)
+
+
+class _TreeGradient(Gradient):
+    """The gradient of `parent.fn` for one structure of its tree arguments (lists, tuples,
+    dicts, NamedTuples, dataclasses: `sourcegrad.trees`), whose parameters are their leaves.
+
+    The front end binds each tree argument to compile-time containers of its leaves, so
+    `params["W1"]`, `for W, b in params` and unpacking cost no code and every leaf has its
+    own adjoint (`dparams_W1`); the parent flattens the arguments of each call, calls this
+    gradient (whose fast entry checks the leaves as any signature's does), and rebuilds the
+    gradients in the arguments' structures. Its compiled code is cached under a key holding
+    the structures (`TreeDef`s are hashable), and its IR per function and structures."""
+
+    def __init__(self, parent, defs):
+        super().__init__(parent.fn, parent._wrt_given, parent.value_asked, parent.backend,
+                         parent.has_aux)
+        names, paths, wrt = [], [], []
+        for i, (param, treedef) in enumerate(zip(parent._params, defs)):
+            leaf_names = [param] if treedef is None else treedef.leaf_names(param)
+            if i in parent.wrt:
+                if not leaf_names:
+                    raise errors.WrtError(f"argument {param!r} of {parent.fn.__name__} holds no "
+                                          "array or float to differentiate")
+                wrt += range(len(names), len(names) + len(leaf_names))
+            paths += [param] if treedef is None else treedef.paths(param)
+            names += leaf_names
+        self._defs = defs
+        self._structure = {p: d for p, d in zip(parent._params, defs) if d is not None}
+        self._params, self._paths = names, paths
+        self.wrt, self._single = tuple(wrt), False
+        self._signature, self._defaults = None, ()  # (called with every leaf, by position)
+        with _SHARED_LOCK:
+            self._cache = _compiled_for(self.fn).setdefault(
+                (self.wrt, False, self.value_asked, self.backend, "tree", self.has_aux, defs), {})
+
+    def _has_trees(self, args) -> bool:
+        return False
+
+    def _param_label(self, i) -> str:
+        return self._paths[i]
+
+    def ir(self, args=None):
+        code = _code_of(self.fn)
+        table = _of_function(_TREE_IR, self.fn)
+        if table is None or table[0] is not code:
+            table = (code, {})
+            try:
+                _TREE_IR[self.fn] = table
+            except TypeError:
+                pass
+        primal = table[1].get(self._defs)
+        if primal is None or not _still_bound(primal.dependencies):
+            primal = table[1][self._defs] = _lowered(self.fn, structure=self._structure)
+        self._params = list(primal.params)  # (the front end's leaf names: clear of fn's own)
+        return primal
+
+    def __reduce__(self):
+        raise TypeError("a _TreeGradient is part of its parent Gradient")
+
+    def __repr__(self):
+        return f"<sourcegrad gradient of {self.fn.__qualname__} wrt leaves {self.wrt}>"
 
 
 def _shapes(env) -> dict:
