@@ -478,6 +478,10 @@ class Gradient(staticmethod):
         """Argument `i` as messages name it."""
         return self._params[i]
 
+    def _wrt_names(self) -> tuple:
+        """The differentiated arguments, as the generated module's header names them."""
+        return tuple(self._params[i] for i in self.wrt)
+
     def _cached(self, key):
         """The compiled code of key's signature, or None when there is none or it is stale (a
         global or closure value it was built from has been rebound since, or the function's
@@ -730,7 +734,7 @@ class Gradient(staticmethod):
             matrices = frozenset(n for n in arrays if env[n].stand_in.ndim <= 2)
             read = {n for stmt in walk(optimized.body) for n in reads_of(stmt)}
             info = SourceInfo(inspect.getsourcefile(base.fn) or primal.source_file, label,
-                              tuple(self._params[i] for i in self.wrt), forward, arrays, scalars,
+                              self._wrt_names(), forward, arrays, scalars,
                               matrices, tuple(primal.params[i] for i in sorted(unwrapped)
                                               if primal.params[i] in read),
                               "forward-mode derivative (JVP)" if isinstance(self, JVP)
@@ -923,6 +927,7 @@ class _TreeGradient(Gradient):
             paths += [param] if treedef is None else treedef.paths(param)
             names += leaf_names
         self._defs = defs
+        self._arguments = tuple(parent._params[i] for i in parent.wrt)
         self._structure = {p: d for p, d in zip(parent._params, defs) if d is not None}
         self._params, self._paths = names, paths
         self.wrt, self._single = tuple(wrt), False
@@ -936,6 +941,18 @@ class _TreeGradient(Gradient):
 
     def _param_label(self, i) -> str:
         return self._paths[i]
+
+    def _wrt_names(self) -> tuple:
+        return self._arguments
+
+    def _differentiate(self, primal, env, namer, args):
+        """As Gradient's, the generated function named after the arguments (`dloss_dparams`),
+        not after each leaf."""
+        optimized, functions = super()._differentiate(primal, env, namer, args)
+        if not self.pullback:
+            prefix = "value_and_d" if self.value_asked else "d"
+            optimized.name = f"{prefix}{primal.name}_" + "_".join(f"d{a}" for a in self._arguments)
+        return optimized, functions
 
     def ir(self, args=None):
         code = _code_of(self.fn)

@@ -1087,6 +1087,10 @@ class Lowerer:
         if op == "getitem" and isinstance(args[0], Tup) and isinstance(args[1], Const) \
                 and isinstance(args[1].value, int):
             return args[0].items[args[1].value]  # unpacking a tuple of values: no code
+        if op == "getitem" and isinstance(args[0], Tup) and isinstance(args[1], Const) \
+                and isinstance(args[1].value, slice):  # `params[:-1]`: a tuple of its items
+            part = args[0].items[args[1].value]
+            return Tup(part) if part else Const(())
         if op == "len" and isinstance(args[0], Tup):
             return Const(len(args[0].items))
         if op == "getitem" and isinstance(args[0], (Record, Static)):
