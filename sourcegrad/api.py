@@ -436,9 +436,12 @@ class Gradient(staticmethod):
 
     # -- parameter trees: arguments passed to the generated code as their leaves ----------------
 
-    def _has_trees(self, args) -> bool:
+    def _has_trees(self, args, to_transform=False) -> bool:
         wrt = self.wrt
-        return any(trees.needs_flattening(a, i in wrt) for i, a in enumerate(args))
+        found = any(trees.needs_flattening(a, i in wrt) for i, a in enumerate(args))
+        if found and (self.inner is not None or to_transform):
+            _refuse_trees("a gradient of a gradient")
+        return found
 
     def _flattened(self, args):
         """(the _TreeGradient for these arguments' structure, their leaves, the TreeDef of
@@ -667,7 +670,7 @@ class Gradient(staticmethod):
 
         `to_transform`: the code is for a higher-order transformation to read, so 0-d
         arrays are not read as numpy scalars (`x[()]` is an index it would differentiate)."""
-        if self._has_trees(args):
+        if self._has_trees(args, to_transform):
             flat, leaves, _ = self._flattened(args)
             self._last = flat.compile(tuple(leaves), None, to_transform)
             return self._last
@@ -902,6 +905,20 @@ def _output_and_aux(fn):
     return replace(fn, body=body)
 
 
+def _refuse_trees(what):
+    raise errors.NonDifferentiableInputError(
+        f"{what} takes arrays and numbers as the differentiated arguments; parameter trees "
+        "(lists, tuples, dicts, NamedTuples, dataclasses of arrays) are supported by grad, "
+        "value_and_grad and grad_and_aux: pass the leaves as separate arguments")
+
+
+def _no_trees(gradient, args, what):
+    """Parameter trees are not taken by `what` (vjp, jvp): refused where one is
+    differentiated; other containers are passed as they are (as before trees)."""
+    if any(trees.kind_of(args[i]) != trees.LEAF for i in gradient.wrt if i < len(args)):
+        _refuse_trees(what)
+
+
 class _TreeGradient(Gradient):
     """The gradient of `parent.fn` for one structure of its tree arguments (lists, tuples,
     dicts, NamedTuples, dataclasses: `sourcegrad.trees`), whose parameters are their leaves.
@@ -936,8 +953,8 @@ class _TreeGradient(Gradient):
             self._cache = _compiled_for(self.fn).setdefault(
                 (self.wrt, False, self.value_asked, self.backend, "tree", self.has_aux, defs), {})
 
-    def _has_trees(self, args) -> bool:
-        return False
+    def _has_trees(self, args, to_transform=False) -> bool:
+        return False  # (its arguments are the leaves)
 
     def _param_label(self, i) -> str:
         return self._paths[i]
@@ -1164,6 +1181,10 @@ class VJP(Gradient):
 
     pullback = True
 
+    def _has_trees(self, args, to_transform=False) -> bool:
+        _no_trees(self, args, "vjp")
+        return False
+
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) < len(self._params):
             bound = self._signature.bind(*args, **kwargs)
@@ -1297,6 +1318,10 @@ class JVP(Gradient):
 
     def _finisher(self, args, optimized=None, env=None, unread=False):
         return lambda result, args: result
+
+    def _has_trees(self, args, to_transform=False) -> bool:
+        _no_trees(self, args, "jvp")
+        return False
 
     def __call__(self, primals, tangents):
         primals = tuple(primals)
@@ -1446,18 +1471,35 @@ def check_grad(fn, *args, wrt=0, eps=1e-6, rtol=1e-6, atol=1e-8):
     worst = 0.0
     for pos, ana in zip(g.wrt, analytic):
         numeric = numeric_grad(fn, args, pos, eps)
-        err = np.max(np.abs(np.asarray(ana) - numeric) / (atol + rtol * np.abs(numeric) + 1e-300))
-        worst = max(worst, float(err))
-        if not np.allclose(ana, numeric, rtol=rtol, atol=atol):
-            raise GradientCheckError(
-                f"gradient of {fn.__name__} wrt argument {pos} differs from central finite "
-                f"differences:\n  compiled: {np.asarray(ana)!r}\n  numeric:  {numeric!r}")
+        # (a parameter tree is compared leaf by leaf, each named by its path)
+        ana_leaves, treedef = trees.flatten(ana)
+        labels = treedef.paths(f"argument {pos}")
+        for label, ana, numeric in zip(labels, ana_leaves, trees.flatten(numeric)[0]):
+            err = np.max(np.abs(np.asarray(ana) - numeric) /
+                         (atol + rtol * np.abs(numeric) + 1e-300), initial=0.0)
+            worst = max(worst, float(err))
+            if not np.allclose(ana, numeric, rtol=rtol, atol=atol):
+                raise GradientCheckError(
+                    f"gradient of {fn.__name__} wrt {label} differs from central finite "
+                    f"differences:\n  compiled: {np.asarray(ana)!r}\n  numeric:  {numeric!r}")
     return worst
 
 
 def numeric_grad(fn, args, pos, eps=1e-6):
-    """Central finite differences of scalar `fn` with respect to argument `pos` (float64)."""
+    """Central finite differences of scalar `fn` with respect to argument `pos` (float64);
+    for a parameter tree, a tree of them (one per leaf)."""
     x = args[pos]
+    if trees.kind_of(x) != trees.LEAF:
+        leaves, treedef = trees.flatten(x)
+
+        def at(k):
+            def moved(leaf):
+                changed = list(leaves)
+                changed[k] = leaf
+                return fn(*args[:pos], treedef.unflatten(changed), *args[pos + 1:])
+            return moved
+        return treedef.unflatten([numeric_grad(at(k), (leaf,), 0, eps)
+                                  for k, leaf in enumerate(leaves)])
     base = np.array(x, dtype=np.float64)
     out = np.zeros_like(base)
     flat, out_flat = base.reshape(-1), out.reshape(-1)

@@ -370,3 +370,24 @@ def test_an_int_leaf_is_named_by_its_path():
 def test_an_empty_tree_is_refused():
     with pytest.raises(sourcegrad.WrtError, match="holds no array"):
         sourcegrad.grad(sum_values)({})
+
+
+def test_check_grad_and_numeric_grad_take_trees(rng):
+    params = {"encoder": layers(rng, [3, 4]), "head": Linear(rng.normal(size=(4, 2)), 0.5),
+              "temperature": 0.7}
+    x = rng.normal(size=(2, 3))
+    assert sourcegrad.check_grad(nested_mix, params, x) < 1.0
+    numeric = numeric_grad(nested_mix, (params, x), 0)
+    assert_tree_close(numeric, tree_numeric_grad(nested_mix, (params, x), 0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("call", ["vjp", "jvp", "grad of grad"])
+def test_modes_without_trees_refuse_them(call, rng):
+    params = {"a": np.ones(2), "b": np.ones(2)}
+    with pytest.raises(sourcegrad.NonDifferentiableInputError, match="parameter trees"):
+        if call == "vjp":
+            sourcegrad.vjp(sum_values)(params)
+        elif call == "jvp":
+            sourcegrad.jvp(sum_values, (params,), (params,))
+        else:
+            sourcegrad.grad(sourcegrad.grad(sum_values))(params)
