@@ -765,7 +765,8 @@ class Lowerer:
                        "unrolled at compile time)", stmt)
         if kind == "enumerate" and (len(evaluated) != 1 or stmt.iter.keywords):
             self.error(errors.UnsupportedSyntaxError, "enumerate takes one sequence here", stmt)
-        sequences = [self.compile_time_items(e, stmt) for e in evaluated]
+        # (the sequence is made before the first trip: it holds its variables' values then)
+        sequences = [self.compile_time_items(self.frozen(e), stmt) for e in evaluated]
         if kind == "enumerate":
             items = [Tup((Const(i), item)) for i, item in enumerate(sequences[0])]
         elif kind == "zip":
@@ -1098,7 +1099,8 @@ class Lowerer:
             if self.bind_container(name, atom):
                 return
         if name in self.unrolled and self.assignments.get(name, 0) == 1 and \
-                not isinstance(atom, Tup):
+                not isinstance(atom, Tup) and not (isinstance(atom, Var) and
+                                                   self.is_variable(atom.name)):
             # the target of an unrolled loop, assigned nowhere else: each trip's item is
             # the name's value as it is (a key stays a constant that indexes a dict)
             self.env[name] = atom
@@ -1115,7 +1117,22 @@ class Lowerer:
             self.out.append(Assign(target, atom, self.loc))
             self.env[name] = Var(target)
         else:
-            self.env[name] = atom
+            # (a tuple of values keeps today's value of each variable in it, as Python's)
+            self.env[name] = self.frozen(atom) if isinstance(atom, Tup) else atom
+
+    def frozen(self, atom):
+        """A compile-time container whose variables (names assigned again later) are
+        copied: it holds their values now, as a Python tuple or dict holds its items'."""
+        if isinstance(atom, Var) and self.is_variable(atom.name):
+            return self.snapshot(atom)
+        if isinstance(atom, Tup):
+            items = tuple(self.frozen(a) for a in atom.items)
+            return atom if items == atom.items else Tup(items)
+        if isinstance(atom, Record):
+            values = tuple(self.frozen(a) for a in atom.values)
+            return atom if values == atom.values else \
+                Record(atom.kind, atom.cls, atom.keys, values, atom.local)
+        return atom
 
     def bind_container(self, name, atom) -> bool:
         """Bind `name` to a compile-time container (True), or check that a name holding one
@@ -1133,7 +1150,7 @@ class Lowerer:
                        "assign it outside the loop or branch")
         if not _holds_record(atom):
             return False
-        self.env[name] = atom
+        self.env[name] = self.frozen(atom)
         return True
 
     def is_variable(self, local_name):

@@ -119,3 +119,46 @@ def test_the_list_keeps_the_users_name():
     g = sourcegrad.grad(loop_over_list_of_tuples)
     g(np.array([1.0, 2.0]))
     assert "params = [(x, 2.0 * x), (x * x, x)]" in g.source
+
+
+def tuple_of_a_variable_changed_later(x):
+    h = x
+    for i in range(2):
+        h = h * 2.0
+    t = (h, 1.0)
+    for i in range(2):
+        h = h * 3.0
+    return np.sum(t[0] * x) + np.sum(h)
+
+
+def dict_of_a_variable_changed_later(x):
+    h = x
+    for i in range(2):
+        h = h * 2.0
+    t = {"a": h}
+    for i in range(2):
+        h = h * 3.0
+    return np.sum(t["a"] * x) + np.sum(h)
+
+
+def loop_over_a_tuple_whose_variable_changes(x):
+    h = x
+    for i in range(2):
+        h = h * 2.0
+    for a, b in ((h, x), (x, h)):
+        h = h * 3.0
+        x = x + a * b
+    return np.sum(x) + np.sum(h)
+
+
+@pytest.mark.parametrize("fn", [tuple_of_a_variable_changed_later,
+                                dict_of_a_variable_changed_later,
+                                loop_over_a_tuple_whose_variable_changes],
+                         ids=lambda f: f.__name__)
+def test_a_container_holds_its_variables_values_when_it_was_made(fn):
+    """Regression: a compile-time tuple (or dict) held the *name* of a variable, so a later
+    assignment changed what it held: value 216 instead of 120, gradient 72 instead of 40."""
+    x = np.array([1.0, 2.0])
+    value, g = sourcegrad.value_and_grad(fn)(x)
+    assert value == pytest.approx(fn(x.copy()), rel=1e-12)
+    np.testing.assert_allclose(g, numeric_grad(fn, (x,), 0), rtol=1e-7, atol=1e-9)
