@@ -713,6 +713,8 @@ class Lowerer:
         evaluated = self.iterated_parts(stmt.iter, stmt)
         if evaluated is not None and (any(map(_holds_record, evaluated)) or (
                 any(map(_nests_containers, evaluated)) and
+                all(isinstance(e, Tup) or isinstance(e, Const) and
+                    isinstance(e.value, (tuple, list)) for e in evaluated) and
                 not _exits(stmt.body, {"break", "continue", "return"}))):
             self.unrolled_loop(stmt, evaluated)
             return

@@ -391,3 +391,21 @@ def test_modes_without_trees_refuse_them(call, rng):
             sourcegrad.jvp(sum_values, (params,), (params,))
         else:
             sourcegrad.grad(sourcegrad.grad(sum_values))(params)
+
+
+def enumerate_and_zip_layers(params, scales, xs, x):
+    h = x
+    for i, (W, b) in enumerate(params):
+        h = np.tanh(h @ W + b) * (i + 1.0)
+    s = 0.0
+    for (W, b), c in zip(params, scales):
+        s = s + c * np.sum(W) + np.sum(b)
+    for (W, b), row in zip(params, xs):  # xs: an array, known only at run time
+        s = s + np.sum(row) * np.sum(b)
+    return np.sum(h) + s
+
+
+def test_enumerate_and_zip_over_layers(rng):
+    params = layers(rng, [3, 3, 3])
+    args = (params, (0.5, 2.0), rng.normal(size=(2, 4)), rng.normal(size=(2, 3)))
+    check(enumerate_and_zip_layers, args)
