@@ -7,6 +7,11 @@ compiler does not handle with a `SourcegradError` naming the construct and the
 user's line, and lowers the body to A-normal form: one primitive call per
 statement, every intermediate named, user variables renamed once per assignment
 (so no value is ever overwritten in straight-line code).
+
+Containers: a tuple of values is a compile-time `Tup` of atoms until it flows where its
+gradient must follow it (then `make_tuple`); dicts, NamedTuples and dataclasses (parameter
+trees passed as their leaves, dict displays) are compile-time `Record`s that never reach
+the IR: indexing, fields, unpacking and loops over them (unrolled) are resolved here.
 """
 from __future__ import annotations
 

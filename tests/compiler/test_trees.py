@@ -409,3 +409,29 @@ def test_enumerate_and_zip_over_layers(rng):
     params = layers(rng, [3, 3, 3])
     args = (params, (0.5, 2.0), rng.normal(size=(2, 4)), rng.normal(size=(2, 3)))
     check(enumerate_and_zip_layers, args)
+
+
+def rebuilt_dict(params, x):
+    scaled = {}
+    for k, v in params.items():
+        scaled[k] = 2.0 * v
+    merged = {**params, "W": scaled["W"] + params["W"]}
+    return np.sum(np.tanh(x @ merged["W"] + scaled["b"]) * merged["b"])
+
+
+def aliased_then_changed(params, x):
+    d = {"W": params["W"]}
+    e = d
+    d["W"] = x
+    return np.sum(e["W"])
+
+
+def test_dicts_rebuilt_from_items_and_merged(rng):
+    params = {"W": rng.normal(size=(3, 2)), "b": rng.normal(size=2)}
+    check(rebuilt_dict, (params, rng.normal(size=(4, 3))))
+
+
+def test_a_dict_changed_while_another_name_holds_it_is_refused(rng):
+    params = {"W": rng.normal(size=(2,))}
+    with pytest.raises(sourcegrad.SourcegradError, match="refers to it too"):
+        sourcegrad.grad(aliased_then_changed)(params, np.ones(2))
