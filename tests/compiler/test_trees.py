@@ -435,3 +435,20 @@ def test_a_dict_changed_while_another_name_holds_it_is_refused(rng):
     params = {"W": rng.normal(size=(2,))}
     with pytest.raises(sourcegrad.SourcegradError, match="refers to it too"):
         sourcegrad.grad(aliased_then_changed)(params, np.ones(2))
+
+
+def weighted(x, coeffs):
+    return np.sum(x * coeffs[0]) + np.sum(coeffs[1] * x ** 2)
+
+
+def test_a_static_tuple_then_a_tuple_of_arrays_in_one_argument():
+    """Regression: the fast entry compared a tuple argument with `==`, which for a tuple of
+    arrays given after a tuple of numbers compared arrays elementwise and raised."""
+    g = sourcegrad.grad(weighted)
+    x = np.array([0.5, -1.0])
+    for coeffs in [(2.0, 3.0), (2.0, 3.0), (np.array([1.0, 2.0]), np.array([0.5, 4.0])),
+                   (2.0, 3.0)]:
+        np.testing.assert_allclose(g(x, coeffs), numeric_grad(weighted, (x, coeffs), 0),
+                                   rtol=1e-7, atol=1e-9)
+    dx, dcoeffs = sourcegrad.grad(weighted, wrt=(0, 1))(x, (2.0, np.array([0.5, 4.0])))
+    assert_tree_close(dcoeffs, tree_numeric_grad(weighted, (x, (2.0, np.array([0.5, 4.0]))), 1))
