@@ -39,12 +39,13 @@ def kind_of(value) -> str:
         return TUPLE
     if isinstance(value, tuple) and hasattr(t, "_fields"):
         return NAMEDTUPLE
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    # (dataclasses.is_dataclass, without its call: asked for every leaf of every call)
+    if hasattr(t, "__dataclass_fields__") and not isinstance(value, type):
         return DATACLASS
     return LEAF
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=True)
 class TreeDef:
     """One node: its kind, its class (NamedTuple and dataclass), its keys (dict keys or field
     names) and its children's TreeDefs. Equal structures are equal and hash alike."""
@@ -53,6 +54,14 @@ class TreeDef:
     cls: object = None
     keys: tuple = ()
     children: tuple = ()
+
+    def __hash__(self):
+        # (a TreeDef keys the compiled code of each call: its hash is computed once)
+        known = self.__dict__.get("_hash")
+        if known is None:
+            known = hash((self.kind, self.cls, self.keys, self.children))
+            object.__setattr__(self, "_hash", known)
+        return known
 
     @property
     def num_leaves(self) -> int:
