@@ -307,6 +307,7 @@ class Context:
         # the tuples of parameter trees: their names, and their values once made (tuple_value)
         self.tuple_names: dict = {}
         self.tuple_values: dict = {}
+        self.issued: set = set()  # user names (prefixed) that have been given a value
 
     @property
     def out(self) -> list:
@@ -906,6 +907,7 @@ class Lowerer:
 
     def loop_target(self, name):
         local = self.local(name)
+        self.ctx.issued.add(local)
         self.ctx.user_names.add(local)
         self.mutable.add(name)
         self.env[name] = Var(local)
@@ -1113,6 +1115,7 @@ class Lowerer:
             self.env[name] = atom
             return
         if name in self.mutable:
+            self.ctx.issued.add(local)
             if isinstance(atom, Tup):  # a tuple held in a variable: a value with an adjoint
                 atom = self.emit("make_tuple", list(atom.items))
             if atom != Var(local):
@@ -1167,14 +1170,19 @@ class Lowerer:
         return base in self.mutable and self.env.get(base) == Var(local_name)
 
     def _version(self, name):
-        """The name the next value assigned to the (prefixed) user name `name` gets."""
+        """The name the next value assigned to the (prefixed) user name `name` gets: the name
+        itself for its first value, unless an earlier inlining of the same function (whose
+        names have the same prefix) gave it a value already, which may still be read."""
         base = name[len(self.prefix):] if self.prefix and name.startswith(self.prefix) else name
         if base in self.mutable:
+            self.ctx.issued.add(name)
             return name
-        if base in self.env:
+        if base in self.env or name in self.ctx.issued:
             return self.ctx.namer.fresh(name)
         self.ctx.namer.taken.discard(name)
-        return self.ctx.namer.fresh(name)
+        name = self.ctx.namer.fresh(name)
+        self.ctx.issued.add(name)
+        return name
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -1690,6 +1698,10 @@ class Lowerer:
         self.ctx.inline_depth += 1
         try:
             result = child.function_body(body, fn_node)
+            # A variable of the callee (assigned in its loops or branches) has the same name
+            # in every inlining of the callee: the value returned is copied, or a second
+            # call would change what the first returned
+            result = child.frozen(result)
         finally:
             self.ctx.inline_depth -= 1
         self.loc = self.parsed.loc(node)
