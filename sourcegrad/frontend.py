@@ -308,6 +308,7 @@ class Context:
         self.tuple_names: dict = {}
         self.tuple_values: dict = {}
         self.issued: set = set()  # user names (prefixed) that have been given a value
+        self.active_prefixes: list = []  # of the functions being inlined, outermost first
 
     @property
     def out(self) -> list:
@@ -1650,7 +1651,7 @@ class Lowerer:
             parsed = parse(fn)
             self.ctx.parsed_cache[fn] = parsed
         tree = parsed.tree
-        child = Lowerer(parsed, self.ctx, prefix=f"{tree.name}_")
+        child = Lowerer(parsed, self.ctx, prefix=self.inline_prefix(tree.name))
         defaults = {}
         if fn.__defaults__:
             names = [a.id for a in tree.args.args]
@@ -1662,11 +1663,22 @@ class Lowerer:
         scope = local_fn.scope
         fn_node = local_fn.node
         label = getattr(fn_node, "name", "lambda")
-        child = Lowerer(scope.parsed, self.ctx, prefix=f"{label}_", enclosing=scope)
+        child = Lowerer(scope.parsed, self.ctx, prefix=self.inline_prefix(label),
+                        enclosing=scope)
         body = fn_node.body if isinstance(fn_node, gast.FunctionDef) else \
             [gast.copy_location(gast.Return(value=fn_node.body), fn_node.body)]
         return self.run_inlined(child, fn_node, fn_node.args, body, args, kwargs,
                                 local_fn.defaults, node)
+
+    def inline_prefix(self, label) -> str:
+        """The prefix of an inlined function's names: `f_`, or `f2_`, `f3_`, ... inside an
+        inlining of a function of the same name (a recursion unrolled): the inner call's
+        variables must not be the outer call's, which it would overwrite."""
+        prefix, depth = f"{label}_", 1
+        while prefix in self.ctx.active_prefixes:
+            depth += 1
+            prefix = f"{label}{depth}_"
+        return prefix
 
     def run_inlined(self, child, fn_node, arguments, body, args, kwargs, defaults, node):
         if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
@@ -1696,6 +1708,7 @@ class Lowerer:
             if p in child.mutable:
                 child.bind(p, bound[p])
         self.ctx.inline_depth += 1
+        self.ctx.active_prefixes.append(child.prefix)
         try:
             result = child.function_body(body, fn_node)
             # A variable of the callee (assigned in its loops or branches) has the same name
@@ -1704,6 +1717,7 @@ class Lowerer:
             result = child.frozen(result)
         finally:
             self.ctx.inline_depth -= 1
+            self.ctx.active_prefixes.pop()
         self.loc = self.parsed.loc(node)
         return result
 

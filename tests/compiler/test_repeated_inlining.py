@@ -68,3 +68,29 @@ def test_each_call_of_a_helper_keeps_its_value(fn):
     np.testing.assert_allclose(g, numeric_grad(fn, (x,), 0), rtol=1e-7, atol=1e-9)
     _, tangent = sourcegrad.jvp(fn, (x,), (np.ones(3),))
     np.testing.assert_allclose(tangent, numeric_grad(fn, (x,), 0).sum(), rtol=1e-7)
+
+
+def recursive(x, n):
+    h = x
+    for i in range(2):
+        h = h * 2.0
+    if n > 0:
+        y = recursive(x * 3.0, n - 1)
+        return np.sum(h * x) + y
+    return np.sum(h * x)
+
+
+def recursion_of_depth_two(x):
+    return recursive(x, 2)
+
+
+def test_an_unrolled_recursion_keeps_each_levels_variables():
+    """Regression: the inner call's loop variable was the outer call's (same prefix), so
+    the outer read the inner's value after it returned (value 2340 for 1820)."""
+    x = np.array([1.0, 2.0])
+    value, g = sourcegrad.value_and_grad(recursion_of_depth_two)(x)
+    assert value == pytest.approx(recursion_of_depth_two(x), rel=1e-12)
+    np.testing.assert_allclose(g, numeric_grad(recursion_of_depth_two, (x,), 0), rtol=1e-7)
+    value, g = sourcegrad.value_and_grad(recursive)(x, 3)  # lowered per int value
+    assert value == pytest.approx(recursive(x, 3), rel=1e-12)
+    np.testing.assert_allclose(g, numeric_grad(recursive, (x, 3), 0), rtol=1e-7)
