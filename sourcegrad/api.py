@@ -693,6 +693,14 @@ class Gradient(staticmethod):
             primal = hoist_loop_invariants(self.ir(args))
             if self.has_aux:
                 primal = _output_and_aux(primal)
+            elif isinstance(primal.body[-1].value, Tup):
+                ret = primal.body[-1]
+                raise errors.NonScalarOutputError(
+                    f"{'vjp' if self.pullback else 'jvp' if isinstance(self, JVP) else 'grad'}"
+                    " needs a function with one output, "
+                    f"but {primal.name} returns a tuple of {len(ret.value.items)} values; if "
+                    "the others are auxiliary outputs, pass has_aux=True (output first)",
+                    ret.loc)
             disk_key, identities = self._disk_key(primal, args, key, to_transform)
             # (values keyed by identity are kept by the template, so their ids stay theirs)
             template_key = (disk_key, tuple(map(id, identities)))

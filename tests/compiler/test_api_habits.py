@@ -131,3 +131,17 @@ def test_elementwise_grad_is_the_derivative_at_each_element():
 def test_elementwise_grad_of_a_number():
     d = sourcegrad.elementwise_grad(scalar_elementwise)(0.7)
     assert d == pytest.approx(3 * 0.7 ** 2 + 2.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["grad", "vjp", "jvp"])
+def test_a_returned_pair_without_has_aux_is_refused_located(mode, data):
+    """It crashed with AttributeError: 'Tup' object has no attribute 'value'."""
+    w, X = data
+    with pytest.raises(sourcegrad.NonScalarOutputError, match="has_aux=True") as info:
+        if mode == "grad":
+            sourcegrad.grad(loss_with_aux)(w, X)
+        elif mode == "vjp":
+            sourcegrad.vjp(loss_with_aux)(w, X)
+        else:
+            sourcegrad.jvp(loss_with_aux, (w, X), (w, None))
+    assert "test_api_habits.py" in str(info.value) and "return loss, z" in str(info.value)
