@@ -477,6 +477,11 @@ class Lowerer:
             self.env[name] = Const(static[name]) if name in static and \
                 name not in self.assigned else Var(name)
         result = self.function_body(tree.body, tree)
+        if isinstance(result, Tup) and any(map(_holds_record, result.items)):
+            # `return loss, {"acc": acc}`: a dict among returned values (has_aux's aux; grad
+            # refuses a returned tuple otherwise) is built at run time, never differentiated
+            result = Tup(tuple(self.built(item) if _holds_record(item) else item
+                               for item in result.items))
         if _holds_record(result):
             self.error(errors.UnsupportedSyntaxError, f"the function returns "
                        f"{_first_record(result).describe()}; a differentiated function returns "
@@ -489,6 +494,29 @@ class Lowerer:
         fn.dependencies = [d for d in _unique_dependencies(self.ctx.dependencies)
                            if not isinstance(d[3], types.ModuleType)]
         return fn
+
+    def built(self, atom) -> Var:
+        """A compile-time container made a run-time value (a dict, tuple, ... of its items)
+        by a call of `trees.Rebuild`: no adjoint flows through it."""
+        leaves = []
+        treedef = self.tree_of(atom, leaves)
+        builder = self.bind_free(trees.Rebuild(treedef), f"build_{treedef.kind}")
+        target = self.ctx.namer.fresh(treedef.kind if treedef.kind != trees.DICT else "aux")
+        self.out.append(Assign(target, Call("pycall", (builder, *leaves)), self.loc))
+        return Var(target)
+
+    def tree_of(self, atom, leaves) -> trees.TreeDef:
+        if isinstance(atom, Static):
+            self.error(errors.UnsupportedSyntaxError, f"{atom.what} is returned; return a dict "
+                       "or a tuple of values")
+        if isinstance(atom, Record):
+            return trees.TreeDef(atom.kind, atom.cls, atom.keys,
+                                 tuple(self.tree_of(v, leaves) for v in atom.values))
+        if isinstance(atom, Tup):
+            return trees.TreeDef(trees.TUPLE, None, (),
+                                 tuple(self.tree_of(v, leaves) for v in atom.items))
+        leaves.append(atom)
+        return trees.TreeDef(trees.LEAF)
 
     def leaf_parameters(self, name, treedef, params, taken) -> list:
         """Names for the leaves of the tree argument `name` (`params_W1`, `params_0_1`),

@@ -127,6 +127,20 @@ class TreeDef:
         return out
 
 
+class Rebuild:
+    """`Rebuild(treedef)(*leaves)`: the value of that structure holding the leaves (how
+    generated code makes a dict it returns as has_aux's aux)."""
+
+    def __init__(self, treedef: TreeDef):
+        self.treedef = treedef
+
+    def __call__(self, *leaves):
+        return self.treedef.unflatten(leaves)
+
+    def __repr__(self):
+        return f"Rebuild({self.treedef!r})"
+
+
 def flatten(value):
     """(leaves, TreeDef) of a value; a value that is no container is one leaf."""
     leaves = []
@@ -186,5 +200,5 @@ def needs_flattening(value, differentiated: bool) -> bool:
     return True
 
 
-__all__ = ["TreeDef", "flatten", "kind_of", "is_static", "needs_flattening",
+__all__ = ["TreeDef", "Rebuild", "flatten", "kind_of", "is_static", "needs_flattening",
            "LIST", "TUPLE", "DICT", "NAMEDTUPLE", "DATACLASS", "LEAF"]

@@ -452,3 +452,25 @@ def test_a_static_tuple_then_a_tuple_of_arrays_in_one_argument():
                                    rtol=1e-7, atol=1e-9)
     dx, dcoeffs = sourcegrad.grad(weighted, wrt=(0, 1))(x, (2.0, np.array([0.5, 4.0])))
     assert_tree_close(dcoeffs, tree_numeric_grad(weighted, (x, (2.0, np.array([0.5, 4.0]))), 1))
+
+
+def loss_with_dict_aux(params, x):
+    out = np.tanh(x @ params["W"] + params["b"])
+    accuracy = np.mean(out > 0)
+    return np.sum(out ** 2), {"accuracy": accuracy, "out": out, "pair": (out, 2.0)}
+
+
+def test_has_aux_returns_a_dict_aux_as_jax_code_does(rng):
+    params = {"W": rng.normal(size=(3, 2)), "b": rng.normal(size=2)}
+    x = rng.normal(size=(4, 3))
+    g = sourcegrad.grad(loss_with_dict_aux, has_aux=True)
+    for _ in range(2):  # (the second call through the fast entry)
+        grads, aux = g(params, x)
+    first = lambda p, x: loss_with_dict_aux(p, x)[0]  # noqa: E731
+    assert_tree_close(grads, tree_numeric_grad(first, (params, x), 0))
+    want = loss_with_dict_aux(params, x)[1]
+    assert_tree_close(aux, want, rtol=1e-15, atol=0)
+    (value, aux), _ = sourcegrad.value_and_grad(loss_with_dict_aux, has_aux=True)(params, x)
+    assert value == pytest.approx(first(params, x)) and list(aux) == list(want)
+    with pytest.raises(sourcegrad.NonScalarOutputError, match="has_aux=True"):
+        sourcegrad.grad(loss_with_dict_aux)(params, x)
