@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import analysis, cache, errors, random_draws
+from . import analysis, cache, errors, random_draws, trees
 from .analysis import (aval_of, check_in_place_updates, check_real_values, infer_shapes,
                        signature_key)
 from .codegen import BACKENDS, SourceInfo, generate_module, load
@@ -172,6 +172,8 @@ _COMPILED = weakref.WeakKeyDictionary()
 _IR = weakref.WeakKeyDictionary()   # fn -> (the code object it was lowered from, its IR)
 # fn -> (its code object, {its int arguments' values: its IR}), where it is lowered per value
 _BY_VALUE = weakref.WeakKeyDictionary()
+# fn -> (its code object, {the TreeDefs of its arguments: its IR on their leaves})
+_TREE_IR = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.RLock()
 TEMPLATES_KEPT = 256
 
@@ -281,12 +283,14 @@ def _lowered_for_values(by_value, fn, params, args):
     return by_value[key]
 
 
-def _lowered(fn, static=None):
+def _lowered(fn, static=None, structure=None):
     """fn's IR, after checking that its source (and that of each function it inlines) is the
     code Python runs; its dependencies name each inlined function's code, so that code
-    replaced later (as autoreload does) makes the compiled code stale."""
+    replaced later (as autoreload does) makes the compiled code stale. `structure`: the
+    TreeDefs of the arguments passed as their leaves (see `_TreeGradient`)."""
     check_current(fn)
-    primal = function_to_ir(fn, static) if static else function_to_ir(fn)
+    primal = function_to_ir(fn, static, structure) if static or structure else \
+        function_to_ir(fn)
     callees = [v for _, _, _, v in primal.dependencies
                if isinstance(v, types.FunctionType) and rule_for_function(v) is None]
     for callee in callees:
@@ -298,7 +302,7 @@ def _lowered(fn, static=None):
 
 def _forget(fn):
     """Drop the IR and every compiled gradient of `fn` (its globals or code changed)."""
-    for table in (_IR, _BY_VALUE):
+    for table in (_IR, _BY_VALUE, _TREE_IR):
         try:
             table.pop(fn, None)
         except TypeError:
@@ -350,11 +354,14 @@ class Gradient(staticmethod):
 
     pullback = False  # VJP: compile a forward and a backward function instead of one
 
-    def __init__(self, fn, wrt=0, with_value=False, backend="auto"):
+    def __init__(self, fn, wrt=0, with_value=False, backend="auto", has_aux=False):
         self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
         if self.inner is not None and (self.inner.with_value or not self.inner._single):
             raise errors.SourcegradError("a higher-order gradient needs an inner gradient with "
                                          "one wrt argument and no value (grad(grad(f)))")
+        if has_aux and (self.inner is not None or self.pullback):
+            raise errors.SourcegradError("has_aux=True is supported by grad and value_and_grad "
+                                         "of a Python function (not of a gradient, nor by vjp)")
         if self.inner is None and not isinstance(inspect.unwrap(fn), types.FunctionType):
             raise errors.SourceNotFoundError(
                 f"{fn!r} is not a Python function with source; sourcegrad differentiates "
@@ -366,7 +373,11 @@ class Gradient(staticmethod):
         self.fn = fn
         self._wrt_given = wrt
         self.wrt, self._single = _normalize_wrt(fn, wrt)
-        self.with_value = with_value
+        # with has_aux the generated code returns a pair, (aux, grads) or ((value, aux), grads):
+        # the value's place holds aux, so everything that reads a (value, grads) pair works
+        self.with_value = with_value or has_aux
+        self.value_asked = with_value
+        self.has_aux = has_aux
         self.backend = backend
         self._params = list(inspect.signature(fn).parameters)
         self._signature = inspect.signature(fn)
@@ -375,7 +386,7 @@ class Gradient(staticmethod):
         # compiled code is shared by every Gradient of the same function, wrt and backend
         with _SHARED_LOCK:
             self._cache = _compiled_for(fn).setdefault(
-                (self.wrt, self._single, with_value, backend, type(self).__name__), {})
+                (self.wrt, self._single, with_value, backend, type(self).__name__, has_aux), {})
         self._owner = inspect.unwrap(fn)  # whose __code__ the compiled code was built from
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
@@ -387,6 +398,7 @@ class Gradient(staticmethod):
                        if hasattr(fn, name)}
         self._call = self._general
         self._missed = None  # the signature that last came to the general path past an entry
+        self._flat: dict = {}  # the TreeDefs of tree arguments -> their _TreeGradient
 
     # -- calling -------------------------------------------------------------------------------
 
@@ -421,13 +433,19 @@ class Gradient(staticmethod):
         return self
 
     def __reduce__(self):
-        return type(self), (self.fn, self._wrt_given, self.with_value, self.backend)
+        return type(self), (self.fn, self._wrt_given, self.value_asked, self.backend,
+                            self.has_aux)
 
     def _general_call(self, *args, **kwargs):
         if kwargs or len(args) < len(self._params):  # keywords, or defaults to fill in
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
+        if self._has_trees(args):
+            flat, leaves, defs = self._flattened(args)
+            result = flat._call(*leaves)
+            self._last = flat._last
+            return self._unflattened(result, defs)
         key = signature_key(args)
         compiled = self._cached(key)
         if compiled is None:
@@ -445,6 +463,57 @@ class Gradient(staticmethod):
             value, grads = result
             return value, compiled.finish(grads, args)
         return compiled.finish(result, args)
+
+    # -- parameter trees: arguments passed to the generated code as their leaves ----------------
+
+    def _has_trees(self, args, to_transform=False) -> bool:
+        wrt = self.wrt
+        found = any(trees.needs_flattening(a, i in wrt) for i, a in enumerate(args))
+        if found and (self.inner is not None or to_transform):
+            _refuse_trees("a gradient of a gradient")
+        return found
+
+    def _flattened(self, args):
+        """(the _TreeGradient for these arguments' structure, their leaves, the TreeDef of
+        each argument or None where it is passed as it is)."""
+        leaves, defs = [], []
+        for i, a in enumerate(args):
+            if trees.needs_flattening(a, i in self.wrt):
+                try:
+                    part, treedef = trees.flatten(a)
+                except TypeError as exc:
+                    raise errors.NonDifferentiableInputError(
+                        f"argument {self._params[i]!r} of {self.fn.__name__}: {exc}") from None
+                leaves += part
+                defs.append(treedef)
+            else:
+                leaves.append(a)
+                defs.append(None)
+        defs = tuple(defs)
+        flat = self._flat.get(defs)
+        if flat is None:
+            flat = self._flat[defs] = _TreeGradient(self, defs)
+        return flat, leaves, defs
+
+    def _unflattened(self, result, defs):
+        """The leaves' gradients the generated code returned, in the structures of the
+        differentiated arguments (and the value or aux as they are)."""
+        grads = iter(result[1] if self.with_value else result)
+        out = []
+        for i in self.wrt:
+            treedef = defs[i]
+            out.append(next(grads) if treedef is None else
+                       treedef.unflatten([next(grads) for _ in range(treedef.num_leaves)]))
+        gradient = out[0] if self._single else tuple(out)
+        return (result[0], gradient) if self.with_value else gradient
+
+    def _param_label(self, i) -> str:
+        """Argument `i` as messages name it."""
+        return self._params[i]
+
+    def _wrt_names(self) -> tuple:
+        """The differentiated arguments, as the generated module's header names them."""
+        return tuple(self._params[i] for i in self.wrt)
 
     def _cached(self, key):
         """The compiled code of key's signature, or None when there is none or it is stale (a
@@ -634,6 +703,10 @@ class Gradient(staticmethod):
 
         `to_transform`: the code is for a higher-order transformation to read, so 0-d
         arrays are not read as numpy scalars (`x[()]` is an index it would differentiate)."""
+        if self._has_trees(args, to_transform):
+            flat, leaves, _ = self._flattened(args)
+            self._last = flat.compile(tuple(leaves), None, to_transform)
+            return self._last
         key = signature_key(args) if key is None else key
         to_transform = to_transform and bool(_zero_d_arrays(args))
         if to_transform:
@@ -649,8 +722,18 @@ class Gradient(staticmethod):
                 raise TypeError(f"{self.fn.__name__}() takes {len(self._params)} arguments, "
                                 f"got {len(args)}")
             for i in self.wrt:
-                _check_differentiable(self._params[i], args[i])
+                _check_differentiable(self._param_label(i), args[i])
             primal = hoist_loop_invariants(self.ir(args))
+            if self.has_aux:
+                primal = _output_and_aux(primal)
+            elif isinstance(primal.body[-1].value, Tup):
+                ret = primal.body[-1]
+                raise errors.NonScalarOutputError(
+                    f"{'vjp' if self.pullback else 'jvp' if isinstance(self, JVP) else 'grad'}"
+                    " needs a function with one output, "
+                    f"but {primal.name} returns a tuple of {len(ret.value.items)} values; if "
+                    "the others are auxiliary outputs, pass has_aux=True (output first)",
+                    ret.loc)
             disk_key, identities = self._disk_key(primal, args, key, to_transform)
             # (values keyed by identity are kept by the template, so their ids stay theirs)
             template_key = (disk_key, tuple(map(id, identities)))
@@ -700,7 +783,7 @@ class Gradient(staticmethod):
             matrices = frozenset(n for n in arrays if env[n].stand_in.ndim <= 2)
             read = {n for stmt in walk(optimized.body) for n in reads_of(stmt)}
             info = SourceInfo(inspect.getsourcefile(base.fn) or primal.source_file, label,
-                              tuple(self._params[i] for i in self.wrt), forward, arrays, scalars,
+                              self._wrt_names(), forward, arrays, scalars,
                               matrices, tuple(primal.params[i] for i in sorted(unwrapped)
                                               if primal.params[i] in read),
                               "forward-mode derivative (JVP)" if isinstance(self, JVP)
@@ -745,7 +828,8 @@ class Gradient(staticmethod):
             else:
                 free.append((n, "object"))
                 identities.append(v)
-        text = cache.key_of(type(self).__name__, self.wrt, self._single, self.with_value,
+        text = cache.key_of(type(self).__name__, self.wrt, self._single,
+                            (self.value_asked, self.has_aux),
                             self.backend_for(args), repr(signature), to_transform,
                             primal.name,
                             primal.params, repr(primal.body), sorted(primal.user_names), free)
@@ -811,8 +895,8 @@ class Gradient(staticmethod):
                                  _shapes(env))
             return optimized, [optimized]
         cotangent = namer.fresh("g") if self.pullback else None
-        grad_ir = reverse(primal, list(self.wrt), env, namer, self.with_value,
-                          as_tuple=not self._single, cotangent=cotangent)
+        grad_ir = reverse(primal, list(self.wrt), env, namer, self.value_asked,
+                          as_tuple=not self._single, cotangent=cotangent, has_aux=self.has_aux)
         optimized = optimize(grad_ir, _shapes(env), _dtypes(env), keep_residuals=self.pullback,
                              backend=self.backend_for(args), numbers=_numbers(env))
         if self.pullback:
@@ -851,6 +935,113 @@ class Gradient(staticmethod):
         """In Jupyter: the generated source, highlighted, and a table of what is saved."""
         from .notebook import gradient_markdown
         return gradient_markdown(self)
+
+
+def _output_and_aux(fn):
+    """fn (returning `(output, aux)`) with its return a `Tup` of the two: a pair returned
+    from a variable (several returns) is read back by item, as a value with an adjoint."""
+    ret = fn.body[-1]
+    value = ret.value
+    if isinstance(value, Tup) and len(value.items) == 2:
+        return fn
+    if not isinstance(value, Var):
+        raise errors.SourcegradError(
+            f"has_aux=True: {fn.name} must return a pair (output, aux), but returns "
+            f"{getattr(value, 'value', value)!r}", ret.loc)
+    names = Namer(reserved=_names_in(fn))
+    output, aux = names.fresh("output"), names.fresh("aux")
+    body = fn.body[:-1] + [Assign(output, Call("getitem", (value, Const(0))), ret.loc),
+                           Assign(aux, Call("getitem", (value, Const(1))), ret.loc),
+                           Return(Tup((Var(output), Var(aux))), ret.loc)]
+    return replace(fn, body=body)
+
+
+def _refuse_trees(what):
+    raise errors.NonDifferentiableInputError(
+        f"{what} takes arrays and numbers as the differentiated arguments; parameter trees "
+        "(lists, tuples, dicts, NamedTuples, dataclasses of arrays) are supported by grad, "
+        "value_and_grad and grad_and_aux: pass the leaves as separate arguments")
+
+
+def _no_trees(gradient, args, what):
+    """Parameter trees are not taken by `what` (vjp, jvp): refused where one is
+    differentiated; other containers are passed as they are (as before trees)."""
+    if any(trees.kind_of(args[i]) != trees.LEAF for i in gradient.wrt if i < len(args)):
+        _refuse_trees(what)
+
+
+class _TreeGradient(Gradient):
+    """The gradient of `parent.fn` for one structure of its tree arguments (lists, tuples,
+    dicts, NamedTuples, dataclasses: `sourcegrad.trees`), whose parameters are their leaves.
+
+    The front end binds each tree argument to compile-time containers of its leaves, so
+    `params["W1"]`, `for W, b in params` and unpacking cost no code and every leaf has its
+    own adjoint (`dparams_W1`); the parent flattens the arguments of each call, calls this
+    gradient (whose fast entry checks the leaves as any signature's does), and rebuilds the
+    gradients in the arguments' structures. Its compiled code is cached under a key holding
+    the structures (`TreeDef`s are hashable), and its IR per function and structures."""
+
+    def __init__(self, parent, defs):
+        super().__init__(parent.fn, parent._wrt_given, parent.value_asked, parent.backend,
+                         parent.has_aux)
+        names, paths, wrt = [], [], []
+        for i, (param, treedef) in enumerate(zip(parent._params, defs)):
+            leaf_names = [param] if treedef is None else treedef.leaf_names(param)
+            if i in parent.wrt:
+                if not leaf_names:
+                    raise errors.WrtError(f"argument {param!r} of {parent.fn.__name__} holds no "
+                                          "array or float to differentiate")
+                wrt += range(len(names), len(names) + len(leaf_names))
+            paths += [param] if treedef is None else treedef.paths(param)
+            names += leaf_names
+        self._defs = defs
+        self._arguments = tuple(parent._params[i] for i in parent.wrt)
+        self._structure = {p: d for p, d in zip(parent._params, defs) if d is not None}
+        self._params, self._paths = names, paths
+        self.wrt, self._single = tuple(wrt), False
+        self._signature, self._defaults = None, ()  # (called with every leaf, by position)
+        with _SHARED_LOCK:
+            self._cache = _compiled_for(self.fn).setdefault(
+                (self.wrt, False, self.value_asked, self.backend, "tree", self.has_aux, defs), {})
+
+    def _has_trees(self, args, to_transform=False) -> bool:
+        return False  # (its arguments are the leaves)
+
+    def _param_label(self, i) -> str:
+        return self._paths[i]
+
+    def _wrt_names(self) -> tuple:
+        return self._arguments
+
+    def _differentiate(self, primal, env, namer, args):
+        """As Gradient's, the generated function named after the arguments (`dloss_dparams`),
+        not after each leaf."""
+        optimized, functions = super()._differentiate(primal, env, namer, args)
+        if not self.pullback:
+            prefix = "value_and_d" if self.value_asked else "d"
+            optimized.name = f"{prefix}{primal.name}_" + "_".join(f"d{a}" for a in self._arguments)
+        return optimized, functions
+
+    def ir(self, args=None):
+        code = _code_of(self.fn)
+        table = _of_function(_TREE_IR, self.fn)
+        if table is None or table[0] is not code:
+            table = (code, {})
+            try:
+                _TREE_IR[self.fn] = table
+            except TypeError:
+                pass
+        primal = table[1].get(self._defs)
+        if primal is None or not _still_bound(primal.dependencies):
+            primal = table[1][self._defs] = _lowered(self.fn, structure=self._structure)
+        self._params = list(primal.params)  # (the front end's leaf names: clear of fn's own)
+        return primal
+
+    def __reduce__(self):
+        raise TypeError("a _TreeGradient is part of its parent Gradient")
+
+    def __repr__(self):
+        return f"<sourcegrad gradient of {self.fn.__qualname__} wrt leaves {self.wrt}>"
 
 
 def _shapes(env) -> dict:
@@ -1041,6 +1232,10 @@ class VJP(Gradient):
 
     pullback = True
 
+    def _has_trees(self, args, to_transform=False) -> bool:
+        _no_trees(self, args, "vjp")
+        return False
+
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) < len(self._params):
             bound = self._signature.bind(*args, **kwargs)
@@ -1065,30 +1260,106 @@ class VJP(Gradient):
 
 # --- public functions -------------------------------------------------------------------------
 
-def grad(fn=None, wrt=0, *, backend="auto"):
+_UNSET = object()
+
+
+def _wrt_of(wrt, argnums, argnum, default=0):
+    """The arguments to differentiate, given as `wrt`, JAX's `argnums` or autograd's
+    `argnum` (aliases: an index, a name, or a tuple of them; at most one may be given)."""
+    given = [(k, v) for k, v in (("wrt", wrt), ("argnums", argnums), ("argnum", argnum))
+             if v is not _UNSET]
+    if len(given) > 1:
+        raise errors.WrtError(f"{' and '.join(k + '=' for k, _ in given)} are the same "
+                              "argument (JAX's argnums, autograd's argnum): give one")
+    return given[0][1] if given else default
+
+
+def _made(fn, wrt, with_value, backend, has_aux, kind):
+    """`kind(fn, ...)`, or a decorator making it when fn is None (`@grad(wrt=1)`)."""
+    if fn is None:
+        return lambda f: _made(f, wrt, with_value, backend, has_aux, kind)
+    if kind is Gradient and has_aux and not with_value:
+        return AuxGradient(fn, wrt, backend)
+    return kind(fn, wrt, with_value, backend, has_aux)
+
+
+def grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
+         backend="auto"):
     """The gradient of a scalar-valued numpy function, as generated Python source.
 
     `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
     is an argument index, an argument name, or a tuple of them (then the result is a
-    tuple of gradients). Each gradient has its input's shape and dtype.
+    tuple of gradients); `argnums=` (JAX) and `argnum=` (autograd) are the same. Each
+    gradient has its input's shape and dtype.
+
+    `has_aux=True` (as in JAX): f returns `(output, aux)`; only the output is
+    differentiated, and the result is `(gradient, aux)`.
 
     `backend` is "numpy", "cupy" or "auto" (the default: CuPy code for CuPy arrays, numpy
     code otherwise); code is generated once per backend and input signature.
     """
-    if fn is None:
-        return lambda f: Gradient(f, wrt, False, backend)
-    return Gradient(fn, wrt, False, backend)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, has_aux, Gradient)
 
 
 # grad(f) written inside differentiated code is made while compiling (frontend)
 grad._sourcegrad_makes_gradient = True
 
 
-def value_and_grad(fn=None, wrt=0, *, backend="auto"):
-    """Like `grad`, but the result is `(f(*args), gradient)`."""
+def value_and_grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
+                   backend="auto"):
+    """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
+    JAX) it is `((output, aux), gradient)`."""
+    return _made(fn, _wrt_of(wrt, argnums, argnum), True, backend, has_aux, Gradient)
+
+
+def grad_and_aux(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, backend="auto"):
+    """autograd's `grad_and_aux`: f returns `(output, aux)`; the result is
+    `(gradient of output, aux)`. The same as `grad(f, has_aux=True)`."""
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, True, Gradient)
+
+
+class AuxGradient:
+    """`grad(f, has_aux=True)`: `(gradient, aux)` for a function returning `(output, aux)`.
+
+    The generated code returns `(aux, gradient)` (aux where a value goes, so the compiled
+    gradient's machinery for a value serves it); this puts the pair in JAX's order."""
+
+    def __init__(self, fn, wrt, backend="auto"):
+        self.gradient = Gradient(fn, wrt, False, backend, has_aux=True)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        aux, gradient = self.gradient(*args, **kwargs)
+        return gradient, aux
+
+    @property
+    def source(self) -> str:
+        return self.gradient.source
+
+    @property
+    def saved(self) -> list:
+        return self.gradient.saved
+
+    def __repr__(self):
+        return f"<sourcegrad gradient of {self.gradient.fn.__qualname__} with aux>"
+
+
+def elementwise_grad(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, backend="auto"):
+    """autograd's `elementwise_grad`: the sum of each column of f's Jacobian, in one
+    backward pass (the vector-Jacobian product with ones shaped like the output). For a
+    function applied elementwise, that is the derivative at each element."""
     if fn is None:
-        return lambda f: Gradient(f, wrt, True, backend)
-    return Gradient(fn, wrt, True, backend)
+        return lambda f: elementwise_grad(f, wrt, argnum=argnum, argnums=argnums,
+                                          backend=backend)
+    pull = VJP(fn, _wrt_of(wrt, argnums, argnum), False, backend)
+
+    @functools.wraps(fn)
+    def gradient(*args, **kwargs):
+        value, pullback = pull(*args, **kwargs)
+        ones = np.ones_like(value) if hasattr(value, "shape") else type(value)(1.0)
+        return pullback(ones)
+    gradient.vjp = pull
+    return gradient
 
 
 class JVP(Gradient):
@@ -1102,6 +1373,10 @@ class JVP(Gradient):
 
     def _finisher(self, args, optimized=None, env=None, unread=False):
         return lambda result, args: result
+
+    def _has_trees(self, args, to_transform=False) -> bool:
+        _no_trees(self, args, "jvp")
+        return False
 
     def __call__(self, primals, tangents):
         primals = tuple(primals)
@@ -1177,9 +1452,10 @@ def hessian(fn, wrt=0):
     return full
 
 
-def vjp(fn=None, wrt=0, *, backend="auto"):
+def vjp(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, backend="auto"):
     """Reverse mode for any output: `vjp(f)(*args)` returns `(value, pullback)`, and
     `pullback(cotangent)` the gradients (a tuple when `wrt` is a tuple)."""
+    wrt = _wrt_of(wrt, argnums, argnum)
     if fn is None:
         return lambda f: VJP(f, wrt, False, backend)
     return VJP(fn, wrt, False, backend)
@@ -1269,20 +1545,37 @@ def check_grad(fn, *args, wrt=0, eps=1e-6, rtol=1e-6, atol=1e-8):
         numerics = [numeric_grad(fn, args, pos, eps, again) for pos in g.wrt]
     worst = 0.0
     for pos, ana, numeric in zip(g.wrt, analytic, numerics):
-        err = np.max(np.abs(np.asarray(ana) - numeric) / (atol + rtol * np.abs(numeric) + 1e-300))
-        worst = max(worst, float(err))
-        if not np.allclose(ana, numeric, rtol=rtol, atol=atol):
-            raise GradientCheckError(
-                f"gradient of {fn.__name__} wrt argument {pos} differs from central finite "
-                f"differences:\n  compiled: {np.asarray(ana)!r}\n  numeric:  {numeric!r}")
+        # (a parameter tree is compared leaf by leaf, each named by its path)
+        ana_leaves, treedef = trees.flatten(ana)
+        labels = treedef.paths(f"argument {pos}")
+        for label, ana, numeric in zip(labels, ana_leaves, trees.flatten(numeric)[0]):
+            err = np.max(np.abs(np.asarray(ana) - numeric) /
+                         (atol + rtol * np.abs(numeric) + 1e-300), initial=0.0)
+            worst = max(worst, float(err))
+            if not np.allclose(ana, numeric, rtol=rtol, atol=atol):
+                raise GradientCheckError(
+                    f"gradient of {fn.__name__} wrt {label} differs from central finite "
+                    f"differences:\n  compiled: {np.asarray(ana)!r}\n  numeric:  {numeric!r}")
     return worst
 
 
 def numeric_grad(fn, args, pos, eps=1e-6, before_call=None):
     """Central finite differences of scalar `fn` with respect to argument `pos` (float64);
-    `before_call()` runs before each call of fn (check_grad puts random generators back)."""
+    for a parameter tree, a tree of them (one per leaf). `before_call()` runs before each
+    call of fn (check_grad puts random generators back)."""
     before_call = before_call or (lambda: None)
     x = args[pos]
+    if trees.kind_of(x) != trees.LEAF:
+        leaves, treedef = trees.flatten(x)
+
+        def at(k):
+            def moved(leaf):
+                changed = list(leaves)
+                changed[k] = leaf
+                return fn(*args[:pos], treedef.unflatten(changed), *args[pos + 1:])
+            return moved
+        return treedef.unflatten([numeric_grad(at(k), (leaf,), 0, eps, before_call)
+                                  for k, leaf in enumerate(leaves)])
     base = np.array(x, dtype=np.float64)
     out = np.zeros_like(base)
     flat, out_flat = base.reshape(-1), out.reshape(-1)

@@ -167,9 +167,23 @@ def _check(name, value, guard):
         return f"{type_of} is {type_}"
     if t in (bool, type(None)):
         return f"{name} is {guard.add(f'value_{name}', value)}"
-    if t in (int, str, tuple) and _hashable(value):
+    if t in (int, str) and _hashable(value):
         return f"{type_of} is {type_} and {name} == {guard.add(f'value_{name}', value)}"
+    if t is tuple and _hashable(value):
+        # (`==` of tuples would compare an array item given later elementwise, and raise)
+        same = guard.add("same_static", same_static)
+        return f"{type_of} is {type_} and {same}({name}, {guard.add(f'value_{name}', value)})"
     return None
+
+
+def same_static(given, value) -> bool:
+    """Whether `given` is the static value `value` (a tuple of numbers, strings, None and
+    such tuples): item by item, of the same types, so an array item is never compared."""
+    if type(given) is not type(value):
+        return False
+    if type(value) is tuple:
+        return len(given) == len(value) and all(map(same_static, given, value))
+    return given == value
 
 
 class _Conversion:
@@ -284,4 +298,4 @@ def _hashable(value) -> bool:
     return True
 
 
-__all__ = ["fast_entry", "MISS"]
+__all__ = ["fast_entry", "MISS", "same_static"]

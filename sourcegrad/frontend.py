@@ -7,6 +7,11 @@ compiler does not handle with a `SourcegradError` naming the construct and the
 user's line, and lowers the body to A-normal form: one primitive call per
 statement, every intermediate named, user variables renamed once per assignment
 (so no value is ever overwritten in straight-line code).
+
+Containers: a tuple of values is a compile-time `Tup` of atoms until it flows where its
+gradient must follow it (then `make_tuple`); dicts, NamedTuples and dataclasses (parameter
+trees passed as their leaves, dict displays) are compile-time `Record`s that never reach
+the IR: indexing, fields, unpacking and loops over them (unrolled) are resolved here.
 """
 from __future__ import annotations
 
@@ -16,12 +21,12 @@ import inspect
 import linecache
 import textwrap
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gast
 import numpy as np
 
-from . import errors, random_draws
+from . import errors, random_draws, trees
 from .errors import SourceLocation
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Slc, Tup, Var, While,
                  walk)
@@ -53,9 +58,8 @@ def parse(fn) -> ParsedFunction:
         raise errors.SourceNotFoundError(
             f"{fn!r} is not a Python function with source; sourcegrad differentiates functions "
             "written in Python (register a rule for a builtin or numpy function)")
-    if fn.__name__ == "<lambda>":
-        raise errors.UnsupportedSyntaxError("differentiating a lambda directly is not supported "
-                                            "yet; define the function with def")
+    if fn.__code__.co_name == "<lambda>":
+        return parse_lambda(fn)
     try:
         source_lines, first_line = inspect.getsourcelines(fn)
     except (OSError, TypeError) as exc:
@@ -78,6 +82,84 @@ def parse(fn) -> ParsedFunction:
     return ParsedFunction(fn, tree, file, first_line, lines)
 
 
+def parse_lambda(fn) -> ParsedFunction:
+    """Parse a lambda's source: the lambda of its file that its code object came from,
+    as a function `def name(args): return body` (`name`: the variable it is assigned to,
+    else `lambda`).
+
+    The file is parsed whole (a lambda is an expression inside some statement), and the
+    lambdas that start on the code's first line are candidates. Where there are several,
+    the code object's positions (Python 3.11+: line and column of each instruction) pick
+    the smallest lambda that contains them all (a lambda nested in another contains only
+    its own code's). Without positions (Python 3.10), or where they cannot tell the
+    candidates apart, a located error says so."""
+    code = fn.__code__
+    try:
+        file = inspect.getsourcefile(fn) or code.co_filename
+    except TypeError:
+        file = code.co_filename
+    lines = linecache.getlines(file, fn.__globals__)
+    line = code.co_firstlineno
+    if not lines:
+        raise errors.SourceNotFoundError(
+            f"the source of a lambda ({file}, line {line}) is not available; lambdas made with "
+            "exec() or typed at the interactive prompt cannot be differentiated. Put it in a "
+            "file.")
+    text = lines[line - 1].rstrip("\n") if 0 < line <= len(lines) else ""
+    here = SourceLocation(file, line, 0, text)
+    try:
+        module = gast.parse("".join(lines))
+    except SyntaxError as exc:
+        raise errors.SourceNotFoundError(f"the file of a lambda does not parse ({exc})", here)
+    names = {}
+    for node in gast.walk(module):
+        if isinstance(node, gast.Assign) and isinstance(node.value, gast.Lambda) and \
+                len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
+            names[id(node.value)] = node.targets[0].id
+    params = list(code.co_varnames[:code.co_argcount])
+    found = sorted((n for n in gast.walk(module) if isinstance(n, gast.Lambda) and
+                    n.lineno == line and [a.id for a in n.args.args] == params),
+                   key=lambda n: (n.lineno, n.col_offset))
+    if len(found) > 1:
+        found = _lambdas_holding(found, code)
+    if len(found) != 1:
+        why = "no lambda with these parameters starts there" if not found else \
+            f"{len(found)} lambdas on this line cannot be told apart" + (
+                "" if hasattr(code, "co_positions") else
+                " (Python 3.10 records no columns)")
+        raise errors.UnsupportedSyntaxError(
+            f"cannot find the source of this lambda: {why}; put it on a line of its own, or "
+            "define the function with def", here)
+    node = found[0]
+    body = gast.copy_location(gast.Return(value=node.body), node.body)
+    tree = gast.FunctionDef(name=names.get(id(node), "lambda"), args=node.args, body=[body],
+                            decorator_list=[], returns=None, type_comment=None, type_params=[])
+    gast.copy_location(tree, node)
+    return ParsedFunction(fn, tree, file, 1, lines)
+
+
+def _lambdas_holding(candidates, code) -> list:
+    """The smallest of the candidate lambdas whose span holds every instruction's position
+    (a list of one), or all of them where positions do not decide."""
+    positions = [p for p in getattr(code, "co_positions", lambda: ())()
+                 if p[0] is not None and p[2] is not None and
+                 (p[1], p[3]) > (p[0], p[2])]  # (positions with a span: not RESUME's)
+    if not positions:
+        return candidates
+
+    def holds(node):
+        return all((node.lineno, node.col_offset) <= (p[0], p[2]) and
+                   (p[1], p[3]) <= (node.end_lineno, node.end_col_offset) for p in positions)
+    holding = [n for n in candidates if holds(n)]
+    if not holding:
+        return candidates
+    smallest = min(holding, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset -
+                                           n.col_offset if n.end_lineno == n.lineno else 0))
+    same = [n for n in holding if (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) ==
+            (smallest.lineno, smallest.col_offset, smallest.end_lineno, smallest.end_col_offset)]
+    return same if len(same) > 1 else [smallest]
+
+
 # --- name resolution ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -88,6 +170,75 @@ class ModuleRef:
 @dataclass(frozen=True)
 class CallableRef:
     obj: object
+
+
+@dataclass(frozen=True)
+class Record:
+    """A dict, NamedTuple or dataclass known at compile time: its keys (or field names) and
+    the atoms (or nested containers) it holds. It costs no code: `d["W"]`, `p.w`, unpacking,
+    `.items()` and loops over it are resolved while lowering, so each item keeps its own
+    adjoint. It never reaches the IR (`Lowerer.refuse_records`). `local`: made by a dict
+    display in this function (only such a dict may be changed by `d[k] = v`)."""
+
+    kind: str
+    cls: object
+    keys: tuple
+    values: tuple
+    local: bool = field(default=False, compare=False)
+
+    def describe(self) -> str:
+        if self.kind == trees.DICT:
+            return "a dict"
+        return f"a {'NamedTuple' if self.kind == trees.NAMEDTUPLE else 'dataclass'} " \
+            f"({self.cls.__name__})"
+
+    def with_item(self, key, value) -> "Record":
+        if key in self.keys:
+            values = tuple(value if k == key else v for k, v in zip(self.keys, self.values))
+            return Record(self.kind, self.cls, self.keys, values, True)
+        return Record(self.kind, self.cls, self.keys + (key,), self.values + (value,), True)
+
+
+@dataclass(frozen=True)
+class Static:
+    """A sequence only a loop or `len` may use: `d.items()`, `d.values()`, `d.keys()`,
+    iterated at compile time (its keys are strings, its items may be containers)."""
+
+    items: tuple
+    what: str
+
+
+def _holds_record(atom) -> bool:
+    """Whether an atom is, or a compile-time tuple holds, a Record or a Static."""
+    if isinstance(atom, (Record, Static)):
+        return True
+    return isinstance(atom, Tup) and any(_holds_record(a) for a in atom.items)
+
+
+def _nests_containers(atom) -> bool:
+    """A compile-time tuple of containers (`[(W1, b1), (W2, b2)]` passed as a parameter
+    tree, a tuple of tuples): a loop over it is unrolled, so each layer keeps its shapes
+    and its own adjoints, as straight-line code."""
+    return isinstance(atom, Tup) and any(isinstance(a, (Tup, Record)) for a in atom.items)
+
+
+def _contains(atom, record) -> bool:
+    """Whether `atom` is `record` or holds it (in a tuple or another record)."""
+    if atom == record:
+        return True
+    if isinstance(atom, Tup):
+        return any(_contains(a, record) for a in atom.items)
+    if isinstance(atom, Record):
+        return any(_contains(a, record) for a in atom.values)
+    return False
+
+
+def _first_record(atom):
+    if isinstance(atom, (Record, Static)):
+        return atom
+    if isinstance(atom, Tup):
+        return next((r for r in map(_first_record, atom.items) if r is not None), None)
+    return None
 
 
 def _closure_values(fn) -> dict:
@@ -133,7 +284,7 @@ _UNSUPPORTED_EXPRESSIONS = {
     gast.ListComp: "a list comprehension", gast.SetComp: "a set comprehension",
     gast.DictComp: "a dict comprehension", gast.GeneratorExp: "a generator expression",
     gast.Await: "await", gast.Yield: "yield (a generator)", gast.YieldFrom: "yield from",
-    gast.Dict: "a dict display", gast.Set: "a set display", gast.JoinedStr: "an f-string",
+    gast.Set: "a set display", gast.JoinedStr: "an f-string",
     gast.NamedExpr: "an assignment expression (:=)", gast.Starred: "a starred expression",
 }
 
@@ -150,6 +301,11 @@ class Context:
         self.parsed_cache: dict = {}
         self.dependencies: list = []  # (kind, globals dict or closure cell, name, value read)
         self.generators: set = set()  # names of random generators made in the code
+        # the tuples of parameter trees: their names, and their values once made (tuple_value)
+        self.tuple_names: dict = {}
+        self.tuple_values: dict = {}
+        self.issued: set = set()  # user names (prefixed) that have been given a value
+        self.active_prefixes: list = []  # of the functions being inlined, outermost first
 
     @property
     def out(self) -> list:
@@ -255,6 +411,28 @@ def _assigned_names(stmt) -> set:
     return names
 
 
+def _assignment_counts(body) -> dict:
+    """How many places assign each name (`a[i] = v` and `a.append(v)` assign a too)."""
+    counts: dict = {}
+    for stmt in body:
+        for node in _walk_no_defs(stmt, False):
+            for name in _assigned_names_of_node(node):
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _assigned_names_of_node(node):
+    if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+        return (node.id,)
+    if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) and \
+            isinstance(node.value, gast.Name):
+        return (node.value.id,)
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+            node.func.attr in ("append", "pop") and isinstance(node.func.value, gast.Name):
+        return (node.func.value.id,)
+    return ()
+
+
 def _walk_no_defs(node, stop_at_loops):
     """Walk a statement, not entering nested functions, nor nested loops for break/continue."""
     stack = [(node, False)]
@@ -291,6 +469,10 @@ class Lowerer:
         self.returned = None    # flag set by a non-tail return
         self.mutable: set = set()
         self.assigned: set = set()
+        self.assignments: dict = {}  # name -> how many statements assign it (syntactically)
+        self.compound_counts: dict = {}
+        self.early_return = False
+        self.unrolled: set = set()   # targets of the loops being unrolled (unrolled_loop)
 
     def error(self, cls, message, node=None):
         raise cls(message, self.parsed.loc(node) if node is not None else self.loc)
@@ -301,9 +483,12 @@ class Lowerer:
 
     # -- entry points --------------------------------------------------------------------------
 
-    def lower(self, static=None) -> Function:
-        """Lower the function being differentiated (`static`: values of some arguments)."""
+    def lower(self, static=None, structure=None) -> Function:
+        """Lower the function being differentiated (`static`: values of some arguments;
+        `structure`: the `trees.TreeDef` of each argument passed as its leaves, which
+        become the function's parameters)."""
         static = static or {}
+        structure = structure or {}
         tree = self.parsed.tree
         args = tree.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
@@ -312,9 +497,17 @@ class Lowerer:
                        "supported yet", tree)
         params = [a.id for a in args.args]
         self.prepare(tree.body, params)
+        lowered_params = []
         for name in params:
             self.ctx.namer.reserve(name)
             self.ctx.user_names.add(name)
+            if name in structure:  # a parameter tree: its leaves are the parameters
+                leaves = self.leaf_parameters(name, structure[name], params, lowered_params)
+                lowered_params += leaves
+                self.env[name] = _structure_atom(structure[name], iter(map(Var, leaves)),
+                                                 name, self.ctx.tuple_names)
+                continue
+            lowered_params.append(name)
             # an argument lowered as its value (an int that bounds a recursion) is a constant
             # where the body does not assign it
             self.env[name] = Var(name)
@@ -325,13 +518,58 @@ class Lowerer:
                     else Const(value)
         result = self.function_body(tree.body, tree)
         self.no_function_values([result], "the differentiated function's return")
+        if isinstance(result, Tup) and any(map(_holds_record, result.items)):
+            # `return loss, {"acc": acc}`: a dict among returned values (has_aux's aux; grad
+            # refuses a returned tuple otherwise) is built at run time, never differentiated
+            result = Tup(tuple(self.built(item) if _holds_record(item) else item
+                               for item in result.items))
+        if _holds_record(result):
+            self.error(errors.UnsupportedSyntaxError, f"the function returns "
+                       f"{_first_record(result).describe()}; a differentiated function returns "
+                       "a number (or, with has_aux=True, a pair whose aux is a tuple of values)",
+                       tree.body[-1])
         self.out.append(Return(result, self.loc))
-        fn = Function(tree.name, params, self.ctx.blocks[0], self.parsed.file,
+        fn = Function(tree.name, lowered_params, self.ctx.blocks[0], self.parsed.file,
                       self.parsed.loc(tree), self.ctx.free, self.ctx.user_names)
         # modules (np, math) are not expected to be rebound; everything else is checked
         fn.dependencies = [d for d in _unique_dependencies(self.ctx.dependencies)
                            if not isinstance(d[3], types.ModuleType)]
         return fn
+
+    def built(self, atom) -> Var:
+        """A compile-time container made a run-time value (a dict, tuple, ... of its items)
+        by a call of `trees.Rebuild`: no adjoint flows through it."""
+        leaves = []
+        treedef = self.tree_of(atom, leaves)
+        builder = self.bind_free(trees.Rebuild(treedef), f"build_{treedef.kind}")
+        target = self.ctx.namer.fresh(treedef.kind if treedef.kind != trees.DICT else "aux")
+        self.out.append(Assign(target, Call("pycall", (builder, *leaves)), self.loc))
+        return Var(target)
+
+    def tree_of(self, atom, leaves) -> trees.TreeDef:
+        if isinstance(atom, Static):
+            self.error(errors.UnsupportedSyntaxError, f"{atom.what} is returned; return a dict "
+                       "or a tuple of values")
+        if isinstance(atom, Record):
+            return trees.TreeDef(atom.kind, atom.cls, atom.keys,
+                                 tuple(self.tree_of(v, leaves) for v in atom.values))
+        if isinstance(atom, Tup):
+            return trees.TreeDef(trees.TUPLE, None, (),
+                                 tuple(self.tree_of(v, leaves) for v in atom.items))
+        leaves.append(atom)
+        return trees.TreeDef(trees.LEAF)
+
+    def leaf_parameters(self, name, treedef, params, taken) -> list:
+        """Names for the leaves of the tree argument `name` (`params_W1`, `params_0_1`),
+        clear of every other name the function uses."""
+        out = []
+        for leaf in treedef.leaf_names(name):
+            while leaf in self.assigned or leaf in params or leaf in taken or leaf in out:
+                leaf += "_"
+            self.ctx.namer.reserve(leaf)
+            self.ctx.user_names.add(leaf)
+            out.append(leaf)
+        return out
 
     def prepare(self, body, params):
         """Find the names this function assigns, and which must stay mutable variables.
@@ -340,11 +578,17 @@ class Lowerer:
         into new values bound to the same name.
         """
         self.assigned = {n for stmt in body for n in _assigned_names(stmt)}
+        self.assignments = _assignment_counts(body)
         compound = set()
+        self.compound_counts = {}  # name -> how many loops and branches of the body assign it
         for stmt in body:
             if isinstance(stmt, (gast.If, gast.For, gast.While)):
-                compound |= _assigned_names(stmt)
+                names = _assigned_names(stmt)
+                compound |= names
+                for n in names:
+                    self.compound_counts[n] = self.compound_counts.get(n, 0) + 1
         non_tail = any(_exits([s], {"return"}) for s in body[:-1])
+        self.early_return = non_tail
         # Names assigned in a loop or branch keep one name (a variable that is overwritten);
         # everything else gets a fresh name per assignment. After an early return every
         # statement runs under a guard, so then every name is a variable.
@@ -478,6 +722,9 @@ class Lowerer:
             self.error(errors.UnsupportedSyntaxError, "return without a value", stmt)
         value = self.expr(stmt.value)
         self.no_function_values([value], "a return that is not the function's last statement")
+        self.refuse_records([value])
+        if isinstance(value, Tup):  # (a pair returned from several places: a value, whose
+            value = self.emit("make_tuple", list(value.items))  # items have adjoints)
         self.out.append(Assign(self.result, value, self.loc))
         self.out.append(Assign(self.returned, Const(True), self.loc))
         for loop in self.loops:
@@ -499,6 +746,7 @@ class Lowerer:
                 # print() and other calls made for their effect: forward pass only
                 args = [self.expr(a) for a in value.args]
                 kwargs = tuple((k.arg, self.expr(k.value)) for k in value.keywords)
+                self.refuse_records(args + [a for _, a in kwargs])
                 callee = self.bind_free(target.obj, _callee_name(value.func))
                 self.out.append(ExprStmt(Call("pycall", tuple([callee] + args), kwargs),
                                          self.loc))
@@ -528,6 +776,7 @@ class Lowerer:
 
     def if_(self, stmt):
         test = self.expr(stmt.test)
+        self.refuse_records([test])
         if isinstance(test, Const):  # decided now (static arguments, inlined recursion)
             return self.block(stmt.body if test.value else stmt.orelse)
         body = self.nested(lambda: self.block(stmt.body))
@@ -540,9 +789,17 @@ class Lowerer:
         if stmt.orelse:
             self.error(errors.UnsupportedSyntaxError, "for ... else is not supported", stmt)
         loc = self.parsed.loc(stmt)
-        if self.unrolled(stmt):
+        evaluated = self.iterated_parts(stmt.iter, stmt)
+        if evaluated is not None and (any(map(_holds_record, evaluated)) or (
+                any(map(_nests_containers, evaluated)) and
+                all(isinstance(e, Tup) or isinstance(e, Const) and
+                    isinstance(e.value, (tuple, list)) for e in evaluated) and
+                not _exits(stmt.body, {"break", "continue", "return"}))):
+            self.unrolled_loop(stmt, evaluated)
             return
-        start, stop, step, prelude = self.iteration(stmt.iter, stmt.target, stmt)
+        if evaluated is not None and self.unrolled_constants(stmt, evaluated):
+            return
+        start, stop, step, prelude = self.iteration(stmt.iter, stmt.target, stmt, evaluated)
         kinds = _exits(stmt.body, {"break", "continue", "return"})
         brk = self.ctx.namer.fresh("stop") if kinds & {"break", "return"} else None
         cont = self.ctx.namer.fresh("skip") if "continue" in kinds else None
@@ -570,17 +827,19 @@ class Lowerer:
             index = trip
         self.out.append(For(index, start, stop, step, block, loc, brk))
 
-    def unrolled(self, stmt) -> bool:
+    def unrolled_constants(self, stmt, evaluated) -> bool:
         """`for key in ("W", "b"):` over constants that are not numbers: the body once per
         item, with the item a constant (so `params[key]` and `key in ...` are known when
         compiling). Numbers keep a loop: the code would grow with the count."""
-        if not isinstance(stmt.iter, (gast.Tuple, gast.List)) or \
+        if _loop_call(stmt.iter, self.env) in ("enumerate", "zip") or len(evaluated) != 1 or \
                 _exits(stmt.body, {"break", "continue", "return"}):
             return False
-        items = [self.expr(e) for e in stmt.iter.elts]
-        if not items or not all(isinstance(i, Const) for i in items) or \
-                all(type(i.value) in (int, float, bool) for i in items):
-            return False  # (lowering constants emits no statement: nothing to undo)
+        sequence = evaluated[0]
+        if not (isinstance(sequence, Const) and isinstance(sequence.value, (tuple, list))):
+            return False
+        items = [Const(v) for v in sequence.value]
+        if not items or all(type(i.value) in (int, float, bool) for i in items):
+            return False
         names = [t.id for t in gast.walk(stmt.target) if isinstance(t, gast.Name)]
         for item in items:
             self.loc = self.parsed.loc(stmt)
@@ -602,8 +861,86 @@ class Lowerer:
             self.error(errors.UnsupportedSyntaxError, f"cannot unpack {value!r} into "
                        f"{_describe(target)}", stmt)
 
-    def iteration(self, node, target, stmt):
-        """(start, stop, step, (index name, [binders])) for `for target in node`."""
+    def iterated_parts(self, node, stmt):
+        """The values a `for` loop over `node` iterates, evaluated once: the sequence, or
+        the arguments of `enumerate(...)` / `zip(...)`; None for `range` and
+        `reversed(range(...))`, whose arguments `iteration` reads itself."""
+        kind = _loop_call(node, self.env)
+        if kind in ("range", "reversed"):
+            return None
+        parts = node.args if kind in ("enumerate", "zip") else [node]
+        return [self.iterated(p, stmt) for p in parts]
+
+    def unrolled_loop(self, stmt, evaluated):
+        """A loop over a dict's items, a NamedTuple, or a sequence holding dicts: resolved at
+        compile time, so the body is lowered once per item (straight-line code in which
+        each item keeps its own adjoint and its own shape)."""
+        kind = _loop_call(stmt.iter, self.env)
+        if _exits(stmt.body, {"break", "continue", "return"}):
+            self.error(errors.UnsupportedSyntaxError, "break, continue or return in a loop over "
+                       "a dict, NamedTuple or a list of dicts is not supported (such a loop is "
+                       "unrolled at compile time)", stmt)
+        if kind == "enumerate" and (len(evaluated) != 1 or stmt.iter.keywords):
+            self.error(errors.UnsupportedSyntaxError, "enumerate takes one sequence here", stmt)
+        # (the sequence is made before the first trip: it holds its variables' values then)
+        sequences = [self.compile_time_items(self.frozen(e), stmt) for e in evaluated]
+        if kind == "enumerate":
+            items = [Tup((Const(i), item)) for i, item in enumerate(sequences[0])]
+        elif kind == "zip":
+            items = [Tup(tuple(group)) for group in zip(*sequences)]
+        else:
+            items = sequences[0]
+        targets = {n.id for n in gast.walk(stmt.target) if isinstance(n, gast.Name)}
+        # Names the body assigns in straight-line code get a new name per assignment, as
+        # outside loops (so `h` of each layer keeps its own shape), and are copied back to
+        # their variable after the loop where they are variables (carried by an outer loop
+        # or a branch)
+        simple, compound = set(), set()
+        for s in stmt.body:
+            (compound if isinstance(s, (gast.If, gast.For, gast.While)) else simple).update(
+                _assigned_names(s))
+        renamed = (simple - compound - targets) & self.mutable
+        outer = self.unrolled
+        self.unrolled = outer | targets
+        self.mutable -= renamed
+        try:
+            for item in items:
+                self.loc = self.parsed.loc(stmt)
+                self.bind_target(stmt.target, item)
+                self.block(stmt.body)
+        finally:
+            self.unrolled = outer
+        # a name only this loop made a variable stays an ordinary name (one per value)
+        # when the loop is in straight-line code; else it is a variable again, copied back
+        if len(self.ctx.blocks) == 1 and not self.early_return:
+            renamed = {n for n in renamed if self.compound_counts.get(n, 0) != 1}
+        self.mutable |= renamed
+        for name in sorted(renamed):
+            atom, local = self.env.get(name), self.local(name)
+            if atom is not None and not _holds_record(atom) and atom != Var(local):
+                self.out.append(Assign(local, atom, self.parsed.loc(stmt)))
+                self.env[name] = Var(local)
+
+    def compile_time_items(self, atom, stmt) -> list:
+        """The items a loop over `atom` visits, where they are known at compile time."""
+        if isinstance(atom, Static):
+            return list(atom.items)
+        if isinstance(atom, Tup):
+            return list(atom.items)
+        if isinstance(atom, Const) and isinstance(atom.value, (tuple, list)):
+            return [Const(v) for v in atom.value]
+        if isinstance(atom, Record) and atom.kind == trees.DICT:
+            return [Const(k) for k in atom.keys]  # (iterating a dict gives its keys)
+        if isinstance(atom, Record) and atom.kind == trees.NAMEDTUPLE:
+            return list(atom.values)
+        if isinstance(atom, Record):
+            self.error(errors.UnsupportedSyntaxError, f"{atom.describe()} is not iterable", stmt)
+        self.error(errors.UnsupportedSyntaxError, "zip of a sequence known only at run time "
+                   "with a dict or a list of dicts is not supported", stmt)
+
+    def iteration(self, node, target, stmt, evaluated=None):
+        """(start, stop, step, (index name, [binders])) for `for target in node`;
+        `evaluated`: the values `iterated_parts` gave."""
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
                 and node.func.id == "reversed" and len(node.args) == 1 \
                 and isinstance(node.args[0], gast.Call) and isinstance(node.args[0].func, gast.Name) \
@@ -635,7 +972,7 @@ class Lowerer:
                                "be a name", stmt)
                 return start, stop, step, (self.loop_target(target.id), [])
             if kind == "enumerate":
-                seq = self.iterated(node.args[0], stmt)
+                seq = evaluated[0] if evaluated is not None else self.iterated(node.args[0], stmt)
                 if not (isinstance(target, gast.Tuple) and len(target.elts) == 2):
                     self.error(errors.UnsupportedSyntaxError, "unpack enumerate as i, x", stmt)
                 index = self.loop_target(target.elts[0].id) \
@@ -644,7 +981,8 @@ class Lowerer:
                 return Const(0), length, Const(1), (index, [
                     lambda: self.bind_target(target.elts[1], self.emit(
                         "getitem", [seq, Var(index)], name=self.name_of(target.elts[1])))])
-            seqs = [self.iterated(a, stmt) for a in node.args]
+            seqs = evaluated if evaluated is not None else \
+                [self.iterated(a, stmt) for a in node.args]
             lengths = [self.emit("len", [s]) for s in seqs]
             length = lengths[0] if len(lengths) == 1 else self.emit("min_builtin", lengths)
             if not (isinstance(target, gast.Tuple) and len(target.elts) == len(seqs)):
@@ -655,9 +993,9 @@ class Lowerer:
                 (lambda t, s: lambda: self.bind_target(t, self.emit(
                     "getitem", [s, Var(index)], name=self.name_of(t))))(t, s)
                 for t, s in zip(target.elts, seqs)])
-        seq = self.iterated(node, stmt)
+        seq = evaluated[0] if evaluated is not None else self.iterated(node, stmt)
         if isinstance(seq, Tup):  # a tuple of computed values, indexed by the loop at run time
-            seq = self.emit("make_tuple", list(seq.items))
+            seq = self.tuple_value(seq)
         length = self.emit("len", [seq])
         index = self.ctx.namer.fresh("i")
         return Const(0), length, Const(1), (index, [
@@ -678,6 +1016,7 @@ class Lowerer:
 
     def loop_target(self, name):
         local = self.local(name)
+        self.ctx.issued.add(local)
         self.ctx.user_names.add(local)
         self.mutable.add(name)
         self.env[name] = Var(local)
@@ -691,7 +1030,7 @@ class Lowerer:
             self.bind(target.id, atom)
         else:
             for i, t in enumerate(target.elts):
-                self.bind_target(t, self.emit("getitem", [atom, Const(i)], name=self.name_of(t)))
+                self.bind_target(t, self.item_at(atom, i, len(target.elts), t))
 
     def while_(self, stmt):
         if stmt.orelse:
@@ -770,8 +1109,7 @@ class Lowerer:
                 return
             source = self.expr(value)
             for i, t in enumerate(target.elts):
-                self.assign_atom(t, self.emit("getitem", [source, Const(i)],
-                                              name=self.name_of(t)), stmt)
+                self.assign_atom(t, self.item_at(source, i, len(target.elts), t), stmt)
             return
         if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
             self.setitem(target, value, stmt)
@@ -779,13 +1117,22 @@ class Lowerer:
         self.error(errors.UnsupportedSyntaxError, f"assignment to {_describe(target)} is not "
                    "supported", stmt)
 
+    def item_at(self, atom, i, count, target):
+        """Item `i` of `atom` unpacked into `count` targets (`a, b = atom`)."""
+        if isinstance(atom, (Record, Static)):  # unpacked as iterated: a dict gives its keys
+            items = self.compile_time_items(atom, None)
+            if len(items) != count:
+                self.error(errors.UnsupportedSyntaxError, f"ValueError: {len(items)} values "
+                           f"to unpack into {count} targets")
+            return items[i]
+        return self.emit("getitem", [atom, Const(i)], name=self.name_of(target))
+
     def assign_atom(self, target, atom, stmt):
         if isinstance(target, gast.Name):
             self.bind(target.id, atom)
         elif isinstance(target, (gast.Tuple, gast.List)):
             for i, t in enumerate(target.elts):
-                self.assign_atom(t, self.emit("getitem", [atom, Const(i)],
-                                              name=self.name_of(t)), stmt)
+                self.assign_atom(t, self.item_at(atom, i, len(target.elts), t), stmt)
         else:
             self.error(errors.UnsupportedSyntaxError, f"assignment to {_describe(target)} is not "
                        "supported", stmt)
@@ -797,6 +1144,9 @@ class Lowerer:
             self.error(errors.NameResolutionError, f"{name!r} is assigned by index before it is "
                        "defined", stmt)
         array = self.env[name]
+        if isinstance(array, Record):
+            self.record_setitem(name, array, target, value, stmt)
+            return
         aliases = [n for n, a in self.env.items() if a == array and n != name]
         if aliases:
             self.error(errors.UnsupportedSyntaxError, f"{name!r} is changed in place while "
@@ -806,6 +1156,47 @@ class Lowerer:
         start = len(self.out)
         self.bind(name, self.emit("setitem", [array, index, atom], name=self.local(name)))
         self.mark_in_place(self.env.get(name), start)
+
+    def record_setitem(self, name, record, target, value, stmt):
+        """`d[k] = v` of a dict display of this function: the name is bound to a dict with
+        the new item (no other name may see the dict: Python would change it for both)."""
+        if record.kind != trees.DICT:
+            self.error(errors.UnsupportedSyntaxError, f"{record.describe()} does not support "
+                       "item assignment", stmt)
+        if not record.local:
+            self.error(errors.UnsupportedSyntaxError, f"{name!r} is a dict argument (or one "
+                       "read from an argument); changing it in place is not supported: build a "
+                       "new dict ({**d, key: value})", stmt)
+        holders = [n for n, a in self.env.items() if n != name and _contains(a, record)]
+        if holders:
+            self.error(errors.UnsupportedSyntaxError, f"{name!r} is changed in place while "
+                       f"{holders[0]!r} refers to it too; build a new dict instead", stmt)
+        key = self.index(target.slice)
+        if not isinstance(key, Const):
+            self.error(errors.UnsupportedSyntaxError, "a dict's key must be known at compile "
+                       "time (a constant)", stmt)
+        atom = value if isinstance(value, (Var, Const, Tup)) else self.expr(value)
+        self.bind(name, record.with_item(key.value, atom))
+
+    def dict_display(self, node):
+        """`{"W": W, "b": b, **other}`: a dict known at compile time (a `Record`)."""
+        record = Record(trees.DICT, None, (), (), True)
+        for k, v in zip(node.keys, node.values):
+            value = self.expr(v)
+            if k is None:  # **other
+                if not (isinstance(value, Record) and value.kind == trees.DICT):
+                    self.error(errors.UnsupportedSyntaxError, "** in a dict display needs a "
+                               "dict known at compile time", node)
+                for kk, vv in zip(value.keys, value.values):
+                    record = record.with_item(kk, vv)
+                continue
+            key = self.expr(k)
+            if not (isinstance(key, Const) and isinstance(key.value, (str, int)) and
+                    not isinstance(key.value, bool)):
+                self.error(errors.UnsupportedSyntaxError, "a dict display's keys must be "
+                           "constant strings or ints", node)
+            record = record.with_item(key.value, value)
+        return record
 
     def mark_in_place(self, atom, start):
         """Tag the statements from `start` on that assign `atom`'s name as updates in place."""
@@ -822,8 +1213,19 @@ class Lowerer:
         """
         local = self.local(name)
         self.ctx.user_names.add(local)
+        if _holds_record(atom) or _holds_record(self.env.get(name)):
+            if self.bind_container(name, atom):
+                return
+        if name in self.unrolled and self.assignments.get(name, 0) == 1 and \
+                not isinstance(atom, Tup) and not (isinstance(atom, Var) and
+                                                   self.is_variable(atom.name)):
+            # the target of an unrolled loop, assigned nowhere else: each trip's item is
+            # the name's value as it is (a key stays a constant that indexes a dict)
+            self.env[name] = atom
+            return
         if name in self.mutable:
             self.no_function_values([atom], "a variable assigned in a loop or branch")
+            self.ctx.issued.add(local)
             if isinstance(atom, Tup):  # a tuple held in a variable: a value with an adjoint
                 atom = self.emit("make_tuple", list(atom.items))
             if atom != Var(local):
@@ -835,7 +1237,41 @@ class Lowerer:
             self.out.append(Assign(target, atom, self.loc))
             self.env[name] = Var(target)
         else:
-            self.env[name] = atom
+            # (a tuple of values keeps today's value of each variable in it, as Python's)
+            self.env[name] = self.frozen(atom) if isinstance(atom, Tup) else atom
+
+    def frozen(self, atom):
+        """A compile-time container whose variables (names assigned again later) are
+        copied: it holds their values now, as a Python tuple or dict holds its items'."""
+        if isinstance(atom, Var) and self.is_variable(atom.name):
+            return self.snapshot(atom)
+        if isinstance(atom, Tup):
+            items = tuple(self.frozen(a) for a in atom.items)
+            return atom if items == atom.items else Tup(items)
+        if isinstance(atom, Record):
+            values = tuple(self.frozen(a) for a in atom.values)
+            return atom if values == atom.values else \
+                Record(atom.kind, atom.cls, atom.keys, values, atom.local)
+        return atom
+
+    def bind_container(self, name, atom) -> bool:
+        """Bind `name` to a compile-time container (True), or check that a name holding one
+        may now take a run-time value (False: bound as usual).
+
+        A container has no run-time value, so a name holding one is resolved where it is
+        read. That is sound where the name has one container at each read: in straight-line
+        code, where it is assigned once, or as the target of an unrolled loop. A name
+        assigned again in a loop body or a branch would need a variable: refused."""
+        in_block = len(self.ctx.blocks) > 1
+        if in_block and self.assignments.get(name, 0) > 1 and name not in self.unrolled:
+            self.error(errors.UnsupportedSyntaxError, f"{name!r} holds a dict, NamedTuple or "
+                       "dataclass (or a sequence of them), which is resolved at compile time, and "
+                       "is assigned again in a loop or branch; give each value its own name, or "
+                       "assign it outside the loop or branch")
+        if not _holds_record(atom):
+            return False
+        self.env[name] = self.frozen(atom)
+        return True
 
     def is_variable(self, local_name):
         """Is this (prefixed) name one that is assigned more than once (a loop/branch variable)?"""
@@ -844,14 +1280,19 @@ class Lowerer:
         return base in self.mutable and self.env.get(base) == Var(local_name)
 
     def _version(self, name):
-        """The name the next value assigned to the (prefixed) user name `name` gets."""
+        """The name the next value assigned to the (prefixed) user name `name` gets: the name
+        itself for its first value, unless an earlier inlining of the same function (whose
+        names have the same prefix) gave it a value already, which may still be read."""
         base = name[len(self.prefix):] if self.prefix and name.startswith(self.prefix) else name
         if base in self.mutable:
+            self.ctx.issued.add(name)
             return name
-        if base in self.env:
+        if base in self.env or name in self.ctx.issued:
             return self.ctx.namer.fresh(name)
         self.ctx.namer.taken.discard(name)
-        return self.ctx.namer.fresh(name)
+        name = self.ctx.namer.fresh(name)
+        self.ctx.issued.add(name)
+        return name
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -868,8 +1309,19 @@ class Lowerer:
         if op == "getitem" and isinstance(args[0], Tup) and isinstance(args[1], Const) \
                 and isinstance(args[1].value, int):
             return args[0].items[args[1].value]  # unpacking a tuple of values: no code
+        if op == "getitem" and isinstance(args[0], Tup) and isinstance(args[1], Const) \
+                and isinstance(args[1].value, slice):  # `params[:-1]`: a tuple of its items
+            part = args[0].items[args[1].value]
+            return Tup(part) if part else Const(())
         if op == "len" and isinstance(args[0], Tup):
             return Const(len(args[0].items))
+        if op == "getitem" and isinstance(args[0], (Record, Static)):
+            return self.record_item(args[0], args[1])
+        if op == "len" and isinstance(args[0], (Record, Static)):
+            return Const(len(args[0].values if isinstance(args[0], Record) else args[0].items))
+        self.refuse_records(list(args) + [a for _, a in kwargs], RULES[op].spelling)
+        if rule.vjps:
+            args = self.tuples_as_values(rule, args)
         if not rule.differentiable and rule.pure and not kwargs and \
                 all(isinstance(a, Const) for a in args):
             try:
@@ -893,6 +1345,45 @@ class Lowerer:
             target = self.ctx.namer.fresh(name_for_call(op, rule.spelling, args))
         self.out.append(Assign(target, call, self.loc))
         return Var(target)
+
+    def refuse_records(self, atoms, what=None):
+        """A dict, NamedTuple or dataclass (or `d.items()`) is resolved at compile time and
+        has no run-time value: used as one, it is refused here, located."""
+        record = next((r for r in map(_first_record, atoms) if r is not None), None)
+        if record is None:
+            return
+        thing = record.what if isinstance(record, Static) else record.describe()
+        use = f" ({what.text or what.kind})" if what is not None and \
+            (what.text or what.kind) else ""
+        self.error(errors.UnsupportedSyntaxError, f"{thing} is used as a value{use}; "
+                   "only its items can be: index it with constant keys, read its fields, "
+                   "unpack it, or loop over it")
+
+    def tuples_as_values(self, rule, args):
+        """`args` with each `Tup` at a position that has a VJP made a value of its own.
+
+        A `Tup` is a compile-time tuple of atoms: it costs no code while it is only
+        unpacked or indexed by constants, but it has no name, so no adjoint. Where one is
+        an input the gradient flows through (an item of a list display `[(W, b)]`, a
+        tuple indexed at run time, a nested tuple), it becomes `make_tuple(...)`, whose
+        adjoint reaches each item (this call makes any nested tuple a value first)."""
+        if not any(isinstance(a, Tup) for a in args):
+            return args
+        return [self.tuple_value(a) if isinstance(a, Tup) and rule.vjp_for(i) is not None else a
+                for i, a in enumerate(args)]
+
+    def tuple_value(self, tup):
+        """`make_tuple(...)` of a compile-time tuple. One of a parameter tree is named after
+        its path (`params`, `params_0`) and made once where it is made in straight-line code
+        (its items, parameters, never change)."""
+        known = self.ctx.tuple_values.get(tup)
+        if known is not None:
+            return known
+        name = self.ctx.tuple_names.get(tup)
+        value = self.emit("make_tuple", list(tup.items), name=name)
+        if name is not None and len(self.ctx.blocks) == 1:
+            self.ctx.tuple_values[tup] = value
+        return value
 
     @staticmethod
     def backward_reads_input(rule, call, target):
@@ -954,7 +1445,9 @@ class Lowerer:
             value = self.expr(node.value)
             return self.emit("getitem", [value, self.index(node.slice)], name=name)
         if isinstance(node, (gast.Tuple, gast.List)):
-            return self.sequence(node)
+            return self.sequence(node, name)
+        if isinstance(node, gast.Dict):
+            return self.dict_display(node)
         if isinstance(node, (gast.ListComp, gast.GeneratorExp)):
             return self.comprehension(node, name)
         what = _UNSUPPORTED_EXPRESSIONS.get(type(node), type(node).__name__)
@@ -1117,14 +1610,16 @@ class Lowerer:
         gast.copy_location(both, node)
         return self.expr(both, name)
 
-    def sequence(self, node):
+    def sequence(self, node, name=None):
         items = tuple(self.expr(e) for e in node.elts)
+        if any(map(_holds_record, items)):  # a list of dicts: known at compile time
+            return Tup(items)
         if all(isinstance(i, Const) for i in items):
             values = [i.value for i in items]
             # a list stays a list: as an index it selects elements, where a tuple selects axes
             return Const(values if isinstance(node, gast.List) else tuple(values))
         if isinstance(node, gast.List):
-            return self.emit("make_list", list(items))
+            return self.emit("make_list", list(items), name=name)
         return Tup(items)
 
     def index(self, node):
@@ -1296,11 +1791,18 @@ class Lowerer:
                 return value  # a constant, or a function passed as a value (np.tanh)
             self.error(errors.UnsupportedSyntaxError, f"{_describe(node)} used as a value; only "
                        "calls of it are supported", node)
+        receiver = self.expr(node.value)
+        if isinstance(receiver, Record) and receiver.kind != trees.DICT:
+            if node.attr not in receiver.keys:
+                self.error(errors.UnsupportedSyntaxError, f"{receiver.describe()} has no field "
+                           f"{node.attr!r} (its fields: {', '.join(receiver.keys)})", node)
+            return receiver.values[receiver.keys.index(node.attr)]
         op = _ATTRS.get(node.attr)
         if op is None:
             self.error(errors.UnsupportedSyntaxError, f"the attribute .{node.attr} is not "
-                       "supported (supported: .T, .shape, .ndim, .size, .dtype)", node)
-        return self.emit(op, [self.expr(node.value)], name=name)
+                       "supported (supported: .T, .shape, .ndim, .size, .dtype, and the fields "
+                       "of a NamedTuple or dataclass argument)", node)
+        return self.emit(op, [receiver], name=name)
 
     def call_args(self, node):
         """Positional atoms (with *args expanded) and keyword atoms of a call."""
@@ -1379,12 +1881,8 @@ class Lowerer:
             return self.ufunc_into(rule, args, [kv for kv in kwargs if kv[0] != "out"], out,
                                    node, name)
         self.check_binding(rule, args, kwargs, node)
-        if rule.vjps:
-            # a tuple of values passed where the rule has a VJP (`einsum_grad(g, s, (A, B), 0)`
-            # in generated code) becomes a value of its own, so its adjoint reaches A and B
-            args = [self.emit("make_tuple", list(a.items))
-                    if isinstance(a, Tup) and rule.vjp_for(i) is not None else a
-                    for i, a in enumerate(args)]
+        # (a tuple of values passed where the rule has a VJP, `einsum_grad(g, s, (A, B), 0)`
+        # in generated code, becomes a value of its own in `emit`: its adjoint reaches A, B)
         return self.emit(rule.name, args, kwargs, name=name)
 
     # -- builtins decided while lowering -------------------------------------------------------
@@ -1521,7 +2019,7 @@ class Lowerer:
             parsed = parse(fn)
             self.ctx.parsed_cache[fn] = parsed
         tree = parsed.tree
-        child = Lowerer(parsed, self.ctx, prefix=f"{tree.name}_")
+        child = Lowerer(parsed, self.ctx, prefix=self.inline_prefix(tree.name))
         defaults = {}
         if fn.__defaults__:
             names = [a.id for a in tree.args.args]
@@ -1533,11 +2031,22 @@ class Lowerer:
         scope = local_fn.scope
         fn_node = local_fn.node
         label = getattr(fn_node, "name", "lambda")
-        child = Lowerer(scope.parsed, self.ctx, prefix=f"{label}_", enclosing=scope)
+        child = Lowerer(scope.parsed, self.ctx, prefix=self.inline_prefix(label),
+                        enclosing=scope)
         body = fn_node.body if isinstance(fn_node, gast.FunctionDef) else \
             [gast.copy_location(gast.Return(value=fn_node.body), fn_node.body)]
         return self.run_inlined(child, fn_node, fn_node.args, body, args, kwargs,
                                 local_fn.defaults, node)
+
+    def inline_prefix(self, label) -> str:
+        """The prefix of an inlined function's names: `f_`, or `f2_`, `f3_`, ... inside an
+        inlining of a function of the same name (a recursion unrolled): the inner call's
+        variables must not be the outer call's, which it would overwrite."""
+        prefix, depth = f"{label}_", 1
+        while prefix in self.ctx.active_prefixes:
+            depth += 1
+            prefix = f"{label}{depth}_"
+        return prefix
 
     def run_inlined(self, child, fn_node, arguments, body, args, kwargs, defaults, node):
         if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
@@ -1567,10 +2076,16 @@ class Lowerer:
             if p in child.mutable:
                 child.bind(p, bound[p])
         self.ctx.inline_depth += 1
+        self.ctx.active_prefixes.append(child.prefix)
         try:
             result = child.function_body(body, fn_node)
+            # A variable of the callee (assigned in its loops or branches) has the same name
+            # in every inlining of the callee: the value returned is copied, or a second
+            # call would change what the first returned
+            result = child.frozen(result)
         finally:
             self.ctx.inline_depth -= 1
+            self.ctx.active_prefixes.pop()
         self.loc = self.parsed.loc(node)
         return result
 
@@ -1592,6 +2107,8 @@ class Lowerer:
     def method(self, node, name=None):
         func = node.func
         receiver = self.expr(func.value)
+        if isinstance(receiver, Record):
+            return self.record_method(receiver, node)
         if isinstance(receiver, Var) and (receiver.name in self.ctx.generators or
                                           random_draws.is_generator(
                                               self.ctx.free.get(receiver.name))):
@@ -1612,6 +2129,51 @@ class Lowerer:
         args = [receiver] + args
         self.check_binding(RULES[op], args, kwargs, node)
         return self.emit(op, args, kwargs, name=name)
+
+    def record_method(self, record, node):
+        """`d.items()`, `d.values()`, `d.keys()` (for loops and `len`) and `d.get(k, default)`
+        of a dict known at compile time."""
+        attr = node.func.attr
+        args, kwargs = self.call_args(node)
+        if record.kind != trees.DICT or attr not in ("items", "values", "keys", "get") or \
+                kwargs or len(args) > (2 if attr == "get" else 0) or attr == "get" and not args:
+            self.error(errors.UnsupportedSyntaxError, f".{attr}() of {record.describe()} is not "
+                       "supported (supported: a dict's .items(), .values(), .keys() and "
+                       ".get(key[, default]))", node)
+        if attr == "get":
+            if not isinstance(args[0], Const):
+                self.error(errors.UnsupportedSyntaxError, "a dict's key must be known at "
+                           "compile time (a constant)", node)
+            key = args[0].value
+            if key in record.keys:
+                return record.values[record.keys.index(key)]
+            return args[1] if len(args) > 1 else Const(None)
+        keys = tuple(Const(k) for k in record.keys)
+        items = {"keys": keys, "values": record.values,
+                 "items": tuple(Tup((k, v)) for k, v in zip(keys, record.values))}[attr]
+        return Static(items, f"{_describe(node.func)}()")
+
+    def record_item(self, record, index):
+        """`d["W"]`, `p[0]` of a container known at compile time, at a constant key."""
+        if isinstance(record, Record) and record.kind == trees.DATACLASS:
+            self.error(errors.UnsupportedSyntaxError, f"{record.describe()} is not subscriptable; "
+                       "read its fields as attributes")
+        if not isinstance(index, Const):
+            self.error(errors.UnsupportedSyntaxError, f"{_first_record(record).describe()} is "
+                       "indexed by a value known only at run time; its keys must be constants "
+                       "(a loop over .items() is unrolled, so its keys are)")
+        key = index.value
+        if isinstance(record, Record) and record.kind == trees.DICT:
+            if key not in record.keys:
+                self.error(errors.UnsupportedSyntaxError, f"KeyError: {key!r} (the dict's keys: "
+                           f"{', '.join(map(repr, record.keys))})")
+            return record.values[record.keys.index(key)]
+        items = record.values if isinstance(record, Record) else record.items
+        try:
+            picked = items[key]
+        except (IndexError, TypeError) as exc:
+            self.error(errors.UnsupportedSyntaxError, f"{type(exc).__name__}: {exc}")
+        return Tup(picked) if isinstance(picked, tuple) else picked
 
     def check_binding(self, rule, args, kwargs, node):
         if not rule.params and not rule.varargs and not rule.vjps:
@@ -1664,6 +2226,24 @@ def _copy_tree(node):
     return copy.deepcopy(node)
 
 
+def _structure_atom(treedef, leaves, path, names):
+    """The compile-time container of a tree argument: a `Tup` for a list or tuple (a
+    `Const` when empty; `names` gets its path as a name), a `Record` for a dict, NamedTuple
+    or dataclass."""
+    if treedef.kind == trees.LEAF:
+        return next(leaves)
+    keys = treedef.keys or range(len(treedef.children))
+    items = tuple(_structure_atom(c, leaves, f"{path}_{k}" if str(k).isidentifier() or
+                                  str(k).isdigit() else f"{path}_{i}", names)
+                  for i, (k, c) in enumerate(zip(keys, treedef.children)))
+    if treedef.kind in (trees.LIST, trees.TUPLE):
+        if not items:
+            return Const([] if treedef.kind == trees.LIST else ())
+        names.setdefault(Tup(items), path)
+        return Tup(items)
+    return Record(treedef.kind, treedef.cls, treedef.keys, items)
+
+
 class _AtomNode(gast.Name):
     """An already-lowered atom standing in an expression tree (for chained comparisons)."""
 
@@ -1678,6 +2258,20 @@ _PY_OPS = {"add_op": lambda a, b: a + b, "sub_op": lambda a, b: a - b,
            "floordiv_op": lambda a, b: a // b, "matmul_op": lambda a, b: a @ b}
 # min(a, b) / max(a, b) / sum(...) with several arguments: elementwise forms
 _BUILTIN_REDUCTIONS = {"min_builtin": "min_builtin", "max_builtin": "max_builtin"}
+
+
+def _loop_call(node, env):
+    """"range", "enumerate", "zip" or "reversed" for a loop over such a call of the builtin
+    (as `Lowerer.iteration` reads it), else None."""
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+            node.func.id not in env:
+        if node.func.id in ("range", "enumerate", "zip"):
+            return node.func.id
+        if node.func.id == "reversed" and len(node.args) == 1 and \
+                isinstance(node.args[0], gast.Call) and \
+                isinstance(node.args[0].func, gast.Name) and node.args[0].func.id == "range":
+            return "reversed"
+    return None
 
 
 def _as_load(target):
@@ -1723,11 +2317,12 @@ def _describe(node) -> str:
         return type(node).__name__
 
 
-def lower(parsed: ParsedFunction, static=None) -> Function:
+def lower(parsed: ParsedFunction, static=None, structure=None) -> Function:
     """Lower a parsed function to IR; `static` maps argument names to values the IR is
-    specialised on (ints that decide a recursion's depth)."""
-    return Lowerer(parsed).lower(static)
+    specialised on (ints that decide a recursion's depth), `structure` argument names to
+    the `trees.TreeDef` of arguments passed as their leaves."""
+    return Lowerer(parsed).lower(static, structure)
 
 
-def function_to_ir(fn, static=None) -> Function:
-    return lower(parse(fn), static)
+def function_to_ir(fn, static=None, structure=None) -> Function:
+    return lower(parse(fn), static, structure)

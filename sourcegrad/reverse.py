@@ -522,6 +522,13 @@ class Reverser:
                 "or with list.append", stmt.loc)
         parts = []
         for pos, atom in _input_positions(rule, value):
+            if isinstance(atom, Tup) and rule.vjp_for(pos) is not None and \
+                    self.active.intersection(atom_vars(atom)):
+                # (the front end makes such a tuple a value of its own: an adjoint has
+                # nowhere to go in an unnamed one, and dropping it would be a zero gradient)
+                raise errors.UnsupportedSyntaxError(
+                    "a tuple of differentiated values is passed where its gradient cannot "
+                    "be followed; build it first (t = (a, b)) and pass t", stmt.loc)
             if not (isinstance(atom, Var) and atom.name in self.active):
                 continue
             if not rule.vjps:
@@ -902,13 +909,23 @@ def _finish_backward(stmts, push):
 
 
 def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
-            as_tuple: bool = False, cotangent: str | None = None) -> Function:
+            as_tuple: bool = False, cotangent: str | None = None,
+            has_aux: bool = False) -> Function:
     """See the module docstring. With `cotangent` (a name), the adjoint of the output is that
     name instead of 1.0, the output may be an array, and the value is returned too: the
-    body is then forward + Marker + backward, ready for `split_vjp`."""
+    body is then forward + Marker + backward, ready for `split_vjp`. With `has_aux`, fn
+    returns the pair `(output, aux)` (a `Tup`): only the output is differentiated, and the
+    function returns `(aux, grads)`, or `((value, aux), grads)` with `with_value`."""
     wrt_names = [fn.params[i] for i in wrt]
     ret = fn.body[-1]
     assert isinstance(ret, Return)
+    aux = None
+    if has_aux:
+        output, aux = ret.value.items
+        ret = Return(output, ret.loc)
+        # (what only aux reads is not active: no adjoint is made for it)
+        fn = Function(fn.name, fn.params, fn.body[:-1] + [ret], fn.source_file, fn.loc,
+                      fn.free, fn.user_names, fn.dependencies, fn.stack)
     out_aval = env.get(ret.value.name) if isinstance(ret.value, Var) else aval_of(ret.value.value)
     if cotangent is None and out_aval is not UNKNOWN and out_aval is not None \
             and out_aval.shape != ():
@@ -950,7 +967,13 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
         kept = namer.fresh(value.name + "_value")
         forward.append(Assign(kept, value, ret.loc))
         value = Var(kept)
-    if with_value:
+    if isinstance(aux, Var) and aux.name in rev.overwritten:
+        kept = namer.fresh(aux.name + "_value")
+        forward.append(Assign(kept, aux, ret.loc))
+        aux = Var(kept)
+    if has_aux:
+        result = Tup((Tup((value, aux)) if with_value else aux, result))
+    elif with_value:
         result = Tup((value, result))
     body = forward + [Marker()] + backward + [Return(result, ret.loc)]
     suffix = "_".join(f"d{n}" for n in wrt_names)

@@ -382,12 +382,15 @@ def pair_loss(w, data):
     return np.sum((X @ w - y) ** 2)
 
 
-def test_a_tuple_of_arrays_argument_is_refused_clearly():
-    w = np.ones(2)
-    with pytest.raises(errors.NonDifferentiableInputError, match="tuples of arrays are not yet"):
-        sourcegrad.grad(pair_loss)(w, (np.ones((3, 2)), np.ones(3)))
-    with pytest.raises(errors.NonDifferentiableInputError, match="argument 'data'"):
-        sourcegrad.grad(pair_loss, wrt=1)(w, (np.ones((3, 2)), np.ones(3)))
+def test_a_tuple_of_arrays_argument_is_a_parameter_tree():
+    """(It was refused; tuples are parameter trees now: tests/compiler/test_trees.py.)"""
+    w = np.array([0.5, -1.0])
+    data = (np.arange(6.0).reshape(3, 2), np.array([1.0, 2.0, 0.5]))
+    X, y = data
+    np.testing.assert_allclose(sourcegrad.grad(pair_loss)(w, data), 2 * X.T @ (X @ w - y))
+    dX, dy = sourcegrad.grad(pair_loss, wrt=1)(w, data)
+    np.testing.assert_allclose(dX, 2 * np.outer(X @ w - y, w))
+    np.testing.assert_allclose(dy, -2 * (X @ w - y))
 
 
 def test_closures_over_lists_of_different_lengths_get_their_own_code():

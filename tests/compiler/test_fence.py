@@ -22,7 +22,7 @@ UNSUPPORTED = [
     ("yield", "yield x\nreturn x", "yield", "yield x"),
     ("attribute assignment", "x.y = 1.0\nreturn x", "assignment to x.y", "x.y = 1.0"),
     ("set comprehension", "return sum({v for v in x})", "a set comprehension", "for v in x"),
-    ("dict", "d = {'a': x}\nreturn x", "a dict display", "{'a': x}"),
+    ("dict", "d = {x: 1.0}\nreturn x", "a dict display's keys must be", "{x: 1.0}"),
     ("set", "s = {x}\nreturn x", "a set display", "{x}"),
     ("f-string", "s = f'{x}'\nreturn x", "an f-string", "f'{x}'"),
     ("walrus", "return (y := x * 2.0)", "an assignment expression", ":="),
