@@ -124,8 +124,11 @@ def signature_key(args) -> tuple:
             key.append((t,))
         elif isinstance(a, (bool, int, str, type(None))):
             key.append((t, a))
-        elif isinstance(a, tuple):
-            key.append((tuple, a))
+        elif isinstance(a, (tuple, list)):
+            # (each item's own key: code made for a list of one shape is not code for another)
+            key.append((t, signature_key(a)))
+        elif isinstance(a, dict):
+            key.append((t, tuple(a), signature_key(a.values())))
         elif callable(a) and not hasattr(a, "shape"):
             key.append((t, a))  # a function argument is inlined: code per function
         else:

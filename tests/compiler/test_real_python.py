@@ -565,3 +565,21 @@ def test_a_gradient_inside_is_differentiated_once():
         sourcegrad.hessian(squared_gradient_norm)(X)
     with pytest.raises(errors.UnsupportedSyntaxError, match="module level"):
         sourcegrad.grad(gradient_of_a_local_function)(X)
+
+
+# --- containers that are not differentiated: keyed by their items -----------------------------
+
+def sum_over_rows(w, xs):
+    s = 0.0
+    for x in xs:
+        s = s + np.sum(w * x)
+    return s
+
+
+@pytest.mark.parametrize("container", [list, tuple])
+def test_code_for_one_items_shape_is_not_reused_for_another(container):
+    w = np.ones(3)
+    pull = sourcegrad.vjp(sum_over_rows)
+    for rows in (container([np.ones(3)]), container([np.full((2, 3), 2.0)])):
+        _, pullback = pull(w, rows)
+        np.testing.assert_allclose(pullback(1.0), fd(sum_over_rows, w, rows))
