@@ -2,12 +2,9 @@
 
 `grad(f, wrt=0)` returns a `Gradient`: a callable that, on its first call with
 a given input signature (array shapes and dtypes, Python scalar types, static
-values), runs the pipeline
-
-    frontend.parse -> frontend.lower -> analysis.infer_shapes -> reverse.reverse
-        -> optimize.optimize -> codegen.generate -> codegen.load
-
-and caches the loaded function per signature; later calls go straight to it.
+values), runs the pipeline (its stages are listed in `sourcegrad.pipeline`) and loads
+what it prints (`codegen.load`), and caches the loaded function per signature; later
+calls go straight to it.
 The lowered IR is cached per function, since it does not depend on shapes.
 
 What the caches hold, and for how long:
@@ -42,18 +39,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import analysis, cache, errors, random_draws, trees
-from .analysis import (aval_of, check_in_place_updates, check_real_values, infer_shapes,
-                       signature_key)
+from . import analysis, cache, errors, pipeline, random_draws, trees
+from .analysis import aval_of, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .dispatch import fast_entry
-from .branches import decide_branches
 from .frontend import function_to_ir
 from .ir import (Assign, Call, Const, For, If, Push, Return, Tup, Var, While, atom_vars, reads_of,
                  walk, writes_of)
 from .names import Namer
-from .optimize import (batch_row_products, hoist_loop_invariants, makes_new_value,
-                       negate_products, optimize)
+from .optimize import hoist_loop_invariants, makes_new_value, optimize
 from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
 from .ops import RULES, TEMPLATE_NAMESPACE, rule_for_function
@@ -755,19 +749,8 @@ class Gradient(staticmethod):
             # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
             avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
-            env = infer_shapes(primal, avals)
-            decided = decide_branches(primal, env)
-            while decided is not primal:  # (a decided branch may decide a flag: an early
-                primal, env = decided, infer_shapes(decided, avals)  # return's, say)
-                decided = decide_branches(primal, env)
-            # (hoisted again after the batching: the product it makes for an inner loop is
-            # invariant in an outer one)
-            for rewrite in (batch_row_products, _rehoist, negate_products):
-                rewritten = rewrite(primal, env)
-                if rewritten is not primal:
-                    primal, env = rewritten, infer_shapes(rewritten, avals)
-            check_in_place_updates(self.ir(args), env)  # as written: before values are hoisted
-            check_real_values(primal, env, [primal.params[i] for i in self.wrt])
+            primal, env = pipeline.specialised(primal, self.ir(args), avals,
+                                               [primal.params[i] for i in self.wrt])
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             optimized, functions = self._differentiate(primal, env, namer, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
@@ -1148,12 +1131,6 @@ def _copied_like_input(i):
         out = _like_input(g, args[i], args)
         return out.copy() if out is g and hasattr(out, "copy") else out
     return finish
-
-
-def _rehoist(fn, env):
-    """hoist_loop_invariants again (the same function when nothing moves)."""
-    hoisted = hoist_loop_invariants(fn)
-    return fn if hoisted.body == fn.body else hoisted
 
 
 def _zero_d_arrays(args) -> set:

@@ -143,3 +143,13 @@ def test_codegen_alone_prints_the_ir_as_python():
     assert "def double(x):" in source and "y = x * 2.0" in source and "return y" in source
     module = load(source, "double", {})
     assert module.double(3.0) == 6.0
+
+
+def test_pipeline_specialised_runs_stages_3_to_6():
+    from sourcegrad import pipeline
+    ir = function_to_ir(by_rank)
+    primal, env = pipeline.specialised(ir, ir, [aval_of(np.ones((2, 3)))], ["x"])
+    assert not any(isinstance(s, If) for s in walk(primal.body))
+    assert any(isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "matmul_op"
+               for s in walk(primal.body))
+    assert all(a is None or hasattr(a, "stand_in") for a in env.values())

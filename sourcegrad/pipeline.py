@@ -1,0 +1,59 @@
+"""The compiled gradient's stages, in order: the one place that lists them.
+
+Plain data between stages: Python source, `ir.Function`s, dicts of abstract values
+(`analysis.AVal`), generated source text.
+
+    stage            module                              takes -> gives
+    1 lower          frontend.function_to_ir             a Python function -> IR (A-normal form)
+    2 hoist          optimize.hoist_loop_invariants      IR -> IR (loop invariants out)
+    3 infer          analysis.infer_shapes               IR, input AVals -> {name: AVal}
+    4 decide         branches.decide_branches            IR, AVals -> IR (branches this
+                                                         signature decides, kept once)
+    5 rewrite        optimize.batch_row_products,        IR, AVals -> IR (per-row products as
+                     hoist again, optimize.negate_products   one matrix product, ...)
+    6 check          analysis.check_in_place_updates,    IR, AVals -> None or a located
+                     analysis.check_real_values          SourcegradError
+    7 differentiate  reverse.reverse | forward.derivative  IR, AVals -> derivative IR
+    8 optimize       optimize.optimize                   IR -> IR (CSE, folding, dead code,
+                                                         buffers reused)
+    9 print          codegen.generate_module             IR -> Python source
+
+`api.Gradient.compile` runs them for one signature (stages 1-2 once per function,
+through its IR cache; 3-6 here, in `specialised`; 7-9 per mode: a gradient, a VJP's
+forward and backward, a JVP), and caches and loads what stage 9 prints.
+"""
+from __future__ import annotations
+
+from .analysis import check_in_place_updates, check_real_values, infer_shapes
+from .branches import decide_branches
+from .optimize import batch_row_products, hoist_loop_invariants, negate_products
+
+
+def specialised(primal, written, avals, wrt_names):
+    """Stages 3-6: the (hoisted) primal IR specialised to the inputs' abstract values `avals`.
+
+    Takes the IR after stage 2 and the IR as written (`written`, before hoisting: the in-place
+    check reads values where the user wrote them). Gives `(IR, {name: AVal})`: shapes
+    inferred, decided branches kept once (repeated: a decided branch may decide a flag, an
+    early return's), the rewrites applied (each followed by inference again), and the
+    checks passed (or a located SourcegradError)."""
+    env = infer_shapes(primal, avals)
+    decided = decide_branches(primal, env)
+    while decided is not primal:
+        primal, env = decided, infer_shapes(decided, avals)
+        decided = decide_branches(primal, env)
+    # (hoisted again after the batching: the product it makes for an inner loop is invariant
+    # in an outer one)
+    for rewrite in (batch_row_products, _hoisted_again, negate_products):
+        rewritten = rewrite(primal, env)
+        if rewritten is not primal:
+            primal, env = rewritten, infer_shapes(rewritten, avals)
+    check_in_place_updates(written, env)
+    check_real_values(primal, env, wrt_names)
+    return primal, env
+
+
+def _hoisted_again(fn, env):
+    """hoist_loop_invariants again (the same function when nothing moves)."""
+    hoisted = hoist_loop_invariants(fn)
+    return fn if hoisted.body == fn.body else hoisted
