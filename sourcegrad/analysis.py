@@ -458,11 +458,28 @@ def _in_place(rule, values, kwvalues):
     return rule.forward(*values, **kwvalues)
 
 
+def _linalg_shape(rule, values, kwvalues):
+    """np.linalg on stand-ins: each matrix operand becomes a stack of identities (the stand-ins
+    hold ones, which are singular), and each array of the result a stand-in (a tuple of them
+    for slogdet, eigh, svd)."""
+    def regular(v):
+        if isinstance(v, np.ndarray) and v.ndim >= 2 and v.dtype.kind in "fc":
+            return np.broadcast_to(np.eye(v.shape[-2], v.shape[-1], dtype=v.dtype), v.shape)
+        return v
+
+    def abstract(out):
+        if isinstance(out, tuple):
+            return tuple(abstract(o) for o in out)
+        return stand_in(out.shape, out.dtype) if isinstance(out, np.ndarray) else out
+    return abstract(rule.forward(*[regular(v) for v in values],
+                                 **{k: regular(v) for k, v in kwvalues.items()}))
+
+
 # The shape functions, by an op's kind or by the name its registry entry gives (`Op.shape`).
 _SHAPE_FUNCTIONS = {
     "elementwise": _elementwise, "reduction": _reduction, "in_place": _in_place,
     "matmul": _matmul_shape, "dot": _dot_shape, "tensordot": _tensordot_shape,
-    "einsum": _einsum_shape,
+    "einsum": _einsum_shape, "linalg": _linalg_shape,
 }
 _BY_SHAPE = (_elementwise, _reduction, _matmul_shape, _dot_shape)  # (see _SHAPE_MEMO)
 
