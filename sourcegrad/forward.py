@@ -117,7 +117,10 @@ class ForwardMode:
 
     def assign_tangent(self, stmt):
         target = self.tangent(stmt.target)
-        parts = self.parts(stmt)
+        try:
+            parts = self.parts(stmt)
+        except errors.SourcegradError as e:
+            raise errors.locate(e, stmt.loc)
         if not parts:
             value = self.zero_of(stmt.value) or self.zero_like(Var(stmt.target))
         else:

@@ -531,7 +531,11 @@ class Reverser:
             if rule.vjp_for(pos) is None:
                 continue
             name = self.contribution_name(atom.name)
-            parts.append((atom.name, self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)))
+            try:
+                part = self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)
+            except errors.SourcegradError as e:
+                raise errors.locate(e, stmt.loc)
+            parts.append((atom.name, part))
         for _, part in parts:
             if isinstance(part, Var):
                 self.handed[part.name] += 1  # before any is added: see track_ownership

@@ -116,3 +116,86 @@ defvjp("linalg_svd", np.linalg.svd, _func("linalg.svd"),
             np.swapaxes(gap_inverse(ans[1] * ans[1]) * (np.expand_dims(ans[1], -1) * (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2)) + np.swapaxes(np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2), -1, -2) * np.expand_dims(ans[1], -2)), -1, -2) @ ans[2]
             + np.expand_dims(1.0 / ans[1], -1) * (np.swapaxes(ans[0], -1, -2) @ t - (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2)) @ ans[2]))),),
        shape="linalg")
+
+# P = pinv(A), for A of constant rank (Golub and Pereyra 1973):
+#   dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P.
+defvjp("linalg_pinv", np.linalg.pinv, _func("linalg.pinv"),
+       lambda g, ans, a, rcond=None, hermitian=False: (
+           -np.swapaxes(ans, -1, -2) @ g @ np.swapaxes(ans, -1, -2)
+           + (np.swapaxes(g, -1, -2) - a @ (ans @ np.swapaxes(g, -1, -2))) @ (ans @ np.swapaxes(ans, -1, -2))
+           + (np.swapaxes(ans, -1, -2) @ ans) @ (np.swapaxes(g, -1, -2) - (np.swapaxes(g, -1, -2) @ ans) @ a)),
+       jvps=(lambda t, ans, a, rcond=None, hermitian=False: (
+           -ans @ t @ ans
+           + (ans @ np.swapaxes(ans, -1, -2)) @ (np.swapaxes(t, -1, -2) - (np.swapaxes(t, -1, -2) @ a) @ ans)
+           + (np.swapaxes(t, -1, -2) - ans @ (a @ np.swapaxes(t, -1, -2))) @ (np.swapaxes(ans, -1, -2) @ ans)),),
+       shape="linalg")
+# matrix_power(A, n) = A^n: its derivative sum_k A^k dA A^(n-1-k) is the upper right block of
+# [[A, dA], [0, A]]^n, and the VJP the same block of [[A^T, G], [0, A^T]]^n. A negative n is
+# the power -n of inv(A) (as numpy computes it): the chain rule through inv.
+defvjp("linalg_matrix_power", np.linalg.matrix_power, _func("linalg.matrix_power"),
+       lambda g, ans, a, n: (
+           np.linalg.matrix_power(np.concatenate([np.concatenate([np.swapaxes(a, -1, -2), g], axis=-1), np.concatenate([np.zeros_like(a), np.swapaxes(a, -1, -2)], axis=-1)], axis=-2), n)[..., :a.shape[-1], a.shape[-1]:] if n >= 0 else
+           -np.swapaxes(np.linalg.inv(a), -1, -2) @ np.linalg.matrix_power(np.concatenate([np.concatenate([np.swapaxes(np.linalg.inv(a), -1, -2), g], axis=-1), np.concatenate([np.zeros_like(a), np.swapaxes(np.linalg.inv(a), -1, -2)], axis=-1)], axis=-2), -n)[..., :a.shape[-1], a.shape[-1]:] @ np.swapaxes(np.linalg.inv(a), -1, -2)),
+       None,
+       jvps=(lambda t, ans, a, n: (
+           np.linalg.matrix_power(np.concatenate([np.concatenate([a, t], axis=-1), np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2), n)[..., :a.shape[-1], a.shape[-1]:] if n >= 0 else
+           np.linalg.matrix_power(np.concatenate([np.concatenate([np.linalg.inv(a), -np.linalg.inv(a) @ t @ np.linalg.inv(a)], axis=-1), np.concatenate([np.zeros_like(a), np.linalg.inv(a)], axis=-1)], axis=-2), -n)[..., :a.shape[-1], a.shape[-1]:]),),
+       shape="linalg")
+
+
+def norm_kind(ndim, ord, axis):  # noqa: A002 - numpy's parameter name
+    """Which formula np.linalg.norm(x, ord, axis) differentiates by: "2" (Euclidean or
+    Frobenius), "1", "inf" (and -inf), "0", "p" (other vector ords), "nuc", or "matrix" (the
+    matrix norms with no rule: spectral, 1, inf). Decided when the gradient is made."""
+    matrix = (axis is None and ndim == 2) or (isinstance(axis, tuple) and len(axis) == 2)
+    if ord is None or (ord == "fro" and matrix) or (ord == 2 and not matrix):
+        return "2"
+    if ord == "nuc" and matrix and axis in (None, (-2, -1), (ndim - 2, ndim - 1)):
+        return "nuc"
+    if matrix or isinstance(ord, str):
+        return "matrix"
+    return {1: "1", np.inf: "inf", -np.inf: "inf", 0: "0"}.get(ord, "p")
+
+
+defnondiff("norm_kind", norm_kind, _spelled("norm_kind"))
+TEMPLATE_NAMESPACE.update(norm_kind=norm_kind)
+# The vector norms' gradients (a tie of the largest magnitudes shares the inf-norm's gradient,
+# as torch does); the Frobenius norm is the 2-norm of the flattened axes; the nuclear norm's
+# gradient is U Vh. At x = 0 the 2-norm's gradient is nan (not differentiable there).
+defvjp("linalg_norm", np.linalg.norm, _func("linalg.norm"),
+       lambda g, ans, x, ord=None, axis=None, keepdims=False: (
+           (g if keepdims or axis is None else np.expand_dims(g, axis)) * x / (ans if keepdims or axis is None else np.expand_dims(ans, axis)) if norm_kind(x.ndim, ord, axis) == "2" else
+           (g if keepdims or axis is None else np.expand_dims(g, axis)) * np.sign(x) if norm_kind(x.ndim, ord, axis) == "1" else
+           (g if keepdims or axis is None else np.expand_dims(g, axis)) * np.sign(x) * (np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis))) / np.sum(np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)), axis=axis, keepdims=True) if norm_kind(x.ndim, ord, axis) == "inf" else
+           np.zeros_like(x) if norm_kind(x.ndim, ord, axis) == "0" else
+           (g if keepdims or axis is None else np.expand_dims(g, axis)) * np.sign(x) * np.abs(x) ** (ord - 1) / (ans if keepdims or axis is None else np.expand_dims(ans, axis)) ** (ord - 1) if norm_kind(x.ndim, ord, axis) == "p" else
+           (g if keepdims or axis is None else np.expand_dims(g, (-1, -2))) * (np.linalg.svd(x, full_matrices=False)[0] @ np.linalg.svd(x, full_matrices=False)[2]) if norm_kind(x.ndim, ord, axis) == "nuc" else
+           no_linalg_rule("np.linalg.norm with a matrix ord other than 'fro' and 'nuc'")),
+       jvps=(lambda t, ans, x, ord=None, axis=None, keepdims=False: (
+           np.sum(x * t, axis=axis, keepdims=keepdims) / ans if norm_kind(x.ndim, ord, axis) == "2" else
+           np.sum(np.sign(x) * t, axis=axis, keepdims=keepdims) if norm_kind(x.ndim, ord, axis) == "1" else
+           np.sum(np.sign(x) * (np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis))) * t, axis=axis, keepdims=keepdims) / np.sum(np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)), axis=axis, keepdims=keepdims) if norm_kind(x.ndim, ord, axis) == "inf" else
+           np.zeros_like(ans) if norm_kind(x.ndim, ord, axis) == "0" else
+           np.sum(np.sign(x) * np.abs(x) ** (ord - 1) * t, axis=axis, keepdims=keepdims) / ans ** (ord - 1) if norm_kind(x.ndim, ord, axis) == "p" else
+           np.sum((np.linalg.svd(x, full_matrices=False)[0] @ np.linalg.svd(x, full_matrices=False)[2]) * t, axis=(-1, -2), keepdims=keepdims) if norm_kind(x.ndim, ord, axis) == "nuc" else
+           no_linalg_rule("np.linalg.norm with a matrix ord other than 'fro' and 'nuc'")),))
+
+def qr_differentiable(m, n, mode):
+    """Does the qr rule below cover np.linalg.qr(mode) of an m x n matrix (Q and R, m >= n)?"""
+    return m >= n and (mode == "reduced" or (mode == "complete" and m == n))
+
+
+defnondiff("qr_differentiable", qr_differentiable, _spelled("qr_differentiable"))
+TEMPLATE_NAMESPACE.update(qr_differentiable=qr_differentiable)
+# (Q, R) = qr(A), reduced, A m x n with m >= n and full rank. With C = Q^T dA R^-1 and
+# O = tril(C, -1) - tril(C, -1)^T: dQ = Q (O - C) + dA R^-1, dR = (C - O) R. Transposed, with
+# M = Q^T Qbar - Rbar R^T and N = tril(M - M^T, -1) - M: Abar = (Qbar + Q N) R^-T.
+defvjp("linalg_qr", np.linalg.qr, _func("linalg.qr"),
+       lambda g, ans, a, mode="reduced": (
+           no_linalg_rule("np.linalg.qr of a matrix with more columns than rows, or with mode 'r' or 'raw'") if not qr_differentiable(a.shape[-2], a.shape[-1], mode) else
+           (g[0] + ans[0] @ (np.tril(np.swapaxes(ans[0], -1, -2) @ g[0] - g[1] @ np.swapaxes(ans[1], -1, -2) - np.swapaxes(np.swapaxes(ans[0], -1, -2) @ g[0] - g[1] @ np.swapaxes(ans[1], -1, -2), -1, -2), -1) - (np.swapaxes(ans[0], -1, -2) @ g[0] - g[1] @ np.swapaxes(ans[1], -1, -2)))) @ np.swapaxes(np.linalg.inv(ans[1]), -1, -2)),
+       jvps=(lambda t, ans, a, mode="reduced": (
+           no_linalg_rule("np.linalg.qr of a matrix with more columns than rows, or with mode 'r' or 'raw'") if not qr_differentiable(a.shape[-2], a.shape[-1], mode) else
+           (ans[0] @ (np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1) - np.swapaxes(np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2) - np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1])) + t @ np.linalg.inv(ans[1]),
+            (np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]) - np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1) + np.swapaxes(np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2)) @ ans[1])),),
+       shape="linalg")
