@@ -21,6 +21,6 @@ __all__ = ["Gradient", "VJP", "JVP", "check_grad", "grad", "jacobian", "hessian"
 
 # The eager library mode (import sourcegrad as torch).
 from .eager import *  # noqa: F401,F403,E402
-from . import autograd, nn, optim, utils  # noqa: E402,F401
+from . import autograd, linalg, nn, optim, utils  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402,F401
 from .compiled_region import compile  # noqa: E402,F401
