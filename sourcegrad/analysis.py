@@ -93,6 +93,19 @@ def stand_in(shape, dtype):
 _STAND_INS: dict = {}  # (shape, dtype) -> its stand-in
 
 
+def holds_complex(aval) -> bool:
+    """Does an abstract value hold a complex number or array (or a tuple/list of them)? The
+    rules are written for real numbers: the passes refuse complex values they differentiate."""
+    if aval is None or aval is UNKNOWN:
+        return False
+
+    def complex_(v):
+        if type(v) in (tuple, list):  # (not a ListOf: a list of unknown length)
+            return any(complex_(i) for i in v)
+        return isinstance(v, complex) or getattr(getattr(v, "dtype", None), "kind", "") == "c"
+    return complex_(aval.stand_in)
+
+
 def aval_of(value) -> AVal:
     """The abstract value of a concrete argument."""
     if isinstance(value, (bool, int, str, type(None), tuple, slice)):

@@ -193,3 +193,18 @@ def diff3(x):
 def test_variants_without_a_rule_are_refused(f, what):
     with pytest.raises(errors.NoRuleError, match=what):
         sourcegrad.grad(f)(X)
+
+
+def complex_intermediate(x):
+    return np.sum(np.abs(x * (1 + 2j)))
+
+
+def test_complex_values_are_refused_in_both_modes():
+    # the rules are written for real numbers: this gave a wrong gradient with only numpy's
+    # ComplexWarning
+    x = np.array([1.0, -2.0])
+    with pytest.raises(errors.NoRuleError, match="complex values") as info:
+        sourcegrad.grad(complex_intermediate)(x)
+    assert info.value.loc.line > 0
+    with pytest.raises(errors.NoRuleError, match="complex values"):
+        sourcegrad.jvp(complex_intermediate, (x,), (np.ones(2),))
