@@ -208,8 +208,9 @@ defvjp("np_diff", np.diff, _func("diff"),
            -np.diff(g, axis=axis) if diff_case(n, prepend, append) == "padded" else
            no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")),
        jvps=(lambda t, ans, a, n=1, axis=-1, prepend=None, append=None: (
-           np.diff(t, n=n, axis=axis) if diff_case(n, prepend, append) != "padded" else
-           np.diff(t, axis=axis, prepend=0.0, append=0.0)),))
+           np.diff(t, n=n, axis=axis) if prepend is None and append is None else
+           np.diff(t, axis=axis, prepend=0.0, append=0.0) if diff_case(n, prepend, append) == "padded" else
+           no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")),))
 
 # Diagonals.
 defvjp("np_diagonal", np.diagonal, _func("diagonal"),
@@ -240,7 +241,7 @@ defvjp("np_cross", np.cross, _func("cross"),
 defvjp("np_pad", np.pad, _func("pad"),
        lambda g, ans, array, pad_width, mode="constant", constant_values=0: unpad(g, pad_width) if mode == "constant" else no_function_rule("np.pad with a mode other than 'constant'"),
        None,
-       jvps=(lambda t, ans, array, pad_width, mode="constant", constant_values=0: np.pad(t, pad_width),))
+       jvps=(lambda t, ans, array, pad_width, mode="constant", constant_values=0: np.pad(t, pad_width) if mode == "constant" else no_function_rule("np.pad with a mode other than 'constant'"),))
 defvjp("np_repeat", np.repeat, _func("repeat"),
        lambda g, ans, a, repeats, axis=None: unrepeat(g, a, repeats, axis),
        None, linear="joint", methods=("repeat",))

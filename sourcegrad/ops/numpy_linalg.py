@@ -81,7 +81,7 @@ defvjp("linalg_slogdet", np.linalg.slogdet, _func("linalg.slogdet"),
 # the lower triangle with the diagonal halved; the adjoint is L^-T sym(Phi(L^T Lbar)) L^-1.
 defvjp("linalg_cholesky", np.linalg.cholesky, _func("linalg.cholesky"),
        lambda g, ans, a, upper=False: np.swapaxes(np.linalg.inv(ans), -1, -2) @ ((np.tril(np.swapaxes(ans, -1, -2) @ g) + np.swapaxes(np.tril(np.swapaxes(ans, -1, -2) @ g), -1, -2)) / (2.0 + 2.0 * np.eye(a.shape[-1]))) @ np.linalg.inv(ans) if not upper else no_linalg_rule("np.linalg.cholesky(upper=True)"),
-       jvps=(lambda t, ans, a, upper=False: ans @ (np.tril(np.linalg.inv(ans) @ ((t + np.swapaxes(t, -1, -2)) * 0.5) @ np.swapaxes(np.linalg.inv(ans), -1, -2)) / (1.0 + np.eye(a.shape[-1]))),), shape="linalg")
+       jvps=(lambda t, ans, a, upper=False: ans @ (np.tril(np.linalg.inv(ans) @ ((t + np.swapaxes(t, -1, -2)) * 0.5) @ np.swapaxes(np.linalg.inv(ans), -1, -2)) / (1.0 + np.eye(a.shape[-1]))) if not upper else no_linalg_rule("np.linalg.cholesky(upper=True)"),), shape="linalg")
 # (w, V) = eigh(A): dw = diag(V^T dA V), dV = V (F o V^T dA V) with F_ij = 1 / (w_j - w_i) off
 # the diagonal; the adjoint is V (diag(wbar) + F o (V^T Vbar - Vbar^T V) / 2) V^T (symmetric).
 defvjp("linalg_eigh", np.linalg.eigh, _func("linalg.eigh"),

@@ -188,11 +188,19 @@ def diff3(x):
     return np.sum(np.diff(x, n=3))
 
 
+def diff2_padded(x):
+    return np.sum(np.diff(x, n=2, prepend=1.0))
+
+
 @pytest.mark.parametrize("f, what", [(pad_reflect, "mode other than 'constant'"),
-                                     (diff3, "np.diff with n > 2")])
-def test_variants_without_a_rule_are_refused(f, what):
+                                     (diff3, "np.diff with n > 2"),
+                                     (diff2_padded, "prepend/append other than numbers")])
+def test_variants_without_a_rule_are_refused_in_both_modes(f, what):
     with pytest.raises(errors.NoRuleError, match=what):
         sourcegrad.grad(f)(X)
+    if f is not diff3:  # (np.diff with n = 3 and no padding is linear: its JVP is exact)
+        with pytest.raises(errors.NoRuleError, match=what):
+            sourcegrad.jvp(f, (X,), (np.ones_like(X),))
 
 
 def complex_intermediate(x):

@@ -198,15 +198,22 @@ def qr_wide(X):
     return np.sum(R)
 
 
+def cholesky_upper(X):
+    return np.sum(np.linalg.cholesky(X @ X.T + np.eye(3), upper=True))
+
+
 @pytest.mark.parametrize("f, x, what", [
     (spectral_norm, M34, "np.linalg.norm with a matrix ord"),
     (svd_full, TALL, "full_matrices=True of a non-square matrix"),
     (qr_wide, WIDE, "more columns than rows"),
+    (cholesky_upper, A, "upper=True"),
 ])
 def test_variants_without_a_rule_are_refused_where_they_are_used(f, x, what):
     with pytest.raises(errors.NoRuleError, match=what) as info:
         sourcegrad.grad(f)(x)
     assert info.value.loc is not None and info.value.loc.line > 0
+    with pytest.raises(errors.NoRuleError, match=what):  # forward mode too
+        sourcegrad.jvp(f, (x,), (np.ones_like(x),))
 
 
 def test_an_unused_part_of_a_tuple_result_gets_a_zero_adjoint():

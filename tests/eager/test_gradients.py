@@ -340,6 +340,15 @@ CASES = [
     ("triu", "triu", lambda a: a.triu(1), [arr(3, 3)], True),
     ("tile", "repeat", lambda a: a.repeat(2, 3) * 1.5, [arr(2, 2)], True),
     ("tile", "tile with new dims", lambda a: a.tile((2, 1, 2)), [arr(3)], True),
+    # sourcegrad.linalg (the np.linalg entries)
+    ("linalg_inv", "inv", lambda a: sg.linalg.inv(a), [arr(3, 3) * 0.3 + 2.0 * np.eye(3)], True),
+    ("linalg_det", "det", lambda a: sg.linalg.det(a), [arr(3, 3) * 0.3 + 2.0 * np.eye(3)], True),
+    ("linalg_solve", "solve", lambda a, b: sg.linalg.solve(a, b),
+     [arr(3, 3) * 0.3 + 2.0 * np.eye(3), arr(3, 2)], True),
+    ("linalg_cholesky", "cholesky", lambda a: sg.linalg.cholesky(a @ a.T + sg.eye(3, dtype=sg.float64)),
+     [arr(3, 3)], True),
+    ("linalg_pinv", "pinv", lambda a: sg.linalg.pinv(a), [arr(4, 2)], True),
+    ("linalg_norm", "vector_norm", lambda a: sg.linalg.vector_norm(a, 3, dim=1), [arr(2, 3)], True),
 ]
 
 
