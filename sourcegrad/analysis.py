@@ -93,6 +93,19 @@ def stand_in(shape, dtype):
 _STAND_INS: dict = {}  # (shape, dtype) -> its stand-in
 
 
+def holds_complex(aval) -> bool:
+    """Does an abstract value hold a complex number or array (or a tuple/list of them)? The
+    rules are written for real numbers: the passes refuse complex values they differentiate."""
+    if aval is None or aval is UNKNOWN:
+        return False
+
+    def complex_(v):
+        if type(v) in (tuple, list):  # (not a ListOf: a list of unknown length)
+            return any(complex_(i) for i in v)
+        return isinstance(v, complex) or getattr(getattr(v, "dtype", None), "kind", "") == "c"
+    return complex_(aval.stand_in)
+
+
 def aval_of(value) -> AVal:
     """The abstract value of a concrete argument."""
     if isinstance(value, (bool, int, str, type(None), tuple, slice)):
@@ -463,11 +476,28 @@ def _in_place(rule, values, kwvalues):
     return rule.forward(*values, **kwvalues)
 
 
+def _linalg_shape(rule, values, kwvalues):
+    """np.linalg on stand-ins: each matrix operand becomes a stack of identities (the stand-ins
+    hold ones, which are singular), and each array of the result a stand-in (a tuple of them
+    for slogdet, eigh, svd)."""
+    def regular(v):
+        if isinstance(v, np.ndarray) and v.ndim >= 2 and v.dtype.kind in "fc":
+            return np.broadcast_to(np.eye(v.shape[-2], v.shape[-1], dtype=v.dtype), v.shape)
+        return v
+
+    def abstract(out):
+        if isinstance(out, tuple):
+            return tuple(abstract(o) for o in out)
+        return stand_in(out.shape, out.dtype) if isinstance(out, np.ndarray) else out
+    return abstract(rule.forward(*[regular(v) for v in values],
+                                 **{k: regular(v) for k, v in kwvalues.items()}))
+
+
 # The shape functions, by an op's kind or by the name its registry entry gives (`Op.shape`).
 _SHAPE_FUNCTIONS = {
     "elementwise": _elementwise, "reduction": _reduction, "in_place": _in_place,
     "matmul": _matmul_shape, "dot": _dot_shape, "tensordot": _tensordot_shape,
-    "einsum": _einsum_shape,
+    "einsum": _einsum_shape, "linalg": _linalg_shape,
 }
 _BY_SHAPE = (_elementwise, _reduction, _matmul_shape, _dot_shape)  # (see _SHAPE_MEMO)
 

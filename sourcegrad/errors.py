@@ -101,6 +101,15 @@ class NumpyAxisError(NumpyError, np.exceptions.AxisError):
         return self._format()
 
 
+def locate(error: SourcegradError, loc: SourceLocation | None) -> SourcegradError:
+    """`error` located at `loc` if it was not located yet (a rule template's refusal does not
+    know the statement it differentiates): returned for `raise locate(e, loc)`."""
+    if error.loc is None and loc is not None:
+        error.loc = loc
+        error.args = (error._format(),)
+    return error
+
+
 def numpy_error(exc: Exception, loc: SourceLocation | None) -> NumpyError:
     """The located error for numpy's own `exc` (an IndexError or a ValueError)."""
     cls = NumpyAxisError if isinstance(exc, np.exceptions.AxisError) else \

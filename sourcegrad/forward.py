@@ -19,7 +19,7 @@ Tangent rules come from the rule table:
 from __future__ import annotations
 
 from . import errors
-from .analysis import UNKNOWN, AVal, varied_values
+from .analysis import UNKNOWN, AVal, holds_complex, varied_values
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While,
                  assignment_counts, atom_vars)
 from .reverse import _input_positions, _shape_sources, _zeros_op
@@ -117,7 +117,10 @@ class ForwardMode:
 
     def assign_tangent(self, stmt):
         target = self.tangent(stmt.target)
-        parts = self.parts(stmt)
+        try:
+            parts = self.parts(stmt)
+        except errors.SourcegradError as e:
+            raise errors.locate(e, stmt.loc)
         if not parts:
             value = self.zero_of(stmt.value) or self.zero_like(Var(stmt.target))
         else:
@@ -161,6 +164,10 @@ class ForwardMode:
         active = [(pos, atom) for pos, atom in positions if self.tangent_atom(atom) is not None]
         if not active:
             return []
+        if holds_complex(self.env.get(stmt.target)) or any(
+                isinstance(a, Var) and holds_complex(self.env.get(a.name)) for _, a in active):
+            raise errors.NoRuleError("complex values are not differentiated (the rules are "
+                                     "written for real numbers)", stmt.loc)
         self.inst.note = rule.family
         if rule.jvps:
             return [self.inst.template(rule.jvp_for(pos), rule, value, self.tangent_atom(atom),

@@ -1721,6 +1721,11 @@ class Lowerer:
                     return ModuleRef(value)
                 const = _static_value(value)
                 return const if const is not None else CallableRef(value)
+            if isinstance(base, CallableRef):
+                # a method of a library object that has a rule (scipy.stats.norm.logpdf)
+                value = getattr(base.obj, func.attr, None)
+                if value is not None and rule_for_function(value) is not None:
+                    return CallableRef(value)
             if isinstance(func.value, (gast.Name, gast.Attribute)):
                 obj = self.static_object(func.value)
                 if obj is not _NOT_AN_OBJECT:  # model.predict(...): a method of a user object
@@ -1851,7 +1856,8 @@ class Lowerer:
             return self.make_gradient(obj, node)
         if getattr(obj, "_sourcegrad_gradient", False):
             return self.gradient_call(obj, func, node, name)
-        if isinstance(obj, types.FunctionType) and rule_for_function(obj) is None:
+        if isinstance(obj, types.FunctionType) and rule_for_function(obj) is None and \
+                (getattr(obj, "__module__", None) or "").split(".")[0] not in _LIBRARIES:
             args, kwargs = self.call_args(node)
             return self.inline(obj, args, kwargs, node, name)
         rule = rule_for_function(obj)
@@ -2186,7 +2192,11 @@ class Lowerer:
 
     def no_rule(self, obj, func, node):
         label = _describe(func)
-        module = getattr(obj, "__module__", None) or type(obj).__module__
+        base = self.target_of(func.value) if isinstance(func, gast.Attribute) and \
+            isinstance(func.value, (gast.Name, gast.Attribute)) else None
+        # the module the user found it in (scipy.special's ufuncs say they are numpy's)
+        module = base.module.__name__ if isinstance(base, ModuleRef) else \
+            getattr(obj, "__module__", None) or type(obj).__module__
         self.error(errors.NoRuleError, f"{label} ({module}) has no derivative rule. Register one "
                    "with sourcegrad.rules.defvjp(name, function, spelling, vjp_for_each_input...) "
                    "or rewrite the line with supported functions", node)
@@ -2256,6 +2266,9 @@ _PY_OPS = {"add_op": lambda a, b: a + b, "sub_op": lambda a, b: a - b,
            "mul_op": lambda a, b: a * b, "div_op": lambda a, b: a / b,
            "pow_op": lambda a, b: a ** b, "mod_op": lambda a, b: a % b,
            "floordiv_op": lambda a, b: a // b, "matmul_op": lambda a, b: a @ b}
+# Libraries whose Python functions are never inlined from their own source: a function of
+# theirs is a primitive with a rule (sourcegrad.ops) or a NoRuleError.
+_LIBRARIES = ("scipy",)
 # min(a, b) / max(a, b) / sum(...) with several arguments: elementwise forms
 _BUILTIN_REDUCTIONS = {"min_builtin": "min_builtin", "max_builtin": "max_builtin"}
 

@@ -35,7 +35,7 @@ from collections import defaultdict
 from . import errors
 import numpy as np
 
-from .analysis import (UNKNOWN, AVal, abstract_call, active_values, aval_of,
+from .analysis import (UNKNOWN, AVal, abstract_call, active_values, aval_of, holds_complex,
                        shift_invariant_maxima)
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
                  Slc, Tup, Var, While, atom_vars, reads_of, walk, writes_of)
@@ -510,6 +510,13 @@ class Reverser:
         rule = RULES[value.op]
         if not rule.differentiable:
             return  # `s = np.zeros_like(x)` then `s = s + ...`: s is active, this value is not
+        if holds_complex(self.env.get(stmt.target)) or any(
+                isinstance(a, Var) and a.name in self.active and holds_complex(self.env.get(a.name))
+                for a in value.args):
+            # the rules are written for real numbers: a complex value's adjoint would be
+            # silently wrong (numpy's ComplexWarning at most)
+            raise errors.NoRuleError("complex values are not differentiated (the rules are "
+                                     "written for real numbers)", stmt.loc)
         container = self.env.get(_var_name(value.args[0])) if value.args else None
         if value.op == "np_array" and container not in (None, UNKNOWN) and \
                 not isinstance(container.stand_in, (list, tuple)):
@@ -538,7 +545,11 @@ class Reverser:
             if rule.vjp_for(pos) is None:
                 continue
             name = self.contribution_name(atom.name)
-            parts.append((atom.name, self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)))
+            try:
+                part = self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)
+            except errors.SourcegradError as e:
+                raise errors.locate(e, stmt.loc)
+            parts.append((atom.name, part))
         for _, part in parts:
             if isinstance(part, Var):
                 self.handed[part.name] += 1  # before any is added: see track_ownership

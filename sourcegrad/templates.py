@@ -150,7 +150,8 @@ class Instantiator:
                 else:
                     bindings[pname] = PV(Tup(items), _NO_VALUE)
                 continue
-            if not isinstance(atom, (Var, Const, Tup)) and not hasattr(atom, "lower"):
+            if isinstance(atom, str) or (not isinstance(atom, (Var, Const, Tup))
+                                         and not hasattr(atom, "lower")):  # (a Slc has .lower)
                 atom = Const(atom)  # a default value filled in by bind()
             bindings[pname] = PV(atom, self.static_of(atom))
         bindings["argnum"] = PV(Const(argnum), argnum)
@@ -501,6 +502,12 @@ class Instantiator:
                 return PV(Const(value), value)
             from .ir import Slc
             return PV(Slc(*(p.atom for p in parts)))
+        if isinstance(node, gast.Tuple):  # `x[..., :m, m:]`: slices among the items
+            items = [self.eval_index(e) for e in node.elts]
+            if all(i.known for i in items):
+                value = tuple(i.static for i in items)
+                return PV(Const(value), value)
+            return PV(Tup(tuple(i.atom for i in items)))
         return self.eval(node)
 
     def eval_UnaryOp(self, node, name):

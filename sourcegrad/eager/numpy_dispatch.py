@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import factories, inplace, messages, ops, shape_ops
+from . import factories, inplace, linalg, messages, ops, shape_ops
 from .devices import DEVICE_TYPES
 from .tensor import Tensor
 
@@ -344,6 +344,7 @@ def _from_registry():
 
 
 _from_registry()
+FUNCTIONS.update(linalg.NUMPY)  # np.linalg.inv(tensor), ...
 
 
 def array_function(func, args, kwargs):

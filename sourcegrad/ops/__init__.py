@@ -23,7 +23,7 @@ from .registry import (COMPARISONS, MATH_FUNCTIONS, OPERATORS, PROPERTIES, RULES
                        defjvp, deflinear, defnondiff, defprimitive, defvjp, get, has, mark,
                        op_for_method, rule_for_function, torch, vjp_template)
 # the families, in the order their entries build on each other (aliases after their base)
-from . import elementwise, reductions, linalg, shape, program, nn  # noqa: E402,F401
+from . import elementwise, reductions, linalg, shape, program, nn, numpy_linalg, numpy_functions  # noqa: E402,F401,E501
 from .program import jvp_at_run_time, vjp_at_run_time  # noqa: E402
 
 __all__ = ["COMPARISONS", "MATH_FUNCTIONS", "META", "NONE", "OPERATORS", "PROPERTIES", "RULES",

@@ -18,12 +18,12 @@ from .registry import (RULES, Spelling, alias, defjvp, deflinear, defnondiff, de
 from .registry import func as _func, helper as _helper
 
 # Reads that carry no gradient: shapes, comparisons, rounding, argmax, constants like zeros_like.
+# (np.full and np.linspace are differentiable in their values: ops/numpy_functions.py)
 for _name in ("shape", "ndim", "size", "dtype"):
     defnondiff(_name, operator.attrgetter(_name), Spelling("attr", _name), params=("x",))
     RULES[_name].static_result = True
 for _name in ("argmax", "argmin", "argsort", "zeros_like", "ones_like", "full_like",
-              "empty_like", "zeros", "ones", "full", "empty", "eye", "identity", "arange",
-              "linspace", "shape", "ndim", "size", "broadcast_shapes", "count_nonzero", "nonzero"):
+              "empty_like", "zeros", "ones", "empty", "eye", "identity", "arange", "shape", "ndim", "size", "broadcast_shapes", "count_nonzero", "nonzero"):
     defnondiff(f"np_{_name}", getattr(np, _name), _func(_name),
                pure=_name not in ("empty_like", "empty"),
                methods=(_name,) if _name in ("argmax", "argmin") else ())

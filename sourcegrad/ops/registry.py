@@ -39,7 +39,9 @@ Imports: numpy, gast and `runtime` only.
 """
 from __future__ import annotations
 
+import importlib
 import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -207,7 +209,7 @@ OPERATORS = {"Add": "add_op", "Sub": "sub_op", "Mult": "mul_op", "Div": "div_op"
              "Pow": "pow_op", "MatMult": "matmul_op", "Mod": "mod_op",
              "FloorDiv": "floordiv_op"}
 COMPARISONS = {"Lt": "lt", "LtE": "le", "Gt": "gt", "GtE": "ge", "Eq": "eq", "NotEq": "ne"}
-_BY_FUNCTION: dict[int, str] = {}
+_BY_FUNCTION: dict = {}  # id of the callable (see _function_key) -> op name
 _BY_METHOD: dict[str, str] = {}
 
 
@@ -231,8 +233,34 @@ def has(name, prop) -> bool:
 
 def rule_for_function(fn) -> Op | None:
     """The rule registered for a callable object (np.exp, math.sin, ...), if any."""
-    name = _BY_FUNCTION.get(id(fn))
+    name = _BY_FUNCTION.get(_function_key(fn))
+    if name is None and _OPTIONAL and _load_optional():
+        name = _BY_FUNCTION.get(_function_key(fn))
     return RULES.get(name) if name is not None else None
+
+
+# The entries of optional libraries, registered once the program has imported the library
+# (importing scipy for every user of sourcegrad would cost a second): library -> our module.
+_OPTIONAL = {"scipy.special": "scipy_special", "scipy.stats": "scipy_stats"}
+
+
+def _load_optional() -> bool:
+    """Register the entries of the optional libraries imported since the last call."""
+    loaded = False
+    for library, ours in list(_OPTIONAL.items()):
+        if library in sys.modules:
+            del _OPTIONAL[library]
+            importlib.import_module(f"{__package__}.{ours}")
+            loaded = True
+    return loaded
+
+
+def _function_key(fn):
+    # a bound method (scipy.stats.norm.logpdf) is a new object at each attribute read: it is
+    # known by its object and function
+    if inspect.ismethod(fn):
+        return (id(fn.__self__), id(fn.__func__))
+    return id(fn)
 
 
 def op_for_method(method) -> str | None:
@@ -348,8 +376,8 @@ def _register(rule, fn):
     if rule.name in RULES:
         raise ValueError(f"primitive {rule.name!r} is registered twice")
     RULES[rule.name] = rule
-    if fn is not None and id(fn) not in _BY_FUNCTION:
-        _BY_FUNCTION[id(fn)] = rule.name
+    if fn is not None and _function_key(fn) not in _BY_FUNCTION:
+        _BY_FUNCTION[_function_key(fn)] = rule.name
     for method in rule.methods:
         if method in _BY_METHOD:
             raise ValueError(f"array method {method!r} is claimed by {_BY_METHOD[method]!r} "

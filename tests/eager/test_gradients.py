@@ -395,6 +395,15 @@ CASES = [
     ("batch_norm_eval", "batch_norm eval",
      lambda x, w, b: F.batch_norm(x * x, sg.tensor([0.5, -0.2]), sg.tensor([1.5, 0.7]), w, b),
      [arr(3, 2, 2), pos(2), arr(2)], True),
+    # sourcegrad.linalg (the np.linalg entries)
+    ("linalg_inv", "inv", lambda a: sg.linalg.inv(a), [arr(3, 3) * 0.3 + 2.0 * np.eye(3)], True),
+    ("linalg_det", "det", lambda a: sg.linalg.det(a), [arr(3, 3) * 0.3 + 2.0 * np.eye(3)], True),
+    ("linalg_solve", "solve", lambda a, b: sg.linalg.solve(a, b),
+     [arr(3, 3) * 0.3 + 2.0 * np.eye(3), arr(3, 2)], True),
+    ("linalg_cholesky", "cholesky", lambda a: sg.linalg.cholesky(a @ a.T + sg.eye(3, dtype=sg.float64)),
+     [arr(3, 3)], True),
+    ("linalg_pinv", "pinv", lambda a: sg.linalg.pinv(a), [arr(4, 2)], True),
+    ("linalg_norm", "vector_norm", lambda a: sg.linalg.vector_norm(a, 3, dim=1), [arr(2, 3)], True),
 ]
 
 

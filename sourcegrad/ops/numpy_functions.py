@@ -1,0 +1,305 @@
+"""numpy functions beyond the core families: sort, diff, trace/diag/diagonal, kron, cross,
+pad, repeat, rot90, fliplr/flipud, the split and stack families, atleast_Nd, linspace, full,
+meshgrid, select, nan_to_num, fmax/fmin, logaddexp2, degrees/radians, mod, np.float64,
+np.copy, `.item()`, take_along_axis.
+
+Takes nothing; registers one entry per function (names `np_<function>`). The helpers that
+generated code calls for them (`untake_along`, `undiagonal`, `unrepeat`, `unpad`, ...) live
+here too, each with its own entry, so that second derivatives go through them; generated code
+calls them as `sourcegrad.ops.numpy_functions.<name>`.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from .. import errors
+from ..runtime import concatenate_items, unbroadcast
+from .registry import TEMPLATE_NAMESPACE, Spelling, alias, defnondiff, defvjp
+from .registry import func as _func
+
+
+def _spelled(name):
+    return Spelling("module", f"sourcegrad.ops.numpy_functions.{name}")
+
+
+def no_function_rule(what):
+    """Called by a rule template, with constants, when the gradient is made: a variant of a
+    function that has no formula here."""
+    raise errors.NoRuleError(f"{what} has no derivative rule")
+
+
+# --- helpers (linear in their first argument; each one's VJP is its transpose) ---------------
+
+def scatter_along(h, indices, axis, size):
+    """Adjoint of np.take_along_axis(x, indices, axis) for x with `size` elements along axis:
+    zeros with h added at indices (np.add.at: an index may repeat)."""
+    shape = list(np.shape(h))
+    shape[axis] = size
+    out = np.zeros(shape, dtype=np.result_type(h, np.float32))
+    rest = np.indices(np.shape(indices), sparse=True)
+    index = tuple(indices if i == axis % len(shape) else r for i, r in enumerate(rest))
+    np.add.at(out, index, h)
+    return out
+
+
+def undiagonal(h, x, offset=0, axis1=0, axis2=1):
+    """Adjoint of np.diagonal(x, offset, axis1, axis2): zeros shaped like x with h on that
+    diagonal (h broadcasts against it: np.trace's adjoint passes it with length 1)."""
+    out = np.zeros(np.shape(x), dtype=np.result_type(h, x))
+    moved = np.moveaxis(out, (axis1, axis2), (-2, -1))  # (a writable view)
+    k = np.diagonal(moved, offset, -2, -1).shape[-1]
+    i = np.arange(k)
+    moved[..., i + max(-offset, 0), i + max(offset, 0)] = h
+    return out
+
+
+def unrepeat(h, x, repeats, axis=None):
+    """Adjoint of np.repeat(x, repeats, axis): each element's copies summed."""
+    if axis is None:
+        return np.reshape(unrepeat(h, np.ravel(x), repeats, 0), np.shape(x))
+    n = np.shape(x)[axis]
+    owner = np.repeat(np.arange(n), repeats)
+    moved = np.moveaxis(h, axis, 0)
+    out = np.zeros((n,) + moved.shape[1:], dtype=np.result_type(h))
+    np.add.at(out, owner, moved)
+    return np.moveaxis(out, 0, axis)
+
+
+def unpad(h, pad_width):
+    """Adjoint of np.pad(x, pad_width) (constant mode): the middle of h."""
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (np.ndim(h), 2))
+    return h[tuple(slice(int(b), n - int(a)) for (b, a), n in zip(widths, np.shape(h)))]
+
+
+def stack_index(arrays, argnum, kind):
+    """Where the argnum-th array sits in np.hstack / vstack / dstack / column_stack(arrays)
+    (kind "h", "v", "d", "column"): a tuple of slices into the result."""
+    def promoted(shape):
+        if kind == "v":
+            return shape if len(shape) >= 2 else (1,) * (2 - len(shape)) + shape
+        if kind == "d":
+            return shape + (1,) * (3 - len(shape)) if len(shape) != 1 else (1,) + shape + (1,)
+        if kind == "column":
+            return shape + (1,) if len(shape) < 2 else shape
+        return shape if len(shape) >= 1 else (1,)
+    shapes = [promoted(np.shape(a)) for a in arrays]
+    axis = {"v": 0, "d": 2, "column": 1, "h": 0 if len(shapes[0]) == 1 else 1}[kind]
+    start = sum(s[axis] for s in shapes[:argnum])
+    return (slice(None),) * axis + (slice(start, start + shapes[argnum][axis]),)
+
+
+def meshgrid_axes(ndim, argnum, indexing):
+    """The axes np.meshgrid broadcasts its argnum-th input along (summed by its adjoint)."""
+    own = argnum
+    if indexing == "xy" and ndim >= 2 and argnum < 2:
+        own = 1 - argnum
+    return tuple(a for a in range(ndim) if a != own)
+
+
+def select_grads(h, condlist, choicelist):
+    """Adjoints of np.select's choices: h where a choice is the first whose condition holds."""
+    taken = np.zeros(np.shape(h), dtype=bool)
+    out = []
+    for cond, choice in zip(condlist, choicelist):
+        mine = np.logical_and(cond, np.logical_not(taken))
+        out.append(unbroadcast(np.where(mine, h, 0.0), choice))
+        taken = np.logical_or(taken, cond)
+    return out
+
+
+def select_default(condlist, shape):
+    """Where np.select takes its default: no condition holds."""
+    return np.logical_not(np.any(np.broadcast_arrays(*condlist, np.zeros(shape, bool)), axis=0))
+
+
+def linspace_weights(num, endpoint, ndim):
+    """s with linspace(a, b) = a (1 - s) + b s, shaped to broadcast along axis 0."""
+    s = np.linspace(0.0, 1.0, num, endpoint=endpoint)
+    return np.reshape(s, (-1,) + (1,) * (ndim - 1))
+
+
+def diff_case(n, prepend, append):
+    """Which diff adjoint applies: "plain" (n = 1), "twice" (n = 2), "padded" (n = 1 with
+    zeros prepended and appended: its own adjoint's adjoint), or "none"."""
+    if prepend is None and append is None:
+        return {1: "plain", 2: "twice"}.get(n, "none")
+    if n == 1 and isinstance(prepend, (int, float)) and isinstance(append, (int, float)):
+        return "padded"
+    return "none"
+
+
+def item(x):
+    """`x.item()` (generated code's spelling where x may be a Python number)."""
+    return x.item() if hasattr(x, "item") else x
+
+
+for _helper in (no_function_rule, stack_index, meshgrid_axes, select_default, linspace_weights,
+                diff_case):
+    defnondiff(_helper.__name__, _helper, _spelled(_helper.__name__))
+TEMPLATE_NAMESPACE.update({f.__name__: f for f in (
+    no_function_rule, scatter_along, undiagonal, unrepeat, unpad, stack_index, meshgrid_axes,
+    select_grads, select_default, linspace_weights, diff_case, concatenate_items)})
+
+defvjp("scatter_along", scatter_along, _spelled("scatter_along"),
+       lambda g, ans, h, indices, axis, size: unbroadcast(np.take_along_axis(g, indices, axis=axis), h),
+       None, None, None, linear=(0,))
+defvjp("undiagonal", undiagonal, _spelled("undiagonal"),
+       lambda g, ans, h, x, offset=0, axis1=0, axis2=1: unbroadcast(np.diagonal(g, offset, axis1, axis2), h),
+       None, linear=(0,))
+defvjp("unrepeat", unrepeat, _spelled("unrepeat"),
+       lambda g, ans, h, x, repeats, axis=None: np.repeat(g, repeats, axis=axis) if axis is not None else np.reshape(np.repeat(np.ravel(g), repeats), np.shape(h)),
+       None, None, linear=(0,))
+defvjp("unpad", unpad, _spelled("unpad"),
+       lambda g, ans, h, pad_width: np.pad(g, pad_width),
+       None, linear=(0,))
+defvjp("select_grads", select_grads, _spelled("select_grads"),
+       lambda g, ans, h, condlist, choicelist: unbroadcast(np.select(condlist, g, 0.0), h),
+       None, None, linear=(0,))
+
+
+# --- the functions ---------------------------------------------------------------------------
+
+# Elementwise.
+defvjp("np_fmax", np.fmax, _func("fmax"),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == x), x),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == y), y), kind="elementwise")
+defvjp("np_fmin", np.fmin, _func("fmin"),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == x), x),
+       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == y), y), kind="elementwise")
+defvjp("np_logaddexp2", np.logaddexp2, _func("logaddexp2"),
+       lambda g, ans, x, y: unbroadcast(g * np.exp2(x - ans), x),
+       lambda g, ans, x, y: unbroadcast(g * np.exp2(y - ans), y), kind="elementwise")
+defvjp("np_deg2rad", np.deg2rad, _func("deg2rad"),
+       lambda g, ans, x: g * 0.017453292519943295, kind="elementwise")
+alias("np_radians", np.radians, _func("radians"), like="np_deg2rad")
+defvjp("np_rad2deg", np.rad2deg, _func("rad2deg"),
+       lambda g, ans, x: g * 57.29577951308232, kind="elementwise")
+alias("np_degrees", np.degrees, _func("degrees"), like="np_rad2deg")
+alias("np_mod", np.mod, _func("mod"), like="mod_op")  # (np.remainder is np.mod)
+# fmod(x, y) = x - trunc(x / y) y (C's remainder: the sign of x), where mod floors
+defvjp("np_fmod", np.fmod, _func("fmod"),
+       lambda g, ans, x, y: unbroadcast(g, x),
+       lambda g, ans, x, y: unbroadcast(-g * np.trunc(x / y), y), kind="elementwise")
+# finite elements pass through; nan and infinities are replaced by constants
+defvjp("np_nan_to_num", np.nan_to_num, _func("nan_to_num"),
+       lambda g, ans, x, copy=True, nan=0.0, posinf=None, neginf=None: np.where(np.isfinite(x), g, 0.0),
+       kind="elementwise")
+alias("np_float64", np.float64, _func("float64"), like="float_builtin")
+alias("np_copy", np.copy, _func("copy"), like="asarray")
+defvjp("item", item, _spelled("item"),
+       lambda g, ans, x: np.reshape(g, np.shape(x)), methods=("item",), method="item",
+       linear="joint")
+
+# Sorting: the adjoint goes back to where each element came from.
+defvjp("np_take_along_axis", np.take_along_axis, _func("take_along_axis"),
+       lambda g, ans, arr, indices, axis=-1: scatter_along(g, indices, axis, np.shape(arr)[axis]) if axis is not None else np.reshape(scatter_along(g, indices, 0, np.size(arr)), np.shape(arr)),
+       None, linear=(0,))
+defvjp("np_sort", np.sort, _func("sort"),
+       lambda g, ans, a, axis=-1, kind=None, order=None: scatter_along(g, np.argsort(a, axis=axis, kind="stable"), axis, np.shape(a)[axis]) if axis is not None else np.reshape(scatter_along(g, np.argsort(a, axis=None, kind="stable"), 0, np.size(a)), np.shape(a)),
+       jvps=(lambda t, ans, a, axis=-1, kind=None, order=None: np.take_along_axis(t, np.argsort(a, axis=axis, kind="stable"), axis=axis) if axis is not None else np.take_along_axis(np.ravel(t), np.argsort(a, axis=None, kind="stable"), axis=0),))
+
+# Differences: diff is linear; its adjoint is minus the difference of g padded with zeros.
+defvjp("np_diff", np.diff, _func("diff"),
+       lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
+           -np.diff(g, axis=axis, prepend=0.0, append=0.0) if diff_case(n, prepend, append) == "plain" else
+           np.diff(np.diff(g, axis=axis, prepend=0.0, append=0.0), axis=axis, prepend=0.0, append=0.0) if diff_case(n, prepend, append) == "twice" else
+           -np.diff(g, axis=axis) if diff_case(n, prepend, append) == "padded" else
+           no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")),
+       jvps=(lambda t, ans, a, n=1, axis=-1, prepend=None, append=None: (
+           np.diff(t, n=n, axis=axis) if prepend is None and append is None else
+           np.diff(t, axis=axis, prepend=0.0, append=0.0) if diff_case(n, prepend, append) == "padded" else
+           no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")),))
+
+# Diagonals.
+defvjp("np_diagonal", np.diagonal, _func("diagonal"),
+       lambda g, ans, a, offset=0, axis1=0, axis2=1: undiagonal(g, a, offset, axis1, axis2),
+       linear="joint", methods=("diagonal",))
+defvjp("np_trace", np.trace, _func("trace"),
+       lambda g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None: undiagonal(np.expand_dims(g, -1), a, offset, axis1, axis2),
+       linear="joint", methods=("trace",))
+defvjp("np_diag", np.diag, _func("diag"),
+       lambda g, ans, v, k=0: np.diagonal(g, k) if v.ndim == 1 else undiagonal(g, v, k, 0, 1),
+       linear="joint")
+
+# Products of two arrays.
+defvjp("np_kron", np.kron, _func("kron"),
+       lambda g, ans, a, b: (np.reshape(g, (a.shape[0], b.shape[0])) @ b if a.ndim == 1 and b.ndim == 1 else
+                             np.einsum("ipjq,pq->ij", np.reshape(g, (a.shape[0], b.shape[0], a.shape[1], b.shape[1])), b) if a.ndim == 2 and b.ndim == 2 else
+                             no_function_rule("np.kron of arrays other than two vectors or two matrices")),
+       lambda g, ans, a, b: (a @ np.reshape(g, (a.shape[0], b.shape[0])) if a.ndim == 1 and b.ndim == 1 else
+                             np.einsum("ipjq,ij->pq", np.reshape(g, (a.shape[0], b.shape[0], a.shape[1], b.shape[1])), a) if a.ndim == 2 and b.ndim == 2 else
+                             no_function_rule("np.kron of arrays other than two vectors or two matrices")),
+       linear="multi")
+defvjp("np_cross", np.cross, _func("cross"),
+       lambda g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: unbroadcast(np.cross(b, g, axis=axis if axis is not None else -1), a) if axisa == -1 and axisb == -1 and axisc == -1 else no_function_rule("np.cross with axisa/axisb/axisc"),
+       lambda g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: unbroadcast(np.cross(g, a, axis=axis if axis is not None else -1), b) if axisa == -1 and axisb == -1 and axisc == -1 else no_function_rule("np.cross with axisa/axisb/axisc"),
+       linear="multi")
+
+# Layout.
+defvjp("np_pad", np.pad, _func("pad"),
+       lambda g, ans, array, pad_width, mode="constant", constant_values=0: unpad(g, pad_width) if mode == "constant" else no_function_rule("np.pad with a mode other than 'constant'"),
+       None,
+       jvps=(lambda t, ans, array, pad_width, mode="constant", constant_values=0: np.pad(t, pad_width) if mode == "constant" else no_function_rule("np.pad with a mode other than 'constant'"),))
+defvjp("np_repeat", np.repeat, _func("repeat"),
+       lambda g, ans, a, repeats, axis=None: unrepeat(g, a, repeats, axis),
+       None, linear="joint", methods=("repeat",))
+defvjp("np_rot90", np.rot90, _func("rot90"),
+       lambda g, ans, m, k=1, axes=(0, 1): np.rot90(g, -k, axes), linear="joint")
+defvjp("np_fliplr", np.fliplr, _func("fliplr"),
+       lambda g, ans, m: np.fliplr(g), linear="joint")
+defvjp("np_flipud", np.flipud, _func("flipud"),
+       lambda g, ans, m: np.flipud(g), linear="joint")
+for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
+    defvjp(f"np_{_name}", getattr(np, _name), _func(_name),
+           lambda g, ans, x: np.reshape(g, np.shape(x)), linear="joint")
+
+# Splitting: the result is a list, its adjoint a list (zeros for unused parts): concatenated.
+defvjp("np_split", np.split, _func("split"),
+       lambda g, ans, ary, indices_or_sections, axis=0: concatenate_items(g, axis),
+       None, linear="joint")
+defvjp("np_array_split", np.array_split, _func("array_split"),
+       lambda g, ans, ary, indices_or_sections, axis=0: concatenate_items(g, axis),
+       None, linear="joint")
+defvjp("np_hsplit", np.hsplit, _func("hsplit"),
+       lambda g, ans, ary, indices_or_sections: concatenate_items(g, 1 if ary.ndim > 1 else 0),
+       None, linear="joint")
+defvjp("np_vsplit", np.vsplit, _func("vsplit"),
+       lambda g, ans, ary, indices_or_sections: concatenate_items(g, 0),
+       None, linear="joint")
+defvjp("np_dsplit", np.dsplit, _func("dsplit"),
+       lambda g, ans, ary, indices_or_sections: concatenate_items(g, 2),
+       None, linear="joint")
+
+# Stacking: each input's part of the result, reshaped back to the input's shape.
+defvjp("np_hstack", np.hstack, _func("hstack"),
+       lambda g, ans, *arrays, argnum: np.reshape(g[stack_index(arrays, argnum, "h")], np.shape(arrays[argnum])),
+       sequence_input=True, linear="joint")
+defvjp("np_vstack", np.vstack, _func("vstack"),
+       lambda g, ans, *arrays, argnum: np.reshape(g[stack_index(arrays, argnum, "v")], np.shape(arrays[argnum])),
+       sequence_input=True, linear="joint")
+alias("np_row_stack", getattr(np, "row_stack", np.vstack), _func("vstack"), like="np_vstack")
+defvjp("np_dstack", np.dstack, _func("dstack"),
+       lambda g, ans, *arrays, argnum: np.reshape(g[stack_index(arrays, argnum, "d")], np.shape(arrays[argnum])),
+       sequence_input=True, linear="joint")
+defvjp("np_column_stack", np.column_stack, _func("column_stack"),
+       lambda g, ans, *arrays, argnum: np.reshape(g[stack_index(arrays, argnum, "column")], np.shape(arrays[argnum])),
+       sequence_input=True, linear="joint")
+
+# Constructors that are differentiable in their values.
+defvjp("np_linspace", np.linspace, _func("linspace"),
+       lambda g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0: unbroadcast(np.sum(g * (1.0 - linspace_weights(num, endpoint, g.ndim)), axis=0), start) if axis == 0 and not retstep else no_function_rule("np.linspace with axis != 0 or retstep=True"),
+       lambda g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0: unbroadcast(np.sum(g * linspace_weights(num, endpoint, g.ndim), axis=0), stop) if axis == 0 and not retstep else no_function_rule("np.linspace with axis != 0 or retstep=True"),
+       linear="joint")
+defvjp("np_full", np.full, _func("full"),
+       None,
+       lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value),
+       linear=(1,))
+defvjp("np_meshgrid", np.meshgrid, _func("meshgrid"),
+       lambda g, ans, *xi, argnum, indexing="xy", sparse=False, copy=True: np.reshape(np.sum(g[argnum], axis=meshgrid_axes(np.ndim(g[argnum]), argnum, indexing)), np.shape(xi[argnum])) if not sparse else no_function_rule("np.meshgrid(sparse=True)"),
+       linear="joint")
+defvjp("np_select", np.select, _func("select"),
+       None,
+       lambda g, ans, condlist, choicelist, default=0: select_grads(g, condlist, choicelist),
+       lambda g, ans, condlist, choicelist, default=0: unbroadcast(np.where(select_default(condlist, np.shape(g)), g, 0.0), default),
+       linear=(1, 2))
