@@ -463,6 +463,8 @@ class _Writer:
     def changed_by(self, stmt) -> set:
         """Names whose value `stmt` changes: what it assigns, and every name sharing memory
         with a buffer it writes in place (`np.exp(u, out=w)` changes w's views too)."""
+        if type(stmt) is Assign and (type(stmt.value) is not Call or not stmt.value.kwargs):
+            return {stmt.target}  # (the common case: no buffer written with out=)
         changed = set(writes_of(stmt))
         for buffer in _writes(stmt)[len(writes_of(stmt)):]:
             changed |= self.sharing.get(buffer, {buffer})
@@ -480,16 +482,18 @@ class _Writer:
             self.slot = outer
 
     def write(self, stmt, rest, indent):
-        if not isinstance(stmt, (Assign, _Break, For, While)):
+        kind = type(stmt)  # (no statement class is subclassed: the common case first)
+        if kind is not Assign and kind not in _NO_READS_RECORDED:
             self.record(self.printed_reads(stmt))
-        if isinstance(stmt, Marker):
+        if kind is Marker:
             self.section = "backward"
             self.printer.rule_code = True
             return
-        if isinstance(stmt, Assign):
+        if kind is Assign:
             if self.foldable_into_next(stmt, rest):
                 self.fold_depths[stmt.target] = self.fold_depth(stmt)
-                self.elementwise_ops[stmt.target] = self.elementwise_count(stmt)
+                if self.fuse:  # (read only to fuse kernels)
+                    self.elementwise_ops[stmt.target] = self.elementwise_count(stmt)
                 self.folded_reads[stmt.target] = self.reads_with_folded(stmt)
                 if self.dry:
                     self.inlined[stmt.target] = True
@@ -755,7 +759,7 @@ class _Following:
         for p, stmt in enumerate(self.stmts):
             if isinstance(stmt, (Marker, Return)):
                 self.stops.append(p)
-            for s in walk([stmt]):
+            for s in walk([stmt]) if type(stmt) in (If, For, While) else (stmt,):
                 for n in reads_of(s):
                     _note(self.read_at, n, p)
                 for n in self.changed_by(s):
@@ -793,6 +797,10 @@ class _Break:
     test: object
     loc: object = None
     when_true: bool = False
+
+
+# statements whose reads `write` records itself, where it prints them (or not at all)
+_NO_READS_RECORDED = frozenset((Assign, _Break, For, While))
 
 
 def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:

@@ -289,7 +289,16 @@ def read_counts(stmts) -> dict:
 
 def merge_notes(*notes) -> str:
     """Statement notes joined (`"exp, multiply"`), each rule named once."""
+    known = _MERGED.get(notes)  # (a few hundred combinations, asked per printed statement)
+    if known is not None:
+        return known
     parts: list = []
     for note in notes:
         parts += [p for p in note.split(", ") if p and p not in parts]
-    return ", ".join(parts)
+    if len(_MERGED) >= 1 << 14:  # (bounded: notes name the rules of user programs)
+        _MERGED.clear()
+    merged = _MERGED[notes] = ", ".join(parts)
+    return merged
+
+
+_MERGED: dict = {}

@@ -46,8 +46,9 @@ def _assign_counts(body, params=()):
 
 
 def _substitute(stmt, mapping, rebuild_blocks):
-    if isinstance(stmt, (Assign, ExprStmt, Return, Push)) and \
-            not getattr(stmt, "in_place", False) and mapping.keys().isdisjoint(reads_of(stmt)):
+    kind = type(stmt)  # (no statement class is subclassed)
+    if (kind is Assign and not stmt.in_place or kind in _SIMPLE) and \
+            mapping.keys().isdisjoint(reads_of(stmt)):
         # nothing it reads is replaced: the statement itself (rebuilding each statement of a
         # long function on every round was most of this pass; an update in place is
         # rebuilt below as before, which drops its `in_place` mark)
@@ -80,6 +81,9 @@ def _substitute(stmt, mapping, rebuild_blocks):
         return While(rebuild_blocks(stmt.test_body), sub(stmt.test), rebuild_blocks(stmt.body),
                      stmt.loc)
     return stmt
+
+
+_SIMPLE = frozenset((ExprStmt, Return, Push))
 
 
 def _stop_flag(flag, mapping):
@@ -140,9 +144,9 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
         rebuild = lambda b: run(b, seen)  # noqa: E731
         for stmt in stmts:
             stmt = _substitute(stmt, mapping, rebuild)
-            if isinstance(stmt, Assign) and single(stmt.target):
+            if type(stmt) is Assign and counts[stmt.target] <= 1:
                 value = stmt.value
-                if not isinstance(value, Call):
+                if type(value) is not Call:
                     if isinstance(value, Const) and value.value and stmt.target in stop_flags:
                         pass  # a loop that always stops after one trip keeps its flag
                     elif isinstance(value, Const) or (isinstance(value, Var) and
@@ -154,10 +158,10 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                     inner = transposed[value.args[0].name]
                     mapping[stmt.target] = mapping.get(inner.name, inner)
                     continue
-                elif RULES[value.op].pure and all(single(n) for n in value.reads()) and \
-                        stmt.target not in handed_over:
+                elif RULES[value.op].pure and all(counts[n] <= 1 for n in reads_of(stmt)) \
+                        and stmt.target not in handed_over:
                     # `math.cos(x)` and `np.cos(x)` are one computation (one rule family)
-                    key = (RULES[value.op].family, tuple(_hashable(a) for a in value.args),
+                    key = (RULES[value.op].family, tuple(map(_hashable, value.args)),
                            tuple((k, _hashable(a)) for k, a in value.kwargs))
                     if None not in key[1] and all(h is not None for _, h in key[2]):
                         if key in seen:
@@ -860,7 +864,7 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
             args = [value_of(a) for a in value.args] if sinkable else []
             arrays = [isinstance(a, Var) and (array(a.name) or a.name in held_names) and
                       (counts[a.name] == 1 or a.name in held_names) for a, _ in args]
-            sunk = sink(stmt, op, args, arrays)
+            sunk = sink(stmt, op, args, arrays) if sinkable else None
             if sunk is not None:
                 for a in value.args:  # (each was read once: here)
                     if isinstance(a, Var):
@@ -868,9 +872,10 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
                 if sunk[1]:
                     carried[stmt.target] = sunk
                 continue
-            read = {n for s in walk([stmt]) for n in reads_of(s)}  # (in nested blocks too)
-            for n in sorted(n for n in read if n in carried):
-                materialize(n, stmt.loc)
+            if carried:
+                read = {n for s in walk([stmt]) for n in reads_of(s)}  # (in nested blocks too)
+                for n in sorted(n for n in read if n in carried):
+                    materialize(n, stmt.loc)
             out.append(stmt)
         for name in sorted(carried):  # (nothing reads them: dead-code elimination drops them)
             materialize(name, None)
