@@ -289,18 +289,18 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
     A reduction's result may be needed by the backward only for `.shape` or `.size`;
     with the input shapes fixed, those are known, so the value need not be computed.
     """
-    counts = _assign_counts(body, params)
-    readers: dict = {}
-    for stmt in walk(body):
-        for n in reads_of(stmt):
-            readers.setdefault(n, []).append(stmt)
+    def reads_shape(s):
+        return type(s) is Assign and type(s.value) is Call and s.value.op in ("shape", "size")
+
+    # the values read by a `.shape` or `.size` (then: read by nothing else)
+    candidates = {n for s in walk(body) if reads_shape(s) for n in reads_of(s)}
     replace = set()
-    for name, stmts in readers.items():
-        if name in params or shapes.get(name) is None or counts[name] > 1:
-            continue
-        if all(isinstance(s, Assign) and isinstance(s.value, Call)
-               and s.value.op in ("shape", "size") for s in stmts):
-            replace.add(name)
+    if candidates:
+        counts = _assign_counts(body, params)
+        read_otherwise = {n for s in walk(body) if not reads_shape(s)
+                          for n in reads_of(s) if n in candidates}
+        replace = {name for name in candidates - read_otherwise if name not in params and
+                   shapes.get(name) is not None and counts[name] <= 1}
 
     def run(stmts):
         out = []
