@@ -285,6 +285,10 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
                 return UNKNOWN
             raise
     shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(rule.shape)
+    memo = _memo_key(call.op, values, kwvalues) if shape_fn in _BY_SHAPE else None
+    result = _SHAPE_MEMO.get(memo) if memo is not None else None
+    if result is not None:
+        return AVal(result, known=False)
 
     def evaluate(vals):
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -292,10 +296,6 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             if shape_fn is not None:
                 return shape_fn(rule, vals, kwvalues)
             return rule.forward(*vals, **kwvalues)
-    memo = _memo_key(call.op, values, kwvalues) if shape_fn in _BY_SHAPE else None
-    result = _SHAPE_MEMO.get(memo) if memo is not None else None
-    if result is not None:
-        return AVal(result, known=False)
     try:
         result = evaluate(values)
     except _Unknown:

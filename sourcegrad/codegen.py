@@ -13,11 +13,12 @@ use the math module; reductions of arrays are written as methods (`d.sum(axis=0)
 faster than `np.sum` on small arrays), a product of arrays of one or two dimensions as
 `a.dot(b)` (matmul's ufunc dispatch costs ~0.25 µs a call), a float squared as `x * x`;
 parameters given as 0-d arrays are read once as the numpy scalars they hold
-(`SourceInfo.unwrapped`). A function is printed twice: the first
-printing tells `lifetimes` where each name is read, and the second prints a dead
+(`SourceInfo.unwrapped`). A function is gone through twice: a dry run, which prints
+nothing, tells `lifetimes` where each name's printed text is read (the folds do not depend
+on the names printed, so it decides them for both), and the printing writes a dead
 array's name rebound by the next value of its family (`d_v = d_v * w`; `d_v *= w`
 for a result computed into its buffer), so each array is freed when the next
-exists (the facts about the body both printings need are found once). Statements are
+exists (the facts about the body both need are found once). Statements are
 printed by `pyprint`, which writes what astor would (astor prints what it does not cover).
 
 `load(source, name, free)` compiles the source into a fresh module whose file
@@ -344,8 +345,11 @@ class _Writer:
     """Prints a function body: comments per user line, folded temporaries, nested blocks."""
 
     def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), printed=None,
-                 matrices=frozenset(), facts=None):
+                 matrices=frozenset(), facts=None, dry=False):
         self.fn = fn
+        # a dry run prints nothing: it finds what a printing would read where (reads_at,
+        # own_slot) for lifetimes, and the folds, which the printing then reuses
+        self.dry = dry
         # what the body's statements say, whatever the names are printed as: computed once
         # and handed to the second printing (`facts`)
         self.facts = facts = facts or _Facts(fn, arrays, matrices)
@@ -382,7 +386,7 @@ class _Writer:
         following = self.facts.following(stmts, self.changed_by)
         for i, stmt in enumerate(stmts):
             self.statement(stmt, following.after(i), indent)
-        if len(self.lines) == start:
+        if len(self.lines) == start and not self.dry:
             self.lines.append((indent, "code", None, "", "pass", ""))
 
     def record(self, names):
@@ -415,6 +419,17 @@ class _Writer:
         after it that reads the temporary, that stops the search (a marker, a return), or
         that changes what it reads is looked up, not scanned for, so a block of n
         statements is printed in O(n log n) however far apart a temporary and its reader are."""
+        following, i = rest
+        # the same answer in the dry run and the printing (the folds do not depend on the
+        # names printed): found once
+        known = following.foldable.get(i)
+        if known is not None and known[0] is stmt:
+            return known[1]
+        found = self._foldable(stmt, following, i)
+        following.foldable[i] = (stmt, found)
+        return found
+
+    def _foldable(self, stmt, following, i):
         if stmt.target in self.protected or self.uses.get(stmt.target, 0) != 1:
             return False
         copy = isinstance(stmt.value, Var)  # a snapshot of a variable, `d_h_now = d_h`
@@ -423,7 +438,6 @@ class _Writer:
         if self.fold_depth(stmt) > _MAX_FOLD_DEPTH:
             return False
         reads = self.reads_with_folded(stmt)
-        following, i = rest
         read_at = following.first("read", stmt.target, i)
         stop_at = following.first_stop(i)
         change_at = min((following.first("change", n, i) for n in reads),
@@ -450,6 +464,8 @@ class _Writer:
     def changed_by(self, stmt) -> set:
         """Names whose value `stmt` changes: what it assigns, and every name sharing memory
         with a buffer it writes in place (`np.exp(u, out=w)` changes w's views too)."""
+        if type(stmt) is Assign and (type(stmt.value) is not Call or not stmt.value.kwargs):
+            return {stmt.target}  # (the common case: no buffer written with out=)
         changed = set(writes_of(stmt))
         for buffer in _writes(stmt)[len(writes_of(stmt)):]:
             changed |= self.sharing.get(buffer, {buffer})
@@ -467,22 +483,35 @@ class _Writer:
             self.slot = outer
 
     def write(self, stmt, rest, indent):
-        if not isinstance(stmt, (Assign, _Break, For, While)):
+        kind = type(stmt)  # (no statement class is subclassed: the common case first)
+        if kind is not Assign and kind not in _NO_READS_RECORDED:
             self.record(self.printed_reads(stmt))
-        if isinstance(stmt, Marker):
+        if kind is Marker:
             self.section = "backward"
             self.printer.rule_code = True
             return
-        if isinstance(stmt, Assign):
+        if kind is Assign:
             if self.foldable_into_next(stmt, rest):
                 self.fold_depths[stmt.target] = self.fold_depth(stmt)
-                self.elementwise_ops[stmt.target] = self.elementwise_count(stmt)
+                if self.fuse:  # (read only to fuse kernels)
+                    self.elementwise_ops[stmt.target] = self.elementwise_count(stmt)
                 self.folded_reads[stmt.target] = self.reads_with_folded(stmt)
+                if self.dry:
+                    self.inlined[stmt.target] = True
+                    return
                 self.inlined[stmt.target] = self.expr(stmt.value)
                 self.folded[stmt.target] = (stmt, self.note_of(stmt))
                 return
-            self.emit_assign(stmt, indent)
+            if self.dry:
+                # (a printing may split a long line into statements of its own: the same
+                # names are read at this statement's slot, those of the split temporaries
+                # besides, which are never lifetimes' candidates)
+                self.record(self.printed_reads(stmt))
+            else:
+                self.emit_assign(stmt, indent)
             self.own_slot.add(stmt.target)
+        elif self.dry and not isinstance(stmt, (If, For, While)):
+            return
         elif isinstance(stmt, Return):
             self.add(indent, "return", None, _to_source(gast.Return(
                 value=self.printer.atom(stmt.value))), "")
@@ -498,14 +527,17 @@ class _Writer:
         elif isinstance(stmt, ExprStmt):
             self.add(indent, "code", stmt, _expr_source(self.expr(stmt.value)), "")
         elif isinstance(stmt, If):
-            self.add(indent, "code", stmt, f"if {_expr_source(self.expr(stmt.test))}:", "")
+            if not self.dry:
+                self.add(indent, "code", stmt, f"if {_expr_source(self.expr(stmt.test))}:", "")
             self.write_block(stmt.body, indent + 1)
             if stmt.orelse:
-                self.lines.append((indent, "code", None, "", "else:", ""))
+                if not self.dry:
+                    self.lines.append((indent, "code", None, "", "else:", ""))
                 self.write_block(stmt.orelse, indent + 1)
         elif isinstance(stmt, For):
             self.record(self.printed_reads(stmt))
-            self.add(indent, "code", stmt, self.for_header(stmt), "")
+            if not self.dry:
+                self.add(indent, "code", stmt, self.for_header(stmt), "")
             body = stmt.body + ([_Break(Var(stmt.stop_flag), stmt.loc, when_true=True)]
                                 if stmt.stop_flag else [])
             self.write_block(body, indent + 1)
@@ -541,11 +573,14 @@ class _Writer:
         if simple:
             for i, s in enumerate(stmt.test_body):
                 self.record(self.printed_reads(s))  # printed in the header
-                self.inlined[s.target] = self.expr(s.value)
-            self.add(indent, "code", stmt, f"while {_expr_source(self.expr(stmt.test))}:", "")
+                self.inlined[s.target] = True if self.dry else self.expr(s.value)
+            if not self.dry:
+                self.add(indent, "code", stmt,
+                         f"while {_expr_source(self.expr(stmt.test))}:", "")
             self.write_block(stmt.body, indent + 1)
             return
-        self.add(indent, "code", stmt, "while True:", "")
+        if not self.dry:
+            self.add(indent, "code", stmt, "while True:", "")
         self.write_block(stmt.test_body + [_Break(stmt.test, stmt.loc)] + stmt.body, indent + 1)
 
     def note_of(self, stmt):
@@ -715,6 +750,7 @@ class _Following:
         self.stmts = stmts
         self.changed_by = changed_by
         self.read_at = self.change_at = self.stops = None
+        self.foldable: dict = {}  # position -> (the statement, whether it folds into a reader)
 
     def after(self, i):
         return self, i
@@ -724,7 +760,7 @@ class _Following:
         for p, stmt in enumerate(self.stmts):
             if isinstance(stmt, (Marker, Return)):
                 self.stops.append(p)
-            for s in walk([stmt]):
+            for s in walk([stmt]) if type(stmt) in (If, For, While) else (stmt,):
                 for n in reads_of(s):
                     _note(self.read_at, n, p)
                 for n in self.changed_by(s):
@@ -764,6 +800,10 @@ class _Break:
     when_true: bool = False
 
 
+# statements whose reads `write` records itself, where it prints them (or not at all)
+_NO_READS_RECORDED = frozenset((Assign, _Break, For, While))
+
+
 def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
     """The source of a module that defines `fn` (see the module docstring)."""
     return generate_module([fn], info, backend)
@@ -774,18 +814,17 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
     printer = Printer(backend, {})
     kernels, bodies = [], []
     for fn in fns:
-        writer = _Writer(fn, backend, info.arrays, info.scalars, None, info.matrices)
-        writer.write_block(fn.body, 0)
-        # printed once, the reads are known: print again with dead arrays' names shared
+        # a dry run finds where each name is read: print with dead arrays' names shared
         # (not the forward's values: `g.saved` names each as the source does; sharing a dead
         # one's name with the next, `v_1 = np.exp(v_1)`, was measured: <1% on small arrays)
-        candidates = {n for n in writer.own_slot if n in writer.arrays and
-                      n not in writer.protected and n not in info.forward_names}
-        printed = shared_names(fn, candidates, writer.reads_at)
-        if printed:
-            writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices,
-                             writer.facts)
-            writer.write_block(fn.body, 0)
+        dry = _Writer(fn, backend, info.arrays, info.scalars, None, info.matrices, dry=True)
+        dry.write_block(fn.body, 0)
+        candidates = {n for n in dry.own_slot if n in dry.arrays and
+                      n not in dry.protected and n not in info.forward_names}
+        printed = shared_names(fn, candidates, dry.reads_at)
+        writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices,
+                         dry.facts)
+        writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]
         many = len(unwrapped) > 1
         unwrap = "" if not unwrapped else \

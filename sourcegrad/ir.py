@@ -201,7 +201,7 @@ def walk(stmts):
     """Every statement in `stmts`, nested ones included, in program order."""
     for stmt in stmts:
         yield stmt
-        if isinstance(stmt, (If, For, While)):  # (the rest hold no blocks)
+        if type(stmt) in _COMPOUND:  # (the rest hold no blocks; no statement is subclassed)
             for block in child_blocks(stmt):
                 yield from walk(block)
 
@@ -209,8 +209,12 @@ def walk(stmts):
 def reads_of(stmt) -> list[str]:
     """Names a statement reads itself (not counting its nested blocks)."""
     kind = type(stmt)
-    if (kind is Assign or kind is ExprStmt) and type(stmt.value) is Call:
-        return stmt.value.reads()  # (the common case first: every pass asks, per statement)
+    if kind is Assign or kind is ExprStmt:
+        # (the common case first: every pass asks, per statement, ~30 times a compile)
+        value = stmt.value
+        if type(value) is Call:
+            known = value.__dict__.get("_reads")
+            return list(known) if known is not None else value.reads()
     if isinstance(stmt, (Assign, ExprStmt)):
         v = stmt.value
         return v.reads() if isinstance(v, Call) else atom_vars(v)
@@ -224,6 +228,9 @@ def reads_of(stmt) -> list[str]:
     if isinstance(stmt, While):
         return atom_vars(stmt.test)
     return []
+
+
+_COMPOUND = frozenset((If, For, While))
 
 
 def writes_of(stmt) -> list[str]:
@@ -282,7 +289,16 @@ def read_counts(stmts) -> dict:
 
 def merge_notes(*notes) -> str:
     """Statement notes joined (`"exp, multiply"`), each rule named once."""
+    known = _MERGED.get(notes)  # (a few hundred combinations, asked per printed statement)
+    if known is not None:
+        return known
     parts: list = []
     for note in notes:
         parts += [p for p in note.split(", ") if p and p not in parts]
-    return ", ".join(parts)
+    if len(_MERGED) >= 1 << 14:  # (bounded: notes name the rules of user programs)
+        _MERGED.clear()
+    merged = _MERGED[notes] = ", ".join(parts)
+    return merged
+
+
+_MERGED: dict = {}

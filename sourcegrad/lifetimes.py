@@ -18,9 +18,9 @@ Which names share: a chain of values of one family (the same name up to its `_N`
 version suffix: `d_v_18`, `d_v_17`, `d_v`), each defined directly in one block and
 dead (its name read nowhere after, in no other block) by the statement that makes the
 next. A chain is printed under its family's base name when that is one of its members
-(`d_v`), else under its first member's name. Codegen prints the function once to learn
-where each name is read, then again with these names: the folding is the same both
-times, so the reads are where the analysis saw them.
+(`d_v`), else under its first member's name. Codegen goes through the function once
+without printing to learn where each name is read, then prints it with these names: the
+folding is the same both times, so the reads are where the analysis saw them.
 """
 from __future__ import annotations
 

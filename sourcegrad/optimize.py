@@ -29,6 +29,7 @@ are instantiated, where the static facts are at hand.
 """
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 
 import numpy as np
@@ -46,8 +47,9 @@ def _assign_counts(body, params=()):
 
 
 def _substitute(stmt, mapping, rebuild_blocks):
-    if isinstance(stmt, (Assign, ExprStmt, Return, Push)) and \
-            not getattr(stmt, "in_place", False) and not any(n in mapping for n in reads_of(stmt)):
+    kind = type(stmt)  # (no statement class is subclassed)
+    if (kind is Assign and not stmt.in_place or kind in _SIMPLE) and \
+            mapping.keys().isdisjoint(reads_of(stmt)):
         # nothing it reads is replaced: the statement itself (rebuilding each statement of a
         # long function on every round was most of this pass; an update in place is
         # rebuilt below as before, which drops its `in_place` mark)
@@ -82,6 +84,9 @@ def _substitute(stmt, mapping, rebuild_blocks):
     return stmt
 
 
+_SIMPLE = frozenset((ExprStmt, Return, Push))
+
+
 def _stop_flag(flag, mapping):
     """A loop's stop flag after copy propagation: a copy's source, or none for a flag that is
     always False (a `break` under a condition that is never true)."""
@@ -95,6 +100,8 @@ def _stop_flag(flag, mapping):
 
 
 def _hashable(atom):
+    if type(atom) is Var:  # (the common case first)
+        return ("var", atom.name)
     if isinstance(atom, Const):
         try:
             hash(atom.value)
@@ -116,25 +123,31 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
     counts = _assign_counts(body, params)
     single = lambda n: counts[n] <= 1  # noqa: E731
     mapping: dict = {}
+    assigns, stop_flags = [], set()  # (one walk for the sets below)
+    for s in walk(body):
+        if type(s) is Assign:
+            assigns.append(s)
+        elif type(s) is For and s.stop_flag:
+            stop_flags.add(s.stop_flag)
     # values handed to a variable that may be updated in place (`d_W = part; d_W += ...`)
     # must keep an array of their own: they are never shared with an equal computation
-    handed_over = {s.value.name for s in walk(body) if isinstance(s, Assign)
-                   and isinstance(s.value, Var) and not single(s.target)}
-    stop_flags = {s.stop_flag for s in walk(body) if isinstance(s, For) and s.stop_flag}
+    handed_over = {s.value.name for s in assigns if isinstance(s.value, Var)
+                   and not single(s.target)}
     # `a = b.T` (both assigned once): a later `a.T` is b itself (a saved `U_T` transposed back)
-    transposed = {s.target: s.value.args[0] for s in walk(body) if isinstance(s, Assign)
-                  and isinstance(s.value, Call) and s.value.op == "T" and not s.value.kwargs
+    transposed = {s.target: s.value.args[0] for s in assigns
+                  if isinstance(s.value, Call) and s.value.op == "T" and not s.value.kwargs
                   and isinstance(s.value.args[0], Var) and single(s.target)
                   and single(s.value.args[0].name)}
 
     def run(stmts, seen):
         seen = dict(seen)
         out = []
+        rebuild = lambda b: run(b, seen)  # noqa: E731
         for stmt in stmts:
-            stmt = _substitute(stmt, mapping, lambda b: run(b, seen))
-            if isinstance(stmt, Assign) and single(stmt.target):
+            stmt = _substitute(stmt, mapping, rebuild)
+            if type(stmt) is Assign and counts[stmt.target] <= 1:
                 value = stmt.value
-                if not isinstance(value, Call):
+                if type(value) is not Call:
                     if isinstance(value, Const) and value.value and stmt.target in stop_flags:
                         pass  # a loop that always stops after one trip keeps its flag
                     elif isinstance(value, Const) or (isinstance(value, Var) and
@@ -146,10 +159,10 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                     inner = transposed[value.args[0].name]
                     mapping[stmt.target] = mapping.get(inner.name, inner)
                     continue
-                elif RULES[value.op].pure and all(single(n) for n in value.reads()) and \
-                        stmt.target not in handed_over:
+                elif RULES[value.op].pure and all(counts[n] <= 1 for n in reads_of(stmt)) \
+                        and stmt.target not in handed_over:
                     # `math.cos(x)` and `np.cos(x)` are one computation (one rule family)
-                    key = (RULES[value.op].family, tuple(_hashable(a) for a in value.args),
+                    key = (RULES[value.op].family, tuple(map(_hashable, value.args)),
                            tuple((k, _hashable(a)) for k, a in value.kwargs))
                     if None not in key[1] and all(h is not None for _, h in key[2]):
                         if key in seen:
@@ -161,7 +174,8 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
     # a name may be read before the statement that makes it a copy is reached (in a loop),
     # so substitute once more over the result
     first = run(body, {})
-    return [_substitute(s, mapping, lambda b: [_deep(x, mapping) for x in b]) for s in first]
+    deep = lambda b: [_deep(x, mapping) for x in b]  # noqa: E731
+    return [_substitute(s, mapping, deep) for s in first]
 
 
 def _deep(stmt, mapping):
@@ -190,16 +204,17 @@ def _dce_block(stmts, live, remove=True, warm=None):
     warm = {} if warm is None else warm
     kept = []
     for stmt in reversed(stmts):
-        if isinstance(stmt, Return):
-            live = set(reads_of(stmt))
-            kept.append(stmt)
-        elif isinstance(stmt, Assign):
+        kind = type(stmt)  # (no statement class is subclassed: the common case first)
+        if kind is Assign:
             if stmt.target in live or not _pure(stmt):
                 live.discard(stmt.target)
                 live.update(reads_of(stmt))
                 kept.append(stmt)
             elif not remove:
                 kept.append(stmt)
+        elif kind is Return:
+            live = set(reads_of(stmt))
+            kept.append(stmt)
         elif isinstance(stmt, Pop):
             live.discard(stmt.target)
             kept.append(stmt)
@@ -275,18 +290,18 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
     A reduction's result may be needed by the backward only for `.shape` or `.size`;
     with the input shapes fixed, those are known, so the value need not be computed.
     """
-    counts = _assign_counts(body, params)
-    readers: dict = {}
-    for stmt in walk(body):
-        for n in reads_of(stmt):
-            readers.setdefault(n, []).append(stmt)
+    def reads_shape(s):
+        return type(s) is Assign and type(s.value) is Call and s.value.op in ("shape", "size")
+
+    # the values read by a `.shape` or `.size` (then: read by nothing else)
+    candidates = {n for s in walk(body) if reads_shape(s) for n in reads_of(s)}
     replace = set()
-    for name, stmts in readers.items():
-        if name in params or shapes.get(name) is None or counts[name] > 1:
-            continue
-        if all(isinstance(s, Assign) and isinstance(s.value, Call)
-               and s.value.op in ("shape", "size") for s in stmts):
-            replace.add(name)
+    if candidates:
+        counts = _assign_counts(body, params)
+        read_otherwise = {n for s in walk(body) if not reads_shape(s)
+                          for n in reads_of(s) if n in candidates}
+        replace = {name for name in candidates - read_otherwise if name not in params and
+                   shapes.get(name) is not None and counts[name] <= 1}
 
     def run(stmts):
         out = []
@@ -358,11 +373,15 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
     which is how BPTT is written by hand. Only for a loop over range(0, n) (each trip has
     its own row), an accumulator the loop touches nowhere else, and vectors of known shape.
     """
-    counts = _assign_counts(body, params)
-    reads = read_counts(body)
-    fresh = _namer(set(params) | {n for s in walk(body) for n in writes_of(s)} | set(reads))
-    defs = {s.target: s.value for s in walk(body) if isinstance(s, Assign)
-            and counts[s.target] == 1}
+    if not any(type(s) is For for s in walk(body)):
+        counts = reads = defs = {}  # (no loop to batch: `batch` is never called)
+        fresh = None
+    else:
+        counts = _assign_counts(body, params)
+        reads = read_counts(body)
+        fresh = _namer(set(params) | {n for s in walk(body) for n in writes_of(s)} | set(reads))
+        defs = {s.target: s.value for s in walk(body) if isinstance(s, Assign)
+                and counts[s.target] == 1}
 
     def rows_of(u, loop, loc, stored, before, body_out, index):
         """The buffer holding u's row of each trip (one per vector assigned once a trip)."""
@@ -627,6 +646,9 @@ def assign_first_updates(body: list, params, shapes: dict, dtypes: dict) -> list
     loop batching leaves this shape behind (an adjoint the loop used to update row by row,
     now one product after it). Top-level statements; `t` a new array of acc's shape and
     dtype that nothing else reads, whose operands nothing between assigns."""
+    if not any(type(s) is Assign and type(s.value) is Call and
+               s.value.op in ("np_zeros_like", "np_zeros") for s in body):
+        return list(body)  # (no zeros to start from: nothing to look for)
     counts = _assign_counts(body, params)
     reads = read_counts(body)
     at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
@@ -721,8 +743,7 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
         if name in numbers:
             return name not in constants  # (a constant is a factor, not a value scaled)
         dtype = dtypes.get(name)
-        return len(shapes.get(name) or ()) > 0 and dtype is not None and \
-            np.dtype(dtype).kind in "fc"
+        return len(shapes.get(name) or ()) > 0 and dtype is not None and _inexact(dtype)
 
     def run(materialized):
         """The rewritten backward, and the names bound to a value with factors applied.
@@ -844,7 +865,7 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
             args = [value_of(a) for a in value.args] if sinkable else []
             arrays = [isinstance(a, Var) and (array(a.name) or a.name in held_names) and
                       (counts[a.name] == 1 or a.name in held_names) for a, _ in args]
-            sunk = sink(stmt, op, args, arrays)
+            sunk = sink(stmt, op, args, arrays) if sinkable else None
             if sunk is not None:
                 for a in value.args:  # (each was read once: here)
                     if isinstance(a, Var):
@@ -852,9 +873,10 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
                 if sunk[1]:
                     carried[stmt.target] = sunk
                 continue
-            read = {n for s in walk([stmt]) for n in reads_of(s)}  # (in nested blocks too)
-            for n in sorted(read & set(carried)):
-                materialize(n, stmt.loc)
+            if carried:
+                read = {n for s in walk([stmt]) for n in reads_of(s)}  # (in nested blocks too)
+                for n in sorted(n for n in read if n in carried):
+                    materialize(n, stmt.loc)
             out.append(stmt)
         for name in sorted(carried):  # (nothing reads them: dead-code elimination drops them)
             materialize(name, None)
@@ -862,6 +884,17 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
 
     _, bound = run(set())
     return run(bound)[0]
+
+
+def _inexact(dtype) -> bool:
+    """A floating or complex dtype (asked per statement: numpy's answer remembered)."""
+    known = _INEXACT.get(dtype)
+    if known is None:
+        known = _INEXACT[dtype] = np.dtype(dtype).kind in "fc"
+    return known
+
+
+_INEXACT: dict = {}
 
 
 def _number(atom) -> bool:
@@ -884,13 +917,20 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
     counts = _assign_counts(body, params)
     min_bytes = BUFFER_REUSE_MIN_BYTES if min_bytes is None else min_bytes
 
+    sizes: dict = {}  # (shape, dtype) -> bytes (asked once a statement: math, not numpy)
+
     def large(name):
         shape, dtype = shapes.get(name), dtypes.get(name)
         # an operation on 0-d arrays returns a numpy scalar, which cannot be written into
-        return shape is not None and len(shape) > 0 and dtype is not None and \
-            int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize >= min_bytes
+        if shape is None or len(shape) == 0 or dtype is None:
+            return False
+        key = (tuple(shape), dtype)
+        size = sizes.get(key)
+        if size is None:
+            size = sizes[key] = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return size >= min_bytes
 
-    owned = {s.target for s in body if isinstance(s, Assign) and counts[s.target] == 1
+    owned = {s.target for s in body if type(s) is Assign and counts[s.target] == 1
              and s.target not in params and _fresh_result(s.value) and large(s.target)}
     if not owned:
         return list(body)  # (no buffer to reuse: the last uses need not be found)
@@ -900,24 +940,45 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
     # forward made and the backward reads (the residuals) is never overwritten
     split = next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) \
         if keep_residuals else -1
+    # the buffers that fit a result: owned, of its shape and dtype, made before it and,
+    # with residuals kept, not made by the forward and read by the backward
+    kind = {n: (shapes[n], dtypes[n]) for n in owned}
+    usable = {n for n in owned if not (made_at[n] < split < last_use[n])}
+    # per shape and dtype, a heap of the buffers dead so far, the one that died last on top
+    # (then by name); each goes in once it is dead (after its statement and its last use),
+    # and one taken is dropped when it comes to the top: O(n log n), where looking through
+    # every buffer for every statement was quadratic in a long function's length
+    dying = sorted((max(made_at[n], last_use[n]) + 1, n) for n in usable)
+    dead: dict = defaultdict(list)
+    k = 0
     out = list(body)
     for i, stmt in enumerate(body):
+        while k < len(dying) and dying[k][0] <= i:
+            n = dying[k][1]
+            heapq.heappush(dead[kind[n]], (-last_use[n], n))
+            k += 1
         if not (isinstance(stmt, Assign) and stmt.target in owned):
             continue
         ufunc = _ufunc_rule(stmt.value.op)
         if ufunc is None:
             continue
-        fits = [n for n in owned if n != stmt.target and made_at[n] < i and
-                shapes[n] == shapes[stmt.target] and dtypes[n] == dtypes[stmt.target] and
-                not (made_at[n] < split < last_use[n])]
+        target = stmt.target
+
+        def fits(n):
+            return n in owned and n in usable and n != target and made_at[n] < i and \
+                kind[n] == kind[target]
         # an operand that dies here first (as a hand-written `np.exp(u, out=u)`), then the
         # buffer that died last (its memory is the likeliest to be in cache)
-        operands = [a.name for a in stmt.value.args if isinstance(a, Var) and a.name in fits
-                    and last_use[a.name] == i]
-        dead = sorted((n for n in fits if last_use[n] < i), key=lambda n: (-last_use[n], n))
-        if operands or dead:
-            buffer = (operands or dead)[0]
-            out[i] = Assign(stmt.target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
+        buffer = next((a.name for a in stmt.value.args if isinstance(a, Var) and
+                       fits(a.name) and last_use[a.name] == i), None)
+        if buffer is None:
+            heap = dead.get(kind[target], ())
+            while heap and heap[0][1] not in owned:
+                heapq.heappop(heap)  # taken already
+            if heap:
+                buffer = heapq.heappop(heap)[1]
+        if buffer is not None:
+            out[i] = Assign(target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
                             stmt.loc, stmt.note)
             owned.discard(buffer)  # its memory now holds the result, which can be reused
     return out

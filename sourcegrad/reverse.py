@@ -837,9 +837,12 @@ def _var_name(atom):
 
 def _recorded(fn, backward, rev):
     """Overwritten names the backward reads: these are pushed and popped."""
-    reads = {n for s in walk(backward) if not isinstance(s, (_Restore, _TripPop))
-             for n in reads_of(s)}
-    reads |= {s.test.name for s in walk(backward) if isinstance(s, If) and isinstance(s.test, Var)}
+    reads = set()
+    for s in walk(backward):  # (one walk)
+        if type(s) is If and isinstance(s.test, Var):
+            reads.add(s.test.name)
+        if not isinstance(s, (_Restore, _TripPop)):
+            reads.update(reads_of(s))
     counters = {c for c, _ in rev.counters.values()}
     recorded = set()
     for name, sites in rev.sites.items():
@@ -1011,10 +1014,12 @@ def split_vjp(fn: Function, cotangent: str):
     uses_stack = any(isinstance(s, Push) for s in walk(forward))
     value, grads = ret.value.items
     residuals = []
+    listed = set()  # (residuals as a set: a list's `in` made this quadratic in its length)
     # what the backward reads, and gradients the forward already holds (a zero made there)
     for n in [n for s in walk(backward) for n in reads_of(s)] + atom_vars(grads):
-        if n in defined and n not in residuals:
+        if n in defined and n not in listed:
             residuals.append(n)
+            listed.add(n)
     if uses_stack:
         residuals.append(fn.stack)
     fwd = Function(f"{fn.name}_forward", list(fn.params),

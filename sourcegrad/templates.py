@@ -87,6 +87,9 @@ def _python(value):
     return value
 
 
+_EVAL_METHODS: dict = {}  # gast node class -> Instantiator.eval_<class name> (one lookup a node)
+
+
 class Instantiator:
     """Emits backward statements into `out`, keeping `env` (name -> AVal) up to date.
 
@@ -140,7 +143,15 @@ class Instantiator:
         first_name, ans_name = (a.id for a in lam.args.args[:2])
         bindings = {first_name: PV(first, self.static_of(first)),
                     ans_name: PV(ans, self.static_of(ans))}
-        bound = rule.bind(call.args, dict(call.kwargs))
+        if not call.kwargs and rule.varargs is None and len(call.args) == len(rule.params):
+            # (the common case, as Signature.bind would map it, without inspect's cost:
+            # every positional parameter given, keyword-only ones at their defaults)
+            bound = dict(zip(rule.params, call.args))
+            for pname, default in rule.defaults.items():
+                if pname not in bound:
+                    bound[pname] = default
+        else:
+            bound = rule.bind(call.args, dict(call.kwargs))
         for pname, atom in bound.items():
             if pname == rule.varargs:
                 items = tuple(atom)
@@ -294,12 +305,15 @@ class Instantiator:
         pushed = self.push_broadcast_out(op, pvs)
         if pushed is not None:
             return "broadcast_to", pushed
+        scalars = [self.scalar_broadcast(pv) for pv in pvs]
+        if all(scalar is None for scalar in scalars):
+            return op, pvs  # (no operand broadcast: the common case, decided before numpy)
         original = abstract_call(Call(op, tuple(p.atom for p in pvs)), self.env)
         if original is UNKNOWN:
             return op, pvs
         new = list(pvs)
         for i, pv in enumerate(pvs):
-            scalar = self.scalar_broadcast(pv)
+            scalar = scalars[i]
             if scalar is None:
                 continue
             trial = list(new)
@@ -437,10 +451,14 @@ class Instantiator:
     # -- partial evaluation --------------------------------------------------------------------
 
     def eval(self, node, top_name=None) -> PV:
-        method = getattr(self, "eval_" + type(node).__name__, None)
+        kind = type(node)
+        method = _EVAL_METHODS.get(kind)
         if method is None:
-            raise errors.SourcegradError(f"rule templates cannot use {type(node).__name__}")
-        return method(node, top_name) if top_name is not None else method(node, None)
+            method = getattr(Instantiator, "eval_" + kind.__name__, None)
+            if method is None:
+                raise errors.SourcegradError(f"rule templates cannot use {kind.__name__}")
+            _EVAL_METHODS[kind] = method
+        return method(self, node, top_name)
 
     def eval_Constant(self, node, name):
         return PV(Const(node.value), node.value)

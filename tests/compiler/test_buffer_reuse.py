@@ -106,3 +106,62 @@ def test_out_in_user_code_is_an_update_in_place():
                                rtol=1e-7)
     with pytest.raises(sourcegrad.SourcegradError, match="changed in place"):
         sourcegrad.grad(user_out_with_a_view)(x)
+
+
+def _reference_reuse(body, params, shapes, dtypes, keep_residuals, min_bytes):
+    """The buffer choice as first written: every owned buffer scanned at every statement
+    (quadratic in a long function's length; reuse_dead_buffers keeps a heap instead)."""
+    from sourcegrad.ir import Assign, Call, Marker, Var
+    counts = optimize.assignment_counts(body, params)
+    owned = {s.target for s in body if isinstance(s, Assign) and counts.get(s.target) == 1
+             and s.target not in params and optimize._fresh_result(s.value)
+             and len(shapes.get(s.target) or ()) > 0 and dtypes.get(s.target) is not None
+             and np.prod(shapes[s.target]) * np.dtype(dtypes[s.target]).itemsize >= min_bytes}
+    last_use = optimize._last_uses(body, shapes)
+    made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
+    split = next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) \
+        if keep_residuals else -1
+    out = list(body)
+    for i, stmt in enumerate(body):
+        if not (isinstance(stmt, Assign) and stmt.target in owned):
+            continue
+        ufunc = optimize._ufunc_rule(stmt.value.op)
+        if ufunc is None:
+            continue
+        fits = [n for n in owned if n != stmt.target and made_at[n] < i and
+                shapes[n] == shapes[stmt.target] and dtypes[n] == dtypes[stmt.target] and
+                not (made_at[n] < split < last_use[n])]
+        operands = [a.name for a in stmt.value.args if isinstance(a, Var) and a.name in fits
+                    and last_use[a.name] == i]
+        dead = sorted((n for n in fits if last_use[n] < i), key=lambda n: (-last_use[n], n))
+        if operands or dead:
+            buffer = (operands or dead)[0]
+            out[i] = Assign(stmt.target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
+                            stmt.loc, stmt.note)
+            owned.discard(buffer)
+    return out
+
+
+def test_a_long_function_reuses_the_buffers_the_full_scan_chose(monkeypatch, tmp_path):
+    """reuse_dead_buffers takes the buffer that died last from a heap per shape and dtype
+    (the scan of every buffer at every statement made long functions quadratic): on a long
+    function with two shapes, for plain gradients and pullbacks (residuals kept), every
+    choice is the scan's, and the gradient is right."""
+    from sourcegrad.bench import scaling
+    bodies = []
+    real = optimize.reuse_dead_buffers
+
+    def both(body, params, shapes, dtypes, keep_residuals=False, min_bytes=None):
+        for kept in (False, True):
+            got = real(body, params, shapes, dtypes, kept, 0)
+            assert got == _reference_reuse(body, params, shapes, dtypes, kept, 0)
+            bodies.append(sum(1 for s, t in zip(got, body) if s is not t))
+        return real(body, params, shapes, dtypes, keep_residuals, 0)
+    monkeypatch.setattr(optimize, "reuse_dead_buffers", both)
+    monkeypatch.setattr(api, "_COMPILED", {})
+    fn = scaling.load_function(scaling.straight_line_source(120), "chain", str(tmp_path))
+    args = scaling.straight_line_args()
+    got = sourcegrad.grad(fn, wrt=(0, 1))(*args)
+    assert bodies and min(bodies) > 50  # (many results computed into dead buffers)
+    for pos in (0, 1):
+        np.testing.assert_allclose(got[pos], numeric_grad(fn, args, pos), rtol=1e-5, atol=1e-8)
