@@ -1054,9 +1054,10 @@ def check_real_values(fn, env, wrt: list) -> None:
             aval = env.get(stmt.target)
             if aval is not None and aval is not UNKNOWN and _is_complex(aval.stand_in):
                 raise errors.ComplexValueError(
-                    "this line makes a complex value; complex numbers are not differentiated "
-                    "in compiled code yet (the gradient would be wrong), so keep the "
-                    "differentiated computation real", stmt.loc)
+                    "this line makes a complex value on the gradient's path; complex values "
+                    "are not differentiated in compiled code yet (the rules are written for "
+                    "real numbers: the gradient would be wrong), so keep the differentiated "
+                    "computation real", stmt.loc)
 
 
 def _is_complex(value) -> bool:

@@ -67,7 +67,7 @@ class NonDifferentiableInputError(SourcegradError):
     """A `wrt` argument that is not a floating-point value."""
 
 
-class ComplexValueError(SourcegradError):
+class ComplexValueError(NoRuleError):
     """A complex value inside compiled code: not differentiated yet, so refused (a real
     function of complex intermediates would otherwise get a wrong gradient)."""
 
