@@ -1,0 +1,124 @@
+"""Each program in this package, compiled with sourcegrad.grad and checked against central
+finite differences in float64 over every leaf of the gradient.
+
+A program that stops today with a SourcegradError is listed in STOPS with the first line of
+its error: it is an expected failure (not strict) until the feature it needs lands, when it
+turns into a pass. A program whose compiled gradient disagrees with finite differences is
+listed with a reason starting "WRONG GRADIENT:" and reported; it is never hidden as a stop.
+"""
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+
+import sourcegrad
+import tests.programs as programs_package
+
+PROGRAMS = sorted(m.name for m in pkgutil.iter_modules(programs_package.__path__)
+                  if not m.name.startswith("test_"))
+
+# Programs that stop today, with the first line of their error.
+STOPS = {
+}
+
+RTOL = 1e-5
+ATOL = 1e-7
+EPS = 1e-6
+
+
+def flatten(tree):
+    """The array and float leaves of a tree of lists, tuples and dicts, in a fixed order, and
+    a function building a tree of the same structure from a list of new leaves."""
+    if isinstance(tree, dict):
+        keys = list(tree)
+        parts = [flatten(tree[k]) for k in keys]
+
+        def rebuild(leaves):
+            out, start = {}, 0
+            for k, (sub, sub_rebuild) in zip(keys, parts):
+                out[k] = sub_rebuild(leaves[start:start + len(sub)])
+                start += len(sub)
+            return out
+    elif isinstance(tree, (list, tuple)):
+        parts = [flatten(item) for item in tree]
+
+        def rebuild(leaves):
+            out, start = [], 0
+            for sub, sub_rebuild in parts:
+                out.append(sub_rebuild(leaves[start:start + len(sub)]))
+                start += len(sub)
+            if isinstance(tree, tuple) and hasattr(tree, "_fields"):   # a NamedTuple
+                return type(tree)(*out)
+            return type(tree)(out)
+    else:
+        return [tree], lambda leaves: leaves[0]
+    return [leaf for sub, _ in parts for leaf in sub], rebuild
+
+
+def numeric_gradient(call, tree):
+    """Central differences of the scalar call(tree) with respect to every element of every
+    leaf of tree; returned as a list of arrays, one for each leaf."""
+    leaves, rebuild = flatten(tree)
+    grads = []
+    for index, leaf in enumerate(leaves):
+        base = np.array(leaf, dtype=np.float64)
+        g = np.zeros_like(base)
+        for pos in np.ndindex(base.shape):
+            values = []
+            for step in (EPS, -EPS):
+                moved = base.copy()
+                moved[pos] += step
+                new_leaves = list(leaves)
+                new_leaves[index] = moved if np.ndim(leaf) else float(moved)
+                values.append(call(rebuild(new_leaves)))
+            g[pos] = (values[0] - values[1]) / (2 * EPS)
+        grads.append(g)
+    return grads
+
+
+def load(name):
+    return importlib.import_module(f"tests.programs.{name}")
+
+
+def params_for(name):
+    reason = STOPS.get(name)
+    if reason is None:
+        return name
+    return pytest.param(name, marks=pytest.mark.xfail(strict=False, reason=reason))
+
+
+@pytest.mark.parametrize("name", [params_for(n) for n in PROGRAMS])
+def test_program_gradient_matches_finite_differences(name):
+    program = load(name)
+    reset = getattr(program, "RESET", lambda: None)
+    wrt = getattr(program, "WRT", 0)
+    args = program.make_args()
+
+    reset()
+    compiled = sourcegrad.grad(program.objective, wrt)(*args)
+
+    def call_with(position):
+        def call(value):
+            moved = list(args)
+            moved[position] = value
+            reset()
+            return float(program.objective(*moved))
+        return call
+
+    positions = wrt if isinstance(wrt, tuple) else (wrt,)
+    compiled_parts = compiled if isinstance(wrt, tuple) else (compiled,)
+    assert len(compiled_parts) == len(positions)
+    for position, part in zip(positions, compiled_parts):
+        expected = numeric_gradient(call_with(position), args[position])
+        got, _ = flatten(part)
+        assert len(got) == len(expected), f"argument {position}: gradient tree differs"
+        for leaf, (g, e) in enumerate(zip(got, expected)):
+            g = np.asarray(g, dtype=np.float64)
+            assert g.shape == e.shape, f"argument {position}, leaf {leaf}: shape {g.shape}"
+            np.testing.assert_allclose(g, e, rtol=RTOL, atol=ATOL * max(1.0, np.abs(e).max()),
+                                       err_msg=f"argument {position}, leaf {leaf}")
+
+
+def test_suite_is_large_enough():
+    assert len(PROGRAMS) >= 30
