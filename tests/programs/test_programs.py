@@ -93,17 +93,26 @@ def test_program_gradient_matches_finite_differences(name):
     program = load(name)
     reset = getattr(program, "RESET", lambda: None)
     wrt = getattr(program, "WRT", 0)
+    has_aux = getattr(program, "HAS_AUX", False)
     args = program.make_args()
 
     reset()
-    compiled = sourcegrad.grad(program.objective, wrt)(*args)
+    if has_aux:
+        compiled, aux = sourcegrad.grad(program.objective, wrt, has_aux=True)(*args)
+        reset()
+        _, expected_aux = program.objective(*args)
+        for got_leaf, want_leaf in zip(flatten(aux)[0], flatten(expected_aux)[0], strict=True):
+            np.testing.assert_allclose(got_leaf, want_leaf, err_msg="the auxiliary output")
+    else:
+        compiled = sourcegrad.grad(program.objective, wrt)(*args)
 
     def call_with(position):
         def call(value):
             moved = list(args)
             moved[position] = value
             reset()
-            return float(program.objective(*moved))
+            value = program.objective(*moved)
+            return float(value[0] if has_aux else value)
         return call
 
     positions = wrt if isinstance(wrt, tuple) else (wrt,)
