@@ -6,6 +6,7 @@ its error: it is an expected failure (not strict) until the feature it needs lan
 turns into a pass. A program whose compiled gradient disagrees with finite differences is
 listed with a reason starting "WRONG GRADIENT:" and reported; it is never hidden as a stop.
 """
+import dataclasses
 import importlib
 import pkgutil
 
@@ -104,8 +105,13 @@ EPS = 1e-6
 
 
 def flatten(tree):
-    """The array and float leaves of a tree of lists, tuples and dicts, in a fixed order, and
-    a function building a tree of the same structure from a list of new leaves."""
+    """The array and float leaves of a tree of lists, tuples, NamedTuples, dicts and
+    dataclasses, in a fixed order, and a function building a tree of the same structure from
+    a list of new leaves."""
+    if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+        names = [field.name for field in dataclasses.fields(tree)]
+        leaves, rebuild_fields = flatten({name: getattr(tree, name) for name in names})
+        return leaves, lambda new: dataclasses.replace(tree, **rebuild_fields(new))
     if isinstance(tree, dict):
         keys = list(tree)
         parts = [flatten(tree[k]) for k in keys]
