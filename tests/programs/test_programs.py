@@ -97,6 +97,9 @@ STOPS = {
     # Silently wrong today.
     "packed_layers": "WRONG GRADIENT: a tuple inside a list gets a zero gradient "
                      "(layers = [(W1, b1), (W2, b2)]; for W, b in layers): every element 0.0",
+    "ensemble_regression": "WRONG GRADIENT: tuples made by a list comprehension lose their "
+                           "adjoints (members = [(W[k], b[k]) for k in ...]): only the L2 "
+                           "term's share of dW reaches W, db is 0.0",
 }
 
 RTOL = 1e-5
