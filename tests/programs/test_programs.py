@@ -92,8 +92,10 @@ STOPS = {
     # Objects: a bound method as the objective.
     "class_model_method": "SourceNotFoundError: bound method RegressionModel.loss is not a "
                           "Python function with source",
-    # API: has_aux (the test passes has_aux=True to grad).
+    # API habits: has_aux=True, autograd's argnum=, JAX's argnums=.
     "has_aux_classifier": "TypeError: grad() got an unexpected keyword argument 'has_aux'",
+    "autograd_argnum": "TypeError: grad() got an unexpected keyword argument 'argnum'",
+    "jax_argnums": "TypeError: grad() got an unexpected keyword argument 'argnums'",
     # Silently wrong today.
     "packed_layers": "WRONG GRADIENT: a tuple inside a list gets a zero gradient "
                      "(layers = [(W1, b1), (W2, b2)]; for W, b in layers): every element 0.0",
@@ -211,15 +213,20 @@ def check_program(name):
     has_aux = getattr(program, "HAS_AUX", False)
     args = program.make_args()
 
+    # A program may name its arguments the way its authors' library does (argnum=, argnums=).
+    grad_kwargs = getattr(program, "GRAD_KWARGS", None)
+    if grad_kwargs is None:
+        grad_kwargs = {"wrt": wrt}
+
     reset()
     if has_aux:
-        compiled, aux = sourcegrad.grad(program.objective, wrt, has_aux=True)(*args)
+        compiled, aux = sourcegrad.grad(program.objective, has_aux=True, **grad_kwargs)(*args)
         reset()
         _, expected_aux = program.objective(*args)
         for got_leaf, want_leaf in zip(flatten(aux)[0], flatten(expected_aux)[0], strict=True):
             np.testing.assert_allclose(got_leaf, want_leaf, err_msg="the auxiliary output")
     else:
-        compiled = sourcegrad.grad(program.objective, wrt)(*args)
+        compiled = sourcegrad.grad(program.objective, **grad_kwargs)(*args)
 
     def call_with(position):
         def call(value):
