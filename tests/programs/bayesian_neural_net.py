@@ -1,6 +1,7 @@
 """A Bayesian neural network fitted by black-box variational inference; the network's weights
 are one flat vector unpacked by a generator into (W, b) per layer
 (autograd's examples/bayesian_neural_net.py)."""
+# ruff: noqa: E731  (lambdas assigned to names, as the program's authors write them)
 import numpy as np
 import numpy.random as npr
 from scipy.stats import norm

@@ -1,5 +1,6 @@
 """Gaussian-process regression, hyperparameters by maximum marginal likelihood
 (autograd's examples/gaussian_process.py, mvn.logpdf of scipy.stats)."""
+# ruff: noqa: E731  (lambdas assigned to names, as the program's authors write them)
 import numpy as np
 from scipy.stats import multivariate_normal as mvn
 

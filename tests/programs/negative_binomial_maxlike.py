@@ -1,6 +1,7 @@
 """Maximum-likelihood fit of a negative binomial with gammaln; the profile likelihood of r
 with p at its closed-form optimum, built from lambdas as in
 autograd's examples/negative_binomial_maxlike.py."""
+# ruff: noqa: E731  (lambdas assigned to names, as the program's authors write them)
 import numpy as np
 from scipy.special import gammaln
 
