@@ -350,10 +350,12 @@ _VALUE_TYPES = (bool, int, float, complex, str, bytes, tuple, list, dict, set, f
 
 def _is_plain_object(value) -> bool:
     """An instance of a user class (a model, a config), whose attributes are read when
-    compiling: not a number, container, array, module, function or random generator."""
+    compiling: not a number, container, array, module, function or random generator, nor
+    an object of a library (scipy.stats.t: its methods have rules, or no rule)."""
     return not isinstance(value, _VALUE_TYPES + random_draws.GENERATOR_TYPES) and \
         not hasattr(value, "__array_interface__") and \
-        not hasattr(value, "__cuda_array_interface__")
+        not hasattr(value, "__cuda_array_interface__") and \
+        type(value).__module__.split(".")[0] not in _LIBRARIES + ("numpy",)
 
 
 @dataclass
@@ -601,6 +603,12 @@ class Lowerer:
 
     def function_body(self, body, node):
         """Lower a function body; return the atom holding its result."""
+        yielded = next((n for s in body for n in _walk_no_defs(s, False)
+                        if isinstance(n, (gast.Yield, gast.YieldFrom))), None)
+        if yielded is not None:
+            self.error(errors.UnsupportedSyntaxError, f"{getattr(node, 'name', 'the function')} "
+                       "is a generator (yield): generators are not supported in differentiated "
+                       "code; return a list instead", yielded)
         if not body or not _exits(body, {"return"}):
             raised = next((n for s in body if not isinstance(s, gast.FunctionDef)
                            for n in _walk_no_defs(s, False) if isinstance(n, gast.Raise)), None)
@@ -868,8 +876,19 @@ class Lowerer:
         kind = _loop_call(node, self.env)
         if kind in ("range", "reversed"):
             return None
-        parts = node.args if kind in ("enumerate", "zip") else [node]
-        return [self.iterated(p, stmt) for p in parts]
+        if kind not in ("enumerate", "zip"):
+            return [self.iterated(node, stmt)]
+        parts = []
+        for p in node.args:
+            if isinstance(p, gast.Starred):  # zip(*pairs): a tuple known while compiling
+                seq = self.expr(p.value)
+                if not isinstance(seq, Tup):
+                    self.error(errors.UnsupportedSyntaxError, "*args needs a tuple whose "
+                               "length is known", stmt)
+                parts += list(seq.items)
+            else:
+                parts.append(self.iterated(p, stmt))
+        return parts
 
     def unrolled_loop(self, stmt, evaluated):
         """A loop over a dict's items, a NamedTuple, or a sequence holding dicts: resolved at
@@ -1074,8 +1093,12 @@ class Lowerer:
 
     def defaults_of(self, args):
         names = [a.id for a in args.args]
-        return {name: self.expr(d) for name, d in zip(names[len(names) - len(args.defaults):],
-                                                     args.defaults)}
+        defaults = {name: self.expr(d) for name, d in zip(names[len(names) - len(args.defaults):],
+                                                          args.defaults)}
+        for a, d in zip(args.kwonlyargs, args.kw_defaults):  # keyword-only: None, no default
+            if d is not None:
+                defaults[a.id] = self.expr(d)
+        return defaults
 
     def assign(self, target, value, stmt):
         if isinstance(target, gast.Name) and isinstance(value, gast.Call) \
@@ -1413,6 +1436,9 @@ class Lowerer:
             if isinstance(left, Const) and isinstance(right, Const) and \
                     all(type(a.value) in (int, float) for a in (left, right)):
                 return Const(_PY_OPS[op](left.value, right.value))
+            joined = _joined_tuples(op, left, right)
+            if joined is not None:  # `args + (ones,)`: a tuple made while compiling
+                return joined
             return self.emit(op, [left, right], name=name)
         if isinstance(node, gast.UnaryOp):
             operand = self.expr(node.operand)
@@ -1448,6 +1474,8 @@ class Lowerer:
             return self.sequence(node, name)
         if isinstance(node, gast.Dict):
             return self.dict_display(node)
+        if isinstance(node, gast.Lambda):  # a function value (`return lambda x: ...`)
+            return LocalFunction(node, self, self.defaults_of(node.args))
         if isinstance(node, (gast.ListComp, gast.GeneratorExp)):
             return self.comprehension(node, name)
         what = _UNSUPPORTED_EXPRESSIONS.get(type(node), type(node).__name__)
@@ -1934,8 +1962,12 @@ class Lowerer:
         classes = tuple(classes)
         if isinstance(value, Const):
             return Const(isinstance(value.value, classes))
-        if isinstance(value, Tup):
-            return Const(isinstance((), classes))
+        if isinstance(value, Tup):  # a list or a tuple: which, is not kept here
+            as_list, as_tuple = isinstance([], classes), isinstance((), classes)
+            if as_list != as_tuple:
+                self.error(errors.UnsupportedSyntaxError, "isinstance of a sequence known "
+                           "while compiling cannot tell a list from a tuple here", node)
+            return Const(as_list)
         if isinstance(value, CallableRef):
             return Const(isinstance(value.obj, classes))
         if isinstance(value, LocalFunction):
@@ -2031,6 +2063,8 @@ class Lowerer:
             names = [a.id for a in tree.args.args]
             for pname, value in zip(names[len(names) - len(fn.__defaults__):], fn.__defaults__):
                 defaults[pname] = child.classify(value, pname, tree)
+        for pname, value in (fn.__kwdefaults__ or {}).items():
+            defaults[pname] = child.classify(value, pname, tree)
         return self.run_inlined(child, tree, tree.args, tree.body, args, kwargs, defaults, node)
 
     def inline_local(self, local_fn, args, kwargs, node, name):
@@ -2060,19 +2094,25 @@ class Lowerer:
                        f"{MAX_INLINE_DEPTH} levels: recursion whose depth depends on the data "
                        "(or that an int argument bounds above that) cannot be differentiated",
                        node)
-        if arguments.vararg or arguments.kwarg or arguments.kwonlyargs:
-            self.error(errors.UnsupportedSyntaxError, "calling a function with *args, **kwargs "
-                       "or keyword-only parameters is not supported", node)
-        params = [a.id for a in arguments.args]
+        if arguments.kwarg:
+            self.error(errors.UnsupportedSyntaxError, "calling a function with a **kwargs "
+                       "parameter is not supported", node)
+        positional = [a.id for a in arguments.args]
+        keyword_only = [a.id for a in arguments.kwonlyargs]
         bound = dict(defaults)
-        if len(args) > len(params):
+        if len(args) > len(positional) and not arguments.vararg:
             self.error(errors.UnsupportedSyntaxError, "too many arguments in this call", node)
-        bound.update(zip(params, args))
+        bound.update(zip(positional, args))
         for k, atom in kwargs:
-            if k not in params:
+            if k not in positional and k not in keyword_only:
                 self.error(errors.UnsupportedSyntaxError, f"unexpected keyword argument {k!r}",
                            node)
             bound[k] = atom
+        params = positional + keyword_only
+        if arguments.vararg:  # `*args`: the extra arguments, a tuple known when compiling
+            extra = tuple(args[len(positional):])
+            bound[arguments.vararg.id] = Tup(extra) if extra else Const(())
+            params.append(arguments.vararg.id)
         missing = [p for p in params if p not in bound]
         if missing:
             self.error(errors.UnsupportedSyntaxError, f"missing argument {missing[0]!r}", node)
@@ -2105,6 +2145,8 @@ class Lowerer:
             items = [self.expr(e) for e in node.args[0].elts]
             return self.emit(rule.name, items, kwargs, name=name)
         seq = self.expr(node.args[0]) if node.args else None
+        if isinstance(seq, Tup):  # a tuple known while compiling (`args + (ones,)`)
+            return self.emit(rule.name, list(seq.items), kwargs, name=name)
         if isinstance(seq, Var):  # a list built at run time (append)
             return self.emit(f"{rule.name}_list", [seq], kwargs, name=name)
         self.error(errors.UnsupportedSyntaxError, f"{_describe(node.func)} needs a list or "
@@ -2285,6 +2327,21 @@ def _loop_call(node, env):
                 isinstance(node.args[0].func, gast.Name) and node.args[0].func.id == "range":
             return "reversed"
     return None
+
+
+def _joined_tuples(op, left, right):
+    """`a + b` of two tuples known while compiling (a `Tup` or a constant tuple), else None."""
+    def items(atom):
+        if isinstance(atom, Tup):
+            return atom.items
+        if isinstance(atom, Const) and type(atom.value) is tuple:
+            return tuple(Const(v) for v in atom.value)
+        return None
+    first, second = items(left), items(right)
+    if op != "add_op" or first is None or second is None or \
+            not (isinstance(left, Tup) or isinstance(right, Tup)):
+        return None
+    return Tup(first + second)
 
 
 def _as_load(target):

@@ -303,3 +303,10 @@ defvjp("np_select", np.select, _func("select"),
        lambda g, ans, condlist, choicelist, default=0: select_grads(g, condlist, choicelist),
        lambda g, ans, condlist, choicelist, default=0: unbroadcast(np.where(select_default(condlist, np.shape(g)), g, 0.0), default),
        linear=(1, 2))
+
+
+# np.vdot(a, b): the dot product of the flattened arrays (real: complex values are refused)
+defvjp("vdot", np.vdot, _func("vdot"),
+       lambda g, ans, a, b: g * np.reshape(b, np.shape(a)),
+       lambda g, ans, a, b: g * np.reshape(a, np.shape(b)),
+       linear="multi")

@@ -583,3 +583,82 @@ def test_code_for_one_items_shape_is_not_reused_for_another(container):
     for rows in (container([np.ones(3)]), container([np.full((2, 3), 2.0)])):
         _, pullback = pull(w, rows)
         np.testing.assert_allclose(pullback(1.0), fd(sum_over_rows, w, rows))
+
+
+# --- calls as autograd's examples write them ---------------------------------------------------
+
+def concat_and_multiply(weights, *args):
+    cat_state = np.hstack(args + (np.ones((args[0].shape[0], 1)),))
+    return np.dot(cat_state, weights)
+
+
+def uses_star_args(x):
+    W = np.full((5, 2), 0.3)
+    return np.sum(np.tanh(concat_and_multiply(W, x, x * 2.0)))
+
+
+def scaled(x, *, scale=2.0, shift):
+    return np.sum((x * scale + shift) ** 2)
+
+
+def uses_keyword_only(x):
+    return scaled(x, shift=0.5) + scaled(x, scale=3.0, shift=-1.0)
+
+
+def babylonian(a):
+    return lambda x: 0.5 * (x + a / x)
+
+
+def uses_returned_lambda(a):
+    f = babylonian(a)
+    x = 1.0
+    for _ in range(5):
+        x = f(x)
+    return x
+
+
+def unpack_pairs(params):
+    return params[0], params[1]
+
+
+def uses_starred_zip(x):
+    total = 0.0
+    for w, b in zip(*unpack_pairs(((x, 2.0 * x), (x * x, 1.0)))):
+        total = total + np.sum(w * b)
+    return total
+
+
+def uses_vdot(x):
+    return np.vdot(np.sin(x), x ** 2)
+
+
+def layers_generator(x):
+    for k in range(2):
+        yield x * k
+
+
+def uses_a_generator(x):
+    return sum(np.sum(h) for h in layers_generator(x))
+
+
+def test_star_args_and_tuple_concatenation():
+    check(uses_star_args, X[:2].reshape(1, 2).repeat(3, 0))
+
+
+def test_keyword_only_parameters():
+    check(uses_keyword_only, X)
+
+
+def test_a_returned_lambda():
+    assert sourcegrad.grad(uses_returned_lambda)(2.0) == pytest.approx(
+        (uses_returned_lambda(2.0 + 1e-6) - uses_returned_lambda(2.0 - 1e-6)) / 2e-6, rel=1e-6)
+
+
+@pytest.mark.parametrize("fn", [uses_starred_zip, uses_vdot])
+def test_starred_zip_and_vdot(fn):
+    check(fn, X)
+
+
+def test_a_generator_is_refused_by_name():
+    with pytest.raises(errors.UnsupportedSyntaxError, match="layers_generator is a generator"):
+        sourcegrad.grad(uses_a_generator)(X)
