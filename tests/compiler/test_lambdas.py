@@ -69,7 +69,7 @@ def test_a_lambda_of_several_arguments_in_every_mode():
 
 def test_lambdas_that_cannot_be_told_apart_are_refused_located(monkeypatch, x):
     # as on Python 3.10, where code objects carry no columns
-    monkeypatch.setattr(frontend, "_lambdas_holding", lambda candidates, code: candidates)
+    monkeypatch.setattr(frontend.source, "_lambdas_holding", lambda candidates, code: candidates)
     with pytest.raises(sourcegrad.UnsupportedSyntaxError, match="cannot be told apart") as info:
         sourcegrad.grad(cases.ambiguous[1])(x)
     assert "lambda_cases.py:26" in str(info.value)
