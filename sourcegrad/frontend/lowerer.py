@@ -38,6 +38,7 @@ class Lowerer(StatementsMixin, AssignmentsMixin, ExpressionsMixin, NamesMixin, C
         self.assignments: dict = {}  # name -> how many statements assign it (syntactically)
         self.compound_counts: dict = {}
         self.early_return = False
+        self.yielded = None  # the body's first `yield` (prepare finds it; a generator is refused)
         self.unrolled: set = set()   # targets of the loops being unrolled (unrolled_loop)
 
     def error(self, cls, message, node=None):

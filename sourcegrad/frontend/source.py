@@ -32,6 +32,7 @@ class ParsedFunction:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return SourceLocation(self.file, line, getattr(node, "col_offset", 0), text.rstrip("\n"))
 
+
 def parse(fn) -> ParsedFunction:
     """Parse `fn`'s source. Works for module-level, nested and decorated functions."""
     fn = inspect.unwrap(fn, stop=lambda f: not hasattr(f, "__wrapped__"))
@@ -61,6 +62,7 @@ def parse(fn) -> ParsedFunction:
     if not linecache.getlines(file):
         first_line = 1
     return ParsedFunction(fn, tree, file, first_line, lines)
+
 
 def parse_lambda(fn) -> ParsedFunction:
     """Parse a lambda's source: the lambda of its file that its code object came from,
@@ -116,6 +118,7 @@ def parse_lambda(fn) -> ParsedFunction:
                             decorator_list=[], returns=None, type_comment=None, type_params=[])
     gast.copy_location(tree, node)
     return ParsedFunction(fn, tree, file, 1, lines)
+
 
 def _lambdas_holding(candidates, code) -> list:
     """The smallest of the candidate lambdas whose span holds every instruction's position

@@ -12,8 +12,9 @@ from .. import errors
 from ..ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While,
                  walk)
 from ..ops import rule_for_function
-from .syntax import (as_load, assigned_names, assignment_counts, callee_name, describe, exits,
-                     loop_call, UNSUPPORTED_EXPRESSIONS, UNSUPPORTED_STATEMENTS, walk_no_defs)
+from .syntax import (as_load, assigned_names, callee_name, describe, exits,
+                     loop_call, scan_statement, UNSUPPORTED_EXPRESSIONS, UNSUPPORTED_STATEMENTS,
+                     walk_no_defs)
 from .values import (CallableRef, first_record, holds_record, LocalFunction, Loop,
                      nests_containers, structure_atom, unique_dependencies)
 
@@ -80,13 +81,17 @@ class StatementsMixin:
         `a[i] = v` and `xs.append(v)` assign `a` and `xs` too: the compiler turns them
         into new values bound to the same name.
         """
-        self.assigned = {n for stmt in body for n in assigned_names(stmt)}
-        self.assignments = assignment_counts(body)
+        scans = [scan_statement(stmt) for stmt in body]  # (one walk of each statement)
+        self.assigned = {n for names, _, _ in scans for n in names}
+        self.assignments = {}
+        for _, counted, _ in scans:
+            for name in counted:
+                self.assignments[name] = self.assignments.get(name, 0) + 1
+        self.yielded = next((y for _, _, y in scans if y is not None), None)
         compound = set()
         self.compound_counts = {}  # name -> how many loops and branches of the body assign it
-        for stmt in body:
+        for stmt, (names, _, _) in zip(body, scans):
             if isinstance(stmt, (gast.If, gast.For, gast.While)):
-                names = assigned_names(stmt)
                 compound |= names
                 for n in names:
                     self.compound_counts[n] = self.compound_counts.get(n, 0) + 1
@@ -101,8 +106,7 @@ class StatementsMixin:
 
     def function_body(self, body, node):
         """Lower a function body; return the atom holding its result."""
-        yielded = next((n for s in body for n in walk_no_defs(s, False)
-                        if isinstance(n, (gast.Yield, gast.YieldFrom))), None)
+        yielded = self.yielded  # (found by prepare, which runs first)
         if yielded is not None:
             self.error(errors.UnsupportedSyntaxError, f"{getattr(node, 'name', 'the function')} "
                        "is a generator (yield): generators are not supported in differentiated "
@@ -139,12 +143,11 @@ class StatementsMixin:
         for i, stmt in enumerate(stmts):
             if self.statement(stmt):
                 return True
-            rest = stmts[i + 1:]
-            if not rest:
+            if i + 1 == len(stmts):
                 return False
             flags = self.exit_flags(stmt)
-            if flags:
-                self.guarded(flags, rest)
+            if flags:  # (the rest, sliced only here: slicing per statement was quadratic)
+                self.guarded(flags, stmts[i + 1:])
                 return False
         return False
 

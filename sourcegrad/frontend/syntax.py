@@ -21,6 +21,7 @@ UNSUPPORTED_STATEMENTS = {
     gast.AnnAssign: "an annotated assignment",
 }
 
+
 UNSUPPORTED_EXPRESSIONS = {
     gast.Lambda: "a lambda (other than one assigned to a name)",
     gast.ListComp: "a list comprehension", gast.SetComp: "a set comprehension",
@@ -29,6 +30,7 @@ UNSUPPORTED_EXPRESSIONS = {
     gast.Set: "a set display", gast.JoinedStr: "an f-string",
     gast.NamedExpr: "an assignment expression (:=)", gast.Starred: "a starred expression",
 }
+
 
 def exits(stmts, kinds, in_loop=True):
     """Which of break/continue/return occur in `stmts` (break/continue only of this loop;
@@ -49,14 +51,26 @@ def exits(stmts, kinds, in_loop=True):
 # statements made of expressions only (no break, continue or return can be inside them)
 _SIMPLE_STATEMENTS = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Pass)
 
-def assigned_names(stmt) -> set:
+
+def scan_statement(stmt):
+    """One walk of a statement for what `Lowerer.prepare` asks: (the names it binds, as
+    `assigned_names`; the names each of its assignments binds, for `assignment_counts`; its
+    first `yield`, or None)."""
+    nodes = list(walk_no_defs(stmt, False))
+    counted = [name for node in nodes for name in _assigned_names_of_node(node)]
+    yielded = next((n for n in nodes if isinstance(n, (gast.Yield, gast.YieldFrom))), None)
+    return assigned_names(stmt, nodes), counted, yielded
+
+
+def assigned_names(stmt, nodes=None) -> set:
     """Names a statement binds, counting `a[i] = v`, `a[i] += v`, `a.append(v)` and
-    `np.f(..., out=a)` as binding `a`."""
+    `np.f(..., out=a)` as binding `a` (`nodes`: the statement's walk, when made already)."""
     names = set()
+    nodes = list(walk_no_defs(stmt, False)) if nodes is None else nodes
     # a comprehension's own names are scoped to it (lowered under names of their own)
-    scoped = {id(t) for node in walk_no_defs(stmt, False) if isinstance(node, gast.comprehension)
+    scoped = {id(t) for node in nodes if isinstance(node, gast.comprehension)
               for t in gast.walk(node.target)}
-    for node in walk_no_defs(stmt, False):
+    for node in nodes:
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) and \
                 id(node) not in scoped:
             names.add(node.id)
@@ -73,6 +87,7 @@ def assigned_names(stmt) -> set:
                     names.add(buffer.id)
     return names
 
+
 def assignment_counts(body) -> dict:
     """How many places assign each name (`a[i] = v` and `a.append(v)` assign a too)."""
     counts: dict = {}
@@ -81,6 +96,7 @@ def assignment_counts(body) -> dict:
             for name in _assigned_names_of_node(node):
                 counts[name] = counts.get(name, 0) + 1
     return counts
+
 
 def _assigned_names_of_node(node):
     if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
@@ -92,6 +108,7 @@ def _assigned_names_of_node(node):
             node.func.attr in ("append", "pop") and isinstance(node.func.value, gast.Name):
         return (node.func.value.id,)
     return ()
+
 
 def walk_no_defs(node, stop_at_loops):
     """Walk a statement, not entering nested functions, nor nested loops for break/continue."""
@@ -108,6 +125,7 @@ def walk_no_defs(node, stop_at_loops):
         for child in gast.iter_child_nodes(current):
             stack.append((child, inner_loop))
 
+
 class RenameNames(gast.NodeTransformer):
     """Rename the given names everywhere in a (copied) tree."""
 
@@ -119,8 +137,10 @@ class RenameNames(gast.NodeTransformer):
             node.id = self.names[node.id]
         return node
 
+
 def copy_tree(node):
     return copy.deepcopy(node)
+
 
 class AtomNode(gast.Name):
     """An already-lowered atom standing in an expression tree (for chained comparisons)."""
@@ -128,6 +148,7 @@ class AtomNode(gast.Name):
     def __init__(self, atom):
         super().__init__(id="<atom>", ctx=gast.Load(), annotation=None, type_comment=None)
         self.atom = atom
+
 
 def loop_call(node, env):
     """"range", "enumerate", "zip" or "reversed" for a loop over such a call of the builtin
@@ -142,6 +163,7 @@ def loop_call(node, env):
             return "reversed"
     return None
 
+
 def as_load(target):
     if isinstance(target, gast.Name):
         return gast.copy_location(gast.Name(id=target.id, ctx=gast.Load(), annotation=None,
@@ -152,12 +174,14 @@ def as_load(target):
     raise errors.UnsupportedSyntaxError(f"augmented assignment to {describe(target)} is not "
                                         "supported")
 
+
 def callee_name(func):
     if isinstance(func, gast.Name):
         return func.id
     if isinstance(func, gast.Attribute):
         return func.attr
     return "callee"
+
 
 def describe(node) -> str:
     try:

@@ -19,9 +19,11 @@ from ..names import Namer
 class ModuleRef:
     module: object
 
+
 @dataclass(frozen=True)
 class CallableRef:
     obj: object
+
 
 @dataclass(frozen=True)
 class Record:
@@ -49,6 +51,7 @@ class Record:
             return Record(self.kind, self.cls, self.keys, values, True)
         return Record(self.kind, self.cls, self.keys + (key,), self.values + (value,), True)
 
+
 @dataclass(frozen=True)
 class Static:
     """A sequence only a loop or `len` may use: `d.items()`, `d.values()`, `d.keys()`,
@@ -57,17 +60,20 @@ class Static:
     items: tuple
     what: str
 
+
 def holds_record(atom) -> bool:
     """Whether an atom is, or a compile-time tuple holds, a Record or a Static."""
     if isinstance(atom, (Record, Static)):
         return True
     return isinstance(atom, Tup) and any(holds_record(a) for a in atom.items)
 
+
 def nests_containers(atom) -> bool:
     """A compile-time tuple of containers (`[(W1, b1), (W2, b2)]` passed as a parameter
     tree, a tuple of tuples): a loop over it is unrolled, so each layer keeps its shapes
     and its own adjoints, as straight-line code."""
     return isinstance(atom, Tup) and any(isinstance(a, (Tup, Record)) for a in atom.items)
+
 
 def contains(atom, record) -> bool:
     """Whether `atom` is `record` or holds it (in a tuple or another record)."""
@@ -79,12 +85,14 @@ def contains(atom, record) -> bool:
         return any(contains(a, record) for a in atom.values)
     return False
 
+
 def first_record(atom):
     if isinstance(atom, (Record, Static)):
         return atom
     if isinstance(atom, Tup):
         return next((r for r in map(first_record, atom.items) if r is not None), None)
     return None
+
 
 def closure_values(fn) -> dict:
     cells = fn.__closure__ or ()
@@ -95,6 +103,7 @@ def closure_values(fn) -> dict:
         except ValueError:  # an empty cell: the variable is assigned later in the outer function
             pass
     return values
+
 
 def static_value(value):
     """The `Const` a global or closure value inlines as, or None if it must stay a name."""
@@ -111,7 +120,9 @@ def static_value(value):
 # method's arguments map onto it.
 VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}  # x.reshape(2, 3) == x.reshape((2, 3))
 
+
 ATTRS = {"T": "T", "shape": "shape", "ndim": "ndim", "size": "size", "dtype": "dtype"}
+
 
 class Context:
     """What every function lowered into one IR shares: names, free values, the output blocks."""
@@ -135,6 +146,7 @@ class Context:
     def out(self) -> list:
         return self.blocks[-1]
 
+
 @dataclass
 class LocalFunction:
     """A nested def or lambda: its node, the scope it closes over, its default atoms."""
@@ -142,6 +154,7 @@ class LocalFunction:
     node: object
     scope: object
     defaults: dict
+
 
 @dataclass(frozen=True)
 class MethodRef:
@@ -155,17 +168,21 @@ class MethodRef:
 # inlining where the code calls it (never a value of the generated code)
 FUNCTION_VALUES = (CallableRef, LocalFunction, MethodRef)
 
+
 def function_label(value) -> str:
     if isinstance(value, (CallableRef, MethodRef)):
         obj = value.obj if isinstance(value, CallableRef) else value.fn
         return getattr(obj, "__qualname__", None) or repr(obj)
     return getattr(value.node, "name", "lambda")
 
+
 NOT_AN_OBJECT = object()
+
 
 _VALUE_TYPES = (bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset,
                 type(None), np.ndarray, np.generic, types.ModuleType, types.FunctionType,
                 types.BuiltinFunctionType, types.MethodType, type, np.ufunc)
+
 
 def is_plain_object(value) -> bool:
     """An instance of a user class (a model, a config), whose attributes are read when
@@ -176,16 +193,19 @@ def is_plain_object(value) -> bool:
         not hasattr(value, "__cuda_array_interface__") and \
         type(value).__module__.split(".")[0] not in LIBRARIES + ("numpy",)
 
+
 @dataclass
 class Loop:
     brk: str | None
     cont: str | None
+
 
 MAX_INLINE_DEPTH = 32
 
 # builtins whose calls are lowered by a method of the Lowerer, not by a derivative rule
 COMPILE_TIME_BUILTINS = {slice: "slice_call", callable: "callable_call",
                           isinstance: "isinstance_call"}
+
 
 def as_dtype(atom):
     """A type passed to an operation (`x.astype(np.float32)`, `dtype=float`) is a constant
@@ -195,8 +215,10 @@ def as_dtype(atom):
         return Const(atom.obj)
     return atom
 
+
 def function_stand_in():
     """What isinstance sees for a function defined in the differentiated code."""
+
 
 def structure_atom(treedef, leaves, path, names):
     """The compile-time container of a tree argument: a `Tup` for a list or tuple (a
@@ -215,6 +237,7 @@ def structure_atom(treedef, leaves, path, names):
         return Tup(items)
     return Record(treedef.kind, treedef.cls, treedef.keys, items)
 
+
 PY_OPS = {"add_op": lambda a, b: a + b, "sub_op": lambda a, b: a - b,
            "mul_op": lambda a, b: a * b, "div_op": lambda a, b: a / b,
            "pow_op": lambda a, b: a ** b, "mod_op": lambda a, b: a % b,
@@ -226,6 +249,7 @@ LIBRARIES = ("scipy",)
 
 # min(a, b) / max(a, b) / sum(...) with several arguments: elementwise forms
 BUILTIN_REDUCTIONS = {"min_builtin": "min_builtin", "max_builtin": "max_builtin"}
+
 
 def joined_tuples(op, left, right):
     """`a + b` of two tuples known while compiling (a `Tup` or a constant tuple), else None."""
@@ -241,6 +265,7 @@ def joined_tuples(op, left, right):
         return None
     return Tup(first + second)
 
+
 def unique_dependencies(deps):
     seen, out = set(), []
     for kind, container, name, value in deps:
@@ -249,6 +274,7 @@ def unique_dependencies(deps):
             seen.add(key)
             out.append((kind, container, name, value))
     return out
+
 
 def pack(args):
     if all(isinstance(a, Const) for a in args):
