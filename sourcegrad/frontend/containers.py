@@ -4,6 +4,8 @@ that must become values (`make_tuple`) for their items' adjoints.
 """
 from __future__ import annotations
 
+import gast
+
 from .. import errors, trees
 from ..ir import Assign, Call, Const, Tup, Var
 from .syntax import describe
@@ -105,6 +107,56 @@ class ContainersMixin:
                            "constant strings or ints", node)
             record = record.with_item(key.value, value)
         return record
+
+    def dict_comprehension(self, node):
+        """`{k: f(v) for k, v in params.items()}` over items known while compiling (a dict's,
+        a tuple's, constants): a dict known at compile time (a `Record`), each item lowered
+        once; its names are its own (a variable of the same name outside is untouched)."""
+        made = [Record(trees.DICT, None, (), (), True)]
+
+        def visit(generators):
+            if not generators:
+                key = self.expr(node.key)
+                if not (isinstance(key, Const) and isinstance(key.value, (str, int)) and
+                        not isinstance(key.value, bool)):
+                    self.error(errors.UnsupportedSyntaxError, "a dict comprehension's keys must "
+                               "be strings or ints known while compiling", node)
+                made[0] = made[0].with_item(key.value, self.expr(node.value))
+                return
+            generator = generators[0]
+            items = self.compile_time_items(self.frozen(self.expr(generator.iter)), node)
+            names = [n.id for n in gast.walk(generator.target) if isinstance(n, gast.Name)]
+            saved = {n: self.env[n] for n in names if n in self.env}
+            try:
+                for item in items:
+                    self.bind_scoped(generator.target, item, node)
+                    tests = [self.expr(test) for test in generator.ifs]
+                    if any(not isinstance(t, Const) for t in tests):
+                        self.error(errors.UnsupportedSyntaxError, "a dict comprehension's "
+                                   "conditions must be known while compiling", node)
+                    if all(t.value for t in tests):
+                        visit(generators[1:])
+            finally:
+                for n in names:
+                    self.env.pop(n, None)
+                self.env.update(saved)
+        visit(list(node.generators))
+        return made[0]
+
+    def bind_scoped(self, target, item, node):
+        """Bind a comprehension's target to an item known while compiling (no code)."""
+        if isinstance(target, gast.Name):
+            self.env[target.id] = item
+            return
+        parts = item.items if isinstance(item, Tup) else \
+            tuple(Const(v) for v in item.value) if isinstance(item, Const) and \
+            isinstance(item.value, (tuple, list)) else None
+        if not isinstance(target, (gast.Tuple, gast.List)) or parts is None or \
+                len(parts) != len(target.elts):
+            self.error(errors.UnsupportedSyntaxError, f"cannot unpack this item into "
+                       f"{describe(target)}", node)
+        for t, part in zip(target.elts, parts):
+            self.bind_scoped(t, part, node)
 
     def frozen(self, atom):
         """A compile-time container whose variables (names assigned again later) are

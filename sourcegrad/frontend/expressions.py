@@ -137,6 +137,8 @@ class ExpressionsMixin:
             return self.dict_display(node)
         if isinstance(node, gast.Lambda):  # a function value (`return lambda x: ...`)
             return LocalFunction(node, self, self.defaults_of(node.args))
+        if isinstance(node, gast.DictComp):
+            return self.dict_comprehension(node)
         if isinstance(node, (gast.ListComp, gast.GeneratorExp)):
             return self.comprehension(node, name)
         what = UNSUPPORTED_EXPRESSIONS.get(type(node), type(node).__name__)

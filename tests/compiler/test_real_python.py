@@ -662,3 +662,32 @@ def test_starred_zip_and_vdot(fn):
 def test_a_generator_is_refused_by_name():
     with pytest.raises(errors.UnsupportedSyntaxError, match="layers_generator is a generator"):
         sourcegrad.grad(uses_a_generator)(X)
+
+
+# --- dict comprehensions ----------------------------------------------------------------------
+
+def scaled_params(params):
+    k = 3.0  # the comprehension's k is its own
+    doubled = {name: value * 2.0 for name, value in params.items() if name != "unused"}
+    squares = {key: np.sum(doubled[key] ** 2) for key in ("W", "b")}
+    return squares["W"] + squares["b"] * k
+
+
+def run_time_keys(x):
+    return {float(v): v for v in x}
+
+
+def test_dict_comprehension_over_a_dicts_items():
+    params = {"W": np.array([[0.5, -1.0], [2.0, 0.1]]), "b": np.array([0.3, -0.7]),
+              "unused": np.ones(2)}
+    got = sourcegrad.grad(scaled_params)(params)
+    assert set(got) == {"W", "b", "unused"}
+    np.testing.assert_allclose(got["W"], 8.0 * params["W"])
+    np.testing.assert_allclose(got["b"], 24.0 * params["b"])
+    np.testing.assert_allclose(got["unused"], 0.0)
+
+
+def test_dict_comprehension_over_values_known_only_at_run_time_is_refused():
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
+        sourcegrad.grad(lambda x: np.sum(x) + len(run_time_keys(x)))(X)
+    assert "run_time_keys" in str(info.value) or "float(v): v" in str(info.value)
