@@ -29,6 +29,7 @@ from .operands import along_index, cached_spec, default_np as _default_np, retur
 # the shared operand helpers under the short private names this module's ops are written with
 from .operands import as_tensor as _as_tensor, data_of as _data, needs_grad as _needs_grad
 from .operands import operand_key as _key, promote as _promote, result as _result
+from .out_arg import write_out
 from .spec import OpSpec, record
 from .tensor import Size, Tensor, stale_view_requires_grad
 
@@ -76,6 +77,8 @@ FMIN = OpSpec("FminBackward0", "minimum")
 
 
 def add(input, other, *, alpha=1, out=None):
+    if out is not None:
+        return write_out("add", out, add(input, other, alpha=alpha), (input, other))
     if alpha == 1:
         return binary_op(ADD, np.add, input, other)
     ad, bd, rd, ra, rb = _promote(input, other)
@@ -86,6 +89,8 @@ def add(input, other, *, alpha=1, out=None):
 
 
 def sub(input, other, *, alpha=1, out=None):
+    if out is not None:
+        return write_out("sub", out, sub(input, other, alpha=alpha), (input, other))
     if alpha == 1:
         return binary_op(SUB, np.subtract, input, other)
     ad, bd, rd, ra, rb = _promote(input, other)
@@ -110,6 +115,8 @@ def rsub(input, other):
 
 
 def mul(input, other, *, out=None):
+    if out is not None:
+        return write_out("mul", out, mul(input, other), (input, other))
     return binary_op(MUL, np.multiply, input, other)
 
 
@@ -117,6 +124,9 @@ multiply = mul
 
 
 def div(input, other, *, rounding_mode=None, out=None):
+    if out is not None:
+        return write_out("div", out, div(input, other, rounding_mode=rounding_mode),
+                         (input, other))
     if rounding_mode is not None:
         return _div_rounding(input, other, rounding_mode)
     return binary_op(DIV, np.true_divide, input, other, to_float=True)
@@ -145,6 +155,8 @@ def rdiv(input, other):
 
 
 def pow(input, exponent, *, out=None):  # noqa: A001 - torch's name
+    if out is not None:
+        return write_out("pow", out, pow(input, exponent), (input, exponent))
     if not isinstance(input, Tensor):
         return binary_op(POW_BASE, np.power, input, exponent)
     spec = POW_TENSOR if isinstance(exponent, (Tensor, np.ndarray)) or type(exponent) in _GPU \
@@ -351,6 +363,8 @@ def _make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
     spec = OpSpec(node_name, rule_name)
 
     def op(input, *, out=None):
+        if out is not None:
+            return write_out(rule_name, out, _unary(spec, fn, input, keep_int), (input,))
         return _unary(spec, fn, input, keep_int)
     op.__doc__ = doc or f"Elementwise {rule_name}; backward: {node_name}."
     op.spec, op.np_fn = spec, fn  # the in-place variant (inplace.py) reuses both
@@ -449,6 +463,8 @@ def clamp_data(x, lo, hi):
 
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - torch's names
+    if out is not None:
+        return write_out("clamp", out, clamp(input, min, max), (input, min, max))
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     res = _wrap(clamp_data(input, min, max))

@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from .out_arg import write_out
 from . import devices, dtypes
 from .grad_mode import STATE
 from .operands import along_index, cached_spec, return_types, same_device
@@ -521,6 +522,9 @@ def _tensor_list(tensors):
 
 
 def cat(tensors, dim=0, *, out=None, **kwargs):
+    if out is not None:
+        made = cat(tensors, dim, **kwargs)
+        return write_out("cat", out, made, tuple(tensors))
     if "axis" in kwargs:
         dim = kwargs.pop("axis")
     tensors = _tensor_list(tensors)
@@ -543,6 +547,9 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0, *, out=None, **kwargs):
+    if out is not None:
+        made = stack(tensors, dim, **kwargs)
+        return write_out("stack", out, made, tuple(tensors))
     if "axis" in kwargs:
         dim = kwargs.pop("axis")
     tensors = _tensor_list(tensors)

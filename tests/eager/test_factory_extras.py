@@ -98,3 +98,30 @@ def test_set_default_device():
     finally:
         S.set_default_device(None)
     assert str(S.get_default_device()) == "cpu"
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, o: L.add(L.ones(3), 2.0, out=o), lambda L, o: L.sub(L.ones(3), 2.0, alpha=3, out=o),
+    lambda L, o: L.mul(L.ones(3), 3.0, out=o), lambda L, o: L.div(L.ones(3), 4.0, out=o),
+    lambda L, o: L.pow(L.full((3,), 2.0), 3, out=o), lambda L, o: L.exp(L.zeros(3), out=o),
+    lambda L, o: L.clamp(L.arange(3.0), 0.5, 1.5, out=o),
+    lambda L, o: L.cat([L.ones(1), L.zeros(2)], out=o),
+    lambda L, o: L.stack([L.ones(3)], out=o)])
+def test_ops_write_into_out(call):
+    ours, theirs = S.empty(3), torch.empty(3)
+    got, want = call(S, ours), call(torch, theirs)
+    assert got is ours and want is theirs
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.add(L.ones(3, requires_grad=True), 1.0, out=L.empty(3)),
+    lambda L: L.exp(L.ones(3, requires_grad=True), out=L.empty(3)),
+    lambda L: L.add(L.ones(3), 1.5, out=L.empty(3, dtype=L.int64)),
+    lambda L: L.cat([L.ones(3, requires_grad=True)], out=L.empty(3))])
+def test_ops_out_errors_are_torchs(call):
+    with pytest.raises(RuntimeError) as ours:
+        call(S)
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch)
+    assert str(ours.value) == str(theirs.value)
