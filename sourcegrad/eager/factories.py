@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 
 from . import devices, dtypes, messages
+from .out_arg import store
 from .tensor import Size, Tensor
 
 _wrap = Tensor._make
@@ -125,14 +126,7 @@ def _into(name, out, data, dtype):
     if dtype is not None and dtypes.as_dtype(dtype).dtype != out._data.dtype:
         raise RuntimeError(f"dtype {dtypes.as_dtype(dtype)._scalar_name} does not match dtype "
                            f"of out parameter ({out.dtype._scalar_name})")
-    if type(data) is not type(out._data):
-        data = devices.to_device(data, devices.device_of(out._data))
-    if out._data.shape != data.shape:  # resized: new memory, as torch's resize of out
-        out._data = data.astype(out._data.dtype, copy=True)
-    else:
-        np.copyto(out._data, data, casting="unsafe")
-    out._get_vc().value += 1
-    return out
+    return store(out, data)
 
 
 def _out_dtype(out, dtype):

@@ -4,7 +4,8 @@
 its shape differs, cast to out's dtype), bumps out's version and returns `out`, as torch's
 out= variants do; with torch's errors: an out= function is not differentiable (an input or
 out requiring grad, with grad mode on, is a RuntimeError), and a result type out cannot
-hold is refused. Factories (`factories._into`) and the elementwise ops use it.
+hold is refused. `store(out, data)` is the write itself, which the factories' out= uses
+(`factories._into`, with their own checks).
 
 Imports: tensor, devices, dtypes, grad_mode only.
 """
@@ -28,7 +29,12 @@ def write_out(name, out, result, inputs=()):
     if not dtypes.can_cast(result.dtype, out.dtype):
         raise RuntimeError(f"result type {result.dtype._scalar_name} can't be cast to the "
                            f"desired output type {out.dtype._scalar_name}")
-    data = result._data
+    return store(out, result._data)
+
+
+def store(out, data):
+    """Write the array `data` into the Tensor `out` (resized where its shape differs, with
+    torch's warning when out held elements; cast to out's dtype), bump its version, return it."""
     if type(data) is not type(out._data):
         data = devices.to_device(data, devices.device_of(out._data))
     if out._data.shape != data.shape:  # resized: new memory, as torch's resize of out
