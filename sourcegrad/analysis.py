@@ -13,6 +13,9 @@ the data (the length of `x[x > 0]`) is `UNKNOWN`.
 `active_values(fn, wrt)` returns the names that depend on a `wrt` parameter
 through differentiable primitives *and* reach the returned value: exactly the
 values that need an adjoint.
+
+Why one module: shape inference, activity and the checks read the same abstract values and
+shape functions; splitting it (infer, activity, checks) is the redesign's next step (issue 17).
 """
 from __future__ import annotations
 

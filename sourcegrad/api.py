@@ -25,6 +25,11 @@ Before a function's source is lowered it is checked to be the code Python runs
 (sourcegrad.source_check): a file edited after import is refused, located. The fast
 entry checks `fn.__code__ is code` on each call (a function's `__code__` costs ~25-70 ns
 to read), so a swapped code object never runs against the old gradient.
+
+Why one module: `Gradient` and its kinds (VJP, JVP, the tree gradient), the caches they
+share and the higher-order entry points are one family of objects (dispatch, the disk cache
+and the pipeline already live apart); splitting it (gradients, higher order, manifest,
+checks) is the redesign's next step (issue 17).
 """
 from __future__ import annotations
 

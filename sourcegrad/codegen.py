@@ -26,6 +26,9 @@ printed by `pyprint`, which writes what astor would (astor prints what it does n
 `inspect.getsource` show generated lines.
 
 Everything here is deterministic: the same IR gives byte-identical text.
+
+Why one module: the writer and the printer make one printing together (the names, the
+folds and the fused kernels they decide are read by both).
 """
 from __future__ import annotations
 

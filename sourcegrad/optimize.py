@@ -26,6 +26,10 @@ Names assigned more than once (variables of loops and branches, adjoint
 accumulators) are never propagated or shared: their value depends on where they
 are read. Constant folding and 0/1 algebra happen earlier, while rule templates
 are instantiated, where the static facts are at hand.
+
+Why one module: its passes share the IR walkers, the read counts and the buffer model they
+keep up to date; splitting it by kind (cleanup, algebra, loops, memory) is the redesign's
+next step (issue 17).
 """
 from __future__ import annotations
 

@@ -26,6 +26,9 @@ counted only when the loop cannot be replayed by `reversed(range(...))` (it has
 a `break`, or it is a `while`), and pushed only when the loop itself runs inside
 another loop. A branch's reverse reads the branch condition, which is saved by
 the same rule as any other value (so only inside loops).
+
+Why one module: one pass, whose statement, loop and branch cases share the adjoint state
+it builds (the adjoint of each name, what is saved, what is recomputed).
 """
 from __future__ import annotations
 

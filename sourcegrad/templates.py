@@ -8,6 +8,8 @@ sub-expressions are folded, `x * 1` and friends simplify, and
 `unbroadcast`/`broadcast_to`/`reshape` disappear where the shapes already agree.
 What is left is emitted as A-normal-form statements, each with its abstract
 value recorded, and the atom holding the result is returned.
+
+Why one module: one evaluator of rule templates (binding, folding, the run-time facts).
 """
 from __future__ import annotations
 

@@ -29,6 +29,9 @@ jax allocate as well as numpy. For the numpy-based variants (hand, sourcegrad,
 autograd) the JSON also holds the tracemalloc peak of a third call (numpy
 reports its buffers to tracemalloc), as a cross-check. Where clear_refs cannot
 be written, tracemalloc's peak is what is reported.
+
+Why one module: the benchmark's one command: running, measuring and reporting share the
+result rows.
 """
 from __future__ import annotations
 

@@ -19,6 +19,9 @@ arrays for checking, and, for sourcegrad, `compile` (generate and load the
 gradient for these inputs, so the runner can time compiling apart from
 running). Inputs are converted to the variant's types once, outside the call
 (zero-copy for torch), so a call times the forward and the backward only.
+
+Why one module: the table of workloads, each a few lines (function, hand-written gradient,
+peers' versions), read together.
 """
 from __future__ import annotations
 

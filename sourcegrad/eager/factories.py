@@ -14,6 +14,9 @@ tensors for the GPU are drawn on the host from the same generator and copied, so
 `*_like` and `new_*` factories default to the device of the tensor they copy from.
 
 Imports: `tensor` and the leaves only.
+
+Why one module: every way torch makes a tensor without an input tensor, sharing one
+handling of dtype, device, generator and out=.
 """
 from __future__ import annotations
 

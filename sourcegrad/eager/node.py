@@ -17,6 +17,9 @@ only for its shape is kept as a `Meta` (shape and dtype, no data), which is why
 
 Imports: `tensor`, the leaves, `gpu_helpers` and `sourcegrad.runtime`; never an op
 module (the engine and the ops import this one).
+
+Why one module: the graph node and everything it holds (saved values and their version
+checks, hooks, the view replay) is one object.
 """
 from __future__ import annotations
 

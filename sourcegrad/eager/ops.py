@@ -16,6 +16,10 @@ lambdas call these ops that way under create_graph.
 
 Imports: `shape_ops`, `operands`, `spec`, `node`, `tensor`, the leaves and
 `sourcegrad.ops.nn`; not `inplace`, `factories` or the surface modules.
+
+Why one module: the hand-written arithmetic, reductions and comparisons of the eager
+surface and the generator of the registry's elementwise ops; moving the rest into
+registry entries is the redesign's next step (issue 17).
 """
 from __future__ import annotations
 

@@ -14,6 +14,10 @@ one IndexBackward0. All of them use the shared table's `getitem` rule.
 
 Imports: `operands`, `spec`, `tensor` and the leaves; not `ops` nor `inplace`
 (`diag` writes through the `index_put_` method).
+
+Why one module: the hand-written shape ops of the eager surface; moving them into registry
+entries (which generate the surface, as they do for the elementwise ops) is the
+redesign's next step (issue 17).
 """
 from __future__ import annotations
 
