@@ -20,6 +20,10 @@ from .values import (BUILTIN_REDUCTIONS, CallableRef, COMPILE_TIME_BUILTINS, fun
                      ModuleRef, pack, Record, VARARG_METHODS)
 
 
+# RandomState draws whose dimensions are *args, and the sized draw each is
+_SIZED_DRAWS = {"randn": "standard_normal", "rand": "random_sample"}
+
+
 class CallsMixin:
     """Lowering calls: a part of `Lowerer`."""
 
@@ -77,7 +81,9 @@ class CallsMixin:
         rule = rule_for_function(obj)
         draw = random_draws.function_rule(obj) if rule is None else None
         if draw is not None:  # np.random.normal(...): drawn in the forward pass only
-            args, kwargs = self.call_args(node)
+            method, args, kwargs = self.draw_arguments(obj.__name__, node)
+            if method != obj.__name__:
+                draw = random_draws.function_rule(getattr(np.random, method))
             result = self.emit(draw.name, args, kwargs, name=name)
             if obj in (np.random.default_rng, np.random.RandomState):
                 self.ctx.generators.add(result.name)
@@ -328,8 +334,8 @@ class CallsMixin:
                                           random_draws.is_generator(
                                               self.ctx.free.get(receiver.name))):
             # rng.standard_normal(n): a draw from the user's generator, in the forward pass
-            args, kwargs = self.call_args(node)
-            draw = random_draws.method_rule(func.attr)
+            method, args, kwargs = self.draw_arguments(func.attr, node)
+            draw = random_draws.method_rule(method)
             return self.emit(draw.name, [receiver] + args, kwargs, name=name)
         op = op_for_method(func.attr)
         if op is None:
@@ -344,6 +350,19 @@ class CallsMixin:
         args = [receiver] + args
         self.check_binding(RULES[op], args, kwargs, node)
         return self.emit(op, args, kwargs, name=name)
+
+    def draw_arguments(self, method, node):
+        """(method, args, kwargs) of a random draw. `randn(*x.shape)` and `rand(*x.shape)`, with
+        a shape known only at run time, are RandomState's `standard_normal(size=...)` and
+        `random_sample(size=...)`: numpy's randn and rand call exactly these, so the numbers
+        drawn are the same."""
+        starred = [a for a in node.args if isinstance(a, gast.Starred)]
+        if method in _SIZED_DRAWS and len(node.args) == 1 and starred and not node.keywords:
+            shape = self.expr(starred[0].value)
+            if not isinstance(shape, Tup):
+                return _SIZED_DRAWS[method], [], [("size", shape)]
+        args, kwargs = self.call_args(node)
+        return method, args, kwargs
 
     def check_binding(self, rule, args, kwargs, node):
         if not rule.params and not rule.varargs and not rule.vjps:

@@ -691,3 +691,21 @@ def test_dict_comprehension_over_values_known_only_at_run_time_is_refused():
     with pytest.raises(errors.UnsupportedSyntaxError) as info:
         sourcegrad.grad(lambda x: np.sum(x) + len(run_time_keys(x)))(X)
     assert "run_time_keys" in str(info.value) or "float(v): v" in str(info.value)
+
+
+def draws_shaped_like(mu):
+    return np.sum((mu + RS.randn(*mu.shape)) ** 2) + np.sum(np.random.rand(*mu.shape) * mu)
+
+
+def test_randn_of_a_shape_known_at_run_time_draws_the_same_numbers():
+    mu = np.ones((2, 3))
+
+    def reset():
+        RS.seed(3)
+        np.random.seed(4)
+    reset()
+    got = sourcegrad.grad(draws_shaped_like)(mu)
+    reset()
+    noise, uniform = RS.randn(2, 3), np.random.rand(2, 3)
+    np.testing.assert_allclose(got, 2 * (mu + noise) + uniform)
+    check(draws_shaped_like, mu, reset=reset)
