@@ -1,6 +1,6 @@
 """Derivative rules for torch.nn's single-node losses, `linalg.cross` and `cdist`.
 
-Registered in the shared table (`sourcegrad.rules.RULES`) as `rules_torch` does,
+Registered in the op registry (`sourcegrad.ops.RULES`) as `ops.nn` does,
 one VJP lambda per input, written with `np.` functions so that the eager engine
 can call them on arrays and, under `create_graph=True`, on Tensors. Each forward
 function takes numpy arrays and computes what torch's kernel computes (the same
@@ -19,17 +19,17 @@ clamps, the same branches at the kinks), and each VJP is torch's backward formul
 `reduction` is "none", "mean" or "sum"; a mean divides by the element count.
 
 - `nll_loss2d`: nll_loss of an (N, C, H, W) input against (N, H, W) class indices
-  (torch's NllLoss2DBackward0; the weights' scale is `rules_torch.nll_scale`'s).
+  (torch's NllLoss2DBackward0; the weights' scale is `ops.nn.nll_scale`'s).
 
-Imports: numpy, `rules`, `rules_torch` and `runtime` only (it sits below the eager engine).
+Imports: numpy, `ops` and `runtime` only (it sits below the eager engine).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .rules import RULES, Spelling
-from .rules import defvjp as _shared_defvjp
-from .rules_torch import nll_scale
+from .ops import RULES, Spelling
+from .ops import defvjp as _shared_defvjp
+from .ops.nn import nll_of_picked, nll_scale
 from .runtime import unbroadcast, unindex
 
 __all__ = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy",
@@ -132,16 +132,8 @@ def binary_cross_entropy_with_logits(x, y, weight=None, pos_weight=None, reducti
 
 
 def nll_loss2d(x, target, weight=None, reduction="mean", ignore_index=-100):
-    picked = x[nll2d_index(np.shape(x), target, ignore_index)]
-    valid = target != ignore_index
-    t = np.where(valid, target, 0)
-    w = (weight[t] if weight is not None else np.ones_like(t, dtype=x.dtype)) * valid
-    losses = -picked * w.astype(x.dtype)
-    if reduction == "none":
-        return losses
-    if reduction == "sum":
-        return np.sum(losses)
-    return np.sum(losses) / np.sum(w).astype(x.dtype)
+    return nll_of_picked(x, x[nll2d_index(np.shape(x), target, ignore_index)], target, weight,
+                         reduction, ignore_index)
 
 
 def xlogy(x, y):

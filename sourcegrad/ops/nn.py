@@ -98,7 +98,13 @@ def nll_scale(g, target, weight=None, reduction="mean", ignore_index=-100):
 
 
 def nll_loss(x, target, weight=None, reduction="mean", ignore_index=-100):
-    picked = x[nll_index(np.shape(x), target, ignore_index)]
+    return nll_of_picked(x, x[nll_index(np.shape(x), target, ignore_index)], target, weight,
+                         reduction, ignore_index)
+
+
+def nll_of_picked(x, picked, target, weight, reduction, ignore_index):
+    """The negative log-likelihood of the log-probabilities `picked` from x at the targets
+    (nll_loss's and nll_loss2d's: they differ only in how they pick)."""
     valid = target != ignore_index
     t = np.where(valid, target, 0)
     w = (weight[t] if weight is not None else np.ones_like(t, dtype=x.dtype)) * valid

@@ -11,8 +11,8 @@ from __future__ import annotations
 from ...eager import dtypes, factories
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
 from .module import Module
+from .normalization import affine_parameters
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
@@ -29,15 +29,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(factories.empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(factories.empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, num_features, affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", factories.zeros(num_features, device=device,
                                                                  dtype=dtype))

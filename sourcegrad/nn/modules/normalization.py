@@ -18,6 +18,20 @@ def _as_shape(normalized_shape):
     return tuple(normalized_shape)
 
 
+def affine_parameters(module, shape, affine, bias, device, dtype):
+    """The `weight` and `bias` of a normalization layer: parameters of `shape` (left
+    uninitialised: the layer's reset_parameters fills them), or registered as None."""
+    if affine:
+        module.weight = Parameter(factories.empty(shape, device=device, dtype=dtype))
+        if bias:
+            module.bias = Parameter(factories.empty(shape, device=device, dtype=dtype))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
 class LayerNorm(Module):
     """Normalise over the last len(normalized_shape) dims, then an elementwise affine."""
 
@@ -29,17 +43,7 @@ class LayerNorm(Module):
         self.normalized_shape = _as_shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(factories.empty(self.normalized_shape, device=device,
-                                                    dtype=dtype))
-            if bias:
-                self.bias = Parameter(factories.empty(self.normalized_shape, device=device,
-                                                      dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -101,15 +105,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(factories.empty(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(factories.empty(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, num_channels, affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
