@@ -41,6 +41,7 @@ import types
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from typing import IO, Any, Callable, Optional, Sequence, TypeVar, Union, overload
 
 import numpy as np
 
@@ -58,6 +59,9 @@ from .reverse import reverse, split_vjp
 from .ops import RULES, TEMPLATE_NAMESPACE, rule_for_function
 from .source_check import check_current
 
+# what `wrt`/`argnums`/`argnum` take: an argument's index or name, or a tuple of them
+Wrt = Union[int, str, Sequence[Union[int, str]]]
+
 
 @dataclass
 class Compiled:
@@ -73,7 +77,7 @@ class Compiled:
     dependencies: tuple = ()
     ir: object = None           # the optimized gradient IR the source was printed from
     fresh: tuple = ()           # per gradient: the generated code makes it a new array
-    converters: tuple = None    # per gradient, the conversion the fast path applies (or None)
+    converters: tuple | None = None  # per gradient, the conversion the fast path applies (or None)
     settled: bool = False       # finish and converters were fitted to a first result
     code: object = None         # the differentiated function's code object it was built from
     control_flow: bool = False  # the generated code has loops or branches
@@ -148,7 +152,7 @@ def _like_input(g, x, args):
     if isinstance(x, float):
         return float(g)
     if _is_cupy(x):
-        import cupy
+        import cupy  # type: ignore[import-untyped]
         g = cupy.asarray(g, dtype=x.dtype)
         if g.shape != x.shape:
             g = cupy.broadcast_to(g, x.shape)
@@ -167,12 +171,12 @@ def _like_input(g, x, args):
 
 # fn -> {(wrt, single, with_value, backend, class name): {signature: Compiled}}, and
 # _TEMPLATES_KEY -> the templates (so that replacing or clearing it forgets everything)
-_COMPILED = weakref.WeakKeyDictionary()
-_IR = weakref.WeakKeyDictionary()   # fn -> (the code object it was lowered from, its IR)
+_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_IR: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # fn -> (the code object it was lowered from, its IR)
 # fn -> (its code object, {its int arguments' values: its IR}), where it is lowered per value
-_BY_VALUE = weakref.WeakKeyDictionary()
+_BY_VALUE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # fn -> (its code object, {the TreeDefs of its arguments: its IR on their leaves})
-_TREE_IR = weakref.WeakKeyDictionary()
+_TREE_IR: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.RLock()
 TEMPLATES_KEPT = 256
 
@@ -352,8 +356,14 @@ class Gradient(staticmethod):
         return pullback(g)
 
     pullback = False  # VJP: compile a forward and a backward function instead of one
+    # (what __init__ sets, as the type checker reads it)
+    fn: Callable[..., Any]
+    wrt: tuple[int, ...]
+    with_value: bool
+    _single: bool
 
-    def __init__(self, fn, wrt=0, with_value=False, backend="auto", has_aux=False):
+    def __init__(self, fn: Callable[..., Any], wrt: Wrt = 0, with_value: bool = False,
+                 backend: str = "auto", has_aux: bool = False) -> None:
         self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
         if self.inner is not None and (self.inner.with_value or not self.inner._single):
             raise errors.SourcegradError("a higher-order gradient needs an inner gradient with "
@@ -651,7 +661,7 @@ class Gradient(staticmethod):
 
     # -- compiling -----------------------------------------------------------------------------
 
-    def ir(self, args=None):
+    def ir(self, args: Optional[Sequence[Any]] = None) -> Any:
         """The function's IR (independent of shapes, so lowered once per function).
 
         For a gradient of a gradient, the inner gradient's generated function (for these
@@ -697,7 +707,8 @@ class Gradient(staticmethod):
         return known[1]
 
     @_collector_paused
-    def compile(self, args, key=None, to_transform=False) -> Compiled:
+    def compile(self, args: Sequence[Any], key: Optional[tuple] = None,
+                to_transform: bool = False) -> Compiled:
         """Generate, load and cache the gradient for the signature of `args`.
 
         `to_transform`: the code is for a higher-order transformation to read, so 0-d
@@ -892,7 +903,7 @@ class Gradient(staticmethod):
             return optimized, [fwd, bwd]
         return optimized, [optimized]
 
-    def backend_for(self, args) -> str:
+    def backend_for(self, args: Sequence[Any]) -> str:
         """The backend of this signature: the one asked for, or (auto) CuPy for CuPy arrays."""
         if self.backend != "auto":
             return self.backend
@@ -916,7 +927,7 @@ class Gradient(staticmethod):
             raise errors.SourcegradError("call the gradient once first")
         return self._last.saved
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"
 
     def _repr_markdown_(self):
@@ -1010,7 +1021,7 @@ class _TreeGradient(Gradient):
             optimized.name = f"{prefix}{primal.name}_" + "_".join(f"d{a}" for a in self._arguments)
         return optimized, functions
 
-    def ir(self, args=None):
+    def ir(self, args: Optional[Sequence[Any]] = None) -> Any:
         code = _code_of(self.fn)
         table = _of_function(_TREE_IR, self.fn)
         if table is None or table[0] is not code:
@@ -1091,7 +1102,7 @@ def _new_gradients(fn, with_value) -> tuple:
     or branches: then a statement may run on one call and not on the next."""
     if _has_control_flow(fn) or not isinstance(fn.body[-1], Return):
         return ()
-    returned = fn.body[-1].value
+    returned: Any = fn.body[-1].value
     grads = returned.items[1] if with_value else returned
     atoms = grads.items if isinstance(grads, Tup) else (grads,)
     made = {s.target: s for s in fn.body if isinstance(s, Assign)}  # the last writes
@@ -1218,7 +1229,7 @@ class VJP(Gradient):
         _no_trees(self, args, "vjp")
         return False
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
         if kwargs or len(args) < len(self._params):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -1242,7 +1253,7 @@ class VJP(Gradient):
 
 # --- public functions -------------------------------------------------------------------------
 
-_UNSET = object()
+_UNSET: Any = object()
 
 
 def _wrt_of(wrt, argnums, argnum, default=0):
@@ -1265,8 +1276,8 @@ def _made(fn, wrt, with_value, backend, has_aux, kind):
     return kind(fn, wrt, with_value, backend, has_aux)
 
 
-def grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
-         backend="auto"):
+def grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums: Wrt = _UNSET,
+         argnum: Wrt = _UNSET, has_aux: bool = False, backend: str = "auto") -> Any:
     """The gradient of a scalar-valued numpy function, as generated Python source.
 
     `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
@@ -1284,17 +1295,19 @@ def grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
 
 
 # grad(f) written inside differentiated code is made while compiling (frontend)
-grad._sourcegrad_makes_gradient = True
+grad._sourcegrad_makes_gradient = True  # type: ignore[attr-defined]
 
 
-def value_and_grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
-                   backend="auto"):
+def value_and_grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
+                   argnums: Wrt = _UNSET, argnum: Wrt = _UNSET, has_aux: bool = False,
+                   backend: str = "auto") -> Any:
     """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
     JAX) it is `((output, aux), gradient)`."""
     return _made(fn, _wrt_of(wrt, argnums, argnum), True, backend, has_aux, Gradient)
 
 
-def grad_and_aux(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, backend="auto"):
+def grad_and_aux(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
+                 argnum: Wrt = _UNSET, argnums: Wrt = _UNSET, backend: str = "auto") -> Any:
     """autograd's `grad_and_aux`: f returns `(output, aux)`; the result is
     `(gradient of output, aux)`. The same as `grad(f, has_aux=True)`."""
     return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, True, Gradient)
@@ -1310,7 +1323,7 @@ class AuxGradient:
         self.gradient = Gradient(fn, wrt, False, backend, has_aux=True)
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         aux, gradient = self.gradient(*args, **kwargs)
         return gradient, aux
 
@@ -1326,7 +1339,9 @@ class AuxGradient:
         return f"<sourcegrad gradient of {self.gradient.fn.__qualname__} with aux>"
 
 
-def elementwise_grad(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, backend="auto"):
+def elementwise_grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
+                     argnum: Wrt = _UNSET, argnums: Wrt = _UNSET,
+                     backend: str = "auto") -> Any:
     """autograd's `elementwise_grad`: the sum of each column of f's Jacobian, in one
     backward pass (the vector-Jacobian product with ones shaped like the output). For a
     function applied elementwise, that is the derivative at each element."""
@@ -1340,7 +1355,7 @@ def elementwise_grad(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, back
         value, pullback = pull(*args, **kwargs)
         ones = np.ones_like(value) if hasattr(value, "shape") else type(value)(1.0)
         return pullback(ones)
-    gradient.vjp = pull
+    gradient.vjp = pull  # type: ignore[attr-defined]
     return gradient
 
 
@@ -1360,7 +1375,7 @@ class JVP(Gradient):
         _no_trees(self, args, "jvp")
         return False
 
-    def __call__(self, primals, tangents):
+    def __call__(self, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:  # type: ignore[override]
         primals = tuple(primals)
         key = signature_key(primals)
         compiled = self._cached(key)
@@ -1379,7 +1394,8 @@ _JVPS: OrderedDict = OrderedDict()  # (fn, wrt, backend) -> JVP, the most recent
 JVPS_KEPT = 64
 
 
-def jvp(fn, primals, tangents, *, backend="auto"):
+def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], *,
+        backend: str = "auto") -> tuple[Any, Any]:
     """Forward mode: `(f(*primals), J @ tangents)` for the inputs whose tangent is not None.
 
     `fn` may be a `sourcegrad.grad` object: `jvp(grad(f), (x,), (v,))` is a Hessian-vector
@@ -1402,7 +1418,7 @@ def jvp(fn, primals, tangents, *, backend="auto"):
     return made(primals, tangents)
 
 
-def hvp(fn, wrt=0):
+def hvp(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., Any]:
     """`hvp(f)(*args, v)`: the Hessian of f (with respect to argument `wrt`) times v, without
     forming the Hessian: the forward-mode derivative of the compiled gradient along v."""
     gradient = Gradient(fn, wrt)
@@ -1415,7 +1431,7 @@ def hvp(fn, wrt=0):
     return product
 
 
-def hessian(fn, wrt=0):
+def hessian(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., np.ndarray]:
     """`hessian(f)(*args)`: forward over reverse, one Hessian-vector product per input element."""
     product = hvp(fn, wrt)
 
@@ -1434,7 +1450,8 @@ def hessian(fn, wrt=0):
     return full
 
 
-def vjp(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, backend="auto"):
+def vjp(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums: Wrt = _UNSET,
+        argnum: Wrt = _UNSET, backend: str = "auto") -> Any:
     """Reverse mode for any output: `vjp(f)(*args)` returns `(value, pullback)`, and
     `pullback(cotangent)` the gradients (a tuple when `wrt` is a tuple)."""
     wrt = _wrt_of(wrt, argnums, argnum)
@@ -1443,7 +1460,8 @@ def vjp(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, backend="auto"):
     return VJP(fn, wrt, False, backend)
 
 
-def jacobian(fn, wrt=0, mode="rev", *, backend="auto"):
+def jacobian(fn: Callable[..., Any], wrt: Wrt = 0, mode: str = "rev", *,
+             backend: str = "auto") -> Callable[..., np.ndarray]:
     """`jacobian(f)(*args)`: the Jacobian of f with respect to one argument, shape
     `out.shape + in.shape`: row by row from the pullback (mode="rev", one backward pass per
     output element) or column by column from the JVP (mode="fwd", one per input element)."""
@@ -1466,7 +1484,7 @@ def jacobian(fn, wrt=0, mode="rev", *, backend="auto"):
         x = args[pull.wrt[0]]
         return np.stack(rows).reshape(out_shape + np.shape(x)) if rows else np.zeros(
             out_shape + np.shape(x))
-    jac.vjp = pull
+    jac.vjp = pull  # type: ignore[attr-defined]
     return jac
 
 
@@ -1503,7 +1521,8 @@ def _generators_of(fn) -> list:
         return []
 
 
-def show(fn, *args, wrt=0, backend="auto", file=None):
+def show(fn: Callable[..., Any], *args: Any, wrt: Wrt = 0, backend: str = "auto",
+         file: Optional[IO[str]] = None) -> str:
     """Print the generated gradient source of `fn` for the signature of `args`."""
     g = fn if isinstance(fn, Gradient) else Gradient(fn, wrt, False, backend)
     source = g.compile(args).source
@@ -1511,7 +1530,8 @@ def show(fn, *args, wrt=0, backend="auto", file=None):
     return source
 
 
-def check_grad(fn, *args, wrt=0, eps=1e-6, rtol=1e-6, atol=1e-8):
+def check_grad(fn: Callable[..., Any], *args: Any, wrt: Wrt = 0, eps: float = 1e-6,
+               rtol: float = 1e-6, atol: float = 1e-8) -> float:
     """Compare the compiled gradient with central finite differences; return the max error.
 
     Raises `GradientCheckError` when any component differs by more than
@@ -1541,7 +1561,8 @@ def check_grad(fn, *args, wrt=0, eps=1e-6, rtol=1e-6, atol=1e-8):
     return worst
 
 
-def numeric_grad(fn, args, pos, eps=1e-6, before_call=None):
+def numeric_grad(fn: Callable[..., Any], args: Sequence[Any], pos: int, eps: float = 1e-6,
+                 before_call: Optional[Callable[[], object]] = None) -> Any:
     """Central finite differences of scalar `fn` with respect to argument `pos` (float64);
     for a parameter tree, a tree of them (one per leaf). `before_call()` runs before each
     call of fn (check_grad puts random generators back)."""

@@ -20,17 +20,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from typing import Any
 
 from .ir import Assign, Call, For, If, Marker, Pop, Push, Return, While, reads_of
 from .ops import RULES
 
 
-def _quote(text) -> str:
+def _quote(text: object) -> str:
     """A DOT string; labels use DOT's own `\\n` escape for line breaks."""
     return '"' + str(text).replace('"', '\\"') + '"'
 
 
-def eager_dot(tensor, name="output") -> str:
+def eager_dot(tensor: Any, name: str = "output") -> str:
     """DOT text for the autograd graph that produced `tensor`.
 
     A node's label is its `grad_fn` name and the tensors it keeps for backward, as torch
@@ -42,7 +43,7 @@ def eager_dot(tensor, name="output") -> str:
     if root is None:
         lines.append("}")
         return "\n".join(lines)
-    ids = {}
+    ids: dict[int, str] = {}
 
     def node_id(node):
         if id(node) not in ids:
@@ -78,7 +79,7 @@ def eager_dot(tensor, name="output") -> str:
 SAVED_NAMES = ("self", "other", "result")
 
 
-def saved_tensors(node) -> list:
+def saved_tensors(node: Any) -> list[tuple[str, tuple[int, ...]]]:
     """[(name, shape)] of the tensors `node` keeps for backward, read as torch reads them
     (`node._saved_self`, ...): an input kept only for its shape, a number, or anything freed
     by a backward pass is not a saved tensor."""
@@ -96,7 +97,7 @@ def saved_tensors(node) -> list:
 SAVED_FILL = "#f5d99a"  # a value the backward pass reads from the forward pass
 
 
-def compiled_dot(gradient) -> str:
+def compiled_dot(gradient: Any) -> str:
     """DOT text for the data flow of a compiled gradient (call it once first).
 
     One node per value, in a forward and a backward cluster; each loop's body is a cluster
@@ -164,7 +165,7 @@ def compiled_dot(gradient) -> str:
     marker = next((i for i, stmt in enumerate(fn.body) if isinstance(stmt, Marker)),
                   len(fn.body))
     for section, block in (("forward", fn.body[:marker]), ("backward", fn.body[marker + 1:])):
-        nodes = []
+        nodes: list = []
         visit(block, nodes, "    ")
         lines.append(f"  subgraph cluster_{section} {{")
         lines.append(f"    label={_quote(section)};")
