@@ -22,7 +22,7 @@ from . import errors
 from .analysis import UNKNOWN, AVal, holds_complex, varied_values
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While,
                  assignment_counts, atom_vars)
-from .reverse import _input_positions, _shape_sources, _zeros_op
+from .reverse import input_positions, shape_sources, zeros_op
 from .ops import RULES
 from .templates import Instantiator
 
@@ -36,7 +36,7 @@ class ForwardMode:
         self.tangents: dict = {}
         # parameters whose tangent is a known constant (never reassigned): read it directly
         self.seeds = dict(seeds or {})
-        self.inst = Instantiator(env, namer, [], _shape_sources(fn.body, env, fn.user_names,
+        self.inst = Instantiator(env, namer, [], shape_sources(fn.body, env, fn.user_names,
                                                                 fn.params))
         self.inst.jvp_mode = True
 
@@ -62,7 +62,7 @@ class ForwardMode:
         aval = self.env.get(atom.name) if isinstance(atom, Var) else None
         if aval not in (None, UNKNOWN) and aval.is_python_scalar:
             return Const(0.0)
-        return self.inst.emit(_zeros_op(aval), [atom]).atom
+        return self.inst.emit(zeros_op(aval), [atom]).atom
 
     def zero_of(self, value):
         """The zero tangent of a value whose form shows it (None or a number: 0.0; an empty
@@ -160,7 +160,7 @@ class ForwardMode:
         rule = RULES[value.op]
         if not rule.differentiable:
             return []
-        positions = _input_positions(rule, value)
+        positions = input_positions(rule, value)
         active = [(pos, atom) for pos, atom in positions if self.tangent_atom(atom) is not None]
         if not active:
             return []

@@ -48,7 +48,7 @@ from .ops import RULES, reads_shape_of
 from .templates import Instantiator
 
 
-def _input_positions(rule, call):
+def input_positions(rule, call):
     """(position, atom) for every input of `call`, keyword inputs at their parameter's position.
 
     Only named positional parameters can be passed by keyword; a keyword-only argument
@@ -99,7 +99,7 @@ def _loop_targets(fn):
     return {s.target for s in walk(fn.body) if isinstance(s, For)}
 
 
-def _shape_sources(stmts, env, user_names, params):
+def shape_sources(stmts, env, user_names, params):
     """For each value, a value of the same shape for templates to read `.shape` from.
 
     An elementwise result has the shape of its same-shaped operand, so `exp(z).shape`
@@ -141,7 +141,7 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def _zeros_op(aval):
+def zeros_op(aval):
     """np.zeros_like for a known array; the general helper for lists and unknown values."""
     if aval is not UNKNOWN and aval is not None and isinstance(aval.stand_in, np.ndarray):
         return "np_zeros_like"
@@ -168,7 +168,7 @@ class Reverser:
         self.overwritten = {n for n, s in self.sites.items()
                             if len(s) + (n in self.params) > 1 or any(s_[2] for s_ in s)}
         self.overwritten |= self.loop_targets
-        self.inst = Instantiator(env, namer, [], _shape_sources(fn.body, env, fn.user_names,
+        self.inst = Instantiator(env, namer, [], shape_sources(fn.body, env, fn.user_names,
                                                                 fn.params))
         # a primal value assigned once, or a backward temporary, holds one value wherever
         # the backward reads it; loop variables, restored values and accumulators do not
@@ -202,7 +202,7 @@ class Reverser:
             if not isinstance(value, Call):
                 continue
             rule = RULES[value.op]
-            for pos, atom in _input_positions(rule, value):
+            for pos, atom in input_positions(rule, value):
                 if isinstance(atom, Var) and atom.name in self.active and rule.vjps and \
                         rule.vjp_for(pos) is not None:
                     counts[atom.name] += 1
@@ -284,7 +284,7 @@ class Reverser:
             return Call("np_zeros", (Const(aval.shape),), dtype)
         if maybe_unbound:
             self.placeholders.add(name)  # bound to None first: zeros_adjoint(None) is 0.0
-        return Call(_zeros_op(aval), (Var(name),))
+        return Call(zeros_op(aval), (Var(name),))
 
     def total(self, parts, name, loc, result_name):
         """Sum of contribution atoms, the last addition named `result_name`."""
@@ -531,7 +531,7 @@ class Reverser:
                 "repetition) is not differentiated: build the list from its items ([a, b]) "
                 "or with list.append", stmt.loc)
         parts = []
-        for pos, atom in _input_positions(rule, value):
+        for pos, atom in input_positions(rule, value):
             if isinstance(atom, Tup) and rule.vjp_for(pos) is not None and \
                     self.active.intersection(atom_vars(atom)):
                 # (the front end makes such a tuple a value of its own: an adjoint has

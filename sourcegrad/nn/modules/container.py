@@ -13,7 +13,7 @@ from itertools import islice
 
 from ...eager.tensor import Tensor
 from ..parameter import Parameter
-from .module import Module, _addindent
+from .module import Module, addindent
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -202,7 +202,7 @@ class ModuleList(Module):
             local = f"({start}): {b}"
             if start != end:
                 local = f"({start}-{end}): {end - start + 1} x {b}"
-            lines.append(_addindent(local, 2))
+            lines.append(addindent(local, 2))
         return self._get_name() + "(" + "\n  " + "\n  ".join(lines) + "\n" + ")"
 
     def __dir__(self):

@@ -39,7 +39,7 @@ def _typename(obj):
     return name if module in ("", "builtins") else module + "." + name
 
 
-def _addindent(s_, num_spaces):
+def addindent(s_, num_spaces):
     """Indent every line after the first by num_spaces (how nested reprs line up)."""
     s = s_.split("\n")
     if len(s) == 1:
@@ -794,7 +794,7 @@ class Module:
             extra_lines = extra_repr.split("\n")
         child_lines = []
         for key, module in self._modules.items():
-            mod_str = _addindent(repr(module), 2)
+            mod_str = addindent(repr(module), 2)
             child_lines.append("(" + key + "): " + mod_str)
         lines = extra_lines + child_lines
         main_str = self._get_name() + "("

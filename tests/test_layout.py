@@ -1,0 +1,83 @@
+"""The house rules of the package's layout, read from its source: no module imports another
+module's private (`_underscored`) name, and no module imports the package's modules in a
+circle (module-level imports; an import inside a function runs later and is not an edge)."""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import sourcegrad
+
+ROOT = pathlib.Path(sourcegrad.__file__).parent
+
+
+def _modules():
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path, path.name == "__init__.py"
+
+
+def _absolute(module, package_is_self, level, target):
+    """The module a relative `from ... import` names."""
+    if level == 0:
+        return target
+    base = module.split(".")
+    if not package_is_self:
+        base = base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
+
+def _imports(module, path, is_package, module_level_only):
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if module_level_only else list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            yield _absolute(module, is_package, node.level, node.module), node
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node
+
+
+def test_no_module_imports_another_modules_private_name():
+    modules = {name for name, _, _ in _modules()}
+    found = []
+    for module, path, is_package in _modules():
+        for target, node in _imports(module, path, is_package, module_level_only=False):
+            if not isinstance(node, ast.ImportFrom) or target not in modules:
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{target}.{alias.name}" not in modules:
+                    found.append(f"{module} imports {target}.{alias.name} (line {node.lineno})")
+    assert not found, "\n".join(found)
+
+
+def test_module_level_imports_have_no_circle():
+    modules = {name for name, _, _ in _modules()}
+    edges: dict = {m: set() for m in modules}
+    for module, path, is_package in _modules():
+        for target, node in _imports(module, path, is_package, module_level_only=True):
+            names = [target]
+            if isinstance(node, ast.ImportFrom):  # `from . import x` imports module x
+                names += [f"{target}.{a.name}" for a in node.names]
+            for name in names:
+                if name in modules and name != module and not module.startswith(name + "."):
+                    edges[module].add(name)  # (a package's own __init__ runs first anyway)
+    state: dict = {}
+    circles = []
+
+    def visit(m, path):
+        state[m] = "open"
+        for n in sorted(edges[m]):
+            if state.get(n) == "open":
+                circles.append(" -> ".join(path[path.index(n):] + [n]))
+            elif n not in state:
+                visit(n, path + [n])
+        state[m] = "done"
+
+    for m in sorted(modules):
+        if m not in state:
+            visit(m, [m])
+    assert not circles, "\n".join(circles)
