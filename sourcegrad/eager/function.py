@@ -23,6 +23,7 @@ import numpy as np
 
 from ..runtime import unbroadcast
 from . import devices, messages
+from .dual_state import DUAL, any_tangent, set_tangent, tangent_of
 from .grad_mode import STATE, no_grad
 from .node import ErrorNode, Meta, Node, NONE_EDGE, check_saved, meta_of, version_of
 from .tensor import Tensor
@@ -249,7 +250,31 @@ class Function(metaclass=FunctionMeta):
                 cls.setup_context(ctx, args, output)
             else:
                 output = cls.forward(ctx, *args)
-        return _process_outputs(ctx, args, output, recording)
+        result = _process_outputs(ctx, args, output, recording)
+        if DUAL.on and any_tangent(args):
+            _forward_tangents(cls, ctx, args, result)
+        return result
+
+
+def _forward_tangents(cls, ctx, args, result):
+    """Forward-mode AD through a custom Function: its `jvp(ctx, *tangents)` (zeros for a
+    Tensor input without one), or torch's NotImplementedError when it has none."""
+    tangents = []
+    for a in args:
+        t = tangent_of(a) if isinstance(a, Tensor) else None
+        if t is None and isinstance(a, Tensor):
+            t = _wrap(devices.xp_of(a._data).zeros_like(a._data))
+        tangents.append(t)
+    DUAL.on = False
+    try:
+        out_tangents = cls.jvp(ctx, *tangents)
+    finally:
+        DUAL.on = True
+    outs = result if isinstance(result, tuple) else (result,)
+    out_tangents = out_tangents if isinstance(out_tangents, tuple) else (out_tangents,)
+    for o, t in zip(outs, out_tangents):
+        if isinstance(o, Tensor) and t is not None and o._data.dtype.kind in "fc":
+            set_tangent(o, t)
 
 
 def _process_outputs(ctx, args, output, recording):

@@ -35,7 +35,8 @@ import weakref
 import numpy as np
 
 from ..ops import nn as rt
-from . import devices, dtypes, messages, ops as _ops, shape_ops
+from . import devices, dtypes, forward_ad, messages, ops as _ops, shape_ops
+from .dual_state import DUAL, any_tangent
 from .factories import numpy_rng
 from .grad_mode import STATE
 from .node import AsStridedBackward0, CopyBackwards, CopySlices, NONE_EDGE, meta_of
@@ -190,8 +191,22 @@ def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
     """Write `data` into self and record `spec`'s node, `args[self_pos]` standing for self.
 
     `args` are the rule's array arguments with `self` at `self_pos`; other entries
-    may be Tensors or plain values. `fill`: see `_write`.
+    may be Tensors or plain values. `fill`: see `_write`. While a dual level is open,
+    self's tangent is updated too (from the values before the write).
     """
+    if DUAL.on and any_tangent(args):
+        new_tangent = forward_ad.inplace(self, data, spec, args, static, self_pos)
+        DUAL.on = False
+        try:
+            _apply(self, data, spec, args, static, self_pos, fill)
+        finally:
+            DUAL.on = True
+        forward_ad.store(self, new_tangent, shape_ops.apply_steps)
+        return self
+    return _apply(self, data, spec, args, static, self_pos, fill)
+
+
+def _apply(self, data, spec, args, static, self_pos, fill):
     others = [a for i, a in enumerate(args) if i != self_pos]
     _check_inference(self, data, fill)
     recording = _recording(self, others)
@@ -398,6 +413,15 @@ def copy_(self, src, non_blocking=False):
                     np.asarray(src, self._data.dtype))
     sd = src._data
     _check_shapes(self, sd.shape)
+    if DUAL.on and any_tangent((self, src)):
+        new_tangent = forward_ad.copied(self, src)
+        DUAL.on = False
+        try:
+            copy_(self, src, non_blocking)
+        finally:
+            DUAL.on = True
+        forward_ad.store(self, new_tangent, shape_ops.apply_steps)
+        return self
     _check_inference(self, sd)
     recording = _recording(self, (src,))
     if not recording:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..ops import RULES, nn as rt
 from . import devices, dtypes, shape_ops
+from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
 from .node import NotImplementedNode
 from .operands import along_index, cached_spec, default_np as _default_np, return_types, same_device
@@ -55,6 +56,8 @@ def binary_op(spec, fn, a, b, to_float=False):
                 ra._base is not None and stale_view_requires_grad(ra))))
             or (isinstance(rb, Tensor) and (rb._requires_grad or (
                 rb._base is not None and stale_view_requires_grad(rb))))):
+        record(spec, out, (ra, rb))
+    elif DUAL.on and any_tangent((ra, rb)):
         record(spec, out, (ra, rb))
     return out
 
@@ -358,7 +361,8 @@ def _unary(spec, fn, x, keep_int=False):
         d = d.astype(_default_np())
     out = _wrap(_result(fn(d)))
     if STATE.enabled and (x._requires_grad or (
-            x._base is not None and stale_view_requires_grad(x))):
+            x._base is not None and stale_view_requires_grad(x))) or (
+            DUAL.on and any_tangent((x,))):
         record(spec, out, (x,))
     return out
 
@@ -570,7 +574,8 @@ def _reduce(spec_all, spec_dim, fn, x, dim, keepdim, kwargs, dtype=None, int_to_
         fn = getattr(type(d), fn.__name__)  # np.ndarray.sum -> cupy.ndarray.sum
     out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim)))
     if STATE.enabled and (x._requires_grad or (
-            x._base is not None and stale_view_requires_grad(x))):
+            x._base is not None and stale_view_requires_grad(x))) or (
+            DUAL.on and any_tangent((x,))):
         record(spec_all if dim is None else spec_dim, out, (x,), {"axis": axis, "keepdims": keepdim})
     return out
 
@@ -630,7 +635,8 @@ def _max_min(x, dim, keepdim, other, kwargs, which):
         out = _wrap(_result(fn(x._data) if type(x._data) is np.ndarray else
                             getattr(x._data, which)()))
         if STATE.enabled and (x._requires_grad or (
-                x._base is not None and stale_view_requires_grad(x))):
+                x._base is not None and stale_view_requires_grad(x))) or (
+                DUAL.on and any_tangent((x,))):
             record(MAX_ALL if which == "max" else MIN_ALL, out, (x,),
                    {"axis": None, "keepdims": False})
         return out
