@@ -32,6 +32,7 @@ def enter_dual_level() -> int:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     DUAL.level = 0
     DUAL.on = True
+    DUAL.epoch += 1
     return 0
 
 

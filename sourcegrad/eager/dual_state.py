@@ -16,12 +16,15 @@ import weakref
 class _Dual:
     """The one forward level (torch allows no nesting), and whether ops propagate tangents."""
 
-    __slots__ = ("on", "level", "holders")
+    __slots__ = ("on", "level", "holders", "epoch")
 
     def __init__(self):
         self.on = False
         self.level = None
         self.holders = []  # weak references to the tensors given a tangent at this level
+        # how many levels have been entered: a tangent a graph node keeps for its saved
+        # result (`RuleNode._fw_ans`) is used only in the level that made it
+        self.epoch = 0
 
 
 DUAL = _Dual()

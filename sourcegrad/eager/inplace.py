@@ -198,21 +198,25 @@ def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
         new_tangent = forward_ad.inplace(self, data, spec, args, static, self_pos)
         DUAL.on = False
         try:
-            _apply(self, data, spec, args, static, self_pos, fill)
+            node = _apply(self, data, spec, args, static, self_pos, fill)
+            if node is not None and new_tangent is not None:
+                node._fw_ans = (DUAL.epoch, new_tangent.clone())
         finally:
             DUAL.on = True
         forward_ad.store(self, new_tangent, shape_ops.apply_steps)
         return self
-    return _apply(self, data, spec, args, static, self_pos, fill)
+    _apply(self, data, spec, args, static, self_pos, fill)
+    return self
 
 
 def _apply(self, data, spec, args, static, self_pos, fill):
+    """`apply` without forward mode: returns the node recorded, or None."""
     others = [a for i, a in enumerate(args) if i != self_pos]
     _check_inference(self, data, fill)
     recording = _recording(self, others)
     if not recording:
         _write(self, data, fill)
-        return self
+        return None
     # which arguments must keep their values: ask the spec, as record() will
     mask = 0
     edge_args = spec.edges
@@ -251,7 +255,7 @@ def _apply(self, data, spec, args, static, self_pos, fill):
             # the result saved is the view, whose grad_fn is now an AsStridedBackward0:
             # torch's error names it as long as it lives
             node._ans = node._ans + (weakref.ref(self._grad_fn),)
-    return self
+    return node
 
 
 # --- arithmetic ----------------------------------------------------------------------------

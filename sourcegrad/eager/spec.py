@@ -30,7 +30,7 @@ from ..runtime import unbroadcast
 from . import messages
 from .anomaly import ANOMALY
 from .devices import DEVICE_TYPES
-from .dual_state import DUAL
+from .dual_state import DUAL, tangent_of
 from .forward_ad import propagate
 from .grad_mode import STATE
 from .tensor import Tensor as TENSOR, stale_view_requires_grad
@@ -246,7 +246,17 @@ def record(spec, out, args, static=None, outputs=None):
         node.metadata["traceback_"] = _user_stack()
     if DUAL.on:
         propagate(spec, out, args, static, outputs)
+        if ans_mode == VALUE and out is not None:
+            keep_tangent(node, out)
     return node
+
+
+def keep_tangent(node, out):
+    """A node that saves its result keeps the result's tangent too, for a backward run under
+    forward mode (forward over reverse: `jacfwd(jacrev(f))`)."""
+    t = tangent_of(out)
+    if t is not None:
+        node._fw_ans = (DUAL.epoch, t)
 
 
 _new = object.__new__
