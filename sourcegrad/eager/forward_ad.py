@@ -238,11 +238,11 @@ def _transposed_vjp(spec, ans, args, static, tangents):
 
 def conform(t, out):
     """A tangent as `out` holds it: a Tensor of out's shape (broadcast where an input's
-    tangent was smaller), of a floating dtype."""
+    tangent was smaller) and dtype."""
     if not isinstance(t, Tensor):
         t = _wrap(devices.xp_of(out._data).asarray(t))
-    if t._data.dtype.kind not in "fc":
-        t = t.to(out.dtype)
+    if t._data.dtype != out._data.dtype and out._data.dtype.kind in "fc":
+        t = t.to(out.dtype)  # (x.to(float32)'s tangent is float32, as torch's)
     if t._data.shape != out._data.shape:
         t = t.expand(out._data.shape).clone()
     return t
