@@ -56,6 +56,8 @@ def propagate(spec, out, args, static=None, outputs=None):
                         tangents)
     finally:
         DUAL.on = True
+    if t_out is None:  # the inputs carrying tangents are not differentiable ones
+        return
     if outputs is None:
         set_tangent(out, _own(conform(t_out, out), out, tangents))
     else:
@@ -109,7 +111,8 @@ def tangent(spec, ans, args, static, tangents):
     elif rule.linear == "joint" or isinstance(rule.linear, tuple):
         parts = [call_rule(rule, _replaced(args, _linear_inputs(spec, args, tangents)), static)]
     elif rule.vjps:
-        parts = [_transposed_vjp(spec, ans, args, static, tangents)]
+        transposed = _transposed_vjp(spec, ans, args, static, tangents)
+        parts = [transposed] if transposed is not None else []
     else:
         raise ForwardADError(f"forward-mode AD: {spec.node_cls.__name__} ({rule.name}) has "
                              "neither a JVP nor a VJP to derive one from")
@@ -123,6 +126,8 @@ def _call_vjp(fn, t, ans, args, static, p, varargs):
 
 
 def _sum(parts):
+    if not parts:
+        return None
     total = parts[0]
     for part in parts[1:]:
         if isinstance(total, (tuple, list)):
@@ -224,11 +229,15 @@ def _transposed_vjp(spec, ans, args, static, tangents):
                 continue
             gi = _call_vjp(vjp, g, ans, args, static, p, spec.varargs)
             if not isinstance(gi, Tensor) or not gi.requires_grad:
+                if not np.any(devices.host(gi._data if isinstance(gi, Tensor) else gi)):
+                    continue  # a zero VJP (fill_): this input contributes nothing
                 raise ForwardADError(
                     f"forward-mode AD: the VJP of {spec.node_cls.__name__} ({rule.name}) for "
                     f"input {p} is not differentiable, so its JVP cannot be derived from it")
             term = (gi * t).sum()
             total = term if total is None else total + term
+    if total is None:
+        return None
     grads = _engine_grad(total, gs, create_graph=STATE.enabled and connected,
                          allow_unused=True)
     grads = [gr if gr is not None else _wrap(devices.xp_of(o._data).zeros_like(o._data))
@@ -267,10 +276,10 @@ def inplace(self, data, spec, args, static, self_pos):
         return None
     DUAL.on = False
     try:
-        t = conform(tangent(spec, ans, tuple(args), static or {}, tangents), ans)
+        t = tangent(spec, ans, tuple(args), static or {}, tangents)
+        return conform(t, ans) if t is not None else None
     finally:
         DUAL.on = True
-    return t
 
 
 def store(self, new_tangent, replay):
@@ -279,6 +288,10 @@ def store(self, new_tangent, replay):
     of a zero tangent given to its base, as torch does, so that its base sees the write:
     `replay(array, steps)` takes a view's steps on another array (`shape_ops.apply_steps`)."""
     own = tangent_of(self)
+    if new_tangent is None:  # what was written depends on no tangent: zero
+        if own is None:
+            return
+        new_tangent = _wrap(devices.xp_of(self._data).zeros_like(self._data))
     if own is None and self._base is not None:
         base = self._base
         if tangent_of(base) is None:

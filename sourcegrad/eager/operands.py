@@ -144,15 +144,19 @@ def result(out, rd=None):
 
 
 def needs_grad(*args):
-    """Whether an op on `args` must call `spec.record`: to make a node (grad mode on and an
-    argument requires grad) or to give its result a tangent (a dual level open and an
-    argument carries one)."""
+    """Whether an op on `args` must call `spec.record`: to make a node (`grad_required`) or
+    to give its result a tangent (a dual level open and an argument carries one)."""
+    return grad_required(*args) or (DUAL.on and any_tangent(args))
+
+
+def grad_required(*args):
+    """Whether grad mode is on and one of `args` requires grad (a node must be made)."""
     if STATE.enabled:
         for a in args:
             if isinstance(a, Tensor) and (a._requires_grad or (
                     a._base is not None and stale_view_requires_grad(a))):
                 return True
-    return DUAL.on and any_tangent(args)
+    return False
 
 
 _SPEC_CACHE: dict = {}

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ForwardADError
 from ..ops import RULES, nn as rt
 from . import devices, dtypes, shape_ops
 from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
 from .node import NotImplementedNode
 from .operands import along_index, cached_spec, default_np as _default_np, return_types, same_device
+from .operands import grad_required
 # the shared operand helpers under the short private names this module's ops are written with
 from .operands import as_tensor as _as_tensor, data_of as _data, needs_grad as _needs_grad
 from .operands import operand_key as _key, promote as _promote, result as _result
@@ -199,7 +201,8 @@ def remainder(input, other):
         # a number % a tensor: torch records it with a NotImplemented node
         ad, bd, rd, ra, rb = _promote(input, other)
         res = _wrap(_result(remainder_data(ad, bd), rd))
-        if _needs_grad(other):
+        _no_tangent("aten::remainder", other)
+        if grad_required(other):
             res._grad_fn = NotImplementedNode((other._edge(),), "aten::remainder")
             res._requires_grad = True
         return res
@@ -212,11 +215,18 @@ def fmod(input, other):
     return binary_op(spec, np.fmod, input, other)
 
 
+def _no_tangent(name, *args):
+    """Forward mode through an op torch records with a NotImplemented node: refused."""
+    if DUAL.on and any_tangent(args):
+        raise ForwardADError(f"Trying to use forward AD with {name} that does not support it.")
+
+
 def floor_divide(input, other):
     """x // y: torch records it with a NotImplemented node (no derivative)."""
     ad, bd, rd, ra, rb = _promote(input, other)
     res = _wrap(_result(np.floor_divide(ad, bd), rd))
-    if _needs_grad(ra, rb):
+    _no_tangent("aten::floor_divide", ra, rb)
+    if grad_required(ra, rb):
         edges = tuple(a._edge() if isinstance(a, Tensor) and a._requires_grad else (None, 0)
                       for a in (ra, rb) if isinstance(a, Tensor))
         res._grad_fn = NotImplementedNode(edges, "aten::floor_divide")

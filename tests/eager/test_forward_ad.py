@@ -122,6 +122,8 @@ SCENARIOS = {
     "clone_mul_": (lambda T, a: a.clone().mul_(a), [(3, 4)]),
     "zero_into_view": (lambda T, a: _into_view(T, a), [(3, 4)]),
     "exp_": (lambda T, a: (a * 1).exp_(), [(3, 4)]),
+    "fill_": (lambda T, a: ((a * 1).fill_(2.0), (a * 1).zero_()), [(3, 4)]),
+    "copy_": (lambda T, a: T.zeros(3, 4, dtype=T.float64).copy_(a * 2), [(3, 4)]),
     "integer_result": (lambda T, a: (a.argmax(), a > 0), [(3, 4)]),
     "to_float32": (lambda T, a: a.to(T.float32).double(), [(3, 4)]),
 }
@@ -188,7 +190,10 @@ def _errors(T, fw):
             fn()
             found.append(None)
         except Exception as e:  # noqa: BLE001 - the error itself is compared
-            found.append((type(e).__name__, str(e)))
+            # (ForwardADError is a NotImplementedError, torch's type for these)
+            kind = "NotImplementedError" if isinstance(e, NotImplementedError) else \
+                type(e).__name__
+            found.append((kind, str(e)))
     attempt(lambda: fw.make_dual(x, t))
     with fw.dual_level():
         d = fw.make_dual(x, t)
@@ -200,6 +205,8 @@ def _errors(T, fw):
         attempt(lambda: fw.make_dual(x, T.ones(2)))
         attempt(lambda: fw.make_dual(T.tensor([1, 2]), T.ones(2)))
         attempt(lambda: fw.make_dual(d, t))
+        attempt(lambda: 2.0 % d)  # ops torch has no forward AD for: refused, never zero
+        attempt(lambda: d // 2)
     return found
 
 
