@@ -27,7 +27,7 @@ SHORT = 30  # lists longer than this are given as a count
 _NOT_API = re.compile(r"^(_.*|[A-Z][a-z]+Type|Callable|Optional|Any|Sequence|Mapping|DType|"
                       r"Union|List|Tuple|Dict|has_torch_function.*|handle_torch_function|"
                       r"boolean_dispatch|assert_int_or_pair|common_notes|cast|overload|"
-                      r"warnings|torch|math|ref|SupportsFloat|TypeVar)$")
+                      r"warnings|torch|math|ref|SupportsFloat|TypeVar|NamedTuple|namedtuple)$")
 
 
 def _public(module, keep=lambda name, obj: True):

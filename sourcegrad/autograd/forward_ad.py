@@ -13,7 +13,7 @@ errors are torch's.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import namedtuple
 
 from ..eager import shape_ops
 from ..eager.dual_state import DUAL, forget_all, set_tangent, tangent_of
@@ -86,11 +86,9 @@ def make_dual(tensor, tangent, *, level=None):
     return dual
 
 
-class UnpackedDualTensor(NamedTuple):
-    """What `unpack_dual` returns: the primal (a view without tangent) and the tangent."""
-
-    primal: Tensor
-    tangent: Tensor | None
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+UnpackedDualTensor.__doc__ = ("What `unpack_dual` returns: the primal (a view without tangent) "
+                              "and the tangent (a Tensor, or None).")
 
 
 def unpack_dual(tensor, *, level=None):
