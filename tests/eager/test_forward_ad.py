@@ -102,6 +102,22 @@ SCENARIOS = {
     "pow_tensor": (lambda T, a, b: a.abs() ** b, [(3, 4), (3, 4)]),
     "clamp": (lambda T, a: a.clamp(-0.5, 0.5), [(3, 4)]),
     "chain": (lambda T, a: T.sigmoid(a).tanh().relu() * a.exp(), [(3, 4)]),
+    # (its rule once took the slope through np.where of two numbers: float32 on Tensors)
+    "leaky_relu": (lambda T, a: T.nn.functional.leaky_relu(a, 0.1), [(3, 4)]),
+    "activations": (lambda T, a: T.nn.functional.softplus(a) + T.nn.functional.gelu(a)
+                    + T.nn.functional.silu(a) + T.nn.functional.elu(a), [(3, 4)]),
+    "nll_loss": (lambda T, a: T.nn.functional.nll_loss(T.log_softmax(a, 1),
+                                                       T.tensor([1, 0, 3])), [(3, 4)]),
+    "group_norm": (lambda T, a: T.nn.functional.group_norm(a, 2), [(2, 4, 3)]),
+    "batch_norm": (lambda T, a: T.nn.functional.batch_norm(a, None, None, training=True),
+                   [(5, 3)]),
+    "bilinear": (lambda T, a: T.nn.functional.interpolate(a, scale_factor=2, mode="bilinear",
+                                                          align_corners=False), [(1, 1, 3, 3)]),
+    "sort_topk": (lambda T, a: (a.sort(1).values, a.topk(2, 1).values), [(3, 4)]),
+    "gather": (lambda T, a: T.gather(a, 1, T.tensor([[0, 2], [1, 1], [3, 0]])), [(3, 4)]),
+    "inv_det": (lambda T, a: T.linalg.inv(a + 4 * T.eye(4, dtype=T.float64)).sum()
+                * T.linalg.det(a + 4 * T.eye(4, dtype=T.float64)), [(4, 4)]),
+    "sdpa": (lambda T, q: T.nn.functional.scaled_dot_product_attention(q, q, q), [(1, 3, 4)]),
     "broadcast_add": (lambda T, a, b: a + b, [(3, 4), (4,)]),
     "div_sub": (lambda T, a, b: (a - 2 * b) / (b * b + 1), [(3, 4), (3, 1)]),
     "index": (lambda T, a: a[1:, ::2] * a[0, 1], [(3, 4)]),
