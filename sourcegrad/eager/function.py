@@ -80,12 +80,13 @@ class _SavedOutput:
     the node.
     """
 
-    __slots__ = ("data", "vc", "output_nr")
+    __slots__ = ("data", "vc", "output_nr", "fw")
 
     def __init__(self, tensor, output_nr):
         self.data = tensor._data
         self.vc = tensor._get_vc()
         self.output_nr = output_nr
+        self.fw = None  # (level epoch, the output's tangent), for forward over reverse
 
     def unpack(self, node, expected):
         t = _wrap(self.data)
@@ -94,6 +95,8 @@ class _SavedOutput:
         t._requires_grad = True
         t._vc = self.vc
         check_saved(t, expected)
+        if self.fw is not None and DUAL.level is not None and self.fw[0] == DUAL.epoch:
+            set_tangent(t, self.fw[1])
         return t
 
 
@@ -275,6 +278,10 @@ def _forward_tangents(cls, ctx, args, result):
     for o, t in zip(outs, out_tangents):
         if isinstance(o, Tensor) and t is not None and o._data.dtype.kind in "fc":
             set_tangent(o, t)
+    for saved in getattr(ctx, "_saved", None) or ():  # saved outputs keep their tangents
+        if isinstance(saved, _SavedOutput):
+            t = tangent_of(outs[saved.output_nr])
+            saved.fw = (DUAL.epoch, t) if t is not None else None
 
 
 def _process_outputs(ctx, args, output, recording):
