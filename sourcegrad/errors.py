@@ -115,3 +115,9 @@ def numpy_error(exc: Exception, loc: SourceLocation | None) -> NumpyError:
     cls = NumpyAxisError if isinstance(exc, np.exceptions.AxisError) else \
         NumpyIndexError if isinstance(exc, IndexError) else NumpyValueError
     return cls(f"numpy raises {type(exc).__name__}: {exc}", loc)
+
+
+class ForwardADError(SourcegradError, NotImplementedError):
+    """Forward-mode AD (or a `sourcegrad.func` transform) reached something it cannot serve:
+    an op with neither a JVP nor a VJP to derive one from, a custom Function without `jvp`.
+    Refused by name rather than given a tangent that would be wrong."""

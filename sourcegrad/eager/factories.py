@@ -91,8 +91,31 @@ def set_rng_state(state):
 
 
 def numpy_rng(generator=None):
-    """The numpy Generator behind `generator` (the default one when None)."""
+    """The numpy Generator behind `generator` (the default one when None); every random draw
+    asks for it here, so `random_guard` sees each one."""
+    if _GUARD[0] is not None:
+        _GUARD[0]()
     return (generator or default_generator)._rng
+
+
+_GUARD: list = [None]
+
+
+class random_guard:  # noqa: N801 - used as a context manager, like no_grad
+    """`with random_guard(fn):` calls fn() before every random draw inside the block (fn may
+    raise: `func.vmap` refuses random ops in its default randomness mode); None: no guard."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __enter__(self):
+        self.saved = _GUARD[0]
+        _GUARD[0] = self.fn
+        return self
+
+    def __exit__(self, *exc):
+        _GUARD[0] = self.saved
+        return False
 
 
 

@@ -219,4 +219,7 @@ def tensor_repr(t, prefix="tensor(") -> str:
         suffixes.append(f"grad_fn=<{type(fn).__name__}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
+    extra = t._extra
+    if extra is not None and extra.fw_grad is not None:  # a dual tensor (forward_ad)
+        suffixes.append(f"tangent={tensor_repr(extra.fw_grad)}")
     return _add_suffixes(prefix + body, suffixes, indent)

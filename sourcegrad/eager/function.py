@@ -23,6 +23,7 @@ import numpy as np
 
 from ..runtime import unbroadcast
 from . import devices, messages
+from .dual_state import DUAL, any_tangent, set_tangent, tangent_of
 from .grad_mode import STATE, no_grad
 from .node import ErrorNode, Meta, Node, NONE_EDGE, check_saved, meta_of, version_of
 from .tensor import Tensor
@@ -79,12 +80,13 @@ class _SavedOutput:
     the node.
     """
 
-    __slots__ = ("data", "vc", "output_nr")
+    __slots__ = ("data", "vc", "output_nr", "fw")
 
     def __init__(self, tensor, output_nr):
         self.data = tensor._data
         self.vc = tensor._get_vc()
         self.output_nr = output_nr
+        self.fw = None  # (level epoch, the output's tangent), for forward over reverse
 
     def unpack(self, node, expected):
         t = _wrap(self.data)
@@ -93,6 +95,8 @@ class _SavedOutput:
         t._requires_grad = True
         t._vc = self.vc
         check_saved(t, expected)
+        if self.fw is not None and DUAL.level is not None and self.fw[0] == DUAL.epoch:
+            set_tangent(t, self.fw[1])
         return t
 
 
@@ -249,7 +253,35 @@ class Function(metaclass=FunctionMeta):
                 cls.setup_context(ctx, args, output)
             else:
                 output = cls.forward(ctx, *args)
-        return _process_outputs(ctx, args, output, recording)
+        result = _process_outputs(ctx, args, output, recording)
+        if DUAL.on and any_tangent(args):
+            _forward_tangents(cls, ctx, args, result)
+        return result
+
+
+def _forward_tangents(cls, ctx, args, result):
+    """Forward-mode AD through a custom Function: its `jvp(ctx, *tangents)` (zeros for a
+    Tensor input without one), or torch's NotImplementedError when it has none."""
+    tangents = []
+    for a in args:
+        t = tangent_of(a) if isinstance(a, Tensor) else None
+        if t is None and isinstance(a, Tensor):
+            t = _wrap(devices.xp_of(a._data).zeros_like(a._data))
+        tangents.append(t)
+    DUAL.on = False
+    try:
+        out_tangents = cls.jvp(ctx, *tangents)
+    finally:
+        DUAL.on = True
+    outs = result if isinstance(result, tuple) else (result,)
+    out_tangents = out_tangents if isinstance(out_tangents, tuple) else (out_tangents,)
+    for o, t in zip(outs, out_tangents):
+        if isinstance(o, Tensor) and t is not None and o._data.dtype.kind in "fc":
+            set_tangent(o, t)
+    for saved in getattr(ctx, "_saved", None) or ():  # saved outputs keep their tangents
+        if isinstance(saved, _SavedOutput):
+            t = tangent_of(outs[saved.output_nr])
+            saved.fw = (DUAL.epoch, t) if t is not None else None
 
 
 def _process_outputs(ctx, args, output, recording):

@@ -35,7 +35,8 @@ import weakref
 import numpy as np
 
 from ..ops import nn as rt
-from . import devices, dtypes, messages, ops as _ops, shape_ops
+from . import devices, dtypes, forward_ad, messages, ops as _ops, shape_ops
+from .dual_state import DUAL, any_tangent
 from .factories import numpy_rng
 from .grad_mode import STATE
 from .node import AsStridedBackward0, CopyBackwards, CopySlices, NONE_EDGE, meta_of
@@ -190,14 +191,32 @@ def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
     """Write `data` into self and record `spec`'s node, `args[self_pos]` standing for self.
 
     `args` are the rule's array arguments with `self` at `self_pos`; other entries
-    may be Tensors or plain values. `fill`: see `_write`.
+    may be Tensors or plain values. `fill`: see `_write`. While a dual level is open,
+    self's tangent is updated too (from the values before the write).
     """
+    if DUAL.on and any_tangent(args):
+        new_tangent = forward_ad.inplace(self, data, spec, args, static, self_pos)
+        DUAL.on = False
+        try:
+            node = _apply(self, data, spec, args, static, self_pos, fill)
+            if node is not None and new_tangent is not None:
+                node._fw_ans = (DUAL.epoch, new_tangent.clone())
+        finally:
+            DUAL.on = True
+        forward_ad.store(self, new_tangent, shape_ops.apply_steps)
+        return self
+    _apply(self, data, spec, args, static, self_pos, fill)
+    return self
+
+
+def _apply(self, data, spec, args, static, self_pos, fill):
+    """`apply` without forward mode: returns the node recorded, or None."""
     others = [a for i, a in enumerate(args) if i != self_pos]
     _check_inference(self, data, fill)
     recording = _recording(self, others)
     if not recording:
         _write(self, data, fill)
-        return self
+        return None
     # which arguments must keep their values: ask the spec, as record() will
     mask = 0
     edge_args = spec.edges
@@ -236,7 +255,7 @@ def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
             # the result saved is the view, whose grad_fn is now an AsStridedBackward0:
             # torch's error names it as long as it lives
             node._ans = node._ans + (weakref.ref(self._grad_fn),)
-    return self
+    return node
 
 
 # --- arithmetic ----------------------------------------------------------------------------
@@ -398,6 +417,15 @@ def copy_(self, src, non_blocking=False):
                     np.asarray(src, self._data.dtype))
     sd = src._data
     _check_shapes(self, sd.shape)
+    if DUAL.on and any_tangent((self, src)):
+        new_tangent = forward_ad.copied(self, src)
+        DUAL.on = False
+        try:
+            copy_(self, src, non_blocking)
+        finally:
+            DUAL.on = True
+        forward_ad.store(self, new_tangent, shape_ops.apply_steps)
+        return self
     _check_inference(self, sd)
     recording = _recording(self, (src,))
     if not recording:

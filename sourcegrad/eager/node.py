@@ -31,6 +31,7 @@ import numpy as np
 from ..runtime import unbroadcast, unindex as host_unindex
 from . import devices, gpu_helpers, messages
 from .anomaly import ANOMALY
+from .dual_state import DUAL, set_tangent
 from .grad_mode import STATE
 from .hooks import add_hook
 from .tensor import Tensor
@@ -388,7 +389,8 @@ class RuleNode(Node):
     cycle.
     """
 
-    __slots__ = ("_spec", "_args", "_versions", "_static", "_ans", "_metas", "_state")
+    __slots__ = ("_spec", "_args", "_versions", "_static", "_ans", "_metas", "_state",
+                 "_fw_ans")
 
     def apply(self, grads):
         g = grads[0]
@@ -493,6 +495,10 @@ class RuleNode(Node):
         t._grad_fn = self
         t._requires_grad = True
         t._vc = vc
+        if DUAL.level is not None:  # forward over reverse: the result's tangent, if it had one
+            fw = getattr(self, "_fw_ans", None)
+            if fw is not None and fw[0] == DUAL.epoch:
+                set_tangent(t, fw[1])
         return t
 
     def release(self):

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import devices, dtypes
 from .dtypes import TIER_DIM, TIER_SCALAR, TIER_ZERO
+from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
 from .spec import OpSpec
 from .tensor import Tensor, stale_view_requires_grad
@@ -143,12 +144,18 @@ def result(out, rd=None):
 
 
 def needs_grad(*args):
-    if not STATE.enabled:
-        return False
-    for a in args:
-        if isinstance(a, Tensor) and (a._requires_grad or (
-                a._base is not None and stale_view_requires_grad(a))):
-            return True
+    """Whether an op on `args` must call `spec.record`: to make a node (`grad_required`) or
+    to give its result a tangent (a dual level open and an argument carries one)."""
+    return grad_required(*args) or (DUAL.on and any_tangent(args))
+
+
+def grad_required(*args):
+    """Whether grad mode is on and one of `args` requires grad (a node must be made)."""
+    if STATE.enabled:
+        for a in args:
+            if isinstance(a, Tensor) and (a._requires_grad or (
+                    a._base is not None and stale_view_requires_grad(a))):
+                return True
     return False
 
 

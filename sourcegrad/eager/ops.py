@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ForwardADError
 from ..ops import RULES, nn as rt
 from . import devices, dtypes, shape_ops
+from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
 from .node import NotImplementedNode
 from .operands import along_index, cached_spec, default_np as _default_np, return_types, same_device
+from .operands import grad_required
 # the shared operand helpers under the short private names this module's ops are written with
 from .operands import as_tensor as _as_tensor, data_of as _data, needs_grad as _needs_grad
 from .operands import operand_key as _key, promote as _promote, result as _result
@@ -55,6 +58,8 @@ def binary_op(spec, fn, a, b, to_float=False):
                 ra._base is not None and stale_view_requires_grad(ra))))
             or (isinstance(rb, Tensor) and (rb._requires_grad or (
                 rb._base is not None and stale_view_requires_grad(rb))))):
+        record(spec, out, (ra, rb))
+    elif DUAL.on and any_tangent((ra, rb)):
         record(spec, out, (ra, rb))
     return out
 
@@ -196,7 +201,8 @@ def remainder(input, other):
         # a number % a tensor: torch records it with a NotImplemented node
         ad, bd, rd, ra, rb = _promote(input, other)
         res = _wrap(_result(remainder_data(ad, bd), rd))
-        if _needs_grad(other):
+        _no_tangent("aten::remainder", other)
+        if grad_required(other):
             res._grad_fn = NotImplementedNode((other._edge(),), "aten::remainder")
             res._requires_grad = True
         return res
@@ -209,11 +215,18 @@ def fmod(input, other):
     return binary_op(spec, np.fmod, input, other)
 
 
+def _no_tangent(name, *args):
+    """Forward mode through an op torch records with a NotImplemented node: refused."""
+    if DUAL.on and any_tangent(args):
+        raise ForwardADError(f"Trying to use forward AD with {name} that does not support it.")
+
+
 def floor_divide(input, other):
     """x // y: torch records it with a NotImplemented node (no derivative)."""
     ad, bd, rd, ra, rb = _promote(input, other)
     res = _wrap(_result(np.floor_divide(ad, bd), rd))
-    if _needs_grad(ra, rb):
+    _no_tangent("aten::floor_divide", ra, rb)
+    if grad_required(ra, rb):
         edges = tuple(a._edge() if isinstance(a, Tensor) and a._requires_grad else (None, 0)
                       for a in (ra, rb) if isinstance(a, Tensor))
         res._grad_fn = NotImplementedNode(edges, "aten::floor_divide")
@@ -358,7 +371,8 @@ def _unary(spec, fn, x, keep_int=False):
         d = d.astype(_default_np())
     out = _wrap(_result(fn(d)))
     if STATE.enabled and (x._requires_grad or (
-            x._base is not None and stale_view_requires_grad(x))):
+            x._base is not None and stale_view_requires_grad(x))) or (
+            DUAL.on and any_tangent((x,))):
         record(spec, out, (x,))
     return out
 
@@ -570,7 +584,8 @@ def _reduce(spec_all, spec_dim, fn, x, dim, keepdim, kwargs, dtype=None, int_to_
         fn = getattr(type(d), fn.__name__)  # np.ndarray.sum -> cupy.ndarray.sum
     out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim)))
     if STATE.enabled and (x._requires_grad or (
-            x._base is not None and stale_view_requires_grad(x))):
+            x._base is not None and stale_view_requires_grad(x))) or (
+            DUAL.on and any_tangent((x,))):
         record(spec_all if dim is None else spec_dim, out, (x,), {"axis": axis, "keepdims": keepdim})
     return out
 
@@ -630,7 +645,8 @@ def _max_min(x, dim, keepdim, other, kwargs, which):
         out = _wrap(_result(fn(x._data) if type(x._data) is np.ndarray else
                             getattr(x._data, which)()))
         if STATE.enabled and (x._requires_grad or (
-                x._base is not None and stale_view_requires_grad(x))):
+                x._base is not None and stale_view_requires_grad(x))) or (
+                DUAL.on and any_tangent((x,))):
             record(MAX_ALL if which == "max" else MIN_ALL, out, (x,),
                    {"axis": None, "keepdims": False})
         return out

@@ -27,6 +27,7 @@ import numpy as np
 
 from .out_arg import write_out
 from . import devices, dtypes
+from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
 from .operands import along_index, cached_spec, return_types, same_device
 from .operands import as_tensor as _as_tensor, data_of as _data, needs_grad as _needs_grad
@@ -99,7 +100,8 @@ def _view_of(x, data, step, multi_output=False):
 def _view(x, data, step, spec, static):
     out = _view_of(x, data, step)
     if STATE.enabled and (x._requires_grad or (
-            x._base is not None and stale_view_requires_grad(x))):
+            x._base is not None and stale_view_requires_grad(x))) or (
+            DUAL.on and any_tangent((x,))):
         record(spec, out, (x,), static)
     return out
 

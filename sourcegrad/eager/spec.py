@@ -30,6 +30,8 @@ from ..runtime import unbroadcast
 from . import messages
 from .anomaly import ANOMALY
 from .devices import DEVICE_TYPES
+from .dual_state import DUAL, tangent_of
+from .forward_ad import propagate
 from .grad_mode import STATE
 from .tensor import Tensor as TENSOR, stale_view_requires_grad
 from .node import (METAS, LIVE_NOTHING_SAVED, LIVE_SAVED, NONE_EDGE, Meta, MultiRuleNode,
@@ -147,6 +149,10 @@ def record(spec, out, args, static=None, outputs=None):
     `args` are in the rule's order: Tensors, arrays or plain values. Call only when
     grad mode is on and some edge argument requires grad. `outputs` lists all the
     outputs of a multi-output op (`out` is then None).
+
+    While a dual level is open, the result also gets its tangent (`forward_ad.propagate`);
+    callers then call this when an argument carries a tangent too, and no node is made
+    unless grad mode is on and an edge requires grad (None is returned).
     """
     Tensor = TENSOR  # a local name: the loop below is the hot path of every op
     n = len(args)
@@ -169,6 +175,10 @@ def record(spec, out, args, static=None, outputs=None):
             edges.append(NONE_EDGE)
             metas.append(None)
         bit <<= 1
+    if not mask or not STATE.enabled:  # only a tangent to propagate
+        if DUAL.on:
+            propagate(spec, out, args, static, outputs)
+        return None
     table = spec._table
     _, ans_mode, keeps_values, kept = (
         table[mask] if table is not None else spec.plan(mask, n))
@@ -234,7 +244,19 @@ def record(spec, out, args, static=None, outputs=None):
     node._state = LIVE_SAVED if keeps_values else LIVE_NOTHING_SAVED
     if ANOMALY.enabled:
         node.metadata["traceback_"] = _user_stack()
+    if DUAL.on:
+        propagate(spec, out, args, static, outputs)
+        if ans_mode == VALUE and out is not None:
+            keep_tangent(node, out)
     return node
+
+
+def keep_tangent(node, out):
+    """A node that saves its result keeps the result's tangent too, for a backward run under
+    forward mode (forward over reverse: `jacfwd(jacrev(f))`)."""
+    t = tangent_of(out)
+    if t is not None:
+        node._fw_ans = (DUAL.epoch, t)
 
 
 _new = object.__new__

@@ -65,7 +65,7 @@ class Extra:
     """The rarely used part of a tensor's state, allocated on first use."""
 
     __slots__ = ("view_steps", "fn_version", "creation", "hooks", "post_hooks", "retains_grad",
-                 "is_param")
+                 "is_param", "fw_grad")
 
     def __init__(self):
         self.view_steps = None   # how this view was taken from its base (see shape_ops)
@@ -75,6 +75,7 @@ class Extra:
         self.post_hooks = None   # post-accumulate-grad hooks {id: fn(tensor)}
         self.retains_grad = False
         self.is_param = False
+        self.fw_grad = None      # the tangent at the open forward-AD level (dual_state)
 
 
 class Size(tuple):

@@ -72,7 +72,7 @@ def _warn_size(input, target):
 
 
 def _not_differentiable(fn_name, arg_name, value):
-    if isinstance(value, Tensor) and operands.needs_grad(value):
+    if isinstance(value, Tensor) and operands.grad_required(value):
         raise RuntimeError(f"The function '{fn_name}' is not differentiable with respect to "
                            f"argument '{arg_name}'. This input cannot have requires_grad True.")
 

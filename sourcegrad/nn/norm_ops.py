@@ -123,7 +123,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
-        if operands.needs_grad(t):
+        if operands.grad_required(t):
             raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with "
                                f"respect to argument '{name}'. This input cannot have "
                                "requires_grad True.")

@@ -202,7 +202,7 @@ defvjp("erf", erf, _spelled("erf"),
        lambda g, ans, x: g * 1.1283791670955126 * np.exp(-x * x), kind="elementwise",
        torch=torch("ErfBackward0", "erf", numpy=False))
 defvjp("leaky_relu", leaky_relu, _spelled("leaky_relu"),
-       lambda g, ans, x, negative_slope=0.01: g * np.where(x > 0, 1.0, negative_slope),
+       lambda g, ans, x, negative_slope=0.01: np.where(x > 0, g, g * negative_slope),
        kind="elementwise")
 defvjp("softmax", softmax, _spelled("softmax"),
        lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)))
