@@ -496,8 +496,15 @@ def _linalg_shape(rule, values, kwvalues):
                                  **{k: regular(v) for k, v in kwvalues.items()}))
 
 
+def _like_first(rule, values, kwvalues):
+    """A float result shaped like the first operand, for functions that check their values'
+    domain (scipy.special.multigammaln raises on the stand-ins)."""
+    return stand_in(np.shape(values[0]), np.result_type(values[0], np.float64))
+
+
 # The shape functions, by an op's kind or by the name its registry entry gives (`Op.shape`).
 _SHAPE_FUNCTIONS = {
+    "like_first": _like_first,
     "elementwise": _elementwise, "reduction": _reduction, "in_place": _in_place,
     "matmul": _matmul_shape, "dot": _dot_shape, "tensordot": _tensordot_shape,
     "einsum": _einsum_shape, "linalg": _linalg_shape,

@@ -66,7 +66,35 @@ def norm_in_scale(s):
                   norm.cdf(X, 0.5, s) ** 2 + stats.norm.logcdf(X, 0.1, s))
 
 
-CASES = [(lse, X), (lse_b, X), (lse_wrt_b, U), (gammas, P), (sigmoids, X),
+def new_unary(x):
+    return np.sum(special.erfcinv(x) ** 2 + special.ndtri(x) ** 2 + special.erfcx(x) +
+                  special.log_expit(x) + special.rgamma(x + 1.0))
+
+
+def bessels(p):
+    return np.sum(special.i0(p) + special.i1(p) ** 2 + special.i0e(p) + special.i1e(p) ** 2 +
+                  special.k0(p) + special.k1(p) ** 2 + special.j0(p) * special.j1(p) +
+                  special.y0(p) + special.y1(p) ** 2)
+
+
+def bessels_of_order(p):
+    return np.sum(special.iv(1.5, p) + special.ive(0.5, p) ** 2 + special.kv(2.5, p) +
+                  special.jv(1.5, p) ** 2 + special.jn(2, p) + special.yv(0.5, p) +
+                  special.yn(1, p) ** 2)
+
+
+def incomplete(u):
+    return np.sum(special.gammainc(2.0, u * 3.0) ** 2 + special.gammaincc(1.5, u) +
+                  special.betainc(2.0, 3.0, u) ** 2 + special.gammasgn(u - 0.5) * u)
+
+
+def betas_in_a(p):
+    return np.sum(special.beta(p, 1.5) + special.betaln(p, P) ** 2 +
+                  special.betaln(2.0, p) + special.multigammaln(p + 2.0, 3) ** 2)
+
+
+CASES = [(new_unary, U), (bessels, P), (bessels_of_order, P), (incomplete, U), (betas_in_a, P),
+         (lse, X), (lse_b, X), (lse_wrt_b, U), (gammas, P), (sigmoids, X),
          (unit_interval, U), (softmaxes, X), (norm_in_x, X), (norm_in_loc, X * 0.5),
          (norm_in_scale, P)]
 
@@ -76,8 +104,17 @@ def test_matches_finite_differences(f, x):
     check_all(f, x)
 
 
-def uses_i0e(x):
-    return np.sum(special.i0e(x))
+def uses_hankel(x):
+    return np.sum(special.hankel1e(0.5, x).real)
+
+
+def in_the_order(v):
+    return np.sum(special.iv(v, P))
+
+
+def test_an_order_parameter_is_refused_not_a_silent_zero():
+    with pytest.raises(errors.NoRuleError, match="order"):
+        sourcegrad.grad(in_the_order)(1.5)
 
 
 def uses_spherical_jn(x):
@@ -85,8 +122,8 @@ def uses_spherical_jn(x):
 
 
 def test_a_scipy_function_without_a_rule_is_refused_naming_scipy():
-    with pytest.raises(errors.NoRuleError, match=r"special.i0e \(scipy.special\)"):
-        sourcegrad.grad(uses_i0e)(X)
+    with pytest.raises(errors.NoRuleError, match=r"special.hankel1e \(scipy.special\)"):
+        sourcegrad.grad(uses_hankel)(P)
 
 
 def test_scipy_source_is_never_inlined():
