@@ -136,3 +136,92 @@ def test_scipy_source_is_never_inlined():
 
 def lambda_lse(x):
     return logsumexp(x)
+
+
+# scipy.stats beyond norm: the location-scale families (x, shape parameters, loc, scale),
+# poisson in mu, dirichlet, multivariate_normal
+from scipy.stats import beta, chi2, dirichlet, gamma, multivariate_normal, poisson, t  # noqa: E402
+
+Q = R.uniform(0.2, 0.8, size=(3, 4))
+COV = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]])
+PTS = R.normal(size=(4, 3))
+SIMPLEX = R.dirichlet([2.0, 3.0, 4.0], size=2).T  # (3, 2): components first, as scipy's
+
+
+def t_in_x(x):
+    return np.sum(t.logpdf(x, 3.0) + t.pdf(x, 4.0, 0.5, 2.0) ** 2 + t.cdf(x, 2.5) ** 2 +
+                  t.logcdf(x, 5.0, scale=1.5))
+
+
+def t_in_df(d):
+    return np.sum(t.logpdf(X, d, 0.1, 1.3) + t.pdf(X, d) ** 2)
+
+
+def t_in_loc_scale(p):
+    return np.sum(t.logpdf(X, 3.0, p - 1.0, p) + t.cdf(X, 4.0, loc=p - 1.0, scale=p) ** 2 +
+                  t.logcdf(X, 4.0, 0.2, p))
+
+
+def gamma_all(p):
+    return np.sum(gamma.logpdf(p * 2.0, 2.0) + gamma.pdf(P, p + 1.0, 0.0, 2.0) ** 2 +
+                  gamma.logpdf(P, 2.5, scale=p) + gamma.cdf(p, 2.0) ** 2 + gamma.logcdf(P, 1.5, 0.0, p))
+
+
+def beta_all(q):
+    return np.sum(beta.logpdf(q, 2.0, 3.0) + beta.pdf(Q, q * 3.0, 2.5) ** 2 +
+                  beta.logpdf(Q, 1.5, q + 1.0) + beta.cdf(q, 2.0, 2.0) ** 2 + beta.logcdf(q, 1.5, 3.0))
+
+
+def chi2_all(p):
+    return np.sum(chi2.logpdf(p, 3.0) + chi2.pdf(P, p + 2.0) ** 2 + chi2.cdf(p, 4.0) ** 2 +
+                  chi2.logcdf(P, 3.0, scale=p))
+
+
+def poisson_in_mu(p):
+    return np.sum(poisson.logpmf(3.0, p) + poisson.pmf(2.0, p) ** 2 + poisson.cdf(2.0, p) ** 2 +
+                  poisson.logcdf(4.0, p))
+
+
+def dirichlet_in_alpha(a):
+    return dirichlet.logpdf(SIMPLEX[:, 0], a) + np.sum(dirichlet.logpdf(SIMPLEX, a) ** 2) + \
+        np.sum(dirichlet.pdf(SIMPLEX, a))
+
+
+def mvn_in_x(x):
+    return np.sum(multivariate_normal.logpdf(x, PTS[0], COV) ** 2) + \
+        multivariate_normal.logpdf(x[1], cov=COV) + np.sum(multivariate_normal.pdf(x, None, COV))
+
+
+def mvn_in_mean(m):
+    return np.sum(multivariate_normal.logpdf(PTS, m, COV) ** 2) + \
+        multivariate_normal.pdf(PTS[0], m, COV)
+
+
+def mvn_in_cov(c):
+    cov = c @ c.T + np.eye(3)  # symmetric: scipy reads cov through eigh
+    return np.sum(multivariate_normal.logpdf(PTS, PTS[1], cov)) + \
+        multivariate_normal.pdf(PTS[2], cov=cov) * 10.0
+
+
+STATS_CASES = [(t_in_x, X), (t_in_df, P + 2.0), (t_in_loc_scale, P), (gamma_all, P),
+               (beta_all, Q), (chi2_all, P), (poisson_in_mu, P), (dirichlet_in_alpha, P[0, :3] + 1.0),
+               (mvn_in_x, PTS), (mvn_in_mean, PTS[3]), (mvn_in_cov, COV * 0.5)]
+
+
+@pytest.mark.parametrize("f, x", STATS_CASES, ids=[f.__name__ for f, _ in STATS_CASES])
+def test_stats_match_finite_differences(f, x):
+    check_all(f, x, rtol=1e-5)
+
+
+def t_cdf_in_df(d):
+    return np.sum(t.cdf(X, d))
+
+
+def poisson_in_k(k):
+    return np.sum(poisson.logpmf(k, 2.0))
+
+
+@pytest.mark.parametrize("f, x", [(t_cdf_in_df, 3.0), (poisson_in_k, 2.0)])
+def test_stats_without_a_rule_are_refused(f, x):
+    with pytest.raises(errors.NoRuleError):
+        sourcegrad.grad(f)(x)
