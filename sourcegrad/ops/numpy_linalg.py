@@ -199,3 +199,33 @@ defvjp("linalg_qr", np.linalg.qr, _func("linalg.qr"),
            (ans[0] @ (np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1) - np.swapaxes(np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2) - np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1])) + t @ np.linalg.inv(ans[1]),
             (np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]) - np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1) + np.swapaxes(np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2)) @ ans[1])),),
        shape="linalg")
+
+# (x, residuals, rank, s) = lstsq(a, b), a m x n of full column rank with m >= n (numpy: a
+# single matrix; b a vector or a matrix). With r = b - a x and z = (a^T a)^-1 xbar (a solve),
+# w = a z: abar = -w x^T + r z^T, bbar = w (Golub and Pereyra's derivative of the
+# pseudo-inverse); the residuals (m > n) add -2 r rbar x^T and 2 r rbar, the singular values
+# U diag(sbar) Vh. A wide matrix (the minimum-norm solution) has no rule here.
+defvjp("linalg_lstsq", np.linalg.lstsq, _func("linalg.lstsq"),
+       lambda g, ans, a, b, rcond=None: (
+           no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
+           -(a @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1)))) @ np.reshape(ans[0], (a.shape[-1], -1)).T
+           + (np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1))) @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1))).T
+           + (np.linalg.svd(a, full_matrices=False)[0] * g[3]) @ np.linalg.svd(a, full_matrices=False)[2]
+           + (-2.0 * ((np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1))) * np.reshape(g[1], (1, -1))) @ np.reshape(ans[0], (a.shape[-1], -1)).T if a.shape[-2] > a.shape[-1] else 0.0)),
+       lambda g, ans, a, b, rcond=None: (
+           no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
+           np.reshape(a @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1)))
+                      + (2.0 * (np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1))) * np.reshape(g[1], (1, -1)) if a.shape[-2] > a.shape[-1] else 0.0), np.shape(b))),
+       jvps=(lambda t, ans, a, b, rcond=None: (
+                 no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
+                 (np.linalg.solve(a.T @ a, t.T @ (b - a @ ans[0]) - a.T @ (t @ ans[0])),
+                  -2.0 * np.sum((b - a @ ans[0]) * (t @ ans[0]), axis=0, keepdims=b.ndim == 1) if a.shape[-2] > a.shape[-1] else np.zeros_like(ans[1]),
+                  np.zeros_like(ans[2]),
+                  np.sum((np.linalg.svd(a, full_matrices=False)[0].T @ t) * np.linalg.svd(a, full_matrices=False)[2], axis=-1))),
+             lambda t, ans, a, b, rcond=None: (
+                 no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
+                 (np.linalg.solve(a.T @ a, a.T @ t),
+                  2.0 * np.sum((b - a @ ans[0]) * t, axis=0, keepdims=b.ndim == 1) if a.shape[-2] > a.shape[-1] else np.zeros_like(ans[1]),
+                  np.zeros_like(ans[2]),
+                  np.zeros_like(ans[3])))),
+       shape="linalg")

@@ -162,7 +162,32 @@ def norm_matrix_axes(T):
     return np.sum(np.linalg.norm(T, axis=(1, 2)) ** 3) + np.sum(np.linalg.norm(T, "nuc", axis=(-2, -1)))
 
 
+BT = R.normal(size=5)
+BT2 = R.normal(size=(5, 2))
+
+
+def lstsq_in_a(a):
+    x, res, rank, s = np.linalg.lstsq(a, BT)
+    return np.sum(x ** 2) + np.sum(res) * 0.3 + np.sum(s ** 2) * 0.1
+
+
+def lstsq_matrix_rhs(a):
+    x, res, rank, s = np.linalg.lstsq(a, BT2)
+    return np.sum(x * x[::-1]) + np.sum(res ** 2) * 0.3
+
+
+def lstsq_in_b(b):
+    x, res, rank, s = np.linalg.lstsq(TALL, b)
+    return np.sum(x ** 3) + np.sum(res) * 0.5
+
+
+def lstsq_square(a):
+    return np.sum(np.linalg.lstsq(a, b)[0] ** 2)
+
+
 CASES = [
+    (lstsq_in_a, (TALL,)), (lstsq_matrix_rhs, (TALL,)), (lstsq_in_b, (BT,)), (lstsq_in_b, (BT2,)),
+    (lstsq_square, (A,)),
     (inv, (A,)), (inv, (AB,)), (solve_vector, (A,)), (solve_vector_rhs, (b, A)),
     (solve_matrix, (A,)), (solve_matrix_rhs, (BM, A)), (solve_batched_vector_rhs, (b, AB)),
     (solve_batched_matrix_rhs, (BM, AB)), (solve_matrix, (AB,)), (det, (A,)), (det_batched, (AB,)),
@@ -198,6 +223,10 @@ def qr_wide(X):
     return np.sum(R)
 
 
+def lstsq_wide(X):
+    return np.sum(np.linalg.lstsq(X, b)[0])
+
+
 def cholesky_upper(X):
     return np.sum(np.linalg.cholesky(X @ X.T + np.eye(3), upper=True))
 
@@ -207,6 +236,7 @@ def cholesky_upper(X):
     (svd_full, TALL, "full_matrices=True of a non-square matrix"),
     (qr_wide, WIDE, "more columns than rows"),
     (cholesky_upper, A, "upper=True"),
+    (lstsq_wide, WIDE, "more columns than rows"),
 ])
 def test_variants_without_a_rule_are_refused_where_they_are_used(f, x, what):
     with pytest.raises(errors.NoRuleError, match=what) as info:
