@@ -225,3 +225,61 @@ def poisson_in_k(k):
 def test_stats_without_a_rule_are_refused(f, x):
     with pytest.raises(errors.NoRuleError):
         sourcegrad.grad(f)(x)
+
+
+# scipy.linalg: triangular and Cholesky solves, expm, sqrtm, solve_sylvester
+from scipy.linalg import cho_factor, cho_solve, expm, solve_sylvester, solve_triangular, sqrtm  # noqa: E402,E501
+
+M3 = R.normal(size=(3, 3))
+B3 = R.normal(size=3)
+B32 = R.normal(size=(3, 2))
+SPD = M3 @ M3.T + 3.0 * np.eye(3)
+
+
+def triangular_in_a(a):
+    return np.sum(solve_triangular(a, B3, lower=True) ** 2) + np.sum(solve_triangular(a, B32) * B32) + \
+        np.sum(solve_triangular(a, B3, trans=1, lower=True, unit_diagonal=True) ** 2) + \
+        np.sum(solve_triangular(a, B32, trans="T") ** 2)
+
+
+def triangular_in_b(b):
+    return np.sum(solve_triangular(SPD, b, lower=True) ** 2) + np.sum(solve_triangular(SPD, b, trans=1) ** 3)
+
+
+def cho_factor_in_a(a):
+    c, low = cho_factor(a @ a.T + np.eye(3), lower=True)
+    c2, up = cho_factor(a @ a.T + np.eye(3))
+    return np.sum(np.tril(c) * M3) + np.sum(np.triu(c2) * M3)
+
+
+def cho_solve_in_b(b):
+    return np.sum(cho_solve(cho_factor(SPD), b) ** 2) + np.sum(cho_solve(cho_factor(SPD, lower=True), b) * b)
+
+
+def expm_sqrtm(a):
+    return np.sum(expm(a * 0.5) * M3) + np.sum(sqrtm(a @ a.T + np.eye(3)) * M3)
+
+
+def sylvester(a):
+    return np.sum(solve_sylvester(a + 3.0 * np.eye(3), SPD, M3) ** 2) + \
+        np.sum(solve_sylvester(SPD, a + 3.0 * np.eye(3), a) * M3)
+
+
+LINALG_CASES = [(triangular_in_a, SPD), (triangular_in_b, B3), (triangular_in_b, B32),
+                (cho_factor_in_a, M3), (cho_solve_in_b, B3), (cho_solve_in_b, B32),
+                (expm_sqrtm, M3), (sylvester, M3)]
+
+
+@pytest.mark.parametrize("f, x", LINALG_CASES,
+                         ids=[f"{f.__name__}-{np.ndim(x)}" for f, x in LINALG_CASES])
+def test_scipy_linalg_matches_finite_differences(f, x):
+    check_all(f, x, rtol=1e-5)
+
+
+def cho_solve_in_the_factor(a):
+    return np.sum(cho_solve(cho_factor(a), B3))
+
+
+def test_cho_solve_in_its_factor_is_refused():
+    with pytest.raises(errors.NoRuleError, match="cho_solve in its factor"):
+        sourcegrad.grad(cho_solve_in_the_factor)(SPD)
