@@ -199,6 +199,25 @@ defvjp("np_sort", np.sort, _func("sort"),
        lambda g, ans, a, axis=-1, kind=None, order=None: scatter_along(g, np.argsort(a, axis=axis, kind="stable"), axis, np.shape(a)[axis]) if axis is not None else np.reshape(scatter_along(g, np.argsort(a, axis=None, kind="stable"), 0, np.size(a)), np.shape(a)),
        jvps=(lambda t, ans, a, axis=-1, kind=None, order=None: np.take_along_axis(t, np.argsort(a, axis=axis, kind="stable"), axis=axis) if axis is not None else np.take_along_axis(np.ravel(t), np.argsort(a, axis=None, kind="stable"), axis=0),))
 
+# Accepted with a zero gradient (their results are indices, booleans or rounded values).
+for _name in ("argpartition", "searchsorted", "allclose", "isclose", "flatnonzero", "argwhere",
+              "digitize", "array_equal", "isneginf", "isposinf", "any", "all", "nanargmax",
+              "nanargmin", "lexsort", "around", "isreal", "iscomplex", "isrealobj",
+              "iscomplexobj"):
+    defnondiff(f"np_{_name}", getattr(np, _name), _func(_name))
+
+# np.partition(a, kth) arranges a as np.take_along_axis(a, np.argpartition(a, kth)) does (the
+# same selection, so the same arrangement): the adjoint goes back along those indices.
+defvjp("np_partition", np.partition, _func("partition"),
+       lambda g, ans, a, kth, axis=-1, kind="introselect", order=None: scatter_along(g, np.argpartition(a, kth, axis=axis), axis, np.shape(a)[axis]) if axis is not None else np.reshape(scatter_along(g, np.argpartition(a, kth, axis=None), 0, np.size(a)), np.shape(a)),
+       None,
+       jvps=(lambda t, ans, a, kth, axis=-1, kind="introselect", order=None: np.take_along_axis(t, np.argpartition(a, kth, axis=axis), axis=axis) if axis is not None else np.take_along_axis(np.ravel(t), np.argpartition(a, kth, axis=None), axis=0),
+             None))
+# np.rollaxis(a, axis, start) is np.moveaxis to where numpy puts it
+defvjp("np_rollaxis", np.rollaxis, _func("rollaxis"),
+       lambda g, ans, a, axis, start=0: np.moveaxis(g, (start + a.ndim if start < 0 else start) - (1 if axis % a.ndim < (start + a.ndim if start < 0 else start) else 0), axis % a.ndim),
+       linear="joint", props={"view"})
+
 # Differences: diff is linear; its adjoint is minus the difference of g padded with zeros.
 defvjp("np_diff", np.diff, _func("diff"),
        lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
@@ -310,3 +329,59 @@ defvjp("vdot", np.vdot, _func("vdot"),
        lambda g, ans, a, b: g * np.reshape(b, np.shape(a)),
        lambda g, ans, a, b: g * np.reshape(a, np.shape(b)),
        linear="multi")
+
+
+# --- np.gradient -----------------------------------------------------------------------------
+
+def _gradient_axes(ndim, axis):
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(a % ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
+
+
+def gradient_adjoint(g, ndim, spacing, axis=None, edge_order=1):
+    """Adjoint of np.gradient(f, *spacing, axis=axis, edge_order=edge_order) for an f of `ndim`
+    axes and scalar spacings: each axis's stencil transposed, summed over the axes (g is one
+    array per axis, or one array when np.gradient returns one)."""
+    axes = _gradient_axes(ndim, axis)
+    parts = list(g) if len(axes) > 1 else [g]
+    steps = [1.0] * len(axes) if not spacing else (
+        list(spacing) * len(axes) if len(spacing) == 1 else list(spacing))
+    total = 0.0
+    for part, ax, h in zip(parts, axes, steps):
+        p = np.moveaxis(np.asarray(part, dtype=np.result_type(part, np.float32)), ax, 0)
+        out = np.zeros_like(p)
+        inner = p[1:-1] / (2.0 * h)
+        out[2:] += inner
+        out[:-2] -= inner
+        if edge_order == 1:
+            out[0] -= p[0] / h
+            out[1] += p[0] / h
+            out[-1] += p[-1] / h
+            out[-2] -= p[-1] / h
+        else:
+            out[:3] += np.multiply.outer(np.array([-1.5, 2.0, -0.5]), p[0] / h)
+            out[-3:] += np.multiply.outer(np.array([0.5, -2.0, 1.5]), p[-1] / h)
+        total = total + np.moveaxis(out, 0, ax)
+    return total
+
+
+def gradient_spacing_case(spacing):
+    """'scalar' when np.gradient's spacings are numbers (or none), else 'coordinates' (arrays:
+    no rule here)."""
+    return "scalar" if all(np.ndim(h) == 0 for h in spacing) else "coordinates"
+
+
+defnondiff("gradient_spacing_case", gradient_spacing_case, _spelled("gradient_spacing_case"))
+TEMPLATE_NAMESPACE.update(gradient_adjoint=gradient_adjoint,
+                          gradient_spacing_case=gradient_spacing_case)
+# the adjoint is linear in g; its own adjoint is np.gradient again (second derivatives)
+defvjp("gradient_adjoint", gradient_adjoint, _spelled("gradient_adjoint"),
+       lambda g, ans, h, ndim, spacing, axis=None, edge_order=1: np.gradient(g, *spacing, axis=axis, edge_order=edge_order),
+       linear=(0,))
+defvjp("np_gradient", np.gradient, _func("gradient"),
+       lambda g, ans, f, *varargs, axis=None, edge_order=1: (
+           no_function_rule("np.gradient with coordinate arrays as spacing") if gradient_spacing_case(varargs) != "scalar" else
+           gradient_adjoint(g, np.ndim(f), varargs, axis, edge_order)),
+       lambda g, ans, f, *varargs, axis=None, edge_order=1, argnum=1: no_function_rule("np.gradient in its spacing"),
+       linear=(0,))

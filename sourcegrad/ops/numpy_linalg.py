@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import errors
 from ..runtime import unbroadcast
+from .numpy_functions import undiagonal
 from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp
 from .registry import func as _func
 
@@ -40,6 +41,7 @@ def no_linalg_rule(what):
 
 
 defnondiff("no_linalg_rule", no_linalg_rule, _spelled("no_linalg_rule"))
+TEMPLATE_NAMESPACE.update(undiagonal=undiagonal)
 
 
 def gap_inverse(d):
@@ -229,3 +231,23 @@ defvjp("linalg_lstsq", np.linalg.lstsq, _func("linalg.lstsq"),
                   np.zeros_like(ans[2]),
                   np.zeros_like(ans[3])))),
        shape="linalg")
+
+# numpy 2's array-API functions of np.linalg, over the last two axes (vecdot over `axis`).
+if hasattr(np.linalg, "vecdot"):
+    defvjp("linalg_trace", np.linalg.trace, _func("linalg.trace"),
+           lambda g, ans, x, offset=0, dtype=None: undiagonal(np.expand_dims(g, -1), x, offset, -2, -1),
+           linear="joint")
+    defvjp("linalg_diagonal", np.linalg.diagonal, _func("linalg.diagonal"),
+           lambda g, ans, x, offset=0: undiagonal(g, x, offset, -2, -1),
+           linear="joint")
+    defvjp("linalg_matrix_transpose", np.linalg.matrix_transpose, _func("linalg.matrix_transpose"),
+           lambda g, ans, x: np.swapaxes(g, -1, -2),
+           linear="joint")
+    defvjp("linalg_vecdot", np.linalg.vecdot, _func("linalg.vecdot"),
+           lambda g, ans, x1, x2, axis=-1: unbroadcast(np.expand_dims(g, axis) * x2, x1),
+           lambda g, ans, x1, x2, axis=-1: unbroadcast(np.expand_dims(g, axis) * x1, x2),
+           linear="multi")
+    defvjp("linalg_outer", np.linalg.outer, _func("linalg.outer"),
+           lambda g, ans, x1, x2: g @ x2,
+           lambda g, ans, x1, x2: x1 @ g,
+           linear="multi")

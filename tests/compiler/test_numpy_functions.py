@@ -147,7 +147,47 @@ def scalars(v):
     return np.float64(v[0]) ** 2 * v[1].item() + np.sum(np.copy(v) ** 3)
 
 
+V7 = R.normal(size=7)
+M45 = R.normal(size=(4, 5))
+T234 = R.normal(size=(2, 3, 4))
+
+
+def partition(v):
+    return np.sum(np.partition(v, 3) * np.arange(7.0)) + np.sum(np.partition(v * v, (1, 4)) ** 2)
+
+
+def partition_axes(m):
+    return np.sum(np.partition(m, 2, axis=0) * M45) + np.sum(np.partition(m, 1, axis=None) * np.arange(20.0))
+
+
+def rollaxis(t):
+    return np.sum(np.rollaxis(t, 2) * np.arange(24.0).reshape(4, 2, 3)) + \
+        np.sum(np.rollaxis(t, 0, 3) ** 2) + np.sum(np.rollaxis(t, -1, 1) * t.transpose(0, 2, 1))
+
+
+def gradient_1d(v):
+    return np.sum(np.gradient(v) ** 2) + np.sum(np.gradient(v, 0.5, edge_order=2) * v)
+
+
+def gradient_2d(m):
+    gy, gx = np.gradient(m)
+    return np.sum(gy ** 2) + np.sum(gx * m) + np.sum(np.gradient(m, 0.5, axis=1) ** 3) + \
+        np.sum(np.gradient(m * m, 2.0, 0.5, edge_order=2)[1] ** 2)
+
+
+def einsum_ellipsis(t):
+    return np.sum(np.einsum("...ij,jk->...ik", t, M45) ** 2) + np.einsum("...i,...i", t, t * 2.0).sum() + \
+        np.sum(np.einsum("i...->...", t) ** 2) + np.sum(np.einsum("...j,j", t, M45[:, 0]) ** 2) + \
+        np.sum(np.einsum("...ij->...ji", t) * np.swapaxes(T234, 1, 2))
+
+
+def zero_gradient_reads(v):
+    return np.sum(v * np.isclose(v, 0.1) + v ** 2 * np.searchsorted(np.sort(v), 0.0) + v * np.any(v > 0))
+
+
 CASES = [
+    (partition, V7), (partition_axes, M45), (rollaxis, T234), (gradient_1d, V7), (gradient_2d, M45),
+    (einsum_ellipsis, T234), (zero_gradient_reads, V7),
     (diff, X), (diff2, X), (diff_padded, X), (sort, X), (sort_axis, X), (take_along, X),
     (trace, S), (trace3, T), (diag_vector, V), (diag_matrix, X), (diagonal, T),
     (kron_vectors, V), (kron_matrices, X), (cross, C3), (pad, X), (repeat, X), (rotations, X),
@@ -162,6 +202,21 @@ CASES = [
 @pytest.mark.parametrize("f, x", CASES, ids=[f.__name__ for f, _ in CASES])
 def test_matches_finite_differences(f, x):
     check_all(f, x)
+
+
+def gradient_in_spacing(h):
+    return np.sum(np.gradient(V7, h))
+
+
+def gradient_coordinates(v):
+    return np.sum(np.gradient(v, np.cumsum(np.ones(7))))
+
+
+@pytest.mark.parametrize("f, x, what", [(gradient_in_spacing, 0.5, "in its spacing"),
+                                        (gradient_coordinates, V7, "coordinate arrays")])
+def test_gradient_variants_without_a_rule_are_refused(f, x, what):
+    with pytest.raises(errors.NoRuleError, match=what):
+        sourcegrad.grad(f)(x)
 
 
 def test_linspace_and_full_carry_gradient():

@@ -185,7 +185,14 @@ def lstsq_square(a):
     return np.sum(np.linalg.lstsq(a, b)[0] ** 2)
 
 
+def array_api_functions(x):
+    return np.sum(np.linalg.trace(x) ** 2) + np.sum(np.linalg.diagonal(x, offset=1) ** 2) + \
+        np.sum(np.linalg.matrix_transpose(x) ** 3) + np.sum(np.linalg.vecdot(x, x * 2.0) ** 2) + \
+        np.sum(np.linalg.outer(x[0, 0], x[1, 1]) ** 2)
+
+
 CASES = [
+    (array_api_functions, (T234,)),
     (lstsq_in_a, (TALL,)), (lstsq_matrix_rhs, (TALL,)), (lstsq_in_b, (BT,)), (lstsq_in_b, (BT2,)),
     (lstsq_square, (A,)),
     (inv, (A,)), (inv, (AB,)), (solve_vector, (A,)), (solve_vector_rhs, (b, A)),
