@@ -283,3 +283,47 @@ def cho_solve_in_the_factor(a):
 def test_cho_solve_in_its_factor_is_refused():
     with pytest.raises(errors.NoRuleError, match="cho_solve in its factor"):
         sourcegrad.grad(cho_solve_in_the_factor)(SPD)
+
+
+# scipy.signal: convolve and correlate in every mode, 1-d and 2-d, either input larger
+from scipy.signal import convolve, correlate  # noqa: E402
+
+V7 = R.normal(size=7)
+H3 = R.normal(size=3)
+BIG = R.normal(size=9)
+K23 = R.normal(size=(2, 3))
+
+
+def convolve_in_1(x):
+    return np.sum(convolve(x, H3) ** 2) + np.sum(convolve(x, H3, mode="same") * x) + \
+        np.sum(convolve(x, H3, mode="valid") ** 2) + np.sum(convolve(x, BIG, "valid") ** 2) + \
+        np.sum(convolve(H3, x, mode="same") ** 2)
+
+
+def convolve_in_2(h):
+    return np.sum(convolve(V7, h) ** 2) + np.sum(convolve(V7, h, mode="same") * V7) + \
+        np.sum(convolve(V7, h, "valid") ** 3)
+
+
+def correlate_in_1(x):
+    return np.sum(correlate(x, H3) ** 2) + np.sum(correlate(x, H3, mode="same") * x) + \
+        np.sum(correlate(x, H3, mode="valid") ** 2) + np.sum(correlate(x, BIG, "valid") ** 2)
+
+
+def correlate_in_2(h):
+    return np.sum(correlate(V7, h) ** 2) + np.sum(correlate(V7, h, mode="same") * V7) + \
+        np.sum(correlate(H3, h, "valid") ** 3)
+
+
+def two_dimensional(m):
+    return np.sum(convolve(m, K23, "same") ** 2) + np.sum(correlate(m, K23, "valid") ** 2) + \
+        np.sum(convolve(K23, m) * convolve(m, K23))
+
+
+SIGNAL_CASES = [(convolve_in_1, V7), (convolve_in_2, H3), (correlate_in_1, V7),
+                (correlate_in_2, H3), (two_dimensional, R.normal(size=(4, 5)))]
+
+
+@pytest.mark.parametrize("f, x", SIGNAL_CASES, ids=[f.__name__ for f, _ in SIGNAL_CASES])
+def test_scipy_signal_matches_finite_differences(f, x):
+    check_all(f, x)
