@@ -93,7 +93,35 @@ def betas_in_a(p):
                   special.betaln(2.0, p) + special.multigammaln(p + 2.0, 3) ** 2)
 
 
-CASES = [(new_unary, U), (bessels, P), (bessels_of_order, P), (incomplete, U), (betas_in_a, P),
+def elementary(u):
+    return np.sum(special.expm1(u) ** 2 + special.log1p(u) + special.exp2(u) * special.exp10(u) +
+                  special.cbrt(u) ** 2 + special.cosm1(u) ** 2 + special.sindg(u * 90.0) +
+                  special.cosdg(u * 90.0) ** 2 + special.tandg(u * 40.0) + special.cotdg(u * 40.0 + 10.0) +
+                  special.softplus(u - 0.5) ** 2 + special.entr(u))
+
+
+def integrals(u):
+    return np.sum(special.erfi(u) ** 2 + special.dawsn(u) + special.expi(u + 0.5) +
+                  special.exp1(u + 0.5) ** 2 + special.spence(u + 0.5) + special.ellipk(u) +
+                  special.ellipe(u) ** 2 + special.wrightomega(u) + special.ndtri_exp(-u - 0.2))
+
+
+def orders_and_shapes(p):
+    return np.sum(special.gammaincinv(2.0, p * 0.3) + special.gammainccinv(1.5, p * 0.3) ** 2 +
+                  special.expn(2, p) + special.zeta(3.0, p) ** 2 + special.huber(1.0, p - 1.0) +
+                  special.pseudo_huber(0.7, p - 1.0) + special.boxcox(p, 0.5) ** 2 +
+                  special.boxcox1p(p, -0.5) + special.inv_boxcox(p, 0.3) + special.inv_boxcox1p(p, 0.4) ** 2 +
+                  special.betaincinv(2.0, 3.0, p * 0.3) + special.iv(np.array([0.5, 1.5, 2.5, 3.5]), p) ** 2)
+
+
+def two_arguments(p):
+    return np.sum(special.rel_entr(p, P[::-1]) + special.rel_entr(P, p) + special.kl_div(p, P[::-1]) ** 2 +
+                  special.kl_div(P, p) + special.binom(p + 3.0, p) + special.binom(5.5, p) +
+                  special.poch(p, p * 0.5) + special.owens_t(p - 1.0, p) + special.owens_t(0.3, p - 1.0))
+
+
+CASES = [(elementary, U), (integrals, U), (orders_and_shapes, P), (two_arguments, P),
+         (new_unary, U), (bessels, P), (bessels_of_order, P), (incomplete, U), (betas_in_a, P),
          (lse, X), (lse_b, X), (lse_wrt_b, U), (gammas, P), (sigmoids, X),
          (unit_interval, U), (softmaxes, X), (norm_in_x, X), (norm_in_loc, X * 0.5),
          (norm_in_scale, P)]
