@@ -185,7 +185,47 @@ def zero_gradient_reads(v):
     return np.sum(v * np.isclose(v, 0.1) + v ** 2 * np.searchsorted(np.sort(v), 0.0) + v * np.any(v > 0))
 
 
+XP = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
+FP = R.normal(size=5)
+WITH_NANS = np.where(R.uniform(size=(4, 5)) < 0.2, np.nan, M45)
+H3, H4, LONG = R.normal(size=3), R.normal(size=4), R.normal(size=10)
+
+
+def nan_reductions(y):
+    return np.nansum(y) ** 2 + np.sum(np.nansum(y, axis=0) ** 2) + np.sum(np.nanmean(y, axis=1) ** 2) + \
+        np.nanmean(y) + np.sum(np.nanmax(y, axis=0) ** 2) + np.nanmin(y) + \
+        np.sum(np.ptp(np.nan_to_num(y), axis=1) ** 2) + np.ptp(np.nan_to_num(y))
+
+
+def interp_in_x(x):
+    return np.sum(np.interp(x, XP, FP) ** 2)
+
+
+def interp_in_fp(f):
+    return np.sum(np.interp(M45, XP, f) ** 2) + np.sum(np.interp(np.array([-1.0, 0.7, 4.0]), XP, f * f))
+
+
+def trapezoid(y):
+    return np.trapezoid(y[0]) ** 2 + np.sum(np.trapezoid(y, XP, axis=1) ** 2) + \
+        np.sum(np.trapezoid(y * y, dx=0.3, axis=0))
+
+
+def convolutions(v):
+    return np.sum(np.convolve(v, H3) ** 2) + np.sum(np.convolve(v, H4, mode="same") ** 2) + \
+        np.sum(np.convolve(v, LONG, "same") ** 2) + np.sum(np.convolve(H3, v, "same") ** 2) + \
+        np.sum(np.convolve(v, LONG, "valid") ** 2) + np.sum(np.correlate(v, H3) ** 2) + \
+        np.sum(np.correlate(v, H4, "same") ** 2) + np.sum(np.correlate(H4, v, "full") ** 2) + \
+        np.sum(np.correlate(v, LONG, "valid") ** 2)
+
+
+def convolutions_in_kernel(h):
+    return np.sum(np.convolve(V7, h, "same") ** 2) + np.sum(np.correlate(V7, h, "same") ** 2) + \
+        np.sum(np.correlate(h, V7, "full") ** 2)
+
+
 CASES = [
+    (nan_reductions, WITH_NANS), (interp_in_x, R.uniform(0.1, 3.4, size=(4, 5))),
+    (interp_in_fp, FP), (trapezoid, M45), (convolutions, V7), (convolutions_in_kernel, H4),
     (partition, V7), (partition_axes, M45), (rollaxis, T234), (gradient_1d, V7), (gradient_2d, M45),
     (einsum_ellipsis, T234), (zero_gradient_reads, V7),
     (diff, X), (diff2, X), (diff_padded, X), (sort, X), (sort_axis, X), (take_along, X),
