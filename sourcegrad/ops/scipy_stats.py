@@ -1,5 +1,6 @@
-"""scipy.stats: logpdf, pdf, cdf and logcdf of norm, t, gamma, beta and chi2 (in x, loc, scale
-and, for logpdf and pdf, the shape parameters); logpmf, pmf, cdf and logcdf of poisson (in mu);
+"""scipy.stats: logpdf, pdf, cdf, logcdf, sf, logsf and ppf of norm, t, gamma, beta, chi2, expon,
+laplace, logistic, cauchy and lognorm (in x (q), loc, scale and, for logpdf and pdf, the shape
+parameters); logpmf, pmf, cdf and logcdf of poisson (in mu);
 logpdf and pdf of dirichlet (in x and alpha) and multivariate_normal (in x, mean and cov).
 
 Imported by the registry once the program has imported scipy.stats (`registry._OPTIONAL`).
@@ -153,6 +154,281 @@ defvjp("scipy_chi2_logcdf", stats.chi2.logcdf, _spelled("chi2", "logcdf"),
        lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.chi2.logcdf in df"),
        lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(-g * stats.chi2.pdf(x, df, loc, scale) / stats.chi2.cdf(x, df, loc, scale), loc),
        lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(-g * stats.chi2.pdf(x, df, loc, scale) / stats.chi2.cdf(x, df, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+
+# Survival functions (sf = 1 - cdf), quantiles (ppf, the inverse of cdf in q: 1 / pdf at the
+# result) and the families without shape parameters or with lognorm's s.
+defvjp("scipy_norm_sf", stats.norm.sf, _spelled("norm", "sf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.norm.pdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.norm.pdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.norm.pdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_norm_logsf", stats.norm.logsf, _spelled("norm", "logsf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.norm.pdf(x, loc, scale) / stats.norm.sf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.norm.pdf(x, loc, scale) / stats.norm.sf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.norm.pdf(x, loc, scale) / stats.norm.sf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_norm_ppf", stats.norm.ppf, _spelled("norm", "ppf"),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.norm.pdf(ans, loc, scale), q),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_t_sf", stats.t.sf, _spelled("t", "sf"),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(-g * stats.t.pdf(x, df, loc, scale), x),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.t.sf in df"),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.t.pdf(x, df, loc, scale), loc),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.t.pdf(x, df, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_t_logsf", stats.t.logsf, _spelled("t", "logsf"),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(-g * stats.t.pdf(x, df, loc, scale) / stats.t.sf(x, df, loc, scale), x),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.t.logsf in df"),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.t.pdf(x, df, loc, scale) / stats.t.sf(x, df, loc, scale), loc),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.t.pdf(x, df, loc, scale) / stats.t.sf(x, df, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_t_ppf", stats.t.ppf, _spelled("t", "ppf"),
+       lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g / stats.t.pdf(ans, df, loc, scale), q),
+       lambda g, ans, q, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.t.ppf in df"),
+       lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_gamma_sf", stats.gamma.sf, _spelled("gamma", "sf"),
+       lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(-g * stats.gamma.pdf(x, a, loc, scale), x),
+       lambda g, ans, x, a, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.gamma.sf in a"),
+       lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(g * stats.gamma.pdf(x, a, loc, scale), loc),
+       lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(g * stats.gamma.pdf(x, a, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_gamma_logsf", stats.gamma.logsf, _spelled("gamma", "logsf"),
+       lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(-g * stats.gamma.pdf(x, a, loc, scale) / stats.gamma.sf(x, a, loc, scale), x),
+       lambda g, ans, x, a, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.gamma.logsf in a"),
+       lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(g * stats.gamma.pdf(x, a, loc, scale) / stats.gamma.sf(x, a, loc, scale), loc),
+       lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(g * stats.gamma.pdf(x, a, loc, scale) / stats.gamma.sf(x, a, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_gamma_ppf", stats.gamma.ppf, _spelled("gamma", "ppf"),
+       lambda g, ans, q, a, loc=0.0, scale=1.0: unbroadcast(g / stats.gamma.pdf(ans, a, loc, scale), q),
+       lambda g, ans, q, a, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.gamma.ppf in a"),
+       lambda g, ans, q, a, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, a, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_beta_sf", stats.beta.sf, _spelled("beta", "sf"),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(-g * stats.beta.pdf(x, a, b, loc, scale), x),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.sf in a"),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.sf in b"),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(g * stats.beta.pdf(x, a, b, loc, scale), loc),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(g * stats.beta.pdf(x, a, b, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_beta_logsf", stats.beta.logsf, _spelled("beta", "logsf"),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(-g * stats.beta.pdf(x, a, b, loc, scale) / stats.beta.sf(x, a, b, loc, scale), x),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.logsf in a"),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.logsf in b"),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(g * stats.beta.pdf(x, a, b, loc, scale) / stats.beta.sf(x, a, b, loc, scale), loc),
+       lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(g * stats.beta.pdf(x, a, b, loc, scale) / stats.beta.sf(x, a, b, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_beta_ppf", stats.beta.ppf, _spelled("beta", "ppf"),
+       lambda g, ans, q, a, b, loc=0.0, scale=1.0: unbroadcast(g / stats.beta.pdf(ans, a, b, loc, scale), q),
+       lambda g, ans, q, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.ppf in a"),
+       lambda g, ans, q, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.ppf in b"),
+       lambda g, ans, q, a, b, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, a, b, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_chi2_sf", stats.chi2.sf, _spelled("chi2", "sf"),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(-g * stats.chi2.pdf(x, df, loc, scale), x),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.chi2.sf in df"),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.chi2.pdf(x, df, loc, scale), loc),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.chi2.pdf(x, df, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_chi2_logsf", stats.chi2.logsf, _spelled("chi2", "logsf"),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(-g * stats.chi2.pdf(x, df, loc, scale) / stats.chi2.sf(x, df, loc, scale), x),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.chi2.logsf in df"),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.chi2.pdf(x, df, loc, scale) / stats.chi2.sf(x, df, loc, scale), loc),
+       lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.chi2.pdf(x, df, loc, scale) / stats.chi2.sf(x, df, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_chi2_ppf", stats.chi2.ppf, _spelled("chi2", "ppf"),
+       lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g / stats.chi2.pdf(ans, df, loc, scale), q),
+       lambda g, ans, q, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.chi2.ppf in df"),
+       lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_expon_logpdf", stats.expon.logpdf, _spelled("expon", "logpdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * (-1.0) / scale, x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * (-1.0) / scale, loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ((-1.0) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_expon_pdf", stats.expon.pdf, _spelled("expon", "pdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * ans * (-1.0) / scale, x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ans * (-1.0) / scale, loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ans * ((-1.0) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_expon_cdf", stats.expon.cdf, _spelled("expon", "cdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.expon.pdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.expon.pdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.expon.pdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_expon_logcdf", stats.expon.logcdf, _spelled("expon", "logcdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.expon.pdf(x, loc, scale) / stats.expon.cdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.expon.pdf(x, loc, scale) / stats.expon.cdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.expon.pdf(x, loc, scale) / stats.expon.cdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_expon_sf", stats.expon.sf, _spelled("expon", "sf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.expon.pdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.expon.pdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.expon.pdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_expon_logsf", stats.expon.logsf, _spelled("expon", "logsf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.expon.pdf(x, loc, scale) / stats.expon.sf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.expon.pdf(x, loc, scale) / stats.expon.sf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.expon.pdf(x, loc, scale) / stats.expon.sf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_expon_ppf", stats.expon.ppf, _spelled("expon", "ppf"),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.expon.pdf(ans, loc, scale), q),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_laplace_logpdf", stats.laplace.logpdf, _spelled("laplace", "logpdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * (-np.sign(((x - loc) / scale))) / scale, x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * (-np.sign(((x - loc) / scale))) / scale, loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ((-np.sign(((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_laplace_pdf", stats.laplace.pdf, _spelled("laplace", "pdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * ans * (-np.sign(((x - loc) / scale))) / scale, x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ans * (-np.sign(((x - loc) / scale))) / scale, loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ans * ((-np.sign(((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_laplace_cdf", stats.laplace.cdf, _spelled("laplace", "cdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.laplace.pdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.laplace.pdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.laplace.pdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_laplace_logcdf", stats.laplace.logcdf, _spelled("laplace", "logcdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.laplace.pdf(x, loc, scale) / stats.laplace.cdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.laplace.pdf(x, loc, scale) / stats.laplace.cdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.laplace.pdf(x, loc, scale) / stats.laplace.cdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_laplace_sf", stats.laplace.sf, _spelled("laplace", "sf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.laplace.pdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.laplace.pdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.laplace.pdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_laplace_logsf", stats.laplace.logsf, _spelled("laplace", "logsf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.laplace.pdf(x, loc, scale) / stats.laplace.sf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.laplace.pdf(x, loc, scale) / stats.laplace.sf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.laplace.pdf(x, loc, scale) / stats.laplace.sf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_laplace_ppf", stats.laplace.ppf, _spelled("laplace", "ppf"),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.laplace.pdf(ans, loc, scale), q),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_logistic_logpdf", stats.logistic.logpdf, _spelled("logistic", "logpdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * (-np.tanh(0.5 * ((x - loc) / scale))) / scale, x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * (-np.tanh(0.5 * ((x - loc) / scale))) / scale, loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ((-np.tanh(0.5 * ((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_logistic_pdf", stats.logistic.pdf, _spelled("logistic", "pdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * ans * (-np.tanh(0.5 * ((x - loc) / scale))) / scale, x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ans * (-np.tanh(0.5 * ((x - loc) / scale))) / scale, loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ans * ((-np.tanh(0.5 * ((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_logistic_cdf", stats.logistic.cdf, _spelled("logistic", "cdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.logistic.pdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.logistic.pdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.logistic.pdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_logistic_logcdf", stats.logistic.logcdf, _spelled("logistic", "logcdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.logistic.pdf(x, loc, scale) / stats.logistic.cdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.logistic.pdf(x, loc, scale) / stats.logistic.cdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.logistic.pdf(x, loc, scale) / stats.logistic.cdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_logistic_sf", stats.logistic.sf, _spelled("logistic", "sf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.logistic.pdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.logistic.pdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.logistic.pdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_logistic_logsf", stats.logistic.logsf, _spelled("logistic", "logsf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.logistic.pdf(x, loc, scale) / stats.logistic.sf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.logistic.pdf(x, loc, scale) / stats.logistic.sf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.logistic.pdf(x, loc, scale) / stats.logistic.sf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_logistic_ppf", stats.logistic.ppf, _spelled("logistic", "ppf"),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.logistic.pdf(ans, loc, scale), q),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_cauchy_logpdf", stats.cauchy.logpdf, _spelled("cauchy", "logpdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale))) / scale, x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale))) / scale, loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ((-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_cauchy_pdf", stats.cauchy.pdf, _spelled("cauchy", "pdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * ans * (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale))) / scale, x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ans * (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale))) / scale, loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ans * ((-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_cauchy_cdf", stats.cauchy.cdf, _spelled("cauchy", "cdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.cauchy.pdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.cauchy.pdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.cauchy.pdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_cauchy_logcdf", stats.cauchy.logcdf, _spelled("cauchy", "logcdf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.cdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.cdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.cdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_cauchy_sf", stats.cauchy.sf, _spelled("cauchy", "sf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.cauchy.pdf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.cauchy.pdf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.cauchy.pdf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_cauchy_logsf", stats.cauchy.logsf, _spelled("cauchy", "logsf"),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.sf(x, loc, scale), x),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.sf(x, loc, scale), loc),
+       lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.sf(x, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_cauchy_ppf", stats.cauchy.ppf, _spelled("cauchy", "ppf"),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.cauchy.pdf(ans, loc, scale), q),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_lognorm_logpdf", stats.lognorm.logpdf, _spelled("lognorm", "logpdf"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) / scale, x),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * ((np.log(((x - loc) / scale)) * np.log(((x - loc) / scale)) / (s * s) - 1.0) / s), s),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) / scale, loc),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * ((-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_lognorm_pdf", stats.lognorm.pdf, _spelled("lognorm", "pdf"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * ans * (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) / scale, x),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * ans * ((np.log(((x - loc) / scale)) * np.log(((x - loc) / scale)) / (s * s) - 1.0) / s), s),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * ans * (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) / scale, loc),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * ans * ((-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) * ((x - loc) / scale) + 1.0) / scale, scale),
+       kind="elementwise")
+defvjp("scipy_lognorm_cdf", stats.lognorm.cdf, _spelled("lognorm", "cdf"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * stats.lognorm.pdf(x, s, loc, scale), x),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.cdf in s"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * stats.lognorm.pdf(x, s, loc, scale), loc),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * stats.lognorm.pdf(x, s, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_lognorm_logcdf", stats.lognorm.logcdf, _spelled("lognorm", "logcdf"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.cdf(x, s, loc, scale), x),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.logcdf in s"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.cdf(x, s, loc, scale), loc),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.cdf(x, s, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_lognorm_sf", stats.lognorm.sf, _spelled("lognorm", "sf"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * stats.lognorm.pdf(x, s, loc, scale), x),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.sf in s"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * stats.lognorm.pdf(x, s, loc, scale), loc),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * stats.lognorm.pdf(x, s, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_lognorm_logsf", stats.lognorm.logsf, _spelled("lognorm", "logsf"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(-g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.sf(x, s, loc, scale), x),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.logsf in s"),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.sf(x, s, loc, scale), loc),
+       lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.sf(x, s, loc, scale) * ((x - loc) / scale), scale),
+       kind="elementwise")
+defvjp("scipy_lognorm_ppf", stats.lognorm.ppf, _spelled("lognorm", "ppf"),
+       lambda g, ans, q, s, loc=0.0, scale=1.0: unbroadcast(g / stats.lognorm.pdf(ans, s, loc, scale), q),
+       lambda g, ans, q, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.ppf in s"),
+       lambda g, ans, q, s, loc=0.0, scale=1.0: unbroadcast(g, loc),
+       lambda g, ans, q, s, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
        kind="elementwise")
 
 # poisson(k, mu, loc): k is discrete (no derivative); d logpmf / d mu = (k - loc) / mu - 1 and

@@ -355,3 +355,45 @@ SIGNAL_CASES = [(convolve_in_1, V7), (convolve_in_2, H3), (correlate_in_1, V7),
 @pytest.mark.parametrize("f, x", SIGNAL_CASES, ids=[f.__name__ for f, _ in SIGNAL_CASES])
 def test_scipy_signal_matches_finite_differences(f, x):
     check_all(f, x)
+
+
+# survival functions, quantiles and the families without shape parameters (and lognorm)
+from scipy.stats import cauchy, expon, laplace, logistic, lognorm  # noqa: E402
+
+
+def tails_in_x(x):
+    return np.sum(norm.sf(x) ** 2 + norm.logsf(x, 0.3, 1.5) + t.sf(x, 3.0) ** 2 + t.logsf(x, 4.0, 0.1) +
+                  laplace.logpdf(x, 0.05) + laplace.cdf(x) ** 2 + logistic.logpdf(x) + logistic.sf(x, 0.2, 2.0) ** 2 +
+                  cauchy.logpdf(x, 0.1, 0.5) + cauchy.logcdf(x) + cauchy.pdf(x) ** 2 + logistic.logsf(x))
+
+
+def positive_in_x(p):
+    return np.sum(gamma.sf(p, 2.0) ** 2 + gamma.logsf(p, 1.5, scale=2.0) + chi2.sf(p, 3.0) ** 2 +
+                  expon.logpdf(p) + expon.pdf(p, 0.1, 2.0) ** 2 + expon.cdf(p) ** 2 + expon.logsf(p, scale=0.7) +
+                  lognorm.logpdf(p, 0.7) + lognorm.pdf(p, 0.5, 0.0, 1.5) ** 2 + lognorm.cdf(p, 0.8) ** 2 +
+                  lognorm.logsf(p, 0.6) + beta.sf(p / 3.0, 2.0, 3.0) + beta.logsf(p / 3.0, 1.5, 2.0))
+
+
+def quantiles(u):
+    return np.sum(norm.ppf(u) ** 2 + norm.ppf(u, 1.0, 2.0) + t.ppf(u, 4.0) ** 2 + gamma.ppf(u, 2.0) +
+                  beta.ppf(u, 2.0, 3.0) ** 2 + chi2.ppf(u, 3.0) + expon.ppf(u, 0.1, 2.0) ** 2 +
+                  laplace.ppf(u) + logistic.ppf(u) ** 2 + cauchy.ppf(u * 0.5 + 0.25) + lognorm.ppf(u, 0.5))
+
+
+def in_loc_scale(p):
+    return np.sum(norm.ppf(U, p - 1.0, p) ** 2 + norm.sf(X, p - 1.0, p) + laplace.logpdf(X, p - 1.0, p) +
+                  logistic.cdf(X, p - 1.0, p) ** 2 + cauchy.logpdf(X, p - 1.0, p) + expon.logsf(P, p - 1.0, p) +
+                  lognorm.logpdf(P + 1.0, 0.5, p - 1.0, p))
+
+
+def lognorm_in_s(s):
+    return np.sum(lognorm.logpdf(P, s) + lognorm.pdf(P, s, 0.1, 2.0) ** 2)
+
+
+TAIL_CASES = [(tails_in_x, X), (positive_in_x, P), (quantiles, U), (in_loc_scale, P),
+              (lognorm_in_s, P)]
+
+
+@pytest.mark.parametrize("f, x", TAIL_CASES, ids=[f.__name__ for f, _ in TAIL_CASES])
+def test_tails_quantiles_and_more_families_match_finite_differences(f, x):
+    check_all(f, x, rtol=1e-5)
