@@ -366,6 +366,12 @@ def gradient_adjoint(g, ndim, spacing, axis=None, edge_order=1):
     return total
 
 
+def gradient_of(f, spacing, axis=None, edge_order=1):
+    """np.gradient(f, *spacing, axis=axis, edge_order=edge_order) (the spacings as one tuple:
+    a rule template cannot spell a starred argument)."""
+    return np.gradient(f, *spacing, axis=axis, edge_order=edge_order)
+
+
 def gradient_spacing_case(spacing):
     """'scalar' when np.gradient's spacings are numbers (or none), else 'coordinates' (arrays:
     no rule here)."""
@@ -373,18 +379,24 @@ def gradient_spacing_case(spacing):
 
 
 defnondiff("gradient_spacing_case", gradient_spacing_case, _spelled("gradient_spacing_case"))
-TEMPLATE_NAMESPACE.update(gradient_adjoint=gradient_adjoint,
+TEMPLATE_NAMESPACE.update(gradient_adjoint=gradient_adjoint, gradient_of=gradient_of,
                           gradient_spacing_case=gradient_spacing_case)
-# the adjoint is linear in g; its own adjoint is np.gradient again (second derivatives)
+# np.gradient and its adjoint are linear in their first argument and each other's adjoint
+defvjp("gradient_of", gradient_of, _spelled("gradient_of"),
+       lambda g, ans, f, spacing, axis=None, edge_order=1: gradient_adjoint(g, np.ndim(f), spacing, axis, edge_order),
+       linear=(0,))
 defvjp("gradient_adjoint", gradient_adjoint, _spelled("gradient_adjoint"),
-       lambda g, ans, h, ndim, spacing, axis=None, edge_order=1: np.gradient(g, *spacing, axis=axis, edge_order=edge_order),
+       lambda g, ans, h, ndim, spacing, axis=None, edge_order=1: gradient_of(g, spacing, axis, edge_order),
        linear=(0,))
 defvjp("np_gradient", np.gradient, _func("gradient"),
        lambda g, ans, f, *varargs, axis=None, edge_order=1: (
            no_function_rule("np.gradient with coordinate arrays as spacing") if gradient_spacing_case(varargs) != "scalar" else
            gradient_adjoint(g, np.ndim(f), varargs, axis, edge_order)),
        lambda g, ans, f, *varargs, axis=None, edge_order=1, argnum=1: no_function_rule("np.gradient in its spacing"),
-       linear=(0,))
+       jvps=(lambda t, ans, f, *varargs, axis=None, edge_order=1: (
+                 no_function_rule("np.gradient with coordinate arrays as spacing") if gradient_spacing_case(varargs) != "scalar" else
+                 gradient_of(t, varargs, axis, edge_order)),
+             lambda t, ans, f, *varargs, axis=None, edge_order=1, argnum=1: no_function_rule("np.gradient in its spacing")))
 
 
 # --- NaN-ignoring reductions, ptp -----------------------------------------------------------
@@ -471,7 +483,8 @@ defvjp("np_interp", np.interp, _func("interp"),
 defvjp("np_trapezoid", np.trapezoid, _func("trapezoid"),
        lambda g, ans, y, x=None, dx=1.0, axis=-1: trapezoid_adjoint(g, np.shape(y), x, dx, axis) if x is None or np.ndim(x) == 1 else no_function_rule("np.trapezoid with an x of more than one dimension"),
        lambda g, ans, y, x=None, dx=1.0, axis=-1: no_function_rule("np.trapezoid in its sample points x"),
-       linear=(0,))
+       jvps=(lambda t, ans, y, x=None, dx=1.0, axis=-1: np.trapezoid(t, x, dx, axis),
+             lambda t, ans, y, x=None, dx=1.0, axis=-1: no_function_rule("np.trapezoid in its sample points x")))
 
 
 # --- np.convolve, np.correlate (1-d) ----------------------------------------------------------

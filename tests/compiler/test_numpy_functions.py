@@ -252,11 +252,18 @@ def gradient_coordinates(v):
     return np.sum(np.gradient(v, np.cumsum(np.ones(7))))
 
 
+def trapezoid_in_x(x):
+    return np.trapezoid(V7, x)
+
+
 @pytest.mark.parametrize("f, x, what", [(gradient_in_spacing, 0.5, "in its spacing"),
-                                        (gradient_coordinates, V7, "coordinate arrays")])
-def test_gradient_variants_without_a_rule_are_refused(f, x, what):
+                                        (gradient_coordinates, V7, "coordinate arrays"),
+                                        (trapezoid_in_x, np.arange(7.0), "sample points")])
+def test_spacing_variants_without_a_rule_are_refused_in_both_modes(f, x, what):
     with pytest.raises(errors.NoRuleError, match=what):
         sourcegrad.grad(f)(x)
+    with pytest.raises(errors.NoRuleError, match=what):  # forward mode: never a silent zero
+        sourcegrad.jvp(f, (x,), (np.ones_like(x),))
 
 
 def test_linspace_and_full_carry_gradient():
