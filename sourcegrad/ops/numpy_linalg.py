@@ -25,7 +25,7 @@ import numpy as np
 from .. import errors
 from ..runtime import unbroadcast
 from .numpy_functions import undiagonal
-from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp
+from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defprimitive, defvjp
 from .registry import func as _func
 
 
@@ -251,3 +251,35 @@ if hasattr(np.linalg, "vecdot"):
            lambda g, ans, x1, x2: g @ x2,
            lambda g, ans, x1, x2: x1 @ g,
            linear="multi")
+
+
+def multi_dot_grad(g, arrays, argnum):
+    """Adjoint of np.linalg.multi_dot(arrays) for arrays[argnum]: the product of the arrays to
+    its left, transposed, times g times the product of those to its right, transposed (a 1-d
+    first array is a row, a 1-d last one a column, as multi_dot reads them)."""
+    mats = [np.asarray(a) for a in arrays]
+    if mats[0].ndim == 1:
+        mats[0] = mats[0][None, :]
+    if mats[-1].ndim == 1:
+        mats[-1] = mats[-1][:, None]
+    grad = np.reshape(g, (mats[0].shape[0], mats[-1].shape[1]))
+    if argnum > 0:
+        left = mats[0]
+        for m in mats[1:argnum]:
+            left = left @ m
+        grad = left.T @ grad
+    if argnum < len(mats) - 1:
+        right = mats[argnum + 1]
+        for m in mats[argnum + 2:]:
+            right = right @ m
+        grad = grad @ right.T
+    return np.reshape(grad, np.shape(arrays[argnum]))
+
+
+# (its derivative is not written: a second derivative through multi_dot raises NoRuleError)
+defprimitive("multi_dot_grad", multi_dot_grad, _spelled("multi_dot_grad"))
+TEMPLATE_NAMESPACE.update(multi_dot_grad=multi_dot_grad)
+# multi_dot(arrays): multilinear, so forward mode replaces each array by its tangent in turn
+defvjp("linalg_multi_dot", np.linalg.multi_dot, _func("linalg.multi_dot"),
+       lambda g, ans, *arrays, argnum: multi_dot_grad(g, arrays, argnum),
+       sequence_input=True, linear="multi")

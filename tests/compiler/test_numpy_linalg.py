@@ -259,3 +259,27 @@ def test_an_unused_part_of_a_tuple_result_gets_a_zero_adjoint():
         sign, logdet = np.linalg.slogdet(A)
         return logdet
     np.testing.assert_allclose(sourcegrad.grad(f)(A), np.linalg.inv(A).T, rtol=1e-12)
+
+
+MA, MB, MC = R.normal(size=(3, 4)), R.normal(size=(4, 5)), R.normal(size=(5, 2))
+VA, VC = R.normal(size=3), R.normal(size=2)
+
+
+def multi_dot_middle(x):
+    return np.sum(np.linalg.multi_dot([MA, x, MC]) ** 2) + np.linalg.multi_dot([VA, MA, x, MC, VC]) + \
+        np.sum(np.linalg.multi_dot([x.T, MA.T]) ** 2)
+
+
+def multi_dot_ends(v):
+    return np.linalg.multi_dot([v, MA, MB, MC, VC]) ** 2
+
+
+@pytest.mark.parametrize("f, x", [(multi_dot_middle, MB), (multi_dot_ends, VA)])
+def test_multi_dot_first_order_and_forward_mode(f, x):
+    assert sourcegrad.check_grad(f, x) <= 1.0
+    t = R.normal(size=np.shape(x))
+    eps = 1e-6
+    np.testing.assert_allclose(sourcegrad.jvp(f, (x,), (t,))[1],
+                               (f(x + eps * t) - f(x - eps * t)) / (2 * eps), rtol=1e-6)
+    with pytest.raises(errors.NoRuleError, match="multi_dot_grad"):  # not written: refused
+        sourcegrad.hessian(f)(x)
