@@ -445,6 +445,8 @@ def _dot_shape(rule, values, kwvalues):
 def _tensordot_shape(rule, values, kwvalues):
     bound = rule.bind(values, kwvalues)
     x, y, axes = bound["x"], bound["y"], bound["axes"]
+    dtype = np.result_type(x, y)
+    x, y = np.asarray(x), np.asarray(y)  # (a Python number is a 0-d operand)
     if isinstance(axes, int):
         xa, ya = list(range(x.ndim - axes, x.ndim)), list(range(axes))
     else:
@@ -455,7 +457,7 @@ def _tensordot_shape(rule, values, kwvalues):
         raise ValueError("shape-mismatch for sum")  # numpy's words: see _numpy_verdict
     out = tuple(n for i, n in enumerate(x.shape) if i not in xa) + \
         tuple(n for i, n in enumerate(y.shape) if i not in ya)
-    return stand_in(out, np.result_type(x.dtype, y.dtype))
+    return stand_in(out, dtype)
 
 
 def _einsum_shape(rule, values, kwvalues):
@@ -496,8 +498,21 @@ def _linalg_shape(rule, values, kwvalues):
                                  **{k: regular(v) for k, v in kwvalues.items()}))
 
 
+def _like_first(rule, values, kwvalues):
+    """A float result shaped like the first operand, for functions that check their values'
+    domain (scipy.special.multigammaln raises on the stand-ins)."""
+    return stand_in(np.shape(values[0]), np.result_type(values[0], np.float64))
+
+
+def _first_axis_reduced(rule, values, kwvalues):
+    """A float result shaped like the first operand without its first axis (scipy.stats.
+    dirichlet: components along the first axis; it checks its values, so it is not run)."""
+    return stand_in(np.shape(values[0])[1:], np.result_type(values[0], np.float64))
+
+
 # The shape functions, by an op's kind or by the name its registry entry gives (`Op.shape`).
 _SHAPE_FUNCTIONS = {
+    "like_first": _like_first, "first_axis_reduced": _first_axis_reduced,
     "elementwise": _elementwise, "reduction": _reduction, "in_place": _in_place,
     "matmul": _matmul_shape, "dot": _dot_shape, "tensordot": _tensordot_shape,
     "einsum": _einsum_shape, "linalg": _linalg_shape,

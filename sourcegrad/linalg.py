@@ -1,9 +1,12 @@
 """`sourcegrad.linalg`, as `torch.linalg`: the eager Tensor's linear algebra
-(`sourcegrad.eager.linalg`): inv, det, solve, cholesky, pinv, vector_norm, norm, cross.
+(`sourcegrad.eager.linalg`): inv, det, slogdet, solve, cholesky, pinv, eigh, eigvalsh, svd,
+svdvals, qr, matrix_power, vector_norm, norm, cross.
 
 Imports: the eager package only.
 """
-from .eager.linalg import cholesky, det, inv, norm, pinv, solve, vector_norm
+from .eager.linalg import (cholesky, det, eigh, eigvalsh, inv, matrix_power, norm, pinv, qr,
+                           slogdet, solve, svd, svdvals, vector_norm)
 from .eager.vector_ops import linalg_cross as cross
 
-__all__ = ["cholesky", "cross", "det", "inv", "norm", "pinv", "solve", "vector_norm"]
+__all__ = ["cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matrix_power", "norm", "pinv",
+           "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]

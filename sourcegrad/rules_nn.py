@@ -165,18 +165,31 @@ _defvjp("smooth_l1_loss", smooth_l1_loss,
         lambda g, ans, x, y, reduction="mean", beta=1.0: unbroadcast(
             loss_scale(g, x - y, reduction) * np.clip((x - y) / beta, -1.0, 1.0), x),
         lambda g, ans, x, y, reduction="mean", beta=1.0: unbroadcast(
-            -loss_scale(g, x - y, reduction) * np.clip((x - y) / beta, -1.0, 1.0), y))
+            -loss_scale(g, x - y, reduction) * np.clip((x - y) / beta, -1.0, 1.0), y),
+        jvps=(lambda t, ans, x, y, reduction="mean", beta=1.0: reduce_loss(
+                  np.clip((x - y) / beta, -1.0, 1.0) * t, reduction),
+              lambda t, ans, x, y, reduction="mean", beta=1.0: reduce_loss(
+                  -np.clip((x - y) / beta, -1.0, 1.0) * t, reduction)))
 _defvjp("huber_loss", huber_loss,
         lambda g, ans, x, y, reduction="mean", delta=1.0: unbroadcast(
             loss_scale(g, x - y, reduction) * np.clip(x - y, -delta, delta), x),
         lambda g, ans, x, y, reduction="mean", delta=1.0: unbroadcast(
-            -loss_scale(g, x - y, reduction) * np.clip(x - y, -delta, delta), y))
+            -loss_scale(g, x - y, reduction) * np.clip(x - y, -delta, delta), y),
+        jvps=(lambda t, ans, x, y, reduction="mean", delta=1.0: reduce_loss(
+                  np.clip(x - y, -delta, delta) * t, reduction),
+              lambda t, ans, x, y, reduction="mean", delta=1.0: reduce_loss(
+                  -np.clip(x - y, -delta, delta) * t, reduction)))
 _defvjp("binary_cross_entropy", binary_cross_entropy,
         lambda g, ans, x, y, weight=None, reduction="mean": unbroadcast(weighted(
             loss_scale(g, x, reduction) * (x - y) / np.maximum((1 - x) * x, 1e-12), weight), x),
         lambda g, ans, x, y, weight=None, reduction="mean": unbroadcast(weighted(
             -loss_scale(g, x, reduction) * np.log(x / (1 - x)), weight), y),
-        None)
+        None,
+        jvps=(lambda t, ans, x, y, weight=None, reduction="mean": reduce_loss(weighted(
+                  (x - y) / np.maximum((1 - x) * x, 1e-12) * t, weight), reduction),
+              lambda t, ans, x, y, weight=None, reduction="mean": reduce_loss(weighted(
+                  -np.log(x / (1 - x)) * t, weight), reduction),
+              None))
 _defvjp("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits,
         lambda g, ans, x, y, weight=None, pos_weight=None, reduction="mean": unbroadcast(weighted(
             loss_scale(g, x, reduction) * (
@@ -186,23 +199,36 @@ _defvjp("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits,
             loss_scale(g, x, reduction) * (
                 -x if pos_weight is None else log_sigmoid(-x) - pos_weight * log_sigmoid(x)),
             weight), y),
-        None, None)
+        None, None,
+        jvps=(lambda t, ans, x, y, weight=None, pos_weight=None, reduction="mean": reduce_loss(
+                  weighted(t * (sigmoid(x) - y if pos_weight is None else
+                                (pos_weight * y + 1 - y) * sigmoid(x) - pos_weight * y), weight),
+                  reduction),
+              lambda t, ans, x, y, weight=None, pos_weight=None, reduction="mean": reduce_loss(
+                  weighted(t * (-x if pos_weight is None else
+                                log_sigmoid(-x) - pos_weight * log_sigmoid(x)), weight),
+                  reduction),
+              None, None))
 _defvjp("nll_loss2d", nll_loss2d,
         lambda g, ans, x, target, weight=None, reduction="mean", ignore_index=-100: unindex(
             nll_scale(g, target, weight, reduction, ignore_index), x,
             nll2d_index(np.shape(x), target, ignore_index)),
-        None)
+        None, linear=(0,))
 _defvjp("xlogy", xlogy,
         lambda g, ans, x, y: unbroadcast(g * xlogy(x != 0, y), x),
         lambda g, ans, x, y: unbroadcast(g * x / y, y), kind="elementwise")
 _defvjp("linalg_cross", linalg_cross,
         lambda g, ans, x, y, axis=-1: unbroadcast(linalg_cross(y, g, axis), x),
-        lambda g, ans, x, y, axis=-1: unbroadcast(linalg_cross(g, x, axis), y))
+        lambda g, ans, x, y, axis=-1: unbroadcast(linalg_cross(g, x, axis), y), linear="multi")
 _defvjp("cdist", cdist,
         lambda g, ans, x1, x2, p=2.0: unbroadcast(
             np.sum(cdist_pair_grad(g, ans, x1, x2, p), axis=-2), x1),
         lambda g, ans, x1, x2, p=2.0: unbroadcast(
-            -np.sum(cdist_pair_grad(g, ans, x1, x2, p), axis=-3), x2))
+            -np.sum(cdist_pair_grad(g, ans, x1, x2, p), axis=-3), x2),
+        jvps=(lambda t, ans, x1, x2, p=2.0: np.sum(
+                  cdist_pair_grad(np.ones_like(ans), ans, x1, x2, p) * np.expand_dims(t, -2), axis=-1),
+              lambda t, ans, x1, x2, p=2.0: -np.sum(
+                  cdist_pair_grad(np.ones_like(ans), ans, x1, x2, p) * np.expand_dims(t, -3), axis=-1)))
 
 NN_RULES = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy",
             "binary_cross_entropy_with_logits", "nll_loss2d", "xlogy", "linalg_cross", "cdist"]

@@ -12,6 +12,8 @@ the rule table (`vjp_at_run_time`) lives in `rules`.
 """
 from __future__ import annotations
 
+import string
+
 import numpy as np
 
 
@@ -312,15 +314,23 @@ def parse_einsum(subscripts, operands):
     """`einsum` subscripts as (a list of each operand's labels, the output's labels); an implicit
     output is the labels used once, sorted, as numpy has it."""
     spec = subscripts.replace(" ", "")
+    ins, arrow, out = spec.partition("->")
+    inputs = ins.split(",")
+    ellipsis = ""
     if "." in spec:
-        raise NotImplementedError("einsum gradient with '...' is not supported")
-    if "->" in spec:
-        ins, out = spec.split("->")
-    else:
-        ins = spec
-        letters = ins.replace(",", "")
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    return ins.split(","), out
+        # '...' becomes letters the subscripts do not use, one per broadcast axis, aligned on
+        # the right as numpy aligns them (so the gradient einsums need no '...')
+        free = [c for c in string.ascii_letters if c not in spec]
+        counts = [np.ndim(op) - (len(s) - 3) for s, op in zip(inputs, operands) if "..." in s]
+        ellipsis = "".join(free[:max(counts, default=0)])
+        inputs = [s.replace("...", ellipsis[len(ellipsis) - (np.ndim(op) - (len(s) - 3)):])
+                  if "..." in s else s for s, op in zip(inputs, operands)]
+        out = out.replace("...", ellipsis)
+    if not arrow:
+        letters = "".join(inputs)
+        out = ellipsis + "".join(sorted(c for c in set(letters)
+                                        if letters.count(c) == 1 and c not in ellipsis))
+    return inputs, out
 
 
 def untake(g, x, indices, axis=None):

@@ -541,6 +541,31 @@ class MultiRuleNode(RuleNode):
     def apply(self, grads):  # the rule's g is a list: no fast path
         return self._run(grads, False)
 
+    def _unpack_ans(self, create):
+        """The outputs as the rule reads them (a tuple), when it reads them: each checked for
+        in-place changes since; under create_graph each a Tensor whose grad_fn is this node."""
+        kept = self._ans
+        if type(kept) is not list:
+            return super()._unpack_ans(create)
+        out = []
+        for i, item in enumerate(kept):
+            if isinstance(item, Meta):
+                out.append(item.proxy() if create else item)
+                continue
+            data, vc, expected = item
+            if vc.value != expected:
+                raise modified_error(Tensor._dtype_of(data), data.shape, expected, vc.value,
+                                     f", which is output {i} of {strip_backward(self.name())},")
+            if create:
+                t = _wrap(data)
+                t._grad_fn = self
+                t._output_nr = i
+                t._requires_grad = True
+                t._vc = vc
+                data = t
+            out.append(data)
+        return tuple(out)
+
     def _grad_output(self, grads, create):
         out = []
         for i, m in enumerate(self._outs):

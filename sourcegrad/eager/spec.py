@@ -221,7 +221,14 @@ def record(spec, out, args, static=None, outputs=None):
     node._metas = metas
     if outputs is not None:
         node._outs = [meta_of(o._data) for o in outputs]
-        node._ans = None
+        # a rule that reads its results (eigh's, svd's) gets them all: the node keeps each
+        # output's data and version, as torch's LinalgEighBackward0 saves its outputs
+        if ans_mode == VALUE:
+            node._ans = [_kept_output(o) for o in outputs]
+        elif ans_mode == SHAPE:
+            node._ans = list(node._outs)
+        else:
+            node._ans = None
         for i, o in enumerate(outputs):
             o._grad_fn = node
             o._output_nr = i
@@ -260,6 +267,14 @@ def keep_tangent(node, out):
 
 
 _new = object.__new__
+
+
+def _kept_output(out):
+    """(data, version counter, version) of an output its own node keeps."""
+    if out._inference and not STATE.inference:
+        raise RuntimeError(messages.INFERENCE_SAVED)
+    vc = out._get_vc()
+    return (out._data, vc, vc.value)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -320,8 +320,11 @@ class CallsMixin:
         seq = self.expr(node.args[0]) if node.args else None
         if isinstance(seq, Tup):  # a tuple known while compiling (`args + (ones,)`)
             return self.emit(rule.name, list(seq.items), kwargs, name=name)
-        if isinstance(seq, Var):  # a list built at run time (append)
+        if isinstance(seq, Var) and f"{rule.name}_list" in RULES:  # a list built at run time
             return self.emit(f"{rule.name}_list", [seq], kwargs, name=name)
+        if isinstance(seq, Var):
+            self.error(errors.NoRuleError, f"{describe(node.func)} of a list built at run time "
+                       "has no rule (np.stack and np.concatenate of one have)", node)
         self.error(errors.UnsupportedSyntaxError, f"{describe(node.func)} needs a list or "
                    "tuple of arrays as its first argument", node)
 

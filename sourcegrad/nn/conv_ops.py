@@ -83,7 +83,14 @@ defvjp("convolution", K.convolution, Spelling("module", "sourcegrad.nn.kernels.c
            conv_weight_grad(g, x, np.shape(w), stride, padding, dilation, transposed, groups),
        lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
            np.sum(g, axis=K.channel_axes(np.ndim(g))),
-       register_fn=False)
+       register_fn=False,
+       # bilinear in (x, w), plus the bias per channel
+       jvps=(lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
+                 convolution(t, w, None, stride, padding, dilation, transposed, output_padding, groups),
+             lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
+                 convolution(x, t, None, stride, padding, dilation, transposed, output_padding, groups),
+             lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
+                 np.zeros_like(ans) + K.per_channel(t, np.ndim(ans))))
 
 CONVOLUTION = OpSpec("ConvolutionBackward0", "convolution", n_arrays=3)
 

@@ -71,7 +71,12 @@ defvjp("batch_norm_train", batch_norm_train,
        lambda g, ans, x, w, b, eps: batch_norm_input_grad(g, x, w, eps),
        lambda g, ans, x, w, b, eps: np.sum(g * normalized(x, eps), axis=channel_axes(np.ndim(x))),
        lambda g, ans, x, w, b, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
-       register_fn=False)
+       register_fn=False,
+       # the normalisation's Jacobian is symmetric: its JVP is its VJP, then the weight
+       jvps=(lambda t, ans, x, w, b, eps: batch_norm_input_grad(t, x, None, eps) * (
+                 1.0 if w is None else per_channel(w, np.ndim(x))),
+             lambda t, ans, x, w, b, eps: per_channel(t, np.ndim(x)) * normalized(x, eps),
+             lambda t, ans, x, w, b, eps: np.zeros_like(ans) + per_channel(t, np.ndim(ans))))
 defvjp("batch_norm_eval", batch_norm_eval,
        Spelling("module", "sourcegrad.nn.norm_ops.batch_norm_eval"),
        lambda g, ans, x, w, b, mean, var, eps: g * per_channel(
@@ -80,7 +85,13 @@ defvjp("batch_norm_eval", batch_norm_eval,
            g * (x - per_channel(mean, np.ndim(x))) / np.sqrt(per_channel(var, np.ndim(x)) + eps),
            axis=channel_axes(np.ndim(x))),
        lambda g, ans, x, w, b, mean, var, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
-       None, None, register_fn=False)
+       None, None, register_fn=False,
+       jvps=(lambda t, ans, x, w, b, mean, var, eps: t * per_channel(
+                 (1.0 if w is None else w) / np.sqrt(var + eps), np.ndim(t)),
+             lambda t, ans, x, w, b, mean, var, eps: per_channel(t, np.ndim(x)) * (
+                 x - per_channel(mean, np.ndim(x))) / np.sqrt(per_channel(var, np.ndim(x)) + eps),
+             lambda t, ans, x, w, b, mean, var, eps: np.zeros_like(ans) + per_channel(t, np.ndim(ans)),
+             None, None))
 
 TRAIN = OpSpec("NativeBatchNormBackward0", "batch_norm_train", n_arrays=3)
 EVAL = OpSpec("NativeBatchNormBackward0", "batch_norm_eval", n_arrays=5, edges=(0, 1, 2))

@@ -47,7 +47,8 @@ def _pad_array(x, widths, value=0):
 
 defvjp("constant_pad", _pad_array, Spelling("module", "sourcegrad.nn.pad_ops.constant_pad"),
        lambda g, ans, x, widths, value=0: constant_pad(g, negated(widths), 0),
-       register_fn=False)
+       register_fn=False,
+       jvps=(lambda t, ans, x, widths, value=0: constant_pad(t, widths, 0),))
 
 CONSTANT_PAD = OpSpec("ConstantPadNdBackward0", "constant_pad", n_arrays=1)
 

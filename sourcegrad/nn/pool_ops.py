@@ -35,7 +35,7 @@ _wrap = Tensor._make
 
 defvjp("resample", K.resample, Spelling("module", "sourcegrad.nn.kernels.resample"),
        lambda g, ans, x, a, b: K.resample_adjoint(g, a, b),
-       None, None, register_fn=False)
+       None, None, register_fn=False, linear=(0,))
 
 
 def resample(input, a, b, node_name):

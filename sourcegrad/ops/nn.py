@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..runtime import array_module, expand_reduced, max_grad, unbroadcast, unindex
+from ..runtime import array_module, expand_reduced, max_grad, max_jvp, unbroadcast, unindex
 from .registry import Spelling, defvjp, torch
 
 
@@ -205,13 +205,17 @@ defvjp("leaky_relu", leaky_relu, _spelled("leaky_relu"),
        lambda g, ans, x, negative_slope=0.01: np.where(x > 0, g, g * negative_slope),
        kind="elementwise")
 defvjp("softmax", softmax, _spelled("softmax"),
-       lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)))
+       lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),
+       jvps=(lambda t, ans, x, axis: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)),))
 defvjp("log_softmax", log_softmax, _spelled("log_softmax"),
-       lambda g, ans, x, axis: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True))
+       lambda g, ans, x, axis: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),
+       jvps=(lambda t, ans, x, axis: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True),))
 defvjp("logsumexp", logsumexp, _spelled("logsumexp"),
        lambda g, ans, x, axis=None, keepdims=False: expand_reduced(g, x, axis, keepdims) * np.exp(
            x - expand_reduced(ans, x, axis, keepdims)),
-       kind="reduction")
+       kind="reduction",
+       jvps=(lambda t, ans, x, axis=None, keepdims=False: np.sum(
+           t * np.exp(x - expand_reduced(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims),))
 defvjp("vector_norm", vector_norm, _spelled("vector_norm"),
        lambda g, ans, x, ord=2, axis=None, keepdims=False: (
            expand_reduced(g, x, axis, keepdims) * x
@@ -220,30 +224,46 @@ defvjp("vector_norm", vector_norm, _spelled("vector_norm"),
            expand_reduced(g, x, axis, keepdims) * np.sign(x) if ord == 1 else
            expand_reduced(g, x, axis, keepdims) * np.sign(x) * np.abs(x) ** (ord - 1)
            / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims) ** (ord - 1)),
-       kind="reduction")
+       kind="reduction",
+       jvps=(lambda t, ans, x, ord=2, axis=None, keepdims=False: (
+           np.sum(x * t, axis=axis, keepdims=keepdims) / np.where(ans == 0, 1.0, ans) if ord == 2 else
+           max_jvp(np.sign(x) * t, ans, np.abs(x), axis, keepdims) if ord == np.inf else
+           np.sum(np.sign(x) * t, axis=axis, keepdims=keepdims) if ord == 1 else
+           np.sum(np.sign(x) * np.abs(x) ** (ord - 1) * t, axis=axis, keepdims=keepdims)
+           / np.where(ans == 0, 1.0, ans) ** (ord - 1)),))
 
 # Losses: the target carries no gradient for nll_loss (class indices); mse_loss has two inputs.
 defvjp("nll_loss", nll_loss, _spelled("nll_loss"),
        lambda g, ans, x, target, weight=None, reduction="mean", ignore_index=-100: unindex(
            nll_scale(g, target, weight, reduction, ignore_index), x,
            nll_index(np.shape(x), target, ignore_index)),
-       None)
+       None, linear=(0,))
 defvjp("mse_loss", mse_loss, _spelled("mse_loss"),
        lambda g, ans, x, y, reduction="mean": unbroadcast(
            2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), x),
        lambda g, ans, x, y, reduction="mean": unbroadcast(
-           -2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), y))
+           -2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), y),
+       jvps=(lambda t, ans, x, y, reduction="mean": (
+                 2.0 * (x - y) * t if reduction == "none" else
+                 np.sum(2.0 * (x - y) * t) / (np.size(x - y) if reduction == "mean" else 1)),
+             lambda t, ans, x, y, reduction="mean": (
+                 -2.0 * (x - y) * t if reduction == "none" else
+                 -np.sum(2.0 * (x - y) * t) / (np.size(x - y) if reduction == "mean" else 1))))
 
 # In-place writes, as out-of-place primitives (the eager engine applies them in place).
 defvjp("index_put", index_put, _spelled("index_put"),
        # zeros where the write landed, chosen rather than multiplied (a NaN in g stays out)
        lambda g, ans, x, values, index, accumulate=False: g if accumulate else np.where(
            put_mask(g, index) != 0, g, 0.0),
-       lambda g, ans, x, values, index, accumulate=False: unbroadcast(g[index], values))
+       lambda g, ans, x, values, index, accumulate=False: unbroadcast(g[index], values),
+       linear=(0, 1))
 defvjp("addmm", addmm, _spelled("addmm"),
        lambda g, ans, bias, x, y: unbroadcast(g, bias),
        lambda g, ans, bias, x, y: g @ y.T,
-       lambda g, ans, bias, x, y: x.T @ g)
+       lambda g, ans, bias, x, y: x.T @ g,
+       jvps=(lambda t, ans, bias, x, y: t + np.zeros_like(ans),
+             lambda t, ans, bias, x, y: t @ y,
+             lambda t, ans, bias, x, y: x @ t))
 defvjp("add_alpha", add_alpha, _spelled("add_alpha"),
        lambda g, ans, x, y, alpha=1: unbroadcast(g, x),
        lambda g, ans, x, y, alpha=1: unbroadcast(g * alpha, y), kind="elementwise")
@@ -251,10 +271,13 @@ defvjp("sub_alpha", sub_alpha, _spelled("sub_alpha"),
        lambda g, ans, x, y, alpha=1: unbroadcast(g, x),
        lambda g, ans, x, y, alpha=1: unbroadcast(-g * alpha, y), kind="elementwise")
 defvjp("fill", fill, _spelled("fill"),
-       lambda g, ans, x, value=0: np.zeros_like(g))
+       lambda g, ans, x, value=0: np.zeros_like(g),
+       jvps=(lambda t, ans, x, value=0: np.zeros_like(ans),))
 defvjp("fill_tensor", fill_tensor, _spelled("fill_tensor"),
        lambda g, ans, x, value: np.zeros_like(g),
-       lambda g, ans, x, value: np.sum(g))
+       lambda g, ans, x, value: np.sum(g),
+       jvps=(lambda t, ans, x, value: np.zeros_like(ans),
+             lambda t, ans, x, value: t + np.zeros_like(ans)))
 
 # fmod's quotient is rounded toward zero: its own gradient is zero, as torch's
 # `self.div(other, rounding_mode="trunc")` is, so the second derivative matches torch's.
@@ -282,4 +305,4 @@ del _name, _torch
 defvjp("split", split, _spelled("split"),
        lambda g, ans, x, indices_or_sections, axis=0: np.concatenate(g, axis=axis))
 defvjp("unbind", unbind, _spelled("unbind"),
-       lambda g, ans, x, axis=0: np.stack(g, axis=axis))
+       lambda g, ans, x, axis=0: np.stack(g, axis=axis), linear=(0,))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import errors
-from ..runtime import concatenate_items, unbroadcast
+from ..runtime import concatenate_items, expand_reduced, max_grad, max_jvp, unbroadcast
 from .registry import TEMPLATE_NAMESPACE, Spelling, alias, defnondiff, defvjp
 from .registry import func as _func
 
@@ -199,6 +199,25 @@ defvjp("np_sort", np.sort, _func("sort"),
        lambda g, ans, a, axis=-1, kind=None, order=None: scatter_along(g, np.argsort(a, axis=axis, kind="stable"), axis, np.shape(a)[axis]) if axis is not None else np.reshape(scatter_along(g, np.argsort(a, axis=None, kind="stable"), 0, np.size(a)), np.shape(a)),
        jvps=(lambda t, ans, a, axis=-1, kind=None, order=None: np.take_along_axis(t, np.argsort(a, axis=axis, kind="stable"), axis=axis) if axis is not None else np.take_along_axis(np.ravel(t), np.argsort(a, axis=None, kind="stable"), axis=0),))
 
+# Accepted with a zero gradient (their results are indices, booleans or rounded values).
+for _name in ("argpartition", "searchsorted", "allclose", "isclose", "flatnonzero", "argwhere",
+              "digitize", "array_equal", "isneginf", "isposinf", "any", "all", "nanargmax",
+              "nanargmin", "lexsort", "around", "isreal", "iscomplex", "isrealobj",
+              "iscomplexobj"):
+    defnondiff(f"np_{_name}", getattr(np, _name), _func(_name))
+
+# np.partition(a, kth) arranges a as np.take_along_axis(a, np.argpartition(a, kth)) does (the
+# same selection, so the same arrangement): the adjoint goes back along those indices.
+defvjp("np_partition", np.partition, _func("partition"),
+       lambda g, ans, a, kth, axis=-1, kind="introselect", order=None: scatter_along(g, np.argpartition(a, kth, axis=axis), axis, np.shape(a)[axis]) if axis is not None else np.reshape(scatter_along(g, np.argpartition(a, kth, axis=None), 0, np.size(a)), np.shape(a)),
+       None,
+       jvps=(lambda t, ans, a, kth, axis=-1, kind="introselect", order=None: np.take_along_axis(t, np.argpartition(a, kth, axis=axis), axis=axis) if axis is not None else np.take_along_axis(np.ravel(t), np.argpartition(a, kth, axis=None), axis=0),
+             None))
+# np.rollaxis(a, axis, start) is np.moveaxis to where numpy puts it
+defvjp("np_rollaxis", np.rollaxis, _func("rollaxis"),
+       lambda g, ans, a, axis, start=0: np.moveaxis(g, (start + a.ndim if start < 0 else start) - (1 if axis % a.ndim < (start + a.ndim if start < 0 else start) else 0), axis % a.ndim),
+       linear="joint", props={"view"})
+
 # Differences: diff is linear; its adjoint is minus the difference of g padded with zeros.
 defvjp("np_diff", np.diff, _func("diff"),
        lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
@@ -309,4 +328,185 @@ defvjp("np_select", np.select, _func("select"),
 defvjp("vdot", np.vdot, _func("vdot"),
        lambda g, ans, a, b: g * np.reshape(b, np.shape(a)),
        lambda g, ans, a, b: g * np.reshape(a, np.shape(b)),
+       linear="multi")
+
+
+# --- np.gradient -----------------------------------------------------------------------------
+
+def _gradient_axes(ndim, axis):
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(a % ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
+
+
+def gradient_adjoint(g, ndim, spacing, axis=None, edge_order=1):
+    """Adjoint of np.gradient(f, *spacing, axis=axis, edge_order=edge_order) for an f of `ndim`
+    axes and scalar spacings: each axis's stencil transposed, summed over the axes (g is one
+    array per axis, or one array when np.gradient returns one)."""
+    axes = _gradient_axes(ndim, axis)
+    parts = list(g) if len(axes) > 1 else [g]
+    steps = [1.0] * len(axes) if not spacing else (
+        list(spacing) * len(axes) if len(spacing) == 1 else list(spacing))
+    total = 0.0
+    for part, ax, h in zip(parts, axes, steps):
+        p = np.moveaxis(np.asarray(part, dtype=np.result_type(part, np.float32)), ax, 0)
+        out = np.zeros_like(p)
+        inner = p[1:-1] / (2.0 * h)
+        out[2:] += inner
+        out[:-2] -= inner
+        if edge_order == 1:
+            out[0] -= p[0] / h
+            out[1] += p[0] / h
+            out[-1] += p[-1] / h
+            out[-2] -= p[-1] / h
+        else:
+            out[:3] += np.multiply.outer(np.array([-1.5, 2.0, -0.5]), p[0] / h)
+            out[-3:] += np.multiply.outer(np.array([0.5, -2.0, 1.5]), p[-1] / h)
+        total = total + np.moveaxis(out, 0, ax)
+    return total
+
+
+def gradient_of(f, spacing, axis=None, edge_order=1):
+    """np.gradient(f, *spacing, axis=axis, edge_order=edge_order) (the spacings as one tuple:
+    a rule template cannot spell a starred argument)."""
+    return np.gradient(f, *spacing, axis=axis, edge_order=edge_order)
+
+
+def gradient_spacing_case(spacing):
+    """'scalar' when np.gradient's spacings are numbers (or none), else 'coordinates' (arrays:
+    no rule here)."""
+    return "scalar" if all(np.ndim(h) == 0 for h in spacing) else "coordinates"
+
+
+defnondiff("gradient_spacing_case", gradient_spacing_case, _spelled("gradient_spacing_case"))
+TEMPLATE_NAMESPACE.update(gradient_adjoint=gradient_adjoint, gradient_of=gradient_of,
+                          gradient_spacing_case=gradient_spacing_case)
+# np.gradient and its adjoint are linear in their first argument and each other's adjoint
+defvjp("gradient_of", gradient_of, _spelled("gradient_of"),
+       lambda g, ans, f, spacing, axis=None, edge_order=1: gradient_adjoint(g, np.ndim(f), spacing, axis, edge_order),
+       linear=(0,))
+defvjp("gradient_adjoint", gradient_adjoint, _spelled("gradient_adjoint"),
+       lambda g, ans, h, ndim, spacing, axis=None, edge_order=1: gradient_of(g, spacing, axis, edge_order),
+       linear=(0,))
+defvjp("np_gradient", np.gradient, _func("gradient"),
+       lambda g, ans, f, *varargs, axis=None, edge_order=1: (
+           no_function_rule("np.gradient with coordinate arrays as spacing") if gradient_spacing_case(varargs) != "scalar" else
+           gradient_adjoint(g, np.ndim(f), varargs, axis, edge_order)),
+       lambda g, ans, f, *varargs, axis=None, edge_order=1, argnum=1: no_function_rule("np.gradient in its spacing"),
+       jvps=(lambda t, ans, f, *varargs, axis=None, edge_order=1: (
+                 no_function_rule("np.gradient with coordinate arrays as spacing") if gradient_spacing_case(varargs) != "scalar" else
+                 gradient_of(t, varargs, axis, edge_order)),
+             lambda t, ans, f, *varargs, axis=None, edge_order=1, argnum=1: no_function_rule("np.gradient in its spacing")))
+
+
+# --- NaN-ignoring reductions, ptp -----------------------------------------------------------
+# (a NaN element gets a zero gradient: it does not take part; the JVPs are the same reductions
+# of the tangent with NaN where x has one; nanmax's ties are found by x == ans, never NaN)
+defvjp("np_nansum", np.nansum, _func("nansum"),
+       lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.where(np.isnan(x), 0.0, expand_reduced(g, x, axis, keepdims) + np.zeros_like(x)),
+       jvps=(lambda t, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.nansum(np.where(np.isnan(x), x, t), axis=axis, keepdims=keepdims),),
+       kind="reduction")
+defvjp("np_nanmean", np.nanmean, _func("nanmean"),
+       lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.where(np.isnan(x), 0.0, expand_reduced(g, x, axis, keepdims) / np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=True)),
+       jvps=(lambda t, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.nanmean(np.where(np.isnan(x), x, t), axis=axis, keepdims=keepdims),),
+       kind="reduction")
+defvjp("np_nanmax", np.nanmax, _func("nanmax"),
+       lambda g, ans, x, axis=None, out=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
+       jvps=(lambda t, ans, x, axis=None, out=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),),
+       kind="reduction")
+defvjp("np_nanmin", np.nanmin, _func("nanmin"),
+       lambda g, ans, x, axis=None, out=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
+       jvps=(lambda t, ans, x, axis=None, out=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),),
+       kind="reduction")
+defvjp("np_ptp", np.ptp, _func("ptp"),
+       lambda g, ans, x, axis=None, out=None, keepdims=False: max_grad(g, np.max(x, axis=axis, keepdims=keepdims), x, axis, keepdims) - max_grad(g, np.min(x, axis=axis, keepdims=keepdims), x, axis, keepdims),
+       jvps=(lambda t, ans, x, axis=None, out=None, keepdims=False: max_jvp(t, np.max(x, axis=axis, keepdims=keepdims), x, axis, keepdims) - max_jvp(t, np.min(x, axis=axis, keepdims=keepdims), x, axis, keepdims),),
+       kind="reduction")
+
+
+# --- np.interp, np.trapezoid -----------------------------------------------------------------
+
+def interp_segment(x, xp):
+    """The segment [xp[i], xp[i + 1]] np.interp reads for each x (the first or last outside)."""
+    return np.clip(np.searchsorted(xp, x, side="right") - 1, 0, len(xp) - 2)
+
+
+def interp_adjoint(g, x, xp):
+    """Adjoint of np.interp(x, xp, fp) in fp (linear): each x's g split between its segment's
+    ends, (1 - t) and t (all of it to the first or last point outside xp's range)."""
+    x, g = np.ravel(x), np.ravel(g)
+    i = interp_segment(x, xp)
+    t = np.clip((x - xp[i]) / (xp[i + 1] - xp[i]), 0.0, 1.0)
+    out = np.zeros(len(xp), dtype=np.result_type(g, np.float32))
+    np.add.at(out, i, g * (1.0 - t))
+    np.add.at(out, i + 1, g * t)
+    return out
+
+
+def trapezoid_adjoint(g, shape, x=None, dx=1.0, axis=-1):
+    """Adjoint of np.trapezoid(y, x, dx, axis) in y (linear): g times each sample's weight
+    (half the spacing on either side of it), along axis."""
+    n = shape[axis]
+    d = np.diff(x) if x is not None else np.full(n - 1, dx, dtype=float)
+    w = np.zeros(n, dtype=np.result_type(d, np.float32))
+    w[:-1] += 0.5 * d
+    w[1:] += 0.5 * d
+    along = [1] * len(shape)
+    along[axis] = n
+    return np.broadcast_to(np.expand_dims(g, axis) * np.reshape(w, along), shape)
+
+
+defnondiff("interp_segment", interp_segment, _spelled("interp_segment"))
+TEMPLATE_NAMESPACE.update(interp_segment=interp_segment, interp_adjoint=interp_adjoint,
+                          trapezoid_adjoint=trapezoid_adjoint)
+defvjp("interp_adjoint", interp_adjoint, _spelled("interp_adjoint"),
+       lambda g, ans, h, x, xp: np.reshape(np.interp(x, xp, g), np.shape(h)),
+       None, None, linear=(0,))
+defvjp("trapezoid_adjoint", trapezoid_adjoint, _spelled("trapezoid_adjoint"),
+       lambda g, ans, h, shape, x=None, dx=1.0, axis=-1: np.trapezoid(g, x, dx, axis),
+       linear=(0,))
+defvjp("np_interp", np.interp, _func("interp"),
+       lambda g, ans, x, xp, fp, left=None, right=None, period=None: (
+           no_function_rule("np.interp with left, right or period") if left is not None or right is not None or period is not None else
+           g * np.diff(fp)[interp_segment(x, xp)] / np.diff(xp)[interp_segment(x, xp)] * np.logical_and(x >= xp[0], x <= xp[-1])),
+       lambda g, ans, x, xp, fp, left=None, right=None, period=None: no_function_rule("np.interp in xp"),
+       lambda g, ans, x, xp, fp, left=None, right=None, period=None: (
+           no_function_rule("np.interp with left, right or period") if left is not None or right is not None or period is not None else
+           interp_adjoint(g, x, xp)),
+       jvps=(lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
+                 no_function_rule("np.interp with left, right or period") if left is not None or right is not None or period is not None else
+                 t * np.diff(fp)[interp_segment(x, xp)] / np.diff(xp)[interp_segment(x, xp)] * np.logical_and(x >= xp[0], x <= xp[-1])),
+             lambda t, ans, x, xp, fp, left=None, right=None, period=None: no_function_rule("np.interp in xp"),
+             lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
+                 no_function_rule("np.interp with left, right or period") if left is not None or right is not None or period is not None else
+                 np.interp(x, xp, t))))
+defvjp("np_trapezoid", np.trapezoid, _func("trapezoid"),
+       lambda g, ans, y, x=None, dx=1.0, axis=-1: trapezoid_adjoint(g, np.shape(y), x, dx, axis) if x is None or np.ndim(x) == 1 else no_function_rule("np.trapezoid with an x of more than one dimension"),
+       lambda g, ans, y, x=None, dx=1.0, axis=-1: no_function_rule("np.trapezoid in its sample points x"),
+       jvps=(lambda t, ans, y, x=None, dx=1.0, axis=-1: np.trapezoid(t, x, dx, axis),
+             lambda t, ans, y, x=None, dx=1.0, axis=-1: no_function_rule("np.trapezoid in its sample points x")))
+
+
+# --- np.convolve, np.correlate (1-d) ----------------------------------------------------------
+
+def convolve_frame(n1, n2, mode):
+    """np.pad widths putting a `mode` result of np.convolve/np.correlate of lengths n1 and n2
+    back in the full result's frame (numpy keeps the middle: 'same' max(n1, n2) long)."""
+    full = n1 + n2 - 1
+    out = {"full": full, "same": max(n1, n2), "valid": abs(n1 - n2) + 1}[mode]
+    start = (full - out) // 2
+    return ((start, full - out - start),)
+
+
+defnondiff("convolve_frame", convolve_frame, _spelled("convolve_frame"))
+TEMPLATE_NAMESPACE.update(convolve_frame=convolve_frame)
+# y = convolve(a, v): abar = correlate(G, v, 'valid'), vbar = correlate(G, a, 'valid'), G the
+# adjoint padded to the full frame; correlate(a, v) is convolve(a, v[::-1])
+defvjp("np_convolve", np.convolve, _func("convolve"),
+       lambda g, ans, a, v, mode="full": np.correlate(np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), v, "valid"),
+       lambda g, ans, a, v, mode="full": np.correlate(np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), a, "valid"),
+       linear="multi")
+defvjp("np_correlate", np.correlate, _func("correlate"),
+       lambda g, ans, a, v, mode="valid": np.convolve(np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), v, "valid"),
+       lambda g, ans, a, v, mode="valid": np.flip(np.correlate(np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), a, "valid")),
        linear="multi")

@@ -24,7 +24,8 @@ import numpy as np
 
 from .. import errors
 from ..runtime import unbroadcast
-from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp
+from .numpy_functions import undiagonal
+from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defprimitive, defvjp
 from .registry import func as _func
 
 
@@ -40,6 +41,7 @@ def no_linalg_rule(what):
 
 
 defnondiff("no_linalg_rule", no_linalg_rule, _spelled("no_linalg_rule"))
+TEMPLATE_NAMESPACE.update(undiagonal=undiagonal)
 
 
 def gap_inverse(d):
@@ -199,3 +201,85 @@ defvjp("linalg_qr", np.linalg.qr, _func("linalg.qr"),
            (ans[0] @ (np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1) - np.swapaxes(np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2) - np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1])) + t @ np.linalg.inv(ans[1]),
             (np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]) - np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1) + np.swapaxes(np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2)) @ ans[1])),),
        shape="linalg")
+
+# (x, residuals, rank, s) = lstsq(a, b), a m x n of full column rank with m >= n (numpy: a
+# single matrix; b a vector or a matrix). With r = b - a x and z = (a^T a)^-1 xbar (a solve),
+# w = a z: abar = -w x^T + r z^T, bbar = w (Golub and Pereyra's derivative of the
+# pseudo-inverse); the residuals (m > n) add -2 r rbar x^T and 2 r rbar, the singular values
+# U diag(sbar) Vh. A wide matrix (the minimum-norm solution) has no rule here.
+defvjp("linalg_lstsq", np.linalg.lstsq, _func("linalg.lstsq"),
+       lambda g, ans, a, b, rcond=None: (
+           no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
+           -(a @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1)))) @ np.reshape(ans[0], (a.shape[-1], -1)).T
+           + (np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1))) @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1))).T
+           + (np.linalg.svd(a, full_matrices=False)[0] * g[3]) @ np.linalg.svd(a, full_matrices=False)[2]
+           + (-2.0 * ((np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1))) * np.reshape(g[1], (1, -1))) @ np.reshape(ans[0], (a.shape[-1], -1)).T if a.shape[-2] > a.shape[-1] else 0.0)),
+       lambda g, ans, a, b, rcond=None: (
+           no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
+           np.reshape(a @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1)))
+                      + (2.0 * (np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1))) * np.reshape(g[1], (1, -1)) if a.shape[-2] > a.shape[-1] else 0.0), np.shape(b))),
+       jvps=(lambda t, ans, a, b, rcond=None: (
+                 no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
+                 (np.linalg.solve(a.T @ a, t.T @ (b - a @ ans[0]) - a.T @ (t @ ans[0])),
+                  -2.0 * np.sum((b - a @ ans[0]) * (t @ ans[0]), axis=0, keepdims=b.ndim == 1) if a.shape[-2] > a.shape[-1] else np.zeros_like(ans[1]),
+                  np.zeros_like(ans[2]),
+                  np.sum((np.linalg.svd(a, full_matrices=False)[0].T @ t) * np.linalg.svd(a, full_matrices=False)[2], axis=-1))),
+             lambda t, ans, a, b, rcond=None: (
+                 no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
+                 (np.linalg.solve(a.T @ a, a.T @ t),
+                  2.0 * np.sum((b - a @ ans[0]) * t, axis=0, keepdims=b.ndim == 1) if a.shape[-2] > a.shape[-1] else np.zeros_like(ans[1]),
+                  np.zeros_like(ans[2]),
+                  np.zeros_like(ans[3])))),
+       shape="linalg")
+
+# numpy 2's array-API functions of np.linalg, over the last two axes (vecdot over `axis`).
+if hasattr(np.linalg, "vecdot"):
+    defvjp("linalg_trace", np.linalg.trace, _func("linalg.trace"),
+           lambda g, ans, x, offset=0, dtype=None: undiagonal(np.expand_dims(g, -1), x, offset, -2, -1),
+           linear="joint")
+    defvjp("linalg_diagonal", np.linalg.diagonal, _func("linalg.diagonal"),
+           lambda g, ans, x, offset=0: undiagonal(g, x, offset, -2, -1),
+           linear="joint")
+    defvjp("linalg_matrix_transpose", np.linalg.matrix_transpose, _func("linalg.matrix_transpose"),
+           lambda g, ans, x: np.swapaxes(g, -1, -2),
+           linear="joint")
+    defvjp("linalg_vecdot", np.linalg.vecdot, _func("linalg.vecdot"),
+           lambda g, ans, x1, x2, axis=-1: unbroadcast(np.expand_dims(g, axis) * x2, x1),
+           lambda g, ans, x1, x2, axis=-1: unbroadcast(np.expand_dims(g, axis) * x1, x2),
+           linear="multi")
+    defvjp("linalg_outer", np.linalg.outer, _func("linalg.outer"),
+           lambda g, ans, x1, x2: g @ x2,
+           lambda g, ans, x1, x2: x1 @ g,
+           linear="multi")
+
+
+def multi_dot_grad(g, arrays, argnum):
+    """Adjoint of np.linalg.multi_dot(arrays) for arrays[argnum]: the product of the arrays to
+    its left, transposed, times g times the product of those to its right, transposed (a 1-d
+    first array is a row, a 1-d last one a column, as multi_dot reads them)."""
+    mats = [np.asarray(a) for a in arrays]
+    if mats[0].ndim == 1:
+        mats[0] = mats[0][None, :]
+    if mats[-1].ndim == 1:
+        mats[-1] = mats[-1][:, None]
+    grad = np.reshape(g, (mats[0].shape[0], mats[-1].shape[1]))
+    if argnum > 0:
+        left = mats[0]
+        for m in mats[1:argnum]:
+            left = left @ m
+        grad = left.T @ grad
+    if argnum < len(mats) - 1:
+        right = mats[argnum + 1]
+        for m in mats[argnum + 2:]:
+            right = right @ m
+        grad = grad @ right.T
+    return np.reshape(grad, np.shape(arrays[argnum]))
+
+
+# (its derivative is not written: a second derivative through multi_dot raises NoRuleError)
+defprimitive("multi_dot_grad", multi_dot_grad, _spelled("multi_dot_grad"))
+TEMPLATE_NAMESPACE.update(multi_dot_grad=multi_dot_grad)
+# multi_dot(arrays): multilinear, so forward mode replaces each array by its tangent in turn
+defvjp("linalg_multi_dot", np.linalg.multi_dot, _func("linalg.multi_dot"),
+       lambda g, ans, *arrays, argnum: multi_dot_grad(g, arrays, argnum),
+       sequence_input=True, linear="multi")

@@ -241,7 +241,8 @@ def rule_for_function(fn) -> Op | None:
 
 # The entries of optional libraries, registered once the program has imported the library
 # (importing scipy for every user of sourcegrad would cost a second): library -> our module.
-_OPTIONAL = {"scipy.special": "scipy_special", "scipy.stats": "scipy_stats"}
+_OPTIONAL = {"scipy.special": "scipy_special", "scipy.stats": "scipy_stats",
+             "scipy.linalg": "scipy_linalg", "scipy.signal": "scipy_signal"}
 
 
 def _load_optional() -> bool:

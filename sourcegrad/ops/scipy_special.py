@@ -1,5 +1,8 @@
-"""scipy.special: logsumexp, gammaln, gamma, digamma (psi), polygamma, expit, logit, erf, erfc,
-erfinv, xlogy, xlog1py, ndtr, log_ndtr, softmax, log_softmax.
+"""scipy.special: logsumexp, gammaln, gamma, rgamma, gammasgn, digamma (psi), polygamma, beta,
+betaln, betainc, gammainc, gammaincc, multigammaln, expit, log_expit, logit, erf, erfc, erfcx,
+erfinv, erfcinv, xlogy, xlog1py, ndtr, log_ndtr, ndtri, softmax, log_softmax, the Bessel
+functions i0, i1, i0e, i1e, iv, ive, k0, k1, kv, j0, j1, jn, jv, y0, y1, yn, yv (in x; an
+order or shape parameter has no rule: differentiating in it raises NoRuleError).
 
 Imported by the registry once the program has imported scipy.special (`registry._OPTIONAL`):
 scipy is optional. A scipy function is one primitive with its rule, so the compiler never
@@ -57,13 +60,142 @@ _UNARY = {
     "erfinv": lambda g, ans, x: g * 0.886226925452758 * np.exp(ans * ans),
     "ndtr": lambda g, ans, x: g * 0.3989422804014327 * np.exp(-0.5 * x * x),
     "log_ndtr": lambda g, ans, x: g * 0.3989422804014327 * np.exp(-0.5 * x * x - ans),
+    # d erfcinv = -sqrt(pi)/2 exp(erfcinv^2); d ndtri = sqrt(2 pi) exp(ndtri^2 / 2)
+    "erfcinv": lambda g, ans, x: -g * 0.886226925452758 * np.exp(ans * ans),
+    "ndtri": lambda g, ans, x: g * 2.5066282746310002 * np.exp(0.5 * ans * ans),
+    "erfcx": lambda g, ans, x: g * (2.0 * x * ans - 1.1283791670955126),
+    "log_expit": lambda g, ans, x: g * special.expit(-x),
+    "rgamma": lambda g, ans, x: -g * ans * special.digamma(x),
+    # the modified Bessel functions: I0' = I1, I1' = (I0 + I2) / 2; the exponentially scaled
+    # ones (exp(-|x|) I) add -sign(x) times themselves; K0' = -K1, K1' = -(K0 + K2) / 2
+    "i0": lambda g, ans, x: g * special.i1(x),
+    "i1": lambda g, ans, x: g * 0.5 * (special.i0(x) + special.iv(2.0, x)),
+    "i0e": lambda g, ans, x: g * (special.i1e(x) - np.sign(x) * ans),
+    "i1e": lambda g, ans, x: g * (0.5 * (special.i0e(x) + special.ive(2.0, x)) - np.sign(x) * ans),
+    "k0": lambda g, ans, x: -g * special.k1(x),
+    "k1": lambda g, ans, x: -g * 0.5 * (special.k0(x) + special.kv(2.0, x)),
+    # the Bessel functions of the first and second kind: J0' = -J1, J1' = (J0 - J2) / 2
+    "j0": lambda g, ans, x: -g * special.j1(x),
+    "j1": lambda g, ans, x: g * 0.5 * (special.j0(x) - special.jv(2.0, x)),
+    "y0": lambda g, ans, x: -g * special.y1(x),
+    "y1": lambda g, ans, x: g * 0.5 * (special.y0(x) - special.yv(2.0, x)),
+    # exponentials, logarithms and trigonometry in degrees (pi / 180 = 0.017453292519943295)
+    "expm1": lambda g, ans, x: g * (ans + 1.0),
+    "log1p": lambda g, ans, x: g / (1.0 + x),
+    "exp2": lambda g, ans, x: g * ans * 0.6931471805599453,
+    "exp10": lambda g, ans, x: g * ans * 2.302585092994046,
+    "cbrt": lambda g, ans, x: g / (3.0 * ans * ans),
+    "cosm1": lambda g, ans, x: -g * np.sin(x),
+    "sindg": lambda g, ans, x: g * 0.017453292519943295 * special.cosdg(x),
+    "cosdg": lambda g, ans, x: -g * 0.017453292519943295 * special.sindg(x),
+    "tandg": lambda g, ans, x: g * 0.017453292519943295 * (1.0 + ans * ans),
+    "cotdg": lambda g, ans, x: -g * 0.017453292519943295 * (1.0 + ans * ans),
+    "softplus": lambda g, ans, x: g * special.expit(x),
+    "entr": lambda g, ans, x: -g * (np.log(x) + 1.0),
+    # integrals: erfi' = 2/sqrt(pi) exp(x^2), Dawson's F' = 1 - 2 x F, Ei' = e^x / x,
+    # E1' = -e^-x / x, Li2 (spence)' = log(x) / (1 - x), the complete elliptic integrals
+    "erfi": lambda g, ans, x: g * 1.1283791670955126 * np.exp(x * x),
+    "dawsn": lambda g, ans, x: g * (1.0 - 2.0 * x * ans),
+    "expi": lambda g, ans, x: g * np.exp(x) / x,
+    "exp1": lambda g, ans, x: -g * np.exp(-x) / x,
+    "spence": lambda g, ans, x: g * np.log(x) / (1.0 - x),
+    "ellipk": lambda g, ans, x: g * (special.ellipe(x) - (1.0 - x) * ans) / (2.0 * x * (1.0 - x)),
+    "ellipe": lambda g, ans, x: g * (ans - special.ellipk(x)) / (2.0 * x),
+    "wrightomega": lambda g, ans, x: g * ans / (1.0 + ans),
+    # ndtri(exp(y)): exp(y) / phi(ans)
+    "ndtri_exp": lambda g, ans, x: g * 2.5066282746310002 * np.exp(x + 0.5 * ans * ans),
 }
 for _name, _vjp in _UNARY.items():
     defvjp(f"scipy_{_name}", getattr(special, _name), _spelled(_name), _vjp, kind="elementwise")
 # polygamma(n, x): the next polygamma in x; n is an integer order
 defvjp("scipy_polygamma", special.polygamma, _spelled("polygamma"),
-       None,
+       lambda g, ans, n, x: no_scipy_rule("scipy.special.polygamma in its order n"),
        lambda g, ans, n, x: g * special.polygamma(n + 1, x), kind="elementwise")
+# Functions of an order (or shape parameter) and x, differentiable in x: the order's
+# derivative has no closed form here, so differentiating in it is refused (NoRuleError), never
+# a silent zero. Bessel recurrences: Z_v' = (Z_{v-1} -+ Z_{v+1}) / 2; the regularized
+# incomplete gamma P(a, x)' = x^(a-1) e^-x / Gamma(a), Q = 1 - P.
+_IN_X = {
+    "iv": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.iv(v - 1.0, x) + special.iv(v + 1.0, x)), x),
+    "ive": lambda g, ans, v, x: unbroadcast(g * (0.5 * (special.ive(v - 1.0, x) + special.ive(v + 1.0, x)) - np.sign(x) * ans), x),
+    "kv": lambda g, ans, v, x: unbroadcast(-g * 0.5 * (special.kv(v - 1.0, x) + special.kv(v + 1.0, x)), x),
+    "jv": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.jv(v - 1.0, x) - special.jv(v + 1.0, x)), x),
+    "jn": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.jv(v - 1.0, x) - special.jv(v + 1.0, x)), x),
+    "yv": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.yv(v - 1.0, x) - special.yv(v + 1.0, x)), x),
+    "yn": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.yv(v - 1.0, x) - special.yv(v + 1.0, x)), x),
+    "gammainc": lambda g, ans, v, x: unbroadcast(g * np.exp((v - 1.0) * np.log(x) - x - special.gammaln(v)), x),
+    "gammaincc": lambda g, ans, v, x: unbroadcast(-g * np.exp((v - 1.0) * np.log(x) - x - special.gammaln(v)), x),
+    # the inverses of P(a, .) and Q(a, .): one over their derivative at the result
+    "gammaincinv": lambda g, ans, v, x: unbroadcast(g * np.exp(ans - (v - 1.0) * np.log(ans) + special.gammaln(v)), x),
+    "gammainccinv": lambda g, ans, v, x: unbroadcast(-g * np.exp(ans - (v - 1.0) * np.log(ans) + special.gammaln(v)), x),
+    "expn": lambda g, ans, v, x: unbroadcast(-g * special.expn(v - 1, x), x),
+    "zeta": lambda g, ans, v, x: unbroadcast(-g * v * special.zeta(v + 1.0, x), x),
+    "huber": lambda g, ans, v, x: unbroadcast(g * np.clip(x, -v, v), x),
+    "pseudo_huber": lambda g, ans, v, x: unbroadcast(g * x / np.sqrt(1.0 + (x / v) * (x / v)), x),
+}
+for _name, _vjp in _IN_X.items():
+    defvjp(f"scipy_{_name}", getattr(special, _name), _spelled(_name),
+           lambda g, ans, v, x: no_scipy_rule("a derivative of scipy.special function in its order or shape parameter"),
+           _vjp, kind="elementwise")
+# betainc(a, b, x), the regularized incomplete beta function: in x, x^(a-1) (1-x)^(b-1) / B(a, b)
+defvjp("scipy_betainc", special.betainc, _spelled("betainc"),
+       lambda g, ans, a, b, x: no_scipy_rule("scipy.special.betainc in a"),
+       lambda g, ans, a, b, x: no_scipy_rule("scipy.special.betainc in b"),
+       lambda g, ans, a, b, x: unbroadcast(g * np.exp((a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - special.betaln(a, b)), x),
+       kind="elementwise")
+# beta(a, b) = Gamma(a) Gamma(b) / Gamma(a + b) and its log: digamma differences
+defvjp("scipy_beta", special.beta, _spelled("beta"),
+       lambda g, ans, a, b: unbroadcast(g * ans * (special.digamma(a) - special.digamma(a + b)), a),
+       lambda g, ans, a, b: unbroadcast(g * ans * (special.digamma(b) - special.digamma(a + b)), b),
+       kind="elementwise")
+defvjp("scipy_betaln", special.betaln, _spelled("betaln"),
+       lambda g, ans, a, b: unbroadcast(g * (special.digamma(a) - special.digamma(a + b)), a),
+       lambda g, ans, a, b: unbroadcast(g * (special.digamma(b) - special.digamma(a + b)), b),
+       kind="elementwise")
+# multigammaln(a, d) = log Gamma_d(a): its derivative is sum_j digamma(a - j / 2), j < d
+defvjp("scipy_multigammaln", special.multigammaln, _spelled("multigammaln"),
+       lambda g, ans, a, d: g * np.sum(special.digamma(np.expand_dims(a, -1) - 0.5 * np.arange(d)), axis=-1),
+       None,
+       jvps=(lambda t, ans, a, d: t * np.sum(special.digamma(np.expand_dims(a, -1) - 0.5 * np.arange(d)), axis=-1),),
+       shape="like_first")
+# Box-Cox transforms in x (lambda refused), and their inverses
+_IN_FIRST = {
+    "boxcox": lambda g, ans, x, lmbda: unbroadcast(g * x ** (lmbda - 1.0), x),
+    "boxcox1p": lambda g, ans, x, lmbda: unbroadcast(g * (1.0 + x) ** (lmbda - 1.0), x),
+    "inv_boxcox": lambda g, ans, x, lmbda: unbroadcast(g * ans / (1.0 + lmbda * x), x),
+    "inv_boxcox1p": lambda g, ans, x, lmbda: unbroadcast(g * (ans + 1.0) / (1.0 + lmbda * x), x),
+}
+for _name, _vjp in _IN_FIRST.items():
+    defvjp(f"scipy_{_name}", getattr(special, _name), _spelled(_name), _vjp,
+           lambda g, ans, x, lmbda: no_scipy_rule("a derivative of scipy.special's Box-Cox transforms in lambda"),
+           kind="elementwise")
+defvjp("scipy_betaincinv", special.betaincinv, _spelled("betaincinv"),
+       lambda g, ans, a, b, y: no_scipy_rule("scipy.special.betaincinv in a"),
+       lambda g, ans, a, b, y: no_scipy_rule("scipy.special.betaincinv in b"),
+       lambda g, ans, a, b, y: unbroadcast(g * np.exp(special.betaln(a, b) - (a - 1.0) * np.log(ans) - (b - 1.0) * np.log1p(-ans)), y),
+       kind="elementwise")
+# relative entropies, binomial coefficients, Pochhammer symbols, Owen's T: in both arguments
+defvjp("scipy_rel_entr", special.rel_entr, _spelled("rel_entr"),
+       lambda g, ans, x, y: unbroadcast(g * (np.log(x / y) + 1.0), x),
+       lambda g, ans, x, y: unbroadcast(-g * x / y, y), kind="elementwise")
+defvjp("scipy_kl_div", special.kl_div, _spelled("kl_div"),
+       lambda g, ans, x, y: unbroadcast(g * np.log(x / y), x),
+       lambda g, ans, x, y: unbroadcast(g * (1.0 - x / y), y), kind="elementwise")
+defvjp("scipy_binom", special.binom, _spelled("binom"),
+       lambda g, ans, n, k: unbroadcast(g * ans * (special.digamma(n + 1.0) - special.digamma(n - k + 1.0)), n),
+       lambda g, ans, n, k: unbroadcast(g * ans * (special.digamma(n - k + 1.0) - special.digamma(k + 1.0)), k),
+       kind="elementwise")
+defvjp("scipy_poch", special.poch, _spelled("poch"),
+       lambda g, ans, z, m: unbroadcast(g * ans * (special.digamma(z + m) - special.digamma(z)), z),
+       lambda g, ans, z, m: unbroadcast(g * ans * special.digamma(z + m), m),
+       kind="elementwise")
+defvjp("scipy_owens_t", special.owens_t, _spelled("owens_t"),
+       lambda g, ans, h, a: unbroadcast(-g * np.exp(-0.5 * h * h) * special.erf(a * h * 0.7071067811865476) * 0.19947114020071635, h),
+       lambda g, ans, h, a: unbroadcast(g * np.exp(-0.5 * h * h * (1.0 + a * a)) / (6.283185307179586 * (1.0 + a * a)), a),
+       kind="elementwise")
+defnondiff("scipy_gammasgn", special.gammasgn, _spelled("gammasgn"), params=("x",),
+           kind="elementwise")
+
 # xlogy(x, y) = x log y and xlog1py(x, y) = x log1p(y), 0 where x is 0
 defvjp("scipy_xlogy", special.xlogy, _spelled("xlogy"),
        lambda g, ans, x, y: unbroadcast(g * np.log(y), x),

@@ -147,7 +147,87 @@ def scalars(v):
     return np.float64(v[0]) ** 2 * v[1].item() + np.sum(np.copy(v) ** 3)
 
 
+V7 = R.normal(size=7)
+M45 = R.normal(size=(4, 5))
+T234 = R.normal(size=(2, 3, 4))
+
+
+def partition(v):
+    return np.sum(np.partition(v, 3) * np.arange(7.0)) + np.sum(np.partition(v * v, (1, 4)) ** 2)
+
+
+def partition_axes(m):
+    return np.sum(np.partition(m, 2, axis=0) * M45) + np.sum(np.partition(m, 1, axis=None) * np.arange(20.0))
+
+
+def rollaxis(t):
+    return np.sum(np.rollaxis(t, 2) * np.arange(24.0).reshape(4, 2, 3)) + \
+        np.sum(np.rollaxis(t, 0, 3) ** 2) + np.sum(np.rollaxis(t, -1, 1) * t.transpose(0, 2, 1))
+
+
+def gradient_1d(v):
+    return np.sum(np.gradient(v) ** 2) + np.sum(np.gradient(v, 0.5, edge_order=2) * v)
+
+
+def gradient_2d(m):
+    gy, gx = np.gradient(m)
+    return np.sum(gy ** 2) + np.sum(gx * m) + np.sum(np.gradient(m, 0.5, axis=1) ** 3) + \
+        np.sum(np.gradient(m * m, 2.0, 0.5, edge_order=2)[1] ** 2)
+
+
+def einsum_ellipsis(t):
+    return np.sum(np.einsum("...ij,jk->...ik", t, M45) ** 2) + np.einsum("...i,...i", t, t * 2.0).sum() + \
+        np.sum(np.einsum("i...->...", t) ** 2) + np.sum(np.einsum("...j,j", t, M45[:, 0]) ** 2) + \
+        np.sum(np.einsum("...ij->...ji", t) * np.swapaxes(T234, 1, 2))
+
+
+def zero_gradient_reads(v):
+    return np.sum(v * np.isclose(v, 0.1) + v ** 2 * np.searchsorted(np.sort(v), 0.0) + v * np.any(v > 0))
+
+
+XP = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
+FP = R.normal(size=5)
+WITH_NANS = np.where(R.uniform(size=(4, 5)) < 0.2, np.nan, M45)
+H3, H4, LONG = R.normal(size=3), R.normal(size=4), R.normal(size=10)
+
+
+def nan_reductions(y):
+    return np.nansum(y) ** 2 + np.sum(np.nansum(y, axis=0) ** 2) + np.sum(np.nanmean(y, axis=1) ** 2) + \
+        np.nanmean(y) + np.sum(np.nanmax(y, axis=0) ** 2) + np.nanmin(y) + \
+        np.sum(np.ptp(np.nan_to_num(y), axis=1) ** 2) + np.ptp(np.nan_to_num(y))
+
+
+def interp_in_x(x):
+    return np.sum(np.interp(x, XP, FP) ** 2)
+
+
+def interp_in_fp(f):
+    return np.sum(np.interp(M45, XP, f) ** 2) + np.sum(np.interp(np.array([-1.0, 0.7, 4.0]), XP, f * f))
+
+
+def trapezoid(y):
+    return np.trapezoid(y[0]) ** 2 + np.sum(np.trapezoid(y, XP, axis=1) ** 2) + \
+        np.sum(np.trapezoid(y * y, dx=0.3, axis=0))
+
+
+def convolutions(v):
+    return np.sum(np.convolve(v, H3) ** 2) + np.sum(np.convolve(v, H4, mode="same") ** 2) + \
+        np.sum(np.convolve(v, LONG, "same") ** 2) + np.sum(np.convolve(H3, v, "same") ** 2) + \
+        np.sum(np.convolve(v, LONG, "valid") ** 2) + np.sum(np.correlate(v, H3) ** 2) + \
+        np.sum(np.correlate(v, H4, "same") ** 2) + np.sum(np.correlate(H4, v, "full") ** 2) + \
+        np.sum(np.correlate(v, LONG, "valid") ** 2)
+
+
+def convolutions_in_kernel(h):
+    return np.sum(np.convolve(V7, h, "same") ** 2) + np.sum(np.correlate(V7, h, "same") ** 2) + \
+        np.sum(np.correlate(h, V7, "full") ** 2)
+
+
 CASES = [
+    (nan_reductions, WITH_NANS), (interp_in_x, R.uniform(0.1, 3.4, size=(4, 5))),
+    (interp_in_fp, FP), (trapezoid, M45), (convolutions, V7), (convolutions_in_kernel, H4),
+    (partition, V7), (partition_axes, M45), (rollaxis, T234), (gradient_1d, V7), (gradient_2d, M45),
+    (einsum_ellipsis, T234), (zero_gradient_reads, V7),
     (diff, X), (diff2, X), (diff_padded, X), (sort, X), (sort_axis, X), (take_along, X),
     (trace, S), (trace3, T), (diag_vector, V), (diag_matrix, X), (diagonal, T),
     (kron_vectors, V), (kron_matrices, X), (cross, C3), (pad, X), (repeat, X), (rotations, X),
@@ -162,6 +242,28 @@ CASES = [
 @pytest.mark.parametrize("f, x", CASES, ids=[f.__name__ for f, _ in CASES])
 def test_matches_finite_differences(f, x):
     check_all(f, x)
+
+
+def gradient_in_spacing(h):
+    return np.sum(np.gradient(V7, h))
+
+
+def gradient_coordinates(v):
+    return np.sum(np.gradient(v, np.cumsum(np.ones(7))))
+
+
+def trapezoid_in_x(x):
+    return np.trapezoid(V7, x)
+
+
+@pytest.mark.parametrize("f, x, what", [(gradient_in_spacing, 0.5, "in its spacing"),
+                                        (gradient_coordinates, V7, "coordinate arrays"),
+                                        (trapezoid_in_x, np.arange(7.0), "sample points")])
+def test_spacing_variants_without_a_rule_are_refused_in_both_modes(f, x, what):
+    with pytest.raises(errors.NoRuleError, match=what):
+        sourcegrad.grad(f)(x)
+    with pytest.raises(errors.NoRuleError, match=what):  # forward mode: never a silent zero
+        sourcegrad.jvp(f, (x,), (np.ones_like(x),))
 
 
 def test_linspace_and_full_carry_gradient():

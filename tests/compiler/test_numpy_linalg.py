@@ -162,7 +162,39 @@ def norm_matrix_axes(T):
     return np.sum(np.linalg.norm(T, axis=(1, 2)) ** 3) + np.sum(np.linalg.norm(T, "nuc", axis=(-2, -1)))
 
 
+BT = R.normal(size=5)
+BT2 = R.normal(size=(5, 2))
+
+
+def lstsq_in_a(a):
+    x, res, rank, s = np.linalg.lstsq(a, BT)
+    return np.sum(x ** 2) + np.sum(res) * 0.3 + np.sum(s ** 2) * 0.1
+
+
+def lstsq_matrix_rhs(a):
+    x, res, rank, s = np.linalg.lstsq(a, BT2)
+    return np.sum(x * x[::-1]) + np.sum(res ** 2) * 0.3
+
+
+def lstsq_in_b(b):
+    x, res, rank, s = np.linalg.lstsq(TALL, b)
+    return np.sum(x ** 3) + np.sum(res) * 0.5
+
+
+def lstsq_square(a):
+    return np.sum(np.linalg.lstsq(a, b)[0] ** 2)
+
+
+def array_api_functions(x):
+    return np.sum(np.linalg.trace(x) ** 2) + np.sum(np.linalg.diagonal(x, offset=1) ** 2) + \
+        np.sum(np.linalg.matrix_transpose(x) ** 3) + np.sum(np.linalg.vecdot(x, x * 2.0) ** 2) + \
+        np.sum(np.linalg.outer(x[0, 0], x[1, 1]) ** 2)
+
+
 CASES = [
+    (array_api_functions, (T234,)),
+    (lstsq_in_a, (TALL,)), (lstsq_matrix_rhs, (TALL,)), (lstsq_in_b, (BT,)), (lstsq_in_b, (BT2,)),
+    (lstsq_square, (A,)),
     (inv, (A,)), (inv, (AB,)), (solve_vector, (A,)), (solve_vector_rhs, (b, A)),
     (solve_matrix, (A,)), (solve_matrix_rhs, (BM, A)), (solve_batched_vector_rhs, (b, AB)),
     (solve_batched_matrix_rhs, (BM, AB)), (solve_matrix, (AB,)), (det, (A,)), (det_batched, (AB,)),
@@ -198,6 +230,10 @@ def qr_wide(X):
     return np.sum(R)
 
 
+def lstsq_wide(X):
+    return np.sum(np.linalg.lstsq(X, b)[0])
+
+
 def cholesky_upper(X):
     return np.sum(np.linalg.cholesky(X @ X.T + np.eye(3), upper=True))
 
@@ -207,6 +243,7 @@ def cholesky_upper(X):
     (svd_full, TALL, "full_matrices=True of a non-square matrix"),
     (qr_wide, WIDE, "more columns than rows"),
     (cholesky_upper, A, "upper=True"),
+    (lstsq_wide, WIDE, "more columns than rows"),
 ])
 def test_variants_without_a_rule_are_refused_where_they_are_used(f, x, what):
     with pytest.raises(errors.NoRuleError, match=what) as info:
@@ -222,3 +259,27 @@ def test_an_unused_part_of_a_tuple_result_gets_a_zero_adjoint():
         sign, logdet = np.linalg.slogdet(A)
         return logdet
     np.testing.assert_allclose(sourcegrad.grad(f)(A), np.linalg.inv(A).T, rtol=1e-12)
+
+
+MA, MB, MC = R.normal(size=(3, 4)), R.normal(size=(4, 5)), R.normal(size=(5, 2))
+VA, VC = R.normal(size=3), R.normal(size=2)
+
+
+def multi_dot_middle(x):
+    return np.sum(np.linalg.multi_dot([MA, x, MC]) ** 2) + np.linalg.multi_dot([VA, MA, x, MC, VC]) + \
+        np.sum(np.linalg.multi_dot([x.T, MA.T]) ** 2)
+
+
+def multi_dot_ends(v):
+    return np.linalg.multi_dot([v, MA, MB, MC, VC]) ** 2
+
+
+@pytest.mark.parametrize("f, x", [(multi_dot_middle, MB), (multi_dot_ends, VA)])
+def test_multi_dot_first_order_and_forward_mode(f, x):
+    assert sourcegrad.check_grad(f, x) <= 1.0
+    t = R.normal(size=np.shape(x))
+    eps = 1e-6
+    np.testing.assert_allclose(sourcegrad.jvp(f, (x,), (t,))[1],
+                               (f(x + eps * t) - f(x - eps * t)) / (2 * eps), rtol=1e-6)
+    with pytest.raises(errors.NoRuleError, match="multi_dot_grad"):  # not written: refused
+        sourcegrad.hessian(f)(x)

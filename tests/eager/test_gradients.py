@@ -404,6 +404,14 @@ CASES = [
      [arr(3, 3)], True),
     ("linalg_pinv", "pinv", lambda a: sg.linalg.pinv(a), [arr(4, 2)], True),
     ("linalg_norm", "vector_norm", lambda a: sg.linalg.vector_norm(a, 3, dim=1), [arr(2, 3)], True),
+    ("linalg_slogdet", "slogdet", lambda a: sg.linalg.slogdet(a)[1],
+     [arr(3, 3) * 0.3 + 2.0 * np.eye(3)], True),
+    ("linalg_eigh", "eigh", lambda a: sg.linalg.eigh(a + a.T)[1] ** 2 + sg.linalg.eigh(a + a.T)[0],
+     [arr(3, 3)], True),
+    ("linalg_eigvalsh", "eigvalsh", lambda a: sg.linalg.eigvalsh(a + a.T), [arr(3, 3)], True),
+    ("linalg_svd", "svd", lambda a: sg.linalg.svd(a, full_matrices=False)[0] ** 2 +
+     sg.linalg.svdvals(a), [arr(3, 2)], True),
+    ("linalg_qr", "qr", lambda a: sg.linalg.qr(a)[0] + sg.linalg.qr(a)[1][0], [arr(3, 2)], True),
 ]
 
 

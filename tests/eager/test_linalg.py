@@ -66,3 +66,158 @@ def test_numpy_linalg_on_tensors_records_the_same_nodes():
 def test_matrix_norms_without_a_rule_are_refused():
     with pytest.raises(NotImplementedError, match="matrix ord"):
         sourcegrad.linalg.norm(sourcegrad.tensor(A), 2)
+
+
+# Functions of several outputs: one node (torch's), which keeps its outputs for the rules that
+# read them. Each case returns a function of the outputs that does not depend on the signs
+# eigenvectors and singular vectors are free to take (LAPACK picks the same ones for torch
+# and numpy, but the gradient should not rest on that).
+S = A @ A.T + np.eye(3)
+M23 = R.normal(size=(3, 2))
+SEVERAL = {
+    "slogdet": (lambda L, x: L.linalg.slogdet(x).logabsdet, lambda L, x: L.linalg.slogdet(x)[1], A),
+    "slogdet_batched": (lambda L, x: L.linalg.slogdet(x)[1].sum(), None, AB),
+    "eigh": (lambda L, x: L.linalg.eigh(x + x.mT).eigenvalues,
+             lambda L, x: L.linalg.eigh(x + x.mT).eigenvectors ** 2, A),
+    "eigh_both": (lambda L, x: (L.linalg.eigh(x + x.mT)[0].unsqueeze(-2) * L.linalg.eigh(x + x.mT)[1] ** 2),
+                  None, AB),
+    "eigvalsh": (lambda L, x: L.linalg.eigvalsh(x + x.mT), None, A),
+    "svd": (lambda L, x: L.linalg.svd(x, full_matrices=False).S,
+            lambda L, x: L.linalg.svd(x, full_matrices=False).U ** 2, M23),
+    "svd_vh": (lambda L, x: L.linalg.svd(x, full_matrices=False)[2] ** 2, None, M23.T),
+    "svd_square_full": (lambda L, x: L.linalg.svd(x)[0] * L.linalg.svd(x)[2], None, A),
+    "svdvals": (lambda L, x: L.linalg.svdvals(x), None, M23),
+    "qr": (lambda L, x: L.linalg.qr(x).Q, lambda L, x: L.linalg.qr(x).R, M23),
+    "qr_complete_square": (lambda L, x: L.linalg.qr(x, mode="complete")[0] +
+                           L.linalg.qr(x, mode="complete")[1], None, A),
+    "matrix_power_3": (lambda L, x: L.linalg.matrix_power(x, 3), None, A),
+    "matrix_power_5": (lambda L, x: L.linalg.matrix_power(x, 5), None, A * 0.5),
+    "matrix_power_neg": (lambda L, x: L.linalg.matrix_power(x, -2), None, A),
+    "matrix_power_1": (lambda L, x: L.linalg.matrix_power(x, 1), None, A),
+}
+
+
+def _weighted(lib, fn, x):
+    out = fn(lib, x)
+    w = np.cos(np.arange(out.numel()).reshape(tuple(out.shape)))
+    return out, (out * lib.tensor(w)).sum()
+
+
+def _run_several(lib, fns, x):
+    tx = lib.tensor(x, requires_grad=True)
+    outs, total = [], 0.0
+    for fn in fns:
+        if fn is not None:
+            out, part = _weighted(lib, fn, tx)
+            outs.append(out)
+            total = total + part
+    (g,) = lib.autograd.grad(total, tx, create_graph=True)
+    if not g.requires_grad:  # (a linear function: its gradient is a constant)
+        return outs, g
+    (gg,) = lib.autograd.grad((g * g).sum(), tx)
+    return outs, g, gg
+
+
+@pytest.mark.parametrize("name", sorted(SEVERAL))
+def test_several_outputs_match_torch(name):
+    first, second, x = SEVERAL[name]
+    ours, theirs = _run_several(sourcegrad, (first, second), x), _run_several(torch, (first, second), x)
+    for a, t in zip(ours[0], theirs[0]):
+        assert type(a.grad_fn).__name__ == type(t.grad_fn).__name__
+        np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-9, atol=1e-11)
+    for a, t in zip(ours[1:], theirs[1:]):
+        np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_one_node_keeps_its_outputs_and_sees_them_changed():
+    x = sourcegrad.tensor(S, requires_grad=True)
+    w, v = sourcegrad.linalg.eigh(x)
+    assert w.grad_fn is v.grad_fn and (w.grad_fn.next_functions[0][0].variable is x)
+    assert (w._output_nr, v._output_nr) == (0, 1)
+    with sourcegrad.no_grad():
+        v.mul_(2.0)
+    expected = torch.linalg.eigh(torch.tensor(S, requires_grad=True))
+    with torch.no_grad():
+        expected.eigenvectors.mul_(2.0)
+    with pytest.raises(RuntimeError) as theirs:
+        expected.eigenvalues.sum().backward()
+    with pytest.raises(RuntimeError) as ours:
+        w.sum().backward()
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_named_results_print_as_torch():
+    x = np.diag([1.0, 2.0])
+    ours, theirs = sourcegrad.linalg.slogdet(sourcegrad.tensor(x)), torch.linalg.slogdet(torch.tensor(x))
+    assert repr(ours) == repr(theirs)
+    assert repr(sourcegrad.linalg.eigh(sourcegrad.tensor(x))) == repr(torch.linalg.eigh(torch.tensor(x)))
+
+
+def test_numpy_functions_of_several_outputs_dispatch_on_tensors():
+    x = sourcegrad.tensor(A, requires_grad=True)
+    sign, logdet = np.linalg.slogdet(x)
+    s = np.linalg.svd(x, compute_uv=False)
+    q, r = np.linalg.qr(x)
+    (logdet + s.sum() + (q * r).sum()).backward()
+    t = torch.tensor(A, requires_grad=True)
+    (torch.linalg.slogdet(t)[1] + torch.linalg.svdvals(t).sum() +
+     (torch.linalg.qr(t)[0] * torch.linalg.qr(t)[1]).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-10)
+
+
+# out= as torch honours it: written, resized with torch's warning, torch's errors
+OUT_CASES = {
+    "inv": (lambda L, x, o: L.linalg.inv(x, out=o), 1),
+    "det": (lambda L, x, o: L.linalg.det(x, out=o), 1),
+    "solve": (lambda L, x, o: L.linalg.solve(x, x[0], out=o), 1),
+    "cholesky": (lambda L, x, o: L.linalg.cholesky(x @ x.mT, out=o), 1),
+    "pinv": (lambda L, x, o: L.linalg.pinv(x, out=o), 1),
+    "vector_norm": (lambda L, x, o: L.linalg.vector_norm(x, out=o), 1),
+    "eigvalsh": (lambda L, x, o: L.linalg.eigvalsh(x, out=o), 1),
+    "svdvals": (lambda L, x, o: L.linalg.svdvals(x, out=o), 1),
+    "matrix_power": (lambda L, x, o: L.linalg.matrix_power(x, 3, out=o), 1),
+    "slogdet": (lambda L, x, o: L.linalg.slogdet(x, out=o), 2),
+    "eigh": (lambda L, x, o: L.linalg.eigh(x, out=o), 2),
+    "qr": (lambda L, x, o: L.linalg.qr(x, out=o), 2),
+    "svd": (lambda L, x, o: L.linalg.svd(x, out=o), 3),
+}
+
+
+def _outs(lib, n, dtype=None):
+    dtype = dtype or lib.float64
+    made = tuple(lib.empty(0, dtype=dtype) for _ in range(n))
+    return made if n > 1 else made[0]
+
+
+def _error(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - compared with torch's
+        return type(e).__name__, str(e)
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(OUT_CASES))
+def test_out_is_written_as_torch_writes_it(name):
+    fn, n = OUT_CASES[name]
+    x = S
+    ours_out, theirs_out = _outs(sourcegrad, n), _outs(torch, n)
+    got = fn(sourcegrad, sourcegrad.tensor(x), ours_out)
+    expected = fn(torch, torch.tensor(x), theirs_out)
+    assert got is ours_out if n == 1 else all(a is b for a, b in zip(got, ours_out))
+    for a, t in zip(ours_out if n > 1 else (ours_out,), theirs_out if n > 1 else (theirs_out,)):
+        np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-10, atol=1e-12)
+    del expected
+    needs_grad = _error(lambda: fn(sourcegrad, sourcegrad.tensor(x, requires_grad=True),
+                                   _outs(sourcegrad, n)))
+    assert needs_grad == _error(lambda: fn(torch, torch.tensor(x, requires_grad=True), _outs(torch, n)))
+    if name not in ("pinv",):  # (torch's pinv casts)
+        wrong_dtype = _error(lambda: fn(sourcegrad, sourcegrad.tensor(x),
+                                        _outs(sourcegrad, n, sourcegrad.float32)))
+        assert wrong_dtype == _error(lambda: fn(torch, torch.tensor(x), _outs(torch, n, torch.float32)))
+        assert wrong_dtype is not None
+
+
+def test_out_of_a_function_of_several_outputs_must_be_a_tuple():
+    ours = _error(lambda: sourcegrad.linalg.slogdet(sourcegrad.tensor(A), out=sourcegrad.empty(0)))
+    assert ours == _error(lambda: torch.linalg.slogdet(torch.tensor(A), out=torch.empty(0)))
