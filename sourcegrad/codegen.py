@@ -64,7 +64,8 @@ class Backend:
     alias: str   # what generated code calls it
 
 
-BACKENDS = {"numpy": Backend("numpy", "numpy", "np"), "cupy": Backend("cupy", "cupy", "cp")}
+BACKENDS = {"numpy": Backend("numpy", "numpy", "np"), "cupy": Backend("cupy", "cupy", "cp"),
+            "dask": Backend("dask", "dask.array", "da")}  # (sourcegrad.dask_backend runs it)
 
 
 @dataclass(frozen=True)
