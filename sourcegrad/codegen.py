@@ -940,17 +940,24 @@ def load(source: str, name: str, free: dict):
     try:
         exec(compile(source, filename, "exec"), module.__dict__)
     except ModuleNotFoundError as missing:
-        if missing.name != "cupy":
+        library = _OPTIONAL_LIBRARIES.get((missing.name or "").split(".")[0])
+        if library is None:
             raise
-        # CuPy code can be generated and shown without CuPy; only running it needs CuPy
-        module.__getattr__ = functools.partial(_needs_cupy, name)
+        # CuPy (Dask) code can be generated and shown without CuPy (Dask); only running it
+        # needs the library
+        module.__getattr__ = functools.partial(_needs_library, name, *library)
     return module
 
 
-def _needs_cupy(module_name, attr):
+# the array libraries of the optional backends: (what it is called, how to install it)
+_OPTIONAL_LIBRARIES = {"cupy": ("CuPy", "pip install cupy-cuda12x"),
+                       "dask": ("Dask", 'pip install "sourcegrad[dask]"')}
+
+
+def _needs_library(module_name, library, install, attr):
     def unrunnable(*args, **kwargs):
-        raise errors.SourcegradError(f"{module_name} is CuPy code and CuPy is not installed: "
-                                     "it can be shown but not run (pip install cupy-cuda12x)")
+        raise errors.SourcegradError(f"{module_name} is {library} code and {library} is not "
+                                     f"installed: it can be shown but not run ({install})")
     return unrunnable
 
 
