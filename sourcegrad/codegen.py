@@ -40,7 +40,7 @@ import linecache
 import math
 import os
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import astor
 import gast
@@ -815,6 +815,7 @@ def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
 
 def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
     """The source of a module defining each function of `fns` (a VJP's forward and backward)."""
+    backend = _unshadowed(backend, fns)
     printer = Printer(backend, {})
     kernels, bodies = [], []
     for fn in fns:
@@ -847,6 +848,20 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
     if fused:
         fused = "# elementwise runs fused into one CuPy kernel each\n" + fused
     return _header(info, fns, backend, printer) + fused + "\n\n".join(bodies)
+
+
+def _unshadowed(backend, fns) -> Backend:
+    """`backend`, its alias changed (`da_`) where the functions name something else so (a
+    parameter or variable `da`, a global `cp` that is not CuPy): the import would shadow it,
+    or it the module."""
+    taken = {n for fn in fns for n in fn.params} | \
+        {n for fn in fns for stmt in walk(fn.body) for n in writes_of(stmt)} | \
+        {n for fn in fns for n, v in fn.free.items()
+         if getattr(v, "__name__", None) != backend.module}
+    alias = backend.alias
+    while alias in taken:
+        alias += "_"
+    return backend if alias == backend.alias else replace(backend, alias=alias)
 
 
 def _writes(stmt):

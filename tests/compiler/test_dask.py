@@ -75,6 +75,20 @@ def test_chain_of_a_dask_array_agrees_and_its_gradient_is_dask():
     np.testing.assert_allclose(g.compute(), sourcegrad.grad(f)(x), rtol=1e-10)
 
 
+def test_broadcast_parameters_and_numbers_reduce_over_the_chunks():
+    # b (1, 3) and a Python float scale broadcast over every row of the Dask X: their
+    # gradients are sums over all chunks (unbroadcast's keepdims sum, a full sum)
+    def f(b, s, X):
+        return np.sum(np.tanh(s * X + b) ** 2)
+
+    rng = np.random.default_rng(6)
+    b, s, X = rng.normal(size=(1, 3)), 0.7, rng.normal(size=(20, 3))
+    db, ds = sourcegrad.grad(f, (0, 1))(b, s, by_rows(X, 4))
+    assert type(db) is np.ndarray and db.shape == (1, 3) and type(ds) is float
+    np.testing.assert_allclose(db, numeric_grad(f, (b, s, X), 0), rtol=1e-6)
+    assert np.isclose(ds, numeric_grad(f, (b, s, X), 1), rtol=1e-6)
+
+
 def test_logreg_gradient_against_finite_differences():
     f, (w, X, y), _ = workload_case("logreg")
     g = sourcegrad.grad(f)(w, by_rows(X), by_rows(y))
@@ -142,6 +156,18 @@ def test_a_data_dependent_while_computes_its_condition_once_per_trip():
         g = sourcegrad.grad(halve)(w, by_rows(X))
     assert computes.count == trips + 1 + 1  # each test (the failing one too), then the result
     np.testing.assert_allclose(g, sourcegrad.grad(halve)(w, X), rtol=1e-12)
+
+
+def test_a_variable_named_like_the_module_alias_does_not_shadow_it():
+    # regression: a user's `da` was printed as is, and `da.exp(...)` called the array's method
+    def f(w, X):
+        da = X @ w
+        return np.sum(np.exp(da) * da)
+
+    w, X = np.array([0.1, -0.2, 0.3]), np.random.default_rng(5).normal(size=(8, 3))
+    g = sourcegrad.grad(f)
+    np.testing.assert_allclose(g(w, by_rows(X)), sourcegrad.grad(f)(w, X), rtol=1e-12)
+    assert "import dask.array as da_\n" in g.source and "da_.exp(da)" in g.source
 
 
 def test_an_operation_dask_array_lacks_is_refused_at_the_users_line():
