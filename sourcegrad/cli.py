@@ -11,9 +11,9 @@
 shapes of its inputs: `show --args` gives their shapes on the command line, or a
 file lists them as `EXAMPLES = {"func": make_args}`,
 and `GOLDEN = [("func", wrt), ...]` names the gradients `gen` writes to
-`generated/` (`("func", wrt, "dask")`: the code of that backend, NAME_dask.py). `gen` reads `examples/` of the current directory, or, where there is
-none, the `examples/` beside the installed package (a source checkout), so it works
-from any directory. Errors print one line and exit 1; `--debug` shows the traceback.
+`generated/` (`("func", wrt, "dask")`: that backend's code, in NAME_dask.py). `gen`
+reads `examples/` of the current directory, or, where there is none, the `examples/`
+beside the installed package (a source checkout), so it works from any directory. Errors print one line and exit 1; `--debug` shows the traceback.
 """
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ def parse_args(argv):
                    help="an existing dask.distributed scheduler (default: a LocalCluster)")
     p.add_argument("--workers", type=int, default=1, help="LocalCluster workers (default 1)")
     p.add_argument("--threads", type=int, default=2, help="threads per worker (default 2)")
-    p.add_argument("--memory-limit", default="4GiB", help="per LocalCluster worker")
+    p.add_argument("--memory-limit", default="4GiB",
+                   help="per LocalCluster worker (in-process workers: of this whole process)")
     p.add_argument("--processes", action="store_true",
                    help="LocalCluster workers in processes (default: threads in this process)")
     p.add_argument("--json", default=None, metavar="PATH")

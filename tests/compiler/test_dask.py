@@ -209,9 +209,14 @@ def test_unknown_shapes_and_other_transformations_are_refused():
 def test_gradients_on_a_local_distributed_cluster():
     distributed = pytest.importorskip("distributed")
     f, (w, X, y), _ = workload_case("logreg")
-    # in process (no sockets: inproc:// transport), one worker with a small memory limit
+    psutil = pytest.importorskip("psutil")  # (a dependency of distributed)
+    # in process (no sockets: inproc:// transport), one worker with a small memory budget.
+    # An in-process worker's limit counts the whole process, which holds what the earlier
+    # tests left (a full run: ~400 MB; a fixed 256 MiB paused the worker there, and the
+    # test waited forever): the limit is 256 MiB above what the process holds now
+    limit = psutil.Process().memory_info().rss + (256 << 20)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  memory_limit="256MiB", dashboard_address=None) as cluster, \
+                                  memory_limit=limit, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         with distributed.get_task_stream(client) as tasks:
             value, g = sourcegrad.value_and_grad(f)(w, by_rows(X), by_rows(y))
