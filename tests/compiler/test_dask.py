@@ -235,17 +235,13 @@ def test_show_prints_the_dask_source(capsys):
 
 
 def test_the_dask_golden_computes_the_gradient():
-    import importlib.util
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    import logreg
-    path = os.path.join(ROOT, "generated", "logreg_loss_dw_dask.py")
-    spec = importlib.util.spec_from_file_location("golden_logreg_dask", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    w, X, y = logreg.example_args()
-    lazy = module.dloss_dw(w, by_rows(X), by_rows(y))
+    import runpy
+    logreg = runpy.run_path(os.path.join(ROOT, "examples", "logreg.py"))
+    golden = runpy.run_path(os.path.join(ROOT, "generated", "logreg_loss_dw_dask.py"))
+    w, X, y = logreg["example_args"]()
+    lazy = golden["dloss_dw"](w, by_rows(X), by_rows(y))
     assert isinstance(lazy, da.Array)
-    np.testing.assert_allclose(lazy.compute(), sourcegrad.grad(logreg.loss)(w, X, y),
+    np.testing.assert_allclose(lazy.compute(), sourcegrad.grad(logreg["loss"])(w, X, y),
                                rtol=1e-12)
 
 
