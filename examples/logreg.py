@@ -26,7 +26,7 @@ def example_args():
 
 # what `sourcegrad gen` writes to generated/ and `sourcegrad show` uses for inputs
 EXAMPLES = {"loss": example_args}
-GOLDEN = [("loss", "w")]
+GOLDEN = [("loss", "w"), ("loss", "w", "dask")]
 
 
 def train(steps=200, lr=0.5):

@@ -45,7 +45,7 @@ from typing import IO, Any, Callable, Optional, Sequence, TypeVar, Union, overlo
 
 import numpy as np
 
-from . import analysis, cache, errors, pipeline, random_draws, trees
+from . import analysis, cache, dask_backend, errors, pipeline, random_draws, trees
 from .analysis import aval_of, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .dispatch import fast_entry
@@ -151,6 +151,8 @@ def _like_input(g, x, args):
         return x.dtype.type(g)
     if isinstance(x, float):
         return float(g)
+    if dask_backend.is_dask(x):
+        return dask_backend.like_input(g, x)
     if _is_cupy(x):
         import cupy  # type: ignore[import-untyped]
         g = cupy.asarray(g, dtype=x.dtype)
@@ -733,6 +735,8 @@ class Gradient(staticmethod):
                                 f"got {len(args)}")
             for i in self.wrt:
                 _check_differentiable(self._param_label(i), args[i])
+            if self.backend_for(args) == "dask":
+                self._check_dask(args, to_transform)
             primal = hoist_loop_invariants(self.ir(args))
             if self.has_aux:
                 primal = _output_and_aux(primal)
@@ -752,7 +756,7 @@ class Gradient(staticmethod):
                 template = self._from_disk(cache.load(disk_key), args)
                 if template is not None:
                     try:  # (authentic, but made by code that differs: any fault, a compile)
-                        compiled = self._instance(template, primal, key)
+                        compiled = self._instance(template, primal, key, self.backend_for(args))
                     except Exception as exc:
                         cache.fault("entry unusable", f"an entry could not be loaded ({exc!r})")
                     else:
@@ -760,7 +764,7 @@ class Gradient(staticmethod):
                         return compiled
                     template = None
             if template is not None:
-                return self._instance(template, primal, key)
+                return self._instance(template, primal, key, self.backend_for(args))
             # a 0-d array is differentiated as the numpy scalar it holds (read once with
             # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
@@ -788,6 +792,8 @@ class Gradient(staticmethod):
                               "forward-mode derivative (JVP)" if isinstance(self, JVP)
                               else "gradient")
             source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
+            if self.backend_for(args) == "dask":
+                dask_backend.check_source(source, info.file)
             saved = _saved_values(optimized, forward | set(primal.params), env)
             finish = self._finisher(args, optimized, env) if not self.pullback and \
                 not isinstance(self, JVP) else self._finisher(args)
@@ -802,7 +808,7 @@ class Gradient(staticmethod):
             _remember(template_key, template)
             if cache.directory() and not identities:
                 cache.store(disk_key, source, saved, names, template.control_flow)
-            return self._instance(template, primal, key)
+            return self._instance(template, primal, key, self.backend_for(args))
 
     def _unwrappable(self, primal, args) -> set:
         """Positions of the 0-d numpy arrays the generated code may read as numpy scalars:
@@ -843,11 +849,15 @@ class Gradient(staticmethod):
                          self._finisher(args, unread=True),
                          None, (), hit.control_flow, ())
 
-    def _instance(self, template, primal, key):
+    def _instance(self, template, primal, key, backend="numpy"):
         """The template loaded with `primal`'s free values (this function's own globals and
-        closure values, read by the generated code as module globals), cached for `key`."""
+        closure values, read by the generated code as module globals), cached for `key`.
+        Dask code is wrapped to compute its result once (`dask_backend.computing`)."""
         module = load(template.source, template.module_name, primal.free)
         loaded = tuple(getattr(module, n) for n in template.names)
+        if backend == "dask":
+            loaded = tuple(dask_backend.computing(f, template.source, primal.source_file)
+                           for f in loaded)
         compiled = Compiled(template.source, module, loaded if len(loaded) > 1 else loaded[0],
                             template.saved, template.finish, tuple(primal.dependencies),
                             template.ir, template.fresh, code=_code_of(self.fn),
@@ -855,6 +865,15 @@ class Gradient(staticmethod):
         self._cache[key] = compiled
         self._last = compiled
         return compiled
+
+    def _check_dask(self, args, to_transform):
+        """Refuse what the Dask backend does not run: other transformations than grad and
+        value_and_grad, and Dask arrays of unknown shape."""
+        if self.inner is not None or to_transform:
+            raise dask_backend.refuse_transform("a gradient of a gradient")
+        if self.pullback or isinstance(self, JVP):
+            raise dask_backend.refuse_transform("vjp" if self.pullback else "jvp")
+        dask_backend.check_inputs(args, self._params)
 
     def _by_forward_mode(self, args, inner_control_flow=None):
         """Whether this gradient of a gradient is computed forward over reverse: true when the
@@ -904,10 +923,12 @@ class Gradient(staticmethod):
         return optimized, [optimized]
 
     def backend_for(self, args: Sequence[Any]) -> str:
-        """The backend of this signature: the one asked for, or (auto) CuPy for CuPy arrays."""
+        """The backend of this signature: the one asked for, or (auto) CuPy for CuPy arrays,
+        Dask for Dask arrays."""
         if self.backend != "auto":
             return self.backend
-        return "cupy" if any(_is_cupy(a) for a in args) else "numpy"
+        return "cupy" if any(_is_cupy(a) for a in args) else \
+            "dask" if any(dask_backend.is_dask(a) for a in args) else "numpy"
 
     @property
     def source(self) -> str:

@@ -2,7 +2,7 @@
 
     sourcegrad demo                         a guided run: compile, read, verify
     sourcegrad show FILE.py:FUNC [--args "w=(10,), X=(64, 10)"] [--wrt a,b] [--saved]
-                                 [--forward] [--backend numpy|cupy]
+                                 [--forward] [--backend numpy|cupy|dask]
     sourcegrad gen [--check] [--examples DIR] [--out DIR]
     sourcegrad bench [--quick] [--only NAME]   the benchmark suite
     sourcegrad --version
@@ -11,9 +11,9 @@
 shapes of its inputs: `show --args` gives their shapes on the command line, or a
 file lists them as `EXAMPLES = {"func": make_args}`,
 and `GOLDEN = [("func", wrt), ...]` names the gradients `gen` writes to
-`generated/`. `gen` reads `examples/` of the current directory, or, where there is
-none, the `examples/` beside the installed package (a source checkout), so it works
-from any directory. Errors print one line and exit 1; `--debug` shows the traceback.
+`generated/` (`("func", wrt, "dask")`: that backend's code, in NAME_dask.py). `gen`
+reads `examples/` of the current directory, or, where there is none, the `examples/`
+beside the installed package (a source checkout), so it works from any directory. Errors print one line and exit 1; `--debug` shows the traceback.
 """
 from __future__ import annotations
 
@@ -218,11 +218,11 @@ def golden_files(examples_dir: str) -> list[tuple[str, str]]:
             if "GOLDEN" not in f.read():
                 continue
         module = _load_module(path)
-        for func_name, wrt in getattr(module, "GOLDEN", []):
+        for func_name, wrt, *backend in getattr(module, "GOLDEN", []):
             fn = getattr(module, func_name)
             fn = getattr(fn, "__wrapped__", fn)
             inputs = tuple(_example_args(module, func_name, path))
-            g = api.Gradient(fn, wrt)
+            g = api.Gradient(fn, wrt, backend=backend[0] if backend else "auto")
             source = g.compile(inputs).source
             signature = ", ".join(_describe_input(name, value) for name, value in
                                   zip(g._params, inputs))
@@ -230,7 +230,8 @@ def golden_files(examples_dir: str) -> list[tuple[str, str]]:
             text = f"{lines[0]}\n# Inputs: {signature}.\n{GOLDEN_NOTE}\n{lines[1]}"
             wrt_part = "_".join(g._params[i] for i in g.wrt)
             stem = os.path.splitext(filename)[0]
-            out.append((f"{stem}_{func_name}_d{wrt_part}.py", text))
+            suffix = f"_{backend[0]}" if backend else ""
+            out.append((f"{stem}_{func_name}_d{wrt_part}{suffix}.py", text))
     return out
 
 
@@ -336,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--saved", action="store_true", help="list what the backward keeps")
     show.add_argument("--forward", action="store_true",
                       help="print the forward-mode (JVP) code instead of the gradient")
-    show.add_argument("--backend", default="numpy", choices=("numpy", "cupy"),
+    show.add_argument("--backend", default="numpy", choices=("numpy", "cupy", "dask"),
                       help="the array library the generated code calls")
     gen = sub.add_parser("gen", help="regenerate generated/ from the examples")
     gen.add_argument("--check", action="store_true", help="fail when a file is stale")

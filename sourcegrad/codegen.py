@@ -40,7 +40,7 @@ import linecache
 import math
 import os
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import astor
 import gast
@@ -64,7 +64,8 @@ class Backend:
     alias: str   # what generated code calls it
 
 
-BACKENDS = {"numpy": Backend("numpy", "numpy", "np"), "cupy": Backend("cupy", "cupy", "cp")}
+BACKENDS = {"numpy": Backend("numpy", "numpy", "np"), "cupy": Backend("cupy", "cupy", "cp"),
+            "dask": Backend("dask", "dask.array", "da")}  # (sourcegrad.dask_backend runs it)
 
 
 @dataclass(frozen=True)
@@ -814,6 +815,7 @@ def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
 
 def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
     """The source of a module defining each function of `fns` (a VJP's forward and backward)."""
+    backend = _unshadowed(backend, fns)
     printer = Printer(backend, {})
     kernels, bodies = [], []
     for fn in fns:
@@ -846,6 +848,20 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
     if fused:
         fused = "# elementwise runs fused into one CuPy kernel each\n" + fused
     return _header(info, fns, backend, printer) + fused + "\n\n".join(bodies)
+
+
+def _unshadowed(backend, fns) -> Backend:
+    """`backend`, its alias changed (`da_`) where the functions name something else so (a
+    parameter or variable `da`, a global `cp` that is not CuPy): the import would shadow it,
+    or it the module."""
+    taken = {n for fn in fns for n in fn.params} | \
+        {n for fn in fns for stmt in walk(fn.body) for n in writes_of(stmt)} | \
+        {n for fn in fns for n, v in fn.free.items()
+         if getattr(v, "__name__", None) != backend.module}
+    alias = backend.alias
+    while alias in taken:
+        alias += "_"
+    return backend if alias == backend.alias else replace(backend, alias=alias)
 
 
 def _writes(stmt):
@@ -939,17 +955,24 @@ def load(source: str, name: str, free: dict):
     try:
         exec(compile(source, filename, "exec"), module.__dict__)
     except ModuleNotFoundError as missing:
-        if missing.name != "cupy":
+        library = _OPTIONAL_LIBRARIES.get((missing.name or "").split(".")[0])
+        if library is None:
             raise
-        # CuPy code can be generated and shown without CuPy; only running it needs CuPy
-        module.__getattr__ = functools.partial(_needs_cupy, name)
+        # CuPy (Dask) code can be generated and shown without CuPy (Dask); only running it
+        # needs the library
+        module.__getattr__ = functools.partial(_needs_library, name, *library)
     return module
 
 
-def _needs_cupy(module_name, attr):
+# the array libraries of the optional backends: (what it is called, how to install it)
+_OPTIONAL_LIBRARIES = {"cupy": ("CuPy", "pip install cupy-cuda12x"),
+                       "dask": ("Dask", 'pip install "sourcegrad[dask]"')}
+
+
+def _needs_library(module_name, library, install, attr):
     def unrunnable(*args, **kwargs):
-        raise errors.SourcegradError(f"{module_name} is CuPy code and CuPy is not installed: "
-                                     "it can be shown but not run (pip install cupy-cuda12x)")
+        raise errors.SourcegradError(f"{module_name} is {library} code and {library} is not "
+                                     f"installed: it can be shown but not run ({install})")
     return unrunnable
 
 

@@ -1070,6 +1070,7 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
                                                        numbers))
     if arrays:
         body = eliminate_dead_code(drop_unread_saves(body))
+    if arrays and backend != "dask":  # (dask arrays are immutable: no `out=`)
         body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals,
                                   CUPY_BUFFER_REUSE_MIN_BYTES if backend == "cupy" else None)
     body = hoist_transposes(body, set(fn.params))

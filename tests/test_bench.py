@@ -113,3 +113,20 @@ def test_help_says_to_unset_openblas_overrides(capsys):
         runner.parse_args(["--help"])
     text = capsys.readouterr().out
     assert "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m sourcegrad.bench" in text
+
+
+def test_dask_benchmark_checks_and_reports(tmp_path, capsys):
+    # `--backend dask`: a tiny run of the out-of-core benchmark (timings not asserted). The
+    # in-process worker's memory limit counts this whole process (what earlier tests left):
+    # a small one would pause the worker for good
+    pytest.importorskip("distributed")
+    out = tmp_path / "dask.json"
+    assert runner.main(["--backend", "dask", "--rows", "4e4", "--chunk-rows", "1e4",
+                        "--numpy-rows", "2e4", "--check-rows", "2e4", "--threads", "1",
+                        "--memory-limit", "4GiB", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert max(report["check"].values()) <= 1e-10 and report["full_data_agreement"] <= 1e-10
+    variants = [r["variant"] for r in report["results"]]
+    assert "sourcegrad, backend dask" in variants and "hand-written dask.array" in variants
+    assert all(r["rows_per_s"] > 0 for r in report["results"])
+    assert "sourcegrad / hand-written dask" in capsys.readouterr().out

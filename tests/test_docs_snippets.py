@@ -8,6 +8,7 @@ comment on the line before a block changes what happens to it:
 
 * `<!-- snippet: skip (why) -->`: the block is not run (an excerpt, or it needs an install);
 * `<!-- snippet: gpu -->`: run only where CuPy finds a CUDA device;
+* `<!-- snippet: needs MODULE -->`: run only where MODULE (an optional dependency) imports;
 * `<!-- snippet: output -->` before a ```text block: that block is what the python block
   before it prints, compared as doctest compares (`...` matches anything);
 * `<!-- snippet: golden generated/NAME.py -->`: the block is an excerpt of that committed
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import doctest
 import glob
+import importlib.util
 import io
 import os
 import re
@@ -31,7 +33,7 @@ FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?
                    re.S | re.M)
 MARKER = re.compile(r"<!--\s*snippet:\s*(?P<kind>[\w-]+)(?P<why>[^>]*)-->\s*$")
 ANY_MARKER = re.compile(r"<!--\s*snippet:\s*(?P<kind>[\w-]+)(?P<why>[^>]*)-->")
-KINDS = ("skip", "gpu", "output", "golden")
+KINDS = ("skip", "gpu", "output", "golden", "needs")
 SLUG = re.compile(r"\W")
 
 
@@ -108,10 +110,12 @@ def test_python_blocks_run(path, tmp_path, monkeypatch):
             assert printed is not None, f"{where}: no python block ran before this output"
             _check_output(body, printed, where)
             continue
-        if lang != "python" or marker == "skip" or (marker == "gpu" and not has_gpu()):
+        if lang != "python" or marker == "skip" or (marker == "gpu" and not has_gpu()) or \
+                (marker == "needs" and importlib.util.find_spec(argument) is None):
             printed = None
             continue
-        assert marker in (None, "gpu", "golden"), f"{where}: unknown snippet marker {marker!r}"
+        assert marker in (None, "gpu", "golden", "needs"), \
+            f"{where}: unknown snippet marker {marker!r}"
         stdout = io.StringIO()
         filename = tmp_path / f"{SLUG.sub('_', path)}_line{line}.py"
         filename.write_text(body, encoding="utf-8")

@@ -66,3 +66,15 @@ def test_compiled_and_eager_training_loops_agree():
 def test_seed_walkthrough_prints_what_torch_prints():
     out = run_example("seed_walkthrough.py")
     assert "y value: 11.0" in out and "Gradients: tensor([0., 1., 1.])" in out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dask") is None,
+                    reason="dask (the dask extra) is not installed")
+def test_dask_out_of_core_example_fits(tmp_path):
+    out = run_example("dask_out_of_core.py", "--rows", "1e5", "--steps", "3",
+                      "--plot", str(tmp_path / "loss.png"))
+    losses = [float(line.split("loss")[1]) for line in out.splitlines()
+              if line.startswith("step")]
+    assert len(losses) == 3 and losses[-1] < losses[0]
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (tmp_path / "loss.png").exists()

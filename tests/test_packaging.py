@@ -66,7 +66,7 @@ def test_optional_extras_are_never_core_dependencies():
     core = {re.split(r"[<>=\[ ]", d)[0] for d in project["dependencies"]}
     assert core == {"numpy", "gast", "astor"}
     extras = project["optional-dependencies"]
-    assert {"test", "docs", "lint", "examples", "oracle", "cuda12"} <= set(extras)
+    assert {"test", "docs", "lint", "examples", "oracle", "cuda12", "dask"} <= set(extras)
 
 
 def test_gen_check_works_from_another_directory(tmp_path):

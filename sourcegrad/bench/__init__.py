@@ -13,6 +13,9 @@ asks (nothing by default).
   `jax.jit(jax.grad)`; a peer that is not installed is skipped);
 - `runner`: the measuring child processes (single-threaded, checked before
   timed, peak memory in a fresh process per variant) and the report.
+- `dask_bench`: `python -m sourcegrad.bench --backend dask`, the logistic-regression
+  gradient over data larger than memory on a dask.distributed cluster, against the same
+  gradient hand-written with dask.array and numpy in memory;
 - `gpu`: `python -m sourcegrad.bench.gpu`, the same workloads and the eager seed
   walkthrough on a CUDA GPU (CuPy; one line and exit 0 without a GPU).
 """

@@ -74,6 +74,8 @@ OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, when this machine's environment sets
 them, make OpenBLAS use kernels or blocking for a CPU other than this one: unset
 both in the benchmark command only, as above, never in tests or CI.
 Everything runs single-threaded (thread pools pinned to 1, one CPU).
+`--backend dask` runs the Dask benchmark instead (the logistic-regression gradient
+over data larger than memory on a dask.distributed cluster: --backend dask --help).
 Exit status: 1 when a gradient disagrees with the hand-written one or a
 measurement process crashed, else 0 (unsupported variants are reported, not
 failures)."""
@@ -621,6 +623,19 @@ def _write_json(path, report):
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for i, item in enumerate(argv):  # `--backend dask`: the Dask benchmark, its own options
+        if item.startswith("--backend"):
+            backend = item.partition("=")[2] or (argv[i + 1] if i + 1 < len(argv) else "")
+            rest = argv[:i] + argv[i + (1 if "=" in item else 2):]
+            if backend == "dask":
+                from .dask_bench import main as dask_main
+                return dask_main(rest)
+            if backend != "numpy":
+                raise SystemExit(f"--backend {backend!r}: choose numpy or dask "
+                                 "(CuPy: python -m sourcegrad.bench.gpu)")
+            argv = rest
+            break
     args = parse_args(argv)
     if args.worker:
         worker(*args.worker)
