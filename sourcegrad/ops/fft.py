@@ -57,17 +57,17 @@ TEMPLATE_NAMESPACE.update(fft_axes=fft_axes, fft_sizes=fft_sizes, dual_norm=dual
 
 def fit(a, sizes, axes):
     """a cut, or zero-padded at the end, along each of axes to the lengths sizes (what
-    np.fft's n and s do to the input before transforming)."""
-    cut = [slice(None)] * np.ndim(a)
-    pad = [(0, 0)] * np.ndim(a)
+    np.fft's n and s do to the input before transforming). Written with concatenate and
+    zeros_like, which eager Tensors dispatch, so second derivatives record it."""
     for size, axis in zip(sizes, axes):
         have = np.shape(a)[axis]
         if size < have:
-            cut[axis] = slice(0, size)
+            a = a[(slice(None),) * (axis % np.ndim(a)) + (slice(0, size),)]
         elif size > have:
-            pad[axis] = (0, size - have)
-    out = a[tuple(cut)]
-    return np.pad(out, pad) if any(p != (0, 0) for p in pad) else out
+            shape = list(np.shape(a))
+            shape[axis] = size - have
+            a = np.concatenate([a, np.zeros_like(a, shape=tuple(shape))], axis=axis)
+    return a
 
 
 def hermitian_fold(h, n, axis):
