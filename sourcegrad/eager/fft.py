@@ -68,8 +68,10 @@ def _several_axes(name, default_dims, inverse_of_real):
     def op(input, s=None, dim=default_dims, norm=None, *, out=None):
         node = _node(name, _data_kind(input), inverse_of_real)
         s = None if s is None else tuple(s)
-        return _run(node, f"fft_{name}", fn, input, {"s": s, "axes": _dims(dim), "norm": norm},
-                    kind)
+        axes = _dims(dim)
+        if axes is None and s is not None:  # torch's (and numpy's, deprecated) default
+            axes = tuple(range(-len(s), 0))
+        return _run(node, f"fft_{name}", fn, input, {"s": s, "axes": axes, "norm": norm}, kind)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"torch.fft.{name}: np.fft.{name} over dim, with torch's node."
     return op
