@@ -98,13 +98,14 @@ defvjp("fft_irfft", np.fft.irfft, _func("fft.irfft"),
        lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(np.conj(hermitian_fold(np.fft.rfft(g, axis=axis, norm=dual_norm(norm)), g.shape[axis], axis)), (a.shape[axis],), (axis,)))
 
 # Transforms over several axes (fft2's family are fftn's with axes=(-2, -1) by default).
-for _name, _c2c in (("fft2", "fftn"), ("fftn", "fftn"), ("ifft2", "ifftn"), ("ifftn", "ifftn")):
+for _name in ("fft2", "fftn"):
     _default = (-2, -1) if _name.endswith("2") else None
-    if _c2c == "fftn":
-        _vjp = (lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.fft.fftn(g, axes=fft_axes(a.ndim, s, axes), norm=norm), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
-    else:
-        _vjp = (lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.fft.ifftn(g, axes=fft_axes(a.ndim, s, axes), norm=norm), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
-    defvjp(f"fft_{_name}", getattr(np.fft, _name), _func(f"fft.{_name}"), _vjp)
+    defvjp(f"fft_{_name}", getattr(np.fft, _name), _func(f"fft.{_name}"),
+           lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.fft.fftn(g, axes=fft_axes(a.ndim, s, axes), norm=norm), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
+for _name in ("ifft2", "ifftn"):
+    _default = (-2, -1) if _name.endswith("2") else None
+    defvjp(f"fft_{_name}", getattr(np.fft, _name), _func(f"fft.{_name}"),
+           lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.fft.ifftn(g, axes=fft_axes(a.ndim, s, axes), norm=norm), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
 for _name in ("rfft2", "rfftn"):
     _default = (-2, -1) if _name.endswith("2") else None
     defvjp(f"fft_{_name}", getattr(np.fft, _name), _func(f"fft.{_name}"),
