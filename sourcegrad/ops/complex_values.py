@@ -87,15 +87,15 @@ mark("complex", "is_complex")
 # The ops whose rules hold for complex values as they are (holomorphic functions, C-linear
 # maps and the reshaping, indexing and summing that carries values unchanged) and the helpers
 # generated backward code calls. Not here, so refused: comparisons and rounding, maximum and
-# minimum, var and std (which take |x|^2), the linear algebra (a Hermitian transpose would be
-# needed in places), everything else.
+# minimum, var and std (which take |x|^2), np.vdot (which conjugates its first argument), the
+# linear algebra (a Hermitian transpose would be needed in places), everything else.
 COMPLEX_OPS = (
     "add", "subtract", "multiply", "divide", "negative", "positive", "power", "add_op",
     "sub_op", "mul_op", "div_op", "pow_op", "neg_op", "pos_op", "true_divide", "iadd_op",
     "isub_op", "imul_op", "idiv_op", "square", "reciprocal",
     "exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "expm1", "log1p",
     "absolute", "abs_builtin",
-    "sum", "mean", "cumsum", "matmul", "matmul_op", "dot", "vdot", "inner", "outer", "einsum",
+    "sum", "mean", "cumsum", "matmul", "matmul_op", "dot", "inner", "outer", "einsum",
     "tensordot", "trace", "reshape", "ravel", "transpose", "T", "swapaxes", "moveaxis",
     "expand_dims", "squeeze", "broadcast_to", "getitem", "concatenate", "stack", "asarray",
     "np_array", "np_copy", "copy", "flip", "roll", "tile", "where", "take", "sum_builtin",

@@ -112,7 +112,23 @@ def complex_matmul(x):
     return np.sum(np.abs(W.T @ (x + 1j)) ** 2)
 
 
-REAL_CASES = [abs_of_complex_product, fft_power, fft_padded_ortho, fft_cut_forward, ifft_cubed,
+def holomorphic_mix(x):
+    y = (x + 0.5j) ** 3 / (x * W + 2.0) + np.sqrt(x * W + 3.0) - np.cumsum(x * W, axis=1)
+    return np.sum(np.abs(np.einsum("ij,kj->ik", y, W) + np.where(x > 0, y, 2 * y)[:, :3].T @ W[:, :3]))
+
+
+def item_writes(x):
+    y = np.zeros((3, 4), dtype=complex)
+    y[1] = x[0] * 1j
+    y[:, 2] = y[:, 2] + x[:, 1] * W[:, 0]
+    return np.sum(np.abs(y + np.tanh(x * 0.3j)) ** 2)
+
+
+def complex_vdot(x):
+    return np.abs(np.vdot(x * W, W))
+
+
+REAL_CASES = [holomorphic_mix, item_writes, abs_of_complex_product, fft_power, fft_padded_ortho, fft_cut_forward, ifft_cubed,
               rfft_abs, rfft_padded_angle, rfft_irfft, irfft_even_ortho, irfft_odd, fft2_sized,
               ifftn_one_axis, rfft2_rfftn, irfft2_squared, irfftn_sized, fftn_all_axes, shifts,
               conj_imag_exp, real_imag_attributes, real_if_close_roundtrip, angle_in_degrees,
@@ -198,6 +214,7 @@ def complex_maximum(x):
 
 
 @pytest.mark.parametrize("f, what", [(complex_output, "returns a complex value"),
+                                     (complex_vdot, "vdot of a complex value"),
                                      (complex_variance, "var of a complex value"),
                                      (complex_maximum, "maximum of a complex value")])
 def test_what_has_no_complex_rule_is_refused_at_its_line(f, what):
@@ -219,3 +236,12 @@ def test_real_if_close_of_a_complex_result_is_refused_when_it_runs():
 def test_forward_mode_refuses_complex_inputs():
     with pytest.raises(errors.NonDifferentiableInputError):
         sourcegrad.jvp(abs_squared, (Z,), (Z,))
+
+
+def test_float32_keeps_its_precision():
+    x = X.astype(np.float32)
+    g = sourcegrad.grad(rfft_abs)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, sourcegrad.grad(rfft_abs)(X), rtol=1e-4, atol=1e-4)
+    z = Z.astype(np.complex64)
+    assert sourcegrad.grad(abs_squared)(z).dtype == np.complex64

@@ -113,3 +113,15 @@ def test_backward_of_a_complex_scalar_is_refused_as_torch_does():
     z = sourcegrad.tensor(Z, requires_grad=True)
     with pytest.raises(RuntimeError, match="only for real scalar outputs"):
         (z * 2).sum().backward()
+
+
+def test_float32_against_torch():
+    x32 = X.astype(np.float32)
+    ours = sourcegrad.tensor(x32, requires_grad=True)
+    theirs = torch.tensor(x32, requires_grad=True)
+    y, t = sourcegrad.fft.rfft(ours), torch.fft.rfft(theirs)
+    assert y.dtype == sourcegrad.complex64
+    (y.abs() ** 2).sum().backward()
+    (t.abs() ** 2).sum().backward()
+    assert ours.grad.dtype == sourcegrad.float32
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-5, atol=1e-5)
