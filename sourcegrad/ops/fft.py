@@ -95,7 +95,7 @@ defvjp("fft_ifft", np.fft.ifft, _func("fft.ifft"),
 defvjp("fft_rfft", np.fft.rfft, _func("fft.rfft"),
        lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(np.real(np.fft.fft(g, a.shape[axis] if n is None else n, axis=axis, norm=norm)), (a.shape[axis],), (axis,)))
 defvjp("fft_irfft", np.fft.irfft, _func("fft.irfft"),
-       lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(np.conj(hermitian_fold(np.fft.rfft(g, axis=axis, norm=dual_norm(norm)), g.shape[axis], axis)), (a.shape[axis],), (axis,)))
+       lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(np.conj(hermitian_fold(np.fft.rfft(g, axis=axis, norm=dual_norm(norm)), ans.shape[axis], axis)), (a.shape[axis],), (axis,)))
 
 # Transforms over several axes (fft2's family are fftn's with axes=(-2, -1) by default).
 for _name in ("fft2", "fftn"):
@@ -113,7 +113,7 @@ for _name in ("rfft2", "rfftn"):
 for _name in ("irfft2", "irfftn"):
     _default = (-2, -1) if _name.endswith("2") else None
     defvjp(f"fft_{_name}", getattr(np.fft, _name), _func(f"fft.{_name}"),
-           lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.conj(hermitian_fold(np.fft.rfftn(g, axes=fft_axes(a.ndim, s, axes), norm=dual_norm(norm)), g.shape[fft_axes(a.ndim, s, axes)[-1]], fft_axes(a.ndim, s, axes)[-1])), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
+           lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.conj(hermitian_fold(np.fft.rfftn(g, axes=fft_axes(a.ndim, s, axes), norm=dual_norm(norm)), ans.shape[fft_axes(a.ndim, s, axes)[-1]], fft_axes(a.ndim, s, axes)[-1])), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
 
 defvjp("fft_fftshift", np.fft.fftshift, _func("fft.fftshift"),
        lambda g, ans, x, axes=None: np.fft.ifftshift(g, axes))
