@@ -17,6 +17,7 @@ import numpy as np
 
 from . import dtypes
 from .operands import as_tensor, cached_spec, needs_grad, result
+from .out_arg import write_out
 from .spec import record
 from .tensor import Tensor
 
@@ -53,6 +54,8 @@ def _one_axis(name, inverse_of_real):
     kind = "f" if name == "irfft" else "c"
 
     def op(input, n=None, dim=-1, norm=None, *, out=None):
+        if out is not None:
+            return write_out(f"fft_{name}", out, op(input, n, dim, norm), (input,))
         node = _node(name, _data_kind(input), inverse_of_real)
         return _run(node, f"fft_{name}", fn, input, {"n": n, "axis": dim, "norm": norm}, kind)
     op.__name__ = op.__qualname__ = name
@@ -66,6 +69,8 @@ def _several_axes(name, default_dims, inverse_of_real):
     kind = "f" if name.startswith("irfft") else "c"
 
     def op(input, s=None, dim=default_dims, norm=None, *, out=None):
+        if out is not None:
+            return write_out(f"fft_{name}", out, op(input, s, dim, norm), (input,))
         node = _node(name, _data_kind(input), inverse_of_real)
         s = None if s is None else tuple(s)
         axes = _dims(dim)
@@ -151,11 +156,11 @@ FUNCTIONS = {"fft": fft, "ifft": ifft, "rfft": rfft, "irfft": irfft, "fft2": fft
 
 
 def _numpy_one_axis(op):
-    return lambda a, n=None, axis=-1, norm=None, out=None: op(a, n, axis, norm)
+    return lambda a, n=None, axis=-1, norm=None, out=None: op(a, n, axis, norm, out=out)
 
 
 def _numpy_several_axes(op, default):
-    return lambda a, s=None, axes=default, norm=None, out=None: op(a, s, axes, norm)
+    return lambda a, s=None, axes=default, norm=None, out=None: op(a, s, axes, norm, out=out)
 
 
 # np.fft and the complex functions on Tensors (numpy_dispatch): numpy's signatures

@@ -245,3 +245,14 @@ def test_float32_keeps_its_precision():
     np.testing.assert_allclose(g, sourcegrad.grad(rfft_abs)(X), rtol=1e-4, atol=1e-4)
     z = Z.astype(np.complex64)
     assert sourcegrad.grad(abs_squared)(z).dtype == np.complex64
+
+
+def fft_into_a_buffer(x):
+    spectrum = np.zeros(x.shape, dtype=complex)
+    np.fft.fft(x, axis=0, out=spectrum)
+    return np.sum(np.abs(spectrum) * COLUMN)
+
+
+def test_out_of_an_fft_holds_the_result():
+    # (out= of a function that is not a ufunc was ignored: a zero gradient)
+    check_all(fft_into_a_buffer, X)
