@@ -1051,39 +1051,49 @@ def check_real_values(fn, env, wrt: list) -> None:
     `wrt` to the result made by an op whose rules are written for real numbers only (those
     without the "complex" property, ops/complex_values.py): its gradient would be wrong. The
     result must be real, as for JAX's grad: the gradient of a complex function is not one
-    array. Complex values the gradient does not flow through are fine."""
+    array. Complex values the gradient does not flow through are fine. Where complex values
+    are on the path, a value whose type is not known while compiling (one that becomes complex
+    in a loop) counts as complex: it cannot be shown real."""
     active = active_values(fn, wrt)
     varied = varied_values(fn, wrt)
-    for stmt in walk(fn.body):
-        if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and \
-                stmt.value.op in ("sign", "torch_sign") and any(
-                    isinstance(a, Var) and a.name in varied and _holds_complex(env.get(a.name))
-                    for a in stmt.value.args):
+    # (a call whose result is not varied may still read varied values: np.sign(s))
+    calls = [s for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.value, Call)]
+    complex_path = any(s.target in varied and (_holds_complex(env.get(s.target)) or any(
+        isinstance(a, Const) and isinstance(a.value, complex) for a in s.value.args))
+        for s in calls)
+    if not complex_path:
+        return
+
+    def maybe_complex(name):
+        aval = env.get(name)
+        return aval is None or aval is UNKNOWN or _holds_complex(aval)
+    for stmt in calls:
+        op = stmt.value.op
+        args = [a.name for a in stmt.value.args if isinstance(a, Var) and a.name in varied]
+        if op in ("sign", "torch_sign") and any(maybe_complex(a) for a in args):
             # (sign is piecewise constant, so it has no rule; of a complex z it is z / |z|)
             raise errors.ComplexValueError(
-                "this line takes np.sign of a complex value on the gradient's path, which is "
-                "differentiable (z / |z|) but has no rule: write x / np.abs(x)", stmt.loc)
-        if isinstance(stmt, Assign) and stmt.target in active:
-            aval = env.get(stmt.target)
-            op = stmt.value.op if isinstance(stmt.value, Call) else None
-            if op is not None and RULES[op].differentiable and not has(op, "complex") and (
-                    _holds_complex(aval) or any(
-                        isinstance(a, Var) and a.name in active and _holds_complex(env.get(a.name))
-                        for a in stmt.value.args)):
-                raise errors.ComplexValueError(
-                    f"this line takes {RULES[op].family} of a complex value on the gradient's "
-                    "path, and its rule is written for real numbers (the gradient would be "
-                    "wrong); complex values are differentiated through arithmetic, exp/log "
-                    "and the trigonometric functions, sums and products, reshaping and "
-                    "indexing, abs, angle, real, imag, conj and np.fft", stmt.loc)
+                "this line takes np.sign of a complex value (or of one whose type is not known "
+                "while compiling) on the gradient's path, which is differentiable there "
+                "(z / |z|) but has no rule: write x / np.abs(x)", stmt.loc)
+        if stmt.target in active and RULES[op].differentiable and not has(op, "complex") and (
+                maybe_complex(stmt.target) or any(maybe_complex(a) for a in args if a in active)):
+            raise errors.ComplexValueError(
+                f"this line takes {RULES[op].family} of a complex value (or of one whose type "
+                "is not known while compiling) on the gradient's path, and its rule is written "
+                "for real numbers (the gradient would be wrong); complex values are "
+                "differentiated through arithmetic, exp/log and the trigonometric functions, "
+                "sums and products, reshaping and indexing, abs, angle, real, imag, conj and "
+                "np.fft", stmt.loc)
     ret = fn.body[-1] if fn.body else None
     out = ret.value if isinstance(ret, Return) else None
     if isinstance(out, Tup) and out.items:  # (output, aux)
         out = out.items[0]
-    if isinstance(out, Var) and out.name in active and _holds_complex(env.get(out.name)):
+    if isinstance(out, Var) and out.name in active and maybe_complex(out.name):
         raise errors.ComplexValueError(
-            "the differentiated function returns a complex value; a gradient needs a real "
-            "output (as in JAX): return its np.real, np.imag or np.abs", ret.loc)
+            "the differentiated function returns a complex value (or one whose type is not "
+            "known while compiling); a gradient needs a real output (as in JAX): return its "
+            "np.real, np.imag or np.abs", ret.loc)
 
 
 def _holds_complex(aval) -> bool:

@@ -170,6 +170,8 @@ class Reverser:
         self.overwritten |= self.loop_targets
         self.inst = Instantiator(env, namer, [], _shape_sources(fn.body, env, fn.user_names,
                                                                 fn.params))
+        # complex values anywhere (ops/complex_values.py: adjoints of real values are made real)
+        self.complex_program = any(holds_complex(a) for a in env.values())
         # a primal value assigned once, or a backward temporary, holds one value wherever
         # the backward reads it; loop variables, restored values and accumulators do not
         # (an accumulator, one in self.state, whatever else its name was: see
@@ -516,6 +518,12 @@ class Reverser:
         complex_values = holds_complex(self.env.get(stmt.target)) or any(
             isinstance(a, Var) and a.name in self.active and holds_complex(self.env.get(a.name))
             for a in value.args)
+        # (a value whose type is not known here, one that becomes complex in a loop, may be
+        # either where the program has complex values: analysis.check_real_values refused
+        # the ops without complex rules, and real_part decides when the backward runs)
+        unknown = self.complex_program and any(
+            self.env.get(n) in (None, UNKNOWN) for n in [stmt.target] + [
+                a.name for a in value.args if isinstance(a, Var) and a.name in self.active])
         if complex_values and not has(value.op, "complex"):
             # its rules are written for real numbers: a complex value's adjoint would be
             # silently wrong (numpy's ComplexWarning at most)
@@ -552,7 +560,7 @@ class Reverser:
             name = self.contribution_name(atom.name)
             try:
                 part = self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)
-                if complex_values:
+                if complex_values or unknown:
                     part = self.real_part(part, atom, name)
             except errors.SourcegradError as e:
                 raise errors.locate(e, stmt.loc)
@@ -564,12 +572,15 @@ class Reverser:
             self.contribute(primal, part, stmt.loc)
 
     def real_part(self, part, primal, name):
-        """The adjoint `part` of a real value `primal` made by a rule of complex values: its
-        real part (a complex adjoint's imaginary part is the derivative in a direction a
-        real value cannot move in)."""
-        made = self.inst.aval(part)
-        if holds_complex(self.env.get(primal.name)) or not holds_complex(made):
+        """The adjoint `part` of `primal` made by a rule of complex values: its real part if
+        primal is real (a complex adjoint's imaginary part is the derivative in a direction a
+        real value cannot move in); decided when the backward runs where primal's type is not
+        known here (it becomes complex in a loop)."""
+        made, mine = self.inst.aval(part), self.env.get(primal.name)
+        if holds_complex(mine) or (made not in (None, UNKNOWN) and not holds_complex(made)):
             return part
+        if mine in (None, UNKNOWN):
+            return self.inst.emit("real_like", [part, primal], name=name).atom
         return self.inst.emit("np_real", [part], name=name).atom
 
     def contribution_name(self, primal):

@@ -369,6 +369,12 @@ def is_complex(x) -> bool:
     return kind == "c"
 
 
+def real_like(g, x):
+    """The adjoint g of x, its real part if x is real (where the compiler could not tell x's
+    type: a value that becomes complex in a loop)."""
+    return np.real(g) if is_complex(g) and not is_complex(x) else g
+
+
 def index_may_repeat(index) -> bool:
     """Whether `x[index] = value` may write one element twice: the index holds an integer
     array or list (a boolean mask, ints and slices name each element at most once).

@@ -26,7 +26,7 @@ import operator
 import numpy as np
 
 from .. import errors, runtime
-from ..runtime import is_complex
+from ..runtime import is_complex, real_like
 from .registry import RULES, Spelling, alias, deflinear, defnondiff, defvjp, mark
 from .registry import func as _func
 
@@ -82,6 +82,10 @@ defvjp("np_real_if_close", np.real_if_close,
 alias("real_if_close_checked", real_if_close,
       Spelling("module", "sourcegrad.ops.complex_values.real_if_close"), like="np_real_if_close",
       props={"complex"})
+# The real part of an adjoint when its value is real, decided when the backward runs (the
+# compiler's `reverse` uses it where it cannot tell the value's type): linear in g.
+defvjp("real_like", runtime.real_like, Spelling("helper", "real_like"),
+       lambda g, ans, h, x: real_like(g, x), None, linear=(0,), props={"complex"})
 mark("complex", "is_complex")
 
 # The ops whose rules hold for complex values as they are (holomorphic functions, C-linear

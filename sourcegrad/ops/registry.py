@@ -479,5 +479,5 @@ TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
     "unconcatenate_list", "sum_list_grad", "select_grad", "prod_grad_jvp", "part_index",
     "einsum_swap", "einsum_grad_operands", "einsum_grad_jvp", "stack_items",
     "concatenate_items", "index_may_repeat", "last_writes", "max_jvp", "var_jvp",
-    "cumprod_grad", "cumprod_jvp", "tile_split_shape", "tile_sum_axes", "cast_like", "is_complex")},
+    "cumprod_grad", "cumprod_jvp", "tile_split_shape", "tile_sum_axes", "cast_like", "is_complex", "real_like")},
     "sum": sum}

@@ -256,3 +256,41 @@ def fft_into_a_buffer(x):
 def test_out_of_an_fft_holds_the_result():
     # (out= of a function that is not a ufunc was ignored: a zero gradient)
     check_all(fft_into_a_buffer, X)
+
+
+# Values that become complex in a loop: the compiler cannot tell their type from one trip to
+# the next, so the backward decides (real_like) and ops without complex rules are refused.
+def complex_sum_in_a_loop(x):
+    s = 0.0
+    for i in range(3):
+        s = s + x[i] * (1 + 2j)
+    return np.abs(s)
+
+
+def becomes_complex_in_a_loop(x):
+    s = x * 1.0
+    for _ in range(3):
+        s = np.tanh(s) * (0.5 + 1j)
+    return np.sum(np.abs(s))
+
+
+def sign_of_a_loop_value(x):
+    s = x * 1.0
+    for _ in range(3):
+        s = np.tanh(s) * (0.5 + 1j)
+        s = np.sign(s) * s
+    return np.sum(np.abs(s))
+
+
+@pytest.mark.parametrize("f", [complex_sum_in_a_loop, becomes_complex_in_a_loop],
+                         ids=lambda f: f.__name__)
+def test_values_that_become_complex_in_a_loop(f):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", np.exceptions.ComplexWarning)
+        check_all(f, X[0])
+
+
+def test_sign_of_a_value_that_may_be_complex_is_refused():
+    # (np.sign is piecewise constant for real numbers only: it was a silently wrong gradient)
+    with pytest.raises(errors.ComplexValueError, match="np.sign"):
+        sourcegrad.grad(sign_of_a_loop_value)(X[0])
