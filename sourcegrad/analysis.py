@@ -1054,6 +1054,8 @@ def check_real_values(fn, env, wrt: list) -> None:
     array. Complex values the gradient does not flow through are fine. Where complex values
     are on the path, a value whose type is not known while compiling (one that becomes complex
     in a loop) counts as complex: it cannot be shown real."""
+    if not any(_holds_complex(aval) for aval in env.values()):
+        return  # (a real program: no pass over it)
     active = active_values(fn, wrt)
     varied = varied_values(fn, wrt)
     # (a call whose result is not varied may still read varied values: np.sign(s))
