@@ -30,7 +30,7 @@ from .ir import (Assign, Call, Const, For, If, Return, Slc, Tup, Var, While, ass
                  atom_vars, reads_of, walk)
 from . import errors
 from . import ops
-from .ops import MATH_FUNCTIONS, RULES
+from .ops import MATH_FUNCTIONS, RULES, has
 
 
 @dataclass(frozen=True)
@@ -1062,20 +1062,59 @@ def _varied_inputs_have_vjps(rule, call, varied):
 
 
 def check_real_values(fn, env, wrt: list) -> None:
-    """Refuse a complex value on the path from the inputs `wrt` to the result (a
-    `ComplexValueError` at its line): the compiler's rules are written for real numbers,
-    and a real result of complex intermediates (`np.abs(x * 1j)`) would get a wrong
-    gradient. Complex values the gradient does not flow through are fine."""
+    """Refuse, located (`ComplexValueError`), a complex value on the path from the inputs
+    `wrt` to the result made by an op whose rules are written for real numbers only (those
+    without the "complex" property, ops/complex_values.py): its gradient would be wrong. The
+    result must be real, as for JAX's grad: the gradient of a complex function is not one
+    array. Complex values the gradient does not flow through are fine. Where complex values
+    are on the path, a value whose type is not known while compiling (one that becomes complex
+    in a loop) counts as complex: it cannot be shown real."""
+    if not any(_holds_complex(aval) for aval in env.values()):
+        return  # (a real program: no pass over it)
     active = active_values(fn, wrt)
-    for stmt in walk(fn.body):
-        if isinstance(stmt, Assign) and stmt.target in active:
-            aval = env.get(stmt.target)
-            if aval is not None and aval is not UNKNOWN and _is_complex(aval.stand_in):
-                raise errors.ComplexValueError(
-                    "this line makes a complex value on the gradient's path; complex values "
-                    "are not differentiated in compiled code yet (the rules are written for "
-                    "real numbers: the gradient would be wrong), so keep the differentiated "
-                    "computation real", stmt.loc)
+    varied = varied_values(fn, wrt)
+    # (a call whose result is not varied may still read varied values: np.sign(s))
+    calls = [s for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.value, Call)]
+    complex_path = any(s.target in varied and (_holds_complex(env.get(s.target)) or any(
+        isinstance(a, Const) and isinstance(a.value, complex) for a in s.value.args))
+        for s in calls)
+    if not complex_path:
+        return
+
+    def maybe_complex(name):
+        aval = env.get(name)
+        return aval is None or aval is UNKNOWN or _holds_complex(aval)
+    for stmt in calls:
+        op = stmt.value.op
+        args = [a.name for a in stmt.value.args if isinstance(a, Var) and a.name in varied]
+        if op in ("sign", "torch_sign") and any(maybe_complex(a) for a in args):
+            # (sign is piecewise constant, so it has no rule; of a complex z it is z / |z|)
+            raise errors.ComplexValueError(
+                "this line takes np.sign of a complex value (or of one whose type is not known "
+                "while compiling) on the gradient's path, which is differentiable there "
+                "(z / |z|) but has no rule: write x / np.abs(x)", stmt.loc)
+        if stmt.target in active and RULES[op].differentiable and not has(op, "complex") and (
+                maybe_complex(stmt.target) or any(maybe_complex(a) for a in args if a in active)):
+            raise errors.ComplexValueError(
+                f"this line takes {RULES[op].family} of a complex value (or of one whose type "
+                "is not known while compiling) on the gradient's path, and its rule is written "
+                "for real numbers (the gradient would be wrong); complex values are "
+                "differentiated through arithmetic, exp/log and the trigonometric functions, "
+                "sums and products, reshaping and indexing, abs, angle, real, imag, conj and "
+                "np.fft", stmt.loc)
+    ret = fn.body[-1] if fn.body else None
+    out = ret.value if isinstance(ret, Return) else None
+    if isinstance(out, Tup) and out.items:  # (output, aux)
+        out = out.items[0]
+    if isinstance(out, Var) and out.name in active and maybe_complex(out.name):
+        raise errors.ComplexValueError(
+            "the differentiated function returns a complex value (or one whose type is not "
+            "known while compiling); a gradient needs a real output (as in JAX): return its "
+            "np.real, np.imag or np.abs", ret.loc)
+
+
+def _holds_complex(aval) -> bool:
+    return aval is not None and aval is not UNKNOWN and _is_complex(aval.stand_in)
 
 
 def _is_complex(value) -> bool:

@@ -125,7 +125,11 @@ def _normalize_wrt(fn, wrt):
     return tuple(positions), single
 
 
-def _check_differentiable(name, value):
+def _check_differentiable(name, value, complex_ok=False):
+    """Refuse a `wrt` argument that is not a float (complex too where `complex_ok`: reverse
+    mode differentiates complex inputs, with torch's convention: docs/sharp-bits.md)."""
+    if complex_ok and (isinstance(value, complex) or np.iscomplexobj(value)):
+        return
     if isinstance(value, bool) or isinstance(value, (int, np.integer)):
         raise errors.NonDifferentiableInputError(
             f"argument {name!r} is an integer ({value!r}); gradients are defined for floating-point "
@@ -734,7 +738,8 @@ class Gradient(staticmethod):
                 raise TypeError(f"{self.fn.__name__}() takes {len(self._params)} arguments, "
                                 f"got {len(args)}")
             for i in self.wrt:
-                _check_differentiable(self._param_label(i), args[i])
+                _check_differentiable(self._param_label(i), args[i],
+                                      complex_ok=not isinstance(self, JVP))
             if self.backend_for(args) == "dask":
                 self._check_dask(args, to_transform)
             primal = hoist_loop_invariants(self.ir(args))

@@ -23,7 +23,7 @@ from .analysis import UNKNOWN, AVal, holds_complex, varied_values
 from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While,
                  assignment_counts, atom_vars)
 from .reverse import input_positions, shape_sources, zeros_op
-from .ops import RULES
+from .ops import RULES, has
 from .templates import Instantiator
 
 
@@ -132,6 +132,9 @@ class ForwardMode:
                 else:
                     value = self.inst.emit("add_op", [value, part]).atom
             value = self.broadcast(value, stmt.target)
+            if holds_complex(self.inst.aval(value)) and not holds_complex(self.env.get(stmt.target)):
+                # a real value's tangent from a rule of complex values: its real part
+                value = self.inst.emit("np_real", [value]).atom
         out = self.inst.out
         last = out[-1] if out else None
         if isinstance(value, Var) and isinstance(last, Assign) and last.target == value.name \
@@ -164,10 +167,11 @@ class ForwardMode:
         active = [(pos, atom) for pos, atom in positions if self.tangent_atom(atom) is not None]
         if not active:
             return []
-        if holds_complex(self.env.get(stmt.target)) or any(
-                isinstance(a, Var) and holds_complex(self.env.get(a.name)) for _, a in active):
-            raise errors.NoRuleError("complex values are not differentiated (the rules are "
-                                     "written for real numbers)", stmt.loc)
+        if not has(value.op, "complex") and (holds_complex(self.env.get(stmt.target)) or any(
+                isinstance(a, Var) and holds_complex(self.env.get(a.name)) for _, a in active)):
+            raise errors.ComplexValueError(
+                f"{rule.family} of complex values is not differentiated (its rule is written "
+                "for real numbers)", stmt.loc)
         self.inst.note = rule.family
         if rule.jvps:
             return [self.inst.template(rule.jvp_for(pos), rule, value, self.tangent_atom(atom),

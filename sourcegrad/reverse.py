@@ -44,7 +44,7 @@ from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, 
                  Slc, Tup, Var, While, atom_vars, reads_of, walk, writes_of)
 from .names import adjoint_name, name_for_call
 from . import ops
-from .ops import RULES, reads_shape_of
+from .ops import RULES, has, reads_shape_of
 from .templates import Instantiator
 
 
@@ -170,6 +170,8 @@ class Reverser:
         self.overwritten |= self.loop_targets
         self.inst = Instantiator(env, namer, [], shape_sources(fn.body, env, fn.user_names,
                                                                 fn.params))
+        # complex values anywhere (ops/complex_values.py: adjoints of real values are made real)
+        self.complex_program = any(holds_complex(a) for a in env.values())
         # a primal value assigned once, or a backward temporary, holds one value wherever
         # the backward reads it; loop variables, restored values and accumulators do not
         # (an accumulator, one in self.state, whatever else its name was: see
@@ -513,13 +515,21 @@ class Reverser:
         rule = RULES[value.op]
         if not rule.differentiable:
             return  # `s = np.zeros_like(x)` then `s = s + ...`: s is active, this value is not
-        if holds_complex(self.env.get(stmt.target)) or any(
-                isinstance(a, Var) and a.name in self.active and holds_complex(self.env.get(a.name))
-                for a in value.args):
-            # the rules are written for real numbers: a complex value's adjoint would be
+        complex_values = holds_complex(self.env.get(stmt.target)) or any(
+            isinstance(a, Var) and a.name in self.active and holds_complex(self.env.get(a.name))
+            for a in value.args)
+        # (a value whose type is not known here, one that becomes complex in a loop, may be
+        # either where the program has complex values: analysis.check_real_values refused
+        # the ops without complex rules, and real_part decides when the backward runs)
+        unknown = self.complex_program and any(
+            self.env.get(n) in (None, UNKNOWN) for n in [stmt.target] + [
+                a.name for a in value.args if isinstance(a, Var) and a.name in self.active])
+        if complex_values and not has(value.op, "complex"):
+            # its rules are written for real numbers: a complex value's adjoint would be
             # silently wrong (numpy's ComplexWarning at most)
-            raise errors.NoRuleError("complex values are not differentiated (the rules are "
-                                     "written for real numbers)", stmt.loc)
+            raise errors.ComplexValueError(
+                f"{rule.family} of complex values is not differentiated (its rule is written "
+                "for real numbers)", stmt.loc)
         container = self.env.get(_var_name(value.args[0])) if value.args else None
         if value.op == "np_array" and container not in (None, UNKNOWN) and \
                 not isinstance(container.stand_in, (list, tuple)):
@@ -550,6 +560,8 @@ class Reverser:
             name = self.contribution_name(atom.name)
             try:
                 part = self.inst.vjp(rule, pos, value, g, Var(stmt.target), name)
+                if complex_values or unknown:
+                    part = self.real_part(part, atom, name)
             except errors.SourcegradError as e:
                 raise errors.locate(e, stmt.loc)
             parts.append((atom.name, part))
@@ -558,6 +570,18 @@ class Reverser:
                 self.handed[part.name] += 1  # before any is added: see track_ownership
         for primal, part in parts:
             self.contribute(primal, part, stmt.loc)
+
+    def real_part(self, part, primal, name):
+        """The adjoint `part` of `primal` made by a rule of complex values: its real part if
+        primal is real (a complex adjoint's imaginary part is the derivative in a direction a
+        real value cannot move in); decided when the backward runs where primal's type is not
+        known here (it becomes complex in a loop)."""
+        made, mine = self.inst.aval(part), self.env.get(primal.name)
+        if holds_complex(mine) or (made not in (None, UNKNOWN) and not holds_complex(made)):
+            return part
+        if mine in (None, UNKNOWN):
+            return self.inst.emit("real_like", [part, primal], name=name).atom
+        return self.inst.emit("np_real", [part], name=name).atom
 
     def contribution_name(self, primal):
         base = adjoint_name(primal, primal in self.params)
@@ -967,6 +991,13 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
         if g is None:
             rev.inst.note = "does not reach the output"
             g = rev.inst.emit("np_zeros_like", [Var(name)], name=adjoint_name(name, True)).atom
+        elif holds_complex(env.get(name)):
+            # the rules pass conjugated adjoints of complex values (ops/complex_values.py);
+            # the user gets torch's gradient dL/dRe + 1j dL/dIm
+            rev.inst.note = "the gradient of a complex input"
+            op, args = ("np_conjugate", [g]) if holds_complex(rev.inst.aval(g)) else \
+                ("cast_like", [g, Var(name)])  # (a real adjoint: np.real(z) alone was used)
+            g = rev.inst.emit(op, args, name=adjoint_name(name, True)).atom
         grads.append(g)
     backward = rev.out
     recorded = _recorded(fn, backward, rev)

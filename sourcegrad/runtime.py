@@ -366,6 +366,25 @@ def setitem(x, index, value):
     return out
 
 
+def is_complex(x) -> bool:
+    """Does x hold complex numbers (a complex array, Tensor, Meta or Python complex)? Rule
+    templates choose their complex formula by it; it reads only x's type, so the compiler
+    decides it from stand-ins (a type fact, like index_may_repeat)."""
+    if isinstance(x, complex):
+        return True
+    dtype = getattr(x, "dtype", None)
+    kind = getattr(dtype, "kind", None)
+    if kind is None:  # an eager Tensor's dtype (under create_graph the rules run on Tensors)
+        return bool(getattr(dtype, "is_complex", False))
+    return kind == "c"
+
+
+def real_like(g, x):
+    """The adjoint g of x, its real part if x is real (where the compiler could not tell x's
+    type: a value that becomes complex in a loop)."""
+    return np.real(g) if is_complex(g) and not is_complex(x) else g
+
+
 def index_may_repeat(index) -> bool:
     """Whether `x[index] = value` may write one element twice: the index holds an integer
     array or list (a boolean mask, ints and slices name each element at most once).

@@ -73,6 +73,7 @@ from .shape_ops import (argsort, argwhere, atleast_1d, atleast_2d, atleast_3d, b
                         take_along_dim, tensor_split, tile, topk, trace, transpose, tril, triu,
                         unbind, unflatten, unique, unsqueeze, vstack)
 from .vector_ops import cdist, cross  # noqa: E402
+from .fft import angle, conj, imag, real  # noqa: E402
 
 e = _math.e
 pi = _math.pi
@@ -154,4 +155,6 @@ __all__ = [
     "topk", "nonzero", "argwhere", "unique",
     # vectors and distances
     "cross", "cdist",
+    # complex values
+    "real", "imag", "conj", "angle",
 ] + sorted(_ops.REGISTERED)  # the ops made from the registry's entries (exp, tanh, abs, ...)

@@ -93,6 +93,9 @@ def make_grads(outputs, grad_outputs, create_graph):
             if out._requires_grad and out._data.size != 1:
                 raise RuntimeError(messages.SCALAR_ONLY)
             d = out._data
+            if out._requires_grad and d.dtype.kind == "c":
+                raise RuntimeError(f"{messages.REAL_SCALAR_ONLY} but got "
+                                   f"{Tensor._dtype_of(d)}")
             g = np.ones(d.shape, d.dtype) if type(d) is np.ndarray else \
                 devices.make(out.device, "ones", d.shape, d.dtype)
             seeds.append(_wrap(g) if create_graph else g)

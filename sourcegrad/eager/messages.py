@@ -13,6 +13,7 @@ BACKWARD_TWICE = (
     "backward through the graph a second time or if you need to access saved tensors after "
     "calling backward.")
 SCALAR_ONLY = "grad can be implicitly created only for scalar outputs"
+REAL_SCALAR_ONLY = "grad can be implicitly created only for real scalar outputs"
 NO_GRAD_FN = "element {} of tensors does not require grad and does not have a grad_fn"
 MODIFIED_INPLACE = (
     "one of the variables needed for gradient computation has been modified by an inplace "

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import devices, dtypes, engine, factories, inplace, node, numpy_dispatch, ops, shape_ops
-from . import vector_ops
+from . import fft, vector_ops
 from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
 
@@ -178,6 +178,7 @@ METHODS = {
 METHODS.update({name: op for op in dict.fromkeys(ops.REGISTERED.values())
                 for name in op.entry.torch.method})
 METHODS.update(inplace.REGISTERED)
+METHODS.update({"conj": fft.conj, "angle": fft.angle})
 
 OPERATORS = {
     "__add__": _binary_operator("add", ops.ADD, np.add),
@@ -208,7 +209,7 @@ OPERATORS = {
     "__getitem__": shape_ops.getitem, "__setitem__": inplace.setitem,
 }
 
-PROPERTIES = {"T": shape_ops.T, "mT": shape_ops.mT}
+PROPERTIES = {"T": shape_ops.T, "mT": shape_ops.mT, "real": fft.real, "imag": fft.imag}
 
 
 # --- Tensor methods that need an upper layer --------------------------------------------

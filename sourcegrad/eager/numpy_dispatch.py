@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import factories, inplace, linalg, messages, ops, shape_ops
+from . import factories, fft, inplace, linalg, messages, ops, shape_ops
 from .devices import DEVICE_TYPES
 from .tensor import Tensor
 
@@ -345,6 +345,8 @@ def _from_registry():
 
 _from_registry()
 FUNCTIONS.update(linalg.NUMPY)  # np.linalg.inv(tensor), ...
+FUNCTIONS.update(fft.NUMPY)  # np.fft.fft(tensor), np.real(tensor), ...
+UFUNCS.update(fft.UFUNCS)
 
 
 def array_function(func, args, kwargs):

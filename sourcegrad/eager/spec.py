@@ -24,7 +24,7 @@ import numpy as np
 import os
 import traceback
 
-from .. import ops
+from .. import errors, ops
 from ..ops import RULES, vjp_template
 from ..runtime import unbroadcast
 from . import messages
@@ -160,6 +160,7 @@ def record(spec, out, args, static=None, outputs=None):
     metas = []
     mask = 0
     bit = 1
+    complex_values = out is not None and out._data.dtype.kind == "c"
     for p in (range(n) if spec.varargs else spec.edges):
         a = args[p]
         if isinstance(a, Tensor) and (a._requires_grad or (
@@ -171,6 +172,8 @@ def record(spec, out, args, static=None, outputs=None):
             m = METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
             metas.append(m if m is not None else meta_of(d))
             mask |= bit
+            if d.dtype.kind == "c":
+                complex_values = True
         else:
             edges.append(NONE_EDGE)
             metas.append(None)
@@ -215,6 +218,8 @@ def record(spec, out, args, static=None, outputs=None):
     node._seq = next(_seq_counter)
     node._hookset = None
     node._spec = spec if not spec.varargs else _VarargsView(spec, n)
+    if complex_values or (outputs is not None and any(o._data.dtype.kind == "c" for o in outputs)):
+        node._spec = _ComplexView(node._spec, metas)
     node._args = saved
     node._versions = versions
     node._static = static
@@ -297,6 +302,42 @@ class _VarargsView:
         self.varargs = True
         self.names = spec.names
         self.rule = spec.rule
+
+
+class _ComplexView:
+    """A spec whose node has complex values: its VJPs in torch's convention.
+
+    The rules pass the conjugates of torch's gradients of complex values
+    (`sourcegrad/ops/complex_values.py`), so each VJP here takes conj(g) and gives the
+    conjugate of what the rule gives; a real input gets its real part. An op whose rules
+    hold for real numbers only (no "complex" property) is refused when it is recorded."""
+
+    __slots__ = ("vjps", "varargs", "names", "rule")
+    passes = None  # no fast path (RuleNode.apply)
+
+    def __init__(self, spec, metas):
+        if not ops.has(spec.rule.name, "complex"):
+            raise errors.ComplexValueError(
+                f"{spec.rule.family} of complex values is not differentiated (its rule is "
+                "written for real numbers)")
+        self.vjps = tuple(None if v is None or m is None else _torch_convention(v, m.dtype.kind != "c")
+                          for v, m in zip(spec.vjps, metas))
+        self.varargs = spec.varargs
+        self.names = spec.names
+        self.rule = spec.rule
+
+
+def _torch_convention(vjp, real_input):
+    def converted(g, ans, *args, **kwargs):
+        gi = vjp(_conj(g), ans, *args, **kwargs)
+        return np.real(gi) if real_input else np.conj(gi)
+    return converted
+
+
+def _conj(g):
+    if isinstance(g, list):  # (a multi-output node's gradients)
+        return [_conj(item) for item in g]
+    return np.conj(g)
 
 
 from .node import SEQ as _seq_counter  # noqa: E402 - shared sequence numbers

@@ -103,7 +103,9 @@ class CallsMixin:
         if rule.name in BUILTIN_REDUCTIONS and len(args) > 1:
             return self.emit(BUILTIN_REDUCTIONS[rule.name], args, kwargs, name=name)
         out = dict(kwargs).get("out")
-        if out is not None and isinstance(rule.fn, np.ufunc):
+        if out is not None and (isinstance(rule.fn, np.ufunc) or "out" in rule.defaults):
+            # (a function with an out= parameter, np.fft.fft(x, out=o), writes its result
+            # there as a ufunc does)
             return self.ufunc_into(rule, args, [kv for kv in kwargs if kv[0] != "out"], out,
                                    node, name)
         self.check_binding(rule, args, kwargs, node)

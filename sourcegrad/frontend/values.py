@@ -121,7 +121,8 @@ def static_value(value):
 VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}  # x.reshape(2, 3) == x.reshape((2, 3))
 
 
-ATTRS = {"T": "T", "shape": "shape", "ndim": "ndim", "size": "size", "dtype": "dtype"}
+ATTRS = {"T": "T", "shape": "shape", "ndim": "ndim", "size": "size", "dtype": "dtype",
+         "real": "real_attr", "imag": "imag_attr"}
 
 
 class Context:

@@ -24,6 +24,7 @@ from .registry import (COMPARISONS, MATH_FUNCTIONS, OPERATORS, PROPERTIES, RULES
                        op_for_method, rule_for_function, torch, vjp_template)
 # the families, in the order their entries build on each other (aliases after their base)
 from . import elementwise, reductions, linalg, shape, program, nn, numpy_linalg, numpy_functions  # noqa: E402,F401,E501
+from . import fft, complex_values  # noqa: E402,F401 - complex_values marks the ops before it
 from .program import jvp_at_run_time, vjp_at_run_time  # noqa: E402
 
 __all__ = ["COMPARISONS", "MATH_FUNCTIONS", "META", "NONE", "OPERATORS", "PROPERTIES", "RULES",

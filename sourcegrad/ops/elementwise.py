@@ -6,8 +6,8 @@ import operator
 
 import numpy as np
 
-from ..runtime import (unbroadcast)
-from .registry import Spelling, alias, defnondiff, defvjp, mark, torch
+from ..runtime import is_complex, unbroadcast
+from .registry import Spelling, alias, defjvp, defnondiff, defvjp, mark, torch
 from .registry import func as _func
 
 
@@ -93,7 +93,9 @@ _UNARY = {
                 torch("AcoshBackward0", "acosh", "arccosh")),
     "arctanh": (np.arctanh, lambda g, ans, x: g / (1.0 - x * x),
                 torch("AtanhBackward0", "atanh", "arctanh")),
-    "absolute": (np.absolute, lambda g, ans, x: g * np.sign(x),
+    # (of a complex x: |x|' is conj(x) / |x| in the complex rules' convention, ops/complex_values;
+    # not conj(np.sign(x)): sign is differentiable there, and 0 at 0 as torch's)
+    "absolute": (np.absolute, lambda g, ans, x: g * np.conj(x) / np.where(ans == 0.0, 1.0, ans) if is_complex(x) else g * np.sign(x),
                  torch("AbsBackward0", "abs", "absolute", inplace=("abs_",), keep_int=True)),
 }
 for _name, (_fn, _vjp, _torch) in _UNARY.items():
@@ -106,6 +108,8 @@ mark("owned", "exp", "log", "sin", "cos", "tanh", "sqrt", "square")
 defvjp("sinc", np.sinc, _func("sinc"),
        lambda g, ans, x: g * np.where(np.abs(x) < 1e-3, x * (3.2469697011334144 * x * x - 3.289868133696453), (np.cos(3.141592653589793 * x) - ans) / np.where(np.abs(x) < 1e-3, 1.0, x)),
        kind="elementwise", torch=torch("SincBackward0", "sinc", inplace=("sinc_",)))
+# its JVP is the real part of the VJP's formula with g := t (|x| is real)
+defjvp("absolute", lambda t, ans, x: np.real(np.conj(x) * t) / np.where(ans == 0.0, 1.0, ans) if is_complex(x) else t * np.sign(x))
 alias("fabs", np.fabs, _func("fabs"), like="absolute")
 alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute")
 for _name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "sinh", "cosh",

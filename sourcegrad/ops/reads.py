@@ -29,7 +29,7 @@ _META_ATTRS = {"dtype"}
 # Calls whose argument at the given position is read only for its shape (or dtype).
 _FOLDED_ARGS = {"unbroadcast": 1}
 _META_ARGS = {"unindex": 1, "expand_reduced": 1, "reduced_count": 0, "take_part": 1,
-              "shape": 0, "ndim": 0, "size": 0, "zeros_like": 0}
+              "shape": 0, "ndim": 0, "size": 0, "zeros_like": 0, "is_complex": 0}
 _READS: dict = {}
 
 

@@ -106,8 +106,10 @@ def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False) -> 
 #                      factor passes through it);
 #   "shape_checked": its errors depend only on its operands' shapes and static arguments (so
 #                    the analysis may run it on stand-ins to find numpy's own error);
+#   "complex": its rules hold for complex values too (ops/complex_values.py says how); the
+#              compiler and the eager mode refuse a complex value through any other op;
 #   "reduction": kind == "reduction"; "elementwise": kind == "elementwise".
-PROPERTIES = ("view", "fresh", "owned", "linear_in_first", "shape_checked")
+PROPERTIES = ("view", "fresh", "owned", "linear_in_first", "shape_checked", "complex")
 
 
 @dataclass
@@ -478,5 +480,5 @@ TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
     "unconcatenate_list", "sum_list_grad", "select_grad", "prod_grad_jvp", "part_index",
     "einsum_swap", "einsum_grad_operands", "einsum_grad_jvp", "stack_items",
     "concatenate_items", "index_may_repeat", "last_writes", "max_jvp", "var_jvp",
-    "cumprod_grad", "cumprod_jvp", "tile_split_shape", "tile_sum_axes", "cast_like")},
+    "cumprod_grad", "cumprod_jvp", "tile_split_shape", "tile_sum_axes", "cast_like", "is_complex", "real_like")},
     "sum": sum}

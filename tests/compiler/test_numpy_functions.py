@@ -309,12 +309,23 @@ def complex_intermediate(x):
     return np.sum(np.abs(x * (1 + 2j)))
 
 
-def test_complex_values_are_refused_in_both_modes():
-    # the rules are written for real numbers: this gave a wrong gradient with only numpy's
-    # ComplexWarning
+def complex_variance(x):
+    return np.var(x * (1 + 2j))
+
+
+def test_complex_values_are_differentiated_in_both_modes():
+    # (this gave a wrong gradient with only numpy's ComplexWarning, then was refused: issue 19)
     x = np.array([1.0, -2.0])
-    with pytest.raises(errors.NoRuleError, match="complex values") as info:
-        sourcegrad.grad(complex_intermediate)(x)
+    np.testing.assert_allclose(sourcegrad.grad(complex_intermediate)(x),
+                               np.sign(x) * np.sqrt(5.0))
+    np.testing.assert_allclose(sourcegrad.jvp(complex_intermediate, (x,), (np.ones(2),))[1],
+                               np.sum(np.sign(x)) * np.sqrt(5.0))
+
+
+def test_complex_values_through_a_rule_for_real_numbers_are_refused_in_both_modes():
+    x = np.array([1.0, -2.0])
+    with pytest.raises(errors.NoRuleError, match="complex value") as info:
+        sourcegrad.grad(complex_variance)(x)
     assert info.value.loc.line > 0
-    with pytest.raises(errors.NoRuleError, match="complex values"):
-        sourcegrad.jvp(complex_intermediate, (x,), (np.ones(2),))
+    with pytest.raises(errors.NoRuleError, match="complex value"):
+        sourcegrad.jvp(complex_variance, (x,), (np.ones(2),))

@@ -513,10 +513,19 @@ def complex_off_the_path(x):
     return np.sum(x ** 2) + float(np.abs(np.sum(phase)))
 
 
-def test_a_complex_value_on_the_gradients_path_is_refused():
+def complex_variance(x):
+    return np.var(x * (1 + 2j))
+
+
+def test_a_complex_value_on_the_gradients_path_is_differentiated():
+    # (it was refused; a wrong gradient with a ComplexWarning before that: issue 19)
+    check(complex_intermediate, X)
+
+
+def test_a_complex_value_through_an_op_without_a_complex_rule_is_refused():
     with pytest.raises(errors.ComplexValueError, match="complex") as info:
-        sourcegrad.grad(complex_intermediate)(X)
-    assert "np.abs(x * (1 + 2j))" in str(info.value)
+        sourcegrad.grad(complex_variance)(X)
+    assert "np.var(x * (1 + 2j))" in str(info.value)
 
 
 def test_a_complex_value_off_the_path_is_fine():

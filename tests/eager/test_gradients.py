@@ -412,6 +412,29 @@ CASES = [
     ("linalg_svd", "svd", lambda a: sg.linalg.svd(a, full_matrices=False)[0] ** 2 +
      sg.linalg.svdvals(a), [arr(3, 2)], True),
     ("linalg_qr", "qr", lambda a: sg.linalg.qr(a)[0] + sg.linalg.qr(a)[1][0], [arr(3, 2)], True),
+    # sourcegrad.fft and complex values (real outputs of complex intermediates)
+    ("fft_fft", "fft", lambda a: sg.fft.fft(a, n=5, dim=0, norm="ortho").abs(), [arr(3, 2)], True),
+    ("fft_ifft", "ifft", lambda a: sg.fft.ifft(a * (1 + 2j), n=2).imag, [arr(2, 3)], True),
+    ("fft_rfft", "rfft", lambda a: sg.fft.rfft(a, norm="forward").abs() ** 2, [arr(2, 5)], True),
+    ("fft_irfft", "irfft", lambda a: sg.fft.irfft(a * (1 - 1j), n=6) ** 2, [arr(2, 4)], True),
+    ("fft_fft2", "fft2", lambda a: sg.fft.fft2(a, s=(3, 4)).real ** 2, [arr(2, 3)], True),
+    ("fft_ifft2", "ifft2", lambda a: sg.angle(sg.fft.ifft2(a * 1j) + 0.5), [arr(2, 3)], True),
+    ("fft_rfft2", "rfft2", lambda a: sg.fft.rfft2(a).abs(), [arr(3, 4)], True),
+    ("fft_irfft2", "irfft2", lambda a: sg.fft.irfft2(a * (2 + 1j), norm="ortho") * a.sum(),
+     [arr(3, 3)], True),
+    ("fft_fftn", "fftn", lambda a: sg.fft.fftn(a, dim=(0, 2)).abs() ** 1.5, [arr(2, 2, 3)], True),
+    ("fft_ifftn", "ifftn", lambda a: sg.fft.ifftn(a * 1j, s=(3,)).real * a.sum(), [arr(2, 2)],
+     True),
+    ("fft_rfftn", "rfftn", lambda a: sg.fft.rfftn(a, s=(2, 4)).abs() ** 2, [arr(3, 3)], True),
+    ("fft_irfftn", "irfftn", lambda a: sg.fft.irfftn(a * (1 + 1j), s=(3, 5)) ** 2, [arr(3, 3)],
+     True),
+    ("fft_fftshift", "fftshift", lambda a: sg.fft.fftshift(a, dim=1) * a, [arr(2, 5)], True),
+    ("fft_ifftshift", "ifftshift", lambda a: sg.fft.ifftshift(a) * a, [arr(2, 5)], True),
+    ("np_real", "real", lambda a: sg.real(sg.exp(a * (0.5 + 1j))), [arr(3)], True),
+    ("np_imag", "imag", lambda a: (a * (1 + 2j) * a).imag, [arr(3)], True),
+    ("np_conjugate", "conj", lambda a: sg.real(sg.conj(a * (1 + 2j)) * sg.exp(a * 1j)), [arr(3)],
+     True),
+    ("np_angle", "angle", lambda a: (a * (1 + 2j) + 0.3j).angle(), [arr(3)], True),
 ]
 
 

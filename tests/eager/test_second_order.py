@@ -486,6 +486,15 @@ CASES = [
     ("F.threshold_", lambda T, F, a: F.threshold_(a * 1, 0.1, 20.0) * a, [away(4)]),
     # eval mode: leaky_relu with slope (lower + upper) / 2, chosen exact in float32 (see above)
     ("F.rrelu", lambda T, F, a: F.rrelu(a, 0.125, 0.375) * a, [away(4)]),
+    # complex values (real outputs of complex intermediates)
+    ("real", lambda T, F, a: T.real(T.exp(a * (0.5 + 1j))) * a, [arr(3)]),
+    ("Tensor.real", lambda T, F, a: (a * (1 + 2j) * T.exp(a * 1j)).real, [arr(3)]),
+    ("imag", lambda T, F, a: T.imag(T.exp(a * (0.5 + 1j))) * a, [arr(3)]),
+    ("Tensor.imag", lambda T, F, a: (a * (1 + 2j) * T.exp(a * 1j)).imag, [arr(3)]),
+    ("conj", lambda T, F, a: T.real(T.conj(a * (1 + 2j)) * T.exp(a * 1j)), [arr(3)]),
+    ("Tensor.conj", lambda T, F, a: T.imag((a * (1 + 2j)).conj() * T.exp(a * 1j)), [arr(3)]),
+    ("angle", lambda T, F, a: T.angle(a * (1 + 2j) + 0.3j) * a, [arr(3)]),
+    ("Tensor.angle", lambda T, F, a: (a * a * (1 - 2j) + 0.3j).angle(), [arr(3)]),
 ]
 
 # Cases whose second derivative torch refuses: only their first derivatives are compared with
