@@ -237,7 +237,14 @@ defvjp("nll_loss", nll_loss, _spelled("nll_loss"),
        lambda g, ans, x, target, weight=None, reduction="mean", ignore_index=-100: unindex(
            nll_scale(g, target, weight, reduction, ignore_index), x,
            nll_index(np.shape(x), target, ignore_index)),
-       None, linear=(0,))
+       None,
+       # (linear in x, but written as its JVP: the eager forward mode applies a JVP to
+       # Tensors, and the loss's own forward computes its weights with numpy's astype)
+       jvps=(lambda t, ans, x, target, weight=None, reduction="mean", ignore_index=-100: (
+           nll_scale(1.0, target, weight, reduction, ignore_index)
+           * t[nll_index(np.shape(t), target, ignore_index)] if reduction == "none" else
+           np.sum(nll_scale(1.0, target, weight, reduction, ignore_index)
+                  * t[nll_index(np.shape(t), target, ignore_index)])),))
 defvjp("mse_loss", mse_loss, _spelled("mse_loss"),
        lambda g, ans, x, y, reduction="mean": unbroadcast(
            2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), x),
