@@ -17,9 +17,20 @@ from .api import VJP
 
 
 def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile too
-    """Decorator (or function): run `fn` on Tensors as one node with a generated backward."""
+    """Decorator (or function): run `fn` on Tensors as one node with a generated backward.
+
+    `fn` may be a numpy function, a function written with torch's functions and Tensor
+    methods, or an nn.Module (instance or class): see `compiled_module`."""
     if fn is None:
-        return lambda f: CompiledRegion(f, backend)
+        return lambda f: compile(f, backend=backend)
+    from . import compiled_module
+    from .nn import Module
+    if isinstance(fn, Module):
+        return compiled_module.compile_module(fn)
+    if isinstance(fn, type) and issubclass(fn, Module):
+        return compiled_module.compile_module_class(fn)
+    if compiled_module.is_torch_style(fn):
+        return compiled_module.CompiledTorchFunction(fn)
     return CompiledRegion(fn, backend)
 
 
@@ -56,7 +67,16 @@ class CompiledRegion:
     def vjp_for(self, wrt):
         if wrt not in self._vjps:
             self._vjps[wrt] = VJP(self.fn, wrt, False, self.backend)
-        return self._vjps[wrt]
+        self._last = self._vjps[wrt]
+        return self._last
+
+    @property
+    def source(self):
+        """The generated forward and backward of the last call that made a node."""
+        last = getattr(self, "_last", None)
+        if last is None:
+            return f"# {self.fn.__qualname__}: not called with inputs requiring grad yet\n"
+        return last.source
 
     def __call__(self, *args):
         from .eager import Tensor, is_grad_enabled
