@@ -30,6 +30,7 @@ wrapping the original as `_orig_mod`, as torch's OptimizedModule) or a callable.
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import inspect
 import itertools
@@ -41,6 +42,7 @@ import warnings
 import numpy as np
 
 from . import torch_lowering as lowering
+from .compiled_region import CompiledRegion
 from .errors import SourcegradError
 
 
@@ -237,7 +239,7 @@ class Translation:
         file = f"<sourcegrad.compile {self.name} {next(_counter)}>"
         lines = text.splitlines(keepends=True)
         linecache.cache[file] = (len(text), None, lines, file)
-        exec(compile(text, file, "exec", dont_inherit=True), self.namespace)
+        exec(builtins.compile(text, file, "exec", dont_inherit=True), self.namespace)
         return self.namespace[name]
 
 
@@ -407,7 +409,6 @@ class _Rewriter(ast.NodeTransformer):
 
     def lookup(self, chain):
         """The object a dotted name refers to in the function's globals, or None."""
-        import builtins
         if chain[0] in self.local:
             return None
         if chain[0] in self.globals:
@@ -471,6 +472,23 @@ def _has_hooks(module):
         "_backward_pre_hooks"))
 
 
+def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile too
+    """Decorator (or function): run `fn` on Tensors as one node with a generated backward.
+
+    `fn` may be a numpy function, a function written with torch's functions and Tensor
+    methods, or an nn.Module (instance or class): see below."""
+    if fn is None:
+        return lambda f: compile(f, backend=backend)
+    from .nn import Module
+    if isinstance(fn, Module):
+        return compile_module(fn)
+    if isinstance(fn, type) and issubclass(fn, Module):
+        return compile_module_class(fn)
+    if is_torch_style(fn):
+        return CompiledTorchFunction(fn)
+    return CompiledRegion(fn, backend)
+
+
 # --- the compiled module -----------------------------------------------------------------------
 
 def _warn_break(what, reason):
@@ -482,7 +500,6 @@ class _Compiled:
     """One rewriting of a module for one state of its flags: the region, or the break."""
 
     def __init__(self, module):
-        from .compiled_region import CompiledRegion
         self.reason = None
         t = Translation(type(module).__name__)
         try:
@@ -597,7 +614,6 @@ class CompiledTorchFunction:
     """A function written with torch's functions and Tensor methods, compiled (`compile(fn)`)."""
 
     def __init__(self, fn):
-        from .compiled_region import CompiledRegion
         self.fn = fn
         self.reason = None
         self.warned = False

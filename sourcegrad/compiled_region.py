@@ -1,11 +1,12 @@
-"""`sourcegrad.compile`: a compiled region inside eager code.
+"""A compiled region inside eager code (`sourcegrad.compile` of a numpy function).
 
 `@sourcegrad.compile` on a numpy function makes it callable on Tensors: the call runs the
 function's generated forward (plain numpy, no per-op graph) and adds ONE node to the eager
 graph, `Compiled<name>Backward`, whose backward runs the generated backward code on the
 residuals the forward kept. It composes with the rest of the eager graph: leaves and
 accumulation, hooks, `no_grad` (under which no node is made), retain_graph and inputs that
-need no gradient.
+need no gradient. (`compiled_module.compile` picks this for a numpy function; modules and
+torch-style functions are rewritten into numpy functions first.)
 """
 from __future__ import annotations
 
@@ -14,24 +15,6 @@ import functools
 import numpy as np
 
 from .api import VJP
-
-
-def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile too
-    """Decorator (or function): run `fn` on Tensors as one node with a generated backward.
-
-    `fn` may be a numpy function, a function written with torch's functions and Tensor
-    methods, or an nn.Module (instance or class): see `compiled_module`."""
-    if fn is None:
-        return lambda f: compile(f, backend=backend)
-    from . import compiled_module
-    from .nn import Module
-    if isinstance(fn, Module):
-        return compiled_module.compile_module(fn)
-    if isinstance(fn, type) and issubclass(fn, Module):
-        return compiled_module.compile_module_class(fn)
-    if compiled_module.is_torch_style(fn):
-        return compiled_module.CompiledTorchFunction(fn)
-    return CompiledRegion(fn, backend)
 
 
 class CompiledRegion:
