@@ -132,8 +132,10 @@ def _layer_call(module, leaf, args, uses_rng):
     if cls is nn.Flatten:
         return f"{L}.flatten({args[0]}, {module.start_dim!r}, {module.end_dim!r})"
     if cls is nn.Embedding:
-        if module.max_norm is not None:
-            raise GraphBreak("Embedding(max_norm=...)")
+        if module.max_norm is not None or module.padding_idx is not None or \
+                module.scale_grad_by_freq or module.sparse:
+            raise GraphBreak("Embedding(padding_idx=, max_norm=, scale_grad_by_freq= or "
+                             "sparse=)")
         return f"{L}.embedding({args[0]}, {leaf('weight')})"
     if cls is nn.Identity:
         return args[0]
@@ -215,7 +217,8 @@ class Translation:
                                if k not in self.namespace})
         body = _Rewriter(self, module, leaves, fn.__globals__).rewrite(tree)
         body.name = name
-        body.args.args = [ast.arg(arg=n) for n in leaves.values()] + body.args.args[1:]
+        body.args.args = [ast.arg(arg=n) for n in leaves.values() if n is not None] + \
+            body.args.args[1:]
         body.decorator_list = []
         self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
         return name
@@ -491,6 +494,12 @@ def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile
 
 # --- the compiled module -----------------------------------------------------------------------
 
+# The compiler refusing the rewritten code, or a lowering's assertion about its input (an
+# unbatched LSTM input): before the node is made, so running eagerly instead is safe; an
+# error of the user's own shows again when the eager forward runs.
+_REFUSALS = (SourcegradError, AssertionError)
+
+
 def _warn_break(what, reason):
     warnings.warn(f"sourcegrad.compile: {what} runs eagerly (graph break: {reason})",
                   stacklevel=4)
@@ -519,7 +528,11 @@ class _Compiled:
 
 
 def _modules_state(module):
-    return tuple(m.training for m in module.modules())
+    """What a rewriting is made for besides its guards: which modules, in which mode, with
+    which parameters and buffers, and whether any has hooks (the rewriting then breaks)."""
+    return (tuple((id(m), m.training) for m in module.modules()),
+            tuple(leaf_names(module).items()),
+            any(_has_hooks(m) for m in module.modules()))
 
 
 def _call_with_rng(uses_rng, call):
@@ -570,7 +583,7 @@ def _make_compiled_module_class():
                 try:
                     return _call_with_rng(found.rng, lambda: found.region(
                         *leaves_of(module), *args))
-                except SourcegradError as exc:  # the compiler refused the rewritten code
+                except _REFUSALS as exc:  # the compiler refused the rewritten code
                     found.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
             reason = found.reason or "keyword arguments"
             if reason not in self._warned:
@@ -630,7 +643,7 @@ class CompiledTorchFunction:
         if self.reason is None:
             try:
                 return _call_with_rng(self.rng, lambda: self.region(*args))
-            except SourcegradError as exc:
+            except _REFUSALS as exc:
                 self.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
         if not self.warned:
             self.warned = True

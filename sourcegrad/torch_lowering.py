@@ -50,7 +50,7 @@ def _pair(value):
 
 # --- activations and elementwise functions ---------------------------------------------------
 
-def relu(input, inplace=False):
+def relu(input):
     return opnn.relu(input)
 
 
@@ -62,23 +62,23 @@ def tanh(input):
     return np.tanh(input)
 
 
-def softmax(input, dim, dtype=None):
+def softmax(input, dim):
     return opnn.softmax(input, dim)
 
 
-def log_softmax(input, dim, dtype=None):
+def log_softmax(input, dim):
     return opnn.log_softmax(input, dim)
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
+def leaky_relu(input, negative_slope=0.01):
     return np.where(input > 0, input, input * negative_slope)
 
 
-def gelu(input, approximate="none"):
+def gelu(input):
     return 0.5 * input * (1.0 + opnn.erf(input / np.sqrt(2.0)))
 
 
-def silu(input, inplace=False):
+def silu(input):
     return input * opnn.sigmoid(input)
 
 
@@ -116,7 +116,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 DROPOUT_RNG = np.random.default_rng(0)
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def dropout(input, p=0.5, training=True):
     """Eager's dropout, drawing from eager's stream (see DROPOUT_RNG)."""
     if not training or p == 0:
         return input
@@ -155,6 +155,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def lstm(input, weights, hidden_size, batch_first):
     """nn.LSTM's forward (zero initial state): (output, (h_n, c_n)); `weights` holds each
     layer's (weight_ih, weight_hh, bias_ih, bias_hh)."""
+    assert np.ndim(input) == 3, "a batched (3-d) input"
     x = np.swapaxes(input, 0, 1) if batch_first else input
     H = hidden_size
     hs = []
@@ -181,16 +182,20 @@ def lstm(input, weights, hidden_size, batch_first):
 
 # --- losses ----------------------------------------------------------------------------------
 
-def cross_entropy(input, target, reduction="mean"):
-    picked = opnn.log_softmax(input, 1)[np.arange(input.shape[0]), target]
+def cross_entropy(input, target, *, ignore_index=-100, reduction="mean"):
+    """Class indices of a batch of rows (N, C); a target of ignore_index counts for nothing
+    and the mean is over the others, as torch's."""
+    counted = np.reshape(target, (input.shape[0],)) != ignore_index
+    classes = np.where(counted, target, 0)
+    picked = opnn.log_softmax(input, 1)[np.arange(input.shape[0]), classes] * counted
     if reduction == "sum":
         return -np.sum(picked)
     if reduction == "none":
         return -picked
-    return -np.mean(picked)
+    return -np.sum(picked) / np.sum(counted)
 
 
-def mse_loss(input, target, reduction="mean"):
+def mse_loss(input, target, *, reduction="mean"):
     d = (input - target) ** 2
     if reduction == "sum":
         return np.sum(d)

@@ -275,3 +275,74 @@ def test_a_construct_the_rewriting_does_not_know_runs_eagerly_named():
     with pytest.warns(UserWarning, match=r"graph break: the Tensor method \.item\(\)"):
         out = compiled(x)
     np.testing.assert_array_equal(out.detach().numpy(), model(x).detach().numpy())
+
+
+class Tagger(nn.Module):
+    def __init__(self, padding_idx=None):
+        super().__init__()
+        self.embed = nn.Embedding(7, 4, padding_idx=padding_idx)
+        self.lstm = nn.LSTM(4, 5)
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, idx):
+        return self.fc(self.lstm(self.embed(idx))[0])
+
+
+@pytest.mark.parametrize("case", ["padding_idx", "unbatched"])
+def test_layer_options_the_lowering_lacks_run_eagerly(case):
+    """Embedding's padding row gets no gradient in eager; an unbatched LSTM input is 2-d:
+    neither may be computed by the batched, unmasked lowering."""
+    torch.manual_seed(0)
+    model = Tagger(padding_idx=0 if case == "padding_idx" else None)
+    compiled = sourcegrad.compile(model)
+    idx = torch.tensor([[0, 1], [2, 0], [3, 4]]) if case == "padding_idx" else \
+        torch.tensor([0, 1, 2])
+    with pytest.warns(UserWarning, match="padding_idx" if case == "padding_idx" else "3-d"):
+        out = compiled(idx)
+    out.sum().backward()
+    got = grads(model)
+    model.zero_grad()
+    model(idx).sum().backward()
+    for a, b in zip(got, grads(model)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cross_entropy_ignores_ignore_index_as_torch():
+    x = torch.randn(4, 3, requires_grad=True)
+    y = torch.tensor([0, -100, 2, 1])
+    loss = sourcegrad.compile(linear_loss_free)(x, y)
+    assert type(loss.grad_fn).__name__ == "CompiledLinearLossFreeBackward"
+    loss.backward()
+    got = x.grad.numpy().copy()
+    x.grad = None
+    F.cross_entropy(x, y).backward()
+    np.testing.assert_allclose(got, x.grad.numpy(), rtol=1e-6)
+    real = pytest.importorskip("torch")
+    rx = real.tensor(x.detach().numpy(), requires_grad=True)
+    real.nn.functional.cross_entropy(rx, real.tensor(y.numpy())).backward()
+    np.testing.assert_allclose(got, rx.grad.numpy(), rtol=1e-6)
+
+
+def linear_loss_free(x, y):
+    return F.cross_entropy(x, y)
+
+
+def test_a_parameter_removed_after_compiling_makes_the_code_again():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 2))
+
+    class Holder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seq = model
+
+        def forward(self, x):
+            return self.seq(x)
+    holder = Holder()
+    compiled = sourcegrad.compile(holder)
+    x = torch.randn(4, 3)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), holder(x).detach().numpy(),
+                               rtol=1e-6)
+    model[0].bias = None
+    np.testing.assert_allclose(compiled(x).detach().numpy(), holder(x).detach().numpy(),
+                               rtol=1e-6)
