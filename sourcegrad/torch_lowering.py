@@ -22,16 +22,18 @@ from .ops import Spelling, alias, defnondiff
 from .ops import nn as opnn
 
 
-def max_pool_index(x, kernel, stride, padding, dilation, out):
-    """The advanced index picking each max pool output's input element (the first maximum
-    of its window, as torch's)."""
+def max_pool_index(x, kernel, stride, padding, dilation, ceil_mode):
+    """The advanced index picking each 2-d max pool output's input element (the first
+    maximum of its window, as torch's)."""
+    out = tuple(K.pool_output_size(x.shape[2 + i], kernel[i], stride[i], padding[i],
+                                   dilation[i], ceil_mode) for i in range(2))
     return K.max_pool_index(x, kernel, stride, padding, dilation, out)[0]
 
 
 # a primitive to the compiler: an integer index, no gradient (max_pool2d's is the gather's)
 defnondiff("max_pool_index", max_pool_index,
            Spelling("module", "sourcegrad.torch_lowering.max_pool_index"),
-           params=("x", "kernel", "stride", "padding", "dilation", "out"))
+           params=("x", "kernel", "stride", "padding", "dilation", "ceil_mode"))
 
 
 # the convolution primitive, known to the compiler by its kernel (eager records it by name)
@@ -103,11 +105,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     kernel = _pair(kernel_size)
     step = kernel if stride is None else _pair(stride)
-    pad = _pair(padding)
-    dil = _pair(dilation)
-    out = (K.pool_output_size(input.shape[2], kernel[0], step[0], pad[0], dil[0], ceil_mode),
-           K.pool_output_size(input.shape[3], kernel[1], step[1], pad[1], dil[1], ceil_mode))
-    return input[max_pool_index(input, kernel, step, pad, dil, out)]
+    return input[max_pool_index(input, kernel, step, _pair(padding), _pair(dilation),
+                                ceil_mode)]
 
 
 # The generator compiled dropout draws from: generated code keeps the object it was compiled

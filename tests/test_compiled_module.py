@@ -346,3 +346,16 @@ def test_a_parameter_removed_after_compiling_makes_the_code_again():
     model[0].bias = None
     np.testing.assert_allclose(compiled(x).detach().numpy(), holder(x).detach().numpy(),
                                rtol=1e-6)
+
+
+def test_show_prints_a_compiled_modules_forward_and_backward(capsys):
+    import os
+    from sourcegrad.cli import main
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "examples", "digits_convnet.py")
+    assert main(["show", f"{example}:ConvNet", "--args",
+                 "x=float32(2, 1, 8, 8)"]) == 0
+    out = capsys.readouterr().out
+    assert "def value_and_dConvNet_forward_0_dconv1_weight" in out
+    assert "sourcegrad.nn.kernels.convolution(x, conv1_weight, conv1_bias" in out
+    assert "dfc2_bias = g.sum(axis=0)" in out
