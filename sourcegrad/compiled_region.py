@@ -15,6 +15,7 @@ import functools
 import numpy as np
 
 from .api import VJP
+from .errors import NonScalarOutputError
 
 
 class CompiledRegion:
@@ -65,7 +66,12 @@ class CompiledRegion:
         from .eager import Tensor, is_grad_enabled
         wrt = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
         if not wrt or not is_grad_enabled():
-            return _tensor_like(self.fn(*[_array(a) for a in args]), args)
+            value = self.fn(*[_array(a) for a in args])
+            if isinstance(value, (tuple, list, dict)):  # (as the node's VJP refuses it)
+                raise NonScalarOutputError(
+                    f"sourcegrad.compile: {self.fn.__qualname__} returns a "
+                    f"{type(value).__name__}; a compiled region returns one array")
+            return _tensor_like(value, args)
         return self.function.apply(wrt, *args)
 
     def __repr__(self):

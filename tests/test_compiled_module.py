@@ -359,3 +359,23 @@ def test_show_prints_a_compiled_modules_forward_and_backward(capsys):
     assert "def value_and_dConvNet_forward_0_dconv1_weight" in out
     assert "sourcegrad.nn.kernels.convolution(x, conv1_weight, conv1_bias" in out
     assert "dfc2_bias = g.sum(axis=0)" in out
+
+
+class TwoOutputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.fc(x), x.tanh()
+
+
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_a_forward_returning_a_tuple_runs_eagerly(grad_mode):
+    model = TwoOutputs()
+    compiled = sourcegrad.compile(model)
+    x = torch.randn(2, 3)
+    with torch.set_grad_enabled(grad_mode), pytest.warns(UserWarning, match="returns a tuple"):
+        out = compiled(x)
+    assert isinstance(out, tuple) and len(out) == 2
+    np.testing.assert_array_equal(out[1].numpy(), x.tanh().numpy())
