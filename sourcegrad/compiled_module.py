@@ -322,11 +322,11 @@ class _Rewriter(ast.NodeTransformer):
     def resolve_self(self, chain):
         from .nn import Module
         obj, path = self.module, []
-        for attr in chain[1:]:
+        for i, attr in enumerate(chain[1:], start=2):
+            rest = chain[i:]  # the attributes read from what `attr` names
             if isinstance(obj, Module):
                 if attr in obj._parameters or attr in obj._buffers:
-                    dotted = ".".join(path + [attr])
-                    return "leaf", dotted
+                    return "leaf", (".".join(path + [attr]), rest)
                 if attr in obj._modules:
                     obj, path = obj._modules[attr], path + [attr]
                     continue
@@ -334,6 +334,8 @@ class _Rewriter(ast.NodeTransformer):
                 value = getattr(obj, attr)
             except AttributeError:
                 raise GraphBreak(f"the attribute self.{'.'.join(path + [attr])}")
+            if rest:
+                raise GraphBreak(f"self.{'.'.join(chain[1:])}")
             if _is_static(value):
                 self.t.guard.append((obj, attr, value))
                 return "const", value
@@ -341,6 +343,11 @@ class _Rewriter(ast.NodeTransformer):
                 return "method", (obj, attr, path)
             raise GraphBreak(f"self.{'.'.join(path + [attr])} (a {type(value).__name__})")
         return "module", (obj, path)
+
+    def leaf_expr(self, value):
+        """`fc1_weight`, or `fc1_weight.shape` for self.fc1.weight.shape."""
+        dotted, rest = value
+        return _expr(".".join([self.leaf_text(dotted)] + rest))
 
     def leaf_text(self, dotted):
         name = self.leaves.get(dotted)
@@ -351,7 +358,7 @@ class _Rewriter(ast.NodeTransformer):
         if self.module is not None and chain and chain[0] == self.self_name:
             kind, value = self.resolve_self(chain)
             if kind == "leaf":
-                return ast.copy_location(_expr(self.leaf_text(value)), node)
+                return ast.copy_location(self.visit(self.leaf_expr(value)), node)
             if kind == "const":
                 return ast.copy_location(ast.Constant(value), node)
             raise GraphBreak(f"self.{'.'.join(chain[1:])} used as a value")
@@ -436,6 +443,9 @@ class _Rewriter(ast.NodeTransformer):
 
     def self_call(self, node, chain):
         kind, value = self.resolve_self(chain)
+        if kind == "leaf" and value[1]:  # a method of a parameter: self.fc.weight.t()
+            node.func = self.leaf_expr(value)
+            return self.visit_Call(node)
         args = [ast.unparse(self.visit(a)) for a in node.args]
         if kind == "method":
             obj, attr, path = value

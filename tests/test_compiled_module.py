@@ -379,3 +379,29 @@ def test_a_forward_returning_a_tuple_runs_eagerly(grad_mode):
         out = compiled(x)
     assert isinstance(out, tuple) and len(out) == 2
     np.testing.assert_array_equal(out[1].numpy(), x.tanh().numpy())
+
+
+class ReadsItsWeights(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+    def forward(self, x):
+        n = self.fc.weight.shape[0]  # an attribute of a parameter, not the parameter
+        return (x @ self.fc.weight.t() + self.fc.bias) / n
+
+
+def test_attributes_and_methods_of_a_parameter():
+    torch.manual_seed(0)
+    model = ReadsItsWeights()
+    x = torch.randn(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = sourcegrad.compile(model)(x)
+    assert type(out.grad_fn).__name__ == "CompiledReadsItsWeightsForward0Backward"
+    out.sum().backward()
+    got = grads(model)
+    model.zero_grad()
+    model(x).sum().backward()
+    for a, b in zip(got, grads(model)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
