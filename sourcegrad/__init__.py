@@ -23,5 +23,5 @@ __all__ = ["Gradient", "VJP", "JVP", "check_grad", "grad", "jacobian", "hessian"
 from .eager import *  # noqa: F401,F403,E402
 from . import autograd, fft, func, linalg, nn, optim, utils  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402,F401
-from .compiled_region import compile  # noqa: E402,F401
+from .compiled_module import compile  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - sourcegrad.viz after a plain `import sourcegrad`

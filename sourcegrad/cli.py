@@ -18,6 +18,7 @@ beside the installed package (a source checkout), so it works from any directory
 from __future__ import annotations
 
 import argparse
+import functools
 import ast
 import importlib.util
 import inspect
@@ -190,6 +191,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if fn is None:
         raise CLIError(f"{path} has no function {func_name!r}")
     fn = getattr(fn, "__wrapped__", fn)
+    if _is_module_class(fn):
+        return _show_module(fn, args)
     inputs = parse_args_spec(args.args, fn) if args.args is not None else \
         _example_args(module, func_name, path)
     wrt = _parse_wrt(args.wrt)
@@ -204,6 +207,30 @@ def cmd_show(args: argparse.Namespace) -> int:
             origin = "input" if item["input"] else f"line {item['line']}"
             print(f"#   {item['name']}: shape {item['shape']}, {item['dtype']}, "
                   f"{item['bytes']} bytes, {origin}, read by {', '.join(item['read_by'])}")
+    return 0
+
+
+def _is_module_class(obj: Any) -> bool:
+    from .nn import Module
+    return isinstance(obj, type) and issubclass(obj, Module)
+
+
+def _show_module(cls: Any, args: argparse.Namespace) -> int:
+    """`show FILE.py:Net --args "x=float32(8, 1, 8, 8)"`: the generated forward and backward
+    of `sourcegrad.compile(Net())` for inputs of those shapes (Net made without arguments)."""
+    from . import compiled_module, eager
+    if args.args is None:
+        raise CLIError(f"give the shapes of {cls.__name__}.forward's inputs with --args")
+    try:
+        model = cls()
+    except TypeError as exc:
+        raise CLIError(f"{cls.__name__}() needs arguments ({exc}): show makes it with none")
+    forward = getattr(cls.forward, "__func__", cls.forward)
+    inputs = parse_args_spec(args.args, functools.partial(forward, None))
+    compiled = compiled_module.compile_module(model)
+    compiled(*[eager.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
+               for v in inputs])
+    print(_highlight(compiled.source), end="")
     return 0
 
 

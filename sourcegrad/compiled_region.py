@@ -1,11 +1,12 @@
-"""`sourcegrad.compile`: a compiled region inside eager code.
+"""A compiled region inside eager code (`sourcegrad.compile` of a numpy function).
 
 `@sourcegrad.compile` on a numpy function makes it callable on Tensors: the call runs the
 function's generated forward (plain numpy, no per-op graph) and adds ONE node to the eager
 graph, `Compiled<name>Backward`, whose backward runs the generated backward code on the
 residuals the forward kept. It composes with the rest of the eager graph: leaves and
 accumulation, hooks, `no_grad` (under which no node is made), retain_graph and inputs that
-need no gradient.
+need no gradient. (`compiled_module.compile` picks this for a numpy function; modules and
+torch-style functions are rewritten into numpy functions first.)
 """
 from __future__ import annotations
 
@@ -14,13 +15,7 @@ import functools
 import numpy as np
 
 from .api import VJP
-
-
-def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile too
-    """Decorator (or function): run `fn` on Tensors as one node with a generated backward."""
-    if fn is None:
-        return lambda f: CompiledRegion(f, backend)
-    return CompiledRegion(fn, backend)
+from .errors import NonScalarOutputError
 
 
 class CompiledRegion:
@@ -56,13 +51,27 @@ class CompiledRegion:
     def vjp_for(self, wrt):
         if wrt not in self._vjps:
             self._vjps[wrt] = VJP(self.fn, wrt, False, self.backend)
-        return self._vjps[wrt]
+        self._last = self._vjps[wrt]
+        return self._last
+
+    @property
+    def source(self):
+        """The generated forward and backward of the last call that made a node."""
+        last = getattr(self, "_last", None)
+        if last is None:
+            return f"# {self.fn.__qualname__}: not called with inputs requiring grad yet\n"
+        return last.source
 
     def __call__(self, *args):
         from .eager import Tensor, is_grad_enabled
         wrt = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
         if not wrt or not is_grad_enabled():
-            return _tensor_like(self.fn(*[_array(a) for a in args]), args)
+            value = self.fn(*[_array(a) for a in args])
+            if isinstance(value, (tuple, list, dict)):  # (as the node's VJP refuses it)
+                raise NonScalarOutputError(
+                    f"sourcegrad.compile: {self.fn.__qualname__} returns a "
+                    f"{type(value).__name__}; a compiled region returns one array")
+            return _tensor_like(value, args)
         return self.function.apply(wrt, *args)
 
     def __repr__(self):

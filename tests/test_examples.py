@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -78,3 +79,65 @@ def test_dask_out_of_core_example_fits(tmp_path):
     assert len(losses) == 3 and losses[-1] < losses[0]
     if importlib.util.find_spec("matplotlib") is not None:
         assert (tmp_path / "loss.png").exists()
+def load_example(name, *argv):
+    """An example file as a module, imported in this process as `python name *argv` would
+    import it (`--torch` makes the PyTorch-style examples import real torch)."""
+    spec = importlib.util.spec_from_file_location(f"example_{name[:-3]}_{len(argv)}",
+                                                  os.path.join(ROOT, "examples", name))
+    module = importlib.util.module_from_spec(spec)
+    saved = sys.argv
+    sys.argv = [name, *argv]
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.argv = saved
+    return module
+
+
+PYTORCH_STYLE = [
+    pytest.param("digits_convnet.py", marks=pytest.mark.skipif(
+        importlib.util.find_spec("sklearn") is None, reason="needs scikit-learn")),
+    "char_lstm.py"]
+
+
+@pytest.mark.parametrize("name", PYTORCH_STYLE)
+def test_pytorch_style_examples_train_eager_and_compiled_alike(name, tmp_path):
+    example = load_example(name)
+    short = ["--epochs", "1", "--max-batches", "3"]
+    with one_blas_thread():  # (many threads on tiny matrices crawl on a shared machine)
+        eager_losses, eager_times = example.main(short)
+        compiled_losses, _ = example.main(short + ["--compile", "--json",
+                                                   str(tmp_path / "c.json")])
+    assert len(eager_losses) == 3 and len(eager_times) == 1
+    assert eager_losses[-1] < eager_losses[0] or name == "digits_convnet.py"  # (3 steps)
+    # one generated node instead of the layers' nodes, the same numbers (dropout included)
+    np.testing.assert_allclose(compiled_losses, eager_losses, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", PYTORCH_STYLE)
+def test_pytorch_style_examples_run_unchanged_with_torch(name, capsys):
+    pytest.importorskip("torch")
+    example = load_example(name, "--torch")
+    assert example.torch.__name__ == "torch"
+    with one_blas_thread():
+        losses, times = example.main(["--torch", "--epochs", "1", "--max-batches", "3"])
+    assert len(losses) == 3 and len(times) == 1
+    assert "saved" in capsys.readouterr().out
+
+
+def one_blas_thread():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        import contextlib
+        return contextlib.nullcontext()
+    return threadpool_limits(1)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
+def test_compare_training_draws_the_curves(tmp_path):
+    compare = load_example("compare_training.py")
+    results = {(example, variant): {"losses": [2.3, 2.1, 1.9], "epoch_times": [1.5, 1.0]}
+               for example in compare.EXAMPLES for variant in compare.VARIANTS}
+    compare.draw(results, str(tmp_path / "curves.png"))
+    assert (tmp_path / "curves.png").stat().st_size > 10_000

@@ -30,6 +30,7 @@ import numpy as np
 from ..eager import operands, shape_ops
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
+from ..ops import TEMPLATE_NAMESPACE, defnondiff, defprimitive
 from ..rules import Spelling, defvjp
 from . import kernels as K
 from .pad_ops import pad
@@ -91,6 +92,17 @@ defvjp("convolution", K.convolution, Spelling("module", "sourcegrad.nn.kernels.c
                  convolution(x, t, None, stride, padding, dilation, transposed, output_padding, groups),
              lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
                  np.zeros_like(ans) + K.per_channel(t, np.ndim(ans))))
+
+# The names the VJPs above read, for the compiler (`sourcegrad.compile` of a module with a
+# convolution); the two helpers are primitives of generated backward code whose own
+# derivatives are not written (a second derivative through them is refused).
+TEMPLATE_NAMESPACE.update(conv_input_grad=conv_input_grad, conv_weight_grad=conv_weight_grad,
+                          K=K)
+for _helper in (conv_input_grad, conv_weight_grad):
+    defprimitive(_helper.__name__, _helper,
+                 Spelling("module", f"sourcegrad.nn.conv_ops.{_helper.__name__}"))
+defnondiff("channel_axes", K.channel_axes, Spelling("module", "sourcegrad.nn.kernels.channel_axes"),
+           params=("ndim",))
 
 CONVOLUTION = OpSpec("ConvolutionBackward0", "convolution", n_arrays=3)
 

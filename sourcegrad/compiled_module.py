@@ -1,0 +1,691 @@
+"""`sourcegrad.compile` of an nn.Module, or of a function written with Tensor methods.
+
+torch.compile's place: the module's forward runs as generated numpy code and adds ONE node
+to the eager graph (`Compiled<Name>Backward`), whose backward is generated source you can
+read (`compiled.source`).
+
+How: the forward's source is rewritten into a numpy function (`Translation`) that the
+compiler differentiates like any user function:
+
+* `self.fc1.weight` (a parameter or buffer) becomes an argument `fc1_weight`: the
+  generated function takes every parameter and buffer of the module, then the forward's
+  own arguments; `self.training`, `self.p` and other plain attributes become constants;
+* `self.fc1(x)` becomes the numpy function of its layer (`torch_lowering.linear(x,
+  fc1_weight, fc1_bias)`), a user-defined submodule or method the function its own forward
+  is rewritten into;
+* `torch.relu(x)`, `F.linear(...)`, `x.view(n, -1)` become `torch_lowering`'s functions
+  (the registry's elementwise ops by their torch names: `torch.tanh` -> `np.tanh`).
+
+What the rewriting cannot place (a layer or method it does not know, hooks, a BatchNorm
+in training mode, `.item()`) is a graph break, as torch.compile has them: the module runs
+eagerly, with one warning naming the construct. Likewise when the compiler refuses the
+rewritten code. A compiled call never gives other numbers than the eager one.
+
+The rewritten function depends on the modules' train/eval flags and plain attributes; it
+is made again when they change (`_Guard`).
+
+Takes a Module (instance or class) or a function; gives a `CompiledModule` (a Module
+wrapping the original as `_orig_mod`, as torch's OptimizedModule) or a callable.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import inspect
+import itertools
+import linecache
+import textwrap
+import types
+import warnings
+
+import numpy as np
+
+from . import torch_lowering as lowering
+from .compiled_region import CompiledRegion
+from .errors import SourcegradError
+
+
+class GraphBreak(Exception):
+    """A construct the rewriting cannot compile: the call runs eagerly."""
+
+
+_STATIC = (bool, int, float, str, type(None))
+# methods of Python's own containers, left to the compiler as they are
+_CONTAINER_METHODS = {"items", "keys", "values", "append", "get", "extend", "index", "count"}
+_counter = itertools.count()
+
+
+def _is_static(value):
+    if isinstance(value, tuple):
+        return all(_is_static(v) for v in value)
+    return isinstance(value, _STATIC)
+
+
+def _eager_surface():
+    """{id(eager function): lowering function} for the torch functions the rewriting knows."""
+    import sourcegrad
+    import sourcegrad.nn.functional as F
+    from .ops import RULES
+    table = {}
+    for op in RULES.values():  # the registry's elementwise ops by their torch names
+        if op.torch is None or op.fn is None or op.kind != "elementwise":
+            continue
+        for name in op.torch.function:
+            for home in (sourcegrad, F):
+                if hasattr(home, name):
+                    table[id(getattr(home, name))] = op.fn
+    for name, fn in lowering.FUNCTIONS.items():
+        for home in (sourcegrad, F):
+            if hasattr(home, name):
+                table[id(getattr(home, name))] = fn
+    return table
+
+
+def _method_table():
+    """Tensor method name -> the function computing it (receiver first)."""
+    from .ops import RULES
+    table = {}
+    for op in RULES.values():
+        if op.torch is not None and op.fn is not None and op.kind == "elementwise":
+            for name in op.torch.method:
+                table[name] = op.fn
+    table.update(lowering.METHODS)
+    return table
+
+
+@functools.lru_cache(maxsize=1)
+def _tables():
+    return _eager_surface(), _method_table()
+
+
+# --- the layers: a module call as a call of its numpy function -----------------------------------
+
+def _layer_call(module, leaf, args, uses_rng):
+    """Source text of the numpy call computing `module(*args)` (args: source texts), or None
+    when the module is not one of the layers known here. `leaf(name)` is the argument name
+    of the module's parameter or buffer `name` ("None" where it is None)."""
+    from . import nn
+    L = "_lowering"
+    cls = type(module)
+    if any(getattr(module, a, False) for a in ("inplace",)):
+        raise GraphBreak(f"{cls.__name__}(inplace=True)")
+    if cls is nn.Linear:
+        return f"{L}.linear({args[0]}, {leaf('weight')}, {leaf('bias')})"
+    if cls is nn.Conv2d or cls is nn.Conv1d:
+        if module.padding_mode != "zeros" or isinstance(module.padding, str):
+            raise GraphBreak(f"{cls.__name__}(padding={module.padding!r}, padding_mode="
+                             f"{module.padding_mode!r})")
+        fn = "conv2d" if cls is nn.Conv2d else "conv1d"
+        one = (lambda v: v[0]) if cls is nn.Conv1d else tuple
+        return (f"{L}.{fn}({args[0]}, {leaf('weight')}, {leaf('bias')}, {one(module.stride)!r}, "
+                f"{one(module.padding)!r}, {one(module.dilation)!r}, {module.groups!r})")
+    if cls is nn.MaxPool2d:
+        if module.return_indices:
+            raise GraphBreak("MaxPool2d(return_indices=True)")
+        return (f"{L}.max_pool2d({args[0]}, {module.kernel_size!r}, {module.stride!r}, "
+                f"{module.padding!r}, {module.dilation!r}, {module.ceil_mode!r})")
+    if cls is nn.Dropout:
+        if module.training and module.p > 0:
+            uses_rng.append(True)
+        return f"{L}.dropout({args[0]}, {module.p!r}, {module.training!r})"
+    if cls is nn.Flatten:
+        return f"{L}.flatten({args[0]}, {module.start_dim!r}, {module.end_dim!r})"
+    if cls is nn.Embedding:
+        if module.max_norm is not None or module.padding_idx is not None or \
+                module.scale_grad_by_freq or module.sparse:
+            raise GraphBreak("Embedding(padding_idx=, max_norm=, scale_grad_by_freq= or "
+                             "sparse=)")
+        return f"{L}.embedding({args[0]}, {leaf('weight')})"
+    if cls is nn.Identity:
+        return args[0]
+    simple = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.GELU: "gelu",
+              nn.SiLU: "silu"}
+    if cls in simple:
+        if cls is nn.GELU and module.approximate != "none":
+            raise GraphBreak("GELU(approximate='tanh')")
+        return f"{L}.{simple[cls]}({args[0]})"
+    if cls is nn.LeakyReLU:
+        return f"{L}.leaky_relu({args[0]}, {module.negative_slope!r})"
+    if cls in (nn.Softmax, nn.LogSoftmax):
+        if module.dim is None:
+            raise GraphBreak(f"{cls.__name__}(dim=None)")
+        fn = "softmax" if cls is nn.Softmax else "log_softmax"
+        return f"{L}.{fn}({args[0]}, {module.dim!r})"
+    if cls is nn.LayerNorm:
+        return (f"{L}.layer_norm({args[0]}, {tuple(module.normalized_shape)!r}, "
+                f"{leaf('weight')}, {leaf('bias')}, {module.eps!r})")
+    if cls in (nn.BatchNorm1d, nn.BatchNorm2d):
+        if module.training or module.running_mean is None:
+            # (the running statistics are updated in place: eager keeps them right)
+            raise GraphBreak(f"{cls.__name__} in training mode")
+        return (f"{L}.batch_norm_eval({args[0]}, {leaf('running_mean')}, "
+                f"{leaf('running_var')}, {leaf('weight')}, {leaf('bias')}, {module.eps!r})")
+    if cls is nn.LSTM:
+        if len(args) != 1 or module.bidirectional or module.proj_size or not module.bias:
+            raise GraphBreak("LSTM with an initial state, bidirectional, proj_size or no bias")
+        if module.training and module.dropout and module.num_layers > 1:
+            raise GraphBreak("LSTM(dropout=...) in training mode")
+        layers = ", ".join(f"({leaf(f'weight_ih_l{k}')}, {leaf(f'weight_hh_l{k}')}, "
+                           f"{leaf(f'bias_ih_l{k}')}, {leaf(f'bias_hh_l{k}')})"
+                           for k in range(module.num_layers))
+        return (f"{L}.lstm({args[0]}, ({layers},), {module.hidden_size!r}, "
+                f"{module.batch_first!r})")
+    if cls is nn.Sequential:
+        x = args[0]
+        for name, child in module._modules.items():
+            x = _layer_call(child, lambda n, name=name: leaf(f"{name}.{n}"), [x], uses_rng)
+            if x is None:
+                raise GraphBreak(f"{type(child).__name__} inside a Sequential")
+        return x
+    return None
+
+
+# --- the rewriting -----------------------------------------------------------------------------
+
+class Translation:
+    """The numpy functions (source text) of one module's forward, or of one function."""
+
+    def __init__(self, name):
+        self.name = name
+        self.chunks = []        # the generated functions' source
+        self.namespace = {"_lowering": lowering, "np": np}
+        self.done = {}          # (id(module), method name) -> generated function name
+        self.guard = []         # (module, attribute, value) the code was made for
+        self.rng = False        # draws dropout masks
+
+    def source(self):
+        return "\n\n".join(self.chunks)
+
+    def module_function(self, module, method="forward"):
+        """The name of the generated function computing `module.<method>`; its parameters
+        are the module's parameters and buffers (`leaf_names`), then the method's own."""
+        key = (id(module), method)
+        if key in self.done:
+            return self.done[key]
+        fn = getattr(type(module), method)
+        name = f"{type(module).__name__}_{method}_{len(self.done)}"
+        self.done[key] = name
+        tree = _parse(fn)
+        leaves = leaf_names(module)
+        params = [a.arg for a in tree.args.args][1:]
+        clash = set(leaves.values()) & (set(params) | _names_in(tree))
+        if clash:
+            raise GraphBreak(f"a local name of {type(module).__name__}.{method} is also a "
+                             f"parameter's ({sorted(clash)[0]})")
+        self.namespace.update({k: v for k, v in fn.__globals__.items()
+                               if k not in self.namespace})
+        body = _Rewriter(self, module, leaves, fn.__globals__).rewrite(tree)
+        body.name = name
+        body.args.args = [ast.arg(arg=n) for n in leaves.values() if n is not None] + \
+            body.args.args[1:]
+        body.decorator_list = []
+        self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
+        return name
+
+    def function(self, fn):
+        """The generated function computing the torch-style function `fn`."""
+        tree = _parse(fn)
+        self.namespace.update({k: v for k, v in fn.__globals__.items()
+                               if k not in self.namespace})
+        if fn.__closure__:
+            self.namespace.update(zip(fn.__code__.co_freevars,
+                                      (c.cell_contents for c in fn.__closure__)))
+        body = _Rewriter(self, None, {}, self.namespace).rewrite(tree)
+        body.decorator_list = []
+        self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
+        return body.name
+
+    def load(self, name):
+        """The generated function `name`, its source registered where the compiler reads it."""
+        text = self.source() + "\n"
+        file = f"<sourcegrad.compile {self.name} {next(_counter)}>"
+        lines = text.splitlines(keepends=True)
+        linecache.cache[file] = (len(text), None, lines, file)
+        exec(builtins.compile(text, file, "exec", dont_inherit=True), self.namespace)
+        return self.namespace[name]
+
+
+def leaf_names(module):
+    """{dotted name of each parameter and buffer (None ones too): its argument name}."""
+    out = {}
+    for prefix, m in module.named_modules():
+        for kind in (m._parameters, m._buffers):
+            for n, v in kind.items():
+                dotted = f"{prefix}.{n}" if prefix else n
+                out[dotted] = None if v is None else dotted.replace(".", "_")
+    return {k: v for k, v in out.items() if v is not None} | \
+        {k: None for k, v in out.items() if v is None}
+
+
+def leaves_of(module):
+    """The parameters and buffers, in `leaf_names`' order (those that are not None)."""
+    values = {}
+    for prefix, m in module.named_modules():
+        for kind in (m._parameters, m._buffers):
+            for n, v in kind.items():
+                if v is not None:
+                    values[f"{prefix}.{n}" if prefix else n] = v
+    return list(values.values())
+
+
+def _parse(fn):
+    try:
+        text = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as exc:
+        raise GraphBreak(f"the source of {fn.__qualname__} is not available ({exc})")
+    tree = ast.parse(text).body[0]
+    if not isinstance(tree, ast.FunctionDef):
+        raise GraphBreak(f"{fn.__qualname__} is not defined by a def statement")
+    a = tree.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+        raise GraphBreak(f"{fn.__qualname__}'s *args, **kwargs or keyword-only parameters")
+    return tree
+
+
+def _names_in(tree):
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _chain(node):
+    """['self', 'fc1', 'weight'] for `self.fc1.weight`, or None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id] + parts[::-1]
+    return None
+
+
+def _expr(text):
+    return ast.parse(text, mode="eval").body
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self, translation, module, leaves, globals_):
+        self.t = translation
+        self.module = module
+        self.leaves = leaves
+        self.globals = globals_
+        self.functions, self.methods = _tables()
+
+    def rewrite(self, tree):
+        self.self_name = tree.args.args[0].arg if self.module is not None else None
+        # the function's own names shadow its globals
+        self.local = {a.arg for a in tree.args.args} | {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and
+            isinstance(n.ctx, (ast.Store, ast.Del))}
+        return self.visit(tree)
+
+    # self.<...>: a leaf, a constant, a submodule or a method
+    def resolve_self(self, chain):
+        from .nn import Module
+        obj, path = self.module, []
+        for i, attr in enumerate(chain[1:], start=2):
+            rest = chain[i:]  # the attributes read from what `attr` names
+            if isinstance(obj, Module):
+                if attr in obj._parameters or attr in obj._buffers:
+                    return "leaf", (".".join(path + [attr]), rest)
+                if attr in obj._modules:
+                    obj, path = obj._modules[attr], path + [attr]
+                    continue
+            try:
+                value = getattr(obj, attr)
+            except AttributeError:
+                raise GraphBreak(f"the attribute self.{'.'.join(path + [attr])}")
+            if rest:
+                raise GraphBreak(f"self.{'.'.join(chain[1:])}")
+            if _is_static(value):
+                self.t.guard.append((obj, attr, value))
+                return "const", value
+            if inspect.ismethod(value) and value.__self__ is obj and isinstance(obj, Module):
+                return "method", (obj, attr, path)
+            raise GraphBreak(f"self.{'.'.join(path + [attr])} (a {type(value).__name__})")
+        return "module", (obj, path)
+
+    def leaf_expr(self, value):
+        """`fc1_weight`, or `fc1_weight.shape` for self.fc1.weight.shape."""
+        dotted, rest = value
+        return _expr(".".join([self.leaf_text(dotted)] + rest))
+
+    def leaf_text(self, dotted):
+        name = self.leaves.get(dotted)
+        return "None" if name is None else name
+
+    def visit_Attribute(self, node):
+        chain = _chain(node)
+        if self.module is not None and chain and chain[0] == self.self_name:
+            kind, value = self.resolve_self(chain)
+            if kind == "leaf":
+                return ast.copy_location(self.visit(self.leaf_expr(value)), node)
+            if kind == "const":
+                return ast.copy_location(ast.Constant(value), node)
+            raise GraphBreak(f"self.{'.'.join(chain[1:])} used as a value")
+        if node.attr in ("data", "grad", "grad_fn", "device"):
+            raise GraphBreak(f"the Tensor attribute .{node.attr}")
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if self.module is not None and node.id == self.self_name:
+            raise GraphBreak("self used as a value")
+        return node
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            chain = _chain(target) if isinstance(target, ast.Attribute) else None
+            if chain and chain[0] == self.self_name:
+                raise GraphBreak(f"an assignment to self.{'.'.join(chain[1:])}")
+        return self.generic_visit(node)
+
+    def visit_Call(self, node):
+        func = node.func
+        chain = _chain(func)
+        if any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            raise GraphBreak("*args or **kwargs in a call")
+        if self.module is not None and chain and chain[0] == self.self_name:
+            return self.self_call(node, chain)
+        node.args = [self.visit(a) for a in node.args]
+        node.keywords = [self.visit(k) for k in node.keywords]
+        obj = self.lookup(chain) if chain else None
+        if obj is not None:
+            lowered = self.functions.get(id(obj))
+            if lowered is not None:
+                if any(k.arg == "inplace" for k in node.keywords):
+                    raise GraphBreak(f"{'.'.join(chain)}(inplace=...)")
+                node.func = _expr(self.name_of(lowered))
+                return node
+            home = getattr(obj, "__module__", None) or ""
+            if home.split(".")[0] in ("sourcegrad", "torch"):
+                raise GraphBreak(f"{'.'.join(chain)}()")
+            if isinstance(obj, type) or inspect.isbuiltin(obj) or home.startswith("numpy") or \
+                    isinstance(obj, np.ufunc) or obj in (len, range, zip, enumerate):
+                return node
+            if isinstance(obj, types.FunctionType):
+                raise GraphBreak(f"a call of the function {obj.__qualname__}")
+            return node
+        if isinstance(func, ast.Attribute):
+            node.func.value = self.visit(func.value)
+            if func.attr in _CONTAINER_METHODS:
+                return node
+            lowered = self.methods.get(func.attr)
+            if lowered is None:
+                raise GraphBreak(f"the Tensor method .{func.attr}()")
+            node.func = _expr(self.name_of(lowered))
+            node.args = [func.value] + node.args
+            return node
+        return self.generic_visit(node)
+
+    def lookup(self, chain):
+        """The object a dotted name refers to in the function's globals, or None."""
+        if chain[0] in self.local:
+            return None
+        if chain[0] in self.globals:
+            obj = self.globals[chain[0]]
+        elif hasattr(builtins, chain[0]):
+            obj = getattr(builtins, chain[0])
+        else:
+            return None  # a local name
+        for attr in chain[1:]:
+            obj = getattr(obj, attr, None)
+        return obj
+
+    def name_of(self, fn):
+        """How generated code names `fn`: `_lowering.linear`, `np.tanh`, `_opnn.relu`."""
+        if getattr(lowering, fn.__name__, None) is fn:
+            return f"_lowering.{fn.__name__}"
+        if getattr(np, fn.__name__, None) is fn:
+            return f"np.{fn.__name__}"
+        alias = f"_op_{fn.__name__}"
+        self.t.namespace[alias] = fn
+        return alias
+
+    def self_call(self, node, chain):
+        kind, value = self.resolve_self(chain)
+        if kind == "leaf" and value[1]:  # a method of a parameter: self.fc.weight.t()
+            node.func = self.leaf_expr(value)
+            return self.visit_Call(node)
+        args = [ast.unparse(self.visit(a)) for a in node.args]
+        if kind == "method":
+            obj, attr, path = value
+            if node.keywords:
+                raise GraphBreak(f"keyword arguments to self.{'.'.join(chain[1:])}()")
+            return self.submodule_call(obj, path, attr, args, node)
+        if kind != "module":
+            raise GraphBreak(f"a call of self.{'.'.join(chain[1:])}")
+        module, path = value
+        if node.keywords:
+            raise GraphBreak(f"keyword arguments to self.{'.'.join(chain[1:])}()")
+        if _has_hooks(module):
+            raise GraphBreak(f"the hooks of self.{'.'.join(chain[1:])}")
+        prefix = "".join(p + "." for p in path)
+        rng = []
+        text = _layer_call(module, lambda n: self.leaf_text(prefix + n), args, rng)
+        if rng:
+            self.t.rng = True
+        if text is not None:
+            self.t.guard.append((module, "training", module.training))
+            return ast.copy_location(_expr(text), node)
+        if (type(module).__module__ or "").startswith("sourcegrad."):
+            raise GraphBreak(f"the layer {type(module).__name__}")
+        return self.submodule_call(module, path, "forward", args, node)
+
+    def submodule_call(self, module, path, method, args, node):
+        name = self.t.module_function(module, method)
+        prefix = "".join(p + "." for p in path)
+        passed = [self.leaf_text(prefix + d) for d, n in leaf_names(module).items()
+                  if n is not None]
+        return ast.copy_location(_expr(f"{name}({', '.join(passed + args)})"), node)
+
+
+def _has_hooks(module):
+    return any(getattr(module, d, None) for d in (
+        "_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+        "_backward_pre_hooks"))
+
+
+def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile too
+    """Decorator (or function): run `fn` on Tensors as one node with a generated backward.
+
+    `fn` may be a numpy function, a function written with torch's functions and Tensor
+    methods, or an nn.Module (instance or class): see below."""
+    if fn is None:
+        return lambda f: compile(f, backend=backend)
+    from .nn import Module
+    if isinstance(fn, Module):
+        return compile_module(fn)
+    if isinstance(fn, type) and issubclass(fn, Module):
+        return compile_module_class(fn)
+    if is_torch_style(fn):
+        return CompiledTorchFunction(fn)
+    return CompiledRegion(fn, backend)
+
+
+# --- the compiled module -----------------------------------------------------------------------
+
+# The compiler refusing the rewritten code, or a lowering's assertion about its input (an
+# unbatched LSTM input): before the node is made, so running eagerly instead is safe; an
+# error of the user's own shows again when the eager forward runs.
+_REFUSALS = (SourcegradError, AssertionError)
+
+
+def _warn_break(what, reason):
+    warnings.warn(f"sourcegrad.compile: {what} runs eagerly (graph break: {reason})",
+                  stacklevel=4)
+
+
+class _Compiled:
+    """One rewriting of a module for one state of its flags: the region, or the break."""
+
+    def __init__(self, module):
+        self.reason = None
+        t = Translation(type(module).__name__)
+        try:
+            if _has_hooks(module):
+                raise GraphBreak("the module's hooks")
+            name = t.module_function(module)
+            fn = t.load(name)
+        except GraphBreak as exc:
+            self.reason = str(exc)
+            fn = None
+        self.guard = t.guard
+        self.rng = t.rng
+        self.region = None if fn is None else CompiledRegion(fn)
+
+    def valid(self):
+        return all(getattr(obj, attr, None) == value for obj, attr, value in self.guard)
+
+
+def _modules_state(module):
+    """What a rewriting is made for besides its guards: which modules, in which mode, with
+    which parameters and buffers, and whether any has hooks (the rewriting then breaks)."""
+    return (tuple((id(m), m.training) for m in module.modules()),
+            tuple(leaf_names(module).items()),
+            any(_has_hooks(m) for m in module.modules()))
+
+
+def _call_with_rng(uses_rng, call):
+    """`call()`, compiled dropout drawing from the eager default generator's stream."""
+    if not uses_rng:
+        return call()
+    from .eager.factories import numpy_rng
+    eager = numpy_rng()
+    lowering.DROPOUT_RNG.bit_generator.state = eager.bit_generator.state
+    try:
+        return call()
+    finally:
+        eager.bit_generator.state = lowering.DROPOUT_RNG.bit_generator.state
+
+
+def _make_compiled_module_class():
+    from .nn import Module
+
+    class CompiledModule(Module):
+        """A module whose forward runs as generated code (torch's OptimizedModule: the
+        original is `_orig_mod`, whose parameters these are)."""
+
+        def __init__(self, module):
+            super().__init__()
+            self._orig_mod = module
+            object.__setattr__(self, "_versions", {})
+            object.__setattr__(self, "_warned", set())
+
+        def __getattr__(self, name):
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+
+        def compiled(self):
+            """The rewriting for the modules' current train/eval flags (made when needed)."""
+            module = self._orig_mod
+            key = _modules_state(module)
+            found = self._versions.get(key)
+            if found is None or not found.valid():
+                found = self._versions[key] = _Compiled(module)
+            return found
+
+        def forward(self, *args, **kwargs):
+            module = self._orig_mod
+            found = self.compiled()
+            if found.reason is None and not kwargs:
+                try:
+                    return _call_with_rng(found.rng, lambda: found.region(
+                        *leaves_of(module), *args))
+                except _REFUSALS as exc:  # the compiler refused the rewritten code
+                    found.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            reason = found.reason or "keyword arguments"
+            if reason not in self._warned:
+                self._warned.add(reason)
+                _warn_break(type(module).__name__, reason)
+            return module(*args, **kwargs)
+
+        @property
+        def source(self):
+            """The generated forward and backward of the last compiled call."""
+            found = self.compiled()
+            if found.reason is not None:
+                return f"# {type(self._orig_mod).__name__} runs eagerly: {found.reason}\n"
+            return found.region.source
+
+        def __repr__(self):
+            return f"CompiledModule({self._orig_mod!r})"
+
+    return CompiledModule
+
+
+@functools.lru_cache(maxsize=1)
+def compiled_module_class():
+    return _make_compiled_module_class()
+
+
+def compile_module(module):
+    """`sourcegrad.compile(model)`: the compiled module (`model(x)` runs the generated code)."""
+    return compiled_module_class()(module)
+
+
+def compile_module_class(cls):
+    """`sourcegrad.compile(Net)`: a constructor of compiled instances."""
+    @functools.wraps(cls, updated=())
+    def make(*args, **kwargs):
+        return compile_module(cls(*args, **kwargs))
+    return make
+
+
+class CompiledTorchFunction:
+    """A function written with torch's functions and Tensor methods, compiled (`compile(fn)`)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.reason = None
+        self.warned = False
+        functools.update_wrapper(self, fn, updated=())
+        t = Translation(fn.__qualname__)
+        try:
+            name = t.function(fn)
+            self.region = CompiledRegion(t.load(name))
+        except GraphBreak as exc:
+            self.reason, self.region = str(exc), None
+        self.rng = t.rng
+
+    def __call__(self, *args):
+        if self.reason is None:
+            try:
+                return _call_with_rng(self.rng, lambda: self.region(*args))
+            except _REFUSALS as exc:
+                self.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        if not self.warned:
+            self.warned = True
+            _warn_break(self.fn.__qualname__, self.reason)
+        return self.fn(*args)
+
+    @property
+    def source(self):
+        if self.region is None:
+            return f"# {self.fn.__qualname__} runs eagerly: {self.reason}\n"
+        return self.region.source
+
+
+def is_torch_style(fn):
+    """Is `fn` written for Tensors: does it call torch's functions (it names `sourcegrad`
+    imported as torch, `sourcegrad.nn.functional` or a function of the eager surface), or
+    call no numpy function (its methods are then Tensor methods: `x.sum(1)`)?"""
+    code = fn.__code__
+    names = set(code.co_names)
+    for const in code.co_consts:  # nested code (comprehensions)
+        if isinstance(const, types.CodeType):
+            names |= set(const.co_names)
+    uses_numpy = False
+    for name in names:
+        value = fn.__globals__.get(name)
+        if value is np or isinstance(value, types.ModuleType) and \
+                value.__name__.startswith("numpy"):
+            uses_numpy = True
+        home = getattr(value, "__name__", "") if isinstance(value, types.ModuleType) else \
+            getattr(value, "__module__", "") or ""
+        if home == "sourcegrad" and isinstance(value, types.ModuleType) and name != "sourcegrad":
+            return True
+        if home.startswith(("sourcegrad.nn", "sourcegrad.eager")):
+            return True
+    return not uses_numpy

@@ -1,0 +1,282 @@
+"""torch's functions, Tensor methods and nn layers written as numpy code the compiler reads.
+
+`sourcegrad.compile` of an `nn.Module` or of a function written with Tensor methods
+(`compiled_module`) rewrites the user's forward so that each torch call it knows becomes
+a call of a function here (`F.linear(x, w, b)` -> `linear(x, w, b)`, `x.view(n, -1)` ->
+`tensor_view(x, n, -1)`, `self.fc1(x)` -> `linear(x, fc1_weight, fc1_bias)`); the
+compiler then inlines these functions like any user function and differentiates them
+with the registry's rules. They take numpy arrays and static arguments (ints, tuples,
+strings) and compute what the eager op computes, with torch's argument names.
+
+Takes: numpy arrays. Gives: numpy arrays. Imports numpy, `ops` and `nn.kernels` only.
+
+`FUNCTIONS` and `METHODS` are the tables the rewriting reads: a torch function's name (as
+`torch.<name>` or `nn.functional.<name>`) or a Tensor method's name -> the function here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .nn import kernels as K
+from .ops import Spelling, alias, defnondiff
+from .ops import nn as opnn
+
+
+def max_pool_index(x, kernel, stride, padding, dilation, ceil_mode):
+    """The advanced index picking each 2-d max pool output's input element (the first
+    maximum of its window, as torch's)."""
+    out = tuple(K.pool_output_size(x.shape[2 + i], kernel[i], stride[i], padding[i],
+                                   dilation[i], ceil_mode) for i in range(2))
+    return K.max_pool_index(x, kernel, stride, padding, dilation, out)[0]
+
+
+# a primitive to the compiler: an integer index, no gradient (max_pool2d's is the gather's)
+defnondiff("max_pool_index", max_pool_index,
+           Spelling("module", "sourcegrad.torch_lowering.max_pool_index"),
+           params=("x", "kernel", "stride", "padding", "dilation", "ceil_mode"))
+
+
+# the convolution primitive, known to the compiler by its kernel (eager records it by name)
+alias("lowered_convolution", K.convolution, Spelling("module", "sourcegrad.nn.kernels.convolution"),
+      like="convolution")
+
+
+# `x is None` of an array is a run-time comparison to the compiler; isinstance is decided
+# while compiling
+NoneType = type(None)
+
+
+def _pair(value):
+    return (value, value) if isinstance(value, int) else value
+
+
+# --- activations and elementwise functions ---------------------------------------------------
+
+def relu(input):
+    return opnn.relu(input)
+
+
+def sigmoid(input):
+    return opnn.sigmoid(input)
+
+
+def tanh(input):
+    return np.tanh(input)
+
+
+def softmax(input, dim):
+    return opnn.softmax(input, dim)
+
+
+def log_softmax(input, dim):
+    return opnn.log_softmax(input, dim)
+
+
+def leaky_relu(input, negative_slope=0.01):
+    return np.where(input > 0, input, input * negative_slope)
+
+
+def gelu(input):
+    return 0.5 * input * (1.0 + opnn.erf(input / np.sqrt(2.0)))
+
+
+def silu(input):
+    return input * opnn.sigmoid(input)
+
+
+# --- layers ------------------------------------------------------------------------------------
+
+def linear(input, weight, bias=None):
+    if isinstance(bias, NoneType):
+        return input @ weight.T
+    return input @ weight.T + bias
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return K.convolution(input, weight, bias, _pair(stride), _pair(padding), _pair(dilation),
+                         False, (0, 0), groups)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return K.convolution(input, weight, bias, (stride,), (padding,), (dilation,), False, (0,),
+                         groups)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    kernel = _pair(kernel_size)
+    step = kernel if stride is None else _pair(stride)
+    return input[max_pool_index(input, kernel, step, _pair(padding), _pair(dilation),
+                                ceil_mode)]
+
+
+# The generator compiled dropout draws from: generated code keeps the object it was compiled
+# with, so this one stays, and `compiled_module` copies the eager default generator's state
+# into it before a call and back after (the masks eager's dropout would draw, in its order).
+DROPOUT_RNG = np.random.default_rng(0)
+
+
+def dropout(input, p=0.5, training=True):
+    """Eager's dropout, drawing from eager's stream (see DROPOUT_RNG)."""
+    if not training or p == 0:
+        return input
+    keep = DROPOUT_RNG.random(input.shape) >= p
+    return input * (keep / (1 - p)).astype(input.dtype)
+
+
+def embedding(input, weight):
+    return weight[input]
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    shape = input.shape
+    end = end_dim % len(shape)
+    return np.reshape(input, shape[:start_dim] + (-1,) + shape[end + 1:])
+
+
+def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
+    shape = (1, -1) + (1,) * (input.ndim - 2)
+    y = (input - np.reshape(running_mean, shape)) / np.sqrt(np.reshape(running_var, shape) + eps)
+    if isinstance(weight, NoneType):
+        return y
+    return y * np.reshape(weight, shape) + np.reshape(bias, shape)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    axes = tuple(range(input.ndim - len(normalized_shape), input.ndim))
+    mean = np.mean(input, axis=axes, keepdims=True)
+    var = np.var(input, axis=axes, keepdims=True)
+    y = (input - mean) / np.sqrt(var + eps)
+    if isinstance(weight, NoneType):
+        return y
+    return y * weight + bias
+
+
+def lstm(input, weights, hidden_size, batch_first):
+    """nn.LSTM's forward (zero initial state): (output, (h_n, c_n)); `weights` holds each
+    layer's (weight_ih, weight_hh, bias_ih, bias_hh)."""
+    assert np.ndim(input) == 3, "a batched (3-d) input"
+    x = np.swapaxes(input, 0, 1) if batch_first else input
+    H = hidden_size
+    hs = []
+    cs = []
+    for w_ih, w_hh, b_ih, b_hh in weights:
+        h = np.zeros((x.shape[1], H), dtype=x.dtype)
+        c = np.zeros((x.shape[1], H), dtype=x.dtype)
+        outs = []
+        for t in range(x.shape[0]):
+            gates = x[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+            i = opnn.sigmoid(gates[:, :H])
+            f = opnn.sigmoid(gates[:, H:2 * H])
+            g = np.tanh(gates[:, 2 * H:3 * H])
+            o = opnn.sigmoid(gates[:, 3 * H:])
+            c = f * c + i * g
+            h = o * np.tanh(c)
+            outs.append(h)
+        x = np.stack(outs)
+        hs.append(h)
+        cs.append(c)
+    output = np.swapaxes(x, 0, 1) if batch_first else x
+    return output, (np.stack(hs), np.stack(cs))
+
+
+# --- losses ----------------------------------------------------------------------------------
+
+def cross_entropy(input, target, *, ignore_index=-100, reduction="mean"):
+    """Class indices of a batch of rows (N, C); a target of ignore_index counts for nothing
+    and the mean is over the others, as torch's."""
+    counted = np.reshape(target, (input.shape[0],)) != ignore_index
+    classes = np.where(counted, target, 0)
+    picked = opnn.log_softmax(input, 1)[np.arange(input.shape[0]), classes] * counted
+    if reduction == "sum":
+        return -np.sum(picked)
+    if reduction == "none":
+        return -picked
+    return -np.sum(picked) / np.sum(counted)
+
+
+def mse_loss(input, target, *, reduction="mean"):
+    d = (input - target) ** 2
+    if reduction == "sum":
+        return np.sum(d)
+    if reduction == "none":
+        return d
+    return np.mean(d)
+
+
+# --- shapes and reductions -------------------------------------------------------------------
+
+def cat(tensors, dim=0):
+    return np.concatenate(tensors, axis=dim)
+
+
+def stack(tensors, dim=0):
+    return np.stack(tensors, axis=dim)
+
+
+def matmul(input, other):
+    return input @ other
+
+
+def tensor_t(self):
+    return self.T
+
+
+def tensor_view(self, *shape):
+    if len(shape) == 1 and isinstance(shape[0], tuple):
+        return np.reshape(self, shape[0])
+    return np.reshape(self, shape)
+
+
+def tensor_size(self, dim=None):
+    if isinstance(dim, NoneType):
+        return self.shape
+    return self.shape[dim]
+
+
+def tensor_sum(self, dim=None, keepdim=False):
+    return np.sum(self, axis=dim, keepdims=keepdim)
+
+
+def tensor_mean(self, dim=None, keepdim=False):
+    return np.mean(self, axis=dim, keepdims=keepdim)
+
+
+def tensor_unsqueeze(self, dim):
+    return np.expand_dims(self, dim)
+
+
+def tensor_squeeze(self, dim=None):
+    return np.squeeze(self, axis=dim)
+
+
+def tensor_permute(self, *dims):
+    return np.transpose(self, dims)
+
+
+def tensor_transpose(self, dim0, dim1):
+    return np.swapaxes(self, dim0, dim1)
+
+
+def tensor_contiguous(self):
+    return self
+
+
+def tensor_pow(self, exponent):
+    return self ** exponent
+
+
+def tensor_dim(self):
+    return self.ndim
+
+
+FUNCTIONS = {f.__name__: f for f in (
+    relu, sigmoid, tanh, softmax, log_softmax, leaky_relu, gelu, silu, linear, conv1d, conv2d,
+    max_pool2d, dropout, embedding, flatten, layer_norm, cross_entropy, mse_loss, cat, stack, matmul)}
+
+METHODS = {"t": tensor_t, "view": tensor_view, "reshape": tensor_view, "size": tensor_size,
+           "sum": tensor_sum, "mean": tensor_mean, "unsqueeze": tensor_unsqueeze,
+           "squeeze": tensor_squeeze, "permute": tensor_permute,
+           "transpose": tensor_transpose, "contiguous": tensor_contiguous,
+           "pow": tensor_pow, "dim": tensor_dim, "flatten": flatten, "matmul": matmul,
+           "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softmax": softmax,
+           "log_softmax": log_softmax}
