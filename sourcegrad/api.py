@@ -55,6 +55,7 @@ from .names import Namer
 from .optimize import hoist_loop_invariants, makes_new_value, optimize
 from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
+from .memory_budget import memory_plan
 from .ops import RULES, TEMPLATE_NAMESPACE, rule_for_function
 from .source_check import check_current
 
@@ -353,7 +354,9 @@ class Gradient(staticmethod):
 
     pullback = False  # VJP: compile a forward and a backward function instead of one
 
-    def __init__(self, fn, wrt=0, with_value=False, backend="auto", has_aux=False):
+    def __init__(self, fn, wrt=0, with_value=False, backend="auto", has_aux=False,
+                 memory_plan=None):
+        self.memory_plan = memory_plan  # checkpointing.MemoryPlan: recompute, not save
         self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
         if self.inner is not None and (self.inner.with_value or not self.inner._single):
             raise errors.SourcegradError("a higher-order gradient needs an inner gradient with "
@@ -385,7 +388,8 @@ class Gradient(staticmethod):
         # compiled code is shared by every Gradient of the same function, wrt and backend
         with _SHARED_LOCK:
             self._cache = _compiled_for(fn).setdefault(
-                (self.wrt, self._single, with_value, backend, type(self).__name__, has_aux), {})
+                (self.wrt, self._single, with_value, backend, type(self).__name__, has_aux,
+                 memory_plan), {})
         self._owner = inspect.unwrap(fn)  # whose __code__ the compiled code was built from
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
@@ -820,7 +824,8 @@ class Gradient(staticmethod):
                             (self.value_asked, self.has_aux),
                             self.backend_for(args), repr(signature), to_transform,
                             primal.name,
-                            primal.params, repr(primal.body), sorted(primal.user_names), free)
+                            primal.params, repr(primal.body), sorted(primal.user_names), free,
+                            *(() if self.memory_plan is None else (repr(self.memory_plan),)))
         return text, tuple(identities)
 
     def _from_disk(self, hit, args):
@@ -884,7 +889,8 @@ class Gradient(staticmethod):
             return optimized, [optimized]
         cotangent = namer.fresh("g") if self.pullback else None
         grad_ir = reverse(primal, list(self.wrt), env, namer, self.value_asked,
-                          as_tuple=not self._single, cotangent=cotangent, has_aux=self.has_aux)
+                          as_tuple=not self._single, cotangent=cotangent, has_aux=self.has_aux,
+                          memory_plan=self.memory_plan)
         optimized = optimize(grad_ir, _shapes(env), _dtypes(env), keep_residuals=self.pullback,
                              backend=self.backend_for(args), numbers=_numbers(env))
         if self.pullback:
@@ -1256,17 +1262,19 @@ def _wrt_of(wrt, argnums, argnum, default=0):
     return given[0][1] if given else default
 
 
-def _made(fn, wrt, with_value, backend, has_aux, kind):
+def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None):
     """`kind(fn, ...)`, or a decorator making it when fn is None (`@grad(wrt=1)`)."""
     if fn is None:
-        return lambda f: _made(f, wrt, with_value, backend, has_aux, kind)
+        return lambda f: _made(f, wrt, with_value, backend, has_aux, kind, plan)
     if kind is Gradient and has_aux and not with_value:
         return AuxGradient(fn, wrt, backend)
+    if plan is not None:  # (checkpointing: sourcegrad.checkpointing)
+        return kind(fn, wrt, with_value, backend, has_aux, memory_plan=plan)
     return kind(fn, wrt, with_value, backend, has_aux)
 
 
 def grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
-         backend="auto"):
+         backend="auto", checkpoint_loops=None, memory=None):
     """The gradient of a scalar-valued numpy function, as generated Python source.
 
     `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
@@ -1279,8 +1287,13 @@ def grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
 
     `backend` is "numpy", "cupy" or "auto" (the default: CuPy code for CuPy arrays, numpy
     code otherwise); code is generated once per backend and input signature.
+
+    `checkpoint_loops=k` (an int, or "sqrt") and `memory=` (bytes, or "min") trade time for
+    memory: loops keep a snapshot every k trips and recompute the rest in the backward
+    (`sourcegrad.checkpointing`, `sourcegrad.memory_budget`).
     """
-    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, has_aux, Gradient)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, has_aux, Gradient,
+                 memory_plan(checkpoint_loops, memory))
 
 
 # grad(f) written inside differentiated code is made while compiling (frontend)
@@ -1288,10 +1301,11 @@ grad._sourcegrad_makes_gradient = True
 
 
 def value_and_grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
-                   backend="auto"):
+                   backend="auto", checkpoint_loops=None, memory=None):
     """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
     JAX) it is `((output, aux), gradient)`."""
-    return _made(fn, _wrt_of(wrt, argnums, argnum), True, backend, has_aux, Gradient)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), True, backend, has_aux, Gradient,
+                 memory_plan(checkpoint_loops, memory))
 
 
 def grad_and_aux(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, backend="auto"):

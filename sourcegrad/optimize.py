@@ -1196,7 +1196,7 @@ def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
         aval = env.get(atom.name) if isinstance(atom, Var) else None
         return aval is not None and atom.name not in written and \
             getattr(aval.stand_in, "dtype", np.dtype(float)).kind == "f" and \
-            (aval.shape == () or aval.shape == env[row.name].shape)
+            (aval.shape == () or row.name in env and aval.shape == env[row.name].shape)
 
     def shifted(rows, term, loc):
         name = fresh(f"{rows}_plus_{term.name if isinstance(term, Var) else 'c'}")

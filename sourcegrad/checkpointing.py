@@ -1,0 +1,235 @@
+"""Checkpointed loops: recompute a loop's trips in the backward instead of saving every one.
+
+`segment_loops(plan, fn, forward, backward, namer)` takes the primal `ir.Function` and the
+two sweeps `reverse.reverse` made of it (plain statement lists, pushes and pops in place)
+and returns the two sweeps with each top-level loop that saves values per trip rewritten
+into segments of `plan.loops` trips (k):
+
+    forward                                   backward
+    for seg in range(start, stop, k*step):    for seg in reversed(range(start, stop, k*step)):
+        <push the loop's live state>              <pop the live state>
+        for i in range(seg, seg_end, step):       for i in range(seg, seg_end, step):
+            <the trip, saving nothing>                <the trip again, saving as before>
+                                                  for i in reversed(range(seg, seg_end, step)):
+                                                      <the trip's backward, as before>
+
+A `while` loop is the online variant: its trip count is only known at the end, so the
+forward pushes the live state when `trips % k == 0`, and the backward replays each segment
+from its snapshot for `min(k, trips - seg)` trips. Either way the stack holds n/k
+snapshots plus at most k trips' values at a time, and each trip runs twice: with
+k = ceil(sqrt(n)) that is O(sqrt(n)) memory for one extra forward (not Griewank's revolve,
+which reaches O(log n) snapshots at a logarithmic recomputation factor).
+
+The live state of a trip is each name the trip reads before it writes it (its loop-carried
+values) that the loop, or anything after it, writes; names written only before the loop
+hold the same value in both sweeps and are not pushed. The recomputed statements carry the
+user's line with a note (`recomputed: checkpoint_loops=k`), so the generated code says
+which line it recomputes and why.
+
+Nothing here runs unless a plan asks for it: without one, `reverse` is unchanged (and so is
+every golden in generated/).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .errors import SourceLocation
+from .memory_budget import segment_length
+from .ir import Assign, Call, Const, For, If, Pop, Push, Var, While, reads_of, walk, writes_of
+
+__all__ = ["segment_loops", "known_trip_counts"]
+
+
+def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
+    """See the module docstring. `trip_counts` maps a loop's line to its trip count where
+    known when compiling; `env` gives the bytes of what is pushed. Returns (forward,
+    backward, [(line, k, kind)])."""
+    primal_loops = [s for s in fn.body if isinstance(s, (For, While))]
+    done = []
+    forward, backward = list(forward), list(backward)
+    for loop in primal_loops:
+        fi = _find(forward, lambda s, loop=loop: type(s) is type(loop) and s.loc == loop.loc)
+        bi = _find(backward, lambda s, loop=loop: isinstance(s, For) and s.loc == loop.loc)
+        if fi is None or bi is None:
+            continue
+        fwd, bwd = forward[fi], backward[bi]
+        if not any(isinstance(s, Push) for s in walk(fwd.body)):
+            continue  # it saves nothing per trip
+        trips = (trip_counts or {}).get(loop.loc.line)
+        if trips is not None and trips <= 1:
+            continue  # nothing to gain (and a loop that never runs has no values inferred)
+        later = forward[fi + 1:]
+        per_trip = sum(_bytes(env, s.value) for s in walk(fwd.body) if isinstance(s, Push))
+        state = _live_state(fwd.body, later)
+        k = segment_length(plan, trips, per_trip,
+                           sum(_bytes(env, Var(n)) for n in state))
+        if isinstance(loop, For):
+            made = _segment_for(fwd, bwd, later, k, namer, plan)
+        else:
+            made = _segment_while(fwd, bwd, forward[fi - 1] if fi else None, later, k, namer,
+                                  plan)
+        if made is None:
+            continue
+        forward[fi], backward[bi] = made
+        done.append((loop.loc.line, k, type(loop).__name__.lower()))
+    return forward, backward, done
+
+
+def _bytes(env, atom) -> int:
+    """What a pushed value holds, for the signature compiled (8 for a number)."""
+    aval = env.get(atom.name) if isinstance(atom, Var) else None
+    dtype = getattr(aval, "dtype", None) if aval is not None else None
+    if dtype is None:
+        return 8
+    return int(math.prod(aval.shape)) * dtype.itemsize
+
+
+def _find(stmts, match):
+    found = [i for i, s in enumerate(stmts) if match(s)]
+    return found[0] if len(found) == 1 else None
+
+
+def _without_pushes(stmts):
+    out = []
+    for s in stmts:
+        if isinstance(s, Push):
+            continue
+        if isinstance(s, If):
+            s = If(s.test, _without_pushes(s.body), _without_pushes(s.orelse), s.loc)
+        elif isinstance(s, For):
+            s = dataclasses.replace(s, body=_without_pushes(s.body))
+        elif isinstance(s, While):
+            s = dataclasses.replace(s, test_body=_without_pushes(s.test_body),
+                                    body=_without_pushes(s.body))
+        out.append(s)
+    return out
+
+
+def _noted(stmts, plan):
+    """The trip as the backward re-runs it: each statement's comment says it is recomputed."""
+    out = []
+    for s in stmts:
+        loc = s.loc if getattr(s, "loc", None) is None else SourceLocation(
+            s.loc.file, s.loc.line, s.loc.col,
+            f"{s.loc.text.strip()}  (recomputed from a snapshot, {plan.describe()})")
+        if isinstance(s, If):
+            s = If(s.test, _noted(s.body, plan), _noted(s.orelse, plan), loc)
+        elif isinstance(s, For):
+            s = dataclasses.replace(s, body=_noted(s.body, plan), loc=loc)
+        elif isinstance(s, While):
+            s = dataclasses.replace(s, test_body=_noted(s.test_body, plan),
+                                    body=_noted(s.body, plan), loc=loc)
+        elif hasattr(s, "loc"):
+            s = dataclasses.replace(s, loc=loc)
+        out.append(s)
+    return out
+
+
+def _first_use(stmts, name):
+    """"read" if a trip through `stmts` may read `name` before writing it."""
+    for s in stmts:
+        if isinstance(s, If):
+            uses = (_first_use(s.body, name), _first_use(s.orelse, name))
+            if name in reads_of(s) or "read" in uses:
+                return "read"
+            if uses == ("write", "write"):
+                return "write"
+        elif isinstance(s, (For, While)):
+            if name in reads_of(s):
+                return "read"
+            if isinstance(s, For) and s.target == name:
+                return "write"  # (the loop sets its index before its body reads it)
+            body = s.body if isinstance(s, For) else s.test_body + s.body
+            if _first_use(body, name) == "read":
+                return "read"
+        elif name in reads_of(s):
+            return "read"
+        elif name in writes_of(s):
+            return "write"
+    return None
+
+
+def _live_state(trip, later, exclude=()):
+    """Names a trip reads before writing that the loop or what follows it writes."""
+    written = {n for s in walk(trip) for n in writes_of(s)}
+    written |= {n for s in walk(later) for n in writes_of(s)}
+    read = {n for s in walk(trip) for n in reads_of(s)}
+    return sorted(n for n in read & written
+                  if n not in exclude and _first_use(trip, n) == "read")
+
+
+def _segment_end(seg, span, stop, step, loc, namer):
+    """`seg_end = min(seg + span, stop)` (max for a negative step), as statements."""
+    nxt, end = namer.fresh("segment_next"), namer.fresh("segment_end")
+    bound = "min_builtin" if step > 0 else "max_builtin"
+    return [Assign(nxt, Call("add_op", (Var(seg), Const(span))), loc, "checkpoint segment"),
+            Assign(end, Call(bound, (Var(nxt), stop)), loc, "checkpoint segment")], Var(end)
+
+
+def _segment_for(fwd, bwd, later, k, namer, plan):
+    step = fwd.step
+    if not (isinstance(step, Const) and isinstance(step.value, int) and step.value != 0):
+        return None
+    if fwd.stop_flag is not None or (bwd.start, bwd.stop, bwd.step) != \
+            (fwd.start, fwd.stop, fwd.step) or not bwd.reverse:
+        return None
+    state = _live_state(fwd.body, later, exclude={fwd.target})
+    loc, span = fwd.loc, k * step.value
+    seg = namer.fresh("segment")
+    end_stmts, end = _segment_end(seg, span, fwd.stop, step.value, loc, namer)
+    trip = _without_pushes(fwd.body)
+    forward = For(seg, fwd.start, fwd.stop, Const(span),
+                  [Push(Var(n), loc) for n in state] + end_stmts +
+                  [For(fwd.target, Var(seg), end, step, trip, loc)], loc)
+    end_stmts_b, end_b = _segment_end(seg, span, fwd.stop, step.value, loc, namer)
+    backward = For(seg, fwd.start, fwd.stop, Const(span),
+                   [Pop(n, loc) for n in reversed(state)] + end_stmts_b +
+                   [For(fwd.target, Var(seg), end_b, step, _noted(fwd.body, plan), loc),
+                    For(bwd.target, Var(seg), end_b, step, bwd.body, bwd.loc, reverse=True)],
+                   loc, reverse=True)
+    return forward, backward
+
+
+def _segment_while(fwd, bwd, before, later, k, namer, plan):
+    """The online variant: the trip count is known only once the loop has run."""
+    if not (isinstance(before, Assign) and before.value == Const(0) and fwd.body and
+            isinstance(fwd.body[0], Assign) and fwd.body[0].target == before.target):
+        return None  # not the counted form reverse makes of a while
+    if any(isinstance(s, Push) for s in walk(fwd.test_body)):
+        return None
+    trips, loc = before.target, fwd.loc
+    body = fwd.body[1:]  # (without the trip count)
+    # a replayed trip runs the body, then the test's statements the next trip reads
+    replay = body + fwd.test_body
+    state = _live_state(replay, later, exclude={trips})
+    phase, first = namer.fresh("phase"), namer.fresh("snapshot_now")
+    snapshot = [Assign(phase, Call("mod_op", (Var(trips), Const(k))), loc, "checkpoint segment"),
+                Assign(first, Call("eq", (Var(phase), Const(0))), loc, "checkpoint segment"),
+                If(Var(first), [Push(Var(n), loc) for n in state], [], loc)]
+    forward = While(fwd.test_body, fwd.test, snapshot + _without_pushes(fwd.body), loc)
+    seg = namer.fresh("segment")
+    end_stmts, end = _segment_end(seg, k, Var(trips), 1, loc, namer)
+    backward = For(seg, Const(0), Var(trips), Const(k),
+                   [Pop(n, loc) for n in reversed(state)] + end_stmts +
+                   [For(namer.fresh("trip"), Var(seg), end, Const(1), _noted(replay, plan), loc),
+                    For(bwd.target, Var(seg), end, Const(1), bwd.body, bwd.loc)],
+                   loc, reverse=True)
+    return forward, backward
+
+
+def known_trip_counts(fn, env) -> dict:
+    """{line: trips} for the top-level `for` loops whose range is known when compiling."""
+    def value(atom):
+        if isinstance(atom, Const):
+            return atom.value
+        aval = env.get(atom.name) if isinstance(atom, Var) else None
+        return aval.stand_in if aval is not None and getattr(aval, "known", False) else None
+
+    counts = {}
+    for s in fn.body:
+        if isinstance(s, For) and s.loc is not None:
+            bounds = [value(a) for a in (s.start, s.stop, s.step)]
+            if all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) and bounds[2]:
+                counts[s.loc.line] = len(range(*bounds))
+    return counts

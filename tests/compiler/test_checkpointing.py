@@ -1,0 +1,116 @@
+"""Checkpointed loops and memory budgets: the same gradients (to rounding), fewer saved values."""
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import errors
+from sourcegrad.api import numeric_grad
+
+from .control_cases import CONTROL_CASES
+
+IDS = [f"{c[0].__name__}-{i}" for i, c in enumerate(CONTROL_CASES)]
+
+
+def _as_tuple(g, wrt):
+    return g if isinstance(wrt, tuple) else (g,)
+
+
+# every control-flow case, under the tightest plans: a snapshot every trip or two, and "min"
+@pytest.mark.parametrize("plan", [dict(checkpoint_loops=1), dict(memory=64),
+                                  pytest.param(dict(checkpoint_loops=2), marks=pytest.mark.fuzz),
+                                  pytest.param(dict(memory="min"), marks=pytest.mark.fuzz)],
+                         ids=["k1", "64B", "k2", "min"])
+@pytest.mark.parametrize("fn, make_args, wrt", CONTROL_CASES, ids=IDS)
+def test_control_flow_gradients_unchanged_under_a_tight_plan(fn, make_args, wrt, plan):
+    args = make_args(np.random.default_rng(0))
+    expected = _as_tuple(sourcegrad.grad(fn, wrt=wrt)(*args), wrt)
+    got = _as_tuple(sourcegrad.grad(fn, wrt=wrt, **plan)(*args), wrt)
+    for e, g in zip(expected, got):
+        assert np.shape(g) == np.shape(e)
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+
+
+def spring(k, c, x0, v0, dt, T):
+    x = x0
+    v = v0
+    t = 0.0
+    while t < T:
+        a = -k * x - c * v
+        x = x + dt * v
+        v = v + dt * a
+        t = t + dt
+    return x * x + v * v
+
+
+def rnn(W, U, b, h0, xs):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+    return np.sum(h ** 2)
+
+
+def _rnn_args(steps):
+    rng = np.random.default_rng(1)
+    return (rng.normal(size=(6, 6)) * 0.3, rng.normal(size=(6, 4)), rng.normal(size=6),
+            rng.normal(size=6), rng.normal(size=(steps, 4)))
+
+
+@pytest.mark.parametrize("steps", [0, 1, 4, 5, 6, 23])
+@pytest.mark.parametrize("k", [1, 3, 5, "sqrt"])
+def test_for_loop_segments_of_every_length(steps, k):
+    """Trip counts below, at and past a segment's end, and a last segment cut short."""
+    args = _rnn_args(steps)
+    expected = sourcegrad.grad(rnn, wrt=(0, 1, 2))(*args)
+    got = sourcegrad.grad(rnn, wrt=(0, 1, 2), checkpoint_loops=k)(*args)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+    for pos in (0, 2):
+        np.testing.assert_allclose(got[pos], numeric_grad(rnn, args, pos), rtol=1e-6,
+                                   atol=1e-8)
+
+
+@pytest.mark.parametrize("T", [0.0, 0.005, 0.035, 0.045, 0.995])
+@pytest.mark.parametrize("k", [1, 4, 7])
+def test_while_loop_online_segments(T, k):
+    args = (4.0, 0.5, 1.0, 0.0, 0.01, T)
+    expected = sourcegrad.grad(spring, wrt=(0, 1))(*args)
+    got = sourcegrad.grad(spring, wrt=(0, 1), checkpoint_loops=k)(*args)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_the_stack_holds_snapshots_and_one_segment():
+    """What the backward keeps: n/k snapshots plus one segment's trips, not n trips."""
+    g = sourcegrad.grad(spring, wrt=(0, 1), checkpoint_loops=10)
+    longest = []
+
+    class Watched(list):
+        def append(self, v):
+            super().append(v)
+            longest.append(len(self))
+
+    g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)  # 100 trips
+    text = g.source
+    assert "saved.append(x)" in text and "recomputed from a snapshot, checkpoint_loops=10" \
+        in text
+    namespace = {"Watched": Watched}
+    module = text.replace("saved = []", "saved = Watched()")
+    exec(compile(module, "<spring>", "exec"), namespace)
+    fn = next(v for k, v in namespace.items() if k.startswith("dspring"))
+    assert fn(4.0, 0.5, 1.0, 0.0, 0.01, 0.995) == g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
+    # 10 snapshots of (t, v, x) and at most one segment of 10 trips of (x, v)
+    assert max(longest) <= 10 * 3 + 10 * 2
+
+
+def test_no_plan_changes_nothing():
+    args = _rnn_args(5)
+    plain = sourcegrad.grad(rnn, wrt=0)
+    plain(*args)
+    assert "segment" not in plain.source
+
+
+@pytest.mark.parametrize("bad", [dict(checkpoint_loops=0), dict(checkpoint_loops="log"),
+                                 dict(memory=-1), dict(memory="max"),
+                                 dict(memory=100, checkpoint_loops=2)])
+def test_bad_options_are_refused(bad):
+    with pytest.raises(errors.SourcegradError):
+        sourcegrad.grad(rnn, **bad)
