@@ -56,6 +56,7 @@ from .optimize import hoist_loop_invariants, makes_new_value, optimize
 from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
 from .memory_budget import memory_plan
+from . import checkpointing
 from .ops import RULES, TEMPLATE_NAMESPACE, rule_for_function
 from .source_check import check_current
 
@@ -782,6 +783,8 @@ class Gradient(staticmethod):
                               else "gradient")
             source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
             saved = _saved_values(optimized, forward | set(primal.params), env)
+            if self.memory_plan is not None:  # what was saved, what recomputed, and why
+                saved = checkpointing.manifest(saved, optimized, env)
             finish = self._finisher(args, optimized, env) if not self.pullback and \
                 not isinstance(self, JVP) else self._finisher(args)
             names = [f.name for f in functions]

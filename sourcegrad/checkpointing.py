@@ -33,12 +33,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 from .errors import SourceLocation
 from .memory_budget import segment_length
-from .ir import Assign, Call, Const, For, If, Pop, Push, Var, While, reads_of, walk, writes_of
+from .ir import (Assign, Call, Const, For, If, Marker, Pop, Push, Var, While, reads_of,
+                 substitute_atom, walk, writes_of)
 
-__all__ = ["segment_loops", "known_trip_counts"]
+__all__ = ["segment_loops", "known_trip_counts", "RECOMPUTED", "SNAPSHOT"]
+
+# what the comments of the code that checkpointing writes say (the manifest reads them too)
+RECOMPUTED = "recomputed from the snapshot taken"
+SNAPSHOT = "snapshot of the loop's state taken"
 
 
 def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
@@ -65,10 +71,10 @@ def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
         k = segment_length(plan, trips, per_trip,
                            sum(_bytes(env, Var(n)) for n in state))
         if isinstance(loop, For):
-            made = _segment_for(fwd, bwd, later, k, namer, plan)
+            made = _segment_for(fwd, bwd, later, k, namer, plan, backward)
         else:
             made = _segment_while(fwd, bwd, forward[fi - 1] if fi else None, later, k, namer,
-                                  plan)
+                                  plan, backward)
         if made is None:
             continue
         forward[fi], backward[bi] = made
@@ -106,22 +112,63 @@ def _without_pushes(stmts):
     return out
 
 
-def _noted(stmts, plan):
+def _noted(stmts, plan, k):
     """The trip as the backward re-runs it: each statement's comment says it is recomputed."""
     out = []
     for s in stmts:
         loc = s.loc if getattr(s, "loc", None) is None else SourceLocation(
             s.loc.file, s.loc.line, s.loc.col,
-            f"{s.loc.text.strip()}  (recomputed from a snapshot, {plan.describe()})")
+            f"{s.loc.text.strip()}  ({RECOMPUTED} every {k} trips, {plan.describe()})")
         if isinstance(s, If):
-            s = If(s.test, _noted(s.body, plan), _noted(s.orelse, plan), loc)
+            s = If(s.test, _noted(s.body, plan, k), _noted(s.orelse, plan, k), loc)
         elif isinstance(s, For):
-            s = dataclasses.replace(s, body=_noted(s.body, plan), loc=loc)
+            s = dataclasses.replace(s, body=_noted(s.body, plan, k), loc=loc)
         elif isinstance(s, While):
-            s = dataclasses.replace(s, test_body=_noted(s.test_body, plan),
-                                    body=_noted(s.body, plan), loc=loc)
+            s = dataclasses.replace(s, test_body=_noted(s.test_body, plan, k),
+                                    body=_noted(s.body, plan, k), loc=loc)
         elif hasattr(s, "loc"):
             s = dataclasses.replace(s, loc=loc)
+        out.append(s)
+    return out
+
+
+def _own_names(replay, backward, state, namer):
+    """The replayed trip with its temporaries renamed (`W_h` -> `W_h_1`): those the rest of
+    the backward never reads. The forward's then stay assigned once, so the printer folds them
+    into the expressions that read them again, as it does without checkpointing."""
+    elsewhere = {n for s in walk(backward) for n in reads_of(s) + writes_of(s)}
+    pushed = {n for s in walk(replay) if isinstance(s, Push) for n in reads_of(s)}
+    written = [n for s in walk(replay) if isinstance(s, Assign) for n in writes_of(s)]
+    mapping = {n: Var(namer.fresh(n)) for n in dict.fromkeys(written)
+               if n not in elsewhere and n not in pushed and n not in state}
+    return _renamed(replay, mapping) if mapping else replay
+
+
+def _renamed(stmts, mapping):
+    def atom(a):
+        return substitute_atom(a, mapping)
+
+    out = []
+    for s in stmts:
+        if isinstance(s, Assign):
+            value = s.value
+            if isinstance(value, Call):
+                value = Call(value.op, tuple(map(atom, value.args)),
+                             tuple((k, atom(a)) for k, a in value.kwargs))
+            else:
+                value = atom(value)
+            target = mapping[s.target].name if s.target in mapping else s.target
+            s = dataclasses.replace(s, target=target, value=value)
+        elif isinstance(s, Push):
+            s = Push(atom(s.value), s.loc)
+        elif isinstance(s, If):
+            s = If(atom(s.test), _renamed(s.body, mapping), _renamed(s.orelse, mapping), s.loc)
+        elif isinstance(s, For):
+            s = dataclasses.replace(s, start=atom(s.start), stop=atom(s.stop),
+                                    step=atom(s.step), body=_renamed(s.body, mapping))
+        elif isinstance(s, While):
+            s = dataclasses.replace(s, test=atom(s.test), test_body=_renamed(s.test_body, mapping),
+                                    body=_renamed(s.body, mapping))
         out.append(s)
     return out
 
@@ -159,6 +206,11 @@ def _live_state(trip, later, exclude=()):
                   if n not in exclude and _first_use(trip, n) == "read")
 
 
+def _snapshot_loc(loc, k, plan):
+    return SourceLocation(loc.file, loc.line, loc.col,
+                          f"{loc.text.strip()}  ({SNAPSHOT} every {k} trips, {plan.describe()})")
+
+
 def _segment_end(seg, span, stop, step, loc, namer):
     """`seg_end = min(seg + span, stop)` (max for a negative step), as statements."""
     nxt, end = namer.fresh("segment_next"), namer.fresh("segment_end")
@@ -167,7 +219,7 @@ def _segment_end(seg, span, stop, step, loc, namer):
             Assign(end, Call(bound, (Var(nxt), stop)), loc, "checkpoint segment")], Var(end)
 
 
-def _segment_for(fwd, bwd, later, k, namer, plan):
+def _segment_for(fwd, bwd, later, k, namer, plan, whole):
     step = fwd.step
     if not (isinstance(step, Const) and isinstance(step.value, int) and step.value != 0):
         return None
@@ -180,18 +232,19 @@ def _segment_for(fwd, bwd, later, k, namer, plan):
     end_stmts, end = _segment_end(seg, span, fwd.stop, step.value, loc, namer)
     trip = _without_pushes(fwd.body)
     forward = For(seg, fwd.start, fwd.stop, Const(span),
-                  [Push(Var(n), loc) for n in state] + end_stmts +
+                  [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state] + end_stmts +
                   [For(fwd.target, Var(seg), end, step, trip, loc)], loc)
     end_stmts_b, end_b = _segment_end(seg, span, fwd.stop, step.value, loc, namer)
     backward = For(seg, fwd.start, fwd.stop, Const(span),
                    [Pop(n, loc) for n in reversed(state)] + end_stmts_b +
-                   [For(fwd.target, Var(seg), end_b, step, _noted(fwd.body, plan), loc),
+                   [For(fwd.target, Var(seg), end_b, step,
+                        _own_names(_noted(fwd.body, plan, k), whole, state, namer), loc),
                     For(bwd.target, Var(seg), end_b, step, bwd.body, bwd.loc, reverse=True)],
                    loc, reverse=True)
     return forward, backward
 
 
-def _segment_while(fwd, bwd, before, later, k, namer, plan):
+def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
     """The online variant: the trip count is known only once the loop has run."""
     if not (isinstance(before, Assign) and before.value == Const(0) and fwd.body and
             isinstance(fwd.body[0], Assign) and fwd.body[0].target == before.target):
@@ -206,13 +259,15 @@ def _segment_while(fwd, bwd, before, later, k, namer, plan):
     phase, first = namer.fresh("phase"), namer.fresh("snapshot_now")
     snapshot = [Assign(phase, Call("mod_op", (Var(trips), Const(k))), loc, "checkpoint segment"),
                 Assign(first, Call("eq", (Var(phase), Const(0))), loc, "checkpoint segment"),
-                If(Var(first), [Push(Var(n), loc) for n in state], [], loc)]
+                If(Var(first), [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state], [],
+                   loc)]
     forward = While(fwd.test_body, fwd.test, snapshot + _without_pushes(fwd.body), loc)
     seg = namer.fresh("segment")
     end_stmts, end = _segment_end(seg, k, Var(trips), 1, loc, namer)
     backward = For(seg, Const(0), Var(trips), Const(k),
                    [Pop(n, loc) for n in reversed(state)] + end_stmts +
-                   [For(namer.fresh("trip"), Var(seg), end, Const(1), _noted(replay, plan), loc),
+                   [For(namer.fresh("trip"), Var(seg), end, Const(1),
+                        _own_names(_noted(replay, plan, k), whole, state, namer), loc),
                     For(bwd.target, Var(seg), end, Const(1), bwd.body, bwd.loc)],
                    loc, reverse=True)
     return forward, backward
@@ -233,3 +288,78 @@ def known_trip_counts(fn, env) -> dict:
             if all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) and bounds[2]:
                 counts[s.loc.line] = len(range(*bounds))
     return counts
+
+
+_EVERY = re.compile(r"every (\d+) trips")
+
+
+def manifest(saved, fn, env) -> list:
+    """The saved-value manifest of a gradient generated under a memory plan: `saved` (the
+    values read across the forward/backward boundary, `api._saved_values`' entries) with a
+    status and a reason each, then every value pushed on the stack (per trip, or a snapshot
+    of a checkpointed loop) and every value the backward recomputes instead of saving."""
+    out = [dict(e, status="saved", why="an input (costs nothing extra)" if e["input"] else
+                f"read by the backward ({', '.join(e['read_by']) or 'kept'}); made once")
+           for e in saved]
+    cut = next((i for i, s in enumerate(fn.body) if isinstance(s, Marker)),
+               len(fn.body))
+    seen = set()
+
+    def entry(name, loc, status, why):
+        aval = env.get(name)
+        dtype = getattr(aval, "dtype", None) if aval is not None else None
+        return {"name": name, "shape": aval.shape if aval is not None else None,
+                "dtype": str(dtype) if dtype is not None else
+                type(aval.stand_in).__name__ if aval is not None else None,
+                "bytes": _bytes(env, Var(name)), "line": loc.line if loc else None,
+                "input": False, "read_by": [], "status": status, "why": why}
+
+    def visit(stmts, loop_line, backward):
+        for s in stmts:
+            text = s.loc.text if getattr(s, "loc", None) is not None else ""
+            every = _EVERY.search(text)
+            if isinstance(s, Push) and isinstance(s.value, Var):
+                status = "saved per trip of a segment" if backward else \
+                    "snapshot" if SNAPSHOT in text else "saved per trip"
+                key = (s.value.name, status, loop_line)
+                if key not in seen:
+                    seen.add(key)
+                    why = text[text.index(SNAPSHOT):].rstrip(")") if status == "snapshot" else \
+                        f"overwritten in the loop at line {loop_line}; the backward reads it"
+                    if status == "saved per trip of a segment":
+                        why += ": pushed while a segment is recomputed (one segment at a time)"
+                    out.append(dict(entry(s.value.name, s.loc, status, why),
+                                    every=int(every.group(1)) if every else None))
+            elif isinstance(s, Assign) and backward and RECOMPUTED in text:
+                key = (s.target, "recomputed")
+                if key not in seen:
+                    seen.add(key)
+                    out.append(entry(s.target, s.loc, "recomputed",
+                                     text[text.index(RECOMPUTED):].rstrip(")") +
+                                     ": not saved"))
+            for block in ([s.body] if isinstance(s, For) else
+                          [s.test_body, s.body] if isinstance(s, While) else
+                          [s.body, s.orelse] if isinstance(s, If) else []):
+                line = s.loc.line if isinstance(s, (For, While)) and s.loc else loop_line
+                visit(block, line, backward)
+
+    visit(fn.body[:cut], None, False)
+    visit(fn.body[cut:], None, True)
+    return out
+
+
+def saved_bytes(entries, trips) -> int:
+    """The most bytes the manifest's values hold at once, for a loop of `trips` trips (one
+    checkpointed or plain top-level loop): values made once, plus per-trip values times the
+    trips, or snapshots times the segments plus one segment's per-trip values."""
+    total = 0
+    for e in entries:
+        if e["status"] == "saved" and not e["input"]:
+            total += e["bytes"]
+        elif e["status"] == "saved per trip":
+            total += e["bytes"] * trips
+        elif e["status"] == "snapshot":
+            total += e["bytes"] * -(-trips // e["every"])
+        elif e["status"] == "saved per trip of a segment":
+            total += e["bytes"] * min(e["every"] or trips, trips)
+    return total

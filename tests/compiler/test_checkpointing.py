@@ -90,7 +90,7 @@ def test_the_stack_holds_snapshots_and_one_segment():
 
     g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)  # 100 trips
     text = g.source
-    assert "saved.append(x)" in text and "recomputed from a snapshot, checkpoint_loops=10" \
+    assert "saved.append(x)" in text and "recomputed from the snapshot taken every 10 trips, checkpoint_loops=10" \
         in text
     namespace = {"Watched": Watched}
     module = text.replace("saved = []", "saved = Watched()")
@@ -114,3 +114,37 @@ def test_no_plan_changes_nothing():
 def test_bad_options_are_refused(bad):
     with pytest.raises(errors.SourcegradError):
         sourcegrad.grad(rnn, **bad)
+
+
+def test_the_manifest_says_what_is_saved_recomputed_and_why():
+    g = sourcegrad.grad(spring, wrt=(0, 1), memory=1000)
+    g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
+    by_status = {}
+    for e in g.saved:
+        by_status.setdefault(e["status"], set()).add(e["name"])
+        assert e["why"] and e["bytes"] == 8
+    assert by_status["snapshot"] == {"t", "v", "x"}
+    assert {"x", "v"} <= by_status["recomputed"] and len(by_status["recomputed"]) >= 5
+    assert by_status["saved per trip of a segment"] == {"x", "v"}
+    k = next(e["every"] for e in g.saved if e["status"] == "snapshot")
+    assert k == 1000 // (2 * 16)  # a segment's two floats per trip fill half the budget
+    from sourcegrad.checkpointing import saved_bytes
+    assert saved_bytes(g.saved, 10 ** 6) <= 1000 + 16 + 24 * -(-10 ** 6 // k)
+    assert 16 * 10 ** 6 > saved_bytes(g.saved, 10 ** 6)
+
+
+def test_show_saved_prints_the_status(capsys, tmp_path):
+    from sourcegrad import cli
+    path = tmp_path / "rnn_file.py"
+    path.write_text("import numpy as np\n\n\ndef rnn(W, xs):\n    h = xs[0]\n"
+                    "    for t in range(xs.shape[0]):\n        h = np.tanh(W @ h + xs[t])\n"
+                    "    return np.sum(h)\n")
+    cli.main(["show", f"{path}:rnn", "--args", "W=(3, 3), xs=(16, 3)", "--saved",
+              "--checkpoint-loops", "4"])
+    out = capsys.readouterr().out
+    assert "for segment in reversed(range(" in out
+    assert "# line 6: for t in range(xs.shape[0]):  (snapshot of the loop's state taken every " \
+        "4 trips, checkpoint_loops=4)" in out
+    assert "#   h: shape (3,), float64, 24 bytes, line 6, snapshot: snapshot of the loop's " \
+        "state taken every 4 trips" in out
+    assert "recomputed: recomputed from the snapshot taken every 4 trips" in out
