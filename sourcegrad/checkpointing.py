@@ -32,15 +32,19 @@ every golden in generated/).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 
+from . import errors
 from .errors import SourceLocation
 from .memory_budget import segment_length
+from .optimize import RECOMPUTED_NOTE
 from .ir import (Assign, Call, Const, For, If, Marker, Pop, Push, Var, While, reads_of,
                  substitute_atom, walk, writes_of)
 
-__all__ = ["segment_loops", "known_trip_counts", "RECOMPUTED", "SNAPSHOT"]
+__all__ = ["checkpoint", "segment_loops", "recompute_regions", "known_trip_counts", "manifest",
+           "RECOMPUTED", "SNAPSHOT", "CHECKPOINTED"]
 
 # what the comments of the code that checkpointing writes say (the manifest reads them too)
 RECOMPUTED = "recomputed from the snapshot taken"
@@ -363,3 +367,92 @@ def saved_bytes(entries, trips) -> int:
         elif e["status"] == "saved per trip of a segment":
             total += e["bytes"] * min(e["every"] or trips, trips)
     return total
+
+
+# --- sourcegrad.checkpoint(fn): a call whose values the backward makes again -----------------
+
+CHECKPOINTED = "checkpoint: recomputed in the backward, not saved"
+
+
+class Checkpointed:
+    """`sourcegrad.checkpoint(fn)`: calls `fn`. Inside differentiated code the compiler inlines
+    it and marks its statements (`marked`), and the backward recomputes the values of the call
+    it reads (`recompute_regions`) instead of keeping them from the forward. Called on eager
+    tensors it is `sourcegrad.utils.checkpoint.checkpoint(fn, ..., use_reentrant=False)`."""
+
+    _sourcegrad_checkpoint = True  # (the frontend inlines a call of it, marked)
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        from .eager.tensor import Tensor  # (eager is loaded with sourcegrad; not the compiler)
+        if any(isinstance(a, Tensor) for a in list(args) + list(kwargs.values())):
+            from .utils.checkpoint import checkpoint as eager_checkpoint
+            return eager_checkpoint(self.__wrapped__, *args, use_reentrant=False, **kwargs)
+        return self.__wrapped__(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<sourcegrad.checkpoint of {getattr(self.__wrapped__, '__qualname__', '?')}>"
+
+
+def checkpoint(fn):
+    """Mark `fn`'s calls as checkpointed: the backward pass recomputes the intermediates of a
+    call instead of saving them (JAX's `checkpoint`, torch's `utils.checkpoint`). Use it as a
+    decorator on a helper, or as `y = checkpoint(block)(x, W)` inside the differentiated
+    function (`block` defined at module level). In compiled code a call made outside any loop
+    is recomputed; inside a loop use `grad(f, checkpoint_loops=k)`. The generated backward
+    recomputes the call's statements just before their first use, each commented with the
+    user's line and `checkpoint`; the call's inputs are what is kept."""
+    if not callable(fn):
+        raise errors.SourcegradError(f"checkpoint takes a function, got {type(fn).__name__}")
+    return Checkpointed(fn)
+
+
+checkpoint._sourcegrad_makes_checkpoint = True  # checkpoint(f) inside compiled code: made now
+
+
+def marked(stmts):
+    """The statements of an inlined checkpointed call, their lines marked (`CHECKPOINTED`)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, Assign) and s.loc is not None and CHECKPOINTED not in s.loc.text:
+            s = dataclasses.replace(s, loc=SourceLocation(
+                s.loc.file, s.loc.line, s.loc.col, f"{s.loc.text.strip()}  ({CHECKPOINTED})"))
+        out.append(s)
+    return out
+
+
+def recompute_regions(fn, forward, backward, namer):
+    """The sweeps with the values of checkpointed calls (statements `marked`, at the top level
+    of the forward, assigned once) that the backward reads made again in the backward, under
+    their own names, just before the first backward statement that reads one. What the calls
+    read from outside them stays saved. Returns (forward, backward) unchanged when there is
+    nothing to recompute (no checkpoint was asked: every golden is unchanged)."""
+    marked_defs = {s.target: s for s in forward if isinstance(s, Assign) and s.loc is not None
+                   and CHECKPOINTED in s.loc.text}
+    if not marked_defs:
+        return forward, backward
+    counts = {}
+    for s in walk(forward + backward):
+        for n in writes_of(s):
+            counts[n] = counts.get(n, 0) + 1
+    regions = {n: s for n, s in marked_defs.items() if counts.get(n) == 1 and n not in fn.params}
+    read = {n for s in walk(backward) for n in reads_of(s)}
+    chain, todo = set(), [n for n in regions if n in read]
+    while todo:
+        n = todo.pop()
+        if n in chain:
+            continue
+        chain.add(n)
+        todo += [m for m in reads_of(regions[n]) if m in regions]
+    if not chain:
+        return forward, backward
+    copies = [s for s in forward if isinstance(s, Assign) and s.target in chain]
+    mapping = {s.target: Var(namer.fresh(s.target)) for s in copies}
+    copies = [dataclasses.replace(s, note=RECOMPUTED_NOTE) for s in _renamed(copies, mapping)]
+    backward = _renamed(backward, mapping)
+    first = next(i for i, s in enumerate(backward)
+                 if any(n in {v.name for v in mapping.values()} for t in walk([s])
+                        for n in reads_of(t)))
+    return forward, backward[:first] + copies + backward[first:]

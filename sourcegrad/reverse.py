@@ -976,6 +976,8 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
                 for n in sorted(rev.placeholders - set(init)) if n in rev.sites]
     forward += _forward(fn.body[:-1], push, rev, fn.loc)
     backward = _finish_backward(backward, push)
+    # the values of sourcegrad.checkpoint(f) calls are made again, not saved (checkpointing)
+    forward, backward = checkpointing.recompute_regions(fn, forward, backward, namer)
     if memory_plan is not None:  # recompute loops' trips instead of saving them all
         forward, backward, _ = checkpointing.segment_loops(
             memory_plan, fn, forward, backward, namer, env,

@@ -148,3 +148,97 @@ def test_show_saved_prints_the_status(capsys, tmp_path):
     assert "#   h: shape (3,), float64, 24 bytes, line 6, snapshot: snapshot of the loop's " \
         "state taken every 4 trips" in out
     assert "recomputed: recomputed from the snapshot taken every 4 trips" in out
+
+
+# --- sourcegrad.checkpoint(f) in compiled code -----------------------------------------------
+
+def block(x, W):
+    h = np.tanh(x @ W)
+    return np.exp(h) * h
+
+
+@sourcegrad.checkpoint
+def helper(x, V):
+    return np.sin(x @ V) * x.sum()
+
+
+def with_checkpoints(x, W, V):
+    u = x * 2.0
+    y = sourcegrad.checkpoint(block)(u, W)
+    z = helper(y, V) + y
+    return np.sum(z ** 2)
+
+
+def without_checkpoints(x, W, V):
+    u = x * 2.0
+    y = block(u, W)
+    z = helper.__wrapped__(y, V) + y
+    return np.sum(z ** 2)
+
+
+def checkpoint_in_a_loop(x, W):
+    for _ in range(3):
+        x = helper(x, W)
+    return np.sum(x)
+
+
+def _block_args():
+    rng = np.random.default_rng(2)
+    return rng.normal(size=(5, 4)), rng.normal(size=(4, 4)) * 0.5, rng.normal(size=(4, 4)) * 0.5
+
+
+def test_checkpointed_calls_are_recomputed_in_the_backward():
+    args = _block_args()
+    g = sourcegrad.value_and_grad(with_checkpoints, wrt=(0, 1, 2))
+    value, got = g(*args)
+    expected_value, expected = sourcegrad.value_and_grad(without_checkpoints, wrt=(0, 1, 2))(*args)
+    assert value == expected_value
+    for e, r in zip(expected, got):
+        np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+    for pos in range(3):
+        np.testing.assert_allclose(got[pos], numeric_grad(with_checkpoints, args, pos),
+                                   rtol=1e-6, atol=1e-8)
+    source = g.source
+    # the backward makes the call's values again (its own names, noted), the user's line named
+    assert "block_h_1 = np.tanh(u.dot(W))  # checkpoint" in source
+    assert f"# backward of line {block.__code__.co_firstlineno + 1}: h = np.tanh(x @ W)  " \
+        "(checkpoint: recomputed in the backward, not saved)" in source
+    # what the backward keeps from the forward: the calls' inputs (and z, made outside them),
+    # not their intermediates
+    kept = {e["name"] for e in g.saved if not e["input"]}
+    assert kept == {"u", "z"}, kept
+    plain = sourcegrad.value_and_grad(without_checkpoints, wrt=(0, 1, 2))
+    plain(*args)
+    assert {e["name"] for e in plain.saved if not e["input"]} > {"u", "z"}
+
+
+def test_a_checkpointed_call_in_a_loop_is_inlined_and_correct():
+    x, W, _ = _block_args()
+    got = sourcegrad.grad(checkpoint_in_a_loop, wrt=(0, 1))(x, W)
+    for pos in range(2):
+        np.testing.assert_allclose(got[pos], numeric_grad(checkpoint_in_a_loop, (x, W), pos),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def test_checkpoint_outside_compiled_code():
+    x, W, V = _block_args()
+    np.testing.assert_array_equal(helper(x, V), np.sin(x @ V) * x.sum())
+    with pytest.raises(errors.SourcegradError, match="takes a function"):
+        sourcegrad.checkpoint(3.0)
+
+
+def test_checkpoint_on_eager_tensors_is_torchs():
+    torch = pytest.importorskip("torch")
+    import torch.utils.checkpoint as torch_checkpoint
+    x, W, V = _block_args()
+
+    def run(lib, ck):
+        xt, vt = lib.tensor(x, requires_grad=True), lib.tensor(V, requires_grad=True)
+        y = ck(lambda a, b: lib.sin(a @ b) * a.sum(), xt, vt)
+        (y ** 2).sum().backward()
+        return xt.grad.numpy(), vt.grad.numpy()
+
+    expected = run(torch, lambda f, *a: torch_checkpoint.checkpoint(f, *a, use_reentrant=False))
+    got = run(sourcegrad, lambda f, *a: sourcegrad.checkpoint(f)(*a))
+    for e, r in zip(expected, got):
+        np.testing.assert_allclose(r, e, rtol=1e-12)
