@@ -8,8 +8,9 @@ of a loop (`sourcegrad.checkpointing`), from the plan and what the loop saves:
 - `checkpoint_loops=k`: k as given; `"sqrt"`: ceil(sqrt(n)) for n trips known when compiling.
 - `memory=B` (bytes): a segment's saved values fit in half the budget (k = B / (2 * per_trip)),
   leaving the other half to the snapshots, one per k trips: a loop of n trips fits when
-  n <= k * B / (2 * per_snapshot) (about 10^9 trips for the damped spring in 1 MB). A loop
-  of known length takes the k that minimises the sum, sqrt(n * per_snapshot / per_trip).
+  n <= k * B / (2 * per_snapshot) (about 6 x 10^8 trips for the damped spring in 1 MB). A loop
+  of known length takes the k that minimises the sum, sqrt(n * per_snapshot / per_trip), when
+  it fits.
 - `memory="min"`: the fewest saved bytes at one extra forward: that same optimum for a known
   length, k = 1024 for a while loop (O(sqrt(n)) memory while n stays below about 10^6).
 
@@ -73,8 +74,7 @@ def segment_length(plan, trips, per_trip, per_snapshot) -> int:
     fits = max(1, plan.memory // max(2 * per_trip, 1))
     if trips is None:
         return fits
-    return min(fits, _optimum(trips, per_trip, per_snapshot)) if \
-        _optimum(trips, per_trip, per_snapshot) <= fits else fits
+    return min(fits, _optimum(trips, per_trip, per_snapshot))
 
 
 def _optimum(trips, per_trip, per_snapshot):
