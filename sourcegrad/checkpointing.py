@@ -39,8 +39,9 @@ import re
 from . import errors
 from .errors import SourceLocation
 from .memory_budget import segment_length
+from .ops import RULES
 from .optimize import RECOMPUTED_NOTE
-from .ir import (Assign, Call, Const, For, If, Marker, Pop, Push, Var, While, reads_of,
+from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Var, While, reads_of,
                  substitute_atom, walk, writes_of)
 
 __all__ = ["checkpoint", "segment_loops", "recompute_regions", "known_trip_counts", "manifest",
@@ -66,6 +67,8 @@ def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
         fwd, bwd = forward[fi], backward[bi]
         if not any(isinstance(s, Push) for s in walk(fwd.body)):
             continue  # it saves nothing per trip
+        if not _replayable(fwd):
+            continue  # running a trip again would print again, or draw other numbers
         trips = (trip_counts or {}).get(loop.loc.line)
         if trips is not None and trips <= 1:
             continue  # nothing to gain (and a loop that never runs has no values inferred)
@@ -84,6 +87,18 @@ def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
         forward[fi], backward[bi] = made
         done.append((loop.loc.line, k, type(loop).__name__.lower()))
     return forward, backward, done
+
+
+def _replayable(loop) -> bool:
+    """May the backward run the loop's trips again? Not when a trip has an effect: a call made
+    for it (`print`) or an impure one (a random draw: the replay would draw other numbers, and
+    the gradient would be that of another sample)."""
+    for s in walk(loop.test_body + loop.body if isinstance(loop, While) else loop.body):
+        if isinstance(s, ExprStmt):
+            return False
+        if isinstance(s, Assign) and isinstance(s.value, Call) and not RULES[s.value.op].pure:
+            return False
+    return True
 
 
 def _bytes(env, atom) -> int:
@@ -437,7 +452,9 @@ def recompute_regions(fn, forward, backward, namer):
     for s in walk(forward + backward):
         for n in writes_of(s):
             counts[n] = counts.get(n, 0) + 1
-    regions = {n: s for n, s in marked_defs.items() if counts.get(n) == 1 and n not in fn.params}
+    # (a draw is never made again: the backward reads the sample the forward drew)
+    regions = {n: s for n, s in marked_defs.items() if counts.get(n) == 1 and n not in fn.params
+               and not (isinstance(s.value, Call) and not RULES[s.value.op].pure)}
     read = {n for s in walk(backward) for n in reads_of(s)}
     chain, todo = set(), [n for n in regions if n in read]
     while todo:

@@ -242,3 +242,45 @@ def test_checkpoint_on_eager_tensors_is_torchs():
     got = run(sourcegrad, lambda f, *a: sourcegrad.checkpoint(f)(*a))
     for e, r in zip(expected, got):
         np.testing.assert_allclose(r, e, rtol=1e-12)
+
+
+RNG = np.random.RandomState(0)
+
+
+def noisy_walk(x, n):
+    for _ in range(n):
+        x = np.tanh(x + 0.1 * RNG.standard_normal(x.shape))
+    return np.sum(x)
+
+
+def test_a_loop_that_draws_is_not_replayed():
+    """Running its trips again would draw other numbers: the loop keeps every trip."""
+    x = np.linspace(-1.0, 1.0, 4)
+    g = sourcegrad.grad(noisy_walk, checkpoint_loops=2)
+    RNG.seed(5)
+    got = g(x, 6)
+    RNG.seed(5)
+    expected = sourcegrad.grad(noisy_walk)(x, 6)
+    np.testing.assert_array_equal(got, expected)
+    assert "segment" not in g.source
+
+
+@sourcegrad.checkpoint
+def noisy_block(x):
+    eps = RNG.standard_normal(x.shape)
+    return np.tanh(x + 0.1 * eps) * eps
+
+
+def noisy_checkpointed(x):
+    return np.sum(noisy_block(x) ** 2)
+
+
+def test_a_checkpointed_call_that_draws_keeps_its_sample():
+    x = np.linspace(-1.0, 1.0, 4)
+    RNG.seed(3)
+    got = sourcegrad.grad(noisy_checkpointed)(x)
+    RNG.seed(3)
+    eps = RNG.standard_normal(4)
+    y = np.tanh(x + 0.1 * eps) * eps
+    np.testing.assert_allclose(got, 2.0 * y * eps * (1.0 - np.tanh(x + 0.1 * eps) ** 2),
+                               rtol=1e-12)
