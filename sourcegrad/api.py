@@ -760,7 +760,8 @@ class Gradient(staticmethod):
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
             avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
             primal, env = pipeline.specialised(primal, self.ir(args), avals,
-                                               [primal.params[i] for i in self.wrt])
+                                               [primal.params[i] for i in self.wrt],
+                                               batch_rows=self.memory_plan is None)
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             optimized, functions = self._differentiate(primal, env, namer, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
@@ -1270,7 +1271,7 @@ def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None):
     if fn is None:
         return lambda f: _made(f, wrt, with_value, backend, has_aux, kind, plan)
     if kind is Gradient and has_aux and not with_value:
-        return AuxGradient(fn, wrt, backend)
+        return AuxGradient(fn, wrt, backend, plan)
     if plan is not None:  # (checkpointing: sourcegrad.checkpointing)
         return kind(fn, wrt, with_value, backend, has_aux, memory_plan=plan)
     return kind(fn, wrt, with_value, backend, has_aux)
@@ -1323,8 +1324,8 @@ class AuxGradient:
     The generated code returns `(aux, gradient)` (aux where a value goes, so the compiled
     gradient's machinery for a value serves it); this puts the pair in JAX's order."""
 
-    def __init__(self, fn, wrt, backend="auto"):
-        self.gradient = Gradient(fn, wrt, False, backend, has_aux=True)
+    def __init__(self, fn, wrt, backend="auto", memory_plan=None):
+        self.gradient = Gradient(fn, wrt, False, backend, has_aux=True, memory_plan=memory_plan)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):

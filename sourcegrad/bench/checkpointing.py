@@ -79,8 +79,7 @@ def measure(label, fn, wrt, args, trips, budget=BUDGET, repeats=3):
                 for g, e in zip(got, expected))
     per_trip = sum(e["bytes"] for e in planned.saved
                    if e["status"] == "saved per trip of a segment")
-    made_once = sum(e["bytes"] for e in planned.saved
-                    if e["status"] == "saved" and not e["input"])
+    made_once = sum(e["bytes"] for e in plain.saved if not e["input"])
     rows = []
     for name, g, saved in (("none", plain, made_once + per_trip * trips),
                            (f"memory={budget}", planned, saved_bytes(planned.saved, trips))):

@@ -284,3 +284,20 @@ def test_a_checkpointed_call_that_draws_keeps_its_sample():
     y = np.tanh(x + 0.1 * eps) * eps
     np.testing.assert_allclose(got, 2.0 * y * eps * (1.0 - np.tanh(x + 0.1 * eps) ** 2),
                                rtol=1e-12)
+
+
+def rnn_with_aux(W, U, b, h0, xs):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+    return np.sum(h ** 2), h
+
+
+def test_has_aux_keeps_the_plan():
+    args = _rnn_args(9)
+    g = sourcegrad.grad(rnn_with_aux, wrt=0, has_aux=True, checkpoint_loops=3)
+    grad, aux = g(*args)
+    expected, expected_aux = sourcegrad.grad(rnn_with_aux, wrt=0, has_aux=True)(*args)
+    np.testing.assert_allclose(grad, expected, rtol=1e-12)
+    np.testing.assert_allclose(aux, expected_aux, rtol=1e-14)  # (rows, not one product)
+    assert "segment" in g.source
