@@ -7,12 +7,13 @@ for code written against torch's autograd.
 """
 from .api import (JVP, VJP, Gradient, check_grad, elementwise_grad, grad, grad_and_aux, hessian,
                   hvp, jacobian, jvp, show, value_and_grad, vjp)
+from .checkpointing import checkpoint
 from .errors import (NameResolutionError, NoRuleError, NonDifferentiableInputError,
                      NonScalarOutputError, ShapeError, SourceLocation, SourceNotFoundError,
                      SourcegradError, UnsupportedSyntaxError, WrtError)
 
 from ._version import __version__
-__all__ = ["Gradient", "VJP", "JVP", "check_grad", "grad", "jacobian", "hessian", "hvp", "jvp",
+__all__ = ["Gradient", "VJP", "JVP", "check_grad", "checkpoint", "grad", "jacobian", "hessian", "hvp", "jvp",
            "show", "value_and_grad", "vjp", "elementwise_grad", "grad_and_aux",
            "SourcegradError",
            "SourceLocation", "UnsupportedSyntaxError", "SourceNotFoundError", "NoRuleError",

@@ -56,6 +56,8 @@ from .names import Namer
 from .optimize import hoist_loop_invariants, makes_new_value, optimize
 from .forward import derivative, forward_mode
 from .reverse import reverse, split_vjp
+from .memory_budget import memory_plan
+from . import checkpointing
 from .ops import RULES, TEMPLATE_NAMESPACE, rule_for_function
 from .source_check import check_current
 
@@ -369,7 +371,8 @@ class Gradient(staticmethod):
     _single: bool
 
     def __init__(self, fn: Callable[..., Any], wrt: Wrt = 0, with_value: bool = False,
-                 backend: str = "auto", has_aux: bool = False) -> None:
+                 backend: str = "auto", has_aux: bool = False, memory_plan: Any = None) -> None:
+        self.memory_plan = memory_plan  # checkpointing.MemoryPlan: recompute, not save
         self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
         if self.inner is not None and (self.inner.with_value or not self.inner._single):
             raise errors.SourcegradError("a higher-order gradient needs an inner gradient with "
@@ -401,7 +404,8 @@ class Gradient(staticmethod):
         # compiled code is shared by every Gradient of the same function, wrt and backend
         with _SHARED_LOCK:
             self._cache = _compiled_for(fn).setdefault(
-                (self.wrt, self._single, with_value, backend, type(self).__name__, has_aux), {})
+                (self.wrt, self._single, with_value, backend, type(self).__name__, has_aux,
+                 memory_plan), {})
         self._owner = inspect.unwrap(fn)  # whose __code__ the compiled code was built from
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
@@ -775,7 +779,8 @@ class Gradient(staticmethod):
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
             avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
             primal, env = pipeline.specialised(primal, self.ir(args), avals,
-                                               [primal.params[i] for i in self.wrt])
+                                               [primal.params[i] for i in self.wrt],
+                                               batch_rows=self.memory_plan is None)
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             optimized, functions = self._differentiate(primal, env, namer, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
@@ -800,6 +805,8 @@ class Gradient(staticmethod):
             if self.backend_for(args) == "dask":
                 dask_backend.check_source(source, info.file)
             saved = _saved_values(optimized, forward | set(primal.params), env)
+            if self.memory_plan is not None:  # what was saved, what recomputed, and why
+                saved = checkpointing.manifest(saved, optimized, env)
             finish = self._finisher(args, optimized, env) if not self.pullback and \
                 not isinstance(self, JVP) else self._finisher(args)
             names = [f.name for f in functions]
@@ -842,7 +849,8 @@ class Gradient(staticmethod):
                             (self.value_asked, self.has_aux),
                             self.backend_for(args), repr(signature), to_transform,
                             primal.name,
-                            primal.params, repr(primal.body), sorted(primal.user_names), free)
+                            primal.params, repr(primal.body), sorted(primal.user_names), free,
+                            *(() if self.memory_plan is None else (repr(self.memory_plan),)))
         return text, tuple(identities)
 
     def _from_disk(self, hit, args):
@@ -919,7 +927,8 @@ class Gradient(staticmethod):
             return optimized, [optimized]
         cotangent = namer.fresh("g") if self.pullback else None
         grad_ir = reverse(primal, list(self.wrt), env, namer, self.value_asked,
-                          as_tuple=not self._single, cotangent=cotangent, has_aux=self.has_aux)
+                          as_tuple=not self._single, cotangent=cotangent, has_aux=self.has_aux,
+                          memory_plan=self.memory_plan)
         optimized = optimize(grad_ir, _shapes(env), _dtypes(env), keep_residuals=self.pullback,
                              backend=self.backend_for(args), numbers=_numbers(env))
         if self.pullback:
@@ -1293,17 +1302,21 @@ def _wrt_of(wrt, argnums, argnum, default=0):
     return given[0][1] if given else default
 
 
-def _made(fn, wrt, with_value, backend, has_aux, kind):
+def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None):
     """`kind(fn, ...)`, or a decorator making it when fn is None (`@grad(wrt=1)`)."""
     if fn is None:
-        return lambda f: _made(f, wrt, with_value, backend, has_aux, kind)
+        return lambda f: _made(f, wrt, with_value, backend, has_aux, kind, plan)
     if kind is Gradient and has_aux and not with_value:
-        return AuxGradient(fn, wrt, backend)
+        return AuxGradient(fn, wrt, backend, plan)
+    if plan is not None:  # (checkpointing: sourcegrad.checkpointing)
+        return kind(fn, wrt, with_value, backend, has_aux, memory_plan=plan)
     return kind(fn, wrt, with_value, backend, has_aux)
 
 
 def grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums: Wrt = _UNSET,
-         argnum: Wrt = _UNSET, has_aux: bool = False, backend: str = "auto") -> Any:
+         argnum: Wrt = _UNSET, has_aux: bool = False, backend: str = "auto",
+         checkpoint_loops: Union[int, str, None] = None,
+         memory: Union[int, str, None] = None) -> Any:
     """The gradient of a scalar-valued numpy function, as generated Python source.
 
     `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
@@ -1316,8 +1329,13 @@ def grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums:
 
     `backend` is "numpy", "cupy" or "auto" (the default: CuPy code for CuPy arrays, numpy
     code otherwise); code is generated once per backend and input signature.
+
+    `checkpoint_loops=k` (an int, or "sqrt") and `memory=` (bytes, or "min") trade time for
+    memory: loops keep a snapshot every k trips and recompute the rest in the backward
+    (`sourcegrad.checkpointing`, `sourcegrad.memory_budget`).
     """
-    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, has_aux, Gradient)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, has_aux, Gradient,
+                 memory_plan(checkpoint_loops, memory))
 
 
 # grad(f) written inside differentiated code is made while compiling (frontend)
@@ -1326,10 +1344,12 @@ grad._sourcegrad_makes_gradient = True  # type: ignore[attr-defined]
 
 def value_and_grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
                    argnums: Wrt = _UNSET, argnum: Wrt = _UNSET, has_aux: bool = False,
-                   backend: str = "auto") -> Any:
+                   backend: str = "auto", checkpoint_loops: Union[int, str, None] = None,
+                   memory: Union[int, str, None] = None) -> Any:
     """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
     JAX) it is `((output, aux), gradient)`."""
-    return _made(fn, _wrt_of(wrt, argnums, argnum), True, backend, has_aux, Gradient)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), True, backend, has_aux, Gradient,
+                 memory_plan(checkpoint_loops, memory))
 
 
 def grad_and_aux(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
@@ -1345,8 +1365,8 @@ class AuxGradient:
     The generated code returns `(aux, gradient)` (aux where a value goes, so the compiled
     gradient's machinery for a value serves it); this puts the pair in JAX's order."""
 
-    def __init__(self, fn, wrt, backend="auto"):
-        self.gradient = Gradient(fn, wrt, False, backend, has_aux=True)
+    def __init__(self, fn, wrt, backend="auto", memory_plan=None):
+        self.gradient = Gradient(fn, wrt, False, backend, has_aux=True, memory_plan=memory_plan)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:

@@ -25,11 +25,12 @@ import inspect
 import os
 import sys
 from types import ModuleType
-from typing import Any, Callable, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from . import api, errors
+from .memory_budget import memory_plan
 from ._version import __version__
 
 Wrt = Union[int, str, tuple[Union[int, str], ...]]
@@ -197,16 +198,19 @@ def cmd_show(args: argparse.Namespace) -> int:
         _example_args(module, func_name, path)
     wrt = _parse_wrt(args.wrt)
     kind: Callable[..., Any] = api.JVP if args.forward else api.Gradient
+    plan = _memory_plan(args)
     g = kind(fn, wrt if not args.forward or isinstance(wrt, tuple) else (wrt,),
-             backend=args.backend)
+             backend=args.backend, **({"memory_plan": plan} if plan is not None else {}))
     compiled = g.compile(tuple(inputs))
     print(_highlight(compiled.source), end="")
     if args.saved:
         print("\n# saved for the backward pass:")
         for item in compiled.saved:
             origin = "input" if item["input"] else f"line {item['line']}"
+            why = f"{item['status']}: {item['why']}" if "why" in item else \
+                f"read by {', '.join(item['read_by'])}"  # (the status under a memory plan)
             print(f"#   {item['name']}: shape {item['shape']}, {item['dtype']}, "
-                  f"{item['bytes']} bytes, {origin}, read by {', '.join(item['read_by'])}")
+                  f"{item['bytes']} bytes, {origin}, {why}")
     return 0
 
 
@@ -232,6 +236,16 @@ def _show_module(cls: Any, args: argparse.Namespace) -> int:
                for v in inputs])
     print(_highlight(compiled.source), end="")
     return 0
+
+
+def _memory_plan(args: argparse.Namespace) -> Any:
+    """show's --memory and --checkpoint-loops as grad's memory plan (None for neither)."""
+    def number(text: Optional[str]) -> Any:
+        return None if text is None else text if not text.isdigit() else int(text)
+    try:
+        return memory_plan(number(args.checkpoint_loops), number(args.memory))
+    except errors.SourcegradError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def golden_files(examples_dir: str) -> list[tuple[str, str]]:
@@ -366,6 +380,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print the forward-mode (JVP) code instead of the gradient")
     show.add_argument("--backend", default="numpy", choices=("numpy", "cupy", "dask"),
                       help="the array library the generated code calls")
+    show.add_argument("--memory", default=None, metavar="BYTES|min",
+                      help="a saved-value budget (grad's memory=): loops are checkpointed")
+    show.add_argument("--checkpoint-loops", default=None, metavar="K|sqrt",
+                      help="a snapshot every K trips of each loop (grad's checkpoint_loops=)")
     gen = sub.add_parser("gen", help="regenerate generated/ from the examples")
     gen.add_argument("--check", action="store_true", help="fail when a file is stale")
     gen.add_argument("--examples", default=None, metavar="DIR",

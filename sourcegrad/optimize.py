@@ -123,6 +123,11 @@ def _hashable(atom):
     return None
 
 
+# the note of a value the backward makes again on purpose (sourcegrad.checkpoint): it is not
+# merged with the forward's equal value, which would keep that value instead
+RECOMPUTED_NOTE = "checkpoint"
+
+
 def propagate_copies_and_cse(body: list, params=()) -> list:
     counts = _assign_counts(body, params)
     single = lambda n: counts[n] <= 1  # noqa: E731
@@ -164,7 +169,7 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                     mapping[stmt.target] = mapping.get(inner.name, inner)
                     continue
                 elif RULES[value.op].pure and all(counts[n] <= 1 for n in reads_of(stmt)) \
-                        and stmt.target not in handed_over:
+                        and stmt.target not in handed_over and stmt.note != RECOMPUTED_NOTE:
                     # `math.cos(x)` and `np.cos(x)` are one computation (one rule family)
                     key = (RULES[value.op].family, tuple(map(_hashable, value.args)),
                            tuple((k, _hashable(a)) for k, a in value.kwargs))
@@ -1197,7 +1202,7 @@ def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
         aval = env.get(atom.name) if isinstance(atom, Var) else None
         return aval is not None and atom.name not in written and \
             getattr(aval.stand_in, "dtype", np.dtype(float)).kind == "f" and \
-            (aval.shape == () or aval.shape == env[row.name].shape)
+            (aval.shape == () or row.name in env and aval.shape == env[row.name].shape)
 
     def shifted(rows, term, loc):
         name = fresh(f"{rows}_plus_{term.name if isinstance(term, Var) else 'c'}")

@@ -29,14 +29,16 @@ from .branches import decide_branches
 from .optimize import batch_row_products, hoist_loop_invariants, negate_products
 
 
-def specialised(primal, written, avals, wrt_names):
+def specialised(primal, written, avals, wrt_names, batch_rows=True):
     """Stages 3-6: the (hoisted) primal IR specialised to the inputs' abstract values `avals`.
 
     Takes the IR after stage 2 and the IR as written (`written`, before hoisting: the in-place
     check reads values where the user wrote them). Gives `(IR, {name: AVal})`: shapes
     inferred, decided branches kept once (repeated: a decided branch may decide a flag, an
     early return's), the rewrites applied (each followed by inference again), and the
-    checks passed (or a located SourcegradError)."""
+    checks passed (or a located SourcegradError). `batch_rows=False` (under a memory plan)
+    leaves per-row products per row: their batched form is an array per trip, made once and
+    kept (for the RNN as large as the per-trip values checkpointing does without)."""
     env = infer_shapes(primal, avals)
     decided = decide_branches(primal, env)
     while decided is not primal:
@@ -44,7 +46,9 @@ def specialised(primal, written, avals, wrt_names):
         decided = decide_branches(primal, env)
     # (hoisted again after the batching: the product it makes for an inner loop is invariant
     # in an outer one)
-    for rewrite in (batch_row_products, _hoisted_again, negate_products):
+    rewrites = (batch_row_products, _hoisted_again, negate_products) if batch_rows else \
+        (negate_products,)
+    for rewrite in rewrites:
         rewritten = rewrite(primal, env)
         if rewritten is not primal:
             primal, env = rewritten, infer_shapes(rewritten, avals)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from . import errors
+from . import checkpointing, errors
 import numpy as np
 
 from .analysis import (UNKNOWN, AVal, abstract_call, active_values, aval_of, holds_complex,
@@ -951,7 +951,7 @@ def _finish_backward(stmts, push):
 
 def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
             as_tuple: bool = False, cotangent: str | None = None,
-            has_aux: bool = False) -> Function:
+            has_aux: bool = False, memory_plan=None) -> Function:
     """See the module docstring. With `cotangent` (a name), the adjoint of the output is that
     name instead of 1.0, the output may be an array, and the value is returned too: the
     body is then forward + Marker + backward, ready for `split_vjp`. With `has_aux`, fn
@@ -1007,6 +1007,12 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
                 for n in sorted(rev.placeholders - set(init)) if n in rev.sites]
     forward += _forward(fn.body[:-1], push, rev, fn.loc)
     backward = _finish_backward(backward, push)
+    # the values of sourcegrad.checkpoint(f) calls are made again, not saved (checkpointing)
+    forward, backward = checkpointing.recompute_regions(fn, forward, backward, namer)
+    if memory_plan is not None:  # recompute loops' trips instead of saving them all
+        forward, backward, _ = checkpointing.segment_loops(
+            memory_plan, fn, forward, backward, namer, env,
+            checkpointing.known_trip_counts(fn, env))
 
     result = grads[0] if len(grads) == 1 and not as_tuple else Tup(tuple(grads))
     value = ret.value
@@ -1026,7 +1032,8 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
     body = forward + [Marker()] + backward + [Return(result, ret.loc)]
     suffix = "_".join(f"d{n}" for n in wrt_names)
     name = f"d{fn.name}_{suffix}" if not with_value else f"value_and_d{fn.name}_{suffix}"
-    stack = namer.fresh("saved") if push or any(c[1] for c in rev.counters.values()) else "saved"
+    stack = namer.fresh("saved") if push or any(c[1] for c in rev.counters.values()) or \
+        any(isinstance(s, Push) for s in walk(forward)) else "saved"
     return Function(name, list(fn.params), body, fn.source_file, fn.loc, dict(fn.free),
                     set(fn.user_names), list(fn.dependencies), stack)
 

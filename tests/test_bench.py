@@ -130,3 +130,17 @@ def test_dask_benchmark_checks_and_reports(tmp_path, capsys):
     assert "sourcegrad, backend dask" in variants and "hand-written dask.array" in variants
     assert all(r["rows_per_s"] > 0 for r in report["results"])
     assert "sourcegrad / hand-written dask" in capsys.readouterr().out
+
+
+def test_checkpointing_bench_quick_rows():
+    """python -m sourcegrad.bench.checkpointing: same gradients, less saved for the RNN."""
+    from sourcegrad.bench import checkpointing as bench
+    rows = []
+    for label, fn, wrt, args, trips in bench.cases(quick=True):
+        rows += bench.measure(label, fn, wrt, args, trips, budget=4000, repeats=1)
+    assert all(r["rel_error"] < 1e-12 for r in rows)
+    by = {(r["case"], r["plan"]): r for r in rows}
+    for case in {r["case"] for r in rows}:
+        plain, planned = by[(case, "none")], by[(case, "memory=4000")]
+        assert planned["saved_bytes"] < plain["saved_bytes"]
+    assert "| spring, 1000 steps | memory=4000 |" in bench.markdown(rows)

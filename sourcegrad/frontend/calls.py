@@ -10,7 +10,7 @@ import types
 import gast
 import numpy as np
 
-from .. import errors, random_draws
+from .. import checkpointing, errors, random_draws
 from ..ir import Const, Slc, Tup, Var
 from ..ops import array_methods, op_for_method, rule_for_function, RULES
 from .source import parse
@@ -70,6 +70,10 @@ class CallsMixin:
         obj = target.obj
         if obj in COMPILE_TIME_BUILTINS and rule_for_function(obj) is None:
             return getattr(self, COMPILE_TIME_BUILTINS[obj])(node, name)
+        if getattr(obj, "_sourcegrad_makes_checkpoint", False):  # checkpoint(f): made now
+            return self.make_gradient(obj, node)
+        if getattr(obj, "_sourcegrad_checkpoint", False):
+            return self.checkpointed_call(obj, node, name)
         if getattr(obj, "_sourcegrad_makes_gradient", False):
             return self.make_gradient(obj, node)
         if getattr(obj, "_sourcegrad_gradient", False):
@@ -241,6 +245,15 @@ class CallsMixin:
         for pname, value in (fn.__kwdefaults__ or {}).items():
             defaults[pname] = child.classify(value, pname, tree)
         return self.run_inlined(child, tree, tree.args, tree.body, args, kwargs, defaults, node)
+
+    def checkpointed_call(self, checkpointed, node, name):
+        """A call of `sourcegrad.checkpoint(f)`: f inlined, its statements marked so that the
+        backward recomputes what it reads of them (`checkpointing.recompute_regions`)."""
+        args, kwargs = self.call_args(node)
+        out, start = self.out, len(self.out)
+        result = self.inline(checkpointed.__wrapped__, args, kwargs, node, name)
+        out[start:] = checkpointing.marked(out[start:])
+        return result
 
     def inline_local(self, local_fn, args, kwargs, node, name):
         scope = local_fn.scope

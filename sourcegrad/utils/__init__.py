@@ -1,4 +1,5 @@
-"""`sourcegrad.utils`: `data` (datasets, samplers, DataLoader), as torch.utils."""
-from . import data
+"""`sourcegrad.utils`: `data` (datasets, samplers, DataLoader) and `checkpoint` (activation
+checkpointing), as torch.utils."""
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

@@ -1,0 +1,303 @@
+"""Checkpointed loops and memory budgets: the same gradients (to rounding), fewer saved values."""
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import errors
+from sourcegrad.api import numeric_grad
+
+from .control_cases import CONTROL_CASES
+
+IDS = [f"{c[0].__name__}-{i}" for i, c in enumerate(CONTROL_CASES)]
+
+
+def _as_tuple(g, wrt):
+    return g if isinstance(wrt, tuple) else (g,)
+
+
+# every control-flow case, under the tightest plans: a snapshot every trip or two, and "min"
+@pytest.mark.parametrize("plan", [dict(checkpoint_loops=1), dict(memory=64),
+                                  pytest.param(dict(checkpoint_loops=2), marks=pytest.mark.fuzz),
+                                  pytest.param(dict(memory="min"), marks=pytest.mark.fuzz)],
+                         ids=["k1", "64B", "k2", "min"])
+@pytest.mark.parametrize("fn, make_args, wrt", CONTROL_CASES, ids=IDS)
+def test_control_flow_gradients_unchanged_under_a_tight_plan(fn, make_args, wrt, plan):
+    args = make_args(np.random.default_rng(0))
+    expected = _as_tuple(sourcegrad.grad(fn, wrt=wrt)(*args), wrt)
+    got = _as_tuple(sourcegrad.grad(fn, wrt=wrt, **plan)(*args), wrt)
+    for e, g in zip(expected, got):
+        assert np.shape(g) == np.shape(e)
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+
+
+def spring(k, c, x0, v0, dt, T):
+    x = x0
+    v = v0
+    t = 0.0
+    while t < T:
+        a = -k * x - c * v
+        x = x + dt * v
+        v = v + dt * a
+        t = t + dt
+    return x * x + v * v
+
+
+def rnn(W, U, b, h0, xs):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+    return np.sum(h ** 2)
+
+
+def _rnn_args(steps):
+    rng = np.random.default_rng(1)
+    return (rng.normal(size=(6, 6)) * 0.3, rng.normal(size=(6, 4)), rng.normal(size=6),
+            rng.normal(size=6), rng.normal(size=(steps, 4)))
+
+
+@pytest.mark.parametrize("steps", [0, 1, 4, 5, 6, 23])
+@pytest.mark.parametrize("k", [1, 3, 5, "sqrt"])
+def test_for_loop_segments_of_every_length(steps, k):
+    """Trip counts below, at and past a segment's end, and a last segment cut short."""
+    args = _rnn_args(steps)
+    expected = sourcegrad.grad(rnn, wrt=(0, 1, 2))(*args)
+    got = sourcegrad.grad(rnn, wrt=(0, 1, 2), checkpoint_loops=k)(*args)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+    for pos in (0, 2):
+        np.testing.assert_allclose(got[pos], numeric_grad(rnn, args, pos), rtol=1e-6,
+                                   atol=1e-8)
+
+
+@pytest.mark.parametrize("T", [0.0, 0.005, 0.035, 0.045, 0.995])
+@pytest.mark.parametrize("k", [1, 4, 7])
+def test_while_loop_online_segments(T, k):
+    args = (4.0, 0.5, 1.0, 0.0, 0.01, T)
+    expected = sourcegrad.grad(spring, wrt=(0, 1))(*args)
+    got = sourcegrad.grad(spring, wrt=(0, 1), checkpoint_loops=k)(*args)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_the_stack_holds_snapshots_and_one_segment():
+    """What the backward keeps: n/k snapshots plus one segment's trips, not n trips."""
+    g = sourcegrad.grad(spring, wrt=(0, 1), checkpoint_loops=10)
+    longest = []
+
+    class Watched(list):
+        def append(self, v):
+            super().append(v)
+            longest.append(len(self))
+
+    g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)  # 100 trips
+    text = g.source
+    assert "saved.append(x)" in text and "recomputed from the snapshot taken every 10 trips, checkpoint_loops=10" \
+        in text
+    namespace = {"Watched": Watched}
+    module = text.replace("saved = []", "saved = Watched()")
+    exec(compile(module, "<spring>", "exec"), namespace)
+    fn = next(v for k, v in namespace.items() if k.startswith("dspring"))
+    assert fn(4.0, 0.5, 1.0, 0.0, 0.01, 0.995) == g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
+    # 10 snapshots of (t, v, x) and at most one segment of 10 trips of (x, v)
+    assert max(longest) <= 10 * 3 + 10 * 2
+
+
+def test_no_plan_changes_nothing():
+    args = _rnn_args(5)
+    plain = sourcegrad.grad(rnn, wrt=0)
+    plain(*args)
+    assert "segment" not in plain.source
+
+
+@pytest.mark.parametrize("bad", [dict(checkpoint_loops=0), dict(checkpoint_loops="log"),
+                                 dict(memory=-1), dict(memory="max"),
+                                 dict(memory=100, checkpoint_loops=2)])
+def test_bad_options_are_refused(bad):
+    with pytest.raises(errors.SourcegradError):
+        sourcegrad.grad(rnn, **bad)
+
+
+def test_the_manifest_says_what_is_saved_recomputed_and_why():
+    g = sourcegrad.grad(spring, wrt=(0, 1), memory=1000)
+    g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
+    by_status = {}
+    for e in g.saved:
+        by_status.setdefault(e["status"], set()).add(e["name"])
+        assert e["why"] and e["bytes"] == 8
+    assert by_status["snapshot"] == {"t", "v", "x"}
+    assert {"x", "v"} <= by_status["recomputed"] and len(by_status["recomputed"]) >= 5
+    assert by_status["saved per trip of a segment"] == {"x", "v"}
+    k = next(e["every"] for e in g.saved if e["status"] == "snapshot")
+    assert k == 1000 // (2 * 16)  # a segment's two floats per trip fill half the budget
+    from sourcegrad.checkpointing import saved_bytes
+    assert saved_bytes(g.saved, 10 ** 6) <= 1000 + 16 + 24 * -(-10 ** 6 // k)
+    assert 16 * 10 ** 6 > saved_bytes(g.saved, 10 ** 6)
+
+
+def test_show_saved_prints_the_status(capsys, tmp_path):
+    from sourcegrad import cli
+    path = tmp_path / "rnn_file.py"
+    path.write_text("import numpy as np\n\n\ndef rnn(W, xs):\n    h = xs[0]\n"
+                    "    for t in range(xs.shape[0]):\n        h = np.tanh(W @ h + xs[t])\n"
+                    "    return np.sum(h)\n")
+    cli.main(["show", f"{path}:rnn", "--args", "W=(3, 3), xs=(16, 3)", "--saved",
+              "--checkpoint-loops", "4"])
+    out = capsys.readouterr().out
+    assert "for segment in reversed(range(" in out
+    assert "# line 6: for t in range(xs.shape[0]):  (snapshot of the loop's state taken every " \
+        "4 trips, checkpoint_loops=4)" in out
+    assert "#   h: shape (3,), float64, 24 bytes, line 6, snapshot: snapshot of the loop's " \
+        "state taken every 4 trips" in out
+    assert "recomputed: recomputed from the snapshot taken every 4 trips" in out
+
+
+# --- sourcegrad.checkpoint(f) in compiled code -----------------------------------------------
+
+def block(x, W):
+    h = np.tanh(x @ W)
+    return np.exp(h) * h
+
+
+@sourcegrad.checkpoint
+def helper(x, V):
+    return np.sin(x @ V) * x.sum()
+
+
+def with_checkpoints(x, W, V):
+    u = x * 2.0
+    y = sourcegrad.checkpoint(block)(u, W)
+    z = helper(y, V) + y
+    return np.sum(z ** 2)
+
+
+def without_checkpoints(x, W, V):
+    u = x * 2.0
+    y = block(u, W)
+    z = helper.__wrapped__(y, V) + y
+    return np.sum(z ** 2)
+
+
+def checkpoint_in_a_loop(x, W):
+    for _ in range(3):
+        x = helper(x, W)
+    return np.sum(x)
+
+
+def _block_args():
+    rng = np.random.default_rng(2)
+    return rng.normal(size=(5, 4)), rng.normal(size=(4, 4)) * 0.5, rng.normal(size=(4, 4)) * 0.5
+
+
+def test_checkpointed_calls_are_recomputed_in_the_backward():
+    args = _block_args()
+    g = sourcegrad.value_and_grad(with_checkpoints, wrt=(0, 1, 2))
+    value, got = g(*args)
+    expected_value, expected = sourcegrad.value_and_grad(without_checkpoints, wrt=(0, 1, 2))(*args)
+    assert value == expected_value
+    for e, r in zip(expected, got):
+        np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+    for pos in range(3):
+        np.testing.assert_allclose(got[pos], numeric_grad(with_checkpoints, args, pos),
+                                   rtol=1e-6, atol=1e-8)
+    source = g.source
+    # the backward makes the call's values again (its own names, noted), the user's line named
+    assert "block_h_1 = np.tanh(u.dot(W))  # checkpoint" in source
+    assert f"# backward of line {block.__code__.co_firstlineno + 1}: h = np.tanh(x @ W)  " \
+        "(checkpoint: recomputed in the backward, not saved)" in source
+    # what the backward keeps from the forward: the calls' inputs (and z, made outside them),
+    # not their intermediates
+    kept = {e["name"] for e in g.saved if not e["input"]}
+    assert kept == {"u", "z"}, kept
+    plain = sourcegrad.value_and_grad(without_checkpoints, wrt=(0, 1, 2))
+    plain(*args)
+    assert {e["name"] for e in plain.saved if not e["input"]} > {"u", "z"}
+
+
+def test_a_checkpointed_call_in_a_loop_is_inlined_and_correct():
+    x, W, _ = _block_args()
+    got = sourcegrad.grad(checkpoint_in_a_loop, wrt=(0, 1))(x, W)
+    for pos in range(2):
+        np.testing.assert_allclose(got[pos], numeric_grad(checkpoint_in_a_loop, (x, W), pos),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def test_checkpoint_outside_compiled_code():
+    x, W, V = _block_args()
+    np.testing.assert_array_equal(helper(x, V), np.sin(x @ V) * x.sum())
+    with pytest.raises(errors.SourcegradError, match="takes a function"):
+        sourcegrad.checkpoint(3.0)
+
+
+def test_checkpoint_on_eager_tensors_is_torchs():
+    torch = pytest.importorskip("torch")
+    import torch.utils.checkpoint as torch_checkpoint
+    x, W, V = _block_args()
+
+    def run(lib, ck):
+        xt, vt = lib.tensor(x, requires_grad=True), lib.tensor(V, requires_grad=True)
+        y = ck(lambda a, b: lib.sin(a @ b) * a.sum(), xt, vt)
+        (y ** 2).sum().backward()
+        return xt.grad.numpy(), vt.grad.numpy()
+
+    expected = run(torch, lambda f, *a: torch_checkpoint.checkpoint(f, *a, use_reentrant=False))
+    got = run(sourcegrad, lambda f, *a: sourcegrad.checkpoint(f)(*a))
+    for e, r in zip(expected, got):
+        np.testing.assert_allclose(r, e, rtol=1e-12)
+
+
+RNG = np.random.RandomState(0)
+
+
+def noisy_walk(x, n):
+    for _ in range(n):
+        x = np.tanh(x + 0.1 * RNG.standard_normal(x.shape))
+    return np.sum(x)
+
+
+def test_a_loop_that_draws_is_not_replayed():
+    """Running its trips again would draw other numbers: the loop keeps every trip."""
+    x = np.linspace(-1.0, 1.0, 4)
+    g = sourcegrad.grad(noisy_walk, checkpoint_loops=2)
+    RNG.seed(5)
+    got = g(x, 6)
+    RNG.seed(5)
+    expected = sourcegrad.grad(noisy_walk)(x, 6)
+    np.testing.assert_array_equal(got, expected)
+    assert "segment" not in g.source
+
+
+@sourcegrad.checkpoint
+def noisy_block(x):
+    eps = RNG.standard_normal(x.shape)
+    return np.tanh(x + 0.1 * eps) * eps
+
+
+def noisy_checkpointed(x):
+    return np.sum(noisy_block(x) ** 2)
+
+
+def test_a_checkpointed_call_that_draws_keeps_its_sample():
+    x = np.linspace(-1.0, 1.0, 4)
+    RNG.seed(3)
+    got = sourcegrad.grad(noisy_checkpointed)(x)
+    RNG.seed(3)
+    eps = RNG.standard_normal(4)
+    y = np.tanh(x + 0.1 * eps) * eps
+    np.testing.assert_allclose(got, 2.0 * y * eps * (1.0 - np.tanh(x + 0.1 * eps) ** 2),
+                               rtol=1e-12)
+
+
+def rnn_with_aux(W, U, b, h0, xs):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+    return np.sum(h ** 2), h
+
+
+def test_has_aux_keeps_the_plan():
+    args = _rnn_args(9)
+    g = sourcegrad.grad(rnn_with_aux, wrt=0, has_aux=True, checkpoint_loops=3)
+    grad, aux = g(*args)
+    expected, expected_aux = sourcegrad.grad(rnn_with_aux, wrt=0, has_aux=True)(*args)
+    np.testing.assert_allclose(grad, expected, rtol=1e-12)
+    np.testing.assert_allclose(aux, expected_aux, rtol=1e-14)  # (rows, not one product)
+    assert "segment" in g.source
