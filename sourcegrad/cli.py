@@ -222,7 +222,8 @@ def _is_module_class(obj: Any) -> bool:
 def _show_module(cls: Any, args: argparse.Namespace) -> int:
     """`show FILE.py:Net --args "x=float32(8, 1, 8, 8)"`: the generated forward and backward
     of `sourcegrad.compile(Net())` for inputs of those shapes (Net made without arguments)."""
-    from . import compiled_module, eager
+    from . import compiled_module
+    from .eager.factories import from_numpy
     if args.args is None:
         raise CLIError(f"give the shapes of {cls.__name__}.forward's inputs with --args")
     try:
@@ -232,7 +233,7 @@ def _show_module(cls: Any, args: argparse.Namespace) -> int:
     forward = getattr(cls.forward, "__func__", cls.forward)
     inputs = parse_args_spec(args.args, functools.partial(forward, None))
     compiled = compiled_module.compile_module(model)
-    compiled(*[eager.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
+    compiled(*[from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
                for v in inputs])
     print(_highlight(compiled.source), end="")
     return 0
