@@ -18,10 +18,8 @@ def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
     sum_exp_z = exp_z.sum(axis=1, keepdims=True)
     # backward of line 15: return -np.mean(np.sum(Y * log_p, axis=1))
     d_log_p = -1.0 / 32 * Y  # mean, multiply
-    # backward of line 14: log_p = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
-    d_z = d_log_p.sum(axis=1, keepdims=True) / sum_exp_z * exp_z  # subtract, log, exp
     # backward of line 13: z = logits - np.max(logits, axis=1, keepdims=True)
-    d_z = d_log_p - d_z  # accumulate
+    d_z = d_log_p - d_log_p.sum(axis=1, keepdims=True) / sum_exp_z * exp_z  # subtract, log, exp, accumulate
     # backward of line 12: logits = h @ W2 + b2
     db2 = d_z.sum(axis=0)  # add
     d_h = d_z.dot(W2.T)    # matmul

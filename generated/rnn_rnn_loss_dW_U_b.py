@@ -18,9 +18,7 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
         saved.append(h)
         h = np.tanh(W.dot(h) + U_xs_plus_b[i])
     # backward of line 14: return np.sum(h ** 2)
-    d_h_1 = 2.0 * h  # power
-    # backward of line 12: for x_t in xs:
-    d_h = d_h_1  # accumulate
+    d_h = 2.0 * h  # power, accumulate
     # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
     h_rows = np.empty((len_xs, 16))           # one row per trip
     d_W_plus_b_rows = np.empty((len_xs, 16))  # one row per trip

@@ -14,7 +14,6 @@ def dfinal_position_dk_dc(k, c):
     # line 20: while t < T:
     trips = 0  # trip count
     while t < 2.0:
-        # line 20: while t < T:
         trips = trips + 1  # trip count
         # line 21: a = -k * x - c * v
         a = neg_k * x - c * v

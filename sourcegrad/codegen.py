@@ -452,9 +452,15 @@ class _Writer:
         if at == stop_at:
             return isinstance(later, Return) and copy and stmt.target in reads_of(later)
         if at == read_at and stmt.target in reads_of(later):
-            # a constant (`math.log(2.0)`) reads as well in any line
-            return _line_of(later) == _line_of(stmt) or isinstance(later, (If, While)) \
-                or not reads
+            # a constant (`math.log(2.0)`) or a copy of a name (`v_now = v`) reads as well
+            # in any line
+            if _line_of(later) == _line_of(stmt) or isinstance(later, (If, While)) or \
+                    not reads or copy:
+                return True
+            # the next statement copies it into its variable (`d_h = d_h_1`) or adds it, an
+            # adjoint's contribution, into its accumulator: one statement, as by hand
+            return at == i + 1 and type(later) is Assign and \
+                (isinstance(later.value, Var) or "accumulate" in later.note.split(", "))
         # read inside a nested block (keep it a name), or what it reads changes before
         return False
 
@@ -689,6 +695,10 @@ class _Writer:
             note = self.note_of(stmt)
             code = self.render_assign(stmt)
         self.record(self.printed_reads(stmt))
+        value = stmt.value
+        if isinstance(value, Var) and value.name in self.folded:
+            # a value copied into its variable (`d_h = 2.0 * h`) is under its own line
+            stmt = self.folded[value.name][0]
         self.add(indent, "code", stmt, code, note)
 
     def add(self, indent, kind, stmt, code, note):
@@ -728,6 +738,10 @@ class _Writer:
                 if code.endswith(":"):
                     for deeper in [k for k in previous if k > indent]:
                         del previous[deeper]
+                    if key is not None:
+                        # the body's statements of the header's own line (a while loop's
+                        # trip count) are under the comment printed before the header
+                        previous[indent + 1] = key
                 continue
             block.append((pad, code, note))
         flush()
