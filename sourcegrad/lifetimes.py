@@ -202,7 +202,9 @@ def in_place_names(fn, printed: dict, user_names) -> dict:
         if type(stmt) is not Assign or type(value) is not Call or len(value.kwargs) != 1:
             continue
         key, buffer = value.kwargs[0]
-        if key != "out" or type(buffer) is not Var or buffer not in value.args or \
+        # (an update that reads as one: `b op= c`, `np.f(b, out=b)`; `np.multiply(y, b,
+        # out=b)` keeps its own name)
+        if key != "out" or type(buffer) is not Var or buffer != value.args[0] or \
                 buffer.name not in at or user(buffer.name) or stmt.target in nested:
             continue
         before, after = name(buffer.name), name(stmt.target)
