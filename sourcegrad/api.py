@@ -47,7 +47,7 @@ import numpy as np
 
 from . import analysis, cache, dask_backend, errors, pipeline, random_draws, trees
 from .analysis import aval_of, signature_key
-from .codegen import BACKENDS, SourceInfo, generate_module, load
+from .codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
 from .dispatch import fast_entry
 from .frontend import function_to_ir
 from .ir import (Assign, Call, Const, For, If, Push, Return, Tup, Var, While, atom_vars, reads_of,
@@ -793,7 +793,8 @@ class Gradient(staticmethod):
                                and isinstance(a.stand_in, np.ndarray) and a.stand_in.ndim > 0)
             scalars = frozenset(n for n, a in env.items() if a is not None
                                 and type(a.stand_in) is float)
-            matrices = frozenset(n for n in arrays if env[n].stand_in.ndim <= 2)
+            matrices = frozenset(n for n in arrays if env[n].stand_in.ndim <= 2 and
+                                 env[n].stand_in.size <= DOT_MAX_SIZE)
             read = {n for stmt in walk(optimized.body) for n in reads_of(stmt)}
             info = SourceInfo(inspect.getsourcefile(base.fn) or primal.source_file, label,
                               self._wrt_names(), forward, arrays, scalars,

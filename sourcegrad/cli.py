@@ -31,6 +31,7 @@ import numpy as np
 
 from . import api, errors
 from .memory_budget import memory_plan
+from .codegen import comment_lines
 from ._version import __version__
 
 Wrt = Union[int, str, tuple[Union[int, str], ...]]
@@ -268,8 +269,11 @@ def golden_files(examples_dir: str) -> list[tuple[str, str]]:
             source = g.compile(inputs).source
             signature = ", ".join(_describe_input(name, value) for name, value in
                                   zip(g._params, inputs))
-            lines = source.split("\n", 1)
-            text = f"{lines[0]}\n# Inputs: {signature}.\n{GOLDEN_NOTE}\n{lines[1]}"
+            lines = source.split("\n")
+            first = 1 + next(i for i, line in enumerate(lines[1:])
+                             if not line.startswith("#   "))  # (the header's lines)
+            text = "\n".join(lines[:first] + [comment_lines(f"Inputs: {signature}."),
+                                               GOLDEN_NOTE] + lines[first:])
             wrt_part = "_".join(g._params[i] for i in g.wrt)
             stem = os.path.splitext(filename)[0]
             suffix = f"_{backend[0]}" if backend else ""

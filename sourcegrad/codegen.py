@@ -39,6 +39,7 @@ import hashlib
 import linecache
 import math
 import os
+import textwrap
 import types
 from dataclasses import dataclass, replace
 
@@ -50,11 +51,18 @@ from . import errors, pyprint
 from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
                  While, assignment_counts, atom_vars, merge_notes, read_counts, reads_of, walk,
                  writes_of)
-from .lifetimes import shared_names
+from .lifetimes import in_place_names, shared_names
 from . import ops
 from .ops import MATH_FUNCTIONS, RULES
 
 MAX_LINE = 88
+# `a @ b` is printed `a.dot(b)` when both are arrays of one or two dimensions of at most this
+# many elements: there matmul's dispatch (~1 µs) is a noticeable part of the product (a
+# 16x16 matrix times a vector: 2.1 µs against 1.1 µs; the logistic regression's 64x10 X:
+# 2.4 against 1.4); from about 2^15 multiply-adds on the two take the same time (measured
+# on the benchmark's shapes, single-threaded)
+DOT_MAX_SIZE = 1024
+_DOT_NOTE = "# a.dot(b) is a small a @ b without matmul's dispatch: ~1 µs a call faster"
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,8 @@ class SourceInfo:
     forward_names: frozenset  # values computed by the user's own statements
     arrays: frozenset = frozenset()  # values that are arrays with at least one dimension
     scalars: frozenset = frozenset()  # values that are Python floats
-    matrices: frozenset = frozenset()  # arrays of one or two dimensions (a @ b as a.dot(b))
+    # small arrays of one or two dimensions (a @ b of two of them as a.dot(b): DOT_MAX_SIZE)
+    matrices: frozenset = frozenset()
     unwrapped: tuple = ()  # parameters given as 0-d arrays, read as the numpy scalars they hold
     what: str = "gradient"  # or "forward-mode derivative (JVP)"
 
@@ -113,7 +122,8 @@ class Printer:
         self.printed = printed or {}  # name -> the name it is printed as (see lifetimes)
         self.scalars = scalars  # names holding Python floats: math is much faster on them
         self.arrays = arrays    # names holding arrays: reductions are written as methods
-        self.matrices = matrices  # names holding arrays of one or two dimensions
+        self.matrices = matrices  # names holding small arrays of one or two dimensions
+        self.dot_used = False  # whether a @ b was written a.dot(b) (said once, in a comment)
         self.helpers: set = set()
         self.modules: set = set()
         self.uses_backend = False  # whether the code calls the array namespace at all
@@ -181,7 +191,9 @@ class Printer:
         if sp.kind == "binop" and sp.text == "@" and self.backend.name == "numpy" and \
                 all(isinstance(a, Var) and a.name in self.matrices for a in call.args):
             # `a.dot(b)`: for arrays of one or two dimensions the same product as `a @ b`
-            # (the same BLAS call), without matmul's ufunc dispatch (~0.25 µs a call)
+            # (the same BLAS call), without matmul's ufunc dispatch (~1 µs a call: a tenth
+            # of a small product, noise on a large one, where the user's `@` is kept)
+            self.dot_used = True
             return gast.Call(func=_attr(args[0], "dot"), args=[args[1]], keywords=[])
         if sp.kind == "binop" and sp.text == "**" and call.args[1] == Const(2) and \
                 isinstance(args[0], gast.Name) and call.args[0].name in self.scalars:
@@ -381,6 +393,7 @@ class _Writer:
         self.fuse = backend.name == "cupy"
         self.elementwise_ops: dict = {}  # folded temp -> how many elementwise ops it holds
         self.kernels: list = []          # (name, params, expression) of fused functions
+        self.dot_noted = False
 
     def expr(self, atom_or_call):
         return self.printer.value(atom_or_call)
@@ -453,9 +466,15 @@ class _Writer:
         if at == stop_at:
             return isinstance(later, Return) and copy and stmt.target in reads_of(later)
         if at == read_at and stmt.target in reads_of(later):
-            # a constant (`math.log(2.0)`) reads as well in any line
-            return _line_of(later) == _line_of(stmt) or isinstance(later, (If, While)) \
-                or not reads
+            # a constant (`math.log(2.0)`) or a copy of a name (`v_now = v`) reads as well
+            # in any line
+            if _line_of(later) == _line_of(stmt) or isinstance(later, (If, While)) or \
+                    not reads or copy:
+                return True
+            # the next statement copies it into its variable (`d_h = d_h_1`) or adds it, an
+            # adjoint's contribution, into its accumulator: one statement, as by hand
+            return at == i + 1 and type(later) is Assign and \
+                (isinstance(later.value, Var) or "accumulate" in later.note.split(", "))
         # read inside a nested block (keep it a name), or what it reads changes before
         return False
 
@@ -598,6 +617,16 @@ class _Writer:
             return in_place
         if isinstance(value, Call) and RULES[value.op].spelling.kind == "augassign":
             return self.aug_assign(stmt, RULES[value.op].spelling.text, value.args[1])
+        if isinstance(value, Call) and self.printer.rule_code and \
+                stmt.target in self.printer.scalars and \
+                RULES[value.op].spelling.kind == "binop" and len(value.args) == 2:
+            # a Python float's update, `dc = dc - d_a * v`, as one writes it: `dc -= d_a * v`
+            # (floats are immutable: the same statement); an array's `a = a + b` makes a
+            # new array, which `a += b` would not
+            first, text = value.args[0], RULES[value.op].spelling.text
+            if text in "+-*/" and isinstance(first, Var) and first.name not in self.inlined \
+                    and self.printed.get(first.name, first.name) == self.target(stmt):
+                return self.aug_assign(stmt, text, value.args[1])
         if isinstance(value, Call) and RULES[value.op].spelling.kind == "augassign_item":
             buffer, index, part = value.args
             assert buffer == Var(stmt.target), "an item update assigns the array it updates"
@@ -690,10 +719,18 @@ class _Writer:
             note = self.note_of(stmt)
             code = self.render_assign(stmt)
         self.record(self.printed_reads(stmt))
+        value = stmt.value
+        if isinstance(value, Var) and value.name in self.folded:
+            # a value copied into its variable (`d_h = 2.0 * h`) is under its own line
+            stmt = self.folded[value.name][0]
         self.add(indent, "code", stmt, code, note)
 
     def add(self, indent, kind, stmt, code, note):
         loc = getattr(stmt, "loc", None)
+        if self.printer.dot_used and not self.dot_noted:
+            self.dot_noted = True  # said once, before the first line that does it
+            self.lines.append((indent, "comment", (self.section, loc.line) if loc else None,
+                               loc.text if loc else "", _DOT_NOTE, ""))
         self.lines.append((indent, kind, (self.section, loc.line) if loc else None,
                            loc.text if loc else "", code, note))
 
@@ -705,9 +742,22 @@ class _Writer:
         def flush():
             if not block:
                 return
-            width = min(max(len(code) for _, code, _ in block), 56)
-            for pad, code, note in block:
-                out.append(f"{pad}{code.ljust(width)}  # {note}" if note else f"{pad}{code}")
+            # notes aligned in a block, except lines the note would take past MAX_LINE:
+            # their note is a comment line above them
+            fits = [len(pad) + len(code) + len(note) + 4 <= MAX_LINE
+                    for pad, code, note in block]
+            width = min(max((len(code) for (_, code, note), ok in zip(block, fits)
+                             if ok and note), default=0), 56)
+            for (pad, code, note), ok in zip(block, fits):
+                if not note:
+                    out.append(f"{pad}{code}")
+                elif not ok:
+                    out.append(f"{pad}# {note}")
+                    out.append(f"{pad}{code}")
+                elif len(pad) + width + len(note) + 4 <= MAX_LINE:
+                    out.append(f"{pad}{code.ljust(width)}  # {note}")
+                else:
+                    out.append(f"{pad}{code}  # {note}")
             block.clear()
 
         if self.uses_stack:
@@ -723,12 +773,20 @@ class _Writer:
                 previous[indent] = key
                 for deeper in [k for k in previous if k > indent]:
                     del previous[deeper]
+            if kind == "comment":
+                flush()
+                out.append(f"{pad}{code}")
+                continue
             if kind == "return" or code.endswith(":") or code in ("pass", "else:"):
                 flush()
                 out.append(f"{pad}{code}")
                 if code.endswith(":"):
                     for deeper in [k for k in previous if k > indent]:
                         del previous[deeper]
+                    if key is not None:
+                        # the body's statements of the header's own line (a while loop's
+                        # trip count) are under the comment printed before the header
+                        previous[indent + 1] = key
                 continue
             block.append((pad, code, note))
         flush()
@@ -826,7 +884,8 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
         dry.write_block(fn.body, 0)
         candidates = {n for n in dry.own_slot if n in dry.arrays and
                       n not in dry.protected and n not in info.forward_names}
-        printed = shared_names(fn, candidates, dry.reads_at)
+        printed = in_place_names(fn, shared_names(fn, candidates, dry.reads_at),
+                                 fn.user_names)
         writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices,
                          dry.facts)
         writer.write_block(fn.body, 0)
@@ -902,8 +961,8 @@ _ALLOCATIONS = ("np_empty", "np_zeros", "np_ones")
 
 
 def _matrices_made(body, matrices) -> frozenset:
-    """`matrices` and the arrays of one or two dimensions the optimizer makes: row buffers
-    (`np.empty((T, 16))`), their transposes and copies."""
+    """`matrices` and the small arrays of one or two dimensions the optimizer makes: row
+    buffers of a known size (`np.empty((8, 16))`), their transposes and copies."""
     made = set(matrices)
     for s in walk(body):
         if not isinstance(s, Assign):
@@ -912,7 +971,9 @@ def _matrices_made(body, matrices) -> frozenset:
         if isinstance(value, Var) and value.name in made:
             made.add(s.target)
         elif isinstance(value, Call) and value.op in _ALLOCATIONS and value.args and \
-                isinstance(value.args[0], Tup) and len(value.args[0].items) in (1, 2):
+                isinstance(value.args[0], Tup) and len(value.args[0].items) in (1, 2) and \
+                all(isinstance(d, Const) for d in value.args[0].items) and \
+                math.prod(d.value for d in value.args[0].items) <= DOT_MAX_SIZE:
             made.add(s.target)
         elif isinstance(value, Call) and value.op == "T" and isinstance(value.args[0], Var) \
                 and value.args[0].name in made:
@@ -926,8 +987,10 @@ def _line_of(stmt):
 
 def _header(info, fns, backend, printer) -> str:
     wrt = ", ".join(info.wrt)
-    lines = [f"# Generated by sourcegrad from {_relative(info.file)}:{info.function}, "
-             f"{info.what} with respect to {wrt}."]
+    origin = f"# Generated by sourcegrad from {_relative(info.file)}:{info.function},"
+    what = f"{info.what} with respect to {wrt}."
+    lines = [f"{origin} {what}" if len(origin) + len(what) < MAX_LINE else
+             origin + "\n" + comment_lines(what).replace("# ", "#   ", 1)]
     if printer.uses_backend:
         lines.append(f"import {backend.module} as {backend.alias}"
                      if backend.alias != backend.module else f"import {backend.module}")
@@ -941,6 +1004,13 @@ def _header(info, fns, backend, printer) -> str:
         lines.append(f"# {', '.join(free)}: bound from {info.function}'s globals "
                      "and closure when loaded")
     return "\n".join(lines) + "\n\n\n"
+
+
+def comment_lines(text: str) -> str:
+    """`text` as comment lines of at most MAX_LINE characters (the later ones indented)."""
+    return "\n".join(textwrap.wrap(text, MAX_LINE, initial_indent="# ",
+                                    subsequent_indent="#   ", break_on_hyphens=False,
+                                    break_long_words=False)) or "#"
 
 
 def load(source: str, name: str, free: dict):

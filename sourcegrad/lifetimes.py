@@ -28,7 +28,7 @@ import heapq
 import re
 from functools import lru_cache
 
-from .ir import Assign, While, child_blocks, walk
+from .ir import Assign, Call, Marker, Var, While, child_blocks, walk
 
 _VERSION = re.compile(r"_\d+$")
 
@@ -148,4 +148,86 @@ def _chain_names(successor) -> dict:
     return printed
 
 
-__all__ = ["shared_names", "family"]
+def in_place_names(fn, printed: dict, user_names) -> dict:
+    """`printed` with a result computed into the buffer of a dying operand printed under
+    that operand's name (`d_X_W1_plus_b1 = np.multiply(d_h, t, out=d_h)` is `d_h *= t`),
+    or, where the result has a name from the user's (a value the user named, or its
+    adjoint) and the buffer held temporaries of the same line, those printed under it
+    (`h = X @ W1`, `h += b1`, `np.tanh(h, out=h)`). Two such names, or a buffer the user
+    named, stay as they are (`z = np.subtract(logits, m, out=logits)`): each name means one
+    thing. Top-level statements only (where the optimizer computes into dead buffers). A
+    name is moved only where the values printed under the buffer's name are all made
+    before the update (the last of them dies there) and those printed under the result's
+    name all at it or after: the two never live at once."""
+    printed = dict(printed)
+    at: dict = {}  # name -> the top-level position of the statement assigning it
+    nested: set = set()
+    for i, stmt in enumerate(fn.body):
+        for inner in walk([stmt]):
+            if isinstance(inner, Assign):
+                if inner is stmt and inner.target not in at:
+                    at[inner.target] = i
+                else:
+                    nested.add(inner.target)
+
+    def name(n):
+        return printed.get(n, n)
+
+    members: dict = {}  # printed name -> the top-level names printed as it
+    for n in at:
+        members.setdefault(name(n), []).append(n)
+    in_blocks = {name(n) for n in nested}
+
+    def group(p):
+        """The names printed as `p`, None if one is assigned in a nested block."""
+        return None if p in in_blocks else members.get(p, [])
+
+    def user(n):
+        return n in user_names or family(n) in user_names
+
+    def named(n):  # a user's value or its adjoint (`d_h`, `dW1`)
+        return user(n) or n.startswith("d_") and user(n[2:]) or \
+            n.startswith("d") and n[1:] in fn.params
+
+    split = next((i for i, s in enumerate(fn.body) if isinstance(s, Marker)), len(fn.body))
+
+    def same_line(names, stmt, i):
+        line = stmt.loc.line if stmt.loc else None
+        return line is not None and all(
+            (at[n] < split) == (i < split) and fn.body[at[n]].loc is not None and
+            fn.body[at[n]].loc.line == line for n in names)
+
+    for i, stmt in enumerate(fn.body):
+        value = getattr(stmt, "value", None)
+        if type(stmt) is not Assign or type(value) is not Call or len(value.kwargs) != 1:
+            continue
+        key, buffer = value.kwargs[0]
+        # (an update that reads as one: `b op= c`, `np.f(b, out=b)`; `np.multiply(y, b,
+        # out=b)` keeps its own name)
+        if key != "out" or type(buffer) is not Var or buffer != value.args[0] or \
+                buffer.name not in at or user(buffer.name) or stmt.target in nested:
+            continue
+        before, after = name(buffer.name), name(stmt.target)
+        if before == after:
+            continue
+        earlier, later = group(before), group(after)
+        if earlier is None or later is None or any(at[n] >= i for n in earlier) or \
+                any(at[n] < i for n in later):
+            continue
+        if not named(stmt.target):  # the result takes the buffer's name
+            moved, new = later, before
+        elif not named(buffer.name) and same_line(earlier, stmt, i):
+            moved, new = earlier, after  # the line's temporaries take the user's name
+        else:
+            continue
+        old = name(moved[0])
+        for n in moved:
+            if n == new:
+                printed.pop(n, None)
+            else:
+                printed[n] = new
+        members[new] = members.get(new, []) + members.pop(old)
+    return printed
+
+
+__all__ = ["shared_names", "family", "in_place_names"]

@@ -15,6 +15,8 @@ from .cases import CASES
 @pytest.fixture
 def reuse_everything(monkeypatch):
     monkeypatch.setattr(optimize, "BUFFER_REUSE_MIN_BYTES", 0)
+    # (every dead buffer taken, not only where the update reads as one)
+    monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)
     monkeypatch.setattr(api, "_COMPILED", {})  # compile afresh under the new threshold
 
 
@@ -151,13 +153,15 @@ def test_a_long_function_reuses_the_buffers_the_full_scan_chose(monkeypatch, tmp
     bodies = []
     real = optimize.reuse_dead_buffers
 
-    def both(body, params, shapes, dtypes, keep_residuals=False, min_bytes=None):
+    def both(body, params, shapes, dtypes, keep_residuals=False, min_bytes=None,
+             user_names=frozenset()):
         for kept in (False, True):
             got = real(body, params, shapes, dtypes, kept, 0)
             assert got == _reference_reuse(body, params, shapes, dtypes, kept, 0)
             bodies.append(sum(1 for s, t in zip(got, body) if s is not t))
         return real(body, params, shapes, dtypes, keep_residuals, 0)
     monkeypatch.setattr(optimize, "reuse_dead_buffers", both)
+    monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)
     monkeypatch.setattr(api, "_COMPILED", {})
     fn = scaling.load_function(scaling.straight_line_source(120), "chain", str(tmp_path))
     args = scaling.straight_line_args()

@@ -82,7 +82,7 @@ def test_jvp_source_keeps_the_loop_and_saves_nothing():
     sourcegrad.jvp(c_rnn, args, tangents)
     source = sourcegrad.api._JVPS[(c_rnn, (0,), "auto")].source
     assert "for i in range(len(xs)):" in source and "saved" not in source
-    assert "forward-mode derivative" in source.splitlines()[0]
+    assert "forward-mode derivative" in "".join(source.splitlines()[:2])  # (the header)
     assert "h_dot" in source
 
 

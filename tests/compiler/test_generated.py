@@ -74,7 +74,8 @@ def test_show_forward_prints_the_jvp():
 def test_terminal_highlighting_only_adds_colours():
     import re
     from sourcegrad.cli import highlight
-    for name in os.listdir(os.path.join(ROOT, "generated")):
+    for name in sorted(n for n in os.listdir(os.path.join(ROOT, "generated"))
+                       if n.endswith(".py")):
         source = open(os.path.join(ROOT, "generated", name)).read()
         coloured = highlight(source)
         assert "\x1b[" in coloured

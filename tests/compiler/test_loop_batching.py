@@ -118,7 +118,8 @@ def assert_batched(source, item_name=None):
     before the backward loop, no outer product or push of the item left."""
     assert rows_of_xs_used(source), dU_lines(source)
     assert re.fullmatch(r"db = \w+_rows\.sum\(axis=0\)", line_of(source, "db"))
-    assert re.fullmatch(r"dW = \w+_rows(\.T|_T)\.dot\(\w+_rows\)", line_of(source, "dW"))
+    assert re.fullmatch(r"dW = \w+_rows(\.T|_T)(\.dot\(\w+_rows\)| @ \w+_rows)",
+                        line_of(source, "dW"))
     assert "np.outer" not in source
     assert "saved.append(xs" not in source
     if item_name is not None:
@@ -147,10 +148,10 @@ def test_nested_loops_batch_the_inner_one(rnn_args):
     # and its adjoint's rows summed over the outer trips give db and dU once after it
     assert rows_of_xs_used(source), dU_lines(source)
     outer = source.index("    for _ in range(2):")
-    made_once = r"^    U_xs\w* = xs\.dot\(U(\.T|_T)\) \+ b$"
+    made_once = r"^    U_xs\w* = xs(\.dot\(U(\.T|_T)\)| @ U(\.T|_T)) \+ b$"
     assert re.search(made_once, source[:outer], re.MULTILINE), source
     assert re.search(r"^    db = \w+\.sum\(axis=0\)", source, re.MULTILINE), source
-    assert re.search(r"^    dU = \w+\.T\.dot\(xs\)", source, re.MULTILINE), source
+    assert re.search(r"^    dU = \w+\.T(\.dot\(| @ )xs", source, re.MULTILINE), source
     assert "np.outer" not in source and "saved.append(xs" not in source
     # the rows' adjoints go into a row buffer, not a full-size zeros + unindex per trip
     assert "unindex" not in source, source
@@ -401,7 +402,7 @@ def test_a_transpose_of_a_matrix_the_loop_changes_stays_in_the_loop(rnn_args):
     lines = g.source.splitlines()
     loop = backward_loop_at(lines)
     assert not any(re.match(r"    W_T\w* = W\.T\b", ln) for ln in lines)
-    assert any("W.T.dot(" in ln for ln in lines[loop:])
+    assert any("W.T.dot(" in ln or "W.T @" in ln for ln in lines[loop:])
     assert rows_of_xs_used(g.source)  # xs itself is unchanged: its rows still serve
 
 
@@ -473,6 +474,8 @@ def test_hessian_of_the_bias_is_symmetric_and_matches_differences(rnn_args):
 @pytest.fixture
 def reuse_everything(monkeypatch):
     monkeypatch.setattr(optimize, "BUFFER_REUSE_MIN_BYTES", 0)
+    # (every dead buffer taken, not only where the update reads as one)
+    monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)
     monkeypatch.setattr(api, "_COMPILED", {})  # compile afresh under the new threshold
 
 
@@ -575,7 +578,8 @@ def test_a_transposed_view_is_read_before_its_buffer_is_reused(reuse_everything)
             rng.normal(size=(5, 3)))
     g = check_numbers(mlp, args, (0, 1, 2, 3))
     source = g.source
-    view, reuse = source.find("h.T.dot("), source.find("out=h)")
+    # (the last `out=h)`: the first is the forward's `np.tanh(h, out=h)`)
+    view, reuse = max(source.find("h.T.dot("), source.find("h.T @")), source.rfind("out=h)")
     assert view != -1 and reuse != -1, source
     assert view < reuse  # h's memory is taken only after the product through h.T is made
     # h is written into, but only after every reader: the forward value is right
@@ -742,7 +746,8 @@ def row_read_twice(W, U, b, h0, xs):
 def test_a_bias_is_added_to_all_rows_before_the_loop(fn, rnn_args):
     g = check_numbers(fn, rnn_args, ALL)
     loop = re.search(r"^ +for t in range\(", g.source, re.MULTILINE).start()
-    assert re.search(r"xs\.dot\(U(\.T|_T)\) \+ (b|0\.5)\b", g.source[:loop]), g.source
+    assert re.search(r"xs(\.dot\(U(\.T|_T)\)| @ U(\.T|_T)) \+ (b|0\.5)\b", g.source[:loop]), \
+        g.source
     forward = "\n".join(ln.split("#")[0] for ln in
                          g.source[loop:g.source.index("# backward")].splitlines())
     assert "+ b" not in forward and "b +" not in forward and "0.5" not in forward, forward
