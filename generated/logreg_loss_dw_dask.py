@@ -10,5 +10,6 @@ def dloss_dw(w, X, y):
     exp_neg_y_X_w = da.exp(neg_y * (X @ w))
     one_plus_exp = 1.0 + exp_neg_y_X_w
     # backward of line 11: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
-    dw = X.T @ (1.0 / y.size / one_plus_exp * exp_neg_y_X_w * neg_y)  # matmul, mean, log, exp, multiply
+    # matmul, mean, log, exp, multiply
+    dw = X.T @ (1.0 / y.size / one_plus_exp * exp_neg_y_X_w * neg_y)
     return dw
