@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import analysis, cache, errors, pipeline, random_draws, trees
+from . import analysis, cache, errors, numba_backend, pipeline, random_draws, trees
 from .analysis import aval_of, signature_key
 from .codegen import BACKENDS, SourceInfo, generate_module, load
 from .dispatch import fast_entry
@@ -741,7 +741,7 @@ class Gradient(staticmethod):
                 template = self._from_disk(cache.load(disk_key), args)
                 if template is not None:
                     try:  # (authentic, but made by code that differs: any fault, a compile)
-                        compiled = self._instance(template, primal, key)
+                        compiled = self._instance(template, primal, key, args)
                     except Exception as exc:
                         cache.fault("entry unusable", f"an entry could not be loaded ({exc!r})")
                     else:
@@ -749,7 +749,7 @@ class Gradient(staticmethod):
                         return compiled
                     template = None
             if template is not None:
-                return self._instance(template, primal, key)
+                return self._instance(template, primal, key, args)
             # a 0-d array is differentiated as the numpy scalar it holds (read once with
             # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
@@ -791,14 +791,14 @@ class Gradient(staticmethod):
             _remember(template_key, template)
             if cache.directory() and not identities:
                 cache.store(disk_key, source, saved, names, template.control_flow)
-            return self._instance(template, primal, key)
+            return self._instance(template, primal, key, args)
 
     def _unwrappable(self, primal, args) -> set:
         """Positions of the 0-d numpy arrays the generated code may read as numpy scalars:
         for a plain gradient whose function never indexes, stores into, updates in place
         or calls methods of any value (where a numpy scalar and a 0-d array differ)."""
         if type(self) is not Gradient or self.inner is not None or \
-                self.backend_for(args) != "numpy":
+                self.backend_for(args) not in ("numpy", "numba"):
             return set()
         positions = _zero_d_arrays(args)
         if not positions or any(_differs_for_scalars(s) for s in walk(primal.body)):
@@ -832,12 +832,19 @@ class Gradient(staticmethod):
                          self._finisher(args, unread=True),
                          None, (), hit.control_flow, ())
 
-    def _instance(self, template, primal, key):
+    def _instance(self, template, primal, key, args):
         """The template loaded with `primal`'s free values (this function's own globals and
-        closure values, read by the generated code as module globals), cached for `key`."""
-        module = load(template.source, template.module_name, primal.free)
+        closure values, read by the generated code as module globals), cached for `key`;
+        for the numba backend, compiled by numba for `args`' types where it can be."""
+        if self.backend_for(args) == "numba":
+            source, module = numba_backend.load(template.source, template.module_name,
+                                                primal.free, template.names, args,
+                                                self.fn.__qualname__)
+        else:
+            source = template.source
+            module = load(source, template.module_name, primal.free)
         loaded = tuple(getattr(module, n) for n in template.names)
-        compiled = Compiled(template.source, module, loaded if len(loaded) > 1 else loaded[0],
+        compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0],
                             template.saved, template.finish, tuple(primal.dependencies),
                             template.ir, template.fresh, code=_code_of(self.fn),
                             control_flow=template.control_flow)
@@ -1256,6 +1263,11 @@ def _wrt_of(wrt, argnums, argnum, default=0):
     return given[0][1] if given else default
 
 
+def _jit_backend(backend, jit):
+    """The backend `jit=True` asks for: numba's, unless the backend asked for is CuPy's."""
+    return "numba" if jit and backend in ("auto", "numpy") else backend
+
+
 def _made(fn, wrt, with_value, backend, has_aux, kind):
     """`kind(fn, ...)`, or a decorator making it when fn is None (`@grad(wrt=1)`)."""
     if fn is None:
@@ -1266,7 +1278,7 @@ def _made(fn, wrt, with_value, backend, has_aux, kind):
 
 
 def grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
-         backend="auto"):
+         backend="auto", jit=False):
     """The gradient of a scalar-valued numpy function, as generated Python source.
 
     `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
@@ -1277,10 +1289,14 @@ def grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
     `has_aux=True` (as in JAX): f returns `(output, aux)`; only the output is
     differentiated, and the result is `(gradient, aux)`.
 
-    `backend` is "numpy", "cupy" or "auto" (the default: CuPy code for CuPy arrays, numpy
-    code otherwise); code is generated once per backend and input signature.
+    `backend` is "numpy", "cupy", "numba" or "auto" (the default: CuPy code for CuPy arrays,
+    numpy code otherwise); code is generated once per backend and input signature.
+    "numba" (or `jit=True` with the numpy or auto backend) compiles the numpy code with
+    numba where numba can type it, and runs the numpy code after one `JitFallbackWarning`
+    where it cannot (`sourcegrad.numba_backend`).
     """
-    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, has_aux, Gradient)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, _jit_backend(backend, jit),
+                 has_aux, Gradient)
 
 
 # grad(f) written inside differentiated code is made while compiling (frontend)
@@ -1288,16 +1304,19 @@ grad._sourcegrad_makes_gradient = True
 
 
 def value_and_grad(fn=None, wrt=_UNSET, *, argnums=_UNSET, argnum=_UNSET, has_aux=False,
-                   backend="auto"):
+                   backend="auto", jit=False):
     """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
     JAX) it is `((output, aux), gradient)`."""
-    return _made(fn, _wrt_of(wrt, argnums, argnum), True, backend, has_aux, Gradient)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), True, _jit_backend(backend, jit),
+                 has_aux, Gradient)
 
 
-def grad_and_aux(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, backend="auto"):
+def grad_and_aux(fn=None, wrt=_UNSET, *, argnum=_UNSET, argnums=_UNSET, backend="auto",
+                 jit=False):
     """autograd's `grad_and_aux`: f returns `(output, aux)`; the result is
     `(gradient of output, aux)`. The same as `grad(f, has_aux=True)`."""
-    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, True, Gradient)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, _jit_backend(backend, jit), True,
+                 Gradient)
 
 
 class AuxGradient:

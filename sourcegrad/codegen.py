@@ -64,7 +64,9 @@ class Backend:
     alias: str   # what generated code calls it
 
 
-BACKENDS = {"numpy": Backend("numpy", "numpy", "np"), "cupy": Backend("cupy", "cupy", "cp")}
+BACKENDS = {"numpy": Backend("numpy", "numpy", "np"), "cupy": Backend("cupy", "cupy", "cp"),
+            # numba compiles the numpy code (sourcegrad.numba_backend rewrites what it needs)
+            "numba": Backend("numpy", "numpy", "np")}
 
 
 @dataclass(frozen=True)
