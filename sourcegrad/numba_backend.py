@@ -44,7 +44,7 @@ import warnings
 
 import numpy as np
 
-from . import cache, errors
+from . import cache, errors, numba_fusion
 from .codegen import load as load_numpy
 
 OPTIONS = 'error_model="numpy"'
@@ -65,18 +65,32 @@ def load(source: str, name: str, free: dict, names, args, label: str):
         _warn_once("missing", "numba is not installed (pip install 'sourcegrad[numba]'): "
                               "gradients run as numpy code")
         return source, load_numpy(source, name, free)
-    try:
-        types = _types_of(args)
-        cached = not free and cache.directory() is not None
-        jit_source = numba_source(source, cached)
-        module = _load_jitted(jit_source, name, free, cached)
-        dispatcher = getattr(module, names[0])
-        dispatcher.compile(types)
-    except Exception as exc:  # any failure to type or compile: the numpy code runs instead
-        warnings.warn(_fallback_message(exc, label, locals().get("jit_source")),
-                      errors.JitFallbackWarning, stacklevel=5)
-        return source, load_numpy(source, name, free)
-    return jit_source, module
+    cached = not free and cache.directory() is not None
+    plain = numba_source(source, cached)
+    fused = _fused(plain, names[0], args)
+    for jit_source in dict.fromkeys((fused, plain)):  # (unfused if fusing went wrong)
+        try:
+            types = _types_of(args)
+            module = _load_jitted(jit_source, name, free, cached)
+            getattr(module, names[0]).compile(types)
+            return jit_source, module
+        except Exception as exc:  # any failure to type or compile: the numpy code runs
+            failure = exc
+    warnings.warn(_fallback_message(failure, label, plain), errors.JitFallbackWarning,
+                  stacklevel=5)
+    return source, load_numpy(source, name, free)
+
+
+def _fused(source, function, args):
+    """The text with runs of elementwise statements fused (numba_fusion), given what the
+    arguments are."""
+    tree = ast.parse(source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    params = [a.arg for a in fn.args.args]
+    if len(params) != len(args):
+        return source
+    return numba_fusion.fuse(source, function,
+                             {p: numba_fusion.kind_of(a) for p, a in zip(params, args)})
 
 
 def _types_of(args):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad import api, cache, numba_backend
+from sourcegrad import api, cache, numba_backend, numba_fusion
 from sourcegrad.api import numeric_grad
 from sourcegrad.errors import JitFallbackWarning, SourcegradWarning
 
@@ -86,6 +86,37 @@ def test_ufunc_out_keywords_become_positional_nested_ones_too():
     assert '@numba.njit(error_model="numpy")\ndef f(a, b):' in text
 
 
+def chain3(x, y):
+    v = np.sin(x)
+    w = np.tanh(v * y)
+    return np.sum(w * v)
+
+
+def _numpy_source(f, *args):
+    g = sourcegrad.grad(f)
+    g(*args)
+    return g.source
+
+
+def test_fusion_makes_one_loop_writing_only_what_is_read_after_it():
+    x = np.linspace(0.1, 1.0, 5)
+    source = _numpy_source(chain3, x, 0.5)
+    kinds = {"x": numba_fusion.kind_of(x), "y": numba_fusion.kind_of(0.5)}
+    fused = numba_fusion.fuse(source, "dchain3_dx", kinds)
+    assert fused.count("for i in range(x.shape[0]):") == 1
+    assert fused.count("np.empty(x.shape)") == 1  # dx only: the rest are numbers per element
+    assert "math.sin(x[i])" in fused and "dx[i] = " in fused
+    namespace: dict = {}
+    exec(fused, namespace)  # plain Python runs it too: the same numbers
+    np.testing.assert_allclose(namespace["dchain3_dx"](x, 0.5), sourcegrad.grad(chain3)(x, 0.5),
+                               rtol=1e-13)
+    # arrays of two shapes (broadcasting), or arrays numba_fusion cannot see: left as they are
+    two = {"x": numba_fusion.kind_of(x), "y": numba_fusion.kind_of(np.ones((2, 5)))}
+    assert numba_fusion.fuse(_numpy_source(chain3, x, np.ones((2, 5))), "dchain3_dx",
+                             two).count("for ") == 0
+    assert numba_fusion.fuse(source, "dchain3_dx", {"x": None, "y": "scalar"}) == source
+
+
 def test_jit_true_asks_for_numba_except_of_cupy():
     def f(x):
         return x * x
@@ -114,6 +145,15 @@ def test_without_numba_the_numpy_code_runs_after_one_warning(monkeypatch):
 # -- compiled by numba -----------------------------------------------------------------------------
 
 numba = pytest.importorskip("numba")
+
+
+def test_fused_elementwise_run_matches_numpy_and_differences():
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)  # two dimensions: np.ndindex
+    g = sourcegrad.grad(chain3, backend="numba")
+    got = g(x, 0.7)
+    assert "for i in np.ndindex(x.shape):" in g.source
+    _same(got, sourcegrad.grad(chain3)(x, 0.7))
+    _against_differences(chain3, (x, 0.7), (0,), got)
 
 
 def test_unsupported_construct_falls_back_with_one_warning_naming_it():
