@@ -198,6 +198,8 @@ def measure_times(workload, size, variants, quick, log):
         records.append(rec)
         log(f"    {variant:<10} ", end="")
         try:
+            if variant == "numba":  # (after sourcegrad's variant, whose compile it would slow)
+                W.numba_disk_cache()
             prepared = W.prepare(workload, size, variant, args)
             call = prepared.call
             t0 = time.perf_counter()
@@ -652,8 +654,9 @@ def parse_args(argv):
                    help="run only these workloads (repeat or comma-separate): "
                         "scalar, logreg, mlp, rnn, chain, spring")
     p.add_argument("--variants", metavar="LIST",
-                   help="comma-separated subset of hand,sourcegrad,autograd,torch,jax "
-                        "(hand always runs: it is the reference)")
+                   help="comma-separated subset of hand,sourcegrad,numba,autograd,torch,jax "
+                        "(hand always runs: it is the reference; --quick leaves numba out "
+                        "unless named here)")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="also write the results as JSON to PATH (default: none written)")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
@@ -715,6 +718,8 @@ def main(argv=None):
     if unknown:
         raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; choose from "
                          f"{', '.join(W.VARIANTS)}")
+    if args.quick and not args.variants:  # (numba compiles for seconds: asked for by name)
+        wanted = [v for v in wanted if v != "numba"]
     variants = [v for v in wanted if W.available(v)]
     skipped = [v for v in wanted if v not in variants]
     if skipped:

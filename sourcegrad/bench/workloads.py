@@ -573,32 +573,39 @@ def _prepare_sourcegrad(workload, size, args, wrt):
     return Prepared(lambda: g(*args), compile=lambda: g.compile(args))
 
 
-def _prepare_numba(workload, size, args, wrt):
-    """backend="numba", with sourcegrad's disk cache (and so numba's) in a fresh directory of
-    this measuring process: the first call compiles cold; `after` then forgets the compiled
-    code in memory and times a first call again, which loads both caches (numba is already
-    imported and initialised by then: its import is timed apart, `numba_import_s`)."""
+def numba_disk_cache():
+    """In a measuring process (the runner's child, never a test's): sourcegrad's disk cache,
+    and so numba's, in a fresh directory, its secret beside it; the directory."""
     import tempfile
 
+    from sourcegrad import cache
+    home = tempfile.mkdtemp(prefix="sourcegrad-bench-numba-")
+    os.environ["XDG_CONFIG_HOME"] = os.path.join(home, "config")  # the cache's secret
+    return cache.enable(os.path.join(home, "cache"))
+
+
+def _prepare_numba(workload, size, args, wrt):
+    """backend="numba". The first call compiles cold; where the disk cache is on
+    (`numba_disk_cache`), `after` then forgets the compiled code in memory and times a first
+    call again, which loads both caches (numba is already imported and initialised by then:
+    its import is timed apart, `numba_import_s`)."""
     import sourcegrad
     from sourcegrad import api, cache
     started = time.perf_counter()
     import numba  # noqa: F401
     imported = time.perf_counter() - started
-    home = tempfile.mkdtemp(prefix="sourcegrad-bench-numba-")
-    os.environ["XDG_CONFIG_HOME"] = os.path.join(home, "config")  # the cache's secret
-    cache.enable(os.path.join(home, "cache"))
     f, wrt_names = workload.function(size), tuple(workload.wrt)
     g = sourcegrad.grad(f, wrt=wrt_names, backend="numba")
 
     def after():
+        found = {"numba_import_s": imported, "jitted": "@numba.njit" in g.source}
+        if cache.directory() is None:
+            return found
         api._COMPILED.clear()
         again = sourcegrad.grad(f, wrt=wrt_names, backend="numba")
         t0 = time.perf_counter()
         again(*args)
-        warm = time.perf_counter() - t0
-        return {"warm_first_call_s": warm, "numba_import_s": imported,
-                "jitted": "@numba.njit" in g.source}
+        return dict(found, warm_first_call_s=time.perf_counter() - t0)
 
     return Prepared(lambda: g(*args), compile=lambda: g.compile(args), after=after)
 
