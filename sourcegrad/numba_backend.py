@@ -68,7 +68,10 @@ def load(source: str, name: str, free: dict, names, args, label: str):
     cached = not free and cache.directory() is not None
     plain = numba_source(source, cached)
     fused = _fused(plain, names[0], args)
-    for jit_source in dict.fromkeys((fused, plain)):  # (unfused if fusing went wrong)
+    refused = _REFUSED.get(_refusal_key(plain, args))
+    if refused is not None:  # (numba takes seconds to refuse: and it was said once)
+        return source, load_numpy(source, name, free)
+    for jit_source in dict.fromkeys((fused, plain)):
         try:
             types = _types_of(args)
             module = _load_jitted(jit_source, name, free, cached)
@@ -76,9 +79,30 @@ def load(source: str, name: str, free: dict, names, args, label: str):
             return jit_source, module
         except Exception as exc:  # any failure to type or compile: the numpy code runs
             failure = exc
-    warnings.warn(_fallback_message(failure, label, plain), errors.JitFallbackWarning,
-                  stacklevel=5)
+            if _failing_line(exc, jit_source) in plain.splitlines():
+                break  # (the plain code has the line numba refused: it would refuse it too)
+    message = _fallback_message(failure, label, jit_source)
+    if len(_REFUSED) >= 256:  # (bounded: one entry per program and argument types)
+        _REFUSED.clear()
+    _REFUSED[_refusal_key(plain, args)] = message
+    warnings.warn(message, errors.JitFallbackWarning, stacklevel=5)
     return source, load_numpy(source, name, free)
+
+
+# (the numba text, its argument types) -> why numba refused it, in this process
+_REFUSED: dict = {}
+
+
+def _refusal_key(text, args):
+    return text, tuple(_kind(a) for a in args)
+
+
+def _kind(value):
+    """What numba types an argument by, without importing numba for it."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.ndim, value.flags.c_contiguous,
+                value.flags.f_contiguous, value.flags.writeable)
+    return type(value).__name__
 
 
 def _fused(source, function, args):
@@ -227,6 +251,19 @@ def _warn_once(cause, message):
         warnings.warn(message, errors.JitFallbackWarning, stacklevel=5)
 
 
+def _failing_line_number(exc, jit_source):
+    """The line of `jit_source` numba's error is about (the last it names), or None."""
+    numbers = [int(n) for n in re.findall(r'File "[^"]*", line (\d+)', _ANSI.sub("", str(exc)))]
+    count = jit_source.count("\n") + 1
+    return next((n for n in reversed(numbers) if 0 < n <= count), None)
+
+
+def _failing_line(exc, jit_source):
+    """The text of the line numba's error is about, or None."""
+    line = _failing_line_number(exc, jit_source)
+    return None if line is None else jit_source.splitlines()[line - 1]
+
+
 def _fallback_message(exc, label, jit_source) -> str:
     """What numba refused, the generated line it refused, and the user's line that line
     computes or differentiates (the `# line N: ...` comment above it)."""
@@ -239,8 +276,7 @@ def _fallback_message(exc, label, jit_source) -> str:
     where = ""
     if jit_source:
         lines = jit_source.splitlines()
-        numbers = [int(n) for n in re.findall(r'File "[^"]*", line (\d+)', text)]
-        line = next((n for n in reversed(numbers) if 0 < n <= len(lines)), None)
+        line = _failing_line_number(exc, jit_source)
         if line is not None:
             code = lines[line - 1].strip()
             user = next((ln.strip()[2:] for ln in reversed(lines[:line])

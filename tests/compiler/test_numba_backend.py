@@ -168,6 +168,10 @@ def test_unsupported_construct_falls_back_with_one_warning_naming_it():
     assert "@numba" not in g.source  # the source shown is the code that runs
     _same(got, sourcegrad.grad(softmax_rows)(x))
     _against_differences(softmax_rows, (x,), (0,), got)
+    api._COMPILED.clear()  # compiled again: numba's refusal is remembered, and not said twice
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        _same(sourcegrad.grad(softmax_rows, jit=True)(x), got)
 
 
 def test_scalar_loop_matches_numpy_and_differences_and_is_cached_on_disk(tmp_path, monkeypatch):
