@@ -111,19 +111,22 @@ def _runs(fn, kinds):
         else:
             arrays.discard(target)
     close()
-    return [r for r in runs if _one_kind_per_name(r)]
+    return [r for r in runs if _one_kind_per_name(r, kinds)]
 
 
-def _one_kind_per_name(run):
-    """A name the run assigns both an array and a number would need two spellings: not fused."""
+def _one_kind_per_name(run, kinds):
+    """Whether each name the run assigns is always an array or always a number, and each
+    number is assigned once (numbers are computed before the loop, in their order: a number
+    assigned twice could be read between the two by an array's statement)."""
     seen: dict = {}
-    arrays = set()
-    params_read = set()
+    arrays: set = set()
     for stmt in run:
         target = stmt.targets[0].id
-        is_array = any(n in arrays or n in params_read for n in _elementwise_reads(stmt))
-        if seen.setdefault(target, is_array) != is_array:
+        is_array = any(n in arrays or (n not in seen and isinstance(kinds.get(n), tuple))
+                       for n in _elementwise_reads(stmt))
+        if target in seen and (seen[target] != is_array or not is_array):
             return False
+        seen[target] = is_array
         if is_array:
             arrays.add(target)
     return True
@@ -183,10 +186,9 @@ def _rewrite(lines, fn, run, after, kinds, taken):
     read_after = {n.id for s in after for n in ast.walk(s) if isinstance(n, ast.Name)}
     out = [n for n in dict.fromkeys(s.targets[0].id for s in run)
            if n in arrays and n in read_after]
-    # numbers read after the run are made before the loop (the same in every element, and
-    # defined when there are no elements)
-    numbers_out = {s.targets[0].id for s in run if s.targets[0].id not in arrays and
-                   s.targets[0].id in read_after}
+    # the run's numbers are made before the loop (the same in every element, and defined
+    # when there are no elements)
+    numbers = {s.targets[0].id for s in run if s.targets[0].id not in arrays}
     index = "i"
     k = 0
     while index in taken:
@@ -197,7 +199,7 @@ def _rewrite(lines, fn, run, after, kinds, taken):
     first, last = _first_line(lines, run[0], fn), run[-1].end_lineno
     edits = []  # (line, col, end col, text)
     for stmt in run:
-        if stmt.targets[0].id in numbers_out:
+        if stmt.targets[0].id in numbers:
             continue
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and node.id in indexed:
@@ -218,7 +220,7 @@ def _rewrite(lines, fn, run, after, kinds, taken):
     header = [f"{indent}# fused: the elementwise run below is one loop over the elements\n"]
     hoisted = []
     for stmt in run:
-        if stmt.targets[0].id in numbers_out:
+        if stmt.targets[0].id in numbers:
             hoisted.extend(range(stmt.lineno, stmt.end_lineno + 1))
     header += [lines[n - 1] for n in hoisted]
     header += [f"{indent}{name} = np.empty({shape_of}.shape)\n" for name in out]
