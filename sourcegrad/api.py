@@ -45,7 +45,7 @@ from typing import IO, Any, Callable, Optional, Sequence, TypeVar, Union, overlo
 
 import numpy as np
 
-from . import analysis, cache, dask_backend, errors, pipeline, random_draws, trees
+from . import analysis, cache, dask_backend, errors, numba_backend, pipeline, random_draws, trees
 from .analysis import aval_of, signature_key
 from .codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
 from .dispatch import fast_entry
@@ -765,7 +765,7 @@ class Gradient(staticmethod):
                 template = self._from_disk(cache.load(disk_key), args)
                 if template is not None:
                     try:  # (authentic, but made by code that differs: any fault, a compile)
-                        compiled = self._instance(template, primal, key, self.backend_for(args))
+                        compiled = self._instance(template, primal, key, args)
                     except Exception as exc:
                         cache.fault("entry unusable", f"an entry could not be loaded ({exc!r})")
                     else:
@@ -773,7 +773,7 @@ class Gradient(staticmethod):
                         return compiled
                     template = None
             if template is not None:
-                return self._instance(template, primal, key, self.backend_for(args))
+                return self._instance(template, primal, key, args)
             # a 0-d array is differentiated as the numpy scalar it holds (read once with
             # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
@@ -821,14 +821,14 @@ class Gradient(staticmethod):
             _remember(template_key, template)
             if cache.directory() and not identities:
                 cache.store(disk_key, source, saved, names, template.control_flow)
-            return self._instance(template, primal, key, self.backend_for(args))
+            return self._instance(template, primal, key, args)
 
     def _unwrappable(self, primal, args) -> set:
         """Positions of the 0-d numpy arrays the generated code may read as numpy scalars:
         for a plain gradient whose function never indexes, stores into, updates in place
         or calls methods of any value (where a numpy scalar and a 0-d array differ)."""
         if type(self) is not Gradient or self.inner is not None or \
-                self.backend_for(args) != "numpy":
+                self.backend_for(args) not in ("numpy", "numba"):
             return set()
         positions = _zero_d_arrays(args)
         if not positions or any(_differs_for_scalars(s) for s in walk(primal.body)):
@@ -863,16 +863,24 @@ class Gradient(staticmethod):
                          self._finisher(args, unread=True),
                          None, (), hit.control_flow, ())
 
-    def _instance(self, template, primal, key, backend="numpy"):
+    def _instance(self, template, primal, key, args):
         """The template loaded with `primal`'s free values (this function's own globals and
-        closure values, read by the generated code as module globals), cached for `key`.
-        Dask code is wrapped to compute its result once (`dask_backend.computing`)."""
-        module = load(template.source, template.module_name, primal.free)
+        closure values, read by the generated code as module globals), cached for `key`;
+        for the numba backend, compiled by numba for `args`' types where it can be. Dask
+        code is wrapped to compute its result once (`dask_backend.computing`)."""
+        backend = self.backend_for(args)
+        if backend == "numba":
+            source, module = numba_backend.load(template.source, template.module_name,
+                                                primal.free, template.names, args,
+                                                self.fn.__qualname__)
+        else:
+            source = template.source
+            module = load(source, template.module_name, primal.free)
         loaded = tuple(getattr(module, n) for n in template.names)
         if backend == "dask":
             loaded = tuple(dask_backend.computing(f, template.source, primal.source_file)
                            for f in loaded)
-        compiled = Compiled(template.source, module, loaded if len(loaded) > 1 else loaded[0],
+        compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0],
                             template.saved, template.finish, tuple(primal.dependencies),
                             template.ir, template.fresh, code=_code_of(self.fn),
                             control_flow=template.control_flow)
@@ -1303,6 +1311,11 @@ def _wrt_of(wrt, argnums, argnum, default=0):
     return given[0][1] if given else default
 
 
+def _jit_backend(backend, jit):
+    """The backend `jit=True` asks for: numba's, unless the backend asked for is CuPy's."""
+    return "numba" if jit and backend in ("auto", "numpy") else backend
+
+
 def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None):
     """`kind(fn, ...)`, or a decorator making it when fn is None (`@grad(wrt=1)`)."""
     if fn is None:
@@ -1315,7 +1328,7 @@ def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None):
 
 
 def grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums: Wrt = _UNSET,
-         argnum: Wrt = _UNSET, has_aux: bool = False, backend: str = "auto",
+         argnum: Wrt = _UNSET, has_aux: bool = False, backend: str = "auto", jit: bool = False,
          checkpoint_loops: Union[int, str, None] = None,
          memory: Union[int, str, None] = None) -> Any:
     """The gradient of a scalar-valued numpy function, as generated Python source.
@@ -1328,15 +1341,18 @@ def grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums:
     `has_aux=True` (as in JAX): f returns `(output, aux)`; only the output is
     differentiated, and the result is `(gradient, aux)`.
 
-    `backend` is "numpy", "cupy" or "auto" (the default: CuPy code for CuPy arrays, numpy
-    code otherwise); code is generated once per backend and input signature.
+    `backend` is "numpy", "cupy", "numba", "dask" or "auto" (the default: CuPy code for CuPy
+    arrays, Dask code for Dask arrays, numpy code otherwise); code is generated once per
+    backend and input signature. "numba" (or `jit=True` with the numpy or auto backend)
+    compiles the numpy code with numba where numba can type it, and runs the numpy code
+    after one `JitFallbackWarning` where it cannot (`sourcegrad.numba_backend`).
 
     `checkpoint_loops=k` (an int, or "sqrt") and `memory=` (bytes, or "min") trade time for
     memory: loops keep a snapshot every k trips and recompute the rest in the backward
     (`sourcegrad.checkpointing`, `sourcegrad.memory_budget`).
     """
-    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, has_aux, Gradient,
-                 memory_plan(checkpoint_loops, memory))
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, _jit_backend(backend, jit),
+                 has_aux, Gradient, memory_plan(checkpoint_loops, memory))
 
 
 # grad(f) written inside differentiated code is made while compiling (frontend)
@@ -1345,19 +1361,22 @@ grad._sourcegrad_makes_gradient = True  # type: ignore[attr-defined]
 
 def value_and_grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
                    argnums: Wrt = _UNSET, argnum: Wrt = _UNSET, has_aux: bool = False,
-                   backend: str = "auto", checkpoint_loops: Union[int, str, None] = None,
+                   backend: str = "auto", jit: bool = False,
+                   checkpoint_loops: Union[int, str, None] = None,
                    memory: Union[int, str, None] = None) -> Any:
     """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
     JAX) it is `((output, aux), gradient)`."""
-    return _made(fn, _wrt_of(wrt, argnums, argnum), True, backend, has_aux, Gradient,
-                 memory_plan(checkpoint_loops, memory))
+    return _made(fn, _wrt_of(wrt, argnums, argnum), True, _jit_backend(backend, jit),
+                 has_aux, Gradient, memory_plan(checkpoint_loops, memory))
 
 
 def grad_and_aux(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
-                 argnum: Wrt = _UNSET, argnums: Wrt = _UNSET, backend: str = "auto") -> Any:
+                 argnum: Wrt = _UNSET, argnums: Wrt = _UNSET, backend: str = "auto",
+                 jit: bool = False) -> Any:
     """autograd's `grad_and_aux`: f returns `(output, aux)`; the result is
     `(gradient of output, aux)`. The same as `grad(f, has_aux=True)`."""
-    return _made(fn, _wrt_of(wrt, argnums, argnum), False, backend, True, Gradient)
+    return _made(fn, _wrt_of(wrt, argnums, argnum), False, _jit_backend(backend, jit), True,
+                 Gradient)
 
 
 class AuxGradient:

@@ -352,6 +352,55 @@ def store(key: str, source: str, saved, names, control_flow: bool) -> None:
             pass
 
 
+def write_private_file(subdirectory: str, name: str, text: str) -> str | None:
+    """The path of file `name` holding `text` in the private directory `subdirectory` of the
+    cache directory (created 0700; refused, as the cache directory is, when a symlink, not
+    the user's or accessible to others), written there if it is not already; None (with a
+    `CacheWarning`) when the cache is off or it cannot be done safely.
+
+    For a consumer that must read a real file and trusts what it finds next to it (numba's
+    cache of machine code, which it unpickles): only this user can write in a private
+    directory, so nobody else can plant what it reads. A file already holding `text` is left
+    as it is (its mtime is that consumer's key); any other is replaced atomically."""
+    if directory() is None:
+        return None
+    path = os.path.join(_directory, subdirectory)
+    data = text.encode()
+    try:
+        sub_fd = _open_own_directory(path, "private cache directory", private=True)
+    except _Fault as fault:
+        _warn(fault.cause, str(fault))
+        return None
+    try:
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=sub_fd)
+        except FileNotFoundError:
+            fd = None
+        if fd is not None:
+            try:
+                same = stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(data) + 1) == data
+            finally:
+                os.close(fd)
+            if same:
+                return os.path.join(path, name)
+        temporary = f".{name}-{os.getpid()}-{os.urandom(8).hex()}.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+                     0o600, dir_fd=sub_fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.rename(temporary, name, src_dir_fd=sub_fd, dst_dir_fd=sub_fd)
+        return os.path.join(path, name)
+    except OSError as exc:
+        _warn("write", f"cannot write to {path} ({exc})")
+        return None
+    finally:
+        os.close(sub_fd)
+
+
 def _plain(value):
     if isinstance(value, tuple):
         return list(value)

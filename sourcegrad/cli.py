@@ -2,7 +2,7 @@
 
     sourcegrad demo                         a guided run: compile, read, verify
     sourcegrad show FILE.py:FUNC [--args "w=(10,), X=(64, 10)"] [--wrt a,b] [--saved]
-                                 [--forward] [--backend numpy|cupy|dask]
+                                 [--forward] [--backend numpy|cupy|dask|numba]
     sourcegrad gen [--check] [--examples DIR] [--out DIR]
     sourcegrad bench [--quick] [--only NAME]   the benchmark suite
     sourcegrad --version
@@ -383,8 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--saved", action="store_true", help="list what the backward keeps")
     show.add_argument("--forward", action="store_true",
                       help="print the forward-mode (JVP) code instead of the gradient")
-    show.add_argument("--backend", default="numpy", choices=("numpy", "cupy", "dask"),
-                      help="the array library the generated code calls")
+    show.add_argument("--backend", default="numpy", choices=("numpy", "cupy", "dask", "numba"),
+                      help="the array library the generated code calls (numba: the numpy "
+                           "code as numba compiles it, or, where numba cannot, the numpy "
+                           "code that runs instead)")
     show.add_argument("--memory", default=None, metavar="BYTES|min",
                       help="a saved-value budget (grad's memory=): loops are checkpointed")
     show.add_argument("--checkpoint-loops", default=None, metavar="K|sqrt",

@@ -73,7 +73,9 @@ class Backend:
 
 
 BACKENDS = {"numpy": Backend("numpy", "numpy", "np"), "cupy": Backend("cupy", "cupy", "cp"),
-            "dask": Backend("dask", "dask.array", "da")}  # (sourcegrad.dask_backend runs it)
+            "dask": Backend("dask", "dask.array", "da"),  # (sourcegrad.dask_backend runs it)
+            # numba compiles the numpy code (sourcegrad.numba_backend rewrites what it needs)
+            "numba": Backend("numpy", "numpy", "np")}
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,9 @@ def fast_entry(args, fn, finish=None, converters=None, still_valid=None, with_va
     params = list(code.co_varnames[:code.co_argcount])
     if len(params) != len(args):
         return None
-    taken = set(fn.__globals__) | set(code.co_names) | set(code.co_varnames) | set(params)
+    # (a numba dispatcher has no __globals__)
+    taken = set(getattr(fn, "__globals__", ())) | set(code.co_names) | \
+        set(code.co_varnames) | set(params)
     guard = _Guard(_prefix(taken))
     checks = []
     for name, value in zip(params, args):
@@ -91,9 +93,11 @@ def fast_entry(args, fn, finish=None, converters=None, still_valid=None, with_va
         entry = _inlined(fn, source, signature, checks, miss, convert, guard)
     if entry is None:
         gradient = guard.add("gradient", fn)
+        result = f"{guard.prefix}result"
         text = (f"def {fn.__name__}({signature}):\n"
                 f"    if {' and '.join(checks) or 'True'}:\n"
-                f"        return {convert.text(f'{gradient}({arguments})')}\n"
+                f"        {result} = {gradient}({arguments})\n"
+                f"        return {convert.text(result)}\n"
                 f"    return {miss}\n")
         entry = guard.define(ast.parse(text).body[0], {}, "<sourcegrad dispatch>")
     return entry
@@ -209,8 +213,18 @@ class _Conversion:
         return f"    {self.kept} = {self.arguments}\n" if needed else ""
 
     def text(self, result: str) -> str:
-        """The returned expression for a result given as text (the non-inlined entry)."""
-        return ast.unparse(self.node(ast.parse(result, mode="eval").body, self.arguments))
+        """The returned expression for the result held by the variable `result` (the
+        non-inlined entry), its items spelled out (`result[1][0]`) where converted."""
+        node = ast.parse(result, mode="eval").body
+        if self.converters is not None:
+            grads = _item(node, 1) if self.with_value else node
+            if not self.single:
+                grads = ast.Tuple([_item(grads, k) for k in range(len(self.converters))],
+                                  ast.Load())
+            node = ast.Tuple([_item(node, 0), grads], ast.Load()) if self.with_value else grads
+        elif self.with_value and not self.plain:
+            node = ast.Tuple([_item(node, 0), _item(node, 1)], ast.Load())
+        return ast.unparse(self.node(node, self.arguments))
 
     def node(self, result, arguments=None):
         """The returned expression for a result given as an AST, or None when the
@@ -241,6 +255,10 @@ class _Conversion:
         else:
             return None
         return ast.Tuple([value, converted], ast.Load()) if self.with_value else converted
+
+
+def _item(node, k):
+    return ast.Subscript(node, ast.Constant(k), ast.Load())
 
 
 def _pair(node):

@@ -101,6 +101,15 @@ class NumpyAxisError(NumpyError, np.exceptions.AxisError):
         return self._format()
 
 
+class SourcegradWarning(UserWarning):
+    """Base class of the warnings sourcegrad gives: something ran, but not as asked."""
+
+
+class JitFallbackWarning(SourcegradWarning):
+    """numba could not compile a gradient (or is not installed): the numpy code runs
+    instead (`sourcegrad.numba_backend`)."""
+
+
 def locate(error: SourcegradError, loc: SourceLocation | None) -> SourcegradError:
     """`error` located at `loc` if it was not located yet (a rule template's refusal does not
     know the statement it differentiates): returned for `raise locate(e, loc)`."""

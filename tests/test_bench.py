@@ -36,7 +36,9 @@ def test_hand_gradient_matches_finite_differences(workload, size):
         assert runner.max_rel_error((g,), (numeric,)) < 1e-5, (workload.name, pos)
 
 
-@pytest.mark.parametrize("variant", [v for v in W.VARIANTS if v != "hand"])
+# numba compiles each workload for seconds (the RNN's for a minute on a busy machine): slow
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.slow) if v == "numba"
+                                     else v for v in W.VARIANTS if v != "hand"])
 @pytest.mark.parametrize("workload,size", QUICK, ids=IDS)
 def test_variant_agrees_with_hand(workload, size, variant):
     if not W.available(variant):

@@ -55,7 +55,7 @@ NOISY = 1.25  # a median this much over the fastest sample: something else had t
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS")
 OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-NUMPY_VARIANTS = ("hand", "sourcegrad", "autograd")
+NUMPY_VARIANTS = ("hand", "sourcegrad", "numba", "autograd")
 
 #: per-variant timing budget (seconds), min and max samples, by size class
 BUDGET = {"small": (1.0, 5, 1000), "large": (3.0, 5, 30), "quick": (0.02, 1, 3)}
@@ -200,6 +200,8 @@ def measure_times(workload, size, variants, quick, log):
         records.append(rec)
         log(f"    {variant:<10} ", end="")
         try:
+            if variant == "numba":  # (after sourcegrad's variant, whose compile it would slow)
+                W.numba_disk_cache()
             prepared = W.prepare(workload, size, variant, args)
             call = prepared.call
             t0 = time.perf_counter()
@@ -240,10 +242,14 @@ def measure_times(workload, size, variants, quick, log):
             continue
         rec.update(median_s=statistics.median(samples), min_s=min(samples),
                    samples=len(samples), calls_per_sample=number)
+        if prepared.after is not None:
+            rec.update(prepared.after())
         rec["noisy"] = len(samples) >= 3 and rec["median_s"] > NOISY * rec["min_s"]
         log(f"{fmt_time(rec['median_s'])} median of {len(samples)} (first call "
             f"{fmt_time(rec['first_call_s'])}"
-            + (f", compile {fmt_time(rec['compile_s'])})" if "compile_s" in rec else ")"))
+            + (f", compile {fmt_time(rec['compile_s'])}" if "compile_s" in rec else "")
+            + (f", warm cache {fmt_time(rec['warm_first_call_s'])}"
+               if "warm_first_call_s" in rec else "") + ")")
         del call
         if not quick:
             gc.collect()
@@ -458,6 +464,82 @@ def targets(results):
     return out
 
 
+# numba (issue 22), median × hand per (workload, size); first calls; reported, not asserted
+NUMBA_RATIO_TARGETS = {("rnn", "small"): 0.20, ("spring", "1000 steps"): 0.18,
+                       ("spring", "10000 steps"): 0.10, ("chain", "small"): 0.8,
+                       ("chain", "large"): 0.7}
+NUMBA_WARM_FIRST_CALL_S = 0.050
+NUMBA_COLD_FIRST_CALL_S = {"spring": 2.0}
+NUMBA_0D_OVER_FLOATS = 1.2
+
+
+def numba_targets(results):
+    """The numba variant's targets (issue 22), each with its measured value and whether met."""
+    out = []
+    by_case = {(r["workload"], r["size"]): r for r in results}
+
+    def record(res, variant="numba"):
+        return next((v for v in res["variants"] if v["variant"] == variant), None) \
+            if res else None
+
+    for res in results:
+        nb = record(res)
+        if nb is None:
+            continue
+        case = (res["workload"], res["size"])
+        rows = []
+        if case in NUMBA_RATIO_TARGETS and nb.get("ratio_to_hand") is not None:
+            goal = NUMBA_RATIO_TARGETS[case]
+            rows.append((f"numba median ≤ {goal:.2f}× hand", f"{nb['ratio_to_hand']:.2f}×",
+                         nb["ratio_to_hand"] <= goal))
+        if nb.get("warm_first_call_s") is not None:
+            warm = nb["warm_first_call_s"]
+            rows.append((f"numba first call, warm cache ≤ {NUMBA_WARM_FIRST_CALL_S * 1e3:.0f} ms",
+                         fmt_time(warm), warm <= NUMBA_WARM_FIRST_CALL_S))
+        cold_goal = NUMBA_COLD_FIRST_CALL_S.get(res["workload"])
+        if cold_goal is not None and nb.get("first_call_s") is not None:
+            rows.append((f"numba first call, cold ≤ {cold_goal:g} s",
+                         fmt_time(nb["first_call_s"]), nb["first_call_s"] <= cold_goal))
+        floats = record(by_case.get(("scalar", "float")))
+        if case == ("scalar", "0-d") and nb.get("median_s") and floats and \
+                floats.get("median_s"):
+            ratio = nb["median_s"] / floats["median_s"]
+            rows.append((f"numba on 0-d arrays ≤ {NUMBA_0D_OVER_FLOATS:g}× on Python floats",
+                         f"{ratio:.2f}×", ratio <= NUMBA_0D_OVER_FLOATS))
+        if nb.get("status") == "ok" and nb.get("jitted") is False:
+            rows.append(("compiled by numba", "no: the numpy code ran (JitFallbackWarning)",
+                         False))
+        out += [{"target": t, "workload": case[0], "size": case[1], "measured": m,
+                 "met": bool(ok)} for t, m, ok in rows]
+    return out
+
+
+def side_by_side(results, variants):
+    """Median × hand-written numpy per case, one column per variant, and the numba variant's
+    first calls (cold: compiling; warm: numba's disk cache)."""
+    shown = [v for v in variants if v != "hand"]
+    lines = ["| workload | size | hand | " + " | ".join(shown) +
+             " | numba first call: cold / warm cache |",
+             "|---|---|---:|" + "---:|" * len(shown) + "---|"]
+    for res in results:
+        recs = {r["variant"]: r for r in res["variants"]}
+        hand = recs.get("hand", {})
+        cells = []
+        for v in shown:
+            r = recs.get(v, {})
+            ratio = r.get("ratio_to_hand")
+            text = f"{ratio:.2f}" if ratio is not None else r.get("status", "-").split(":")[0]
+            if v == "numba" and r.get("jitted") is False:
+                text += " (numpy code)"
+            cells.append(text)
+        nb = recs.get("numba", {})
+        first = f"{fmt_time(nb.get('first_call_s'))} / {fmt_time(nb.get('warm_first_call_s'))}" \
+            if nb.get("first_call_s") is not None else "-"
+        lines.append(f"| {res['workload']} | {res['size']} | {fmt_time(hand.get('median_s'))} | "
+                     + " | ".join(cells) + f" | {first} |")
+    return "\n".join(lines) + "\n"
+
+
 def _case_targets(workload, size_name, sg):
     """(target, measured, met) for one case's sourcegrad record."""
     rows = [f"median ≤ {RATIO_TARGET:.2f}× hand"]
@@ -574,8 +656,9 @@ def parse_args(argv):
                    help="run only these workloads (repeat or comma-separate): "
                         "scalar, logreg, mlp, rnn, chain, spring")
     p.add_argument("--variants", metavar="LIST",
-                   help="comma-separated subset of hand,sourcegrad,autograd,torch,jax "
-                        "(hand always runs: it is the reference)")
+                   help="comma-separated subset of hand,sourcegrad,numba,autograd,torch,jax "
+                        "(hand always runs: it is the reference; --quick leaves numba out "
+                        "unless named here)")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="also write the results as JSON to PATH (default: none written)")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
@@ -650,6 +733,8 @@ def main(argv=None):
     if unknown:
         raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; choose from "
                          f"{', '.join(W.VARIANTS)}")
+    if args.quick and not args.variants:  # (numba compiles for seconds: asked for by name)
+        wanted = [v for v in wanted if v != "numba"]
     variants = [v for v in wanted if W.available(v)]
     skipped = [v for v in wanted if v not in variants]
     if skipped:
@@ -663,8 +748,9 @@ def main(argv=None):
     start = time.perf_counter()
     results, pinned = run(cases, variants, args.quick, memory=not args.no_memory, log=log)
     add_ratios(results)
-    target_rows = targets(results)
-    table = markdown(results, target_rows)
+    target_rows = targets(results) + numba_targets(results)
+    table = markdown(results, target_rows) + "\nSide by side (median × hand-written numpy):\n\n" \
+        + side_by_side(results, variants)
     report = {"meta": meta(args, variants, pinned), "skipped_variants": skipped,
               "results": results, "targets": target_rows, "table": table}
     _write_json(args.json, report)  # now, so a failed side measurement loses nothing

@@ -17,7 +17,8 @@ Each `Workload` has
 `workload.wrt`, always as a tuple), `to_numpy` turning its result into numpy
 arrays for checking, and, for sourcegrad, `compile` (generate and load the
 gradient for these inputs, so the runner can time compiling apart from
-running). Inputs are converted to the variant's types once, outside the call
+running); for the numba variant (sourcegrad's `backend="numba"`), `after`, which
+times a first call with numba's disk cache warm. Inputs are converted to the variant's types once, outside the call
 (zero-copy for torch), so a call times the forward and the backward only.
 
 Why one module: the table of workloads, each a few lines (function, hand-written gradient,
@@ -28,12 +29,15 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-VARIANTS = ("hand", "sourcegrad", "autograd", "torch", "jax")
+# numba: sourcegrad's gradient compiled by numba (backend="numba")
+VARIANTS = ("hand", "sourcegrad", "numba", "autograd", "torch", "jax")
 
 # --------------------------------------------------------------------------------------------
 # scalar: sin(x)*y + exp(x*y)/(1+x**2), on Python floats and on 0-d arrays
@@ -490,7 +494,8 @@ WORKLOADS = (
              memory_target_sizes=("large",)),
     Workload("spring", "explicit-Euler damped spring, while t < T; d/d(k, c)", spring, ("k", "c"),
              spring_args, spring_hand, spring_xp,
-             sizes=(_s("1000 steps", "Python floats, dt=0.01", steps=1000),),
+             sizes=(_s("1000 steps", "Python floats, dt=0.01", steps=1000),
+                    _s("10000 steps", "Python floats, dt=0.01", steps=10000)),
              quick=(_s("10 steps", "Python floats, dt=0.01", steps=10),),
              compile_target_s=0.200),
 )
@@ -518,7 +523,7 @@ def make_args(workload, size, seed=0):
 # variants
 # --------------------------------------------------------------------------------------------
 
-_MODULE_OF = {"autograd": "autograd", "torch": "torch", "jax": "jax"}
+_MODULE_OF = {"autograd": "autograd", "torch": "torch", "jax": "jax", "numba": "numba"}
 
 
 def available(variant):
@@ -544,6 +549,7 @@ class Prepared:
     call: Callable
     to_numpy: Callable = _as_numpy
     compile: Callable | None = None
+    after: Callable | None = None  # measured after the timing: a dict for the record
 
 
 def prepare(workload, size, variant, args):
@@ -565,6 +571,43 @@ def _prepare_sourcegrad(workload, size, args, wrt):
     import sourcegrad
     g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt))
     return Prepared(lambda: g(*args), compile=lambda: g.compile(args))
+
+
+def numba_disk_cache():
+    """In a measuring process (the runner's child, never a test's): sourcegrad's disk cache,
+    and so numba's, in a fresh directory, its secret beside it; the directory."""
+    import tempfile
+
+    from sourcegrad import cache
+    home = tempfile.mkdtemp(prefix="sourcegrad-bench-numba-")
+    os.environ["XDG_CONFIG_HOME"] = os.path.join(home, "config")  # the cache's secret
+    return cache.enable(os.path.join(home, "cache"))
+
+
+def _prepare_numba(workload, size, args, wrt):
+    """backend="numba". The first call compiles cold; where the disk cache is on
+    (`numba_disk_cache`), `after` then forgets the compiled code in memory and times a first
+    call again, which loads both caches (numba is already imported and initialised by then:
+    its import is timed apart, `numba_import_s`)."""
+    import sourcegrad
+    from sourcegrad import api, cache
+    started = time.perf_counter()
+    import numba  # noqa: F401
+    imported = time.perf_counter() - started
+    f, wrt_names = workload.function(size), tuple(workload.wrt)
+    g = sourcegrad.grad(f, wrt=wrt_names, backend="numba")
+
+    def after():
+        found = {"numba_import_s": imported, "jitted": "@numba.njit" in g.source}
+        if cache.directory() is None:
+            return found
+        api._COMPILED.clear()
+        again = sourcegrad.grad(f, wrt=wrt_names, backend="numba")
+        t0 = time.perf_counter()
+        again(*args)
+        return dict(found, warm_first_call_s=time.perf_counter() - t0)
+
+    return Prepared(lambda: g(*args), compile=lambda: g.compile(args), after=after)
 
 
 def _prepare_autograd(workload, size, args, wrt):
@@ -618,5 +661,5 @@ def _prepare_jax(workload, size, args, wrt):
     return Prepared(call)
 
 
-_PREPARE = {"hand": _prepare_hand, "sourcegrad": _prepare_sourcegrad,
+_PREPARE = {"hand": _prepare_hand, "sourcegrad": _prepare_sourcegrad, "numba": _prepare_numba,
             "autograd": _prepare_autograd, "torch": _prepare_torch, "jax": _prepare_jax}

@@ -1,0 +1,245 @@
+"""Elementwise fusion for the numba backend: a run of elementwise statements as one loop.
+
+`fuse(source, function, kinds)` takes the numba variant's module text, the name of the
+function to fuse in, and what each of its parameters is (`kind_of(arg)`: "float64 array"
+with its ndim, "scalar", or None for anything else), and returns the text with each
+maximal run of elementwise statements at the function's top level that reads arrays
+written as one loop over the elements (what `cupy.fuse` does on a GPU): each value of the
+run is then a number computed per element, and only the arrays read after the run are
+written, into buffers made before the loop. A chain of k ufuncs reads and writes memory
+once instead of k times, and allocates one array instead of k.
+
+A statement is elementwise when it assigns one name an expression of names, numbers,
+arithmetic (`+ - * / **`, unary minus) and calls of float ufuncs (`np.sin`, whose
+float64 loop is `d->d`) or `math` functions. A run is fused only when every array it
+reads is a float64 parameter of the same shape (known from the arguments the code is
+compiled for: the dispatch guard checks shapes, so other shapes never reach this code) that
+the run does not assign, so each element's computation reads only that element, and every
+value it makes is float64. The loop is `for i in range(x.shape[0])` for vectors and
+`for i in np.ndindex(x.shape)` otherwise (either works for any memory layout).
+
+Why its own module: numba_backend rewrites what numba needs; this is an optimisation of the
+rewritten text, with its own analysis (which names are arrays, which are read after a run).
+"""
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+
+MATH_FLOAT_FUNCTIONS = frozenset((
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+    "acosh", "atanh", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "pow", "hypot",
+    "fabs", "erf", "erfc", "gamma", "lgamma", "copysign"))
+MATH_CONSTANTS = frozenset(("pi", "e", "tau", "inf"))
+# a ufunc on one element as the math function numba compiles in about half the time (in numba
+# both are the same libm call: math's domain errors are nan and inf there, as numpy's)
+AS_MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
+           "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh",
+           "arccosh": "acosh", "arctanh": "atanh", "exp": "exp", "expm1": "expm1", "log": "log",
+           "log1p": "log1p", "log2": "log2", "log10": "log10", "sqrt": "sqrt",
+           "arctan2": "atan2", "hypot": "hypot"}
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+
+
+def kind_of(value):
+    """What the fusion needs to know of an argument: ("array", ndim, shape) for a float64
+    array of one dimension or more, "scalar" for a float or an int, None otherwise."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim >= 1:
+        return ("array", value.ndim, value.shape)
+    if type(value) in (float, int) or isinstance(value, (np.float64, np.int64)):
+        return "scalar"
+    return None
+
+
+def fuse(source: str, function: str, kinds: dict) -> str:
+    """The module text with the runs of `function` fused (see the module docstring)."""
+    tree = ast.parse(source)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function),
+              None)
+    if fn is None:
+        return source
+    lines = source.splitlines(keepends=True)
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
+        {a.arg for a in fn.args.args}
+    runs = _runs(fn, kinds)
+    for run in reversed(runs):  # (from the last: earlier lines keep their numbers)
+        after = fn.body[fn.body.index(run[-1]) + 1:]
+        _rewrite(lines, fn, run, after, kinds, taken)
+    return "".join(lines)
+
+
+def _runs(fn, kinds):
+    """The maximal runs of elementwise statements of fn's top level worth fusing: at least
+    two statements computing arrays, every array read a parameter of one shape."""
+    params = {a.arg for a in fn.args.args}
+    runs, current, arrays, shape = [], [], set(), None
+
+    def close():
+        nonlocal current, arrays, shape
+        if sum(1 for s in current if s.targets[0].id in arrays) >= 2:
+            runs.append(current)
+        current, arrays, shape = [], set(), None
+
+    for stmt in fn.body:
+        reads = _elementwise_reads(stmt)
+        if reads is None:
+            close()
+            continue
+        target = stmt.targets[0].id
+        leaves = [n for n in reads if n not in {s.targets[0].id for s in current}]
+        ok, is_array = True, False
+        for name in reads:
+            if name in arrays:
+                is_array = True
+            elif name in leaves:
+                kind = kinds.get(name) if name in params else None
+                if kind == "scalar":
+                    continue
+                if kind is None or kind[0] != "array" or (shape is not None and
+                                                          kind[2] != shape):
+                    ok = False
+                    break
+                shape, is_array = kind[2], True
+        if not ok or target in params:
+            close()
+            continue
+        current.append(stmt)
+        if is_array:
+            arrays.add(target)
+        else:
+            arrays.discard(target)
+    close()
+    return [r for r in runs if _one_kind_per_name(r, kinds)]
+
+
+def _one_kind_per_name(run, kinds):
+    """Whether each name the run assigns is always an array or always a number, and each
+    number is assigned once (numbers are computed before the loop, in their order: a number
+    assigned twice could be read between the two by an array's statement)."""
+    seen: dict = {}
+    arrays: set = set()
+    for stmt in run:
+        target = stmt.targets[0].id
+        is_array = any(n in arrays or (n not in seen and isinstance(kinds.get(n), tuple))
+                       for n in _elementwise_reads(stmt))
+        if target in seen and (seen[target] != is_array or not is_array):
+            return False
+        seen[target] = is_array
+        if is_array:
+            arrays.add(target)
+    return True
+
+
+def _elementwise_reads(stmt):
+    """The names an elementwise assignment reads (a list), or None for another statement."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
+            isinstance(stmt.targets[0], ast.Name)):
+        return None
+    names: list = []
+    return names if _elementwise(stmt.value, names) else None
+
+
+def _elementwise(node, names) -> bool:
+    if isinstance(node, ast.Name):
+        names.append(node.id)
+        return True
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, (ast.USub, ast.UAdd)) and _elementwise(node.operand, names)
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, _ARITHMETIC) and _elementwise(node.left, names) and \
+            _elementwise(node.right, names)
+    if isinstance(node, ast.Attribute):  # math.pi
+        return isinstance(node.value, ast.Name) and node.value.id == "math" and \
+            node.attr in MATH_CONSTANTS
+    if isinstance(node, ast.Call) and not node.keywords and \
+            isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        module, name = node.func.value.id, node.func.attr
+        if module == "np":
+            ufunc = getattr(np, name, None)
+            if not (isinstance(ufunc, np.ufunc) and ufunc.nout == 1 and
+                    len(node.args) == ufunc.nin and
+                    "d" * ufunc.nin + "->d" in ufunc.types):
+                return False
+        elif module != "math" or name not in MATH_FLOAT_FUNCTIONS or \
+                not hasattr(math, name):
+            return False
+        return all(_elementwise(a, names) for a in node.args)
+    return False
+
+
+def _rewrite(lines, fn, run, after, kinds, taken):
+    params = {a.arg for a in fn.args.args}
+    assigned = {s.targets[0].id for s in run}
+    arrays, leaves = set(), []
+    for stmt in run:
+        reads = _elementwise_reads(stmt)
+        for n in reads:
+            if n in params and n not in assigned and kinds.get(n) != "scalar" and \
+                    n not in leaves:
+                leaves.append(n)
+        if any(n in arrays or n in leaves for n in reads):
+            arrays.add(stmt.targets[0].id)
+    read_after = {n.id for s in after for n in ast.walk(s) if isinstance(n, ast.Name)}
+    out = [n for n in dict.fromkeys(s.targets[0].id for s in run)
+           if n in arrays and n in read_after]
+    # the run's numbers are made before the loop (the same in every element, and defined
+    # when there are no elements)
+    numbers = {s.targets[0].id for s in run if s.targets[0].id not in arrays}
+    index = "i"
+    k = 0
+    while index in taken:
+        k += 1
+        index = f"i_{k}"
+    taken.add(index)
+    indexed = set(out) | set(leaves)
+    first, last = _first_line(lines, run[0], fn), run[-1].end_lineno
+    edits = []  # (line, col, end col, text)
+    for stmt in run:
+        if stmt.targets[0].id in numbers:
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id in indexed:
+                edits.append((node.lineno, node.col_offset, node.end_col_offset,
+                              f"{node.id}[{index}]"))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == "np" and \
+                    node.func.attr in AS_MATH:
+                func = node.func
+                edits.append((func.lineno, func.col_offset, func.end_col_offset,
+                              f"math.{AS_MATH[func.attr]}"))
+    for line, start, end, text in sorted(edits, reverse=True):
+        code = lines[line - 1]
+        lines[line - 1] = code[:start] + text + code[end:]
+    indent = " " * run[0].col_offset
+    shape_of = leaves[0]
+    ndim = kinds[shape_of][1]
+    header = [f"{indent}# fused: the elementwise run below is one loop over the elements\n"]
+    hoisted = []
+    for stmt in run:
+        if stmt.targets[0].id in numbers:
+            hoisted.extend(range(stmt.lineno, stmt.end_lineno + 1))
+    header += [lines[n - 1] for n in hoisted]
+    header += [f"{indent}{name} = np.empty({shape_of}.shape)\n" for name in out]
+    header.append(f"{indent}for {index} in range({shape_of}.shape[0]):\n" if ndim == 1 else
+                  f"{indent}for {index} in np.ndindex({shape_of}.shape):\n")
+    body = [("    " + lines[n - 1]) if lines[n - 1].strip() else lines[n - 1]
+            for n in range(first, last + 1) if n not in hoisted]
+    lines[first - 1:last] = header + body
+    if not any(line.startswith("import math") for line in lines):
+        at = next(k for k, line in enumerate(lines) if line.startswith("import "))
+        lines.insert(at, "import math\n")
+
+
+def _first_line(lines, stmt, fn):
+    """The statement's first line, with the comment lines just above it (its `# line N:`)."""
+    n = stmt.lineno
+    while n - 1 > fn.lineno and lines[n - 2].strip().startswith("#"):
+        n -= 1
+    return n
+
+
+__all__ = ["fuse", "kind_of"]

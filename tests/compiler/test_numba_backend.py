@@ -1,0 +1,249 @@
+"""The numba backend (sourcegrad.numba_backend): the same gradients as the numpy backend and as
+central finite differences, one warning and the numpy code where numba cannot type the code,
+numba's disk cache through the sourcegrad cache directory.
+
+numba compiles slowly (a second or more a function on a busy machine): the default run
+compiles three small gradients; the benchmark workloads and the loop and branch programs
+of control_cases are `slow` (`pytest -m slow`)."""
+import math
+import os
+import stat
+import warnings
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import api, cache, numba_backend, numba_fusion
+from sourcegrad.api import numeric_grad
+from sourcegrad.errors import JitFallbackWarning, SourcegradWarning
+
+from .control_cases import CONTROL_CASES
+
+
+def spring(k, c, x0, v0, dt, T):
+    x = x0
+    v = v0
+    t = 0.0
+    while t < T:
+        a = -k * x - c * v
+        x = x + dt * v
+        v = v + dt * a
+        t = t + dt
+    return x * x + v * v
+
+
+def rnn(W, b, h0, xs):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t] + b)
+    return np.sum(h ** 2)
+
+
+def softmax_rows(x):
+    z = x - np.max(x, axis=1, keepdims=True)  # numba has no max(axis=, keepdims=)
+    return np.sum(np.exp(z) * x)
+
+
+def _same(got, want):
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert type(a) is type(b) and np.shape(a) == np.shape(b)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def _against_differences(f, args, wrt, got):
+    got = got if isinstance(got, tuple) else (got,)
+    for g, i in zip(got, wrt):
+        numeric = numeric_grad(f, args, i)
+        np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
+
+
+# -- without compiling anything ------------------------------------------------------------------
+
+def test_reversed_ranges_count_down_through_the_same_numbers():
+    for args in [(5,), (0,), (2, 7), (7, 2), (1, 8, 3), (1, 7, 3), (4, 4, 2), (0, 10, 4)]:
+        call = f"reversed(range({', '.join(map(str, args))}))"
+        source = f"def f():\n    return [i for i in {call}]\n"
+        text = numba_backend.numba_source(source)
+        assert "reversed" not in text
+        namespace = {}
+        exec("\n".join(line for line in text.splitlines() if "numba" not in line), namespace)
+        assert namespace["f"]() == list(reversed(range(*args))), text
+
+
+def test_ufunc_out_keywords_become_positional_nested_ones_too():
+    source = ("import numpy as np\n\n\ndef f(a, b):\n"
+              "    c = np.multiply(a, np.subtract(1.0, b, out=b), out=a)  # tanh\n"
+              "    d = np.sum(a, out=None)\n"
+              "    return c, d\n")
+    text = numba_backend.numba_source(source)
+    assert "c = np.multiply(a, np.subtract(1.0, b, b), a)  # tanh" in text
+    assert "np.sum(a, out=None)" in text  # not a ufunc: left as it is
+    assert text.startswith("import numba\nimport numpy as np\n")
+    assert '@numba.njit(error_model="numpy")\ndef f(a, b):' in text
+
+
+def chain3(x, y):
+    v = np.sin(x)
+    w = np.tanh(v * y)
+    return np.sum(w * v)
+
+
+def _numpy_source(f, *args):
+    g = sourcegrad.grad(f)
+    g(*args)
+    return g.source
+
+
+def test_fusion_makes_one_loop_writing_only_what_is_read_after_it():
+    x = np.linspace(0.1, 1.0, 5)
+    source = _numpy_source(chain3, x, 0.5)
+    kinds = {"x": numba_fusion.kind_of(x), "y": numba_fusion.kind_of(0.5)}
+    fused = numba_fusion.fuse(source, "dchain3_dx", kinds)
+    assert fused.count("for i in range(x.shape[0]):") == 1
+    assert fused.count("np.empty(x.shape)") == 1  # dx only: the rest are numbers per element
+    assert "math.sin(x[i])" in fused and "dx[i] = " in fused
+    namespace: dict = {}
+    exec(fused, namespace)  # plain Python runs it too: the same numbers
+    np.testing.assert_allclose(namespace["dchain3_dx"](x, 0.5), sourcegrad.grad(chain3)(x, 0.5),
+                               rtol=1e-13)
+    # arrays of two shapes (broadcasting), or arrays numba_fusion cannot see: left as they are
+    two = {"x": numba_fusion.kind_of(x), "y": numba_fusion.kind_of(np.ones((2, 5)))}
+    assert numba_fusion.fuse(_numpy_source(chain3, x, np.ones((2, 5))), "dchain3_dx",
+                             two).count("for ") == 0
+    assert numba_fusion.fuse(source, "dchain3_dx", {"x": None, "y": "scalar"}) == source
+
+
+def test_jit_true_asks_for_numba_except_of_cupy():
+    def f(x):
+        return x * x
+    assert sourcegrad.grad(f, jit=True).backend == "numba"
+    assert sourcegrad.value_and_grad(f, jit=True, backend="numpy").backend == "numba"
+    assert sourcegrad.grad(f, jit=True, backend="cupy").backend == "cupy"
+    assert sourcegrad.grad(f).backend == "auto"
+    assert issubclass(JitFallbackWarning, SourcegradWarning)
+
+
+def test_without_numba_the_numpy_code_runs_after_one_warning(monkeypatch):
+    monkeypatch.setattr(numba_backend, "available", lambda: False)
+    monkeypatch.setattr(numba_backend, "_warned", set())
+
+    def f(x):
+        return np.sum(np.sin(x) * x)
+    x = np.linspace(0.1, 1.0, 4)
+    with pytest.warns(JitFallbackWarning, match="numba is not installed"):
+        got = sourcegrad.grad(f, backend="numba")(x)
+    _same(got, sourcegrad.grad(f)(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one warning per process, not one per gradient
+        sourcegrad.grad(f, jit=True)(x + 1.0)
+
+
+# -- compiled by numba -----------------------------------------------------------------------------
+
+numba = pytest.importorskip("numba")
+
+
+def test_fused_elementwise_run_matches_numpy_and_differences():
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)  # two dimensions: np.ndindex
+    g = sourcegrad.grad(chain3, backend="numba")
+    got = g(x, 0.7)
+    assert "for i in np.ndindex(x.shape):" in g.source
+    _same(got, sourcegrad.grad(chain3)(x, 0.7))
+    _against_differences(chain3, (x, 0.7), (0,), got)
+
+
+def test_unsupported_construct_falls_back_with_one_warning_naming_it():
+    x = np.random.default_rng(0).normal(size=(2, 3))
+    g = sourcegrad.grad(softmax_rows, backend="numba")
+    with pytest.warns(JitFallbackWarning) as record:
+        got = g(x)
+    (warning,) = [w for w in record if issubclass(w.category, JitFallbackWarning)]
+    text = str(warning.message)
+    assert "softmax_rows" in text and "keepdims" in text and "max" in text
+    assert "line " in text  # the user's line it computes or differentiates
+    assert "@numba" not in g.source  # the source shown is the code that runs
+    _same(got, sourcegrad.grad(softmax_rows)(x))
+    _against_differences(softmax_rows, (x,), (0,), got)
+    api._COMPILED.clear()  # compiled again: numba's refusal is remembered, and not said twice
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        _same(sourcegrad.grad(softmax_rows, jit=True)(x), got)
+
+
+def test_scalar_loop_matches_numpy_and_differences_and_is_cached_on_disk(tmp_path, monkeypatch):
+    """One compilation (numba's are slow): the gradient, then numba's disk cache."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setattr(cache, "_warned", set())
+    path = str(tmp_path / "cache")
+    assert cache.enable(path) == path
+    try:
+        args = (4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
+        api._COMPILED.clear()
+        g = sourcegrad.grad(spring, wrt=(0, 1), jit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", JitFallbackWarning)
+            got = g(*args)
+        assert '@numba.njit(cache=True, error_model="numpy")' in g.source
+        _same(got, sourcegrad.grad(spring, wrt=(0, 1))(*args))
+        _against_differences(spring, args, (0, 1), got)
+        _same(g(*args), got)  # the fast path calls the compiled function too
+        assert stat.S_IMODE(os.stat(os.path.join(path, "numba")).st_mode) == 0o700
+        api._COMPILED.clear()  # as a new process: loaded from both disk caches
+        again = sourcegrad.grad(spring, wrt=(0, 1), jit=True)
+        _same(again(*args), got)
+        stats = again._last.fn.stats
+        assert sum(stats.cache_hits.values()) == 1 and not any(stats.cache_misses.values())
+    finally:
+        cache.disable()
+        api._COMPILED.clear()
+
+
+# -- slow: the benchmark workloads, the loop and branch programs -------------------------------
+
+def _compare(f, args, wrt):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        got = sourcegrad.grad(f, wrt=wrt, backend="numba")(*args)
+    fell_back = [w for w in record if issubclass(w.category, JitFallbackWarning)]
+    _same(got, sourcegrad.grad(f, wrt=wrt)(*args))
+    return got, fell_back
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["scalar", "logreg", "rnn", "chain", "spring"])
+def test_benchmark_workloads(name):
+    from sourcegrad.bench import workloads as W
+    workload = W.BY_NAME[name]
+    for size in workload.quick:
+        f, args = workload.function(size), W.make_args(workload, size)
+        got, fell_back = _compare(f, args, tuple(workload.wrt))
+        assert not fell_back, fell_back[0].message
+        want = workload.reference(size)(*args)
+        for a, b in zip(got if isinstance(got, tuple) else (got,), want):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CONTROL_CASES, ids=lambda c: c[0].__name__)
+def test_loop_and_branch_programs(case):
+    f, make_args, wrt = case
+    args = make_args(np.random.default_rng(0))
+    wrt = wrt if isinstance(wrt, tuple) else (wrt,)
+    got, _ = _compare(f, args, wrt)
+    if all(isinstance(args[i], (float, np.ndarray)) for i in wrt):
+        _against_differences(f, args, wrt, got)
+
+
+@pytest.mark.slow
+def test_rnn_with_array_stack_matches_differences():
+    rng = np.random.default_rng(1)
+    args = (0.4 * rng.normal(size=(3, 3)), rng.normal(size=3), rng.normal(size=3),
+            rng.normal(size=(5, 3)))
+    got, fell_back = _compare(rnn, args, (0, 1, 2))
+    assert not fell_back
+    _against_differences(rnn, args, (0, 1, 2), got)
+    assert math.isfinite(float(np.sum(got[0])))
