@@ -731,9 +731,9 @@ class _Writer:
         loc = getattr(stmt, "loc", None)
         if self.printer.dot_used and not self.dot_noted:
             self.dot_noted = True  # said once, before the first line that does it
-            self.lines.append((indent, "comment", (self.section, loc.line) if loc else None,
+            self.lines.append((indent, "comment", _comment_key(self.section, loc),
                                loc.text if loc else "", _DOT_NOTE, ""))
-        self.lines.append((indent, kind, (self.section, loc.line) if loc else None,
+        self.lines.append((indent, kind, _comment_key(self.section, loc),
                            loc.text if loc else "", code, note))
 
     def render(self) -> str:
@@ -769,9 +769,10 @@ class _Writer:
             pad = "    " * (indent + 1)
             if key is not None and kind != "return" and previous.get(indent) != key:
                 flush()
-                section, line = key
+                section, line, _ = key
                 label = f"line {line}" if section == "forward" else f"backward of line {line}"
-                out.append(f"{pad}# {label}: {text.strip()}")
+                out.append(textwrap.indent(comment_lines(f"{label}: {text.strip()}",
+                                                         MAX_LINE - len(pad)), pad))
                 previous[indent] = key
                 for deeper in [k for k in previous if k > indent]:
                     del previous[deeper]
@@ -1008,9 +1009,15 @@ def _header(info, fns, backend, printer) -> str:
     return "\n".join(lines) + "\n\n\n"
 
 
-def comment_lines(text: str) -> str:
-    """`text` as comment lines of at most MAX_LINE characters (the later ones indented)."""
-    return "\n".join(textwrap.wrap(text, MAX_LINE, initial_indent="# ",
+def _comment_key(section, loc):
+    """What a statement's line comment says: one comment per run of statements that say the
+    same (a line's own text, or one a pass extended with a note, as checkpointing does)."""
+    return (section, loc.line, loc.text) if loc else None
+
+
+def comment_lines(text: str, width: int = MAX_LINE) -> str:
+    """`text` as comment lines of at most `width` characters (the later ones indented)."""
+    return "\n".join(textwrap.wrap(text, width, initial_indent="# ",
                                     subsequent_indent="#   ", break_on_hyphens=False,
                                     break_long_words=False)) or "#"
 

@@ -1,4 +1,6 @@
 """Checkpointed loops and memory budgets: the same gradients (to rounding), fewer saved values."""
+import re
+
 import numpy as np
 import pytest
 
@@ -90,8 +92,9 @@ def test_the_stack_holds_snapshots_and_one_segment():
 
     g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)  # 100 trips
     text = g.source
-    assert "saved.append(x)" in text and "recomputed from the snapshot taken every 10 trips, checkpoint_loops=10" \
-        in text
+    joined = re.sub(r"\n +#   ", " ", text)  # (a wrapped line comment read as one line)
+    assert "saved.append(x)" in text and \
+        "recomputed from the snapshot taken every 10 trips, checkpoint_loops=10" in joined
     namespace = {"Watched": Watched}
     module = text.replace("saved = []", "saved = Watched()")
     exec(compile(module, "<spring>", "exec"), namespace)
@@ -142,6 +145,7 @@ def test_show_saved_prints_the_status(capsys, tmp_path):
     cli.main(["show", f"{path}:rnn", "--args", "W=(3, 3), xs=(16, 3)", "--saved",
               "--checkpoint-loops", "4"])
     out = capsys.readouterr().out
+    out = re.sub(r"\n +#   ", " ", out)  # (a wrapped line comment read as one line)
     assert "for segment in reversed(range(" in out
     assert "# line 6: for t in range(xs.shape[0]):  (snapshot of the loop's state taken every " \
         "4 trips, checkpoint_loops=4)" in out
@@ -199,10 +203,11 @@ def test_checkpointed_calls_are_recomputed_in_the_backward():
         np.testing.assert_allclose(got[pos], numeric_grad(with_checkpoints, args, pos),
                                    rtol=1e-6, atol=1e-8)
     source = g.source
+    joined = re.sub(r"\n +#   ", " ", source)  # (a wrapped line comment read as one line)
     # the backward makes the call's values again (its own names, noted), the user's line named
     assert "block_h_1 = np.tanh(u.dot(W))  # checkpoint" in source
     assert f"# backward of line {block.__code__.co_firstlineno + 1}: h = np.tanh(x @ W)  " \
-        "(checkpoint: recomputed in the backward, not saved)" in source
+        "(checkpoint: recomputed in the backward, not saved)" in joined
     # what the backward keeps from the forward: the calls' inputs (and z, made outside them),
     # not their intermediates
     kept = {e["name"] for e in g.saved if not e["input"]}
