@@ -13,6 +13,7 @@ A table row is a name, its signature where Python can give one, and the first li
 docstring (most eager functions have none: they do what the torch function of the same
 name does, which the table says). Read at build time, so the tables cannot fall behind.
 """
+
 from __future__ import annotations
 
 import html
@@ -29,37 +30,63 @@ PLACEHOLDER = re.compile(r"<!--\s*api:\s*(?P<what>[\w-]+)(?:\s+(?P<arg>[\w.]+))?
 
 # PyTorch's grouping of the torch namespace (pytorch.org/docs/stable/torch.html), by name.
 EAGER_GROUPS = [
-    ("Tensors", "is_tensor is_floating_point is_complex is_nonzero numel set_default_dtype "
-                "get_default_dtype set_printoptions promote_types can_cast result_type finfo "
-                "iinfo"),
-    ("Creation ops", "tensor as_tensor asarray from_numpy zeros zeros_like ones ones_like "
-                     "arange linspace logspace eye empty empty_like full full_like"),
-    ("Indexing, slicing, joining, mutating ops",
-     "cat concat concatenate chunk tensor_split dstack hstack vstack row_stack column_stack "
-     "gather index_select masked_select masked_fill movedim moveaxis narrow nonzero argwhere "
-     "permute reshape select split squeeze stack swapaxes swapdims t take take_along_dim "
-     "transpose unbind unsqueeze where"),
-    ("Random sampling", "Generator default_generator seed manual_seed initial_seed "
-                        "get_rng_state set_rng_state bernoulli multinomial normal rand rand_like "
-                        "randint randint_like randn randn_like randperm"),
+    (
+        "Tensors",
+        "is_tensor is_floating_point is_complex is_nonzero numel set_default_dtype "
+        "get_default_dtype set_printoptions promote_types can_cast result_type finfo "
+        "iinfo",
+    ),
+    (
+        "Creation ops",
+        "tensor as_tensor asarray from_numpy zeros zeros_like ones ones_like "
+        "arange linspace logspace eye empty empty_like full full_like",
+    ),
+    (
+        "Indexing, slicing, joining, mutating ops",
+        "cat concat concatenate chunk tensor_split dstack hstack vstack row_stack column_stack "
+        "gather index_select masked_select masked_fill movedim moveaxis narrow nonzero argwhere "
+        "permute reshape select split squeeze stack swapaxes swapdims t take take_along_dim "
+        "transpose unbind unsqueeze where",
+    ),
+    (
+        "Random sampling",
+        "Generator default_generator seed manual_seed initial_seed "
+        "get_rng_state set_rng_state bernoulli multinomial normal rand rand_like "
+        "randint randint_like randn randn_like randperm",
+    ),
     ("Serialization", "save load"),
-    ("Locally disabling gradient computation", "no_grad enable_grad set_grad_enabled "
-                                               "is_grad_enabled inference_mode "
-                                               "is_inference_mode_enabled"),
+    (
+        "Locally disabling gradient computation",
+        "no_grad enable_grad set_grad_enabled "
+        "is_grad_enabled inference_mode "
+        "is_inference_mode_enabled",
+    ),
     ("Math operations: pointwise", None),  # the rest of eager.ops, filled below
-    ("Math operations: reduction", "argmax argmin amax amin max min logsumexp mean nansum "
-                                   "norm prod std sum var all any count_nonzero unique"),
-    ("Math operations: comparison", "allclose argsort eq equal ge greater_equal gt greater "
-                                    "isclose isfinite isinf isnan le less_equal lt less "
-                                    "maximum minimum fmax fmin ne not_equal sort topk"),
-    ("Math operations: other", "atleast_1d atleast_2d atleast_3d broadcast_tensors "
-                               "broadcast_to clone cumprod cumsum diag diagonal flatten "
-                               "unflatten flip fliplr flipud ravel repeat_interleave roll tile "
-                               "trace tril triu softmax log_softmax"),
+    (
+        "Math operations: reduction",
+        "argmax argmin amax amin max min logsumexp mean nansum "
+        "norm prod std sum var all any count_nonzero unique",
+    ),
+    (
+        "Math operations: comparison",
+        "allclose argsort eq equal ge greater_equal gt greater "
+        "isclose isfinite isinf isnan le less_equal lt less "
+        "maximum minimum fmax fmin ne not_equal sort topk",
+    ),
+    (
+        "Math operations: other",
+        "atleast_1d atleast_2d atleast_3d broadcast_tensors "
+        "broadcast_to clone cumprod cumsum diag diagonal flatten "
+        "unflatten flip fliplr flipud ravel repeat_interleave roll tile "
+        "trace tril triu softmax log_softmax",
+    ),
     ("Math operations: BLAS and LAPACK", "addmm bmm dot ger inner matmul mm mv outer vdot"),
-    ("Data types, devices, sizes", "dtype float16 float32 float64 half float double bfloat16 "
-                                   "int8 int16 int32 int64 uint8 short int long bool complex64 "
-                                   "complex128 cfloat cdouble device Size Tensor"),
+    (
+        "Data types, devices, sizes",
+        "dtype float16 float32 float64 half float double bfloat16 "
+        "int8 int16 int32 int64 uint8 short int long bool complex64 "
+        "complex128 cfloat cdouble device Size Tensor",
+    ),
     ("Constants", "e pi inf nan newaxis"),
 ]
 
@@ -97,8 +124,11 @@ def _summary(obj):
 
 
 def _signature(obj):
-    if not callable(obj) or isinstance(obj, type) and (
-            not _is_public_class(obj) or issubclass(obj, BaseException)):
+    if (
+        not callable(obj)
+        or isinstance(obj, type)
+        and (not _is_public_class(obj) or issubclass(obj, BaseException))
+    ):
         return ""
     try:
         text = str(inspect.signature(obj))
@@ -140,16 +170,22 @@ def _eager():
         for name in (members or "").split():
             if name in names:
                 claimed.setdefault(name, title)
-    pointwise = [n for n in names if n not in claimed and
-                 getattr(getattr(sourcegrad, n), "__module__", "") == "sourcegrad.eager.ops"]
+    pointwise = [
+        n
+        for n in names
+        if n not in claimed
+        and getattr(getattr(sourcegrad, n), "__module__", "") == "sourcegrad.eager.ops"
+    ]
     for name in pointwise:
         claimed[name] = "Math operations: pointwise"
     out = []
     for title, _ in EAGER_GROUPS + [("Other", None)]:
         rows = [(n, getattr(sourcegrad, n)) for n in names if claimed.get(n, "Other") == title]
         if rows:
-            out.append(f"### {title}\n\n" + _table(sorted(rows, key=lambda r: r[0].lower()),
-                                                   torch_prefix="torch."))
+            out.append(
+                f"### {title}\n\n"
+                + _table(sorted(rows, key=lambda r: r[0].lower()), torch_prefix="torch.")
+            )
     return "\n".join(out)
 
 

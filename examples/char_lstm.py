@@ -9,6 +9,7 @@ examples/compare_training.py runs all three and draws the loss curves.
 
 Run: python examples/char_lstm.py [--torch | --compile] [--epochs 4] [--json out.json]
 """
+
 import argparse
 import json
 import os
@@ -46,7 +47,8 @@ TEXT = (
     "hurried on, Alice started to her feet, for it flashed across her mind that she had "
     "never before seen a rabbit with either a waistcoat-pocket, or a watch to take out of "
     "it, and burning with curiosity, she ran across the field after it, and fortunately was "
-    "just in time to see it pop down a large rabbit-hole under the hedge.")
+    "just in time to see it pop down a large rabbit-hole under the hedge."
+)
 
 
 class CharDataset(Dataset):
@@ -63,7 +65,7 @@ class CharDataset(Dataset):
 
     def __getitem__(self, i):
         s = self.starts[i]
-        chunk = torch.from_numpy(self.ids[s:s + self.length + 1])
+        chunk = torch.from_numpy(self.ids[s : s + self.length + 1])
         return chunk[:-1], chunk[1:]
 
 
@@ -95,15 +97,24 @@ def main(argv=None):
     parser.add_argument("--torch", action="store_true", help="run with real PyTorch")
     parser.add_argument("--compile", action="store_true", help="compile the model")
     parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--max-batches", type=int, default=None,
-                        help="stop each epoch after this many batches (smoke tests)")
+    parser.add_argument(
+        "--max-batches",
+        type=int,
+        default=None,
+        help="stop each epoch after this many batches (smoke tests)",
+    )
     parser.add_argument("--json", help="write the losses and epoch times here")
     args = parser.parse_args(argv)
 
     torch.manual_seed(0)
     dataset = CharDataset(TEXT, length=24, stride=3)
-    loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True,
-                        generator=torch.Generator().manual_seed(0))
+    loader = DataLoader(
+        dataset,
+        batch_size=32,
+        shuffle=True,
+        drop_last=True,
+        generator=torch.Generator().manual_seed(0),
+    )
     vocab = len(dataset.chars)
 
     model = CharLSTM(vocab)

@@ -9,6 +9,7 @@ each copes with a shared machine. The first epoch of a compiled run includes com
 Needs scikit-learn, matplotlib and (for the third variant) torch.
 Run: python examples/compare_training.py [--epochs 3] [--out docs/training_comparison.png]
 """
+
 import argparse
 import json
 import os
@@ -28,8 +29,15 @@ def run(script, flags, epochs, max_batches, folder):
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     root = os.path.dirname(HERE)  # this checkout's sourcegrad first
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    command = [sys.executable, os.path.join(HERE, script), *flags, "--epochs", str(epochs),
-               "--json", out]
+    command = [
+        sys.executable,
+        os.path.join(HERE, script),
+        *flags,
+        "--epochs",
+        str(epochs),
+        "--json",
+        out,
+    ]
     if max_batches is not None:
         command += ["--max-batches", str(max_batches)]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -43,18 +51,24 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--max-batches", type=int, default=None)
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(HERE), "docs",
-                                                      "training_comparison.png"))
+    parser.add_argument(
+        "--out", default=os.path.join(os.path.dirname(HERE), "docs", "training_comparison.png")
+    )
     args = parser.parse_args(argv)
     import importlib.util
-    variants = {k: v for k, v in VARIANTS.items()
-                if k != "torch" or importlib.util.find_spec("torch") is not None}
+
+    variants = {
+        k: v
+        for k, v in VARIANTS.items()
+        if k != "torch" or importlib.util.find_spec("torch") is not None
+    }
     results = {}
     with tempfile.TemporaryDirectory() as folder:
         for example, script in EXAMPLES.items():
             for variant, flags in variants.items():
-                results[example, variant] = run(script, flags, args.epochs, args.max_batches,
-                                                folder)
+                results[example, variant] = run(
+                    script, flags, args.epochs, args.max_batches, folder
+                )
     print(f"{'example':16s} {'variant':20s} {'epoch times (s)':28s} {'final loss':>10s}")
     for (example, variant), r in results.items():
         times = " ".join(f"{t:.2f}" for t in r["epoch_times"])
@@ -65,18 +79,23 @@ def main(argv=None):
 
 def draw(results, path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, len(EXAMPLES), figsize=(11, 4))
-    styles = {"sourcegrad eager": dict(lw=2.5, alpha=0.6),
-              "sourcegrad.compile": dict(lw=1.2, ls="--", color="k"),
-              "torch": dict(lw=1.2, color="tab:red")}
+    styles = {
+        "sourcegrad eager": dict(lw=2.5, alpha=0.6),
+        "sourcegrad.compile": dict(lw=1.2, ls="--", color="k"),
+        "torch": dict(lw=1.2, color="tab:red"),
+    }
     for ax, example in zip(np.atleast_1d(axes), EXAMPLES):
         for (name, variant), r in results.items():
             if name == example:
                 per_epoch = np.mean(r["epoch_times"][1:] or r["epoch_times"])
-                ax.plot(r["losses"], label=f"{variant} ({per_epoch:.2f} s/epoch)",
-                        **styles[variant])
+                ax.plot(
+                    r["losses"], label=f"{variant} ({per_epoch:.2f} s/epoch)", **styles[variant]
+                )
         ax.set_title(example)
         ax.set_xlabel("step")
         ax.set_ylabel("training loss (cross-entropy)")

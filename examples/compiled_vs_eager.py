@@ -3,6 +3,7 @@ torch`, the loss run on Tensors). One rule table serves both, so the gradients a
 
 Run: python examples/compiled_vs_eager.py
 """
+
 import numpy as np
 
 import sourcegrad

@@ -9,6 +9,7 @@ Run: python examples/dask_out_of_core.py [--rows 2e8] [--steps 10] [--plot loss.
 (2e8 rows of 20 float64 columns are 32 GB; the default, 2e6 rows, is a quick look.)
 Needs: pip install "sourcegrad[dask]"
 """
+
 import argparse
 
 import dask.array as da
@@ -56,6 +57,7 @@ def plot(losses, path):
         return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(5, 3))
     ax.plot(losses, marker="o")
     ax.set_xlabel("gradient-descent step (one pass over the data)")

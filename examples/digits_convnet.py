@@ -9,6 +9,7 @@ loss curves.
 Needs scikit-learn: pip install -e ".[examples]"
 Run: python examples/digits_convnet.py [--torch | --compile] [--epochs 3] [--json out.json]
 """
+
 import argparse
 import json
 import os
@@ -41,8 +42,8 @@ class ConvNet(nn.Module):
         self.fc2 = nn.Linear(64, 10)
 
     def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))      # 8 x 4 x 4
-        x = self.pool(F.relu(self.conv2(x)))      # 16 x 2 x 2
+        x = self.pool(F.relu(self.conv1(x)))  # 8 x 4 x 4
+        x = self.pool(F.relu(self.conv2(x)))  # 16 x 2 x 2
         x = torch.flatten(x, 1)
         x = self.dropout(F.relu(self.fc1(x)))
         return self.fc2(x)
@@ -50,14 +51,17 @@ class ConvNet(nn.Module):
 
 def load_digits(seed=0):
     from sklearn.datasets import load_digits as sklearn_digits
+
     digits = sklearn_digits()
-    X = (digits.images / 16.0).astype(np.float32)[:, None]   # (N, 1, 8, 8)
+    X = (digits.images / 16.0).astype(np.float32)[:, None]  # (N, 1, 8, 8)
     y = digits.target.astype(np.int64)
     order = np.random.default_rng(seed).permutation(len(X))
     split = int(0.8 * len(X))
     train, test = order[:split], order[split:]
-    return (TensorDataset(torch.from_numpy(X[train]), torch.from_numpy(y[train])),
-            TensorDataset(torch.from_numpy(X[test]), torch.from_numpy(y[test])))
+    return (
+        TensorDataset(torch.from_numpy(X[train]), torch.from_numpy(y[train])),
+        TensorDataset(torch.from_numpy(X[test]), torch.from_numpy(y[test])),
+    )
 
 
 def evaluate(model, loader):
@@ -75,8 +79,12 @@ def main(argv=None):
     parser.add_argument("--torch", action="store_true", help="run with real PyTorch")
     parser.add_argument("--compile", action="store_true", help="compile the model")
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--max-batches", type=int, default=None,
-                        help="stop each epoch after this many batches (smoke tests)")
+    parser.add_argument(
+        "--max-batches",
+        type=int,
+        default=None,
+        help="stop each epoch after this many batches (smoke tests)",
+    )
     parser.add_argument("--json", help="write the losses and epoch times here")
     args = parser.parse_args(argv)
 
@@ -107,8 +115,10 @@ def main(argv=None):
         scheduler.step()
         epoch_times.append(time.perf_counter() - start)
         accuracy = evaluate(model, test_loader)
-        print(f"epoch {epoch}  loss {np.mean(losses[-10:]):.4f}  test accuracy "
-              f"{accuracy:.1%}  {epoch_times[-1]:.2f} s")
+        print(
+            f"epoch {epoch}  loss {np.mean(losses[-10:]):.4f}  test accuracy "
+            f"{accuracy:.1%}  {epoch_times[-1]:.2f} s"
+        )
 
     path = os.path.join(tempfile.mkdtemp(), "convnet.pt")
     torch.save(model.state_dict(), path)

@@ -4,6 +4,7 @@ gradient. Reports test accuracy and saves a loss curve when matplotlib is instal
 Needs the `examples` extra: pip install -e ".[examples]"
 Run: python examples/digits_mlp.py [--out loss_curve.png]
 """
+
 import argparse
 import sys
 
@@ -26,6 +27,7 @@ def predict(W1, b1, W2, b2, X):
 
 def load_digits(seed=0):
     from sklearn.datasets import load_digits as sklearn_digits
+
     digits = sklearn_digits()
     X = digits.data / 16.0
     y = digits.target
@@ -40,16 +42,17 @@ def train(epochs=30, batch=64, lr=0.5, hidden=64, seed=0):
     rng = np.random.default_rng(seed)
     W1 = rng.normal(scale=X_train.shape[1] ** -0.5, size=(X_train.shape[1], hidden))
     b1 = np.zeros(hidden)
-    W2 = rng.normal(scale=hidden ** -0.5, size=(hidden, 10))
+    W2 = rng.normal(scale=hidden**-0.5, size=(hidden, 10))
     b2 = np.zeros(10)
     step = sourcegrad.value_and_grad(loss, wrt=("W1", "b1", "W2", "b2"))
     losses = []
     for epoch in range(epochs):
         order = rng.permutation(len(X_train))
         for start in range(0, len(order) - batch + 1, batch):
-            idx = order[start:start + batch]
-            value, (dW1, db1, dW2, db2) = step(W1, b1, W2, b2, X_train[idx],
-                                               np.eye(10)[y_train[idx]])
+            idx = order[start : start + batch]
+            value, (dW1, db1, dW2, db2) = step(
+                W1, b1, W2, b2, X_train[idx], np.eye(10)[y_train[idx]]
+            )
             W1 -= lr * dW1
             b1 -= lr * db1
             W2 -= lr * dW2
@@ -65,6 +68,7 @@ def train(epochs=30, batch=64, lr=0.5, hidden=64, seed=0):
 def save_curve(losses, path):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:

@@ -2,6 +2,7 @@
 
 Run: python examples/logreg.py
 """
+
 import numpy as np
 
 import sourcegrad

@@ -2,6 +2,7 @@
 
 Run: python examples/mlp.py
 """
+
 import numpy as np
 
 import sourcegrad
@@ -17,9 +18,9 @@ def mlp_loss(W1, b1, W2, b2, X, Y):
 
 def example_args(batch=32, n_in=64, n_hidden=128, n_out=10, seed=0):
     rng = np.random.default_rng(seed)
-    W1 = rng.normal(scale=n_in ** -0.5, size=(n_in, n_hidden))
+    W1 = rng.normal(scale=n_in**-0.5, size=(n_in, n_hidden))
     b1 = np.zeros(n_hidden)
-    W2 = rng.normal(scale=n_hidden ** -0.5, size=(n_hidden, n_out))
+    W2 = rng.normal(scale=n_hidden**-0.5, size=(n_hidden, n_out))
     b2 = np.zeros(n_out)
     X = rng.normal(size=(batch, n_in))
     Y = np.eye(n_out)[rng.integers(0, n_out, size=batch)]

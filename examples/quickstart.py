@@ -2,6 +2,7 @@
 
 Run: python examples/quickstart.py
 """
+
 import numpy as np
 
 import sourcegrad

@@ -2,6 +2,7 @@
 
 Run: python examples/rnn.py
 """
+
 import numpy as np
 
 import sourcegrad
@@ -11,7 +12,7 @@ def rnn_loss(W, U, b, xs, h0):
     h = h0
     for x_t in xs:
         h = np.tanh(W @ h + U @ x_t + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def example_args(hidden=16, inputs=8, steps=50, seed=0):

@@ -4,6 +4,7 @@ Run it with `python examples/seed_walkthrough.py`; run the same file with
 `SEED_BACKEND=torch` to print what real torch prints (the test suite compares
 the two, memory addresses masked).
 """
+
 import os
 import sys
 
@@ -18,15 +19,15 @@ else:
 # 1. Define leaf parameters with gradient tracking enabled
 w = torch.tensor([2.0], requires_grad=True)
 b = torch.tensor([3.0], requires_grad=True)
-x = torch.tensor([4.0]) # Input data (fixed constant; does not require gradients)
+x = torch.tensor([4.0])  # Input data (fixed constant; does not require gradients)
 
 # 2. Forward pass: Evaluate linear equation y = w*x + b
-y = w * x + b           # y = 2.0 * 4.0 + 3.0 = 11.0
+y = w * x + b  # y = 2.0 * 4.0 + 3.0 = 11.0
 
 # 3. Inspect backward function nodes in the computational DAG:
-print("y value:", y.item())               # 11.0
-print("Grad fn of y:", y.grad_fn)         # <AddBackward0 object>
-print("Next functions:", y.grad_fn.next_functions) # Links to MulBackward0 and leaf b!
+print("y value:", y.item())  # 11.0
+print("Grad fn of y:", y.grad_fn)  # <AddBackward0 object>
+print("Next functions:", y.grad_fn.next_functions)  # Links to MulBackward0 and leaf b!
 
 # 4. Backward pass: Compute partial derivatives dy/dw and dy/db via chain rule
 y.backward()
@@ -41,7 +42,7 @@ print("dy/db (equals 1.0):    ", b.grad.item())  # 1.0
 x = torch.tensor([3.0], requires_grad=True)
 
 for epoch in range(3):
-    y = x ** 2
+    y = x**2
     y.backward()
     print(f"Epoch {epoch + 1} Grad (Expected 6.0): {x.grad.item()}")
 
@@ -66,6 +67,7 @@ with torch.inference_mode():
 
 # --- 4. Authoring Custom Autograd Functions ------------------------------------------------------
 
+
 class CustomReLU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input_tensor):
@@ -76,11 +78,12 @@ class CustomReLU(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         # Retrieve saved input tensor
-        input_tensor, = ctx.saved_tensors
+        (input_tensor,) = ctx.saved_tensors
         # Derivative of ReLU: 1 if x > 0 else 0
         grad_input = grad_output.clone()
         grad_input[input_tensor <= 0] = 0
         return grad_input
+
 
 # Apply custom operator:
 relu_fn = CustomReLU.apply
@@ -89,4 +92,4 @@ out = relu_fn(z).sum()
 out.backward()
 
 print("Input:", z)
-print("Gradients:", z.grad) # tensor([0., 1., 1.])
+print("Gradients:", z.grad)  # tensor([0., 1., 1.])

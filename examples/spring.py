@@ -6,6 +6,7 @@ observations. sourcegrad differentiates the loop itself.
 
 Run: python examples/spring.py
 """
+
 import numpy as np
 
 import sourcegrad

@@ -5,12 +5,12 @@ import numpy as np
 
 
 def dloss_dw(w, X, y):
-    # line 11: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
+    # line 12: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
     neg_y = -y
     # a.dot(b) is a small a @ b without matmul's dispatch: ~1 µs a call faster
     exp_neg_y_X_w = np.exp(neg_y * X.dot(w))
     one_plus_exp = 1.0 + exp_neg_y_X_w
-    # backward of line 11: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
+    # backward of line 12: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
     # matmul, mean, log, exp, multiply
     dw = X.T.dot(1.0 / y.size / one_plus_exp * exp_neg_y_X_w * neg_y)
     return dw

@@ -5,11 +5,11 @@ import dask.array as da
 
 
 def dloss_dw(w, X, y):
-    # line 11: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
+    # line 12: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
     neg_y = -y
     exp_neg_y_X_w = da.exp(neg_y * (X @ w))
     one_plus_exp = 1.0 + exp_neg_y_X_w
-    # backward of line 11: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
+    # backward of line 12: return np.mean(np.log(1.0 + np.exp(-y * (X @ w))))
     # matmul, mean, log, exp, multiply
     dw = X.T @ (1.0 / y.size / one_plus_exp * exp_neg_y_X_w * neg_y)
     return dw

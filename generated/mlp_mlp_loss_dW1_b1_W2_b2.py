@@ -7,27 +7,27 @@ import numpy as np
 
 
 def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
-    # line 11: h = np.tanh(X @ W1 + b1)
+    # line 12: h = np.tanh(X @ W1 + b1)
     h = X @ W1
     h += b1
     np.tanh(h, out=h)
-    # line 12: logits = h @ W2 + b2
+    # line 13: logits = h @ W2 + b2
     logits = h @ W2 + b2
-    # line 13: z = logits - np.max(logits, axis=1, keepdims=True)
+    # line 14: z = logits - np.max(logits, axis=1, keepdims=True)
     z = logits - logits.max(axis=1, keepdims=True)
-    # line 14: log_p = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    # line 15: log_p = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
     exp_z = np.exp(z)
     sum_exp_z = exp_z.sum(axis=1, keepdims=True)
-    # backward of line 15: return -np.mean(np.sum(Y * log_p, axis=1))
+    # backward of line 16: return -np.mean(np.sum(Y * log_p, axis=1))
     d_log_p = -1.0 / 32 * Y  # mean, multiply
-    # backward of line 13: z = logits - np.max(logits, axis=1, keepdims=True)
+    # backward of line 14: z = logits - np.max(logits, axis=1, keepdims=True)
     # subtract, log, exp, accumulate
     d_z = d_log_p - d_log_p.sum(axis=1, keepdims=True) / sum_exp_z * exp_z
-    # backward of line 12: logits = h @ W2 + b2
+    # backward of line 13: logits = h @ W2 + b2
     db2 = d_z.sum(axis=0)  # add
     d_h = d_z @ W2.T       # matmul
     dW2 = h.T @ d_z        # matmul
-    # backward of line 11: h = np.tanh(X @ W1 + b1)
+    # backward of line 12: h = np.tanh(X @ W1 + b1)
     d_h *= 1.0 - h * h     # tanh
     db1 = d_h.sum(axis=0)  # add
     dW1 = X.T @ d_h        # matmul

@@ -8,32 +8,32 @@ import numpy as np
 
 def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     saved = []  # values the backward pass needs that the forward overwrites
-    # line 11: h = h0
+    # line 12: h = h0
     h = h0
-    # line 12: for x_t in xs:
+    # line 13: for x_t in xs:
     len_xs = len(xs)
-    # line 13: h = np.tanh(W @ h + U @ x_t + b)
+    # line 14: h = np.tanh(W @ h + U @ x_t + b)
     # a.dot(b) is a small a @ b without matmul's dispatch: ~1 µs a call faster
     U_xs_plus_b = xs.dot(U.T) + b
-    # line 12: for x_t in xs:
+    # line 13: for x_t in xs:
     for i in range(len_xs):
-        # line 13: h = np.tanh(W @ h + U @ x_t + b)
+        # line 14: h = np.tanh(W @ h + U @ x_t + b)
         saved.append(h)
         h = np.tanh(W.dot(h) + U_xs_plus_b[i])
-    # backward of line 14: return np.sum(h ** 2)
+    # backward of line 15: return np.sum(h**2)
     d_h = 2.0 * h  # power, accumulate
-    # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
+    # backward of line 14: h = np.tanh(W @ h + U @ x_t + b)
     h_rows = np.empty((len_xs, 16))           # one row per trip
     d_W_plus_b_rows = np.empty((len_xs, 16))  # one row per trip
     W_T = W.T                                 # matmul
-    # backward of line 12: for x_t in xs:
+    # backward of line 13: for x_t in xs:
     for i in reversed(range(len_xs)):
-        # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
+        # backward of line 14: h = np.tanh(W @ h + U @ x_t + b)
         d_W_plus_b = np.multiply(d_h, 1.0 - h * h, out=d_W_plus_b_rows[i])  # tanh
         h = saved.pop()
         h_rows[i] = h
         d_h = W_T.dot(d_W_plus_b)                                 # matmul, accumulate
-    # backward of line 13: h = np.tanh(W @ h + U @ x_t + b)
+    # backward of line 14: h = np.tanh(W @ h + U @ x_t + b)
     dW = d_W_plus_b_rows.T @ h_rows   # matmul
     db = d_W_plus_b_rows.sum(axis=0)  # add
     dU = d_W_plus_b_rows.T.dot(xs)    # T

@@ -6,43 +6,43 @@
 
 def dfinal_position_dk_dc(k, c):
     saved = []  # values the backward pass needs that the forward overwrites
-    # line 19: x, v, t = 1.0, 0.0, 0.0
+    # line 20: x, v, t = 1.0, 0.0, 0.0
     x = 1.0
     v = 0.0
     t = 0.0
-    # line 21: a = -k * x - c * v
+    # line 22: a = -k * x - c * v
     neg_k = -k
-    # line 20: while t < T:
+    # line 21: while t < T:
     trips = 0  # trip count
     while t < 2.0:
         trips = trips + 1  # trip count
-        # line 21: a = -k * x - c * v
+        # line 22: a = -k * x - c * v
         a = neg_k * x - c * v
-        # line 22: x = x + DT * v
+        # line 23: x = x + DT * v
         saved.append(x)
         x = x + 0.01 * v
-        # line 23: v = v + DT * a
+        # line 24: v = v + DT * a
         saved.append(v)
         v = v + 0.01 * a
-        # line 24: t = t + DT
+        # line 25: t = t + DT
         t = t + 0.01
-    # backward of line 20: while t < T:
+    # backward of line 21: while t < T:
     dc = 0.0       # zero
     d_neg_k = 0.0  # zero
     d_v = 0.0      # zero
     d_x = 1.0      # accumulate
     for _ in range(trips):
-        # backward of line 23: v = v + DT * a
+        # backward of line 24: v = v + DT * a
         v = saved.pop()
         d_a = d_v * 0.01  # multiply
-        # backward of line 22: x = x + DT * v
+        # backward of line 23: x = x + DT * v
         x = saved.pop()
         d_v += d_x * 0.01  # multiply, accumulate
-        # backward of line 21: a = -k * x - c * v
+        # backward of line 22: a = -k * x - c * v
         dc -= d_a * v       # multiply, accumulate
         d_v -= d_a * c      # multiply, accumulate
         d_neg_k += d_a * x  # multiply, accumulate
         d_x += d_a * neg_k  # multiply, accumulate
-    # backward of line 21: a = -k * x - c * v
+    # backward of line 22: a = -k * x - c * v
     dk = -d_neg_k  # negative
     return dk, dc

@@ -5,20 +5,66 @@ into generated Python gradient source (see `api`). Eager mode: a Tensor with
 PyTorch's autograd semantics (see `eager`), so `import sourcegrad as torch` works
 for code written against torch's autograd.
 """
-from .api import (JVP, VJP, Gradient, check_grad, elementwise_grad, grad, grad_and_aux, hessian,
-                  hvp, jacobian, jvp, show, value_and_grad, vjp)
+
+from .api import (
+    JVP,
+    VJP,
+    Gradient,
+    check_grad,
+    elementwise_grad,
+    grad,
+    grad_and_aux,
+    hessian,
+    hvp,
+    jacobian,
+    jvp,
+    show,
+    value_and_grad,
+    vjp,
+)
 from .checkpointing import checkpoint
-from .errors import (NameResolutionError, NoRuleError, NonDifferentiableInputError,
-                     NonScalarOutputError, ShapeError, SourceLocation, SourceNotFoundError,
-                     SourcegradError, UnsupportedSyntaxError, WrtError)
+from .errors import (
+    NameResolutionError,
+    NoRuleError,
+    NonDifferentiableInputError,
+    NonScalarOutputError,
+    ShapeError,
+    SourceLocation,
+    SourceNotFoundError,
+    SourcegradError,
+    UnsupportedSyntaxError,
+    WrtError,
+)
 
 from ._version import __version__
-__all__ = ["Gradient", "VJP", "JVP", "check_grad", "checkpoint", "grad", "jacobian", "hessian", "hvp", "jvp",
-           "show", "value_and_grad", "vjp", "elementwise_grad", "grad_and_aux",
-           "SourcegradError",
-           "SourceLocation", "UnsupportedSyntaxError", "SourceNotFoundError", "NoRuleError",
-           "NameResolutionError", "NonScalarOutputError", "NonDifferentiableInputError",
-           "WrtError", "ShapeError"]
+
+__all__ = [
+    "Gradient",
+    "VJP",
+    "JVP",
+    "check_grad",
+    "checkpoint",
+    "grad",
+    "jacobian",
+    "hessian",
+    "hvp",
+    "jvp",
+    "show",
+    "value_and_grad",
+    "vjp",
+    "elementwise_grad",
+    "grad_and_aux",
+    "SourcegradError",
+    "SourceLocation",
+    "UnsupportedSyntaxError",
+    "SourceNotFoundError",
+    "NoRuleError",
+    "NameResolutionError",
+    "NonScalarOutputError",
+    "NonDifferentiableInputError",
+    "WrtError",
+    "ShapeError",
+]
 
 # The eager library mode (import sourcegrad as torch).
 from .eager import *  # noqa: F401,F403,E402

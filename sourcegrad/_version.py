@@ -3,6 +3,7 @@
 A source tree imported without being installed has no metadata: it reports
 "0+unknown" rather than a number that might be wrong.
 """
+
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version

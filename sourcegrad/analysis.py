@@ -17,6 +17,7 @@ values that need an adjoint.
 Why one module: shape inference, activity and the checks read the same abstract values and
 shape functions; splitting it (infer, activity, checks) is the redesign's next step (issue 17).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import (Assign, Call, Const, For, If, Return, Slc, Tup, Var, While, assignment_counts,
-                 atom_vars, reads_of, walk)
+from .ir import (
+    Assign,
+    Call,
+    Const,
+    For,
+    If,
+    Return,
+    Slc,
+    Tup,
+    Var,
+    While,
+    assignment_counts,
+    atom_vars,
+    reads_of,
+    walk,
+)
 from . import errors
 from . import ops
 from .ops import MATH_FUNCTIONS, RULES, has
@@ -106,6 +121,7 @@ def holds_complex(aval) -> bool:
         if type(v) in (tuple, list):  # (not a ListOf: a list of unknown length)
             return any(complex_(i) for i in v)
         return isinstance(v, complex) or getattr(getattr(v, "dtype", None), "kind", "") == "c"
+
     return complex_(aval.stand_in)
 
 
@@ -153,6 +169,7 @@ def signature_key(args) -> tuple:
 
 
 # --- abstract evaluation of one primitive -----------------------------------------------------
+
 
 def _concrete(atom, env):
     """The stand-in for an atom (raising _Unknown if it has none)."""
@@ -211,9 +228,13 @@ def abstract_call(call: Call, env: dict, strict: bool = False):
             raise
         return UNKNOWN
     rule = RULES[call.op]
-    if aval not in (None, UNKNOWN) and type(aval.stand_in) is np.float64 and \
-            rule.spelling.kind == "func" and rule.spelling.text in MATH_FUNCTIONS and \
-            _python_floats_in(call, env):
+    if (
+        aval not in (None, UNKNOWN)
+        and type(aval.stand_in) is np.float64
+        and rule.spelling.kind == "func"
+        and rule.spelling.text in MATH_FUNCTIONS
+        and _python_floats_in(call, env)
+    ):
         # generated code calls math.exp(x) for Python floats, which returns a Python float
         return AVal(float(aval.stand_in), aval.known)
     return aval
@@ -224,9 +245,14 @@ def _python_floats_in(call, env) -> bool:
     writing the call with the math module)."""
     atoms = call.atoms()
     return any(isinstance(a, Var) for a in atoms) and all(
-        (isinstance(a, Var) and env.get(a.name) not in (None, UNKNOWN) and
-         type(env[a.name].stand_in) is float) or
-        (isinstance(a, Const) and type(a.value) in (int, float)) for a in atoms)
+        (
+            isinstance(a, Var)
+            and env.get(a.name) not in (None, UNKNOWN)
+            and type(env[a.name].stand_in) is float
+        )
+        or (isinstance(a, Const) and type(a.value) in (int, float))
+        for a in atoms
+    )
 
 
 class _NumpyRejects(Exception):
@@ -237,19 +263,19 @@ class _NumpyRejects(Exception):
         self.error = error
 
 
-
-
 def _numpy_verdict(rule, values, kwvalues):
     """Raise `_NumpyRejects` when numpy rejects `rule` applied to arrays of these shapes.
 
     The operation runs on zero-stride arrays of the stand-ins' shapes (numpy checks shapes
     before it computes), so the error is numpy's own, word for word."""
+
     def ghost(v):
         if isinstance(v, np.ndarray) and v.ndim:
             return np.broadcast_to(np.zeros((), v.dtype), v.shape)
         if isinstance(v, list) and not isinstance(v, ListOf):
             return [ghost(i) for i in v]
         return v
+
     # (elementwise ops, reductions and the registry's "shape_checked" ops: their errors depend
     # only on their operands' shapes, so a stand-in numpy rejects is a program numpy rejects)
     if rule.kind not in ("elementwise", "reduction") and not ops.has(rule.name, "shape_checked"):
@@ -299,14 +325,17 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             if shape_fn is not None:
                 return shape_fn(rule, vals, kwvalues)
             return rule.forward(*vals, **kwvalues)
+
     try:
         result = evaluate(values)
     except _Unknown:
         return UNKNOWN
     except (ZeroDivisionError, OverflowError, ValueError, TypeError, IndexError):
         # a sample Python number hit a singular point (x / i with i's sample 0): try others
-        unknown_numbers = [not k and isinstance(v, (int, float)) and not isinstance(v, bool)
-                           for v, (_, k) in zip(values, args)]
+        unknown_numbers = [
+            not k and isinstance(v, (int, float)) and not isinstance(v, bool)
+            for v, (_, k) in zip(values, args)
+        ]
         if not any(unknown_numbers):
             if strict:
                 _numpy_verdict(rule, values, kwvalues)
@@ -335,8 +364,11 @@ def _memo_key(op, values, kwvalues):
     """(op, the operands as the shape functions see them), or None when an operand is not
     one of the plain kinds (a list, an object: computed every time)."""
     try:
-        return (op, tuple(_operand_key(v) for v in values),
-                tuple((k, _operand_key(v)) for k, v in kwvalues.items()))
+        return (
+            op,
+            tuple(_operand_key(v) for v in values),
+            tuple((k, _operand_key(v)) for k, v in kwvalues.items()),
+        )
     except _NoKey:
         return None
 
@@ -371,8 +403,7 @@ def _tiny(value):
 
 
 def _elementwise(rule, values, kwvalues):
-    tiny = rule.forward(*[_tiny(v) for v in values],
-                        **{k: _tiny(v) for k, v in kwvalues.items()})
+    tiny = rule.forward(*[_tiny(v) for v in values], **{k: _tiny(v) for k, v in kwvalues.items()})
     arrays = [v for v in list(values) + list(kwvalues.values()) if isinstance(v, np.ndarray)]
     if not arrays:
         return tiny
@@ -391,12 +422,15 @@ def _reduction(rule, values, kwvalues):
     if axis is None:
         out_shape = (1,) * len(shape) if keepdims else ()
     else:
-        if any(not -len(shape) <= a < len(shape) for a in
-               (axis if isinstance(axis, tuple) else (axis,))):
+        if any(
+            not -len(shape) <= a < len(shape)
+            for a in (axis if isinstance(axis, tuple) else (axis,))
+        ):
             raise ValueError("axis out of bounds")  # numpy's words: see _numpy_verdict
         axes = {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
-        out_shape = tuple(1 if i in axes else n for i, n in enumerate(shape)
-                          if keepdims or i not in axes)
+        out_shape = tuple(
+            1 if i in axes else n for i, n in enumerate(shape) if keepdims or i not in axes
+        )
     if not out_shape:
         return tiny  # a full reduction of an array is a numpy scalar, as numpy returns it
     return stand_in(out_shape, np.result_type(tiny))
@@ -410,7 +444,7 @@ def _matmul_shape(rule, values, kwvalues):
         raise _Unknown
     if xs[-1] != (ys[0] if len(ys) == 1 else ys[-2]):
         raise ValueError("matmul: mismatch in its core dimension")  # numpy's words: see
-    if len(xs) == 1 and len(ys) == 1:                               # _numpy_verdict
+    if len(xs) == 1 and len(ys) == 1:  # _numpy_verdict
         out = ()
     elif len(ys) == 1:
         out = xs[:-1]
@@ -455,13 +489,15 @@ def _tensordot_shape(rule, values, kwvalues):
     ya = [a % y.ndim for a in ya]
     if [x.shape[a] for a in xa] != [y.shape[a] for a in ya]:
         raise ValueError("shape-mismatch for sum")  # numpy's words: see _numpy_verdict
-    out = tuple(n for i, n in enumerate(x.shape) if i not in xa) + \
-        tuple(n for i, n in enumerate(y.shape) if i not in ya)
+    out = tuple(n for i, n in enumerate(x.shape) if i not in xa) + tuple(
+        n for i, n in enumerate(y.shape) if i not in ya
+    )
     return stand_in(out, dtype)
 
 
 def _einsum_shape(rule, values, kwvalues):
     from .runtime import parse_einsum
+
     subscripts, operands = values[0], values[1:]
     inputs, output = parse_einsum(subscripts, operands)
     sizes = {}
@@ -485,6 +521,7 @@ def _linalg_shape(rule, values, kwvalues):
     """np.linalg on stand-ins: each matrix operand becomes a stack of identities (the stand-ins
     hold ones, which are singular), and each array of the result a stand-in (a tuple of them
     for slogdet, eigh, svd)."""
+
     def regular(v):
         if isinstance(v, np.ndarray) and v.ndim >= 2 and v.dtype.kind in "fc":
             return np.broadcast_to(np.eye(v.shape[-2], v.shape[-1], dtype=v.dtype), v.shape)
@@ -494,8 +531,10 @@ def _linalg_shape(rule, values, kwvalues):
         if isinstance(out, tuple):
             return tuple(abstract(o) for o in out)
         return stand_in(out.shape, out.dtype) if isinstance(out, np.ndarray) else out
-    return abstract(rule.forward(*[regular(v) for v in values],
-                                 **{k: regular(v) for k, v in kwvalues.items()}))
+
+    return abstract(
+        rule.forward(*[regular(v) for v in values], **{k: regular(v) for k, v in kwvalues.items()})
+    )
 
 
 def _like_first(rule, values, kwvalues):
@@ -512,10 +551,16 @@ def _first_axis_reduced(rule, values, kwvalues):
 
 # The shape functions, by an op's kind or by the name its registry entry gives (`Op.shape`).
 _SHAPE_FUNCTIONS = {
-    "like_first": _like_first, "first_axis_reduced": _first_axis_reduced,
-    "elementwise": _elementwise, "reduction": _reduction, "in_place": _in_place,
-    "matmul": _matmul_shape, "dot": _dot_shape, "tensordot": _tensordot_shape,
-    "einsum": _einsum_shape, "linalg": _linalg_shape,
+    "like_first": _like_first,
+    "first_axis_reduced": _first_axis_reduced,
+    "elementwise": _elementwise,
+    "reduction": _reduction,
+    "in_place": _in_place,
+    "matmul": _matmul_shape,
+    "dot": _dot_shape,
+    "tensordot": _tensordot_shape,
+    "einsum": _einsum_shape,
+    "linalg": _linalg_shape,
 }
 _BY_SHAPE = (_elementwise, _reduction, _matmul_shape, _dot_shape)  # (see _SHAPE_MEMO)
 
@@ -592,9 +637,14 @@ def _infer_block(stmts, env, summary):
         elif isinstance(stmt, For):
             _infer_for(stmt, env, summary)
         elif isinstance(stmt, While):
-            _infer_loop(lambda e: (_infer_block(stmt.test_body, e, summary),
-                                   _infer_block(stmt.body, e, summary),
-                                   _infer_block(stmt.test_body, e, summary)), env)
+            _infer_loop(
+                lambda e: (
+                    _infer_block(stmt.test_body, e, summary),
+                    _infer_block(stmt.body, e, summary),
+                    _infer_block(stmt.test_body, e, summary),
+                ),
+                env,
+            )
 
 
 def _infer_for(stmt, env, summary):
@@ -620,6 +670,7 @@ def _infer_for(stmt, env, summary):
         e[stmt.target] = AVal(start, known=False)
         _record(summary, stmt.target, AVal(start, known=False))
         _infer_block(stmt.body, e, summary)
+
     _infer_loop(once, env)
 
 
@@ -643,8 +694,11 @@ def _infer_loop(run_body, env):
 def _same(a, b):
     if a is UNKNOWN or b is UNKNOWN:
         return a is b
-    return _structure(a.stand_in) == _structure(b.stand_in) and a.known == b.known and \
-        (not a.known or _equal_values(a.stand_in, b.stand_in))
+    return (
+        _structure(a.stand_in) == _structure(b.stand_in)
+        and a.known == b.known
+        and (not a.known or _equal_values(a.stand_in, b.stand_in))
+    )
 
 
 def _equal_values(x, y):
@@ -714,6 +768,7 @@ def eval_value(value, env, strict=False):
 
 
 # --- activity -------------------------------------------------------------------------------
+
 
 def varied_values(fn, wrt: list) -> set:
     """Names that depend on `wrt` through differentiable primitives (a fixed point over loops)."""
@@ -797,7 +852,8 @@ class _InPlaceChecker:
     def is_number(self, name):
         aval = self.env.get(name)
         return aval not in (None, UNKNOWN) and not isinstance(
-            aval.stand_in, (np.ndarray, list, tuple, ListOf))
+            aval.stand_in, (np.ndarray, list, tuple, ListOf)
+        )
 
     def pts(self, atom, points):
         if not isinstance(atom, Var) or self.is_number(atom.name):
@@ -812,8 +868,13 @@ class _InPlaceChecker:
                 self.check_reads(stmt, points, contents)
             if isinstance(stmt, If):
                 states = _distinct(
-                    [out for points, contents in states for branch in (stmt.body, stmt.orelse)
-                     for out in self.block(branch, [(dict(points), dict(contents))])])
+                    [
+                        out
+                        for points, contents in states
+                        for branch in (stmt.body, stmt.orelse)
+                        for out in self.block(branch, [(dict(points), dict(contents))])
+                    ]
+                )
             elif isinstance(stmt, (For, While)):
                 inner = stmt.body if isinstance(stmt, For) else stmt.test_body + stmt.body
                 # zero trips, one, two...: run the body on the states not seen yet, until
@@ -850,31 +911,41 @@ class _InPlaceChecker:
             if value.name in contents:  # the same list or tuple
                 contents[target] = contents[value.name]
         elif isinstance(value, Call) and value.op in ("make_list", "make_tuple", "list_append"):
-            items = [self.pts(a, points) | _flat(contents.get(a.name)) if isinstance(a, Var)
-                     else set() for a in value.args]
+            items = [
+                self.pts(a, points) | _flat(contents.get(a.name)) if isinstance(a, Var) else set()
+                for a in value.args
+            ]
             if value.op == "list_append":  # the list's items, then the new one
-                held = contents.get(value.args[0].name) if isinstance(value.args[0], Var) \
-                    else None
+                held = contents.get(value.args[0].name) if isinstance(value.args[0], Var) else None
                 items = list(held) + items[1:] if held is not None else [_flat(items)]
             contents[target] = tuple(frozenset(i) for i in items)
             shared = set()
-        elif isinstance(value, Call) and is_view(value.op) and value.args and \
-                not _copying_index(value):
+        elif (
+            isinstance(value, Call)
+            and is_view(value.op)
+            and value.args
+            and not _copying_index(value)
+        ):
             source = value.args[0]
             held = contents.get(source.name) if isinstance(source, Var) else None
             if held is None:
                 shared = set(self.pts(source, points))
             else:  # an item of a list or tuple: that item when the index is known
                 index = value.args[1] if len(value.args) > 1 else None
-                known = isinstance(index, Const) and type(index.value) is int and \
-                    -len(held) <= index.value < len(held)
+                known = (
+                    isinstance(index, Const)
+                    and type(index.value) is int
+                    and -len(held) <= index.value < len(held)
+                )
                 shared = set(held[index.value]) if known else _flat(held)
         else:
             shared = set()
         if stmt.in_place:
             changed = {a for a, _ in self.changed_arrays(stmt, points)}
+
             def stale(pairs):
                 return {(a, id(stmt) if a in changed else m) for a, m in pairs}
+
             for name, pairs in points.items():  # everyone else holding them now holds stale data
                 if name != target and any(a in changed for a, _ in pairs):
                     points[name] = stale(pairs)
@@ -893,14 +964,18 @@ class _InPlaceChecker:
 
     def reject(self, read, name, update):
         made = self.defs.get(name)
-        what = f"{name!r} (made at line {made.loc.line}: {made.loc.text.strip()})" \
-            if made is not None and made.loc is not None else repr(name)
+        what = (
+            f"{name!r} (made at line {made.loc.line}: {made.loc.text.strip()})"
+            if made is not None and made.loc is not None
+            else repr(name)
+        )
         at = f"line {read.loc.line}" if read.loc is not None else "later"
         raise errors.UnsupportedSyntaxError(
             f"an array is changed in place here, but {what} shares its memory and is read "
             f"afterwards ({at}): numpy would read the changed values there. Write the update "
             "as a new value (x = x * 2 instead of x *= 2), or copy first (np.copy)",
-            update.loc)
+            update.loc,
+        )
 
 
 def _copying_index(call) -> bool:
@@ -979,8 +1054,7 @@ def shift_invariant_maxima(fn) -> set:
             uses.setdefault(n, []).append(stmt)
 
     def call(stmt, *ops):
-        return isinstance(stmt, Assign) and isinstance(stmt.value, Call) and \
-            stmt.value.op in ops
+        return isinstance(stmt, Assign) and isinstance(stmt.value, Call) and stmt.value.op in ops
 
     def reduction_axis(stmt):
         kw = dict(stmt.value.kwargs)
@@ -999,8 +1073,11 @@ def shift_invariant_maxima(fn) -> set:
             continue
         ok = True
         for z_stmt in uses[m_stmt.target]:
-            if not (call(z_stmt, "sub_op", "subtract") and z_stmt.value.args == (x, Var(
-                    m_stmt.target)) and counts.get(z_stmt.target) == 1):
+            if not (
+                call(z_stmt, "sub_op", "subtract")
+                and z_stmt.value.args == (x, Var(m_stmt.target))
+                and counts.get(z_stmt.target) == 1
+            ):
                 ok = False
                 break
             ok = ok and _normalized_only(z_stmt.target, axis, uses, counts, call, reduction_axis)
@@ -1035,12 +1112,17 @@ def _normalized_only(z, axis, uses, counts, call, reduction_axis) -> bool:
     for use in uses.get(z, []):
         if call(use, "exp"):
             continue
-        if not (call(use, "sub_op", "subtract") and use.value.args[0] == Var(z) and
-                use.value.args[1] in map(Var, logs)):
+        if not (
+            call(use, "sub_op", "subtract")
+            and use.value.args[0] == Var(z)
+            and use.value.args[1] in map(Var, logs)
+        ):
             return False
     for log in logs:
-        if not all(call(u, "sub_op", "subtract") and u.value.args == (Var(z), Var(log))
-                   for u in uses.get(log, [])):
+        if not all(
+            call(u, "sub_op", "subtract") and u.value.args == (Var(z), Var(log))
+            for u in uses.get(log, [])
+        ):
             return False
     return all(counts.get(n) == 1 for n in sums | logs | {e.target for e in exps})
 
@@ -1075,15 +1157,21 @@ def check_real_values(fn, env, wrt: list) -> None:
     varied = varied_values(fn, wrt)
     # (a call whose result is not varied may still read varied values: np.sign(s))
     calls = [s for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.value, Call)]
-    complex_path = any(s.target in varied and (_holds_complex(env.get(s.target)) or any(
-        isinstance(a, Const) and isinstance(a.value, complex) for a in s.value.args))
-        for s in calls)
+    complex_path = any(
+        s.target in varied
+        and (
+            _holds_complex(env.get(s.target))
+            or any(isinstance(a, Const) and isinstance(a.value, complex) for a in s.value.args)
+        )
+        for s in calls
+    )
     if not complex_path:
         return
 
     def maybe_complex(name):
         aval = env.get(name)
         return aval is None or aval is UNKNOWN or _holds_complex(aval)
+
     for stmt in calls:
         op = stmt.value.op
         args = [a.name for a in stmt.value.args if isinstance(a, Var) and a.name in varied]
@@ -1092,16 +1180,24 @@ def check_real_values(fn, env, wrt: list) -> None:
             raise errors.ComplexValueError(
                 "this line takes np.sign of a complex value (or of one whose type is not known "
                 "while compiling) on the gradient's path, which is differentiable there "
-                "(z / |z|) but has no rule: write x / np.abs(x)", stmt.loc)
-        if stmt.target in active and RULES[op].differentiable and not has(op, "complex") and (
-                maybe_complex(stmt.target) or any(maybe_complex(a) for a in args if a in active)):
+                "(z / |z|) but has no rule: write x / np.abs(x)",
+                stmt.loc,
+            )
+        if (
+            stmt.target in active
+            and RULES[op].differentiable
+            and not has(op, "complex")
+            and (maybe_complex(stmt.target) or any(maybe_complex(a) for a in args if a in active))
+        ):
             raise errors.ComplexValueError(
                 f"this line takes {RULES[op].family} of a complex value (or of one whose type "
                 "is not known while compiling) on the gradient's path, and its rule is written "
                 "for real numbers (the gradient would be wrong); complex values are "
                 "differentiated through arithmetic, exp/log and the trigonometric functions, "
                 "sums and products, reshaping and indexing, abs, angle, real, imag, conj and "
-                "np.fft", stmt.loc)
+                "np.fft",
+                stmt.loc,
+            )
     ret = fn.body[-1] if fn.body else None
     out = ret.value if isinstance(ret, Return) else None
     if isinstance(out, Tup) and out.items:  # (output, aux)
@@ -1110,7 +1206,9 @@ def check_real_values(fn, env, wrt: list) -> None:
         raise errors.ComplexValueError(
             "the differentiated function returns a complex value (or one whose type is not "
             "known while compiling); a gradient needs a real output (as in JAX): return its "
-            "np.real, np.imag or np.abs", ret.loc)
+            "np.real, np.imag or np.abs",
+            ret.loc,
+        )
 
 
 def _holds_complex(aval) -> bool:

@@ -31,6 +31,7 @@ share and the higher-order entry points are one family of objects (dispatch, the
 and the pipeline already live apart); splitting it (gradients, higher order, manifest,
 checks) is the redesign's next step (issue 17).
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,8 +51,22 @@ from .analysis import aval_of, signature_key
 from .codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
 from .dispatch import fast_entry
 from .frontend import function_to_ir
-from .ir import (Assign, Call, Const, For, If, Push, Return, Tup, Var, While, atom_vars, reads_of,
-                 walk, writes_of)
+from .ir import (
+    Assign,
+    Call,
+    Const,
+    For,
+    If,
+    Push,
+    Return,
+    Tup,
+    Var,
+    While,
+    atom_vars,
+    reads_of,
+    walk,
+    writes_of,
+)
 from .names import Namer
 from .optimize import hoist_loop_invariants, makes_new_value, optimize
 from .forward import derivative, forward_mode
@@ -73,15 +88,15 @@ class Compiled:
     module: object
     fn: object
     saved: list
-    finish: object = None      # gives the gradients their inputs' types
+    finish: object = None  # gives the gradients their inputs' types
     # the global and closure values the code was built from, (kind, dict or cell, name,
     # value): it is valid while each is still bound (`_still_bound`), checked per call
     dependencies: tuple = ()
-    ir: object = None           # the optimized gradient IR the source was printed from
-    fresh: tuple = ()           # per gradient: the generated code makes it a new array
+    ir: object = None  # the optimized gradient IR the source was printed from
+    fresh: tuple = ()  # per gradient: the generated code makes it a new array
     converters: tuple | None = None  # per gradient, the conversion the fast path applies (or None)
-    settled: bool = False       # finish and converters were fitted to a first result
-    code: object = None         # the differentiated function's code object it was built from
+    settled: bool = False  # finish and converters were fitted to a first result
+    code: object = None  # the differentiated function's code object it was built from
     control_flow: bool = False  # the generated code has loops or branches
 
 
@@ -99,7 +114,7 @@ class _Template:
     ir: object
     fresh: tuple
     control_flow: bool
-    kept: tuple                 # the free values its key names by identity (see _disk_key)
+    kept: tuple  # the free values its key names by identity (see _disk_key)
 
 
 def _normalize_wrt(fn, wrt):
@@ -114,13 +129,16 @@ def _normalize_wrt(fn, wrt):
             raise errors.WrtError(f"wrt must be an argument index or name, got {item!r}")
         if isinstance(item, str):
             if item not in params:
-                raise errors.WrtError(f"wrt={item!r} names no argument of {fn.__name__}"
-                                      f"({', '.join(params)})")
+                raise errors.WrtError(
+                    f"wrt={item!r} names no argument of {fn.__name__}({', '.join(params)})"
+                )
             positions.append(params.index(item))
         else:
             if not -len(params) <= item < len(params):
-                raise errors.WrtError(f"wrt={item} is out of range: {fn.__name__} takes "
-                                      f"{len(params)} argument(s) ({', '.join(params)})")
+                raise errors.WrtError(
+                    f"wrt={item} is out of range: {fn.__name__} takes "
+                    f"{len(params)} argument(s) ({', '.join(params)})"
+                )
             positions.append(item % len(params))
     if len(set(positions)) != len(positions):
         raise errors.WrtError(f"wrt={wrt!r} names an argument twice")
@@ -135,16 +153,19 @@ def _check_differentiable(name, value, complex_ok=False):
     if isinstance(value, bool) or isinstance(value, (int, np.integer)):
         raise errors.NonDifferentiableInputError(
             f"argument {name!r} is an integer ({value!r}); gradients are defined for floating-point "
-            f"inputs: pass {float(value)!r} or an array of floats")
+            f"inputs: pass {float(value)!r} or an array of floats"
+        )
     dtype = getattr(value, "dtype", None)
     if dtype is not None and np.dtype(dtype).kind != "f":
         raise errors.NonDifferentiableInputError(
             f"argument {name!r} has dtype {dtype}; gradients are defined for floating-point "
-            "arrays: convert it with .astype(float)")
+            "arrays: convert it with .astype(float)"
+        )
     if dtype is None and not isinstance(value, float):
         raise errors.NonDifferentiableInputError(
             f"argument {name!r} is a {type(value).__name__}; sourcegrad differentiates with respect "
-            "to floats, numpy floating scalars and floating-point arrays")
+            "to floats, numpy floating scalars and floating-point arrays"
+        )
 
 
 def _like_input(g, x, args):
@@ -161,13 +182,20 @@ def _like_input(g, x, args):
         return dask_backend.like_input(g, x)
     if _is_cupy(x):
         import cupy  # type: ignore[import-untyped]
+
         g = cupy.asarray(g, dtype=x.dtype)
         if g.shape != x.shape:
             g = cupy.broadcast_to(g, x.shape)
         return g.copy() if g.base is not None or any(g is a for a in args) else g
     dtype = x.dtype
-    if type(g) is np.ndarray and g.dtype == dtype and g.shape == x.shape and g.flags.writeable \
-            and g.base is None and not any(g is a for a in args):
+    if (
+        type(g) is np.ndarray
+        and g.dtype == dtype
+        and g.shape == x.shape
+        and g.flags.writeable
+        and g.base is None
+        and not any(g is a for a in args)
+    ):
         return g
     g = np.asarray(g, dtype=dtype)
     if g.shape != x.shape:
@@ -180,7 +208,9 @@ def _like_input(g, x, args):
 # fn -> {(wrt, single, with_value, backend, class name): {signature: Compiled}}, and
 # _TEMPLATES_KEY -> the templates (so that replacing or clearing it forgets everything)
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_IR: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # fn -> (the code object it was lowered from, its IR)
+_IR: weakref.WeakKeyDictionary = (
+    weakref.WeakKeyDictionary()
+)  # fn -> (the code object it was lowered from, its IR)
 # fn -> (its code object, {its int arguments' values: its IR}), where it is lowered per value
 _BY_VALUE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # fn -> (its code object, {the TreeDefs of its arguments: its IR on their leaves})
@@ -251,15 +281,22 @@ def _still_bound(dependencies) -> bool:
     for kind, container, name, value in dependencies:
         if kind == "attribute":  # an attribute of an object (a property makes a new number)
             current = getattr(container, name, _MISSING)
-            if current is not value and not (type(current) is type(value) and
-                                             isinstance(value, (int, float, str, bool)) and
-                                             current == value):
+            if current is not value and not (
+                type(current) is type(value)
+                and isinstance(value, (int, float, str, bool))
+                and current == value
+            ):
                 return False
             continue
-        current = container.get(name, _MISSING) if kind == "global" else \
-            getattr(container, "__code__", _MISSING) if kind == "code" else \
-            getattr(getattr(container, name, None), "__func__", _MISSING) \
-            if kind == "method" else _cell_value(container)
+        current = (
+            container.get(name, _MISSING)
+            if kind == "global"
+            else getattr(container, "__code__", _MISSING)
+            if kind == "code"
+            else getattr(getattr(container, name, None), "__func__", _MISSING)
+            if kind == "method"
+            else _cell_value(container)
+        )
         if current is not value:
             return False
     return True
@@ -300,14 +337,17 @@ def _lowered(fn, static=None, structure=None):
     replaced later (as autoreload does) makes the compiled code stale. `structure`: the
     TreeDefs of the arguments passed as their leaves (see `_TreeGradient`)."""
     check_current(fn)
-    primal = function_to_ir(fn, static, structure) if static or structure else \
-        function_to_ir(fn)
-    callees = [v for _, _, _, v in primal.dependencies
-               if isinstance(v, types.FunctionType) and rule_for_function(v) is None]
+    primal = function_to_ir(fn, static, structure) if static or structure else function_to_ir(fn)
+    callees = [
+        v
+        for _, _, _, v in primal.dependencies
+        if isinstance(v, types.FunctionType) and rule_for_function(v) is None
+    ]
     for callee in callees:
         check_current(callee)
     primal.dependencies = list(primal.dependencies) + [
-        ("code", callee, "__code__", callee.__code__) for callee in callees]
+        ("code", callee, "__code__", callee.__code__) for callee in callees
+    ]
     return primal
 
 
@@ -326,6 +366,7 @@ def _collector_paused(method):
     """Run `method` with Python's cyclic garbage collector off: compiling makes many small
     objects that live until it ends (IR statements, syntax trees), and the collector's
     passes over all of them took a third of a 2000-statement function's compile time."""
+
     @functools.wraps(method)
     def paused(*args, **kwargs):
         was_on = gc.isenabled()
@@ -335,6 +376,7 @@ def _collector_paused(method):
         finally:
             if was_on:
                 gc.enable()
+
     return paused
 
 
@@ -370,24 +412,37 @@ class Gradient(staticmethod):
     with_value: bool
     _single: bool
 
-    def __init__(self, fn: Callable[..., Any], wrt: Wrt = 0, with_value: bool = False,
-                 backend: str = "auto", has_aux: bool = False, memory_plan: Any = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        wrt: Wrt = 0,
+        with_value: bool = False,
+        backend: str = "auto",
+        has_aux: bool = False,
+        memory_plan: Any = None,
+    ) -> None:
         self.memory_plan = memory_plan  # checkpointing.MemoryPlan: recompute, not save
         self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
         if self.inner is not None and (self.inner.with_value or not self.inner._single):
-            raise errors.SourcegradError("a higher-order gradient needs an inner gradient with "
-                                         "one wrt argument and no value (grad(grad(f)))")
+            raise errors.SourcegradError(
+                "a higher-order gradient needs an inner gradient with "
+                "one wrt argument and no value (grad(grad(f)))"
+            )
         if has_aux and (self.inner is not None or self.pullback):
-            raise errors.SourcegradError("has_aux=True is supported by grad and value_and_grad "
-                                         "of a Python function (not of a gradient, nor by vjp)")
+            raise errors.SourcegradError(
+                "has_aux=True is supported by grad and value_and_grad "
+                "of a Python function (not of a gradient, nor by vjp)"
+            )
         if self.inner is None and not isinstance(inspect.unwrap(fn), types.FunctionType):
             raise errors.SourceNotFoundError(
                 f"{fn!r} is not a Python function with source; sourcegrad differentiates "
                 "functions written in Python (numpy functions are differentiated through "
-                "their rules when a Python function calls them)")
+                "their rules when a Python function calls them)"
+            )
         if backend not in BACKENDS and backend != "auto":
-            raise errors.SourcegradError(f"unknown backend {backend!r}; choose one of "
-                                         f"auto, {', '.join(BACKENDS)}")
+            raise errors.SourcegradError(
+                f"unknown backend {backend!r}; choose one of auto, {', '.join(BACKENDS)}"
+            )
         self.fn = fn
         self._wrt_given = wrt
         self.wrt, self._single = _normalize_wrt(fn, wrt)
@@ -399,13 +454,23 @@ class Gradient(staticmethod):
         self.backend = backend
         self._params = list(inspect.signature(fn).parameters)
         self._signature = inspect.signature(fn)
-        self._defaults = tuple(p.default for p in self._signature.parameters.values()
-                               if p.default is not p.empty)
+        self._defaults = tuple(
+            p.default for p in self._signature.parameters.values() if p.default is not p.empty
+        )
         # compiled code is shared by every Gradient of the same function, wrt and backend
         with _SHARED_LOCK:
             self._cache = _compiled_for(fn).setdefault(
-                (self.wrt, self._single, with_value, backend, type(self).__name__, has_aux,
-                 memory_plan), {})
+                (
+                    self.wrt,
+                    self._single,
+                    with_value,
+                    backend,
+                    type(self).__name__,
+                    has_aux,
+                    memory_plan,
+                ),
+                {},
+            )
         self._owner = inspect.unwrap(fn)  # whose __code__ the compiled code was built from
         self._lock = _SHARED_LOCK
         self._last: Compiled | None = None
@@ -413,8 +478,9 @@ class Gradient(staticmethod):
         self._entries: dict = {}  # signature key -> (Compiled, its fast path for this Gradient)
         self._column_args = None
         # fn's __name__, __doc__, ...: a Gradient is named as the function it differentiates
-        self._names = {name: getattr(fn, name) for name in functools.WRAPPER_ASSIGNMENTS
-                       if hasattr(fn, name)}
+        self._names = {
+            name: getattr(fn, name) for name in functools.WRAPPER_ASSIGNMENTS if hasattr(fn, name)
+        }
         self._call = self._general
         self._missed = None  # the signature that last came to the general path past an entry
         self._flat: dict = {}  # the TreeDefs of tree arguments -> their _TreeGradient
@@ -452,8 +518,7 @@ class Gradient(staticmethod):
         return self
 
     def __reduce__(self):
-        return type(self), (self.fn, self._wrt_given, self.value_asked, self.backend,
-                            self.has_aux)
+        return type(self), (self.fn, self._wrt_given, self.value_asked, self.backend, self.has_aux)
 
     def _general_call(self, *args, **kwargs):
         if kwargs or len(args) < len(self._params):  # keywords, or defaults to fill in
@@ -502,7 +567,8 @@ class Gradient(staticmethod):
                     part, treedef = trees.flatten(a)
                 except TypeError as exc:
                     raise errors.NonDifferentiableInputError(
-                        f"argument {self._params[i]!r} of {self.fn.__name__}: {exc}") from None
+                        f"argument {self._params[i]!r} of {self.fn.__name__}: {exc}"
+                    ) from None
                 leaves += part
                 defs.append(treedef)
             else:
@@ -521,8 +587,11 @@ class Gradient(staticmethod):
         out = []
         for i in self.wrt:
             treedef = defs[i]
-            out.append(next(grads) if treedef is None else
-                       treedef.unflatten([next(grads) for _ in range(treedef.num_leaves)]))
+            out.append(
+                next(grads)
+                if treedef is None
+                else treedef.unflatten([next(grads) for _ in range(treedef.num_leaves)])
+            )
         gradient = out[0] if self._single else tuple(out)
         return (result[0], gradient) if self.with_value else gradient
 
@@ -542,10 +611,12 @@ class Gradient(staticmethod):
             compiled = self._cache.get(key)
         except TypeError:  # an unhashable argument: a tuple (or list) holding arrays
             raise self._unhashable_argument(key) from None
-        if compiled is None or (compiled.dependencies and
-                                not _still_bound(compiled.dependencies)) or \
-                compiled.code is not None and \
-                getattr(self._owner, "__code__", None) is not compiled.code:
+        if (
+            compiled is None
+            or (compiled.dependencies and not _still_bound(compiled.dependencies))
+            or compiled.code is not None
+            and getattr(self._owner, "__code__", None) is not compiled.code
+        ):
             return None
         return compiled
 
@@ -557,7 +628,8 @@ class Gradient(staticmethod):
                 return errors.NonDifferentiableInputError(
                     f"argument {name!r} of {self.fn.__name__} is a tuple holding arrays (or other "
                     "unhashable values): tuples of arrays are not yet supported as arguments, "
-                    "differentiated or not; pass the arrays as separate arguments")
+                    "differentiated or not; pass the arrays as separate arguments"
+                )
         return errors.SourcegradError(f"an argument of {self.fn.__name__} is not hashable")
 
     def _install(self, entry, key):
@@ -588,12 +660,22 @@ class Gradient(staticmethod):
         if known is not None and known[0] is compiled:
             return known[1]
         still_bound = functools.partial(_still_bound, compiled.dependencies)
-        entry = fast_entry(args, compiled.fn, compiled.finish, compiled.converters,
-                           still_bound if compiled.dependencies else None,
-                           self.with_value, self._single, self._general,
-                           self._defaults, compiled.source,
-                           (self._owner, compiled.code) if compiled.code is not None else None
-                           ) or self._general
+        entry = (
+            fast_entry(
+                args,
+                compiled.fn,
+                compiled.finish,
+                compiled.converters,
+                still_bound if compiled.dependencies else None,
+                self.with_value,
+                self._single,
+                self._general,
+                self._defaults,
+                compiled.source,
+                (self._owner, compiled.code) if compiled.code is not None else None,
+            )
+            or self._general
+        )
         self._entries[key] = (compiled, entry)
         return entry
 
@@ -620,14 +702,25 @@ class Gradient(staticmethod):
             distinct = not any(g is o for o in others) and sum(g is h for h in grads) == 1
             if type(x) is float:
                 converters.append(None if type(g) is float and fresh else float)
-            elif type(x) is np.ndarray and x.ndim == 0 and fresh and (
-                    type(g) is x.dtype.type or type(g) is float and x.dtype == np.float64):
+            elif (
+                type(x) is np.ndarray
+                and x.ndim == 0
+                and fresh
+                and (type(g) is x.dtype.type or type(g) is float and x.dtype == np.float64)
+            ):
                 # np.sin of a 0-d array is a numpy scalar (math.cos of one read as a scalar,
                 # a float)
                 converters.append(np.asarray)
-            elif type(x) is np.ndarray and fresh and distinct and type(g) is np.ndarray and \
-                    g.shape == x.shape and g.dtype == x.dtype and g.base is None and \
-                    g.flags.writeable:
+            elif (
+                type(x) is np.ndarray
+                and fresh
+                and distinct
+                and type(g) is np.ndarray
+                and g.shape == x.shape
+                and g.dtype == x.dtype
+                and g.base is None
+                and g.flags.writeable
+            ):
                 converters.append(None)
             else:
                 return None
@@ -637,22 +730,36 @@ class Gradient(staticmethod):
     def _finisher(self, args, optimized=None, env=None, unread=False):
         """How to give this signature's gradients their inputs' types (cheap for floats), or
         None when the generated code returns Python floats for Python float inputs."""
-        if optimized is not None and all(type(args[i]) is float for i in self.wrt) and \
-                not _has_control_flow(optimized):  # (a branch could return a numpy float)
+        if (
+            optimized is not None
+            and all(type(args[i]) is float for i in self.wrt)
+            and not _has_control_flow(optimized)
+        ):  # (a branch could return a numpy float)
             returned = optimized.body[-1].value
             grads = returned.items[1] if self.with_value else returned
             atoms = grads.items if isinstance(grads, Tup) else (grads,)
-            if all(type(a.value) is float if isinstance(a, Const) else
-                   env.get(a.name) is not None and type(env[a.name].stand_in) is float
-                   for a in atoms):
+            if all(
+                type(a.value) is float
+                if isinstance(a, Const)
+                else env.get(a.name) is not None and type(env[a.name].stand_in) is float
+                for a in atoms
+            ):
                 return None
         if all(type(args[i]) is float for i in self.wrt):  # the common scalar case, made cheap
-            return (lambda g, args: float(g)) if self._single else \
-                (lambda grads, args: tuple(map(float, grads)))
+            return (
+                (lambda g, args: float(g))
+                if self._single
+                else (lambda grads, args: tuple(map(float, grads)))
+            )
         converters = []
         # (`unread`: code from the disk cache, whose IR is not at hand: any may be the user's)
-        users = _users_gradients(optimized, self.with_value) if optimized is not None else \
-            (True,) * len(self.wrt) if unread else ()
+        users = (
+            _users_gradients(optimized, self.with_value)
+            if optimized is not None
+            else (True,) * len(self.wrt)
+            if unread
+            else ()
+        )
         for k, i in enumerate(self.wrt):
             x = args[i]
             if k < len(users) and users[k] and not isinstance(x, (float, np.generic)):
@@ -681,14 +788,18 @@ class Gradient(staticmethod):
             inner = self.inner.compile(args, to_transform=True)
             # forward mode over generated code is fine with loops (the stack is a list it
             # carries tangents through); reverse over reverse is not written for them yet
-            if not isinstance(self, JVP) and inner.control_flow \
-                    and not self._by_forward_mode(args, inner.control_flow):
+            if (
+                not isinstance(self, JVP)
+                and inner.control_flow
+                and not self._by_forward_mode(args, inner.control_flow)
+            ):
                 raise errors.SourcegradError(
                     f"the gradient of {self.inner.fn.__qualname__} has loops or branches, and "
                     "reverse mode over its saved-value stack is not implemented: with respect "
                     "to an array, this derivative is computed column by column (one forward "
                     "sweep per element) and has no generated source of its own. Call it, or "
-                    "use sourcegrad.hessian / sourcegrad.hvp")
+                    "use sourcegrad.hessian / sourcegrad.hvp"
+                )
             return function_to_ir(inner.fn)
         code = _code_of(self.fn)
         by_value = _of_function(_BY_VALUE, self.fn)
@@ -717,8 +828,9 @@ class Gradient(staticmethod):
         return known[1]
 
     @_collector_paused
-    def compile(self, args: Sequence[Any], key: Optional[tuple] = None,
-                to_transform: bool = False) -> Compiled:
+    def compile(
+        self, args: Sequence[Any], key: Optional[tuple] = None, to_transform: bool = False
+    ) -> Compiled:
         """Generate, load and cache the gradient for the signature of `args`.
 
         `to_transform`: the code is for a higher-order transformation to read, so 0-d
@@ -739,11 +851,13 @@ class Gradient(staticmethod):
                 self._last = cached
                 return cached
             if len(args) != len(self._params):
-                raise TypeError(f"{self.fn.__name__}() takes {len(self._params)} arguments, "
-                                f"got {len(args)}")
+                raise TypeError(
+                    f"{self.fn.__name__}() takes {len(self._params)} arguments, got {len(args)}"
+                )
             for i in self.wrt:
-                _check_differentiable(self._param_label(i), args[i],
-                                      complex_ok=not isinstance(self, JVP))
+                _check_differentiable(
+                    self._param_label(i), args[i], complex_ok=not isinstance(self, JVP)
+                )
             if self.backend_for(args) == "dask":
                 self._check_dask(args, to_transform)
             primal = hoist_loop_invariants(self.ir(args))
@@ -756,7 +870,8 @@ class Gradient(staticmethod):
                     " needs a function with one output, "
                     f"but {primal.name} returns a tuple of {len(ret.value.items)} values; if "
                     "the others are auxiliary outputs, pass has_aux=True (output first)",
-                    ret.loc)
+                    ret.loc,
+                )
             disk_key, identities = self._disk_key(primal, args, key, to_transform)
             # (values keyed by identity are kept by the template, so their ids stay theirs)
             template_key = (disk_key, tuple(map(id, identities)))
@@ -778,46 +893,74 @@ class Gradient(staticmethod):
             # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
             avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
-            primal, env = pipeline.specialised(primal, self.ir(args), avals,
-                                               [primal.params[i] for i in self.wrt],
-                                               batch_rows=self.memory_plan is None)
+            primal, env = pipeline.specialised(
+                primal,
+                self.ir(args),
+                avals,
+                [primal.params[i] for i in self.wrt],
+                batch_rows=self.memory_plan is None,
+            )
             namer = Namer(reserved=_names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
             optimized, functions = self._differentiate(primal, env, namer, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
             base = self
             while base.inner is not None:
                 base = base.inner
-            label = self.fn.__qualname__ if self.inner is None else \
-                f"{primal.name} (the generated gradient of {base.fn.__qualname__})"
-            arrays = frozenset(n for n, a in env.items() if a is not None
-                               and isinstance(a.stand_in, np.ndarray) and a.stand_in.ndim > 0)
-            scalars = frozenset(n for n, a in env.items() if a is not None
-                                and type(a.stand_in) is float)
-            matrices = frozenset(n for n in arrays if env[n].stand_in.ndim <= 2 and
-                                 env[n].stand_in.size <= DOT_MAX_SIZE)
+            label = (
+                self.fn.__qualname__
+                if self.inner is None
+                else f"{primal.name} (the generated gradient of {base.fn.__qualname__})"
+            )
+            arrays = frozenset(
+                n
+                for n, a in env.items()
+                if a is not None and isinstance(a.stand_in, np.ndarray) and a.stand_in.ndim > 0
+            )
+            scalars = frozenset(
+                n for n, a in env.items() if a is not None and type(a.stand_in) is float
+            )
+            matrices = frozenset(
+                n
+                for n in arrays
+                if env[n].stand_in.ndim <= 2 and env[n].stand_in.size <= DOT_MAX_SIZE
+            )
             read = {n for stmt in walk(optimized.body) for n in reads_of(stmt)}
-            info = SourceInfo(inspect.getsourcefile(base.fn) or primal.source_file, label,
-                              self._wrt_names(), forward, arrays, scalars,
-                              matrices, tuple(primal.params[i] for i in sorted(unwrapped)
-                                              if primal.params[i] in read),
-                              "forward-mode derivative (JVP)" if isinstance(self, JVP)
-                              else "gradient")
+            info = SourceInfo(
+                inspect.getsourcefile(base.fn) or primal.source_file,
+                label,
+                self._wrt_names(),
+                forward,
+                arrays,
+                scalars,
+                matrices,
+                tuple(primal.params[i] for i in sorted(unwrapped) if primal.params[i] in read),
+                "forward-mode derivative (JVP)" if isinstance(self, JVP) else "gradient",
+            )
             source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
             if self.backend_for(args) == "dask":
                 dask_backend.check_source(source, info.file)
             saved = _saved_values(optimized, forward | set(primal.params), env)
             if self.memory_plan is not None:  # what was saved, what recomputed, and why
                 saved = checkpointing.manifest(saved, optimized, env)
-            finish = self._finisher(args, optimized, env) if not self.pullback and \
-                not isinstance(self, JVP) else self._finisher(args)
+            finish = (
+                self._finisher(args, optimized, env)
+                if not self.pullback and not isinstance(self, JVP)
+                else self._finisher(args)
+            )
             names = [f.name for f in functions]
             # (the template keeps no value of this function's: the IR's free values and
             # dependencies are this function's globals and closure cells)
-            template = _Template(source, optimized.name, names, saved, finish,
-                                 replace(optimized, free={}, dependencies=[]),
-                                 () if self.pullback else _new_gradients(optimized,
-                                                                         self.with_value),
-                                 _has_control_flow(optimized), identities)
+            template = _Template(
+                source,
+                optimized.name,
+                names,
+                saved,
+                finish,
+                replace(optimized, free={}, dependencies=[]),
+                () if self.pullback else _new_gradients(optimized, self.with_value),
+                _has_control_flow(optimized),
+                identities,
+            )
             _remember(template_key, template)
             if cache.directory() and not identities:
                 cache.store(disk_key, source, saved, names, template.control_flow)
@@ -827,8 +970,11 @@ class Gradient(staticmethod):
         """Positions of the 0-d numpy arrays the generated code may read as numpy scalars:
         for a plain gradient whose function never indexes, stores into, updates in place
         or calls methods of any value (where a numpy scalar and a 0-d array differ)."""
-        if type(self) is not Gradient or self.inner is not None or \
-                self.backend_for(args) not in ("numpy", "numba"):
+        if (
+            type(self) is not Gradient
+            or self.inner is not None
+            or self.backend_for(args) not in ("numpy", "numba")
+        ):
             return set()
         positions = _zero_d_arrays(args)
         if not positions or any(_differs_for_scalars(s) for s in walk(primal.body)):
@@ -846,12 +992,21 @@ class Gradient(staticmethod):
             else:
                 free.append((n, "object"))
                 identities.append(v)
-        text = cache.key_of(type(self).__name__, self.wrt, self._single,
-                            (self.value_asked, self.has_aux),
-                            self.backend_for(args), repr(signature), to_transform,
-                            primal.name,
-                            primal.params, repr(primal.body), sorted(primal.user_names), free,
-                            *(() if self.memory_plan is None else (repr(self.memory_plan),)))
+        text = cache.key_of(
+            type(self).__name__,
+            self.wrt,
+            self._single,
+            (self.value_asked, self.has_aux),
+            self.backend_for(args),
+            repr(signature),
+            to_transform,
+            primal.name,
+            primal.params,
+            repr(primal.body),
+            sorted(primal.user_names),
+            free,
+            *(() if self.memory_plan is None else (repr(self.memory_plan),)),
+        )
         return text, tuple(identities)
 
     def _from_disk(self, hit, args):
@@ -859,9 +1014,17 @@ class Gradient(staticmethod):
         compiler knew of it; without the IR, the finish is the general one."""
         if hit is None:
             return None
-        return _Template(hit.source, hit.names[0], hit.names, hit.saved,
-                         self._finisher(args, unread=True),
-                         None, (), hit.control_flow, ())
+        return _Template(
+            hit.source,
+            hit.names[0],
+            hit.names,
+            hit.saved,
+            self._finisher(args, unread=True),
+            None,
+            (),
+            hit.control_flow,
+            (),
+        )
 
     def _instance(self, template, primal, key, args):
         """The template loaded with `primal`'s free values (this function's own globals and
@@ -870,20 +1033,34 @@ class Gradient(staticmethod):
         code is wrapped to compute its result once (`dask_backend.computing`)."""
         backend = self.backend_for(args)
         if backend == "numba":
-            source, module = numba_backend.load(template.source, template.module_name,
-                                                primal.free, template.names, args,
-                                                self.fn.__qualname__)
+            source, module = numba_backend.load(
+                template.source,
+                template.module_name,
+                primal.free,
+                template.names,
+                args,
+                self.fn.__qualname__,
+            )
         else:
             source = template.source
             module = load(source, template.module_name, primal.free)
         loaded = tuple(getattr(module, n) for n in template.names)
         if backend == "dask":
-            loaded = tuple(dask_backend.computing(f, template.source, primal.source_file)
-                           for f in loaded)
-        compiled = Compiled(source, module, loaded if len(loaded) > 1 else loaded[0],
-                            template.saved, template.finish, tuple(primal.dependencies),
-                            template.ir, template.fresh, code=_code_of(self.fn),
-                            control_flow=template.control_flow)
+            loaded = tuple(
+                dask_backend.computing(f, template.source, primal.source_file) for f in loaded
+            )
+        compiled = Compiled(
+            source,
+            module,
+            loaded if len(loaded) > 1 else loaded[0],
+            template.saved,
+            template.finish,
+            tuple(primal.dependencies),
+            template.ir,
+            template.fresh,
+            code=_code_of(self.fn),
+            control_flow=template.control_flow,
+        )
         self._cache[key] = compiled
         self._last = compiled
         return compiled
@@ -907,8 +1084,11 @@ class Gradient(staticmethod):
         x = args[self.wrt[0]]
         if not (isinstance(x, (float, int)) or (np.ndim(x) == 0 and hasattr(x, "dtype"))):
             return False
-        return inner_control_flow if inner_control_flow is not None else \
-            self.inner.compile(args).control_flow
+        return (
+            inner_control_flow
+            if inner_control_flow is not None
+            else self.inner.compile(args).control_flow
+        )
 
     def _by_forward_columns(self, args):
         """A gradient of a gradient with loops or branches with respect to an array (say
@@ -923,23 +1103,40 @@ class Gradient(staticmethod):
 
     def _forward_columns(self, args):
         self._column_args = args  # so that .source can say why there is none
-        grads = tuple(_like_input(_forward_jacobian(self.inner, i, self.backend)(*args),
-                                  args[i], args) for i in self.wrt)
+        grads = tuple(
+            _like_input(_forward_jacobian(self.inner, i, self.backend)(*args), args[i], args)
+            for i in self.wrt
+        )
         result = grads[0] if self._single else grads
         return (self.inner(*args), result) if self.with_value else result
 
     def _differentiate(self, primal, env, namer, args):
         """(the optimized gradient function, the functions to generate) for this mode."""
         if self._by_forward_mode(args):
-            optimized = optimize(derivative(primal, self.wrt[0], env, namer, self.with_value),
-                                 _shapes(env))
+            optimized = optimize(
+                derivative(primal, self.wrt[0], env, namer, self.with_value), _shapes(env)
+            )
             return optimized, [optimized]
         cotangent = namer.fresh("g") if self.pullback else None
-        grad_ir = reverse(primal, list(self.wrt), env, namer, self.value_asked,
-                          as_tuple=not self._single, cotangent=cotangent, has_aux=self.has_aux,
-                          memory_plan=self.memory_plan)
-        optimized = optimize(grad_ir, _shapes(env), _dtypes(env), keep_residuals=self.pullback,
-                             backend=self.backend_for(args), numbers=_numbers(env))
+        grad_ir = reverse(
+            primal,
+            list(self.wrt),
+            env,
+            namer,
+            self.value_asked,
+            as_tuple=not self._single,
+            cotangent=cotangent,
+            has_aux=self.has_aux,
+            memory_plan=self.memory_plan,
+        )
+        optimized = optimize(
+            grad_ir,
+            _shapes(env),
+            _dtypes(env),
+            keep_residuals=self.pullback,
+            backend=self.backend_for(args),
+            numbers=_numbers(env),
+        )
         if self.pullback:
             fwd, bwd, _ = split_vjp(optimized, cotangent)
             return optimized, [fwd, bwd]
@@ -950,8 +1147,13 @@ class Gradient(staticmethod):
         Dask for Dask arrays."""
         if self.backend != "auto":
             return self.backend
-        return "cupy" if any(_is_cupy(a) for a in args) else \
-            "dask" if any(dask_backend.is_dask(a) for a in args) else "numpy"
+        return (
+            "cupy"
+            if any(_is_cupy(a) for a in args)
+            else "dask"
+            if any(dask_backend.is_dask(a) for a in args)
+            else "numpy"
+        )
 
     @property
     def source(self) -> str:
@@ -961,7 +1163,8 @@ class Gradient(staticmethod):
         if self._last is None:
             raise errors.SourcegradError(
                 f"the gradient of {self.fn.__name__} is generated for the shapes of its inputs; "
-                "call it once first, or use sourcegrad.show(f, *example_args)")
+                "call it once first, or use sourcegrad.show(f, *example_args)"
+            )
         return self._last.source
 
     @property
@@ -977,6 +1180,7 @@ class Gradient(staticmethod):
     def _repr_markdown_(self):
         """In Jupyter: the generated source, highlighted, and a table of what is saved."""
         from .notebook import gradient_markdown
+
         return gradient_markdown(self)
 
 
@@ -990,12 +1194,16 @@ def _output_and_aux(fn):
     if not isinstance(value, Var):
         raise errors.SourcegradError(
             f"has_aux=True: {fn.name} must return a pair (output, aux), but returns "
-            f"{getattr(value, 'value', value)!r}", ret.loc)
+            f"{getattr(value, 'value', value)!r}",
+            ret.loc,
+        )
     names = Namer(reserved=_names_in(fn))
     output, aux = names.fresh("output"), names.fresh("aux")
-    body = fn.body[:-1] + [Assign(output, Call("getitem", (value, Const(0))), ret.loc),
-                           Assign(aux, Call("getitem", (value, Const(1))), ret.loc),
-                           Return(Tup((Var(output), Var(aux))), ret.loc)]
+    body = fn.body[:-1] + [
+        Assign(output, Call("getitem", (value, Const(0))), ret.loc),
+        Assign(aux, Call("getitem", (value, Const(1))), ret.loc),
+        Return(Tup((Var(output), Var(aux))), ret.loc),
+    ]
     return replace(fn, body=body)
 
 
@@ -1003,7 +1211,8 @@ def _refuse_trees(what):
     raise errors.NonDifferentiableInputError(
         f"{what} takes arrays and numbers as the differentiated arguments; parameter trees "
         "(lists, tuples, dicts, NamedTuples, dataclasses of arrays) are supported by grad, "
-        "value_and_grad and grad_and_aux: pass the leaves as separate arguments")
+        "value_and_grad and grad_and_aux: pass the leaves as separate arguments"
+    )
 
 
 def _no_trees(gradient, args, what):
@@ -1025,15 +1234,18 @@ class _TreeGradient(Gradient):
     the structures (`TreeDef`s are hashable), and its IR per function and structures."""
 
     def __init__(self, parent, defs):
-        super().__init__(parent.fn, parent._wrt_given, parent.value_asked, parent.backend,
-                         parent.has_aux)
+        super().__init__(
+            parent.fn, parent._wrt_given, parent.value_asked, parent.backend, parent.has_aux
+        )
         names, paths, wrt = [], [], []
         for i, (param, treedef) in enumerate(zip(parent._params, defs)):
             leaf_names = [param] if treedef is None else treedef.leaf_names(param)
             if i in parent.wrt:
                 if not leaf_names:
-                    raise errors.WrtError(f"argument {param!r} of {parent.fn.__name__} holds no "
-                                          "array or float to differentiate")
+                    raise errors.WrtError(
+                        f"argument {param!r} of {parent.fn.__name__} holds no "
+                        "array or float to differentiate"
+                    )
                 wrt += range(len(names), len(names) + len(leaf_names))
             paths += [param] if treedef is None else treedef.paths(param)
             names += leaf_names
@@ -1045,7 +1257,8 @@ class _TreeGradient(Gradient):
         self._signature, self._defaults = None, ()  # (called with every leaf, by position)
         with _SHARED_LOCK:
             self._cache = _compiled_for(self.fn).setdefault(
-                (self.wrt, False, self.value_asked, self.backend, "tree", self.has_aux, defs), {})
+                (self.wrt, False, self.value_asked, self.backend, "tree", self.has_aux, defs), {}
+            )
 
     def _has_trees(self, args, to_transform=False) -> bool:
         return False  # (its arguments are the leaves)
@@ -1089,14 +1302,20 @@ class _TreeGradient(Gradient):
 
 def _shapes(env) -> dict:
     """The shapes the signature fixes (arrays' names -> shape), for the optimizer."""
-    return {n: a.shape for n, a in env.items() if a is not None and not a.is_python_scalar
-            and hasattr(a.stand_in, "shape")}
+    return {
+        n: a.shape
+        for n, a in env.items()
+        if a is not None and not a.is_python_scalar and hasattr(a.stand_in, "shape")
+    }
 
 
 def _numbers(env) -> frozenset:
     """Names of floating numbers: Python floats and numpy floating scalars."""
-    return frozenset(n for n, a in env.items() if a is not None and (
-        type(a.stand_in) is float or isinstance(a.stand_in, np.floating)))
+    return frozenset(
+        n
+        for n, a in env.items()
+        if a is not None and (type(a.stand_in) is float or isinstance(a.stand_in, np.floating))
+    )
 
 
 def _dtypes(env) -> dict:
@@ -1106,15 +1325,22 @@ def _dtypes(env) -> dict:
 def _array_finisher(i, shape, dtype):
     """`_like_input` for a numpy input of this signature's shape and dtype, the common case
     (a new array of the input's shape, which only needs checking) first."""
+
     def finish(g, args):
-        if type(g) is np.ndarray and g.shape == shape and g.dtype == dtype and \
-                g.base is None and g.flags.writeable:
+        if (
+            type(g) is np.ndarray
+            and g.shape == shape
+            and g.dtype == dtype
+            and g.base is None
+            and g.flags.writeable
+        ):
             for a in args:
                 if g is a:
                     break
             else:
                 return g
         return _like_input(g, args[i], args)
+
     return finish
 
 
@@ -1136,8 +1362,7 @@ def _converting(converters, single):
     if single:
         convert = converters[0]
         return lambda g, args: convert(g)
-    return lambda grads, args: tuple(g if c is None else c(g)
-                                     for g, c in zip(grads, converters))
+    return lambda grads, args: tuple(g if c is None else c(g) for g, c in zip(grads, converters))
 
 
 def _new_gradients(fn, with_value) -> tuple:
@@ -1150,9 +1375,17 @@ def _new_gradients(fn, with_value) -> tuple:
     grads = returned.items[1] if with_value else returned
     atoms = grads.items if isinstance(grads, Tup) else (grads,)
     made = {s.target: s for s in fn.body if isinstance(s, Assign)}  # the last writes
-    return tuple(isinstance(a, Const) or (
-        isinstance(a, Var) and a.name not in fn.params and a.name in made and
-        not made[a.name].in_place and makes_new_value(made[a.name].value)) for a in atoms)
+    return tuple(
+        isinstance(a, Const)
+        or (
+            isinstance(a, Var)
+            and a.name not in fn.params
+            and a.name in made
+            and not made[a.name].in_place
+            and makes_new_value(made[a.name].value)
+        )
+        for a in atoms
+    )
 
 
 def _users_gradients(fn, with_value) -> tuple:
@@ -1172,8 +1405,11 @@ def _users_gradients(fn, with_value) -> tuple:
     owned = set(fn.params) | {n for s in walk(fn.body) for n in reads_of(s)} - defined
     # (what each assignment reads, for those that may pass a value on: computed once, not
     # once a round)
-    passing = [(s.target, set(reads_of(s))) for s in assigns
-               if not isinstance(s.value, Call) or not makes_new_value(s.value)]
+    passing = [
+        (s.target, set(reads_of(s)))
+        for s in assigns
+        if not isinstance(s.value, Call) or not makes_new_value(s.value)
+    ]
     changed = True
     while changed:
         changed = False
@@ -1181,15 +1417,20 @@ def _users_gradients(fn, with_value) -> tuple:
             if target not in owned and not reads.isdisjoint(owned):
                 owned.add(target)
                 changed = True
-    return tuple((isinstance(a, Const) and isinstance(a.value, np.ndarray)) or
-                 (isinstance(a, Var) and a.name in owned) for a in atoms)
+    return tuple(
+        (isinstance(a, Const) and isinstance(a.value, np.ndarray))
+        or (isinstance(a, Var) and a.name in owned)
+        for a in atoms
+    )
 
 
 def _copied_like_input(i):
     """`_like_input` for a gradient that may be the user's own array: always a copy."""
+
     def finish(g, args):
         out = _like_input(g, args[i], args)
         return out.copy() if out is g and hasattr(out, "copy") else out
+
     return finish
 
 
@@ -1206,8 +1447,9 @@ def _differs_for_scalars(stmt) -> bool:
     if not isinstance(value, Call):
         return False
     kind = RULES[value.op].spelling.kind
-    return kind in ("getitem", "store", "augassign", "augassign_item", "method", "pycall") or \
-        any(k == "out" for k, _ in value.kwargs)
+    return kind in ("getitem", "store", "augassign", "augassign_item", "method", "pycall") or any(
+        k == "out" for k, _ in value.kwargs
+    )
 
 
 def _has_control_flow(fn) -> bool:
@@ -1248,14 +1490,23 @@ def _saved_values(fn, forward_names, env):
         aval = env.get(name)
         dtype = getattr(aval, "dtype", None) if aval is not None else None
         shape = aval.shape if aval is not None else None
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if dtype is not None \
-            else 8
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if dtype is not None else 8
         loc = made_at.get(name)
-        out.append({"name": name, "shape": shape,
-                    "dtype": str(dtype) if dtype is not None else
-                    type(aval.stand_in).__name__ if aval is not None else None,
-                    "bytes": nbytes, "line": loc.line if loc else None,
-                    "input": name in fn.params, "read_by": rules})
+        out.append(
+            {
+                "name": name,
+                "shape": shape,
+                "dtype": str(dtype)
+                if dtype is not None
+                else type(aval.stand_in).__name__
+                if aval is not None
+                else None,
+                "bytes": nbytes,
+                "line": loc.line if loc else None,
+                "input": name in fn.params,
+                "read_by": rules,
+            }
+        )
     return out
 
 
@@ -1292,6 +1543,7 @@ class VJP(Gradient):
             kept = [list(r) if type(r) is list else r for r in residuals]
             # (the cotangent joins the arguments a gradient must not be: that of x for x)
             return compiled.finish(backward(*kept, cotangent), args + (cotangent,))
+
         return value, pullback
 
 
@@ -1303,11 +1555,16 @@ _UNSET: Any = object()
 def _wrt_of(wrt, argnums, argnum, default=0):
     """The arguments to differentiate, given as `wrt`, JAX's `argnums` or autograd's
     `argnum` (aliases: an index, a name, or a tuple of them; at most one may be given)."""
-    given = [(k, v) for k, v in (("wrt", wrt), ("argnums", argnums), ("argnum", argnum))
-             if v is not _UNSET]
+    given = [
+        (k, v)
+        for k, v in (("wrt", wrt), ("argnums", argnums), ("argnum", argnum))
+        if v is not _UNSET
+    ]
     if len(given) > 1:
-        raise errors.WrtError(f"{' and '.join(k + '=' for k, _ in given)} are the same "
-                              "argument (JAX's argnums, autograd's argnum): give one")
+        raise errors.WrtError(
+            f"{' and '.join(k + '=' for k, _ in given)} are the same "
+            "argument (JAX's argnums, autograd's argnum): give one"
+        )
     return given[0][1] if given else default
 
 
@@ -1327,10 +1584,18 @@ def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None):
     return kind(fn, wrt, with_value, backend, has_aux)
 
 
-def grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums: Wrt = _UNSET,
-         argnum: Wrt = _UNSET, has_aux: bool = False, backend: str = "auto", jit: bool = False,
-         checkpoint_loops: Union[int, str, None] = None,
-         memory: Union[int, str, None] = None) -> Any:
+def grad(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = _UNSET,
+    *,
+    argnums: Wrt = _UNSET,
+    argnum: Wrt = _UNSET,
+    has_aux: bool = False,
+    backend: str = "auto",
+    jit: bool = False,
+    checkpoint_loops: Union[int, str, None] = None,
+    memory: Union[int, str, None] = None,
+) -> Any:
     """The gradient of a scalar-valued numpy function, as generated Python source.
 
     `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
@@ -1351,32 +1616,60 @@ def grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums:
     memory: loops keep a snapshot every k trips and recompute the rest in the backward
     (`sourcegrad.checkpointing`, `sourcegrad.memory_budget`).
     """
-    return _made(fn, _wrt_of(wrt, argnums, argnum), False, _jit_backend(backend, jit),
-                 has_aux, Gradient, memory_plan(checkpoint_loops, memory))
+    return _made(
+        fn,
+        _wrt_of(wrt, argnums, argnum),
+        False,
+        _jit_backend(backend, jit),
+        has_aux,
+        Gradient,
+        memory_plan(checkpoint_loops, memory),
+    )
 
 
 # grad(f) written inside differentiated code is made while compiling (frontend)
 grad._sourcegrad_makes_gradient = True  # type: ignore[attr-defined]
 
 
-def value_and_grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
-                   argnums: Wrt = _UNSET, argnum: Wrt = _UNSET, has_aux: bool = False,
-                   backend: str = "auto", jit: bool = False,
-                   checkpoint_loops: Union[int, str, None] = None,
-                   memory: Union[int, str, None] = None) -> Any:
+def value_and_grad(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = _UNSET,
+    *,
+    argnums: Wrt = _UNSET,
+    argnum: Wrt = _UNSET,
+    has_aux: bool = False,
+    backend: str = "auto",
+    jit: bool = False,
+    checkpoint_loops: Union[int, str, None] = None,
+    memory: Union[int, str, None] = None,
+) -> Any:
     """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
     JAX) it is `((output, aux), gradient)`."""
-    return _made(fn, _wrt_of(wrt, argnums, argnum), True, _jit_backend(backend, jit),
-                 has_aux, Gradient, memory_plan(checkpoint_loops, memory))
+    return _made(
+        fn,
+        _wrt_of(wrt, argnums, argnum),
+        True,
+        _jit_backend(backend, jit),
+        has_aux,
+        Gradient,
+        memory_plan(checkpoint_loops, memory),
+    )
 
 
-def grad_and_aux(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
-                 argnum: Wrt = _UNSET, argnums: Wrt = _UNSET, backend: str = "auto",
-                 jit: bool = False) -> Any:
+def grad_and_aux(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = _UNSET,
+    *,
+    argnum: Wrt = _UNSET,
+    argnums: Wrt = _UNSET,
+    backend: str = "auto",
+    jit: bool = False,
+) -> Any:
     """autograd's `grad_and_aux`: f returns `(output, aux)`; the result is
     `(gradient of output, aux)`. The same as `grad(f, has_aux=True)`."""
-    return _made(fn, _wrt_of(wrt, argnums, argnum), False, _jit_backend(backend, jit), True,
-                 Gradient)
+    return _made(
+        fn, _wrt_of(wrt, argnums, argnum), False, _jit_backend(backend, jit), True, Gradient
+    )
 
 
 class AuxGradient:
@@ -1405,15 +1698,19 @@ class AuxGradient:
         return f"<sourcegrad gradient of {self.gradient.fn.__qualname__} with aux>"
 
 
-def elementwise_grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *,
-                     argnum: Wrt = _UNSET, argnums: Wrt = _UNSET,
-                     backend: str = "auto") -> Any:
+def elementwise_grad(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = _UNSET,
+    *,
+    argnum: Wrt = _UNSET,
+    argnums: Wrt = _UNSET,
+    backend: str = "auto",
+) -> Any:
     """autograd's `elementwise_grad`: the sum of each column of f's Jacobian, in one
     backward pass (the vector-Jacobian product with ones shaped like the output). For a
     function applied elementwise, that is the derivative at each element."""
     if fn is None:
-        return lambda f: elementwise_grad(f, wrt, argnum=argnum, argnums=argnums,
-                                          backend=backend)
+        return lambda f: elementwise_grad(f, wrt, argnum=argnum, argnums=argnums, backend=backend)
     pull = VJP(fn, _wrt_of(wrt, argnums, argnum), False, backend)
 
     @functools.wraps(fn)
@@ -1421,6 +1718,7 @@ def elementwise_grad(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET,
         value, pullback = pull(*args, **kwargs)
         ones = np.ones_like(value) if hasattr(value, "shape") else type(value)(1.0)
         return pullback(ones)
+
     gradient.vjp = pull  # type: ignore[attr-defined]
     return gradient
 
@@ -1450,8 +1748,10 @@ class JVP(Gradient):
         self._last = compiled
         given = [tangents[i] for i in self.wrt]
         value, tangent = compiled.fn(*primals, *given)
-        if hasattr(tangent, "copy") and (getattr(tangent, "base", None) is not None or any(
-                tangent is a for a in (*primals, *given))):
+        if hasattr(tangent, "copy") and (
+            getattr(tangent, "base", None) is not None
+            or any(tangent is a for a in (*primals, *given))
+        ):
             tangent = tangent.copy()  # the tangent of x for x: the caller's array, or a view
         return value, tangent
 
@@ -1460,8 +1760,13 @@ _JVPS: OrderedDict = OrderedDict()  # (fn, wrt, backend) -> JVP, the most recent
 JVPS_KEPT = 64
 
 
-def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], *,
-        backend: str = "auto") -> tuple[Any, Any]:
+def jvp(
+    fn: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    *,
+    backend: str = "auto",
+) -> tuple[Any, Any]:
     """Forward mode: `(f(*primals), J @ tangents)` for the inputs whose tangent is not None.
 
     `fn` may be a `sourcegrad.grad` object: `jvp(grad(f), (x,), (v,))` is a Hessian-vector
@@ -1494,6 +1799,7 @@ def hvp(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., Any]:
         tangents = [None] * len(args)
         tangents[gradient.wrt[0]] = v
         return jvp(gradient, args, tangents)[1]
+
     return product
 
 
@@ -1513,11 +1819,18 @@ def hessian(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., np.ndarray]:
                 v = basis.reshape(np.shape(x)) if np.shape(x) else 1.0
                 rows.append(np.asarray(product(*args, v)))
         return np.stack(rows).reshape(np.shape(x) + np.shape(x))
+
     return full
 
 
-def vjp(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums: Wrt = _UNSET,
-        argnum: Wrt = _UNSET, backend: str = "auto") -> Any:
+def vjp(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = _UNSET,
+    *,
+    argnums: Wrt = _UNSET,
+    argnum: Wrt = _UNSET,
+    backend: str = "auto",
+) -> Any:
     """Reverse mode for any output: `vjp(f)(*args)` returns `(value, pullback)`, and
     `pullback(cotangent)` the gradients (a tuple when `wrt` is a tuple)."""
     wrt = _wrt_of(wrt, argnums, argnum)
@@ -1526,8 +1839,9 @@ def vjp(fn: Optional[Callable[..., Any]] = None, wrt: Wrt = _UNSET, *, argnums: 
     return VJP(fn, wrt, False, backend)
 
 
-def jacobian(fn: Callable[..., Any], wrt: Wrt = 0, mode: str = "rev", *,
-             backend: str = "auto") -> Callable[..., np.ndarray]:
+def jacobian(
+    fn: Callable[..., Any], wrt: Wrt = 0, mode: str = "rev", *, backend: str = "auto"
+) -> Callable[..., np.ndarray]:
     """`jacobian(f)(*args)`: the Jacobian of f with respect to one argument, shape
     `out.shape + in.shape`: row by row from the pullback (mode="rev", one backward pass per
     output element) or column by column from the JVP (mode="fwd", one per input element)."""
@@ -1548,8 +1862,12 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = 0, mode: str = "rev", *,
             basis[i] = 1.0
             rows.append(np.asarray(pullback(basis.reshape(out_shape) if out_shape else 1.0)))
         x = args[pull.wrt[0]]
-        return np.stack(rows).reshape(out_shape + np.shape(x)) if rows else np.zeros(
-            out_shape + np.shape(x))
+        return (
+            np.stack(rows).reshape(out_shape + np.shape(x))
+            if rows
+            else np.zeros(out_shape + np.shape(x))
+        )
+
     jac.vjp = pull  # type: ignore[attr-defined]
     return jac
 
@@ -1573,6 +1891,7 @@ def _forward_jacobian(fn, wrt, backend):
         if not columns:
             return np.zeros(np.shape(x))
         return np.stack(columns, axis=-1).reshape(out_shape + np.shape(x))
+
     return jac
 
 
@@ -1587,8 +1906,13 @@ def _generators_of(fn) -> list:
         return []
 
 
-def show(fn: Callable[..., Any], *args: Any, wrt: Wrt = 0, backend: str = "auto",
-         file: Optional[IO[str]] = None) -> str:
+def show(
+    fn: Callable[..., Any],
+    *args: Any,
+    wrt: Wrt = 0,
+    backend: str = "auto",
+    file: Optional[IO[str]] = None,
+) -> str:
     """Print the generated gradient source of `fn` for the signature of `args`."""
     g = fn if isinstance(fn, Gradient) else Gradient(fn, wrt, False, backend)
     source = g.compile(args).source
@@ -1596,8 +1920,14 @@ def show(fn: Callable[..., Any], *args: Any, wrt: Wrt = 0, backend: str = "auto"
     return source
 
 
-def check_grad(fn: Callable[..., Any], *args: Any, wrt: Wrt = 0, eps: float = 1e-6,
-               rtol: float = 1e-6, atol: float = 1e-8) -> float:
+def check_grad(
+    fn: Callable[..., Any],
+    *args: Any,
+    wrt: Wrt = 0,
+    eps: float = 1e-6,
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+) -> float:
     """Compare the compiled gradient with central finite differences; return the max error.
 
     Raises `GradientCheckError` when any component differs by more than
@@ -1617,18 +1947,26 @@ def check_grad(fn: Callable[..., Any], *args: Any, wrt: Wrt = 0, eps: float = 1e
         ana_leaves, treedef = trees.flatten(ana)
         labels = treedef.paths(f"argument {pos}")
         for label, ana, numeric in zip(labels, ana_leaves, trees.flatten(numeric)[0]):
-            err = np.max(np.abs(np.asarray(ana) - numeric) /
-                         (atol + rtol * np.abs(numeric) + 1e-300), initial=0.0)
+            err = np.max(
+                np.abs(np.asarray(ana) - numeric) / (atol + rtol * np.abs(numeric) + 1e-300),
+                initial=0.0,
+            )
             worst = max(worst, float(err))
             if not np.allclose(ana, numeric, rtol=rtol, atol=atol):
                 raise GradientCheckError(
                     f"gradient of {fn.__name__} wrt {label} differs from central finite "
-                    f"differences:\n  compiled: {np.asarray(ana)!r}\n  numeric:  {numeric!r}")
+                    f"differences:\n  compiled: {np.asarray(ana)!r}\n  numeric:  {numeric!r}"
+                )
     return worst
 
 
-def numeric_grad(fn: Callable[..., Any], args: Sequence[Any], pos: int, eps: float = 1e-6,
-                 before_call: Optional[Callable[[], object]] = None) -> Any:
+def numeric_grad(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    pos: int,
+    eps: float = 1e-6,
+    before_call: Optional[Callable[[], object]] = None,
+) -> Any:
     """Central finite differences of scalar `fn` with respect to argument `pos` (float64);
     for a parameter tree, a tree of them (one per leaf). `before_call()` runs before each
     call of fn (check_grad puts random generators back)."""
@@ -1641,10 +1979,13 @@ def numeric_grad(fn: Callable[..., Any], args: Sequence[Any], pos: int, eps: flo
             def moved(leaf):
                 changed = list(leaves)
                 changed[k] = leaf
-                return fn(*args[:pos], treedef.unflatten(changed), *args[pos + 1:])
+                return fn(*args[:pos], treedef.unflatten(changed), *args[pos + 1 :])
+
             return moved
-        return treedef.unflatten([numeric_grad(at(k), (leaf,), 0, eps, before_call)
-                                  for k, leaf in enumerate(leaves)])
+
+        return treedef.unflatten(
+            [numeric_grad(at(k), (leaf,), 0, eps, before_call) for k, leaf in enumerate(leaves)]
+        )
     base = np.array(x, dtype=np.float64)
     out = np.zeros_like(base)
     flat, out_flat = base.reshape(-1), out.reshape(-1)

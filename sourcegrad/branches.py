@@ -12,6 +12,7 @@ Why: the branch that never runs for this signature would otherwise be compiled, 
 backward generated, and its code printed, for nothing; and numpy may reject its lines
 for these shapes (`x @ W` written for a vector, never reached for a matrix).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace

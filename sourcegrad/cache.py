@@ -33,6 +33,7 @@ backend, the sourcegrad and Python versions). Entries are written to a temporary
 (O_EXCL, 0600) in the same directory and renamed into place (atomic on POSIX), so
 processes that compile the same gradient at once never see half a file.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -151,10 +152,12 @@ def directory() -> str | None:
 def key_of(*parts) -> str:
     """A stable key text for the parts (reprs of plain data)."""
     from . import __version__
+
     return repr((__version__, sys.version_info[:2]) + tuple(parts))
 
 
 # --- directories and the secret ---------------------------------------------------------------
+
 
 def _open_own_directory(path: str, what: str, private: bool) -> int:
     """A descriptor of directory `path`, created 0700 if absent, never followed if a symlink,
@@ -177,8 +180,13 @@ def _open_own_directory(path: str, what: str, private: bool) -> int:
         try:
             fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=parent_fd)
         except OSError as exc:
-            kind = "a symlink" if os.path.islink(path) else "not a directory" \
-                if os.path.lexists(path) and not os.path.isdir(path) else "unusable"
+            kind = (
+                "a symlink"
+                if os.path.islink(path)
+                else "not a directory"
+                if os.path.lexists(path) and not os.path.isdir(path)
+                else "unusable"
+            )
             raise _Fault(f"{what} open", f"the {what} {path} is {kind} ({exc})")
     finally:
         os.close(parent_fd)
@@ -189,7 +197,8 @@ def _open_own_directory(path: str, what: str, private: bool) -> int:
         problem = f"is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
     elif info.st_mode & mask:
         problem = f"has mode {stat.S_IMODE(info.st_mode):04o}: " + (
-            "group or others can access it" if private else "group or others can write to it")
+            "group or others can access it" if private else "group or others can write to it"
+        )
     if problem is not None:
         os.close(fd)
         raise _Fault(f"{what} unsafe", f"the {what} {path} {problem}")
@@ -207,22 +216,27 @@ def _load_secret() -> bytes:
             _create_secret(dir_fd)
             fd = os.open(SECRET_NAME, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
-        raise _Fault("secret open", f"cannot open the cache secret in {where} "
-                                    f"(a symlink is refused) ({exc})")
+        raise _Fault(
+            "secret open", f"cannot open the cache secret in {where} (a symlink is refused) ({exc})"
+        )
     finally:
         os.close(dir_fd)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or \
-                info.st_mode & 0o077:
-            raise _Fault("secret unsafe", f"the cache secret {os.path.join(where, SECRET_NAME)} "
-                                          "must be a regular file of this user's, mode 0600")
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            raise _Fault(
+                "secret unsafe",
+                f"the cache secret {os.path.join(where, SECRET_NAME)} "
+                "must be a regular file of this user's, mode 0600",
+            )
         secret = os.read(fd, SECRET_BYTES + 1)
     finally:
         os.close(fd)
     if len(secret) != SECRET_BYTES:
-        raise _Fault("secret unsafe", f"the cache secret {os.path.join(where, SECRET_NAME)} "
-                                      f"is not {SECRET_BYTES} bytes long")
+        raise _Fault(
+            "secret unsafe",
+            f"the cache secret {os.path.join(where, SECRET_NAME)} is not {SECRET_BYTES} bytes long",
+        )
     return secret
 
 
@@ -230,8 +244,9 @@ def _create_secret(dir_fd: int) -> None:
     """Write a new secret under a temporary name and link it into place: a process racing
     this one either links first (and both read its secret) or finds it there."""
     temporary = f".{SECRET_NAME}-{os.getpid()}-{os.urandom(8).hex()}"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600,
-                 dir_fd=dir_fd)
+    fd = os.open(
+        temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd
+    )
     try:
         try:
             os.write(fd, os.urandom(SECRET_BYTES))
@@ -239,8 +254,9 @@ def _create_secret(dir_fd: int) -> None:
         finally:
             os.close(fd)
         try:
-            os.link(temporary, SECRET_NAME, src_dir_fd=dir_fd, dst_dir_fd=dir_fd,
-                    follow_symlinks=False)
+            os.link(
+                temporary, SECRET_NAME, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False
+            )
         except FileExistsError:
             pass
     finally:
@@ -248,6 +264,7 @@ def _create_secret(dir_fd: int) -> None:
 
 
 # --- entries ----------------------------------------------------------------------------------
+
 
 def _file_name(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest() + ".json"
@@ -262,13 +279,20 @@ _FIELDS = {"format", "key", "source", "saved", "names", "control_flow"}
 
 
 def _well_formed(entry) -> bool:
-    return (isinstance(entry, dict) and set(entry) == _FIELDS | {"mac"} and
-            entry["format"] == FORMAT and isinstance(entry["key"], str) and
-            isinstance(entry["source"], str) and isinstance(entry["mac"], str) and
-            isinstance(entry["control_flow"], bool) and
-            isinstance(entry["saved"], list) and all(isinstance(s, dict) for s in entry["saved"])
-            and isinstance(entry["names"], list) and entry["names"] and
-            all(isinstance(n, str) and n.isidentifier() for n in entry["names"]))
+    return (
+        isinstance(entry, dict)
+        and set(entry) == _FIELDS | {"mac"}
+        and entry["format"] == FORMAT
+        and isinstance(entry["key"], str)
+        and isinstance(entry["source"], str)
+        and isinstance(entry["mac"], str)
+        and isinstance(entry["control_flow"], bool)
+        and isinstance(entry["saved"], list)
+        and all(isinstance(s, dict) for s in entry["saved"])
+        and isinstance(entry["names"], list)
+        and entry["names"]
+        and all(isinstance(n, str) and n.isidentifier() for n in entry["names"])
+    )
 
 
 def load(key: str) -> Entry | None:
@@ -310,8 +334,11 @@ def load(key: str) -> Entry | None:
         return None
     mac = entry.pop("mac")
     if not hmac.compare_digest(mac, _mac(entry)):
-        _warn("entry forged", f"ignored an entry in {_directory} that was not written with "
-                              "this user's cache secret (tampered with, or from another key)")
+        _warn(
+            "entry forged",
+            f"ignored an entry in {_directory} that was not written with "
+            "this user's cache secret (tampered with, or from another key)",
+        )
         return None
     if entry["key"] != key:
         return None
@@ -322,15 +349,25 @@ def store(key: str, source: str, saved, names, control_flow: bool) -> None:
     """Write the entry atomically: O_EXCL 0600 temporary file, renamed into place."""
     if directory() is None:
         return
-    payload = {"format": FORMAT, "key": key, "source": source, "saved": saved,
-               "names": list(names), "control_flow": bool(control_flow)}
+    payload = {
+        "format": FORMAT,
+        "key": key,
+        "source": source,
+        "saved": saved,
+        "names": list(names),
+        "control_flow": bool(control_flow),
+    }
     payload = json.loads(json.dumps(payload, default=_plain))  # as a reader will see it
     payload["mac"] = _mac(payload)
     data = json.dumps(payload, sort_keys=True).encode()
     temporary = f".entry-{os.getpid()}-{os.urandom(8).hex()}.tmp"
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
-                     0o600, dir_fd=_dir_fd)
+        fd = os.open(
+            temporary,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+            0o600,
+            dir_fd=_dir_fd,
+        )
     except OSError as exc:
         _warn("write", f"cannot write to {_directory} ({exc})")
         return
@@ -338,7 +375,7 @@ def store(key: str, source: str, saved, names, control_flow: bool) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -384,12 +421,16 @@ def write_private_file(subdirectory: str, name: str, text: str) -> str | None:
             if same:
                 return os.path.join(path, name)
         temporary = f".{name}-{os.getpid()}-{os.urandom(8).hex()}.tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
-                     0o600, dir_fd=sub_fd)
+        fd = os.open(
+            temporary,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+            0o600,
+            dir_fd=sub_fd,
+        )
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         os.rename(temporary, name, src_dir_fd=sub_fd, dst_dir_fd=sub_fd)

@@ -29,6 +29,7 @@ which line it recomputes and why.
 Nothing here runs unless a plan asks for it: without one, `reverse` is unchanged (and so is
 every golden in generated/).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,11 +42,34 @@ from .errors import SourceLocation
 from .memory_budget import segment_length
 from .ops import RULES
 from .optimize import RECOMPUTED_NOTE
-from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Var, While, reads_of,
-                 substitute_atom, walk, writes_of)
+from .ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    If,
+    Marker,
+    Pop,
+    Push,
+    Var,
+    While,
+    reads_of,
+    substitute_atom,
+    walk,
+    writes_of,
+)
 
-__all__ = ["checkpoint", "segment_loops", "recompute_regions", "known_trip_counts", "manifest",
-           "RECOMPUTED", "SNAPSHOT", "CHECKPOINTED"]
+__all__ = [
+    "checkpoint",
+    "segment_loops",
+    "recompute_regions",
+    "known_trip_counts",
+    "manifest",
+    "RECOMPUTED",
+    "SNAPSHOT",
+    "CHECKPOINTED",
+]
 
 # what the comments of the code that checkpointing writes say (the manifest reads them too)
 RECOMPUTED = "recomputed from the snapshot taken"
@@ -72,16 +96,16 @@ def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
         trips = (trip_counts or {}).get(loop.loc.line)
         if trips is not None and trips <= 1:
             continue  # nothing to gain (and a loop that never runs has no values inferred)
-        later = forward[fi + 1:]
+        later = forward[fi + 1 :]
         per_trip = sum(_bytes(env, s.value) for s in walk(fwd.body) if isinstance(s, Push))
         state = _live_state(fwd.body, later)
-        k = segment_length(plan, trips, per_trip,
-                           sum(_bytes(env, Var(n)) for n in state))
+        k = segment_length(plan, trips, per_trip, sum(_bytes(env, Var(n)) for n in state))
         if isinstance(loop, For):
             made = _segment_for(fwd, bwd, later, k, namer, plan, backward)
         else:
-            made = _segment_while(fwd, bwd, forward[fi - 1] if fi else None, later, k, namer,
-                                  plan, backward)
+            made = _segment_while(
+                fwd, bwd, forward[fi - 1] if fi else None, later, k, namer, plan, backward
+            )
         if made is None:
             continue
         forward[fi], backward[bi] = made
@@ -125,8 +149,9 @@ def _without_pushes(stmts):
         elif isinstance(s, For):
             s = dataclasses.replace(s, body=_without_pushes(s.body))
         elif isinstance(s, While):
-            s = dataclasses.replace(s, test_body=_without_pushes(s.test_body),
-                                    body=_without_pushes(s.body))
+            s = dataclasses.replace(
+                s, test_body=_without_pushes(s.test_body), body=_without_pushes(s.body)
+            )
         out.append(s)
     return out
 
@@ -135,16 +160,24 @@ def _noted(stmts, plan, k):
     """The trip as the backward re-runs it: each statement's comment says it is recomputed."""
     out = []
     for s in stmts:
-        loc = s.loc if getattr(s, "loc", None) is None else SourceLocation(
-            s.loc.file, s.loc.line, s.loc.col,
-            f"{s.loc.text.strip()}  ({RECOMPUTED} every {k} trips, {plan.describe()})")
+        loc = (
+            s.loc
+            if getattr(s, "loc", None) is None
+            else SourceLocation(
+                s.loc.file,
+                s.loc.line,
+                s.loc.col,
+                f"{s.loc.text.strip()}  ({RECOMPUTED} every {k} trips, {plan.describe()})",
+            )
+        )
         if isinstance(s, If):
             s = If(s.test, _noted(s.body, plan, k), _noted(s.orelse, plan, k), loc)
         elif isinstance(s, For):
             s = dataclasses.replace(s, body=_noted(s.body, plan, k), loc=loc)
         elif isinstance(s, While):
-            s = dataclasses.replace(s, test_body=_noted(s.test_body, plan, k),
-                                    body=_noted(s.body, plan, k), loc=loc)
+            s = dataclasses.replace(
+                s, test_body=_noted(s.test_body, plan, k), body=_noted(s.body, plan, k), loc=loc
+            )
         elif hasattr(s, "loc"):
             s = dataclasses.replace(s, loc=loc)
         out.append(s)
@@ -158,8 +191,11 @@ def _own_names(replay, backward, state, namer):
     elsewhere = {n for s in walk(backward) for n in reads_of(s) + writes_of(s)}
     pushed = {n for s in walk(replay) if isinstance(s, Push) for n in reads_of(s)}
     written = [n for s in walk(replay) if isinstance(s, Assign) for n in writes_of(s)]
-    mapping = {n: Var(namer.fresh(n)) for n in dict.fromkeys(written)
-               if n not in elsewhere and n not in pushed and n not in state}
+    mapping = {
+        n: Var(namer.fresh(n))
+        for n in dict.fromkeys(written)
+        if n not in elsewhere and n not in pushed and n not in state
+    }
     return _renamed(replay, mapping) if mapping else replay
 
 
@@ -172,8 +208,11 @@ def _renamed(stmts, mapping):
         if isinstance(s, Assign):
             value = s.value
             if isinstance(value, Call):
-                value = Call(value.op, tuple(map(atom, value.args)),
-                             tuple((k, atom(a)) for k, a in value.kwargs))
+                value = Call(
+                    value.op,
+                    tuple(map(atom, value.args)),
+                    tuple((k, atom(a)) for k, a in value.kwargs),
+                )
             else:
                 value = atom(value)
             target = mapping[s.target].name if s.target in mapping else s.target
@@ -183,17 +222,26 @@ def _renamed(stmts, mapping):
         elif isinstance(s, If):
             s = If(atom(s.test), _renamed(s.body, mapping), _renamed(s.orelse, mapping), s.loc)
         elif isinstance(s, For):
-            s = dataclasses.replace(s, start=atom(s.start), stop=atom(s.stop),
-                                    step=atom(s.step), body=_renamed(s.body, mapping))
+            s = dataclasses.replace(
+                s,
+                start=atom(s.start),
+                stop=atom(s.stop),
+                step=atom(s.step),
+                body=_renamed(s.body, mapping),
+            )
         elif isinstance(s, While):
-            s = dataclasses.replace(s, test=atom(s.test), test_body=_renamed(s.test_body, mapping),
-                                    body=_renamed(s.body, mapping))
+            s = dataclasses.replace(
+                s,
+                test=atom(s.test),
+                test_body=_renamed(s.test_body, mapping),
+                body=_renamed(s.body, mapping),
+            )
         out.append(s)
     return out
 
 
 def _first_use(stmts, name):
-    """"read" if a trip through `stmts` may read `name` before writing it."""
+    """ "read" if a trip through `stmts` may read `name` before writing it."""
     for s in stmts:
         if isinstance(s, If):
             uses = (_first_use(s.body, name), _first_use(s.orelse, name))
@@ -221,52 +269,87 @@ def _live_state(trip, later, exclude=()):
     written = {n for s in walk(trip) for n in writes_of(s)}
     written |= {n for s in walk(later) for n in writes_of(s)}
     read = {n for s in walk(trip) for n in reads_of(s)}
-    return sorted(n for n in read & written
-                  if n not in exclude and _first_use(trip, n) == "read")
+    return sorted(n for n in read & written if n not in exclude and _first_use(trip, n) == "read")
 
 
 def _snapshot_loc(loc, k, plan):
-    return SourceLocation(loc.file, loc.line, loc.col,
-                          f"{loc.text.strip()}  ({SNAPSHOT} every {k} trips, {plan.describe()})")
+    return SourceLocation(
+        loc.file,
+        loc.line,
+        loc.col,
+        f"{loc.text.strip()}  ({SNAPSHOT} every {k} trips, {plan.describe()})",
+    )
 
 
 def _segment_end(seg, span, stop, step, loc, namer):
     """`seg_end = min(seg + span, stop)` (max for a negative step), as statements."""
     nxt, end = namer.fresh("segment_next"), namer.fresh("segment_end")
     bound = "min_builtin" if step > 0 else "max_builtin"
-    return [Assign(nxt, Call("add_op", (Var(seg), Const(span))), loc, "checkpoint segment"),
-            Assign(end, Call(bound, (Var(nxt), stop)), loc, "checkpoint segment")], Var(end)
+    return [
+        Assign(nxt, Call("add_op", (Var(seg), Const(span))), loc, "checkpoint segment"),
+        Assign(end, Call(bound, (Var(nxt), stop)), loc, "checkpoint segment"),
+    ], Var(end)
 
 
 def _segment_for(fwd, bwd, later, k, namer, plan, whole):
     step = fwd.step
     if not (isinstance(step, Const) and isinstance(step.value, int) and step.value != 0):
         return None
-    if fwd.stop_flag is not None or (bwd.start, bwd.stop, bwd.step) != \
-            (fwd.start, fwd.stop, fwd.step) or not bwd.reverse:
+    if (
+        fwd.stop_flag is not None
+        or (bwd.start, bwd.stop, bwd.step) != (fwd.start, fwd.stop, fwd.step)
+        or not bwd.reverse
+    ):
         return None
     state = _live_state(fwd.body, later, exclude={fwd.target})
     loc, span = fwd.loc, k * step.value
     seg = namer.fresh("segment")
     end_stmts, end = _segment_end(seg, span, fwd.stop, step.value, loc, namer)
     trip = _without_pushes(fwd.body)
-    forward = For(seg, fwd.start, fwd.stop, Const(span),
-                  [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state] + end_stmts +
-                  [For(fwd.target, Var(seg), end, step, trip, loc)], loc)
+    forward = For(
+        seg,
+        fwd.start,
+        fwd.stop,
+        Const(span),
+        [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state]
+        + end_stmts
+        + [For(fwd.target, Var(seg), end, step, trip, loc)],
+        loc,
+    )
     end_stmts_b, end_b = _segment_end(seg, span, fwd.stop, step.value, loc, namer)
-    backward = For(seg, fwd.start, fwd.stop, Const(span),
-                   [Pop(n, loc) for n in reversed(state)] + end_stmts_b +
-                   [For(fwd.target, Var(seg), end_b, step,
-                        _own_names(_noted(fwd.body, plan, k), whole, state, namer), loc),
-                    For(bwd.target, Var(seg), end_b, step, bwd.body, bwd.loc, reverse=True)],
-                   loc, reverse=True)
+    backward = For(
+        seg,
+        fwd.start,
+        fwd.stop,
+        Const(span),
+        [Pop(n, loc) for n in reversed(state)]
+        + end_stmts_b
+        + [
+            For(
+                fwd.target,
+                Var(seg),
+                end_b,
+                step,
+                _own_names(_noted(fwd.body, plan, k), whole, state, namer),
+                loc,
+            ),
+            For(bwd.target, Var(seg), end_b, step, bwd.body, bwd.loc, reverse=True),
+        ],
+        loc,
+        reverse=True,
+    )
     return forward, backward
 
 
 def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
     """The online variant: the trip count is known only once the loop has run."""
-    if not (isinstance(before, Assign) and before.value == Const(0) and fwd.body and
-            isinstance(fwd.body[0], Assign) and fwd.body[0].target == before.target):
+    if not (
+        isinstance(before, Assign)
+        and before.value == Const(0)
+        and fwd.body
+        and isinstance(fwd.body[0], Assign)
+        and fwd.body[0].target == before.target
+    ):
         return None  # not the counted form reverse makes of a while
     if any(isinstance(s, Push) for s in walk(fwd.test_body)):
         return None
@@ -276,24 +359,41 @@ def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
     replay = body + fwd.test_body
     state = _live_state(replay, later, exclude={trips})
     phase, first = namer.fresh("phase"), namer.fresh("snapshot_now")
-    snapshot = [Assign(phase, Call("mod_op", (Var(trips), Const(k))), loc, "checkpoint segment"),
-                Assign(first, Call("eq", (Var(phase), Const(0))), loc, "checkpoint segment"),
-                If(Var(first), [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state], [],
-                   loc)]
+    snapshot = [
+        Assign(phase, Call("mod_op", (Var(trips), Const(k))), loc, "checkpoint segment"),
+        Assign(first, Call("eq", (Var(phase), Const(0))), loc, "checkpoint segment"),
+        If(Var(first), [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state], [], loc),
+    ]
     forward = While(fwd.test_body, fwd.test, snapshot + _without_pushes(fwd.body), loc)
     seg = namer.fresh("segment")
     end_stmts, end = _segment_end(seg, k, Var(trips), 1, loc, namer)
-    backward = For(seg, Const(0), Var(trips), Const(k),
-                   [Pop(n, loc) for n in reversed(state)] + end_stmts +
-                   [For(namer.fresh("trip"), Var(seg), end, Const(1),
-                        _own_names(_noted(replay, plan, k), whole, state, namer), loc),
-                    For(bwd.target, Var(seg), end, Const(1), bwd.body, bwd.loc)],
-                   loc, reverse=True)
+    backward = For(
+        seg,
+        Const(0),
+        Var(trips),
+        Const(k),
+        [Pop(n, loc) for n in reversed(state)]
+        + end_stmts
+        + [
+            For(
+                namer.fresh("trip"),
+                Var(seg),
+                end,
+                Const(1),
+                _own_names(_noted(replay, plan, k), whole, state, namer),
+                loc,
+            ),
+            For(bwd.target, Var(seg), end, Const(1), bwd.body, bwd.loc),
+        ],
+        loc,
+        reverse=True,
+    )
     return forward, backward
 
 
 def known_trip_counts(fn, env) -> dict:
     """{line: trips} for the top-level `for` loops whose range is known when compiling."""
+
     def value(atom):
         if isinstance(atom, Const):
             return atom.value
@@ -317,48 +417,87 @@ def manifest(saved, fn, env) -> list:
     values read across the forward/backward boundary, `api._saved_values`' entries) with a
     status and a reason each, then every value pushed on the stack (per trip, or a snapshot
     of a checkpointed loop) and every value the backward recomputes instead of saving."""
-    out = [dict(e, status="saved", why="an input (costs nothing extra)" if e["input"] else
-                f"read by the backward ({', '.join(e['read_by']) or 'kept'}); made once")
-           for e in saved]
-    cut = next((i for i, s in enumerate(fn.body) if isinstance(s, Marker)),
-               len(fn.body))
+    out = [
+        dict(
+            e,
+            status="saved",
+            why="an input (costs nothing extra)"
+            if e["input"]
+            else f"read by the backward ({', '.join(e['read_by']) or 'kept'}); made once",
+        )
+        for e in saved
+    ]
+    cut = next((i for i, s in enumerate(fn.body) if isinstance(s, Marker)), len(fn.body))
     seen = set()
 
     def entry(name, loc, status, why):
         aval = env.get(name)
         dtype = getattr(aval, "dtype", None) if aval is not None else None
-        return {"name": name, "shape": aval.shape if aval is not None else None,
-                "dtype": str(dtype) if dtype is not None else
-                type(aval.stand_in).__name__ if aval is not None else None,
-                "bytes": _bytes(env, Var(name)), "line": loc.line if loc else None,
-                "input": False, "read_by": [], "status": status, "why": why}
+        return {
+            "name": name,
+            "shape": aval.shape if aval is not None else None,
+            "dtype": str(dtype)
+            if dtype is not None
+            else type(aval.stand_in).__name__
+            if aval is not None
+            else None,
+            "bytes": _bytes(env, Var(name)),
+            "line": loc.line if loc else None,
+            "input": False,
+            "read_by": [],
+            "status": status,
+            "why": why,
+        }
 
     def visit(stmts, loop_line, backward):
         for s in stmts:
             text = s.loc.text if getattr(s, "loc", None) is not None else ""
             every = _EVERY.search(text)
             if isinstance(s, Push) and isinstance(s.value, Var):
-                status = "saved per trip of a segment" if backward else \
-                    "snapshot" if SNAPSHOT in text else "saved per trip"
+                status = (
+                    "saved per trip of a segment"
+                    if backward
+                    else "snapshot"
+                    if SNAPSHOT in text
+                    else "saved per trip"
+                )
                 key = (s.value.name, status, loop_line)
                 if key not in seen:
                     seen.add(key)
-                    why = text[text.index(SNAPSHOT):].rstrip(")") if status == "snapshot" else \
-                        f"overwritten in the loop at line {loop_line}; the backward reads it"
+                    why = (
+                        text[text.index(SNAPSHOT) :].rstrip(")")
+                        if status == "snapshot"
+                        else f"overwritten in the loop at line {loop_line}; the backward reads it"
+                    )
                     if status == "saved per trip of a segment":
                         why += ": pushed while a segment is recomputed (one segment at a time)"
-                    out.append(dict(entry(s.value.name, s.loc, status, why),
-                                    every=int(every.group(1)) if every else None))
+                    out.append(
+                        dict(
+                            entry(s.value.name, s.loc, status, why),
+                            every=int(every.group(1)) if every else None,
+                        )
+                    )
             elif isinstance(s, Assign) and backward and RECOMPUTED in text:
                 key = (s.target, "recomputed")
                 if key not in seen:
                     seen.add(key)
-                    out.append(entry(s.target, s.loc, "recomputed",
-                                     text[text.index(RECOMPUTED):].rstrip(")") +
-                                     ": not saved"))
-            for block in ([s.body] if isinstance(s, For) else
-                          [s.test_body, s.body] if isinstance(s, While) else
-                          [s.body, s.orelse] if isinstance(s, If) else []):
+                    out.append(
+                        entry(
+                            s.target,
+                            s.loc,
+                            "recomputed",
+                            text[text.index(RECOMPUTED) :].rstrip(")") + ": not saved",
+                        )
+                    )
+            for block in (
+                [s.body]
+                if isinstance(s, For)
+                else [s.test_body, s.body]
+                if isinstance(s, While)
+                else [s.body, s.orelse]
+                if isinstance(s, If)
+                else []
+            ):
                 line = s.loc.line if isinstance(s, (For, While)) and s.loc else loop_line
                 visit(block, line, backward)
 
@@ -402,8 +541,10 @@ class Checkpointed:
 
     def __call__(self, *args, **kwargs):
         from .eager.tensor import Tensor  # (eager is loaded with sourcegrad; not the compiler)
+
         if any(isinstance(a, Tensor) for a in list(args) + list(kwargs.values())):
             from .utils.checkpoint import checkpoint as eager_checkpoint
+
             return eager_checkpoint(self.__wrapped__, *args, use_reentrant=False, **kwargs)
         return self.__wrapped__(*args, **kwargs)
 
@@ -432,8 +573,12 @@ def marked(stmts):
     out = []
     for s in stmts:
         if isinstance(s, Assign) and s.loc is not None and CHECKPOINTED not in s.loc.text:
-            s = dataclasses.replace(s, loc=SourceLocation(
-                s.loc.file, s.loc.line, s.loc.col, f"{s.loc.text.strip()}  ({CHECKPOINTED})"))
+            s = dataclasses.replace(
+                s,
+                loc=SourceLocation(
+                    s.loc.file, s.loc.line, s.loc.col, f"{s.loc.text.strip()}  ({CHECKPOINTED})"
+                ),
+            )
         out.append(s)
     return out
 
@@ -444,8 +589,11 @@ def recompute_regions(fn, forward, backward, namer):
     their own names, just before the first backward statement that reads one. What the calls
     read from outside them stays saved. Returns (forward, backward) unchanged when there is
     nothing to recompute (no checkpoint was asked: every golden is unchanged)."""
-    marked_defs = {s.target: s for s in forward if isinstance(s, Assign) and s.loc is not None
-                   and CHECKPOINTED in s.loc.text}
+    marked_defs = {
+        s.target: s
+        for s in forward
+        if isinstance(s, Assign) and s.loc is not None and CHECKPOINTED in s.loc.text
+    }
     if not marked_defs:
         return forward, backward
     counts = {}
@@ -453,8 +601,13 @@ def recompute_regions(fn, forward, backward, namer):
         for n in writes_of(s):
             counts[n] = counts.get(n, 0) + 1
     # (a draw is never made again: the backward reads the sample the forward drew)
-    regions = {n: s for n, s in marked_defs.items() if counts.get(n) == 1 and n not in fn.params
-               and not (isinstance(s.value, Call) and not RULES[s.value.op].pure)}
+    regions = {
+        n: s
+        for n, s in marked_defs.items()
+        if counts.get(n) == 1
+        and n not in fn.params
+        and not (isinstance(s.value, Call) and not RULES[s.value.op].pure)
+    }
     read = {n for s in walk(backward) for n in reads_of(s)}
     chain, todo = set(), [n for n in regions if n in read]
     while todo:
@@ -469,7 +622,9 @@ def recompute_regions(fn, forward, backward, namer):
     mapping = {s.target: Var(namer.fresh(s.target)) for s in copies}
     copies = [dataclasses.replace(s, note=RECOMPUTED_NOTE) for s in _renamed(copies, mapping)]
     backward = _renamed(backward, mapping)
-    first = next(i for i, s in enumerate(backward)
-                 if any(n in {v.name for v in mapping.values()} for t in walk([s])
-                        for n in reads_of(t)))
+    first = next(
+        i
+        for i, s in enumerate(backward)
+        if any(n in {v.name for v in mapping.values()} for t in walk([s]) for n in reads_of(t))
+    )
     return forward, backward[:first] + copies + backward[first:]

@@ -15,6 +15,7 @@ and `GOLDEN = [("func", wrt), ...]` names the gradients `gen` writes to
 reads `examples/` of the current directory, or, where there is none, the `examples/`
 beside the installed package (a source checkout), so it works from any directory. Errors print one line and exit 1; `--debug` shows the traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,10 +60,12 @@ def _load_module(path: str) -> ModuleType:
 def _example_args(module: ModuleType, func_name: str, path: str) -> Any:
     examples = getattr(module, "EXAMPLES", {})
     if func_name not in examples:
-        raise CLIError(f"{path} gives no example inputs for {func_name}: a gradient is generated "
-                       "for the shapes of its inputs, so give them on the command line "
-                       "(--args \"w=(10,), X=(64, 10), lr=float\") or add EXAMPLES = "
-                       f"{{{func_name!r}: make_args}} where make_args() returns the arguments")
+        raise CLIError(
+            f"{path} gives no example inputs for {func_name}: a gradient is generated "
+            "for the shapes of its inputs, so give them on the command line "
+            '(--args "w=(10,), X=(64, 10), lr=float") or add EXAMPLES = '
+            f"{{{func_name!r}: make_args}} where make_args() returns the arguments"
+        )
     return examples[func_name]()
 
 
@@ -90,8 +93,10 @@ def parse_args_spec(text: str, fn: Callable[..., Any]) -> tuple[Any, ...]:
     signature = inspect.signature(fn)
     unknown = sorted(set(given) - set(signature.parameters))
     if unknown:
-        raise CLIError(f"--args: {fn.__name__} has no parameter {unknown[0]!r} (its parameters: "
-                       f"{', '.join(signature.parameters)})")
+        raise CLIError(
+            f"--args: {fn.__name__} has no parameter {unknown[0]!r} (its parameters: "
+            f"{', '.join(signature.parameters)})"
+        )
     try:
         bound = signature.bind(**given)
     except TypeError as exc:
@@ -105,6 +110,7 @@ def _argument(node: ast.expr, rng: np.random.Generator, name: str) -> Any:
         if not all(isinstance(i, ast.Constant) and type(i.value) is int for i in items):
             raise CLIError(f"--args: the shape of {name} must be integers")
         return tuple(i.value for i in items)  # type: ignore[attr-defined]
+
     if isinstance(node, ast.Tuple):
         return rng.standard_normal(shape_of(node.elts))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -119,20 +125,28 @@ def _argument(node: ast.expr, rng: np.random.Generator, name: str) -> Any:
             return ast.literal_eval(node)
         except ValueError:
             pass
-    raise CLIError(f"--args: cannot read the value of {name}: give a shape like (3, 4), "
-                   "float32(3, 4), float, or a number")
+    raise CLIError(
+        f"--args: cannot read the value of {name}: give a shape like (3, 4), "
+        "float32(3, 4), float, or a number"
+    )
 
 
 def _parse_wrt(text: str | None) -> Wrt:
     if text is None:
         return 0
-    items: list[int | str] = [int(t) if t.strip().lstrip("-").isdigit() else t.strip()
-                              for t in text.split(",")]
+    items: list[int | str] = [
+        int(t) if t.strip().lstrip("-").isdigit() else t.strip() for t in text.split(",")
+    ]
     return items[0] if len(items) == 1 else tuple(items)
 
 
-_COLORS = {"keyword": "\033[35m", "comment": "\033[2;32m", "string": "\033[33m",
-           "number": "\033[36m", "def": "\033[1;34m"}
+_COLORS = {
+    "keyword": "\033[35m",
+    "comment": "\033[2;32m",
+    "string": "\033[33m",
+    "number": "\033[36m",
+    "def": "\033[1;34m",
+}
 _RESET = "\033[0m"
 
 
@@ -149,6 +163,7 @@ def highlight(source: str) -> str:
     import io
     import keyword
     import tokenize
+
     out: list[str] = []
     last_line, last_col = 1, 0
     lines = source.splitlines(keepends=True)
@@ -162,7 +177,7 @@ def highlight(source: str) -> str:
         # copy the text between tokens (spaces) as it is
         if start_line > last_line:
             out.append(lines[last_line - 1][last_col:])
-            out.extend(lines[last_line:start_line - 1])
+            out.extend(lines[last_line : start_line - 1])
             last_col = 0
         out.append(lines[start_line - 1][last_col:start_col] if start_line <= len(lines) else "")
         text = tok.string
@@ -195,28 +210,41 @@ def cmd_show(args: argparse.Namespace) -> int:
     fn = getattr(fn, "__wrapped__", fn)
     if _is_module_class(fn):
         return _show_module(fn, args)
-    inputs = parse_args_spec(args.args, fn) if args.args is not None else \
-        _example_args(module, func_name, path)
+    inputs = (
+        parse_args_spec(args.args, fn)
+        if args.args is not None
+        else _example_args(module, func_name, path)
+    )
     wrt = _parse_wrt(args.wrt)
     kind: Callable[..., Any] = api.JVP if args.forward else api.Gradient
     plan = _memory_plan(args)
-    g = kind(fn, wrt if not args.forward or isinstance(wrt, tuple) else (wrt,),
-             backend=args.backend, **({"memory_plan": plan} if plan is not None else {}))
+    g = kind(
+        fn,
+        wrt if not args.forward or isinstance(wrt, tuple) else (wrt,),
+        backend=args.backend,
+        **({"memory_plan": plan} if plan is not None else {}),
+    )
     compiled = g.compile(tuple(inputs))
     print(_highlight(compiled.source), end="")
     if args.saved:
         print("\n# saved for the backward pass:")
         for item in compiled.saved:
             origin = "input" if item["input"] else f"line {item['line']}"
-            why = f"{item['status']}: {item['why']}" if "why" in item else \
-                f"read by {', '.join(item['read_by'])}"  # (the status under a memory plan)
-            print(f"#   {item['name']}: shape {item['shape']}, {item['dtype']}, "
-                  f"{item['bytes']} bytes, {origin}, {why}")
+            why = (
+                f"{item['status']}: {item['why']}"
+                if "why" in item
+                else f"read by {', '.join(item['read_by'])}"
+            )  # (the status under a memory plan)
+            print(
+                f"#   {item['name']}: shape {item['shape']}, {item['dtype']}, "
+                f"{item['bytes']} bytes, {origin}, {why}"
+            )
     return 0
 
 
 def _is_module_class(obj: Any) -> bool:
     from .nn import Module
+
     return isinstance(obj, type) and issubclass(obj, Module)
 
 
@@ -225,6 +253,7 @@ def _show_module(cls: Any, args: argparse.Namespace) -> int:
     of `sourcegrad.compile(Net())` for inputs of those shapes (Net made without arguments)."""
     from . import compiled_module
     from .eager.factories import from_numpy
+
     if args.args is None:
         raise CLIError(f"give the shapes of {cls.__name__}.forward's inputs with --args")
     try:
@@ -234,16 +263,19 @@ def _show_module(cls: Any, args: argparse.Namespace) -> int:
     forward = getattr(cls.forward, "__func__", cls.forward)
     inputs = parse_args_spec(args.args, functools.partial(forward, None))
     compiled = compiled_module.compile_module(model)
-    compiled(*[from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
-               for v in inputs])
+    compiled(
+        *[from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v for v in inputs]
+    )
     print(_highlight(compiled.source), end="")
     return 0
 
 
 def _memory_plan(args: argparse.Namespace) -> Any:
     """show's --memory and --checkpoint-loops as grad's memory plan (None for neither)."""
+
     def number(text: Optional[str]) -> Any:
         return None if text is None else text if not text.isdigit() else int(text)
+
     try:
         return memory_plan(number(args.checkpoint_loops), number(args.memory))
     except errors.SourcegradError as exc:
@@ -267,13 +299,18 @@ def golden_files(examples_dir: str) -> list[tuple[str, str]]:
             inputs = tuple(_example_args(module, func_name, path))
             g = api.Gradient(fn, wrt, backend=backend[0] if backend else "auto")
             source = g.compile(inputs).source
-            signature = ", ".join(_describe_input(name, value) for name, value in
-                                  zip(g._params, inputs))
+            signature = ", ".join(
+                _describe_input(name, value) for name, value in zip(g._params, inputs)
+            )
             lines = source.split("\n")
-            first = 1 + next(i for i, line in enumerate(lines[1:])
-                             if not line.startswith("#   "))  # (the header's lines)
-            text = "\n".join(lines[:first] + [comment_lines(f"Inputs: {signature}."),
-                                               GOLDEN_NOTE] + lines[first:])
+            first = 1 + next(
+                i for i, line in enumerate(lines[1:]) if not line.startswith("#   ")
+            )  # (the header's lines)
+            text = "\n".join(
+                lines[:first]
+                + [comment_lines(f"Inputs: {signature}."), GOLDEN_NOTE]
+                + lines[first:]
+            )
             wrt_part = "_".join(g._params[i] for i in g.wrt)
             stem = os.path.splitext(filename)[0]
             suffix = f"_{backend[0]}" if backend else ""
@@ -294,8 +331,10 @@ def _default_examples() -> str:
     beside = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
     if os.path.isdir(beside):
         return beside
-    raise CLIError("no examples/ directory here or beside the sourcegrad package "
-                   f"({os.path.dirname(beside)}): give one with --examples DIR")
+    raise CLIError(
+        "no examples/ directory here or beside the sourcegrad package "
+        f"({os.path.dirname(beside)}): give one with --examples DIR"
+    )
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
@@ -314,8 +353,10 @@ def _gen(examples: str, out: str, check: bool) -> int:
     """Write (or with `check`, compare) the goldens; paths are relative to the checkout."""
     files = golden_files(examples)
     if not files:  # not sourcegrad's examples: never clear someone else's out directory
-        raise CLIError(f"no file in {os.path.abspath(examples)} lists GOLDEN = [(func, wrt)]: "
-                       "nothing to generate (give sourcegrad's examples with --examples DIR)")
+        raise CLIError(
+            f"no file in {os.path.abspath(examples)} lists GOLDEN = [(func, wrt)]: "
+            "nothing to generate (give sourcegrad's examples with --examples DIR)"
+        )
     os.makedirs(out, exist_ok=True)
     stale = []
     for name, text in files:
@@ -340,13 +381,16 @@ def _gen(examples: str, out: str, check: bool) -> int:
         return 0
     for name in extra:
         os.remove(os.path.join(out, name))
-    print(f"wrote {len(stale)} of {len(files)} files in {out}"
-          + (f", removed {len(extra)}" if extra else ""))
+    print(
+        f"wrote {len(stale)} of {len(files)} files in {out}"
+        + (f", removed {len(extra)}" if extra else "")
+    )
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import demo
+
     return demo.run()
 
 
@@ -354,10 +398,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's parser
         from .bench.runner import main as bench_main
+
         return int(bench_main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "demo": cmd_demo, "show": cmd_show, "gen": cmd_gen}
+        "demo": cmd_demo,
+        "show": cmd_show,
+        "gen": cmd_gen,
+    }
     try:
         return handlers[args.command](args)
     except (CLIError, errors.SourcegradError, OSError) as exc:
@@ -369,8 +417,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The `sourcegrad` command's parser (`bench` has its own: `sourcegrad bench --help`)."""
-    parser = argparse.ArgumentParser(prog="sourcegrad",
-                                     description=(__doc__ or "").split("\n")[0])
+    parser = argparse.ArgumentParser(prog="sourcegrad", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"sourcegrad {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -378,24 +425,50 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a function's generated gradient")
     show.add_argument("target", help="FILE.py:FUNC")
     show.add_argument("--wrt", help="argument names or indices, comma separated")
-    show.add_argument("--args", help='the inputs\' shapes, as "w=(10,), X=(64, 10), lr=float" '
-                      "(in place of the file's EXAMPLES)")
+    show.add_argument(
+        "--args",
+        help='the inputs\' shapes, as "w=(10,), X=(64, 10), lr=float" '
+        "(in place of the file's EXAMPLES)",
+    )
     show.add_argument("--saved", action="store_true", help="list what the backward keeps")
-    show.add_argument("--forward", action="store_true",
-                      help="print the forward-mode (JVP) code instead of the gradient")
-    show.add_argument("--backend", default="numpy", choices=("numpy", "cupy", "dask", "numba"),
-                      help="the array library the generated code calls (numba: the numpy "
-                           "code as numba compiles it, or, where numba cannot, the numpy "
-                           "code that runs instead)")
-    show.add_argument("--memory", default=None, metavar="BYTES|min",
-                      help="a saved-value budget (grad's memory=): loops are checkpointed")
-    show.add_argument("--checkpoint-loops", default=None, metavar="K|sqrt",
-                      help="a snapshot every K trips of each loop (grad's checkpoint_loops=)")
+    show.add_argument(
+        "--forward",
+        action="store_true",
+        help="print the forward-mode (JVP) code instead of the gradient",
+    )
+    show.add_argument(
+        "--backend",
+        default="numpy",
+        choices=("numpy", "cupy", "dask", "numba"),
+        help="the array library the generated code calls (numba: the numpy "
+        "code as numba compiles it, or, where numba cannot, the numpy "
+        "code that runs instead)",
+    )
+    show.add_argument(
+        "--memory",
+        default=None,
+        metavar="BYTES|min",
+        help="a saved-value budget (grad's memory=): loops are checkpointed",
+    )
+    show.add_argument(
+        "--checkpoint-loops",
+        default=None,
+        metavar="K|sqrt",
+        help="a snapshot every K trips of each loop (grad's checkpoint_loops=)",
+    )
     gen = sub.add_parser("gen", help="regenerate generated/ from the examples")
     gen.add_argument("--check", action="store_true", help="fail when a file is stale")
-    gen.add_argument("--examples", default=None, metavar="DIR",
-                     help="the example files (default: ./examples, else the checkout's)")
-    gen.add_argument("--out", default=None, metavar="DIR",
-                     help="where the goldens go (default: generated/ beside the examples)")
+    gen.add_argument(
+        "--examples",
+        default=None,
+        metavar="DIR",
+        help="the example files (default: ./examples, else the checkout's)",
+    )
+    gen.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="where the goldens go (default: generated/ beside the examples)",
+    )
     sub.add_parser("bench", help="the benchmark suite: sourcegrad bench --help")
     return parser

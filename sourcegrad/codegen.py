@@ -30,6 +30,7 @@ Everything here is deterministic: the same IR gives byte-identical text.
 Why one module: the writer and the printer make one printing together (the names, the
 folds and the fused kernels they decide are read by both).
 """
+
 from __future__ import annotations
 
 import ast
@@ -48,9 +49,29 @@ import gast
 import numpy as np
 
 from . import errors, pyprint
-from .ir import (Assign, Call, Const, ExprStmt, For, If, Marker, Pop, Push, Return, Slc, Tup, Var,
-                 While, assignment_counts, atom_vars, merge_notes, read_counts, reads_of, walk,
-                 writes_of)
+from .ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    If,
+    Marker,
+    Pop,
+    Push,
+    Return,
+    Slc,
+    Tup,
+    Var,
+    While,
+    assignment_counts,
+    atom_vars,
+    merge_notes,
+    read_counts,
+    reads_of,
+    walk,
+    writes_of,
+)
 from .lifetimes import in_place_names, shared_names
 from . import ops
 from .ops import MATH_FUNCTIONS, RULES
@@ -69,13 +90,16 @@ _DOT_NOTE = "# a.dot(b) is a small a @ b without matmul's dispatch: ~1 µs a cal
 class Backend:
     name: str
     module: str  # what to import
-    alias: str   # what generated code calls it
+    alias: str  # what generated code calls it
 
 
-BACKENDS = {"numpy": Backend("numpy", "numpy", "np"), "cupy": Backend("cupy", "cupy", "cp"),
-            "dask": Backend("dask", "dask.array", "da"),  # (sourcegrad.dask_backend runs it)
-            # numba compiles the numpy code (sourcegrad.numba_backend rewrites what it needs)
-            "numba": Backend("numpy", "numpy", "np")}
+BACKENDS = {
+    "numpy": Backend("numpy", "numpy", "np"),
+    "cupy": Backend("cupy", "cupy", "cp"),
+    "dask": Backend("dask", "dask.array", "da"),  # (sourcegrad.dask_backend runs it)
+    # numba compiles the numpy code (sourcegrad.numba_backend rewrites what it needs)
+    "numba": Backend("numpy", "numpy", "np"),
+}
 
 
 @dataclass(frozen=True)
@@ -99,8 +123,7 @@ def _name(ident):
     if made is None:
         if len(_NAMES) >= 1 << 16:  # (bounded: names come from user programs)
             _NAMES.clear()
-        made = _NAMES[ident] = gast.Name(id=ident, ctx=_LOAD, annotation=None,
-                                         type_comment=None)
+        made = _NAMES[ident] = gast.Name(id=ident, ctx=_LOAD, annotation=None, type_comment=None)
     return made
 
 
@@ -117,13 +140,20 @@ def _attr(value, attr):
 class Printer:
     """Turns IR expressions into gast expression trees for one backend."""
 
-    def __init__(self, backend: Backend, inlined: dict, scalars=frozenset(), arrays=frozenset(),
-                 printed=None, matrices=frozenset()):
+    def __init__(
+        self,
+        backend: Backend,
+        inlined: dict,
+        scalars=frozenset(),
+        arrays=frozenset(),
+        printed=None,
+        matrices=frozenset(),
+    ):
         self.backend = backend
         self.inlined = inlined  # temp name -> gast expression folded in place of the name
         self.printed = printed or {}  # name -> the name it is printed as (see lifetimes)
         self.scalars = scalars  # names holding Python floats: math is much faster on them
-        self.arrays = arrays    # names holding arrays: reductions are written as methods
+        self.arrays = arrays  # names holding arrays: reductions are written as methods
         self.matrices = matrices  # names holding small arrays of one or two dimensions
         self.dot_used = False  # whether a @ b was written a.dot(b) (said once, in a comment)
         self.helpers: set = set()
@@ -140,11 +170,19 @@ class Printer:
 
     def all_scalars(self, call):
         atoms = call.atoms()
-        return bool(atoms) and all(
-            (isinstance(a, Var) and a.name in self.scalars) or
-            (isinstance(a, Const) and isinstance(a.value, (int, float))
-             and not isinstance(a.value, bool)) for a in atoms) and \
-            (any(isinstance(a, Var) for a in atoms) or self.rule_code and _math_defined(call))
+        return (
+            bool(atoms)
+            and all(
+                (isinstance(a, Var) and a.name in self.scalars)
+                or (
+                    isinstance(a, Const)
+                    and isinstance(a.value, (int, float))
+                    and not isinstance(a.value, bool)
+                )
+                for a in atoms
+            )
+            and (any(isinstance(a, Var) for a in atoms) or self.rule_code and _math_defined(call))
+        )
 
     def atom(self, atom, in_index=False):
         if isinstance(atom, Var):
@@ -152,12 +190,17 @@ class Printer:
         if isinstance(atom, Tup):
             return gast.Tuple(elts=[self.atom(a, in_index) for a in atom.items], ctx=_LOAD)
         if isinstance(atom, Slc):
-            parts = [None if isinstance(p, Const) and p.value is None else self.atom(p)
-                     for p in (atom.lower, atom.upper, atom.step)]
+            parts = [
+                None if isinstance(p, Const) and p.value is None else self.atom(p)
+                for p in (atom.lower, atom.upper, atom.step)
+            ]
             if in_index:
                 return gast.Slice(lower=parts[0], upper=parts[1], step=parts[2])
-            return gast.Call(func=_name("slice"), args=[p or gast.Constant(None, None)
-                                                        for p in parts], keywords=[])
+            return gast.Call(
+                func=_name("slice"),
+                args=[p or gast.Constant(None, None) for p in parts],
+                keywords=[],
+            )
         return self.const(atom.value, in_index)
 
     def const(self, value, in_index=False):
@@ -166,18 +209,22 @@ class Printer:
         if isinstance(value, type) and value in (float, int, bool, complex):
             return _name(value.__name__)
         if isinstance(value, slice):
-            parts = [None if v is None else self.const(v) for v in
-                     (value.start, value.stop, value.step)]
+            parts = [
+                None if v is None else self.const(v) for v in (value.start, value.stop, value.step)
+            ]
             if in_index:
                 return gast.Slice(lower=parts[0], upper=parts[1], step=parts[2])
             # outside a subscript an index is spelled np.s_[...]
-            return gast.Subscript(value=self.namespace("s_"),
-                                  slice=gast.Slice(lower=parts[0], upper=parts[1], step=parts[2]),
-                                  ctx=_LOAD)
+            return gast.Subscript(
+                value=self.namespace("s_"),
+                slice=gast.Slice(lower=parts[0], upper=parts[1], step=parts[2]),
+                ctx=_LOAD,
+            )
         if isinstance(value, tuple):
             if not in_index and any(isinstance(v, slice) or v is Ellipsis for v in value):
-                return gast.Subscript(value=self.namespace("s_"),
-                                      slice=self.const(value, True), ctx=_LOAD)
+                return gast.Subscript(
+                    value=self.namespace("s_"), slice=self.const(value, True), ctx=_LOAD
+                )
             return gast.Tuple(elts=[self.const(v, in_index) for v in value], ctx=_LOAD)
         if isinstance(value, list):
             return gast.List(elts=[self.const(v) for v in value], ctx=_LOAD)
@@ -190,23 +237,33 @@ class Printer:
         sp = rule.spelling
         args = [self.atom(a) for a in call.args]
         keywords = [gast.keyword(arg=k, value=self.atom(a)) for k, a in call.kwargs]
-        if sp.kind == "binop" and sp.text == "@" and self.backend.name == "numpy" and \
-                all(isinstance(a, Var) and a.name in self.matrices for a in call.args):
+        if (
+            sp.kind == "binop"
+            and sp.text == "@"
+            and self.backend.name == "numpy"
+            and all(isinstance(a, Var) and a.name in self.matrices for a in call.args)
+        ):
             # `a.dot(b)`: for arrays of one or two dimensions the same product as `a @ b`
             # (the same BLAS call), without matmul's ufunc dispatch (~1 µs a call: a tenth
             # of a small product, noise on a large one, where the user's `@` is kept)
             self.dot_used = True
             return gast.Call(func=_attr(args[0], "dot"), args=[args[1]], keywords=[])
-        if sp.kind == "binop" and sp.text == "**" and call.args[1] == Const(2) and \
-                isinstance(args[0], gast.Name) and call.args[0].name in self.scalars:
+        if (
+            sp.kind == "binop"
+            and sp.text == "**"
+            and call.args[1] == Const(2)
+            and isinstance(args[0], gast.Name)
+            and call.args[0].name in self.scalars
+        ):
             # `x * x`: a Python float squares by multiplication ~3x faster than by pow
             # (numpy squares an array by multiplication already)
             return gast.BinOp(left=args[0], op=gast.Mult(), right=_name(args[0].id))
         if sp.kind == "binop":
             return gast.BinOp(left=args[0], op=_BINOP_NODES[sp.text](), right=args[1])
         if sp.kind == "compare":
-            return gast.Compare(left=args[0], ops=[_COMPARE_NODES[sp.text]()],
-                                comparators=[args[1]])
+            return gast.Compare(
+                left=args[0], ops=[_COMPARE_NODES[sp.text]()], comparators=[args[1]]
+            )
         if sp.kind == "unaryop":
             op = {"-": gast.USub, "+": gast.UAdd, "not": gast.Not}[sp.text]()
             return gast.UnaryOp(op=op, operand=args[0])
@@ -221,20 +278,25 @@ class Printer:
         if sp.kind == "method":  # `rng.normal(0.0, 1.0, n)`: the first argument is the object
             return gast.Call(func=_attr(args[0], sp.text), args=args[1:], keywords=keywords)
         if sp.kind == "getitem":
-            return gast.Subscript(value=args[0], slice=self.atom(call.args[1], in_index=True),
-                                  ctx=_LOAD)
+            return gast.Subscript(
+                value=args[0], slice=self.atom(call.args[1], in_index=True), ctx=_LOAD
+            )
         if rule.sequence_input:
             args = [gast.List(elts=args, ctx=_LOAD)]
         if sp.kind == "func" and sp.text in _MATH and self.all_scalars(call):
             # Python floats in, Python float out: the math module, as one writes it by hand
             self.modules.add("math")
             func = _attr(_name("math"), _MATH[sp.text])
-        elif sp.kind == "func" and rule.method is not None and call.args and \
-                isinstance(call.args[0], Var) and call.args[0].name in self.arrays:
+        elif (
+            sp.kind == "func"
+            and rule.method is not None
+            and call.args
+            and isinstance(call.args[0], Var)
+            and call.args[0].name in self.arrays
+        ):
             # `x.sum(axis=0)`: the method skips np.sum's Python-level dispatch (about 0.8 µs
             # a call, most of a reduction of a small array)
-            return gast.Call(func=_attr(args[0], rule.method), args=args[1:],
-                             keywords=keywords)
+            return gast.Call(func=_attr(args[0], rule.method), args=args[1:], keywords=keywords)
         elif sp.kind == "func":
             func = self.namespace(sp.text)
         elif sp.kind == "module":
@@ -265,12 +327,26 @@ def _math_defined(call) -> bool:
 # ValueError there instead of returning nan: loud, never a silently wrong number)
 _MATH = MATH_FUNCTIONS  # numpy name -> math name (shared with the analysis)
 
-_BINOP_NODES = {"+": gast.Add, "-": gast.Sub, "*": gast.Mult, "/": gast.Div, "**": gast.Pow,
-                "@": gast.MatMult, "%": gast.Mod, "//": gast.FloorDiv}
+_BINOP_NODES = {
+    "+": gast.Add,
+    "-": gast.Sub,
+    "*": gast.Mult,
+    "/": gast.Div,
+    "**": gast.Pow,
+    "@": gast.MatMult,
+    "%": gast.Mod,
+    "//": gast.FloorDiv,
+}
 # ufuncs written as an augmented assignment when they compute into their first operand
 _IN_PLACE_OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.divide: "/"}
-_COMPARE_NODES = {"<": gast.Lt, "<=": gast.LtE, ">": gast.Gt, ">=": gast.GtE, "==": gast.Eq,
-                  "!=": gast.NotEq}
+_COMPARE_NODES = {
+    "<": gast.Lt,
+    "<=": gast.LtE,
+    ">": gast.Gt,
+    ">=": gast.GtE,
+    "==": gast.Eq,
+    "!=": gast.NotEq,
+}
 
 
 def _expr_source(node) -> str:
@@ -295,8 +371,7 @@ _CHECK_PRINTER = os.environ.get("SOURCEGRAD_CHECK_PRINTER") == "1"  # (tests: py
 def _astor_source(node) -> str:
     # astor's default pretty-printer wraps long lines at arbitrary points; statements here
     # are kept short by folding fewer temporaries instead
-    return astor.to_source(_to_ast(node),
-                           pretty_source=lambda parts: "".join(parts)).rstrip("\n")
+    return astor.to_source(_to_ast(node), pretty_source=lambda parts: "".join(parts)).rstrip("\n")
 
 
 def _to_ast(node):
@@ -321,8 +396,11 @@ _AST_OF: dict = {}  # gast node class -> (ast node class, the fields they share)
 
 
 def _assign(target, expr):
-    return gast.Assign(targets=[gast.Name(id=target, ctx=gast.Store(), annotation=None,
-                                          type_comment=None)], value=expr, type_comment=None)
+    return gast.Assign(
+        targets=[gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)],
+        value=expr,
+        type_comment=None,
+    )
 
 
 def _relative(path):
@@ -342,8 +420,9 @@ class _Facts:
         self.uses = read_counts(fn.body)
         assigned = assignment_counts(fn.body, fn.params)
         # only a temporary assigned once and read once may be folded into its reader
-        self.protected = set(fn.params) | set(fn.user_names) | \
-            {n for n, c in assigned.items() if c > 1}
+        self.protected = (
+            set(fn.params) | set(fn.user_names) | {n for n, c in assigned.items() if c > 1}
+        )
         self.sharing = _memory_sharing(fn.body)
         self.uses_stack = any(isinstance(s, Push) for s in walk(fn.body))
         self._following: dict = {}  # id(block) -> (the block, its _Following)
@@ -362,8 +441,17 @@ class _Facts:
 class _Writer:
     """Prints a function body: comments per user line, folded temporaries, nested blocks."""
 
-    def __init__(self, fn, backend, arrays=frozenset(), scalars=frozenset(), printed=None,
-                 matrices=frozenset(), facts=None, dry=False):
+    def __init__(
+        self,
+        fn,
+        backend,
+        arrays=frozenset(),
+        scalars=frozenset(),
+        printed=None,
+        matrices=frozenset(),
+        facts=None,
+        dry=False,
+    ):
         self.fn = fn
         # a dry run prints nothing: it finds what a printing would read where (reads_at,
         # own_slot) for lifetimes, and the folds, which the printing then reuses
@@ -394,7 +482,7 @@ class _Writer:
         # CuPy: a statement that is a run of elementwise operations becomes one fused kernel
         self.fuse = backend.name == "cupy"
         self.elementwise_ops: dict = {}  # folded temp -> how many elementwise ops it holds
-        self.kernels: list = []          # (name, params, expression) of fused functions
+        self.kernels: list = []  # (name, params, expression) of fused functions
         self.dot_noted = False
 
     def expr(self, atom_or_call):
@@ -459,8 +547,7 @@ class _Writer:
         reads = self.reads_with_folded(stmt)
         read_at = following.first("read", stmt.target, i)
         stop_at = following.first_stop(i)
-        change_at = min((following.first("change", n, i) for n in reads),
-                        default=_NEVER)
+        change_at = min((following.first("change", n, i) for n in reads), default=_NEVER)
         at = min(read_at, stop_at, change_at)
         if at == _NEVER:
             return False
@@ -470,21 +557,29 @@ class _Writer:
         if at == read_at and stmt.target in reads_of(later):
             # a constant (`math.log(2.0)`) or a copy of a name (`v_now = v`) reads as well
             # in any line
-            if _line_of(later) == _line_of(stmt) or isinstance(later, (If, While)) or \
-                    not reads or copy:
+            if (
+                _line_of(later) == _line_of(stmt)
+                or isinstance(later, (If, While))
+                or not reads
+                or copy
+            ):
                 return True
             # the next statement copies it into its variable (`d_h = d_h_1`) or adds it, an
             # adjoint's contribution, into its accumulator: one statement, as by hand
-            return at == i + 1 and type(later) is Assign and \
-                (isinstance(later.value, Var) or "accumulate" in later.note.split(", "))
+            return (
+                at == i + 1
+                and type(later) is Assign
+                and (isinstance(later.value, Var) or "accumulate" in later.note.split(", "))
+            )
         # read inside a nested block (keep it a name), or what it reads changes before
         return False
 
     def fold_depth(self, stmt) -> int:
         """How many operations deep `stmt`'s printed expression nests, through the
         temporaries folded into it (bounded: see _MAX_FOLD_DEPTH)."""
-        return 1 + max((self.fold_depths.get(n, 0) for n in reads_of(stmt)
-                        if n in self.inlined), default=0)
+        return 1 + max(
+            (self.fold_depths.get(n, 0) for n in reads_of(stmt) if n in self.inlined), default=0
+        )
 
     def changed_by(self, stmt) -> set:
         """Names whose value `stmt` changes: what it assigns, and every name sharing memory
@@ -492,7 +587,7 @@ class _Writer:
         if type(stmt) is Assign and (type(stmt.value) is not Call or not stmt.value.kwargs):
             return {stmt.target}  # (the common case: no buffer written with out=)
         changed = set(writes_of(stmt))
-        for buffer in _writes(stmt)[len(writes_of(stmt)):]:
+        for buffer in _writes(stmt)[len(writes_of(stmt)) :]:
             changed |= self.sharing.get(buffer, {buffer})
         return changed
 
@@ -538,16 +633,28 @@ class _Writer:
         elif self.dry and not isinstance(stmt, (If, For, While)):
             return
         elif isinstance(stmt, Return):
-            self.add(indent, "return", None, _to_source(gast.Return(
-                value=self.printer.atom(stmt.value))), "")
+            self.add(
+                indent,
+                "return",
+                None,
+                _to_source(gast.Return(value=self.printer.atom(stmt.value))),
+                "",
+            )
         elif isinstance(stmt, Push):
-            self.add(indent, "code", stmt,
-                     f"{self.fn.stack}.append({_expr_source(self.expr(stmt.value))})", "")
+            self.add(
+                indent,
+                "code",
+                stmt,
+                f"{self.fn.stack}.append({_expr_source(self.expr(stmt.value))})",
+                "",
+            )
         elif isinstance(stmt, Pop):
             self.add(indent, "code", stmt, f"{stmt.target} = {self.fn.stack}.pop()", "")
         elif isinstance(stmt, ExprStmt) and RULES[stmt.value.op].spelling.kind == "store":
-            buffer, index, value = (_expr_source(self.printer.atom(a, in_index=i == 1))
-                                    for i, a in enumerate(stmt.value.args))
+            buffer, index, value = (
+                _expr_source(self.printer.atom(a, in_index=i == 1))
+                for i, a in enumerate(stmt.value.args)
+            )
             self.add(indent, "code", stmt, f"{buffer}[{index}] = {value}", "")
         elif isinstance(stmt, ExprStmt):
             self.add(indent, "code", stmt, _expr_source(self.expr(stmt.value)), "")
@@ -563,15 +670,24 @@ class _Writer:
             self.record(self.printed_reads(stmt))
             if not self.dry:
                 self.add(indent, "code", stmt, self.for_header(stmt), "")
-            body = stmt.body + ([_Break(Var(stmt.stop_flag), stmt.loc, when_true=True)]
-                                if stmt.stop_flag else [])
+            body = stmt.body + (
+                [_Break(Var(stmt.stop_flag), stmt.loc, when_true=True)] if stmt.stop_flag else []
+            )
             self.write_block(body, indent + 1)
         elif isinstance(stmt, While):
             self.while_(stmt, indent)
         elif isinstance(stmt, _Break):
             test = _expr_source(self.expr(stmt.test))
-            self.lines.append((indent, "code", None, "",
-                               f"if {test}:" if stmt.when_true else f"if not {test}:", ""))
+            self.lines.append(
+                (
+                    indent,
+                    "code",
+                    None,
+                    "",
+                    f"if {test}:" if stmt.when_true else f"if not {test}:",
+                    "",
+                )
+            )
             self.lines.append((indent + 1, "code", None, "", "break", ""))
         else:
             raise AssertionError(stmt)
@@ -589,19 +705,20 @@ class _Writer:
 
     def while_(self, stmt, indent):
         test_names = {s.target for s in stmt.test_body if isinstance(s, Assign)}
-        simple = all(isinstance(s, Assign) and s.target not in self.protected and
-                     self.uses.get(s.target, 0) == 1 and isinstance(s.value, Call)
-                     for s in stmt.test_body) and \
-            (not isinstance(stmt.test, Var) or stmt.test.name in test_names or
-             not stmt.test_body)
+        simple = all(
+            isinstance(s, Assign)
+            and s.target not in self.protected
+            and self.uses.get(s.target, 0) == 1
+            and isinstance(s.value, Call)
+            for s in stmt.test_body
+        ) and (not isinstance(stmt.test, Var) or stmt.test.name in test_names or not stmt.test_body)
         self.record(self.printed_reads(stmt))
         if simple:
             for i, s in enumerate(stmt.test_body):
                 self.record(self.printed_reads(s))  # printed in the header
                 self.inlined[s.target] = True if self.dry else self.expr(s.value)
             if not self.dry:
-                self.add(indent, "code", stmt,
-                         f"while {_expr_source(self.expr(stmt.test))}:", "")
+                self.add(indent, "code", stmt, f"while {_expr_source(self.expr(stmt.test))}:", "")
             self.write_block(stmt.body, indent + 1)
             return
         if not self.dry:
@@ -609,8 +726,9 @@ class _Writer:
         self.write_block(stmt.test_body + [_Break(stmt.test, stmt.loc)] + stmt.body, indent + 1)
 
     def note_of(self, stmt):
-        return merge_notes(*[self.folded[n][1] for n in reads_of(stmt) if n in self.folded],
-                           stmt.note)
+        return merge_notes(
+            *[self.folded[n][1] for n in reads_of(stmt) if n in self.folded], stmt.note
+        )
 
     def render_assign(self, stmt):
         value = stmt.value
@@ -619,49 +737,69 @@ class _Writer:
             return in_place
         if isinstance(value, Call) and RULES[value.op].spelling.kind == "augassign":
             return self.aug_assign(stmt, RULES[value.op].spelling.text, value.args[1])
-        if isinstance(value, Call) and self.printer.rule_code and \
-                stmt.target in self.printer.scalars and \
-                RULES[value.op].spelling.kind == "binop" and len(value.args) == 2:
+        if (
+            isinstance(value, Call)
+            and self.printer.rule_code
+            and stmt.target in self.printer.scalars
+            and RULES[value.op].spelling.kind == "binop"
+            and len(value.args) == 2
+        ):
             # a Python float's update, `dc = dc - d_a * v`, as one writes it: `dc -= d_a * v`
             # (floats are immutable: the same statement); an array's `a = a + b` makes a
             # new array, which `a += b` would not
             first, text = value.args[0], RULES[value.op].spelling.text
-            if text in "+-*/" and isinstance(first, Var) and first.name not in self.inlined \
-                    and self.printed.get(first.name, first.name) == self.target(stmt):
+            if (
+                text in "+-*/"
+                and isinstance(first, Var)
+                and first.name not in self.inlined
+                and self.printed.get(first.name, first.name) == self.target(stmt)
+            ):
                 return self.aug_assign(stmt, text, value.args[1])
         if isinstance(value, Call) and RULES[value.op].spelling.kind == "augassign_item":
             buffer, index, part = value.args
             assert buffer == Var(stmt.target), "an item update assigns the array it updates"
-            item = gast.Subscript(value=_name(stmt.target), ctx=gast.Store(),
-                                  slice=self.printer.atom(index, in_index=True))
+            item = gast.Subscript(
+                value=_name(stmt.target),
+                ctx=gast.Store(),
+                slice=self.printer.atom(index, in_index=True),
+            )
             op = _BINOP_NODES[RULES[value.op].spelling.text]()
-            return _to_source(gast.AugAssign(target=item, op=op,
-                                             value=self.printer.atom(part)))
+            return _to_source(gast.AugAssign(target=item, op=op, value=self.printer.atom(part)))
         return _to_source(_assign(self.target(stmt), self.expr(value)))
 
     def in_place(self, stmt):
         """`d_v *= v_9` for `d_v = np.multiply(d_v, v_9, out=d_v)`, and a bare call for other
         results computed into the buffer of the name they are printed as: nothing to bind."""
         value = stmt.value
-        if not (isinstance(value, Call) and len(value.kwargs) == 1 and
-                value.kwargs[0][0] == "out" and isinstance(value.kwargs[0][1], Var)):
+        if not (
+            isinstance(value, Call)
+            and len(value.kwargs) == 1
+            and value.kwargs[0][0] == "out"
+            and isinstance(value.kwargs[0][1], Var)
+        ):
             return None
         buffer = value.kwargs[0][1].name
         if self.printed.get(buffer, buffer) != self.target(stmt):
             return None
         operator = _IN_PLACE_OPERATORS.get(RULES[value.op].fn)
         first = value.args[0] if value.args else None
-        if operator is not None and isinstance(first, Var) and first.name not in self.inlined \
-                and self.printed.get(first.name, first.name) == self.target(stmt):
+        if (
+            operator is not None
+            and isinstance(first, Var)
+            and first.name not in self.inlined
+            and self.printed.get(first.name, first.name) == self.target(stmt)
+        ):
             return self.aug_assign(stmt, operator, value.args[1])
         return _expr_source(self.expr(value))
 
     def aug_assign(self, stmt, operator, operand) -> str:
         """`target op= operand` for the name `stmt` assigns."""
-        name = gast.Name(id=self.target(stmt), ctx=gast.Store(), annotation=None,
-                         type_comment=None)
-        return _to_source(gast.AugAssign(target=name, op=_BINOP_NODES[operator](),
-                                         value=self.printer.atom(operand)))
+        name = gast.Name(id=self.target(stmt), ctx=gast.Store(), annotation=None, type_comment=None)
+        return _to_source(
+            gast.AugAssign(
+                target=name, op=_BINOP_NODES[operator](), value=self.printer.atom(operand)
+            )
+        )
 
     def target(self, stmt) -> str:
         return self.printed.get(stmt.target, stmt.target)
@@ -689,8 +827,13 @@ class _Writer:
         if not self.fuse or not isinstance(stmt.value, Call) or self.elementwise_count(stmt) < 2:
             return None
         expression = self.expr(stmt.value)
-        leaves = sorted({n.id for n in gast.walk(expression) if isinstance(n, gast.Name)
-                         and n.id != self.printer.backend.alias})
+        leaves = sorted(
+            {
+                n.id
+                for n in gast.walk(expression)
+                if isinstance(n, gast.Name) and n.id != self.printer.backend.alias
+            }
+        )
         if not any(leaf in self.arrays for leaf in leaves):
             return None  # numbers: nothing to fuse on a GPU
         name = f"fused_{stmt.target}"
@@ -731,10 +874,19 @@ class _Writer:
         loc = getattr(stmt, "loc", None)
         if self.printer.dot_used and not self.dot_noted:
             self.dot_noted = True  # said once, before the first line that does it
-            self.lines.append((indent, "comment", _comment_key(self.section, loc),
-                               loc.text if loc else "", _DOT_NOTE, ""))
-        self.lines.append((indent, kind, _comment_key(self.section, loc),
-                           loc.text if loc else "", code, note))
+            self.lines.append(
+                (
+                    indent,
+                    "comment",
+                    _comment_key(self.section, loc),
+                    loc.text if loc else "",
+                    _DOT_NOTE,
+                    "",
+                )
+            )
+        self.lines.append(
+            (indent, kind, _comment_key(self.section, loc), loc.text if loc else "", code, note)
+        )
 
     def render(self) -> str:
         out = []
@@ -746,10 +898,14 @@ class _Writer:
                 return
             # notes aligned in a block, except lines the note would take past MAX_LINE:
             # their note is a comment line above them
-            fits = [len(pad) + len(code) + len(note) + 4 <= MAX_LINE
-                    for pad, code, note in block]
-            width = min(max((len(code) for (_, code, note), ok in zip(block, fits)
-                             if ok and note), default=0), 56)
+            fits = [len(pad) + len(code) + len(note) + 4 <= MAX_LINE for pad, code, note in block]
+            width = min(
+                max(
+                    (len(code) for (_, code, note), ok in zip(block, fits) if ok and note),
+                    default=0,
+                ),
+                56,
+            )
             for (pad, code, note), ok in zip(block, fits):
                 if not note:
                     out.append(f"{pad}{code}")
@@ -763,16 +919,21 @@ class _Writer:
             block.clear()
 
         if self.uses_stack:
-            out.append(f"    {self.fn.stack} = []  # values the backward pass needs that the "
-                       "forward overwrites")
+            out.append(
+                f"    {self.fn.stack} = []  # values the backward pass needs that the "
+                "forward overwrites"
+            )
         for indent, kind, key, text, code, note in self.lines:
             pad = "    " * (indent + 1)
             if key is not None and kind != "return" and previous.get(indent) != key:
                 flush()
                 section, line, _ = key
                 label = f"line {line}" if section == "forward" else f"backward of line {line}"
-                out.append(textwrap.indent(comment_lines(f"{label}: {text.strip()}",
-                                                         MAX_LINE - len(pad)), pad))
+                out.append(
+                    textwrap.indent(
+                        comment_lines(f"{label}: {text.strip()}", MAX_LINE - len(pad)), pad
+                    )
+                )
                 previous[indent] = key
                 for deeper in [k for k in previous if k > indent]:
                     del previous[deeper]
@@ -885,19 +1046,26 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
         # one's name with the next, `v_1 = np.exp(v_1)`, was measured: <1% on small arrays)
         dry = _Writer(fn, backend, info.arrays, info.scalars, None, info.matrices, dry=True)
         dry.write_block(fn.body, 0)
-        candidates = {n for n in dry.own_slot if n in dry.arrays and
-                      n not in dry.protected and n not in info.forward_names}
-        printed = in_place_names(fn, shared_names(fn, candidates, dry.reads_at),
-                                 fn.user_names)
-        writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices,
-                         dry.facts)
+        candidates = {
+            n
+            for n in dry.own_slot
+            if n in dry.arrays and n not in dry.protected and n not in info.forward_names
+        }
+        printed = in_place_names(fn, shared_names(fn, candidates, dry.reads_at), fn.user_names)
+        writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices, dry.facts)
         writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]
         many = len(unwrapped) > 1
-        unwrap = "" if not unwrapped else \
-            f"    {', '.join(unwrapped)} = {', '.join(p + '[()]' for p in unwrapped)}  " + \
-            ("# 0-d arrays as numpy scalars: their arithmetic is ~8x cheaper\n" if many else
-             "# a 0-d array as a numpy scalar: its arithmetic is ~8x cheaper\n")
+        unwrap = (
+            ""
+            if not unwrapped
+            else f"    {', '.join(unwrapped)} = {', '.join(p + '[()]' for p in unwrapped)}  "
+            + (
+                "# 0-d arrays as numpy scalars: their arithmetic is ~8x cheaper\n"
+                if many
+                else "# a 0-d array as a numpy scalar: its arithmetic is ~8x cheaper\n"
+            )
+        )
         bodies.append(f"def {fn.name}({', '.join(fn.params)}):\n" + unwrap + writer.render())
         kernels.extend(writer.kernels)
         printer.helpers |= writer.printer.helpers
@@ -906,7 +1074,8 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
     fused = "".join(
         f"@{backend.alias}.fuse()\ndef {name}({', '.join(params)}):\n"
         f"    return {_expr_source(expression)}\n\n\n"
-        for name, params, expression in kernels)
+        for name, params, expression in kernels
+    )
     if fused:
         fused = "# elementwise runs fused into one CuPy kernel each\n" + fused
     return _header(info, fns, backend, printer) + fused + "\n\n".join(bodies)
@@ -916,10 +1085,16 @@ def _unshadowed(backend, fns) -> Backend:
     """`backend`, its alias changed (`da_`) where the functions name something else so (a
     parameter or variable `da`, a global `cp` that is not CuPy): the import would shadow it,
     or it the module."""
-    taken = {n for fn in fns for n in fn.params} | \
-        {n for fn in fns for stmt in walk(fn.body) for n in writes_of(stmt)} | \
-        {n for fn in fns for n, v in fn.free.items()
-         if getattr(v, "__name__", None) != backend.module}
+    taken = (
+        {n for fn in fns for n in fn.params}
+        | {n for fn in fns for stmt in walk(fn.body) for n in writes_of(stmt)}
+        | {
+            n
+            for fn in fns
+            for n, v in fn.free.items()
+            if getattr(v, "__name__", None) != backend.module
+        }
+    )
     alias = backend.alias
     while alias in taken:
         alias += "_"
@@ -929,8 +1104,11 @@ def _unshadowed(backend, fns) -> Backend:
 def _writes(stmt):
     """Names a statement assigns, and the buffers it writes in place (`out=`)."""
     value = getattr(stmt, "value", None)
-    buffers = [a.name for k, a in value.kwargs if k == "out" and isinstance(a, Var)] \
-        if isinstance(value, Call) else []
+    buffers = (
+        [a.name for k, a in value.kwargs if k == "out" and isinstance(a, Var)]
+        if isinstance(value, Call)
+        else []
+    )
     return writes_of(stmt) + buffers
 
 
@@ -942,9 +1120,16 @@ def _memory_sharing(body) -> dict:
         if not isinstance(stmt, Assign):
             continue
         value = stmt.value
-        source = value.name if isinstance(value, Var) else \
-            value.args[0].name if isinstance(value, Call) and ops.has(value.op, "view") and \
-            value.args and isinstance(value.args[0], Var) else None
+        source = (
+            value.name
+            if isinstance(value, Var)
+            else value.args[0].name
+            if isinstance(value, Call)
+            and ops.has(value.op, "view")
+            and value.args
+            and isinstance(value.args[0], Var)
+            else None
+        )
         if source is not None:
             merged = group.get(source, {source}) | group.get(stmt.target, {stmt.target})
             for name in merged:
@@ -955,9 +1140,16 @@ def _memory_sharing(body) -> dict:
 def _buffers_made(body) -> set:
     """Names of the arrays the optimizer allocates (`rows = np.empty((T, 16))`): arrays,
     though the signature's abstract values never saw them."""
-    return {s.target for s in walk(body) if isinstance(s, Assign) and
-            isinstance(s.value, Call) and s.value.op in _ALLOCATIONS and s.value.args and
-            isinstance(s.value.args[0], Tup) and s.value.args[0].items}
+    return {
+        s.target
+        for s in walk(body)
+        if isinstance(s, Assign)
+        and isinstance(s.value, Call)
+        and s.value.op in _ALLOCATIONS
+        and s.value.args
+        and isinstance(s.value.args[0], Tup)
+        and s.value.args[0].items
+    }
 
 
 _ALLOCATIONS = ("np_empty", "np_zeros", "np_ones")
@@ -973,13 +1165,22 @@ def _matrices_made(body, matrices) -> frozenset:
         value = s.value
         if isinstance(value, Var) and value.name in made:
             made.add(s.target)
-        elif isinstance(value, Call) and value.op in _ALLOCATIONS and value.args and \
-                isinstance(value.args[0], Tup) and len(value.args[0].items) in (1, 2) and \
-                all(isinstance(d, Const) for d in value.args[0].items) and \
-                math.prod(d.value for d in value.args[0].items) <= DOT_MAX_SIZE:
+        elif (
+            isinstance(value, Call)
+            and value.op in _ALLOCATIONS
+            and value.args
+            and isinstance(value.args[0], Tup)
+            and len(value.args[0].items) in (1, 2)
+            and all(isinstance(d, Const) for d in value.args[0].items)
+            and math.prod(d.value for d in value.args[0].items) <= DOT_MAX_SIZE
+        ):
             made.add(s.target)
-        elif isinstance(value, Call) and value.op == "T" and isinstance(value.args[0], Var) \
-                and value.args[0].name in made:
+        elif (
+            isinstance(value, Call)
+            and value.op == "T"
+            and isinstance(value.args[0], Var)
+            and value.args[0].name in made
+        ):
             made.add(s.target)
     return frozenset(made)
 
@@ -992,11 +1193,17 @@ def _header(info, fns, backend, printer) -> str:
     wrt = ", ".join(info.wrt)
     origin = f"# Generated by sourcegrad from {_relative(info.file)}:{info.function},"
     what = f"{info.what} with respect to {wrt}."
-    lines = [f"{origin} {what}" if len(origin) + len(what) < MAX_LINE else
-             origin + "\n" + comment_lines(what).replace("# ", "#   ", 1)]
+    lines = [
+        f"{origin} {what}"
+        if len(origin) + len(what) < MAX_LINE
+        else origin + "\n" + comment_lines(what).replace("# ", "#   ", 1)
+    ]
     if printer.uses_backend:
-        lines.append(f"import {backend.module} as {backend.alias}"
-                     if backend.alias != backend.module else f"import {backend.module}")
+        lines.append(
+            f"import {backend.module} as {backend.alias}"
+            if backend.alias != backend.module
+            else f"import {backend.module}"
+        )
     for module in sorted(printer.modules):
         lines.append(f"import {module}")
     if printer.helpers:
@@ -1004,8 +1211,9 @@ def _header(info, fns, backend, printer) -> str:
     read = {n for fn in fns for stmt in walk(fn.body) for n in reads_of(stmt)}
     free = sorted(n for n in fns[0].free if n in read)  # (a decided branch's may go unread)
     if free:
-        lines.append(f"# {', '.join(free)}: bound from {info.function}'s globals "
-                     "and closure when loaded")
+        lines.append(
+            f"# {', '.join(free)}: bound from {info.function}'s globals and closure when loaded"
+        )
     return "\n".join(lines) + "\n\n\n"
 
 
@@ -1017,9 +1225,19 @@ def _comment_key(section, loc):
 
 def comment_lines(text: str, width: int = MAX_LINE) -> str:
     """`text` as comment lines of at most `width` characters (the later ones indented)."""
-    return "\n".join(textwrap.wrap(text, width, initial_indent="# ",
-                                    subsequent_indent="#   ", break_on_hyphens=False,
-                                    break_long_words=False)) or "#"
+    return (
+        "\n".join(
+            textwrap.wrap(
+                text,
+                width,
+                initial_indent="# ",
+                subsequent_indent="#   ",
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+        )
+        or "#"
+    )
 
 
 def load(source: str, name: str, free: dict):
@@ -1044,14 +1262,19 @@ def load(source: str, name: str, free: dict):
 
 
 # the array libraries of the optional backends: (what it is called, how to install it)
-_OPTIONAL_LIBRARIES = {"cupy": ("CuPy", "pip install cupy-cuda12x"),
-                       "dask": ("Dask", 'pip install "sourcegrad[dask]"')}
+_OPTIONAL_LIBRARIES = {
+    "cupy": ("CuPy", "pip install cupy-cuda12x"),
+    "dask": ("Dask", 'pip install "sourcegrad[dask]"'),
+}
 
 
 def _needs_library(module_name, library, install, attr):
     def unrunnable(*args, **kwargs):
-        raise errors.SourcegradError(f"{module_name} is {library} code and {library} is not "
-                                     f"installed: it can be shown but not run ({install})")
+        raise errors.SourcegradError(
+            f"{module_name} is {library} code and {library} is not "
+            f"installed: it can be shown but not run ({install})"
+        )
+
     return unrunnable
 
 

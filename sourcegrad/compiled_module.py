@@ -27,6 +27,7 @@ is made again when they change (`_Guard`).
 Takes a Module (instance or class) or a function; gives a `CompiledModule` (a Module
 wrapping the original as `_orig_mod`, as torch's OptimizedModule) or a callable.
 """
+
 from __future__ import annotations
 
 import ast
@@ -67,6 +68,7 @@ def _eager_surface():
     import sourcegrad
     import sourcegrad.nn.functional as F
     from .ops import RULES
+
     table = {}
     for op in RULES.values():  # the registry's elementwise ops by their torch names
         if op.torch is None or op.fn is None or op.kind != "elementwise":
@@ -85,6 +87,7 @@ def _eager_surface():
 def _method_table():
     """Tensor method name -> the function computing it (receiver first)."""
     from .ops import RULES
+
     table = {}
     for op in RULES.values():
         if op.torch is not None and op.fn is not None and op.kind == "elementwise":
@@ -101,11 +104,13 @@ def _tables():
 
 # --- the layers: a module call as a call of its numpy function -----------------------------------
 
+
 def _layer_call(module, leaf, args, uses_rng):
     """Source text of the numpy call computing `module(*args)` (args: source texts), or None
     when the module is not one of the layers known here. `leaf(name)` is the argument name
     of the module's parameter or buffer `name` ("None" where it is None)."""
     from . import nn
+
     L = "_lowering"
     cls = type(module)
     if any(getattr(module, a, False) for a in ("inplace",)):
@@ -114,17 +119,22 @@ def _layer_call(module, leaf, args, uses_rng):
         return f"{L}.linear({args[0]}, {leaf('weight')}, {leaf('bias')})"
     if cls is nn.Conv2d or cls is nn.Conv1d:
         if module.padding_mode != "zeros" or isinstance(module.padding, str):
-            raise GraphBreak(f"{cls.__name__}(padding={module.padding!r}, padding_mode="
-                             f"{module.padding_mode!r})")
+            raise GraphBreak(
+                f"{cls.__name__}(padding={module.padding!r}, padding_mode={module.padding_mode!r})"
+            )
         fn = "conv2d" if cls is nn.Conv2d else "conv1d"
         one = (lambda v: v[0]) if cls is nn.Conv1d else tuple
-        return (f"{L}.{fn}({args[0]}, {leaf('weight')}, {leaf('bias')}, {one(module.stride)!r}, "
-                f"{one(module.padding)!r}, {one(module.dilation)!r}, {module.groups!r})")
+        return (
+            f"{L}.{fn}({args[0]}, {leaf('weight')}, {leaf('bias')}, {one(module.stride)!r}, "
+            f"{one(module.padding)!r}, {one(module.dilation)!r}, {module.groups!r})"
+        )
     if cls is nn.MaxPool2d:
         if module.return_indices:
             raise GraphBreak("MaxPool2d(return_indices=True)")
-        return (f"{L}.max_pool2d({args[0]}, {module.kernel_size!r}, {module.stride!r}, "
-                f"{module.padding!r}, {module.dilation!r}, {module.ceil_mode!r})")
+        return (
+            f"{L}.max_pool2d({args[0]}, {module.kernel_size!r}, {module.stride!r}, "
+            f"{module.padding!r}, {module.dilation!r}, {module.ceil_mode!r})"
+        )
     if cls is nn.Dropout:
         if module.training and module.p > 0:
             uses_rng.append(True)
@@ -132,15 +142,23 @@ def _layer_call(module, leaf, args, uses_rng):
     if cls is nn.Flatten:
         return f"{L}.flatten({args[0]}, {module.start_dim!r}, {module.end_dim!r})"
     if cls is nn.Embedding:
-        if module.max_norm is not None or module.padding_idx is not None or \
-                module.scale_grad_by_freq or module.sparse:
-            raise GraphBreak("Embedding(padding_idx=, max_norm=, scale_grad_by_freq= or "
-                             "sparse=)")
+        if (
+            module.max_norm is not None
+            or module.padding_idx is not None
+            or module.scale_grad_by_freq
+            or module.sparse
+        ):
+            raise GraphBreak("Embedding(padding_idx=, max_norm=, scale_grad_by_freq= or sparse=)")
         return f"{L}.embedding({args[0]}, {leaf('weight')})"
     if cls is nn.Identity:
         return args[0]
-    simple = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.GELU: "gelu",
-              nn.SiLU: "silu"}
+    simple = {
+        nn.ReLU: "relu",
+        nn.Tanh: "tanh",
+        nn.Sigmoid: "sigmoid",
+        nn.GELU: "gelu",
+        nn.SiLU: "silu",
+    }
     if cls in simple:
         if cls is nn.GELU and module.approximate != "none":
             raise GraphBreak("GELU(approximate='tanh')")
@@ -153,24 +171,29 @@ def _layer_call(module, leaf, args, uses_rng):
         fn = "softmax" if cls is nn.Softmax else "log_softmax"
         return f"{L}.{fn}({args[0]}, {module.dim!r})"
     if cls is nn.LayerNorm:
-        return (f"{L}.layer_norm({args[0]}, {tuple(module.normalized_shape)!r}, "
-                f"{leaf('weight')}, {leaf('bias')}, {module.eps!r})")
+        return (
+            f"{L}.layer_norm({args[0]}, {tuple(module.normalized_shape)!r}, "
+            f"{leaf('weight')}, {leaf('bias')}, {module.eps!r})"
+        )
     if cls in (nn.BatchNorm1d, nn.BatchNorm2d):
         if module.training or module.running_mean is None:
             # (the running statistics are updated in place: eager keeps them right)
             raise GraphBreak(f"{cls.__name__} in training mode")
-        return (f"{L}.batch_norm_eval({args[0]}, {leaf('running_mean')}, "
-                f"{leaf('running_var')}, {leaf('weight')}, {leaf('bias')}, {module.eps!r})")
+        return (
+            f"{L}.batch_norm_eval({args[0]}, {leaf('running_mean')}, "
+            f"{leaf('running_var')}, {leaf('weight')}, {leaf('bias')}, {module.eps!r})"
+        )
     if cls is nn.LSTM:
         if len(args) != 1 or module.bidirectional or module.proj_size or not module.bias:
             raise GraphBreak("LSTM with an initial state, bidirectional, proj_size or no bias")
         if module.training and module.dropout and module.num_layers > 1:
             raise GraphBreak("LSTM(dropout=...) in training mode")
-        layers = ", ".join(f"({leaf(f'weight_ih_l{k}')}, {leaf(f'weight_hh_l{k}')}, "
-                           f"{leaf(f'bias_ih_l{k}')}, {leaf(f'bias_hh_l{k}')})"
-                           for k in range(module.num_layers))
-        return (f"{L}.lstm({args[0]}, ({layers},), {module.hidden_size!r}, "
-                f"{module.batch_first!r})")
+        layers = ", ".join(
+            f"({leaf(f'weight_ih_l{k}')}, {leaf(f'weight_hh_l{k}')}, "
+            f"{leaf(f'bias_ih_l{k}')}, {leaf(f'bias_hh_l{k}')})"
+            for k in range(module.num_layers)
+        )
+        return f"{L}.lstm({args[0]}, ({layers},), {module.hidden_size!r}, {module.batch_first!r})"
     if cls is nn.Sequential:
         x = args[0]
         for name, child in module._modules.items():
@@ -183,16 +206,17 @@ def _layer_call(module, leaf, args, uses_rng):
 
 # --- the rewriting -----------------------------------------------------------------------------
 
+
 class Translation:
     """The numpy functions (source text) of one module's forward, or of one function."""
 
     def __init__(self, name):
         self.name = name
-        self.chunks = []        # the generated functions' source
+        self.chunks = []  # the generated functions' source
         self.namespace = {"_lowering": lowering, "np": np}
-        self.done = {}          # (id(module), method name) -> generated function name
-        self.guard = []         # (module, attribute, value) the code was made for
-        self.rng = False        # draws dropout masks
+        self.done = {}  # (id(module), method name) -> generated function name
+        self.guard = []  # (module, attribute, value) the code was made for
+        self.rng = False  # draws dropout masks
 
     def source(self):
         return "\n\n".join(self.chunks)
@@ -211,14 +235,16 @@ class Translation:
         params = [a.arg for a in tree.args.args][1:]
         clash = set(leaves.values()) & (set(params) | _names_in(tree))
         if clash:
-            raise GraphBreak(f"a local name of {type(module).__name__}.{method} is also a "
-                             f"parameter's ({sorted(clash)[0]})")
-        self.namespace.update({k: v for k, v in fn.__globals__.items()
-                               if k not in self.namespace})
+            raise GraphBreak(
+                f"a local name of {type(module).__name__}.{method} is also a "
+                f"parameter's ({sorted(clash)[0]})"
+            )
+        self.namespace.update({k: v for k, v in fn.__globals__.items() if k not in self.namespace})
         body = _Rewriter(self, module, leaves, fn.__globals__).rewrite(tree)
         body.name = name
-        body.args.args = [ast.arg(arg=n) for n in leaves.values() if n is not None] + \
-            body.args.args[1:]
+        body.args.args = [
+            ast.arg(arg=n) for n in leaves.values() if n is not None
+        ] + body.args.args[1:]
         body.decorator_list = []
         self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
         return name
@@ -226,11 +252,11 @@ class Translation:
     def function(self, fn):
         """The generated function computing the torch-style function `fn`."""
         tree = _parse(fn)
-        self.namespace.update({k: v for k, v in fn.__globals__.items()
-                               if k not in self.namespace})
+        self.namespace.update({k: v for k, v in fn.__globals__.items() if k not in self.namespace})
         if fn.__closure__:
-            self.namespace.update(zip(fn.__code__.co_freevars,
-                                      (c.cell_contents for c in fn.__closure__)))
+            self.namespace.update(
+                zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__))
+            )
         body = _Rewriter(self, None, {}, self.namespace).rewrite(tree)
         body.decorator_list = []
         self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
@@ -254,8 +280,9 @@ def leaf_names(module):
             for n, v in kind.items():
                 dotted = f"{prefix}.{n}" if prefix else n
                 out[dotted] = None if v is None else dotted.replace(".", "_")
-    return {k: v for k, v in out.items() if v is not None} | \
-        {k: None for k, v in out.items() if v is None}
+    return {k: v for k, v in out.items() if v is not None} | {
+        k: None for k, v in out.items() if v is None
+    }
 
 
 def leaves_of(module):
@@ -314,13 +341,16 @@ class _Rewriter(ast.NodeTransformer):
         self.self_name = tree.args.args[0].arg if self.module is not None else None
         # the function's own names shadow its globals
         self.local = {a.arg for a in tree.args.args} | {
-            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and
-            isinstance(n.ctx, (ast.Store, ast.Del))}
+            n.id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+        }
         return self.visit(tree)
 
     # self.<...>: a leaf, a constant, a submodule or a method
     def resolve_self(self, chain):
         from .nn import Module
+
         obj, path = self.module, []
         for i, attr in enumerate(chain[1:], start=2):
             rest = chain[i:]  # the attributes read from what `attr` names
@@ -381,8 +411,9 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Call(self, node):
         func = node.func
         chain = _chain(func)
-        if any(isinstance(a, ast.Starred) for a in node.args) or \
-                any(k.arg is None for k in node.keywords):
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
             raise GraphBreak("*args or **kwargs in a call")
         if self.module is not None and chain and chain[0] == self.self_name:
             return self.self_call(node, chain)
@@ -399,8 +430,13 @@ class _Rewriter(ast.NodeTransformer):
             home = getattr(obj, "__module__", None) or ""
             if home.split(".")[0] in ("sourcegrad", "torch"):
                 raise GraphBreak(f"{'.'.join(chain)}()")
-            if isinstance(obj, type) or inspect.isbuiltin(obj) or home.startswith("numpy") or \
-                    isinstance(obj, np.ufunc) or obj in (len, range, zip, enumerate):
+            if (
+                isinstance(obj, type)
+                or inspect.isbuiltin(obj)
+                or home.startswith("numpy")
+                or isinstance(obj, np.ufunc)
+                or obj in (len, range, zip, enumerate)
+            ):
                 return node
             if isinstance(obj, types.FunctionType):
                 raise GraphBreak(f"a call of the function {obj.__qualname__}")
@@ -474,15 +510,17 @@ class _Rewriter(ast.NodeTransformer):
     def submodule_call(self, module, path, method, args, node):
         name = self.t.module_function(module, method)
         prefix = "".join(p + "." for p in path)
-        passed = [self.leaf_text(prefix + d) for d, n in leaf_names(module).items()
-                  if n is not None]
+        passed = [
+            self.leaf_text(prefix + d) for d, n in leaf_names(module).items() if n is not None
+        ]
         return ast.copy_location(_expr(f"{name}({', '.join(passed + args)})"), node)
 
 
 def _has_hooks(module):
-    return any(getattr(module, d, None) for d in (
-        "_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
-        "_backward_pre_hooks"))
+    return any(
+        getattr(module, d, None)
+        for d in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    )
 
 
 def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile too
@@ -493,6 +531,7 @@ def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile
     if fn is None:
         return lambda f: compile(f, backend=backend)
     from .nn import Module
+
     if isinstance(fn, Module):
         return compile_module(fn)
     if isinstance(fn, type) and issubclass(fn, Module):
@@ -511,8 +550,7 @@ _REFUSALS = (SourcegradError, AssertionError)
 
 
 def _warn_break(what, reason):
-    warnings.warn(f"sourcegrad.compile: {what} runs eagerly (graph break: {reason})",
-                  stacklevel=4)
+    warnings.warn(f"sourcegrad.compile: {what} runs eagerly (graph break: {reason})", stacklevel=4)
 
 
 class _Compiled:
@@ -540,9 +578,11 @@ class _Compiled:
 def _modules_state(module):
     """What a rewriting is made for besides its guards: which modules, in which mode, with
     which parameters and buffers, and whether any has hooks (the rewriting then breaks)."""
-    return (tuple((id(m), m.training) for m in module.modules()),
-            tuple(leaf_names(module).items()),
-            any(_has_hooks(m) for m in module.modules()))
+    return (
+        tuple((id(m), m.training) for m in module.modules()),
+        tuple(leaf_names(module).items()),
+        any(_has_hooks(m) for m in module.modules()),
+    )
 
 
 def _call_with_rng(uses_rng, call):
@@ -550,6 +590,7 @@ def _call_with_rng(uses_rng, call):
     if not uses_rng:
         return call()
     from .eager.factories import numpy_rng
+
     eager = numpy_rng()
     lowering.DROPOUT_RNG.bit_generator.state = eager.bit_generator.state
     try:
@@ -591,8 +632,9 @@ def _make_compiled_module_class():
             found = self.compiled()
             if found.reason is None and not kwargs:
                 try:
-                    return _call_with_rng(found.rng, lambda: found.region(
-                        *leaves_of(module), *args))
+                    return _call_with_rng(
+                        found.rng, lambda: found.region(*leaves_of(module), *args)
+                    )
                 except _REFUSALS as exc:  # the compiler refused the rewritten code
                     found.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
             reason = found.reason or "keyword arguments"
@@ -627,9 +669,11 @@ def compile_module(module):
 
 def compile_module_class(cls):
     """`sourcegrad.compile(Net)`: a constructor of compiled instances."""
+
     @functools.wraps(cls, updated=())
     def make(*args, **kwargs):
         return compile_module(cls(*args, **kwargs))
+
     return make
 
 
@@ -679,11 +723,17 @@ def is_torch_style(fn):
     uses_numpy = False
     for name in names:
         value = fn.__globals__.get(name)
-        if value is np or isinstance(value, types.ModuleType) and \
-                value.__name__.startswith("numpy"):
+        if (
+            value is np
+            or isinstance(value, types.ModuleType)
+            and value.__name__.startswith("numpy")
+        ):
             uses_numpy = True
-        home = getattr(value, "__name__", "") if isinstance(value, types.ModuleType) else \
-            getattr(value, "__module__", "") or ""
+        home = (
+            getattr(value, "__name__", "")
+            if isinstance(value, types.ModuleType)
+            else getattr(value, "__module__", "") or ""
+        )
         if home == "sourcegrad" and isinstance(value, types.ModuleType) and name != "sourcegrad":
             return True
         if home.startswith(("sourcegrad.nn", "sourcegrad.eager")):

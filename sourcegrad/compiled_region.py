@@ -8,6 +8,7 @@ accumulation, hooks, `no_grad` (under which no node is made), retain_graph and i
 need no gradient. (`compiled_module.compile` picks this for a numpy function; modules and
 torch-style functions are rewritten into numpy functions first.)
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,6 +22,7 @@ from .errors import NonScalarOutputError
 class CompiledRegion:
     def __init__(self, fn, backend="auto"):
         from .autograd import Function
+
         self.fn = fn
         self.backend = backend
         self._vjps: dict = {}
@@ -44,9 +46,11 @@ class CompiledRegion:
             return tuple(out)
 
         # a Function named after the user's function: its node is Compiled<Name>Backward
-        self.function = type(f"Compiled{_camel(fn.__name__)}", (Function,),
-                             {"forward": staticmethod(forward),
-                              "backward": staticmethod(backward)})
+        self.function = type(
+            f"Compiled{_camel(fn.__name__)}",
+            (Function,),
+            {"forward": staticmethod(forward), "backward": staticmethod(backward)},
+        )
 
     def vjp_for(self, wrt):
         if wrt not in self._vjps:
@@ -64,13 +68,15 @@ class CompiledRegion:
 
     def __call__(self, *args):
         from .eager import Tensor, is_grad_enabled
+
         wrt = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
         if not wrt or not is_grad_enabled():
             value = self.fn(*[_array(a) for a in args])
             if isinstance(value, (tuple, list, dict)):  # (as the node's VJP refuses it)
                 raise NonScalarOutputError(
                     f"sourcegrad.compile: {self.fn.__qualname__} returns a "
-                    f"{type(value).__name__}; a compiled region returns one array")
+                    f"{type(value).__name__}; a compiled region returns one array"
+                )
             return _tensor_like(value, args)
         return self.function.apply(wrt, *args)
 
@@ -80,11 +86,13 @@ class CompiledRegion:
 
 def _array(value):
     from .eager import Tensor
+
     return value.detach().numpy() if isinstance(value, Tensor) else value
 
 
 def _tensor_like(value, args):
     from .eager import Tensor, tensor
+
     dtypes = [a.dtype for a in args if isinstance(a, Tensor)]
     result = tensor(np.asarray(value))
     if dtypes and result.dtype != dtypes[0] and result.dtype.is_floating_point:

@@ -22,6 +22,7 @@ Dask computes the condition when Python asks for it, once per trip of the loop.
 Imports: numpy and sourcegrad.errors; dask lazily, when Dask code runs (sourcegrad
 imports without Dask installed).
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,7 +50,8 @@ def check_inputs(args, params):
         if is_dask(a) and any(n != n for n in getattr(a, "shape", ())):
             raise errors.ShapeError(
                 f"argument {name!r} is a Dask array of unknown shape {a.shape}: gradients are "
-                "generated for known shapes; call x.compute_chunk_sizes() first")
+                "generated for known shapes; call x.compute_chunk_sizes() first"
+            )
 
 
 _IMPORT = re.compile(r"^import dask\.array as (\w+)$", re.M)
@@ -75,9 +77,10 @@ def check_source(source: str, file: str) -> None:
             if not hasattr(da, name):
                 raise DaskUnsupportedError(
                     f"dask.array has no {name!r}, which the gradient of this line calls "
-                    "(generated: " + text.strip() + "); use backend=\"numpy\" on computed "
+                    "(generated: " + text.strip() + '); use backend="numpy" on computed '
                     "arrays, or write the line with operations dask.array has",
-                    user_location(lines, number, file))
+                    user_location(lines, number, file),
+                )
 
 
 def user_location(lines, number, file) -> errors.SourceLocation | None:
@@ -110,8 +113,11 @@ def computing(fn, source: str, file: str):
                 raise
             raise DaskUnsupportedError(
                 f"dask.array cannot compute the gradient of this line ({type(exc).__name__}: "
-                f"{exc}); use backend=\"numpy\" on computed arrays", loc) from exc
+                f'{exc}); use backend="numpy" on computed arrays',
+                loc,
+            ) from exc
         return compute(lazy)
+
     return run
 
 
@@ -173,8 +179,17 @@ def refuse_transform(kind: str):
     """The error for a transformation the Dask backend does not run."""
     return errors.SourcegradError(
         f"backend='dask' computes grad and value_and_grad; {kind} is not supported on Dask "
-        "arrays yet: use backend='numpy' on computed arrays")
+        "arrays yet: use backend='numpy' on computed arrays"
+    )
 
 
-__all__ = ["DaskUnsupportedError", "is_dask", "check_inputs", "check_source", "computing",
-           "compute", "like_input", "refuse_transform"]
+__all__ = [
+    "DaskUnsupportedError",
+    "is_dask",
+    "check_inputs",
+    "check_source",
+    "computing",
+    "compute",
+    "like_input",
+    "refuse_transform",
+]

@@ -5,6 +5,7 @@ A guided run through the three ways in: a logistic-regression loss is compiled
 verified against central finite differences, and the same loss is run in the
 eager library mode (Tensors with PyTorch's semantics), whose gradient must agree.
 """
+
 import numpy as np
 
 from . import api
@@ -35,11 +36,14 @@ def run() -> int:
     numeric = api.numeric_grad(logistic_loss, (w, X, y), 0)
     error = float(np.max(np.abs(dw - numeric) / (np.abs(numeric) + 1e-12)))
     ok = np.allclose(dw, numeric, rtol=1e-6, atol=1e-9)
-    print(f"   max relative difference from central differences: {error:.2e} ->",
-          "OK" if ok else "MISMATCH")
+    print(
+        f"   max relative difference from central differences: {error:.2e} ->",
+        "OK" if ok else "MISMATCH",
+    )
 
     print("\n4. Eager: the same function on Tensors (import sourcegrad as torch):\n")
     import sourcegrad as torch
+
     w_t = torch.tensor(w, dtype=torch.float64, requires_grad=True)
     value = logistic_loss(w_t, torch.from_numpy(X), torch.from_numpy(y))
     print(f"   loss = {value}")

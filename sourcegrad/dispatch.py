@@ -42,6 +42,7 @@ rewritten in place) the entry calls the generated function: one frame more.
 A dtype equal to the signature's but a different object (a byte-swapped spelling)
 fails `is` and takes the general path, which is slower, never wrong.
 """
+
 from __future__ import annotations
 
 import ast
@@ -51,8 +52,19 @@ import numpy as np
 MISS = object()  # what an entry returns for arguments of another signature
 
 
-def fast_entry(args, fn, finish=None, converters=None, still_valid=None, with_value=False,
-               single=True, fallback=None, defaults=(), source=None, code_of=None):
+def fast_entry(
+    args,
+    fn,
+    finish=None,
+    converters=None,
+    still_valid=None,
+    with_value=False,
+    single=True,
+    fallback=None,
+    defaults=(),
+    source=None,
+    code_of=None,
+):
     """A function computing `fn` for arguments of `args`' signature, `fallback(*args)` (or
     MISS) for others.
 
@@ -62,12 +74,16 @@ def fast_entry(args, fn, finish=None, converters=None, still_valid=None, with_va
     module defining `fn`, fn's body is compiled into the entry itself (see the module
     docstring)."""
     code = fn.__code__
-    params = list(code.co_varnames[:code.co_argcount])
+    params = list(code.co_varnames[: code.co_argcount])
     if len(params) != len(args):
         return None
     # (a numba dispatcher has no __globals__)
-    taken = set(getattr(fn, "__globals__", ())) | set(code.co_names) | \
-        set(code.co_varnames) | set(params)
+    taken = (
+        set(getattr(fn, "__globals__", ()))
+        | set(code.co_names)
+        | set(code.co_varnames)
+        | set(params)
+    )
     guard = _Guard(_prefix(taken))
     checks = []
     for name, value in zip(params, args):
@@ -81,12 +97,16 @@ def fast_entry(args, fn, finish=None, converters=None, still_valid=None, with_va
     if still_valid is not None:
         checks.append(f"{guard.add('still_valid', still_valid)}()")
     first_default = len(params) - len(defaults)
-    signature = ", ".join(p if i < first_default else
-                          f"{p}={guard.add(f'default_{p}', defaults[i - first_default])}"
-                          for i, p in enumerate(params))
+    signature = ", ".join(
+        p if i < first_default else f"{p}={guard.add(f'default_{p}', defaults[i - first_default])}"
+        for i, p in enumerate(params)
+    )
     arguments = ", ".join(params)
-    miss = guard.add("MISS", MISS) if fallback is None else \
-        f"{guard.add('fallback', fallback)}({arguments})"
+    miss = (
+        guard.add("MISS", MISS)
+        if fallback is None
+        else f"{guard.add('fallback', fallback)}({arguments})"
+    )
     convert = _Conversion(guard, finish, converters, with_value, single, arguments)
     entry = None
     if source is not None:
@@ -94,11 +114,13 @@ def fast_entry(args, fn, finish=None, converters=None, still_valid=None, with_va
     if entry is None:
         gradient = guard.add("gradient", fn)
         result = f"{guard.prefix}result"
-        text = (f"def {fn.__name__}({signature}):\n"
-                f"    if {' and '.join(checks) or 'True'}:\n"
-                f"        {result} = {gradient}({arguments})\n"
-                f"        return {convert.text(result)}\n"
-                f"    return {miss}\n")
+        text = (
+            f"def {fn.__name__}({signature}):\n"
+            f"    if {' and '.join(checks) or 'True'}:\n"
+            f"        {result} = {gradient}({arguments})\n"
+            f"        return {convert.text(result)}\n"
+            f"    return {miss}\n"
+        )
         entry = guard.define(ast.parse(text).body[0], {}, "<sourcegrad dispatch>")
     return entry
 
@@ -129,8 +151,9 @@ class _Guard:
 
         (The generated module's own names, `np`, `math`, stay globals: as cells they were
         no faster, measured.)"""
-        maker = ast.parse(f"def {self.prefix}make({', '.join(self.constants)}):\n"
-                          f"    return {function.name}").body[0]
+        maker = ast.parse(
+            f"def {self.prefix}make({', '.join(self.constants)}):\n    return {function.name}"
+        ).body[0]
         for node in ast.walk(maker):  # on the def's line: the body keeps its line numbers
             if hasattr(node, "lineno"):
                 node.lineno = node.end_lineno = function.lineno
@@ -199,8 +222,10 @@ class _Conversion:
         self.arguments = f"({arguments},)"
         self.converters = None
         if finish is not None and converters is not None:
-            self.converters = [None if c is None else guard.add(f"convert_{k}", c)
-                               for k, c in enumerate(converters)]
+            self.converters = [
+                None if c is None else guard.add(f"convert_{k}", c)
+                for k, c in enumerate(converters)
+            ]
         elif finish is not None:
             self.finish = guard.add("finish", finish)
             # (the inlined body may rebind a parameter: a local keeps the arguments given)
@@ -219,8 +244,9 @@ class _Conversion:
         if self.converters is not None:
             grads = _item(node, 1) if self.with_value else node
             if not self.single:
-                grads = ast.Tuple([_item(grads, k) for k in range(len(self.converters))],
-                                  ast.Load())
+                grads = ast.Tuple(
+                    [_item(grads, k) for k in range(len(self.converters))], ast.Load()
+                )
             node = ast.Tuple([_item(node, 0), grads], ast.Load()) if self.with_value else grads
         elif self.with_value and not self.plain:
             node = ast.Tuple([_item(node, 0), _item(node, 1)], ast.Load())
@@ -250,8 +276,9 @@ class _Conversion:
         if self.single:
             converted = _apply(self.converters[0], grads)
         elif isinstance(grads, ast.Tuple) and len(grads.elts) == len(self.converters):
-            converted = ast.Tuple([_apply(c, g) for c, g in zip(self.converters, grads.elts)],
-                                  ast.Load())
+            converted = ast.Tuple(
+                [_apply(c, g) for c, g in zip(self.converters, grads.elts)], ast.Load()
+            )
         else:
             return None
         return ast.Tuple([value, converted], ast.Load()) if self.with_value else converted
@@ -283,23 +310,32 @@ def _inlined(fn, source, signature, checks, miss, convert, guard):
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    found = [node for node in tree.body if isinstance(node, ast.FunctionDef) and
-             node.name == fn.__name__ and node.lineno == fn.__code__.co_firstlineno]
+    found = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and node.name == fn.__name__
+        and node.lineno == fn.__code__.co_firstlineno
+    ]
     if len(found) != 1 or found[0].decorator_list:
         return None
     function = found[0]
     for node in ast.walk(function):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                             ast.ClassDef)) and node is not function:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+            and node is not function
+        ):
             return None  # a nested scope's returns are not the function's
         if isinstance(node, ast.Return):
             value = convert.node(node.value or ast.Constant(None))
             if value is None:
                 return None
             node.value = value
-    header = ast.parse(f"def {function.name}({signature}):\n"
-                       f"    if not ({' and '.join(checks) or 'True'}):\n"
-                       f"        return {miss}\n" + convert.keep()).body[0]
+    header = ast.parse(
+        f"def {function.name}({signature}):\n"
+        f"    if not ({' and '.join(checks) or 'True'}):\n"
+        f"        return {miss}\n" + convert.keep()
+    ).body[0]
     for node in ast.walk(header):  # the guard sits on the def line: the body keeps its lines
         if hasattr(node, "lineno"):
             node.lineno = node.end_lineno = function.lineno

@@ -4,6 +4,7 @@ Errors about the user's source carry a `SourceLocation` and print it the way a
 traceback would: file, line, and the text of that line, so the message points at
 the construct the user wrote rather than at sourcegrad's internals.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -121,8 +122,13 @@ def locate(error: SourcegradError, loc: SourceLocation | None) -> SourcegradErro
 
 def numpy_error(exc: Exception, loc: SourceLocation | None) -> NumpyError:
     """The located error for numpy's own `exc` (an IndexError or a ValueError)."""
-    cls = NumpyAxisError if isinstance(exc, np.exceptions.AxisError) else \
-        NumpyIndexError if isinstance(exc, IndexError) else NumpyValueError
+    cls = (
+        NumpyAxisError
+        if isinstance(exc, np.exceptions.AxisError)
+        else NumpyIndexError
+        if isinstance(exc, IndexError)
+        else NumpyValueError
+    )
     return cls(f"numpy raises {type(exc).__name__}: {exc}", loc)
 
 

@@ -4,8 +4,37 @@ rfftn, irfftn, fftshift, ifftshift.
 
 Imports: the eager package only.
 """
-from .eager.fft import (fft, fft2, fftn, fftshift, ifft, ifft2, ifftn, ifftshift, irfft, irfft2,
-                        irfftn, rfft, rfft2, rfftn)
 
-__all__ = ["fft", "fft2", "fftn", "fftshift", "ifft", "ifft2", "ifftn", "ifftshift", "irfft",
-           "irfft2", "irfftn", "rfft", "rfft2", "rfftn"]
+from .eager.fft import (
+    fft,
+    fft2,
+    fftn,
+    fftshift,
+    ifft,
+    ifft2,
+    ifftn,
+    ifftshift,
+    irfft,
+    irfft2,
+    irfftn,
+    rfft,
+    rfft2,
+    rfftn,
+)
+
+__all__ = [
+    "fft",
+    "fft2",
+    "fftn",
+    "fftshift",
+    "ifft",
+    "ifft2",
+    "ifftn",
+    "ifftshift",
+    "irfft",
+    "irfft2",
+    "irfftn",
+    "rfft",
+    "rfft2",
+    "rfftn",
+]

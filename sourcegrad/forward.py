@@ -16,12 +16,26 @@ Tangent rules come from the rule table:
   tangents; a multilinear one (`@`, `dot`) is summed over its inputs, each replaced in turn;
 * the rest (`max`, `prod`, `var`, `std`) have explicit `defjvp` lambdas.
 """
+
 from __future__ import annotations
 
 from . import errors
 from .analysis import UNKNOWN, AVal, holds_complex, varied_values
-from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While,
-                 assignment_counts, atom_vars)
+from .ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    Function,
+    If,
+    Return,
+    Tup,
+    Var,
+    While,
+    assignment_counts,
+    atom_vars,
+)
 from .reverse import input_positions, shape_sources, zeros_op
 from .ops import RULES, has
 from .templates import Instantiator
@@ -36,16 +50,18 @@ class ForwardMode:
         self.tangents: dict = {}
         # parameters whose tangent is a known constant (never reassigned): read it directly
         self.seeds = dict(seeds or {})
-        self.inst = Instantiator(env, namer, [], shape_sources(fn.body, env, fn.user_names,
-                                                                fn.params))
+        self.inst = Instantiator(
+            env, namer, [], shape_sources(fn.body, env, fn.user_names, fn.params)
+        )
         self.inst.jvp_mode = True
 
     def tangent(self, name):
         if name not in self.tangents:
             self.tangents[name] = self.namer.fresh(f"{name}_dot")
             aval = self.env.get(name)
-            self.env[self.tangents[name]] = AVal(aval.stand_in, known=False) \
-                if aval not in (None, UNKNOWN) else UNKNOWN
+            self.env[self.tangents[name]] = (
+                AVal(aval.stand_in, known=False) if aval not in (None, UNKNOWN) else UNKNOWN
+            )
         return self.tangents[name]
 
     def tangent_atom(self, atom):
@@ -72,8 +88,11 @@ class ForwardMode:
             return Const(0.0)
         if isinstance(value, Const) and isinstance(value.value, list) and not value.value:
             return Const([])
-        if isinstance(value, Call) and RULES[value.op].kind == "elementwise" and \
-                all(self.is_number(a) for a in value.args):
+        if (
+            isinstance(value, Call)
+            and RULES[value.op].kind == "elementwise"
+            and all(self.is_number(a) for a in value.args)
+        ):
             return Const(0.0)  # arithmetic on Python numbers (a loop index) is a number
         return None
 
@@ -105,11 +124,21 @@ class ForwardMode:
         elif isinstance(stmt, If):
             out.append(If(stmt.test, self.block(stmt.body), self.block(stmt.orelse), stmt.loc))
         elif isinstance(stmt, For):
-            out.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, self.block(stmt.body),
-                           stmt.loc, stmt.stop_flag))
+            out.append(
+                For(
+                    stmt.target,
+                    stmt.start,
+                    stmt.stop,
+                    stmt.step,
+                    self.block(stmt.body),
+                    stmt.loc,
+                    stmt.stop_flag,
+                )
+            )
         elif isinstance(stmt, While):
-            out.append(While(self.block(stmt.test_body), stmt.test, self.block(stmt.body),
-                             stmt.loc))
+            out.append(
+                While(self.block(stmt.test_body), stmt.test, self.block(stmt.body), stmt.loc)
+            )
         elif isinstance(stmt, ExprStmt):
             out.append(stmt)
         else:
@@ -132,13 +161,20 @@ class ForwardMode:
                 else:
                     value = self.inst.emit("add_op", [value, part]).atom
             value = self.broadcast(value, stmt.target)
-            if holds_complex(self.inst.aval(value)) and not holds_complex(self.env.get(stmt.target)):
+            if holds_complex(self.inst.aval(value)) and not holds_complex(
+                self.env.get(stmt.target)
+            ):
                 # a real value's tangent from a rule of complex values: its real part
                 value = self.inst.emit("np_real", [value]).atom
         out = self.inst.out
         last = out[-1] if out else None
-        if isinstance(value, Var) and isinstance(last, Assign) and last.target == value.name \
-                and value.name not in self.tangents.values() and value.name not in self.varied:
+        if (
+            isinstance(value, Var)
+            and isinstance(last, Assign)
+            and last.target == value.name
+            and value.name not in self.tangents.values()
+            and value.name not in self.varied
+        ):
             # the tangent's last step computes it: give that statement the tangent's name
             self.env[target] = self.env.get(last.target)
             last.target = target
@@ -149,8 +185,12 @@ class ForwardMode:
         """The tangent at the result's shape: `x_dot` is the tangent of `x + c` only after
         broadcasting (a row's tangent added to a matrix is the tangent of every row)."""
         mine, theirs = self.env.get(target), self.inst.aval(value)
-        if mine in (None, UNKNOWN) or theirs in (None, UNKNOWN) or \
-                not hasattr(mine.stand_in, "shape") or mine.shape == theirs.shape:
+        if (
+            mine in (None, UNKNOWN)
+            or theirs in (None, UNKNOWN)
+            or not hasattr(mine.stand_in, "shape")
+            or mine.shape == theirs.shape
+        ):
             return value
         return self.inst.emit("broadcast_to", [value, Const(tuple(mine.shape))]).atom
 
@@ -167,23 +207,46 @@ class ForwardMode:
         active = [(pos, atom) for pos, atom in positions if self.tangent_atom(atom) is not None]
         if not active:
             return []
-        if not has(value.op, "complex") and (holds_complex(self.env.get(stmt.target)) or any(
-                isinstance(a, Var) and holds_complex(self.env.get(a.name)) for _, a in active)):
+        if not has(value.op, "complex") and (
+            holds_complex(self.env.get(stmt.target))
+            or any(isinstance(a, Var) and holds_complex(self.env.get(a.name)) for _, a in active)
+        ):
             raise errors.ComplexValueError(
                 f"{rule.family} of complex values is not differentiated (its rule is written "
-                "for real numbers)", stmt.loc)
+                "for real numbers)",
+                stmt.loc,
+            )
         self.inst.note = rule.family
         if rule.jvps:
-            return [self.inst.template(rule.jvp_for(pos), rule, value, self.tangent_atom(atom),
-                                       Var(stmt.target), None, pos)
-                    for pos, atom in active if rule.jvp_for(pos) is not None]
+            return [
+                self.inst.template(
+                    rule.jvp_for(pos),
+                    rule,
+                    value,
+                    self.tangent_atom(atom),
+                    Var(stmt.target),
+                    None,
+                    pos,
+                )
+                for pos, atom in active
+                if rule.jvp_for(pos) is not None
+            ]
         if rule.kind == "elementwise" and rule.vjps:
-            return [self.inst.template(rule.vjp_for(pos), rule, value, self.tangent_atom(atom),
-                                       Var(stmt.target), None, pos)
-                    for pos, atom in active if rule.vjp_for(pos) is not None]
+            return [
+                self.inst.template(
+                    rule.vjp_for(pos),
+                    rule,
+                    value,
+                    self.tangent_atom(atom),
+                    Var(stmt.target),
+                    None,
+                    pos,
+                )
+                for pos, atom in active
+                if rule.vjp_for(pos) is not None
+            ]
         if rule.linear == "multi":
-            return [self.substituted(value, {pos: self.tangent_atom(atom)})
-                    for pos, atom in active]
+            return [self.substituted(value, {pos: self.tangent_atom(atom)}) for pos, atom in active]
         if rule.linear == "joint" or isinstance(rule.linear, tuple):
             linear = None if rule.linear == "joint" else set(rule.linear)
             replace = {}
@@ -197,15 +260,19 @@ class ForwardMode:
                 t = self.tangent_atom(atom)
                 replace[pos] = t if t is not None else self.zero_like(atom)
             return [self.substituted(value, replace)]
-        raise errors.NoRuleError(f"{rule.name} has no forward-mode rule: give it one with "
-                                 "sourcegrad.rules.defjvp or mark it linear", stmt.loc)
+        raise errors.NoRuleError(
+            f"{rule.name} has no forward-mode rule: give it one with "
+            "sourcegrad.rules.defjvp or mark it linear",
+            stmt.loc,
+        )
 
     def substituted(self, call, replace):
         """`call` with the inputs at the positions of `replace` replaced (the rest kept)."""
         names = list(RULES[call.op].params)
         args = tuple(replace.get(i, a) for i, a in enumerate(call.args))
-        kwargs = tuple((k, replace.get(names.index(k), a) if k in names else a)
-                       for k, a in call.kwargs)
+        kwargs = tuple(
+            (k, replace.get(names.index(k), a) if k in names else a) for k, a in call.kwargs
+        )
         return self.inst.emit(call.op, list(args), list(kwargs)).atom
 
 
@@ -215,8 +282,16 @@ def forward_mode(fn: Function, wrt: list, env: dict, namer) -> Function:
     tangent_params = [fm.tangent(p) for p in wrt_names]
     body, out, t_out = _sweep(fn, fm)
     body.append(Return(Tup((out, t_out)), fn.body[-1].loc))
-    return Function(f"jvp_{fn.name}", list(fn.params) + tangent_params, body, fn.source_file,
-                    fn.loc, dict(fn.free), set(fn.user_names), list(fn.dependencies))
+    return Function(
+        f"jvp_{fn.name}",
+        list(fn.params) + tangent_params,
+        body,
+        fn.source_file,
+        fn.loc,
+        dict(fn.free),
+        set(fn.user_names),
+        list(fn.dependencies),
+    )
 
 
 def derivative(fn: Function, wrt: int, env: dict, namer, with_value: bool = False) -> Function:
@@ -235,8 +310,16 @@ def derivative(fn: Function, wrt: int, env: dict, namer, with_value: bool = Fals
     result = Tup((out, t_out)) if with_value else t_out
     body = prologue + body + [Return(result, fn.body[-1].loc)]
     prefix = "value_and_d" if with_value else "d"
-    return Function(f"{prefix}{fn.name}_d{name}", list(fn.params), body, fn.source_file,
-                    fn.loc, dict(fn.free), set(fn.user_names), list(fn.dependencies))
+    return Function(
+        f"{prefix}{fn.name}_d{name}",
+        list(fn.params),
+        body,
+        fn.source_file,
+        fn.loc,
+        dict(fn.free),
+        set(fn.user_names),
+        list(fn.dependencies),
+    )
 
 
 def _sweep(fn, fm):

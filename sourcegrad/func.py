@@ -28,6 +28,7 @@ and error messages. They are built on the eager engine, not on functorch's level
 Results are detached unless an input is part of an outer graph (so a top-level
 `grad(f)(x)` is a plain tensor, as in torch).
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,17 +42,30 @@ from .eager.engine import grad as _autograd_grad
 from .eager.grad_mode import enable_grad
 from .eager.tensor import Tensor
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "functional_call"]
+__all__ = [
+    "grad",
+    "grad_and_value",
+    "vjp",
+    "jvp",
+    "jacrev",
+    "jacfwd",
+    "hessian",
+    "vmap",
+    "functional_call",
+]
 
 
 # --- inputs and outputs of a transform --------------------------------------------------------
 
+
 def _check_argnums(argnums, n_args):
     if isinstance(argnums, int) and not isinstance(argnums, bool):
         nums = (argnums,)
-    elif isinstance(argnums, tuple) and argnums and all(
-            isinstance(a, int) and not isinstance(a, bool) for a in argnums):
+    elif (
+        isinstance(argnums, tuple)
+        and argnums
+        and all(isinstance(a, int) and not isinstance(a, bool) for a in argnums)
+    ):
         nums = argnums
     else:
         raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
@@ -118,16 +132,20 @@ def _split_aux(output, has_aux, name):
     if not has_aux:
         return output, None
     if not (isinstance(output, tuple) and len(output) == 2):
-        raise RuntimeError(f"{name}(f)(*args): output of function f should be a tuple: "
-                           "(output, aux) if has_aux is True")
+        raise RuntimeError(
+            f"{name}(f)(*args): output of function f should be a tuple: "
+            "(output, aux) if has_aux is True"
+        )
     return output
 
 
 # --- reverse mode -----------------------------------------------------------------------------
 
+
 def grad_and_value(func, argnums=0, has_aux=False):
     """A function returning `(gradient, value)` (`(gradient, (value, aux))` with has_aux) of
     scalar-valued `func` with respect to its arguments `argnums`."""
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args))
@@ -136,19 +154,26 @@ def grad_and_value(func, argnums=0, has_aux=False):
             output = func(*args, **kwargs)
         value, aux = _split_aux(output, has_aux, "grad_and_value")
         if not isinstance(value, Tensor):
-            raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a Tensor, "
-                               f"got {type(value)}")
+            raise RuntimeError(
+                f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(value)}"
+            )
         if value.dim() != 0:
-            raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar "
-                               f"Tensor, got tensor with {value.dim()} dims. Maybe you wanted "
-                               "to use the vjp or jacrev APIs instead?")
+            raise RuntimeError(
+                "grad_and_value(f)(*args): Expected f(*args) to return a scalar "
+                f"Tensor, got tensor with {value.dim()} dims. Maybe you wanted "
+                "to use the vjp or jacrev APIs instead?"
+            )
         flat = [x for leaves in leaves_of for x in leaves]
-        grads = _zeros_for_none(_autograd_grad(value, flat, create_graph=connected,
-                                               allow_unused=True), flat) if value.requires_grad \
+        grads = (
+            _zeros_for_none(
+                _autograd_grad(value, flat, create_graph=connected, allow_unused=True), flat
+            )
+            if value.requires_grad
             else [factories.zeros_like(x) for x in flat]
+        )
         out, start = [], 0
         for treedef, leaves in zip(treedefs, leaves_of):
-            out.append(treedef.unflatten(grads[start:start + len(leaves)]))
+            out.append(treedef.unflatten(grads[start : start + len(leaves)]))
             start += len(leaves)
         result = out[0] if isinstance(argnums, int) else tuple(out)
         result = _detached(result, connected)
@@ -156,6 +181,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         if has_aux:
             return result, (value, _detached(aux, connected))
         return result, value
+
     return wrapper
 
 
@@ -168,6 +194,7 @@ def grad(func, argnums=0, has_aux=False):
     def wrapper(*args, **kwargs):
         gradient, value = both(*args, **kwargs)
         return (gradient, value[1]) if has_aux else gradient
+
     return wrapper
 
 
@@ -183,21 +210,31 @@ def vjp(func, *primals, has_aux=False):
     def vjp_fn(cotangents):
         ct_leaves, ct_def = _leaves(cotangents)
         if ct_def != out_def:
-            raise RuntimeError("Expected pytree structure of cotangents to be the same as "
-                               f"pytree structure of outputs to the function. cotangents: "
-                               f"{ct_def}, primal output: {out_def}")
+            raise RuntimeError(
+                "Expected pytree structure of cotangents to be the same as "
+                f"pytree structure of outputs to the function. cotangents: "
+                f"{ct_def}, primal output: {out_def}"
+            )
         pairs = [(o, c) for o, c in zip(out_leaves, ct_leaves) if o.requires_grad]
         if not pairs:
             grads = [factories.zeros_like(x) for x in flat]
         else:
             create = connected or any(c.requires_grad for _, c in pairs)
-            grads = _zeros_for_none(_autograd_grad(
-                [o for o, _ in pairs], flat, [c for _, c in pairs], retain_graph=True,
-                create_graph=create, allow_unused=True), flat)
+            grads = _zeros_for_none(
+                _autograd_grad(
+                    [o for o, _ in pairs],
+                    flat,
+                    [c for _, c in pairs],
+                    retain_graph=True,
+                    create_graph=create,
+                    allow_unused=True,
+                ),
+                flat,
+            )
             grads = [g if create else g.detach() for g in grads]
         out, start = [], 0
         for treedef, leaves in zip(treedefs, leaves_of):
-            out.append(treedef.unflatten(grads[start:start + len(leaves)]))
+            out.append(treedef.unflatten(grads[start : start + len(leaves)]))
             start += len(leaves)
         return tuple(out)
 
@@ -210,6 +247,7 @@ def vjp(func, *primals, has_aux=False):
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """The Jacobian of `func` with respect to `argnums`, one backward per output element:
     for an output of shape O and an input of shape I, a Tensor of shape O + I."""
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args))
@@ -226,49 +264,61 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                 with enable_grad():
                     element = o.reshape(-1)[i] if o.dim() else o
                 if element.requires_grad:
-                    grads = _autograd_grad(element, flat, retain_graph=True,
-                                           create_graph=connected, allow_unused=True)
+                    grads = _autograd_grad(
+                        element, flat, retain_graph=True, create_graph=connected, allow_unused=True
+                    )
                     rows.append(_zeros_for_none(grads, flat))
                 else:
                     rows.append([factories.zeros_like(x) for x in flat])
             jac = []
             for j, x in enumerate(flat):
                 column = [row[j] for row in rows]
-                stacked = shape_ops.stack(column) if column else factories.zeros(
-                    0, *x.shape, dtype=x.dtype)
+                stacked = (
+                    shape_ops.stack(column)
+                    if column
+                    else factories.zeros(0, *x.shape, dtype=x.dtype)
+                )
                 jac.append(stacked.reshape(tuple(o.shape) + tuple(x.shape)))
             per_output.append(_by_argnums(jac, treedefs, leaves_of, argnums))
         result = _detached(out_def.unflatten(per_output), connected)
         return (result, _detached(aux, connected)) if has_aux else result
+
     return wrapper
 
 
 def _by_argnums(values, treedefs, leaves_of, argnums):
     out, start = [], 0
     for treedef, leaves in zip(treedefs, leaves_of):
-        out.append(treedef.unflatten(values[start:start + len(leaves)]))
+        out.append(treedef.unflatten(values[start : start + len(leaves)]))
         start += len(leaves)
     return out[0] if isinstance(argnums, int) else tuple(out)
 
 
 # --- forward mode -----------------------------------------------------------------------------
 
+
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """`(func(*primals), J tangents)` (and aux), by forward-mode AD."""
     if not isinstance(primals, tuple):
-        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
-                           "should be valid to call f(*primals).")
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
+            "should be valid to call f(*primals)."
+        )
     p_leaves, p_def = _leaves(primals)
     t_leaves, t_def = _leaves(tangents)
     if not isinstance(tangents, tuple) or p_def != t_def:
-        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
-                           "the same python structure. For example, if primals is a tuple of "
-                           f"3 tensors, tangents also must be. Got primals with structure "
-                           f"{p_def} and tangents with structure {t_def}")
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have "
+            "the same python structure. For example, if primals is a tuple of "
+            f"3 tensors, tangents also must be. Got primals with structure "
+            f"{p_def} and tangents with structure {t_def}"
+        )
     if DUAL.level is not None:
-        raise ForwardADError("sourcegrad.func.jvp (or jacfwd) inside another forward-mode "
-                             "transform or dual_level: torch's forward AD has one level at a "
-                             "time here; use jacrev for one of the two")
+        raise ForwardADError(
+            "sourcegrad.func.jvp (or jacfwd) inside another forward-mode "
+            "transform or dual_level: torch's forward AD has one level at a "
+            "time here; use jacrev for one of the two"
+        )
     connected = any(x.requires_grad for x in p_leaves + t_leaves)
     with forward_ad.dual_level():
         duals = [forward_ad.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
@@ -280,14 +330,17 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             primal, tangent = forward_ad.unpack_dual(o)
             values.append(primal)
             jvps.append(tangent if tangent is not None else factories.zeros_like(primal))
-    result = (_detached(out_def.unflatten(values), connected),
-              _detached(out_def.unflatten(jvps), connected))
+    result = (
+        _detached(out_def.unflatten(values), connected),
+        _detached(out_def.unflatten(jvps), connected),
+    )
     return result + (_detached(aux, connected),) if has_aux else result
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """The Jacobian of `func` with respect to `argnums`, one jvp per input element: for an
     output of shape O and an input of shape I, a Tensor of shape O + I."""
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args))
@@ -303,9 +356,10 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                 call = list(args)
                 start = 0
                 for a, treedef, leaves in zip(nums, treedefs, leaves_of):
-                    call[a] = treedef.unflatten(list(diff[start:start + len(leaves)]))
+                    call[a] = treedef.unflatten(list(diff[start : start + len(leaves)]))
                     start += len(leaves)
                 return func(*call, **kwargs)
+
             return jvp(f, tuple(flat), tuple(tangent_flat), has_aux=has_aux)
 
         columns = []  # per input leaf: the jvps along each of its elements
@@ -336,6 +390,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             per_output.append(_by_argnums(jac, treedefs, leaves_of, argnums))
         result = out_def.unflatten(per_output)
         return (result, aux) if has_aux else result
+
     return wrapper
 
 
@@ -346,9 +401,11 @@ def hessian(func, argnums=0):
 
 # --- vmap -------------------------------------------------------------------------------------
 
-_RANDOM_IN_VMAP = ("vmap: called random operation while in randomness error mode. Please "
-                   "either use the 'same' or 'different' randomness flags on vmap or perform "
-                   "the randomness operation out of vmap")
+_RANDOM_IN_VMAP = (
+    "vmap: called random operation while in randomness error mode. Please "
+    "either use the 'same' or 'different' randomness flags on vmap or perform "
+    "the randomness operation out of vmap"
+)
 
 
 def _refuse_random():
@@ -365,13 +422,17 @@ def _in_dims_per_leaf(in_dims, args, func):
         leaves, treedef = trees.flatten(args)
         return leaves, treedef, [in_dims] * len(leaves)
     if not isinstance(in_dims, tuple):
-        raise ValueError(f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
-                         "expected `in_dims` to be int or a (potentially nested) tuple "
-                         f"matching the structure of inputs, got: {type(in_dims)}.")
+        raise ValueError(
+            f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
+            "expected `in_dims` to be int or a (potentially nested) tuple "
+            f"matching the structure of inputs, got: {type(in_dims)}."
+        )
     if len(in_dims) != len(args):
-        raise ValueError(f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
-                         "in_dims is not compatible with the structure of `inputs`. in_dims "
-                         f"has {len(in_dims)} entries but inputs has {len(args)}.")
+        raise ValueError(
+            f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
+            "in_dims is not compatible with the structure of `inputs`. in_dims "
+            f"has {len(in_dims)} entries but inputs has {len(args)}."
+        )
     leaves, dims = [], []
     for arg, dim in zip(args, in_dims):
         arg_leaves, arg_def = trees.flatten(arg)
@@ -380,8 +441,10 @@ def _in_dims_per_leaf(in_dims, args, func):
         else:
             dim_leaves, dim_def = trees.flatten(dim)
             if dim_def != arg_def:
-                raise ValueError(f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
-                                 "in_dims is not compatible with the structure of `inputs`.")
+                raise ValueError(
+                    f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
+                    "in_dims is not compatible with the structure of `inputs`."
+                )
             dims += dim_leaves
         leaves += arg_leaves
     return leaves, trees.flatten(args)[1], dims
@@ -391,8 +454,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """`func` mapped over a dimension of its inputs: run once per index, stacked (see the
     module's docstring for what this loop allows that torch's batching refuses)."""
     if randomness not in ("error", "different", "same"):
-        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
-                           f"'same'. Got {randomness}")
+        raise RuntimeError(
+            f"Only allowed values for randomness are 'error', 'different', or "
+            f"'same'. Got {randomness}"
+        )
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -402,32 +467,40 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             if dim is None:
                 continue
             if not isinstance(leaf, Tensor):
-                raise ValueError(f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
-                                 f"Got in_dim={dim} for an input but the input is of type "
-                                 f"{type(leaf)}. We cannot vmap over non-Tensor arguments, "
-                                 "please use None as the respective in_dim")
+                raise ValueError(
+                    f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
+                    f"Got in_dim={dim} for an input but the input is of type "
+                    f"{type(leaf)}. We cannot vmap over non-Tensor arguments, "
+                    "please use None as the respective in_dim"
+                )
             if not -max(leaf.dim(), 1) <= dim < max(leaf.dim(), 1) or leaf.dim() == 0:
-                raise ValueError(f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
-                                 f"Got in_dim={dim} for some input, but that input is a Tensor "
-                                 f"of dimensionality {leaf.dim()} so expected in_dim to satisfy "
-                                 f"-{leaf.dim()} <= in_dim < {leaf.dim()}.")
+                raise ValueError(
+                    f"vmap({_func_name(func)}, in_dims={in_dims}, ...)(<inputs>): "
+                    f"Got in_dim={dim} for some input, but that input is a Tensor "
+                    f"of dimensionality {leaf.dim()} so expected in_dim to satisfy "
+                    f"-{leaf.dim()} <= in_dim < {leaf.dim()}."
+                )
             sizes.append(leaf.shape[dim])
         if not sizes:
             raise ValueError("vmap: Expected at least one Tensor to vmap over")
         if len(set(sizes)) > 1:
-            raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
-                             f"dimension, got sizes {sizes} for the mapped dimension")
+            raise ValueError(
+                "vmap: Expected all tensors to have the same size in the mapped "
+                f"dimension, got sizes {sizes} for the mapped dimension"
+            )
         state = factories.get_rng_state() if randomness == "same" else None
         results = []
         guard = _refuse_random if randomness == "error" else None
         for i in range(sizes[0]):
             if state is not None:
                 factories.set_rng_state(state)
-            sliced = [leaf.select(dim, i) if dim is not None else leaf
-                      for leaf, dim in zip(leaves, dims)]
+            sliced = [
+                leaf.select(dim, i) if dim is not None else leaf for leaf, dim in zip(leaves, dims)
+            ]
             with factories.random_guard(guard):
                 results.append(func(*treedef.unflatten(sliced), **kwargs))
         return _stacked(results, out_dims, func)
+
     return wrapper
 
 
@@ -438,10 +511,12 @@ def _stacked(results, out_dims, func):
     else:
         dims, dims_def = trees.flatten(out_dims)
         if len(dims) != len(first_leaves):
-            raise ValueError(f"vmap({_func_name(func)}, ..., out_dims={out_dims})(<inputs>): "
-                             f"out_dims is not compatible with the structure of `outputs`. "
-                             f"out_dims has structure {dims_def} but outputs has structure "
-                             f"{out_def}.")
+            raise ValueError(
+                f"vmap({_func_name(func)}, ..., out_dims={out_dims})(<inputs>): "
+                f"out_dims is not compatible with the structure of `outputs`. "
+                f"out_dims has structure {dims_def} but outputs has structure "
+                f"{out_def}."
+            )
     per_result = [trees.flatten(r)[0] for r in results]
     stacked = []
     for k, dim in enumerate(dims):
@@ -450,17 +525,21 @@ def _stacked(results, out_dims, func):
             stacked.append(column[0])
             continue
         if not isinstance(column[0], Tensor):
-            raise ValueError(f"vmap({_func_name(func)}, ...): `{_func_name(func)}` must only "
-                             f"return Tensors, got type {type(column[0])}. Did you mean to set "
-                             "out_dims= to None for output?")
+            raise ValueError(
+                f"vmap({_func_name(func)}, ...): `{_func_name(func)}` must only "
+                f"return Tensors, got type {type(column[0])}. Did you mean to set "
+                "out_dims= to None for output?"
+            )
         stacked.append(shape_ops.stack(column, dim=dim))
     return out_def.unflatten(stacked)
 
 
 # --- functional_call --------------------------------------------------------------------------
 
-def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
-                    tie_weights=True, strict=False):
+
+def functional_call(
+    module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False
+):
     """`module(*args, **kwargs)` with the named parameters and buffers replaced by the given
     tensors for the call (restored afterwards)."""
     if isinstance(parameter_and_buffer_dicts, dict):
@@ -471,8 +550,10 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
         for d in parameter_and_buffer_dicts:
             repeated = sorted(seen & set(d))
             if repeated:
-                raise ValueError(f"{repeated} appeared in multiple dictionaries; behavior of "
-                                 "functional call is ambiguous")
+                raise ValueError(
+                    f"{repeated} appeared in multiple dictionaries; behavior of "
+                    "functional call is ambiguous"
+                )
             seen |= set(d)
             replacements.update(d)
     originals = dict(module.named_parameters(remove_duplicate=False))
@@ -488,19 +569,24 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
         if missing or unexpected:
             lines = []
             if unexpected:
-                lines.append("\tUnexpected key(s): " + ", ".join(f"'{k}'" for k in unexpected)
-                             + ".")
+                lines.append(
+                    "\tUnexpected key(s): " + ", ".join(f"'{k}'" for k in unexpected) + "."
+                )
             if missing:
                 lines.append("\tMissing key(s): " + ", ".join(f"'{k}'" for k in missing) + ".")
-            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n"
-                               + "\n".join(lines))
+            raise RuntimeError(
+                f"Error(s) in reparametrizing for {type(module).__name__}:\n" + "\n".join(lines)
+            )
     swapped = []
     try:
         for name, value in replacements.items():
             owner, _, attr = name.rpartition(".")
             sub = module.get_submodule(owner) if owner else module
-            table = sub._parameters if attr in sub._parameters else (
-                sub._buffers if attr in sub._buffers else None)
+            table = (
+                sub._parameters
+                if attr in sub._parameters
+                else (sub._buffers if attr in sub._buffers else None)
+            )
             if table is None:
                 continue  # torch ignores a key the module does not have (unless strict)
             swapped.append((table, attr, table[attr]))

@@ -12,6 +12,7 @@ generated code uses it for its comments and errors use it for their messages.
 The IR is plain data (frozen dataclasses for atoms, dataclasses for statements).
 Passes build new lists instead of mutating shared ones.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -22,6 +23,7 @@ from .errors import SourceLocation
 
 
 # --- atoms: the only things an operation may take as arguments ---------------------------------
+
 
 @dataclass(frozen=True)
 class Var:
@@ -79,6 +81,7 @@ def substitute_atom(atom, mapping: dict):
 
 
 # --- expressions and statements -------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Call:
@@ -223,8 +226,9 @@ def reads_of(stmt) -> list[str]:
     if isinstance(stmt, If):
         return atom_vars(stmt.test)
     if isinstance(stmt, For):
-        return [n for a in (stmt.start, stmt.stop, stmt.step) for n in atom_vars(a)] + \
-            ([stmt.stop_flag] if stmt.stop_flag else [])
+        return [n for a in (stmt.start, stmt.stop, stmt.step) for n in atom_vars(a)] + (
+            [stmt.stop_flag] if stmt.stop_flag else []
+        )
     if isinstance(stmt, While):
         return atom_vars(stmt.test)
     return []

@@ -22,6 +22,7 @@ next. A chain is printed under its family's base name when that is one of its me
 without printing to learn where each name is read, then prints it with these names: the
 folding is the same both times, so the reads are where the analysis saw them.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -69,8 +70,11 @@ def _link_block(block, candidates, reads_at, read_blocks, successor):
             for n in reads_at.get(id(inner), ()):
                 last_read[n] = i
                 first_read.setdefault(n, i)
-    defined_at = {stmt.target: i for i, stmt in enumerate(block)
-                  if isinstance(stmt, Assign) and stmt.target in candidates}
+    defined_at = {
+        stmt.target: i
+        for i, stmt in enumerate(block)
+        if isinstance(stmt, Assign) and stmt.target in candidates
+    }
     subtree = {id(block)} | {id(b) for stmt in walk(block) for b in child_blocks(stmt)}
     members: dict = {}  # family -> its values defined here, in block order
     for t in defined_at:
@@ -97,8 +101,9 @@ def _link_family(names, dead, defined_at, first_read, last_read, successor):
     k = 0
     for t in names:
         i = defined_at[t]
-        while k < len(free_from) and \
-                max(defined_at[free_from[k]] + 1, last_read[free_from[k]]) <= i:
+        while (
+            k < len(free_from) and max(defined_at[free_from[k]] + 1, last_read[free_from[k]]) <= i
+        ):
             s = free_from[k]
             heapq.heappush(ready, (-last_read[s], -defined_at[s], s))
             k += 1
@@ -125,8 +130,10 @@ def _link_family_scan(names, dead, defined_at, first_read, last_read, successor)
                 continue
             if last_read.get(s, p) > i:
                 continue
-            if best is None or (last_read.get(s, p), p) > (last_read.get(best, -1),
-                                                           defined_at[best]):
+            if best is None or (last_read.get(s, p), p) > (
+                last_read.get(best, -1),
+                defined_at[best],
+            ):
                 best = s
         if best is not None:
             successor[best] = t
@@ -186,16 +193,24 @@ def in_place_names(fn, printed: dict, user_names) -> dict:
         return n in user_names or family(n) in user_names
 
     def named(n):  # a user's value or its adjoint (`d_h`, `dW1`)
-        return user(n) or n.startswith("d_") and user(n[2:]) or \
-            n.startswith("d") and n[1:] in fn.params
+        return (
+            user(n)
+            or n.startswith("d_")
+            and user(n[2:])
+            or n.startswith("d")
+            and n[1:] in fn.params
+        )
 
     split = next((i for i, s in enumerate(fn.body) if isinstance(s, Marker)), len(fn.body))
 
     def same_line(names, stmt, i):
         line = stmt.loc.line if stmt.loc else None
         return line is not None and all(
-            (at[n] < split) == (i < split) and fn.body[at[n]].loc is not None and
-            fn.body[at[n]].loc.line == line for n in names)
+            (at[n] < split) == (i < split)
+            and fn.body[at[n]].loc is not None
+            and fn.body[at[n]].loc.line == line
+            for n in names
+        )
 
     for i, stmt in enumerate(fn.body):
         value = getattr(stmt, "value", None)
@@ -204,15 +219,25 @@ def in_place_names(fn, printed: dict, user_names) -> dict:
         key, buffer = value.kwargs[0]
         # (an update that reads as one: `b op= c`, `np.f(b, out=b)`; `np.multiply(y, b,
         # out=b)` keeps its own name)
-        if key != "out" or type(buffer) is not Var or buffer != value.args[0] or \
-                buffer.name not in at or user(buffer.name) or stmt.target in nested:
+        if (
+            key != "out"
+            or type(buffer) is not Var
+            or buffer != value.args[0]
+            or buffer.name not in at
+            or user(buffer.name)
+            or stmt.target in nested
+        ):
             continue
         before, after = name(buffer.name), name(stmt.target)
         if before == after:
             continue
         earlier, later = group(before), group(after)
-        if earlier is None or later is None or any(at[n] >= i for n in earlier) or \
-                any(at[n] < i for n in later):
+        if (
+            earlier is None
+            or later is None
+            or any(at[n] >= i for n in earlier)
+            or any(at[n] < i for n in later)
+        ):
             continue
         if not named(stmt.target):  # the result takes the buffer's name
             moved, new = later, before

@@ -4,9 +4,39 @@ svdvals, qr, matrix_power, vector_norm, norm, cross.
 
 Imports: the eager package only.
 """
-from .eager.linalg import (cholesky, det, eigh, eigvalsh, inv, matrix_power, norm, pinv, qr,
-                           slogdet, solve, svd, svdvals, vector_norm)
+
+from .eager.linalg import (
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    matrix_power,
+    norm,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+    vector_norm,
+)
 from .eager.vector_ops import linalg_cross as cross
 
-__all__ = ["cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matrix_power", "norm", "pinv",
-           "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]
+__all__ = [
+    "cholesky",
+    "cross",
+    "det",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "matrix_power",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "vector_norm",
+]

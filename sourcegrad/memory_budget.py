@@ -16,6 +16,7 @@ of a loop (`sourcegrad.checkpointing`), from the plan and what the loop saves:
 
 The bytes are those of the signature compiled (shapes and dtypes; 8 for a Python number).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,8 @@ WHILE_SEGMENT = 1024
 class MemoryPlan:
     """The user's trade of time for memory (see the module docstring)."""
 
-    loops: object = None    # checkpoint_loops: an int k, or "sqrt"
-    memory: object = None   # a budget in bytes, or "min"
+    loops: object = None  # checkpoint_loops: an int k, or "sqrt"
+    memory: object = None  # a budget in bytes, or "min"
 
     def describe(self) -> str:
         if self.loops is not None:
@@ -47,18 +48,27 @@ def memory_plan(checkpoint_loops=None, memory=None):
     if checkpoint_loops is None and memory is None:
         return None
     if checkpoint_loops is not None and not (
-            checkpoint_loops == "sqrt" or (isinstance(checkpoint_loops, int) and
-                                           not isinstance(checkpoint_loops, bool) and
-                                           checkpoint_loops >= 1)):
-        raise errors.SourcegradError(f"checkpoint_loops must be a positive int or 'sqrt', got "
-                                     f"{checkpoint_loops!r}")
-    if memory is not None and not (memory == "min" or (
-            isinstance(memory, int) and not isinstance(memory, bool) and memory > 0)):
-        raise errors.SourcegradError(f"memory must be a number of bytes (a positive int) or "
-                                     f"'min', got {memory!r}")
+        checkpoint_loops == "sqrt"
+        or (
+            isinstance(checkpoint_loops, int)
+            and not isinstance(checkpoint_loops, bool)
+            and checkpoint_loops >= 1
+        )
+    ):
+        raise errors.SourcegradError(
+            f"checkpoint_loops must be a positive int or 'sqrt', got {checkpoint_loops!r}"
+        )
+    if memory is not None and not (
+        memory == "min" or (isinstance(memory, int) and not isinstance(memory, bool) and memory > 0)
+    ):
+        raise errors.SourcegradError(
+            f"memory must be a number of bytes (a positive int) or 'min', got {memory!r}"
+        )
     if checkpoint_loops is not None and memory is not None:
-        raise errors.SourcegradError("give checkpoint_loops or memory, not both (a budget "
-                                     "chooses the loops' segments itself)")
+        raise errors.SourcegradError(
+            "give checkpoint_loops or memory, not both (a budget "
+            "chooses the loops' segments itself)"
+        )
     return MemoryPlan(checkpoint_loops, memory)
 
 

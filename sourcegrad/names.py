@@ -5,6 +5,7 @@ Temporaries are named after what computes them (`exp_neg_y_X_w` for
 parameter, `d_X_w` for an intermediate). Names are handed out in program order,
 so the same function always gets the same names.
 """
+
 from __future__ import annotations
 
 import builtins

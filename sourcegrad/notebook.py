@@ -6,6 +6,7 @@ line naming the gradient, the generated source of its most recent input signatur
 table. Before the first call there is no code yet, and it says so. `Gradient._repr_markdown_`
 calls it, so a gradient left as a cell's last expression displays this way.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,13 +37,27 @@ def gradient_markdown(gradient: Any) -> str:
 
 def saved_markdown(saved: list[dict[str, Any]]) -> str:
     """The saved-value manifest as a Markdown table, one row per value, in manifest order."""
-    rows = ["| saved for the backward pass | shape | dtype | bytes | made by | read by |",
-            "|---|---|---|---:|---|---|"]
+    rows = [
+        "| saved for the backward pass | shape | dtype | bytes | made by | read by |",
+        "|---|---|---|---:|---|---|",
+    ]
     for item in saved:
         origin = "input" if item.get("input") else f"line {item.get('line')}"
-        rows.append("| " + " | ".join(_escape(str(cell)) for cell in (
-            f"`{item['name']}`", item.get("shape"), item.get("dtype"), item.get("bytes"),
-            origin, ", ".join(item.get("read_by", ())))) + " |")
+        rows.append(
+            "| "
+            + " | ".join(
+                _escape(str(cell))
+                for cell in (
+                    f"`{item['name']}`",
+                    item.get("shape"),
+                    item.get("dtype"),
+                    item.get("bytes"),
+                    origin,
+                    ", ".join(item.get("read_by", ())),
+                )
+            )
+            + " |"
+        )
     return "\n".join(rows)
 
 

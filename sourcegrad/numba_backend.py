@@ -33,6 +33,7 @@ Multi-function modules (a VJP's forward and backward) run as numpy code: the bac
 argument types are only known at its first call, and a failed compilation there could
 not fall back before the forward had run.
 """
+
 from __future__ import annotations
 
 import ast
@@ -58,12 +59,17 @@ def available() -> bool:
 def load(source: str, name: str, free: dict, names, args, label: str):
     """(the source that runs, its loaded module): see the module docstring."""
     if len(names) != 1:
-        _warn_once("pair", f"the gradient of {label} is a forward and backward pair (vjp): "
-                           "it runs as numpy code (numba compiles single gradient functions)")
+        _warn_once(
+            "pair",
+            f"the gradient of {label} is a forward and backward pair (vjp): "
+            "it runs as numpy code (numba compiles single gradient functions)",
+        )
         return source, load_numpy(source, name, free)
     if not available():
-        _warn_once("missing", "numba is not installed (pip install 'sourcegrad[numba]'): "
-                              "gradients run as numpy code")
+        _warn_once(
+            "missing",
+            "numba is not installed (pip install 'sourcegrad[numba]'): gradients run as numpy code",
+        )
         return source, load_numpy(source, name, free)
     cached = not free and cache.directory() is not None
     plain = numba_source(source, cached)
@@ -100,8 +106,14 @@ def _refusal_key(text, args):
 def _kind(value):
     """What numba types an argument by, without importing numba for it."""
     if isinstance(value, np.ndarray):
-        return ("array", value.dtype.str, value.ndim, value.flags.c_contiguous,
-                value.flags.f_contiguous, value.flags.writeable)
+        return (
+            "array",
+            value.dtype.str,
+            value.ndim,
+            value.flags.c_contiguous,
+            value.flags.f_contiguous,
+            value.flags.writeable,
+        )
     return type(value).__name__
 
 
@@ -113,19 +125,22 @@ def _fused(source, function, args):
     params = [a.arg for a in fn.args.args]
     if len(params) != len(args):
         return source
-    return numba_fusion.fuse(source, function,
-                             {p: numba_fusion.kind_of(a) for p, a in zip(params, args)})
+    return numba_fusion.fuse(
+        source, function, {p: numba_fusion.kind_of(a) for p, a in zip(params, args)}
+    )
 
 
 def _types_of(args):
     import numba
+
     types = []
     for i, a in enumerate(args):
         try:
             types.append(numba.typeof(a))
         except ValueError:
-            raise _Untypable(f"argument {i} is a {type(a).__name__}, which numba cannot "
-                             "type") from None
+            raise _Untypable(
+                f"argument {i} is a {type(a).__name__}, which numba cannot type"
+            ) from None
     return tuple(types)
 
 
@@ -134,6 +149,7 @@ class _Untypable(Exception):
 
 
 # -- the numba variant of the source ------------------------------------------------------------
+
 
 def numba_source(source: str, cached: bool = False) -> str:
     """The numpy module text with numba's needs met (see the module docstring)."""
@@ -146,16 +162,20 @@ def numba_source(source: str, cached: bool = False) -> str:
                 edit = _reversed_range(node, source) or _positional_out(node, source)
                 if edit is not None:
                     edits.append(edit)
-        innermost = [e for e in edits if not any(o is not e and e[0] <= o[0] and o[1] <= e[1]
-                                                 for o in edits)]
+        innermost = [
+            e for e in edits if not any(o is not e and e[0] <= o[0] and o[1] <= e[1] for o in edits)
+        ]
         for start, end, text in sorted(innermost, reverse=True):
             _replace(lines, start, end, text)
         source = "".join(lines)
         if not innermost:
             break
     decorator = f"@numba.njit(cache=True, {OPTIONS})" if cached else f"@numba.njit({OPTIONS})"
-    for node in sorted((n for n in tree.body if isinstance(n, ast.FunctionDef)),
-                       key=lambda n: n.lineno, reverse=True):
+    for node in sorted(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef)),
+        key=lambda n: n.lineno,
+        reverse=True,
+    ):
         lines.insert(node.lineno - 1, decorator + "\n")
     header = 1 if lines and lines[0].startswith("#") else 0
     lines.insert(header, "import numba\n")
@@ -165,7 +185,7 @@ def numba_source(source: str, cached: bool = False) -> str:
 def _replace(lines, start, end, text):
     (l0, c0), (l1, c1) = start, end
     first, last = lines[l0 - 1], lines[l1 - 1]
-    lines[l0 - 1] = first[:_byte_col(first, c0)] + text + last[_byte_col(last, c1):]
+    lines[l0 - 1] = first[: _byte_col(first, c0)] + text + last[_byte_col(last, c1) :]
     for i in range(l0, l1):
         lines[i] = ""
 
@@ -181,10 +201,16 @@ def _segment(source, node):
 
 def _reversed_range(node, source):
     """`reversed(range(...))` as the `range` that counts down through the same numbers."""
-    if not (isinstance(node.func, ast.Name) and node.func.id == "reversed" and
-            len(node.args) == 1 and isinstance(node.args[0], ast.Call) and
-            isinstance(node.args[0].func, ast.Name) and node.args[0].func.id == "range" and
-            not node.args[0].keywords and 1 <= len(node.args[0].args) <= 3):
+    if not (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "reversed"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Call)
+        and isinstance(node.args[0].func, ast.Name)
+        and node.args[0].func.id == "range"
+        and not node.args[0].keywords
+        and 1 <= len(node.args[0].args) <= 3
+    ):
         return None
     parts = [_segment(source, a) for a in node.args[0].args]
     if len(parts) == 1:
@@ -203,9 +229,13 @@ def _reversed_range(node, source):
 
 def _positional_out(node, source):
     """`np.multiply(a, b, out=c)` as `np.multiply(a, b, c)` for a numpy ufunc."""
-    if not (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == "np" and len(node.keywords) == 1 and
-            node.keywords[0].arg == "out"):
+    if not (
+        isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "np"
+        and len(node.keywords) == 1
+        and node.keywords[0].arg == "out"
+    ):
         return None
     ufunc = getattr(np, node.func.attr, None)
     if not isinstance(ufunc, np.ufunc) or len(node.args) != ufunc.nin:
@@ -219,6 +249,7 @@ def _span(node):
 
 
 # -- loading ------------------------------------------------------------------------------------
+
 
 def _load_jitted(jit_source, name, free, cached):
     """The module of `jit_source`: from a file in the cache directory when `cached` (numba
@@ -270,20 +301,33 @@ def _fallback_message(exc, label, jit_source) -> str:
     text = _ANSI.sub("", str(exc))
     said = [ln.strip() for ln in text.splitlines() if ln.strip()]
     call = next((ln[3:].strip() for ln in said if ln.startswith(">>>")), None)
-    construct = f"no numba implementation of {call}" if call else next(
-        (ln for ln in said if not ln.startswith(("Failed in ", "- ", "During:"))),
-        type(exc).__name__)
+    construct = (
+        f"no numba implementation of {call}"
+        if call
+        else next(
+            (ln for ln in said if not ln.startswith(("Failed in ", "- ", "During:"))),
+            type(exc).__name__,
+        )
+    )
     where = ""
     if jit_source:
         lines = jit_source.splitlines()
         line = _failing_line_number(exc, jit_source)
         if line is not None:
             code = lines[line - 1].strip()
-            user = next((ln.strip()[2:] for ln in reversed(lines[:line])
-                         if re.match(r"\s*# (backward of )?line \d+:", ln)), None)
+            user = next(
+                (
+                    ln.strip()[2:]
+                    for ln in reversed(lines[:line])
+                    if re.match(r"\s*# (backward of )?line \d+:", ln)
+                ),
+                None,
+            )
             where = f" at `{code}`" + (f" ({user})" if user else "")
-    return (f"numba cannot compile the gradient of {label}: {construct}{where}; "
-            "running the numpy backend's code instead")
+    return (
+        f"numba cannot compile the gradient of {label}: {construct}{where}; "
+        "running the numpy backend's code instead"
+    )
 
 
 __all__ = ["available", "load", "numba_source"]

@@ -21,6 +21,7 @@ value it makes is float64. The loop is `for i in range(x.shape[0])` for vectors 
 Why its own module: numba_backend rewrites what numba needs; this is an optimisation of the
 rewritten text, with its own analysis (which names are arrays, which are read after a run).
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,18 +29,64 @@ import math
 
 import numpy as np
 
-MATH_FLOAT_FUNCTIONS = frozenset((
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
-    "acosh", "atanh", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "pow", "hypot",
-    "fabs", "erf", "erfc", "gamma", "lgamma", "copysign"))
+MATH_FLOAT_FUNCTIONS = frozenset(
+    (
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "atan2",
+        "sinh",
+        "cosh",
+        "tanh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "exp",
+        "expm1",
+        "log",
+        "log1p",
+        "log2",
+        "log10",
+        "sqrt",
+        "pow",
+        "hypot",
+        "fabs",
+        "erf",
+        "erfc",
+        "gamma",
+        "lgamma",
+        "copysign",
+    )
+)
 MATH_CONSTANTS = frozenset(("pi", "e", "tau", "inf"))
 # a ufunc on one element as the math function numba compiles in about half the time (in numba
 # both are the same libm call: math's domain errors are nan and inf there, as numpy's)
-AS_MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
-           "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh",
-           "arccosh": "acosh", "arctanh": "atanh", "exp": "exp", "expm1": "expm1", "log": "log",
-           "log1p": "log1p", "log2": "log2", "log10": "log10", "sqrt": "sqrt",
-           "arctan2": "atan2", "hypot": "hypot"}
+AS_MATH = {
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "exp": "exp",
+    "expm1": "expm1",
+    "log": "log",
+    "log1p": "log1p",
+    "log2": "log2",
+    "log10": "log10",
+    "sqrt": "sqrt",
+    "arctan2": "atan2",
+    "hypot": "hypot",
+}
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 
 
@@ -56,16 +103,16 @@ def kind_of(value):
 def fuse(source: str, function: str, kinds: dict) -> str:
     """The module text with the runs of `function` fused (see the module docstring)."""
     tree = ast.parse(source)
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function),
-              None)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
     if fn is None:
         return source
     lines = source.splitlines(keepends=True)
-    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
-        {a.arg for a in fn.args.args}
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        a.arg for a in fn.args.args
+    }
     runs = _runs(fn, kinds)
     for run in reversed(runs):  # (from the last: earlier lines keep their numbers)
-        after = fn.body[fn.body.index(run[-1]) + 1:]
+        after = fn.body[fn.body.index(run[-1]) + 1 :]
         _rewrite(lines, fn, run, after, kinds, taken)
     return "".join(lines)
 
@@ -97,8 +144,7 @@ def _runs(fn, kinds):
                 kind = kinds.get(name) if name in params else None
                 if kind == "scalar":
                     continue
-                if kind is None or kind[0] != "array" or (shape is not None and
-                                                          kind[2] != shape):
+                if kind is None or kind[0] != "array" or (shape is not None and kind[2] != shape):
                     ok = False
                     break
                 shape, is_array = kind[2], True
@@ -122,8 +168,10 @@ def _one_kind_per_name(run, kinds):
     arrays: set = set()
     for stmt in run:
         target = stmt.targets[0].id
-        is_array = any(n in arrays or (n not in seen and isinstance(kinds.get(n), tuple))
-                       for n in _elementwise_reads(stmt))
+        is_array = any(
+            n in arrays or (n not in seen and isinstance(kinds.get(n), tuple))
+            for n in _elementwise_reads(stmt)
+        )
         if target in seen and (seen[target] != is_array or not is_array):
             return False
         seen[target] = is_array
@@ -134,8 +182,11 @@ def _one_kind_per_name(run, kinds):
 
 def _elementwise_reads(stmt):
     """The names an elementwise assignment reads (a list), or None for another statement."""
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
-            isinstance(stmt.targets[0], ast.Name)):
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ):
         return None
     names: list = []
     return names if _elementwise(stmt.value, names) else None
@@ -150,22 +201,34 @@ def _elementwise(node, names) -> bool:
     if isinstance(node, ast.UnaryOp):
         return isinstance(node.op, (ast.USub, ast.UAdd)) and _elementwise(node.operand, names)
     if isinstance(node, ast.BinOp):
-        return isinstance(node.op, _ARITHMETIC) and _elementwise(node.left, names) and \
-            _elementwise(node.right, names)
+        return (
+            isinstance(node.op, _ARITHMETIC)
+            and _elementwise(node.left, names)
+            and _elementwise(node.right, names)
+        )
     if isinstance(node, ast.Attribute):  # math.pi
-        return isinstance(node.value, ast.Name) and node.value.id == "math" and \
-            node.attr in MATH_CONSTANTS
-    if isinstance(node, ast.Call) and not node.keywords and \
-            isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        return (
+            isinstance(node.value, ast.Name)
+            and node.value.id == "math"
+            and node.attr in MATH_CONSTANTS
+        )
+    if (
+        isinstance(node, ast.Call)
+        and not node.keywords
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+    ):
         module, name = node.func.value.id, node.func.attr
         if module == "np":
             ufunc = getattr(np, name, None)
-            if not (isinstance(ufunc, np.ufunc) and ufunc.nout == 1 and
-                    len(node.args) == ufunc.nin and
-                    "d" * ufunc.nin + "->d" in ufunc.types):
+            if not (
+                isinstance(ufunc, np.ufunc)
+                and ufunc.nout == 1
+                and len(node.args) == ufunc.nin
+                and "d" * ufunc.nin + "->d" in ufunc.types
+            ):
                 return False
-        elif module != "math" or name not in MATH_FLOAT_FUNCTIONS or \
-                not hasattr(math, name):
+        elif module != "math" or name not in MATH_FLOAT_FUNCTIONS or not hasattr(math, name):
             return False
         return all(_elementwise(a, names) for a in node.args)
     return False
@@ -178,14 +241,14 @@ def _rewrite(lines, fn, run, after, kinds, taken):
     for stmt in run:
         reads = _elementwise_reads(stmt)
         for n in reads:
-            if n in params and n not in assigned and kinds.get(n) != "scalar" and \
-                    n not in leaves:
+            if n in params and n not in assigned and kinds.get(n) != "scalar" and n not in leaves:
                 leaves.append(n)
         if any(n in arrays or n in leaves for n in reads):
             arrays.add(stmt.targets[0].id)
     read_after = {n.id for s in after for n in ast.walk(s) if isinstance(n, ast.Name)}
-    out = [n for n in dict.fromkeys(s.targets[0].id for s in run)
-           if n in arrays and n in read_after]
+    out = [
+        n for n in dict.fromkeys(s.targets[0].id for s in run) if n in arrays and n in read_after
+    ]
     # the run's numbers are made before the loop (the same in every element, and defined
     # when there are no elements)
     numbers = {s.targets[0].id for s in run if s.targets[0].id not in arrays}
@@ -203,14 +266,25 @@ def _rewrite(lines, fn, run, after, kinds, taken):
             continue
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and node.id in indexed:
-                edits.append((node.lineno, node.col_offset, node.end_col_offset,
-                              f"{node.id}[{index}]"))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    isinstance(node.func.value, ast.Name) and node.func.value.id == "np" and \
-                    node.func.attr in AS_MATH:
+                edits.append(
+                    (node.lineno, node.col_offset, node.end_col_offset, f"{node.id}[{index}]")
+                )
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "np"
+                and node.func.attr in AS_MATH
+            ):
                 func = node.func
-                edits.append((func.lineno, func.col_offset, func.end_col_offset,
-                              f"math.{AS_MATH[func.attr]}"))
+                edits.append(
+                    (
+                        func.lineno,
+                        func.col_offset,
+                        func.end_col_offset,
+                        f"math.{AS_MATH[func.attr]}",
+                    )
+                )
     for line, start, end, text in sorted(edits, reverse=True):
         code = lines[line - 1]
         lines[line - 1] = code[:start] + text + code[end:]
@@ -224,11 +298,17 @@ def _rewrite(lines, fn, run, after, kinds, taken):
             hoisted.extend(range(stmt.lineno, stmt.end_lineno + 1))
     header += [lines[n - 1] for n in hoisted]
     header += [f"{indent}{name} = np.empty({shape_of}.shape)\n" for name in out]
-    header.append(f"{indent}for {index} in range({shape_of}.shape[0]):\n" if ndim == 1 else
-                  f"{indent}for {index} in np.ndindex({shape_of}.shape):\n")
-    body = [("    " + lines[n - 1]) if lines[n - 1].strip() else lines[n - 1]
-            for n in range(first, last + 1) if n not in hoisted]
-    lines[first - 1:last] = header + body
+    header.append(
+        f"{indent}for {index} in range({shape_of}.shape[0]):\n"
+        if ndim == 1
+        else f"{indent}for {index} in np.ndindex({shape_of}.shape):\n"
+    )
+    body = [
+        ("    " + lines[n - 1]) if lines[n - 1].strip() else lines[n - 1]
+        for n in range(first, last + 1)
+        if n not in hoisted
+    ]
+    lines[first - 1 : last] = header + body
     if not any(line.startswith("import math") for line in lines):
         at = next(k for k, line in enumerate(lines) if line.startswith("import "))
         lines.insert(at, "import math\n")

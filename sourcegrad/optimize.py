@@ -31,6 +31,7 @@ Why one module: its passes share the IR walkers, the read counts and the buffer 
 keep up to date; splitting it by kind (cleanup, algebra, loops, memory) is the redesign's
 next step (issue 17).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -38,9 +39,31 @@ from collections import defaultdict
 
 import numpy as np
 
-from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return, Slc,
-                 Tup, Var, While, assignment_counts, child_blocks, merge_notes, read_counts,
-                 reads_of, substitute_atom, walk, writes_of)
+from .ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    Function,
+    If,
+    Marker,
+    Pop,
+    Push,
+    Return,
+    Slc,
+    Tup,
+    Var,
+    While,
+    assignment_counts,
+    child_blocks,
+    merge_notes,
+    read_counts,
+    reads_of,
+    substitute_atom,
+    walk,
+    writes_of,
+)
 from . import ops
 from .ops import RULES
 
@@ -52,8 +75,9 @@ def _assign_counts(body, params=()):
 
 def _substitute(stmt, mapping, rebuild_blocks):
     kind = type(stmt)  # (no statement class is subclassed)
-    if (kind is Assign and not stmt.in_place or kind in _SIMPLE) and \
-            mapping.keys().isdisjoint(reads_of(stmt)):
+    if (kind is Assign and not stmt.in_place or kind in _SIMPLE) and mapping.keys().isdisjoint(
+        reads_of(stmt)
+    ):
         # nothing it reads is replaced: the statement itself (rebuilding each statement of a
         # long function on every round was most of this pass; an update in place is
         # rebuilt below as before, which drops its `in_place` mark)
@@ -62,29 +86,41 @@ def _substitute(stmt, mapping, rebuild_blocks):
     if isinstance(stmt, Assign):
         value = stmt.value
         if isinstance(value, Call):
-            value = Call(value.op, tuple(sub(a) for a in value.args),
-                         tuple((k, sub(a)) for k, a in value.kwargs))
+            value = Call(
+                value.op,
+                tuple(sub(a) for a in value.args),
+                tuple((k, sub(a)) for k, a in value.kwargs),
+            )
         else:
             value = sub(value)
         return Assign(stmt.target, value, stmt.loc, stmt.note)
     if isinstance(stmt, ExprStmt):
         v = stmt.value
-        return ExprStmt(Call(v.op, tuple(sub(a) for a in v.args),
-                             tuple((k, sub(a)) for k, a in v.kwargs)), stmt.loc)
+        return ExprStmt(
+            Call(v.op, tuple(sub(a) for a in v.args), tuple((k, sub(a)) for k, a in v.kwargs)),
+            stmt.loc,
+        )
     if isinstance(stmt, Return):
         return Return(sub(stmt.value), stmt.loc)
     if isinstance(stmt, Push):
         return Push(sub(stmt.value), stmt.loc)
     if isinstance(stmt, If):
-        return If(sub(stmt.test), rebuild_blocks(stmt.body), rebuild_blocks(stmt.orelse),
-                  stmt.loc)
+        return If(sub(stmt.test), rebuild_blocks(stmt.body), rebuild_blocks(stmt.orelse), stmt.loc)
     if isinstance(stmt, For):
-        return For(stmt.target, sub(stmt.start), sub(stmt.stop), sub(stmt.step),
-                   rebuild_blocks(stmt.body), stmt.loc, _stop_flag(stmt.stop_flag, mapping),
-                   stmt.reverse)
+        return For(
+            stmt.target,
+            sub(stmt.start),
+            sub(stmt.stop),
+            sub(stmt.step),
+            rebuild_blocks(stmt.body),
+            stmt.loc,
+            _stop_flag(stmt.stop_flag, mapping),
+            stmt.reverse,
+        )
     if isinstance(stmt, While):
-        return While(rebuild_blocks(stmt.test_body), sub(stmt.test), rebuild_blocks(stmt.body),
-                     stmt.loc)
+        return While(
+            rebuild_blocks(stmt.test_body), sub(stmt.test), rebuild_blocks(stmt.body), stmt.loc
+        )
     return stmt
 
 
@@ -140,13 +176,20 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
             stop_flags.add(s.stop_flag)
     # values handed to a variable that may be updated in place (`d_W = part; d_W += ...`)
     # must keep an array of their own: they are never shared with an equal computation
-    handed_over = {s.value.name for s in assigns if isinstance(s.value, Var)
-                   and not single(s.target)}
+    handed_over = {
+        s.value.name for s in assigns if isinstance(s.value, Var) and not single(s.target)
+    }
     # `a = b.T` (both assigned once): a later `a.T` is b itself (a saved `U_T` transposed back)
-    transposed = {s.target: s.value.args[0] for s in assigns
-                  if isinstance(s.value, Call) and s.value.op == "T" and not s.value.kwargs
-                  and isinstance(s.value.args[0], Var) and single(s.target)
-                  and single(s.value.args[0].name)}
+    transposed = {
+        s.target: s.value.args[0]
+        for s in assigns
+        if isinstance(s.value, Call)
+        and s.value.op == "T"
+        and not s.value.kwargs
+        and isinstance(s.value.args[0], Var)
+        and single(s.target)
+        and single(s.value.args[0].name)
+    }
 
     def run(stmts, seen):
         seen = dict(seen)
@@ -159,23 +202,36 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                 if type(value) is not Call:
                     if isinstance(value, Const) and value.value and stmt.target in stop_flags:
                         pass  # a loop that always stops after one trip keeps its flag
-                    elif isinstance(value, Const) or (isinstance(value, Var) and
-                                                      single(value.name)):
+                    elif isinstance(value, Const) or (
+                        isinstance(value, Var) and single(value.name)
+                    ):
                         mapping[stmt.target] = value
                         continue
-                elif value.op == "T" and not value.kwargs and stmt.target not in handed_over \
-                        and isinstance(value.args[0], Var) and value.args[0].name in transposed:
+                elif (
+                    value.op == "T"
+                    and not value.kwargs
+                    and stmt.target not in handed_over
+                    and isinstance(value.args[0], Var)
+                    and value.args[0].name in transposed
+                ):
                     inner = transposed[value.args[0].name]
                     mapping[stmt.target] = mapping.get(inner.name, inner)
                     continue
-                elif RULES[value.op].pure and all(counts[n] <= 1 for n in reads_of(stmt)) \
-                        and stmt.target not in handed_over and stmt.note != RECOMPUTED_NOTE \
-                        and value.op != "T":
+                elif (
+                    RULES[value.op].pure
+                    and all(counts[n] <= 1 for n in reads_of(stmt))
+                    and stmt.target not in handed_over
+                    and stmt.note != RECOMPUTED_NOTE
+                    and value.op != "T"
+                ):
                     # (a transpose is a view made in ~0.1 µs: `g.T @ h` and `g.T @ xs` read
                     # better than a name for g.T; hoist_transposes names one a loop reads)
                     # `math.cos(x)` and `np.cos(x)` are one computation (one rule family)
-                    key = (RULES[value.op].family, tuple(map(_hashable, value.args)),
-                           tuple((k, _hashable(a)) for k, a in value.kwargs))
+                    key = (
+                        RULES[value.op].family,
+                        tuple(map(_hashable, value.args)),
+                        tuple((k, _hashable(a)) for k, a in value.kwargs),
+                    )
                     if None not in key[1] and all(h is not None for _, h in key[2]):
                         if key in seen:
                             mapping[stmt.target] = Var(seen[key])
@@ -183,6 +239,7 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                         seen[key] = stmt.target
             out.append(stmt)
         return out
+
     # a name may be read before the statement that makes it a copy is reached (in a loop),
     # so substitute once more over the result
     first = run(body, {})
@@ -198,7 +255,8 @@ def _pure(stmt) -> bool:
     """No effect but its value (a call writing into a buffer, `out=`, has one)."""
     value = stmt.value
     return not isinstance(value, Call) or (
-        RULES[value.op].pure and all(k != "out" for k, _ in value.kwargs))
+        RULES[value.op].pure and all(k != "out" for k, _ in value.kwargs)
+    )
 
 
 def _live_in(stmts, live_out, warm=None):
@@ -265,15 +323,26 @@ def _dce_block(stmts, live, remove=True, warm=None):
                 body = stmt.body
             if remove and not body and stmt.target not in live:
                 continue
-            kept.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, body, stmt.loc,
-                            stmt.stop_flag, stmt.reverse))
+            kept.append(
+                For(
+                    stmt.target,
+                    stmt.start,
+                    stmt.stop,
+                    stmt.step,
+                    body,
+                    stmt.loc,
+                    stmt.stop_flag,
+                    stmt.reverse,
+                )
+            )
             live = (live | (live_body - {stmt.target})) | set(reads_of(stmt))
         elif isinstance(stmt, While):
             carried = set()
             for _ in range(len(stmts) + 8):
                 out = live | carried
-                after_body = _live_in(stmt.body, out | _live_in(stmt.test_body, out | set(
-                    reads_of(stmt)), warm), warm)
+                after_body = _live_in(
+                    stmt.body, out | _live_in(stmt.test_body, out | set(reads_of(stmt)), warm), warm
+                )
                 new = _live_in(stmt.test_body, after_body | out | set(reads_of(stmt)), warm)
                 new |= after_body
                 if new <= carried:
@@ -281,8 +350,9 @@ def _dce_block(stmts, live, remove=True, warm=None):
                 carried |= new
             out = live | carried
             test_out = out | set(reads_of(stmt))
-            body, _ = _dce_block(stmt.body, out | _live_in(stmt.test_body, test_out, warm),
-                                 remove, warm)
+            body, _ = _dce_block(
+                stmt.body, out | _live_in(stmt.test_body, test_out, warm), remove, warm
+            )
             test_body, live_test = _dce_block(stmt.test_body, test_out, remove, warm)
             kept.append(While(test_body, stmt.test, body, stmt.loc))
             live = live | live_test | carried
@@ -302,6 +372,7 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
     A reduction's result may be needed by the backward only for `.shape` or `.size`;
     with the input shapes fixed, those are known, so the value need not be computed.
     """
+
     def reads_shape(s):
         return type(s) is Assign and type(s.value) is Call and s.value.op in ("shape", "size")
 
@@ -310,17 +381,25 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
     replace = set()
     if candidates:
         counts = _assign_counts(body, params)
-        read_otherwise = {n for s in walk(body) if not reads_shape(s)
-                          for n in reads_of(s) if n in candidates}
-        replace = {name for name in candidates - read_otherwise if name not in params and
-                   shapes.get(name) is not None and counts[name] <= 1}
+        read_otherwise = {
+            n for s in walk(body) if not reads_shape(s) for n in reads_of(s) if n in candidates
+        }
+        replace = {
+            name
+            for name in candidates - read_otherwise
+            if name not in params and shapes.get(name) is not None and counts[name] <= 1
+        }
 
     def run(stmts):
         out = []
         for stmt in stmts:
-            if isinstance(stmt, Assign) and isinstance(stmt.value, Call) and \
-                    stmt.value.op in ("shape", "size") and \
-                    isinstance(stmt.value.args[0], Var) and stmt.value.args[0].name in replace:
+            if (
+                isinstance(stmt, Assign)
+                and isinstance(stmt.value, Call)
+                and stmt.value.op in ("shape", "size")
+                and isinstance(stmt.value.args[0], Var)
+                and stmt.value.args[0].name in replace
+            ):
                 shape = shapes[stmt.value.args[0].name]
                 value = shape if stmt.value.op == "shape" else int(np.prod(shape, dtype=np.int64))
                 stmt = Assign(stmt.target, Const(value), stmt.loc, stmt.note)
@@ -328,17 +407,20 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
                 stmt = _substitute(stmt, {}, run)
             out.append(stmt)
         return out
+
     return run(body)
 
 
 def _namer(taken: set):
     """`fresh(base)`: base, or base_1, base_2, ... whichever is not in `taken` (then taken)."""
+
     def fresh(base):
         name, i = base, 1
         while name in taken:
             name, i = f"{base}_{i}", i + 1
         taken.add(name)
         return name
+
     return fresh
 
 
@@ -350,11 +432,15 @@ def _static_length(stop, defs, shapes):
     length = defs.get(stop.name) if isinstance(stop, Var) else None
     if isinstance(length, Call) and length.op == "len" and isinstance(length.args[0], Var):
         array = length.args[0].name
-    elif isinstance(length, Call) and length.op == "getitem" and \
-            length.args[1] == Const(0) and isinstance(length.args[0], Var) and \
-            isinstance(defs.get(length.args[0].name), Call) and \
-            defs[length.args[0].name].op == "shape" and \
-            isinstance(defs[length.args[0].name].args[0], Var):
+    elif (
+        isinstance(length, Call)
+        and length.op == "getitem"
+        and length.args[1] == Const(0)
+        and isinstance(length.args[0], Var)
+        and isinstance(defs.get(length.args[0].name), Call)
+        and defs[length.args[0].name].op == "shape"
+        and isinstance(defs[length.args[0].name].args[0], Var)
+    ):
         array = defs[length.args[0].name].args[0].name
     else:
         return None
@@ -369,11 +455,17 @@ def _over_all_rows(loop, array, defs, shape) -> bool:
     if not (loop.start == Const(0) and loop.step == Const(1)):
         return False
     length = defs.get(loop.stop.name) if isinstance(loop.stop, Var) else None
-    return length == Call("len", (Var(array),)) or (
-        isinstance(length, Call) and length.op == "getitem" and
-        length.args[1] == Const(0) and isinstance(length.args[0], Var) and
-        defs.get(length.args[0].name) == Call("shape", (Var(array),))) or (
-        shape is not None and len(shape) > 0 and loop.stop == Const(shape[0]))
+    return (
+        length == Call("len", (Var(array),))
+        or (
+            isinstance(length, Call)
+            and length.op == "getitem"
+            and length.args[1] == Const(0)
+            and isinstance(length.args[0], Var)
+            and defs.get(length.args[0].name) == Call("shape", (Var(array),))
+        )
+        or (shape is not None and len(shape) > 0 and loop.stop == Const(shape[0]))
+    )
 
 
 def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> list:
@@ -392,8 +484,9 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
         counts = _assign_counts(body, params)
         reads = read_counts(body)
         fresh = _namer(set(params) | {n for s in walk(body) for n in writes_of(s)} | set(reads))
-        defs = {s.target: s.value for s in walk(body) if isinstance(s, Assign)
-                and counts[s.target] == 1}
+        defs = {
+            s.target: s.value for s in walk(body) if isinstance(s, Assign) and counts[s.target] == 1
+        }
 
     def rows_of(u, loop, loc, stored, before, body_out, index):
         """The buffer holding u's row of each trip (one per vector assigned once a trip)."""
@@ -405,10 +498,15 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
             return array
         rows = fresh(f"{u.name}_rows")
         dtype = () if dtypes[u.name] == np.float64 else (("dtype", Const(str(dtypes[u.name]))),)
-        before.append(Assign(rows, Call("np_empty", (Tup((loop.stop, Const(shapes[u.name][0]))),),
-                                        dtype), loc, "one row per trip"))
-        body_out.insert(index, ExprStmt(Call("store_item", (Var(rows), Var(loop.target), u)),
-                                        loc))
+        before.append(
+            Assign(
+                rows,
+                Call("np_empty", (Tup((loop.stop, Const(shapes[u.name][0]))),), dtype),
+                loc,
+                "one row per trip",
+            )
+        )
+        body_out.insert(index, ExprStmt(Call("store_item", (Var(rows), Var(loop.target), u)), loc))
         stored[u.name] = rows
         return rows
 
@@ -419,34 +517,50 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
         if len(made) != 1 or not isinstance(made[0], Assign):
             return None
         value = made[0].value
-        if not (isinstance(value, Call) and value.op == "getitem" and
-                value.args[1] == Var(loop.target) and isinstance(value.args[0], Var)):
+        if not (
+            isinstance(value, Call)
+            and value.op == "getitem"
+            and value.args[1] == Var(loop.target)
+            and isinstance(value.args[0], Var)
+        ):
             return None
         array = value.args[0].name
         shape = shapes.get(array)
-        if counts[array] != (1 if array in params else 0) or shape is None or \
-                tuple(shape[1:]) != tuple(shapes[u.name]):
+        if (
+            counts[array] != (1 if array in params else 0)
+            or shape is None
+            or tuple(shape[1:]) != tuple(shapes[u.name])
+        ):
             return None
         return array if _over_all_rows(loop, array, defs, shape) else None
 
     def batch(loop):
         if not (loop.start == Const(0) and loop.step == Const(1)) or loop.stop_flag:
             return [], loop, []
-        made = {s.target: (i, s) for i, s in enumerate(loop.body) if isinstance(s, Assign)
-                and isinstance(s.value, Call) and s.value.op == "outer"}
+        made = {
+            s.target: (i, s)
+            for i, s in enumerate(loop.body)
+            if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "outer"
+        }
         before, after, body_out, drop, stored = [], [], list(loop.body), set(), {}
         for stmt in loop.body:
             value = stmt.value if isinstance(stmt, Assign) else None
-            if not (isinstance(value, Call) and value.op in ("iadd_op", "add_op") and
-                    value.args[0] == Var(stmt.target) and isinstance(value.args[1], Var)):
+            if not (
+                isinstance(value, Call)
+                and value.op in ("iadd_op", "add_op")
+                and value.args[0] == Var(stmt.target)
+                and isinstance(value.args[1], Var)
+            ):
                 continue
             acc, part = stmt.target, value.args[1].name
             if part not in made or counts[part] != 1 or reads[part] != 1:
                 continue
             _, outer = made[part]
             u, v = outer.value.args
-            if not all(isinstance(a, Var) and len(shapes.get(a.name) or ()) == 1 and
-                       a.name in dtypes for a in (u, v)):
+            if not all(
+                isinstance(a, Var) and len(shapes.get(a.name) or ()) == 1 and a.name in dtypes
+                for a in (u, v)
+            ):
                 continue
             if shapes.get(acc) != shapes[u.name] + shapes[v.name]:
                 continue
@@ -459,33 +573,53 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
             u_rows = rows_of(u, loop, outer.loc, stored, before, body_out, index)
             drop.add(id(stmt))
             transposed, product = fresh(f"{u_rows}_T"), fresh(f"{acc}_steps")
-            after += [Assign(transposed, Call("T", (Var(u_rows),)), stmt.loc, outer.note),
-                      Assign(product, Call("matmul_op", (Var(transposed), Var(v_rows))),
-                             stmt.loc, outer.note),
-                      Assign(acc, Call(value.op, (Var(acc), Var(product))), stmt.loc,
-                             stmt.note)]
+            after += [
+                Assign(transposed, Call("T", (Var(u_rows),)), stmt.loc, outer.note),
+                Assign(
+                    product, Call("matmul_op", (Var(transposed), Var(v_rows))), stmt.loc, outer.note
+                ),
+                Assign(acc, Call(value.op, (Var(acc), Var(product))), stmt.loc, stmt.note),
+            ]
         for stmt in loop.body:  # `acc += u` with u's rows stored: one sum after the loop
             value = stmt.value if isinstance(stmt, Assign) else None
-            if not (isinstance(value, Call) and value.op in ("iadd_op", "add_op") and
-                    value.args[0] == Var(stmt.target) and isinstance(value.args[1], Var)):
+            if not (
+                isinstance(value, Call)
+                and value.op in ("iadd_op", "add_op")
+                and value.args[0] == Var(stmt.target)
+                and isinstance(value.args[1], Var)
+            ):
                 continue
             acc, part = stmt.target, value.args[1].name
-            if part not in stored or counts[part] != 1 or shapes.get(acc) != shapes.get(part) or \
-                    stored[part] not in {n for s in before for n in writes_of(s)}:
+            if (
+                part not in stored
+                or counts[part] != 1
+                or shapes.get(acc) != shapes.get(part)
+                or stored[part] not in {n for s in before for n in writes_of(s)}
+            ):
                 continue
             touching = [s for s in walk(loop.body) if acc in reads_of(s) or acc in writes_of(s)]
             if touching != [stmt]:
                 continue
             drop.add(id(stmt))
             total = fresh(f"{acc}_steps")
-            after += [Assign(total, Call("sum", (Var(stored[part]),), (("axis", Const(0)),)),
-                             stmt.loc, stmt.note),
-                      Assign(acc, Call(value.op, (Var(acc), Var(total))), stmt.loc, stmt.note)]
+            after += [
+                Assign(
+                    total,
+                    Call("sum", (Var(stored[part]),), (("axis", Const(0)),)),
+                    stmt.loc,
+                    stmt.note,
+                ),
+                Assign(acc, Call(value.op, (Var(acc), Var(total))), stmt.loc, stmt.note),
+            ]
         for stmt in loop.body:  # `acc[t] += u` with u's rows stored: acc[:n] += rows after it
             value = stmt.value if isinstance(stmt, Assign) else None
-            if not (isinstance(value, Call) and value.op == "iadd_item" and
-                    value.args[0] == Var(stmt.target) and value.args[1] == Var(loop.target)
-                    and isinstance(value.args[2], Var)):
+            if not (
+                isinstance(value, Call)
+                and value.op == "iadd_item"
+                and value.args[0] == Var(stmt.target)
+                and value.args[1] == Var(loop.target)
+                and isinstance(value.args[2], Var)
+            ):
                 continue
             acc, part = stmt.target, value.args[2].name
             if part not in stored or counts[part] != 1:
@@ -497,15 +631,30 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
             if _static_length(loop.stop, defs, shapes) == (shapes.get(acc) or (None,))[0]:
                 update = Call("iadd_op", (Var(acc), Var(stored[part])))  # every row of acc
             else:
-                update = Call("iadd_item", (Var(acc), Slc(Const(None), loop.stop, Const(None)),
-                                            Var(stored[part])))
+                update = Call(
+                    "iadd_item",
+                    (Var(acc), Slc(Const(None), loop.stop, Const(None)), Var(stored[part])),
+                )
             after.append(Assign(acc, update, stmt.loc, stmt.note))
         if not drop:
             return [], loop, []
-        body_out = computed_into_rows([s for s in body_out if id(s) not in drop], loop, stored,
-                                      {s.target for s in before})
-        return before, For(loop.target, loop.start, loop.stop, loop.step, body_out, loop.loc,
-                           loop.stop_flag, loop.reverse), after
+        body_out = computed_into_rows(
+            [s for s in body_out if id(s) not in drop], loop, stored, {s.target for s in before}
+        )
+        return (
+            before,
+            For(
+                loop.target,
+                loop.start,
+                loop.stop,
+                loop.step,
+                body_out,
+                loop.loc,
+                loop.stop_flag,
+                loop.reverse,
+            ),
+            after,
+        )
 
     def computed_into_rows(body_out, loop, stored, buffers):
         """`u = f(a, b)` then `rows[t] = u` -> `u = f(a, b, out=rows[t])`: an elementwise
@@ -515,32 +664,44 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
         for u, rows in stored.items():
             if rows not in buffers:
                 continue  # the rows of an input (xs itself): nothing is stored
-            stores = [i for i, s in enumerate(out) if isinstance(s, ExprStmt) and
-                      s.value.op == "store_item" and s.value.args[0] == Var(rows)]
+            stores = [
+                i
+                for i, s in enumerate(out)
+                if isinstance(s, ExprStmt)
+                and s.value.op == "store_item"
+                and s.value.args[0] == Var(rows)
+            ]
             made = [i for i, s in enumerate(out) if u in writes_of(s)]
-            if len(stores) != 1 or len(made) != 1 or made[0] > stores[0] or \
-                    not isinstance(out[made[0]], Assign) or counts[u] != 1:
+            if (
+                len(stores) != 1
+                or len(made) != 1
+                or made[0] > stores[0]
+                or not isinstance(out[made[0]], Assign)
+                or counts[u] != 1
+            ):
                 continue
             value = out[made[0]].value
-            ufunc = _ufunc_rule(value.op) if isinstance(value, Call) and not value.kwargs \
-                else None
+            ufunc = _ufunc_rule(value.op) if isinstance(value, Call) and not value.kwargs else None
             if ufunc is None:
                 continue
             row = fresh(f"{rows}_row")
             loc = out[made[0]].loc
             del out[stores[0]]
-            out[made[0]:made[0] + 1] = [
+            out[made[0] : made[0] + 1] = [
                 Assign(row, Call("getitem", (Var(rows), Var(loop.target))), loc),
-                Assign(u, Call(ufunc, value.args, (("out", Var(row)),)), loc,
-                       out[made[0]].note)]
+                Assign(u, Call(ufunc, value.args, (("out", Var(row)),)), loc, out[made[0]].note),
+            ]
         return out
 
     def start_from_product(out, after):
         """`acc = zeros` before the loop and `acc += P` after it, nothing reading acc in
         between: `acc = P`."""
         for update in list(after):  # (after changes as products are computed into accs)
-            if not (isinstance(update.value, Call) and update.value.op in ("iadd_op", "add_op")
-                    and update.value.args[0] == Var(update.target)):
+            if not (
+                isinstance(update.value, Call)
+                and update.value.op in ("iadd_op", "add_op")
+                and update.value.args[0] == Var(update.target)
+            ):
                 continue
             acc = update.target
             for j in range(len(out) - 1, -1, -1):
@@ -551,11 +712,16 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
             first = out[j]
             value = first.value if isinstance(first, Assign) else None
             if isinstance(value, Var):  # `d_W = zeros_like_W`, the zeros made just before
-                value = next((s.value for s in out[:j] if isinstance(s, Assign)
-                              and s.target == value.name), None)
-            later_reads = [s for s in walk(out[j + 1:]) if acc in reads_of(s)]
-            if isinstance(value, Call) and value.op in ("np_zeros_like", "np_zeros") and \
-                    not later_reads:
+                value = next(
+                    (s.value for s in out[:j] if isinstance(s, Assign) and s.target == value.name),
+                    None,
+                )
+            later_reads = [s for s in walk(out[j + 1 :]) if acc in reads_of(s)]
+            if (
+                isinstance(value, Call)
+                and value.op in ("np_zeros_like", "np_zeros")
+                and not later_reads
+            ):
                 del out[j]
                 product = update.value.args[1].name  # computed into acc itself
                 if not any(isinstance(s, Assign) and s.target == product for s in after):
@@ -563,15 +729,28 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
                     at = next(k for k, s in enumerate(after) if s is update)
                     after[at] = Assign(acc, Var(product), update.loc, update.note)
                     continue
-                after[:] = [Assign(acc, s.value, s.loc, s.note) if isinstance(s, Assign)
-                            and s.target == product else s for s in after if s is not update]
+                after[:] = [
+                    Assign(acc, s.value, s.loc, s.note)
+                    if isinstance(s, Assign) and s.target == product
+                    else s
+                    for s in after
+                    if s is not update
+                ]
 
     def run(stmts):
         out = []
         for stmt in stmts:
             if isinstance(stmt, For):
-                stmt = For(stmt.target, stmt.start, stmt.stop, stmt.step, run(stmt.body),
-                           stmt.loc, stmt.stop_flag, stmt.reverse)
+                stmt = For(
+                    stmt.target,
+                    stmt.start,
+                    stmt.stop,
+                    stmt.step,
+                    run(stmt.body),
+                    stmt.loc,
+                    stmt.stop_flag,
+                    stmt.reverse,
+                )
                 before, stmt, after = batch(stmt)
                 if after:
                     start_from_product(out, after)
@@ -583,6 +762,7 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
                 stmt = While(run(stmt.test_body), stmt.test, run(stmt.body), stmt.loc)
             out.append(stmt)
         return out
+
     return run(body)
 
 
@@ -619,8 +799,11 @@ def _fresh_result(value) -> bool:
     "fresh" (a matrix product's; not einsum's: np.einsum("ij->ji", a) is a view of a) or a
     ufunc's. (For lists and tuples, `+` and unindex make a new sequence holding the same
     items: `_last_uses` asks for an array result too.)"""
-    return isinstance(value, Call) and not value.kwargs and (
-        ops.has(value.op, "fresh") or _ufunc_rule(value.op) is not None)
+    return (
+        isinstance(value, Call)
+        and not value.kwargs
+        and (ops.has(value.op, "fresh") or _ufunc_rule(value.op) is not None)
+    )
 
 
 def drop_unread_saves(body: list) -> list:
@@ -633,7 +816,7 @@ def drop_unread_saves(body: list) -> list:
     marker = next((i for i, s in enumerate(body) if isinstance(s, Marker)), None)
     if marker is None:
         return body
-    backward = list(walk(body[marker + 1:]))
+    backward = list(walk(body[marker + 1 :]))
     read = {n for s in backward for n in reads_of(s)}
     pops: dict = defaultdict(int)
     for s in backward:
@@ -650,11 +833,17 @@ def drop_unread_saves(body: list) -> list:
     def run(stmts):
         out = []
         for stmt in stmts:
-            if isinstance(stmt, Push) and isinstance(stmt.value, Var) and \
-                    stmt.value.name in dropped or isinstance(stmt, Pop) and stmt.target in dropped:
+            if (
+                isinstance(stmt, Push)
+                and isinstance(stmt.value, Var)
+                and stmt.value.name in dropped
+                or isinstance(stmt, Pop)
+                and stmt.target in dropped
+            ):
                 continue
             out.append(_substitute(stmt, {}, run) if child_blocks(stmt) else stmt)
         return out
+
     return run(body)
 
 
@@ -664,8 +853,10 @@ def assign_first_updates(body: list, params, shapes: dict, dtypes: dict) -> list
     loop batching leaves this shape behind (an adjoint the loop used to update row by row,
     now one product after it). Top-level statements; `t` a new array of acc's shape and
     dtype that nothing else reads, whose operands nothing between assigns."""
-    if not any(type(s) is Assign and type(s.value) is Call and
-               s.value.op in ("np_zeros_like", "np_zeros") for s in body):
+    if not any(
+        type(s) is Assign and type(s.value) is Call and s.value.op in ("np_zeros_like", "np_zeros")
+        for s in body
+    ):
         return list(body)  # (no zeros to start from: nothing to look for)
     counts = _assign_counts(body, params)
     reads = read_counts(body)
@@ -681,20 +872,36 @@ def assign_first_updates(body: list, params, shapes: dict, dtypes: dict) -> list
         if not (isinstance(stmt, Assign) and counts[stmt.target] == 2 and zeros(stmt.value)):
             continue
         acc = stmt.target
-        j = next((k for k in range(i + 1, len(body)) if any(
-            acc in reads_of(s) or acc in writes_of(s) for s in walk([body[k]]))), None)
+        j = next(
+            (
+                k
+                for k in range(i + 1, len(body))
+                if any(acc in reads_of(s) or acc in writes_of(s) for s in walk([body[k]]))
+            ),
+            None,
+        )
         update = body[j].value if j is not None and isinstance(body[j], Assign) else None
-        if not (isinstance(update, Call) and update.op == "iadd_op" and
-                update.args[0] == Var(acc) and isinstance(update.args[1], Var)):
+        if not (
+            isinstance(update, Call)
+            and update.op == "iadd_op"
+            and update.args[0] == Var(acc)
+            and isinstance(update.args[1], Var)
+        ):
             continue
         part = update.args[1].name
         k = at.get(part)
         made = body[k].value if k is not None and k < j else None
         operands = {a for a in reads_of(body[k])} if made is not None else set()
-        if made is None or counts[part] != 1 or reads[part] != 1 or \
-                not makes_new_value(made) or shapes.get(part) != shapes.get(acc) or \
-                dtypes.get(part) != dtypes.get(acc) or shapes.get(acc) is None or \
-                any(operands & set(writes_of(s)) for s in walk(body[k + 1:j])):
+        if (
+            made is None
+            or counts[part] != 1
+            or reads[part] != 1
+            or not makes_new_value(made)
+            or shapes.get(part) != shapes.get(acc)
+            or dtypes.get(part) != dtypes.get(acc)
+            or shapes.get(acc) is None
+            or any(operands & set(writes_of(s)) for s in walk(body[k + 1 : j]))
+        ):
             continue
         out[i] = out[k] = None
         out[j] = Assign(acc, made, body[j].loc, merge_notes(body[k].note, body[j].note))
@@ -705,8 +912,10 @@ def makes_new_value(value) -> bool:
     """Whether this call always returns a value nothing else refers to: a new array (or
     a scalar) from a ufunc written without out=, a product, or a reduction."""
     return _fresh_result(value) or (
-        isinstance(value, Call) and ops.has(value.op, "reduction") and
-        all(k not in ("out", "where") for k, _ in value.kwargs))
+        isinstance(value, Call)
+        and ops.has(value.op, "reduction")
+        and all(k not in ("out", "where") for k, _ in value.kwargs)
+    )
 
 
 def _family(op) -> str | None:
@@ -723,8 +932,9 @@ def _bilinear(op) -> bool:
     return op in ops.RULES and ops.get(op).linear == "multi"
 
 
-def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
-                        numbers: frozenset = frozenset()) -> list:
+def sink_scalar_factors(
+    body: list, params, shapes: dict, dtypes: dict, numbers: frozenset = frozenset()
+) -> list:
     """Multiply an adjoint by its constant factors once, where it is needed, instead of at
     every rule that contributes one: `d * 2.0`, `-d`, `d * math.log(2.0)`, `d / (2.0 * v)`.
 
@@ -747,10 +957,18 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
     counts = _assign_counts(body, params)
     uses = read_counts(body)
     taken = set(params) | set(counts) | set(uses)
-    constants = {s.target for s in body if isinstance(s, Assign) and isinstance(s.value, Call)
-                 and RULES[s.value.op].pure and not s.value.kwargs and counts[s.target] == 1
-                 and s.value.args and all(_number(a) for a in s.value.args)
-                 and not shapes.get(s.target)}
+    constants = {
+        s.target
+        for s in body
+        if isinstance(s, Assign)
+        and isinstance(s.value, Call)
+        and RULES[s.value.op].pure
+        and not s.value.kwargs
+        and counts[s.target] == 1
+        and s.value.args
+        and all(_number(a) for a in s.value.args)
+        and not shapes.get(s.target)
+    }
 
     def factor(atom):
         return _number(atom) or (isinstance(atom, Var) and atom.name in constants)
@@ -770,7 +988,7 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
         carried: dict = {}  # name -> (the name holding its value without the factors, factors)
         bound: set = set()
         held_names: set = set()  # arrays this pass names (values without their factors)
-        out = list(body[:marker + 1])
+        out = list(body[: marker + 1])
         fresh = _namer(set(taken))
 
         def held_name(target):
@@ -800,12 +1018,19 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
                 elif scale is None and power > 0:
                     scale = atom
                 else:
-                    scale = emit(name, Call("mul_op" if power > 0 else "div_op",
-                                            (scale or Const(1.0), atom)), loc)
+                    scale = emit(
+                        name,
+                        Call("mul_op" if power > 0 else "div_op", (scale or Const(1.0), atom)),
+                        loc,
+                    )
             if scale is None:
-                value = Var(held) if number == 1.0 else \
-                    Call("neg_op", (Var(held),)) if number == -1.0 else \
-                    Call("mul_op", (Var(held), Const(number)))
+                value = (
+                    Var(held)
+                    if number == 1.0
+                    else Call("neg_op", (Var(held),))
+                    if number == -1.0
+                    else Call("mul_op", (Var(held), Const(number)))
+                )
             else:
                 if number == -1.0:
                     scale = emit(name, Call("neg_op", (scale,)), loc)
@@ -836,7 +1061,7 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
                     out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
                     return held, fa + fb
             elif _family(op) == "negative" and len(args) == 1 and arrays[0]:
-                (a, fa), = args
+                ((a, fa),) = args
                 return a.name, fa + ((Const(-1.0), 1),)
             elif _family(op) == "divide" and len(args) == 2:
                 (a, fa), (b, fb) = args
@@ -846,14 +1071,25 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
                     held = held_name(stmt.target)
                     out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
                     return held, fa + tuple((f, -p) for f, p in fb)
-            elif _family(op) in _SUM_OPERATORS and len(args) == 2 and args[0][1] and args[0][1] == args[1][1] \
-                    and uses[stmt.target] == 1:
+            elif (
+                _family(op) in _SUM_OPERATORS
+                and len(args) == 2
+                and args[0][1]
+                and args[0][1] == args[1][1]
+                and uses[stmt.target] == 1
+            ):
                 (a, fa), (b, _) = args  # a * k + b * k = (a + b) * k
                 held = held_name(stmt.target)
-                out.append(Assign(held, Call(_SUM_OPERATORS[_family(op)], (a, b)), stmt.loc, stmt.note))
+                out.append(
+                    Assign(held, Call(_SUM_OPERATORS[_family(op)], (a, b)), stmt.loc, stmt.note)
+                )
                 return held, fa
-            elif _family(op) in _SUM_OPERATORS and len(args) == 2 and not args[0][1] and \
-                    args[1][1] == ((Const(-1.0), 1),):
+            elif (
+                _family(op) in _SUM_OPERATORS
+                and len(args) == 2
+                and not args[0][1]
+                and args[1][1] == ((Const(-1.0), 1),)
+            ):
                 (a, _), (b, _) = args  # a + -b = a - b, and a - -b = a + b
                 flipped = "sub_op" if _family(op) == "add" else "add_op"
                 out.append(Assign(stmt.target, Call(flipped, (a, b)), stmt.loc, stmt.note))
@@ -863,26 +1099,44 @@ def sink_scalar_factors(body: list, params, shapes: dict, dtypes: dict,
                 held = held_name(stmt.target)
                 out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
                 return held, fa or fb
-            elif ops.has(op, "linear_in_first") and args and args[0][1] and \
-                    not any(f for _, f in args[1:]):
+            elif (
+                ops.has(op, "linear_in_first")
+                and args
+                and args[0][1]
+                and not any(f for _, f in args[1:])
+            ):
                 (a, fa) = args[0]  # sum(a * k) = sum(a) * k
                 held = held_name(stmt.target)
-                out.append(Assign(held, Call(op, (a,) + tuple(x for x, _ in args[1:]),
-                                             stmt.value.kwargs), stmt.loc, stmt.note))
+                out.append(
+                    Assign(
+                        held,
+                        Call(op, (a,) + tuple(x for x, _ in args[1:]), stmt.value.kwargs),
+                        stmt.loc,
+                        stmt.note,
+                    )
+                )
                 return held, fa
             return None
 
-        for stmt in body[marker + 1:]:
+        for stmt in body[marker + 1 :]:
             value = stmt.value if isinstance(stmt, Assign) else None
-            sinkable = isinstance(value, Call) and not stmt.in_place and \
-                (not value.kwargs or ops.has(value.op, "linear_in_first")) and \
-                all(k != "out" for k, _ in value.kwargs) and \
-                counts[stmt.target] == 1 and array(stmt.target) and (
-                    uses[stmt.target] == 1 or _family(value.op) in _SUM_OPERATORS)  # (a + -b: no factor left)
+            sinkable = (
+                isinstance(value, Call)
+                and not stmt.in_place
+                and (not value.kwargs or ops.has(value.op, "linear_in_first"))
+                and all(k != "out" for k, _ in value.kwargs)
+                and counts[stmt.target] == 1
+                and array(stmt.target)
+                and (uses[stmt.target] == 1 or _family(value.op) in _SUM_OPERATORS)
+            )  # (a + -b: no factor left)
             op = value.op if sinkable else None
             args = [value_of(a) for a in value.args] if sinkable else []
-            arrays = [isinstance(a, Var) and (array(a.name) or a.name in held_names) and
-                      (counts[a.name] == 1 or a.name in held_names) for a, _ in args]
+            arrays = [
+                isinstance(a, Var)
+                and (array(a.name) or a.name in held_names)
+                and (counts[a.name] == 1 or a.name in held_names)
+                for a, _ in args
+            ]
             sunk = sink(stmt, op, args, arrays) if sinkable else None
             if sunk is not None:
                 for a in value.args:  # (each was read once: here)
@@ -916,13 +1170,22 @@ _INEXACT: dict = {}
 
 
 def _number(atom) -> bool:
-    return isinstance(atom, Const) and isinstance(atom.value, (int, float)) and \
-        not isinstance(atom.value, bool)
+    return (
+        isinstance(atom, Const)
+        and isinstance(atom.value, (int, float))
+        and not isinstance(atom.value, bool)
+    )
 
 
-def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
-                       keep_residuals: bool = False, min_bytes: int | None = None,
-                       user_names=frozenset()) -> list:
+def reuse_dead_buffers(
+    body: list,
+    params,
+    shapes: dict,
+    dtypes: dict,
+    keep_residuals: bool = False,
+    min_bytes: int | None = None,
+    user_names=frozenset(),
+) -> list:
     """Compute an elementwise result into a large buffer that is dead there:
     `t = np.exp(u, out=u)` when nothing reads u afterwards, or `t = np.cos(v, out=w)`
     with w an array of t's shape and dtype that nothing reads any more. A buffer can be
@@ -955,16 +1218,24 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
         size = nbytes(name)
         return size > 0 and size >= min_bytes
 
-    owned = {s.target for s in body if type(s) is Assign and counts[s.target] == 1
-             and s.target not in params and _fresh_result(s.value) and large(s.target)}
+    owned = {
+        s.target
+        for s in body
+        if type(s) is Assign
+        and counts[s.target] == 1
+        and s.target not in params
+        and _fresh_result(s.value)
+        and large(s.target)
+    }
     if not owned:
         return list(body)  # (no buffer to reuse: the last uses need not be found)
     last_use = _last_uses(body, shapes)
     made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
     # a pullback's backward runs apart from its forward, maybe more than once: what the
     # forward made and the backward reads (the residuals) is never overwritten
-    split = next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) \
-        if keep_residuals else -1
+    split = (
+        next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) if keep_residuals else -1
+    )
     # the buffers that fit a result: owned, of its shape and dtype, made before it and,
     # with residuals kept, not made by the forward and read by the backward
     kind = {n: (shapes[n], dtypes[n]) for n in owned}
@@ -990,17 +1261,32 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
         target = stmt.target
 
         def fits(n):
-            return n in owned and n in usable and n != target and made_at[n] < i and \
-                kind[n] == kind[target]
+            return (
+                n in owned
+                and n in usable
+                and n != target
+                and made_at[n] < i
+                and kind[n] == kind[target]
+            )
+
         # an operand that dies here first (as a hand-written `np.exp(u, out=u)`), then the
         # buffer that died last (its memory is the likeliest to be in cache)
-        buffer = next((a.name for a in stmt.value.args if isinstance(a, Var) and
-                       fits(a.name) and last_use[a.name] == i), None)
+        buffer = next(
+            (
+                a.name
+                for a in stmt.value.args
+                if isinstance(a, Var) and fits(a.name) and last_use[a.name] == i
+            ),
+            None,
+        )
         if nbytes(target) < READABLE_BUFFER_MAX_BYTES:
-            if buffer is not None and _readable_reuse(ufunc, stmt.value.args, buffer,
-                                                      user_names):
-                out[i] = Assign(target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
-                                stmt.loc, stmt.note)
+            if buffer is not None and _readable_reuse(ufunc, stmt.value.args, buffer, user_names):
+                out[i] = Assign(
+                    target,
+                    Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
+                    stmt.loc,
+                    stmt.note,
+                )
                 owned.discard(buffer)
             continue
         if buffer is None:
@@ -1010,8 +1296,9 @@ def reuse_dead_buffers(body: list, params, shapes: dict, dtypes: dict,
             if heap:
                 buffer = heapq.heappop(heap)[1]
         if buffer is not None:
-            out[i] = Assign(target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
-                            stmt.loc, stmt.note)
+            out[i] = Assign(
+                target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)), stmt.loc, stmt.note
+            )
             owned.discard(buffer)  # its memory now holds the result, which can be reused
     return out
 
@@ -1057,8 +1344,11 @@ def _last_uses(body: list, shapes: dict) -> dict:
             return forever
         end = -1
         for i, s in readers.get(name, ()):
-            if isinstance(s, Assign) and _fresh_result(s.value) and \
-                    len(shapes.get(s.target) or ()) > 0:  # an array, not a list or a number
+            if (
+                isinstance(s, Assign)
+                and _fresh_result(s.value)
+                and len(shapes.get(s.target) or ()) > 0
+            ):  # an array, not a list or a number
                 end = max(end, i)
             elif isinstance(s, Assign):  # it may refer to `name`'s memory: follow it
                 end = max(end, i, last(s.target, seen + (name,)))
@@ -1093,9 +1383,14 @@ def _same(a, b) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
-def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = None,
-             keep_residuals: bool = False, backend: str = "numpy",
-             numbers: frozenset = frozenset()) -> Function:
+def optimize(
+    fn: Function,
+    shapes: dict | None = None,
+    dtypes: dict | None = None,
+    keep_residuals: bool = False,
+    backend: str = "numpy",
+    numbers: frozenset = frozenset(),
+) -> Function:
     """Copy propagation and CSE, then dead-code elimination (see the module docstring).
 
     `shapes` (name -> shape tuple, from the signature) lets values that are computed
@@ -1115,17 +1410,33 @@ def optimize(fn: Function, shapes: dict | None = None, dtypes: dict | None = Non
         body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes, dtypes))
     if arrays or numbers:
         shapes, dtypes = dict(shapes or {}), dict(dtypes or {})  # (the pass names new values)
-        body = eliminate_dead_code(sink_scalar_factors(body, set(fn.params), shapes, dtypes,
-                                                       numbers))
+        body = eliminate_dead_code(
+            sink_scalar_factors(body, set(fn.params), shapes, dtypes, numbers)
+        )
     if arrays:
         body = eliminate_dead_code(drop_unread_saves(body))
     if arrays and backend != "dask":  # (dask arrays are immutable: no `out=`)
-        body = reuse_dead_buffers(body, set(fn.params), shapes, dtypes, keep_residuals,
-                                  CUPY_BUFFER_REUSE_MIN_BYTES if backend == "cupy" else None,
-                                  frozenset(fn.user_names))
+        body = reuse_dead_buffers(
+            body,
+            set(fn.params),
+            shapes,
+            dtypes,
+            keep_residuals,
+            CUPY_BUFFER_REUSE_MIN_BYTES if backend == "cupy" else None,
+            frozenset(fn.user_names),
+        )
     body = hoist_transposes(body, set(fn.params))
-    return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
-                    fn.dependencies, fn.stack)
+    return Function(
+        fn.name,
+        fn.params,
+        body,
+        fn.source_file,
+        fn.loc,
+        fn.free,
+        fn.user_names,
+        fn.dependencies,
+        fn.stack,
+    )
 
 
 def batch_row_products(fn: Function, env: dict) -> Function:
@@ -1141,56 +1452,94 @@ def batch_row_products(fn: Function, env: dict) -> Function:
     (rounding), which is the change every optimizing compiler makes to a product.
     """
     counts = _assign_counts(fn.body, fn.params)
-    defs = {s.target: s.value for s in walk(fn.body) if isinstance(s, Assign)
-            and counts[s.target] == 1}
-    taken = set(fn.params) | set(fn.free) | set(defs) | \
-        {n for s in walk(fn.body) for n in writes_of(s) + reads_of(s)}
+    defs = {
+        s.target: s.value for s in walk(fn.body) if isinstance(s, Assign) and counts[s.target] == 1
+    }
+    taken = (
+        set(fn.params)
+        | set(fn.free)
+        | set(defs)
+        | {n for s in walk(fn.body) for n in writes_of(s) + reads_of(s)}
+    )
 
     def never_written(name):
         return counts[name] == (1 if name in fn.params else 0)
 
     def matrix(name):
         aval = env.get(name)
-        return aval is not None and isinstance(aval.stand_in, np.ndarray) and \
-            aval.stand_in.ndim == 2 and aval.stand_in.dtype.kind == "f"
+        return (
+            aval is not None
+            and isinstance(aval.stand_in, np.ndarray)
+            and aval.stand_in.ndim == 2
+            and aval.stand_in.dtype.kind == "f"
+        )
 
     fresh = _namer(taken)
 
     def batch(loop):
-        items = {s.target: s.value.args[0].name for s in loop.body
-                 if isinstance(s, Assign) and isinstance(s.value, Call) and
-                 s.value.op == "getitem" and counts[s.target] == 1 and
-                 s.value.args[1] == Var(loop.target) and isinstance(s.value.args[0], Var)}
+        items = {
+            s.target: s.value.args[0].name
+            for s in loop.body
+            if isinstance(s, Assign)
+            and isinstance(s.value, Call)
+            and s.value.op == "getitem"
+            and counts[s.target] == 1
+            and s.value.args[1] == Var(loop.target)
+            and isinstance(s.value.args[0], Var)
+        }
         before, body = [], []
         for stmt in loop.body:
             value = stmt.value if isinstance(stmt, Assign) else None
-            if isinstance(value, Call) and value.op == "matmul_op" and \
-                    all(isinstance(a, Var) for a in value.args):
+            if (
+                isinstance(value, Call)
+                and value.op == "matmul_op"
+                and all(isinstance(a, Var) for a in value.args)
+            ):
                 left, right = (a.name for a in value.args)
                 row, other = (right, left) if right in items else (left, right)
                 rows = items.get(row)
-                if rows is not None and other not in items and never_written(rows) and \
-                        never_written(other) and matrix(rows) and matrix(other) and \
-                        loop.stop_flag is None and counts[loop.target] == 2 and \
-                        _over_all_rows(loop, rows, defs, env[rows].shape):
+                if (
+                    rows is not None
+                    and other not in items
+                    and never_written(rows)
+                    and never_written(other)
+                    and matrix(rows)
+                    and matrix(other)
+                    and loop.stop_flag is None
+                    and counts[loop.target] == 2
+                    and _over_all_rows(loop, rows, defs, env[rows].shape)
+                ):
                     product = fresh(f"{other}_{rows}" if row == right else f"{rows}_{other}")
                     if row == right:  # U @ xs[t] is row t of xs @ U.T
                         transposed = fresh(f"{other}_T")
-                        before += [Assign(transposed, Call("T", (Var(other),)), stmt.loc),
-                                   Assign(product, Call("matmul_op", (Var(rows),
-                                                                      Var(transposed))),
-                                          stmt.loc)]
+                        before += [
+                            Assign(transposed, Call("T", (Var(other),)), stmt.loc),
+                            Assign(
+                                product, Call("matmul_op", (Var(rows), Var(transposed))), stmt.loc
+                            ),
+                        ]
                     else:  # xs[t] @ V is row t of xs @ V
-                        before.append(Assign(product, Call("matmul_op", (Var(rows),
-                                                                         Var(other))),
-                                             stmt.loc))
-                    stmt = Assign(stmt.target, Call("getitem", (Var(product),
-                                                                Var(loop.target))),
-                                  stmt.loc, stmt.note)
+                        before.append(
+                            Assign(product, Call("matmul_op", (Var(rows), Var(other))), stmt.loc)
+                        )
+                    stmt = Assign(
+                        stmt.target,
+                        Call("getitem", (Var(product), Var(loop.target))),
+                        stmt.loc,
+                        stmt.note,
+                    )
             body.append(stmt)
         body = _add_invariants_to_rows(body, loop, before, counts, env, fresh)
-        return before, For(loop.target, loop.start, loop.stop, loop.step, body, loop.loc,
-                           loop.stop_flag, loop.reverse)
+        return before, For(
+            loop.target,
+            loop.start,
+            loop.stop,
+            loop.step,
+            body,
+            loop.loc,
+            loop.stop_flag,
+            loop.reverse,
+        )
 
     changed = False
 
@@ -1206,11 +1555,13 @@ def batch_row_products(fn: Function, env: dict) -> Function:
                 stmt = _substitute(stmt, {}, run)
             out.append(stmt)
         return out
+
     body = run(fn.body)
     if not changed:
         return fn
-    return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
-                    fn.dependencies)
+    return Function(
+        fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names, fn.dependencies
+    )
 
 
 def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
@@ -1225,8 +1576,12 @@ def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
     index = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
 
     def add_args(stmt):
-        ok = isinstance(stmt, Assign) and isinstance(stmt.value, Call) and \
-            stmt.value.op == "add_op" and counts[stmt.target] == 1
+        ok = (
+            isinstance(stmt, Assign)
+            and isinstance(stmt.value, Call)
+            and stmt.value.op == "add_op"
+            and counts[stmt.target] == 1
+        )
         return stmt.value.args if ok else None
 
     def row_of(atom, i):
@@ -1234,10 +1589,15 @@ def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
         if not (isinstance(atom, Var) and atom.name in index and index[atom.name] < i):
             return None
         value = body[index[atom.name]].value
-        ok = isinstance(value, Call) and value.op == "getitem" and \
-            isinstance(value.args[0], Var) and value.args[0].name in batched and \
-            value.args[1:] == (Var(loop.target),) and reads[atom.name] == 1 and \
-            counts[atom.name] == 1
+        ok = (
+            isinstance(value, Call)
+            and value.op == "getitem"
+            and isinstance(value.args[0], Var)
+            and value.args[0].name in batched
+            and value.args[1:] == (Var(loop.target),)
+            and reads[atom.name] == 1
+            and counts[atom.name] == 1
+        )
         return value.args[0].name if ok else None
 
     def invariant(atom, row):
@@ -1245,9 +1605,12 @@ def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
         if isinstance(atom, Const):
             return isinstance(atom.value, float)
         aval = env.get(atom.name) if isinstance(atom, Var) else None
-        return aval is not None and atom.name not in written and \
-            getattr(aval.stand_in, "dtype", np.dtype(float)).kind == "f" and \
-            (aval.shape == () or row.name in env and aval.shape == env[row.name].shape)
+        return (
+            aval is not None
+            and atom.name not in written
+            and getattr(aval.stand_in, "dtype", np.dtype(float)).kind == "f"
+            and (aval.shape == () or row.name in env and aval.shape == env[row.name].shape)
+        )
 
     def shifted(rows, term, loc):
         name = fresh(f"{rows}_plus_{term.name if isinstance(term, Var) else 'c'}")
@@ -1265,22 +1628,26 @@ def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
                 continue
             if invariant(other, row):  # rows[t] + b
                 out[index[row.name]] = None
-                out[i] = Assign(stmt.target, shifted(rows, other, stmt.loc), stmt.loc,
-                                stmt.note)
+                out[i] = Assign(stmt.target, shifted(rows, other, stmt.loc), stmt.loc, stmt.note)
                 break
             users = [j for j in range(i + 1, len(body)) if stmt.target in reads_of(body[j])]
-            outer = add_args(body[users[0]]) if len(users) == 1 and \
-                reads[stmt.target] == 1 else None
+            outer = (
+                add_args(body[users[0]]) if len(users) == 1 and reads[stmt.target] == 1 else None
+            )
             if outer is None:
                 continue
             total = body[users[0]]
             term = outer[1] if outer[0] == Var(stmt.target) else outer[0]
-            if term == Var(stmt.target) or not invariant(term, row) or any(
-                    total.target in reads_of(s) for s in walk(body[i + 1:users[0]])):
+            if (
+                term == Var(stmt.target)
+                or not invariant(term, row)
+                or any(total.target in reads_of(s) for s in walk(body[i + 1 : users[0]]))
+            ):
                 continue  # (the sum moves up to statement i: nothing in between reads it)
             # p + rows[t] + b: the row of rows + b where the partial sum was
-            out[index[row.name]] = Assign(row.name, shifted(rows, term, total.loc),
-                                          body[index[row.name]].loc)
+            out[index[row.name]] = Assign(
+                row.name, shifted(rows, term, total.loc), body[index[row.name]].loc
+            )
             out[i] = Assign(total.target, stmt.value, total.loc, total.note)
             out[users[0]] = None
             break
@@ -1306,13 +1673,24 @@ def negate_products(fn: Function, env: dict) -> Function:
         """The shape of a large array (None for anything else)."""
         aval = env.get(atom.name) if isinstance(atom, Var) else None
         value = getattr(aval, "stand_in", None)
-        return value.shape if isinstance(value, np.ndarray) and \
-            value.size * value.itemsize >= NEGATE_PRODUCTS_MIN_BYTES else None
+        return (
+            value.shape
+            if isinstance(value, np.ndarray)
+            and value.size * value.itemsize >= NEGATE_PRODUCTS_MIN_BYTES
+            else None
+        )
 
-    negated = {s.target: s.value.args[0] for s in fn.body if isinstance(s, Assign) and
-               isinstance(s.value, Call) and s.value.op == "neg_op" and
-               counts[s.target] == 1 and reads[s.target] == 1 and
-               isinstance(s.value.args[0], Var) and s.value.args[0].name not in made}
+    negated = {
+        s.target: s.value.args[0]
+        for s in fn.body
+        if isinstance(s, Assign)
+        and isinstance(s.value, Call)
+        and s.value.op == "neg_op"
+        and counts[s.target] == 1
+        and reads[s.target] == 1
+        and isinstance(s.value.args[0], Var)
+        and s.value.args[0].name not in made
+    }
     body, dropped = [], set()
     for stmt in fn.body:
         value = stmt.value if isinstance(stmt, Assign) else None
@@ -1333,8 +1711,9 @@ def negate_products(fn: Function, env: dict) -> Function:
     if not dropped:
         return fn
     body = [s for s in body if not (isinstance(s, Assign) and s.target in dropped)]
-    return Function(fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names,
-                    fn.dependencies)
+    return Function(
+        fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names, fn.dependencies
+    )
 
 
 def hoist_loop_invariants(fn: Function) -> Function:
@@ -1356,14 +1735,31 @@ def hoist_loop_invariants(fn: Function) -> Function:
             if isinstance(stmt, If):
                 stmt = If(stmt.test, run(stmt.body), run(stmt.orelse), stmt.loc)
             elif isinstance(stmt, For):
-                stmt = For(stmt.target, stmt.start, stmt.stop, stmt.step, run(stmt.body),
-                           stmt.loc, stmt.stop_flag, stmt.reverse)
+                stmt = For(
+                    stmt.target,
+                    stmt.start,
+                    stmt.stop,
+                    stmt.step,
+                    run(stmt.body),
+                    stmt.loc,
+                    stmt.stop_flag,
+                    stmt.reverse,
+                )
             elif isinstance(stmt, While):
                 stmt = While(run(stmt.test_body), stmt.test, run(stmt.body), stmt.loc)
             out.append(stmt)
         return out
-    return Function(fn.name, fn.params, run(fn.body), fn.source_file, fn.loc, fn.free,
-                    fn.user_names, fn.dependencies)
+
+    return Function(
+        fn.name,
+        fn.params,
+        run(fn.body),
+        fn.source_file,
+        fn.loc,
+        fn.free,
+        fn.user_names,
+        fn.dependencies,
+    )
 
 
 def hoist_transposes(body: list, params) -> list:
@@ -1382,13 +1778,15 @@ def hoist_transposes(body: list, params) -> list:
                 stmt = _substitute(stmt, {}, run)
             out.append(stmt)
         return out
+
     return run(body)
 
 
 def _hoist(loop, counts, user_names, only=None):
     blocks = [loop.body] if isinstance(loop, For) else [loop.test_body, loop.body]
-    written = {n for s in walk(blocks[0] + (blocks[1] if len(blocks) > 1 else []))
-               for n in writes_of(s)}
+    written = {
+        n for s in walk(blocks[0] + (blocks[1] if len(blocks) > 1 else [])) for n in writes_of(s)
+    }
     if isinstance(loop, For):
         written.add(loop.target)
     hoisted = []
@@ -1414,8 +1812,16 @@ def _hoist(loop, counts, user_names, only=None):
     if not hoisted:
         return [], loop
     if isinstance(loop, For):
-        loop = For(loop.target, loop.start, loop.stop, loop.step, new_blocks[0], loop.loc,
-                   loop.stop_flag, loop.reverse)
+        loop = For(
+            loop.target,
+            loop.start,
+            loop.stop,
+            loop.step,
+            new_blocks[0],
+            loop.loc,
+            loop.stop_flag,
+            loop.reverse,
+        )
     else:
         loop = While(new_blocks[0], loop.test, new_blocks[1], loop.loc)
     return hoisted, loop

@@ -22,6 +22,7 @@ Plain data between stages: Python source, `ir.Function`s, dicts of abstract valu
 through its IR cache; 3-6 here, in `specialised`; 7-9 per mode: a gradient, a VJP's
 forward and backward, a JVP), and caches and loads what stage 9 prints.
 """
+
 from __future__ import annotations
 
 from .analysis import check_in_place_updates, check_real_values, infer_shapes
@@ -46,8 +47,9 @@ def specialised(primal, written, avals, wrt_names, batch_rows=True):
         decided = decide_branches(primal, env)
     # (hoisted again after the batching: the product it makes for an inner loop is invariant
     # in an outer one)
-    rewrites = (batch_row_products, _hoisted_again, negate_products) if batch_rows else \
-        (negate_products,)
+    rewrites = (
+        (batch_row_products, _hoisted_again, negate_products) if batch_rows else (negate_products,)
+    )
     for rewrite in rewrites:
         rewritten = rewrite(primal, env)
         if rewritten is not primal:

@@ -12,6 +12,7 @@ Why: astor walks a tree through a generic visitor and needs the `ast` twin of ea
 node built first; at thousands of statements that was most of the cost of code generation
 (about a third of a compile). Printing directly is several times faster.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,16 +27,35 @@ class Unprintable(Exception):
 
 _HIGHEST = _P.highest  # where astor sets no precedence (a call's function, an attribute's value)
 
-_BINOPS = {gast.Add: ("+", _P.Add), gast.Sub: ("-", _P.Sub), gast.Mult: ("*", _P.Mult),
-           gast.Div: ("/", _P.Div), gast.Mod: ("%", _P.Mod), gast.FloorDiv: ("//", _P.FloorDiv),
-           gast.MatMult: ("@", _P.MatMult), gast.Pow: ("**", _P.Pow),
-           gast.BitOr: ("|", _P.BitOr), gast.BitXor: ("^", _P.BitXor),
-           gast.BitAnd: ("&", _P.BitAnd), gast.LShift: ("<<", _P.LShift),
-           gast.RShift: (">>", _P.RShift)}
-_UNARY = {gast.USub: ("-", _P.USub), gast.UAdd: ("+", _P.UAdd), gast.Not: ("not ", _P.Not),
-          gast.Invert: ("~", _P.Invert)}
-_COMPARE = {gast.Eq: ("==", _P.Eq), gast.NotEq: ("!=", _P.NotEq), gast.Lt: ("<", _P.Lt),
-            gast.LtE: ("<=", _P.LtE), gast.Gt: (">", _P.Gt), gast.GtE: (">=", _P.GtE)}
+_BINOPS = {
+    gast.Add: ("+", _P.Add),
+    gast.Sub: ("-", _P.Sub),
+    gast.Mult: ("*", _P.Mult),
+    gast.Div: ("/", _P.Div),
+    gast.Mod: ("%", _P.Mod),
+    gast.FloorDiv: ("//", _P.FloorDiv),
+    gast.MatMult: ("@", _P.MatMult),
+    gast.Pow: ("**", _P.Pow),
+    gast.BitOr: ("|", _P.BitOr),
+    gast.BitXor: ("^", _P.BitXor),
+    gast.BitAnd: ("&", _P.BitAnd),
+    gast.LShift: ("<<", _P.LShift),
+    gast.RShift: (">>", _P.RShift),
+}
+_UNARY = {
+    gast.USub: ("-", _P.USub),
+    gast.UAdd: ("+", _P.UAdd),
+    gast.Not: ("not ", _P.Not),
+    gast.Invert: ("~", _P.Invert),
+}
+_COMPARE = {
+    gast.Eq: ("==", _P.Eq),
+    gast.NotEq: ("!=", _P.NotEq),
+    gast.Lt: ("<", _P.Lt),
+    gast.LtE: ("<=", _P.LtE),
+    gast.Gt: (">", _P.Gt),
+    gast.GtE: (">=", _P.GtE),
+}
 
 
 def to_source(node) -> str:
@@ -44,8 +64,9 @@ def to_source(node) -> str:
     if kind is gast.Expr:
         return _expr(node.value, _P.Expr)
     if kind is gast.Assign:
-        return "".join(_expr(t, _P.Assign) + " = " for t in node.targets) + \
-            _expr(node.value, _P.Assign)
+        return "".join(_expr(t, _P.Assign) + " = " for t in node.targets) + _expr(
+            node.value, _P.Assign
+        )
     if kind is gast.AugAssign:
         symbol = _BINOPS[type(node.op)][0]
         return f"{_expr(node.target, _P.AugAssign)} {symbol}= {_expr(node.value, _P.AugAssign)}"
@@ -92,8 +113,11 @@ def _expr(node, pp) -> str:
     if kind is gast.List:
         return "[" + ", ".join(_expr(e, _P.Comma) for e in node.elts) + "]"
     if kind is gast.Slice:
-        text = ("" if node.lower is None else _expr(node.lower, _P.Slice)) + ":" + \
-            ("" if node.upper is None else _expr(node.upper, _P.Slice))
+        text = (
+            ("" if node.lower is None else _expr(node.lower, _P.Slice))
+            + ":"
+            + ("" if node.upper is None else _expr(node.upper, _P.Slice))
+        )
         step = node.step
         if step is not None:
             text += ":"
@@ -106,7 +130,8 @@ def _expr(node, pp) -> str:
             raise Unprintable(type(node.ops[0]).__name__)
         text = _expr(node.left, p + 1) + "".join(
             f" {_COMPARE[type(op)][0]} {_expr(right, p + 1)}"
-            for op, right in zip(node.ops, node.comparators))
+            for op, right in zip(node.ops, node.comparators)
+        )
         return text if p >= pp else f"({text})"
     raise Unprintable(kind.__name__)
 

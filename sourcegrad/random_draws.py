@@ -20,6 +20,7 @@ Takes: a function or bound method from the frontend. Gives: the `Rule` of its dr
 None when it is not a random draw; `same_draws` for derivatives computed in several
 sweeps. Imports `ir` and `ops` only.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -54,13 +55,16 @@ def function_rule(fn):
     op = f"random.{name}"
     if op not in RULES:
         if isinstance(owner, np.random.RandomState):
+
             def shapes(*args, **kwargs):
                 return getattr(np.random.RandomState(0), name)(*args, **kwargs)
         elif name in ("default_rng", "RandomState", "Generator"):
             shapes = fn  # making a generator draws nothing
         else:  # `np.random.seed` and other functions that change the global state
+
             def shapes(*args, **kwargs):
                 return None
+
         defnondiff(op, shapes, Spelling("func", op), pure=False, register_fn=False)
     return RULES[op]
 
@@ -69,8 +73,10 @@ def method_rule(name):
     """The rule of the draw `generator.<name>(...)`; its first argument is the generator."""
     op = f"random_method.{name}"
     if op not in RULES:
+
         def shapes(generator, *args, **kwargs):
             return getattr(_throwaway_like(generator), name)(*args, **kwargs)
+
         defnondiff(op, shapes, Spelling("method", name), pure=False, register_fn=False)
     return RULES[op]
 
@@ -79,9 +85,15 @@ def generators_in(function) -> list:
     """The generators an `ir.Function` draws from: those it reads as free values, and
     numpy's global one when it calls `np.random.<name>` functions."""
     found = [v for v in function.free.values() if is_generator(v)]
-    if any(isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op.startswith("random.")
-           or isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "pycall"
-           for s in walk(function.body)):
+    if any(
+        isinstance(s, Assign)
+        and isinstance(s.value, Call)
+        and s.value.op.startswith("random.")
+        or isinstance(s, ExprStmt)
+        and isinstance(s.value, Call)
+        and s.value.op == "pycall"
+        for s in walk(function.body)
+    ):
         found.append(np.random.mtrand._rand)
     return found
 
@@ -91,8 +103,10 @@ def same_draws(generators):
     """For a derivative computed in several sweeps (a Hessian row by row, a Jacobian column
     by column): `again()` puts each generator back where the first sweep started, so every
     sweep differentiates the same sample; after the last, the state is that of one call."""
-    states = [g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state()
-              for g in generators]
+    states = [
+        g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state()
+        for g in generators
+    ]
 
     def again():
         for g, state in zip(generators, states):
@@ -100,4 +114,5 @@ def same_draws(generators):
                 g.bit_generator.state = state
             else:
                 g.set_state(state)
+
     yield again

@@ -30,6 +30,7 @@ the same rule as any other value (so only inside loops).
 Why one module: one pass, whose statement, loop and branch cases share the adjoint state
 it builds (the adjoint of each name, what is saved, what is recomputed).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,10 +39,36 @@ from collections import defaultdict
 from . import checkpointing, errors
 import numpy as np
 
-from .analysis import (UNKNOWN, AVal, abstract_call, active_values, aval_of, holds_complex,
-                       shift_invariant_maxima)
-from .ir import (Assign, Call, Const, ExprStmt, For, Function, If, Marker, Pop, Push, Return,
-                 Slc, Tup, Var, While, atom_vars, reads_of, walk, writes_of)
+from .analysis import (
+    UNKNOWN,
+    AVal,
+    abstract_call,
+    active_values,
+    aval_of,
+    holds_complex,
+    shift_invariant_maxima,
+)
+from .ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    Function,
+    If,
+    Marker,
+    Pop,
+    Push,
+    Return,
+    Slc,
+    Tup,
+    Var,
+    While,
+    atom_vars,
+    reads_of,
+    walk,
+    writes_of,
+)
 from .names import adjoint_name, name_for_call
 from . import ops
 from .ops import RULES, has, reads_shape_of
@@ -91,6 +118,7 @@ def _assignment_sites(fn):
             elif isinstance(stmt, While):
                 visit(stmt.test_body, depth + 1, True)
                 visit(stmt.body, depth + 1, True)
+
     visit(fn.body, 0, False)
     return sites
 
@@ -120,8 +148,12 @@ def shape_sources(stmts, env, user_names, params):
             continue
         for atom in value.args:
             other = env.get(atom.name) if isinstance(atom, Var) else None
-            if other is not UNKNOWN and other is not None and other.shape == aval.shape \
-                    and not other.is_python_scalar:
+            if (
+                other is not UNKNOWN
+                and other is not None
+                and other.shape == aval.shape
+                and not other.is_python_scalar
+            ):
                 source[stmt.target] = source.get(atom.name, atom.name)
                 break
     return source
@@ -165,31 +197,39 @@ class Reverser:
         self.loop_targets = _loop_targets(fn)
         # names whose value can change after it was read: snapshot before keeping them pending
         # (a parameter assigned once is overwritten too: it held the argument before)
-        self.overwritten = {n for n, s in self.sites.items()
-                            if len(s) + (n in self.params) > 1 or any(s_[2] for s_ in s)}
+        self.overwritten = {
+            n
+            for n, s in self.sites.items()
+            if len(s) + (n in self.params) > 1 or any(s_[2] for s_ in s)
+        }
         self.overwritten |= self.loop_targets
-        self.inst = Instantiator(env, namer, [], shape_sources(fn.body, env, fn.user_names,
-                                                                fn.params))
+        self.inst = Instantiator(
+            env, namer, [], shape_sources(fn.body, env, fn.user_names, fn.params)
+        )
         # complex values anywhere (ops/complex_values.py: adjoints of real values are made real)
         self.complex_program = any(holds_complex(a) for a in env.values())
         # a primal value assigned once, or a backward temporary, holds one value wherever
         # the backward reads it; loop variables, restored values and accumulators do not
         # (an accumulator, one in self.state, whatever else its name was: see
         # _loop_body_with_constants)
-        self.inst.stable = lambda name: name not in self.state and (
-            name in self.inst.defs or
-            (name not in self.overwritten and name not in self.acc.values()))
-        self.pending = defaultdict(list)   # SSA adjoints: contributions not summed yet
-        self.state: dict = {}              # accumulator name -> "explicit" | "zero"
-        self.acc: dict = {}                # primal name -> its accumulator variable
-        self.counters: dict = {}           # id(loop) -> (counter name, pushed)
+        self.inst.stable = lambda name: (
+            name not in self.state
+            and (
+                name in self.inst.defs
+                or (name not in self.overwritten and name not in self.acc.values())
+            )
+        )
+        self.pending = defaultdict(list)  # SSA adjoints: contributions not summed yet
+        self.state: dict = {}  # accumulator name -> "explicit" | "zero"
+        self.acc: dict = {}  # primal name -> its accumulator variable
+        self.counters: dict = {}  # id(loop) -> (counter name, pushed)
         self.loop_depth = 0
-        self.owned: set = set()            # accumulators whose array no other name refers to
+        self.owned: set = set()  # accumulators whose array no other name refers to
         self.uses = self._contribution_counts(fn)
         self.given = defaultdict(int)
-        self.handed = defaultdict(int)     # adjoint name -> how many inputs it was handed to
-        self.placeholders: set = set()     # values a zero reads that may not be bound yet
-        self.recomputed: set = set()       # loop values the backward recomputes, not saves
+        self.handed = defaultdict(int)  # adjoint name -> how many inputs it was handed to
+        self.placeholders: set = set()  # values a zero reads that may not be bound yet
+        self.recomputed: set = set()  # loop values the backward recomputes, not saves
 
     def _contribution_counts(self, fn):
         """How many adjoint contributions each active value receives (to name them)."""
@@ -205,8 +245,12 @@ class Reverser:
                 continue
             rule = RULES[value.op]
             for pos, atom in input_positions(rule, value):
-                if isinstance(atom, Var) and atom.name in self.active and rule.vjps and \
-                        rule.vjp_for(pos) is not None:
+                if (
+                    isinstance(atom, Var)
+                    and atom.name in self.active
+                    and rule.vjps
+                    and rule.vjp_for(pos) is not None
+                ):
                     counts[atom.name] += 1
         return counts
 
@@ -251,8 +295,12 @@ class Reverser:
         if aval is not UNKNOWN and aval is not None:
             aval = AVal(aval.stand_in, known=False)
         previous = self.env.get(target)
-        if previous is not None and aval is not UNKNOWN and previous is not UNKNOWN and \
-                previous.shape != aval.shape:
+        if (
+            previous is not None
+            and aval is not UNKNOWN
+            and previous is not UNKNOWN
+            and previous.shape != aval.shape
+        ):
             aval = UNKNOWN
         self.env[target] = aval
 
@@ -278,10 +326,10 @@ class Reverser:
         aval = self.env.get(name)
         if aval is not UNKNOWN and aval is not None and aval.is_python_scalar:
             return Const(0.0)
-        maybe_unbound = name not in self.params and \
-            all(depth > 0 for _, depth, _ in self.sites.get(name, [(None, 1, None)]))
-        if maybe_unbound and aval not in (None, UNKNOWN) and \
-                isinstance(aval.stand_in, np.ndarray):
+        maybe_unbound = name not in self.params and all(
+            depth > 0 for _, depth, _ in self.sites.get(name, [(None, 1, None)])
+        )
+        if maybe_unbound and aval not in (None, UNKNOWN) and isinstance(aval.stand_in, np.ndarray):
             dtype = () if aval.dtype == np.float64 else (("dtype", Const(str(aval.dtype))),)
             return Call("np_zeros", (Const(aval.shape),), dtype)
         if maybe_unbound:
@@ -332,8 +380,7 @@ class Reverser:
                 unsigned = self.unsigned_product(part, made)
                 if unsigned is not None:  # d + (-e) * v -> d - e * v
                     subtract, other = True, unsigned
-                if made is not None and made.op == "unindex" and \
-                        self.can_update_item(acc, made):
+                if made is not None and made.op == "unindex" and self.can_update_item(acc, made):
                     # `d_xs[t] += g`: the item's adjoint added where it goes, not as zeros
                     # the size of xs (which would cost a full array per loop trip)
                     g, _, index = made.args
@@ -389,9 +436,13 @@ class Reverser:
         if acc not in self.owned:
             return False
         mine, theirs = self.env.get(acc), self.aval_of_atom(unindex.args[1])
-        if mine in (None, UNKNOWN) or theirs in (None, UNKNOWN) or \
-                not isinstance(mine.stand_in, np.ndarray) or \
-                not isinstance(theirs.stand_in, np.ndarray) or mine.shape != theirs.shape:
+        if (
+            mine in (None, UNKNOWN)
+            or theirs in (None, UNKNOWN)
+            or not isinstance(mine.stand_in, np.ndarray)
+            or not isinstance(theirs.stand_in, np.ndarray)
+            or mine.shape != theirs.shape
+        ):
             return False
         return self.basic_index(unindex.args[2])
 
@@ -400,8 +451,11 @@ class Reverser:
             return all(self.basic_index(a) for a in atom.items)
         if isinstance(atom, Slc):
             return all(self.basic_index(a) for a in (atom.lower, atom.upper, atom.step))
-        value = atom.value if isinstance(atom, Const) else getattr(
-            self.aval_of_atom(atom), "stand_in", None)
+        value = (
+            atom.value
+            if isinstance(atom, Const)
+            else getattr(self.aval_of_atom(atom), "stand_in", None)
+        )
         if isinstance(value, tuple):
             return all(self.basic_index(Const(v)) for v in value)
         if isinstance(value, slice):
@@ -422,9 +476,12 @@ class Reverser:
             producer = self.inst.defs.get(value.name)
             # a fresh array handed to one adjoint only: an adjoint that flows unchanged to
             # several inputs (through `+`) is one array, still read by the others' rules
-            fresh = producer is not None and _owned(producer.op) and \
-                self.handed[value.name] <= 1 and \
-                not any(value in parts for parts in self.pending.values())
+            fresh = (
+                producer is not None
+                and _owned(producer.op)
+                and self.handed[value.name] <= 1
+                and not any(value in parts for parts in self.pending.values())
+            )
         else:
             fresh = isinstance(value, Call) and _owned(value.op)
         if fresh:
@@ -517,44 +574,63 @@ class Reverser:
             return  # `s = np.zeros_like(x)` then `s = s + ...`: s is active, this value is not
         complex_values = holds_complex(self.env.get(stmt.target)) or any(
             isinstance(a, Var) and a.name in self.active and holds_complex(self.env.get(a.name))
-            for a in value.args)
+            for a in value.args
+        )
         # (a value whose type is not known here, one that becomes complex in a loop, may be
         # either where the program has complex values: analysis.check_real_values refused
         # the ops without complex rules, and real_part decides when the backward runs)
         unknown = self.complex_program and any(
-            self.env.get(n) in (None, UNKNOWN) for n in [stmt.target] + [
-                a.name for a in value.args if isinstance(a, Var) and a.name in self.active])
+            self.env.get(n) in (None, UNKNOWN)
+            for n in [stmt.target]
+            + [a.name for a in value.args if isinstance(a, Var) and a.name in self.active]
+        )
         if complex_values and not has(value.op, "complex"):
             # its rules are written for real numbers: a complex value's adjoint would be
             # silently wrong (numpy's ComplexWarning at most)
             raise errors.ComplexValueError(
                 f"{rule.family} of complex values is not differentiated (its rule is written "
-                "for real numbers)", stmt.loc)
+                "for real numbers)",
+                stmt.loc,
+            )
         container = self.env.get(_var_name(value.args[0])) if value.args else None
-        if value.op == "np_array" and container not in (None, UNKNOWN) and \
-                not isinstance(container.stand_in, (list, tuple)):
+        if (
+            value.op == "np_array"
+            and container not in (None, UNKNOWN)
+            and not isinstance(container.stand_in, (list, tuple))
+        ):
             rule = RULES["asarray"]  # np.array(x) of an array is a copy: its adjoint is g
         if value.op in ("add_op", "mul_op", "iadd_op") and any(
-                isinstance(a, Tup) or _is_sequence(self.aval_of_atom(a)) for a in value.args):
+            isinstance(a, Tup) or _is_sequence(self.aval_of_atom(a)) for a in value.args
+        ):
             raise errors.UnsupportedSyntaxError(
                 f"{'+' if value.op != 'mul_op' else '*'} of lists or tuples (concatenation, "
                 "repetition) is not differentiated: build the list from its items ([a, b]) "
-                "or with list.append", stmt.loc)
+                "or with list.append",
+                stmt.loc,
+            )
         parts = []
         for pos, atom in input_positions(rule, value):
-            if isinstance(atom, Tup) and rule.vjp_for(pos) is not None and \
-                    self.active.intersection(atom_vars(atom)):
+            if (
+                isinstance(atom, Tup)
+                and rule.vjp_for(pos) is not None
+                and self.active.intersection(atom_vars(atom))
+            ):
                 # (the front end makes such a tuple a value of its own: an adjoint has
                 # nowhere to go in an unnamed one, and dropping it would be a zero gradient)
                 raise errors.UnsupportedSyntaxError(
                     "a tuple of differentiated values is passed where its gradient cannot "
-                    "be followed; build it first (t = (a, b)) and pass t", stmt.loc)
+                    "be followed; build it first (t = (a, b)) and pass t",
+                    stmt.loc,
+                )
             if not (isinstance(atom, Var) and atom.name in self.active):
                 continue
             if not rule.vjps:
-                raise errors.NoRuleError(f"{rule.name} has no derivative rule yet (it is used "
-                                         "only by generated code; higher-order derivatives "
-                                         "through it are not supported)", stmt.loc)
+                raise errors.NoRuleError(
+                    f"{rule.name} has no derivative rule yet (it is used "
+                    "only by generated code; higher-order derivatives "
+                    "through it are not supported)",
+                    stmt.loc,
+                )
             if rule.vjp_for(pos) is None:
                 continue
             name = self.contribution_name(atom.name)
@@ -606,7 +682,9 @@ class Reverser:
                 self.owned = set(owned_before)
                 self.block(stmts)
                 self.settle(names | self.touched(stmt), stmt.loc)
+
             return run
+
         body = self.nested(branch(stmt.body))
         after_body, owned_body = dict(self.state), set(self.owned)
         orelse = self.nested(branch(stmt.orelse))
@@ -634,8 +712,13 @@ class Reverser:
         names = self.carried(stmt)
         # an adjoint that is a constant before the loop and that every trip hands on
         # unchanged (`s = s + f(x)` seeded with 1.0) stays a constant inside the body
-        constants = {n for n in names if self.state.get(self.acc.get(n)) is None and
-                     self.pending.get(n) and all(isinstance(p, Const) for p in self.pending[n])}
+        constants = {
+            n
+            for n in names
+            if self.state.get(self.acc.get(n)) is None
+            and self.pending.get(n)
+            and all(isinstance(p, Const) for p in self.pending[n])
+        }
         if constants:
             generated = self._loop_body_with_constants(stmt, body, names, constants)
             if generated is not None:
@@ -650,8 +733,10 @@ class Reverser:
         defs, env = dict(self.inst.defs), dict(self.env)
         before = {n: list(self.pending[n]) for n in constants}
         generated = self._loop_body(stmt, body, names - constants, materialized=True)
-        if all(self.pending.get(n) == before[n] and self.state.get(self.acc.get(n)) is None
-               for n in constants):
+        if all(
+            self.pending.get(n) == before[n] and self.state.get(self.acc.get(n)) is None
+            for n in constants
+        ):
             return generated
         self._restore(snapshot)
         del self.out[out_len:]
@@ -681,6 +766,7 @@ class Reverser:
                 if st == "explicit" and self.state.get(acc) == "zero":
                     name = next(n for n, v in self.acc.items() if v == acc)
                     self.settle({name}, stmt.loc)
+
         # The next iteration starts where this one ended: an accumulator the body rebinds to
         # an array it does not own must not be updated in place at the top of the body. So
         # the body is generated again, owning less, until the ownership it ends with covers
@@ -701,8 +787,15 @@ class Reverser:
         return self.nested(run)
 
     def _snapshot(self):
-        return (dict(self.state), set(self.owned), {k: list(v) for k, v in self.pending.items()},
-                dict(self.acc), dict(self.counters), dict(self.given), self.loop_depth)
+        return (
+            dict(self.state),
+            set(self.owned),
+            {k: list(v) for k, v in self.pending.items()},
+            dict(self.acc),
+            dict(self.counters),
+            dict(self.given),
+            self.loop_depth,
+        )
 
     def _restore(self, snapshot):
         state, owned, pending, acc, counters, given, depth = snapshot
@@ -712,14 +805,24 @@ class Reverser:
 
     def for_(self, stmt):
         written = {s.target for s in walk(stmt.body) if isinstance(s, Assign)}
-        bounds_fixed = not any(isinstance(a, Var) and (a.name in written or a.name in
-                                                       self.overwritten)
-                               for a in (stmt.start, stmt.stop, stmt.step))
+        bounds_fixed = not any(
+            isinstance(a, Var) and (a.name in written or a.name in self.overwritten)
+            for a in (stmt.start, stmt.stop, stmt.step)
+        )
         recompute = self.recomputable(stmt)
         if stmt.stop_flag is None and bounds_fixed:
             body = self.loop_body(stmt, stmt.body)
-            self.out.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, recompute + body,
-                                stmt.loc, reverse=True))
+            self.out.append(
+                For(
+                    stmt.target,
+                    stmt.start,
+                    stmt.stop,
+                    stmt.step,
+                    recompute + body,
+                    stmt.loc,
+                    reverse=True,
+                )
+            )
             return
         counter = self.count_trips(stmt)
         self.unstack_trips(stmt, counter)
@@ -729,8 +832,9 @@ class Reverser:
             span = self.inst.emit("mul_op", [stop, stmt.step]).atom
             stop = self.inst.emit("add_op", [stmt.start, span]).atom
         body = self.loop_body(stmt, stmt.body)
-        self.out.append(For(stmt.target, stmt.start, stop, stmt.step, recompute + body, stmt.loc,
-                            reverse=True))
+        self.out.append(
+            For(stmt.target, stmt.start, stop, stmt.step, recompute + body, stmt.loc, reverse=True)
+        )
 
     def recomputable(self, loop):
         """Statements of `loop`'s body the backward trip re-runs instead of saving their
@@ -752,19 +856,30 @@ class Reverser:
             if not isinstance(atom, Var):
                 return True
             sites = self.sites.get(atom.name, [])
-            return atom.name == loop.target or atom.name in recomputed or (
-                atom.name not in self.loop_targets and
-                all(depth == 0 and not in_loop for _, depth, in_loop in sites) and
-                len(sites) <= 1)
+            return (
+                atom.name == loop.target
+                or atom.name in recomputed
+                or (
+                    atom.name not in self.loop_targets
+                    and all(depth == 0 and not in_loop for _, depth, in_loop in sites)
+                    and len(sites) <= 1
+                )
+            )
 
         for i, stmt in enumerate(loop.body):
-            if not (isinstance(stmt, Assign) and isinstance(stmt.value, Call) and
-                    len(self.sites[stmt.target]) == 1 and RULES[stmt.value.op].pure):
+            if not (
+                isinstance(stmt, Assign)
+                and isinstance(stmt.value, Call)
+                and len(self.sites[stmt.target]) == 1
+                and RULES[stmt.value.op].pure
+            ):
                 continue
             aval = self.env.get(stmt.target)
             number = aval not in (None, UNKNOWN) and type(aval.stand_in) in (int, float)
-            if not (stmt.value.op == "getitem" or (number and stmt.value.op in
-                                                   ("add_op", "sub_op", "mul_op"))):
+            if not (
+                stmt.value.op == "getitem"
+                or (number and stmt.value.op in ("add_op", "sub_op", "mul_op"))
+            ):
                 continue
             if not all(fixed(a) for a in stmt.value.atoms()):
                 continue
@@ -782,8 +897,9 @@ class Reverser:
         counter = self.count_trips(stmt)
         self.unstack_trips(stmt, counter)
         body = self.loop_body(stmt, stmt.body)
-        self.out.append(For(self.namer.fresh("_"), Const(0), Var(counter), Const(1), body,
-                            stmt.loc))
+        self.out.append(
+            For(self.namer.fresh("_"), Const(0), Var(counter), Const(1), body, stmt.loc)
+        )
 
     def count_trips(self, stmt):
         counter = self.namer.fresh("trips")
@@ -798,7 +914,7 @@ class Reverser:
 
 
 def _first_use(stmts, name):
-    """"read" if some path through `stmts` reads `name` (in a value, not a test) before
+    """ "read" if some path through `stmts` reads `name` (in a value, not a test) before
     assigning it, "write" if every path assigns it first, None otherwise."""
     for s in stmts:
         if isinstance(s, If):
@@ -823,6 +939,7 @@ def _keep_old_shapes(fn, env, namer):
     run time: the backward reads the old h's shape, so the new value is computed into a
     temporary first and then copied to h, which lets the reverse restore the old h before
     the rule reads it. (With static shapes the rule's templates fold the shape instead.)"""
+
     def split(stmts):
         out = []
         for stmt in stmts:
@@ -831,8 +948,9 @@ def _keep_old_shapes(fn, env, namer):
             elif isinstance(stmt, For):
                 stmt = dataclasses.replace(stmt, body=split(stmt.body))
             elif isinstance(stmt, While):
-                stmt = dataclasses.replace(stmt, test_body=split(stmt.test_body),
-                                           body=split(stmt.body))
+                stmt = dataclasses.replace(
+                    stmt, test_body=split(stmt.test_body), body=split(stmt.body)
+                )
             elif isinstance(stmt, Assign) and _reads_own_shape(stmt, env):
                 rule = RULES[stmt.value.op]
                 temp = namer.fresh(name_for_call(rule.name, rule.spelling, stmt.value.args))
@@ -841,6 +959,7 @@ def _keep_old_shapes(fn, env, namer):
                 stmt = Assign(stmt.target, Var(temp), stmt.loc, stmt.note)
             out.append(stmt)
         return out
+
     return dataclasses.replace(fn, body=split(fn.body))
 
 
@@ -852,8 +971,9 @@ def _reads_own_shape(stmt, env):
     params = list(rule.params)
     positions = [(params[i] if i < len(params) else None, a) for i, a in enumerate(value.args)]
     positions += [(k, a) for k, a in value.kwargs]
-    return any(a == Var(stmt.target) and p is not None and reads_shape_of(rule, p)
-               for p, a in positions)
+    return any(
+        a == Var(stmt.target) and p is not None and reads_shape_of(rule, p) for p, a in positions
+    )
 
 
 def _var_name(atom):
@@ -861,6 +981,7 @@ def _var_name(atom):
 
 
 # --- putting the sweeps together --------------------------------------------------------------
+
 
 def _recorded(fn, backward, rev):
     """Overwritten names the backward reads: these are pushed and popped."""
@@ -906,21 +1027,43 @@ def _forward(stmts, push, rev, loc):
                 out.append(Push(Var(stmt.target), stmt.loc))
             out.append(stmt)
         elif isinstance(stmt, If):
-            out.append(If(stmt.test, _forward(stmt.body, push, rev, loc),
-                          _forward(stmt.orelse, push, rev, loc), stmt.loc))
+            out.append(
+                If(
+                    stmt.test,
+                    _forward(stmt.body, push, rev, loc),
+                    _forward(stmt.orelse, push, rev, loc),
+                    stmt.loc,
+                )
+            )
         elif isinstance(stmt, (For, While)):
             counter = rev.counters.get(id(stmt))
             body = _forward(stmt.body, push, rev, loc)
             if counter:
                 out.append(Assign(counter[0], Const(0), stmt.loc, "trip count"))
-                body = [Assign(counter[0], Call("add_op", (Var(counter[0]), Const(1))), stmt.loc,
-                               "trip count")] + body
+                body = [
+                    Assign(
+                        counter[0],
+                        Call("add_op", (Var(counter[0]), Const(1))),
+                        stmt.loc,
+                        "trip count",
+                    )
+                ] + body
             if isinstance(stmt, For):
-                out.append(For(stmt.target, stmt.start, stmt.stop, stmt.step, body, stmt.loc,
-                               stmt.stop_flag))
+                out.append(
+                    For(
+                        stmt.target,
+                        stmt.start,
+                        stmt.stop,
+                        stmt.step,
+                        body,
+                        stmt.loc,
+                        stmt.stop_flag,
+                    )
+                )
             else:
-                out.append(While(_forward(stmt.test_body, push, rev, loc), stmt.test, body,
-                                 stmt.loc))
+                out.append(
+                    While(_forward(stmt.test_body, push, rev, loc), stmt.test, body, stmt.loc)
+                )
             if counter and counter[1]:
                 out.append(Push(Var(counter[0]), stmt.loc))
         else:
@@ -938,20 +1081,43 @@ def _finish_backward(stmts, push):
         elif isinstance(stmt, _TripPop):
             out.append(Pop(stmt.target, stmt.loc))
         elif isinstance(stmt, If):
-            out.append(If(stmt.test, _finish_backward(stmt.body, push),
-                          _finish_backward(stmt.orelse, push), stmt.loc))
+            out.append(
+                If(
+                    stmt.test,
+                    _finish_backward(stmt.body, push),
+                    _finish_backward(stmt.orelse, push),
+                    stmt.loc,
+                )
+            )
         elif isinstance(stmt, For):
-            out.append(For(stmt.target, stmt.start, stmt.stop, stmt.step,
-                           _finish_backward(stmt.body, push), stmt.loc, stmt.stop_flag,
-                           stmt.reverse))
+            out.append(
+                For(
+                    stmt.target,
+                    stmt.start,
+                    stmt.stop,
+                    stmt.step,
+                    _finish_backward(stmt.body, push),
+                    stmt.loc,
+                    stmt.stop_flag,
+                    stmt.reverse,
+                )
+            )
         else:
             out.append(stmt)
     return out
 
 
-def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
-            as_tuple: bool = False, cotangent: str | None = None,
-            has_aux: bool = False, memory_plan=None) -> Function:
+def reverse(
+    fn: Function,
+    wrt: list,
+    env: dict,
+    namer,
+    with_value: bool = False,
+    as_tuple: bool = False,
+    cotangent: str | None = None,
+    has_aux: bool = False,
+    memory_plan=None,
+) -> Function:
     """See the module docstring. With `cotangent` (a name), the adjoint of the output is that
     name instead of 1.0, the output may be an array, and the value is returned too: the
     body is then forward + Marker + backward, ready for `split_vjp`. With `has_aux`, fn
@@ -965,20 +1131,35 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
         output, aux = ret.value.items
         ret = Return(output, ret.loc)
         # (what only aux reads is not active: no adjoint is made for it)
-        fn = Function(fn.name, fn.params, fn.body[:-1] + [ret], fn.source_file, fn.loc,
-                      fn.free, fn.user_names, fn.dependencies, fn.stack)
+        fn = Function(
+            fn.name,
+            fn.params,
+            fn.body[:-1] + [ret],
+            fn.source_file,
+            fn.loc,
+            fn.free,
+            fn.user_names,
+            fn.dependencies,
+            fn.stack,
+        )
     out_aval = env.get(ret.value.name) if isinstance(ret.value, Var) else aval_of(ret.value.value)
-    if cotangent is None and out_aval is not UNKNOWN and out_aval is not None \
-            and out_aval.shape != ():
+    if (
+        cotangent is None
+        and out_aval is not UNKNOWN
+        and out_aval is not None
+        and out_aval.shape != ()
+    ):
         raise errors.NonScalarOutputError(
             f"grad needs a function with a scalar output, but {fn.name} returns an array of "
             f"shape {out_aval.shape}; differentiate a scalar (such as its sum) or use vjp",
-            ret.loc)
+            ret.loc,
+        )
     fn = _keep_old_shapes(fn, env, namer)
     rev = Reverser(fn, wrt_names, env, namer)
     if cotangent is not None:
-        env[cotangent] = AVal(out_aval.stand_in, known=False) if out_aval not in (None, UNKNOWN) \
-            else UNKNOWN
+        env[cotangent] = (
+            AVal(out_aval.stand_in, known=False) if out_aval not in (None, UNKNOWN) else UNKNOWN
+        )
         with_value = True
     if isinstance(ret.value, Var) and ret.value.name in rev.active:
         rev.pending[ret.value.name].append(Const(1.0) if cotangent is None else Var(cotangent))
@@ -995,24 +1176,30 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
             # the rules pass conjugated adjoints of complex values (ops/complex_values.py);
             # the user gets torch's gradient dL/dRe + 1j dL/dIm
             rev.inst.note = "the gradient of a complex input"
-            op, args = ("np_conjugate", [g]) if holds_complex(rev.inst.aval(g)) else \
-                ("cast_like", [g, Var(name)])  # (a real adjoint: np.real(z) alone was used)
+            op, args = (
+                ("np_conjugate", [g])
+                if holds_complex(rev.inst.aval(g))
+                else ("cast_like", [g, Var(name)])
+            )  # (a real adjoint: np.real(z) alone was used)
             g = rev.inst.emit(op, args, name=adjoint_name(name, True)).atom
         grads.append(g)
     backward = rev.out
     recorded = _recorded(fn, backward, rev)
     push, init = _push_sites(fn, recorded, rev)
     forward = [Assign(n, Const(None), fn.loc, "saved") for n in init]
-    forward += [Assign(n, Const(None), fn.loc, "placeholder")
-                for n in sorted(rev.placeholders - set(init)) if n in rev.sites]
+    forward += [
+        Assign(n, Const(None), fn.loc, "placeholder")
+        for n in sorted(rev.placeholders - set(init))
+        if n in rev.sites
+    ]
     forward += _forward(fn.body[:-1], push, rev, fn.loc)
     backward = _finish_backward(backward, push)
     # the values of sourcegrad.checkpoint(f) calls are made again, not saved (checkpointing)
     forward, backward = checkpointing.recompute_regions(fn, forward, backward, namer)
     if memory_plan is not None:  # recompute loops' trips instead of saving them all
         forward, backward, _ = checkpointing.segment_loops(
-            memory_plan, fn, forward, backward, namer, env,
-            checkpointing.known_trip_counts(fn, env))
+            memory_plan, fn, forward, backward, namer, env, checkpointing.known_trip_counts(fn, env)
+        )
 
     result = grads[0] if len(grads) == 1 and not as_tuple else Tup(tuple(grads))
     value = ret.value
@@ -1032,10 +1219,24 @@ def reverse(fn: Function, wrt: list, env: dict, namer, with_value: bool = False,
     body = forward + [Marker()] + backward + [Return(result, ret.loc)]
     suffix = "_".join(f"d{n}" for n in wrt_names)
     name = f"d{fn.name}_{suffix}" if not with_value else f"value_and_d{fn.name}_{suffix}"
-    stack = namer.fresh("saved") if push or any(c[1] for c in rev.counters.values()) or \
-        any(isinstance(s, Push) for s in walk(forward)) else "saved"
-    return Function(name, list(fn.params), body, fn.source_file, fn.loc, dict(fn.free),
-                    set(fn.user_names), list(fn.dependencies), stack)
+    stack = (
+        namer.fresh("saved")
+        if push
+        or any(c[1] for c in rev.counters.values())
+        or any(isinstance(s, Push) for s in walk(forward))
+        else "saved"
+    )
+    return Function(
+        name,
+        list(fn.params),
+        body,
+        fn.source_file,
+        fn.loc,
+        dict(fn.free),
+        set(fn.user_names),
+        list(fn.dependencies),
+        stack,
+    )
 
 
 __all__ = ["reverse", "split_vjp"]
@@ -1050,7 +1251,7 @@ def split_vjp(fn: Function, cotangent: str):
     """
     body = fn.body
     cut = next(i for i, s in enumerate(body) if isinstance(s, Marker))
-    forward, backward, ret = body[:cut], body[cut + 1:-1], body[-1]
+    forward, backward, ret = body[:cut], body[cut + 1 : -1], body[-1]
     defined = set(fn.params) | {n for s in walk(forward) for n in writes_of(s)}
     uses_stack = any(isinstance(s, Push) for s in walk(forward))
     value, grads = ret.value.items
@@ -1063,10 +1264,26 @@ def split_vjp(fn: Function, cotangent: str):
             listed.add(n)
     if uses_stack:
         residuals.append(fn.stack)
-    fwd = Function(f"{fn.name}_forward", list(fn.params),
-                   forward + [Return(Tup((value, Tup(tuple(Var(n) for n in residuals)))), ret.loc)],
-                   fn.source_file, fn.loc, fn.free, fn.user_names, fn.dependencies, fn.stack)
-    bwd = Function(f"{fn.name}_backward", residuals + [cotangent],
-                   [Marker()] + backward + [Return(grads, ret.loc)], fn.source_file, fn.loc,
-                   fn.free, fn.user_names, fn.dependencies, fn.stack)
+    fwd = Function(
+        f"{fn.name}_forward",
+        list(fn.params),
+        forward + [Return(Tup((value, Tup(tuple(Var(n) for n in residuals)))), ret.loc)],
+        fn.source_file,
+        fn.loc,
+        fn.free,
+        fn.user_names,
+        fn.dependencies,
+        fn.stack,
+    )
+    bwd = Function(
+        f"{fn.name}_backward",
+        residuals + [cotangent],
+        [Marker()] + backward + [Return(grads, ret.loc)],
+        fn.source_file,
+        fn.loc,
+        fn.free,
+        fn.user_names,
+        fn.dependencies,
+        fn.stack,
+    )
     return fwd, bwd, residuals

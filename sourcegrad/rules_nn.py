@@ -23,6 +23,7 @@ clamps, the same branches at the kinks), and each VJP is torch's backward formul
 
 Imports: numpy, `ops` and `runtime` only (it sits below the eager engine).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,20 +33,30 @@ from .ops import defvjp as _shared_defvjp
 from .ops.nn import nll_of_picked, nll_scale
 from .runtime import unbroadcast, unindex
 
-__all__ = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "nll_loss2d", "xlogy", "linalg_cross", "cdist",
-           "NN_RULES"]
+__all__ = [
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "nll_loss2d",
+    "xlogy",
+    "linalg_cross",
+    "cdist",
+    "NN_RULES",
+]
 
 
 def _defvjp(name, fn, *vjps, **options):
     """`rules.defvjp` under this module's spelling, unless the table has the name (it wins)."""
     if name in RULES:
         return RULES[name]
-    return _shared_defvjp(name, fn, Spelling("module", f"sourcegrad.rules_nn.{fn.__name__}"),
-                          *vjps, **options)
+    return _shared_defvjp(
+        name, fn, Spelling("module", f"sourcegrad.rules_nn.{fn.__name__}"), *vjps, **options
+    )
 
 
 # --- helpers (shapes and scales; the VJPs call them on arrays or on Tensors) -----------------
+
 
 def reduce_loss(losses, reduction):
     if reduction == "none":
@@ -93,8 +104,11 @@ def cdist_pair_grad(g, ans, x1, x2, p):
         return gd * np.sign(d) * (np.abs(d) == dist)
     # sign(d) |d|^(p-1) / dist^(p-1), zero where d or dist is (|d| = 0 kept out of the power)
     ad = np.abs(d)
-    scaled = np.sign(d) * np.where(ad == 0, 1.0, ad) ** (p - 1) / np.where(
-        dist == 0, 1.0, dist) ** (p - 1)
+    scaled = (
+        np.sign(d)
+        * np.where(ad == 0, 1.0, ad) ** (p - 1)
+        / np.where(dist == 0, 1.0, dist) ** (p - 1)
+    )
     return np.where(dist == 0, 0.0, gd * scaled)
 
 
@@ -102,11 +116,16 @@ def nll2d_index(shape, target, ignore_index=-100):
     """The advanced index that picks x[n, target[n, h, w], h, w] (ignored targets: class 0)."""
     n, _, h, w = shape
     t = np.where(target == ignore_index, 0, target)
-    return (np.arange(n).reshape(n, 1, 1), t, np.arange(h).reshape(1, h, 1),
-            np.arange(w).reshape(1, 1, w))
+    return (
+        np.arange(n).reshape(n, 1, 1),
+        t,
+        np.arange(h).reshape(1, h, 1),
+        np.arange(w).reshape(1, 1, w),
+    )
 
 
 # --- forward functions (numpy in, numpy out) -------------------------------------------------
+
 
 def smooth_l1_loss(x, y, reduction="mean", beta=1.0):
     d = np.abs(x - y)
@@ -132,8 +151,14 @@ def binary_cross_entropy_with_logits(x, y, weight=None, pos_weight=None, reducti
 
 
 def nll_loss2d(x, target, weight=None, reduction="mean", ignore_index=-100):
-    return nll_of_picked(x, x[nll2d_index(np.shape(x), target, ignore_index)], target, weight,
-                         reduction, ignore_index)
+    return nll_of_picked(
+        x,
+        x[nll2d_index(np.shape(x), target, ignore_index)],
+        target,
+        weight,
+        reduction,
+        ignore_index,
+    )
 
 
 def xlogy(x, y):
@@ -156,79 +181,169 @@ def cdist(x1, x2, p=2.0):
         return np.sum(d, axis=-1)
     if p == 2:
         return np.sqrt(np.sum(d * d, axis=-1))
-    return np.sum(d ** p, axis=-1) ** (1.0 / p)
+    return np.sum(d**p, axis=-1) ** (1.0 / p)
 
 
 # --- the rules -------------------------------------------------------------------------------
 
-_defvjp("smooth_l1_loss", smooth_l1_loss,
-        lambda g, ans, x, y, reduction="mean", beta=1.0: unbroadcast(
-            loss_scale(g, x - y, reduction) * np.clip((x - y) / beta, -1.0, 1.0), x),
-        lambda g, ans, x, y, reduction="mean", beta=1.0: unbroadcast(
-            -loss_scale(g, x - y, reduction) * np.clip((x - y) / beta, -1.0, 1.0), y),
-        jvps=(lambda t, ans, x, y, reduction="mean", beta=1.0: reduce_loss(
-                  np.clip((x - y) / beta, -1.0, 1.0) * t, reduction),
-              lambda t, ans, x, y, reduction="mean", beta=1.0: reduce_loss(
-                  -np.clip((x - y) / beta, -1.0, 1.0) * t, reduction)))
-_defvjp("huber_loss", huber_loss,
-        lambda g, ans, x, y, reduction="mean", delta=1.0: unbroadcast(
-            loss_scale(g, x - y, reduction) * np.clip(x - y, -delta, delta), x),
-        lambda g, ans, x, y, reduction="mean", delta=1.0: unbroadcast(
-            -loss_scale(g, x - y, reduction) * np.clip(x - y, -delta, delta), y),
-        jvps=(lambda t, ans, x, y, reduction="mean", delta=1.0: reduce_loss(
-                  np.clip(x - y, -delta, delta) * t, reduction),
-              lambda t, ans, x, y, reduction="mean", delta=1.0: reduce_loss(
-                  -np.clip(x - y, -delta, delta) * t, reduction)))
-_defvjp("binary_cross_entropy", binary_cross_entropy,
-        lambda g, ans, x, y, weight=None, reduction="mean": unbroadcast(weighted(
-            loss_scale(g, x, reduction) * (x - y) / np.maximum((1 - x) * x, 1e-12), weight), x),
-        lambda g, ans, x, y, weight=None, reduction="mean": unbroadcast(weighted(
-            -loss_scale(g, x, reduction) * np.log(x / (1 - x)), weight), y),
+_defvjp(
+    "smooth_l1_loss",
+    smooth_l1_loss,
+    lambda g, ans, x, y, reduction="mean", beta=1.0: unbroadcast(
+        loss_scale(g, x - y, reduction) * np.clip((x - y) / beta, -1.0, 1.0), x
+    ),
+    lambda g, ans, x, y, reduction="mean", beta=1.0: unbroadcast(
+        -loss_scale(g, x - y, reduction) * np.clip((x - y) / beta, -1.0, 1.0), y
+    ),
+    jvps=(
+        lambda t, ans, x, y, reduction="mean", beta=1.0: reduce_loss(
+            np.clip((x - y) / beta, -1.0, 1.0) * t, reduction
+        ),
+        lambda t, ans, x, y, reduction="mean", beta=1.0: reduce_loss(
+            -np.clip((x - y) / beta, -1.0, 1.0) * t, reduction
+        ),
+    ),
+)
+_defvjp(
+    "huber_loss",
+    huber_loss,
+    lambda g, ans, x, y, reduction="mean", delta=1.0: unbroadcast(
+        loss_scale(g, x - y, reduction) * np.clip(x - y, -delta, delta), x
+    ),
+    lambda g, ans, x, y, reduction="mean", delta=1.0: unbroadcast(
+        -loss_scale(g, x - y, reduction) * np.clip(x - y, -delta, delta), y
+    ),
+    jvps=(
+        lambda t, ans, x, y, reduction="mean", delta=1.0: reduce_loss(
+            np.clip(x - y, -delta, delta) * t, reduction
+        ),
+        lambda t, ans, x, y, reduction="mean", delta=1.0: reduce_loss(
+            -np.clip(x - y, -delta, delta) * t, reduction
+        ),
+    ),
+)
+_defvjp(
+    "binary_cross_entropy",
+    binary_cross_entropy,
+    lambda g, ans, x, y, weight=None, reduction="mean": unbroadcast(
+        weighted(loss_scale(g, x, reduction) * (x - y) / np.maximum((1 - x) * x, 1e-12), weight), x
+    ),
+    lambda g, ans, x, y, weight=None, reduction="mean": unbroadcast(
+        weighted(-loss_scale(g, x, reduction) * np.log(x / (1 - x)), weight), y
+    ),
+    None,
+    jvps=(
+        lambda t, ans, x, y, weight=None, reduction="mean": reduce_loss(
+            weighted((x - y) / np.maximum((1 - x) * x, 1e-12) * t, weight), reduction
+        ),
+        lambda t, ans, x, y, weight=None, reduction="mean": reduce_loss(
+            weighted(-np.log(x / (1 - x)) * t, weight), reduction
+        ),
         None,
-        jvps=(lambda t, ans, x, y, weight=None, reduction="mean": reduce_loss(weighted(
-                  (x - y) / np.maximum((1 - x) * x, 1e-12) * t, weight), reduction),
-              lambda t, ans, x, y, weight=None, reduction="mean": reduce_loss(weighted(
-                  -np.log(x / (1 - x)) * t, weight), reduction),
-              None))
-_defvjp("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits,
-        lambda g, ans, x, y, weight=None, pos_weight=None, reduction="mean": unbroadcast(weighted(
-            loss_scale(g, x, reduction) * (
-                sigmoid(x) - y if pos_weight is None else
-                (pos_weight * y + 1 - y) * sigmoid(x) - pos_weight * y), weight), x),
-        lambda g, ans, x, y, weight=None, pos_weight=None, reduction="mean": unbroadcast(weighted(
-            loss_scale(g, x, reduction) * (
-                -x if pos_weight is None else log_sigmoid(-x) - pos_weight * log_sigmoid(x)),
-            weight), y),
-        None, None,
-        jvps=(lambda t, ans, x, y, weight=None, pos_weight=None, reduction="mean": reduce_loss(
-                  weighted(t * (sigmoid(x) - y if pos_weight is None else
-                                (pos_weight * y + 1 - y) * sigmoid(x) - pos_weight * y), weight),
-                  reduction),
-              lambda t, ans, x, y, weight=None, pos_weight=None, reduction="mean": reduce_loss(
-                  weighted(t * (-x if pos_weight is None else
-                                log_sigmoid(-x) - pos_weight * log_sigmoid(x)), weight),
-                  reduction),
-              None, None))
-_defvjp("nll_loss2d", nll_loss2d,
-        lambda g, ans, x, target, weight=None, reduction="mean", ignore_index=-100: unindex(
-            nll_scale(g, target, weight, reduction, ignore_index), x,
-            nll2d_index(np.shape(x), target, ignore_index)),
-        None, linear=(0,))
-_defvjp("xlogy", xlogy,
-        lambda g, ans, x, y: unbroadcast(g * xlogy(x != 0, y), x),
-        lambda g, ans, x, y: unbroadcast(g * x / y, y), kind="elementwise")
-_defvjp("linalg_cross", linalg_cross,
-        lambda g, ans, x, y, axis=-1: unbroadcast(linalg_cross(y, g, axis), x),
-        lambda g, ans, x, y, axis=-1: unbroadcast(linalg_cross(g, x, axis), y), linear="multi")
-_defvjp("cdist", cdist,
-        lambda g, ans, x1, x2, p=2.0: unbroadcast(
-            np.sum(cdist_pair_grad(g, ans, x1, x2, p), axis=-2), x1),
-        lambda g, ans, x1, x2, p=2.0: unbroadcast(
-            -np.sum(cdist_pair_grad(g, ans, x1, x2, p), axis=-3), x2),
-        jvps=(lambda t, ans, x1, x2, p=2.0: np.sum(
-                  cdist_pair_grad(np.ones_like(ans), ans, x1, x2, p) * np.expand_dims(t, -2), axis=-1),
-              lambda t, ans, x1, x2, p=2.0: -np.sum(
-                  cdist_pair_grad(np.ones_like(ans), ans, x1, x2, p) * np.expand_dims(t, -3), axis=-1)))
+    ),
+)
+_defvjp(
+    "binary_cross_entropy_with_logits",
+    binary_cross_entropy_with_logits,
+    lambda g, ans, x, y, weight=None, pos_weight=None, reduction="mean": unbroadcast(
+        weighted(
+            loss_scale(g, x, reduction)
+            * (
+                sigmoid(x) - y
+                if pos_weight is None
+                else (pos_weight * y + 1 - y) * sigmoid(x) - pos_weight * y
+            ),
+            weight,
+        ),
+        x,
+    ),
+    lambda g, ans, x, y, weight=None, pos_weight=None, reduction="mean": unbroadcast(
+        weighted(
+            loss_scale(g, x, reduction)
+            * (-x if pos_weight is None else log_sigmoid(-x) - pos_weight * log_sigmoid(x)),
+            weight,
+        ),
+        y,
+    ),
+    None,
+    None,
+    jvps=(
+        lambda t, ans, x, y, weight=None, pos_weight=None, reduction="mean": reduce_loss(
+            weighted(
+                t
+                * (
+                    sigmoid(x) - y
+                    if pos_weight is None
+                    else (pos_weight * y + 1 - y) * sigmoid(x) - pos_weight * y
+                ),
+                weight,
+            ),
+            reduction,
+        ),
+        lambda t, ans, x, y, weight=None, pos_weight=None, reduction="mean": reduce_loss(
+            weighted(
+                t * (-x if pos_weight is None else log_sigmoid(-x) - pos_weight * log_sigmoid(x)),
+                weight,
+            ),
+            reduction,
+        ),
+        None,
+        None,
+    ),
+)
+_defvjp(
+    "nll_loss2d",
+    nll_loss2d,
+    lambda g, ans, x, target, weight=None, reduction="mean", ignore_index=-100: unindex(
+        nll_scale(g, target, weight, reduction, ignore_index),
+        x,
+        nll2d_index(np.shape(x), target, ignore_index),
+    ),
+    None,
+    linear=(0,),
+)
+_defvjp(
+    "xlogy",
+    xlogy,
+    lambda g, ans, x, y: unbroadcast(g * xlogy(x != 0, y), x),
+    lambda g, ans, x, y: unbroadcast(g * x / y, y),
+    kind="elementwise",
+)
+_defvjp(
+    "linalg_cross",
+    linalg_cross,
+    lambda g, ans, x, y, axis=-1: unbroadcast(linalg_cross(y, g, axis), x),
+    lambda g, ans, x, y, axis=-1: unbroadcast(linalg_cross(g, x, axis), y),
+    linear="multi",
+)
+_defvjp(
+    "cdist",
+    cdist,
+    lambda g, ans, x1, x2, p=2.0: unbroadcast(
+        np.sum(cdist_pair_grad(g, ans, x1, x2, p), axis=-2), x1
+    ),
+    lambda g, ans, x1, x2, p=2.0: unbroadcast(
+        -np.sum(cdist_pair_grad(g, ans, x1, x2, p), axis=-3), x2
+    ),
+    jvps=(
+        lambda t, ans, x1, x2, p=2.0: np.sum(
+            cdist_pair_grad(np.ones_like(ans), ans, x1, x2, p) * np.expand_dims(t, -2), axis=-1
+        ),
+        lambda t, ans, x1, x2, p=2.0: (
+            -np.sum(
+                cdist_pair_grad(np.ones_like(ans), ans, x1, x2, p) * np.expand_dims(t, -3), axis=-1
+            )
+        ),
+    ),
+)
 
-NN_RULES = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-            "binary_cross_entropy_with_logits", "nll_loss2d", "xlogy", "linalg_cross", "cdist"]
+NN_RULES = [
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "nll_loss2d",
+    "xlogy",
+    "linalg_cross",
+    "cdist",
+]

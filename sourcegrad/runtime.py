@@ -10,6 +10,7 @@ Imports: numpy only (and cupy, lazily, for a CuPy array). This module is the bot
 layer: generated code imports it, and it imports nothing of sourcegrad; what needs
 the rule table (`vjp_at_run_time`) lives in `rules`.
 """
+
 from __future__ import annotations
 
 import string
@@ -64,6 +65,7 @@ def array_module(array):
     """numpy, or cupy for a CuPy array (without importing cupy for numpy arrays)."""
     if type(array).__module__.startswith("cupy"):
         import cupy
+
         return cupy
     return np
 
@@ -134,7 +136,9 @@ def _others_product(x, axis):
     # ones_like dispatches to the array's library (a host array cannot join a CuPy one)
     ones = np.ones_like(x, shape=tuple(ones_shape)) if hasattr(x, "dtype") else 1.0
     before = np.cumprod(np.concatenate([ones, x], axis=axis), axis=axis)
-    after = np.flip(np.cumprod(np.concatenate([ones, np.flip(x, axis)], axis=axis), axis=axis), axis)
+    after = np.flip(
+        np.cumprod(np.concatenate([ones, np.flip(x, axis)], axis=axis), axis=axis), axis
+    )
     n = np.shape(x)[axis]
     # slices, not np.take(..., range(n)): no index made on the host for a CuPy x
     lead = (slice(None),) * axis
@@ -155,8 +159,10 @@ def prod_grad_jvp(g, x, t, axis, keepdims):
         return (g * _others_product_jvp(x.reshape(-1), t.reshape(-1))).reshape(shape)
     axes = tuple(a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,)))
     last = tuple(range(-len(axes), 0))
-    moved_x, moved_t = np.moveaxis(x, axes, last), np.moveaxis(np.broadcast_to(t, shape), axes,
-                                                               last)
+    moved_x, moved_t = (
+        np.moveaxis(x, axes, last),
+        np.moveaxis(np.broadcast_to(t, shape), axes, last),
+    )
     flat = moved_x.shape[: -len(axes)] + (-1,)
     changes = _others_product_jvp(moved_x.reshape(flat), moved_t.reshape(flat))
     return g * np.moveaxis(changes.reshape(moved_x.shape), last, axes)
@@ -275,8 +281,10 @@ def einsum_grad_operands(g, h, subscripts, operands, argnum):
     `argnum` itself is only read for its shape (no gradient).
     """
     replaced = _replace_item(operands, argnum, g)
-    return [zeros_adjoint(x) if i == argnum else einsum_grad(h, subscripts, replaced, i)
-            for i, x in enumerate(operands)]
+    return [
+        zeros_adjoint(x) if i == argnum else einsum_grad(h, subscripts, replaced, i)
+        for i, x in enumerate(operands)
+    ]
 
 
 def einsum_grad_jvp(h, subscripts, operands, tangents, argnum):
@@ -322,14 +330,19 @@ def parse_einsum(subscripts, operands):
         # the right as numpy aligns them (so the gradient einsums need no '...')
         free = [c for c in string.ascii_letters if c not in spec]
         counts = [np.ndim(op) - (len(s) - 3) for s, op in zip(inputs, operands) if "..." in s]
-        ellipsis = "".join(free[:max(counts, default=0)])
-        inputs = [s.replace("...", ellipsis[len(ellipsis) - (np.ndim(op) - (len(s) - 3)):])
-                  if "..." in s else s for s, op in zip(inputs, operands)]
+        ellipsis = "".join(free[: max(counts, default=0)])
+        inputs = [
+            s.replace("...", ellipsis[len(ellipsis) - (np.ndim(op) - (len(s) - 3)) :])
+            if "..." in s
+            else s
+            for s, op in zip(inputs, operands)
+        ]
         out = out.replace("...", ellipsis)
     if not arrow:
         letters = "".join(inputs)
-        out = ellipsis + "".join(sorted(c for c in set(letters)
-                                        if letters.count(c) == 1 and c not in ellipsis))
+        out = ellipsis + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ellipsis)
+        )
     return inputs, out
 
 
@@ -392,8 +405,9 @@ def index_may_repeat(index) -> bool:
     It reads only the index's types, so the compiler decides it from stand-ins."""
     items = index if isinstance(index, tuple) else (index,)
     for item in items:
-        if isinstance(item, list) or (hasattr(item, "shape") and np.ndim(item) > 0 and
-                                      getattr(item, "dtype", None) != bool):
+        if isinstance(item, list) or (
+            hasattr(item, "shape") and np.ndim(item) > 0 and getattr(item, "dtype", None) != bool
+        ):
             return True
     return False
 

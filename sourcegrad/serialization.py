@@ -30,6 +30,7 @@ its base, or the same tensor twice) load as independent tensors. `map_location`
 (tensor, saved location)) moves tensors when loading; without it they go back to the
 device they were saved from.
 """
+
 from __future__ import annotations
 
 import collections
@@ -75,6 +76,7 @@ def _qualname(obj) -> str:
 
 # --- writing -----------------------------------------------------------------------------
 
+
 class _Writer:
     """Turns an object into JSON-able nodes and collects its arrays."""
 
@@ -93,9 +95,11 @@ class _Writer:
         if type(obj) is float:
             return obj if math.isfinite(obj) else {"$float": repr(obj)}
         if isinstance(obj, Tensor):
-            node = {"$tensor": self._array(obj.detach()._data),
-                    "requires_grad": bool(obj.requires_grad),
-                    "device": str(obj.device)}
+            node = {
+                "$tensor": self._array(obj.detach()._data),
+                "requires_grad": bool(obj.requires_grad),
+                "device": str(obj.device),
+            }
             if isinstance(obj, Parameter):
                 node["parameter"] = True
             return node
@@ -125,15 +129,21 @@ class _Writer:
             node = {"$dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
             if type(obj) is collections.OrderedDict:
                 node["ordered"] = True
-                metadata = getattr(obj, "_metadata", None)   # nn.Module.state_dict() has it
+                metadata = getattr(obj, "_metadata", None)  # nn.Module.state_dict() has it
                 if metadata is not None:
                     node["metadata"] = self.encode(metadata)
             return node
         raise _NeedsPickle(obj)
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False):
+def save(
+    obj,
+    f,
+    pickle_module=None,
+    pickle_protocol=2,
+    _use_new_zipfile_serialization=True,
+    _disable_byteorder_record=False,
+):
     """Write obj to f (a path or a writable binary file object); see the module doc."""
     writer = _Writer()
     manifest = {"format": FORMAT, "version": VERSION}
@@ -167,10 +177,12 @@ def _write_zip(fh, manifest, arrays, pickled):
 
 # --- reading -----------------------------------------------------------------------------
 
+
 def _refuse(message):
     raise WeightsOnlyLoadError(
         "Weights only load failed. " + message + " Loading with weights_only=False runs "
-        "arbitrary code from the file: do it only if you trust where the file comes from.")
+        "arbitrary code from the file: do it only if you trust where the file comes from."
+    )
 
 
 class _Reader:
@@ -185,7 +197,7 @@ class _Reader:
             _refuse(f"The file is malformed: it has no array {index!r}.")
         try:
             return np.load(io.BytesIO(self.zf.read(name)), allow_pickle=False)
-        except ValueError as e:                      # an object array: would need pickle
+        except ValueError as e:  # an object array: would need pickle
             _refuse(f"Array {name} cannot be read without unpickling ({e}).")
 
     def _tensor(self, node):
@@ -256,7 +268,8 @@ def _target_device(map_location, location):
             raise RuntimeError(
                 "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
                 "is False. If you are running on a CPU-only machine, please use torch.load with "
-                "map_location=torch.device('cpu') to map your storages to the CPU.")
+                "map_location=torch.device('cpu') to map your storages to the CPU."
+            )
         return location
     if isinstance(map_location, dict):
         return str(map_location.get(location, location))
@@ -264,12 +277,15 @@ def _target_device(map_location, location):
         return str(map_location)
     if callable(map_location):
         return map_location
-    raise TypeError(f"map_location must be None, a string, a device, a dict or a callable, "
-                    f"not {type(map_location).__name__}")
+    raise TypeError(
+        f"map_location must be None, a string, a device, a dict or a callable, "
+        f"not {type(map_location).__name__}"
+    )
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
-         **pickle_load_args):
+def load(
+    f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args
+):
     """Read what `save` wrote from f (a path or a readable, seekable binary file object).
 
     weights_only (default True, as torch 2.6+): read only the safe format and refuse
@@ -288,16 +304,18 @@ def _load(fh, map_location, pickle_module, weights_only, pickle_load_args):
     if not zipfile.is_zipfile(fh):
         fh.seek(start)
         if weights_only:
-            _refuse("The file is not a sourcegrad checkpoint (not a zip archive); it may be a "
-                    "pickle.")
+            _refuse(
+                "The file is not a sourcegrad checkpoint (not a zip archive); it may be a pickle."
+            )
         return (pickle_module or pickle).load(fh, **pickle_load_args)
     fh.seek(start)
     with zipfile.ZipFile(fh) as zf:
         if MANIFEST not in zf.namelist():
             pickles = [name for name in zf.namelist() if name.endswith("/data.pkl")]
             if len(pickles) == 1:
-                return _load_torch_zip(zf, pickles[0][:-len("data.pkl")], map_location,
-                                       weights_only)
+                return _load_torch_zip(
+                    zf, pickles[0][: -len("data.pkl")], map_location, weights_only
+                )
             _refuse("The zip archive has no sourcegrad manifest.")
         try:
             manifest = json.loads(zf.read(MANIFEST))
@@ -310,8 +328,10 @@ def _load(fh, map_location, pickle_module, weights_only, pickle_load_args):
         if "pickled" in manifest:
             if weights_only:
                 types = ", ".join(map(str, manifest.get("pickled_types", []))) or "unknown"
-                _refuse(f"The file holds a pickled object (of type {types}), which "
-                        "weights_only=True does not unpickle.")
+                _refuse(
+                    f"The file holds a pickled object (of type {types}), which "
+                    "weights_only=True does not unpickle."
+                )
             if manifest["pickled"] != PICKLE:
                 _refuse("The manifest names an unexpected pickle member.")
             data = zf.read(PICKLE)
@@ -324,10 +344,17 @@ def _load(fh, map_location, pickle_module, weights_only, pickle_load_args):
 # --- PyTorch's zip checkpoints --------------------------------------------------------------
 
 _TORCH_STORAGES = {
-    "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
-    "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16,
-    "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
-    "ComplexFloatStorage": np.complex64, "ComplexDoubleStorage": np.complex128,
+    "FloatStorage": np.float32,
+    "DoubleStorage": np.float64,
+    "HalfStorage": np.float16,
+    "LongStorage": np.int64,
+    "IntStorage": np.int32,
+    "ShortStorage": np.int16,
+    "CharStorage": np.int8,
+    "ByteStorage": np.uint8,
+    "BoolStorage": np.bool_,
+    "ComplexFloatStorage": np.complex64,
+    "ComplexDoubleStorage": np.complex128,
 }
 
 
@@ -357,11 +384,10 @@ class _TorchUnpickler(pickle.Unpickler):
         self.weights_only = weights_only
         self.storages = {}
         byteorder = prefix + "byteorder"
-        self.byteorder = (zf.read(byteorder).decode() if byteorder in zf.namelist()
-                          else "little")
+        self.byteorder = zf.read(byteorder).decode() if byteorder in zf.namelist() else "little"
 
     def find_class(self, module, name):
-        if module == "__builtin__":          # protocol 2 spells Python 3's builtins so
+        if module == "__builtin__":  # protocol 2 spells Python 3's builtins so
             module = "builtins"
         allowed = {
             ("collections", "OrderedDict"): collections.OrderedDict,
@@ -380,20 +406,29 @@ class _TorchUnpickler(pickle.Unpickler):
         if module == "torch" and isinstance(getattr(dtypes, name, None), dtypes.dtype):
             return getattr(dtypes, name)
         if module == "torch" and name == "BFloat16Storage":
-            raise WeightsOnlyLoadError("The checkpoint holds a bfloat16 tensor, which sourcegrad "
-                                       "cannot represent (numpy has no bfloat16).")
+            raise WeightsOnlyLoadError(
+                "The checkpoint holds a bfloat16 tensor, which sourcegrad "
+                "cannot represent (numpy has no bfloat16)."
+            )
         if module.split(".")[0] == "torch" and not self.weights_only:
-            raise WeightsOnlyLoadError(f"Unsupported global: GLOBAL {module}.{name}: sourcegrad "
-                                       "rebuilds only tensors, Parameters, dtypes, devices and "
-                                       "Sizes from a PyTorch checkpoint.")
+            raise WeightsOnlyLoadError(
+                f"Unsupported global: GLOBAL {module}.{name}: sourcegrad "
+                "rebuilds only tensors, Parameters, dtypes, devices and "
+                "Sizes from a PyTorch checkpoint."
+            )
         if self.weights_only:
-            _refuse(f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by "
-                    "default.")
+            _refuse(
+                f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by default."
+            )
         return super().find_class(module, name)
 
     def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
-                and isinstance(pid[1], _StorageType)):
+        if not (
+            isinstance(pid, tuple)
+            and len(pid) == 5
+            and pid[0] == "storage"
+            and isinstance(pid[1], _StorageType)
+        ):
             _refuse(f"The checkpoint has an unexpected persistent id {str(pid)[:80]!r}.")
         _, storage_type, key, location, numel = pid
         if key not in self.storages:
@@ -407,8 +442,9 @@ class _TorchUnpickler(pickle.Unpickler):
             self.storages[key] = _Storage(array.astype(storage_type.dtype), str(location))
         return self.storages[key]
 
-    def _rebuild_tensor_v2(self, storage, storage_offset, size, stride, requires_grad,
-                           backward_hooks, metadata=None):
+    def _rebuild_tensor_v2(
+        self, storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None
+    ):
         array = storage.array
         size, stride = tuple(size), tuple(stride)
         if size:
@@ -419,9 +455,12 @@ class _TorchUnpickler(pickle.Unpickler):
             data = np.zeros(size, array.dtype)
         else:
             view = np.lib.stride_tricks.as_strided(
-                array[storage_offset:], shape=size,
-                strides=[s * array.itemsize for s in stride], writeable=False)
-            data = np.array(view)          # a copy: tensors do not share memory (module doc)
+                array[storage_offset:],
+                shape=size,
+                strides=[s * array.itemsize for s in stride],
+                writeable=False,
+            )
+            data = np.array(view)  # a copy: tensors do not share memory (module doc)
         t = _place(Tensor._make(data), storage.location, self.map_location)
         if requires_grad:
             t.requires_grad_(True)

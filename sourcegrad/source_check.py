@@ -20,6 +20,7 @@ file while linecache's text of it is unchanged, so a new closure of a checked fu
 costs a dict lookup and a comparison. Where the file cannot be read (exec, the
 interactive prompt) nothing is said: the front end reports that itself.
 """
+
 from __future__ import annotations
 
 import ast
@@ -61,8 +62,9 @@ def check_current(fn) -> None:
         known = (lines, _functions_of("".join(lines), code.co_filename, rewritten))
         _FILES[(file, rewritten)] = known
     table = known[1]
-    if table is not None and any(_same(code, c) for c in
-                                 table.get((code.co_name, code.co_firstlineno), ())):
+    if table is not None and any(
+        _same(code, c) for c in table.get((code.co_name, code.co_firstlineno), ())
+    ):
         return
     line = code.co_firstlineno
     text = lines[line - 1].rstrip("\n") if 0 < line <= len(lines) else ""
@@ -71,7 +73,8 @@ def check_current(fn) -> None:
         f"the source of {fn.__qualname__} in {file} {why}: the file was edited after the "
         "module was imported (or the function's code was replaced). Reload the module "
         "(importlib.reload) or restart, then differentiate again",
-        SourceLocation(file, line, 0, text))
+        SourceLocation(file, line, 0, text),
+    )
 
 
 def _functions_of(text: str, filename: str, rewritten: bool = False):
@@ -108,8 +111,17 @@ def _code_objects(code):
             yield from _code_objects(const)
 
 
-_COMPARED = ("co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_argcount",
-             "co_posonlyargcount", "co_kwonlyargcount", "co_flags")
+_COMPARED = (
+    "co_code",
+    "co_names",
+    "co_varnames",
+    "co_freevars",
+    "co_cellvars",
+    "co_argcount",
+    "co_posonlyargcount",
+    "co_kwonlyargcount",
+    "co_flags",
+)
 
 
 def _same(a, b) -> bool:
@@ -119,8 +131,9 @@ def _same(a, b) -> bool:
         return False
     for x, y in zip(a.co_consts, b.co_consts):
         if isinstance(x, types.CodeType) or isinstance(y, types.CodeType):
-            if not (isinstance(x, types.CodeType) and isinstance(y, types.CodeType) and
-                    _same(x, y)):
+            if not (
+                isinstance(x, types.CodeType) and isinstance(y, types.CodeType) and _same(x, y)
+            ):
                 return False
         elif type(x) is not type(y) or repr(x) != repr(y):
             return False

@@ -11,6 +11,7 @@ value recorded, and the atom holding the result is returned.
 
 Why one module: one evaluator of rule templates (binding, folding, the run-time facts).
 """
+
 from __future__ import annotations
 
 import numbers
@@ -27,15 +28,27 @@ from .ops import OPERATORS, RULES, TEMPLATE_NAMESPACE, rule_for_function, vjp_te
 
 _NO_VALUE = object()
 
-_PY_BINOPS = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
-              gast.Mult: lambda a, b: a * b, gast.Div: lambda a, b: a / b,
-              gast.Pow: lambda a, b: a ** b, gast.FloorDiv: lambda a, b: a // b,
-              gast.Mod: lambda a, b: a % b, gast.BitAnd: lambda a, b: a & b,
-              gast.BitOr: lambda a, b: a | b}
-_COMPARES = {gast.Lt: ("lt", lambda a, b: a < b), gast.LtE: ("le", lambda a, b: a <= b),
-             gast.Gt: ("gt", lambda a, b: a > b), gast.GtE: ("ge", lambda a, b: a >= b),
-             gast.Eq: ("eq", lambda a, b: a == b), gast.NotEq: ("ne", lambda a, b: a != b),
-             gast.Is: (None, lambda a, b: a is b), gast.IsNot: (None, lambda a, b: a is not b)}
+_PY_BINOPS = {
+    gast.Add: lambda a, b: a + b,
+    gast.Sub: lambda a, b: a - b,
+    gast.Mult: lambda a, b: a * b,
+    gast.Div: lambda a, b: a / b,
+    gast.Pow: lambda a, b: a**b,
+    gast.FloorDiv: lambda a, b: a // b,
+    gast.Mod: lambda a, b: a % b,
+    gast.BitAnd: lambda a, b: a & b,
+    gast.BitOr: lambda a, b: a | b,
+}
+_COMPARES = {
+    gast.Lt: ("lt", lambda a, b: a < b),
+    gast.LtE: ("le", lambda a, b: a <= b),
+    gast.Gt: ("gt", lambda a, b: a > b),
+    gast.GtE: ("ge", lambda a, b: a >= b),
+    gast.Eq: ("eq", lambda a, b: a == b),
+    gast.NotEq: ("ne", lambda a, b: a != b),
+    gast.Is: (None, lambda a, b: a is b),
+    gast.IsNot: (None, lambda a, b: a is not b),
+}
 # `&`/`|` of masks in templates become numpy calls
 _MASK_OPS = {gast.BitAnd: "logical_and", gast.BitOr: "logical_or"}
 
@@ -64,8 +77,9 @@ class _RunTimeFact(Exception):
 
 def _reads_rank(node) -> bool:
     """Whether a template's condition reads a rank or a size (known when the code runs)."""
-    return any(isinstance(n, gast.Attribute) and n.attr in ("ndim", "size")
-               for n in gast.walk(node))
+    return any(
+        isinstance(n, gast.Attribute) and n.attr in ("ndim", "size") for n in gast.walk(node)
+    )
 
 
 def _printable(value) -> bool:
@@ -143,8 +157,10 @@ class Instantiator:
         `g`) or tangent (a JVP's `t`) and `ans`, bound to `first` and `ans`."""
         lam = vjp_template(fn)
         first_name, ans_name = (a.id for a in lam.args.args[:2])
-        bindings = {first_name: PV(first, self.static_of(first)),
-                    ans_name: PV(ans, self.static_of(ans))}
+        bindings = {
+            first_name: PV(first, self.static_of(first)),
+            ans_name: PV(ans, self.static_of(ans)),
+        }
         if not call.kwargs and rule.varargs is None and len(call.args) == len(rule.params):
             # (the common case, as Signature.bind would map it, without inspect's cost:
             # every positional parameter given, keyword-only ones at their defaults)
@@ -163,8 +179,9 @@ class Instantiator:
                 else:
                     bindings[pname] = PV(Tup(items), _NO_VALUE)
                 continue
-            if isinstance(atom, str) or (not isinstance(atom, (Var, Const, Tup))
-                                         and not hasattr(atom, "lower")):  # (a Slc has .lower)
+            if isinstance(atom, str) or (
+                not isinstance(atom, (Var, Const, Tup)) and not hasattr(atom, "lower")
+            ):  # (a Slc has .lower)
                 atom = Const(atom)  # a default value filled in by bind()
             bindings[pname] = PV(atom, self.static_of(atom))
         bindings["argnum"] = PV(Const(argnum), argnum)
@@ -176,7 +193,7 @@ class Instantiator:
         except _RunTimeFact:
             # the rule chooses its formula by a fact known only when it runs (the rank of a
             # value whose shape changes from one loop trip to the next): call it then
-            del self.out[self.start:]
+            del self.out[self.start :]
             op = "jvp_at_run_time" if fn in rule.jvps else "vjp_at_run_time"
             args = [Const(rule.name), Const(argnum), first, ans, *call.args]
             return self.emit(op, args, list(call.kwargs), name).atom
@@ -227,12 +244,16 @@ class Instantiator:
             aval = abstract_call(Call(op, tuple(p.atom for p in pvs)), self.env)
             value = bool(aval.stand_in) if aval is not UNKNOWN else True
             return PV(Const(value), value)
-        if rule.pure and all(p.known and p.foldable for p in pvs) and \
-                all(v.known and v.foldable for _, v in kw):
+        if (
+            rule.pure
+            and all(p.known and p.foldable for p in pvs)
+            and all(v.known and v.foldable for _, v in kw)
+        ):
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                value = _python(rule.forward(*[p.static for p in pvs],
-                                             **{k: v.static for k, v in kw}))
+                value = _python(
+                    rule.forward(*[p.static for p in pvs], **{k: v.static for k, v in kw})
+                )
             if _printable(value):
                 return PV(Const(value), value)
         op, pvs = self.unbroadcast_scalars(op, pvs, kw)
@@ -250,8 +271,12 @@ class Instantiator:
             return pvs
         out = []
         for pv, other in zip(pvs, reversed(pvs)):
-            if isinstance(pv.atom, Const) and type(pv.atom.value) is int and \
-                    abs(pv.atom.value) < 2 ** 53 and self.floating(other):
+            if (
+                isinstance(pv.atom, Const)
+                and type(pv.atom.value) is int
+                and abs(pv.atom.value) < 2**53
+                and self.floating(other)
+            ):
                 pv = PV(Const(float(pv.atom.value)), float(pv.atom.value), foldable=pv.foldable)
             out.append(pv)
         return out
@@ -261,8 +286,9 @@ class Instantiator:
         if aval in (None, UNKNOWN):
             return False
         value = aval.stand_in
-        return type(value) is float or (isinstance(value, (np.ndarray, np.generic)) and
-                                        value.dtype.kind == "f")
+        return type(value) is float or (
+            isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind == "f"
+        )
 
     def scalar_broadcast(self, pv):
         """The operand `c` if `pv` was emitted as `np.broadcast_to(c, shape)`, else None."""
@@ -321,7 +347,11 @@ class Instantiator:
             trial = list(new)
             trial[i] = scalar
             aval = abstract_call(Call(op, tuple(p.atom for p in trial)), self.env)
-            if aval is not UNKNOWN and aval.shape == original.shape and aval.dtype == original.dtype:
+            if (
+                aval is not UNKNOWN
+                and aval.shape == original.shape
+                and aval.dtype == original.dtype
+            ):
                 new = trial
         return op, new
 
@@ -334,8 +364,10 @@ class Instantiator:
             if call is None or call.op != "broadcast_to":
                 continue
             others = [p for j, p in enumerate(pvs) if j != i]
-            if not all(self.aval(p.atom) not in (None, UNKNOWN) and self.aval(p.atom).ndim == 0
-                       for p in others):
+            if not all(
+                self.aval(p.atom) not in (None, UNKNOWN) and self.aval(p.atom).ndim == 0
+                for p in others
+            ):
                 continue
             operand = PV(call.args[0], self.static_of(call.args[0]), foldable=False)
             inner = self.call(op, [operand if j == i else p for j, p in enumerate(pvs)])
@@ -357,9 +389,15 @@ class Instantiator:
 
     def simplify(self, op, pvs, kw):
         """Algebra that needs no code: x * 1, x + 0, x ** 1, and no-op shape fixes."""
+
         def is_const(pv, value):
-            return pv.known and isinstance(pv.static, numbers.Number) and \
-                not isinstance(pv.static, bool) and pv.static == value
+            return (
+                pv.known
+                and isinstance(pv.static, numbers.Number)
+                and not isinstance(pv.static, bool)
+                and pv.static == value
+            )
+
         if kw:
             return None
         if op == "mul_op":
@@ -372,9 +410,14 @@ class Instantiator:
                 return self.call("neg_op", [b])  # -1.0 * x -> -x
             for r, other in ((a, b), (b, a)):  # (1.0 / y) * x -> x / y (then CSE can share it)
                 made = self.made_by(r.atom)
-                if made is not None and made.op == "div_op" and not made.kwargs and \
-                        isinstance(made.args[0], Const) and made.args[0].value == 1 and \
-                        not isinstance(made.args[0].value, bool):
+                if (
+                    made is not None
+                    and made.op == "div_op"
+                    and not made.kwargs
+                    and isinstance(made.args[0], Const)
+                    and made.args[0].value == 1
+                    and not isinstance(made.args[0].value, bool)
+                ):
                     divisor = made.args[1]
                     return self.call("div_op", [other, PV(divisor, self.static_of(divisor))])
         if op in ("div_op",) and is_const(pvs[1], 1) and self.keeps_shape(*pvs):
@@ -391,8 +434,10 @@ class Instantiator:
             if self.jvp_mode or (sa is not None and sa == sb):
                 return a  # forward mode: a tangent keeps the shape broadcasting gives it
             avals = [self.aval(p.atom) for p in (a, b)]
-            if all(v not in (None, UNKNOWN) and not isinstance(v.stand_in, (list, tuple))
-                   for v in avals):
+            if all(
+                v not in (None, UNKNOWN) and not isinstance(v.stand_in, (list, tuple))
+                for v in avals
+            ):
                 reduced = self.explicit_reduction(a, sa, sb)
                 if reduced is not None:
                     return reduced
@@ -401,17 +446,27 @@ class Instantiator:
             if made is not None and made.op == "T":  # x.T.T -> x
                 inner = made.args[0]
                 return PV(inner, self.static_of(inner))
-            if made is not None and made.op == "matmul_op" and not made.kwargs and \
-                    all(self.shape_of(PV(a)) is not None and len(self.shape_of(PV(a))) == 2
-                        for a in made.args):
+            if (
+                made is not None
+                and made.op == "matmul_op"
+                and not made.kwargs
+                and all(
+                    self.shape_of(PV(a)) is not None and len(self.shape_of(PV(a))) == 2
+                    for a in made.args
+                )
+            ):
                 # (a @ b).T -> b.T @ a.T: a product laid out in order, not a transposed view
                 a, b = (PV(x, self.static_of(x)) for x in made.args)
                 return self.call("matmul_op", [self.call("T", [b]), self.call("T", [a])])
         if op in ("broadcast_to", "reshape"):
             a, shape = pvs
             sa = self.shape_of(a)
-            if shape.known and sa is not None and tuple(np.atleast_1d(shape.static)) == sa \
-                    or (shape.known and shape.static == () and sa == ()):
+            if (
+                shape.known
+                and sa is not None
+                and tuple(np.atleast_1d(shape.static)) == sa
+                or (shape.known and shape.static == () and sa == ())
+            ):
                 return a
         return None
 
@@ -421,8 +476,9 @@ class Instantiator:
         if g_shape is None or x_shape is None or len(g_shape) < len(x_shape):
             return None
         extra = len(g_shape) - len(x_shape)
-        kept = tuple(i for i, (n, m) in enumerate(zip(g_shape[extra:], x_shape))
-                     if m == 1 and n != 1)
+        kept = tuple(
+            i for i, (n, m) in enumerate(zip(g_shape[extra:], x_shape)) if m == 1 and n != 1
+        )
         if any(m not in (1, n) for n, m in zip(g_shape[extra:], x_shape)):
             return None
         if not x_shape and extra:  # down to a scalar
@@ -491,8 +547,7 @@ class Instantiator:
             return PV(Const(aval.ndim), aval.ndim)
         if node.attr == "ndim":
             raise _RunTimeFact()
-        if node.attr in ("shape", "size") and aval not in (None, UNKNOWN) and \
-                aval.is_python_scalar:
+        if node.attr in ("shape", "size") and aval not in (None, UNKNOWN) and aval.is_python_scalar:
             value = () if node.attr == "shape" else 1  # a Python number: no .shape to read
             return PV(Const(value), value)
         if node.attr in ("shape", "size") and isinstance(base.atom, Var):
@@ -515,12 +570,15 @@ class Instantiator:
 
     def eval_index(self, node):
         if isinstance(node, gast.Slice):
-            parts = [self.eval(p) if p is not None else PV(Const(None), None)
-                     for p in (node.lower, node.upper, node.step)]
+            parts = [
+                self.eval(p) if p is not None else PV(Const(None), None)
+                for p in (node.lower, node.upper, node.step)
+            ]
             if all(p.known for p in parts):
                 value = slice(*(p.static for p in parts))
                 return PV(Const(value), value)
             from .ir import Slc
+
             return PV(Slc(*(p.atom for p in parts)))
         if isinstance(node, gast.Tuple):  # `x[..., :m, m:]`: slices among the items
             items = [self.eval_index(e) for e in node.elts]
@@ -545,9 +603,14 @@ class Instantiator:
     def eval_BinOp(self, node, name):
         left, right = self.eval(node.left), self.eval(node.right)
         op_type = type(node.op)
-        if left.known and right.known and left.foldable and right.foldable \
-                and not isinstance(left.static, np.ndarray) \
-                and not isinstance(right.static, np.ndarray):
+        if (
+            left.known
+            and right.known
+            and left.foldable
+            and right.foldable
+            and not isinstance(left.static, np.ndarray)
+            and not isinstance(right.static, np.ndarray)
+        ):
             value = _PY_BINOPS[op_type](left.static, right.static)
             if _printable(value):
                 return PV(Const(value), value)
@@ -585,8 +648,10 @@ class Instantiator:
         if not test.known:
             if _reads_rank(node.test):
                 raise _RunTimeFact()
-            raise errors.ShapeError("a rule's condition could not be decided before running "
-                                    "(the ranks of its operands are unknown)")
+            raise errors.ShapeError(
+                "a rule's condition could not be decided before running "
+                "(the ranks of its operands are unknown)"
+            )
         return self.eval(node.body if test.static else node.orelse, name)
 
     def eval_Call(self, node, name):

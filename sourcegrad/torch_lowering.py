@@ -13,6 +13,7 @@ Takes: numpy arrays. Gives: numpy arrays. Imports numpy, `ops` and `nn.kernels` 
 `FUNCTIONS` and `METHODS` are the tables the rewriting reads: a torch function's name (as
 `torch.<name>` or `nn.functional.<name>`) or a Tensor method's name -> the function here.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,20 +26,29 @@ from .ops import nn as opnn
 def max_pool_index(x, kernel, stride, padding, dilation, ceil_mode):
     """The advanced index picking each 2-d max pool output's input element (the first
     maximum of its window, as torch's)."""
-    out = tuple(K.pool_output_size(x.shape[2 + i], kernel[i], stride[i], padding[i],
-                                   dilation[i], ceil_mode) for i in range(2))
+    out = tuple(
+        K.pool_output_size(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+        for i in range(2)
+    )
     return K.max_pool_index(x, kernel, stride, padding, dilation, out)[0]
 
 
 # a primitive to the compiler: an integer index, no gradient (max_pool2d's is the gather's)
-defnondiff("max_pool_index", max_pool_index,
-           Spelling("module", "sourcegrad.torch_lowering.max_pool_index"),
-           params=("x", "kernel", "stride", "padding", "dilation", "ceil_mode"))
+defnondiff(
+    "max_pool_index",
+    max_pool_index,
+    Spelling("module", "sourcegrad.torch_lowering.max_pool_index"),
+    params=("x", "kernel", "stride", "padding", "dilation", "ceil_mode"),
+)
 
 
 # the convolution primitive, known to the compiler by its kernel (eager records it by name)
-alias("lowered_convolution", K.convolution, Spelling("module", "sourcegrad.nn.kernels.convolution"),
-      like="convolution")
+alias(
+    "lowered_convolution",
+    K.convolution,
+    Spelling("module", "sourcegrad.nn.kernels.convolution"),
+    like="convolution",
+)
 
 
 # `x is None` of an array is a run-time comparison to the compiler; isinstance is decided
@@ -51,6 +61,7 @@ def _pair(value):
 
 
 # --- activations and elementwise functions ---------------------------------------------------
+
 
 def relu(input):
     return opnn.relu(input)
@@ -86,6 +97,7 @@ def silu(input):
 
 # --- layers ------------------------------------------------------------------------------------
 
+
 def linear(input, weight, bias=None):
     if isinstance(bias, NoneType):
         return input @ weight.T
@@ -93,20 +105,21 @@ def linear(input, weight, bias=None):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return K.convolution(input, weight, bias, _pair(stride), _pair(padding), _pair(dilation),
-                         False, (0, 0), groups)
+    return K.convolution(
+        input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), False, (0, 0), groups
+    )
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return K.convolution(input, weight, bias, (stride,), (padding,), (dilation,), False, (0,),
-                         groups)
+    return K.convolution(
+        input, weight, bias, (stride,), (padding,), (dilation,), False, (0,), groups
+    )
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     kernel = _pair(kernel_size)
     step = kernel if stride is None else _pair(stride)
-    return input[max_pool_index(input, kernel, step, _pair(padding), _pair(dilation),
-                                ceil_mode)]
+    return input[max_pool_index(input, kernel, step, _pair(padding), _pair(dilation), ceil_mode)]
 
 
 # The generator compiled dropout draws from: generated code keeps the object it was compiled
@@ -130,7 +143,7 @@ def embedding(input, weight):
 def flatten(input, start_dim=0, end_dim=-1):
     shape = input.shape
     end = end_dim % len(shape)
-    return np.reshape(input, shape[:start_dim] + (-1,) + shape[end + 1:])
+    return np.reshape(input, shape[:start_dim] + (-1,) + shape[end + 1 :])
 
 
 def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
@@ -166,9 +179,9 @@ def lstm(input, weights, hidden_size, batch_first):
         for t in range(x.shape[0]):
             gates = x[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh
             i = opnn.sigmoid(gates[:, :H])
-            f = opnn.sigmoid(gates[:, H:2 * H])
-            g = np.tanh(gates[:, 2 * H:3 * H])
-            o = opnn.sigmoid(gates[:, 3 * H:])
+            f = opnn.sigmoid(gates[:, H : 2 * H])
+            g = np.tanh(gates[:, 2 * H : 3 * H])
+            o = opnn.sigmoid(gates[:, 3 * H :])
             c = f * c + i * g
             h = o * np.tanh(c)
             outs.append(h)
@@ -180,6 +193,7 @@ def lstm(input, weights, hidden_size, batch_first):
 
 
 # --- losses ----------------------------------------------------------------------------------
+
 
 def cross_entropy(input, target, *, ignore_index=-100, reduction="mean"):
     """Class indices of a batch of rows (N, C); a target of ignore_index counts for nothing
@@ -204,6 +218,7 @@ def mse_loss(input, target, *, reduction="mean"):
 
 
 # --- shapes and reductions -------------------------------------------------------------------
+
 
 def cat(tensors, dim=0):
     return np.concatenate(tensors, axis=dim)
@@ -262,21 +277,59 @@ def tensor_contiguous(self):
 
 
 def tensor_pow(self, exponent):
-    return self ** exponent
+    return self**exponent
 
 
 def tensor_dim(self):
     return self.ndim
 
 
-FUNCTIONS = {f.__name__: f for f in (
-    relu, sigmoid, tanh, softmax, log_softmax, leaky_relu, gelu, silu, linear, conv1d, conv2d,
-    max_pool2d, dropout, embedding, flatten, layer_norm, cross_entropy, mse_loss, cat, stack, matmul)}
+FUNCTIONS = {
+    f.__name__: f
+    for f in (
+        relu,
+        sigmoid,
+        tanh,
+        softmax,
+        log_softmax,
+        leaky_relu,
+        gelu,
+        silu,
+        linear,
+        conv1d,
+        conv2d,
+        max_pool2d,
+        dropout,
+        embedding,
+        flatten,
+        layer_norm,
+        cross_entropy,
+        mse_loss,
+        cat,
+        stack,
+        matmul,
+    )
+}
 
-METHODS = {"t": tensor_t, "view": tensor_view, "reshape": tensor_view, "size": tensor_size,
-           "sum": tensor_sum, "mean": tensor_mean, "unsqueeze": tensor_unsqueeze,
-           "squeeze": tensor_squeeze, "permute": tensor_permute,
-           "transpose": tensor_transpose, "contiguous": tensor_contiguous,
-           "pow": tensor_pow, "dim": tensor_dim, "flatten": flatten, "matmul": matmul,
-           "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softmax": softmax,
-           "log_softmax": log_softmax}
+METHODS = {
+    "t": tensor_t,
+    "view": tensor_view,
+    "reshape": tensor_view,
+    "size": tensor_size,
+    "sum": tensor_sum,
+    "mean": tensor_mean,
+    "unsqueeze": tensor_unsqueeze,
+    "squeeze": tensor_squeeze,
+    "permute": tensor_permute,
+    "transpose": tensor_transpose,
+    "contiguous": tensor_contiguous,
+    "pow": tensor_pow,
+    "dim": tensor_dim,
+    "flatten": flatten,
+    "matmul": matmul,
+    "relu": relu,
+    "sigmoid": sigmoid,
+    "tanh": tanh,
+    "softmax": softmax,
+    "log_softmax": log_softmax,
+}

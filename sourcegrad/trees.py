@@ -18,14 +18,21 @@ keeps its insertion order (JAX sorts keys; the user's order reads better in gene
 code and rebuilds the dict the user passed). A dataclass is rebuilt without calling its
 `__init__` or `__post_init__` (a gradient need not pass the class's validation).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import keyword
 from dataclasses import dataclass
 
-LIST, TUPLE, DICT, NAMEDTUPLE, DATACLASS, LEAF = \
-    "list", "tuple", "dict", "namedtuple", "dataclass", "leaf"
+LIST, TUPLE, DICT, NAMEDTUPLE, DATACLASS, LEAF = (
+    "list",
+    "tuple",
+    "dict",
+    "namedtuple",
+    "dataclass",
+    "leaf",
+)
 
 
 def kind_of(value) -> str:
@@ -94,13 +101,18 @@ class TreeDef:
         """Per leaf, the path to it: a tuple of (kind, key, position) steps."""
         if self.kind == LEAF:
             return [()]
-        return [((self.kind, k, i),) + rest
-                for i, (k, c) in enumerate(zip(self._child_keys(), self.children))
-                for rest in c._steps()]
+        return [
+            ((self.kind, k, i),) + rest
+            for i, (k, c) in enumerate(zip(self._child_keys(), self.children))
+            for rest in c._steps()
+        ]
 
     def _child_keys(self):
-        return self.keys if self.kind in (DICT, NAMEDTUPLE, DATACLASS) else \
-            tuple(range(len(self.children)))
+        return (
+            self.keys
+            if self.kind in (DICT, NAMEDTUPLE, DATACLASS)
+            else tuple(range(len(self.children)))
+        )
 
     def paths(self, base: str) -> list:
         """Each leaf spelled as the user reaches it: `params["W1"]`, `params[0][1]`, `p.w`."""
@@ -108,8 +120,13 @@ class TreeDef:
         for steps in self._steps():
             text = base
             for kind, key, _ in steps:
-                text += f".{key}" if kind in (NAMEDTUPLE, DATACLASS) else \
-                    f'["{key}"]' if isinstance(key, str) and '"' not in key else f"[{key!r}]"
+                text += (
+                    f".{key}"
+                    if kind in (NAMEDTUPLE, DATACLASS)
+                    else f'["{key}"]'
+                    if isinstance(key, str) and '"' not in key
+                    else f"[{key!r}]"
+                )
             out.append(text)
         return out
 
@@ -121,8 +138,11 @@ class TreeDef:
             parts = [base]
             for kind, key, position in steps:
                 word = str(key)
-                parts.append(word if (word.isidentifier() or word.isdigit()) and
-                             not keyword.iskeyword(word) else str(position))
+                parts.append(
+                    word
+                    if (word.isidentifier() or word.isdigit()) and not keyword.iskeyword(word)
+                    else str(position)
+                )
             out.append("_".join(parts))
         return out
 
@@ -162,11 +182,13 @@ def _flatten(value, leaves) -> TreeDef:
         return TreeDef(DICT, None, keys, tuple(_flatten(value[k], leaves) for k in keys))
     if kind == NAMEDTUPLE:
         cls = type(value)
-        return TreeDef(NAMEDTUPLE, cls, tuple(cls._fields),
-                       tuple(_flatten(v, leaves) for v in value))
+        return TreeDef(
+            NAMEDTUPLE, cls, tuple(cls._fields), tuple(_flatten(v, leaves) for v in value)
+        )
     fields = tuple(f.name for f in dataclasses.fields(value))
-    return TreeDef(DATACLASS, type(value), fields,
-                   tuple(_flatten(getattr(value, f), leaves) for f in fields))
+    return TreeDef(
+        DATACLASS, type(value), fields, tuple(_flatten(getattr(value, f), leaves) for f in fields)
+    )
 
 
 def _is_static_leaf(value) -> bool:
@@ -200,5 +222,17 @@ def needs_flattening(value, differentiated: bool) -> bool:
     return True
 
 
-__all__ = ["TreeDef", "Rebuild", "flatten", "kind_of", "is_static", "needs_flattening",
-           "LIST", "TUPLE", "DICT", "NAMEDTUPLE", "DATACLASS", "LEAF"]
+__all__ = [
+    "TreeDef",
+    "Rebuild",
+    "flatten",
+    "kind_of",
+    "is_static",
+    "needs_flattening",
+    "LIST",
+    "TUPLE",
+    "DICT",
+    "NAMEDTUPLE",
+    "DATACLASS",
+    "LEAF",
+]

@@ -15,6 +15,7 @@ filled, and a legend of the shapes and colours used.
 `render(dot, path)` writes `path` as PNG or SVG (by its suffix) with Graphviz's `dot`
 when it is installed, and the DOT text (`.dot`) otherwise; it returns the path written.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,6 +50,7 @@ def eager_dot(tensor: Any, name: str = "output") -> str:
         if id(node) not in ids:
             ids[id(node)] = f"n{len(ids)}"
         return ids[id(node)]
+
     lines.append(f"  {node_id(root)} -> out;")
     stack, seen = [root], set()
     while stack:
@@ -60,8 +62,10 @@ def eager_dot(tensor: Any, name: str = "output") -> str:
         variable = getattr(node, "variable", None)
         if variable is not None:  # AccumulateGrad: a leaf
             label = f"{kind}\\nleaf {tuple(variable.shape)}"
-            lines.append(f"  {node_id(node)} [label={_quote(label)}, shape=box, "
-                         'style=filled, fillcolor="#dbe8f5"];')
+            lines.append(
+                f"  {node_id(node)} [label={_quote(label)}, shape=box, "
+                'style=filled, fillcolor="#dbe8f5"];'
+            )
         else:
             saved = saved_tensors(node)
             label = kind + "".join(f"\\nsaved {key} {shape}" for key, shape in saved)
@@ -104,12 +108,16 @@ def compiled_dot(gradient: Any) -> str:
     of its own inside them; a legend says what the shapes and colours mean."""
     compiled = gradient._last
     from .errors import SourcegradError
+
     if compiled is None:
-        raise SourcegradError("call the gradient once first: its code is generated for the "
-                              "shapes of its inputs")
+        raise SourcegradError(
+            "call the gradient once first: its code is generated for the shapes of its inputs"
+        )
     if compiled.ir is None:
-        raise SourcegradError("this gradient was loaded from the on-disk cache, which keeps "
-                              "its source but not its IR; disable the cache to draw it")
+        raise SourcegradError(
+            "this gradient was loaded from the on-disk cache, which keeps "
+            "its source but not its IR; disable the cache to draw it"
+        )
     fn = compiled.ir
     saved = {item["name"] for item in compiled.saved if not item["input"]}
     lines = [f"digraph {_quote(fn.name)} {{", "  rankdir=TB;", '  node [fontname="Helvetica"];']
@@ -126,11 +134,16 @@ def compiled_dot(gradient: Any) -> str:
                 facts["loops"] += 1
                 inner = []
                 if isinstance(stmt, For) and stmt.target not in defined:  # the loop index
-                    inner.append(f"{indent}  {_quote(stmt.target)} [shape=ellipse, "
-                                 f"label={_quote(stmt.target)}];")
+                    inner.append(
+                        f"{indent}  {_quote(stmt.target)} [shape=ellipse, "
+                        f"label={_quote(stmt.target)}];"
+                    )
                     defined.add(stmt.target)
-                visit((stmt.test_body if isinstance(stmt, While) else []) + stmt.body, inner,
-                      indent + "  ")
+                visit(
+                    (stmt.test_body if isinstance(stmt, While) else []) + stmt.body,
+                    inner,
+                    indent + "  ",
+                )
                 if not inner:  # a loop that defines nothing new draws no box
                     continue
                 kind = "reversed loop" if getattr(stmt, "reverse", False) else "loop"
@@ -149,8 +162,9 @@ def compiled_dot(gradient: Any) -> str:
                     label = target
                 style = f', style=filled, fillcolor="{SAVED_FILL}"' if target in saved else ""
                 if target not in defined:
-                    sink.append(f"{indent}{_quote(target)} [shape=box, label={_quote(label)}"
-                                f"{style}];")
+                    sink.append(
+                        f"{indent}{_quote(target)} [shape=box, label={_quote(label)}{style}];"
+                    )
                     defined.add(target)
                 for n in reads_of(stmt):
                     edges.append(f"  {_quote(n)} -> {_quote(target)};")
@@ -162,9 +176,8 @@ def compiled_dot(gradient: Any) -> str:
                 for n in reads_of(stmt):
                     edges.append(f"  {_quote(n)} -> result;")
 
-    marker = next((i for i, stmt in enumerate(fn.body) if isinstance(stmt, Marker)),
-                  len(fn.body))
-    for section, block in (("forward", fn.body[:marker]), ("backward", fn.body[marker + 1:])):
+    marker = next((i for i, stmt in enumerate(fn.body) if isinstance(stmt, Marker)), len(fn.body))
+    for section, block in (("forward", fn.body[:marker]), ("backward", fn.body[marker + 1 :])):
         nodes: list = []
         visit(block, nodes, "    ")
         lines.append(f"  subgraph cluster_{section} {{")
@@ -184,10 +197,16 @@ def compiled_dot(gradient: Any) -> str:
 
 def _legend(stack: bool, loops: bool) -> list:
     """A cluster saying what compiled_dot's shapes and colours mean (only those it drew)."""
-    keys = [("legend_input", "invhouse", "input", ""),
-            ("legend_value", "box", "value computed", ""),
-            ("legend_saved", "box", "read by the backward pass", f', style=filled, '
-                                                                  f'fillcolor="{SAVED_FILL}"')]
+    keys = [
+        ("legend_input", "invhouse", "input", ""),
+        ("legend_value", "box", "value computed", ""),
+        (
+            "legend_saved",
+            "box",
+            "read by the backward pass",
+            f', style=filled, fillcolor="{SAVED_FILL}"',
+        ),
+    ]
     if stack:
         keys.append(("legend_stack", "cylinder", "stack: values a loop overwrites", ""))
     keys.append(("legend_result", "house", "the gradient returned", ""))
@@ -195,8 +214,10 @@ def _legend(stack: bool, loops: bool) -> list:
     for name, shape, text, style in keys:
         out.append(f"    {name} [shape={shape}, label={_quote(text)}, fontsize=10{style}];")
     if loops:
-        out.append('    legend_loop [shape=box, style="rounded,dashed", fontsize=10, '
-                   'label="a loop body: one cluster per loop"];')
+        out.append(
+            '    legend_loop [shape=box, style="rounded,dashed", fontsize=10, '
+            'label="a loop body: one cluster per loop"];'
+        )
     out.append("  }")
     return out
 

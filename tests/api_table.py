@@ -10,6 +10,7 @@ like with like: sourcegrad's public names of that kind against torch's.
 `tests/test_api_table.py` fails when the README's table is not the one the package gives,
 so the table cannot go stale.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -24,10 +25,12 @@ START, END = "<!-- api-table: start -->", "<!-- api-table: end -->"
 SHORT = 30  # lists longer than this are given as a count
 
 # what is not API in torch's namespaces: typing names, dispatch helpers, submodules
-_NOT_API = re.compile(r"^(_.*|[A-Z][a-z]+Type|Callable|Optional|Any|Sequence|Mapping|DType|"
-                      r"Union|List|Tuple|Dict|has_torch_function.*|handle_torch_function|"
-                      r"boolean_dispatch|assert_int_or_pair|common_notes|cast|overload|"
-                      r"warnings|torch|math|ref|SupportsFloat|TypeVar|NamedTuple|namedtuple)$")
+_NOT_API = re.compile(
+    r"^(_.*|[A-Z][a-z]+Type|Callable|Optional|Any|Sequence|Mapping|DType|"
+    r"Union|List|Tuple|Dict|has_torch_function.*|handle_torch_function|"
+    r"boolean_dispatch|assert_int_or_pair|common_notes|cast|overload|"
+    r"warnings|torch|math|ref|SupportsFloat|TypeVar|NamedTuple|namedtuple)$"
+)
 
 
 def _public(module, keep=lambda name, obj: True):
@@ -74,13 +77,23 @@ def areas(torch):
         made.append((area, path, ours, theirs))
 
     add("tensor functions", "torch", _is_function)
-    add("Tensor methods", "torch.Tensor", lambda n, o: callable(o) or isinstance(o, property),
-        sg.Tensor)
+    add(
+        "Tensor methods",
+        "torch.Tensor",
+        lambda n, o: callable(o) or isinstance(o, property),
+        sg.Tensor,
+    )
     add("autograd", "torch.autograd", lambda n, o: True)
     for area, loss in (("nn layers", False), ("losses", True)):
+
         def modules(nn, loss=loss):
-            return _public(nn, lambda n, o: inspect.isclass(o) and issubclass(o, nn.Module)
-                           and ("Loss" in n) == loss)
+            return _public(
+                nn,
+                lambda n, o: (
+                    inspect.isclass(o) and issubclass(o, nn.Module) and ("Loss" in n) == loss
+                ),
+            )
+
         theirs = modules(torch.nn) if torch is not None else None
         ours = modules(sg.nn)
         made.append((area, "torch.nn", ours & theirs if theirs is not None else ours, theirs))
@@ -104,9 +117,12 @@ def _names(names):
 def table(torch) -> str:
     """The markdown table (with torch: what is missing too; without: what is there)."""
     version = torch.__version__.split("+")[0] if torch is not None else None
-    rows = ["| area | torch | sourcegrad has | not covered" +
-            (f" (of torch {version}'s names)" if version else "") + " |",
-            "|---|---|---|---|"]
+    rows = [
+        "| area | torch | sourcegrad has | not covered"
+        + (f" (of torch {version}'s names)" if version else "")
+        + " |",
+        "|---|---|---|---|",
+    ]
     for area, path, ours, theirs in areas(torch):
         if theirs is None:
             rows.append(f"| {area} | `{path}` | {len(ours)} | (needs torch to list) |")
@@ -127,7 +143,7 @@ def table(torch) -> str:
 
 def readme_table() -> str:
     text = README.read_text()
-    return text[text.index(START) + len(START):text.index(END)].strip()
+    return text[text.index(START) + len(START) : text.index(END)].strip()
 
 
 def write(torch) -> None:
@@ -139,6 +155,7 @@ def write(torch) -> None:
 
 def main(argv):
     import torch
+
     if argv[:1] == ["--missing"]:
         for area, _, ours, theirs in areas(torch):
             if area == argv[1]:

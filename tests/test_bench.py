@@ -3,6 +3,7 @@
 No timing is asserted. The hand-written gradients are themselves checked against
 central finite differences, since they are the reference everything else is held to.
 """
+
 import copy
 import json
 import os
@@ -37,8 +38,14 @@ def test_hand_gradient_matches_finite_differences(workload, size):
 
 
 # numba compiles each workload for seconds (the RNN's for a minute on a busy machine): slow
-@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.slow) if v == "numba"
-                                     else v for v in W.VARIANTS if v != "hand"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        pytest.param(v, marks=pytest.mark.slow) if v == "numba" else v
+        for v in W.VARIANTS
+        if v != "hand"
+    ],
+)
 @pytest.mark.parametrize("workload,size", QUICK, ids=IDS)
 def test_variant_agrees_with_hand(workload, size, variant):
     if not W.available(variant):
@@ -61,9 +68,15 @@ def test_variant_agrees_with_hand(workload, size, variant):
 def test_quick_run(tmp_path):
     out = tmp_path / "bench.json"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "sourcegrad.bench", "--quick", "--json", str(out)],
-                          check=False, cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sourcegrad.bench", "--quick", "--json", str(out)],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     report = json.loads(out.read_text())
     statuses = [v.get("status", "") for r in report["results"] for v in r["variants"]]
     # exit status 1 exactly when a gradient is wrong (test_variant_agrees_with_hand says which)
@@ -75,9 +88,15 @@ def test_quick_run(tmp_path):
     # statements, loops nested 1 and 2 deep)
     assert "Compile time against function size" in proc.stdout
     assert [(r["kind"], r["size"]) for r in report["compile_scaling"]] == [
-        ("straight-line", 10), ("straight-line", 100), ("nested loops", 1), ("nested loops", 2)]
-    assert all(r["ms"] > 0 and r["ms_per_statement"] == r["ms"] / r["statements"]
-               for r in report["compile_scaling"])
+        ("straight-line", 10),
+        ("straight-line", 100),
+        ("nested loops", 1),
+        ("nested loops", 2),
+    ]
+    assert all(
+        r["ms"] > 0 and r["ms_per_statement"] == r["ms"] / r["statements"]
+        for r in report["compile_scaling"]
+    )
     assert proc.stdout.startswith("| workload | size | variant | median |")
     assert "timing" in proc.stderr  # progress goes to stderr
     for res in report["results"]:
@@ -85,8 +104,11 @@ def test_quick_run(tmp_path):
         assert hand["variant"] == "hand" and hand["status"] == "reference"
         assert hand["median_s"] > 0 and hand["peak_bytes"] is not None
         for rec in others:
-            assert rec["status"] == "ok" or rec["status"] == "WRONG" or \
-                rec["status"].startswith(("unsupported: ", "error: ")), rec
+            assert (
+                rec["status"] == "ok"
+                or rec["status"] == "WRONG"
+                or rec["status"].startswith(("unsupported: ", "error: "))
+            ), rec
             if rec["status"] == "ok":
                 assert rec["median_s"] > 0 and rec["ratio_to_hand"] > 0
                 assert "peak_bytes" in rec or "memory_status" in rec
@@ -96,11 +118,27 @@ def test_quick_run(tmp_path):
 
 
 def test_report_marks_unsupported_and_wrong():
-    results = [{"workload": "rnn", "size": "large", "label": "T=50", "variants": [
-        {"variant": "hand", "status": "reference", "median_s": 1e-3, "first_call_s": 2e-3,
-         "peak_bytes": 1000},
-        {"variant": "sourcegrad", "status": "unsupported: f.py:3: a for loop is not supported yet"},
-        {"variant": "torch", "status": "WRONG", "max_rel_error": 0.5, "first_call_s": 1e-3}]}]
+    results = [
+        {
+            "workload": "rnn",
+            "size": "large",
+            "label": "T=50",
+            "variants": [
+                {
+                    "variant": "hand",
+                    "status": "reference",
+                    "median_s": 1e-3,
+                    "first_call_s": 2e-3,
+                    "peak_bytes": 1000,
+                },
+                {
+                    "variant": "sourcegrad",
+                    "status": "unsupported: f.py:3: a for loop is not supported yet",
+                },
+                {"variant": "torch", "status": "WRONG", "max_rel_error": 0.5, "first_call_s": 1e-3},
+            ],
+        }
+    ]
     runner.add_ratios(results)
     rows = runner.targets(results)
     table = runner.markdown(results, rows)
@@ -123,9 +161,29 @@ def test_dask_benchmark_checks_and_reports(tmp_path, capsys):
     # a small one would pause the worker for good
     pytest.importorskip("distributed")
     out = tmp_path / "dask.json"
-    assert runner.main(["--backend", "dask", "--rows", "4e4", "--chunk-rows", "1e4",
-                        "--numpy-rows", "2e4", "--check-rows", "2e4", "--threads", "1",
-                        "--memory-limit", "4GiB", "--json", str(out)]) == 0
+    assert (
+        runner.main(
+            [
+                "--backend",
+                "dask",
+                "--rows",
+                "4e4",
+                "--chunk-rows",
+                "1e4",
+                "--numpy-rows",
+                "2e4",
+                "--check-rows",
+                "2e4",
+                "--threads",
+                "1",
+                "--memory-limit",
+                "4GiB",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text())
     assert max(report["check"].values()) <= 1e-10 and report["full_data_agreement"] <= 1e-10
     variants = [r["variant"] for r in report["results"]]
@@ -137,6 +195,7 @@ def test_dask_benchmark_checks_and_reports(tmp_path, capsys):
 def test_checkpointing_bench_quick_rows():
     """python -m sourcegrad.bench.checkpointing: same gradients, less saved for the RNN."""
     from sourcegrad.bench import checkpointing as bench
+
     rows = []
     for label, fn, wrt, args, trips in bench.cases(quick=True):
         rows += bench.measure(label, fn, wrt, args, trips, budget=4000, repeats=1)

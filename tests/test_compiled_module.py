@@ -1,6 +1,7 @@
 """sourcegrad.compile of nn.Modules and torch-style functions: one node whose backward is
 generated code; the parameters' .grad equal eager's and torch's; train/eval as torch's;
 what cannot be compiled runs eagerly with one warning."""
+
 import warnings
 
 import numpy as np
@@ -91,8 +92,9 @@ def test_a_compiled_convnet_is_one_node_with_eager_and_torch_gradients():
     model.eval()
     out, loss, got = run(compiled, x, y)
     assert type(out.grad_fn).__name__ == "CompiledConvNetForward0Backward"
-    assert {type(n).__name__ for n, _ in out.grad_fn.next_functions if n is not None} == \
-        {"AccumulateGrad"}
+    assert {type(n).__name__ for n, _ in out.grad_fn.next_functions if n is not None} == {
+        "AccumulateGrad"
+    }
     _, eager_loss, eager = run(model, x, y)
     assert loss == eager_loss
     for a, b in zip(got, eager):
@@ -109,7 +111,9 @@ def test_a_compiled_convnet_is_one_node_with_eager_and_torch_gradients():
             def forward(self, x):
                 x = real.flatten(real.nn.functional.max_pool2d(real.relu(self.conv1(x)), 2), 1)
                 return self.fc2(real.relu(self.fc1(x)))
+
         return Twin()
+
     real, twin = torch_twin(model, make)
     tout = twin(real.tensor(x.numpy()))
     real.nn.functional.cross_entropy(tout, real.tensor(y.numpy())).backward()
@@ -130,8 +134,9 @@ def test_train_mode_draws_eager_dropout_masks_and_eval_turns_them_off():
     torch.manual_seed(3)
     eager_out, eager_loss, eager = run(model, x, y)
     np.testing.assert_array_equal(after.numpy(), torch.rand(2).numpy())
-    np.testing.assert_allclose(out.detach().numpy(), eager_out.detach().numpy(), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        out.detach().numpy(), eager_out.detach().numpy(), rtol=1e-5, atol=1e-6
+    )
     for a, b in zip(got, eager):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     compiled.eval()
@@ -162,11 +167,14 @@ def test_a_compiled_lstm_matches_eager_and_torch():
 
             def forward(self, idx):
                 return self.head(self.lstm(self.embed(idx))[0])
+
         return Twin()
+
     real, twin = torch_twin(model, make)
     tout = twin(real.tensor(idx.numpy()))
-    real.nn.functional.cross_entropy(tout.reshape(-1, 9), real.tensor(tgt.numpy()).reshape(-1)
-                                     ).backward()
+    real.nn.functional.cross_entropy(
+        tout.reshape(-1, 9), real.tensor(tgt.numpy()).reshape(-1)
+    ).backward()
     for a, p in zip(got, twin.parameters()):
         np.testing.assert_allclose(a, p.grad.numpy(), rtol=1e-4, atol=1e-6)
 
@@ -209,8 +217,11 @@ def test_torch_style_functions_compile_to_one_node(fn):
     x = torch.randn(4, 3)
     W = torch.randn(5, 3, requires_grad=True)
     b = torch.randn(5, requires_grad=True)
-    args = {"tanh_layer": (x, W, b), "linear_loss": (x, W, b, torch.tensor([0, 1, 2, 3])),
-            "methods_only": (x, W)}[fn.__name__]
+    args = {
+        "tanh_layer": (x, W, b),
+        "linear_loss": (x, W, b, torch.tensor([0, 1, 2, 3])),
+        "methods_only": (x, W),
+    }[fn.__name__]
     compiled = sourcegrad.compile(fn)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no graph break
@@ -223,10 +234,13 @@ def test_torch_style_functions_compile_to_one_node(fn):
     np.testing.assert_allclose(got, W.grad.numpy(), rtol=1e-5, atol=1e-6)
     real = pytest.importorskip("torch")
     rargs = [real.tensor(a.detach().numpy(), requires_grad=a.requires_grad) for a in args]
-    source = {"tanh_layer": lambda x, W, b: real.tanh(x @ W.t() + b).sum(),
-              "linear_loss": lambda x, W, b, y: real.nn.functional.cross_entropy(
-                  real.relu(real.nn.functional.linear(x, W, b)), y),
-              "methods_only": lambda x, W: x.matmul(W.t()).tanh().pow(2).mean(dim=1).sum()}
+    source = {
+        "tanh_layer": lambda x, W, b: real.tanh(x @ W.t() + b).sum(),
+        "linear_loss": lambda x, W, b, y: real.nn.functional.cross_entropy(
+            real.relu(real.nn.functional.linear(x, W, b)), y
+        ),
+        "methods_only": lambda x, W: x.matmul(W.t()).tanh().pow(2).mean(dim=1).sum(),
+    }
     source[fn.__name__](*rargs).backward()
     np.testing.assert_allclose(got, rargs[1].grad.numpy(), rtol=1e-5, atol=1e-6)
 
@@ -254,8 +268,9 @@ def test_batchnorm_training_is_a_graph_break_with_one_warning_and_eval_compiles(
     model.eval()
     out = compiled(x)
     assert type(out.grad_fn).__name__ == "CompiledWithBatchNormForward0Backward"
-    np.testing.assert_allclose(out.detach().numpy(), model(x).detach().numpy(), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        out.detach().numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-6
+    )
 
 
 class ReadsItem(nn.Module):
@@ -295,8 +310,9 @@ def test_layer_options_the_lowering_lacks_run_eagerly(case):
     torch.manual_seed(0)
     model = Tagger(padding_idx=0 if case == "padding_idx" else None)
     compiled = sourcegrad.compile(model)
-    idx = torch.tensor([[0, 1], [2, 0], [3, 4]]) if case == "padding_idx" else \
-        torch.tensor([0, 1, 2])
+    idx = (
+        torch.tensor([[0, 1], [2, 0], [3, 4]]) if case == "padding_idx" else torch.tensor([0, 1, 2])
+    )
     with pytest.warns(UserWarning, match="padding_idx" if case == "padding_idx" else "3-d"):
         out = compiled(idx)
     out.sum().backward()
@@ -338,23 +354,23 @@ def test_a_parameter_removed_after_compiling_makes_the_code_again():
 
         def forward(self, x):
             return self.seq(x)
+
     holder = Holder()
     compiled = sourcegrad.compile(holder)
     x = torch.randn(4, 3)
-    np.testing.assert_allclose(compiled(x).detach().numpy(), holder(x).detach().numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), holder(x).detach().numpy(), rtol=1e-6)
     model[0].bias = None
-    np.testing.assert_allclose(compiled(x).detach().numpy(), holder(x).detach().numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), holder(x).detach().numpy(), rtol=1e-6)
 
 
 def test_show_prints_a_compiled_modules_forward_and_backward(capsys):
     import os
     from sourcegrad.cli import main
-    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "examples", "digits_convnet.py")
-    assert main(["show", f"{example}:ConvNet", "--args",
-                 "x=float32(2, 1, 8, 8)"]) == 0
+
+    example = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "digits_convnet.py"
+    )
+    assert main(["show", f"{example}:ConvNet", "--args", "x=float32(2, 1, 8, 8)"]) == 0
     out = capsys.readouterr().out
     assert "def value_and_dConvNet_forward_0_dconv1_weight" in out
     assert "sourcegrad.nn.kernels.convolution(x, conv1_weight, conv1_bias" in out

@@ -1,5 +1,6 @@
 """sourcegrad.compile: a compiled region adds ONE node to the eager graph, whose backward runs
 the generated backward; it composes with leaves, accumulation, hooks and no_grad."""
+
 import numpy as np
 import pytest
 

@@ -15,6 +15,7 @@ comment on the line before a block changes what happens to it:
   golden gradient: its lines are the file's, in order (lines may be left out), so a change
   of the generated code must update the document too.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,8 +30,9 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
-                   re.S | re.M)
+FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.S | re.M
+)
 MARKER = re.compile(r"<!--\s*snippet:\s*(?P<kind>[\w-]+)(?P<why>[^>]*)-->\s*$")
 ANY_MARKER = re.compile(r"<!--\s*snippet:\s*(?P<kind>[\w-]+)(?P<why>[^>]*)-->")
 KINDS = ("skip", "gpu", "output", "golden", "needs")
@@ -45,8 +47,11 @@ def documents():
 
 def runnable_documents():
     """The documents with a python block to run (the others have nothing to check)."""
-    return [path for path in documents()
-            if any(lang == "python" and marker != "skip" for _, lang, marker, _, _ in blocks(path))]
+    return [
+        path
+        for path in documents()
+        if any(lang == "python" and marker != "skip" for _, lang, marker, _, _ in blocks(path))
+    ]
 
 
 def blocks(path):
@@ -55,18 +60,26 @@ def blocks(path):
     out = []
     for match in FENCE.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
-        before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = MARKER.search(before)
         indent = len(match.group("indent"))
         body = "\n".join(row[indent:] for row in match.group("body").split("\n"))
-        out.append((line, match.group("lang"), marker.group("kind") if marker else None,
-                    marker.group("why").strip() if marker else "", body))
+        out.append(
+            (
+                line,
+                match.group("lang"),
+                marker.group("kind") if marker else None,
+                marker.group("why").strip() if marker else "",
+                body,
+            )
+        )
     return out
 
 
 def has_gpu():
     try:
         import cupy
+
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
@@ -103,19 +116,26 @@ def test_python_blocks_run(path, tmp_path, monkeypatch):
         if marker == "golden":
             golden = open(os.path.join(ROOT, argument), encoding="utf-8").read().splitlines()
             missing = _not_in_order(body.splitlines(), golden)
-            assert missing is None, (f"{where}: this block is not an excerpt of {argument} as "
-                                     f"it is now; from this line on it differs: {missing!r}")
+            assert missing is None, (
+                f"{where}: this block is not an excerpt of {argument} as "
+                f"it is now; from this line on it differs: {missing!r}"
+            )
         if marker == "output":
             assert lang == "text", f"{where}: an output marker goes before a ```text block"
             assert printed is not None, f"{where}: no python block ran before this output"
             _check_output(body, printed, where)
             continue
-        if lang != "python" or marker == "skip" or (marker == "gpu" and not has_gpu()) or \
-                (marker == "needs" and importlib.util.find_spec(argument) is None):
+        if (
+            lang != "python"
+            or marker == "skip"
+            or (marker == "gpu" and not has_gpu())
+            or (marker == "needs" and importlib.util.find_spec(argument) is None)
+        ):
             printed = None
             continue
-        assert marker in (None, "gpu", "golden", "needs"), \
+        assert marker in (None, "gpu", "golden", "needs"), (
             f"{where}: unknown snippet marker {marker!r}"
+        )
         stdout = io.StringIO()
         filename = tmp_path / f"{SLUG.sub('_', path)}_line{line}.py"
         filename.write_text(body, encoding="utf-8")
@@ -125,8 +145,9 @@ def test_python_blocks_run(path, tmp_path, monkeypatch):
                 exec(code, namespace)
         except Exception as exc:
             sys.stdout.write(stdout.getvalue())
-            raise AssertionError(f"the python block at {where} raised "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise AssertionError(
+                f"the python block at {where} raised {type(exc).__name__}: {exc}"
+            ) from exc
         printed = stdout.getvalue()
 
 

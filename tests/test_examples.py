@@ -1,4 +1,5 @@
 """Every example runs (each in under a minute) and prints what it promises."""
+
 import importlib.util
 import os
 import subprocess
@@ -11,8 +12,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_example(name, *args):
-    result = subprocess.run([sys.executable, os.path.join("examples", name), *args], cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, os.path.join("examples", name), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -49,8 +55,10 @@ def test_spring_fit_recovers_stiffness_and_damping():
     assert abs(k - 9.0) < 0.05 and abs(c - 0.8) < 0.05
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sklearn") is None,
-                    reason="scikit-learn (the examples extra) is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("sklearn") is None,
+    reason="scikit-learn (the examples extra) is not installed",
+)
 def test_digits_mlp_reaches_good_test_accuracy(tmp_path):
     out = run_example("digits_mlp.py", "--out", str(tmp_path / "curve.png"), "--epochs", "20")
     accuracy = float(out.split("test accuracy")[1].split("%")[0]) / 100
@@ -69,21 +77,25 @@ def test_seed_walkthrough_prints_what_torch_prints():
     assert "y value: 11.0" in out and "Gradients: tensor([0., 1., 1.])" in out
 
 
-@pytest.mark.skipif(importlib.util.find_spec("dask") is None,
-                    reason="dask (the dask extra) is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("dask") is None, reason="dask (the dask extra) is not installed"
+)
 def test_dask_out_of_core_example_fits(tmp_path):
-    out = run_example("dask_out_of_core.py", "--rows", "1e5", "--steps", "3",
-                      "--plot", str(tmp_path / "loss.png"))
-    losses = [float(line.split("loss")[1]) for line in out.splitlines()
-              if line.startswith("step")]
+    out = run_example(
+        "dask_out_of_core.py", "--rows", "1e5", "--steps", "3", "--plot", str(tmp_path / "loss.png")
+    )
+    losses = [float(line.split("loss")[1]) for line in out.splitlines() if line.startswith("step")]
     assert len(losses) == 3 and losses[-1] < losses[0]
     if importlib.util.find_spec("matplotlib") is not None:
         assert (tmp_path / "loss.png").exists()
+
+
 def load_example(name, *argv):
     """An example file as a module, imported in this process as `python name *argv` would
     import it (`--torch` makes the PyTorch-style examples import real torch)."""
-    spec = importlib.util.spec_from_file_location(f"example_{name[:-3]}_{len(argv)}",
-                                                  os.path.join(ROOT, "examples", name))
+    spec = importlib.util.spec_from_file_location(
+        f"example_{name[:-3]}_{len(argv)}", os.path.join(ROOT, "examples", name)
+    )
     module = importlib.util.module_from_spec(spec)
     saved = sys.argv
     sys.argv = [name, *argv]
@@ -95,9 +107,14 @@ def load_example(name, *argv):
 
 
 PYTORCH_STYLE = [
-    pytest.param("digits_convnet.py", marks=pytest.mark.skipif(
-        importlib.util.find_spec("sklearn") is None, reason="needs scikit-learn")),
-    "char_lstm.py"]
+    pytest.param(
+        "digits_convnet.py",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("sklearn") is None, reason="needs scikit-learn"
+        ),
+    ),
+    "char_lstm.py",
+]
 
 
 @pytest.mark.parametrize("name", PYTORCH_STYLE)
@@ -106,8 +123,7 @@ def test_pytorch_style_examples_train_eager_and_compiled_alike(name, tmp_path):
     short = ["--epochs", "1", "--max-batches", "3"]
     with one_blas_thread():  # (many threads on tiny matrices crawl on a shared machine)
         eager_losses, eager_times = example.main(short)
-        compiled_losses, _ = example.main(short + ["--compile", "--json",
-                                                   str(tmp_path / "c.json")])
+        compiled_losses, _ = example.main(short + ["--compile", "--json", str(tmp_path / "c.json")])
     assert len(eager_losses) == 3 and len(eager_times) == 1
     assert eager_losses[-1] < eager_losses[0] or name == "digits_convnet.py"  # (3 steps)
     # one generated node instead of the layers' nodes, the same numbers (dropout included)
@@ -130,6 +146,7 @@ def one_blas_thread():
         from threadpoolctl import threadpool_limits
     except ImportError:
         import contextlib
+
         return contextlib.nullcontext()
     return threadpool_limits(1)
 
@@ -137,7 +154,10 @@ def one_blas_thread():
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
 def test_compare_training_draws_the_curves(tmp_path):
     compare = load_example("compare_training.py")
-    results = {(example, variant): {"losses": [2.3, 2.1, 1.9], "epoch_times": [1.5, 1.0]}
-               for example in compare.EXAMPLES for variant in compare.VARIANTS}
+    results = {
+        (example, variant): {"losses": [2.3, 2.1, 1.9], "epoch_times": [1.5, 1.0]}
+        for example in compare.EXAMPLES
+        for variant in compare.VARIANTS
+    }
     compare.draw(results, str(tmp_path / "curves.png"))
     assert (tmp_path / "curves.png").stat().st_size > 10_000

@@ -1,6 +1,7 @@
 """The house rules of the package's layout, read from its source: no module imports another
 module's private (`_underscored`) name, and no module imports the package's modules in a
 circle (module-level imports; an import inside a function runs later and is not an edge)."""
+
 from __future__ import annotations
 
 import ast
@@ -72,7 +73,7 @@ def test_module_level_imports_have_no_circle():
         state[m] = "open"
         for n in sorted(edges[m]):
             if state.get(n) == "open":
-                circles.append(" -> ".join(path[path.index(n):] + [n]))
+                circles.append(" -> ".join(path[path.index(n) :] + [n]))
             elif n not in state:
                 visit(n, path + [n])
         state[m] = "done"

@@ -1,5 +1,6 @@
 """Both modes, one rule table: the same numpy function run eagerly on Tensors (numpy's
 functions dispatch to Tensor ops) and compiled by sourcegrad.grad gives the same gradients."""
+
 import numpy as np
 import pytest
 
@@ -12,19 +13,34 @@ if not hasattr(sourcegrad, "tensor"):
 
 # cases that use something the eager Tensor does not implement (its own gap, listed here
 # so that a new gap fails loudly instead of being skipped silently)
-EAGER_GAPS = {"f_python_floats", "f_tensordot", "f_einsum", "f_square_abs_builtin",
-              "f_constant_global", "f_mod", "f_nondiff", "f_max_reduce", "f_outer_inner"}
+EAGER_GAPS = {
+    "f_python_floats",
+    "f_tensordot",
+    "f_einsum",
+    "f_square_abs_builtin",
+    "f_constant_global",
+    "f_mod",
+    "f_nondiff",
+    "f_max_reduce",
+    "f_outer_inner",
+}
 
 
 def eager_gradients(fn, args, positions):
-    tensors = [sourcegrad.tensor(np.asarray(a, dtype=np.float64), dtype=sourcegrad.float64,
-                                 requires_grad=i in positions)
-               if isinstance(a, (float, np.ndarray)) and np.asarray(a).dtype.kind == "f" else a
-               for i, a in enumerate(args)]
+    tensors = [
+        sourcegrad.tensor(
+            np.asarray(a, dtype=np.float64), dtype=sourcegrad.float64, requires_grad=i in positions
+        )
+        if isinstance(a, (float, np.ndarray)) and np.asarray(a).dtype.kind == "f"
+        else a
+        for i, a in enumerate(args)
+    ]
     out = fn(*tensors)
     out.backward()
-    return [tensors[i].grad.numpy() if tensors[i].grad is not None
-            else np.zeros(np.shape(args[i])) for i in positions]
+    return [
+        tensors[i].grad.numpy() if tensors[i].grad is not None else np.zeros(np.shape(args[i]))
+        for i in positions
+    ]
 
 
 @pytest.mark.parametrize("fn, make_args, wrt", CASES, ids=[c[0].__name__ for c in CASES])

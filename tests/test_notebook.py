@@ -1,5 +1,6 @@
 """A Gradient in Jupyter: its generated source in a highlighted block and its saved values
 as a table (sourcegrad.notebook, through Gradient._repr_markdown_)."""
+
 import os
 import sys
 
@@ -23,7 +24,7 @@ def test_markdown_shows_the_source_and_the_saved_table():
     g(*logreg.example_args())
     text = g._repr_markdown_()
     assert "```python\n" + g.source.rstrip("\n") + "\n```" in text  # exactly the code that runs
-    table = text[text.index("| saved for the backward pass"):].strip().splitlines()
+    table = text[text.index("| saved for the backward pass") :].strip().splitlines()
     assert len(table) == 2 + len(g.saved)
     rows = {row.split("|")[1].strip(): row for row in table[2:]}
     assert set(rows) == {f"`{item['name']}`" for item in g.saved}
@@ -35,6 +36,7 @@ def test_a_fence_longer_than_any_backticks_in_the_source():
     def ticks(x):
         y = x * 2.0  # ``` (the generated code quotes this line, comment included)
         return np.sum(y * x)
+
     g = sourcegrad.grad(ticks)
     g(np.ones(2))
     text = g._repr_markdown_()
@@ -42,6 +44,17 @@ def test_a_fence_longer_than_any_backticks_in_the_source():
 
 
 def test_saved_table_escapes_pipes():
-    table = saved_markdown([{"name": "a", "shape": (2,), "dtype": "float64", "bytes": 16,
-                             "input": False, "line": 3, "read_by": ["x|y"]}])
+    table = saved_markdown(
+        [
+            {
+                "name": "a",
+                "shape": (2,),
+                "dtype": "float64",
+                "bytes": 16,
+                "input": False,
+                "line": 3,
+                "read_by": ["x|y"],
+            }
+        ]
+    )
     assert table.splitlines()[-1] == "| `a` | (2,) | float64 | 16 | line 3 | x\\|y |"

@@ -1,5 +1,6 @@
 """The op registry: its queries, and its one analysis of which inputs a rule reads (the
 compiler keeps what is read by name, the eager engine a Meta of what is read for shape)."""
+
 import numpy as np
 import pytest
 
@@ -7,21 +8,24 @@ from sourcegrad import ops
 from sourcegrad.eager import spec
 
 
-@pytest.mark.parametrize("rule, param, level", [
-    ("add", "x", ops.SHAPE),         # unbroadcast(g, x): the compiler folds the shape
-    ("sum", "x", ops.SHAPE),         # x.shape
-    ("getitem", "x", ops.META),      # unindex(g, x, index): the array itself is passed
-    ("multiply", "y", ops.VALUE),    # g * y
-    ("exp", "x", ops.NONE),          # g * ans
-    ("exp", "ans", ops.VALUE),
-])
+@pytest.mark.parametrize(
+    "rule, param, level",
+    [
+        ("add", "x", ops.SHAPE),  # unbroadcast(g, x): the compiler folds the shape
+        ("sum", "x", ops.SHAPE),  # x.shape
+        ("getitem", "x", ops.META),  # unindex(g, x, index): the array itself is passed
+        ("multiply", "y", ops.VALUE),  # g * y
+        ("exp", "x", ops.NONE),  # g * ans
+        ("exp", "ans", ops.VALUE),
+    ],
+)
 def test_read_levels(rule, param, level):
     assert ops.read_level(ops.get(rule), param) == level
 
 
 def test_the_two_modes_read_the_one_analysis():
     getitem = ops.get("getitem")
-    assert ops.reads_value_of(getitem, "x")         # compiler: keeps x (unindex reads it)
+    assert ops.reads_value_of(getitem, "x")  # compiler: keeps x (unindex reads it)
     assert spec.reads(getitem.vjps[0])["x"] == spec.SHAPE  # eager: a Meta of x is enough
     add = ops.get("add")
     assert not ops.reads_value_of(add, "x") and ops.reads_shape_of(add, "x")

@@ -1,5 +1,6 @@
 """The package's outside: its version (module, command, metadata), license, typing marker,
 and the command line used from outside the repository root."""
+
 import os
 import re
 import subprocess
@@ -17,8 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def run(*args, cwd=ROOT):
     # PYTHONPATH: this checkout's package, also from another directory
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def pyproject():
@@ -108,5 +110,6 @@ def test_viz_is_available_after_import_sourcegrad():
 
 def test_bench_writes_json_only_where_asked():
     from sourcegrad.bench import runner
+
     assert runner.parse_args([]).json is None  # nothing lands in the current directory
     assert runner.parse_args(["--json", "out.json"]).json == "out.json"

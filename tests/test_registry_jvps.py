@@ -8,6 +8,7 @@ is diagonal), or a linearity mark (`Op.linear`): "joint"/"multi", or a tuple of 
 is linear in, which must then name every input with a VJP (forward mode treats the others as
 piecewise constant, so a missing one would be a silent zero).
 """
+
 import numpy as np
 import pytest
 
@@ -21,6 +22,7 @@ def _load_everything():
     import scipy.stats  # noqa: F401
     import sourcegrad.nn  # noqa: F401  (convolution, pooling, batch norm, padding)
     import sourcegrad.rules_nn  # noqa: F401
+
     registry._load_optional()
 
 
@@ -67,18 +69,29 @@ SAMPLES = {
     "fill_tensor": ((arr(3, 4), arr()), {}, (0, 1)),
     "smooth_l1_loss": ((arr(3, 4), arr(3, 4)), {"reduction": "sum", "beta": 0.7}, (0, 1)),
     "huber_loss": ((arr(3, 4), arr(3, 4)), {"reduction": "mean", "delta": 0.8}, (0, 1)),
-    "binary_cross_entropy": ((R.uniform(0.1, 0.9, (3, 4)), R.uniform(0, 1, (3, 4))),
-                             {"reduction": "mean"}, (0, 1)),
-    "binary_cross_entropy_with_logits": ((arr(3, 4), R.uniform(0, 1, (3, 4))),
-                                         {"pos_weight": np.array([1.5, 0.5, 2.0, 1.0]),
-                                          "reduction": "sum"}, (0, 1)),
+    "binary_cross_entropy": (
+        (R.uniform(0.1, 0.9, (3, 4)), R.uniform(0, 1, (3, 4))),
+        {"reduction": "mean"},
+        (0, 1),
+    ),
+    "binary_cross_entropy_with_logits": (
+        (arr(3, 4), R.uniform(0, 1, (3, 4))),
+        {"pos_weight": np.array([1.5, 0.5, 2.0, 1.0]), "reduction": "sum"},
+        (0, 1),
+    ),
     "cdist": ((arr(3, 2), arr(4, 2)), {"p": 3.0}, (0, 1)),
     "linalg_cross": ((arr(2, 3), arr(2, 3)), {}, (0, 1)),
     "batch_norm_train": ((arr(4, 3, 2), R.uniform(0.5, 2, 3), arr(3), 1e-5), {}, (0, 1, 2)),
-    "batch_norm_eval": ((arr(4, 3, 2), R.uniform(0.5, 2, 3), arr(3), arr(3),
-                         R.uniform(0.5, 2, 3), 1e-5), {}, (0, 1, 2)),
-    "convolution": ((arr(2, 2, 5), arr(3, 2, 2), arr(3), (1,), (1,), (1,), False, (0,), 1), {},
-                    (0, 1, 2)),
+    "batch_norm_eval": (
+        (arr(4, 3, 2), R.uniform(0.5, 2, 3), arr(3), arr(3), R.uniform(0.5, 2, 3), 1e-5),
+        {},
+        (0, 1, 2),
+    ),
+    "convolution": (
+        (arr(2, 2, 5), arr(3, 2, 2), arr(3), (1,), (1,), (1,), False, (0,), 1),
+        {},
+        (0, 1, 2),
+    ),
     "constant_pad": ((arr(2, 3), (1, 2)), {"value": 0.5}, (0,)),
     "resample": ((arr(2, 3), None, arr(4, 3)), {}, (0,)),
     "index_put": ((arr(5), arr(2), (np.array([1, 3]),)), {}, (0, 1)),
@@ -113,6 +126,7 @@ def test_forward_mode_matches_finite_differences(name):
             moved = list(args)
             moved[i] = args[i] + step * t
             return op.forward(*moved, **kwargs)
+
         ours = _tangent_of(op, i, t, ans, args, kwargs)
         plus, minus = at(eps), at(-eps)
         if isinstance(ans, (list, tuple)):
@@ -120,8 +134,9 @@ def test_forward_mode_matches_finite_differences(name):
             for a, n in zip(ours, numeric):
                 np.testing.assert_allclose(a, n, rtol=1e-6, atol=1e-7)
         else:
-            np.testing.assert_allclose(ours, (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-7,
-                                       err_msg=f"{name}, input {i}")
+            np.testing.assert_allclose(
+                ours, (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-7, err_msg=f"{name}, input {i}"
+            )
 
 
 def test_the_readme_claims_no_more_functions_than_the_registry_has():
@@ -130,13 +145,19 @@ def test_the_readme_claims_no_more_functions_than_the_registry_has():
     import re
 
     from sourcegrad.ops import coverage
+
     _load_everything()
     readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
-    claimed = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
-        r"^\s*\| ([\w.]+) \| (\d+) \| (\d+) \|$", readme, re.MULTILINE)}
+    claimed = {
+        m.group(1): (int(m.group(2)), int(m.group(3)))
+        for m in re.finditer(r"^\s*\| ([\w.]+) \| (\d+) \| (\d+) \|$", readme, re.MULTILINE)
+    }
     actual = coverage.counts()
     assert set(claimed) - {"total"} <= set(actual) and claimed
     for module, (compiled, eager) in claimed.items():
-        have = actual[module] if module != "total" else tuple(
-            sum(v[i] for v in actual.values()) for i in (0, 1))
+        have = (
+            actual[module]
+            if module != "total"
+            else tuple(sum(v[i] for v in actual.values()) for i in (0, 1))
+        )
         assert compiled <= have[0] and eager <= have[1], module

@@ -11,6 +11,7 @@ where it is not differentiable). From the entry alone the tests check:
 
 Adding an operation to both modes is its entry plus a row here.
 """
+
 import zlib
 
 import numpy as np
@@ -43,14 +44,37 @@ def away_from_zero(r):
 
 
 ROWS = {
-    "exp": normal, "exp2": normal, "expm1": normal, "log": positive, "log1p": positive,
-    "log2": positive, "log10": positive, "sqrt": positive, "reciprocal": positive,
-    "sin": normal, "cos": normal, "tan": unit, "arcsin": unit, "arccos": unit,
-    "arctan": normal, "sinh": normal, "cosh": normal, "tanh": normal, "arcsinh": normal,
-    "arccosh": lambda r: r.uniform(1.5, 3.0, size=(3, 4)), "arctanh": unit,
-    "absolute": away_from_zero, "negative": normal, "torch_sign": away_from_zero,
-    "torch_floor": off_integers, "torch_ceil": off_integers, "torch_trunc": off_integers,
-    "relu": away_from_zero, "sigmoid": normal, "rsqrt": positive, "erf": normal,
+    "exp": normal,
+    "exp2": normal,
+    "expm1": normal,
+    "log": positive,
+    "log1p": positive,
+    "log2": positive,
+    "log10": positive,
+    "sqrt": positive,
+    "reciprocal": positive,
+    "sin": normal,
+    "cos": normal,
+    "tan": unit,
+    "arcsin": unit,
+    "arccos": unit,
+    "arctan": normal,
+    "sinh": normal,
+    "cosh": normal,
+    "tanh": normal,
+    "arcsinh": normal,
+    "arccosh": lambda r: r.uniform(1.5, 3.0, size=(3, 4)),
+    "arctanh": unit,
+    "absolute": away_from_zero,
+    "negative": normal,
+    "torch_sign": away_from_zero,
+    "torch_floor": off_integers,
+    "torch_ceil": off_integers,
+    "torch_trunc": off_integers,
+    "relu": away_from_zero,
+    "sigmoid": normal,
+    "rsqrt": positive,
+    "erf": normal,
     "sinc": lambda r: np.concatenate([r.uniform(-2.5, 2.5, size=(3, 3)), np.zeros((3, 1))], 1),
     # two inputs (the second broadcast along the first's rows); maximum and minimum away
     # from ties, where they split the gradient
@@ -80,11 +104,14 @@ def _function(name):
     """`sum(op(*xs) * w)`, calling the entry's own forward function."""
     fn = ops.get(name).fn
     if len(ops.get(name).params) == 1:
+
         def f(x, w):
             return np.sum(fn(x) * w)
     else:
+
         def f(x, y, w):
             return np.sum(fn(x, y) * w)
+
     return f
 
 
@@ -108,13 +135,16 @@ def test_compiler_matches_finite_differences(name):
 
     def along(fn, sign):
         return fn(*(a + sign * eps * t for a, t in zip(args, ts)))
+
     _, tangent = sourcegrad.jvp(f, args, ts)
-    np.testing.assert_allclose(tangent, (along(f, 1) - along(f, -1)) / (2 * eps),
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        tangent, (along(f, 1) - along(f, -1)) / (2 * eps), rtol=1e-6, atol=1e-8
+    )
     gradient = sourcegrad.grad(f)  # (with respect to the first input)
     hessian_t = sourcegrad.jvp(gradient, args, ts)[1]
-    np.testing.assert_allclose(hessian_t, (along(gradient, 1) - along(gradient, -1)) / (2 * eps),
-                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        hessian_t, (along(gradient, 1) - along(gradient, -1)) / (2 * eps), rtol=1e-5, atol=1e-7
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -132,8 +162,11 @@ def test_eager_matches_torch(name):
         gs = T.autograd.grad((out * T.tensor(w)).sum(), txs, create_graph=True)
         # (a constant first derivative, such as neg's, records nothing to differentiate)
         total = sum((g * T.tensor(v)).sum() for g, v in zip(gs, vs) if g.requires_grad)
-        ggs = T.autograd.grad(total, txs, allow_unused=True) \
-            if isinstance(total, T.Tensor) else (None,) * len(xs)
+        ggs = (
+            T.autograd.grad(total, txs, allow_unused=True)
+            if isinstance(total, T.Tensor)
+            else (None,) * len(xs)
+        )
         return (out,) + tuple(gs) + tuple(ggs)
 
     def agree(ours, theirs, node):
@@ -155,7 +188,10 @@ def test_eager_matches_torch(name):
     for method in names.method:
         agree(side(sourcegrad, lambda t, *rest: getattr(t, method)(*rest)), theirs, names.node)
     for inplace in names.inplace:
-        agree(side(sourcegrad, lambda t: getattr(t * 1.0, inplace)()),
-              side(torch, lambda t: getattr(t * 1.0, inplace)()), names.node)
+        agree(
+            side(sourcegrad, lambda t: getattr(t * 1.0, inplace)()),
+            side(torch, lambda t: getattr(t * 1.0, inplace)()),
+            names.node,
+        )
     if names.numpy:
         agree(side(sourcegrad, entry.fn), theirs, names.node)

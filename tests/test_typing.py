@@ -3,6 +3,7 @@ compiled surface (`sourcegrad.api`'s names in `sourcegrad.__all__`, `sourcegrad.
 annotation for each parameter and for its result, and the annotations resolve. mypy (run by
 CI as pyproject.toml configures it) checks the bodies of these functions against them; this
 test keeps a new public name from arriving without them."""
+
 from __future__ import annotations
 
 import inspect
@@ -39,16 +40,26 @@ PUBLIC = dict(_public_callables())
 
 
 def test_the_public_compiled_api_is_found():
-    assert {"grad", "value_and_grad", "jvp", "vjp", "jacobian", "hessian", "show",
-            "check_grad", "Gradient.__init__", "Gradient.source", "viz.compiled_dot"} <= set(PUBLIC)
+    assert {
+        "grad",
+        "value_and_grad",
+        "jvp",
+        "vjp",
+        "jacobian",
+        "hessian",
+        "show",
+        "check_grad",
+        "Gradient.__init__",
+        "Gradient.source",
+        "viz.compiled_dot",
+    } <= set(PUBLIC)
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC))
 def test_every_parameter_and_result_is_annotated(name):
     fn = inspect.unwrap(PUBLIC[name])
     hints = typing.get_type_hints(fn)  # (raises if an annotation does not resolve)
-    params = [p for p in inspect.signature(fn).parameters.values()
-              if p.name not in ("self", "cls")]
+    params = [p for p in inspect.signature(fn).parameters.values() if p.name not in ("self", "cls")]
     missing = [p.name for p in params if p.name not in hints]
     assert not missing, f"{name}: parameters without a type: {missing}"
     assert "return" in hints, f"{name}: no return type"

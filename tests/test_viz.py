@@ -1,4 +1,5 @@
 """Pictures: DOT text for compiled gradients and eager graphs; real rendering when dot exists."""
+
 import os
 import shutil
 import sys
@@ -76,15 +77,22 @@ def test_eager_dot_lists_the_saved_tensors_with_shapes():
 
 def test_compiled_dot_draws_each_loop_body_as_one_cluster_and_a_legend():
     dot = viz.compiled_dot(compiled_rnn_gradient())
-    forward = dot[dot.index("subgraph cluster_forward"):dot.index("subgraph cluster_backward")]
-    assert forward.count("subgraph cluster_loop") == 1 and 'label="loop, line 12"' in forward
-    loop = forward[forward.index("cluster_loop"):]
+    forward = dot[dot.index("subgraph cluster_forward") : dot.index("subgraph cluster_backward")]
+    loop_line = 1 + next(i for i, line in enumerate(open(rnn.__file__)) if "for x_t in" in line)
+    assert forward.count("subgraph cluster_loop") == 1
+    assert f'label="loop, line {loop_line}"' in forward
+    loop = forward[forward.index("cluster_loop") :]
     assert '"i" [shape=ellipse' in loop and '"W_h" [shape=box' in loop  # the body's values
-    backward = dot[dot.index("subgraph cluster_backward"):dot.index("subgraph cluster_legend")]
-    assert 'label="reversed loop, line 12"' in backward
-    legend = dot[dot.index("subgraph cluster_legend"):]
-    for text in ("input", "read by the backward pass", "stack: values a loop overwrites",
-                 "the gradient returned", "one cluster per loop"):
+    backward = dot[dot.index("subgraph cluster_backward") : dot.index("subgraph cluster_legend")]
+    assert f'label="reversed loop, line {loop_line}"' in backward
+    legend = dot[dot.index("subgraph cluster_legend") :]
+    for text in (
+        "input",
+        "read by the backward pass",
+        "stack: values a loop overwrites",
+        "the gradient returned",
+        "one cluster per loop",
+    ):
         assert text in legend
     assert 'fillcolor="#f5d99a"' in legend  # the colour of the saved values, explained
 
@@ -94,6 +102,7 @@ def test_compiled_dot_legend_names_only_what_was_drawn():
 
     def straight(x):
         return np.sum(np.tanh(x) ** 2)
+
     g = sourcegrad.grad(straight)
     g(np.ones(3))
     dot = viz.compiled_dot(g)

@@ -11,6 +11,7 @@ returns `UnpackedDualTensor(primal, tangent)`; leaving the level drops every tan
 in it. As in torch there is one level at a time (entering a second raises), and the
 errors are torch's.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -19,11 +20,19 @@ from ..eager import shape_ops
 from ..eager.dual_state import DUAL, forget_all, set_tangent, tangent_of
 from ..eager.tensor import Tensor
 
-__all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual",
-           "unpack_dual", "dual_level"]
+__all__ = [
+    "UnpackedDualTensor",
+    "enter_dual_level",
+    "exit_dual_level",
+    "make_dual",
+    "unpack_dual",
+    "dual_level",
+]
 
-_NO_LEVEL = ("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
-             "enter_dual_level() first.")
+_NO_LEVEL = (
+    "Trying to create a dual Tensor for forward AD but no level exists, make sure to "
+    "enter_dual_level() first."
+)
 
 
 def enter_dual_level() -> int:
@@ -39,8 +48,10 @@ def enter_dual_level() -> int:
 def exit_dual_level(*, level=None) -> None:
     """Close the level: every tangent made in it is dropped."""
     if DUAL.level is None or (level is not None and level != DUAL.level):
-        raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
-                           "was created. This is not supported.")
+        raise RuntimeError(
+            "Trying to exit a forward AD level that was not the last one that "
+            "was created. This is not supported."
+        )
     forget_all()
     DUAL.level = None
     DUAL.on = False
@@ -68,27 +79,35 @@ def make_dual(tensor, tangent, *, level=None):
     """A view of `tensor` whose tangent is `tangent` (same size; floating or complex)."""
     _check_level(level)
     if not (tensor.is_floating_point() or tensor.is_complex()):
-        raise ValueError(f"Expected primal to be floating point or complex, but got: "
-                         f"{tensor.dtype}")
+        raise ValueError(
+            f"Expected primal to be floating point or complex, but got: {tensor.dtype}"
+        )
     if not (tangent.is_floating_point() or tangent.is_complex()):
-        raise ValueError(f"Expected tangent to be floating point or complex, but got: "
-                         f"{tangent.dtype}")
+        raise ValueError(
+            f"Expected tangent to be floating point or complex, but got: {tangent.dtype}"
+        )
     if tangent_of(tensor) is not None:
-        raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward "
-                           f"gradient at the same level {DUAL.level} is not supported.")
+        raise RuntimeError(
+            "Making a dual Tensor based on a Tensor that already has a forward "
+            f"gradient at the same level {DUAL.level} is not supported."
+        )
     if tuple(tangent.shape) != tuple(tensor.shape):
-        raise RuntimeError("Trying to set a forward gradient that has a different size than "
-                           "that of the original Tensor, this is not supported. Tensor is of "
-                           f"size {list(tensor.shape)} while the given forward gradient is of "
-                           f"size {list(tangent.shape)}.")
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than "
+            "that of the original Tensor, this is not supported. Tensor is of "
+            f"size {list(tensor.shape)} while the given forward gradient is of "
+            f"size {list(tangent.shape)}."
+        )
     dual = _alias(tensor)
     set_tangent(dual, tangent)
     return dual
 
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
-UnpackedDualTensor.__doc__ = ("What `unpack_dual` returns: the primal (a view without tangent) "
-                              "and the tangent (a Tensor, or None).")
+UnpackedDualTensor.__doc__ = (
+    "What `unpack_dual` returns: the primal (a view without tangent) "
+    "and the tangent (a Tensor, or None)."
+)
 
 
 def unpack_dual(tensor, *, level=None):

@@ -8,6 +8,7 @@ compared with `|a - n| <= atol + rtol * |n|`. Backward is run twice to check it
 is reentrant. A failure raises `GradcheckError` (a RuntimeError) with torch's
 message, or returns False when `raise_exception=False`.
 """
+
 import warnings
 
 import numpy as np
@@ -56,11 +57,15 @@ def _numerical(func, inputs, wrt, outputs, eps, which=None):
             orig = data[idx].copy()
             # the data is changed under the tensor (no version bump): no graph spans the calls
             data[idx] = orig + eps
-            plus = [devices.host(o._data).astype(np.float64).reshape(-1)
-                    for o in _outputs(func, inputs, which)]
+            plus = [
+                devices.host(o._data).astype(np.float64).reshape(-1)
+                for o in _outputs(func, inputs, which)
+            ]
             data[idx] = orig - eps
-            minus = [devices.host(o._data).astype(np.float64).reshape(-1)
-                     for o in _outputs(func, inputs, which)]
+            minus = [
+                devices.host(o._data).astype(np.float64).reshape(-1)
+                for o in _outputs(func, inputs, which)
+            ]
             data[idx] = orig
             for o in range(len(outputs)):
                 jacobians[o, j][k] = (plus[o] - minus[o]) / (2 * eps)
@@ -93,55 +98,92 @@ def _fail(message, raise_exception):
     return False
 
 
-def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exception=True,
-              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
-              check_batched_grad=False, check_batched_forward_grad=False,
-              check_forward_ad=False, check_backward_ad=True, fast_mode=False,
-              masked=None) -> bool:
+def gradcheck(
+    func,
+    inputs,
+    *,
+    eps=1e-06,
+    atol=1e-05,
+    rtol=0.001,
+    raise_exception=True,
+    nondet_tol=0.0,
+    check_undefined_grad=True,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_batched_forward_grad=False,
+    check_forward_ad=False,
+    check_backward_ad=True,
+    fast_mode=False,
+    masked=None,
+) -> bool:
     inputs = _as_tuple(inputs)
     wrt = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     if not wrt:
-        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
-                         "none of them have requires_grad=True.")
+        raise ValueError(
+            "gradcheck expects at least one input tensor to require gradient, but "
+            "none of them have requires_grad=True."
+        )
     for i in wrt:
         if inputs[i]._data.dtype not in (np.float64, np.complex128):
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
-                          "point or complex. This check will likely fail if all the inputs are "
-                          "not of double precision floating point or complex. ", UserWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"Input #{i} requires gradient and is not a double precision floating "
+                "point or complex. This check will likely fail if all the inputs are "
+                "not of double precision floating point or complex. ",
+                UserWarning,
+                stacklevel=2,
+            )
     which = _differentiable(func, inputs)
     if not which:
         # no output needs a gradient: the function must then not depend on the inputs
         everything = _outputs(func, inputs)
         for num in _numerical(func, inputs, wrt, everything, eps).values():
             if not np.allclose(num, 0.0, rtol=rtol, atol=atol):
-                return _fail("Numerical gradient for function expected to be zero",
-                             raise_exception)
+                return _fail("Numerical gradient for function expected to be zero", raise_exception)
         return True
     outputs, analytical = _analytical(func, inputs, wrt, which)
     numerical = _numerical(func, inputs, wrt, outputs, eps, which)
     from ..eager.factories import tensor as _tensor
+
     for (o, j), num in numerical.items():
         ana = analytical[o, j]
         if not np.allclose(ana, num, rtol=rtol, atol=atol):
-            return _fail(f"Jacobian mismatch for output {o} with respect to input {j},\n"
-                         f"numerical:{_tensor(num)!r}\nanalytical:{_tensor(ana)!r}\n",
-                         raise_exception)
+            return _fail(
+                f"Jacobian mismatch for output {o} with respect to input {j},\n"
+                f"numerical:{_tensor(num)!r}\nanalytical:{_tensor(ana)!r}\n",
+                raise_exception,
+            )
     _, again = _analytical(func, inputs, wrt, which)
     for key, ana in analytical.items():
         if np.max(np.abs(again[key] - ana), initial=0.0) > nondet_tol:
-            return _fail("Backward is not reentrant, i.e., running backward with same input and "
-                         "grad_output multiple times gives different values, although analytical "
-                         "gradient matches numerical gradient.The tolerance for nondeterminism was "
-                         f"{nondet_tol}.", raise_exception)
+            return _fail(
+                "Backward is not reentrant, i.e., running backward with same input and "
+                "grad_output multiple times gives different values, although analytical "
+                "gradient matches numerical gradient.The tolerance for nondeterminism was "
+                f"{nondet_tol}.",
+                raise_exception,
+            )
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rtol=0.001,
-                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
-                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
-                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
-                  masked=False) -> bool:
+def gradgradcheck(
+    func,
+    inputs,
+    grad_outputs=None,
+    *,
+    eps=1e-06,
+    atol=1e-05,
+    rtol=0.001,
+    gen_non_contig_grad_outputs=False,
+    raise_exception=True,
+    nondet_tol=0.0,
+    check_undefined_grad=True,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_fwd_over_rev=False,
+    check_rev_over_rev=True,
+    fast_mode=False,
+    masked=False,
+) -> bool:
     """gradcheck of the first derivatives (computed with create_graph=True)."""
     inputs = _as_tuple(inputs)
     wrt = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
@@ -151,9 +193,16 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
         rng = np.random.default_rng(0)
         with enable_grad():
             outs = _outputs(func, inputs, which)
-        grad_outputs = tuple(factories.from_numpy(rng.uniform(-1.0, 1.0, o._data.shape).astype(
-            o._data.dtype if o._data.dtype.kind in "fc" else np.float64)).to(o.device)
-            .requires_grad_(True) for o in outs)
+        grad_outputs = tuple(
+            factories.from_numpy(
+                rng.uniform(-1.0, 1.0, o._data.shape).astype(
+                    o._data.dtype if o._data.dtype.kind in "fc" else np.float64
+                )
+            )
+            .to(o.device)
+            .requires_grad_(True)
+            for o in outs
+        )
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)
 
@@ -163,8 +212,15 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
         gs = grad(outputs, [xs[i] for i in wrt], gos, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
-    return gradcheck(first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, nondet_tol=nondet_tol)
+    return gradcheck(
+        first_derivatives,
+        inputs + grad_outputs,
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        raise_exception=raise_exception,
+        nondet_tol=nondet_tol,
+    )
 
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]

@@ -1,6 +1,7 @@
 """`torch.autograd.Variable`, kept by torch for old code: `Variable(t, requires_grad=True)`
 is a new leaf sharing t's data (`t.detach().requires_grad_(True)`), and every Tensor is an
 instance of Variable."""
+
 from __future__ import annotations
 
 from ..eager.tensor import Tensor
@@ -20,7 +21,8 @@ class Variable(metaclass=_VariableMeta):
         leaf = data.detach()
         if requires_grad:
             if not (leaf.dtype.is_floating_point or leaf.dtype.is_complex):
-                raise RuntimeError("Only Tensors of floating point and complex dtype can require "
-                                   "gradients")
+                raise RuntimeError(
+                    "Only Tensors of floating point and complex dtype can require gradients"
+                )
             leaf.requires_grad_(True)
         return leaf

@@ -1,4 +1,5 @@
 """`python -m sourcegrad.bench`: see `sourcegrad.bench.runner`."""
+
 import sys
 
 from .runner import main

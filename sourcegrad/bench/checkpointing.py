@@ -12,6 +12,7 @@ on the stack it costs about 32 (the float object and the list's pointer), which 
 
 Targets (issue 23): within a 1 MB saved-value budget, at most 3x the unbudgeted time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,18 +37,31 @@ def _spring_case(steps):
 
 def _rnn_case(steps, hidden=16):
     rng = np.random.default_rng(0)
-    return rnn, (0, 1, 2), (rng.normal(size=(hidden, hidden)) * 0.3,
-                            rng.normal(size=(hidden, hidden)), rng.normal(size=hidden),
-                            rng.normal(size=hidden), rng.normal(size=(steps, hidden))), steps
+    return (
+        rnn,
+        (0, 1, 2),
+        (
+            rng.normal(size=(hidden, hidden)) * 0.3,
+            rng.normal(size=(hidden, hidden)),
+            rng.normal(size=hidden),
+            rng.normal(size=hidden),
+            rng.normal(size=(steps, hidden)),
+        ),
+        steps,
+    )
 
 
 def cases(quick=False):
     """(label, fn, wrt, args, trips) of the rows."""
     if quick:
-        return [("spring, 1000 steps", *_spring_case(1000)),
-                ("rnn, T=200, hidden 16", *_rnn_case(200))]
-    return [("spring, 10^6 steps", *_spring_case(10 ** 6)),
-            ("rnn, T=10000, hidden 16", *_rnn_case(10_000))]
+        return [
+            ("spring, 1000 steps", *_spring_case(1000)),
+            ("rnn, T=200, hidden 16", *_rnn_case(200)),
+        ]
+    return [
+        ("spring, 10^6 steps", *_spring_case(10**6)),
+        ("rnn, T=10000, hidden 16", *_rnn_case(10_000)),
+    ]
 
 
 def _median_time(call, repeats):
@@ -74,19 +88,33 @@ def measure(label, fn, wrt, args, trips, budget=BUDGET, repeats=3):
     plain = api.grad(fn, wrt=wrt)
     planned = api.grad(fn, wrt=wrt, memory=budget)
     expected, got = plain(*args), planned(*args)
-    worst = max(float(np.max(np.abs(np.asarray(g) - np.asarray(e)) /
-                             max(np.max(np.abs(np.asarray(e))), 1e-300)))
-                for g, e in zip(got, expected))
-    per_trip = sum(e["bytes"] for e in planned.saved
-                   if e["status"] == "saved per trip of a segment")
+    worst = max(
+        float(
+            np.max(
+                np.abs(np.asarray(g) - np.asarray(e)) / max(np.max(np.abs(np.asarray(e))), 1e-300)
+            )
+        )
+        for g, e in zip(got, expected)
+    )
+    per_trip = sum(
+        e["bytes"] for e in planned.saved if e["status"] == "saved per trip of a segment"
+    )
     made_once = sum(e["bytes"] for e in plain.saved if not e["input"])
     rows = []
-    for name, g, saved in (("none", plain, made_once + per_trip * trips),
-                           (f"memory={budget}", planned, saved_bytes(planned.saved, trips))):
-        rows.append({"case": label, "plan": name, "seconds": _median_time(lambda: g(*args),
-                                                                          repeats),
-                     "saved_bytes": saved, "peak_bytes": _peak(lambda: g(*args)),
-                     "rel_error": worst if g is planned else 0.0})
+    for name, g, saved in (
+        ("none", plain, made_once + per_trip * trips),
+        (f"memory={budget}", planned, saved_bytes(planned.saved, trips)),
+    ):
+        rows.append(
+            {
+                "case": label,
+                "plan": name,
+                "seconds": _median_time(lambda: g(*args), repeats),
+                "saved_bytes": saved,
+                "peak_bytes": _peak(lambda: g(*args)),
+                "rel_error": worst if g is planned else 0.0,
+            }
+        )
     base = rows[0]
     for row in rows:
         row["time_ratio"] = row["seconds"] / base["seconds"]
@@ -95,25 +123,30 @@ def measure(label, fn, wrt, args, trips, budget=BUDGET, repeats=3):
 
 
 def markdown(rows) -> str:
-    out = ["| case | plan | time | x time | saved bytes | tracemalloc peak | x peak | max rel. "
-           "difference |", "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| case | plan | time | x time | saved bytes | tracemalloc peak | x peak | max rel. "
+        "difference |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        out.append(f"| {r['case']} | {r['plan']} | {r['seconds']:.3f} s | "
-                   f"{r['time_ratio']:.2f} | {r['saved_bytes']:,} | {r['peak_bytes']:,} | "
-                   f"{r['peak_ratio']:.3f} | {r['rel_error']:.1e} |")
+        out.append(
+            f"| {r['case']} | {r['plan']} | {r['seconds']:.3f} s | "
+            f"{r['time_ratio']:.2f} | {r['saved_bytes']:,} | {r['peak_bytes']:,} | "
+            f"{r['peak_ratio']:.3f} | {r['rel_error']:.1e} |"
+        )
     return "\n".join(out)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m sourcegrad.bench.checkpointing",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m sourcegrad.bench.checkpointing", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     parser.add_argument("--budget", type=int, default=BUDGET, help="bytes (default 1 MB)")
     args = parser.parse_args(argv)
     rows = []
     for label, fn, wrt, fn_args, trips in cases(args.quick):
-        rows += measure(label, fn, wrt, fn_args, trips, args.budget,
-                        repeats=3 if args.quick else 2)
+        rows += measure(label, fn, wrt, fn_args, trips, args.budget, repeats=3 if args.quick else 2)
     print(markdown(rows))
     return 0
 

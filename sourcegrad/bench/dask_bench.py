@@ -26,6 +26,7 @@ made) shows the data streamed through in chunks (with in-process workers, the de
 LocalCluster; `--workers`, `--threads` and `--memory-limit` size the LocalCluster.
 Output: a markdown table on stdout; `--json PATH` also writes the numbers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,27 +43,48 @@ RTOL = 1e-10
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m sourcegrad.bench --backend dask",
-                                description=(__doc__ or "").split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m sourcegrad.bench --backend dask", description=(__doc__ or "").split("\n")[0]
+    )
     p.add_argument("--rows", type=float, default=5e8, help="rows of X (default 5e8: 80 GB)")
     p.add_argument("--cols", type=int, default=20, help="columns of X (default 20)")
-    p.add_argument("--chunk-rows", type=float, default=5e5,
-                   help="rows per chunk (default 5e5: 80 MB chunks of 20 columns)")
-    p.add_argument("--numpy-rows", type=float, default=2e7,
-                   help="rows for numpy in memory (the largest that fits; default 2e7; 0: "
-                        "no numpy rows)")
-    p.add_argument("--no-data-only", action="store_true",
-                   help="skip the pass that only generates and sums the data")
+    p.add_argument(
+        "--chunk-rows",
+        type=float,
+        default=5e5,
+        help="rows per chunk (default 5e5: 80 MB chunks of 20 columns)",
+    )
+    p.add_argument(
+        "--numpy-rows",
+        type=float,
+        default=2e7,
+        help="rows for numpy in memory (the largest that fits; default 2e7; 0: no numpy rows)",
+    )
+    p.add_argument(
+        "--no-data-only",
+        action="store_true",
+        help="skip the pass that only generates and sums the data",
+    )
     p.add_argument("--check-rows", type=float, default=2e5, help="rows the check runs on")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="an existing dask.distributed scheduler (default: a LocalCluster)")
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="an existing dask.distributed scheduler (default: a LocalCluster)",
+    )
     p.add_argument("--workers", type=int, default=1, help="LocalCluster workers (default 1)")
     p.add_argument("--threads", type=int, default=2, help="threads per worker (default 2)")
-    p.add_argument("--memory-limit", default="4GiB",
-                   help="per LocalCluster worker (in-process workers: of this whole process)")
-    p.add_argument("--processes", action="store_true",
-                   help="LocalCluster workers in processes (default: threads in this process)")
+    p.add_argument(
+        "--memory-limit",
+        default="4GiB",
+        help="per LocalCluster worker (in-process workers: of this whole process)",
+    )
+    p.add_argument(
+        "--processes",
+        action="store_true",
+        help="LocalCluster workers in processes (default: threads in this process)",
+    )
     p.add_argument("--json", default=None, metavar="PATH")
     return p.parse_args(argv)
 
@@ -70,6 +92,7 @@ def parse_args(argv):
 def dataset(rows, cols, chunk_rows, seed):
     """(w0, X, y, true_w): lazy Dask data drawn chunk by chunk from `seed`."""
     import dask.array as da
+
     rng = da.random.default_rng(seed)
     X = rng.standard_normal((rows, cols), chunks=(chunk_rows, cols))
     noise = rng.standard_normal(rows, chunks=chunk_rows)
@@ -81,6 +104,7 @@ def dataset(rows, cols, chunk_rows, seed):
 def hand_dask_gradient(w, X, y):
     """The logistic-regression gradient written by hand with dask.array (lazy)."""
     import dask.array as da
+
     # d/dz_i = -y_i sigmoid(-y_i z_i) / n = -y_i / (1 + exp(y_i z_i)) / n (as logreg_hand)
     return X.T @ (-y / (1.0 + da.exp(y * (X @ w)))) / y.shape[0]
 
@@ -98,6 +122,7 @@ def _timed(fn):
 def check(args, log):
     """The three gradients on the first rows agree (or SystemExit)."""
     import sourcegrad
+
     n = int(args.check_rows)
     w, X, y, true_w = dataset(n, args.cols, int(args.chunk_rows), args.seed)
     w = 0.1 * true_w  # a point where the gradient is not tiny
@@ -105,8 +130,10 @@ def check(args, log):
     hand = hand_dask_gradient(w, X, y).compute()
     Xn, yn = X.compute(), y.compute()
     (numpy,) = workloads.logreg_hand(w, Xn, yn)
-    errors = {"sourcegrad (dask) vs numpy": _relative(ours, numpy),
-              "hand-written dask vs numpy": _relative(hand, numpy)}
+    errors = {
+        "sourcegrad (dask) vs numpy": _relative(ours, numpy),
+        "hand-written dask vs numpy": _relative(hand, numpy),
+    }
     for what, err in errors.items():
         log(f"check on {n} rows: {what}: max rel. difference {err:.1e}")
     if max(errors.values()) > RTOL:
@@ -119,18 +146,28 @@ def measure(args, log):
     import dask
 
     import sourcegrad
+
     rows, cols, chunk = int(args.rows), args.cols, int(args.chunk_rows)
     w, X, y, _ = dataset(rows, cols, chunk, args.seed)
     gb = rows * (cols + 1) * 8 / 1e9
-    log(f"data: {rows:.3g} x {cols} float64 (+ y): {gb:.1f} GB, chunks of {chunk} rows "
-        f"({X.numblocks[0]} chunks), generated per pass")
+    log(
+        f"data: {rows:.3g} x {cols} float64 (+ y): {gb:.1f} GB, chunks of {chunk} rows "
+        f"({X.numblocks[0]} chunks), generated per pass"
+    )
     g = sourcegrad.grad(workloads.logreg)
     g.compile((w, X, y))  # code generation apart from the pass (milliseconds)
     results = []
 
     def add(name, seconds, n, note=""):
-        results.append({"variant": name, "rows": n, "seconds": seconds,
-                        "rows_per_s": n / seconds, "note": note})
+        results.append(
+            {
+                "variant": name,
+                "rows": n,
+                "seconds": seconds,
+                "rows_per_s": n / seconds,
+                "note": note,
+            }
+        )
         log(f"{name}: {n:.3g} rows in {seconds:.2f} s = {n / seconds:.3g} rows/s")
 
     if not args.no_data_only:
@@ -149,14 +186,22 @@ def measure(args, log):
     if n:
         # (made by threads in this process: in-process workers would count it as theirs)
         numpy_in_memory(w, *dask.compute(X[:n], y[:n], scheduler="threads"), add)
-    return {"rows": rows, "cols": cols, "chunk_rows": chunk, "gigabytes": gb,
-            "results": results, "ratio_sourcegrad_over_hand_dask": ratio,
-            "full_data_agreement": agree, "peak_rss_gb_after_dask": peak}
+    return {
+        "rows": rows,
+        "cols": cols,
+        "chunk_rows": chunk,
+        "gigabytes": gb,
+        "results": results,
+        "ratio_sourcegrad_over_hand_dask": ratio,
+        "full_data_agreement": agree,
+        "peak_rss_gb_after_dask": peak,
+    }
 
 
 def numpy_in_memory(w, Xn, yn, add):
     """sourcegrad's numpy gradient and the hand-written one on data held in memory."""
     import sourcegrad
+
     n = Xn.shape[0]
     numpy_grad = sourcegrad.grad(workloads.logreg)
     numpy_grad(w, Xn[:10], yn[:10])
@@ -168,19 +213,28 @@ def numpy_in_memory(w, Xn, yn, add):
 
 
 def markdown(report) -> str:
-    lines = [f"\nLogistic-regression gradient, X {report['rows']:.3g} x {report['cols']} "
-             f"float64 ({report['gigabytes']:.1f} GB, generated chunk by chunk, "
-             f"{report['chunk_rows']} rows a chunk) on {report['cluster']}:\n",
-             "| variant | rows | seconds | rows/s | note |", "|---|---:|---:|---:|---|"]
+    lines = [
+        f"\nLogistic-regression gradient, X {report['rows']:.3g} x {report['cols']} "
+        f"float64 ({report['gigabytes']:.1f} GB, generated chunk by chunk, "
+        f"{report['chunk_rows']} rows a chunk) on {report['cluster']}:\n",
+        "| variant | rows | seconds | rows/s | note |",
+        "|---|---:|---:|---:|---|",
+    ]
     for r in report["results"]:
-        lines.append(f"| {r['variant']} | {r['rows']:.3g} | {r['seconds']:.2f} | "
-                     f"{r['rows_per_s']:.3g} | {r['note']} |")
+        lines.append(
+            f"| {r['variant']} | {r['rows']:.3g} | {r['seconds']:.2f} | "
+            f"{r['rows_per_s']:.3g} | {r['note']} |"
+        )
     ratio = report["ratio_sourcegrad_over_hand_dask"]
-    lines.append(f"\nPeak resident memory after the Dask passes (workers in this process): "
-                 f"{report['peak_rss_gb_after_dask']:.2f} GB for {report['gigabytes']:.1f} "
-                 "GB of data.")
-    lines.append(f"\nsourcegrad / hand-written dask: {ratio:.2f}x (target: at most "
-                 f"{TARGET_RATIO}x) -- {'met' if ratio <= TARGET_RATIO else 'NOT met'}\n")
+    lines.append(
+        f"\nPeak resident memory after the Dask passes (workers in this process): "
+        f"{report['peak_rss_gb_after_dask']:.2f} GB for {report['gigabytes']:.1f} "
+        "GB of data."
+    )
+    lines.append(
+        f"\nsourcegrad / hand-written dask: {ratio:.2f}x (target: at most "
+        f"{TARGET_RATIO}x) -- {'met' if ratio <= TARGET_RATIO else 'NOT met'}\n"
+    )
     return "\n".join(lines)
 
 
@@ -189,8 +243,10 @@ def main(argv=None):
     try:
         import distributed
     except ImportError:
-        print('dask and distributed are not installed (pip install "sourcegrad[dask]"): '
-              "nothing measured")
+        print(
+            'dask and distributed are not installed (pip install "sourcegrad[dask]"): '
+            "nothing measured"
+        )
         return 0
 
     def log(message):
@@ -200,14 +256,18 @@ def main(argv=None):
         client, cluster = distributed.Client(args.scheduler), None
         where = f"the cluster at {args.scheduler}"
     else:
-        cluster = distributed.LocalCluster(n_workers=args.workers,
-                                           threads_per_worker=args.threads,
-                                           processes=args.processes,
-                                           memory_limit=args.memory_limit,
-                                           dashboard_address=None)
+        cluster = distributed.LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=args.threads,
+            processes=args.processes,
+            memory_limit=args.memory_limit,
+            dashboard_address=None,
+        )
         client = distributed.Client(cluster)
-        where = (f"a LocalCluster of {args.workers} worker(s) x {args.threads} thread(s), "
-                 f"{args.memory_limit} each")
+        where = (
+            f"a LocalCluster of {args.workers} worker(s) x {args.threads} thread(s), "
+            f"{args.memory_limit} each"
+        )
     try:
         errors = check(args, log)
         report = measure(args, log)

@@ -30,6 +30,7 @@ Exit status: 0 when every check passes, 1 when one fails. Without a CUDA device
 (or without CuPy) it prints one line saying so, measures nothing and exits with
 status 0, or 2 with `--strict` (for a job that must run on a GPU).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,6 +52,7 @@ DEADLINE_S = 240.0  # past this, variants are still checked but no longer timed
 def no_device_reason():
     """Why CUDA tensors cannot be made here (one line), or None when a GPU is there."""
     from sourcegrad.eager import devices
+
     try:
         devices.cupy()
     except RuntimeError as e:
@@ -59,6 +61,7 @@ def no_device_reason():
 
 
 # --- timing ------------------------------------------------------------------------------------
+
 
 class Timer:
     def __init__(self, sync, budget, deadline):
@@ -85,8 +88,9 @@ class Timer:
         number = max(1, min(1000, int(1e-3 / max(single, 1e-7))))
         samples = []
         start = time.perf_counter()
-        while len(samples) < 3 or (time.perf_counter() - start < self.budget
-                                   and len(samples) < 200):
+        while len(samples) < 3 or (
+            time.perf_counter() - start < self.budget and len(samples) < 200
+        ):
             self.sync()
             t0 = time.perf_counter()
             for _ in range(number):
@@ -114,6 +118,7 @@ def rel_error(got, expected):
 
 # --- the variants --------------------------------------------------------------------------
 
+
 def with_cupy(fn, cp):
     """`fn` with the name `np` in its globals bound to cupy (a hand-written numpy gradient)."""
     scope = dict(fn.__globals__)
@@ -124,6 +129,7 @@ def with_cupy(fn, cp):
 def prepare(variant, workload, size, host_args, cp):
     """(call, to_host) for one variant: call() computes the gradient tuple on the device."""
     from . import workloads
+
     wrt = workloads.wrt_positions(workload)
     dev_args = tuple(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in host_args)
     to_host = lambda out: tuple(cp.asnumpy(g) for g in out)  # noqa: E731
@@ -132,20 +138,26 @@ def prepare(variant, workload, size, host_args, cp):
         return (lambda: fn(*dev_args)), to_host
     if variant == "compiled":
         import sourcegrad
+
         g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt), backend="cupy")
         return (lambda: g(*dev_args)), to_host
     if variant == "eager (CUDA)":
         import sourcegrad as sg
+
         f = workload.function(size)
-        targs = [sg.as_tensor(a).requires_grad_(i in wrt) if isinstance(a, cp.ndarray) else a
-                 for i, a in enumerate(dev_args)]
+        targs = [
+            sg.as_tensor(a).requires_grad_(i in wrt) if isinstance(a, cp.ndarray) else a
+            for i, a in enumerate(dev_args)
+        ]
         inputs = [targs[i] for i in wrt]
 
         def call():
             return sg.autograd.grad(f(*targs), inputs)
+
         return call, lambda out: tuple(t.cpu().numpy() for t in out)
     if variant == "torch (CUDA)":
         import torch
+
         fn = workload.torch or functools.partial(workload.xp, torch)
         targs = []
         for i, a in enumerate(host_args):
@@ -158,6 +170,7 @@ def prepare(variant, workload, size, host_args, cp):
 
         def call():
             return torch.autograd.grad(fn(*targs), inputs)
+
         return call, lambda out: tuple(g.detach().cpu().numpy() for g in out)
     raise KeyError(variant)
 
@@ -166,6 +179,7 @@ def torch_cuda():
     """Whether torch is installed with a usable CUDA device (checked without failing)."""
     try:
         import torch
+
         return bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001 - not installed, or installed without CUDA
         return False
@@ -173,6 +187,7 @@ def torch_cuda():
 
 def run_workloads(cp, timer, quick, only):
     from . import workloads
+
     variants = ["hand (CuPy)", "compiled", "eager (CUDA)"]
     if torch_cuda():
         variants.append("torch (CUDA)")
@@ -180,14 +195,21 @@ def run_workloads(cp, timer, quick, only):
     for w in workloads.WORKLOADS:
         if w.name not in GPU_WORKLOADS or (only and w.name not in only):
             continue
-        for size in (w.quick if quick else w.sizes):
+        for size in w.quick if quick else w.sizes:
             host_args = workloads.make_args(w, size)
             expected = workloads._as_numpy(w.reference(size)(*host_args))
             hand_median = None
             for variant in variants:
-                row = {"workload": w.name, "size": size.name, "label": size.label,
-                       "variant": variant, "status": "ok", "error": None, "first_s": None,
-                       "median_s": None}
+                row = {
+                    "workload": w.name,
+                    "size": size.name,
+                    "label": size.label,
+                    "variant": variant,
+                    "status": "ok",
+                    "error": None,
+                    "first_s": None,
+                    "median_s": None,
+                }
                 try:
                     call, to_host = prepare(variant, w, size, host_args, cp)
                     out, row["first_s"] = timer.first(call)
@@ -202,23 +224,28 @@ def run_workloads(cp, timer, quick, only):
                     row["status"] = f"ERROR: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
                 if variant == "hand (CuPy)":
                     hand_median = row["median_s"]
-                row["vs_hand"] = (row["median_s"] / hand_median
-                                  if row["median_s"] and hand_median else None)
+                row["vs_hand"] = (
+                    row["median_s"] / hand_median if row["median_s"] and hand_median else None
+                )
                 rows.append(row)
     return rows
 
 
 # --- the seed walkthrough on the GPU -------------------------------------------------------
 
+
 def seed_sections(torch, device):
     """The four sections of examples/seed_walkthrough.py on `device`; what each one gives."""
+
     def graph():
         w = torch.tensor([2.0], device=device, requires_grad=True)
         b = torch.tensor([3.0], device=device, requires_grad=True)
         x = torch.tensor([4.0]).to(device)
         y = w * x + b
-        names = (type(y.grad_fn).__name__,
-                 tuple(type(n).__name__ for n, _ in y.grad_fn.next_functions))
+        names = (
+            type(y.grad_fn).__name__,
+            tuple(type(n).__name__ for n, _ in y.grad_fn.next_functions),
+        )
         y.backward()
         return (y.item(), names, w.grad.item(), b.grad.item())
 
@@ -226,7 +253,7 @@ def seed_sections(torch, device):
         x = torch.tensor([3.0], device=device, requires_grad=True)
         seen = []
         for _ in range(3):
-            y = x ** 2
+            y = x**2
             y.backward()
             seen.append(x.grad.item())
         x.grad.zero_()
@@ -236,8 +263,12 @@ def seed_sections(torch, device):
         with torch.inference_mode():
             features = torch.randn(64, 512, device=device)
             predictions = features @ torch.randn(512, 10, device=device)
-        return (tuple(predictions.shape), predictions.requires_grad,
-                predictions.grad_fn is None, str(predictions.device).split(":")[0])
+        return (
+            tuple(predictions.shape),
+            predictions.requires_grad,
+            predictions.grad_fn is None,
+            str(predictions.device).split(":")[0],
+        )
 
     class CustomReLU(torch.autograd.Function):
         @staticmethod
@@ -247,7 +278,7 @@ def seed_sections(torch, device):
 
         @staticmethod
         def backward(ctx, grad_output):
-            input_tensor, = ctx.saved_tensors
+            (input_tensor,) = ctx.saved_tensors
             grad_input = grad_output.clone()
             grad_input[input_tensor <= 0] = 0
             return grad_input
@@ -257,8 +288,12 @@ def seed_sections(torch, device):
         CustomReLU.apply(z).sum().backward()
         return tuple(z.grad.tolist())
 
-    return {"1. dynamic graph": graph, "2. gradient accumulation": accumulation,
-            "3. inference_mode": inference, "4. custom Function": custom_function}
+    return {
+        "1. dynamic graph": graph,
+        "2. gradient accumulation": accumulation,
+        "3. inference_mode": inference,
+        "4. custom Function": custom_function,
+    }
 
 
 SEED_EXPECTED = {
@@ -271,6 +306,7 @@ SEED_EXPECTED = {
 
 def run_seed(timer):
     import sourcegrad as sg
+
     rows = []
     cuda = seed_sections(sg, "cuda")
     cpu = seed_sections(sg, "cpu")
@@ -296,41 +332,64 @@ def run_seed(timer):
 
 # --- report --------------------------------------------------------------------------------
 
+
 def _ms(s):
     return "-" if s is None else (f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.2f} s")
 
 
 def markdown(header, rows, seed_rows):
-    lines = [header, "",
-             "| workload | size | variant | check (max rel. err) | first call | median | "
-             "vs hand |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        header,
+        "",
+        "| workload | size | variant | check (max rel. err) | first call | median | vs hand |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         err = "-" if r["error"] is None else f"{r['error']:.1e}"
-        status = err if r["status"] == "ok" else (
-            r["status"] if r["error"] is None else f"{r['status']} ({err})")
+        status = (
+            err
+            if r["status"] == "ok"
+            else (r["status"] if r["error"] is None else f"{r['status']} ({err})")
+        )
         ratio = "-" if r["vs_hand"] is None else f"{r['vs_hand']:.2f}"
-        lines.append(f"| {r['workload']} | {r['size']} ({r['label']}) | {r['variant']} | "
-                     f"{status} | {_ms(r['first_s'])} | {_ms(r['median_s'])} | {ratio} |")
-    lines += ["", "Eager seed walkthrough (examples/seed_walkthrough.py), each section forward "
-              "and backward:", "", "| section | check | CUDA | CPU |", "|---|---|---|---|"]
+        lines.append(
+            f"| {r['workload']} | {r['size']} ({r['label']}) | {r['variant']} | "
+            f"{status} | {_ms(r['first_s'])} | {_ms(r['median_s'])} | {ratio} |"
+        )
+    lines += [
+        "",
+        "Eager seed walkthrough (examples/seed_walkthrough.py), each section forward and backward:",
+        "",
+        "| section | check | CUDA | CPU |",
+        "|---|---|---|---|",
+    ]
     for r in seed_rows:
-        lines.append(f"| {r['section']} | {r['status']} | {_ms(r['cuda_s'])} | "
-                     f"{_ms(r['cpu_s'])} |")
+        lines.append(f"| {r['section']} | {r['status']} | {_ms(r['cuda_s'])} | {_ms(r['cpu_s'])} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sourcegrad.bench.gpu",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="the tiny sizes and a short time budget (a smoke test)")
-    parser.add_argument("--only", nargs="+", metavar="NAME", choices=GPU_WORKLOADS,
-                        help="only these workloads")
-    parser.add_argument("--budget", type=float, default=None,
-                        help="seconds of timing per variant (default 0.5, 0.05 with --quick)")
+    parser = argparse.ArgumentParser(
+        prog="python -m sourcegrad.bench.gpu", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="the tiny sizes and a short time budget (a smoke test)"
+    )
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", choices=GPU_WORKLOADS, help="only these workloads"
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds of timing per variant (default 0.5, 0.05 with --quick)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit with status 2 (not 0) when there is no CUDA device")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 2 (not 0) when there is no CUDA device",
+    )
     args = parser.parse_args(argv)
 
     reason = no_device_reason()
@@ -339,15 +398,18 @@ def main(argv=None) -> int:
         return 2 if args.strict else 0
 
     from sourcegrad.eager import devices
+
     cp = devices.cupy()
     budget = args.budget if args.budget is not None else (0.05 if args.quick else 0.5)
-    timer = Timer(lambda: cp.cuda.Device().synchronize(), budget,
-                  time.perf_counter() + DEADLINE_S)
+    timer = Timer(lambda: cp.cuda.Device().synchronize(), budget, time.perf_counter() + DEADLINE_S)
     import sourcegrad
+
     name = sourcegrad.cuda.get_device_name()
-    header = (f"sourcegrad on {name} (CuPy {cp.__version__}; torch with CUDA: "
-              f"{'yes' if torch_cuda() else 'no'}), float64, timing budget {budget} s per "
-              "variant")
+    header = (
+        f"sourcegrad on {name} (CuPy {cp.__version__}; torch with CUDA: "
+        f"{'yes' if torch_cuda() else 'no'}), float64, timing budget {budget} s per "
+        "variant"
+    )
     start = time.perf_counter()
     rows = run_workloads(cp, timer, args.quick, args.only)
     seed_rows = run_seed(timer)

@@ -33,6 +33,7 @@ be written, tracemalloc's peak is what is reported.
 Why one module: the benchmark's one command: running, measuring and reporting share the
 result rows.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,14 @@ RTOL = 1e-8
 RATIO_TARGET = 1.10
 MEMORY_TARGET = 1.10
 NOISY = 1.25  # a median this much over the fastest sample: something else had the CPU
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS")
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+)
 OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 NUMPY_VARIANTS = ("hand", "sourcegrad", "numba", "autograd")
 
@@ -112,6 +119,7 @@ def pin_threads(variants):
         done["cpu"] = cpus[-1]
     try:
         from threadpoolctl import threadpool_limits
+
         threadpool_limits(1)
         done["threadpoolctl"] = True
     except ImportError:
@@ -119,6 +127,7 @@ def pin_threads(variants):
     if "torch" in variants:
         try:
             import torch
+
             torch.set_num_threads(1)
             torch.set_num_interop_threads(1)
         except (ImportError, RuntimeError):
@@ -140,6 +149,7 @@ def failure(exc):
     """How a failed variant is recorded: a SourcegradError is the compiler saying
     'not supported'; anything else is an error (a bug, or a peer that cannot do it)."""
     from sourcegrad import SourcegradError
+
     if isinstance(exc, SourcegradError):
         return f"unsupported: {first_line(exc)}"
     return f"error: {type(exc).__name__}: {first_line(exc)}"
@@ -148,6 +158,7 @@ def failure(exc):
 def max_rel_error(got, ref):
     """Max over gradients of max |a - b| / max |b|; inf when shapes differ."""
     import numpy as np
+
     if len(got) != len(ref):
         return float("inf")
     worst = 0.0
@@ -177,8 +188,9 @@ def time_calls(call, first_s, size_class):
     if size_class != "quick":  # a full collection costs ~0.1 s once torch is loaded
         gc.collect()
     deadline = time.perf_counter() + budget
-    while len(samples) < max_samples and (len(samples) < min_samples
-                                          or time.perf_counter() < deadline):
+    while len(samples) < max_samples and (
+        len(samples) < min_samples or time.perf_counter() < deadline
+    ):
         t0 = time.perf_counter()
         for _ in range(number):
             call()
@@ -193,6 +205,7 @@ def size_class(size, quick):
 def measure_times(workload, size, variants, quick, log):
     """Check and time every variant of one case; a list of records (hand first)."""
     from . import workloads as W
+
     args = W.make_args(workload, size)
     records, ref = [], None
     for variant in variants:
@@ -234,22 +247,33 @@ def measure_times(workload, size, variants, quick, log):
             rec["status"] = "ok"
         del grads
         try:
-            samples, number = time_calls(call, rec["first_call_s"] - rec.get("compile_s", 0.0),
-                                         size_class(size, quick))
+            samples, number = time_calls(
+                call, rec["first_call_s"] - rec.get("compile_s", 0.0), size_class(size, quick)
+            )
         except Exception as exc:  # a later call failing: recorded, and not timed
             rec["status"] = failure(exc)
             log(rec["status"])
             continue
-        rec.update(median_s=statistics.median(samples), min_s=min(samples),
-                   samples=len(samples), calls_per_sample=number)
+        rec.update(
+            median_s=statistics.median(samples),
+            min_s=min(samples),
+            samples=len(samples),
+            calls_per_sample=number,
+        )
         if prepared.after is not None:
             rec.update(prepared.after())
         rec["noisy"] = len(samples) >= 3 and rec["median_s"] > NOISY * rec["min_s"]
-        log(f"{fmt_time(rec['median_s'])} median of {len(samples)} (first call "
+        log(
+            f"{fmt_time(rec['median_s'])} median of {len(samples)} (first call "
             f"{fmt_time(rec['first_call_s'])}"
             + (f", compile {fmt_time(rec['compile_s'])}" if "compile_s" in rec else "")
-            + (f", warm cache {fmt_time(rec['warm_first_call_s'])}"
-               if "warm_first_call_s" in rec else "") + ")")
+            + (
+                f", warm cache {fmt_time(rec['warm_first_call_s'])}"
+                if "warm_first_call_s" in rec
+                else ""
+            )
+            + ")"
+        )
         del call
         if not quick:
             gc.collect()
@@ -280,6 +304,7 @@ def measure_memory(workload, size, variant):
     import tracemalloc
 
     from . import workloads as W
+
     args = W.make_args(workload, size)
     rec = {}
     try:
@@ -314,6 +339,7 @@ def worker(spec_path, out_path):
     with open(spec_path) as fh:
         spec = json.load(fh)
     from . import workloads as W
+
     log = _logger()
     pinned = pin_threads(spec["variants"])
     results = []
@@ -332,6 +358,7 @@ def worker(spec_path, out_path):
 def _logger():
     def log(text, end="\n"):
         print(text, end=end, file=sys.stderr, flush=True)
+
     return log
 
 
@@ -345,20 +372,34 @@ def run_child(kind, cases, variants, quick, timeout):
     with tempfile.TemporaryDirectory(prefix="sourcegrad-bench-") as tmp:
         spec_path, out_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.json")
         with open(spec_path, "w") as fh:
-            json.dump({"kind": kind, "cases": [[w.name, s.name] for w, s in cases],
-                       "variants": list(variants), "quick": quick}, fh)
+            json.dump(
+                {
+                    "kind": kind,
+                    "cases": [[w.name, s.name] for w, s in cases],
+                    "variants": list(variants),
+                    "quick": quick,
+                },
+                fh,
+            )
         cmd = [sys.executable, "-m", "sourcegrad.bench", "--worker", spec_path, out_path]
         try:
-            proc = subprocess.run(cmd, check=False, env=child_env(memory=kind == "memory"),
-                                  timeout=timeout,
-                                  stdout=subprocess.DEVNULL, stderr=None if kind == "time"
-                                  else subprocess.PIPE, text=True)
+            proc = subprocess.run(
+                cmd,
+                check=False,
+                env=child_env(memory=kind == "memory"),
+                timeout=timeout,
+                stdout=subprocess.DEVNULL,
+                stderr=None if kind == "time" else subprocess.PIPE,
+                text=True,
+            )
         except subprocess.TimeoutExpired:
             return {"error": f"measuring process timed out after {timeout} s"}
         if proc.returncode != 0 or not os.path.exists(out_path):
             tail = (proc.stderr or "").strip().splitlines()[-1:] if proc.stderr else []
-            return {"error": f"measuring process exited with status {proc.returncode}"
-                             + (f": {tail[0]}" if tail else "")}
+            return {
+                "error": f"measuring process exited with status {proc.returncode}"
+                + (f": {tail[0]}" if tail else "")
+            }
         with open(out_path) as fh:
             return json.load(fh)
 
@@ -370,18 +411,35 @@ def run(cases, variants, quick, memory=True, log=None):
     timeout = 120 if quick else 900
     if quick:  # one process for all timings, one per variant for memory: fast enough for CI
         batches = [cases]
-    else:      # one fresh process per case, so a first call is a cold one
+    else:  # one fresh process per case, so a first call is a cold one
         batches = [[c] for c in cases]
     for n, batch in enumerate(batches, 1):
-        log(f"[timing {n}/{len(batches)}] " + (", ".join(f"{w.name} {s.name}" for w, s in batch)
-                                               if len(batch) == 1 else f"{len(batch)} cases"))
+        log(
+            f"[timing {n}/{len(batches)}] "
+            + (
+                ", ".join(f"{w.name} {s.name}" for w, s in batch)
+                if len(batch) == 1
+                else f"{len(batch)} cases"
+            )
+        )
         out = run_child("time", batch, variants, quick, timeout)
         pinned = out.get("pinned", pinned)
         for i, (w, s) in enumerate(batch):
-            records = out["results"][i] if "results" in out else [
-                {"variant": v, "status": f"error: {out['error']}"} for v in variants]
-            results.append({"workload": w.name, "size": s.name, "label": s.label,
-                            "title": w.title, "large": s.large, "variants": records})
+            records = (
+                out["results"][i]
+                if "results" in out
+                else [{"variant": v, "status": f"error: {out['error']}"} for v in variants]
+            )
+            results.append(
+                {
+                    "workload": w.name,
+                    "size": s.name,
+                    "label": s.label,
+                    "title": w.title,
+                    "large": s.large,
+                    "variants": records,
+                }
+            )
     if memory:
         _run_memory(cases, results, quick, timeout, log)
     return results, pinned
@@ -411,8 +469,10 @@ def _run_memory(cases, results, quick, timeout, log):
             else:
                 rec.update(out["results"][k][0])
             if "peak_bytes" in rec:
-                log(f"    {results[i]['workload']} {results[i]['size']}: "
-                    f"{fmt_bytes(rec['peak_bytes'])}")
+                log(
+                    f"    {results[i]['workload']} {results[i]['size']}: "
+                    f"{fmt_bytes(rec['peak_bytes'])}"
+                )
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,11 +493,11 @@ def fmt_time(s):
 def fmt_bytes(b):
     if b is None:
         return "-"
-    if b < 1024 ** 2:
+    if b < 1024**2:
         return f"{b / 1024:.0f} KiB"
-    if b < 1024 ** 3:
-        return f"{b / 1024 ** 2:.1f} MiB"
-    return f"{b / 1024 ** 3:.2f} GiB"
+    if b < 1024**3:
+        return f"{b / 1024**2:.1f} MiB"
+    return f"{b / 1024**3:.2f} GiB"
 
 
 def add_ratios(results):
@@ -453,21 +513,34 @@ def add_ratios(results):
 def targets(results):
     """The project's targets for sourcegrad, each with its measured value and whether met."""
     from . import workloads as W
+
     out = []
     for res in results:
         sg = next((r for r in res["variants"] if r["variant"] == "sourcegrad"), None)
         if sg is not None:
-            out += [{"target": target, "workload": res["workload"], "size": res["size"],
-                     "measured": measured, "met": bool(met)}
-                    for target, measured, met in _case_targets(W.BY_NAME[res["workload"]],
-                                                               res["size"], sg)]
+            out += [
+                {
+                    "target": target,
+                    "workload": res["workload"],
+                    "size": res["size"],
+                    "measured": measured,
+                    "met": bool(met),
+                }
+                for target, measured, met in _case_targets(
+                    W.BY_NAME[res["workload"]], res["size"], sg
+                )
+            ]
     return out
 
 
 # numba (issue 22), median × hand per (workload, size); first calls; reported, not asserted
-NUMBA_RATIO_TARGETS = {("rnn", "small"): 0.20, ("spring", "1000 steps"): 0.18,
-                       ("spring", "10000 steps"): 0.10, ("chain", "small"): 0.8,
-                       ("chain", "large"): 0.7}
+NUMBA_RATIO_TARGETS = {
+    ("rnn", "small"): 0.20,
+    ("spring", "1000 steps"): 0.18,
+    ("spring", "10000 steps"): 0.10,
+    ("chain", "small"): 0.8,
+    ("chain", "large"): 0.7,
+}
 NUMBA_WARM_FIRST_CALL_S = 0.050
 NUMBA_COLD_FIRST_CALL_S = {"spring": 2.0}
 NUMBA_0D_OVER_FLOATS = 1.2
@@ -479,8 +552,7 @@ def numba_targets(results):
     by_case = {(r["workload"], r["size"]): r for r in results}
 
     def record(res, variant="numba"):
-        return next((v for v in res["variants"] if v["variant"] == variant), None) \
-            if res else None
+        return next((v for v in res["variants"] if v["variant"] == variant), None) if res else None
 
     for res in results:
         nb = record(res)
@@ -490,27 +562,47 @@ def numba_targets(results):
         rows = []
         if case in NUMBA_RATIO_TARGETS and nb.get("ratio_to_hand") is not None:
             goal = NUMBA_RATIO_TARGETS[case]
-            rows.append((f"numba median ≤ {goal:.2f}× hand", f"{nb['ratio_to_hand']:.2f}×",
-                         nb["ratio_to_hand"] <= goal))
+            rows.append(
+                (
+                    f"numba median ≤ {goal:.2f}× hand",
+                    f"{nb['ratio_to_hand']:.2f}×",
+                    nb["ratio_to_hand"] <= goal,
+                )
+            )
         if nb.get("warm_first_call_s") is not None:
             warm = nb["warm_first_call_s"]
-            rows.append((f"numba first call, warm cache ≤ {NUMBA_WARM_FIRST_CALL_S * 1e3:.0f} ms",
-                         fmt_time(warm), warm <= NUMBA_WARM_FIRST_CALL_S))
+            rows.append(
+                (
+                    f"numba first call, warm cache ≤ {NUMBA_WARM_FIRST_CALL_S * 1e3:.0f} ms",
+                    fmt_time(warm),
+                    warm <= NUMBA_WARM_FIRST_CALL_S,
+                )
+            )
         cold_goal = NUMBA_COLD_FIRST_CALL_S.get(res["workload"])
         if cold_goal is not None and nb.get("first_call_s") is not None:
-            rows.append((f"numba first call, cold ≤ {cold_goal:g} s",
-                         fmt_time(nb["first_call_s"]), nb["first_call_s"] <= cold_goal))
+            rows.append(
+                (
+                    f"numba first call, cold ≤ {cold_goal:g} s",
+                    fmt_time(nb["first_call_s"]),
+                    nb["first_call_s"] <= cold_goal,
+                )
+            )
         floats = record(by_case.get(("scalar", "float")))
-        if case == ("scalar", "0-d") and nb.get("median_s") and floats and \
-                floats.get("median_s"):
+        if case == ("scalar", "0-d") and nb.get("median_s") and floats and floats.get("median_s"):
             ratio = nb["median_s"] / floats["median_s"]
-            rows.append((f"numba on 0-d arrays ≤ {NUMBA_0D_OVER_FLOATS:g}× on Python floats",
-                         f"{ratio:.2f}×", ratio <= NUMBA_0D_OVER_FLOATS))
+            rows.append(
+                (
+                    f"numba on 0-d arrays ≤ {NUMBA_0D_OVER_FLOATS:g}× on Python floats",
+                    f"{ratio:.2f}×",
+                    ratio <= NUMBA_0D_OVER_FLOATS,
+                )
+            )
         if nb.get("status") == "ok" and nb.get("jitted") is False:
-            rows.append(("compiled by numba", "no: the numpy code ran (JitFallbackWarning)",
-                         False))
-        out += [{"target": t, "workload": case[0], "size": case[1], "measured": m,
-                 "met": bool(ok)} for t, m, ok in rows]
+            rows.append(("compiled by numba", "no: the numpy code ran (JitFallbackWarning)", False))
+        out += [
+            {"target": t, "workload": case[0], "size": case[1], "measured": m, "met": bool(ok)}
+            for t, m, ok in rows
+        ]
     return out
 
 
@@ -518,9 +610,12 @@ def side_by_side(results, variants):
     """Median × hand-written numpy per case, one column per variant, and the numba variant's
     first calls (cold: compiling; warm: numba's disk cache)."""
     shown = [v for v in variants if v != "hand"]
-    lines = ["| workload | size | hand | " + " | ".join(shown) +
-             " | numba first call: cold / warm cache |",
-             "|---|---|---:|" + "---:|" * len(shown) + "---|"]
+    lines = [
+        "| workload | size | hand | "
+        + " | ".join(shown)
+        + " | numba first call: cold / warm cache |",
+        "|---|---|---:|" + "---:|" * len(shown) + "---|",
+    ]
     for res in results:
         recs = {r["variant"]: r for r in res["variants"]}
         hand = recs.get("hand", {})
@@ -533,10 +628,16 @@ def side_by_side(results, variants):
                 text += " (numpy code)"
             cells.append(text)
         nb = recs.get("numba", {})
-        first = f"{fmt_time(nb.get('first_call_s'))} / {fmt_time(nb.get('warm_first_call_s'))}" \
-            if nb.get("first_call_s") is not None else "-"
-        lines.append(f"| {res['workload']} | {res['size']} | {fmt_time(hand.get('median_s'))} | "
-                     + " | ".join(cells) + f" | {first} |")
+        first = (
+            f"{fmt_time(nb.get('first_call_s'))} / {fmt_time(nb.get('warm_first_call_s'))}"
+            if nb.get("first_call_s") is not None
+            else "-"
+        )
+        lines.append(
+            f"| {res['workload']} | {res['size']} | {fmt_time(hand.get('median_s'))} | "
+            + " | ".join(cells)
+            + f" | {first} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -560,8 +661,13 @@ def _case_targets(workload, size_name, sg):
         if mratio is None:
             out.append((rows[-1], sg.get("memory_status", "not measured"), False))
         else:
-            out.append((rows[-1], f"{fmt_bytes(sg['peak_bytes'])} = {mratio:.2f}× hand",
-                        mratio <= MEMORY_TARGET))
+            out.append(
+                (
+                    rows[-1],
+                    f"{fmt_bytes(sg['peak_bytes'])} = {mratio:.2f}× hand",
+                    mratio <= MEMORY_TARGET,
+                )
+            )
     return out
 
 
@@ -573,7 +679,8 @@ LEGEND = (
     "peak memory: peak RSS one call adds, its result included, in a fresh process per "
     "variant (page-granular: figures under 1 MiB are noise, and get no ratio); gradient: "
     f"max relative error against the hand-written gradient, a variant over {RTOL:g} is "
-    "WRONG and not timed.")
+    "WRONG and not timed."
+)
 
 
 def _hand_peak(res):
@@ -582,9 +689,10 @@ def _hand_peak(res):
 
 
 def markdown(results, target_rows):
-    lines = [("| workload | size | variant | median | × hand | first call | peak memory "
-              "| gradient |"),
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        ("| workload | size | variant | median | × hand | first call | peak memory | gradient |"),
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for res in results:
         for k, rec in enumerate(res["variants"]):
             status = rec.get("status", "")
@@ -595,28 +703,48 @@ def markdown(results, target_rows):
             ratio = rec.get("ratio_to_hand")
             mem = rec.get("peak_bytes")
             mem_text = fmt_bytes(mem) if mem is not None else rec.get("memory_status", "-")
-            if mem is not None and rec.get("memory_ratio_to_hand") and rec["variant"] != "hand" \
-                    and _hand_peak(res) >= 1024 ** 2:
+            if (
+                mem is not None
+                and rec.get("memory_ratio_to_hand")
+                and rec["variant"] != "hand"
+                and _hand_peak(res) >= 1024**2
+            ):
                 mem_text += f" ({rec['memory_ratio_to_hand']:.2f}×)"
-            lines.append("| " + " | ".join([
-                res["workload"] if k == 0 else "",
-                f"{res['size']} ({res['label']})" if k == 0 else "",
-                rec["variant"],
-                fmt_time(rec.get("median_s")) + (f" (min {fmt_time(rec['min_s'])}, noisy)"
-                                                  if rec.get("noisy") else ""),
-                f"{ratio:.2f}" if ratio is not None else "-",
-                fmt_time(rec.get("first_call_s")) + (f" (compile {fmt_time(rec['compile_s'])})"
-                                                      if "compile_s" in rec else ""),
-                mem_text.replace("|", "\\|"),
-                status.replace("|", "\\|"),
-            ]) + " |")
-    lines += ["", textwrap.fill(LEGEND, 100), "",
-              "Targets for sourcegrad (reported, not asserted):", "",
-              "| target | workload | size | measured | met |", "|---|---|---|---|---|"]
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        res["workload"] if k == 0 else "",
+                        f"{res['size']} ({res['label']})" if k == 0 else "",
+                        rec["variant"],
+                        fmt_time(rec.get("median_s"))
+                        + (f" (min {fmt_time(rec['min_s'])}, noisy)" if rec.get("noisy") else ""),
+                        f"{ratio:.2f}" if ratio is not None else "-",
+                        fmt_time(rec.get("first_call_s"))
+                        + (
+                            f" (compile {fmt_time(rec['compile_s'])})" if "compile_s" in rec else ""
+                        ),
+                        mem_text.replace("|", "\\|"),
+                        status.replace("|", "\\|"),
+                    ]
+                )
+                + " |"
+            )
+    lines += [
+        "",
+        textwrap.fill(LEGEND, 100),
+        "",
+        "Targets for sourcegrad (reported, not asserted):",
+        "",
+        "| target | workload | size | measured | met |",
+        "|---|---|---|---|---|",
+    ]
     for t in target_rows:
-        lines.append(f"| {t['target']} | {t['workload']} | {t['size']} | "
-                     f"{str(t['measured']).replace('|', chr(92) + '|')} | "
-                     f"{'yes' if t['met'] else '**no**'} |")
+        lines.append(
+            f"| {t['target']} | {t['workload']} | {t['size']} | "
+            f"{str(t['measured']).replace('|', chr(92) + '|')} | "
+            f"{'yes' if t['met'] else '**no**'} |"
+        )
     met = sum(t["met"] for t in target_rows)
     lines += ["", f"{met} of {len(target_rows)} targets met."]
     return "\n".join(lines) + "\n"
@@ -624,11 +752,13 @@ def markdown(results, target_rows):
 
 def meta(args, variants, pinned):
     import numpy as np
+
     versions = {"python": platform.python_version(), "numpy": np.__version__}
     for name in ("autograd", "torch", "jax"):
         if name in variants:
             try:
                 from importlib.metadata import version
+
                 versions[name] = version(name)
             except Exception:
                 versions[name] = "?"
@@ -638,32 +768,57 @@ def meta(args, variants, pinned):
             cpu = next((l.split(":", 1)[1].strip() for l in fh if l.startswith("model name")), cpu)
     except OSError:
         pass
-    return {"command": " ".join(["python -m sourcegrad.bench"] + sys.argv[1:]),
-            "quick": args.quick, "time": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "machine": {"cpu": cpu, "cpus": os.cpu_count(), "platform": platform.platform()},
-            "versions": versions, "pinned": pinned, "rtol": RTOL,
-            "openblas_overrides": {v: os.environ.get(v) for v in OPENBLAS_OVERRIDES},
-            "memory_method": "peak RSS (VmHWM after clear_refs) in a fresh process per variant; "
-                             "tracemalloc peak for numpy variants as peak_traced_bytes"}
+    return {
+        "command": " ".join(["python -m sourcegrad.bench"] + sys.argv[1:]),
+        "quick": args.quick,
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": {"cpu": cpu, "cpus": os.cpu_count(), "platform": platform.platform()},
+        "versions": versions,
+        "pinned": pinned,
+        "rtol": RTOL,
+        "openblas_overrides": {v: os.environ.get(v) for v in OPENBLAS_OVERRIDES},
+        "memory_method": "peak RSS (VmHWM after clear_refs) in a fresh process per variant; "
+        "tracemalloc peak for numpy variants as peak_traced_bytes",
+    }
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m sourcegrad.bench", description=DESCRIPTION,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="tiny sizes and few repetitions: a smoke test for CI, not a measurement")
-    p.add_argument("--only", action="append", metavar="NAME",
-                   help="run only these workloads (repeat or comma-separate): "
-                        "scalar, logreg, mlp, rnn, chain, spring")
-    p.add_argument("--variants", metavar="LIST",
-                   help="comma-separated subset of hand,sourcegrad,numba,autograd,torch,jax "
-                        "(hand always runs: it is the reference; --quick leaves numba out "
-                        "unless named here)")
-    p.add_argument("--json", default=None, metavar="PATH",
-                   help="also write the results as JSON to PATH (default: none written)")
+    p = argparse.ArgumentParser(
+        prog="python -m sourcegrad.bench",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes and few repetitions: a smoke test for CI, not a measurement",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="run only these workloads (repeat or comma-separate): "
+        "scalar, logreg, mlp, rnn, chain, spring",
+    )
+    p.add_argument(
+        "--variants",
+        metavar="LIST",
+        help="comma-separated subset of hand,sourcegrad,numba,autograd,torch,jax "
+        "(hand always runs: it is the reference; --quick leaves numba out "
+        "unless named here)",
+    )
+    p.add_argument(
+        "--json",
+        default=None,
+        metavar="PATH",
+        help="also write the results as JSON to PATH (default: none written)",
+    )
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
-    p.add_argument("--no-scaling", action="store_true",
-                   help="skip compile_scaling (compile time of long and nested functions)")
+    p.add_argument(
+        "--no-scaling",
+        action="store_true",
+        help="skip compile_scaling (compile time of long and nested functions)",
+    )
     p.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -672,9 +827,11 @@ def _eager_rows(quick, log):
     """The eager-mode measurements (skipped when only some workloads were asked for)."""
     try:
         import sourcegrad
+
         if not hasattr(sourcegrad, "tensor"):
             return []
         from .eager import measure
+
         log("eager: per-op overhead and a compiled region")
         return measure(quick)
     except Exception as exc:  # a failed side measurement must not lose the main table
@@ -687,6 +844,7 @@ def _scaling_rows(quick, log):
     10 to 10000 statements and of loops nested 1 to 4 deep (quick: 10 and 100, 1 and 2)."""
     try:
         from . import scaling
+
         log("compile_scaling: compile time against function size")
         if quick:
             return scaling.curve(scaling.QUICK_STRAIGHT_SIZES, scaling.QUICK_NESTING_DEPTHS, log)
@@ -710,13 +868,16 @@ def main(argv=None):
     for i, item in enumerate(argv):  # `--backend dask`: the Dask benchmark, its own options
         if item.startswith("--backend"):
             backend = item.partition("=")[2] or (argv[i + 1] if i + 1 < len(argv) else "")
-            rest = argv[:i] + argv[i + (1 if "=" in item else 2):]
+            rest = argv[:i] + argv[i + (1 if "=" in item else 2) :]
             if backend == "dask":
                 from .dask_bench import main as dask_main
+
                 return dask_main(rest)
             if backend != "numpy":
-                raise SystemExit(f"--backend {backend!r}: choose numpy or dask "
-                                 "(CuPy: python -m sourcegrad.bench.gpu)")
+                raise SystemExit(
+                    f"--backend {backend!r}: choose numpy or dask "
+                    "(CuPy: python -m sourcegrad.bench.gpu)"
+                )
             argv = rest
             break
     args = parse_args(argv)
@@ -724,15 +885,20 @@ def main(argv=None):
         worker(*args.worker)
         return 0
     from . import workloads as W
+
     log = _logger()
     only = [n for item in args.only or [] for n in item.split(",") if n]
     cases = W.cases(only, args.quick)
-    wanted = W.VARIANTS if not args.variants else ["hand"] + [
-        v for v in args.variants.split(",") if v and v != "hand"]
+    wanted = (
+        W.VARIANTS
+        if not args.variants
+        else ["hand"] + [v for v in args.variants.split(",") if v and v != "hand"]
+    )
     unknown = [v for v in wanted if v not in W.VARIANTS]
     if unknown:
-        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; choose from "
-                         f"{', '.join(W.VARIANTS)}")
+        raise SystemExit(
+            f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(W.VARIANTS)}"
+        )
     if args.quick and not args.variants:  # (numba compiles for seconds: asked for by name)
         wanted = [v for v in wanted if v != "numba"]
     variants = [v for v in wanted if W.available(v)]
@@ -741,44 +907,67 @@ def main(argv=None):
         log(f"not installed, skipped: {', '.join(skipped)}")
     overrides = [v for v in OPENBLAS_OVERRIDES if os.environ.get(v)]
     if overrides and not args.quick:
-        log(f"warning: {', '.join(overrides)} set; BLAS timings may not be this CPU's. "
-            f"Run: {COMMAND}")
-    log(f"{len(cases)} cases x {len(variants)} variants ({', '.join(variants)}), "
-        f"single-threaded{', quick' if args.quick else ''}")
+        log(
+            f"warning: {', '.join(overrides)} set; BLAS timings may not be this CPU's. "
+            f"Run: {COMMAND}"
+        )
+    log(
+        f"{len(cases)} cases x {len(variants)} variants ({', '.join(variants)}), "
+        f"single-threaded{', quick' if args.quick else ''}"
+    )
     start = time.perf_counter()
     results, pinned = run(cases, variants, args.quick, memory=not args.no_memory, log=log)
     add_ratios(results)
     target_rows = targets(results) + numba_targets(results)
-    table = markdown(results, target_rows) + "\nSide by side (median × hand-written numpy):\n\n" \
+    table = (
+        markdown(results, target_rows)
+        + "\nSide by side (median × hand-written numpy):\n\n"
         + side_by_side(results, variants)
-    report = {"meta": meta(args, variants, pinned), "skipped_variants": skipped,
-              "results": results, "targets": target_rows, "table": table}
+    )
+    report = {
+        "meta": meta(args, variants, pinned),
+        "skipped_variants": skipped,
+        "results": results,
+        "targets": target_rows,
+        "table": table,
+    }
     _write_json(args.json, report)  # now, so a failed side measurement loses nothing
     eager_rows = _eager_rows(args.quick, log)
     if eager_rows:
-        report["eager"] = [dict(zip(("what", "seconds", "reference_seconds", "reference"), r))
-                           for r in eager_rows]
+        report["eager"] = [
+            dict(zip(("what", "seconds", "reference_seconds", "reference"), r)) for r in eager_rows
+        ]
         _write_json(args.json, report)
     scaling_rows = [] if args.no_scaling else _scaling_rows(args.quick, log)
     if scaling_rows:
         report["compile_scaling"] = scaling_rows
         _write_json(args.json, report)
-    log(f"done in {time.perf_counter() - start:.0f} s"
-        + (f"; results in {args.json}" if args.json else ""))
+    log(
+        f"done in {time.perf_counter() - start:.0f} s"
+        + (f"; results in {args.json}" if args.json else "")
+    )
     print(table, end="")
     if eager_rows:
         from .eager import markdown as eager_markdown
+
         print(eager_markdown(eager_rows), end="")
     if scaling_rows:
         from .scaling import MS_PER_STATEMENT_TARGET, markdown as scaling_markdown
-        print(f"\nCompile time against function size (compile_scaling; target: at most "
-              f"{MS_PER_STATEMENT_TARGET:g} ms a statement at any size):\n")
+
+        print(
+            f"\nCompile time against function size (compile_scaling; target: at most "
+            f"{MS_PER_STATEMENT_TARGET:g} ms a statement at any size):\n"
+        )
         print(scaling_markdown(scaling_rows))
-    wrong = [(r["workload"], r["size"], v["variant"]) for r in results for v in r["variants"]
-             if v.get("status") == "WRONG"
-             or (v["variant"] == "hand" and v.get("status") != "reference")
-             or str(v.get("status", "")).startswith("error: measuring process")
-             or str(v.get("memory_status", "")).startswith("error: measuring process")]
+    wrong = [
+        (r["workload"], r["size"], v["variant"])
+        for r in results
+        for v in r["variants"]
+        if v.get("status") == "WRONG"
+        or (v["variant"] == "hand" and v.get("status") != "reference")
+        or str(v.get("status", "")).startswith("error: measuring process")
+        or str(v.get("memory_status", "")).startswith("error: measuring process")
+    ]
     if wrong:
         log("FAILED: " + "; ".join(" ".join(w) for w in wrong))
         return 1

@@ -9,6 +9,7 @@ the optimizer, code generation and loading. `curve` measures a list of sizes and
 of milliseconds in all and per statement; compiling should cost the same per statement at
 any size (the target: at most `MS_PER_STATEMENT_TARGET` at 2000 and 10000 statements).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -62,8 +63,11 @@ def light_line_source(n: int, name: str = "light") -> str:
 
 def straight_line_args(rng=None):
     rng = np.random.default_rng(0) if rng is None else rng
-    return (rng.standard_normal(8) * 0.1, rng.standard_normal(8) * 0.1,
-            rng.standard_normal((8, 8)) * 0.1)
+    return (
+        rng.standard_normal(8) * 0.1,
+        rng.standard_normal(8) * 0.1,
+        rng.standard_normal((8, 8)) * 0.1,
+    )
 
 
 _LEVEL = ("h = np.tanh(h * w + {v})", "a = h * 0.5 + {v}", "h = h + np.sin(a) * 0.1")
@@ -106,6 +110,7 @@ def load_function(source: str, name: str, directory: str):
 def compile_seconds(fn, args, wrt=0) -> float:
     """Seconds `sourcegrad.grad(fn)` takes to compile for `args` (a fresh Gradient)."""
     import sourcegrad
+
     g = sourcegrad.grad(fn, wrt=wrt)
     t0 = time.perf_counter()
     g.compile(args)
@@ -133,22 +138,37 @@ def curve(sizes=STRAIGHT_SIZES, depths=NESTING_DEPTHS, log=None):
 
 
 def _row(kind, size, statements, seconds):
-    return {"kind": kind, "size": size, "statements": statements, "ms": seconds * 1e3,
-            "ms_per_statement": seconds * 1e3 / statements}
+    return {
+        "kind": kind,
+        "size": size,
+        "statements": statements,
+        "ms": seconds * 1e3,
+        "ms_per_statement": seconds * 1e3 / statements,
+    }
 
 
 def markdown(rows) -> str:
-    out = ["| function | size | statements | compile | per statement |",
-           "|---|---:|---:|---:|---:|"]
+    out = [
+        "| function | size | statements | compile | per statement |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        size = f"{r['size']} statements" if r["kind"] == "straight-line" else \
-            f"depth {r['size']}"
-        out.append(f"| {r['kind']} | {size} | {r['statements']} | {r['ms']:.1f} ms | "
-                   f"{r['ms_per_statement']:.3f} ms |")
+        size = f"{r['size']} statements" if r["kind"] == "straight-line" else f"depth {r['size']}"
+        out.append(
+            f"| {r['kind']} | {size} | {r['statements']} | {r['ms']:.1f} ms | "
+            f"{r['ms_per_statement']:.3f} ms |"
+        )
     return "\n".join(out)
 
 
 if __name__ == "__main__":  # python -m sourcegrad.bench.scaling [N ...]: the curve alone
     sizes = tuple(int(a) for a in sys.argv[1:]) or STRAIGHT_SIZES
-    print(markdown(curve(sizes, NESTING_DEPTHS if not sys.argv[1:] else (),
-                         log=lambda m: print(m, file=sys.stderr))))
+    print(
+        markdown(
+            curve(
+                sizes,
+                NESTING_DEPTHS if not sys.argv[1:] else (),
+                log=lambda m: print(m, file=sys.stderr),
+            )
+        )
+    )

@@ -24,6 +24,7 @@ times a first call with numba's disk cache warm. Inputs are converted to the var
 Why one module: the table of workloads, each a few lines (function, hand-written gradient,
 peers' versions), read together.
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,15 +46,15 @@ VARIANTS = ("hand", "sourcegrad", "numba", "autograd", "torch", "jax")
 
 
 def scalar_float(x, y):
-    return math.sin(x) * y + math.exp(x * y) / (1.0 + x ** 2)
+    return math.sin(x) * y + math.exp(x * y) / (1.0 + x**2)
 
 
 def scalar_0d(x, y):
-    return np.sin(x) * y + np.exp(x * y) / (1.0 + x ** 2)
+    return np.sin(x) * y + np.exp(x * y) / (1.0 + x**2)
 
 
 def scalar_xp(xp, x, y):
-    return xp.sin(x) * y + xp.exp(x * y) / (1.0 + x ** 2)
+    return xp.sin(x) * y + xp.exp(x * y) / (1.0 + x**2)
 
 
 def _scalar_hand(m, x, y):
@@ -108,7 +109,7 @@ def logreg_hand(w, X, y):
 def logreg_args(rng, size):
     n, d = size.params["n"], size.params["d"]
     X = rng.normal(size=(n, d))
-    w = rng.normal(scale=d ** -0.5, size=d)
+    w = rng.normal(scale=d**-0.5, size=d)
     y = rng.choice([-1.0, 1.0], size=n)
     return w, X, y
 
@@ -136,6 +137,7 @@ def mlp_xp(xp, W1, b1, W2, b2, X, Y):
 
 def mlp_torch(W1, b1, W2, b2, X, Y):
     import torch
+
     h = torch.tanh(X @ W1 + b1)
     logits = h @ W2 + b2
     z = logits - torch.amax(logits, dim=1, keepdim=True)
@@ -170,9 +172,9 @@ def mlp_hand(W1, b1, W2, b2, X, Y):
 
 def mlp_args(rng, size):
     batch, n_in, n_hidden, n_out = (size.params[k] for k in ("batch", "n_in", "n_hidden", "n_out"))
-    W1 = rng.normal(scale=n_in ** -0.5, size=(n_in, n_hidden))
+    W1 = rng.normal(scale=n_in**-0.5, size=(n_in, n_hidden))
     b1 = rng.normal(scale=0.1, size=n_hidden)
-    W2 = rng.normal(scale=n_hidden ** -0.5, size=(n_hidden, n_out))
+    W2 = rng.normal(scale=n_hidden**-0.5, size=(n_hidden, n_out))
     b2 = rng.normal(scale=0.1, size=n_out)
     X = rng.normal(size=(batch, n_in))
     Y = np.eye(n_out)[rng.integers(0, n_out, size=batch)]
@@ -188,14 +190,14 @@ def rnn(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def rnn_xp(xp, W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = xp.tanh(W @ h + U @ xs[t] + b)
-    return xp.sum(h ** 2)
+    return xp.sum(h**2)
 
 
 def rnn_hand(W, U, b, h0, xs):
@@ -225,8 +227,8 @@ def rnn_hand(W, U, b, h0, xs):
 
 def rnn_args(rng, size):
     hidden, n_in, steps = size.params["hidden"], size.params["n_in"], size.params["steps"]
-    W = rng.normal(scale=0.9 * hidden ** -0.5, size=(hidden, hidden))
-    U = rng.normal(scale=n_in ** -0.5, size=(hidden, n_in))
+    W = rng.normal(scale=0.9 * hidden**-0.5, size=(hidden, hidden))
+    U = rng.normal(scale=n_in**-0.5, size=(hidden, n_in))
     b = rng.normal(scale=0.1, size=hidden)
     h0 = rng.normal(scale=0.5, size=hidden)
     xs = rng.normal(size=(steps, n_in))
@@ -321,44 +323,44 @@ def chain_hand(x):
     # backward; g is d sum / d v_k, walking k down from 20
     g = v20
     np.square(g, out=g)
-    np.subtract(1.0, g, out=g)             # tanh'      = 1 - v20^2
+    np.subtract(1.0, g, out=g)  # tanh'      = 1 - v20^2
     np.square(v18, out=v18)
     v18 += 1.0
-    g /= v18                               # arctan'    = 1 / (1 + v18^2)
+    g /= v18  # arctan'    = 1 / (1 + v18^2)
     np.cos(v17, out=v18)
-    g *= v18                               # sin'       = cos(v17)
-    g *= v17                               # exp2'      = ln2 v17 (ln2 folded)
-    g /= v15                               # log10'     = 1 / (v15 ln10) (ln10 folded)
+    g *= v18  # sin'       = cos(v17)
+    g *= v17  # exp2'      = ln2 v17 (ln2 folded)
+    g /= v15  # log10'     = 1 / (v15 ln10) (ln10 folded)
     np.square(v14, out=v15)
-    g *= v15                               # reciprocal' = -v14^2 (sign folded)
+    g *= v15  # reciprocal' = -v14^2 (sign folded)
     v15 -= 1.0
     np.sqrt(v15, out=v15)
-    g /= v15                               # arccosh'   = 1 / sqrt(v14^2 - 1)
+    g /= v15  # arccosh'   = 1 / sqrt(v14^2 - 1)
     np.square(v12, out=v14)
     v14 += 1.0
     np.sqrt(v14, out=v14)
-    g /= v14                               # arcsinh'   = 1 / sqrt(1 + v12^2)
+    g /= v14  # arcsinh'   = 1 / sqrt(1 + v12^2)
     v12 += 1.0
-    g *= v12                               # expm1'     = 1 + v12
-    g *= v10                               # square'    = 2 v10 (2 folded)
-    g /= v9                                # log'       = 1 / v9
+    g *= v12  # expm1'     = 1 + v12
+    g *= v10  # square'    = 2 v10 (2 folded)
+    g /= v9  # log'       = 1 / v9
     np.sinh(v8, out=v8)
-    g *= v8                                # cosh'      = sinh(v8)
+    g *= v8  # cosh'      = sinh(v8)
     np.cosh(v7, out=v7)
-    g *= v7                                # sinh'      = cosh(v7)
+    g *= v7  # sinh'      = cosh(v7)
     np.square(v6, out=v7)
     np.subtract(1.0, v7, out=v6)
     v7 += 1.0
     g *= v6
-    g /= v7                                # arctan' tanh' = (1 - v6^2) / (1 + v6^2)
-    g /= v5                                # sqrt'      = 0.5 / v5 (0.5 folded)
+    g /= v7  # arctan' tanh' = (1 - v6^2) / (1 + v6^2)
+    g /= v5  # sqrt'      = 0.5 / v5 (0.5 folded)
     np.add(v3, 1.0, out=v5)
     g *= v3
-    g /= v5                                # log1p' exp' = v3 / (1 + v3)
+    g /= v5  # log1p' exp' = v3 / (1 + v3)
     np.sin(v1, out=v1)
-    g *= v1                                # cos'       = -sin(v1) (sign folded)
+    g *= v1  # cos'       = -sin(v1) (sign folded)
     np.cos(x, out=v1)
-    g *= v1                                # sin'       = cos(x)
+    g *= v1  # sin'       = cos(x)
     g *= _CHAIN_CONST
     return (g,)
 
@@ -435,7 +437,7 @@ class Workload:
     xp: Callable
     sizes: tuple
     quick: tuple
-    torch: Callable | None = None   # when torch's spelling differs from numpy's
+    torch: Callable | None = None  # when torch's spelling differs from numpy's
     per_size: dict = field(default_factory=dict, hash=False, compare=False)  # kind -> (f, hand)
     compile_target_s: float | None = None
     memory_target_sizes: tuple = ()
@@ -460,44 +462,99 @@ def _s(name, label, large=False, **params):
 
 
 WORKLOADS = (
-    Workload("scalar", "sin(x)*y + exp(x*y)/(1+x**2)", scalar_0d, ("x", "y"), scalar_args,
-             scalar_0d_hand, scalar_xp,
-             sizes=(_s("float", "Python floats", kind="float"),
-                    _s("0-d", "0-d arrays", kind="0-d")),
-             quick=(_s("float", "Python floats", kind="float"),
-                    _s("0-d", "0-d arrays", kind="0-d")),
-             per_size={"float": (scalar_float, scalar_float_hand),
-                       "0-d": (scalar_0d, scalar_0d_hand)}),
-    Workload("logreg", "mean(log(1 + exp(-y * (X @ w))))", logreg, ("w",), logreg_args,
-             logreg_hand, logreg_xp,
-             sizes=(_s("small", "X 64x10", n=64, d=10),
-                    _s("large", "X 100000x100", large=True, n=100000, d=100)),
-             quick=(_s("small", "X 16x4", n=16, d=4),)),
-    Workload("mlp", "tanh(X@W1+b1)@W2+b2, softmax cross-entropy", mlp, ("W1", "b1", "W2", "b2"),
-             mlp_args, mlp_hand, mlp_xp, torch=mlp_torch,
-             sizes=(_s("small", "batch 32, 64-128-10", batch=32, n_in=64, n_hidden=128, n_out=10),
-                    _s("large", "batch 4096, 784-1024-10", large=True, batch=4096, n_in=784,
-                       n_hidden=1024, n_out=10)),
-             quick=(_s("small", "batch 8, 6-5-3", batch=8, n_in=6, n_hidden=5, n_out=3),),
-             compile_target_s=0.050, memory_target_sizes=("large",)),
-    Workload("rnn", "for t in range(T): h = tanh(W@h + U@x_t + b); sum(h**2)", rnn,
-             ("W", "U", "b"), rnn_args, rnn_hand, rnn_xp,
-             sizes=(_s("small", "T=50, hidden 16, input 16", hidden=16, n_in=16, steps=50),
-                    _s("large", "T=50, hidden 512, input 512", large=True, hidden=512, n_in=512,
-                       steps=50)),
-             quick=(_s("small", "T=5, hidden 4, input 3", hidden=4, n_in=3, steps=5),),
-             memory_target_sizes=("large",)),
-    Workload("chain", "20 elementwise ufuncs, then sum", chain, ("x",), chain_args, chain_hand,
-             chain_xp,
-             sizes=(_s("small", "n=100", n=100), _s("large", "n=10,000,000", large=True, n=10**7)),
-             quick=(_s("small", "n=10", n=10),),
-             memory_target_sizes=("large",)),
-    Workload("spring", "explicit-Euler damped spring, while t < T; d/d(k, c)", spring, ("k", "c"),
-             spring_args, spring_hand, spring_xp,
-             sizes=(_s("1000 steps", "Python floats, dt=0.01", steps=1000),
-                    _s("10000 steps", "Python floats, dt=0.01", steps=10000)),
-             quick=(_s("10 steps", "Python floats, dt=0.01", steps=10),),
-             compile_target_s=0.200),
+    Workload(
+        "scalar",
+        "sin(x)*y + exp(x*y)/(1+x**2)",
+        scalar_0d,
+        ("x", "y"),
+        scalar_args,
+        scalar_0d_hand,
+        scalar_xp,
+        sizes=(_s("float", "Python floats", kind="float"), _s("0-d", "0-d arrays", kind="0-d")),
+        quick=(_s("float", "Python floats", kind="float"), _s("0-d", "0-d arrays", kind="0-d")),
+        per_size={"float": (scalar_float, scalar_float_hand), "0-d": (scalar_0d, scalar_0d_hand)},
+    ),
+    Workload(
+        "logreg",
+        "mean(log(1 + exp(-y * (X @ w))))",
+        logreg,
+        ("w",),
+        logreg_args,
+        logreg_hand,
+        logreg_xp,
+        sizes=(
+            _s("small", "X 64x10", n=64, d=10),
+            _s("large", "X 100000x100", large=True, n=100000, d=100),
+        ),
+        quick=(_s("small", "X 16x4", n=16, d=4),),
+    ),
+    Workload(
+        "mlp",
+        "tanh(X@W1+b1)@W2+b2, softmax cross-entropy",
+        mlp,
+        ("W1", "b1", "W2", "b2"),
+        mlp_args,
+        mlp_hand,
+        mlp_xp,
+        torch=mlp_torch,
+        sizes=(
+            _s("small", "batch 32, 64-128-10", batch=32, n_in=64, n_hidden=128, n_out=10),
+            _s(
+                "large",
+                "batch 4096, 784-1024-10",
+                large=True,
+                batch=4096,
+                n_in=784,
+                n_hidden=1024,
+                n_out=10,
+            ),
+        ),
+        quick=(_s("small", "batch 8, 6-5-3", batch=8, n_in=6, n_hidden=5, n_out=3),),
+        compile_target_s=0.050,
+        memory_target_sizes=("large",),
+    ),
+    Workload(
+        "rnn",
+        "for t in range(T): h = tanh(W@h + U@x_t + b); sum(h**2)",
+        rnn,
+        ("W", "U", "b"),
+        rnn_args,
+        rnn_hand,
+        rnn_xp,
+        sizes=(
+            _s("small", "T=50, hidden 16, input 16", hidden=16, n_in=16, steps=50),
+            _s("large", "T=50, hidden 512, input 512", large=True, hidden=512, n_in=512, steps=50),
+        ),
+        quick=(_s("small", "T=5, hidden 4, input 3", hidden=4, n_in=3, steps=5),),
+        memory_target_sizes=("large",),
+    ),
+    Workload(
+        "chain",
+        "20 elementwise ufuncs, then sum",
+        chain,
+        ("x",),
+        chain_args,
+        chain_hand,
+        chain_xp,
+        sizes=(_s("small", "n=100", n=100), _s("large", "n=10,000,000", large=True, n=10**7)),
+        quick=(_s("small", "n=10", n=10),),
+        memory_target_sizes=("large",),
+    ),
+    Workload(
+        "spring",
+        "explicit-Euler damped spring, while t < T; d/d(k, c)",
+        spring,
+        ("k", "c"),
+        spring_args,
+        spring_hand,
+        spring_xp,
+        sizes=(
+            _s("1000 steps", "Python floats, dt=0.01", steps=1000),
+            _s("10000 steps", "Python floats, dt=0.01", steps=10000),
+        ),
+        quick=(_s("10 steps", "Python floats, dt=0.01", steps=10),),
+        compile_target_s=0.200,
+    ),
 )
 
 BY_NAME = {w.name: w for w in WORKLOADS}
@@ -508,10 +565,15 @@ def cases(only=None, quick=False):
     if only:
         unknown = [n for n in only if n not in BY_NAME]
         if unknown:
-            raise SystemExit(f"unknown workload(s) {', '.join(unknown)}; choose from "
-                             f"{', '.join(BY_NAME)}")
-    return [(w, s) for w in WORKLOADS if not only or w.name in only
-            for s in (w.quick if quick else w.sizes)]
+            raise SystemExit(
+                f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(BY_NAME)}"
+            )
+    return [
+        (w, s)
+        for w in WORKLOADS
+        if not only or w.name in only
+        for s in (w.quick if quick else w.sizes)
+    ]
 
 
 def make_args(workload, size, seed=0):
@@ -534,6 +596,7 @@ def available(variant):
 
 def wrt_positions(workload):
     import inspect
+
     params = list(inspect.signature(workload.f).parameters)
     return tuple(params.index(n) for n in workload.wrt)
 
@@ -569,6 +632,7 @@ def _prepare_hand(workload, size, args, wrt):
 
 def _prepare_sourcegrad(workload, size, args, wrt):
     import sourcegrad
+
     g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt))
     return Prepared(lambda: g(*args), compile=lambda: g.compile(args))
 
@@ -579,6 +643,7 @@ def numba_disk_cache():
     import tempfile
 
     from sourcegrad import cache
+
     home = tempfile.mkdtemp(prefix="sourcegrad-bench-numba-")
     os.environ["XDG_CONFIG_HOME"] = os.path.join(home, "config")  # the cache's secret
     return cache.enable(os.path.join(home, "cache"))
@@ -591,8 +656,10 @@ def _prepare_numba(workload, size, args, wrt):
     its import is timed apart, `numba_import_s`)."""
     import sourcegrad
     from sourcegrad import api, cache
+
     started = time.perf_counter()
     import numba  # noqa: F401
+
     imported = time.perf_counter() - started
     f, wrt_names = workload.function(size), tuple(workload.wrt)
     g = sourcegrad.grad(f, wrt=wrt_names, backend="numba")
@@ -613,12 +680,14 @@ def _prepare_numba(workload, size, args, wrt):
 def _prepare_autograd(workload, size, args, wrt):
     import autograd
     import autograd.numpy as anp
+
     g = autograd.grad(functools.partial(workload.xp, anp), argnum=wrt)
     return Prepared(lambda: g(*args))
 
 
 def _prepare_torch(workload, size, args, wrt):
     import torch
+
     fn = workload.torch or functools.partial(workload.xp, torch)
     targs = []
     for i, a in enumerate(args):
@@ -639,13 +708,14 @@ def _prepare_torch(workload, size, args, wrt):
 
 def _prepare_jax(workload, size, args, wrt):
     import jax
+
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
+
     fn = functools.partial(workload.xp, jnp)
     # arrays and wrt values are traced; other Python numbers (dt, T) stay static
     dynamic = [i for i, a in enumerate(args) if i in wrt or isinstance(a, np.ndarray)]
-    values = [jnp.asarray(args[i]) if isinstance(args[i], np.ndarray) else args[i]
-              for i in dynamic]
+    values = [jnp.asarray(args[i]) if isinstance(args[i], np.ndarray) else args[i] for i in dynamic]
 
     def f(*dyn):
         full = list(args)
@@ -661,5 +731,11 @@ def _prepare_jax(workload, size, args, wrt):
     return Prepared(call)
 
 
-_PREPARE = {"hand": _prepare_hand, "sourcegrad": _prepare_sourcegrad, "numba": _prepare_numba,
-            "autograd": _prepare_autograd, "torch": _prepare_torch, "jax": _prepare_jax}
+_PREPARE = {
+    "hand": _prepare_hand,
+    "sourcegrad": _prepare_sourcegrad,
+    "numba": _prepare_numba,
+    "autograd": _prepare_autograd,
+    "torch": _prepare_torch,
+    "jax": _prepare_jax,
+}

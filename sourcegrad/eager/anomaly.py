@@ -7,6 +7,7 @@ recorded.)
 
 Imports: nothing of sourcegrad (a leaf of the eager package).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -46,8 +47,12 @@ class detect_anomaly:
         self._prev = None
 
     def __enter__(self):
-        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
-                      "and should only be enabled for debugging.", UserWarning, stacklevel=2)
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime "
+            "and should only be enabled for debugging.",
+            UserWarning,
+            stacklevel=2,
+        )
         self._prev = (ANOMALY.enabled, ANOMALY.check_nan)
         ANOMALY.enabled, ANOMALY.check_nan = True, self.check_nan
 
@@ -62,6 +67,7 @@ class detect_anomaly:
         def wrapper(*args, **kwargs):
             with detect_anomaly(self.check_nan):
                 return fn(*args, **kwargs)
+
         return wrapper
 
 
@@ -74,5 +80,7 @@ def check_outputs(node, results):
             continue
         data = g._data if hasattr(g, "_data") else g
         if np.isnan(data).any():
-            raise RuntimeError(f"Function '{node.name().rsplit('::', 1)[-1]}' returned nan "
-                               f"values in its {i}th output.")
+            raise RuntimeError(
+                f"Function '{node.name().rsplit('::', 1)[-1]}' returned nan "
+                f"values in its {i}th output."
+            )

@@ -9,12 +9,22 @@ so `manual_seed` / `manual_seed_all` here have nothing of their own to seed.
 
 Imports: `devices` only.
 """
+
 from __future__ import annotations
 
 from . import devices
 
-__all__ = ["is_available", "device_count", "current_device", "synchronize", "get_device_name",
-           "manual_seed", "manual_seed_all", "empty_cache", "memory_allocated"]
+__all__ = [
+    "is_available",
+    "device_count",
+    "current_device",
+    "synchronize",
+    "get_device_name",
+    "manual_seed",
+    "manual_seed_all",
+    "empty_cache",
+    "memory_allocated",
+]
 
 
 def is_available() -> bool:

@@ -16,6 +16,7 @@ may take part in an op on the GPU, as a Python number would.
 
 Imports: nothing of sourcegrad (a leaf of the eager package; cupy lazily).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,12 +26,14 @@ import numpy as np
 # array type -> its module (numpy, and cupy once it is loaded); the types that live on a GPU
 _MODULES: dict = {np.ndarray: np}
 DEVICE_TYPES: set = set()
-_CUPY: list = [None]     # the cupy module, once a device has been found
+_CUPY: list = [None]  # the cupy module, once a device has been found
 _NO_CUDA: list = [None]  # why there is no CUDA device, once that is known
 
 MIXED = "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
-NUMPY_ON_DEVICE = ("can't convert {} device type tensor to numpy. Use Tensor.cpu() to copy the "
-                   "tensor to host memory first.")
+NUMPY_ON_DEVICE = (
+    "can't convert {} device type tensor to numpy. Use Tensor.cpu() to copy the "
+    "tensor to host memory first."
+)
 
 
 class device:
@@ -53,16 +56,19 @@ class device:
             text = str(type)
             if ":" in text:
                 if index is not None:
-                    raise RuntimeError("type (string) must not include an index because index "
-                                       f"was passed explicitly: {text}")
+                    raise RuntimeError(
+                        "type (string) must not include an index because index "
+                        f"was passed explicitly: {text}"
+                    )
                 text, _, number = text.partition(":")
                 if not number.isdigit():
                     raise RuntimeError(f"Invalid device string: '{type}'")
                 index = int(number)
             type = text
         if type not in ("cpu", "cuda"):
-            raise RuntimeError(f"sourcegrad's eager tensors live on 'cpu' or 'cuda' (through "
-                               f"CuPy), not {type!r}")
+            raise RuntimeError(
+                f"sourcegrad's eager tensors live on 'cpu' or 'cuda' (through CuPy), not {type!r}"
+            )
         if index is not None:
             index = int(index)
             if index < 0:
@@ -126,6 +132,7 @@ def default_device():
 
 # --- CuPy --------------------------------------------------------------------------------------
 
+
 def cupy():
     """The cupy module, once a CUDA device is known to exist; a clear RuntimeError otherwise."""
     cp = _CUPY[0]
@@ -143,16 +150,20 @@ def _find_cuda():
     try:
         import cupy as cp
     except Exception as e:  # noqa: BLE001 - not installed, or an install that cannot load
-        return (f"no CUDA device is available (CuPy could not be imported: {e}); sourcegrad's "
-                "CUDA tensors need CuPy and an NVIDIA GPU")
+        return (
+            f"no CUDA device is available (CuPy could not be imported: {e}); sourcegrad's "
+            "CUDA tensors need CuPy and an NVIDIA GPU"
+        )
     try:
         count = cp.cuda.runtime.getDeviceCount()
         reason = ""
     except Exception as e:  # noqa: BLE001 - CUDARuntimeError: no driver, no device
         count, reason = 0, f": {e}"
     if count <= 0:
-        return (f"no CUDA device is available (CuPy found none{reason}); sourcegrad's CUDA "
-                "tensors need an NVIDIA GPU")
+        return (
+            f"no CUDA device is available (CuPy found none{reason}); sourcegrad's CUDA "
+            "tensors need an NVIDIA GPU"
+        )
     register(cp, cp.ndarray)
     return None
 
@@ -191,6 +202,7 @@ def synchronize(dev=None):
 
 
 # --- arrays and their devices ------------------------------------------------------------------
+
 
 def is_device_array(x) -> bool:
     """Whether `x` is an array on a GPU (a cupy.ndarray)."""
@@ -247,8 +259,10 @@ def _index(dev, cp):
         return int(cp.cuda.Device().id)
     count = cp.cuda.runtime.getDeviceCount()
     if dev.index >= count:
-        raise RuntimeError(f"CUDA error: invalid device ordinal (cuda:{dev.index} asked for, "
-                           f"{count} device(s) present)")
+        raise RuntimeError(
+            f"CUDA error: invalid device ordinal (cuda:{dev.index} asked for, "
+            f"{count} device(s) present)"
+        )
     return dev.index
 
 

@@ -18,17 +18,43 @@ Promotion follows torch, not numpy, where the two differ:
 
 Imports: nothing of sourcegrad (a leaf of the eager package).
 """
+
 from __future__ import annotations
 
 import builtins
 
 import numpy as np
 
-__all__ = ["dtype", "float16", "float32", "float64", "half", "float", "double", "bfloat16",
-           "int8", "int16", "int32", "int64", "uint8", "short", "int", "long", "bool",
-           "complex64", "complex128", "cfloat", "cdouble",
-           "get_default_dtype", "set_default_dtype", "promote_types", "result_type",
-           "can_cast", "finfo", "iinfo"]
+__all__ = [
+    "dtype",
+    "float16",
+    "float32",
+    "float64",
+    "half",
+    "float",
+    "double",
+    "bfloat16",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "short",
+    "int",
+    "long",
+    "bool",
+    "complex64",
+    "complex128",
+    "cfloat",
+    "cdouble",
+    "get_default_dtype",
+    "set_default_dtype",
+    "promote_types",
+    "result_type",
+    "can_cast",
+    "finfo",
+    "iinfo",
+]
 
 # Categories, lowest first: a higher category wins over a higher tier of a lower one.
 _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
@@ -37,8 +63,18 @@ _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 class dtype:
     """One element type: its numpy dtype plus the names torch uses for it in messages."""
 
-    __slots__ = ("name", "dtype", "is_floating_point", "is_complex", "is_signed", "itemsize",
-                 "_category", "_tensor_type", "_scalar_name", "_c_name")
+    __slots__ = (
+        "name",
+        "dtype",
+        "is_floating_point",
+        "is_complex",
+        "is_signed",
+        "itemsize",
+        "_category",
+        "_tensor_type",
+        "_scalar_name",
+        "_c_name",
+    )
 
     def __init__(self, name, np_dtype, tensor_type, scalar_name, c_name):
         self.name = name
@@ -49,9 +85,9 @@ class dtype:
         self.is_complex = kind == "c"
         self.is_signed = kind in "ifc"
         self.itemsize = self.dtype.itemsize
-        self._tensor_type = tensor_type      # 'FloatTensor', as in "[torch.FloatTensor [3]]"
-        self._scalar_name = scalar_name      # 'Float', as in "result type Float can't be cast"
-        self._c_name = c_name                # 'float', as in "a gradient with dtype 'long int'"
+        self._tensor_type = tensor_type  # 'FloatTensor', as in "[torch.FloatTensor [3]]"
+        self._scalar_name = scalar_name  # 'Float', as in "result type Float can't be cast"
+        self._c_name = c_name  # 'float', as in "a gradient with dtype 'long int'"
 
     def __repr__(self):
         return f"torch.{self.name}"
@@ -77,16 +113,18 @@ int32 = dtype("int32", np.int32, "IntTensor", "Int", "int")
 int64 = dtype("int64", np.int64, "LongTensor", "Long", "long int")
 uint8 = dtype("uint8", np.uint8, "ByteTensor", "Byte", "unsigned char")
 bool = dtype("bool", np.bool_, "BoolTensor", "Bool", "bool")  # noqa: A001 - torch's name
-complex64 = dtype("complex64", np.complex64, "ComplexFloatTensor", "ComplexFloat",
-                  "c10::complex<float>")
-complex128 = dtype("complex128", np.complex128, "ComplexDoubleTensor", "ComplexDouble",
-                   "c10::complex<double>")
+complex64 = dtype(
+    "complex64", np.complex64, "ComplexFloatTensor", "ComplexFloat", "c10::complex<float>"
+)
+complex128 = dtype(
+    "complex128", np.complex128, "ComplexDoubleTensor", "ComplexDouble", "c10::complex<double>"
+)
 # numpy has no bfloat16; the name exists so that code mentioning it imports, and it
 # is stored as float32 (documented difference).
 bfloat16 = float32
 
 half, float, double = float16, float32, float64  # noqa: A001 - torch's aliases
-short, int, long = int16, int32, int64            # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
 ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128)
@@ -104,9 +142,11 @@ def from_numpy_dtype(np_dtype) -> dtype:
     if found is None:
         found = FROM_NUMPY.get(np.dtype(np_dtype))
         if found is None:
-            raise TypeError(f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only "
-                            "supported types are: float64, float32, float16, complex64, "
-                            "complex128, int64, int32, int16, int8, uint8, and bool.")
+            raise TypeError(
+                f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only "
+                "supported types are: float64, float32, float16, complex64, "
+                "complex128, int64, int32, int16, int8, uint8, and bool."
+            )
     return found
 
 
@@ -156,6 +196,7 @@ def default_complex_dtype() -> dtype:
 
 
 # --- promotion ------------------------------------------------------------------------------
+
 
 def promote_types(a: dtype, b: dtype) -> dtype:
     """torch.promote_types: within a category numpy agrees; across, the higher category wins."""
@@ -223,9 +264,15 @@ class finfo:
     """Machine limits of a floating-point dtype (`torch.finfo`)."""
 
     def __init__(self, type=None):  # noqa: A002 - torch's parameter name
-        info = np.finfo((type or DEFAULT_DTYPE[0]).dtype if not isinstance(type, np.dtype) else type)
-        self.bits, self.eps, self.max, self.min = info.bits, _py_float(info.eps), \
-            _py_float(info.max), _py_float(info.min)
+        info = np.finfo(
+            (type or DEFAULT_DTYPE[0]).dtype if not isinstance(type, np.dtype) else type
+        )
+        self.bits, self.eps, self.max, self.min = (
+            info.bits,
+            _py_float(info.eps),
+            _py_float(info.max),
+            _py_float(info.min),
+        )
         self.tiny = self.smallest_normal = _py_float(info.tiny)
         self.resolution = _py_float(info.resolution)
         self.dtype = str(info.dtype)
@@ -236,5 +283,9 @@ class iinfo:
 
     def __init__(self, type):  # noqa: A002
         info = np.iinfo(type.dtype)
-        self.bits, self.max, self.min, self.dtype = info.bits, _py_int(info.max), \
-            _py_int(info.min), str(info.dtype)
+        self.bits, self.max, self.min, self.dtype = (
+            info.bits,
+            _py_int(info.max),
+            _py_int(info.min),
+            str(info.dtype),
+        )

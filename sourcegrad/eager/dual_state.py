@@ -8,6 +8,7 @@ has no nested levels).
 
 Imports: nothing of sourcegrad (a leaf of the eager package, like `grad_mode`).
 """
+
 from __future__ import annotations
 
 import weakref

@@ -29,6 +29,7 @@ recorded and can be differentiated again.
 Imports: `node`, `tensor` and the leaves; never an op module (a batched
 `grad` stacks its results with `np.stack`, which numpy_dispatch hands to the stack op).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -80,13 +81,13 @@ def make_grads(outputs, grad_outputs, create_graph):
         grad_outputs = [grad_outputs]
     else:
         grad_outputs = list(grad_outputs)
-    for g in grad_outputs[:len(outputs)]:
+    for g in grad_outputs[: len(outputs)]:
         if g is not None and not isinstance(g, Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got "
-                            f"{type(g).__name__}")
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
     if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"Mismatch in number of gradients: expected {len(outputs)} but got "
-                           f"{len(grad_outputs)}")
+        raise RuntimeError(
+            f"Mismatch in number of gradients: expected {len(outputs)} but got {len(grad_outputs)}"
+        )
     seeds = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
@@ -94,22 +95,26 @@ def make_grads(outputs, grad_outputs, create_graph):
                 raise RuntimeError(messages.SCALAR_ONLY)
             d = out._data
             if out._requires_grad and d.dtype.kind == "c":
-                raise RuntimeError(f"{messages.REAL_SCALAR_ONLY} but got "
-                                   f"{Tensor._dtype_of(d)}")
-            g = np.ones(d.shape, d.dtype) if type(d) is np.ndarray else \
-                devices.make(out.device, "ones", d.shape, d.dtype)
+                raise RuntimeError(f"{messages.REAL_SCALAR_ONLY} but got {Tensor._dtype_of(d)}")
+            g = (
+                np.ones(d.shape, d.dtype)
+                if type(d) is np.ndarray
+                else devices.make(out.device, "ones", d.shape, d.dtype)
+            )
             seeds.append(_wrap(g) if create_graph else g)
             continue
         if not isinstance(g, Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got "
-                            f"{type(g).__name__}")
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         if g._data.shape != out._data.shape:
-            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                               f"{messages.size_text(g._data.shape)} and output[{i}] has a shape "
-                               f"of {messages.size_text(out._data.shape)}.")
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of "
+                f"{messages.size_text(g._data.shape)} and output[{i}] has a shape "
+                f"of {messages.size_text(out._data.shape)}."
+            )
         if g.device != out.device:
-            raise RuntimeError(f"invalid gradient at index {i} - expected device {out.device} "
-                               f"but got {g.device}")
+            raise RuntimeError(
+                f"invalid gradient at index {i} - expected device {out.device} but got {g.device}"
+            )
         seeds.append(g if create_graph else g._data)
     return seeds
 
@@ -125,8 +130,14 @@ def _roots(outputs):
     return edges
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
-             grad_variables=None, inputs=None):
+def backward(
+    tensors,
+    grad_tensors=None,
+    retain_graph=None,
+    create_graph=False,
+    grad_variables=None,
+    inputs=None,
+):
     """torch.autograd.backward: accumulate gradients into the leaves' `.grad`."""
     if grad_variables is not None:
         grad_tensors = grad_variables
@@ -154,28 +165,47 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     return None
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    only_inputs=True,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+):
     """torch.autograd.grad: the gradients of outputs w.r.t. inputs, as a tuple (no .grad)."""
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     single = isinstance(inputs, Tensor)
     inputs = (inputs,) if single else tuple(inputs)
     if materialize_grads and allow_unused is False:
-        raise ValueError("Expected allow_unused to be True or not passed when "
-                         "materialize_grads=True, but got: allow_unused=False.")
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when "
+            "materialize_grads=True, but got: allow_unused=False."
+        )
     if allow_unused is None:
         allow_unused = materialize_grads
     for t in inputs:
         if not isinstance(t, Tensor):
-            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
-                               f"{type(t).__name__}")
+            raise RuntimeError(
+                f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}"
+            )
         if not t._requires_grad:
             raise RuntimeError(messages.INPUT_NO_GRAD)
     if retain_graph is None:
         retain_graph = create_graph
     if is_grads_batched:
-        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
-                             allow_unused, materialize_grads)
+        return _batched_grad(
+            outputs,
+            inputs,
+            grad_outputs,
+            retain_graph,
+            create_graph,
+            allow_unused,
+            materialize_grads,
+        )
     roots = _roots(outputs)
     seeds = make_grads(outputs, grad_outputs, create_graph)
     targets = [t._edge() for t in inputs]
@@ -194,8 +224,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(results)
 
 
-def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
-                  materialize_grads):
+def _batched_grad(
+    outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads
+):
     """is_grads_batched: the first dimension of each grad_output is a batch (a loop, not vmap)."""
     grad_outputs = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
     n = grad_outputs[0]._data.shape[0]
@@ -203,8 +234,15 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     for b in range(n):
         gs = [g[b] for g in grad_outputs]
         keep = retain_graph or b < n - 1
-        res = grad(outputs, inputs, gs, retain_graph=keep, create_graph=create_graph,
-                   allow_unused=allow_unused, materialize_grads=materialize_grads)
+        res = grad(
+            outputs,
+            inputs,
+            gs,
+            retain_graph=keep,
+            create_graph=create_graph,
+            allow_unused=allow_unused,
+            materialize_grads=materialize_grads,
+        )
         for i, r in enumerate(res):
             per_input[i].append(r)
     # np.stack of Tensors is the stack op (numpy_dispatch): the engine imports no op module
@@ -353,8 +391,8 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
                     for i in captures.get((node, nr), ()):
                         captured[i] = g
             if (runs is None or node in runs) and (
-                    grads[0] is not None if len(grads) == 1 else
-                    any(g is not None for g in grads)):
+                grads[0] is not None if len(grads) == 1 else any(g is not None for g in grads)
+            ):
                 if node._hookset is None and not ANOMALY.enabled:
                     results = node.apply(grads)
                 else:
@@ -417,8 +455,11 @@ def _pre_node(node, grads, create):
                 new = fn(value)
                 if new is not None:
                     if tuple(new._data.shape) != tuple(value._data.shape):
-                        raise RuntimeError(messages.HOOK_CHANGED_SIZE.format(
-                            getattr(fn, "__name__", type(fn).__name__)))
+                        raise RuntimeError(
+                            messages.HOOK_CHANGED_SIZE.format(
+                                getattr(fn, "__name__", type(fn).__name__)
+                            )
+                        )
                     g = _from_user(new, create)
                 else:
                     g = _from_user(value, create)  # the hook may have changed it in place
@@ -439,11 +480,17 @@ def _apply_with_anomaly(node, grads):
         return results
     except Exception:
         name = node.name().rsplit("::", 1)[-1]
-        stack = node._hookset.metadata.get("traceback_") if (
-            node._hookset is not None and node._hookset.metadata) else None
-        warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the "
-                      "error:\n" + "".join(stack or ["  (not recorded)\n"]), UserWarning,
-                      stacklevel=4)
+        stack = (
+            node._hookset.metadata.get("traceback_")
+            if (node._hookset is not None and node._hookset.metadata)
+            else None
+        )
+        warnings.warn(
+            f"Error detected in {name}. Traceback of forward call that caused the "
+            "error:\n" + "".join(stack or ["  (not recorded)\n"]),
+            UserWarning,
+            stacklevel=4,
+        )
         raise
 
 

@@ -18,6 +18,7 @@ Imports: `tensor` and the leaves only.
 Why one module: every way torch makes a tensor without an input tensor, sharing one
 handling of dtype, device, generator and out=.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,7 +52,7 @@ class Generator:
         return self
 
     def seed(self):
-        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self._seed = int(np.random.SeedSequence().entropy % (2**63))
         self._rng = np.random.default_rng(self._seed)
         return self._seed
 
@@ -118,9 +119,8 @@ class random_guard:  # noqa: N801 - used as a context manager, like no_grad
         return False
 
 
-
-
 # --- helpers ---------------------------------------------------------------------------------
+
 
 def _size(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
@@ -147,11 +147,15 @@ def _into(name, out, data, dtype):
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if out.requires_grad:
-        raise RuntimeError(f"aten::{name}(): functions with out=... arguments don't support "
-                           "automatic differentiation, but one of the arguments requires grad.")
+        raise RuntimeError(
+            f"aten::{name}(): functions with out=... arguments don't support "
+            "automatic differentiation, but one of the arguments requires grad."
+        )
     if dtype is not None and dtypes.as_dtype(dtype).dtype != out._data.dtype:
-        raise RuntimeError(f"dtype {dtypes.as_dtype(dtype)._scalar_name} does not match dtype "
-                           f"of out parameter ({out.dtype._scalar_name})")
+        raise RuntimeError(
+            f"dtype {dtypes.as_dtype(dtype)._scalar_name} does not match dtype "
+            f"of out parameter ({out.dtype._scalar_name})"
+        )
     return store(out, data)
 
 
@@ -184,6 +188,7 @@ def _device_of(input, device):
 
 
 # --- from data -------------------------------------------------------------------------------
+
 
 def _plain(data):
     """Nested lists/tuples with Tensors inside, as plain Python numbers and host arrays."""
@@ -251,6 +256,7 @@ def _widest_float(plain):
                 visit(q)
         elif isinstance(p, float):
             kinds.append(dtypes.DEFAULT_DTYPE[0].dtype)
+
     visit(plain)
     return np.result_type(*kinds) if kinds else dtypes.DEFAULT_DTYPE[0].dtype
 
@@ -317,10 +323,14 @@ def legacy_tensor(cls, *args, **kwargs):
     It takes no dtype or requires_grad (torch.tensor does): those raise torch's TypeError."""
     unexpected = [k for k in kwargs if k != "device"]
     if unexpected:
-        got = ", ".join([type(a).__name__ for a in args] +
-                        [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
-        raise TypeError(f"new() received an invalid combination of arguments - got ({got})" +
-                        _LEGACY_SIGNATURES.format(keys=", ".join(unexpected)))
+        got = ", ".join(
+            [type(a).__name__ for a in args]
+            + [f"{k}={type(v).__name__}" for k, v in kwargs.items()]
+        )
+        raise TypeError(
+            f"new() received an invalid combination of arguments - got ({got})"
+            + _LEGACY_SIGNATURES.format(keys=", ".join(unexpected))
+        )
     dev = _check_device(kwargs.get("device"))
     d = dtypes.DEFAULT_DTYPE[0].dtype
     if not args:
@@ -352,27 +362,38 @@ _rebuild = rebuild  # the name pickles made before it was public refer to
 # --- filled tensors ---------------------------------------------------------------------------
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
-          pin_memory=False):
+def zeros(
+    *size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False
+):
     dev = _check_device(device)
     data = devices.make(dev, "zeros", _size(size), _np_dtype(_out_dtype(out, dtype)))
     return _into("zeros", out, data, dtype) if out is not None else _finish(data, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
-         pin_memory=False):
+def ones(
+    *size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False
+):
     dev = _check_device(device)
     data = devices.make(dev, "ones", _size(size), _np_dtype(_out_dtype(out, dtype)))
     return _into("ones", out, data, dtype) if out is not None else _finish(data, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
-          pin_memory=False, memory_format=None):
+def empty(
+    *size,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    out=None,
+    layout=None,
+    pin_memory=False,
+    memory_format=None,
+):
     dev = _check_device(device)
     if out is not None:  # torch.empty(n, out=t): t resized, its values left as they are
         if tuple(out.shape) != _size(size):
-            return _into("empty", out, devices.make(dev, "zeros", _size(size), out._data.dtype),
-                         dtype)
+            return _into(
+                "empty", out, devices.make(dev, "zeros", _size(size), out._data.dtype), dtype
+            )
         return _into("empty", out, out._data, dtype)
     return _finish(devices.make(dev, "empty", _size(size), _np_dtype(dtype)), requires_grad)
 
@@ -383,8 +404,7 @@ def _fill_dtype(value):
     return dtypes.scalar_dtype(value)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None,
-         layout=None):
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     dev = _check_device(device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -417,11 +437,15 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     else:
         d = dtypes.as_dtype(dtype).dtype
     n = max(0, math.ceil((end - start) / step))
-    data = (start + np.arange(n, dtype=np.float64) * step) if d.kind in "fc" else \
-        np.arange(start, start + n * step, step)[:n]
+    data = (
+        (start + np.arange(n, dtype=np.float64) * step)
+        if d.kind in "fc"
+        else np.arange(start, start + n * step, step)[:n]
+    )
     data = np.asarray(data).astype(d)
-    return _into("arange", out, data, None) if out is not None else \
-        _finish(data, requires_grad, dev)
+    return (
+        _into("arange", out, data, None) if out is not None else _finish(data, requires_grad, dev)
+    )
 
 
 def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -450,8 +474,9 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         data = np.array([start], step_type)
     else:
         # start and end in the result's dtype first (an integer result truncates them)
-        first, last = (d.type(start), d.type(end)) if d.kind in "fc" else \
-            (math.trunc(start), math.trunc(end))
+        first, last = (
+            (d.type(start), d.type(end)) if d.kind in "fc" else (math.trunc(start), math.trunc(end))
+        )
         step = (step_type.type(last) - step_type.type(first)) / step_type.type(steps - 1)
         if d.itemsize < 4:  # half precision: each operation rounds to it (no fused form)
             wide = step_type.type
@@ -459,11 +484,15 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
             wide = np.clongdouble if d.kind == "c" else np.longdouble
         up = np.arange(steps).astype(wide)
         down = up[::-1]
-        data = np.where(up < steps // 2, wide(first) + wide(step) * up,
-                        wide(last) - wide(step) * down).astype(step_type)
+        data = np.where(
+            up < steps // 2, wide(first) + wide(step) * up, wide(last) - wide(step) * down
+        ).astype(step_type)
     data = data.astype(d)
-    return _into("linspace", out, data, dtype) if out is not None else \
-        _finish(data, requires_grad, dev)
+    return (
+        _into("linspace", out, data, dtype)
+        if out is not None
+        else _finish(data, requires_grad, dev)
+    )
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
@@ -475,43 +504,54 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
     dev = _check_device(device)
     d = _np_dtype(_out_dtype(out, dtype))
     data = numpy_rng(generator).random(_size(size)).astype(d)
-    return _into("rand", out, data, dtype) if out is not None else \
-        _finish(data, requires_grad, dev)
+    return _into("rand", out, data, dtype) if out is not None else _finish(data, requires_grad, dev)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     dev = _check_device(device)
     d = _np_dtype(_out_dtype(out, dtype))
     data = numpy_rng(generator).standard_normal(_size(size)).astype(d)
-    return _into("randn", out, data, dtype) if out is not None else \
-        _finish(data, requires_grad, dev)
+    return (
+        _into("randn", out, data, dtype) if out is not None else _finish(data, requires_grad, dev)
+    )
 
 
-def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad=False):
+def randint(
+    low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False
+):
     """randint(high, size) or randint(low, high, size)."""
     if size is None:
         low, high, size = 0, low, high
     d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
-    return _finish(numpy_rng(generator).integers(low, high, _size((size,))).astype(d), requires_grad,
-                   _check_device(device))
+    return _finish(
+        numpy_rng(generator).integers(low, high, _size((size,))).astype(d),
+        requires_grad,
+        _check_device(device),
+    )
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     d = np.dtype(np.int64) if dtype is None else dtypes.as_dtype(dtype).dtype
-    return _finish(numpy_rng(generator).permutation(n).astype(d), requires_grad,
-                   _check_device(device))
+    return _finish(
+        numpy_rng(generator).permutation(n).astype(d), requires_grad, _check_device(device)
+    )
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
-           requires_grad=False):
+def normal(
+    mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False
+):
     m = devices.host(mean._data) if isinstance(mean, Tensor) else mean
     s = devices.host(std._data) if isinstance(std, Tensor) else std
     shape = _size((size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     d = _np_dtype(dtype) if dtype is not None or not isinstance(mean, Tensor) else mean._data.dtype
-    dev = _check_device(device) if device is not None else next(
-        (t.device for t in (mean, std) if isinstance(t, Tensor)), None)
-    return _finish((m + s * numpy_rng(generator).standard_normal(shape)).astype(d), requires_grad, dev)
+    dev = (
+        _check_device(device)
+        if device is not None
+        else next((t.device for t in (mean, std) if isinstance(t, Tensor)), None)
+    )
+    return _finish(
+        (m + s * numpy_rng(generator).standard_normal(shape)).astype(d), requires_grad, dev
+    )
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -523,17 +563,23 @@ def bernoulli(input, p=None, *, generator=None):
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     if input.is_cuda:
         return multinomial(input.cpu(), num_samples, replacement, generator=generator).to(
-            input.device)
+            input.device
+        )
     probs = input._data / input._data.sum(-1, keepdims=True)
     rng = numpy_rng(generator)
     if probs.ndim == 1:
-        return _wrap(rng.choice(len(probs), num_samples, replace=replacement, p=probs)
-                     .astype(np.int64))
-    return _wrap(np.stack([rng.choice(probs.shape[-1], num_samples, replace=replacement, p=row)
-                           for row in probs]).astype(np.int64))
+        return _wrap(
+            rng.choice(len(probs), num_samples, replace=replacement, p=probs).astype(np.int64)
+        )
+    return _wrap(
+        np.stack(
+            [rng.choice(probs.shape[-1], num_samples, replace=replacement, p=row) for row in probs]
+        ).astype(np.int64)
+    )
 
 
 # --- *_like ----------------------------------------------------------------------------------
+
 
 def _like_dtype(input, dtype):
     return input._data.dtype if dtype is None else dtypes.as_dtype(dtype).dtype
@@ -544,74 +590,119 @@ def _filled(name, input, dtype, device, *fill):
     return devices.make(dev, name, input._data.shape, *fill, _like_dtype(input, dtype))
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
-               layout=None):
+def zeros_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None
+):
     return _finish(_filled("zeros", input, dtype, device), requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
-              layout=None):
+def ones_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None
+):
     return _finish(_filled("ones", input, dtype, device), requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
-               layout=None):
+def empty_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None
+):
     return _finish(_filled("empty", input, dtype, device), requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
-              memory_format=None, layout=None):
+def full_like(
+    input,
+    fill_value,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    layout=None,
+):
     return _finish(_filled("full", input, dtype, device, fill_value), requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
-              generator=None):
+def rand_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, generator=None
+):
     d = _like_dtype(input, dtype)
-    return _finish(numpy_rng(generator).random(input._data.shape).astype(d), requires_grad,
-                   _device_of(input, device))
+    return _finish(
+        numpy_rng(generator).random(input._data.shape).astype(d),
+        requires_grad,
+        _device_of(input, device),
+    )
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
-               generator=None):
+def randn_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, generator=None
+):
     d = _like_dtype(input, dtype)
-    return _finish(numpy_rng(generator).standard_normal(input._data.shape).astype(d), requires_grad,
-                   _device_of(input, device))
+    return _finish(
+        numpy_rng(generator).standard_normal(input._data.shape).astype(d),
+        requires_grad,
+        _device_of(input, device),
+    )
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
-                 generator=None):
+def randint_like(
+    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None
+):
     if high is None:
         low, high = 0, low
     d = _like_dtype(input, dtype)
-    return _finish(numpy_rng(generator).integers(low, high, input._data.shape).astype(d),
-                   requires_grad, _device_of(input, device))
+    return _finish(
+        numpy_rng(generator).integers(low, high, input._data.shape).astype(d),
+        requires_grad,
+        _device_of(input, device),
+    )
 
 
 # --- Tensor.new_* ----------------------------------------------------------------------------
 
+
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(*size, dtype=dtype or self.dtype, device=_device_of(self, device),
-                 requires_grad=requires_grad)
+    return zeros(
+        *size,
+        dtype=dtype or self.dtype,
+        device=_device_of(self, device),
+        requires_grad=requires_grad,
+    )
 
 
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return ones(*size, dtype=dtype or self.dtype, device=_device_of(self, device),
-                requires_grad=requires_grad)
+    return ones(
+        *size,
+        dtype=dtype or self.dtype,
+        device=_device_of(self, device),
+        requires_grad=requires_grad,
+    )
 
 
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    return empty(*size, dtype=dtype or self.dtype, device=_device_of(self, device),
-                 requires_grad=requires_grad)
+    return empty(
+        *size,
+        dtype=dtype or self.dtype,
+        device=_device_of(self, device),
+        requires_grad=requires_grad,
+    )
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self.dtype, device=_device_of(self, device),
-                requires_grad=requires_grad)
+    return full(
+        size,
+        fill_value,
+        dtype=dtype or self.dtype,
+        device=_device_of(self, device),
+        requires_grad=requires_grad,
+    )
 
 
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype or self.dtype, device=_device_of(self, device),
-                  requires_grad=requires_grad)
+    return tensor(
+        data,
+        dtype=dtype or self.dtype,
+        device=_device_of(self, device),
+        requires_grad=requires_grad,
+    )
 
 
 def is_tensor(obj) -> bool:

@@ -11,6 +11,7 @@ conjugated ones) is applied by `spec.record` for every node of complex values.
 
 Imports: `operands`, `spec`, `tensor`, `dtypes` (layer 4, like `ops.py`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,12 @@ def _run(node, rule, fn, x, static, out_kind):
     x = as_tensor(x)
     d = _float_or_complex(x)
     single = d.dtype in (np.float32, np.complex64)
-    dtype = {("c", True): np.complex64, ("c", False): np.complex128,
-             ("f", True): np.float32, ("f", False): np.float64}[out_kind, single]
+    dtype = {
+        ("c", True): np.complex64,
+        ("c", False): np.complex128,
+        ("f", True): np.float32,
+        ("f", False): np.float64,
+    }[out_kind, single]
     out = _wrap(result(fn(d, **static), np.dtype(dtype)))
     if needs_grad(x):
         record(cached_spec(node, rule, n_arrays=1), out, (x,), static)
@@ -58,6 +63,7 @@ def _one_axis(name, inverse_of_real):
             return write_out(f"fft_{name}", out, op(input, n, dim, norm), (input,))
         node = _node(name, _data_kind(input), inverse_of_real)
         return _run(node, f"fft_{name}", fn, input, {"n": n, "axis": dim, "norm": norm}, kind)
+
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"torch.fft.{name}: np.fft.{name} along dim, with torch's node."
     return op
@@ -77,6 +83,7 @@ def _several_axes(name, default_dims, inverse_of_real):
         if axes is None and s is not None:  # torch's (and numpy's, deprecated) default
             axes = tuple(range(-len(s), 0))
         return _run(node, f"fft_{name}", fn, input, {"s": s, "axes": axes, "norm": norm}, kind)
+
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"torch.fft.{name}: np.fft.{name} over dim, with torch's node."
     return op
@@ -98,25 +105,40 @@ def _node(name, kind, inverse_of_real):
 
 
 fft, ifft, rfft, irfft = (_one_axis(n, n == "ifft") for n in ("fft", "ifft", "rfft", "irfft"))
-fft2, ifft2, rfft2, irfft2 = (_several_axes(n, (-2, -1), n == "ifft2")
-                              for n in ("fft2", "ifft2", "rfft2", "irfft2"))
-fftn, ifftn, rfftn, irfftn = (_several_axes(n, None, n == "ifftn")
-                              for n in ("fftn", "ifftn", "rfftn", "irfftn"))
+fft2, ifft2, rfft2, irfft2 = (
+    _several_axes(n, (-2, -1), n == "ifft2") for n in ("fft2", "ifft2", "rfft2", "irfft2")
+)
+fftn, ifftn, rfftn, irfftn = (
+    _several_axes(n, None, n == "ifftn") for n in ("fftn", "ifftn", "rfftn", "irfftn")
+)
 
 
 def fftshift(input, dim=None):
     """torch.fft.fftshift: the zero frequency moved to the middle (RollBackward0, as torch)."""
-    return _run("RollBackward0", "fft_fftshift", np.fft.fftshift, input, {"axes": _dims(dim)},
-                _data_kind(input) if _data_kind(input) == "c" else "f")
+    return _run(
+        "RollBackward0",
+        "fft_fftshift",
+        np.fft.fftshift,
+        input,
+        {"axes": _dims(dim)},
+        _data_kind(input) if _data_kind(input) == "c" else "f",
+    )
 
 
 def ifftshift(input, dim=None):
     """torch.fft.ifftshift: fftshift undone."""
-    return _run("RollBackward0", "fft_ifftshift", np.fft.ifftshift, input, {"axes": _dims(dim)},
-                _data_kind(input) if _data_kind(input) == "c" else "f")
+    return _run(
+        "RollBackward0",
+        "fft_ifftshift",
+        np.fft.ifftshift,
+        input,
+        {"axes": _dims(dim)},
+        _data_kind(input) if _data_kind(input) == "c" else "f",
+    )
 
 
 # --- complex values --------------------------------------------------------------------------
+
 
 def real(input):
     """torch.real (SelectBackward0, as torch: it selects from a view as real pairs)."""
@@ -150,9 +172,22 @@ def angle(input):
     return _run("AngleBackward0", "np_angle", np.angle, input, {}, "f")
 
 
-FUNCTIONS = {"fft": fft, "ifft": ifft, "rfft": rfft, "irfft": irfft, "fft2": fft2,
-             "ifft2": ifft2, "rfft2": rfft2, "irfft2": irfft2, "fftn": fftn, "ifftn": ifftn,
-             "rfftn": rfftn, "irfftn": irfftn, "fftshift": fftshift, "ifftshift": ifftshift}
+FUNCTIONS = {
+    "fft": fft,
+    "ifft": ifft,
+    "rfft": rfft,
+    "irfft": irfft,
+    "fft2": fft2,
+    "ifft2": ifft2,
+    "rfft2": rfft2,
+    "irfft2": irfft2,
+    "fftn": fftn,
+    "ifftn": ifftn,
+    "rfftn": rfftn,
+    "irfftn": irfftn,
+    "fftshift": fftshift,
+    "ifftshift": ifftshift,
+}
 
 
 def _numpy_one_axis(op):
@@ -164,12 +199,23 @@ def _numpy_several_axes(op, default):
 
 
 # np.fft and the complex functions on Tensors (numpy_dispatch): numpy's signatures
-NUMPY = {getattr(np.fft, name): (_numpy_one_axis(op) if name in ("fft", "ifft", "rfft", "irfft")
-                                 else op if name.endswith("shift")
-                                 else _numpy_several_axes(op, (-2, -1) if name.endswith("2")
-                                                          else None))
-         for name, op in FUNCTIONS.items()}
-NUMPY.update({np.real: real, np.imag: lambda val: imag(val) if as_tensor(val)._data.dtype.kind
-              == "c" else as_tensor(val) * 0.0,
-              np.angle: lambda z, deg=False: angle(z) * (180.0 / np.pi) if deg else angle(z)})
+NUMPY = {
+    getattr(np.fft, name): (
+        _numpy_one_axis(op)
+        if name in ("fft", "ifft", "rfft", "irfft")
+        else op
+        if name.endswith("shift")
+        else _numpy_several_axes(op, (-2, -1) if name.endswith("2") else None)
+    )
+    for name, op in FUNCTIONS.items()
+}
+NUMPY.update(
+    {
+        np.real: real,
+        np.imag: lambda val: (
+            imag(val) if as_tensor(val)._data.dtype.kind == "c" else as_tensor(val) * 0.0
+        ),
+        np.angle: lambda z, deg=False: angle(z) * (180.0 / np.pi) if deg else angle(z),
+    }
+)
 UFUNCS = {np.conjugate: conj}

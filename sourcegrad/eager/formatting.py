@@ -16,6 +16,7 @@ This follows torch's `_tensor_str.py` step by step, on the numpy array:
 
 Imports: `devices` and `dtypes` only.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,9 @@ class PrintOptions:
 OPTS = PrintOptions()
 
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
-                     profile=None, sci_mode=None):
+def set_printoptions(
+    precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None
+):
     """torch.set_printoptions."""
     if profile == "default":
         OPTS.precision, OPTS.threshold, OPTS.edgeitems, OPTS.linewidth = 4, 1000, 3, 80
@@ -114,8 +116,11 @@ def _summarized(a: np.ndarray) -> np.ndarray:
         return np.concatenate([a[:e], a[-e:]]) if a.shape[0] > 2 * e else a
     if not e:
         return a.reshape((0,) * a.ndim)
-    rows = list(range(e)) + list(range(a.shape[0] - e, a.shape[0])) if a.shape[0] > 2 * e \
+    rows = (
+        list(range(e)) + list(range(a.shape[0] - e, a.shape[0]))
+        if a.shape[0] > 2 * e
         else range(a.shape[0])
+    )
     return np.stack([_summarized(a[i]) for i in rows])
 
 
@@ -139,7 +144,7 @@ def _vector(a, indent, summarize, fmt, fmt_imag):
         data = [one(v) for v in a[:e].tolist()] + [" ..."] + [one(v) for v in a[-e:].tolist()]
     else:
         data = [one(v) for v in a.tolist()]
-    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    lines = [", ".join(data[i : i + per_line]) for i in range(0, len(data), per_line)]
     return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
 
 
@@ -156,8 +161,11 @@ def _body(a, indent, summarize, fmt, fmt_imag):
     e = OPTS.edgeitems
     n = a.shape[0]
     if summarize and n > 2 * e:
-        slices = ([_body(a[i], indent + 1, summarize, fmt, fmt_imag) for i in range(e)] + ["..."]
-                  + [_body(a[i], indent + 1, summarize, fmt, fmt_imag) for i in range(n - e, n)])
+        slices = (
+            [_body(a[i], indent + 1, summarize, fmt, fmt_imag) for i in range(e)]
+            + ["..."]
+            + [_body(a[i], indent + 1, summarize, fmt, fmt_imag) for i in range(n - e, n)]
+        )
     else:
         slices = [_body(a[i], indent + 1, summarize, fmt, fmt_imag) for i in range(n)]
     return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
@@ -202,8 +210,12 @@ def tensor_repr(t, prefix="tensor(") -> str:
         # a CUDA tensor: printed from a host copy, its device first among the suffixes
         suffixes.append(f"device='{t.device}'")
         data = devices.host(data)
-    default = d in (dtypes.get_default_dtype(), dtypes.default_complex_dtype(), dtypes.int64,
-                    dtypes.bool)
+    default = d in (
+        dtypes.get_default_dtype(),
+        dtypes.default_complex_dtype(),
+        dtypes.int64,
+        dtypes.bool,
+    )
     if data.size == 0:
         if data.ndim != 1:
             suffixes.append("size=" + str(tuple(data.shape)))

@@ -26,6 +26,7 @@ tangent, a view of its base's, updates the base's too).
 
 Imports: `tensor`, `engine`, `grad_mode`, `dual_state`, `devices`, `errors`.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -47,13 +48,17 @@ def propagate(spec, out, args, static=None, outputs=None):
     """Give `out` (or each of `outputs`) the tangent of the op `spec` ran on `args`."""
     tangents = _tangents(spec, args)
     results = outputs if outputs is not None else (out,)
-    if not tangents or not spec.rule.differentiable or not any(
-            r._data.dtype.kind in "fc" for r in results):
+    if (
+        not tangents
+        or not spec.rule.differentiable
+        or not any(r._data.dtype.kind in "fc" for r in results)
+    ):
         return
     DUAL.on = False
     try:
-        t_out = tangent(spec, out if outputs is None else list(outputs), args, static or {},
-                        tangents)
+        t_out = tangent(
+            spec, out if outputs is None else list(outputs), args, static or {}, tangents
+        )
     finally:
         DUAL.on = True
     if t_out is None:  # the inputs carrying tangents are not differentiable ones
@@ -74,8 +79,12 @@ def _own(t, out, tangents):
     data = t._data
     for other in tangents.values():
         theirs = other._data
-        if data is theirs or type(data) is not np.ndarray or type(theirs) is not np.ndarray \
-                or np.may_share_memory(data, theirs):  # (on a GPU: always copied)
+        if (
+            data is theirs
+            or type(data) is not np.ndarray
+            or type(theirs) is not np.ndarray
+            or np.may_share_memory(data, theirs)
+        ):  # (on a GPU: always copied)
             DUAL.on = False
             try:
                 return t.clone()
@@ -87,7 +96,7 @@ def _own(t, out, tangents):
 def _tangents(spec, args):
     """{position: tangent} of the spec's differentiable arguments that carry one."""
     found = {}
-    for p in (range(len(args)) if spec.varargs else spec.edges):
+    for p in range(len(args)) if spec.varargs else spec.edges:
         a = args[p]
         if isinstance(a, Tensor):
             t = tangent_of(a)
@@ -101,11 +110,17 @@ def tangent(spec, ans, args, static, tangents):
     rule = spec.rule
     varargs = spec.varargs
     if rule.jvps:
-        parts = [_call_vjp(rule.jvp_for(p), t, ans, args, static, p, varargs)
-                 for p, t in tangents.items() if rule.jvp_for(p) is not None]
+        parts = [
+            _call_vjp(rule.jvp_for(p), t, ans, args, static, p, varargs)
+            for p, t in tangents.items()
+            if rule.jvp_for(p) is not None
+        ]
     elif rule.kind == "elementwise" and rule.vjps:
-        parts = [_call_vjp(as_jvp(rule.vjp_for(p)), t, ans, args, static, p, varargs)
-                 for p, t in tangents.items() if rule.vjp_for(p) is not None]
+        parts = [
+            _call_vjp(as_jvp(rule.vjp_for(p)), t, ans, args, static, p, varargs)
+            for p, t in tangents.items()
+            if rule.vjp_for(p) is not None
+        ]
     elif rule.linear == "multi":
         parts = [call_rule(rule, _replaced(args, {p: t}), static) for p, t in tangents.items()]
     elif rule.linear == "joint" or isinstance(rule.linear, tuple):
@@ -114,8 +129,10 @@ def tangent(spec, ans, args, static, tangents):
         transposed = _transposed_vjp(spec, ans, args, static, tangents)
         parts = [transposed] if transposed is not None else []
     else:
-        raise ForwardADError(f"forward-mode AD: {spec.node_cls.__name__} ({rule.name}) has "
-                             "neither a JVP nor a VJP to derive one from")
+        raise ForwardADError(
+            f"forward-mode AD: {spec.node_cls.__name__} ({rule.name}) has "
+            "neither a JVP nor a VJP to derive one from"
+        )
     return _sum(parts)
 
 
@@ -170,7 +187,7 @@ def call_rule(rule, args, static):
         return rule.forward(*args, **static)
     positional = list(args)
     rest = dict(static)
-    for name in rule.params[len(args):]:
+    for name in rule.params[len(args) :]:
         if name not in rest:
             break
         positional.append(rest.pop(name))
@@ -207,7 +224,8 @@ def as_jvp(vjp):
         env = dict(vjp.__globals__)
         env["unbroadcast"] = _identity
         made = _AS_JVP[vjp.__code__] = types.FunctionType(
-            vjp.__code__, env, vjp.__name__, vjp.__defaults__, vjp.__closure__)
+            vjp.__code__, env, vjp.__name__, vjp.__defaults__, vjp.__closure__
+        )
         made.__kwdefaults__ = vjp.__kwdefaults__
     return made
 
@@ -220,7 +238,8 @@ def _transposed_vjp(spec, ans, args, static, tangents):
     gs = [_wrap(devices.xp_of(o._data).zeros_like(o._data), requires_grad=True) for o in outs]
     g = gs if isinstance(ans, list) else gs[0]
     connected = any(isinstance(a, Tensor) and a.requires_grad for a in args) or any(
-        t.requires_grad for t in tangents.values())
+        t.requires_grad for t in tangents.values()
+    )
     with enable_grad():
         total = None
         for p, t in tangents.items():
@@ -233,15 +252,17 @@ def _transposed_vjp(spec, ans, args, static, tangents):
                     continue  # a zero VJP (fill_): this input contributes nothing
                 raise ForwardADError(
                     f"forward-mode AD: the VJP of {spec.node_cls.__name__} ({rule.name}) for "
-                    f"input {p} is not differentiable, so its JVP cannot be derived from it")
+                    f"input {p} is not differentiable, so its JVP cannot be derived from it"
+                )
             term = (gi * t).sum()
             total = term if total is None else total + term
     if total is None:
         return None
-    grads = _engine_grad(total, gs, create_graph=STATE.enabled and connected,
-                         allow_unused=True)
-    grads = [gr if gr is not None else _wrap(devices.xp_of(o._data).zeros_like(o._data))
-             for gr, o in zip(grads, outs)]
+    grads = _engine_grad(total, gs, create_graph=STATE.enabled and connected, allow_unused=True)
+    grads = [
+        gr if gr is not None else _wrap(devices.xp_of(o._data).zeros_like(o._data))
+        for gr, o in zip(grads, outs)
+    ]
     return grads if isinstance(ans, list) else grads[0]
 
 
@@ -319,4 +340,3 @@ def copied(self, src):
         return conform(t.to(self.dtype), self)
     finally:
         DUAL.on = True
-

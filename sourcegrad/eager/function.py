@@ -14,6 +14,7 @@ and shape with torch's messages. `mark_dirty`, `mark_non_differentiable`,
 
 Imports: `node`, `tensor`, the leaves and `sourcegrad.runtime`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,8 +38,10 @@ class FunctionCtx:
     def save_for_backward(self, *tensors):
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
-                                f"is of type {type(t).__name__}")
+                raise TypeError(
+                    f"save_for_backward can only save variables, but argument {i} "
+                    f"is of type {type(t).__name__}"
+                )
         self._to_save = tensors
 
     def save_for_forward(self, *tensors):
@@ -147,16 +150,20 @@ class BackwardCFunction(Node, FunctionCtx):
         if len(result) > expected and all(r is None for r in result[expected:]):
             result = result[:expected]
         if len(result) != expected:
-            raise RuntimeError(f"function {name} returned an incorrect number of gradients "
-                               f"(expected {expected}, got {len(result)})")
+            raise RuntimeError(
+                f"function {name} returned an incorrect number of gradients "
+                f"(expected {expected}, got {len(result)})"
+            )
         out = []
         k = 0
         for i, (r, is_tensor) in enumerate(zip(result, self._input_is_tensor)):
             if not is_tensor:
                 if r is not None:
-                    raise RuntimeError(f"function {name} returned a gradient different than None "
-                                       f"at position {i + 1}, but the corresponding forward input "
-                                       "was not a Variable")
+                    raise RuntimeError(
+                        f"function {name} returned a gradient different than None "
+                        f"at position {i + 1}, but the corresponding forward input "
+                        "was not a Variable"
+                    )
                 continue
             meta = self._input_metas[k]
             k += 1
@@ -165,10 +172,13 @@ class BackwardCFunction(Node, FunctionCtx):
                 continue
             if not isinstance(r, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
-            if (type(r._data) in devices.DEVICE_TYPES or meta.array_type is not np.ndarray) \
-                    and not devices.same_place(r._data, meta.device):
-                raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - "
-                                   f"expected device {meta.device} but got {r.device}")
+            if (
+                type(r._data) in devices.DEVICE_TYPES or meta.array_type is not np.ndarray
+            ) and not devices.same_place(r._data, meta.device):
+                raise RuntimeError(
+                    f"Function {name} returned an invalid gradient at index {i} - "
+                    f"expected device {meta.device} but got {r.device}"
+                )
             if r._data.shape != meta.shape:
                 r = _sum_to(r, meta.shape, name, i)
             if r._data.dtype != meta.dtype:
@@ -184,9 +194,11 @@ def _sum_to(r, shape, name, index):
     except ValueError:
         ok = False
     if not ok:
-        raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
-                           f"{messages.shape_text(r._data.shape)} but expected shape compatible "
-                           f"with {messages.shape_text(shape)}")
+        raise RuntimeError(
+            f"Function {name} returned an invalid gradient at index {index} - got "
+            f"{messages.shape_text(r._data.shape)} but expected shape compatible "
+            f"with {messages.shape_text(shape)}"
+        )
     return unbroadcast(r, Meta(tuple(shape), r._data.dtype))
 
 
@@ -204,18 +216,23 @@ class Function(metaclass=FunctionMeta):
     """Base class of custom autograd functions (see the module docstring)."""
 
     def __init__(self, *args, **kwargs):
-        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions "
-                      "are all static, so you should invoke them on the class itself. "
-                      "Instantiating an autograd function will raise an error in a future version "
-                      "of PyTorch.", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{type(self)} should not be instantiated. Methods on autograd functions "
+            "are all static, so you should invoke them on the class itself. "
+            "Instantiating an autograd function will raise an error in a future version "
+            "of PyTorch.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(messages.LEGACY_FUNCTION)
 
     @staticmethod
     def forward(*args, **kwargs):
-        raise NotImplementedError("You must implement the forward function for custom "
-                                  "autograd.Function.")
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -229,13 +246,16 @@ class Function(metaclass=FunctionMeta):
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
-        raise NotImplementedError("You must implement the jvp function for custom "
-                                  "autograd.Function to use it with forward mode AD.")
+        raise NotImplementedError(
+            "You must implement the jvp function for custom "
+            "autograd.Function to use it with forward mode AD."
+        )
 
     @classmethod
     def apply(cls, *args, **kwargs):
         if kwargs:
             import inspect
+
             params = list(inspect.signature(cls.forward).parameters)
             if cls.setup_context is Function.setup_context:
                 params = params[1:]
@@ -243,10 +263,10 @@ class Function(metaclass=FunctionMeta):
             bound.update(kwargs)
             args = tuple(bound[p] for p in params if p in bound)
         ctx = cls._backward_cls()
-        recording = STATE.enabled and any(isinstance(a, Tensor) and a._requires_grad
-                                          for a in args)
-        ctx.needs_input_grad = tuple(recording and isinstance(a, Tensor) and a._requires_grad
-                                     for a in args)
+        recording = STATE.enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx.needs_input_grad = tuple(
+            recording and isinstance(a, Tensor) and a._requires_grad for a in args
+        )
         with no_grad():
             if cls.setup_context is not Function.setup_context:
                 output = cls.forward(*args)
@@ -293,8 +313,9 @@ def _process_outputs(ctx, args, output, recording):
         for t in ctx._dirty:
             t._get_vc().value += 1
         return output
-    ctx.next_functions = tuple(a._edge() if a._requires_grad else NONE_EDGE
-                               for a in args if isinstance(a, Tensor))
+    ctx.next_functions = tuple(
+        a._edge() if a._requires_grad else NONE_EDGE for a in args if isinstance(a, Tensor)
+    )
     ctx._input_is_tensor = tuple(isinstance(a, Tensor) for a in args)
     ctx._input_metas = tuple(meta_of(a._data) for a in args if isinstance(a, Tensor))
     inputs = {id(a) for a in args if isinstance(a, Tensor)}
@@ -324,11 +345,18 @@ def _process_outputs(ctx, args, output, recording):
     ctx._out_metas = tuple(metas)
     saved = ctx._to_save
     if saved is not None:
-        returned = {id(o): i for i, (o, r) in enumerate(zip(outputs, results))
-                    if isinstance(r, Tensor) and r._grad_fn is ctx}
+        returned = {
+            id(o): i
+            for i, (o, r) in enumerate(zip(outputs, results))
+            if isinstance(r, Tensor) and r._grad_fn is ctx
+        }
         ctx._saved_versions = tuple(version_of(t) if t is not None else None for t in saved)
-        ctx._saved = tuple(_SavedOutput(results[returned[id(t)]], returned[id(t)])
-                           if t is not None and id(t) in returned else t for t in saved)
+        ctx._saved = tuple(
+            _SavedOutput(results[returned[id(t)]], returned[id(t)])
+            if t is not None and id(t) in returned
+            else t
+            for t in saved
+        )
         for t in saved:
             if t is not None and t._inference and not STATE.inference:
                 raise RuntimeError(messages.INFERENCE_SAVED)
@@ -338,6 +366,7 @@ def _process_outputs(ctx, args, output, recording):
 
 def once_differentiable(fn):
     """Run backward under no_grad; a second derivative through it is an error (torch's)."""
+
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with no_grad():
@@ -346,8 +375,9 @@ def once_differentiable(fn):
             return outputs
         if not any(isinstance(a, Tensor) and a._requires_grad for a in args):
             return outputs
-        edges = tuple(a._edge() if a._requires_grad else NONE_EDGE
-                      for a in args if isinstance(a, Tensor))
+        edges = tuple(
+            a._edge() if a._requires_grad else NONE_EDGE for a in args if isinstance(a, Tensor)
+        )
         err = ErrorNode(edges, messages.ONCE_DIFFERENTIABLE)
         tup = outputs if isinstance(outputs, tuple) else (outputs,)
         wrapped = []
@@ -360,6 +390,7 @@ def once_differentiable(fn):
             else:
                 wrapped.append(o)
         return tuple(wrapped) if isinstance(outputs, tuple) else wrapped[0]
+
     return wrapper
 
 

@@ -14,6 +14,7 @@ to the Tensor ops.
 
 Imports: numpy, `sourcegrad.runtime` and `eager.devices` only.
 """
+
 from __future__ import annotations
 
 import types
@@ -72,12 +73,16 @@ def for_gpu(vjp):
     found = _FOR_GPU.get(vjp)
     if found is None:
         scope = vjp.__globals__
-        swaps = {name: mine for name, (theirs, mine) in HELPERS.items()
-                 if name in vjp.__code__.co_names and scope.get(name) is theirs}
+        swaps = {
+            name: mine
+            for name, (theirs, mine) in HELPERS.items()
+            if name in vjp.__code__.co_names and scope.get(name) is theirs
+        }
         found = vjp
         if swaps:
-            found = types.FunctionType(vjp.__code__, {**scope, **swaps}, vjp.__name__,
-                                       vjp.__defaults__, vjp.__closure__)
+            found = types.FunctionType(
+                vjp.__code__, {**scope, **swaps}, vjp.__name__, vjp.__defaults__, vjp.__closure__
+            )
             found.__kwdefaults__ = vjp.__kwdefaults__
         _FOR_GPU[vjp] = found
     return found

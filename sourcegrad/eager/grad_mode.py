@@ -19,14 +19,21 @@ tensors (see `Tensor.is_inference`).
 
 Imports: nothing of sourcegrad (a leaf of the eager package).
 """
+
 from __future__ import annotations
 
 import functools
 import inspect
 import threading
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled"]
+__all__ = [
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+]
 
 
 class _State(threading.local):
@@ -83,6 +90,7 @@ class _Mode:
             # ... and a fresh mode object per call keeps recursion and threads independent
             with self.clone():
                 return fn(*args, **kwargs)
+
         return wrapper
 
     def _wrap_generator(self, fn):
@@ -108,6 +116,7 @@ class _Mode:
                             request = gen.send(sent)
             except StopIteration as stop:
                 return stop.value
+
         return wrapper
 
 

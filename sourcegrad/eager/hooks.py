@@ -2,6 +2,7 @@
 
 Imports: nothing of sourcegrad (a leaf of the eager package).
 """
+
 from __future__ import annotations
 
 import itertools

@@ -28,6 +28,7 @@ Imports: `ops`, `shape_ops`, `factories`, `operands`, `spec`, `node`, `tensor`, 
 leaves and `sourcegrad.ops.nn`; only the surface modules (numpy_dispatch,
 methods, `__init__`) import it.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -82,16 +83,19 @@ def check_view_rebase(view, modified):
         return
     fn = view._grad_fn
     if creation == NO_GRAD_VIEW or fn is None:
-        text = (messages.NO_GRAD_VIEW_MODIFIED if fn is None else
-                messages.VIEW_OF_NO_GRAD_VIEW_MODIFIED)
+        text = (
+            messages.NO_GRAD_VIEW_MODIFIED if fn is None else messages.VIEW_OF_NO_GRAD_VIEW_MODIFIED
+        )
     else:
         text = messages.VIEW_MODIFIED
     name = strip_backward(fn.name()) if fn is not None else ""
     text = text.format(nr=view._output_nr, name=name, modified=modified)
-    tail = (messages.MULTI_OUTPUT_VIEW_TAIL if creation == MULTI_OUTPUT_VIEW else
-            messages.NO_GRAD_VIEW_TAIL)
+    tail = (
+        messages.MULTI_OUTPUT_VIEW_TAIL
+        if creation == MULTI_OUTPUT_VIEW
+        else messages.NO_GRAD_VIEW_TAIL
+    )
     raise RuntimeError(text + tail)
-
 
 
 def _recording(self, others):
@@ -138,8 +142,9 @@ def _write(self, data, fill=False):
     """
     target = self._data
     if data is not target:
-        if type(data) is not type(target) and (type(data) in devices.DEVICE_TYPES or
-                                               type(target) in devices.DEVICE_TYPES):
+        if type(data) is not type(target) and (
+            type(data) in devices.DEVICE_TYPES or type(target) in devices.DEVICE_TYPES
+        ):
             # copy_ across devices (and a host value written into a GPU tensor)
             data = devices.to_device(data, devices.device_of(target))
         if not fill and not devices.writeable(target):
@@ -160,8 +165,10 @@ def _check_cast(self, result_np_dtype):
     src = dtypes.FROM_NUMPY[np.dtype(result_np_dtype)]
     dst = self.dtype
     if not dtypes.can_cast(src, dst):
-        raise RuntimeError(f"result type {src._scalar_name} can't be cast to the desired output "
-                           f"type {dst._scalar_name}")
+        raise RuntimeError(
+            f"result type {src._scalar_name} can't be cast to the desired output "
+            f"type {dst._scalar_name}"
+        )
 
 
 def _attach_to_base(self):
@@ -231,8 +238,9 @@ def _apply(self, data, spec, args, static, self_pos, fill):
     # view) at its version before the write, so that backward refuses it (x.add_(x), which
     # saves nothing, differentiates)
     vc = self._get_vc()
-    aliased = [i for i, a in enumerate(args)
-               if i != self_pos and isinstance(a, Tensor) and a._vc is vc]
+    aliased = [
+        i for i, a in enumerate(args) if i != self_pos and isinstance(a, Tensor) and a._vc is vc
+    ]
     args[self_pos] = old
     before = vc.value
     _write(self, data, fill)
@@ -271,8 +279,9 @@ def _check_shapes(self, other_shape):
         raise error
     full = np.broadcast_shapes(shape, tuple(other_shape))
     if full != shape:
-        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
-                           f"{list(full)}")
+        raise RuntimeError(
+            f"output with shape {list(shape)} doesn't match the broadcast shape {list(full)}"
+        )
 
 
 def _binary_(self, other, spec, fn, to_float=False):
@@ -288,8 +297,13 @@ def add_(self, other, *, alpha=1):
         ad, bd, rd, ra, rb = _promote(self, other)
         _check_shapes(self, np.shape(bd))
         _check_cast(self, rd)
-        return apply(self, _result(np.add(ad, np.multiply(bd, alpha))), _ops.ADD_ALPHA,
-                     (self, rb), {"alpha": alpha})
+        return apply(
+            self,
+            _result(np.add(ad, np.multiply(bd, alpha))),
+            _ops.ADD_ALPHA,
+            (self, rb),
+            {"alpha": alpha},
+        )
     return _binary_(self, other, _ops.ADD, np.add)
 
 
@@ -298,8 +312,13 @@ def sub_(self, other, *, alpha=1):
         ad, bd, rd, ra, rb = _promote(self, other)
         _check_shapes(self, np.shape(bd))
         _check_cast(self, rd)
-        return apply(self, _result(np.subtract(ad, np.multiply(bd, alpha))), _ops.SUB_ALPHA,
-                     (self, rb), {"alpha": alpha})
+        return apply(
+            self,
+            _result(np.subtract(ad, np.multiply(bd, alpha))),
+            _ops.SUB_ALPHA,
+            (self, rb),
+            {"alpha": alpha},
+        )
     return _binary_(self, other, _ops.SUB, np.subtract)
 
 
@@ -309,8 +328,14 @@ def mul_(self, other):
 
 def div_(self, other, *, rounding_mode=None):
     if rounding_mode is not None:
-        return copy_(self, _ops.div(self.detach() if not self._requires_grad else self, other,
-                                    rounding_mode=rounding_mode))
+        return copy_(
+            self,
+            _ops.div(
+                self.detach() if not self._requires_grad else self,
+                other,
+                rounding_mode=rounding_mode,
+            ),
+        )
     return _binary_(self, other, _ops.DIV, np.true_divide, to_float=True)
 
 
@@ -337,6 +362,7 @@ def _unary_(op_name):
         out = _result(fn(d))
         _check_cast(self, out.dtype)
         return apply(self, out, spec, (self,))
+
     method.__name__ = op_name + "_"
     method.__doc__ = f"In-place {op_name}."
     return method
@@ -382,8 +408,13 @@ def clamp_max_(self, max):  # noqa: A002
 
 
 def leaky_relu_(self, negative_slope=0.01):
-    return apply(self, _result(rt.leaky_relu(self._data, negative_slope)), _ops.LEAKY_RELU,
-                 (self,), {"negative_slope": negative_slope})
+    return apply(
+        self,
+        _result(rt.leaky_relu(self._data, negative_slope)),
+        _ops.LEAKY_RELU,
+        (self,),
+        {"negative_slope": negative_slope},
+    )
 
 
 # --- fills and copies --------------------------------------------------------------------------
@@ -402,19 +433,30 @@ def zero_(self):
 def fill_(self, value):
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
-            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
-                               f"{value._data.ndim} dimensions.")
+            raise RuntimeError(
+                "fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value._data.ndim} dimensions."
+            )
         # fill_ of a tensor, unlike fill_ of a number, refuses an expanded view (as torch)
         return apply(self, value._data.astype(self._data.dtype), FILL_TENSOR, (self, value))
-    return apply(self, np.asarray(value).astype(self._data.dtype), FILL_SCALAR, (self,),
-                 {"value": value}, fill=True)
+    return apply(
+        self,
+        np.asarray(value).astype(self._data.dtype),
+        FILL_SCALAR,
+        (self,),
+        {"value": value},
+        fill=True,
+    )
 
 
 def copy_(self, src, non_blocking=False):
     """self.copy_(src): CopyBackwards; src is broadcast and cast to self's shape and dtype."""
     if not isinstance(src, Tensor):
-        src = _wrap(src.astype(self._data.dtype) if type(src) in devices.DEVICE_TYPES else
-                    np.asarray(src, self._data.dtype))
+        src = _wrap(
+            src.astype(self._data.dtype)
+            if type(src) in devices.DEVICE_TYPES
+            else np.asarray(src, self._data.dtype)
+        )
     sd = src._data
     _check_shapes(self, sd.shape)
     if DUAL.on and any_tangent((self, src)):
@@ -434,8 +476,13 @@ def copy_(self, src, non_blocking=False):
     old_edge = self._edge() if self._requires_grad else NONE_EDGE
     src_edge = src._edge() if src._requires_grad else NONE_EDGE
     _write(self, sd)
-    node = CopyBackwards((old_edge, src_edge), self._data.shape, src.dtype, sd.shape,
-                         sd if type(sd) is not np.ndarray else None)
+    node = CopyBackwards(
+        (old_edge, src_edge),
+        self._data.shape,
+        src.dtype,
+        sd.shape,
+        sd if type(sd) is not np.ndarray else None,
+    )
     self._grad_fn = node
     self._output_nr = 0
     self._requires_grad = True
@@ -449,8 +496,7 @@ def masked_fill_(self, mask, value):
     if isinstance(value, Tensor) and value._data.ndim == 0 and not value._requires_grad:
         value = value.item()
     v = value._data if isinstance(value, Tensor) else value
-    if type(m) is not type(self._data) or (type(v) is not type(self._data) and
-                                           hasattr(v, "dtype")):
+    if type(m) is not type(self._data) or (type(v) is not type(self._data) and hasattr(v, "dtype")):
         devices.check_same(m, v, self._data)
     data = _result(np.where(m, v, self._data), self._data.dtype)
     return apply(self, data, MASKED_FILL, (m, value, self), self_pos=2, fill=True)
@@ -462,17 +508,26 @@ def index_put_(self, indices, values, accumulate=False):
         indices = tuple(indices)
     if not isinstance(indices, tuple):
         indices = (indices,)
-    key = tuple(index_array(i) if isinstance(i, (Tensor, list, np.ndarray)) else i
-                for i in indices)
-    if key and all(isinstance(k, np.ndarray) and k.dtype == np.bool_ for k in key) and len(key) == 1:
+    key = tuple(index_array(i) if isinstance(i, (Tensor, list, np.ndarray)) else i for i in indices)
+    if (
+        key
+        and all(isinstance(k, np.ndarray) and k.dtype == np.bool_ for k in key)
+        and len(key) == 1
+    ):
         key = np.nonzero(key[0])
     if not isinstance(values, Tensor):
-        values = _wrap(devices.to_device(np.asarray(values, self._data.dtype), self.device)
-                       if type(values) not in devices.DEVICE_TYPES else values)
+        values = _wrap(
+            devices.to_device(np.asarray(values, self._data.dtype), self.device)
+            if type(values) not in devices.DEVICE_TYPES
+            else values
+        )
     elif type(values._data) is not type(self._data):
         values = _same_device_value(values, self)
-    vd = values._data.astype(self._data.dtype) if values._data.dtype != self._data.dtype \
+    vd = (
+        values._data.astype(self._data.dtype)
+        if values._data.dtype != self._data.dtype
         else values._data
+    )
     data = rt.index_put(self._data, vd, key, accumulate)
     return apply(self, data, INDEX_PUT, (self, values), {"index": key, "accumulate": accumulate})
 
@@ -519,6 +574,7 @@ def scatter_add_(self, dim, index, src):
 
 # --- random fills (data only, like torch's nn.init under no_grad) --------------------------------
 
+
 def _random_fill(self, data):
     _check_inference(self, data)
     _recording(self, ())  # raises torch's error for a leaf that requires grad
@@ -540,7 +596,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
 
 def random_(self, low=0, high=None, *, generator=None):
     if high is None:
-        low, high = 0, low if low else 2 ** 24
+        low, high = 0, low if low else 2**24
     return _random_fill(self, numpy_rng(generator).integers(low, high, self._data.shape))
 
 
@@ -549,6 +605,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
 
 
 # --- Python's augmented assignment ---------------------------------------------------------------
+
 
 def iadd(self, other):
     return add_(self, other)
@@ -603,6 +660,7 @@ def round_(self, *, decimals=0):
 
 # --- x[index] = value ------------------------------------------------------------------------
 
+
 def setitem(input, index, value):
     """x[index] = value: copy_ into the view (CopySlices), or index_put_ for array indices."""
     result, key = shape_ops.decompose_index(input, index)
@@ -620,8 +678,9 @@ def _copy_to(dst, value):
         if isinstance(value, (bool, int, float, complex)):
             value = _wrap(devices.to_device(np.asarray(value, dst._data.dtype), dst.device))
         elif isinstance(value, (list, tuple)):
-            raise TypeError(f"can't assign a {type(value).__name__} to a "
-                            f"torch.{dst.dtype._tensor_type}")
+            raise TypeError(
+                f"can't assign a {type(value).__name__} to a torch.{dst.dtype._tensor_type}"
+            )
         else:
             value = as_tensor(value)
     shape = dst._data.shape
@@ -636,8 +695,10 @@ def _copy_to(dst, value):
             lead += 1
         src = shape_ops.view(value, vshape[lead:])
         if len(src._data.shape) > len(shape):
-            raise RuntimeError(f"expand(torch.{value.dtype._tensor_type}{{{list(src.shape)}}}, "
-                               f"size={list(shape)}): the number of sizes provided "
-                               f"({len(shape)}) must be greater or equal to the number of "
-                               f"dimensions in the tensor ({len(src._data.shape)})")
+            raise RuntimeError(
+                f"expand(torch.{value.dtype._tensor_type}{{{list(src.shape)}}}, "
+                f"size={list(shape)}): the number of sizes provided "
+                f"({len(shape)}) must be greater or equal to the number of "
+                f"dimensions in the tensor ({len(src._data.shape)})"
+            )
         copy_(dst, shape_ops.expand(src, shape))

@@ -13,6 +13,7 @@ a gradient and for an out of another dtype).
 
 Imports: `operands`, `out_arg`, `spec`, `tensor` (layer 4, like `ops.py`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -76,23 +77,30 @@ def _into(names, out, results, inputs):
     function, kernel = names
     several = isinstance(results, tuple)
     if several and not isinstance(out, (tuple, list)):
-        raise TypeError(f"{function}(): argument 'out' must be tuple of Tensors, not "
-                        f"{type(out).__name__}")
+        raise TypeError(
+            f"{function}(): argument 'out' must be tuple of Tensors, not {type(out).__name__}"
+        )
     outs, results = (tuple(out), results) if several else ((out,), (results,))
     for i, o in enumerate(outs):
         if not isinstance(o, Tensor):
-            raise TypeError(f"{function}(): argument 'out' must be Tensor, not "
-                            f"{type(o).__name__}" if not several else
-                            f"expected Tensor as element {i} in argument 'out', but got "
-                            f"{type(o).__name__}")
+            raise TypeError(
+                f"{function}(): argument 'out' must be Tensor, not {type(o).__name__}"
+                if not several
+                else f"expected Tensor as element {i} in argument 'out', but got {type(o).__name__}"
+            )
     if grad_mode.is_grad_enabled() and any(
-            t.requires_grad for t in outs + tuple(inputs) if isinstance(t, Tensor)):
-        raise RuntimeError(f"{kernel}(): functions with out=... arguments don't support "
-                           "automatic differentiation, but one of the arguments requires grad.")
+        t.requires_grad for t in outs + tuple(inputs) if isinstance(t, Tensor)
+    ):
+        raise RuntimeError(
+            f"{kernel}(): functions with out=... arguments don't support "
+            "automatic differentiation, but one of the arguments requires grad."
+        )
     for o, r in zip(outs, results):
         if o.dtype != r.dtype:
-            raise RuntimeError(f"Expected out tensor to have dtype {r.dtype._scalar_name.lower()}"
-                               f", but got {o.dtype._scalar_name.lower()} instead")
+            raise RuntimeError(
+                f"Expected out tensor to have dtype {r.dtype._scalar_name.lower()}"
+                f", but got {o.dtype._scalar_name.lower()} instead"
+            )
     for o, r in zip(outs, results):
         store(o, r._data)
     return out
@@ -101,8 +109,9 @@ def _into(names, out, results, inputs):
 def _float(t):
     d = t._data
     if d.dtype.kind not in "fc":
-        raise RuntimeError(f"linalg: Expected a floating point or complex tensor as input. "
-                           f"Got {t.dtype}")
+        raise RuntimeError(
+            f"linalg: Expected a floating point or complex tensor as input. Got {t.dtype}"
+        )
     return d
 
 
@@ -141,58 +150,109 @@ def det(A, *, out=None):
 def slogdet(A, *, out=None):
     """torch.linalg.slogdet: (sign, logabsdet), one LinalgSlogdetBackward0 node; the sign
     carries no gradient (it is piecewise constant)."""
-    return _several(SLOGDET, SLOGDET_RESULT, np.linalg.slogdet, A, out=out,
-                    kernel=("linalg_slogdet", "_linalg_slogdet"))
+    return _several(
+        SLOGDET,
+        SLOGDET_RESULT,
+        np.linalg.slogdet,
+        A,
+        out=out,
+        kernel=("linalg_slogdet", "_linalg_slogdet"),
+    )
 
 
 def cholesky(A, *, upper=False, out=None):
     """torch.linalg.cholesky: the lower factor L (A = L L^T); its gradient is symmetric."""
-    return _unary(CHOLESKY, np.linalg.cholesky, A, {"upper": upper}, out,
-                  ("linalg_cholesky", "linalg_cholesky_ex"), upper=upper)
+    return _unary(
+        CHOLESKY,
+        np.linalg.cholesky,
+        A,
+        {"upper": upper},
+        out,
+        ("linalg_cholesky", "linalg_cholesky_ex"),
+        upper=upper,
+    )
 
 
 def pinv(A, *, rcond=None, hermitian=False, out=None):
     """torch.linalg.pinv (for a matrix of constant rank)."""
     kwargs = {} if rcond is None else {"rcond": rcond}
-    return _unary(PINV, np.linalg.pinv, A, {"rcond": rcond, "hermitian": hermitian}, out,
-                  ("linalg_pinv", "linalg_pinv"), hermitian=hermitian, **kwargs)
+    return _unary(
+        PINV,
+        np.linalg.pinv,
+        A,
+        {"rcond": rcond, "hermitian": hermitian},
+        out,
+        ("linalg_pinv", "linalg_pinv"),
+        hermitian=hermitian,
+        **kwargs,
+    )
 
 
 def eigh(A, UPLO="L", *, out=None):  # noqa: N803 - torch's parameter name
     """torch.linalg.eigh: (eigenvalues, eigenvectors) of a symmetric matrix, one
     LinalgEighBackward0 node keeping both (its gradient is symmetric; inf/nan at repeated
     eigenvalues, where the eigenvectors are not unique)."""
-    return _several(EIGH, EIGH_RESULT, np.linalg.eigh, A, {"UPLO": UPLO}, out, ("linalg_eigh", "_linalg_eigh"),
-                    UPLO=UPLO)
+    return _several(
+        EIGH,
+        EIGH_RESULT,
+        np.linalg.eigh,
+        A,
+        {"UPLO": UPLO},
+        out,
+        ("linalg_eigh", "_linalg_eigh"),
+        UPLO=UPLO,
+    )
 
 
 def eigvalsh(A, UPLO="L", *, out=None):  # noqa: N803
     """torch.linalg.eigvalsh: the eigenvalues of a symmetric matrix (LinalgEighBackward0)."""
-    return _unary(EIGVALSH, np.linalg.eigvalsh, A, {"UPLO": UPLO}, out, ("linalg_eigvalsh", "_linalg_eigh"),
-                  UPLO=UPLO)
+    return _unary(
+        EIGVALSH,
+        np.linalg.eigvalsh,
+        A,
+        {"UPLO": UPLO},
+        out,
+        ("linalg_eigvalsh", "_linalg_eigh"),
+        UPLO=UPLO,
+    )
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """torch.linalg.svd: (U, S, Vh), one LinalgSvdBackward0 node keeping them. As in torch, the
     gradient of U or Vh of a non-square matrix needs full_matrices=False (NoRuleError)."""
-    return _several(SVD, SVD_RESULT, np.linalg.svd, A,
-                    {"full_matrices": full_matrices, "compute_uv": True, "hermitian": False},
-                    out, ("linalg_svd", "_linalg_svd"), full_matrices=full_matrices)
+    return _several(
+        SVD,
+        SVD_RESULT,
+        np.linalg.svd,
+        A,
+        {"full_matrices": full_matrices, "compute_uv": True, "hermitian": False},
+        out,
+        ("linalg_svd", "_linalg_svd"),
+        full_matrices=full_matrices,
+    )
 
 
 def svdvals(A, *, driver=None, out=None):
     """torch.linalg.svdvals: the singular values (LinalgSvdBackward0)."""
-    return _unary(SVDVALS, np.linalg.svd, A,
-                  {"full_matrices": False, "compute_uv": False, "hermitian": False}, out,
-                  ("linalg_svdvals", "_linalg_svd"), compute_uv=False)
+    return _unary(
+        SVDVALS,
+        np.linalg.svd,
+        A,
+        {"full_matrices": False, "compute_uv": False, "hermitian": False},
+        out,
+        ("linalg_svdvals", "_linalg_svd"),
+        compute_uv=False,
+    )
 
 
 def qr(A, mode="reduced", *, out=None):
     """torch.linalg.qr: (Q, R) in mode 'reduced' or 'complete', one LinalgQrBackward0 node
     (differentiable for m >= n; mode 'r' gives an empty Q, as torch's)."""
     if mode not in ("reduced", "complete", "r"):
-        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
-                           "'reduced' (default), 'r', or 'complete'")
+        raise RuntimeError(
+            f"qr received unrecognized mode '{mode}' but expected one of "
+            "'reduced' (default), 'r', or 'complete'"
+        )
     if mode == "r":
         A = as_tensor(A)
         r = _wrap(result(np.linalg.qr(_float(A), mode="r"), A._data.dtype))
@@ -200,12 +260,15 @@ def qr(A, mode="reduced", *, out=None):
         if out is not None:
             return _into(("linalg_qr", "linalg_qr"), out, tuple(res), (A,))
         if needs_grad(A):
-            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
-                               "when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
-                               "are going to differentiate through linalg.qr.")
+            raise RuntimeError(
+                "The derivative of linalg.qr depends on Q, which is not computed "
+                "when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
+                "are going to differentiate through linalg.qr."
+            )
         return res
-    return _several(QR, QR_RESULT, np.linalg.qr, A, {"mode": mode}, out, ("linalg_qr", "linalg_qr"),
-                    mode=mode)
+    return _several(
+        QR, QR_RESULT, np.linalg.qr, A, {"mode": mode}, out, ("linalg_qr", "linalg_qr"), mode=mode
+    )
 
 
 def matrix_power(A, n, *, out=None):
@@ -242,10 +305,15 @@ def solve(A, B, *, left=True, out=None):
     A, B = as_tensor(A), as_tensor(B)
     if not left:
         raise NotImplementedError("linalg.solve(left=False) is not supported")
-    if B._data.ndim > 1 and B._data.ndim == A._data.ndim - 1 and \
-            B._data.shape == A._data.shape[:-1]:
-        raise NotImplementedError("linalg.solve of a batch of vectors is not supported: pass "
-                                  "B.unsqueeze(-1) and squeeze the result")
+    if (
+        B._data.ndim > 1
+        and B._data.ndim == A._data.ndim - 1
+        and B._data.shape == A._data.shape[:-1]
+    ):
+        raise NotImplementedError(
+            "linalg.solve of a batch of vectors is not supported: pass "
+            "B.unsqueeze(-1) and squeeze the result"
+        )
     ad, bd = _float(A), _float(B)
     dtype = np.result_type(ad, bd)
     res = _wrap(result(np.linalg.solve(ad, bd), dtype))
@@ -256,13 +324,25 @@ def solve(A, B, *, left=True, out=None):
     return res
 
 
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, axis=None,  # noqa: A002
-                keepdims=None, out=None):
+def vector_norm(
+    x,
+    ord=2,
+    dim=None,
+    keepdim=False,
+    *,
+    dtype=None,
+    axis=None,  # noqa: A002
+    keepdims=None,
+    out=None,
+):
     """torch.linalg.vector_norm: the ord-norm of x flattened (dim None) or along dim."""
     if out is not None:
-        return _into(("linalg_vector_norm", "linalg_vector_norm"), out,
-                     vector_norm(as_tensor(x).detach(), ord, dim, keepdim, axis=axis,
-                                 keepdims=keepdims), (x,))
+        return _into(
+            ("linalg_vector_norm", "linalg_vector_norm"),
+            out,
+            vector_norm(as_tensor(x).detach(), ord, dim, keepdim, axis=axis, keepdims=keepdims),
+            (x,),
+        )
     axis = dim if axis is None else axis
     keepdims = keepdim if keepdims is None else keepdims
     x = as_tensor(x)
@@ -284,13 +364,18 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa
     if out is not None:  # (torch's composite norm does not refuse an input needing grad)
         res = norm(A.detach(), ord, dim, keepdim)
         if out.dtype != res.dtype:
-            raise RuntimeError(f"linalg.norm expected out tensor dtype {res.dtype._scalar_name} "
-                               f"but got: {out.dtype._scalar_name}")
+            raise RuntimeError(
+                f"linalg.norm expected out tensor dtype {res.dtype._scalar_name} "
+                f"but got: {out.dtype._scalar_name}"
+            )
         return store(out, res._data)
     if ord is None or (ord == "fro" and (dim is None or len(dim) == 2)):
         return vector_norm(A, 2, dim, keepdim)
-    if isinstance(ord, str) or (dim is None and A._data.ndim == 2) or \
-            (isinstance(dim, (tuple, list)) and len(dim) == 2):
+    if (
+        isinstance(ord, str)
+        or (dim is None and A._data.ndim == 2)
+        or (isinstance(dim, (tuple, list)) and len(dim) == 2)
+    ):
         raise NotImplementedError(f"linalg.norm with the matrix ord {ord!r} is not supported")
     return vector_norm(A, ord, dim, keepdim)
 
@@ -300,10 +385,14 @@ def np_norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
     x = as_tensor(x)
     if ord is None or (ord == "fro" and (axis is None or len(axis) == 2)):
         return vector_norm(x, 2, axis, keepdims)
-    if isinstance(ord, str) or (axis is None and x._data.ndim == 2) or \
-            (isinstance(axis, tuple) and len(axis) == 2):
-        raise NotImplementedError(f"np.linalg.norm of a Tensor with the matrix ord {ord!r} is "
-                                  "not supported")
+    if (
+        isinstance(ord, str)
+        or (axis is None and x._data.ndim == 2)
+        or (isinstance(axis, tuple) and len(axis) == 2)
+    ):
+        raise NotImplementedError(
+            f"np.linalg.norm of a Tensor with the matrix ord {ord!r} is not supported"
+        )
     return vector_norm(x, ord, axis, keepdims)
 
 
@@ -319,10 +408,19 @@ def np_qr(a, mode="reduced"):
     return qr(a, mode)
 
 
-NUMPY = {np.linalg.inv: inv, np.linalg.det: det, np.linalg.solve: solve,
-         np.linalg.slogdet: slogdet, np.linalg.eigh: eigh, np.linalg.eigvalsh: eigvalsh,
-         np.linalg.svd: np_svd, np.linalg.qr: np_qr, np.linalg.matrix_power: matrix_power,
-         np.linalg.cholesky: lambda a, upper=False: cholesky(a, upper=upper),
-         np.linalg.pinv: lambda a, rcond=None, hermitian=False: pinv(a, rcond=rcond,
-                                                                      hermitian=hermitian),
-         np.linalg.norm: np_norm}
+NUMPY = {
+    np.linalg.inv: inv,
+    np.linalg.det: det,
+    np.linalg.solve: solve,
+    np.linalg.slogdet: slogdet,
+    np.linalg.eigh: eigh,
+    np.linalg.eigvalsh: eigvalsh,
+    np.linalg.svd: np_svd,
+    np.linalg.qr: np_qr,
+    np.linalg.matrix_power: matrix_power,
+    np.linalg.cholesky: lambda a, upper=False: cholesky(a, upper=upper),
+    np.linalg.pinv: lambda a, rcond=None, hermitian=False: pinv(
+        a, rcond=rcond, hermitian=hermitian
+    ),
+    np.linalg.norm: np_norm,
+}

@@ -21,6 +21,7 @@ module (the engine and the ops import this one).
 Why one module: the graph node and everything it holds (saved values and their version
 checks, hooks, the view replay) is one object.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,7 +45,6 @@ NONE_EDGE = (None, 0)
 LIVE_SAVED, LIVE_NOTHING_SAVED, RELEASED = 0, 1, 2
 
 
-
 def _wrap(data, **kwargs):
     return Tensor._make(data, **kwargs)
 
@@ -55,10 +55,10 @@ class HookSet:
     __slots__ = ("pre", "post", "tensor", "retained", "metadata")
 
     def __init__(self):
-        self.pre = {}        # fn(grad_outputs) -> new grad_outputs or None
-        self.post = {}       # fn(grad_inputs, grad_outputs) -> new grad_inputs or None
-        self.tensor = {}     # output_nr -> {id: fn(grad)}: hooks registered on the output tensor
-        self.retained = {}   # output_nr -> weakref of a non-leaf output that retains its grad
+        self.pre = {}  # fn(grad_outputs) -> new grad_outputs or None
+        self.post = {}  # fn(grad_inputs, grad_outputs) -> new grad_inputs or None
+        self.tensor = {}  # output_nr -> {id: fn(grad)}: hooks registered on the output tensor
+        self.retained = {}  # output_nr -> weakref of a non-leaf output that retains its grad
         self.metadata = None
 
 
@@ -166,7 +166,11 @@ class AccumulateGrad(Node):
                 var._grad = var._grad + g
         else:
             if g.shape != var._data.shape:
-                g = np.broadcast_to(g, var._data.shape) if g.size == 1 else g.reshape(var._data.shape)
+                g = (
+                    np.broadcast_to(g, var._data.shape)
+                    if g.size == 1
+                    else g.reshape(var._data.shape)
+                )
             current = var._grad
             if current is None:
                 # always an owned, writable copy: the same array may flow to several leaves
@@ -188,8 +192,13 @@ class AccumulateGrad(Node):
 def _copy_backwards(g):
     """What create_graph stores in `.grad`: a copy of g whose grad_fn is CopyBackwards."""
     out = _wrap(g._data.copy())
-    node = CopyBackwards((NONE_EDGE, _edge(g)), g._data.shape, g.dtype, g._data.shape,
-                         g._data if type(g._data) is not np.ndarray else None)
+    node = CopyBackwards(
+        (NONE_EDGE, _edge(g)),
+        g._data.shape,
+        g.dtype,
+        g._data.shape,
+        g._data if type(g._data) is not np.ndarray else None,
+    )
     out._grad_fn = node
     out._requires_grad = True
     return out
@@ -330,8 +339,9 @@ def _device_meta(data) -> Meta:
     if m is None:
         if dev.type == "cpu":  # not an array type sourcegrad knows: treat it as numpy would
             return Meta(np.shape(data), np.result_type(data))
-        m = _DEVICE_METAS[key] = DeviceMeta(data.shape, data.dtype, devices.xp_of(data),
-                                            type(data), dev)
+        m = _DEVICE_METAS[key] = DeviceMeta(
+            data.shape, data.dtype, devices.xp_of(data), type(data), dev
+        )
     return m
 
 
@@ -349,10 +359,16 @@ def version_of(t) -> int:
 
 
 def modified_error(dtype, shape, expected, current, output_text):
-    return RuntimeError(messages.MODIFIED_INPLACE.format(
-        type="torch." + dtype._tensor_type, shape=messages.shape_text(shape),
-        output=output_text, version=current, expected=expected,
-        hint=messages.ANOMALY_HINT if ANOMALY.enabled else messages.HINT))
+    return RuntimeError(
+        messages.MODIFIED_INPLACE.format(
+            type="torch." + dtype._tensor_type,
+            shape=messages.shape_text(shape),
+            output=output_text,
+            version=current,
+            expected=expected,
+            hint=messages.ANOMALY_HINT if ANOMALY.enabled else messages.HINT,
+        )
+    )
 
 
 def strip_backward(name: str) -> str:
@@ -373,8 +389,11 @@ def check_saved(t, expected, node=None):
             # not let an in-place op change (an unbind output) raises that error instead
             t._refresh_view()
         fn = t._grad_fn
-        out = (f", which is output {t._output_nr} of {strip_backward(fn.name())},"
-               if fn is not None else "")
+        out = (
+            f", which is output {t._output_nr} of {strip_backward(fn.name())},"
+            if fn is not None
+            else ""
+        )
         raise modified_error(t.dtype, t._data.shape, expected, current, out)
 
 
@@ -389,8 +408,7 @@ class RuleNode(Node):
     cycle.
     """
 
-    __slots__ = ("_spec", "_args", "_versions", "_static", "_ans", "_metas", "_state",
-                 "_fw_ans")
+    __slots__ = ("_spec", "_args", "_versions", "_static", "_ans", "_metas", "_state", "_fw_ans")
 
     def apply(self, grads):
         g = grads[0]
@@ -416,8 +434,12 @@ class RuleNode(Node):
             m = metas[i]
             if vjp is None or m is None or edges[i][0] is None:
                 results.append(None)
-            elif passes[i] and g.shape == m.shape and g.dtype == m.dtype and (
-                    m.array_type is np.ndarray):
+            elif (
+                passes[i]
+                and g.shape == m.shape
+                and g.dtype == m.dtype
+                and (m.array_type is np.ndarray)
+            ):
                 results.append(g)
             else:
                 gi = vjp(g, ans, *args, **static) if static else vjp(g, ans, *args)
@@ -439,14 +461,21 @@ class RuleNode(Node):
             args, static = _for_gpu(args, static, g, create)
         results = []
         for i, vjp in enumerate(spec.vjps):
-            if vjp is None or self._metas[i] is None or (
-                    not every_input and self.next_functions[i][0] is None):
+            if (
+                vjp is None
+                or self._metas[i] is None
+                or (not every_input and self.next_functions[i][0] is None)
+            ):
                 results.append(None)
                 continue
             if on_gpu:
                 vjp = gpu_helpers.for_gpu(vjp)
             if spec.varargs:
-                gi = vjp(g, ans, *args, argnum=i, **static) if static else vjp(g, ans, *args, argnum=i)
+                gi = (
+                    vjp(g, ans, *args, argnum=i, **static)
+                    if static
+                    else vjp(g, ans, *args, argnum=i)
+                )
             else:
                 gi = vjp(g, ans, *args, **static) if static else vjp(g, ans, *args)
             results.append(_conform(gi, self._metas[i], create))
@@ -486,8 +515,13 @@ class RuleNode(Node):
             # AsStridedBackward0 of a view changed in place), else torch names this node
             other = ans[3]() if len(ans) > 3 else None
             name = strip_backward((other if other is not None else self).name())
-            raise modified_error(Tensor._dtype_of(data), data.shape, expected, vc.value,
-                                 f", which is output 0 of {name},")
+            raise modified_error(
+                Tensor._dtype_of(data),
+                data.shape,
+                expected,
+                vc.value,
+                f", which is output 0 of {name},",
+            )
         if not create:
             return data
         # torch unpacks a saved output as a tensor whose grad_fn is this very node
@@ -510,7 +544,7 @@ class RuleNode(Node):
     def __getattr__(self, name):
         # torch exposes saved values as `_saved_self`, `_saved_other`, `_saved_result`, ...
         if name.startswith("_saved_"):
-            return self._saved_value(name[len("_saved_"):])
+            return self._saved_value(name[len("_saved_") :])
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def _saved_value(self, key):
@@ -554,8 +588,13 @@ class MultiRuleNode(RuleNode):
                 continue
             data, vc, expected = item
             if vc.value != expected:
-                raise modified_error(Tensor._dtype_of(data), data.shape, expected, vc.value,
-                                     f", which is output {i} of {strip_backward(self.name())},")
+                raise modified_error(
+                    Tensor._dtype_of(data),
+                    data.shape,
+                    expected,
+                    vc.value,
+                    f", which is output {i} of {strip_backward(self.name())},",
+                )
             if create:
                 t = _wrap(data)
                 t._grad_fn = self
@@ -637,6 +676,7 @@ def node_class(name: str, base=RuleNode):
 
 # --- torch's C++ special nodes ------------------------------------------------------------
 
+
 def _zeros_like_grad(meta, create):
     z = meta.zeros()
     return _wrap(z) if create else z
@@ -651,8 +691,11 @@ class CopyBackwards(Node):
     def __init__(self, next_functions, self_shape, src_dtype, src_shape, src_data=None):
         super().__init__(next_functions)
         self._self_meta = Meta(tuple(self_shape), None)
-        self._src_meta = (Meta(tuple(src_shape), src_dtype.dtype) if src_data is None else
-                          meta_like(src_data, src_shape, src_dtype.dtype))
+        self._src_meta = (
+            Meta(tuple(src_shape), src_dtype.dtype)
+            if src_data is None
+            else meta_like(src_data, src_shape, src_dtype.dtype)
+        )
 
     def apply(self, grads):
         g = grads[0]

@@ -14,6 +14,7 @@ a ufunc's array result is wrapped back into a Tensor, as torch does.
 Imports: the op modules (ops, shape_ops, inplace, factories), `tensor` and the
 leaves; `methods.py` installs its entry points as the Tensor's numpy protocol.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,21 +37,48 @@ def _floor_divide(x, y):
 
 
 UFUNCS = {
-    np.add: ops.add, np.subtract: ops.sub, np.multiply: ops.mul, np.true_divide: ops.div,
-    np.power: ops.pow, np.float_power: ops.float_power,
-    np.positive: lambda x: x, np.fabs: ops.abs, np.square: ops.square, np.rint: _rint,
-    np.fmax: ops.fmax, np.fmin: ops.fmin, np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt,
-    np.less_equal: ops.le, np.greater: ops.gt, np.greater_equal: ops.ge,
-    np.logical_and: ops.logical_and, np.logical_or: ops.logical_or,
-    np.logical_xor: ops.logical_xor, np.logical_not: ops.logical_not,
-    np.bitwise_and: ops.bitwise_and, np.bitwise_or: ops.bitwise_or,
-    np.bitwise_xor: ops.bitwise_xor, np.invert: ops.bitwise_not, np.matmul: ops.matmul,
-    np.floor_divide: _floor_divide, np.remainder: ops.remainder, np.isnan: ops.isnan,
-    np.isinf: ops.isinf, np.isfinite: ops.isfinite,
+    np.add: ops.add,
+    np.subtract: ops.sub,
+    np.multiply: ops.mul,
+    np.true_divide: ops.div,
+    np.power: ops.pow,
+    np.float_power: ops.float_power,
+    np.positive: lambda x: x,
+    np.fabs: ops.abs,
+    np.square: ops.square,
+    np.rint: _rint,
+    np.fmax: ops.fmax,
+    np.fmin: ops.fmin,
+    np.equal: ops.eq,
+    np.not_equal: ops.ne,
+    np.less: ops.lt,
+    np.less_equal: ops.le,
+    np.greater: ops.gt,
+    np.greater_equal: ops.ge,
+    np.logical_and: ops.logical_and,
+    np.logical_or: ops.logical_or,
+    np.logical_xor: ops.logical_xor,
+    np.logical_not: ops.logical_not,
+    np.bitwise_and: ops.bitwise_and,
+    np.bitwise_or: ops.bitwise_or,
+    np.bitwise_xor: ops.bitwise_xor,
+    np.invert: ops.bitwise_not,
+    np.matmul: ops.matmul,
+    np.floor_divide: _floor_divide,
+    np.remainder: ops.remainder,
+    np.isnan: ops.isnan,
+    np.isinf: ops.isinf,
+    np.isfinite: ops.isfinite,
 }
 
-_REDUCE = {np.add: ops.sum, np.multiply: ops.prod, np.maximum: ops.amax,
-           np.minimum: ops.amin, np.logical_and: ops.all, np.logical_or: ops.any}
+_REDUCE = {
+    np.add: ops.sum,
+    np.multiply: ops.prod,
+    np.maximum: ops.amax,
+    np.minimum: ops.amin,
+    np.logical_and: ops.all,
+    np.logical_or: ops.any,
+}
 
 
 def _plain(value):
@@ -85,8 +113,9 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if isinstance(result, np.ndarray) or type(result) in DEVICE_TYPES:
         return _wrap(result)
     if isinstance(result, tuple):
-        return tuple(_wrap(r) if isinstance(r, np.ndarray) or type(r) in DEVICE_TYPES else r
-                     for r in result)
+        return tuple(
+            _wrap(r) if isinstance(r, np.ndarray) or type(r) in DEVICE_TYPES else r for r in result
+        )
     return result
 
 
@@ -95,6 +124,7 @@ def _plain_kwargs(kwargs):
 
 
 # --- numpy functions with numpy's signatures ------------------------------------------------
+
 
 def _sum(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
     return ops.sum(a, axis, keepdims, dtype=dtype)
@@ -177,8 +207,9 @@ def _ravel(a, order="C"):
 
 
 def _broadcast_to(array, shape, subok=False):
-    return shape_ops.expand(_as_tensor(array), tuple(shape) if not isinstance(shape, int)
-                            else (shape,))
+    return shape_ops.expand(
+        _as_tensor(array), tuple(shape) if not isinstance(shape, int) else (shape,)
+    )
 
 
 def _where(condition, x=None, y=None):
@@ -210,8 +241,7 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     idx = indices._data if isinstance(indices, Tensor) else indices
     if type(idx) not in DEVICE_TYPES:
         idx = np.asarray(list(idx) if isinstance(idx, range) else idx)
-    return shape_ops.pick(a, "IndexBackward0",
-                           (slice(None),) * (axis % a._data.ndim) + (idx,))
+    return shape_ops.pick(a, "IndexBackward0", (slice(None),) * (axis % a._data.ndim) + (idx,))
 
 
 def _flip(m, axis=None):
@@ -258,6 +288,7 @@ def _like(factory, maker):
         if shape is not None:
             return maker(shape, dtype=dtype or a.dtype, device=a.device)
         return factory(a, dtype=dtype)
+
     return fn
 
 
@@ -316,19 +347,52 @@ def _as_tensor(a):
 
 
 FUNCTIONS = {
-    np.sum: _sum, np.mean: _mean, np.prod: _prod, np.max: _max, np.amax: _max, np.min: _min,
-    np.amin: _min, np.var: _var, np.std: _std, np.cumsum: _cumsum, np.cumprod: _cumprod,
-    np.reshape: _reshape, np.transpose: _transpose, np.swapaxes: _swapaxes,
-    np.moveaxis: _moveaxis, np.expand_dims: _expand_dims, np.squeeze: _squeeze,
-    np.ravel: _ravel, np.broadcast_to: _broadcast_to, np.where: _where, np.clip: _clip,
-    np.concatenate: _concatenate, np.stack: _stack, np.take: _take, np.flip: _flip,
-    np.roll: _roll, np.tile: _tile, np.tril: _tril, np.triu: _triu, np.outer: _outer,
-    np.dot: _dot, np.zeros_like: _like(factories.zeros_like, factories.zeros),
+    np.sum: _sum,
+    np.mean: _mean,
+    np.prod: _prod,
+    np.max: _max,
+    np.amax: _max,
+    np.min: _min,
+    np.amin: _min,
+    np.var: _var,
+    np.std: _std,
+    np.cumsum: _cumsum,
+    np.cumprod: _cumprod,
+    np.reshape: _reshape,
+    np.transpose: _transpose,
+    np.swapaxes: _swapaxes,
+    np.moveaxis: _moveaxis,
+    np.expand_dims: _expand_dims,
+    np.squeeze: _squeeze,
+    np.ravel: _ravel,
+    np.broadcast_to: _broadcast_to,
+    np.where: _where,
+    np.clip: _clip,
+    np.concatenate: _concatenate,
+    np.stack: _stack,
+    np.take: _take,
+    np.flip: _flip,
+    np.roll: _roll,
+    np.tile: _tile,
+    np.tril: _tril,
+    np.triu: _triu,
+    np.outer: _outer,
+    np.dot: _dot,
+    np.zeros_like: _like(factories.zeros_like, factories.zeros),
     np.ones_like: _like(factories.ones_like, factories.ones),
     np.empty_like: _like(factories.empty_like, factories.empty),
-    np.full_like: _full_like, np.shape: _shape, np.ndim: _ndim, np.size: _size, np.all: _all,
-    np.any: _any, np.argmax: _argmax, np.argmin: _argmin, np.round: _round,
-    np.around: _round, np.take_along_axis: _take_along_axis, np.copy: _copy,
+    np.full_like: _full_like,
+    np.shape: _shape,
+    np.ndim: _ndim,
+    np.size: _size,
+    np.all: _all,
+    np.any: _any,
+    np.argmax: _argmax,
+    np.argmin: _argmin,
+    np.round: _round,
+    np.around: _round,
+    np.take_along_axis: _take_along_axis,
+    np.copy: _copy,
     np.nonzero: _nonzero,
 }
 

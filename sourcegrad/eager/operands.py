@@ -9,6 +9,7 @@ record a node, `same_device` checks devices; also `cached_spec` (OpSpecs made on
 Imports: numpy and, of the eager package, tensor, spec, dtypes, devices and grad_mode;
 the op modules import it, never the other way round.
 """
+
 from __future__ import annotations
 
 import collections
@@ -46,6 +47,7 @@ def as_tensor(v, dtype=None):
 
 # --- promotion -----------------------------------------------------------------------------
 
+
 def operand_key(v):
     """(value for numpy, (dtype, tier) for promotion, value for the rule) of one operand."""
     if isinstance(v, Tensor):
@@ -75,13 +77,18 @@ def promote(a, b, to_float=False):
                 return ad, b, ad.dtype, a, b
         elif isinstance(b, Tensor):
             bd = b._data
-            if ad.dtype == bd.dtype and type(ad) is type(bd) and (
-                    not to_float or ad.dtype.kind in "fc"):
+            if (
+                ad.dtype == bd.dtype
+                and type(ad) is type(bd)
+                and (not to_float or ad.dtype.kind in "fc")
+            ):
                 return ad, bd, ad.dtype, a, b
     ad, ka, ra = operand_key(a)
     bd, kb, rb = operand_key(b)
-    if type(ad) is not type(bd) and ((type(ad) in _GPU and type(bd) is np.ndarray) or
-                                     (type(bd) in _GPU and type(ad) is np.ndarray)):
+    if type(ad) is not type(bd) and (
+        (type(ad) in _GPU and type(bd) is np.ndarray)
+        or (type(bd) in _GPU and type(ad) is np.ndarray)
+    ):
         a, b = _one_device(a, b, ad, bd)
         ad, ka, ra = operand_key(a)
         bd, kb, rb = operand_key(b)
@@ -153,8 +160,9 @@ def grad_required(*args):
     """Whether grad mode is on and one of `args` requires grad (a node must be made)."""
     if STATE.enabled:
         for a in args:
-            if isinstance(a, Tensor) and (a._requires_grad or (
-                    a._base is not None and stale_view_requires_grad(a))):
+            if isinstance(a, Tensor) and (
+                a._requires_grad or (a._base is not None and stale_view_requires_grad(a))
+            ):
                 return True
     return False
 
@@ -188,8 +196,7 @@ class _ReturnType(tuple):
         return self[1]
 
     def __repr__(self):
-        return (f"torch.return_types.{self._name}(\nvalues={self[0]!r},\n"
-                f"indices={self[1]!r})")
+        return f"torch.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
 
 
 def _return_type(name):
@@ -197,7 +204,8 @@ def _return_type(name):
 
 
 return_types = collections.namedtuple("return_types", "max min sort topk kthvalue mode")(
-    *(_return_type(n) for n in ("max", "min", "sort", "topk", "kthvalue", "mode")))
+    *(_return_type(n) for n in ("max", "min", "sort", "topk", "kthvalue", "mode"))
+)
 
 
 def along_index(indices, axis, ndim):

@@ -21,6 +21,7 @@ Why one module: the hand-written arithmetic, reductions and comparisons of the e
 surface and the generator of the registry's elementwise ops; moving the rest into
 registry entries is the redesign's next step (issue 17).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,6 +34,7 @@ from .grad_mode import STATE
 from .node import NotImplementedNode
 from .operands import along_index, cached_spec, default_np as _default_np, return_types, same_device
 from .operands import grad_required
+
 # the shared operand helpers under the short private names this module's ops are written with
 from .operands import as_tensor as _as_tensor, data_of as _data, needs_grad as _needs_grad
 from .operands import operand_key as _key, promote as _promote, result as _result
@@ -54,10 +56,15 @@ def binary_op(spec, fn, a, b, to_float=False):
         raise broadcast_error(np.shape(ad), np.shape(bd)) or e
     out = _wrap(out)
     if STATE.enabled and (
-            (isinstance(ra, Tensor) and (ra._requires_grad or (
-                ra._base is not None and stale_view_requires_grad(ra))))
-            or (isinstance(rb, Tensor) and (rb._requires_grad or (
-                rb._base is not None and stale_view_requires_grad(rb))))):
+        (
+            isinstance(ra, Tensor)
+            and (ra._requires_grad or (ra._base is not None and stale_view_requires_grad(ra)))
+        )
+        or (
+            isinstance(rb, Tensor)
+            and (rb._requires_grad or (rb._base is not None and stale_view_requires_grad(rb)))
+        )
+    ):
         record(spec, out, (ra, rb))
     elif DUAL.on and any_tangent((ra, rb)):
         record(spec, out, (ra, rb))
@@ -134,8 +141,7 @@ multiply = mul
 
 def div(input, other, *, rounding_mode=None, out=None):
     if out is not None:
-        return write_out("div", out, div(input, other, rounding_mode=rounding_mode),
-                         (input, other))
+        return write_out("div", out, div(input, other, rounding_mode=rounding_mode), (input, other))
     if rounding_mode is not None:
         return _div_rounding(input, other, rounding_mode)
     return binary_op(DIV, np.true_divide, input, other, to_float=True)
@@ -144,8 +150,9 @@ def div(input, other, *, rounding_mode=None, out=None):
 def _div_rounding(input, other, mode):
     """div(rounding_mode=...): DivBackward2, with a zero gradient, as torch records it."""
     if mode not in ("floor", "trunc"):
-        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                           f"but found '{mode}'")
+        raise RuntimeError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'"
+        )
     ad, bd, rd, ra, rb = _promote(input, other)
     out = _wrap(_result(rt.div_rounding(ad, bd, mode), rd))
     if _needs_grad(ra, rb):
@@ -168,14 +175,20 @@ def pow(input, exponent, *, out=None):  # noqa: A001 - torch's name
         return write_out("pow", out, pow(input, exponent), (input, exponent))
     if not isinstance(input, Tensor):
         return binary_op(POW_BASE, np.power, input, exponent)
-    spec = POW_TENSOR if isinstance(exponent, (Tensor, np.ndarray)) or type(exponent) in _GPU \
+    spec = (
+        POW_TENSOR
+        if isinstance(exponent, (Tensor, np.ndarray)) or type(exponent) in _GPU
         else POW_SCALAR
+    )
     return binary_op(spec, np.power, input, exponent)
 
 
 def rpow(input, other):
-    return pow(other, input) if isinstance(other, Tensor) else binary_op(POW_BASE, np.power,
-                                                                      other, input)
+    return (
+        pow(other, input)
+        if isinstance(other, Tensor)
+        else binary_op(POW_BASE, np.power, other, input)
+    )
 
 
 def square(input):
@@ -191,8 +204,9 @@ def remainder_data(a, b):
     r = np.fmod(a, b)
     if (r.dtype if type(r) in _GPU else np.asarray(r).dtype).kind != "f":
         return np.remainder(a, b)
-    fix = (r != 0) & (((b if type(b) in _GPU or isinstance(b, (int, float)) else
-                        np.asarray(b)) < 0) != (r < 0))
+    fix = (r != 0) & (
+        ((b if type(b) in _GPU or isinstance(b, (int, float)) else np.asarray(b)) < 0) != (r < 0)
+    )
     return np.where(fix, r + b, r)
 
 
@@ -227,8 +241,11 @@ def floor_divide(input, other):
     res = _wrap(_result(np.floor_divide(ad, bd), rd))
     _no_tangent("aten::floor_divide", ra, rb)
     if grad_required(ra, rb):
-        edges = tuple(a._edge() if isinstance(a, Tensor) and a._requires_grad else (None, 0)
-                      for a in (ra, rb) if isinstance(a, Tensor))
+        edges = tuple(
+            a._edge() if isinstance(a, Tensor) and a._requires_grad else (None, 0)
+            for a in (ra, rb)
+            if isinstance(a, Tensor)
+        )
         res._grad_fn = NotImplementedNode(edges, "aten::floor_divide")
         res._requires_grad = True
     return res
@@ -243,6 +260,7 @@ def fmin(input, other):
 
 
 # --- comparisons and logic (no gradient) -----------------------------------------------------
+
 
 def _compare(fn, a, b):
     ad, bd, rd, ra, rb = _promote(a, b)
@@ -343,6 +361,7 @@ def equal(input, other) -> bool:
 
 # --- one-input elementwise ops ---------------------------------------------------------------
 
+
 def broadcast_error(a, b):
     """torch's error for shapes that do not broadcast (None when they do)."""
     n = len(a) if len(a) > len(b) else len(b)
@@ -350,15 +369,19 @@ def broadcast_error(a, b):
     b = (1,) * (n - len(b)) + tuple(b)
     for i in range(n - 1, -1, -1):
         if a[i] != b[i] and a[i] != 1 and b[i] != 1:
-            return RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b "
-                                f"({b[i]}) at non-singleton dimension {i}")
+            return RuntimeError(
+                f"The size of tensor a ({a[i]}) must match the size of tensor b "
+                f"({b[i]}) at non-singleton dimension {i}"
+            )
     return None
 
 
 def not_a_tensor(name, value, arg="input", position=1):
     """torch's TypeError for a non-Tensor where an op needs a Tensor."""
-    return TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
-                     f"{type(value).__name__}")
+    return TypeError(
+        f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
+        f"{type(value).__name__}"
+    )
 
 
 def _unary(spec, fn, x, keep_int=False):
@@ -370,9 +393,11 @@ def _unary(spec, fn, x, keep_int=False):
     if not keep_int and d.dtype.kind not in "fc":
         d = d.astype(_default_np())
     out = _wrap(_result(fn(d)))
-    if STATE.enabled and (x._requires_grad or (
-            x._base is not None and stale_view_requires_grad(x))) or (
-            DUAL.on and any_tangent((x,))):
+    if (
+        STATE.enabled
+        and (x._requires_grad or (x._base is not None and stale_view_requires_grad(x)))
+        or (DUAL.on and any_tangent((x,)))
+    ):
         record(spec, out, (x,))
     return out
 
@@ -384,6 +409,7 @@ def _make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
         if out is not None:
             return write_out(rule_name, out, _unary(spec, fn, input, keep_int), (input,))
         return _unary(spec, fn, input, keep_int)
+
     op.__doc__ = doc or f"Elementwise {rule_name}; backward: {node_name}."
     op.spec, op.np_fn = spec, fn  # the in-place variant (inplace.py) reuses both
     return op
@@ -394,6 +420,7 @@ def _make_binary(node_name, rule_name, fn, keep_int=False):
 
     def op(input, other):
         return binary_op(spec, fn, input, other, to_float=not keep_int)
+
     op.__doc__ = f"Elementwise {rule_name} of two tensors (broadcasting); backward: {node_name}."
     op.spec, op.np_fn = spec, fn
     return op
@@ -410,11 +437,17 @@ def _from_registry() -> dict:
         names = entry.torch
         if names is None:
             continue
-        if entry.kind != "elementwise" or len(entry.params) not in (1, 2) or \
-                len(entry.params) == 2 and names.inplace:
-            raise TypeError(f"op {entry.name!r} has torch names, but the eager surface is made "
-                            "for elementwise ops of one or two inputs (in place: of one) only: "
-                            "write its eager op by hand")
+        if (
+            entry.kind != "elementwise"
+            or len(entry.params) not in (1, 2)
+            or len(entry.params) == 2
+            and names.inplace
+        ):
+            raise TypeError(
+                f"op {entry.name!r} has torch names, but the eager surface is made "
+                "for elementwise ops of one or two inputs (in place: of one) only: "
+                "write its eager op by hand"
+            )
         make = _make_unary if len(entry.params) == 1 else _make_binary
         op = make(names.node, entry.name, entry.fn, names.keep_int)
         op.__name__ = op.__qualname__ = names.function[0]
@@ -530,6 +563,7 @@ def where(condition, input=None, other=None):
 
 # --- reductions ------------------------------------------------------------------------------
 
+
 def _axis(dim, ndim, kwargs=None):
     """torch's `dim` (int, tuple, list or None; negatives allowed) as a numpy axis."""
     if kwargs:
@@ -583,10 +617,14 @@ def _reduce(spec_all, spec_dim, fn, x, dim, keepdim, kwargs, dtype=None, int_to_
     if type(d) is not np.ndarray:
         fn = getattr(type(d), fn.__name__)  # np.ndarray.sum -> cupy.ndarray.sum
     out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim)))
-    if STATE.enabled and (x._requires_grad or (
-            x._base is not None and stale_view_requires_grad(x))) or (
-            DUAL.on and any_tangent((x,))):
-        record(spec_all if dim is None else spec_dim, out, (x,), {"axis": axis, "keepdims": keepdim})
+    if (
+        STATE.enabled
+        and (x._requires_grad or (x._base is not None and stale_view_requires_grad(x)))
+        or (DUAL.on and any_tangent((x,)))
+    ):
+        record(
+            spec_all if dim is None else spec_dim, out, (x,), {"axis": axis, "keepdims": keepdim}
+        )
     return out
 
 
@@ -610,9 +648,11 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, **kwargs):
     if not isinstance(input, Tensor):
         raise not_a_tensor("mean", input)
     if dtype is None and input._data.dtype.kind not in "fc":
-        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                           "floating point or complex dtype. Got: "
-                           f"{input.dtype._scalar_name}")
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a "
+            "floating point or complex dtype. Got: "
+            f"{input.dtype._scalar_name}"
+        )
     return _reduce(MEAN_ALL, MEAN_DIM, np.ndarray.mean, input, dim, keepdim, kwargs, dtype)
 
 
@@ -639,16 +679,22 @@ def _max_min(x, dim, keepdim, other, kwargs, which):
     if dim is None and "axis" not in kwargs:
         fn = np.ndarray.max if which == "max" else np.ndarray.min
         if x._data.size == 0:
-            raise RuntimeError(f"{which}(): Expected reduction dim to be specified for "
-                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               "argument.")
-        out = _wrap(_result(fn(x._data) if type(x._data) is np.ndarray else
-                            getattr(x._data, which)()))
-        if STATE.enabled and (x._requires_grad or (
-                x._base is not None and stale_view_requires_grad(x))) or (
-                DUAL.on and any_tangent((x,))):
-            record(MAX_ALL if which == "max" else MIN_ALL, out, (x,),
-                   {"axis": None, "keepdims": False})
+            raise RuntimeError(
+                f"{which}(): Expected reduction dim to be specified for "
+                "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                "argument."
+            )
+        out = _wrap(
+            _result(fn(x._data) if type(x._data) is np.ndarray else getattr(x._data, which)())
+        )
+        if (
+            STATE.enabled
+            and (x._requires_grad or (x._base is not None and stale_view_requires_grad(x)))
+            or (DUAL.on and any_tangent((x,)))
+        ):
+            record(
+                MAX_ALL if which == "max" else MIN_ALL, out, (x,), {"axis": None, "keepdims": False}
+            )
         return out
     axis = _axis(dim, x._data.ndim, kwargs)
     keepdim = _keepdim(keepdim, kwargs)
@@ -749,8 +795,10 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None, **kwargs):
     keepdim = _keepdim(keepdim, kwargs)
     d = input._data if dtype is None else input._data.astype(dtypes.as_dtype(dtype).dtype)
     if d.dtype.kind not in "fc":
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {input.dtype._scalar_name}")
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as "
+            f"input. Got {input.dtype._scalar_name}"
+        )
     out = _wrap(_result(rt.vector_norm(d, p, axis, keepdim)))
     if _needs_grad(input):
         record(NORM, out, (input,), {"ord": p, "axis": axis, "keepdims": keepdim})
@@ -851,14 +899,17 @@ def _mm_like(spec, a, b):
 
 
 def _mm_shapes(a, b):
-    return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and "
-                        f"{b[0]}x{b[1]})")
+    return RuntimeError(
+        f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})"
+    )
 
 
 def _check_matmul(a, b):
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{a.dtype._c_name} != {b.dtype._c_name}")
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: "
+            f"{a.dtype._c_name} != {b.dtype._c_name}"
+        )
 
 
 def mm(input, mat2):
@@ -882,8 +933,9 @@ def mv(input, vec):
 
 def dot(input, other):
     if input._data.ndim != 1 or other._data.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and "
-                           f"{other._data.ndim}D tensors")
+        raise RuntimeError(
+            f"1D tensors expected, but got {input._data.ndim}D and {other._data.ndim}D tensors"
+        )
     return _mm_like(DOT, input, other)
 
 
@@ -901,8 +953,10 @@ def inner(input, other):
         return dot(a, b)
     k = a._data.shape[-1]
     if b._data.shape[-1] != k:
-        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got "
-                           f"shapes {list(a._data.shape)} and {list(b._data.shape)}")
+        raise RuntimeError(
+            f"inner() the last dimension must match on both input tensors but got "
+            f"shapes {list(a._data.shape)} and {list(b._data.shape)}"
+        )
     shape = a._data.shape[:-1] + b._data.shape[:-1]
     return matmul(a.reshape(-1, k), b.reshape(-1, k).t()).reshape(shape)
 
@@ -913,8 +967,9 @@ def matmul(input, other):
     b = other if isinstance(other, Tensor) else _as_tensor(other)
     na, nb = a._data.ndim, b._data.ndim
     if na == 0 or nb == 0:
-        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
-                           f"{na}D and {nb}D")
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D"
+        )
     if na == 1 and nb == 1:
         return _mm_like(DOT, a, b)
     if na == 2 and nb == 1:
@@ -943,8 +998,10 @@ def matmul(input, other):
     n, k = a2._data.shape[-2:]
     k2, m = b2._data.shape[-2:]
     if k != k2:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{int(np.prod(batch))}, {k}] but got: [{int(np.prod(batch))}, {k2}].")
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{int(np.prod(batch))}, {k}] but got: [{int(np.prod(batch))}, {k2}]."
+        )
     ae = a2.expand(batch + (n, k)).reshape(-1, n, k)
     be = b2.expand(batch + (k, m)).reshape(-1, k, m)
     res = _mm_like(BMM, ae, be)

@@ -9,6 +9,7 @@ hold is refused. `store(out, data)` is the write itself, which the factories' ou
 
 Imports: tensor, devices, dtypes, grad_mode only.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -22,13 +23,18 @@ from .tensor import Tensor
 def write_out(name, out, result, inputs=()):
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if grad_mode.is_grad_enabled() and (out.requires_grad or any(
-            isinstance(t, Tensor) and t.requires_grad for t in inputs)):
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
+    if grad_mode.is_grad_enabled() and (
+        out.requires_grad or any(isinstance(t, Tensor) and t.requires_grad for t in inputs)
+    ):
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad."
+        )
     if not dtypes.can_cast(result.dtype, out.dtype):
-        raise RuntimeError(f"result type {result.dtype._scalar_name} can't be cast to the "
-                           f"desired output type {out.dtype._scalar_name}")
+        raise RuntimeError(
+            f"result type {result.dtype._scalar_name} can't be cast to the "
+            f"desired output type {out.dtype._scalar_name}"
+        )
     return store(out, result._data)
 
 
@@ -45,7 +51,10 @@ def store(out, data):
                 f"output shape [{', '.join(map(str, data.shape))}]. This behavior is "
                 "deprecated, and in a future PyTorch release outputs will not be resized unless "
                 "they have zero elements. You can explicitly reuse an out tensor t by resizing "
-                "it, inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
+                "it, inplace, to zero elements with t.resize_(0).",
+                UserWarning,
+                stacklevel=3,
+            )
         out._data = data.astype(out._data.dtype, copy=True)
     else:
         np.copyto(out._data, data, casting="unsafe")

@@ -19,6 +19,7 @@ Why one module: the hand-written shape ops of the eager surface; moving them int
 entries (which generate the surface, as they do for the elementwise ops) is the
 redesign's next step (issue 17).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -71,6 +72,7 @@ MASKED_FILL = OpSpec("MaskedFillBackward0", "where", edges=(2,))
 
 # --- views -------------------------------------------------------------------------------------
 
+
 def _view_of(x, data, step, multi_output=False):
     """Wrap `data` (a numpy view of x's data) as a view of x's base.
 
@@ -85,13 +87,17 @@ def _view_of(x, data, step, multi_output=False):
     ex = out._get_extra()
     ex.view_steps = (x._extra.view_steps if x._base is not None else ()) + (step,)
     ex.fn_version = vc.value
-    creation = (MULTI_OUTPUT_VIEW if multi_output else DEFAULT_VIEW) if STATE.enabled \
-        else NO_GRAD_VIEW
+    creation = (
+        (MULTI_OUTPUT_VIEW if multi_output else DEFAULT_VIEW) if STATE.enabled else NO_GRAD_VIEW
+    )
     if x._base is not None and creation == DEFAULT_VIEW:
         creation = x._extra.creation  # a view of a view keeps what forbids the first one
     ex.creation = creation
-    if creation == NO_GRAD_VIEW and not STATE.inference and (
-            x._requires_grad or (x._base is not None and x._base._requires_grad)):
+    if (
+        creation == NO_GRAD_VIEW
+        and not STATE.inference
+        and (x._requires_grad or (x._base is not None and x._base._requires_grad))
+    ):
         out._requires_grad = True  # as torch's: a leaf-like view, with no grad_fn
     out._inference = x._inference
     return out
@@ -99,9 +105,11 @@ def _view_of(x, data, step, multi_output=False):
 
 def _view(x, data, step, spec, static):
     out = _view_of(x, data, step)
-    if STATE.enabled and (x._requires_grad or (
-            x._base is not None and stale_view_requires_grad(x))) or (
-            DUAL.on and any_tangent((x,))):
+    if (
+        STATE.enabled
+        and (x._requires_grad or (x._base is not None and stale_view_requires_grad(x)))
+        or (DUAL.on and any_tangent((x,)))
+    ):
         record(spec, out, (x,), static)
     return out
 
@@ -154,8 +162,9 @@ def _infer(shape, numel, where="view"):
     for s in shape:
         total *= s
     if total != numel:
-        raise RuntimeError(f"shape '[{', '.join(str(s) for s in shape)}]' is invalid for input "
-                           f"of size {numel}")
+        raise RuntimeError(
+            f"shape '[{', '.join(str(s) for s in shape)}]' is invalid for input of size {numel}"
+        )
     return tuple(shape)
 
 
@@ -166,9 +175,11 @@ def view(input, *shape):
     try:
         data = np.reshape(input._data, shape, copy=False)
     except ValueError:
-        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
-                           "least one dimension spans across two contiguous subspaces). Use "
-                           ".reshape(...) instead.") from None
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at "
+            "least one dimension spans across two contiguous subspaces). Use "
+            ".reshape(...) instead."
+        ) from None
     return _view(input, data, ("reshape", shape), VIEW, {"shape": shape})
 
 
@@ -210,9 +221,9 @@ def flatten(input, start_dim=0, end_dim=-1):
     if start == end:
         return input
     size = 1
-    for s in shape[start:end + 1]:
+    for s in shape[start : end + 1]:
         size *= s
-    return reshape(input, shape[:start] + (size,) + shape[end + 1:])
+    return reshape(input, shape[:start] + (size,) + shape[end + 1 :])
 
 
 def ravel(input):
@@ -226,7 +237,7 @@ def unflatten(input, dim, sizes):
     if -1 in sizes:
         known = int(np.prod([s for s in sizes if s != -1]))
         sizes[sizes.index(-1)] = shape[dim] // known
-    return view(input, shape[:dim] + tuple(sizes) + shape[dim + 1:])
+    return view(input, shape[:dim] + tuple(sizes) + shape[dim + 1 :])
 
 
 def squeeze(input, dim=None, **kwargs):
@@ -248,15 +259,16 @@ def squeeze(input, dim=None, **kwargs):
 def squeeze4(input, dim):
     """The squeeze torch's matmul uses for a vector @ matrix (SqueezeBackward4)."""
     shape = input._data.shape
-    new = shape[:dim] + shape[dim + 1:] if shape[dim] == 1 else shape
+    new = shape[:dim] + shape[dim + 1 :] if shape[dim] == 1 else shape
     return _view(input, input._data.reshape(new), ("reshape", new), SQUEEZE_4, None)
 
 
 def unsqueeze(input, dim):
     n = input._data.ndim + 1
     if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
     dim %= n
     data = np.expand_dims(input._data, dim)
     return _view(input, data, ("reshape", data.shape), UNSQUEEZE, {"axis": dim})
@@ -269,8 +281,13 @@ def transpose(input, dim0, dim1):
     d0, d1 = dim0 % n, dim1 % n
     axes = list(range(n))
     axes[d0], axes[d1] = axes[d1], axes[d0]
-    return _view(input, input._data.transpose(axes), ("permute", tuple(axes)), TRANSPOSE,
-                 {"axis1": d0, "axis2": d1})
+    return _view(
+        input,
+        input._data.transpose(axes),
+        ("permute", tuple(axes)),
+        TRANSPOSE,
+        {"axis1": d0, "axis2": d1},
+    )
 
 
 swapaxes = swapdims = transpose
@@ -288,9 +305,11 @@ def permute(input, *dims):
     n = input._data.ndim
     axes = tuple(int(d) % n for d in _shape_arg(dims)) if n else ()
     if sorted(axes) != list(range(n)):
-        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
-                           "not match the length of the desired ordering of dimensions i.e. "
-                           f"input.dim() = {n} is not equal to len(dims) = {len(axes)}")
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does "
+            "not match the length of the desired ordering of dimensions i.e. "
+            f"input.dim() = {n} is not equal to len(dims) = {len(axes)}"
+        )
     return _view(input, input._data.transpose(axes), ("permute", axes), PERMUTE, {"axes": axes})
 
 
@@ -302,10 +321,12 @@ def T(input):
     return permute(input, tuple(range(n))[::-1])
 
 
-_T_ND = ("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
-         "deprecated and it will throw an error in a future release. Consider `x.mT` to transpose "
-         "batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
-         "dimensions of a tensor.")
+_T_ND = (
+    "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+    "deprecated and it will throw an error in a future release. Consider `x.mT` to transpose "
+    "batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+    "dimensions of a tensor."
+)
 _T_0D = "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
 
 
@@ -316,8 +337,9 @@ def mT(input):
 def movedim(input, source, destination):
     n = input._data.ndim
     src = [s % n for s in (source if isinstance(source, (tuple, list)) else (source,))]
-    dst = [d % n for d in (destination if isinstance(destination, (tuple, list)) else
-                           (destination,))]
+    dst = [
+        d % n for d in (destination if isinstance(destination, (tuple, list)) else (destination,))
+    ]
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -332,18 +354,22 @@ def expand(input, *sizes):
     shape = input._data.shape
     lead = len(sizes) - len(shape)
     if lead < 0:
-        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the "
-                           "number of sizes provided "
-                           f"({len(sizes)}) must be greater or equal to the number of dimensions "
-                           f"in the tensor ({len(shape)})")
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the "
+            "number of sizes provided "
+            f"({len(sizes)}) must be greater or equal to the number of dimensions "
+            f"in the tensor ({len(shape)})"
+        )
     target = tuple(shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
     try:
         data = np.broadcast_to(input._data, target)
     except ValueError:
-        raise RuntimeError(f"The expanded size of the tensor ({target[-1]}) must match the "
-                           f"existing size ({shape[-1]}) at non-singleton dimension "
-                           f"{len(target) - 1}.  Target sizes: {list(sizes)}.  Tensor sizes: "
-                           f"{list(shape)}") from None
+        raise RuntimeError(
+            f"The expanded size of the tensor ({target[-1]}) must match the "
+            f"existing size ({shape[-1]}) at non-singleton dimension "
+            f"{len(target) - 1}.  Target sizes: {list(sizes)}.  Tensor sizes: "
+            f"{list(shape)}"
+        ) from None
     if type(data) is np.ndarray and input._data.flags.writeable:
         # numpy hands out a broadcast read-only; torch lets an in-place op write into a view
         # of it whose elements have their own memory (`x.expand(2, 3)[0]`), and refuses one
@@ -398,10 +424,14 @@ def alias(input):
 
 # --- indexing ----------------------------------------------------------------------------------
 
+
 def index_array(item):
     """An advanced-index item (Tensor, list, ndarray) as an integer or boolean ndarray."""
-    a = item._data if isinstance(item, Tensor) else (
-        item if type(item) in devices.DEVICE_TYPES else np.asarray(item))
+    a = (
+        item._data
+        if isinstance(item, Tensor)
+        else (item if type(item) in devices.DEVICE_TYPES else np.asarray(item))
+    )
     if a.dtype.kind not in "biu":
         if a.size == 0:
             return a.astype(np.int64)
@@ -460,8 +490,10 @@ def decompose_index(x, index, skip_full_slices=True):
         else:
             a = index_array(item)
             if type(a) is not type(x._data) and type(a) in devices.DEVICE_TYPES:
-                raise RuntimeError("indices should be either on cpu or on the same device as the "
-                                   f"indexed tensor ({x.device})")
+                raise RuntimeError(
+                    "indices should be either on cpu or on the same device as the "
+                    f"indexed tensor ({x.device})"
+                )
             if a.dtype == np.bool_:
                 if a.ndim == 0:
                     # x[True] adds a dimension of 1; x[False] one of 0
@@ -470,10 +502,12 @@ def decompose_index(x, index, skip_full_slices=True):
                         advanced[dim] = np.zeros(0, np.int64)
                     dim += 1
                     continue
-                shape = result._data.shape[dim:dim + a.ndim]
+                shape = result._data.shape[dim : dim + a.ndim]
                 if a.shape != shape:
-                    raise IndexError(f"The shape of the mask {list(a.shape)} at index {dim} does "
-                                     f"not match the shape of the indexed tensor {list(shape)}")
+                    raise IndexError(
+                        f"The shape of the mask {list(a.shape)} at index {dim} does "
+                        f"not match the shape of the indexed tensor {list(shape)}"
+                    )
                 for k, nz in enumerate(np.nonzero(a)):
                     advanced[dim + k] = nz
                 dim += a.ndim
@@ -481,8 +515,9 @@ def decompose_index(x, index, skip_full_slices=True):
                 size = result._data.shape[dim]
                 if a.size and (a.max() >= size or a.min() < -size):
                     bad = a.max() if a.max() >= size else a.min()
-                    raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size "
-                                     f"{size}")
+                    raise IndexError(
+                        f"index {bad} is out of bounds for dimension {dim} with size {size}"
+                    )
                 advanced[dim] = a
                 dim += 1
     if not advanced:
@@ -506,6 +541,7 @@ def getitem(input, index):
 
 # --- joining and splitting ------------------------------------------------------------------
 
+
 def _promoted_datas(tensors):
     keys = [(t.dtype, dtypes.TIER_DIM) for t in tensors]
     rd = dtypes.result_type(*keys).dtype
@@ -520,8 +556,9 @@ def _tensor_list(tensors):
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             if not hasattr(t, "__array__"):
-                raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
-                                f"{type(t).__name__}")
+                raise TypeError(
+                    f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}"
+                )
             t = _as_tensor(t)
         out.append(t)
     return out
@@ -610,8 +647,10 @@ def atleast_3d(t):
 
 def _pieces(x, spec, axis, datas, static, multi_output=True):
     lead = (slice(None),) * axis
-    outs = [_view_of(x, d, ("index", lead + (slice(start, start + d.shape[axis]),)), multi_output)
-            for d, start in zip(datas, np.cumsum([0] + [d.shape[axis] for d in datas[:-1]]))]
+    outs = [
+        _view_of(x, d, ("index", lead + (slice(start, start + d.shape[axis]),)), multi_output)
+        for d, start in zip(datas, np.cumsum([0] + [d.shape[axis] for d in datas[:-1]]))
+    ]
     if _needs_grad(x):
         record(spec, None, (x,), static, outputs=outs)
     return tuple(outs)
@@ -628,14 +667,17 @@ def split(input, split_size_or_sections, dim=0):
     else:
         sizes = list(split_size_or_sections)
         if builtins_sum(sizes) != n:
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
-                               f"(input tensor's size at dimension {axis}), but got "
-                               f"split_sizes={sizes}")
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                f"(input tensor's size at dimension {axis}), but got "
+                f"split_sizes={sizes}"
+            )
         bounds = list(np.cumsum(sizes)[:-1])
         spec = SPLIT_SIZES
     datas = np.split(d, bounds, axis=axis)
-    return _pieces(input, spec, axis, datas,
-                   {"indices_or_sections": [int(b) for b in bounds], "axis": axis})
+    return _pieces(
+        input, spec, axis, datas, {"indices_or_sections": [int(b) for b in bounds], "axis": axis}
+    )
 
 
 def tensor_split(input, indices_or_sections, dim=0):
@@ -644,9 +686,14 @@ def tensor_split(input, indices_or_sections, dim=0):
     datas = np.array_split(d, indices_or_sections, axis=axis)
     bounds = list(np.cumsum([a.shape[axis] for a in datas])[:-1])
     # torch's tensor_split returns slices, which in-place ops may modify
-    return _pieces(input, SPLIT_SIZES, axis, datas,
-                   {"indices_or_sections": [int(b) for b in bounds], "axis": axis},
-                   multi_output=False)
+    return _pieces(
+        input,
+        SPLIT_SIZES,
+        axis,
+        datas,
+        {"indices_or_sections": [int(b) for b in bounds], "axis": axis},
+        multi_output=False,
+    )
 
 
 def chunk(input, chunks, dim=0):
@@ -677,6 +724,7 @@ builtins_sum = _builtins.sum
 
 # --- copies: clone, casts, flips, repeats -----------------------------------------------------------
 
+
 def clone(input, *, memory_format=None):
     out = _wrap(devices.copy(input._data))
     if _needs_grad(input):
@@ -689,8 +737,9 @@ def contiguous(input, memory_format=None):
     if input._data.flags.c_contiguous:
         return input
     d = input._data
-    out = _wrap(np.ascontiguousarray(d) if type(d) is np.ndarray else
-                devices.xp_of(d).ascontiguousarray(d))
+    out = _wrap(
+        np.ascontiguousarray(d) if type(d) is np.ndarray else devices.xp_of(d).ascontiguousarray(d)
+    )
     if _needs_grad(input):
         record(CLONE, out, (input,))
     return out
@@ -710,8 +759,9 @@ def to(input, *args, **kwargs):
             dtype = a
         elif isinstance(a, Tensor):
             dtype, dev = a.dtype, a.device
-        elif isinstance(a, (str, devices.device)) or (isinstance(a, int) and
-                                                       not isinstance(a, bool)):
+        elif isinstance(a, (str, devices.device)) or (
+            isinstance(a, int) and not isinstance(a, bool)
+        ):
             dev = devices.as_device(a)
         elif a is None:
             continue
@@ -767,8 +817,10 @@ def roll(input, shifts, dims=None):
 def repeat(input, *sizes):
     reps = _shape_arg(sizes)
     if len(reps) < input._data.ndim:
-        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
-                           "dimensions of tensor")
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of "
+            "dimensions of tensor"
+        )
     out = _wrap(np.tile(input._data, reps))
     if _needs_grad(input):
         record(REPEAT, out, (input,), {"reps": reps})
@@ -810,6 +862,7 @@ def triu(input, diagonal=0):
 
 # --- selection by index arrays (all through the getitem rule) --------------------------------
 
+
 def pick(input, node_name, key):
     out = _wrap(_result(input._data[key]))
     if _needs_grad(input):
@@ -849,8 +902,9 @@ def take(input, index):
 
 def masked_select(input, mask):
     same_device(input, mask)
-    m = np.broadcast_to(index_array(mask), np.broadcast_shapes(input._data.shape,
-                                                                 _data(mask).shape))
+    m = np.broadcast_to(
+        index_array(mask), np.broadcast_shapes(input._data.shape, _data(mask).shape)
+    )
     x = expand(input, m.shape) if m.shape != input._data.shape else input
     return pick(x, "MaskedSelectBackward0", np.nonzero(m))
 
@@ -880,8 +934,13 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
         # numpy hands out the diagonal read-only; writing through it is safe where its
         # elements have their own memory (devices.writeable says)
         data.flags.writeable = True
-    return _view(input, data, ("diagonal", (offset, d1, d2)),
-                 cached_spec("DiagonalBackward0", "getitem", n_arrays=1), {"index": tuple(key)})
+    return _view(
+        input,
+        data,
+        ("diagonal", (offset, d1, d2)),
+        cached_spec("DiagonalBackward0", "getitem", n_arrays=1),
+        {"index": tuple(key)},
+    )
 
 
 def diag(input, diagonal_=0):
@@ -917,8 +976,9 @@ def masked_fill(input, mask, value):
 def sort(input, dim=-1, descending=False, stable=False):
     d = input._data
     if d.ndim == 0:
-        return return_types.sort(pick(input, "SortBackward0", ()),
-                                 _wrap(devices.xp_of(d).zeros((), np.int64)))
+        return return_types.sort(
+            pick(input, "SortBackward0", ()), _wrap(devices.xp_of(d).zeros((), np.int64))
+        )
     axis = dim % d.ndim
     idx = _argsort(-d if descending and d.dtype.kind != "b" else d, axis)
     if descending and d.dtype.kind == "b":
@@ -951,8 +1011,11 @@ def nonzero(input, *, as_tuple=False):
     nz = np.nonzero(input._data)
     if as_tuple:
         return tuple(_wrap(a.astype(np.int64)) for a in nz)
-    return _wrap(np.stack(nz, axis=-1).astype(np.int64) if nz else
-                 devices.xp_of(input._data).zeros((0, 0), np.int64))
+    return _wrap(
+        np.stack(nz, axis=-1).astype(np.int64)
+        if nz
+        else devices.xp_of(input._data).zeros((0, 0), np.int64)
+    )
 
 
 def argwhere(input):

@@ -16,6 +16,7 @@ of `x`, as torch's MulBackward0 does.
 Imports: `node`, `tensor`, the leaves, and `sourcegrad.ops`/`runtime`; the op
 modules import it.
 """
+
 from __future__ import annotations
 
 import gast
@@ -34,8 +35,17 @@ from .dual_state import DUAL, tangent_of
 from .forward_ad import propagate
 from .grad_mode import STATE
 from .tensor import Tensor as TENSOR, stale_view_requires_grad
-from .node import (METAS, LIVE_NOTHING_SAVED, LIVE_SAVED, NONE_EDGE, Meta, MultiRuleNode,
-                   RuleNode, meta_of, node_class)
+from .node import (
+    METAS,
+    LIVE_NOTHING_SAVED,
+    LIVE_SAVED,
+    NONE_EDGE,
+    Meta,
+    MultiRuleNode,
+    RuleNode,
+    meta_of,
+    node_class,
+)
 
 NONE, SHAPE, VALUE = 0, 1, 2
 _EAGER_MODE = {ops.NONE: NONE, ops.SHAPE: SHAPE, ops.META: SHAPE, ops.VALUE: VALUE}
@@ -49,8 +59,7 @@ def reads(vjp) -> dict:
     key = id(vjp.__code__)
     found = _READS.get(key)
     if found is None:
-        found = _READS[key] = {name: _EAGER_MODE[level]
-                               for name, level in ops.reads(vjp).items()}
+        found = _READS[key] = {name: _EAGER_MODE[level] for name, level in ops.reads(vjp).items()}
     return found
 
 
@@ -63,10 +72,16 @@ def _passes_through(vjp, param) -> bool:
     if vjp is None or vjp.__globals__.get("unbroadcast") is not unbroadcast:
         return False
     body = vjp_template(vjp).body
-    return (isinstance(body, gast.Call) and isinstance(body.func, gast.Name)
-            and body.func.id == "unbroadcast" and len(body.args) == 2 and not body.keywords
-            and all(isinstance(a, gast.Name) for a in body.args)
-            and body.args[0].id == "g" and body.args[1].id == param)
+    return (
+        isinstance(body, gast.Call)
+        and isinstance(body.func, gast.Name)
+        and body.func.id == "unbroadcast"
+        and len(body.args) == 2
+        and not body.keywords
+        and all(isinstance(a, gast.Name) for a in body.args)
+        and body.args[0].id == "g"
+        and body.args[1].id == param
+    )
 
 
 ALL_SPECS: list = []  # every OpSpec made, so tests can check each rule the eager mode uses
@@ -75,8 +90,17 @@ ALL_SPECS: list = []  # every OpSpec made, so tests can check each rule the eage
 class OpSpec:
     """One eager op's use of one rule: its node class, array arguments and edges."""
 
-    __slots__ = ("node_cls", "rule", "names", "edges", "vjps", "varargs", "passes", "_modes",
-                 "_table")
+    __slots__ = (
+        "node_cls",
+        "rule",
+        "names",
+        "edges",
+        "vjps",
+        "varargs",
+        "passes",
+        "_modes",
+        "_table",
+    )
 
     def __init__(self, node_name, rule_name, n_arrays=None, edges=None, multi_output=False):
         rule = RULES[rule_name]
@@ -93,13 +117,19 @@ class OpSpec:
             self.vjps = tuple(rule.vjp_for(p) for p in self.edges)
         # per edge: is its VJP `unbroadcast(g, <that input>)`? (None: no fast path, see
         # RuleNode.apply)
-        self.passes = None if self.varargs else tuple(
-            _passes_through(v, self.names[p]) for v, p in zip(self.vjps, self.edges))
+        self.passes = (
+            None
+            if self.varargs
+            else tuple(_passes_through(v, self.names[p]) for v, p in zip(self.vjps, self.edges))
+        )
         self.node_cls = node_class(node_name, MultiRuleNode if multi_output else RuleNode)
         self._modes = {}
         # what to save for each set of edges that need a gradient, worked out once
-        self._table = None if self.varargs else [
-            self._work_out(mask, len(self.names)) for mask in range(1 << len(self.edges))]
+        self._table = (
+            None
+            if self.varargs
+            else [self._work_out(mask, len(self.names)) for mask in range(1 << len(self.edges))]
+        )
         ALL_SPECS.append(self)
 
     def modes(self, mask, n_args):
@@ -137,10 +167,9 @@ class OpSpec:
         """(argument, mode, its edge or -1) for each argument record() keeps."""
         edges = range(len(arg_modes)) if self.edges is None else self.edges  # varargs: all
         edge_of = {p: j for j, p in enumerate(edges)}
-        return tuple((i, mode, edge_of.get(i, -1)) for i, mode in enumerate(arg_modes)
-                     if mode != NONE)
-
-
+        return tuple(
+            (i, mode, edge_of.get(i, -1)) for i, mode in enumerate(arg_modes) if mode != NONE
+        )
 
 
 def record(spec, out, args, static=None, outputs=None):
@@ -161,13 +190,13 @@ def record(spec, out, args, static=None, outputs=None):
     mask = 0
     bit = 1
     complex_values = out is not None and out._data.dtype.kind == "c"
-    for p in (range(n) if spec.varargs else spec.edges):
+    for p in range(n) if spec.varargs else spec.edges:
         a = args[p]
-        if isinstance(a, Tensor) and (a._requires_grad or (
-                a._base is not None and stale_view_requires_grad(a))):
+        if isinstance(a, Tensor) and (
+            a._requires_grad or (a._base is not None and stale_view_requires_grad(a))
+        ):
             fn = a._grad_fn
-            edges.append((fn, a._output_nr) if fn is not None and a._base is None
-                         else a._edge())
+            edges.append((fn, a._output_nr) if fn is not None and a._base is None else a._edge())
             d = a._data
             m = METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
             metas.append(m if m is not None else meta_of(d))
@@ -183,8 +212,7 @@ def record(spec, out, args, static=None, outputs=None):
             propagate(spec, out, args, static, outputs)
         return None
     table = spec._table
-    _, ans_mode, keeps_values, kept = (
-        table[mask] if table is not None else spec.plan(mask, n))
+    _, ans_mode, keeps_values, kept = table[mask] if table is not None else spec.plan(mask, n)
     versions = None
     if kept:
         saved = [None] * n
@@ -281,6 +309,7 @@ def _kept_output(out):
     vc = out._get_vc()
     return (out._data, vc, vc.value)
 
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -319,9 +348,12 @@ class _ComplexView:
         if not ops.has(spec.rule.name, "complex"):
             raise errors.ComplexValueError(
                 f"{spec.rule.family} of complex values is not differentiated (its rule is "
-                "written for real numbers)")
-        self.vjps = tuple(None if v is None or m is None else _torch_convention(v, m.dtype.kind != "c")
-                          for v, m in zip(spec.vjps, metas))
+                "written for real numbers)"
+            )
+        self.vjps = tuple(
+            None if v is None or m is None else _torch_convention(v, m.dtype.kind != "c")
+            for v, m in zip(spec.vjps, metas)
+        )
         self.varargs = spec.varargs
         self.names = spec.names
         self.rule = spec.rule
@@ -331,6 +363,7 @@ def _torch_convention(vjp, real_input):
     def converted(g, ans, *args, **kwargs):
         gi = vjp(_conj(g), ans, *args, **kwargs)
         return np.real(gi) if real_input else np.conj(gi)
+
     return converted
 
 

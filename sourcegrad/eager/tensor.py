@@ -16,6 +16,7 @@ Imports: the leaves only (devices, dtypes, messages, formatting, grad_mode, hook
 The layers above give the class the methods that need them, in one place:
 `methods.py` (`backward`, `_edge`, `cpu`, `to`, the numpy protocol, ...).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -64,18 +65,26 @@ class VersionCounter:
 class Extra:
     """The rarely used part of a tensor's state, allocated on first use."""
 
-    __slots__ = ("view_steps", "fn_version", "creation", "hooks", "post_hooks", "retains_grad",
-                 "is_param", "fw_grad")
+    __slots__ = (
+        "view_steps",
+        "fn_version",
+        "creation",
+        "hooks",
+        "post_hooks",
+        "retains_grad",
+        "is_param",
+        "fw_grad",
+    )
 
     def __init__(self):
-        self.view_steps = None   # how this view was taken from its base (see shape_ops)
-        self.fn_version = 0      # the version at which this view's grad_fn was made
+        self.view_steps = None  # how this view was taken from its base (see shape_ops)
+        self.fn_version = 0  # the version at which this view's grad_fn was made
         self.creation = DEFAULT_VIEW  # how the view was made (torch's CreationMeta)
-        self.hooks = None        # leaf tensor hooks {id: fn(grad)}
-        self.post_hooks = None   # post-accumulate-grad hooks {id: fn(tensor)}
+        self.hooks = None  # leaf tensor hooks {id: fn(grad)}
+        self.post_hooks = None  # post-accumulate-grad hooks {id: fn(tensor)}
         self.retains_grad = False
         self.is_param = False
-        self.fw_grad = None      # the tangent at the open forward-AD level (dual_state)
+        self.fw_grad = None  # the tangent at the open forward-AD level (dual_state)
 
 
 class Size(tuple):
@@ -128,8 +137,20 @@ _warned_float = [False]
 class Tensor:
     """A numpy-backed tensor with torch's dynamic-graph autograd."""
 
-    __slots__ = ("_data", "_grad_fn", "_output_nr", "_requires_grad", "_grad", "_vc", "_acc",
-                 "_inference", "_base", "_extra", "__weakref__", "__dict__")
+    __slots__ = (
+        "_data",
+        "_grad_fn",
+        "_output_nr",
+        "_requires_grad",
+        "_grad",
+        "_vc",
+        "_acc",
+        "_inference",
+        "_base",
+        "_extra",
+        "__weakref__",
+        "__dict__",
+    )
 
     # --- construction ---------------------------------------------------------------------
 
@@ -328,14 +349,17 @@ class Tensor:
     def grad(self, value):
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError("assigned grad expected to be a Tensor or None but got grad of "
-                                f"type {type(value).__name__}")
+                raise TypeError(
+                    "assigned grad expected to be a Tensor or None but got grad of "
+                    f"type {type(value).__name__}"
+                )
             if value._data.shape != self._data.shape:
                 raise RuntimeError(
                     "attempting to assign a gradient of size "
                     f"'{messages.shape_text(value._data.shape)}' to a tensor of size "
                     f"'{messages.shape_text(self._data.shape)}'. Please ensure that the "
-                    "gradient and the tensor are the same size")
+                    "gradient and the tensor are the same size"
+                )
             if value._data.dtype != self._data.dtype:
                 raise RuntimeError(
                     f"attempting to assign a gradient with dtype '{value.dtype._c_name}' to a "
@@ -344,12 +368,14 @@ class Tensor:
                     "set the tensor's grad_dtype attribute with a specific dtype, or None to "
                     "allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
                     "tensor and its gradient may break downstream systems that assume they "
-                    "match.")
+                    "match."
+                )
             if value.device.type != self.device.type:
                 raise RuntimeError(
                     f"attempting to assign a gradient with device type '{value.device.type}' "
                     f"to a tensor with device type '{self.device.type}'. Please ensure that "
-                    "the gradient and the tensor are on the same device")
+                    "the gradient and the tensor are on the same device"
+                )
         self._grad = value
 
     @grad.deleter
@@ -431,8 +457,9 @@ class Tensor:
 
     def item(self):
         if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
-                               "to Scalar")
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
         return self._data.reshape(-1)[0].item()
 
     def tolist(self):
@@ -475,8 +502,7 @@ class Tensor:
 
     def __index__(self):
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
-            raise TypeError("only integer tensors of a single element can be converted to an "
-                            "index")
+            raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self._data.reshape(-1)[0])
 
     def __bool__(self):
@@ -516,11 +542,13 @@ class Tensor:
 
     def __deepcopy__(self, memo):
         if self._grad_fn is not None:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                               "support the deepcopy protocol at the moment.  If you were "
-                               "attempting to deepcopy a module, this may be because of a "
-                               "torch.nn.utils.weight_norm usage, see "
-                               "https://github.com/pytorch/pytorch/pull/103001")
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) "
+                "support the deepcopy protocol at the moment.  If you were "
+                "attempting to deepcopy a module, this may be because of a "
+                "torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001"
+            )
         if id(self) in memo:
             return memo[id(self)]
         out = type(self)._make(self._data.copy(), self._requires_grad)

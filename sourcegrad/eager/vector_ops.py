@@ -6,6 +6,7 @@ and their batch dimensions broadcast.
 
 Imports: `ops`/`operands`/`spec`/`tensor` of the eager package and `rules_nn`.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -27,8 +28,13 @@ def _float_pair(a, b):
     """Both operands as arrays of one dtype, that dtype, and the Tensors for the node."""
     ad, bd, rd, ra, rb = operands.promote(a, b)
     operands.same_device(a, b)
-    return operands.data_of(ad).astype(rd, copy=False), operands.data_of(bd).astype(
-        rd, copy=False), rd, ra, rb
+    return (
+        operands.data_of(ad).astype(rd, copy=False),
+        operands.data_of(bd).astype(rd, copy=False),
+        rd,
+        ra,
+        rb,
+    )
 
 
 def linalg_cross(input, other, *, dim=-1):
@@ -40,16 +46,21 @@ def linalg_cross(input, other, *, dim=-1):
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     nd = xd.ndim
     if not -nd <= dim < nd:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}],"
-                         f" but got {dim})")
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})"
+        )
     if xd.shape[dim] != 3 or yd.shape[dim] != 3:
-        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "
-                           f"Got {xd.shape[dim]} and {yd.shape[dim]}")
+        raise RuntimeError(
+            f"linalg.cross: inputs dimension {dim} must have length 3. "
+            f"Got {xd.shape[dim]} and {yd.shape[dim]}"
+        )
     try:
         np.broadcast_shapes(xd.shape, yd.shape)
     except ValueError:
-        raise RuntimeError(f"The size of tensor a ({xd.shape}) must match the size of tensor b "
-                           f"({yd.shape}) at a non-singleton dimension") from None
+        raise RuntimeError(
+            f"The size of tensor a ({xd.shape}) must match the size of tensor b "
+            f"({yd.shape}) at a non-singleton dimension"
+        ) from None
     axis = dim % nd
     out_data = _wrap(operands.result(rules_nn.linalg_cross(xd, yd, axis), rd))
     if operands.needs_grad(rx, ry):
@@ -64,7 +75,9 @@ def cross(input, other, dim=None):
             "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass "
             "the dim explicitly or simply use torch.linalg.cross.\nThe default value of dim "
             "will change to agree with that of linalg.cross in a future release.",
-            UserWarning, stacklevel=2)
+            UserWarning,
+            stacklevel=2,
+        )
         shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
         dim = next((i for i, n in enumerate(shape) if n == 3), None)
         if dim is None:
@@ -82,18 +95,19 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.dim()}D")
     if x1.shape[-1] != x2.shape[-1]:
-        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
-                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+        raise RuntimeError(
+            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
+        )
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     for name, x in (("X1", x1), ("X2", x2)):
         if not x.dtype.is_floating_point:
-            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
-                               f"{x.dtype._scalar_name}")
+            raise RuntimeError(
+                f"cdist only supports floating-point dtypes, {name} got: {x.dtype._scalar_name}"
+            )
     ad, bd, rd, ra, rb = _float_pair(x1, x2)
     p = float(p)
     out = _wrap(operands.result(rules_nn.cdist(ad, bd, p), rd))
     if operands.needs_grad(ra, rb):
         record(CDIST, out, (ra, rb), {"p": p})
     return out
-

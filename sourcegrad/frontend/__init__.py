@@ -21,9 +21,17 @@ The package, one module per part:
     lowerer.py      the Lowerer, made of one mixin per kind of construct:
       statements.py, assignments.py, expressions.py, names.py, calls.py, containers.py
 """
+
 from .lowerer import Lowerer, function_to_ir, lower
 from .source import ParsedFunction, parse, parse_lambda
 from .values import Context
 
-__all__ = ["Context", "Lowerer", "ParsedFunction", "function_to_ir", "lower", "parse",
-           "parse_lambda"]
+__all__ = [
+    "Context",
+    "Lowerer",
+    "ParsedFunction",
+    "function_to_ir",
+    "lower",
+    "parse",
+    "parse_lambda",
+]

@@ -3,6 +3,7 @@ closures and function values), methods, builtins decided while compiling (slice,
 isinstance, callable), random draws, a gradient called inside differentiated code,
 ufuncs with `out=`.
 """
+
 from __future__ import annotations
 
 import types
@@ -15,9 +16,21 @@ from ..ir import Const, Slc, Tup, Var
 from ..ops import array_methods, op_for_method, rule_for_function, RULES
 from .source import parse
 from .syntax import describe
-from .values import (BUILTIN_REDUCTIONS, CallableRef, COMPILE_TIME_BUILTINS, function_stand_in,
-                     FUNCTION_VALUES, LIBRARIES, LocalFunction, MAX_INLINE_DEPTH, MethodRef,
-                     ModuleRef, pack, Record, VARARG_METHODS)
+from .values import (
+    BUILTIN_REDUCTIONS,
+    CallableRef,
+    COMPILE_TIME_BUILTINS,
+    function_stand_in,
+    FUNCTION_VALUES,
+    LIBRARIES,
+    LocalFunction,
+    MAX_INLINE_DEPTH,
+    MethodRef,
+    ModuleRef,
+    pack,
+    Record,
+    VARARG_METHODS,
+)
 
 
 # RandomState draws whose dimensions are *args, and the sized draw each is
@@ -38,8 +51,11 @@ class CallsMixin:
                 elif isinstance(seq, Const) and isinstance(seq.value, (tuple, list)):
                     args.extend(Const(v) for v in seq.value)
                 else:
-                    self.error(errors.UnsupportedSyntaxError, "*args needs a tuple whose length "
-                               "is known", node)
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        "*args needs a tuple whose length is known",
+                        node,
+                    )
             else:
                 args.append(self.expr(a))
         if any(k.arg is None for k in node.keywords):
@@ -78,8 +94,11 @@ class CallsMixin:
             return self.make_gradient(obj, node)
         if getattr(obj, "_sourcegrad_gradient", False):
             return self.gradient_call(obj, func, node, name)
-        if isinstance(obj, types.FunctionType) and rule_for_function(obj) is None and \
-                (getattr(obj, "__module__", None) or "").split(".")[0] not in LIBRARIES:
+        if (
+            isinstance(obj, types.FunctionType)
+            and rule_for_function(obj) is None
+            and (getattr(obj, "__module__", None) or "").split(".")[0] not in LIBRARIES
+        ):
             args, kwargs = self.call_args(node)
             return self.inline(obj, args, kwargs, node, name)
         rule = rule_for_function(obj)
@@ -98,9 +117,16 @@ class CallsMixin:
             self.no_rule(obj, func, node)
         if rule.sequence_input:
             return self.sequence_call(rule, node, name)
-        into_item = next((k.value for k in node.keywords if k.arg == "out" and
-                          isinstance(k.value, gast.Subscript) and
-                          isinstance(k.value.value, gast.Name)), None)
+        into_item = next(
+            (
+                k.value
+                for k in node.keywords
+                if k.arg == "out"
+                and isinstance(k.value, gast.Subscript)
+                and isinstance(k.value.value, gast.Name)
+            ),
+            None,
+        )
         if into_item is not None and isinstance(rule.fn, np.ufunc):
             return self.ufunc_into_item(rule, node, into_item, name)
         args, kwargs = self.call_args(node)
@@ -110,8 +136,9 @@ class CallsMixin:
         if out is not None and (isinstance(rule.fn, np.ufunc) or "out" in rule.defaults):
             # (a function with an out= parameter, np.fft.fft(x, out=o), writes its result
             # there as a ufunc does)
-            return self.ufunc_into(rule, args, [kv for kv in kwargs if kv[0] != "out"], out,
-                                   node, name)
+            return self.ufunc_into(
+                rule, args, [kv for kv in kwargs if kv[0] != "out"], out, node, name
+            )
         self.check_binding(rule, args, kwargs, node)
         # (a tuple of values passed where the rule has a VJP, `einsum_grad(g, s, (A, B), 0)`
         # in generated code, becomes a value of its own in `emit`: its adjoint reaches A, B)
@@ -121,8 +148,9 @@ class CallsMixin:
         """`slice(a, b)`: the index `a:b` (a value of its own where a bound is computed)."""
         args, kwargs = self.call_args(node)
         if kwargs or not 1 <= len(args) <= 3:
-            self.error(errors.UnsupportedSyntaxError, "slice takes 1 to 3 positional "
-                       "arguments", node)
+            self.error(
+                errors.UnsupportedSyntaxError, "slice takes 1 to 3 positional arguments", node
+            )
         parts = [Const(None)] + args if len(args) == 1 else args
         parts = list(parts) + [Const(None)] * (3 - len(parts))
         if all(isinstance(p, Const) for p in parts):
@@ -152,8 +180,11 @@ class CallsMixin:
         for part in parts:
             ref = self.target_of(part) if isinstance(part, (gast.Name, gast.Attribute)) else None
             if not (isinstance(ref, CallableRef) and isinstance(ref.obj, type)):
-                self.error(errors.UnsupportedSyntaxError, "the second argument of isinstance "
-                           "must name classes known when compiling", node)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "the second argument of isinstance must name classes known when compiling",
+                    node,
+                )
             classes.append(ref.obj)
         classes = tuple(classes)
         if isinstance(value, Const):
@@ -161,8 +192,12 @@ class CallsMixin:
         if isinstance(value, Tup):  # a list or a tuple: which, is not kept here
             as_list, as_tuple = isinstance([], classes), isinstance((), classes)
             if as_list != as_tuple:
-                self.error(errors.UnsupportedSyntaxError, "isinstance of a sequence known "
-                           "while compiling cannot tell a list from a tuple here", node)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "isinstance of a sequence known "
+                    "while compiling cannot tell a list from a tuple here",
+                    node,
+                )
             return Const(as_list)
         if isinstance(value, CallableRef):
             return Const(isinstance(value.obj, classes))
@@ -170,8 +205,9 @@ class CallsMixin:
             return Const(isinstance(function_stand_in, classes))
         if isinstance(value, Slc):
             return Const(isinstance(slice(None), classes))
-        held = self.bind_free(classes if len(classes) > 1 else classes[0],
-                              "_".join(c.__name__ for c in classes))
+        held = self.bind_free(
+            classes if len(classes) > 1 else classes[0], "_".join(c.__name__ for c in classes)
+        )
         return self.emit("isinstance_builtin", [value, held], name=name)
 
     def make_gradient(self, maker, node):
@@ -185,21 +221,33 @@ class CallsMixin:
             elif isinstance(atom, Const):
                 values.append(atom.value)
             else:
-                self.error(errors.UnsupportedSyntaxError, "a gradient made inside "
-                           "differentiated code takes a function defined at module level (or "
-                           "imported) and constant options", node)
-        made = maker(*values[:len(args)], **dict(zip([k for k, _ in kwargs], values[len(args):])))
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "a gradient made inside "
+                    "differentiated code takes a function defined at module level (or "
+                    "imported) and constant options",
+                    node,
+                )
+        made = maker(*values[: len(args)], **dict(zip([k for k, _ in kwargs], values[len(args) :])))
         return CallableRef(made)
 
     def gradient_call(self, gradient, func, node, name):
         """`g(x)` for a gradient `g = grad(f)` (a Newton step, meta-learning): it runs as it
         runs anywhere, and its derivative is its pullback (`ops.call_gradient`)."""
         args, kwargs = self.call_args(node)
-        if kwargs or type(gradient).__name__ != "Gradient" or gradient.with_value or \
-                not gradient._single:
-            self.error(errors.UnsupportedSyntaxError, "inside differentiated code a gradient "
-                       "is supported as grad(f) with one argument to differentiate, called "
-                       "with positional arguments", node)
+        if (
+            kwargs
+            or type(gradient).__name__ != "Gradient"
+            or gradient.with_value
+            or not gradient._single
+        ):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "inside differentiated code a gradient "
+                "is supported as grad(f) with one argument to differentiate, called "
+                "with positional arguments",
+                node,
+            )
         label = f"grad_{getattr(gradient.fn, '__name__', 'f')}"
         return self.emit("call_gradient", [self.bind_free(gradient, label), *args], name=name)
 
@@ -221,13 +269,13 @@ class CallsMixin:
         """`np.multiply(a, b, out=rows[t])` (generated code computing a step's value into
         its row, or the user's): `rows[t] = np.multiply(a, b)`, an update in place of rows,
         and the call's value is the item `rows[t]`, as numpy returns the view it wrote."""
-        call = gast.Call(func=node.func, args=node.args,
-                         keywords=[k for k in node.keywords if k.arg != "out"])
+        call = gast.Call(
+            func=node.func, args=node.args, keywords=[k for k in node.keywords if k.arg != "out"]
+        )
         gast.copy_location(call, node)
         result = self.call(call, name)
         self.setitem(item, result, node)
-        return self.emit("getitem", [self.env[item.value.id], self.index(item.slice)],
-                         name=name)
+        return self.emit("getitem", [self.env[item.value.id], self.index(item.slice)], name=name)
 
     def inline(self, fn, args, kwargs, node, name):
         """Lower a call of a Python function by lowering its body here, its names prefixed."""
@@ -240,7 +288,7 @@ class CallsMixin:
         defaults = {}
         if fn.__defaults__:
             names = [a.id for a in tree.args.args]
-            for pname, value in zip(names[len(names) - len(fn.__defaults__):], fn.__defaults__):
+            for pname, value in zip(names[len(names) - len(fn.__defaults__) :], fn.__defaults__):
                 defaults[pname] = child.classify(value, pname, tree)
         for pname, value in (fn.__kwdefaults__ or {}).items():
             defaults[pname] = child.classify(value, pname, tree)
@@ -259,12 +307,17 @@ class CallsMixin:
         scope = local_fn.scope
         fn_node = local_fn.node
         label = getattr(fn_node, "name", "lambda")
-        child = type(self)(scope.parsed, self.ctx, prefix=self.inline_prefix(label),
-                        enclosing=scope)
-        body = fn_node.body if isinstance(fn_node, gast.FunctionDef) else \
-            [gast.copy_location(gast.Return(value=fn_node.body), fn_node.body)]
-        return self.run_inlined(child, fn_node, fn_node.args, body, args, kwargs,
-                                local_fn.defaults, node)
+        child = type(self)(
+            scope.parsed, self.ctx, prefix=self.inline_prefix(label), enclosing=scope
+        )
+        body = (
+            fn_node.body
+            if isinstance(fn_node, gast.FunctionDef)
+            else [gast.copy_location(gast.Return(value=fn_node.body), fn_node.body)]
+        )
+        return self.run_inlined(
+            child, fn_node, fn_node.args, body, args, kwargs, local_fn.defaults, node
+        )
 
     def inline_prefix(self, label) -> str:
         """The prefix of an inlined function's names: `f_`, or `f2_`, `f3_`, ... inside an
@@ -278,13 +331,19 @@ class CallsMixin:
 
     def run_inlined(self, child, fn_node, arguments, body, args, kwargs, defaults, node):
         if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
-            self.error(errors.RecursionDepthError, "calls nest deeper than "
-                       f"{MAX_INLINE_DEPTH} levels: recursion whose depth depends on the data "
-                       "(or that an int argument bounds above that) cannot be differentiated",
-                       node)
+            self.error(
+                errors.RecursionDepthError,
+                "calls nest deeper than "
+                f"{MAX_INLINE_DEPTH} levels: recursion whose depth depends on the data "
+                "(or that an int argument bounds above that) cannot be differentiated",
+                node,
+            )
         if arguments.kwarg:
-            self.error(errors.UnsupportedSyntaxError, "calling a function with a **kwargs "
-                       "parameter is not supported", node)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "calling a function with a **kwargs parameter is not supported",
+                node,
+            )
         positional = [a.id for a in arguments.args]
         keyword_only = [a.id for a in arguments.kwonlyargs]
         bound = dict(defaults)
@@ -293,12 +352,13 @@ class CallsMixin:
         bound.update(zip(positional, args))
         for k, atom in kwargs:
             if k not in positional and k not in keyword_only:
-                self.error(errors.UnsupportedSyntaxError, f"unexpected keyword argument {k!r}",
-                           node)
+                self.error(
+                    errors.UnsupportedSyntaxError, f"unexpected keyword argument {k!r}", node
+                )
             bound[k] = atom
         params = positional + keyword_only
         if arguments.vararg:  # `*args`: the extra arguments, a tuple known when compiling
-            extra = tuple(args[len(positional):])
+            extra = tuple(args[len(positional) :])
             bound[arguments.vararg.id] = Tup(extra) if extra else Const(())
             params.append(arguments.vararg.id)
         missing = [p for p in params if p not in bound]
@@ -338,32 +398,45 @@ class CallsMixin:
         if isinstance(seq, Var) and f"{rule.name}_list" in RULES:  # a list built at run time
             return self.emit(f"{rule.name}_list", [seq], kwargs, name=name)
         if isinstance(seq, Var):
-            self.error(errors.NoRuleError, f"{describe(node.func)} of a list built at run time "
-                       "has no rule (np.stack and np.concatenate of one have)", node)
-        self.error(errors.UnsupportedSyntaxError, f"{describe(node.func)} needs a list or "
-                   "tuple of arrays as its first argument", node)
+            self.error(
+                errors.NoRuleError,
+                f"{describe(node.func)} of a list built at run time "
+                "has no rule (np.stack and np.concatenate of one have)",
+                node,
+            )
+        self.error(
+            errors.UnsupportedSyntaxError,
+            f"{describe(node.func)} needs a list or tuple of arrays as its first argument",
+            node,
+        )
 
     def method(self, node, name=None):
         func = node.func
         receiver = self.expr(func.value)
         if isinstance(receiver, Record):
             return self.record_method(receiver, node)
-        if isinstance(receiver, Var) and (receiver.name in self.ctx.generators or
-                                          random_draws.is_generator(
-                                              self.ctx.free.get(receiver.name))):
+        if isinstance(receiver, Var) and (
+            receiver.name in self.ctx.generators
+            or random_draws.is_generator(self.ctx.free.get(receiver.name))
+        ):
             # rng.standard_normal(n): a draw from the user's generator, in the forward pass
             method, args, kwargs = self.draw_arguments(func.attr, node)
             draw = random_draws.method_rule(method)
             return self.emit(draw.name, [receiver] + args, kwargs, name=name)
         op = op_for_method(func.attr)
         if op is None:
-            self.error(errors.NoRuleError, f"the method .{func.attr}() has no derivative rule; "
-                       "supported methods: " + ", ".join(array_methods()), node)
+            self.error(
+                errors.NoRuleError,
+                f"the method .{func.attr}() has no derivative rule; "
+                "supported methods: " + ", ".join(array_methods()),
+                node,
+            )
         args, kwargs = self.call_args(node)
         if func.attr in VARARG_METHODS and len(args) > 1:
             args = [pack(args)]
-        if func.attr == "copy" and all(isinstance(a, Const) and a.value in ("C", "K", "A")
-                                       for a in args):
+        if func.attr == "copy" and all(
+            isinstance(a, Const) and a.value in ("C", "K", "A") for a in args
+        ):
             args = []  # (the memory layout of the copy changes no value)
         args = [receiver] + args
         self.check_binding(RULES[op], args, kwargs, node)
@@ -388,16 +461,31 @@ class CallsMixin:
         try:
             rule.signature().bind(*args, **dict(kwargs))
         except TypeError as exc:
-            self.error(errors.UnsupportedSyntaxError, f"{describe(node.func)}: {exc} (the "
-                       f"derivative rule takes ({', '.join(rule.signature().parameters)}))", node)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{describe(node.func)}: {exc} (the "
+                f"derivative rule takes ({', '.join(rule.signature().parameters)}))",
+                node,
+            )
 
     def no_rule(self, obj, func, node):
         label = describe(func)
-        base = self.target_of(func.value) if isinstance(func, gast.Attribute) and \
-            isinstance(func.value, (gast.Name, gast.Attribute)) else None
+        base = (
+            self.target_of(func.value)
+            if isinstance(func, gast.Attribute)
+            and isinstance(func.value, (gast.Name, gast.Attribute))
+            else None
+        )
         # the module the user found it in (scipy.special's ufuncs say they are numpy's)
-        module = base.module.__name__ if isinstance(base, ModuleRef) else \
-            getattr(obj, "__module__", None) or type(obj).__module__
-        self.error(errors.NoRuleError, f"{label} ({module}) has no derivative rule. Register one "
-                   "with sourcegrad.rules.defvjp(name, function, spelling, vjp_for_each_input...) "
-                   "or rewrite the line with supported functions", node)
+        module = (
+            base.module.__name__
+            if isinstance(base, ModuleRef)
+            else getattr(obj, "__module__", None) or type(obj).__module__
+        )
+        self.error(
+            errors.NoRuleError,
+            f"{label} ({module}) has no derivative rule. Register one "
+            "with sourcegrad.rules.defvjp(name, function, spelling, vjp_for_each_input...) "
+            "or rewrite the line with supported functions",
+            node,
+        )

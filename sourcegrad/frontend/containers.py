@@ -2,6 +2,7 @@
 containers of their leaves, dict displays, `d[k] = v`, methods of dicts, and the tuples
 that must become values (`make_tuple`) for their items' adjoints.
 """
+
 from __future__ import annotations
 
 import gast
@@ -27,14 +28,18 @@ class ContainersMixin:
 
     def tree_of(self, atom, leaves) -> trees.TreeDef:
         if isinstance(atom, Static):
-            self.error(errors.UnsupportedSyntaxError, f"{atom.what} is returned; return a dict "
-                       "or a tuple of values")
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{atom.what} is returned; return a dict or a tuple of values",
+            )
         if isinstance(atom, Record):
-            return trees.TreeDef(atom.kind, atom.cls, atom.keys,
-                                 tuple(self.tree_of(v, leaves) for v in atom.values))
+            return trees.TreeDef(
+                atom.kind, atom.cls, atom.keys, tuple(self.tree_of(v, leaves) for v in atom.values)
+            )
         if isinstance(atom, Tup):
-            return trees.TreeDef(trees.TUPLE, None, (),
-                                 tuple(self.tree_of(v, leaves) for v in atom.items))
+            return trees.TreeDef(
+                trees.TUPLE, None, (), tuple(self.tree_of(v, leaves) for v in atom.items)
+            )
         leaves.append(atom)
         return trees.TreeDef(trees.LEAF)
 
@@ -64,27 +69,45 @@ class ContainersMixin:
             return list(atom.values)
         if isinstance(atom, Record):
             self.error(errors.UnsupportedSyntaxError, f"{atom.describe()} is not iterable", stmt)
-        self.error(errors.UnsupportedSyntaxError, "zip of a sequence known only at run time "
-                   "with a dict or a list of dicts is not supported", stmt)
+        self.error(
+            errors.UnsupportedSyntaxError,
+            "zip of a sequence known only at run time "
+            "with a dict or a list of dicts is not supported",
+            stmt,
+        )
 
     def record_setitem(self, name, record, target, value, stmt):
         """`d[k] = v` of a dict display of this function: the name is bound to a dict with
         the new item (no other name may see the dict: Python would change it for both)."""
         if record.kind != trees.DICT:
-            self.error(errors.UnsupportedSyntaxError, f"{record.describe()} does not support "
-                       "item assignment", stmt)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{record.describe()} does not support item assignment",
+                stmt,
+            )
         if not record.local:
-            self.error(errors.UnsupportedSyntaxError, f"{name!r} is a dict argument (or one "
-                       "read from an argument); changing it in place is not supported: build a "
-                       "new dict ({**d, key: value})", stmt)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{name!r} is a dict argument (or one "
+                "read from an argument); changing it in place is not supported: build a "
+                "new dict ({**d, key: value})",
+                stmt,
+            )
         holders = [n for n, a in self.env.items() if n != name and contains(a, record)]
         if holders:
-            self.error(errors.UnsupportedSyntaxError, f"{name!r} is changed in place while "
-                       f"{holders[0]!r} refers to it too; build a new dict instead", stmt)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{name!r} is changed in place while "
+                f"{holders[0]!r} refers to it too; build a new dict instead",
+                stmt,
+            )
         key = self.index(target.slice)
         if not isinstance(key, Const):
-            self.error(errors.UnsupportedSyntaxError, "a dict's key must be known at compile "
-                       "time (a constant)", stmt)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "a dict's key must be known at compile time (a constant)",
+                stmt,
+            )
         atom = value if isinstance(value, (Var, Const, Tup)) else self.expr(value)
         self.bind(name, record.with_item(key.value, atom))
 
@@ -95,16 +118,25 @@ class ContainersMixin:
             value = self.expr(v)
             if k is None:  # **other
                 if not (isinstance(value, Record) and value.kind == trees.DICT):
-                    self.error(errors.UnsupportedSyntaxError, "** in a dict display needs a "
-                               "dict known at compile time", node)
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        "** in a dict display needs a dict known at compile time",
+                        node,
+                    )
                 for kk, vv in zip(value.keys, value.values):
                     record = record.with_item(kk, vv)
                 continue
             key = self.expr(k)
-            if not (isinstance(key, Const) and isinstance(key.value, (str, int)) and
-                    not isinstance(key.value, bool)):
-                self.error(errors.UnsupportedSyntaxError, "a dict display's keys must be "
-                           "constant strings or ints", node)
+            if not (
+                isinstance(key, Const)
+                and isinstance(key.value, (str, int))
+                and not isinstance(key.value, bool)
+            ):
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "a dict display's keys must be constant strings or ints",
+                    node,
+                )
             record = record.with_item(key.value, value)
         return record
 
@@ -117,10 +149,16 @@ class ContainersMixin:
         def visit(generators):
             if not generators:
                 key = self.expr(node.key)
-                if not (isinstance(key, Const) and isinstance(key.value, (str, int)) and
-                        not isinstance(key.value, bool)):
-                    self.error(errors.UnsupportedSyntaxError, "a dict comprehension's keys must "
-                               "be strings or ints known while compiling", node)
+                if not (
+                    isinstance(key, Const)
+                    and isinstance(key.value, (str, int))
+                    and not isinstance(key.value, bool)
+                ):
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        "a dict comprehension's keys must be strings or ints known while compiling",
+                        node,
+                    )
                 made[0] = made[0].with_item(key.value, self.expr(node.value))
                 return
             generator = generators[0]
@@ -132,14 +170,18 @@ class ContainersMixin:
                     self.bind_scoped(generator.target, item, node)
                     tests = [self.expr(test) for test in generator.ifs]
                     if any(not isinstance(t, Const) for t in tests):
-                        self.error(errors.UnsupportedSyntaxError, "a dict comprehension's "
-                                   "conditions must be known while compiling", node)
+                        self.error(
+                            errors.UnsupportedSyntaxError,
+                            "a dict comprehension's conditions must be known while compiling",
+                            node,
+                        )
                     if all(t.value for t in tests):
                         visit(generators[1:])
             finally:
                 for n in names:
                     self.env.pop(n, None)
                 self.env.update(saved)
+
         visit(list(node.generators))
         return made[0]
 
@@ -148,13 +190,23 @@ class ContainersMixin:
         if isinstance(target, gast.Name):
             self.env[target.id] = item
             return
-        parts = item.items if isinstance(item, Tup) else \
-            tuple(Const(v) for v in item.value) if isinstance(item, Const) and \
-            isinstance(item.value, (tuple, list)) else None
-        if not isinstance(target, (gast.Tuple, gast.List)) or parts is None or \
-                len(parts) != len(target.elts):
-            self.error(errors.UnsupportedSyntaxError, f"cannot unpack this item into "
-                       f"{describe(target)}", node)
+        parts = (
+            item.items
+            if isinstance(item, Tup)
+            else tuple(Const(v) for v in item.value)
+            if isinstance(item, Const) and isinstance(item.value, (tuple, list))
+            else None
+        )
+        if (
+            not isinstance(target, (gast.Tuple, gast.List))
+            or parts is None
+            or len(parts) != len(target.elts)
+        ):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"cannot unpack this item into {describe(target)}",
+                node,
+            )
         for t, part in zip(target.elts, parts):
             self.bind_scoped(t, part, node)
 
@@ -168,8 +220,11 @@ class ContainersMixin:
             return atom if items == atom.items else Tup(items)
         if isinstance(atom, Record):
             values = tuple(self.frozen(a) for a in atom.values)
-            return atom if values == atom.values else \
-                Record(atom.kind, atom.cls, atom.keys, values, atom.local)
+            return (
+                atom
+                if values == atom.values
+                else Record(atom.kind, atom.cls, atom.keys, values, atom.local)
+            )
         return atom
 
     def bind_container(self, name, atom) -> bool:
@@ -182,10 +237,13 @@ class ContainersMixin:
         assigned again in a loop body or a branch would need a variable: refused."""
         in_block = len(self.ctx.blocks) > 1
         if in_block and self.assignments.get(name, 0) > 1 and name not in self.unrolled:
-            self.error(errors.UnsupportedSyntaxError, f"{name!r} holds a dict, NamedTuple or "
-                       "dataclass (or a sequence of them), which is resolved at compile time, and "
-                       "is assigned again in a loop or branch; give each value its own name, or "
-                       "assign it outside the loop or branch")
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{name!r} holds a dict, NamedTuple or "
+                "dataclass (or a sequence of them), which is resolved at compile time, and "
+                "is assigned again in a loop or branch; give each value its own name, or "
+                "assign it outside the loop or branch",
+            )
         if not holds_record(atom):
             return False
         self.env[name] = self.frozen(atom)
@@ -198,11 +256,15 @@ class ContainersMixin:
         if record is None:
             return
         thing = record.what if isinstance(record, Static) else record.describe()
-        use = f" ({what.text or what.kind})" if what is not None and \
-            (what.text or what.kind) else ""
-        self.error(errors.UnsupportedSyntaxError, f"{thing} is used as a value{use}; "
-                   "only its items can be: index it with constant keys, read its fields, "
-                   "unpack it, or loop over it")
+        use = (
+            f" ({what.text or what.kind})" if what is not None and (what.text or what.kind) else ""
+        )
+        self.error(
+            errors.UnsupportedSyntaxError,
+            f"{thing} is used as a value{use}; "
+            "only its items can be: index it with constant keys, read its fields, "
+            "unpack it, or loop over it",
+        )
 
     def tuples_as_values(self, rule, args):
         """`args` with each `Tup` at a position that has a VJP made a value of its own.
@@ -214,8 +276,10 @@ class ContainersMixin:
         adjoint reaches each item (this call makes any nested tuple a value first)."""
         if not any(isinstance(a, Tup) for a in args):
             return args
-        return [self.tuple_value(a) if isinstance(a, Tup) and rule.vjp_for(i) is not None else a
-                for i, a in enumerate(args)]
+        return [
+            self.tuple_value(a) if isinstance(a, Tup) and rule.vjp_for(i) is not None else a
+            for i, a in enumerate(args)
+        ]
 
     def tuple_value(self, tup):
         """`make_tuple(...)` of a compile-time tuple. One of a parameter tree is named after
@@ -235,38 +299,61 @@ class ContainersMixin:
         of a dict known at compile time."""
         attr = node.func.attr
         args, kwargs = self.call_args(node)
-        if record.kind != trees.DICT or attr not in ("items", "values", "keys", "get") or \
-                kwargs or len(args) > (2 if attr == "get" else 0) or attr == "get" and not args:
-            self.error(errors.UnsupportedSyntaxError, f".{attr}() of {record.describe()} is not "
-                       "supported (supported: a dict's .items(), .values(), .keys() and "
-                       ".get(key[, default]))", node)
+        if (
+            record.kind != trees.DICT
+            or attr not in ("items", "values", "keys", "get")
+            or kwargs
+            or len(args) > (2 if attr == "get" else 0)
+            or attr == "get"
+            and not args
+        ):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f".{attr}() of {record.describe()} is not "
+                "supported (supported: a dict's .items(), .values(), .keys() and "
+                ".get(key[, default]))",
+                node,
+            )
         if attr == "get":
             if not isinstance(args[0], Const):
-                self.error(errors.UnsupportedSyntaxError, "a dict's key must be known at "
-                           "compile time (a constant)", node)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "a dict's key must be known at compile time (a constant)",
+                    node,
+                )
             key = args[0].value
             if key in record.keys:
                 return record.values[record.keys.index(key)]
             return args[1] if len(args) > 1 else Const(None)
         keys = tuple(Const(k) for k in record.keys)
-        items = {"keys": keys, "values": record.values,
-                 "items": tuple(Tup((k, v)) for k, v in zip(keys, record.values))}[attr]
+        items = {
+            "keys": keys,
+            "values": record.values,
+            "items": tuple(Tup((k, v)) for k, v in zip(keys, record.values)),
+        }[attr]
         return Static(items, f"{describe(node.func)}()")
 
     def record_item(self, record, index):
         """`d["W"]`, `p[0]` of a container known at compile time, at a constant key."""
         if isinstance(record, Record) and record.kind == trees.DATACLASS:
-            self.error(errors.UnsupportedSyntaxError, f"{record.describe()} is not subscriptable; "
-                       "read its fields as attributes")
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{record.describe()} is not subscriptable; read its fields as attributes",
+            )
         if not isinstance(index, Const):
-            self.error(errors.UnsupportedSyntaxError, f"{first_record(record).describe()} is "
-                       "indexed by a value known only at run time; its keys must be constants "
-                       "(a loop over .items() is unrolled, so its keys are)")
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{first_record(record).describe()} is "
+                "indexed by a value known only at run time; its keys must be constants "
+                "(a loop over .items() is unrolled, so its keys are)",
+            )
         key = index.value
         if isinstance(record, Record) and record.kind == trees.DICT:
             if key not in record.keys:
-                self.error(errors.UnsupportedSyntaxError, f"KeyError: {key!r} (the dict's keys: "
-                           f"{', '.join(map(repr, record.keys))})")
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    f"KeyError: {key!r} (the dict's keys: {', '.join(map(repr, record.keys))})",
+                )
             return record.values[record.keys.index(key)]
         items = record.values if isinstance(record, Record) else record.items
         try:

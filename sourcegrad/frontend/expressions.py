@@ -2,6 +2,7 @@
 comparisons (chained, `in` of constants), `and`/`or`/conditional expressions with
 Python's short circuit, displays, indices, comprehensions as loops.
 """
+
 from __future__ import annotations
 
 import gast
@@ -12,8 +13,19 @@ from ..ir import Assign, Call, Const, If, Slc, Tup, Var
 from ..names import name_for_call
 from ..ops import COMPARISONS, OPERATORS, reads_value_of, RULES
 from .syntax import AtomNode, copy_tree, RenameNames, UNSUPPORTED_EXPRESSIONS
-from .values import (as_dtype, CallableRef, function_label, FUNCTION_VALUES, holds_record,
-                     joined_tuples, LocalFunction, ModuleRef, PY_OPS, Record, Static)
+from .values import (
+    as_dtype,
+    CallableRef,
+    function_label,
+    FUNCTION_VALUES,
+    holds_record,
+    joined_tuples,
+    LocalFunction,
+    ModuleRef,
+    PY_OPS,
+    Record,
+    Static,
+)
 
 
 class ExpressionsMixin:
@@ -29,11 +41,19 @@ class ExpressionsMixin:
         args = [as_dtype(a) for a in args]
         kwargs = [(k, as_dtype(a)) for k, a in kwargs]
         self.no_function_values(list(args) + [a for _, a in kwargs], op)
-        if op == "getitem" and isinstance(args[0], Tup) and isinstance(args[1], Const) \
-                and isinstance(args[1].value, int):
+        if (
+            op == "getitem"
+            and isinstance(args[0], Tup)
+            and isinstance(args[1], Const)
+            and isinstance(args[1].value, int)
+        ):
             return args[0].items[args[1].value]  # unpacking a tuple of values: no code
-        if op == "getitem" and isinstance(args[0], Tup) and isinstance(args[1], Const) \
-                and isinstance(args[1].value, slice):  # `params[:-1]`: a tuple of its items
+        if (
+            op == "getitem"
+            and isinstance(args[0], Tup)
+            and isinstance(args[1], Const)
+            and isinstance(args[1].value, slice)
+        ):  # `params[:-1]`: a tuple of its items
             part = args[0].items[args[1].value]
             return Tup(part) if part else Const(())
         if op == "len" and isinstance(args[0], Tup):
@@ -45,8 +65,12 @@ class ExpressionsMixin:
         self.refuse_records(list(args) + [a for _, a in kwargs], RULES[op].spelling)
         if rule.vjps:
             args = self.tuples_as_values(rule, args)
-        if not rule.differentiable and rule.pure and not kwargs and \
-                all(isinstance(a, Const) for a in args):
+        if (
+            not rule.differentiable
+            and rule.pure
+            and not kwargs
+            and all(isinstance(a, Const) for a in args)
+        ):
             try:
                 value = rule.forward(*[a.value for a in args])
             except Exception:
@@ -79,8 +103,10 @@ class ExpressionsMixin:
             if atom == Var(target):
                 if i >= len(params) or reads_value_of(rule, params[i]):
                     return True
-        return any(atom == Var(target) and (k not in params or reads_value_of(rule, k))
-                   for k, atom in call.kwargs)
+        return any(
+            atom == Var(target) and (k not in params or reads_value_of(rule, k))
+            for k, atom in call.kwargs
+        )
 
     def expr(self, node, name=None):
         """Lower an expression to an atom, appending the statements that compute it."""
@@ -91,11 +117,17 @@ class ExpressionsMixin:
         if isinstance(node, gast.BinOp):
             op = OPERATORS.get(type(node.op).__name__)
             if op is None:
-                self.error(errors.UnsupportedSyntaxError, f"the operator {type(node.op).__name__} "
-                           "is not supported", node)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    f"the operator {type(node.op).__name__} is not supported",
+                    node,
+                )
             left, right = self.expr(node.left), self.expr(node.right)
-            if isinstance(left, Const) and isinstance(right, Const) and \
-                    all(type(a.value) in (int, float) for a in (left, right)):
+            if (
+                isinstance(left, Const)
+                and isinstance(right, Const)
+                and all(type(a.value) in (int, float) for a in (left, right))
+            ):
                 return Const(PY_OPS[op](left.value, right.value))
             joined = joined_tuples(op, left, right)
             if joined is not None:  # `args + (ones,)`: a tuple made while compiling
@@ -111,8 +143,11 @@ class ExpressionsMixin:
                 return operand
             if isinstance(node.op, gast.Not):
                 return self.emit("not_op", [operand], name=name)
-            self.error(errors.UnsupportedSyntaxError, f"the operator {type(node.op).__name__} "
-                       "is not supported", node)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"the operator {type(node.op).__name__} is not supported",
+                node,
+            )
         if isinstance(node, gast.Compare):
             return self.compare(node, name)
         if isinstance(node, gast.BoolOp):
@@ -125,8 +160,11 @@ class ExpressionsMixin:
             return self.attribute(node, name)
         if isinstance(node, gast.Subscript):
             if isinstance(node.value, gast.Attribute) and node.value.attr in ("s_", "index_exp"):
-                base = self.target_of(node.value.value) \
-                    if isinstance(node.value.value, (gast.Name, gast.Attribute)) else None
+                base = (
+                    self.target_of(node.value.value)
+                    if isinstance(node.value.value, (gast.Name, gast.Attribute))
+                    else None
+                )
                 if isinstance(base, ModuleRef):  # np.s_[0, 1:3]: an index, as generated code
                     return self.index(node.slice)  # spells one outside a subscript
             value = self.expr(node.value)
@@ -142,26 +180,35 @@ class ExpressionsMixin:
         if isinstance(node, (gast.ListComp, gast.GeneratorExp)):
             return self.comprehension(node, name)
         what = UNSUPPORTED_EXPRESSIONS.get(type(node), type(node).__name__)
-        self.error(errors.UnsupportedSyntaxError, f"{what} is not supported in "
-                   "differentiated code", node)
+        self.error(
+            errors.UnsupportedSyntaxError, f"{what} is not supported in differentiated code", node
+        )
 
     def no_function_values(self, atoms, use):
         """Refuse a function value where generated code would need it as a run-time value."""
         for atom in atoms:
             items = atom.items if isinstance(atom, Tup) else (atom,)
             for item in items:
-                if isinstance(item, CallableRef) and \
-                        getattr(item.obj, "_sourcegrad_gradient", False):
-                    self.error(errors.UnsupportedSyntaxError, "a gradient called inside "
-                               "differentiated code is differentiated once (reverse mode); a "
-                               "higher derivative through it is not supported", None)
+                if isinstance(item, CallableRef) and getattr(
+                    item.obj, "_sourcegrad_gradient", False
+                ):
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        "a gradient called inside "
+                        "differentiated code is differentiated once (reverse mode); a "
+                        "higher derivative through it is not supported",
+                        None,
+                    )
                 if isinstance(item, FUNCTION_VALUES):
                     what = f"the operation {use!r}" if use in RULES else use
-                    self.error(errors.UnsupportedSyntaxError,
-                               f"the function {function_label(item)!r} is used as a value by "
-                               f"{what}; a function value can be called, or passed to a Python "
-                               "function that calls it (it is inlined), not stored or computed "
-                               "with", None)
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        f"the function {function_label(item)!r} is used as a value by "
+                        f"{what}; a function value can be called, or passed to a Python "
+                        "function that calls it (it is inlined), not stored or computed "
+                        "with",
+                        None,
+                    )
 
     def comprehension(self, node, name):
         """`[elt for t in it if c]` (and a generator expression, which is consumed whole
@@ -175,7 +222,7 @@ class ExpressionsMixin:
         The comprehension's own names (t) get names of their own, as Python scopes them to
         the comprehension: a variable of the same name outside is not changed."""
         local = self.ctx.namer.fresh(self.local(name or "items"))
-        acc = local[len(self.prefix):]
+        acc = local[len(self.prefix) :]
         self.ctx.user_names.add(local)
         self.mutable.add(acc)
         self.out.append(Assign(local, Const([]), self.loc))
@@ -183,25 +230,45 @@ class ExpressionsMixin:
         renamed = {}
         for generator in node.generators:
             if getattr(generator, "is_async", 0):
-                self.error(errors.UnsupportedSyntaxError, "an async comprehension is not "
-                           "supported", node)
+                self.error(
+                    errors.UnsupportedSyntaxError, "an async comprehension is not supported", node
+                )
             for target in gast.walk(generator.target):
                 if isinstance(target, gast.Name):
                     fresh = self.ctx.namer.fresh(self.local(target.id))
-                    renamed[target.id] = fresh[len(self.prefix):]
+                    renamed[target.id] = fresh[len(self.prefix) :]
         node = RenameNames(renamed).visit(copy_tree(node))
+
         def at_node(made):  # a statement made here reports the comprehension's line
             return gast.copy_location(made, node)
+
         items = at_node(gast.Name(id=acc, ctx=gast.Load(), annotation=None, type_comment=None))
-        append = at_node(gast.Expr(value=at_node(gast.Call(
-            func=at_node(gast.Attribute(value=items, attr="append", ctx=gast.Load())),
-            args=[node.elt], keywords=[]))))
+        append = at_node(
+            gast.Expr(
+                value=at_node(
+                    gast.Call(
+                        func=at_node(gast.Attribute(value=items, attr="append", ctx=gast.Load())),
+                        args=[node.elt],
+                        keywords=[],
+                    )
+                )
+            )
+        )
         body = [append]
         for generator in reversed(node.generators):
             for test in reversed(generator.ifs):
                 body = [at_node(gast.If(test=test, body=body, orelse=[]))]
-            body = [at_node(gast.For(target=generator.target, iter=generator.iter, body=body,
-                                     orelse=[], type_comment=None))]
+            body = [
+                at_node(
+                    gast.For(
+                        target=generator.target,
+                        iter=generator.iter,
+                        body=body,
+                        orelse=[],
+                        type_comment=None,
+                    )
+                )
+            ]
         loop = body[0]
         saved_loc = self.loc
         self.for_(loop)
@@ -212,9 +279,13 @@ class ExpressionsMixin:
         """`target = body if test else orelse`, as an If whose branches assign one variable."""
         target = self.mutable_temp(name or "value")
         body = self.nested(lambda: self.out.append(Assign(target, self.expr(body_node), self.loc)))
-        orelse = self.nested(lambda: self.out.append(
-            Assign(target, self.expr(orelse_node) if orelse_node is not None else test,
-                   self.loc)))
+        orelse = self.nested(
+            lambda: self.out.append(
+                Assign(
+                    target, self.expr(orelse_node) if orelse_node is not None else test, self.loc
+                )
+            )
+        )
         if negate:
             body, orelse = orelse, body
         self.out.append(If(test, body, orelse, self.loc))
@@ -244,8 +315,11 @@ class ExpressionsMixin:
         more = self.nested(lambda: self.out.append(Assign(target, self.expr(rest), self.loc)))
         # the branch tests `first`, which the branch does not reassign: the backward replays
         # the same decision (testing `target` would see the value the branch gave it)
-        test = first if not isinstance(first, Var) or not self.is_variable(first.name) else \
-            self.snapshot(first)
+        test = (
+            first
+            if not isinstance(first, Var) or not self.is_variable(first.name)
+            else self.snapshot(first)
+        )
         if is_and:
             self.out.append(If(test, more, [], self.loc))
         else:
@@ -258,33 +332,46 @@ class ExpressionsMixin:
         right = self.expr(node.comparators[0])
         if ops[0] in ("In", "NotIn"):
             if not (isinstance(left, Const) and isinstance(right, Const)):
-                self.error(errors.UnsupportedSyntaxError, "a membership test (in, not in) is "
-                           "supported where both sides are known when compiling (constants, "
-                           "loop names over constants); here one is computed at run time",
-                           node)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "a membership test (in, not in) is "
+                    "supported where both sides are known when compiling (constants, "
+                    "loop names over constants); here one is computed at run time",
+                    node,
+                )
             found = left.value in right.value
             first = Const(found if ops[0] == "In" else not found)
             if len(ops) == 1:
                 return first
-            rest = gast.Compare(left=node.comparators[0], ops=node.ops[1:],
-                                comparators=node.comparators[1:])
+            rest = gast.Compare(
+                left=node.comparators[0], ops=node.ops[1:], comparators=node.comparators[1:]
+            )
             gast.copy_location(rest, node)
-            return self.expr(gast.copy_location(
-                gast.BoolOp(op=gast.And(), values=[AtomNode(first), rest]), node), name)
+            return self.expr(
+                gast.copy_location(
+                    gast.BoolOp(op=gast.And(), values=[AtomNode(first), rest]), node
+                ),
+                name,
+            )
         if any(o not in COMPARISONS and o not in ("Is", "IsNot", "In", "NotIn") for o in ops):
-            self.error(errors.UnsupportedSyntaxError, f"the comparison {ops} is not supported",
-                       node)
+            self.error(
+                errors.UnsupportedSyntaxError, f"the comparison {ops} is not supported", node
+            )
         if ops[0] in ("Is", "IsNot"):
             if isinstance(left, Const) and isinstance(right, Const):
                 same = left.value is right.value
                 return Const(same if ops[0] == "Is" else not same)
-            self.error(errors.UnsupportedSyntaxError, "`is` comparisons of computed values are "
-                       "not supported", node)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "`is` comparisons of computed values are not supported",
+                node,
+            )
         first = self.emit(COMPARISONS[ops[0]], [left, right], name=name if len(ops) == 1 else None)
         if len(ops) == 1:
             return first
-        rest = gast.Compare(left=node.comparators[0], ops=node.ops[1:],
-                            comparators=node.comparators[1:])
+        rest = gast.Compare(
+            left=node.comparators[0], ops=node.ops[1:], comparators=node.comparators[1:]
+        )
         gast.copy_location(rest, node)
         both = gast.BoolOp(op=gast.And(), values=[AtomNode(first), rest])
         gast.copy_location(both, node)
@@ -304,8 +391,10 @@ class ExpressionsMixin:
 
     def index(self, node):
         if isinstance(node, gast.Slice):
-            parts = [self.expr(p) if p is not None else Const(None)
-                     for p in (node.lower, node.upper, node.step)]
+            parts = [
+                self.expr(p) if p is not None else Const(None)
+                for p in (node.lower, node.upper, node.step)
+            ]
             if all(isinstance(p, Const) for p in parts):
                 return Const(slice(*(p.value for p in parts)))
             return Slc(*parts)

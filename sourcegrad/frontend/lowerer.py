@@ -1,6 +1,7 @@
 """The `Lowerer`: one function (the differentiated one, or one being inlined) lowered into a
 shared `Context`; its methods come from one mixin per kind of construct.
 """
+
 from __future__ import annotations
 
 from ..ir import Function
@@ -14,12 +15,14 @@ from .names import NamesMixin
 from .statements import StatementsMixin
 
 
-class Lowerer(StatementsMixin, AssignmentsMixin, ExpressionsMixin, NamesMixin, CallsMixin,
-              ContainersMixin):
+class Lowerer(
+    StatementsMixin, AssignmentsMixin, ExpressionsMixin, NamesMixin, CallsMixin, ContainersMixin
+):
     """Lowers one function (the differentiated one, or one being inlined) into the context."""
 
-    def __init__(self, parsed: ParsedFunction, ctx: Context | None = None, prefix: str = "",
-                 enclosing=None):
+    def __init__(
+        self, parsed: ParsedFunction, ctx: Context | None = None, prefix: str = "", enclosing=None
+    ):
         self.parsed = parsed
         self.ctx = ctx or Context()
         self.prefix = prefix
@@ -31,15 +34,15 @@ class Lowerer(StatementsMixin, AssignmentsMixin, ExpressionsMixin, NamesMixin, C
         self.local_functions: dict = {}
         self.loops: list = []
         self.loc = parsed.loc(parsed.tree)
-        self.result = None      # name receiving the return value, when returns are not tail
-        self.returned = None    # flag set by a non-tail return
+        self.result = None  # name receiving the return value, when returns are not tail
+        self.returned = None  # flag set by a non-tail return
         self.mutable: set = set()
         self.assigned: set = set()
         self.assignments: dict = {}  # name -> how many statements assign it (syntactically)
         self.compound_counts: dict = {}
         self.early_return = False
         self.yielded = None  # the body's first `yield` (prepare finds it; a generator is refused)
-        self.unrolled: set = set()   # targets of the loops being unrolled (unrolled_loop)
+        self.unrolled: set = set()  # targets of the loops being unrolled (unrolled_loop)
 
     def error(self, cls, message, node=None):
         raise cls(message, self.parsed.loc(node) if node is not None else self.loc)

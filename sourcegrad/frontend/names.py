@@ -2,6 +2,7 @@
 recorded as a dependency), builtins and modules; attributes of modules and of objects
 known when compiling.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -14,8 +15,17 @@ from .. import errors, trees
 from ..ir import Const, Var
 from ..ops import rule_for_function
 from .syntax import AtomNode, callee_name, describe
-from .values import (ATTRS, CallableRef, FUNCTION_VALUES, is_plain_object, MethodRef, ModuleRef,
-                     NOT_AN_OBJECT, Record, static_value)
+from .values import (
+    ATTRS,
+    CallableRef,
+    FUNCTION_VALUES,
+    is_plain_object,
+    MethodRef,
+    ModuleRef,
+    NOT_AN_OBJECT,
+    Record,
+    static_value,
+)
 
 
 class NamesMixin:
@@ -77,15 +87,22 @@ class NamesMixin:
         if ident in self.local_functions:  # `sq = lambda v: v * v`, read as a value
             return self.local_functions[ident]
         if ident in self.assigned and self.enclosing is None:
-            self.error(errors.NameResolutionError, f"local variable {ident!r} is read before it "
-                       "is assigned", node)
+            self.error(
+                errors.NameResolutionError,
+                f"local variable {ident!r} is read before it is assigned",
+                node,
+            )
         found = self.lookup(ident)
         if found is not None:
             return found  # a local value, or a local function passed as a value
         ref = self.classify(self.resolve(node), ident, node)
         if isinstance(ref, ModuleRef):
-            self.error(errors.UnsupportedSyntaxError, f"{ident!r} is a module used as a value; "
-                       "only its functions and constants can be read", node)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{ident!r} is a module used as a value; "
+                "only its functions and constants can be read",
+                node,
+            )
         return ref  # a function value is resolved now, and inlined where it is called
 
     def target_of(self, func):
@@ -101,12 +118,18 @@ class NamesMixin:
                 return None
             return self.classify(self.resolve(func), func.id, func)
         if isinstance(func, gast.Attribute):
-            base = self.target_of(func.value) if isinstance(func.value, (gast.Name, gast.Attribute)) \
+            base = (
+                self.target_of(func.value)
+                if isinstance(func.value, (gast.Name, gast.Attribute))
                 else None
+            )
             if isinstance(base, ModuleRef):
                 if not hasattr(base.module, func.attr):
-                    self.error(errors.NameResolutionError, f"module {base.module.__name__!r} has no "
-                               f"attribute {func.attr!r}", func)
+                    self.error(
+                        errors.NameResolutionError,
+                        f"module {base.module.__name__!r} has no attribute {func.attr!r}",
+                        func,
+                    )
                 value = getattr(base.module, func.attr)
                 if isinstance(value, types.ModuleType):
                     return ModuleRef(value)
@@ -133,13 +156,19 @@ class NamesMixin:
             if atom is None:
                 atom = self.lookup(node.id)
             if atom is None:  # a global or closure value (not a local read too early)
-                if node.id in self.assigned or \
-                        node.id not in self.closure and node.id not in self.globals:
+                if (
+                    node.id in self.assigned
+                    or node.id not in self.closure
+                    and node.id not in self.globals
+                ):
                     return NOT_AN_OBJECT
                 value = self.resolve(node)
                 return value if is_plain_object(value) else NOT_AN_OBJECT
-            if isinstance(atom, Var) and atom.name in self.ctx.free and \
-                    is_plain_object(self.ctx.free[atom.name]):
+            if (
+                isinstance(atom, Var)
+                and atom.name in self.ctx.free
+                and is_plain_object(self.ctx.free[atom.name])
+            ):
                 return self.ctx.free[atom.name]  # an object passed on (`self` of a method)
             return NOT_AN_OBJECT
         if isinstance(node, gast.Attribute):
@@ -155,8 +184,11 @@ class NamesMixin:
         try:
             value = getattr(obj, node.attr)
         except AttributeError:
-            self.error(errors.NameResolutionError, f"{type(obj).__name__!r} object has no "
-                       f"attribute {node.attr!r}", node)
+            self.error(
+                errors.NameResolutionError,
+                f"{type(obj).__name__!r} object has no attribute {node.attr!r}",
+                node,
+            )
         if isinstance(value, types.MethodType):
             self.ctx.dependencies.append(("method", obj, node.attr, value.__func__))
         else:
@@ -167,35 +199,53 @@ class NamesMixin:
         """The atom (or function value) of `obj.<attr>` for an object known when compiling:
         numbers inlined, arrays bound by name, methods inlined where they are called."""
         value = self.read_attribute(obj, node)
-        if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType) \
-                and value.__self__ is obj:
+        if (
+            isinstance(value, types.MethodType)
+            and isinstance(value.__func__, types.FunctionType)
+            and value.__self__ is obj
+        ):
             return MethodRef(value.__func__, self.bind_free(obj, callee_name(node.value)))
         if isinstance(value, types.ModuleType):
-            self.error(errors.UnsupportedSyntaxError, f"{describe(node)} is a module read as a "
-                       "value", node)
+            self.error(
+                errors.UnsupportedSyntaxError, f"{describe(node)} is a module read as a value", node
+            )
         return self.classify(value, node.attr, node)
 
     def attribute(self, node, name=None):
         obj = self.static_object(node.value)
         if obj is not NOT_AN_OBJECT:  # cfg.lr, self.W, model.layers
             return self.object_attribute(obj, node, name)
-        base = self.target_of(node.value) if isinstance(node.value, (gast.Name, gast.Attribute)) \
+        base = (
+            self.target_of(node.value)
+            if isinstance(node.value, (gast.Name, gast.Attribute))
             else None
+        )
         if isinstance(base, ModuleRef):
             value = self.target_of(node)
             if isinstance(value, (Const, CallableRef)):
                 return value  # a constant, or a function passed as a value (np.tanh)
-            self.error(errors.UnsupportedSyntaxError, f"{describe(node)} used as a value; only "
-                       "calls of it are supported", node)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{describe(node)} used as a value; only calls of it are supported",
+                node,
+            )
         receiver = self.expr(node.value)
         if isinstance(receiver, Record) and receiver.kind != trees.DICT:
             if node.attr not in receiver.keys:
-                self.error(errors.UnsupportedSyntaxError, f"{receiver.describe()} has no field "
-                           f"{node.attr!r} (its fields: {', '.join(receiver.keys)})", node)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    f"{receiver.describe()} has no field "
+                    f"{node.attr!r} (its fields: {', '.join(receiver.keys)})",
+                    node,
+                )
             return receiver.values[receiver.keys.index(node.attr)]
         op = ATTRS.get(node.attr)
         if op is None:
-            self.error(errors.UnsupportedSyntaxError, f"the attribute .{node.attr} is not "
-                       "supported (supported: .T, .shape, .ndim, .size, .dtype, and the fields "
-                       "of a NamedTuple or dataclass argument)", node)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"the attribute .{node.attr} is not "
+                "supported (supported: .T, .shape, .ndim, .size, .dtype, and the fields "
+                "of a NamedTuple or dataclass argument)",
+                node,
+            )
         return self.emit(op, [receiver], name=name)

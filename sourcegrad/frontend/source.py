@@ -3,6 +3,7 @@
 
 Takes a Python function; gives a `ParsedFunction` (its gast tree, file, first line, lines).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -39,7 +40,8 @@ def parse(fn) -> ParsedFunction:
     if not isinstance(fn, types.FunctionType):
         raise errors.SourceNotFoundError(
             f"{fn!r} is not a Python function with source; sourcegrad differentiates functions "
-            "written in Python (register a rule for a builtin or numpy function)")
+            "written in Python (register a rule for a builtin or numpy function)"
+        )
     if fn.__code__.co_name == "<lambda>":
         return parse_lambda(fn)
     try:
@@ -47,15 +49,18 @@ def parse(fn) -> ParsedFunction:
     except (OSError, TypeError) as exc:
         raise errors.SourceNotFoundError(
             f"the source of {fn.__qualname__} is not available ({exc}); functions defined with "
-            "exec() or typed at the interactive prompt cannot be differentiated. Put it in a file.")
+            "exec() or typed at the interactive prompt cannot be differentiated. Put it in a file."
+        )
     file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     module = gast.parse(textwrap.dedent("".join(source_lines)))
     tree = module.body[0]
     if isinstance(tree, gast.AsyncFunctionDef):
-        raise errors.UnsupportedSyntaxError(f"{fn.__qualname__} is an async function; only plain "
-                                            "functions can be differentiated",
-                                            ParsedFunction(fn, tree, inspect.getsourcefile(fn) or "",
-                                                           first_line, source_lines).loc(tree))
+        raise errors.UnsupportedSyntaxError(
+            f"{fn.__qualname__} is an async function; only plain functions can be differentiated",
+            ParsedFunction(fn, tree, inspect.getsourcefile(fn) or "", first_line, source_lines).loc(
+                tree
+            ),
+        )
     if not isinstance(tree, gast.FunctionDef):
         raise errors.UnsupportedSyntaxError(f"{fn.__qualname__} is not defined by a def statement")
     lines = linecache.getlines(file) or source_lines
@@ -86,7 +91,8 @@ def parse_lambda(fn) -> ParsedFunction:
         raise errors.SourceNotFoundError(
             f"the source of a lambda ({file}, line {line}) is not available; lambdas made with "
             "exec() or typed at the interactive prompt cannot be differentiated. Put it in a "
-            "file.")
+            "file."
+        )
     text = lines[line - 1].rstrip("\n") if 0 < line <= len(lines) else ""
     here = SourceLocation(file, line, 0, text)
     try:
@@ -95,27 +101,49 @@ def parse_lambda(fn) -> ParsedFunction:
         raise errors.SourceNotFoundError(f"the file of a lambda does not parse ({exc})", here)
     names = {}
     for node in gast.walk(module):
-        if isinstance(node, gast.Assign) and isinstance(node.value, gast.Lambda) and \
-                len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
+        if (
+            isinstance(node, gast.Assign)
+            and isinstance(node.value, gast.Lambda)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], gast.Name)
+        ):
             names[id(node.value)] = node.targets[0].id
-    params = list(code.co_varnames[:code.co_argcount])
-    found = sorted((n for n in gast.walk(module) if isinstance(n, gast.Lambda) and
-                    n.lineno == line and [a.id for a in n.args.args] == params),
-                   key=lambda n: (n.lineno, n.col_offset))
+    params = list(code.co_varnames[: code.co_argcount])
+    found = sorted(
+        (
+            n
+            for n in gast.walk(module)
+            if isinstance(n, gast.Lambda)
+            and n.lineno == line
+            and [a.id for a in n.args.args] == params
+        ),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
     if len(found) > 1:
         found = _lambdas_holding(found, code)
     if len(found) != 1:
-        why = "no lambda with these parameters starts there" if not found else \
-            f"{len(found)} lambdas on this line cannot be told apart" + (
-                "" if hasattr(code, "co_positions") else
-                " (Python 3.10 records no columns)")
+        why = (
+            "no lambda with these parameters starts there"
+            if not found
+            else f"{len(found)} lambdas on this line cannot be told apart"
+            + ("" if hasattr(code, "co_positions") else " (Python 3.10 records no columns)")
+        )
         raise errors.UnsupportedSyntaxError(
             f"cannot find the source of this lambda: {why}; put it on a line of its own, or "
-            "define the function with def", here)
+            "define the function with def",
+            here,
+        )
     node = found[0]
     body = gast.copy_location(gast.Return(value=node.body), node.body)
-    tree = gast.FunctionDef(name=names.get(id(node), "lambda"), args=node.args, body=[body],
-                            decorator_list=[], returns=None, type_comment=None, type_params=[])
+    tree = gast.FunctionDef(
+        name=names.get(id(node), "lambda"),
+        args=node.args,
+        body=[body],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
     gast.copy_location(tree, node)
     return ParsedFunction(fn, tree, file, 1, lines)
 
@@ -123,20 +151,35 @@ def parse_lambda(fn) -> ParsedFunction:
 def _lambdas_holding(candidates, code) -> list:
     """The smallest of the candidate lambdas whose span holds every instruction's position
     (a list of one), or all of them where positions do not decide."""
-    positions = [p for p in getattr(code, "co_positions", lambda: ())()
-                 if p[0] is not None and p[2] is not None and
-                 (p[1], p[3]) > (p[0], p[2])]  # (positions with a span: not RESUME's)
+    positions = [
+        p
+        for p in getattr(code, "co_positions", lambda: ())()
+        if p[0] is not None and p[2] is not None and (p[1], p[3]) > (p[0], p[2])
+    ]  # (positions with a span: not RESUME's)
     if not positions:
         return candidates
 
     def holds(node):
-        return all((node.lineno, node.col_offset) <= (p[0], p[2]) and
-                   (p[1], p[3]) <= (node.end_lineno, node.end_col_offset) for p in positions)
+        return all(
+            (node.lineno, node.col_offset) <= (p[0], p[2])
+            and (p[1], p[3]) <= (node.end_lineno, node.end_col_offset)
+            for p in positions
+        )
+
     holding = [n for n in candidates if holds(n)]
     if not holding:
         return candidates
-    smallest = min(holding, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset -
-                                           n.col_offset if n.end_lineno == n.lineno else 0))
-    same = [n for n in holding if (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) ==
-            (smallest.lineno, smallest.col_offset, smallest.end_lineno, smallest.end_col_offset)]
+    smallest = min(
+        holding,
+        key=lambda n: (
+            n.end_lineno - n.lineno,
+            n.end_col_offset - n.col_offset if n.end_lineno == n.lineno else 0,
+        ),
+    )
+    same = [
+        n
+        for n in holding
+        if (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
+        == (smallest.lineno, smallest.col_offset, smallest.end_lineno, smallest.end_col_offset)
+    ]
     return same if len(same) > 1 else [smallest]

@@ -2,6 +2,7 @@
 continue as flags), if, for (counted, over sequences, unrolled over constants and
 containers), while, nested definitions and assert.
 """
+
 from __future__ import annotations
 
 import types
@@ -9,14 +10,30 @@ import types
 import gast
 
 from .. import errors
-from ..ir import (Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While,
-                 walk)
+from ..ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While, walk
 from ..ops import rule_for_function
-from .syntax import (as_load, assigned_names, callee_name, describe, exits,
-                     loop_call, scan_statement, UNSUPPORTED_EXPRESSIONS, UNSUPPORTED_STATEMENTS,
-                     walk_no_defs)
-from .values import (CallableRef, first_record, holds_record, LocalFunction, Loop,
-                     nests_containers, structure_atom, unique_dependencies)
+from .syntax import (
+    as_load,
+    assigned_names,
+    callee_name,
+    describe,
+    exits,
+    loop_call,
+    scan_statement,
+    UNSUPPORTED_EXPRESSIONS,
+    UNSUPPORTED_STATEMENTS,
+    walk_no_defs,
+)
+from .values import (
+    CallableRef,
+    first_record,
+    holds_record,
+    LocalFunction,
+    Loop,
+    nests_containers,
+    structure_atom,
+    unique_dependencies,
+)
 
 
 class StatementsMixin:
@@ -31,9 +48,12 @@ class StatementsMixin:
         tree = self.parsed.tree
         args = tree.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            self.error(errors.UnsupportedSyntaxError,
-                       "*args, **kwargs, keyword-only and positional-only parameters are not "
-                       "supported yet", tree)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "*args, **kwargs, keyword-only and positional-only parameters are not "
+                "supported yet",
+                tree,
+            )
         params = [a.id for a in args.args]
         self.prepare(tree.body, params)
         lowered_params = []
@@ -43,8 +63,9 @@ class StatementsMixin:
             if name in structure:  # a parameter tree: its leaves are the parameters
                 leaves = self.leaf_parameters(name, structure[name], params, lowered_params)
                 lowered_params += leaves
-                self.env[name] = structure_atom(structure[name], iter(map(Var, leaves)),
-                                                 name, self.ctx.tuple_names)
+                self.env[name] = structure_atom(
+                    structure[name], iter(map(Var, leaves)), name, self.ctx.tuple_names
+                )
                 continue
             lowered_params.append(name)
             # an argument lowered as its value (an int that bounds a recursion) is a constant
@@ -53,26 +74,41 @@ class StatementsMixin:
             if name in static and name not in self.assigned:
                 value = static[name]
                 # a function argument is resolved now and inlined where it is called
-                self.env[name] = self.classify(value, name, tree) if callable(value) \
-                    else Const(value)
+                self.env[name] = (
+                    self.classify(value, name, tree) if callable(value) else Const(value)
+                )
         result = self.function_body(tree.body, tree)
         self.no_function_values([result], "the differentiated function's return")
         if isinstance(result, Tup) and any(map(holds_record, result.items)):
             # `return loss, {"acc": acc}`: a dict among returned values (has_aux's aux; grad
             # refuses a returned tuple otherwise) is built at run time, never differentiated
-            result = Tup(tuple(self.built(item) if holds_record(item) else item
-                               for item in result.items))
+            result = Tup(
+                tuple(self.built(item) if holds_record(item) else item for item in result.items)
+            )
         if holds_record(result):
-            self.error(errors.UnsupportedSyntaxError, f"the function returns "
-                       f"{first_record(result).describe()}; a differentiated function returns "
-                       "a number (or, with has_aux=True, a pair whose aux is a tuple of values)",
-                       tree.body[-1])
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"the function returns "
+                f"{first_record(result).describe()}; a differentiated function returns "
+                "a number (or, with has_aux=True, a pair whose aux is a tuple of values)",
+                tree.body[-1],
+            )
         self.out.append(Return(result, self.loc))
-        fn = Function(tree.name, lowered_params, self.ctx.blocks[0], self.parsed.file,
-                      self.parsed.loc(tree), self.ctx.free, self.ctx.user_names)
+        fn = Function(
+            tree.name,
+            lowered_params,
+            self.ctx.blocks[0],
+            self.parsed.file,
+            self.parsed.loc(tree),
+            self.ctx.free,
+            self.ctx.user_names,
+        )
         # modules (np, math) are not expected to be rebound; everything else is checked
-        fn.dependencies = [d for d in unique_dependencies(self.ctx.dependencies)
-                           if not isinstance(d[3], types.ModuleType)]
+        fn.dependencies = [
+            d
+            for d in unique_dependencies(self.ctx.dependencies)
+            if not isinstance(d[3], types.ModuleType)
+        ]
         return fn
 
     def prepare(self, body, params):
@@ -108,19 +144,37 @@ class StatementsMixin:
         """Lower a function body; return the atom holding its result."""
         yielded = self.yielded  # (found by prepare, which runs first)
         if yielded is not None:
-            self.error(errors.UnsupportedSyntaxError, f"{getattr(node, 'name', 'the function')} "
-                       "is a generator (yield): generators are not supported in differentiated "
-                       "code; return a list instead", yielded)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{getattr(node, 'name', 'the function')} "
+                "is a generator (yield): generators are not supported in differentiated "
+                "code; return a list instead",
+                yielded,
+            )
         if not body or not exits(body, {"return"}):
-            raised = next((n for s in body if not isinstance(s, gast.FunctionDef)
-                           for n in walk_no_defs(s, False) if isinstance(n, gast.Raise)), None)
+            raised = next(
+                (
+                    n
+                    for s in body
+                    if not isinstance(s, gast.FunctionDef)
+                    for n in walk_no_defs(s, False)
+                    if isinstance(n, gast.Raise)
+                ),
+                None,
+            )
             if raised is not None:  # it ends by raising: say so, not that a return is missing
-                self.error(errors.UnsupportedSyntaxError, "a raise statement is not supported "
-                           "in differentiated code (this function never returns a value)",
-                           raised)
-            self.error(errors.UnsupportedSyntaxError,
-                       f"{getattr(node, 'name', 'the function')} has no return statement, so it "
-                       "has no output to differentiate", node)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "a raise statement is not supported "
+                    "in differentiated code (this function never returns a value)",
+                    raised,
+                )
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{getattr(node, 'name', 'the function')} has no return statement, so it "
+                "has no output to differentiate",
+                node,
+            )
         tail = isinstance(body[-1], gast.Return) and not exits(body[:-1], {"return"})
         if tail:
             self.block(body[:-1])
@@ -147,7 +201,7 @@ class StatementsMixin:
                 return False
             flags = self.exit_flags(stmt)
             if flags:  # (the rest, sliced only here: slicing per statement was quadratic)
-                self.guarded(flags, stmts[i + 1:])
+                self.guarded(flags, stmts[i + 1 :])
                 return False
         return False
 
@@ -185,8 +239,11 @@ class StatementsMixin:
         self.loc = self.parsed.loc(stmt)
         if isinstance(stmt, gast.Assign):
             if len(stmt.targets) != 1:
-                self.error(errors.UnsupportedSyntaxError, "chained assignment (a = b = ...) is "
-                           "not supported yet", stmt)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "chained assignment (a = b = ...) is not supported yet",
+                    stmt,
+                )
             self.assign(stmt.targets[0], stmt.value, stmt)
         elif isinstance(stmt, gast.AugAssign):
             load = as_load(stmt.target)
@@ -220,8 +277,11 @@ class StatementsMixin:
             self.assert_(stmt)
         else:
             what = UNSUPPORTED_STATEMENTS.get(type(stmt), type(stmt).__name__)
-            self.error(errors.UnsupportedSyntaxError, f"{what} is not supported in "
-                       "differentiated code", stmt)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{what} is not supported in differentiated code",
+                stmt,
+            )
         return False
 
     def return_(self, stmt):
@@ -241,31 +301,43 @@ class StatementsMixin:
         value = stmt.value
         if isinstance(value, gast.Constant) and isinstance(value.value, str):
             return  # a docstring
-        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
-                and value.func.attr == "append" and isinstance(value.func.value, gast.Name) \
-                and value.func.value.id in self.env:
+        if (
+            isinstance(value, gast.Call)
+            and isinstance(value.func, gast.Attribute)
+            and value.func.attr == "append"
+            and isinstance(value.func.value, gast.Name)
+            and value.func.value.id in self.env
+        ):
             self.list_append(value)
             return
         if isinstance(value, gast.Call):
             target = self.target_of(value.func)
-            if isinstance(target, CallableRef) and rule_for_function(target.obj) is None \
-                    and not isinstance(target.obj, types.FunctionType):
+            if (
+                isinstance(target, CallableRef)
+                and rule_for_function(target.obj) is None
+                and not isinstance(target.obj, types.FunctionType)
+            ):
                 # print() and other calls made for their effect: forward pass only
                 args = [self.expr(a) for a in value.args]
                 kwargs = tuple((k.arg, self.expr(k.value)) for k in value.keywords)
                 self.refuse_records(args + [a for _, a in kwargs])
                 callee = self.bind_free(target.obj, callee_name(value.func))
-                self.out.append(ExprStmt(Call("pycall", tuple([callee] + args), kwargs),
-                                         self.loc))
+                self.out.append(ExprStmt(Call("pycall", tuple([callee] + args), kwargs), self.loc))
                 return
             self.expr(value)  # a call of a user function: its effects are inlined
             return
         what = UNSUPPORTED_EXPRESSIONS.get(type(value))
         if what is not None:
-            self.error(errors.UnsupportedSyntaxError, f"{what} is not supported in "
-                       "differentiated code", stmt)
-        self.error(errors.UnsupportedSyntaxError, "an expression statement that is not a call "
-                   "has no effect", stmt)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{what} is not supported in differentiated code",
+                stmt,
+            )
+        self.error(
+            errors.UnsupportedSyntaxError,
+            "an expression statement that is not a call has no effect",
+            stmt,
+        )
 
     def list_append(self, call):
         name = call.func.value.id
@@ -291,11 +363,19 @@ class StatementsMixin:
             self.error(errors.UnsupportedSyntaxError, "for ... else is not supported", stmt)
         loc = self.parsed.loc(stmt)
         evaluated = self.iterated_parts(stmt.iter, stmt)
-        if evaluated is not None and (any(map(holds_record, evaluated)) or (
-                any(map(nests_containers, evaluated)) and
-                all(isinstance(e, Tup) or isinstance(e, Const) and
-                    isinstance(e.value, (tuple, list)) for e in evaluated) and
-                not exits(stmt.body, {"break", "continue", "return"}))):
+        if evaluated is not None and (
+            any(map(holds_record, evaluated))
+            or (
+                any(map(nests_containers, evaluated))
+                and all(
+                    isinstance(e, Tup)
+                    or isinstance(e, Const)
+                    and isinstance(e.value, (tuple, list))
+                    for e in evaluated
+                )
+                and not exits(stmt.body, {"break", "continue", "return"})
+            )
+        ):
             self.unrolled_loop(stmt, evaluated)
             return
         if evaluated is not None and self.unrolled_constants(stmt, evaluated):
@@ -318,6 +398,7 @@ class StatementsMixin:
                 self.block(stmt.body)
             finally:
                 self.loops.pop()
+
         block = self.nested(body)
         self.loc = loc
         if any(isinstance(s, Assign) and s.target == index for s in walk(block)):
@@ -332,8 +413,11 @@ class StatementsMixin:
         """`for key in ("W", "b"):` over constants that are not numbers: the body once per
         item, with the item a constant (so `params[key]` and `key in ...` are known when
         compiling). Numbers keep a loop: the code would grow with the count."""
-        if loop_call(stmt.iter, self.env) in ("enumerate", "zip") or len(evaluated) != 1 or \
-                exits(stmt.body, {"break", "continue", "return"}):
+        if (
+            loop_call(stmt.iter, self.env) in ("enumerate", "zip")
+            or len(evaluated) != 1
+            or exits(stmt.body, {"break", "continue", "return"})
+        ):
             return False
         sequence = evaluated[0]
         if not (isinstance(sequence, Const) and isinstance(sequence.value, (tuple, list))):
@@ -354,13 +438,19 @@ class StatementsMixin:
         """Bind the names of a loop target to (parts of) a constant, with no code."""
         if isinstance(target, gast.Name):
             self.env[target.id] = Const(value)
-        elif isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (tuple, list)) \
-                and len(value) == len(target.elts):
+        elif (
+            isinstance(target, (gast.Tuple, gast.List))
+            and isinstance(value, (tuple, list))
+            and len(value) == len(target.elts)
+        ):
             for t, v in zip(target.elts, value):
                 self.constant_target(t, v, stmt)
         else:
-            self.error(errors.UnsupportedSyntaxError, f"cannot unpack {value!r} into "
-                       f"{describe(target)}", stmt)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"cannot unpack {value!r} into {describe(target)}",
+                stmt,
+            )
 
     def iterated_parts(self, node, stmt):
         """The values a `for` loop over `node` iterates, evaluated once: the sequence, or
@@ -376,8 +466,11 @@ class StatementsMixin:
             if isinstance(p, gast.Starred):  # zip(*pairs): a tuple known while compiling
                 seq = self.expr(p.value)
                 if not isinstance(seq, Tup):
-                    self.error(errors.UnsupportedSyntaxError, "*args needs a tuple whose "
-                               "length is known", stmt)
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        "*args needs a tuple whose length is known",
+                        stmt,
+                    )
                 parts += list(seq.items)
             else:
                 parts.append(self.iterated(p, stmt))
@@ -389,9 +482,13 @@ class StatementsMixin:
         each item keeps its own adjoint and its own shape)."""
         kind = loop_call(stmt.iter, self.env)
         if exits(stmt.body, {"break", "continue", "return"}):
-            self.error(errors.UnsupportedSyntaxError, "break, continue or return in a loop over "
-                       "a dict, NamedTuple or a list of dicts is not supported (such a loop is "
-                       "unrolled at compile time)", stmt)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "break, continue or return in a loop over "
+                "a dict, NamedTuple or a list of dicts is not supported (such a loop is "
+                "unrolled at compile time)",
+                stmt,
+            )
         if kind == "enumerate" and (len(evaluated) != 1 or stmt.iter.keywords):
             self.error(errors.UnsupportedSyntaxError, "enumerate takes one sequence here", stmt)
         # (the sequence is made before the first trip: it holds its variables' values then)
@@ -410,7 +507,8 @@ class StatementsMixin:
         simple, compound = set(), set()
         for s in stmt.body:
             (compound if isinstance(s, (gast.If, gast.For, gast.While)) else simple).update(
-                assigned_names(s))
+                assigned_names(s)
+            )
         renamed = (simple - compound - targets) & self.mutable
         outer = self.unrolled
         self.unrolled = outer | targets
@@ -436,10 +534,16 @@ class StatementsMixin:
     def iteration(self, node, target, stmt, evaluated=None):
         """(start, stop, step, (index name, [binders])) for `for target in node`;
         `evaluated`: the values `iterated_parts` gave."""
-        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
-                and node.func.id == "reversed" and len(node.args) == 1 \
-                and isinstance(node.args[0], gast.Call) and isinstance(node.args[0].func, gast.Name) \
-                and node.args[0].func.id == "range" and isinstance(target, gast.Name):
+        if (
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Name)
+            and node.func.id == "reversed"
+            and len(node.args) == 1
+            and isinstance(node.args[0], gast.Call)
+            and isinstance(node.args[0].func, gast.Name)
+            and node.args[0].func.id == "range"
+            and isinstance(target, gast.Name)
+        ):
             # `for i in reversed(range(...))` (generated backward code, differentiated again):
             # count k up and read the range from its end
             span = self.emit("range", [self.expr(a) for a in node.args[0].args])
@@ -448,62 +552,119 @@ class StatementsMixin:
 
             def bind_index():
                 last = self.emit("sub_op", [self.emit("sub_op", [length, Const(1)]), Var(k)])
-                self.bind(target.id, self.emit("getitem", [span, last],
-                                               name=self.local(target.id)))
+                self.bind(target.id, self.emit("getitem", [span, last], name=self.local(target.id)))
+
             self.mutable.add(target.id)
             return Const(0), length, Const(1), (k, [bind_index])
-        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
-                and node.func.id in ("range", "enumerate", "zip") and node.func.id not in self.env:
+        if (
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Name)
+            and node.func.id in ("range", "enumerate", "zip")
+            and node.func.id not in self.env
+        ):
             kind = node.func.id
             if kind == "range":
                 args = [self.expr(a) for a in node.args]
                 if not 1 <= len(args) <= 3:
                     self.error(errors.UnsupportedSyntaxError, "range takes 1 to 3 arguments", stmt)
-                start, stop, step = {1: lambda: (Const(0), args[0], Const(1)),
-                                     2: lambda: (args[0], args[1], Const(1)),
-                                     3: lambda: tuple(args)}[len(args)]()
+                start, stop, step = {
+                    1: lambda: (Const(0), args[0], Const(1)),
+                    2: lambda: (args[0], args[1], Const(1)),
+                    3: lambda: tuple(args),
+                }[len(args)]()
                 if not isinstance(target, gast.Name):
-                    self.error(errors.UnsupportedSyntaxError, "the target of a range loop must "
-                               "be a name", stmt)
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        "the target of a range loop must be a name",
+                        stmt,
+                    )
                 return start, stop, step, (self.loop_target(target.id), [])
             if kind == "enumerate":
                 seq = evaluated[0] if evaluated is not None else self.iterated(node.args[0], stmt)
                 if not (isinstance(target, gast.Tuple) and len(target.elts) == 2):
                     self.error(errors.UnsupportedSyntaxError, "unpack enumerate as i, x", stmt)
-                index = self.loop_target(target.elts[0].id) \
-                    if isinstance(target.elts[0], gast.Name) else self.ctx.namer.fresh("i")
+                index = (
+                    self.loop_target(target.elts[0].id)
+                    if isinstance(target.elts[0], gast.Name)
+                    else self.ctx.namer.fresh("i")
+                )
                 length = self.emit("len", [seq])
-                return Const(0), length, Const(1), (index, [
-                    lambda: self.bind_target(target.elts[1], self.emit(
-                        "getitem", [seq, Var(index)], name=self.name_of(target.elts[1])))])
-            seqs = evaluated if evaluated is not None else \
-                [self.iterated(a, stmt) for a in node.args]
+                return (
+                    Const(0),
+                    length,
+                    Const(1),
+                    (
+                        index,
+                        [
+                            lambda: self.bind_target(
+                                target.elts[1],
+                                self.emit(
+                                    "getitem", [seq, Var(index)], name=self.name_of(target.elts[1])
+                                ),
+                            )
+                        ],
+                    ),
+                )
+            seqs = (
+                evaluated if evaluated is not None else [self.iterated(a, stmt) for a in node.args]
+            )
             lengths = [self.emit("len", [s]) for s in seqs]
             length = lengths[0] if len(lengths) == 1 else self.emit("min_builtin", lengths)
             if not (isinstance(target, gast.Tuple) and len(target.elts) == len(seqs)):
-                self.error(errors.UnsupportedSyntaxError, "unpack zip into one name per "
-                           "sequence", stmt)
+                self.error(
+                    errors.UnsupportedSyntaxError, "unpack zip into one name per sequence", stmt
+                )
             index = self.ctx.namer.fresh("i")
-            return Const(0), length, Const(1), (index, [
-                (lambda t, s: lambda: self.bind_target(t, self.emit(
-                    "getitem", [s, Var(index)], name=self.name_of(t))))(t, s)
-                for t, s in zip(target.elts, seqs)])
+            return (
+                Const(0),
+                length,
+                Const(1),
+                (
+                    index,
+                    [
+                        (
+                            lambda t, s: (
+                                lambda: self.bind_target(
+                                    t, self.emit("getitem", [s, Var(index)], name=self.name_of(t))
+                                )
+                            )
+                        )(t, s)
+                        for t, s in zip(target.elts, seqs)
+                    ],
+                ),
+            )
         seq = evaluated[0] if evaluated is not None else self.iterated(node, stmt)
         if isinstance(seq, Tup):  # a tuple of computed values, indexed by the loop at run time
             seq = self.tuple_value(seq)
         length = self.emit("len", [seq])
         index = self.ctx.namer.fresh("i")
-        return Const(0), length, Const(1), (index, [
-            lambda: self.bind_target(target, self.emit("getitem", [seq, Var(index)],
-                                                       name=self.name_of(target)))])
+        return (
+            Const(0),
+            length,
+            Const(1),
+            (
+                index,
+                [
+                    lambda: self.bind_target(
+                        target, self.emit("getitem", [seq, Var(index)], name=self.name_of(target))
+                    )
+                ],
+            ),
+        )
 
     def iterated(self, node, stmt):
         """The value a `for` loop iterates over. Python evaluates it once, so a name the body
         rebinds (`for e in x: x = ...`) is read through a copy made before the loop."""
         seq = self.expr(node)
-        if isinstance(node, gast.Name) and isinstance(seq, Var) and any(
+        if (
+            isinstance(node, gast.Name)
+            and isinstance(seq, Var)
+            and any(
                 isinstance(n, gast.Name) and n.id == node.id and isinstance(n.ctx, gast.Store)
-                for s in stmt.body for n in gast.walk(s)):
+                for s in stmt.body
+                for n in gast.walk(s)
+            )
+        ):
             items = self.ctx.namer.fresh(f"{node.id}_items")
             self.out.append(Assign(items, seq, self.parsed.loc(stmt)))
             seq = Var(items)
@@ -543,12 +704,16 @@ class StatementsMixin:
                 go = self.emit("not_op", [Var(brk)], name="go")
                 name = go.name
                 self.mutable.add(name)
-                inner = self.nested(lambda: holder.setdefault(
-                    "t", self.out.append(Assign(name, self.expr(stmt.test), loc))))
+                inner = self.nested(
+                    lambda: holder.setdefault(
+                        "t", self.out.append(Assign(name, self.expr(stmt.test), loc))
+                    )
+                )
                 self.out.append(If(go, inner, [], loc))
                 holder["test"] = Var(name)
             else:
                 holder["test"] = self.expr(stmt.test)
+
         test_body = self.nested(test)
 
         def body():
@@ -559,6 +724,7 @@ class StatementsMixin:
                 self.block(stmt.body)
             finally:
                 self.loops.pop()
+
         block = self.nested(body)
         self.loc = loc
         self.out.append(While(test_body, holder["test"], block, loc))
@@ -569,8 +735,10 @@ class StatementsMixin:
 
     def defaults_of(self, args):
         names = [a.id for a in args.args]
-        defaults = {name: self.expr(d) for name, d in zip(names[len(names) - len(args.defaults):],
-                                                          args.defaults)}
+        defaults = {
+            name: self.expr(d)
+            for name, d in zip(names[len(names) - len(args.defaults) :], args.defaults)
+        }
         for a, d in zip(args.kwonlyargs, args.kw_defaults):  # keyword-only: None, no default
             if d is not None:
                 defaults[a.id] = self.expr(d)
@@ -581,12 +749,16 @@ class StatementsMixin:
         test = self.expr(stmt.test)
         message = Const(None) if stmt.msg is None else self.expr(stmt.msg)
         if not isinstance(message, Const):
-            self.error(errors.UnsupportedSyntaxError, "the message of an assert must be a "
-                       "constant", stmt)
+            self.error(
+                errors.UnsupportedSyntaxError, "the message of an assert must be a constant", stmt
+            )
         if isinstance(test, Const):
             if not test.value:  # fails on every call: say so now, where the code is
-                self.error(errors.UnsupportedSyntaxError, "this assert fails for every call "
-                           f"(AssertionError{': ' + str(message.value) if message.value else ''})",
-                           stmt)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "this assert fails for every call "
+                    f"(AssertionError{': ' + str(message.value) if message.value else ''})",
+                    stmt,
+                )
             return
         self.out.append(ExprStmt(Call("check_assert", (test, message)), self.loc))

@@ -2,6 +2,7 @@
 statement assigns, whether a block exits, how to describe a construct in an error; the
 constructs refused, and small tree helpers.
 """
+
 from __future__ import annotations
 
 import copy
@@ -12,23 +13,35 @@ from .. import errors
 
 
 UNSUPPORTED_STATEMENTS = {
-    gast.Try: "a try statement", gast.With: "a with statement", gast.Raise: "a raise statement",
-    gast.Delete: "a del statement", gast.Global: "a global declaration",
-    gast.Nonlocal: "a nonlocal declaration", gast.ClassDef: "a class definition",
+    gast.Try: "a try statement",
+    gast.With: "a with statement",
+    gast.Raise: "a raise statement",
+    gast.Delete: "a del statement",
+    gast.Global: "a global declaration",
+    gast.Nonlocal: "a nonlocal declaration",
+    gast.ClassDef: "a class definition",
     gast.AsyncFunctionDef: "an async function definition",
-    gast.AsyncFor: "an async for loop", gast.AsyncWith: "an async with statement",
-    gast.Import: "an import statement", gast.ImportFrom: "an import statement",
+    gast.AsyncFor: "an async for loop",
+    gast.AsyncWith: "an async with statement",
+    gast.Import: "an import statement",
+    gast.ImportFrom: "an import statement",
     gast.AnnAssign: "an annotated assignment",
 }
 
 
 UNSUPPORTED_EXPRESSIONS = {
     gast.Lambda: "a lambda (other than one assigned to a name)",
-    gast.ListComp: "a list comprehension", gast.SetComp: "a set comprehension",
-    gast.DictComp: "a dict comprehension", gast.GeneratorExp: "a generator expression",
-    gast.Await: "await", gast.Yield: "yield (a generator)", gast.YieldFrom: "yield from",
-    gast.Set: "a set display", gast.JoinedStr: "an f-string",
-    gast.NamedExpr: "an assignment expression (:=)", gast.Starred: "a starred expression",
+    gast.ListComp: "a list comprehension",
+    gast.SetComp: "a set comprehension",
+    gast.DictComp: "a dict comprehension",
+    gast.GeneratorExp: "a generator expression",
+    gast.Await: "await",
+    gast.Yield: "yield (a generator)",
+    gast.YieldFrom: "yield from",
+    gast.Set: "a set display",
+    gast.JoinedStr: "an f-string",
+    gast.NamedExpr: "an assignment expression (:=)",
+    gast.Starred: "a starred expression",
 }
 
 
@@ -47,6 +60,7 @@ def exits(stmts, kinds, in_loop=True):
             elif isinstance(node, gast.Continue) and "continue" in kinds:
                 found.add("continue")
     return found
+
 
 # statements made of expressions only (no break, continue or return can be inside them)
 _SIMPLE_STATEMENTS = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Pass)
@@ -68,17 +82,31 @@ def assigned_names(stmt, nodes=None) -> set:
     names = set()
     nodes = list(walk_no_defs(stmt, False)) if nodes is None else nodes
     # a comprehension's own names are scoped to it (lowered under names of their own)
-    scoped = {id(t) for node in nodes if isinstance(node, gast.comprehension)
-              for t in gast.walk(node.target)}
+    scoped = {
+        id(t)
+        for node in nodes
+        if isinstance(node, gast.comprehension)
+        for t in gast.walk(node.target)
+    }
     for node in nodes:
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) and \
-                id(node) not in scoped:
+        if (
+            isinstance(node, gast.Name)
+            and isinstance(node.ctx, gast.Store)
+            and id(node) not in scoped
+        ):
             names.add(node.id)
-        elif isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) and \
-                isinstance(node.value, gast.Name):
+        elif (
+            isinstance(node, gast.Subscript)
+            and isinstance(node.ctx, gast.Store)
+            and isinstance(node.value, gast.Name)
+        ):
             names.add(node.value.id)
-        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
-                node.func.attr in ("append", "pop") and isinstance(node.func.value, gast.Name):
+        elif (
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Attribute)
+            and node.func.attr in ("append", "pop")
+            and isinstance(node.func.value, gast.Name)
+        ):
             names.add(node.func.value.id)
         if isinstance(node, gast.Call):  # `np.exp(a, out=u)` and `out=rows[t]` write u, rows
             for k in node.keywords:
@@ -101,11 +129,18 @@ def assignment_counts(body) -> dict:
 def _assigned_names_of_node(node):
     if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
         return (node.id,)
-    if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) and \
-            isinstance(node.value, gast.Name):
+    if (
+        isinstance(node, gast.Subscript)
+        and isinstance(node.ctx, gast.Store)
+        and isinstance(node.value, gast.Name)
+    ):
         return (node.value.id,)
-    if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
-            node.func.attr in ("append", "pop") and isinstance(node.func.value, gast.Name):
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Attribute)
+        and node.func.attr in ("append", "pop")
+        and isinstance(node.func.value, gast.Name)
+    ):
         return (node.func.value.id,)
     return ()
 
@@ -151,28 +186,34 @@ class AtomNode(gast.Name):
 
 
 def loop_call(node, env):
-    """"range", "enumerate", "zip" or "reversed" for a loop over such a call of the builtin
+    """ "range", "enumerate", "zip" or "reversed" for a loop over such a call of the builtin
     (as `Lowerer.iteration` reads it), else None."""
-    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
-            node.func.id not in env:
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id not in env:
         if node.func.id in ("range", "enumerate", "zip"):
             return node.func.id
-        if node.func.id == "reversed" and len(node.args) == 1 and \
-                isinstance(node.args[0], gast.Call) and \
-                isinstance(node.args[0].func, gast.Name) and node.args[0].func.id == "range":
+        if (
+            node.func.id == "reversed"
+            and len(node.args) == 1
+            and isinstance(node.args[0], gast.Call)
+            and isinstance(node.args[0].func, gast.Name)
+            and node.args[0].func.id == "range"
+        ):
             return "reversed"
     return None
 
 
 def as_load(target):
     if isinstance(target, gast.Name):
-        return gast.copy_location(gast.Name(id=target.id, ctx=gast.Load(), annotation=None,
-                                            type_comment=None), target)
+        return gast.copy_location(
+            gast.Name(id=target.id, ctx=gast.Load(), annotation=None, type_comment=None), target
+        )
     if isinstance(target, gast.Subscript):
-        return gast.copy_location(gast.Subscript(value=as_load(target.value), slice=target.slice,
-                                                 ctx=gast.Load()), target)
-    raise errors.UnsupportedSyntaxError(f"augmented assignment to {describe(target)} is not "
-                                        "supported")
+        return gast.copy_location(
+            gast.Subscript(value=as_load(target.value), slice=target.slice, ctx=gast.Load()), target
+        )
+    raise errors.UnsupportedSyntaxError(
+        f"augmented assignment to {describe(target)} is not supported"
+    )
 
 
 def callee_name(func):
@@ -186,6 +227,7 @@ def callee_name(func):
 def describe(node) -> str:
     try:
         import astor
+
         return astor.to_source(gast.gast_to_ast(node)).strip()
     except Exception:  # pragma: no cover - description is best effort
         return type(node).__name__

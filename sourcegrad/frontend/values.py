@@ -3,6 +3,7 @@
 dict displays, objects read when compiling; the `Context` all functions lowered into one IR
 share; and the small tables the lowering consults.
 """
+
 from __future__ import annotations
 
 import types
@@ -42,8 +43,10 @@ class Record:
     def describe(self) -> str:
         if self.kind == trees.DICT:
             return "a dict"
-        return f"a {'NamedTuple' if self.kind == trees.NAMEDTUPLE else 'dataclass'} " \
+        return (
+            f"a {'NamedTuple' if self.kind == trees.NAMEDTUPLE else 'dataclass'} "
             f"({self.cls.__name__})"
+        )
 
     def with_item(self, key, value) -> "Record":
         if key in self.keys:
@@ -111,18 +114,27 @@ def static_value(value):
         return Const(value)
     if isinstance(value, np.generic) and value.ndim == 0 and value.dtype.kind in "biuf":
         return Const(value.item())
-    if isinstance(value, tuple) and all(isinstance(v, (int, float, bool, str)) or v is None
-                                        for v in value):
+    if isinstance(value, tuple) and all(
+        isinstance(v, (int, float, bool, str)) or v is None for v in value
+    ):
         return Const(value)
     return None
+
 
 # Methods on arrays: the op each calls is the registry's (`ops.op_for_method`); here, how a
 # method's arguments map onto it.
 VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}  # x.reshape(2, 3) == x.reshape((2, 3))
 
 
-ATTRS = {"T": "T", "shape": "shape", "ndim": "ndim", "size": "size", "dtype": "dtype",
-         "real": "real_attr", "imag": "imag_attr"}
+ATTRS = {
+    "T": "T",
+    "shape": "shape",
+    "ndim": "ndim",
+    "size": "size",
+    "dtype": "dtype",
+    "real": "real_attr",
+    "imag": "imag_attr",
+}
 
 
 class Context:
@@ -165,6 +177,7 @@ class MethodRef:
     fn: object
     receiver: object
 
+
 # what a name may stand for at compile time besides an IR atom: a function, called by
 # inlining where the code calls it (never a value of the generated code)
 FUNCTION_VALUES = (CallableRef, LocalFunction, MethodRef)
@@ -180,19 +193,40 @@ def function_label(value) -> str:
 NOT_AN_OBJECT = object()
 
 
-_VALUE_TYPES = (bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset,
-                type(None), np.ndarray, np.generic, types.ModuleType, types.FunctionType,
-                types.BuiltinFunctionType, types.MethodType, type, np.ufunc)
+_VALUE_TYPES = (
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    tuple,
+    list,
+    dict,
+    set,
+    frozenset,
+    type(None),
+    np.ndarray,
+    np.generic,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    type,
+    np.ufunc,
+)
 
 
 def is_plain_object(value) -> bool:
     """An instance of a user class (a model, a config), whose attributes are read when
     compiling: not a number, container, array, module, function or random generator, nor
     an object of a library (scipy.stats.t: its methods have rules, or no rule)."""
-    return not isinstance(value, _VALUE_TYPES + random_draws.GENERATOR_TYPES) and \
-        not hasattr(value, "__array_interface__") and \
-        not hasattr(value, "__cuda_array_interface__") and \
-        type(value).__module__.split(".")[0] not in LIBRARIES + ("numpy",)
+    return (
+        not isinstance(value, _VALUE_TYPES + random_draws.GENERATOR_TYPES)
+        and not hasattr(value, "__array_interface__")
+        and not hasattr(value, "__cuda_array_interface__")
+        and type(value).__module__.split(".")[0] not in LIBRARIES + ("numpy",)
+    )
 
 
 @dataclass
@@ -204,15 +238,21 @@ class Loop:
 MAX_INLINE_DEPTH = 32
 
 # builtins whose calls are lowered by a method of the Lowerer, not by a derivative rule
-COMPILE_TIME_BUILTINS = {slice: "slice_call", callable: "callable_call",
-                          isinstance: "isinstance_call"}
+COMPILE_TIME_BUILTINS = {
+    slice: "slice_call",
+    callable: "callable_call",
+    isinstance: "isinstance_call",
+}
 
 
 def as_dtype(atom):
     """A type passed to an operation (`x.astype(np.float32)`, `dtype=float`) is a constant
     of the code, not a function value."""
-    if isinstance(atom, CallableRef) and isinstance(atom.obj, type) and \
-            (issubclass(atom.obj, np.generic) or atom.obj in (float, int, bool, complex)):
+    if (
+        isinstance(atom, CallableRef)
+        and isinstance(atom.obj, type)
+        and (issubclass(atom.obj, np.generic) or atom.obj in (float, int, bool, complex))
+    ):
         return Const(atom.obj)
     return atom
 
@@ -228,9 +268,15 @@ def structure_atom(treedef, leaves, path, names):
     if treedef.kind == trees.LEAF:
         return next(leaves)
     keys = treedef.keys or range(len(treedef.children))
-    items = tuple(structure_atom(c, leaves, f"{path}_{k}" if str(k).isidentifier() or
-                                  str(k).isdigit() else f"{path}_{i}", names)
-                  for i, (k, c) in enumerate(zip(keys, treedef.children)))
+    items = tuple(
+        structure_atom(
+            c,
+            leaves,
+            f"{path}_{k}" if str(k).isidentifier() or str(k).isdigit() else f"{path}_{i}",
+            names,
+        )
+        for i, (k, c) in enumerate(zip(keys, treedef.children))
+    )
     if treedef.kind in (trees.LIST, trees.TUPLE):
         if not items:
             return Const([] if treedef.kind == trees.LIST else ())
@@ -239,10 +285,16 @@ def structure_atom(treedef, leaves, path, names):
     return Record(treedef.kind, treedef.cls, treedef.keys, items)
 
 
-PY_OPS = {"add_op": lambda a, b: a + b, "sub_op": lambda a, b: a - b,
-           "mul_op": lambda a, b: a * b, "div_op": lambda a, b: a / b,
-           "pow_op": lambda a, b: a ** b, "mod_op": lambda a, b: a % b,
-           "floordiv_op": lambda a, b: a // b, "matmul_op": lambda a, b: a @ b}
+PY_OPS = {
+    "add_op": lambda a, b: a + b,
+    "sub_op": lambda a, b: a - b,
+    "mul_op": lambda a, b: a * b,
+    "div_op": lambda a, b: a / b,
+    "pow_op": lambda a, b: a**b,
+    "mod_op": lambda a, b: a % b,
+    "floordiv_op": lambda a, b: a // b,
+    "matmul_op": lambda a, b: a @ b,
+}
 
 # Libraries whose Python functions are never inlined from their own source: a function of
 # theirs is a primitive with a rule (sourcegrad.ops) or a NoRuleError.
@@ -254,15 +306,21 @@ BUILTIN_REDUCTIONS = {"min_builtin": "min_builtin", "max_builtin": "max_builtin"
 
 def joined_tuples(op, left, right):
     """`a + b` of two tuples known while compiling (a `Tup` or a constant tuple), else None."""
+
     def items(atom):
         if isinstance(atom, Tup):
             return atom.items
         if isinstance(atom, Const) and type(atom.value) is tuple:
             return tuple(Const(v) for v in atom.value)
         return None
+
     first, second = items(left), items(right)
-    if op != "add_op" or first is None or second is None or \
-            not (isinstance(left, Tup) or isinstance(right, Tup)):
+    if (
+        op != "add_op"
+        or first is None
+        or second is None
+        or not (isinstance(left, Tup) or isinstance(right, Tup))
+    ):
         return None
     return Tup(first + second)
 

@@ -9,6 +9,7 @@ exported from `modules/__init__.py`. The functions of the spatial layers are in
 `conv_ops`, `pool_ops`, `pad_ops` and `norm_ops` (their array kernels in `kernels`),
 re-exported by `functional`.
 """
+
 from . import functional, init
 from .parameter import Buffer, Parameter
 from . import modules, utils

@@ -21,6 +21,7 @@ ConstantPadNdBackward0 under the convolution, as torch).
 Imports: numpy, `rules`, `kernels`, `pad_ops` and the eager ops; `nn.functional` re-exports
 the functions.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -35,8 +36,17 @@ from ..rules import Spelling, defvjp
 from . import kernels as K
 from .pad_ops import pad
 
-__all__ = ["convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d", "conv_input_grad", "conv_weight_grad"]
+__all__ = [
+    "convolution",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "conv_input_grad",
+    "conv_weight_grad",
+]
 
 _wrap = Tensor._make
 
@@ -51,8 +61,10 @@ def conv_input_grad(g, w, x_shape, stride, padding, dilation, transposed, groups
         return y[(slice(None), slice(None)) + tuple(slice(0, n) for n in x_shape[2:])]
     k = np.shape(w)[2:]
     h = np.shape(g)[2:]
-    extra = tuple(x_shape[2 + i] - ((h[i] - 1) * stride[i] - 2 * padding[i]
-                                    + dilation[i] * (k[i] - 1) + 1) for i in range(nd))
+    extra = tuple(
+        x_shape[2 + i] - ((h[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k[i] - 1) + 1)
+        for i in range(nd)
+    )
     return convolution(g, w, None, stride, padding, dilation, True, extra, groups)
 
 
@@ -68,8 +80,7 @@ def conv_weight_grad(g, x, w_shape, stride, padding, dilation, transposed, group
     nd = len(w_shape) - 2
     cg = c // groups
     us = tuple(np.shape(u)[2:])
-    u2 = np.reshape(np.swapaxes(np.reshape(u, (n, groups, cg) + us), 0, 2),
-                    (cg, groups * n) + us)
+    u2 = np.reshape(np.swapaxes(np.reshape(u, (n, groups, cg) + us), 0, 2), (cg, groups * n) + us)
     v2 = np.swapaxes(v, 0, 1)
     r = convolution(u2, v2, None, dilation, padding, stride, False, (0,) * nd, groups)
     if tuple(np.shape(r)[2:]) != tuple(w_shape[2:]):
@@ -77,55 +88,93 @@ def conv_weight_grad(g, x, w_shape, stride, padding, dilation, transposed, group
     return np.swapaxes(r, 0, 1)
 
 
-defvjp("convolution", K.convolution, Spelling("module", "sourcegrad.nn.kernels.convolution"),
-       lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
-           conv_input_grad(g, w, np.shape(x), stride, padding, dilation, transposed, groups),
-       lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
-           conv_weight_grad(g, x, np.shape(w), stride, padding, dilation, transposed, groups),
-       lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
-           np.sum(g, axis=K.channel_axes(np.ndim(g))),
-       register_fn=False,
-       # bilinear in (x, w), plus the bias per channel
-       jvps=(lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
-                 convolution(t, w, None, stride, padding, dilation, transposed, output_padding, groups),
-             lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
-                 convolution(x, t, None, stride, padding, dilation, transposed, output_padding, groups),
-             lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups:
-                 np.zeros_like(ans) + K.per_channel(t, np.ndim(ans))))
+defvjp(
+    "convolution",
+    K.convolution,
+    Spelling("module", "sourcegrad.nn.kernels.convolution"),
+    lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
+        conv_input_grad(g, w, np.shape(x), stride, padding, dilation, transposed, groups)
+    ),
+    lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
+        conv_weight_grad(g, x, np.shape(w), stride, padding, dilation, transposed, groups)
+    ),
+    lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: np.sum(
+        g, axis=K.channel_axes(np.ndim(g))
+    ),
+    register_fn=False,
+    # bilinear in (x, w), plus the bias per channel
+    jvps=(
+        lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
+            convolution(t, w, None, stride, padding, dilation, transposed, output_padding, groups)
+        ),
+        lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
+            convolution(x, t, None, stride, padding, dilation, transposed, output_padding, groups)
+        ),
+        lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
+            np.zeros_like(ans) + K.per_channel(t, np.ndim(ans))
+        ),
+    ),
+)
 
 # The names the VJPs above read, for the compiler (`sourcegrad.compile` of a module with a
 # convolution); the two helpers are primitives of generated backward code whose own
 # derivatives are not written (a second derivative through them is refused).
-TEMPLATE_NAMESPACE.update(conv_input_grad=conv_input_grad, conv_weight_grad=conv_weight_grad,
-                          K=K)
+TEMPLATE_NAMESPACE.update(conv_input_grad=conv_input_grad, conv_weight_grad=conv_weight_grad, K=K)
 for _helper in (conv_input_grad, conv_weight_grad):
-    defprimitive(_helper.__name__, _helper,
-                 Spelling("module", f"sourcegrad.nn.conv_ops.{_helper.__name__}"))
-defnondiff("channel_axes", K.channel_axes, Spelling("module", "sourcegrad.nn.kernels.channel_axes"),
-           params=("ndim",))
+    defprimitive(
+        _helper.__name__, _helper, Spelling("module", f"sourcegrad.nn.conv_ops.{_helper.__name__}")
+    )
+defnondiff(
+    "channel_axes",
+    K.channel_axes,
+    Spelling("module", "sourcegrad.nn.kernels.channel_axes"),
+    params=("ndim",),
+)
 
 CONVOLUTION = OpSpec("ConvolutionBackward0", "convolution", n_arrays=3)
 
 
-def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
-                groups):
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """aten::convolution on checked arguments (tuples): Tensors, or arrays for plain VJPs."""
     if not any(isinstance(v, Tensor) for v in (input, weight, bias)):
-        return K.convolution(input, weight, bias, stride, padding, dilation, transposed,
-                             output_padding, groups)
+        return K.convolution(
+            input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+        )
     input, weight = operands.as_tensor(input), operands.as_tensor(weight)
     if bias is not None:
         bias = operands.as_tensor(bias)
-    out = _wrap(K.convolution(input._data, weight._data, None if bias is None else bias._data,
-                              stride, padding, dilation, transposed, output_padding, groups))
+    out = _wrap(
+        K.convolution(
+            input._data,
+            weight._data,
+            None if bias is None else bias._data,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )
+    )
     if operands.needs_grad(input, weight, bias):
-        record(CONVOLUTION, out, (input, weight, bias),
-               {"stride": stride, "padding": padding, "dilation": dilation,
-                "transposed": transposed, "output_padding": output_padding, "groups": groups})
+        record(
+            CONVOLUTION,
+            out,
+            (input, weight, bias),
+            {
+                "stride": stride,
+                "padding": padding,
+                "dilation": dilation,
+                "transposed": transposed,
+                "output_padding": output_padding,
+                "groups": groups,
+            },
+        )
     return out
 
 
 # --- argument checks (torch's messages) -------------------------------------------------------
+
 
 def _tuple(value, nd, name):
     if isinstance(value, (int, np.integer)):
@@ -134,9 +183,11 @@ def _tuple(value, nd, name):
     if len(value) == 1:
         return value * nd
     if len(value) != nd:
-        raise RuntimeError(f"expected {name} to be a single integer value or a list of {nd} "
-                           f"values to match the convolution dimensions, but got "
-                           f"{name}={list(value)}")
+        raise RuntimeError(
+            f"expected {name} to be a single integer value or a list of {nd} "
+            f"values to match the convolution dimensions, but got "
+            f"{name}={list(value)}"
+        )
     return value
 
 
@@ -144,20 +195,33 @@ def _size(shape):
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def _check(input, weight, bias, nd, name, stride, padding, dilation, groups, transposed,
-           output_padding=None):
+def _check(
+    input,
+    weight,
+    bias,
+    nd,
+    name,
+    stride,
+    padding,
+    dilation,
+    groups,
+    transposed,
+    output_padding=None,
+):
     """torch's checks of a convolution's arguments; returns whether the input is batched."""
     for arg, value in (("input", input), ("weight", weight)):
         if not isinstance(value, Tensor):
-            raise TypeError(f"{name}() argument '{arg}' must be Tensor, not "
-                            f"{type(value).__name__}")
+            raise TypeError(f"{name}() argument '{arg}' must be Tensor, not {type(value).__name__}")
     x, w = input._data, weight._data
     if x.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
-                           f"{name}, but got input of size: {_size(x.shape)}")
+        raise RuntimeError(
+            f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+            f"{name}, but got input of size: {_size(x.shape)}"
+        )
     if x.dtype != w.dtype:
-        raise RuntimeError(f"expected scalar type {input.dtype._scalar_name} but found "
-                           f"{weight.dtype._scalar_name}")
+        raise RuntimeError(
+            f"expected scalar type {input.dtype._scalar_name} but found {weight.dtype._scalar_name}"
+        )
     operands.same_device(input, weight, bias)
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
@@ -168,56 +232,79 @@ def _check(input, weight, bias, nd, name, stride, padding, dilation, groups, tra
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     if w.ndim != nd + 2:
-        raise RuntimeError(f"Expected {nd + 2}-dimensional input for {nd + 2}-dimensional "
-                           f"weight {_size(w.shape)}, but got {x.ndim}-dimensional input of "
-                           f"size {_size(x.shape)} instead")
+        raise RuntimeError(
+            f"Expected {nd + 2}-dimensional input for {nd + 2}-dimensional "
+            f"weight {_size(w.shape)}, but got {x.ndim}-dimensional input of "
+            f"size {_size(x.shape)} instead"
+        )
     shape = x.shape if x.ndim == nd + 2 else (1,) + x.shape
     if transposed:
         if output_padding is not None and any(
-                op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+            op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)
+        ):
             names = ("height", "width") if nd == 2 else ("depth", "height", "width")[-nd:]
             if nd == 1:
                 names = ("width",)
-            parts = (" ".join(f"output_padding_{n}: {v}" for n, v in zip(names, output_padding))
-                     + " " + " ".join(f"stride_{n}: {v}" for n, v in zip(names, stride))
-                     + " " + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, dilation)))
-            raise RuntimeError("output padding must be smaller than either stride or dilation,"
-                               f" but got {parts}")
+            parts = (
+                " ".join(f"output_padding_{n}: {v}" for n, v in zip(names, output_padding))
+                + " "
+                + " ".join(f"stride_{n}: {v}" for n, v in zip(names, stride))
+                + " "
+                + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, dilation))
+            )
+            raise RuntimeError(
+                f"output padding must be smaller than either stride or dilation, but got {parts}"
+            )
         if shape[1] != w.shape[0]:
-            raise RuntimeError(f"Given transposed=1, weight of size {_size(w.shape)}, expected "
-                               f"input{_size(shape)} to have {w.shape[0]} channels, but got "
-                               f"{shape[1]} channels instead")
+            raise RuntimeError(
+                f"Given transposed=1, weight of size {_size(w.shape)}, expected "
+                f"input{_size(shape)} to have {w.shape[0]} channels, but got "
+                f"{shape[1]} channels instead"
+            )
         if w.shape[0] % groups:
-            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
-                               f"{groups} at dimension 0, but got weight of shape "
-                               f"{_size(w.shape)} instead")
+            raise RuntimeError(
+                f"Given groups={groups}, expected weight to be divisible by "
+                f"{groups} at dimension 0, but got weight of shape "
+                f"{_size(w.shape)} instead"
+            )
         out_channels = w.shape[1] * groups
     else:
         if w.shape[0] % groups:
-            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
-                               f"{groups} at dimension 0, but got weight of shape "
-                               f"{_size(w.shape)} instead")
+            raise RuntimeError(
+                f"Given groups={groups}, expected weight to be divisible by "
+                f"{groups} at dimension 0, but got weight of shape "
+                f"{_size(w.shape)} instead"
+            )
         if shape[1] != w.shape[1] * groups:
-            raise RuntimeError(f"Given groups={groups}, weight of size {_size(w.shape)}, "
-                               f"expected input{_size(shape)} to have {w.shape[1] * groups} "
-                               f"channels, but got {shape[1]} channels instead")
+            raise RuntimeError(
+                f"Given groups={groups}, weight of size {_size(w.shape)}, "
+                f"expected input{_size(shape)} to have {w.shape[1] * groups} "
+                f"channels, but got {shape[1]} channels instead"
+            )
         padded = tuple(shape[2 + i] + 2 * padding[i] for i in range(nd))
         kernel = tuple(dilation[i] * (w.shape[2 + i] - 1) + 1 for i in range(nd))
         if any(k > p for k, p in zip(kernel, padded)):
             raise RuntimeError(
-                "Calculated padded input size per channel: (" + " x ".join(map(str, padded))
-                + "). Kernel size: (" + " x ".join(map(str, kernel))
-                + "). Kernel size can't be greater than actual input size")
+                "Calculated padded input size per channel: ("
+                + " x ".join(map(str, padded))
+                + "). Kernel size: ("
+                + " x ".join(map(str, kernel))
+                + "). Kernel size can't be greater than actual input size"
+            )
         out_channels = w.shape[0]
     if bias is not None:
         b = bias._data if isinstance(bias, Tensor) else bias
         if b.ndim != 1 or b.shape[0] != out_channels:
-            raise RuntimeError(f"Given weight of size {_size(w.shape)}, expected bias to be "
-                               f"1-dimensional with {out_channels} elements, but got bias of "
-                               f"size {_size(b.shape)} instead")
+            raise RuntimeError(
+                f"Given weight of size {_size(w.shape)}, expected bias to be "
+                f"1-dimensional with {out_channels} elements, but got bias of "
+                f"size {_size(b.shape)} instead"
+            )
         if b.dtype != x.dtype:
-            raise RuntimeError(f"expected scalar type {input.dtype._scalar_name} but found "
-                               f"{bias.dtype._scalar_name}")
+            raise RuntimeError(
+                f"expected scalar type {input.dtype._scalar_name} but found "
+                f"{bias.dtype._scalar_name}"
+            )
     return x.ndim == nd + 2
 
 
@@ -230,9 +317,12 @@ def _same_padding(input, weight, nd, dilation):
         left.append(total // 2)
         extra.append(total - 2 * (total // 2))
     if any(extra):
-        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "
-                      "require a zero-padded copy of the input be created", UserWarning,
-                      stacklevel=4)
+        warnings.warn(
+            "Using padding='same' with even kernel lengths and odd dilation may "
+            "require a zero-padded copy of the input be created",
+            UserWarning,
+            stacklevel=4,
+        )
         widths = []
         for i in reversed(range(nd)):
             widths += [0, extra[i]]
@@ -262,24 +352,34 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
     return out if batched else shape_ops.squeeze(out, 0)
 
 
-def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd,
-                    name):
+def _conv_transpose(
+    input, weight, bias, stride, padding, output_padding, groups, dilation, nd, name
+):
     stride = _tuple(stride, nd, "stride")
     padding = _tuple(padding, nd, "padding")
     output_padding = _tuple(output_padding, nd, "output_padding")
     dilation = _tuple(dilation, nd, "dilation")
     if any(p < 0 for p in output_padding):
         raise RuntimeError("negative output_padding is not supported")
-    batched = _check(input, weight, bias, nd, name, stride, padding, dilation, groups, True,
-                     output_padding)
+    batched = _check(
+        input, weight, bias, nd, name, stride, padding, dilation, groups, True, output_padding
+    )
     shape = input._data.shape if batched else (1,) + input._data.shape
     kernel = weight._data.shape[2:]
-    out = tuple((shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1)
-                + output_padding[i] + 1 for i in range(nd))
+    out = tuple(
+        (shape[2 + i] - 1) * stride[i]
+        - 2 * padding[i]
+        + dilation[i] * (kernel[i] - 1)
+        + output_padding[i]
+        + 1
+        for i in range(nd)
+    )
     if any(o <= 0 for o in out):
-        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, shape[2:]))}). "
-                           f"Calculated output size per channel: ({' x '.join(map(str, out))}). "
-                           "Output size is too small")
+        raise RuntimeError(
+            f"Given input size per channel: ({' x '.join(map(str, shape[2:]))}). "
+            f"Calculated output size per channel: ({' x '.join(map(str, out))}). "
+            "Output size is too small"
+        )
     if not batched:
         input = shape_ops.unsqueeze(input, 0)
     y = convolution(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
@@ -298,19 +398,52 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
-                           dilation, 1, "conv_transpose1d")
+def conv_transpose1d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    return _conv_transpose(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        1,
+        "conv_transpose1d",
+    )
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
-                           dilation, 2, "conv_transpose2d")
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    return _conv_transpose(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        2,
+        "conv_transpose2d",
+    )
 
 
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
-                           dilation, 3, "conv_transpose3d")
+def conv_transpose3d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    return _conv_transpose(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        3,
+        "conv_transpose3d",
+    )

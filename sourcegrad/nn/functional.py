@@ -9,6 +9,7 @@ The losses live in `functional_loss` (imported here under their torch names);
 `linear` with a bias on a matrix is AddmmBackward0 over a TBackward0 of the
 weight.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -18,19 +19,44 @@ import numpy as np
 from ..eager import devices, factories, ops, shape_ops
 from ..eager import inplace as _inplace_ops
 from ..eager.tensor import Tensor
-from .functional_attention import (multi_head_attention_forward,  # noqa: F401
-                                   scaled_dot_product_attention)
-from .functional_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
-                              cosine_embedding_loss, cross_entropy, huber_loss, kl_div, l1_loss,
-                              mse_loss, nll_loss, smooth_l1_loss)
+from .functional_attention import (
+    multi_head_attention_forward,  # noqa: F401
+    scaled_dot_product_attention,
+)
+from .functional_loss import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,  # noqa: F401
+    cosine_embedding_loss,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 from .unsupported import UnsupportedOptionError
+
 # convolution, pooling, padding, interpolation and batch norm: a module per family
-from .conv_ops import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: F401
-                       conv_transpose3d)
+from .conv_ops import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,  # noqa: F401
+    conv_transpose3d,
+)
 from .norm_ops import batch_norm  # noqa: F401
 from .pad_ops import pad  # noqa: F401
-from .pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # noqa: F401
-                       avg_pool2d, interpolate, max_pool1d, max_pool2d)
+from .pool_ops import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,  # noqa: F401
+    avg_pool2d,
+    interpolate,
+    max_pool1d,
+    max_pool2d,
+)
 
 _wrap = Tensor._make
 
@@ -59,8 +85,11 @@ def tanh(input):
 
 def _get_softmax_dim(name, ndim, stacklevel):
     """torch's legacy implicit dim (with its deprecation warning)."""
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", stacklevel=stacklevel)
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call "
+        "to include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -107,10 +136,12 @@ def _channel_dropout(input, p, training, inplace, batched_ndim, name):
     _check_p(p)
     nd = input._data.ndim
     if nd not in (batched_ndim, batched_ndim - 1):
-        raise RuntimeError(f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, "
-                           f"but received a {nd}D input. Note that {name} exists to provide "
-                           "channel-wise dropout on inputs with spatial dimensions; use "
-                           "dropout for other inputs.")
+        raise RuntimeError(
+            f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, "
+            f"but received a {nd}D input. Note that {name} exists to provide "
+            "channel-wise dropout on inputs with spatial dimensions; use "
+            "dropout for other inputs."
+        )
     if not training or p == 0:
         return input
     lead = 2 if nd == batched_ndim else 1
@@ -157,6 +188,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 # Where a branch can overflow (exp of a large input), its input is clamped first so that
 # the branch `where` discards carries a zero gradient rather than 0 * inf = nan.
 
+
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as torch)."""
     scaled = input * beta
@@ -166,7 +198,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def gelu(input, approximate="none"):
     if approximate == "tanh":
-        inner = 0.7978845608028654 * (input + 0.044715 * input ** 3)
+        inner = 0.7978845608028654 * (input + 0.044715 * input**3)
         return 0.5 * input * (1 + ops.tanh(inner))
     if approximate != "none":
         raise RuntimeError("approximate argument must be either none or tanh.")
@@ -304,8 +336,10 @@ def glu(input, dim=-1):
     if input._data.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     if input._data.shape[dim] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} "
-                           f"is size {input._data.shape[dim]}")
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {dim % input.ndim} "
+            f"is size {input._data.shape[dim]}"
+        )
     a, b = shape_ops.chunk(input, 2, dim)
     return a * ops.sigmoid(b)
 
@@ -318,7 +352,8 @@ def prelu(input, weight):
             raise RuntimeError(
                 "Mismatch of parameter numbers and input channel size. Found parameter numbers "
                 f"= {weight.numel()} and channel size = "
-                f"{input._data.shape[1] if input._data.ndim >= 2 else 1}.")
+                f"{input._data.shape[1] if input._data.ndim >= 2 else 1}."
+            )
         w = weight.reshape([-1] + [1] * (input._data.ndim - 2))
     return ops.where(input > 0, input, w * input)
 
@@ -333,6 +368,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 # --- layers' functional forms -----------------------------------------------------------------
 
+
 def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = x1[..., i] W[o, i, j] x2[..., j] + b[o], as matrix products."""
     lead = input1.shape[:-1]
@@ -345,16 +381,26 @@ def bilinear(input1, input2, weight, bias=None):
     return y.reshape(tuple(lead) + (weight.shape[0],))
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
     """weight[input]; rows at padding_idx get no gradient. max_norm renormalises in place."""
     if scale_grad_by_freq or sparse:
-        raise UnsupportedOptionError("sourcegrad: F.embedding with scale_grad_by_freq=True or "
-                                     "sparse=True is not supported")
+        raise UnsupportedOptionError(
+            "sourcegrad: F.embedding with scale_grad_by_freq=True or sparse=True is not supported"
+        )
     if input._data.dtype.kind not in "iu":
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
-                           "following scalar types: Long, Int; but got "
-                           f"{input.type()} instead (while checking arguments for embedding)")
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the "
+            "following scalar types: Long, Int; but got "
+            f"{input.type()} instead (while checking arguments for embedding)"
+        )
     n = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0:
@@ -376,6 +422,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 def _embedding_renorm_(weight, input, max_norm, norm_type):
     """Scale the rows input refers to down to norm max_norm, in place and without grad."""
     from ..eager.grad_mode import no_grad
+
     with no_grad():
         rows = shape_ops.unique(input.reshape(-1))
         norms = ops.norm(weight[rows], norm_type, dim=1, keepdim=True)
@@ -389,11 +436,12 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
-    if tuple(input.shape[input.ndim - k:]) != normalized_shape or input.ndim < k:
+    if tuple(input.shape[input.ndim - k :]) != normalized_shape or input.ndim < k:
         expected = "[*, " + ", ".join(str(d) for d in normalized_shape) + "]"
         raise RuntimeError(
             f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
-            f"{expected}, but got input of size{list(input.shape)}")
+            f"{expected}, but got input of size{list(input.shape)}"
+        )
     dims = tuple(range(input.ndim - k, input.ndim))
     mean = input.mean(dims, keepdim=True)
     centred = input - mean
@@ -424,6 +472,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 def _clamped_norm(x, dim, eps):
     """||x|| along dim, raised to eps in place without grad: the gradient is the norm's (torch)."""
     from ..eager.grad_mode import no_grad
+
     norm = ops.norm(x, 2, dim, keepdim=True).clone()
     with no_grad():
         norm.clamp_min_(eps)
@@ -440,9 +489,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise (N, C, *) over each group of C // num_groups channels and the spatial dims."""
     n, c = input.shape[0], input.shape[1]
     if c % num_groups != 0:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by "
-                           f"num_groups, but got input of shape {input.shape} and "
-                           f"num_groups={num_groups}")
+        raise RuntimeError(
+            f"Expected number of channels in input to be divisible by "
+            f"num_groups, but got input of shape {input.shape} and "
+            f"num_groups={num_groups}"
+        )
     grouped = input.reshape(n, num_groups, -1)
     mean = grouped.mean(-1, keepdim=True)
     centred = grouped - mean

@@ -19,6 +19,7 @@ reference and `torch.nn.functional.multi_head_attention_forward` step by step:
 Inputs are (L, N, E) (MultiheadAttention transposes batch_first inputs before
 calling) or unbatched (L, E). `static_k`/`static_v` are not supported.
 """
+
 from __future__ import annotations
 
 import math
@@ -61,38 +62,46 @@ def _safe_softmax(scores, dim):
     return ops.where(masked_rows, 0.0, out)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
     """softmax(q k^T * scale + mask) v over the last two dims; scale defaults to 1/sqrt(E)."""
     if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
-        raise RuntimeError("scaled_dot_product_attention: query, key and value must be at "
-                           "least 2-D")
+        raise RuntimeError(
+            "scaled_dot_product_attention: query, key and value must be at least 2-D"
+        )
     if query.shape[-1] != key.shape[-1]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{query.shape[-2]}, {query.shape[-1]}] but got: "
-                           f"[{key.shape[-1]}, {key.shape[-2]}].")
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{query.shape[-2]}, {query.shape[-1]}] but got: "
+            f"[{key.shape[-1]}, {key.shape[-2]}]."
+        )
     n_q, n_k = query.shape[-2], key.shape[-2]
     scale_factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     bias = None
     if is_causal:
         if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
-                               "set when is_causal=True")
-        keep = shape_ops.tril(factories.ones((n_q, n_k), dtype=dtypes.bool,
-                                             device=query.device))
+            raise RuntimeError(
+                "_scaled_dot_product_attention: Explicit attn_mask should not be "
+                "set when is_causal=True"
+            )
+        keep = shape_ops.tril(factories.ones((n_q, n_k), dtype=dtypes.bool, device=query.device))
         bias = factories.zeros((n_q, n_k), dtype=query.dtype, device=query.device).masked_fill(
-            ~keep, _NEG_INF)
+            ~keep, _NEG_INF
+        )
     elif attn_mask is not None:
         if attn_mask.dtype == dtypes.bool:
-            bias = factories.zeros(tuple(attn_mask.shape), dtype=query.dtype,
-                                   device=query.device).masked_fill(~attn_mask, _NEG_INF)
+            bias = factories.zeros(
+                tuple(attn_mask.shape), dtype=query.dtype, device=query.device
+            ).masked_fill(~attn_mask, _NEG_INF)
         elif attn_mask.dtype.is_floating_point:
             bias = attn_mask
         else:
             raise RuntimeError(
                 "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                 f"attn_mask.dtype: {attn_mask.dtype._scalar_name.lower()} and  query.dtype: "
-                f"{query.dtype._scalar_name.lower()} instead.")
+                f"{query.dtype._scalar_name.lower()} instead."
+            )
     if enable_gqa:
         key = shape_ops.repeat_interleave(key, query.shape[-3] // key.shape[-3], -3)
         value = shape_ops.repeat_interleave(value, query.shape[-3] // value.shape[-3], -3)
@@ -113,11 +122,15 @@ def canonical_mask(mask, mask_name, other_type, other_name, target_type, check_o
     if mask.dtype != dtypes.bool and not is_float:
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and mask.dtype != other_type:
-        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
-                      "same type for both instead.", stacklevel=3)
+        warnings.warn(
+            f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
+            "same type for both instead.",
+            stacklevel=3,
+        )
     if not is_float:
-        mask = factories.zeros(tuple(mask.shape), dtype=target_type,
-                               device=mask.device).masked_fill(mask, _NEG_INF)
+        mask = factories.zeros(
+            tuple(mask.shape), dtype=target_type, device=mask.device
+        ).masked_fill(mask, _NEG_INF)
     return mask
 
 
@@ -125,38 +138,53 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
     """torch's _mha_shape_check: is the input batched (3-D) or not (2-D)?"""
     if query.dim() == 3:
         if key.dim() != 3 or value.dim() != 3:
-            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be "
-                                 f"3-D but found {key.dim()}-D and {value.dim()}-D tensors "
-                                 "respectively")
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key` and `value` to be "
+                f"3-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                "respectively"
+            )
         if key_padding_mask is not None and key_padding_mask.dim() != 2:
-            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be "
-                                 f"`None` or 2-D but found {key_padding_mask.dim()}-D tensor "
-                                 "instead")
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key_padding_mask` to be "
+                f"`None` or 2-D but found {key_padding_mask.dim()}-D tensor "
+                "instead"
+            )
         if attn_mask is not None and attn_mask.dim() not in (2, 3):
-            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, "
-                                 f"2-D or 3-D but found {attn_mask.dim()}-D tensor instead")
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `attn_mask` to be `None`, "
+                f"2-D or 3-D but found {attn_mask.dim()}-D tensor instead"
+            )
         return True
     if query.dim() == 2:
         if key.dim() != 2 or value.dim() != 2:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be "
-                                 f"2-D but found {key.dim()}-D and {value.dim()}-D tensors "
-                                 "respectively")
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key` and `value` to be "
+                f"2-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                "respectively"
+            )
         if key_padding_mask is not None and key_padding_mask.dim() != 1:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to be "
-                                 f"`None` or 1-D but found {key_padding_mask.dim()}-D tensor "
-                                 "instead")
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key_padding_mask` to be "
+                f"`None` or 1-D but found {key_padding_mask.dim()}-D tensor "
+                "instead"
+            )
         if attn_mask is not None:
             if attn_mask.dim() not in (2, 3):
-                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be "
-                                     f"`None`, 2-D or 3-D but found {attn_mask.dim()}-D tensor "
-                                     "instead")
+                raise AssertionError(
+                    "For unbatched (2-D) `query`, expected `attn_mask` to be "
+                    f"`None`, 2-D or 3-D but found {attn_mask.dim()}-D tensor "
+                    "instead"
+                )
             expected = (num_heads, query.shape[0], key.shape[0])
             if attn_mask.dim() == 3 and tuple(attn_mask.shape) != expected:
-                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
-                                     f"{attn_mask.shape}")
+                raise AssertionError(
+                    f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}"
+                )
         return False
-    raise AssertionError("query should be unbatched 2D or batched 3D tensor but received "
-                         f"{query.dim()}-D query tensor")
+    raise AssertionError(
+        "query should be unbatched 2D or batched 3D tensor but received "
+        f"{query.dim()}-D query tensor"
+    )
 
 
 def _pad_last(mask):
@@ -165,8 +193,17 @@ def _pad_last(mask):
     return shape_ops.cat([mask, zeros], -1)
 
 
-def _in_projection(query, key, value, in_proj_weight, in_proj_bias, separate,
-                   q_proj_weight, k_proj_weight, v_proj_weight):
+def _in_projection(
+    query,
+    key,
+    value,
+    in_proj_weight,
+    in_proj_bias,
+    separate,
+    q_proj_weight,
+    k_proj_weight,
+    v_proj_weight,
+):
     if separate:
         weights = (q_proj_weight, k_proj_weight, v_proj_weight)
     else:
@@ -175,70 +212,114 @@ def _in_projection(query, key, value, in_proj_weight, in_proj_bias, separate,
     return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
 
 
-def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
-                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
-                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
-                                 key_padding_mask=None, need_weights=True, attn_mask=None,
-                                 use_separate_proj_weight=False, q_proj_weight=None,
-                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
-                                 static_v=None, average_attn_weights=True, is_causal=False):
+def multi_head_attention_forward(
+    query,
+    key,
+    value,
+    embed_dim_to_check,
+    num_heads,
+    in_proj_weight,
+    in_proj_bias,
+    bias_k,
+    bias_v,
+    add_zero_attn,
+    dropout_p,
+    out_proj_weight,
+    out_proj_bias,
+    training=True,
+    key_padding_mask=None,
+    need_weights=True,
+    attn_mask=None,
+    use_separate_proj_weight=False,
+    q_proj_weight=None,
+    k_proj_weight=None,
+    v_proj_weight=None,
+    static_k=None,
+    static_v=None,
+    average_attn_weights=True,
+    is_causal=False,
+):
     """(attention output, attention weights or None), as torch's function of that name."""
     if static_k is not None or static_v is not None:
-        raise UnsupportedAttentionOptionError("sourcegrad: multi_head_attention_forward with "
-                                              "static_k or static_v is not supported")
+        raise UnsupportedAttentionOptionError(
+            "sourcegrad: multi_head_attention_forward with static_k or static_v is not supported"
+        )
     is_batched = _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
-    key_padding_mask = canonical_mask(key_padding_mask, "key_padding_mask",
-                                      None if attn_mask is None else attn_mask.dtype,
-                                      "attn_mask", query.dtype)
+    key_padding_mask = canonical_mask(
+        key_padding_mask,
+        "key_padding_mask",
+        None if attn_mask is None else attn_mask.dtype,
+        "attn_mask",
+        query.dtype,
+    )
     if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
-                           "Transformer module method `generate_square_subsequent_mask` to "
-                           "create this mask.")
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the "
+            "Transformer module method `generate_square_subsequent_mask` to "
+            "create this mask."
+        )
     if is_causal and key_padding_mask is None and not need_weights:
         attn_mask = None  # scaled_dot_product_attention makes the causal mask itself
     else:
-        attn_mask = canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
-                                   check_other=False)
+        attn_mask = canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
         if key_padding_mask is not None:
             is_causal = False
     if embed_dim != embed_dim_to_check:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
-                             f"got {embed_dim}")
+        raise AssertionError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
+        )
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if use_separate_proj_weight:
         if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
-                                 f"value's {value.shape[:2]}")
+            raise AssertionError(
+                f"key's sequence and batch dims {key.shape[:2]} do not match "
+                f"value's {value.shape[:2]}"
+            )
     elif tuple(key.shape) != tuple(value.shape):
         raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
-    q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias,
-                             use_separate_proj_weight, q_proj_weight, k_proj_weight,
-                             v_proj_weight)
+    q, k, v = _in_projection(
+        query,
+        key,
+        value,
+        in_proj_weight,
+        in_proj_bias,
+        use_separate_proj_weight,
+        q_proj_weight,
+        k_proj_weight,
+        v_proj_weight,
+    )
     src_len = key.shape[0]
     if attn_mask is not None:
         if attn_mask.dim() == 2:
             if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
-                                   f"should be {(tgt_len, src_len)}.")
+                raise RuntimeError(
+                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                    f"should be {(tgt_len, src_len)}."
+                )
             attn_mask = attn_mask.unsqueeze(0)
         elif tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
-            raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should "
-                               f"be {(bsz * num_heads, tgt_len, src_len)}.")
+            raise RuntimeError(
+                f"The shape of the 3D attn_mask is {attn_mask.shape}, but should "
+                f"be {(bsz * num_heads, tgt_len, src_len)}."
+            )
     if bias_k is not None and bias_v is not None:
         k = shape_ops.cat([k, bias_k.repeat(1, bsz, 1)])
         v = shape_ops.cat([v, bias_v.repeat(1, bsz, 1)])
         attn_mask = None if attn_mask is None else _pad_last(attn_mask)
         key_padding_mask = None if key_padding_mask is None else _pad_last(key_padding_mask)
     elif bias_k is not None or bias_v is not None:
-        raise AssertionError("bias_k is set but bias_v is None" if bias_k is not None
-                             else "bias_v is set but bias_k is None")
+        raise AssertionError(
+            "bias_k is set but bias_v is None"
+            if bias_k is not None
+            else "bias_v is set but bias_k is None"
+        )
     # heads into the batch: (N * heads, L, head_dim)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
     k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
@@ -252,10 +333,15 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     src_len = k.shape[1]
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
-                                 f"got {key_padding_mask.shape}")
-        key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
-            -1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
+            raise AssertionError(
+                f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
+                f"got {key_padding_mask.shape}"
+            )
+        key_padding_mask = (
+            key_padding_mask.reshape(bsz, 1, 1, src_len)
+            .expand(-1, num_heads, -1, -1)
+            .reshape(bsz * num_heads, 1, src_len)
+        )
         attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
     if not training:
         dropout_p = 0.0

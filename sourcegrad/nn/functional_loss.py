@@ -17,6 +17,7 @@ for l1_loss, DivBackward0 over SumBackward0 for kl_div's batchmean, ...).
 Class-index targets work for inputs of shape (C,), (N, C) and (N, C, d1, ...)
 (the last viewed as (N, C, H, W) for NllLoss2DBackward0, as torch does).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -28,9 +29,18 @@ from ..eager import factories, operands, ops
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 
-__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
-           "cosine_embedding_loss"]
+__all__ = [
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "nll_loss",
+    "cross_entropy",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "cosine_embedding_loss",
+]
 
 _wrap = Tensor._make
 
@@ -40,8 +50,12 @@ MSE_LOSS = OpSpec("MseLossBackward0", "mse_loss", n_arrays=2)
 SMOOTH_L1_LOSS = OpSpec("SmoothL1LossBackward0", "smooth_l1_loss", n_arrays=2)
 HUBER_LOSS = OpSpec("HuberLossBackward0", "huber_loss", n_arrays=2)
 BCE = OpSpec("BinaryCrossEntropyBackward0", "binary_cross_entropy", n_arrays=3, edges=(0, 1))
-BCE_LOGITS = OpSpec("BinaryCrossEntropyWithLogitsBackward0", "binary_cross_entropy_with_logits",
-                    n_arrays=4, edges=(0, 1))
+BCE_LOGITS = OpSpec(
+    "BinaryCrossEntropyWithLogitsBackward0",
+    "binary_cross_entropy_with_logits",
+    n_arrays=4,
+    edges=(0, 1),
+)
 XLOGY = OpSpec("XlogyBackward0", "xlogy")
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -66,15 +80,20 @@ def _reduce(losses, reduction):
 
 def _warn_size(input, target):
     if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
-                      f"size ({input.shape}). This will likely lead to incorrect results due "
-                      "to broadcasting. Please ensure they have the same size.", stacklevel=3)
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input "
+            f"size ({input.shape}). This will likely lead to incorrect results due "
+            "to broadcasting. Please ensure they have the same size.",
+            stacklevel=3,
+        )
 
 
 def _not_differentiable(fn_name, arg_name, value):
     if isinstance(value, Tensor) and operands.grad_required(value):
-        raise RuntimeError(f"The function '{fn_name}' is not differentiable with respect to "
-                           f"argument '{arg_name}'. This input cannot have requires_grad True.")
+        raise RuntimeError(
+            f"The function '{fn_name}' is not differentiable with respect to "
+            f"argument '{arg_name}'. This input cannot have requires_grad True."
+        )
 
 
 def _array(value, dtype):
@@ -95,6 +114,7 @@ def _pointwise(spec, fn, input, target, reduction, **static):
 
 
 # --- regression losses -----------------------------------------------------------------------
+
 
 def _weighted(losses, weight, input, reduction, mean_over_weight):
     """torch 2.6+'s weighted regression losses, composed of tensor ops as torch composes them.
@@ -134,8 +154,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta == 0:  # torch's own fallback: plain l1
         return l1_loss(input, target, reduction=reduction)
     _warn_size(input, target)
-    return _pointwise(SMOOTH_L1_LOSS, rules_nn.smooth_l1_loss, input, target, reduction,
-                      beta=float(beta))
+    return _pointwise(
+        SMOOTH_L1_LOSS, rules_nn.smooth_l1_loss, input, target, reduction, beta=float(beta)
+    )
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -144,13 +165,12 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _warn_size(input, target)
     if weight is not None:
-        return _weighted(huber_loss(input, target, "none", delta), weight, input, reduction,
-                         False)
-    return _pointwise(HUBER_LOSS, rules_nn.huber_loss, input, target, reduction,
-                      delta=float(delta))
+        return _weighted(huber_loss(input, target, "none", delta), weight, input, reduction, False)
+    return _pointwise(HUBER_LOSS, rules_nn.huber_loss, input, target, reduction, delta=float(delta))
 
 
 # --- classification losses -------------------------------------------------------------------
+
 
 def _check_targets(input, target, weight, ignore_index):
     """torch's checks of class-index targets: dtype, sizes, weight size, bounds."""
@@ -161,22 +181,27 @@ def _check_targets(input, target, weight, ignore_index):
     if x.ndim <= 2 and t.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if x.ndim >= 2 and t.shape[:1] != x.shape[:1]:
-        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target "
-                         f"batch_size ({t.shape[0] if t.ndim else 1}).")
+        raise ValueError(
+            f"Expected input batch_size ({x.shape[0]}) to match target "
+            f"batch_size ({t.shape[0] if t.ndim else 1})."
+        )
     if x.ndim > 2 and t.shape[1:] != x.shape[2:]:
         expected = [x.shape[0]] + list(x.shape[2:])
         raise RuntimeError(f"Expected target size {expected}, got {list(t.shape)}")
     c = x.shape[1] if x.ndim >= 2 else x.shape[0]
     if weight is not None and weight.numel() != c:
-        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
-                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {c} classes or no "
+            f"classes but got weight tensor of shape: {list(weight.shape)}"
+        )
     bad = (t != ignore_index) & ((t < 0) | (t >= c))
     if bad.any():
         raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
+):
     reduction = reduction_of(size_average, reduce, reduction)
     _check_targets(input, target, weight, ignore_index)
     _not_differentiable("nll_loss", "weight", weight)
@@ -184,11 +209,14 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     w = _array(weight, input._data.dtype)
     if input._data.ndim > 2:
         return _nll_loss_nd(input, target, w, reduction, ignore_index)
-    out = _wrap(operands.result(rt.nll_loss(input._data, target._data, w, reduction,
-                                            ignore_index)))
+    out = _wrap(operands.result(rt.nll_loss(input._data, target._data, w, reduction, ignore_index)))
     if operands.needs_grad(input):
-        record(NLL_LOSS, out, (input, target),
-               {"weight": w, "reduction": reduction, "ignore_index": ignore_index})
+        record(
+            NLL_LOSS,
+            out,
+            (input, target),
+            {"weight": w, "reduction": reduction, "ignore_index": ignore_index},
+        )
     return out
 
 
@@ -199,11 +227,16 @@ def _nll_loss_nd(input, target, w, reduction, ignore_index):
         input, target = input.reshape(shape + (1,)), target.reshape(tuple(target.shape) + (1,))
     elif len(shape) > 4:
         input, target = input.reshape(shape[0], shape[1], 1, -1), target.reshape(shape[0], 1, -1)
-    out = _wrap(operands.result(rules_nn.nll_loss2d(input._data, target._data, w, reduction,
-                                                    ignore_index)))
+    out = _wrap(
+        operands.result(rules_nn.nll_loss2d(input._data, target._data, w, reduction, ignore_index))
+    )
     if operands.needs_grad(input):
-        record(NLL_LOSS2D, out, (input, target),
-               {"weight": w, "reduction": reduction, "ignore_index": ignore_index})
+        record(
+            NLL_LOSS2D,
+            out,
+            (input, target),
+            {"weight": w, "reduction": reduction, "ignore_index": ignore_index},
+        )
     if reduction == "none" and len(shape) != 4:
         return out.reshape((shape[0],) + shape[2:])
     return out
@@ -214,8 +247,16 @@ def _class_shape(weight, ndim, class_dim):
     return weight.reshape([-1 if i == class_dim else 1 for i in range(ndim)])
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                  reduction="mean", label_smoothing=0.0):
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
     """log_softmax then nll_loss; probability targets and label smoothing as torch composes them."""
     reduction = reduction_of(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -248,8 +289,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 def _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim):
     if target._data.dtype.kind != "f":
-        raise RuntimeError("Expected floating point type for target with class probabilities, "
-                           f"got {target.dtype._scalar_name}")
+        raise RuntimeError(
+            "Expected floating point type for target with class probabilities, "
+            f"got {target.dtype._scalar_name}"
+        )
     c = logp._data.shape[class_dim]
     if label_smoothing:
         target = target * (1 - label_smoothing) + label_smoothing / c
@@ -263,13 +306,16 @@ def _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class
     return -terms.sum() / (logp.numel() // c)
 
 
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
-                         reduction="mean"):
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
     reduction = reduction_of(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
-                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
-                         "size.")
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input "
+            f"size ({input.shape}) is deprecated. Please ensure they have the same "
+            "size."
+        )
     _not_differentiable("binary_cross_entropy", "weight", weight)
     xd, yd, rd, rx, ry = operands.promote(input, target)
     ops.same_device(input, target, weight)
@@ -282,25 +328,29 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return out
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
-                                     reduction="mean", pos_weight=None):
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
     reduction = reduction_of(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
-                         f"({input.shape})")
+        raise ValueError(
+            f"Target size ({target.shape}) must be the same as input size ({input.shape})"
+        )
     _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
     _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     xd, yd, rd, rx, ry = operands.promote(input, target)
     ops.same_device(input, target, weight, pos_weight)
     w, pw = _array(weight, rd), _array(pos_weight, rd)
-    out = _wrap(operands.result(
-        rules_nn.binary_cross_entropy_with_logits(xd, yd, w, pw, reduction), rd))
+    out = _wrap(
+        operands.result(rules_nn.binary_cross_entropy_with_logits(xd, yd, w, pw, reduction), rd)
+    )
     if operands.needs_grad(rx, ry):
         record(BCE_LOGITS, out, (rx, ry, w, pw), {"reduction": reduction})
     return out
 
 
 # --- divergences and embeddings --------------------------------------------------------------
+
 
 def _xlogy(x, y):
     """torch.xlogy (XlogyBackward0): kl_div's target log target term."""
@@ -315,10 +365,13 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """Pointwise target (log target - input), with input given as log-probabilities."""
     reduction = reduction_of(size_average, reduce, reduction, _REDUCTIONS + ("batchmean",))
     if reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
-                      "support size.'batchmean' divides only by the batch size, and aligns with "
-                      "the KL div math definition.'mean' will be changed to behave the same as "
-                      "'batchmean' in the next major release.", stacklevel=2)
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the "
+            "support size.'batchmean' divides only by the batch size, and aligns with "
+            "the KL div math definition.'mean' will be changed to behave the same as "
+            "'batchmean' in the next major release.",
+            stacklevel=2,
+        )
     if log_target:
         losses = ops.exp(target) * (target - input)
     else:
@@ -328,13 +381,16 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(losses, reduction)
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
-                          reduction="mean"):
+def cosine_embedding_loss(
+    input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
+):
     """1 - cos(x1, x2) where target is 1, max(0, cos - margin) where it is -1."""
     reduction = reduction_of(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() not in (1, 2):
-        raise RuntimeError(f"cosine_embedding_loss: Expected 1D or 2D input tensors, but got "
-                           f"{input1.dim()}D and {input2.dim()}D")
+        raise RuntimeError(
+            f"cosine_embedding_loss: Expected 1D or 2D input tensors, but got "
+            f"{input1.dim()}D and {input2.dim()}D"
+        )
     dim = input1.dim() - 1
     eps = 1e-12
     prod_sum = (input1 * input2).sum(dim)

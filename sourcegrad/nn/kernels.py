@@ -18,6 +18,7 @@ attach the nodes.
 
 Imports: numpy and `sourcegrad.runtime` only.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -27,10 +28,20 @@ import numpy as np
 
 from ..runtime import array_module
 
-__all__ = ["convolution", "conv_output_size", "pool_output_size", "max_pool_index",
-           "avg_pool_windows", "avg_pool_matrix", "adaptive_pool_matrix", "nearest_matrix",
-           "linear_matrix",
-           "resample", "channel_axes", "per_channel"]
+__all__ = [
+    "convolution",
+    "conv_output_size",
+    "pool_output_size",
+    "max_pool_index",
+    "avg_pool_windows",
+    "avg_pool_matrix",
+    "adaptive_pool_matrix",
+    "nearest_matrix",
+    "linear_matrix",
+    "resample",
+    "channel_axes",
+    "per_channel",
+]
 
 
 def channel_axes(ndim):
@@ -45,6 +56,7 @@ def per_channel(v, ndim):
 
 # --- convolution ------------------------------------------------------------------------------
 
+
 def conv_output_size(size, kernel, stride, padding, dilation):
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
@@ -54,8 +66,11 @@ def _windows(x, kernel, stride, dilation, out):
     nd = len(kernel)
     st = x.strides
     shape = x.shape[:2] + tuple(out) + tuple(kernel)
-    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + tuple(
-        st[2 + i] * dilation[i] for i in range(nd))
+    strides = (
+        st[:2]
+        + tuple(st[2 + i] * stride[i] for i in range(nd))
+        + tuple(st[2 + i] * dilation[i] for i in range(nd))
+    )
     return array_module(x).lib.stride_tricks.as_strided(x, shape, strides)
 
 
@@ -68,8 +83,9 @@ def _correlate(x, w, stride, padding, dilation, groups):
     n, c = x.shape[:2]
     o = w.shape[0]
     kernel = w.shape[2:]
-    out = tuple(conv_output_size(x.shape[2 + i], kernel[i], stride[i], 0, dilation[i])
-                for i in range(nd))
+    out = tuple(
+        conv_output_size(x.shape[2 + i], kernel[i], stride[i], 0, dilation[i]) for i in range(nd)
+    )
     cg, og = c // groups, o // groups
     k = math.prod(kernel)
     p = math.prod(out)
@@ -100,12 +116,20 @@ def _correlate_adjoint(x, w, stride, padding, dilation, output_padding, groups):
     cols = cols.reshape((groups, n) + h + (cog,) + kernel)
     order = (1, 0, 2 + nd) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(2, 2 + nd))
     cols = cols.transpose(order).reshape((n, groups * cog) + kernel + h)
-    full = tuple((h[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + output_padding[i]
-                 for i in range(nd))
+    full = tuple(
+        (h[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + output_padding[i]
+        for i in range(nd)
+    )
     buf = xp.zeros((n, groups * cog) + full, dtype=cols.dtype)
     for offset in itertools.product(*(range(kk) for kk in kernel)):
-        at = tuple(slice(offset[i] * dilation[i], offset[i] * dilation[i] + (h[i] - 1) * stride[i]
-                         + 1, stride[i]) for i in range(nd))
+        at = tuple(
+            slice(
+                offset[i] * dilation[i],
+                offset[i] * dilation[i] + (h[i] - 1) * stride[i] + 1,
+                stride[i],
+            )
+            for i in range(nd)
+        )
         buf[(slice(None), slice(None)) + at] += cols[(slice(None), slice(None)) + offset]
     crop = tuple(slice(padding[i], full[i] - padding[i]) for i in range(nd))
     return buf[(slice(None), slice(None)) + crop]
@@ -126,10 +150,12 @@ def convolution(x, w, b, stride, padding, dilation, transposed, output_padding, 
 
 # --- pooling ----------------------------------------------------------------------------------
 
+
 def pool_output_size(size, kernel, stride, padding, dilation, ceil_mode):
     """torch's pooling_output_shape."""
-    out = (size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
-           ) // stride + 1
+    out = (
+        size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    ) // stride + 1
     if ceil_mode and (out - 1) * stride >= size + padding:
         out -= 1
     return out
@@ -146,8 +172,10 @@ def max_pool_index(x, kernel, stride, padding, dilation, out):
     nd = x.ndim - 2
     spatial = x.shape[2:]
     # padding and the part of the last (ceil_mode) window past the input never win
-    after = tuple((out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1
-                  - spatial[i] - padding[i] for i in range(nd))
+    after = tuple(
+        (out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - spatial[i] - padding[i]
+        for i in range(nd)
+    )
     widths = ((0, 0), (0, 0)) + tuple((padding[i], max(after[i], 0)) for i in range(nd))
     low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     padded = xp.pad(x, widths, constant_values=low) if any(sum(w) for w in widths[2:]) else x
@@ -155,8 +183,10 @@ def max_pool_index(x, kernel, stride, padding, dilation, out):
     win = win.reshape(x.shape[:2] + tuple(out) + (-1,))
     best = xp.argmax(win, axis=-1)  # the first maximum; numpy and CuPy put a NaN first
     offsets = xp.unravel_index(best, tuple(kernel))
-    index = [xp.arange(x.shape[0]).reshape((-1,) + (1,) * (nd + 1)),
-             xp.arange(x.shape[1]).reshape((1, -1) + (1,) * nd)]
+    index = [
+        xp.arange(x.shape[0]).reshape((-1,) + (1,) * (nd + 1)),
+        xp.arange(x.shape[1]).reshape((1, -1) + (1,) * nd),
+    ]
     flat = 0
     for i in range(nd):
         shape = [1] * (nd + 2)
@@ -208,8 +238,7 @@ def nearest_matrix(size, out, scale, dtype):
         src = np.arange(out) >> 1
     else:
         s = np.float32(1.0 / scale) if scale else np.float32(size) / np.float32(out)
-        src = np.minimum(np.floor(np.arange(out, dtype=np.float32) * s).astype(np.int64),
-                         size - 1)
+        src = np.minimum(np.floor(np.arange(out, dtype=np.float32) * s).astype(np.int64), size - 1)
     m[np.arange(out), src] = 1.0
     return m
 

@@ -15,6 +15,7 @@ running = momentum stat + (1 - momentum) running, the variance's statistic unbia
 
 Imports: numpy, `rules`, `kernels`, the eager ops.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,8 +46,11 @@ def batch_norm_input_grad(g, x, w, eps):
     invstd = 1.0 / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + eps)
     xhat = centred * invstd
     gw = g if w is None else g * per_channel(w, np.ndim(x))
-    return invstd * (gw - np.mean(gw, axis=axes, keepdims=True)
-                     - xhat * np.mean(gw * xhat, axis=axes, keepdims=True))
+    return invstd * (
+        gw
+        - np.mean(gw, axis=axes, keepdims=True)
+        - xhat * np.mean(gw * xhat, axis=axes, keepdims=True)
+    )
 
 
 def _affine(y, w, b):
@@ -62,36 +66,56 @@ def batch_norm_train(x, w, b, eps):
 
 
 def batch_norm_eval(x, w, b, mean, var, eps):
-    return _affine((x - per_channel(mean, x.ndim)) / np.sqrt(per_channel(var, x.ndim) + eps),
-                   w, b)
+    return _affine((x - per_channel(mean, x.ndim)) / np.sqrt(per_channel(var, x.ndim) + eps), w, b)
 
 
-defvjp("batch_norm_train", batch_norm_train,
-       Spelling("module", "sourcegrad.nn.norm_ops.batch_norm_train"),
-       lambda g, ans, x, w, b, eps: batch_norm_input_grad(g, x, w, eps),
-       lambda g, ans, x, w, b, eps: np.sum(g * normalized(x, eps), axis=channel_axes(np.ndim(x))),
-       lambda g, ans, x, w, b, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
-       register_fn=False,
-       # the normalisation's Jacobian is symmetric: its JVP is its VJP, then the weight
-       jvps=(lambda t, ans, x, w, b, eps: batch_norm_input_grad(t, x, None, eps) * (
-                 1.0 if w is None else per_channel(w, np.ndim(x))),
-             lambda t, ans, x, w, b, eps: per_channel(t, np.ndim(x)) * normalized(x, eps),
-             lambda t, ans, x, w, b, eps: np.zeros_like(ans) + per_channel(t, np.ndim(ans))))
-defvjp("batch_norm_eval", batch_norm_eval,
-       Spelling("module", "sourcegrad.nn.norm_ops.batch_norm_eval"),
-       lambda g, ans, x, w, b, mean, var, eps: g * per_channel(
-           (1.0 if w is None else w) / np.sqrt(var + eps), np.ndim(g)),
-       lambda g, ans, x, w, b, mean, var, eps: np.sum(
-           g * (x - per_channel(mean, np.ndim(x))) / np.sqrt(per_channel(var, np.ndim(x)) + eps),
-           axis=channel_axes(np.ndim(x))),
-       lambda g, ans, x, w, b, mean, var, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
-       None, None, register_fn=False,
-       jvps=(lambda t, ans, x, w, b, mean, var, eps: t * per_channel(
-                 (1.0 if w is None else w) / np.sqrt(var + eps), np.ndim(t)),
-             lambda t, ans, x, w, b, mean, var, eps: per_channel(t, np.ndim(x)) * (
-                 x - per_channel(mean, np.ndim(x))) / np.sqrt(per_channel(var, np.ndim(x)) + eps),
-             lambda t, ans, x, w, b, mean, var, eps: np.zeros_like(ans) + per_channel(t, np.ndim(ans)),
-             None, None))
+defvjp(
+    "batch_norm_train",
+    batch_norm_train,
+    Spelling("module", "sourcegrad.nn.norm_ops.batch_norm_train"),
+    lambda g, ans, x, w, b, eps: batch_norm_input_grad(g, x, w, eps),
+    lambda g, ans, x, w, b, eps: np.sum(g * normalized(x, eps), axis=channel_axes(np.ndim(x))),
+    lambda g, ans, x, w, b, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
+    register_fn=False,
+    # the normalisation's Jacobian is symmetric: its JVP is its VJP, then the weight
+    jvps=(
+        lambda t, ans, x, w, b, eps: (
+            batch_norm_input_grad(t, x, None, eps)
+            * (1.0 if w is None else per_channel(w, np.ndim(x)))
+        ),
+        lambda t, ans, x, w, b, eps: per_channel(t, np.ndim(x)) * normalized(x, eps),
+        lambda t, ans, x, w, b, eps: np.zeros_like(ans) + per_channel(t, np.ndim(ans)),
+    ),
+)
+defvjp(
+    "batch_norm_eval",
+    batch_norm_eval,
+    Spelling("module", "sourcegrad.nn.norm_ops.batch_norm_eval"),
+    lambda g, ans, x, w, b, mean, var, eps: (
+        g * per_channel((1.0 if w is None else w) / np.sqrt(var + eps), np.ndim(g))
+    ),
+    lambda g, ans, x, w, b, mean, var, eps: np.sum(
+        g * (x - per_channel(mean, np.ndim(x))) / np.sqrt(per_channel(var, np.ndim(x)) + eps),
+        axis=channel_axes(np.ndim(x)),
+    ),
+    lambda g, ans, x, w, b, mean, var, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
+    None,
+    None,
+    register_fn=False,
+    jvps=(
+        lambda t, ans, x, w, b, mean, var, eps: (
+            t * per_channel((1.0 if w is None else w) / np.sqrt(var + eps), np.ndim(t))
+        ),
+        lambda t, ans, x, w, b, mean, var, eps: (
+            per_channel(t, np.ndim(x))
+            * (x - per_channel(mean, np.ndim(x)))
+            / np.sqrt(per_channel(var, np.ndim(x)) + eps)
+        ),
+        lambda t, ans, x, w, b, mean, var, eps: np.zeros_like(ans) + per_channel(t, np.ndim(ans)),
+        None,
+        None,
+    ),
+)
 
 TRAIN = OpSpec("NativeBatchNormBackward0", "batch_norm_train", n_arrays=3)
 EVAL = OpSpec("NativeBatchNormBackward0", "batch_norm_eval", n_arrays=5, edges=(0, 1, 2))
@@ -110,34 +134,44 @@ def _update(running, stat, momentum):
     data[...] = (momentum * stat + (1 - momentum) * data.astype(stat.dtype)).astype(data.dtype)
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):
+def batch_norm(
+    input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
+):
     """torch.nn.functional.batch_norm over dim 1 of an (N, C, *) input."""
     x = input._data
     if x.ndim < 2:
         raise ValueError(f"Expected 2D or more input (got {x.ndim}D input)")
     if x.dtype.kind not in "fc":
         raise NotImplementedError(
-            f'"batch_norm" not implemented for \'{input.dtype._scalar_name}\'')
+            f"\"batch_norm\" not implemented for '{input.dtype._scalar_name}'"
+        )
     c = x.shape[1]
-    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var)):
+    for name, t in (
+        ("weight", weight),
+        ("bias", bias),
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+    ):
         if t is not None and tuple(t._data.shape) != (c,):
             raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
     operands.same_device(input, weight, bias, running_mean, running_var)
     n = x.size // c if c else 0
     if training and n == 1:
-        raise ValueError("Expected more than 1 value per channel when training, got input "
-                         f"size torch.Size({list(x.shape)})")
+        raise ValueError(
+            "Expected more than 1 value per channel when training, got input "
+            f"size torch.Size({list(x.shape)})"
+        )
     if training and eps <= 0.0:
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         if operands.grad_required(t):
-            raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with "
-                               f"respect to argument '{name}'. This input cannot have "
-                               "requires_grad True.")
+            raise RuntimeError(
+                f"The function 'native_batch_norm' is not differentiable with "
+                f"respect to argument '{name}'. This input cannot have "
+                "requires_grad True."
+            )
     if training:
         out = _wrap(batch_norm_train(x, _data(weight), _data(bias), eps))
         if operands.needs_grad(input, weight, bias):
@@ -153,12 +187,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 _update(running_var, var * (n / max(n - 1, 1)), momentum)
         return out
     if running_mean is None or running_var is None:
-        raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be "
-                           "defined in evaluation mode")
+        raise RuntimeError(
+            f"running_{'mean' if running_mean is None else 'var'} must be "
+            "defined in evaluation mode"
+        )
     # copies: a later training step updates the running statistics in place
     mean, var = running_mean._data.copy(), running_var._data.copy()
     out = _wrap(batch_norm_eval(x, _data(weight), _data(bias), mean, var, eps))
     if operands.needs_grad(input, weight, bias):
         record(EVAL, out, (input, weight, bias, mean, var), {"eps": eps})
     return out
-

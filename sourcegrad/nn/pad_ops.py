@@ -12,6 +12,7 @@
 
 Imports: numpy, `rules`, the eager ops.
 """
+
 from __future__ import annotations
 
 from ..eager import devices, operands, shape_ops
@@ -45,10 +46,14 @@ def _pad_array(x, widths, value=0):
     return x
 
 
-defvjp("constant_pad", _pad_array, Spelling("module", "sourcegrad.nn.pad_ops.constant_pad"),
-       lambda g, ans, x, widths, value=0: constant_pad(g, negated(widths), 0),
-       register_fn=False,
-       jvps=(lambda t, ans, x, widths, value=0: constant_pad(t, widths, 0),))
+defvjp(
+    "constant_pad",
+    _pad_array,
+    Spelling("module", "sourcegrad.nn.pad_ops.constant_pad"),
+    lambda g, ans, x, widths, value=0: constant_pad(g, negated(widths), 0),
+    register_fn=False,
+    jvps=(lambda t, ans, x, widths, value=0: constant_pad(t, widths, 0),),
+)
 
 CONSTANT_PAD = OpSpec("ConstantPadNdBackward0", "constant_pad", n_arrays=1)
 
@@ -63,10 +68,12 @@ def constant_pad(input, widths, value=0):
     return out
 
 
-_SUPPORTED = ("Supported combinations for non-constant padding:\n"
-              "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
-              "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
-              "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+_SUPPORTED = (
+    "Supported combinations for non-constant padding:\n"
+    "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+    "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+    "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+)
 
 
 def _source_index(mode, n, lo, hi, xp):
@@ -92,9 +99,11 @@ def pad(input, pad, mode="constant", value=None):
         raise RuntimeError("Padding length must be divisible by 2")
     k = len(widths) // 2
     if k > ndim:
-        raise RuntimeError("Padding length should be less than or equal to two times the input "
-                           f"dimension but got padding length {len(widths)} and input of "
-                           f"dimension {ndim}")
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input "
+            f"dimension but got padding length {len(widths)} and input of "
+            f"dimension {ndim}"
+        )
     if mode == "constant":
         for i in range(k):
             axis = ndim - 1 - i
@@ -106,17 +115,20 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     if k not in (1, 2, 3) or ndim not in (k + 1, k + 2):
-        raise NotImplementedError(f"Padding size {len(widths)} is not supported for {ndim}D "
-                                  f"input tensor.\n{_SUPPORTED}")
+        raise NotImplementedError(
+            f"Padding size {len(widths)} is not supported for {ndim}D input tensor.\n{_SUPPORTED}"
+        )
     xp = devices.xp_of(input._data)
     index = []
     for i in range(k):
         axis = ndim - 1 - i
         n, lo, hi = shape[axis], widths[2 * i], widths[2 * i + 1]
         if mode == "reflect" and (lo >= n or hi >= n):
-            raise RuntimeError("Argument #4: Padding size should be less than the "
-                               f"corresponding input dimension, but got: padding ({lo}, {hi}) "
-                               f"at dimension {axis} of input {list(shape)}")
+            raise RuntimeError(
+                "Argument #4: Padding size should be less than the "
+                f"corresponding input dimension, but got: padding ({lo}, {hi}) "
+                f"at dimension {axis} of input {list(shape)}"
+            )
         if mode == "circular" and (lo > n or hi > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         if n == 0:
@@ -124,6 +136,9 @@ def pad(input, pad, mode="constant", value=None):
         src = _source_index(mode, n, lo, hi, xp)
         index.insert(0, src.reshape((-1,) + (1,) * i))  # open mesh: the last dim varies fastest
     key = (slice(None),) * (ndim - k) + tuple(index)
-    name = ("CopySlices" if mode == "circular" else
-            f"{'ReflectionPad' if mode == 'reflect' else 'ReplicationPad'}{k}DBackward0")
+    name = (
+        "CopySlices"
+        if mode == "circular"
+        else f"{'ReflectionPad' if mode == 'reflect' else 'ReplicationPad'}{k}DBackward0"
+    )
     return shape_ops.pick(input, name, key)

@@ -1,4 +1,5 @@
 """`nn.Parameter`: a leaf tensor that requires grad and prints as `Parameter containing:`."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -3,6 +3,7 @@
 Its own module so that the layer modules (`pool_ops`, ...) and `functional`, which
 imports them, can all raise it without importing each other.
 """
+
 from __future__ import annotations
 
 from ..errors import SourcegradError

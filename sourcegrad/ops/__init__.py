@@ -17,19 +17,73 @@ test row.
 Imports run one way: runtime <- ops <- {compiler modules, eager} <- api <- cli. This
 package imports numpy, gast and `sourcegrad.runtime` only.
 """
+
 from .reads import META, NONE, SHAPE, VALUE, read_level, reads, reads_shape_of, reads_value_of
-from .registry import (COMPARISONS, MATH_FUNCTIONS, OPERATORS, PROPERTIES, RULES,
-                       TEMPLATE_NAMESPACE, Op, Rule, Spelling, Torch, alias, array_methods,
-                       defjvp, deflinear, defnondiff, defprimitive, defvjp, get, has, mark,
-                       op_for_method, rule_for_function, torch, vjp_template)
+from .registry import (
+    COMPARISONS,
+    MATH_FUNCTIONS,
+    OPERATORS,
+    PROPERTIES,
+    RULES,
+    TEMPLATE_NAMESPACE,
+    Op,
+    Rule,
+    Spelling,
+    Torch,
+    alias,
+    array_methods,
+    defjvp,
+    deflinear,
+    defnondiff,
+    defprimitive,
+    defvjp,
+    get,
+    has,
+    mark,
+    op_for_method,
+    rule_for_function,
+    torch,
+    vjp_template,
+)
+
 # the families, in the order their entries build on each other (aliases after their base)
 from . import elementwise, reductions, linalg, shape, program, nn, numpy_linalg, numpy_functions  # noqa: E402,F401,E501
 from . import fft, complex_values  # noqa: E402,F401 - complex_values marks the ops before it
 from .program import jvp_at_run_time, vjp_at_run_time  # noqa: E402
 
-__all__ = ["COMPARISONS", "MATH_FUNCTIONS", "META", "NONE", "OPERATORS", "PROPERTIES", "RULES",
-           "SHAPE", "TEMPLATE_NAMESPACE", "VALUE", "Op", "Rule", "Spelling", "Torch", "alias",
-           "array_methods", "defjvp", "deflinear", "defnondiff", "defprimitive", "defvjp",
-           "get", "has", "mark", "op_for_method", "read_level", "reads", "reads_shape_of",
-           "reads_value_of", "rule_for_function", "torch", "vjp_template", "jvp_at_run_time",
-           "vjp_at_run_time"]
+__all__ = [
+    "COMPARISONS",
+    "MATH_FUNCTIONS",
+    "META",
+    "NONE",
+    "OPERATORS",
+    "PROPERTIES",
+    "RULES",
+    "SHAPE",
+    "TEMPLATE_NAMESPACE",
+    "VALUE",
+    "Op",
+    "Rule",
+    "Spelling",
+    "Torch",
+    "alias",
+    "array_methods",
+    "defjvp",
+    "deflinear",
+    "defnondiff",
+    "defprimitive",
+    "defvjp",
+    "get",
+    "has",
+    "mark",
+    "op_for_method",
+    "read_level",
+    "reads",
+    "reads_shape_of",
+    "reads_value_of",
+    "rule_for_function",
+    "torch",
+    "vjp_template",
+    "jvp_at_run_time",
+    "vjp_at_run_time",
+]

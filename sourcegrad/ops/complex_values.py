@@ -19,6 +19,7 @@ dL/dRe(z) + 1j * dL/dIm(z) (its conjugate, for the rules' convention, is taken o
 gradient leaves: `api` for the compiler, `eager.node.ComplexRuleNode` for each eager node);
 docs/sharp-bits.md says why.
 """
+
 from __future__ import annotations
 
 import operator
@@ -38,25 +39,58 @@ RULES["is_complex"].static_result = True
 # imag(z) = Im z: the gradient 1j * g in torch's convention, its conjugate -1j * g here; of a
 # real x, imag is 0 and the real part of -1j * g is too. conj's adjoint is conj(g).
 for _name, _spelling, _vjp in (
-        ("np_real", _func("real"), lambda g, ans, val: g),
-        ("np_imag", _func("imag"), lambda g, ans, val: -1j * g)):
+    ("np_real", _func("real"), lambda g, ans, val: g),
+    ("np_imag", _func("imag"), lambda g, ans, val: -1j * g),
+):
     defvjp(_name, getattr(np, _name[3:]), _spelling, _vjp, props={"complex"})
     deflinear("joint", _name)
-defvjp("real_attr", operator.attrgetter("real"), Spelling("attr", "real"),
-       lambda g, ans, x: g, register_fn=False, family="np_real", props={"complex"})
-defvjp("imag_attr", operator.attrgetter("imag"), Spelling("attr", "imag"),
-       lambda g, ans, x: -1j * g, register_fn=False, family="np_imag", props={"complex"})
+defvjp(
+    "real_attr",
+    operator.attrgetter("real"),
+    Spelling("attr", "real"),
+    lambda g, ans, x: g,
+    register_fn=False,
+    family="np_real",
+    props={"complex"},
+)
+defvjp(
+    "imag_attr",
+    operator.attrgetter("imag"),
+    Spelling("attr", "imag"),
+    lambda g, ans, x: -1j * g,
+    register_fn=False,
+    family="np_imag",
+    props={"complex"},
+)
 deflinear("joint", "real_attr", "imag_attr")
-defvjp("np_conjugate", np.conjugate, _func("conj"),
-       lambda g, ans, x: np.conj(g), props={"complex"}, methods=("conj", "conjugate"))
+defvjp(
+    "np_conjugate",
+    np.conjugate,
+    _func("conj"),
+    lambda g, ans, x: np.conj(g),
+    props={"complex"},
+    methods=("conj", "conjugate"),
+)
 deflinear("joint", "np_conjugate")
 
 # angle(z) = atan2(Im z, Re z): the gradient g * 1j * z / |z|^2 = g * 1j / conj(z) in torch's
 # convention, -1j * g / z here (JVP: Im(t / z)). Of a real x it is piecewise constant: 0.
-defvjp("np_angle", np.angle, _func("angle"),
-       lambda g, ans, z, deg=False: (-1j * g / z * (57.29577951308232 if deg else 1.0)) if is_complex(z) else np.zeros_like(z),
-       jvps=(lambda t, ans, z, deg=False: np.imag(t / z) * (57.29577951308232 if deg else 1.0) if is_complex(z) else np.zeros_like(ans),),
-       props={"complex"})
+defvjp(
+    "np_angle",
+    np.angle,
+    _func("angle"),
+    lambda g, ans, z, deg=False: (
+        (-1j * g / z * (57.29577951308232 if deg else 1.0)) if is_complex(z) else np.zeros_like(z)
+    ),
+    jvps=(
+        lambda t, ans, z, deg=False: (
+            np.imag(t / z) * (57.29577951308232 if deg else 1.0)
+            if is_complex(z)
+            else np.zeros_like(ans)
+        ),
+    ),
+    props={"complex"},
+)
 
 
 def real_if_close(a, tol=100):
@@ -69,23 +103,39 @@ def real_if_close(a, tol=100):
         raise errors.ComplexValueError(
             "np.real_if_close kept a complex result (an imaginary part is not negligible), but "
             "the compiled gradient was made for a real one: take np.real(...) if the imaginary "
-            "part is to be dropped")
+            "part is to be dropped"
+        )
     return out
 
 
 # The gradient of its (real) result is that of np.real.
-defvjp("np_real_if_close", np.real_if_close,
-       Spelling("module", "sourcegrad.ops.complex_values.real_if_close"),
-       lambda g, ans, a, tol=100: g,
-       jvps=(lambda t, ans, a, tol=100: np.real(t),), props={"complex"})
+defvjp(
+    "np_real_if_close",
+    np.real_if_close,
+    Spelling("module", "sourcegrad.ops.complex_values.real_if_close"),
+    lambda g, ans, a, tol=100: g,
+    jvps=(lambda t, ans, a, tol=100: np.real(t),),
+    props={"complex"},
+)
 # (generated code calls the checking function: differentiating that code finds this entry)
-alias("real_if_close_checked", real_if_close,
-      Spelling("module", "sourcegrad.ops.complex_values.real_if_close"), like="np_real_if_close",
-      props={"complex"})
+alias(
+    "real_if_close_checked",
+    real_if_close,
+    Spelling("module", "sourcegrad.ops.complex_values.real_if_close"),
+    like="np_real_if_close",
+    props={"complex"},
+)
 # The real part of an adjoint when its value is real, decided when the backward runs (the
 # compiler's `reverse` uses it where it cannot tell the value's type): linear in g.
-defvjp("real_like", runtime.real_like, Spelling("helper", "real_like"),
-       lambda g, ans, h, x: real_like(g, x), None, linear=(0,), props={"complex"})
+defvjp(
+    "real_like",
+    runtime.real_like,
+    Spelling("helper", "real_like"),
+    lambda g, ans, h, x: real_like(g, x),
+    None,
+    linear=(0,),
+    props={"complex"},
+)
 mark("complex", "is_complex")
 
 # The ops whose rules hold for complex values as they are (holomorphic functions, C-linear
@@ -94,23 +144,132 @@ mark("complex", "is_complex")
 # minimum, var and std (which take |x|^2), np.vdot (which conjugates its first argument), the
 # linear algebra (a Hermitian transpose would be needed in places), everything else.
 COMPLEX_OPS = (
-    "add", "subtract", "multiply", "divide", "negative", "positive", "power", "add_op",
-    "sub_op", "mul_op", "div_op", "pow_op", "neg_op", "pos_op", "true_divide", "iadd_op",
-    "isub_op", "imul_op", "idiv_op", "square", "reciprocal",
-    "exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "expm1", "log1p",
-    "absolute", "abs_builtin",
-    "sum", "mean", "cumsum", "matmul", "matmul_op", "dot", "inner", "outer", "einsum",
-    "tensordot", "trace", "reshape", "ravel", "transpose", "T", "swapaxes", "moveaxis",
-    "expand_dims", "squeeze", "broadcast_to", "getitem", "concatenate", "stack", "asarray",
-    "np_array", "np_copy", "copy", "flip", "roll", "tile", "where", "take", "sum_builtin",
-    "getitem_list", "make_list", "make_tuple", "list_append", "stack_list", "concatenate_list",
-    "split", "np_split", "np_array_split", "np_hsplit", "np_vsplit", "np_dsplit", "np_hstack",
-    "np_vstack", "np_dstack", "np_column_stack", "np_row_stack", "np_trace", "np_diag",
-    "np_diagonal", "np_diff", "np_kron", "np_rot90", "np_fliplr", "np_flipud", "np_repeat",
-    "np_pad", "np_atleast_1d", "np_atleast_2d", "np_atleast_3d", "np_take_along_axis",
-    "unbroadcast", "unindex", "expand_reduced", "take_part", "stack_items",
-    "concatenate_items", "undiagonal", "unrepeat", "unpad", "untake", "scatter_along",
-    "setitem", "store_item", "iadd_item", "zero_at", "select_grad", "unindex_list", "unstack_list", "unconcatenate_list", "add_adjoints",
-    "inverse_permutation", "dot_grad", "inner_grad", "tensordot_grad", "einsum_grad",
-    "einsum_grad_operands", "einsum_grad_jvp", "sum_list_grad", "cast_like")
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "negative",
+    "positive",
+    "power",
+    "add_op",
+    "sub_op",
+    "mul_op",
+    "div_op",
+    "pow_op",
+    "neg_op",
+    "pos_op",
+    "true_divide",
+    "iadd_op",
+    "isub_op",
+    "imul_op",
+    "idiv_op",
+    "square",
+    "reciprocal",
+    "exp",
+    "log",
+    "sqrt",
+    "sin",
+    "cos",
+    "tan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "expm1",
+    "log1p",
+    "absolute",
+    "abs_builtin",
+    "sum",
+    "mean",
+    "cumsum",
+    "matmul",
+    "matmul_op",
+    "dot",
+    "inner",
+    "outer",
+    "einsum",
+    "tensordot",
+    "trace",
+    "reshape",
+    "ravel",
+    "transpose",
+    "T",
+    "swapaxes",
+    "moveaxis",
+    "expand_dims",
+    "squeeze",
+    "broadcast_to",
+    "getitem",
+    "concatenate",
+    "stack",
+    "asarray",
+    "np_array",
+    "np_copy",
+    "copy",
+    "flip",
+    "roll",
+    "tile",
+    "where",
+    "take",
+    "sum_builtin",
+    "getitem_list",
+    "make_list",
+    "make_tuple",
+    "list_append",
+    "stack_list",
+    "concatenate_list",
+    "split",
+    "np_split",
+    "np_array_split",
+    "np_hsplit",
+    "np_vsplit",
+    "np_dsplit",
+    "np_hstack",
+    "np_vstack",
+    "np_dstack",
+    "np_column_stack",
+    "np_row_stack",
+    "np_trace",
+    "np_diag",
+    "np_diagonal",
+    "np_diff",
+    "np_kron",
+    "np_rot90",
+    "np_fliplr",
+    "np_flipud",
+    "np_repeat",
+    "np_pad",
+    "np_atleast_1d",
+    "np_atleast_2d",
+    "np_atleast_3d",
+    "np_take_along_axis",
+    "unbroadcast",
+    "unindex",
+    "expand_reduced",
+    "take_part",
+    "stack_items",
+    "concatenate_items",
+    "undiagonal",
+    "unrepeat",
+    "unpad",
+    "untake",
+    "scatter_along",
+    "setitem",
+    "store_item",
+    "iadd_item",
+    "zero_at",
+    "select_grad",
+    "unindex_list",
+    "unstack_list",
+    "unconcatenate_list",
+    "add_adjoints",
+    "inverse_permutation",
+    "dot_grad",
+    "inner_grad",
+    "tensordot_grad",
+    "einsum_grad",
+    "einsum_grad_operands",
+    "einsum_grad_jvp",
+    "sum_list_grad",
+    "cast_like",
+)
 mark("complex", *(name for name in COMPLEX_OPS if name in RULES))

@@ -8,6 +8,7 @@ own helpers not at all) and how many of them have an eager counterpart that reco
 (`np.<function>(tensor)` dispatches to a torch-named op, or `sourcegrad.linalg.<function>`).
 The README's table is this script's output.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -32,6 +33,7 @@ def _module_of(op) -> str | None:
 def _eager_names():
     """The numpy functions whose call on a Tensor records a torch-named node."""
     from ..eager import numpy_dispatch
+
     return {id(f) for f in list(numpy_dispatch.UFUNCS) + list(numpy_dispatch.FUNCTIONS)}
 
 

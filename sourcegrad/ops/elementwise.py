@@ -1,4 +1,5 @@
 """Elementwise ops: operators, functions of one and two arguments, comparisons."""
+
 from __future__ import annotations
 
 import math
@@ -12,27 +13,59 @@ from .registry import func as _func
 
 
 # Operators. `x * y` and `np.multiply(x, y)` are two spellings of one rule.
-defvjp("add", np.add, _func("add"),
-       lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(g, y), kind="elementwise", props={"owned"})
-defvjp("subtract", np.subtract, _func("subtract"),
-       lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(-g, y), kind="elementwise", props={"owned"})
-defvjp("multiply", np.multiply, _func("multiply"),
-       lambda g, ans, x, y: unbroadcast(g * y, x),
-       lambda g, ans, x, y: unbroadcast(g * x, y), kind="elementwise", props={"owned"})
-defvjp("divide", np.divide, _func("divide"),
-       lambda g, ans, x, y: unbroadcast(g / y, x),
-       lambda g, ans, x, y: unbroadcast(-g * ans / y, y), kind="elementwise", props={"owned"})
-defvjp("power", np.power, _func("power"),
-       lambda g, ans, x, y: unbroadcast(g * y * x ** np.where(y, y - 1, 1), x),
-       lambda g, ans, x, y: unbroadcast(g * ans * np.log(np.where(x, x, 1)), y), kind="elementwise")
-defvjp("negative", np.negative, _func("negative"),
-       lambda g, ans, x: -g, kind="elementwise",
-       torch=torch("NegBackward0", "neg", "negative", inplace=("neg_", "negative_"),
-                   keep_int=True))
-defvjp("positive", np.positive, _func("positive"),
-       lambda g, ans, x: g, kind="elementwise")
+defvjp(
+    "add",
+    np.add,
+    _func("add"),
+    lambda g, ans, x, y: unbroadcast(g, x),
+    lambda g, ans, x, y: unbroadcast(g, y),
+    kind="elementwise",
+    props={"owned"},
+)
+defvjp(
+    "subtract",
+    np.subtract,
+    _func("subtract"),
+    lambda g, ans, x, y: unbroadcast(g, x),
+    lambda g, ans, x, y: unbroadcast(-g, y),
+    kind="elementwise",
+    props={"owned"},
+)
+defvjp(
+    "multiply",
+    np.multiply,
+    _func("multiply"),
+    lambda g, ans, x, y: unbroadcast(g * y, x),
+    lambda g, ans, x, y: unbroadcast(g * x, y),
+    kind="elementwise",
+    props={"owned"},
+)
+defvjp(
+    "divide",
+    np.divide,
+    _func("divide"),
+    lambda g, ans, x, y: unbroadcast(g / y, x),
+    lambda g, ans, x, y: unbroadcast(-g * ans / y, y),
+    kind="elementwise",
+    props={"owned"},
+)
+defvjp(
+    "power",
+    np.power,
+    _func("power"),
+    lambda g, ans, x, y: unbroadcast(g * y * x ** np.where(y, y - 1, 1), x),
+    lambda g, ans, x, y: unbroadcast(g * ans * np.log(np.where(x, x, 1)), y),
+    kind="elementwise",
+)
+defvjp(
+    "negative",
+    np.negative,
+    _func("negative"),
+    lambda g, ans, x: -g,
+    kind="elementwise",
+    torch=torch("NegBackward0", "neg", "negative", inplace=("neg_", "negative_"), keep_int=True),
+)
+defvjp("positive", np.positive, _func("positive"), lambda g, ans, x: g, kind="elementwise")
 alias("add_op", operator.add, Spelling("binop", "+"), like="add", props={"owned"})
 alias("sub_op", operator.sub, Spelling("binop", "-"), like="subtract", props={"owned"})
 alias("mul_op", operator.mul, Spelling("binop", "*"), like="multiply", props={"owned"})
@@ -41,62 +74,105 @@ alias("pow_op", operator.pow, Spelling("binop", "**"), like="power", props={"own
 alias("neg_op", operator.neg, Spelling("unaryop", "-"), like="negative", props={"owned"})
 alias("pos_op", operator.pos, Spelling("unaryop", "+"), like="positive")
 alias("true_divide", np.true_divide, _func("true_divide"), like="divide")
-defvjp("mod_op", operator.mod, Spelling("binop", "%"),
-       lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(-g * np.floor_divide(x, y), y), kind="elementwise")
+defvjp(
+    "mod_op",
+    operator.mod,
+    Spelling("binop", "%"),
+    lambda g, ans, x, y: unbroadcast(g, x),
+    lambda g, ans, x, y: unbroadcast(-g * np.floor_divide(x, y), y),
+    kind="elementwise",
+)
 
 # Elementwise functions of one argument: numpy function, VJP, torch names (eager surface).
 _UNARY = {
-    "exp": (np.exp, lambda g, ans, x: g * ans,
-            torch("ExpBackward0", "exp", inplace=("exp_",))),
-    "exp2": (np.exp2, lambda g, ans, x: g * ans * np.log(2.0),
-             torch("Exp2Backward0", "exp2", inplace=("exp2_",))),
-    "expm1": (np.expm1, lambda g, ans, x: g * (ans + 1.0),
-              torch("Expm1Backward0", "expm1", inplace=("expm1_",))),
-    "log": (np.log, lambda g, ans, x: g / x,
-            torch("LogBackward0", "log", inplace=("log_",))),
-    "log1p": (np.log1p, lambda g, ans, x: g / (1.0 + x),
-              torch("Log1PBackward0", "log1p", inplace=("log1p_",))),
-    "log2": (np.log2, lambda g, ans, x: g / (x * np.log(2.0)),
-             torch("Log2Backward0", "log2")),
-    "log10": (np.log10, lambda g, ans, x: g / (x * np.log(10.0)),
-              torch("Log10Backward0", "log10")),
-    "sqrt": (np.sqrt, lambda g, ans, x: g / (2.0 * ans),
-             torch("SqrtBackward0", "sqrt", inplace=("sqrt_",))),
-    "cbrt": (np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans),
-             None),
-    "square": (np.square, lambda g, ans, x: g * 2.0 * x,
-               None),
-    "reciprocal": (np.reciprocal, lambda g, ans, x: -g * ans * ans,
-                   torch("ReciprocalBackward0", "reciprocal", inplace=("reciprocal_",))),
-    "sin": (np.sin, lambda g, ans, x: g * np.cos(x),
-            torch("SinBackward0", "sin", inplace=("sin_",))),
-    "cos": (np.cos, lambda g, ans, x: -g * np.sin(x),
-            torch("CosBackward0", "cos", inplace=("cos_",))),
-    "tan": (np.tan, lambda g, ans, x: g * (1.0 + ans * ans),
-            torch("TanBackward0", "tan")),
-    "arcsin": (np.arcsin, lambda g, ans, x: g / np.sqrt(1.0 - x * x),
-               torch("AsinBackward0", "asin", "arcsin")),
-    "arccos": (np.arccos, lambda g, ans, x: -g / np.sqrt(1.0 - x * x),
-               torch("AcosBackward0", "acos", "arccos")),
-    "arctan": (np.arctan, lambda g, ans, x: g / (1.0 + x * x),
-               torch("AtanBackward0", "atan", "arctan")),
-    "sinh": (np.sinh, lambda g, ans, x: g * np.cosh(x),
-             torch("SinhBackward0", "sinh")),
-    "cosh": (np.cosh, lambda g, ans, x: g * np.sinh(x),
-             torch("CoshBackward0", "cosh")),
-    "tanh": (np.tanh, lambda g, ans, x: g * (1.0 - ans * ans),
-             torch("TanhBackward0", "tanh", inplace=("tanh_",))),
-    "arcsinh": (np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1.0),
-                torch("AsinhBackward0", "asinh", "arcsinh")),
-    "arccosh": (np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1.0),
-                torch("AcoshBackward0", "acosh", "arccosh")),
-    "arctanh": (np.arctanh, lambda g, ans, x: g / (1.0 - x * x),
-                torch("AtanhBackward0", "atanh", "arctanh")),
+    "exp": (np.exp, lambda g, ans, x: g * ans, torch("ExpBackward0", "exp", inplace=("exp_",))),
+    "exp2": (
+        np.exp2,
+        lambda g, ans, x: g * ans * np.log(2.0),
+        torch("Exp2Backward0", "exp2", inplace=("exp2_",)),
+    ),
+    "expm1": (
+        np.expm1,
+        lambda g, ans, x: g * (ans + 1.0),
+        torch("Expm1Backward0", "expm1", inplace=("expm1_",)),
+    ),
+    "log": (np.log, lambda g, ans, x: g / x, torch("LogBackward0", "log", inplace=("log_",))),
+    "log1p": (
+        np.log1p,
+        lambda g, ans, x: g / (1.0 + x),
+        torch("Log1PBackward0", "log1p", inplace=("log1p_",)),
+    ),
+    "log2": (np.log2, lambda g, ans, x: g / (x * np.log(2.0)), torch("Log2Backward0", "log2")),
+    "log10": (np.log10, lambda g, ans, x: g / (x * np.log(10.0)), torch("Log10Backward0", "log10")),
+    "sqrt": (
+        np.sqrt,
+        lambda g, ans, x: g / (2.0 * ans),
+        torch("SqrtBackward0", "sqrt", inplace=("sqrt_",)),
+    ),
+    "cbrt": (np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), None),
+    "square": (np.square, lambda g, ans, x: g * 2.0 * x, None),
+    "reciprocal": (
+        np.reciprocal,
+        lambda g, ans, x: -g * ans * ans,
+        torch("ReciprocalBackward0", "reciprocal", inplace=("reciprocal_",)),
+    ),
+    "sin": (
+        np.sin,
+        lambda g, ans, x: g * np.cos(x),
+        torch("SinBackward0", "sin", inplace=("sin_",)),
+    ),
+    "cos": (
+        np.cos,
+        lambda g, ans, x: -g * np.sin(x),
+        torch("CosBackward0", "cos", inplace=("cos_",)),
+    ),
+    "tan": (np.tan, lambda g, ans, x: g * (1.0 + ans * ans), torch("TanBackward0", "tan")),
+    "arcsin": (
+        np.arcsin,
+        lambda g, ans, x: g / np.sqrt(1.0 - x * x),
+        torch("AsinBackward0", "asin", "arcsin"),
+    ),
+    "arccos": (
+        np.arccos,
+        lambda g, ans, x: -g / np.sqrt(1.0 - x * x),
+        torch("AcosBackward0", "acos", "arccos"),
+    ),
+    "arctan": (
+        np.arctan,
+        lambda g, ans, x: g / (1.0 + x * x),
+        torch("AtanBackward0", "atan", "arctan"),
+    ),
+    "sinh": (np.sinh, lambda g, ans, x: g * np.cosh(x), torch("SinhBackward0", "sinh")),
+    "cosh": (np.cosh, lambda g, ans, x: g * np.sinh(x), torch("CoshBackward0", "cosh")),
+    "tanh": (
+        np.tanh,
+        lambda g, ans, x: g * (1.0 - ans * ans),
+        torch("TanhBackward0", "tanh", inplace=("tanh_",)),
+    ),
+    "arcsinh": (
+        np.arcsinh,
+        lambda g, ans, x: g / np.sqrt(x * x + 1.0),
+        torch("AsinhBackward0", "asinh", "arcsinh"),
+    ),
+    "arccosh": (
+        np.arccosh,
+        lambda g, ans, x: g / np.sqrt(x * x - 1.0),
+        torch("AcoshBackward0", "acosh", "arccosh"),
+    ),
+    "arctanh": (
+        np.arctanh,
+        lambda g, ans, x: g / (1.0 - x * x),
+        torch("AtanhBackward0", "atanh", "arctanh"),
+    ),
     # (of a complex x: |x|' is conj(x) / |x| in the complex rules' convention, ops/complex_values;
     # not conj(np.sign(x)): sign is differentiable there, and 0 at 0 as torch's)
-    "absolute": (np.absolute, lambda g, ans, x: g * np.conj(x) / np.where(ans == 0.0, 1.0, ans) if is_complex(x) else g * np.sign(x),
-                 torch("AbsBackward0", "abs", "absolute", inplace=("abs_",), keep_int=True)),
+    "absolute": (
+        np.absolute,
+        lambda g, ans, x: (
+            g * np.conj(x) / np.where(ans == 0.0, 1.0, ans) if is_complex(x) else g * np.sign(x)
+        ),
+        torch("AbsBackward0", "abs", "absolute", inplace=("abs_",), keep_int=True),
+    ),
 }
 for _name, (_fn, _vjp, _torch) in _UNARY.items():
     defvjp(_name, _fn, _func(_name), _vjp, kind="elementwise", torch=_torch)
@@ -105,67 +181,180 @@ mark("owned", "exp", "log", "sin", "cos", "tanh", "sqrt", "square")
 # sinc(x) = sin(pi x) / (pi x), 1 at 0. Its derivative (cos(pi x) - sinc(x)) / x loses digits
 # near 0, so there it is the Taylor series -pi^2 x / 3 + pi^4 x^3 / 30, exact to rounding at
 # |x| < 1e-3 and differentiable at 0 too (torch's second derivative there is nan).
-defvjp("sinc", np.sinc, _func("sinc"),
-       lambda g, ans, x: g * np.where(np.abs(x) < 1e-3, x * (3.2469697011334144 * x * x - 3.289868133696453), (np.cos(3.141592653589793 * x) - ans) / np.where(np.abs(x) < 1e-3, 1.0, x)),
-       kind="elementwise", torch=torch("SincBackward0", "sinc", inplace=("sinc_",)))
+defvjp(
+    "sinc",
+    np.sinc,
+    _func("sinc"),
+    lambda g, ans, x: (
+        g
+        * np.where(
+            np.abs(x) < 1e-3,
+            x * (3.2469697011334144 * x * x - 3.289868133696453),
+            (np.cos(3.141592653589793 * x) - ans) / np.where(np.abs(x) < 1e-3, 1.0, x),
+        )
+    ),
+    kind="elementwise",
+    torch=torch("SincBackward0", "sinc", inplace=("sinc_",)),
+)
 # its JVP is the real part of the VJP's formula with g := t (|x| is real)
-defjvp("absolute", lambda t, ans, x: np.real(np.conj(x) * t) / np.where(ans == 0.0, 1.0, ans) if is_complex(x) else t * np.sign(x))
+defjvp(
+    "absolute",
+    lambda t, ans, x: (
+        np.real(np.conj(x) * t) / np.where(ans == 0.0, 1.0, ans)
+        if is_complex(x)
+        else t * np.sign(x)
+    ),
+)
 alias("fabs", np.fabs, _func("fabs"), like="absolute")
 alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute")
-for _name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
-              "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "fabs"):
-    _like = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
-             "acosh": "arccosh", "atanh": "arctanh", "fabs": "absolute"}.get(_name, _name)
+for _name in (
+    "exp",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "sin",
+    "cos",
+    "tan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asin",
+    "acos",
+    "atan",
+    "asinh",
+    "acosh",
+    "atanh",
+    "log2",
+    "log10",
+    "fabs",
+):
+    _like = {
+        "asin": "arcsin",
+        "acos": "arccos",
+        "atan": "arctan",
+        "asinh": "arcsinh",
+        "acosh": "arccosh",
+        "atanh": "arctanh",
+        "fabs": "absolute",
+    }.get(_name, _name)
     alias(f"math_{_name}", getattr(math, _name), Spelling("module", f"math.{_name}"), like=_like)
 
 # Elementwise functions of two arguments.
-defvjp("maximum", np.maximum, _func("maximum"),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x > y), x),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y > x), y), kind="elementwise",
-       torch=torch("MaximumBackward0", "maximum", keep_int=True))
-defvjp("minimum", np.minimum, _func("minimum"),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x < y), x),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y < x), y), kind="elementwise",
-       torch=torch("MinimumBackward0", "minimum", keep_int=True))
-defvjp("logaddexp", np.logaddexp, _func("logaddexp"),
-       lambda g, ans, x, y: unbroadcast(g * np.exp(x - ans), x),
-       lambda g, ans, x, y: unbroadcast(g * np.exp(y - ans), y), kind="elementwise",
-       torch=torch("LogaddexpBackward0", "logaddexp"))
-defvjp("arctan2", np.arctan2, _func("arctan2"),
-       lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
-       lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y), kind="elementwise",
-       torch=torch("Atan2Backward0", "atan2", "arctan2"))
-defvjp("hypot", np.hypot, _func("hypot"),
-       lambda g, ans, x, y: unbroadcast(g * x / ans, x),
-       lambda g, ans, x, y: unbroadcast(g * y / ans, y), kind="elementwise",
-       torch=torch("HypotBackward0", "hypot"))
+defvjp(
+    "maximum",
+    np.maximum,
+    _func("maximum"),
+    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x > y), x),
+    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y > x), y),
+    kind="elementwise",
+    torch=torch("MaximumBackward0", "maximum", keep_int=True),
+)
+defvjp(
+    "minimum",
+    np.minimum,
+    _func("minimum"),
+    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x < y), x),
+    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y < x), y),
+    kind="elementwise",
+    torch=torch("MinimumBackward0", "minimum", keep_int=True),
+)
+defvjp(
+    "logaddexp",
+    np.logaddexp,
+    _func("logaddexp"),
+    lambda g, ans, x, y: unbroadcast(g * np.exp(x - ans), x),
+    lambda g, ans, x, y: unbroadcast(g * np.exp(y - ans), y),
+    kind="elementwise",
+    torch=torch("LogaddexpBackward0", "logaddexp"),
+)
+defvjp(
+    "arctan2",
+    np.arctan2,
+    _func("arctan2"),
+    lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
+    lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y),
+    kind="elementwise",
+    torch=torch("Atan2Backward0", "atan2", "arctan2"),
+)
+defvjp(
+    "hypot",
+    np.hypot,
+    _func("hypot"),
+    lambda g, ans, x, y: unbroadcast(g * x / ans, x),
+    lambda g, ans, x, y: unbroadcast(g * y / ans, y),
+    kind="elementwise",
+    torch=torch("HypotBackward0", "hypot"),
+)
 alias("math_atan2", math.atan2, Spelling("module", "math.atan2"), like="arctan2")
 alias("math_hypot", math.hypot, Spelling("module", "math.hypot"), like="hypot")
 alias("math_pow", math.pow, Spelling("module", "math.pow"), like="power")
-defvjp("where", np.where, _func("where"),
-       None,
-       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
-       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y),
-       kind="elementwise", props={"fresh", "owned"})
+defvjp(
+    "where",
+    np.where,
+    _func("where"),
+    None,
+    lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
+    lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y),
+    kind="elementwise",
+    props={"fresh", "owned"},
+)
 # Gradient flows wherever clipping left x unchanged, bounds included (torch's clamp); elsewhere
 # it is 0 whatever arrives, as torch's where(mask, g, 0) gives it (g * mask made a NaN in g a
 # NaN gradient of the clipped elements too).
-defvjp("clip", np.clip, _func("clip"),
-       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where(x == ans, g, 0.0), x),
-       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where((ans != x) & (ans == a_min), g, 0.0), a_min),
-       lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where((ans != x) & (ans == a_max), g, 0.0), a_max),
-       kind="elementwise", methods=("clip",))
+defvjp(
+    "clip",
+    np.clip,
+    _func("clip"),
+    lambda g, ans, x, a_min=None, a_max=None: unbroadcast(np.where(x == ans, g, 0.0), x),
+    lambda g, ans, x, a_min=None, a_max=None: unbroadcast(
+        np.where((ans != x) & (ans == a_min), g, 0.0), a_min
+    ),
+    lambda g, ans, x, a_min=None, a_max=None: unbroadcast(
+        np.where((ans != x) & (ans == a_max), g, 0.0), a_max
+    ),
+    kind="elementwise",
+    methods=("clip",),
+)
 
 
-for _name, _fn, _sym in (("lt", operator.lt, "<"), ("le", operator.le, "<="),
-                         ("gt", operator.gt, ">"), ("ge", operator.ge, ">="),
-                         ("eq", operator.eq, "=="), ("ne", operator.ne, "!=")):
+for _name, _fn, _sym in (
+    ("lt", operator.lt, "<"),
+    ("le", operator.le, "<="),
+    ("gt", operator.gt, ">"),
+    ("ge", operator.ge, ">="),
+    ("eq", operator.eq, "=="),
+    ("ne", operator.ne, "!="),
+):
     defnondiff(_name, _fn, Spelling("compare", _sym), params=("x", "y"), kind="elementwise")
-defnondiff("floordiv_op", operator.floordiv, Spelling("binop", "//"), params=("x", "y"),
-           kind="elementwise")
-for _name in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
-              "logical_and", "logical_or", "logical_xor", "floor_divide"):
+defnondiff(
+    "floordiv_op", operator.floordiv, Spelling("binop", "//"), params=("x", "y"), kind="elementwise"
+)
+for _name in (
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "equal",
+    "not_equal",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "floor_divide",
+):
     defnondiff(_name, getattr(np, _name), _func(_name), params=("x", "y"), kind="elementwise")
-for _name in ("sign", "floor", "ceil", "round", "rint", "trunc", "fix", "isnan", "isinf",
-              "isfinite", "logical_not", "signbit"):
+for _name in (
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "rint",
+    "trunc",
+    "fix",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "logical_not",
+    "signbit",
+):
     defnondiff(_name, getattr(np, _name), _func(_name), params=("x",), kind="elementwise")

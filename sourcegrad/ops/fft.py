@@ -19,6 +19,7 @@ of a C-linear map). The DFT matrix is symmetric, so:
   the last axis) doubled: torch's rule, conjugated for this convention;
 * fftshift and ifftshift are each other's transposes.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -81,48 +82,152 @@ def hermitian_fold(h, n, axis):
 
 
 # fit's transpose fits back; hermitian_fold scales by real numbers: it is its own transpose.
-defvjp("fit", fit, _spelled("fit"),
-       lambda g, ans, a, sizes, axes: fit(g, fft_sizes(a.shape, None, axes), axes))
-defvjp("hermitian_fold", hermitian_fold, _spelled("hermitian_fold"),
-       lambda g, ans, h, n, axis: hermitian_fold(g, n, axis))
+defvjp(
+    "fit",
+    fit,
+    _spelled("fit"),
+    lambda g, ans, a, sizes, axes: fit(g, fft_sizes(a.shape, None, axes), axes),
+)
+defvjp(
+    "hermitian_fold",
+    hermitian_fold,
+    _spelled("hermitian_fold"),
+    lambda g, ans, h, n, axis: hermitian_fold(g, n, axis),
+)
 TEMPLATE_NAMESPACE.update(fit=fit, hermitian_fold=hermitian_fold)
 
 # One-axis transforms.
-defvjp("fft_fft", np.fft.fft, _func("fft.fft"),
-       lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(np.fft.fft(g, axis=axis, norm=norm), (a.shape[axis],), (axis,)))
-defvjp("fft_ifft", np.fft.ifft, _func("fft.ifft"),
-       lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(np.fft.ifft(g, axis=axis, norm=norm), (a.shape[axis],), (axis,)))
-defvjp("fft_rfft", np.fft.rfft, _func("fft.rfft"),
-       lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(np.real(np.fft.fft(g, a.shape[axis] if n is None else n, axis=axis, norm=norm)), (a.shape[axis],), (axis,)))
-defvjp("fft_irfft", np.fft.irfft, _func("fft.irfft"),
-       lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(np.conj(hermitian_fold(np.fft.rfft(g, axis=axis, norm=dual_norm(norm)), ans.shape[axis], axis)), (a.shape[axis],), (axis,)))
+defvjp(
+    "fft_fft",
+    np.fft.fft,
+    _func("fft.fft"),
+    lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(
+        np.fft.fft(g, axis=axis, norm=norm), (a.shape[axis],), (axis,)
+    ),
+)
+defvjp(
+    "fft_ifft",
+    np.fft.ifft,
+    _func("fft.ifft"),
+    lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(
+        np.fft.ifft(g, axis=axis, norm=norm), (a.shape[axis],), (axis,)
+    ),
+)
+defvjp(
+    "fft_rfft",
+    np.fft.rfft,
+    _func("fft.rfft"),
+    lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(
+        np.real(np.fft.fft(g, a.shape[axis] if n is None else n, axis=axis, norm=norm)),
+        (a.shape[axis],),
+        (axis,),
+    ),
+)
+defvjp(
+    "fft_irfft",
+    np.fft.irfft,
+    _func("fft.irfft"),
+    lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(
+        np.conj(
+            hermitian_fold(np.fft.rfft(g, axis=axis, norm=dual_norm(norm)), ans.shape[axis], axis)
+        ),
+        (a.shape[axis],),
+        (axis,),
+    ),
+)
 
 # Transforms over several axes (fft2's family are fftn's with axes=(-2, -1) by default).
 for _name in ("fft2", "fftn"):
     _default = (-2, -1) if _name.endswith("2") else None
-    defvjp(f"fft_{_name}", getattr(np.fft, _name), _func(f"fft.{_name}"),
-           lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.fft.fftn(g, axes=fft_axes(a.ndim, s, axes), norm=norm), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
+    defvjp(
+        f"fft_{_name}",
+        getattr(np.fft, _name),
+        _func(f"fft.{_name}"),
+        lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(
+            np.fft.fftn(g, axes=fft_axes(a.ndim, s, axes), norm=norm),
+            fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)),
+            fft_axes(a.ndim, s, axes),
+        ),
+    )
 for _name in ("ifft2", "ifftn"):
     _default = (-2, -1) if _name.endswith("2") else None
-    defvjp(f"fft_{_name}", getattr(np.fft, _name), _func(f"fft.{_name}"),
-           lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.fft.ifftn(g, axes=fft_axes(a.ndim, s, axes), norm=norm), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
+    defvjp(
+        f"fft_{_name}",
+        getattr(np.fft, _name),
+        _func(f"fft.{_name}"),
+        lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(
+            np.fft.ifftn(g, axes=fft_axes(a.ndim, s, axes), norm=norm),
+            fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)),
+            fft_axes(a.ndim, s, axes),
+        ),
+    )
 for _name in ("rfft2", "rfftn"):
     _default = (-2, -1) if _name.endswith("2") else None
-    defvjp(f"fft_{_name}", getattr(np.fft, _name), _func(f"fft.{_name}"),
-           lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.real(np.fft.fftn(g, fft_sizes(a.shape, s, fft_axes(a.ndim, s, axes)), axes=fft_axes(a.ndim, s, axes), norm=norm)), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
+    defvjp(
+        f"fft_{_name}",
+        getattr(np.fft, _name),
+        _func(f"fft.{_name}"),
+        lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(
+            np.real(
+                np.fft.fftn(
+                    g,
+                    fft_sizes(a.shape, s, fft_axes(a.ndim, s, axes)),
+                    axes=fft_axes(a.ndim, s, axes),
+                    norm=norm,
+                )
+            ),
+            fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)),
+            fft_axes(a.ndim, s, axes),
+        ),
+    )
 for _name in ("irfft2", "irfftn"):
     _default = (-2, -1) if _name.endswith("2") else None
-    defvjp(f"fft_{_name}", getattr(np.fft, _name), _func(f"fft.{_name}"),
-           lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(np.conj(hermitian_fold(np.fft.rfftn(g, axes=fft_axes(a.ndim, s, axes), norm=dual_norm(norm)), ans.shape[fft_axes(a.ndim, s, axes)[-1]], fft_axes(a.ndim, s, axes)[-1])), fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)), fft_axes(a.ndim, s, axes)))
+    defvjp(
+        f"fft_{_name}",
+        getattr(np.fft, _name),
+        _func(f"fft.{_name}"),
+        lambda g, ans, a, s=None, axes=_default, norm=None, out=None: fit(
+            np.conj(
+                hermitian_fold(
+                    np.fft.rfftn(g, axes=fft_axes(a.ndim, s, axes), norm=dual_norm(norm)),
+                    ans.shape[fft_axes(a.ndim, s, axes)[-1]],
+                    fft_axes(a.ndim, s, axes)[-1],
+                )
+            ),
+            fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)),
+            fft_axes(a.ndim, s, axes),
+        ),
+    )
 
-defvjp("fft_fftshift", np.fft.fftshift, _func("fft.fftshift"),
-       lambda g, ans, x, axes=None: np.fft.ifftshift(g, axes))
-defvjp("fft_ifftshift", np.fft.ifftshift, _func("fft.ifftshift"),
-       lambda g, ans, x, axes=None: np.fft.fftshift(g, axes))
+defvjp(
+    "fft_fftshift",
+    np.fft.fftshift,
+    _func("fft.fftshift"),
+    lambda g, ans, x, axes=None: np.fft.ifftshift(g, axes),
+)
+defvjp(
+    "fft_ifftshift",
+    np.fft.ifftshift,
+    _func("fft.ifftshift"),
+    lambda g, ans, x, axes=None: np.fft.fftshift(g, axes),
+)
 
-FFT_OPS = ("fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_fft2", "fft_ifft2",
-           "fft_rfft2", "fft_irfft2", "fft_fftn", "fft_ifftn", "fft_rfftn", "fft_irfftn",
-           "fft_fftshift", "fft_ifftshift")
+FFT_OPS = (
+    "fft_fft",
+    "fft_ifft",
+    "fft_rfft",
+    "fft_irfft",
+    "fft_fft2",
+    "fft_ifft2",
+    "fft_rfft2",
+    "fft_irfft2",
+    "fft_fftn",
+    "fft_ifftn",
+    "fft_rfftn",
+    "fft_irfftn",
+    "fft_fftshift",
+    "fft_ifftshift",
+)
 # linear in their one array input: the JVP is the transform of the tangent
 deflinear("joint", *FFT_OPS, "fit", "hermitian_fold")
 mark("complex", *FFT_OPS, "fit", "hermitian_fold")

@@ -4,6 +4,7 @@ Their forward functions (numpy in, numpy out, behaving like torch's ops: a stabl
 sigmoid, softmax along one axis, ...) live here too; generated code calls them as
 `sourcegrad.ops.nn.<name>`.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,6 +20,7 @@ def _spelled(name):
 
 
 # --- forward functions (numpy in, numpy out) -------------------------------------------------
+
 
 def relu(x):
     return np.maximum(x, 0)
@@ -56,6 +58,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 def erf(x):
     if type(x) is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
         from cupyx.scipy.special import erf as cupy_erf  # a CuPy array: its own kernel
+
         return cupy_erf(x).astype(np.result_type(x.dtype, np.float32))
     return _erf(x).astype(np.result_type(x, np.float32))
 
@@ -76,7 +79,7 @@ def vector_norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's pa
         return np.sum(a != 0, axis=axis, keepdims=keepdims).astype(x.dtype)
     if ord == 1:
         return np.sum(a, axis=axis, keepdims=keepdims)
-    return np.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+    return np.sum(a**ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
 
 
 def nll_index(shape, target, ignore_index=-100):
@@ -98,8 +101,9 @@ def nll_scale(g, target, weight=None, reduction="mean", ignore_index=-100):
 
 
 def nll_loss(x, target, weight=None, reduction="mean", ignore_index=-100):
-    return nll_of_picked(x, x[nll_index(np.shape(x), target, ignore_index)], target, weight,
-                         reduction, ignore_index)
+    return nll_of_picked(
+        x, x[nll_index(np.shape(x), target, ignore_index)], target, weight, reduction, ignore_index
+    )
 
 
 def nll_of_picked(x, picked, target, weight, reduction, ignore_index):
@@ -134,7 +138,7 @@ def put_mask(like, index):
 
 def index_put(x, values, index, accumulate=False):
     if hasattr(x, "__cuda_array_interface__"):  # a CuPy array: its own copy and add.at
-        out = x.copy()                         # (numpy refuses to hand it a tuple index)
+        out = x.copy()  # (numpy refuses to hand it a tuple index)
         if accumulate:
             array_module(out).add.at(out, index, values)
         else:
@@ -189,112 +193,234 @@ def unbind(x, axis=0):
 
 # --- the rules -------------------------------------------------------------------------------
 
-defvjp("relu", relu, _spelled("relu"),
-       lambda g, ans, x: g * (ans > 0), kind="elementwise",
-       torch=torch("ReluBackward0", "relu", inplace=("relu_",), numpy=False, keep_int=True))
-defvjp("sigmoid", sigmoid, _spelled("sigmoid"),
-       lambda g, ans, x: g * ans * (1.0 - ans), kind="elementwise",
-       torch=torch("SigmoidBackward0", "sigmoid", inplace=("sigmoid_",), numpy=False))
-defvjp("rsqrt", rsqrt, _spelled("rsqrt"),
-       lambda g, ans, x: -0.5 * g * ans * ans * ans, kind="elementwise",
-       torch=torch("RsqrtBackward0", "rsqrt", inplace=("rsqrt_",), numpy=False))
-defvjp("erf", erf, _spelled("erf"),
-       lambda g, ans, x: g * 1.1283791670955126 * np.exp(-x * x), kind="elementwise",
-       torch=torch("ErfBackward0", "erf", numpy=False))
-defvjp("leaky_relu", leaky_relu, _spelled("leaky_relu"),
-       lambda g, ans, x, negative_slope=0.01: np.where(x > 0, g, g * negative_slope),
-       kind="elementwise")
-defvjp("softmax", softmax, _spelled("softmax"),
-       lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),
-       jvps=(lambda t, ans, x, axis: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)),))
-defvjp("log_softmax", log_softmax, _spelled("log_softmax"),
-       lambda g, ans, x, axis: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),
-       jvps=(lambda t, ans, x, axis: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True),))
-defvjp("logsumexp", logsumexp, _spelled("logsumexp"),
-       lambda g, ans, x, axis=None, keepdims=False: expand_reduced(g, x, axis, keepdims) * np.exp(
-           x - expand_reduced(ans, x, axis, keepdims)),
-       kind="reduction",
-       jvps=(lambda t, ans, x, axis=None, keepdims=False: np.sum(
-           t * np.exp(x - expand_reduced(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims),))
-defvjp("vector_norm", vector_norm, _spelled("vector_norm"),
-       lambda g, ans, x, ord=2, axis=None, keepdims=False: (
-           expand_reduced(g, x, axis, keepdims) * x
-           / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims) if ord == 2 else
-           np.sign(x) * max_grad(g, ans, np.abs(x), axis, keepdims) if ord == np.inf else
-           expand_reduced(g, x, axis, keepdims) * np.sign(x) if ord == 1 else
-           expand_reduced(g, x, axis, keepdims) * np.sign(x) * np.abs(x) ** (ord - 1)
-           / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims) ** (ord - 1)),
-       kind="reduction",
-       jvps=(lambda t, ans, x, ord=2, axis=None, keepdims=False: (
-           np.sum(x * t, axis=axis, keepdims=keepdims) / np.where(ans == 0, 1.0, ans) if ord == 2 else
-           max_jvp(np.sign(x) * t, ans, np.abs(x), axis, keepdims) if ord == np.inf else
-           np.sum(np.sign(x) * t, axis=axis, keepdims=keepdims) if ord == 1 else
-           np.sum(np.sign(x) * np.abs(x) ** (ord - 1) * t, axis=axis, keepdims=keepdims)
-           / np.where(ans == 0, 1.0, ans) ** (ord - 1)),))
+defvjp(
+    "relu",
+    relu,
+    _spelled("relu"),
+    lambda g, ans, x: g * (ans > 0),
+    kind="elementwise",
+    torch=torch("ReluBackward0", "relu", inplace=("relu_",), numpy=False, keep_int=True),
+)
+defvjp(
+    "sigmoid",
+    sigmoid,
+    _spelled("sigmoid"),
+    lambda g, ans, x: g * ans * (1.0 - ans),
+    kind="elementwise",
+    torch=torch("SigmoidBackward0", "sigmoid", inplace=("sigmoid_",), numpy=False),
+)
+defvjp(
+    "rsqrt",
+    rsqrt,
+    _spelled("rsqrt"),
+    lambda g, ans, x: -0.5 * g * ans * ans * ans,
+    kind="elementwise",
+    torch=torch("RsqrtBackward0", "rsqrt", inplace=("rsqrt_",), numpy=False),
+)
+defvjp(
+    "erf",
+    erf,
+    _spelled("erf"),
+    lambda g, ans, x: g * 1.1283791670955126 * np.exp(-x * x),
+    kind="elementwise",
+    torch=torch("ErfBackward0", "erf", numpy=False),
+)
+defvjp(
+    "leaky_relu",
+    leaky_relu,
+    _spelled("leaky_relu"),
+    lambda g, ans, x, negative_slope=0.01: np.where(x > 0, g, g * negative_slope),
+    kind="elementwise",
+)
+defvjp(
+    "softmax",
+    softmax,
+    _spelled("softmax"),
+    lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),
+    jvps=(lambda t, ans, x, axis: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)),),
+)
+defvjp(
+    "log_softmax",
+    log_softmax,
+    _spelled("log_softmax"),
+    lambda g, ans, x, axis: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),
+    jvps=(lambda t, ans, x, axis: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True),),
+)
+defvjp(
+    "logsumexp",
+    logsumexp,
+    _spelled("logsumexp"),
+    lambda g, ans, x, axis=None, keepdims=False: (
+        expand_reduced(g, x, axis, keepdims) * np.exp(x - expand_reduced(ans, x, axis, keepdims))
+    ),
+    kind="reduction",
+    jvps=(
+        lambda t, ans, x, axis=None, keepdims=False: np.sum(
+            t * np.exp(x - expand_reduced(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims
+        ),
+    ),
+)
+defvjp(
+    "vector_norm",
+    vector_norm,
+    _spelled("vector_norm"),
+    lambda g, ans, x, ord=2, axis=None, keepdims=False: (
+        expand_reduced(g, x, axis, keepdims)
+        * x
+        / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims)
+        if ord == 2
+        else np.sign(x) * max_grad(g, ans, np.abs(x), axis, keepdims)
+        if ord == np.inf
+        else expand_reduced(g, x, axis, keepdims) * np.sign(x)
+        if ord == 1
+        else expand_reduced(g, x, axis, keepdims)
+        * np.sign(x)
+        * np.abs(x) ** (ord - 1)
+        / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims) ** (ord - 1)
+    ),
+    kind="reduction",
+    jvps=(
+        lambda t, ans, x, ord=2, axis=None, keepdims=False: (
+            np.sum(x * t, axis=axis, keepdims=keepdims) / np.where(ans == 0, 1.0, ans)
+            if ord == 2
+            else max_jvp(np.sign(x) * t, ans, np.abs(x), axis, keepdims)
+            if ord == np.inf
+            else np.sum(np.sign(x) * t, axis=axis, keepdims=keepdims)
+            if ord == 1
+            else np.sum(np.sign(x) * np.abs(x) ** (ord - 1) * t, axis=axis, keepdims=keepdims)
+            / np.where(ans == 0, 1.0, ans) ** (ord - 1)
+        ),
+    ),
+)
 
 # Losses: the target carries no gradient for nll_loss (class indices); mse_loss has two inputs.
-defvjp("nll_loss", nll_loss, _spelled("nll_loss"),
-       lambda g, ans, x, target, weight=None, reduction="mean", ignore_index=-100: unindex(
-           nll_scale(g, target, weight, reduction, ignore_index), x,
-           nll_index(np.shape(x), target, ignore_index)),
-       None,
-       # (linear in x, but written as its JVP: the eager forward mode applies a JVP to
-       # Tensors, and the loss's own forward computes its weights with numpy's astype)
-       jvps=(lambda t, ans, x, target, weight=None, reduction="mean", ignore_index=-100: (
-           nll_scale(1.0, target, weight, reduction, ignore_index)
-           * t[nll_index(np.shape(t), target, ignore_index)] if reduction == "none" else
-           np.sum(nll_scale(1.0, target, weight, reduction, ignore_index)
-                  * t[nll_index(np.shape(t), target, ignore_index)])),))
-defvjp("mse_loss", mse_loss, _spelled("mse_loss"),
-       lambda g, ans, x, y, reduction="mean": unbroadcast(
-           2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), x),
-       lambda g, ans, x, y, reduction="mean": unbroadcast(
-           -2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), y),
-       jvps=(lambda t, ans, x, y, reduction="mean": (
-                 2.0 * (x - y) * t if reduction == "none" else
-                 np.sum(2.0 * (x - y) * t) / (np.size(x - y) if reduction == "mean" else 1)),
-             lambda t, ans, x, y, reduction="mean": (
-                 -2.0 * (x - y) * t if reduction == "none" else
-                 -np.sum(2.0 * (x - y) * t) / (np.size(x - y) if reduction == "mean" else 1))))
+defvjp(
+    "nll_loss",
+    nll_loss,
+    _spelled("nll_loss"),
+    lambda g, ans, x, target, weight=None, reduction="mean", ignore_index=-100: unindex(
+        nll_scale(g, target, weight, reduction, ignore_index),
+        x,
+        nll_index(np.shape(x), target, ignore_index),
+    ),
+    None,
+    # (linear in x, but written as its JVP: the eager forward mode applies a JVP to
+    # Tensors, and the loss's own forward computes its weights with numpy's astype)
+    jvps=(
+        lambda t, ans, x, target, weight=None, reduction="mean", ignore_index=-100: (
+            nll_scale(1.0, target, weight, reduction, ignore_index)
+            * t[nll_index(np.shape(t), target, ignore_index)]
+            if reduction == "none"
+            else np.sum(
+                nll_scale(1.0, target, weight, reduction, ignore_index)
+                * t[nll_index(np.shape(t), target, ignore_index)]
+            )
+        ),
+    ),
+)
+defvjp(
+    "mse_loss",
+    mse_loss,
+    _spelled("mse_loss"),
+    lambda g, ans, x, y, reduction="mean": unbroadcast(
+        2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), x
+    ),
+    lambda g, ans, x, y, reduction="mean": unbroadcast(
+        -2.0 * (x - y) * g / (np.size(x - y) if reduction == "mean" else 1), y
+    ),
+    jvps=(
+        lambda t, ans, x, y, reduction="mean": (
+            2.0 * (x - y) * t
+            if reduction == "none"
+            else np.sum(2.0 * (x - y) * t) / (np.size(x - y) if reduction == "mean" else 1)
+        ),
+        lambda t, ans, x, y, reduction="mean": (
+            -2.0 * (x - y) * t
+            if reduction == "none"
+            else -np.sum(2.0 * (x - y) * t) / (np.size(x - y) if reduction == "mean" else 1)
+        ),
+    ),
+)
 
 # In-place writes, as out-of-place primitives (the eager engine applies them in place).
-defvjp("index_put", index_put, _spelled("index_put"),
-       # zeros where the write landed, chosen rather than multiplied (a NaN in g stays out)
-       lambda g, ans, x, values, index, accumulate=False: g if accumulate else np.where(
-           put_mask(g, index) != 0, g, 0.0),
-       lambda g, ans, x, values, index, accumulate=False: unbroadcast(g[index], values),
-       linear=(0, 1))
-defvjp("addmm", addmm, _spelled("addmm"),
-       lambda g, ans, bias, x, y: unbroadcast(g, bias),
-       lambda g, ans, bias, x, y: g @ y.T,
-       lambda g, ans, bias, x, y: x.T @ g,
-       jvps=(lambda t, ans, bias, x, y: t + np.zeros_like(ans),
-             lambda t, ans, bias, x, y: t @ y,
-             lambda t, ans, bias, x, y: x @ t))
-defvjp("add_alpha", add_alpha, _spelled("add_alpha"),
-       lambda g, ans, x, y, alpha=1: unbroadcast(g, x),
-       lambda g, ans, x, y, alpha=1: unbroadcast(g * alpha, y), kind="elementwise")
-defvjp("sub_alpha", sub_alpha, _spelled("sub_alpha"),
-       lambda g, ans, x, y, alpha=1: unbroadcast(g, x),
-       lambda g, ans, x, y, alpha=1: unbroadcast(-g * alpha, y), kind="elementwise")
-defvjp("fill", fill, _spelled("fill"),
-       lambda g, ans, x, value=0: np.zeros_like(g),
-       jvps=(lambda t, ans, x, value=0: np.zeros_like(ans),))
-defvjp("fill_tensor", fill_tensor, _spelled("fill_tensor"),
-       lambda g, ans, x, value: np.zeros_like(g),
-       lambda g, ans, x, value: np.sum(g),
-       jvps=(lambda t, ans, x, value: np.zeros_like(ans),
-             lambda t, ans, x, value: t + np.zeros_like(ans)))
+defvjp(
+    "index_put",
+    index_put,
+    _spelled("index_put"),
+    # zeros where the write landed, chosen rather than multiplied (a NaN in g stays out)
+    lambda g, ans, x, values, index, accumulate=False: (
+        g if accumulate else np.where(put_mask(g, index) != 0, g, 0.0)
+    ),
+    lambda g, ans, x, values, index, accumulate=False: unbroadcast(g[index], values),
+    linear=(0, 1),
+)
+defvjp(
+    "addmm",
+    addmm,
+    _spelled("addmm"),
+    lambda g, ans, bias, x, y: unbroadcast(g, bias),
+    lambda g, ans, bias, x, y: g @ y.T,
+    lambda g, ans, bias, x, y: x.T @ g,
+    jvps=(
+        lambda t, ans, bias, x, y: t + np.zeros_like(ans),
+        lambda t, ans, bias, x, y: t @ y,
+        lambda t, ans, bias, x, y: x @ t,
+    ),
+)
+defvjp(
+    "add_alpha",
+    add_alpha,
+    _spelled("add_alpha"),
+    lambda g, ans, x, y, alpha=1: unbroadcast(g, x),
+    lambda g, ans, x, y, alpha=1: unbroadcast(g * alpha, y),
+    kind="elementwise",
+)
+defvjp(
+    "sub_alpha",
+    sub_alpha,
+    _spelled("sub_alpha"),
+    lambda g, ans, x, y, alpha=1: unbroadcast(g, x),
+    lambda g, ans, x, y, alpha=1: unbroadcast(-g * alpha, y),
+    kind="elementwise",
+)
+defvjp(
+    "fill",
+    fill,
+    _spelled("fill"),
+    lambda g, ans, x, value=0: np.zeros_like(g),
+    jvps=(lambda t, ans, x, value=0: np.zeros_like(ans),),
+)
+defvjp(
+    "fill_tensor",
+    fill_tensor,
+    _spelled("fill_tensor"),
+    lambda g, ans, x, value: np.zeros_like(g),
+    lambda g, ans, x, value: np.sum(g),
+    jvps=(
+        lambda t, ans, x, value: np.zeros_like(ans),
+        lambda t, ans, x, value: t + np.zeros_like(ans),
+    ),
+)
 
 # fmod's quotient is rounded toward zero: its own gradient is zero, as torch's
 # `self.div(other, rounding_mode="trunc")` is, so the second derivative matches torch's.
-defvjp("fmod", fmod, _spelled("fmod"),
-       lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(-g * np.trunc(x / y), y), kind="elementwise")
+defvjp(
+    "fmod",
+    fmod,
+    _spelled("fmod"),
+    lambda g, ans, x, y: unbroadcast(g, x),
+    lambda g, ans, x, y: unbroadcast(-g * np.trunc(x / y), y),
+    kind="elementwise",
+)
 # Rounding and sign: torch records them, with a zero gradient.
-defvjp("torch_div_rounding", div_rounding, _spelled("div_rounding"),
-       lambda g, ans, x, y: unbroadcast(np.zeros_like(g), x),
-       lambda g, ans, x, y: unbroadcast(np.zeros_like(g), y), kind="elementwise")
+defvjp(
+    "torch_div_rounding",
+    div_rounding,
+    _spelled("div_rounding"),
+    lambda g, ans, x, y: unbroadcast(np.zeros_like(g), x),
+    lambda g, ans, x, y: unbroadcast(np.zeros_like(g), y),
+    kind="elementwise",
+)
 _ROUNDING = {
     "sign": torch("SignBackward0", "sign", inplace=("sign_",), keep_int=True),
     "floor": torch("FloorBackward0", "floor", inplace=("floor_",), keep_int=True),
@@ -303,13 +429,28 @@ _ROUNDING = {
     "round": None,  # eager round takes `decimals` (sourcegrad.eager.ops.round)
 }
 for _name, _torch in _ROUNDING.items():
-    defvjp(f"torch_{_name}", getattr(np, _name), Spelling("func", _name),
-           lambda g, ans, x: np.zeros_like(g), kind="elementwise", register_fn=False,
-           torch=_torch)
+    defvjp(
+        f"torch_{_name}",
+        getattr(np, _name),
+        Spelling("func", _name),
+        lambda g, ans, x: np.zeros_like(g),
+        kind="elementwise",
+        register_fn=False,
+        torch=_torch,
+    )
 del _name, _torch
 
 # Several outputs: `g` is the list of the outputs' gradients (zeros where none arrived).
-defvjp("split", split, _spelled("split"),
-       lambda g, ans, x, indices_or_sections, axis=0: np.concatenate(g, axis=axis))
-defvjp("unbind", unbind, _spelled("unbind"),
-       lambda g, ans, x, axis=0: np.stack(g, axis=axis), linear=(0,))
+defvjp(
+    "split",
+    split,
+    _spelled("split"),
+    lambda g, ans, x, indices_or_sections, axis=0: np.concatenate(g, axis=axis),
+)
+defvjp(
+    "unbind",
+    unbind,
+    _spelled("unbind"),
+    lambda g, ans, x, axis=0: np.stack(g, axis=axis),
+    linear=(0,),
+)

@@ -8,6 +8,7 @@ generated code calls for them (`untake_along`, `undiagonal`, `unrepeat`, `unpad`
 here too, each with its own entry, so that second derivatives go through them; generated code
 calls them as `sourcegrad.ops.numpy_functions.<name>`.
 """
+
 from __future__ import annotations
 
 
@@ -30,6 +31,7 @@ def no_function_rule(what):
 
 
 # --- helpers (linear in their first argument; each one's VJP is its transpose) ---------------
+
 
 def scatter_along(h, indices, axis, size):
     """Adjoint of np.take_along_axis(x, indices, axis) for x with `size` elements along axis:
@@ -75,6 +77,7 @@ def unpad(h, pad_width):
 def stack_index(arrays, argnum, kind):
     """Where the argnum-th array sits in np.hstack / vstack / dstack / column_stack(arrays)
     (kind "h", "v", "d", "column"): a tuple of slices into the result."""
+
     def promoted(shape):
         if kind == "v":
             return shape if len(shape) >= 2 else (1,) * (2 - len(shape)) + shape
@@ -83,6 +86,7 @@ def stack_index(arrays, argnum, kind):
         if kind == "column":
             return shape + (1,) if len(shape) < 2 else shape
         return shape if len(shape) >= 1 else (1,)
+
     shapes = [promoted(np.shape(a)) for a in arrays]
     axis = {"v": 0, "d": 2, "column": 1, "h": 0 if len(shapes[0]) == 1 else 1}[kind]
     start = sum(s[axis] for s in shapes[:argnum])
@@ -134,204 +138,552 @@ def item(x):
     return x.item() if hasattr(x, "item") else x
 
 
-for _helper in (no_function_rule, stack_index, meshgrid_axes, select_default, linspace_weights,
-                diff_case):
+for _helper in (
+    no_function_rule,
+    stack_index,
+    meshgrid_axes,
+    select_default,
+    linspace_weights,
+    diff_case,
+):
     defnondiff(_helper.__name__, _helper, _spelled(_helper.__name__))
-TEMPLATE_NAMESPACE.update({f.__name__: f for f in (
-    no_function_rule, scatter_along, undiagonal, unrepeat, unpad, stack_index, meshgrid_axes,
-    select_grads, select_default, linspace_weights, diff_case, concatenate_items)})
+TEMPLATE_NAMESPACE.update(
+    {
+        f.__name__: f
+        for f in (
+            no_function_rule,
+            scatter_along,
+            undiagonal,
+            unrepeat,
+            unpad,
+            stack_index,
+            meshgrid_axes,
+            select_grads,
+            select_default,
+            linspace_weights,
+            diff_case,
+            concatenate_items,
+        )
+    }
+)
 
-defvjp("scatter_along", scatter_along, _spelled("scatter_along"),
-       lambda g, ans, h, indices, axis, size: unbroadcast(np.take_along_axis(g, indices, axis=axis), h),
-       None, None, None, linear=(0,))
-defvjp("undiagonal", undiagonal, _spelled("undiagonal"),
-       lambda g, ans, h, x, offset=0, axis1=0, axis2=1: unbroadcast(np.diagonal(g, offset, axis1, axis2), h),
-       None, linear=(0,))
-defvjp("unrepeat", unrepeat, _spelled("unrepeat"),
-       lambda g, ans, h, x, repeats, axis=None: np.repeat(g, repeats, axis=axis) if axis is not None else np.reshape(np.repeat(np.ravel(g), repeats), np.shape(h)),
-       None, None, linear=(0,))
-defvjp("unpad", unpad, _spelled("unpad"),
-       lambda g, ans, h, pad_width: np.pad(g, pad_width),
-       None, linear=(0,))
-defvjp("select_grads", select_grads, _spelled("select_grads"),
-       lambda g, ans, h, condlist, choicelist: unbroadcast(np.select(condlist, g, 0.0), h),
-       None, None, linear=(0,))
+defvjp(
+    "scatter_along",
+    scatter_along,
+    _spelled("scatter_along"),
+    lambda g, ans, h, indices, axis, size: unbroadcast(
+        np.take_along_axis(g, indices, axis=axis), h
+    ),
+    None,
+    None,
+    None,
+    linear=(0,),
+)
+defvjp(
+    "undiagonal",
+    undiagonal,
+    _spelled("undiagonal"),
+    lambda g, ans, h, x, offset=0, axis1=0, axis2=1: unbroadcast(
+        np.diagonal(g, offset, axis1, axis2), h
+    ),
+    None,
+    linear=(0,),
+)
+defvjp(
+    "unrepeat",
+    unrepeat,
+    _spelled("unrepeat"),
+    lambda g, ans, h, x, repeats, axis=None: (
+        np.repeat(g, repeats, axis=axis)
+        if axis is not None
+        else np.reshape(np.repeat(np.ravel(g), repeats), np.shape(h))
+    ),
+    None,
+    None,
+    linear=(0,),
+)
+defvjp(
+    "unpad",
+    unpad,
+    _spelled("unpad"),
+    lambda g, ans, h, pad_width: np.pad(g, pad_width),
+    None,
+    linear=(0,),
+)
+defvjp(
+    "select_grads",
+    select_grads,
+    _spelled("select_grads"),
+    lambda g, ans, h, condlist, choicelist: unbroadcast(np.select(condlist, g, 0.0), h),
+    None,
+    None,
+    linear=(0,),
+)
 
 
 # --- the functions ---------------------------------------------------------------------------
 
 # Elementwise.
-defvjp("np_fmax", np.fmax, _func("fmax"),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == x), x),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == y), y), kind="elementwise")
-defvjp("np_fmin", np.fmin, _func("fmin"),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == x), x),
-       lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == y), y), kind="elementwise")
-defvjp("np_logaddexp2", np.logaddexp2, _func("logaddexp2"),
-       lambda g, ans, x, y: unbroadcast(g * np.exp2(x - ans), x),
-       lambda g, ans, x, y: unbroadcast(g * np.exp2(y - ans), y), kind="elementwise")
-defvjp("np_deg2rad", np.deg2rad, _func("deg2rad"),
-       lambda g, ans, x: g * 0.017453292519943295, kind="elementwise")
+defvjp(
+    "np_fmax",
+    np.fmax,
+    _func("fmax"),
+    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == x), x),
+    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == y), y),
+    kind="elementwise",
+)
+defvjp(
+    "np_fmin",
+    np.fmin,
+    _func("fmin"),
+    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == x), x),
+    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, ans == y), y),
+    kind="elementwise",
+)
+defvjp(
+    "np_logaddexp2",
+    np.logaddexp2,
+    _func("logaddexp2"),
+    lambda g, ans, x, y: unbroadcast(g * np.exp2(x - ans), x),
+    lambda g, ans, x, y: unbroadcast(g * np.exp2(y - ans), y),
+    kind="elementwise",
+)
+defvjp(
+    "np_deg2rad",
+    np.deg2rad,
+    _func("deg2rad"),
+    lambda g, ans, x: g * 0.017453292519943295,
+    kind="elementwise",
+)
 alias("np_radians", np.radians, _func("radians"), like="np_deg2rad")
-defvjp("np_rad2deg", np.rad2deg, _func("rad2deg"),
-       lambda g, ans, x: g * 57.29577951308232, kind="elementwise")
+defvjp(
+    "np_rad2deg",
+    np.rad2deg,
+    _func("rad2deg"),
+    lambda g, ans, x: g * 57.29577951308232,
+    kind="elementwise",
+)
 alias("np_degrees", np.degrees, _func("degrees"), like="np_rad2deg")
 alias("np_mod", np.mod, _func("mod"), like="mod_op")  # (np.remainder is np.mod)
 # fmod(x, y) = x - trunc(x / y) y (C's remainder: the sign of x), where mod floors
-defvjp("np_fmod", np.fmod, _func("fmod"),
-       lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(-g * np.trunc(x / y), y), kind="elementwise")
+defvjp(
+    "np_fmod",
+    np.fmod,
+    _func("fmod"),
+    lambda g, ans, x, y: unbroadcast(g, x),
+    lambda g, ans, x, y: unbroadcast(-g * np.trunc(x / y), y),
+    kind="elementwise",
+)
 # finite elements pass through; nan and infinities are replaced by constants
-defvjp("np_nan_to_num", np.nan_to_num, _func("nan_to_num"),
-       lambda g, ans, x, copy=True, nan=0.0, posinf=None, neginf=None: np.where(np.isfinite(x), g, 0.0),
-       kind="elementwise")
+defvjp(
+    "np_nan_to_num",
+    np.nan_to_num,
+    _func("nan_to_num"),
+    lambda g, ans, x, copy=True, nan=0.0, posinf=None, neginf=None: np.where(
+        np.isfinite(x), g, 0.0
+    ),
+    kind="elementwise",
+)
 alias("np_float64", np.float64, _func("float64"), like="float_builtin")
 alias("np_copy", np.copy, _func("copy"), like="asarray")
-defvjp("item", item, _spelled("item"),
-       lambda g, ans, x: np.reshape(g, np.shape(x)), methods=("item",), method="item",
-       linear="joint")
+defvjp(
+    "item",
+    item,
+    _spelled("item"),
+    lambda g, ans, x: np.reshape(g, np.shape(x)),
+    methods=("item",),
+    method="item",
+    linear="joint",
+)
 
 # Sorting: the adjoint goes back to where each element came from.
-defvjp("np_take_along_axis", np.take_along_axis, _func("take_along_axis"),
-       lambda g, ans, arr, indices, axis=-1: scatter_along(g, indices, axis, np.shape(arr)[axis]) if axis is not None else np.reshape(scatter_along(g, indices, 0, np.size(arr)), np.shape(arr)),
-       None, linear=(0,))
-defvjp("np_sort", np.sort, _func("sort"),
-       lambda g, ans, a, axis=-1, kind=None, order=None: scatter_along(g, np.argsort(a, axis=axis, kind="stable"), axis, np.shape(a)[axis]) if axis is not None else np.reshape(scatter_along(g, np.argsort(a, axis=None, kind="stable"), 0, np.size(a)), np.shape(a)),
-       jvps=(lambda t, ans, a, axis=-1, kind=None, order=None: np.take_along_axis(t, np.argsort(a, axis=axis, kind="stable"), axis=axis) if axis is not None else np.take_along_axis(np.ravel(t), np.argsort(a, axis=None, kind="stable"), axis=0),))
+defvjp(
+    "np_take_along_axis",
+    np.take_along_axis,
+    _func("take_along_axis"),
+    lambda g, ans, arr, indices, axis=-1: (
+        scatter_along(g, indices, axis, np.shape(arr)[axis])
+        if axis is not None
+        else np.reshape(scatter_along(g, indices, 0, np.size(arr)), np.shape(arr))
+    ),
+    None,
+    linear=(0,),
+)
+defvjp(
+    "np_sort",
+    np.sort,
+    _func("sort"),
+    lambda g, ans, a, axis=-1, kind=None, order=None: (
+        scatter_along(g, np.argsort(a, axis=axis, kind="stable"), axis, np.shape(a)[axis])
+        if axis is not None
+        else np.reshape(
+            scatter_along(g, np.argsort(a, axis=None, kind="stable"), 0, np.size(a)), np.shape(a)
+        )
+    ),
+    jvps=(
+        lambda t, ans, a, axis=-1, kind=None, order=None: (
+            np.take_along_axis(t, np.argsort(a, axis=axis, kind="stable"), axis=axis)
+            if axis is not None
+            else np.take_along_axis(np.ravel(t), np.argsort(a, axis=None, kind="stable"), axis=0)
+        ),
+    ),
+)
 
 # Accepted with a zero gradient (their results are indices, booleans or rounded values).
-for _name in ("argpartition", "searchsorted", "allclose", "isclose", "flatnonzero", "argwhere",
-              "digitize", "array_equal", "isneginf", "isposinf", "any", "all", "nanargmax",
-              "nanargmin", "lexsort", "around", "isreal", "iscomplex", "isrealobj",
-              "iscomplexobj"):
+for _name in (
+    "argpartition",
+    "searchsorted",
+    "allclose",
+    "isclose",
+    "flatnonzero",
+    "argwhere",
+    "digitize",
+    "array_equal",
+    "isneginf",
+    "isposinf",
+    "any",
+    "all",
+    "nanargmax",
+    "nanargmin",
+    "lexsort",
+    "around",
+    "isreal",
+    "iscomplex",
+    "isrealobj",
+    "iscomplexobj",
+):
     defnondiff(f"np_{_name}", getattr(np, _name), _func(_name))
 
 # np.partition(a, kth) arranges a as np.take_along_axis(a, np.argpartition(a, kth)) does (the
 # same selection, so the same arrangement): the adjoint goes back along those indices.
-defvjp("np_partition", np.partition, _func("partition"),
-       lambda g, ans, a, kth, axis=-1, kind="introselect", order=None: scatter_along(g, np.argpartition(a, kth, axis=axis), axis, np.shape(a)[axis]) if axis is not None else np.reshape(scatter_along(g, np.argpartition(a, kth, axis=None), 0, np.size(a)), np.shape(a)),
-       None,
-       jvps=(lambda t, ans, a, kth, axis=-1, kind="introselect", order=None: np.take_along_axis(t, np.argpartition(a, kth, axis=axis), axis=axis) if axis is not None else np.take_along_axis(np.ravel(t), np.argpartition(a, kth, axis=None), axis=0),
-             None))
+defvjp(
+    "np_partition",
+    np.partition,
+    _func("partition"),
+    lambda g, ans, a, kth, axis=-1, kind="introselect", order=None: (
+        scatter_along(g, np.argpartition(a, kth, axis=axis), axis, np.shape(a)[axis])
+        if axis is not None
+        else np.reshape(
+            scatter_along(g, np.argpartition(a, kth, axis=None), 0, np.size(a)), np.shape(a)
+        )
+    ),
+    None,
+    jvps=(
+        lambda t, ans, a, kth, axis=-1, kind="introselect", order=None: (
+            np.take_along_axis(t, np.argpartition(a, kth, axis=axis), axis=axis)
+            if axis is not None
+            else np.take_along_axis(np.ravel(t), np.argpartition(a, kth, axis=None), axis=0)
+        ),
+        None,
+    ),
+)
 # np.rollaxis(a, axis, start) is np.moveaxis to where numpy puts it
-defvjp("np_rollaxis", np.rollaxis, _func("rollaxis"),
-       lambda g, ans, a, axis, start=0: np.moveaxis(g, (start + a.ndim if start < 0 else start) - (1 if axis % a.ndim < (start + a.ndim if start < 0 else start) else 0), axis % a.ndim),
-       linear="joint", props={"view"})
+defvjp(
+    "np_rollaxis",
+    np.rollaxis,
+    _func("rollaxis"),
+    lambda g, ans, a, axis, start=0: np.moveaxis(
+        g,
+        (start + a.ndim if start < 0 else start)
+        - (1 if axis % a.ndim < (start + a.ndim if start < 0 else start) else 0),
+        axis % a.ndim,
+    ),
+    linear="joint",
+    props={"view"},
+)
 
 # Differences: diff is linear; its adjoint is minus the difference of g padded with zeros.
-defvjp("np_diff", np.diff, _func("diff"),
-       lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
-           -np.diff(g, axis=axis, prepend=0.0, append=0.0) if diff_case(n, prepend, append) == "plain" else
-           np.diff(np.diff(g, axis=axis, prepend=0.0, append=0.0), axis=axis, prepend=0.0, append=0.0) if diff_case(n, prepend, append) == "twice" else
-           -np.diff(g, axis=axis) if diff_case(n, prepend, append) == "padded" else
-           no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")),
-       jvps=(lambda t, ans, a, n=1, axis=-1, prepend=None, append=None: (
-           np.diff(t, n=n, axis=axis) if prepend is None and append is None else
-           np.diff(t, axis=axis, prepend=0.0, append=0.0) if diff_case(n, prepend, append) == "padded" else
-           no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")),))
+defvjp(
+    "np_diff",
+    np.diff,
+    _func("diff"),
+    lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
+        -np.diff(g, axis=axis, prepend=0.0, append=0.0)
+        if diff_case(n, prepend, append) == "plain"
+        else np.diff(
+            np.diff(g, axis=axis, prepend=0.0, append=0.0), axis=axis, prepend=0.0, append=0.0
+        )
+        if diff_case(n, prepend, append) == "twice"
+        else -np.diff(g, axis=axis)
+        if diff_case(n, prepend, append) == "padded"
+        else no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")
+    ),
+    jvps=(
+        lambda t, ans, a, n=1, axis=-1, prepend=None, append=None: (
+            np.diff(t, n=n, axis=axis)
+            if prepend is None and append is None
+            else np.diff(t, axis=axis, prepend=0.0, append=0.0)
+            if diff_case(n, prepend, append) == "padded"
+            else no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")
+        ),
+    ),
+)
 
 # Diagonals.
-defvjp("np_diagonal", np.diagonal, _func("diagonal"),
-       lambda g, ans, a, offset=0, axis1=0, axis2=1: undiagonal(g, a, offset, axis1, axis2),
-       linear="joint", methods=("diagonal",))
-defvjp("np_trace", np.trace, _func("trace"),
-       lambda g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None: undiagonal(np.expand_dims(g, -1), a, offset, axis1, axis2),
-       linear="joint", methods=("trace",))
-defvjp("np_diag", np.diag, _func("diag"),
-       lambda g, ans, v, k=0: np.diagonal(g, k) if v.ndim == 1 else undiagonal(g, v, k, 0, 1),
-       linear="joint")
+defvjp(
+    "np_diagonal",
+    np.diagonal,
+    _func("diagonal"),
+    lambda g, ans, a, offset=0, axis1=0, axis2=1: undiagonal(g, a, offset, axis1, axis2),
+    linear="joint",
+    methods=("diagonal",),
+)
+defvjp(
+    "np_trace",
+    np.trace,
+    _func("trace"),
+    lambda g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None: undiagonal(
+        np.expand_dims(g, -1), a, offset, axis1, axis2
+    ),
+    linear="joint",
+    methods=("trace",),
+)
+defvjp(
+    "np_diag",
+    np.diag,
+    _func("diag"),
+    lambda g, ans, v, k=0: np.diagonal(g, k) if v.ndim == 1 else undiagonal(g, v, k, 0, 1),
+    linear="joint",
+)
 
 # Products of two arrays.
-defvjp("np_kron", np.kron, _func("kron"),
-       lambda g, ans, a, b: (np.reshape(g, (a.shape[0], b.shape[0])) @ b if a.ndim == 1 and b.ndim == 1 else
-                             np.einsum("ipjq,pq->ij", np.reshape(g, (a.shape[0], b.shape[0], a.shape[1], b.shape[1])), b) if a.ndim == 2 and b.ndim == 2 else
-                             no_function_rule("np.kron of arrays other than two vectors or two matrices")),
-       lambda g, ans, a, b: (a @ np.reshape(g, (a.shape[0], b.shape[0])) if a.ndim == 1 and b.ndim == 1 else
-                             np.einsum("ipjq,ij->pq", np.reshape(g, (a.shape[0], b.shape[0], a.shape[1], b.shape[1])), a) if a.ndim == 2 and b.ndim == 2 else
-                             no_function_rule("np.kron of arrays other than two vectors or two matrices")),
-       linear="multi")
-defvjp("np_cross", np.cross, _func("cross"),
-       lambda g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: unbroadcast(np.cross(b, g, axis=axis if axis is not None else -1), a) if axisa == -1 and axisb == -1 and axisc == -1 else no_function_rule("np.cross with axisa/axisb/axisc"),
-       lambda g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: unbroadcast(np.cross(g, a, axis=axis if axis is not None else -1), b) if axisa == -1 and axisb == -1 and axisc == -1 else no_function_rule("np.cross with axisa/axisb/axisc"),
-       linear="multi")
+defvjp(
+    "np_kron",
+    np.kron,
+    _func("kron"),
+    lambda g, ans, a, b: (
+        np.reshape(g, (a.shape[0], b.shape[0])) @ b
+        if a.ndim == 1 and b.ndim == 1
+        else np.einsum(
+            "ipjq,pq->ij", np.reshape(g, (a.shape[0], b.shape[0], a.shape[1], b.shape[1])), b
+        )
+        if a.ndim == 2 and b.ndim == 2
+        else no_function_rule("np.kron of arrays other than two vectors or two matrices")
+    ),
+    lambda g, ans, a, b: (
+        a @ np.reshape(g, (a.shape[0], b.shape[0]))
+        if a.ndim == 1 and b.ndim == 1
+        else np.einsum(
+            "ipjq,ij->pq", np.reshape(g, (a.shape[0], b.shape[0], a.shape[1], b.shape[1])), a
+        )
+        if a.ndim == 2 and b.ndim == 2
+        else no_function_rule("np.kron of arrays other than two vectors or two matrices")
+    ),
+    linear="multi",
+)
+defvjp(
+    "np_cross",
+    np.cross,
+    _func("cross"),
+    lambda g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: (
+        unbroadcast(np.cross(b, g, axis=axis if axis is not None else -1), a)
+        if axisa == -1 and axisb == -1 and axisc == -1
+        else no_function_rule("np.cross with axisa/axisb/axisc")
+    ),
+    lambda g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: (
+        unbroadcast(np.cross(g, a, axis=axis if axis is not None else -1), b)
+        if axisa == -1 and axisb == -1 and axisc == -1
+        else no_function_rule("np.cross with axisa/axisb/axisc")
+    ),
+    linear="multi",
+)
 
 # Layout.
-defvjp("np_pad", np.pad, _func("pad"),
-       lambda g, ans, array, pad_width, mode="constant", constant_values=0: unpad(g, pad_width) if mode == "constant" else no_function_rule("np.pad with a mode other than 'constant'"),
-       None,
-       jvps=(lambda t, ans, array, pad_width, mode="constant", constant_values=0: np.pad(t, pad_width) if mode == "constant" else no_function_rule("np.pad with a mode other than 'constant'"),))
-defvjp("np_repeat", np.repeat, _func("repeat"),
-       lambda g, ans, a, repeats, axis=None: unrepeat(g, a, repeats, axis),
-       None, linear="joint", methods=("repeat",))
-defvjp("np_rot90", np.rot90, _func("rot90"),
-       lambda g, ans, m, k=1, axes=(0, 1): np.rot90(g, -k, axes), linear="joint")
-defvjp("np_fliplr", np.fliplr, _func("fliplr"),
-       lambda g, ans, m: np.fliplr(g), linear="joint")
-defvjp("np_flipud", np.flipud, _func("flipud"),
-       lambda g, ans, m: np.flipud(g), linear="joint")
+defvjp(
+    "np_pad",
+    np.pad,
+    _func("pad"),
+    lambda g, ans, array, pad_width, mode="constant", constant_values=0: (
+        unpad(g, pad_width)
+        if mode == "constant"
+        else no_function_rule("np.pad with a mode other than 'constant'")
+    ),
+    None,
+    jvps=(
+        lambda t, ans, array, pad_width, mode="constant", constant_values=0: (
+            np.pad(t, pad_width)
+            if mode == "constant"
+            else no_function_rule("np.pad with a mode other than 'constant'")
+        ),
+    ),
+)
+defvjp(
+    "np_repeat",
+    np.repeat,
+    _func("repeat"),
+    lambda g, ans, a, repeats, axis=None: unrepeat(g, a, repeats, axis),
+    None,
+    linear="joint",
+    methods=("repeat",),
+)
+defvjp(
+    "np_rot90",
+    np.rot90,
+    _func("rot90"),
+    lambda g, ans, m, k=1, axes=(0, 1): np.rot90(g, -k, axes),
+    linear="joint",
+)
+defvjp("np_fliplr", np.fliplr, _func("fliplr"), lambda g, ans, m: np.fliplr(g), linear="joint")
+defvjp("np_flipud", np.flipud, _func("flipud"), lambda g, ans, m: np.flipud(g), linear="joint")
 for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
-    defvjp(f"np_{_name}", getattr(np, _name), _func(_name),
-           lambda g, ans, x: np.reshape(g, np.shape(x)), linear="joint")
+    defvjp(
+        f"np_{_name}",
+        getattr(np, _name),
+        _func(_name),
+        lambda g, ans, x: np.reshape(g, np.shape(x)),
+        linear="joint",
+    )
 
 # Splitting: the result is a list, its adjoint a list (zeros for unused parts): concatenated.
-defvjp("np_split", np.split, _func("split"),
-       lambda g, ans, ary, indices_or_sections, axis=0: concatenate_items(g, axis),
-       None, linear="joint")
-defvjp("np_array_split", np.array_split, _func("array_split"),
-       lambda g, ans, ary, indices_or_sections, axis=0: concatenate_items(g, axis),
-       None, linear="joint")
-defvjp("np_hsplit", np.hsplit, _func("hsplit"),
-       lambda g, ans, ary, indices_or_sections: concatenate_items(g, 1 if ary.ndim > 1 else 0),
-       None, linear="joint")
-defvjp("np_vsplit", np.vsplit, _func("vsplit"),
-       lambda g, ans, ary, indices_or_sections: concatenate_items(g, 0),
-       None, linear="joint")
-defvjp("np_dsplit", np.dsplit, _func("dsplit"),
-       lambda g, ans, ary, indices_or_sections: concatenate_items(g, 2),
-       None, linear="joint")
+defvjp(
+    "np_split",
+    np.split,
+    _func("split"),
+    lambda g, ans, ary, indices_or_sections, axis=0: concatenate_items(g, axis),
+    None,
+    linear="joint",
+)
+defvjp(
+    "np_array_split",
+    np.array_split,
+    _func("array_split"),
+    lambda g, ans, ary, indices_or_sections, axis=0: concatenate_items(g, axis),
+    None,
+    linear="joint",
+)
+defvjp(
+    "np_hsplit",
+    np.hsplit,
+    _func("hsplit"),
+    lambda g, ans, ary, indices_or_sections: concatenate_items(g, 1 if ary.ndim > 1 else 0),
+    None,
+    linear="joint",
+)
+defvjp(
+    "np_vsplit",
+    np.vsplit,
+    _func("vsplit"),
+    lambda g, ans, ary, indices_or_sections: concatenate_items(g, 0),
+    None,
+    linear="joint",
+)
+defvjp(
+    "np_dsplit",
+    np.dsplit,
+    _func("dsplit"),
+    lambda g, ans, ary, indices_or_sections: concatenate_items(g, 2),
+    None,
+    linear="joint",
+)
 
 # Stacking: each input's part of the result, reshaped back to the input's shape.
-defvjp("np_hstack", np.hstack, _func("hstack"),
-       lambda g, ans, *arrays, argnum: np.reshape(g[stack_index(arrays, argnum, "h")], np.shape(arrays[argnum])),
-       sequence_input=True, linear="joint")
-defvjp("np_vstack", np.vstack, _func("vstack"),
-       lambda g, ans, *arrays, argnum: np.reshape(g[stack_index(arrays, argnum, "v")], np.shape(arrays[argnum])),
-       sequence_input=True, linear="joint")
+defvjp(
+    "np_hstack",
+    np.hstack,
+    _func("hstack"),
+    lambda g, ans, *arrays, argnum: np.reshape(
+        g[stack_index(arrays, argnum, "h")], np.shape(arrays[argnum])
+    ),
+    sequence_input=True,
+    linear="joint",
+)
+defvjp(
+    "np_vstack",
+    np.vstack,
+    _func("vstack"),
+    lambda g, ans, *arrays, argnum: np.reshape(
+        g[stack_index(arrays, argnum, "v")], np.shape(arrays[argnum])
+    ),
+    sequence_input=True,
+    linear="joint",
+)
 alias("np_row_stack", getattr(np, "row_stack", np.vstack), _func("vstack"), like="np_vstack")
-defvjp("np_dstack", np.dstack, _func("dstack"),
-       lambda g, ans, *arrays, argnum: np.reshape(g[stack_index(arrays, argnum, "d")], np.shape(arrays[argnum])),
-       sequence_input=True, linear="joint")
-defvjp("np_column_stack", np.column_stack, _func("column_stack"),
-       lambda g, ans, *arrays, argnum: np.reshape(g[stack_index(arrays, argnum, "column")], np.shape(arrays[argnum])),
-       sequence_input=True, linear="joint")
+defvjp(
+    "np_dstack",
+    np.dstack,
+    _func("dstack"),
+    lambda g, ans, *arrays, argnum: np.reshape(
+        g[stack_index(arrays, argnum, "d")], np.shape(arrays[argnum])
+    ),
+    sequence_input=True,
+    linear="joint",
+)
+defvjp(
+    "np_column_stack",
+    np.column_stack,
+    _func("column_stack"),
+    lambda g, ans, *arrays, argnum: np.reshape(
+        g[stack_index(arrays, argnum, "column")], np.shape(arrays[argnum])
+    ),
+    sequence_input=True,
+    linear="joint",
+)
 
 # Constructors that are differentiable in their values.
-defvjp("np_linspace", np.linspace, _func("linspace"),
-       lambda g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0: unbroadcast(np.sum(g * (1.0 - linspace_weights(num, endpoint, g.ndim)), axis=0), start) if axis == 0 and not retstep else no_function_rule("np.linspace with axis != 0 or retstep=True"),
-       lambda g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0: unbroadcast(np.sum(g * linspace_weights(num, endpoint, g.ndim), axis=0), stop) if axis == 0 and not retstep else no_function_rule("np.linspace with axis != 0 or retstep=True"),
-       linear="joint")
-defvjp("np_full", np.full, _func("full"),
-       None,
-       lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value),
-       linear=(1,))
-defvjp("np_meshgrid", np.meshgrid, _func("meshgrid"),
-       lambda g, ans, *xi, argnum, indexing="xy", sparse=False, copy=True: np.reshape(np.sum(g[argnum], axis=meshgrid_axes(np.ndim(g[argnum]), argnum, indexing)), np.shape(xi[argnum])) if not sparse else no_function_rule("np.meshgrid(sparse=True)"),
-       linear="joint")
-defvjp("np_select", np.select, _func("select"),
-       None,
-       lambda g, ans, condlist, choicelist, default=0: select_grads(g, condlist, choicelist),
-       lambda g, ans, condlist, choicelist, default=0: unbroadcast(np.where(select_default(condlist, np.shape(g)), g, 0.0), default),
-       linear=(1, 2))
+defvjp(
+    "np_linspace",
+    np.linspace,
+    _func("linspace"),
+    lambda g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0: (
+        unbroadcast(np.sum(g * (1.0 - linspace_weights(num, endpoint, g.ndim)), axis=0), start)
+        if axis == 0 and not retstep
+        else no_function_rule("np.linspace with axis != 0 or retstep=True")
+    ),
+    lambda g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0: (
+        unbroadcast(np.sum(g * linspace_weights(num, endpoint, g.ndim), axis=0), stop)
+        if axis == 0 and not retstep
+        else no_function_rule("np.linspace with axis != 0 or retstep=True")
+    ),
+    linear="joint",
+)
+defvjp(
+    "np_full",
+    np.full,
+    _func("full"),
+    None,
+    lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value),
+    linear=(1,),
+)
+defvjp(
+    "np_meshgrid",
+    np.meshgrid,
+    _func("meshgrid"),
+    lambda g, ans, *xi, argnum, indexing="xy", sparse=False, copy=True: (
+        np.reshape(
+            np.sum(g[argnum], axis=meshgrid_axes(np.ndim(g[argnum]), argnum, indexing)),
+            np.shape(xi[argnum]),
+        )
+        if not sparse
+        else no_function_rule("np.meshgrid(sparse=True)")
+    ),
+    linear="joint",
+)
+defvjp(
+    "np_select",
+    np.select,
+    _func("select"),
+    None,
+    lambda g, ans, condlist, choicelist, default=0: select_grads(g, condlist, choicelist),
+    lambda g, ans, condlist, choicelist, default=0: unbroadcast(
+        np.where(select_default(condlist, np.shape(g)), g, 0.0), default
+    ),
+    linear=(1, 2),
+)
 
 
 # np.vdot(a, b): the dot product of the flattened arrays (real: complex values are refused)
-defvjp("vdot", np.vdot, _func("vdot"),
-       lambda g, ans, a, b: g * np.reshape(b, np.shape(a)),
-       lambda g, ans, a, b: g * np.reshape(a, np.shape(b)),
-       linear="multi")
+defvjp(
+    "vdot",
+    np.vdot,
+    _func("vdot"),
+    lambda g, ans, a, b: g * np.reshape(b, np.shape(a)),
+    lambda g, ans, a, b: g * np.reshape(a, np.shape(b)),
+    linear="multi",
+)
 
 
 # --- np.gradient -----------------------------------------------------------------------------
+
 
 def _gradient_axes(ndim, axis):
     if axis is None:
@@ -345,8 +697,11 @@ def gradient_adjoint(g, ndim, spacing, axis=None, edge_order=1):
     array per axis, or one array when np.gradient returns one)."""
     axes = _gradient_axes(ndim, axis)
     parts = list(g) if len(axes) > 1 else [g]
-    steps = [1.0] * len(axes) if not spacing else (
-        list(spacing) * len(axes) if len(spacing) == 1 else list(spacing))
+    steps = (
+        [1.0] * len(axes)
+        if not spacing
+        else (list(spacing) * len(axes) if len(spacing) == 1 else list(spacing))
+    )
     total = 0.0
     for part, ax, h in zip(parts, axes, steps):
         p = np.moveaxis(np.asarray(part, dtype=np.result_type(part, np.float32)), ax, 0)
@@ -379,52 +734,129 @@ def gradient_spacing_case(spacing):
 
 
 defnondiff("gradient_spacing_case", gradient_spacing_case, _spelled("gradient_spacing_case"))
-TEMPLATE_NAMESPACE.update(gradient_adjoint=gradient_adjoint, gradient_of=gradient_of,
-                          gradient_spacing_case=gradient_spacing_case)
+TEMPLATE_NAMESPACE.update(
+    gradient_adjoint=gradient_adjoint,
+    gradient_of=gradient_of,
+    gradient_spacing_case=gradient_spacing_case,
+)
 # np.gradient and its adjoint are linear in their first argument and each other's adjoint
-defvjp("gradient_of", gradient_of, _spelled("gradient_of"),
-       lambda g, ans, f, spacing, axis=None, edge_order=1: gradient_adjoint(g, np.ndim(f), spacing, axis, edge_order),
-       linear=(0,))
-defvjp("gradient_adjoint", gradient_adjoint, _spelled("gradient_adjoint"),
-       lambda g, ans, h, ndim, spacing, axis=None, edge_order=1: gradient_of(g, spacing, axis, edge_order),
-       linear=(0,))
-defvjp("np_gradient", np.gradient, _func("gradient"),
-       lambda g, ans, f, *varargs, axis=None, edge_order=1: (
-           no_function_rule("np.gradient with coordinate arrays as spacing") if gradient_spacing_case(varargs) != "scalar" else
-           gradient_adjoint(g, np.ndim(f), varargs, axis, edge_order)),
-       lambda g, ans, f, *varargs, axis=None, edge_order=1, argnum=1: no_function_rule("np.gradient in its spacing"),
-       jvps=(lambda t, ans, f, *varargs, axis=None, edge_order=1: (
-                 no_function_rule("np.gradient with coordinate arrays as spacing") if gradient_spacing_case(varargs) != "scalar" else
-                 gradient_of(t, varargs, axis, edge_order)),
-             lambda t, ans, f, *varargs, axis=None, edge_order=1, argnum=1: no_function_rule("np.gradient in its spacing")))
+defvjp(
+    "gradient_of",
+    gradient_of,
+    _spelled("gradient_of"),
+    lambda g, ans, f, spacing, axis=None, edge_order=1: gradient_adjoint(
+        g, np.ndim(f), spacing, axis, edge_order
+    ),
+    linear=(0,),
+)
+defvjp(
+    "gradient_adjoint",
+    gradient_adjoint,
+    _spelled("gradient_adjoint"),
+    lambda g, ans, h, ndim, spacing, axis=None, edge_order=1: gradient_of(
+        g, spacing, axis, edge_order
+    ),
+    linear=(0,),
+)
+defvjp(
+    "np_gradient",
+    np.gradient,
+    _func("gradient"),
+    lambda g, ans, f, *varargs, axis=None, edge_order=1: (
+        no_function_rule("np.gradient with coordinate arrays as spacing")
+        if gradient_spacing_case(varargs) != "scalar"
+        else gradient_adjoint(g, np.ndim(f), varargs, axis, edge_order)
+    ),
+    lambda g, ans, f, *varargs, axis=None, edge_order=1, argnum=1: no_function_rule(
+        "np.gradient in its spacing"
+    ),
+    jvps=(
+        lambda t, ans, f, *varargs, axis=None, edge_order=1: (
+            no_function_rule("np.gradient with coordinate arrays as spacing")
+            if gradient_spacing_case(varargs) != "scalar"
+            else gradient_of(t, varargs, axis, edge_order)
+        ),
+        lambda t, ans, f, *varargs, axis=None, edge_order=1, argnum=1: no_function_rule(
+            "np.gradient in its spacing"
+        ),
+    ),
+)
 
 
 # --- NaN-ignoring reductions, ptp -----------------------------------------------------------
 # (a NaN element gets a zero gradient: it does not take part; the JVPs are the same reductions
 # of the tangent with NaN where x has one; nanmax's ties are found by x == ans, never NaN)
-defvjp("np_nansum", np.nansum, _func("nansum"),
-       lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.where(np.isnan(x), 0.0, expand_reduced(g, x, axis, keepdims) + np.zeros_like(x)),
-       jvps=(lambda t, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.nansum(np.where(np.isnan(x), x, t), axis=axis, keepdims=keepdims),),
-       kind="reduction")
-defvjp("np_nanmean", np.nanmean, _func("nanmean"),
-       lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.where(np.isnan(x), 0.0, expand_reduced(g, x, axis, keepdims) / np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=True)),
-       jvps=(lambda t, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.nanmean(np.where(np.isnan(x), x, t), axis=axis, keepdims=keepdims),),
-       kind="reduction")
-defvjp("np_nanmax", np.nanmax, _func("nanmax"),
-       lambda g, ans, x, axis=None, out=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
-       jvps=(lambda t, ans, x, axis=None, out=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),),
-       kind="reduction")
-defvjp("np_nanmin", np.nanmin, _func("nanmin"),
-       lambda g, ans, x, axis=None, out=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
-       jvps=(lambda t, ans, x, axis=None, out=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),),
-       kind="reduction")
-defvjp("np_ptp", np.ptp, _func("ptp"),
-       lambda g, ans, x, axis=None, out=None, keepdims=False: max_grad(g, np.max(x, axis=axis, keepdims=keepdims), x, axis, keepdims) - max_grad(g, np.min(x, axis=axis, keepdims=keepdims), x, axis, keepdims),
-       jvps=(lambda t, ans, x, axis=None, out=None, keepdims=False: max_jvp(t, np.max(x, axis=axis, keepdims=keepdims), x, axis, keepdims) - max_jvp(t, np.min(x, axis=axis, keepdims=keepdims), x, axis, keepdims),),
-       kind="reduction")
+defvjp(
+    "np_nansum",
+    np.nansum,
+    _func("nansum"),
+    lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.where(
+        np.isnan(x), 0.0, expand_reduced(g, x, axis, keepdims) + np.zeros_like(x)
+    ),
+    jvps=(
+        lambda t, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.nansum(
+            np.where(np.isnan(x), x, t), axis=axis, keepdims=keepdims
+        ),
+    ),
+    kind="reduction",
+)
+defvjp(
+    "np_nanmean",
+    np.nanmean,
+    _func("nanmean"),
+    lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.where(
+        np.isnan(x),
+        0.0,
+        expand_reduced(g, x, axis, keepdims)
+        / np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=True),
+    ),
+    jvps=(
+        lambda t, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.nanmean(
+            np.where(np.isnan(x), x, t), axis=axis, keepdims=keepdims
+        ),
+    ),
+    kind="reduction",
+)
+defvjp(
+    "np_nanmax",
+    np.nanmax,
+    _func("nanmax"),
+    lambda g, ans, x, axis=None, out=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
+    jvps=(
+        lambda t, ans, x, axis=None, out=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),
+    ),
+    kind="reduction",
+)
+defvjp(
+    "np_nanmin",
+    np.nanmin,
+    _func("nanmin"),
+    lambda g, ans, x, axis=None, out=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
+    jvps=(
+        lambda t, ans, x, axis=None, out=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),
+    ),
+    kind="reduction",
+)
+defvjp(
+    "np_ptp",
+    np.ptp,
+    _func("ptp"),
+    lambda g, ans, x, axis=None, out=None, keepdims=False: (
+        max_grad(g, np.max(x, axis=axis, keepdims=keepdims), x, axis, keepdims)
+        - max_grad(g, np.min(x, axis=axis, keepdims=keepdims), x, axis, keepdims)
+    ),
+    jvps=(
+        lambda t, ans, x, axis=None, out=None, keepdims=False: (
+            max_jvp(t, np.max(x, axis=axis, keepdims=keepdims), x, axis, keepdims)
+            - max_jvp(t, np.min(x, axis=axis, keepdims=keepdims), x, axis, keepdims)
+        ),
+    ),
+    kind="reduction",
+)
 
 
 # --- np.interp, np.trapezoid -----------------------------------------------------------------
+
 
 def interp_segment(x, xp):
     """The segment [xp[i], xp[i + 1]] np.interp reads for each x (the first or last outside)."""
@@ -457,37 +889,89 @@ def trapezoid_adjoint(g, shape, x=None, dx=1.0, axis=-1):
 
 
 defnondiff("interp_segment", interp_segment, _spelled("interp_segment"))
-TEMPLATE_NAMESPACE.update(interp_segment=interp_segment, interp_adjoint=interp_adjoint,
-                          trapezoid_adjoint=trapezoid_adjoint)
-defvjp("interp_adjoint", interp_adjoint, _spelled("interp_adjoint"),
-       lambda g, ans, h, x, xp: np.reshape(np.interp(x, xp, g), np.shape(h)),
-       None, None, linear=(0,))
-defvjp("trapezoid_adjoint", trapezoid_adjoint, _spelled("trapezoid_adjoint"),
-       lambda g, ans, h, shape, x=None, dx=1.0, axis=-1: np.trapezoid(g, x, dx, axis),
-       linear=(0,))
-defvjp("np_interp", np.interp, _func("interp"),
-       lambda g, ans, x, xp, fp, left=None, right=None, period=None: (
-           no_function_rule("np.interp with left, right or period") if left is not None or right is not None or period is not None else
-           g * np.diff(fp)[interp_segment(x, xp)] / np.diff(xp)[interp_segment(x, xp)] * np.logical_and(x >= xp[0], x <= xp[-1])),
-       lambda g, ans, x, xp, fp, left=None, right=None, period=None: no_function_rule("np.interp in xp"),
-       lambda g, ans, x, xp, fp, left=None, right=None, period=None: (
-           no_function_rule("np.interp with left, right or period") if left is not None or right is not None or period is not None else
-           interp_adjoint(g, x, xp)),
-       jvps=(lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
-                 no_function_rule("np.interp with left, right or period") if left is not None or right is not None or period is not None else
-                 t * np.diff(fp)[interp_segment(x, xp)] / np.diff(xp)[interp_segment(x, xp)] * np.logical_and(x >= xp[0], x <= xp[-1])),
-             lambda t, ans, x, xp, fp, left=None, right=None, period=None: no_function_rule("np.interp in xp"),
-             lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
-                 no_function_rule("np.interp with left, right or period") if left is not None or right is not None or period is not None else
-                 np.interp(x, xp, t))))
-defvjp("np_trapezoid", np.trapezoid, _func("trapezoid"),
-       lambda g, ans, y, x=None, dx=1.0, axis=-1: trapezoid_adjoint(g, np.shape(y), x, dx, axis) if x is None or np.ndim(x) == 1 else no_function_rule("np.trapezoid with an x of more than one dimension"),
-       lambda g, ans, y, x=None, dx=1.0, axis=-1: no_function_rule("np.trapezoid in its sample points x"),
-       jvps=(lambda t, ans, y, x=None, dx=1.0, axis=-1: np.trapezoid(t, x, dx, axis),
-             lambda t, ans, y, x=None, dx=1.0, axis=-1: no_function_rule("np.trapezoid in its sample points x")))
+TEMPLATE_NAMESPACE.update(
+    interp_segment=interp_segment,
+    interp_adjoint=interp_adjoint,
+    trapezoid_adjoint=trapezoid_adjoint,
+)
+defvjp(
+    "interp_adjoint",
+    interp_adjoint,
+    _spelled("interp_adjoint"),
+    lambda g, ans, h, x, xp: np.reshape(np.interp(x, xp, g), np.shape(h)),
+    None,
+    None,
+    linear=(0,),
+)
+defvjp(
+    "trapezoid_adjoint",
+    trapezoid_adjoint,
+    _spelled("trapezoid_adjoint"),
+    lambda g, ans, h, shape, x=None, dx=1.0, axis=-1: np.trapezoid(g, x, dx, axis),
+    linear=(0,),
+)
+defvjp(
+    "np_interp",
+    np.interp,
+    _func("interp"),
+    lambda g, ans, x, xp, fp, left=None, right=None, period=None: (
+        no_function_rule("np.interp with left, right or period")
+        if left is not None or right is not None or period is not None
+        else g
+        * np.diff(fp)[interp_segment(x, xp)]
+        / np.diff(xp)[interp_segment(x, xp)]
+        * np.logical_and(x >= xp[0], x <= xp[-1])
+    ),
+    lambda g, ans, x, xp, fp, left=None, right=None, period=None: no_function_rule(
+        "np.interp in xp"
+    ),
+    lambda g, ans, x, xp, fp, left=None, right=None, period=None: (
+        no_function_rule("np.interp with left, right or period")
+        if left is not None or right is not None or period is not None
+        else interp_adjoint(g, x, xp)
+    ),
+    jvps=(
+        lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
+            no_function_rule("np.interp with left, right or period")
+            if left is not None or right is not None or period is not None
+            else t
+            * np.diff(fp)[interp_segment(x, xp)]
+            / np.diff(xp)[interp_segment(x, xp)]
+            * np.logical_and(x >= xp[0], x <= xp[-1])
+        ),
+        lambda t, ans, x, xp, fp, left=None, right=None, period=None: no_function_rule(
+            "np.interp in xp"
+        ),
+        lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
+            no_function_rule("np.interp with left, right or period")
+            if left is not None or right is not None or period is not None
+            else np.interp(x, xp, t)
+        ),
+    ),
+)
+defvjp(
+    "np_trapezoid",
+    np.trapezoid,
+    _func("trapezoid"),
+    lambda g, ans, y, x=None, dx=1.0, axis=-1: (
+        trapezoid_adjoint(g, np.shape(y), x, dx, axis)
+        if x is None or np.ndim(x) == 1
+        else no_function_rule("np.trapezoid with an x of more than one dimension")
+    ),
+    lambda g, ans, y, x=None, dx=1.0, axis=-1: no_function_rule(
+        "np.trapezoid in its sample points x"
+    ),
+    jvps=(
+        lambda t, ans, y, x=None, dx=1.0, axis=-1: np.trapezoid(t, x, dx, axis),
+        lambda t, ans, y, x=None, dx=1.0, axis=-1: no_function_rule(
+            "np.trapezoid in its sample points x"
+        ),
+    ),
+)
 
 
 # --- np.convolve, np.correlate (1-d) ----------------------------------------------------------
+
 
 def convolve_frame(n1, n2, mode):
     """np.pad widths putting a `mode` result of np.convolve/np.correlate of lengths n1 and n2
@@ -502,11 +986,27 @@ defnondiff("convolve_frame", convolve_frame, _spelled("convolve_frame"))
 TEMPLATE_NAMESPACE.update(convolve_frame=convolve_frame)
 # y = convolve(a, v): abar = correlate(G, v, 'valid'), vbar = correlate(G, a, 'valid'), G the
 # adjoint padded to the full frame; correlate(a, v) is convolve(a, v[::-1])
-defvjp("np_convolve", np.convolve, _func("convolve"),
-       lambda g, ans, a, v, mode="full": np.correlate(np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), v, "valid"),
-       lambda g, ans, a, v, mode="full": np.correlate(np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), a, "valid"),
-       linear="multi")
-defvjp("np_correlate", np.correlate, _func("correlate"),
-       lambda g, ans, a, v, mode="valid": np.convolve(np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), v, "valid"),
-       lambda g, ans, a, v, mode="valid": np.flip(np.correlate(np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), a, "valid")),
-       linear="multi")
+defvjp(
+    "np_convolve",
+    np.convolve,
+    _func("convolve"),
+    lambda g, ans, a, v, mode="full": np.correlate(
+        np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), v, "valid"
+    ),
+    lambda g, ans, a, v, mode="full": np.correlate(
+        np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), a, "valid"
+    ),
+    linear="multi",
+)
+defvjp(
+    "np_correlate",
+    np.correlate,
+    _func("correlate"),
+    lambda g, ans, a, v, mode="valid": np.convolve(
+        np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), v, "valid"
+    ),
+    lambda g, ans, a, v, mode="valid": np.flip(
+        np.correlate(np.pad(g, convolve_frame(np.size(a), np.size(v), mode)), a, "valid")
+    ),
+    linear="multi",
+)

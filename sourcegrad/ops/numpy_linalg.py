@@ -18,6 +18,7 @@ Conventions, as torch and JAX have them:
 What has no rule (matrix norms other than Frobenius and nuclear, svd with full_matrices=True
 of a non-square matrix) raises NoRuleError when the gradient is made.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,95 +55,343 @@ def gap_inverse(d):
 
 
 # dF_ij = -(dd_j - dd_i) F_ij^2, so the VJP sums g F^2 over rows minus over columns.
-defvjp("gap_inverse", gap_inverse, _spelled("gap_inverse"),
-       lambda g, ans, d: np.sum(g * ans * ans, axis=-1) - np.sum(g * ans * ans, axis=-2),
-       jvps=(lambda t, ans, d: (np.expand_dims(t, -1) - np.expand_dims(t, -2)) * ans * ans,))
+defvjp(
+    "gap_inverse",
+    gap_inverse,
+    _spelled("gap_inverse"),
+    lambda g, ans, d: np.sum(g * ans * ans, axis=-1) - np.sum(g * ans * ans, axis=-2),
+    jvps=(lambda t, ans, d: (np.expand_dims(t, -1) - np.expand_dims(t, -2)) * ans * ans,),
+)
 TEMPLATE_NAMESPACE.update(gap_inverse=gap_inverse, no_linalg_rule=no_linalg_rule)
 
 
 # Inverse, solve, determinants.
-defvjp("linalg_inv", np.linalg.inv, _func("linalg.inv"),
-       lambda g, ans, a: -np.swapaxes(ans, -1, -2) @ g @ np.swapaxes(ans, -1, -2),
-       jvps=(lambda t, ans, a: -ans @ t @ ans,), shape="linalg")
+defvjp(
+    "linalg_inv",
+    np.linalg.inv,
+    _func("linalg.inv"),
+    lambda g, ans, a: -np.swapaxes(ans, -1, -2) @ g @ np.swapaxes(ans, -1, -2),
+    jvps=(lambda t, ans, a: -ans @ t @ ans,),
+    shape="linalg",
+)
 # x = solve(a, b): b is a vector (numpy 2: b.ndim == 1) or a stack of matrices; the adjoint of
 # b solves with a transposed (never an inverse), a's is minus that times x transposed.
-defvjp("linalg_solve", np.linalg.solve, _func("linalg.solve"),
-       lambda g, ans, a, b: unbroadcast(-np.linalg.solve(np.swapaxes(a, -1, -2), np.expand_dims(g, -1)) * np.expand_dims(ans, -2), a) if b.ndim == 1 else unbroadcast(-np.linalg.solve(np.swapaxes(a, -1, -2), g) @ np.swapaxes(ans, -1, -2), a),
-       lambda g, ans, a, b: unbroadcast(np.squeeze(np.linalg.solve(np.swapaxes(a, -1, -2), np.expand_dims(g, -1)), -1), b) if b.ndim == 1 else unbroadcast(np.linalg.solve(np.swapaxes(a, -1, -2), g), b),
-       jvps=(lambda t, ans, a, b: -np.squeeze(np.linalg.solve(a, t @ np.expand_dims(ans, -1)), -1) if b.ndim == 1 else -np.linalg.solve(a, t @ ans),
-             lambda t, ans, a, b: np.linalg.solve(a, t)), shape="linalg")
-defvjp("linalg_det", np.linalg.det, _func("linalg.det"),
-       lambda g, ans, a: np.expand_dims(g * ans, (-1, -2)) * np.swapaxes(np.linalg.inv(a), -1, -2),
-       jvps=(lambda t, ans, a: ans * np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * t, axis=(-1, -2)),), shape="linalg")
+defvjp(
+    "linalg_solve",
+    np.linalg.solve,
+    _func("linalg.solve"),
+    lambda g, ans, a, b: (
+        unbroadcast(
+            -np.linalg.solve(np.swapaxes(a, -1, -2), np.expand_dims(g, -1))
+            * np.expand_dims(ans, -2),
+            a,
+        )
+        if b.ndim == 1
+        else unbroadcast(-np.linalg.solve(np.swapaxes(a, -1, -2), g) @ np.swapaxes(ans, -1, -2), a)
+    ),
+    lambda g, ans, a, b: (
+        unbroadcast(
+            np.squeeze(np.linalg.solve(np.swapaxes(a, -1, -2), np.expand_dims(g, -1)), -1), b
+        )
+        if b.ndim == 1
+        else unbroadcast(np.linalg.solve(np.swapaxes(a, -1, -2), g), b)
+    ),
+    jvps=(
+        lambda t, ans, a, b: (
+            -np.squeeze(np.linalg.solve(a, t @ np.expand_dims(ans, -1)), -1)
+            if b.ndim == 1
+            else -np.linalg.solve(a, t @ ans)
+        ),
+        lambda t, ans, a, b: np.linalg.solve(a, t),
+    ),
+    shape="linalg",
+)
+defvjp(
+    "linalg_det",
+    np.linalg.det,
+    _func("linalg.det"),
+    lambda g, ans, a: np.expand_dims(g * ans, (-1, -2)) * np.swapaxes(np.linalg.inv(a), -1, -2),
+    jvps=(
+        lambda t, ans, a: ans * np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * t, axis=(-1, -2)),
+    ),
+    shape="linalg",
+)
 # (sign, log|det|): the sign is piecewise constant, so only log|det| carries gradient
-defvjp("linalg_slogdet", np.linalg.slogdet, _func("linalg.slogdet"),
-       lambda g, ans, a: np.expand_dims(g[1], (-1, -2)) * np.swapaxes(np.linalg.inv(a), -1, -2),
-       jvps=(lambda t, ans, a: (np.zeros_like(ans[0]), np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * t, axis=(-1, -2))),), shape="linalg")
+defvjp(
+    "linalg_slogdet",
+    np.linalg.slogdet,
+    _func("linalg.slogdet"),
+    lambda g, ans, a: np.expand_dims(g[1], (-1, -2)) * np.swapaxes(np.linalg.inv(a), -1, -2),
+    jvps=(
+        lambda t, ans, a: (
+            np.zeros_like(ans[0]),
+            np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * t, axis=(-1, -2)),
+        ),
+    ),
+    shape="linalg",
+)
 
 # Factorizations of symmetric matrices. L = cholesky(A): dL = L Phi(L^-1 dA L^-T), Phi taking
 # the lower triangle with the diagonal halved; the adjoint is L^-T sym(Phi(L^T Lbar)) L^-1.
-defvjp("linalg_cholesky", np.linalg.cholesky, _func("linalg.cholesky"),
-       lambda g, ans, a, upper=False: np.swapaxes(np.linalg.inv(ans), -1, -2) @ ((np.tril(np.swapaxes(ans, -1, -2) @ g) + np.swapaxes(np.tril(np.swapaxes(ans, -1, -2) @ g), -1, -2)) / (2.0 + 2.0 * np.eye(a.shape[-1]))) @ np.linalg.inv(ans) if not upper else no_linalg_rule("np.linalg.cholesky(upper=True)"),
-       jvps=(lambda t, ans, a, upper=False: ans @ (np.tril(np.linalg.inv(ans) @ ((t + np.swapaxes(t, -1, -2)) * 0.5) @ np.swapaxes(np.linalg.inv(ans), -1, -2)) / (1.0 + np.eye(a.shape[-1]))) if not upper else no_linalg_rule("np.linalg.cholesky(upper=True)"),), shape="linalg")
+defvjp(
+    "linalg_cholesky",
+    np.linalg.cholesky,
+    _func("linalg.cholesky"),
+    lambda g, ans, a, upper=False: (
+        np.swapaxes(np.linalg.inv(ans), -1, -2)
+        @ (
+            (
+                np.tril(np.swapaxes(ans, -1, -2) @ g)
+                + np.swapaxes(np.tril(np.swapaxes(ans, -1, -2) @ g), -1, -2)
+            )
+            / (2.0 + 2.0 * np.eye(a.shape[-1]))
+        )
+        @ np.linalg.inv(ans)
+        if not upper
+        else no_linalg_rule("np.linalg.cholesky(upper=True)")
+    ),
+    jvps=(
+        lambda t, ans, a, upper=False: (
+            ans
+            @ (
+                np.tril(
+                    np.linalg.inv(ans)
+                    @ ((t + np.swapaxes(t, -1, -2)) * 0.5)
+                    @ np.swapaxes(np.linalg.inv(ans), -1, -2)
+                )
+                / (1.0 + np.eye(a.shape[-1]))
+            )
+            if not upper
+            else no_linalg_rule("np.linalg.cholesky(upper=True)")
+        ),
+    ),
+    shape="linalg",
+)
 # (w, V) = eigh(A): dw = diag(V^T dA V), dV = V (F o V^T dA V) with F_ij = 1 / (w_j - w_i) off
 # the diagonal; the adjoint is V (diag(wbar) + F o (V^T Vbar - Vbar^T V) / 2) V^T (symmetric).
-defvjp("linalg_eigh", np.linalg.eigh, _func("linalg.eigh"),
-       lambda g, ans, a, UPLO="L": ans[1] @ (np.expand_dims(g[0], -1) * np.eye(a.shape[-1]) + gap_inverse(ans[0]) * (np.swapaxes(ans[1], -1, -2) @ g[1] - np.swapaxes(g[1], -1, -2) @ ans[1]) * 0.5) @ np.swapaxes(ans[1], -1, -2),
-       jvps=(lambda t, ans, a, UPLO="L": (np.sum(ans[1] * (((t + np.swapaxes(t, -1, -2)) * 0.5) @ ans[1]), axis=-2), ans[1] @ (gap_inverse(ans[0]) * (np.swapaxes(ans[1], -1, -2) @ ((t + np.swapaxes(t, -1, -2)) * 0.5) @ ans[1]))),), shape="linalg")
-defvjp("linalg_eigvalsh", np.linalg.eigvalsh, _func("linalg.eigvalsh"),
-       lambda g, ans, a, UPLO="L": (np.linalg.eigh(a)[1] * np.expand_dims(g, -2)) @ np.swapaxes(np.linalg.eigh(a)[1], -1, -2),
-       jvps=(lambda t, ans, a, UPLO="L": np.sum(np.linalg.eigh(a)[1] * (((t + np.swapaxes(t, -1, -2)) * 0.5) @ np.linalg.eigh(a)[1]), axis=-2),), shape="linalg")
+defvjp(
+    "linalg_eigh",
+    np.linalg.eigh,
+    _func("linalg.eigh"),
+    lambda g, ans, a, UPLO="L": (
+        ans[1]
+        @ (
+            np.expand_dims(g[0], -1) * np.eye(a.shape[-1])
+            + gap_inverse(ans[0])
+            * (np.swapaxes(ans[1], -1, -2) @ g[1] - np.swapaxes(g[1], -1, -2) @ ans[1])
+            * 0.5
+        )
+        @ np.swapaxes(ans[1], -1, -2)
+    ),
+    jvps=(
+        lambda t, ans, a, UPLO="L": (
+            np.sum(ans[1] * (((t + np.swapaxes(t, -1, -2)) * 0.5) @ ans[1]), axis=-2),
+            ans[1]
+            @ (
+                gap_inverse(ans[0])
+                * (np.swapaxes(ans[1], -1, -2) @ ((t + np.swapaxes(t, -1, -2)) * 0.5) @ ans[1])
+            ),
+        ),
+    ),
+    shape="linalg",
+)
+defvjp(
+    "linalg_eigvalsh",
+    np.linalg.eigvalsh,
+    _func("linalg.eigvalsh"),
+    lambda g, ans, a, UPLO="L": (
+        (np.linalg.eigh(a)[1] * np.expand_dims(g, -2)) @ np.swapaxes(np.linalg.eigh(a)[1], -1, -2)
+    ),
+    jvps=(
+        lambda t, ans, a, UPLO="L": np.sum(
+            np.linalg.eigh(a)[1] * (((t + np.swapaxes(t, -1, -2)) * 0.5) @ np.linalg.eigh(a)[1]),
+            axis=-2,
+        ),
+    ),
+    shape="linalg",
+)
 
 # (U, s, Vh) = svd(A, full_matrices=False), k = min(m, n) singular values. With P = U^T dA V
 # and F = gap_inverse(s^2) (Townsend 2016):
 #   ds = diag(P), dU = U (F o (P S + S P^T)) + (I - U U^T) dA V / s,
 #   dV = V (F o (S P + P^T S)) + (I - V V^T) dA^T U / s;
 # the VJP is the transpose of that map. compute_uv=False gives s alone: U diag(sbar) Vh.
-defvjp("linalg_svd", np.linalg.svd, _func("linalg.svd"),
-       lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: (
-           no_linalg_rule("np.linalg.svd(hermitian=True)") if hermitian else
-           (np.linalg.svd(a, full_matrices=False)[0] * np.expand_dims(g, -2)) @ np.linalg.svd(a, full_matrices=False)[2] if not compute_uv else
-           no_linalg_rule("np.linalg.svd with full_matrices=True of a non-square matrix (pass full_matrices=False)") if full_matrices and a.shape[-1] != a.shape[-2] else
-           ans[0] @ ((np.swapaxes(ans[0], -1, -2) @ g[0] - np.swapaxes(g[0], -1, -2) @ ans[0]) * gap_inverse(ans[1] * ans[1]) * np.expand_dims(ans[1], -2)
-                     + np.expand_dims(g[1], -1) * np.eye(ans[1].shape[-1])
-                     + np.expand_dims(ans[1], -1) * (ans[2] @ np.swapaxes(g[2], -1, -2) - g[2] @ np.swapaxes(ans[2], -1, -2)) * gap_inverse(ans[1] * ans[1])) @ ans[2]
-           + ((g[0] - ans[0] @ (np.swapaxes(ans[0], -1, -2) @ g[0])) / np.expand_dims(ans[1], -2)) @ ans[2]
-           + (ans[0] / np.expand_dims(ans[1], -2)) @ (g[2] - (g[2] @ np.swapaxes(ans[2], -1, -2)) @ ans[2])),
-       jvps=(lambda t, ans, a, full_matrices=True, compute_uv=True, hermitian=False: (
-           no_linalg_rule("np.linalg.svd(hermitian=True)") if hermitian else
-           np.sum((np.swapaxes(np.linalg.svd(a, full_matrices=False)[0], -1, -2) @ t) * np.linalg.svd(a, full_matrices=False)[2], axis=-1) if not compute_uv else
-           no_linalg_rule("np.linalg.svd with full_matrices=True of a non-square matrix (pass full_matrices=False)") if full_matrices and a.shape[-1] != a.shape[-2] else
-           (ans[0] @ (gap_inverse(ans[1] * ans[1]) * ((np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2)) * np.expand_dims(ans[1], -2) + np.expand_dims(ans[1], -1) * np.swapaxes(np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2), -1, -2)))
-            + (t @ np.swapaxes(ans[2], -1, -2) - ans[0] @ (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2))) / np.expand_dims(ans[1], -2),
-            np.sum((np.swapaxes(ans[0], -1, -2) @ t) * ans[2], axis=-1),
-            np.swapaxes(gap_inverse(ans[1] * ans[1]) * (np.expand_dims(ans[1], -1) * (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2)) + np.swapaxes(np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2), -1, -2) * np.expand_dims(ans[1], -2)), -1, -2) @ ans[2]
-            + np.expand_dims(1.0 / ans[1], -1) * (np.swapaxes(ans[0], -1, -2) @ t - (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2)) @ ans[2]))),),
-       shape="linalg")
+defvjp(
+    "linalg_svd",
+    np.linalg.svd,
+    _func("linalg.svd"),
+    lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: (
+        no_linalg_rule("np.linalg.svd(hermitian=True)")
+        if hermitian
+        else (np.linalg.svd(a, full_matrices=False)[0] * np.expand_dims(g, -2))
+        @ np.linalg.svd(a, full_matrices=False)[2]
+        if not compute_uv
+        else no_linalg_rule(
+            "np.linalg.svd with full_matrices=True of a non-square matrix (pass full_matrices=False)"
+        )
+        if full_matrices and a.shape[-1] != a.shape[-2]
+        else ans[0]
+        @ (
+            (np.swapaxes(ans[0], -1, -2) @ g[0] - np.swapaxes(g[0], -1, -2) @ ans[0])
+            * gap_inverse(ans[1] * ans[1])
+            * np.expand_dims(ans[1], -2)
+            + np.expand_dims(g[1], -1) * np.eye(ans[1].shape[-1])
+            + np.expand_dims(ans[1], -1)
+            * (ans[2] @ np.swapaxes(g[2], -1, -2) - g[2] @ np.swapaxes(ans[2], -1, -2))
+            * gap_inverse(ans[1] * ans[1])
+        )
+        @ ans[2]
+        + ((g[0] - ans[0] @ (np.swapaxes(ans[0], -1, -2) @ g[0])) / np.expand_dims(ans[1], -2))
+        @ ans[2]
+        + (ans[0] / np.expand_dims(ans[1], -2))
+        @ (g[2] - (g[2] @ np.swapaxes(ans[2], -1, -2)) @ ans[2])
+    ),
+    jvps=(
+        lambda t, ans, a, full_matrices=True, compute_uv=True, hermitian=False: (
+            no_linalg_rule("np.linalg.svd(hermitian=True)")
+            if hermitian
+            else np.sum(
+                (np.swapaxes(np.linalg.svd(a, full_matrices=False)[0], -1, -2) @ t)
+                * np.linalg.svd(a, full_matrices=False)[2],
+                axis=-1,
+            )
+            if not compute_uv
+            else no_linalg_rule(
+                "np.linalg.svd with full_matrices=True of a non-square matrix (pass full_matrices=False)"
+            )
+            if full_matrices and a.shape[-1] != a.shape[-2]
+            else (
+                ans[0]
+                @ (
+                    gap_inverse(ans[1] * ans[1])
+                    * (
+                        (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2))
+                        * np.expand_dims(ans[1], -2)
+                        + np.expand_dims(ans[1], -1)
+                        * np.swapaxes(
+                            np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2), -1, -2
+                        )
+                    )
+                )
+                + (
+                    t @ np.swapaxes(ans[2], -1, -2)
+                    - ans[0] @ (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2))
+                )
+                / np.expand_dims(ans[1], -2),
+                np.sum((np.swapaxes(ans[0], -1, -2) @ t) * ans[2], axis=-1),
+                np.swapaxes(
+                    gap_inverse(ans[1] * ans[1])
+                    * (
+                        np.expand_dims(ans[1], -1)
+                        * (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2))
+                        + np.swapaxes(
+                            np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2), -1, -2
+                        )
+                        * np.expand_dims(ans[1], -2)
+                    ),
+                    -1,
+                    -2,
+                )
+                @ ans[2]
+                + np.expand_dims(1.0 / ans[1], -1)
+                * (
+                    np.swapaxes(ans[0], -1, -2) @ t
+                    - (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2)) @ ans[2]
+                ),
+            )
+        ),
+    ),
+    shape="linalg",
+)
 
 # P = pinv(A), for A of constant rank (Golub and Pereyra 1973):
 #   dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P.
-defvjp("linalg_pinv", np.linalg.pinv, _func("linalg.pinv"),
-       lambda g, ans, a, rcond=None, hermitian=False: (
-           -np.swapaxes(ans, -1, -2) @ g @ np.swapaxes(ans, -1, -2)
-           + (np.swapaxes(g, -1, -2) - a @ (ans @ np.swapaxes(g, -1, -2))) @ (ans @ np.swapaxes(ans, -1, -2))
-           + (np.swapaxes(ans, -1, -2) @ ans) @ (np.swapaxes(g, -1, -2) - (np.swapaxes(g, -1, -2) @ ans) @ a)),
-       jvps=(lambda t, ans, a, rcond=None, hermitian=False: (
-           -ans @ t @ ans
-           + (ans @ np.swapaxes(ans, -1, -2)) @ (np.swapaxes(t, -1, -2) - (np.swapaxes(t, -1, -2) @ a) @ ans)
-           + (np.swapaxes(t, -1, -2) - ans @ (a @ np.swapaxes(t, -1, -2))) @ (np.swapaxes(ans, -1, -2) @ ans)),),
-       shape="linalg")
+defvjp(
+    "linalg_pinv",
+    np.linalg.pinv,
+    _func("linalg.pinv"),
+    lambda g, ans, a, rcond=None, hermitian=False: (
+        -np.swapaxes(ans, -1, -2) @ g @ np.swapaxes(ans, -1, -2)
+        + (np.swapaxes(g, -1, -2) - a @ (ans @ np.swapaxes(g, -1, -2)))
+        @ (ans @ np.swapaxes(ans, -1, -2))
+        + (np.swapaxes(ans, -1, -2) @ ans)
+        @ (np.swapaxes(g, -1, -2) - (np.swapaxes(g, -1, -2) @ ans) @ a)
+    ),
+    jvps=(
+        lambda t, ans, a, rcond=None, hermitian=False: (
+            -ans @ t @ ans
+            + (ans @ np.swapaxes(ans, -1, -2))
+            @ (np.swapaxes(t, -1, -2) - (np.swapaxes(t, -1, -2) @ a) @ ans)
+            + (np.swapaxes(t, -1, -2) - ans @ (a @ np.swapaxes(t, -1, -2)))
+            @ (np.swapaxes(ans, -1, -2) @ ans)
+        ),
+    ),
+    shape="linalg",
+)
 # matrix_power(A, n) = A^n: its derivative sum_k A^k dA A^(n-1-k) is the upper right block of
 # [[A, dA], [0, A]]^n, and the VJP the same block of [[A^T, G], [0, A^T]]^n. A negative n is
 # the power -n of inv(A) (as numpy computes it): the chain rule through inv.
-defvjp("linalg_matrix_power", np.linalg.matrix_power, _func("linalg.matrix_power"),
-       lambda g, ans, a, n: (
-           np.linalg.matrix_power(np.concatenate([np.concatenate([np.swapaxes(a, -1, -2), g], axis=-1), np.concatenate([np.zeros_like(a), np.swapaxes(a, -1, -2)], axis=-1)], axis=-2), n)[..., :a.shape[-1], a.shape[-1]:] if n >= 0 else
-           -np.swapaxes(np.linalg.inv(a), -1, -2) @ np.linalg.matrix_power(np.concatenate([np.concatenate([np.swapaxes(np.linalg.inv(a), -1, -2), g], axis=-1), np.concatenate([np.zeros_like(a), np.swapaxes(np.linalg.inv(a), -1, -2)], axis=-1)], axis=-2), -n)[..., :a.shape[-1], a.shape[-1]:] @ np.swapaxes(np.linalg.inv(a), -1, -2)),
-       None,
-       jvps=(lambda t, ans, a, n: (
-           np.linalg.matrix_power(np.concatenate([np.concatenate([a, t], axis=-1), np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2), n)[..., :a.shape[-1], a.shape[-1]:] if n >= 0 else
-           np.linalg.matrix_power(np.concatenate([np.concatenate([np.linalg.inv(a), -np.linalg.inv(a) @ t @ np.linalg.inv(a)], axis=-1), np.concatenate([np.zeros_like(a), np.linalg.inv(a)], axis=-1)], axis=-2), -n)[..., :a.shape[-1], a.shape[-1]:]),),
-       shape="linalg")
+defvjp(
+    "linalg_matrix_power",
+    np.linalg.matrix_power,
+    _func("linalg.matrix_power"),
+    lambda g, ans, a, n: (
+        np.linalg.matrix_power(
+            np.concatenate(
+                [
+                    np.concatenate([np.swapaxes(a, -1, -2), g], axis=-1),
+                    np.concatenate([np.zeros_like(a), np.swapaxes(a, -1, -2)], axis=-1),
+                ],
+                axis=-2,
+            ),
+            n,
+        )[..., : a.shape[-1], a.shape[-1] :]
+        if n >= 0
+        else -np.swapaxes(np.linalg.inv(a), -1, -2)
+        @ np.linalg.matrix_power(
+            np.concatenate(
+                [
+                    np.concatenate([np.swapaxes(np.linalg.inv(a), -1, -2), g], axis=-1),
+                    np.concatenate(
+                        [np.zeros_like(a), np.swapaxes(np.linalg.inv(a), -1, -2)], axis=-1
+                    ),
+                ],
+                axis=-2,
+            ),
+            -n,
+        )[..., : a.shape[-1], a.shape[-1] :]
+        @ np.swapaxes(np.linalg.inv(a), -1, -2)
+    ),
+    None,
+    jvps=(
+        lambda t, ans, a, n: (
+            np.linalg.matrix_power(
+                np.concatenate(
+                    [
+                        np.concatenate([a, t], axis=-1),
+                        np.concatenate([np.zeros_like(a), a], axis=-1),
+                    ],
+                    axis=-2,
+                ),
+                n,
+            )[..., : a.shape[-1], a.shape[-1] :]
+            if n >= 0
+            else np.linalg.matrix_power(
+                np.concatenate(
+                    [
+                        np.concatenate(
+                            [np.linalg.inv(a), -np.linalg.inv(a) @ t @ np.linalg.inv(a)], axis=-1
+                        ),
+                        np.concatenate([np.zeros_like(a), np.linalg.inv(a)], axis=-1),
+                    ],
+                    axis=-2,
+                ),
+                -n,
+            )[..., : a.shape[-1], a.shape[-1] :]
+        ),
+    ),
+    shape="linalg",
+)
 
 
 def norm_kind(ndim, ord, axis):  # noqa: A002 - numpy's parameter name
@@ -164,23 +413,77 @@ TEMPLATE_NAMESPACE.update(norm_kind=norm_kind)
 # The vector norms' gradients (a tie of the largest magnitudes shares the inf-norm's gradient,
 # as torch does); the Frobenius norm is the 2-norm of the flattened axes; the nuclear norm's
 # gradient is U Vh. At x = 0 the 2-norm's gradient is nan (not differentiable there).
-defvjp("linalg_norm", np.linalg.norm, _func("linalg.norm"),
-       lambda g, ans, x, ord=None, axis=None, keepdims=False: (
-           (g if keepdims or axis is None else np.expand_dims(g, axis)) * x / (ans if keepdims or axis is None else np.expand_dims(ans, axis)) if norm_kind(x.ndim, ord, axis) == "2" else
-           (g if keepdims or axis is None else np.expand_dims(g, axis)) * np.sign(x) if norm_kind(x.ndim, ord, axis) == "1" else
-           (g if keepdims or axis is None else np.expand_dims(g, axis)) * np.sign(x) * (np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis))) / np.sum(np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)), axis=axis, keepdims=True) if norm_kind(x.ndim, ord, axis) == "inf" else
-           np.zeros_like(x) if norm_kind(x.ndim, ord, axis) == "0" else
-           (g if keepdims or axis is None else np.expand_dims(g, axis)) * np.sign(x) * np.abs(x) ** (ord - 1) / (ans if keepdims or axis is None else np.expand_dims(ans, axis)) ** (ord - 1) if norm_kind(x.ndim, ord, axis) == "p" else
-           (g if keepdims or axis is None else np.expand_dims(g, (-1, -2))) * (np.linalg.svd(x, full_matrices=False)[0] @ np.linalg.svd(x, full_matrices=False)[2]) if norm_kind(x.ndim, ord, axis) == "nuc" else
-           no_linalg_rule("np.linalg.norm with a matrix ord other than 'fro' and 'nuc'")),
-       jvps=(lambda t, ans, x, ord=None, axis=None, keepdims=False: (
-           np.sum(x * t, axis=axis, keepdims=keepdims) / ans if norm_kind(x.ndim, ord, axis) == "2" else
-           np.sum(np.sign(x) * t, axis=axis, keepdims=keepdims) if norm_kind(x.ndim, ord, axis) == "1" else
-           np.sum(np.sign(x) * (np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis))) * t, axis=axis, keepdims=keepdims) / np.sum(np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)), axis=axis, keepdims=keepdims) if norm_kind(x.ndim, ord, axis) == "inf" else
-           np.zeros_like(ans) if norm_kind(x.ndim, ord, axis) == "0" else
-           np.sum(np.sign(x) * np.abs(x) ** (ord - 1) * t, axis=axis, keepdims=keepdims) / ans ** (ord - 1) if norm_kind(x.ndim, ord, axis) == "p" else
-           np.sum((np.linalg.svd(x, full_matrices=False)[0] @ np.linalg.svd(x, full_matrices=False)[2]) * t, axis=(-1, -2), keepdims=keepdims) if norm_kind(x.ndim, ord, axis) == "nuc" else
-           no_linalg_rule("np.linalg.norm with a matrix ord other than 'fro' and 'nuc'")),))
+defvjp(
+    "linalg_norm",
+    np.linalg.norm,
+    _func("linalg.norm"),
+    lambda g, ans, x, ord=None, axis=None, keepdims=False: (
+        (g if keepdims or axis is None else np.expand_dims(g, axis))
+        * x
+        / (ans if keepdims or axis is None else np.expand_dims(ans, axis))
+        if norm_kind(x.ndim, ord, axis) == "2"
+        else (g if keepdims or axis is None else np.expand_dims(g, axis)) * np.sign(x)
+        if norm_kind(x.ndim, ord, axis) == "1"
+        else (g if keepdims or axis is None else np.expand_dims(g, axis))
+        * np.sign(x)
+        * (np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)))
+        / np.sum(
+            np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)),
+            axis=axis,
+            keepdims=True,
+        )
+        if norm_kind(x.ndim, ord, axis) == "inf"
+        else np.zeros_like(x)
+        if norm_kind(x.ndim, ord, axis) == "0"
+        else (g if keepdims or axis is None else np.expand_dims(g, axis))
+        * np.sign(x)
+        * np.abs(x) ** (ord - 1)
+        / (ans if keepdims or axis is None else np.expand_dims(ans, axis)) ** (ord - 1)
+        if norm_kind(x.ndim, ord, axis) == "p"
+        else (g if keepdims or axis is None else np.expand_dims(g, (-1, -2)))
+        * (np.linalg.svd(x, full_matrices=False)[0] @ np.linalg.svd(x, full_matrices=False)[2])
+        if norm_kind(x.ndim, ord, axis) == "nuc"
+        else no_linalg_rule("np.linalg.norm with a matrix ord other than 'fro' and 'nuc'")
+    ),
+    jvps=(
+        lambda t, ans, x, ord=None, axis=None, keepdims=False: (
+            np.sum(x * t, axis=axis, keepdims=keepdims) / ans
+            if norm_kind(x.ndim, ord, axis) == "2"
+            else np.sum(np.sign(x) * t, axis=axis, keepdims=keepdims)
+            if norm_kind(x.ndim, ord, axis) == "1"
+            else np.sum(
+                np.sign(x)
+                * (np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)))
+                * t,
+                axis=axis,
+                keepdims=keepdims,
+            )
+            / np.sum(
+                np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)),
+                axis=axis,
+                keepdims=keepdims,
+            )
+            if norm_kind(x.ndim, ord, axis) == "inf"
+            else np.zeros_like(ans)
+            if norm_kind(x.ndim, ord, axis) == "0"
+            else np.sum(np.sign(x) * np.abs(x) ** (ord - 1) * t, axis=axis, keepdims=keepdims)
+            / ans ** (ord - 1)
+            if norm_kind(x.ndim, ord, axis) == "p"
+            else np.sum(
+                (
+                    np.linalg.svd(x, full_matrices=False)[0]
+                    @ np.linalg.svd(x, full_matrices=False)[2]
+                )
+                * t,
+                axis=(-1, -2),
+                keepdims=keepdims,
+            )
+            if norm_kind(x.ndim, ord, axis) == "nuc"
+            else no_linalg_rule("np.linalg.norm with a matrix ord other than 'fro' and 'nuc'")
+        ),
+    ),
+)
+
 
 def qr_differentiable(m, n, mode):
     """Does the qr rule below cover np.linalg.qr(mode) of an m x n matrix (Q and R, m >= n)?"""
@@ -192,65 +495,182 @@ TEMPLATE_NAMESPACE.update(qr_differentiable=qr_differentiable)
 # (Q, R) = qr(A), reduced, A m x n with m >= n and full rank. With C = Q^T dA R^-1 and
 # O = tril(C, -1) - tril(C, -1)^T: dQ = Q (O - C) + dA R^-1, dR = (C - O) R. Transposed, with
 # M = Q^T Qbar - Rbar R^T and N = tril(M - M^T, -1) - M: Abar = (Qbar + Q N) R^-T.
-defvjp("linalg_qr", np.linalg.qr, _func("linalg.qr"),
-       lambda g, ans, a, mode="reduced": (
-           no_linalg_rule("np.linalg.qr of a matrix with more columns than rows, or with mode 'r' or 'raw'") if not qr_differentiable(a.shape[-2], a.shape[-1], mode) else
-           (g[0] + ans[0] @ (np.tril(np.swapaxes(ans[0], -1, -2) @ g[0] - g[1] @ np.swapaxes(ans[1], -1, -2) - np.swapaxes(np.swapaxes(ans[0], -1, -2) @ g[0] - g[1] @ np.swapaxes(ans[1], -1, -2), -1, -2), -1) - (np.swapaxes(ans[0], -1, -2) @ g[0] - g[1] @ np.swapaxes(ans[1], -1, -2)))) @ np.swapaxes(np.linalg.inv(ans[1]), -1, -2)),
-       jvps=(lambda t, ans, a, mode="reduced": (
-           no_linalg_rule("np.linalg.qr of a matrix with more columns than rows, or with mode 'r' or 'raw'") if not qr_differentiable(a.shape[-2], a.shape[-1], mode) else
-           (ans[0] @ (np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1) - np.swapaxes(np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2) - np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1])) + t @ np.linalg.inv(ans[1]),
-            (np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]) - np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1) + np.swapaxes(np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2)) @ ans[1])),),
-       shape="linalg")
+defvjp(
+    "linalg_qr",
+    np.linalg.qr,
+    _func("linalg.qr"),
+    lambda g, ans, a, mode="reduced": (
+        no_linalg_rule(
+            "np.linalg.qr of a matrix with more columns than rows, or with mode 'r' or 'raw'"
+        )
+        if not qr_differentiable(a.shape[-2], a.shape[-1], mode)
+        else (
+            g[0]
+            + ans[0]
+            @ (
+                np.tril(
+                    np.swapaxes(ans[0], -1, -2) @ g[0]
+                    - g[1] @ np.swapaxes(ans[1], -1, -2)
+                    - np.swapaxes(
+                        np.swapaxes(ans[0], -1, -2) @ g[0] - g[1] @ np.swapaxes(ans[1], -1, -2),
+                        -1,
+                        -2,
+                    ),
+                    -1,
+                )
+                - (np.swapaxes(ans[0], -1, -2) @ g[0] - g[1] @ np.swapaxes(ans[1], -1, -2))
+            )
+        )
+        @ np.swapaxes(np.linalg.inv(ans[1]), -1, -2)
+    ),
+    jvps=(
+        lambda t, ans, a, mode="reduced": (
+            no_linalg_rule(
+                "np.linalg.qr of a matrix with more columns than rows, or with mode 'r' or 'raw'"
+            )
+            if not qr_differentiable(a.shape[-2], a.shape[-1], mode)
+            else (
+                ans[0]
+                @ (
+                    np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1)
+                    - np.swapaxes(
+                        np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2
+                    )
+                    - np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1])
+                )
+                + t @ np.linalg.inv(ans[1]),
+                (
+                    np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1])
+                    - np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1)
+                    + np.swapaxes(
+                        np.tril(np.swapaxes(ans[0], -1, -2) @ t @ np.linalg.inv(ans[1]), -1), -1, -2
+                    )
+                )
+                @ ans[1],
+            )
+        ),
+    ),
+    shape="linalg",
+)
 
 # (x, residuals, rank, s) = lstsq(a, b), a m x n of full column rank with m >= n (numpy: a
 # single matrix; b a vector or a matrix). With r = b - a x and z = (a^T a)^-1 xbar (a solve),
 # w = a z: abar = -w x^T + r z^T, bbar = w (Golub and Pereyra's derivative of the
 # pseudo-inverse); the residuals (m > n) add -2 r rbar x^T and 2 r rbar, the singular values
 # U diag(sbar) Vh. A wide matrix (the minimum-norm solution) has no rule here.
-defvjp("linalg_lstsq", np.linalg.lstsq, _func("linalg.lstsq"),
-       lambda g, ans, a, b, rcond=None: (
-           no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
-           -(a @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1)))) @ np.reshape(ans[0], (a.shape[-1], -1)).T
-           + (np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1))) @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1))).T
-           + (np.linalg.svd(a, full_matrices=False)[0] * g[3]) @ np.linalg.svd(a, full_matrices=False)[2]
-           + (-2.0 * ((np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1))) * np.reshape(g[1], (1, -1))) @ np.reshape(ans[0], (a.shape[-1], -1)).T if a.shape[-2] > a.shape[-1] else 0.0)),
-       lambda g, ans, a, b, rcond=None: (
-           no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
-           np.reshape(a @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1)))
-                      + (2.0 * (np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1))) * np.reshape(g[1], (1, -1)) if a.shape[-2] > a.shape[-1] else 0.0), np.shape(b))),
-       jvps=(lambda t, ans, a, b, rcond=None: (
-                 no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
-                 (np.linalg.solve(a.T @ a, t.T @ (b - a @ ans[0]) - a.T @ (t @ ans[0])),
-                  -2.0 * np.sum((b - a @ ans[0]) * (t @ ans[0]), axis=0, keepdims=b.ndim == 1) if a.shape[-2] > a.shape[-1] else np.zeros_like(ans[1]),
-                  np.zeros_like(ans[2]),
-                  np.sum((np.linalg.svd(a, full_matrices=False)[0].T @ t) * np.linalg.svd(a, full_matrices=False)[2], axis=-1))),
-             lambda t, ans, a, b, rcond=None: (
-                 no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows") if a.shape[-2] < a.shape[-1] else
-                 (np.linalg.solve(a.T @ a, a.T @ t),
-                  2.0 * np.sum((b - a @ ans[0]) * t, axis=0, keepdims=b.ndim == 1) if a.shape[-2] > a.shape[-1] else np.zeros_like(ans[1]),
-                  np.zeros_like(ans[2]),
-                  np.zeros_like(ans[3])))),
-       shape="linalg")
+defvjp(
+    "linalg_lstsq",
+    np.linalg.lstsq,
+    _func("linalg.lstsq"),
+    lambda g, ans, a, b, rcond=None: (
+        no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows")
+        if a.shape[-2] < a.shape[-1]
+        else -(a @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1))))
+        @ np.reshape(ans[0], (a.shape[-1], -1)).T
+        + (np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1)))
+        @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1))).T
+        + (np.linalg.svd(a, full_matrices=False)[0] * g[3])
+        @ np.linalg.svd(a, full_matrices=False)[2]
+        + (
+            -2.0
+            * (
+                (np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1)))
+                * np.reshape(g[1], (1, -1))
+            )
+            @ np.reshape(ans[0], (a.shape[-1], -1)).T
+            if a.shape[-2] > a.shape[-1]
+            else 0.0
+        )
+    ),
+    lambda g, ans, a, b, rcond=None: (
+        no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows")
+        if a.shape[-2] < a.shape[-1]
+        else np.reshape(
+            a @ np.linalg.solve(a.T @ a, np.reshape(g[0], (a.shape[-1], -1)))
+            + (
+                2.0
+                * (np.reshape(b, (a.shape[-2], -1)) - a @ np.reshape(ans[0], (a.shape[-1], -1)))
+                * np.reshape(g[1], (1, -1))
+                if a.shape[-2] > a.shape[-1]
+                else 0.0
+            ),
+            np.shape(b),
+        )
+    ),
+    jvps=(
+        lambda t, ans, a, b, rcond=None: (
+            no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows")
+            if a.shape[-2] < a.shape[-1]
+            else (
+                np.linalg.solve(a.T @ a, t.T @ (b - a @ ans[0]) - a.T @ (t @ ans[0])),
+                -2.0 * np.sum((b - a @ ans[0]) * (t @ ans[0]), axis=0, keepdims=b.ndim == 1)
+                if a.shape[-2] > a.shape[-1]
+                else np.zeros_like(ans[1]),
+                np.zeros_like(ans[2]),
+                np.sum(
+                    (np.linalg.svd(a, full_matrices=False)[0].T @ t)
+                    * np.linalg.svd(a, full_matrices=False)[2],
+                    axis=-1,
+                ),
+            )
+        ),
+        lambda t, ans, a, b, rcond=None: (
+            no_linalg_rule("np.linalg.lstsq of a matrix with more columns than rows")
+            if a.shape[-2] < a.shape[-1]
+            else (
+                np.linalg.solve(a.T @ a, a.T @ t),
+                2.0 * np.sum((b - a @ ans[0]) * t, axis=0, keepdims=b.ndim == 1)
+                if a.shape[-2] > a.shape[-1]
+                else np.zeros_like(ans[1]),
+                np.zeros_like(ans[2]),
+                np.zeros_like(ans[3]),
+            )
+        ),
+    ),
+    shape="linalg",
+)
 
 # numpy 2's array-API functions of np.linalg, over the last two axes (vecdot over `axis`).
 if hasattr(np.linalg, "vecdot"):
-    defvjp("linalg_trace", np.linalg.trace, _func("linalg.trace"),
-           lambda g, ans, x, offset=0, dtype=None: undiagonal(np.expand_dims(g, -1), x, offset, -2, -1),
-           linear="joint")
-    defvjp("linalg_diagonal", np.linalg.diagonal, _func("linalg.diagonal"),
-           lambda g, ans, x, offset=0: undiagonal(g, x, offset, -2, -1),
-           linear="joint")
-    defvjp("linalg_matrix_transpose", np.linalg.matrix_transpose, _func("linalg.matrix_transpose"),
-           lambda g, ans, x: np.swapaxes(g, -1, -2),
-           linear="joint")
-    defvjp("linalg_vecdot", np.linalg.vecdot, _func("linalg.vecdot"),
-           lambda g, ans, x1, x2, axis=-1: unbroadcast(np.expand_dims(g, axis) * x2, x1),
-           lambda g, ans, x1, x2, axis=-1: unbroadcast(np.expand_dims(g, axis) * x1, x2),
-           linear="multi")
-    defvjp("linalg_outer", np.linalg.outer, _func("linalg.outer"),
-           lambda g, ans, x1, x2: g @ x2,
-           lambda g, ans, x1, x2: x1 @ g,
-           linear="multi")
+    defvjp(
+        "linalg_trace",
+        np.linalg.trace,
+        _func("linalg.trace"),
+        lambda g, ans, x, offset=0, dtype=None: undiagonal(
+            np.expand_dims(g, -1), x, offset, -2, -1
+        ),
+        linear="joint",
+    )
+    defvjp(
+        "linalg_diagonal",
+        np.linalg.diagonal,
+        _func("linalg.diagonal"),
+        lambda g, ans, x, offset=0: undiagonal(g, x, offset, -2, -1),
+        linear="joint",
+    )
+    defvjp(
+        "linalg_matrix_transpose",
+        np.linalg.matrix_transpose,
+        _func("linalg.matrix_transpose"),
+        lambda g, ans, x: np.swapaxes(g, -1, -2),
+        linear="joint",
+    )
+    defvjp(
+        "linalg_vecdot",
+        np.linalg.vecdot,
+        _func("linalg.vecdot"),
+        lambda g, ans, x1, x2, axis=-1: unbroadcast(np.expand_dims(g, axis) * x2, x1),
+        lambda g, ans, x1, x2, axis=-1: unbroadcast(np.expand_dims(g, axis) * x1, x2),
+        linear="multi",
+    )
+    defvjp(
+        "linalg_outer",
+        np.linalg.outer,
+        _func("linalg.outer"),
+        lambda g, ans, x1, x2: g @ x2,
+        lambda g, ans, x1, x2: x1 @ g,
+        linear="multi",
+    )
 
 
 def multi_dot_grad(g, arrays, argnum):
@@ -270,7 +690,7 @@ def multi_dot_grad(g, arrays, argnum):
         grad = left.T @ grad
     if argnum < len(mats) - 1:
         right = mats[argnum + 1]
-        for m in mats[argnum + 2:]:
+        for m in mats[argnum + 2 :]:
             right = right @ m
         grad = grad @ right.T
     return np.reshape(grad, np.shape(arrays[argnum]))
@@ -280,6 +700,11 @@ def multi_dot_grad(g, arrays, argnum):
 defprimitive("multi_dot_grad", multi_dot_grad, _spelled("multi_dot_grad"))
 TEMPLATE_NAMESPACE.update(multi_dot_grad=multi_dot_grad)
 # multi_dot(arrays): multilinear, so forward mode replaces each array by its tangent in turn
-defvjp("linalg_multi_dot", np.linalg.multi_dot, _func("linalg.multi_dot"),
-       lambda g, ans, *arrays, argnum: multi_dot_grad(g, arrays, argnum),
-       sequence_input=True, linear="multi")
+defvjp(
+    "linalg_multi_dot",
+    np.linalg.multi_dot,
+    _func("linalg.multi_dot"),
+    lambda g, ans, *arrays, argnum: multi_dot_grad(g, arrays, argnum),
+    sequence_input=True,
+    linear="multi",
+)

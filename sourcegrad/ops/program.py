@@ -1,5 +1,6 @@
 """The ops of the program itself: reads without gradient (shapes, argmax, constants),
 builtins, lists and mutation as values, and the helpers generated backward code calls."""
+
 from __future__ import annotations
 
 import operator
@@ -7,14 +8,47 @@ import operator
 import numpy as np
 
 from .. import runtime
-from ..runtime import (cast_like, concatenate_items, dot_grad, einsum_grad, einsum_grad_jvp,
-                       einsum_grad_operands, einsum_swap, inner_grad, inverse_permutation,
-                       index_may_repeat, last_writes, max_grad, part_index, prod_grad,
-                       prod_grad_jvp, reduced_count, select_grad, stack_items, sum_list_grad,
-                       take_part, tensordot_grad, unbroadcast, unconcatenate_list, unindex,
-                       unindex_list, unstack_list, untake, zero_at)
-from .registry import (RULES, Spelling, alias, defjvp, deflinear, defnondiff, defprimitive,
-                       defvjp, mark)
+from ..runtime import (
+    cast_like,
+    concatenate_items,
+    dot_grad,
+    einsum_grad,
+    einsum_grad_jvp,
+    einsum_grad_operands,
+    einsum_swap,
+    inner_grad,
+    inverse_permutation,
+    index_may_repeat,
+    last_writes,
+    max_grad,
+    part_index,
+    prod_grad,
+    prod_grad_jvp,
+    reduced_count,
+    select_grad,
+    stack_items,
+    sum_list_grad,
+    take_part,
+    tensordot_grad,
+    unbroadcast,
+    unconcatenate_list,
+    unindex,
+    unindex_list,
+    unstack_list,
+    untake,
+    zero_at,
+)
+from .registry import (
+    RULES,
+    Spelling,
+    alias,
+    defjvp,
+    deflinear,
+    defnondiff,
+    defprimitive,
+    defvjp,
+    mark,
+)
 from .registry import func as _func, helper as _helper
 
 # Reads that carry no gradient: shapes, comparisons, rounding, argmax, constants like zeros_like.
@@ -22,11 +56,34 @@ from .registry import func as _func, helper as _helper
 for _name in ("shape", "ndim", "size", "dtype"):
     defnondiff(_name, operator.attrgetter(_name), Spelling("attr", _name), params=("x",))
     RULES[_name].static_result = True
-for _name in ("argmax", "argmin", "argsort", "zeros_like", "ones_like", "full_like",
-              "empty_like", "zeros", "ones", "empty", "eye", "identity", "arange", "shape", "ndim", "size", "broadcast_shapes", "count_nonzero", "nonzero"):
-    defnondiff(f"np_{_name}", getattr(np, _name), _func(_name),
-               pure=_name not in ("empty_like", "empty"),
-               methods=(_name,) if _name in ("argmax", "argmin") else ())
+for _name in (
+    "argmax",
+    "argmin",
+    "argsort",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "zeros",
+    "ones",
+    "empty",
+    "eye",
+    "identity",
+    "arange",
+    "shape",
+    "ndim",
+    "size",
+    "broadcast_shapes",
+    "count_nonzero",
+    "nonzero",
+):
+    defnondiff(
+        f"np_{_name}",
+        getattr(np, _name),
+        _func(_name),
+        pure=_name not in ("empty_like", "empty"),
+        methods=(_name,) if _name in ("argmax", "argmin") else (),
+    )
 mark("fresh", "np_zeros_like", "np_zeros")
 mark("owned", "np_zeros_like", "np_zeros")
 defnondiff("len", len, Spelling("builtin", "len"))
@@ -48,52 +105,109 @@ defnondiff("reduced_count", reduced_count, _helper("reduced_count"))
 # and `xs.append(v)` into `xs = list_append(xs, v)`, so no value changes after it is made.
 # An index that names one element twice writes it twice and the last write stays (for
 # `a[i] += v` too: it is `a[i] = a[i] + v`), so only the last write's value gets gradient.
-defvjp("setitem", runtime.setitem, _helper("setitem"),
-       lambda g, ans, x, index, value: zero_at(g, index),
-       None,
-       lambda g, ans, x, index, value: unbroadcast(
-           np.where(last_writes(g, index), g[index], 0.0) if index_may_repeat(index)
-           else g[index], value))
+defvjp(
+    "setitem",
+    runtime.setitem,
+    _helper("setitem"),
+    lambda g, ans, x, index, value: zero_at(g, index),
+    None,
+    lambda g, ans, x, index, value: unbroadcast(
+        np.where(last_writes(g, index), g[index], 0.0) if index_may_repeat(index) else g[index],
+        value,
+    ),
+)
 defnondiff("index_may_repeat", runtime.index_may_repeat, _helper("index_may_repeat"))
 RULES["index_may_repeat"].static_result = True
 RULES["index_may_repeat"].type_fact = True
 defnondiff("last_writes", runtime.last_writes, _helper("last_writes"))
-defvjp("cast_like", runtime.cast_like, _helper("cast_like"),
-       lambda g, ans, h, x: cast_like(g, h),
-       None, linear=(0,))
-defvjp("make_list", runtime.make_list, Spelling("list"),
-       lambda g, ans, *items, argnum: g[argnum])
-alias("make_tuple", runtime.make_tuple, Spelling("tuple"), like="make_list",
-      family="make_tuple")
-defvjp("list_append", runtime.list_append, _helper("list_append"),
-       lambda g, ans, items, item: g[:-1],
-       lambda g, ans, items, item: g[-1])
-defvjp("getitem_list", None, Spelling("getitem"),
-       lambda g, ans, x, index: unindex_list(g, x, index),
-       None)
-defvjp("stack_list", np.stack, _func("stack"),
-       lambda g, ans, items, axis=0: unstack_list(g, items, axis), register_fn=False)
-defvjp("concatenate_list", np.concatenate, _func("concatenate"),
-       lambda g, ans, items, axis=0: unconcatenate_list(g, items, axis), register_fn=False)
-defvjp("sum_builtin", sum, Spelling("builtin", "sum"),
-       lambda g, ans, items: sum_list_grad(g, items))
-defvjp("min_builtin", min, Spelling("builtin", "min"),
-       lambda g, ans, *xs, argnum: select_grad(g, ans, xs, argnum))
-defvjp("max_builtin", max, Spelling("builtin", "max"),
-       lambda g, ans, *xs, argnum: select_grad(g, ans, xs, argnum))
+defvjp(
+    "cast_like",
+    runtime.cast_like,
+    _helper("cast_like"),
+    lambda g, ans, h, x: cast_like(g, h),
+    None,
+    linear=(0,),
+)
+defvjp("make_list", runtime.make_list, Spelling("list"), lambda g, ans, *items, argnum: g[argnum])
+alias("make_tuple", runtime.make_tuple, Spelling("tuple"), like="make_list", family="make_tuple")
+defvjp(
+    "list_append",
+    runtime.list_append,
+    _helper("list_append"),
+    lambda g, ans, items, item: g[:-1],
+    lambda g, ans, items, item: g[-1],
+)
+defvjp(
+    "getitem_list",
+    None,
+    Spelling("getitem"),
+    lambda g, ans, x, index: unindex_list(g, x, index),
+    None,
+)
+defvjp(
+    "stack_list",
+    np.stack,
+    _func("stack"),
+    lambda g, ans, items, axis=0: unstack_list(g, items, axis),
+    register_fn=False,
+)
+defvjp(
+    "concatenate_list",
+    np.concatenate,
+    _func("concatenate"),
+    lambda g, ans, items, axis=0: unconcatenate_list(g, items, axis),
+    register_fn=False,
+)
+defvjp(
+    "sum_builtin", sum, Spelling("builtin", "sum"), lambda g, ans, items: sum_list_grad(g, items)
+)
+defvjp(
+    "min_builtin",
+    min,
+    Spelling("builtin", "min"),
+    lambda g, ans, *xs, argnum: select_grad(g, ans, xs, argnum),
+)
+defvjp(
+    "max_builtin",
+    max,
+    Spelling("builtin", "max"),
+    lambda g, ans, *xs, argnum: select_grad(g, ans, xs, argnum),
+)
 alias("np_array", np.array, _func("array"), like="stack_list")
-defvjp("add_adjoints", runtime.add_adjoints, _helper("add_adjoints"),
-       lambda g, ans, a, b: g,
-       lambda g, ans, a, b: g)
+defvjp(
+    "add_adjoints",
+    runtime.add_adjoints,
+    _helper("add_adjoints"),
+    lambda g, ans, a, b: g,
+    lambda g, ans, a, b: g,
+)
 defnondiff("zeros_adjoint", runtime.zeros_adjoint, _helper("zeros_adjoint"))
 # In-place accumulation of adjoints (`d_W += part`), emitted only for arrays the backward owns.
-defprimitive("iadd_op", operator.iadd, Spelling("augassign", "+"), pure=False,
-             props={"owned"}, shape="in_place")
-defprimitive("isub_op", operator.isub, Spelling("augassign", "-"), pure=False,
-             props={"owned"}, shape="in_place")
+defprimitive(
+    "iadd_op",
+    operator.iadd,
+    Spelling("augassign", "+"),
+    pure=False,
+    props={"owned"},
+    shape="in_place",
+)
+defprimitive(
+    "isub_op",
+    operator.isub,
+    Spelling("augassign", "-"),
+    pure=False,
+    props={"owned"},
+    shape="in_place",
+)
 # `d_x[i] += g` instead of `d_x += unindex(g, x, i)`: the same sum, without a full-size array
-defprimitive("iadd_item", runtime.iadd_item, Spelling("augassign_item", "+"), pure=False,
-             props={"owned"}, shape="in_place")
+defprimitive(
+    "iadd_item",
+    runtime.iadd_item,
+    Spelling("augassign_item", "+"),
+    pure=False,
+    props={"owned"},
+    shape="in_place",
+)
 defnondiff("not_op", operator.not_, Spelling("unaryop", "not"), params=("x",))
 defnondiff("pycall", None, Spelling("pycall"), pure=False)
 # Helpers that only backward code calls, differentiated again by higher-order derivatives.
@@ -106,94 +220,201 @@ defnondiff("pycall", None, Spelling("pycall"), pure=False)
 # prod_grad(h, x, ...) = h (along the reduced axes) times the product of the other elements:
 # linear in h; in x its derivative is prod's Hessian, applied by prod_grad_jvp (symmetric, so
 # the VJP and the JVP with respect to x are the same call).
-defvjp("prod_grad", runtime.prod_grad, _helper("prod_grad"),
-       lambda g, ans, h, x, axis, keepdims: np.sum(g * prod_grad(np.ones_like(h), x, axis, keepdims), axis=axis, keepdims=keepdims),
-       lambda g, ans, h, x, axis, keepdims: prod_grad_jvp(h, x, g, axis, keepdims),
-       props={"fresh", "owned"})
+defvjp(
+    "prod_grad",
+    runtime.prod_grad,
+    _helper("prod_grad"),
+    lambda g, ans, h, x, axis, keepdims: np.sum(
+        g * prod_grad(np.ones_like(h), x, axis, keepdims), axis=axis, keepdims=keepdims
+    ),
+    lambda g, ans, h, x, axis, keepdims: prod_grad_jvp(h, x, g, axis, keepdims),
+    props={"fresh", "owned"},
+)
 defprimitive("prod_grad_jvp", runtime.prod_grad_jvp, _helper("prod_grad_jvp"))
 # unindex scatters (adds) h into zeros at index: gathering g at index is its transpose, also
 # for repeated integer indices and masks. h may broadcast against x[index].
-defvjp("unindex", unindex, _helper("unindex"),
-       lambda g, ans, h, x, index: unbroadcast(g[index], h),
-       None, None, props={"fresh", "owned"})
-defvjp("untake", untake, _helper("untake"),
-       lambda g, ans, h, x, indices, axis=None: unbroadcast(np.take(g, indices, axis=axis), h),
-       None, None, None, props={"owned"})
+defvjp(
+    "unindex",
+    unindex,
+    _helper("unindex"),
+    lambda g, ans, h, x, index: unbroadcast(g[index], h),
+    None,
+    None,
+    props={"fresh", "owned"},
+)
+defvjp(
+    "untake",
+    untake,
+    _helper("untake"),
+    lambda g, ans, h, x, indices, axis=None: unbroadcast(np.take(g, indices, axis=axis), h),
+    None,
+    None,
+    None,
+    props={"owned"},
+)
 # take_part slices h: its transpose pads g with zeros around the same slice.
-defvjp("take_part", take_part, _helper("take_part"),
-       lambda g, ans, h, xs, part, axis=0: unindex(g, h, part_index(xs, part, axis)),
-       None, None, None)
+defvjp(
+    "take_part",
+    take_part,
+    _helper("take_part"),
+    lambda g, ans, h, xs, part, axis=0: unindex(g, h, part_index(xs, part, axis)),
+    None,
+    None,
+    None,
+)
 defnondiff("part_index", part_index, _helper("part_index"))
-defvjp("expand_reduced", runtime.expand_reduced, _helper("expand_reduced"),
-       lambda g, ans, h, x, axis, keepdims: np.reshape(g, np.shape(h)),
-       None, None, None)
+defvjp(
+    "expand_reduced",
+    runtime.expand_reduced,
+    _helper("expand_reduced"),
+    lambda g, ans, h, x, axis, keepdims: np.reshape(g, np.shape(h)),
+    None,
+    None,
+    None,
+)
 # max_grad(h, m, x, ...) = h (along the reduced axes) * hits / count: the transpose sums
 # g * hits / count back over those axes.
-defvjp("max_grad", max_grad, _helper("max_grad"),
-       lambda g, ans, h, m, x, axis, keepdims: unbroadcast(np.sum(g * max_grad(np.ones_like(m), m, x, axis, keepdims), axis=axis, keepdims=keepdims), h),
-       None, None, None, None, props={"fresh", "owned"})
+defvjp(
+    "max_grad",
+    max_grad,
+    _helper("max_grad"),
+    lambda g, ans, h, m, x, axis, keepdims: unbroadcast(
+        np.sum(g * max_grad(np.ones_like(m), m, x, axis, keepdims), axis=axis, keepdims=keepdims), h
+    ),
+    None,
+    None,
+    None,
+    None,
+    props={"fresh", "owned"},
+)
 # zero_at(h, index) is a projection (h with a part zeroed): its own transpose.
-defvjp("zero_at", zero_at, _helper("zero_at"),
-       lambda g, ans, h, index: zero_at(g, index),
-       None, props={"owned"})
+defvjp(
+    "zero_at",
+    zero_at,
+    _helper("zero_at"),
+    lambda g, ans, h, index: zero_at(g, index),
+    None,
+    props={"owned"},
+)
 # select_grad passes h through or zeroes it: its own transpose.
-defvjp("select_grad", select_grad, _helper("select_grad"),
-       lambda g, ans, h, m, xs, part: select_grad(g, m, xs, part),
-       None, None, None)
+defvjp(
+    "select_grad",
+    select_grad,
+    _helper("select_grad"),
+    lambda g, ans, h, m, xs, part: select_grad(g, m, xs, part),
+    None,
+    None,
+    None,
+)
 # dot_grad(h, x, y, 0) = d<h, dot(x, y)>/dx is bilinear in (h, y) and reads x only for its
 # shape (part 1: in (h, x), y for its shape). Its dot product with g is <h, dot(g, y)>, so
 # its VJP for h is dot(g, y) and for y dot_grad(h, g, y, 1); the input read for its shape
 # gets zeros. The same holds for inner and tensordot.
-defvjp("dot_grad", dot_grad, _helper("dot_grad"),
-       lambda g, ans, h, x, y, part: np.dot(g, y) if part == 0 else np.dot(x, g),
-       lambda g, ans, h, x, y, part: np.zeros_like(x) if part == 0 else dot_grad(h, x, g, 0),
-       lambda g, ans, h, x, y, part: dot_grad(h, g, y, 1) if part == 0 else np.zeros_like(y),
-       None)
-defvjp("inner_grad", inner_grad, _helper("inner_grad"),
-       lambda g, ans, h, x, y, part: np.inner(g, y) if part == 0 else np.inner(x, g),
-       lambda g, ans, h, x, y, part: np.zeros_like(x) if part == 0 else inner_grad(h, x, g, 0),
-       lambda g, ans, h, x, y, part: inner_grad(h, g, y, 1) if part == 0 else np.zeros_like(y),
-       None)
-defvjp("tensordot_grad", tensordot_grad, _helper("tensordot_grad"),
-       lambda g, ans, h, x, y, axes, part: np.tensordot(g, y, axes) if part == 0 else np.tensordot(x, g, axes),
-       lambda g, ans, h, x, y, axes, part: np.zeros_like(x) if part == 0 else tensordot_grad(h, x, g, axes, 0),
-       lambda g, ans, h, x, y, axes, part: tensordot_grad(h, g, y, axes, 1) if part == 0 else np.zeros_like(y),
-       None, None)
+defvjp(
+    "dot_grad",
+    dot_grad,
+    _helper("dot_grad"),
+    lambda g, ans, h, x, y, part: np.dot(g, y) if part == 0 else np.dot(x, g),
+    lambda g, ans, h, x, y, part: np.zeros_like(x) if part == 0 else dot_grad(h, x, g, 0),
+    lambda g, ans, h, x, y, part: dot_grad(h, g, y, 1) if part == 0 else np.zeros_like(y),
+    None,
+)
+defvjp(
+    "inner_grad",
+    inner_grad,
+    _helper("inner_grad"),
+    lambda g, ans, h, x, y, part: np.inner(g, y) if part == 0 else np.inner(x, g),
+    lambda g, ans, h, x, y, part: np.zeros_like(x) if part == 0 else inner_grad(h, x, g, 0),
+    lambda g, ans, h, x, y, part: inner_grad(h, g, y, 1) if part == 0 else np.zeros_like(y),
+    None,
+)
+defvjp(
+    "tensordot_grad",
+    tensordot_grad,
+    _helper("tensordot_grad"),
+    lambda g, ans, h, x, y, axes, part: (
+        np.tensordot(g, y, axes) if part == 0 else np.tensordot(x, g, axes)
+    ),
+    lambda g, ans, h, x, y, axes, part: (
+        np.zeros_like(x) if part == 0 else tensordot_grad(h, x, g, axes, 0)
+    ),
+    lambda g, ans, h, x, y, axes, part: (
+        tensordot_grad(h, g, y, axes, 1) if part == 0 else np.zeros_like(y)
+    ),
+    None,
+    None,
+)
 # einsum_grad(h, s, operands, k) is the gradient of <h, einsum(s, *operands)> for operand k:
 # for h, it is einsum_grad with operand k and the output trading places in s; for the
 # operands, see einsum_grad_operands.
-defvjp("einsum_grad", einsum_grad, _helper("einsum_grad"),
-       lambda g, ans, h, subscripts, operands, part: einsum_grad(g, einsum_swap(subscripts, part), operands, part),
-       None,
-       lambda g, ans, h, subscripts, operands, part: einsum_grad_operands(g, h, subscripts, operands, part),
-       None)
+defvjp(
+    "einsum_grad",
+    einsum_grad,
+    _helper("einsum_grad"),
+    lambda g, ans, h, subscripts, operands, part: einsum_grad(
+        g, einsum_swap(subscripts, part), operands, part
+    ),
+    None,
+    lambda g, ans, h, subscripts, operands, part: einsum_grad_operands(
+        g, h, subscripts, operands, part
+    ),
+    None,
+)
 defnondiff("einsum_swap", einsum_swap, _helper("einsum_swap"))
 defprimitive("einsum_grad_operands", einsum_grad_operands, _helper("einsum_grad_operands"))
 defprimitive("einsum_grad_jvp", einsum_grad_jvp, _helper("einsum_grad_jvp"))
 # The list helpers: the adjoint of a list is a list.
-defvjp("unindex_list", unindex_list, _helper("unindex_list"),
-       lambda g, ans, h, items, index: g[index],
-       None, None)
-defvjp("unstack_list", unstack_list, _helper("unstack_list"),
-       lambda g, ans, h, items, axis=0: stack_items(g, axis),
-       None, None)
-defvjp("unconcatenate_list", unconcatenate_list, _helper("unconcatenate_list"),
-       lambda g, ans, h, items, axis=0: concatenate_items(g, axis),
-       None, None)
-defvjp("stack_items", stack_items, _helper("stack_items"),
-       lambda g, ans, items, axis=0: unstack_list(g, items, axis),
-       None)
-defvjp("concatenate_items", concatenate_items, _helper("concatenate_items"),
-       lambda g, ans, items, axis=0: unconcatenate_list(g, items, axis),
-       None)
+defvjp(
+    "unindex_list",
+    unindex_list,
+    _helper("unindex_list"),
+    lambda g, ans, h, items, index: g[index],
+    None,
+    None,
+)
+defvjp(
+    "unstack_list",
+    unstack_list,
+    _helper("unstack_list"),
+    lambda g, ans, h, items, axis=0: stack_items(g, axis),
+    None,
+    None,
+)
+defvjp(
+    "unconcatenate_list",
+    unconcatenate_list,
+    _helper("unconcatenate_list"),
+    lambda g, ans, h, items, axis=0: concatenate_items(g, axis),
+    None,
+    None,
+)
+defvjp(
+    "stack_items",
+    stack_items,
+    _helper("stack_items"),
+    lambda g, ans, items, axis=0: unstack_list(g, items, axis),
+    None,
+)
+defvjp(
+    "concatenate_items",
+    concatenate_items,
+    _helper("concatenate_items"),
+    lambda g, ans, items, axis=0: unconcatenate_list(g, items, axis),
+    None,
+)
 # sum_list_grad hands h to every item (reduced to its shape): the transpose sums them.
-defvjp("sum_list_grad", sum_list_grad, _helper("sum_list_grad"),
-       lambda g, ans, h, items: unbroadcast(sum(g), h),
-       None)
+defvjp(
+    "sum_list_grad",
+    sum_list_grad,
+    _helper("sum_list_grad"),
+    lambda g, ans, h, items: unbroadcast(sum(g), h),
+    None,
+)
 
 # Writing one row of a buffer the optimizer made (optimize.batch_rank_one_updates): the only
 # in-place store generated code does, into an array no other name refers to.
 defprimitive("store_item", runtime.store_item, Spelling("store"), pure=False)
+
 
 def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):
     """Rule `op`'s VJP for input `argnum`, chosen when it runs. Generated code calls this where
@@ -210,18 +431,45 @@ def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
     """Rule `op`'s explicit JVP for input `argnum`, chosen when it runs (see vjp_at_run_time)."""
     return RULES[op].jvp_for(argnum)(t, ans, *inputs, **kwargs)
 
+
 # A rule whose formula depends on a rank known only at run time, called then (see templates);
 # generated code writes `sourcegrad.ops.vjp_at_run_time(...)` (older code `sourcegrad.rules.`).
-defprimitive("vjp_at_run_time", vjp_at_run_time, Spelling("module", "sourcegrad.ops.vjp_at_run_time"))
-defprimitive("jvp_at_run_time", jvp_at_run_time, Spelling("module", "sourcegrad.ops.jvp_at_run_time"))
+defprimitive(
+    "vjp_at_run_time", vjp_at_run_time, Spelling("module", "sourcegrad.ops.vjp_at_run_time")
+)
+defprimitive(
+    "jvp_at_run_time", jvp_at_run_time, Spelling("module", "sourcegrad.ops.jvp_at_run_time")
+)
 
 # --- forward mode ----------------------------------------------------------------------------
 
-deflinear("joint", "make_list", "make_tuple", "list_append", "stack_list", "concatenate_list",
-          "sum_builtin", "setitem", "add_adjoints", "getitem_list")
-for _name in ("unindex", "untake", "take_part", "expand_reduced", "zero_at",
-              "unindex_list", "unstack_list", "unconcatenate_list", "sum_list_grad",
-              "select_grad", "max_grad", "stack_items", "concatenate_items"):
+deflinear(
+    "joint",
+    "make_list",
+    "make_tuple",
+    "list_append",
+    "stack_list",
+    "concatenate_list",
+    "sum_builtin",
+    "setitem",
+    "add_adjoints",
+    "getitem_list",
+)
+for _name in (
+    "unindex",
+    "untake",
+    "take_part",
+    "expand_reduced",
+    "zero_at",
+    "unindex_list",
+    "unstack_list",
+    "unconcatenate_list",
+    "sum_list_grad",
+    "select_grad",
+    "max_grad",
+    "stack_items",
+    "concatenate_items",
+):
     RULES[_name].linear = (0,)
 for _name in ("dot_grad", "inner_grad", "tensordot_grad"):
     RULES[_name].linear = (0, 1, 2)  # bilinear in g and the other operand: see defjvp below
@@ -229,27 +477,40 @@ RULES["einsum_grad"].linear = (0,)
 # Bilinear, not jointly linear: the JVP is the sum over inputs with one replaced by its
 # tangent (the input read only for its shape contributes zeros). These explicit rules take
 # precedence over the marks above.
-defjvp("dot_grad",
-       lambda t, ans, h, x, y, part: dot_grad(t, x, y, part),
-       lambda t, ans, h, x, y, part: np.zeros_like(ans) if part == 0 else dot_grad(h, t, y, 1),
-       lambda t, ans, h, x, y, part: dot_grad(h, x, t, 0) if part == 0 else np.zeros_like(ans))
-defjvp("inner_grad",
-       lambda t, ans, h, x, y, part: inner_grad(t, x, y, part),
-       lambda t, ans, h, x, y, part: np.zeros_like(ans) if part == 0 else inner_grad(h, t, y, 1),
-       lambda t, ans, h, x, y, part: inner_grad(h, x, t, 0) if part == 0 else np.zeros_like(ans))
-defjvp("tensordot_grad",
-       lambda t, ans, h, x, y, axes, part: tensordot_grad(t, x, y, axes, part),
-       lambda t, ans, h, x, y, axes, part: np.zeros_like(ans) if part == 0 else tensordot_grad(h, t, y, axes, 1),
-       lambda t, ans, h, x, y, axes, part: tensordot_grad(h, x, t, axes, 0) if part == 0 else np.zeros_like(ans))
-defjvp("einsum_grad",
-       lambda t, ans, h, subscripts, operands, part: einsum_grad(t, subscripts, operands, part),
-       None,
-       lambda t, ans, h, subscripts, operands, part: einsum_grad_jvp(h, subscripts, operands, t, part))
-defjvp("prod_grad",
-       lambda t, ans, h, x, axis, keepdims: prod_grad(t, x, axis, keepdims),
-       lambda t, ans, h, x, axis, keepdims: prod_grad_jvp(h, x, t, axis, keepdims))
-defjvp("min_builtin",
-       lambda t, ans, *xs, argnum: select_grad(t, ans, xs, argnum))
+defjvp(
+    "dot_grad",
+    lambda t, ans, h, x, y, part: dot_grad(t, x, y, part),
+    lambda t, ans, h, x, y, part: np.zeros_like(ans) if part == 0 else dot_grad(h, t, y, 1),
+    lambda t, ans, h, x, y, part: dot_grad(h, x, t, 0) if part == 0 else np.zeros_like(ans),
+)
+defjvp(
+    "inner_grad",
+    lambda t, ans, h, x, y, part: inner_grad(t, x, y, part),
+    lambda t, ans, h, x, y, part: np.zeros_like(ans) if part == 0 else inner_grad(h, t, y, 1),
+    lambda t, ans, h, x, y, part: inner_grad(h, x, t, 0) if part == 0 else np.zeros_like(ans),
+)
+defjvp(
+    "tensordot_grad",
+    lambda t, ans, h, x, y, axes, part: tensordot_grad(t, x, y, axes, part),
+    lambda t, ans, h, x, y, axes, part: (
+        np.zeros_like(ans) if part == 0 else tensordot_grad(h, t, y, axes, 1)
+    ),
+    lambda t, ans, h, x, y, axes, part: (
+        tensordot_grad(h, x, t, axes, 0) if part == 0 else np.zeros_like(ans)
+    ),
+)
+defjvp(
+    "einsum_grad",
+    lambda t, ans, h, subscripts, operands, part: einsum_grad(t, subscripts, operands, part),
+    None,
+    lambda t, ans, h, subscripts, operands, part: einsum_grad_jvp(h, subscripts, operands, t, part),
+)
+defjvp(
+    "prod_grad",
+    lambda t, ans, h, x, axis, keepdims: prod_grad(t, x, axis, keepdims),
+    lambda t, ans, h, x, axis, keepdims: prod_grad_jvp(h, x, t, axis, keepdims),
+)
+defjvp("min_builtin", lambda t, ans, *xs, argnum: select_grad(t, ans, xs, argnum))
 RULES["max_builtin"].jvps = RULES["min_builtin"].jvps
 defprimitive("max_jvp", runtime.max_jvp, _helper("max_jvp"))
 defprimitive("var_jvp", runtime.var_jvp, _helper("var_jvp"))
@@ -264,7 +525,12 @@ def call_gradient(gradient, *args):
 # A gradient called inside differentiated code (a Newton step, meta-learning): its VJP is
 # the gradient's own pullback (a Hessian-vector product for grad(f)), computed when the
 # backward runs by the compiled second-order code of the gradient
-defvjp("call_gradient", call_gradient, Spelling("pycall"),
-       None,
-       lambda g, ans, gradient, *args, argnum: gradient.pullback_of_gradient(argnum - 1, g, args),
-       pure=False, run_time_vjp=True)
+defvjp(
+    "call_gradient",
+    call_gradient,
+    Spelling("pycall"),
+    None,
+    lambda g, ans, gradient, *args, argnum: gradient.pullback_of_gradient(argnum - 1, g, args),
+    pure=False,
+    run_time_vjp=True,
+)

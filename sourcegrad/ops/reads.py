@@ -8,6 +8,7 @@ keeps a Meta of what is read at SHAPE or META and the value of what is read at V
 
 Imports: gast and `registry` only.
 """
+
 from __future__ import annotations
 
 import gast
@@ -28,8 +29,17 @@ _FOLDED_ATTRS = {"shape", "ndim", "size"}
 _META_ATTRS = {"dtype"}
 # Calls whose argument at the given position is read only for its shape (or dtype).
 _FOLDED_ARGS = {"unbroadcast": 1}
-_META_ARGS = {"unindex": 1, "expand_reduced": 1, "reduced_count": 0, "take_part": 1,
-              "shape": 0, "ndim": 0, "size": 0, "zeros_like": 0, "is_complex": 0}
+_META_ARGS = {
+    "unindex": 1,
+    "expand_reduced": 1,
+    "reduced_count": 0,
+    "take_part": 1,
+    "shape": 0,
+    "ndim": 0,
+    "size": 0,
+    "zeros_like": 0,
+    "is_complex": 0,
+}
 _READS: dict = {}
 
 
@@ -51,20 +61,36 @@ def _analyse(lam) -> dict:
                 uses[node.id] = max(uses.get(node.id, NONE), level)
             return
         if isinstance(node, gast.Attribute):
-            visit(node.value, SHAPE if node.attr in _FOLDED_ATTRS else
-                  META if node.attr in _META_ATTRS else VALUE)
+            visit(
+                node.value,
+                SHAPE
+                if node.attr in _FOLDED_ATTRS
+                else META
+                if node.attr in _META_ATTRS
+                else VALUE,
+            )
             return
         if isinstance(node, gast.Call):
             callee = node.func
-            name = callee.id if isinstance(callee, gast.Name) else (
-                callee.attr if isinstance(callee, gast.Attribute) else None)
+            name = (
+                callee.id
+                if isinstance(callee, gast.Name)
+                else (callee.attr if isinstance(callee, gast.Attribute) else None)
+            )
             folded, meta = _FOLDED_ARGS.get(name), _META_ARGS.get(name)
             if isinstance(callee, gast.Attribute) and not (
-                    isinstance(callee.value, gast.Name) and callee.value.id == "np"):
+                isinstance(callee.value, gast.Name) and callee.value.id == "np"
+            ):
                 visit(callee)  # a method call: the object is read for its value
             for i, arg in enumerate(node.args):
-                visit(arg, SHAPE if i == folded and len(node.args) == 2 else
-                      META if i == meta or i == folded else VALUE)
+                visit(
+                    arg,
+                    SHAPE
+                    if i == folded and len(node.args) == 2
+                    else META
+                    if i == meta or i == folded
+                    else VALUE,
+                )
             for kw in node.keywords:
                 visit(kw.value)
             return

@@ -1,64 +1,139 @@
 """Reductions: sum, mean, prod, max/min, var, std, cumsum, cumprod, each with its forward mode."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..runtime import (cumprod_grad, cumprod_jvp, max_grad, max_jvp, prod_grad, reduced_count,
-                       var_jvp)
+from ..runtime import (
+    cumprod_grad,
+    cumprod_jvp,
+    max_grad,
+    max_jvp,
+    prod_grad,
+    reduced_count,
+    var_jvp,
+)
 from .registry import alias, defprimitive, defvjp
 from .registry import func as _func, helper as _helper
 
 
 # Reductions.
-defvjp("sum", np.sum, _func("sum"),
-       lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
-           g if keepdims or axis is None else np.expand_dims(g, axis), x.shape),
-       kind="reduction", props={"linear_in_first"}, method="sum", methods=("sum",),
-       linear="joint")
+defvjp(
+    "sum",
+    np.sum,
+    _func("sum"),
+    lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
+        g if keepdims or axis is None else np.expand_dims(g, axis), x.shape
+    ),
+    kind="reduction",
+    props={"linear_in_first"},
+    method="sum",
+    methods=("sum",),
+    linear="joint",
+)
 # (the mean of an empty array is nan, as numpy gives it; its gradient is empty: no 1 / 0)
-defvjp("mean", np.mean, _func("mean"),
-       lambda g, ans, x, axis=None, keepdims=False: np.broadcast_to(
-           (g if keepdims or axis is None else np.expand_dims(g, axis))
-           / (x.size if axis is None else reduced_count(x, axis)), x.shape)
-       if x.size else np.zeros_like(x),
-       kind="reduction", props={"linear_in_first"}, method="mean", methods=("mean",),
-       linear="joint")
-defvjp("prod", np.prod, _func("prod"),
-       lambda g, ans, x, axis=None, keepdims=False: prod_grad(g, x, axis, keepdims),
-       kind="reduction", method="prod", methods=("prod",),
-       jvps=(lambda t, ans, x, axis=None, keepdims=False: np.sum(prod_grad(np.ones_like(ans), x, axis, keepdims) * t, axis=axis, keepdims=keepdims),))
-defvjp("max", np.max, _func("max"),
-       lambda g, ans, x, axis=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
-       kind="reduction", method="max", methods=("max",),
-       jvps=(lambda t, ans, x, axis=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),))
+defvjp(
+    "mean",
+    np.mean,
+    _func("mean"),
+    lambda g, ans, x, axis=None, keepdims=False: (
+        np.broadcast_to(
+            (g if keepdims or axis is None else np.expand_dims(g, axis))
+            / (x.size if axis is None else reduced_count(x, axis)),
+            x.shape,
+        )
+        if x.size
+        else np.zeros_like(x)
+    ),
+    kind="reduction",
+    props={"linear_in_first"},
+    method="mean",
+    methods=("mean",),
+    linear="joint",
+)
+defvjp(
+    "prod",
+    np.prod,
+    _func("prod"),
+    lambda g, ans, x, axis=None, keepdims=False: prod_grad(g, x, axis, keepdims),
+    kind="reduction",
+    method="prod",
+    methods=("prod",),
+    jvps=(
+        lambda t, ans, x, axis=None, keepdims=False: np.sum(
+            prod_grad(np.ones_like(ans), x, axis, keepdims) * t, axis=axis, keepdims=keepdims
+        ),
+    ),
+)
+defvjp(
+    "max",
+    np.max,
+    _func("max"),
+    lambda g, ans, x, axis=None, keepdims=False: max_grad(g, ans, x, axis, keepdims),
+    kind="reduction",
+    method="max",
+    methods=("max",),
+    jvps=(lambda t, ans, x, axis=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),),
+)
 alias("amax", np.amax, _func("amax"), like="max", method="max")
 # (min borrows max's rules: max_grad picks by ans)
 alias("min", np.min, _func("min"), like="max", family="min", method="min", methods=("min",))
 alias("amin", np.amin, _func("amin"), like="max", family="min", method="min")
-defvjp("var", np.var, _func("var"),
-       lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
-           (g if keepdims or axis is None else np.expand_dims(g, axis)) * 2.0
-           * (x - np.mean(x, axis=axis, keepdims=True))
-           / ((x.size if axis is None else reduced_count(x, axis)) - ddof)),
-       kind="reduction", methods=("var",),
-       jvps=(lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims),))
-defvjp("std", np.std, _func("std"),
-       lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
-           (g / ans if keepdims or axis is None else np.expand_dims(g / ans, axis))
-           * (x - np.mean(x, axis=axis, keepdims=True))
-           / ((x.size if axis is None else reduced_count(x, axis)) - ddof)),
-       kind="reduction", methods=("std",),
-       jvps=(lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims) / (2.0 * ans),))
+defvjp(
+    "var",
+    np.var,
+    _func("var"),
+    lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
+        (g if keepdims or axis is None else np.expand_dims(g, axis))
+        * 2.0
+        * (x - np.mean(x, axis=axis, keepdims=True))
+        / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
+    ),
+    kind="reduction",
+    methods=("var",),
+    jvps=(
+        lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims),
+    ),
+)
+defvjp(
+    "std",
+    np.std,
+    _func("std"),
+    lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
+        (g / ans if keepdims or axis is None else np.expand_dims(g / ans, axis))
+        * (x - np.mean(x, axis=axis, keepdims=True))
+        / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
+    ),
+    kind="reduction",
+    methods=("std",),
+    jvps=(
+        lambda t, ans, x, axis=None, ddof=0, keepdims=False: (
+            var_jvp(t, x, axis, ddof, keepdims) / (2.0 * ans)
+        ),
+    ),
+)
 
 
 # Cumulative sums and products. With axis None numpy works on x flattened: the adjoint is
 # then reshaped back to x's shape. cumsum is linear; cumprod's VJP and JVP are exact where x
 # holds zeros (runtime.cumprod_grad, runtime.cumprod_jvp).
-defvjp("cumsum", np.cumsum, _func("cumsum"),
-       lambda g, ans, x, axis=None: np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis) if axis is not None else np.reshape(np.flip(np.cumsum(np.flip(g))), x.shape),
-       linear="joint")
-defvjp("cumprod", np.cumprod, _func("cumprod"),
-       lambda g, ans, x, axis=None: cumprod_grad(g, ans, x, axis),
-       jvps=(lambda t, ans, x, axis=None: cumprod_jvp(t, ans, x, axis),))
+defvjp(
+    "cumsum",
+    np.cumsum,
+    _func("cumsum"),
+    lambda g, ans, x, axis=None: (
+        np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+        if axis is not None
+        else np.reshape(np.flip(np.cumsum(np.flip(g))), x.shape)
+    ),
+    linear="joint",
+)
+defvjp(
+    "cumprod",
+    np.cumprod,
+    _func("cumprod"),
+    lambda g, ans, x, axis=None: cumprod_grad(g, ans, x, axis),
+    jvps=(lambda t, ans, x, axis=None: cumprod_jvp(t, ans, x, axis),),
+)
 defprimitive("cumprod_grad", cumprod_grad, _helper("cumprod_grad"))
 defprimitive("cumprod_jvp", cumprod_jvp, _helper("cumprod_jvp"))

@@ -37,6 +37,7 @@ starts on a line of its own, so its source can be found from its code object.
 
 Imports: numpy, gast and `runtime` only.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -94,8 +95,9 @@ def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False) -> 
     """The torch names of an op whose Tensor methods are its function names (most are):
     `torch("SincBackward0", "sinc", inplace=("sinc_",))`."""
     names = tuple(names)
-    return Torch(node, names, names if method is None else tuple(method), tuple(inplace),
-                 numpy, keep_int)
+    return Torch(
+        node, names, names if method is None else tuple(method), tuple(inplace), numpy, keep_int
+    )
 
 
 # The properties `has` answers besides `kind` (a record's `props`):
@@ -207,15 +209,23 @@ RULES: dict[str, Op] = {}
 
 # Python's operators (by their gast/ast node name) and the primitives they call; user code
 # and rule templates are both lowered through this one mapping.
-OPERATORS = {"Add": "add_op", "Sub": "sub_op", "Mult": "mul_op", "Div": "div_op",
-             "Pow": "pow_op", "MatMult": "matmul_op", "Mod": "mod_op",
-             "FloorDiv": "floordiv_op"}
+OPERATORS = {
+    "Add": "add_op",
+    "Sub": "sub_op",
+    "Mult": "mul_op",
+    "Div": "div_op",
+    "Pow": "pow_op",
+    "MatMult": "matmul_op",
+    "Mod": "mod_op",
+    "FloorDiv": "floordiv_op",
+}
 COMPARISONS = {"Lt": "lt", "LtE": "le", "Gt": "gt", "GtE": "ge", "Eq": "eq", "NotEq": "ne"}
 _BY_FUNCTION: dict = {}  # id of the callable (see _function_key) -> op name
 _BY_METHOD: dict[str, str] = {}
 
 
 # --- queries ---------------------------------------------------------------------------------
+
 
 def get(name) -> Op:
     """The record of op `name` (KeyError if there is none)."""
@@ -243,8 +253,12 @@ def rule_for_function(fn) -> Op | None:
 
 # The entries of optional libraries, registered once the program has imported the library
 # (importing scipy for every user of sourcegrad would cost a second): library -> our module.
-_OPTIONAL = {"scipy.special": "scipy_special", "scipy.stats": "scipy_stats",
-             "scipy.linalg": "scipy_linalg", "scipy.signal": "scipy_signal"}
+_OPTIONAL = {
+    "scipy.special": "scipy_special",
+    "scipy.stats": "scipy_stats",
+    "scipy.linalg": "scipy_linalg",
+    "scipy.signal": "scipy_signal",
+}
 
 
 def _load_optional() -> bool:
@@ -278,8 +292,20 @@ def array_methods() -> list:
 
 # --- defining ops ----------------------------------------------------------------------------
 
-def defvjp(name, fn, spelling, *vjps, kind="other", pure=True, register_fn=True,
-           sequence_input=False, jvps=None, linear=None, **properties):
+
+def defvjp(
+    name,
+    fn,
+    spelling,
+    *vjps,
+    kind="other",
+    pure=True,
+    register_fn=True,
+    sequence_input=False,
+    jvps=None,
+    linear=None,
+    **properties,
+):
     """Register `name` with one VJP per positional input (None: no gradient for it).
 
     For a primitive with *varargs inputs (concatenate, stack, einsum), the last VJP
@@ -289,8 +315,19 @@ def defvjp(name, fn, spelling, *vjps, kind="other", pure=True, register_fn=True,
     """
     template = next((v for v in vjps if v is not None), None)
     params, defaults, varargs = _params_of(template) if template else ((), {}, None)
-    rule = Op(name, fn, spelling, tuple(vjps), params, defaults, varargs, kind,
-              differentiable=True, pure=pure, sequence_input=sequence_input)
+    rule = Op(
+        name,
+        fn,
+        spelling,
+        tuple(vjps),
+        params,
+        defaults,
+        varargs,
+        kind,
+        differentiable=True,
+        pure=pure,
+        sequence_input=sequence_input,
+    )
     _set(rule, properties)
     _register(rule, fn if register_fn else None)
     for vjp in vjps:
@@ -303,11 +340,13 @@ def defvjp(name, fn, spelling, *vjps, kind="other", pure=True, register_fn=True,
     return rule
 
 
-def defnondiff(name, fn, spelling, params=None, kind="other", pure=True, register_fn=True,
-               **properties):
+def defnondiff(
+    name, fn, spelling, params=None, kind="other", pure=True, register_fn=True, **properties
+):
     """Register a primitive whose result carries no gradient (its derivative is zero or undefined)."""
-    rule = Op(name, fn, spelling, (), tuple(params or ()), {}, None, kind,
-              differentiable=False, pure=pure)
+    rule = Op(
+        name, fn, spelling, (), tuple(params or ()), {}, None, kind, differentiable=False, pure=pure
+    )
     _set(rule, properties)
     _register(rule, fn if register_fn else None)
     return rule
@@ -328,9 +367,23 @@ def alias(name, fn, spelling, like, family=None, **properties):
     across it); `family` is for a different computation that only borrows the rules
     (min borrows max's). Pass properties are not inherited: each spelling says its own."""
     base = RULES[like]
-    rule = Op(name, fn, spelling, base.vjps, base.params, base.defaults, base.varargs,
-              base.kind, base.differentiable, base.pure, base.sequence_input,
-              base.static_result, family or base.family, base.linear, base.jvps)
+    rule = Op(
+        name,
+        fn,
+        spelling,
+        base.vjps,
+        base.params,
+        base.defaults,
+        base.varargs,
+        base.kind,
+        base.differentiable,
+        base.pure,
+        base.sequence_input,
+        base.static_result,
+        family or base.family,
+        base.linear,
+        base.jvps,
+    )
     _set(rule, properties)
     _register(rule, fn)
     return rule
@@ -363,13 +416,23 @@ def mark(prop, *names):
 
 def _set(rule, properties):
     for key, value in properties.items():
-        if key not in ("props", "method", "methods", "shape", "torch", "static_result",
-                       "family", "run_time_vjp"):
+        if key not in (
+            "props",
+            "method",
+            "methods",
+            "shape",
+            "torch",
+            "static_result",
+            "family",
+            "run_time_vjp",
+        ):
             raise TypeError(f"op {rule.name!r}: unknown field {key!r}")
         if key == "props":
             value = frozenset(value)
             if not value <= set(PROPERTIES):
-                raise ValueError(f"op {rule.name!r}: unknown properties {set(value) - set(PROPERTIES)}")
+                raise ValueError(
+                    f"op {rule.name!r}: unknown properties {set(value) - set(PROPERTIES)}"
+                )
         setattr(rule, key, value)
     if rule.family == "":
         rule.family = rule.name.removeprefix("np_")
@@ -383,8 +446,9 @@ def _register(rule, fn):
         _BY_FUNCTION[_function_key(fn)] = rule.name
     for method in rule.methods:
         if method in _BY_METHOD:
-            raise ValueError(f"array method {method!r} is claimed by {_BY_METHOD[method]!r} "
-                             f"and {rule.name!r}")
+            raise ValueError(
+                f"array method {method!r} is claimed by {_BY_METHOD[method]!r} and {rule.name!r}"
+            )
         _BY_METHOD[method] = rule.name
 
 
@@ -446,13 +510,16 @@ def vjp_template(vjp) -> gast.Lambda:
             _MODULE_LAMBDAS[code.co_filename] = by_line
         found = by_line.get(code.co_firstlineno, [])
         if len(found) != 1:
-            raise ValueError(f"{code.co_filename}:{code.co_firstlineno}: a VJP lambda must "
-                             "start on a line of its own")
+            raise ValueError(
+                f"{code.co_filename}:{code.co_firstlineno}: a VJP lambda must "
+                "start on a line of its own"
+            )
         _TEMPLATE_CACHE[key] = found[0]
     return _TEMPLATE_CACHE[key]
 
 
 # --- spellings and names templates use ---------------------------------------------------------
+
 
 def func(name):
     return Spelling("func", name)
@@ -465,20 +532,76 @@ def helper(name):
 # numpy functions that generated code writes with the math module when every operand is a
 # Python float (`math.exp(x)`, as one writes it by hand): the result is then a Python float.
 MATH_FUNCTIONS = {
-    "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
-    "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
-    "absolute": "fabs", "fabs": "fabs", "hypot": "hypot", "arctan2": "atan2"}
+    "exp": "exp",
+    "expm1": "expm1",
+    "log": "log",
+    "log1p": "log1p",
+    "log2": "log2",
+    "log10": "log10",
+    "sqrt": "sqrt",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "absolute": "fabs",
+    "fabs": "fabs",
+    "hypot": "hypot",
+    "arctan2": "atan2",
+}
 
 
 # Names a template may use, with the objects they stand for (the compiler resolves them).
-TEMPLATE_NAMESPACE = {"np": np, **{n: getattr(runtime, n) for n in (
-    "unbroadcast", "unindex", "take_part", "expand_reduced", "reduced_count", "prod_grad",
-    "max_grad", "dot_grad", "inner_grad", "tensordot_grad", "einsum_grad",
-    "inverse_permutation", "untake", "zero_at", "unindex_list", "unstack_list",
-    "unconcatenate_list", "sum_list_grad", "select_grad", "prod_grad_jvp", "part_index",
-    "einsum_swap", "einsum_grad_operands", "einsum_grad_jvp", "stack_items",
-    "concatenate_items", "index_may_repeat", "last_writes", "max_jvp", "var_jvp",
-    "cumprod_grad", "cumprod_jvp", "tile_split_shape", "tile_sum_axes", "cast_like", "is_complex", "real_like")},
-    "sum": sum}
+TEMPLATE_NAMESPACE = {
+    "np": np,
+    **{
+        n: getattr(runtime, n)
+        for n in (
+            "unbroadcast",
+            "unindex",
+            "take_part",
+            "expand_reduced",
+            "reduced_count",
+            "prod_grad",
+            "max_grad",
+            "dot_grad",
+            "inner_grad",
+            "tensordot_grad",
+            "einsum_grad",
+            "inverse_permutation",
+            "untake",
+            "zero_at",
+            "unindex_list",
+            "unstack_list",
+            "unconcatenate_list",
+            "sum_list_grad",
+            "select_grad",
+            "prod_grad_jvp",
+            "part_index",
+            "einsum_swap",
+            "einsum_grad_operands",
+            "einsum_grad_jvp",
+            "stack_items",
+            "concatenate_items",
+            "index_may_repeat",
+            "last_writes",
+            "max_jvp",
+            "var_jvp",
+            "cumprod_grad",
+            "cumprod_jvp",
+            "tile_split_shape",
+            "tile_sum_axes",
+            "cast_like",
+            "is_complex",
+            "real_like",
+        )
+    },
+    "sum": sum,
+}

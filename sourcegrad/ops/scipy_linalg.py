@@ -20,6 +20,7 @@ them as `scipy.linalg.<name>`. The derivatives, for real matrices:
 * S = solve_sylvester(A, B, Q) (A S + S B = Q): Qbar = solve_sylvester(A^T, B^T, G),
   Abar = -Qbar S^T, Bbar = -S^T Qbar.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,60 +38,209 @@ def _spelled(name):
 
 
 # (trans: 0 or "N" solves T x = b, 1 or "T" solves T^T x = b; the adjoint solves the other)
-defvjp("scipy_solve_triangular", scipy_linalg.solve_triangular, _spelled("solve_triangular"),
-       lambda g, ans, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True: (
-           no_scipy_rule("scipy.linalg.solve_triangular with trans 2 or 'C'") if trans == 2 or trans == "C" else
-           np.tril(-np.reshape(scipy_linalg.solve_triangular(a, g, 1, lower, unit_diagonal), (a.shape[-1], -1)) @ np.reshape(ans, (a.shape[-1], -1)).T, -1 if unit_diagonal else 0) if lower and (trans == 0 or trans == "N") else
-           np.triu(-np.reshape(scipy_linalg.solve_triangular(a, g, 1, lower, unit_diagonal), (a.shape[-1], -1)) @ np.reshape(ans, (a.shape[-1], -1)).T, 1 if unit_diagonal else 0) if trans == 0 or trans == "N" else
-           np.tril(-np.reshape(ans, (a.shape[-1], -1)) @ np.reshape(scipy_linalg.solve_triangular(a, g, 0, lower, unit_diagonal), (a.shape[-1], -1)).T, -1 if unit_diagonal else 0) if lower else
-           np.triu(-np.reshape(ans, (a.shape[-1], -1)) @ np.reshape(scipy_linalg.solve_triangular(a, g, 0, lower, unit_diagonal), (a.shape[-1], -1)).T, 1 if unit_diagonal else 0)),
-       lambda g, ans, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True: (
-           no_scipy_rule("scipy.linalg.solve_triangular with trans 2 or 'C'") if trans == 2 or trans == "C" else
-           scipy_linalg.solve_triangular(a, g, 1 if trans == 0 or trans == "N" else 0, lower, unit_diagonal)),
-       jvps=(lambda t, ans, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True: (
-                 no_scipy_rule("scipy.linalg.solve_triangular with trans 2 or 'C'") if trans == 2 or trans == "C" else
-                 -scipy_linalg.solve_triangular(a, np.tril(t, -1 if unit_diagonal else 0) @ ans, trans, lower, unit_diagonal) if lower and (trans == 0 or trans == "N") else
-                 -scipy_linalg.solve_triangular(a, np.triu(t, 1 if unit_diagonal else 0) @ ans, trans, lower, unit_diagonal) if trans == 0 or trans == "N" else
-                 -scipy_linalg.solve_triangular(a, np.tril(t, -1 if unit_diagonal else 0).T @ ans, trans, lower, unit_diagonal) if lower else
-                 -scipy_linalg.solve_triangular(a, np.triu(t, 1 if unit_diagonal else 0).T @ ans, trans, lower, unit_diagonal)),
-             lambda t, ans, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True: (
-                 no_scipy_rule("scipy.linalg.solve_triangular with trans 2 or 'C'") if trans == 2 or trans == "C" else
-                 scipy_linalg.solve_triangular(a, t, trans, lower, unit_diagonal))),
-       shape="linalg")
+defvjp(
+    "scipy_solve_triangular",
+    scipy_linalg.solve_triangular,
+    _spelled("solve_triangular"),
+    lambda g, ans, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True: (
+        no_scipy_rule("scipy.linalg.solve_triangular with trans 2 or 'C'")
+        if trans == 2 or trans == "C"
+        else np.tril(
+            -np.reshape(
+                scipy_linalg.solve_triangular(a, g, 1, lower, unit_diagonal), (a.shape[-1], -1)
+            )
+            @ np.reshape(ans, (a.shape[-1], -1)).T,
+            -1 if unit_diagonal else 0,
+        )
+        if lower and (trans == 0 or trans == "N")
+        else np.triu(
+            -np.reshape(
+                scipy_linalg.solve_triangular(a, g, 1, lower, unit_diagonal), (a.shape[-1], -1)
+            )
+            @ np.reshape(ans, (a.shape[-1], -1)).T,
+            1 if unit_diagonal else 0,
+        )
+        if trans == 0 or trans == "N"
+        else np.tril(
+            -np.reshape(ans, (a.shape[-1], -1))
+            @ np.reshape(
+                scipy_linalg.solve_triangular(a, g, 0, lower, unit_diagonal), (a.shape[-1], -1)
+            ).T,
+            -1 if unit_diagonal else 0,
+        )
+        if lower
+        else np.triu(
+            -np.reshape(ans, (a.shape[-1], -1))
+            @ np.reshape(
+                scipy_linalg.solve_triangular(a, g, 0, lower, unit_diagonal), (a.shape[-1], -1)
+            ).T,
+            1 if unit_diagonal else 0,
+        )
+    ),
+    lambda g, ans, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True: (
+        no_scipy_rule("scipy.linalg.solve_triangular with trans 2 or 'C'")
+        if trans == 2 or trans == "C"
+        else scipy_linalg.solve_triangular(
+            a, g, 1 if trans == 0 or trans == "N" else 0, lower, unit_diagonal
+        )
+    ),
+    jvps=(
+        lambda t, ans, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True: (
+            no_scipy_rule("scipy.linalg.solve_triangular with trans 2 or 'C'")
+            if trans == 2 or trans == "C"
+            else -scipy_linalg.solve_triangular(
+                a, np.tril(t, -1 if unit_diagonal else 0) @ ans, trans, lower, unit_diagonal
+            )
+            if lower and (trans == 0 or trans == "N")
+            else -scipy_linalg.solve_triangular(
+                a, np.triu(t, 1 if unit_diagonal else 0) @ ans, trans, lower, unit_diagonal
+            )
+            if trans == 0 or trans == "N"
+            else -scipy_linalg.solve_triangular(
+                a, np.tril(t, -1 if unit_diagonal else 0).T @ ans, trans, lower, unit_diagonal
+            )
+            if lower
+            else -scipy_linalg.solve_triangular(
+                a, np.triu(t, 1 if unit_diagonal else 0).T @ ans, trans, lower, unit_diagonal
+            )
+        ),
+        lambda t, ans, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True: (
+            no_scipy_rule("scipy.linalg.solve_triangular with trans 2 or 'C'")
+            if trans == 2 or trans == "C"
+            else scipy_linalg.solve_triangular(a, t, trans, lower, unit_diagonal)
+        ),
+    ),
+    shape="linalg",
+)
 
 # cho_factor's factor L (lower) or U = L^T (upper); ans[0] is c. Lbar from cholesky's rule:
 # L^-T sym(Phi(L^T Lbar)) L^-1, Phi the lower triangle with the diagonal halved.
-defvjp("scipy_cho_factor", scipy_linalg.cho_factor, _spelled("cho_factor"),
-       lambda g, ans, a, lower=False, overwrite_a=False, check_finite=True: (
-           np.linalg.inv(np.tril(ans[0])).T @ ((np.tril(np.tril(ans[0]).T @ np.tril(g[0])) + np.tril(np.tril(ans[0]).T @ np.tril(g[0])).T) / (2.0 + 2.0 * np.eye(a.shape[-1]))) @ np.linalg.inv(np.tril(ans[0])) + np.triu(g[0], 1) if lower else
-           np.linalg.inv(np.triu(ans[0])) @ ((np.tril(np.triu(ans[0]) @ np.triu(g[0]).T) + np.tril(np.triu(ans[0]) @ np.triu(g[0]).T).T) / (2.0 + 2.0 * np.eye(a.shape[-1]))) @ np.linalg.inv(np.triu(ans[0])).T + np.tril(g[0], -1)),
-       jvps=(lambda t, ans, a, lower=False, overwrite_a=False, check_finite=True: (
-                 (np.tril(ans[0]) @ (np.tril(np.linalg.inv(np.tril(ans[0])) @ ((t + t.T) * 0.5) @ np.linalg.inv(np.tril(ans[0])).T) / (1.0 + np.eye(a.shape[-1]))) + np.triu(t, 1), np.zeros_like(ans[1])) if lower else
-                 ((np.tril(np.linalg.inv(np.triu(ans[0])).T @ ((t + t.T) * 0.5) @ np.linalg.inv(np.triu(ans[0]))) / (1.0 + np.eye(a.shape[-1]))).T @ np.triu(ans[0]) + np.tril(t, -1), np.zeros_like(ans[1]))),),
-       shape="linalg")
+defvjp(
+    "scipy_cho_factor",
+    scipy_linalg.cho_factor,
+    _spelled("cho_factor"),
+    lambda g, ans, a, lower=False, overwrite_a=False, check_finite=True: (
+        np.linalg.inv(np.tril(ans[0])).T
+        @ (
+            (
+                np.tril(np.tril(ans[0]).T @ np.tril(g[0]))
+                + np.tril(np.tril(ans[0]).T @ np.tril(g[0])).T
+            )
+            / (2.0 + 2.0 * np.eye(a.shape[-1]))
+        )
+        @ np.linalg.inv(np.tril(ans[0]))
+        + np.triu(g[0], 1)
+        if lower
+        else np.linalg.inv(np.triu(ans[0]))
+        @ (
+            (
+                np.tril(np.triu(ans[0]) @ np.triu(g[0]).T)
+                + np.tril(np.triu(ans[0]) @ np.triu(g[0]).T).T
+            )
+            / (2.0 + 2.0 * np.eye(a.shape[-1]))
+        )
+        @ np.linalg.inv(np.triu(ans[0])).T
+        + np.tril(g[0], -1)
+    ),
+    jvps=(
+        lambda t, ans, a, lower=False, overwrite_a=False, check_finite=True: (
+            (
+                np.tril(ans[0])
+                @ (
+                    np.tril(
+                        np.linalg.inv(np.tril(ans[0]))
+                        @ ((t + t.T) * 0.5)
+                        @ np.linalg.inv(np.tril(ans[0])).T
+                    )
+                    / (1.0 + np.eye(a.shape[-1]))
+                )
+                + np.triu(t, 1),
+                np.zeros_like(ans[1]),
+            )
+            if lower
+            else (
+                (
+                    np.tril(
+                        np.linalg.inv(np.triu(ans[0])).T
+                        @ ((t + t.T) * 0.5)
+                        @ np.linalg.inv(np.triu(ans[0]))
+                    )
+                    / (1.0 + np.eye(a.shape[-1]))
+                ).T
+                @ np.triu(ans[0])
+                + np.tril(t, -1),
+                np.zeros_like(ans[1]),
+            )
+        ),
+    ),
+    shape="linalg",
+)
 
-defvjp("scipy_cho_solve", scipy_linalg.cho_solve, _spelled("cho_solve"),
-       lambda g, ans, c_and_lower, b, overwrite_b=False, check_finite=True: no_scipy_rule("scipy.linalg.cho_solve in its factor (differentiate cho_factor's input: x = cho_solve(cho_factor(A), b) has a gradient in A through np.linalg.solve(A, b))"),
-       lambda g, ans, c_and_lower, b, overwrite_b=False, check_finite=True: scipy_linalg.cho_solve(c_and_lower, g),
-       jvps=(lambda t, ans, c_and_lower, b, overwrite_b=False, check_finite=True: no_scipy_rule("scipy.linalg.cho_solve in its factor"),
-             lambda t, ans, c_and_lower, b, overwrite_b=False, check_finite=True: scipy_linalg.cho_solve(c_and_lower, t)),
-       shape="linalg")
+defvjp(
+    "scipy_cho_solve",
+    scipy_linalg.cho_solve,
+    _spelled("cho_solve"),
+    lambda g, ans, c_and_lower, b, overwrite_b=False, check_finite=True: no_scipy_rule(
+        "scipy.linalg.cho_solve in its factor (differentiate cho_factor's input: x = cho_solve(cho_factor(A), b) has a gradient in A through np.linalg.solve(A, b))"
+    ),
+    lambda g, ans, c_and_lower, b, overwrite_b=False, check_finite=True: scipy_linalg.cho_solve(
+        c_and_lower, g
+    ),
+    jvps=(
+        lambda t, ans, c_and_lower, b, overwrite_b=False, check_finite=True: no_scipy_rule(
+            "scipy.linalg.cho_solve in its factor"
+        ),
+        lambda t, ans, c_and_lower, b, overwrite_b=False, check_finite=True: scipy_linalg.cho_solve(
+            c_and_lower, t
+        ),
+    ),
+    shape="linalg",
+)
 
-defvjp("scipy_expm", scipy_linalg.expm, _spelled("expm"),
-       lambda g, ans, A: scipy_linalg.expm(np.concatenate([np.concatenate([np.swapaxes(A, -1, -2), g], axis=-1), np.concatenate([np.zeros_like(A), np.swapaxes(A, -1, -2)], axis=-1)], axis=-2))[..., :A.shape[-1], A.shape[-1]:],
-       jvps=(lambda t, ans, A: scipy_linalg.expm(np.concatenate([np.concatenate([A, t], axis=-1), np.concatenate([np.zeros_like(A), A], axis=-1)], axis=-2))[..., :A.shape[-1], A.shape[-1]:],),
-       shape="linalg")
+defvjp(
+    "scipy_expm",
+    scipy_linalg.expm,
+    _spelled("expm"),
+    lambda g, ans, A: scipy_linalg.expm(
+        np.concatenate(
+            [
+                np.concatenate([np.swapaxes(A, -1, -2), g], axis=-1),
+                np.concatenate([np.zeros_like(A), np.swapaxes(A, -1, -2)], axis=-1),
+            ],
+            axis=-2,
+        )
+    )[..., : A.shape[-1], A.shape[-1] :],
+    jvps=(
+        lambda t, ans, A: scipy_linalg.expm(
+            np.concatenate(
+                [np.concatenate([A, t], axis=-1), np.concatenate([np.zeros_like(A), A], axis=-1)],
+                axis=-2,
+            )
+        )[..., : A.shape[-1], A.shape[-1] :],
+    ),
+    shape="linalg",
+)
 
-defvjp("scipy_solve_sylvester", scipy_linalg.solve_sylvester, _spelled("solve_sylvester"),
-       lambda g, ans, a, b, q: -scipy_linalg.solve_sylvester(a.T, b.T, g) @ ans.T,
-       lambda g, ans, a, b, q: -ans.T @ scipy_linalg.solve_sylvester(a.T, b.T, g),
-       lambda g, ans, a, b, q: scipy_linalg.solve_sylvester(a.T, b.T, g),
-       jvps=(lambda t, ans, a, b, q: scipy_linalg.solve_sylvester(a, b, -t @ ans),
-             lambda t, ans, a, b, q: scipy_linalg.solve_sylvester(a, b, -ans @ t),
-             lambda t, ans, a, b, q: scipy_linalg.solve_sylvester(a, b, t)),
-       shape="linalg")
+defvjp(
+    "scipy_solve_sylvester",
+    scipy_linalg.solve_sylvester,
+    _spelled("solve_sylvester"),
+    lambda g, ans, a, b, q: -scipy_linalg.solve_sylvester(a.T, b.T, g) @ ans.T,
+    lambda g, ans, a, b, q: -ans.T @ scipy_linalg.solve_sylvester(a.T, b.T, g),
+    lambda g, ans, a, b, q: scipy_linalg.solve_sylvester(a.T, b.T, g),
+    jvps=(
+        lambda t, ans, a, b, q: scipy_linalg.solve_sylvester(a, b, -t @ ans),
+        lambda t, ans, a, b, q: scipy_linalg.solve_sylvester(a, b, -ans @ t),
+        lambda t, ans, a, b, q: scipy_linalg.solve_sylvester(a, b, t),
+    ),
+    shape="linalg",
+)
 
-defvjp("scipy_sqrtm", scipy_linalg.sqrtm, _spelled("sqrtm"),
-       lambda g, ans, A: scipy_linalg.solve_sylvester(ans.T, ans.T, g),
-       jvps=(lambda t, ans, A: scipy_linalg.solve_sylvester(ans, ans, t),),
-       shape="linalg")
+defvjp(
+    "scipy_sqrtm",
+    scipy_linalg.sqrtm,
+    _spelled("sqrtm"),
+    lambda g, ans, A: scipy_linalg.solve_sylvester(ans.T, ans.T, g),
+    jvps=(lambda t, ans, A: scipy_linalg.solve_sylvester(ans, ans, t),),
+    shape="linalg",
+)

@@ -8,6 +8,7 @@ for y = convolve(a, v): abar = correlate(G, v, 'valid'), vbar = correlate(G, a, 
 for z = correlate(a, v) = convolve(a, flip(v)): abar = convolve(G, v, 'valid'),
 vbar = flip(correlate(G, a, 'valid')).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,15 +36,32 @@ def _spelled(name):
     return Spelling("module", f"scipy.signal.{name}")
 
 
-defnondiff("full_frame", full_frame,
-           Spelling("module", "sourcegrad.ops.scipy_signal.full_frame"))
+defnondiff("full_frame", full_frame, Spelling("module", "sourcegrad.ops.scipy_signal.full_frame"))
 TEMPLATE_NAMESPACE.update(scipy_signal=scipy_signal, full_frame=full_frame)
 
-defvjp("scipy_convolve", scipy_signal.convolve, _spelled("convolve"),
-       lambda g, ans, in1, in2, mode="full", method="auto": scipy_signal.correlate(np.pad(g, full_frame(np.shape(in1), np.shape(in2), mode)), in2, "valid"),
-       lambda g, ans, in1, in2, mode="full", method="auto": scipy_signal.correlate(np.pad(g, full_frame(np.shape(in1), np.shape(in2), mode)), in1, "valid"),
-       linear="multi")
-defvjp("scipy_correlate", scipy_signal.correlate, _spelled("correlate"),
-       lambda g, ans, in1, in2, mode="full", method="auto": scipy_signal.convolve(np.pad(g, full_frame(np.shape(in1), np.shape(in2), mode)), in2, "valid"),
-       lambda g, ans, in1, in2, mode="full", method="auto": np.flip(scipy_signal.correlate(np.pad(g, full_frame(np.shape(in1), np.shape(in2), mode)), in1, "valid")),
-       linear="multi")
+defvjp(
+    "scipy_convolve",
+    scipy_signal.convolve,
+    _spelled("convolve"),
+    lambda g, ans, in1, in2, mode="full", method="auto": scipy_signal.correlate(
+        np.pad(g, full_frame(np.shape(in1), np.shape(in2), mode)), in2, "valid"
+    ),
+    lambda g, ans, in1, in2, mode="full", method="auto": scipy_signal.correlate(
+        np.pad(g, full_frame(np.shape(in1), np.shape(in2), mode)), in1, "valid"
+    ),
+    linear="multi",
+)
+defvjp(
+    "scipy_correlate",
+    scipy_signal.correlate,
+    _spelled("correlate"),
+    lambda g, ans, in1, in2, mode="full", method="auto": scipy_signal.convolve(
+        np.pad(g, full_frame(np.shape(in1), np.shape(in2), mode)), in2, "valid"
+    ),
+    lambda g, ans, in1, in2, mode="full", method="auto": np.flip(
+        scipy_signal.correlate(
+            np.pad(g, full_frame(np.shape(in1), np.shape(in2), mode)), in1, "valid"
+        )
+    ),
+    linear="multi",
+)

@@ -9,6 +9,7 @@ scipy is optional. A scipy function is one primitive with its rule, so the compi
 inlines scipy's own source (`from scipy.special import logsumexp` differentiates). Generated
 code calls them as `scipy.special.<name>`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,21 +33,62 @@ def no_scipy_rule(what):
 
 
 TEMPLATE_NAMESPACE.update(no_scipy_rule=no_scipy_rule)
-defnondiff("no_scipy_rule", no_scipy_rule,
-           Spelling("module", "sourcegrad.ops.scipy_special.no_scipy_rule"))
+defnondiff(
+    "no_scipy_rule", no_scipy_rule, Spelling("module", "sourcegrad.ops.scipy_special.no_scipy_rule")
+)
 
 # logsumexp(a, axis, b, keepdims) = log(sum(b exp(a))): its gradient in a is b exp(a - ans)
 # (softmax, for b None), in b exp(a - ans); both with g put back along the reduced axes.
-defvjp("scipy_logsumexp", special.logsumexp, _spelled("logsumexp"),
-       lambda g, ans, a, axis=None, b=None, keepdims=False, return_sign=False: (
-           no_scipy_rule("scipy.special.logsumexp(return_sign=True)") if return_sign else
-           unbroadcast((g if keepdims or axis is None else np.expand_dims(g, axis)) * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))), a) if b is None else
-           unbroadcast((g if keepdims or axis is None else np.expand_dims(g, axis)) * b * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))), a)),
-       None,
-       lambda g, ans, a, axis=None, b=None, keepdims=False, return_sign=False: unbroadcast((g if keepdims or axis is None else np.expand_dims(g, axis)) * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))), b),
-       jvps=(lambda t, ans, a, axis=None, b=None, keepdims=False, return_sign=False: np.sum(t * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))), axis=axis, keepdims=keepdims) if b is None else np.sum(t * b * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))), axis=axis, keepdims=keepdims),
-             None,
-             lambda t, ans, a, axis=None, b=None, keepdims=False, return_sign=False: np.sum(t * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))), axis=axis, keepdims=keepdims)))
+defvjp(
+    "scipy_logsumexp",
+    special.logsumexp,
+    _spelled("logsumexp"),
+    lambda g, ans, a, axis=None, b=None, keepdims=False, return_sign=False: (
+        no_scipy_rule("scipy.special.logsumexp(return_sign=True)")
+        if return_sign
+        else unbroadcast(
+            (g if keepdims or axis is None else np.expand_dims(g, axis))
+            * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))),
+            a,
+        )
+        if b is None
+        else unbroadcast(
+            (g if keepdims or axis is None else np.expand_dims(g, axis))
+            * b
+            * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))),
+            a,
+        )
+    ),
+    None,
+    lambda g, ans, a, axis=None, b=None, keepdims=False, return_sign=False: unbroadcast(
+        (g if keepdims or axis is None else np.expand_dims(g, axis))
+        * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))),
+        b,
+    ),
+    jvps=(
+        lambda t, ans, a, axis=None, b=None, keepdims=False, return_sign=False: (
+            np.sum(
+                t * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))),
+                axis=axis,
+                keepdims=keepdims,
+            )
+            if b is None
+            else np.sum(
+                t
+                * b
+                * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))),
+                axis=axis,
+                keepdims=keepdims,
+            )
+        ),
+        None,
+        lambda t, ans, a, axis=None, b=None, keepdims=False, return_sign=False: np.sum(
+            t * np.exp(a - (ans if keepdims or axis is None else np.expand_dims(ans, axis))),
+            axis=axis,
+            keepdims=keepdims,
+        ),
+    ),
+)
 
 # Elementwise functions (their JVPs are their VJPs with g the tangent).
 _UNARY = {
@@ -108,56 +150,114 @@ _UNARY = {
 for _name, _vjp in _UNARY.items():
     defvjp(f"scipy_{_name}", getattr(special, _name), _spelled(_name), _vjp, kind="elementwise")
 # polygamma(n, x): the next polygamma in x; n is an integer order
-defvjp("scipy_polygamma", special.polygamma, _spelled("polygamma"),
-       lambda g, ans, n, x: no_scipy_rule("scipy.special.polygamma in its order n"),
-       lambda g, ans, n, x: g * special.polygamma(n + 1, x), kind="elementwise")
+defvjp(
+    "scipy_polygamma",
+    special.polygamma,
+    _spelled("polygamma"),
+    lambda g, ans, n, x: no_scipy_rule("scipy.special.polygamma in its order n"),
+    lambda g, ans, n, x: g * special.polygamma(n + 1, x),
+    kind="elementwise",
+)
 # Functions of an order (or shape parameter) and x, differentiable in x: the order's
 # derivative has no closed form here, so differentiating in it is refused (NoRuleError), never
 # a silent zero. Bessel recurrences: Z_v' = (Z_{v-1} -+ Z_{v+1}) / 2; the regularized
 # incomplete gamma P(a, x)' = x^(a-1) e^-x / Gamma(a), Q = 1 - P.
 _IN_X = {
-    "iv": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.iv(v - 1.0, x) + special.iv(v + 1.0, x)), x),
-    "ive": lambda g, ans, v, x: unbroadcast(g * (0.5 * (special.ive(v - 1.0, x) + special.ive(v + 1.0, x)) - np.sign(x) * ans), x),
-    "kv": lambda g, ans, v, x: unbroadcast(-g * 0.5 * (special.kv(v - 1.0, x) + special.kv(v + 1.0, x)), x),
-    "jv": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.jv(v - 1.0, x) - special.jv(v + 1.0, x)), x),
-    "jn": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.jv(v - 1.0, x) - special.jv(v + 1.0, x)), x),
-    "yv": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.yv(v - 1.0, x) - special.yv(v + 1.0, x)), x),
-    "yn": lambda g, ans, v, x: unbroadcast(g * 0.5 * (special.yv(v - 1.0, x) - special.yv(v + 1.0, x)), x),
-    "gammainc": lambda g, ans, v, x: unbroadcast(g * np.exp((v - 1.0) * np.log(x) - x - special.gammaln(v)), x),
-    "gammaincc": lambda g, ans, v, x: unbroadcast(-g * np.exp((v - 1.0) * np.log(x) - x - special.gammaln(v)), x),
+    "iv": lambda g, ans, v, x: unbroadcast(
+        g * 0.5 * (special.iv(v - 1.0, x) + special.iv(v + 1.0, x)), x
+    ),
+    "ive": lambda g, ans, v, x: unbroadcast(
+        g * (0.5 * (special.ive(v - 1.0, x) + special.ive(v + 1.0, x)) - np.sign(x) * ans), x
+    ),
+    "kv": lambda g, ans, v, x: unbroadcast(
+        -g * 0.5 * (special.kv(v - 1.0, x) + special.kv(v + 1.0, x)), x
+    ),
+    "jv": lambda g, ans, v, x: unbroadcast(
+        g * 0.5 * (special.jv(v - 1.0, x) - special.jv(v + 1.0, x)), x
+    ),
+    "jn": lambda g, ans, v, x: unbroadcast(
+        g * 0.5 * (special.jv(v - 1.0, x) - special.jv(v + 1.0, x)), x
+    ),
+    "yv": lambda g, ans, v, x: unbroadcast(
+        g * 0.5 * (special.yv(v - 1.0, x) - special.yv(v + 1.0, x)), x
+    ),
+    "yn": lambda g, ans, v, x: unbroadcast(
+        g * 0.5 * (special.yv(v - 1.0, x) - special.yv(v + 1.0, x)), x
+    ),
+    "gammainc": lambda g, ans, v, x: unbroadcast(
+        g * np.exp((v - 1.0) * np.log(x) - x - special.gammaln(v)), x
+    ),
+    "gammaincc": lambda g, ans, v, x: unbroadcast(
+        -g * np.exp((v - 1.0) * np.log(x) - x - special.gammaln(v)), x
+    ),
     # the inverses of P(a, .) and Q(a, .): one over their derivative at the result
-    "gammaincinv": lambda g, ans, v, x: unbroadcast(g * np.exp(ans - (v - 1.0) * np.log(ans) + special.gammaln(v)), x),
-    "gammainccinv": lambda g, ans, v, x: unbroadcast(-g * np.exp(ans - (v - 1.0) * np.log(ans) + special.gammaln(v)), x),
+    "gammaincinv": lambda g, ans, v, x: unbroadcast(
+        g * np.exp(ans - (v - 1.0) * np.log(ans) + special.gammaln(v)), x
+    ),
+    "gammainccinv": lambda g, ans, v, x: unbroadcast(
+        -g * np.exp(ans - (v - 1.0) * np.log(ans) + special.gammaln(v)), x
+    ),
     "expn": lambda g, ans, v, x: unbroadcast(-g * special.expn(v - 1, x), x),
     "zeta": lambda g, ans, v, x: unbroadcast(-g * v * special.zeta(v + 1.0, x), x),
     "huber": lambda g, ans, v, x: unbroadcast(g * np.clip(x, -v, v), x),
     "pseudo_huber": lambda g, ans, v, x: unbroadcast(g * x / np.sqrt(1.0 + (x / v) * (x / v)), x),
 }
 for _name, _vjp in _IN_X.items():
-    defvjp(f"scipy_{_name}", getattr(special, _name), _spelled(_name),
-           lambda g, ans, v, x: no_scipy_rule("a derivative of scipy.special function in its order or shape parameter"),
-           _vjp, kind="elementwise")
+    defvjp(
+        f"scipy_{_name}",
+        getattr(special, _name),
+        _spelled(_name),
+        lambda g, ans, v, x: no_scipy_rule(
+            "a derivative of scipy.special function in its order or shape parameter"
+        ),
+        _vjp,
+        kind="elementwise",
+    )
 # betainc(a, b, x), the regularized incomplete beta function: in x, x^(a-1) (1-x)^(b-1) / B(a, b)
-defvjp("scipy_betainc", special.betainc, _spelled("betainc"),
-       lambda g, ans, a, b, x: no_scipy_rule("scipy.special.betainc in a"),
-       lambda g, ans, a, b, x: no_scipy_rule("scipy.special.betainc in b"),
-       lambda g, ans, a, b, x: unbroadcast(g * np.exp((a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - special.betaln(a, b)), x),
-       kind="elementwise")
+defvjp(
+    "scipy_betainc",
+    special.betainc,
+    _spelled("betainc"),
+    lambda g, ans, a, b, x: no_scipy_rule("scipy.special.betainc in a"),
+    lambda g, ans, a, b, x: no_scipy_rule("scipy.special.betainc in b"),
+    lambda g, ans, a, b, x: unbroadcast(
+        g * np.exp((a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - special.betaln(a, b)), x
+    ),
+    kind="elementwise",
+)
 # beta(a, b) = Gamma(a) Gamma(b) / Gamma(a + b) and its log: digamma differences
-defvjp("scipy_beta", special.beta, _spelled("beta"),
-       lambda g, ans, a, b: unbroadcast(g * ans * (special.digamma(a) - special.digamma(a + b)), a),
-       lambda g, ans, a, b: unbroadcast(g * ans * (special.digamma(b) - special.digamma(a + b)), b),
-       kind="elementwise")
-defvjp("scipy_betaln", special.betaln, _spelled("betaln"),
-       lambda g, ans, a, b: unbroadcast(g * (special.digamma(a) - special.digamma(a + b)), a),
-       lambda g, ans, a, b: unbroadcast(g * (special.digamma(b) - special.digamma(a + b)), b),
-       kind="elementwise")
+defvjp(
+    "scipy_beta",
+    special.beta,
+    _spelled("beta"),
+    lambda g, ans, a, b: unbroadcast(g * ans * (special.digamma(a) - special.digamma(a + b)), a),
+    lambda g, ans, a, b: unbroadcast(g * ans * (special.digamma(b) - special.digamma(a + b)), b),
+    kind="elementwise",
+)
+defvjp(
+    "scipy_betaln",
+    special.betaln,
+    _spelled("betaln"),
+    lambda g, ans, a, b: unbroadcast(g * (special.digamma(a) - special.digamma(a + b)), a),
+    lambda g, ans, a, b: unbroadcast(g * (special.digamma(b) - special.digamma(a + b)), b),
+    kind="elementwise",
+)
 # multigammaln(a, d) = log Gamma_d(a): its derivative is sum_j digamma(a - j / 2), j < d
-defvjp("scipy_multigammaln", special.multigammaln, _spelled("multigammaln"),
-       lambda g, ans, a, d: g * np.sum(special.digamma(np.expand_dims(a, -1) - 0.5 * np.arange(d)), axis=-1),
-       None,
-       jvps=(lambda t, ans, a, d: t * np.sum(special.digamma(np.expand_dims(a, -1) - 0.5 * np.arange(d)), axis=-1),),
-       shape="like_first")
+defvjp(
+    "scipy_multigammaln",
+    special.multigammaln,
+    _spelled("multigammaln"),
+    lambda g, ans, a, d: (
+        g * np.sum(special.digamma(np.expand_dims(a, -1) - 0.5 * np.arange(d)), axis=-1)
+    ),
+    None,
+    jvps=(
+        lambda t, ans, a, d: (
+            t * np.sum(special.digamma(np.expand_dims(a, -1) - 0.5 * np.arange(d)), axis=-1)
+        ),
+    ),
+    shape="like_first",
+)
 # Box-Cox transforms in x (lambda refused), and their inverses
 _IN_FIRST = {
     "boxcox": lambda g, ans, x, lmbda: unbroadcast(g * x ** (lmbda - 1.0), x),
@@ -166,47 +266,109 @@ _IN_FIRST = {
     "inv_boxcox1p": lambda g, ans, x, lmbda: unbroadcast(g * (ans + 1.0) / (1.0 + lmbda * x), x),
 }
 for _name, _vjp in _IN_FIRST.items():
-    defvjp(f"scipy_{_name}", getattr(special, _name), _spelled(_name), _vjp,
-           lambda g, ans, x, lmbda: no_scipy_rule("a derivative of scipy.special's Box-Cox transforms in lambda"),
-           kind="elementwise")
-defvjp("scipy_betaincinv", special.betaincinv, _spelled("betaincinv"),
-       lambda g, ans, a, b, y: no_scipy_rule("scipy.special.betaincinv in a"),
-       lambda g, ans, a, b, y: no_scipy_rule("scipy.special.betaincinv in b"),
-       lambda g, ans, a, b, y: unbroadcast(g * np.exp(special.betaln(a, b) - (a - 1.0) * np.log(ans) - (b - 1.0) * np.log1p(-ans)), y),
-       kind="elementwise")
+    defvjp(
+        f"scipy_{_name}",
+        getattr(special, _name),
+        _spelled(_name),
+        _vjp,
+        lambda g, ans, x, lmbda: no_scipy_rule(
+            "a derivative of scipy.special's Box-Cox transforms in lambda"
+        ),
+        kind="elementwise",
+    )
+defvjp(
+    "scipy_betaincinv",
+    special.betaincinv,
+    _spelled("betaincinv"),
+    lambda g, ans, a, b, y: no_scipy_rule("scipy.special.betaincinv in a"),
+    lambda g, ans, a, b, y: no_scipy_rule("scipy.special.betaincinv in b"),
+    lambda g, ans, a, b, y: unbroadcast(
+        g * np.exp(special.betaln(a, b) - (a - 1.0) * np.log(ans) - (b - 1.0) * np.log1p(-ans)), y
+    ),
+    kind="elementwise",
+)
 # relative entropies, binomial coefficients, Pochhammer symbols, Owen's T: in both arguments
-defvjp("scipy_rel_entr", special.rel_entr, _spelled("rel_entr"),
-       lambda g, ans, x, y: unbroadcast(g * (np.log(x / y) + 1.0), x),
-       lambda g, ans, x, y: unbroadcast(-g * x / y, y), kind="elementwise")
-defvjp("scipy_kl_div", special.kl_div, _spelled("kl_div"),
-       lambda g, ans, x, y: unbroadcast(g * np.log(x / y), x),
-       lambda g, ans, x, y: unbroadcast(g * (1.0 - x / y), y), kind="elementwise")
-defvjp("scipy_binom", special.binom, _spelled("binom"),
-       lambda g, ans, n, k: unbroadcast(g * ans * (special.digamma(n + 1.0) - special.digamma(n - k + 1.0)), n),
-       lambda g, ans, n, k: unbroadcast(g * ans * (special.digamma(n - k + 1.0) - special.digamma(k + 1.0)), k),
-       kind="elementwise")
-defvjp("scipy_poch", special.poch, _spelled("poch"),
-       lambda g, ans, z, m: unbroadcast(g * ans * (special.digamma(z + m) - special.digamma(z)), z),
-       lambda g, ans, z, m: unbroadcast(g * ans * special.digamma(z + m), m),
-       kind="elementwise")
-defvjp("scipy_owens_t", special.owens_t, _spelled("owens_t"),
-       lambda g, ans, h, a: unbroadcast(-g * np.exp(-0.5 * h * h) * special.erf(a * h * 0.7071067811865476) * 0.19947114020071635, h),
-       lambda g, ans, h, a: unbroadcast(g * np.exp(-0.5 * h * h * (1.0 + a * a)) / (6.283185307179586 * (1.0 + a * a)), a),
-       kind="elementwise")
-defnondiff("scipy_gammasgn", special.gammasgn, _spelled("gammasgn"), params=("x",),
-           kind="elementwise")
+defvjp(
+    "scipy_rel_entr",
+    special.rel_entr,
+    _spelled("rel_entr"),
+    lambda g, ans, x, y: unbroadcast(g * (np.log(x / y) + 1.0), x),
+    lambda g, ans, x, y: unbroadcast(-g * x / y, y),
+    kind="elementwise",
+)
+defvjp(
+    "scipy_kl_div",
+    special.kl_div,
+    _spelled("kl_div"),
+    lambda g, ans, x, y: unbroadcast(g * np.log(x / y), x),
+    lambda g, ans, x, y: unbroadcast(g * (1.0 - x / y), y),
+    kind="elementwise",
+)
+defvjp(
+    "scipy_binom",
+    special.binom,
+    _spelled("binom"),
+    lambda g, ans, n, k: unbroadcast(
+        g * ans * (special.digamma(n + 1.0) - special.digamma(n - k + 1.0)), n
+    ),
+    lambda g, ans, n, k: unbroadcast(
+        g * ans * (special.digamma(n - k + 1.0) - special.digamma(k + 1.0)), k
+    ),
+    kind="elementwise",
+)
+defvjp(
+    "scipy_poch",
+    special.poch,
+    _spelled("poch"),
+    lambda g, ans, z, m: unbroadcast(g * ans * (special.digamma(z + m) - special.digamma(z)), z),
+    lambda g, ans, z, m: unbroadcast(g * ans * special.digamma(z + m), m),
+    kind="elementwise",
+)
+defvjp(
+    "scipy_owens_t",
+    special.owens_t,
+    _spelled("owens_t"),
+    lambda g, ans, h, a: unbroadcast(
+        -g * np.exp(-0.5 * h * h) * special.erf(a * h * 0.7071067811865476) * 0.19947114020071635, h
+    ),
+    lambda g, ans, h, a: unbroadcast(
+        g * np.exp(-0.5 * h * h * (1.0 + a * a)) / (6.283185307179586 * (1.0 + a * a)), a
+    ),
+    kind="elementwise",
+)
+defnondiff(
+    "scipy_gammasgn", special.gammasgn, _spelled("gammasgn"), params=("x",), kind="elementwise"
+)
 
 # xlogy(x, y) = x log y and xlog1py(x, y) = x log1p(y), 0 where x is 0
-defvjp("scipy_xlogy", special.xlogy, _spelled("xlogy"),
-       lambda g, ans, x, y: unbroadcast(g * np.log(y), x),
-       lambda g, ans, x, y: unbroadcast(g * x / y, y), kind="elementwise")
-defvjp("scipy_xlog1py", special.xlog1py, _spelled("xlog1py"),
-       lambda g, ans, x, y: unbroadcast(g * np.log1p(y), x),
-       lambda g, ans, x, y: unbroadcast(g * x / (1.0 + y), y), kind="elementwise")
+defvjp(
+    "scipy_xlogy",
+    special.xlogy,
+    _spelled("xlogy"),
+    lambda g, ans, x, y: unbroadcast(g * np.log(y), x),
+    lambda g, ans, x, y: unbroadcast(g * x / y, y),
+    kind="elementwise",
+)
+defvjp(
+    "scipy_xlog1py",
+    special.xlog1py,
+    _spelled("xlog1py"),
+    lambda g, ans, x, y: unbroadcast(g * np.log1p(y), x),
+    lambda g, ans, x, y: unbroadcast(g * x / (1.0 + y), y),
+    kind="elementwise",
+)
 # softmax and log_softmax along axis (None: all of x)
-defvjp("scipy_softmax", special.softmax, _spelled("softmax"),
-       lambda g, ans, x, axis=None: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),
-       jvps=(lambda t, ans, x, axis=None: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)),))
-defvjp("scipy_log_softmax", special.log_softmax, _spelled("log_softmax"),
-       lambda g, ans, x, axis=None: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),
-       jvps=(lambda t, ans, x, axis=None: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True),))
+defvjp(
+    "scipy_softmax",
+    special.softmax,
+    _spelled("softmax"),
+    lambda g, ans, x, axis=None: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),
+    jvps=(lambda t, ans, x, axis=None: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)),),
+)
+defvjp(
+    "scipy_log_softmax",
+    special.log_softmax,
+    _spelled("log_softmax"),
+    lambda g, ans, x, axis=None: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),
+    jvps=(lambda t, ans, x, axis=None: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True),),
+)

@@ -1,60 +1,155 @@
 """Shapes, layout and indexing: reshape, transpose, concatenate, getitem, take."""
+
 from __future__ import annotations
 
 import operator
 
 import numpy as np
 
-from ..runtime import (cast_like, inverse_permutation, take_part, unbroadcast, unindex, untake,
-                       tile_split_shape, tile_sum_axes)
+from ..runtime import (
+    cast_like,
+    inverse_permutation,
+    take_part,
+    unbroadcast,
+    unindex,
+    untake,
+    tile_split_shape,
+    tile_sum_axes,
+)
 from .registry import Spelling, defnondiff, defvjp, mark
 from .registry import func as _func, helper as _helper
 
 
 # Shapes and layout.
-defvjp("reshape", np.reshape, _func("reshape"),
-       lambda g, ans, x, shape: np.reshape(g, x.shape),
-       props={"view", "linear_in_first"}, methods=("reshape",), linear="joint")
-defvjp("ravel", np.ravel, _func("ravel"),
-       lambda g, ans, x: np.reshape(g, x.shape),
-       props={"view", "linear_in_first"}, methods=("ravel", "flatten"), linear="joint")
-defvjp("expand_dims", np.expand_dims, _func("expand_dims"),
-       lambda g, ans, x, axis: np.reshape(g, x.shape), props={"view", "linear_in_first"},
-       linear="joint")
-defvjp("squeeze", np.squeeze, _func("squeeze"),
-       lambda g, ans, x, axis=None: np.reshape(g, x.shape),
-       props={"view", "linear_in_first"}, methods=("squeeze",), linear="joint")
-defvjp("transpose", np.transpose, _func("transpose"),
-       lambda g, ans, x, axes=None: np.transpose(g) if axes is None else np.transpose(g, inverse_permutation(axes)),
-       props={"view", "linear_in_first"}, methods=("transpose",), linear="joint")
-defvjp("T", operator.attrgetter("T"), Spelling("attr", "T"),
-       lambda g, ans, x: g.T, props={"view", "linear_in_first"}, linear="joint")
-defvjp("swapaxes", np.swapaxes, _func("swapaxes"),
-       lambda g, ans, x, axis1, axis2: np.swapaxes(g, axis1, axis2),
-       props={"view"}, methods=("swapaxes",), linear="joint")
-defvjp("moveaxis", np.moveaxis, _func("moveaxis"),
-       lambda g, ans, x, source, destination: np.moveaxis(g, destination, source),
-       props={"view"}, linear="joint")
-defvjp("broadcast_to", np.broadcast_to, _func("broadcast_to"),
-       lambda g, ans, x, shape: unbroadcast(g, x), props={"view", "linear_in_first"},
-       linear="joint")
-defvjp("concatenate", np.concatenate, _func("concatenate"),
-       lambda g, ans, *arrays, argnum, axis=0: take_part(g, arrays, argnum, axis),
-       sequence_input=True, linear="joint")
-defvjp("stack", np.stack, _func("stack"),
-       lambda g, ans, *arrays, argnum, axis=0: np.take(g, argnum, axis=axis),
-       sequence_input=True, linear="joint")
-defvjp("take", np.take, _func("take"),
-       lambda g, ans, x, indices, axis=None: untake(g, x, indices, axis),
-       None, linear="joint")
-defvjp("getitem", operator.getitem, Spelling("getitem"),
-       lambda g, ans, x, index: unindex(g, x, index),
-       None, props={"view"}, linear="joint")
-defvjp("asarray", np.asarray, _func("asarray"),
-       lambda g, ans, x: unbroadcast(g, x), props={"view"}, linear="joint")
+defvjp(
+    "reshape",
+    np.reshape,
+    _func("reshape"),
+    lambda g, ans, x, shape: np.reshape(g, x.shape),
+    props={"view", "linear_in_first"},
+    methods=("reshape",),
+    linear="joint",
+)
+defvjp(
+    "ravel",
+    np.ravel,
+    _func("ravel"),
+    lambda g, ans, x: np.reshape(g, x.shape),
+    props={"view", "linear_in_first"},
+    methods=("ravel", "flatten"),
+    linear="joint",
+)
+defvjp(
+    "expand_dims",
+    np.expand_dims,
+    _func("expand_dims"),
+    lambda g, ans, x, axis: np.reshape(g, x.shape),
+    props={"view", "linear_in_first"},
+    linear="joint",
+)
+defvjp(
+    "squeeze",
+    np.squeeze,
+    _func("squeeze"),
+    lambda g, ans, x, axis=None: np.reshape(g, x.shape),
+    props={"view", "linear_in_first"},
+    methods=("squeeze",),
+    linear="joint",
+)
+defvjp(
+    "transpose",
+    np.transpose,
+    _func("transpose"),
+    lambda g, ans, x, axes=None: (
+        np.transpose(g) if axes is None else np.transpose(g, inverse_permutation(axes))
+    ),
+    props={"view", "linear_in_first"},
+    methods=("transpose",),
+    linear="joint",
+)
+defvjp(
+    "T",
+    operator.attrgetter("T"),
+    Spelling("attr", "T"),
+    lambda g, ans, x: g.T,
+    props={"view", "linear_in_first"},
+    linear="joint",
+)
+defvjp(
+    "swapaxes",
+    np.swapaxes,
+    _func("swapaxes"),
+    lambda g, ans, x, axis1, axis2: np.swapaxes(g, axis1, axis2),
+    props={"view"},
+    methods=("swapaxes",),
+    linear="joint",
+)
+defvjp(
+    "moveaxis",
+    np.moveaxis,
+    _func("moveaxis"),
+    lambda g, ans, x, source, destination: np.moveaxis(g, destination, source),
+    props={"view"},
+    linear="joint",
+)
+defvjp(
+    "broadcast_to",
+    np.broadcast_to,
+    _func("broadcast_to"),
+    lambda g, ans, x, shape: unbroadcast(g, x),
+    props={"view", "linear_in_first"},
+    linear="joint",
+)
+defvjp(
+    "concatenate",
+    np.concatenate,
+    _func("concatenate"),
+    lambda g, ans, *arrays, argnum, axis=0: take_part(g, arrays, argnum, axis),
+    sequence_input=True,
+    linear="joint",
+)
+defvjp(
+    "stack",
+    np.stack,
+    _func("stack"),
+    lambda g, ans, *arrays, argnum, axis=0: np.take(g, argnum, axis=axis),
+    sequence_input=True,
+    linear="joint",
+)
+defvjp(
+    "take",
+    np.take,
+    _func("take"),
+    lambda g, ans, x, indices, axis=None: untake(g, x, indices, axis),
+    None,
+    linear="joint",
+)
+defvjp(
+    "getitem",
+    operator.getitem,
+    Spelling("getitem"),
+    lambda g, ans, x, index: unindex(g, x, index),
+    None,
+    props={"view"},
+    linear="joint",
+)
+defvjp(
+    "asarray",
+    np.asarray,
+    _func("asarray"),
+    lambda g, ans, x: unbroadcast(g, x),
+    props={"view"},
+    linear="joint",
+)
 # np.copy(x) and x.copy(): a new array (not a view: storing into it leaves x as it was)
-defvjp("copy", np.copy, _func("copy"),
-       lambda g, ans, x: unbroadcast(g, x), methods=("copy",), linear="joint")
+defvjp(
+    "copy",
+    np.copy,
+    _func("copy"),
+    lambda g, ans, x: unbroadcast(g, x),
+    methods=("copy",),
+    linear="joint",
+)
 
 
 def _astype(x, dtype):
@@ -62,37 +157,70 @@ def _astype(x, dtype):
 
 
 # x.astype(dtype): the gradient comes back in x's dtype (float32 -> float64 and back)
-defvjp("astype", _astype, Spelling("method", "astype"),
-       lambda g, ans, x, dtype: cast_like(g, x),
-       None, methods=("astype",), linear="joint")
-defvjp("float_builtin", float, Spelling("builtin", "float"),
-       lambda g, ans, x: g, linear="joint")
+defvjp(
+    "astype",
+    _astype,
+    Spelling("method", "astype"),
+    lambda g, ans, x, dtype: cast_like(g, x),
+    None,
+    methods=("astype",),
+    linear="joint",
+)
+defvjp("float_builtin", float, Spelling("builtin", "float"), lambda g, ans, x: g, linear="joint")
 # unbroadcast(h, x) sums h down to x's shape or broadcasts it up: unbroadcast back to h's
 # shape is its transpose either way (no test of shapes, which a mask leaves unknown).
-defvjp("unbroadcast", unbroadcast, _helper("unbroadcast"),
-       lambda g, ans, g_in, x: unbroadcast(g, g_in),
-       None, linear=(0,))
+defvjp(
+    "unbroadcast",
+    unbroadcast,
+    _helper("unbroadcast"),
+    lambda g, ans, g_in, x: unbroadcast(g, g_in),
+    None,
+    linear=(0,),
+)
 
 
 # (numpy's errors for these depend on the operands' shapes only: see "shape_checked")
-mark("shape_checked", "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "broadcast_to",
-     "expand_dims", "squeeze", "concatenate", "stack", "getitem", "T")
+mark(
+    "shape_checked",
+    "reshape",
+    "ravel",
+    "transpose",
+    "swapaxes",
+    "moveaxis",
+    "broadcast_to",
+    "expand_dims",
+    "squeeze",
+    "concatenate",
+    "stack",
+    "getitem",
+    "T",
+)
 
 
 # Layout changes numpy has and torch names differently (flip, roll, tril, triu, tile): each is
 # linear, so its JVP is the op applied to the tangent.
-defvjp("flip", np.flip, _func("flip"),
-       lambda g, ans, x, axis=None: np.flip(g, axis), linear="joint")
-defvjp("roll", np.roll, _func("roll"),
-       lambda g, ans, x, shift, axis=None: np.roll(g, np.negative(shift), axis), linear="joint")
-defvjp("tril", np.tril, _func("tril"),
-       lambda g, ans, x, k=0: np.tril(g, k), linear="joint")
-defvjp("triu", np.triu, _func("triu"),
-       lambda g, ans, x, k=0: np.triu(g, k), linear="joint")
+defvjp(
+    "flip", np.flip, _func("flip"), lambda g, ans, x, axis=None: np.flip(g, axis), linear="joint"
+)
+defvjp(
+    "roll",
+    np.roll,
+    _func("roll"),
+    lambda g, ans, x, shift, axis=None: np.roll(g, np.negative(shift), axis),
+    linear="joint",
+)
+defvjp("tril", np.tril, _func("tril"), lambda g, ans, x, k=0: np.tril(g, k), linear="joint")
+defvjp("triu", np.triu, _func("triu"), lambda g, ans, x, k=0: np.triu(g, k), linear="joint")
 # tile's VJP sums the tiles: g reshaped so each tile has axes of its own, summed over those.
-defvjp("tile", np.tile, _func("tile"),
-       lambda g, ans, x, reps: np.reshape(np.sum(np.reshape(g, tile_split_shape(x.shape, reps)),
-                                                 axis=tile_sum_axes(x.shape, reps)), x.shape),
-       linear="joint")
+defvjp(
+    "tile",
+    np.tile,
+    _func("tile"),
+    lambda g, ans, x, reps: np.reshape(
+        np.sum(np.reshape(g, tile_split_shape(x.shape, reps)), axis=tile_sum_axes(x.shape, reps)),
+        x.shape,
+    ),
+    linear="joint",
+)
 defnondiff("tile_split_shape", tile_split_shape, _helper("tile_split_shape"))
 defnondiff("tile_sum_axes", tile_sum_axes, _helper("tile_sum_axes"))

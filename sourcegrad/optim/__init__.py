@@ -1,5 +1,6 @@
 """`sourcegrad.optim`: torch's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, LBFGS) and
 `lr_scheduler`, on the eager Tensor. See `optimizer` for the shared machinery."""
+
 from . import lr_scheduler
 from .adagrad import Adagrad
 from .adam import Adam, AdamW

@@ -1,4 +1,5 @@
 """Small helpers the update rules share: hyper-parameters as Python numbers, array modules."""
+
 from ..eager import devices
 from ..eager.tensor import Tensor
 

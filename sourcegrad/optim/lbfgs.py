@@ -8,6 +8,7 @@ the iterates agree with torch's. The state (`d`, `t`, `old_dirs`, `old_stps`, `r
 `H_diag`, `prev_flat_grad`, `prev_loss`, `n_iter`, `func_evals`) lives in
 state[first parameter], as in torch; flat vectors are kept there as Tensors.
 """
+
 import numpy as np
 
 from ..eager.grad_mode import enable_grad, no_grad
@@ -25,7 +26,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     else:
         xmin_bound, xmax_bound = (x1, x2) if x1 <= x2 else (x2, x1)
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
-    d2_square = d1 ** 2 - g1 * g2
+    d2_square = d1**2 - g1 * g2
     if d2_square >= 0:
         d2 = np.sqrt(d2_square)
         if x1 <= x2:
@@ -36,8 +37,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     return (xmin_bound + xmax_bound) / 2.0
 
 
-def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9,
-                  max_ls=25):
+def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25):
     """torch's strong-Wolfe line search (from minFunc's lswolfe): (f, g, t, evaluations)."""
     d_norm = np.abs(d).max()
     g = g.copy()
@@ -66,14 +66,15 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
         min_step = t + 0.01 * (t - t_prev)
         max_step = t * 10
         tmp = t
-        t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
-                               bounds=(min_step, max_step))
+        t = _cubic_interpolate(
+            t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step)
+        )
         t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.copy(), gtd_new
         f_new, g_new = obj_func(x, t, d)
         ls_func_evals += 1
         gtd_new = g_new.dot(d)
         ls_iter += 1
-    if ls_iter == max_ls:        # reached max number of iterations
+    if ls_iter == max_ls:  # reached max number of iterations
         bracket, bracket_f, bracket_g = [0, t], [f, f_new], [g, g_new]
 
     # zoom: refine the bracket until a point satisfies the criteria
@@ -82,8 +83,9 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     while not done and ls_iter < max_ls:
         if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
             break
-        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0],
-                               bracket[1], bracket_f[1], bracket_gtd[1])
+        t = _cubic_interpolate(
+            bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1]
+        )
         # near a boundary with too little progress: move away from it
         eps = 0.1 * (max(bracket) - min(bracket))
         if min(max(bracket) - t, t - min(bracket)) < eps:
@@ -146,22 +148,43 @@ def _wrap(value):
 class LBFGS(Optimizer):
     """L-BFGS; one parameter group only; `step` needs a closure."""
 
-    def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
-                 tolerance_change=1e-9, history_size=100, line_search_fn=None):
+    def __init__(
+        self,
+        params,
+        lr=1,
+        max_iter=20,
+        max_eval=None,
+        tolerance_grad=1e-7,
+        tolerance_change=1e-9,
+        history_size=100,
+        line_search_fn=None,
+    ):
         check_lr(lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
-        defaults = {"lr": lr, "max_iter": max_iter, "max_eval": max_eval,
-                    "tolerance_grad": tolerance_grad, "tolerance_change": tolerance_change,
-                    "history_size": history_size, "line_search_fn": line_search_fn}
+        defaults = {
+            "lr": lr,
+            "max_iter": max_iter,
+            "max_eval": max_eval,
+            "tolerance_grad": tolerance_grad,
+            "tolerance_change": tolerance_change,
+            "history_size": history_size,
+            "line_search_fn": line_search_fn,
+        }
         super().__init__(params, defaults)
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self):
-        views = [real_view(np.zeros(p._data.size, p._data.dtype) if p._grad is None
-                           else p._grad._data.reshape(-1)).reshape(-1) for p in self._params]
+        views = [
+            real_view(
+                np.zeros(p._data.size, p._data.dtype)
+                if p._grad is None
+                else p._grad._data.reshape(-1)
+            ).reshape(-1)
+            for p in self._params
+        ]
         return np.concatenate(views)
 
     def _add_grad(self, step_size, update):
@@ -169,7 +192,7 @@ class LBFGS(Optimizer):
         for p in self._params:
             param = real_view(p._data)
             numel = param.size
-            param += step_size * update[offset:offset + numel].reshape(param.shape)
+            param += step_size * update[offset : offset + numel].reshape(param.shape)
             p._get_vc().value += 1
             offset += numel
 
@@ -208,7 +231,7 @@ class LBFGS(Optimizer):
         state["func_evals"] += 1
         flat_grad = self._gather_flat_grad()
         opt_cond = np.abs(flat_grad).max() <= tolerance_grad
-        if opt_cond:              # optimal condition
+        if opt_cond:  # optimal condition
             return orig_loss
 
         d, t = _unwrap(state.get("d")), state.get("t")
@@ -231,7 +254,7 @@ class LBFGS(Optimizer):
                 s = d * t
                 ys = y.dot(s)
                 if ys > 1e-10:
-                    if len(old_dirs) == history_size:     # shift history by one (FIFO)
+                    if len(old_dirs) == history_size:  # shift history by one (FIFO)
                         old_dirs.pop(0)
                         old_stps.pop(0)
                         ro.pop(0)
@@ -259,7 +282,7 @@ class LBFGS(Optimizer):
             else:
                 t = lr
             gtd = flat_grad.dot(d)
-            if gtd > -tolerance_change:       # directional derivative below tolerance
+            if gtd > -tolerance_change:  # directional derivative below tolerance
                 break
 
             ls_func_evals = 0
@@ -272,7 +295,8 @@ class LBFGS(Optimizer):
                     return self._directional_evaluate(closure, x, t, d)
 
                 loss, flat_grad, t, ls_func_evals = _strong_wolfe(
-                    obj_func, x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals)
+                    obj_func, x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals
+                )
                 self._add_grad(t, d)
                 opt_cond = np.abs(flat_grad).max() <= tolerance_grad
             else:
@@ -295,7 +319,14 @@ class LBFGS(Optimizer):
             if abs(loss - prev_loss) < tolerance_change:
                 break
 
-        state.update(d=_wrap(d), t=t, old_dirs=_wrap(old_dirs), old_stps=_wrap(old_stps),
-                     ro=ro, H_diag=H_diag, prev_flat_grad=_wrap(prev_flat_grad),
-                     prev_loss=prev_loss)
+        state.update(
+            d=_wrap(d),
+            t=t,
+            old_dirs=_wrap(old_dirs),
+            old_stps=_wrap(old_stps),
+            ro=ro,
+            H_diag=H_diag,
+            prev_flat_grad=_wrap(prev_flat_grad),
+            prev_loss=prev_loss,
+        )
         return orig_loss

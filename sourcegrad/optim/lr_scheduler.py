@@ -15,6 +15,7 @@ Provided: LambdaLR, MultiplicativeLR, StepLR, MultiStepLR, ConstantLR, LinearLR,
 ExponentialLR, SequentialLR, PolynomialLR, CosineAnnealingLR, ChainedScheduler,
 ReduceLROnPlateau, OneCycleLR, CyclicLR, CosineAnnealingWarmRestarts.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,10 +29,24 @@ from functools import partial, wraps
 from ..eager.tensor import Tensor
 from .optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
-           "LinearLR", "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR",
-           "ChainedScheduler", "ReduceLROnPlateau", "OneCycleLR", "CyclicLR",
-           "CosineAnnealingWarmRestarts"]
+__all__ = [
+    "LRScheduler",
+    "LambdaLR",
+    "MultiplicativeLR",
+    "StepLR",
+    "MultiStepLR",
+    "ConstantLR",
+    "LinearLR",
+    "ExponentialLR",
+    "SequentialLR",
+    "PolynomialLR",
+    "CosineAnnealingLR",
+    "ChainedScheduler",
+    "ReduceLROnPlateau",
+    "OneCycleLR",
+    "CyclicLR",
+    "CosineAnnealingWarmRestarts",
+]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being "
@@ -39,24 +54,28 @@ EPOCH_DEPRECATION_WARNING = (
     "scheduler. During the deprecation, if epoch is different from None, the "
     "closed form is used instead of the new chainable form, where available. "
     "Please open an issue if you are unable to replicate your use case: "
-    "https://github.com/pytorch/pytorch/issues/new/choose.")
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
 
 
 def _format_param(name, optimizer, param):
     """One value per parameter group (a list of them, or one value repeated)."""
     if isinstance(param, (list, tuple)):
         if len(param) != len(optimizer.param_groups):
-            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
-                             f"{name} has {len(param)} values, param_groups has "
-                             f"{len(optimizer.param_groups)}.")
+            raise ValueError(
+                f"{name} must have the same length as optimizer.param_groups. "
+                f"{name} has {len(param)} values, param_groups has "
+                f"{len(optimizer.param_groups)}."
+            )
     else:
         param = [param] * len(optimizer.param_groups)
     return [p.clone() if isinstance(p, Tensor) else p for p in param]
 
 
 def _group_values(optimizer, key):
-    return [g[key].clone() if isinstance(g[key], Tensor) else g[key]
-            for g in optimizer.param_groups]
+    return [
+        g[key].clone() if isinstance(g[key], Tensor) else g[key] for g in optimizer.param_groups
+    ]
 
 
 def _set_group_value(group, key, value):
@@ -83,8 +102,10 @@ class LRScheduler:
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 initial_lr = group["lr"]
-                group.setdefault("initial_lr", initial_lr.clone() if isinstance(
-                    initial_lr, Tensor) else initial_lr)
+                group.setdefault(
+                    "initial_lr",
+                    initial_lr.clone() if isinstance(initial_lr, Tensor) else initial_lr,
+                )
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -93,7 +114,8 @@ class LRScheduler:
                         "resuming scheduler with last_epoch >= 0.\nThis typically happens "
                         "when:\n1. You're trying to resume training from a checkpoint but "
                         "haven't properly loaded the optimizer state\n2. You're using "
-                        "last_epoch >= 0 for a fresh training run (not recommended)")
+                        "last_epoch >= 0 for a fresh training run (not recommended)"
+                    )
         self.base_lrs = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _track_step_called(optimizer)
@@ -128,7 +150,9 @@ class LRScheduler:
                     "scheduler initialization. Please, make sure to call `optimizer.step()` "
                     "before `lr_scheduler.step()`. See more details at "
                     "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                    UserWarning, stacklevel=2)
+                    UserWarning,
+                    stacklevel=2,
+                )
             elif not getattr(self.optimizer, "_opt_called", False):
                 warnings.warn(
                     "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In "
@@ -137,7 +161,9 @@ class LRScheduler:
                     "result in PyTorch skipping the first value of the learning rate schedule. "
                     "See more details at "
                     "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                    UserWarning, stacklevel=2)
+                    UserWarning,
+                    stacklevel=2,
+                )
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
@@ -161,8 +187,12 @@ class LRScheduler:
 
     def _warn_outside_step(self):
         if not self._get_lr_called_within_step:
-            warnings.warn("To get the last learning rate computed by the scheduler, please use "
-                          "`get_last_lr()`.", UserWarning, stacklevel=3)
+            warnings.warn(
+                "To get the last learning rate computed by the scheduler, please use "
+                "`get_last_lr()`.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _lrs(self):
         return _group_values(self.optimizer, "lr")
@@ -192,8 +222,9 @@ def _lambdas(optimizer, lr_lambda):
     if not isinstance(lr_lambda, (list, tuple)):
         return [lr_lambda] * len(optimizer.param_groups)
     if len(lr_lambda) != len(optimizer.param_groups):
-        raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                         f"{len(lr_lambda)}")
+        raise ValueError(
+            f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+        )
     return list(lr_lambda)
 
 
@@ -202,8 +233,10 @@ class _LambdaState:
 
     def state_dict(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
+        state["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+            for fn in self.lr_lambdas
+        ]
         return state
 
     def load_state_dict(self, state_dict):
@@ -225,8 +258,10 @@ class LambdaLR(_LambdaState, LRScheduler):
 
     def get_lr(self):
         self._warn_outside_step()
-        return [base_lr * lmbda(self.last_epoch)
-                for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+        return [
+            base_lr * lmbda(self.last_epoch)
+            for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)
+        ]
 
 
 class MultiplicativeLR(_LambdaState, LRScheduler):
@@ -244,8 +279,10 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
         self._warn_outside_step()
         if self._is_initial:
             return self._lrs()
-        return [group["lr"] * lmbda(self.last_epoch)
-                for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+        return [
+            group["lr"] * lmbda(self.last_epoch)
+            for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)
+        ]
 
 
 class StepLR(LRScheduler):
@@ -263,8 +300,9 @@ class StepLR(LRScheduler):
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [base_lr * self.gamma ** (self.last_epoch // self.step_size)
-                for base_lr in self.base_lrs]
+        return [
+            base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs
+        ]
 
 
 class MultiStepLR(LRScheduler):
@@ -279,13 +317,17 @@ class MultiStepLR(LRScheduler):
         self._warn_outside_step()
         if self.last_epoch not in self.milestones:
             return self._lrs()
-        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
-                for group in self.optimizer.param_groups]
+        return [
+            group["lr"] * self.gamma ** self.milestones[self.last_epoch]
+            for group in self.optimizer.param_groups
+        ]
 
     def _get_closed_form_lr(self):
         milestones = sorted(self.milestones.elements())
-        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch)
-                for base_lr in self.base_lrs]
+        return [
+            base_lr * self.gamma ** bisect_right(milestones, self.last_epoch)
+            for base_lr in self.base_lrs
+        ]
 
 
 class ConstantLR(LRScheduler):
@@ -307,18 +349,23 @@ class ConstantLR(LRScheduler):
         return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters)
-                           * (1 - self.factor)) for base_lr in self.base_lrs]
+        return [
+            base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+            for base_lr in self.base_lrs
+        ]
 
 
 class LinearLR(LRScheduler):
     """lr factor goes linearly from start_factor to end_factor over total_iters."""
 
-    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
-                 last_epoch=-1):
+    def __init__(
+        self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1
+    ):
         if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
-                             "less or equal to 1.")
+            raise ValueError(
+                "Starting multiplicative factor expected to be greater than 0 and "
+                "less or equal to 1."
+            )
         if end_factor > 1.0 or end_factor < 0:
             raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
         self.start_factor = start_factor
@@ -333,14 +380,23 @@ class LinearLR(LRScheduler):
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._lrs()
         span = self.end_factor - self.start_factor
-        return [group["lr"] * (1.0 + span / (self.total_iters * self.start_factor
-                                             + (self.last_epoch - 1) * span))
-                for group in self.optimizer.param_groups]
+        return [
+            group["lr"]
+            * (1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span))
+            for group in self.optimizer.param_groups
+        ]
 
     def _get_closed_form_lr(self):
-        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
-                           * min(self.total_iters, self.last_epoch) / self.total_iters)
-                for base_lr in self.base_lrs]
+        return [
+            base_lr
+            * (
+                self.start_factor
+                + (self.end_factor - self.start_factor)
+                * min(self.total_iters, self.last_epoch)
+                / self.total_iters
+            )
+            for base_lr in self.base_lrs
+        ]
 
 
 class ExponentialLR(LRScheduler):
@@ -357,7 +413,7 @@ class ExponentialLR(LRScheduler):
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
+        return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
 
 
 class PolynomialLR(LRScheduler):
@@ -372,13 +428,18 @@ class PolynomialLR(LRScheduler):
         self._warn_outside_step()
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._lrs()
-        decay = ((1.0 - self.last_epoch / self.total_iters)
-                 / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        decay = (
+            (1.0 - self.last_epoch / self.total_iters)
+            / (1.0 - (self.last_epoch - 1) / self.total_iters)
+        ) ** self.power
         return [group["lr"] * decay for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
-                ** self.power for base_lr in self.base_lrs]
+        return [
+            base_lr
+            * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+            for base_lr in self.base_lrs
+        ]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -394,41 +455,57 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return self._lrs()
         if self._step_count == 1 and self.last_epoch > 0:
-            return [self.eta_min + (base_lr - self.eta_min)
-                    * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
-                    for base_lr in self.base_lrs]
+            return [
+                self.eta_min
+                + (base_lr - self.eta_min)
+                * (1 + math.cos(self.last_epoch * math.pi / self.T_max))
+                / 2
+                for base_lr in self.base_lrs
+            ]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
-            return [group["lr"] + (base_lr - self.eta_min)
-                    * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)]
-        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
-                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
-                * (group["lr"] - self.eta_min) + self.eta_min
-                for group in self.optimizer.param_groups]
+            return [
+                group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)
+            ]
+        return [
+            (1 + math.cos(math.pi * self.last_epoch / self.T_max))
+            / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
+            * (group["lr"] - self.eta_min)
+            + self.eta_min
+            for group in self.optimizer.param_groups
+        ]
 
     def _get_closed_form_lr(self):
-        return [self.eta_min + (base_lr - self.eta_min)
-                * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base_lr in self.base_lrs]
+        return [
+            self.eta_min
+            + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+            for base_lr in self.base_lrs
+        ]
 
 
 def _check_schedulers(cls, optimizer, schedulers, what):
     if len(schedulers) < 1:
-        raise ValueError(f"{cls.__name__} expects at least one scheduler{what}, but got no "
-                         "scheduler.")
+        raise ValueError(
+            f"{cls.__name__} expects at least one scheduler{what}, but got no scheduler."
+        )
     for i, scheduler in enumerate(schedulers):
         if not hasattr(scheduler, "optimizer"):
-            raise TypeError(f"{cls.__name__} at index {i} should have `optimizer` as its "
-                            "attribute.")
+            raise TypeError(
+                f"{cls.__name__} at index {i} should have `optimizer` as its attribute."
+            )
         if isinstance(scheduler, ReduceLROnPlateau):
-            raise ValueError(f"{cls.__name__} does not support `ReduceLROnPlateau` scheduler as "
-                             "it requires additional kwargs to be specified when calling `step`, "
-                             f"but got one at index {i} in the given schedulers sequence.")
+            raise ValueError(
+                f"{cls.__name__} does not support `ReduceLROnPlateau` scheduler as "
+                "it requires additional kwargs to be specified when calling `step`, "
+                f"but got one at index {i} in the given schedulers sequence."
+            )
         if optimizer != scheduler.optimizer:
-            raise ValueError(f"{cls.__name__} expects all schedulers to belong to the same "
-                             f"optimizer, but got scheduler {scheduler.__class__.__name__} at "
-                             f"index {i} has {scheduler.optimizer}, which is different from "
-                             f"{optimizer.__class__.__name__}.")
+            raise ValueError(
+                f"{cls.__name__} expects all schedulers to belong to the same "
+                f"optimizer, but got scheduler {scheduler.__class__.__name__} at "
+                f"index {i} has {scheduler.optimizer}, which is different from "
+                f"{optimizer.__class__.__name__}."
+            )
 
 
 class _Composite:
@@ -456,7 +533,8 @@ class SequentialLR(_Composite, LRScheduler):
             raise ValueError(
                 "Sequential Schedulers expects number of schedulers provided to be one more than "
                 f"the number of milestone points, but got number of schedulers {len(schedulers)} "
-                f"and the number of milestones to be equal to {len(milestones)}")
+                f"and the number of milestones to be equal to {len(milestones)}"
+            )
         self._schedulers = schedulers
         self._milestones = milestones
         self.last_epoch = last_epoch + 1
@@ -507,8 +585,18 @@ class ChainedScheduler(_Composite, LRScheduler):
 class ReduceLROnPlateau(LRScheduler):
     """lr *= factor when the metric given to step() stops improving for `patience` epochs."""
 
-    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
-                 threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
+    def __init__(
+        self,
+        optimizer,
+        mode="min",
+        factor=0.1,
+        patience=10,
+        threshold=1e-4,
+        threshold_mode="rel",
+        cooldown=0,
+        min_lr=0,
+        eps=1e-8,
+    ):
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         self.factor = factor
@@ -516,8 +604,9 @@ class ReduceLROnPlateau(LRScheduler):
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != len(optimizer.param_groups):
-                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got "
-                                 f"{len(min_lr)}")
+                raise ValueError(
+                    f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}"
+                )
             self.default_min_lr = None
             self.min_lrs = list(min_lr)
         else:
@@ -550,7 +639,7 @@ class ReduceLROnPlateau(LRScheduler):
             self.num_bad_epochs += 1
         if self.in_cooldown:
             self.cooldown_counter -= 1
-            self.num_bad_epochs = 0          # bad epochs in cooldown do not count
+            self.num_bad_epochs = 0  # bad epochs in cooldown do not count
         if self.num_bad_epochs > self.patience:
             self._reduce_lr(epoch)
             self.cooldown_counter = self.cooldown
@@ -565,7 +654,8 @@ class ReduceLROnPlateau(LRScheduler):
                     f"({len(self.optimizer.param_groups)}) differs from when "
                     f"`ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), usually due to "
                     "a new param group being added to the optimizer. Please modify the "
-                    "`min_lrs` field to match the length of the `optimizer` param groups.")
+                    "`min_lrs` field to match the length of the `optimizer` param groups."
+                )
             self.min_lrs = [self.default_min_lr] * len(self.optimizer.param_groups)
         for i, group in enumerate(self.optimizer.param_groups):
             old_lr = float(group["lr"])
@@ -598,18 +688,32 @@ class ReduceLROnPlateau(LRScheduler):
 
     def load_state_dict(self, state_dict):
         self.__dict__.update(state_dict)
-        self._init_is_better(mode=self.mode, threshold=self.threshold,
-                             threshold_mode=self.threshold_mode)
+        self._init_is_better(
+            mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode
+        )
 
 
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: lr up to max_lr then down to max_lr / div_factor / final_div_factor,
     with momentum (or Adam's beta1) cycled the opposite way."""
 
-    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
-                 pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
-                 max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
-                 last_epoch=-1):
+    def __init__(
+        self,
+        optimizer,
+        max_lr,
+        total_steps=None,
+        epochs=None,
+        steps_per_epoch=None,
+        pct_start=0.3,
+        anneal_strategy="cos",
+        cycle_momentum=True,
+        base_momentum=0.85,
+        max_momentum=0.95,
+        div_factor=25.0,
+        final_div_factor=1e4,
+        three_phase=False,
+        last_epoch=-1,
+    ):
         _check_optimizer(optimizer)
         self.optimizer = optimizer
         if total_steps is not None:
@@ -620,8 +724,9 @@ class OneCycleLR(LRScheduler):
             if not isinstance(epochs, int) or epochs <= 0:
                 raise ValueError(f"Expected positive integer epochs, but got {epochs}")
             if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
-                raise ValueError("Expected positive integer steps_per_epoch, but got "
-                                 f"{steps_per_epoch}")
+                raise ValueError(
+                    f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}"
+                )
             self.total_steps = epochs * steps_per_epoch
         else:
             raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
@@ -629,20 +734,28 @@ class OneCycleLR(LRScheduler):
         if three_phase:
             self._schedule_phases = [
                 _phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                _phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr",
-                       "base_momentum", "max_momentum"),
-                _phase(self.total_steps - 1, "initial_lr", "min_lr", "max_momentum",
-                       "max_momentum")]
+                _phase(
+                    float(2 * pct_start * self.total_steps) - 2,
+                    "max_lr",
+                    "initial_lr",
+                    "base_momentum",
+                    "max_momentum",
+                ),
+                _phase(
+                    self.total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"
+                ),
+            ]
         else:
             self._schedule_phases = [
                 _phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                _phase(self.total_steps - 1, "max_lr", "min_lr", "base_momentum",
-                       "max_momentum")]
+                _phase(self.total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
+            ]
         if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ["cos", "linear"]:
-            raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
-                             f"{anneal_strategy}")
+            raise ValueError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
         self._anneal_func_type = anneal_strategy
         max_lrs = _format_param("max_lr", self.optimizer, max_lr)
         if last_epoch == -1:
@@ -653,14 +766,16 @@ class OneCycleLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if self.cycle_momentum:
             if "momentum" not in self.optimizer.defaults and "betas" not in self.optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
-                                 "option enabled")
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
             self.use_beta1 = "betas" in self.optimizer.defaults
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums,
-                                                         optimizer.param_groups):
+                for m_momentum, b_momentum, group in zip(
+                    max_momentums, base_momentums, optimizer.param_groups
+                ):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
                     else:
@@ -679,19 +794,23 @@ class OneCycleLR(LRScheduler):
         lrs = []
         step_num = self.last_epoch
         if step_num > self.total_steps:
-            raise ValueError(f"Tried to step {step_num} times. The specified number of total "
-                             f"steps is {self.total_steps}")
+            raise ValueError(
+                f"Tried to step {step_num} times. The specified number of total "
+                f"steps is {self.total_steps}"
+            )
         for group in self.optimizer.param_groups:
             start_step = 0.0
             for i, phase in enumerate(self._schedule_phases):
                 end_step = phase["end_step"]
                 if step_num <= end_step or i == len(self._schedule_phases) - 1:
                     pct = (step_num - start_step) / (end_step - start_step)
-                    computed_lr = self._anneal_func(group[phase["start_lr"]],
-                                                    group[phase["end_lr"]], pct)
+                    computed_lr = self._anneal_func(
+                        group[phase["start_lr"]], group[phase["end_lr"]], pct
+                    )
                     if self.cycle_momentum:
                         computed_momentum = self._anneal_func(
-                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct)
+                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct
+                        )
                     break
                 start_step = phase["end_step"]
             lrs.append(computed_lr)
@@ -704,17 +823,35 @@ class OneCycleLR(LRScheduler):
 
 
 def _phase(end_step, start_lr, end_lr, start_momentum, end_momentum):
-    return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr,
-            "start_momentum": start_momentum, "end_momentum": end_momentum}
+    return {
+        "end_step": end_step,
+        "start_lr": start_lr,
+        "end_lr": end_lr,
+        "start_momentum": start_momentum,
+        "end_momentum": end_momentum,
+    }
 
 
 class CyclicLR(LRScheduler):
     """lr cycles between base_lr and max_lr (triangular, triangular2, exp_range or a custom
     scale_fn), with momentum (or Adam's beta1) cycled the opposite way."""
 
-    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
-                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
-                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer,
+        base_lr,
+        max_lr,
+        step_size_up=2000,
+        step_size_down=None,
+        mode="triangular",
+        gamma=1.0,
+        scale_fn=None,
+        scale_mode="cycle",
+        cycle_momentum=True,
+        base_momentum=0.8,
+        max_momentum=0.9,
+        last_epoch=-1,
+    ):
         _check_optimizer(optimizer)
         self.optimizer = optimizer
         base_lrs = _format_param("base_lr", optimizer, base_lr)
@@ -736,15 +873,16 @@ class CyclicLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
-                                 "option enabled")
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
             self.use_beta1 = "betas" in self.optimizer.defaults
             self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(self.max_momentums,
-                                                         self.base_momentums,
-                                                         optimizer.param_groups):
+                for m_momentum, b_momentum, group in zip(
+                    self.max_momentums, self.base_momentums, optimizer.param_groups
+                ):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
                     else:
@@ -782,7 +920,7 @@ class CyclicLR(LRScheduler):
 
     @staticmethod
     def _exp_range_scale_fn(gamma, x):
-        return gamma ** x
+        return gamma**x
 
     def get_lr(self):
         self._warn_outside_step()
@@ -793,11 +931,15 @@ class CyclicLR(LRScheduler):
         else:
             scale_factor = (x - 1) / (self.step_ratio - 1)
         at = cycle if self.scale_mode == "cycle" else self.last_epoch
-        lrs = [base_lr + ((max_lr - base_lr) * scale_factor) * self.scale_fn(at)
-               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+        lrs = [
+            base_lr + ((max_lr - base_lr) * scale_factor) * self.scale_fn(at)
+            for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)
+        ]
         if self.cycle_momentum:
-            momentums = [max_m - ((max_m - base_m) * scale_factor) * self.scale_fn(at)
-                         for base_m, max_m in zip(self.base_momentums, self.max_momentums)]
+            momentums = [
+                max_m - ((max_m - base_m) * scale_factor) * self.scale_fn(at)
+                for base_m, max_m in zip(self.base_momentums, self.max_momentums)
+            ]
             for group, momentum in zip(self.optimizer.param_groups, momentums):
                 if self.use_beta1:
                     group["betas"] = (momentum, *group["betas"][1:])
@@ -832,8 +974,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         if T_mult < 1 or not isinstance(T_mult, int):
             raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
         if not isinstance(eta_min, (float, int)):
-            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
-                             f"{type(eta_min)}")
+            raise ValueError(
+                f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}"
+            )
         self.T_0 = T_0
         self.T_i = T_0
         self.T_mult = T_mult
@@ -843,9 +986,11 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def get_lr(self):
         self._warn_outside_step()
-        return [self.eta_min + (base_lr - self.eta_min)
-                * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
-                for base_lr in self.base_lrs]
+        return [
+            self.eta_min
+            + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+            for base_lr in self.base_lrs
+        ]
 
     def step(self, epoch=None):
         """Next epoch (fractional epochs allowed: step(epoch + i / iters_per_epoch))."""
@@ -865,8 +1010,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                     self.T_cur = epoch % self.T_0
                 else:
                     n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
-                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
-                    self.T_i = self.T_0 * self.T_mult ** n
+                    self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult**n
             else:
                 self.T_i = self.T_0
                 self.T_cur = epoch

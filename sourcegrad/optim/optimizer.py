@@ -10,6 +10,7 @@ on numpy arrays, in the parameter's own dtype (torch's single-tensor formulas);
 the base `step` calls it for every parameter with a gradient and bumps the
 parameter's version counter, as torch's in-place update does.
 """
+
 import copy
 import functools
 import warnings
@@ -21,8 +22,12 @@ from ..eager.grad_mode import enable_grad, no_grad
 from ..eager.hooks import add_hook
 from ..eager.tensor import Tensor
 
-__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
-           "register_optimizer_step_post_hook"]
+__all__ = [
+    "Optimizer",
+    "required",
+    "register_optimizer_step_pre_hook",
+    "register_optimizer_step_post_hook",
+]
 
 _global_step_pre_hooks = OrderedDict()
 _global_step_post_hooks = OrderedDict()
@@ -41,23 +46,31 @@ def register_optimizer_step_post_hook(hook):
 def _with_step_hooks(step):
     """Run the global and per-optimizer step hooks around `step`, in torch's order: a pre
     hook may return (new_args, new_kwargs)."""
+
     @functools.wraps(step)
     def wrapper(*args, **kwargs):
         self = args[0]
-        for pre_hook in [*_global_step_pre_hooks.values(),
-                         *self.__dict__.get("_optimizer_step_pre_hooks", {}).values()]:
+        for pre_hook in [
+            *_global_step_pre_hooks.values(),
+            *self.__dict__.get("_optimizer_step_pre_hooks", {}).values(),
+        ]:
             result = pre_hook(self, args, kwargs)
             if result is not None:
                 if isinstance(result, tuple) and len(result) == 2:
                     args, kwargs = result
                 else:
-                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
-                                       f"new_kwargs), but got {result}.")
+                    raise RuntimeError(
+                        f"{step} must return None or a tuple of (new_args, "
+                        f"new_kwargs), but got {result}."
+                    )
         out = step(*args, **kwargs)
-        for post_hook in [*self.__dict__.get("_optimizer_step_post_hooks", {}).values(),
-                          *_global_step_post_hooks.values()]:
+        for post_hook in [
+            *self.__dict__.get("_optimizer_step_post_hooks", {}).values(),
+            *_global_step_post_hooks.values(),
+        ]:
             post_hook(self, args, kwargs)
         return out
+
     wrapper._with_step_hooks = True
     return wrapper
 
@@ -126,9 +139,11 @@ class Optimizer:
         self.state = defaultdict(dict)
         self.param_groups = []
         if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be an iterable of "
-                            "Tensors or dicts, but got " + typename(params))
-        param_groups = list(params)          # TypeError "'int' object is not iterable", as torch
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of "
+                "Tensors or dicts, but got " + typename(params)
+            )
+        param_groups = list(params)  # TypeError "'int' object is not iterable", as torch
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(param_groups[0], dict):
@@ -141,10 +156,14 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
-                     "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
-                     "_optimizer_load_state_dict_pre_hooks",
-                     "_optimizer_load_state_dict_post_hooks"):
+        for name in (
+            "_optimizer_step_pre_hooks",
+            "_optimizer_step_post_hooks",
+            "_optimizer_state_dict_pre_hooks",
+            "_optimizer_state_dict_post_hooks",
+            "_optimizer_load_state_dict_pre_hooks",
+            "_optimizer_load_state_dict_post_hooks",
+        ):
             self.__dict__.setdefault(name, OrderedDict())
 
     # --- hooks: each register_* returns a handle whose remove() unregisters the hook ---------
@@ -190,45 +209,57 @@ class Optimizer:
         if isinstance(params, Tensor):
             param_group["params"] = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
-                            "but the ordering of tensors in sets will change between runs. "
-                            "Please use a list instead.")
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, "
+                "but the ordering of tensors in sets will change between runs. "
+                "Please use a list instead."
+            )
         else:
             param_group["params"] = list(params)
         # named parameters: (name, tensor) pairs, as model.named_parameters() gives
         names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
-        param_group["params"] = [p[1] if isinstance(p, tuple) else p
-                                 for p in param_group["params"]]
+        param_group["params"] = [p[1] if isinstance(p, tuple) else p for p in param_group["params"]]
         if names:
             if len(names) != len(param_group["params"]):
-                raise ValueError("all optimizer params should be with/without names. "
-                                 "Some param names are missing")
+                raise ValueError(
+                    "all optimizer params should be with/without names. "
+                    "Some param names are missing"
+                )
             param_group["param_names"] = names
         for param in param_group["params"]:
             if not isinstance(param, Tensor):
-                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
-                                + typename(param))
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is "
+                    + typename(param)
+                )
             if not self.defaults.get("differentiable", None) and not (
-                    param.is_leaf or param.retains_grad):
+                param.is_leaf or param.retains_grad
+            ):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
-                raise ValueError("parameter group didn't specify a value of required "
-                                 f"optimization parameter {name}")
+                raise ValueError(
+                    "parameter group didn't specify a value of required "
+                    f"optimization parameter {name}"
+                )
             param_group.setdefault(name, default)
         params = param_group["params"]
         if len(params) != len({id(p) for p in params}):
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
-                          "in future, this will cause an error; see "
-                          "github.com/pytorch/pytorch/issues/40967 for more information",
-                          stacklevel=3)
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; "
+                "in future, this will cause an error; see "
+                "github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
         seen = set()
         for group in self.param_groups:
             seen.update(id(p) for p in group["params"])
             if ("param_names" in param_group) != ("param_names" in group):
                 which = "with names" if "param_names" in param_group else "without names"
-                raise ValueError("all optimizer param groups should be with/without names. "
-                                 f"cannot add param group {which} to the optimizer")
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {which} to the optimizer"
+                )
         if not seen.isdisjoint(id(p) for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -262,8 +293,9 @@ class Optimizer:
                     if p._grad is None:
                         continue
                     if getattr(p._grad, "is_sparse", False):
-                        raise RuntimeError(f"{type(self).__name__} does not support sparse "
-                                           "gradients")
+                        raise RuntimeError(
+                            f"{type(self).__name__} does not support sparse gradients"
+                        )
                     self._update(p, p._grad._data, group)
                     p._get_vc().value += 1
         return loss
@@ -291,8 +323,7 @@ class Optimizer:
             packed["params"] = [index[id(p)] for p in group["params"]]
             start += len(packed["params"])
             groups.append(packed)
-        state = {(index[id(k)] if isinstance(k, Tensor) else k): v
-                 for k, v in self.state.items()}
+        state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
         state_dict = {"state": state, "param_groups": groups}
         for post_hook in self._optimizer_state_dict_post_hooks.values():
             result = post_hook(self, state_dict)
@@ -312,8 +343,10 @@ class Optimizer:
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
-            raise ValueError("loaded state dict contains a parameter group that doesn't match "
-                             "the size of optimizer's group")
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match "
+                "the size of optimizer's group"
+            )
         id_map = {}
         for g, s in zip(groups, saved_groups):
             id_map.update(zip(s["params"], g["params"]))
@@ -352,11 +385,11 @@ def _cast(param, value, key=None):
             data = data.astype(param._data.dtype)
         else:
             data = data.copy()
-        if type(data) is not type(param._data):     # numpy <-> CuPy
+        if type(data) is not type(param._data):  # numpy <-> CuPy
             return Tensor._make(data).to(param.device)
         return Tensor._make(data)
     if key == "step" and isinstance(value, (int, float)):
-        return scalar_step(value)                  # a pre-2.0 int step
+        return scalar_step(value)  # a pre-2.0 int step
     if isinstance(value, dict):
         return {k: _cast(param, v, k) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

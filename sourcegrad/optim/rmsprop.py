@@ -4,6 +4,7 @@ torch's single-tensor rule: v = alpha * v + (1 - alpha) * g * g; avg = sqrt(v) +
 or sqrt(v - m * m) + eps when centered (m = lerp(m, g, 1 - alpha)); then
 buf = momentum * buf + g / avg; p -= lr * buf, or p -= lr * g / avg without momentum.
 """
+
 from ._functional import check_lr, lerp_, real_view, sqrt, to_scalar
 from .optimizer import Optimizer, bump, scalar_step, state_like
 
@@ -11,9 +12,20 @@ __all__ = ["RMSprop"]
 
 
 class RMSprop(Optimizer):
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-                 centered=False, capturable=False, foreach=None, maximize=False,
-                 differentiable=False):
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha=0.99,
+        eps=1e-8,
+        weight_decay=0,
+        momentum=0,
+        centered=False,
+        capturable=False,
+        foreach=None,
+        maximize=False,
+        differentiable=False,
+    ):
         check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
@@ -23,10 +35,18 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
-        defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
-                    "centered": centered, "weight_decay": weight_decay,
-                    "capturable": capturable, "foreach": foreach, "maximize": maximize,
-                    "differentiable": differentiable}
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "alpha": alpha,
+            "eps": eps,
+            "centered": centered,
+            "weight_decay": weight_decay,
+            "capturable": capturable,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+        }
         super().__init__(params, defaults)
 
     def _update(self, p, grad, group):

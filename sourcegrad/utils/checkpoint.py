@@ -21,6 +21,7 @@ again; the output's `grad_fn` is `CheckpointBackward` (torch's non-reentrant var
 the region's last node); `use_reentrant=True` runs the same mechanism (the gradients of a
 `.backward()` are the same as torch's).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -35,14 +36,24 @@ from ..eager.tensor import Tensor
 __all__ = ["checkpoint"]
 
 
-def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
-               debug=False, early_stop=True, **kwargs):
+def checkpoint(
+    function,
+    *args,
+    use_reentrant=None,
+    context_fn=None,
+    determinism_check="default",
+    debug=False,
+    early_stop=True,
+    **kwargs,
+):
     """Run `function(*args, **kwargs)` keeping none of its intermediates for the backward
     (they are recomputed there). See the module docstring."""
     if use_reentrant is None:
         warnings.warn(
             "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
-            "use_reentrant=False is recommended.", stacklevel=2)
+            "use_reentrant=False is recommended.",
+            stacklevel=2,
+        )
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs and use_reentrant:
@@ -57,14 +68,23 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     single = isinstance(outputs, Tensor)
     flat = (outputs,) if single else tuple(outputs) if isinstance(outputs, tuple) else None
     if flat is None:
-        raise TypeError("checkpoint: the function must return a Tensor or a tuple, got "
-                        f"{type(outputs).__name__}")
+        raise TypeError(
+            "checkpoint: the function must return a Tensor or a tuple, got "
+            f"{type(outputs).__name__}"
+        )
     leaves = _leaves_read(flat, args, start)
     tensors = [a for a in args if isinstance(a, Tensor)] + leaves
     if not any(t.requires_grad for t in tensors):
         return outputs
-    region = _Region(function, args, kwargs, rng_state, len(leaves),
-                     tuple(o.detach() if isinstance(o, Tensor) else o for o in flat), single)
+    region = _Region(
+        function,
+        args,
+        kwargs,
+        rng_state,
+        len(leaves),
+        tuple(o.detach() if isinstance(o, Tensor) else o for o in flat),
+        single,
+    )
     del outputs, flat  # the first run's graph (and what it saved) goes with them
     return _Checkpoint.apply(region, *args, *leaves)
 
@@ -101,12 +121,16 @@ def _leaves_read(outputs, args, start):
         for child, nr in node.next_functions:
             if child is None:
                 continue
-            if not isinstance(child, AccumulateGrad) and child._sequence_nr() <= start and \
-                    (child, nr) not in own_edges:
+            if (
+                not isinstance(child, AccumulateGrad)
+                and child._sequence_nr() <= start
+                and (child, nr) not in own_edges
+            ):
                 raise RuntimeError(
                     "checkpoint: the function reads a tensor that requires grad, was computed "
                     f"outside it ({child.name()}) and is not one of its arguments; pass it as "
-                    "an argument")
+                    "an argument"
+                )
             todo.append(child)
     return leaves
 
@@ -125,8 +149,10 @@ class _Checkpoint(Function):
         region = ctx.region
         args = list(ctx.inputs)
         n = region.n_args
-        rerun = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a
-                 for a in args[:n]]
+        rerun = [
+            a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a
+            for a in args[:n]
+        ]
         leaves = args[n:]
         with enable_grad():
             current = None
@@ -139,10 +165,18 @@ class _Checkpoint(Function):
                 if current is not None:
                     set_rng_state(current)
         outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
-        pairs = [(o, g) for o, g in zip(outputs, grads)
-                 if isinstance(o, Tensor) and o.requires_grad and g is not None]
+        pairs = [
+            (o, g)
+            for o, g in zip(outputs, grads)
+            if isinstance(o, Tensor) and o.requires_grad and g is not None
+        ]
         wanted = [t for t in rerun[:n] + leaves if isinstance(t, Tensor) and t.requires_grad]
-        found = iter(_grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
-                           allow_unused=True) if pairs and wanted else [None] * len(wanted))
-        return (None,) + tuple(next(found) if isinstance(t, Tensor) and t.requires_grad else None
-                               for t in rerun[:n] + leaves)
+        found = iter(
+            _grad([o for o, _ in pairs], wanted, [g for _, g in pairs], allow_unused=True)
+            if pairs and wanted
+            else [None] * len(wanted)
+        )
+        return (None,) + tuple(
+            next(found) if isinstance(t, Tensor) and t.requires_grad else None
+            for t in rerun[:n] + leaves
+        )

@@ -3,6 +3,7 @@
 Each entry of CASES is (function, make_args(rng), wrt). Inputs keep away from
 the points where a function is not differentiable (ties, bounds, zero).
 """
+
 import math
 
 import numpy as np
@@ -21,19 +22,19 @@ def normal(rng, *shape):
 
 
 def f_arith(x, y):
-    return np.sum(x + y * x - y / x + 2.0 * x ** 3 - x ** y)
+    return np.sum(x + y * x - y / x + 2.0 * x**3 - x**y)
 
 
 def f_neg_pow(x):
-    return np.sum(-x ** 2.5 + 1.0 / x)
+    return np.sum(-(x**2.5) + 1.0 / x)
 
 
 def f_python_floats(x, y):
-    return math.sin(x) * y + math.exp(x * y) / (1.0 + x ** 2)
+    return math.sin(x) * y + math.exp(x * y) / (1.0 + x**2)
 
 
 def f_zero_d(x, y):
-    return np.sin(x) * y + np.exp(x * y) / (1.0 + x ** 2)
+    return np.sin(x) * y + np.exp(x * y) / (1.0 + x**2)
 
 
 def f_exp_family(x):
@@ -69,7 +70,7 @@ def f_max_min(x, y):
 
 
 def f_where(x, y):
-    return np.sum(np.where(x > 0, x * y, y ** 2))
+    return np.sum(np.where(x > 0, x * y, y**2))
 
 
 def f_clip(x):
@@ -81,7 +82,9 @@ def f_sum_axis(x):
 
 
 def f_mean(x):
-    return np.mean(x ** 2) + np.sum(x.mean(axis=0) ** 3) + np.sum(np.mean(x, axis=1, keepdims=True) * x)
+    return (
+        np.mean(x**2) + np.sum(x.mean(axis=0) ** 3) + np.sum(np.mean(x, axis=1, keepdims=True) * x)
+    )
 
 
 def f_prod(x):
@@ -129,12 +132,15 @@ def f_reshape(x):
 
 
 def f_transpose(x):
-    return np.sum(np.transpose(x) * np.arange(6.0).reshape(3, 2)) + np.sum(x.T ** 2) \
+    return (
+        np.sum(np.transpose(x) * np.arange(6.0).reshape(3, 2))
+        + np.sum(x.T**2)
         + np.sum(x.transpose(1, 0)[0])
+    )
 
 
 def f_expand_squeeze(x):
-    return np.sum(np.expand_dims(x, 0) * np.squeeze(x[None, :, :]) + np.ravel(x) [0])
+    return np.sum(np.expand_dims(x, 0) * np.squeeze(x[None, :, :]) + np.ravel(x)[0])
 
 
 def f_concat_stack(x, y):
@@ -191,7 +197,7 @@ def f_mask_index(x):
 
 def f_shape_reads(x):
     n = x.shape[0]
-    return np.sum(x) / n + x.ndim * np.sum(x ** 2) / x.size
+    return np.sum(x) / n + x.ndim * np.sum(x**2) / x.size
 
 
 def f_nondiff(x):
@@ -225,7 +231,7 @@ def f_float32(x):
 
 
 def f_unused_arg(x, y):
-    return np.sum(x ** 2)
+    return np.sum(x**2)
 
 
 def f_constant_global(x):
@@ -304,7 +310,17 @@ CASES = [
     (f_unused_arg, lambda r: (normal(r, 3), normal(r, 3)), (0, 1)),
     (f_constant_global, lambda r: (normal(r, 3),), 0),
     (f_logreg, lambda r: (normal(r, 3), normal(r, 6, 3), r.choice([-1.0, 1.0], size=6)), 0),
-    (f_mlp, lambda r: (normal(r, 4, 5), normal(r, 5), normal(r, 5, 3), normal(r, 3),
-                       normal(r, 6, 4), np.eye(3)[[0, 1, 2, 1, 0, 2]]), (0, 1, 2, 3)),
+    (
+        f_mlp,
+        lambda r: (
+            normal(r, 4, 5),
+            normal(r, 5),
+            normal(r, 5, 3),
+            normal(r, 3),
+            normal(r, 6, 4),
+            np.eye(3)[[0, 1, 2, 1, 0, 2]],
+        ),
+        (0, 1, 2, 3),
+    ),
     (f_mod, lambda r: (np.array([0.1, 0.35, 0.8]),), 0),
 ]

@@ -2,6 +2,7 @@
 
 Each entry of CONTROL_CASES is (function, make_args(rng), wrt).
 """
+
 import math
 
 import numpy as np
@@ -22,7 +23,7 @@ def c_if_else(x):
 def c_elif(x):
     s = np.sum(x)
     if s > 10.0:
-        y = x ** 2
+        y = x**2
     elif s > 0.0:
         y = np.exp(x)
     else:
@@ -76,7 +77,7 @@ def c_for_list(x):
 def c_for_tuple_of_arrays(a, b):
     total = 0.0
     for v in (a, b, a * b):
-        total = total + np.sum(v ** 2)
+        total = total + np.sum(v**2)
     return total
 
 
@@ -90,7 +91,7 @@ def c_enumerate(X):
 def c_zip(a, b):
     s = 0.0
     for u, v in zip(a, b):
-        s = s + u * v + u ** 2
+        s = s + u * v + u**2
     return s
 
 
@@ -140,7 +141,7 @@ def c_multiple_returns(x):
     if x > 1.0:
         return math.log(x)
     elif x > 0.0:
-        return x ** 3
+        return x**3
     else:
         return math.exp(x)
 
@@ -174,7 +175,7 @@ def c_branch_in_loop(x):
     s = 0.0
     for i in range(5):
         if np.sum(x) > i * 0.5:
-            s = s + np.sum(x ** 2)
+            s = s + np.sum(x**2)
         else:
             s = s - np.sum(x)
         x = x * 0.8
@@ -185,7 +186,7 @@ def c_rnn(W, U, b, xs, h0):
     h = h0
     for x_t in xs:
         h = np.tanh(W @ h + U @ x_t + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def c_module_function(x):
@@ -203,13 +204,16 @@ def c_module_level_call(x):
 def c_nested_def(x):
     def inner(v, k=3.0):
         return np.sin(v) * k
+
     return np.sum(inner(x) + inner(x, k=0.5))
 
 
 def c_closure(x):
     scale = np.sum(x)
+
     def f(v):
         return v * scale
+
     return np.sum(f(x) ** 2)
 
 
@@ -239,7 +243,7 @@ def c_keyword_and_star_args(x, y):
 
 def c_augmented(x):
     s = x * 1.0
-    s += x ** 2
+    s += x**2
     s *= 3.0
     s -= np.sin(x)
     s /= 2.0
@@ -250,14 +254,14 @@ def c_setitem_loop(x):
     out = np.zeros(3)
     for i in range(3):
         out[i] = x[i] * x[(i + 1) % 3]
-    return np.sum(out ** 2)
+    return np.sum(out**2)
 
 
 def c_slice_augassign(x):
     y = x * 1.0
     y[1:3] *= 2.0
     y[0] = y[3] * y[1]
-    return np.sum(y ** 2)
+    return np.sum(y**2)
 
 
 def c_append_stack(x):
@@ -382,8 +386,17 @@ CONTROL_CASES = [
     (c_loop_in_branch, lambda r: (np.abs(r.normal(size=3)),), 0),
     (c_loop_in_branch, lambda r: (-np.abs(r.normal(size=3)),), 0),
     (c_branch_in_loop, lambda r: (r.uniform(0.2, 0.6, size=3),), 0),
-    (c_rnn, lambda r: (0.5 * r.normal(size=(4, 4)), r.normal(size=(4, 3)), r.normal(size=4),
-                       r.normal(size=(6, 3)), r.normal(size=4)), (0, 1, 2, 3, 4)),
+    (
+        c_rnn,
+        lambda r: (
+            0.5 * r.normal(size=(4, 4)),
+            r.normal(size=(4, 3)),
+            r.normal(size=4),
+            r.normal(size=(6, 3)),
+            r.normal(size=4),
+        ),
+        (0, 1, 2, 3, 4),
+    ),
     (c_module_function, lambda r: (r.normal(size=3),), 0),
     (c_module_level_call, lambda r: (r.normal(size=3),), 0),
     (c_nested_def, lambda r: (r.normal(size=3),), 0),

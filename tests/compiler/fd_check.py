@@ -5,6 +5,7 @@ against central finite differences in float64.
 against differences of f, the JVP along a random direction against differences of f, and the
 Hessian-vector product (forward over reverse) against differences of the gradient.
 """
+
 import numpy as np
 
 import sourcegrad
@@ -27,5 +28,6 @@ def check_all(f, *args, rtol=1e-6, seed=5):
     _, tangent = sourcegrad.jvp(f, args, (t,) + zeros)
     _close(tangent, (f(x + eps * t, *rest) - f(x - eps * t, *rest)) / (2 * eps), rtol)
     hvp = sourcegrad.jvp(gradient, args, (t,) + zeros)[1]
-    _close(hvp, (gradient(x + eps * t, *rest) - gradient(x - eps * t, *rest)) / (2 * eps),
-           rtol * 10)
+    _close(
+        hvp, (gradient(x + eps * t, *rest) - gradient(x - eps * t, *rest)) / (2 * eps), rtol * 10
+    )

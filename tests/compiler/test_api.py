@@ -1,4 +1,5 @@
 """The compiled API: wrt forms, decorators, value_and_grad, types, caching, show, check_grad."""
+
 import gc
 import importlib.util
 import inspect
@@ -21,16 +22,16 @@ from .cases import f_logreg, f_mlp
 
 
 def quad(x, y):
-    return np.sum(x ** 2 * y)
+    return np.sum(x**2 * y)
 
 
 def test_wrt_index_name_and_tuple():
     x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
     np.testing.assert_allclose(sourcegrad.grad(quad)(x, y), 2 * x * y)
-    np.testing.assert_allclose(sourcegrad.grad(quad, wrt="y")(x, y), x ** 2)
+    np.testing.assert_allclose(sourcegrad.grad(quad, wrt="y")(x, y), x**2)
     dx, dy = sourcegrad.grad(quad, wrt=(0, "y"))(x, y)
     np.testing.assert_allclose(dx, 2 * x * y)
-    np.testing.assert_allclose(dy, x ** 2)
+    np.testing.assert_allclose(dy, x**2)
 
 
 def test_decorator_forms():
@@ -78,6 +79,7 @@ def scalar_fn(x):
 def test_gradient_is_a_fresh_writable_array():
     def total(x):
         return np.sum(x)
+
     x = np.ones(3)
     g = sourcegrad.grad(total)(x)
     assert g.flags.writeable and g is not x
@@ -86,7 +88,8 @@ def test_gradient_is_a_fresh_writable_array():
 
 def test_compiled_code_is_cached_per_signature():
     def weighted(x, y):
-        return np.sum(x ** 2 * y)
+        return np.sum(x**2 * y)
+
     g = sourcegrad.grad(weighted)
     x = np.ones(3)
     g(x, x)
@@ -121,14 +124,19 @@ def test_show_prints_the_source():
 def test_check_grad_passes_and_fails():
     assert sourcegrad.check_grad(quad, np.array([1.0, 2.0]), np.array([3.0, 4.0])) < 1.0
     with pytest.raises(sourcegrad.SourcegradError):
-        sourcegrad.api.check_grad(quad, np.array([1.0, 2.0]), np.array([3.0, 4.0]), rtol=0,
-                                  atol=0, eps=1e-1)
+        sourcegrad.api.check_grad(
+            quad, np.array([1.0, 2.0]), np.array([3.0, 4.0]), rtol=0, atol=0, eps=1e-1
+        )
 
 
 def test_mlp_gradient_matches_a_hand_written_one():
     rng = np.random.default_rng(1)
-    W1, b1, W2, b2 = rng.normal(size=(4, 5)), rng.normal(size=5), rng.normal(size=(5, 3)), \
-        rng.normal(size=3)
+    W1, b1, W2, b2 = (
+        rng.normal(size=(4, 5)),
+        rng.normal(size=5),
+        rng.normal(size=(5, 3)),
+        rng.normal(size=3),
+    )
     X, Y = rng.normal(size=(6, 4)), np.eye(3)[[0, 1, 2, 1, 0, 2]]
     dW1, db1, dW2, db2 = sourcegrad.grad(f_mlp, wrt=(0, 1, 2, 3))(W1, b1, W2, b2, X, Y)
     # hand-written backward of softmax cross-entropy through a tanh layer
@@ -137,7 +145,7 @@ def test_mlp_gradient_matches_a_hand_written_one():
     p = np.exp(logits - logits.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
     d_logits = (p - Y) / len(X)
-    d_pre = (d_logits @ W2.T) * (1 - h ** 2)
+    d_pre = (d_logits @ W2.T) * (1 - h**2)
     np.testing.assert_allclose(dW2, h.T @ d_logits, atol=1e-12)
     np.testing.assert_allclose(db2, d_logits.sum(0), atol=1e-12)
     np.testing.assert_allclose(dW1, X.T @ d_pre, atol=1e-12)
@@ -146,7 +154,8 @@ def test_mlp_gradient_matches_a_hand_written_one():
 
 def test_python_float_and_zero_d_scalars_agree_with_numeric():
     def f(x, y):
-        return np.sin(x) * y + np.exp(x * y) / (1.0 + x ** 2)
+        return np.sin(x) * y + np.exp(x * y) / (1.0 + x**2)
+
     for args in ((0.3, 0.7), (np.array(0.3), np.array(0.7))):
         dx, dy = sourcegrad.grad(f, wrt=(0, 1))(*args)
         assert dx == pytest.approx(numeric_grad(f, args, 0), rel=1e-7)
@@ -180,6 +189,7 @@ def test_nested_function_with_closure_and_decorated_function():
         @functools.wraps(fn)
         def wrapper(*args):
             return fn(*args)
+
         return wrapper
 
     @logged
@@ -237,12 +247,13 @@ def test_rebinding_a_global_regenerates_the_gradient():
 
 # --- compiled code is keyed on the code object; the source must be the code run -------------
 
+
 def before_swap(x):
     return np.sum(np.sin(x))
 
 
 def after_swap(x):
-    return np.sum(x ** 3)
+    return np.sum(x**3)
 
 
 def test_a_swapped_code_object_is_compiled_again():
@@ -254,10 +265,10 @@ def test_a_swapped_code_object_is_compiled_again():
     np.testing.assert_allclose(g(x), np.cos(x))
     np.testing.assert_allclose(g(x), np.cos(x))  # (the fast entry is installed)
     target.__code__ = after_swap.__code__
-    np.testing.assert_allclose(g(x), 3 * x ** 2)  # the entry's guard sees the new code
+    np.testing.assert_allclose(g(x), 3 * x**2)  # the entry's guard sees the new code
     value, dx = both(x)
-    assert value == pytest.approx(np.sum(x ** 3)) and np.allclose(dx, 3 * x ** 2)
-    np.testing.assert_allclose(sourcegrad.grad(target)(x), 3 * x ** 2)
+    assert value == pytest.approx(np.sum(x**3)) and np.allclose(dx, 3 * x**2)
+    np.testing.assert_allclose(sourcegrad.grad(target)(x), 3 * x**2)
     target.__code__ = before_swap.__code__
     np.testing.assert_allclose(g(x), np.cos(x))
 
@@ -313,21 +324,21 @@ def test_a_source_edited_after_import_is_refused_where_it_stands(tmp_path):
 
 # --- closures: a new one per step compiles once, keeps nothing, reads its own values ------------
 
+
 def batch_loss(w, X):
     return np.sum(np.tanh(X @ w) ** 2)
 
 
 def batch_gradient(w, X):
     t = np.tanh(X @ w)
-    return X.T @ (2 * t * (1 - t ** 2))
+    return X.T @ (2 * t * (1 - t**2))
 
 
 def test_a_new_closure_per_step_compiles_once_and_keeps_nothing(monkeypatch):
     monkeypatch.setattr(api, "_COMPILED", api.weakref.WeakKeyDictionary())
     made = []
     generate = api.generate_module
-    monkeypatch.setattr(api, "generate_module",
-                        lambda *a, **k: made.append(1) or generate(*a, **k))
+    monkeypatch.setattr(api, "generate_module", lambda *a, **k: made.append(1) or generate(*a, **k))
     rng = np.random.default_rng(0)
     w = rng.standard_normal(32) * 0.1
 
@@ -336,6 +347,7 @@ def test_a_new_closure_per_step_compiles_once_and_keeps_nothing(monkeypatch):
 
         def loss(w):  # (a lambda is not differentiable yet: the same as a def)
             return batch_loss(w, X)
+
         np.testing.assert_allclose(sourcegrad.grad(loss)(w), batch_gradient(w, X), rtol=1e-10)
 
     tracemalloc.start()
@@ -358,7 +370,9 @@ def test_closures_over_different_numbers_get_their_own_code():
     def scaled(c):
         def f(x):
             return np.sum(x * c)
+
         return f
+
     x = np.ones(3)
     np.testing.assert_allclose(sourcegrad.grad(scaled(2.0))(x), 2.0)
     np.testing.assert_allclose(sourcegrad.grad(scaled(3.0))(x), 3.0)
@@ -370,6 +384,7 @@ def test_a_closure_cell_rebound_between_calls_is_read_anew():
 
     def loss(w):
         return batch_loss(w, X)
+
     g = sourcegrad.grad(loss)
     w = np.array([0.1, 0.2, 0.3])
     np.testing.assert_allclose(g(w), batch_gradient(w, X))
@@ -395,13 +410,16 @@ def test_a_tuple_of_arrays_argument_is_a_parameter_tree():
 
 def test_closures_over_lists_of_different_lengths_get_their_own_code():
     """A list is keyed by identity (its length may shape the code), never by its type."""
+
     def summed_over(ws):
         def f(x):
             total = 0.0
             for w in ws:
                 total = total + np.sum(w * x)
             return total
+
         return f
+
     x = np.ones(2)
     for n in (2, 3, 2, 5):
         ws = [np.full(2, float(k + 1)) for k in range(n)]

@@ -1,6 +1,7 @@
 """JAX's and autograd's spellings of the compiled API: `argnums=` / `argnum=` (aliases of
 `wrt`), `has_aux=True`, `grad_and_aux`, `elementwise_grad`; numbers against central finite
 differences (float64)."""
+
 import numpy as np
 import pytest
 
@@ -9,7 +10,7 @@ from sourcegrad.api import numeric_grad
 
 
 def two_args(a, b):
-    return np.sum(a * b ** 2) + np.sum(np.sin(a))
+    return np.sum(a * b**2) + np.sum(np.sin(a))
 
 
 def loss_with_aux(w, X):
@@ -21,7 +22,7 @@ def loss_with_aux(w, X):
 def aux_from_two_returns(w, X):
     z = X @ w
     if np.sum(z) > 0:
-        return np.sum(z ** 2), (z, 1.0)
+        return np.sum(z**2), (z, 1.0)
     return np.sum(np.sin(z)), (z, 2.0)
 
 
@@ -34,7 +35,7 @@ def elementwise(x):
 
 
 def scalar_elementwise(x):
-    return x ** 3 + 2.0 * x
+    return x**3 + 2.0 * x
 
 
 @pytest.fixture
@@ -73,8 +74,9 @@ def test_two_spellings_at_once_are_refused():
 def test_has_aux_returns_gradient_and_aux_as_jax_does(data):
     w, X = data
     g, aux = sourcegrad.grad(loss_with_aux, has_aux=True)(w, X)
-    np.testing.assert_allclose(g, numeric_grad(lambda w, X: loss_with_aux(w, X)[0], (w, X), 0),
-                               rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        g, numeric_grad(lambda w, X: loss_with_aux(w, X)[0], (w, X), 0), rtol=1e-7, atol=1e-9
+    )
     np.testing.assert_allclose(aux, X @ w)
     (value, aux), g2 = sourcegrad.value_and_grad(loss_with_aux, has_aux=True)(w, X)
     assert value == pytest.approx(loss_with_aux(w, X)[0])
@@ -130,7 +132,7 @@ def test_elementwise_grad_is_the_derivative_at_each_element():
 
 def test_elementwise_grad_of_a_number():
     d = sourcegrad.elementwise_grad(scalar_elementwise)(0.7)
-    assert d == pytest.approx(3 * 0.7 ** 2 + 2.0, rel=1e-12)
+    assert d == pytest.approx(3 * 0.7**2 + 2.0, rel=1e-12)
 
 
 @pytest.mark.parametrize("mode", ["grad", "vjp", "jvp"])

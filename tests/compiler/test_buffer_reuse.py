@@ -1,6 +1,7 @@
 """Dead-buffer reuse (optimize.reuse_dead_buffers): an elementwise result computed into
 the buffer of an operand that dies there. It applies to large arrays only, so these tests
 lower the threshold to zero to exercise it on every case."""
+
 import numpy as np
 import pytest
 
@@ -58,8 +59,7 @@ def test_large_chains_reuse_their_buffers_and_small_ones_do_not():
     # elementwise: each element's gradient is the one computed on that element alone
     picks = np.arange(0, 200_000, 2000)
     np.testing.assert_allclose(g_large[picks], sourcegrad.grad(chain)(large[picks]), rtol=1e-14)
-    np.testing.assert_allclose(g_large[picks], numeric_grad(chain, (large[picks],), 0),
-                               rtol=1e-5)
+    np.testing.assert_allclose(g_large[picks], numeric_grad(chain, (large[picks],), 0), rtol=1e-5)
 
 
 def test_the_threshold_is_16_kib_on_numpy_and_512_kib_for_cupy():
@@ -104,8 +104,9 @@ def user_out_with_a_view(x):
 
 def test_out_in_user_code_is_an_update_in_place():
     x = np.array([0.3, -0.2, 0.7])
-    np.testing.assert_allclose(sourcegrad.grad(user_out)(x), numeric_grad(user_out, (x,), 0),
-                               rtol=1e-7)
+    np.testing.assert_allclose(
+        sourcegrad.grad(user_out)(x), numeric_grad(user_out, (x,), 0), rtol=1e-7
+    )
     with pytest.raises(sourcegrad.SourcegradError, match="changed in place"):
         sourcegrad.grad(user_out_with_a_view)(x)
 
@@ -114,15 +115,24 @@ def _reference_reuse(body, params, shapes, dtypes, keep_residuals, min_bytes):
     """The buffer choice as first written: every owned buffer scanned at every statement
     (quadratic in a long function's length; reuse_dead_buffers keeps a heap instead)."""
     from sourcegrad.ir import Assign, Call, Marker, Var
+
     counts = optimize.assignment_counts(body, params)
-    owned = {s.target for s in body if isinstance(s, Assign) and counts.get(s.target) == 1
-             and s.target not in params and optimize._fresh_result(s.value)
-             and len(shapes.get(s.target) or ()) > 0 and dtypes.get(s.target) is not None
-             and np.prod(shapes[s.target]) * np.dtype(dtypes[s.target]).itemsize >= min_bytes}
+    owned = {
+        s.target
+        for s in body
+        if isinstance(s, Assign)
+        and counts.get(s.target) == 1
+        and s.target not in params
+        and optimize._fresh_result(s.value)
+        and len(shapes.get(s.target) or ()) > 0
+        and dtypes.get(s.target) is not None
+        and np.prod(shapes[s.target]) * np.dtype(dtypes[s.target]).itemsize >= min_bytes
+    }
     last_use = optimize._last_uses(body, shapes)
     made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
-    split = next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) \
-        if keep_residuals else -1
+    split = (
+        next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) if keep_residuals else -1
+    )
     out = list(body)
     for i, stmt in enumerate(body):
         if not (isinstance(stmt, Assign) and stmt.target in owned):
@@ -130,16 +140,29 @@ def _reference_reuse(body, params, shapes, dtypes, keep_residuals, min_bytes):
         ufunc = optimize._ufunc_rule(stmt.value.op)
         if ufunc is None:
             continue
-        fits = [n for n in owned if n != stmt.target and made_at[n] < i and
-                shapes[n] == shapes[stmt.target] and dtypes[n] == dtypes[stmt.target] and
-                not (made_at[n] < split < last_use[n])]
-        operands = [a.name for a in stmt.value.args if isinstance(a, Var) and a.name in fits
-                    and last_use[a.name] == i]
+        fits = [
+            n
+            for n in owned
+            if n != stmt.target
+            and made_at[n] < i
+            and shapes[n] == shapes[stmt.target]
+            and dtypes[n] == dtypes[stmt.target]
+            and not (made_at[n] < split < last_use[n])
+        ]
+        operands = [
+            a.name
+            for a in stmt.value.args
+            if isinstance(a, Var) and a.name in fits and last_use[a.name] == i
+        ]
         dead = sorted((n for n in fits if last_use[n] < i), key=lambda n: (-last_use[n], n))
         if operands or dead:
             buffer = (operands or dead)[0]
-            out[i] = Assign(stmt.target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
-                            stmt.loc, stmt.note)
+            out[i] = Assign(
+                stmt.target,
+                Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
+                stmt.loc,
+                stmt.note,
+            )
             owned.discard(buffer)
     return out
 
@@ -150,16 +173,19 @@ def test_a_long_function_reuses_the_buffers_the_full_scan_chose(monkeypatch, tmp
     function with two shapes, for plain gradients and pullbacks (residuals kept), every
     choice is the scan's, and the gradient is right."""
     from sourcegrad.bench import scaling
+
     bodies = []
     real = optimize.reuse_dead_buffers
 
-    def both(body, params, shapes, dtypes, keep_residuals=False, min_bytes=None,
-             user_names=frozenset()):
+    def both(
+        body, params, shapes, dtypes, keep_residuals=False, min_bytes=None, user_names=frozenset()
+    ):
         for kept in (False, True):
             got = real(body, params, shapes, dtypes, kept, 0)
             assert got == _reference_reuse(body, params, shapes, dtypes, kept, 0)
             bodies.append(sum(1 for s, t in zip(got, body) if s is not t))
         return real(body, params, shapes, dtypes, keep_residuals, 0)
+
     monkeypatch.setattr(optimize, "reuse_dead_buffers", both)
     monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)
     monkeypatch.setattr(api, "_COMPILED", {})

@@ -11,6 +11,7 @@ reachable by it, else as root without capabilities (`setpriv --bounding-set=-all
 kernel then applies permission bits to it as to any user); directly when this process is
 unprivileged itself; skipped when none of these is possible.
 """
+
 import json
 import os
 import shutil
@@ -38,7 +39,7 @@ def df(x):
 
 
 def nested(x):
-    return np.sum(x ** 3)
+    return np.sum(x**3)
 
 
 @pytest.fixture
@@ -81,12 +82,14 @@ def plant(path, marker, mac_key):
     text = json.dumps(entry, sort_keys=True, separators=(",", ":"))
     import hashlib
     import hmac
+
     entry["mac"] = hmac.new(mac_key, text.encode(), hashlib.sha256).hexdigest()
     with open(path, "w") as out:
         json.dump(entry, out)
 
 
 # --- authentication -----------------------------------------------------------------------
+
 
 def test_a_tampered_entry_with_a_recomputed_digest_is_not_executed(env):
     directory = cache.enable(str(env / "cache"))
@@ -167,6 +170,7 @@ def test_a_symlinked_secret_or_secret_directory_is_refused_and_not_followed(env)
 
 # --- the directory ------------------------------------------------------------------------
 
+
 def test_a_symlinked_cache_directory_is_not_followed_nor_chmodded(env):
     victim = env / "victim"  # (as root, this was /etc: chmodded 0700)
     victim.mkdir()
@@ -177,8 +181,9 @@ def test_a_symlinked_cache_directory_is_not_followed_nor_chmodded(env):
         warnings.simplefilter("always")
         assert cache.enable(str(link)) is None
         for _ in range(3):
-            np.testing.assert_allclose(gradient_in_memory(np.array([1.0, 2.0])),
-                                       df(np.array([1.0, 2.0])))
+            np.testing.assert_allclose(
+                gradient_in_memory(np.array([1.0, 2.0])), df(np.array([1.0, 2.0]))
+            )
     (message,) = cache_warnings(record)
     assert "is a symlink" in message
     assert stat.S_IMODE(os.stat(victim).st_mode) == 0o755 and os.listdir(victim) == []
@@ -246,13 +251,20 @@ def test_a_path_that_is_a_regular_file_warns_once_and_compiles_in_memory(env, mo
     assert "not a directory" in message and a_file.read_text() == "data"
 
 
-@pytest.mark.parametrize("content", [
-    "[]", "3", '"text"', "{}", '{"source": 3}',
-    '{"format": 2, "key": "k", "source": "x = 1", "saved": {}, "names": "f", '
-    '"control_flow": false, "mac": "00"}',
-    '{"format": 2, "key": "k", "source": "x = 1", "saved": [], "names": ["not a name"], '
-    '"control_flow": 0, "mac": "00"}',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "[]",
+        "3",
+        '"text"',
+        "{}",
+        '{"source": 3}',
+        '{"format": 2, "key": "k", "source": "x = 1", "saved": {}, "names": "f", '
+        '"control_flow": false, "mac": "00"}',
+        '{"format": 2, "key": "k", "source": "x = 1", "saved": [], "names": ["not a name"], '
+        '"control_flow": 0, "mac": "00"}',
+    ],
+)
 def test_an_entry_of_the_wrong_shape_is_ignored_with_one_warning(env, content):
     directory = cache.enable(str(env / "cache"))
     x = np.array([0.25, 0.5])
@@ -291,13 +303,15 @@ def test_grad_of_grad_from_the_cache_in_a_second_process(env):
     script = SECOND_ORDER.format(root=ROOT, config=str(env / "config"), path=str(env / "cache"))
     runs = []
     for _ in range(2):
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                              cwd=ROOT, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+        )
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout.splitlines()[-1]))
     (first, first_0d, made_first), (second, second_0d, made_second) = runs
-    assert first == second == pytest.approx(6 * 1.5) and first_0d == second_0d == \
-        pytest.approx(6 * 0.5)
+    assert first == second == pytest.approx(6 * 1.5) and first_0d == second_0d == pytest.approx(
+        6 * 0.5
+    )
     assert made_first > 0 and made_second == 0  # the second process generated nothing
 
 
@@ -405,16 +419,21 @@ def unprivileged():
         with open(script, "w") as out:
             out.write(UNPRIVILEGED.format(root=ROOT, base=base, foreign=foreign))
         os.chmod(script, 0o644)
-        done = subprocess.run(prefix + [sys.executable, script], capture_output=True,
-                              text=True, cwd=base, timeout=300)
+        done = subprocess.run(
+            prefix + [sys.executable, script], capture_output=True, text=True, cwd=base, timeout=300
+        )
         assert done.returncode == 0, done.stderr
         result = json.loads(done.stdout.splitlines()[-1])
         assert result["uid"] == uid
         if uid == 0:  # without capabilities, root must be refused a read-only directory
             probe = os.path.join(base, "probe")
             os.mkdir(probe, 0o500)
-            refused = subprocess.run(prefix + ["touch", os.path.join(probe, "x")],
-                                     capture_output=True).returncode != 0
+            refused = (
+                subprocess.run(
+                    prefix + ["touch", os.path.join(probe, "x")], capture_output=True
+                ).returncode
+                != 0
+            )
             if not refused:
                 pytest.skip("setpriv did not take root's capabilities away here")
         yield result

@@ -2,6 +2,7 @@
 frame), `a @ b` of one- and two-dimensional arrays is written `a.dot(b)`, a Python float
 squares by multiplication, and 0-d array inputs are read as the numpy scalars they hold.
 Each must give the numbers and the types the plain spelling gives."""
+
 import copy
 import inspect
 import pickle
@@ -22,6 +23,7 @@ def fresh_cache(monkeypatch):
 
 
 # --- the entry is the generated function, with the guard first --------------------------------
+
 
 def log_weighted(x, y):
     return np.sum(np.log(x) * y)
@@ -60,12 +62,17 @@ def test_a_gradient_is_named_and_bound_as_its_function_whatever_it_calls():
     for args in ((x,), (0.5,), (x, 3.0), (np.array(0.5),), (x,), (x,)):
         g(*args)
         assert (g.__name__, g.__qualname__, g.__module__, g.__doc__) == (
-            "weighted_log", "weighted_log", __name__, "Docstring of weighted_log.")
+            "weighted_log",
+            "weighted_log",
+            __name__,
+            "Docstring of weighted_log.",
+        )
         assert str(inspect.signature(g)) == "(x, y=2.0)"
         assert inspect.unwrap(g) is weighted_log and g.__wrapped__ is weighted_log
 
     class Model:
         gradient = g
+
     assert Model.gradient is g and Model().gradient is g  # not bound, not unwrapped
     assert copy.copy(g) is g and copy.deepcopy([g])[0] is g
     again = pickle.loads(pickle.dumps(g))
@@ -81,7 +88,7 @@ _guard_shape_x = 3.0  # a user global spelled like the guard's constants
 
 
 def reads_a_guard_like_global(x):
-    return np.sum(_guard_shape_x * x ** 2)
+    return np.sum(_guard_shape_x * x**2)
 
 
 def test_the_guard_constants_never_shadow_the_users_names():
@@ -144,6 +151,7 @@ def test_a_general_finish_gets_the_arguments_as_given():
 
 # --- a @ b as a.dot(b) -------------------------------------------------------------------------
 
+
 def chain_of_products(A, B, v):
     return np.sum(np.tanh(A @ B) @ v) + v @ v
 
@@ -190,8 +198,9 @@ def test_cupy_code_keeps_matmul():
 
 # --- squares -----------------------------------------------------------------------------------
 
+
 def squares(x, y):
-    return x ** 2 + (x + y) ** 2 * y
+    return x**2 + (x + y) ** 2 * y
 
 
 def test_a_name_squared_is_a_product_and_an_expression_squared_stays_a_power():
@@ -205,8 +214,9 @@ def test_a_name_squared_is_a_product_and_an_expression_squared_stays_a_power():
 
 # --- 0-d arrays read as numpy scalars ----------------------------------------------------------
 
+
 def scalar_mix(x, y):
-    return np.sin(x) * y + np.exp(x * y) / (1.0 + x ** 2)
+    return np.sin(x) * y + np.exp(x * y) / (1.0 + x**2)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -1,4 +1,5 @@
 """Checkpointed loops and memory budgets: the same gradients (to rounding), fewer saved values."""
+
 import re
 
 import numpy as np
@@ -18,10 +19,16 @@ def _as_tuple(g, wrt):
 
 
 # every control-flow case, under the tightest plans: a snapshot every trip or two, and "min"
-@pytest.mark.parametrize("plan", [dict(checkpoint_loops=1), dict(memory=64),
-                                  pytest.param(dict(checkpoint_loops=2), marks=pytest.mark.fuzz),
-                                  pytest.param(dict(memory="min"), marks=pytest.mark.fuzz)],
-                         ids=["k1", "64B", "k2", "min"])
+@pytest.mark.parametrize(
+    "plan",
+    [
+        dict(checkpoint_loops=1),
+        dict(memory=64),
+        pytest.param(dict(checkpoint_loops=2), marks=pytest.mark.fuzz),
+        pytest.param(dict(memory="min"), marks=pytest.mark.fuzz),
+    ],
+    ids=["k1", "64B", "k2", "min"],
+)
 @pytest.mark.parametrize("fn, make_args, wrt", CONTROL_CASES, ids=IDS)
 def test_control_flow_gradients_unchanged_under_a_tight_plan(fn, make_args, wrt, plan):
     args = make_args(np.random.default_rng(0))
@@ -48,13 +55,18 @@ def rnn(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def _rnn_args(steps):
     rng = np.random.default_rng(1)
-    return (rng.normal(size=(6, 6)) * 0.3, rng.normal(size=(6, 4)), rng.normal(size=6),
-            rng.normal(size=6), rng.normal(size=(steps, 4)))
+    return (
+        rng.normal(size=(6, 6)) * 0.3,
+        rng.normal(size=(6, 4)),
+        rng.normal(size=6),
+        rng.normal(size=6),
+        rng.normal(size=(steps, 4)),
+    )
 
 
 @pytest.mark.parametrize("steps", [0, 1, 4, 5, 6, 23])
@@ -67,8 +79,7 @@ def test_for_loop_segments_of_every_length(steps, k):
     for e, g in zip(expected, got):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
     for pos in (0, 2):
-        np.testing.assert_allclose(got[pos], numeric_grad(rnn, args, pos), rtol=1e-6,
-                                   atol=1e-8)
+        np.testing.assert_allclose(got[pos], numeric_grad(rnn, args, pos), rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("T", [0.0, 0.005, 0.035, 0.045, 0.995])
@@ -93,8 +104,10 @@ def test_the_stack_holds_snapshots_and_one_segment():
     g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)  # 100 trips
     text = g.source
     joined = re.sub(r"\n +#   ", " ", text)  # (a wrapped line comment read as one line)
-    assert "saved.append(x)" in text and \
-        "recomputed from the snapshot taken every 10 trips, checkpoint_loops=10" in joined
+    assert (
+        "saved.append(x)" in text
+        and "recomputed from the snapshot taken every 10 trips, checkpoint_loops=10" in joined
+    )
     namespace = {"Watched": Watched}
     module = text.replace("saved = []", "saved = Watched()")
     exec(compile(module, "<spring>", "exec"), namespace)
@@ -111,9 +124,16 @@ def test_no_plan_changes_nothing():
     assert "segment" not in plain.source
 
 
-@pytest.mark.parametrize("bad", [dict(checkpoint_loops=0), dict(checkpoint_loops="log"),
-                                 dict(memory=-1), dict(memory="max"),
-                                 dict(memory=100, checkpoint_loops=2)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(checkpoint_loops=0),
+        dict(checkpoint_loops="log"),
+        dict(memory=-1),
+        dict(memory="max"),
+        dict(memory=100, checkpoint_loops=2),
+    ],
+)
 def test_bad_options_are_refused(bad):
     with pytest.raises(errors.SourcegradError):
         sourcegrad.grad(rnn, **bad)
@@ -132,29 +152,47 @@ def test_the_manifest_says_what_is_saved_recomputed_and_why():
     k = next(e["every"] for e in g.saved if e["status"] == "snapshot")
     assert k == 1000 // (2 * 16)  # a segment's two floats per trip fill half the budget
     from sourcegrad.checkpointing import saved_bytes
-    assert saved_bytes(g.saved, 10 ** 6) <= 1000 + 16 + 24 * -(-10 ** 6 // k)
-    assert 16 * 10 ** 6 > saved_bytes(g.saved, 10 ** 6)
+
+    assert saved_bytes(g.saved, 10**6) <= 1000 + 16 + 24 * -(-(10**6) // k)
+    assert 16 * 10**6 > saved_bytes(g.saved, 10**6)
 
 
 def test_show_saved_prints_the_status(capsys, tmp_path):
     from sourcegrad import cli
+
     path = tmp_path / "rnn_file.py"
-    path.write_text("import numpy as np\n\n\ndef rnn(W, xs):\n    h = xs[0]\n"
-                    "    for t in range(xs.shape[0]):\n        h = np.tanh(W @ h + xs[t])\n"
-                    "    return np.sum(h)\n")
-    cli.main(["show", f"{path}:rnn", "--args", "W=(3, 3), xs=(16, 3)", "--saved",
-              "--checkpoint-loops", "4"])
+    path.write_text(
+        "import numpy as np\n\n\ndef rnn(W, xs):\n    h = xs[0]\n"
+        "    for t in range(xs.shape[0]):\n        h = np.tanh(W @ h + xs[t])\n"
+        "    return np.sum(h)\n"
+    )
+    cli.main(
+        [
+            "show",
+            f"{path}:rnn",
+            "--args",
+            "W=(3, 3), xs=(16, 3)",
+            "--saved",
+            "--checkpoint-loops",
+            "4",
+        ]
+    )
     out = capsys.readouterr().out
     out = re.sub(r"\n +#   ", " ", out)  # (a wrapped line comment read as one line)
     assert "for segment in reversed(range(" in out
-    assert "# line 6: for t in range(xs.shape[0]):  (snapshot of the loop's state taken every " \
+    assert (
+        "# line 6: for t in range(xs.shape[0]):  (snapshot of the loop's state taken every "
         "4 trips, checkpoint_loops=4)" in out
-    assert "#   h: shape (3,), float64, 24 bytes, line 6, snapshot: snapshot of the loop's " \
+    )
+    assert (
+        "#   h: shape (3,), float64, 24 bytes, line 6, snapshot: snapshot of the loop's "
         "state taken every 4 trips" in out
+    )
     assert "recomputed: recomputed from the snapshot taken every 4 trips" in out
 
 
 # --- sourcegrad.checkpoint(f) in compiled code -----------------------------------------------
+
 
 def block(x, W):
     h = np.tanh(x @ W)
@@ -170,14 +208,14 @@ def with_checkpoints(x, W, V):
     u = x * 2.0
     y = sourcegrad.checkpoint(block)(u, W)
     z = helper(y, V) + y
-    return np.sum(z ** 2)
+    return np.sum(z**2)
 
 
 def without_checkpoints(x, W, V):
     u = x * 2.0
     y = block(u, W)
     z = helper.__wrapped__(y, V) + y
-    return np.sum(z ** 2)
+    return np.sum(z**2)
 
 
 def checkpoint_in_a_loop(x, W):
@@ -200,14 +238,17 @@ def test_checkpointed_calls_are_recomputed_in_the_backward():
     for e, r in zip(expected, got):
         np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
     for pos in range(3):
-        np.testing.assert_allclose(got[pos], numeric_grad(with_checkpoints, args, pos),
-                                   rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(
+            got[pos], numeric_grad(with_checkpoints, args, pos), rtol=1e-6, atol=1e-8
+        )
     source = g.source
     joined = re.sub(r"\n +#   ", " ", source)  # (a wrapped line comment read as one line)
     # the backward makes the call's values again (its own names, noted), the user's line named
     assert "block_h_1 = np.tanh(u.dot(W))  # checkpoint" in source
-    assert f"# backward of line {block.__code__.co_firstlineno + 1}: h = np.tanh(x @ W)  " \
+    assert (
+        f"# backward of line {block.__code__.co_firstlineno + 1}: h = np.tanh(x @ W)  "
         "(checkpoint: recomputed in the backward, not saved)" in joined
+    )
     # what the backward keeps from the forward: the calls' inputs (and z, made outside them),
     # not their intermediates
     kept = {e["name"] for e in g.saved if not e["input"]}
@@ -221,8 +262,9 @@ def test_a_checkpointed_call_in_a_loop_is_inlined_and_correct():
     x, W, _ = _block_args()
     got = sourcegrad.grad(checkpoint_in_a_loop, wrt=(0, 1))(x, W)
     for pos in range(2):
-        np.testing.assert_allclose(got[pos], numeric_grad(checkpoint_in_a_loop, (x, W), pos),
-                                   rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(
+            got[pos], numeric_grad(checkpoint_in_a_loop, (x, W), pos), rtol=1e-6, atol=1e-8
+        )
 
 
 def test_checkpoint_outside_compiled_code():
@@ -235,12 +277,13 @@ def test_checkpoint_outside_compiled_code():
 def test_checkpoint_on_eager_tensors_is_torchs():
     torch = pytest.importorskip("torch")
     import torch.utils.checkpoint as torch_checkpoint
+
     x, W, V = _block_args()
 
     def run(lib, ck):
         xt, vt = lib.tensor(x, requires_grad=True), lib.tensor(V, requires_grad=True)
         y = ck(lambda a, b: lib.sin(a @ b) * a.sum(), xt, vt)
-        (y ** 2).sum().backward()
+        (y**2).sum().backward()
         return xt.grad.numpy(), vt.grad.numpy()
 
     expected = run(torch, lambda f, *a: torch_checkpoint.checkpoint(f, *a, use_reentrant=False))
@@ -287,15 +330,14 @@ def test_a_checkpointed_call_that_draws_keeps_its_sample():
     RNG.seed(3)
     eps = RNG.standard_normal(4)
     y = np.tanh(x + 0.1 * eps) * eps
-    np.testing.assert_allclose(got, 2.0 * y * eps * (1.0 - np.tanh(x + 0.1 * eps) ** 2),
-                               rtol=1e-12)
+    np.testing.assert_allclose(got, 2.0 * y * eps * (1.0 - np.tanh(x + 0.1 * eps) ** 2), rtol=1e-12)
 
 
 def rnn_with_aux(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2), h
+    return np.sum(h**2), h
 
 
 def test_has_aux_keeps_the_plan():

@@ -6,6 +6,7 @@ and took time growing as ~N^1.7 (rescans of the rest of a block per statement, p
 name matching, liveness copies, a name counter probing from 1). Gradients are checked
 against central finite differences; times are CPU seconds (the machine may be shared).
 """
+
 import time
 
 import numpy as np
@@ -57,8 +58,9 @@ def test_long_function_compiles_in_linear_time(tmp_path):
     for pos, got in ((0, dx0), (1, dw)):
         numeric = sourcegrad.api.numeric_grad(fn, args, pos)
         np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-9)
-    assert max(len(line) for line in g.source.splitlines()
-               if not line.lstrip().startswith("#")) < 200  # long sums printed in pieces
+    assert (
+        max(len(line) for line in g.source.splitlines() if not line.lstrip().startswith("#")) < 200
+    )  # long sums printed in pieces
     assert ratio <= 2.5, ratio
 
 

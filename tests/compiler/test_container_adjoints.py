@@ -6,6 +6,7 @@ with no name, so the list's adjoint stopped at it and x got a zero gradient, sil
 Every case is checked against central finite differences (float64), in reverse and
 forward mode.
 """
+
 import numpy as np
 import pytest
 
@@ -56,7 +57,7 @@ def appended_tuples(x):
 
 
 def list_in_list(x):
-    rows = [[x, 2.0 * x], [x ** 2]]
+    rows = [[x, 2.0 * x], [x**2]]
     return np.sum(rows[0][1] * rows[1][0]) + np.sum(rows[0][0])
 
 
@@ -72,7 +73,7 @@ def enumerate_list_of_tuples(x, y):
     layers = [(x, y), (y, x)]
     s = 0.0
     for i, (a, b) in enumerate(layers):
-        s = s + (i + 1.0) * np.sum(a * b ** 2)
+        s = s + (i + 1.0) * np.sum(a * b**2)
     return s
 
 
@@ -81,13 +82,20 @@ def zip_of_tuples(x, y):
     bs = [(y, x)]
     s = 0.0
     for (a, b), (c, d) in zip(ws, bs):
-        s = s + np.sum(a * c + b * d ** 3)
+        s = s + np.sum(a * c + b * d**3)
     return s
 
 
-CASES = [tuple_in_list, both_items_of_a_tuple_in_a_list, loop_over_list_of_tuples,
-         unpack_an_item, tuple_in_tuple_indexed_at_run_time, appended_tuples, list_in_list,
-         tuple_of_list_indexed_by_loop]
+CASES = [
+    tuple_in_list,
+    both_items_of_a_tuple_in_a_list,
+    loop_over_list_of_tuples,
+    unpack_an_item,
+    tuple_in_tuple_indexed_at_run_time,
+    appended_tuples,
+    list_in_list,
+    tuple_of_list_indexed_by_loop,
+]
 
 
 @pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)
@@ -106,8 +114,7 @@ def test_forward_mode_through_nested_containers(fn):
     np.testing.assert_allclose(tangent, numeric_grad(fn, (x,), 0) @ v, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("fn", [enumerate_list_of_tuples, zip_of_tuples],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [enumerate_list_of_tuples, zip_of_tuples], ids=lambda f: f.__name__)
 def test_two_inputs_through_nested_containers(fn):
     x, y = np.array([0.5, -1.0]), np.array([1.5, 0.25])
     dx, dy = sourcegrad.grad(fn, wrt=(0, 1))(x, y)
@@ -151,10 +158,15 @@ def loop_over_a_tuple_whose_variable_changes(x):
     return np.sum(x) + np.sum(h)
 
 
-@pytest.mark.parametrize("fn", [tuple_of_a_variable_changed_later,
-                                dict_of_a_variable_changed_later,
-                                loop_over_a_tuple_whose_variable_changes],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        tuple_of_a_variable_changed_later,
+        dict_of_a_variable_changed_later,
+        loop_over_a_tuple_whose_variable_changes,
+    ],
+    ids=lambda f: f.__name__,
+)
 def test_a_container_holds_its_variables_values_when_it_was_made(fn):
     """Regression: a compile-time tuple (or dict) held the *name* of a variable, so a later
     assignment changed what it held: value 216 instead of 120, gradient 72 instead of 40."""

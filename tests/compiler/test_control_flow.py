@@ -1,4 +1,5 @@
 """Control flow, calls, closures and mutation: compiled gradients agree with finite differences."""
+
 import math
 import numpy as np
 import pytest
@@ -56,7 +57,7 @@ def rnn_with_decay(W, U, xs, h):
     for x_t in xs:
         h = np.tanh(W @ h + U @ x_t)
         W = W * 0.9  # dW is scaled inside the loop: its outer products cannot be batched
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def test_rank_one_updates_of_a_loop_become_one_matrix_product():
@@ -91,8 +92,9 @@ def test_a_parameter_rebound_once_is_read_where_the_backward_needs_it():
     args = (0.47194484345894305, 0.4791225510265242, -0.18193876560701153)
     grads = sourcegrad.grad(parameter_rebound_in_a_branch, wrt=(0, 1, 2))(*args)
     for i, g in enumerate(grads):
-        assert g == pytest.approx(numeric_grad(parameter_rebound_in_a_branch, args, i),
-                                  rel=1e-7, abs=1e-9)
+        assert g == pytest.approx(
+            numeric_grad(parameter_rebound_in_a_branch, args, i), rel=1e-7, abs=1e-9
+        )
 
 
 def minus_itself_twice(x):
@@ -109,8 +111,9 @@ def minus_itself_scalar(x):
     return x * y + x
 
 
-@pytest.mark.parametrize("fn, x", [(minus_itself_twice, np.array([0.3, -0.7, 1.1])),
-                                   (minus_itself_scalar, 0.4)])
+@pytest.mark.parametrize(
+    "fn, x", [(minus_itself_twice, np.array([0.3, -0.7, 1.1])), (minus_itself_scalar, 0.4)]
+)
 def test_a_negated_adjoint_is_not_read_after_its_accumulator_changes(fn, x):
     got = sourcegrad.grad(fn)(x)
     np.testing.assert_allclose(got, numeric_grad(fn, (x,), 0), rtol=1e-7, atol=1e-10)

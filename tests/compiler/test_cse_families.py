@@ -2,6 +2,7 @@
 computation (`math.cos(x)` and `np.cos(x)`), never between computations that only share
 derivative rules: min borrows max's rules, a tuple a list's (fuzz seed 41-1846: np.amin
 was read as np.amax, a silently wrong gradient)."""
+
 import numpy as np
 
 import sourcegrad
@@ -29,8 +30,9 @@ def test_min_is_not_max():
 
 def test_a_tuple_is_not_a_list():
     x = np.linspace(0.1, 1.0, 4)
-    np.testing.assert_allclose(sourcegrad.grad(tuple_and_list)(x),
-                               numeric_grad(tuple_and_list, (x,), 0), rtol=1e-7)
+    np.testing.assert_allclose(
+        sourcegrad.grad(tuple_and_list)(x), numeric_grad(tuple_and_list, (x,), 0), rtol=1e-7
+    )
 
 
 def constant_in_one_branch(x, c):
@@ -48,5 +50,6 @@ def test_a_value_unknown_in_one_branch_is_not_the_other_branchs_constant():
     'unknown' and 'not assigned here' were the same None (fuzz 61-1282)."""
     x = np.array([[1.0, -1.7, -1.8], [-1.1, -1.2, -0.2]])
     g = sourcegrad.grad(constant_in_one_branch)
-    np.testing.assert_allclose(g(x, 0.0), numeric_grad(constant_in_one_branch, (x, 0.0), 0),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        g(x, 0.0), numeric_grad(constant_in_one_branch, (x, 0.0), 0), rtol=1e-6
+    )

@@ -1,6 +1,7 @@
 """np.cumprod in the compiler: first derivatives in both modes against finite differences,
 exact where the input holds zeros; a second derivative through it refuses loudly (its
 helper `cumprod_grad` has no rule of its own yet)."""
+
 import numpy as np
 import pytest
 
@@ -13,8 +14,10 @@ def f_cumprod(x, z):
     return np.sum(np.cumprod(x, axis=0) * 1.5) + np.sum(np.sin(np.cumprod(z)))
 
 
-ARGS = (np.random.default_rng(0).uniform(0.5, 2.0, size=(3, 4)),
-        np.array([[0.7, 1.2], [0.0, 0.9]]))  # z holds a zero: the exact formula
+ARGS = (
+    np.random.default_rng(0).uniform(0.5, 2.0, size=(3, 4)),
+    np.array([[0.7, 1.2], [0.0, 0.9]]),
+)  # z holds a zero: the exact formula
 
 
 def test_cumprod_gradient_matches_finite_differences():
@@ -37,5 +40,6 @@ def test_cumprod_tangent_matches_finite_differences():
 def test_cumprod_second_derivative_refuses(mode):
     def f(x):
         return np.sum(np.cumprod(x) ** 2)
+
     with pytest.raises(NoRuleError, match="cumprod_grad"):
         sourcegrad.jacobian(sourcegrad.grad(f), mode=mode)(np.array([0.5, 1.5, 2.0]))

@@ -1,5 +1,6 @@
 """CuPy backend: generated CuPy source is checked statically against the real cupy module
 (cupy-cuda12x imports without a GPU); tests that need a device skip without one."""
+
 import ast
 import os
 import sys
@@ -50,8 +51,11 @@ def test_generated_cupy_source_uses_only_real_cupy_functions(name, fn, make_args
             assert node.module == "sourcegrad.runtime"
             for alias in node.names:
                 assert hasattr(runtime, alias.name)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id == "cp":
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "cp"
+        ):
             assert hasattr(cupy, node.attr), f"cupy has no {node.attr}"
         elif isinstance(node, ast.Name):
             assert node.id not in ("np", "numpy"), "numpy used inside the CuPy computation"
@@ -85,5 +89,6 @@ def test_cupy_and_numpy_gradients_agree_on_a_device(name, fn, make_args, wrt):
     expected = expected if isinstance(expected, tuple) else (expected,)
     got = got if isinstance(got, tuple) else (got,)
     for e, o in zip(expected, got):
-        np.testing.assert_allclose(cupy.asnumpy(o) if hasattr(o, "device") else o, e,
-                                   rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            cupy.asnumpy(o) if hasattr(o, "device") else o, e, rtol=1e-9, atol=1e-12
+        )

@@ -1,6 +1,7 @@
 """The Dask backend: gradients of Dask arrays agree with numpy's (and with finite
 differences), are computed with one dask.compute, keep in-memory parameters' gradients numpy,
 run on a dask.distributed cluster, and refuse what dask.array cannot do at the user's line."""
+
 import inspect
 import os
 import subprocess
@@ -215,9 +216,16 @@ def test_gradients_on_a_local_distributed_cluster():
     # tests left (a full run: ~400 MB; a fixed 256 MiB paused the worker there, and the
     # test waited forever): the limit is 256 MiB above what the process holds now
     limit = psutil.Process().memory_info().rss + (256 << 20)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  memory_limit=limit, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            memory_limit=limit,
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         with distributed.get_task_stream(client) as tasks:
             value, g = sourcegrad.value_and_grad(f)(w, by_rows(X), by_rows(y))
         assert len(tasks.data) > 0  # the cluster's worker computed it
@@ -228,21 +236,26 @@ def test_gradients_on_a_local_distributed_cluster():
 
 def test_show_prints_the_dask_source(capsys):
     from sourcegrad import cli
-    assert cli.main(["show", os.path.join(ROOT, "examples", "logreg.py") + ":loss",
-                     "--backend", "dask"]) == 0
+
+    assert (
+        cli.main(
+            ["show", os.path.join(ROOT, "examples", "logreg.py") + ":loss", "--backend", "dask"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "import dask.array as da" in out and "def dloss_dw(w, X, y):" in out
 
 
 def test_the_dask_golden_computes_the_gradient():
     import runpy
+
     logreg = runpy.run_path(os.path.join(ROOT, "examples", "logreg.py"))
     golden = runpy.run_path(os.path.join(ROOT, "generated", "logreg_loss_dw_dask.py"))
     w, X, y = logreg["example_args"]()
     lazy = golden["dloss_dw"](w, by_rows(X), by_rows(y))
     assert isinstance(lazy, da.Array)
-    np.testing.assert_allclose(lazy.compute(), sourcegrad.grad(logreg["loss"])(w, X, y),
-                               rtol=1e-12)
+    np.testing.assert_allclose(lazy.compute(), sourcegrad.grad(logreg["loss"])(w, X, y), rtol=1e-12)
 
 
 def test_sourcegrad_imports_and_shows_dask_code_without_dask():
@@ -260,9 +273,11 @@ def test_sourcegrad_imports_and_shows_dask_code_without_dask():
         "try:\n"
         "    sourcegrad.grad(logreg.loss, backend='dask')(*logreg.example_args())\n"
         "except sourcegrad.SourcegradError as e:\n"
-        "    print('refused:', e)\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
+        "    print('refused:', e)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert "import dask.array as da" in result.stdout
     assert "refused:" in result.stdout and "Dask is not installed" in result.stdout

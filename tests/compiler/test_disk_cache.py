@@ -1,5 +1,6 @@
 """The optional on-disk cache: atomic, authenticated by the user's secret, safe with several
 processes. (Attacks on it: test_cache_security.py.)"""
+
 import json
 import os
 import stat
@@ -67,8 +68,10 @@ def test_corrupted_or_tampered_entry_is_regenerated_not_executed(cache_dir):
     with pytest.warns(cache.CacheWarning, match="malformed"):
         np.testing.assert_allclose(sourcegrad.grad(cached_fn)(*args()), expected)
     rewritten = json.load(open(path))  # rewritten whole
-    assert rewritten["source"] == entry["source"].replace(
-        "raise SystemExit('executed'); ", "") and len(rewritten["mac"]) == 64
+    assert (
+        rewritten["source"] == entry["source"].replace("raise SystemExit('executed'); ", "")
+        and len(rewritten["mac"]) == 64
+    )
 
 
 def test_a_new_signature_is_a_new_entry(cache_dir):
@@ -92,8 +95,16 @@ print(sourcegrad.grad(cached_fn)(*args()).tolist())
 def test_several_processes_at_once(tmp_path):
     path = str(tmp_path / "shared")
     script = SCRIPT.format(root=ROOT, path=path, config=str(tmp_path / "config"))
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, cwd=ROOT) for _ in range(6)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for _ in range(6)
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outputs]
     assert len({o[0] for o in outputs}) == 1

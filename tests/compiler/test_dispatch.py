@@ -4,6 +4,7 @@ one generated guard, and the per-call conversion of results is left out where th
 result shows it is not needed. These tests check that the guard accepts exactly that
 signature, that results are the numbers and the types the general path gives, and that
 nothing the caller owns is ever handed back or shared."""
+
 import sys
 import threading
 
@@ -31,6 +32,7 @@ def key_calls(monkeypatch):
     def counting(args):
         calls.append(args)
         return original(args)
+
     monkeypatch.setattr(api, "signature_key", counting)
     return calls
 
@@ -53,12 +55,13 @@ def misses(entry, key_calls, *args):
 
 # --- functions, one per argument kind ---------------------------------------------------------
 
+
 def scalar_mix(x, y):
-    return np.sin(x) * y + np.exp(x * y) / (1.0 + x ** 2)
+    return np.sin(x) * y + np.exp(x * y) / (1.0 + x**2)
 
 
 def vector_mix(x, y):
-    return np.sum(np.sin(x) * y + np.exp(x * y) / (1.0 + x ** 2))
+    return np.sum(np.sin(x) * y + np.exp(x * y) / (1.0 + x**2))
 
 
 def power_of_sin(x, n):
@@ -95,14 +98,25 @@ def _vec(rng, shape, dtype=np.float64):
 # kind -> (function, make the arguments from a seed, the expected gradient type, tolerance)
 KINDS = {
     "python float": (scalar_mix, lambda r: (float(r.uniform(0.2, 0.9)), 0.7), float, 1e-7),
-    "0-d ndarray": (scalar_mix, lambda r: (np.array(r.uniform(0.2, 0.9)), np.array(0.7)),
-                    np.ndarray, 1e-7),
-    "n-d float64": (vector_mix, lambda r: (_vec(r, (3, 4)), _vec(r, (3, 4))), np.ndarray,
-                    1e-7),
-    "float32": (vector_mix, lambda r: (_vec(r, (5,), np.float32), _vec(r, (5,), np.float32)),
-                np.ndarray, 2e-4),
-    "np.float64 scalar": (scalar_mix, lambda r: (np.float64(r.uniform(0.2, 0.9)),
-                                                 np.float64(0.7)), np.float64, 1e-7),
+    "0-d ndarray": (
+        scalar_mix,
+        lambda r: (np.array(r.uniform(0.2, 0.9)), np.array(0.7)),
+        np.ndarray,
+        1e-7,
+    ),
+    "n-d float64": (vector_mix, lambda r: (_vec(r, (3, 4)), _vec(r, (3, 4))), np.ndarray, 1e-7),
+    "float32": (
+        vector_mix,
+        lambda r: (_vec(r, (5,), np.float32), _vec(r, (5,), np.float32)),
+        np.ndarray,
+        2e-4,
+    ),
+    "np.float64 scalar": (
+        scalar_mix,
+        lambda r: (np.float64(r.uniform(0.2, 0.9)), np.float64(0.7)),
+        np.float64,
+        1e-7,
+    ),
     "static int": (power_of_sin, lambda r: (_vec(r, (4,)), 3), np.ndarray, 1e-7),
     "static bool": (flagged, lambda r: (_vec(r, (4,)), True), np.ndarray, 1e-7),
     "static str": (by_mode, lambda r: (_vec(r, (4,)), "exp"), np.ndarray, 1e-7),
@@ -154,35 +168,55 @@ def test_second_call_takes_the_entry_and_is_right(kind, key_calls):
 
 def test_static_values_reach_the_generated_code(key_calls):
     x = np.array([0.3, 0.6, 0.9])
-    for fn, statics in ((flagged, (True, False)), (by_mode, ("exp", "cos")),
-                        (along, (None, 0, 1)), (power_of_sin, (1, 2, 3))):
+    for fn, statics in (
+        (flagged, (True, False)),
+        (by_mode, ("exp", "cos")),
+        (along, (None, 0, 1)),
+        (power_of_sin, (1, 2, 3)),
+    ):
         g = sourcegrad.grad(fn)
         arg = x if fn is not along else np.outer(x, x)
         for repeat in range(2):  # the second round goes through each signature's entry again
             for s in statics:
                 got = g(arg, s)
-                np.testing.assert_allclose(got, numeric_grad(fn, (arg, s), 0), rtol=1e-7,
-                                           err_msg=f"{fn.__name__}({s!r}), round {repeat}")
+                np.testing.assert_allclose(
+                    got,
+                    numeric_grad(fn, (arg, s), 0),
+                    rtol=1e-7,
+                    err_msg=f"{fn.__name__}({s!r}), round {repeat}",
+                )
     # each static value is a signature of its own
     assert len(sourcegrad.grad(along)._cache) == 3
 
 
 def square_power(x, n):
-    return np.sum(x ** n)
+    return np.sum(x**n)
 
 
 def test_switching_signatures_never_uses_a_stale_entry():
     g = sourcegrad.grad(square_power)
     x3, x4 = np.array([0.5, 1.5, 2.0]), np.array([0.1, 0.2, 0.3, 0.4])
     x32 = x3.astype(np.float32)
-    calls = [(x3, 2), (x4, 2), (x3, 2), (x32, 2), (x3, 3), (x3, 2), (x32, 3), (x4, 3),
-             (x3 + 1.0, 3)]
+    calls = [
+        (x3, 2),
+        (x4, 2),
+        (x3, 2),
+        (x32, 2),
+        (x3, 3),
+        (x3, 2),
+        (x32, 3),
+        (x4, 3),
+        (x3 + 1.0, 3),
+    ]
     for x, n in calls:
         for _ in range(2):  # once after a switch (general path), once on the entry
             got = g(x, n)
             assert type(got) is np.ndarray and got.shape == x.shape and got.dtype == x.dtype
-            np.testing.assert_allclose(got, n * x.astype(np.float64) ** (n - 1),
-                                       rtol=1e-6 if x.dtype == np.float32 else 1e-14)
+            np.testing.assert_allclose(
+                got,
+                n * x.astype(np.float64) ** (n - 1),
+                rtol=1e-6 if x.dtype == np.float32 else 1e-14,
+            )
     assert len(g._cache) == 6  # (3,) f8 x {2, 3}, (4,) f8 x {2, 3}, (3,) f4 x {2, 3}
 
 
@@ -224,7 +258,7 @@ def test_entry_misses_every_other_signature(key_calls):
     np.testing.assert_allclose(bare(n=2, x=x), 2 * x)
     # the Gradient itself handles the missed signatures correctly on the general path
     np.testing.assert_allclose(g(np.full(4, 0.5), 2), np.ones(4))
-    np.testing.assert_allclose(g(x, 3), 3 * x ** 2)
+    np.testing.assert_allclose(g(x, 3), 3 * x**2)
     swapped = g(x.astype(">f8"), 2)
     np.testing.assert_allclose(swapped, 2 * x)
     assert swapped.shape == (3,)
@@ -251,7 +285,7 @@ def test_keyword_arguments_bind_in_the_entry_and_are_right(key_calls):
     x = np.array([0.5, 1.5, 2.0])
     g(x, 3)
     del key_calls[:]
-    np.testing.assert_allclose(g(x, n=3), 3 * x ** 2)
+    np.testing.assert_allclose(g(x, n=3), 3 * x**2)
     np.testing.assert_allclose(g(n=3, x=x + 1.0), 3 * (x + 1.0) ** 2)
     assert key_calls == []  # the entry takes the function's parameters, keywords too
     np.testing.assert_allclose(g(x=x, n=2), 2 * x)  # another signature: the general path
@@ -259,8 +293,8 @@ def test_keyword_arguments_bind_in_the_entry_and_are_right(key_calls):
     with pytest.raises(TypeError, match="unexpected keyword argument 'm'"):
         g(x, m=2)
     del key_calls[:]
-    np.testing.assert_allclose(g(x, 3), 3 * x ** 2)  # positional again: the n=3 entry
-    np.testing.assert_allclose(g(x, 3), 3 * x ** 2)
+    np.testing.assert_allclose(g(x, 3), 3 * x**2)  # positional again: the n=3 entry
+    np.testing.assert_allclose(g(x, 3), 3 * x**2)
     assert key_calls == []  # (one call with n=2 did not replace the n=3 entry: Gradient._install)
 
 
@@ -279,7 +313,7 @@ def test_an_entry_is_replaced_when_another_signature_comes_twice(key_calls):
     # two signatures alternating: the general path for two calls in three, not every call
     del key_calls[:]
     for _ in range(6):
-        np.testing.assert_allclose(g(x, 3), 3 * x ** 2)
+        np.testing.assert_allclose(g(x, 3), 3 * x**2)
         np.testing.assert_allclose(g(x, 2), 2 * x)
     assert len(key_calls) == 8
     # a run of one signature goes through its entry from its second call on
@@ -289,7 +323,7 @@ def test_an_entry_is_replaced_when_another_signature_comes_twice(key_calls):
 
 
 def scaled(x, scale=2.0):
-    return np.sum(scale * x ** 2)
+    return np.sum(scale * x**2)
 
 
 def test_default_arguments_are_filled_in(key_calls):
@@ -312,6 +346,7 @@ def test_default_arguments_are_filled_in(key_calls):
 def test_lists_have_no_entry_and_still_work():
     def total(xs, y):
         return np.sum(xs[0] * y) + np.sum(xs[1] * y * y)
+
     g = sourcegrad.grad(total, wrt=1)
     xs, y = [np.array([1.0, 2.0]), np.array([3.0, 4.0])], np.array([0.5, 0.25])
     for _ in range(3):
@@ -327,7 +362,7 @@ OFFSETS = np.array([1.0, 2.0, 3.0])
 
 
 def scaled_by_global(x):
-    return np.sum(SCALE * x ** 2 + OFFSETS * x)
+    return np.sum(SCALE * x**2 + OFFSETS * x)
 
 
 def test_rebinding_a_global_is_seen_by_the_next_call(monkeypatch, key_calls):
@@ -360,6 +395,7 @@ def _closure():
     def set_c(value):
         nonlocal c
         c = value
+
     return inner, set_c
 
 
@@ -414,6 +450,7 @@ def test_each_gradient_of_a_closure_sees_a_rebinding():
 
 
 # --- who owns the results -------------------------------------------------------------------
+
 
 def dot_sum(a, b):
     return np.sum(a * b)
@@ -499,9 +536,16 @@ def test_broadcast_gradients_are_made_into_arrays_of_their_own():
     assert g._last.finish is not None  # a broadcast view needs the general conversion
 
 
-@pytest.mark.parametrize("x, kind", [
-    (0.4, float), (np.float64(0.4), np.float64), (np.float32(0.4), np.float32),
-    (np.array(0.4), np.ndarray), (np.array(0.4, dtype=np.float32), np.ndarray)])
+@pytest.mark.parametrize(
+    "x, kind",
+    [
+        (0.4, float),
+        (np.float64(0.4), np.float64),
+        (np.float32(0.4), np.float32),
+        (np.array(0.4), np.ndarray),
+        (np.array(0.4, dtype=np.float32), np.ndarray),
+    ],
+)
 def test_scalar_gradients_keep_the_input_type(x, kind):
     g = sourcegrad.grad(sum_of_sin)
     results = [g(x) for _ in range(3)]
@@ -509,8 +553,9 @@ def test_scalar_gradients_keep_the_input_type(x, kind):
         assert type(r) is kind
         if kind is np.ndarray:
             assert r.shape == () and r.dtype == x.dtype and r.flags.writeable
-        np.testing.assert_allclose(float(r), np.cos(0.4),
-                                   rtol=1e-6 if np.asarray(x).dtype == np.float32 else 1e-15)
+        np.testing.assert_allclose(
+            float(r), np.cos(0.4), rtol=1e-6 if np.asarray(x).dtype == np.float32 else 1e-15
+        )
     if kind is np.ndarray:
         assert results[1] is not results[2]
     two = sourcegrad.grad(scalar_mix, wrt=(0, 1))
@@ -525,6 +570,7 @@ def test_scalar_gradients_keep_the_input_type(x, kind):
 
 
 # --- value_and_grad, loops ----------------------------------------------------------------
+
 
 def test_value_and_grad_goes_through_the_entry(key_calls):
     vg = sourcegrad.value_and_grad(vector_mix, wrt=(0, 1))
@@ -558,9 +604,17 @@ def looped(x):
     return np.sum(y)
 
 
-@pytest.mark.parametrize("x", [0.6, np.float64(0.6), np.array(0.6), np.array([0.6, 0.2]),
-                               np.array([0.6, 0.2], dtype=np.float32)],
-                         ids=["float", "np.float64", "0-d", "1-d", "float32"])
+@pytest.mark.parametrize(
+    "x",
+    [
+        0.6,
+        np.float64(0.6),
+        np.array(0.6),
+        np.array([0.6, 0.2]),
+        np.array([0.6, 0.2], dtype=np.float32),
+    ],
+    ids=["float", "np.float64", "0-d", "1-d", "float32"],
+)
 def test_a_loop_keeps_types_on_repeated_calls(x, key_calls):
     g = sourcegrad.grad(looped)
     for i in range(3):
@@ -578,16 +632,21 @@ def test_a_loop_keeps_types_on_repeated_calls(x, key_calls):
 
 # --- threads ------------------------------------------------------------------------------
 
+
 def test_threads_calling_two_signatures_all_get_their_own_results():
     g = sourcegrad.grad(vector_mix, wrt=(0, 1))
     rng = np.random.default_rng(7)
-    cases = [(_vec(rng, (3,)), _vec(rng, (3,))),
-             (_vec(rng, (2, 2), np.float32), _vec(rng, (2, 2), np.float32))]
+    cases = [
+        (_vec(rng, (3,)), _vec(rng, (3,))),
+        (_vec(rng, (2, 2), np.float32), _vec(rng, (2, 2), np.float32)),
+    ]
     expected = []
     for x, y in cases:
-        ex = np.cos(x) * y + (y * np.exp(x * y) * (1 + x ** 2) - 2 * x * np.exp(x * y)) \
-            / (1 + x ** 2) ** 2
-        ey = np.sin(x) + x * np.exp(x * y) / (1 + x ** 2)
+        ex = (
+            np.cos(x) * y
+            + (y * np.exp(x * y) * (1 + x**2) - 2 * x * np.exp(x * y)) / (1 + x**2) ** 2
+        )
+        ey = np.sin(x) + x * np.exp(x * y) / (1 + x**2)
         expected.append((ex, ey))
     errors, barrier = [], threading.Barrier(8)
 

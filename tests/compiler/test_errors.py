@@ -1,4 +1,5 @@
 """Bad input raises a SourcegradError subclass that says what was expected, and where."""
+
 import numpy as np
 import pytest
 
@@ -92,13 +93,20 @@ def test_function_without_source():
 
 
 def test_all_errors_derive_from_sourcegrad_error():
-    for cls in (errors.UnsupportedSyntaxError, errors.NoRuleError, errors.NonScalarOutputError,
-                errors.NonDifferentiableInputError, errors.WrtError, errors.SourceNotFoundError,
-                errors.NameResolutionError):
+    for cls in (
+        errors.UnsupportedSyntaxError,
+        errors.NoRuleError,
+        errors.NonScalarOutputError,
+        errors.NonDifferentiableInputError,
+        errors.WrtError,
+        errors.SourceNotFoundError,
+        errors.NameResolutionError,
+    ):
         assert issubclass(cls, sourcegrad.SourcegradError)
 
 
 # -- updates in place that numpy would see through another name --------------------------
+
 
 def iterate_a_view_while_updating(x):
     s = 0.0
@@ -126,8 +134,15 @@ def list_holds_the_array(x):
     return np.sum(xs[0] * xs[1])
 
 
-@pytest.mark.parametrize("fn", [iterate_a_view_while_updating, view_read_after_update,
-                                alias_read_after_update, list_holds_the_array])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        iterate_a_view_while_updating,
+        view_read_after_update,
+        alias_read_after_update,
+        list_holds_the_array,
+    ],
+)
 def test_in_place_update_seen_through_a_view_is_an_error(fn):
     x = np.array([0.3, -0.2, 0.7])
     with pytest.raises(errors.UnsupportedSyntaxError, match="changed in place") as info:
@@ -137,9 +152,9 @@ def test_in_place_update_seen_through_a_view_is_an_error(fn):
 
 def update_a_fresh_array(x):
     y = x * 2.0
-    y *= 3.0           # nobody else refers to y's array
+    y *= 3.0  # nobody else refers to y's array
     z = y[1:]
-    z2 = np.sum(z)     # the view is read before the update below
+    z2 = np.sum(z)  # the view is read before the update below
     y += 1.0
     return np.sum(y) + z2
 
@@ -147,13 +162,14 @@ def update_a_fresh_array(x):
 def update_a_float(x):
     y = float(np.sum(x))
     z = y
-    y *= 3.0           # floats are values: z keeps its own
-    return y + z + np.sum(x ** 2)
+    y *= 3.0  # floats are values: z keeps its own
+    return y + z + np.sum(x**2)
 
 
 @pytest.mark.parametrize("fn", [update_a_fresh_array, update_a_float])
 def test_in_place_updates_nobody_else_sees_are_fine(fn):
     from sourcegrad.api import numeric_grad
+
     x = np.array([0.3, -0.2, 0.7])
     np.testing.assert_allclose(sourcegrad.grad(fn)(x), numeric_grad(fn, (x,), 0), rtol=1e-6)
 

@@ -5,6 +5,7 @@ against central finite differences (`check_all`). Complex inputs: the gradient i
 convention, dL/dRe(z) + 1j dL/dIm(z), against differences along the real and imaginary
 parts. What has no complex rule, and a complex output, raise ComplexValueError, located.
 """
+
 import warnings
 
 import numpy as np
@@ -70,8 +71,10 @@ def ifftn_one_axis(x):
 
 
 def rfft2_rfftn(x):
-    return np.sum(np.abs(np.fft.rfft2(x)) ** 2 * 0.5) + \
-        np.imag(np.fft.rfftn(x, s=(2, 6), axes=(0, 1)))[0, 1]
+    return (
+        np.sum(np.abs(np.fft.rfft2(x)) ** 2 * 0.5)
+        + np.imag(np.fft.rfftn(x, s=(2, 6), axes=(0, 1)))[0, 1]
+    )
 
 
 def irfft2_squared(x):
@@ -87,8 +90,9 @@ def fftn_all_axes(x):
 
 
 def shifts(x):
-    return np.sum(np.fft.fftshift(x, axes=1) * np.arange(12.0).reshape(3, 4)) + \
-        np.sum(np.fft.ifftshift(x) ** 2 * np.arange(4.0))
+    return np.sum(np.fft.fftshift(x, axes=1) * np.arange(12.0).reshape(3, 4)) + np.sum(
+        np.fft.ifftshift(x) ** 2 * np.arange(4.0)
+    )
 
 
 def conj_imag_exp(x):
@@ -97,7 +101,7 @@ def conj_imag_exp(x):
 
 def real_imag_attributes(x):
     y = x * W
-    return np.sum(y.real ** 2 + y.imag * y.real)
+    return np.sum(y.real**2 + y.imag * y.real)
 
 
 def real_if_close_roundtrip(x):
@@ -114,7 +118,9 @@ def complex_matmul(x):
 
 def holomorphic_mix(x):
     y = (x + 0.5j) ** 3 / (x * W + 2.0) + np.sqrt(x * W + 3.0) - np.cumsum(x * W, axis=1)
-    return np.sum(np.abs(np.einsum("ij,kj->ik", y, W) + np.where(x > 0, y, 2 * y)[:, :3].T @ W[:, :3]))
+    return np.sum(
+        np.abs(np.einsum("ij,kj->ik", y, W) + np.where(x > 0, y, 2 * y)[:, :3].T @ W[:, :3])
+    )
 
 
 def item_writes(x):
@@ -128,11 +134,32 @@ def complex_vdot(x):
     return np.abs(np.vdot(x * W, W))
 
 
-REAL_CASES = [holomorphic_mix, item_writes, abs_of_complex_product, fft_power, fft_padded_ortho, fft_cut_forward, ifft_cubed,
-              rfft_abs, rfft_padded_angle, rfft_irfft, irfft_even_ortho, irfft_odd, fft2_sized,
-              ifftn_one_axis, rfft2_rfftn, irfft2_squared, irfftn_sized, fftn_all_axes, shifts,
-              conj_imag_exp, real_imag_attributes, real_if_close_roundtrip, angle_in_degrees,
-              complex_matmul]
+REAL_CASES = [
+    holomorphic_mix,
+    item_writes,
+    abs_of_complex_product,
+    fft_power,
+    fft_padded_ortho,
+    fft_cut_forward,
+    ifft_cubed,
+    rfft_abs,
+    rfft_padded_angle,
+    rfft_irfft,
+    irfft_even_ortho,
+    irfft_odd,
+    fft2_sized,
+    ifftn_one_axis,
+    rfft2_rfftn,
+    irfft2_squared,
+    irfftn_sized,
+    fftn_all_axes,
+    shifts,
+    conj_imag_exp,
+    real_imag_attributes,
+    real_if_close_roundtrip,
+    angle_in_degrees,
+    complex_matmul,
+]
 
 
 @pytest.mark.parametrize("f", REAL_CASES, ids=lambda f: f.__name__)
@@ -144,8 +171,9 @@ def test_real_input_through_complex_values(f):
 
 def test_the_issue_example_has_the_right_gradient():
     x = np.array([0.5, -1.2, 2.0])
-    np.testing.assert_allclose(sourcegrad.grad(abs_of_complex_product)(x),
-                               np.sign(x) * np.sqrt(5.0))
+    np.testing.assert_allclose(
+        sourcegrad.grad(abs_of_complex_product)(x), np.sign(x) * np.sqrt(5.0)
+    )
 
 
 def numeric_complex_grad(f, z, eps=1e-6):
@@ -187,9 +215,19 @@ def irfft_of_complex(z):
     return np.sum(np.fft.irfft(z, n=6) ** 2 * np.arange(6.0))
 
 
-@pytest.mark.parametrize("f", [abs_squared, fft_of_complex, angle_of_product, real_of_exp,
-                               imag_squared, real_part_only, irfft_of_complex],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "f",
+    [
+        abs_squared,
+        fft_of_complex,
+        angle_of_product,
+        real_of_exp,
+        imag_squared,
+        real_part_only,
+        irfft_of_complex,
+    ],
+    ids=lambda f: f.__name__,
+)
 def test_complex_input_gets_torchs_gradient(f):
     g = sourcegrad.grad(f)(Z)
     assert g.dtype == Z.dtype
@@ -213,10 +251,15 @@ def complex_maximum(x):
     return np.sum(np.abs(np.maximum(x * 1j, 0.5)))
 
 
-@pytest.mark.parametrize("f, what", [(complex_output, "returns a complex value"),
-                                     (complex_vdot, "vdot of a complex value"),
-                                     (complex_variance, "var of a complex value"),
-                                     (complex_maximum, "maximum of a complex value")])
+@pytest.mark.parametrize(
+    "f, what",
+    [
+        (complex_output, "returns a complex value"),
+        (complex_vdot, "vdot of a complex value"),
+        (complex_variance, "var of a complex value"),
+        (complex_maximum, "maximum of a complex value"),
+    ],
+)
 def test_what_has_no_complex_rule_is_refused_at_its_line(f, what):
     with pytest.raises(errors.ComplexValueError, match=what) as info:
         sourcegrad.grad(f)(X)
@@ -282,8 +325,9 @@ def sign_of_a_loop_value(x):
     return np.sum(np.abs(s))
 
 
-@pytest.mark.parametrize("f", [complex_sum_in_a_loop, becomes_complex_in_a_loop],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "f", [complex_sum_in_a_loop, becomes_complex_in_a_loop], ids=lambda f: f.__name__
+)
 def test_values_that_become_complex_in_a_loop(f):
     with warnings.catch_warnings():
         warnings.simplefilter("error", np.exceptions.ComplexWarning)

@@ -1,4 +1,5 @@
 """Every straight-line case's compiled gradient agrees with central finite differences."""
+
 import numpy as np
 import pytest
 

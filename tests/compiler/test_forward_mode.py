@@ -2,6 +2,7 @@
 
 Every straight-line and control-flow case: the JVP equals the gradient dotted with the
 tangent; the Hessian-vector product equals central differences of the gradient along v."""
+
 import numpy as np
 import pytest
 
@@ -34,20 +35,26 @@ def test_jvp_is_the_gradient_along_the_tangent(fn, make_args, wrt):
     value, t_out = sourcegrad.jvp(fn, args, tangents)
     grads = sourcegrad.grad(fn, wrt=wrt)(*args)
     grads = grads if isinstance(wrt, tuple) else (grads,)
-    expected = sum(float(np.sum(np.asarray(g) * np.asarray(tangents[p])))
-                   for g, p in zip(grads, positions))
+    expected = sum(
+        float(np.sum(np.asarray(g) * np.asarray(tangents[p]))) for g, p in zip(grads, positions)
+    )
     assert float(value) == pytest.approx(float(fn(*args)), rel=1e-12, abs=1e-12)
     assert float(t_out) == pytest.approx(expected, rel=1e-9, abs=1e-10)
 
 
 # f_prod: the gradient of prod is a runtime helper without a forward-mode rule yet, so its
 # Hessian raises NoRuleError (tested below) instead of giving a number
-HVP_CASES = [c for c in ALL if not isinstance(c[2], tuple)
-             and c[0].__name__ not in ("f_mask_index", "c_print", "f_nondiff", "f_prod")]
+HVP_CASES = [
+    c
+    for c in ALL
+    if not isinstance(c[2], tuple)
+    and c[0].__name__ not in ("f_mask_index", "c_print", "f_nondiff", "f_prod")
+]
 
 
-@pytest.mark.parametrize("fn, make_args, wrt", HVP_CASES,
-                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(HVP_CASES)])
+@pytest.mark.parametrize(
+    "fn, make_args, wrt", HVP_CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(HVP_CASES)]
+)
 def test_hvp_matches_finite_differences_of_the_gradient(fn, make_args, wrt):
     args = make_args(np.random.default_rng(0))
     x = args[wrt]
@@ -59,6 +66,7 @@ def test_hvp_matches_finite_differences_of_the_gradient(fn, make_args, wrt):
         moved = list(args)
         moved[wrt] = x + shift * np.asarray(v) if not isinstance(x, float) else x + shift * v
         return np.asarray(gradient(*moved))
+
     numeric = (at(eps) - at(-eps)) / (2 * eps)
     got = np.asarray(sourcegrad.hvp(fn, wrt)(*args, v))
     np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-6)
@@ -77,6 +85,7 @@ def test_hessian_of_a_quadratic_form():
 
 def test_jvp_source_keeps_the_loop_and_saves_nothing():
     from .control_cases import c_rnn
+
     args = CONTROL_CASES[[c[0] for c in CONTROL_CASES].index(c_rnn)][1](np.random.default_rng(0))
     tangents = [np.ones_like(args[0])] + [None] * 4
     sourcegrad.jvp(c_rnn, args, tangents)
@@ -91,11 +100,17 @@ def test_jvp_needs_a_tangent():
         sourcegrad.jvp(quadratic_form, (np.ones(2), np.eye(2)), (None, None))
 
 
-@pytest.mark.parametrize("x", [np.array([[0.5, 1.5, 2.0], [-0.7, 1.1, 0.3]]),
-                               np.array([[0.5, 0.0, 2.0], [-0.7, 1.1, 0.3]]),   # one zero
-                               np.array([[0.0, 0.0, 2.0], [-0.7, 0.0, 0.3]])])  # two zeros
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([[0.5, 1.5, 2.0], [-0.7, 1.1, 0.3]]),
+        np.array([[0.5, 0.0, 2.0], [-0.7, 1.1, 0.3]]),  # one zero
+        np.array([[0.0, 0.0, 2.0], [-0.7, 0.0, 0.3]]),
+    ],
+)  # two zeros
 def test_second_derivative_of_prod_is_exact_also_at_zeros(x):
     from .cases import f_prod
+
     gradient = sourcegrad.grad(f_prod)
     v = np.array([[0.3, -1.2, 0.8], [0.5, 0.2, -0.4]])
     # the Hessian-vector product against central differences of the gradient along v

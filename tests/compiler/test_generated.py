@@ -1,4 +1,5 @@
 """Generated code is deterministic, and generated/ is up to date with the examples."""
+
 import os
 import subprocess
 import sys
@@ -18,8 +19,9 @@ print(g.source + h.source)
 
 
 def run(*args, **kwargs):
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                          **kwargs)
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, **kwargs
+    )
 
 
 def test_source_is_byte_identical_across_processes():
@@ -39,8 +41,10 @@ def test_generated_folder_is_up_to_date():
 def test_golden_modules_import_and_compute_the_gradient():
     import importlib.util
     import numpy as np
+
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import logreg
+
     path = os.path.join(ROOT, "generated", "logreg_loss_dw.py")
     spec = importlib.util.spec_from_file_location("golden_logreg", path)
     module = importlib.util.module_from_spec(spec)
@@ -64,8 +68,9 @@ def test_demo_runs_and_verifies():
 
 
 def test_show_forward_prints_the_jvp():
-    result = run("-m", "sourcegrad", "show", "examples/spring.py:final_position", "--wrt", "k",
-                 "--forward")
+    result = run(
+        "-m", "sourcegrad", "show", "examples/spring.py:final_position", "--wrt", "k", "--forward"
+    )
     assert result.returncode == 0, result.stderr
     assert "def jvp_final_position(k, c, k_dot):" in result.stdout
     assert "forward-mode derivative (JVP) with respect to k" in result.stdout
@@ -74,8 +79,8 @@ def test_show_forward_prints_the_jvp():
 def test_terminal_highlighting_only_adds_colours():
     import re
     from sourcegrad.cli import highlight
-    for name in sorted(n for n in os.listdir(os.path.join(ROOT, "generated"))
-                       if n.endswith(".py")):
+
+    for name in sorted(n for n in os.listdir(os.path.join(ROOT, "generated")) if n.endswith(".py")):
         source = open(os.path.join(ROOT, "generated", name)).read()
         coloured = highlight(source)
         assert "\x1b[" in coloured
@@ -87,24 +92,34 @@ def test_show_is_plain_when_piped():
     assert result.returncode == 0 and "\x1b[" not in result.stdout
 
 
-PLAIN_FILE = '''import numpy as np
+PLAIN_FILE = """import numpy as np
 
 
 def loss(w, X, y, reg=0.1):
     p = 1 / (1 + np.exp(-(X @ w)))
     return -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)) + reg * np.sum(w * w)
-'''
+"""
 
 
 def test_show_with_shapes_on_the_command_line(tmp_path, capsys):
     from sourcegrad.cli import main
+
     path = tmp_path / "plain.py"
     path.write_text(PLAIN_FILE)
     assert main(["show", f"{path}:loss", "--args", "w=(10,), X=(64, 10), y=(64,)"]) == 0
     out = capsys.readouterr().out
     assert "def dloss_dw(w, X, y, reg):" in out and "X.T.dot(" in out
-    assert main(["show", f"{path}:loss", "--args",
-                 "w=float32(10,), X=float32(64, 10), y=float32(64,), reg=float"]) == 0
+    assert (
+        main(
+            [
+                "show",
+                f"{path}:loss",
+                "--args",
+                "w=float32(10,), X=float32(64, 10), y=float32(64,), reg=float",
+            ]
+        )
+        == 0
+    )
     assert main(["show", f"{path}:loss"]) == 1
     assert "--args" in capsys.readouterr().err
     assert main(["show", f"{path}:loss", "--args", "w=(10,), X=(64, 10), z=(3,)"]) == 1

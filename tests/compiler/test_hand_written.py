@@ -8,6 +8,7 @@ printed (`pytest -s`) and quoted in the README's tour. Statements are counted as
 parses them (a loop or a branch and each statement inside it), from the first
 `# backward` comment on.
 """
+
 import ast
 import importlib.util
 import pathlib
@@ -28,9 +29,13 @@ def backward_statements(source: str) -> int:
     lines = source.splitlines()
     start = next(i + 1 for i, line in enumerate(lines) if line.strip().startswith("# backward"))
     tree = ast.parse(source)
-    return sum(1 for node in ast.walk(tree) if isinstance(node, ast.stmt) and
-               not isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom)) and
-               node.lineno > start)
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.stmt)
+        and not isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom))
+        and node.lineno > start
+    )
 
 
 def _hand(name):
@@ -57,12 +62,15 @@ def test_backward_is_as_short_as_the_hand_written_one(name):
         np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-12)
     generated, written = backward_statements(grad.source), backward_statements(hand_source)
     ratio = generated / written
-    print(f"{name}: generated backward {generated} statements, hand-written {written}: "
-          f"{ratio:.2f}x")
+    print(
+        f"{name}: generated backward {generated} statements, hand-written {written}: {ratio:.2f}x"
+    )
     assert ratio <= MAX_RATIO, grad.source
 
 
 def test_statements_are_counted_from_the_backward_comment():
-    source = "def f(x):\n    y = x\n    # backward\n    for i in range(2):\n" \
-             "        y = y + 1\n    return y\n"
+    source = (
+        "def f(x):\n    y = x\n    # backward\n    for i in range(2):\n"
+        "        y = y + 1\n    return y\n"
+    )
     assert backward_statements(source) == 3

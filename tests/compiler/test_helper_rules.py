@@ -6,6 +6,7 @@ forward mode its JVP. Each function below makes its gradient call one helper (th
 comment says which); its second derivative in reverse mode is checked against central
 finite differences of the compiled gradient and against forward mode.
 """
+
 import numpy as np
 import pytest
 
@@ -30,8 +31,11 @@ def numeric_jacobian(fn, args, pos, eps=1e-5):
         for shift in (step, -step):
             flat[i] = orig + shift
             moved = float(base) if isinstance(x, float) else base.copy()
-            values.append(np.asarray(fn(*[moved if j == pos else a for j, a in enumerate(args)]),
-                                     dtype=np.float64))
+            values.append(
+                np.asarray(
+                    fn(*[moved if j == pos else a for j, a in enumerate(args)]), dtype=np.float64
+                )
+            )
         flat[i] = orig
         columns.append((values[0] - values[1]) / (2 * step))
     out_shape = columns[0].shape
@@ -52,6 +56,7 @@ def positive(seed, *shape):
 
 
 # -- one function per helper (or per way of reaching it) -------------------------------------
+
 
 def h_slice(x):  # unindex, basic slices and integers
     return np.sum(np.sin(x[1:]) ** 2) + x[0] * x[-1]
@@ -74,28 +79,33 @@ def h_take(x):  # untake, along an axis and flattened, with repeats
 
 
 def h_concat(x, y):  # take_part
-    return np.sum(np.concatenate([x, y * x, x], axis=1) ** 2) + \
-        np.sum(np.sin(np.concatenate([x, y], axis=0)))
+    return np.sum(np.concatenate([x, y * x, x], axis=1) ** 2) + np.sum(
+        np.sin(np.concatenate([x, y], axis=0))
+    )
 
 
 def h_expand(x):  # expand_reduced (only helpers call it; here the user does)
-    return np.sum(expand_reduced(np.sum(x ** 2, axis=1), x, 1, False) * x) + \
-        np.sum(expand_reduced(np.sum(x ** 3, axis=0, keepdims=True), x, 0, True) * x)
+    return np.sum(expand_reduced(np.sum(x**2, axis=1), x, 1, False) * x) + np.sum(
+        expand_reduced(np.sum(x**3, axis=0, keepdims=True), x, 0, True) * x
+    )
 
 
 def h_max(x):  # max_grad: along an axis, full, keepdims
-    return np.sum(np.max(x ** 2, axis=0) ** 2) + np.max(np.sin(x)) * np.sum(x) + \
-        np.sum(x * np.min(x ** 3, axis=1, keepdims=True))
+    return (
+        np.sum(np.max(x**2, axis=0) ** 2)
+        + np.max(np.sin(x)) * np.sum(x)
+        + np.sum(x * np.min(x**3, axis=1, keepdims=True))
+    )
 
 
 def h_setitem(x):  # zero_at (and unindex for the value)
-    a = x ** 2
+    a = x**2
     a[1] = np.sin(x[0])
-    return np.sum(a ** 2)
+    return np.sum(a**2)
 
 
 def h_select(x, y):  # select_grad: builtin max/min of numbers
-    return max(x * y, x ** 2) ** 2 + min(x, y) * x
+    return max(x * y, x**2) ** 2 + min(x, y) * x
 
 
 def h_dot(x, y):  # dot_grad (N-d dot)
@@ -107,8 +117,9 @@ def h_inner(x, y):  # inner_grad (N-d inner)
 
 
 def h_tensordot(x, y):  # tensordot_grad, axes as lists and as a number
-    return np.sum(np.tensordot(x, y, axes=([1, 2], [0, 1])) ** 2) + \
-        np.sum(np.tensordot(y, x, 1) ** 2)
+    return np.sum(np.tensordot(x, y, axes=([1, 2], [0, 1])) ** 2) + np.sum(
+        np.tensordot(y, x, 1) ** 2
+    )
 
 
 def h_einsum(x, y):  # einsum_grad, a product and a label summed inside one operand
@@ -118,44 +129,44 @@ def h_einsum(x, y):  # einsum_grad, a product and a label summed inside one oper
 def h_list_index(x):  # unindex of a list built at run time
     xs = []
     xs.append(np.sin(x))
-    xs.append(x ** 2)
+    xs.append(x**2)
     return np.sum(xs[1] * xs[0])
 
 
 def h_list_slice(x):  # unindex of a list with a slice: its adjoint is a list
     xs = []
     xs.append(np.sin(x))
-    xs.append(x ** 2)
-    xs.append(x ** 3)
+    xs.append(x**2)
+    xs.append(x**3)
     part = xs[1:]
     return np.sum(part[0] * part[1])
 
 
 def h_unindex_list(x):  # unindex_list, called directly
-    parts = unindex_list(x ** 2, [x, x], 1)
+    parts = unindex_list(x**2, [x, x], 1)
     return np.sum(parts[1] * np.sin(x))
 
 
 def h_stack_list(x):  # unstack_list
     xs = []
     xs.append(np.sin(x))
-    xs.append(x ** 2)
+    xs.append(x**2)
     return np.sum(np.stack(xs, axis=1) ** 2)
 
 
 def h_concat_list(x):  # unconcatenate_list
     xs = []
     xs.append(np.sin(x))
-    xs.append(x ** 2)
+    xs.append(x**2)
     return np.sum(np.concatenate(xs, axis=0) ** 3)
 
 
 def h_sum_list(x):  # sum_list_grad, items of different shapes
-    return np.sum(sum([np.sin(x), x ** 2, x[0]]) ** 2)
+    return np.sum(sum([np.sin(x), x**2, x[0]]) ** 2)
 
 
 def h_mean_prod(x):  # reductions with axes and keepdims next to the helpers
-    return np.sum(np.mean(x ** 2, axis=1) ** 2) + np.sum(np.prod(x, axis=0, keepdims=True) * x)
+    return np.sum(np.mean(x**2, axis=1) ** 2) + np.sum(np.prod(x, axis=0, keepdims=True) * x)
 
 
 HELPER_CASES = [
@@ -216,6 +227,7 @@ def test_forward_over_the_gradient_agrees_with_reverse(fn, make_args, wrt, helpe
 
 # -- mixed second derivatives: d/dx of a scalar gradient d/ds ----------------------------------
 
+
 def m_slice(s, x):
     return np.sum(np.sin(s * x[1:]) ** 2) + s * x[0] * x[-1]
 
@@ -233,17 +245,17 @@ def m_take(s, x):
 
 
 def m_concat(s, x):
-    return np.sum(np.concatenate([x, s * x, x ** 2], axis=1) ** 2)
+    return np.sum(np.concatenate([x, s * x, x**2], axis=1) ** 2)
 
 
 def m_max(s, x):
-    return np.sum(np.max(s * x ** 2, axis=0) ** 2) + np.max(np.sin(s * x))
+    return np.sum(np.max(s * x**2, axis=0) ** 2) + np.max(np.sin(s * x))
 
 
 def m_setitem(s, x):
-    a = s * x ** 2
+    a = s * x**2
     a[1] = np.sin(s * x[0])
-    return np.sum(a ** 2)
+    return np.sum(a**2)
 
 
 def m_dot(s, x):
@@ -251,11 +263,11 @@ def m_dot(s, x):
 
 
 def m_inner(s, x):
-    return np.sum(np.inner(s * x, x ** 2) ** 2)
+    return np.sum(np.inner(s * x, x**2) ** 2)
 
 
 def m_tensordot(s, x):
-    return np.sum(np.tensordot(s * x, x ** 2, axes=([1, 2], [1, 2])) ** 2)
+    return np.sum(np.tensordot(s * x, x**2, axes=([1, 2], [1, 2])) ** 2)
 
 
 def m_einsum(s, x):
@@ -269,13 +281,16 @@ EINSUM_CONSTANT = normal(41, 5, 3, 4)
 def m_lists(s, x):
     xs = []
     xs.append(np.sin(s * x))
-    xs.append(s * x ** 2)
-    return np.sum(np.stack(xs, axis=0) ** 2) + np.sum(np.concatenate(xs) ** 3) + \
-        np.sum(sum([xs[0], s * x[0]]) ** 2)
+    xs.append(s * x**2)
+    return (
+        np.sum(np.stack(xs, axis=0) ** 2)
+        + np.sum(np.concatenate(xs) ** 3)
+        + np.sum(sum([xs[0], s * x[0]]) ** 2)
+    )
 
 
 def m_select(s, x):
-    return max(s * x[0], s ** 2) ** 2
+    return max(s * x[0], s**2) ** 2
 
 
 MIXED_CASES = [
@@ -319,12 +334,14 @@ def test_third_derivative_with_respect_to_a_number(fn, make_args):
 
 # -- einsum_grad with respect to its operands --------------------------------------------------
 
+
 def e_operands(A, B, H):
     ops = (A, A)
     for _ in range(1):  # a tuple variable assigned in a loop has an adjoint (a literal has none)
         ops = (A, B)
-    return np.sum(einsum_grad(H, "ij,jk->ik", ops, 0) ** 2) + \
-        np.sum(np.sin(einsum_grad(H, "ij,jk->ik", ops, 1)))
+    return np.sum(einsum_grad(H, "ij,jk->ik", ops, 0) ** 2) + np.sum(
+        np.sin(einsum_grad(H, "ij,jk->ik", ops, 1))
+    )
 
 
 def e_summed_label(A, v, h):
@@ -332,9 +349,11 @@ def e_summed_label(A, v, h):
     for _ in range(1):
         ops = (A, v)
     # an implicit output ("ij,j" is "ij,j->i"), and a label (j) that only operand 0 has
-    return np.sum(einsum_grad(h * (A @ v), "ij,j", ops, 0) ** 2) + \
-        np.sum(np.sin(einsum_grad(h * A, "ij,k->ik", ops, 0)) * A) + \
-        np.sum(einsum_grad(h * A, "ij,k->ik", ops, 1) ** 2)
+    return (
+        np.sum(einsum_grad(h * (A @ v), "ij,j", ops, 0) ** 2)
+        + np.sum(np.sin(einsum_grad(h * A, "ij,k->ik", ops, 0)) * A)
+        + np.sum(einsum_grad(h * A, "ij,k->ik", ops, 1) ** 2)
+    )
 
 
 @pytest.mark.parametrize("wrt", [0, 1, 2])
@@ -354,8 +373,9 @@ def test_einsum_grad_rules_with_implicit_output_and_a_summed_label():
     args = (normal(54, 2, 3), normal(55, 3), 0.7)
     for wrt in (0, 1, 2):
         expected = numeric_grad(e_summed_label, args, wrt)
-        np.testing.assert_allclose(sourcegrad.grad(e_summed_label, wrt=wrt)(*args), expected,
-                                   rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(
+            sourcegrad.grad(e_summed_label, wrt=wrt)(*args), expected, rtol=1e-6, atol=1e-7
+        )
         tangents = [None] * 3
         tangents[wrt] = 1.0 if wrt == 2 else normal(56, *np.shape(args[wrt]))
         _, t_out = sourcegrad.jvp(e_summed_label, args, tangents)
@@ -370,8 +390,11 @@ def test_einsum_swap_trades_an_operand_for_the_output():
 
 # -- the sweep: every straight-line case, differentiated twice ----------------------------------
 
-SWEEP = [pytest.param(fn, make, w, id=f"{fn.__name__}-{w}") for fn, make, wrt in CASES
-         for w in (wrt if isinstance(wrt, tuple) else (wrt,))]
+SWEEP = [
+    pytest.param(fn, make, w, id=f"{fn.__name__}-{w}")
+    for fn, make, wrt in CASES
+    for w in (wrt if isinstance(wrt, tuple) else (wrt,))
+]
 
 
 @pytest.mark.parametrize("fn, make_args, wrt", SWEEP)

@@ -1,4 +1,5 @@
 """grad(grad(f)): the generated gradient is ordinary Python and is differentiated again."""
+
 import ast
 
 import numpy as np
@@ -9,11 +10,11 @@ from sourcegrad.api import numeric_grad
 
 
 def cubic_sine(x):
-    return np.sin(x) * x ** 3
+    return np.sin(x) * x**3
 
 
 def two_args(x, y):
-    return np.tanh(x * y) * x + np.exp(y) * x ** 2
+    return np.tanh(x * y) * x + np.exp(y) * x**2
 
 
 def looped(x):
@@ -25,7 +26,7 @@ def looped(x):
 
 def test_second_derivative_matches_closed_form():
     x = 0.7
-    expected = -np.sin(x) * x ** 3 + 6 * np.cos(x) * x ** 2 + 6 * x * np.sin(x)
+    expected = -np.sin(x) * x**3 + 6 * np.cos(x) * x**2 + 6 * x * np.sin(x)
     assert sourcegrad.grad(sourcegrad.grad(cubic_sine))(x) == pytest.approx(expected, rel=1e-12)
 
 
@@ -57,7 +58,7 @@ def branchy(x):
         if x * i > 1.0:
             s = s + np.sin(x) * x
         else:
-            s = s + x ** 3 / (i + 1.0)
+            s = s + x**3 / (i + 1.0)
     t = x
     while t < 5.0:
         t = t * 1.5 + np.cos(t)
@@ -69,8 +70,8 @@ def early_return(x):
     for i in range(5):
         acc = np.tanh(acc) * x + 0.1
         if acc > 0.8:
-            return acc * x ** 2
-    return np.log(1.0 + acc ** 2)
+            return acc * x**2
+    return np.log(1.0 + acc**2)
 
 
 def stacked(x, w):
@@ -81,9 +82,14 @@ def stacked(x, w):
     return h * h
 
 
-CONTROL_FLOW = [(branchy, (0.7,)), (branchy, (0.2,)), (branchy, (0.45,)),
-                (early_return, (0.9,)), (early_return, (0.3,)),
-                (stacked, (0.6, np.array([[0.3, -0.2], [0.5, 0.1], [0.9, -0.4]])))]
+CONTROL_FLOW = [
+    (branchy, (0.7,)),
+    (branchy, (0.2,)),
+    (branchy, (0.45,)),
+    (early_return, (0.9,)),
+    (early_return, (0.3,)),
+    (stacked, (0.6, np.array([[0.3, -0.2], [0.5, 0.1], [0.9, -0.4]]))),
+]
 
 
 @pytest.mark.parametrize("fn,args", CONTROL_FLOW, ids=lambda v: getattr(v, "__name__", ""))
@@ -124,10 +130,12 @@ def test_second_order_source_through_loops_is_readable():
     assert len(source.splitlines()) < 50
     # no dead statements: every name the function assigns is read afterwards
     tree = ast.parse(source)
-    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-              and isinstance(n.ctx, ast.Store)} - {"i", "k"}  # loop counters
-    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-              and isinstance(n.ctx, ast.Load)}
+    stored = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    } - {"i", "k"}  # loop counters
+    loaded = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
     assert stored <= loaded, stored - loaded
 
 
@@ -142,7 +150,7 @@ def mixed(x, w):
         if x > 0.1:
             s = s + np.sum(np.sin(w * x))
         else:
-            s = s + np.sum(w ** 2) * x
+            s = s + np.sum(w**2) * x
     return s
 
 

@@ -2,6 +2,7 @@
 backward owns, instead of `d_x += unindex(g, x, index)` (a full-size array of zeros per
 use, which in a loop over the rows of x costs O(rows^2)). Only for basic indices: an
 integer-array index may repeat an element, which `+=` would count once."""
+
 import re
 
 import numpy as np
@@ -21,7 +22,7 @@ def rows_loop(x, A):
 def windows(x):
     s = 0.0
     for i in range(x.shape[0] - 1):
-        s = s + np.sum(np.sin(x[i:i + 2]) * (i + 1.0))
+        s = s + np.sum(np.sin(x[i : i + 2]) * (i + 1.0))
     return s
 
 
@@ -42,7 +43,7 @@ def rng():
 
 
 def _backward(source):
-    return source[source.index("# backward"):]
+    return source[source.index("# backward") :]
 
 
 def test_rows_of_a_loop_are_added_in_place(rng):
@@ -51,7 +52,7 @@ def test_rows_of_a_loop_are_added_in_place(rng):
     dx, dA = g(x, A)
     np.testing.assert_allclose(dx, numeric_grad(rows_loop, (x, A), 0), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(dA, numeric_grad(rows_loop, (x, A), 1), rtol=1e-7, atol=1e-9)
-    loop = g.source[g.source.index("for i in reversed"):]
+    loop = g.source[g.source.index("for i in reversed") :]
     assert "dx[i] += " in loop and "dA[i] += " in loop
     assert "unindex" not in loop
 
@@ -75,8 +76,9 @@ def test_repeated_integer_indices_still_accumulate_every_repetition(rng):
 def test_straight_line_reads_of_rows(rng):
     x = rng.normal(size=(3, 4))
     g = sourcegrad.grad(two_reads_of_one_row)
-    np.testing.assert_allclose(g(x), numeric_grad(two_reads_of_one_row, (x,), 0), rtol=1e-7,
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        g(x), numeric_grad(two_reads_of_one_row, (x,), 0), rtol=1e-7, atol=1e-9
+    )
 
 
 def test_second_order_through_in_place_item_updates(rng):

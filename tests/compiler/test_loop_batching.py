@@ -6,6 +6,7 @@ results (optimize.reuse_dead_buffers, _last_uses).
 
 Every test checks the numbers against central finite differences and, where an
 optimization should fire (or must not), the generated source."""
+
 import ast
 import re
 
@@ -24,8 +25,13 @@ ALL = (0, 1, 2, 3, 4)  # W, U, b, h0, xs
 def rnn_args():
     rng = np.random.default_rng(0)
     hidden, n_in, steps = 4, 3, 5
-    return (rng.normal(scale=0.5, size=(hidden, hidden)), rng.normal(size=(hidden, n_in)),
-            rng.normal(size=hidden), rng.normal(size=hidden), rng.normal(size=(steps, n_in)))
+    return (
+        rng.normal(scale=0.5, size=(hidden, hidden)),
+        rng.normal(size=(hidden, n_in)),
+        rng.normal(size=hidden),
+        rng.normal(size=hidden),
+        rng.normal(size=(steps, n_in)),
+    )
 
 
 def check_numbers(fn, args, wrt, rtol=1e-6, atol=1e-8):
@@ -36,8 +42,13 @@ def check_numbers(fn, args, wrt, rtol=1e-6, atol=1e-8):
     for a, b in zip(args, before):
         np.testing.assert_array_equal(a, b)  # inputs are never written
     for pos, got in zip(wrt, grads):
-        np.testing.assert_allclose(got, numeric_grad(fn, args, pos), rtol=rtol, atol=atol,
-                                   err_msg=f"{fn.__name__}: gradient wrt argument {pos}")
+        np.testing.assert_allclose(
+            got,
+            numeric_grad(fn, args, pos),
+            rtol=rtol,
+            atol=atol,
+            err_msg=f"{fn.__name__}: gradient wrt argument {pos}",
+        )
     return g
 
 
@@ -50,8 +61,9 @@ def line_of(source, target):
 
 def dU_lines(source):
     """The code of the generated lines that assign or accumulate dU."""
-    return [ln.split("#")[0].strip() for ln in source.splitlines()
-            if re.match(r"\s*dU (\+)?= ", ln)]
+    return [
+        ln.split("#")[0].strip() for ln in source.splitlines() if re.match(r"\s*dU (\+)?= ", ln)
+    ]
 
 
 XS = r"\bxs(_T\w*)?\b"  # xs itself, or its transpose taken once
@@ -69,40 +81,45 @@ def rows_of_xs_used(source):
 
 
 def backward_loop_at(lines):
-    starts = [i for i, ln in enumerate(lines) if re.match(r"\s*for \w+ in reversed\(range\(", ln)
-              or re.match(r"\s*for _\w* in range\(trips", ln)]
+    starts = [
+        i
+        for i, ln in enumerate(lines)
+        if re.match(r"\s*for \w+ in reversed\(range\(", ln)
+        or re.match(r"\s*for _\w* in range\(trips", ln)
+    ]
     assert starts, "no backward loop"
     return starts[0]
 
 
 # --- the RNN, in both spellings ---------------------------------------------------------------
 
+
 def rnn(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def rnn_for_in(W, U, b, h0, xs):
     h = h0
     for x_t in xs:
         h = np.tanh(W @ h + U @ x_t + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def rnn_len(W, U, b, h0, xs):
     h = h0
     for t in range(len(xs)):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def rnn_constant_trips(W, U, b, h0, xs):  # 5: as many as xs has rows
     h = h0
     for t in range(5):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def rnn_nested(W, U, b, h0, xs):
@@ -110,7 +127,7 @@ def rnn_nested(W, U, b, h0, xs):
     for _ in range(2):
         for t in range(xs.shape[0]):
             h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def assert_batched(source, item_name=None):
@@ -118,8 +135,9 @@ def assert_batched(source, item_name=None):
     before the backward loop, no outer product or push of the item left."""
     assert rows_of_xs_used(source), dU_lines(source)
     assert re.fullmatch(r"db = \w+_rows\.sum\(axis=0\)", line_of(source, "db"))
-    assert re.fullmatch(r"dW = \w+_rows(\.T|_T)(\.dot\(\w+_rows\)| @ \w+_rows)",
-                        line_of(source, "dW"))
+    assert re.fullmatch(
+        r"dW = \w+_rows(\.T|_T)(\.dot\(\w+_rows\)| @ \w+_rows)", line_of(source, "dW")
+    )
     assert "np.outer" not in source
     assert "saved.append(xs" not in source
     if item_name is not None:
@@ -192,7 +210,7 @@ def items_scaled(W, U, b, h0, xs):
     for t in range(xs.shape[0]):
         x_t = xs[t]
         h = np.tanh(W @ h + U @ x_t + b * x_t[0])
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def test_an_item_read_twice_in_the_trip(rnn_args):
@@ -205,7 +223,7 @@ def elementwise_weights(c, xs):
     h = np.zeros(3)
     for x_t in xs:
         h = np.tanh(h * 0.5 + x_t * c)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def test_the_item_is_read_again_instead_of_saved():
@@ -219,12 +237,13 @@ def test_the_item_is_read_again_instead_of_saved():
 
 # --- where the rows of xs must not be used ---------------------------------------------------
 
+
 def xs_rebound_in_the_loop(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + b)
         xs = xs * 0.9
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def xs_updated_in_place(W, U, b, h0, xs):
@@ -233,7 +252,7 @@ def xs_updated_in_place(W, U, b, h0, xs):
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + b)
         xs *= 0.9
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def xs_rebound_in_for_in(W, U, b, h0, xs):
@@ -242,35 +261,35 @@ def xs_rebound_in_for_in(W, U, b, h0, xs):
     for x_t in xs:
         h = np.tanh(W @ h + U @ x_t + b)
         ys = ys * 0.5
-    return np.sum(h ** 2) + np.sum(ys)
+    return np.sum(h**2) + np.sum(ys)
 
 
 def from_two(W, U, b, h0, xs):
     h = h0
     for t in range(2, xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def every_other(W, U, b, h0, xs):
     h = h0
     for t in range(0, xs.shape[0], 2):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def fewer_trips(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0] - 1):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def fewer_constant_trips(W, U, b, h0, xs):  # xs has 5 rows
     h = h0
     for t in range(4):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def trips_of_another_array(W, U, b, h0, xs):
@@ -278,7 +297,7 @@ def trips_of_another_array(W, U, b, h0, xs):
     h = h0
     for t in range(ys.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def item_carried(W, U, b, h0, xs):
@@ -287,7 +306,7 @@ def item_carried(W, U, b, h0, xs):
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ x_t + b)
         x_t = xs[t]
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def reversed_index(W, U, b, h0, xs):
@@ -295,7 +314,7 @@ def reversed_index(W, U, b, h0, xs):
     n = xs.shape[0]
     for t in range(n):
         h = np.tanh(W @ h + U @ xs[n - 1 - t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def while_loop(W, U, b, h0, xs):
@@ -304,7 +323,7 @@ def while_loop(W, U, b, h0, xs):
     while t < xs.shape[0]:
         h = np.tanh(W @ h + U @ xs[t] + b)
         t = t + 1
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def with_break(W, U, b, h0, xs):
@@ -313,7 +332,7 @@ def with_break(W, U, b, h0, xs):
         h = np.tanh(W @ h + U @ xs[t] + b)
         if t == 2:
             break
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def with_data_break(W, U, b, h0, xs):
@@ -322,7 +341,7 @@ def with_data_break(W, U, b, h0, xs):
         h = np.tanh(W @ h + U @ x_t + b)
         if np.sum(x_t) > 1.0:
             break
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def with_continue(W, U, b, h0, xs):
@@ -331,19 +350,31 @@ def with_continue(W, U, b, h0, xs):
         if np.sum(x_t) > 0.5:
             continue
         h = np.tanh(W @ h + U @ x_t + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def last_item_after_the_loop(W, U, b, h0, xs):
     h = h0
     for x_t in xs:
         h = np.tanh(W @ h + U @ x_t + b)
-    return np.sum(h ** 2) + np.sum(x_t * x_t)
+    return np.sum(h**2) + np.sum(x_t * x_t)
 
 
-NOT_ROWS_OF_XS = [xs_rebound_in_the_loop, xs_updated_in_place, from_two, every_other,
-                  fewer_trips, fewer_constant_trips, trips_of_another_array, item_carried,
-                  reversed_index, while_loop, with_break, with_data_break, with_continue]
+NOT_ROWS_OF_XS = [
+    xs_rebound_in_the_loop,
+    xs_updated_in_place,
+    from_two,
+    every_other,
+    fewer_trips,
+    fewer_constant_trips,
+    trips_of_another_array,
+    item_carried,
+    reversed_index,
+    while_loop,
+    with_break,
+    with_data_break,
+    with_continue,
+]
 
 
 @pytest.mark.parametrize("fn", NOT_ROWS_OF_XS, ids=[f.__name__ for f in NOT_ROWS_OF_XS])
@@ -380,7 +411,7 @@ def index_reassigned(W, U, b, h0, xs):
     for t in range(xs.shape[0] - 1):
         t = t + 1
         h = np.tanh(W @ h + U @ xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def test_loop_index_reassigned_in_the_body(rnn_args):
@@ -389,12 +420,13 @@ def test_loop_index_reassigned_in_the_body(rnn_args):
 
 # --- W.T hoisting -----------------------------------------------------------------------------
 
+
 def decaying_weights(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + b)
         W = W * 0.9
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def test_a_transpose_of_a_matrix_the_loop_changes_stays_in_the_loop(rnn_args):
@@ -412,13 +444,17 @@ def two_layers(W, V, h0, xs):
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + xs[t])
         g = np.tanh(V @ g + W.T @ h)
-    return np.sum(g ** 2)
+    return np.sum(g**2)
 
 
 def test_transposes_in_the_forward_loop_are_hoisted_too():
     rng = np.random.default_rng(2)
-    args = (rng.normal(scale=0.5, size=(3, 3)), rng.normal(scale=0.5, size=(3, 3)),
-            rng.normal(size=3), rng.normal(size=(4, 3)))
+    args = (
+        rng.normal(scale=0.5, size=(3, 3)),
+        rng.normal(scale=0.5, size=(3, 3)),
+        rng.normal(size=3),
+        rng.normal(size=(4, 3)),
+    )
     g = check_numbers(two_layers, args, (0, 1, 2, 3))
     lines = g.source.splitlines()
     first_loop = next(i for i, ln in enumerate(lines) if ln.startswith("    for "))
@@ -427,6 +463,7 @@ def test_transposes_in_the_forward_loop_are_hoisted_too():
 
 
 # --- higher order through the RNN ------------------------------------------------------------
+
 
 def _gradient_difference(g, args, pos, v, eps=1e-5):
     plus, minus = list(args), list(args)
@@ -441,8 +478,9 @@ def test_hessian_vector_products_through_the_rnn(fn, rnn_args):
         v = rng.normal(size=rnn_args[wrt].shape)
         product = sourcegrad.hvp(fn, wrt=wrt)(*rnn_args, v)
         expected = _gradient_difference(sourcegrad.grad(fn, wrt=wrt), rnn_args, wrt, v)
-        np.testing.assert_allclose(product, expected, rtol=1e-6, atol=1e-7,
-                                   err_msg=f"hvp wrt {wrt}")
+        np.testing.assert_allclose(
+            product, expected, rtol=1e-6, atol=1e-7, err_msg=f"hvp wrt {wrt}"
+        )
     # the gradient differentiated above is the batched one
     assert rows_of_xs_used(sourcegrad.grad(fn, wrt=1).compile(rnn_args).source)
     # mixed second derivatives: d(dL/dU) along a change of xs, and along a change of W
@@ -453,8 +491,9 @@ def test_hessian_vector_products_through_the_rnn(fn, rnn_args):
         tangents[pos] = v
         value, tangent = sourcegrad.jvp(dU, rnn_args, tangents)
         np.testing.assert_allclose(value, dU(*rnn_args), rtol=1e-12)
-        np.testing.assert_allclose(tangent, _gradient_difference(dU, rnn_args, pos, v),
-                                   rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(
+            tangent, _gradient_difference(dU, rnn_args, pos, v), rtol=1e-6, atol=1e-7
+        )
 
 
 def test_hessian_of_the_bias_is_symmetric_and_matches_differences(rnn_args):
@@ -465,11 +504,13 @@ def test_hessian_of_the_bias_is_symmetric_and_matches_differences(rnn_args):
     for i in range(4):
         e = np.zeros(4)
         e[i] = 1.0
-        np.testing.assert_allclose(H[i], _gradient_difference(db, rnn_args, 2, e), rtol=1e-6,
-                                   atol=1e-7)
+        np.testing.assert_allclose(
+            H[i], _gradient_difference(db, rnn_args, 2, e), rtol=1e-6, atol=1e-7
+        )
 
 
 # --- dead-buffer reuse --------------------------------------------------------------------------
+
 
 @pytest.fixture
 def reuse_everything(monkeypatch):
@@ -497,8 +538,12 @@ def allocations(stmt, numbers=()):
             names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
             if not names <= set(numbers):
                 found.append(ast.unparse(node))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                isinstance(node.func.value, ast.Name) and node.func.value.id == "np":
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "np"
+        ):
             on_arrays = any(isinstance(a, ast.Name) for a in node.args)
             if on_arrays and not any(k.arg == "out" for k in node.keywords):
                 found.append(ast.unparse(node))
@@ -507,18 +552,28 @@ def allocations(stmt, numbers=()):
 
 def chain_derivative(x):
     """d/dx sum(chain(x)) by the chain rule, step by step (the workload's 20 ufuncs)."""
-    steps = [(np.sin, np.cos), (np.cos, lambda v: -np.sin(v)), (np.exp, np.exp),
-             (np.log1p, lambda v: 1 / (1 + v)), (np.sqrt, lambda v: 0.5 / np.sqrt(v)),
-             (np.tanh, lambda v: 1 - np.tanh(v) ** 2), (np.arctan, lambda v: 1 / (1 + v * v)),
-             (np.sinh, np.cosh), (np.cosh, np.sinh), (np.log, lambda v: 1 / v),
-             (np.square, lambda v: 2 * v), (np.expm1, np.exp),
-             (np.arcsinh, lambda v: 1 / np.sqrt(v * v + 1)),
-             (np.reciprocal, lambda v: -1 / v ** 2),
-             (np.arccosh, lambda v: 1 / np.sqrt(v * v - 1)),
-             (np.log10, lambda v: 1 / (v * np.log(10))),
-             (np.exp2, lambda v: np.exp2(v) * np.log(2)),
-             (np.sin, np.cos), (np.arctan, lambda v: 1 / (1 + v * v)),
-             (np.tanh, lambda v: 1 - np.tanh(v) ** 2)]
+    steps = [
+        (np.sin, np.cos),
+        (np.cos, lambda v: -np.sin(v)),
+        (np.exp, np.exp),
+        (np.log1p, lambda v: 1 / (1 + v)),
+        (np.sqrt, lambda v: 0.5 / np.sqrt(v)),
+        (np.tanh, lambda v: 1 - np.tanh(v) ** 2),
+        (np.arctan, lambda v: 1 / (1 + v * v)),
+        (np.sinh, np.cosh),
+        (np.cosh, np.sinh),
+        (np.log, lambda v: 1 / v),
+        (np.square, lambda v: 2 * v),
+        (np.expm1, np.exp),
+        (np.arcsinh, lambda v: 1 / np.sqrt(v * v + 1)),
+        (np.reciprocal, lambda v: -1 / v**2),
+        (np.arccosh, lambda v: 1 / np.sqrt(v * v - 1)),
+        (np.log10, lambda v: 1 / (v * np.log(10))),
+        (np.exp2, lambda v: np.exp2(v) * np.log(2)),
+        (np.sin, np.cos),
+        (np.arctan, lambda v: 1 / (1 + v * v)),
+        (np.tanh, lambda v: 1 - np.tanh(v) ** 2),
+    ]
     d, v = np.ones_like(x), x
     for f, df in steps:
         d, v = d * df(v), f(v)
@@ -533,15 +588,15 @@ def test_chain_backward_allocates_nothing(reuse_everything):
     np.testing.assert_array_equal(x, kept)
     np.testing.assert_allclose(got, chain_derivative(x), rtol=1e-10)
     np.testing.assert_allclose(got, workloads.chain_hand(x)[0], rtol=1e-10)
-    np.testing.assert_allclose(got, numeric_grad(workloads.chain, (x,), 0), rtol=1e-4,
-                               atol=1e-7)
+    np.testing.assert_allclose(got, numeric_grad(workloads.chain, (x,), 0), rtol=1e-4, atol=1e-7)
     statements = backward_statements(g.source)
     assert len(statements) >= 20
     # the rules' constant factors (ln 2, 1/ln 10, 2, -1, ...) are one product of numbers,
     # in the statement that applies it: `* (math.log(2.0) / math.log(10.0))`
     with_numbers = [s for s in statements if "math.log(" in ast.unparse(s)]
-    assert len(with_numbers) == 1 and "math.log(2.0) / math.log(10.0)" in \
-        ast.unparse(with_numbers[0])
+    assert len(with_numbers) == 1 and "math.log(2.0) / math.log(10.0)" in ast.unparse(
+        with_numbers[0]
+    )
     for stmt in statements:
         assert allocations(stmt, {"math"}) == [], ast.unparse(stmt)
     assert sum("constant factors" in line for line in g.source.splitlines()) == 1
@@ -569,13 +624,17 @@ def test_chain_at_the_default_threshold(monkeypatch):
 def mlp(X, W1, b1, W2):
     h = np.tanh(X @ W1 + b1)
     out = h @ W2
-    return np.sum(out ** 2)
+    return np.sum(out**2)
 
 
 def test_a_transposed_view_is_read_before_its_buffer_is_reused(reuse_everything):
     rng = np.random.default_rng(1)
-    args = (rng.normal(size=(6, 4)), rng.normal(size=(4, 5)), rng.normal(size=5),
-            rng.normal(size=(5, 3)))
+    args = (
+        rng.normal(size=(6, 4)),
+        rng.normal(size=(4, 5)),
+        rng.normal(size=5),
+        rng.normal(size=(5, 3)),
+    )
     g = check_numbers(mlp, args, (0, 1, 2, 3))
     source = g.source
     # (the last `out=h)`: the first is the forward's `np.tanh(h, out=h)`)
@@ -625,8 +684,7 @@ def test_a_value_appended_to_a_list_is_not_overwritten(reuse_everything):
     value, dx = vg(x)
     assert value == pytest.approx(appended(x), rel=1e-14)
     np.testing.assert_allclose(dx, numeric_grad(appended, (x,), 0), rtol=1e-6)
-    np.testing.assert_allclose(dx, (np.cos(x) + np.sin(x)) * np.exp(x) - 2 * np.sin(x),
-                               rtol=1e-12)
+    np.testing.assert_allclose(dx, (np.cos(x) + np.sin(x)) * np.exp(x) - 2 * np.sin(x), rtol=1e-12)
     assert "out=a" not in vg.source.split("# backward")[0]
 
 
@@ -696,25 +754,26 @@ def test_a_pullback_called_twice_gives_the_same_gradient(reuse_everything):
 
 # --- a bias added to every row once (optimize._add_invariants_to_rows) -------------------------
 
+
 def bias_first(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(b + (W @ h + U @ xs[t]))
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def bias_on_the_row(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(U @ xs[t] + b + W @ h)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def constant_shift(W, U, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + 0.5) * b
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def decaying_bias(W, U, b, h0, xs):
@@ -723,7 +782,7 @@ def decaying_bias(W, U, b, h0, xs):
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t] + c)
         c = c * 0.5  # written in the loop: added per trip
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def column_bias(W, U, b, h0, xs):
@@ -731,7 +790,7 @@ def column_bias(W, U, b, h0, xs):
     B = b[:, None]  # (4, 1): row + B is a matrix, not a row
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + np.sum(U @ xs[t] + B, axis=1))
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def row_read_twice(W, U, b, h0, xs):
@@ -739,17 +798,19 @@ def row_read_twice(W, U, b, h0, xs):
     for t in range(xs.shape[0]):
         u = U @ xs[t]
         h = np.tanh(W @ h + u + b) + 0.1 * u
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 @pytest.mark.parametrize("fn", [rnn, bias_first, bias_on_the_row, constant_shift])
 def test_a_bias_is_added_to_all_rows_before_the_loop(fn, rnn_args):
     g = check_numbers(fn, rnn_args, ALL)
     loop = re.search(r"^ +for t in range\(", g.source, re.MULTILINE).start()
-    assert re.search(r"xs(\.dot\(U(\.T|_T)\)| @ U(\.T|_T)) \+ (b|0\.5)\b", g.source[:loop]), \
+    assert re.search(r"xs(\.dot\(U(\.T|_T)\)| @ U(\.T|_T)) \+ (b|0\.5)\b", g.source[:loop]), (
         g.source
-    forward = "\n".join(ln.split("#")[0] for ln in
-                         g.source[loop:g.source.index("# backward")].splitlines())
+    )
+    forward = "\n".join(
+        ln.split("#")[0] for ln in g.source[loop : g.source.index("# backward")].splitlines()
+    )
     assert "+ b" not in forward and "b +" not in forward and "0.5" not in forward, forward
     value_and_grads = sourcegrad.value_and_grad(fn, wrt=ALL)(*rnn_args)
     assert value_and_grads[0] == pytest.approx(fn(*rnn_args), rel=1e-12)

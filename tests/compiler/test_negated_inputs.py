@@ -2,6 +2,7 @@
 the negation is of a value the function made, in its buffer, and the backward reads y,
 not a kept `-y`; a constant factor then passes through a matrix product to its smaller
 side (`-(X.T @ d)`, sink_scalar_factors). The numbers never change."""
+
 import re
 
 import numpy as np
@@ -49,7 +50,7 @@ def test_the_numbers_are_the_same(large_everything, fn):
 
 
 def forward_of(source):
-    lines = source[:source.index("# backward")].splitlines()
+    lines = source[: source.index("# backward")].splitlines()
     return "\n".join(ln.split("#")[0] for ln in lines)
 
 
@@ -58,11 +59,14 @@ def test_an_input_is_negated_after_the_product(large_everything):
     g(*data())
     forward = forward_of(g.source)
     assert "= -y" not in forward and "np.negative(y_X_w" in forward, g.source
-    backward = g.source[g.source.index("# backward"):]
+    backward = g.source[g.source.index("# backward") :]
     assert not re.search(r"\bneg_y\b", backward)  # the backward reads y itself
     # the sign is applied once, to the 3-element result of the product
-    assert "dw = -(X.T @ " in backward or "dw = np.negative(dw_unscaled" in backward or \
-        "np.negative(dw, out=dw)" in backward, backward
+    assert (
+        "dw = -(X.T @ " in backward
+        or "dw = np.negative(dw_unscaled" in backward
+        or "np.negative(dw, out=dw)" in backward
+    ), backward
 
 
 def test_a_smaller_negated_operand_stays(large_everything):

@@ -5,6 +5,7 @@ numba's disk cache through the sourcegrad cache directory.
 numba compiles slowly (a second or more a function on a busy machine): the default run
 compiles three small gradients; the benchmark workloads and the loop and branch programs
 of control_cases are `slow` (`pytest -m slow`)."""
+
 import math
 import os
 import stat
@@ -37,7 +38,7 @@ def rnn(W, b, h0, xs):
     h = h0
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + xs[t] + b)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def softmax_rows(x):
@@ -63,6 +64,7 @@ def _against_differences(f, args, wrt, got):
 
 # -- without compiling anything ------------------------------------------------------------------
 
+
 def test_reversed_ranges_count_down_through_the_same_numbers():
     for args in [(5,), (0,), (2, 7), (7, 2), (1, 8, 3), (1, 7, 3), (4, 4, 2), (0, 10, 4)]:
         call = f"reversed(range({', '.join(map(str, args))}))"
@@ -75,10 +77,12 @@ def test_reversed_ranges_count_down_through_the_same_numbers():
 
 
 def test_ufunc_out_keywords_become_positional_nested_ones_too():
-    source = ("import numpy as np\n\n\ndef f(a, b):\n"
-              "    c = np.multiply(a, np.subtract(1.0, b, out=b), out=a)  # tanh\n"
-              "    d = np.sum(a, out=None)\n"
-              "    return c, d\n")
+    source = (
+        "import numpy as np\n\n\ndef f(a, b):\n"
+        "    c = np.multiply(a, np.subtract(1.0, b, out=b), out=a)  # tanh\n"
+        "    d = np.sum(a, out=None)\n"
+        "    return c, d\n"
+    )
     text = numba_backend.numba_source(source)
     assert "c = np.multiply(a, np.subtract(1.0, b, b), a)  # tanh" in text
     assert "np.sum(a, out=None)" in text  # not a ufunc: left as it is
@@ -108,18 +112,24 @@ def test_fusion_makes_one_loop_writing_only_what_is_read_after_it():
     assert "math.sin(x[i])" in fused and "dx[i] = " in fused
     namespace: dict = {}
     exec(fused, namespace)  # plain Python runs it too: the same numbers
-    np.testing.assert_allclose(namespace["dchain3_dx"](x, 0.5), sourcegrad.grad(chain3)(x, 0.5),
-                               rtol=1e-13)
+    np.testing.assert_allclose(
+        namespace["dchain3_dx"](x, 0.5), sourcegrad.grad(chain3)(x, 0.5), rtol=1e-13
+    )
     # arrays of two shapes (broadcasting), or arrays numba_fusion cannot see: left as they are
     two = {"x": numba_fusion.kind_of(x), "y": numba_fusion.kind_of(np.ones((2, 5)))}
-    assert numba_fusion.fuse(_numpy_source(chain3, x, np.ones((2, 5))), "dchain3_dx",
-                             two).count("for ") == 0
+    assert (
+        numba_fusion.fuse(_numpy_source(chain3, x, np.ones((2, 5))), "dchain3_dx", two).count(
+            "for "
+        )
+        == 0
+    )
     assert numba_fusion.fuse(source, "dchain3_dx", {"x": None, "y": "scalar"}) == source
 
 
 def test_jit_true_asks_for_numba_except_of_cupy():
     def f(x):
         return x * x
+
     assert sourcegrad.grad(f, jit=True).backend == "numba"
     assert sourcegrad.value_and_grad(f, jit=True, backend="numpy").backend == "numba"
     assert sourcegrad.grad(f, jit=True, backend="cupy").backend == "cupy"
@@ -133,6 +143,7 @@ def test_without_numba_the_numpy_code_runs_after_one_warning(monkeypatch):
 
     def f(x):
         return np.sum(np.sin(x) * x)
+
     x = np.linspace(0.1, 1.0, 4)
     with pytest.warns(JitFallbackWarning, match="numba is not installed"):
         got = sourcegrad.grad(f, backend="numba")(x)
@@ -204,6 +215,7 @@ def test_scalar_loop_matches_numpy_and_differences_and_is_cached_on_disk(tmp_pat
 
 # -- slow: the benchmark workloads, the loop and branch programs -------------------------------
 
+
 def _compare(f, args, wrt):
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -217,6 +229,7 @@ def _compare(f, args, wrt):
 @pytest.mark.parametrize("name", ["scalar", "logreg", "rnn", "chain", "spring"])
 def test_benchmark_workloads(name):
     from sourcegrad.bench import workloads as W
+
     workload = W.BY_NAME[name]
     for size in workload.quick:
         f, args = workload.function(size), W.make_args(workload, size)
@@ -241,8 +254,12 @@ def test_loop_and_branch_programs(case):
 @pytest.mark.slow
 def test_rnn_with_array_stack_matches_differences():
     rng = np.random.default_rng(1)
-    args = (0.4 * rng.normal(size=(3, 3)), rng.normal(size=3), rng.normal(size=3),
-            rng.normal(size=(5, 3)))
+    args = (
+        0.4 * rng.normal(size=(3, 3)),
+        rng.normal(size=3),
+        rng.normal(size=3),
+        rng.normal(size=(5, 3)),
+    )
     got, fell_back = _compare(rnn, args, (0, 1, 2))
     assert not fell_back
     _against_differences(rnn, args, (0, 1, 2), got)

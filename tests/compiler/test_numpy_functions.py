@@ -1,5 +1,6 @@
 """numpy functions of sourcegrad/ops/numpy_functions.py in the compiler: gradient, JVP and
 Hessian-vector product against central finite differences, per function and variant."""
+
 import numpy as np
 import pytest
 
@@ -61,7 +62,7 @@ def diagonal(t):
 
 
 def kron_vectors(v):
-    return np.sum(np.kron(v, v ** 2) ** 2)
+    return np.sum(np.kron(v, v**2) ** 2)
 
 
 def kron_matrices(x):
@@ -69,21 +70,30 @@ def kron_matrices(x):
 
 
 def cross(c):
-    return np.sum(np.cross(c, c ** 2) ** 2) + np.sum(np.cross(c[0], c) * c)
+    return np.sum(np.cross(c, c**2) ** 2) + np.sum(np.cross(c[0], c) * c)
 
 
 def pad(x):
-    return np.sum(np.pad(x, 1) ** 2 * 0.5) + np.sum(np.pad(x, ((1, 0), (2, 1)), constant_values=3.0) ** 3)
+    return np.sum(np.pad(x, 1) ** 2 * 0.5) + np.sum(
+        np.pad(x, ((1, 0), (2, 1)), constant_values=3.0) ** 3
+    )
 
 
 def repeat(x):
-    return np.sum(np.repeat(x, 2, axis=0) ** 3) + np.sum(np.repeat(x, [1, 0, 2, 3], axis=1) ** 2) + \
-        np.sum(np.repeat(x, 3) * np.arange(36.0))
+    return (
+        np.sum(np.repeat(x, 2, axis=0) ** 3)
+        + np.sum(np.repeat(x, [1, 0, 2, 3], axis=1) ** 2)
+        + np.sum(np.repeat(x, 3) * np.arange(36.0))
+    )
 
 
 def rotations(x):
-    return np.sum(np.rot90(x) ** 2 * W.T) + np.sum(np.rot90(x, 2) * W * x) + \
-        np.sum(np.fliplr(x) * W * x) + np.sum(np.flipud(x) ** 3 * W)
+    return (
+        np.sum(np.rot90(x) ** 2 * W.T)
+        + np.sum(np.rot90(x, 2) * W * x)
+        + np.sum(np.fliplr(x) * W * x)
+        + np.sum(np.flipud(x) ** 3 * W)
+    )
 
 
 def splits(x):
@@ -91,52 +101,75 @@ def splits(x):
     c, d = np.array_split(x, 2)
     e, f = np.hsplit(x, [1])
     g, h, i = np.vsplit(x, 3)
-    return np.sum(a * b) + np.sum(c ** 2) + np.sum(f ** 3) + np.sum(g * i)
+    return np.sum(a * b) + np.sum(c**2) + np.sum(f**3) + np.sum(g * i)
 
 
 def dsplit(t):
     a, b = np.dsplit(t, 2)
-    return np.sum(a ** 2 * b)
+    return np.sum(a**2 * b)
 
 
 def stacks(x):
-    return np.sum(np.hstack([x, x ** 2]) ** 2) + np.sum(np.vstack([x[0], x ** 2]) ** 3) + \
-        np.sum(np.dstack([x, x * x]) ** 2) + np.sum(np.column_stack([x[0], x.T]) ** 3) + \
-        np.sum(np.hstack([x[0], x[1] ** 2]) ** 2)
+    return (
+        np.sum(np.hstack([x, x**2]) ** 2)
+        + np.sum(np.vstack([x[0], x**2]) ** 3)
+        + np.sum(np.dstack([x, x * x]) ** 2)
+        + np.sum(np.column_stack([x[0], x.T]) ** 3)
+        + np.sum(np.hstack([x[0], x[1] ** 2]) ** 2)
+    )
 
 
 def atleast(v):
-    return np.sum(np.atleast_2d(v) ** 2) + np.sum(np.atleast_1d(v) ** 3) + \
-        np.sum(np.atleast_3d(v) * np.atleast_3d(v))
+    return (
+        np.sum(np.atleast_2d(v) ** 2)
+        + np.sum(np.atleast_1d(v) ** 3)
+        + np.sum(np.atleast_3d(v) * np.atleast_3d(v))
+    )
 
 
 def linspace(v):
-    return np.sum(np.linspace(v[0], 3.4, 5) ** 2) + np.sum(np.linspace(v[1], v[2], 4, endpoint=False) ** 3) + \
-        np.sum(np.linspace(v[:2], v[2:], 3) ** 2)
+    return (
+        np.sum(np.linspace(v[0], 3.4, 5) ** 2)
+        + np.sum(np.linspace(v[1], v[2], 4, endpoint=False) ** 3)
+        + np.sum(np.linspace(v[:2], v[2:], 3) ** 2)
+    )
 
 
 def full(v):
-    return np.sum(np.full(3, v[0]) ** 2 * np.arange(3.0)) + np.sum(np.full((2, 2), v[1] * v[2]) ** 2)
+    return np.sum(np.full(3, v[0]) ** 2 * np.arange(3.0)) + np.sum(
+        np.full((2, 2), v[1] * v[2]) ** 2
+    )
 
 
 def meshgrid(v):
     a, b = np.meshgrid(v, v[:3] ** 2)
     c, d = np.meshgrid(v, v[:2], indexing="ij")
-    return np.sum(a * b ** 2) + np.sum(c ** 2 * d)
+    return np.sum(a * b**2) + np.sum(c**2 * d)
 
 
 def select(v):
-    return np.sum(np.select([v > 0.5, v < -1.0], [v ** 2, v ** 3], default=v[0]) ** 2)
+    return np.sum(np.select([v > 0.5, v < -1.0], [v**2, v**3], default=v[0]) ** 2)
 
 
 def elementwise(v):
-    return np.sum(np.fmax(v, 0.1) ** 2 + np.fmin(v, 0.2) ** 3 + np.logaddexp2(v, v ** 2) +
-                  np.deg2rad(v) ** 2 + np.rad2deg(v) ** 2 + np.degrees(v) * np.radians(v))
+    return np.sum(
+        np.fmax(v, 0.1) ** 2
+        + np.fmin(v, 0.2) ** 3
+        + np.logaddexp2(v, v**2)
+        + np.deg2rad(v) ** 2
+        + np.rad2deg(v) ** 2
+        + np.degrees(v) * np.radians(v)
+    )
 
 
 def remainders(v):
-    return np.sum(np.mod(v, 0.7) ** 2 + np.remainder(v * 3.0, 0.3) ** 2 + np.fmod(v, 0.45) ** 2 +
-                  np.fmod(-v, 0.45) ** 2 + np.fmod(v, v[3] * 0.3) ** 2)
+    return np.sum(
+        np.mod(v, 0.7) ** 2
+        + np.remainder(v * 3.0, 0.3) ** 2
+        + np.fmod(v, 0.45) ** 2
+        + np.fmod(-v, 0.45) ** 2
+        + np.fmod(v, v[3] * 0.3) ** 2
+    )
 
 
 def nan_to_num(v):
@@ -157,12 +190,17 @@ def partition(v):
 
 
 def partition_axes(m):
-    return np.sum(np.partition(m, 2, axis=0) * M45) + np.sum(np.partition(m, 1, axis=None) * np.arange(20.0))
+    return np.sum(np.partition(m, 2, axis=0) * M45) + np.sum(
+        np.partition(m, 1, axis=None) * np.arange(20.0)
+    )
 
 
 def rollaxis(t):
-    return np.sum(np.rollaxis(t, 2) * np.arange(24.0).reshape(4, 2, 3)) + \
-        np.sum(np.rollaxis(t, 0, 3) ** 2) + np.sum(np.rollaxis(t, -1, 1) * t.transpose(0, 2, 1))
+    return (
+        np.sum(np.rollaxis(t, 2) * np.arange(24.0).reshape(4, 2, 3))
+        + np.sum(np.rollaxis(t, 0, 3) ** 2)
+        + np.sum(np.rollaxis(t, -1, 1) * t.transpose(0, 2, 1))
+    )
 
 
 def gradient_1d(v):
@@ -171,18 +209,28 @@ def gradient_1d(v):
 
 def gradient_2d(m):
     gy, gx = np.gradient(m)
-    return np.sum(gy ** 2) + np.sum(gx * m) + np.sum(np.gradient(m, 0.5, axis=1) ** 3) + \
-        np.sum(np.gradient(m * m, 2.0, 0.5, edge_order=2)[1] ** 2)
+    return (
+        np.sum(gy**2)
+        + np.sum(gx * m)
+        + np.sum(np.gradient(m, 0.5, axis=1) ** 3)
+        + np.sum(np.gradient(m * m, 2.0, 0.5, edge_order=2)[1] ** 2)
+    )
 
 
 def einsum_ellipsis(t):
-    return np.sum(np.einsum("...ij,jk->...ik", t, M45) ** 2) + np.einsum("...i,...i", t, t * 2.0).sum() + \
-        np.sum(np.einsum("i...->...", t) ** 2) + np.sum(np.einsum("...j,j", t, M45[:, 0]) ** 2) + \
-        np.sum(np.einsum("...ij->...ji", t) * np.swapaxes(T234, 1, 2))
+    return (
+        np.sum(np.einsum("...ij,jk->...ik", t, M45) ** 2)
+        + np.einsum("...i,...i", t, t * 2.0).sum()
+        + np.sum(np.einsum("i...->...", t) ** 2)
+        + np.sum(np.einsum("...j,j", t, M45[:, 0]) ** 2)
+        + np.sum(np.einsum("...ij->...ji", t) * np.swapaxes(T234, 1, 2))
+    )
 
 
 def zero_gradient_reads(v):
-    return np.sum(v * np.isclose(v, 0.1) + v ** 2 * np.searchsorted(np.sort(v), 0.0) + v * np.any(v > 0))
+    return np.sum(
+        v * np.isclose(v, 0.1) + v**2 * np.searchsorted(np.sort(v), 0.0) + v * np.any(v > 0)
+    )
 
 
 XP = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
@@ -192,9 +240,16 @@ H3, H4, LONG = R.normal(size=3), R.normal(size=4), R.normal(size=10)
 
 
 def nan_reductions(y):
-    return np.nansum(y) ** 2 + np.sum(np.nansum(y, axis=0) ** 2) + np.sum(np.nanmean(y, axis=1) ** 2) + \
-        np.nanmean(y) + np.sum(np.nanmax(y, axis=0) ** 2) + np.nanmin(y) + \
-        np.sum(np.ptp(np.nan_to_num(y), axis=1) ** 2) + np.ptp(np.nan_to_num(y))
+    return (
+        np.nansum(y) ** 2
+        + np.sum(np.nansum(y, axis=0) ** 2)
+        + np.sum(np.nanmean(y, axis=1) ** 2)
+        + np.nanmean(y)
+        + np.sum(np.nanmax(y, axis=0) ** 2)
+        + np.nanmin(y)
+        + np.sum(np.ptp(np.nan_to_num(y), axis=1) ** 2)
+        + np.ptp(np.nan_to_num(y))
+    )
 
 
 def interp_in_x(x):
@@ -202,39 +257,84 @@ def interp_in_x(x):
 
 
 def interp_in_fp(f):
-    return np.sum(np.interp(M45, XP, f) ** 2) + np.sum(np.interp(np.array([-1.0, 0.7, 4.0]), XP, f * f))
+    return np.sum(np.interp(M45, XP, f) ** 2) + np.sum(
+        np.interp(np.array([-1.0, 0.7, 4.0]), XP, f * f)
+    )
 
 
 def trapezoid(y):
-    return np.trapezoid(y[0]) ** 2 + np.sum(np.trapezoid(y, XP, axis=1) ** 2) + \
-        np.sum(np.trapezoid(y * y, dx=0.3, axis=0))
+    return (
+        np.trapezoid(y[0]) ** 2
+        + np.sum(np.trapezoid(y, XP, axis=1) ** 2)
+        + np.sum(np.trapezoid(y * y, dx=0.3, axis=0))
+    )
 
 
 def convolutions(v):
-    return np.sum(np.convolve(v, H3) ** 2) + np.sum(np.convolve(v, H4, mode="same") ** 2) + \
-        np.sum(np.convolve(v, LONG, "same") ** 2) + np.sum(np.convolve(H3, v, "same") ** 2) + \
-        np.sum(np.convolve(v, LONG, "valid") ** 2) + np.sum(np.correlate(v, H3) ** 2) + \
-        np.sum(np.correlate(v, H4, "same") ** 2) + np.sum(np.correlate(H4, v, "full") ** 2) + \
-        np.sum(np.correlate(v, LONG, "valid") ** 2)
+    return (
+        np.sum(np.convolve(v, H3) ** 2)
+        + np.sum(np.convolve(v, H4, mode="same") ** 2)
+        + np.sum(np.convolve(v, LONG, "same") ** 2)
+        + np.sum(np.convolve(H3, v, "same") ** 2)
+        + np.sum(np.convolve(v, LONG, "valid") ** 2)
+        + np.sum(np.correlate(v, H3) ** 2)
+        + np.sum(np.correlate(v, H4, "same") ** 2)
+        + np.sum(np.correlate(H4, v, "full") ** 2)
+        + np.sum(np.correlate(v, LONG, "valid") ** 2)
+    )
 
 
 def convolutions_in_kernel(h):
-    return np.sum(np.convolve(V7, h, "same") ** 2) + np.sum(np.correlate(V7, h, "same") ** 2) + \
-        np.sum(np.correlate(h, V7, "full") ** 2)
+    return (
+        np.sum(np.convolve(V7, h, "same") ** 2)
+        + np.sum(np.correlate(V7, h, "same") ** 2)
+        + np.sum(np.correlate(h, V7, "full") ** 2)
+    )
 
 
 CASES = [
-    (nan_reductions, WITH_NANS), (interp_in_x, R.uniform(0.1, 3.4, size=(4, 5))),
-    (interp_in_fp, FP), (trapezoid, M45), (convolutions, V7), (convolutions_in_kernel, H4),
-    (partition, V7), (partition_axes, M45), (rollaxis, T234), (gradient_1d, V7), (gradient_2d, M45),
-    (einsum_ellipsis, T234), (zero_gradient_reads, V7),
-    (diff, X), (diff2, X), (diff_padded, X), (sort, X), (sort_axis, X), (take_along, X),
-    (trace, S), (trace3, T), (diag_vector, V), (diag_matrix, X), (diagonal, T),
-    (kron_vectors, V), (kron_matrices, X), (cross, C3), (pad, X), (repeat, X), (rotations, X),
-    (splits, R.normal(size=(3, 4))), (dsplit, T), (stacks, X), (atleast, V), (linspace, V), (full, V),
-    (meshgrid, V), (select, V + np.array([0.0, 0.0, 0.0, 1.0])), (elementwise, V),
+    (nan_reductions, WITH_NANS),
+    (interp_in_x, R.uniform(0.1, 3.4, size=(4, 5))),
+    (interp_in_fp, FP),
+    (trapezoid, M45),
+    (convolutions, V7),
+    (convolutions_in_kernel, H4),
+    (partition, V7),
+    (partition_axes, M45),
+    (rollaxis, T234),
+    (gradient_1d, V7),
+    (gradient_2d, M45),
+    (einsum_ellipsis, T234),
+    (zero_gradient_reads, V7),
+    (diff, X),
+    (diff2, X),
+    (diff_padded, X),
+    (sort, X),
+    (sort_axis, X),
+    (take_along, X),
+    (trace, S),
+    (trace3, T),
+    (diag_vector, V),
+    (diag_matrix, X),
+    (diagonal, T),
+    (kron_vectors, V),
+    (kron_matrices, X),
+    (cross, C3),
+    (pad, X),
+    (repeat, X),
+    (rotations, X),
+    (splits, R.normal(size=(3, 4))),
+    (dsplit, T),
+    (stacks, X),
+    (atleast, V),
+    (linspace, V),
+    (full, V),
+    (meshgrid, V),
+    (select, V + np.array([0.0, 0.0, 0.0, 1.0])),
+    (elementwise, V),
     (remainders, R.uniform(0.05, 0.1, size=4) + np.array([0.0, 1.0, 2.0, 3.0])),
-    (remainders, -R.uniform(0.05, 0.1, size=4) - np.array([0.0, 1.0, 2.0, 3.0])), (nan_to_num, V),
+    (remainders, -R.uniform(0.05, 0.1, size=4) - np.array([0.0, 1.0, 2.0, 3.0])),
+    (nan_to_num, V),
     (scalars, V),
 ]
 
@@ -256,9 +356,14 @@ def trapezoid_in_x(x):
     return np.trapezoid(V7, x)
 
 
-@pytest.mark.parametrize("f, x, what", [(gradient_in_spacing, 0.5, "in its spacing"),
-                                        (gradient_coordinates, V7, "coordinate arrays"),
-                                        (trapezoid_in_x, np.arange(7.0), "sample points")])
+@pytest.mark.parametrize(
+    "f, x, what",
+    [
+        (gradient_in_spacing, 0.5, "in its spacing"),
+        (gradient_coordinates, V7, "coordinate arrays"),
+        (trapezoid_in_x, np.arange(7.0), "sample points"),
+    ],
+)
 def test_spacing_variants_without_a_rule_are_refused_in_both_modes(f, x, what):
     with pytest.raises(errors.NoRuleError, match=what):
         sourcegrad.grad(f)(x)
@@ -270,6 +375,7 @@ def test_linspace_and_full_carry_gradient():
     # they were constructors without gradient: a silently zero gradient in start and fill value
     def f(x):
         return np.sum(np.linspace(x, 3.4, 5)) + np.sum(np.full(3, x))
+
     assert sourcegrad.grad(f)(1.0) == pytest.approx(2.5 + 3.0)
 
 
@@ -294,9 +400,14 @@ def diff2_padded(x):
     return np.sum(np.diff(x, n=2, prepend=1.0))
 
 
-@pytest.mark.parametrize("f, what", [(pad_reflect, "mode other than 'constant'"),
-                                     (diff3, "np.diff with n > 2"),
-                                     (diff2_padded, "prepend/append other than numbers")])
+@pytest.mark.parametrize(
+    "f, what",
+    [
+        (pad_reflect, "mode other than 'constant'"),
+        (diff3, "np.diff with n > 2"),
+        (diff2_padded, "prepend/append other than numbers"),
+    ],
+)
 def test_variants_without_a_rule_are_refused_in_both_modes(f, what):
     with pytest.raises(errors.NoRuleError, match=what):
         sourcegrad.grad(f)(X)
@@ -316,10 +427,11 @@ def complex_variance(x):
 def test_complex_values_are_differentiated_in_both_modes():
     # (this gave a wrong gradient with only numpy's ComplexWarning, then was refused: issue 19)
     x = np.array([1.0, -2.0])
-    np.testing.assert_allclose(sourcegrad.grad(complex_intermediate)(x),
-                               np.sign(x) * np.sqrt(5.0))
-    np.testing.assert_allclose(sourcegrad.jvp(complex_intermediate, (x,), (np.ones(2),))[1],
-                               np.sum(np.sign(x)) * np.sqrt(5.0))
+    np.testing.assert_allclose(sourcegrad.grad(complex_intermediate)(x), np.sign(x) * np.sqrt(5.0))
+    np.testing.assert_allclose(
+        sourcegrad.jvp(complex_intermediate, (x,), (np.ones(2),))[1],
+        np.sum(np.sign(x)) * np.sqrt(5.0),
+    )
 
 
 def test_complex_values_through_a_rule_for_real_numbers_are_refused_in_both_modes():

@@ -1,6 +1,7 @@
 """np.linalg in the compiler: each function's gradient, JVP and Hessian-vector product against
 central finite differences (sourcegrad/ops/numpy_linalg.py), batched where numpy batches; the
 variants with no rule raise a located NoRuleError."""
+
 import numpy as np
 import pytest
 
@@ -9,7 +10,7 @@ from sourcegrad import errors
 from tests.compiler.fd_check import check_all
 
 R = np.random.default_rng(0)
-A = R.normal(size=(3, 3)) * 0.5 + np.eye(3) * 2.0   # well conditioned
+A = R.normal(size=(3, 3)) * 0.5 + np.eye(3) * 2.0  # well conditioned
 AB = R.normal(size=(2, 3, 3)) * 0.5 + np.eye(3) * 2.0
 W = R.normal(size=(3, 3))
 b = R.normal(size=3)
@@ -79,7 +80,7 @@ def eigh_values(X):
 
 def eigh_vectors(X):
     w, V = np.linalg.eigh(X + np.swapaxes(X, -1, -2))
-    return np.sum((V * V[..., 0:1, :]) * W) + np.sum(w ** 2)
+    return np.sum((V * V[..., 0:1, :]) * W) + np.sum(w**2)
 
 
 def eigvalsh(X):
@@ -150,8 +151,9 @@ def norm_nuc(M):
 
 
 def norm_axis(M):
-    return np.sum(np.linalg.norm(M, axis=0) * np.arange(M.shape[-1])) + \
-        np.sum(np.linalg.norm(M, 1, axis=-1) ** 2)
+    return np.sum(np.linalg.norm(M, axis=0) * np.arange(M.shape[-1])) + np.sum(
+        np.linalg.norm(M, 1, axis=-1) ** 2
+    )
 
 
 def norm_keepdims(M):
@@ -159,7 +161,9 @@ def norm_keepdims(M):
 
 
 def norm_matrix_axes(T):
-    return np.sum(np.linalg.norm(T, axis=(1, 2)) ** 3) + np.sum(np.linalg.norm(T, "nuc", axis=(-2, -1)))
+    return np.sum(np.linalg.norm(T, axis=(1, 2)) ** 3) + np.sum(
+        np.linalg.norm(T, "nuc", axis=(-2, -1))
+    )
 
 
 BT = R.normal(size=5)
@@ -168,17 +172,17 @@ BT2 = R.normal(size=(5, 2))
 
 def lstsq_in_a(a):
     x, res, rank, s = np.linalg.lstsq(a, BT)
-    return np.sum(x ** 2) + np.sum(res) * 0.3 + np.sum(s ** 2) * 0.1
+    return np.sum(x**2) + np.sum(res) * 0.3 + np.sum(s**2) * 0.1
 
 
 def lstsq_matrix_rhs(a):
     x, res, rank, s = np.linalg.lstsq(a, BT2)
-    return np.sum(x * x[::-1]) + np.sum(res ** 2) * 0.3
+    return np.sum(x * x[::-1]) + np.sum(res**2) * 0.3
 
 
 def lstsq_in_b(b):
     x, res, rank, s = np.linalg.lstsq(TALL, b)
-    return np.sum(x ** 3) + np.sum(res) * 0.5
+    return np.sum(x**3) + np.sum(res) * 0.5
 
 
 def lstsq_square(a):
@@ -186,32 +190,75 @@ def lstsq_square(a):
 
 
 def array_api_functions(x):
-    return np.sum(np.linalg.trace(x) ** 2) + np.sum(np.linalg.diagonal(x, offset=1) ** 2) + \
-        np.sum(np.linalg.matrix_transpose(x) ** 3) + np.sum(np.linalg.vecdot(x, x * 2.0) ** 2) + \
-        np.sum(np.linalg.outer(x[0, 0], x[1, 1]) ** 2)
+    return (
+        np.sum(np.linalg.trace(x) ** 2)
+        + np.sum(np.linalg.diagonal(x, offset=1) ** 2)
+        + np.sum(np.linalg.matrix_transpose(x) ** 3)
+        + np.sum(np.linalg.vecdot(x, x * 2.0) ** 2)
+        + np.sum(np.linalg.outer(x[0, 0], x[1, 1]) ** 2)
+    )
 
 
 CASES = [
     (array_api_functions, (T234,)),
-    (lstsq_in_a, (TALL,)), (lstsq_matrix_rhs, (TALL,)), (lstsq_in_b, (BT,)), (lstsq_in_b, (BT2,)),
+    (lstsq_in_a, (TALL,)),
+    (lstsq_matrix_rhs, (TALL,)),
+    (lstsq_in_b, (BT,)),
+    (lstsq_in_b, (BT2,)),
     (lstsq_square, (A,)),
-    (inv, (A,)), (inv, (AB,)), (solve_vector, (A,)), (solve_vector_rhs, (b, A)),
-    (solve_matrix, (A,)), (solve_matrix_rhs, (BM, A)), (solve_batched_vector_rhs, (b, AB)),
-    (solve_batched_matrix_rhs, (BM, AB)), (solve_matrix, (AB,)), (det, (A,)), (det_batched, (AB,)),
-    (slogdet, (A,)), (slogdet_index, (AB,)), (cholesky, (A,)), (cholesky, (AB,)),
-    (eigh_values, (A,)), (eigh_vectors, (A,)), (eigh_vectors, (AB,)), (eigvalsh, (A,)),
-    (svd_values, (TALL,)), (svd_values, (WIDE,)), (svd_values, (TALLB,)), (svd_all, (TALL,)),
-    (svd_all, (WIDE,)), (svd_all, (TALLB,)), (svd_square, (A,)), (pinv, (TALL,)), (pinv, (WIDE,)),
-    (matrix_power, (A,)), (matrix_power, (AB,)), (matrix_power_zero, (A,)),
-    (matrix_power_negative, (A,)), (qr, (TALL,)), (qr, (A,)), (qr, (TALLB,)), (qr_r, (TALL,)),
-    (norm, (x5,)), (norm_1, (x5,)), (norm_inf, (x5,)), (norm_3, (x5,)), (norm, (M34,)),
-    (norm_fro, (M34,)), (norm_nuc, (M34,)), (norm_axis, (M34,)), (norm_keepdims, (M34,)),
-    (norm, (T234,)), (norm_matrix_axes, (T234,)),
+    (inv, (A,)),
+    (inv, (AB,)),
+    (solve_vector, (A,)),
+    (solve_vector_rhs, (b, A)),
+    (solve_matrix, (A,)),
+    (solve_matrix_rhs, (BM, A)),
+    (solve_batched_vector_rhs, (b, AB)),
+    (solve_batched_matrix_rhs, (BM, AB)),
+    (solve_matrix, (AB,)),
+    (det, (A,)),
+    (det_batched, (AB,)),
+    (slogdet, (A,)),
+    (slogdet_index, (AB,)),
+    (cholesky, (A,)),
+    (cholesky, (AB,)),
+    (eigh_values, (A,)),
+    (eigh_vectors, (A,)),
+    (eigh_vectors, (AB,)),
+    (eigvalsh, (A,)),
+    (svd_values, (TALL,)),
+    (svd_values, (WIDE,)),
+    (svd_values, (TALLB,)),
+    (svd_all, (TALL,)),
+    (svd_all, (WIDE,)),
+    (svd_all, (TALLB,)),
+    (svd_square, (A,)),
+    (pinv, (TALL,)),
+    (pinv, (WIDE,)),
+    (matrix_power, (A,)),
+    (matrix_power, (AB,)),
+    (matrix_power_zero, (A,)),
+    (matrix_power_negative, (A,)),
+    (qr, (TALL,)),
+    (qr, (A,)),
+    (qr, (TALLB,)),
+    (qr_r, (TALL,)),
+    (norm, (x5,)),
+    (norm_1, (x5,)),
+    (norm_inf, (x5,)),
+    (norm_3, (x5,)),
+    (norm, (M34,)),
+    (norm_fro, (M34,)),
+    (norm_nuc, (M34,)),
+    (norm_axis, (M34,)),
+    (norm_keepdims, (M34,)),
+    (norm, (T234,)),
+    (norm_matrix_axes, (T234,)),
 ]
 
 
-@pytest.mark.parametrize("f, args", CASES,
-                         ids=[f"{f.__name__}-{'x'.join(map(str, a[0].shape))}" for f, a in CASES])
+@pytest.mark.parametrize(
+    "f, args", CASES, ids=[f"{f.__name__}-{'x'.join(map(str, a[0].shape))}" for f, a in CASES]
+)
 def test_matches_finite_differences(f, args):
     check_all(f, *args)
 
@@ -238,13 +285,16 @@ def cholesky_upper(X):
     return np.sum(np.linalg.cholesky(X @ X.T + np.eye(3), upper=True))
 
 
-@pytest.mark.parametrize("f, x, what", [
-    (spectral_norm, M34, "np.linalg.norm with a matrix ord"),
-    (svd_full, TALL, "full_matrices=True of a non-square matrix"),
-    (qr_wide, WIDE, "more columns than rows"),
-    (cholesky_upper, A, "upper=True"),
-    (lstsq_wide, WIDE, "more columns than rows"),
-])
+@pytest.mark.parametrize(
+    "f, x, what",
+    [
+        (spectral_norm, M34, "np.linalg.norm with a matrix ord"),
+        (svd_full, TALL, "full_matrices=True of a non-square matrix"),
+        (qr_wide, WIDE, "more columns than rows"),
+        (cholesky_upper, A, "upper=True"),
+        (lstsq_wide, WIDE, "more columns than rows"),
+    ],
+)
 def test_variants_without_a_rule_are_refused_where_they_are_used(f, x, what):
     with pytest.raises(errors.NoRuleError, match=what) as info:
         sourcegrad.grad(f)(x)
@@ -258,6 +308,7 @@ def test_an_unused_part_of_a_tuple_result_gets_a_zero_adjoint():
     def f(A):
         sign, logdet = np.linalg.slogdet(A)
         return logdet
+
     np.testing.assert_allclose(sourcegrad.grad(f)(A), np.linalg.inv(A).T, rtol=1e-12)
 
 
@@ -266,8 +317,11 @@ VA, VC = R.normal(size=3), R.normal(size=2)
 
 
 def multi_dot_middle(x):
-    return np.sum(np.linalg.multi_dot([MA, x, MC]) ** 2) + np.linalg.multi_dot([VA, MA, x, MC, VC]) + \
-        np.sum(np.linalg.multi_dot([x.T, MA.T]) ** 2)
+    return (
+        np.sum(np.linalg.multi_dot([MA, x, MC]) ** 2)
+        + np.linalg.multi_dot([VA, MA, x, MC, VC])
+        + np.sum(np.linalg.multi_dot([x.T, MA.T]) ** 2)
+    )
 
 
 def multi_dot_ends(v):
@@ -279,7 +333,8 @@ def test_multi_dot_first_order_and_forward_mode(f, x):
     assert sourcegrad.check_grad(f, x) <= 1.0
     t = R.normal(size=np.shape(x))
     eps = 1e-6
-    np.testing.assert_allclose(sourcegrad.jvp(f, (x,), (t,))[1],
-                               (f(x + eps * t) - f(x - eps * t)) / (2 * eps), rtol=1e-6)
+    np.testing.assert_allclose(
+        sourcegrad.jvp(f, (x,), (t,))[1], (f(x + eps * t) - f(x - eps * t)) / (2 * eps), rtol=1e-6
+    )
     with pytest.raises(errors.NoRuleError, match="multi_dot_grad"):  # not written: refused
         sourcegrad.hessian(f)(x)

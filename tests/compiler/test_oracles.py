@@ -1,4 +1,5 @@
 """Compiled gradients against torch and HIPS autograd, when they are installed."""
+
 import numpy as np
 import pytest
 
@@ -10,8 +11,12 @@ from .cases import f_logreg, f_mlp
 def test_against_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
-    W1, b1, W2, b2 = rng.normal(size=(4, 5)), rng.normal(size=5), rng.normal(size=(5, 3)), \
-        rng.normal(size=3)
+    W1, b1, W2, b2 = (
+        rng.normal(size=(4, 5)),
+        rng.normal(size=5),
+        rng.normal(size=(5, 3)),
+        rng.normal(size=3),
+    )
     X, Y = rng.normal(size=(6, 4)), np.eye(3)[[0, 1, 2, 1, 0, 2]]
     ours = sourcegrad.grad(f_mlp, wrt=(0, 1, 2, 3))(W1, b1, W2, b2, X, Y)
     params = [torch.tensor(p, requires_grad=True) for p in (W1, b1, W2, b2)]
@@ -32,5 +37,6 @@ def test_against_hips_autograd():
     def loss(w, X, y):
         return anp.mean(anp.log(1.0 + anp.exp(-y * (X @ w))))
 
-    np.testing.assert_allclose(sourcegrad.grad(f_logreg)(w, X, y), autograd.grad(loss)(w, X, y),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        sourcegrad.grad(f_logreg)(w, X, y), autograd.grad(loss)(w, X, y), rtol=1e-12
+    )

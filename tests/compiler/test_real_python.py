@@ -4,6 +4,7 @@ decided while compiling (slice, isinstance, callable, in, assert) and random dra
 Every gradient is checked against central finite differences of the user's own function;
 for random draws, the generators are put back before each call, so the differences are
 taken on the same sample the compiled gradient differentiates."""
+
 import numpy as np
 import pytest
 
@@ -36,6 +37,7 @@ X = np.array([0.3, -1.2, 2.0])
 
 
 # --- functions as values ----------------------------------------------------------------------
+
 
 def rk4_step(f, y, t, dt):
     k1 = f(y, t)
@@ -72,6 +74,7 @@ def two_layers(W):
 def make_scaled_sin(a):
     def f(x):
         return np.sin(a * x)
+
     return f
 
 
@@ -128,14 +131,20 @@ def test_function_argument_is_part_of_the_signature():
     default = g(X * 0.3)
     other = g(X * 0.3, cosine_dynamics)
     np.testing.assert_allclose(default, fd(with_dynamics, X * 0.3), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(other, fd(with_dynamics, X * 0.3, cosine_dynamics),
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        other, fd(with_dynamics, X * 0.3, cosine_dynamics), rtol=1e-6, atol=1e-8
+    )
     assert not np.allclose(default, other)
     np.testing.assert_allclose(g(X * 0.3, damped), default)
 
 
-@pytest.mark.parametrize("fn, words", [(stores_functions, "'sin' is used as a value"),
-                                       (computes_with_function, "'exp' is used as a value")])
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        (stores_functions, "'sin' is used as a value"),
+        (computes_with_function, "'exp' is used as a value"),
+    ],
+)
 def test_function_values_stored_or_computed_with_are_refused(fn, words):
     with pytest.raises(errors.UnsupportedSyntaxError, match=words) as info:
         sourcegrad.grad(fn)(X)
@@ -143,6 +152,7 @@ def test_function_values_stored_or_computed_with_are_refused(fn, words):
 
 
 # --- comprehensions ---------------------------------------------------------------------------
+
 
 def stacked_rows(x, W):
     rows = [np.tanh(x * w) for w in W]
@@ -171,7 +181,7 @@ def comprehension_in_loop(x):
 
 
 def over_list_argument(xs):
-    return sum([np.sum(v ** 3) for v in xs])
+    return sum([np.sum(v**3) for v in xs])
 
 
 def test_list_comprehension_over_an_array():
@@ -179,15 +189,24 @@ def test_list_comprehension_over_an_array():
     check(stacked_rows, X, W)
 
 
-@pytest.mark.parametrize("fn", [generator_in_sum, nested_with_condition, prefix_sums,
-                                comprehension_in_loop, over_list_argument])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        generator_in_sum,
+        nested_with_condition,
+        prefix_sums,
+        comprehension_in_loop,
+        over_list_argument,
+    ],
+)
 def test_comprehensions(fn):
     check(fn, X)
 
 
 def test_comprehension_names_do_not_leak():
     assert nested_with_condition(X) == pytest.approx(
-        sourcegrad.value_and_grad(nested_with_condition)(X)[0])
+        sourcegrad.value_and_grad(nested_with_condition)(X)[0]
+    )
 
 
 def test_generated_comprehension_reads_as_a_loop():
@@ -200,6 +219,7 @@ def test_generated_comprehension_reads_as_a_loop():
 
 # --- builtins decided while compiling ---------------------------------------------------------
 
+
 def with_slice(x, n):
     part = slice(1, n)
     return np.sum(x[part] ** 2) + np.sum(x[slice(2)])
@@ -207,7 +227,7 @@ def with_slice(x, n):
 
 def with_assert(x):
     assert x.shape[0] == 3, "three values"
-    return np.sum(x ** 2)
+    return np.sum(x**2)
 
 
 def assert_fails(x):
@@ -223,7 +243,7 @@ def always_fails(x):
 def by_type(x):
     if isinstance(x, float):
         return x * 2.0
-    return np.sum(x ** 2)
+    return np.sum(x**2)
 
 
 def checks_callable(x, f=np.sin):
@@ -283,7 +303,7 @@ def reparameterised(params):
     mu, log_sigma = params[0], params[1]
     eps = RS.randn(5, 2)
     z = mu + np.exp(log_sigma) * eps
-    return np.sum(z ** 2)
+    return np.sum(z**2)
 
 
 def generator_draw(mu):
@@ -320,13 +340,16 @@ def reset_global():
     np.random.seed(5)
 
 
-@pytest.mark.parametrize("fn, x, reset", [
-    (reparameterised, np.array([[0.1, 0.2], [0.3, -0.4]]), reset_rs),
-    (generator_draw, X, reset_rng),
-    (global_draw, X, reset_global),
-    (seeded_inside, X, lambda: None),
-    (draws_in_loop, X, reset_rs),
-])
+@pytest.mark.parametrize(
+    "fn, x, reset",
+    [
+        (reparameterised, np.array([[0.1, 0.2], [0.3, -0.4]]), reset_rs),
+        (generator_draw, X, reset_rng),
+        (global_draw, X, reset_global),
+        (seeded_inside, X, lambda: None),
+        (draws_in_loop, X, reset_rs),
+    ],
+)
 def test_random_draws_are_constants_of_the_gradient(fn, x, reset):
     check(fn, x, reset=reset)
 
@@ -357,6 +380,7 @@ def test_hessian_differentiates_one_sample():
         hi = g(X + step)
         reset_rs()
         return (hi - g(X - step)) / 2e-6
+
     reset_rs()
     H = sourcegrad.hessian(draws_in_loop)(X)
     expected = np.stack([column(i) for i in range(3)], axis=1)
@@ -368,6 +392,7 @@ def test_check_grad_uses_one_sample():
 
 
 # --- objects known when compiling -------------------------------------------------------------
+
 
 class Config:
     def __init__(self):
@@ -433,6 +458,7 @@ def test_missing_attribute_is_located():
 
 # --- copies -----------------------------------------------------------------------------------
 
+
 def method_copy_then_store(x):
     y = x.copy()
     y[0] = 5.0
@@ -474,10 +500,11 @@ def test_an_alias_changed_in_place_is_refused():
 
 # --- branches the signature decides -----------------------------------------------------------
 
+
 def by_rank(x):
     if x.ndim == 2:
         return np.sum(np.tanh(x @ x.T))
-    return np.sum(x ** 3)
+    return np.sum(x**3)
 
 
 def by_value(x):
@@ -504,13 +531,14 @@ def test_a_branch_on_a_value_stays():
 
 # --- complex values ---------------------------------------------------------------------------
 
+
 def complex_intermediate(x):
     return np.sum(np.abs(x * (1 + 2j)))
 
 
 def complex_off_the_path(x):
     phase = np.exp(1j * np.arange(3.0))
-    return np.sum(x ** 2) + float(np.abs(np.sum(phase)))
+    return np.sum(x**2) + float(np.abs(np.sum(phase)))
 
 
 def complex_variance(x):
@@ -534,13 +562,14 @@ def test_a_complex_value_off_the_path_is_fine():
 
 # --- a gradient inside differentiated code ----------------------------------------------------
 
+
 def wavy(x):
-    return np.sum(np.sin(x) * x ** 2)
+    return np.sum(np.sin(x) * x**2)
 
 
 def squared_gradient_norm(x):
     g = sourcegrad.grad(wavy)(x)
-    return np.sum(g ** 2)
+    return np.sum(g**2)
 
 
 GRAD_WAVY = sourcegrad.grad(wavy)
@@ -553,18 +582,20 @@ def through_a_global_gradient(x):
 def one_inner_step(w, x):
     inner = sourcegrad.grad(wavy)
     adapted = w - 0.1 * inner(w * x)
-    return np.sum(adapted ** 2)
+    return np.sum(adapted**2)
 
 
 def gradient_of_a_local_function(x):
     def local(v):
-        return np.sum(v ** 3)
+        return np.sum(v**3)
+
     return np.sum(sourcegrad.grad(local)(x))
 
 
-@pytest.mark.parametrize("fn, rest", [(squared_gradient_norm, ()),
-                                      (through_a_global_gradient, ()),
-                                      (one_inner_step, (X * 0.5,))])
+@pytest.mark.parametrize(
+    "fn, rest",
+    [(squared_gradient_norm, ()), (through_a_global_gradient, ()), (one_inner_step, (X * 0.5,))],
+)
 def test_a_gradient_called_inside_differentiated_code(fn, rest):
     check(fn, X, *rest)
 
@@ -577,6 +608,7 @@ def test_a_gradient_inside_is_differentiated_once():
 
 
 # --- containers that are not differentiated: keyed by their items -----------------------------
+
 
 def sum_over_rows(w, xs):
     s = 0.0
@@ -595,6 +627,7 @@ def test_code_for_one_items_shape_is_not_reused_for_another(container):
 
 
 # --- calls as autograd's examples write them ---------------------------------------------------
+
 
 def concat_and_multiply(weights, *args):
     cat_state = np.hstack(args + (np.ones((args[0].shape[0], 1)),))
@@ -638,7 +671,7 @@ def uses_starred_zip(x):
 
 
 def uses_vdot(x):
-    return np.vdot(np.sin(x), x ** 2)
+    return np.vdot(np.sin(x), x**2)
 
 
 def layers_generator(x):
@@ -660,7 +693,8 @@ def test_keyword_only_parameters():
 
 def test_a_returned_lambda():
     assert sourcegrad.grad(uses_returned_lambda)(2.0) == pytest.approx(
-        (uses_returned_lambda(2.0 + 1e-6) - uses_returned_lambda(2.0 - 1e-6)) / 2e-6, rel=1e-6)
+        (uses_returned_lambda(2.0 + 1e-6) - uses_returned_lambda(2.0 - 1e-6)) / 2e-6, rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("fn", [uses_starred_zip, uses_vdot])
@@ -675,6 +709,7 @@ def test_a_generator_is_refused_by_name():
 
 # --- dict comprehensions ----------------------------------------------------------------------
 
+
 def scaled_params(params):
     k = 3.0  # the comprehension's k is its own
     doubled = {name: value * 2.0 for name, value in params.items() if name != "unused"}
@@ -687,8 +722,11 @@ def run_time_keys(x):
 
 
 def test_dict_comprehension_over_a_dicts_items():
-    params = {"W": np.array([[0.5, -1.0], [2.0, 0.1]]), "b": np.array([0.3, -0.7]),
-              "unused": np.ones(2)}
+    params = {
+        "W": np.array([[0.5, -1.0], [2.0, 0.1]]),
+        "b": np.array([0.3, -0.7]),
+        "unused": np.ones(2),
+    }
     got = sourcegrad.grad(scaled_params)(params)
     assert set(got) == {"W", "b", "unused"}
     np.testing.assert_allclose(got["W"], 8.0 * params["W"])
@@ -712,6 +750,7 @@ def test_randn_of_a_shape_known_at_run_time_draws_the_same_numbers():
     def reset():
         RS.seed(3)
         np.random.seed(4)
+
     reset()
     got = sourcegrad.grad(draws_shaped_like)(mu)
     reset()

@@ -2,6 +2,7 @@
 gradients that alias the user's arrays, programs numpy rejects, crashes that must be located
 errors, and recursion bounded by an int argument. Gradients are checked against central
 finite differences in float64 (numpy runs the function itself, so its semantics decide)."""
+
 import io
 import os
 import warnings
@@ -26,6 +27,7 @@ def assert_gradients(fn, args, wrt):
 
 
 # -- 1. repeated indices: numpy keeps the last write, and `+=` adds once ----------------------
+
 
 def add_at_repeated(x):
     a = x * 1.0
@@ -99,11 +101,15 @@ UPDATES = [update_set, update_add, update_sub, update_mul, update_div]
 
 
 @pytest.mark.parametrize("fn", UPDATES, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("index", [
-    [2, 0, 2, 2],                         # an int list with repeats
-    np.array([1, 1, 3]),                  # an int array with repeats
-    np.array([True, False, True, False, True]),  # a mask: no repeats
-], ids=["list", "array", "mask"])
+@pytest.mark.parametrize(
+    "index",
+    [
+        [2, 0, 2, 2],  # an int list with repeats
+        np.array([1, 1, 3]),  # an int array with repeats
+        np.array([True, False, True, False, True]),  # a mask: no repeats
+    ],
+    ids=["list", "array", "mask"],
+)
 def test_indexed_updates_match_numpy(fn, index):
     rng = np.random.default_rng(0)
     x = rng.uniform(0.5, 1.5, 5)
@@ -134,15 +140,22 @@ def test_forward_mode_and_second_order_through_a_repeated_write():
     # the Hessian along v: forward mode over the generated gradient, and column by column
     g = sourcegrad.grad(update_set, wrt=1)
     eps = 1e-5
-    numeric = np.stack([(g(x, v + eps * e, [0, 0]) - g(x, v - eps * e, [0, 0])) / (2 * eps)
-                        for e in np.eye(2)])
-    np.testing.assert_allclose(sourcegrad.hvp(update_set, wrt=1)(x, v, [0, 0], np.ones(2)),
-                               numeric.sum(axis=0), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(sourcegrad.hessian(update_set, wrt=1)(x, v, [0, 0]), numeric,
-                               rtol=1e-5, atol=1e-7)
+    numeric = np.stack(
+        [(g(x, v + eps * e, [0, 0]) - g(x, v - eps * e, [0, 0])) / (2 * eps) for e in np.eye(2)]
+    )
+    np.testing.assert_allclose(
+        sourcegrad.hvp(update_set, wrt=1)(x, v, [0, 0], np.ones(2)),
+        numeric.sum(axis=0),
+        rtol=1e-5,
+        atol=1e-7,
+    )
+    np.testing.assert_allclose(
+        sourcegrad.hessian(update_set, wrt=1)(x, v, [0, 0]), numeric, rtol=1e-5, atol=1e-7
+    )
 
 
 # -- 6. a small randomized differential test of repeated-index updates ------------------------
+
 
 def test_random_repeated_index_updates_match_finite_differences():
     rng = np.random.default_rng(2024)
@@ -180,8 +193,11 @@ def scaled(x):
     return x * TABLE
 
 
-@pytest.mark.parametrize("fn, table", [(times_table, TABLE), (times_listed_table, TABLES[0])],
-                         ids=["global", "item of a global list"])
+@pytest.mark.parametrize(
+    "fn, table",
+    [(times_table, TABLE), (times_listed_table, TABLES[0])],
+    ids=["global", "item of a global list"],
+)
 def test_gradient_that_equals_a_global_is_a_copy(fn, table):
     before = table.copy()
     for g in (sourcegrad.grad(fn)(np.ones(3)), sourcegrad.value_and_grad(fn)(np.ones(3))[1]):
@@ -205,6 +221,7 @@ def test_vjp_and_jvp_results_are_not_the_callers_arrays():
 
 
 # -- 3, 4. what numpy rejects raises numpy's error, located ------------------------------------
+
 
 def matmul_mismatch(x, y):
     return np.sum(x @ y)
@@ -238,16 +255,20 @@ def concatenate_mismatch(x, y):
     return np.sum(np.concatenate([x, y], axis=1))
 
 
-@pytest.mark.parametrize("fn, args, kind", [
-    (matmul_mismatch, (np.ones(4), np.ones(1)), ValueError),
-    (dot_mismatch, (np.ones(3), np.ones(2)), ValueError),
-    (broadcast_mismatch, (np.ones(3),), ValueError),
-    (reshape_mismatch, (np.ones(3),), ValueError),
-    (index_out_of_bounds, (np.ones(3),), IndexError),
-    (axis_out_of_bounds, (np.ones(3),), np.exceptions.AxisError),
-    (einsum_mismatch, (np.ones(3), np.ones(2)), ValueError),
-    (concatenate_mismatch, (np.ones((2, 3)), np.ones((3, 3))), ValueError),
-], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn, args, kind",
+    [
+        (matmul_mismatch, (np.ones(4), np.ones(1)), ValueError),
+        (dot_mismatch, (np.ones(3), np.ones(2)), ValueError),
+        (broadcast_mismatch, (np.ones(3),), ValueError),
+        (reshape_mismatch, (np.ones(3),), ValueError),
+        (index_out_of_bounds, (np.ones(3),), IndexError),
+        (axis_out_of_bounds, (np.ones(3),), np.exceptions.AxisError),
+        (einsum_mismatch, (np.ones(3), np.ones(2)), ValueError),
+        (concatenate_mismatch, (np.ones((2, 3)), np.ones((3, 3))), ValueError),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_what_numpy_rejects_raises_numpys_error_located(fn, args, kind):
     with pytest.raises(kind) as numpy_says:
         fn(*args)
@@ -271,9 +292,10 @@ def by_rank(x, y):
 
 
 def test_a_branch_this_signature_never_takes_may_hold_what_numpy_rejects():
-    for x, y in ((np.linspace(0.1, 0.3, 3), np.linspace(-1.0, 1.0, 3)),
-                 (np.linspace(0.1, 0.6, 6).reshape(2, 3),
-                  np.linspace(-1.0, 1.0, 12).reshape(4, 3))):
+    for x, y in (
+        (np.linspace(0.1, 0.3, 3), np.linspace(-1.0, 1.0, 3)),
+        (np.linspace(0.1, 0.6, 6).reshape(2, 3), np.linspace(-1.0, 1.0, 12).reshape(4, 3)),
+    ):
         assert_gradients(by_rank, (x, y), (0, 1))
 
 
@@ -318,6 +340,7 @@ def test_show_cupy_source_without_cupy():
 def test_running_cupy_code_without_cupy_is_a_sourcegrad_error():
     try:
         import cupy  # noqa: F401
+
         pytest.skip("cupy is installed")
     except ImportError:
         pass
@@ -326,6 +349,7 @@ def test_running_cupy_code_without_cupy_is_a_sourcegrad_error():
 
 
 # -- 5. recursion bounded by an int argument unrolls; on data it is refused -------------------
+
 
 def doubled(x, n):
     return x if n == 0 else doubled(x * 2.0, n - 1)
@@ -347,8 +371,9 @@ def test_recursion_on_an_int_argument_unrolls():
     x = np.array([0.001, -0.002, 0.0005])
     g = sourcegrad.grad(doubled_loss)
     for n in (10, 3):
-        np.testing.assert_allclose(g(x, n), numeric_grad(doubled_loss, (x, n), 0),
-                                   rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(
+            g(x, n), numeric_grad(doubled_loss, (x, n), 0), rtol=1e-6, atol=1e-8
+        )
 
 
 def test_recursion_on_data_is_refused_located():

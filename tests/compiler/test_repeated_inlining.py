@@ -6,6 +6,7 @@ same name in both (`inner_a`), and the second call overwrote what the first retu
 (`outer` below: value 39 for 19, gradient [15, 27] for [7, 11]); (2) a value the callee
 returns from a variable of its loops was that variable, which the second call
 reassigned (value 54 for 30). Checked against central finite differences (float64)."""
+
 import numpy as np
 import pytest
 
@@ -47,7 +48,7 @@ def pair_from_a_loop(x):
 def twice_with_containers(x):
     a, da = pair_from_a_loop(x)
     b, db = pair_from_a_loop(2.0 * x)
-    return np.sum(a * db["h"]) + np.sum(da["h"] * b ** 2)
+    return np.sum(a * db["h"]) + np.sum(da["h"] * b**2)
 
 
 def twice_in_a_loop(x):
@@ -59,8 +60,11 @@ def twice_in_a_loop(x):
     return s
 
 
-@pytest.mark.parametrize("fn", [twice_straight, twice_with_a_loop, twice_with_containers,
-                                twice_in_a_loop], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn",
+    [twice_straight, twice_with_a_loop, twice_with_containers, twice_in_a_loop],
+    ids=lambda f: f.__name__,
+)
 def test_each_call_of_a_helper_keeps_its_value(fn):
     x = np.array([0.7, -1.3, 2.0])
     value, g = sourcegrad.value_and_grad(fn)(x)

@@ -1,6 +1,7 @@
 """Constant factors of the backward carried along a chain and applied once
 (optimize.sink_scalar_factors): `d * 2.0`, `-d`, `d * math.log(2.0)`, `d / (2.0 * v)` are
 not array operations of their own; `a + -b` is `a - b`."""
+
 import math
 
 import numpy as np
@@ -11,11 +12,11 @@ from sourcegrad.api import numeric_grad
 
 
 def scaled_chain(x):
-    v = np.exp2(x)            # ln 2
-    v = np.log10(v + 2.0)     # 1 / ln 10
-    v = np.square(v)          # 2
+    v = np.exp2(x)  # ln 2
+    v = np.log10(v + 2.0)  # 1 / ln 10
+    v = np.square(v)  # 2
     v = np.reciprocal(v + 1)  # -1
-    v = np.sqrt(v)            # 1 / 2
+    v = np.sqrt(v)  # 1 / 2
     return np.sum(np.cos(v))  # -1
 
 
@@ -42,7 +43,7 @@ def scalar_part(x):
 
 
 def _array_ops_in_backward(source):
-    backward = source[source.index("# backward"):]
+    backward = source[source.index("# backward") :]
     return [line for line in backward.splitlines() if "= " in line and "#" in line]
 
 
@@ -52,7 +53,7 @@ def test_a_chain_applies_its_constants_once():
     np.testing.assert_allclose(g(x), numeric_grad(scaled_chain, (x,), 0), rtol=1e-6)
     lines = g.source.splitlines()
     assert sum("constant factors" in line for line in lines) == 1
-    backward = g.source[g.source.index("# backward"):]
+    backward = g.source[g.source.index("# backward") :]
     assert "-d" not in backward and "* 2.0" not in backward and "(2.0 *" not in backward
 
 
@@ -61,10 +62,11 @@ def test_a_negation_meets_a_sum_as_a_subtraction():
     z = rng.normal(size=(4, 3))
     y = np.eye(3)[[0, 2, 1, 1]]
     g = sourcegrad.grad(softmax_loss)
-    np.testing.assert_allclose(g(z, y), numeric_grad(softmax_loss, (z, y), 0), rtol=1e-6,
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        g(z, y), numeric_grad(softmax_loss, (z, y), 0), rtol=1e-6, atol=1e-10
+    )
     assert "d_log_p.sum(axis=1, keepdims=True)" in g.source  # no -d_log_p array
-    backward = g.source[g.source.index("# backward"):]
+    backward = g.source[g.source.index("# backward") :]
     # (the softmax's contribution folded into the subtraction that adds it: one statement)
     assert "dz = d_log_p - d_log_p.sum(axis=1, keepdims=True)" in backward
     assert "-d" not in backward.replace("dz = d_log_p - dz", "")
@@ -80,8 +82,9 @@ def test_a_value_read_twice_keeps_its_factor():
 def test_a_factor_is_applied_before_a_loop_reads_the_value(n):
     x = np.linspace(0.2, 1.0, 4)
     g = sourcegrad.grad(factor_into_a_loop)
-    np.testing.assert_allclose(g(x, n), numeric_grad(factor_into_a_loop, (x, n), 0),
-                               rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(
+        g(x, n), numeric_grad(factor_into_a_loop, (x, n), 0), rtol=1e-6, atol=1e-10
+    )
 
 
 def test_scalars_and_float32():
@@ -91,8 +94,9 @@ def test_scalars_and_float32():
     x32 = x.astype(np.float32)
     g32 = sourcegrad.grad(scaled_chain)(np.linspace(0.1, 0.9, 7).astype(np.float32))
     assert g32.dtype == np.float32
-    np.testing.assert_allclose(g32, sourcegrad.grad(scaled_chain)(np.linspace(0.1, 0.9, 7)),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        g32, sourcegrad.grad(scaled_chain)(np.linspace(0.1, 0.9, 7)), rtol=1e-5
+    )
     assert sourcegrad.grad(scalar_part)(x32).dtype == np.float32
 
 
@@ -102,8 +106,9 @@ def test_second_order_through_carried_factors():
     hv = sourcegrad.hvp(scaled_chain)(x, v)
     g = sourcegrad.grad(scaled_chain)
     eps = 1e-6
-    np.testing.assert_allclose(hv, (g(x + eps * v) - g(x - eps * v)) / (2 * eps), rtol=1e-6,
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        hv, (g(x + eps * v) - g(x - eps * v)) / (2 * eps), rtol=1e-6, atol=1e-9
+    )
     H = sourcegrad.hessian(scaled_chain)(x)
     np.testing.assert_allclose(H @ v, hv, rtol=1e-9, atol=1e-12)
 
@@ -132,7 +137,7 @@ def test_a_negated_factor_of_a_product_is_a_subtraction():
     assert dk == pytest.approx(numeric_grad(damped, (4.0, 0.5), 0), rel=1e-6)
     assert dc == pytest.approx(numeric_grad(damped, (4.0, 0.5), 1), rel=1e-6)
     source = g.source
-    backward = source[source.index("# backward"):]
+    backward = source[source.index("# backward") :]
     assert "dc -= d_a * v" in backward and "= -d_a" not in backward, backward
 
 
@@ -159,7 +164,7 @@ def test_boolean_masks_carry_no_factor(fn):
 
 
 def float_mix(x, y):
-    return math.sin(x) * y + math.exp(x * y) / (1.0 + x ** 2)
+    return math.sin(x) * y + math.exp(x * y) / (1.0 + x**2)
 
 
 def test_numbers_carry_their_factors_too():

@@ -2,6 +2,7 @@
 0-d arrays, vector @ vector) are numpy scalars too, so a running total that starts as a
 Python float keeps a known shape through a loop: the backward neither saves it every
 trip nor unbroadcasts its adjoint."""
+
 import numpy as np
 import pytest
 

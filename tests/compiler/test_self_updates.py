@@ -7,6 +7,7 @@ backward still read it. A rewrite that looks through a part's computation (`-d_s
 as `d_s - ...`, `(-d_s) * 2.0` added as `- d_s * 2.0`) must not read the accumulator
 again after it changed (the reliability issue's reproducers: gradient -2.0 where it is 0).
 """
+
 import numpy as np
 import pytest
 
@@ -26,6 +27,7 @@ def _check(fn, *args, wrt=0):
 
 
 # -- the issue's reproducers ------------------------------------------------------------------
+
 
 def for_sub_of_difference(s):
     for i in range(1):
@@ -64,6 +66,7 @@ def test_else_isub_of_square():
 
 
 # -- variants: loops, branches, nesting, every augmented operator -----------------------------
+
 
 def while_sub_of_difference(s):
     i = 0
@@ -132,8 +135,18 @@ def two_self_updates(s, t):
     return s * t
 
 
-@pytest.mark.parametrize("fn", [while_sub_of_difference, for_square_plus_self, nested_loops,
-                                iadd_of_self, imul_of_self, idiv_of_self, negated_product])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        while_sub_of_difference,
+        for_square_plus_self,
+        nested_loops,
+        iadd_of_self,
+        imul_of_self,
+        idiv_of_self,
+        negated_product,
+    ],
+)
 def test_float_loop_self_updates(fn):
     _check(fn, 0.7)
 
@@ -177,8 +190,18 @@ def sum_negated_product(x):
     return np.sum(negated_product(x) * np.arange(1.0, 5.0))
 
 
-@pytest.mark.parametrize("fn", [sum_while, sum_square_plus_self, sum_nested, sum_iadd,
-                                sum_imul, sum_idiv, sum_negated_product])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        sum_while,
+        sum_square_plus_self,
+        sum_nested,
+        sum_iadd,
+        sum_imul,
+        sum_idiv,
+        sum_negated_product,
+    ],
+)
 def test_array_loop_self_updates(fn):
     _check(fn, np.array([0.5, -0.4, 0.3, 0.6]))
 
@@ -219,6 +242,7 @@ def test_array_branch_self_updates(c):
 # gave a temporary (`dx = ... + 0.75`) then named the accumulator, and what the temporary
 # was computed from was taken for the accumulator's value (fuzz 0-176: 1.57 for 2.78).
 
+
 def constant_seed_isub(x):
     for i in range(2):
         x = np.tanh(x) * 1.5
@@ -257,8 +281,17 @@ def test_constant_adjoint_into_a_loop_with_self_updates():
 
 # -- the same bodies in forward mode and differentiated twice ---------------------------------
 
-@pytest.mark.parametrize("fn", [for_sub_of_difference, while_sub_of_difference,
-                                for_square_plus_self, nested_loops, negated_product])
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        for_sub_of_difference,
+        while_sub_of_difference,
+        for_square_plus_self,
+        nested_loops,
+        negated_product,
+    ],
+)
 def test_forward_mode_self_updates(fn):
     x = 0.7
     _, tangent = sourcegrad.jvp(fn, (x,), (1.0,))
@@ -270,5 +303,6 @@ def test_second_derivative_of_self_updates(fn):
     # the gradient's own accumulators are self-updates in loops (`d_s = d_s - ...`)
     first = sourcegrad.grad(fn)
     second = sourcegrad.grad(first)(0.7)
-    np.testing.assert_allclose(second, numeric_grad(first, (0.7,), 0, eps=1e-5),
-                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        second, numeric_grad(first, (0.7,), 0, eps=1e-5), rtol=1e-5, atol=1e-7
+    )

@@ -6,6 +6,7 @@ reverse / forward (IR -> derivative IR), optimize (IR -> IR), codegen (IR -> sou
 A derivative stage is checked by printing its output unoptimized and running it against
 finite differences, so a fault is pinned to the stage that made it.
 """
+
 import numpy as np
 import pytest
 
@@ -51,8 +52,12 @@ def fd(fn, args, i, eps=1e-6):
 
 def namer_for(ir):
     """New names that clash with none of the function's (as api.Gradient.compile makes)."""
-    return Namer(reserved=set(ir.params) | set(TEMPLATE_NAMESPACE) | {"math"} |
-                 {s.target for s in walk(ir.body) if isinstance(s, Assign)})
+    return Namer(
+        reserved=set(ir.params)
+        | set(TEMPLATE_NAMESPACE)
+        | {"math"}
+        | {s.target for s in walk(ir.body) if isinstance(s, Assign)}
+    )
 
 
 def run(fn_ir, args, what="gradient"):
@@ -90,11 +95,19 @@ def test_decide_branches_keeps_the_branch_the_signature_takes():
     for arg, kept in ((X, "mul_op"), (np.ones((2, 3)), "matmul_op")):
         env = infer_shapes(ir, [aval_of(arg)])
         decided = decide_branches(ir, env)
-        ops = {s.value.op for s in walk(decided.body) if isinstance(s, Assign) and
-               isinstance(s.value, Call)}
+        ops = {
+            s.value.op
+            for s in walk(decided.body)
+            if isinstance(s, Assign) and isinstance(s.value, Call)
+        }
         assert kept in ops
-        assert not any(isinstance(s, If) and isinstance(s.test, Var) and s.test.name in env and
-                       env[s.test.name].known for s in walk(decided.body))
+        assert not any(
+            isinstance(s, If)
+            and isinstance(s.test, Var)
+            and s.test.name in env
+            and env[s.test.name].known
+            for s in walk(decided.body)
+        )
 
 
 @pytest.mark.parametrize("wrt", [0, 1])
@@ -120,15 +133,19 @@ def test_forward_alone_gives_the_derivative_in_a_number():
 
 def test_optimize_alone_removes_repeats_and_dead_values():
     from sourcegrad.ir import Function
-    body = [Assign("a", Call("exp", (Var("x"),))),
-            Assign("b", Call("exp", (Var("x"),))),         # the same value again
-            Assign("dead", Call("sin", (Var("x"),))),      # never read
-            Assign("c", Call("add_op", (Var("a"), Var("b")))),
-            Return(Var("c"))]
+
+    body = [
+        Assign("a", Call("exp", (Var("x"),))),
+        Assign("b", Call("exp", (Var("x"),))),  # the same value again
+        Assign("dead", Call("sin", (Var("x"),))),  # never read
+        Assign("c", Call("add_op", (Var("a"), Var("b")))),
+        Return(Var("c")),
+    ]
     fn = Function("f", ["x"], body, "f.py", None, {}, {"x"})
     out = optimize(fn, {"x": (3,)}, {"x": np.dtype("float64")})
-    calls = [s.value.op for s in walk(out.body) if isinstance(s, Assign) and
-             isinstance(s.value, Call)]
+    calls = [
+        s.value.op for s in walk(out.body) if isinstance(s, Assign) and isinstance(s.value, Call)
+    ]
     assert calls.count("exp") == 1 and "sin" not in calls
     got, _ = run(out, (X,))
     np.testing.assert_allclose(got, 2 * np.exp(X))
@@ -136,6 +153,7 @@ def test_optimize_alone_removes_repeats_and_dead_values():
 
 def test_codegen_alone_prints_the_ir_as_python():
     from sourcegrad.ir import Function
+
     body = [Assign("y", Call("mul_op", (Var("x"), Const(2.0)))), Return(Var("y"))]
     fn = Function("double", ["x"], body, "f.py", None, {}, {"x"})
     info = SourceInfo("f.py", "double", ("x",), frozenset())
@@ -147,9 +165,12 @@ def test_codegen_alone_prints_the_ir_as_python():
 
 def test_pipeline_specialised_runs_stages_3_to_6():
     from sourcegrad import pipeline
+
     ir = function_to_ir(by_rank)
     primal, env = pipeline.specialised(ir, ir, [aval_of(np.ones((2, 3)))], ["x"])
     assert not any(isinstance(s, If) for s in walk(primal.body))
-    assert any(isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "matmul_op"
-               for s in walk(primal.body))
+    assert any(
+        isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "matmul_op"
+        for s in walk(primal.body)
+    )
     assert all(a is None or hasattr(a, "stand_in") for a in env.values())

@@ -1,6 +1,7 @@
 """Parameter trees in the compiled API: gradients with respect to lists, tuples, dicts,
 NamedTuples, dataclasses and nestings of them, written as autograd's and JAX's examples
 write them; every leaf checked against central finite differences (float64)."""
+
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -17,10 +18,12 @@ def tree_numeric_grad(fn, args, pos, eps=1e-6):
     leaves, treedef = trees.flatten(args[pos])
     out = []
     for k, leaf in enumerate(leaves):
+
         def at(value, k=k):
             moved = list(leaves)
             moved[k] = value
-            return fn(*args[:pos], treedef.unflatten(moved), *args[pos + 1:])
+            return fn(*args[:pos], treedef.unflatten(moved), *args[pos + 1 :])
+
         out.append(numeric_grad(at, (leaf,), 0, eps))
     return treedef.unflatten(out)
 
@@ -42,6 +45,7 @@ def check(fn, args, pos=0):
 
 # --- the programs -----------------------------------------------------------------------------
 
+
 def neural_net_predict(params, inputs):
     """autograd's examples/neural_net.py, with logsumexp written out."""
     for W, b in params:
@@ -54,7 +58,7 @@ def neural_net_predict(params, inputs):
 def log_posterior(params, inputs, targets, L2_reg):
     log_prior = 0.0
     for W, b in params:
-        log_prior = log_prior - L2_reg * (np.sum(W ** 2) + np.sum(b ** 2))
+        log_prior = log_prior - L2_reg * (np.sum(W**2) + np.sum(b**2))
     log_lik = np.sum(neural_net_predict(params, inputs) * targets)
     return -(log_prior + log_lik)
 
@@ -131,7 +135,7 @@ def over_items(params, x):
 def sum_values(params):
     s = 0.0
     for v in params.values():
-        s = s + np.sum(v ** 2)
+        s = s + np.sum(v**2)
     return s
 
 
@@ -150,7 +154,7 @@ def list_of_dicts(layers, x):
     h = x
     for p in layers:
         h = layer(p, h)
-    return np.sum(h ** 2)
+    return np.sum(h**2)
 
 
 def built_inside(w, b, x):
@@ -176,10 +180,11 @@ def layers_in_a_time_loop(params, x, steps):
 
 
 def float_leaves(params, x):
-    return params["a"] * np.sum(x ** 2) + params["b"] ** 2 * np.sum(x) + params["c"][0]
+    return params["a"] * np.sum(x**2) + params["b"] ** 2 * np.sum(x) + params["c"][0]
 
 
 # --- inputs -------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def rng():
@@ -187,8 +192,10 @@ def rng():
 
 
 def layers(rng, sizes):
-    return [(rng.normal(size=(m, n)) * 0.5, rng.normal(size=n) * 0.1)
-            for m, n in zip(sizes[:-1], sizes[1:])]
+    return [
+        (rng.normal(size=(m, n)) * 0.5, rng.normal(size=n) * 0.1)
+        for m, n in zip(sizes[:-1], sizes[1:])
+    ]
 
 
 def test_tuple_of_layers_mlp(rng):
@@ -204,8 +211,12 @@ def test_hidden_layers_sliced_and_output_unpacked(rng):
 
 
 def test_rnn_with_dict_parameters(rng):
-    params = {"W_xh": rng.normal(size=(4, 3)) * 0.5, "W_hh": rng.normal(size=(4, 4)) * 0.5,
-              "b_h": rng.normal(size=4) * 0.1, "W_hy": rng.normal(size=(2, 4))}
+    params = {
+        "W_xh": rng.normal(size=(4, 3)) * 0.5,
+        "W_hh": rng.normal(size=(4, 4)) * 0.5,
+        "b_h": rng.normal(size=4) * 0.1,
+        "W_hy": rng.normal(size=(2, 4)),
+    }
     g = check(rnn_dict, (params, rng.normal(size=(5, 3))))
     assert list(g) == ["W_xh", "W_hh", "b_h", "W_hy"]
 
@@ -234,9 +245,11 @@ def test_dataclass_parameters(rng):
 
 
 def test_nested_mix_of_dict_list_tuple_and_named_tuple(rng):
-    params = {"encoder": layers(rng, [3, 4, 4]),
-              "head": Linear(rng.normal(size=(4, 2)), rng.normal(size=2)),
-              "temperature": 0.7}
+    params = {
+        "encoder": layers(rng, [3, 4, 4]),
+        "head": Linear(rng.normal(size=(4, 2)), rng.normal(size=2)),
+        "temperature": 0.7,
+    }
     g = check(nested_mix, (params, rng.normal(size=(5, 3))))
     assert type(g["head"]) is Linear and type(g["temperature"]) is float
 
@@ -281,6 +294,7 @@ def test_tree_and_array_together_and_value_and_grad(rng):
 
     def loss(params, x):
         return np.sum(np.tanh(x @ params["W"] + params["b"]) ** 2)
+
     value, (g_params, g_x) = sourcegrad.value_and_grad(loss, argnums=(0, 1))(params, x)
     assert value == pytest.approx(loss(params, x))
     assert_tree_close(g_params, tree_numeric_grad(loss, (params, x), 0))
@@ -293,7 +307,8 @@ def test_has_aux_with_a_tree(rng):
 
     def loss(params, x):
         out = x @ params["W"] + params["b"]
-        return np.sum(out ** 2), out
+        return np.sum(out**2), out
+
     g, aux = sourcegrad.grad(loss, has_aux=True)(params, x)
     assert_tree_close(g, tree_numeric_grad(lambda p, x: loss(p, x)[0], (params, x), 0))
     np.testing.assert_allclose(aux, x @ params["W"] + params["b"])
@@ -305,25 +320,36 @@ def test_structure_is_part_of_the_cache_key(rng):
     targets = np.eye(2)[[0, 1, 1]]
     for sizes in ([3, 2], [3, 4, 2], [3, 2], [3, 5, 5, 2]):
         params = layers(rng, sizes)
-        assert_tree_close(g(params, inputs, targets, 0.1),
-                          tree_numeric_grad(log_posterior, (params, inputs, targets, 0.1), 0))
+        assert_tree_close(
+            g(params, inputs, targets, 0.1),
+            tree_numeric_grad(log_posterior, (params, inputs, targets, 0.1), 0),
+        )
     g = sourcegrad.grad(sum_values)
     for params in ({"a": np.ones(2)}, {"a": np.ones(2), "b": np.ones(3)}, {"b": np.ones(2)}):
         assert_tree_close(g(params), {k: 2 * v for k, v in params.items()})
 
 
 def test_generated_code_names_leaves_by_their_keys(rng):
-    params = {"W_xh": rng.normal(size=(4, 3)), "W_hh": rng.normal(size=(4, 4)),
-              "b_h": rng.normal(size=4), "W_hy": rng.normal(size=(2, 4))}
+    params = {
+        "W_xh": rng.normal(size=(4, 3)),
+        "W_hh": rng.normal(size=(4, 4)),
+        "b_h": rng.normal(size=4),
+        "W_hy": rng.normal(size=(2, 4)),
+    }
     g = sourcegrad.grad(rnn_dict)
     g(params, rng.normal(size=(5, 3)))
     assert "dparams_W_xh" in g.source and "dparams_b_h" in g.source
-    source = sourcegrad.show(sourcegrad.grad(mlp_hidden_then_output),
-                             layers(rng, [3, 4, 2]), np.ones((2, 3)), file=open("/dev/null", "w"))
+    source = sourcegrad.show(
+        sourcegrad.grad(mlp_hidden_then_output),
+        layers(rng, [3, 4, 2]),
+        np.ones((2, 3)),
+        file=open("/dev/null", "w"),
+    )
     assert "dparams_0_0" in source and "saved" not in source  # unrolled: no stack
 
 
 # --- what is refused, located --------------------------------------------------------------
+
 
 def key_at_run_time(params, x):
     s = 0.0
@@ -349,12 +375,16 @@ def changes_its_argument(params, x):
     return np.sum(params["a"])
 
 
-@pytest.mark.parametrize("fn, message", [
-    (key_at_run_time, "indexed by a value known only at run time"),
-    (dict_as_a_value, "a dict is used as a value"),
-    (dict_rebound_in_a_loop, "assigned again in a loop or branch"),
-    (changes_its_argument, "changing it in place is not supported"),
-], ids=lambda v: getattr(v, "__name__", "message"))
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (key_at_run_time, "indexed by a value known only at run time"),
+        (dict_as_a_value, "a dict is used as a value"),
+        (dict_rebound_in_a_loop, "assigned again in a loop or branch"),
+        (changes_its_argument, "changing it in place is not supported"),
+    ],
+    ids=lambda v: getattr(v, "__name__", "message"),
+)
 def test_unsupported_uses_are_refused_with_the_line(fn, message):
     params = {"a": np.ones(2), "b": np.ones(2)}
     with pytest.raises(sourcegrad.SourcegradError, match=message) as info:
@@ -373,8 +403,11 @@ def test_an_empty_tree_is_refused():
 
 
 def test_check_grad_and_numeric_grad_take_trees(rng):
-    params = {"encoder": layers(rng, [3, 4]), "head": Linear(rng.normal(size=(4, 2)), 0.5),
-              "temperature": 0.7}
+    params = {
+        "encoder": layers(rng, [3, 4]),
+        "head": Linear(rng.normal(size=(4, 2)), 0.5),
+        "temperature": 0.7,
+    }
     x = rng.normal(size=(2, 3))
     assert sourcegrad.check_grad(nested_mix, params, x) < 1.0
     numeric = numeric_grad(nested_mix, (params, x), 0)
@@ -438,7 +471,7 @@ def test_a_dict_changed_while_another_name_holds_it_is_refused(rng):
 
 
 def weighted(x, coeffs):
-    return np.sum(x * coeffs[0]) + np.sum(coeffs[1] * x ** 2)
+    return np.sum(x * coeffs[0]) + np.sum(coeffs[1] * x**2)
 
 
 def test_a_static_tuple_then_a_tuple_of_arrays_in_one_argument():
@@ -446,10 +479,15 @@ def test_a_static_tuple_then_a_tuple_of_arrays_in_one_argument():
     arrays given after a tuple of numbers compared arrays elementwise and raised."""
     g = sourcegrad.grad(weighted)
     x = np.array([0.5, -1.0])
-    for coeffs in [(2.0, 3.0), (2.0, 3.0), (np.array([1.0, 2.0]), np.array([0.5, 4.0])),
-                   (2.0, 3.0)]:
-        np.testing.assert_allclose(g(x, coeffs), numeric_grad(weighted, (x, coeffs), 0),
-                                   rtol=1e-7, atol=1e-9)
+    for coeffs in [
+        (2.0, 3.0),
+        (2.0, 3.0),
+        (np.array([1.0, 2.0]), np.array([0.5, 4.0])),
+        (2.0, 3.0),
+    ]:
+        np.testing.assert_allclose(
+            g(x, coeffs), numeric_grad(weighted, (x, coeffs), 0), rtol=1e-7, atol=1e-9
+        )
     dx, dcoeffs = sourcegrad.grad(weighted, wrt=(0, 1))(x, (2.0, np.array([0.5, 4.0])))
     assert_tree_close(dcoeffs, tree_numeric_grad(weighted, (x, (2.0, np.array([0.5, 4.0]))), 1))
 
@@ -457,7 +495,7 @@ def test_a_static_tuple_then_a_tuple_of_arrays_in_one_argument():
 def loss_with_dict_aux(params, x):
     out = np.tanh(x @ params["W"] + params["b"])
     accuracy = np.mean(out > 0)
-    return np.sum(out ** 2), {"accuracy": accuracy, "out": out, "pair": (out, 2.0)}
+    return np.sum(out**2), {"accuracy": accuracy, "out": out, "pair": (out, 2.0)}
 
 
 def test_has_aux_returns_a_dict_aux_as_jax_code_does(rng):

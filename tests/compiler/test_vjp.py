@@ -1,4 +1,5 @@
 """vjp and jacobian: reverse mode for array outputs, a forward and a backward function."""
+
 import numpy as np
 import pytest
 
@@ -18,7 +19,7 @@ def looped(x):
 
 def branchy(x):
     if np.sum(x) > 0:
-        return x ** 2
+        return x**2
     return -x
 
 
@@ -37,12 +38,15 @@ def numeric_jacobian(f, args, pos, eps=1e-6):
     return J
 
 
-@pytest.mark.parametrize("fn, args", [
-    (layer, (np.array([0.1, 0.2, 0.3]), np.arange(6.0).reshape(2, 3) / 10)),
-    (looped, (np.array([0.1, 0.2, 0.3]),)),
-    (branchy, (np.array([0.5, -0.2]),)),
-    (branchy, (np.array([-0.5, 0.2]),)),
-])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (layer, (np.array([0.1, 0.2, 0.3]), np.arange(6.0).reshape(2, 3) / 10)),
+        (looped, (np.array([0.1, 0.2, 0.3]),)),
+        (branchy, (np.array([0.5, -0.2]),)),
+        (branchy, (np.array([-0.5, 0.2]),)),
+    ],
+)
 def test_jacobian_matches_finite_differences(fn, args):
     numeric = numeric_jacobian(fn, args, 0)
     for mode in ("rev", "fwd"):

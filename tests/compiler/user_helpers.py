@@ -1,4 +1,5 @@
 """A module of the user's, imported by control_cases (calls across modules are inlined)."""
+
 import numpy as np
 
 

@@ -6,7 +6,7 @@ backward with fixed weights the gradient of every leaf that received one.
 Each entry of `EXPRESSIONS` is one scenario.
 """
 
-PRELUDE = '''
+PRELUDE = """
 import torch
 import torch.nn.functional as F
 
@@ -46,78 +46,236 @@ def show(expr):
             g = globals()[name].grad
             if g is not None:
                 print("  grad", name, repr(g))
-'''
+"""
 
 EXPRESSIONS = [
     # arithmetic and broadcasting
-    "x + y", "x + v", "x + 1", "2 + x", "torch.add(x, y, alpha=2)", "x - y", "x - 1", "1 - x",
-    "x * y", "x * 2", "x * c", "x * s", "x / y", "x / 2", "2 / x", "x ** 2", "P ** 2.5",
-    "P ** x", "x ** s", "x ** c", "2 ** x", "-x", "x.square()", "x % 2", "x // 2",
-    "x * torch.tensor([1, 2, 3])", "x * torch.tensor([1., 2., 3.], dtype=torch.float64)",
-    "torch.tensor([1, 2]) + 1.5", "torch.tensor([1, 2]) / 2", "torch.tensor([True, False]) + 1",
+    "x + y",
+    "x + v",
+    "x + 1",
+    "2 + x",
+    "torch.add(x, y, alpha=2)",
+    "x - y",
+    "x - 1",
+    "1 - x",
+    "x * y",
+    "x * 2",
+    "x * c",
+    "x * s",
+    "x / y",
+    "x / 2",
+    "2 / x",
+    "x ** 2",
+    "P ** 2.5",
+    "P ** x",
+    "x ** s",
+    "x ** c",
+    "2 ** x",
+    "-x",
+    "x.square()",
+    "x % 2",
+    "x // 2",
+    "x * torch.tensor([1, 2, 3])",
+    "x * torch.tensor([1., 2., 3.], dtype=torch.float64)",
+    "torch.tensor([1, 2]) + 1.5",
+    "torch.tensor([1, 2]) / 2",
+    "torch.tensor([True, False]) + 1",
     # one-input elementwise
-    "P.exp()", "P.log()", "P.sqrt()", "P.rsqrt()", "x.sin()", "x.cos()", "(x / 2).tan()", "x.tanh()",
-    "x.sigmoid()", "torch.relu(x)", "F.relu(x)", "x.relu()", "x.abs()", "x.sign()", "x.floor()",
-    "x.ceil()", "x.round()", "x.trunc()", "P.log1p()", "x.expm1()", "x.exp2()", "P.log2()",
-    "P.log10()", "x.sinh()", "x.cosh()", "(x / 5).asin()", "(x / 5).acos()", "x.atan()",
-    "x.asinh()", "(P + 1).acosh()", "(x / 5).atanh()", "x.erf()", "P.reciprocal()",
-    "torch.atan2(x, y)", "torch.maximum(x, y)", "torch.minimum(x, y)", "torch.max(x, y)",
+    "P.exp()",
+    "P.log()",
+    "P.sqrt()",
+    "P.rsqrt()",
+    "x.sin()",
+    "x.cos()",
+    "(x / 2).tan()",
+    "x.tanh()",
+    "x.sigmoid()",
+    "torch.relu(x)",
+    "F.relu(x)",
+    "x.relu()",
+    "x.abs()",
+    "x.sign()",
+    "x.floor()",
+    "x.ceil()",
+    "x.round()",
+    "x.trunc()",
+    "P.log1p()",
+    "x.expm1()",
+    "x.exp2()",
+    "P.log2()",
+    "P.log10()",
+    "x.sinh()",
+    "x.cosh()",
+    "(x / 5).asin()",
+    "(x / 5).acos()",
+    "x.atan()",
+    "x.asinh()",
+    "(P + 1).acosh()",
+    "(x / 5).atanh()",
+    "x.erf()",
+    "P.reciprocal()",
+    "torch.atan2(x, y)",
+    "torch.maximum(x, y)",
+    "torch.minimum(x, y)",
+    "torch.max(x, y)",
     "F.leaky_relu(x)",
     # clamp and where
-    "x.clamp(min=0)", "x.clamp(-1, 1)", "x.clamp(max=1)", "x.clip(0, 1)", "x.clamp(min=y)",
-    "torch.clamp(x, max=v)", "x.clamp_min(0)", "x.clamp_max(0)", "torch.where(x > 0, x, y)",
-    "torch.where(x > 2, x, 0.)", "x.masked_fill(x > 0, 0.)",
+    "x.clamp(min=0)",
+    "x.clamp(-1, 1)",
+    "x.clamp(max=1)",
+    "x.clip(0, 1)",
+    "x.clamp(min=y)",
+    "torch.clamp(x, max=v)",
+    "x.clamp_min(0)",
+    "x.clamp_max(0)",
+    "torch.where(x > 0, x, y)",
+    "torch.where(x > 2, x, 0.)",
+    "x.masked_fill(x > 0, 0.)",
     # reductions
-    "x.sum()", "x.sum(0)", "x.sum(dim=1, keepdim=True)", "x.sum((0, 1))", "x.mean()",
-    "x.mean(1)", "P.prod()", "P.prod(1)", "x.max()", "x.max(dim=1).values", "x.max(1)[1]",
-    "x.min()", "x.min(dim=0).values", "x.amax(1)", "x.amin(0)", "x.argmax()", "x.argmax(1)",
-    "x.var()", "x.var(1)", "x.var(0, unbiased=False)", "x.std()", "x.std(1, keepdim=True)",
-    "x.norm()", "x.norm(dim=1)", "x.norm(p=1)", "x.logsumexp(1)", "x.softmax(dim=1)",
-    "x.log_softmax(dim=1)", "F.softmax(x, dim=0)", "F.log_softmax(x, 1)", "x.cumsum(1)",
-    "P.cumprod(1)", "x.all()", "(x > 0).any(1)",
+    "x.sum()",
+    "x.sum(0)",
+    "x.sum(dim=1, keepdim=True)",
+    "x.sum((0, 1))",
+    "x.mean()",
+    "x.mean(1)",
+    "P.prod()",
+    "P.prod(1)",
+    "x.max()",
+    "x.max(dim=1).values",
+    "x.max(1)[1]",
+    "x.min()",
+    "x.min(dim=0).values",
+    "x.amax(1)",
+    "x.amin(0)",
+    "x.argmax()",
+    "x.argmax(1)",
+    "x.var()",
+    "x.var(1)",
+    "x.var(0, unbiased=False)",
+    "x.std()",
+    "x.std(1, keepdim=True)",
+    "x.norm()",
+    "x.norm(dim=1)",
+    "x.norm(p=1)",
+    "x.logsumexp(1)",
+    "x.softmax(dim=1)",
+    "x.log_softmax(dim=1)",
+    "F.softmax(x, dim=0)",
+    "F.log_softmax(x, 1)",
+    "x.cumsum(1)",
+    "P.cumprod(1)",
+    "x.all()",
+    "(x > 0).any(1)",
     # matrix products
-    "x @ M", "x.mm(M)", "torch.matmul(x, M)", "v @ v", "x @ v", "M.t() @ M", "x[0] @ M",
-    "x[None] @ M[None]", "torch.bmm(x[None], M[None])", "B @ B", "B @ torch.ones(2, 3)",
-    "torch.outer(v, v)", "torch.dot(v, v)", "torch.mv(x, v)",
+    "x @ M",
+    "x.mm(M)",
+    "torch.matmul(x, M)",
+    "v @ v",
+    "x @ v",
+    "M.t() @ M",
+    "x[0] @ M",
+    "x[None] @ M[None]",
+    "torch.bmm(x[None], M[None])",
+    "B @ B",
+    "B @ torch.ones(2, 3)",
+    "torch.outer(v, v)",
+    "torch.dot(v, v)",
+    "torch.mv(x, v)",
     # shapes and views
-    "x.reshape(3, 2)", "x.view(-1)", "x.flatten()", "x.t().reshape(-1)", "x.transpose(0, 1)",
-    "x.t()", "x.T", "x.permute(1, 0)", "x.unsqueeze(0)", "x.unsqueeze(0).squeeze(0)",
-    "x.unsqueeze(0).squeeze()", "v.expand(2, 3)", "v.expand_as(x)", "v.repeat(2, 1)",
-    "x.tile((2,))", "x.clone()", "x.t().contiguous()", "x.contiguous()", "x.double()",
-    "x.to(torch.float64)", "x.float()", "x.long()", "x.flip(0)", "x.roll(1)", "x.triu()",
-    "x.tril(-1)", "x.diagonal()", "x.squeeze(0)", "torch.flatten(B, 1)",
+    "x.reshape(3, 2)",
+    "x.view(-1)",
+    "x.flatten()",
+    "x.t().reshape(-1)",
+    "x.transpose(0, 1)",
+    "x.t()",
+    "x.T",
+    "x.permute(1, 0)",
+    "x.unsqueeze(0)",
+    "x.unsqueeze(0).squeeze(0)",
+    "x.unsqueeze(0).squeeze()",
+    "v.expand(2, 3)",
+    "v.expand_as(x)",
+    "v.repeat(2, 1)",
+    "x.tile((2,))",
+    "x.clone()",
+    "x.t().contiguous()",
+    "x.contiguous()",
+    "x.double()",
+    "x.to(torch.float64)",
+    "x.float()",
+    "x.long()",
+    "x.flip(0)",
+    "x.roll(1)",
+    "x.triu()",
+    "x.tril(-1)",
+    "x.diagonal()",
+    "x.squeeze(0)",
+    "torch.flatten(B, 1)",
     # joining and splitting
-    "torch.cat([x, y])", "torch.cat([x, y], 1)", "torch.cat([x, torch.zeros(1, 3)])",
-    "torch.stack([x, y])", "torch.stack([x, y], 2)", "torch.hstack([x, y])",
-    "torch.vstack([x, y])", "x.split(1)[0]", "x.chunk(3, 1)[1]", "x.split([1, 2], dim=1)[1]",
-    "x.unbind(0)[1]", "x.unbind(1)[0] + x.unbind(1)[2]",
+    "torch.cat([x, y])",
+    "torch.cat([x, y], 1)",
+    "torch.cat([x, torch.zeros(1, 3)])",
+    "torch.stack([x, y])",
+    "torch.stack([x, y], 2)",
+    "torch.hstack([x, y])",
+    "torch.vstack([x, y])",
+    "x.split(1)[0]",
+    "x.chunk(3, 1)[1]",
+    "x.split([1, 2], dim=1)[1]",
+    "x.unbind(0)[1]",
+    "x.unbind(1)[0] + x.unbind(1)[2]",
     # indexing
-    "x[0]", "x[-1]", "x[:, 1]", "x[0, 1]", "x[:, 1:]", "x[0:1]", "x[:, ::2]", "x[:, [0, 2]]",
-    "x[[0, 1]]", "x[torch.tensor([1])]", "x[x > 0]", "x[None]", "x[..., None]", "x[0, None]",
-    "x[1:, [0, 2]]", "x[0, [0, 2]]", "x[[0, 1], [2, 0]]", "x[idx.clamp(max=1)]",
-    "x.narrow(1, 0, 2)", "x.select(0, 1)", "x.gather(1, torch.tensor([[0], [1]]))",
-    "x.index_select(1, torch.tensor([0, 2]))", "x.masked_select(x > 2)",
-    "x.sort(dim=1).values", "x.sort(dim=1).indices", "x.topk(2).values", "v[[0, 0, 1]]",
+    "x[0]",
+    "x[-1]",
+    "x[:, 1]",
+    "x[0, 1]",
+    "x[:, 1:]",
+    "x[0:1]",
+    "x[:, ::2]",
+    "x[:, [0, 2]]",
+    "x[[0, 1]]",
+    "x[torch.tensor([1])]",
+    "x[x > 0]",
+    "x[None]",
+    "x[..., None]",
+    "x[0, None]",
+    "x[1:, [0, 2]]",
+    "x[0, [0, 2]]",
+    "x[[0, 1], [2, 0]]",
+    "x[idx.clamp(max=1)]",
+    "x.narrow(1, 0, 2)",
+    "x.select(0, 1)",
+    "x.gather(1, torch.tensor([[0], [1]]))",
+    "x.index_select(1, torch.tensor([0, 2]))",
+    "x.masked_select(x > 2)",
+    "x.sort(dim=1).values",
+    "x.sort(dim=1).indices",
+    "x.topk(2).values",
+    "v[[0, 0, 1]]",
     # losses and activations
-    "F.mse_loss(x, torch.zeros_like(x))", "F.mse_loss(x, y)", "F.mse_loss(x, y, reduction='sum')",
-    "F.cross_entropy(x, torch.tensor([0, 2]))", "F.cross_entropy(x, torch.tensor([0, 2]), reduction='sum')",
+    "F.mse_loss(x, torch.zeros_like(x))",
+    "F.mse_loss(x, y)",
+    "F.mse_loss(x, y, reduction='sum')",
+    "F.cross_entropy(x, torch.tensor([0, 2]))",
+    "F.cross_entropy(x, torch.tensor([0, 2]), reduction='sum')",
     "F.cross_entropy(x, torch.tensor([0, 2]), reduction='none')",
-    "F.nll_loss(x.log_softmax(1), torch.tensor([1, 1]))", "F.linear(x, M.t(), v[:2])",
+    "F.nll_loss(x.log_softmax(1), torch.tensor([1, 1]))",
+    "F.linear(x, M.t(), v[:2])",
     "F.linear(x, M.t())",
 ]
 
 
 SEMANTICS = {
     # in-place ops, views and the version counter
-    "inplace chain": '''
+    "inplace chain": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 y = x * 2
 y.add_(1); y.mul_(x); y.sub_(0.5); y.div_(2); y.pow_(2); y.clamp_(max=20)
 print(y, y._version, y.grad_fn.name(), y.grad_fn.next_functions[0][0].name())
 y.sum().backward(); print(x.grad)
-''',
-    "views share version": '''
+""",
+    "views share version": """
 import torch
 x = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
 y = x * 1
@@ -127,8 +285,8 @@ a.mul_(10)
 print(y, y.grad_fn.name(), a.grad_fn.name(), b.grad_fn.name(), t.grad_fn.name())
 print(y._version, a._version, b._version, t._version)
 (y.sum() + b.sum() * 2 + t[0, 1]).backward(); print(x.grad)
-''',
-    "setitem variants": '''
+""",
+    "setitem variants": """
 import torch
 x = torch.tensor([[1., 2., 3.], [4., 5., 6.]], requires_grad=True)
 v = torch.tensor([7., 8.], requires_grad=True)
@@ -138,8 +296,8 @@ y[1] = v.sum(); print(y, y.grad_fn.next_functions)
 y.sum().backward(); print(x.grad, v.grad)
 t = torch.zeros(3); t[1:] = v; print(t, t.is_leaf, t.grad_fn.name())
 t.sum().backward(); print(v.grad)
-''',
-    "copy_ and detach": '''
+""",
+    "copy_ and detach": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 buf = torch.zeros(3)
@@ -147,8 +305,8 @@ buf.copy_(x * 2); print(buf, buf.grad_fn.name(), buf.grad_fn.next_functions)
 buf.sum().backward(); print(x.grad)
 d = (x * 3).detach(); d += 1; print(d, d.requires_grad)
 print(x.detach()._version, x.data.requires_grad)
-''',
-    "dtype promotion": '''
+""",
+    "dtype promotion": """
 import torch
 i32 = torch.tensor([1, 2], dtype=torch.int32)
 i64 = torch.tensor([1, 2])
@@ -169,8 +327,8 @@ try: i64.add_(1.5)
 except RuntimeError as e: print(e)
 try: i64.mean()
 except RuntimeError as e: print(e)
-''',
-    "printing": '''
+""",
+    "printing": """
 import torch
 for t in [torch.tensor([0.1, 200.]), torch.tensor([1e-5, 1.]), torch.tensor([123456789.]),
           torch.tensor([-1., 2.5]), torch.arange(10), torch.tensor([[1, -20], [3, 4]]),
@@ -186,8 +344,8 @@ for t in [torch.tensor([0.1, 200.]), torch.tensor([1e-5, 1.]), torch.tensor([123
     print(t)
 print(torch.tensor([1., 2.]).shape, torch.float32, torch.int64, torch.Size([2, 3]))
 print(f"{torch.tensor(2.5)}", f"{torch.tensor(2.5):.3f}", str(torch.tensor([1.5])))
-''',
-    "grad modes in threads": '''
+""",
+    "grad modes in threads": """
 import threading
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
@@ -198,8 +356,8 @@ with torch.no_grad():
     t = threading.Thread(target=worker); t.start(); t.join()
     results["main"] = (torch.is_grad_enabled(), (x * 2).requires_grad)
 print(results["main"], results["thread"])
-''',
-    "optimizers": '''
+""",
+    "optimizers": """
 import torch
 for make in (lambda p: torch.optim.SGD(p, lr=0.1),
              lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.01),
@@ -220,8 +378,8 @@ for make in (lambda p: torch.optim.SGD(p, lr=0.1),
     # losses are printed to 5 places: float32 sums differ from torch's in the last bits
     print(type(opt).__name__, round(loss.item(), 5), w, b, w.grad is None)
     opt.zero_grad(); print(w.grad)
-''',
-    "training loop": '''
+""",
+    "training loop": """
 import torch
 import torch.nn.functional as F
 torch.manual_seed(0)
@@ -237,8 +395,8 @@ for epoch in range(20):
     opt.step()
 print(round(loss.item(), 5))
 print(W)
-''',
-    "higher order": '''
+""",
+    "higher order": """
 import torch
 x = torch.tensor([0.5, 1.5], requires_grad=True)
 y = (x.sin() * x.exp() + x ** 3 / (1 + x * x)).sum()
@@ -251,8 +409,8 @@ loss = z.softmax(1).log().sum() + z.norm() + z.var() + (z @ z).trace()
 gz, = torch.autograd.grad(loss, z, create_graph=True)
 hz, = torch.autograd.grad((gz * gz).sum(), z)
 print(gz, hz)
-''',
-    "hooks order": '''
+""",
+    "hooks order": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 y = x * 3
@@ -266,8 +424,8 @@ x.register_hook(lambda g: log.append(("x hook", r(g))))
 x.register_post_accumulate_grad_hook(lambda t: log.append(("x post", r(t.grad))))
 z.sum().backward()
 for entry in log: print(entry)
-''',
-    'index': '''
+""",
+    "index": """
 import torch
 x = torch.arange(24.).reshape(2, 3, 4).requires_grad_()
 exprs = ["x[1, :, 2]", "x[:, [0, 2], 1]", "x[0, ..., -1]", "x[..., 1:3]", "x[:, None, 0]",
@@ -291,8 +449,8 @@ y[[0, 2], [1, 3]] = torch.tensor([5., 6.])
 y[y == 0] = -1
 y[..., -1] += 0.5
 print(y)
-''',
-    'numpy': '''
+""",
+    "numpy": """
 import torch, numpy as np
 t = torch.tensor([1., 2., 3.])
 print(np.asarray(t), np.exp(t), np.add(t, 1))
@@ -302,8 +460,8 @@ r = torch.tensor([1., 2.], requires_grad=True)
 try: np.asarray(r)
 except RuntimeError as e: print(e)
 print(r.detach().numpy(), r.numpy(force=True))
-''',
-    'views': '''
+""",
+    "views": """
 import torch
 x = torch.tensor([[1., 2., 3.], [4., 5., 6.]], requires_grad=True)
 y = x * 1
@@ -327,8 +485,8 @@ try: x[:1].detach_()
 except RuntimeError as e: print(str(e)[:40])
 k = x * 1
 print(k.split(1)[0]._base is k, k.unbind()[1]._base is k, k.chunk(2)[0].grad_fn.name())
-''',
-    'idioms': '''
+""",
+    "idioms": """
 import torch
 import torch.nn.functional as F
 torch.manual_seed(0)
@@ -364,8 +522,8 @@ s = 0
 for v in q:
     s = s + v ** 2
 s.backward(); print(q.grad, s)
-''',
-    'function': '''
+""",
+    "function": """
 import torch
 from torch.autograd import Function
 class Scale(Function):
@@ -447,8 +605,8 @@ class Bad2(Function):
 x.grad = None
 try: Bad2.apply(x).sum().backward(); print(x.grad)
 except RuntimeError as e: print(e)
-''',
-    'grad api': '''
+""",
+    "grad api": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 h = x * 2
@@ -470,8 +628,8 @@ torch.autograd.backward(q.sum() * 2)
 print(q.grad)
 l = torch.tensor([1., 2.], requires_grad=True)
 print(torch.autograd.grad(l, l, torch.ones(2)))
-''',
-    'hooks more': '''
+""",
+    "hooks more": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 calls = []
@@ -495,8 +653,8 @@ out.register_hook(lambda g: print("hook on exp output", g))
 out.retain_grad()
 (out * 2).sum().backward()
 print(out.grad, out.retains_grad, m.grad)
-''',
-    'inplace leaves': '''
+""",
+    "inplace leaves": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 with torch.no_grad():
@@ -527,8 +685,8 @@ vv = uu[1:]
 vv.mul_(2)
 try: uu.sum().backward()
 except RuntimeError as e: print(e)
-''',
-    'modes more': '''
+""",
+    "modes more": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 with torch.inference_mode():
@@ -558,8 +716,8 @@ print(torch.is_grad_enabled())
 torch.set_grad_enabled(True)
 print(torch.is_grad_enabled())
 print(torch.no_grad()(lambda t: (t * 2).requires_grad)(x))
-''',
-    'print more': '''
+""",
+    "print more": """
 import torch
 print(torch.tensor([1e10, 1.]))
 print(torch.tensor([-1e-5, 3.]))
@@ -584,8 +742,8 @@ print(x.max(0), x.sort(), x.topk(1))
 print(torch.tensor([float('nan')]), torch.tensor([float('inf'), float('-inf')]))
 print(torch.tensor([1.5, float('nan'), 2.25]))
 print(torch.linspace(0, 10, 100))
-''',
-    'tensor api': '''
+""",
+    "tensor api": """
 import torch, copy
 import numpy as np
 x = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
@@ -615,5 +773,5 @@ print(torch.as_tensor([1., 2.]), torch.from_numpy(x.detach().numpy()).dtype)
 print(torch.tensor(np.array([1., 2.])), torch.tensor(np.array([1, 2], dtype=np.int32)))
 print(torch.tensor([torch.tensor(1.), torch.tensor(2.)]))
 print(torch.zeros_like(x), torch.ones_like(x, dtype=torch.int64), torch.full_like(x, 2))
-''',
+""",
 }

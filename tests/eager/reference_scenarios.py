@@ -6,7 +6,7 @@ purpose or does not implement the feature (see the notes by each edit).
 """
 
 REFERENCE = {
-    '1a': """
+    "1a": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)   # leaf, requires grad
 w = torch.tensor([4., 5., 6.])                        # leaf, no grad
@@ -21,7 +21,7 @@ acc = y.grad_fn.next_functions[0][0]
 print(acc.name(), type(acc).__name__, acc.variable is x, acc.next_functions)
 print(repr(acc.variable))
 """,
-    '1b': """
+    "1b": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 z = x * x
@@ -37,7 +37,7 @@ w = torch.ones(3)
 print((w + w).grad_fn, (w + w).requires_grad)  # no input requires grad -> no node
 """,
     # [1c] edited: dir() of a node lists sourcegrad's own internals
-    '1c': """
+    "1c": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 m = x * torch.tensor([4., 5.])
@@ -47,7 +47,7 @@ print(p.grad_fn._saved_self, p.grad_fn._saved_exponent)
 print(isinstance(p.grad_fn, torch.autograd.graph.Node))
 print(p.grad_fn.metadata)
 """,
-    '2a': """
+    "2a": """
 import torch
 x = torch.tensor(3.0, requires_grad=True)
 for i in range(3):
@@ -57,7 +57,7 @@ for i in range(3):
 x.grad.zero_(); print(x.grad)
 x.grad = None;  print(x.grad)
 """,
-    '2b': """
+    "2b": """
 import torch
 x = torch.tensor(3.0, requires_grad=True)
 y = x ** 2
@@ -67,7 +67,7 @@ try:
 except RuntimeError as e:
     print(type(e).__name__ + ":", e)
 """,
-    '2c': """
+    "2c": """
 import torch
 x = torch.tensor(3.0, requires_grad=True)
 y = x + 1          # AddBackward0 saves no tensors
@@ -79,7 +79,7 @@ y.backward()
 try: y.backward()
 except RuntimeError as e: print("RuntimeError (x*2 second time)")
 """,
-    '2d': """
+    "2d": """
 import torch
 x = torch.tensor(3.0, requires_grad=True)
 y = x ** 2
@@ -88,7 +88,7 @@ y.backward();                  print(x.grad)
 try: y.backward()
 except RuntimeError as e: print("third:", str(e)[:60], "...")
 """,
-    '2e': """
+    "2e": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 y = x * 2
@@ -109,14 +109,14 @@ try: torch.tensor([1., 2.]).sum().backward()
 except RuntimeError as e: print(type(e).__name__ + ":", e)
 l = torch.tensor(2.0, requires_grad=True); l.backward(); print(l.grad)   # backward on a leaf
 """,
-    '2f': """
+    "2f": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 y = x * 2
 y.sum().backward()
 print(y.grad)        # warning printed on stderr, value None
 """,
-    '2g': """
+    "2g": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 y = x * 2
@@ -128,7 +128,7 @@ x.retain_grad(); print(x.retains_grad)     # no-op on a leaf
 try: torch.ones(2).retain_grad()
 except RuntimeError as e: print(type(e).__name__ + ":", e)
 """,
-    '2h': """
+    "2h": """
 import torch
 a = torch.tensor([1., 2.])
 print(a.requires_grad_() is a, a.requires_grad, a.is_leaf)
@@ -142,7 +142,7 @@ print(y.requires_grad_(True))      # allowed (no-op) on non-leaf
 t = torch.tensor([1., 2.])
 print(t.grad)                      # requires_grad=False -> None, no warning
 """,
-    '2i': """
+    "2i": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 (x * 1).sum().backward(); g1 = x.grad
@@ -157,7 +157,7 @@ for v in (torch.ones(3), [1., 2.], torch.tensor([1, 2])):
 a = torch.tensor(1., requires_grad=True); b = torch.tensor(2., requires_grad=True)
 (a * b).backward(inputs=[a]); print(a.grad, b.grad)
 """,
-    '2j': """
+    "2j": """
 import torch, inspect
 p = torch.nn.Parameter(torch.tensor([1., 2.]))
 print(repr(p)); print(p.is_leaf, p.requires_grad)
@@ -174,7 +174,7 @@ with torch.no_grad():
 w.grad.zero_()
 print(w, w.is_leaf, w._version, w.grad)
 """,
-    '2k': """
+    "2k": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 torch.autograd.backward([x * 2, x ** 2], grad_tensors=[torch.ones(2), torch.ones(2)])
@@ -185,7 +185,7 @@ with torch.no_grad():
     y.backward()           # backward works inside no_grad
 print(x.grad)
 """,
-    '3a': """
+    "3a": """
 import torch
 a = torch.ones(2, 3, requires_grad=True)
 b = torch.ones(3, requires_grad=True)
@@ -201,7 +201,7 @@ v = torch.tensor([1., 2.], requires_grad=True)
 v.expand(3, 2).sum().backward(); print(v.grad)
 """,
     # [3b] edited: numpy has no bfloat16
-    '3b': """
+    "3b": """
 import torch
 tests = {
  "torch.tensor([1, 2], requires_grad=True)": lambda: torch.tensor([1, 2], requires_grad=True),
@@ -219,7 +219,7 @@ for k, f in tests.items():
     try: print(k, "->", f())
     except RuntimeError as e: print(k, "-> RuntimeError:", e)
 """,
-    '3c': """
+    "3c": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 i = torch.tensor([1, 2, 3])
@@ -236,7 +236,7 @@ y = x * torch.tensor([1., 2.], dtype=torch.float64)
 print(y.dtype); y.sum().backward(); print(x.grad, x.grad.dtype)
 print(torch.get_default_dtype(), torch.tensor([1., 2.]).dtype, torch.tensor([1, 2]).dtype)
 """,
-    '4a': """
+    "4a": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 y = x * 2
@@ -251,7 +251,7 @@ y.detach().zero_()
 try: y.sum().backward()
 except RuntimeError as e: print(type(e).__name__ + ":", e)
 """,
-    '4b': """
+    "4b": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 y = x.exp()
@@ -264,7 +264,7 @@ x = torch.tensor([1., 2., 3.], requires_grad=True)
 x.data.mul_(2); print(x, x._version)
 x.data = torch.tensor([7., 8., 9.]); print(x, x.is_leaf)
 """,
-    '4c': """
+    "4c": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 y = x * 2
@@ -273,7 +273,7 @@ print(r is y, y.requires_grad, y.grad_fn, y.is_leaf)
 try: x[:2].detach_()
 except RuntimeError as e: print(type(e).__name__ + ":", e)
 """,
-    '4d': """
+    "4d": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 s = (x * 2).sum()
@@ -285,7 +285,7 @@ print(int(s), float(s))
 try: float(x)
 except ValueError as e: print(type(e).__name__ + ":", e)
 """,
-    '4e': """
+    "4e": """
 import torch, numpy as np
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 for f in (lambda: x.numpy(), lambda: (x * 2).numpy(), lambda: np.asarray(x)):
@@ -297,7 +297,7 @@ print(x)                                  # numpy view shares memory
 print(x.cpu() is x, (x * 2).cpu())        # already on CPU: returns self, keeps grad_fn
 print(x.tolist(), (x * 2).tolist(), (x * 2).sum().tolist())
 """,
-    '4f': """
+    "4f": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 c = x.clone()
@@ -306,7 +306,7 @@ c.sum().backward(); print(x.grad)
 cd = x.detach().clone(); print(cd, cd.is_leaf, cd.requires_grad)
 t = torch.tensor(x); print(t, t.requires_grad)     # UserWarning on stderr
 """,
-    '5a': """
+    "5a": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 print(torch.is_grad_enabled())
@@ -324,7 +324,7 @@ with torch.set_grad_enabled(False):
 torch.set_grad_enabled(False); print(torch.is_grad_enabled())
 torch.set_grad_enabled(True);  print(torch.is_grad_enabled())
 """,
-    '5b': """
+    "5b": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 @torch.no_grad()
@@ -347,7 +347,7 @@ with torch.no_grad():
 r = f4(x); print(r.requires_grad, r.is_inference())
 print(list(gen(x)))
 """,
-    '5c': """
+    "5c": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 with torch.inference_mode():
@@ -373,7 +373,7 @@ with torch.no_grad():
     n = x * 2
 print(n.is_inference(), n * x)
 """,
-    '6a': """
+    "6a": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 def iadd():
@@ -390,7 +390,7 @@ with torch.no_grad():
     x.add_(1)
 print(x, x._version, x.is_leaf, x.grad_fn)
 """,
-    '6b': """
+    "6b": """
 import torch
 t = torch.zeros(3)
 print(t._version)
@@ -404,7 +404,7 @@ with torch.no_grad():
     t.add_(1)
 print(t._version)                   # bumps under no_grad too
 """,
-    '6c': """
+    "6c": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 y = x * 2
@@ -419,7 +419,7 @@ x = torch.tensor([1., 2., 3.], requires_grad=True)
 y = x * 2; y.zero_(); print(y)
 y.sum().backward(); print(x.grad)
 """,
-    '6d': """
+    "6d": """
 import torch
 def err(label, f):
     try: f(); print(label, "-> no error")
@@ -441,7 +441,7 @@ x = torch.tensor([1., 2., 3.], requires_grad=True)
 y = x * 1; z = y + 2; y.add_(1)
 err("input of add modified (add saves nothing)", lambda: z.sum().backward())
 """,
-    '6e': """
+    "6e": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 ops = [("add_", lambda t: t.add_(1)), ("sub_", lambda t: t.sub_(1)), ("mul_", lambda t: t.mul_(2)),
@@ -462,7 +462,7 @@ print(t, t.is_leaf); t.sum().backward(); print(x.grad)
 try: torch.tensor([1, 2]).add_(1.5)
 except RuntimeError as e: print(type(e).__name__ + ":", e)
 """,
-    '7a': """
+    "7a": """
 import torch
 from torch.autograd import Function
 class CustomReLU(Function):
@@ -492,7 +492,7 @@ with torch.no_grad():
 try: CustomReLU()(z)
 except RuntimeError as e: print(type(e).__name__ + ":", e)
 """,
-    '7b': """
+    "7b": """
 import torch
 from torch.autograd import Function
 class MulConst(Function):
@@ -516,7 +516,7 @@ print(r, r.grad_fn.next_functions)
 r.sum().backward()
 print(a.grad, b.grad)
 """,
-    '7c': """
+    "7c": """
 import torch
 from torch.autograd import Function
 def mk(name, fwd, bwd):
@@ -549,7 +549,7 @@ class BadSave(Function):
 try: BadSave.apply(x)
 except Exception as e: print("BadSave ->", type(e).__name__ + ":", e)
 """,
-    '7d': """
+    "7d": """
 import torch
 from torch.autograd import Function
 class AddOneInplace(Function):
@@ -569,7 +569,7 @@ y.sum().backward(); print(x.grad)
 try: AddOneInplace.apply(x)
 except RuntimeError as e: print(type(e).__name__ + ":", e)
 """,
-    '7e': """
+    "7e": """
 import torch
 from torch.autograd import Function
 class SortWithIdx(Function):
@@ -600,7 +600,7 @@ a, b = TwoOut.apply(x)
 print(b.requires_grad, b.grad_fn)
 a.sum().backward(); print(x.grad)
 """,
-    '7f': """
+    "7f": """
 import torch
 from torch.autograd import Function
 class TwoOutMat(Function):
@@ -619,7 +619,7 @@ x = torch.tensor([1., 2.], requires_grad=True)
 a, b = TwoOutMat.apply(x, True);  a.sum().backward()   # default: materialize=True
 a, b = TwoOutMat.apply(x, False); a.sum().backward()
 """,
-    '7g': """
+    "7g": """
 import torch
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
@@ -654,7 +654,7 @@ gx, = torch.autograd.grad(Sq2.apply(x), x, create_graph=True); print(gx)
 print(torch.autograd.grad(gx, x))
 print(torch.autograd.grad(Sq2.apply(x), x))
 """,
-    '7h': """
+    "7h": """
 import torch
 from torch.autograd import Function
 class MyMul(Function):
@@ -695,7 +695,7 @@ class NonT(Function):
 print(NonT.apply(a))
 """,
     # [8a] edited: the handle's class lives in sourcegrad.eager.hooks
-    '8a': """
+    "8a": """
 import torch
 x = torch.tensor([1., 2., 3.], requires_grad=True)
 h = x.register_hook(lambda g: g * 2)
@@ -714,7 +714,7 @@ x.grad = torch.tensor([100.])
 x.register_hook(lambda g: print("  leaf hook sees only the incoming grad:", g))
 (x * 1).sum().backward(); print(x.grad)
 """,
-    '8b': """
+    "8b": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 y = x * 2; y.retain_grad(); y.register_hook(lambda g: g * 10)
@@ -730,7 +730,7 @@ x.register_hook(lambda g: torch.ones(3))
 try: (x * 1).sum().backward()
 except RuntimeError as e: print(type(e).__name__ + ":", e)
 """,
-    '8c': """
+    "8c": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 def post(t):
@@ -748,7 +748,7 @@ def sgd_step(t):
 p.register_post_accumulate_grad_hook(sgd_step)
 (p * p).sum().backward(); print(p, p.grad)
 """,
-    '8d': """
+    "8d": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 y = x * 3
@@ -775,7 +775,7 @@ y.grad_fn.register_prehook(lambda go: print("  prehook on y.grad_fn"))
 w.sum().backward()
 """,
     # [9a] edited: signatures are not annotated
-    '9a': """
+    "9a": """
 import torch, inspect
 x = torch.tensor(2., requires_grad=True); y = torch.tensor(3., requires_grad=True)
 z = x * y + x ** 2
@@ -798,7 +798,7 @@ print(torch.autograd.grad(v * 2, v, grad_outputs=torch.eye(3), is_grads_batched=
 try: torch.autograd.grad(x * torch.tensor(1.), torch.tensor(1.))
 except RuntimeError as e: print(type(e).__name__ + ":", e)
 """,
-    '9b': """
+    "9b": """
 import torch
 x = torch.tensor(2., requires_grad=True)
 y = x ** 3
@@ -813,7 +813,7 @@ print(x.grad)
 g = x.grad; x.grad = None; g.backward(); print(x.grad)
 """,
     # [9c] edited: no annotations; no forward-mode strategy for jacobian
-    '9c': """
+    "9c": """
 import torch, inspect
 from torch.autograd.functional import jacobian, hessian, vjp, jvp, hvp, vhp
 f = lambda x: x ** 2 + x.sum()
@@ -835,7 +835,7 @@ except RuntimeError as e: print(type(e).__name__ + ":", e)
 print(jacobian(f, x).requires_grad)
 """,
     # [9d] edited: GradcheckError's module is sourcegrad.autograd.gradcheck; no annotations
-    '9d': """
+    "9d": """
 import torch, inspect
 from torch.autograd import Function
 inp = torch.randn(3, dtype=torch.double, requires_grad=True)
@@ -852,7 +852,7 @@ print(torch.autograd.gradcheck(BadGrad.apply, (inp,), raise_exception=False))
 try: torch.autograd.gradcheck(torch.sin, (torch.tensor([1., 2.], dtype=torch.double),))
 except ValueError as e: print(type(e).__name__ + ":", e)
 """,
-    '10a': """
+    "10a": """
 import torch
 print(repr(torch.tensor([0., 1., 1.], requires_grad=True)))
 a = torch.tensor(5., requires_grad=True)
@@ -874,7 +874,7 @@ y = v * 1; y[0] = 5.; print(repr(y))
 print(repr(v // 2))
 print(repr(torch.tensor([1+1j], requires_grad=True) * 2))
 """,
-    '11a': """
+    "11a": """
 import torch
 print(torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
 x = torch.tensor([0., 1.], requires_grad=True)
@@ -885,7 +885,7 @@ with torch.autograd.detect_anomaly():          # UserWarnings go to stderr
 x = torch.tensor([0., 1.], requires_grad=True)
 (x.sqrt() * 0).sum().backward(); print(x.grad)  # without anomaly mode: silent nan
 """,
-    '11b': """
+    "11b": """
 import torch
 x = torch.tensor([1., 2.], requires_grad=True)
 with torch.autograd.set_detect_anomaly(True):
@@ -894,7 +894,7 @@ with torch.autograd.set_detect_anomaly(True):
     try: y.sum().backward()
     except RuntimeError as e: print(type(e).__name__ + ":", e)
 """,
-    '12a': """
+    "12a": """
 import torch
 def g(f, vals):
     x = torch.tensor(vals, requires_grad=True); f(x).sum().backward(); return x.grad

@@ -1,5 +1,6 @@
 """Shared helpers of the convolution, pooling and batch-norm tests: run a function in both
 libraries and compare values, gradients and node names."""
+
 import numpy as np
 import pytest
 
@@ -21,8 +22,9 @@ def to_np(t):
     return t.detach().numpy()
 
 
-def compare_fn(torch, name, arrays, kwargs=None, rtol=1e-10, atol=1e-12, grads=True,
-               node=True, seed=0):
+def compare_fn(
+    torch, name, arrays, kwargs=None, rtol=1e-10, atol=1e-12, grads=True, node=True, seed=0
+):
     """F.<name>(*arrays, **kwargs) in torch and sourcegrad: values, gradients, grad_fn name.
 
     Float arrays become Tensors that require grad (other arguments pass as they are); the
@@ -30,11 +32,20 @@ def compare_fn(torch, name, arrays, kwargs=None, rtol=1e-10, atol=1e-12, grads=T
     import torch.nn.functional as TF
 
     import sourcegrad.nn.functional as SF
+
     kwargs = kwargs or {}
-    t_in = [torch.tensor(a, requires_grad=grads and a.dtype.kind == "f")
-            if isinstance(a, np.ndarray) else a for a in arrays]
-    s_in = [sg.tensor(a, requires_grad=grads and a.dtype.kind == "f")
-            if isinstance(a, np.ndarray) else a for a in arrays]
+    t_in = [
+        torch.tensor(a, requires_grad=grads and a.dtype.kind == "f")
+        if isinstance(a, np.ndarray)
+        else a
+        for a in arrays
+    ]
+    s_in = [
+        sg.tensor(a, requires_grad=grads and a.dtype.kind == "f")
+        if isinstance(a, np.ndarray)
+        else a
+        for a in arrays
+    ]
     yt = getattr(TF, name)(*t_in, **kwargs)
     ys = getattr(SF, name)(*s_in, **kwargs)
     if isinstance(yt, tuple):  # return_indices
@@ -46,14 +57,18 @@ def compare_fn(torch, name, arrays, kwargs=None, rtol=1e-10, atol=1e-12, grads=T
     if node and yt.grad_fn is not None:
         assert type(ys.grad_fn).__name__ == type(yt.grad_fn).__name__
     if grads and yt.requires_grad:
-        r = np.random.default_rng(seed).standard_normal(tuple(yt.shape)).astype(
-            to_np(yt).dtype)
+        r = np.random.default_rng(seed).standard_normal(tuple(yt.shape)).astype(to_np(yt).dtype)
         (yt * torch.tensor(r)).sum().backward()
         (ys * sg.tensor(r)).sum().backward()
         for i, (a, b) in enumerate(zip(t_in, s_in)):
             if isinstance(a, torch.Tensor) and a.requires_grad:
-                np.testing.assert_allclose(to_np(b.grad), to_np(a.grad), rtol=rtol, atol=atol,
-                                           err_msg=f"gradient of argument {i}")
+                np.testing.assert_allclose(
+                    to_np(b.grad),
+                    to_np(a.grad),
+                    rtol=rtol,
+                    atol=atol,
+                    err_msg=f"gradient of argument {i}",
+                )
     return ys, yt
 
 

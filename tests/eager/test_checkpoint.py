@@ -1,4 +1,5 @@
 """sourcegrad.utils.checkpoint against torch.utils.checkpoint (torch is the oracle)."""
+
 import numpy as np
 import pytest
 
@@ -18,13 +19,13 @@ def _mlp_block(lib, ck, use_grad_api):
     X, W, b = _data()
     x = lib.tensor(X, requires_grad=True)
     w = lib.tensor(W, requires_grad=True)
-    bias = lib.tensor(b, requires_grad=True)   # read from the closure, not an argument
+    bias = lib.tensor(b, requires_grad=True)  # read from the closure, not an argument
 
     def block(h, w):
         return lib.tanh(h @ w + bias).sin()
 
     y = ck.checkpoint(block, x * 2.0, w, use_reentrant=False)
-    loss = (y ** 2).sum() + y.mean()
+    loss = (y**2).sum() + y.mean()
     if use_grad_api:
         return [g.numpy() for g in lib.autograd.grad(loss, [x, w, bias])]
     loss.backward()
@@ -99,22 +100,24 @@ def test_a_non_leaf_read_from_the_closure_is_refused():
     x = sg.tensor([1.0, 2.0], requires_grad=True)
     outside = x * 3.0
     with pytest.raises(RuntimeError, match="pass it as an argument"):
-        sg_checkpoint.checkpoint(lambda h: h * outside, sg.tensor([1.0, 1.0]),
-                                 use_reentrant=False)
+        sg_checkpoint.checkpoint(lambda h: h * outside, sg.tensor([1.0, 1.0]), use_reentrant=False)
 
 
 def test_keyword_arguments_as_torch():
     with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
-        sg_checkpoint.checkpoint(lambda h, scale: h * scale, sg.tensor([1.0]),
-                                 use_reentrant=True, scale=2.0)
+        sg_checkpoint.checkpoint(
+            lambda h, scale: h * scale, sg.tensor([1.0]), use_reentrant=True, scale=2.0
+        )
     x = sg.tensor([1.0, 2.0], requires_grad=True)
-    sg_checkpoint.checkpoint(lambda h, scale: (h * scale).sum(), x, use_reentrant=False,
-                             scale=3.0).backward()
+    sg_checkpoint.checkpoint(
+        lambda h, scale: (h * scale).sum(), x, use_reentrant=False, scale=3.0
+    ).backward()
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
 
 
 def test_under_no_grad_it_is_a_plain_call():
     with sg.no_grad():
-        y = sg_checkpoint.checkpoint(lambda h: h * 2.0, sg.tensor([1.0], requires_grad=True),
-                                     use_reentrant=False)
+        y = sg_checkpoint.checkpoint(
+            lambda h: h * 2.0, sg.tensor([1.0], requires_grad=True), use_reentrant=False
+        )
     assert y.grad_fn is None and not y.requires_grad

@@ -7,6 +7,7 @@ one; with one they run the seed walkthrough on `.cuda()` tensors and compare the
 gradients of a set of ops on the GPU with the same ops on the CPU. Nothing here
 fakes a GPU.
 """
+
 import os
 import subprocess
 import sys
@@ -43,6 +44,7 @@ without_device = pytest.mark.skipif(NO_DEVICE is None, reason="a CUDA device is 
 
 
 # --- on any machine --------------------------------------------------------------------------
+
 
 def test_cpu_tensors_report_the_cpu():
     x = torch.ones(2, 3)
@@ -85,13 +87,21 @@ def test_device_objects_follow_torch():
 def test_without_a_device_asking_for_cuda_says_so():
     assert not torch.cuda.is_available() and torch.cuda.device_count() == 0
     x = torch.ones(2, requires_grad=True)
-    calls = [lambda: x.cuda(), lambda: x.to("cuda"), lambda: x.to(device="cuda:0"),
-             lambda: torch.zeros(2, device="cuda"), lambda: torch.ones(2, device="cuda"),
-             lambda: torch.randn(2, 3, device="cuda"), lambda: torch.arange(3, device="cuda"),
-             lambda: torch.tensor([1.0], device="cuda"), lambda: torch.full((2,), 1.0,
-                                                                             device="cuda"),
-             lambda: torch.zeros_like(x, device="cuda"), lambda: x.new_zeros(2, device="cuda"),
-             lambda: torch.cuda.synchronize(), lambda: torch.cuda.current_device()]
+    calls = [
+        lambda: x.cuda(),
+        lambda: x.to("cuda"),
+        lambda: x.to(device="cuda:0"),
+        lambda: torch.zeros(2, device="cuda"),
+        lambda: torch.ones(2, device="cuda"),
+        lambda: torch.randn(2, 3, device="cuda"),
+        lambda: torch.arange(3, device="cuda"),
+        lambda: torch.tensor([1.0], device="cuda"),
+        lambda: torch.full((2,), 1.0, device="cuda"),
+        lambda: torch.zeros_like(x, device="cuda"),
+        lambda: x.new_zeros(2, device="cuda"),
+        lambda: torch.cuda.synchronize(),
+        lambda: torch.cuda.current_device(),
+    ]
     for call in calls:
         with pytest.raises(RuntimeError, match=r"^no CUDA device is available \(CuPy"):
             call()
@@ -102,16 +112,24 @@ def test_without_a_device_asking_for_cuda_says_so():
 def test_the_gpu_script_without_a_device_prints_one_line():
     env = dict(os.environ, PYTHONPATH=ROOT)
     for args, status in (([], 0), (["--strict"], 2)):
-        out = subprocess.run([sys.executable, "-m", "sourcegrad.bench.gpu", *args], env=env,
-                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+        out = subprocess.run(
+            [sys.executable, "-m", "sourcegrad.bench.gpu", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
         assert out.returncode == status, out.stderr
         lines = out.stdout.splitlines()
         assert len(lines) == 1 and lines[0].startswith(
-            "sourcegrad.bench.gpu: no CUDA device is available"), out.stdout
+            "sourcegrad.bench.gpu: no CUDA device is available"
+        ), out.stdout
         assert "nothing measured" in lines[0] and not out.stderr
 
 
 # --- on a GPU ----------------------------------------------------------------------------------
+
 
 @gpu
 def test_seed_walkthrough_on_cuda():
@@ -123,15 +141,17 @@ def test_seed_walkthrough_on_cuda():
     y = w * x + b
     assert y.is_cuda and y.device == torch.device("cuda", 0) and y.item() == 11.0
     assert type(y.grad_fn).__name__ == "AddBackward0"
-    assert [type(n).__name__ for n, _ in y.grad_fn.next_functions] == ["MulBackward0",
-                                                                        "AccumulateGrad"]
+    assert [type(n).__name__ for n, _ in y.grad_fn.next_functions] == [
+        "MulBackward0",
+        "AccumulateGrad",
+    ]
     y.backward()
     assert w.grad.is_cuda and (w.grad.item(), b.grad.item()) == (4.0, 1.0)
     # 2. gradients accumulate
     x = torch.tensor([3.0], device="cuda", requires_grad=True)
     seen = []
     for _ in range(3):
-        y = x ** 2
+        y = x**2
         y.backward()
         seen.append(x.grad.item())
     assert seen == [6.0, 12.0, 18.0]
@@ -157,7 +177,7 @@ def test_seed_walkthrough_on_cuda():
 
         @staticmethod
         def backward(ctx, grad_output):
-            input_tensor, = ctx.saved_tensors
+            (input_tensor,) = ctx.saved_tensors
             grad_input = grad_output.clone()
             grad_input[input_tensor <= 0] = 0
             return grad_input
@@ -171,12 +191,18 @@ def test_seed_walkthrough_on_cuda():
 
 @gpu
 def test_factories_and_moves():
-    for t in (torch.zeros(2, 3, device="cuda"), torch.ones(2, device="cuda:0"),
-              torch.empty(4, device=torch.device("cuda")), torch.full((2,), 7.0, device="cuda"),
-              torch.eye(3, device="cuda"), torch.arange(5, device="cuda"),
-              torch.linspace(0, 1, 5, device="cuda"), torch.rand(3, device="cuda"),
-              torch.tensor([[1, 2], [3, 4]], device="cuda"), torch.randint(0, 5, (3,),
-                                                                           device="cuda")):
+    for t in (
+        torch.zeros(2, 3, device="cuda"),
+        torch.ones(2, device="cuda:0"),
+        torch.empty(4, device=torch.device("cuda")),
+        torch.full((2,), 7.0, device="cuda"),
+        torch.eye(3, device="cuda"),
+        torch.arange(5, device="cuda"),
+        torch.linspace(0, 1, 5, device="cuda"),
+        torch.rand(3, device="cuda"),
+        torch.tensor([[1, 2], [3, 4]], device="cuda"),
+        torch.randint(0, 5, (3,), device="cuda"),
+    ):
         assert t.is_cuda and t.device == torch.device("cuda", 0) and t.get_device() == 0
     torch.manual_seed(3)
     a = torch.randn(3, 4)
@@ -201,8 +227,10 @@ def test_factories_and_moves():
 @gpu
 def test_numpy_on_cuda_raises_torchs_error():
     x = torch.ones(2, device="cuda", requires_grad=True)
-    message = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
-               "tensor to host memory first.")
+    message = (
+        "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+        "tensor to host memory first."
+    )
     for call in (lambda: x.numpy(), lambda: x.detach().numpy(), lambda: np.asarray(x.detach())):
         with pytest.raises(TypeError) as info:
             call()
@@ -213,12 +241,21 @@ def test_numpy_on_cuda_raises_torchs_error():
 def test_mixing_devices_raises_torchs_error():
     a = torch.ones(2, 2)
     b = torch.ones(2, 2, device="cuda")
-    message = ("Expected all tensors to be on the same device, but found at least two devices, "
-               "cuda:0 and cpu!")
-    for call in (lambda: a + b, lambda: b * a, lambda: a @ b, lambda: b @ a,
-                 lambda: torch.cat([a, b]), lambda: torch.where(b > 0, a, b),
-                 lambda: torch.stack([b, a]), lambda: b.gather(1, torch.zeros(2, 1).long()),
-                 lambda: torch.allclose(a, b)):
+    message = (
+        "Expected all tensors to be on the same device, but found at least two devices, "
+        "cuda:0 and cpu!"
+    )
+    for call in (
+        lambda: a + b,
+        lambda: b * a,
+        lambda: a @ b,
+        lambda: b @ a,
+        lambda: torch.cat([a, b]),
+        lambda: torch.where(b > 0, a, b),
+        lambda: torch.stack([b, a]),
+        lambda: b.gather(1, torch.zeros(2, 1).long()),
+        lambda: torch.allclose(a, b),
+    ):
         with pytest.raises(RuntimeError) as info:
             call()
         assert str(info.value) == message
@@ -244,7 +281,7 @@ def test_a_0d_cpu_tensor_joins_a_gpu_op_and_gets_its_gradient_back():
 
 @gpu
 def test_gradients_flow_across_cuda_and_cpu():
-    w = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)      # a CPU leaf
+    w = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)  # a CPU leaf
     u = torch.tensor([0.5, 0.5, 0.5], device="cuda", requires_grad=True)
     g = w.cuda()
     assert type(g.grad_fn).__name__ == "ToCopyBackward0" and not g.is_leaf
@@ -266,8 +303,7 @@ def _inplace(a, b):
 
 
 def _indices(a):
-    return torch.tensor([[0], [2], [1]], device=a.device), torch.tensor([2, 0, 0],
-                                                                          device=a.device)
+    return torch.tensor([[0], [2], [1]], device=a.device), torch.tensor([2, 0, 0], device=a.device)
 
 
 OPS = {
@@ -277,32 +313,62 @@ OPS = {
     "sigmoid_relu_erf": lambda a, b: (a.sigmoid() * b.relu() + a.erf() + F.gelu(b)).sum(),
     "pow_sqrt_rsqrt": lambda a, b: ((a * a + 1).sqrt() ** 1.5 + (b * b + 1).rsqrt()).sum(),
     "matmul": lambda a, b: (a @ b.T).tanh().sum() + (a[0] @ b[1]) + (a.T @ b).sum(),
-    "reductions": lambda a, b: (a.sum(0) * b.mean(0)).sum() + a.var(1).sum() + b.std() +
-    a.max() + a.amax(1).sum() + a.min(0).values.sum(),
-    "softmax_logsumexp": lambda a, b: (a.softmax(1) * b).sum() + a.log_softmax(0).sum() +
-    a.logsumexp(1).sum(),
+    "reductions": lambda a, b: (
+        (a.sum(0) * b.mean(0)).sum()
+        + a.var(1).sum()
+        + b.std()
+        + a.max()
+        + a.amax(1).sum()
+        + a.min(0).values.sum()
+    ),
+    "softmax_logsumexp": lambda a, b: (
+        (a.softmax(1) * b).sum() + a.log_softmax(0).sum() + a.logsumexp(1).sum()
+    ),
     "norm": lambda a, b: a.norm() + b.norm(dim=1).sum(),
-    "indexing": lambda a, b: a[1:, ::2].sum() + a[[0, 2, 2]].sum() + b[b > 0].sum() +
-    a[:, 1].sum() + a[None, 2].sum(),
-    "indexing_squared": lambda a, b: (a[[0, 2, 2]] ** 2).sum() + (b[b > 0] ** 3).sum() +
-    (a.gather(1, _indices(a)[0]) ** 2).sum() + (a[:, 1:] * b[:, :3]).pow(2).sum(),
+    "indexing": lambda a, b: (
+        a[1:, ::2].sum() + a[[0, 2, 2]].sum() + b[b > 0].sum() + a[:, 1].sum() + a[None, 2].sum()
+    ),
+    "indexing_squared": lambda a, b: (
+        (a[[0, 2, 2]] ** 2).sum()
+        + (b[b > 0] ** 3).sum()
+        + (a.gather(1, _indices(a)[0]) ** 2).sum()
+        + (a[:, 1:] * b[:, :3]).pow(2).sum()
+    ),
     "sort_topk": lambda a, b: a.sort(1).values[:, 0].sum() + b.topk(2, dim=1).values.sum(),
-    "cat_stack_split": lambda a, b: torch.cat([a, b], 0).sum(1).pow(2).sum() +
-    torch.stack([a, b]).mean(0).sum() + sum(p.sum() ** 2 for p in a.split(2, 1)) +
-    sum(r.sum() ** 2 for r in b.unbind(0)),
-    "where_clamp": lambda a, b: torch.where(a > b, a, b * 2).sum() + a.clamp(-0.5, 0.5).sum() +
-    a.clamp(min=b).sum() + a.masked_fill(b > 0, 0.0).sum(),
-    "views": lambda a, b: (a.t().reshape(-1) * b.T.flatten()).sum() +
-    (a.unsqueeze(0).expand(2, 3, 4) * b).sum() + a.permute(1, 0).contiguous().view(-1)[::3].sum(),
+    "cat_stack_split": lambda a, b: (
+        torch.cat([a, b], 0).sum(1).pow(2).sum()
+        + torch.stack([a, b]).mean(0).sum()
+        + sum(p.sum() ** 2 for p in a.split(2, 1))
+        + sum(r.sum() ** 2 for r in b.unbind(0))
+    ),
+    "where_clamp": lambda a, b: (
+        torch.where(a > b, a, b * 2).sum()
+        + a.clamp(-0.5, 0.5).sum()
+        + a.clamp(min=b).sum()
+        + a.masked_fill(b > 0, 0.0).sum()
+    ),
+    "views": lambda a, b: (
+        (a.t().reshape(-1) * b.T.flatten()).sum()
+        + (a.unsqueeze(0).expand(2, 3, 4) * b).sum()
+        + a.permute(1, 0).contiguous().view(-1)[::3].sum()
+    ),
     "inplace": _inplace,
-    "scans_flip_tri": lambda a, b: a.cumsum(1).sum() + (a * 0.5 + 1).cumprod(0).sum() +
-    (a.flip(0).roll(1, 1).tril() * b.triu()).sum(),
-    "gather_index_select": lambda a, b: a.gather(1, _indices(a)[0]).sum() +
-    (a.index_select(0, _indices(a)[1]) * b).sum() + a.diagonal().sum(),
-    "losses": lambda a, b: F.mse_loss(a, b) + F.cross_entropy(a, _indices(a)[1]) +
-    F.softplus(b).sum(),
-    "prod": lambda a, b: (a.prod(1) * b.prod(0)[:3]).sum() + (a * 0.5).prod() +
-    a.prod(0, keepdim=True).sum(),
+    "scans_flip_tri": lambda a, b: (
+        a.cumsum(1).sum()
+        + (a * 0.5 + 1).cumprod(0).sum()
+        + (a.flip(0).roll(1, 1).tril() * b.triu()).sum()
+    ),
+    "gather_index_select": lambda a, b: (
+        a.gather(1, _indices(a)[0]).sum()
+        + (a.index_select(0, _indices(a)[1]) * b).sum()
+        + a.diagonal().sum()
+    ),
+    "losses": lambda a, b: (
+        F.mse_loss(a, b) + F.cross_entropy(a, _indices(a)[1]) + F.softplus(b).sum()
+    ),
+    "prod": lambda a, b: (
+        (a.prod(1) * b.prod(0)[:3]).sum() + (a * 0.5).prod() + a.prod(0, keepdim=True).sum()
+    ),
 }
 
 
@@ -333,9 +399,21 @@ def test_gradients_on_cuda_match_the_cpu(name):
 
 
 @gpu
-@pytest.mark.parametrize("name", ["arithmetic", "exp_log_tanh", "matmul", "softmax_logsumexp",
-                                  "sigmoid_relu_erf", "reductions", "norm", "losses",
-                                  "indexing_squared", "prod"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "arithmetic",
+        "exp_log_tanh",
+        "matmul",
+        "softmax_logsumexp",
+        "sigmoid_relu_erf",
+        "reductions",
+        "norm",
+        "losses",
+        "indexing_squared",
+        "prod",
+    ],
+)
 def test_second_derivatives_on_cuda_match_the_cpu(name):
     _compare(OPS[name], create_graph=True)
 

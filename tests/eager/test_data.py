@@ -1,4 +1,5 @@
 """`sourcegrad.utils.data`: the semantics of torch.utils.data (orders differ: another RNG)."""
+
 import collections
 import warnings
 
@@ -6,10 +7,21 @@ import numpy as np
 import pytest
 
 import sourcegrad as sg
-from sourcegrad.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset,
-                                   IterableDataset, RandomSampler, SequentialSampler, Subset,
-                                   SubsetRandomSampler, TensorDataset, WeightedRandomSampler,
-                                   default_collate, random_split)
+from sourcegrad.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    default_collate,
+    random_split,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -17,12 +29,15 @@ torch = pytest.importorskip("torch")
 def _datasets(n=10):
     x = np.arange(n * 2, dtype=np.float32).reshape(n, 2)
     y = np.arange(n)
-    return (TensorDataset(sg.tensor(x), sg.tensor(y)),
-            torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y)))
+    return (
+        TensorDataset(sg.tensor(x), sg.tensor(y)),
+        torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y)),
+    )
 
 
-@pytest.mark.parametrize("batch_size,drop_last", [(3, False), (3, True), (5, False), (1, True),
-                                                  (12, False), (12, True)])
+@pytest.mark.parametrize(
+    "batch_size,drop_last", [(3, False), (3, True), (5, False), (1, True), (12, False), (12, True)]
+)
 def test_unshuffled_batches_equal_torch_s(batch_size, drop_last):
     ds, tds = _datasets()
     ours = DataLoader(ds, batch_size=batch_size, drop_last=drop_last)
@@ -36,8 +51,9 @@ def test_unshuffled_batches_equal_torch_s(batch_size, drop_last):
         np.testing.assert_array_equal(y.numpy(), ty.numpy())
 
 
-@pytest.mark.parametrize("batch_size,drop_last,n_batches", [(3, False, 4), (3, True, 3),
-                                                            (4, True, 2), (10, False, 1)])
+@pytest.mark.parametrize(
+    "batch_size,drop_last,n_batches", [(3, False, 4), (3, True, 3), (4, True, 2), (10, False, 1)]
+)
 def test_shuffled_epochs_see_every_index_once(batch_size, drop_last, n_batches):
     ds, _ = _datasets()
     loader = DataLoader(ds, batch_size=batch_size, shuffle=True, drop_last=drop_last)
@@ -54,16 +70,18 @@ def test_shuffled_epochs_see_every_index_once(batch_size, drop_last, n_batches):
         if not drop_last:
             assert sorted(seen) == list(range(10))
         orders.append(seen)
-    assert len({tuple(o) for o in orders}) > 1         # epochs are shuffled differently
+    assert len({tuple(o) for o in orders}) > 1  # epochs are shuffled differently
 
 
 def test_a_seeded_generator_reproduces_the_order():
     ds, _ = _datasets(50)
 
     def order(seed):
-        loader = DataLoader(ds, batch_size=7, shuffle=True,
-                            generator=sg.Generator().manual_seed(seed))
+        loader = DataLoader(
+            ds, batch_size=7, shuffle=True, generator=sg.Generator().manual_seed(seed)
+        )
         return [y.tolist() for _, y in loader]
+
     assert order(3) == order(3)
     assert order(3) != order(4)
     sg.manual_seed(11)
@@ -75,7 +93,10 @@ def test_a_seeded_generator_reproduces_the_order():
 def test_default_collate_matches_torch():
     Point = collections.namedtuple("Point", "x y")
     samples = [
-        [1, 2, 3], [1.5, 2.5], [True, False], ["a", "b"],
+        [1, 2, 3],
+        [1.5, 2.5],
+        [True, False],
+        ["a", "b"],
         [(1, "a", 2.0), (2, "b", 3.0)],
         [{"x": np.ones(2), "y": 3}, {"x": np.zeros(2), "y": 4}],
         [[np.float32(1), 2], [np.float32(3), 4]],
@@ -91,11 +112,12 @@ def test_default_collate_matches_torch():
         if isinstance(value, (list, tuple)):
             return (type(value).__name__, [plain(v) for v in value])
         return value
+
     for batch in samples:
         theirs = torch.utils.data.default_collate(batch)
         assert plain(default_collate(batch)) == plain(theirs), batch
-    t = [sg.tensor([1., 2.]), sg.tensor([3., 4.])]
-    assert default_collate(t).tolist() == [[1., 2.], [3., 4.]]
+    t = [sg.tensor([1.0, 2.0]), sg.tensor([3.0, 4.0])]
+    assert default_collate(t).tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 
 def test_default_collate_errors_match_torch():
@@ -114,6 +136,7 @@ def test_dict_samples_and_a_custom_collate_fn():
 
         def __getitem__(self, i):
             return {"i": i, "sq": sg.tensor([float(i * i)])}
+
     batches = list(DataLoader(Squares(), batch_size=2))
     assert [b["i"].tolist() for b in batches] == [[0, 1], [2, 3], [4]]
     assert batches[1]["sq"].shape == (2, 1)
@@ -130,23 +153,29 @@ def test_iterable_dataset_is_batched_in_its_order():
 
         def __len__(self):
             return 7
+
     assert [b.tolist() for b in DataLoader(Count(), batch_size=3)] == [[0, 1, 2], [3, 4, 5], [6]]
     assert len(DataLoader(Count(), batch_size=3, drop_last=True)) == 2
-    assert [b.tolist() for b in DataLoader(Count(), batch_size=3, drop_last=True)] == \
-        [[0, 1, 2], [3, 4, 5]]
+    assert [b.tolist() for b in DataLoader(Count(), batch_size=3, drop_last=True)] == [
+        [0, 1, 2],
+        [3, 4, 5],
+    ]
     with pytest.raises(ValueError, match="expected unspecified shuffle"):
         DataLoader(Count(), shuffle=True)
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(batch_size=2, shuffle=True, sampler=[0, 1]),
-    dict(batch_sampler=[[0, 1]], batch_size=3),
-    dict(batch_size=None, drop_last=True),
-    dict(num_workers=-1),
-    dict(prefetch_factor=2),
-    dict(persistent_workers=True),
-    dict(batch_size=0),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(batch_size=2, shuffle=True, sampler=[0, 1]),
+        dict(batch_sampler=[[0, 1]], batch_size=3),
+        dict(batch_size=None, drop_last=True),
+        dict(num_workers=-1),
+        dict(prefetch_factor=2),
+        dict(persistent_workers=True),
+        dict(batch_size=0),
+    ],
+)
 def test_loader_option_errors_match_torch(kwargs):
     ds, tds = _datasets()
     with pytest.raises(ValueError) as theirs:
@@ -166,7 +195,7 @@ def test_samplers():
     drawn = list(RandomSampler(data, replacement=True, num_samples=40))
     assert len(drawn) == 40 and set(drawn) <= set(data)
     assert sorted(SubsetRandomSampler([3, 5, 7])) == [3, 5, 7]
-    weighted = list(WeightedRandomSampler([0., 1., 0., 3.], 50))
+    weighted = list(WeightedRandomSampler([0.0, 1.0, 0.0, 3.0], 50))
     assert len(weighted) == 50 and set(weighted) <= {1, 3}
     assert list(BatchSampler(data, 4, False)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert list(BatchSampler(data, 4, True)) == [[0, 1, 2, 3], [4, 5, 6, 7]]
@@ -180,14 +209,14 @@ def test_samplers():
             lib.RandomSampler(data, replacement=1)
 
 
-@pytest.mark.parametrize("lengths,sizes", [([3, 7], [3, 7]), ([0.3, 0.7], [3, 7]),
-                                           ([0.33, 0.33, 0.34], [4, 3, 3]),
-                                           ([0.5, 0.5], [5, 5])])
+@pytest.mark.parametrize(
+    "lengths,sizes",
+    [([3, 7], [3, 7]), ([0.3, 0.7], [3, 7]), ([0.33, 0.33, 0.34], [4, 3, 3]), ([0.5, 0.5], [5, 5])],
+)
 def test_random_split_sizes_match_torch_and_partition(lengths, sizes):
     ds, tds = _datasets()
     parts = random_split(ds, lengths, generator=sg.Generator().manual_seed(0))
-    tparts = torch.utils.data.random_split(tds, lengths,
-                                           generator=torch.Generator().manual_seed(0))
+    tparts = torch.utils.data.random_split(tds, lengths, generator=torch.Generator().manual_seed(0))
     assert [len(p) for p in parts] == [len(p) for p in tparts] == sizes
     indices = sum((p.indices for p in parts), [])
     assert sorted(indices) == list(range(10))

@@ -1,6 +1,7 @@
 """`set_default_dtype`, `set_default_device` and `torch.cross` against torch: what the default
 dtype changes (factories, literals, complex literals, layers' parameters, promotion), the
 errors, and cross's values and gradients. Skips without torch."""
+
 import numpy as np
 import pytest
 
@@ -13,11 +14,17 @@ def _default_dtype_effects(T):
     before = T.get_default_dtype()
     T.set_default_dtype(T.float64)
     try:
-        seen = [str(T.get_default_dtype()), repr(T.tensor([1.5, 2.])), str(T.zeros(2).dtype),
-                str(T.arange(3.).dtype), str(T.tensor([1 + 2j]).dtype),
-                str(T.nn.Linear(2, 2).weight.dtype), str(T.rand(2).dtype),
-                str((T.ones(2, dtype=T.float32) * 2.5).dtype),
-                str((T.ones(2, dtype=T.int64) * 2.5).dtype)]
+        seen = [
+            str(T.get_default_dtype()),
+            repr(T.tensor([1.5, 2.0])),
+            str(T.zeros(2).dtype),
+            str(T.arange(3.0).dtype),
+            str(T.tensor([1 + 2j]).dtype),
+            str(T.nn.Linear(2, 2).weight.dtype),
+            str(T.rand(2).dtype),
+            str((T.ones(2, dtype=T.float32) * 2.5).dtype),
+            str((T.ones(2, dtype=T.int64) * 2.5).dtype),
+        ]
         try:
             T.set_default_dtype(T.int64)
         except TypeError as e:
@@ -47,10 +54,14 @@ def test_set_default_device_matches_torch():
 
 
 def _cross(T):
-    a = T.tensor([[1., 2., 3.], [4., 5., 6.]], dtype=T.float64, requires_grad=True)
-    b = T.tensor([[0., 1., 0.], [1., 0., 2.]], dtype=T.float64, requires_grad=True)
-    out = [T.cross(a, b, dim=1), T.linalg.cross(a, b), a.cross(b, dim=-1),
-           T.linalg.cross(T.ones(1, 3, dtype=T.float64), b)]
+    a = T.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=T.float64, requires_grad=True)
+    b = T.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 2.0]], dtype=T.float64, requires_grad=True)
+    out = [
+        T.cross(a, b, dim=1),
+        T.linalg.cross(a, b),
+        a.cross(b, dim=-1),
+        T.linalg.cross(T.ones(1, 3, dtype=T.float64), b),
+    ]
     sum(o.pow(2).sum() for o in out).backward()
     values = [o.detach().numpy() for o in out] + [a.grad.numpy(), b.grad.numpy()]
     for bad in (lambda: T.cross(a, b, dim=0), lambda: T.linalg.cross(T.ones(3), b)):

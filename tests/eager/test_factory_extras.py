@@ -1,5 +1,6 @@
 """Factories as torch has them: `out=`, linspace to the bit, Variable, torch.Tensor's
 keywords, set_default_device (torch 2.13 as the oracle)."""
+
 import math
 
 import numpy as np
@@ -16,11 +17,17 @@ def both(fn):
     return fn(S), fn(torch)
 
 
-@pytest.mark.parametrize("make", [
-    lambda L, o: L.zeros(3, out=o), lambda L, o: L.ones(2, 2, out=o),
-    lambda L, o: L.full((3,), 1.5, out=o), lambda L, o: L.eye(2, out=o),
-    lambda L, o: L.arange(4, out=o), lambda L, o: L.linspace(0, 1, 5, out=o),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda L, o: L.zeros(3, out=o),
+        lambda L, o: L.ones(2, 2, out=o),
+        lambda L, o: L.full((3,), 1.5, out=o),
+        lambda L, o: L.eye(2, out=o),
+        lambda L, o: L.arange(4, out=o),
+        lambda L, o: L.linspace(0, 1, 5, out=o),
+    ],
+)
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
 @pytest.mark.parametrize("n", [0, 2, 3])
 def test_out_is_written_resized_and_returned(make, dtype, n):
@@ -45,10 +52,13 @@ def test_random_factories_honour_out():
     assert S.randn(2, 3, out=out) is out and tuple(out.shape) == (2, 3)
 
 
-@pytest.mark.parametrize("call", [
-    lambda L: L.zeros(3, dtype=L.float32, out=L.empty(3, dtype=L.float64)),
-    lambda L: L.zeros(3, out=L.zeros(3, requires_grad=True)),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.zeros(3, dtype=L.float32, out=L.empty(3, dtype=L.float64)),
+        lambda L: L.zeros(3, out=L.zeros(3, requires_grad=True)),
+    ],
+)
 def test_out_errors_are_torchs(call):
     with pytest.raises(RuntimeError) as ours:
         call(S)
@@ -58,9 +68,22 @@ def test_out_errors_are_torchs(call):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int32"])
-@pytest.mark.parametrize("start, end, steps", [
-    (-math.pi, math.pi, 2000), (0, 1, 7), (-3.3, 11.7, 1001), (1, -1, 50), (0.1, 0.2, 3),
-    (5, 5, 4), (0, 10, 5), (0, 9, 4), (-7, 13, 77), (2.5, 2.5, 1), (0, 1, 0)])
+@pytest.mark.parametrize(
+    "start, end, steps",
+    [
+        (-math.pi, math.pi, 2000),
+        (0, 1, 7),
+        (-3.3, 11.7, 1001),
+        (1, -1, 50),
+        (0.1, 0.2, 3),
+        (5, 5, 4),
+        (0, 10, 5),
+        (0, 9, 4),
+        (-7, 13, 77),
+        (2.5, 2.5, 1),
+        (0, 1, 0),
+    ],
+)
 def test_linspace_is_torchs_to_the_bit(dtype, start, end, steps):
     ours = S.linspace(start, end, steps, dtype=getattr(S, dtype)).numpy()
     theirs = torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).numpy()
@@ -100,13 +123,20 @@ def test_set_default_device():
     assert str(S.get_default_device()) == "cpu"
 
 
-@pytest.mark.parametrize("call", [
-    lambda L, o: L.add(L.ones(3), 2.0, out=o), lambda L, o: L.sub(L.ones(3), 2.0, alpha=3, out=o),
-    lambda L, o: L.mul(L.ones(3), 3.0, out=o), lambda L, o: L.div(L.ones(3), 4.0, out=o),
-    lambda L, o: L.pow(L.full((3,), 2.0), 3, out=o), lambda L, o: L.exp(L.zeros(3), out=o),
-    lambda L, o: L.clamp(L.arange(3.0), 0.5, 1.5, out=o),
-    lambda L, o: L.cat([L.ones(1), L.zeros(2)], out=o),
-    lambda L, o: L.stack([L.ones(3)], out=o)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L, o: L.add(L.ones(3), 2.0, out=o),
+        lambda L, o: L.sub(L.ones(3), 2.0, alpha=3, out=o),
+        lambda L, o: L.mul(L.ones(3), 3.0, out=o),
+        lambda L, o: L.div(L.ones(3), 4.0, out=o),
+        lambda L, o: L.pow(L.full((3,), 2.0), 3, out=o),
+        lambda L, o: L.exp(L.zeros(3), out=o),
+        lambda L, o: L.clamp(L.arange(3.0), 0.5, 1.5, out=o),
+        lambda L, o: L.cat([L.ones(1), L.zeros(2)], out=o),
+        lambda L, o: L.stack([L.ones(3)], out=o),
+    ],
+)
 def test_ops_write_into_out(call):
     ours, theirs = S.empty(3), torch.empty(3)
     got, want = call(S, ours), call(torch, theirs)
@@ -114,11 +144,15 @@ def test_ops_write_into_out(call):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
-@pytest.mark.parametrize("call", [
-    lambda L: L.add(L.ones(3, requires_grad=True), 1.0, out=L.empty(3)),
-    lambda L: L.exp(L.ones(3, requires_grad=True), out=L.empty(3)),
-    lambda L: L.add(L.ones(3), 1.5, out=L.empty(3, dtype=L.int64)),
-    lambda L: L.cat([L.ones(3, requires_grad=True)], out=L.empty(3))])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.add(L.ones(3, requires_grad=True), 1.0, out=L.empty(3)),
+        lambda L: L.exp(L.ones(3, requires_grad=True), out=L.empty(3)),
+        lambda L: L.add(L.ones(3), 1.5, out=L.empty(3, dtype=L.int64)),
+        lambda L: L.cat([L.ones(3, requires_grad=True)], out=L.empty(3)),
+    ],
+)
 def test_ops_out_errors_are_torchs(call):
     with pytest.raises(RuntimeError) as ours:
         call(S)

@@ -2,6 +2,7 @@
 (create_graph) and node names; real inputs through complex intermediates and complex inputs
 (torch's convention: the gradient dL/dRe + 1j dL/dIm). An op with no complex rule is refused.
 """
+
 import numpy as np
 import pytest
 
@@ -21,31 +22,43 @@ W = R.normal(size=(3, 4)) + 1j * R.normal(size=(3, 4))
 CASES = {
     "abs of a complex product": (X, lambda T, x: (x * (1 + 2j)).abs().sum(), "MulBackward0"),
     "fft": (X, lambda T, x: (T.fft.fft(x, dim=0).abs() ** 2).sum(), "FftR2CBackward0"),
-    "fft of complex": (Z, lambda T, x: (T.fft.fft(x, n=6, norm="ortho").abs() ** 2).sum(),
-                       None),
+    "fft of complex": (Z, lambda T, x: (T.fft.fft(x, n=6, norm="ortho").abs() ** 2).sum(), None),
     "ifft": (Z, lambda T, x: (T.fft.ifft(x, n=3, dim=0).real ** 3).sum(), "FftC2CBackward0"),
     "rfft": (X, lambda T, x: (T.fft.rfft(x, n=6, norm="ortho").abs() ** 3).sum(), None),
     "irfft": (Z, lambda T, x: (T.fft.irfft(x, n=5) ** 2).sum(), None),
-    "irfft odd": (Z, lambda T, x: (T.fft.irfft(x, n=7, norm="forward") ** 2).sum(),
-                  "FftC2RBackward0"),
+    "irfft odd": (
+        Z,
+        lambda T, x: (T.fft.irfft(x, n=7, norm="forward") ** 2).sum(),
+        "FftC2RBackward0",
+    ),
     "fft2": (Z, lambda T, x: (T.fft.fft2(x * T.tensor(W), s=(4, 3)).abs() ** 2).sum(), None),
     "ifft2": (X, lambda T, x: T.fft.ifft2(x, norm="forward").imag.sum() ** 2, None),
     "fftn": (Z, lambda T, x: (T.fft.fftn(x, dim=(1,)).abs() ** 1.5).sum(), "FftC2CBackward0"),
-    "ifftn": (Z, lambda T, x: T.real(T.fft.ifftn(x, norm="forward") ** 2).sum(),
-              "FftC2CBackward0"),
+    "ifftn": (Z, lambda T, x: T.real(T.fft.ifftn(x, norm="forward") ** 2).sum(), "FftC2CBackward0"),
     "rfft2": (X, lambda T, x: T.angle(T.fft.rfft2(x) + 0.1).sum(), "FftR2CBackward0"),
     "rfftn": (X, lambda T, x: (T.fft.rfftn(x, s=(2, 6)).abs() ** 2).sum(), None),
-    "rfft unpadded": (X, lambda T, x: (T.fft.rfft(x, norm="ortho").abs() ** 3).sum(),
-                      "FftR2CBackward0"),
+    "rfft unpadded": (
+        X,
+        lambda T, x: (T.fft.rfft(x, norm="ortho").abs() ** 3).sum(),
+        "FftR2CBackward0",
+    ),
     "irfft2": (Z, lambda T, x: (T.fft.irfft2(x) ** 2).sum(), "FftC2RBackward0"),
     "irfftn": (Z, lambda T, x: (T.fft.irfftn(x, s=(3, 6)) ** 2).sum(), "FftC2RBackward0"),
-    "shifts": (X, lambda T, x: (T.fft.fftshift(x, dim=1) * T.arange(12.).reshape(3, 4)).sum()
-               + (T.fft.ifftshift(x) ** 2 * T.arange(4.)).sum(), None),
-    "shift of complex": (Z, lambda T, x: (T.fft.fftshift(x).abs() * T.arange(4.)).sum(),
-                         "RollBackward0"),
+    "shifts": (
+        X,
+        lambda T, x: (
+            (T.fft.fftshift(x, dim=1) * T.arange(12.0).reshape(3, 4)).sum()
+            + (T.fft.ifftshift(x) ** 2 * T.arange(4.0)).sum()
+        ),
+        None,
+    ),
+    "shift of complex": (
+        Z,
+        lambda T, x: (T.fft.fftshift(x).abs() * T.arange(4.0)).sum(),
+        "RollBackward0",
+    ),
     "abs squared": (Z, lambda T, x: (x.abs() ** 2).sum(), "AbsBackward0"),
-    "conj and imag": (Z, lambda T, x: (T.imag(T.conj(x) * T.exp(x)) ** 2).sum(),
-                      "ConjBackward0"),
+    "conj and imag": (Z, lambda T, x: (T.imag(T.conj(x) * T.exp(x)) ** 2).sum(), "ConjBackward0"),
     "real and imag": (Z, lambda T, x: ((x * x).real * x.imag).sum(), "MulBackward0"),
     "angle": (Z, lambda T, x: T.angle(x * T.tensor(W)).sum(), "MulBackward0"),
     "matmul": (Z, lambda T, x: ((x @ T.tensor(W.T)).abs() ** 2).sum(), "MmBackward0"),
@@ -57,15 +70,22 @@ def _side(T, fn, a):
     x = T.tensor(a, requires_grad=True)
     y = fn(T, x)
     first = y.grad_fn
-    while first is not None and first.next_functions and \
-            first.next_functions[0][0] is not None and \
-            type(first.next_functions[0][0]).__name__ != "AccumulateGrad":
+    while (
+        first is not None
+        and first.next_functions
+        and first.next_functions[0][0] is not None
+        and type(first.next_functions[0][0]).__name__ != "AccumulateGrad"
+    ):
         first = first.next_functions[0][0]
     (g,) = T.autograd.grad(y, [x], create_graph=True)
     v = T.tensor(np.full(a.shape, 0.3 + (0.1j if np.iscomplexobj(a) else 0.0)))
     (h,) = T.autograd.grad(T.real(g * v).sum(), [x], allow_unused=True)
-    return (y.detach().numpy(), g.detach().numpy(), None if h is None else h.detach().numpy(),
-            type(first).__name__)
+    return (
+        y.detach().numpy(),
+        g.detach().numpy(),
+        None if h is None else h.detach().numpy(),
+        type(first).__name__,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -98,8 +118,11 @@ def test_numpy_functions_dispatch_on_tensors():
     out = np.real(np.conj(z) * np.exp(z)).sum() + np.angle(z).sum() + np.imag(z).sum()
     out.backward()
     tz = torch.tensor(Z, requires_grad=True)
-    (torch.real(torch.conj(tz) * torch.exp(tz)).sum() + torch.angle(tz).sum()
-     + torch.imag(tz).sum()).backward()
+    (
+        torch.real(torch.conj(tz) * torch.exp(tz)).sum()
+        + torch.angle(tz).sum()
+        + torch.imag(tz).sum()
+    ).backward()
     np.testing.assert_allclose(z.grad.numpy(), tz.grad.numpy(), rtol=1e-12)
 
 

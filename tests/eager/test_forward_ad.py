@@ -6,6 +6,7 @@ printed duals and error messages must be torch's. Without torch the comparisons 
 the structural checks (every eager op has a forward rule) and the finite-difference
 checks run anyway.
 """
+
 import numpy as np
 import pytest
 
@@ -33,9 +34,10 @@ def _np(t):
 def _tangent_of(T, fw, fn, *arrays):
     """The tangents of fn's outputs at `arrays`, each seeded with its own tangent."""
     with fw.dual_level():
-        duals = [fw.make_dual(T.tensor(a, dtype=T.float64),
-                              T.tensor(np.cos(3 * a + i), dtype=T.float64))
-                 for i, a in enumerate(arrays)]
+        duals = [
+            fw.make_dual(T.tensor(a, dtype=T.float64), T.tensor(np.cos(3 * a + i), dtype=T.float64))
+            for i, a in enumerate(arrays)
+        ]
         out = fn(T, *duals)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [(_np(fw.unpack_dual(o).primal), _np(fw.unpack_dual(o).tangent)) for o in outs]
@@ -70,8 +72,11 @@ def _domain(name, shape):
 @needs_torch
 @pytest.mark.parametrize("name", sorted(eager_ops.REGISTERED))
 def test_registered_op_tangent_matches_torch(name):
-    fn = (lambda T, x, y: getattr(T, name)(x, y)) if name in _BINARY else \
-        (lambda T, x: getattr(T, name)(x))
+    fn = (
+        (lambda T, x, y: getattr(T, name)(x, y))
+        if name in _BINARY
+        else (lambda T, x: getattr(T, name)(x))
+    )
     arrays = [_domain(name, (3, 4))] + ([_domain(name, (4,))] if name in _BINARY else [])
     _compare(fn, *arrays)
 
@@ -104,31 +109,51 @@ SCENARIOS = {
     "chain": (lambda T, a: T.sigmoid(a).tanh().relu() * a.exp(), [(3, 4)]),
     # (its rule once took the slope through np.where of two numbers: float32 on Tensors)
     "leaky_relu": (lambda T, a: T.nn.functional.leaky_relu(a, 0.1), [(3, 4)]),
-    "activations": (lambda T, a: T.nn.functional.softplus(a) + T.nn.functional.gelu(a)
-                    + T.nn.functional.silu(a) + T.nn.functional.elu(a), [(3, 4)]),
-    "nll_loss": (lambda T, a: T.nn.functional.nll_loss(T.log_softmax(a, 1),
-                                                       T.tensor([1, 0, 3])), [(3, 4)]),
+    "activations": (
+        lambda T, a: (
+            T.nn.functional.softplus(a)
+            + T.nn.functional.gelu(a)
+            + T.nn.functional.silu(a)
+            + T.nn.functional.elu(a)
+        ),
+        [(3, 4)],
+    ),
+    "nll_loss": (
+        lambda T, a: T.nn.functional.nll_loss(T.log_softmax(a, 1), T.tensor([1, 0, 3])),
+        [(3, 4)],
+    ),
     "group_norm": (lambda T, a: T.nn.functional.group_norm(a, 2), [(2, 4, 3)]),
-    "batch_norm": (lambda T, a: T.nn.functional.batch_norm(a, None, None, training=True),
-                   [(5, 3)]),
-    "bilinear": (lambda T, a: T.nn.functional.interpolate(a, scale_factor=2, mode="bilinear",
-                                                          align_corners=False), [(1, 1, 3, 3)]),
+    "batch_norm": (lambda T, a: T.nn.functional.batch_norm(a, None, None, training=True), [(5, 3)]),
+    "bilinear": (
+        lambda T, a: T.nn.functional.interpolate(
+            a, scale_factor=2, mode="bilinear", align_corners=False
+        ),
+        [(1, 1, 3, 3)],
+    ),
     "sort_topk": (lambda T, a: (a.sort(1).values, a.topk(2, 1).values), [(3, 4)]),
     "gather": (lambda T, a: T.gather(a, 1, T.tensor([[0, 2], [1, 1], [3, 0]])), [(3, 4)]),
-    "inv_det": (lambda T, a: T.linalg.inv(a + 4 * T.eye(4, dtype=T.float64)).sum()
-                * T.linalg.det(a + 4 * T.eye(4, dtype=T.float64)), [(4, 4)]),
+    "inv_det": (
+        lambda T, a: (
+            T.linalg.inv(a + 4 * T.eye(4, dtype=T.float64)).sum()
+            * T.linalg.det(a + 4 * T.eye(4, dtype=T.float64))
+        ),
+        [(4, 4)],
+    ),
     "sdpa": (lambda T, q: T.nn.functional.scaled_dot_product_attention(q, q, q), [(1, 3, 4)]),
     "broadcast_add": (lambda T, a, b: a + b, [(3, 4), (4,)]),
     "div_sub": (lambda T, a, b: (a - 2 * b) / (b * b + 1), [(3, 4), (3, 1)]),
     "index": (lambda T, a: a[1:, ::2] * a[0, 1], [(3, 4)]),
     "expand": (lambda T, a: a.unsqueeze(0).expand(2, 3, 4), [(3, 4)]),
-    "cross_entropy": (lambda T, a: T.nn.functional.cross_entropy(a, T.tensor([0, 3, 1])),
-                      [(3, 4)]),
-    "linear": (lambda T, a, w: T.nn.functional.linear(a, w, T.ones(2, dtype=T.float64)),
-               [(3, 4), (2, 4)]),
+    "cross_entropy": (lambda T, a: T.nn.functional.cross_entropy(a, T.tensor([0, 3, 1])), [(3, 4)]),
+    "linear": (
+        lambda T, a, w: T.nn.functional.linear(a, w, T.ones(2, dtype=T.float64)),
+        [(3, 4), (2, 4)],
+    ),
     "cross": (lambda T, a, b: T.cross(a, b, dim=1), [(2, 3), (2, 3)]),
-    "conv2d": (lambda T, a, w: T.nn.functional.conv2d(a, w, padding=1),
-               [(1, 2, 4, 4), (3, 2, 3, 3)]),
+    "conv2d": (
+        lambda T, a, w: T.nn.functional.conv2d(a, w, padding=1),
+        [(1, 2, 4, 4), (3, 2, 3, 3)],
+    ),
     "layer_norm": (lambda T, a: T.nn.functional.layer_norm(a, (4,)), [(3, 4)]),
     "smooth_l1": (lambda T, a, b: T.nn.functional.smooth_l1_loss(a, b), [(3, 4), (3, 4)]),
     "pad": (lambda T, a: T.nn.functional.pad(a, (1, 2)), [(3, 4)]),
@@ -167,8 +192,13 @@ def test_op_tangent_matches_torch(name):
 def test_every_eager_op_has_a_forward_rule():
     """Each rule an eager op records has a JVP, a VJP to derive one from or a linearity mark:
     forward mode never meets an op it cannot serve (it would refuse by name)."""
-    lacking = sorted({s.rule.name for s in ALL_SPECS if s.rule.differentiable and not (
-        s.rule.jvps or s.rule.vjps or s.rule.linear)})
+    lacking = sorted(
+        {
+            s.rule.name
+            for s in ALL_SPECS
+            if s.rule.differentiable and not (s.rule.jvps or s.rule.vjps or s.rule.linear)
+        }
+    )
     assert lacking == []
 
 
@@ -189,16 +219,18 @@ def test_tangent_against_finite_differences(f):
         out = f(sg, sg_fw.make_dual(sg.tensor(x), sg.tensor(v)))
         tangent = _np(sg_fw.unpack_dual(out).tangent)
     eps = 1e-6
-    numeric = (f(sg, sg.tensor(x + eps * v)).numpy() - f(sg, sg.tensor(x - eps * v)).numpy()) \
-        / (2 * eps)
+    numeric = (f(sg, sg.tensor(x + eps * v)).numpy() - f(sg, sg.tensor(x - eps * v)).numpy()) / (
+        2 * eps
+    )
     np.testing.assert_allclose(tangent, numeric, rtol=1e-6, atol=1e-8)
 
 
 # --- levels, duals, printing, errors --------------------------------------------------------
 
+
 def _errors(T, fw):
-    x = T.tensor([1., 2., 3.])
-    t = T.tensor([1., 0., 0.5])
+    x = T.tensor([1.0, 2.0, 3.0])
+    t = T.tensor([1.0, 0.0, 0.5])
     found = []
 
     def attempt(fn):
@@ -207,9 +239,9 @@ def _errors(T, fw):
             found.append(None)
         except Exception as e:  # noqa: BLE001 - the error itself is compared
             # (ForwardADError is a NotImplementedError, torch's type for these)
-            kind = "NotImplementedError" if isinstance(e, NotImplementedError) else \
-                type(e).__name__
+            kind = "NotImplementedError" if isinstance(e, NotImplementedError) else type(e).__name__
             found.append((kind, str(e)))
+
     attempt(lambda: fw.make_dual(x, t))
     with fw.dual_level():
         d = fw.make_dual(x, t)
@@ -217,6 +249,7 @@ def _errors(T, fw):
         def nested():
             with fw.dual_level():
                 pass
+
         attempt(nested)
         attempt(lambda: fw.make_dual(x, T.ones(2)))
         attempt(lambda: fw.make_dual(T.tensor([1, 2]), T.ones(2)))
@@ -235,17 +268,17 @@ def test_errors_are_torchs():
 
 def _printed(T, fw):
     lines = []
-    x = T.tensor([1., 2., 3.])
+    x = T.tensor([1.0, 2.0, 3.0])
     with fw.dual_level() as level:
         lines.append(repr(level))
-        d = fw.make_dual(x, T.tensor([1., 0., 0.5]))
+        d = fw.make_dual(x, T.tensor([1.0, 0.0, 0.5]))
         lines.append(repr(d))
         y = d.sin() * 2
         lines.append(repr(y))
         lines.append(repr(fw.unpack_dual(y)).replace("torch.", ""))
         lines.append(repr(fw.unpack_dual(x)))
         lines.append(repr(fw.make_dual(T.ones(2, 3), T.ones(2, 3) / 3)))
-        lines.append(repr(fw.make_dual(T.tensor([1.], requires_grad=True), T.ones(1))))
+        lines.append(repr(fw.make_dual(T.tensor([1.0], requires_grad=True), T.ones(1))))
     lines.append(repr(fw.unpack_dual(y)))
     lines.append(repr(y))
     return lines
@@ -257,8 +290,8 @@ def test_printed_duals_are_torchs():
 
 
 def test_unpack_dual_and_level_exit():
-    x = sg.tensor([1., 2.])
-    t = sg.tensor([3., 4.])
+    x = sg.tensor([1.0, 2.0])
+    t = sg.tensor([3.0, 4.0])
     with sg_fw.dual_level():
         d = sg_fw.make_dual(x, t)
         unpacked = sg_fw.unpack_dual(d)
@@ -267,7 +300,7 @@ def test_unpack_dual_and_level_exit():
         assert d._base is x and not d.requires_grad
         y = d * 2
         with sg.no_grad():  # grad mode does not switch forward mode off, as in torch
-            assert np.array_equal(sg_fw.unpack_dual(d * 3).tangent.numpy(), [9., 12.])
+            assert np.array_equal(sg_fw.unpack_dual(d * 3).tangent.numpy(), [9.0, 12.0])
         assert sg_fw.unpack_dual(d.detach()).tangent is None
     assert sg_fw.unpack_dual(y).tangent is None  # leaving the level drops every tangent
     with sg_fw.dual_level():  # a new level starts clean
@@ -277,13 +310,14 @@ def test_unpack_dual_and_level_exit():
 @needs_torch
 def test_reverse_over_forward_matches_torch():
     def run(T, fw):
-        x = T.tensor([1., 2., 3.], dtype=T.float64, requires_grad=True)
-        tr = T.tensor([0.5, -1., 2.], dtype=T.float64, requires_grad=True)
+        x = T.tensor([1.0, 2.0, 3.0], dtype=T.float64, requires_grad=True)
+        tr = T.tensor([0.5, -1.0, 2.0], dtype=T.float64, requires_grad=True)
         with fw.dual_level():
             y = (fw.make_dual(x, tr).sin() * x).sum()
             tangent = fw.unpack_dual(y).tangent
             tangent.backward()
         return x.grad.numpy(), tr.grad.numpy(), tangent.item()
+
     for ours, theirs in zip(run(sg, sg_fw), run(torch, torch_fw)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)
 
@@ -305,20 +339,23 @@ def test_custom_function_jvp():
             @staticmethod
             def jvp(ctx, tx, ty):
                 return tx * ctx.y + ty * ctx.x
+
         with fw.dual_level():
-            d = fw.make_dual(T.tensor([1., 2.]), T.tensor([1., 1.]))
+            d = fw.make_dual(T.tensor([1.0, 2.0]), T.tensor([1.0, 1.0]))
             try:
                 Mul.apply(d, T.ones(2))
                 refused = None
             except NotImplementedError as e:
                 refused = str(e)
-            out = fw.unpack_dual(MulJvp.apply(d, T.tensor([3., 4.]))).tangent.tolist()
+            out = fw.unpack_dual(MulJvp.apply(d, T.tensor([3.0, 4.0]))).tangent.tolist()
         return refused, out
+
     assert run(sg, sg_fw) == run(torch, torch_fw)
 
 
 def test_an_op_without_any_rule_is_refused():
     """The transposed VJP needs a differentiable VJP; an op whose VJP is not one is named."""
+
     class Opaque(sg.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -327,6 +364,7 @@ def test_an_op_without_any_rule_is_refused():
         @staticmethod
         def backward(ctx, g):
             return g * 2
+
     with sg_fw.dual_level():
         d = sg_fw.make_dual(sg.ones(2), sg.ones(2))
         with pytest.raises(NotImplementedError, match="jvp function"):

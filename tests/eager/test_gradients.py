@@ -10,6 +10,7 @@ differences of the first derivative.
 `test_every_rule_has_a_case` fails when an op starts using a rule that no case
 here exercises.
 """
+
 import numpy as np
 import pytest
 
@@ -83,8 +84,9 @@ def check_first(fn, inputs, rtol=1e-5, atol=1e-6):
     for i, t in enumerate(tensors):
         expected = _numeric_grad(scalar, arrays, i)
         got = t.grad.numpy() if t.grad is not None else np.zeros_like(arrays[i])
-        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol,
-                                   err_msg=f"gradient of input {i}")
+        np.testing.assert_allclose(
+            got, expected, rtol=rtol, atol=atol, err_msg=f"gradient of input {i}"
+        )
     return weights
 
 
@@ -117,8 +119,9 @@ def check_second(fn, inputs, weights, rtol=1e-4, atol=1e-5):
 
     for i in range(len(arrays)):
         expected = _numeric_grad(scalar, arrays, i)
-        np.testing.assert_allclose(analytic[i], expected, rtol=rtol, atol=atol,
-                                   err_msg=f"second derivative, input {i}")
+        np.testing.assert_allclose(
+            analytic[i], expected, rtol=rtol, atol=atol, err_msg=f"second derivative, input {i}"
+        )
 
 
 def _setitem_scalar(x):
@@ -183,10 +186,10 @@ CASES = [
     ("multiply", "0-dim", lambda a, b: a * b, [arr(2, 3), arr()], True),
     ("divide", "tensors", lambda a, b: a / b, [arr(2, 3), pos(3)], True),
     ("reciprocal", "scalar over tensor", lambda a: 2 / a, [pos(4)], True),
-    ("power", "integer exponent", lambda a: a ** 3, [arr(4)], True),
-    ("power", "fractional exponent", lambda a: a ** 2.5, [pos(4)], True),
-    ("power", "tensor exponent", lambda a, b: a ** b, [pos(2, 3), arr(3)], True),
-    ("power", "scalar base", lambda a: 2 ** a, [arr(4)], True),
+    ("power", "integer exponent", lambda a: a**3, [arr(4)], True),
+    ("power", "fractional exponent", lambda a: a**2.5, [pos(4)], True),
+    ("power", "tensor exponent", lambda a, b: a**b, [pos(2, 3), arr(3)], True),
+    ("power", "scalar base", lambda a: 2**a, [arr(4)], True),
     ("power", "square", lambda a: a.square(), [arr(4)], True),
     ("negative", "neg", lambda a: -a, [arr(3)], True),
     ("positive", "clone", lambda a: a.clone() * a, [arr(3)], True),
@@ -199,17 +202,38 @@ CASES = [
     ("matmul", "3-d by matrix", lambda a, b: a @ b, [arr(2, 2, 3), arr(3, 2)], True),
     ("matmul", "bmm", lambda a, b: sg.bmm(a, b), [arr(2, 2, 3), arr(2, 3, 2)], True),
     ("matmul", "outer", lambda a, b: sg.outer(a, b), [arr(3), arr(2)], True),
-    ("addmm", "linear with bias", lambda x, w, b: F.linear(x, w, b),
-     [arr(2, 3), arr(4, 3), arr(4)], True),
+    (
+        "addmm",
+        "linear with bias",
+        lambda x, w, b: F.linear(x, w, b),
+        [arr(2, 3), arr(4, 3), arr(4)],
+        True,
+    ),
     ("mod_op", "scalar divisor", lambda a: a % 0.7 * a, [R.uniform(0.1, 0.6, 4)], True),
-    ("mod_op", "tensor divisor", lambda a, b: a % b * b, [R.uniform(1.1, 1.4, 3),
-                                                          R.uniform(0.8, 1.0, 3)], True),
+    (
+        "mod_op",
+        "tensor divisor",
+        lambda a, b: a % b * b,
+        [R.uniform(1.1, 1.4, 3), R.uniform(0.8, 1.0, 3)],
+        True,
+    ),
     ("fmod", "scalar divisor", lambda a: sg.fmod(a, 0.7) * a, [R.uniform(0.1, 0.6, 4)], True),
-    ("fmod", "tensor divisor", lambda a, b: sg.fmod(a, b) * b, [R.uniform(1.1, 1.4, 3),
-                                                               R.uniform(0.8, 1.0, 3)], True),
-    ("torch_div_rounding", "floor and trunc", lambda a, b: sg.div(a, b, rounding_mode="floor")
-     * a + sg.div(a, b, rounding_mode="trunc") * b, [R.uniform(1.1, 1.4, 3),
-                                                     R.uniform(0.8, 1.0, 3)], True),
+    (
+        "fmod",
+        "tensor divisor",
+        lambda a, b: sg.fmod(a, b) * b,
+        [R.uniform(1.1, 1.4, 3), R.uniform(0.8, 1.0, 3)],
+        True,
+    ),
+    (
+        "torch_div_rounding",
+        "floor and trunc",
+        lambda a, b: (
+            sg.div(a, b, rounding_mode="floor") * a + sg.div(a, b, rounding_mode="trunc") * b
+        ),
+        [R.uniform(1.1, 1.4, 3), R.uniform(0.8, 1.0, 3)],
+        True,
+    ),
     ("exp", "exp", lambda a: a.exp(), [arr(3)], True),
     ("exp2", "exp2", lambda a: a.exp2(), [arr(3)], True),
     ("expm1", "expm1", lambda a: a.expm1(), [arr(3)], True),
@@ -246,9 +270,13 @@ CASES = [
     ("where", "scalar other", lambda a: sg.where(a > 0, a * a, 0.0), [away(4)], True),
     ("where", "masked_fill", lambda a: (a * 2).masked_fill(a > 0, 1.5), [away(4)], True),
     ("clip", "scalar bounds", lambda a: a.clamp(-0.5, 0.5), [away(6) * 0.9], True),
-    ("clip", "tensor bounds", lambda a, lo, hi: sg.clamp(a, lo, hi),
-     [np.array([-2.0, 0.3, 2.0]), np.array([-1.0, -1.0, -1.0]), np.array([1.0, 1.0, 1.0])],
-     True),
+    (
+        "clip",
+        "tensor bounds",
+        lambda a, lo, hi: sg.clamp(a, lo, hi),
+        [np.array([-2.0, 0.3, 2.0]), np.array([-1.0, -1.0, -1.0]), np.array([1.0, 1.0, 1.0])],
+        True,
+    ),
     ("clip", "clamp_min", lambda a: a.clamp_min(0.1), [away(5)], True),
     ("clip", "clamp_max", lambda a: a.clamp_max(0.1), [away(5)], True),
     ("sum", "all", lambda a: a.sum(), [arr(2, 3)], True),
@@ -275,54 +303,127 @@ CASES = [
     ("logsumexp", "dim", lambda a: a.logsumexp(1), [arr(2, 3)], True),
     ("softmax", "dim", lambda a: a.softmax(1), [arr(2, 3)], True),
     ("log_softmax", "dim", lambda a: a.log_softmax(0), [arr(2, 3)], True),
-    ("nll_loss", "cross_entropy", lambda a: F.cross_entropy(a, sg.tensor([0, 2])),
-     [arr(2, 3)], True),
-    ("nll_loss", "weights and ignore_index",
-     lambda a: F.cross_entropy(a, sg.tensor([0, 2, -100]), weight=sg.tensor([1.0, 2.0, 0.5],
-                                                                             dtype=sg.float64)),
-     [arr(3, 3)], True),
-    ("nll_loss", "sum", lambda a: F.nll_loss(a, sg.tensor([1, 1]), reduction="sum"),
-     [arr(2, 3)], True),
-    ("nll_loss", "none", lambda a: F.nll_loss(a, sg.tensor([1, 0]), reduction="none"),
-     [arr(2, 3)], True),
+    (
+        "nll_loss",
+        "cross_entropy",
+        lambda a: F.cross_entropy(a, sg.tensor([0, 2])),
+        [arr(2, 3)],
+        True,
+    ),
+    (
+        "nll_loss",
+        "weights and ignore_index",
+        lambda a: F.cross_entropy(
+            a, sg.tensor([0, 2, -100]), weight=sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64)
+        ),
+        [arr(3, 3)],
+        True,
+    ),
+    (
+        "nll_loss",
+        "sum",
+        lambda a: F.nll_loss(a, sg.tensor([1, 1]), reduction="sum"),
+        [arr(2, 3)],
+        True,
+    ),
+    (
+        "nll_loss",
+        "none",
+        lambda a: F.nll_loss(a, sg.tensor([1, 0]), reduction="none"),
+        [arr(2, 3)],
+        True,
+    ),
     ("mse_loss", "both inputs", lambda a, b: F.mse_loss(a, b), [arr(2, 3), arr(2, 3)], True),
-    ("mse_loss", "none", lambda a, b: F.mse_loss(a, b, reduction="none"), [arr(3), arr(3)],
-     True),
-    ("smooth_l1_loss", "beta", lambda a, b: F.smooth_l1_loss(a, b, beta=0.7), [arr(2, 3),
-                                                                                 arr(2, 3)], True),
-    ("smooth_l1_loss", "none", lambda a, b: F.smooth_l1_loss(a, b, reduction="none"),
-     [arr(4), arr(4)], True),
-    ("huber_loss", "delta", lambda a, b: F.huber_loss(a, b, reduction="sum", delta=0.6),
-     [arr(2, 3), arr(2, 3)], True),
-    ("binary_cross_entropy", "weight",
-     lambda a, b: F.binary_cross_entropy(a, b, weight=sg.tensor([1.0, 2.0, 0.5],
-                                                                dtype=sg.float64)),
-     [arr(2, 3, lo=0.1, hi=0.9), arr(2, 3, lo=0.0, hi=1.0)], True),
-    ("binary_cross_entropy", "none", lambda a, b: F.binary_cross_entropy(a, b, reduction="none"),
-     [arr(4, lo=0.1, hi=0.9), arr(4, lo=0.0, hi=1.0)], True),
-    ("binary_cross_entropy_with_logits", "plain",
-     lambda a, b: F.binary_cross_entropy_with_logits(a, b), [arr(2, 3), arr(2, 3, lo=0.0)], True),
-    ("binary_cross_entropy_with_logits", "weight and pos_weight",
-     lambda a, b: F.binary_cross_entropy_with_logits(
-         a, b, weight=sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64),
-         pos_weight=sg.tensor([3.0, 0.5, 1.5], dtype=sg.float64), reduction="sum"),
-     [arr(2, 3) * 3, arr(2, 3, lo=0.0)], True),
-    ("nll_loss2d", "4-d", lambda a: F.cross_entropy(a, sg.tensor([[[0, 2], [1, -100]]]),
-                                                    label_smoothing=0.2), [arr(1, 3, 2, 2)], True),
-    ("nll_loss2d", "3-d none weighted", lambda a: F.nll_loss(
-        a, sg.tensor([[2, 0, 1], [1, 1, 0]]), weight=sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64),
-        reduction="none"), [arr(2, 3, 3)], True),
-    ("xlogy", "kl_div's target term", lambda a, b: F.kl_div(a, b, reduction="sum"),
-     [arr(2, 3), pos(2, 3)], True),
-    ("linalg_cross", "broadcast", lambda a, b: sg.linalg.cross(a, b), [arr(4, 3), arr(1, 3)],
-     True),
+    ("mse_loss", "none", lambda a, b: F.mse_loss(a, b, reduction="none"), [arr(3), arr(3)], True),
+    (
+        "smooth_l1_loss",
+        "beta",
+        lambda a, b: F.smooth_l1_loss(a, b, beta=0.7),
+        [arr(2, 3), arr(2, 3)],
+        True,
+    ),
+    (
+        "smooth_l1_loss",
+        "none",
+        lambda a, b: F.smooth_l1_loss(a, b, reduction="none"),
+        [arr(4), arr(4)],
+        True,
+    ),
+    (
+        "huber_loss",
+        "delta",
+        lambda a, b: F.huber_loss(a, b, reduction="sum", delta=0.6),
+        [arr(2, 3), arr(2, 3)],
+        True,
+    ),
+    (
+        "binary_cross_entropy",
+        "weight",
+        lambda a, b: F.binary_cross_entropy(
+            a, b, weight=sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64)
+        ),
+        [arr(2, 3, lo=0.1, hi=0.9), arr(2, 3, lo=0.0, hi=1.0)],
+        True,
+    ),
+    (
+        "binary_cross_entropy",
+        "none",
+        lambda a, b: F.binary_cross_entropy(a, b, reduction="none"),
+        [arr(4, lo=0.1, hi=0.9), arr(4, lo=0.0, hi=1.0)],
+        True,
+    ),
+    (
+        "binary_cross_entropy_with_logits",
+        "plain",
+        lambda a, b: F.binary_cross_entropy_with_logits(a, b),
+        [arr(2, 3), arr(2, 3, lo=0.0)],
+        True,
+    ),
+    (
+        "binary_cross_entropy_with_logits",
+        "weight and pos_weight",
+        lambda a, b: F.binary_cross_entropy_with_logits(
+            a,
+            b,
+            weight=sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64),
+            pos_weight=sg.tensor([3.0, 0.5, 1.5], dtype=sg.float64),
+            reduction="sum",
+        ),
+        [arr(2, 3) * 3, arr(2, 3, lo=0.0)],
+        True,
+    ),
+    (
+        "nll_loss2d",
+        "4-d",
+        lambda a: F.cross_entropy(a, sg.tensor([[[0, 2], [1, -100]]]), label_smoothing=0.2),
+        [arr(1, 3, 2, 2)],
+        True,
+    ),
+    (
+        "nll_loss2d",
+        "3-d none weighted",
+        lambda a: F.nll_loss(
+            a,
+            sg.tensor([[2, 0, 1], [1, 1, 0]]),
+            weight=sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64),
+            reduction="none",
+        ),
+        [arr(2, 3, 3)],
+        True,
+    ),
+    (
+        "xlogy",
+        "kl_div's target term",
+        lambda a, b: F.kl_div(a, b, reduction="sum"),
+        [arr(2, 3), pos(2, 3)],
+        True,
+    ),
+    ("linalg_cross", "broadcast", lambda a, b: sg.linalg.cross(a, b), [arr(4, 3), arr(1, 3)], True),
     ("linalg_cross", "dim 0", lambda a, b: sg.cross(a, b, dim=0), [arr(3, 2), arr(3, 2)], True),
     ("cdist", "p=2", lambda a, b: sg.cdist(a, b), [arr(3, 2), arr(4, 2)], True),
-    ("cdist", "p=1 batched", lambda a, b: sg.cdist(a, b, p=1), [arr(2, 3, 2), arr(2, 2, 2)],
-     False),
+    ("cdist", "p=1 batched", lambda a, b: sg.cdist(a, b, p=1), [arr(2, 3, 2), arr(2, 2, 2)], False),
     ("cdist", "p=3", lambda a, b: sg.cdist(a, b, p=3), [arr(3, 2), arr(2, 2)], True),
-    ("cdist", "p=inf", lambda a, b: sg.cdist(a, b, p=float("inf")), [arr(3, 2), arr(2, 2)],
-     False),
+    ("cdist", "p=inf", lambda a, b: sg.cdist(a, b, p=float("inf")), [arr(3, 2), arr(2, 2)], False),
     ("reshape", "view", lambda a: a.view(3, 2) * a.reshape(3, 2), [arr(2, 3)], True),
     ("reshape", "flatten of a transpose", lambda a: a.t().flatten(), [arr(2, 3)], True),
     ("expand_dims", "unsqueeze", lambda a: a.unsqueeze(1) * a[None], [arr(3)], True),
@@ -346,8 +447,7 @@ CASES = [
     ("getitem", "max(dim)", lambda a: a.max(dim=1).values, [distinct(2, 3)], True),
     ("getitem", "min(dim) keepdim", lambda a: a.min(0, keepdim=True)[0], [distinct(2, 3)], True),
     ("getitem", "gather", lambda a: a.gather(1, sg.tensor([[0, 0], [2, 1]])), [arr(2, 3)], True),
-    ("getitem", "index_select", lambda a: a.index_select(1, sg.tensor([2, 0])), [arr(2, 3)],
-     True),
+    ("getitem", "index_select", lambda a: a.index_select(1, sg.tensor([2, 0])), [arr(2, 3)], True),
     ("getitem", "sort", lambda a: a.sort(dim=1, descending=True).values, [distinct(2, 3)], True),
     ("getitem", "topk", lambda a: a.topk(2).values, [distinct(2, 4)], True),
     ("getitem", "diagonal", lambda a: a.diagonal(), [arr(3, 3)], True),
@@ -369,48 +469,102 @@ CASES = [
     ("roll", "roll", lambda a: a.roll(1, 1) * a, [arr(2, 3)], True),
     ("cumsum", "cumsum", lambda a: a.cumsum(1) * a, [arr(2, 3)], True),
     ("cumprod", "cumprod", lambda a: a.cumprod(0), [pos(4)], True),
-    ("cumprod", "with a zero", lambda a: (a * sg.tensor([1.0, 0.0, 1.0, 1.0])).cumprod(0),
-     [pos(4)], True),
+    (
+        "cumprod",
+        "with a zero",
+        lambda a: (a * sg.tensor([1.0, 0.0, 1.0, 1.0])).cumprod(0),
+        [pos(4)],
+        True,
+    ),
     ("tril", "tril", lambda a: a.tril() * a, [arr(3, 3)], True),
     ("triu", "triu", lambda a: a.triu(1), [arr(3, 3)], True),
     ("tile", "repeat", lambda a: a.repeat(2, 3) * 1.5, [arr(2, 2)], True),
     ("tile", "tile with new dims", lambda a: a.tile((2, 1, 2)), [arr(3)], True),
     # the layers of nn (conv_ops, pool_ops, pad_ops, norm_ops)
-    ("convolution", "conv2d", lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1,
-                                                       dilation=(1, 2), groups=2),
-     [arr(1, 4, 4, 5), arr(4, 2, 2, 2), arr(4)], True),
-    ("convolution", "conv_transpose2d",
-     lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
-     [arr(1, 2, 3, 2), arr(2, 2, 2, 2)], True),
-    ("resample", "avg_pool2d", lambda a: F.avg_pool2d(a * a, 2, padding=1,
-                                                      count_include_pad=False), [arr(1, 2, 3, 3)],
-     True),
-    ("resample", "bilinear", lambda a: F.interpolate(a * a, size=(3, 4), mode="bilinear"),
-     [arr(1, 1, 2, 3)], True),
-    ("constant_pad", "pad", lambda a: F.pad(a * a, (1, -1, 2, 0), value=0.5), [arr(1, 2, 3)],
-     True),
-    ("batch_norm_train", "batch_norm",
-     lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
-     [arr(3, 2, 2), pos(2), arr(2)], True),
-    ("batch_norm_eval", "batch_norm eval",
-     lambda x, w, b: F.batch_norm(x * x, sg.tensor([0.5, -0.2]), sg.tensor([1.5, 0.7]), w, b),
-     [arr(3, 2, 2), pos(2), arr(2)], True),
+    (
+        "convolution",
+        "conv2d",
+        lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+        [arr(1, 4, 4, 5), arr(4, 2, 2, 2), arr(4)],
+        True,
+    ),
+    (
+        "convolution",
+        "conv_transpose2d",
+        lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+        [arr(1, 2, 3, 2), arr(2, 2, 2, 2)],
+        True,
+    ),
+    (
+        "resample",
+        "avg_pool2d",
+        lambda a: F.avg_pool2d(a * a, 2, padding=1, count_include_pad=False),
+        [arr(1, 2, 3, 3)],
+        True,
+    ),
+    (
+        "resample",
+        "bilinear",
+        lambda a: F.interpolate(a * a, size=(3, 4), mode="bilinear"),
+        [arr(1, 1, 2, 3)],
+        True,
+    ),
+    ("constant_pad", "pad", lambda a: F.pad(a * a, (1, -1, 2, 0), value=0.5), [arr(1, 2, 3)], True),
+    (
+        "batch_norm_train",
+        "batch_norm",
+        lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+        [arr(3, 2, 2), pos(2), arr(2)],
+        True,
+    ),
+    (
+        "batch_norm_eval",
+        "batch_norm eval",
+        lambda x, w, b: F.batch_norm(x * x, sg.tensor([0.5, -0.2]), sg.tensor([1.5, 0.7]), w, b),
+        [arr(3, 2, 2), pos(2), arr(2)],
+        True,
+    ),
     # sourcegrad.linalg (the np.linalg entries)
     ("linalg_inv", "inv", lambda a: sg.linalg.inv(a), [arr(3, 3) * 0.3 + 2.0 * np.eye(3)], True),
     ("linalg_det", "det", lambda a: sg.linalg.det(a), [arr(3, 3) * 0.3 + 2.0 * np.eye(3)], True),
-    ("linalg_solve", "solve", lambda a, b: sg.linalg.solve(a, b),
-     [arr(3, 3) * 0.3 + 2.0 * np.eye(3), arr(3, 2)], True),
-    ("linalg_cholesky", "cholesky", lambda a: sg.linalg.cholesky(a @ a.T + sg.eye(3, dtype=sg.float64)),
-     [arr(3, 3)], True),
+    (
+        "linalg_solve",
+        "solve",
+        lambda a, b: sg.linalg.solve(a, b),
+        [arr(3, 3) * 0.3 + 2.0 * np.eye(3), arr(3, 2)],
+        True,
+    ),
+    (
+        "linalg_cholesky",
+        "cholesky",
+        lambda a: sg.linalg.cholesky(a @ a.T + sg.eye(3, dtype=sg.float64)),
+        [arr(3, 3)],
+        True,
+    ),
     ("linalg_pinv", "pinv", lambda a: sg.linalg.pinv(a), [arr(4, 2)], True),
     ("linalg_norm", "vector_norm", lambda a: sg.linalg.vector_norm(a, 3, dim=1), [arr(2, 3)], True),
-    ("linalg_slogdet", "slogdet", lambda a: sg.linalg.slogdet(a)[1],
-     [arr(3, 3) * 0.3 + 2.0 * np.eye(3)], True),
-    ("linalg_eigh", "eigh", lambda a: sg.linalg.eigh(a + a.T)[1] ** 2 + sg.linalg.eigh(a + a.T)[0],
-     [arr(3, 3)], True),
+    (
+        "linalg_slogdet",
+        "slogdet",
+        lambda a: sg.linalg.slogdet(a)[1],
+        [arr(3, 3) * 0.3 + 2.0 * np.eye(3)],
+        True,
+    ),
+    (
+        "linalg_eigh",
+        "eigh",
+        lambda a: sg.linalg.eigh(a + a.T)[1] ** 2 + sg.linalg.eigh(a + a.T)[0],
+        [arr(3, 3)],
+        True,
+    ),
     ("linalg_eigvalsh", "eigvalsh", lambda a: sg.linalg.eigvalsh(a + a.T), [arr(3, 3)], True),
-    ("linalg_svd", "svd", lambda a: sg.linalg.svd(a, full_matrices=False)[0] ** 2 +
-     sg.linalg.svdvals(a), [arr(3, 2)], True),
+    (
+        "linalg_svd",
+        "svd",
+        lambda a: sg.linalg.svd(a, full_matrices=False)[0] ** 2 + sg.linalg.svdvals(a),
+        [arr(3, 2)],
+        True,
+    ),
     ("linalg_qr", "qr", lambda a: sg.linalg.qr(a)[0] + sg.linalg.qr(a)[1][0], [arr(3, 2)], True),
     # sourcegrad.fft and complex values (real outputs of complex intermediates)
     ("fft_fft", "fft", lambda a: sg.fft.fft(a, n=5, dim=0, norm="ortho").abs(), [arr(3, 2)], True),
@@ -420,26 +574,47 @@ CASES = [
     ("fft_fft2", "fft2", lambda a: sg.fft.fft2(a, s=(3, 4)).real ** 2, [arr(2, 3)], True),
     ("fft_ifft2", "ifft2", lambda a: sg.angle(sg.fft.ifft2(a * 1j) + 0.5), [arr(2, 3)], True),
     ("fft_rfft2", "rfft2", lambda a: sg.fft.rfft2(a).abs(), [arr(3, 4)], True),
-    ("fft_irfft2", "irfft2", lambda a: sg.fft.irfft2(a * (2 + 1j), norm="ortho") * a.sum(),
-     [arr(3, 3)], True),
+    (
+        "fft_irfft2",
+        "irfft2",
+        lambda a: sg.fft.irfft2(a * (2 + 1j), norm="ortho") * a.sum(),
+        [arr(3, 3)],
+        True,
+    ),
     ("fft_fftn", "fftn", lambda a: sg.fft.fftn(a, dim=(0, 2)).abs() ** 1.5, [arr(2, 2, 3)], True),
-    ("fft_ifftn", "ifftn", lambda a: sg.fft.ifftn(a * 1j, s=(3,)).real * a.sum(), [arr(2, 2)],
-     True),
+    (
+        "fft_ifftn",
+        "ifftn",
+        lambda a: sg.fft.ifftn(a * 1j, s=(3,)).real * a.sum(),
+        [arr(2, 2)],
+        True,
+    ),
     ("fft_rfftn", "rfftn", lambda a: sg.fft.rfftn(a, s=(2, 4)).abs() ** 2, [arr(3, 3)], True),
-    ("fft_irfftn", "irfftn", lambda a: sg.fft.irfftn(a * (1 + 1j), s=(3, 5)) ** 2, [arr(3, 3)],
-     True),
+    (
+        "fft_irfftn",
+        "irfftn",
+        lambda a: sg.fft.irfftn(a * (1 + 1j), s=(3, 5)) ** 2,
+        [arr(3, 3)],
+        True,
+    ),
     ("fft_fftshift", "fftshift", lambda a: sg.fft.fftshift(a, dim=1) * a, [arr(2, 5)], True),
     ("fft_ifftshift", "ifftshift", lambda a: sg.fft.ifftshift(a) * a, [arr(2, 5)], True),
     ("np_real", "real", lambda a: sg.real(sg.exp(a * (0.5 + 1j))), [arr(3)], True),
     ("np_imag", "imag", lambda a: (a * (1 + 2j) * a).imag, [arr(3)], True),
-    ("np_conjugate", "conj", lambda a: sg.real(sg.conj(a * (1 + 2j)) * sg.exp(a * 1j)), [arr(3)],
-     True),
+    (
+        "np_conjugate",
+        "conj",
+        lambda a: sg.real(sg.conj(a * (1 + 2j)) * sg.exp(a * 1j)),
+        [arr(3)],
+        True,
+    ),
     ("np_angle", "angle", lambda a: (a * (1 + 2j) + 0.3j).angle(), [arr(3)], True),
 ]
 
 
-@pytest.mark.parametrize("rule, case, fn, inputs, second", CASES,
-                         ids=[f"{c[0]}-{c[1]}" for c in CASES])
+@pytest.mark.parametrize(
+    "rule, case, fn, inputs, second", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES]
+)
 def test_gradient_matches_finite_differences(rule, case, fn, inputs, second):
     weights = check_first(fn, inputs)
     if second:
@@ -456,6 +631,7 @@ def test_every_rule_has_a_case():
 def test_rules_come_from_the_shared_table():
     """The eager nodes call the table's own lambdas, not copies of them."""
     from sourcegrad.ops import RULES
+
     for spec in ALL_SPECS:
         assert spec.rule is RULES[spec.rule.name]
         if spec.vjps is not None:

@@ -7,6 +7,7 @@ arrives in another memory order (a transpose, an expand, a dim reduction), of
 `diagonal()` (was a copy), of a view whose base came to require grad later, and for
 torch's refusals (views made in no_grad mode, outputs of unbind/split).
 """
+
 import numpy as np
 import pytest
 
@@ -65,6 +66,7 @@ def _name(t):
 
 # --- the reproducers of the issue --------------------------------------------------------
 
+
 def test_add_into_an_element_then_mean_over_dim():
     def run(lib):
         y, _ = _leaves(lib)
@@ -72,6 +74,7 @@ def test_add_into_an_element_then_mean_over_dim():
         a[1, 2] += 0.13
         a.mean(dim=0).sum().backward()
         return [a, y.grad, _name(a)]
+
     _, (a, grad, name) = both(run)
     assert grad[2][1][2] == 0.5 and name == "CopySlices"
 
@@ -83,6 +86,7 @@ def test_scale_a_row_then_square_of_sum_over_dim():
         a[1] *= 0.5
         (a.sum(dim=0) ** 2).sum().backward()
         return [a, y.grad, _name(a)]
+
     _, (a, grad, name) = both(run)
     assert grad[2][1].tolist() == [1.5, 1.5, 1.5]
 
@@ -94,22 +98,55 @@ def test_assign_a_row_then_read_through_transpose():
         a[1] = x
         a.T[1:].sum().backward()
         return [a, y.grad, x.grad, _name(a)]
+
     _, (a, ygrad, xgrad, name) = both(run)
     assert ygrad[2][1].tolist() == [0.0, 0.0, 0.0] and xgrad[2].tolist() == [0.0, 1.0, 1.0]
 
 
 # --- variants: every kind of view, then any read ------------------------------------------
 
-VIEWS = ["a[1]", "a[:, 1]", "a[1, 2]", "a[0:2]", "a[:, 1:]", "a[::2]", "a.T", "a.T[1:]",
-         "a.t()", "a.transpose(0, 1)[2]", "a.view(6)[2:5]", "a.reshape(3, 2)[1]",
-         "a.select(1, 0)", "a.narrow(1, 1, 2)", "a.diagonal()", "a.diagonal(1)",
-         "a.unsqueeze(0)[0, 1]", "a[None]", "a.view(-1)", "a.flatten()[::2]",
-         "a.movedim(0, 1)[1:]"]
-UPDATES = ["{v}.add_(x[0])", "{v}.mul_(x[1])", "{v}.sub_(x[2], alpha=2)", "{v}.div_(x[0])",
-           "{v}.copy_(x[2] * 3)", "{v}.zero_()", "{v}.clamp_(0.5, 2.0)", "{v}.exp_()",
-           "{v}.mul_({v})"]
-READS = ["a.sum(dim=0).pow(2).sum()", "a.mean(dim=1).sum()", "(a.T[1:] * 3).sum()",
-         "(a * a).sum()", "a[1].sum() + a[:, 2].sum()", "(v * v).sum() + a.sum()"]
+VIEWS = [
+    "a[1]",
+    "a[:, 1]",
+    "a[1, 2]",
+    "a[0:2]",
+    "a[:, 1:]",
+    "a[::2]",
+    "a.T",
+    "a.T[1:]",
+    "a.t()",
+    "a.transpose(0, 1)[2]",
+    "a.view(6)[2:5]",
+    "a.reshape(3, 2)[1]",
+    "a.select(1, 0)",
+    "a.narrow(1, 1, 2)",
+    "a.diagonal()",
+    "a.diagonal(1)",
+    "a.unsqueeze(0)[0, 1]",
+    "a[None]",
+    "a.view(-1)",
+    "a.flatten()[::2]",
+    "a.movedim(0, 1)[1:]",
+]
+UPDATES = [
+    "{v}.add_(x[0])",
+    "{v}.mul_(x[1])",
+    "{v}.sub_(x[2], alpha=2)",
+    "{v}.div_(x[0])",
+    "{v}.copy_(x[2] * 3)",
+    "{v}.zero_()",
+    "{v}.clamp_(0.5, 2.0)",
+    "{v}.exp_()",
+    "{v}.mul_({v})",
+]
+READS = [
+    "a.sum(dim=0).pow(2).sum()",
+    "a.mean(dim=1).sum()",
+    "(a.T[1:] * 3).sum()",
+    "(a * a).sum()",
+    "a[1].sum() + a[:, 2].sum()",
+    "(v * v).sum() + a.sum()",
+]
 
 
 @pytest.mark.parametrize("view", VIEWS)
@@ -128,6 +165,7 @@ def test_update_through_view(view, update):
             r.backward()
             out += [a, r, y.grad, x.grad, _name(a), _name(v), a._version]
         return out
+
     both(run)
 
 
@@ -142,8 +180,9 @@ def test_two_views_updated_in_turn_and_a_kept_view_read(first, second):
         eval(first).mul_(x[0])
         eval(second).add_(x[1])
         names = [_name(a), _name(kept)]
-        ((kept ** 2).sum() + a.sum(dim=1).pow(2).sum()).backward()
+        ((kept**2).sum() + a.sum(dim=1).pow(2).sum()).backward()
         return [a, y.grad, x.grad, names]
+
     both(run)
 
 
@@ -155,6 +194,7 @@ def test_setitem_of_a_view_through_a_transposed_base():
         a.T[2] *= x[1:]
         (a.T.sum(dim=1) ** 2).sum().backward()
         return [a, y.grad, x.grad, _name(a)]
+
     both(run)
 
 
@@ -167,10 +207,12 @@ def test_second_order_through_copyslices():
         (g,) = lib.autograd.grad(s, x, create_graph=True)
         g.sum().backward()
         return [g, y.grad]
+
     both(run)
 
 
 # --- diagonal is a view ------------------------------------------------------------------
+
 
 def test_diagonal_is_a_view():
     def run(lib):
@@ -182,10 +224,12 @@ def test_diagonal_is_a_view():
         b.diagonal(0, 1, 2)[0] *= 3
         (b * lib.arange(24.0, dtype=lib.float64).reshape(2, 3, 4)).sum().backward()
         return [a, b, y.grad, _name(b), b.diagonal(1)._version]
+
     both(run)
 
 
 # --- views whose base changes requires_grad later ------------------------------------------
+
 
 def test_view_of_a_base_that_comes_to_require_grad():
     def run(lib):
@@ -196,6 +240,7 @@ def test_view_of_a_base_that_comes_to_require_grad():
         flags = [v.requires_grad, _name(w), _name(v.sin()), _name(v[0])]
         ((v * 2).sum() + (w[1:] * 5).sum() + y.sum()).backward()
         return [flags, y.grad]
+
     both(run)
 
 
@@ -211,9 +256,9 @@ REFUSED = {
     "base changed, unbind output read": "b = y.clone(); u = b.unbind(0)[1]; b.mul_(2); u.grad_fn",
     "no_grad view modified": "b = y.clone()\nwith lib.no_grad(): v = b[0]\nv.mul_(2)",
     "no_grad view of a no-grad base": "b = lib.ones(2, 3)\nwith lib.no_grad(): v = b[0]\n"
-                                      "v.mul_(y[0])",
+    "v.mul_(y[0])",
     "no_grad view, base changed": "b = y.clone()\nwith lib.no_grad(): v = b[0]\nb.mul_(2)\n"
-                                  "v.grad_fn",
+    "v.grad_fn",
     "view of a no_grad view": "b = y.clone()\nwith lib.no_grad(): v = b[0]\nv[1:].mul_(2)",
     "no_grad view of a leaf": "with lib.no_grad(): v = y[0]\nv.mul_(2)",
     "leaf in place": "y.add_(1)",
@@ -224,11 +269,11 @@ REFUSED = {
     "view.div_(view) saves it": "b = y.clone(); b[1].div_(b[1]); b.sum().backward()",
     "view of a leaf in place": "y.T[0].mul_(2)",
     "saved result changed": "b = y.clone(); e = b[0].exp(); b[0].exp_(); b.mul_(2); "
-                            "(e.sum() + b.sum()).backward()",
+    "(e.sum() + b.sum()).backward()",
     "saved view changed": "b = y.clone(); s = b[0] * b[0]; b[0] += 1; s.sum().backward()",
     "add into an expanded view": "b = y.clone(); b[0].unsqueeze(0).expand(2, 3).add_(1)",
     "backward of a fill of an expanded view": "b = y.clone(); b[0].unsqueeze(0).expand(2, 3)"
-                                              ".fill_(1); b.sum().backward()",
+    ".fill_(1); b.sum().backward()",
 }
 
 
@@ -238,6 +283,7 @@ def test_refused_as_torch_refuses(name):
         y = lib.ones(2, 3, requires_grad=True)
         exec(REFUSED[name], {"lib": lib, "y": y})
         return "ran"
+
     outcome = both(run)
     assert outcome[0] == "error"
 
@@ -251,9 +297,9 @@ ALLOWED = {
     "div_ then change": "b = y.clone(); b[1] /= y[0, 0]; b[1] += 1; b.sum().backward()",
     "fill of an expanded view without grad": "lib.zeros(3).expand(2, 3).fill_(1)",
     "select of an expanded view": "b = y.clone(); b[0].unsqueeze(0).expand(2, 3)[1].add_(1); "
-                                  "b.sum().backward()",
+    "b.sum().backward()",
     "empty slice of an expanded view": "b = y.clone(); b.unsqueeze(0).expand(2, 2, 3)[:, 0:0]"
-                                       ".add_(1); b.sum().backward()",
+    ".add_(1); b.sum().backward()",
     "expanded diagonal": "lib.zeros(3).expand(3, 3).diagonal().add_(1)",
 }
 
@@ -264,6 +310,7 @@ def test_allowed_as_torch_allows(name):
         y = lib.ones(2, 3, requires_grad=True)
         exec(ALLOWED[name], {"lib": lib, "y": y})
         return [y.grad]
+
     outcome = both(run)
     assert outcome[0] == "ok"
 

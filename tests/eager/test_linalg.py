@@ -1,5 +1,6 @@
 """`sourcegrad.linalg` (torch.linalg) against torch: values, gradients, node names and second
 derivatives through create_graph; np.linalg on Tensors dispatches to the same ops."""
+
 import numpy as np
 import pytest
 
@@ -49,8 +50,9 @@ def test_matches_torch(name):
         if t is None or a is None:
             assert a is None and t is None
             continue
-        np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(force=True), rtol=1e-10,
-                                   atol=1e-12)  # (force: torch's ZeroTensor)
+        np.testing.assert_allclose(
+            a.detach().numpy(), t.detach().numpy(force=True), rtol=1e-10, atol=1e-12
+        )  # (force: torch's ZeroTensor)
 
 
 def test_numpy_linalg_on_tensors_records_the_same_nodes():
@@ -77,19 +79,31 @@ M23 = R.normal(size=(3, 2))
 SEVERAL = {
     "slogdet": (lambda L, x: L.linalg.slogdet(x).logabsdet, lambda L, x: L.linalg.slogdet(x)[1], A),
     "slogdet_batched": (lambda L, x: L.linalg.slogdet(x)[1].sum(), None, AB),
-    "eigh": (lambda L, x: L.linalg.eigh(x + x.mT).eigenvalues,
-             lambda L, x: L.linalg.eigh(x + x.mT).eigenvectors ** 2, A),
-    "eigh_both": (lambda L, x: (L.linalg.eigh(x + x.mT)[0].unsqueeze(-2) * L.linalg.eigh(x + x.mT)[1] ** 2),
-                  None, AB),
+    "eigh": (
+        lambda L, x: L.linalg.eigh(x + x.mT).eigenvalues,
+        lambda L, x: L.linalg.eigh(x + x.mT).eigenvectors ** 2,
+        A,
+    ),
+    "eigh_both": (
+        lambda L, x: L.linalg.eigh(x + x.mT)[0].unsqueeze(-2) * L.linalg.eigh(x + x.mT)[1] ** 2,
+        None,
+        AB,
+    ),
     "eigvalsh": (lambda L, x: L.linalg.eigvalsh(x + x.mT), None, A),
-    "svd": (lambda L, x: L.linalg.svd(x, full_matrices=False).S,
-            lambda L, x: L.linalg.svd(x, full_matrices=False).U ** 2, M23),
+    "svd": (
+        lambda L, x: L.linalg.svd(x, full_matrices=False).S,
+        lambda L, x: L.linalg.svd(x, full_matrices=False).U ** 2,
+        M23,
+    ),
     "svd_vh": (lambda L, x: L.linalg.svd(x, full_matrices=False)[2] ** 2, None, M23.T),
     "svd_square_full": (lambda L, x: L.linalg.svd(x)[0] * L.linalg.svd(x)[2], None, A),
     "svdvals": (lambda L, x: L.linalg.svdvals(x), None, M23),
     "qr": (lambda L, x: L.linalg.qr(x).Q, lambda L, x: L.linalg.qr(x).R, M23),
-    "qr_complete_square": (lambda L, x: L.linalg.qr(x, mode="complete")[0] +
-                           L.linalg.qr(x, mode="complete")[1], None, A),
+    "qr_complete_square": (
+        lambda L, x: L.linalg.qr(x, mode="complete")[0] + L.linalg.qr(x, mode="complete")[1],
+        None,
+        A,
+    ),
     "matrix_power_3": (lambda L, x: L.linalg.matrix_power(x, 3), None, A),
     "matrix_power_5": (lambda L, x: L.linalg.matrix_power(x, 5), None, A * 0.5),
     "matrix_power_neg": (lambda L, x: L.linalg.matrix_power(x, -2), None, A),
@@ -121,7 +135,10 @@ def _run_several(lib, fns, x):
 @pytest.mark.parametrize("name", sorted(SEVERAL))
 def test_several_outputs_match_torch(name):
     first, second, x = SEVERAL[name]
-    ours, theirs = _run_several(sourcegrad, (first, second), x), _run_several(torch, (first, second), x)
+    ours, theirs = (
+        _run_several(sourcegrad, (first, second), x),
+        _run_several(torch, (first, second), x),
+    )
     for a, t in zip(ours[0], theirs[0]):
         assert type(a.grad_fn).__name__ == type(t.grad_fn).__name__
         np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-9, atol=1e-11)
@@ -148,9 +165,14 @@ def test_one_node_keeps_its_outputs_and_sees_them_changed():
 
 def test_named_results_print_as_torch():
     x = np.diag([1.0, 2.0])
-    ours, theirs = sourcegrad.linalg.slogdet(sourcegrad.tensor(x)), torch.linalg.slogdet(torch.tensor(x))
+    ours, theirs = (
+        sourcegrad.linalg.slogdet(sourcegrad.tensor(x)),
+        torch.linalg.slogdet(torch.tensor(x)),
+    )
     assert repr(ours) == repr(theirs)
-    assert repr(sourcegrad.linalg.eigh(sourcegrad.tensor(x))) == repr(torch.linalg.eigh(torch.tensor(x)))
+    assert repr(sourcegrad.linalg.eigh(sourcegrad.tensor(x))) == repr(
+        torch.linalg.eigh(torch.tensor(x))
+    )
 
 
 def test_numpy_functions_of_several_outputs_dispatch_on_tensors():
@@ -160,8 +182,11 @@ def test_numpy_functions_of_several_outputs_dispatch_on_tensors():
     q, r = np.linalg.qr(x)
     (logdet + s.sum() + (q * r).sum()).backward()
     t = torch.tensor(A, requires_grad=True)
-    (torch.linalg.slogdet(t)[1] + torch.linalg.svdvals(t).sum() +
-     (torch.linalg.qr(t)[0] * torch.linalg.qr(t)[1]).sum()).backward()
+    (
+        torch.linalg.slogdet(t)[1]
+        + torch.linalg.svdvals(t).sum()
+        + (torch.linalg.qr(t)[0] * torch.linalg.qr(t)[1]).sum()
+    ).backward()
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-10)
 
 
@@ -208,13 +233,19 @@ def test_out_is_written_as_torch_writes_it(name):
     for a, t in zip(ours_out if n > 1 else (ours_out,), theirs_out if n > 1 else (theirs_out,)):
         np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-10, atol=1e-12)
     del expected
-    needs_grad = _error(lambda: fn(sourcegrad, sourcegrad.tensor(x, requires_grad=True),
-                                   _outs(sourcegrad, n)))
-    assert needs_grad == _error(lambda: fn(torch, torch.tensor(x, requires_grad=True), _outs(torch, n)))
+    needs_grad = _error(
+        lambda: fn(sourcegrad, sourcegrad.tensor(x, requires_grad=True), _outs(sourcegrad, n))
+    )
+    assert needs_grad == _error(
+        lambda: fn(torch, torch.tensor(x, requires_grad=True), _outs(torch, n))
+    )
     if name not in ("pinv",):  # (torch's pinv casts)
-        wrong_dtype = _error(lambda: fn(sourcegrad, sourcegrad.tensor(x),
-                                        _outs(sourcegrad, n, sourcegrad.float32)))
-        assert wrong_dtype == _error(lambda: fn(torch, torch.tensor(x), _outs(torch, n, torch.float32)))
+        wrong_dtype = _error(
+            lambda: fn(sourcegrad, sourcegrad.tensor(x), _outs(sourcegrad, n, sourcegrad.float32))
+        )
+        assert wrong_dtype == _error(
+            lambda: fn(torch, torch.tensor(x), _outs(torch, n, torch.float32))
+        )
         assert wrong_dtype is not None
 
 

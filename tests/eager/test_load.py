@@ -9,6 +9,7 @@
 * bad input raises torch's error, in torch's words (checked against torch when
   it is installed).
 """
+
 import gc
 import math
 import sys
@@ -54,7 +55,7 @@ def test_chain_of_100000_ops(no_cycle_collector):
         y = y * 1.00001
     node = weakref.ref(y.grad_fn)
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [1.00001 ** N_CHAIN] * 2, rtol=1e-9)
+    np.testing.assert_allclose(x.grad.numpy(), [1.00001**N_CHAIN] * 2, rtol=1e-9)
     # freeing the chain (100,000 nodes, each holding the next) does not recurse either
     del y
     assert node() is None
@@ -65,8 +66,8 @@ def test_chain_with_saved_tensors_and_retain_graph():
     y = x
     for _ in range(N_CHAIN // 5):
         y = (y * 0.5).sin() + 0.25  # saves its input at every step
-    g1, = sg.autograd.grad(y, x, retain_graph=True)
-    g2, = sg.autograd.grad(y, x)
+    (g1,) = sg.autograd.grad(y, x, retain_graph=True)
+    (g2,) = sg.autograd.grad(y, x)
     # the same derivative by the chain rule, step by step in plain floats
     v, d = 0.3, 1.0
     for _ in range(N_CHAIN // 5):
@@ -93,8 +94,8 @@ def test_double_backward_through_a_long_chain():
     y = x
     for _ in range(2_000):
         y = y * (1 + 1e-4) + y * y * 1e-4
-    g, = sg.autograd.grad(y, x, create_graph=True)
-    gg, = sg.autograd.grad(g, x)
+    (g,) = sg.autograd.grad(y, x, create_graph=True)
+    (gg,) = sg.autograd.grad(g, x)
     eps = 1e-5
 
     def first(v):
@@ -104,8 +105,7 @@ def test_double_backward_through_a_long_chain():
             out = out * (1 + 1e-4) + out * out * 1e-4
         return float(sg.autograd.grad(out, t)[0])
 
-    assert float(gg) == pytest.approx((first(0.2 + eps) - first(0.2 - eps)) / (2 * eps),
-                                      rel=1e-5)
+    assert float(gg) == pytest.approx((first(0.2 + eps) - first(0.2 - eps)) / (2 * eps), rel=1e-5)
 
 
 def test_fan_in_1000_wide(no_cycle_collector):
@@ -133,10 +133,11 @@ def test_wide_and_deep_together():
     for _ in range(50):
         parts = [p * 1.01 for p in parts]
     sg.stack(parts).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), np.full(1000, 1.01 ** 50), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), np.full(1000, 1.01**50), rtol=1e-12)
 
 
 # ---- memory over a long training loop ------------------------------------------------------
+
 
 def _model():
     sg.manual_seed(0)
@@ -235,6 +236,7 @@ def test_saved_tensors_are_released_by_backward(no_cycle_collector):
 
 # ---- threads -------------------------------------------------------------------------------
 
+
 def _in_threads(target, n):
     errors = []
 
@@ -276,16 +278,24 @@ def test_grad_mode_is_thread_local():
         barrier.wait()  # every thread is inside its mode now
         for _ in range(200):
             y = x * 2
-            state = (sg.is_grad_enabled(), sg.is_inference_mode_enabled(), y.requires_grad,
-                     y.is_inference())
+            state = (
+                sg.is_grad_enabled(),
+                sg.is_inference_mode_enabled(),
+                y.requires_grad,
+                y.is_inference(),
+            )
             assert seen.setdefault(i, state) == state
         barrier.wait()
         if ctx is not None:
             ctx.__exit__(None, None, None)
 
     _in_threads(worker, n)
-    expected = {"no_grad": (False, False, False, False), "enable": (True, False, True, False),
-                "inference": (False, True, False, True), "set_false": (False, False, False, False)}
+    expected = {
+        "no_grad": (False, False, False, False),
+        "enable": (True, False, True, False),
+        "inference": (False, True, False, True),
+        "set_false": (False, False, False, False),
+    }
     for i, state in seen.items():
         assert state == expected[("no_grad", "enable", "inference", "set_false")[i % 4]]
     # and the main thread was never touched
@@ -295,8 +305,9 @@ def test_grad_mode_is_thread_local():
 def test_new_threads_start_with_grad_enabled():
     seen = []
     with sg.no_grad(), sg.inference_mode():
-        _in_threads(lambda i: seen.append((sg.is_grad_enabled(),
-                                           sg.is_inference_mode_enabled())), 3)
+        _in_threads(
+            lambda i: seen.append((sg.is_grad_enabled(), sg.is_inference_mode_enabled())), 3
+        )
     assert seen == [(True, False)] * 3
 
 
@@ -334,7 +345,7 @@ def test_training_in_threads_matches_serial():
         for _ in range(50):
             opt.zero_grad()
             loss = F.cross_entropy(x @ w.t(), y)
-            g, = sg.autograd.grad(loss, w, create_graph=True)
+            (g,) = sg.autograd.grad(loss, w, create_graph=True)
             (loss + (g * g).sum()).backward()
             opt.step()
         return w.detach().numpy().copy()
@@ -348,6 +359,7 @@ def test_training_in_threads_matches_serial():
 
 
 # ---- bad input, in torch's words -----------------------------------------------------------
+
 
 def _error(T, call):
     try:
@@ -365,96 +377,160 @@ def _int_requires_grad_attr(T):
 BAD_INPUT = {
     "backward(gradient) of the wrong shape": (
         lambda T: (T.ones(3, requires_grad=True) * 2).backward(T.ones(2)),
-        ("RuntimeError", ("Mismatch in shape: grad_output[0] has a shape of torch.Size([2]) and "
-                         "output[0] has a shape of torch.Size([3])."))),
+        (
+            "RuntimeError",
+            (
+                "Mismatch in shape: grad_output[0] has a shape of torch.Size([2]) and "
+                "output[0] has a shape of torch.Size([3])."
+            ),
+        ),
+    ),
     "grad_outputs of the wrong shape": (
-        lambda T: [T.autograd.grad(x * 2, x, T.ones(2, 1))
-                   for x in [T.ones(2, 2, requires_grad=True)]],
-        ("RuntimeError", ("Mismatch in shape: grad_output[0] has a shape of torch.Size([2, 1]) "
-                         "and output[0] has a shape of torch.Size([2, 2])."))),
+        lambda T: [
+            T.autograd.grad(x * 2, x, T.ones(2, 1)) for x in [T.ones(2, 2, requires_grad=True)]
+        ],
+        (
+            "RuntimeError",
+            (
+                "Mismatch in shape: grad_output[0] has a shape of torch.Size([2, 1]) "
+                "and output[0] has a shape of torch.Size([2, 2])."
+            ),
+        ),
+    ),
     "backward of a non-scalar without gradient": (
         lambda T: (T.ones(3, requires_grad=True) * 2).backward(),
-        ("RuntimeError", "grad can be implicitly created only for scalar outputs")),
+        ("RuntimeError", "grad can be implicitly created only for scalar outputs"),
+    ),
     "gradient that is not a tensor": (
         lambda T: (T.ones(3, requires_grad=True) * 2).backward([1.0, 2.0, 3.0]),
-        ("TypeError", "gradients can be either Tensors or None, but got float")),
+        ("TypeError", "gradients can be either Tensors or None, but got float"),
+    ),
     "backward of a tensor without grad": (
         lambda T: T.ones(2).sum().backward(),
-        ("RuntimeError", ("element 0 of tensors does not require grad and does not have a "
-                         "grad_fn"))),
+        (
+            "RuntimeError",
+            ("element 0 of tensors does not require grad and does not have a grad_fn"),
+        ),
+    ),
     "grad with respect to a number": (
         lambda T: T.autograd.grad((T.ones(2, requires_grad=True) * 2).sum(), [3.0]),
-        ("RuntimeError", "all inputs have to be Tensors or GradientEdges, but got float")),
+        ("RuntimeError", "all inputs have to be Tensors or GradientEdges, but got float"),
+    ),
     "a number for a tensor argument": (
         lambda T: T.exp(3.0),
-        ("TypeError", "exp(): argument 'input' (position 1) must be Tensor, not float")),
+        ("TypeError", "exp(): argument 'input' (position 1) must be Tensor, not float"),
+    ),
     "a list for a tensor argument": (
         lambda T: T.sigmoid([1.0, 2.0]),
-        ("TypeError", "sigmoid(): argument 'input' (position 1) must be Tensor, not list")),
+        ("TypeError", "sigmoid(): argument 'input' (position 1) must be Tensor, not list"),
+    ),
     "a list to sum": (
         lambda T: T.sum([1.0, 2.0]),
-        ("TypeError", "sum(): argument 'input' (position 1) must be Tensor, not list")),
+        ("TypeError", "sum(): argument 'input' (position 1) must be Tensor, not list"),
+    ),
     "a number in cat": (
         lambda T: T.cat([T.ones(2), 1.0]),
-        ("TypeError", "expected Tensor as element 1 in argument 0, but got float")),
+        ("TypeError", "expected Tensor as element 1 in argument 0, but got float"),
+    ),
     "a list in stack": (
         lambda T: T.stack([T.ones(2), [1.0, 2.0]]),
-        ("TypeError", "expected Tensor as element 1 in argument 0, but got list")),
+        ("TypeError", "expected Tensor as element 1 in argument 0, but got list"),
+    ),
     "an unsupported operand": (
         lambda T: T.ones(2) + "a",
-        ("TypeError", "unsupported operand type(s) for +: 'Tensor' and 'str'")),
+        ("TypeError", "unsupported operand type(s) for +: 'Tensor' and 'str'"),
+    ),
     "requires_grad=True on an integer tensor": (
         lambda T: T.tensor([1, 2], requires_grad=True),
-        ("RuntimeError", ("Only Tensors of floating point and complex dtype can require "
-                         "gradients"))),
+        (
+            "RuntimeError",
+            ("Only Tensors of floating point and complex dtype can require gradients"),
+        ),
+    ),
     "a factory's requires_grad on integers": (
         lambda T: T.zeros(2, dtype=T.int64, requires_grad=True),
-        ("RuntimeError", ("Only Tensors of floating point and complex dtype can require "
-                         "gradients"))),
+        (
+            "RuntimeError",
+            ("Only Tensors of floating point and complex dtype can require gradients"),
+        ),
+    ),
     "requires_grad_() on an integer tensor": (
         lambda T: T.arange(3).requires_grad_(),
-        ("RuntimeError", "only Tensors of floating point dtype can require gradients")),
+        ("RuntimeError", "only Tensors of floating point dtype can require gradients"),
+    ),
     "setting .requires_grad on an integer tensor": (
         _int_requires_grad_attr,
-        ("RuntimeError", ("only Tensors of floating point and complex dtype can require "
-                         "gradients"))),
+        (
+            "RuntimeError",
+            ("only Tensors of floating point and complex dtype can require gradients"),
+        ),
+    ),
     "a Parameter of integers": (
         lambda T: T.nn.Parameter(T.tensor([1, 2])),
-        ("RuntimeError", ("Only Tensors of floating point and complex dtype can require "
-                         "gradients"))),
+        (
+            "RuntimeError",
+            ("Only Tensors of floating point and complex dtype can require gradients"),
+        ),
+    ),
     "shapes that do not broadcast": (
         lambda T: T.ones(2, 3) + T.ones(2),
-        ("RuntimeError", ("The size of tensor a (3) must match the size of tensor b (2) at "
-                         "non-singleton dimension 1"))),
+        (
+            "RuntimeError",
+            (
+                "The size of tensor a (3) must match the size of tensor b (2) at "
+                "non-singleton dimension 1"
+            ),
+        ),
+    ),
     "shapes that do not broadcast, in place": (
         lambda T: T.ones(4, 1) * T.ones(3, 5),
-        ("RuntimeError", ("The size of tensor a (4) must match the size of tensor b (3) at "
-                         "non-singleton dimension 0"))),
+        (
+            "RuntimeError",
+            (
+                "The size of tensor a (4) must match the size of tensor b (3) at "
+                "non-singleton dimension 0"
+            ),
+        ),
+    ),
     "matrices that do not multiply": (
         lambda T: T.ones(2, 3) @ T.ones(2, 3),
-        ("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)")),
+        ("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"),
+    ),
     "mm that does not multiply": (
         lambda T: T.mm(T.ones(4, 2), T.ones(3, 1)),
-        ("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (4x2 and 3x1)")),
+        ("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (4x2 and 3x1)"),
+    ),
     "a vector that does not multiply": (
         lambda T: T.ones(2) @ T.ones(3, 4),
-        ("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (1x2 and 3x4)")),
+        ("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (1x2 and 3x4)"),
+    ),
     "a view of the wrong size": (
         lambda T: T.ones(3).view(2, 2),
-        ("RuntimeError", "shape '[2, 2]' is invalid for input of size 3")),
+        ("RuntimeError", "shape '[2, 2]' is invalid for input of size 3"),
+    ),
     "in place on a leaf that requires grad": (
         lambda T: T.ones(2, requires_grad=True).add_(1),
-        ("RuntimeError", ("a leaf Variable that requires grad is being used in an in-place "
-                         "operation."))),
+        (
+            "RuntimeError",
+            ("a leaf Variable that requires grad is being used in an in-place operation."),
+        ),
+    ),
     "backward twice": (
-        lambda T: [(y.backward(), y.backward()) for y in [T.ones(2, requires_grad=True).exp()
-                                                           .sum()]],
-        ("RuntimeError", ("Trying to backward through the graph a second time (or directly "
-                         "access saved tensors after they have already been freed). Saved "
-                         "intermediate values of the graph are freed when you call .backward() "
-                         "or autograd.grad(). Specify retain_graph=True if you need to backward "
-                         "through the graph a second time or if you need to access saved "
-                         "tensors after calling backward."))),
+        lambda T: [
+            (y.backward(), y.backward()) for y in [T.ones(2, requires_grad=True).exp().sum()]
+        ],
+        (
+            "RuntimeError",
+            (
+                "Trying to backward through the graph a second time (or directly "
+                "access saved tensors after they have already been freed). Saved "
+                "intermediate values of the graph are freed when you call .backward() "
+                "or autograd.grad(). Specify retain_graph=True if you need to backward "
+                "through the graph a second time or if you need to access saved "
+                "tensors after calling backward."
+            ),
+        ),
+    ),
 }
 
 
@@ -468,6 +544,7 @@ def test_bad_input_raises_torchs_error(name):
 
 def _cuda_available():
     from sourcegrad.eager import devices
+
     return getattr(devices, "is_available", lambda: False)()
 
 

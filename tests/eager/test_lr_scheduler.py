@@ -1,4 +1,5 @@
 """`sourcegrad.optim.lr_scheduler` against torch's: the lr sequences are identical floats."""
+
 import warnings
 
 import pytest
@@ -9,8 +10,9 @@ torch = pytest.importorskip("torch")
 
 
 def _optimizer(lib, opt="SGD", groups=1, **kwargs):
-    params = [{"params": [lib.nn.Parameter(lib.zeros(2))], "lr": 0.1 * (i + 1)}
-              for i in range(groups)]
+    params = [
+        {"params": [lib.nn.Parameter(lib.zeros(2))], "lr": 0.1 * (i + 1)} for i in range(groups)
+    ]
     return getattr(lib.optim, opt)(params, **kwargs)
 
 
@@ -19,16 +21,26 @@ def _sequence(lib, make, steps=30, opt="SGD", groups=1, metrics=None, **opt_kwar
     optimizer = _optimizer(lib, opt, groups, **opt_kwargs)
     scheduler = make(lib.optim.lr_scheduler, optimizer)
     key = "betas" if opt == "Adam" else "momentum"
-    out = [(scheduler.get_last_lr(), [g["lr"] for g in optimizer.param_groups],
-            [g.get(key) for g in optimizer.param_groups])]
+    out = [
+        (
+            scheduler.get_last_lr(),
+            [g["lr"] for g in optimizer.param_groups],
+            [g.get(key) for g in optimizer.param_groups],
+        )
+    ]
     for i in range(steps):
         optimizer.step()
         if metrics is None:
             scheduler.step()
         else:
             scheduler.step(metrics[i])
-        out.append((scheduler.get_last_lr(), [g["lr"] for g in optimizer.param_groups],
-                    [g.get(key) for g in optimizer.param_groups]))
+        out.append(
+            (
+                scheduler.get_last_lr(),
+                [g["lr"] for g in optimizer.param_groups],
+                [g.get(key) for g in optimizer.param_groups],
+            )
+        )
     return out, scheduler
 
 
@@ -38,30 +50,43 @@ SCHEDULES = {
     "ExponentialLR": lambda s, o: s.ExponentialLR(o, gamma=0.9),
     "CosineAnnealingLR": lambda s, o: s.CosineAnnealingLR(o, T_max=7, eta_min=0.001),
     "CosineAnnealingLR-default": lambda s, o: s.CosineAnnealingLR(o, T_max=10),
-    "LambdaLR": lambda s, o: s.LambdaLR(o, lambda e: 0.95 ** e + 1 / (e + 1)),
-    "LambdaLR-per-group": lambda s, o: s.LambdaLR(o, [lambda e: 1 / (e + 1), lambda e: 0.9 ** e]),
+    "LambdaLR": lambda s, o: s.LambdaLR(o, lambda e: 0.95**e + 1 / (e + 1)),
+    "LambdaLR-per-group": lambda s, o: s.LambdaLR(o, [lambda e: 1 / (e + 1), lambda e: 0.9**e]),
     "MultiplicativeLR": lambda s, o: s.MultiplicativeLR(o, lambda e: 0.97),
     "ConstantLR": lambda s, o: s.ConstantLR(o, factor=0.25, total_iters=4),
     "LinearLR": lambda s, o: s.LinearLR(o, start_factor=0.2, end_factor=0.9, total_iters=6),
     "PolynomialLR": lambda s, o: s.PolynomialLR(o, total_iters=8, power=2.0),
     "OneCycleLR": lambda s, o: s.OneCycleLR(o, max_lr=1.0, total_steps=30),
     "OneCycleLR-linear-3phase": lambda s, o: s.OneCycleLR(
-        o, max_lr=[0.5, 2.0], epochs=3, steps_per_epoch=10, anneal_strategy="linear",
-        three_phase=True, pct_start=0.25),
+        o,
+        max_lr=[0.5, 2.0],
+        epochs=3,
+        steps_per_epoch=10,
+        anneal_strategy="linear",
+        three_phase=True,
+        pct_start=0.25,
+    ),
     "SequentialLR": lambda s, o: s.SequentialLR(
-        o, [s.LinearLR(o, start_factor=0.1, total_iters=4), s.ExponentialLR(o, gamma=0.8)],
-        milestones=[5]),
-    "CyclicLR": lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.3], step_size_up=4,
-                                        step_size_down=3),
-    "CyclicLR-triangular2": lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=3,
-                                                    mode="triangular2"),
-    "CyclicLR-exp_range": lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=3,
-                                                  mode="exp_range", gamma=0.9),
+        o,
+        [s.LinearLR(o, start_factor=0.1, total_iters=4), s.ExponentialLR(o, gamma=0.8)],
+        milestones=[5],
+    ),
+    "CyclicLR": lambda s, o: s.CyclicLR(
+        o, base_lr=0.01, max_lr=[0.1, 0.3], step_size_up=4, step_size_down=3
+    ),
+    "CyclicLR-triangular2": lambda s, o: s.CyclicLR(
+        o, 0.01, 0.1, step_size_up=3, mode="triangular2"
+    ),
+    "CyclicLR-exp_range": lambda s, o: s.CyclicLR(
+        o, 0.01, 0.1, step_size_up=3, mode="exp_range", gamma=0.9
+    ),
     "CosineAnnealingWarmRestarts": lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=4),
     "CosineAnnealingWarmRestarts-mult": lambda s, o: s.CosineAnnealingWarmRestarts(
-        o, T_0=3, T_mult=2, eta_min=0.01),
+        o, T_0=3, T_mult=2, eta_min=0.01
+    ),
     "ChainedScheduler": lambda s, o: s.ChainedScheduler(
-        [s.ConstantLR(o, factor=0.5, total_iters=3), s.ExponentialLR(o, gamma=0.9)]),
+        [s.ConstantLR(o, factor=0.5, total_iters=3), s.ExponentialLR(o, gamma=0.9)]
+    ),
 }
 
 
@@ -74,8 +99,8 @@ def test_lr_sequence_is_torch_s(name, opt):
         warnings.simplefilter("error")
         ours, sched = _sequence(sg, SCHEDULES[name], opt=opt, groups=groups, **kwargs)
         theirs, tsched = _sequence(torch, SCHEDULES[name], opt=opt, groups=groups, **kwargs)
-    assert ours == theirs        # exact: the same float operations in the same order
-    assert len({tuple(lrs) for lrs, _, _ in ours}) > 1      # the schedule does change the lr
+    assert ours == theirs  # exact: the same float operations in the same order
+    assert len({tuple(lrs) for lrs, _, _ in ours}) > 1  # the schedule does change the lr
     sd, tsd = sched.state_dict(), tsched.state_dict()
     assert sd.keys() == tsd.keys()
     for key in ("last_epoch", "_step_count", "base_lrs", "_last_lr"):
@@ -99,11 +124,34 @@ def test_step_with_epoch_uses_the_closed_form_and_warns():
 
 
 def test_reduce_lr_on_plateau_matches_torch():
-    metrics = [1.0, 0.9, 0.9, 0.9, 0.95, 0.89, 0.8999, 0.91, 0.92, 0.93, 0.5, 0.6, 0.7, 0.8,
-               0.9, 0.9, 0.9, 0.9, 0.9, 0.9]
-    for kwargs in (dict(patience=2), dict(mode="max", factor=0.5, patience=1, cooldown=2),
-                   dict(threshold_mode="abs", threshold=0.05, patience=0, min_lr=[0.02, 0.05]),
-                   dict(patience=0, factor=0.1, min_lr=0.0999, eps=1e-3)):
+    metrics = [
+        1.0,
+        0.9,
+        0.9,
+        0.9,
+        0.95,
+        0.89,
+        0.8999,
+        0.91,
+        0.92,
+        0.93,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+    ]
+    for kwargs in (
+        dict(patience=2),
+        dict(mode="max", factor=0.5, patience=1, cooldown=2),
+        dict(threshold_mode="abs", threshold=0.05, patience=0, min_lr=[0.02, 0.05]),
+        dict(patience=0, factor=0.1, min_lr=0.0999, eps=1e-3),
+    ):
         make = lambda s, o, kw=kwargs: s.ReduceLROnPlateau(o, **kw)  # noqa: E731
         ours, sched = _sequence(sg, make, steps=len(metrics), groups=2, metrics=metrics)
         theirs, tsched = _sequence(torch, make, steps=len(metrics), groups=2, metrics=metrics)
@@ -137,24 +185,28 @@ def test_lambda_state_dict_leaves_functions_out():
         assert sched.state_dict()["lr_lambdas"] == [None]
 
 
-@pytest.mark.parametrize("make", [
-    lambda s, o: s.StepLR("not an optimizer", 3),
-    lambda s, o: s.ReduceLROnPlateau(o, factor=1.5),
-    lambda s, o: s.ReduceLROnPlateau(o, mode="middle"),
-    lambda s, o: s.ConstantLR(o, factor=2.0),
-    lambda s, o: s.LinearLR(o, start_factor=0.0),
-    lambda s, o: s.LambdaLR(o, [lambda e: 1.0, lambda e: 1.0]),
-    lambda s, o: s.OneCycleLR(o, max_lr=0.1),
-    lambda s, o: s.OneCycleLR(o, max_lr=0.1, total_steps=10, anneal_strategy="quad"),
-    lambda s, o: s.StepLR(o, 3, last_epoch=5),
-    lambda s, o: s.SequentialLR(o, [s.StepLR(o, 3)], milestones=[2]),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda s, o: s.StepLR("not an optimizer", 3),
+        lambda s, o: s.ReduceLROnPlateau(o, factor=1.5),
+        lambda s, o: s.ReduceLROnPlateau(o, mode="middle"),
+        lambda s, o: s.ConstantLR(o, factor=2.0),
+        lambda s, o: s.LinearLR(o, start_factor=0.0),
+        lambda s, o: s.LambdaLR(o, [lambda e: 1.0, lambda e: 1.0]),
+        lambda s, o: s.OneCycleLR(o, max_lr=0.1),
+        lambda s, o: s.OneCycleLR(o, max_lr=0.1, total_steps=10, anneal_strategy="quad"),
+        lambda s, o: s.StepLR(o, 3, last_epoch=5),
+        lambda s, o: s.SequentialLR(o, [s.StepLR(o, 3)], milestones=[2]),
+    ],
+)
 def test_errors_match_torch(make):
     def error(lib):
         try:
             make(lib.optim.lr_scheduler, _optimizer(lib))
         except Exception as e:  # noqa: BLE001 - comparing the exception itself
             return type(e).__name__, str(e)
+
     theirs = error(torch)
     assert theirs is not None and error(sg) == theirs
 
@@ -182,8 +234,9 @@ def test_warm_restarts_with_fractional_epochs_match_torch():
     lrs = []
     for lib in (sg, torch):
         optimizer = _optimizer(lib)
-        scheduler = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=2,
-                                                                       T_mult=3, eta_min=1e-3)
+        scheduler = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(
+            optimizer, T_0=2, T_mult=3, eta_min=1e-3
+        )
         seq = []
         for epoch in range(12):
             for i in range(4):

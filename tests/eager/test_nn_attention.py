@@ -3,6 +3,7 @@
 torch's weights are copied in through state_dict; outputs, attention weights and
 the gradients wrt query, key, value and every parameter must agree to ~1e-10.
 """
+
 import itertools
 import warnings
 
@@ -27,6 +28,7 @@ def _assert_close(ours, theirs):
 
 
 # --- scaled_dot_product_attention -------------------------------------------------------------
+
 
 def _sdpa(lib, arrays, mask, **kw):
     ts = [lib.tensor(a, requires_grad=True) for a in arrays]
@@ -72,22 +74,28 @@ def test_sdpa_matches_torch(name, shape):
 
 
 def test_sdpa_grouped_query_attention():
-    q, k, v = (R.standard_normal((1, 4, 3, 2)), R.standard_normal((1, 2, 5, 2)),
-               R.standard_normal((1, 2, 5, 2)))
-    _assert_close(_sdpa(sg, [q, k, v], None, enable_gqa=True),
-                  _sdpa(torch, [q, k, v], None, enable_gqa=True))
+    q, k, v = (
+        R.standard_normal((1, 4, 3, 2)),
+        R.standard_normal((1, 2, 5, 2)),
+        R.standard_normal((1, 2, 5, 2)),
+    )
+    _assert_close(
+        _sdpa(sg, [q, k, v], None, enable_gqa=True), _sdpa(torch, [q, k, v], None, enable_gqa=True)
+    )
 
 
 def test_sdpa_errors():
     q = sg.zeros(1, 2, 3)
     with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set"):
-        sg.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=sg.ones(2, 2),
-                                                      is_causal=True)
+        sg.nn.functional.scaled_dot_product_attention(
+            q, q, q, attn_mask=sg.ones(2, 2), is_causal=True
+        )
     for lib in (torch, sg):
         q = lib.zeros(1, 2, 3, dtype=lib.float64)
         with pytest.raises(RuntimeError, match="Expected attn_mask dtype to be bool or float"):
             lib.nn.functional.scaled_dot_product_attention(
-                q, q, q, attn_mask=lib.ones(2, 2, dtype=lib.int32))
+                q, q, q, attn_mask=lib.ones(2, 2, dtype=lib.int32)
+            )
 
 
 def test_sdpa_dropout_is_applied():
@@ -99,9 +107,11 @@ def test_sdpa_dropout_is_applied():
 
 # --- MultiheadAttention ----------------------------------------------------------------------
 
+
 def copy_weights(src, dst):
-    dst.load_state_dict({k: sg.tensor(v.detach().numpy().copy())
-                         for k, v in src.state_dict().items()})
+    dst.load_state_dict(
+        {k: sg.tensor(v.detach().numpy().copy()) for k, v in src.state_dict().items()}
+    )
 
 
 def _mha(lib, module, arrays, call):
@@ -130,10 +140,11 @@ def _masks(kind, n, tgt, src, unbatched):
         "none": (None, None),
         "padding": (pad, None),
         "bool mask": (None, causal),
-        "float masks": (np.where(pad, -1e9, 0.0), np.where(causal, -np.inf, 0.0)
-                        + R.standard_normal((tgt, src))),
-        "3d mask": (None, np.broadcast_to(causal, ((1 if unbatched else n) * 2, tgt, src))
-                    .copy()),
+        "float masks": (
+            np.where(pad, -1e9, 0.0),
+            np.where(causal, -np.inf, 0.0) + R.standard_normal((tgt, src)),
+        ),
+        "3d mask": (None, np.broadcast_to(causal, ((1 if unbatched else n) * 2, tgt, src)).copy()),
     }[kind]
 
 
@@ -141,16 +152,28 @@ LAYOUTS = [(False, False), (True, False), (False, True)]  # (batch_first, unbatc
 CALLS = [{}, {"need_weights": False}, {"average_attn_weights": False}]
 # every module option with every mask kind once; the calls and layouts cycle so that each
 # (call, layout) pair is met too (a full product would take ten times as long)
-MHA_GRID = [(kw, masks, CALLS[i // 3 % 3]) + LAYOUTS[i % 3] for i, (kw, masks) in enumerate(
-    itertools.product([{}, {"bias": False}, {"kdim": 5, "vdim": 6}, {"add_bias_kv": True},
-                       {"add_zero_attn": True}],
-                      ["none", "padding", "bool mask", "float masks", "3d mask"]))]
+MHA_GRID = [
+    (kw, masks, CALLS[i // 3 % 3]) + LAYOUTS[i % 3]
+    for i, (kw, masks) in enumerate(
+        itertools.product(
+            [
+                {},
+                {"bias": False},
+                {"kdim": 5, "vdim": 6},
+                {"add_bias_kv": True},
+                {"add_zero_attn": True},
+            ],
+            ["none", "padding", "bool mask", "float masks", "3d mask"],
+        )
+    )
+]
 
 
 @pytest.mark.parametrize("kw,masks,call,batch_first,unbatched", MHA_GRID)
 def test_multihead_attention_matches_torch(kw, masks, call, batch_first, unbatched):
     def make(lib):
         return lib.nn.MultiheadAttention(8, 2, batch_first=batch_first, **kw).double()
+
     mt, ms = make(torch), make(sg)
     assert repr(ms) == repr(mt)
     assert list(ms.state_dict()) == list(mt.state_dict())
@@ -161,10 +184,14 @@ def test_multihead_attention_matches_torch(kw, masks, call, batch_first, unbatch
         if unbatched:
             return (length, dim)
         return (n, length, dim) if batch_first else (length, n, dim)
+
     cross = "kdim" in kw or masks != "none" or call.get("need_weights") is False
     if cross:
-        arrays = [R.standard_normal(shaped(tgt, 8)), R.standard_normal(shaped(src, kw.get(
-            "kdim", 8))), R.standard_normal(shaped(src, kw.get("vdim", 8)))]
+        arrays = [
+            R.standard_normal(shaped(tgt, 8)),
+            R.standard_normal(shaped(src, kw.get("kdim", 8))),
+            R.standard_normal(shaped(src, kw.get("vdim", 8))),
+        ]
     else:  # self-attention
         arrays, src = [R.standard_normal(shaped(tgt, 8))], tgt
     pad, attn = _masks(masks, n, tgt, src, unbatched)
@@ -176,6 +203,7 @@ def test_multihead_attention_matches_torch(kw, masks, call, batch_first, unbatch
         if attn is not None:
             out["attn_mask"] = lib.tensor(attn)
         return out
+
     _assert_close(_mha(sg, ms, arrays, args), _mha(torch, mt, arrays, args))
 
 
@@ -186,8 +214,10 @@ def test_multihead_attention_causal_hint():
     ms = sg.nn.MultiheadAttention(8, 4).double()
     copy_weights(mt, ms)
     for need in (True, False):
+
         def call(lib, need=need):
             return {"attn_mask": lib.tensor(causal), "is_causal": True, "need_weights": need}
+
         _assert_close(_mha(sg, ms, [x], call), _mha(torch, mt, [x], call))
     for lib in (torch, sg):
         m = lib.nn.MultiheadAttention(8, 4)
@@ -203,11 +233,14 @@ def test_multihead_attention_init_and_errors():
             lib.nn.MultiheadAttention(0, 1)
         m = lib.nn.MultiheadAttention(4, 2)
         with pytest.raises(AssertionError, match="only bool and floating types of attn_mask"):
-            m(lib.zeros(3, 2, 4), lib.zeros(3, 2, 4), lib.zeros(3, 2, 4),
-              attn_mask=lib.zeros(3, 3, dtype=lib.int64))
+            m(
+                lib.zeros(3, 2, 4),
+                lib.zeros(3, 2, 4),
+                lib.zeros(3, 2, 4),
+                attn_mask=lib.zeros(3, 3, dtype=lib.int64),
+            )
         with pytest.raises(RuntimeError, match="The shape of the 2D attn_mask is"):
-            m(lib.zeros(3, 2, 4), lib.zeros(3, 2, 4), lib.zeros(3, 2, 4),
-              attn_mask=lib.zeros(3, 4))
+            m(lib.zeros(3, 2, 4), lib.zeros(3, 2, 4), lib.zeros(3, 2, 4), attn_mask=lib.zeros(3, 4))
     ms = sg.nn.MultiheadAttention(8, 2, add_bias_kv=True)
     assert ms.in_proj_bias.abs().max().item() == 0 and ms.out_proj.bias.abs().max().item() == 0
     bound = np.sqrt(6 / (8 + 24))  # xavier_uniform_ of the (24, 8) in_proj_weight

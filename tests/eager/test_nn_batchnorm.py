@@ -1,6 +1,7 @@
 """Batch normalisation of `sourcegrad.nn` against torch (F.batch_norm, BatchNorm1d/2d: running
 statistics over several steps, momentum None, eval mode, state dicts), and a small convnet
 trained for a few SGD steps in both libraries."""
+
 import numpy as np
 import pytest
 
@@ -20,8 +21,9 @@ def arr(*shape, dtype=np.float64):
 
 
 def _copy(src, dst):
-    dst.load_state_dict({k: sg.tensor(v.detach().numpy().copy())
-                         for k, v in src.state_dict().items()})
+    dst.load_state_dict(
+        {k: sg.tensor(v.detach().numpy().copy()) for k, v in src.state_dict().items()}
+    )
 
 
 def _close(a, b, rtol=1e-10, atol=1e-12, msg=""):
@@ -35,6 +37,7 @@ def test_functional_batch_norm_training_and_eval(shape):
     compare_fn(torch, "batch_norm", [x, None, None, None, None], dict(training=True, eps=1e-3))
     # eval: the running statistics as given (they require no grad)
     import torch.nn.functional as TF
+
     rm, rv = torch.tensor(arr(3)), torch.tensor(np.abs(arr(3)) + 0.5)
     xs, ws, bs = (sg.tensor(a, requires_grad=True) for a in (x, w, b))
     xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
@@ -59,31 +62,46 @@ def test_functional_batch_norm_updates_running_stats_in_place():
     assert [(rm._version, rv._version) for rm, rv in stats] == [(0, 0), (0, 0)]  # as torch
     _close(stats[1][0], stats[0][0])
     _close(stats[1][1], stats[0][1])  # the unbiased variance, as torch
-    raises_like(torch, lambda: torch.nn.functional.batch_norm(torch.ones(1, 3), None, None,
-                                                              training=True),
-                lambda: F.batch_norm(sg.ones(1, 3), None, None, training=True))
-    raises_like(torch, lambda: torch.nn.functional.batch_norm(torch.ones(2, 3), None, None,
-                                                              training=True, eps=0.0),
-                lambda: F.batch_norm(sg.ones(2, 3), None, None, training=True, eps=0.0))
+    raises_like(
+        torch,
+        lambda: torch.nn.functional.batch_norm(torch.ones(1, 3), None, None, training=True),
+        lambda: F.batch_norm(sg.ones(1, 3), None, None, training=True),
+    )
+    raises_like(
+        torch,
+        lambda: torch.nn.functional.batch_norm(
+            torch.ones(2, 3), None, None, training=True, eps=0.0
+        ),
+        lambda: F.batch_norm(sg.ones(2, 3), None, None, training=True, eps=0.0),
+    )
     grad_stats = [lib.zeros(3, requires_grad=True) for lib in (torch, sg)]
-    raises_like(torch, lambda: torch.nn.functional.batch_norm(torch.ones(2, 3), grad_stats[0],
-                                                              None, training=True),
-                lambda: F.batch_norm(sg.ones(2, 3), grad_stats[1], None, training=True))
+    raises_like(
+        torch,
+        lambda: torch.nn.functional.batch_norm(
+            torch.ones(2, 3), grad_stats[0], None, training=True
+        ),
+        lambda: F.batch_norm(sg.ones(2, 3), grad_stats[1], None, training=True),
+    )
 
 
-@pytest.mark.parametrize("cls, kwargs, shape", [
-    ("BatchNorm1d", {}, (6, 4)), ("BatchNorm1d", dict(momentum=None), (5, 4, 3)),
-    ("BatchNorm2d", dict(momentum=0.25, eps=1e-3), (4, 4, 3, 5)),
-    ("BatchNorm2d", dict(affine=False), (3, 4, 2, 2)),
-    ("BatchNorm2d", dict(track_running_stats=False), (3, 4, 2, 2)),
-    ("BatchNorm1d", dict(bias=False, momentum=None), (6, 4)),
-])
+@pytest.mark.parametrize(
+    "cls, kwargs, shape",
+    [
+        ("BatchNorm1d", {}, (6, 4)),
+        ("BatchNorm1d", dict(momentum=None), (5, 4, 3)),
+        ("BatchNorm2d", dict(momentum=0.25, eps=1e-3), (4, 4, 3, 5)),
+        ("BatchNorm2d", dict(affine=False), (3, 4, 2, 2)),
+        ("BatchNorm2d", dict(track_running_stats=False), (3, 4, 2, 2)),
+        ("BatchNorm1d", dict(bias=False, momentum=None), (6, 4)),
+    ],
+)
 def test_batchnorm_modules_train_then_eval(cls, kwargs, shape):
     tm = getattr(torch.nn, cls)(4, **kwargs).double()
     sm = getattr(nn, cls)(4, **kwargs).double()
     assert repr(sm) == repr(tm)
-    assert [(k, tuple(v.shape), str(v.dtype).split(".")[-1]) for k, v in sm.state_dict().items()] \
-        == [(k, tuple(v.shape), str(v.dtype).split(".")[-1]) for k, v in tm.state_dict().items()]
+    assert [
+        (k, tuple(v.shape), str(v.dtype).split(".")[-1]) for k, v in sm.state_dict().items()
+    ] == [(k, tuple(v.shape), str(v.dtype).split(".")[-1]) for k, v in tm.state_dict().items()]
     if tm.weight is not None:  # non-trivial affine parameters
         with torch.no_grad():
             tm.weight.copy_(torch.tensor(arr(4)))
@@ -126,10 +144,16 @@ def test_batchnorm_float32_and_errors():
     _close(sm.running_var, tm.running_var, rtol=1e-6, atol=1e-6)
     assert sm.running_mean.dtype == sg.float32
     raises_like(torch, lambda: tm(torch.ones(2, 3)), lambda: sm(sg.ones(2, 3)))
-    raises_like(torch, lambda: torch.nn.BatchNorm1d(3)(torch.ones(2, 3, 1, 1)),
-                lambda: nn.BatchNorm1d(3)(sg.ones(2, 3, 1, 1)))
-    raises_like(torch, lambda: torch.nn.BatchNorm1d(3)(torch.ones(1, 3)),
-                lambda: nn.BatchNorm1d(3)(sg.ones(1, 3)))
+    raises_like(
+        torch,
+        lambda: torch.nn.BatchNorm1d(3)(torch.ones(2, 3, 1, 1)),
+        lambda: nn.BatchNorm1d(3)(sg.ones(2, 3, 1, 1)),
+    )
+    raises_like(
+        torch,
+        lambda: torch.nn.BatchNorm1d(3)(torch.ones(1, 3)),
+        lambda: nn.BatchNorm1d(3)(sg.ones(1, 3)),
+    )
 
 
 def test_batchnorm_loads_a_checkpoint_without_num_batches_tracked():
@@ -144,10 +168,17 @@ def test_batchnorm_loads_a_checkpoint_without_num_batches_tracked():
 
 def _convnet(lib):
     nn_ = lib.nn
-    return nn_.Sequential(nn_.Conv2d(1, 4, 3, padding=1), nn_.BatchNorm2d(4), nn_.ReLU(),
-                          nn_.MaxPool2d(2), nn_.Conv2d(4, 6, 3, stride=2, groups=2),
-                          nn_.ReLU(), nn_.AdaptiveAvgPool2d((2, 2)), nn_.Flatten(),
-                          nn_.Linear(24, 3))
+    return nn_.Sequential(
+        nn_.Conv2d(1, 4, 3, padding=1),
+        nn_.BatchNorm2d(4),
+        nn_.ReLU(),
+        nn_.MaxPool2d(2),
+        nn_.Conv2d(4, 6, 3, stride=2, groups=2),
+        nn_.ReLU(),
+        nn_.AdaptiveAvgPool2d((2, 2)),
+        nn_.Flatten(),
+        nn_.Linear(24, 3),
+    )
 
 
 def test_small_convnet_trains_as_torch():

@@ -3,6 +3,7 @@
 The generators differ from torch's, so values are compared through their
 distributions (bounds, mean, standard deviation) rather than bit for bit.
 """
+
 import math
 import warnings
 
@@ -23,12 +24,25 @@ SHAPES = [(3, 5), (64, 32), (8, 4, 3), (16, 3, 5, 5), (2, 6, 2, 3, 4)]
 
 
 def test_calculate_gain_is_torchs(torch):
-    for nl in ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-               "conv_transpose3d", "sigmoid", "tanh", "relu", "leaky_relu", "selu"]:
+    for nl in [
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "sigmoid",
+        "tanh",
+        "relu",
+        "leaky_relu",
+        "selu",
+    ]:
         assert init.calculate_gain(nl) == torch.nn.init.calculate_gain(nl)
     for param in (0.2, 1, math.sqrt(5), 0):
-        assert init.calculate_gain("leaky_relu", param) == \
-            torch.nn.init.calculate_gain("leaky_relu", param)
+        assert init.calculate_gain("leaky_relu", param) == torch.nn.init.calculate_gain(
+            "leaky_relu", param
+        )
     for bad in (("leaky_relu", True), ("leaky_relu", "x"), ("softmax", None)):
         with pytest.raises(ValueError) as s_err:
             init.calculate_gain(*bad)
@@ -39,13 +53,17 @@ def test_calculate_gain_is_torchs(torch):
 
 def test_fans_are_torchs(torch):
     for shape in SHAPES:
-        assert init._calculate_fan_in_and_fan_out(sg.empty(shape)) == \
-            torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(shape))
+        assert init._calculate_fan_in_and_fan_out(
+            sg.empty(shape)
+        ) == torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(shape))
         for mode in ("fan_in", "fan_out", "FAN_IN"):
-            assert init._calculate_correct_fan(sg.empty(shape), mode) == \
-                torch.nn.init._calculate_correct_fan(torch.empty(shape), mode)
-    for fn, args in ((init._calculate_fan_in_and_fan_out, ()),
-                     (init._calculate_correct_fan, ("fan_avg",))):
+            assert init._calculate_correct_fan(
+                sg.empty(shape), mode
+            ) == torch.nn.init._calculate_correct_fan(torch.empty(shape), mode)
+    for fn, args in (
+        (init._calculate_fan_in_and_fan_out, ()),
+        (init._calculate_correct_fan, ("fan_avg",)),
+    ):
         tfn = getattr(torch.nn.init, fn.__name__)
         shape = (5,) if not args else (3, 4)
         with pytest.raises(ValueError) as s_err:
@@ -80,8 +98,10 @@ def test_uniform_inits_have_torchs_bounds(torch):
     assert init.xavier_uniform_(w, gain=2.0) is w
     _uniform_ok(w.numpy(), 2.0 * math.sqrt(6.0 / (fan_in + fan_out)))
     init.kaiming_uniform_(w, a=math.sqrt(5))
-    _uniform_ok(w.numpy(), math.sqrt(3.0) * init.calculate_gain("leaky_relu", math.sqrt(5))
-                / math.sqrt(fan_in))
+    _uniform_ok(
+        w.numpy(),
+        math.sqrt(3.0) * init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(fan_in),
+    )
     init.kaiming_uniform_(w, mode="fan_out", nonlinearity="relu")
     _uniform_ok(w.numpy(), math.sqrt(6.0 / fan_out))
     init.uniform_(w, -0.3, 0.7)
@@ -111,11 +131,12 @@ def test_trunc_normal_stays_in_bounds_with_the_truncated_moments():
     assert v.min() >= -1.0 and v.max() <= 2.0
     # moments of N(0, 1) truncated to [-1, 2]
     from math import erf, exp, pi, sqrt
+
     phi = lambda x: exp(-x * x / 2) / sqrt(2 * pi)  # noqa: E731
     cdf = lambda x: (1 + erf(x / sqrt(2))) / 2  # noqa: E731
     z = cdf(2.0) - cdf(-1.0)
     mean = (phi(-1.0) - phi(2.0)) / z
-    var = 1 + (-1.0 * phi(-1.0) - 2.0 * phi(2.0)) / z - mean ** 2
+    var = 1 + (-1.0 * phi(-1.0) - 2.0 * phi(2.0)) / z - mean**2
     assert abs(v.mean() - mean) < 0.01 and abs(v.std() - sqrt(var)) < 0.01
     # a narrow window far from the mean takes the other sampler, still in bounds
     w2 = sg.empty(20000)
@@ -133,12 +154,14 @@ def test_constant_eye_dirac_orthogonal_sparse(torch):
     w = sg.empty(3, 4)
     assert init.constant_(w, 0.5) is w and (w.numpy() == 0.5).all()
     assert (init.ones_(w).numpy() == 1).all() and not init.zeros_(w).numpy().any()
-    np.testing.assert_array_equal(init.eye_(sg.empty(3, 5)).numpy(),
-                                  torch.nn.init.eye_(torch.empty(3, 5)).numpy())
+    np.testing.assert_array_equal(
+        init.eye_(sg.empty(3, 5)).numpy(), torch.nn.init.eye_(torch.empty(3, 5)).numpy()
+    )
     for shape, groups in (((4, 2, 3), 1), ((6, 3, 3, 3), 2), ((2, 2, 3, 3, 3), 1)):
         np.testing.assert_array_equal(
             init.dirac_(sg.empty(shape), groups).numpy(),
-            torch.nn.init.dirac_(torch.empty(shape), groups).numpy())
+            torch.nn.init.dirac_(torch.empty(shape), groups).numpy(),
+        )
     sg.manual_seed(3)
     for shape in ((5, 3), (3, 5), (4, 2, 3)):
         q = init.orthogonal_(sg.empty(shape), gain=2.0).numpy().reshape(shape[0], -1)
@@ -147,8 +170,12 @@ def test_constant_eye_dirac_orthogonal_sparse(torch):
         np.testing.assert_allclose(gram, 4.0 * np.eye(min(rows, cols)), atol=1e-5)
     s = init.sparse_(sg.empty(10, 6), sparsity=0.3).numpy()
     assert ((s == 0).sum(0) >= 3).all()
-    for fn, arg in ((init.eye_, (3,)), (init.orthogonal_, (3,)), (init.dirac_, (3, 3)),
-                    (init.sparse_, (3,))):
+    for fn, arg in (
+        (init.eye_, (3,)),
+        (init.orthogonal_, (3,)),
+        (init.dirac_, (3, 3)),
+        (init.sparse_, (3,)),
+    ):
         extra = (0.1,) if fn is init.sparse_ else ()
         with pytest.raises(ValueError) as s_err:
             fn(sg.empty(arg), *extra)

@@ -1,4 +1,5 @@
 """Layers and activation modules of `sourcegrad.nn` against torch.nn (values, gradients, reprs)."""
+
 import numpy as np
 import pytest
 
@@ -17,8 +18,9 @@ def _np(t):
 
 
 def copy_weights(src, dst):
-    dst.load_state_dict({k: sg.tensor(v.detach().numpy().copy())
-                         for k, v in src.state_dict().items()})
+    dst.load_state_dict(
+        {k: sg.tensor(v.detach().numpy().copy()) for k, v in src.state_dict().items()}
+    )
 
 
 def compare(torch, make, inputs, rtol=1e-5, atol=1e-6, check_repr=True, grad_scale=None):
@@ -44,20 +46,47 @@ def compare(torch, make, inputs, rtol=1e-5, atol=1e-6, check_repr=True, grad_sca
 
 # inputs that cross every kink and both saturated ends (large magnitudes included: they used
 # to give nan gradients in softplus and elu)
-X = np.concatenate([np.linspace(-6, 6, 25), [-100.0, -30.0, 30.0, 100.0, -1.0, 1.0, 0.0, 6.0,
-                                               -3.0, 3.0, 0.5, -0.5]]).astype(np.float32)
+X = np.concatenate(
+    [
+        np.linspace(-6, 6, 25),
+        [-100.0, -30.0, 30.0, 100.0, -1.0, 1.0, 0.0, 6.0, -3.0, 3.0, 0.5, -0.5],
+    ]
+).astype(np.float32)
 X = np.stack([X, X[::-1] * 0.7])
 
 ACTIVATIONS = [
-    ("ReLU", ()), ("ReLU", {"inplace": True}), ("ReLU6", ()), ("Sigmoid", ()), ("Tanh", ()),
-    ("SiLU", ()), ("Mish", ()), ("GELU", ()), ("GELU", {"approximate": "tanh"}),
-    ("ELU", ()), ("ELU", {"alpha": 0.5}), ("CELU", {"alpha": 2.0}), ("SELU", ()),
-    ("LeakyReLU", ()), ("LeakyReLU", {"negative_slope": 0.2}), ("Softplus", ()),
-    ("Softplus", {"beta": 2.0, "threshold": 5.0}), ("Hardtanh", ()),
-    ("Hardtanh", {"min_val": -2.0, "max_val": 3.0}), ("Softsign", ()), ("Tanhshrink", ()),
-    ("Threshold", (0.5, -2.0)), ("Hardshrink", ()), ("Softshrink", {"lambd": 0.3}),
-    ("LogSigmoid", ()), ("Hardsigmoid", ()), ("Hardswish", ()), ("Softmax", {"dim": 1}),
-    ("LogSoftmax", {"dim": 1}), ("Softmin", {"dim": 0}), ("GLU", {"dim": 0}), ("PReLU", ()),
+    ("ReLU", ()),
+    ("ReLU", {"inplace": True}),
+    ("ReLU6", ()),
+    ("Sigmoid", ()),
+    ("Tanh", ()),
+    ("SiLU", ()),
+    ("Mish", ()),
+    ("GELU", ()),
+    ("GELU", {"approximate": "tanh"}),
+    ("ELU", ()),
+    ("ELU", {"alpha": 0.5}),
+    ("CELU", {"alpha": 2.0}),
+    ("SELU", ()),
+    ("LeakyReLU", ()),
+    ("LeakyReLU", {"negative_slope": 0.2}),
+    ("Softplus", ()),
+    ("Softplus", {"beta": 2.0, "threshold": 5.0}),
+    ("Hardtanh", ()),
+    ("Hardtanh", {"min_val": -2.0, "max_val": 3.0}),
+    ("Softsign", ()),
+    ("Tanhshrink", ()),
+    ("Threshold", (0.5, -2.0)),
+    ("Hardshrink", ()),
+    ("Softshrink", {"lambd": 0.3}),
+    ("LogSigmoid", ()),
+    ("Hardsigmoid", ()),
+    ("Hardswish", ()),
+    ("Softmax", {"dim": 1}),
+    ("LogSoftmax", {"dim": 1}),
+    ("Softmin", {"dim": 0}),
+    ("GLU", {"dim": 0}),
+    ("PReLU", ()),
     ("RReLU", ()),
 ]
 
@@ -69,6 +98,7 @@ def _make(name, args):
         if name == "RReLU":
             mod.eval()  # training draws random slopes
         return mod
+
     return make
 
 
@@ -89,8 +119,23 @@ def test_activation_modules_match_torch(torch, name, args):
     assert np.isfinite(_np(ys)).all()
 
 
-@pytest.mark.parametrize("name", ["ReLU", "Sigmoid", "Tanh", "LeakyReLU", "Softmax", "LogSoftmax",
-                                  "ELU", "GELU", "Softplus", "SiLU", "Hardtanh", "Mish"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ReLU",
+        "Sigmoid",
+        "Tanh",
+        "LeakyReLU",
+        "Softmax",
+        "LogSoftmax",
+        "ELU",
+        "GELU",
+        "Softplus",
+        "SiLU",
+        "Hardtanh",
+        "Mish",
+    ],
+)
 def test_activation_grad_fn_names_where_torch_has_our_node(torch, name):
     """The activations the rule table has a node for record torch's node name."""
     mk = _make(name, {"dim": 1} if "Softmax" in name else ())
@@ -104,8 +149,12 @@ def test_activation_grad_fn_names_where_torch_has_our_node(torch, name):
 
 def test_large_inputs_give_finite_gradients_regression():
     """softplus and elu used to give nan gradients once exp(x) overflowed."""
-    for fn, expected in ((F.softplus, [1.0, 0.0]), (F.elu, [1.0, 0.0]),
-                         (F.celu, [1.0, 0.0]), (F.mish, [1.0, 0.0])):
+    for fn, expected in (
+        (F.softplus, [1.0, 0.0]),
+        (F.elu, [1.0, 0.0]),
+        (F.celu, [1.0, 0.0]),
+        (F.mish, [1.0, 0.0]),
+    ):
         x = sg.tensor([100.0, -100.0], requires_grad=True)
         fn(x).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), expected, atol=1e-30)
@@ -121,9 +170,9 @@ def test_linear_bilinear_identity_flatten(torch):
     rng = np.random.default_rng(0)
     x3 = rng.standard_normal((2, 3, 4)).astype(np.float32)
     compare(torch, lambda lib: lib.nn.Linear(4, 5), [x3[0]])
-    compare(torch, lambda lib: lib.nn.Linear(4, 5), [x3])          # batched (matmul path)
+    compare(torch, lambda lib: lib.nn.Linear(4, 5), [x3])  # batched (matmul path)
     compare(torch, lambda lib: lib.nn.Linear(4, 5, bias=False), [x3[0]])
-    compare(torch, lambda lib: lib.nn.Linear(4, 5), [x3[0, 0]])    # a single vector
+    compare(torch, lambda lib: lib.nn.Linear(4, 5), [x3[0, 0]])  # a single vector
     compare(torch, lambda lib: lib.nn.Bilinear(4, 3, 2), [x3[0], x3[1, :, :3]], rtol=1e-4)
     compare(torch, lambda lib: lib.nn.Bilinear(4, 4, 2, bias=False), [x3, x3 * 2], rtol=1e-4)
     compare(torch, lambda lib: lib.nn.Identity(3, foo=1), [x3])
@@ -140,8 +189,12 @@ def test_embedding(torch):
     compare(torch, lambda lib: lib.nn.Embedding(5, 3), [idx])
     compare(torch, lambda lib: lib.nn.Embedding(5, 3, padding_idx=3), [idx])
     compare(torch, lambda lib: lib.nn.Embedding(5, 3, padding_idx=-1), [idx])
-    for kw in ({"max_norm": 1.0}, {"norm_type": 1.0}, {"scale_grad_by_freq": True},
-               {"sparse": True}):
+    for kw in (
+        {"max_norm": 1.0},
+        {"norm_type": 1.0},
+        {"scale_grad_by_freq": True},
+        {"sparse": True},
+    ):
         assert repr(nn.Embedding(5, 3, **kw)) == repr(torch.nn.Embedding(5, 3, **kw))
     e = nn.Embedding(5, 3, padding_idx=1)
     assert not e.weight[1].detach().numpy().any()
@@ -168,8 +221,9 @@ def test_normalization_layers(torch):
     x = rng.standard_normal((2, 6, 4)).astype(np.float32) * 3 + 1
     compare(torch, lambda lib: lib.nn.LayerNorm(4), [x], rtol=1e-4, atol=1e-5)
     compare(torch, lambda lib: lib.nn.LayerNorm([6, 4], eps=1e-3), [x], rtol=1e-4, atol=1e-5)
-    compare(torch, lambda lib: lib.nn.LayerNorm(4, elementwise_affine=False), [x], rtol=1e-4,
-            atol=1e-5)
+    compare(
+        torch, lambda lib: lib.nn.LayerNorm(4, elementwise_affine=False), [x], rtol=1e-4, atol=1e-5
+    )
     compare(torch, lambda lib: lib.nn.LayerNorm(4, bias=False), [x], rtol=1e-4, atol=1e-5)
     compare(torch, lambda lib: lib.nn.RMSNorm(4), [x], rtol=1e-4, atol=1e-5)
     compare(torch, lambda lib: lib.nn.RMSNorm([6, 4], eps=1e-6), [x], rtol=1e-4, atol=1e-5)
@@ -181,8 +235,9 @@ def test_normalization_layers(torch):
         t_ln.weight.uniform_(0.5, 2)
         t_ln.bias.uniform_(-1, 1)
     copy_weights(t_ln, s_ln)
-    np.testing.assert_allclose(_np(s_ln(sg.tensor(x))), _np(t_ln(torch.tensor(x))), rtol=1e-4,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        _np(s_ln(sg.tensor(x))), _np(t_ln(torch.tensor(x))), rtol=1e-4, atol=1e-5
+    )
     with pytest.raises(RuntimeError) as s_err:
         nn.LayerNorm(5)(sg.tensor(x))
     with pytest.raises(RuntimeError) as t_err:
@@ -210,8 +265,7 @@ def test_functional_forms_match_torch(torch):
     rng = np.random.default_rng(4)
     a = rng.standard_normal((4, 5)).astype(np.float32)
     b = rng.standard_normal((4, 5)).astype(np.float32)
-    for name, args in [("normalize", {}), ("cosine_similarity", None),
-                       ("pairwise_distance", None)]:
+    for name, args in [("normalize", {}), ("cosine_similarity", None), ("pairwise_distance", None)]:
         ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
         sa, sb = sg.tensor(a, requires_grad=True), sg.tensor(b, requires_grad=True)
         if args is None:
@@ -238,11 +292,23 @@ def test_implicit_softmax_dim_warns_and_picks_torchs_dim(torch):
             np.testing.assert_allclose(_np(ys), _np(yt), rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("name,args", [
-    ("SiLU", {}), ("Mish", {}), ("ELU", {"alpha": 0.5}), ("CELU", {"alpha": 2.0}), ("SELU", {}),
-    ("Hardtanh", {}), ("ReLU6", {}), ("Threshold", {"threshold": 0.1, "value": 2.0}),
-    ("Hardswish", {}), ("Hardsigmoid", {}), ("LeakyReLU", {"negative_slope": 0.2}),
-    ("ReLU", {})])
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("SiLU", {}),
+        ("Mish", {}),
+        ("ELU", {"alpha": 0.5}),
+        ("CELU", {"alpha": 2.0}),
+        ("SELU", {}),
+        ("Hardtanh", {}),
+        ("ReLU6", {}),
+        ("Threshold", {"threshold": 0.1, "value": 2.0}),
+        ("Hardswish", {}),
+        ("Hardsigmoid", {}),
+        ("LeakyReLU", {"negative_slope": 0.2}),
+        ("ReLU", {}),
+    ],
+)
 def test_inplace_activations_backpropagate_as_torch(torch, name, args):
     """inplace=True writes into its input; the graph must not need the overwritten values."""
     outs = []

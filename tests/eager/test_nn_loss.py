@@ -3,6 +3,7 @@
 Values, gradients wrt every input that requires grad, the output's grad_fn name,
 module reprs and state_dict keys, and torch's errors.
 """
+
 import warnings
 
 import numpy as np
@@ -33,8 +34,9 @@ def run(fn, arrays, grads):
             y = fn(lib, ts)
         weight = lib.tensor(np.random.default_rng(1).standard_normal(tuple(y.shape)))
         (y * weight).sum().backward()
-        results.append((y.detach().numpy(), [t.grad.numpy() for t in ts if t.requires_grad],
-                        y.grad_fn.name()))
+        results.append(
+            (y.detach().numpy(), [t.grad.numpy() for t in ts if t.requires_grad], y.grad_fn.name())
+        )
     return results
 
 
@@ -55,35 +57,74 @@ REDUCTIONS = ["none", "mean", "sum"]
 CASES = {
     "mse": (lambda L, a, r: f(L).mse_loss(a[0], a[1], reduction=r), [X, Y], [1, 1]),
     "l1": (lambda L, a, r: f(L).l1_loss(a[0], a[1], reduction=r), [X, Y], [1, 1]),
-    "smooth_l1": (lambda L, a, r: f(L).smooth_l1_loss(a[0], a[1], reduction=r, beta=0.7),
-                  [X, Y], [1, 1]),
-    "smooth_l1 beta=0": (lambda L, a, r: f(L).smooth_l1_loss(a[0], a[1], reduction=r, beta=0.0),
-                         [X, Y], [1, 0]),
-    "huber": (lambda L, a, r: f(L).huber_loss(a[0], a[1], reduction=r, delta=0.6), [X, Y],
-              [1, 1]),
-    "bce weight": (lambda L, a, r: f(L).binary_cross_entropy(
-        a[0].sigmoid(), a[1], weight=L.tensor(W), reduction=r), [X, P], [1, 1]),
-    "bce at 0 and 1": (lambda L, a, r: f(L).binary_cross_entropy(a[1], a[0], reduction=r),
-                       [P, P.copy()], [0, 1]),
-    "bce logits": (lambda L, a, r: f(L).binary_cross_entropy_with_logits(
-        a[0] * 30, a[1], reduction=r), [X, P], [1, 1]),
-    "bce logits weights": (lambda L, a, r: f(L).binary_cross_entropy_with_logits(
-        a[0], a[1], weight=L.tensor(W), pos_weight=L.tensor(W[::-1].copy()), reduction=r),
-        [X, P], [1, 1]),
-    "nll weight": (lambda L, a, r: f(L).nll_loss(a[0], L.tensor(T), weight=L.tensor(W),
-                                                 reduction=r), [X], [1]),
-    "cross_entropy": (lambda L, a, r: f(L).cross_entropy(a[0], L.tensor(T), reduction=r),
-                      [X], [1]),
-    "cross_entropy smoothing weight": (lambda L, a, r: f(L).cross_entropy(
-        a[0], L.tensor(T), weight=L.tensor(W), label_smoothing=0.2, reduction=r), [X], [1]),
-    "cross_entropy ignore_index": (lambda L, a, r: f(L).cross_entropy(
-        a[0], L.tensor(np.where(T < 0, 3, T)), ignore_index=3, label_smoothing=0.1, reduction=r),
-        [X], [1]),
+    "smooth_l1": (
+        lambda L, a, r: f(L).smooth_l1_loss(a[0], a[1], reduction=r, beta=0.7),
+        [X, Y],
+        [1, 1],
+    ),
+    "smooth_l1 beta=0": (
+        lambda L, a, r: f(L).smooth_l1_loss(a[0], a[1], reduction=r, beta=0.0),
+        [X, Y],
+        [1, 0],
+    ),
+    "huber": (lambda L, a, r: f(L).huber_loss(a[0], a[1], reduction=r, delta=0.6), [X, Y], [1, 1]),
+    "bce weight": (
+        lambda L, a, r: f(L).binary_cross_entropy(
+            a[0].sigmoid(), a[1], weight=L.tensor(W), reduction=r
+        ),
+        [X, P],
+        [1, 1],
+    ),
+    "bce at 0 and 1": (
+        lambda L, a, r: f(L).binary_cross_entropy(a[1], a[0], reduction=r),
+        [P, P.copy()],
+        [0, 1],
+    ),
+    "bce logits": (
+        lambda L, a, r: f(L).binary_cross_entropy_with_logits(a[0] * 30, a[1], reduction=r),
+        [X, P],
+        [1, 1],
+    ),
+    "bce logits weights": (
+        lambda L, a, r: f(L).binary_cross_entropy_with_logits(
+            a[0], a[1], weight=L.tensor(W), pos_weight=L.tensor(W[::-1].copy()), reduction=r
+        ),
+        [X, P],
+        [1, 1],
+    ),
+    "nll weight": (
+        lambda L, a, r: f(L).nll_loss(a[0], L.tensor(T), weight=L.tensor(W), reduction=r),
+        [X],
+        [1],
+    ),
+    "cross_entropy": (lambda L, a, r: f(L).cross_entropy(a[0], L.tensor(T), reduction=r), [X], [1]),
+    "cross_entropy smoothing weight": (
+        lambda L, a, r: f(L).cross_entropy(
+            a[0], L.tensor(T), weight=L.tensor(W), label_smoothing=0.2, reduction=r
+        ),
+        [X],
+        [1],
+    ),
+    "cross_entropy ignore_index": (
+        lambda L, a, r: f(L).cross_entropy(
+            a[0], L.tensor(np.where(T < 0, 3, T)), ignore_index=3, label_smoothing=0.1, reduction=r
+        ),
+        [X],
+        [1],
+    ),
     "kl_div": (lambda L, a, r: f(L).kl_div(a[0], a[1], reduction=r), [X, PROBS], [1, 1]),
-    "kl_div log_target": (lambda L, a, r: f(L).kl_div(a[0], a[1], reduction=r, log_target=True),
-                          [X, Y], [1, 1]),
-    "cosine_embedding": (lambda L, a, r: f(L).cosine_embedding_loss(
-        a[0], a[1], L.tensor(SIGNS), margin=0.1, reduction=r), [X, Y], [1, 1]),
+    "kl_div log_target": (
+        lambda L, a, r: f(L).kl_div(a[0], a[1], reduction=r, log_target=True),
+        [X, Y],
+        [1, 1],
+    ),
+    "cosine_embedding": (
+        lambda L, a, r: f(L).cosine_embedding_loss(
+            a[0], a[1], L.tensor(SIGNS), margin=0.1, reduction=r
+        ),
+        [X, Y],
+        [1, 1],
+    ),
 }
 
 
@@ -97,24 +138,39 @@ def test_loss_matches_torch(name, reduction):
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_cross_entropy_probability_targets(reduction):
     # torch divides a mean by numel / C with a Scalar (DivBackward1); ours is DivBackward0
-    check(lambda L, a: f(L).cross_entropy(a[0], a[1], weight=L.tensor(W), label_smoothing=0.1,
-                                          reduction=reduction), [X, PROBS], [1, 1],
-          same_name=reduction != "mean")
+    check(
+        lambda L, a: f(L).cross_entropy(
+            a[0], a[1], weight=L.tensor(W), label_smoothing=0.1, reduction=reduction
+        ),
+        [X, PROBS],
+        [1, 1],
+        same_name=reduction != "mean",
+    )
 
 
-@pytest.mark.parametrize("shape", [(2, 4, 3), (2, 4, 3, 2), (2, 4, 3, 1, 2)],
-                         ids=["3d", "4d", "5d"])
+@pytest.mark.parametrize(
+    "shape", [(2, 4, 3), (2, 4, 3, 2), (2, 4, 3, 1, 2)], ids=["3d", "4d", "5d"]
+)
 def test_spatial_class_targets(shape):
     """(N, C, d1, ...) inputs: viewed as (N, C, H, W) for NllLoss2DBackward0, as torch."""
     x = R.standard_normal(shape)
     t = R.integers(0, 4, (shape[0],) + shape[2:])
     t.reshape(-1)[0] = -100
     for r in REDUCTIONS:
-        check(lambda L, a, r=r: f(L).cross_entropy(a[0], L.tensor(t), weight=L.tensor(W),
-                                                   label_smoothing=0.3, reduction=r), [x], [1])
+        check(
+            lambda L, a, r=r: f(L).cross_entropy(
+                a[0], L.tensor(t), weight=L.tensor(W), label_smoothing=0.3, reduction=r
+            ),
+            [x],
+            [1],
+        )
         check(lambda L, a, r=r: f(L).nll_loss(a[0], L.tensor(t), reduction=r), [x], [1])
-    check(lambda L, a: f(L).cross_entropy(a[0], a[0].detach().flip(0).softmax(1)), [x], [1],
-          same_name=False)  # torch's mean divides by a Scalar: DivBackward1
+    check(
+        lambda L, a: f(L).cross_entropy(a[0], a[0].detach().flip(0).softmax(1)),
+        [x],
+        [1],
+        same_name=False,
+    )  # torch's mean divides by a Scalar: DivBackward1
 
 
 def test_unbatched_class_target():
@@ -127,8 +183,11 @@ def test_unbatched_class_target():
 def test_weighted_regression_losses(name, reduction):
     # torch divides a weighted mse/l1 mean by the weights' sum, a weighted huber mean by numel
     weight = R.uniform(0.1, 2.0, X.shape)
-    check(lambda L, a: getattr(f(L), name)(a[0], a[1], reduction=reduction,
-                                          weight=L.tensor(weight)), [X, Y], [1, 1])
+    check(
+        lambda L, a: getattr(f(L), name)(a[0], a[1], reduction=reduction, weight=L.tensor(weight)),
+        [X, Y],
+        [1, 1],
+    )
     for lib in (torch, sg):
         with pytest.raises(ValueError, match="Weights and input must have the same size"):
             getattr(f(lib), name)(lib.tensor(X), lib.tensor(Y), weight=lib.ones(4))
@@ -148,11 +207,12 @@ def test_broadcast_target_warns_as_torch():
 
 
 def test_second_derivatives_match_torch():
-    for fn in (lambda L, a: f(L).binary_cross_entropy_with_logits(
-                   a[0], a[1], pos_weight=L.tensor(W)),
-               lambda L, a: f(L).binary_cross_entropy(a[0].sigmoid(), a[1]),
-               lambda L, a: f(L).smooth_l1_loss(a[0] * 2, a[1], beta=0.5),
-               lambda L, a: f(L).huber_loss(a[0], a[1], delta=0.3)):
+    for fn in (
+        lambda L, a: f(L).binary_cross_entropy_with_logits(a[0], a[1], pos_weight=L.tensor(W)),
+        lambda L, a: f(L).binary_cross_entropy(a[0].sigmoid(), a[1]),
+        lambda L, a: f(L).smooth_l1_loss(a[0] * 2, a[1], beta=0.5),
+        lambda L, a: f(L).huber_loss(a[0], a[1], delta=0.3),
+    ):
         outs = []
         for lib in (torch, sg):
             x, y = lib.tensor(X, requires_grad=True), lib.tensor(P, requires_grad=True)
@@ -164,49 +224,107 @@ def test_second_derivatives_match_torch():
 
 
 ERRORS = [
-    (lambda L: f(L).mse_loss(L.zeros(3), L.zeros(3), reduction="avg"), ValueError,
-     "avg is not a valid value for reduction"),
-    (lambda L: f(L).nll_loss(L.zeros(3, 4), L.tensor([0, 1])), ValueError,
-     r"Expected input batch_size \(3\) to match target batch_size \(2\)"),
-    (lambda L: f(L).nll_loss(L.zeros(3, 4), L.tensor([0, 1, 2]), weight=L.ones(3)),
-     RuntimeError, "weight tensor should be defined either for all 4 classes"),
-    (lambda L: f(L).cross_entropy(L.zeros(3, 4), L.tensor([0, -1, 2])), IndexError,
-     "Target -1 is out of bounds."),
-    (lambda L: f(L).cross_entropy(L.zeros(3, 4), L.tensor([0, 4, 2])), IndexError,
-     "Target 4 is out of bounds."),
-    (lambda L: f(L).nll_loss(L.zeros(3, 4), L.tensor([0., 1, 2])), RuntimeError, "Long"),
-    (lambda L: f(L).nll_loss(L.zeros(2, 3, 4), L.zeros(2, 5, dtype=L.int64)), RuntimeError,
-     r"Expected target size \[2, 4\], got \[2, 5\]"),
-    (lambda L: f(L).nll_loss(L.zeros(2, 3, 4), L.zeros(3, 4, dtype=L.int64)), ValueError,
-     r"Expected input batch_size \(2\) to match target batch_size \(3\)"),
-    (lambda L: f(L).nll_loss(L.zeros(2, 3, 4, 5), L.full((2, 4, 5), 7)), IndexError,
-     "Target 7 is out of bounds."),
-    (lambda L: f(L).binary_cross_entropy(L.tensor([0.5, 1.5]), L.zeros(2)), RuntimeError,
-     "all elements of input should be between 0 and 1"),
-    (lambda L: f(L).binary_cross_entropy(L.tensor([0.5, 0.5]), L.zeros(1, 2)), ValueError,
-     "is deprecated. Please ensure they have the same size"),
-    (lambda L: f(L).binary_cross_entropy_with_logits(L.zeros(3, 4), L.zeros(4)), ValueError,
-     "must be the same as input size"),
-    (lambda L: f(L).binary_cross_entropy_with_logits(
-        L.zeros(2), L.zeros(2), pos_weight=L.ones(2, requires_grad=True)), RuntimeError,
-     "not differentiable with respect to argument 'pos_weight'"),
-    (lambda L: f(L).binary_cross_entropy(
-        L.full((2,), 0.5), L.zeros(2), weight=L.ones(2, requires_grad=True)), RuntimeError,
-     "not differentiable with respect to argument 'weight'"),
-    (lambda L: f(L).smooth_l1_loss(L.zeros(2), L.zeros(2), beta=-1.0), RuntimeError,
-     "does not support negative values for beta"),
-    (lambda L: f(L).huber_loss(L.zeros(2), L.zeros(2), delta=0.0), RuntimeError,
-     "does not support non-positive values for delta"),
-    (lambda L: L.linalg.cross(L.zeros(2, 4), L.zeros(2, 4)), RuntimeError,
-     "must have length 3"),
-    (lambda L: L.cdist(L.zeros(3), L.zeros(2, 3)), RuntimeError,
-     "cdist only supports at least 2D tensors, X1 got: 1D"),
-    (lambda L: L.cdist(L.ones(2, 3, dtype=L.int64), L.ones(2, 3)), RuntimeError,
-     "cdist only supports floating-point dtypes, X1 got: Long"),
-    (lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3), p=-1.0), RuntimeError,
-     "cdist only supports non-negative p values"),
-    (lambda L: L.cdist(L.zeros(2, 3), L.zeros(2, 4)), RuntimeError,
-     "X1 and X2 must have the same number of columns"),
+    (
+        lambda L: f(L).mse_loss(L.zeros(3), L.zeros(3), reduction="avg"),
+        ValueError,
+        "avg is not a valid value for reduction",
+    ),
+    (
+        lambda L: f(L).nll_loss(L.zeros(3, 4), L.tensor([0, 1])),
+        ValueError,
+        r"Expected input batch_size \(3\) to match target batch_size \(2\)",
+    ),
+    (
+        lambda L: f(L).nll_loss(L.zeros(3, 4), L.tensor([0, 1, 2]), weight=L.ones(3)),
+        RuntimeError,
+        "weight tensor should be defined either for all 4 classes",
+    ),
+    (
+        lambda L: f(L).cross_entropy(L.zeros(3, 4), L.tensor([0, -1, 2])),
+        IndexError,
+        "Target -1 is out of bounds.",
+    ),
+    (
+        lambda L: f(L).cross_entropy(L.zeros(3, 4), L.tensor([0, 4, 2])),
+        IndexError,
+        "Target 4 is out of bounds.",
+    ),
+    (lambda L: f(L).nll_loss(L.zeros(3, 4), L.tensor([0.0, 1, 2])), RuntimeError, "Long"),
+    (
+        lambda L: f(L).nll_loss(L.zeros(2, 3, 4), L.zeros(2, 5, dtype=L.int64)),
+        RuntimeError,
+        r"Expected target size \[2, 4\], got \[2, 5\]",
+    ),
+    (
+        lambda L: f(L).nll_loss(L.zeros(2, 3, 4), L.zeros(3, 4, dtype=L.int64)),
+        ValueError,
+        r"Expected input batch_size \(2\) to match target batch_size \(3\)",
+    ),
+    (
+        lambda L: f(L).nll_loss(L.zeros(2, 3, 4, 5), L.full((2, 4, 5), 7)),
+        IndexError,
+        "Target 7 is out of bounds.",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([0.5, 1.5]), L.zeros(2)),
+        RuntimeError,
+        "all elements of input should be between 0 and 1",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([0.5, 0.5]), L.zeros(1, 2)),
+        ValueError,
+        "is deprecated. Please ensure they have the same size",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy_with_logits(L.zeros(3, 4), L.zeros(4)),
+        ValueError,
+        "must be the same as input size",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy_with_logits(
+            L.zeros(2), L.zeros(2), pos_weight=L.ones(2, requires_grad=True)
+        ),
+        RuntimeError,
+        "not differentiable with respect to argument 'pos_weight'",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(
+            L.full((2,), 0.5), L.zeros(2), weight=L.ones(2, requires_grad=True)
+        ),
+        RuntimeError,
+        "not differentiable with respect to argument 'weight'",
+    ),
+    (
+        lambda L: f(L).smooth_l1_loss(L.zeros(2), L.zeros(2), beta=-1.0),
+        RuntimeError,
+        "does not support negative values for beta",
+    ),
+    (
+        lambda L: f(L).huber_loss(L.zeros(2), L.zeros(2), delta=0.0),
+        RuntimeError,
+        "does not support non-positive values for delta",
+    ),
+    (lambda L: L.linalg.cross(L.zeros(2, 4), L.zeros(2, 4)), RuntimeError, "must have length 3"),
+    (
+        lambda L: L.cdist(L.zeros(3), L.zeros(2, 3)),
+        RuntimeError,
+        "cdist only supports at least 2D tensors, X1 got: 1D",
+    ),
+    (
+        lambda L: L.cdist(L.ones(2, 3, dtype=L.int64), L.ones(2, 3)),
+        RuntimeError,
+        "cdist only supports floating-point dtypes, X1 got: Long",
+    ),
+    (
+        lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3), p=-1.0),
+        RuntimeError,
+        "cdist only supports non-negative p values",
+    ),
+    (
+        lambda L: L.cdist(L.zeros(2, 3), L.zeros(2, 4)),
+        RuntimeError,
+        "X1 and X2 must have the same number of columns",
+    ),
 ]
 
 
@@ -219,10 +337,15 @@ def test_errors_match_torch(i):
 
 
 MODULES = [
-    ("L1Loss", {}, 2), ("MSELoss", {"reduction": "sum"}, 2), ("SmoothL1Loss", {"beta": 0.5}, 2),
-    ("HuberLoss", {"delta": 0.5}, 2), ("NLLLoss", {"weight": W}, 1),
-    ("CrossEntropyLoss", {"weight": W, "label_smoothing": 0.1}, 1), ("BCELoss", {"weight": W}, 2),
-    ("BCEWithLogitsLoss", {"pos_weight": W}, 2), ("KLDivLoss", {"reduction": "batchmean"}, 2),
+    ("L1Loss", {}, 2),
+    ("MSELoss", {"reduction": "sum"}, 2),
+    ("SmoothL1Loss", {"beta": 0.5}, 2),
+    ("HuberLoss", {"delta": 0.5}, 2),
+    ("NLLLoss", {"weight": W}, 1),
+    ("CrossEntropyLoss", {"weight": W, "label_smoothing": 0.1}, 1),
+    ("BCELoss", {"weight": W}, 2),
+    ("BCEWithLogitsLoss", {"pos_weight": W}, 2),
+    ("KLDivLoss", {"reduction": "batchmean"}, 2),
     ("CosineEmbeddingLoss", {"margin": 0.2}, 3),
 ]
 
@@ -230,18 +353,28 @@ MODULES = [
 @pytest.mark.parametrize("name,kwargs,n_in", MODULES, ids=[m[0] for m in MODULES])
 def test_loss_modules_match_torch(name, kwargs, n_in):
     def make(lib):
-        return getattr(lib.nn, name)(**{k: lib.tensor(v) if isinstance(v, np.ndarray) else v
-                                        for k, v in kwargs.items()})
+        return getattr(lib.nn, name)(
+            **{k: lib.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        )
+
     mt, ms = make(torch), make(sg)
     assert repr(ms) == repr(mt)
     assert list(ms.state_dict()) == list(mt.state_dict())
     assert ms.reduction == mt.reduction
-    inputs = {1: ([X], lambda L: [L.tensor(T)]), 2: ([X, P], lambda L: []),
-              3: ([X, Y], lambda L: [L.tensor(SIGNS)])}[n_in]
+    inputs = {
+        1: ([X], lambda L: [L.tensor(T)]),
+        2: ([X, P], lambda L: []),
+        3: ([X, Y], lambda L: [L.tensor(SIGNS)]),
+    }[n_in]
     arrays, extra = inputs
     squash = name == "BCELoss"
-    check(lambda L, a: (mt if L is torch else ms)(
-        *([a[0].sigmoid()] + a[1:] if squash else a), *extra(L)), arrays, [1] * len(arrays))
+    check(
+        lambda L, a: (mt if L is torch else ms)(
+            *([a[0].sigmoid()] + a[1:] if squash else a), *extra(L)
+        ),
+        arrays,
+        [1] * len(arrays),
+    )
 
 
 def test_legacy_module_flags_warn_and_fold():

@@ -5,6 +5,7 @@ are copied across through state_dict, and everything a user can observe is
 compared: forward values, every parameter's gradient, grad_fn names, reprs,
 state_dict keys, load_state_dict results and errors, hook order, modes.
 """
+
 from collections import OrderedDict
 
 import numpy as np
@@ -26,8 +27,9 @@ def build(lib):
     class Net(tnn.Module):
         def __init__(self):
             super().__init__()
-            self.body = tnn.Sequential(tnn.Linear(4, 8), tnn.GELU(), tnn.LayerNorm(8),
-                                       tnn.Linear(8, 8), tnn.Tanh())
+            self.body = tnn.Sequential(
+                tnn.Linear(4, 8), tnn.GELU(), tnn.LayerNorm(8), tnn.Linear(8, 8), tnn.Tanh()
+            )
             self.emb = tnn.Embedding(10, 4, padding_idx=0)
             self.heads = tnn.ModuleDict({"a": tnn.Linear(8, 3), "b": tnn.Linear(8, 3, bias=False)})
             self.extra = tnn.ParameterList([tnn.Parameter(lib.ones(3))])
@@ -43,8 +45,9 @@ def build(lib):
 
 def copy_weights(src, dst):
     """torch module -> sourcegrad module, through state_dict and numpy."""
-    result = dst.load_state_dict({k: sg.tensor(v.detach().numpy().copy())
-                                  for k, v in src.state_dict().items()})
+    result = dst.load_state_dict(
+        {k: sg.tensor(v.detach().numpy().copy()) for k, v in src.state_dict().items()}
+    )
     assert repr(result) == "<All keys matched successfully>"
 
 
@@ -72,11 +75,10 @@ def test_network_forward_backward_repr_and_names_match_torch(torch):
     yt = t_net(torch.tensor(idx), torch.tensor(x))
     ys = s_net(sg.tensor(idx), sg.tensor(x))
     np.testing.assert_allclose(_np(ys), _np(yt), rtol=1e-5, atol=1e-6)
-    (yt ** 2).sum().backward()
-    (ys ** 2).sum().backward()
+    (yt**2).sum().backward()
+    (ys**2).sum().backward()
     for (name, a), b in zip(t_net.named_parameters(), s_net.parameters()):
-        np.testing.assert_allclose(_np(b.grad), _np(a.grad), rtol=1e-4, atol=1e-6,
-                                   err_msg=name)
+        np.testing.assert_allclose(_np(b.grad), _np(a.grad), rtol=1e-4, atol=1e-6, err_msg=name)
     # the padding row of the embedding gets no gradient, as in torch
     assert not s_net.emb.weight.grad[0].numpy().any()
 
@@ -107,18 +109,24 @@ def test_load_state_dict_errors_are_torchs(torch):
     t_sd = {k: v.clone() for k, v in t_net.state_dict().items()}
     s_sd = {k: sg.tensor(v.numpy().copy()) for k, v in t_sd.items()}
     # missing and unexpected keys
-    for drop, add in [("body.0.bias", None), (None, "bogus"), ("heads.a.weight", "heads.c.x"),
-                      (None, "body.9.weight")]:
+    for drop, add in [
+        ("body.0.bias", None),
+        (None, "bogus"),
+        ("heads.a.weight", "heads.c.x"),
+        (None, "body.9.weight"),
+    ]:
         t_bad, s_bad = dict(t_sd), dict(s_sd)
         if drop:
             del t_bad[drop], s_bad[drop]
         if add:
             t_bad[add] = torch.zeros(1)
             s_bad[add] = sg.zeros(1)
-        assert _error(lambda: s_net.load_state_dict(s_bad)) == \
-            _error(lambda: t_net.load_state_dict(t_bad))
-        assert repr(s_net.load_state_dict(s_bad, strict=False)) == \
-            repr(t_net.load_state_dict(t_bad, strict=False))
+        assert _error(lambda: s_net.load_state_dict(s_bad)) == _error(
+            lambda: t_net.load_state_dict(t_bad)
+        )
+        assert repr(s_net.load_state_dict(s_bad, strict=False)) == repr(
+            t_net.load_state_dict(t_bad, strict=False)
+        )
     # size mismatch (raised even with strict=False)
     t_bad, s_bad = dict(t_sd), dict(s_sd)
     t_bad["body.3.weight"] = torch.zeros(8, 7)
@@ -126,10 +134,10 @@ def test_load_state_dict_errors_are_torchs(torch):
     t_bad["scale"] = torch.zeros(2)
     s_bad["scale"] = sg.zeros(2)
     for strict in (True, False):
-        assert _error(lambda: s_net.load_state_dict(s_bad, strict=strict)) == \
-            _error(lambda: t_net.load_state_dict(t_bad, strict=strict))
-    assert _error(lambda: s_net.load_state_dict([1])) == \
-        _error(lambda: t_net.load_state_dict([1]))
+        assert _error(lambda: s_net.load_state_dict(s_bad, strict=strict)) == _error(
+            lambda: t_net.load_state_dict(t_bad, strict=strict)
+        )
+    assert _error(lambda: s_net.load_state_dict([1])) == _error(lambda: t_net.load_state_dict([1]))
 
 
 def test_load_state_dict_copies_in_place_and_keeps_the_parameters():
@@ -154,8 +162,7 @@ def test_registration_rules_and_messages(torch):
         out.append(_error(lambda: m.register_buffer("", lib.zeros(1))))
         out.append(_error(lambda: m.register_buffer("x", 3)))
         out.append(_error(lambda: m.register_parameter("p", lib.zeros(1))))
-        out.append(_error(lambda: m.register_parameter(
-            "q", lib.nn.Parameter(lib.zeros(1)) * 2)))
+        out.append(_error(lambda: m.register_parameter("q", lib.nn.Parameter(lib.zeros(1)) * 2)))
         out.append(_error(lambda: m.add_module("m", 3)))
         out.append(_error(lambda: m.add_module("a.b", lib.nn.ReLU())))
         out.append(_error(lambda: getattr(m, "nothing")))
@@ -205,8 +212,7 @@ def test_shared_parameters_are_listed_once(torch):
         assert [n for n, _ in seq.named_modules()] == ["", "0", "1"]
         assert list(seq.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
         assert [n for n, _ in seq.named_parameters(prefix="net", recurse=False)] == []
-        assert [n for n, _ in seq[0].named_parameters(prefix="net")] == ["net.weight",
-                                                                          "net.bias"]
+        assert [n for n, _ in seq[0].named_parameters(prefix="net")] == ["net.weight", "net.bias"]
 
 
 def test_hooks_run_in_torchs_order_and_can_replace_values(torch):
@@ -221,12 +227,11 @@ def test_hooks_run_in_torchs_order_and_can_replace_values(torch):
         lin.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
         lin.register_forward_pre_hook(lambda m, args: log.append("pre0"), prepend=True)
         lin.register_forward_pre_hook(
-            lambda m, args, kwargs: log.append(("prek", sorted(kwargs))) or None,
-            with_kwargs=True)
+            lambda m, args, kwargs: log.append(("prek", sorted(kwargs))) or None, with_kwargs=True
+        )
         h2 = lin.register_forward_hook(lambda m, args, out: log.append(("fwd", out.tolist())))
         lin.register_forward_hook(lambda m, args, out: out + 1)
-        lin.register_forward_hook(lambda m, args, kwargs, out: log.append("fwdk"),
-                                  with_kwargs=True)
+        lin.register_forward_hook(lambda m, args, kwargs, out: log.append("fwdk"), with_kwargs=True)
         y = lin(lib.tensor([[1.0, 2.0]]))
         log.append(y.tolist())
         h1.remove()
@@ -254,8 +259,9 @@ def test_train_eval_and_dropout(torch):
     assert abs((y == 0).mean() - 0.5) < 0.03
     with pytest.raises(ValueError, match="training mode is expected to be boolean"):
         net.train("yes")
-    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but "
-                                         "got 1.5"):
+    with pytest.raises(
+        ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"
+    ):
         nn.Dropout(1.5)
     assert repr(nn.Dropout(0.2, inplace=True)) == repr(torch.nn.Dropout(0.2, inplace=True))
     # the gradient of dropout is the mask, scaled
@@ -312,6 +318,7 @@ def test_forward_not_implemented_and_init_arguments(torch):
 def test_attribute_before_init_is_refused(torch):
     results = []
     for lib in (torch, sg):
+
         class Early(lib.nn.Module):
             def __init__(self):
                 self.w = lib.nn.Parameter(lib.zeros(1))
@@ -321,6 +328,7 @@ def test_attribute_before_init_is_refused(torch):
 
 
 # --- containers ---------------------------------------------------------------------------------
+
 
 def test_sequential_indexing_slicing_and_editing(torch):
     reprs = []
@@ -348,11 +356,26 @@ def test_sequential_indexing_slicing_and_editing(torch):
 
 
 def test_sequential_forward_and_grad_fn_names(torch):
-    t_seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 4),
-                                torch.nn.Sigmoid(), torch.nn.Linear(4, 2), torch.nn.Tanh(),
-                                torch.nn.Linear(2, 2), torch.nn.Softmax(dim=1))
-    s_seq = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 4), nn.Sigmoid(),
-                          nn.Linear(4, 2), nn.Tanh(), nn.Linear(2, 2), nn.Softmax(dim=1))
+    t_seq = torch.nn.Sequential(
+        torch.nn.Linear(3, 4),
+        torch.nn.ReLU(),
+        torch.nn.Linear(4, 4),
+        torch.nn.Sigmoid(),
+        torch.nn.Linear(4, 2),
+        torch.nn.Tanh(),
+        torch.nn.Linear(2, 2),
+        torch.nn.Softmax(dim=1),
+    )
+    s_seq = nn.Sequential(
+        nn.Linear(3, 4),
+        nn.ReLU(),
+        nn.Linear(4, 4),
+        nn.Sigmoid(),
+        nn.Linear(4, 2),
+        nn.Tanh(),
+        nn.Linear(2, 2),
+        nn.Softmax(dim=1),
+    )
     copy_weights(t_seq, s_seq)
     x = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
     yt, ys = t_seq(torch.tensor(x)), s_seq(sg.tensor(x))
@@ -362,8 +385,11 @@ def test_sequential_forward_and_grad_fn_names(torch):
         out = []
         while fn is not None and depth:
             out.append(fn.name())
-            nxt = [f for f, _ in fn.next_functions if f is not None and
-                   "AccumulateGrad" not in f.name()]
+            nxt = [
+                f
+                for f, _ in fn.next_functions
+                if f is not None and "AccumulateGrad" not in f.name()
+            ]
             fn = nxt[-1] if nxt else None
             depth -= 1
         return out
@@ -372,8 +398,7 @@ def test_sequential_forward_and_grad_fn_names(torch):
     (yt[:, 0] * torch.arange(5.0)).sum().backward()
     (ys[:, 0] * sg.arange(5.0)).sum().backward()
     for (name, a), b in zip(t_seq.named_parameters(), s_seq.parameters()):
-        np.testing.assert_allclose(_np(b.grad), _np(a.grad), rtol=1e-4, atol=1e-7,
-                                   err_msg=name)
+        np.testing.assert_allclose(_np(b.grad), _np(a.grad), rtol=1e-4, atol=1e-7, err_msg=name)
 
 
 def test_module_list_and_dict(torch):
@@ -405,12 +430,22 @@ def test_parameter_list_and_dict(torch):
         tnn = lib.nn
         pl = tnn.ParameterList([tnn.Parameter(lib.ones(2)), lib.zeros(3, 4)])
         pl.append(lib.ones(1, dtype=lib.float64))
-        out = [repr(pl), len(pl), [n for n, _ in pl.named_parameters()],
-               isinstance(pl[1], tnn.Parameter), repr(pl[0:2])]
+        out = [
+            repr(pl),
+            len(pl),
+            [n for n, _ in pl.named_parameters()],
+            isinstance(pl[1], tnn.Parameter),
+            repr(pl[0:2]),
+        ]
         pd = tnn.ParameterDict({"w": lib.ones(2), "a": tnn.Parameter(lib.zeros(1))})
         pd["z"] = lib.ones(2, 2)
-        out += [repr(pd), list(pd.keys()), [n for n, _ in pd.named_parameters()], "w" in pd,
-                isinstance(pd["w"], tnn.Parameter)]
+        out += [
+            repr(pd),
+            list(pd.keys()),
+            [n for n, _ in pd.named_parameters()],
+            "w" in pd,
+            isinstance(pd["w"], tnn.Parameter),
+        ]
         pd.pop("w")
         out.append(list(pd))
         out.append(_error(lambda: pl(1)))
@@ -425,10 +460,16 @@ def test_micro_training_loop_matches_torch(torch):
     y = rng.integers(0, 3, 16)
     losses = []
     torch.manual_seed(0)
-    t_net = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16),
-                                torch.nn.Tanh(), torch.nn.Linear(16, 3))
-    s_net = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(),
-                          nn.Linear(16, 3))
+    t_net = torch.nn.Sequential(
+        torch.nn.Linear(5, 16),
+        torch.nn.ReLU(),
+        torch.nn.Linear(16, 16),
+        torch.nn.Tanh(),
+        torch.nn.Linear(16, 3),
+    )
+    s_net = nn.Sequential(
+        nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3)
+    )
     copy_weights(t_net, s_net)
     for lib, net in ((torch, t_net), (sg, s_net)):
         opt = lib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
@@ -450,6 +491,7 @@ def test_micro_training_loop_matches_torch(torch):
 def test_custom_extra_repr_and_nesting_print_as_torch(torch):
     reprs = []
     for lib in (torch, sg):
+
         class Block(lib.nn.Module):
             def __init__(self, k):
                 super().__init__()
@@ -472,6 +514,7 @@ def test_custom_extra_repr_and_nesting_print_as_torch(torch):
 def test_deepcopy_and_pickle_give_independent_modules():
     import copy
     import pickle
+
     net = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
     net.register_buffer("b", sg.ones(1), persistent=False)
     for clone in (copy.deepcopy(net), pickle.loads(pickle.dumps(net))):
@@ -487,6 +530,7 @@ def test_deepcopy_and_pickle_give_independent_modules():
 
 def _backward_hook_log(lib):
     import warnings
+
     log = []
     lin = lib.nn.Linear(3, 2)
     with lib.no_grad():
@@ -498,8 +542,9 @@ def _backward_hook_log(lib):
         return (go[0] * 3,)
 
     def post(m, gi, go):
-        log.append(("post", [g.tolist() if g is not None else None for g in gi],
-                    [g.tolist() for g in go]))
+        log.append(
+            ("post", [g.tolist() if g is not None else None for g in gi], [g.tolist() for g in go])
+        )
         return (gi[0] * 2,) if gi[0] is not None else None
 
     lin.register_full_backward_pre_hook(pre)
@@ -535,8 +580,7 @@ def test_always_call_forward_hook_runs_when_forward_raises(torch):
                 raise ValueError("boom")
 
         m = Boom()
-        m.register_forward_hook(lambda mod, a, out: log.append(("always", out)),
-                                always_call=True)
+        m.register_forward_hook(lambda mod, a, out: log.append(("always", out)), always_call=True)
         m.register_forward_hook(lambda mod, a, out: log.append("normal"))
         with pytest.raises(ValueError, match="boom"):
             m(lib.ones(1))
@@ -551,9 +595,15 @@ def test_buffer_assignment_registers_a_buffer(torch):
         m.a = lib.nn.Buffer(lib.ones(2), persistent=False)
         m.b = lib.nn.Buffer(lib.zeros(1))
         m.c = lib.ones(1)  # a plain tensor is a plain attribute
-        outs.append([list(m.state_dict()), [n for n, _ in m.named_buffers()],
-                     isinstance(m.a, lib.nn.Buffer), isinstance(lib.ones(1), lib.nn.Buffer),
-                     type(m.a) is lib.Tensor])
+        outs.append(
+            [
+                list(m.state_dict()),
+                [n for n, _ in m.named_buffers()],
+                isinstance(m.a, lib.nn.Buffer),
+                isinstance(lib.ones(1), lib.nn.Buffer),
+                type(m.a) is lib.Tensor,
+            ]
+        )
     assert outs[0] == outs[1]
 
 

@@ -4,6 +4,7 @@ torch's weights are copied in through state_dict; outputs, final states and the
 gradients wrt the input, the initial states and every parameter must agree to
 ~1e-10. Also: parameter names and order, reprs, init bounds, errors.
 """
+
 import itertools
 import warnings
 
@@ -18,8 +19,9 @@ R = np.random.default_rng(3)
 
 
 def copy_weights(src, dst):
-    dst.load_state_dict({k: sg.tensor(v.detach().numpy().copy())
-                         for k, v in src.state_dict().items()})
+    dst.load_state_dict(
+        {k: sg.tensor(v.detach().numpy().copy()) for k, v in src.state_dict().items()}
+    )
 
 
 def run(lib, module, x, state):
@@ -31,8 +33,9 @@ def run(lib, module, x, state):
         args.append(tuple(states) if len(states) == 2 else states[0])
     out, hidden = module(*args)
     outs = [out] + (list(hidden) if isinstance(hidden, tuple) else [hidden])
-    total = sum((o * lib.tensor(np.cos(np.arange(o.numel())).reshape(tuple(o.shape)))).sum()
-                for o in outs)
+    total = sum(
+        (o * lib.tensor(np.cos(np.arange(o.numel())).reshape(tuple(o.shape)))).sum() for o in outs
+    )
     total.backward()
     grads = [xt.grad] + [s.grad for s in states or []] + [p.grad for p in module.parameters()]
     return [o.detach().numpy() for o in outs], [g.numpy() for g in grads]
@@ -54,8 +57,11 @@ def compare(make, x, state=None, train=False):
 GRID = list(itertools.product(["RNN", "LSTM", "GRU"], [1, 2], [False, True], [False, True]))
 
 
-@pytest.mark.parametrize("cls,layers,bidirectional,batch_first", GRID,
-                         ids=[f"{c}-{n}-bi{b}-bf{f}" for c, n, b, f in GRID])
+@pytest.mark.parametrize(
+    "cls,layers,bidirectional,batch_first",
+    GRID,
+    ids=[f"{c}-{n}-bi{b}-bf{f}" for c, n, b, f in GRID],
+)
 def test_recurrent_layers_match_torch(cls, layers, bidirectional, batch_first):
     kw = {"num_layers": layers, "bidirectional": bidirectional, "batch_first": batch_first}
     d = 2 if bidirectional else 1
@@ -81,8 +87,7 @@ def test_relu_rnn_and_lstm_projections():
     compare(lambda lib: lib.nn.RNN(3, 4, 2, nonlinearity="relu"), x)
     compare(lambda lib: lib.nn.RNN(3, 4, 1, "relu", True, True), x.transpose(1, 0, 2))
     state = (R.standard_normal((4, 2, 2)), R.standard_normal((4, 2, 4)))
-    compare(lambda lib: lib.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2), x,
-            state)
+    compare(lambda lib: lib.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2), x, state)
 
 
 @pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
@@ -91,8 +96,7 @@ def test_dropout_between_layers(cls):
     # p = 1 zeroes the first layer's output, deterministically: the second layer sees zeros
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compare(lambda lib: getattr(lib.nn, cls)(3, 4, num_layers=2, dropout=1.0), x,
-                train=True)
+        compare(lambda lib: getattr(lib.nn, cls)(3, 4, num_layers=2, dropout=1.0), x, train=True)
         # eval mode ignores dropout
         compare(lambda lib: getattr(lib.nn, cls)(3, 4, num_layers=2, dropout=0.5), x)
     m = getattr(sg.nn, cls)(3, 4, num_layers=2, dropout=0.5).double()
@@ -101,15 +105,21 @@ def test_dropout_between_layers(cls):
     assert not np.allclose(out_train.detach().numpy(), out_eval.detach().numpy())
 
 
-CELLS = [("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu", "bias": False}),
-         ("LSTMCell", {}), ("LSTMCell", {"bias": False}), ("GRUCell", {}),
-         ("GRUCell", {"bias": False})]
+CELLS = [
+    ("RNNCell", {}),
+    ("RNNCell", {"nonlinearity": "relu", "bias": False}),
+    ("LSTMCell", {}),
+    ("LSTMCell", {"bias": False}),
+    ("GRUCell", {}),
+    ("GRUCell", {"bias": False}),
+]
 
 
 @pytest.mark.parametrize("cls,kw", CELLS, ids=[f"{c}-{k}" for c, k in CELLS])
 def test_cells_match_torch(cls, kw):
     def make(lib):
         return getattr(lib.nn, cls)(3, 4, **kw).double()
+
     for batch in ((2,), ()):
         x = R.standard_normal(batch + (3,))
         h = R.standard_normal(batch + (4,))
@@ -126,9 +136,12 @@ def test_cells_match_torch(cls, kw):
                 out = m(xt, *arg)
                 outs = list(out) if isinstance(out, tuple) else [out]
                 sum((o * (i + 1.5)).sum() for i, o in enumerate(outs)).backward()
-                res.append([o.detach().numpy() for o in outs] + [xt.grad.numpy()] +
-                           [s.grad.numpy() for s in sts] + [p.grad.numpy()
-                                                            for p in m.parameters()])
+                res.append(
+                    [o.detach().numpy() for o in outs]
+                    + [xt.grad.numpy()]
+                    + [s.grad.numpy() for s in sts]
+                    + [p.grad.numpy() for p in m.parameters()]
+                )
             for a, b in zip(res[1], res[0]):
                 np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
@@ -143,8 +156,9 @@ def test_parameter_names_shapes_and_init():
         assert tuple(b.shape) == tuple(a.shape), name
         assert np.abs(b.detach().numpy()).max() <= 1 / np.sqrt(5)
         assert b.dtype == sg.float32
-    assert [[tuple(w.shape) for w in ws] for ws in ms.all_weights] == \
-        [[tuple(w.shape) for w in ws] for ws in mt.all_weights]
+    assert [[tuple(w.shape) for w in ws] for ws in ms.all_weights] == [
+        [tuple(w.shape) for w in ws] for ws in mt.all_weights
+    ]
     assert ms._flat_weights_names == mt._flat_weights_names
     values = np.concatenate([p.detach().numpy().ravel() for p in ms.parameters()])
     assert values.std() > 0.5 / np.sqrt(5)  # uniform on +-1/sqrt(5): std 0.258, not constant
@@ -157,24 +171,47 @@ ERRORS = [
     (lambda L: L.nn.RNN(3, 4, nonlinearity="sigmoid"), ValueError, "Unknown nonlinearity"),
     (lambda L: L.nn.RNN(3, 0), ValueError, "hidden_size must be greater than zero"),
     (lambda L: L.nn.LSTM(3, 4, bias=1), TypeError, "bias should be of type bool"),
-    (lambda L: L.nn.RNN(3, 4)(L.zeros(5)), ValueError,
-     "RNN: Expected input to be 2D or 3D, got 1D tensor instead"),
-    (lambda L: L.nn.GRU(3, 4)(L.zeros(2, 5, 2)), RuntimeError,
-     "input.size\\(-1\\) must be equal to input_size. Expected 3, got 2"),
-    (lambda L: L.nn.GRU(3, 4)(L.zeros(5, 2, 3), L.zeros(1, 3, 4)), RuntimeError,
-     r"Expected hidden size \(1, 2, 4\), got \[1, 3, 4\]"),
-    (lambda L: L.nn.RNN(3, 4)(L.zeros(5, 3), L.zeros(1, 1, 4)), RuntimeError,
-     "For unbatched 2-D input, hx should also be 2-D but got 3-D tensor"),
-    (lambda L: L.nn.LSTM(3, 4)(L.zeros(5, 2, 3), (L.zeros(1, 2, 4), L.zeros(1, 2, 5))),
-     RuntimeError, r"Expected hidden\[1\] size \(1, 2, 4\), got \[1, 2, 5\]"),
-    (lambda L: L.nn.LSTM(3, 4)(L.zeros(5, 2, 3), (L.zeros(2, 4), L.zeros(2, 4))),
-     RuntimeError, "For batched 3-D input, hx and cx should also be 3-D"),
-    (lambda L: L.nn.LSTM(3, 4)(L.zeros(5, 2, 3, dtype=L.float64)), ValueError,
-     "RNN input dtype"),
-    (lambda L: L.nn.GRUCell(3, 4)(L.zeros(2, 2, 3)), ValueError,
-     "GRUCell: Expected input to be 1D or 2D, got 3D instead"),
-    (lambda L: L.nn.LSTMCell(3, 4)(L.zeros(2, 3), (L.zeros(2, 4), L.zeros(1, 2, 4))),
-     ValueError, r"LSTMCell: Expected hx\[1\] to be 1D or 2D, got 3D instead"),
+    (
+        lambda L: L.nn.RNN(3, 4)(L.zeros(5)),
+        ValueError,
+        "RNN: Expected input to be 2D or 3D, got 1D tensor instead",
+    ),
+    (
+        lambda L: L.nn.GRU(3, 4)(L.zeros(2, 5, 2)),
+        RuntimeError,
+        "input.size\\(-1\\) must be equal to input_size. Expected 3, got 2",
+    ),
+    (
+        lambda L: L.nn.GRU(3, 4)(L.zeros(5, 2, 3), L.zeros(1, 3, 4)),
+        RuntimeError,
+        r"Expected hidden size \(1, 2, 4\), got \[1, 3, 4\]",
+    ),
+    (
+        lambda L: L.nn.RNN(3, 4)(L.zeros(5, 3), L.zeros(1, 1, 4)),
+        RuntimeError,
+        "For unbatched 2-D input, hx should also be 2-D but got 3-D tensor",
+    ),
+    (
+        lambda L: L.nn.LSTM(3, 4)(L.zeros(5, 2, 3), (L.zeros(1, 2, 4), L.zeros(1, 2, 5))),
+        RuntimeError,
+        r"Expected hidden\[1\] size \(1, 2, 4\), got \[1, 2, 5\]",
+    ),
+    (
+        lambda L: L.nn.LSTM(3, 4)(L.zeros(5, 2, 3), (L.zeros(2, 4), L.zeros(2, 4))),
+        RuntimeError,
+        "For batched 3-D input, hx and cx should also be 3-D",
+    ),
+    (lambda L: L.nn.LSTM(3, 4)(L.zeros(5, 2, 3, dtype=L.float64)), ValueError, "RNN input dtype"),
+    (
+        lambda L: L.nn.GRUCell(3, 4)(L.zeros(2, 2, 3)),
+        ValueError,
+        "GRUCell: Expected input to be 1D or 2D, got 3D instead",
+    ),
+    (
+        lambda L: L.nn.LSTMCell(3, 4)(L.zeros(2, 3), (L.zeros(2, 4), L.zeros(1, 2, 4))),
+        ValueError,
+        r"LSTMCell: Expected hx\[1\] to be 1D or 2D, got 3D instead",
+    ),
 ]
 
 
@@ -194,6 +231,7 @@ def test_dropout_with_one_layer_warns():
 
 def test_char_lstm_training_steps_match_torch():
     """Embedding -> 2-layer LSTM -> Linear -> CrossEntropyLoss, three Adam steps, as in torch."""
+
     def make(lib):
         class CharLSTM(lib.nn.Module):
             def __init__(self):
@@ -205,6 +243,7 @@ def test_char_lstm_training_steps_match_torch():
             def forward(self, x, state=None):
                 out, state = self.lstm(self.embed(x), state)
                 return self.head(out), state
+
         return CharLSTM().double()
 
     mt, ms = make(torch), make(sg)

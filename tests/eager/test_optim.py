@@ -4,6 +4,7 @@ Both libraries start from the same float64 values and are fed the same gradients
 (computed with numpy from the current parameter values), so their iterates must
 agree to rounding over 20 steps.
 """
+
 import copy
 import math
 import warnings
@@ -24,8 +25,7 @@ TARGET = RNG.normal(size=(3, 2))
 def _loss_and_grads(w, b):
     """A bounded non-quadratic objective: sum(logcosh(w - T)) + |b - 0.3|^2/2 + coupling."""
     c = 0.1 * np.sin(b).sum()
-    loss = (np.log(np.cosh(w - TARGET)).sum() + 0.5 * ((b - 0.3) ** 2).sum()
-            + np.tanh(w).sum() * c)
+    loss = np.log(np.cosh(w - TARGET)).sum() + 0.5 * ((b - 0.3) ** 2).sum() + np.tanh(w).sum() * c
     gw = np.tanh(w - TARGET) + (1 - np.tanh(w) ** 2) * c
     gb = (b - 0.3) + 0.1 * np.cos(b) * np.tanh(w).sum()
     return loss, gw, gb
@@ -44,8 +44,11 @@ def _set_grads(lib, params):
 
 def _run(lib, name, kwargs, steps=20, groups=None):
     params = _params(lib)
-    spec = params if groups is None else [{"params": [params[0]], **groups[0]},
-                                          {"params": [params[1]], **groups[1]}]
+    spec = (
+        params
+        if groups is None
+        else [{"params": [params[0]], **groups[0]}, {"params": [params[1]], **groups[1]}]
+    )
     opt = getattr(lib.optim, name)(spec, **kwargs)
     for _ in range(steps):
         opt.zero_grad()
@@ -83,7 +86,7 @@ def test_iterates_match_torch(name, kwargs):
     theirs, topt = _run(torch, name, kwargs)
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
-    assert not np.allclose(ours[0], W0)           # the parameters did move
+    assert not np.allclose(ours[0], W0)  # the parameters did move
     sd, tsd = opt.state_dict(), topt.state_dict()
     assert sd["param_groups"] == tsd["param_groups"]
     assert sd["state"].keys() == tsd["state"].keys()
@@ -122,8 +125,9 @@ def test_adagrad_state_for_a_group_added_later():
     opt.step()
     assert opt.state[q]["step"].item() == 1.0
     g = _loss_and_grads(W0, B0)[2]
-    np.testing.assert_allclose(q.detach().numpy(), B0 - 0.1 * g / (np.sqrt(0.5 + g * g) + 1e-10),
-                               rtol=1e-14)
+    np.testing.assert_allclose(
+        q.detach().numpy(), B0 - 0.1 * g / (np.sqrt(0.5 + g * g) + 1e-10), rtol=1e-14
+    )
 
 
 def _error(fn):
@@ -136,24 +140,31 @@ def _error(fn):
     return None
 
 
-@pytest.mark.parametrize("make", [
-    lambda lib: lib.optim.SGD(np.zeros(3), lr=0.1),
-    lambda lib: lib.optim.SGD(5, lr=0.1),
-    lambda lib: lib.optim.SGD(lib.zeros(3, requires_grad=True), lr=0.1),
-    lambda lib: lib.optim.SGD([], lr=0.1),
-    lambda lib: lib.optim.SGD([{"params": {lib.zeros(1, requires_grad=True)}}], lr=0.1),
-    lambda lib: lib.optim.SGD([lib.zeros(1, requires_grad=True) * 2], lr=0.1),
-    lambda lib: lib.optim.SGD([1.0, 2.0], lr=0.1),
-    lambda lib: lib.optim.SGD([lib.zeros(1, requires_grad=True)], lr=-1),
-    lambda lib: lib.optim.SGD([lib.zeros(1, requires_grad=True)], lr=0.1, nesterov=True),
-    lambda lib: lib.optim.Adam([lib.zeros(1, requires_grad=True)], betas=(1.0, 0.9)),
-    lambda lib: lib.optim.Adam([lib.zeros(1, requires_grad=True)], eps=-1.0),
-    lambda lib: lib.optim.RMSprop([lib.zeros(1, requires_grad=True)], alpha=-1.0),
-    lambda lib: lib.optim.Adagrad([lib.zeros(1, requires_grad=True)], lr_decay=-1.0),
-    lambda lib: lib.optim.SGD([lib.zeros(1, requires_grad=True)]).add_param_group([]),
-    lambda lib: lib.optim.LBFGS([{"params": [lib.zeros(1, requires_grad=True)]},
-                                 {"params": [lib.zeros(1, requires_grad=True)]}]),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.optim.SGD(np.zeros(3), lr=0.1),
+        lambda lib: lib.optim.SGD(5, lr=0.1),
+        lambda lib: lib.optim.SGD(lib.zeros(3, requires_grad=True), lr=0.1),
+        lambda lib: lib.optim.SGD([], lr=0.1),
+        lambda lib: lib.optim.SGD([{"params": {lib.zeros(1, requires_grad=True)}}], lr=0.1),
+        lambda lib: lib.optim.SGD([lib.zeros(1, requires_grad=True) * 2], lr=0.1),
+        lambda lib: lib.optim.SGD([1.0, 2.0], lr=0.1),
+        lambda lib: lib.optim.SGD([lib.zeros(1, requires_grad=True)], lr=-1),
+        lambda lib: lib.optim.SGD([lib.zeros(1, requires_grad=True)], lr=0.1, nesterov=True),
+        lambda lib: lib.optim.Adam([lib.zeros(1, requires_grad=True)], betas=(1.0, 0.9)),
+        lambda lib: lib.optim.Adam([lib.zeros(1, requires_grad=True)], eps=-1.0),
+        lambda lib: lib.optim.RMSprop([lib.zeros(1, requires_grad=True)], alpha=-1.0),
+        lambda lib: lib.optim.Adagrad([lib.zeros(1, requires_grad=True)], lr_decay=-1.0),
+        lambda lib: lib.optim.SGD([lib.zeros(1, requires_grad=True)]).add_param_group([]),
+        lambda lib: lib.optim.LBFGS(
+            [
+                {"params": [lib.zeros(1, requires_grad=True)]},
+                {"params": [lib.zeros(1, requires_grad=True)]},
+            ]
+        ),
+    ],
+)
 def test_constructor_errors_match_torch(make):
     theirs = _error(lambda: make(torch))
     assert theirs is not None
@@ -194,9 +205,12 @@ def test_state_dict_round_trip_continues_identically():
 def test_loading_a_torch_state_dict_continues_as_torch():
     _, topt = _run(torch, "SGD", dict(lr=0.01, momentum=0.9), steps=4)
     tsd = topt.state_dict()
-    sd = {"state": {k: {n: sg.tensor(v.numpy()) for n, v in s.items()}
-                    for k, s in tsd["state"].items()},
-          "param_groups": copy.deepcopy(tsd["param_groups"])}
+    sd = {
+        "state": {
+            k: {n: sg.tensor(v.numpy()) for n, v in s.items()} for k, s in tsd["state"].items()
+        },
+        "param_groups": copy.deepcopy(tsd["param_groups"]),
+    }
     ours = _params(sg)
     theirs = list(topt.param_groups[0]["params"])
     for p, t in zip(ours, theirs):
@@ -222,12 +236,12 @@ def test_load_state_dict_errors_match_torch():
 
 
 def test_zero_grad_set_to_none_false_zeroes_in_place():
-    p = sg.nn.Parameter(sg.tensor([1., 2.]))
+    p = sg.nn.Parameter(sg.tensor([1.0, 2.0]))
     opt = sg.optim.SGD([p], lr=0.1)
     (p * p).sum().backward()
     g = p.grad
     opt.zero_grad(set_to_none=False)
-    assert p.grad is g and g.tolist() == [0., 0.]
+    assert p.grad is g and g.tolist() == [0.0, 0.0]
     opt.zero_grad()
     assert p.grad is None
 
@@ -238,12 +252,12 @@ def test_step_returns_the_closure_loss_and_skips_params_without_grad():
 
     def closure():
         opt.zero_grad()
-        loss = (p ** 2).sum()
+        loss = (p**2).sum()
         loss.backward()
         return loss
 
     loss = opt.step(closure)
-    assert loss.item() == pytest.approx((W0 ** 2).sum())
+    assert loss.item() == pytest.approx((W0**2).sum())
     np.testing.assert_allclose(p.detach().numpy(), W0 * 0.8, atol=1e-15)
     np.testing.assert_array_equal(q.detach().numpy(), B0)
     assert p._version == 1 and q._version == 0
@@ -257,17 +271,21 @@ def test_float32_parameters_stay_float32_and_track_torch():
             p.grad = lib.tensor(((p.detach().numpy() - TARGET) ** 3).astype(np.float32))
             opt.step()
         return p.detach().numpy()
+
     ours, theirs = run(sg), run(torch)
     assert ours.dtype == np.float32
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(),
-    dict(lr=0.5, history_size=3, max_iter=7),
-    dict(line_search_fn="strong_wolfe"),
-    dict(line_search_fn="strong_wolfe", history_size=2, max_iter=5, lr=0.8),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(),
+        dict(lr=0.5, history_size=3, max_iter=7),
+        dict(line_search_fn="strong_wolfe"),
+        dict(line_search_fn="strong_wolfe", history_size=2, max_iter=5, lr=0.8),
+    ],
+)
 def test_lbfgs_matches_torch(kwargs):
     def run(lib):
         params = _params(lib)
@@ -281,6 +299,7 @@ def test_lbfgs_matches_torch(kwargs):
         for _ in range(4):
             losses.append(float(opt.step(closure)))
         return [p.detach().numpy() for p in params], losses, opt
+
     ours, our_losses, opt = run(sg)
     theirs, their_losses, topt = run(torch)
     np.testing.assert_allclose(our_losses, their_losses, rtol=1e-10)
@@ -293,7 +312,7 @@ def test_lbfgs_matches_torch(kwargs):
 
 
 def test_lbfgs_minimises_a_quadratic():
-    a = sg.tensor([[3., 1.], [1., 2.]], dtype=sg.float64)
+    a = sg.tensor([[3.0, 1.0], [1.0, 2.0]], dtype=sg.float64)
     x = sg.nn.Parameter(sg.zeros(2, dtype=sg.float64))
     opt = sg.optim.LBFGS([x], line_search_fn="strong_wolfe")
 
@@ -302,24 +321,30 @@ def test_lbfgs_minimises_a_quadratic():
         loss = 0.5 * (x @ a @ x) - x.sum()
         loss.backward()
         return loss
+
     opt.step(closure)
-    np.testing.assert_allclose(x.detach().numpy(), np.linalg.solve(a.numpy(), [1., 1.]),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        x.detach().numpy(), np.linalg.solve(a.numpy(), [1.0, 1.0]), atol=1e-6
+    )
 
 
 def test_repr_lists_the_group_options_as_torch():
-    assert repr(sg.optim.SGD(_params(sg), lr=0.1, momentum=0.9)) == \
-        repr(torch.optim.SGD(_params(torch), lr=0.1, momentum=0.9))
+    assert repr(sg.optim.SGD(_params(sg), lr=0.1, momentum=0.9)) == repr(
+        torch.optim.SGD(_params(torch), lr=0.1, momentum=0.9)
+    )
     assert math.isclose(sg.optim.AdamW(_params(sg)).param_groups[0]["weight_decay"], 0.01)
 
 
-@pytest.mark.parametrize("name,kwargs", [
-    ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.1)),
-    ("Adam", dict(lr=0.05, amsgrad=True)),
-    ("AdamW", dict(lr=0.05)),
-    ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
-    ("Adagrad", dict(lr=0.1, weight_decay=0.1)),
-])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.1)),
+        ("Adam", dict(lr=0.05, amsgrad=True)),
+        ("AdamW", dict(lr=0.05)),
+        ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
+        ("Adagrad", dict(lr=0.1, weight_decay=0.1)),
+    ],
+)
 def test_complex_parameters_are_updated_as_real_pairs_as_torch(name, kwargs):
     z0 = W0[:, 0] + 1j * W0[:, 1]
 
@@ -331,6 +356,7 @@ def test_complex_parameters_are_updated_as_real_pairs_as_torch(name, kwargs):
             p.grad = lib.tensor(np.tanh(z.real - 1) + 1j * (z.imag + 0.5) ** 3)
             opt.step()
         return p.detach().numpy()
+
     ours, theirs = run(sg), run(torch)
     assert ours.dtype == np.complex128
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
@@ -347,8 +373,10 @@ def test_lbfgs_on_complex_parameters_matches_torch():
             z = p.detach().numpy()
             p.grad = lib.tensor(2 * (z.real - 1) + 2j * (z.imag + 2))
             return lib.tensor(((z.real - 1) ** 2 + (z.imag + 2) ** 2).sum())
+
         opt.step(closure)
         return p.detach().numpy()
+
     np.testing.assert_allclose(run(sg), run(torch), rtol=0, atol=1e-10)
 
 
@@ -360,7 +388,8 @@ def test_step_and_state_dict_hooks_run_as_torch_s():
         opt.register_step_pre_hook(lambda o, a, k: calls.append(("pre", len(a), sorted(k))))
         handle = opt.register_step_post_hook(lambda o, a, k: calls.append(("post",)))
         opt.register_state_dict_post_hook(
-            lambda o, sd: calls.append(("sd", sorted(sd))) or {**sd, "extra": 1})
+            lambda o, sd: calls.append(("sd", sorted(sd))) or {**sd, "extra": 1}
+        )
         opt.register_load_state_dict_pre_hook(lambda o, sd: calls.append(("load",)))
         opt.register_load_state_dict_post_hook(lambda o: calls.append(("loaded",)))
         _set_grads(lib, params)
@@ -371,9 +400,11 @@ def test_step_and_state_dict_hooks_run_as_torch_s():
         opt.load_state_dict(sd)
         # a pre hook may replace the arguments: here, a closure that reports it ran
         opt.register_step_pre_hook(
-            lambda o, a, k: ((a[0],), {"closure": lambda: calls.append(("closure",))}))
+            lambda o, a, k: ((a[0],), {"closure": lambda: calls.append(("closure",))})
+        )
         opt.step()
         return calls, sorted(sd)
+
     assert trace(sg) == trace(torch)
     with pytest.raises(RuntimeError, match="must return None or a tuple"):
         opt = sg.optim.Adam(_params(sg))

@@ -1,4 +1,5 @@
 """`sourcegrad.nn.utils`: gradient clipping and parameter vectors, against torch.nn.utils."""
+
 import math
 
 import numpy as np
@@ -41,8 +42,8 @@ def test_clip_grad_norm_matches_torch(dtype, norm_type, max_norm):
 
 
 def test_clip_grad_norm_of_one_tensor_and_of_nothing():
-    p = sg.nn.Parameter(sg.tensor([3., 4.]))
-    p.grad = sg.tensor([3., 4.])
+    p = sg.nn.Parameter(sg.tensor([3.0, 4.0]))
+    p.grad = sg.tensor([3.0, 4.0])
     assert sg.nn.utils.clip_grad_norm_(p, 1.0).item() == pytest.approx(5.0)
     np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-5)
     q = sg.nn.Parameter(sg.ones(2))
@@ -55,21 +56,20 @@ def test_clip_grad_norm_of_one_tensor_and_of_nothing():
 def test_non_finite_norms():
     for lib in (sg, torch):
         p = lib.nn.Parameter(lib.ones(2))
-        p.grad = lib.tensor([1., float("inf")])
+        p.grad = lib.tensor([1.0, float("inf")])
         with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
             lib.nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
     p = sg.nn.Parameter(sg.ones(2))
-    p.grad = sg.tensor([1., float("nan")])
+    p.grad = sg.tensor([1.0, float("nan")])
     assert math.isnan(sg.nn.utils.clip_grad_norm_([p], 1.0).item())
 
 
 def test_clip_grad_value_matches_torch():
-    ours, theirs = _with_grads(sg, np.float64, skip=(2,)), _with_grads(torch, np.float64,
-                                                                        skip=(2,))
+    ours, theirs = _with_grads(sg, np.float64, skip=(2,)), _with_grads(torch, np.float64, skip=(2,))
     grad = ours[0].grad
     assert sg.nn.utils.clip_grad_value_(ours, 0.7) is None
     torch.nn.utils.clip_grad_value_(theirs, 0.7)
-    assert ours[0].grad is grad                 # in place
+    assert ours[0].grad is grad  # in place
     for p, t in zip(ours, theirs):
         if p.grad is not None:
             np.testing.assert_array_equal(p.grad.numpy(), t.grad.numpy())
@@ -83,12 +83,16 @@ def test_parameters_to_vector_and_back():
     np.testing.assert_array_equal(vec.detach().numpy(), tvec.detach().numpy())
     for p in ours:
         p.grad = None
-    (vec * sg.arange(vec.numel(), dtype=sg.float64)).sum().backward()   # differentiable
+    (vec * sg.arange(vec.numel(), dtype=sg.float64)).sum().backward()  # differentiable
     np.testing.assert_array_equal(ours[1].grad.numpy(), np.arange(12, 17))
     new = sg.arange(vec.numel(), dtype=sg.float64) * 2
     sg.nn.utils.vector_to_parameters(new, ours)
-    assert ours[2].shape == (2, 1, 2) and ours[2].detach().numpy().ravel().tolist() == \
-        [34., 36., 38., 40.]
+    assert ours[2].shape == (2, 1, 2) and ours[2].detach().numpy().ravel().tolist() == [
+        34.0,
+        36.0,
+        38.0,
+        40.0,
+    ]
     for lib, params in ((sg, ours), (torch, theirs)):
         with pytest.raises(TypeError, match="expected torch.Tensor, but got: numpy.ndarray"):
             lib.nn.utils.vector_to_parameters(np.zeros(21), params)

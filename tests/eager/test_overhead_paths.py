@@ -3,6 +3,7 @@
 Each scenario runs on torch and on sourcegrad and must give the same values, the
 same node order and the same errors; the fast paths are only about speed.
 """
+
 import threading
 import warnings
 
@@ -28,8 +29,12 @@ def _plain(v):
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     if hasattr(v, "detach"):
-        return ("tensor", str(v.dtype).replace("sourcegrad", "torch"), tuple(v.shape),
-                np.asarray(v.detach().tolist(), dtype=float))
+        return (
+            "tensor",
+            str(v.dtype).replace("sourcegrad", "torch"),
+            tuple(v.shape),
+            np.asarray(v.detach().tolist(), dtype=float),
+        )
     return v
 
 
@@ -46,6 +51,7 @@ def _assert_same(a, b):
 
 
 # --- node order --------------------------------------------------------------------------------
+
 
 def _record_order(lib, build):
     order = []
@@ -110,13 +116,17 @@ def test_leaf_order_without_node_hooks():
         a, b, c, d = leaves
         ((a * b) + (c * d) + a * d).sum().backward()
         return order
+
     both(run)
 
 
 # --- gradients through the add/sub fast path --------------------------------------------------
 
-@pytest.mark.parametrize("shapes", [((3, 1), (1, 4)), ((3, 4), (4,)), ((), (2, 3)), ((2,), ()),
-                                    ((1,), (1,)), ((2, 3), (2, 3))])
+
+@pytest.mark.parametrize(
+    "shapes",
+    [((3, 1), (1, 4)), ((3, 4), (4,)), ((), (2, 3)), ((2,), ()), ((1,), (1,)), ((2, 3), (2, 3))],
+)
 @pytest.mark.parametrize("op", ["add", "sub", "radd", "alpha"])
 def test_broadcast_gradients_match_torch(shapes, op):
     def run(lib):
@@ -133,20 +143,26 @@ def test_broadcast_gradients_match_torch(shapes, op):
             out = lib.add(a, b, alpha=3)
         (out * out).sum().backward()
         return [out, a.grad, b.grad]
+
     both(run)
 
 
-@pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float64", "float32"),
-                                    ("float32", "int64")])
+@pytest.mark.parametrize(
+    "dtypes", [("float32", "float64"), ("float64", "float32"), ("float32", "int64")]
+)
 def test_mixed_dtype_gradients_match_torch(dtypes):
     def run(lib):
         a = lib.ones(2, 3, dtype=getattr(lib, dtypes[0]), requires_grad=True)
         b_dtype = getattr(lib, dtypes[1])
-        b = (lib.ones(3, dtype=b_dtype, requires_grad=True) if b_dtype.is_floating_point
-             else lib.arange(3, dtype=b_dtype))
+        b = (
+            lib.ones(3, dtype=b_dtype, requires_grad=True)
+            if b_dtype.is_floating_point
+            else lib.arange(3, dtype=b_dtype)
+        )
         out = a + b - a / 2
         out.sum().backward()
         return [out, a.grad] + ([b.grad] if b.requires_grad else [])
+
     both(run)
 
 
@@ -165,10 +181,12 @@ def test_gradient_passed_through_is_not_shared_with_grad():
         y.backward(g)
         g.mul_(5)  # .grad must be a copy, not the seed itself
         return [x.grad, g]
+
     both(run)
 
 
 # --- errors and graph lifetime -----------------------------------------------------------------
+
 
 def _error(fn):
     try:
@@ -185,18 +203,20 @@ def test_modified_saved_tensor_still_detected():
         z = y * y
         y.add_(1)
         return _error(lambda: z.sum().backward())
+
     assert both(run) is not None
 
 
 def test_second_backward_without_retain_graph():
     def run(lib):
         x = lib.ones(3, requires_grad=True)
-        add = (x + 1).sum()          # nothing saved: a second backward works
+        add = (x + 1).sum()  # nothing saved: a second backward works
         add.backward()
         ok = _error(lambda: add.backward())
-        mul = (x * x).sum()          # saved values were freed
+        mul = (x * x).sum()  # saved values were freed
         mul.backward()
         return [ok, _error(lambda: mul.backward()), x.grad]
+
     both(run)
 
 
@@ -207,10 +227,12 @@ def test_retain_graph_keeps_saved_values():
         out.backward(retain_graph=True)
         out.backward()
         return x.grad
+
     both(run)
 
 
 # --- hooks, targets, create_graph --------------------------------------------------------------
+
 
 def test_hook_registered_during_backward_runs():
     def run(lib):
@@ -223,9 +245,11 @@ def test_hook_registered_during_backward_runs():
         def on_w(g):
             y.register_hook(lambda gy: seen.append(gy.tolist()) or gy * 10)
             return g
+
         w.register_hook(on_w)
         w.sum().backward()
         return [seen, x.grad]
+
     both(run)
 
 
@@ -238,6 +262,7 @@ def test_retain_grad_and_leaf_hooks_on_the_fast_path():
         z = y + 1.0
         z.sum().backward()
         return [x.grad, y.grad]
+
     both(run)
 
 
@@ -250,6 +275,7 @@ def test_grad_with_inputs_and_unreached_parts():
         (ga,) = lib.autograd.grad(d.sum(), [a], retain_graph=True)
         d.sum().backward(inputs=[b])
         return [ga, a.grad, b.grad]
+
     both(run)
 
 
@@ -263,6 +289,7 @@ def test_create_graph_through_adds():
         (g,) = lib.autograd.grad(y, x, create_graph=True)
         (gg,) = lib.autograd.grad(g, x)
         return [g, gg]
+
     both(run)
 
 
@@ -274,6 +301,7 @@ def test_no_grad_and_inference_mode_record_nothing():
         with lib.inference_mode():
             b = x + 1.0
         return [a.requires_grad, a.grad_fn is None, b.requires_grad, b.is_inference()]
+
     both(run)
 
 
@@ -285,10 +313,12 @@ def test_anomaly_mode_still_checks_fast_path_nodes():
             warnings.simplefilter("ignore")
             with lib.autograd.detect_anomaly():
                 return _error(lambda: (y * 0.0 + 1.0).sum().backward())
+
     assert both(run) is not None
 
 
 # --- operators and long chains ---------------------------------------------------------------
+
 
 def test_operators_decline_unknown_operands():
     x = sourcegrad.ones(2)
@@ -301,11 +331,12 @@ def test_operators_decline_unknown_operands():
 
 def test_operators_match_functions():
     def run(lib):
-        x = lib.tensor([1, 2, 3])            # integer: true division promotes
+        x = lib.tensor([1, 2, 3])  # integer: true division promotes
         y = lib.tensor([2.0, 4.0, 8.0], requires_grad=True)
         outs = [x / 2, 3 + x, x * 2.5, x - 1, y / x, 1.0 + y, y * y - y]
         sum(o.sum() for o in outs[4:]).backward()
         return outs + [y.grad, [type(o.grad_fn).__name__ for o in outs[4:]]]
+
     both(run)
 
 
@@ -332,6 +363,7 @@ def test_backward_in_threads():
                 assert x.grad.tolist() == [102.0] * 3
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
+
     threads = [threading.Thread(target=work) for _ in range(4)]
     for t in threads:
         t.start()

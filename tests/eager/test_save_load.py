@@ -1,4 +1,5 @@
 """`sourcegrad.save` / `sourcegrad.load`: round trips, and refusing code when weights_only."""
+
 import collections
 import io
 import json
@@ -48,21 +49,28 @@ def _round_trip(obj, **load_kwargs):
 
 
 OBJECTS = [
-    sg.tensor([[1., 2.], [3., 4.]]),
+    sg.tensor([[1.0, 2.0], [3.0, 4.0]]),
     sg.arange(6, dtype=sg.int32).reshape(2, 3),
     sg.tensor([True, False]),
     sg.tensor(3.5, dtype=sg.float64),
     sg.zeros(0, 4),
     sg.tensor([1 + 2j], dtype=sg.complex64),
-    sg.tensor([1., 2.], requires_grad=True),
+    sg.tensor([1.0, 2.0], requires_grad=True),
     sg.nn.Parameter(sg.ones(3)),
     sg.nn.Parameter(sg.ones(3), requires_grad=False),
     collections.OrderedDict([("layer.weight", sg.randn(3, 2)), ("layer.bias", sg.zeros(3))]),
-    {"epoch": 3, "loss": 0.25, "name": "run", "best": None, "flags": [True, False],
-     "nested": {"t": (sg.ones(2), [sg.zeros(1), 7]), 5: "int key", (1, 2): "tuple key"},
-     "special": [float("inf"), -float("inf"), float("nan"), 2 ** 70, 1e-300, 3 + 4j],
-     "types": (sg.float16, sg.int64, sg.Size([2, 3]), sg.device("cpu")), "raw": b"\x00\xff",
-     "np": (np.arange(3.0), np.float32(1.5), np.int64(-2), np.bool_(True))},
+    {
+        "epoch": 3,
+        "loss": 0.25,
+        "name": "run",
+        "best": None,
+        "flags": [True, False],
+        "nested": {"t": (sg.ones(2), [sg.zeros(1), 7]), 5: "int key", (1, 2): "tuple key"},
+        "special": [float("inf"), -float("inf"), float("nan"), 2**70, 1e-300, 3 + 4j],
+        "types": (sg.float16, sg.int64, sg.Size([2, 3]), sg.device("cpu")),
+        "raw": b"\x00\xff",
+        "np": (np.arange(3.0), np.float32(1.5), np.int64(-2), np.bool_(True)),
+    },
     [],
     (),
     "just a string",
@@ -79,19 +87,19 @@ def test_loaded_parameters_and_tensors_are_fresh_leaves():
     q = _round_trip(p)
     assert isinstance(q, sg.nn.Parameter) and q.is_leaf and q.requires_grad
     (q * 2).sum().backward()
-    assert q.grad.tolist() == [2., 2.] and p.grad is None
-    y = sg.tensor([1., 2.], requires_grad=True) * 3          # a non-leaf: loads as a leaf
+    assert q.grad.tolist() == [2.0, 2.0] and p.grad is None
+    y = sg.tensor([1.0, 2.0], requires_grad=True) * 3  # a non-leaf: loads as a leaf
     z = _round_trip(y)
-    assert z.is_leaf and z.requires_grad and z.tolist() == [3., 6.]
+    assert z.is_leaf and z.requires_grad and z.tolist() == [3.0, 6.0]
 
 
 def test_shared_storage_is_saved_as_copies():
-    base = sg.arange(6.)
+    base = sg.arange(6.0)
     view = base[2:4]
     loaded = _round_trip({"base": base, "view": view, "again": base})
-    loaded["base"][0] = 100.
-    assert loaded["again"].tolist() == [0., 1., 2., 3., 4., 5.]
-    assert loaded["view"].tolist() == [2., 3.]
+    loaded["base"][0] = 100.0
+    assert loaded["again"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert loaded["view"].tolist() == [2.0, 3.0]
 
 
 def test_paths_and_file_objects(tmp_path):
@@ -126,14 +134,14 @@ def test_a_file_saved_from_cuda_needs_a_map_location_without_a_gpu():
     with pytest.raises(RuntimeError, match="map_location=torch.device\\('cpu'\\)"):
         sg.load(tampered)
     tampered.seek(0)
-    assert sg.load(tampered, map_location="cpu").tolist() == [1., 1.]
+    assert sg.load(tampered, map_location="cpu").tolist() == [1.0, 1.0]
     tampered.seek(0)
-    assert sg.load(tampered, map_location={"cuda:0": "cpu"}).tolist() == [1., 1.]
+    assert sg.load(tampered, map_location={"cuda:0": "cpu"}).tolist() == [1.0, 1.0]
 
 
 def test_optimizer_state_dict_round_trip_continues_training():
     def objective(p):
-        return ((p - sg.tensor([1., -2., 3.], dtype=sg.float64)) ** 4).sum()
+        return ((p - sg.tensor([1.0, -2.0, 3.0], dtype=sg.float64)) ** 4).sum()
 
     p = sg.nn.Parameter(sg.zeros(3, dtype=sg.float64))
     opt = sg.optim.Adam([p], lr=0.1, amsgrad=True)
@@ -143,8 +151,9 @@ def test_optimizer_state_dict_round_trip_continues_training():
         objective(p).backward()
         opt.step()
         sched.step()
-    checkpoint = _round_trip({"model": {"p": p}, "opt": opt.state_dict(),
-                              "sched": sched.state_dict()})
+    checkpoint = _round_trip(
+        {"model": {"p": p}, "opt": opt.state_dict(), "sched": sched.state_dict()}
+    )
     assert checkpoint["opt"]["state"][0]["step"].dtype == sg.float32
     q = sg.nn.Parameter(checkpoint["model"]["p"].detach().clone())
     opt2 = sg.optim.Adam([q], lr=0.1, amsgrad=True)
@@ -158,16 +167,23 @@ def test_optimizer_state_dict_round_trip_continues_training():
             o.step()
             s.step()
     np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
-    assert opt.param_groups[0]["lr"] == opt2.param_groups[0]["lr"] == 0.1 * 0.5 ** 3
+    assert opt.param_groups[0]["lr"] == opt2.param_groups[0]["lr"] == 0.1 * 0.5**3
 
 
 def test_load_in_a_fresh_process(tmp_path):
     path = tmp_path / "ckpt.pt"
-    sg.save({"w": sg.arange(4.).reshape(2, 2), "step": 7}, path)
-    code = ("import sys, sourcegrad as torch; d = torch.load(sys.argv[1]); "
-            "print(d['step'], d['w'].sum().item(), d['w'].dtype)")
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                         text=True, check=True, cwd=str(pathlib.Path(sg.__file__).parents[1]))
+    sg.save({"w": sg.arange(4.0).reshape(2, 2), "step": 7}, path)
+    code = (
+        "import sys, sourcegrad as torch; d = torch.load(sys.argv[1]); "
+        "print(d['step'], d['w'].sum().item(), d['w'].dtype)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(pathlib.Path(sg.__file__).parents[1]),
+    )
     assert out.stdout.split() == ["7", "6.0", "torch.float32"]
 
 
@@ -186,7 +202,7 @@ def test_unsupported_objects_are_pickled_and_refused_unless_weights_only_false()
     assert isinstance(e.value, SourcegradError) and "_Custom" in str(e.value)
     buf.seek(0)
     loaded = sg.load(buf, weights_only=False)
-    assert loaded["custom"].value == 5 and loaded["w"].tolist() == [1., 1.]
+    assert loaded["custom"].value == 5 and loaded["w"].tolist() == [1.0, 1.0]
     # torch refuses the same object under weights_only, with the same exception type
     tbuf = io.BytesIO()
     torch.save({"custom": _Custom(5)}, tbuf)
@@ -229,7 +245,7 @@ def test_a_plain_pickle_file_is_refused_and_runs_nothing(tmp_path):
     with pytest.raises(pickle.UnpicklingError, match="may be a pickle"):
         sg.load(path)
     assert not marker.exists()
-    sg.load(path, weights_only=False)            # the explicit opt-in does unpickle
+    sg.load(path, weights_only=False)  # the explicit opt-in does unpickle
     assert marker.exists()
 
 
@@ -248,8 +264,14 @@ def test_tampered_checkpoints_are_refused_and_run_nothing(tmp_path):
     with pytest.raises(pickle.UnpicklingError, match="without unpickling"):
         sg.load(_rezip(manifest, {"arrays/0.npy": obj_array.getvalue()}))
     # 3. nodes the format does not have, missing arrays, bad values
-    for root in ({"$dict": [["w", {"$tensor": 5}]]}, {"$eval": "1"}, {"$float": "1e400x"},
-                 {"$dtype": "Tensor"}, {"$dict": [[[1], 2]]}, {"$tensor": "../x"}):
+    for root in (
+        {"$dict": [["w", {"$tensor": 5}]]},
+        {"$eval": "1"},
+        {"$float": "1e400x"},
+        {"$dtype": "Tensor"},
+        {"$dict": [[[1], 2]]},
+        {"$tensor": "../x"},
+    ):
         with pytest.raises(pickle.UnpicklingError, match="malformed"):
             sg.load(_rezip(dict(manifest, root=root), members))
     assert not marker.exists()
@@ -270,25 +292,49 @@ def test_pytorch_checkpoints_load_as_sourcegrad_tensors():
     linear(torch.randn(4, 3)).sum().backward()
     opt.step()
     extras = collections.OrderedDict(
-        param=torch.nn.Parameter(torch.randn(2, 2)), frozen=torch.nn.Parameter(
-            torch.ones(1), requires_grad=False), ints=torch.arange(5), half=torch.ones(3).half(),
-        complex=torch.tensor([1 + 2j]), column=torch.randn(4, 4)[:, 1],
-        transposed=torch.randn(3, 2).t(), empty=torch.zeros(0, 3), scalar=torch.tensor(2.5),
-        flags=torch.tensor([True, False]), grad=torch.ones(2, requires_grad=True))
-    loaded = sg.load(_torch_bytes({"model": state, "opt": opt.state_dict(), "extras": extras,
-                                   "meta": {"epoch": 3, "dtype": torch.float16,
-                                            "size": torch.Size([2, 3]), "z": 1 + 2j,
-                                            "tags": {"a", "b"}}}))
+        param=torch.nn.Parameter(torch.randn(2, 2)),
+        frozen=torch.nn.Parameter(torch.ones(1), requires_grad=False),
+        ints=torch.arange(5),
+        half=torch.ones(3).half(),
+        complex=torch.tensor([1 + 2j]),
+        column=torch.randn(4, 4)[:, 1],
+        transposed=torch.randn(3, 2).t(),
+        empty=torch.zeros(0, 3),
+        scalar=torch.tensor(2.5),
+        flags=torch.tensor([True, False]),
+        grad=torch.ones(2, requires_grad=True),
+    )
+    loaded = sg.load(
+        _torch_bytes(
+            {
+                "model": state,
+                "opt": opt.state_dict(),
+                "extras": extras,
+                "meta": {
+                    "epoch": 3,
+                    "dtype": torch.float16,
+                    "size": torch.Size([2, 3]),
+                    "z": 1 + 2j,
+                    "tags": {"a", "b"},
+                },
+            }
+        )
+    )
     assert isinstance(loaded["model"], collections.OrderedDict)
     assert list(loaded["model"]) == ["weight", "bias"]
-    assert loaded["model"]._metadata == state._metadata        # nn.Module's version info
+    assert loaded["model"]._metadata == state._metadata  # nn.Module's version info
     for name, t in [*state.items(), *extras.items()]:
         ours = (loaded["model"] if name in state else loaded["extras"])[name]
         assert type(ours).__name__ == type(t).__name__ and str(ours.dtype) == str(t.dtype)
         assert ours.shape == tuple(t.shape) and ours.requires_grad == t.requires_grad
         np.testing.assert_array_equal(ours.detach().numpy(), t.detach().numpy())
-    assert loaded["meta"] == {"epoch": 3, "dtype": sg.float16, "size": sg.Size([2, 3]),
-                              "z": 1 + 2j, "tags": {"a", "b"}}
+    assert loaded["meta"] == {
+        "epoch": 3,
+        "dtype": sg.float16,
+        "size": sg.Size([2, 3]),
+        "z": 1 + 2j,
+        "tags": {"a", "b"},
+    }
     # the optimizer state continues in sourcegrad as it would in torch
     params = [sg.nn.Parameter(loaded["model"][k].clone()) for k in ("weight", "bias")]
     ours = sg.optim.Adam(params, lr=0.5)
@@ -313,7 +359,7 @@ def test_pytorch_checkpoints_with_other_objects_need_weights_only_false(tmp_path
         sg.load(buf)
     buf.seek(0)
     loaded = sg.load(buf, weights_only=False)
-    assert loaded["config"].depth == 4 and loaded["w"].tolist() == [1., 1.]
+    assert loaded["config"].depth == 4 and loaded["w"].tolist() == [1.0, 1.0]
     with pytest.raises(pickle.UnpicklingError, match="bfloat16"):
         sg.load(_torch_bytes(torch.ones(2, dtype=torch.bfloat16)))
 

@@ -15,6 +15,7 @@ and compares that second derivative with
 `sourcegrad.nn.functional.<name>` has neither a case here nor a reason in
 `NOT_DIFFERENTIABLE`.
 """
+
 import inspect
 
 import numpy as np
@@ -64,11 +65,13 @@ def _i(T, values):
 
 # ---- in-place and setitem helpers (each starts from a non-leaf copy) ---------------------------
 
+
 def _ip(method, *args, **kwargs):
     def fn(T, F, a, *more):
         y = a * 1
         getattr(y, method)(*args, *more, **kwargs)
         return y
+
     return fn
 
 
@@ -103,6 +106,7 @@ def _iop(op):
         elif op == "matmul":
             y @= b
         return y * a
+
     return fn
 
 
@@ -117,16 +121,20 @@ CASES = [
     ("mul", lambda T, F, a, b: T.mul(a, b) * a, [arr(2, 3), arr(1, 3)]),
     ("multiply", lambda T, F, a, b: T.multiply(a, b) * b, [arr(3), arr()]),
     ("div", lambda T, F, a, b: T.div(a, b), [arr(2, 3), pos(3)]),
-    ("div", lambda T, F, a, b: T.div(a, b, rounding_mode="floor") * a
-     + T.div(a * 3, b, rounding_mode="trunc") * b, [frac(3), pos(3)]),
+    (
+        "div",
+        lambda T, F, a, b: (
+            T.div(a, b, rounding_mode="floor") * a + T.div(a * 3, b, rounding_mode="trunc") * b
+        ),
+        [frac(3), pos(3)],
+    ),
     ("divide", lambda T, F, a, b: T.divide(a, b) * a, [arr(3), pos(3)]),
     ("true_divide", lambda T, F, a, b: T.true_divide(b, a), [pos(3), arr(3)]),
     ("pow", lambda T, F, a, b: T.pow(a, b), [pos(2, 3), arr(3)]),
     ("pow", lambda T, F, a: T.pow(a, 3) + T.pow(a, 2.5) * 0, [pos(4)]),
     ("pow", lambda T, F, a: T.pow(2.0, a), [arr(4)]),
     ("square", lambda T, F, a: T.square(a) * a, [arr(4)]),
-    ("float_power", lambda T, F, a, b: T.float_power(a, b) + T.float_power(a, 2), [pos(3),
-                                                                                    arr(3)]),
+    ("float_power", lambda T, F, a, b: T.float_power(a, b) + T.float_power(a, 2), [pos(3), arr(3)]),
     ("remainder", lambda T, F, a, b: T.remainder(a, b) * a, [unit(3) + 1.2, unit(3) * 0.1 + 0.8]),
     ("fmod", lambda T, F, a: T.fmod(a, 0.7) * a, [unit(4) * 0.5 + 0.1]),
     ("fmod", lambda T, F, a, b: T.fmod(a, b) * a * b, [unit(3) + 1.2, unit(3) * 0.1 + 0.8]),
@@ -180,11 +188,13 @@ CASES = [
     ("ceil", lambda T, F, a: T.ceil(a) * a, [frac(4)]),
     ("trunc", lambda T, F, a: T.trunc(a) * a, [frac(4)]),
     ("fix", lambda T, F, a: T.fix(a) * a, [frac(4)]),
-    ("round", lambda T, F, a: T.round(a) * a + T.round(a * 10, decimals=1) * a,
-     [frac(4) * 1.01]),
+    ("round", lambda T, F, a: T.round(a) * a + T.round(a * 10, decimals=1) * a, [frac(4) * 1.01]),
     ("clamp", lambda T, F, a: T.clamp(a, -0.5, 0.5) ** 2, [away(6) * 0.9]),
-    ("clamp", lambda T, F, a, lo, hi: T.clamp(a, lo, hi) * a,
-     [np.array([-2.0, 0.3, 2.0]), np.array([-1.0, -1.0, -1.0]), np.array([1.0, 1.0, 1.0])]),
+    (
+        "clamp",
+        lambda T, F, a, lo, hi: T.clamp(a, lo, hi) * a,
+        [np.array([-2.0, 0.3, 2.0]), np.array([-1.0, -1.0, -1.0]), np.array([1.0, 1.0, 1.0])],
+    ),
     ("clip", lambda T, F, a: T.clip(a, min=-0.5) ** 2, [away(6) * 0.9]),
     ("clamp_min", lambda T, F, a: T.clamp_min(a, 0.1) ** 2, [away(5)]),
     ("clamp_max", lambda T, F, a: T.clamp_max(a, 0.1) ** 2, [away(5)]),
@@ -195,10 +205,13 @@ CASES = [
     ("abs_", lambda T, F, a: T.abs_(a * 1) * a, [away(4)]),
     ("zero_", lambda T, F, a: T.zero_(a * 1) + a * a, [arr(3)]),
     # reductions
-    ("sum", lambda T, F, a: T.sum(a * a) + T.sum(a ** 3, 1) .sum()
-     + T.sum(a, (0, 1), keepdim=True) ** 2, [arr(2, 3)]),
-    ("nansum", lambda T, F, a: T.nansum(a ** 3, 0), [arr(2, 3)]),
-    ("mean", lambda T, F, a: T.mean(a ** 2) + T.mean(a ** 3, -1, keepdim=True), [arr(2, 3)]),
+    (
+        "sum",
+        lambda T, F, a: T.sum(a * a) + T.sum(a**3, 1).sum() + T.sum(a, (0, 1), keepdim=True) ** 2,
+        [arr(2, 3)],
+    ),
+    ("nansum", lambda T, F, a: T.nansum(a**3, 0), [arr(2, 3)]),
+    ("mean", lambda T, F, a: T.mean(a**2) + T.mean(a**3, -1, keepdim=True), [arr(2, 3)]),
     ("prod", lambda T, F, a: T.prod(a) + T.prod(a, 1), [pos(2, 3)]),
     ("prod", lambda T, F, a: T.prod(a * T.tensor([0.0, 1.0, 1.0], dtype=T.float64)), [pos(3)]),
     ("max", lambda T, F, a: T.max(a) ** 2 + T.max(a, 1).values ** 3, [distinct(2, 3)]),
@@ -216,8 +229,11 @@ CASES = [
     ("log_softmax", lambda T, F, a: T.log_softmax(a, 0), [arr(2, 3)]),
     ("cumsum", lambda T, F, a: T.cumsum(a, 1) * a, [arr(2, 3)]),
     ("cumprod", lambda T, F, a: T.cumprod(a, 0), [pos(4)]),
-    ("cumprod", lambda T, F, a: T.cumprod(a * T.tensor([1.0, 0.0, 1.0, 1.0], dtype=T.float64),
-                                          0), [pos(4)]),
+    (
+        "cumprod",
+        lambda T, F, a: T.cumprod(a * T.tensor([1.0, 0.0, 1.0, 1.0], dtype=T.float64), 0),
+        [pos(4)],
+    ),
     # matrix products
     ("mm", lambda T, F, a, b: T.mm(a, b) ** 2, [arr(2, 3), arr(3, 4)]),
     ("bmm", lambda T, F, a, b: T.bmm(a, b) ** 2, [arr(2, 2, 3), arr(2, 3, 2)]),
@@ -229,11 +245,17 @@ CASES = [
     ("matmul", lambda T, F, a, b: T.matmul(a, b) ** 2, [arr(3), arr(3, 2)]),
     ("outer", lambda T, F, a, b: T.outer(a, b) ** 2, [arr(3), arr(2)]),
     ("ger", lambda T, F, a, b: T.ger(a, b) ** 2, [arr(3), arr(2)]),
-    ("addmm", lambda T, F, c, a, b: T.addmm(c, a, b, beta=0.5, alpha=2.0) ** 2,
-     [arr(2, 1), arr(2, 3), arr(3, 2)]),
+    (
+        "addmm",
+        lambda T, F, c, a, b: T.addmm(c, a, b, beta=0.5, alpha=2.0) ** 2,
+        [arr(2, 1), arr(2, 3), arr(3, 2)],
+    ),
     # shapes and views
-    ("reshape", lambda T, F, a: T.reshape(a, (3, 2)) * T.reshape(a.t(), (-1,)).reshape(3, 2),
-     [arr(2, 3)]),
+    (
+        "reshape",
+        lambda T, F, a: T.reshape(a, (3, 2)) * T.reshape(a.t(), (-1,)).reshape(3, 2),
+        [arr(2, 3)],
+    ),
     ("flatten", lambda T, F, a: T.flatten(a, 1) ** 2, [arr(2, 2, 2)]),
     ("ravel", lambda T, F, a: T.ravel(a.t()) ** 2, [arr(2, 3)]),
     ("unflatten", lambda T, F, a: T.unflatten(a, 1, (2, 2)) ** 2, [arr(2, 4)]),
@@ -247,14 +269,17 @@ CASES = [
     ("movedim", lambda T, F, a: T.movedim(a, 0, 2) ** 2, [arr(2, 3, 2)]),
     ("moveaxis", lambda T, F, a: T.moveaxis(a, 0, 2) ** 2, [arr(2, 3, 2)]),
     ("broadcast_to", lambda T, F, a: T.broadcast_to(a, (2, 3)) * a, [arr(3)]),
-    ("broadcast_tensors", lambda T, F, a, b: [x ** 2 for x in T.broadcast_tensors(a, b)],
-     [arr(2, 1), arr(3)]),
+    (
+        "broadcast_tensors",
+        lambda T, F, a, b: [x**2 for x in T.broadcast_tensors(a, b)],
+        [arr(2, 1), arr(3)],
+    ),
     ("select", lambda T, F, a: T.select(a, 1, 2) * T.select(a, 0, -1), [arr(3, 3)]),
     ("narrow", lambda T, F, a: T.narrow(a, 1, 1, 2) ** 2, [arr(2, 3)]),
     ("unbind", lambda T, F, a: T.unbind(a, 1)[2] * T.unbind(a, 1)[0], [arr(2, 3)]),
-    ("split", lambda T, F, a: [p ** 2 for p in T.split(a, [1, 2], 0)], [arr(3, 2)]),
+    ("split", lambda T, F, a: [p**2 for p in T.split(a, [1, 2], 0)], [arr(3, 2)]),
     ("split", lambda T, F, a: T.split(a, 2, dim=1)[1] ** 2, [arr(2, 5)]),
-    ("tensor_split", lambda T, F, a: [p ** 2 for p in T.tensor_split(a, 3)], [arr(5)]),
+    ("tensor_split", lambda T, F, a: [p**2 for p in T.tensor_split(a, 3)], [arr(5)]),
     ("chunk", lambda T, F, a: T.chunk(a, 3)[0] * T.chunk(a, 3)[2], [arr(6)]),
     ("cat", lambda T, F, a, b: T.cat([a, b * b], 1) ** 2, [arr(2, 3), arr(2, 1)]),
     ("concat", lambda T, F, a, b: T.concat([a, b], 0) ** 2, [arr(1, 3), arr(2, 3)]),
@@ -278,8 +303,7 @@ CASES = [
     ("tril", lambda T, F, a: T.tril(a) * a, [arr(3, 3)]),
     ("triu", lambda T, F, a: T.triu(a, 1) ** 2, [arr(3, 3)]),
     ("gather", lambda T, F, a: T.gather(a, 1, _i(T, [[0, 0], [2, 1]])) ** 2, [arr(2, 3)]),
-    ("take_along_dim", lambda T, F, a: T.take_along_dim(a, _i(T, [[0], [2]]), 1) ** 2,
-     [arr(2, 3)]),
+    ("take_along_dim", lambda T, F, a: T.take_along_dim(a, _i(T, [[0], [2]]), 1) ** 2, [arr(2, 3)]),
     ("index_select", lambda T, F, a: T.index_select(a, 1, _i(T, [2, 0, 2])) ** 2, [arr(2, 3)]),
     ("take", lambda T, F, a: T.take(a, _i(T, [5, 0, 5])) ** 2, [arr(2, 3)]),
     ("masked_select", lambda T, F, a: T.masked_select(a, a > 0) ** 2, [away(2, 3)]),
@@ -302,15 +326,27 @@ CASES = [
     ("Tensor.type_as", lambda T, F, a, b: a.type_as(b) * b, [arr(3), arr(3)]),
     ("Tensor.repeat", lambda T, F, a: a.repeat(2, 3) ** 2, [arr(2, 2)]),
     ("Tensor.where", lambda T, F, a, b: a.where(a > 0, b) ** 2, [away(3), arr(3)]),
-    ("Tensor.index_put", lambda T, F, a, v: a.index_put((_i(T, [0, 1]), _i(T, [2, 0])), v) ** 2,
-     [arr(2, 3), arr(2)]),
-    ("Tensor.index_add", lambda T, F, a, s: a.index_add(0, _i(T, [0, 2, 0]), s, alpha=2) ** 2,
-     [arr(3, 2), arr(3, 2)]),
+    (
+        "Tensor.index_put",
+        lambda T, F, a, v: a.index_put((_i(T, [0, 1]), _i(T, [2, 0])), v) ** 2,
+        [arr(2, 3), arr(2)],
+    ),
+    (
+        "Tensor.index_add",
+        lambda T, F, a, s: a.index_add(0, _i(T, [0, 2, 0]), s, alpha=2) ** 2,
+        [arr(3, 2), arr(3, 2)],
+    ),
     ("Tensor.index_fill", lambda T, F, a: a.index_fill(1, _i(T, [0, 2]), 1.5) ** 2, [arr(2, 3)]),
-    ("Tensor.scatter", lambda T, F, a, s: a.scatter(1, _i(T, [[2, 0]]), s) ** 2,
-     [arr(2, 3), arr(1, 2)]),
-    ("Tensor.scatter_add", lambda T, F, a, s: a.scatter_add(1, _i(T, [[2, 2]]), s) ** 2,
-     [arr(2, 3), arr(1, 2)]),
+    (
+        "Tensor.scatter",
+        lambda T, F, a, s: a.scatter(1, _i(T, [[2, 0]]), s) ** 2,
+        [arr(2, 3), arr(1, 2)],
+    ),
+    (
+        "Tensor.scatter_add",
+        lambda T, F, a, s: a.scatter_add(1, _i(T, [[2, 2]]), s) ** 2,
+        [arr(2, 3), arr(1, 2)],
+    ),
     ("Tensor.T", lambda T, F, a: a.T @ a, [arr(2, 3)]),
     ("Tensor.mT", lambda T, F, a: a.mT @ a, [arr(2, 2, 3)]),
     # in place
@@ -352,19 +388,33 @@ CASES = [
     ("Tensor.clamp_max_", lambda T, F, a: (a * 1).clamp_max_(0.1) * a, [away(5)]),
     ("Tensor.zero_", lambda T, F, a: (a * 3)[0].zero_() * a[1], [arr(2, 3)]),
     ("Tensor.fill_", lambda T, F, a, s: _ip("fill_")(T, F, a, s.sum()) * a, [arr(2, 3), arr(2)]),
-    ("Tensor.copy_", lambda T, F, a, b: T.zeros(2, 3, dtype=T.float64).copy_(b * b) * a,
-     [arr(2, 3), arr(3)]),
+    (
+        "Tensor.copy_",
+        lambda T, F, a, b: T.zeros(2, 3, dtype=T.float64).copy_(b * b) * a,
+        [arr(2, 3), arr(3)],
+    ),
     ("Tensor.masked_fill_", lambda T, F, a: (a * a).masked_fill_(a > 0, 2.0) * a, [away(4)]),
     ("Tensor.index_put_", _index_put_, [arr(2, 3), arr(3)]),
-    ("Tensor.index_add_", lambda T, F, a, s: (a * 1).index_add_(0, _i(T, [1, 1]), s * s) * a,
-     [arr(2, 3), arr(2, 3)]),
-    ("Tensor.index_fill_", lambda T, F, a: (a * 1).index_fill_(0, _i(T, [1]), -1.0) * a,
-     [arr(2, 3)]),
-    ("Tensor.scatter_", lambda T, F, a, s: (a * 1).scatter_(0, _i(T, [[1, 0, 1]]), s * s) * a,
-     [arr(2, 3), arr(1, 3)]),
-    ("Tensor.scatter_add_",
-     lambda T, F, a, s: (a * 1).scatter_add_(0, _i(T, [[1, 1, 1]]), s * s) * a,
-     [arr(2, 3), arr(1, 3)]),
+    (
+        "Tensor.index_add_",
+        lambda T, F, a, s: (a * 1).index_add_(0, _i(T, [1, 1]), s * s) * a,
+        [arr(2, 3), arr(2, 3)],
+    ),
+    (
+        "Tensor.index_fill_",
+        lambda T, F, a: (a * 1).index_fill_(0, _i(T, [1]), -1.0) * a,
+        [arr(2, 3)],
+    ),
+    (
+        "Tensor.scatter_",
+        lambda T, F, a, s: (a * 1).scatter_(0, _i(T, [[1, 0, 1]]), s * s) * a,
+        [arr(2, 3), arr(1, 3)],
+    ),
+    (
+        "Tensor.scatter_add_",
+        lambda T, F, a, s: (a * 1).scatter_add_(0, _i(T, [[1, 1, 1]]), s * s) * a,
+        [arr(2, 3), arr(1, 3)],
+    ),
     # operators
     ("__add__", lambda T, F, a, b: (a + b) * a + (a + 2) * a, [arr(2, 3), arr(3)]),
     ("__radd__", lambda T, F, a: (2 + a) * a, [arr(3)]),
@@ -375,8 +425,8 @@ CASES = [
     ("__truediv__", lambda T, F, a, b: a / b, [arr(3), pos(3)]),
     ("__rtruediv__", lambda T, F, a: 2 / a, [pos(3)]),
     ("__mod__", lambda T, F, a: (a % 0.7) * a, [unit(3) * 0.5 + 0.1]),
-    ("__pow__", lambda T, F, a, b: a ** b + a ** 3, [pos(3), arr(3)]),
-    ("__rpow__", lambda T, F, a: 2 ** a, [arr(3)]),
+    ("__pow__", lambda T, F, a, b: a**b + a**3, [pos(3), arr(3)]),
+    ("__rpow__", lambda T, F, a: 2**a, [arr(3)]),
     ("__matmul__", lambda T, F, a, b: (a @ b) ** 2, [arr(2, 3), arr(3)]),
     ("__rmatmul__", lambda T, F, a, b: b.__rmatmul__(a) ** 2, [arr(2, 3), arr(3, 2)]),
     ("__iadd__", _iop("add"), [arr(3), arr(3)]),
@@ -389,80 +439,138 @@ CASES = [
     ("__neg__", lambda T, F, a: -a * a, [arr(3)]),
     ("__pos__", lambda T, F, a: +a * a, [arr(3)]),
     ("__abs__", lambda T, F, a: abs(a) * a, [away(3)]),
-    ("__getitem__", lambda T, F, a: (a[1] * a[0, 2]).sum() + (a[:, 1:] ** 2).sum()
-     + (a[[0, 0, 1]] ** 2).sum() + (a[a > 0] ** 3).sum() + (a[..., None, 1] ** 2).sum(),
-     [away(2, 3)]),
+    (
+        "__getitem__",
+        lambda T, F, a: (
+            (a[1] * a[0, 2]).sum()
+            + (a[:, 1:] ** 2).sum()
+            + (a[[0, 0, 1]] ** 2).sum()
+            + (a[a > 0] ** 3).sum()
+            + (a[..., None, 1] ** 2).sum()
+        ),
+        [away(2, 3)],
+    ),
     ("__setitem__", _setitem, [arr(2, 3), arr(2)]),
     # nn.functional
     ("F.relu", lambda T, F, a: F.relu(a) ** 2, [away(4)]),
     ("F.relu_", lambda T, F, a: F.relu_(a * a - 0.25) * a, [away(4)]),
     # a slope exact in float32: torch's double backward rounds it to float32
-    ("F.leaky_relu", lambda T, F, a: F.leaky_relu(a, 0.25) ** 2 + F.leaky_relu(a) ** 3,
-     [away(5)]),
+    ("F.leaky_relu", lambda T, F, a: F.leaky_relu(a, 0.25) ** 2 + F.leaky_relu(a) ** 3, [away(5)]),
     ("F.sigmoid", lambda T, F, a: F.sigmoid(a), [arr(3)]),
     ("F.tanh", lambda T, F, a: F.tanh(a), [arr(3)]),
     ("F.softmax", lambda T, F, a: F.softmax(a, dim=1), [arr(2, 3)]),
     ("F.log_softmax", lambda T, F, a: F.log_softmax(a, 1), [arr(2, 3)]),
-    ("F.linear", lambda T, F, x, w, b: F.linear(x, w, b) ** 2 + F.linear(x, w) ** 3,
-     [arr(2, 3), arr(4, 3), arr(4)]),
-    ("F.nll_loss", lambda T, F, a: F.nll_loss(a, _i(T, [1, 1]), reduction="sum") * a.sum(),
-     [arr(2, 3)]),
-    ("F.nll_loss", lambda T, F, a: F.nll_loss(a, _i(T, [1, 0]), reduction="none") ** 2,
-     [arr(2, 3)]),
-    ("F.nll_loss", lambda T, F, a: F.nll_loss(a, _i(T, [[1, 0], [2, 1]]), reduction="none") ** 2,
-     [arr(2, 3, 2)]),
+    (
+        "F.linear",
+        lambda T, F, x, w, b: F.linear(x, w, b) ** 2 + F.linear(x, w) ** 3,
+        [arr(2, 3), arr(4, 3), arr(4)],
+    ),
+    (
+        "F.nll_loss",
+        lambda T, F, a: F.nll_loss(a, _i(T, [1, 1]), reduction="sum") * a.sum(),
+        [arr(2, 3)],
+    ),
+    (
+        "F.nll_loss",
+        lambda T, F, a: F.nll_loss(a, _i(T, [1, 0]), reduction="none") ** 2,
+        [arr(2, 3)],
+    ),
+    (
+        "F.nll_loss",
+        lambda T, F, a: F.nll_loss(a, _i(T, [[1, 0], [2, 1]]), reduction="none") ** 2,
+        [arr(2, 3, 2)],
+    ),
     ("F.cross_entropy", lambda T, F, a: F.cross_entropy(a, _i(T, [0, 2])), [arr(2, 3)]),
-    ("F.cross_entropy", lambda T, F, a: F.cross_entropy(
-        a, _i(T, [0, 2, -100]), weight=T.tensor([1.0, 2.0, 0.5], dtype=T.float64)), [arr(3, 3)]),
-    ("F.cross_entropy", lambda T, F, a, p: F.cross_entropy(a, p.softmax(1)), [arr(2, 3),
-                                                                             arr(2, 3)]),
-    ("F.cross_entropy", lambda T, F, a: F.cross_entropy(a, _i(T, [1, 0]), label_smoothing=0.1),
-     [arr(2, 3)]),
+    (
+        "F.cross_entropy",
+        lambda T, F, a: F.cross_entropy(
+            a, _i(T, [0, 2, -100]), weight=T.tensor([1.0, 2.0, 0.5], dtype=T.float64)
+        ),
+        [arr(3, 3)],
+    ),
+    (
+        "F.cross_entropy",
+        lambda T, F, a, p: F.cross_entropy(a, p.softmax(1)),
+        [arr(2, 3), arr(2, 3)],
+    ),
+    (
+        "F.cross_entropy",
+        lambda T, F, a: F.cross_entropy(a, _i(T, [1, 0]), label_smoothing=0.1),
+        [arr(2, 3)],
+    ),
     ("F.mse_loss", lambda T, F, a, b: F.mse_loss(a, b), [arr(2, 3), arr(2, 3)]),
     ("F.mse_loss", lambda T, F, a, b: F.mse_loss(a, b, reduction="none") ** 2, [arr(3), arr(3)]),
     ("F.l1_loss", lambda T, F, a, b: F.l1_loss(a * a, b) * a.sum(), [arr(3), away(3) + 2.0]),
-    ("F.binary_cross_entropy", lambda T, F, a, t: F.binary_cross_entropy(a, t),
-     [unit(3), unit(3)]),
-    ("F.binary_cross_entropy_with_logits",
-     lambda T, F, a, t: F.binary_cross_entropy_with_logits(a, t, pos_weight=T.tensor(
-         [1.0, 2.0, 0.5], dtype=T.float64)), [arr(2, 3), unit(2, 3)]),
+    ("F.binary_cross_entropy", lambda T, F, a, t: F.binary_cross_entropy(a, t), [unit(3), unit(3)]),
+    (
+        "F.binary_cross_entropy_with_logits",
+        lambda T, F, a, t: F.binary_cross_entropy_with_logits(
+            a, t, pos_weight=T.tensor([1.0, 2.0, 0.5], dtype=T.float64)
+        ),
+        [arr(2, 3), unit(2, 3)],
+    ),
     ("F.normalize", lambda T, F, a: F.normalize(a, dim=1), [arr(2, 3)]),
-    ("F.smooth_l1_loss", lambda T, F, a, b: F.smooth_l1_loss(a * a, b, beta=0.5) * a.sum(),
-     [arr(2, 3), arr(2, 3)]),
-    ("F.huber_loss", lambda T, F, a, b: F.huber_loss(a * a, b, delta=0.3) * a.sum(),
-     [arr(2, 3), arr(2, 3)]),
-    ("F.kl_div", lambda T, F, a, t: F.kl_div(a, t, reduction="batchmean") * a.sum(),
-     [arr(2, 3), unit(2, 3)]),
-    ("F.binary_cross_entropy", lambda T, F, a, t: F.binary_cross_entropy(a, t, reduction="none")
-     ** 2, [unit(4), unit(4)]),
+    (
+        "F.smooth_l1_loss",
+        lambda T, F, a, b: F.smooth_l1_loss(a * a, b, beta=0.5) * a.sum(),
+        [arr(2, 3), arr(2, 3)],
+    ),
+    (
+        "F.huber_loss",
+        lambda T, F, a, b: F.huber_loss(a * a, b, delta=0.3) * a.sum(),
+        [arr(2, 3), arr(2, 3)],
+    ),
+    (
+        "F.kl_div",
+        lambda T, F, a, t: F.kl_div(a, t, reduction="batchmean") * a.sum(),
+        [arr(2, 3), unit(2, 3)],
+    ),
+    (
+        "F.binary_cross_entropy",
+        lambda T, F, a, t: F.binary_cross_entropy(a, t, reduction="none") ** 2,
+        [unit(4), unit(4)],
+    ),
     ("cross", lambda T, F, a, b: T.cross(a, b, dim=1) ** 2, [arr(2, 3), arr(1, 3)]),
-    ("cdist", lambda T, F, a, b: T.cdist(a, b) ** 2 + T.cdist(a, b, p=3.0),
-     [arr(3, 2), arr(4, 2)]),
+    ("cdist", lambda T, F, a, b: T.cdist(a, b) ** 2 + T.cdist(a, b, p=3.0), [arr(3, 2), arr(4, 2)]),
     ("F.softplus", lambda T, F, a: F.softplus(a, beta=2.0), [arr(4)]),
     ("F.gelu", lambda T, F, a: F.gelu(a) + F.gelu(a, approximate="tanh"), [arr(4)]),
     ("F.silu", lambda T, F, a: F.silu(a), [arr(4)]),
     ("F.elu", lambda T, F, a: F.elu(a, alpha=0.7), [away(4)]),
-    ("F.dropout", lambda T, F, a: F.dropout(a, 0.5, training=False) ** 2
-     + F.dropout(a, 0.0) ** 3, [arr(3)]),
+    (
+        "F.dropout",
+        lambda T, F, a: F.dropout(a, 0.5, training=False) ** 2 + F.dropout(a, 0.0) ** 3,
+        [arr(3)],
+    ),
     # the layers' functions and activations of sourcegrad.nn (written with tensor ops)
     ("F.dropout1d", lambda T, F, a: F.dropout1d(a, 0.5, training=False) ** 2, [arr(2, 3, 2)]),
-    ("F.dropout2d", lambda T, F, a: F.dropout2d(a, 0.5, training=False) ** 2,
-     [arr(2, 2, 2, 2)]),
+    ("F.dropout2d", lambda T, F, a: F.dropout2d(a, 0.5, training=False) ** 2, [arr(2, 2, 2, 2)]),
     ("F.dropout3d", lambda T, F, a: F.dropout3d(a, 0.0) ** 2, [arr(2, 1, 2, 2)]),
-    ("F.bilinear", lambda T, F, x1, x2, w, b: F.bilinear(x1, x2, w, b) ** 2
-     + F.bilinear(x1, x2, w), [arr(2, 3), arr(2, 4), arr(2, 3, 4), arr(2)]),
-    ("F.embedding", lambda T, F, w: (F.embedding(_i(T, [[0, 2], [2, 1]]), w) ** 2).sum(0)
-     + F.embedding(_i(T, [1, 0]), w, padding_idx=1) ** 3, [arr(3, 2)]),
-    ("F.layer_norm", lambda T, F, a, w, b: F.layer_norm(a, (3,), w, b) ** 2
-     + F.layer_norm(a, (2, 3), eps=1e-3), [arr(2, 2, 3), pos(3), arr(3)]),
-    ("F.rms_norm", lambda T, F, a, w: F.rms_norm(a, (3,), w, eps=1e-6) ** 2, [arr(2, 3),
-                                                                               pos(3)]),
-    ("F.group_norm", lambda T, F, a, w, b: F.group_norm(a, 2, w, b) ** 2, [arr(2, 4, 3), pos(4),
-                                                                           arr(4)]),
-    ("F.cosine_similarity", lambda T, F, a, b: F.cosine_similarity(a, b), [arr(2, 3),
-                                                                          arr(2, 3)]),
-    ("F.pairwise_distance", lambda T, F, a, b: F.pairwise_distance(a, b), [arr(2, 3),
-                                                                          arr(2, 3)]),
+    (
+        "F.bilinear",
+        lambda T, F, x1, x2, w, b: F.bilinear(x1, x2, w, b) ** 2 + F.bilinear(x1, x2, w),
+        [arr(2, 3), arr(2, 4), arr(2, 3, 4), arr(2)],
+    ),
+    (
+        "F.embedding",
+        lambda T, F, w: (
+            (F.embedding(_i(T, [[0, 2], [2, 1]]), w) ** 2).sum(0)
+            + F.embedding(_i(T, [1, 0]), w, padding_idx=1) ** 3
+        ),
+        [arr(3, 2)],
+    ),
+    (
+        "F.layer_norm",
+        lambda T, F, a, w, b: F.layer_norm(a, (3,), w, b) ** 2 + F.layer_norm(a, (2, 3), eps=1e-3),
+        [arr(2, 2, 3), pos(3), arr(3)],
+    ),
+    ("F.rms_norm", lambda T, F, a, w: F.rms_norm(a, (3,), w, eps=1e-6) ** 2, [arr(2, 3), pos(3)]),
+    (
+        "F.group_norm",
+        lambda T, F, a, w, b: F.group_norm(a, 2, w, b) ** 2,
+        [arr(2, 4, 3), pos(4), arr(4)],
+    ),
+    ("F.cosine_similarity", lambda T, F, a, b: F.cosine_similarity(a, b), [arr(2, 3), arr(2, 3)]),
+    ("F.pairwise_distance", lambda T, F, a, b: F.pairwise_distance(a, b), [arr(2, 3), arr(2, 3)]),
     ("F.glu", lambda T, F, a: F.glu(a, dim=1), [arr(2, 4)]),
     ("F.prelu", lambda T, F, a, w: F.prelu(a, w) * a, [away(2, 3), arr(3)]),
     # alpha exact in float32: torch's celu backward rounds alpha to float32
@@ -507,36 +615,138 @@ TORCH_NO_DOUBLE_BACKWARD = {
 # Exposed callables that are not differentiable ops, by the reason they have no case.
 NOT_DIFFERENTIABLE = {
     "integer or boolean results": [
-        "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
-        "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite",
-        "isclose", "allclose", "equal", "argmax", "argmin", "argsort", "nonzero", "argwhere",
-        "count_nonzero", "all", "any", "unique", "is_tensor",
-        "is_floating_point", "is_complex", "numel", "is_nonzero", "F.one_hot",
-        "Tensor.floor_divide_", "__floordiv__", "__rfloordiv__", "__ifloordiv__", "__and__",
-        "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__iand__", "__ior__",
-        "__ixor__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
-        "Tensor.long", "Tensor.int", "Tensor.short", "Tensor.char", "Tensor.byte",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "not_equal",
+        "less",
+        "less_equal",
+        "greater",
+        "greater_equal",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "logical_not",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "bitwise_not",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isclose",
+        "allclose",
+        "equal",
+        "argmax",
+        "argmin",
+        "argsort",
+        "nonzero",
+        "argwhere",
+        "count_nonzero",
+        "all",
+        "any",
+        "unique",
+        "is_tensor",
+        "is_floating_point",
+        "is_complex",
+        "numel",
+        "is_nonzero",
+        "F.one_hot",
+        "Tensor.floor_divide_",
+        "__floordiv__",
+        "__rfloordiv__",
+        "__ifloordiv__",
+        "__and__",
+        "__rand__",
+        "__or__",
+        "__ror__",
+        "__xor__",
+        "__rxor__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+        "__invert__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "Tensor.long",
+        "Tensor.int",
+        "Tensor.short",
+        "Tensor.char",
+        "Tensor.byte",
         "Tensor.bool",
     ],
     "torch records them with a NotImplemented node (see test_not_implemented_like_torch)": [
-        "floor_divide", "__rmod__",
+        "floor_divide",
+        "__rmod__",
     ],
     "casts to another precision (the same code as Tensor.to, checked there)": [
-        "Tensor.float", "Tensor.half", "Tensor.cfloat", "Tensor.cdouble",
+        "Tensor.float",
+        "Tensor.half",
+        "Tensor.cfloat",
+        "Tensor.cdouble",
     ],
     "factories and random numbers": [
-        "tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "full", "empty", "eye",
-        "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
-        "bernoulli", "multinomial", "zeros_like", "ones_like", "full_like", "empty_like",
-        "rand_like", "randn_like", "randint_like", "Tensor.new_zeros", "Tensor.new_ones",
-        "Tensor.new_empty", "Tensor.new_full", "Tensor.new_tensor", "Tensor.uniform_",
-        "Tensor.normal_", "Tensor.bernoulli_", "Tensor.random_", "Tensor.exponential_",
+        "tensor",
+        "as_tensor",
+        "asarray",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "full",
+        "empty",
+        "eye",
+        "arange",
+        "linspace",
+        "logspace",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "empty_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "Tensor.new_zeros",
+        "Tensor.new_ones",
+        "Tensor.new_empty",
+        "Tensor.new_full",
+        "Tensor.new_tensor",
+        "Tensor.uniform_",
+        "Tensor.normal_",
+        "Tensor.bernoulli_",
+        "Tensor.random_",
+        "Tensor.exponential_",
     ],
     "settings and state": [
-        "get_default_dtype", "set_default_dtype", "get_default_device", "set_default_device", "promote_types", "result_type", "can_cast",
-        "set_printoptions", "is_grad_enabled", "is_inference_mode_enabled", "is_anomaly_enabled",
-        "is_anomaly_check_nan_enabled", "manual_seed", "seed", "initial_seed", "get_rng_state",
+        "get_default_dtype",
+        "set_default_dtype",
+        "get_default_device",
+        "set_default_device",
+        "promote_types",
+        "result_type",
+        "can_cast",
+        "set_printoptions",
+        "is_grad_enabled",
+        "is_inference_mode_enabled",
+        "is_anomaly_enabled",
+        "is_anomaly_check_nan_enabled",
+        "manual_seed",
+        "seed",
+        "initial_seed",
+        "get_rng_state",
         "set_rng_state",
     ],
 }
@@ -545,7 +755,7 @@ NOT_DIFFERENTIABLE = {
 def _target(key):
     """The function object a key names (aliases share one object, hence one case)."""
     if key.startswith("Tensor."):
-        name = key[len("Tensor."):]
+        name = key[len("Tensor.") :]
         if name in _methods.PROPERTIES:
             return _methods.PROPERTIES[name]
         return _methods.METHODS[name]
@@ -559,6 +769,7 @@ def _target(key):
 def _exposed():
     keys = []
     from sourcegrad import eager
+
     for name in eager.__all__:
         obj = getattr(eager, name)
         if callable(obj) and inspect.isroutine(obj):
@@ -566,17 +777,24 @@ def _exposed():
     keys += ["Tensor." + n for n in _methods.METHODS]
     keys += ["Tensor." + n for n in _methods.PROPERTIES]
     keys += list(_methods.OPERATORS)
-    keys += ["F." + n for n in dir(sF) if not n.startswith("_") and inspect.isfunction(
-        getattr(sF, n)) and getattr(sF, n).__module__ == sF.__name__]
+    keys += [
+        "F." + n
+        for n in dir(sF)
+        if not n.startswith("_")
+        and inspect.isfunction(getattr(sF, n))
+        and getattr(sF, n).__module__ == sF.__name__
+    ]
     return keys
 
 
 def test_every_exposed_op_has_a_case():
     covered = {id(_target(key)) for key, _, _ in CASES}
     # ops made from the registry's entries are checked from their rows in test_registry_ops
-    covered |= {id(_target(k)) for k in _exposed()
-                if getattr(_target(k), "entry", None) is not None and
-                _target(k).entry.name in REGISTRY_ROWS}
+    covered |= {
+        id(_target(k))
+        for k in _exposed()
+        if getattr(_target(k), "entry", None) is not None and _target(k).entry.name in REGISTRY_ROWS
+    }
     skipped = {id(_target(k)) for keys in NOT_DIFFERENTIABLE.values() for k in keys}
     missing = [k for k in _exposed() if id(_target(k)) not in covered | skipped]
     assert missing == [], f"exposed ops without a second-derivative case: {missing}"
@@ -585,14 +803,18 @@ def test_every_exposed_op_has_a_case():
 def test_not_implemented_like_torch():
     """`x // y` and `number % x` have no derivative, in torch as here: backward raises."""
     x = sg.tensor([1.5, 2.5], requires_grad=True)
-    for y, op in [(x // 2, "floor_divide"), (sg.floor_divide(x, x), "floor_divide"),
-                  (3.0 % x, "remainder")]:
+    for y, op in [
+        (x // 2, "floor_divide"),
+        (sg.floor_divide(x, x), "floor_divide"),
+        (3.0 % x, "remainder"),
+    ]:
         assert y.grad_fn.name() == "torch::autograd::NotImplemented"
         with pytest.raises(RuntimeError, match=f"derivative for aten::{op} is not implemented"):
             y.sum().backward()
 
 
 # ---- the check ---------------------------------------------------------------------------------
+
 
 def _flat(out):
     if isinstance(out, (tuple, list)):
@@ -682,21 +904,35 @@ def test_second_derivative(key, fn, inputs):
     analytic = _second(sg, sF, fn, arrays, weights, vs)
     numeric = _numeric(fn, arrays, weights, vs)
     for i, (got, num) in enumerate(zip(analytic, numeric)):
-        np.testing.assert_allclose(got, num, rtol=1e-4, atol=1e-5,
-                                   err_msg=f"{key}: second derivative of input {i} vs "
-                                           "finite differences")
+        np.testing.assert_allclose(
+            got,
+            num,
+            rtol=1e-4,
+            atol=1e-5,
+            err_msg=f"{key}: second derivative of input {i} vs finite differences",
+        )
     if _torch is None:
         return
     _, first = _first(sg, sF, fn, arrays, weights, False)
     _, tfirst = _first(_torch, _tF, fn, arrays, weights, False)
     for i, (got, exp) in enumerate(zip(_as_arrays(first, arrays), _as_arrays(tfirst, arrays))):
-        np.testing.assert_allclose(got, exp, rtol=1e-9, atol=1e-12,
-                                   err_msg=f"{key}: first derivative of input {i} vs torch")
+        np.testing.assert_allclose(
+            got,
+            exp,
+            rtol=1e-9,
+            atol=1e-12,
+            err_msg=f"{key}: first derivative of input {i} vs torch",
+        )
     if key in TORCH_NO_DOUBLE_BACKWARD:
         with pytest.raises(RuntimeError, match=TORCH_NO_DOUBLE_BACKWARD[key]):
             _second(_torch, _tF, fn, arrays, weights, vs)
         return
     expected = _second(_torch, _tF, fn, arrays, weights, vs)
     for i, (got, exp) in enumerate(zip(analytic, expected)):
-        np.testing.assert_allclose(got, exp, rtol=1e-9, atol=1e-12,
-                                   err_msg=f"{key}: second derivative of input {i} vs torch")
+        np.testing.assert_allclose(
+            got,
+            exp,
+            rtol=1e-9,
+            atol=1e-12,
+            err_msg=f"{key}: second derivative of input {i} vs torch",
+        )

@@ -4,6 +4,7 @@ The expected text is what torch 2.13 prints for the same four sections (memory
 addresses masked); when torch is installed the test also runs the script with
 torch itself and compares live.
 """
+
 import os
 import re
 import subprocess
@@ -30,8 +31,9 @@ Gradients: tensor([0., 1., 1.])
 
 def _run(backend):
     env = dict(os.environ, SEED_BACKEND=backend, PYTHONPATH=ROOT)
-    out = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, env=env,
-                         check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, SCRIPT], capture_output=True, text=True, env=env, check=True, timeout=120
+    )
     return re.sub(r"0x[0-9a-f]+", "0x...", out.stdout)
 
 
@@ -47,6 +49,7 @@ def test_seed_walkthrough_against_live_torch():
 def test_seed_sections_run_unchanged_with_import_sourcegrad_as_torch():
     """The four sections, as the seed text writes them, with only the import swapped."""
     import sourcegrad as torch
+
     w = torch.tensor([2.0], requires_grad=True)
     b = torch.tensor([3.0], requires_grad=True)
     x = torch.tensor([4.0])

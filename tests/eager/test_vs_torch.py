@@ -7,6 +7,7 @@ once with the real torch, once with `sourcegrad` installed as `torch` in
 are masked; everything else must be identical, except the last printed digit of a
 float, which depends on the CPU (see `same_output`). Skipped when torch is absent.
 """
+
 import contextlib
 import io
 import re
@@ -26,8 +27,15 @@ import sourcegrad.nn.functional  # noqa: E402,F401
 from .op_scenarios import EXPRESSIONS, PRELUDE, SEMANTICS  # noqa: E402
 from .reference_scenarios import REFERENCE  # noqa: E402
 
-_SUBMODULES = ["autograd", "autograd.function", "autograd.functional", "autograd.graph", "nn",
-               "nn.functional", "optim"]
+_SUBMODULES = [
+    "autograd",
+    "autograd.function",
+    "autograd.functional",
+    "autograd.graph",
+    "nn",
+    "nn.functional",
+    "optim",
+]
 _ADDRESS = re.compile(r"0x[0-9a-f]+")
 
 

@@ -18,6 +18,7 @@ raised at the same statement, same type and text) or "mismatch" with the differe
 
     python -m tests.fuzz.eager_inplace 10000 [seed-prefix]   # counts, first mismatches
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,15 +46,19 @@ class Program:
 
 # --- generation --------------------------------------------------------------------------
 
+
 class _Generator:
     def __init__(self, seed):
         self.rng = random.Random(seed)
         self.shape = self.rng.choice(SHAPES)
         self.lines = []
-        self.kept = {}    # name of a kept view -> its shape
-        self.saved = []   # names of results that saved a view of a
-        self.probe = {"torch": sourcegrad, "a": sourcegrad.zeros(self.shape),
-                      "x": sourcegrad.zeros(X_SIZE)}
+        self.kept = {}  # name of a kept view -> its shape
+        self.saved = []  # names of results that saved a view of a
+        self.probe = {
+            "torch": sourcegrad,
+            "a": sourcegrad.zeros(self.shape),
+            "x": sourcegrad.zeros(X_SIZE),
+        }
 
     def shape_of(self, expr):
         """The shape `expr` has (evaluated on zeros, without grad), or None if it raises."""
@@ -74,25 +79,42 @@ class _Generator:
         if n == 0:
             return None
         s0 = shape[0]
-        options = [f"[{r.randrange(-s0, s0)}]" if s0 else None,
-                   f"[{r.randrange(0, s0 + 1)}:{r.randrange(0, s0 + 1)}]",
-                   f"[{r.randrange(0, max(s0, 1))}::2]",
-                   f".select(0, {r.randrange(s0)})" if s0 else None,
-                   f".narrow(0, {r.randrange(s0)}, 1)" if s0 else None,
-                   ".unsqueeze(0)", "[None]", ".view(-1)", ".reshape(-1)", ".flatten()",
-                   f"[..., {r.randrange(shape[-1])}]" if shape[-1] else None]
+        options = [
+            f"[{r.randrange(-s0, s0)}]" if s0 else None,
+            f"[{r.randrange(0, s0 + 1)}:{r.randrange(0, s0 + 1)}]",
+            f"[{r.randrange(0, max(s0, 1))}::2]",
+            f".select(0, {r.randrange(s0)})" if s0 else None,
+            f".narrow(0, {r.randrange(s0)}, 1)" if s0 else None,
+            ".unsqueeze(0)",
+            "[None]",
+            ".view(-1)",
+            ".reshape(-1)",
+            ".flatten()",
+            f"[..., {r.randrange(shape[-1])}]" if shape[-1] else None,
+        ]
         if n >= 2:
             s1 = shape[1]
-            options += [f"[:, {r.randrange(s1)}]" if s1 else None,
-                        f"[:, {r.randrange(0, s1 + 1)}:]",
-                        f"[{r.randrange(s0)}, {r.randrange(s1)}]" if s0 and s1 else None,
-                        ".T" if n == 2 else ".permute(2, 0, 1)", ".t()" if n == 2 else None,
-                        ".transpose(0, 1)", ".diagonal()", ".diagonal(1)", ".movedim(0, -1)",
-                        f".view({shape[0] * shape[1]}, -1)" if n == 3 else f".view({s1}, -1)",
-                        f".reshape(-1, {s0})"]
-        rare = [".unbind(0)[0]", f".split(1)[{s0 - 1}]" if s0 else None,
-                f".chunk(2, -1)[0]", ".detach()", ".clone()",
-                f".unsqueeze(0).expand(2, {', '.join(map(str, shape))})"]
+            options += [
+                f"[:, {r.randrange(s1)}]" if s1 else None,
+                f"[:, {r.randrange(0, s1 + 1)}:]",
+                f"[{r.randrange(s0)}, {r.randrange(s1)}]" if s0 and s1 else None,
+                ".T" if n == 2 else ".permute(2, 0, 1)",
+                ".t()" if n == 2 else None,
+                ".transpose(0, 1)",
+                ".diagonal()",
+                ".diagonal(1)",
+                ".movedim(0, -1)",
+                f".view({shape[0] * shape[1]}, -1)" if n == 3 else f".view({s1}, -1)",
+                f".reshape(-1, {s0})",
+            ]
+        rare = [
+            ".unbind(0)[0]",
+            f".split(1)[{s0 - 1}]" if s0 else None,
+            f".chunk(2, -1)[0]",
+            ".detach()",
+            ".clone()",
+            f".unsqueeze(0).expand(2, {', '.join(map(str, shape))})",
+        ]
         pool = [o for o in (options if r.random() < 0.9 else rare) if o is not None]
         return r.choice(pool)
 
@@ -145,9 +167,30 @@ class _Generator:
     def inplace(self):
         r = self.rng
         expr, shape = self.view()
-        op = r.choice(["+=", "-=", "*=", "/=", "=", "add_", "add_alpha", "sub_", "mul_", "div_",
-                       "copy_", "zero_", "fill_", "clamp_", "clamp_min", "neg_", "exp_",
-                       "sigmoid_", "pow_", "masked_fill_"])
+        op = r.choice(
+            [
+                "+=",
+                "-=",
+                "*=",
+                "/=",
+                "=",
+                "add_",
+                "add_alpha",
+                "sub_",
+                "mul_",
+                "div_",
+                "copy_",
+                "zero_",
+                "fill_",
+                "clamp_",
+                "clamp_min",
+                "neg_",
+                "exp_",
+                "sigmoid_",
+                "pow_",
+                "masked_fill_",
+            ]
+        )
         value = self.value(shape, for_division=op in ("/=", "div_"))
         assignable = expr.endswith("]")
         if op == "=":
@@ -158,12 +201,23 @@ class _Generator:
             if assignable or expr in self.kept:
                 return f"{expr} {op} {value}"
             return f"t = {expr}\nt {op} {value}"
-        calls = {"add_": f"add_({value})", "add_alpha": f"add_({value}, alpha=0.5)",
-                 "sub_": f"sub_({value})", "mul_": f"mul_({value})", "div_": f"div_({value})",
-                 "copy_": f"copy_({value})", "zero_": "zero_()", "fill_": f"fill_({self.const()})",
-                 "clamp_": "clamp_(-1.0, 2.5)", "clamp_min": "clamp_(min=0.25)",
-                 "neg_": "neg_()", "exp_": "exp_()", "sigmoid_": "sigmoid_()", "pow_": "pow_(2)",
-                 "masked_fill_": f"masked_fill_({expr}.detach() > 1.0, {self.const()})"}
+        calls = {
+            "add_": f"add_({value})",
+            "add_alpha": f"add_({value}, alpha=0.5)",
+            "sub_": f"sub_({value})",
+            "mul_": f"mul_({value})",
+            "div_": f"div_({value})",
+            "copy_": f"copy_({value})",
+            "zero_": "zero_()",
+            "fill_": f"fill_({self.const()})",
+            "clamp_": "clamp_(-1.0, 2.5)",
+            "clamp_min": "clamp_(min=0.25)",
+            "neg_": "neg_()",
+            "exp_": "exp_()",
+            "sigmoid_": "sigmoid_()",
+            "pow_": "pow_(2)",
+            "masked_fill_": f"masked_fill_({expr}.detach() > 1.0, {self.const()})",
+        }
         return f"{expr}.{calls[op]}"
 
     def statement(self, i):
@@ -182,20 +236,40 @@ class _Generator:
             expr, _ = self.view()
             name = f"s{len(self.saved)}"
             self.saved.append(name)
-            f = self.rng.choice(["({e} * {e})", "{e}.exp()", "{e}.sin()", "({e} + 1)",
-                                 "{e}.sigmoid()", "{e}.pow(2)", "({e} * 2)"])
+            f = self.rng.choice(
+                [
+                    "({e} * {e})",
+                    "{e}.exp()",
+                    "{e}.sin()",
+                    "({e} + 1)",
+                    "{e}.sigmoid()",
+                    "{e}.pow(2)",
+                    "({e} * 2)",
+                ]
+            )
             return f"{name} = {f.format(e=expr)}"
         if r < 0.84:
             idx = sorted(self.rng.sample(range(self.shape[0]), 2))
-            return self.rng.choice([f"a[{idx}] = {self.const()}",
-                                    f"a[{idx}] += x[{self.rng.randrange(X_SIZE)}]",
-                                    "a[a.detach() > 1.0] = 0.5",
-                                    f"a.mul_({self.value(self.shape)})"])
+            return self.rng.choice(
+                [
+                    f"a[{idx}] = {self.const()}",
+                    f"a[{idx}] += x[{self.rng.randrange(X_SIZE)}]",
+                    "a[a.detach() > 1.0] = 0.5",
+                    f"a.mul_({self.value(self.shape)})",
+                ]
+            )
         if r < 0.88:
             return f"with torch.no_grad():\n    {self.inplace()}".replace("\nt ", "\n    t ")
         if r < 0.91:
-            return self.rng.choice(["y.add_(1.0)", "y[0] = 1.0", "y.T.mul_(2)", "x.zero_()",
-                                    "with torch.no_grad():\n    y[0] += 1.0"])
+            return self.rng.choice(
+                [
+                    "y.add_(1.0)",
+                    "y[0] = 1.0",
+                    "y.T.mul_(2)",
+                    "x.zero_()",
+                    "with torch.no_grad():\n    y[0] += 1.0",
+                ]
+            )
         expr, shape = self.view()
         return f"{expr}.{self.rng.choice(['add_', 'mul_'])}({self.value(shape)})"
 
@@ -225,11 +299,13 @@ def generate(seed) -> Program:
     g = _Generator(seed)
     shape = g.shape
     numel = math.prod(shape)
-    lines = [f"y = torch.arange(1., {numel + 1}., dtype=torch.float64).reshape({shape})"
-             f".mul(0.25).sub(1.0).requires_grad_()",
-             f"x = torch.linspace(0.5, 2.0, {X_SIZE}, dtype=torch.float64).requires_grad_()",
-             f"w = torch.arange({numel}., dtype=torch.float64).reshape({shape}).add(1.0)",
-             "a = y.clone()"]
+    lines = [
+        f"y = torch.arange(1., {numel + 1}., dtype=torch.float64).reshape({shape})"
+        f".mul(0.25).sub(1.0).requires_grad_()",
+        f"x = torch.linspace(0.5, 2.0, {X_SIZE}, dtype=torch.float64).requires_grad_()",
+        f"w = torch.arange({numel}., dtype=torch.float64).reshape({shape}).add(1.0)",
+        "a = y.clone()",
+    ]
     for i in range(g.rng.randrange(1, 7)):
         lines.append(g.statement(i))
     lines.append(g.final())
@@ -238,6 +314,7 @@ def generate(seed) -> Program:
 
 
 # --- running and comparing ---------------------------------------------------------------
+
 
 def _values(t):
     return None if t is None else np.asarray(t.detach().tolist(), dtype=float)
@@ -259,9 +336,14 @@ def run_program(program: Program, lib):
             except Exception as e:  # noqa: BLE001 - errors are compared with torch's
                 return ("error", i, type(e).__name__, str(e).split("\n")[0])
         try:
-            seen = {"a": _values(env["a"]), "out": _values(env["out"]),
-                    "y.grad": _values(env["y"].grad), "x.grad": _values(env["x"].grad),
-                    "a.version": env["a"]._version, "a.grad_fn": _name(env["a"])}
+            seen = {
+                "a": _values(env["a"]),
+                "out": _values(env["out"]),
+                "y.grad": _values(env["y"].grad),
+                "x.grad": _values(env["x"].grad),
+                "a.version": env["a"]._version,
+                "a.grad_fn": _name(env["a"]),
+            }
             for k in sorted(n for n in env if n[0] in "vs" and n[1:].isdigit()):
                 t = env[k]
                 seen[k] = _values(t)
@@ -277,8 +359,12 @@ def _differences(want, have):
     for k in want:
         a, b = want[k], have.get(k)
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-            if a is None or b is None or a.shape != b.shape or not np.allclose(
-                    a, b, rtol=1e-9, atol=1e-12, equal_nan=True):
+            if (
+                a is None
+                or b is None
+                or a.shape != b.shape
+                or not np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)
+            ):
                 out.append(f"{k}: torch {a!r} sourcegrad {b!r}")
         elif a != b:
             out.append(f"{k}: torch {a!r} sourcegrad {b!r}")
@@ -292,8 +378,11 @@ def compare(program: Program, torch):
     if want[0] == "error" or have[0] == "error":
         if want == have:
             return "error-match", want[2]
-        return "mismatch", f"torch {want if want[0] == 'error' else 'ran'}; " \
-                           f"sourcegrad {have if have[0] == 'error' else 'ran'}"
+        return (
+            "mismatch",
+            f"torch {want if want[0] == 'error' else 'ran'}; "
+            f"sourcegrad {have if have[0] == 'error' else 'ran'}",
+        )
     diff = _differences(want[1], have[1])
     return ("mismatch", "; ".join(diff)) if diff else ("match", "")
 
@@ -318,6 +407,7 @@ def report(program, detail):
 
 if __name__ == "__main__":
     import torch as _torch
+
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     prefix = sys.argv[2] if len(sys.argv) > 2 else "long"
     counts, bad = run_many([f"{prefix}-{i}" for i in range(n)], _torch)

@@ -17,6 +17,7 @@ clip, abs, sign, floor, %, std, ... report how close they are to a kink), compil
 `sourcegrad.value_and_grad` with respect to every argument and compares value and gradient
 with plain-numpy central finite differences.
 """
+
 from __future__ import annotations
 
 import ast
@@ -56,8 +57,9 @@ def _broadcast(a, b):
 
 
 # operand shape pairs whose broadcast is exactly the key shape
-PAIRS = {s: [(a, b) for a in ALL_SHAPES for b in ALL_SHAPES if _broadcast(a, b) == s]
-         for s in ALL_SHAPES}
+PAIRS = {
+    s: [(a, b) for a in ALL_SHAPES for b in ALL_SHAPES if _broadcast(a, b) == s] for s in ALL_SHAPES
+}
 # shapes that broadcast to the key shape
 COMPAT = {s: [a for a in ALL_SHAPES if _broadcast(a, s) == s] for s in ALL_SHAPES}
 
@@ -68,110 +70,272 @@ COMPAT = {s: [a for a in ALL_SHAPES if _broadcast(a, s) == s] for s in ALL_SHAPE
 # ---------------------------------------------------------------------------------------------
 
 UNARY = [
-    "np.sin({a})", "np.cos({a})", "np.tanh({a})", "np.arctan({a})", "-({a})",
-    "np.exp(np.tanh({a}))", "np.exp(-({a}) ** 2)", "np.exp2(np.sin({a}))",
-    "np.expm1(np.tanh({a}))", "np.log(1.0 + ({a}) ** 2)", "np.log1p(({a}) ** 2)",
-    "np.log2(2.0 + np.sin({a}))", "np.log10(1.5 + np.cos({a}))", "np.sqrt(1.0 + ({a}) ** 2)",
-    "np.sqrt(0.25 + np.square({a}))", "np.cbrt(2.0 + np.cos({a}))",
-    "np.reciprocal(2.0 + np.sin({a}))", "np.tan(0.5 * np.tanh({a}))",
-    "np.arcsin(0.9 * np.tanh({a}))", "np.arccos(0.8 * np.sin({a}))", "np.sinh(np.tanh({a}))",
-    "np.cosh(np.tanh({a}))", "np.arcsinh({a})", "np.arccosh(1.5 + ({a}) ** 2)",
-    "np.arctanh(0.8 * np.tanh({a}))", "np.abs({a})", "np.absolute({a})", "np.fabs({a})",
+    "np.sin({a})",
+    "np.cos({a})",
+    "np.tanh({a})",
+    "np.arctan({a})",
+    "-({a})",
+    "np.exp(np.tanh({a}))",
+    "np.exp(-({a}) ** 2)",
+    "np.exp2(np.sin({a}))",
+    "np.expm1(np.tanh({a}))",
+    "np.log(1.0 + ({a}) ** 2)",
+    "np.log1p(({a}) ** 2)",
+    "np.log2(2.0 + np.sin({a}))",
+    "np.log10(1.5 + np.cos({a}))",
+    "np.sqrt(1.0 + ({a}) ** 2)",
+    "np.sqrt(0.25 + np.square({a}))",
+    "np.cbrt(2.0 + np.cos({a}))",
+    "np.reciprocal(2.0 + np.sin({a}))",
+    "np.tan(0.5 * np.tanh({a}))",
+    "np.arcsin(0.9 * np.tanh({a}))",
+    "np.arccos(0.8 * np.sin({a}))",
+    "np.sinh(np.tanh({a}))",
+    "np.cosh(np.tanh({a}))",
+    "np.arcsinh({a})",
+    "np.arccosh(1.5 + ({a}) ** 2)",
+    "np.arctanh(0.8 * np.tanh({a}))",
+    "np.abs({a})",
+    "np.absolute({a})",
+    "np.fabs({a})",
     "np.square({a})",
 ]
 BINARY_UFUNCS = [
-    "np.logaddexp({a}, {b})", "np.hypot({a}, {b})", "np.arctan2({a}, 1.5 + ({b}) ** 2)",
-    "np.add({a}, {b})", "np.subtract({a}, {b})", "np.multiply({a}, {b})",
+    "np.logaddexp({a}, {b})",
+    "np.hypot({a}, {b})",
+    "np.arctan2({a}, 1.5 + ({b}) ** 2)",
+    "np.add({a}, {b})",
+    "np.subtract({a}, {b})",
+    "np.multiply({a}, {b})",
     "np.divide({a}, 1.5 + np.tanh({b}))",
 ]
 POWERS = [
-    "({a}) ** 2", "({a}) ** 3", "np.square({a})", "(1.5 + np.sin({a})) ** 1.5",
-    "np.power(1.2 + np.cos({a}), 2.5)", "(1.0 + ({a}) ** 2) ** 0.5", "1.7 ** np.tanh({a})",
-    "np.power(1.5 + np.tanh({a}), {b})", "(2.0 + np.cos({a})) ** np.sin({b})",
+    "({a}) ** 2",
+    "({a}) ** 3",
+    "np.square({a})",
+    "(1.5 + np.sin({a})) ** 1.5",
+    "np.power(1.2 + np.cos({a}), 2.5)",
+    "(1.0 + ({a}) ** 2) ** 0.5",
+    "1.7 ** np.tanh({a})",
+    "np.power(1.5 + np.tanh({a}), {b})",
+    "(2.0 + np.cos({a})) ** np.sin({b})",
 ]
 DIVISIONS = [
-    "({a}) / (1.0 + ({b}) ** 2)", "({a}) / (2.0 + np.cos({b}))", "({a}) / 2.5",
-    "np.divide({a}, 1.5 + np.sin({b}))", "0.8 / (1.5 + np.tanh({a}))",
+    "({a}) / (1.0 + ({b}) ** 2)",
+    "({a}) / (2.0 + np.cos({b}))",
+    "({a}) / 2.5",
+    "np.divide({a}, 1.5 + np.sin({b}))",
+    "0.8 / (1.5 + np.tanh({a}))",
 ]
 MAXMIN = ["np.maximum({a}, {b})", "np.minimum({a}, {b})"]
-CLIPS = ["np.clip({a}, -0.5, 0.6)", "np.clip({a}, -0.3, None)", "np.clip({a}, None, 0.4)",
-         "np.clip({a}, {b} - 0.5, {b} + 0.5)"]
+CLIPS = [
+    "np.clip({a}, -0.5, 0.6)",
+    "np.clip({a}, -0.3, None)",
+    "np.clip({a}, None, 0.4)",
+    "np.clip({a}, {b} - 0.5, {b} + 0.5)",
+]
 CLIP_METHODS = ["({a}).clip(-0.4, 0.7)", "({a}).clip(0.1, 1.0)"]
-NONDIFF = ["np.sign({a}) * ({b})", "np.floor(2.0 * ({a})) * ({b})", "(({a}) > 0.3) * ({b})",
-           "np.round(({a}) * 1.5) * 0.5 + ({b})", "({a}) % 1.7", "(({a}) // 0.75) * ({b})"]
-BOUNDS = ["np.tanh({a})", "np.sin({a})", "0.5 * np.tanh({a})", "np.arctan({a})",
-          "np.cos({a})", "np.tanh({a}) * 1.5"]
-PYSCALAR = ["math.sin({s})", "math.cos({s})", "math.tanh({s})", "math.exp(math.tanh({s}))",
-            "math.log(1.0 + ({s}) ** 2)", "math.sqrt(1.0 + ({s}) ** 2)", "math.atan({s})",
-            "abs({s})", "max({s}, {t})", "min({s}, {t})", "float({s})",
-            "math.exp(-({s}) ** 2)", "math.hypot({s}, 1.0)"]
+NONDIFF = [
+    "np.sign({a}) * ({b})",
+    "np.floor(2.0 * ({a})) * ({b})",
+    "(({a}) > 0.3) * ({b})",
+    "np.round(({a}) * 1.5) * 0.5 + ({b})",
+    "({a}) % 1.7",
+    "(({a}) // 0.75) * ({b})",
+]
+BOUNDS = [
+    "np.tanh({a})",
+    "np.sin({a})",
+    "0.5 * np.tanh({a})",
+    "np.arctan({a})",
+    "np.cos({a})",
+    "np.tanh({a}) * 1.5",
+]
+PYSCALAR = [
+    "math.sin({s})",
+    "math.cos({s})",
+    "math.tanh({s})",
+    "math.exp(math.tanh({s}))",
+    "math.log(1.0 + ({s}) ** 2)",
+    "math.sqrt(1.0 + ({s}) ** 2)",
+    "math.atan({s})",
+    "abs({s})",
+    "max({s}, {t})",
+    "min({s}, {t})",
+    "float({s})",
+    "math.exp(-({s}) ** 2)",
+    "math.hypot({s}, 1.0)",
+]
 
 STRUCT = {
     SCALAR: [
-        "np.sum({x})", "np.mean({x})", "({x}).sum()", "({x}).mean()", "np.max({x})",
-        "np.min({x})", "np.amax({x})", "np.amin({x})", "({x}).max()", "({x}).min()",
-        "np.prod({x})", "({x}).prod()", "np.var({x})", "np.std({x})", "({x}).var()",
-        "np.var({x}, ddof=1)", "({x}).std()", "np.sum({x}, axis=None)",
-        "({v})[{J3}]", "({m})[{I2}, {J3}]", "({w})[{I2}]", "({r})[0, {J3}]", "({k})[{I2}, 0]",
-        "np.dot({v}, {u})", "({v}) @ ({u})", "np.inner({v}, {u})",
-        "np.einsum('i,i->', {v}, {u})", "({v}).dot({u})", "np.tensordot({v}, {u}, axes=1)",
-        "np.sum(({m}) * ({m2}))", "np.einsum('ij,ij->', {m}, {m2})", "sum({v})",
-        "np.sum({x}) / ({x}).size", "np.sum(({x}) ** 2) * ({x}).ndim",
-        "np.sum({v}) / len({v})", "np.sum(({m})[:, 1:3])", "np.sum(({v})[({v}) > 0.1])",
-        "np.sum({m}) / ({m}).shape[0]", "np.sum(np.argmax({v}) * ({v}))",
-        "({w}) @ ({m}) @ ({v})", "np.sum({s})", "np.mean({s})",
+        "np.sum({x})",
+        "np.mean({x})",
+        "({x}).sum()",
+        "({x}).mean()",
+        "np.max({x})",
+        "np.min({x})",
+        "np.amax({x})",
+        "np.amin({x})",
+        "({x}).max()",
+        "({x}).min()",
+        "np.prod({x})",
+        "({x}).prod()",
+        "np.var({x})",
+        "np.std({x})",
+        "({x}).var()",
+        "np.var({x}, ddof=1)",
+        "({x}).std()",
+        "np.sum({x}, axis=None)",
+        "({v})[{J3}]",
+        "({m})[{I2}, {J3}]",
+        "({w})[{I2}]",
+        "({r})[0, {J3}]",
+        "({k})[{I2}, 0]",
+        "np.dot({v}, {u})",
+        "({v}) @ ({u})",
+        "np.inner({v}, {u})",
+        "np.einsum('i,i->', {v}, {u})",
+        "({v}).dot({u})",
+        "np.tensordot({v}, {u}, axes=1)",
+        "np.sum(({m}) * ({m2}))",
+        "np.einsum('ij,ij->', {m}, {m2})",
+        "sum({v})",
+        "np.sum({x}) / ({x}).size",
+        "np.sum(({x}) ** 2) * ({x}).ndim",
+        "np.sum({v}) / len({v})",
+        "np.sum(({m})[:, 1:3])",
+        "np.sum(({v})[({v}) > 0.1])",
+        "np.sum({m}) / ({m}).shape[0]",
+        "np.sum(np.argmax({v}) * ({v}))",
+        "({w}) @ ({m}) @ ({v})",
+        "np.sum({s})",
+        "np.mean({s})",
     ],
     VEC: [
-        "np.sum({m}, axis=0)", "np.mean({m}, axis=0)", "({m}).sum(axis=0)", "({m}).mean(axis=0)",
-        "np.max({m}, axis=0)", "np.min({m}, axis=0)", "({m}).max(axis=0)", "np.prod({m}, axis=0)",
-        "np.var({m}, axis=0)", "np.std({m}, axis=0)", "({m})[{I2}]", "({m})[1, :]",
-        "({w}) @ ({m})", "np.dot({w}, {m})", "({m}).T @ ({w})", "np.matmul({w}, {m})",
-        "np.einsum('ij,i->j', {m}, {w})", "np.tensordot({w}, {m}, axes=1)",
-        "(({m}).T @ ({m2})) @ ({v})", "np.reshape({m}, (6,))[::2]", "({m}).ravel()[1:4]",
-        "np.ravel({m})[[0, 3, 5]]", "({v})[::-1]", "({v})[[2, 0, 0]]", "np.take({v}, [1, 2, 0])",
-        "np.concatenate([({v})[1:], ({v})[:1]])", "np.concatenate([{w}, np.array([{s}])])",
-        "np.stack([{s1}, {s2}, {s3}])", "np.array([{s1}, {s2}, {s3}])", "np.squeeze({r})",
-        "({r})[0]", "np.ravel({r})", "({r}).reshape(3)", "np.transpose({m})[:, 0]",
-        "np.swapaxes({m}, 0, 1)[:, 1]", "np.mean(np.stack([{v}, {u}]), axis=0)",
-        "np.broadcast_to({s}, (3,))", "({m})[{I2}, :] * ({m})[:, {J3}][0]",
+        "np.sum({m}, axis=0)",
+        "np.mean({m}, axis=0)",
+        "({m}).sum(axis=0)",
+        "({m}).mean(axis=0)",
+        "np.max({m}, axis=0)",
+        "np.min({m}, axis=0)",
+        "({m}).max(axis=0)",
+        "np.prod({m}, axis=0)",
+        "np.var({m}, axis=0)",
+        "np.std({m}, axis=0)",
+        "({m})[{I2}]",
+        "({m})[1, :]",
+        "({w}) @ ({m})",
+        "np.dot({w}, {m})",
+        "({m}).T @ ({w})",
+        "np.matmul({w}, {m})",
+        "np.einsum('ij,i->j', {m}, {w})",
+        "np.tensordot({w}, {m}, axes=1)",
+        "(({m}).T @ ({m2})) @ ({v})",
+        "np.reshape({m}, (6,))[::2]",
+        "({m}).ravel()[1:4]",
+        "np.ravel({m})[[0, 3, 5]]",
+        "({v})[::-1]",
+        "({v})[[2, 0, 0]]",
+        "np.take({v}, [1, 2, 0])",
+        "np.concatenate([({v})[1:], ({v})[:1]])",
+        "np.concatenate([{w}, np.array([{s}])])",
+        "np.stack([{s1}, {s2}, {s3}])",
+        "np.array([{s1}, {s2}, {s3}])",
+        "np.squeeze({r})",
+        "({r})[0]",
+        "np.ravel({r})",
+        "({r}).reshape(3)",
+        "np.transpose({m})[:, 0]",
+        "np.swapaxes({m}, 0, 1)[:, 1]",
+        "np.mean(np.stack([{v}, {u}]), axis=0)",
+        "np.broadcast_to({s}, (3,))",
+        "({m})[{I2}, :] * ({m})[:, {J3}][0]",
     ],
     MAT: [
-        "np.reshape(({m}).T, (2, 3))", "({m}).reshape(3, 2).T", "np.transpose(({m}).reshape(3, 2))",
-        "np.swapaxes(({m}).reshape(3, 2), 0, 1)", "np.moveaxis(({m}).reshape(3, 2), 1, 0)",
-        "np.stack([{v}, {u}])", "np.stack([{v}, {u}], axis=0)", "np.outer({w}, {v})",
-        "np.concatenate([{r}, {r2}], axis=0)", "np.concatenate([{k}, ({m})[:, 1:]], axis=1)",
-        "np.broadcast_to({v}, (2, 3))", "np.broadcast_to({k}, (2, 3))", "({m})[::-1]",
-        "({m})[:, [2, 0, 1]]", "({m})[[1, 0]]", "({m}) @ (({m2}).T @ ({m}))",
-        "np.einsum('i,j->ij', {w}, {v})", "np.array([{v}, {u}])", "({m}).T.T",
-        "np.squeeze(np.expand_dims({m}, 0))", "np.tensordot({w}, {v}, axes=0)",
+        "np.reshape(({m}).T, (2, 3))",
+        "({m}).reshape(3, 2).T",
+        "np.transpose(({m}).reshape(3, 2))",
+        "np.swapaxes(({m}).reshape(3, 2), 0, 1)",
+        "np.moveaxis(({m}).reshape(3, 2), 1, 0)",
+        "np.stack([{v}, {u}])",
+        "np.stack([{v}, {u}], axis=0)",
+        "np.outer({w}, {v})",
+        "np.concatenate([{r}, {r2}], axis=0)",
+        "np.concatenate([{k}, ({m})[:, 1:]], axis=1)",
+        "np.broadcast_to({v}, (2, 3))",
+        "np.broadcast_to({k}, (2, 3))",
+        "({m})[::-1]",
+        "({m})[:, [2, 0, 1]]",
+        "({m})[[1, 0]]",
+        "({m}) @ (({m2}).T @ ({m}))",
+        "np.einsum('i,j->ij', {w}, {v})",
+        "np.array([{v}, {u}])",
+        "({m}).T.T",
+        "np.squeeze(np.expand_dims({m}, 0))",
+        "np.tensordot({w}, {v}, axes=0)",
         "np.matmul({m}, np.eye(3))",
     ],
     COL2: [
-        "({m}) @ ({v})", "np.dot({m}, {v})", "np.matmul({m}, {v})", "np.einsum('ij,j->i', {m}, {v})",
-        "np.sum({m}, axis=1)", "np.mean({m}, axis=1)", "np.max({m}, axis=1)", "({m}).min(axis=1)",
-        "np.prod({m}, axis=1)", "({m}).var(axis=1)", "({m})[:, {J3}]", "({v})[:2]", "({v})[1:]",
-        "({v})[[0, 2]]", "np.array([{s}, {t}])", "np.squeeze({k})", "({k})[:, 0]",
-        "({k}).ravel()", "np.squeeze({k}, axis=1)", "({m}).T[1]", "({v})[::2]",
+        "({m}) @ ({v})",
+        "np.dot({m}, {v})",
+        "np.matmul({m}, {v})",
+        "np.einsum('ij,j->i', {m}, {v})",
+        "np.sum({m}, axis=1)",
+        "np.mean({m}, axis=1)",
+        "np.max({m}, axis=1)",
+        "({m}).min(axis=1)",
+        "np.prod({m}, axis=1)",
+        "({m}).var(axis=1)",
+        "({m})[:, {J3}]",
+        "({v})[:2]",
+        "({v})[1:]",
+        "({v})[[0, 2]]",
+        "np.array([{s}, {t}])",
+        "np.squeeze({k})",
+        "({k})[:, 0]",
+        "({k}).ravel()",
+        "np.squeeze({k}, axis=1)",
+        "({m}).T[1]",
+        "({v})[::2]",
     ],
     ROW: [
-        "({v})[None, :]", "({v}).reshape(1, 3)", "np.expand_dims({v}, 0)", "({m})[0:1]",
-        "({m})[1:]", "np.sum({m}, axis=0, keepdims=True)", "np.max({m}, axis=0, keepdims=True)",
-        "({m}).mean(axis=0, keepdims=True)", "np.reshape({v}, (1, -1))",
+        "({v})[None, :]",
+        "({v}).reshape(1, 3)",
+        "np.expand_dims({v}, 0)",
+        "({m})[0:1]",
+        "({m})[1:]",
+        "np.sum({m}, axis=0, keepdims=True)",
+        "np.max({m}, axis=0, keepdims=True)",
+        "({m}).mean(axis=0, keepdims=True)",
+        "np.reshape({v}, (1, -1))",
     ],
     COLK: [
-        "({w})[:, None]", "({w}).reshape(2, 1)", "np.expand_dims({w}, 1)", "({m})[:, :1]",
-        "({m})[:, 2:]", "np.mean({m}, axis=1, keepdims=True)",
-        "np.min({m}, axis=1, keepdims=True)", "({m}).sum(axis=1, keepdims=True)",
+        "({w})[:, None]",
+        "({w}).reshape(2, 1)",
+        "np.expand_dims({w}, 1)",
+        "({m})[:, :1]",
+        "({m})[:, 2:]",
+        "np.mean({m}, axis=1, keepdims=True)",
+        "np.min({m}, axis=1, keepdims=True)",
+        "({m}).sum(axis=1, keepdims=True)",
         "np.std({m}, axis=1, keepdims=True)",
     ],
 }
 
 CONSTANTS = {
     SCALAR: ["0.5", "1.5", "-0.7", "2.0", "0.25", "1.0", "-1.2"],
-    VEC: ["np.array([0.5, -1.0, 2.0])", "np.ones(3)", "np.arange(3.0)",
-          "np.linspace(-1.0, 1.0, 3)"],
-    MAT: ["np.arange(6.0).reshape(2, 3) * 0.2", "np.ones((2, 3))",
-          "np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])"],
+    VEC: [
+        "np.array([0.5, -1.0, 2.0])",
+        "np.ones(3)",
+        "np.arange(3.0)",
+        "np.linspace(-1.0, 1.0, 3)",
+    ],
+    MAT: [
+        "np.arange(6.0).reshape(2, 3) * 0.2",
+        "np.ones((2, 3))",
+        "np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])",
+    ],
     COL2: ["np.array([1.0, -0.5])", "np.ones(2)"],
     ROW: ["np.ones((1, 3))", "np.array([[0.2, -0.4, 0.6]])"],
     COLK: ["np.array([[0.5], [-1.5]])", "np.ones((2, 1))"],
@@ -181,16 +345,41 @@ CONSTANTS = {
 # statement's target is also its operand, several times), joined by + - *. {c} is a
 # constant, {o} another expression broadcasting to {v}'s shape. The negations and
 # differences make the backward negate the target's adjoint while updating it.
-SELF_TERMS = ["{v}", "{v} * {c}", "{c} * {v}", "-{v}", "({v} * {c} - {v})",
-              "({v} * {c} - {v})", "({c} * {v} + {v})", "({v} - {v} * {c})",
-              "-({v} + {v} * {c})", "np.tanh({v}) * {v}", "np.sin({v})", "{v} * np.cos({o})",
-              "({o} - {v})", "-{v} * ({o})", "({v} * np.tanh({o}) - {v})"]
+SELF_TERMS = [
+    "{v}",
+    "{v} * {c}",
+    "{c} * {v}",
+    "-{v}",
+    "({v} * {c} - {v})",
+    "({v} * {c} - {v})",
+    "({c} * {v} + {v})",
+    "({v} - {v} * {c})",
+    "-({v} + {v} * {c})",
+    "np.tanh({v}) * {v}",
+    "np.sin({v})",
+    "{v} * np.cos({o})",
+    "({o} - {v})",
+    "-{v} * ({o})",
+    "({v} * np.tanh({o}) - {v})",
+]
 SELF_TERMS_OUTSIDE_LOOPS = ["{v} * {v}", "({v} - {o}) * {v}"]  # (squaring every trip overflows)
 SELF_CONSTS = ["0.5", "2.0", "1.5", "0.25", "3.0", "-0.5"]
-SELF_FORMS = ["{n} = {n} - ({e})", "{n} = {n} - ({e})", "{n} = {n} + ({e})", "{n} = {e}",
-              "{n} = {e} - {n}"]
-SELF_FORMS_IN_PLACE = ["{n} -= {e}", "{n} -= {e}", "{n} += {e}", "{n} *= np.cos({e})",
-                       "{n} *= {e}", "{n} /= (1.5 + ({e}) ** 2)", "{n} /= 2.0 + np.sin({e})"]
+SELF_FORMS = [
+    "{n} = {n} - ({e})",
+    "{n} = {n} - ({e})",
+    "{n} = {n} + ({e})",
+    "{n} = {e}",
+    "{n} = {e} - {n}",
+]
+SELF_FORMS_IN_PLACE = [
+    "{n} -= {e}",
+    "{n} -= {e}",
+    "{n} += {e}",
+    "{n} *= np.cos({e})",
+    "{n} *= {e}",
+    "{n} /= (1.5 + ({e}) ** 2)",
+    "{n} /= 2.0 + np.sin({e})",
+]
 SELF_UPDATE_RATE = 0.5  # chance that a loop or branch body gets one
 
 # Python forms (`_Gen.python_form`): a list comprehension, a generator expression over a
@@ -201,18 +390,42 @@ PYTHON_FORM_RATE = 0.35  # chance that a body (or the function) gets one
 # Campaigns run before the self-update forms existed: their programs are rebuilt without
 # them, so the seeds in regression tables, reports and replay commands keep naming the
 # programs those campaigns checked (`generate(seed, self_updates=...)` overrides).
-EARLIER_CAMPAIGNS = frozenset({"5", "6", "7", "11", "31", "41", "43", "51", "53", "61", "64",
-                               "81", "91", "131", "141", "321", "331", "341"})
+EARLIER_CAMPAIGNS = frozenset(
+    {
+        "5",
+        "6",
+        "7",
+        "11",
+        "31",
+        "41",
+        "43",
+        "51",
+        "53",
+        "61",
+        "64",
+        "81",
+        "91",
+        "131",
+        "141",
+        "321",
+        "331",
+        "341",
+    }
+)
 
 # Repeated indices in indexed updates (`_Gen.repeated_index`): `a[[0, 0]] = v` keeps the last
 # write, `a[[0, 0]] += v` adds once (numpy buffers the update), so the gradient of an
 # overwritten write is zero. Targets of the shapes `_s_setitem` writes, {n} the array.
 REPEATED_TARGETS = {
-    VEC: {VEC: ["{n}[[0, 0, 2]]", "{n}[[1, 1, 1]]", "{n}[[2, 0, 2]]", "{n}[[-1, 2, 0]]"],
-          COL2: ["{n}[[0, 0]]", "{n}[[2, 2]]", "{n}[[-1, 2]]", "{n}[np.array([1, 1])]"]},
-    MAT: {MAT: ["{n}[[0, 0]]", "{n}[[1, -1]]"],
-          VEC: ["{n}[[1, 1, 0], [0, 0, 2]]", "{n}[[0, 0, 0], [2, 2, 1]]"],
-          COL2: ["{n}[[1, 1], [2, 2]]", "{n}[[0, -2], [1, 1]]", "{n}[:, [0, 0]][1]"]},
+    VEC: {
+        VEC: ["{n}[[0, 0, 2]]", "{n}[[1, 1, 1]]", "{n}[[2, 0, 2]]", "{n}[[-1, 2, 0]]"],
+        COL2: ["{n}[[0, 0]]", "{n}[[2, 2]]", "{n}[[-1, 2]]", "{n}[np.array([1, 1])]"],
+    },
+    MAT: {
+        MAT: ["{n}[[0, 0]]", "{n}[[1, -1]]"],
+        VEC: ["{n}[[1, 1, 0], [0, 0, 2]]", "{n}[[0, 0, 0], [2, 2, 1]]"],
+        COL2: ["{n}[[1, 1], [2, 2]]", "{n}[[0, -2], [1, 1]]", "{n}[:, [0, 0]][1]"],
+    },
 }
 REPEATED_INDEX_RATE = 0.75  # chance that an indexed update's target repeats an element
 # Campaigns run before the repeated-index targets existed (rebuilt without them).
@@ -220,11 +433,32 @@ EARLIER_REPEATED_INDEX_CAMPAIGNS = EARLIER_CAMPAIGNS | {"0"}
 # Campaigns run before the Python forms existed (rebuilt without them).
 EARLIER_PYTHON_FORM_CAMPAIGNS = EARLIER_REPEATED_INDEX_CAMPAIGNS
 
-FIELD_SHAPES = {"m": MAT, "m2": MAT, "v": VEC, "u": VEC, "w": COL2, "r": ROW, "r2": ROW,
-                "k": COLK, "s": SCALAR, "t": SCALAR, "s1": SCALAR, "s2": SCALAR, "s3": SCALAR}
+FIELD_SHAPES = {
+    "m": MAT,
+    "m2": MAT,
+    "v": VEC,
+    "u": VEC,
+    "w": COL2,
+    "r": ROW,
+    "r2": ROW,
+    "k": COLK,
+    "s": SCALAR,
+    "t": SCALAR,
+    "s1": SCALAR,
+    "s2": SCALAR,
+    "s3": SCALAR,
+}
 
-_VIEW_FUNCS = {"reshape", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to",
-               "swapaxes", "moveaxis"}
+_VIEW_FUNCS = {
+    "reshape",
+    "transpose",
+    "ravel",
+    "squeeze",
+    "expand_dims",
+    "broadcast_to",
+    "swapaxes",
+    "moveaxis",
+}
 
 
 def _is_fresh(src: str) -> bool:
@@ -248,8 +482,9 @@ def _atom(src: str) -> str:
     """`src`, parenthesized when its top level is an operator (so that it nests safely:
     `a * (w @ m)` must not become `a * w @ m`)."""
     node = ast.parse(src, mode="eval").body
-    if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)) \
-            and not _enclosed(src):
+    if isinstance(
+        node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)
+    ) and not _enclosed(src):
         return f"({src})"
     return src
 
@@ -271,14 +506,14 @@ def _enclosed(src: str) -> bool:
 class Var:
     name: str
     shape: tuple
-    owned: bool = True     # a fresh value no other name aliases: may be mutated in place
-    frozen: bool = False   # a loop target or the iterated value: never assigned in the body
+    owned: bool = True  # a fresh value no other name aliases: may be mutated in place
+    frozen: bool = False  # a loop target or the iterated value: never assigned in the body
 
 
 @dataclass
 class IntVar:
     name: str
-    hi: int                # values lie in range(hi)
+    hi: int  # values lie in range(hi)
 
 
 @dataclass
@@ -293,7 +528,7 @@ class Func:
 class Program:
     seed: object
     source: str
-    params: list            # [(name, shape)]
+    params: list  # [(name, shape)]
     features: set = field(default_factory=set)
     globals: dict = field(default_factory=dict)
     fn_name: str = "f"
@@ -304,9 +539,13 @@ class Program:
 
 
 class _Gen:
-    def __init__(self, rng: random.Random, self_updates: random.Random | None = None,
-                 repeated_indices: random.Random | None = None,
-                 python_forms: random.Random | None = None):
+    def __init__(
+        self,
+        rng: random.Random,
+        self_updates: random.Random | None = None,
+        repeated_indices: random.Random | None = None,
+        python_forms: random.Random | None = None,
+    ):
         self.r = rng
         # self-updates draw from a stream of their own: the rest of a program is the one
         # the seed gave before they existed, with the self-updates inserted
@@ -322,7 +561,7 @@ class _Gen:
         self.globals: dict = {}
         self.features: set = set()
         self.counter = itertools.count()
-        self.ew = None          # elementwise mode: the leaf names of a helper body
+        self.ew = None  # elementwise mode: the leaf names of a helper body
         self.returned = False
 
     # -- small utilities ----------------------------------------------------------------------
@@ -348,8 +587,7 @@ class _Gen:
     def pair(self, shape, d):
         pairs = PAIRS[shape]
         exact = [p for p in pairs if shape in p]
-        a, b = self.r.choice(exact if self.r.random() < 0.7 or len(exact) == len(pairs)
-                             else pairs)
+        a, b = self.r.choice(exact if self.r.random() < 0.7 or len(exact) == len(pairs) else pairs)
         if self.r.random() < 0.5:
             a, b = b, a
         return self.expr(a, d), self.expr(b, d)
@@ -366,8 +604,9 @@ class _Gen:
             cands += [(c, w) for c, w in self.conversions(v, shape)]
         if shape == SCALAR:
             for iv in self.ints:
-                cands.append((r.choice([f"({iv.name} + 1.0)", f"0.5 * {iv.name}",
-                                        f"float({iv.name})"]), 0.5))
+                cands.append(
+                    (r.choice([f"({iv.name} + 1.0)", f"0.5 * {iv.name}", f"float({iv.name})"]), 0.5)
+                )
             for g in self.globals:
                 cands.append((g, 0.5))
                 self.features.add("global")
@@ -382,23 +621,37 @@ class _Gen:
         if shape == SCALAR:
             if v.shape == VEC:
                 idx = [iv.name for iv in self.ints if iv.hi <= 3] + ["0", "1", "2", "-1"]
-                out += [(f"{n}[{r.choice(idx)}]", 1), (f"np.sum({n})", 1), (f"np.mean({n})", 0.5),
-                        (f"{n}.sum()", 0.5)]
+                out += [
+                    (f"{n}[{r.choice(idx)}]", 1),
+                    (f"np.sum({n})", 1),
+                    (f"np.mean({n})", 0.5),
+                    (f"{n}.sum()", 0.5),
+                ]
             elif v.shape == MAT:
-                out += [(f"{n}[{r.choice('01')}, {r.choice('012')}]", 1), (f"np.sum({n})", 1),
-                        (f"{n}.mean()", 0.5)]
+                out += [
+                    (f"{n}[{r.choice('01')}, {r.choice('012')}]", 1),
+                    (f"np.sum({n})", 1),
+                    (f"{n}.mean()", 0.5),
+                ]
         elif shape == VEC:
             if v.shape == MAT:
                 rows = [iv.name for iv in self.ints if iv.hi <= 2] + ["0", "1", "-1"]
-                out += [(f"{n}[{r.choice(rows)}]", 1), (f"{n}[1, :]", 0.5),
-                        (f"np.mean({n}, axis=0)", 0.5)]
+                out += [
+                    (f"{n}[{r.choice(rows)}]", 1),
+                    (f"{n}[1, :]", 0.5),
+                    (f"np.mean({n}, axis=0)", 0.5),
+                ]
             elif v.shape == SCALAR:
-                out += [(f"{n} * np.array([1.0, -0.5, 0.25])", 0.5),
-                        (f"np.array([{n}, 0.5, -{n}])", 0.3)]
+                out += [
+                    (f"{n} * np.array([1.0, -0.5, 0.25])", 0.5),
+                    (f"np.array([{n}, 0.5, -{n}])", 0.3),
+                ]
         elif shape == MAT:
             if v.shape == VEC:
-                out += [(f"np.stack([{n}, 0.5 * {n}])", 0.5),
-                        (f"np.outer(np.array([1.0, -0.7]), {n})", 0.5)]
+                out += [
+                    (f"np.stack([{n}, 0.5 * {n}])", 0.5),
+                    (f"np.outer(np.array([1.0, -0.7]), {n})", 0.5),
+                ]
             elif v.shape == SCALAR:
                 out.append((f"{n} * np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])", 0.3))
         elif shape == COL2:
@@ -412,8 +665,10 @@ class _Gen:
             if v.shape == VEC:
                 out += [(f"{n}[None, :]", 1), (f"{n}.reshape(1, 3)", 1)]
             elif v.shape == MAT:
-                out += [(f"{n}[{r.choice(['0:1', '1:2'])}]", 1),
-                        (f"np.mean({n}, axis=0, keepdims=True)", 1)]
+                out += [
+                    (f"{n}[{r.choice(['0:1', '1:2'])}]", 1),
+                    (f"np.mean({n}, axis=0, keepdims=True)", 1),
+                ]
         elif shape == COLK:
             if v.shape == MAT:
                 j = r.choice([0, 1, 2])
@@ -426,8 +681,17 @@ class _Gen:
         r = self.r
         if d <= 0 or r.random() < 0.2:
             return self.leaf(shape)
-        kinds = [("binop", 5), ("unary", 5), ("div", 1.5), ("pow", 1.5), ("maxmin", 1.0),
-                 ("clip", 0.8), ("where", 1.0), ("nondiff", 0.4), ("binufunc", 0.8)]
+        kinds = [
+            ("binop", 5),
+            ("unary", 5),
+            ("div", 1.5),
+            ("pow", 1.5),
+            ("maxmin", 1.0),
+            ("clip", 0.8),
+            ("where", 1.0),
+            ("nondiff", 0.4),
+            ("binufunc", 0.8),
+        ]
         if self.funcs:
             kinds.append(("call", 2.0))
         if self.ew is None:
@@ -505,8 +769,9 @@ class _Gen:
     def _e_pyscalar(self, shape, d):
         self.features.add("math")
         t = self.r.choice(PYSCALAR)
-        return t.format(s=self.expr(SCALAR, d - 1),
-                        t=self.expr(SCALAR, d - 1) if "{t}" in t else "")
+        return t.format(
+            s=self.expr(SCALAR, d - 1), t=self.expr(SCALAR, d - 1) if "{t}" in t else ""
+        )
 
     def _e_call(self, shape, d):
         fn = self.r.choice(self.funcs)
@@ -582,8 +847,13 @@ class _Gen:
         return e
 
     def writable(self, shape=None, owned=None):
-        return [v for v in self.env if not v.frozen and (shape is None or v.shape == shape)
-                and (owned is None or v.owned == owned or v.shape == SCALAR)]
+        return [
+            v
+            for v in self.env
+            if not v.frozen
+            and (shape is None or v.shape == shape)
+            and (owned is None or v.owned == owned or v.shape == SCALAR)
+        ]
 
     def block(self, n, depth, in_loop):
         saved_env, saved_ints = list(self.env), list(self.ints)
@@ -606,11 +876,17 @@ class _Gen:
         self.env, self.ints = saved_env, saved_ints
 
     def stmt(self, depth, in_loop):
-        kinds = [("assign_new", 4), ("assign_old", 2.5), ("aug", 2), ("setitem", 1),
-                 ("tuple", 0.8)]
+        kinds = [("assign_new", 4), ("assign_old", 2.5), ("aug", 2), ("setitem", 1), ("tuple", 0.8)]
         if depth < 2:
-            kinds += [("if", 1.5), ("for_range", 1.5), ("for_iter", 1.2), ("while", 0.8),
-                      ("for_break", 0.8), ("append", 0.8), ("for_continue", 0.4)]
+            kinds += [
+                ("if", 1.5),
+                ("for_range", 1.5),
+                ("for_iter", 1.2),
+                ("while", 0.8),
+                ("for_break", 0.8),
+                ("append", 0.8),
+                ("for_continue", 0.4),
+            ]
         if depth == 0:
             kinds += [("define", 0.8), ("early_return", 0.3)]
         if in_loop and depth > 0:
@@ -652,8 +928,16 @@ class _Gen:
     def aug(self, v):
         r = self.r
         e = self.expr(r.choice(COMPAT[v.shape]), r.randint(1, 2))
-        form = r.choice(["+= 0.3 * np.tanh({e})", "-= 0.4 * np.sin({e})", "*= 0.9",
-                         "*= np.cos({e})", "/= (1.5 + ({e}) ** 2)", "+= {e}"])
+        form = r.choice(
+            [
+                "+= 0.3 * np.tanh({e})",
+                "-= 0.4 * np.sin({e})",
+                "*= 0.9",
+                "*= np.cos({e})",
+                "/= (1.5 + ({e}) ** 2)",
+                "+= {e}",
+            ]
+        )
         if form == "+= {e}" and r.random() < 0.5:
             form = "-= 0.2 * np.arctan({e})"
         self.emit(f"{v.name} {form.format(e=e)}")
@@ -695,8 +979,14 @@ class _Gen:
             condition = r.choice(["", "", f" if {i} != 1", f" if {i} % 2 == 0"])
             if condition and k < 3:
                 condition = ""  # keep at least one item
-            reduce = r.choice(["np.sum(np.stack({c}), axis=0)", "sum({c})",
-                               "np.stack({c})[-1] * 1.0", "np.mean(np.array({c}), axis=0)"])
+            reduce = r.choice(
+                [
+                    "np.sum(np.stack({c}), axis=0)",
+                    "sum({c})",
+                    "np.stack({c})[-1] * 1.0",
+                    "np.mean(np.array({c}), axis=0)",
+                ]
+            )
             comp = f"[{item} for {i} in range({k}){condition}]"
             if reduce == "sum({c})" and r.random() < 0.5:
                 comp = comp[1:-1]  # a generator expression
@@ -752,6 +1042,7 @@ class _Gen:
             t = r.choice(terms)
             o = self.expr(r.choice(COMPAT[v.shape]), 1) if "{o}" in t else None
             return t.format(v=v.name, c=r.choice(SELF_CONSTS), o=o and _atom(o))
+
         forms = SELF_FORMS + (SELF_FORMS_IN_PLACE if v.owned or v.shape == SCALAR else [])
         form = r.choice(forms)
         e = term()
@@ -773,17 +1064,29 @@ class _Gen:
         op = r.choice(["=", "=", "+=", "-=", "*="])
         if v.shape == VEC:
             idx = [iv.name for iv in self.ints if iv.hi <= 3] + ["0", "1", "2", "-1"]
-            target, shape = r.choice([(f"{n}[{r.choice(idx)}]", SCALAR), (f"{n}[1:]", COL2),
-                                      (f"{n}[:2]", COL2), (f"{n}[[0, 2]]", COL2),
-                                      (f"{n}[::2]", COL2), (f"{n}[:]", VEC),
-                                      (f"{n}[{n} > 0.5]", "mask")])
+            target, shape = r.choice(
+                [
+                    (f"{n}[{r.choice(idx)}]", SCALAR),
+                    (f"{n}[1:]", COL2),
+                    (f"{n}[:2]", COL2),
+                    (f"{n}[[0, 2]]", COL2),
+                    (f"{n}[::2]", COL2),
+                    (f"{n}[:]", VEC),
+                    (f"{n}[{n} > 0.5]", "mask"),
+                ]
+            )
         else:
             rows = [iv.name for iv in self.ints if iv.hi <= 2] + ["0", "1", "-1"]
-            target, shape = r.choice([(f"{n}[{r.choice(rows)}]", VEC),
-                                      (f"{n}[{r.choice('01')}, {r.choice('012')}]", SCALAR),
-                                      (f"{n}[:, {r.choice('012')}]", COL2),
-                                      (f"{n}[:, 1:]", "scale"), (f"{n}[:, :2]", COLK),
-                                      (f"{n}[0:1]", ROW)])
+            target, shape = r.choice(
+                [
+                    (f"{n}[{r.choice(rows)}]", VEC),
+                    (f"{n}[{r.choice('01')}, {r.choice('012')}]", SCALAR),
+                    (f"{n}[:, {r.choice('012')}]", COL2),
+                    (f"{n}[:, 1:]", "scale"),
+                    (f"{n}[:, :2]", COLK),
+                    (f"{n}[0:1]", ROW),
+                ]
+            )
         target = self.repeated_index(v, shape, target)
         if shape == "mask":
             self.features.add("mask")
@@ -883,8 +1186,10 @@ class _Gen:
         self.features.add("for_range")
         r = self.r
         i = self.name("i")
-        spec, hi = r.choice([(f"range({k})", k) for k in (2, 3, 4)] +
-                            [("range(1, 3)", 3), ("range(0, 5, 2)", 5), ("range(1, 4, 2)", 4)])
+        spec, hi = r.choice(
+            [(f"range({k})", k) for k in (2, 3, 4)]
+            + [("range(1, 3)", 3), ("range(0, 5, 2)", 5), ("range(1, 4, 2)", 4)]
+        )
         self.emit(f"for {i} in {spec}:")
         self.loop_body(depth, [IntVar(i, hi)])
 
@@ -915,8 +1220,13 @@ class _Gen:
             a, b = self.name("e"), self.name("e")
             self.emit(f"for {a}, {b} in zip({src.name}, {other}):")
             self.freeze(frozen)
-            self.loop_body(depth, [Var(a, VEC if src.shape == MAT else SCALAR, False, True),
-                                   Var(b, oshape, False, True)])
+            self.loop_body(
+                depth,
+                [
+                    Var(a, VEC if src.shape == MAT else SCALAR, False, True),
+                    Var(b, oshape, False, True),
+                ],
+            )
             self.unfreeze(frozen)
             return
         elif kind == "list":
@@ -963,8 +1273,11 @@ class _Gen:
         return self.r.choice(cands) if cands else None
 
     def scalar_of(self, v):
-        return v.name if v.shape == SCALAR else \
-            self.r.choice([f"np.sum({v.name})", f"np.mean({v.name})", f"np.max({v.name})"])
+        return (
+            v.name
+            if v.shape == SCALAR
+            else self.r.choice([f"np.sum({v.name})", f"np.mean({v.name})", f"np.max({v.name})"])
+        )
 
     def _s_while(self, depth, in_loop):
         self.features.add("while")
@@ -1024,8 +1337,9 @@ class _Gen:
         self.update(v, True)
         if slot == "last":
             self.self_update(True)
-        self.emit(f"if {self.scalar_of(v)} {r.choice(['<', '>'])} "
-                  f"{r.choice(['0.0', '0.5', '-0.5'])}:")
+        self.emit(
+            f"if {self.scalar_of(v)} {r.choice(['<', '>'])} {r.choice(['0.0', '0.5', '-0.5'])}:"
+        )
         self.emit("    break")
         self.env, self.ints = saved_env, saved_ints
         self.indent -= 1
@@ -1089,9 +1403,16 @@ class _Gen:
             self.emit(f"{name} = np.stack({hs})[:2] * 1.0")
             self.env.append(Var(name, MAT))
             return
-        red = r.choice(["np.sum(np.stack({hs}), axis=0)", "np.mean(np.array({hs}), axis=0)",
-                        "sum({hs})", "np.stack({hs})[-1] * 1.0",
-                        "np.max(np.stack({hs}), axis=0)", "np.stack({hs})[0] * np.stack({hs})[1]"])
+        red = r.choice(
+            [
+                "np.sum(np.stack({hs}), axis=0)",
+                "np.mean(np.array({hs}), axis=0)",
+                "sum({hs})",
+                "np.stack({hs})[-1] * 1.0",
+                "np.max(np.stack({hs}), axis=0)",
+                "np.stack({hs})[0] * np.stack({hs})[1]",
+            ]
+        )
         self.emit(f"{name} = {red.format(hs=hs)}")
         self.env.append(Var(name, shape))
 
@@ -1156,11 +1477,19 @@ class _Gen:
         live = [v for v in self.env if not v.frozen]
         for v in r.sample(live, min(len(live), r.randint(1, 3))):
             if v.shape == SCALAR:
-                terms.append(r.choice([f"{v.name} * {v.name}", f"np.tanh({v.name})",
-                                       f"0.5 * {v.name}"]))
+                terms.append(
+                    r.choice([f"{v.name} * {v.name}", f"np.tanh({v.name})", f"0.5 * {v.name}"])
+                )
             else:
-                terms.append(r.choice([f"np.sum({v.name} * {v.name})",
-                                       f"np.sum(np.tanh({v.name}))", f"0.5 * np.sum({v.name})"]))
+                terms.append(
+                    r.choice(
+                        [
+                            f"np.sum({v.name} * {v.name})",
+                            f"np.sum(np.tanh({v.name}))",
+                            f"0.5 * np.sum({v.name})",
+                        ]
+                    )
+                )
         return " + ".join(terms)
 
     # -- the module ---------------------------------------------------------------------------
@@ -1176,10 +1505,21 @@ class _Gen:
         for _ in range(r.choice([0, 1, 1, 2, 3])):
             if r.random() < 0.2:
                 name = self.name("rec")
-                inner = self.r.choice(["np.sin({a}) * 0.9 + 0.1", "np.tanh(1.2 * {a})",
-                                       "{a} * 0.8 + np.cos({a}) * 0.3"])
-                header += ["", f"def {name}(a, n):", "    if n == 0:", "        return a",
-                           f"    return {name}({inner.format(a='a')}, n - 1)", ""]
+                inner = self.r.choice(
+                    [
+                        "np.sin({a}) * 0.9 + 0.1",
+                        "np.tanh(1.2 * {a})",
+                        "{a} * 0.8 + np.cos({a}) * 0.3",
+                    ]
+                )
+                header += [
+                    "",
+                    f"def {name}(a, n):",
+                    "    if n == 0:",
+                    "        return a",
+                    f"    return {name}({inner.format(a='a')}, n - 1)",
+                    "",
+                ]
                 self.funcs.append(Func(name, 1, recursive=True))
                 self.features.add("module_helper")
                 continue
@@ -1189,7 +1529,9 @@ class _Gen:
             name = self.name("h")
             sig = ", ".join(params + (["k=0.5"] if has_k else []))
             header += ["", f"def {name}({sig}):"]
-            header += ["    " + line for line in self.helper_body(params + (["k"] if has_k else []))]
+            header += [
+                "    " + line for line in self.helper_body(params + (["k"] if has_k else []))
+            ]
             header.append("")
             self.funcs.append(Func(name, arity, has_k))
             self.features.add("module_helper")
@@ -1220,10 +1562,14 @@ def generate(seed, self_updates: bool | None = None) -> Program:
         self_updates = str(seed).split("-")[0] not in EARLIER_CAMPAIGNS or "-" not in str(seed)
     su = random.Random(f"{seed}/self-updates") if self_updates else None
     campaign = str(seed).split("-")[0] if "-" in str(seed) else None
-    ri = None if campaign in EARLIER_REPEATED_INDEX_CAMPAIGNS else \
-        random.Random(f"{seed}/repeated-indices")
-    pf = None if campaign in EARLIER_PYTHON_FORM_CAMPAIGNS else \
-        random.Random(f"{seed}/python-forms")
+    ri = (
+        None
+        if campaign in EARLIER_REPEATED_INDEX_CAMPAIGNS
+        else random.Random(f"{seed}/repeated-indices")
+    )
+    pf = (
+        None if campaign in EARLIER_PYTHON_FORM_CAMPAIGNS else random.Random(f"{seed}/python-forms")
+    )
     return _Gen(random.Random(seed), su, ri, pf).module(seed)
 
 
@@ -1231,8 +1577,14 @@ def generate(seed, self_updates: bool | None = None) -> Program:
 # kink detection: a copy of the program whose non-smooth operations report their margin
 # =============================================================================================
 
-_CMP = {"Lt": lambda a, b: a < b, "LtE": lambda a, b: a <= b, "Gt": lambda a, b: a > b,
-        "GtE": lambda a, b: a >= b, "Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b}
+_CMP = {
+    "Lt": lambda a, b: a < b,
+    "LtE": lambda a, b: a <= b,
+    "Gt": lambda a, b: a > b,
+    "GtE": lambda a, b: a >= b,
+    "Eq": lambda a, b: a == b,
+    "NotEq": lambda a, b: a != b,
+}
 
 
 def _is_int(x):
@@ -1424,9 +1776,30 @@ class Kinks:
         return a // b if floor_div else a % b
 
 
-_KINK_NP = {"maximum", "minimum", "fmax", "fmin", "clip", "abs", "absolute", "fabs", "sign",
-            "floor", "ceil", "round", "hypot", "sqrt", "log", "std", "max", "amax", "min", "amin",
-            "argmax", "argmin"}
+_KINK_NP = {
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "clip",
+    "abs",
+    "absolute",
+    "fabs",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "hypot",
+    "sqrt",
+    "log",
+    "std",
+    "max",
+    "amax",
+    "min",
+    "amin",
+    "argmax",
+    "argmin",
+}
 _KINK_METHODS = {"max", "min", "clip", "std"}
 _KINK_BUILTINS = {"max", "min", "abs"}
 
@@ -1441,19 +1814,29 @@ class _Instrument(ast.NodeTransformer):
         ops = [type(o).__name__ for o in node.ops]
         if any(op not in _CMP for op in ops):
             return node
-        return ast.copy_location(ast.Call(
-            func=_k("compare"),
-            args=[ast.List(elts=[node.left] + node.comparators, ctx=ast.Load()),
-                  ast.List(elts=[ast.Constant(op) for op in ops], ctx=ast.Load())],
-            keywords=[]), node)
+        return ast.copy_location(
+            ast.Call(
+                func=_k("compare"),
+                args=[
+                    ast.List(elts=[node.left] + node.comparators, ctx=ast.Load()),
+                    ast.List(elts=[ast.Constant(op) for op in ops], ctx=ast.Load()),
+                ],
+                keywords=[],
+            ),
+            node,
+        )
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, (ast.Mod, ast.FloorDiv)):
-            return ast.copy_location(ast.Call(
-                func=_k("mod"), args=[node.left, node.right,
-                                      ast.Constant(isinstance(node.op, ast.FloorDiv))],
-                keywords=[]), node)
+            return ast.copy_location(
+                ast.Call(
+                    func=_k("mod"),
+                    args=[node.left, node.right, ast.Constant(isinstance(node.op, ast.FloorDiv))],
+                    keywords=[],
+                ),
+                node,
+            )
         return node
 
     def visit_AugAssign(self, node):
@@ -1467,11 +1850,17 @@ class _Instrument(ast.NodeTransformer):
             if f.attr in _KINK_NP:
                 node.func = _k("np_" + f.attr)
             return node
-        if isinstance(f, ast.Attribute) and f.attr in _KINK_METHODS and not (
-                isinstance(f.value, ast.Name) and f.value.id in ("np", "math")):
-            return ast.copy_location(ast.Call(func=_k("m_" + f.attr),
-                                              args=[f.value] + node.args,
-                                              keywords=node.keywords), node)
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr in _KINK_METHODS
+            and not (isinstance(f.value, ast.Name) and f.value.id in ("np", "math"))
+        ):
+            return ast.copy_location(
+                ast.Call(
+                    func=_k("m_" + f.attr), args=[f.value] + node.args, keywords=node.keywords
+                ),
+                node,
+            )
         if isinstance(f, ast.Name) and f.id in _KINK_BUILTINS:
             node.func = _k("b_" + f.id)
         return node
@@ -1506,15 +1895,18 @@ class _Timeout(BaseException):
 @dataclass
 class Outcome:
     program: Program
-    status: str        # matched | mismatched | rejected | crashed | skipped | generator_error
+    status: str  # matched | mismatched | rejected | crashed | skipped | generator_error
     reason: str = ""
     detail: str = ""
     gradient_source: str = ""
 
     def report(self) -> str:
         shapes = ", ".join(f"{n}: {'float' if s == () else s}" for n, s in self.program.params)
-        parts = [f"seed {self.program.seed!r}: {self.status} {self.reason}".rstrip(),
-                 f"--- program ({shapes}) ---", self.program.source]
+        parts = [
+            f"seed {self.program.seed!r}: {self.status} {self.reason}".rstrip(),
+            f"--- program ({shapes}) ---",
+            self.program.source,
+        ]
         if self.detail:
             parts += ["--- detail ---", self.detail]
         if self.gradient_source:
@@ -1568,6 +1960,7 @@ def draw_args(params, nrng):
 def numeric_grad(fn, args, pos, eps):
     """Central differences in float64 (the same scheme as sourcegrad.api.numeric_grad)."""
     from sourcegrad.api import numeric_grad as ng
+
     return ng(fn, args, pos, eps)
 
 
@@ -1576,8 +1969,11 @@ def _copy_args(args):
 
 
 def _same_args(a, b):
-    return all((isinstance(x, np.ndarray) and np.array_equal(x, y)) or
-               (not isinstance(x, np.ndarray) and x == y) for x, y in zip(a, b))
+    return all(
+        (isinstance(x, np.ndarray) and np.array_equal(x, y))
+        or (not isinstance(x, np.ndarray) and x == y)
+        for x, y in zip(a, b)
+    )
 
 
 def _scale(value, nums):
@@ -1606,13 +2002,17 @@ def select_inputs(program, fn, ns_fn, kinks, nrng, tries=12):
                 value = fn(*args)
         except (ValueError, OverflowError) as exc:
             if not str(exc).startswith("math "):  # math domain/range error: it overflowed
-                raise GeneratorError(f"the forward pass raised {type(exc).__name__}: {exc}\n"
-                                     f"args = {before!r}\n" + traceback.format_exc()) from exc
+                raise GeneratorError(
+                    f"the forward pass raised {type(exc).__name__}: {exc}\n"
+                    f"args = {before!r}\n" + traceback.format_exc()
+                ) from exc
             _count(program, "not finite")
             continue
         except Exception as exc:  # the program is ours: any other error is a generator bug
-            raise GeneratorError(f"the forward pass raised {type(exc).__name__}: {exc}\n"
-                                 f"args = {before!r}\n" + traceback.format_exc()) from exc
+            raise GeneratorError(
+                f"the forward pass raised {type(exc).__name__}: {exc}\n"
+                f"args = {before!r}\n" + traceback.format_exc()
+            ) from exc
         if not _same_args(before, args):
             raise GeneratorError("the forward pass mutated its arguments")
         try:
@@ -1657,12 +2057,16 @@ def reason_of(exc) -> str:
 
 
 def _alarm(timeout):
-    if not timeout or threading.current_thread() is not threading.main_thread() or \
-            not hasattr(signal, "setitimer"):
+    if (
+        not timeout
+        or threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+    ):
         return None
 
     def handler(signum, frame):
         raise _Timeout()
+
     old = signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     return old
@@ -1674,12 +2078,15 @@ def _cancel(old):
         signal.signal(signal.SIGALRM, old)
 
 
-def check_program(program: Program, directory: str, timeout: float | None = 60.0,
-                  rebind_globals: bool = True) -> Outcome:
+def check_program(
+    program: Program, directory: str, timeout: float | None = 60.0, rebind_globals: bool = True
+) -> Outcome:
     """Compile `program`'s gradient and compare it with finite differences."""
     import sourcegrad
+
     nrng = np.random.default_rng(
-        int.from_bytes(hashlib.sha256(str(program.seed).encode()).digest()[:8], "little"))
+        int.from_bytes(hashlib.sha256(str(program.seed).encode()).digest()[:8], "little")
+    )
     old = _alarm(timeout)
     module = path = None
     try:
@@ -1715,8 +2122,12 @@ def _check_once(program, fn, ns, kinks, nrng, sourcegrad) -> Outcome:
     except GeneratorError as exc:
         return Outcome(program, "generator_error", str(exc).splitlines()[0], str(exc))
     if picked is None:
-        return Outcome(program, "skipped", "no smooth inputs found",
-                       ", ".join(f"{k}: {v}" for k, v in program.redraws.items()))
+        return Outcome(
+            program,
+            "skipped",
+            "no smooth inputs found",
+            ", ".join(f"{k}: {v}" for k, v in program.redraws.items()),
+        )
     args, value, nums = picked
     # the plain gradient first, then value_and_grad (separately generated code)
     for with_value in (False, True):
@@ -1732,13 +2143,21 @@ def _same_results(a, b) -> bool:
     """The same values of the same types, nested alike (NaN equal to NaN), in memory of
     their own: a result must not be an array the other call also returned."""
     if isinstance(a, tuple) or isinstance(b, tuple):
-        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
-            all(_same_results(x, y) for x, y in zip(a, b))
+        return (
+            isinstance(a, tuple)
+            and isinstance(b, tuple)
+            and len(a) == len(b)
+            and all(_same_results(x, y) for x, y in zip(a, b))
+        )
     if type(a) is not type(b):
         return False
     if isinstance(a, np.ndarray):
-        return a is not b and a.shape == b.shape and a.dtype == b.dtype and \
-            bool(np.array_equal(a, b, equal_nan=True))
+        return (
+            a is not b
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(np.array_equal(a, b, equal_nan=True))
+        )
     return bool(np.array_equal(a, b, equal_nan=True))
 
 
@@ -1760,22 +2179,33 @@ def _compare(program, fn, args, value, nums, with_value, sourcegrad) -> Outcome:
             src = g.source
         except Exception:  # noqa: BLE001
             pass
-        return Outcome(program, "crashed", f"{type(exc).__name__}: {str(exc)[:200]}",
-                       "args = " + repr(before) + "\n" + traceback.format_exc(), src)
+        return Outcome(
+            program,
+            "crashed",
+            f"{type(exc).__name__}: {str(exc)[:200]}",
+            "args = " + repr(before) + "\n" + traceback.format_exc(),
+            src,
+        )
     src = g.source
     args_txt = "args = " + repr(before)
     if not _same_args(before, args):
         return Outcome(program, "mismatched", "the gradient mutated its arguments", args_txt, src)
     if not _same_results(result, again):
-        return Outcome(program, "mismatched", "the second call gave another result",
-                       f"{args_txt}\nfirst:  {result!r}\nsecond: {again!r}", src)
+        return Outcome(
+            program,
+            "mismatched",
+            "the second call gave another result",
+            f"{args_txt}\nfirst:  {result!r}\nsecond: {again!r}",
+            src,
+        )
     scale = _scale(value, nums)
     problems = []
     if with_value:
         try:
             got_value, grads = result
             value_ok = np.ndim(got_value) == 0 and bool(
-                np.allclose(float(got_value), value, rtol=1e-9, atol=1e-12 * scale))
+                np.allclose(float(got_value), value, rtol=1e-9, atol=1e-12 * scale)
+            )
         except (TypeError, ValueError):
             got_value, grads, value_ok = result, None, False
         if not value_ok:
@@ -1788,21 +2218,27 @@ def _compare(program, fn, args, value, nums, with_value, sourcegrad) -> Outcome:
         for pos, (x, gx, num) in enumerate(zip(args, grads, nums)):
             if isinstance(x, float):
                 if type(gx) is not float:
-                    problems.append(f"d/d{program.params[pos][0]}: type {type(gx).__name__}, "
-                                    "expected float")
+                    problems.append(
+                        f"d/d{program.params[pos][0]}: type {type(gx).__name__}, expected float"
+                    )
                     continue
             elif not isinstance(gx, np.ndarray) or gx.shape != x.shape or gx.dtype != x.dtype:
-                problems.append(f"d/d{program.params[pos][0]}: got {type(gx).__name__} "
-                                f"{np.shape(gx)}, expected ndarray {x.shape}")
+                problems.append(
+                    f"d/d{program.params[pos][0]}: got {type(gx).__name__} "
+                    f"{np.shape(gx)}, expected ndarray {x.shape}"
+                )
                 continue
             if not _close(gx, num, scale):
                 err = float(np.max(np.abs(np.asarray(gx) - num)))
-                problems.append(f"d/d{program.params[pos][0]}: max abs error {err:.3g}\n"
-                                f"  compiled: {np.asarray(gx)!r}\n  numeric:  {num!r}")
+                problems.append(
+                    f"d/d{program.params[pos][0]}: max abs error {err:.3g}\n"
+                    f"  compiled: {np.asarray(gx)!r}\n  numeric:  {num!r}"
+                )
     if problems:
         first = problems[0].splitlines()[0]
-        return Outcome(program, "mismatched", first.split(":")[0],
-                       args_txt + "\n" + "\n".join(problems), src)
+        return Outcome(
+            program, "mismatched", first.split(":")[0], args_txt + "\n" + "\n".join(problems), src
+        )
     return Outcome(program, "matched")
 
 
@@ -1822,6 +2258,7 @@ def run_many(seeds, directory, timeout=60.0, on_outcome=None):
 # reduction of a failing program
 # =============================================================================================
 
+
 def _same_failure(a: Outcome, b: Outcome) -> bool:
     if a.status != b.status:
         return False
@@ -1834,8 +2271,11 @@ def _same_failure(a: Outcome, b: Outcome) -> bool:
 
 
 def _is_np_array(node):
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-        node.func.attr in ("array", "stack", "concatenate")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("array", "stack", "concatenate")
+    )
 
 
 def _candidates(tree):
@@ -1849,37 +2289,60 @@ def _candidates(tree):
                 bodies.append(seq)
     for seq in bodies:
         for i in range(len(seq)):
-            yield lambda seq=seq, i=i: seq.__setitem__(slice(i, i + 1), []) or \
-                (seq.append(ast.Pass()) if not seq else None)
+            yield (
+                lambda seq=seq, i=i: (
+                    seq.__setitem__(slice(i, i + 1), [])
+                    or (seq.append(ast.Pass()) if not seq else None)
+                )
+            )
             stmt = seq[i]
             if isinstance(stmt, (ast.If, ast.For, ast.While)):
                 yield lambda seq=seq, i=i, stmt=stmt: seq.__setitem__(slice(i, i + 1), stmt.body)
                 if getattr(stmt, "orelse", None):
-                    yield lambda seq=seq, i=i, stmt=stmt: seq.__setitem__(slice(i, i + 1),
-                                                                          stmt.orelse)
+                    yield lambda seq=seq, i=i, stmt=stmt: seq.__setitem__(
+                        slice(i, i + 1), stmt.orelse
+                    )
     for node in ast.walk(tree):
         for name, value in ast.iter_fields(node):
-            if isinstance(value, ast.expr) and not isinstance(value, (ast.Name, ast.Constant)) \
-                    and not isinstance(node, (ast.Attribute,)) \
-                    and name not in ("func", "target", "test") and not _is_np_array(value):
-                subs = [c for c in ast.iter_child_nodes(value) if isinstance(c, ast.expr)
-                        and not isinstance(c, (ast.List, ast.Tuple))
-                        and not (isinstance(c, ast.Constant) and isinstance(c.value, str))]
+            if (
+                isinstance(value, ast.expr)
+                and not isinstance(value, (ast.Name, ast.Constant))
+                and not isinstance(node, (ast.Attribute,))
+                and name not in ("func", "target", "test")
+                and not _is_np_array(value)
+            ):
+                subs = [
+                    c
+                    for c in ast.iter_child_nodes(value)
+                    if isinstance(c, ast.expr)
+                    and not isinstance(c, (ast.List, ast.Tuple))
+                    and not (isinstance(c, ast.Constant) and isinstance(c.value, str))
+                ]
                 for sub in subs + [ast.Constant(1.0)]:
                     yield lambda node=node, name=name, sub=sub: setattr(node, name, sub)
             elif isinstance(value, list):
                 for j, item in enumerate(value):
-                    if isinstance(item, ast.expr) and not isinstance(item, (ast.Name, ast.Constant)) \
-                            and not isinstance(node, ast.Compare) and not _is_np_array(item):
-                        for sub in [c for c in ast.iter_child_nodes(item)
-                                    if isinstance(c, ast.expr)
-                                    and not isinstance(c, (ast.List, ast.Tuple))] + \
-                                [ast.Constant(1.0)]:
+                    if (
+                        isinstance(item, ast.expr)
+                        and not isinstance(item, (ast.Name, ast.Constant))
+                        and not isinstance(node, ast.Compare)
+                        and not _is_np_array(item)
+                    ):
+                        for sub in [
+                            c
+                            for c in ast.iter_child_nodes(item)
+                            if isinstance(c, ast.expr) and not isinstance(c, (ast.List, ast.Tuple))
+                        ] + [ast.Constant(1.0)]:
                             yield lambda value=value, j=j, sub=sub: value.__setitem__(j, sub)
 
 
-def minimize(program: Program, directory: str, outcome: Outcome | None = None,
-             budget: int = 3000, seconds: float = 120.0) -> tuple[Program, Outcome]:
+def minimize(
+    program: Program,
+    directory: str,
+    outcome: Outcome | None = None,
+    budget: int = 3000,
+    seconds: float = 120.0,
+) -> tuple[Program, Outcome]:
     """A smaller program that fails the same way (greedy, to a fixed point).
 
     Expression edits may change a variable's shape, so read the result as a lead, not as
@@ -1887,6 +2350,7 @@ def minimize(program: Program, directory: str, outcome: Outcome | None = None,
     """
     import copy
     import time
+
     deadline = time.monotonic() + seconds
     outcome = outcome or check_program(program, directory)
     best, best_out = program, outcome

@@ -5,6 +5,7 @@
 
 Program k of a campaign `run_fuzz --seed S` has seed f"{S}-{k}".
 """
+
 import argparse
 import tempfile
 

@@ -13,6 +13,7 @@ run before these existed (programs.EARLIER_CAMPAIGNS), which are rebuilt as they
 likewise indexed updates whose index repeats an element (`a[[0, 0]] += v`), except in
 programs.EARLIER_REPEATED_INDEX_CAMPAIGNS.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,7 +50,7 @@ def run(seeds, timeout=60.0, jobs=1, progress=None):
                     progress(i + 1, out)
         return out
     chunk = max(1, min(200, len(seeds) // (jobs * 4) or 1))
-    parts = [seeds[i:i + chunk] for i in range(0, len(seeds), chunk)]
+    parts = [seeds[i : i + chunk] for i in range(0, len(seeds), chunk)]
     out = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for res in pool.map(_work, parts, [timeout] * len(parts)):
@@ -62,37 +63,61 @@ def run(seeds, timeout=60.0, jobs=1, progress=None):
 def summarize(outcomes) -> dict:
     status = collections.Counter(o.status for o in outcomes)
     rejected = collections.Counter(o.reason for o in outcomes if o.status == "rejected")
-    crashed = collections.Counter(o.reason.split("\n")[0][:100] for o in outcomes
-                                  if o.status == "crashed")
+    crashed = collections.Counter(
+        o.reason.split("\n")[0][:100] for o in outcomes if o.status == "crashed"
+    )
     mismatched = collections.Counter(o.reason for o in outcomes if o.status == "mismatched")
-    skipped = collections.Counter(re.sub(r" \(line \d+\)", "", o.detail.split(":")[0])[:60]
-                                  for o in outcomes if o.status == "skipped")
+    skipped = collections.Counter(
+        re.sub(r" \(line \d+\)", "", o.detail.split(":")[0])[:60]
+        for o in outcomes
+        if o.status == "skipped"
+    )
     features = collections.Counter(f for o in outcomes for f in o.program.features)
-    compiled = sum(1 for o in outcomes if o.status in ("matched", "mismatched")
-                   or (o.status == "crashed" and o.gradient_source))
-    return {"generated": len(outcomes), "compiled": compiled, "status": status,
-            "rejected": rejected, "crashed": crashed, "mismatched": mismatched,
-            "skipped": skipped, "features": features}
+    compiled = sum(
+        1
+        for o in outcomes
+        if o.status in ("matched", "mismatched") or (o.status == "crashed" and o.gradient_source)
+    )
+    return {
+        "generated": len(outcomes),
+        "compiled": compiled,
+        "status": status,
+        "rejected": rejected,
+        "crashed": crashed,
+        "mismatched": mismatched,
+        "skipped": skipped,
+        "features": features,
+    }
 
 
 def format_summary(s) -> str:
     st = s["status"]
-    lines = [f"generated   {s['generated']}",
-             f"compiled    {s['compiled']}   (a gradient was generated and loaded)",
-             f"rejected    {st['rejected']}   (SourcegradError)",
-             f"matched     {st['matched']}",
-             f"mismatched  {st['mismatched']}",
-             (f"crashed     {st['crashed']}   (any other exception, in the compiler or in "
-              "the generated code)"),
-             f"skipped     {st['skipped']}   (no inputs away from kinks)",
-             f"generator errors {st['generator_error']}   (bugs in tests/fuzz/programs.py)"]
-    for title, key in (("rejected by reason", "rejected"), ("crashed by error", "crashed"),
-                       ("mismatched in", "mismatched"), ("skipped because", "skipped")):
+    lines = [
+        f"generated   {s['generated']}",
+        f"compiled    {s['compiled']}   (a gradient was generated and loaded)",
+        f"rejected    {st['rejected']}   (SourcegradError)",
+        f"matched     {st['matched']}",
+        f"mismatched  {st['mismatched']}",
+        (
+            f"crashed     {st['crashed']}   (any other exception, in the compiler or in "
+            "the generated code)"
+        ),
+        f"skipped     {st['skipped']}   (no inputs away from kinks)",
+        f"generator errors {st['generator_error']}   (bugs in tests/fuzz/programs.py)",
+    ]
+    for title, key in (
+        ("rejected by reason", "rejected"),
+        ("crashed by error", "crashed"),
+        ("mismatched in", "mismatched"),
+        ("skipped because", "skipped"),
+    ):
         if s[key]:
             lines.append(f"{title}:")
             lines += [f"  {v:6d}  {k}" for k, v in s[key].most_common()]
-    lines.append("features (programs using each): " + ", ".join(
-        f"{k} {v}" for k, v in sorted(s["features"].items())))
+    lines.append(
+        "features (programs using each): "
+        + ", ".join(f"{k} {v}" for k, v in sorted(s["features"].items()))
+    )
     return "\n".join(lines)
 
 
@@ -124,8 +149,11 @@ def _write(o, path):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tests.fuzz.run_fuzz", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.fuzz.run_fuzz",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--n", type=int, default=10000, help="number of programs")
     ap.add_argument("--seed", default="0", help="campaign seed (program k: f'{seed}-{k}')")
     ap.add_argument("--start", type=int, default=0, help="first program index")
@@ -134,8 +162,11 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per program")
     ap.add_argument("--minimize", action="store_true", help="also write reduced programs")
     ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--zero-d", action="store_true",
-                    help="give scalar inputs as 0-d arrays instead of Python floats")
+    ap.add_argument(
+        "--zero-d",
+        action="store_true",
+        help="give scalar inputs as 0-d arrays instead of Python floats",
+    )
     args = ap.parse_args(argv)
     if args.zero_d:
         os.environ[ZERO_D_ENV] = "1"  # (read by draw_args, in the workers too)
@@ -144,8 +175,11 @@ def main(argv=None) -> int:
     def progress(done, outs):
         if not args.quiet:
             bad = sum(o.status in FAILING for o in outs)
-            print(f"  {done}/{args.n} programs, {bad} failing, {time.monotonic() - t0:.0f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {done}/{args.n} programs, {bad} failing, {time.monotonic() - t0:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     outcomes = run(seeds_of(args.n, args.seed, args.start), args.timeout, args.jobs, progress)
     summary = summarize(outcomes)

@@ -5,6 +5,7 @@ SOURCEGRAD_EAGER_FUZZ_N programs, 10000 by default) prints its counts. Every pro
 must match torch: the same values, leaf gradients, versions and grad_fn names, or the
 same error at the same statement. Skipped when torch is absent.
 """
+
 import os
 
 import pytest

@@ -7,6 +7,7 @@ Same check as the quick slice for N programs (default 10000), failing programs w
 SOURCEGRAD_FUZZ_OUT (default: the test's tmp_path). Also a hypothesis-driven variant,
 whose seeds hypothesis draws (and shrinks, as integers) itself.
 """
+
 import os
 
 import pytest
@@ -31,13 +32,19 @@ def test_many_programs_match_finite_differences(tmp_path):
     if failing:
         write_failures(outcomes, out_dir)
         shown = "\n\n".join(o.report() for o in failing[:3])
-        pytest.fail(f"{len(failing)} of {n} programs failed (written to {out_dir})\n"
-                    f"{summary}\n\nthe first ones:\n{shown}", pytrace=False)
+        pytest.fail(
+            f"{len(failing)} of {n} programs failed (written to {out_dir})\n"
+            f"{summary}\n\nthe first ones:\n{shown}",
+            pytrace=False,
+        )
 
 
-@settings(max_examples=int(os.environ.get("SOURCEGRAD_FUZZ_HYPOTHESIS", "200")),
-          deadline=None, suppress_health_check=list(HealthCheck))
-@given(seed=st.integers(min_value=0, max_value=2 ** 63))
+@settings(
+    max_examples=int(os.environ.get("SOURCEGRAD_FUZZ_HYPOTHESIS", "200")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(seed=st.integers(min_value=0, max_value=2**63))
 def test_hypothesis_drawn_programs(seed, tmp_path_factory):
     outcome = check_program(generate(seed), str(tmp_path_factory.mktemp("hyp")), timeout=60)
     assert outcome.status not in FAILING, outcome.report()

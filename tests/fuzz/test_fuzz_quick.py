@@ -5,6 +5,7 @@ must equal central finite differences. A program the compiler rejects with a
 SourcegradError passes (the reason is recorded as a test property); a wrong gradient, a
 wrong value, or any other exception fails and prints the program. See programs.py.
 """
+
 import collections
 import math
 
@@ -54,8 +55,9 @@ def test_quick_slice_summary():
         pytest.skip("runs after the whole quick slice")
     counts = collections.Counter(o.status for o in _OUTCOMES.values())
     print("\nquick fuzz slice:", dict(counts))
-    for reason, n in collections.Counter(o.reason for o in _OUTCOMES.values()
-                                         if o.status == "rejected").most_common():
+    for reason, n in collections.Counter(
+        o.reason for o in _OUTCOMES.values() if o.status == "rejected"
+    ).most_common():
         print(f"  rejected {n}: {reason}")
     assert counts["skipped"] <= QUICK_N // 10, counts
     assert counts["generator_error"] == 0, counts
@@ -69,12 +71,41 @@ def test_generator_is_deterministic_and_covers_the_features():
         assert program.source == generate(seed).source
         compile(program.source, "<fuzz>", "exec")
         features.update(program.features)
-    wanted = {"if", "ifexp", "boolop", "for_range", "for_rows", "enumerate", "zip", "while",
-              "break", "continue", "module_helper", "nested_def", "lambda", "closure",
-              "augassign", "append_stack", "setitem", "early_return", "matmul",
-              "reduce_axis", "keepdims", "max_reduce", "maximum", "clip", "where", "abs",
-              "reshape", "math", "global", "kwargs", "recursion", "self_update",
-              "repeated_index"}
+    wanted = {
+        "if",
+        "ifexp",
+        "boolop",
+        "for_range",
+        "for_rows",
+        "enumerate",
+        "zip",
+        "while",
+        "break",
+        "continue",
+        "module_helper",
+        "nested_def",
+        "lambda",
+        "closure",
+        "augassign",
+        "append_stack",
+        "setitem",
+        "early_return",
+        "matmul",
+        "reduce_axis",
+        "keepdims",
+        "max_reduce",
+        "maximum",
+        "clip",
+        "where",
+        "abs",
+        "reshape",
+        "math",
+        "global",
+        "kwargs",
+        "recursion",
+        "self_update",
+        "repeated_index",
+    }
     assert wanted <= set(features), sorted(wanted - set(features))
 
 
@@ -82,13 +113,23 @@ def test_generator_does_not_depend_on_the_hash_seed():
     import hashlib
     import subprocess
     import sys
-    code = ("import hashlib; from tests.fuzz.programs import generate; print(hashlib.sha256("
-            "''.join(generate(f'quick-{i}').source for i in range(40)).encode()).hexdigest())")
+
+    code = (
+        "import hashlib; from tests.fuzz.programs import generate; print(hashlib.sha256("
+        "''.join(generate(f'quick-{i}').source for i in range(40)).encode()).hexdigest())"
+    )
     here = hashlib.sha256("".join(generate(f"quick-{i}").source for i in range(40)).encode())
     import os
+
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=root, env={**os.environ, "PYTHONHASHSEED": "12345"}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+        check=True,
+    )
     assert out.stdout.strip() == here.hexdigest()
 
 
@@ -97,24 +138,36 @@ def _program(source, *shapes):
 
 
 def test_harness_matches_a_known_good_program(tmp_path):
-    prog = _program("import numpy as np\n\n\ndef f(x0, x1):\n"
-                    "    return np.sum(np.tanh(x0) * x1) + x1[0] ** 2\n", VEC, VEC)
+    prog = _program(
+        "import numpy as np\n\n\ndef f(x0, x1):\n"
+        "    return np.sum(np.tanh(x0) * x1) + x1[0] ** 2\n",
+        VEC,
+        VEC,
+    )
     assert check_program(prog, str(tmp_path)).status == "matched"
 
 
 def test_harness_records_rejections(tmp_path):
-    prog = _program("import numpy as np\n\n\ndef f(x0):\n    try:\n        y = x0 * 2.0\n"
-                    "    finally:\n        pass\n    return y\n", SCALAR)
+    prog = _program(
+        "import numpy as np\n\n\ndef f(x0):\n    try:\n        y = x0 * 2.0\n"
+        "    finally:\n        pass\n    return y\n",
+        SCALAR,
+    )
     outcome = check_program(prog, str(tmp_path))
     assert outcome.status == "rejected"
     assert "UnsupportedSyntaxError" in outcome.reason
 
 
 def test_harness_redraws_near_kinks():
-    ns, kinks = instrumented(_program(
-        "import numpy as np\n\n\ndef f(x0, x1):\n"
-        "    if np.max(x0) > 0.5:\n        return np.sum(np.maximum(x0, x1))\n"
-        "    return np.sum(np.clip(x1, -0.5, 0.5))\n", VEC, VEC))
+    ns, kinks = instrumented(
+        _program(
+            "import numpy as np\n\n\ndef f(x0, x1):\n"
+            "    if np.max(x0) > 0.5:\n        return np.sum(np.maximum(x0, x1))\n"
+            "    return np.sum(np.clip(x1, -0.5, 0.5))\n",
+            VEC,
+            VEC,
+        )
+    )
     ns["f"](np.array([0.1, 0.7, 0.7005]), np.array([0.0, 0.0, 0.0]))
     assert kinks.worst < 1e-3 and kinks.where.startswith("max")
     kinks.worst = np.inf
@@ -141,7 +194,6 @@ def test_matrix_shapes_are_what_the_generator_assumes():
 # --- minimal programs for the compiler bugs the fuzzer found ----------------------------
 # Each test states the correct behaviour and is expected to fail until the bug is fixed
 # (strict: a fix makes it XPASS, which fails, so the marker gets removed).
-
 
 
 def _assert_grad_matches(fn, *args, with_value=False):
@@ -280,8 +332,9 @@ def bug_and_after_while_break(x0, x1):
 
 # regression test for a bug the fuzzer found (fixed)
 def test_bug_and_after_while_break():
-    _assert_grad_matches(bug_and_after_while_break, np.array([0.4, -2.7, -1.7]),
-                         np.array([0.3, -1.7, -0.9]))
+    _assert_grad_matches(
+        bug_and_after_while_break, np.array([0.4, -2.7, -1.7]), np.array([0.3, -1.7, -0.9])
+    )
 
 
 def bug_or_in_break_condition(x):
@@ -361,7 +414,7 @@ CAMPAIGN_REGRESSIONS = {
     "0-44": "x = x - (x * 0.25 + -0.5 * x) in a loop",
     "0-98": "x /= (1.5 + (0.25 * x - x * 3.0) ** 2) in a loop",
     "0-176": "x -= (x - x * 1.5) - x * 0.5 in a loop entered by a constant adjoint: a name "
-             "the undone constant attempt gave a temporary named the accumulator",
+    "the undone constant attempt gave a temporary named the accumulator",
 }
 
 
@@ -413,19 +466,24 @@ def bug_loop_rebinds_what_it_iterates(x, y):
 
 # regression test for a bug the fuzzer found (fixed): the loop read the rebound name
 def test_bug_loop_rebinds_what_it_iterates():
-    _assert_grad_matches(bug_loop_rebinds_what_it_iterates, np.array([1.0, 2.0, 3.0]),
-                         np.array([0.5, -1.0, 2.0]), with_value=True)
+    _assert_grad_matches(
+        bug_loop_rebinds_what_it_iterates,
+        np.array([1.0, 2.0, 3.0]),
+        np.array([0.5, -1.0, 2.0]),
+        with_value=True,
+    )
 
 
 def bug_shared_adjoint_updated_in_place(x0, x1):
     x0 = np.tanh(x0)
     for i in range(3):
-        x0 = np.cos(np.log(1.0 + x0 ** 2) + (x0 + np.sum(x0)) + x1[0])
+        x0 = np.cos(np.log(1.0 + x0**2) + (x0 + np.sum(x0)) + x1[0])
     return np.sum(x0 * x0)
 
 
 # regression test for a bug the fuzzer found (fixed): `d += ...` changed an array that the
 # adjoint of another input still referred to
 def test_bug_shared_adjoint_updated_in_place():
-    _assert_grad_matches(bug_shared_adjoint_updated_in_place, np.array([1.2, -1.0, -1.2]),
-                         np.array([0.6, 0.1]))
+    _assert_grad_matches(
+        bug_shared_adjoint_updated_in_place, np.array([1.2, -1.0, -1.2]), np.array([0.6, 0.1])
+    )

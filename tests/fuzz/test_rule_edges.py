@@ -5,6 +5,7 @@ Ties split the gradient evenly (np.maximum/np.minimum: 0.5 each; a full np.max/n
 evenly among the tied elements), np.clip passes the gradient at a bound, abs has gradient 0
 at 0, prod with one zero gives the product of the others there, sqrt has gradient inf at 0.
 """
+
 import math
 
 import numpy as np
@@ -100,8 +101,9 @@ def test_maximum_minimum_ties_split_evenly():
 
 def test_full_max_ties_split_evenly():
     np.testing.assert_array_equal(_g(d_max, np.array([1.0, 3.0, 3.0])), [0.0, 0.5, 0.5])
-    np.testing.assert_array_equal(_g(d_amax_method, np.array([3.0, 3.0, 3.0, 1.0])),
-                                  [1 / 3, 1 / 3, 1 / 3, 0.0])
+    np.testing.assert_array_equal(
+        _g(d_amax_method, np.array([3.0, 3.0, 3.0, 1.0])), [1 / 3, 1 / 3, 1 / 3, 0.0]
+    )
     np.testing.assert_array_equal(_g(d_min, np.array([1.0, 1.0, 3.0])), [0.5, 0.5, 0.0])
 
 
@@ -154,10 +156,13 @@ def test_var_std_exact():
 
 def test_the_conventions_are_torchs():
     torch = pytest.importorskip("torch")
-    cases = [(d_max, torch.amax, [1.0, 3.0, 3.0]), (d_clip, lambda t: torch.clamp(t, 0, 1).sum(),
-                                                     [0.0, 0.5, 1.0, -0.5, 1.5]),
-             (d_abs, lambda t: t.abs().sum(), [0.0, -2.0, 3.0]),
-             (d_prod, torch.prod, [0.0, 2.0, 3.0]), (d_prod, torch.prod, [0.0, 0.0, 3.0])]
+    cases = [
+        (d_max, torch.amax, [1.0, 3.0, 3.0]),
+        (d_clip, lambda t: torch.clamp(t, 0, 1).sum(), [0.0, 0.5, 1.0, -0.5, 1.5]),
+        (d_abs, lambda t: t.abs().sum(), [0.0, -2.0, 3.0]),
+        (d_prod, torch.prod, [0.0, 2.0, 3.0]),
+        (d_prod, torch.prod, [0.0, 0.0, 3.0]),
+    ]
     for fn, tfn, values in cases:
         t = torch.tensor(values, dtype=torch.float64, requires_grad=True)
         tfn(t).backward()
@@ -167,27 +172,61 @@ def test_the_conventions_are_torchs():
 # --- every unary function at random points -----------------------------------------------
 
 UNARY_DOMAINS = {
-    "exp": (-2, 2), "exp2": (-2, 2), "expm1": (-2, 2), "log": (0.2, 3), "log1p": (-0.5, 3),
-    "log2": (0.2, 3), "log10": (0.2, 3), "sqrt": (0.2, 3), "cbrt": (0.2, 3),
-    "square": (-2, 2), "reciprocal": (0.3, 3), "sin": (-3, 3), "cos": (-3, 3),
-    "tan": (-1.2, 1.2), "arcsin": (-0.9, 0.9), "arccos": (-0.9, 0.9), "arctan": (-3, 3),
-    "sinh": (-2, 2), "cosh": (-2, 2), "tanh": (-2, 2), "arcsinh": (-3, 3),
-    "arccosh": (1.2, 3), "arctanh": (-0.9, 0.9), "abs": (0.1, 2), "absolute": (-2, -0.1),
-    "fabs": (0.1, 2), "negative": (-2, 2),
+    "exp": (-2, 2),
+    "exp2": (-2, 2),
+    "expm1": (-2, 2),
+    "log": (0.2, 3),
+    "log1p": (-0.5, 3),
+    "log2": (0.2, 3),
+    "log10": (0.2, 3),
+    "sqrt": (0.2, 3),
+    "cbrt": (0.2, 3),
+    "square": (-2, 2),
+    "reciprocal": (0.3, 3),
+    "sin": (-3, 3),
+    "cos": (-3, 3),
+    "tan": (-1.2, 1.2),
+    "arcsin": (-0.9, 0.9),
+    "arccos": (-0.9, 0.9),
+    "arctan": (-3, 3),
+    "sinh": (-2, 2),
+    "cosh": (-2, 2),
+    "tanh": (-2, 2),
+    "arcsinh": (-3, 3),
+    "arccosh": (1.2, 3),
+    "arctanh": (-0.9, 0.9),
+    "abs": (0.1, 2),
+    "absolute": (-2, -0.1),
+    "fabs": (0.1, 2),
+    "negative": (-2, 2),
 }
-MATH_DOMAINS = {"exp": (-2, 2), "log": (0.2, 3), "sqrt": (0.2, 3), "sin": (-3, 3),
-                "cos": (-3, 3), "tan": (-1.2, 1.2), "tanh": (-2, 2), "atan": (-3, 3)}
+MATH_DOMAINS = {
+    "exp": (-2, 2),
+    "log": (0.2, 3),
+    "sqrt": (0.2, 3),
+    "sin": (-3, 3),
+    "cos": (-3, 3),
+    "tan": (-1.2, 1.2),
+    "tanh": (-2, 2),
+    "atan": (-3, 3),
+}
 
 
 @pytest.fixture(scope="module")
 def unary_module(tmp_path_factory):
     lines = ["import math", "", "import numpy as np", ""]
     for name in UNARY_DOMAINS:
-        lines += ["", f"def np_{name}(x):", f"    return np.sum(np.{name}(x) * np.{name}(x + 0.05))"]
+        lines += [
+            "",
+            f"def np_{name}(x):",
+            f"    return np.sum(np.{name}(x) * np.{name}(x + 0.05))",
+        ]
     for name in MATH_DOMAINS:
         lines += ["", f"def math_{name}(x):", f"    return math.{name}(x) * 1.5"]
-    module, path = load(Program("rule_edges_unary", "\n".join(lines) + "\n", []),
-                        str(tmp_path_factory.mktemp("unary")))
+    module, path = load(
+        Program("rule_edges_unary", "\n".join(lines) + "\n", []),
+        str(tmp_path_factory.mktemp("unary")),
+    )
     yield module
     unload(module, path)
 
@@ -198,8 +237,9 @@ def test_unary_numpy_function_at_random_points(name, unary_module):
     lo, hi = UNARY_DOMAINS[name]
     rng = np.random.default_rng(sum(map(ord, name)))
     x = rng.uniform(lo, hi - 0.05 if hi > lo + 0.1 else hi, size=7)
-    np.testing.assert_allclose(sourcegrad.grad(fn)(x), numeric_grad(fn, (x,), 0),
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        sourcegrad.grad(fn)(x), numeric_grad(fn, (x,), 0), rtol=1e-6, atol=1e-8
+    )
 
 
 @pytest.mark.parametrize("name", sorted(MATH_DOMAINS))

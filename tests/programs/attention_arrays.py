@@ -1,5 +1,6 @@
 """Self-attention with layer normalisation, each weight matrix its own argument (how code
 written for array-only APIs spells it): the gradient with respect to the query weights."""
+
 import numpy as np
 
 NEEDS = "basic"
@@ -30,5 +31,10 @@ WRT = (0, 1, 2)
 
 def make_args():
     rng = np.random.default_rng(0)
-    return (rng.normal(size=(4, 4)) * 0.5, rng.normal(size=(4, 4)) * 0.5,
-            rng.normal(size=(4, 4)) * 0.5, rng.normal(size=(5, 4)), rng.normal(size=(5, 4)))
+    return (
+        rng.normal(size=(4, 4)) * 0.5,
+        rng.normal(size=(4, 4)) * 0.5,
+        rng.normal(size=(4, 4)) * 0.5,
+        rng.normal(size=(5, 4)),
+        rng.normal(size=(5, 4)),
+    )

@@ -1,5 +1,6 @@
 """A single-head self-attention block with layer normalisation, parameters in a dict as JAX
 transformer code keeps them."""
+
 import numpy as np
 
 NEEDS = "containers"
@@ -32,10 +33,16 @@ def block(params, x):
 def init_params(d_model, rng):
     def dense(n_in, n_out):
         return rng.normal(size=(n_in, n_out)) / np.sqrt(n_in)
-    return {"Wq": dense(d_model, d_model), "Wk": dense(d_model, d_model),
-            "Wv": dense(d_model, d_model), "Wo": dense(d_model, d_model),
-            "ln_gamma": np.ones(d_model), "ln_beta": np.zeros(d_model),
-            "W_mlp": dense(d_model, d_model)}
+
+    return {
+        "Wq": dense(d_model, d_model),
+        "Wk": dense(d_model, d_model),
+        "Wv": dense(d_model, d_model),
+        "Wo": dense(d_model, d_model),
+        "ln_gamma": np.ones(d_model),
+        "ln_beta": np.zeros(d_model),
+        "W_mlp": dense(d_model, d_model),
+    }
 
 
 tokens = np.random.default_rng(1).normal(size=(5, 4))

@@ -1,5 +1,6 @@
 """Training loss of a logistic regression differentiated with respect to its second
 argument, called the autograd way: grad(training_loss, argnum=1)."""
+
 import numpy as np
 
 NEEDS = "argnum"
@@ -9,7 +10,7 @@ GRAD_KWARGS = {"argnum": 1}
 
 
 def sigmoid(x):
-    return 0.5 * (np.tanh(x / 2.) + 1)
+    return 0.5 * (np.tanh(x / 2.0) + 1)
 
 
 def training_loss(inputs, weights, targets):

@@ -1,5 +1,6 @@
 """Black-box stochastic variational inference with a diagonal Gaussian
 (autograd's examples/black_box_svi.py)."""
+
 import numpy as np
 import numpy.random as npr
 from scipy.stats import norm
@@ -50,6 +51,6 @@ def RESET():
 
 
 def make_args():
-    init_mean    = -1 * np.ones(D)
+    init_mean = -1 * np.ones(D)
     init_log_std = -5 * np.ones(D)
     return (np.concatenate([init_mean, init_log_std]), 0)

@@ -1,5 +1,6 @@
 """A model object holding its data and hyperparameters, its loss a method reading self.X,
 self.y and self.alpha and calling another method."""
+
 import numpy as np
 
 NEEDS = "objects"
@@ -15,7 +16,7 @@ class RegressionModel:
         return np.tanh(self.X @ w)
 
     def loss(self, w):
-        return np.mean((self.predict(w) - self.y) ** 2) + self.alpha * np.sum(w ** 2)
+        return np.mean((self.predict(w) - self.y) ** 2) + self.alpha * np.sum(w**2)
 
 
 rng = np.random.default_rng(0)

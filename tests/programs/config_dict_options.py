@@ -1,5 +1,6 @@
 """Ridge/lasso regression whose options come in a plain config dict read with .get() and
 `in`, as training scripts pass hyperparameters."""
+
 import numpy as np
 
 NEEDS = "containers"
@@ -7,10 +8,10 @@ NEEDS = "containers"
 
 def loss(w, X, y, config):
     residual = X @ w - y
-    total = np.mean(residual ** 2)
-    total = total + config.get("l2", 0.0) * np.sum(w ** 2)
+    total = np.mean(residual**2)
+    total = total + config.get("l2", 0.0) * np.sum(w**2)
     if "l1" in config:
-        total = total + config["l1"] * np.sum(np.sqrt(w ** 2 + 1e-8))
+        total = total + config["l1"] * np.sum(np.sqrt(w**2 + 1e-8))
     return total
 
 

@@ -1,5 +1,6 @@
 """Logistic regression whose parameters are a dataclass, the loss reading them as
 attributes."""
+
 from dataclasses import dataclass
 
 import numpy as np

@@ -1,5 +1,6 @@
 """A dict of parameters built inside the loss from array arguments and read back by key,
 as code written for a dict API but called with arrays looks."""
+
 import numpy as np
 
 NEEDS = "containers inside"
@@ -14,7 +15,7 @@ def predict(params, x):
 def loss(w, scale, x, y):
     params = {"w": w, "scale": scale}
     preds = predict(params, x)
-    return np.sum((preds - y) ** 2) + 0.1 * sum(np.sum(p ** 2) for p in params.values())
+    return np.sum((preds - y) ** 2) + 0.1 * sum(np.sum(p**2) for p in params.values())
 
 
 rng = np.random.default_rng(0)

@@ -1,5 +1,6 @@
 """An ensemble of linear models stored as one weight matrix and one bias vector, split into
 (w, b) members by a list comprehension and averaged."""
+
 import numpy as np
 
 NEEDS = "containers inside"
@@ -14,7 +15,7 @@ def ensemble_predict(W, b, x):
 
 
 def loss(W, b, x, y):
-    return np.mean((ensemble_predict(W, b, x) - y) ** 2) + 0.01 * np.sum(W ** 2)
+    return np.mean((ensemble_predict(W, b, x) - y) ** 2) + 0.01 * np.sum(W**2)
 
 
 rng = np.random.default_rng(0)

@@ -1,6 +1,7 @@
 """Square roots by Newton's method written as a generic fixed-point iteration that takes the
 update and the convergence test as functions (autograd's examples/fixed_points.py
 differentiates through the iteration)."""
+
 import numpy as np
 
 NEEDS = "callbacks"
@@ -14,7 +15,7 @@ def grad_descent_sqrt_iter(a):
     return lambda x: x - 0.05 * (x**2 - a)
 
 
-def sqrt(a, guess=10.):
+def sqrt(a, guess=10.0):
     return fixed_point(newton_sqrt_iter, a, guess, distance, 1e-4)
 
 

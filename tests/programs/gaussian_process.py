@@ -1,5 +1,6 @@
 """Gaussian-process regression, hyperparameters by maximum marginal likelihood
 (autograd's examples/gaussian_process.py, mvn.logpdf of scipy.stats)."""
+
 # ruff: noqa: E731  (lambdas assigned to names, as the program's authors write them)
 import numpy as np
 from scipy.stats import multivariate_normal as mvn
@@ -9,17 +10,17 @@ NEEDS = "scipy"
 
 def make_gp_funs(cov_func, num_cov_params):
     """Functions that perform Gaussian process regression.
-       cov_func has signature (cov_params, x, x')"""
+    cov_func has signature (cov_params, x, x')"""
 
     def unpack_kernel_params(params):
-        mean        = params[0]
-        cov_params  = params[2:]
+        mean = params[0]
+        cov_params = params[2:]
         noise_scale = np.exp(params[1]) + 0.0001
         return mean, cov_params, noise_scale
 
     def predict(params, x, y, xstar):
         """Returns the predictive mean and covariance at locations xstar,
-           of the latent function value f (without observation noise)."""
+        of the latent function value f (without observation noise)."""
         mean, cov_params, noise_scale = unpack_kernel_params(params)
         cov_f_f = cov_func(cov_params, xstar, xstar)
         cov_y_f = cov_func(cov_params, x, xstar)
@@ -41,18 +42,18 @@ def make_gp_funs(cov_func, num_cov_params):
 def rbf_covariance(kernel_params, x, xp):
     output_scale = np.exp(kernel_params[0])
     lengthscales = np.exp(kernel_params[1:])
-    diffs = np.expand_dims(x / lengthscales, 1) \
-          - np.expand_dims(xp / lengthscales, 0)
+    diffs = np.expand_dims(x / lengthscales, 1) - np.expand_dims(xp / lengthscales, 0)
     return output_scale * np.exp(-0.5 * np.sum(diffs**2, axis=2))
 
 
 def build_toy_dataset(D=1, n_data=12, noise_std=0.1):
     rs = np.random.RandomState(0)
-    inputs  = np.concatenate([np.linspace(0, 3, num=n_data // 2),
-                              np.linspace(6, 8, num=n_data // 2)])
+    inputs = np.concatenate(
+        [np.linspace(0, 3, num=n_data // 2), np.linspace(6, 8, num=n_data // 2)]
+    )
     targets = (np.cos(inputs) + rs.randn(n_data) * noise_std) / 2.0
     inputs = (inputs - 4.0) / 2.0
-    inputs  = inputs.reshape((len(inputs), D))
+    inputs = inputs.reshape((len(inputs), D))
     return inputs, targets
 
 

@@ -1,5 +1,6 @@
 """The generator's side of a generative adversarial net; both nets are lists of (W, b)
 tuples, noise drawn inside the objective (autograd's examples/generative_adversarial_net.py)."""
+
 import numpy as np
 import numpy.random as npr
 
@@ -20,10 +21,14 @@ def logsigmoid(x):
 
 def init_random_params(scale, layer_sizes, rs=npr.RandomState(0)):
     """Build a list of (weights, biases) tuples,
-       one for each layer in the net."""
-    return [(scale * rs.randn(m, n),   # weight matrix
-             scale * rs.randn(n))      # bias vector
-            for m, n in zip(layer_sizes[:-1], layer_sizes[1:])]
+    one for each layer in the net."""
+    return [
+        (
+            scale * rs.randn(m, n),  # weight matrix
+            scale * rs.randn(n),
+        )  # bias vector
+        for m, n in zip(layer_sizes[:-1], layer_sizes[1:])
+    ]
 
 
 def batch_normalize(activations):
@@ -33,7 +38,7 @@ def batch_normalize(activations):
 
 def neural_net_predict(params, inputs):
     """Params is a list of (weights, bias) tuples.
-       inputs is an (N x D) matrix."""
+    inputs is an (N x D) matrix."""
     inpW, inpb = params[0]
     inputs = relu(np.dot(inputs, inpW) + inpb)
     for W, b in params[1:-1]:
@@ -74,5 +79,8 @@ def RESET():
 
 
 def make_args():
-    return (init_random_params(0.5, gen_layer_sizes),
-            init_random_params(0.5, dsc_layer_sizes, rs=npr.RandomState(1)), 0)
+    return (
+        init_random_params(0.5, gen_layer_sizes),
+        init_random_params(0.5, dsc_layer_sizes, rs=npr.RandomState(1)),
+        0,
+    )

@@ -1,5 +1,6 @@
 """Maximum likelihood for a Gaussian mixture model, parameters in a dict with Cholesky-like
 factors of the covariances (autograd's examples/gmm.py)."""
+
 import numpy as np
 import numpy.random as npr
 from scipy.special import logsumexp
@@ -9,9 +10,11 @@ NEEDS = "containers"
 
 
 def init_gmm_params(num_components, D, scale, rs=npr.RandomState(0)):
-    return {'log proportions': rs.randn(num_components) * scale,
-            'means':           rs.randn(num_components, D) * scale,
-            'lower triangles': np.zeros((num_components, D, D)) + np.eye(D)}
+    return {
+        "log proportions": rs.randn(num_components) * scale,
+        "means": rs.randn(num_components, D) * scale,
+        "lower triangles": np.zeros((num_components, D, D)) + np.eye(D),
+    }
 
 
 def log_normalize(x):
@@ -19,8 +22,8 @@ def log_normalize(x):
 
 
 def unpack_gmm_params(params):
-    normalized_log_proportions = log_normalize(params['log proportions'])
-    return normalized_log_proportions, params['means'], params['lower triangles']
+    normalized_log_proportions = log_normalize(params["log proportions"])
+    return normalized_log_proportions, params["means"], params["lower triangles"]
 
 
 def gmm_log_likelihood(params, data):

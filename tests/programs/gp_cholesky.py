@@ -1,5 +1,6 @@
 """GP negative log marginal likelihood written with np.linalg.cholesky and solves, the way
 JAX tutorials write it (parameters a dict of log-hyperparameters)."""
+
 import numpy as np
 
 NEEDS = "linalg"
@@ -17,9 +18,7 @@ def neg_log_marginal_likelihood(params, X, y):
     K = squared_exponential(X, X, lengthscale, variance) + (noise + 1e-6) * np.eye(X.shape[0])
     L = np.linalg.cholesky(K)
     alpha = np.linalg.solve(L.T, np.linalg.solve(L, y))
-    return (0.5 * y @ alpha
-            + np.sum(np.log(np.diag(L)))
-            + 0.5 * X.shape[0] * np.log(2 * np.pi))
+    return 0.5 * y @ alpha + np.sum(np.log(np.diag(L))) + 0.5 * X.shape[0] * np.log(2 * np.pi)
 
 
 rng = np.random.default_rng(0)

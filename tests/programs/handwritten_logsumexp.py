@@ -1,5 +1,6 @@
 """Multiclass cross-entropy with a hand-written, numerically stable log-sum-exp (max
 subtracted), labels chosen by fancy indexing."""
+
 import numpy as np
 
 NEEDS = "basic"

@@ -1,5 +1,6 @@
 """A loss returning (loss, aux) as JAX users write it for grad(..., has_aux=True): the
 auxiliary output carries the predictions and the accuracy."""
+
 import numpy as np
 
 NEEDS = "has_aux"

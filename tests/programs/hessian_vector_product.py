@@ -1,5 +1,6 @@
 """A Hessian-vector product by differentiating the directional derivative, the
 autograd/JAX recipe hvp(f)(x, v) = grad(lambda x: np.vdot(grad(f)(x), v))(x)."""
+
 import numpy as np
 from sourcegrad import grad
 

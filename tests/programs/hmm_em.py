@@ -1,6 +1,7 @@
 """Expected sufficient statistics of a hidden Markov model as the gradient of its log
 partition function; the natural parameters are a tuple of log arrays
 (autograd's examples/hmm_em.py)."""
+
 import numpy as np
 import numpy.random as npr
 from scipy.special import logsumexp
@@ -23,7 +24,8 @@ def log_partition_function(natural_params, data):
 
 def normalize(a):
     def replace_zeros(a):
-        return np.where(a > 0., a, 1.)
+        return np.where(a > 0.0, a, 1.0)
+
     return a / replace_zeros(a.sum(-1, keepdims=True))
 
 

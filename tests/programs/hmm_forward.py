@@ -1,5 +1,6 @@
 """The forward algorithm of a hidden Markov model in log space, each log-probability table
 its own argument; the gradient with respect to the transition table."""
+
 import numpy as np
 from scipy.special import logsumexp
 

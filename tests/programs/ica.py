@@ -1,5 +1,6 @@
 """Independent component analysis with a Student-t source density, the model's functions
 built by a maker function (autograd's examples/ica.py)."""
+
 import numpy as np
 import numpy.random as npr
 from scipy.stats import t
@@ -42,8 +43,7 @@ observed_dimension = 4
 latent_dimension = 2
 noise_std = 0.1
 n_samples = 10
-num_weights, sample, logprob, unpack_weights = make_ica_funs(observed_dimension,
-                                                             latent_dimension)
+num_weights, sample, logprob, unpack_weights = make_ica_funs(observed_dimension, latent_dimension)
 true_weights = npr.RandomState(0).randn(observed_dimension, latent_dimension)
 latents, data = sample(true_weights, n_samples, noise_std, npr.RandomState(1))
 

@@ -1,5 +1,6 @@
 """A ridge loss differentiated with respect to the weights and the bias, called the JAX way:
 grad(loss, argnums=(1, 2))."""
+
 import numpy as np
 
 NEEDS = "argnums"

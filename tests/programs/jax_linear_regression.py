@@ -1,5 +1,6 @@
 """Linear regression differentiated with respect to two arguments at once, as JAX users write
 grad(loss, argnums=(0, 1))."""
+
 import numpy as np
 
 NEEDS = "argnums"

@@ -1,5 +1,6 @@
 """The MLP of JAX's "training a simple neural network" tutorial: parameters a list of (w, b)
 tuples, relu hidden layers, the last layer unpacked from params[-1]."""
+
 import numpy as np
 from scipy.special import logsumexp
 

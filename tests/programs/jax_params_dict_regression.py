@@ -1,5 +1,6 @@
 """Linear regression with parameters in a dict, the JAX tutorials' habit:
 params = {'w': ..., 'b': ...}; loss(params, x, y)."""
+
 import numpy as np
 
 NEEDS = "containers"

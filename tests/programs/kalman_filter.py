@@ -1,5 +1,6 @@
 """The log likelihood of a linear-Gaussian state-space model by the Kalman filter, with
 np.linalg.solve and slogdet; the gradient with respect to the dynamics matrix."""
+
 import numpy as np
 
 NEEDS = "linalg"
@@ -15,8 +16,9 @@ def kalman_log_likelihood(A, C, Q, R, mu0, P0, ys):
         # update
         S = C @ P @ C.T + R
         resid = y - C @ mu
-        ll = ll - 0.5 * (resid @ np.linalg.solve(S, resid) + np.linalg.slogdet(S)[1]
-                         + len(y) * np.log(2 * np.pi))
+        ll = ll - 0.5 * (
+            resid @ np.linalg.solve(S, resid) + np.linalg.slogdet(S)[1] + len(y) * np.log(2 * np.pi)
+        )
         K = P @ C.T @ np.linalg.inv(S)
         mu = mu + K @ resid
         P = P - K @ C @ P

@@ -1,4 +1,5 @@
 """An objective written inline as a lambda, grad(lambda x: ...) being a common habit."""
+
 # ruff: noqa: E731  (lambdas assigned to names, as the program's authors write them)
 import numpy as np
 

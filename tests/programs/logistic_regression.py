@@ -1,11 +1,12 @@
 """Logistic regression with a closure over the data (autograd's examples/logistic_regression.py)."""
+
 import numpy as np
 
 NEEDS = "basic"
 
 
 def sigmoid(x):
-    return 0.5 * (np.tanh(x / 2.) + 1)
+    return 0.5 * (np.tanh(x / 2.0) + 1)
 
 
 def logistic_predictions(weights, inputs):
@@ -14,10 +15,9 @@ def logistic_predictions(weights, inputs):
 
 
 # Build a toy dataset.
-inputs = np.array([[0.52, 1.12, 0.77],
-                   [0.88, -1.08, 0.15],
-                   [0.52, 0.06, -1.30],
-                   [0.74, -2.49, 1.39]])
+inputs = np.array(
+    [[0.52, 1.12, 0.77], [0.88, -1.08, 0.15], [0.52, 0.06, -1.30], [0.74, -2.49, 1.39]]
+)
 targets = np.array([True, True, False, True])
 
 

@@ -1,5 +1,6 @@
 """Model-agnostic meta-learning on sine regression: an inner gradient step computed with grad
 inside the outer objective (the JAX MAML tutorial's structure, parameters a flat array)."""
+
 import numpy as np
 from sourcegrad import grad
 

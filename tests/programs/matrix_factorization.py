@@ -1,5 +1,6 @@
 """Matrix factorisation of a partly observed ratings matrix with L2 penalties, differentiated
 with respect to both factors."""
+
 import numpy as np
 
 NEEDS = "argnums"
@@ -10,7 +11,7 @@ WRT = (0, 1)
 def loss(U, V, ratings, mask, lam=0.1):
     predictions = U @ V.T
     error = (ratings - predictions) * mask
-    return np.sum(error ** 2) / np.sum(mask) + lam * (np.sum(U ** 2) + np.sum(V ** 2))
+    return np.sum(error**2) / np.sum(mask) + lam * (np.sum(U**2) + np.sum(V**2))
 
 
 rng = np.random.default_rng(0)

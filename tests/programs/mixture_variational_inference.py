@@ -1,6 +1,7 @@
 """Variational inference with a mixture of diagonal Gaussians as the approximating family;
 each component's sample is reparameterised, the mixture weights enter through the bound
 (after autograd's examples/mixture_variational_inference.py)."""
+
 import numpy as np
 import numpy.random as npr
 from scipy.special import logsumexp
@@ -16,8 +17,9 @@ def log_density(x):
     """An unnormalised bimodal target."""
     mu, log_sigma = x[:, 0], x[:, 1]
     sigma_density = norm.logpdf(log_sigma, 0, 1.35)
-    mu_density = np.logaddexp(norm.logpdf(mu, -1.0, np.exp(log_sigma)),
-                              norm.logpdf(mu, 1.0, np.exp(log_sigma)))
+    mu_density = np.logaddexp(
+        norm.logpdf(mu, -1.0, np.exp(log_sigma)), norm.logpdf(mu, 1.0, np.exp(log_sigma))
+    )
     return sigma_density + mu_density
 
 
@@ -28,8 +30,9 @@ def diag_gaussian_logpdf(x, mean, log_std):
 def mixture_logpdf(x, params):
     components, log_weights = params
     log_weights = log_weights - logsumexp(log_weights)
-    component_logpdfs = np.stack([diag_gaussian_logpdf(x, mean, log_std)
-                                  for mean, log_std in components], axis=-1)
+    component_logpdfs = np.stack(
+        [diag_gaussian_logpdf(x, mean, log_std) for mean, log_std in components], axis=-1
+    )
     return logsumexp(component_logpdfs + log_weights, axis=-1)
 
 

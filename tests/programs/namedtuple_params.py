@@ -1,5 +1,6 @@
 """A two-layer regression net whose parameters are a NamedTuple, as Flax-free JAX code and
 many tutorials hold them."""
+
 from typing import NamedTuple
 
 import numpy as np
@@ -34,5 +35,8 @@ def objective(params):
 
 def make_args():
     init = np.random.default_rng(1)
-    return (Params(W1=0.5 * init.normal(size=(3, 5)), b1=np.zeros(5),
-                   W2=0.5 * init.normal(size=5), b2=0.1),)
+    return (
+        Params(
+            W1=0.5 * init.normal(size=(3, 5)), b1=np.zeros(5), W2=0.5 * init.normal(size=5), b2=0.1
+        ),
+    )

@@ -1,6 +1,7 @@
 """Maximum-likelihood fit of a negative binomial with gammaln; the profile likelihood of r
 with p at its closed-form optimum, built from lambdas as in
 autograd's examples/negative_binomial_maxlike.py."""
+
 # ruff: noqa: E731  (lambdas assigned to names, as the program's authors write them)
 import numpy as np
 from scipy.special import gammaln
@@ -21,7 +22,7 @@ def make_profile_loglike(x):
     return lambda r: loglike(r, p(r))
 
 
-data = np.array([5., 0., 12., 3., 8., 1., 0., 22., 7., 4.])
+data = np.array([5.0, 0.0, 12.0, 3.0, 8.0, 1.0, 0.0, 22.0, 7.0, 4.0])
 objective = make_profile_loglike(data)
 
 

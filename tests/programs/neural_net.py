@@ -1,5 +1,6 @@
 """A multi-layer perceptron on digits-like data, parameters a list of (W, b) tuples
 (after autograd's examples/neural_net.py)."""
+
 import numpy as np
 from scipy.special import logsumexp
 
@@ -8,16 +9,20 @@ NEEDS = "containers"
 
 def init_random_params(scale, layer_sizes, rs=np.random.RandomState(0)):
     """Build a list of (weights, biases) tuples, one for each layer in the net."""
-    return [(scale * rs.randn(m, n),   # weight matrix
-             scale * rs.randn(n))      # bias vector
-            for m, n in zip(layer_sizes[:-1], layer_sizes[1:])]
+    return [
+        (
+            scale * rs.randn(m, n),  # weight matrix
+            scale * rs.randn(n),
+        )  # bias vector
+        for m, n in zip(layer_sizes[:-1], layer_sizes[1:])
+    ]
 
 
 def neural_net_predict(params, inputs):
     """Implements a deep neural network for classification.
-       params is a list of (weights, bias) tuples.
-       inputs is an (N x D) matrix.
-       returns normalized class log-probabilities."""
+    params is a list of (weights, bias) tuples.
+    inputs is an (N x D) matrix.
+    returns normalized class log-probabilities."""
     for W, b in params:
         outputs = np.dot(inputs, W) + b
         inputs = np.tanh(outputs)
@@ -26,7 +31,7 @@ def neural_net_predict(params, inputs):
 
 def l2_norm(params):
     """Computes l2 norm of params by flattening them into a vector."""
-    return sum(np.sum(W ** 2) + np.sum(b ** 2) for W, b in params)
+    return sum(np.sum(W**2) + np.sum(b**2) for W, b in params)
 
 
 def log_posterior(params, inputs, targets, L2_reg):

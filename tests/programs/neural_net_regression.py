@@ -1,5 +1,6 @@
 """MAP regression with a small net whose weights are one flat vector, unpacked into a list
 of (W, b) tuples (after autograd's examples/neural_net_regression.py)."""
+
 import numpy as np
 from scipy.stats import norm
 
@@ -14,9 +15,10 @@ def make_nn_funs(layer_sizes, weight_scale=10.0, noise_scale=0.1, nonlinearity=n
     def unpack_layers(weights):
         layers = []
         for m, n in shapes:
-            layers.append((weights[:m * n].reshape((m, n)),
-                           weights[m * n:m * n + n].reshape((1, n))))
-            weights = weights[(m + 1) * n:]
+            layers.append(
+                (weights[: m * n].reshape((m, n)), weights[m * n : m * n + n].reshape((1, n)))
+            )
+            weights = weights[(m + 1) * n :]
         return layers
 
     def predictions(weights, inputs):
@@ -36,8 +38,9 @@ def make_nn_funs(layer_sizes, weight_scale=10.0, noise_scale=0.1, nonlinearity=n
 
 def build_toy_dataset(n_data=10, noise_std=0.1):
     rs = np.random.RandomState(0)
-    inputs = np.concatenate([np.linspace(0, 3, num=n_data // 2),
-                             np.linspace(6, 8, num=n_data // 2)])
+    inputs = np.concatenate(
+        [np.linspace(0, 3, num=n_data // 2), np.linspace(6, 8, num=n_data // 2)]
+    )
     targets = np.cos(inputs) + rs.randn(n_data) * noise_std
     inputs = (inputs - 4.0) / 2.0
     return inputs[:, np.newaxis], targets[:, np.newaxis]

@@ -1,5 +1,6 @@
 """A damped spring integrated with a user-written RK4 that takes the dynamics as a function;
 the gradient of the final energy with respect to the stiffness and damping parameters."""
+
 import numpy as np
 
 NEEDS = "callbacks"

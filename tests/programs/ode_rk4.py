@@ -1,5 +1,6 @@
 """Fitting the parameters of an ODE's dynamics, solved by a user-written fourth-order
 Runge-Kutta that takes the dynamics as a function (after autograd's examples/ode_net.py)."""
+
 import numpy as np
 
 NEEDS = "callbacks"
@@ -28,11 +29,11 @@ def nn_dynamics(state, time, params):
 
 
 def true_dynamics(state, time, A):
-    return np.dot(state ** 3, A)
+    return np.dot(state**3, A)
 
 
-t = np.linspace(0., 1., 8)
-true_y0 = np.array([2., 0.])
+t = np.linspace(0.0, 1.0, 8)
+true_y0 = np.array([2.0, 0.0])
 true_A = np.array([[-0.1, 2.0], [-2.0, -0.1]])
 target = rk4(true_dynamics, true_y0, t, true_A)
 
@@ -53,5 +54,4 @@ def objective(params):
 def make_args():
     rs = np.random.RandomState(0)
     D, H = 2, 6
-    return ([0.3 * rs.randn(D + 1, H), 0.3 * rs.randn(H),
-             0.3 * rs.randn(H, D), 0.3 * rs.randn(D)],)
+    return ([0.3 * rs.randn(D + 1, H), 0.3 * rs.randn(H), 0.3 * rs.randn(H, D), 0.3 * rs.randn(D)],)

@@ -1,6 +1,7 @@
 """An MLP whose layers arrive as separate arrays and are packed into a list of (W, b) tuples
 inside the loss, then iterated with `for W, b in layers` (containers built and unpacked
 inside the differentiated function)."""
+
 import numpy as np
 
 NEEDS = "containers inside"
@@ -28,5 +29,11 @@ objective = loss
 
 def make_args():
     init = np.random.default_rng(1)
-    return (0.5 * init.normal(size=(3, 4)), 0.1 * init.normal(size=4),
-            0.5 * init.normal(size=(4, 2)), 0.1 * init.normal(size=2), x_data, y_data)
+    return (
+        0.5 * init.normal(size=(3, 4)),
+        0.1 * init.normal(size=4),
+        0.5 * init.normal(size=(4, 2)),
+        0.1 * init.normal(size=2),
+        x_data,
+        y_data,
+    )

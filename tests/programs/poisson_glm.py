@@ -1,5 +1,6 @@
 """A Poisson regression with a log link; the log-likelihood keeps the log-factorial term
 with gammaln, as statistics code does."""
+
 import numpy as np
 from scipy.special import gammaln
 

@@ -1,4 +1,5 @@
 """Probit regression with norm.logcdf from scipy.stats."""
+
 import numpy as np
 from scipy.stats import norm
 
@@ -16,7 +17,7 @@ y = np.sign(X @ np.array([1.0, -0.5, 0.25]) + 0.3 * rng.normal(size=20))
 
 
 def objective(w):
-    return -log_likelihood(w, X, y) + 0.5 * np.sum(w ** 2)
+    return -log_likelihood(w, X, y) + 0.5 * np.sum(w**2)
 
 
 def make_args():

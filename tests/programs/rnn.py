@@ -1,4 +1,5 @@
 """A character-level recurrent network with dict parameters (autograd's examples/rnn.py)."""
+
 import numpy as np
 from scipy.special import logsumexp
 
@@ -6,7 +7,7 @@ NEEDS = "containers"
 
 
 def sigmoid(x):
-    return 0.5 * (np.tanh(x) + 1.0)   # Output ranges from 0 to 1.
+    return 0.5 * (np.tanh(x) + 1.0)  # Output ranges from 0 to 1.
 
 
 def concat_and_multiply(weights, *args):
@@ -14,23 +15,26 @@ def concat_and_multiply(weights, *args):
     return np.dot(cat_state, weights)
 
 
-def create_rnn_params(input_size, state_size, output_size,
-                      param_scale=0.01, rs=np.random.RandomState(0)):
-    return {'init hiddens': rs.randn(1, state_size) * param_scale,
-            'change':       rs.randn(input_size + state_size + 1, state_size) * param_scale,
-            'predict':      rs.randn(state_size + 1, output_size) * param_scale}
+def create_rnn_params(
+    input_size, state_size, output_size, param_scale=0.01, rs=np.random.RandomState(0)
+):
+    return {
+        "init hiddens": rs.randn(1, state_size) * param_scale,
+        "change": rs.randn(input_size + state_size + 1, state_size) * param_scale,
+        "predict": rs.randn(state_size + 1, output_size) * param_scale,
+    }
 
 
 def rnn_predict(params, inputs):
     def update_rnn(input, hiddens):
-        return np.tanh(concat_and_multiply(params['change'], input, hiddens))
+        return np.tanh(concat_and_multiply(params["change"], input, hiddens))
 
     def hiddens_to_output_probs(hiddens):
-        output = concat_and_multiply(params['predict'], hiddens)
-        return output - logsumexp(output, axis=1, keepdims=True)     # Normalize log-probs.
+        output = concat_and_multiply(params["predict"], hiddens)
+        return output - logsumexp(output, axis=1, keepdims=True)  # Normalize log-probs.
 
     num_sequences = inputs.shape[1]
-    hiddens = np.repeat(params['init hiddens'], num_sequences, axis=0)
+    hiddens = np.repeat(params["init hiddens"], num_sequences, axis=0)
     output = [hiddens_to_output_probs(hiddens)]
 
     for input in inputs:  # Iterate over time steps.

@@ -1,4 +1,5 @@
 """The Rosenbrock function in n dimensions, vectorised with slices."""
+
 import numpy as np
 
 NEEDS = "basic"

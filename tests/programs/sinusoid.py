@@ -1,5 +1,6 @@
 """The Taylor series of sine summed until a term is small: a loop with a data-dependent
 break (autograd's examples/sinusoid.py)."""
+
 import numpy as np
 
 NEEDS = "basic"
@@ -9,7 +10,7 @@ def fun(x):
     currterm = x
     ans = currterm
     for i in range(1000):
-        currterm = - currterm * x ** 2 / ((2 * i + 2) * (2 * i + 3))
+        currterm = -currterm * x**2 / ((2 * i + 2) * (2 * i + 3))
         ans = ans + currterm
         if np.abs(currterm) < 0.2:
             break

@@ -1,5 +1,6 @@
 """Softmax regression written per example: a list comprehension over the rows, a generator
 expression in sum(...), the way a newcomer writes the loss."""
+
 import numpy as np
 
 NEEDS = "comprehensions"

@@ -1,5 +1,6 @@
 """A chain of masses and springs stepped with symplectic Euler in a Python loop; the loss is
 the distance of the last mass from a target, differentiated with respect to the stiffnesses."""
+
 import numpy as np
 
 NEEDS = "basic"
@@ -24,7 +25,7 @@ x_start = np.array([1.2, 2.1, 2.9, 4.3])
 
 def objective(k):
     x_final = simulate(k, x_start, np.zeros(4))
-    return (x_final[-1] - 4.0) ** 2 + 0.01 * np.sum(k ** 2)
+    return (x_final[-1] - 4.0) ** 2 + 0.01 * np.sum(k**2)
 
 
 def make_args():

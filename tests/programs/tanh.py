@@ -1,4 +1,5 @@
 """tanh written from exponentials (autograd's examples/tanh.py)."""
+
 import numpy as np
 
 NEEDS = "basic"

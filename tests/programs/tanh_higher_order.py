@@ -1,5 +1,6 @@
 """The third derivative of tanh through grad of grad (autograd's examples/tanh.py plots
 derivatives up to the sixth with grad(grad(...)))."""
+
 import numpy as np
 from sourcegrad import grad
 

@@ -6,6 +6,7 @@ its error: it is an expected failure (not strict) until the feature it needs lan
 turns into a pass. A program whose compiled gradient disagrees with finite differences is
 listed with a reason starting "WRONG GRADIENT:" and reported; it is never hidden as a stop.
 """
+
 import dataclasses
 import importlib
 import pkgutil
@@ -17,8 +18,11 @@ import sourcegrad
 from sourcegrad.errors import SourcegradError
 import tests.programs as programs_package
 
-PROGRAMS = sorted(m.name for m in pkgutil.iter_modules(programs_package.__path__)
-                  if not m.name.startswith("test_"))
+PROGRAMS = sorted(
+    m.name
+    for m in pkgutil.iter_modules(programs_package.__path__)
+    if not m.name.startswith("test_")
+)
 
 # Programs that stop today, with the first line of their error (file paths shortened),
 # grouped by what stops them. An entry's xfail only accepts the exception it names: a
@@ -27,20 +31,20 @@ PROGRAMS = sorted(m.name for m in pkgutil.iter_modules(programs_package.__path__
 STOPS = {
     # Generators.
     "bayesian_neural_net": "UnsupportedSyntaxError: bayesian_neural_net.py:40: unpack_layers is "
-                           "a generator (yield): generators are not supported",
+    "a generator (yield): generators are not supported",
     # A bound method as the objective.
     "class_model_method": "SourceNotFoundError: bound method RegressionModel.loss is not a "
-                          "Python function with source",
+    "Python function with source",
     # A dict of options read from a global.
     "config_dict_options": "UnsupportedSyntaxError: config_dict_options.py:12: a membership "
-                           "test (in, not in) is supported where both sides are known",
+    "test (in, not in) is supported where both sides are known",
     # np.vstack of a list built at run time (np.stack and np.concatenate of one have rules).
     "gmm": "NoRuleError: gmm.py:31: np.vstack of a list built at run time has no rule",
     # isinstance of an item of a list argument decides a recursion: lowered before it is known.
     "hmm_em": "RecursionDepthError: hmm_em.py:13: calls nest deeper than 32 levels",
     # grad(grad(f)) inside differentiated code.
     "newton_step": "UnsupportedSyntaxError: newton_step.py:14: a gradient made inside "
-                   "differentiated code takes a function defined at module level",
+    "differentiated code takes a function defined at module level",
 }
 
 RTOL = 1e-5
@@ -57,13 +61,13 @@ def flatten(tree):
         leaves, rebuild_fields = flatten({name: getattr(tree, name) for name in names})
         return leaves, lambda new: dataclasses.replace(tree, **rebuild_fields(new))
     if isinstance(tree, dict):
-        keys = sorted(tree, key=repr)   # a gradient may list its keys in another order
+        keys = sorted(tree, key=repr)  # a gradient may list its keys in another order
         parts = [flatten(tree[k]) for k in keys]
 
         def rebuild(leaves):
             out, start = {}, 0
             for k, (sub, sub_rebuild) in zip(keys, parts):
-                out[k] = sub_rebuild(leaves[start:start + len(sub)])
+                out[k] = sub_rebuild(leaves[start : start + len(sub)])
                 start += len(sub)
             return out
     elif isinstance(tree, (list, tuple)):
@@ -72,9 +76,9 @@ def flatten(tree):
         def rebuild(leaves):
             out, start = [], 0
             for sub, sub_rebuild in parts:
-                out.append(sub_rebuild(leaves[start:start + len(sub)]))
+                out.append(sub_rebuild(leaves[start : start + len(sub)]))
                 start += len(sub)
-            if isinstance(tree, tuple) and hasattr(tree, "_fields"):   # a NamedTuple
+            if isinstance(tree, tuple) and hasattr(tree, "_fields"):  # a NamedTuple
                 return type(tree)(*out)
             return type(tree)(out)
     else:
@@ -85,8 +89,9 @@ def flatten(tree):
 def structure(tree):
     """The shape of a tree without its leaves: container types, keys and field names."""
     if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
-        return type(tree), tuple((f.name, structure(getattr(tree, f.name)))
-                                 for f in dataclasses.fields(tree))
+        return type(tree), tuple(
+            (f.name, structure(getattr(tree, f.name))) for f in dataclasses.fields(tree)
+        )
     if isinstance(tree, dict):
         return dict, tuple((k, structure(tree[k])) for k in sorted(tree, key=repr))
     if isinstance(tree, (list, tuple)):
@@ -125,12 +130,11 @@ def params_for(name):
         return name
     if reason.startswith("WRONG GRADIENT:"):
         raises = AssertionError
-    elif reason.startswith("TypeError:"):   # an API argument that does not exist yet
+    elif reason.startswith("TypeError:"):  # an API argument that does not exist yet
         raises = (TypeError, SourcegradError)
     else:
         raises = SourcegradError
-    return pytest.param(name, marks=pytest.mark.xfail(strict=False, reason=reason,
-                                                      raises=raises))
+    return pytest.param(name, marks=pytest.mark.xfail(strict=False, reason=reason, raises=raises))
 
 
 @pytest.mark.parametrize("name", [params_for(n) for n in PROGRAMS])
@@ -174,6 +178,7 @@ def check_program(name):
             reset()
             value = program.objective(*moved)
             return float(value[0] if has_aux else value)
+
         return call
 
     positions = wrt if isinstance(wrt, tuple) else (wrt,)
@@ -181,16 +186,23 @@ def check_program(name):
     assert len(compiled_parts) == len(positions)
     for position, part in zip(positions, compiled_parts):
         expected = numeric_gradient(call_with(position), args[position])
-        assert any(np.any(np.abs(e) > 1e-6) for e in expected), \
+        assert any(np.any(np.abs(e) > 1e-6) for e in expected), (
             f"argument {position}: the gradient is zero everywhere, the check proves nothing"
-        assert structure(part) == structure(args[position]), \
+        )
+        assert structure(part) == structure(args[position]), (
             f"argument {position}: the gradient's structure differs from the argument's"
+        )
         got, _ = flatten(part)
         for leaf, (g, e) in enumerate(zip(got, expected)):
             g = np.asarray(g, dtype=np.float64)
             assert g.shape == e.shape, f"argument {position}, leaf {leaf}: shape {g.shape}"
-            np.testing.assert_allclose(g, e, rtol=RTOL, atol=ATOL * max(1.0, np.abs(e).max()),
-                                       err_msg=f"argument {position}, leaf {leaf}")
+            np.testing.assert_allclose(
+                g,
+                e,
+                rtol=RTOL,
+                atol=ATOL * max(1.0, np.abs(e).max()),
+                err_msg=f"argument {position}, leaf {leaf}",
+            )
 
 
 def test_suite_is_large_enough():
@@ -210,12 +222,16 @@ def test_harness_differences_every_leaf_of_a_tree():
     class Box:
         w: np.ndarray
 
-    tree = {"layers": [(np.array([1.0, -2.0]), 0.5)], "pair": Pair(np.array([[3.0]]), -1.5),
-            "box": Box(np.array([0.25, 4.0, -1.0]))}
+    tree = {
+        "layers": [(np.array([1.0, -2.0]), 0.5)],
+        "pair": Pair(np.array([[3.0]]), -1.5),
+        "box": Box(np.array([0.25, 4.0, -1.0])),
+    }
     leaves, rebuild = flatten(tree)
     assert structure(rebuild(leaves)) == structure(tree)
-    numeric = numeric_gradient(lambda t: sum(float(np.sum(np.square(x)))
-                                             for x in flatten(t)[0]), tree)
+    numeric = numeric_gradient(
+        lambda t: sum(float(np.sum(np.square(x))) for x in flatten(t)[0]), tree
+    )
     assert len(numeric) == len(leaves) == 5
     for leaf, g in zip(leaves, numeric):
         np.testing.assert_allclose(g, 2 * np.asarray(leaf), rtol=1e-8)

@@ -1,5 +1,6 @@
 """Helpers returning tuples, unpacked by the caller (mean, log_std = unpack(params)), and a
 KL divergence between diagonal Gaussians: the shape of most variational code."""
+
 import numpy as np
 
 NEEDS = "basic"
@@ -13,7 +14,7 @@ def unpack_params(params):
 
 def kl_to_standard_normal(mean, log_std):
     var = np.exp(2 * log_std)
-    return 0.5 * np.sum(var + mean ** 2 - 1.0 - 2 * log_std)
+    return 0.5 * np.sum(var + mean**2 - 1.0 - 2 * log_std)
 
 
 def expected_log_lik(mean, log_std, y):

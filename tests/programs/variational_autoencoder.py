@@ -1,5 +1,6 @@
 """A variational autoencoder: encoder and decoder nets as lists of (W, b) tuples, a
 reparameterised sample with rs.randn (autograd's examples/variational_autoencoder.py)."""
+
 import numpy as np
 import numpy.random as npr
 from scipy.special import expit as sigmoid
@@ -8,8 +9,9 @@ NEEDS = "containers"
 
 
 def diag_gaussian_log_density(x, mu, log_std):
-    return np.sum(-0.5 * (x - mu) ** 2 / np.exp(2 * log_std)
-                  - log_std - 0.5 * np.log(2 * np.pi), axis=-1)
+    return np.sum(
+        -0.5 * (x - mu) ** 2 / np.exp(2 * log_std) - log_std - 0.5 * np.log(2 * np.pi), axis=-1
+    )
 
 
 def unpack_gaussian_params(params):
@@ -27,7 +29,7 @@ def bernoulli_log_density(targets, unnormalized_logprobs):
     # unnormalized_logprobs are in R
     # Targets must be -1 or 1
     label_probabilities = -np.logaddexp(0, -unnormalized_logprobs * targets)
-    return np.sum(label_probabilities, axis=-1)   # Sum across pixels.
+    return np.sum(label_probabilities, axis=-1)  # Sum across pixels.
 
 
 def relu(x):
@@ -36,9 +38,13 @@ def relu(x):
 
 def init_net_params(scale, layer_sizes, rs=npr.RandomState(0)):
     """Build a (weights, biases) tuples for all layers."""
-    return [(scale * rs.randn(m, n),   # weight matrix
-             scale * rs.randn(n))      # bias vector
-            for m, n in zip(layer_sizes[:-1], layer_sizes[1:])]
+    return [
+        (
+            scale * rs.randn(m, n),  # weight matrix
+            scale * rs.randn(n),
+        )  # bias vector
+        for m, n in zip(layer_sizes[:-1], layer_sizes[1:])
+    ]
 
 
 def batch_normalize(activations):
@@ -48,11 +54,11 @@ def batch_normalize(activations):
 
 def neural_net_predict(params, inputs):
     """Params is a list of (weights, bias) tuples.
-       inputs is an (N x D) matrix.
-       Applies batch normalization to every layer but the last."""
+    inputs is an (N x D) matrix.
+    Applies batch normalization to every layer but the last."""
     for W, b in params[:-1]:
         outputs = batch_normalize(np.dot(inputs, W) + b)  # linear transformation
-        inputs = relu(outputs)                             # nonlinear transformation
+        inputs = relu(outputs)  # nonlinear transformation
     outW, outb = params[-1]
     outputs = np.dot(inputs, outW) + outb
     return outputs
@@ -90,7 +96,7 @@ gen_layer_sizes = [latent_dim, 5, data_dim]
 rec_layer_sizes = [data_dim, 5, latent_dim * 2]
 
 seed = npr.RandomState(0)
-train_images = np.round(npr.RandomState(1).rand(8, data_dim)) * 2 - 1   # -1 or 1 pixels
+train_images = np.round(npr.RandomState(1).rand(8, data_dim)) * 2 - 1  # -1 or 1 pixels
 batch_size = 4
 num_batches = len(train_images) // batch_size
 

@@ -6,6 +6,7 @@ in torch). A hook on the output node sees grad_output (pre-hooks may replace it)
 a hook on the input node then sees grad_input and calls the user's hooks with
 (module, grad_input, grad_output); what they return replaces grad_input.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -56,8 +57,10 @@ class BackwardHook:
                 if out is None:
                     continue
                 if len(out) != len(res):
-                    raise RuntimeError("Backward hook returned an invalid number of "
-                                       f"grad_input, got {len(out)}, but expected {len(res)}")
+                    raise RuntimeError(
+                        "Backward hook returned an invalid number of "
+                        f"grad_input, got {len(out)}, but expected {len(res)}"
+                    )
                 res = out
             self.grad_outputs = None
             return tuple(res[i] for i in self.input_tensors_index)
@@ -71,10 +74,14 @@ class BackwardHook:
             return args, None
         new_tensors = BackwardHookFunction.apply(*tensors)
         if not new_tensors:
-            raise RuntimeError("Cannot set Module backward hook for a Module with no input "
-                               "Tensors.")
-        grad_fns = [t.grad_fn for t in new_tensors if t.grad_fn is not None
-                    and t.grad_fn.name() == "BackwardHookFunctionBackward"]
+            raise RuntimeError(
+                "Cannot set Module backward hook for a Module with no input Tensors."
+            )
+        grad_fns = [
+            t.grad_fn
+            for t in new_tensors
+            if t.grad_fn is not None and t.grad_fn.name() == "BackwardHookFunctionBackward"
+        ]
         fn(grad_fns[0])
         arg_list = list(args)
         for idx, val in zip(tensors_idx, new_tensors):
@@ -90,8 +97,9 @@ class BackwardHook:
     def setup_output_hook(self, args):
         def fn(grad_fn):
             def hook(_, grad_output):
-                self.grad_outputs = _pack_with_none(self.output_tensors_index, grad_output,
-                                                    self.n_outputs)
+                self.grad_outputs = _pack_with_none(
+                    self.output_tensors_index, grad_output, self.n_outputs
+                )
                 for user_pre_hook in self.user_pre_hooks:
                     new = user_pre_hook(self.module, self.grad_outputs)
                     if new is None:
@@ -99,7 +107,8 @@ class BackwardHook:
                     if len(new) != len(self.grad_outputs):
                         raise RuntimeError(
                             "Backward pre hook returned an invalid number of grad_output, got "
-                            f"{len(new)}, but expected {len(self.grad_outputs)}")
+                            f"{len(new)}, but expected {len(self.grad_outputs)}"
+                        )
                     self.grad_outputs = new
                 local_grad_outputs = self.grad_outputs
                 if self.input_tensors_index is None:
@@ -109,15 +118,18 @@ class BackwardHook:
                         "to module outputs since no inputs require gradients. See "
                         "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
                         "#torch.nn.Module.register_full_backward_hook for more details.",
-                        stacklevel=5)
+                        stacklevel=5,
+                    )
                     grad_inputs = (None,) * self.n_inputs
                     for user_hook in self.user_hooks:
                         res = user_hook(self.module, grad_inputs, self.grad_outputs)
-                        if res is not None and not (isinstance(res, tuple) and
-                                                    all(el is None for el in res)):
+                        if res is not None and not (
+                            isinstance(res, tuple) and all(el is None for el in res)
+                        ):
                             raise RuntimeError(
                                 "Backward hook for Modules where no input requires gradient "
-                                "should always return None or None for all gradients.")
+                                "should always return None or None for all gradients."
+                            )
                     self.grad_outputs = None
                 return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
 

@@ -1,4 +1,5 @@
 """Activation modules: each calls its `nn.functional` form; reprs are torch's."""
+
 from __future__ import annotations
 
 from ...eager import factories
@@ -6,10 +7,36 @@ from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
-           "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink",
-           "LeakyReLU", "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign",
-           "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
+__all__ = [
+    "Threshold",
+    "ReLU",
+    "RReLU",
+    "Hardtanh",
+    "ReLU6",
+    "Sigmoid",
+    "Hardsigmoid",
+    "Tanh",
+    "SiLU",
+    "Mish",
+    "Hardswish",
+    "ELU",
+    "CELU",
+    "SELU",
+    "GLU",
+    "GELU",
+    "Hardshrink",
+    "LeakyReLU",
+    "LogSigmoid",
+    "Softplus",
+    "Softshrink",
+    "PReLU",
+    "Softsign",
+    "Tanhshrink",
+    "Softmin",
+    "Softmax",
+    "Softmax2d",
+    "LogSoftmax",
+]
 
 
 def _inplace_only(inplace):
@@ -84,15 +111,15 @@ class Hardtanh(Module):
         self.max_val = max_val
         self.inplace = inplace
         if self.max_val <= self.min_val:
-            raise AssertionError(f"max_val ({self.max_val}) must be greater than min_val "
-                                 f"({self.min_val})")
+            raise AssertionError(
+                f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})"
+            )
 
     def forward(self, input):
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
-        return (f"min_val={self.min_val}, max_val={self.max_val}"
-                f"{_inplace_suffix(self.inplace)}")
+        return f"min_val={self.min_val}, max_val={self.max_val}{_inplace_suffix(self.inplace)}"
 
 
 class ReLU6(Hardtanh):
@@ -260,6 +287,7 @@ class PReLU(Module):
 
     def reset_parameters(self):
         from .. import init as nn_init
+
         nn_init.constant_(self.weight, self.init)
 
     def forward(self, input):
@@ -313,6 +341,7 @@ class LogSoftmax(_DimSoftmax):
 class Softmax2d(_Stateless):
     def forward(self, input):
         if input.dim() not in (3, 4):
-            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
-                             "instead")
+            raise ValueError(
+                f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead"
+            )
         return F.softmax(input, -3)

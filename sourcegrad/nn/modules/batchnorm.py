@@ -6,6 +6,7 @@ affine (no bias with bias=False). Training normalises by the batch's statistics 
 updates the running ones; eval uses the running ones (the batch's when they are not
 tracked), as torch.
 """
+
 from __future__ import annotations
 
 from ...eager import dtypes, factories
@@ -21,8 +22,18 @@ class _BatchNorm(Module):
     _version = 2
     __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None, *, bias=True):
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        device=None,
+        dtype=None,
+        *,
+        bias=True,
+    ):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -31,12 +42,15 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         affine_parameters(self, num_features, affine, bias, device, dtype)
         if track_running_stats:
-            self.register_buffer("running_mean", factories.zeros(num_features, device=device,
-                                                                 dtype=dtype))
-            self.register_buffer("running_var", factories.ones(num_features, device=device,
-                                                               dtype=dtype))
-            self.register_buffer("num_batches_tracked",
-                                 factories.tensor(0, dtype=dtypes.int64, device=device))
+            self.register_buffer(
+                "running_mean", factories.zeros(num_features, device=device, dtype=dtype)
+            )
+            self.register_buffer(
+                "running_var", factories.ones(num_features, device=device, dtype=dtype)
+            )
+            self.register_buffer(
+                "num_batches_tracked", factories.tensor(0, dtype=dtypes.int64, device=device)
+            )
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -60,21 +74,29 @@ class _BatchNorm(Module):
         raise NotImplementedError
 
     def extra_repr(self):
-        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-                "bias={use_bias}, track_running_stats={track_running_stats}".format(
-                    **self.__dict__, use_bias=self.bias is not None))
+        return (
+            "{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
+            "bias={use_bias}, track_running_stats={track_running_stats}".format(
+                **self.__dict__, use_bias=self.bias is not None
+            )
+        )
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
         version = local_metadata.get("version", None)
         if (version is None or version < 2) and self.track_running_stats:
             # checkpoints from before num_batches_tracked existed: keep the module's count
             key = prefix + "num_batches_tracked"
             if key not in state_dict:
-                state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked
-                                   is not None else factories.tensor(0, dtype=dtypes.int64))
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
-                                      unexpected_keys, error_msgs)
+                state_dict[key] = (
+                    self.num_batches_tracked
+                    if self.num_batches_tracked is not None
+                    else factories.tensor(0, dtype=dtypes.int64)
+                )
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
 
     def forward(self, input):
         self._check_input_dim(input)
@@ -85,9 +107,16 @@ class _BatchNorm(Module):
                 factor = 1.0 / float(self.num_batches_tracked)
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if track else None,
-                            self.running_var if track else None, self.weight, self.bias,
-                            bn_training, factor, self.eps)
+        return F.batch_norm(
+            input,
+            self.running_mean if track else None,
+            self.running_var if track else None,
+            self.weight,
+            self.bias,
+            bn_training,
+            factor,
+            self.eps,
+        )
 
 
 class BatchNorm1d(_BatchNorm):

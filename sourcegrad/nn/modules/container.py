@@ -4,6 +4,7 @@ Each keeps its entries in the Module's own registries (`_modules` or
 `_parameters`) under string keys ("0", "1", ... for the lists), so parameter
 names, state_dict keys and reprs come out as torch's.
 """
+
 from __future__ import annotations
 
 import operator
@@ -60,16 +61,17 @@ class Sequential(Module):
         else:
             delattr(self, self._get_item_by_idx(self._modules.keys(), idx))
         # renumber, as torch does
-        self._modules = OrderedDict(
-            (str(i), m) for i, m in enumerate(self._modules.values()))
+        self._modules = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
 
     def __len__(self):
         return len(self._modules)
 
     def __add__(self, other):
         if not isinstance(other, Sequential):
-            raise ValueError("add operator supports only objects of Sequential class, but "
-                             f"{str(type(other))} is given.")
+            raise ValueError(
+                "add operator supports only objects of Sequential class, but "
+                f"{str(type(other))} is given."
+            )
         ret = Sequential()
         for layer in self:
             ret.append(layer)
@@ -79,8 +81,10 @@ class Sequential(Module):
 
     def __iadd__(self, other):
         if not isinstance(other, Sequential):
-            raise ValueError("add operator supports only objects of Sequential class, but "
-                             f"{str(type(other))} is given.")
+            raise ValueError(
+                "add operator supports only objects of Sequential class, but "
+                f"{str(type(other))} is given."
+            )
         offset = len(self)
         for i, module in enumerate(other):
             self.add_module(str(i + offset), module)
@@ -88,8 +92,7 @@ class Sequential(Module):
 
     def __mul__(self, other):
         if not isinstance(other, int):
-            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and "
-                            f"{type(other)}")
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
         if other <= 0:
             raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
         combined = Sequential()
@@ -166,8 +169,7 @@ class ModuleList(Module):
                 delattr(self, str(k))
         else:
             delattr(self, self._get_abs_string_index(idx))
-        self._modules = OrderedDict(
-            (str(i), m) for i, m in enumerate(self._modules.values()))
+        self._modules = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
 
     def __len__(self):
         return len(self._modules)
@@ -224,8 +226,10 @@ class ModuleList(Module):
 
     def extend(self, modules):
         if not isinstance(modules, container_abcs.Iterable):
-            raise TypeError("ModuleList.extend should be called with an iterable, but got "
-                            + type(modules).__name__)
+            raise TypeError(
+                "ModuleList.extend should be called with an iterable, but got "
+                + type(modules).__name__
+            )
         offset = len(self)
         for i, module in enumerate(modules):
             self.add_module(str(offset + i), module)
@@ -277,19 +281,30 @@ class ModuleDict(Module):
 
     def update(self, modules):
         if not isinstance(modules, container_abcs.Iterable):
-            raise TypeError("ModuleDict.update should be called with an iterable of key/value "
-                            "pairs, but got " + type(modules).__name__)
+            raise TypeError(
+                "ModuleDict.update should be called with an iterable of key/value "
+                "pairs, but got " + type(modules).__name__
+            )
         if isinstance(modules, container_abcs.Mapping):
             for key, module in modules.items():
                 self[key] = module
             return
         for j, m in enumerate(modules):
             if not isinstance(m, container_abcs.Iterable):
-                raise TypeError("ModuleDict update sequence element #" + str(j)
-                                + " should be Iterable; is" + type(m).__name__)
+                raise TypeError(
+                    "ModuleDict update sequence element #"
+                    + str(j)
+                    + " should be Iterable; is"
+                    + type(m).__name__
+                )
             if len(m) != 2:
-                raise ValueError("ModuleDict update sequence element #" + str(j)
-                                 + " has length " + str(len(m)) + "; 2 is required")
+                raise ValueError(
+                    "ModuleDict update sequence element #"
+                    + str(j)
+                    + " has length "
+                    + str(len(m))
+                    + "; 2 is required"
+                )
             self[m[0]] = m[1]
 
 
@@ -349,8 +364,10 @@ class ParameterList(Module):
 
     def extend(self, values):
         if not isinstance(values, container_abcs.Iterable) or isinstance(values, Tensor):
-            raise TypeError("ParameterList.extend should be called with an iterable, but got "
-                            + type(values).__name__)
+            raise TypeError(
+                "ParameterList.extend should be called with an iterable, but got "
+                + type(values).__name__
+            )
         for value in values:
             self.append(value)
         return self
@@ -373,9 +390,11 @@ class ParameterDict(Module):
 
     def _key_to_attr(self, key):
         if not isinstance(key, str):
-            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not "
-                            f"a string (type is '{type(key).__name__}'). Open an issue on "
-                            "github if you need non-string keys.")
+            raise TypeError(
+                "Index given to ParameterDict cannot be used as a key as it is not "
+                f"a string (type is '{type(key).__name__}'). Open an issue on "
+                "github if you need non-string keys."
+            )
         return key
 
     def __getitem__(self, key):
@@ -445,8 +464,10 @@ class ParameterDict(Module):
 
     def update(self, parameters):
         if not isinstance(parameters, container_abcs.Iterable):
-            raise TypeError("ParametersDict.update should be called with an iterable of "
-                            "key/value pairs, but got " + type(parameters).__name__)
+            raise TypeError(
+                "ParametersDict.update should be called with an iterable of "
+                "key/value pairs, but got " + type(parameters).__name__
+            )
         if isinstance(parameters, (OrderedDict, ParameterDict)):
             for key, parameter in parameters.items():
                 self[key] = parameter
@@ -457,11 +478,20 @@ class ParameterDict(Module):
         else:
             for j, p in enumerate(parameters):
                 if not isinstance(p, container_abcs.Iterable):
-                    raise TypeError("ParameterDict update sequence element #" + str(j)
-                                    + " should be Iterable; is" + type(p).__name__)
+                    raise TypeError(
+                        "ParameterDict update sequence element #"
+                        + str(j)
+                        + " should be Iterable; is"
+                        + type(p).__name__
+                    )
                 if len(p) != 2:
-                    raise ValueError("ParameterDict update sequence element #" + str(j)
-                                     + " has length " + str(len(p)) + "; 2 is required")
+                    raise ValueError(
+                        "ParameterDict update sequence element #"
+                        + str(j)
+                        + " has length "
+                        + str(len(p))
+                        + "; 2 is required"
+                    )
                 self[p[0]] = p[1]
 
     def extra_repr(self):

@@ -5,6 +5,7 @@ transposed ones, and `bias` (out,); weight ~ kaiming_uniform_(a=sqrt(5)), bias ~
 U(-1/sqrt(fan_in), 1/sqrt(fan_in)). padding_mode 'reflect', 'replicate' and 'circular'
 pad with F.pad first, as torch does.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-           "ConvTranspose3d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _ntuple(value, n):
@@ -26,13 +26,35 @@ def _ntuple(value, n):
 
 
 class _ConvNd(Module):
-    __constants__ = ["stride", "padding", "dilation", "groups", "padding_mode", "output_padding",
-                     "in_channels", "out_channels", "kernel_size"]
+    __constants__ = [
+        "stride",
+        "padding",
+        "dilation",
+        "groups",
+        "padding_mode",
+        "output_padding",
+        "in_channels",
+        "out_channels",
+        "kernel_size",
+    ]
     _nd = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
-                 transposed, output_padding, groups, bias, padding_mode, device=None,
-                 dtype=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        bias,
+        padding_mode,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -43,14 +65,17 @@ class _ConvNd(Module):
         valid_padding_strings = {"same", "valid"}
         if isinstance(padding, str):
             if padding not in valid_padding_strings:
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
-                                 f"{valid_padding_strings}")
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of {valid_padding_strings}"
+                )
             if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}
         if padding_mode not in valid_padding_modes:
-            raise ValueError(f"padding_mode must be one of {valid_padding_modes}, but got "
-                             f"padding_mode='{padding_mode}'")
+            raise ValueError(
+                f"padding_mode must be one of {valid_padding_modes}, but got "
+                f"padding_mode='{padding_mode}'"
+            )
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = kernel_size
@@ -70,10 +95,12 @@ class _ConvNd(Module):
                     self._reversed_padding_repeated_twice[2 * i] = total // 2
                     self._reversed_padding_repeated_twice[2 * i + 1] = total - total // 2
         else:
-            self._reversed_padding_repeated_twice = [p for p in reversed(padding)
-                                                     for _ in range(2)]
-        shape = ((in_channels, out_channels // groups) if transposed
-                 else (out_channels, in_channels // groups)) + tuple(kernel_size)
+            self._reversed_padding_repeated_twice = [p for p in reversed(padding) for _ in range(2)]
+        shape = (
+            (in_channels, out_channels // groups)
+            if transposed
+            else (out_channels, in_channels // groups)
+        ) + tuple(kernel_size)
         self.weight = Parameter(factories.empty(shape, device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(factories.empty(out_channels, device=device, dtype=dtype))
@@ -109,21 +136,49 @@ class _ConvNd(Module):
 class _Conv(_ConvNd):
     _function = None
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
         n = self._nd
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, n), _ntuple(stride, n),
-                         padding if isinstance(padding, str) else _ntuple(padding, n),
-                         _ntuple(dilation, n), False, _ntuple(0, n), groups, bias,
-                         padding_mode, device, dtype)
+        super().__init__(
+            in_channels,
+            out_channels,
+            _ntuple(kernel_size, n),
+            _ntuple(stride, n),
+            padding if isinstance(padding, str) else _ntuple(padding, n),
+            _ntuple(dilation, n),
+            False,
+            _ntuple(0, n),
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
 
     def _conv_forward(self, input, weight, bias):
         conv = type(self)._function
         if self.padding_mode != "zeros":
-            return conv(F.pad(input, self._reversed_padding_repeated_twice,
-                              mode=self.padding_mode),
-                        weight, bias, self.stride, _ntuple(0, self._nd), self.dilation,
-                        self.groups)
+            return conv(
+                F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
+                weight,
+                bias,
+                self.stride,
+                _ntuple(0, self._nd),
+                self.dilation,
+                self.groups,
+            )
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
@@ -148,16 +203,41 @@ class Conv3d(_Conv):
 class _ConvTranspose(_ConvNd):
     _function = None
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
         if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for '
-                             f"{self.__class__.__name__}")
+            raise ValueError(
+                f'Only "zeros" padding mode is supported for {self.__class__.__name__}'
+            )
         n = self._nd
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, n), _ntuple(stride, n),
-                         _ntuple(padding, n), _ntuple(dilation, n), True,
-                         _ntuple(output_padding, n), groups, bias, padding_mode, device, dtype)
+        super().__init__(
+            in_channels,
+            out_channels,
+            _ntuple(kernel_size, n),
+            _ntuple(stride, n),
+            _ntuple(padding, n),
+            _ntuple(dilation, n),
+            True,
+            _ntuple(output_padding, n),
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
 
     def _output_padding(self, input, output_size):
         if output_size is None:
@@ -168,25 +248,41 @@ class _ConvTranspose(_ConvNd):
         if len(output_size) == non_spatial + n:
             output_size = output_size[non_spatial:]
         if len(output_size) != n:
-            raise ValueError(f"ConvTranspose{n}D: for {input.dim()}D input, output_size must "
-                             f"have {n} or {non_spatial + n} elements (got {len(output_size)})")
+            raise ValueError(
+                f"ConvTranspose{n}D: for {input.dim()}D input, output_size must "
+                f"have {n} or {non_spatial + n} elements (got {len(output_size)})"
+            )
         min_sizes, max_sizes = [], []
         for d in range(n):
-            size = ((input.size(d + non_spatial) - 1) * self.stride[d] - 2 * self.padding[d]
-                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            size = (
+                (input.size(d + non_spatial) - 1) * self.stride[d]
+                - 2 * self.padding[d]
+                + self.dilation[d] * (self.kernel_size[d] - 1)
+                + 1
+            )
             min_sizes.append(size)
             max_sizes.append(size + self.stride[d] - 1)
         for d in range(n):
             if not min_sizes[d] <= output_size[d] <= max_sizes[d]:
-                raise ValueError(f"requested an output size of {output_size}, but valid sizes "
-                                 f"range from {min_sizes} to {max_sizes} (for an input of "
-                                 f"{input.size()[non_spatial:]})")
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes "
+                    f"range from {min_sizes} to {max_sizes} (for an input of "
+                    f"{input.size()[non_spatial:]})"
+                )
         return tuple(output_size[d] - min_sizes[d] for d in range(n))
 
     def forward(self, input, output_size=None):
         output_padding = self._output_padding(input, output_size)
-        return type(self)._function(input, self.weight, self.bias, self.stride, self.padding,
-                                    output_padding, self.groups, self.dilation)
+        return type(self)._function(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            output_padding,
+            self.groups,
+            self.dilation,
+        )
 
 
 class ConvTranspose1d(_ConvTranspose):

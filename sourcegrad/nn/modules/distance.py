@@ -1,4 +1,5 @@
 """PairwiseDistance and CosineSimilarity as modules (no parameters, no extra repr, as torch)."""
+
 from __future__ import annotations
 
 from .. import functional as F

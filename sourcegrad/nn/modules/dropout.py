@@ -1,4 +1,5 @@
 """Dropout modules: active in training mode, the identity in eval mode."""
+
 from __future__ import annotations
 
 from .. import functional as F

@@ -1,4 +1,5 @@
 """Flatten and Unflatten: reshapes as modules (views of their input)."""
+
 from __future__ import annotations
 
 from .module import Module
@@ -30,9 +31,12 @@ class Unflatten(Module):
         super().__init__()
         if isinstance(dim, int):
             if not isinstance(unflattened_size, (tuple, list)) or not all(
-                    isinstance(e, int) for e in unflattened_size):
-                raise TypeError("unflattened_size must be tuple of ints, but found type "
-                                f"{type(unflattened_size).__name__}")
+                isinstance(e, int) for e in unflattened_size
+            ):
+                raise TypeError(
+                    "unflattened_size must be tuple of ints, but found type "
+                    f"{type(unflattened_size).__name__}"
+                )
         elif isinstance(dim, str):
             raise TypeError("sourcegrad: named tensors (a str dim) are not supported")
         else:

@@ -1,4 +1,5 @@
 """Identity, Linear and Bilinear, initialised as torch initialises them."""
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(factories.empty((out_features, in_features), device=device,
-                                                dtype=dtype))
+        self.weight = Parameter(
+            factories.empty((out_features, in_features), device=device, dtype=dtype)
+        )
         if bias:
             self.bias = Parameter(factories.empty(out_features, device=device, dtype=dtype))
         else:
@@ -54,8 +56,10 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class Bilinear(Module):
@@ -63,14 +67,16 @@ class Bilinear(Module):
 
     __constants__ = ["in1_features", "in2_features", "out_features"]
 
-    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
-                 dtype=None):
+    def __init__(
+        self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None
+    ):
         super().__init__()
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(factories.empty((out_features, in1_features, in2_features),
-                                                device=device, dtype=dtype))
+        self.weight = Parameter(
+            factories.empty((out_features, in1_features, in2_features), device=device, dtype=dtype)
+        )
         if bias:
             self.bias = Parameter(factories.empty(out_features, device=device, dtype=dtype))
         else:
@@ -87,5 +93,7 @@ class Bilinear(Module):
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
-        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
-                f"out_features={self.out_features}, bias={self.bias is not None}")
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )

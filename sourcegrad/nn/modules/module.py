@@ -11,6 +11,7 @@ A Module keeps its parameters, buffers and submodules in three ordered dicts
 Conversions (`to`, `double`, `cuda`, ...) replace each tensor's data in place,
 so the Parameter objects an optimizer holds stay the same objects.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -95,7 +96,8 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 def _forward_unimplemented(self, *input):
     raise NotImplementedError(
-        f'Module [{type(self).__name__}] is missing the required "forward" function')
+        f'Module [{type(self).__name__}] is missing the required "forward" function'
+    )
 
 
 class Module:
@@ -107,11 +109,15 @@ class Module:
 
     def __init__(self, *args, **kwargs):
         if self.call_super_init is False and bool(kwargs):
-            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
-                            f"argument '{next(iter(kwargs))}'")
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got an unexpected keyword "
+                f"argument '{next(iter(kwargs))}'"
+            )
         if self.call_super_init is False and bool(args):
-            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument "
-                            f"but {len(args) + 1} were given")
+            raise TypeError(
+                f"{type(self).__name__}.__init__() takes 1 positional argument "
+                f"but {len(args) + 1} were given"
+            )
         # object.__setattr__: our __setattr__ needs these dicts to exist already
         setattr_ = super().__setattr__
         setattr_("training", True)
@@ -150,8 +156,10 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
-                            "(torch Tensor or None required)")
+            raise TypeError(
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                "(torch Tensor or None required)"
+            )
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -173,13 +181,16 @@ class Module:
         if param is None:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
-                            "(torch.nn.Parameter or None required)")
+            raise TypeError(
+                f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                "(torch.nn.Parameter or None required)"
+            )
         elif param.grad_fn:
             raise ValueError(
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must "
                 f"be created explicitly. To express '{name}' as a function of another Tensor, "
-                "compute the value in the forward() method.")
+                "compute the value in the forward() method."
+            )
         else:
             self._parameters[name] = param
 
@@ -271,35 +282,43 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            remove_from(self.__dict__, self._buffers, self._modules,
-                        self._non_persistent_buffers_set)
+            remove_from(
+                self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set
+            )
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(torch.nn.Parameter or None expected)")
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                    "(torch.nn.Parameter or None expected)"
+                )
             self.register_parameter(name, value)
             return
         modules = self.__dict__.get("_modules")
         if isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            remove_from(self.__dict__, self._parameters, self._buffers,
-                        self._non_persistent_buffers_set)
+            remove_from(
+                self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set
+            )
             modules[name] = value
             return
         if modules is not None and name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
-                                "(torch.nn.Module or None expected)")
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as child module '{name}' "
+                    "(torch.nn.Module or None expected)"
+                )
             modules[name] = value
             return
         buffers = self.__dict__.get("_buffers")
         if isinstance(value, Buffer) or buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                "(torch.nn.Buffer, torch.Tensor or None expected)")
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                    "(torch.nn.Buffer, torch.Tensor or None expected)"
+                )
             if isinstance(value, Buffer):
                 persistent = value.persistent
             else:
@@ -320,8 +339,13 @@ class Module:
             object.__delattr__(self, name)
 
     def __dir__(self):
-        keys = dir(self.__class__) + list(self.__dict__.keys()) + list(self._parameters) + \
-            list(self._modules) + list(self._buffers)
+        keys = (
+            dir(self.__class__)
+            + list(self.__dict__.keys())
+            + list(self._parameters)
+            + list(self._modules)
+            + list(self._buffers)
+        )
         return sorted(k for k in keys if not k[0].isdigit())
 
     def __setstate__(self, state):
@@ -331,8 +355,11 @@ class Module:
 
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
         memo = set()
-        modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
-                   if recurse else [(prefix, self)])
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for module_prefix, module in modules:
             for k, v in get_members_fn(module):
                 if v is None or v in memo:
@@ -346,16 +373,24 @@ class Module:
             yield param
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
-        yield from self._named_members(lambda m: m._parameters.items(), prefix=prefix,
-                                       recurse=recurse, remove_duplicate=remove_duplicate)
+        yield from self._named_members(
+            lambda m: m._parameters.items(),
+            prefix=prefix,
+            recurse=recurse,
+            remove_duplicate=remove_duplicate,
+        )
 
     def buffers(self, recurse=True):
         for _name, buf in self.named_buffers(recurse=recurse):
             yield buf
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
-        yield from self._named_members(lambda m: m._buffers.items(), prefix=prefix,
-                                       recurse=recurse, remove_duplicate=remove_duplicate)
+        yield from self._named_members(
+            lambda m: m._buffers.items(),
+            prefix=prefix,
+            recurse=recurse,
+            remove_duplicate=remove_duplicate,
+        )
 
     def children(self):
         for _name, module in self.named_children():
@@ -453,8 +488,10 @@ class Module:
         kwargs.pop("non_blocking", None)
         kwargs.pop("memory_format", None)
         if kwargs:
-            raise TypeError(f"to() received an invalid combination of arguments - got "
-                            f"unexpected keyword argument '{next(iter(kwargs))}'")
+            raise TypeError(
+                f"to() received an invalid combination of arguments - got "
+                f"unexpected keyword argument '{next(iter(kwargs))}'"
+            )
         for a in args:
             if isinstance(a, dtypes.dtype):
                 dtype = a
@@ -463,8 +500,10 @@ class Module:
             elif a is not None:
                 device = a
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
-            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but "
-                            f"got desired dtype={dtype}")
+            raise TypeError(
+                "nn.Module.to only accepts floating point or complex dtypes, but "
+                f"got desired dtype={dtype}"
+            )
 
         def convert(t):
             if dtype is not None and (t.is_floating_point() or t.is_complex()):
@@ -529,8 +568,9 @@ class Module:
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".",
-                                  keep_vars=keep_vars)
+                module.state_dict(
+                    destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
+                )
         for hook in self._state_dict_hooks.values():
             result = hook(self, destination, prefix, local_metadata)
             if result is not None:
@@ -538,27 +578,42 @@ class Module:
         return destination
 
     def get_extra_state(self):
-        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
-                           "be called. Please file an issue at "
-                           "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
-                           "to report this bug.")
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never "
+            "be called. Please file an issue at "
+            "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+            "to report this bug."
+        )
 
     def set_extra_state(self, state):
-        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
-                           "be called. Please file an issue at "
-                           "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
-                           "to report this bug.")
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never "
+            "be called. Please file an issue at "
+            "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+            "to report this bug."
+        )
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
         for hook in self._load_state_dict_pre_hooks.values():
-            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                 error_msgs)
-        persistent_buffers = {k: v for k, v in self._buffers.items()
-                              if k not in self._non_persistent_buffers_set}
-        local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
-                                                        persistent_buffers.items())
-                       if v is not None}
+            hook(
+                state_dict,
+                prefix,
+                local_metadata,
+                strict,
+                missing_keys,
+                unexpected_keys,
+                error_msgs,
+            )
+        persistent_buffers = {
+            k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set
+        }
+        local_state = {
+            k: v
+            for k, v in itertools.chain(self._parameters.items(), persistent_buffers.items())
+            if v is not None
+        }
         assign = local_metadata.get("assign_to_params_buffers", False)
         for name, param in local_state.items():
             key = prefix + name
@@ -568,26 +623,26 @@ class Module:
                 continue
             input_param = state_dict[key]
             if not isinstance(input_param, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected '
-                                  "torch.Tensor or Tensor-like object from checkpoint but "
-                                  f"received {type(input_param)}")
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", expected '
+                    "torch.Tensor or Tensor-like object from checkpoint but "
+                    f"received {type(input_param)}"
+                )
                 continue
             # torch loads a 1-element 1-d checkpoint tensor into a 0-d parameter
-            if len(param.shape) == 0 and len(input_param.shape) == 1 and \
-                    input_param.shape[0] == 1:
+            if len(param.shape) == 0 and len(input_param.shape) == 1 and input_param.shape[0] == 1:
                 input_param = input_param[0]
             if input_param.shape != param.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {input_param.shape} "
-                    f"from checkpoint, the shape in current model is {param.shape}.")
+                    f"from checkpoint, the shape in current model is {param.shape}."
+                )
                 continue
             try:
                 with no_grad():
                     if assign:
-                        if isinstance(param, Parameter) and not isinstance(input_param,
-                                                                           Parameter):
-                            input_param = Parameter(input_param,
-                                                    requires_grad=param.requires_grad)
+                        if isinstance(param, Parameter) and not isinstance(input_param, Parameter):
+                            input_param = Parameter(input_param, requires_grad=param.requires_grad)
                         elif isinstance(param, Parameter):
                             input_param.requires_grad_(param.requires_grad)
                         setattr(self, name, input_param)
@@ -597,7 +652,8 @@ class Module:
                 error_msgs.append(
                     f'While copying the parameter named "{key}", whose dimensions in the '
                     f"model are {param.size()} and whose dimensions in the checkpoint are "
-                    f"{input_param.size()}, an exception occurred : {ex.args}.")
+                    f"{input_param.size()}, an exception occurred : {ex.args}."
+                )
         extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
         if type(self).set_extra_state is not Module.set_extra_state:
             if extra_state_key in state_dict:
@@ -609,7 +665,7 @@ class Module:
         if strict:
             for key in state_dict:
                 if key.startswith(prefix) and key != extra_state_key:
-                    input_name = key[len(prefix):].split(".", 1)
+                    input_name = key[len(prefix) :].split(".", 1)
                     if len(input_name) > 1:
                         if input_name[0] not in self._modules:
                             unexpected_keys.append(key)
@@ -619,6 +675,7 @@ class Module:
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy parameters and buffers in; returns `_IncompatibleKeys`, raises as torch does."""
         from collections.abc import Mapping
+
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing_keys, unexpected_keys, error_msgs = [], [], []
@@ -631,32 +688,54 @@ class Module:
             local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
             if assign:
                 local_metadata["assign_to_params_buffers"] = assign
-            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
-                                         missing_keys, unexpected_keys, error_msgs)
+            module._load_from_state_dict(
+                local_state_dict,
+                prefix,
+                local_metadata,
+                True,
+                missing_keys,
+                unexpected_keys,
+                error_msgs,
+            )
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
-                    load(child, {k: v for k, v in local_state_dict.items()
-                                 if k.startswith(child_prefix)}, child_prefix)
+                    load(
+                        child,
+                        {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)},
+                        child_prefix,
+                    )
             incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
             for hook in module._load_state_dict_post_hooks.values():
                 if hook(module, incompatible) is not None:
                     raise AssertionError(
                         "Hooks registered with ``register_load_state_dict_post_hook`` are not "
                         "expected to return new values, if incompatible_keys need to be "
-                        "modified, it should be done inplace.")
+                        "modified, it should be done inplace."
+                    )
 
         load(self, state_dict)
         if strict:
             if unexpected_keys:
-                error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected_keys)))
+                error_msgs.insert(
+                    0,
+                    "Unexpected key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in unexpected_keys)
+                    ),
+                )
             if missing_keys:
-                error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing_keys)))
+                error_msgs.insert(
+                    0,
+                    "Missing key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in missing_keys)
+                    ),
+                )
         if error_msgs:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                self.__class__.__name__, "\n\t".join(error_msgs)))
+            raise RuntimeError(
+                "Error(s) in loading state_dict for {}:\n\t{}".format(
+                    self.__class__.__name__, "\n\t".join(error_msgs)
+                )
+            )
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     def register_load_state_dict_post_hook(self, hook):
@@ -678,8 +757,9 @@ class Module:
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """hook(module, args) -> None or new args (with_kwargs: hook(module, args, kwargs))."""
-        handle = RemovableHandle(self._forward_pre_hooks,
-                                 extra_dict=self._forward_pre_hooks_with_kwargs)
+        handle = RemovableHandle(
+            self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs
+        )
         self._forward_pre_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
@@ -687,12 +767,12 @@ class Module:
             self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
-                              always_call=False):
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """hook(module, args, output) -> None or a new output."""
-        handle = RemovableHandle(self._forward_hooks,
-                                 extra_dict=[self._forward_hooks_with_kwargs,
-                                             self._forward_hooks_always_called])
+        handle = RemovableHandle(
+            self._forward_hooks,
+            extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called],
+        )
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
@@ -721,19 +801,26 @@ class Module:
     def register_backward_hook(self, hook):
         raise UnsupportedOptionError(
             "sourcegrad.nn.Module.register_backward_hook (torch's deprecated non-full module "
-            "hook) is not supported; use register_full_backward_hook")
+            "hook) is not supported; use register_full_backward_hook"
+        )
 
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+        if not (
+            self._forward_hooks
+            or self._forward_pre_hooks
+            or self._backward_hooks
+            or self._backward_pre_hooks
+        ):
             return self.forward(*args, **kwargs)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
                     if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {result}.")
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of "
+                            f"(new_args, new_kwargs), but got {result}."
+                        )
                     args, kwargs = result
             else:
                 result = hook(self, args)
@@ -741,8 +828,9 @@ class Module:
                     args = result if isinstance(result, tuple) else (result,)
         bw_hook = None
         if self._backward_hooks or self._backward_pre_hooks:
-            bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
-                                   list(self._backward_pre_hooks.values()))
+            bw_hook = BackwardHook(
+                self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values())
+            )
             args = bw_hook.setup_input_hook(args)
         called = set()
         try:
@@ -757,15 +845,20 @@ class Module:
                     try:
                         self._run_forward_hook(hook_id, hook, args, kwargs, None)
                     except Exception as e:  # noqa: BLE001 - torch warns and keeps the first
-                        warnings.warn("module forward hook with ``always_call=True`` raised an "
-                                      "exception that was silenced as another error was raised "
-                                      f"in forward: {str(e)}", stacklevel=2)
+                        warnings.warn(
+                            "module forward hook with ``always_call=True`` raised an "
+                            "exception that was silenced as another error was raised "
+                            f"in forward: {str(e)}",
+                            stacklevel=2,
+                        )
             raise
         if bw_hook is not None:
             if not isinstance(result, (Tensor, tuple)):
-                warnings.warn("For backward hooks to be called, module output should be a "
-                              f"Tensor or a tuple of Tensors but received {type(result)}",
-                              stacklevel=2)
+                warnings.warn(
+                    "For backward hooks to be called, module output should be a "
+                    f"Tensor or a tuple of Tensors but received {type(result)}",
+                    stacklevel=2,
+                )
             result = bw_hook.setup_output_hook(result)
         return result
 
@@ -810,4 +903,3 @@ class Module:
 
     def _replicate_for_data_parallel(self):
         raise NotImplementedError("sourcegrad.nn.Module: data parallel is not supported")
-

@@ -1,13 +1,23 @@
 """Padding modules (ZeroPad, ConstantPad, ReflectionPad, ReplicationPad, CircularPad; 1d and
 2d): F.pad with a fixed padding, printed as torch prints them."""
+
 from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
 
-__all__ = ["ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
-           "CircularPad2d"]
+__all__ = [
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "CircularPad1d",
+    "CircularPad2d",
+]
 
 
 def _widths(padding, n):

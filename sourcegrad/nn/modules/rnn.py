@@ -14,6 +14,7 @@ steps through time with the hidden-to-hidden product; the gate formulas follow
 ATen's cells (`(h - n) * z + n` for GRU). Dropout is applied to each layer's
 output except the last, in training mode only. PackedSequence is not supported.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,6 +33,7 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 # --- one step of each cell, given the input's projection gi = x W_ih^T + b_ih -----------------
+
 
 def _rnn_step(act, gi, h, w_hh, b_hh):
     return act(gi + F.linear(h, w_hh, b_hh))
@@ -79,14 +81,36 @@ def _run_direction(mode, x, h, c, weights, reverse):
 
 # --- the layers ------------------------------------------------------------------------------
 
+
 class RNNBase(Module):
     """The stacked, optionally bidirectional recurrence shared by RNN, LSTM and GRU."""
 
-    __constants__ = ["mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first",
-                     "dropout", "bidirectional", "proj_size"]
+    __constants__ = [
+        "mode",
+        "input_size",
+        "hidden_size",
+        "num_layers",
+        "bias",
+        "batch_first",
+        "dropout",
+        "bidirectional",
+        "proj_size",
+    ]
 
-    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+    def __init__(
+        self,
+        mode,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        proj_size=0,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         self.mode = mode
         self.input_size = input_size
@@ -97,8 +121,9 @@ class RNNBase(Module):
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
         self.proj_size = proj_size
-        _check_options(mode, input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                       proj_size)
+        _check_options(
+            mode, input_size, hidden_size, num_layers, bias, batch_first, dropout, proj_size
+        )
         num_directions = 2 if bidirectional else 1
         gate_size = _GATES[mode] * hidden_size
         real_hidden_size = proj_size if proj_size > 0 else hidden_size
@@ -108,8 +133,10 @@ class RNNBase(Module):
             layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
             for direction in range(num_directions):
                 suffix = "_reverse" if direction == 1 else ""
-                shapes = [("weight_ih", (gate_size, layer_input_size)),
-                          ("weight_hh", (gate_size, real_hidden_size))]
+                shapes = [
+                    ("weight_ih", (gate_size, layer_input_size)),
+                    ("weight_hh", (gate_size, real_hidden_size)),
+                ]
                 if bias:
                     shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
                 if proj_size > 0:
@@ -117,8 +144,9 @@ class RNNBase(Module):
                 names = []
                 for kind, shape in shapes:
                     name = f"{kind}_l{layer}{suffix}"
-                    setattr(self, name, Parameter(factories.empty(shape, device=device,
-                                                                  dtype=dtype)))
+                    setattr(
+                        self, name, Parameter(factories.empty(shape, device=device, dtype=dtype))
+                    )
                     names.append(name)
                 self._flat_weights_names.extend(names)
                 self._all_weights.append(names)
@@ -163,18 +191,28 @@ class RNNBase(Module):
 
         def get(kind):
             return getattr(self, f"{kind}_l{layer}{suffix}", None)
-        return (get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"),
-                get("weight_hr"))
+
+        return (
+            get("weight_ih"),
+            get("weight_hh"),
+            get("bias_ih"),
+            get("bias_hh"),
+            get("weight_hr"),
+        )
 
     def _check_input(self, input):
         weight_dtype = self.weight_ih_l0.dtype
         if input.dtype != weight_dtype:
-            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
-                             f"({weight_dtype}). Convert input: input.to({weight_dtype}), or "
-                             f"convert model: model.to({input.dtype})")
+            raise ValueError(
+                f"RNN input dtype ({input.dtype}) does not match weight dtype "
+                f"({weight_dtype}). Convert input: input.to({weight_dtype}), or "
+                f"convert model: model.to({input.dtype})"
+            )
         if self.input_size != input.size(-1):
-            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
-                               f"{self.input_size}, got {input.size(-1)}")
+            raise RuntimeError(
+                f"input.size(-1) must be equal to input_size. Expected "
+                f"{self.input_size}, got {input.size(-1)}"
+            )
 
     def _expected_size(self, input, size):
         mini_batch = input.size(0) if self.batch_first else input.size(1)
@@ -186,8 +224,9 @@ class RNNBase(Module):
             raise RuntimeError(msg.format(expected, list(hx.size())))
 
     def _zeros(self, input, size):
-        return factories.zeros(self._expected_size(input, size), dtype=input.dtype,
-                               device=input.device)
+        return factories.zeros(
+            self._expected_size(input, size), dtype=input.dtype, device=input.device
+        )
 
     def _run(self, input, h0, c0=None):
         """The stacked recurrence on a batched input: (output, h_n, c_n or None)."""
@@ -198,8 +237,14 @@ class RNNBase(Module):
             outputs = []
             for direction in range(num_directions):
                 k = layer * num_directions + direction
-                out, h, c = _run_direction(self.mode, x, h0[k], None if c0 is None else c0[k],
-                                           self._weights(layer, direction), direction == 1)
+                out, h, c = _run_direction(
+                    self.mode,
+                    x,
+                    h0[k],
+                    None if c0 is None else c0[k],
+                    self._weights(layer, direction),
+                    direction == 1,
+                )
                 outputs.append(out)
                 h_n.append(h)
                 c_n.append(c)
@@ -215,8 +260,9 @@ class RNNBase(Module):
             raise F.UnsupportedOptionError("sourcegrad: RNNs do not take a PackedSequence")
         if input.dim() not in (2, 3):
             tensor = " tensor" if name == "RNN" else ""
-            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D"
-                             f"{tensor} instead")
+            raise ValueError(
+                f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{tensor} instead"
+            )
         is_batched = input.dim() == 3
         if not is_batched:
             input = input.unsqueeze(0 if self.batch_first else 1)
@@ -226,17 +272,26 @@ class RNNBase(Module):
         return output if is_batched else output.squeeze(0 if self.batch_first else 1)
 
 
-def _check_options(mode, input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                   proj_size):
+def _check_options(
+    mode, input_size, hidden_size, num_layers, bias, batch_first, dropout, proj_size
+):
     """torch's checks of RNNBase's arguments, in torch's order, with its messages."""
-    if (not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1
-            or isinstance(dropout, bool)):
-        raise ValueError("dropout should be a number in range [0, 1] representing the "
-                         "probability of an element being zeroed")
+    if (
+        not isinstance(dropout, numbers.Number)
+        or not 0 <= dropout <= 1
+        or isinstance(dropout, bool)
+    ):
+        raise ValueError(
+            "dropout should be a number in range [0, 1] representing the "
+            "probability of an element being zeroed"
+        )
     if dropout > 0 and num_layers == 1:
-        warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
-                      "non-zero dropout expects num_layers greater than 1, but got "
-                      f"dropout={dropout} and num_layers={num_layers}", stacklevel=4)
+        warnings.warn(
+            "dropout option adds dropout after all but last recurrent layer, so "
+            "non-zero dropout expects num_layers greater than 1, but got "
+            f"dropout={dropout} and num_layers={num_layers}",
+            stacklevel=4,
+        )
     if not isinstance(bias, bool):
         raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
     if not isinstance(batch_first, bool):
@@ -275,8 +330,9 @@ class RNN(RNNBase):
         elif nonlinearity == "relu":
             mode = "RNN_RELU"
         else:
-            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
-                             "'relu'.")
+            raise ValueError(
+                f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'."
+            )
         super().__init__(mode, *args, **kwargs)
         self.nonlinearity = nonlinearity
 
@@ -301,12 +357,14 @@ def _forward_single_state(module, input, hx, name):
     input, is_batched = module._batched(input, name)
     if hx is not None:
         if is_batched and hx.dim() != 3:
-            raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
-                               f"{hx.dim()}-D tensor")
+            raise RuntimeError(
+                f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor"
+            )
         if not is_batched:
             if hx.dim() != 2:
-                raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got "
-                                   f"{hx.dim()}-D tensor")
+                raise RuntimeError(
+                    f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor"
+                )
             hx = hx.unsqueeze(1)
     else:
         hx = module._zeros(input, module.hidden_size)
@@ -331,15 +389,23 @@ class LSTM(RNNBase):
             want = 3 if is_batched else 2
             if hx[0].dim() != want or hx[1].dim() != want:
                 kind = "batched 3-D" if is_batched else "unbatched 2-D"
-                raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but "
-                                   f"got ({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
+                raise RuntimeError(
+                    f"For {kind} input, hx and cx should also be {want}-D but "
+                    f"got ({hx[0].dim()}-D, {hx[1].dim()}-D) tensors"
+                )
             if not is_batched:
                 hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
         self._check_input(input)
-        self._check_hidden(hx[0], self._expected_size(input, real_hidden_size),
-                           "Expected hidden[0] size {}, got {}")
-        self._check_hidden(hx[1], self._expected_size(input, self.hidden_size),
-                           "Expected hidden[1] size {}, got {}")
+        self._check_hidden(
+            hx[0],
+            self._expected_size(input, real_hidden_size),
+            "Expected hidden[0] size {}, got {}",
+        )
+        self._check_hidden(
+            hx[1],
+            self._expected_size(input, self.hidden_size),
+            "Expected hidden[1] size {}, got {}",
+        )
         output, h_n, c_n = self._run(input, hx[0], hx[1])
         if not is_batched:
             return self._unbatch(output, False), (h_n.squeeze(1), c_n.squeeze(1))
@@ -347,6 +413,7 @@ class LSTM(RNNBase):
 
 
 # --- the cells -------------------------------------------------------------------------------
+
 
 class RNNCellBase(Module):
     __constants__ = ["input_size", "hidden_size", "bias"]
@@ -356,15 +423,19 @@ class RNNCellBase(Module):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        self.weight_ih = Parameter(factories.empty((num_chunks * hidden_size, input_size),
-                                                   device=device, dtype=dtype))
-        self.weight_hh = Parameter(factories.empty((num_chunks * hidden_size, hidden_size),
-                                                   device=device, dtype=dtype))
+        self.weight_ih = Parameter(
+            factories.empty((num_chunks * hidden_size, input_size), device=device, dtype=dtype)
+        )
+        self.weight_hh = Parameter(
+            factories.empty((num_chunks * hidden_size, hidden_size), device=device, dtype=dtype)
+        )
         if bias:
-            self.bias_ih = Parameter(factories.empty(num_chunks * hidden_size, device=device,
-                                                     dtype=dtype))
-            self.bias_hh = Parameter(factories.empty(num_chunks * hidden_size, device=device,
-                                                     dtype=dtype))
+            self.bias_ih = Parameter(
+                factories.empty(num_chunks * hidden_size, device=device, dtype=dtype)
+            )
+            self.bias_hh = Parameter(
+                factories.empty(num_chunks * hidden_size, device=device, dtype=dtype)
+            )
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
@@ -386,22 +457,27 @@ class RNNCellBase(Module):
     def _prepare(self, input, hx, name, what="hidden"):
         """(input with a batch dim, hx likewise or zeros, whether input had one)."""
         if input.dim() not in (1, 2):
-            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
-                             "instead")
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
         is_batched = input.dim() == 2
         if not is_batched:
             input = input.unsqueeze(0)
         if hx is None:
-            return input, factories.zeros((input.size(0), self.hidden_size), dtype=input.dtype,
-                                          device=input.device), is_batched
+            return (
+                input,
+                factories.zeros(
+                    (input.size(0), self.hidden_size), dtype=input.dtype, device=input.device
+                ),
+                is_batched,
+            )
         if hx.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected {what} to be 1D or 2D, got {hx.dim()}D instead")
         return input, hx if is_batched else hx.unsqueeze(0), is_batched
 
 
 class RNNCell(RNNCellBase):
-    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
-                 dtype=None):
+    def __init__(
+        self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None
+    ):
         super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
@@ -410,8 +486,9 @@ class RNNCell(RNNCellBase):
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         act = ops.tanh if self.nonlinearity == "tanh" else ops.relu
-        h = _rnn_step(act, F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
-                      self.bias_hh)
+        h = _rnn_step(
+            act, F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh, self.bias_hh
+        )
         return h if is_batched else h.squeeze(0)
 
 
@@ -423,12 +500,14 @@ class LSTMCell(RNNCellBase):
         if hx is not None:
             for idx, value in enumerate(hx):
                 if value.dim() not in (1, 2):
-                    raise ValueError(f"LSTMCell: Expected hx[{idx}] to be 1D or 2D, got "
-                                     f"{value.dim()}D instead")
+                    raise ValueError(
+                        f"LSTMCell: Expected hx[{idx}] to be 1D or 2D, got {value.dim()}D instead"
+                    )
         input, h0, is_batched = self._prepare(input, None if hx is None else hx[0], "LSTMCell")
         c0 = h0 if hx is None else (hx[1] if is_batched else hx[1].unsqueeze(0))
-        h, c = _lstm_step(F.linear(input, self.weight_ih, self.bias_ih), h0, c0, self.weight_hh,
-                          self.bias_hh)
+        h, c = _lstm_step(
+            F.linear(input, self.weight_ih, self.bias_ih), h0, c0, self.weight_hh, self.bias_hh
+        )
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -438,6 +517,7 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         input, hx, is_batched = self._prepare(input, hx, "GRUCell")
-        h = _gru_step(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
-                      self.bias_hh)
+        h = _gru_step(
+            F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh, self.bias_hh
+        )
         return h if is_batched else h.squeeze(0)

@@ -6,6 +6,7 @@ largest absolute value, 0: the count of non-zeros), computed in the gradients' d
 and returned as a 0-d Tensor. Every gradient is then multiplied in place by
 min(max_norm / (total_norm + 1e-6), 1), as torch does (even when that is 1).
 """
+
 import math
 import types
 import warnings
@@ -15,8 +16,13 @@ import numpy as np
 from ...eager import devices
 from ...eager.tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
-           "clip_grads_with_norm_"]
+__all__ = [
+    "clip_grad_norm_",
+    "clip_grad_norm",
+    "clip_grad_value_",
+    "get_total_norm",
+    "clip_grads_with_norm_",
+]
 
 
 def _as_list(tensors):
@@ -37,7 +43,7 @@ def _vector_norm(data, norm_type):
         return a.sum()
     if norm_type == 2:
         return xp.sqrt((a * a).sum())
-    return (a ** norm_type).sum() ** (1.0 / norm_type)
+    return (a**norm_type).sum() ** (1.0 / norm_type)
 
 
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
@@ -53,7 +59,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is "
             "non-finite, so it cannot be clipped. To disable this error and scale the gradients "
-            "by the non-finite norm anyway, set `error_if_nonfinite=False`")
+            "by the non-finite norm anyway, set `error_if_nonfinite=False`"
+        )
     return Tensor._make(devices.to_device(total, devices.device_of(tensors[0]._data)))
 
 
@@ -70,8 +77,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         g._get_vc().value += 1
 
 
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
-                    foreach=None):
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Clip the gradients of `parameters` to a total norm of max_norm; returns the total
     norm they had (a Tensor)."""
     if isinstance(parameters, Tensor):
@@ -80,8 +86,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         is_generator = isinstance(parameters, types.GeneratorType)
         parameters = list(parameters)
         if is_generator and len(parameters) == 0:
-            warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.",
-                          stacklevel=2)
+            warnings.warn(
+                "`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2
+            )
     grads = [p._grad for p in parameters if p._grad is not None]
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
@@ -90,8 +97,12 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Deprecated alias of clip_grad_norm_ (a FutureWarning, as torch)."""
-    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
-                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    warnings.warn(
+        "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+        "`torch.nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 

@@ -1,5 +1,6 @@
 """`parameters_to_vector` (one flat tensor, differentiable) and `vector_to_parameters`
 (each parameter's data becomes a slice of the vector, sharing its memory, as torch)."""
+
 from ...eager.shape_ops import cat
 from ...eager.tensor import Tensor
 from ...optim.optimizer import typename
@@ -11,8 +12,9 @@ def _check_param_device(param, old_param_device):
     """-1 for the CPU, the GPU index otherwise; two different ones raise torch's TypeError."""
     here = param.get_device() if param.device.type == "cuda" else -1
     if old_param_device is not None and here != old_param_device:
-        raise TypeError("Found two parameters on different devices, this is currently not "
-                        "supported.")
+        raise TypeError(
+            "Found two parameters on different devices, this is currently not supported."
+        )
     return here
 
 
@@ -33,5 +35,5 @@ def vector_to_parameters(vec, parameters):
     for param in parameters:
         param_device = _check_param_device(param, param_device)
         num_param = param.numel()
-        param.data = vec[pointer:pointer + num_param].reshape(param.shape).data
+        param.data = vec[pointer : pointer + num_param].reshape(param.shape).data
         pointer += num_param

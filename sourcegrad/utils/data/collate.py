@@ -5,6 +5,7 @@ tensors (then stacked); Python floats a float64 tensor, ints (and bools) an int6
 tensor; strings and bytes stay a sequence; dicts, namedtuples, tuples and lists are
 collated field by field (a batch of tuples gives a list, as torch does).
 """
+
 import collections.abc
 import copy
 import re
@@ -19,8 +20,9 @@ from ...eager.tensor import Tensor
 __all__ = ["default_collate", "default_convert"]
 
 np_str_obj_array_pattern = re.compile(r"[SaUO]")
-default_collate_err_msg_format = ("default_collate: batch must contain tensors, numpy arrays, "
-                                  "numbers, dicts or lists; found {}")
+default_collate_err_msg_format = (
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
+)
 
 
 def default_convert(data):
@@ -35,7 +37,7 @@ def default_convert(data):
     if isinstance(data, collections.abc.Mapping):
         converted = {key: default_convert(data[key]) for key in data}
         return _rebuild_mapping(data, converted)
-    if isinstance(data, tuple) and hasattr(data, "_fields"):      # namedtuple
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # namedtuple
         return elem_type(*(default_convert(d) for d in data))
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]
@@ -47,7 +49,7 @@ def default_convert(data):
 def _rebuild_mapping(elem, values):
     try:
         if isinstance(elem, collections.abc.MutableMapping):
-            clone = copy.copy(elem)          # keeps the mapping's type and extra attributes
+            clone = copy.copy(elem)  # keeps the mapping's type and extra attributes
             clone.update(values)
             return clone
         return type(elem)(values)
@@ -87,9 +89,10 @@ def default_collate(batch):
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, collections.abc.Mapping):
-        return _rebuild_mapping(elem, {key: default_collate([d[key] for d in batch])
-                                       for key in elem})
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):      # namedtuple
+        return _rebuild_mapping(
+            elem, {key: default_collate([d[key] for d in batch]) for key in elem}
+        )
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
         return elem_type(*(default_collate(samples) for samples in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         it = iter(batch)

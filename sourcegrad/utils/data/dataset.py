@@ -1,5 +1,6 @@
 """Map-style and iterable datasets: Dataset, TensorDataset, Subset, ConcatDataset, ..., and
 `random_split` (lengths or fractions, a permutation from the given generator)."""
+
 from __future__ import annotations
 
 import bisect
@@ -9,8 +10,16 @@ import warnings
 
 from ...eager.factories import default_generator, randperm
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
-           "ChainDataset", "Subset", "random_split"]
+__all__ = [
+    "Dataset",
+    "IterableDataset",
+    "TensorDataset",
+    "StackDataset",
+    "ConcatDataset",
+    "ChainDataset",
+    "Subset",
+    "random_split",
+]
 
 
 class Dataset:
@@ -54,8 +63,10 @@ class StackDataset(Dataset):
     def __init__(self, *args, **kwargs):
         if args:
             if kwargs:
-                raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
-                                 "``kwargs``) like input/output, but both types are given.")
+                raise ValueError(
+                    "Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                    "``kwargs``) like input/output, but both types are given."
+                )
             self._length = len(args[0])
             if any(self._length != len(dataset) for dataset in args):
                 raise ValueError("Size mismatch between datasets")
@@ -163,12 +174,14 @@ def random_split(dataset, lengths, generator=default_generator):
         lengths = subset_lengths
         for i, length in enumerate(lengths):
             if length == 0:
-                warnings.warn(f"Length of split at index {i} is 0. "
-                              "This might result in an empty dataset.", stacklevel=2)
+                warnings.warn(
+                    f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                    stacklevel=2,
+                )
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     indices = randperm(sum(lengths), generator=generator).tolist()
-    return [Subset(dataset, indices[offset - length:offset])
-            for offset, length in zip(itertools.accumulate(lengths), lengths)]
-
-
+    return [
+        Subset(dataset, indices[offset - length : offset])
+        for offset, length in zip(itertools.accumulate(lengths), lengths)
+    ]

@@ -1,5 +1,6 @@
 """Samplers: iterables of dataset indices (Sequential, Random, SubsetRandom, WeightedRandom)
 and BatchSampler, which groups another sampler's indices into lists."""
+
 from __future__ import annotations
 
 import itertools
@@ -8,8 +9,14 @@ from ...eager.factories import Generator, multinomial, randint, randperm
 from ...eager.factories import tensor as _as_tensor
 from ...eager.dtypes import float64
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "BatchSampler"]
+__all__ = [
+    "Sampler",
+    "SequentialSampler",
+    "RandomSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+    "BatchSampler",
+]
 
 
 class Sampler:
@@ -37,7 +44,7 @@ class SequentialSampler(Sampler):
 
 def _fresh_generator():
     """A generator seeded from the default one, as torch's samplers make when given none."""
-    seed = int(randint(0, 2 ** 62, (1,)).item())
+    seed = int(randint(0, 2**62, (1,)).item())
     return Generator().manual_seed(seed)
 
 
@@ -50,11 +57,14 @@ class RandomSampler(Sampler):
         self._num_samples = num_samples
         self.generator = generator
         if not isinstance(self.replacement, bool):
-            raise TypeError("replacement should be a boolean value, but got "
-                            f"replacement={self.replacement}")
+            raise TypeError(
+                f"replacement should be a boolean value, but got replacement={self.replacement}"
+            )
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
-            raise ValueError("num_samples should be a positive integer value, but got "
-                             f"num_samples={self.num_samples}")
+            raise ValueError(
+                "num_samples should be a positive integer value, but got "
+                f"num_samples={self.num_samples}"
+            )
 
     @property
     def num_samples(self):
@@ -68,7 +78,7 @@ class RandomSampler(Sampler):
         else:
             for _ in range(self.num_samples // n):
                 yield from randperm(n, generator=generator).tolist()
-            yield from randperm(n, generator=generator).tolist()[:self.num_samples % n]
+            yield from randperm(n, generator=generator).tolist()[: self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
@@ -94,23 +104,28 @@ class WeightedRandomSampler(Sampler):
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
-            raise ValueError("num_samples should be a positive integer value, but got "
-                             f"num_samples={num_samples}")
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
         if not isinstance(replacement, bool):
-            raise ValueError("replacement should be a boolean value, but got "
-                             f"replacement={replacement}")
+            raise ValueError(
+                f"replacement should be a boolean value, but got replacement={replacement}"
+            )
         weights_tensor = _as_tensor(weights, dtype=float64)
         if len(weights_tensor.shape) != 1:
-            raise ValueError("weights should be a 1d sequence but given weights have shape "
-                             f"{tuple(weights_tensor.shape)}")
+            raise ValueError(
+                "weights should be a 1d sequence but given weights have shape "
+                f"{tuple(weights_tensor.shape)}"
+            )
         self.weights = weights_tensor
         self.num_samples = num_samples
         self.replacement = replacement
         self.generator = generator
 
     def __iter__(self):
-        rand_tensor = multinomial(self.weights, self.num_samples, self.replacement,
-                                  generator=self.generator)
+        rand_tensor = multinomial(
+            self.weights, self.num_samples, self.replacement, generator=self.generator
+        )
         yield from iter(rand_tensor.tolist())
 
     def __len__(self):
@@ -122,8 +137,9 @@ class BatchSampler(Sampler):
 
     def __init__(self, sampler, batch_size, drop_last):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-            raise ValueError("batch_size should be a positive integer value, but got "
-                             f"batch_size={batch_size}")
+            raise ValueError(
+                f"batch_size should be a positive integer value, but got batch_size={batch_size}"
+            )
         if not isinstance(drop_last, bool):
             raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
         self.sampler = sampler
@@ -142,5 +158,3 @@ class BatchSampler(Sampler):
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
-
-
