@@ -28,6 +28,10 @@ which line it recomputes and why.
 
 Nothing here runs unless a plan asks for it: without one, `reverse` is unchanged (and so is
 every golden in generated/).
+
+Why one module: segmenting a loop, the snapshot and replay statements and the manifest's
+status of each value are one transformation, read together; `memory_budget` (choosing k)
+stands apart.
 """
 
 from __future__ import annotations

@@ -26,6 +26,10 @@ is made again when they change (`_Guard`).
 
 Takes a Module (instance or class) or a function; gives a `CompiledModule` (a Module
 wrapping the original as `_orig_mod`, as torch's OptimizedModule) or a callable.
+
+Why one module: rewriting a Module's forward, guarding the rewrite (`_Guard`) and the
+wrapper that runs it as one eager node are one feature; the torch-to-numpy spellings it
+uses live apart, in torch_lowering.py.
 """
 
 from __future__ import annotations

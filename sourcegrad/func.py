@@ -27,6 +27,10 @@ and error messages. They are built on the eager engine, not on functorch's level
 
 Results are detached unless an input is part of an outer graph (so a top-level
 `grad(f)(x)` is a plain tensor, as in torch).
+
+Why one module: torch.func's transforms compose with each other (jacfwd over jacrev,
+vmap over grad) through the shared helpers here (argument flattening, detaching, the
+forward-level guard); splitting them would spread one protocol over several files.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """Lowering statements: the function body, blocks with their exits (return, break,
 continue as flags), if, for (counted, over sequences, unrolled over constants and
 containers), while, nested definitions and assert.
+
+Why one module: one mixin of the Lowerer (see frontend/lowerer.py), the statements; the
+block-exit flags (return, break, continue) are shared by every compound statement here.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ Takes nothing; registers one entry per function (names `np_<function>`). The hel
 generated code calls for them (`untake_along`, `undiagonal`, `unrepeat`, `unpad`, ...) live
 here too, each with its own entry, so that second derivatives go through them; generated code
 calls them as `sourcegrad.ops.numpy_functions.<name>`.
+
+Why one module: a registry family (the numpy functions outside elementwise math, reductions,
+shape and linalg) whose entries and their backward helpers are flat, independent records; the
+file is long because each rule is data, not because it holds several concerns.
 """
 
 from __future__ import annotations

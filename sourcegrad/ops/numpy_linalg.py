@@ -17,6 +17,9 @@ Conventions, as torch and JAX have them:
   and `w, V = np.linalg.eigh(A)` differentiate whichever parts are used.
 What has no rule (matrix norms other than Frobenius and nuclear, svd with full_matrices=True
 of a non-square matrix) raises NoRuleError when the gradient is made.
+
+Why one module: one registry family (np.linalg), whose rules share the matrix helpers
+(solves instead of inverses, the symmetric and tuple-result conventions) written above them.
 """
 
 from __future__ import annotations

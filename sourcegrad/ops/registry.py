@@ -36,6 +36,9 @@ constant once the call's static arguments and ranks are known. Each VJP lambda
 starts on a line of its own, so its source can be found from its code object.
 
 Imports: numpy, gast and `runtime` only.
+
+Why one module: the `Op` record and the few functions that make and look up entries are the
+registry's one concept, which every family module builds on.
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@ are the same with their standard density's score D(z) = d log f / dz in place of
 dx = D / scale, dloc = -D / scale, dscale = -(D z + 1) / scale. A cdf's derivative in a shape
 parameter (an incomplete gamma or beta function's in its parameter) and a discrete variable
 (poisson's k) have no rule: differentiating in them raises NoRuleError, never a silent zero.
+
+Why one module: one registry family, loaded only once a program imports scipy.stats. Each
+distribution's VJPs are spelled out as lambdas because the compiler reads every VJP as a
+template from its source (a factory of closures cannot stand in for them), so the family is
+long but flat: one record per distribution and method.
 """
 
 from __future__ import annotations
