@@ -418,7 +418,7 @@ _EVERY = re.compile(r"every (\d+) trips")
 
 def manifest(saved, fn, env) -> list:
     """The saved-value manifest of a gradient generated under a memory plan: `saved` (the
-    values read across the forward/backward boundary, `api._saved_values`' entries) with a
+    values read across the forward/backward boundary, `api.facts.saved_values`' entries) with a
     status and a reason each, then every value pushed on the stack (per trip, or a snapshot
     of a checkpointed loop) and every value the backward recomputes instead of saving."""
     out = [

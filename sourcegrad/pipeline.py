@@ -18,7 +18,7 @@ Plain data between stages: Python source, `ir.Function`s, dicts of abstract valu
                                                          buffers reused)
     9 print          codegen.generate_module             IR -> Python source
 
-`api.Gradient.compile` runs them for one signature (stages 1-2 once per function,
+`api.compiling` (`Gradient.compile`) runs them for one signature (stages 1-2 once per function,
 through its IR cache; 3-6 here, in `specialised`; 7-9 per mode: a gradient, a VJP's
 forward and backward, a JVP), and caches and loads what stage 9 prints.
 """

@@ -668,7 +668,7 @@ def _prepare_numba(workload, size, args, wrt):
         found = {"numba_import_s": imported, "jitted": "@numba.njit" in g.source}
         if cache.directory() is None:
             return found
-        api._COMPILED.clear()
+        api.clear()
         again = sourcegrad.grad(f, wrt=wrt_names, backend="numba")
         t0 = time.perf_counter()
         again(*args)

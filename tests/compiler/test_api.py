@@ -9,6 +9,7 @@ import time
 import tracemalloc
 import traceback
 import types
+import weakref
 
 import numpy as np
 import pytest
@@ -335,10 +336,12 @@ def batch_gradient(w, X):
 
 
 def test_a_new_closure_per_step_compiles_once_and_keeps_nothing(monkeypatch):
-    monkeypatch.setattr(api, "_COMPILED", api.weakref.WeakKeyDictionary())
+    monkeypatch.setattr(api.caches, "COMPILED", weakref.WeakKeyDictionary())
     made = []
-    generate = api.generate_module
-    monkeypatch.setattr(api, "generate_module", lambda *a, **k: made.append(1) or generate(*a, **k))
+    generate = api.compiling.generate_module
+    monkeypatch.setattr(
+        api.compiling, "generate_module", lambda *a, **k: made.append(1) or generate(*a, **k)
+    )
     rng = np.random.default_rng(0)
     w = rng.standard_normal(32) * 0.1
 

@@ -18,7 +18,7 @@ def reuse_everything(monkeypatch):
     monkeypatch.setattr(optimize, "BUFFER_REUSE_MIN_BYTES", 0)
     # (every dead buffer taken, not only where the update reads as one)
     monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)
-    monkeypatch.setattr(api, "_COMPILED", {})  # compile afresh under the new threshold
+    monkeypatch.setattr(api.caches, "COMPILED", {})  # compile afresh under the new threshold
 
 
 @pytest.mark.parametrize("fn, make_args, wrt", CASES, ids=[c[0].__name__ for c in CASES])
@@ -188,7 +188,7 @@ def test_a_long_function_reuses_the_buffers_the_full_scan_chose(monkeypatch, tmp
 
     monkeypatch.setattr(optimize, "reuse_dead_buffers", both)
     monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)
-    monkeypatch.setattr(api, "_COMPILED", {})
+    monkeypatch.setattr(api.caches, "COMPILED", {})
     fn = scaling.load_function(scaling.straight_line_source(120), "chain", str(tmp_path))
     args = scaling.straight_line_args()
     got = sourcegrad.grad(fn, wrt=(0, 1))(*args)

@@ -50,10 +50,10 @@ def env(tmp_path, monkeypatch):
     monkeypatch.delenv("SOURCEGRAD_CACHE", raising=False)
     monkeypatch.setattr(cache, "_warned", set())
     cache.disable()
-    api._COMPILED.clear()
+    api.clear()
     yield tmp_path
     cache.disable()
-    api._COMPILED.clear()
+    api.clear()
 
 
 def cache_warnings(record):
@@ -62,7 +62,7 @@ def cache_warnings(record):
 
 def gradient_in_memory(x):
     """grad(f) on a fresh memory cache (a new process would start with one)."""
-    api._COMPILED.clear()
+    api.clear()
     return sourcegrad.grad(f)(x)
 
 
@@ -292,8 +292,8 @@ assert cache.enable({path!r})
 import sourcegrad
 from tests.compiler.test_cache_security import nested
 made = []
-generate = api.generate_module
-api.generate_module = lambda *a, **k: made.append(1) or generate(*a, **k)
+generate = api.compiling.generate_module
+api.compiling.generate_module = lambda *a, **k: made.append(1) or generate(*a, **k)
 second = sourcegrad.grad(sourcegrad.grad(nested))
 print(json.dumps([second(1.5), second(np.array(0.5)).tolist(), len(made)]))
 """
@@ -336,7 +336,7 @@ def df(x):
 def scenario(run):
     cache.disable()
     cache._warned.clear()
-    api._COMPILED.clear()
+    api.clear()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         out = run()
@@ -347,7 +347,7 @@ def scenario(run):
 def gradients_right():
     ok = True
     for x in (np.array([0.3, 1.1]), np.array([0.2]), 0.7):
-        api._COMPILED.clear()
+        api.clear()
         ok = ok and bool(np.allclose(sourcegrad.grad(f)(x), df(x)))
     return ok
 

@@ -26,10 +26,10 @@ def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "_warned", set())
     path = str(tmp_path / "cache")
     assert cache.enable(path) == path
-    api._COMPILED.clear()
+    api.clear()
     yield path
     cache.disable()
-    api._COMPILED.clear()
+    api.clear()
 
 
 def args():
@@ -45,7 +45,7 @@ def test_directory_is_private_and_entries_are_reused(cache_dir):
     first = sourcegrad.grad(cached_fn)(*args())
     files = entries(cache_dir)
     assert len(files) == 1
-    api._COMPILED.clear()  # a new process would start with an empty memory cache
+    api.clear()  # a new process would start with an empty memory cache
     g = sourcegrad.grad(cached_fn)
     np.testing.assert_allclose(g(*args()), first)
     assert g._last.ir is None  # came from disk: the pipeline did not run
@@ -58,13 +58,13 @@ def test_corrupted_or_tampered_entry_is_regenerated_not_executed(cache_dir):
     entry = json.load(open(path))
     entry["source"] = entry["source"].replace("return", "raise SystemExit('executed'); return")
     json.dump(entry, open(path, "w"))  # the MAC no longer matches
-    api._COMPILED.clear()
+    api.clear()
     with pytest.warns(cache.CacheWarning, match="not written with this user's cache secret"):
         np.testing.assert_allclose(sourcegrad.grad(cached_fn)(*args()), expected)
     assert "SystemExit" not in json.load(open(path))["source"]  # rewritten
     with open(path, "w") as f:
         f.write('{"truncated": ')
-    api._COMPILED.clear()
+    api.clear()
     with pytest.warns(cache.CacheWarning, match="malformed"):
         np.testing.assert_allclose(sourcegrad.grad(cached_fn)(*args()), expected)
     rewritten = json.load(open(path))  # rewritten whole

@@ -13,6 +13,7 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api
+from sourcegrad.analysis import signature_key
 from sourcegrad.api import numeric_grad
 from sourcegrad.dispatch import MISS, fast_entry
 
@@ -20,20 +21,20 @@ from sourcegrad.dispatch import MISS, fast_entry
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
     """Every test compiles afresh (compiled code is otherwise shared across Gradients)."""
-    monkeypatch.setattr(api, "_COMPILED", {})
+    monkeypatch.setattr(api.caches, "COMPILED", {})
 
 
 @pytest.fixture
 def key_calls(monkeypatch):
     """How many times the general path built a signature key (the fast path builds none)."""
     calls = []
-    original = api.signature_key
+    original = api.gradient.signature_key
 
     def counting(args):
         calls.append(args)
         return original(args)
 
-    monkeypatch.setattr(api, "signature_key", counting)
+    monkeypatch.setattr(api.gradient, "signature_key", counting)
     return calls
 
 
@@ -148,7 +149,7 @@ def test_second_call_takes_the_entry_and_is_right(kind, key_calls):
     np.testing.assert_allclose(first, numeric_grad(fn, args, 0), rtol=rtol, atol=1e-9)
 
     other = make(rng)  # the same signature, other values
-    assert api.signature_key(other) == api.signature_key(args)
+    assert signature_key(other) == signature_key(args)
     del key_calls[:]
     second = g(*other)
     assert key_calls == [], f"{kind}: the second call took the general path"

@@ -89,7 +89,7 @@ def test_jvp_source_keeps_the_loop_and_saves_nothing():
     args = CONTROL_CASES[[c[0] for c in CONTROL_CASES].index(c_rnn)][1](np.random.default_rng(0))
     tangents = [np.ones_like(args[0])] + [None] * 4
     sourcegrad.jvp(c_rnn, args, tangents)
-    source = sourcegrad.api._JVPS[(c_rnn, (0,), "auto")].source
+    source = sourcegrad.api.gradient._JVPS[(c_rnn, (0,), "auto")].source
     assert "for i in range(len(xs)):" in source and "saved" not in source
     assert "forward-mode derivative" in "".join(source.splitlines()[:2])  # (the header)
     assert "h_dot" in source

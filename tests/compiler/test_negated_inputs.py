@@ -18,7 +18,7 @@ def large_everything(monkeypatch):
     monkeypatch.setattr(optimize, "BUFFER_REUSE_MIN_BYTES", 0)
     monkeypatch.setattr(optimize, "NEGATE_PRODUCTS_MIN_BYTES", 0)
     monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)  # (every dead buffer)
-    monkeypatch.setattr(api, "_COMPILED", {})
+    monkeypatch.setattr(api.caches, "COMPILED", {})
 
 
 def logreg(w, X, y):

@@ -179,7 +179,7 @@ def test_unsupported_construct_falls_back_with_one_warning_naming_it():
     assert "@numba" not in g.source  # the source shown is the code that runs
     _same(got, sourcegrad.grad(softmax_rows)(x))
     _against_differences(softmax_rows, (x,), (0,), got)
-    api._COMPILED.clear()  # compiled again: numba's refusal is remembered, and not said twice
+    api.clear()  # compiled again: numba's refusal is remembered, and not said twice
     with warnings.catch_warnings():
         warnings.simplefilter("error", JitFallbackWarning)
         _same(sourcegrad.grad(softmax_rows, jit=True)(x), got)
@@ -193,7 +193,7 @@ def test_scalar_loop_matches_numpy_and_differences_and_is_cached_on_disk(tmp_pat
     assert cache.enable(path) == path
     try:
         args = (4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
-        api._COMPILED.clear()
+        api.clear()
         g = sourcegrad.grad(spring, wrt=(0, 1), jit=True)
         with warnings.catch_warnings():
             warnings.simplefilter("error", JitFallbackWarning)
@@ -203,14 +203,14 @@ def test_scalar_loop_matches_numpy_and_differences_and_is_cached_on_disk(tmp_pat
         _against_differences(spring, args, (0, 1), got)
         _same(g(*args), got)  # the fast path calls the compiled function too
         assert stat.S_IMODE(os.stat(os.path.join(path, "numba")).st_mode) == 0o700
-        api._COMPILED.clear()  # as a new process: loaded from both disk caches
+        api.clear()  # as a new process: loaded from both disk caches
         again = sourcegrad.grad(spring, wrt=(0, 1), jit=True)
         _same(again(*args), got)
         stats = again._last.fn.stats
         assert sum(stats.cache_hits.values()) == 1 and not any(stats.cache_misses.values())
     finally:
         cache.disable()
-        api._COMPILED.clear()
+        api.clear()
 
 
 # -- slow: the benchmark workloads, the loop and branch programs -------------------------------

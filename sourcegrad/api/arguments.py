@@ -1,0 +1,95 @@
+"""Which arguments a gradient differentiates, and whether they can be.
+
+`normalize_wrt(fn, wrt)` turns `wrt` (an index, a name, or a tuple of them; JAX's `argnums`
+and autograd's `argnum` are the same, `wrt_of`) into positions; `check_differentiable`
+refuses an argument that is not a float (an integer, an integer array, a string), naming it.
+Takes Python values; returns positions or raises `WrtError` / `NonDifferentiableInputError`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Sequence, Union
+
+import numpy as np
+
+from .. import errors
+
+
+# what `wrt`/`argnums`/`argnum` take: an argument's index or name, or a tuple of them
+Wrt = Union[int, str, Sequence[Union[int, str]]]
+
+
+def normalize_wrt(fn, wrt):
+    params = list(inspect.signature(fn).parameters)
+    single = not isinstance(wrt, (tuple, list))
+    items = [wrt] if single else list(wrt)
+    if not items:
+        raise errors.WrtError("wrt is empty; give an argument index, a name, or a tuple of them")
+    positions = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise errors.WrtError(f"wrt must be an argument index or name, got {item!r}")
+        if isinstance(item, str):
+            if item not in params:
+                raise errors.WrtError(
+                    f"wrt={item!r} names no argument of {fn.__name__}({', '.join(params)})"
+                )
+            positions.append(params.index(item))
+        else:
+            if not -len(params) <= item < len(params):
+                raise errors.WrtError(
+                    f"wrt={item} is out of range: {fn.__name__} takes "
+                    f"{len(params)} argument(s) ({', '.join(params)})"
+                )
+            positions.append(item % len(params))
+    if len(set(positions)) != len(positions):
+        raise errors.WrtError(f"wrt={wrt!r} names an argument twice")
+    return tuple(positions), single
+
+
+def check_differentiable(name, value, complex_ok=False):
+    """Refuse a `wrt` argument that is not a float (complex too where `complex_ok`: reverse
+    mode differentiates complex inputs, with torch's convention: docs/sharp-bits.md)."""
+    if complex_ok and (isinstance(value, complex) or np.iscomplexobj(value)):
+        return
+    if isinstance(value, bool) or isinstance(value, (int, np.integer)):
+        raise errors.NonDifferentiableInputError(
+            f"argument {name!r} is an integer ({value!r}); gradients are defined for floating-point "
+            f"inputs: pass {float(value)!r} or an array of floats"
+        )
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise errors.NonDifferentiableInputError(
+            f"argument {name!r} has dtype {dtype}; gradients are defined for floating-point "
+            "arrays: convert it with .astype(float)"
+        )
+    if dtype is None and not isinstance(value, float):
+        raise errors.NonDifferentiableInputError(
+            f"argument {name!r} is a {type(value).__name__}; sourcegrad differentiates with respect "
+            "to floats, numpy floating scalars and floating-point arrays"
+        )
+
+
+UNSET: Any = object()
+
+
+def wrt_of(wrt, argnums, argnum, default=0):
+    """The arguments to differentiate, given as `wrt`, JAX's `argnums` or autograd's
+    `argnum` (aliases: an index, a name, or a tuple of them; at most one may be given)."""
+    given = [
+        (k, v)
+        for k, v in (("wrt", wrt), ("argnums", argnums), ("argnum", argnum))
+        if v is not UNSET
+    ]
+    if len(given) > 1:
+        raise errors.WrtError(
+            f"{' and '.join(k + '=' for k, _ in given)} are the same "
+            "argument (JAX's argnums, autograd's argnum): give one"
+        )
+    return given[0][1] if given else default
+
+
+def jit_backend(backend, jit):
+    """The backend `jit=True` asks for: numba's, unless the backend asked for is CuPy's."""
+    return "numba" if jit and backend in ("auto", "numpy") else backend

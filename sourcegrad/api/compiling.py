@@ -1,0 +1,459 @@
+"""A gradient's compiling step: from a signature to loaded generated code.
+
+`Compiling` is the part of `Gradient` (`sourcegrad.api.gradient`) that runs the pipeline
+(`sourcegrad.pipeline` lists its stages) for one input signature: `ir` lowers the function
+(once per function, or per value of its int and function arguments), `compile` specialises,
+differentiates (`_differentiate`: reverse mode, forward mode for a JVP or forward over
+reverse), optimizes and prints it, and `_instance` loads the printed module bound to the
+function's own globals and closure values (through numba for the numba backend). Takes the
+call's arguments; returns a `caches.Compiled`, cached per signature and, as a template, per
+code (`sourcegrad.api.caches`) and on disk (`sourcegrad.cache`).
+
+A mixin, as the front end's lowerer is: what it reads of the gradient (`fn`, `wrt`,
+`inner`, `pullback`, `forward_mode`, `backend_for`, ...) is set by `Gradient.__init__`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import replace
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from .. import analysis, cache, checkpointing, dask_backend, errors, numba_backend, pipeline
+from ..analysis import aval_of, signature_key
+from ..codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
+from ..frontend import function_to_ir
+from ..ir import Assign, Const, Tup, reads_of, walk
+from ..names import Namer
+from ..optimize import hoist_loop_invariants, optimize
+from ..forward import derivative
+from ..reverse import reverse, split_vjp
+from ..ops import TEMPLATE_NAMESPACE
+from . import caches, facts, results
+from .arguments import check_differentiable
+
+
+class Compiling:
+    """The compiling methods of `Gradient` (see the module docstring)."""
+
+    # what the compiling step reads of its gradient (set by `Gradient.__init__` and kinds)
+    fn: Callable[..., Any]
+    wrt: tuple[int, ...]
+    inner: Any  # the inner gradient of a gradient of a gradient, or None
+    with_value: bool
+    value_asked: bool
+    has_aux: bool
+    memory_plan: Any
+    pullback: bool
+    forward_mode: bool
+    reads_zero_d_as_scalars: bool
+    _params: list
+    _single: bool
+    _lock: Any
+    _cache: dict
+    _last: Any
+    _cached: Callable[..., Any]
+    _flattened: Callable[..., Any]
+    _has_trees: Callable[..., bool]
+    _param_label: Callable[[int], str]
+    _wrt_names: Callable[[], tuple]
+    backend_for: Callable[[Sequence[Any]], str]
+
+    def _finisher(self, args, optimized=None, env=None, unread=False):
+        """How to give this signature's gradients their inputs' types (cheap for floats), or
+        None when the generated code returns Python floats for Python float inputs."""
+        if (
+            optimized is not None
+            and all(type(args[i]) is float for i in self.wrt)
+            and not facts.has_control_flow(optimized)
+        ):  # (a branch could return a numpy float)
+            returned = optimized.body[-1].value
+            grads = returned.items[1] if self.with_value else returned
+            atoms = grads.items if isinstance(grads, Tup) else (grads,)
+            if all(
+                type(a.value) is float
+                if isinstance(a, Const)
+                else env.get(a.name) is not None and type(env[a.name].stand_in) is float
+                for a in atoms
+            ):
+                return None
+        if all(type(args[i]) is float for i in self.wrt):  # the common scalar case, made cheap
+            return (
+                (lambda g, args: float(g))
+                if self._single
+                else (lambda grads, args: tuple(map(float, grads)))
+            )
+        converters = []
+        # (`unread`: code from the disk cache, whose IR is not at hand: any may be the user's)
+        users = (
+            facts.users_gradients(optimized, self.with_value)
+            if optimized is not None
+            else (True,) * len(self.wrt)
+            if unread
+            else ()
+        )
+        for k, i in enumerate(self.wrt):
+            x = args[i]
+            if k < len(users) and users[k] and not isinstance(x, (float, np.generic)):
+                converters.append(results.copied_like_input(i))
+            elif type(x) is float:
+                converters.append(lambda g, args: float(g))
+            elif isinstance(x, np.generic):
+                converters.append(lambda g, args, t=x.dtype.type: t(g))
+            elif type(x) is np.ndarray:
+                converters.append(results.array_finisher(i, x.shape, x.dtype))
+            else:
+                converters.append(lambda g, args, i=i: results.like_input(g, args[i], args))
+        if self._single:
+            return converters[0]
+        return lambda grads, args: results.distinct(
+            tuple(c(g, args) for c, g in zip(converters, grads))
+        )
+
+    # -- compiling -----------------------------------------------------------------------------
+
+    def ir(self, args: Optional[Sequence[Any]] = None) -> Any:
+        """The function's IR (independent of shapes, so lowered once per function).
+
+        For a gradient of a gradient, the inner gradient's generated function (for these
+        arguments' signature) is what gets differentiated: its source is ordinary Python.
+        """
+        if self.inner is not None:
+            inner = self.inner.compile(args, to_transform=True)
+            # forward mode over generated code is fine with loops (the stack is a list it
+            # carries tangents through); reverse over reverse is not written for them yet
+            if (
+                not self.forward_mode
+                and inner.control_flow
+                and not self._by_forward_mode(args, inner.control_flow)
+            ):
+                raise errors.SourcegradError(
+                    f"the gradient of {self.inner.fn.__qualname__} has loops or branches, and "
+                    "reverse mode over its saved-value stack is not implemented: with respect "
+                    "to an array, this derivative is computed column by column (one forward "
+                    "sweep per element) and has no generated source of its own. Call it, or "
+                    "use sourcegrad.hessian / sourcegrad.hvp"
+                )
+            return function_to_ir(inner.fn)
+        code = caches.code_of(self.fn)
+        by_value = caches.of_function(caches.BY_VALUE, self.fn)
+        if by_value is not None and by_value[0] is code:
+            return caches.lowered_for_values(by_value[1], self.fn, self._params, args)
+        if args is not None and any(caches.is_function(a) for a in args):
+            # a function argument is inlined: IR per function (the key holds it too)
+            return caches.lowered_for_values({}, self.fn, self._params, args)
+        known = caches.of_function(caches.IR, self.fn)
+        if known is None or known[0] is not code:
+            try:
+                known = (code, caches.lowered(self.fn))
+            except errors.RecursionDepthError:
+                if not caches.static_ints(self._params, args):
+                    raise
+                by_value = (code, {})  # its recursion unrolls for its int arguments' values
+                try:
+                    caches.BY_VALUE[self.fn] = by_value
+                except TypeError:
+                    pass
+                return caches.lowered_for_values(by_value[1], self.fn, self._params, args)
+            try:
+                caches.IR[self.fn] = known
+            except TypeError:
+                pass
+        return known[1]
+
+    @caches.collector_paused
+    def compile(
+        self, args: Sequence[Any], key: Optional[tuple] = None, to_transform: bool = False
+    ) -> caches.Compiled:
+        """Generate, load and cache the gradient for the signature of `args`.
+
+        `to_transform`: the code is for a higher-order transformation to read, so 0-d
+        arrays are not read as numpy scalars (`x[()]` is an index it would differentiate)."""
+        if self._has_trees(args, to_transform):
+            flat, leaves, _ = self._flattened(args)
+            self._last = flat.compile(tuple(leaves), None, to_transform)
+            return self._last
+        key = signature_key(args) if key is None else key
+        to_transform = to_transform and bool(facts.zero_d_arrays(args))
+        if to_transform:
+            key = key + ("to transform",)
+        with self._lock:
+            if not caches.still_valid(self.fn):
+                caches.forget(self.fn)
+            cached = self._cached(key)
+            if cached is not None:
+                self._last = cached
+                return cached
+            if len(args) != len(self._params):
+                raise TypeError(
+                    f"{self.fn.__name__}() takes {len(self._params)} arguments, got {len(args)}"
+                )
+            for i in self.wrt:
+                check_differentiable(
+                    self._param_label(i), args[i], complex_ok=not self.forward_mode
+                )
+            if self.backend_for(args) == "dask":
+                self._check_dask(args, to_transform)
+            primal = hoist_loop_invariants(self.ir(args))
+            if self.has_aux:
+                primal = facts.output_and_aux(primal)
+            elif isinstance(primal.body[-1].value, Tup):
+                ret = primal.body[-1]
+                raise errors.NonScalarOutputError(
+                    f"{'vjp' if self.pullback else 'jvp' if self.forward_mode else 'grad'}"
+                    " needs a function with one output, "
+                    f"but {primal.name} returns a tuple of {len(ret.value.items)} values; if "
+                    "the others are auxiliary outputs, pass has_aux=True (output first)",
+                    ret.loc,
+                )
+            disk_key, identities = self._disk_key(primal, args, key, to_transform)
+            # (values keyed by identity are kept by the template, so their ids stay theirs)
+            template_key = (disk_key, tuple(map(id, identities)))
+            template = caches.template(template_key)
+            if template is None and cache.directory() and not identities:
+                template = self._from_disk(cache.load(disk_key), args)
+                if template is not None:
+                    try:  # (authentic, but made by code that differs: any fault, a compile)
+                        compiled = self._instance(template, primal, key, args)
+                    except Exception as exc:
+                        cache.fault("entry unusable", f"an entry could not be loaded ({exc!r})")
+                    else:
+                        caches.remember(template_key, template)
+                        return compiled
+                    template = None
+            if template is not None:
+                return self._instance(template, primal, key, args)
+            # a 0-d array is differentiated as the numpy scalar it holds (read once with
+            # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
+            unwrapped = set() if to_transform else self._unwrappable(primal, args)
+            avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
+            primal, env = pipeline.specialised(
+                primal,
+                self.ir(args),
+                avals,
+                [primal.params[i] for i in self.wrt],
+                batch_rows=self.memory_plan is None,
+            )
+            namer = Namer(reserved=facts.names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
+            optimized, functions = self._differentiate(primal, env, namer, args)
+            forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
+            base = self
+            while base.inner is not None:
+                base = base.inner
+            label = (
+                self.fn.__qualname__
+                if self.inner is None
+                else f"{primal.name} (the generated gradient of {base.fn.__qualname__})"
+            )
+            arrays = frozenset(
+                n
+                for n, a in env.items()
+                if a is not None and isinstance(a.stand_in, np.ndarray) and a.stand_in.ndim > 0
+            )
+            scalars = frozenset(
+                n for n, a in env.items() if a is not None and type(a.stand_in) is float
+            )
+            matrices = frozenset(
+                n
+                for n in arrays
+                if env[n].stand_in.ndim <= 2 and env[n].stand_in.size <= DOT_MAX_SIZE
+            )
+            read = {n for stmt in walk(optimized.body) for n in reads_of(stmt)}
+            info = SourceInfo(
+                inspect.getsourcefile(base.fn) or primal.source_file,
+                label,
+                self._wrt_names(),
+                forward,
+                arrays,
+                scalars,
+                matrices,
+                tuple(primal.params[i] for i in sorted(unwrapped) if primal.params[i] in read),
+                "forward-mode derivative (JVP)" if self.forward_mode else "gradient",
+            )
+            source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
+            if self.backend_for(args) == "dask":
+                dask_backend.check_source(source, info.file)
+            saved = facts.saved_values(optimized, forward | set(primal.params), env)
+            if self.memory_plan is not None:  # what was saved, what recomputed, and why
+                saved = checkpointing.manifest(saved, optimized, env)
+            finish = (
+                self._finisher(args, optimized, env)
+                if not self.pullback and not self.forward_mode
+                else self._finisher(args)
+            )
+            names = [f.name for f in functions]
+            # (the template keeps no value of this function's: the IR's free values and
+            # dependencies are this function's globals and closure cells)
+            template = caches.Template(
+                source,
+                optimized.name,
+                names,
+                saved,
+                finish,
+                replace(optimized, free={}, dependencies=[]),
+                () if self.pullback else facts.new_gradients(optimized, self.with_value),
+                facts.has_control_flow(optimized),
+                identities,
+            )
+            caches.remember(template_key, template)
+            if cache.directory() and not identities:
+                cache.store(disk_key, source, saved, names, template.control_flow)
+            return self._instance(template, primal, key, args)
+
+    def _unwrappable(self, primal, args) -> set:
+        """Positions of the 0-d numpy arrays the generated code may read as numpy scalars:
+        for a plain gradient whose function never indexes, stores into, updates in place
+        or calls methods of any value (where a numpy scalar and a 0-d array differ)."""
+        if (
+            not self.reads_zero_d_as_scalars
+            or self.inner is not None
+            or self.backend_for(args) not in ("numpy", "numba")
+        ):
+            return set()
+        positions = facts.zero_d_arrays(args)
+        if not positions or any(facts.differs_for_scalars(s) for s in walk(primal.body)):
+            return set()
+        return positions
+
+    def _disk_key(self, primal, args, signature, to_transform=False):
+        """Everything the generated code depends on, as stable text (see sourcegrad.cache),
+        and the free values that only their identity can stand for (not arrays: a list's
+        length, say, may have shaped the code), or () where there are none."""
+        free, identities = [], []
+        for n, v in sorted(primal.free.items()):
+            if type(v) is np.ndarray or hasattr(v, "__cuda_array_interface__"):
+                free.append((n, repr(analysis.signature_key([v]))))
+            else:
+                free.append((n, "object"))
+                identities.append(v)
+        text = cache.key_of(
+            type(self).__name__,
+            self.wrt,
+            self._single,
+            (self.value_asked, self.has_aux),
+            self.backend_for(args),
+            repr(signature),
+            to_transform,
+            primal.name,
+            primal.params,
+            repr(primal.body),
+            sorted(primal.user_names),
+            free,
+            *(() if self.memory_plan is None else (repr(self.memory_plan),)),
+        )
+        return text, tuple(identities)
+
+    def _from_disk(self, hit, args):
+        """The template of a disk entry (None for none): the generated code and what the
+        compiler knew of it; without the IR, the finish is the general one."""
+        if hit is None:
+            return None
+        return caches.Template(
+            hit.source,
+            hit.names[0],
+            hit.names,
+            hit.saved,
+            self._finisher(args, unread=True),
+            None,
+            (),
+            hit.control_flow,
+            (),
+        )
+
+    def _instance(self, template, primal, key, args):
+        """The template loaded with `primal`'s free values (this function's own globals and
+        closure values, read by the generated code as module globals), cached for `key`;
+        for the numba backend, compiled by numba for `args`' types where it can be. Dask
+        code is wrapped to compute its result once (`dask_backend.computing`)."""
+        backend = self.backend_for(args)
+        if backend == "numba":
+            source, module = numba_backend.load(
+                template.source,
+                template.module_name,
+                primal.free,
+                template.names,
+                args,
+                self.fn.__qualname__,
+            )
+        else:
+            source = template.source
+            module = load(source, template.module_name, primal.free)
+        loaded = tuple(getattr(module, n) for n in template.names)
+        if backend == "dask":
+            loaded = tuple(
+                dask_backend.computing(f, template.source, primal.source_file) for f in loaded
+            )
+        compiled = caches.Compiled(
+            source,
+            module,
+            loaded if len(loaded) > 1 else loaded[0],
+            template.saved,
+            template.finish,
+            tuple(primal.dependencies),
+            template.ir,
+            template.fresh,
+            code=caches.code_of(self.fn),
+            control_flow=template.control_flow,
+        )
+        self._cache[key] = compiled
+        self._last = compiled
+        return compiled
+
+    def _check_dask(self, args, to_transform):
+        """Refuse what the Dask backend does not run: other transformations than grad and
+        value_and_grad, and Dask arrays of unknown shape."""
+        if self.inner is not None or to_transform:
+            raise dask_backend.refuse_transform("a gradient of a gradient")
+        if self.pullback or self.forward_mode:
+            raise dask_backend.refuse_transform("vjp" if self.pullback else "jvp")
+        dask_backend.check_inputs(args, self._params)
+
+    def _by_forward_mode(self, args, inner_control_flow=None):
+        """Whether this gradient of a gradient is computed forward over reverse: true when the
+        inner gradient has loops or branches (reverse over its saved-value stack is not
+        written) and this one is with respect to one number, so one forward sweep with the
+        tangent 1.0 gives the derivative. grad(grad(grad(f))) repeats it."""
+        if self.inner is None or self.pullback or self.forward_mode or not self._single:
+            return False
+        x = args[self.wrt[0]]
+        if not (isinstance(x, (float, int)) or (np.ndim(x) == 0 and hasattr(x, "dtype"))):
+            return False
+        return (
+            inner_control_flow
+            if inner_control_flow is not None
+            else self.inner.compile(args).control_flow
+        )
+
+    def _differentiate(self, primal, env, namer, args):
+        """(the optimized gradient function, the functions to generate) for this mode."""
+        if self._by_forward_mode(args):
+            optimized = optimize(
+                derivative(primal, self.wrt[0], env, namer, self.with_value), facts.shapes(env)
+            )
+            return optimized, [optimized]
+        cotangent = namer.fresh("g") if self.pullback else None
+        grad_ir = reverse(
+            primal,
+            list(self.wrt),
+            env,
+            namer,
+            self.value_asked,
+            as_tuple=not self._single,
+            cotangent=cotangent,
+            has_aux=self.has_aux,
+            memory_plan=self.memory_plan,
+        )
+        optimized = optimize(
+            grad_ir,
+            facts.shapes(env),
+            facts.dtypes(env),
+            keep_residuals=self.pullback,
+            backend=self.backend_for(args),
+            numbers=facts.numbers(env),
+        )
+        if self.pullback:
+            fwd, bwd, _ = split_vjp(optimized, cotangent)
+            return optimized, [fwd, bwd]
+        return optimized, [optimized]

@@ -1,0 +1,673 @@
+"""The gradient objects: `Gradient` and its kinds, and how a call runs.
+
+`Gradient(fn, wrt, ...)` is what `grad` returns: a callable that, on its first call with a
+given input signature, compiles (`Compiling`, `sourcegrad.api.compiling`) and installs
+a fast entry (`sourcegrad.dispatch`) that later calls of that signature go straight to. Its
+kinds: `VJP` (a forward and a backward function: `vjp`), `JVP` (forward mode: `jvp`), and
+`_TreeGradient` (the gradient for one structure of parameter-tree arguments, called with
+their leaves). `forward_jacobian` builds a Jacobian column by column from JVPs.
+
+Why one module: the kinds refer to one another — a gradient's pullback inside
+differentiated code is a VJP of it, a gradient of a gradient with loops is computed by
+columns of JVPs, a tree argument's call goes to a `_TreeGradient` — so they are defined
+together rather than tied by a cycle of imports.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections import OrderedDict
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from .. import dask_backend, errors
+from .. import random_draws, trees
+from ..analysis import signature_key
+from ..codegen import BACKENDS
+from ..dispatch import fast_entry
+from ..optimize import optimize
+from ..forward import forward_mode
+from . import caches, facts, results
+from .arguments import Wrt, normalize_wrt
+from .compiling import Compiling
+
+
+class Gradient(Compiling, staticmethod):
+    """A compiled gradient of `fn` (see `grad`).
+
+    Why a staticmethod: a staticmethod's call, in C, hands its arguments straight to the
+    function it holds (Python >= 3.10), for ~3-8 ns; a `__call__` written in Python costs
+    ~10 ns more, one found through a property (as before) ~25 ns more: a tenth of a
+    gradient on Python floats. A Gradient holds the function its next call runs (`_call`,
+    see below) and uses nothing else of staticmethod: on a class it is itself (`__get__`),
+    its `__wrapped__` is `fn`, its names are fn's.
+    """
+
+    # frontend: a call of a Gradient inside differentiated code is `ops.call_gradient`
+    _sourcegrad_gradient = True
+
+    def pullback_of_gradient(self, argnum, g, args):
+        """The VJP of this gradient function at `args` for the cotangent `g`, with respect to
+        its argument `argnum`: for `grad(f)` the Hessian-vector product. The backward of a
+        gradient called inside differentiated code (`ops.call_gradient`) calls it, on the
+        compiled second-order code (one VJP object per argument, code cached per signature)."""
+        pulls = self.__dict__.setdefault("_pullbacks", {})
+        if argnum not in pulls:
+            pulls[argnum] = VJP(self, argnum, False, self.backend)
+        _, pullback = pulls[argnum](*args)
+        return pullback(g)
+
+    pullback = False  # VJP: compile a forward and a backward function instead of one
+    forward_mode = False  # JVP: forward-mode source transformation instead of reverse
+    # a 0-d array argument may be read as the numpy scalar it holds (see `_unwrappable`):
+    # for a plain gradient only
+    reads_zero_d_as_scalars = True
+    # (what __init__ sets, as the type checker reads it)
+    fn: Callable[..., Any]
+    wrt: tuple[int, ...]
+    with_value: bool
+    _single: bool
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        wrt: Wrt = 0,
+        with_value: bool = False,
+        backend: str = "auto",
+        has_aux: bool = False,
+        memory_plan: Any = None,
+    ) -> None:
+        self.memory_plan = memory_plan  # checkpointing.MemoryPlan: recompute, not save
+        self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
+        if self.inner is not None and (self.inner.with_value or not self.inner._single):
+            raise errors.SourcegradError(
+                "a higher-order gradient needs an inner gradient with "
+                "one wrt argument and no value (grad(grad(f)))"
+            )
+        if has_aux and (self.inner is not None or self.pullback):
+            raise errors.SourcegradError(
+                "has_aux=True is supported by grad and value_and_grad "
+                "of a Python function (not of a gradient, nor by vjp)"
+            )
+        if self.inner is None and not isinstance(inspect.unwrap(fn), types.FunctionType):
+            raise errors.SourceNotFoundError(
+                f"{fn!r} is not a Python function with source; sourcegrad differentiates "
+                "functions written in Python (numpy functions are differentiated through "
+                "their rules when a Python function calls them)"
+            )
+        if backend not in BACKENDS and backend != "auto":
+            raise errors.SourcegradError(
+                f"unknown backend {backend!r}; choose one of auto, {', '.join(BACKENDS)}"
+            )
+        self.fn = fn
+        self._wrt_given = wrt
+        self.wrt, self._single = normalize_wrt(fn, wrt)
+        # with has_aux the generated code returns a pair, (aux, grads) or ((value, aux), grads):
+        # the value's place holds aux, so everything that reads a (value, grads) pair works
+        self.with_value = with_value or has_aux
+        self.value_asked = with_value
+        self.has_aux = has_aux
+        self.backend = backend
+        self._params = list(inspect.signature(fn).parameters)
+        self._signature = inspect.signature(fn)
+        self._defaults = tuple(
+            p.default for p in self._signature.parameters.values() if p.default is not p.empty
+        )
+        # compiled code is shared by every Gradient of the same function, wrt and backend
+        with caches.SHARED_LOCK:
+            self._cache = caches.compiled_for(fn).setdefault(
+                (
+                    self.wrt,
+                    self._single,
+                    with_value,
+                    backend,
+                    type(self).__name__,
+                    has_aux,
+                    memory_plan,
+                ),
+                {},
+            )
+        self._owner = inspect.unwrap(fn)  # whose __code__ the compiled code was built from
+        self._lock = caches.SHARED_LOCK
+        self._last: caches.Compiled | None = None
+        self._general = self._general_call  # (one bound method, held while it is the call)
+        self._entries: dict = {}  # signature key -> (caches.Compiled, its fast path for this Gradient)
+        self._column_args = None
+        # fn's __name__, __doc__, ...: a Gradient is named as the function it differentiates
+        self._names = {
+            name: getattr(fn, name) for name in functools.WRAPPER_ASSIGNMENTS if hasattr(fn, name)
+        }
+        self._call = self._general
+        self._missed = None  # the signature that last came to the general path past an entry
+        self._flat: dict = {}  # the TreeDefs of tree arguments -> their _TreeGradient
+
+    # -- calling -------------------------------------------------------------------------------
+
+    # `g(...)` calls `g._call`: the general path below until a signature is compiled, then
+    # the generated entry of the signature called last (sourcegrad.dispatch), which checks
+    # its arguments and hands any other call back to the general path.
+
+    @property
+    def _call(self):
+        """The function `g(...)` runs: the staticmethod's callable."""
+        return self.__func__
+
+    @_call.setter
+    def _call(self, function):
+        staticmethod.__init__(self, function)
+        self.__dict__.update(self._names)  # (which the line above set to the function's)
+
+    @property
+    def __wrapped__(self):
+        """The differentiated function (inspect.signature and inspect.unwrap follow it)."""
+        return self.fn
+
+    def __get__(self, instance, owner=None):
+        return self  # on a class, a Gradient is the Gradient (as a plain callable object is)
+
+    # Copied as a function is (itself: its compiled code is shared anyway), pickled as what
+    # makes it (fn is pickled by reference, as functions are).
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return type(self), (self.fn, self._wrt_given, self.value_asked, self.backend, self.has_aux)
+
+    def _general_call(self, *args, **kwargs):
+        if kwargs or len(args) < len(self._params):  # keywords, or defaults to fill in
+            bound = self._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
+        if self._has_trees(args):
+            flat, leaves, defs = self._flattened(args)
+            result = flat._call(*leaves)
+            self._last = flat._last
+            return self._unflattened(result, defs)
+        key = signature_key(args)
+        compiled = self._cached(key)
+        if compiled is None:
+            if self._by_forward_columns(args):
+                return self._forward_columns(args)
+            compiled = self.compile(args, key)
+        self._last = compiled
+        result = compiled.fn(*args)
+        if not compiled.settled:
+            self._settle(compiled, result, args)
+        self._install(self._entry_for(compiled, key, args), key)
+        if compiled.finish is None:  # the generated code already returns the inputs' types
+            return result
+        if self.with_value:
+            value, grads = result
+            return value, compiled.finish(grads, args)
+        return compiled.finish(result, args)
+
+    # -- parameter trees: arguments passed to the generated code as their leaves ----------------
+
+    def _has_trees(self, args, to_transform=False) -> bool:
+        wrt = self.wrt
+        found = any(trees.needs_flattening(a, i in wrt) for i, a in enumerate(args))
+        if found and (self.inner is not None or to_transform):
+            _refuse_trees("a gradient of a gradient")
+        return found
+
+    def _flattened(self, args):
+        """(the _TreeGradient for these arguments' structure, their leaves, the TreeDef of
+        each argument or None where it is passed as it is)."""
+        leaves, defs = [], []
+        for i, a in enumerate(args):
+            if trees.needs_flattening(a, i in self.wrt):
+                try:
+                    part, treedef = trees.flatten(a)
+                except TypeError as exc:
+                    raise errors.NonDifferentiableInputError(
+                        f"argument {self._params[i]!r} of {self.fn.__name__}: {exc}"
+                    ) from None
+                leaves += part
+                defs.append(treedef)
+            else:
+                leaves.append(a)
+                defs.append(None)
+        defs = tuple(defs)
+        flat = self._flat.get(defs)
+        if flat is None:
+            flat = self._flat[defs] = _TreeGradient(self, defs)
+        return flat, leaves, defs
+
+    def _unflattened(self, result, defs):
+        """The leaves' gradients the generated code returned, in the structures of the
+        differentiated arguments (and the value or aux as they are)."""
+        grads = iter(result[1] if self.with_value else result)
+        out = []
+        for i in self.wrt:
+            treedef = defs[i]
+            out.append(
+                next(grads)
+                if treedef is None
+                else treedef.unflatten([next(grads) for _ in range(treedef.num_leaves)])
+            )
+        gradient = out[0] if self._single else tuple(out)
+        return (result[0], gradient) if self.with_value else gradient
+
+    def _param_label(self, i) -> str:
+        """Argument `i` as messages name it."""
+        return self._params[i]
+
+    def _wrt_names(self) -> tuple:
+        """The differentiated arguments, as the generated module's header names them."""
+        return tuple(self._params[i] for i in self.wrt)
+
+    def _cached(self, key):
+        """The compiled code of key's signature, or None when there is none or it is stale (a
+        global or closure value it was built from has been rebound since, or the function's
+        code was replaced)."""
+        try:
+            compiled = self._cache.get(key)
+        except TypeError:  # an unhashable argument: a tuple (or list) holding arrays
+            raise self._unhashable_argument(key) from None
+        if (
+            compiled is None
+            or (compiled.dependencies and not caches.still_bound(compiled.dependencies))
+            or compiled.code is not None
+            and getattr(self._owner, "__code__", None) is not compiled.code
+        ):
+            return None
+        return compiled
+
+    def _unhashable_argument(self, key):
+        for name, part in zip(self._params, key):
+            try:
+                hash(part)
+            except TypeError:
+                return errors.NonDifferentiableInputError(
+                    f"argument {name!r} of {self.fn.__name__} is a tuple holding arrays (or other "
+                    "unhashable values): tuples of arrays are not yet supported as arguments, "
+                    "differentiated or not; pass the arrays as separate arguments"
+                )
+        return errors.SourcegradError(f"an argument of {self.fn.__name__} is not hashable")
+
+    def _install(self, entry, key):
+        """Make `entry`, key's, what the next calls run: at once when none is installed,
+        else when key comes to the general path the second time since the last install.
+        Installing costs ~0.5 µs (staticmethod.__init__ copies names), so code alternating
+        between two signatures does not reinstall on every call (two calls in three take
+        the general path, not every call). A stale entry needs no hurry: it checks its own
+        global and closure values and hands its calls here."""
+        if self._call is self._general or key == self._missed:
+            self._call = entry
+            self._missed = None
+        else:
+            self._missed = key
+
+    def _settle(self, compiled, result, args):
+        """Fit the finish to what the generated code returned for this signature (see
+        `_fitted_conversions`): done once, for every Gradient sharing the compiled code."""
+        compiled.converters = self._fitted_conversions(compiled, result, args)
+        if compiled.converters is not None:
+            compiled.finish = results.converting(compiled.converters, self._single)
+        compiled.settled = True
+
+    def _entry_for(self, compiled, key, args):
+        """This Gradient's fast path for `compiled`'s signature (built once per signature:
+        its misses come back here), or the general path where there is none."""
+        known = self._entries.get(key)
+        if known is not None and known[0] is compiled:
+            return known[1]
+        still_bound = functools.partial(caches.still_bound, compiled.dependencies)
+        entry = (
+            fast_entry(
+                args,
+                compiled.fn,
+                compiled.finish,
+                compiled.converters,
+                still_bound if compiled.dependencies else None,
+                self.with_value,
+                self._single,
+                self._general,
+                self._defaults,
+                compiled.source,
+                (self._owner, compiled.code) if compiled.code is not None else None,
+            )
+            or self._general
+        )
+        self._entries[key] = (compiled, entry)
+        return entry
+
+    def _fitted_conversions(self, compiled, result, args):
+        """Per gradient, the conversion it needs (None: none), where the first result shows
+        the general finish can be left out; None when it cannot.
+
+        A gradient the generated code makes as a new array (a ufunc, a product, a
+        reduction: `compiled.fresh`, known from the code) of the input's shape and dtype
+        is returned as it is; a numpy scalar for a 0-d array input only needs wrapping.
+        Without loops or branches the same statements run on every call of a signature,
+        so what the first call returns, every call returns: the checks are made once.
+        """
+        if compiled.finish is None or not compiled.fresh:
+            return None
+        grads = result[1] if self.with_value else result
+        grads = (grads,) if self._single else tuple(grads)
+        if len(grads) != len(self.wrt):
+            return None
+        others = [result[0]] if self.with_value else []
+        converters = []
+        for g, i, fresh in zip(grads, self.wrt, compiled.fresh):
+            x = args[i]
+            distinct = not any(g is o for o in others) and sum(g is h for h in grads) == 1
+            if type(x) is float:
+                converters.append(None if type(g) is float and fresh else float)
+            elif (
+                type(x) is np.ndarray
+                and x.ndim == 0
+                and fresh
+                and (type(g) is x.dtype.type or type(g) is float and x.dtype == np.float64)
+            ):
+                # np.sin of a 0-d array is a numpy scalar (math.cos of one read as a scalar,
+                # a float)
+                converters.append(np.asarray)
+            elif (
+                type(x) is np.ndarray
+                and fresh
+                and distinct
+                and type(g) is np.ndarray
+                and g.shape == x.shape
+                and g.dtype == x.dtype
+                and g.base is None
+                and g.flags.writeable
+            ):
+                converters.append(None)
+            else:
+                return None
+            others.append(g)
+        return tuple(converters)
+
+    def _by_forward_columns(self, args):
+        """A gradient of a gradient with loops or branches with respect to an array (say
+        grad(grad(f, wrt=0), wrt=1)): reverse over the saved-value stack is not written, so
+        the result is computed column by column, one forward sweep per element (as
+        jacobian(..., mode="fwd") does). Correct, and n sweeps for n elements."""
+        if self.inner is None or self.pullback or self.forward_mode:
+            return False
+        if not self.inner.compile(args).control_flow:
+            return False
+        return not self._by_forward_mode(args, True)
+
+    def _forward_columns(self, args):
+        self._column_args = args  # so that .source can say why there is none
+        grads = tuple(
+            results.like_input(forward_jacobian(self.inner, i, self.backend)(*args), args[i], args)
+            for i in self.wrt
+        )
+        result = grads[0] if self._single else grads
+        return (self.inner(*args), result) if self.with_value else result
+
+    def backend_for(self, args: Sequence[Any]) -> str:
+        """The backend of this signature: the one asked for, or (auto) CuPy for CuPy arrays,
+        Dask for Dask arrays."""
+        if self.backend != "auto":
+            return self.backend
+        return (
+            "cupy"
+            if any(results.is_cupy(a) for a in args)
+            else "dask"
+            if any(dask_backend.is_dask(a) for a in args)
+            else "numpy"
+        )
+
+    @property
+    def source(self) -> str:
+        """The generated module's text for the most recent input signature."""
+        if self._last is None and self._column_args is not None:
+            self.ir(self._column_args)  # raises: computed column by column, no source
+        if self._last is None:
+            raise errors.SourcegradError(
+                f"the gradient of {self.fn.__name__} is generated for the shapes of its inputs; "
+                "call it once first, or use sourcegrad.show(f, *example_args)"
+            )
+        return self._last.source
+
+    @property
+    def saved(self) -> list:
+        """What the backward keeps from the forward: name, shape, dtype, bytes."""
+        if self._last is None:
+            raise errors.SourcegradError("call the gradient once first")
+        return self._last.saved
+
+    def __repr__(self) -> str:
+        return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"
+
+    def _repr_markdown_(self):
+        """In Jupyter: the generated source, highlighted, and a table of what is saved."""
+        from .notebook import gradient_markdown
+
+        return gradient_markdown(self)
+
+
+def _refuse_trees(what):
+    raise errors.NonDifferentiableInputError(
+        f"{what} takes arrays and numbers as the differentiated arguments; parameter trees "
+        "(lists, tuples, dicts, NamedTuples, dataclasses of arrays) are supported by grad, "
+        "value_and_grad and grad_and_aux: pass the leaves as separate arguments"
+    )
+
+
+def _no_trees(gradient, args, what):
+    """Parameter trees are not taken by `what` (vjp, jvp): refused where one is
+    differentiated; other containers are passed as they are (as before trees)."""
+    if any(trees.kind_of(args[i]) != trees.LEAF for i in gradient.wrt if i < len(args)):
+        _refuse_trees(what)
+
+
+class _TreeGradient(Gradient):
+    """The gradient of `parent.fn` for one structure of its tree arguments (lists, tuples,
+    dicts, NamedTuples, dataclasses: `sourcegrad.trees`), whose parameters are their leaves.
+
+    The front end binds each tree argument to compile-time containers of its leaves, so
+    `params["W1"]`, `for W, b in params` and unpacking cost no code and every leaf has its
+    own adjoint (`dparams_W1`); the parent flattens the arguments of each call, calls this
+    gradient (whose fast entry checks the leaves as any signature's does), and rebuilds the
+    gradients in the arguments' structures. Its compiled code is cached under a key holding
+    the structures (`TreeDef`s are hashable), and its IR per function and structures."""
+
+    reads_zero_d_as_scalars = False
+
+    def __init__(self, parent, defs):
+        super().__init__(
+            parent.fn, parent._wrt_given, parent.value_asked, parent.backend, parent.has_aux
+        )
+        names, paths, wrt = [], [], []
+        for i, (param, treedef) in enumerate(zip(parent._params, defs)):
+            leaf_names = [param] if treedef is None else treedef.leaf_names(param)
+            if i in parent.wrt:
+                if not leaf_names:
+                    raise errors.WrtError(
+                        f"argument {param!r} of {parent.fn.__name__} holds no "
+                        "array or float to differentiate"
+                    )
+                wrt += range(len(names), len(names) + len(leaf_names))
+            paths += [param] if treedef is None else treedef.paths(param)
+            names += leaf_names
+        self._defs = defs
+        self._arguments = tuple(parent._params[i] for i in parent.wrt)
+        self._structure = {p: d for p, d in zip(parent._params, defs) if d is not None}
+        self._params, self._paths = names, paths
+        self.wrt, self._single = tuple(wrt), False
+        self._signature, self._defaults = None, ()  # (called with every leaf, by position)
+        with caches.SHARED_LOCK:
+            self._cache = caches.compiled_for(self.fn).setdefault(
+                (self.wrt, False, self.value_asked, self.backend, "tree", self.has_aux, defs), {}
+            )
+
+    def _has_trees(self, args, to_transform=False) -> bool:
+        return False  # (its arguments are the leaves)
+
+    def _param_label(self, i) -> str:
+        return self._paths[i]
+
+    def _wrt_names(self) -> tuple:
+        return self._arguments
+
+    def _differentiate(self, primal, env, namer, args):
+        """As Gradient's, the generated function named after the arguments (`dloss_dparams`),
+        not after each leaf."""
+        optimized, functions = super()._differentiate(primal, env, namer, args)
+        if not self.pullback:
+            prefix = "value_and_d" if self.value_asked else "d"
+            optimized.name = f"{prefix}{primal.name}_" + "_".join(f"d{a}" for a in self._arguments)
+        return optimized, functions
+
+    def ir(self, args: Optional[Sequence[Any]] = None) -> Any:
+        code = caches.code_of(self.fn)
+        table = caches.of_function(caches.TREE_IR, self.fn)
+        if table is None or table[0] is not code:
+            table = (code, {})
+            try:
+                caches.TREE_IR[self.fn] = table
+            except TypeError:
+                pass
+        primal = table[1].get(self._defs)
+        if primal is None or not caches.still_bound(primal.dependencies):
+            primal = table[1][self._defs] = caches.lowered(self.fn, structure=self._structure)
+        self._params = list(primal.params)  # (the front end's leaf names: clear of fn's own)
+        return primal
+
+    def __reduce__(self):
+        raise TypeError("a _TreeGradient is part of its parent Gradient")
+
+    def __repr__(self):
+        return f"<sourcegrad gradient of {self.fn.__qualname__} wrt leaves {self.wrt}>"
+
+
+class VJP(Gradient):
+    """`vjp(f, wrt)(*args) -> (f(*args), pullback)`; `pullback(cotangent)` gives the gradients.
+
+    The generated module holds two functions: the forward, which returns the value and
+    exactly the residuals the backward reads, and the backward, which takes them and a
+    cotangent shaped like the output (so the output may be an array).
+    """
+
+    reads_zero_d_as_scalars = False
+    pullback = True
+
+    def _has_trees(self, args, to_transform=False) -> bool:
+        _no_trees(self, args, "vjp")
+        return False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
+        if kwargs or len(args) < len(self._params):
+            bound = self._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
+        key = signature_key(args)
+        compiled = self._cached(key)
+        if compiled is None:
+            compiled = self.compile(args, key)
+        self._last = compiled
+        forward, backward = compiled.fn
+        value, residuals = forward(*args)
+
+        def pullback(cotangent):
+            # the backward pops the saved-value stack: give each call a copy of it, so a
+            # pullback can be called more than once (a Jacobian calls it once per row)
+            kept = [list(r) if type(r) is list else r for r in residuals]
+            # (the cotangent joins the arguments a gradient must not be: that of x for x)
+            return compiled.finish(backward(*kept, cotangent), args + (cotangent,))
+
+        return value, pullback
+
+
+class JVP(Gradient):
+    """`jvp(f, primals, tangents) -> (f(*primals), tangent of the output)`, by forward-mode
+    source transformation: the generated function takes the primals and one tangent per
+    differentiated input and computes each value's tangent right after the value."""
+
+    reads_zero_d_as_scalars = False
+    forward_mode = True
+
+    def _differentiate(self, primal, env, namer, args):
+        optimized = optimize(forward_mode(primal, list(self.wrt), env, namer), facts.shapes(env))
+        return optimized, [optimized]
+
+    def _finisher(self, args, optimized=None, env=None, unread=False):
+        return lambda result, args: result
+
+    def _has_trees(self, args, to_transform=False) -> bool:
+        _no_trees(self, args, "jvp")
+        return False
+
+    def __call__(self, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:  # type: ignore[override]
+        primals = tuple(primals)
+        key = signature_key(primals)
+        compiled = self._cached(key)
+        if compiled is None:
+            compiled = self.compile(primals, key)
+        self._last = compiled
+        given = [tangents[i] for i in self.wrt]
+        value, tangent = compiled.fn(*primals, *given)
+        if hasattr(tangent, "copy") and (
+            getattr(tangent, "base", None) is not None
+            or any(tangent is a for a in (*primals, *given))
+        ):
+            tangent = tangent.copy()  # the tangent of x for x: the caller's array, or a view
+        return value, tangent
+
+
+_JVPS: OrderedDict = OrderedDict()  # (fn, wrt, backend) -> JVP, the most recent JVPS_KEPT
+JVPS_KEPT = 64
+
+
+def jvp(
+    fn: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    *,
+    backend: str = "auto",
+) -> tuple[Any, Any]:
+    """Forward mode: `(f(*primals), J @ tangents)` for the inputs whose tangent is not None.
+
+    `fn` may be a `sourcegrad.grad` object: `jvp(grad(f), (x,), (v,))` is a Hessian-vector
+    product computed forward-over-reverse."""
+    tangents = tuple(tangents)
+    primals = tuple(primals)
+    if len(tangents) != len(primals):
+        raise errors.WrtError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    wrt = tuple(i for i, t in enumerate(tangents) if t is not None)
+    if not wrt:
+        raise errors.WrtError("jvp needs at least one tangent that is not None")
+    key = (fn, wrt, backend)
+    made = _JVPS.get(key)
+    if made is None:
+        made = _JVPS[key] = JVP(fn, wrt, False, backend)
+        while len(_JVPS) > JVPS_KEPT:  # (a closure per step must not keep every one)
+            _JVPS.popitem(last=False)
+    else:
+        _JVPS.move_to_end(key)
+    return made(primals, tangents)
+
+
+def forward_jacobian(fn, wrt, backend):
+    def jac(*args):
+        position = normalize_wrt(fn, wrt)[0][0]
+        x = args[position]
+        size = int(np.prod(np.shape(x), dtype=np.int64))
+        columns, out_shape = [], ()
+        with random_draws.same_draws(facts.generators_of(fn)) as again:
+            for i in range(size):
+                again()  # each column differentiates the sample the first column drew
+                basis = np.zeros(size)
+                basis[i] = 1.0
+                tangents = [None] * len(args)
+                tangents[position] = basis.reshape(np.shape(x)) if np.shape(x) else 1.0
+                value, t_out = jvp(fn, args, tangents, backend=backend)
+                out_shape = np.shape(value)
+                columns.append(np.asarray(t_out))
+        if not columns:
+            return np.zeros(np.shape(x))
+        return np.stack(columns, axis=-1).reshape(out_shape + np.shape(x))
+
+    return jac

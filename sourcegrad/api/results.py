@@ -1,0 +1,109 @@
+"""Gradients given their inputs' types: the last step of every call.
+
+The generated code returns what numpy makes (a numpy scalar for a 0-d result, an input
+itself for the gradient of `sum(a * b)` with respect to `a`, one array for two inputs).
+`like_input` and the finishers here return each gradient with its input's type, shape and
+dtype, in memory of its own, checking first for the common case (a new array that already
+fits) so that the fast path costs a few type tests.
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+
+from .. import dask_backend
+
+
+def like_input(g, x, args):
+    """Give a gradient its input's type, shape and dtype, in memory of its own.
+
+    Generated code may return an input itself (the gradient of sum(a * b) with
+    respect to a is b) or a read-only broadcast view; those are copied.
+    """
+    if isinstance(x, np.generic):
+        return x.dtype.type(g)
+    if isinstance(x, float):
+        return float(g)
+    if dask_backend.is_dask(x):
+        return dask_backend.like_input(g, x)
+    if is_cupy(x):
+        import cupy  # type: ignore[import-untyped]
+
+        g = cupy.asarray(g, dtype=x.dtype)
+        if g.shape != x.shape:
+            g = cupy.broadcast_to(g, x.shape)
+        return g.copy() if g.base is not None or any(g is a for a in args) else g
+    dtype = x.dtype
+    if (
+        type(g) is np.ndarray
+        and g.dtype == dtype
+        and g.shape == x.shape
+        and g.flags.writeable
+        and g.base is None
+        and not any(g is a for a in args)
+    ):
+        return g
+    g = np.asarray(g, dtype=dtype)
+    if g.shape != x.shape:
+        g = np.broadcast_to(g, x.shape)
+    if not g.flags.writeable or g.base is not None or any(g is a for a in args):
+        g = g.copy()
+    return g
+
+
+def array_finisher(i, shape, dtype):
+    """`like_input` for a numpy input of this signature's shape and dtype, the common case
+    (a new array of the input's shape, which only needs checking) first."""
+
+    def finish(g, args):
+        if (
+            type(g) is np.ndarray
+            and g.shape == shape
+            and g.dtype == dtype
+            and g.base is None
+            and g.flags.writeable
+        ):
+            for a in args:
+                if g is a:
+                    break
+            else:
+                return g
+        return like_input(g, args[i], args)
+
+    return finish
+
+
+def distinct(grads):
+    """Gradients as arrays of their own: generated code may return one array for two inputs
+    (the gradients of a and b in sin(a + b) are the same values)."""
+    if len(grads) < 2 or not any(g is h for i, g in enumerate(grads) for h in grads[:i]):
+        return grads
+    out = []
+    for g in grads:
+        out.append(g.copy() if any(g is h for h in out) and hasattr(g, "copy") else g)
+    return tuple(out)
+
+
+def converting(converters, single):
+    """The finish applying these conversions (None where all are None)."""
+    if all(c is None for c in converters):
+        return None
+    if single:
+        convert = converters[0]
+        return lambda g, args: convert(g)
+    return lambda grads, args: tuple(g if c is None else c(g) for g, c in zip(grads, converters))
+
+
+def copied_like_input(i):
+    """`like_input` for a gradient that may be the user's own array: always a copy."""
+
+    def finish(g, args):
+        out = like_input(g, args[i], args)
+        return out.copy() if out is g and hasattr(out, "copy") else out
+
+    return finish
+
+
+def is_cupy(value) -> bool:
+    return type(value).__module__.startswith("cupy")

@@ -1,0 +1,266 @@
+"""The public transformations: `grad`, `value_and_grad`, `vjp`, `hessian`, ...
+
+Each is a thin constructor of a gradient object (`sourcegrad.api.gradient`) with JAX's and
+autograd's spellings of its options (`argnums`/`argnum`, `has_aux`, decorator forms), or a
+composition of them (`hvp` is the JVP of the gradient, `hessian` one HVP per element,
+`jacobian` rows of pullbacks or columns of JVPs); `show` prints the generated source.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import IO, Any, Callable, Optional, Union
+
+import numpy as np
+
+from .. import errors
+from .. import random_draws
+from ..memory_budget import memory_plan
+from . import facts
+from .arguments import UNSET, Wrt, jit_backend, wrt_of
+from .gradient import VJP, Gradient, forward_jacobian, jvp
+
+
+def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None):
+    """`kind(fn, ...)`, or a decorator making it when fn is None (`@grad(wrt=1)`)."""
+    if fn is None:
+        return lambda f: _made(f, wrt, with_value, backend, has_aux, kind, plan)
+    if kind is Gradient and has_aux and not with_value:
+        return AuxGradient(fn, wrt, backend, plan)
+    if plan is not None:  # (checkpointing: sourcegrad.checkpointing)
+        return kind(fn, wrt, with_value, backend, has_aux, memory_plan=plan)
+    return kind(fn, wrt, with_value, backend, has_aux)
+
+
+def grad(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = UNSET,
+    *,
+    argnums: Wrt = UNSET,
+    argnum: Wrt = UNSET,
+    has_aux: bool = False,
+    backend: str = "auto",
+    jit: bool = False,
+    checkpoint_loops: Union[int, str, None] = None,
+    memory: Union[int, str, None] = None,
+) -> Any:
+    """The gradient of a scalar-valued numpy function, as generated Python source.
+
+    `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
+    is an argument index, an argument name, or a tuple of them (then the result is a
+    tuple of gradients); `argnums=` (JAX) and `argnum=` (autograd) are the same. Each
+    gradient has its input's shape and dtype.
+
+    `has_aux=True` (as in JAX): f returns `(output, aux)`; only the output is
+    differentiated, and the result is `(gradient, aux)`.
+
+    `backend` is "numpy", "cupy", "numba", "dask" or "auto" (the default: CuPy code for CuPy
+    arrays, Dask code for Dask arrays, numpy code otherwise); code is generated once per
+    backend and input signature. "numba" (or `jit=True` with the numpy or auto backend)
+    compiles the numpy code with numba where numba can type it, and runs the numpy code
+    after one `JitFallbackWarning` where it cannot (`sourcegrad.numba_backend`).
+
+    `checkpoint_loops=k` (an int, or "sqrt") and `memory=` (bytes, or "min") trade time for
+    memory: loops keep a snapshot every k trips and recompute the rest in the backward
+    (`sourcegrad.checkpointing`, `sourcegrad.memory_budget`).
+    """
+    return _made(
+        fn,
+        wrt_of(wrt, argnums, argnum),
+        False,
+        jit_backend(backend, jit),
+        has_aux,
+        Gradient,
+        memory_plan(checkpoint_loops, memory),
+    )
+
+
+# grad(f) written inside differentiated code is made while compiling (frontend)
+grad._sourcegrad_makes_gradient = True  # type: ignore[attr-defined]
+
+
+def value_and_grad(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = UNSET,
+    *,
+    argnums: Wrt = UNSET,
+    argnum: Wrt = UNSET,
+    has_aux: bool = False,
+    backend: str = "auto",
+    jit: bool = False,
+    checkpoint_loops: Union[int, str, None] = None,
+    memory: Union[int, str, None] = None,
+) -> Any:
+    """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
+    JAX) it is `((output, aux), gradient)`."""
+    return _made(
+        fn,
+        wrt_of(wrt, argnums, argnum),
+        True,
+        jit_backend(backend, jit),
+        has_aux,
+        Gradient,
+        memory_plan(checkpoint_loops, memory),
+    )
+
+
+def grad_and_aux(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = UNSET,
+    *,
+    argnum: Wrt = UNSET,
+    argnums: Wrt = UNSET,
+    backend: str = "auto",
+    jit: bool = False,
+) -> Any:
+    """autograd's `grad_and_aux`: f returns `(output, aux)`; the result is
+    `(gradient of output, aux)`. The same as `grad(f, has_aux=True)`."""
+    return _made(fn, wrt_of(wrt, argnums, argnum), False, jit_backend(backend, jit), True, Gradient)
+
+
+class AuxGradient:
+    """`grad(f, has_aux=True)`: `(gradient, aux)` for a function returning `(output, aux)`.
+
+    The generated code returns `(aux, gradient)` (aux where a value goes, so the compiled
+    gradient's machinery for a value serves it); this puts the pair in JAX's order."""
+
+    def __init__(self, fn, wrt, backend="auto", memory_plan=None):
+        self.gradient = Gradient(fn, wrt, False, backend, has_aux=True, memory_plan=memory_plan)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        aux, gradient = self.gradient(*args, **kwargs)
+        return gradient, aux
+
+    @property
+    def source(self) -> str:
+        return self.gradient.source
+
+    @property
+    def saved(self) -> list:
+        return self.gradient.saved
+
+    def __repr__(self):
+        return f"<sourcegrad gradient of {self.gradient.fn.__qualname__} with aux>"
+
+
+def elementwise_grad(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = UNSET,
+    *,
+    argnum: Wrt = UNSET,
+    argnums: Wrt = UNSET,
+    backend: str = "auto",
+) -> Any:
+    """autograd's `elementwise_grad`: the sum of each column of f's Jacobian, in one
+    backward pass (the vector-Jacobian product with ones shaped like the output). For a
+    function applied elementwise, that is the derivative at each element."""
+    if fn is None:
+        return lambda f: elementwise_grad(f, wrt, argnum=argnum, argnums=argnums, backend=backend)
+    pull = VJP(fn, wrt_of(wrt, argnums, argnum), False, backend)
+
+    @functools.wraps(fn)
+    def gradient(*args, **kwargs):
+        value, pullback = pull(*args, **kwargs)
+        ones = np.ones_like(value) if hasattr(value, "shape") else type(value)(1.0)
+        return pullback(ones)
+
+    gradient.vjp = pull  # type: ignore[attr-defined]
+    return gradient
+
+
+def hvp(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., Any]:
+    """`hvp(f)(*args, v)`: the Hessian of f (with respect to argument `wrt`) times v, without
+    forming the Hessian: the forward-mode derivative of the compiled gradient along v."""
+    gradient = Gradient(fn, wrt)
+
+    def product(*args_and_v):
+        *args, v = args_and_v
+        tangents = [None] * len(args)
+        tangents[gradient.wrt[0]] = v
+        return jvp(gradient, args, tangents)[1]
+
+    return product
+
+
+def hessian(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., np.ndarray]:
+    """`hessian(f)(*args)`: forward over reverse, one Hessian-vector product per input element."""
+    product = hvp(fn, wrt)
+
+    def full(*args):
+        x = args[wrt if isinstance(wrt, int) else 0]
+        size = int(np.prod(np.shape(x), dtype=np.int64))
+        rows = []
+        with random_draws.same_draws(facts.generators_of(fn)) as again:
+            for i in range(size):
+                again()  # each row differentiates the sample the first row drew
+                basis = np.zeros(size)
+                basis[i] = 1.0
+                v = basis.reshape(np.shape(x)) if np.shape(x) else 1.0
+                rows.append(np.asarray(product(*args, v)))
+        return np.stack(rows).reshape(np.shape(x) + np.shape(x))
+
+    return full
+
+
+def vjp(
+    fn: Optional[Callable[..., Any]] = None,
+    wrt: Wrt = UNSET,
+    *,
+    argnums: Wrt = UNSET,
+    argnum: Wrt = UNSET,
+    backend: str = "auto",
+) -> Any:
+    """Reverse mode for any output: `vjp(f)(*args)` returns `(value, pullback)`, and
+    `pullback(cotangent)` the gradients (a tuple when `wrt` is a tuple)."""
+    wrt = wrt_of(wrt, argnums, argnum)
+    if fn is None:
+        return lambda f: VJP(f, wrt, False, backend)
+    return VJP(fn, wrt, False, backend)
+
+
+def jacobian(
+    fn: Callable[..., Any], wrt: Wrt = 0, mode: str = "rev", *, backend: str = "auto"
+) -> Callable[..., np.ndarray]:
+    """`jacobian(f)(*args)`: the Jacobian of f with respect to one argument, shape
+    `out.shape + in.shape`: row by row from the pullback (mode="rev", one backward pass per
+    output element) or column by column from the JVP (mode="fwd", one per input element)."""
+    if isinstance(wrt, (tuple, list)):
+        raise errors.WrtError("jacobian takes one wrt argument")
+    if mode not in ("rev", "fwd"):
+        raise errors.SourcegradError(f"mode must be 'rev' or 'fwd', got {mode!r}")
+    if mode == "fwd":
+        return forward_jacobian(fn, wrt, backend)
+    pull = VJP(fn, wrt, False, backend)
+
+    def jac(*args):
+        value, pullback = pull(*args)
+        out_shape = np.shape(value)
+        rows = []
+        for i in range(int(np.prod(out_shape, dtype=np.int64))):
+            basis = np.zeros(int(np.prod(out_shape, dtype=np.int64)))
+            basis[i] = 1.0
+            rows.append(np.asarray(pullback(basis.reshape(out_shape) if out_shape else 1.0)))
+        x = args[pull.wrt[0]]
+        return (
+            np.stack(rows).reshape(out_shape + np.shape(x))
+            if rows
+            else np.zeros(out_shape + np.shape(x))
+        )
+
+    jac.vjp = pull  # type: ignore[attr-defined]
+    return jac
+
+
+def show(
+    fn: Callable[..., Any],
+    *args: Any,
+    wrt: Wrt = 0,
+    backend: str = "auto",
+    file: Optional[IO[str]] = None,
+) -> str:
+    """Print the generated gradient source of `fn` for the signature of `args`."""
+    g = fn if isinstance(fn, Gradient) else Gradient(fn, wrt, False, backend)
+    source = g.compile(args).source
+    print(source, end="", file=file)
+    return source
