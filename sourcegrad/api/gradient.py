@@ -443,7 +443,7 @@ class Gradient(Compiling, staticmethod):
 
     def _repr_markdown_(self):
         """In Jupyter: the generated source, highlighted, and a table of what is saved."""
-        from .notebook import gradient_markdown
+        from ..notebook import gradient_markdown
 
         return gradient_markdown(self)
 
