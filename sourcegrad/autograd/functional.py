@@ -14,6 +14,11 @@ tuples. Everything is built on `autograd.grad`:
   so they need a function whose backward is itself differentiable;
 * `hessian` is the Jacobian of the Jacobian.
 
+Why one module: the six functions share torch's argument protocol (tuples in and out,
+`_grad_preprocess`/`_grad_postprocess`, the `create_graph`/`strict` checks) and call one
+another (`hessian` is `jacobian` of `jacobian`, `hvp` goes through `vjp`), as in torch's
+`functional.py`.
+
 As in torch, inputs are detached copies (views, with `create_graph=True` and an
 input that requires grad, so the result stays connected to it), and results
 are detached unless `create_graph=True`.

@@ -26,6 +26,9 @@ Gradients flow as numpy arrays on the plain path. Under `create_graph=True`
 grad mode stays on and they flow as Tensors, so the backward pass is itself
 recorded and can be differentiated again.
 
+Why one module: discovery, pruning, the ready heap and the per-node protocol (hooks,
+anomaly mode, retained gradients) are one traversal whose hot loop must see them together.
+
 Imports: `node`, `tensor` and the leaves; never an op module (a batched
 `grad` stacks its results with `np.stack`, which numpy_dispatch hands to the stack op).
 """

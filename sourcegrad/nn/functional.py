@@ -5,6 +5,10 @@ node is torch's; the other functions (gelu, elu, softplus, hardtanh, layer_norm,
 embedding, bilinear, ...) are written with tensor ops, so their values and
 gradients are torch's but their grad_fn names are those of the last op used.
 
+Why one module: it is torch's `torch.nn.functional` namespace, so users find each name
+where torch has it; the families that grew large live apart (`functional_loss`,
+`functional_attention`, `conv_ops`, `pool_ops`, `norm_ops`, `pad_ops`), re-exported here.
+
 The losses live in `functional_loss` (imported here under their torch names);
 `linear` with a bias on a matrix is AddmmBackward0 over a TBackward0 of the
 weight.

@@ -1,5 +1,9 @@
 """The ops of the program itself: reads without gradient (shapes, argmax, constants),
-builtins, lists and mutation as values, and the helpers generated backward code calls."""
+builtins, lists and mutation as values, and the helpers generated backward code calls.
+
+Why one module: these entries describe the program's own constructs rather than a numpy
+family, and share the container and mutation conventions (`append`, `store_item`, the
+run-time VJP/JVP helpers) that the front end lowers those constructs to."""
 
 from __future__ import annotations
 

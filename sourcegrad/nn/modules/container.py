@@ -3,6 +3,10 @@
 Each keeps its entries in the Module's own registries (`_modules` or
 `_parameters`) under string keys ("0", "1", ... for the lists), so parameter
 names, state_dict keys and reprs come out as torch's.
+
+Why one module: as torch's `container.py`, the five containers share the index and key
+handling (`_abs_index`, string keys in the Module's registries) and one repr; each alone
+is short.
 """
 
 from __future__ import annotations
