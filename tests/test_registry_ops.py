@@ -123,6 +123,7 @@ ROWS = {
     "softmax": Row(normal, 1),
     "log_softmax": Row(normal, 1),
     "np_nansum": with_nans,
+    "np_nanmean": with_nans,
     # products
     "matmul": lambda r: (normal(r), r.normal(size=(4, 2))),
     "dot": vectors(4, 4),

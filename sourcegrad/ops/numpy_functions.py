@@ -835,6 +835,7 @@ defvjp(
         ),
     ),
     kind="reduction",
+    torch=torch("DivBackward0", "nanmean"),
 )
 defvjp(
     "np_nanmax",
