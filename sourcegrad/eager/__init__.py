@@ -4,9 +4,13 @@
 in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
 
 * `tensor.py`: the Tensor and its autograd state; `methods.py` installs the ops;
-* `ops.py`, `shape_ops.py`, `inplace.py`: the ops, whose derivatives are the
-  rule table's VJP lambdas (`sourcegrad.ops`),
-  called through `spec.py` and `node.py`;
+* the ops, by family: `arithmetic.py`, `elementwise.py`, `reductions.py`, `products.py`
+  (re-exported together as `ops`), `views.py`, `copies.py`, `joining.py`, `indexing.py`
+  (as `shape_ops`), `inplace.py`, `linalg.py`, `fft.py`, `vector_ops.py`; their derivatives
+  are the registry's VJP lambdas (`sourcegrad.ops`), called through `spec.py` and `node.py`;
+* `surface.py`: which functions, methods and numpy dispatch entries exist, from the
+  registry entries' torch names and the eager-only ops' `@export` (this module's
+  `__all__` is made from it);
 * `engine.py`: backward as an iterative topological traversal;
 * `function.py`: custom `autograd.Function`; `grad_mode.py`: no_grad and friends;
 * `factories.py`, `dtypes.py`, `formatting.py`, `numpy_dispatch.py`;
@@ -19,8 +23,10 @@ module-global patching):
 1. leaves: messages, dtypes, devices, grad_mode, hooks, anomaly, formatting, cuda;
 2. `tensor.py` (the class, views, version counters);
 3. the graph: `node.py`, `engine.py`, `spec.py`, `function.py` (and `gpu_helpers.py`);
-4. the operations: `operands.py` (shared operand helpers) <- `shape_ops.py` <-
-   `ops.py`; `factories.py`; then `inplace.py` (it uses all of these);
+4. the operations: `surface.py` and `operands.py` (shared operand helpers) <- `views.py`
+   <- `copies.py`, `joining.py`, `indexing.py` (<- `shape_ops.py`) and `arithmetic.py` <-
+   `elementwise.py` <- `reductions.py`, `products.py` (<- `ops.py`); `factories.py`; then
+   `inplace.py` (it uses all of these);
 5. the surface: `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
    every method that needs a layer above it (in one place, at import time);
 6. this module.
