@@ -1,10 +1,12 @@
 """Every registry entry with torch names, in both modes, from one row each.
 
 A row names an entry of `sourcegrad.ops` and the inputs to try it on (away from points
-where it is not differentiable). From the entry alone the tests check:
+where it is not differentiable), with the static arguments both numpy's and torch's
+function take in the same places (`Row(normal, 1)`: `np.cumsum(x, 1)`, `torch.cumsum(x, 1)`).
+From the entry alone the tests check:
 
-* compiler: the gradient of `sum(op(*xs) * w)` against central finite differences, and
-  its forward mode (JVP) and second derivative against finite differences of those;
+* compiler: the gradient of `sum(op(*xs, *static) * w)` against central finite differences,
+  and its forward mode (JVP) and second derivative against finite differences of those;
 * eager: `sourcegrad.<function>`, `Tensor.<method>`, the in-place variant and
   `np.<function>(tensor)` against torch (values, gradient, the node's name, and the
   second derivative through create_graph).
@@ -41,6 +43,28 @@ def off_integers(r):
 
 def away_from_zero(r):
     return r.choice([-1.0, 1.0], size=(3, 4)) * r.uniform(0.2, 2.0, size=(3, 4))
+
+
+class Row:
+    """Inputs (a function of a random generator: one array, or a tuple of them), the static
+    arguments after them, and where numpy's function means another torch call than the
+    function of the same name (np.var's ddof=0), that call as `numpy_like(torch, *xs)`.
+    `no_compiled_hessian`: why the compiler refuses its second derivative (a NoRuleError,
+    which the test then expects)."""
+
+    def __init__(self, inputs, *static, numpy_like=None, no_compiled_hessian=None):
+        self.inputs, self.static, self.numpy_like = inputs, static, numpy_like
+        self.no_compiled_hessian = no_compiled_hessian
+
+
+def vectors(*sizes):
+    return lambda r: tuple(r.normal(size=n) for n in sizes)
+
+
+def with_nans(r):
+    x = normal(r)
+    x[0, 1] = x[2, 3] = np.nan
+    return x
 
 
 ROWS = {
@@ -83,7 +107,45 @@ ROWS = {
     "logaddexp": lambda r: (normal(r), r.normal(size=4)),
     "arctan2": lambda r: (normal(r), r.normal(size=4)),
     "hypot": lambda r: (normal(r), r.normal(size=4)),
+    # reductions (their rows take the whole array; cumsum & co. along a dimension)
+    "sum": normal,
+    "mean": normal,
+    "prod": normal,
+    "max": normal,
+    "min": normal,
+    "amax": normal,
+    "amin": normal,
+    "var": Row(normal, numpy_like=lambda T, x: T.var(x, correction=0)),
+    "std": Row(normal, numpy_like=lambda T, x: T.std(x, correction=0)),
+    "cumsum": Row(normal, 1),
+    "cumprod": Row(normal, 1, no_compiled_hessian="cumprod_grad has no forward-mode rule"),
+    "logsumexp": Row(normal, 1),
+    "softmax": Row(normal, 1),
+    "log_softmax": Row(normal, 1),
+    "np_nansum": with_nans,
+    "np_nanmean": with_nans,
+    # products
+    "matmul": lambda r: (normal(r), r.normal(size=(4, 2))),
+    "dot": vectors(4, 4),
+    "outer": vectors(3, 4),
+    # shapes and layouts
+    "reshape": Row(normal, (4, 3)),
+    "ravel": normal,
+    "expand_dims": Row(normal, 1),
+    "squeeze": lambda r: r.normal(size=(3, 1, 4)),
+    "transpose": Row(normal, (1, 0)),
+    "swapaxes": Row(normal, 0, 1),
+    "moveaxis": Row(lambda r: r.normal(size=(2, 3, 4)), 0, 2),
+    "broadcast_to": Row(normal, (2, 3, 4)),
+    "flip": Row(normal, (0,)),
+    "np_fliplr": normal,
+    "np_flipud": normal,
+    "roll": Row(normal, 1, 1),
+    "tril": normal,
+    "triu": normal,
+    "tile": Row(normal, (2, 1)),
 }
+ROWS = {name: row if isinstance(row, Row) else Row(row) for name, row in ROWS.items()}
 NAMES = sorted(ROWS)
 
 
@@ -95,22 +157,34 @@ def test_every_entry_with_torch_names_has_a_row():
 def _inputs(name):
     """(the op's array inputs, the weights of its output) for row `name`."""
     r = np.random.default_rng(zlib.crc32(name.encode()))
-    xs = ROWS[name](r)
+    xs = ROWS[name].inputs(r)
     xs = xs if isinstance(xs, tuple) else (xs,)
-    return xs, r.normal(size=np.broadcast_shapes(*(np.shape(x) for x in xs)))
+    return xs, r.normal(size=np.shape(ops.get(name).fn(*xs, *ROWS[name].static)))
 
 
 def _function(name):
-    """`sum(op(*xs) * w)`, calling the entry's own forward function."""
+    """`sum(op(*xs, *static) * w)`, calling the entry's own forward function."""
     fn = ops.get(name).fn
-    if len(ops.get(name).params) == 1:
-
-        def f(x, w):
-            return np.sum(fn(x) * w)
-    else:
+    static = ROWS[name].static
+    arrays = len(_inputs(name)[0])
+    if arrays == 2:
 
         def f(x, y, w):
             return np.sum(fn(x, y) * w)
+    elif len(static) == 2:
+        a, b = static
+
+        def f(x, w):
+            return np.sum(fn(x, a, b) * w)
+    elif len(static) == 1:
+        (a,) = static
+
+        def f(x, w):
+            return np.sum(fn(x, a) * w)
+    else:
+
+        def f(x, w):
+            return np.sum(fn(x) * w)
 
     return f
 
@@ -141,6 +215,10 @@ def test_compiler_matches_finite_differences(name):
         tangent, (along(f, 1) - along(f, -1)) / (2 * eps), rtol=1e-6, atol=1e-8
     )
     gradient = sourcegrad.grad(f)  # (with respect to the first input)
+    if ROWS[name].no_compiled_hessian:
+        with pytest.raises(sourcegrad.errors.NoRuleError, match="forward-mode rule"):
+            sourcegrad.jvp(gradient, args, ts)
+        return
     hessian_t = sourcegrad.jvp(gradient, args, ts)[1]
     np.testing.assert_allclose(
         hessian_t, (along(gradient, 1) - along(gradient, -1)) / (2 * eps), rtol=1e-5, atol=1e-7
@@ -153,12 +231,14 @@ def test_eager_matches_torch(name):
     entry = ops.get(name)
     names = entry.torch
     xs, w = _inputs(name)
+    static = ROWS[name].static
     vs = [np.random.default_rng(2).normal(size=np.shape(x)) for x in xs]
 
     def side(T, call):
-        """(output, first derivatives, second derivatives along vs) of sum(call(*xs) * w)."""
+        """(output, first derivatives, second derivatives along vs) of
+        sum(call(*xs, *static) * w)."""
         txs = [T.tensor(x, requires_grad=True) for x in xs]
-        out = call(*txs)
+        out = call(*txs, *static)
         gs = T.autograd.grad((out * T.tensor(w)).sum(), txs, create_graph=True)
         # (a constant first derivative, such as neg's, records nothing to differentiate)
         total = sum((g * T.tensor(v)).sum() for g, v in zip(gs, vs) if g.requires_grad)
@@ -189,9 +269,11 @@ def test_eager_matches_torch(name):
         agree(side(sourcegrad, lambda t, *rest: getattr(t, method)(*rest)), theirs, names.node)
     for inplace in names.inplace:
         agree(
-            side(sourcegrad, lambda t: getattr(t * 1.0, inplace)()),
-            side(torch, lambda t: getattr(t * 1.0, inplace)()),
+            side(sourcegrad, lambda t, *rest: getattr(t * 1.0, inplace)(*rest)),
+            side(torch, lambda t, *rest: getattr(t * 1.0, inplace)(*rest)),
             names.node,
         )
     if names.numpy:
-        agree(side(sourcegrad, entry.fn), theirs, names.node)
+        like = ROWS[name].numpy_like
+        reference = theirs if like is None else side(torch, lambda *a: like(torch, *a))
+        agree(side(sourcegrad, entry.fn), reference, names.node)

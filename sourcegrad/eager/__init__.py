@@ -4,9 +4,13 @@
 in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
 
 * `tensor.py`: the Tensor and its autograd state; `methods.py` installs the ops;
-* `ops.py`, `shape_ops.py`, `inplace.py`: the ops, whose derivatives are the
-  rule table's VJP lambdas (`sourcegrad.ops`),
-  called through `spec.py` and `node.py`;
+* the ops, by family: `arithmetic.py`, `elementwise.py`, `reductions.py`, `products.py`
+  (re-exported together as `ops`), `views.py`, `copies.py`, `joining.py`, `indexing.py`
+  (as `shape_ops`), `inplace.py`, `linalg.py`, `fft.py`, `vector_ops.py`; their derivatives
+  are the registry's VJP lambdas (`sourcegrad.ops`), called through `spec.py` and `node.py`;
+* `surface.py`: which functions, methods and numpy dispatch entries exist, from the
+  registry entries' torch names and the eager-only ops' `@export` (this module's
+  `__all__` is made from it);
 * `engine.py`: backward as an iterative topological traversal;
 * `function.py`: custom `autograd.Function`; `grad_mode.py`: no_grad and friends;
 * `factories.py`, `dtypes.py`, `formatting.py`, `numpy_dispatch.py`;
@@ -19,8 +23,10 @@ module-global patching):
 1. leaves: messages, dtypes, devices, grad_mode, hooks, anomaly, formatting, cuda;
 2. `tensor.py` (the class, views, version counters);
 3. the graph: `node.py`, `engine.py`, `spec.py`, `function.py` (and `gpu_helpers.py`);
-4. the operations: `operands.py` (shared operand helpers) <- `shape_ops.py` <-
-   `ops.py`; `factories.py`; then `inplace.py` (it uses all of these);
+4. the operations: `surface.py` and `operands.py` (shared operand helpers) <- `views.py`
+   <- `copies.py`, `joining.py`, `indexing.py` (<- `shape_ops.py`) and `arithmetic.py` <-
+   `elementwise.py` <- `reductions.py`, `products.py` (<- `ops.py`); `factories.py`; then
+   `inplace.py` (it uses all of these);
 5. the surface: `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
    every method that needs a layer above it (in one place, at import time);
 6. this module.
@@ -120,152 +126,14 @@ from .factories import (
     zeros_like,
 )
 from .formatting import set_printoptions
-from .ops import (
-    add,
-    addmm,
-    all,
-    allclose,
-    amax,
-    amin,
-    any,
-    argmax,
-    argmin,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
-    bmm,
-    clamp,
-    clamp_max,
-    clamp_min,
-    clip,
-    count_nonzero,
-    cumprod,
-    cumsum,
-    div,
-    divide,
-    dot,
-    eq,
-    equal,
-    float_power,
-    floor_divide,
-    fmax,
-    fmin,
-    fmod,
-    ge,
-    ger,
-    greater,
-    greater_equal,
-    gt,
-    inner,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    less,
-    less_equal,
-    log_softmax,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    logsumexp,
-    lt,
-    matmul,
-    max,
-    mean,
-    min,
-    mm,
-    mul,
-    multiply,
-    mv,
-    nansum,
-    ne,
-    norm,
-    not_equal,
-    outer,
-    positive,
-    pow,
-    prod,
-    remainder,
-    return_types,
-    round,
-    rsub,
-    softmax,
-    square,
-    std,
-    sub,
-    subtract,
-    sum,
-    true_divide,
-    var,
-    vdot,
-    where,
-)
+from .operands import return_types  # noqa: E402
+from . import surface as _surface  # noqa: E402
+from . import fft as _fft, vector_ops as _vector_ops  # noqa: E402,F401 - their ops' surface
 
-globals().update(_ops.REGISTERED)  # sourcegrad.exp, .tanh, .abs, ...: the registry's entries
-from .shape_ops import (
-    argsort,
-    argwhere,
-    atleast_1d,
-    atleast_2d,
-    atleast_3d,
-    broadcast_tensors,
-    broadcast_to,
-    cat,
-    chunk,
-    clone,
-    column_stack,
-    concat,
-    concatenate,
-    diag,
-    diagonal,
-    dstack,
-    flatten,
-    flip,
-    fliplr,
-    flipud,
-    gather,
-    hstack,
-    index_select,
-    masked_fill,
-    masked_select,
-    moveaxis,
-    movedim,
-    narrow,
-    nonzero,
-    permute,
-    ravel,
-    repeat_interleave,
-    reshape,
-    roll,
-    row_stack,
-    select,
-    sort,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    swapdims,
-    t,
-    take,
-    take_along_dim,
-    tensor_split,
-    tile,
-    topk,
-    trace,
-    transpose,
-    tril,
-    triu,
-    unbind,
-    unflatten,
-    unique,
-    unsqueeze,
-    vstack,
-)
-from .vector_ops import cdist, cross  # noqa: E402
-from .fft import angle, conj, imag, real  # noqa: E402
+_surface.check()  # every registry entry with torch names has its eager op
+# sourcegrad.<name> for every op of the surface: those the registry's entries name
+# (ops.Torch: exp, sum, matmul, reshape, ...) and the eager-only ops' @export (view, cat, ...)
+globals().update(_surface.FUNCTIONS)
 
 e = _math.e
 pi = _math.pi
@@ -289,18 +157,6 @@ def is_anomaly_check_nan_enabled():
     from .anomaly import ANOMALY
 
     return ANOMALY.check_nan
-
-
-def abs_(input):
-    return _inplace.abs_(input)
-
-
-def relu_(input):
-    return _inplace.relu_(input)
-
-
-def zero_(input):
-    return _inplace.zero_(input)
 
 
 __all__ = [
@@ -367,157 +223,4 @@ __all__ = [
     "is_complex",
     "numel",
     "is_nonzero",
-    # arithmetic and elementwise
-    "add",
-    "sub",
-    "subtract",
-    "rsub",
-    "mul",
-    "multiply",
-    "div",
-    "divide",
-    "true_divide",
-    "pow",
-    "square",
-    "float_power",
-    "remainder",
-    "fmod",
-    "floor_divide",
-    "fmax",
-    "fmin",
-    "relu_",
-    "abs_",
-    "round",
-    "positive",
-    "clamp",
-    "clip",
-    "clamp_min",
-    "clamp_max",
-    "where",
-    "zero_",
-    # comparisons and logic
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "not_equal",
-    "less",
-    "less_equal",
-    "greater",
-    "greater_equal",
-    "logical_and",
-    "logical_or",
-    "logical_xor",
-    "logical_not",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_not",
-    "isnan",
-    "isinf",
-    "isfinite",
-    "isclose",
-    "allclose",
-    "equal",
-    # reductions
-    "sum",
-    "nansum",
-    "mean",
-    "prod",
-    "max",
-    "min",
-    "amax",
-    "amin",
-    "argmax",
-    "argmin",
-    "var",
-    "std",
-    "norm",
-    "logsumexp",
-    "softmax",
-    "log_softmax",
-    "cumsum",
-    "cumprod",
-    "all",
-    "any",
-    "count_nonzero",
-    # matrix products
-    "mm",
-    "bmm",
-    "mv",
-    "dot",
-    "vdot",
-    "inner",
-    "matmul",
-    "outer",
-    "ger",
-    "addmm",
-    # shapes, views, joining, indexing
-    "reshape",
-    "flatten",
-    "ravel",
-    "unflatten",
-    "squeeze",
-    "unsqueeze",
-    "transpose",
-    "swapaxes",
-    "swapdims",
-    "t",
-    "permute",
-    "movedim",
-    "moveaxis",
-    "broadcast_to",
-    "broadcast_tensors",
-    "select",
-    "narrow",
-    "unbind",
-    "split",
-    "tensor_split",
-    "chunk",
-    "cat",
-    "concat",
-    "concatenate",
-    "stack",
-    "hstack",
-    "vstack",
-    "row_stack",
-    "dstack",
-    "column_stack",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "clone",
-    "flip",
-    "fliplr",
-    "flipud",
-    "roll",
-    "tile",
-    "repeat_interleave",
-    "tril",
-    "triu",
-    "gather",
-    "take_along_dim",
-    "index_select",
-    "take",
-    "masked_select",
-    "diagonal",
-    "diag",
-    "trace",
-    "masked_fill",
-    "sort",
-    "argsort",
-    "topk",
-    "nonzero",
-    "argwhere",
-    "unique",
-    # vectors and distances
-    "cross",
-    "cdist",
-    # complex values
-    "real",
-    "imag",
-    "conj",
-    "angle",
-] + sorted(_ops.REGISTERED)  # the ops made from the registry's entries (exp, tanh, abs, ...)
+] + sorted(_surface.FUNCTIONS)  # the ops: the registry's entries' torch names, the @exports

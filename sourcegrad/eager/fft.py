@@ -20,6 +20,7 @@ from . import dtypes
 from .operands import as_tensor, cached_spec, needs_grad, result
 from .out_arg import write_out
 from .spec import record
+from .surface import export
 from .tensor import Tensor
 
 _wrap = Tensor._make
@@ -140,11 +141,13 @@ def ifftshift(input, dim=None):
 # --- complex values --------------------------------------------------------------------------
 
 
+@export("real", methods=())  # (x.real is a property, methods.py)
 def real(input):
     """torch.real (SelectBackward0, as torch: it selects from a view as real pairs)."""
     return _part(input, "SelectBackward0", "np_real", np.real)
 
 
+@export("imag", methods=())
 def imag(input):
     """torch.imag of a complex tensor (torch refuses a real one)."""
     if as_tensor(input)._data.dtype.kind != "c":
@@ -159,6 +162,7 @@ def _part(input, node, rule, fn):
     return _run(node, rule, fn, x, {}, "f")
 
 
+@export("conj")
 def conj(input):
     """torch.conj (a copy here, where torch sets a conjugate bit: the values are the same)."""
     x = as_tensor(input)
@@ -167,6 +171,7 @@ def conj(input):
     return _run("ConjBackward0", "np_conjugate", np.conjugate, x, {}, "c")
 
 
+@export("angle")
 def angle(input):
     """torch.angle: the argument of each element (0 or pi for a real tensor)."""
     return _run("AngleBackward0", "np_angle", np.angle, input, {}, "f")

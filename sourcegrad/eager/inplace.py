@@ -45,6 +45,7 @@ from .node import strip_backward
 from .operands import along_index, as_tensor, promote as _promote, result as _result
 from .shape_ops import MASKED_FILL, index_array, positions
 from .spec import OpSpec, VALUE, record
+from .surface import export
 from .tensor import DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 from .tensor import VersionCounter
 
@@ -292,6 +293,7 @@ def _binary_(self, other, spec, fn, to_float=False):
     return apply(self, data, spec, (self, rb))
 
 
+@export(methods=("add_",))
 def add_(self, other, *, alpha=1):
     if alpha != 1:
         ad, bd, rd, ra, rb = _promote(self, other)
@@ -307,6 +309,7 @@ def add_(self, other, *, alpha=1):
     return _binary_(self, other, _ops.ADD, np.add)
 
 
+@export(methods=("sub_", "subtract_"))
 def sub_(self, other, *, alpha=1):
     if alpha != 1:
         ad, bd, rd, ra, rb = _promote(self, other)
@@ -322,10 +325,12 @@ def sub_(self, other, *, alpha=1):
     return _binary_(self, other, _ops.SUB, np.subtract)
 
 
+@export(methods=("mul_", "multiply_"))
 def mul_(self, other):
     return _binary_(self, other, _ops.MUL, np.multiply)
 
 
+@export(methods=("div_", "divide_", "true_divide_"))
 def div_(self, other, *, rounding_mode=None):
     if rounding_mode is not None:
         return copy_(
@@ -339,16 +344,19 @@ def div_(self, other, *, rounding_mode=None):
     return _binary_(self, other, _ops.DIV, np.true_divide, to_float=True)
 
 
+@export(methods=("pow_",))
 def pow_(self, exponent):
     spec = _ops.POW_TENSOR if isinstance(exponent, Tensor) else _ops.POW_SCALAR
     return _binary_(self, exponent, spec, np.power)
 
 
+@export(methods=("remainder_",))
 def remainder_(self, other):
     spec = _ops.REMAINDER if isinstance(other, Tensor) else _ops.REMAINDER_SCALAR
     return _binary_(self, other, spec, _ops.remainder_data)
 
 
+@export(methods=("floor_divide_",))
 def floor_divide_(self, other):
     return copy_(self, _ops.floor_divide(self, other))
 
@@ -380,12 +388,19 @@ def _from_registry() -> dict:
 
 REGISTERED = _from_registry()
 globals().update(REGISTERED)  # this module's own names: inplace.exp_, inplace.relu_, ...
+for _name, _op in REGISTERED.items():
+    export(methods=(_name,))(_op)
+# (torch has these two as functions too: torch.abs_(x), torch.relu_(x))
+export("abs_", methods=())(REGISTERED["abs_"])
+export("relu_", methods=())(REGISTERED["relu_"])
 
 
+@export(methods=("square_",))
 def square_(self):
     return pow_(self, 2)
 
 
+@export(methods=("clamp_", "clip_"))
 def clamp_(self, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -399,10 +414,12 @@ def clamp_(self, min=None, max=None):  # noqa: A002
 clip_ = clamp_
 
 
+@export(methods=("clamp_min_",))
 def clamp_min_(self, min):  # noqa: A002
     return apply(self, _ops.clamp_data(self, min, None), _ops.CLAMP_MIN, (self, min, None))
 
 
+@export(methods=("clamp_max_",))
 def clamp_max_(self, max):  # noqa: A002
     return apply(self, _ops.clamp_data(self, None, max), _ops.CLAMP_MAX, (self, None, max))
 
@@ -426,10 +443,12 @@ INDEX_PUT = OpSpec("IndexPutBackward0", "index_put", n_arrays=2)
 INDEX_ADD = OpSpec("IndexAddBackward0", "index_put", n_arrays=2)
 
 
+@export("zero_")
 def zero_(self):
     return apply(self, np.zeros((), self._data.dtype), ZERO, (self,), {"value": 0}, fill=True)
 
 
+@export(methods=("fill_",))
 def fill_(self, value):
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
@@ -449,6 +468,7 @@ def fill_(self, value):
     )
 
 
+@export(methods=("copy_",))
 def copy_(self, src, non_blocking=False):
     """self.copy_(src): CopyBackwards; src is broadcast and cast to self's shape and dtype."""
     if not isinstance(src, Tensor):
@@ -491,6 +511,7 @@ def copy_(self, src, non_blocking=False):
     return self
 
 
+@export(methods=("masked_fill_",))
 def masked_fill_(self, mask, value):
     m = index_array(mask)
     if isinstance(value, Tensor) and value._data.ndim == 0 and not value._requires_grad:
@@ -502,6 +523,7 @@ def masked_fill_(self, mask, value):
     return apply(self, data, MASKED_FILL, (m, value, self), self_pos=2, fill=True)
 
 
+@export(methods=("index_put_",))
 def index_put_(self, indices, values, accumulate=False):
     """self[indices] = values (or += with accumulate): IndexPutBackward0."""
     if isinstance(indices, list):
@@ -540,6 +562,7 @@ def _same_device_value(values, self):
     return values
 
 
+@export(methods=("index_add_",))
 def index_add_(self, dim, index, source, *, alpha=1):
     axis = dim % self._data.ndim
     key = (slice(None),) * axis + (index_array(index).reshape(-1),)
@@ -552,12 +575,14 @@ def index_add_(self, dim, index, source, *, alpha=1):
     return apply(self, data, INDEX_ADD, (self, source), {"index": key, "accumulate": True})
 
 
+@export(methods=("index_fill_",))
 def index_fill_(self, dim, index, value):
     axis = dim % self._data.ndim
     key = (slice(None),) * axis + (index_array(index).reshape(-1),)
     return index_put_(self, key, value)
 
 
+@export(methods=("scatter_",))
 def scatter_(self, dim, index, src, reduce=None):
     idx = index_array(index)
     key = along_index(idx, dim % self._data.ndim, self._data.ndim)
@@ -568,6 +593,7 @@ def scatter_(self, dim, index, src, reduce=None):
     return index_put_(self, key, src, accumulate=reduce == "add")
 
 
+@export(methods=("scatter_add_",))
 def scatter_add_(self, dim, index, src):
     return scatter_(self, dim, index, src, reduce="add")
 
@@ -582,24 +608,29 @@ def _random_fill(self, data):
     return self
 
 
+@export(methods=("uniform_",))
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     return _random_fill(self, numpy_rng(generator).uniform(a, b, self._data.shape))
 
 
+@export(methods=("normal_",))
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _random_fill(self, numpy_rng(generator).normal(mean, std, self._data.shape))
 
 
+@export(methods=("bernoulli_",))
 def bernoulli_(self, p=0.5, *, generator=None):
     return _random_fill(self, numpy_rng(generator).random(self._data.shape) < p)
 
 
+@export(methods=("random_",))
 def random_(self, low=0, high=None, *, generator=None):
     if high is None:
         low, high = 0, low if low else 2**24
     return _random_fill(self, numpy_rng(generator).integers(low, high, self._data.shape))
 
 
+@export(methods=("exponential_",))
 def exponential_(self, lambd=1.0, *, generator=None):
     return _random_fill(self, numpy_rng(generator).exponential(1.0 / lambd, self._data.shape))
 
@@ -651,9 +682,10 @@ def ixor(self, other):
     return copy_(self, _ops.bitwise_xor(self, other))
 
 
-_round0_ = _unary_("_round0")
+_round0_ = _unary_("round0")
 
 
+@export(methods=("round_",))
 def round_(self, *, decimals=0):
     return copy_(self, _ops.round(self, decimals=decimals)) if decimals else _round0_(self)
 

@@ -1,11 +1,11 @@
-"""Attach the op functions to `Tensor` as methods and operators.
+"""Install the eager surface on `Tensor`: its methods, operators and properties.
 
-One function serves `sourcegrad.exp(x)` and `x.exp()`: the functions in
-`ops.py`, `shape_ops.py`, `inplace.py` take the tensor first, so they are
-installed on the class unchanged. The ops made from the registry's entries
-(`ops.REGISTERED`, `inplace.REGISTERED`) come with their method names. The few methods whose argument order differs
-from the function's (`x.where(cond, y)`, reflected operators) are small
-wrappers here.
+Takes the methods `surface.METHODS` names (each op's, from its registry entry's torch names
+or its `@export`: one function serves `sourcegrad.exp(x)` and `x.exp()`, taking the tensor
+first, installed on the class unchanged) and adds the few that are not an op's: those whose
+argument order differs from the function's (`x.where(cond, y)`, reflected operators), the
+casts (`x.float()`), the factories from a tensor (`x.new_zeros`) and the out-of-place forms
+of in-place ops (`x.index_add`). Returns nothing: `install()` sets them on the class.
 
 This is also the one place where the layers above `tensor.py` give the class the
 methods that need them (`CLASS_METHODS`): `backward` (the engine), `_edge` (the
@@ -15,7 +15,7 @@ legacy constructor and pickling (the factories), the numpy protocol
 found on the class is as fast as one defined in its body.
 
 Imports: the whole eager package below it (tensor, node, engine, ops, shape_ops,
-inplace, factories, numpy_dispatch); only `eager/__init__` imports it.
+inplace, factories, numpy_dispatch, surface); only `eager/__init__` imports it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import devices, dtypes, engine, factories, inplace, node, numpy_dispatch, ops, shape_ops
-from . import fft, vector_ops
+from . import fft, surface, vector_ops  # noqa: F401 - fft, vector_ops: their ops' surface
 from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
 
@@ -99,145 +99,11 @@ def _out_of_place(inplace_fn):
     return method
 
 
-METHODS = {
-    # arithmetic
-    "add": ops.add,
-    "sub": ops.sub,
-    "subtract": ops.sub,
-    "mul": ops.mul,
-    "multiply": ops.mul,
-    "div": ops.div,
-    "divide": ops.div,
-    "true_divide": ops.div,
-    "pow": ops.pow,
-    "float_power": ops.float_power,
-    "square": ops.square,
-    "remainder": ops.remainder,
-    "fmod": ops.fmod,
-    "floor_divide": ops.floor_divide,
-    "fmax": ops.fmax,
-    "fmin": ops.fmin,
-    # comparisons and logic
-    "eq": ops.eq,
-    "ne": ops.ne,
-    "lt": ops.lt,
-    "le": ops.le,
-    "gt": ops.gt,
-    "ge": ops.ge,
-    "not_equal": ops.ne,
-    "less": ops.lt,
-    "less_equal": ops.le,
-    "greater": ops.gt,
-    "greater_equal": ops.ge,
-    "logical_and": ops.logical_and,
-    "logical_or": ops.logical_or,
-    "logical_xor": ops.logical_xor,
-    "logical_not": ops.logical_not,
-    "bitwise_and": ops.bitwise_and,
-    "bitwise_or": ops.bitwise_or,
-    "bitwise_xor": ops.bitwise_xor,
-    "bitwise_not": ops.bitwise_not,
-    "isnan": ops.isnan,
-    "isinf": ops.isinf,
-    "isfinite": ops.isfinite,
-    "isclose": ops.isclose,
-    "allclose": ops.allclose,
-    "equal": ops.equal,
-    # one-input elementwise
-    "round": ops.round,
+# The methods that are not an op's: those whose argument order differs from the function's,
+# the casts, the factories from a tensor and the out-of-place forms of in-place ops.
+OTHER_METHODS = {
     "positive": _pos,
-    "clamp": ops.clamp,
-    "clip": ops.clamp,
-    "clamp_min": ops.clamp_min,
-    "clamp_max": ops.clamp_max,
     "where": _method_where,
-    # reductions
-    "sum": ops.sum,
-    "nansum": ops.nansum,
-    "mean": ops.mean,
-    "prod": ops.prod,
-    "max": ops.max,
-    "min": ops.min,
-    "amax": ops.amax,
-    "amin": ops.amin,
-    "argmax": ops.argmax,
-    "argmin": ops.argmin,
-    "var": ops.var,
-    "std": ops.std,
-    "norm": ops.norm,
-    "logsumexp": ops.logsumexp,
-    "softmax": ops.softmax,
-    "log_softmax": ops.log_softmax,
-    "cumsum": ops.cumsum,
-    "cumprod": ops.cumprod,
-    "all": ops.all,
-    "any": ops.any,
-    "count_nonzero": ops.count_nonzero,
-    # matrix products
-    "mm": ops.mm,
-    "bmm": ops.bmm,
-    "mv": ops.mv,
-    "dot": ops.dot,
-    "matmul": ops.matmul,
-    "outer": ops.outer,
-    "ger": ops.outer,
-    "inner": ops.inner,
-    "addmm": ops.addmm,
-    "cross": vector_ops.cross,
-    # shapes and views
-    "view": shape_ops.view,
-    "reshape": shape_ops.reshape,
-    "view_as": shape_ops.view_as,
-    "reshape_as": shape_ops.reshape_as,
-    "flatten": shape_ops.flatten,
-    "ravel": shape_ops.ravel,
-    "unflatten": shape_ops.unflatten,
-    "squeeze": shape_ops.squeeze,
-    "unsqueeze": shape_ops.unsqueeze,
-    "transpose": shape_ops.transpose,
-    "swapaxes": shape_ops.transpose,
-    "swapdims": shape_ops.transpose,
-    "t": shape_ops.t,
-    "permute": shape_ops.permute,
-    "movedim": shape_ops.movedim,
-    "moveaxis": shape_ops.movedim,
-    "expand": shape_ops.expand,
-    "expand_as": shape_ops.expand_as,
-    "broadcast_to": shape_ops.broadcast_to,
-    "select": shape_ops.select,
-    "narrow": shape_ops.narrow,
-    "unbind": shape_ops.unbind,
-    "split": shape_ops.split,
-    "tensor_split": shape_ops.tensor_split,
-    "chunk": shape_ops.chunk,
-    "clone": shape_ops.clone,
-    "contiguous": shape_ops.contiguous,
-    "to": shape_ops.to,
-    "type_as": shape_ops.type_as,
-    "flip": shape_ops.flip,
-    "fliplr": shape_ops.fliplr,
-    "flipud": shape_ops.flipud,
-    "roll": shape_ops.roll,
-    "repeat": shape_ops.repeat,
-    "tile": shape_ops.tile,
-    "repeat_interleave": shape_ops.repeat_interleave,
-    "tril": shape_ops.tril,
-    "triu": shape_ops.triu,
-    "gather": shape_ops.gather,
-    "take_along_dim": shape_ops.take_along_dim,
-    "index_select": shape_ops.index_select,
-    "take": shape_ops.take,
-    "masked_select": shape_ops.masked_select,
-    "diagonal": shape_ops.diagonal,
-    "diag": shape_ops.diag,
-    "trace": shape_ops.trace,
-    "masked_fill": shape_ops.masked_fill,
-    "sort": shape_ops.sort,
-    "argsort": shape_ops.argsort,
-    "topk": shape_ops.topk,
-    "nonzero": shape_ops.nonzero,
-    "argwhere": shape_ops.argwhere,
-    "unique": shape_ops.unique,
     # casts
     "float": _cast(dtypes.float32),
     "double": _cast(dtypes.float64),
@@ -257,50 +123,15 @@ METHODS = {
     "new_empty": factories.new_empty,
     "new_full": factories.new_full,
     "new_tensor": factories.new_tensor,
-    # in place
-    "add_": inplace.add_,
-    "sub_": inplace.sub_,
-    "subtract_": inplace.sub_,
-    "mul_": inplace.mul_,
-    "multiply_": inplace.mul_,
-    "div_": inplace.div_,
-    "divide_": inplace.div_,
-    "true_divide_": inplace.div_,
-    "pow_": inplace.pow_,
-    "remainder_": inplace.remainder_,
-    "floor_divide_": inplace.floor_divide_,
-    "round_": inplace.round_,
-    "square_": inplace.square_,
-    "clamp_": inplace.clamp_,
-    "clip_": inplace.clamp_,
-    "clamp_min_": inplace.clamp_min_,
-    "clamp_max_": inplace.clamp_max_,
-    "zero_": inplace.zero_,
-    "fill_": inplace.fill_,
-    "copy_": inplace.copy_,
-    "masked_fill_": inplace.masked_fill_,
-    "index_put_": inplace.index_put_,
-    "index_add_": inplace.index_add_,
-    "index_fill_": inplace.index_fill_,
-    "scatter_": inplace.scatter_,
-    "scatter_add_": inplace.scatter_add_,
-    "uniform_": inplace.uniform_,
-    "normal_": inplace.normal_,
-    "bernoulli_": inplace.bernoulli_,
-    "random_": inplace.random_,
-    "exponential_": inplace.exponential_,
+    # the out-of-place forms of in-place ops
     "index_put": _out_of_place(inplace.index_put_),
     "index_add": _out_of_place(inplace.index_add_),
     "index_fill": _out_of_place(inplace.index_fill_),
     "scatter": _out_of_place(inplace.scatter_),
     "scatter_add": _out_of_place(inplace.scatter_add_),
 }
-# the Tensor methods and in-place variants the registry's entries name (`ops.Torch`)
-METHODS.update(
-    {name: op for op in dict.fromkeys(ops.REGISTERED.values()) for name in op.entry.torch.method}
-)
-METHODS.update(inplace.REGISTERED)
-METHODS.update({"conj": fft.conj, "angle": fft.angle})
+# every method installed on Tensor: the ops' (`surface.METHODS`) and the others
+METHODS = {**surface.METHODS, **OTHER_METHODS}
 
 OPERATORS = {
     "__add__": _binary_operator("add", ops.ADD, np.add),

@@ -45,6 +45,14 @@ def as_tensor(v, dtype=None):
     return _wrap(np.asarray(v, dtype))
 
 
+def wrap_array(a):
+    """A Tensor for an array argument of a numpy function called on Tensors: Tensors pass
+    through, arrays are wrapped as they are (no dtype change, no copy)."""
+    if isinstance(a, Tensor):
+        return a
+    return _wrap(a if type(a) in _GPU else np.asarray(a))
+
+
 # --- promotion -----------------------------------------------------------------------------
 
 

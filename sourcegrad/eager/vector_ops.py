@@ -16,6 +16,7 @@ import numpy as np
 from .. import rules_nn
 from . import operands
 from .spec import OpSpec, record
+from .surface import export
 from .tensor import Tensor
 
 _wrap = Tensor._make
@@ -68,6 +69,7 @@ def linalg_cross(input, other, *, dim=-1):
     return out_data
 
 
+@export("cross")
 def cross(input, other, dim=None):
     """torch.cross: linalg.cross along `dim`; without it, along the first dimension of size 3."""
     if dim is None:
@@ -85,6 +87,7 @@ def cross(input, other, dim=None):
     return linalg_cross(input, other, dim=dim)
 
 
+@export("cdist", methods=())
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """The p-norm distance between each row of x1 (.., P, M) and each of x2 (.., R, M).
 

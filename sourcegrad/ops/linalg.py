@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from ..runtime import dot_grad, einsum_grad, inner_grad, tensordot_grad, unbroadcast
-from .registry import Spelling, alias, defvjp, mark
+from .registry import torch, Spelling, alias, defvjp, mark
 from .registry import func as _func
 
 
@@ -50,6 +50,7 @@ defvjp(
     props={"fresh", "owned"},
     shape="matmul",
     linear="multi",
+    torch=torch("MmBackward0", "matmul"),
 )
 alias(
     "matmul_op",
@@ -94,6 +95,7 @@ defvjp(
     shape="dot",
     methods=("dot",),
     linear="multi",
+    torch=torch("DotBackward0", "dot"),
 )
 defvjp(
     "outer",
@@ -104,6 +106,7 @@ defvjp(
     props={"fresh", "owned"},
     shape="dot",
     linear="multi",
+    torch=torch("MulBackward0", "outer", "ger"),
 )
 defvjp(
     "inner",

@@ -238,6 +238,7 @@ defvjp(
     _spelled("softmax"),
     lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),
     jvps=(lambda t, ans, x, axis: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)),),
+    torch=torch("SoftmaxBackward0", "softmax", numpy=False),
 )
 defvjp(
     "log_softmax",
@@ -245,6 +246,7 @@ defvjp(
     _spelled("log_softmax"),
     lambda g, ans, x, axis: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),
     jvps=(lambda t, ans, x, axis: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True),),
+    torch=torch("LogSoftmaxBackward0", "log_softmax", numpy=False),
 )
 defvjp(
     "logsumexp",
@@ -259,6 +261,7 @@ defvjp(
             t * np.exp(x - expand_reduced(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims
         ),
     ),
+    torch=torch("LogsumexpBackward0", "logsumexp", numpy=False),
 )
 defvjp(
     "vector_norm",

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import errors
 from ..runtime import concatenate_items, expand_reduced, max_grad, max_jvp, unbroadcast
-from .registry import TEMPLATE_NAMESPACE, Spelling, alias, defnondiff, defvjp
+from .registry import torch, TEMPLATE_NAMESPACE, Spelling, alias, defnondiff, defvjp
 from .registry import func as _func
 
 
@@ -527,8 +527,22 @@ defvjp(
     lambda g, ans, m, k=1, axes=(0, 1): np.rot90(g, -k, axes),
     linear="joint",
 )
-defvjp("np_fliplr", np.fliplr, _func("fliplr"), lambda g, ans, m: np.fliplr(g), linear="joint")
-defvjp("np_flipud", np.flipud, _func("flipud"), lambda g, ans, m: np.flipud(g), linear="joint")
+defvjp(
+    "np_fliplr",
+    np.fliplr,
+    _func("fliplr"),
+    lambda g, ans, m: np.fliplr(g),
+    linear="joint",
+    torch=torch("FlipBackward0", "fliplr"),
+)
+defvjp(
+    "np_flipud",
+    np.flipud,
+    _func("flipud"),
+    lambda g, ans, m: np.flipud(g),
+    linear="joint",
+    torch=torch("FlipBackward0", "flipud"),
+)
 for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
     defvjp(
         f"np_{_name}",
@@ -803,6 +817,7 @@ defvjp(
         ),
     ),
     kind="reduction",
+    torch=torch("NansumBackward0", "nansum", keep_int=True),
 )
 defvjp(
     "np_nanmean",
@@ -820,6 +835,7 @@ defvjp(
         ),
     ),
     kind="reduction",
+    torch=torch("DivBackward0", "nanmean"),
 )
 defvjp(
     "np_nanmax",

@@ -13,7 +13,7 @@ from ..runtime import (
     reduced_count,
     var_jvp,
 )
-from .registry import alias, defprimitive, defvjp
+from .registry import torch, alias, defprimitive, defvjp
 from .registry import func as _func, helper as _helper
 
 
@@ -30,6 +30,7 @@ defvjp(
     method="sum",
     methods=("sum",),
     linear="joint",
+    torch=torch("SumBackward0", "sum"),
 )
 # (the mean of an empty array is nan, as numpy gives it; its gradient is empty: no 1 / 0)
 defvjp(
@@ -50,6 +51,7 @@ defvjp(
     method="mean",
     methods=("mean",),
     linear="joint",
+    torch=torch("MeanBackward0", "mean"),
 )
 defvjp(
     "prod",
@@ -64,6 +66,7 @@ defvjp(
             prod_grad(np.ones_like(ans), x, axis, keepdims) * t, axis=axis, keepdims=keepdims
         ),
     ),
+    torch=torch("ProdBackward0", "prod"),
 )
 defvjp(
     "max",
@@ -74,11 +77,36 @@ defvjp(
     method="max",
     methods=("max",),
     jvps=(lambda t, ans, x, axis=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),),
+    torch=torch("MaxBackward1", "max"),
 )
-alias("amax", np.amax, _func("amax"), like="max", method="max")
+alias(
+    "amax",
+    np.amax,
+    _func("amax"),
+    like="max",
+    method="max",
+    torch=torch("AmaxBackward0", "amax"),
+)
 # (min borrows max's rules: max_grad picks by ans)
-alias("min", np.min, _func("min"), like="max", family="min", method="min", methods=("min",))
-alias("amin", np.amin, _func("amin"), like="max", family="min", method="min")
+alias(
+    "min",
+    np.min,
+    _func("min"),
+    like="max",
+    family="min",
+    method="min",
+    methods=("min",),
+    torch=torch("MinBackward1", "min"),
+)
+alias(
+    "amin",
+    np.amin,
+    _func("amin"),
+    like="max",
+    family="min",
+    method="min",
+    torch=torch("AminBackward0", "amin"),
+)
 defvjp(
     "var",
     np.var,
@@ -94,6 +122,7 @@ defvjp(
     jvps=(
         lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims),
     ),
+    torch=torch("VarBackward0", "var"),
 )
 defvjp(
     "std",
@@ -111,6 +140,7 @@ defvjp(
             var_jvp(t, x, axis, ddof, keepdims) / (2.0 * ans)
         ),
     ),
+    torch=torch("StdBackward0", "std"),
 )
 
 
@@ -127,6 +157,7 @@ defvjp(
         else np.reshape(np.flip(np.cumsum(np.flip(g))), x.shape)
     ),
     linear="joint",
+    torch=torch("CumsumBackward0", "cumsum"),
 )
 defvjp(
     "cumprod",
@@ -134,6 +165,7 @@ defvjp(
     _func("cumprod"),
     lambda g, ans, x, axis=None: cumprod_grad(g, ans, x, axis),
     jvps=(lambda t, ans, x, axis=None: cumprod_jvp(t, ans, x, axis),),
+    torch=torch("CumprodBackward0", "cumprod"),
 )
 defprimitive("cumprod_grad", cumprod_grad, _helper("cumprod_grad"))
 defprimitive("cumprod_jvp", cumprod_jvp, _helper("cumprod_jvp"))

@@ -11,8 +11,10 @@ Its `Op` holds everything either mode asks about it:
   method generated code writes; `methods`: the array methods user code may call;
   `shape`: the shape function the analysis uses) through `has(name, prop)`;
 * its torch names (`torch`: node, function, Tensor method, in-place variant, numpy
-  dispatch), from which the eager surface is made (`eager.ops.REGISTERED` and the
-  tables of `eager.inplace`, `eager.methods`, `eager.numpy_dispatch`, `eager.__all__`).
+  dispatch), from which the eager surface is made (`eager.surface`: the op itself is made
+  from the entry for elementwise ops and plain reductions, or written by hand and marked
+  `@implements(name)`; its functions, methods, in-place variants, numpy dispatch and
+  `__all__` names are these).
 
     defvjp("multiply", np.multiply, Spelling.func("multiply"),
            lambda g, ans, x, y: unbroadcast(g * y, x),
@@ -77,7 +79,7 @@ class Spelling:
 
 @dataclass(frozen=True)
 class Torch:
-    """The op's torch names, from which the eager surface is made (`eager.ops.REGISTERED`).
+    """The op's torch names, from which the eager surface is made (`eager.surface`).
 
     node: the backward node's class name (`SincBackward0`); function: the names of
     `sourcegrad.<name>(x)` (the first is the op's own name, the others aliases); method: the

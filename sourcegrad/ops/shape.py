@@ -16,7 +16,7 @@ from ..runtime import (
     tile_split_shape,
     tile_sum_axes,
 )
-from .registry import Spelling, defnondiff, defvjp, mark
+from .registry import torch, Spelling, defnondiff, defvjp, mark
 from .registry import func as _func, helper as _helper
 
 
@@ -29,6 +29,7 @@ defvjp(
     props={"view", "linear_in_first"},
     methods=("reshape",),
     linear="joint",
+    torch=torch("ViewBackward0", "reshape"),
 )
 defvjp(
     "ravel",
@@ -38,6 +39,7 @@ defvjp(
     props={"view", "linear_in_first"},
     methods=("ravel", "flatten"),
     linear="joint",
+    torch=torch("ViewBackward0", "ravel"),
 )
 defvjp(
     "expand_dims",
@@ -46,6 +48,7 @@ defvjp(
     lambda g, ans, x, axis: np.reshape(g, x.shape),
     props={"view", "linear_in_first"},
     linear="joint",
+    torch=torch("UnsqueezeBackward0", "unsqueeze"),
 )
 defvjp(
     "squeeze",
@@ -55,6 +58,7 @@ defvjp(
     props={"view", "linear_in_first"},
     methods=("squeeze",),
     linear="joint",
+    torch=torch("SqueezeBackward0", "squeeze"),
 )
 defvjp(
     "transpose",
@@ -66,6 +70,7 @@ defvjp(
     props={"view", "linear_in_first"},
     methods=("transpose",),
     linear="joint",
+    torch=torch("PermuteBackward0", "permute"),
 )
 defvjp(
     "T",
@@ -83,6 +88,7 @@ defvjp(
     props={"view"},
     methods=("swapaxes",),
     linear="joint",
+    torch=torch("TransposeBackward0", "transpose", "swapaxes", "swapdims"),
 )
 defvjp(
     "moveaxis",
@@ -91,6 +97,7 @@ defvjp(
     lambda g, ans, x, source, destination: np.moveaxis(g, destination, source),
     props={"view"},
     linear="joint",
+    torch=torch("PermuteBackward0", "movedim", "moveaxis"),
 )
 defvjp(
     "broadcast_to",
@@ -99,6 +106,7 @@ defvjp(
     lambda g, ans, x, shape: unbroadcast(g, x),
     props={"view", "linear_in_first"},
     linear="joint",
+    torch=torch("ExpandBackward0", "broadcast_to"),
 )
 defvjp(
     "concatenate",
@@ -200,7 +208,12 @@ mark(
 # Layout changes numpy has and torch names differently (flip, roll, tril, triu, tile): each is
 # linear, so its JVP is the op applied to the tangent.
 defvjp(
-    "flip", np.flip, _func("flip"), lambda g, ans, x, axis=None: np.flip(g, axis), linear="joint"
+    "flip",
+    np.flip,
+    _func("flip"),
+    lambda g, ans, x, axis=None: np.flip(g, axis),
+    linear="joint",
+    torch=torch("FlipBackward0", "flip"),
 )
 defvjp(
     "roll",
@@ -208,9 +221,24 @@ defvjp(
     _func("roll"),
     lambda g, ans, x, shift, axis=None: np.roll(g, np.negative(shift), axis),
     linear="joint",
+    torch=torch("RollBackward0", "roll"),
 )
-defvjp("tril", np.tril, _func("tril"), lambda g, ans, x, k=0: np.tril(g, k), linear="joint")
-defvjp("triu", np.triu, _func("triu"), lambda g, ans, x, k=0: np.triu(g, k), linear="joint")
+defvjp(
+    "tril",
+    np.tril,
+    _func("tril"),
+    lambda g, ans, x, k=0: np.tril(g, k),
+    linear="joint",
+    torch=torch("TrilBackward0", "tril"),
+)
+defvjp(
+    "triu",
+    np.triu,
+    _func("triu"),
+    lambda g, ans, x, k=0: np.triu(g, k),
+    linear="joint",
+    torch=torch("TriuBackward0", "triu"),
+)
 # tile's VJP sums the tiles: g reshaped so each tile has axes of its own, summed over those.
 defvjp(
     "tile",
@@ -221,6 +249,7 @@ defvjp(
         x.shape,
     ),
     linear="joint",
+    torch=torch("RepeatBackward0", "tile"),
 )
 defnondiff("tile_split_shape", tile_split_shape, _helper("tile_split_shape"))
 defnondiff("tile_sum_axes", tile_sum_axes, _helper("tile_sum_axes"))

@@ -1,0 +1,407 @@
+"""Arithmetic, comparisons and logic on Tensors: add, sub, mul, div, pow, remainder, fmod,
+floor_divide, fmax/fmin, eq/lt/..., logical_*, bitwise_*, isnan/isinf/isfinite, isclose.
+
+Takes Tensors and numbers (promoted to torch's result dtype, `operands.promote`); returns
+Tensors whose node (torch's name: `AddBackward0`, `PowBackward1`, ...) calls the registry's
+VJPs (`spec.record`). Every op has the same three steps, kept short because they are the
+hot path of eager code (`x + y` calls `binary_op` directly, methods.py):
+
+1. unwrap the operands and promote them to torch's result dtype;
+2. run the numpy function;
+3. if grad mode is on and an input requires grad, record the node.
+
+Their surface (`sourcegrad.<name>`, `Tensor.<name>`, `np.<fn>(tensor)`) is the `@export`
+at each, since torch's arithmetic (alpha=, rounding_mode=, scalar exponents with their own
+nodes) is not one registry entry each.
+
+Imports: `operands`, `spec`, `node`, `tensor`, `surface` and the leaves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ForwardADError
+from ..ops import nn as rt
+from . import devices
+from .dual_state import DUAL, any_tangent
+from .grad_mode import STATE
+from .node import NotImplementedNode
+from .operands import same_device
+from .operands import grad_required
+
+# the shared operand helpers under the short private names this module's ops are written with
+from .operands import data_of as _data, needs_grad as _needs_grad
+from .operands import promote as _promote, result as _result
+from .out_arg import write_out
+from .spec import OpSpec, record
+from .tensor import Tensor, stale_view_requires_grad
+
+from .surface import export
+
+_wrap = Tensor._make
+_GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled when CuPy loads
+
+
+def binary_op(spec, fn, a, b, to_float=False):
+    ad, bd, rd, ra, rb = _promote(a, b, to_float)
+    try:
+        out = fn(ad, bd)
+        if type(out) is not np.ndarray or out.dtype != rd:  # _result's cases
+            out = _result(out, rd)
+    except ValueError as e:
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+    out = _wrap(out)
+    if STATE.enabled and (
+        (
+            isinstance(ra, Tensor)
+            and (ra._requires_grad or (ra._base is not None and stale_view_requires_grad(ra)))
+        )
+        or (
+            isinstance(rb, Tensor)
+            and (rb._requires_grad or (rb._base is not None and stale_view_requires_grad(rb)))
+        )
+    ):
+        record(spec, out, (ra, rb))
+    elif DUAL.on and any_tangent((ra, rb)):
+        record(spec, out, (ra, rb))
+    return out
+
+
+# --- arithmetic ----------------------------------------------------------------------------
+
+ADD = OpSpec("AddBackward0", "add")
+ADD_ALPHA = OpSpec("AddBackward0", "add_alpha", n_arrays=2)
+SUB = OpSpec("SubBackward0", "subtract")
+SUB_ALPHA = OpSpec("SubBackward0", "sub_alpha", n_arrays=2)
+RSUB = OpSpec("RsubBackward1", "subtract", edges=(1,))
+MUL = OpSpec("MulBackward0", "multiply")
+DIV = OpSpec("DivBackward0", "divide")
+POW_SCALAR = OpSpec("PowBackward0", "power", edges=(0,))
+POW_TENSOR = OpSpec("PowBackward1", "power")
+POW_BASE = OpSpec("PowBackward2", "power", edges=(1,))
+REMAINDER_SCALAR = OpSpec("RemainderBackward0", "mod_op", edges=(0,))
+REMAINDER = OpSpec("RemainderBackward1", "mod_op")
+FMOD_SCALAR = OpSpec("FmodBackward0", "fmod", edges=(0,))
+FMOD = OpSpec("FmodBackward1", "fmod")
+DIV_ROUNDING = OpSpec("DivBackward2", "torch_div_rounding")
+FMAX = OpSpec("FmaxBackward0", "maximum")
+FMIN = OpSpec("FminBackward0", "minimum")
+
+
+@export("add", numpy=(np.add,))
+def add(input, other, *, alpha=1, out=None):
+    if out is not None:
+        return write_out("add", out, add(input, other, alpha=alpha), (input, other))
+    if alpha == 1:
+        return binary_op(ADD, np.add, input, other)
+    ad, bd, rd, ra, rb = _promote(input, other)
+    res = _wrap(_result(np.add(ad, np.multiply(bd, alpha)), rd))
+    if _needs_grad(ra, rb):
+        record(ADD_ALPHA, res, (ra, rb), {"alpha": alpha})
+    return res
+
+
+@export("sub", "subtract", numpy=(np.subtract,))
+def sub(input, other, *, alpha=1, out=None):
+    if out is not None:
+        return write_out("sub", out, sub(input, other, alpha=alpha), (input, other))
+    if alpha == 1:
+        return binary_op(SUB, np.subtract, input, other)
+    ad, bd, rd, ra, rb = _promote(input, other)
+    res = _wrap(_result(np.subtract(ad, np.multiply(bd, alpha)), rd))
+    if _needs_grad(ra, rb):
+        record(SUB_ALPHA, res, (ra, rb), {"alpha": alpha})
+    return res
+
+
+subtract = sub
+
+
+@export("rsub", methods=())
+def rsub(input, other):
+    """other - input for a non-tensor `other` (RsubBackward1: one edge)."""
+    if isinstance(other, Tensor):
+        return sub(other, input)
+    ad, bd, rd, ra, rb = _promote(other, input)
+    res = _wrap(_result(np.subtract(ad, bd), rd))
+    if _needs_grad(rb):
+        record(RSUB, res, (ra, rb))
+    return res
+
+
+@export("mul", "multiply", numpy=(np.multiply,))
+def mul(input, other, *, out=None):
+    if out is not None:
+        return write_out("mul", out, mul(input, other), (input, other))
+    return binary_op(MUL, np.multiply, input, other)
+
+
+multiply = mul
+
+
+@export("div", "divide", "true_divide", numpy=(np.true_divide,))
+def div(input, other, *, rounding_mode=None, out=None):
+    if out is not None:
+        return write_out("div", out, div(input, other, rounding_mode=rounding_mode), (input, other))
+    if rounding_mode is not None:
+        return _div_rounding(input, other, rounding_mode)
+    return binary_op(DIV, np.true_divide, input, other, to_float=True)
+
+
+def _div_rounding(input, other, mode):
+    """div(rounding_mode=...): DivBackward2, with a zero gradient, as torch records it."""
+    if mode not in ("floor", "trunc"):
+        raise RuntimeError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'"
+        )
+    ad, bd, rd, ra, rb = _promote(input, other)
+    out = _wrap(_result(rt.div_rounding(ad, bd, mode), rd))
+    if _needs_grad(ra, rb):
+        record(DIV_ROUNDING, out, (ra, rb))
+    return out
+
+
+divide = true_divide = div
+
+
+@export("pow", numpy=(np.power,))
+def pow(input, exponent, *, out=None):  # noqa: A001 - torch's name
+    if out is not None:
+        return write_out("pow", out, pow(input, exponent), (input, exponent))
+    if not isinstance(input, Tensor):
+        return binary_op(POW_BASE, np.power, input, exponent)
+    spec = (
+        POW_TENSOR
+        if isinstance(exponent, (Tensor, np.ndarray)) or type(exponent) in _GPU
+        else POW_SCALAR
+    )
+    return binary_op(spec, np.power, input, exponent)
+
+
+def rpow(input, other):
+    return (
+        pow(other, input)
+        if isinstance(other, Tensor)
+        else binary_op(POW_BASE, np.power, other, input)
+    )
+
+
+@export("square", numpy=(np.square,))
+def square(input):
+    return pow(input, 2)
+
+
+@export("float_power", numpy=(np.float_power,))
+def float_power(input, exponent):
+    return pow(input.double() if isinstance(input, Tensor) else input, exponent)
+
+
+def remainder_data(a, b):
+    """torch's remainder: fmod, moved onto the divisor's side (so -2 % 2 is -0., as torch)."""
+    r = np.fmod(a, b)
+    if (r.dtype if type(r) in _GPU else np.asarray(r).dtype).kind != "f":
+        return np.remainder(a, b)
+    fix = (r != 0) & (
+        ((b if type(b) in _GPU or isinstance(b, (int, float)) else np.asarray(b)) < 0) != (r < 0)
+    )
+    return np.where(fix, r + b, r)
+
+
+@export("remainder", numpy=(np.remainder,))
+def remainder(input, other):
+    if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        # a number % a tensor: torch records it with a NotImplemented node
+        ad, bd, rd, ra, rb = _promote(input, other)
+        res = _wrap(_result(remainder_data(ad, bd), rd))
+        _no_tangent("aten::remainder", other)
+        if grad_required(other):
+            res._grad_fn = NotImplementedNode((other._edge(),), "aten::remainder")
+            res._requires_grad = True
+        return res
+    spec = REMAINDER if isinstance(other, Tensor) else REMAINDER_SCALAR
+    return binary_op(spec, remainder_data, input, other)
+
+
+@export("fmod")
+def fmod(input, other):
+    spec = FMOD if isinstance(other, Tensor) else FMOD_SCALAR
+    return binary_op(spec, np.fmod, input, other)
+
+
+def _no_tangent(name, *args):
+    """Forward mode through an op torch records with a NotImplemented node: refused."""
+    if DUAL.on and any_tangent(args):
+        raise ForwardADError(f"Trying to use forward AD with {name} that does not support it.")
+
+
+@export("floor_divide")
+def floor_divide(input, other):
+    """x // y: torch records it with a NotImplemented node (no derivative)."""
+    ad, bd, rd, ra, rb = _promote(input, other)
+    res = _wrap(_result(np.floor_divide(ad, bd), rd))
+    _no_tangent("aten::floor_divide", ra, rb)
+    if grad_required(ra, rb):
+        edges = tuple(
+            a._edge() if isinstance(a, Tensor) and a._requires_grad else (None, 0)
+            for a in (ra, rb)
+            if isinstance(a, Tensor)
+        )
+        res._grad_fn = NotImplementedNode(edges, "aten::floor_divide")
+        res._requires_grad = True
+    return res
+
+
+@export("fmax", numpy=(np.fmax,))
+def fmax(input, other):
+    return binary_op(FMAX, np.fmax, input, other)
+
+
+@export("fmin", numpy=(np.fmin,))
+def fmin(input, other):
+    return binary_op(FMIN, np.fmin, input, other)
+
+
+# --- comparisons and logic (no gradient) -----------------------------------------------------
+
+
+def _compare(fn, a, b):
+    ad, bd, rd, ra, rb = _promote(a, b)
+    return _wrap(_result(fn(ad, bd)))
+
+
+@export("eq", numpy=(np.equal,))
+def eq(input, other):
+    return _compare(np.equal, input, other)
+
+
+@export("ne", "not_equal", numpy=(np.not_equal,))
+def ne(input, other):
+    return _compare(np.not_equal, input, other)
+
+
+@export("lt", "less", numpy=(np.less,))
+def lt(input, other):
+    return _compare(np.less, input, other)
+
+
+@export("le", "less_equal", numpy=(np.less_equal,))
+def le(input, other):
+    return _compare(np.less_equal, input, other)
+
+
+@export("gt", "greater", numpy=(np.greater,))
+def gt(input, other):
+    return _compare(np.greater, input, other)
+
+
+@export("ge", "greater_equal", numpy=(np.greater_equal,))
+def ge(input, other):
+    return _compare(np.greater_equal, input, other)
+
+
+not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
+
+
+def _logic(fn, a, b):
+    ad, bd, rd, ra, rb = _promote(a, b)
+    return _wrap(_result(fn(ad, bd)))
+
+
+@export("logical_and", numpy=(np.logical_and,))
+def logical_and(input, other):
+    return _wrap(_result(np.logical_and(_data(input), _data(other))))
+
+
+@export("logical_or", numpy=(np.logical_or,))
+def logical_or(input, other):
+    return _wrap(_result(np.logical_or(_data(input), _data(other))))
+
+
+@export("logical_xor", numpy=(np.logical_xor,))
+def logical_xor(input, other):
+    return _wrap(_result(np.logical_xor(_data(input), _data(other))))
+
+
+@export("logical_not", numpy=(np.logical_not,))
+def logical_not(input):
+    return _wrap(_result(np.logical_not(input._data)))
+
+
+@export("bitwise_and", numpy=(np.bitwise_and,))
+def bitwise_and(input, other):
+    return _logic(np.bitwise_and, input, other)
+
+
+@export("bitwise_or", numpy=(np.bitwise_or,))
+def bitwise_or(input, other):
+    return _logic(np.bitwise_or, input, other)
+
+
+@export("bitwise_xor", numpy=(np.bitwise_xor,))
+def bitwise_xor(input, other):
+    return _logic(np.bitwise_xor, input, other)
+
+
+@export("bitwise_not", numpy=(np.invert,))
+def bitwise_not(input):
+    d = input._data
+    return _wrap(_result(np.logical_not(d) if d.dtype == np.bool_ else np.invert(d)))
+
+
+@export("isnan", numpy=(np.isnan,))
+def isnan(input):
+    return _wrap(_result(np.isnan(input._data)))
+
+
+@export("isinf", numpy=(np.isinf,))
+def isinf(input):
+    return _wrap(_result(np.isinf(input._data)))
+
+
+@export("isfinite", numpy=(np.isfinite,))
+def isfinite(input):
+    return _wrap(_result(np.isfinite(input._data)))
+
+
+@export("isclose")
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    same_device(input, other)
+    return _wrap(_result(np.isclose(input._data, _data(other), rtol, atol, equal_nan)))
+
+
+@export("allclose")
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    same_device(input, other)
+    return bool(np.allclose(input._data, _data(other), rtol, atol, equal_nan))
+
+
+@export("equal")
+def equal(input, other) -> bool:
+    same_device(input, other)
+    return input._data.shape == other._data.shape and bool(np.all(input._data == other._data))
+
+
+# --- one-input elementwise ops ---------------------------------------------------------------
+
+
+def broadcast_error(a, b):
+    """torch's error for shapes that do not broadcast (None when they do)."""
+    n = len(a) if len(a) > len(b) else len(b)
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    for i in range(n - 1, -1, -1):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            return RuntimeError(
+                f"The size of tensor a ({a[i]}) must match the size of tensor b "
+                f"({b[i]}) at non-singleton dimension {i}"
+            )
+    return None
+
+
+def not_a_tensor(name, value, arg="input", position=1):
+    """torch's TypeError for a non-Tensor where an op needs a Tensor."""
+    return TypeError(
+        f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
+        f"{type(value).__name__}"
+    )

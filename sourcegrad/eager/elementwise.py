@@ -1,0 +1,225 @@
+"""The elementwise ops of one input made from the registry (exp, tanh, sigmoid, abs, ...) and
+of two (maximum, hypot, atan2, ...), and the hand-written ones beside them: round, positive,
+leaky_relu, clamp, where, rdiv.
+
+Takes the registry's elementwise entries with torch names (`ops.Torch`); returns
+`REGISTERED`, {torch function name: op}, each op registered with the surface its entry's
+torch names describe (`surface.add_entry`). The in-place variants are made from the same
+entries by `inplace.py`.
+
+Imports: `arithmetic` (binary_op), `operands`, `spec`, `tensor`, `surface` and the leaves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import RULES, nn as rt
+from . import devices, dtypes
+from .dual_state import DUAL, any_tangent
+from .grad_mode import STATE
+from .operands import cached_spec, default_np as _default_np
+
+# the shared operand helpers under the short private names this module's ops are written with
+from .operands import data_of as _data, needs_grad as _needs_grad
+from .operands import operand_key as _key, promote as _promote, result as _result
+from .out_arg import write_out
+from .spec import OpSpec, record
+from .tensor import Tensor, stale_view_requires_grad
+
+from . import surface
+from .arithmetic import binary_op, div, mul, not_a_tensor
+from .surface import export
+
+_wrap = Tensor._make
+_GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled when CuPy loads
+
+
+def _unary(spec, fn, x, keep_int=False):
+    try:
+        d = x._data
+    except AttributeError:
+        name = spec.node_cls.__name__.rsplit("Backward", 1)[0].lower()
+        raise not_a_tensor(name, x) from None
+    if not keep_int and d.dtype.kind not in "fc":
+        d = d.astype(_default_np())
+    out = _wrap(_result(fn(d)))
+    if (
+        STATE.enabled
+        and (x._requires_grad or (x._base is not None and stale_view_requires_grad(x)))
+        or (DUAL.on and any_tangent((x,)))
+    ):
+        record(spec, out, (x,))
+    return out
+
+
+def make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
+    spec = OpSpec(node_name, rule_name)
+
+    def op(input, *, out=None):
+        if out is not None:
+            return write_out(rule_name, out, _unary(spec, fn, input, keep_int), (input,))
+        return _unary(spec, fn, input, keep_int)
+
+    op.__doc__ = doc or f"Elementwise {rule_name}; backward: {node_name}."
+    op.spec, op.np_fn = spec, fn  # the in-place variant (inplace.py) reuses both
+    return op
+
+
+def make_binary(node_name, rule_name, fn, keep_int=False):
+    spec = OpSpec(node_name, rule_name)
+
+    def op(input, other):
+        return binary_op(spec, fn, input, other, to_float=not keep_int)
+
+    op.__doc__ = f"Elementwise {rule_name} of two tensors (broadcasting); backward: {node_name}."
+    op.spec, op.np_fn = spec, fn
+    return op
+
+
+def from_registry() -> dict:
+    """{torch function name: op} for the registry's elementwise entries of one input (exp,
+    tanh, sigmoid, abs, ...) or two (maximum, hypot, atan2, ...) that carry torch names
+    (`ops.Torch`) and have no hand-written op: each op made here gets the surface its
+    entry's torch names describe (`surface.add_entry`, below); `inplace.py` makes the in-place
+    variants from the same entries."""
+    made = {}
+    for entry in RULES.values():
+        names = entry.torch
+        if (
+            names is None
+            or surface.by_hand(entry)
+            or entry.kind != "elementwise"
+            or len(entry.params) not in (1, 2)
+        ):
+            continue  # (the other families' ops: reductions.py, or written by hand)
+        if len(entry.params) == 2 and names.inplace:
+            raise TypeError(
+                f"op {entry.name!r}: in-place variants are made for ops of one input only: "
+                "write it by hand and mark it @surface.implements(..., inplace=True)"
+            )
+        make = make_unary if len(entry.params) == 1 else make_binary
+        op = make(names.node, entry.name, entry.fn, names.keep_int)
+        op.__name__ = op.__qualname__ = names.function[0]
+        op.entry = entry
+        for name in names.function:
+            made[name] = op
+    return made
+
+
+REGISTERED = from_registry()
+for _op in dict.fromkeys(REGISTERED.values()):
+    surface.add_entry(_op.entry, _op)
+globals().update(REGISTERED)  # this module's own names: elementwise.exp, .sigmoid, ...
+# (named here too for the functions that call them: rdiv, max and min)
+reciprocal = REGISTERED["reciprocal"]
+maximum, minimum = REGISTERED["maximum"], REGISTERED["minimum"]
+round0 = make_unary("RoundBackward0", "torch_round", np.round, keep_int=True)
+positive = export("positive", methods=())(
+    make_unary("PositiveBackward0", "positive", np.positive, keep_int=True)
+)
+
+
+def rdiv(input, other):
+    """other / input: torch computes reciprocal(input) * other."""
+    if isinstance(other, Tensor):
+        return div(other, input)
+    return mul(reciprocal(input), other)
+
+
+@export("round")
+def round(input, *, decimals=0):  # noqa: A001 - torch's name
+    if decimals == 0:
+        return round0(input)
+    out = _wrap(_result(np.round(input._data, decimals)))
+    if _needs_grad(input):
+        record(cached_spec("RoundBackward1", "torch_round"), out, (input,))
+    return out
+
+
+LEAKY_RELU = OpSpec("LeakyReluBackward0", "leaky_relu", n_arrays=1)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    out = _wrap(_result(rt.leaky_relu(input._data, negative_slope)))
+    if _needs_grad(input):
+        record(LEAKY_RELU, out, (input,), {"negative_slope": negative_slope})
+    return out
+
+
+# --- clamp and where -------------------------------------------------------------------------
+
+CLAMP_SCALAR = OpSpec("ClampBackward1", "clip", edges=(0,))
+CLAMP_TENSOR = OpSpec("ClampBackward0", "clip")
+CLAMP_MIN = OpSpec("ClampMinBackward0", "clip", edges=(0,))
+CLAMP_MAX = OpSpec("ClampMaxBackward0", "clip", edges=(0,))
+
+
+def clamp_data(x, lo, hi):
+    keys = [_key(x)[1]] + [_key(v)[1] for v in (lo, hi) if v is not None]
+    rd = dtypes.result_type(*keys).dtype
+    xd = x._data if x._data.dtype == rd else x._data.astype(rd)
+    lod = _data(lo).astype(rd) if isinstance(lo, (Tensor, np.ndarray)) or type(lo) in _GPU else lo
+    hid = _data(hi).astype(rd) if isinstance(hi, (Tensor, np.ndarray)) or type(hi) in _GPU else hi
+    if type(xd) in _GPU or type(lod) in _GPU or type(hid) in _GPU:
+        devices.check_same(xd, lod, hid)
+    # torch's clamp with min > max gives max; np.clip agrees (min first, then max)
+    if lod is None:
+        out = np.minimum(xd, hid)
+    elif hid is None:
+        out = np.maximum(xd, lod)
+    else:
+        out = np.minimum(np.maximum(xd, lod), hid)
+    return _result(out, rd)
+
+
+@export("clamp", "clip")
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - torch's names
+    if out is not None:
+        return write_out("clamp", out, clamp(input, min, max), (input, min, max))
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    res = _wrap(clamp_data(input, min, max))
+    if _needs_grad(input, min, max):
+        tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
+        record(CLAMP_TENSOR if tensor_bounds else CLAMP_SCALAR, res, (input, min, max))
+    return res
+
+
+clip = clamp
+
+
+@export("clamp_min")
+def clamp_min(input, min):  # noqa: A002
+    res = _wrap(clamp_data(input, min, None))
+    if _needs_grad(input):
+        record(CLAMP_MIN, res, (input, min, None))
+    return res
+
+
+@export("clamp_max")
+def clamp_max(input, max):  # noqa: A002
+    res = _wrap(clamp_data(input, None, max))
+    if _needs_grad(input):
+        record(CLAMP_MAX, res, (input, None, max))
+    return res
+
+
+WHERE = OpSpec("WhereBackward0", "where", edges=(1, 2))
+
+
+@export("where", methods=())
+def where(condition, input=None, other=None):
+    """torch.where(cond, x, y), or torch.where(cond) for the indices of nonzero elements."""
+    if input is None and other is None:
+        return tuple(_wrap(i) for i in np.nonzero(_data(condition)))
+    cond = _data(condition)
+    if cond.dtype != np.bool_:
+        cond = cond != 0
+    xd, yd, rd, rx, ry = _promote(input, other)
+    if type(cond) is not type(xd) or type(cond) is not type(yd):
+        devices.check_same(cond, xd, yd)
+    res = _wrap(_result(np.where(cond, xd, yd), rd))
+    if _needs_grad(rx, ry):
+        record(WHERE, res, (condition if isinstance(condition, Tensor) else cond, rx, ry))
+    return res
