@@ -699,9 +699,61 @@ def multi_dot_grad(g, arrays, argnum):
     return np.reshape(grad, np.shape(arrays[argnum]))
 
 
-# (its derivative is not written: a second derivative through multi_dot raises NoRuleError)
-defprimitive("multi_dot_grad", multi_dot_grad, _spelled("multi_dot_grad"))
-TEMPLATE_NAMESPACE.update(multi_dot_grad=multi_dot_grad)
+def _replaced(arrays, part, value):
+    return tuple(value if i == part else a for i, a in enumerate(arrays))
+
+
+def multi_dot_with(arrays, part, value):
+    """multi_dot(arrays) with arrays[part] replaced by `value`: the adjoint of
+    multi_dot_grad(h, arrays, part) for h (multi_dot_grad is linear in h, and <g,
+    multi_dot_grad(h, arrays, part)> is <h, multi_dot(arrays with g in place part)>)."""
+    return np.linalg.multi_dot(_replaced(arrays, part, value))
+
+
+def multi_dot_grad_operands(g, h, arrays, part):
+    """Adjoint of multi_dot_grad(h, arrays, part) for `arrays`, a list: the form <h,
+    multi_dot(arrays with g in place part)> differentiated in each other array (array `part`
+    itself is read for its shape only: a zero)."""
+    replaced = _replaced(arrays, part, g)
+    return [
+        np.zeros_like(a) if i == part else multi_dot_grad(h, replaced, i)
+        for i, a in enumerate(arrays)
+    ]
+
+
+def multi_dot_grad_jvp(h, arrays, tangents, part):
+    """Forward-mode rule of multi_dot_grad(h, arrays, part) for `arrays`: linear in each array
+    but `part` separately, so the sum over those of multi_dot_grad with one tangent in place."""
+    total = np.zeros_like(arrays[part])
+    for i, t in enumerate(tangents):
+        if i != part:
+            total = total + multi_dot_grad(h, _replaced(arrays, i, t), part)
+    return total
+
+
+# multi_dot_grad(h, arrays, part): its derivatives for second order (reverse over reverse
+# and forward over reverse), as einsum_grad's (ops/program.py)
+defvjp(
+    "multi_dot_grad",
+    multi_dot_grad,
+    _spelled("multi_dot_grad"),
+    lambda g, ans, h, arrays, part: multi_dot_with(arrays, part, g),
+    lambda g, ans, h, arrays, part: multi_dot_grad_operands(g, h, arrays, part),
+    None,
+    jvps=(
+        lambda t, ans, h, arrays, part: multi_dot_grad(t, arrays, part),
+        lambda t, ans, h, arrays, part: multi_dot_grad_jvp(h, arrays, t, part),
+    ),
+)
+defprimitive("multi_dot_with", multi_dot_with, _spelled("multi_dot_with"))
+defprimitive("multi_dot_grad_operands", multi_dot_grad_operands, _spelled("multi_dot_grad_operands"))
+defprimitive("multi_dot_grad_jvp", multi_dot_grad_jvp, _spelled("multi_dot_grad_jvp"))
+TEMPLATE_NAMESPACE.update(
+    multi_dot_grad=multi_dot_grad,
+    multi_dot_with=multi_dot_with,
+    multi_dot_grad_operands=multi_dot_grad_operands,
+    multi_dot_grad_jvp=multi_dot_grad_jvp,
+)
 # multi_dot(arrays): multilinear, so forward mode replaces each array by its tangent in turn
 defvjp(
     "linalg_multi_dot",

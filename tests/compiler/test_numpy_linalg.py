@@ -336,5 +336,47 @@ def test_multi_dot_first_order_and_forward_mode(f, x):
     np.testing.assert_allclose(
         sourcegrad.jvp(f, (x,), (t,))[1], (f(x + eps * t) - f(x - eps * t)) / (2 * eps), rtol=1e-6
     )
-    with pytest.raises(errors.NoRuleError, match="multi_dot_grad"):  # not written: refused
-        sourcegrad.hessian(f)(x)
+
+
+def multi_dot_twice(x):
+    # x in two places: the second derivative crosses between them (multi_dot_grad_operands)
+    return np.sum(np.linalg.multi_dot([x, x.T, MA, MB]) ** 2)
+
+
+def multi_dot_mixed(s, x):
+    return np.sum(np.linalg.multi_dot([MA, s * x, MC]) ** 2)
+
+
+@pytest.mark.parametrize(
+    "f, x", [(multi_dot_middle, MB), (multi_dot_ends, VA), (multi_dot_twice, M34)]
+)
+def test_multi_dot_second_order(f, x):
+    # the Hessian in reverse over reverse and forward over reverse, and an HVP, against
+    # central differences of the compiled gradient (multi_dot_grad's own VJPs and JVPs)
+    gradient = sourcegrad.grad(f)
+    eps = 1e-6
+    columns = []
+    for i in range(x.size):
+        e = np.zeros(x.size)
+        e[i] = eps
+        e = e.reshape(x.shape)
+        columns.append((gradient(x + e) - gradient(x - e)) / (2 * eps))
+    numeric = np.stack(columns, axis=-1).reshape(x.shape + x.shape)
+    scale = np.max(np.abs(numeric))
+    for mode in ("rev", "fwd"):
+        hess = sourcegrad.jacobian(gradient, mode=mode)(x)
+        np.testing.assert_allclose(hess, numeric, rtol=1e-6, atol=1e-6 * scale)
+    np.testing.assert_allclose(sourcegrad.hessian(f)(x), numeric, rtol=1e-6, atol=1e-6 * scale)
+    check_all(f, x)
+
+
+def test_multi_dot_mixed_second_derivative():
+    ds = sourcegrad.grad(multi_dot_mixed, wrt=0)
+    dsdx = sourcegrad.grad(ds, wrt=1)(0.7, MB)
+    eps = 1e-6
+    numeric = np.zeros_like(MB)
+    for i in np.ndindex(MB.shape):
+        e = np.zeros_like(MB)
+        e[i] = eps
+        numeric[i] = (ds(0.7, MB + e) - ds(0.7, MB - e)) / (2 * eps)
+    np.testing.assert_allclose(dsdx, numeric, rtol=1e-6, atol=1e-6)
