@@ -426,34 +426,41 @@ def _make_binary(node_name, rule_name, fn, keep_int=False):
     return op
 
 
+def op_of_entry(entry):
+    """The eager function of one registry entry with torch names (`ops.Torch`): an elementwise
+    op of one input (exp, tanh, sigmoid, abs, ...) or of two (maximum, hypot, atan2, ...),
+    recording `entry.torch.node` with the entry's rules."""
+    names = entry.torch
+    if (
+        entry.kind != "elementwise"
+        or len(entry.params) not in (1, 2)
+        or len(entry.params) == 2
+        and names.inplace
+    ):
+        raise TypeError(
+            f"op {entry.name!r} has torch names, but the eager surface is made "
+            "for elementwise ops of one or two inputs (in place: of one) only: "
+            "write its eager op by hand"
+        )
+    make = _make_unary if len(entry.params) == 1 else _make_binary
+    op = make(names.node, entry.name, entry.fn, names.keep_int)
+    op.__name__ = op.__qualname__ = (names.function or names.special)[0]
+    op.entry = entry
+    return op
+
+
 def _from_registry() -> dict:
-    """{torch function name: op} for every registry entry that carries torch names
-    (`ops.Torch`): the elementwise ops of one input (exp, tanh, sigmoid, abs, ...) and of two
-    (maximum, hypot, atan2, ...). Their Tensor methods, in-place variants and numpy dispatch
-    are made from the same entries (inplace.REGISTERED, methods.py, numpy_dispatch.py), and
-    `sourcegrad.<name>` from this."""
+    """{torch function name: op} for every registry entry that carries torch names: the ops of
+    `op_of_entry`. Their Tensor methods, in-place variants and numpy dispatch are made from the
+    same entries (inplace.REGISTERED, methods.py, numpy_dispatch.py), and `sourcegrad.<name>`
+    from this. (scipy.special's entries, registered once scipy is imported, are made by
+    `eager.special`.)"""
     made = {}
     for entry in RULES.values():
-        names = entry.torch
-        if names is None:
-            continue
-        if (
-            entry.kind != "elementwise"
-            or len(entry.params) not in (1, 2)
-            or len(entry.params) == 2
-            and names.inplace
-        ):
-            raise TypeError(
-                f"op {entry.name!r} has torch names, but the eager surface is made "
-                "for elementwise ops of one or two inputs (in place: of one) only: "
-                "write its eager op by hand"
-            )
-        make = _make_unary if len(entry.params) == 1 else _make_binary
-        op = make(names.node, entry.name, entry.fn, names.keep_int)
-        op.__name__ = op.__qualname__ = names.function[0]
-        op.entry = entry
-        for name in names.function:
-            made[name] = op
+        if entry.torch is not None:
+            op = op_of_entry(entry)
+            for name in entry.torch.function:
+                made[name] = op
     return made
 
 
