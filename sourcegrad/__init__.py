@@ -80,3 +80,10 @@ def __getattr__(name):
     from .eager.special import top_level_function
 
     return top_level_function(name)
+
+
+def __dir__():
+    from .eager.special import TOP_LEVEL, load
+
+    load()
+    return sorted(set(globals()) | set(TOP_LEVEL))

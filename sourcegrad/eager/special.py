@@ -180,6 +180,7 @@ def _collect() -> dict:
                 for name in names.inplace:
                     methods[name] = inplace.inplace_of(op)
             op.__name__ = op.__qualname__ = (names.function or names.special)[0]
+            op.entry = entry
             for name in names.function:
                 TOP_LEVEL[name] = op
             ufunc = _ufunc_of(entry.fn, len(entry.params))
