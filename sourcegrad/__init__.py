@@ -83,7 +83,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    from .eager.special import TOP_LEVEL, load
+    from .eager.special import TOP_LEVEL, load as load_special
 
-    load()
+    load_special()
     return sorted(set(globals()) | set(TOP_LEVEL))

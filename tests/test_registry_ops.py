@@ -85,6 +85,7 @@ ROWS = {
     "hypot": lambda r: (normal(r), r.normal(size=4)),
 }
 
+
 def in_unit(r):
     return r.uniform(0.1, 0.9, size=(3, 4))
 
