@@ -558,6 +558,15 @@ CASES = [
         True,
     ),
     ("linalg_eigvalsh", "eigvalsh", lambda a: sg.linalg.eigvalsh(a + a.T), [arr(3, 3)], True),
+    # (eig: a real loss of its complex results; no second derivative through it)
+    (
+        "linalg_eig",
+        "eig",
+        lambda a: sg.linalg.eig(a)[1].abs() ** 2 + sg.linalg.eig(a)[0].real,
+        [arr(3, 3)],
+        False,
+    ),
+    ("linalg_eigvals", "eigvals", lambda a: sg.linalg.eigvals(a).abs(), [arr(3, 3)], False),
     (
         "linalg_svd",
         "svd",
