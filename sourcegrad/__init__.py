@@ -68,7 +68,22 @@ __all__ = [
 
 # The eager library mode (import sourcegrad as torch).
 from .eager import *  # noqa: F401,F403,E402
-from . import autograd, fft, func, linalg, nn, optim, utils  # noqa: E402,F401
+from . import autograd, fft, func, linalg, nn, optim, special, utils  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402,F401
 from .compiled_module import compile  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - sourcegrad.viz after a plain `import sourcegrad`
+
+
+def __getattr__(name):
+    # torch's functions made from scipy.special's rules (sourcegrad.lgamma, sourcegrad.digamma,
+    # ...): on first use, so that importing sourcegrad does not import scipy
+    from .eager.special import top_level_function
+
+    return top_level_function(name)
+
+
+def __dir__():
+    from .eager.special import TOP_LEVEL, load as load_special
+
+    load_special()
+    return sorted(set(globals()) | set(TOP_LEVEL))

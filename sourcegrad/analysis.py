@@ -537,6 +537,19 @@ def _linalg_shape(rule, values, kwvalues):
     )
 
 
+def _eig_shape(rule, values, kwvalues):
+    """np.linalg.eig/eigvals: complex stand-ins. numpy's results are real where every
+    eigenvalue is real (as for _linalg_shape's identities) and complex otherwise, so the code
+    is compiled for complex values, whose rules serve real ones too (never the reverse)."""
+
+    def complex_(out):
+        if isinstance(out, tuple):
+            return tuple(complex_(o) for o in out)
+        return stand_in(out.shape, np.result_type(out.dtype, np.complex64))
+
+    return complex_(_linalg_shape(rule, values, kwvalues))
+
+
 def _like_first(rule, values, kwvalues):
     """A float result shaped like the first operand, for functions that check their values'
     domain (scipy.special.multigammaln raises on the stand-ins)."""
@@ -561,6 +574,7 @@ _SHAPE_FUNCTIONS = {
     "tensordot": _tensordot_shape,
     "einsum": _einsum_shape,
     "linalg": _linalg_shape,
+    "eig": _eig_shape,
 }
 _BY_SHAPE = (_elementwise, _reduction, _matmul_shape, _dot_shape)  # (see _SHAPE_MEMO)
 

@@ -1,6 +1,6 @@
 """`sourcegrad.linalg`, as `torch.linalg`: the eager Tensor's linear algebra
-(`sourcegrad.eager.linalg`): inv, det, slogdet, solve, cholesky, pinv, eigh, eigvalsh, svd,
-svdvals, qr, matrix_power, vector_norm, norm, cross.
+(`sourcegrad.eager.linalg`): inv, det, slogdet, solve, cholesky, pinv, eig, eigvals, eigh,
+eigvalsh, svd, svdvals, qr, matrix_power, vector_norm, norm, cross.
 
 Imports: the eager package only.
 """
@@ -8,7 +8,9 @@ Imports: the eager package only.
 from .eager.linalg import (
     cholesky,
     det,
+    eig,
     eigh,
+    eigvals,
     eigvalsh,
     inv,
     matrix_power,
@@ -27,7 +29,9 @@ __all__ = [
     "cholesky",
     "cross",
     "det",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "inv",
     "matrix_power",

@@ -13,6 +13,7 @@ the rule table (`vjp_at_run_time`) lives in `rules`.
 
 from __future__ import annotations
 
+import operator
 import string
 
 import numpy as np
@@ -316,6 +317,34 @@ def einsum_swap(subscripts, argnum):
 
 def _replace_item(items, i, value):
     return tuple(value if j == i else x for j, x in enumerate(items))
+
+
+def einsum_sublists(args):
+    """The call `np.einsum(a, [0, 1], b, [1, 2], [0, 2])` (numpy's sublist form: operands each
+    followed by its labels as integers or Ellipsis, then the output's labels if given) as
+    (subscripts, operands): ("Ab,bC->AC"-like letters, [a, b]). Integer i becomes the i-th of
+    A..Za..z, as numpy spells it, so an implicit output keeps numpy's (sorted) order."""
+    letters = string.ascii_uppercase + string.ascii_lowercase
+
+    def spell(labels):
+        try:
+            return "".join("..." if v is Ellipsis else letters[operator.index(v)] for v in labels)
+        except (TypeError, IndexError):
+            raise ValueError(
+                "einsum(): subscript is not within the valid range [0, 52)"
+                if isinstance(labels, (list, tuple))
+                else "einsum(): each operand's subscripts must be a list of integers"
+            ) from None
+
+    operands = list(args[0::2])
+    sublists = list(args[1::2])
+    output = None
+    if len(operands) > len(sublists):  # an odd count: the last one is the output's labels
+        output = operands.pop()
+    spec = ",".join(spell(s) for s in sublists)
+    if output is not None:
+        spec += "->" + spell(output)
+    return spec, operands
 
 
 def parse_einsum(subscripts, operands):

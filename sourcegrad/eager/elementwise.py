@@ -77,31 +77,48 @@ def make_binary(node_name, rule_name, fn, keep_int=False):
     return op
 
 
+def op_of_entry(entry):
+    """The eager function of one registry entry with torch names (`ops.Torch`): an elementwise
+    op of one input (exp, tanh, sigmoid, abs, ...) or of two (maximum, hypot, atan2, ...),
+    recording `entry.torch.node` with the entry's rules. `eager.special` makes scipy.special's
+    entries with it too."""
+    names = entry.torch
+    if entry.kind != "elementwise" or len(entry.params) not in (1, 2):
+        raise TypeError(
+            f"op {entry.name!r} has torch names, but the eager ops are made for elementwise "
+            "ops of one or two inputs only: write its eager op by hand"
+        )
+    if len(entry.params) == 2 and names.inplace:
+        raise TypeError(
+            f"op {entry.name!r}: in-place variants are made for ops of one input only: "
+            "write it by hand and mark it @surface.implements(..., inplace=True)"
+        )
+    make = make_unary if len(entry.params) == 1 else make_binary
+    op = make(names.node, entry.name, entry.fn, names.keep_int)
+    op.__name__ = op.__qualname__ = (names.function or names.special)[0]
+    op.entry = entry
+    return op
+
+
 def from_registry() -> dict:
     """{torch function name: op} for the registry's elementwise entries of one input (exp,
     tanh, sigmoid, abs, ...) or two (maximum, hypot, atan2, ...) that carry torch names
     (`ops.Torch`) and have no hand-written op: each op made here gets the surface its
     entry's torch names describe (`surface.add_entry`, below); `inplace.py` makes the in-place
-    variants from the same entries."""
+    variants from the same entries. scipy.special's entries are `eager.special`'s (made when
+    scipy is first needed: `surface.made_by_special`)."""
     made = {}
     for entry in RULES.values():
         names = entry.torch
         if (
             names is None
             or surface.by_hand(entry)
+            or surface.made_by_special(entry)
             or entry.kind != "elementwise"
             or len(entry.params) not in (1, 2)
         ):
             continue  # (the other families' ops: reductions.py, or written by hand)
-        if len(entry.params) == 2 and names.inplace:
-            raise TypeError(
-                f"op {entry.name!r}: in-place variants are made for ops of one input only: "
-                "write it by hand and mark it @surface.implements(..., inplace=True)"
-            )
-        make = make_unary if len(entry.params) == 1 else make_binary
-        op = make(names.node, entry.name, entry.fn, names.keep_int)
-        op.__name__ = op.__qualname__ = names.function[0]
-        op.entry = entry
+        op = op_of_entry(entry)
         for name in names.function:
             made[name] = op
     return made

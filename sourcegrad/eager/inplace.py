@@ -362,7 +362,13 @@ def floor_divide_(self, other):
 
 
 def _unary_(op_name):
-    op = getattr(_ops, op_name)
+    return inplace_of(getattr(_ops, op_name))
+
+
+def inplace_of(op):
+    """The in-place variant (`x.exp_()`) of an elementwise op of one input made by
+    `ops.op_of_entry`: the same node, written into x."""
+    op_name = op.__name__
     spec, fn = op.spec, op.np_fn
 
     def method(self):
@@ -381,7 +387,7 @@ def _from_registry() -> dict:
     made = {}
     for op in dict.fromkeys(_ops.REGISTERED.values()):
         for name in op.entry.torch.inplace:
-            made[name] = _unary_(op.__name__)
+            made[name] = inplace_of(op)
             made[name].entry = op.entry
     return made
 

@@ -1,5 +1,5 @@
-"""torch.linalg for the eager Tensor: inv, det, slogdet, solve, cholesky, pinv, eigh, eigvalsh,
-svd, svdvals, qr, matrix_power, vector_norm, norm.
+"""torch.linalg for the eager Tensor: inv, det, slogdet, solve, cholesky, pinv, eig, eigvals,
+eigh, eigvalsh, svd, svdvals, qr, matrix_power, vector_norm, norm.
 
 Each op runs numpy's np.linalg function and records the node torch records
 (`LinalgInvExBackward0`, `LinalgEighBackward0`, ...), whose derivatives are the registry's
@@ -35,6 +35,8 @@ NORM = OpSpec("LinalgVectorNormBackward0", "linalg_norm", n_arrays=1)
 SLOGDET = OpSpec("LinalgSlogdetBackward0", "linalg_slogdet", multi_output=True)
 EIGH = OpSpec("LinalgEighBackward0", "linalg_eigh", n_arrays=1, multi_output=True)
 EIGVALSH = OpSpec("LinalgEighBackward0", "linalg_eigvalsh", n_arrays=1)
+EIG = OpSpec("LinalgEigBackward0", "linalg_eig", n_arrays=1, multi_output=True)
+EIGVALS = OpSpec("LinalgEigBackward0", "linalg_eigvals", n_arrays=1)
 SVD = OpSpec("LinalgSvdBackward0", "linalg_svd", n_arrays=1, multi_output=True)
 SVDVALS = OpSpec("LinalgSvdBackward0", "linalg_svd", n_arrays=1)
 QR = OpSpec("LinalgQrBackward0", "linalg_qr", n_arrays=1, multi_output=True)
@@ -66,6 +68,7 @@ def _named(name, *fields):
 
 SLOGDET_RESULT = _named("linalg_slogdet", "sign", "logabsdet")
 EIGH_RESULT = _named("linalg_eigh", "eigenvalues", "eigenvectors")
+EIG_RESULT = _named("linalg_eig", "eigenvalues", "eigenvectors")
 SVD_RESULT = _named("linalg_svd", "U", "S", "Vh")
 QR_RESULT = _named("linalg_qr", "Q", "R")
 
@@ -115,9 +118,14 @@ def _float(t):
     return d
 
 
-def _unary(spec, fn, A, static=None, out=None, kernel=None, **kwargs):
+def _complex(dtype):
+    return np.result_type(dtype, np.complex64)  # float32 -> complex64, float64 -> complex128
+
+
+def _unary(spec, fn, A, static=None, out=None, kernel=None, as_complex=False, **kwargs):
     A = as_tensor(A)
-    res = _wrap(result(fn(_float(A), **kwargs), A._data.dtype))
+    dtype = _complex(A._data.dtype) if as_complex else A._data.dtype
+    res = _wrap(result(fn(_float(A), **kwargs), dtype))
     if out is not None:
         return _into(kernel, out, res, (A,))
     if needs_grad(A):
@@ -125,11 +133,12 @@ def _unary(spec, fn, A, static=None, out=None, kernel=None, **kwargs):
     return res
 
 
-def _several(spec, named, fn, A, static=None, out=None, kernel=None, **kwargs):
+def _several(spec, named, fn, A, static=None, out=None, kernel=None, as_complex=False, **kwargs):
     """A function of several outputs (slogdet, eigh, svd, qr): one node, an output each."""
     A = as_tensor(A)
     datas = fn(_float(A), **kwargs)
-    res = named(*(_wrap(result(d, A._data.dtype)) for d in datas))
+    dtype = _complex(A._data.dtype) if as_complex else A._data.dtype
+    res = named(*(_wrap(result(d, dtype)) for d in datas))
     if out is not None:
         return _into(kernel, out, tuple(res), (A,))
     if needs_grad(A):
@@ -214,6 +223,22 @@ def eigvalsh(A, UPLO="L", *, out=None):  # noqa: N803
         out,
         ("linalg_eigvalsh", "_linalg_eigh"),
         UPLO=UPLO,
+    )
+
+
+def eig(A, *, out=None):  # noqa: N803 - torch's parameter name
+    """torch.linalg.eig: (eigenvalues, eigenvectors), complex always (numpy's are real where
+    every eigenvalue is), one LinalgEigBackward0 node. A loss that depends on the eigenvectors'
+    phases has no gradient (refused, as torch refuses it); repeated eigenvalues give inf/nan."""
+    return _several(
+        EIG, EIG_RESULT, np.linalg.eig, A, None, out, ("linalg_eig", "linalg_eig"), as_complex=True
+    )
+
+
+def eigvals(A, *, out=None):  # noqa: N803
+    """torch.linalg.eigvals: the (complex) eigenvalues (LinalgEigBackward0)."""
+    return _unary(
+        EIGVALS, np.linalg.eigvals, A, None, out, ("linalg_eigvals", "linalg_eig"), as_complex=True
     )
 
 
@@ -415,6 +440,8 @@ NUMPY = {
     np.linalg.slogdet: slogdet,
     np.linalg.eigh: eigh,
     np.linalg.eigvalsh: eigvalsh,
+    np.linalg.eig: eig,
+    np.linalg.eigvals: eigvals,
     np.linalg.svd: np_svd,
     np.linalg.qr: np_qr,
     np.linalg.matrix_power: matrix_power,

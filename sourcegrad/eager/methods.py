@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import devices, dtypes, engine, factories, inplace, node, numpy_dispatch, ops, shape_ops
-from . import fft, surface, vector_ops  # noqa: F401 - fft, vector_ops: their ops' surface
+from . import fft, special, surface, vector_ops  # noqa: F401 - fft, vector_ops: their ops' surface
 from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
 
@@ -242,6 +242,8 @@ CLASS_METHODS = {
     "__reduce_ex__": _reduce_ex,
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
+    # a name the class lacks: scipy.special's methods (x.lgamma()) are made on first use
+    "__getattr__": special.tensor_method,
 }
 for _fn in (_backward, _cpu, _cuda):
     _fn.__name__ = _fn.__qualname__ = _fn.__name__[1:]

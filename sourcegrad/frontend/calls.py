@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import checkpointing, errors, random_draws
 from ..ir import Const, Slc, Tup, Var
+from ..runtime import einsum_sublists
 from ..ops import array_methods, op_for_method, rule_for_function, RULES
 from .source import parse
 from .syntax import describe
@@ -139,10 +140,39 @@ class CallsMixin:
             return self.ufunc_into(
                 rule, args, [kv for kv in kwargs if kv[0] != "out"], out, node, name
             )
+        if rule.name == "einsum" and not (
+            args and isinstance(args[0], Const) and isinstance(args[0].value, str)
+        ):
+            args = self.einsum_sublists(args, node)
         self.check_binding(rule, args, kwargs, node)
         # (a tuple of values passed where the rule has a VJP, `einsum_grad(g, s, (A, B), 0)`
         # in generated code, becomes a value of its own in `emit`: its adjoint reaches A, B)
         return self.emit(rule.name, args, kwargs, name=name)
+
+    def einsum_sublists(self, args, node):
+        """`np.einsum(a, [0, 1], b, [1, 2], [0, 2])` as `np.einsum("AB,BC->AC", a, b)`: the
+        labels must be known while compiling (one subscripts string serves the rules)."""
+        plain = []  # the operands as they are, the labels as Python lists
+        for i, atom in enumerate(args):
+            is_labels = i % 2 == 1 or (i == len(args) - 1 and i > 0)
+            if not is_labels:
+                plain.append(atom)
+            elif isinstance(atom, Const) and isinstance(atom.value, (list, tuple)):
+                plain.append(list(atom.value))
+            elif isinstance(atom, Tup) and all(isinstance(v, Const) for v in atom.items):
+                plain.append([v.value for v in atom.items])
+            else:
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "einsum's sublist form needs its labels known while compiling "
+                    "(lists of integers and Ellipsis), or write the subscripts as a string",
+                    node,
+                )
+        try:
+            spec, operands = einsum_sublists(plain)
+        except ValueError as e:
+            self.error(errors.UnsupportedSyntaxError, str(e), node)
+        return [Const(spec)] + operands
 
     def slice_call(self, node, name):
         """`slice(a, b)`: the index `a:b` (a value of its own where a bound is computed)."""

@@ -31,10 +31,18 @@ def _module_of(op) -> str | None:
 
 
 def _eager_names():
-    """The numpy functions whose call on a Tensor records a torch-named node."""
-    from ..eager import numpy_dispatch
+    """The numpy (and scipy.special) functions whose call on a Tensor, or whose torch-named
+    function (`sourcegrad.special.gammaln` for scipy.special.gammaln), records a torch-named
+    node."""
+    from ..eager import numpy_dispatch, special
 
-    return {id(f) for f in list(numpy_dispatch.UFUNCS) + list(numpy_dispatch.FUNCTIONS)}
+    special.load()
+    made = [
+        op.entry.fn
+        for op in special.SPECIAL.values()
+        if hasattr(op, "entry") and op.entry.torch is not None and op.entry.torch.node is not None
+    ]
+    return {id(f) for f in list(numpy_dispatch.UFUNCS) + list(numpy_dispatch.FUNCTIONS) + made}
 
 
 def counts() -> dict:

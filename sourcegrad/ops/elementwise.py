@@ -89,18 +89,18 @@ _UNARY = {
     "exp2": (
         np.exp2,
         lambda g, ans, x: g * ans * np.log(2.0),
-        torch("Exp2Backward0", "exp2", inplace=("exp2_",)),
+        torch("Exp2Backward0", "exp2", inplace=("exp2_",), special=("exp2",)),
     ),
     "expm1": (
         np.expm1,
         lambda g, ans, x: g * (ans + 1.0),
-        torch("Expm1Backward0", "expm1", inplace=("expm1_",)),
+        torch("Expm1Backward0", "expm1", inplace=("expm1_",), special=("expm1",)),
     ),
     "log": (np.log, lambda g, ans, x: g / x, torch("LogBackward0", "log", inplace=("log_",))),
     "log1p": (
         np.log1p,
         lambda g, ans, x: g / (1.0 + x),
-        torch("Log1PBackward0", "log1p", inplace=("log1p_",)),
+        torch("Log1PBackward0", "log1p", inplace=("log1p_",), special=("log1p",)),
     ),
     "log2": (np.log2, lambda g, ans, x: g / (x * np.log(2.0)), torch("Log2Backward0", "log2")),
     "log10": (np.log10, lambda g, ans, x: g / (x * np.log(10.0)), torch("Log10Backward0", "log10")),
@@ -194,7 +194,7 @@ defvjp(
         )
     ),
     kind="elementwise",
-    torch=torch("SincBackward0", "sinc", inplace=("sinc_",)),
+    torch=torch("SincBackward0", "sinc", inplace=("sinc_",), special=("sinc",)),
 )
 # its JVP is the real part of the VJP's formula with g := t (|x| is real)
 defjvp(

@@ -207,7 +207,9 @@ defvjp(
     _spelled("sigmoid"),
     lambda g, ans, x: g * ans * (1.0 - ans),
     kind="elementwise",
-    torch=torch("SigmoidBackward0", "sigmoid", inplace=("sigmoid_",), numpy=False),
+    torch=torch(
+        "SigmoidBackward0", "sigmoid", inplace=("sigmoid_",), numpy=False, special=("expit",)
+    ),
 )
 defvjp(
     "rsqrt",
@@ -223,7 +225,7 @@ defvjp(
     _spelled("erf"),
     lambda g, ans, x: g * 1.1283791670955126 * np.exp(-x * x),
     kind="elementwise",
-    torch=torch("ErfBackward0", "erf", numpy=False),
+    torch=torch("ErfBackward0", "erf", inplace=("erf_",), numpy=False, special=("erf",)),
 )
 defvjp(
     "leaky_relu",

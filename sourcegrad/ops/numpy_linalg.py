@@ -1,4 +1,5 @@
-"""np.linalg: inv, solve, det, slogdet, cholesky, eigh, eigvalsh, svd, pinv, matrix_power, norm.
+"""np.linalg: inv, solve, det, slogdet, cholesky, eigh, eigvalsh, eig, eigvals, svd, pinv,
+matrix_power, norm, multi_dot.
 
 Takes nothing; registers one primitive per function (names `linalg_<function>`). The VJPs
 are the published matrix derivative results (Giles 2008, "An extended collection of matrix
@@ -12,6 +13,11 @@ Conventions, as torch and JAX have them:
 * eigh's eigenvector gradient divides by eigenvalue gaps: with repeated eigenvalues it is
   inf/nan (the eigenvectors are not unique there); svd likewise with repeated singular values
   (and zero ones, for the rectangular part);
+* eig and eigvals (of a real or complex matrix) give complex results: their rules follow the
+  complex convention (ops/complex_values.py), so a real loss of them (np.abs, np.real, ...)
+  differentiates, and agrees with torch.linalg.eig's. Each eigenvector is defined up to a
+  phase: a loss that depends on the phases (np.real(V)) is refused, as torch refuses it;
+  repeated eigenvalues give inf/nan as for eigh (a degenerate eigenspace has no unique basis);
 * a function returning a tuple (slogdet, eigh, svd) gets its adjoint as a list with one entry
   per part (zeros for a part the program does not use): `sign, logdet = np.linalg.slogdet(A)`
   and `w, V = np.linalg.eigh(A)` differentiate whichever parts are used.
@@ -212,6 +218,90 @@ defvjp(
         ),
     ),
     shape="linalg",
+)
+
+
+def _eig_gaps(w):
+    """E with E[..., i, j] = w[..., j] - w[..., i] off the diagonal and 1 on it."""
+    eye = np.eye(w.shape[-1], dtype=bool)
+    return np.where(eye, 1.0, np.expand_dims(w, -2) - np.expand_dims(w, -1))
+
+
+def eig_grad(gw, gv, w, v):
+    """Adjoint of (w, V) = np.linalg.eig(A) for A, in the rules' convention (the conjugates of
+    torch's gradients, in and out: ops/complex_values.py), by torch's formula
+    (linalg_eig_backward): with G = V^H Vbar,
+        Abar = V^-H (diag(wbar) + (G - V^H V Re(diag G)) / conj(E)) V^H,  E_ij = w_j - w_i,
+    the term in Re(diag G) for numpy's unit-norm eigenvectors. Each eigenvector is defined up
+    to a phase only: a loss that depends on the phases has no gradient, refused as torch
+    refuses it. Repeated eigenvalues divide by zero (inf/nan), as in torch."""
+    gw, gv = np.conj(gw), np.conj(gv)
+    vh = np.conj(np.swapaxes(v, -1, -2))
+    vhgv = vh @ gv
+    diag = np.diagonal(vhgv, axis1=-2, axis2=-1)
+    if not np.allclose(np.imag(diag), 0.0, rtol=1e-2, atol=1e-2):
+        raise errors.NoRuleError(
+            "np.linalg.eig: the eigenvectors are specified up to multiplication by e^{i phi}; "
+            "the loss depends on this phase, so its gradient is ill-defined (make it depend "
+            "on the eigenvectors through phase-invariant quantities such as np.abs)"
+        )
+    ga = (vhgv - vh @ (v * np.expand_dims(np.real(diag), -2))) / np.conj(_eig_gaps(w))
+    ga = np.where(np.eye(w.shape[-1], dtype=bool), np.expand_dims(gw, -2), ga)
+    return np.conj(np.linalg.solve(vh, ga @ vh))
+
+
+def eigvals_grad(gw, a):
+    """Adjoint of w = np.linalg.eigvals(A) for A (the rules' convention): V^-H diag(wbar) V^H
+    with V the eigenvectors, conjugated."""
+    v = np.linalg.eig(a)[1]
+    vh = np.conj(np.swapaxes(v, -1, -2))
+    return np.conj(np.linalg.solve(vh, np.conj(np.expand_dims(gw, -1)) * vh))
+
+
+def eig_jvp(t, w, v):
+    """Tangents (dw, dV) of (w, V) = np.linalg.eig(A) along dA = t: with P = V^-1 t V,
+    dw = diag(P), dV = V (F o P) with F_ij = 1 / (w_j - w_i) off the diagonal and 0 on it,
+    less V Re(diag(V^H dV)) (numpy's eigenvectors keep unit norm; their phases are not
+    differentiated, see eig_grad)."""
+    p = np.linalg.solve(v, t @ v)
+    gaps = _eig_gaps(w)
+    dv = v @ (np.where(np.eye(w.shape[-1], dtype=bool), 0.0, p / gaps))
+    dv = dv - v * np.expand_dims(np.real(np.sum(np.conj(v) * dv, axis=-2)), -2)
+    return np.diagonal(p, axis1=-2, axis2=-1), dv
+
+
+def eigvals_jvp(t, a):
+    """Tangent of w = np.linalg.eigvals(A) along dA = t: diag(V^-1 t V)."""
+    v = np.linalg.eig(a)[1]
+    return np.diagonal(np.linalg.solve(v, t @ v), axis1=-2, axis2=-1)
+
+
+for _helper in (eig_grad, eigvals_grad, eig_jvp, eigvals_jvp):
+    # (their own derivatives are not written: a second derivative through eig raises)
+    defprimitive(_helper.__name__, _helper, _spelled(_helper.__name__))
+TEMPLATE_NAMESPACE.update(
+    eig_grad=eig_grad, eigvals_grad=eigvals_grad, eig_jvp=eig_jvp, eigvals_jvp=eigvals_jvp
+)
+# (w, V) = eig(A), complex in general (numpy gives real arrays where every eigenvalue is real:
+# the rules serve both); its rules take complex values (props "complex"), so a real loss of the
+# complex results (np.abs, np.real, ...) differentiates, for a real or a complex A.
+defvjp(
+    "linalg_eig",
+    np.linalg.eig,
+    _func("linalg.eig"),
+    lambda g, ans, a: eig_grad(g[0], g[1], ans[0], ans[1]),
+    jvps=(lambda t, ans, a: eig_jvp(t, ans[0], ans[1]),),
+    shape="eig",
+    props={"complex"},
+)
+defvjp(
+    "linalg_eigvals",
+    np.linalg.eigvals,
+    _func("linalg.eigvals"),
+    lambda g, ans, a: eigvals_grad(g, a),
+    jvps=(lambda t, ans, a: eigvals_jvp(t, a),),
+    shape="eig",
+    props={"complex"},
 )
 
 # (U, s, Vh) = svd(A, full_matrices=False), k = min(m, n) singular values. With P = U^T dA V
@@ -699,9 +789,63 @@ def multi_dot_grad(g, arrays, argnum):
     return np.reshape(grad, np.shape(arrays[argnum]))
 
 
-# (its derivative is not written: a second derivative through multi_dot raises NoRuleError)
-defprimitive("multi_dot_grad", multi_dot_grad, _spelled("multi_dot_grad"))
-TEMPLATE_NAMESPACE.update(multi_dot_grad=multi_dot_grad)
+def _replaced(arrays, part, value):
+    return tuple(value if i == part else a for i, a in enumerate(arrays))
+
+
+def multi_dot_with(arrays, part, value):
+    """multi_dot(arrays) with arrays[part] replaced by `value`: the adjoint of
+    multi_dot_grad(h, arrays, part) for h (multi_dot_grad is linear in h, and <g,
+    multi_dot_grad(h, arrays, part)> is <h, multi_dot(arrays with g in place part)>)."""
+    return np.linalg.multi_dot(_replaced(arrays, part, value))
+
+
+def multi_dot_grad_operands(g, h, arrays, part):
+    """Adjoint of multi_dot_grad(h, arrays, part) for `arrays`, a list: the form <h,
+    multi_dot(arrays with g in place part)> differentiated in each other array (array `part`
+    itself is read for its shape only: a zero)."""
+    replaced = _replaced(arrays, part, g)
+    return [
+        np.zeros_like(a) if i == part else multi_dot_grad(h, replaced, i)
+        for i, a in enumerate(arrays)
+    ]
+
+
+def multi_dot_grad_jvp(h, arrays, tangents, part):
+    """Forward-mode rule of multi_dot_grad(h, arrays, part) for `arrays`: linear in each array
+    but `part` separately, so the sum over those of multi_dot_grad with one tangent in place."""
+    total = np.zeros_like(arrays[part])
+    for i, t in enumerate(tangents):
+        if i != part:
+            total = total + multi_dot_grad(h, _replaced(arrays, i, t), part)
+    return total
+
+
+# multi_dot_grad(h, arrays, part): its derivatives for second order (reverse over reverse
+# and forward over reverse), as einsum_grad's (ops/program.py)
+defvjp(
+    "multi_dot_grad",
+    multi_dot_grad,
+    _spelled("multi_dot_grad"),
+    lambda g, ans, h, arrays, part: multi_dot_with(arrays, part, g),
+    lambda g, ans, h, arrays, part: multi_dot_grad_operands(g, h, arrays, part),
+    None,
+    jvps=(
+        lambda t, ans, h, arrays, part: multi_dot_grad(t, arrays, part),
+        lambda t, ans, h, arrays, part: multi_dot_grad_jvp(h, arrays, t, part),
+    ),
+)
+defprimitive("multi_dot_with", multi_dot_with, _spelled("multi_dot_with"))
+defprimitive(
+    "multi_dot_grad_operands", multi_dot_grad_operands, _spelled("multi_dot_grad_operands")
+)
+defprimitive("multi_dot_grad_jvp", multi_dot_grad_jvp, _spelled("multi_dot_grad_jvp"))
+TEMPLATE_NAMESPACE.update(
+    multi_dot_grad=multi_dot_grad,
+    multi_dot_with=multi_dot_with,
+    multi_dot_grad_operands=multi_dot_grad_operands,
+    multi_dot_grad_jvp=multi_dot_grad_jvp,
+)
 # multi_dot(arrays): multilinear, so forward mode replaces each array by its tangent in turn
 defvjp(
     "linalg_multi_dot",

@@ -81,28 +81,31 @@ class Spelling:
 class Torch:
     """The op's torch names, from which the eager surface is made (`eager.surface`).
 
-    node: the backward node's class name (`SincBackward0`); function: the names of
+    node: the backward node's class name (`SincBackward0`; None where torch records no node,
+    its result not requiring grad: torch.special.bessel_j0); function: the names of
     `sourcegrad.<name>(x)` (the first is the op's own name, the others aliases); method: the
     Tensor methods (`x.sinc()`); inplace: the in-place Tensor methods (`x.sinc_()`); numpy:
-    whether `np.<fn>(tensor)` dispatches to it (`__array_ufunc__` / `__array_function__`);
-    keep_int: an integer input keeps its dtype (torch's abs) instead of becoming float.
+    whether `np.<fn>(tensor)` dispatches to it (`__array_ufunc__` / `__array_function__`;
+    `scipy.special.<fn>(tensor)` for a scipy ufunc); keep_int: an integer input keeps its
+    dtype (torch's abs) instead of becoming float; special: the names of
+    `sourcegrad.special.<name>(x)` (torch.special, made by `eager.special`).
     """
 
-    node: str
+    node: str | None
     function: tuple = ()
     method: tuple = ()
     inplace: tuple = ()
     numpy: bool = True
     keep_int: bool = False
+    special: tuple = ()
 
 
-def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False) -> Torch:
+def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False, special=()) -> Torch:
     """The torch names of an op whose Tensor methods are its function names (most are):
-    `torch("SincBackward0", "sinc", inplace=("sinc_",))`."""
+    `torch("SincBackward0", "sinc", inplace=("sinc_",), special=("sinc",))`."""
     names = tuple(names)
-    return Torch(
-        node, names, names if method is None else tuple(method), tuple(inplace), numpy, keep_int
-    )
+    method = names if method is None else tuple(method)
+    return Torch(node, names, method, tuple(inplace), numpy, keep_int, tuple(special))
 
 
 # The properties `has` answers besides `kind` (a record's `props`):

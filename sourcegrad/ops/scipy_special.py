@@ -17,7 +17,7 @@ import scipy.special as special
 
 from .. import errors
 from ..runtime import unbroadcast
-from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp
+from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp, torch
 
 TEMPLATE_NAMESPACE.update(special=special)
 
@@ -92,35 +92,103 @@ defvjp(
 
 # Elementwise functions (their JVPs are their VJPs with g the tangent).
 _UNARY = {
-    "gammaln": lambda g, ans, x: g * special.digamma(x),
+    "gammaln": (
+        lambda g, ans, x: g * special.digamma(x),
+        torch("LgammaBackward0", "lgamma", inplace=("lgamma_",), special=("gammaln",)),
+    ),
     "gamma": lambda g, ans, x: g * ans * special.digamma(x),
-    "digamma": lambda g, ans, x: g * special.polygamma(1, x),
+    "digamma": (
+        lambda g, ans, x: g * special.zeta(2.0, x),
+        torch("DigammaBackward0", "digamma", inplace=("digamma_",), special=("digamma", "psi")),
+    ),
     "expit": lambda g, ans, x: g * ans * (1.0 - ans),
-    "logit": lambda g, ans, x: g / (x * (1.0 - x)),
+    "logit": (
+        lambda g, ans, x: g / (x * (1.0 - x)),
+        torch("LogitBackward0", "logit", inplace=("logit_",), special=("logit",)),
+    ),
     "erf": lambda g, ans, x: g * 1.1283791670955126 * np.exp(-x * x),
-    "erfc": lambda g, ans, x: -g * 1.1283791670955126 * np.exp(-x * x),
-    "erfinv": lambda g, ans, x: g * 0.886226925452758 * np.exp(ans * ans),
-    "ndtr": lambda g, ans, x: g * 0.3989422804014327 * np.exp(-0.5 * x * x),
-    "log_ndtr": lambda g, ans, x: g * 0.3989422804014327 * np.exp(-0.5 * x * x - ans),
+    "erfc": (
+        lambda g, ans, x: -g * 1.1283791670955126 * np.exp(-x * x),
+        torch("ErfcBackward0", "erfc", inplace=("erfc_",), special=("erfc",)),
+    ),
+    "erfinv": (
+        lambda g, ans, x: g * 0.886226925452758 * np.exp(ans * ans),
+        torch("ErfinvBackward0", "erfinv", inplace=("erfinv_",), special=("erfinv",)),
+    ),
+    "ndtr": (
+        lambda g, ans, x: g * 0.3989422804014327 * np.exp(-0.5 * x * x),
+        torch("MulBackward1", special=("ndtr",)),
+    ),
+    "log_ndtr": (
+        lambda g, ans, x: g * 0.3989422804014327 * np.exp(-0.5 * x * x - ans),
+        torch("SpecialLogNdtrBackward0", special=("log_ndtr",)),
+    ),
     # d erfcinv = -sqrt(pi)/2 exp(erfcinv^2); d ndtri = sqrt(2 pi) exp(ndtri^2 / 2)
     "erfcinv": lambda g, ans, x: -g * 0.886226925452758 * np.exp(ans * ans),
-    "ndtri": lambda g, ans, x: g * 2.5066282746310002 * np.exp(0.5 * ans * ans),
-    "erfcx": lambda g, ans, x: g * (2.0 * x * ans - 1.1283791670955126),
+    "ndtri": (
+        lambda g, ans, x: g * 2.5066282746310002 * np.exp(0.5 * ans * ans),
+        torch("SpecialNdtriBackward0", special=("ndtri",)),
+    ),
+    "erfcx": (
+        lambda g, ans, x: g * (2.0 * x * ans - 1.1283791670955126),
+        torch("SpecialErfcxBackward0", special=("erfcx",)),
+    ),
     "log_expit": lambda g, ans, x: g * special.expit(-x),
     "rgamma": lambda g, ans, x: -g * ans * special.digamma(x),
-    # the modified Bessel functions: I0' = I1, I1' = (I0 + I2) / 2; the exponentially scaled
-    # ones (exp(-|x|) I) add -sign(x) times themselves; K0' = -K1, K1' = -(K0 + K2) / 2
-    "i0": lambda g, ans, x: g * special.i1(x),
-    "i1": lambda g, ans, x: g * 0.5 * (special.i0(x) + special.iv(2.0, x)),
-    "i0e": lambda g, ans, x: g * (special.i1e(x) - np.sign(x) * ans),
-    "i1e": lambda g, ans, x: g * (0.5 * (special.i0e(x) + special.ive(2.0, x)) - np.sign(x) * ans),
-    "k0": lambda g, ans, x: -g * special.k1(x),
-    "k1": lambda g, ans, x: -g * 0.5 * (special.k0(x) + special.kv(2.0, x)),
+    # the modified Bessel functions: I0' = I1, I1' = I0 - I1 / x (1/2 at 0; written with I0 and
+    # I1 only, as torch writes it, so that second derivatives stay among ops with eager nodes);
+    # the exponentially scaled ones (exp(-|x|) I) add -sign(x) times themselves;
+    # K0' = -K1, K1' = -(K0 + K2) / 2
+    "i0": (
+        lambda g, ans, x: g * special.i1(x),
+        torch("I0Backward0", "i0", inplace=("i0_",), special=("i0",)),
+    ),
+    "i1": (
+        lambda g, ans, x: (
+            g * np.where(x == 0.0, 0.5, special.i0(x) - ans / np.where(x == 0.0, 1.0, x))
+        ),
+        torch("SpecialI1Backward0", special=("i1",)),
+    ),
+    "i0e": (
+        lambda g, ans, x: g * (special.i1e(x) - np.sign(x) * ans),
+        torch("SpecialI0EBackward0", special=("i0e",)),
+    ),
+    "i1e": (
+        lambda g, ans, x: (
+            g
+            * np.where(
+                x == 0.0,
+                0.5,
+                special.i0e(x) - ans * (np.sign(x) + 1.0 / np.where(x == 0.0, 1.0, x)),
+            )
+        ),
+        torch("SpecialI1EBackward0", special=("i1e",)),
+    ),
+    "k0": (
+        lambda g, ans, x: -g * special.k1(x),
+        torch(None, special=("modified_bessel_k0",)),
+    ),
+    "k1": (
+        lambda g, ans, x: -g * 0.5 * (special.k0(x) + special.kv(2.0, x)),
+        torch(None, special=("modified_bessel_k1",)),
+    ),
     # the Bessel functions of the first and second kind: J0' = -J1, J1' = (J0 - J2) / 2
-    "j0": lambda g, ans, x: -g * special.j1(x),
-    "j1": lambda g, ans, x: g * 0.5 * (special.j0(x) - special.jv(2.0, x)),
-    "y0": lambda g, ans, x: -g * special.y1(x),
-    "y1": lambda g, ans, x: g * 0.5 * (special.y0(x) - special.yv(2.0, x)),
+    "j0": (
+        lambda g, ans, x: -g * special.j1(x),
+        torch(None, special=("bessel_j0",)),
+    ),
+    "j1": (
+        lambda g, ans, x: g * 0.5 * (special.j0(x) - special.jv(2.0, x)),
+        torch(None, special=("bessel_j1",)),
+    ),
+    "y0": (
+        lambda g, ans, x: -g * special.y1(x),
+        torch(None, special=("bessel_y0",)),
+    ),
+    "y1": (
+        lambda g, ans, x: g * 0.5 * (special.y0(x) - special.yv(2.0, x)),
+        torch(None, special=("bessel_y1",)),
+    ),
     # exponentials, logarithms and trigonometry in degrees (pi / 180 = 0.017453292519943295)
     "expm1": lambda g, ans, x: g * (ans + 1.0),
     "log1p": lambda g, ans, x: g / (1.0 + x),
@@ -133,7 +201,10 @@ _UNARY = {
     "tandg": lambda g, ans, x: g * 0.017453292519943295 * (1.0 + ans * ans),
     "cotdg": lambda g, ans, x: -g * 0.017453292519943295 * (1.0 + ans * ans),
     "softplus": lambda g, ans, x: g * special.expit(x),
-    "entr": lambda g, ans, x: -g * (np.log(x) + 1.0),
+    "entr": (
+        lambda g, ans, x: -g * (np.log(x) + 1.0),
+        torch("SpecialEntrBackward0", special=("entr",)),
+    ),
     # integrals: erfi' = 2/sqrt(pi) exp(x^2), Dawson's F' = 1 - 2 x F, Ei' = e^x / x,
     # E1' = -e^-x / x, Li2 (spence)' = log(x) / (1 - x), the complete elliptic integrals
     "erfi": lambda g, ans, x: g * 1.1283791670955126 * np.exp(x * x),
@@ -147,16 +218,26 @@ _UNARY = {
     # ndtri(exp(y)): exp(y) / phi(ans)
     "ndtri_exp": lambda g, ans, x: g * 2.5066282746310002 * np.exp(x + 0.5 * ans * ans),
 }
-for _name, _vjp in _UNARY.items():
-    defvjp(f"scipy_{_name}", getattr(special, _name), _spelled(_name), _vjp, kind="elementwise")
+for _name, _rule in _UNARY.items():
+    _vjp, _torch = _rule if isinstance(_rule, tuple) else (_rule, None)
+    defvjp(
+        f"scipy_{_name}",
+        getattr(special, _name),
+        _spelled(_name),
+        _vjp,
+        kind="elementwise",
+        torch=_torch,
+    )
 # polygamma(n, x): the next polygamma in x; n is an integer order
 defvjp(
     "scipy_polygamma",
     special.polygamma,
     _spelled("polygamma"),
     lambda g, ans, n, x: no_scipy_rule("scipy.special.polygamma in its order n"),
-    lambda g, ans, n, x: g * special.polygamma(n + 1, x),
+    lambda g, ans, n, x: g * (-1.0) ** n * special.gamma(n + 2.0) * special.zeta(n + 2.0, x),
     kind="elementwise",
+    # (x.polygamma(n) takes its order second: eager.special makes that method)
+    torch=torch("PolygammaBackward0", "polygamma", method=(), special=("polygamma",)),
 )
 # Functions of an order (or shape parameter) and x, differentiable in x: the order's
 # derivative has no closed form here, so differentiating in it is refused (NoRuleError), never
@@ -202,6 +283,12 @@ _IN_X = {
     "huber": lambda g, ans, v, x: unbroadcast(g * np.clip(x, -v, v), x),
     "pseudo_huber": lambda g, ans, v, x: unbroadcast(g * x / np.sqrt(1.0 + (x / v) * (x / v)), x),
 }
+# torch.special's names for three of them (torch too refuses their first argument's gradient)
+_IN_X_TORCH = {
+    "zeta": torch("SpecialZetaBackward0", special=("zeta",)),
+    "gammainc": torch("IgammaBackward0", "igamma", special=("gammainc",)),
+    "gammaincc": torch("IgammacBackward0", "igammac", special=("gammaincc",)),
+}
 for _name, _vjp in _IN_X.items():
     defvjp(
         f"scipy_{_name}",
@@ -212,6 +299,7 @@ for _name, _vjp in _IN_X.items():
         ),
         _vjp,
         kind="elementwise",
+        torch=_IN_X_TORCH.get(_name),
     )
 # betainc(a, b, x), the regularized incomplete beta function: in x, x^(a-1) (1-x)^(b-1) / B(a, b)
 defvjp(
@@ -257,6 +345,7 @@ defvjp(
         ),
     ),
     shape="like_first",
+    torch=torch("MvlgammaBackward0", "mvlgamma", special=("multigammaln",)),
 )
 # Box-Cox transforms in x (lambda refused), and their inverses
 _IN_FIRST = {
@@ -348,6 +437,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g * np.log(y), x),
     lambda g, ans, x, y: unbroadcast(g * x / y, y),
     kind="elementwise",
+    torch=torch("XlogyBackward0", "xlogy", special=("xlogy",)),
 )
 defvjp(
     "scipy_xlog1py",
@@ -356,6 +446,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g * np.log1p(y), x),
     lambda g, ans, x, y: unbroadcast(g * x / (1.0 + y), y),
     kind="elementwise",
+    torch=torch("SpecialXlog1PyBackward0", special=("xlog1py",)),
 )
 # softmax and log_softmax along axis (None: all of x)
 defvjp(

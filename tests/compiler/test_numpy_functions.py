@@ -6,6 +6,7 @@ import pytest
 
 import sourcegrad
 from sourcegrad import errors
+from sourcegrad.api import numeric_grad
 from tests.compiler.fd_check import check_all
 
 R = np.random.default_rng(1)
@@ -227,6 +228,17 @@ def einsum_ellipsis(t):
     )
 
 
+def einsum_sublist_form(t):
+    # numpy's sublist form: each operand followed by its labels, then the output's if given
+    return (
+        np.sum(np.einsum(t, [0, 1, 2], M45, [2, 3], [0, 1, 3]) ** 2)
+        + np.sum(np.einsum(t, [Ellipsis, 1, 2], M45, [2, 3]) ** 2)  # implicit output
+        + np.einsum(t, [0, 1, 2], t * 2.0, [0, 1, 2])
+        + np.sum(np.einsum(t, [30, Ellipsis], [Ellipsis]) ** 2)
+        + np.sum(np.einsum(t, (2, 0, 1)) * np.transpose(T234, (1, 2, 0)))
+    )
+
+
 def zero_gradient_reads(v):
     return np.sum(
         v * np.isclose(v, 0.1) + v**2 * np.searchsorted(np.sort(v), 0.0) + v * np.any(v > 0)
@@ -305,6 +317,7 @@ CASES = [
     (gradient_1d, V7),
     (gradient_2d, M45),
     (einsum_ellipsis, T234),
+    (einsum_sublist_form, T234),
     (zero_gradient_reads, V7),
     (diff, X),
     (diff2, X),
@@ -342,6 +355,40 @@ CASES = [
 @pytest.mark.parametrize("f, x", CASES, ids=[f.__name__ for f, _ in CASES])
 def test_matches_finite_differences(f, x):
     check_all(f, x)
+
+
+def einsum_sublists_two(a, b):
+    return np.sum(np.einsum(a, [0, 1], b, [1, 2], [0, 2]) ** 2)
+
+
+def test_einsum_sublist_form_in_both_operands_to_second_order():
+    a, b = R.normal(size=(3, 4)), R.normal(size=(4, 2))
+    gradient = sourcegrad.grad(einsum_sublists_two, wrt=(0, 1))
+    np.testing.assert_allclose(gradient(a, b)[1], numeric_grad(einsum_sublists_two, (a, b), 1))
+    # d/db of the gradient in a, against differences of that gradient
+    da = sourcegrad.grad(einsum_sublists_two, wrt=0)
+    hvp = sourcegrad.jvp(da, (a, b), (np.zeros_like(a), M45[:, :2]))[1]
+    eps = 1e-6
+    numeric = (da(a, b + eps * M45[:, :2]) - da(a, b - eps * M45[:, :2])) / (2 * eps)
+    np.testing.assert_allclose(hvp, numeric, rtol=1e-6, atol=1e-8)
+    dadb = sourcegrad.grad(lambda a, b: np.sum(da(a, b) * a), wrt=1)(a, b)
+    numeric = numeric_grad(lambda a, b: np.sum(da(a, b) * a), (a, b), 1)
+    np.testing.assert_allclose(dadb, numeric, rtol=1e-6, atol=1e-8)
+
+
+def einsum_computed_labels(a, labels):
+    return np.sum(np.einsum(a, labels) ** 2)
+
+
+def einsum_label_out_of_range(a):
+    return np.sum(np.einsum(a, [0, 60]) ** 2)
+
+
+def test_einsum_sublists_must_be_known_while_compiling():
+    with pytest.raises(errors.UnsupportedSyntaxError, match="sublist form"):
+        sourcegrad.grad(einsum_computed_labels)(M45, np.array([0, 1]))
+    with pytest.raises(errors.UnsupportedSyntaxError, match=r"valid range \[0, 52\)"):
+        sourcegrad.grad(einsum_label_out_of_range)(M45)
 
 
 def gradient_in_spacing(h):

@@ -336,5 +336,133 @@ def test_multi_dot_first_order_and_forward_mode(f, x):
     np.testing.assert_allclose(
         sourcegrad.jvp(f, (x,), (t,))[1], (f(x + eps * t) - f(x - eps * t)) / (2 * eps), rtol=1e-6
     )
-    with pytest.raises(errors.NoRuleError, match="multi_dot_grad"):  # not written: refused
-        sourcegrad.hessian(f)(x)
+
+
+def multi_dot_twice(x):
+    # x in two places: the second derivative crosses between them (multi_dot_grad_operands)
+    return np.sum(np.linalg.multi_dot([x, x.T, MA, MB]) ** 2)
+
+
+def multi_dot_mixed(s, x):
+    return np.sum(np.linalg.multi_dot([MA, s * x, MC]) ** 2)
+
+
+@pytest.mark.parametrize(
+    "f, x", [(multi_dot_middle, MB), (multi_dot_ends, VA), (multi_dot_twice, M34)]
+)
+def test_multi_dot_second_order(f, x):
+    # the Hessian in reverse over reverse and forward over reverse, and an HVP, against
+    # central differences of the compiled gradient (multi_dot_grad's own VJPs and JVPs)
+    gradient = sourcegrad.grad(f)
+    eps = 1e-6
+    columns = []
+    for i in range(x.size):
+        e = np.zeros(x.size)
+        e[i] = eps
+        e = e.reshape(x.shape)
+        columns.append((gradient(x + e) - gradient(x - e)) / (2 * eps))
+    numeric = np.stack(columns, axis=-1).reshape(x.shape + x.shape)
+    scale = np.max(np.abs(numeric))
+    for mode in ("rev", "fwd"):
+        hess = sourcegrad.jacobian(gradient, mode=mode)(x)
+        np.testing.assert_allclose(hess, numeric, rtol=1e-6, atol=1e-6 * scale)
+    np.testing.assert_allclose(sourcegrad.hessian(f)(x), numeric, rtol=1e-6, atol=1e-6 * scale)
+    check_all(f, x)
+
+
+def test_multi_dot_mixed_second_derivative():
+    ds = sourcegrad.grad(multi_dot_mixed, wrt=0)
+    dsdx = sourcegrad.grad(ds, wrt=1)(0.7, MB)
+    eps = 1e-6
+    numeric = np.zeros_like(MB)
+    for i in np.ndindex(MB.shape):
+        e = np.zeros_like(MB)
+        e[i] = eps
+        numeric[i] = (ds(0.7, MB + e) - ds(0.7, MB - e)) / (2 * eps)
+    np.testing.assert_allclose(dsdx, numeric, rtol=1e-6, atol=1e-6)
+
+
+# np.linalg.eig / eigvals: complex results, differentiated through a real loss of them
+EIG_C = R.normal(size=(4, 4))
+EIG_CB = R.normal(size=(2, 3, 3))
+GENERAL = R.normal(size=(4, 4))  # complex eigenvalues (two conjugate pairs or one)
+_P = np.eye(4) + 0.3 * np.random.default_rng(11).normal(size=(4, 4))
+REAL_EIGS = _P @ np.diag([0.5, 1.5, 2.5, 3.5]) @ np.linalg.inv(_P)  # real ones, well apart
+
+
+def eigvals_abs(A):
+    return np.sum(np.abs(np.linalg.eigvals(A)) * np.arange(1.0, 5.0))
+
+
+def eigvals_parts(A):
+    w = np.linalg.eigvals(A)
+    return np.sum(np.real(w) ** 2 + np.imag(w) * np.arange(4.0))
+
+
+def eig_both(A):
+    w, V = np.linalg.eig(A)
+    return np.sum(np.abs(V) ** 2 * EIG_C) + np.sum(np.real(w) * np.arange(4.0))
+
+
+def eig_vectors(A):
+    return np.sum(np.abs(np.linalg.eig(A)[1]) * EIG_C)
+
+
+def eig_batched(A):
+    w, V = np.linalg.eig(A)
+    return np.sum(np.abs(V) ** 2 * EIG_CB) + np.sum(np.abs(w))
+
+
+@pytest.mark.parametrize("f", [eigvals_abs, eigvals_parts, eig_both, eig_vectors])
+@pytest.mark.parametrize("A", [GENERAL, REAL_EIGS], ids=["complex_eigenvalues", "real_ones"])
+def test_eig_against_finite_differences(f, A):
+    # numpy's results are complex for GENERAL and real for REAL_EIGS: the same compiled rules
+    assert np.iscomplexobj(np.linalg.eigvals(GENERAL))
+    assert not np.iscomplexobj(np.linalg.eigvals(REAL_EIGS))
+    assert sourcegrad.check_grad(f, A) <= 1.0
+    t = R.normal(size=A.shape)
+    eps = 1e-6
+    np.testing.assert_allclose(
+        sourcegrad.jvp(f, (A,), (t,))[1], (f(A + eps * t) - f(A - eps * t)) / (2 * eps), rtol=1e-6
+    )
+
+
+def test_eig_batched():
+    assert sourcegrad.check_grad(eig_batched, R.normal(size=(2, 3, 3))) <= 1.0
+
+
+def test_eigvals_of_a_complex_matrix_has_torchs_gradient():
+    def f(Z):
+        return np.sum(np.abs(np.linalg.eigvals(Z)))
+
+    Z = R.normal(size=(3, 3)) + 1j * R.normal(size=(3, 3))
+    eps = 1e-6
+    numeric = np.zeros_like(Z)
+    for i in np.ndindex(Z.shape):
+        e = np.zeros_like(Z)
+        e[i] = eps
+        numeric[i] = (f(Z + e) - f(Z - e)) / (2 * eps) + 1j * (f(Z + 1j * e) - f(Z - 1j * e)) / (
+            2 * eps
+        )  # dL/dRe + 1j dL/dIm: torch's convention
+    np.testing.assert_allclose(sourcegrad.grad(f)(Z), numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_eig_refuses_a_loss_that_depends_on_the_eigenvectors_phases():
+    def f(A):
+        return np.sum(np.real(np.linalg.eig(A)[1]) * EIG_C)
+
+    with pytest.raises(errors.NoRuleError, match="up to multiplication by e\\^\\{i phi\\}"):
+        sourcegrad.grad(f)(GENERAL)
+
+
+def test_eig_at_repeated_eigenvalues():
+    # (docs/sharp-bits.md) eigvals' gradient of a symmetric function of them is right at a
+    # repeated eigenvalue of a diagonalisable matrix; the eigenvectors' is nan there
+    D = np.diag([1.0, 1.0, 2.0])
+
+    def squares(A):
+        return np.sum(np.abs(np.linalg.eigvals(A)) ** 2)
+
+    np.testing.assert_allclose(sourcegrad.grad(squares)(D), 2.0 * D, atol=1e-12)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert np.all(np.isnan(sourcegrad.grad(eig_vectors)(np.diag([1.0, 1.0, 2.0, 3.0]))))

@@ -18,7 +18,7 @@ import sourcegrad as sg
 import sourcegrad.nn.functional as F
 from sourcegrad.eager.spec import ALL_SPECS
 
-from ..test_registry_ops import ROWS as REGISTRY_ROWS
+from ..test_registry_ops import ELSEWHERE as REGISTRY_ELSEWHERE, ROWS as REGISTRY_ROWS
 
 R = np.random.default_rng(1234)
 EPS = 1e-6
@@ -558,6 +558,15 @@ CASES = [
         True,
     ),
     ("linalg_eigvalsh", "eigvalsh", lambda a: sg.linalg.eigvalsh(a + a.T), [arr(3, 3)], True),
+    # (eig: a real loss of its complex results; no second derivative through it)
+    (
+        "linalg_eig",
+        "eig",
+        lambda a: sg.linalg.eig(a)[1].abs() ** 2 + sg.linalg.eig(a)[0].real,
+        [arr(3, 3)],
+        False,
+    ),
+    ("linalg_eigvals", "eigvals", lambda a: sg.linalg.eigvals(a).abs(), [arr(3, 3)], False),
     (
         "linalg_svd",
         "svd",
@@ -623,8 +632,9 @@ def test_gradient_matches_finite_differences(rule, case, fn, inputs, second):
 
 def test_every_rule_has_a_case():
     used = {spec.rule.name for spec in ALL_SPECS}
-    # (the registry's entries with torch names are checked from their rows in test_registry_ops)
-    covered = {c[0] for c in CASES} | set(REGISTRY_ROWS)
+    # (the registry's entries with torch names are checked from their rows in test_registry_ops,
+    # the few torch.special ones it leaves out in tests/eager/test_special.py)
+    covered = {c[0] for c in CASES} | set(REGISTRY_ROWS) | REGISTRY_ELSEWHERE
     assert used - covered == set(), f"rules without a finite-difference case: {used - covered}"
 
 

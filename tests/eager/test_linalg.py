@@ -252,3 +252,53 @@ def test_out_is_written_as_torch_writes_it(name):
 def test_out_of_a_function_of_several_outputs_must_be_a_tuple():
     ours = _error(lambda: sourcegrad.linalg.slogdet(sourcegrad.tensor(A), out=sourcegrad.empty(0)))
     assert ours == _error(lambda: torch.linalg.slogdet(torch.tensor(A), out=torch.empty(0)))
+
+
+# torch.linalg.eig / eigvals: complex results (always, as torch's), one LinalgEigBackward0
+ROTATION = np.array(
+    [[0.0, -2.0, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0, 0, 0, -1]]
+)
+GENERAL = ROTATION + 0.3 * R.normal(size=(4, 4))  # a complex pair, two real eigenvalues
+GENERAL_B = ROTATION[1:, 1:] + 0.3 * R.normal(size=(2, 3, 3))
+EIG_LOSSES = {
+    "eigvals_abs": lambda L, x: L.linalg.eigvals(x).abs(),
+    "eigvals_real_imag": lambda L, x: L.linalg.eigvals(x).real ** 2 + L.linalg.eigvals(x).imag,
+    "eig_values": lambda L, x: L.linalg.eig(x).eigenvalues.abs(),
+    "eig_vectors": lambda L, x: L.linalg.eig(x).eigenvectors.abs() ** 2,
+    "eig_both": lambda L, x: L.linalg.eig(x)[1].abs() * L.linalg.eig(x)[0].real.unsqueeze(-2),
+}
+
+
+@pytest.mark.parametrize("x", [GENERAL, GENERAL_B], ids=["matrix", "batched"])
+@pytest.mark.parametrize("name", sorted(EIG_LOSSES))
+def test_eig_matches_torch(name, x):
+    def run(L):
+        t = L.tensor(x, requires_grad=True)
+        out = EIG_LOSSES[name](L, t)
+        w = L.tensor(np.cos(np.arange(out.numel())).reshape(tuple(out.shape)))
+        (g,) = L.autograd.grad((out * w).sum(), t)
+        return out, g
+
+    ours, theirs = run(sourcegrad), run(torch)
+    for a, t in zip(ours, theirs):
+        np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_eig_results_are_complex_with_torchs_node_and_dtype():
+    assert np.any(np.abs(np.linalg.eigvals(GENERAL).imag) > 0.5)
+    for dtype in ("float32", "float64"):
+        ours = sourcegrad.linalg.eig(sourcegrad.tensor(GENERAL, dtype=getattr(sourcegrad, dtype)))
+        theirs = torch.linalg.eig(torch.tensor(GENERAL, dtype=getattr(torch, dtype)))
+        assert [str(o.dtype) for o in ours] == [str(t.dtype) for t in theirs]
+    x = sourcegrad.tensor(GENERAL, requires_grad=True)
+    for out in (*sourcegrad.linalg.eig(x), sourcegrad.linalg.eigvals(x), np.linalg.eigvals(x)):
+        assert type(out.grad_fn).__name__ == "LinalgEigBackward0"
+    w, V = sourcegrad.linalg.eig(x)
+    assert w.grad_fn is V.grad_fn  # one node, two outputs
+
+
+def test_eig_refuses_a_loss_that_depends_on_the_phases_as_torch():
+    for lib, error in ((torch, RuntimeError), (sourcegrad, sourcegrad.NoRuleError)):
+        V = lib.linalg.eig(lib.tensor(GENERAL, requires_grad=True)).eigenvectors
+        with pytest.raises(error, match=r"up to multiplication by e\^\{i phi\}"):
+            V.real.sum().backward()
