@@ -1,0 +1,327 @@
+"""The test grid generated from the registry: every entry's examples (`EXAMPLES` beside the
+entries in sourcegrad/ops/, see ops/examples.py), in the compiler and in eager mode.
+
+For each example the grid writes a function `f(a0, ..., w0, ...)` calling the entry as user
+code would (an operator, a method, `fn(...)` for the function object itself) and returning the
+sum of its float outputs times fixed random weights, then checks:
+
+* compiler, float64: `sourcegrad.grad` against central differences, and the Hessian-vector
+  product (`sourcegrad.hvp`, forward over reverse) against differences of the gradient;
+* compiler, float32 (grid only): the gradient of float32 inputs is float32 and close to the
+  float64 one;
+* eager (entries that `np.<fn>(tensor)` reaches): `f` run on Tensors, its `.backward()`
+  gradient equal to the compiled one; in the grid, its second derivative (create_graph) equal
+  to the compiled HVP.
+
+The default run tries each entry's first example in float64; `pytest -m grid` every example in
+both dtypes. Every differentiable entry has examples or is in UNCOVERED with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import linecache
+import zlib
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import ops
+from sourcegrad.api import numeric_grad
+from sourcegrad.ops import examples, registry
+
+scipy = pytest.importorskip("scipy")
+import scipy.linalg  # noqa: E402,F401  (registers the optional families)
+import scipy.signal  # noqa: E402,F401
+import scipy.special  # noqa: E402,F401
+import scipy.stats  # noqa: E402,F401
+
+registry._load_optional()
+
+FAMILIES = (
+    "elementwise",
+    "reductions",
+    "linalg",
+    "shape",
+    "program",
+    "nn",
+    "numpy_linalg",
+    "numpy_functions",
+    "fft",
+    "complex_values",
+    "scipy_special",
+    "scipy_stats",
+    "scipy_linalg",
+    "scipy_signal",
+)
+
+# Differentiable entries without examples, and why. A new entry lands here (and fails
+# test_every_entry_has_examples_or_a_reason) until its family's EXAMPLES has it.
+_BACKWARD_HELPER = "a helper generated backward code calls, tested through the entries using it"
+_EAGER_KERNEL = "an eager-only kernel (torch.nn), tested against torch in tests/eager"
+UNCOVERED = {
+    **dict.fromkeys(
+        (
+            "scatter_along undiagonal unrepeat unpad select_grads gradient_adjoint "
+            "interp_adjoint trapezoid_adjoint gap_inverse fit hermitian_fold "
+            "real_if_close_checked real_like gradient_of"
+        ).split(),
+        _BACKWARD_HELPER,
+    ),
+    **dict.fromkeys(
+        (
+            "convolution lowered_convolution batch_norm_train batch_norm_eval constant_pad "
+            "resample nll_loss nll_loss2d index_put fill fill_tensor add_alpha sub_alpha "
+            "torch_div_rounding smooth_l1_loss huber_loss binary_cross_entropy "
+            "binary_cross_entropy_with_logits xlogy linalg_cross cdist mse_loss addmm "
+            "vector_norm split unbind"
+        ).split(),
+        _EAGER_KERNEL,
+    ),
+}
+
+
+def _examples() -> dict:
+    table = {}
+    for family in FAMILIES:
+        module = importlib.import_module(f"sourcegrad.ops.{family}")
+        for name, variants in getattr(module, "EXAMPLES", {}).items():
+            assert name in ops.RULES, f"{family}.EXAMPLES names no entry {name!r}"
+            assert name not in table, f"{name!r} has examples twice"
+            table[name] = variants
+    return table
+
+
+EXAMPLES = _examples()
+
+
+def _in_scope(op) -> bool:
+    """A differentiable entry user code can reach (not the program's own list plumbing)."""
+    return (
+        op.differentiable
+        and any(v is not None for v in op.vjps)
+        and op.spelling.kind not in ("helper", "list", "tuple", "pycall")
+    )
+
+
+def test_every_entry_has_examples_or_a_reason():
+    import sourcegrad.nn  # noqa: F401  (registers the eager kernels)
+    import sourcegrad.rules_nn  # noqa: F401
+
+    scope = {name for name, op in ops.RULES.items() if _in_scope(op)}
+    assert sorted(scope - set(EXAMPLES)) == sorted(UNCOVERED)
+    assert all(EXAMPLES[name] for name in EXAMPLES)
+
+
+# --- writing a case's function -----------------------------------------------------------------
+
+_SOURCES = itertools.count()
+
+
+def _call(op, names):
+    """The expression calling `op` on parameter names (and keyword `kw_*` text)."""
+    kind, text = op.spelling.kind, op.spelling.text
+    if kind == "binop":
+        return f"{names[0]} {text} {names[1]}"
+    if kind == "unaryop":
+        return f"{text}{names[0]}"
+    if kind == "builtin":
+        return f"{text}({', '.join(names)})"
+    if kind == "attr":
+        return f"{names[0]}.{text}"
+    if kind == "method":
+        return f"{names[0]}.{text}({', '.join(names[1:])})"
+    if kind == "getitem":
+        return f"{names[0]}[{', '.join(names[1:])}]"
+    return f"fn({', '.join(names)})"
+
+
+class Case:
+    """One example of one entry, turned into a function and its arguments."""
+
+    def __init__(self, name, index, example):
+        self.name, self.example = name, example
+        op = ops.get(name)
+        r = np.random.default_rng(zlib.crc32(f"{name}/{index}".encode()))
+        params, texts, self.args, self.wrt = [], [], [], []
+        for value in example.args:
+            if isinstance(value, examples.Arg):
+                params.append(f"a{len(self.args)}")
+                texts.append(params[-1])
+                self.wrt.append(len(self.args))
+                self.args.append(examples.draw(value, r))
+            elif isinstance(value, np.ndarray):
+                params.append(f"a{len(self.args)}")
+                texts.append(params[-1])
+                self.args.append(value)
+            else:
+                texts.append(repr(value))
+        texts += [f"{k}={v!r}" for k, v in example.kwargs.items()]
+        call = _call(op, texts)
+        out = eval(
+            compile(call, "<example>", "eval"), {"fn": op.fn, "np": np}, dict(zip(params, self.args))
+        )
+        parts = example.loss or _float_parts(out)
+        self.weights = []
+        terms = []
+        env = {"np": np, "out": out}
+        for part in parts:
+            value = eval(part, env)
+            self.weights.append(r.normal(size=np.shape(value)))
+            w = f"w{len(self.weights) - 1}"
+            terms.append(f"np.sum({part} * {w})")
+        weights = [f"w{i}" for i in range(len(self.weights))]
+        source = (
+            f"def f({', '.join(params + weights)}):\n"
+            f"    out = {call}\n"
+            f"    return {' + '.join(terms)}\n"
+        )
+        file = f"<registry grid {next(_SOURCES)}: {name}>"
+        linecache.cache[file] = (len(source), None, source.splitlines(True), file)
+        namespace = {"fn": op.fn, "np": np}
+        exec(compile(source, file, "exec", dont_inherit=True), namespace)
+        self.f, self.source = namespace["f"], source
+        self.all_args = self.args + self.weights
+
+    def __repr__(self):
+        return f"{self.name}: {self.source}"
+
+
+def _float_parts(out, prefix="out"):
+    """Expressions of the float (and complex: real and imaginary) parts of a result."""
+    if isinstance(out, (tuple, list)):
+        return [
+            p for i, o in enumerate(out) for p in _float_parts(o, f"{prefix}[{i}]")
+        ]
+    if np.iscomplexobj(out):
+        return [f"np.real({prefix})", f"np.imag({prefix})"]
+    if np.issubdtype(np.asarray(out).dtype, np.floating):
+        return [prefix]
+    return []
+
+
+def _close(ours, numeric, rtol, what):
+    ours, numeric = np.asarray(ours, dtype=float), np.asarray(numeric, dtype=float)
+    scale = max(1.0, float(np.max(np.abs(numeric), initial=0.0)))
+    np.testing.assert_allclose(ours, numeric, rtol=rtol, atol=rtol * scale, err_msg=what)
+
+
+def _check_compiled(case):
+    args, wrt, rtol = case.all_args, tuple(case.wrt), case.example.rtol
+    grads = sourcegrad.grad(case.f, wrt=wrt)(*args)  # (a tuple: wrt is one)
+    for pos, g in zip(wrt, grads):
+        assert np.shape(g) == np.shape(args[pos])
+        _close(g, numeric_grad(case.f, args, pos), rtol, f"{case!r} d/da{pos}")
+    return grads
+
+
+def _hvp_parts(case):
+    """(direction, compiled HVP, differences of the gradient) in the first input."""
+    args, pos = case.all_args, case.wrt[0]
+    v = np.random.default_rng(3).normal(size=np.shape(args[pos]))
+    v = float(v) if isinstance(args[pos], float) else v
+    gradient = sourcegrad.grad(case.f, wrt=pos)
+    eps = 1e-5
+
+    def at(step):
+        moved = list(args)
+        moved[pos] = args[pos] + step * v
+        return gradient(*moved)
+
+    ours = sourcegrad.hvp(case.f, wrt=pos)(*args, v)
+    return v, ours, (at(eps) - at(-eps)) / (2 * eps)
+
+
+def _check_hvp(case):
+    _, ours, numeric = _hvp_parts(case)
+    _close(ours, numeric, max(case.example.rtol * 10, 1e-5), f"{case!r} HVP")
+    return ours
+
+
+def _eager_entries():
+    from sourcegrad.eager import numpy_dispatch
+
+    reached = {id(f) for f in list(numpy_dispatch.UFUNCS) + list(numpy_dispatch.FUNCTIONS)}
+    return {
+        name
+        for name, op in ops.RULES.items()
+        if op.spelling.kind in ("func", "binop", "unaryop", "attr", "method", "getitem")
+        and (op.spelling.kind != "func" or id(op.fn) in reached)
+    }
+
+
+EAGER = _eager_entries()
+
+
+def _check_eager(case, grads, hvp=None):
+    tensors = [
+        # (float64: a Python float would make a float32 tensor, as torch's does)
+        sourcegrad.tensor(a, dtype=sourcegrad.float64, requires_grad=True) if i in case.wrt else a
+        for i, a in enumerate(case.all_args)
+    ]
+    loss = case.f(*tensors)
+    assert isinstance(loss, sourcegrad.Tensor), f"{case!r}: eager mode left the Tensor"
+    wanted = [tensors[i] for i in case.wrt]
+    ours = sourcegrad.autograd.grad(loss, wanted, create_graph=hvp is not None)
+    for pos, a, b in zip(case.wrt, ours, grads):
+        _close(a.detach().numpy(), b, 1e-10, f"{case!r} eager d/da{pos}")
+    if hvp is not None:
+        v, _, _ = _hvp_parts(case)
+        first = ours[0]
+        if first.requires_grad:
+            (second,) = sourcegrad.autograd.grad(
+                (first * sourcegrad.tensor(v)).sum(), [wanted[0]], allow_unused=True
+            )
+            second = np.zeros_like(hvp) if second is None else second.detach().numpy()
+        else:  # a constant first derivative records nothing further
+            second = np.zeros_like(hvp)
+        _close(second, hvp, 1e-9, f"{case!r} eager HVP")
+
+
+def _check_float32(case, grads64):
+    # (Python floats stay: they have no float32)
+    args = [
+        a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
+        for a in case.all_args
+    ]
+    wrt = tuple(case.wrt)
+    grads = sourcegrad.grad(case.f, wrt=wrt)(*args)  # (a tuple: wrt is one)
+    for pos, g, g64 in zip(wrt, grads, grads64):
+        if isinstance(args[pos], float):
+            continue
+        assert np.asarray(g).dtype == np.float32, f"{case!r}: d/da{pos} is {np.asarray(g).dtype}"
+        _close(g, g64, 2e-3, f"{case!r} float32 d/da{pos}")
+
+
+# --- the cases -----------------------------------------------------------------------------------
+
+
+def _params(first_only):
+    out = []
+    for name in sorted(EXAMPLES):
+        for i, example in enumerate(EXAMPLES[name][:1] if first_only else EXAMPLES[name]):
+            out.append(pytest.param(name, i, example, id=f"{name}-{i}"))
+    return out
+
+
+@pytest.mark.parametrize("name, index, example", _params(first_only=True))
+def test_default_case(name, index, example):
+    case = Case(name, index, example)
+    grads = _check_compiled(case)
+    if example.hvp:
+        _check_hvp(case)
+    if name in EAGER:
+        _check_eager(case, grads)
+
+
+@pytest.mark.grid
+@pytest.mark.parametrize("name, index, example", _params(first_only=False))
+def test_grid_case(name, index, example):
+    case = Case(name, index, example)
+    grads = _check_compiled(case)
+    hvp = _check_hvp(case) if example.hvp else None
+    if name in EAGER:
+        _check_eager(case, grads, hvp)
+    _check_float32(case, grads)
