@@ -151,10 +151,15 @@ class Case:
             """The source of an argument; arrays become parameters a0, a1, ..."""
             if isinstance(value, (examples.Arg, np.ndarray)):
                 params.append(f"a{len(self.args)}")
+                domain = value.domain if isinstance(value, examples.Arg) else None
                 if isinstance(value, examples.Arg):
                     self.wrt.append(len(self.args))
                     value = examples.draw(value, r)
                 self.args.append(value)
+                if domain == "spd":  # (entries reading one triangle: symmetric inputs)
+                    return f"({params[-1]} + np.swapaxes({params[-1]}, -1, -2)) / 2"
+                if domain == "simplex":  # (scipy refuses a point off the simplex)
+                    return f"{params[-1]} / np.sum({params[-1]}, axis=0)"
                 return params[-1]
             if isinstance(value, list):
                 return f"[{', '.join(map(text, value))}]"

@@ -6,7 +6,11 @@ axis and keyword variants, tried by `pytest -m grid`). An `Example` holds the ca
 arguments: `arg(3, 4, domain="positive")` is a differentiated float array drawn from a domain
 where the entry is smooth, `arg(domain="positive", py=True)` a Python float; any other value
 (an int, a tuple of axes, a string, an integer index array) is passed as it is and not
-differentiated. Keyword arguments are the call's keyword arguments.
+differentiated. Keyword arguments are the call's keyword arguments. An argument of the
+domain "spd" is passed symmetrized, `(a + a.T) / 2`: the entries that read one triangle of a
+symmetric matrix (cholesky, eigh, multivariate_normal's cov) give the gradient for symmetric
+perturbations, which is the gradient in a of that call. One of the domain "simplex" is passed
+normalized, `a / np.sum(a, axis=0)` (scipy.stats.dirichlet refuses points off the simplex).
 
 tests/test_registry_grid.py turns every example into a scalar loss (the entry's outputs times
 fixed random weights) and checks, in the compiler, the gradient against central differences
