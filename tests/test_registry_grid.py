@@ -168,7 +168,9 @@ class Case:
                 return params[-1]
             if isinstance(value, list):
                 return f"[{', '.join(map(text, value))}]"
-            if isinstance(value, tuple) and any(isinstance(v, examples.Arg) for v in value):
+            if isinstance(value, tuple) and any(
+                isinstance(v, (examples.Arg, np.ndarray)) for v in value
+            ):
                 return f"({', '.join(map(text, value))},)"
             if isinstance(value, float) and np.isinf(value):
                 return "np.inf" if value > 0 else "-np.inf"
@@ -280,6 +282,8 @@ EAGER_GAPS = {
     ("linalg_norm", 4): "np.linalg.norm(ord='nuc') of a Tensor is refused in eager mode",
     ("fft_fftshift", 1): "np.fft.fftshift(tensor, axes=...) crashes (TypeError) in eager mode",
     ("fft_ifftshift", 1): "np.fft.ifftshift(tensor, axes=...) crashes (TypeError) in eager mode",
+    ("imag_attr", 0): "Tensor.imag of a real Tensor raises RuntimeError, as torch's does",
+    ("imag_attr", 1): "Tensor.imag of a real Tensor raises RuntimeError, as torch's does",
 }
 
 
@@ -366,9 +370,11 @@ def test_grid_case(name, index, example):
 # a 1-D b under an N-d A was wrong (every element the same); matmul 1-D @ N-d, np.dot N-d @
 # 1-D, tensordot with unsorted axis pairs, concatenate(axis=None) and dirichlet's gradient
 # (templates.keeps_shape on a tuple) crashed.
-# irfft's gradient in a real input was complex (numpy's ComplexWarning as it was cast).
+# irfft's and imag's gradients in a real input were complex (numpy's ComplexWarning as they
+# were cast; imag of a 0-d input crashed).
 FIXED = [("matmul", 5), ("matmul_op", 5), ("matmul", 7), ("dot", 5), ("tensordot", 1),
-         ("concatenate", 2), ("scipy_dirichlet_pdf", 0), ("fft_irfft", 0), ("fft_irfftn", 0)]
+         ("concatenate", 2), ("scipy_dirichlet_pdf", 0), ("fft_irfft", 0), ("fft_irfftn", 0),
+         ("np_imag", 0), ("np_imag", 1), ("imag_attr", 1)]
 
 
 @pytest.mark.filterwarnings("error")
