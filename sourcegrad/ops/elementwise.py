@@ -380,10 +380,14 @@ EXAMPLES = {
             "math_log10"
         ).split()
     },
-    **{_name: unary("unit") for _name in "tan arcsin arccos arctanh math_tan math_asin "
-       "math_acos math_atanh".split()},
+    **{
+        _name: unary("unit")
+        for _name in "tan arcsin arccos arctanh math_tan math_asin math_acos math_atanh".split()
+    },
     **{_name: unary("above_one") for _name in ("arccosh", "math_acosh")},
-    **{_name: unary("away_from_zero") for _name in ("absolute", "fabs", "abs_builtin", "math_fabs")},
+    **{
+        _name: unary("away_from_zero") for _name in ("absolute", "fabs", "abs_builtin", "math_fabs")
+    },
     "sinc": unary("unit"),
     **{
         _name: binary()
@@ -391,10 +395,7 @@ EXAMPLES = {
             "add subtract multiply add_op sub_op mul_op maximum minimum logaddexp arctan2 hypot"
         ).split()
     },
-    **{
-        _name: binary("normal", "away_from_zero")
-        for _name in ("divide", "true_divide", "div_op")
-    },
+    **{_name: binary("normal", "away_from_zero") for _name in ("divide", "true_divide", "div_op")},
     **{_name: binary("positive", "normal") for _name in ("power", "pow_op")},
     "mod_op": binary("off_integers", "large"),
     "where": [

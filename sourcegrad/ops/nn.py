@@ -464,7 +464,10 @@ EXAMPLES = {
     "sigmoid": [ex(arg(3, 4))],
     "rsqrt": [ex(arg(3, 4, domain="positive"))],
     "erf": [ex(arg(3, 4))],
-    "leaky_relu": [ex(arg(3, 4, domain="away_from_zero")), ex(arg(5, domain="away_from_zero"), 0.2)],
+    "leaky_relu": [
+        ex(arg(3, 4, domain="away_from_zero")),
+        ex(arg(5, domain="away_from_zero"), 0.2),
+    ],
     "softmax": [ex(arg(3, 4), 1), ex(arg(2, 3, 4), 0)],
     "log_softmax": [ex(arg(3, 4), 1), ex(arg(2, 3, 4), 0)],
     "logsumexp": [ex(arg(3, 4)), ex(arg(3, 4), 1), ex(arg(3, 4), 0, True)],

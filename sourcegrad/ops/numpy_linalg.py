@@ -748,7 +748,10 @@ EXAMPLES = {
         ex(arg(3, 4), 3, axis=0),
     ],
     "linalg_qr": [ex(arg(4, 3)), ex(arg(3, 3))],
-    "linalg_lstsq": [ex(arg(5, 3), arg(5), loss=("out[0]",)), ex(arg(5, 3), arg(5, 2), loss=("out[0]",))],
+    "linalg_lstsq": [
+        ex(arg(5, 3), arg(5), loss=("out[0]",)),
+        ex(arg(5, 3), arg(5, 2), loss=("out[0]",)),
+    ],
     "linalg_trace": [ex(arg(3, 3)), ex(arg(2, 3, 4), offset=1)],
     "linalg_diagonal": [ex(arg(3, 4)), ex(arg(2, 3, 3), offset=-1)],
     "linalg_matrix_transpose": [ex(arg(3, 4)), ex(arg(2, 3, 4))],

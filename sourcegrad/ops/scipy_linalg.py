@@ -263,7 +263,5 @@ EXAMPLES = {
     "scipy_cho_solve": [ex((_FACTOR, True), arg(3)), ex((_FACTOR, True), arg(3, 2))],
     "scipy_expm": [ex(arg(3, 3, domain="unit"))],
     "scipy_sqrtm": [ex(arg(3, 3, domain="spd"))],
-    "scipy_solve_sylvester": [
-        ex(arg(3, 3, domain="well"), arg(2, 2, domain="well"), arg(3, 2))
-    ],
+    "scipy_solve_sylvester": [ex(arg(3, 3, domain="well"), arg(2, 2, domain="well"), arg(3, 2))],
 }

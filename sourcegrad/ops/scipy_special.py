@@ -412,12 +412,9 @@ EXAMPLES = {
     "scipy_beta": [ex(arg(3, 4, domain="positive"), arg(4, domain="positive"))],
     "scipy_betaln": [ex(arg(3, 4, domain="positive"), arg(4, domain="positive"))],
     "scipy_multigammaln": [ex(arg(3, 4, domain="large"), 3)],
+    **{f"scipy_{n}": [ex(arg(3, 4, domain="positive"), 0.4)] for n in "boxcox boxcox1p".split()},
     **{
-        f"scipy_{n}": [ex(arg(3, 4, domain="positive"), 0.4)] for n in "boxcox boxcox1p".split()
-    },
-    **{
-        f"scipy_{n}": [ex(arg(3, 4, domain="unit"), 0.4)]
-        for n in "inv_boxcox inv_boxcox1p".split()
+        f"scipy_{n}": [ex(arg(3, 4, domain="unit"), 0.4)] for n in "inv_boxcox inv_boxcox1p".split()
     },
     **{
         f"scipy_{n}": [ex(arg(3, 4, domain="positive"), arg(4, domain="positive"))]
