@@ -77,7 +77,10 @@ def _has_array_index(index) -> bool:
 
 
 def take_part(g, xs, argnum, axis=0):
-    """Adjoint of `concatenate(xs, axis)` for its `argnum`-th input: that input's slice of `g`."""
+    """Adjoint of `concatenate(xs, axis)` for its `argnum`-th input: that input's slice of `g`
+    (axis None: of the flattened inputs, given the input's shape back)."""
+    if axis is None:
+        return np.reshape(g[part_index(xs, argnum, axis)], np.shape(xs[argnum]))
     return g[part_index(xs, argnum, axis)]
 
 
@@ -85,6 +88,9 @@ def part_index(xs, argnum, axis=0):
     """Where the `argnum`-th input sits in `concatenate(xs, axis)`: a tuple of slices.
 
     Shared by `take_part` and its own adjoint (`unindex` at the same place)."""
+    if axis is None:  # the inputs flattened, one after the other
+        start = sum(np.size(x) for x in xs[:argnum])
+        return (slice(start, start + np.size(xs[argnum])),)
     start = sum(np.shape(x)[axis] for x in xs[:argnum])
     stop = start + np.shape(xs[argnum])[axis]
     return (slice(None),) * (axis % np.ndim(xs[argnum])) + (slice(start, stop),)
@@ -208,6 +214,10 @@ def inverse_permutation(axes):
 
 def dot_grad(g, x, y, argnum):
     """Adjoint of `np.dot(x, y)` for N-d operands (sum over x's last and y's second-to-last axis)."""
+    if y.ndim == 1:  # the sum is over both last axes: g has x's leading axes
+        if argnum == 0:
+            return np.multiply.outer(g, y)
+        return np.tensordot(g, x, axes=(tuple(range(g.ndim)), tuple(range(x.ndim - 1))))
     if argnum == 0:
         y_axes = tuple(a for a in range(y.ndim) if a != y.ndim - 2)
         g_axes = tuple(range(x.ndim - 1, g.ndim))
@@ -239,11 +249,12 @@ def tensordot_grad(g, x, y, axes, argnum):
     if argnum == 0:
         # g has axes (x_free..., y_free...); contract its y_free part with y's free axes
         out = np.tensordot(g, y, axes=(tuple(range(n_x_free, g.ndim)), tuple(y_free)))
-        # out has axes (x_free..., y_axes...) with y_axes in y's contraction order = x_axes order
-        order = x_free + list(x_axes)
+        # out has axes (x_free..., y's contracted axes in increasing order), each the partner
+        # of an x axis: those x axes, in that order
+        order = x_free + [a for _, a in sorted(zip(y_axes, x_axes))]
         return np.transpose(out, inverse_permutation(order))
     out = np.tensordot(x, g, axes=(tuple(x_free), tuple(range(n_x_free))))
-    order = list(y_axes) + y_free
+    order = [b for _, b in sorted(zip(x_axes, y_axes))] + y_free
     return np.transpose(out, inverse_permutation(order))
 
 

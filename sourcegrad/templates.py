@@ -504,6 +504,8 @@ class Instantiator:
             return False
         if aval.is_python_scalar:  # a number stays a number (a bool would not)
             return not isinstance(aval.stand_in, bool)
+        if not isinstance(aval.stand_in, (np.ndarray, np.generic)):
+            return False  # a tuple (a shape) or a list is not an array a product keeps
         return np.result_type(aval.stand_in).kind in "fc"
 
     # -- partial evaluation --------------------------------------------------------------------

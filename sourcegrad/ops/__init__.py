@@ -3,13 +3,15 @@
 An operation's entry, in the file of its family, holds all of it: the numpy function(s)
 and spelling, VJPs and JVPs (or a linearity mark), the properties the compiler's passes
 ask (`has(name, "view")`, `get(name).method`, ...) and its torch names, from which the
-eager surface is generated. Adding an operation to both modes is one entry here plus one
-test row.
+eager surface is generated. Adding an operation to both modes is one entry here, its example
+inputs in its family's `EXAMPLES` table (`examples.py`; tests/test_registry_grid.py makes the
+test grid from them) and, for an eager op with torch names, one test row.
 
 * `registry.py`: the record, the define functions (`defvjp`, `defjvp`, `deflinear`,
   `alias`, `mark`), the queries (`get`, `has`, `rule_for_function`, `op_for_method`),
   the VJP templates and the template namespace;
 * `reads.py`: the one analysis of which inputs a rule reads, for both modes;
+* `examples.py`: the description of example inputs (`ex`, `arg`) the family tables use;
 * `elementwise.py`, `reductions.py`, `linalg.py`, `shape.py`, `nn.py`: the entries by
   family; `program.py`: the ops of the program itself (reads without gradient, builtins,
   lists and mutation as values, the helpers generated backward code calls).

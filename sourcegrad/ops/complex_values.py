@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import errors, runtime
 from ..runtime import is_complex, real_like
+from .examples import arg, ex
 from .registry import RULES, Spelling, alias, deflinear, defnondiff, defvjp, mark
 from .registry import func as _func
 
@@ -37,10 +38,11 @@ RULES["is_complex"].static_result = True
 
 # real(z) = Re z: dL/dRe z = g, dL/dIm z = 0, so the gradient is g (in either convention).
 # imag(z) = Im z: the gradient 1j * g in torch's convention, its conjugate -1j * g here; of a
-# real x, imag is 0 and the real part of -1j * g is too. conj's adjoint is conj(g).
+# real x, imag is 0 and so is its gradient (a real zero: -1j * g would be cast to the real
+# input's dtype, or fail for a float). conj's adjoint is conj(g).
 for _name, _spelling, _vjp in (
     ("np_real", _func("real"), lambda g, ans, val: g),
-    ("np_imag", _func("imag"), lambda g, ans, val: -1j * g),
+    ("np_imag", _func("imag"), lambda g, ans, val: -1j * g if is_complex(val) else 0.0 * g),
 ):
     defvjp(_name, getattr(np, _name[3:]), _spelling, _vjp, props={"complex"})
     deflinear("joint", _name)
@@ -57,7 +59,7 @@ defvjp(
     "imag_attr",
     operator.attrgetter("imag"),
     Spelling("attr", "imag"),
-    lambda g, ans, x: -1j * g,
+    lambda g, ans, x: -1j * g if is_complex(x) else 0.0 * g,
     register_fn=False,
     family="np_imag",
     props={"complex"},
@@ -273,3 +275,15 @@ COMPLEX_OPS = (
     "cast_like",
 )
 mark("complex", *(name for name in COMPLEX_OPS if name in RULES))
+
+
+# Example inputs for the registry's test grid (ops/examples.py): real inputs (the grid's
+# inputs are real; complex intermediates are tested in tests/compiler/test_fft_complex.py).
+EXAMPLES = {
+    **{
+        _name: [ex(arg(3, 4)), ex(arg())]
+        for _name in ("np_real", "np_imag", "np_conjugate", "real_attr", "imag_attr")
+    },
+    "np_angle": [ex(arg(3, 4, domain="away_from_zero")), ex(arg(4, domain="away_from_zero"), True)],
+    "np_real_if_close": [ex(arg(3, 4))],
+}

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..runtime import is_complex, unbroadcast
 from .registry import Spelling, alias, defjvp, defnondiff, defvjp, mark, torch
+from .examples import arg, binary, ex, unary
 from .registry import func as _func
 
 
@@ -358,3 +359,63 @@ for _name in (
     "signbit",
 ):
     defnondiff(_name, getattr(np, _name), _func(_name), params=("x",), kind="elementwise")
+
+
+# Example inputs for the registry's test grid (ops/examples.py; tests/test_registry_grid.py):
+# each entry on a domain where it is smooth.
+_WHERE = np.array([[True, False, True, False]] * 3)
+EXAMPLES = {
+    **{
+        _name: unary("normal")
+        for _name in (
+            "exp exp2 expm1 sin cos arctan sinh cosh tanh arcsinh negative positive square cbrt "
+            "neg_op pos_op math_exp math_expm1 math_sin math_cos math_atan math_sinh math_cosh "
+            "math_tanh math_asinh"
+        ).split()
+    },
+    **{
+        _name: unary("positive")
+        for _name in (
+            "log log1p log2 log10 sqrt reciprocal math_log math_log1p math_sqrt math_log2 "
+            "math_log10"
+        ).split()
+    },
+    **{
+        _name: unary("unit")
+        for _name in "tan arcsin arccos arctanh math_tan math_asin math_acos math_atanh".split()
+    },
+    **{_name: unary("above_one") for _name in ("arccosh", "math_acosh")},
+    **{
+        _name: unary("away_from_zero") for _name in ("absolute", "fabs", "abs_builtin", "math_fabs")
+    },
+    "sinc": unary("unit"),
+    **{
+        _name: binary()
+        for _name in (
+            "add subtract multiply add_op sub_op mul_op maximum minimum logaddexp arctan2 hypot"
+        ).split()
+    },
+    **{_name: binary("normal", "away_from_zero") for _name in ("divide", "true_divide", "div_op")},
+    **{_name: binary("positive", "normal") for _name in ("power", "pow_op")},
+    "mod_op": binary("off_integers", "large"),
+    "where": [
+        ex(_WHERE, arg(3, 4), arg(4)),
+        ex(_WHERE[0], arg(4), arg(domain="normal", py=True)),
+    ],
+    "clip": [
+        ex(arg(3, 4), -0.5, 0.7),
+        ex(arg(3, 4), arg(4, domain="unit"), 3.0),
+        ex(arg(5), None, arg(domain="unit")),
+    ],
+}
+# math's functions take Python floats
+for _name in list(EXAMPLES):
+    if _name.startswith("math_"):
+        EXAMPLES[_name] = [ex(arg(domain=e.args[0].domain, py=True)) for e in EXAMPLES[_name][:1]]
+EXAMPLES.update(
+    {
+        "math_atan2": [ex(arg(py=True), arg(domain="away_from_zero", py=True))],
+        "math_hypot": [ex(arg(py=True), arg(py=True))],
+        "math_pow": [ex(arg(domain="positive", py=True), arg(py=True))],
+    }
+)

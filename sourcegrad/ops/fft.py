@@ -16,7 +16,8 @@ of a C-linear map). The DFT matrix is symmetric, so:
   zero-padded to the transform's length;
 * irfft's (the inverse of a Hermitian spectrum, real out) is the conjugate of rfft of g with
   the dual norm, the entries that stand for two (the ones strictly between 0 and n/2 of
-  the last axis) doubled: torch's rule, conjugated for this convention;
+  the last axis) doubled: torch's rule, conjugated for this convention (for a real input,
+  its real part: the gradient of a real input is real);
 * fftshift and ifftshift are each other's transposes.
 """
 
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..runtime import is_complex
+from .examples import arg, ex
 from .registry import TEMPLATE_NAMESPACE, Spelling, deflinear, defnondiff, defvjp, mark
 from .registry import func as _func
 
@@ -130,6 +133,10 @@ defvjp(
     lambda g, ans, a, n=None, axis=-1, norm=None, out=None: fit(
         np.conj(
             hermitian_fold(np.fft.rfft(g, axis=axis, norm=dual_norm(norm)), ans.shape[axis], axis)
+        )
+        if is_complex(a)
+        else np.real(
+            hermitian_fold(np.fft.rfft(g, axis=axis, norm=dual_norm(norm)), ans.shape[axis], axis)
         ),
         (a.shape[axis],),
         (axis,),
@@ -193,6 +200,14 @@ for _name in ("irfft2", "irfftn"):
                     ans.shape[fft_axes(a.ndim, s, axes)[-1]],
                     fft_axes(a.ndim, s, axes)[-1],
                 )
+            )
+            if is_complex(a)
+            else np.real(
+                hermitian_fold(
+                    np.fft.rfftn(g, axes=fft_axes(a.ndim, s, axes), norm=dual_norm(norm)),
+                    ans.shape[fft_axes(a.ndim, s, axes)[-1]],
+                    fft_axes(a.ndim, s, axes)[-1],
+                )
             ),
             fft_sizes(a.shape, None, fft_axes(a.ndim, s, axes)),
             fft_axes(a.ndim, s, axes),
@@ -231,3 +246,24 @@ FFT_OPS = (
 # linear in their one array input: the JVP is the transform of the tangent
 deflinear("joint", *FFT_OPS, "fit", "hermitian_fold")
 mark("complex", *FFT_OPS, "fit", "hermitian_fold")
+
+
+# Example inputs for the registry's test grid (ops/examples.py): sizes, axes and norms.
+def _transform_variants(two_d):
+    if two_d:
+        return [
+            ex(arg(3, 4)),
+            ex(arg(2, 3, 4), axes=(0, 2), norm="ortho"),
+            ex(arg(3, 4), s=(4, 6), axes=(0, 1), norm="forward"),
+        ]
+    return [ex(arg(6)), ex(arg(3, 4), axis=0, norm="ortho"), ex(arg(5), n=8), ex(arg(6), 4)]
+
+
+EXAMPLES = {
+    **{
+        f"fft_{_name}": _transform_variants(_name[-1] in "2n")
+        for _name in ("fft ifft rfft irfft fft2 fftn ifft2 ifftn rfft2 rfftn irfft2 irfftn".split())
+    },
+    "fft_fftshift": [ex(arg(5)), ex(arg(3, 4), axes=0)],
+    "fft_ifftshift": [ex(arg(5)), ex(arg(3, 4), axes=(0, 1))],
+}

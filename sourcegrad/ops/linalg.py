@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from ..runtime import dot_grad, einsum_grad, inner_grad, tensordot_grad, unbroadcast
+from .examples import arg, ex
 from .registry import torch, Spelling, alias, defvjp, mark
 from .registry import func as _func
 
@@ -19,7 +20,7 @@ defvjp(
         g * y
         if x.ndim == 1 and y.ndim == 1
         else y @ g
-        if x.ndim == 1
+        if x.ndim == 1 and y.ndim == 2
         else np.outer(g, y)
         if x.ndim == 2 and y.ndim == 1
         else g @ y.T
@@ -41,7 +42,9 @@ defvjp(
         else x.T @ g
         if x.ndim == 2 and y.ndim == 2
         else unbroadcast(
-            np.swapaxes(x, -1, -2) @ (g if y.ndim > 1 else np.expand_dims(g, -1))
+            np.swapaxes(x, -1, -2) @ g
+            if x.ndim > 1 and y.ndim > 1
+            else np.sum(x * np.expand_dims(g, -1), axis=-2)
             if x.ndim > 1
             else np.expand_dims(x, -1) * np.expand_dims(g, -2),
             y,
@@ -153,3 +156,33 @@ defvjp(
 
 # (numpy's errors for these depend on the operands' shapes only: see "shape_checked")
 mark("shape_checked", "matmul", "matmul_op", "dot", "inner", "outer", "tensordot", "einsum")
+
+
+# Example inputs for the registry's test grid (ops/examples.py): every rank combination.
+_PRODUCTS = [
+    ex(arg(3, 4), arg(4, 2)),
+    ex(arg(3, 4), arg(4)),
+    ex(arg(4), arg(4, 2)),
+    ex(arg(4), arg(4)),
+    ex(arg(2, 3, 4), arg(4, 2)),
+    ex(arg(2, 3, 4), arg(4)),
+]
+EXAMPLES = {
+    "matmul": _PRODUCTS + [ex(arg(2, 3, 4), arg(2, 4, 2)), ex(arg(4), arg(2, 4, 3))],
+    "matmul_op": _PRODUCTS + [ex(arg(2, 3, 4), arg(1, 4, 2))],
+    "dot": _PRODUCTS + [ex(arg(2, 3, 4), arg(5, 4, 2)), ex(arg(3, 4), 2.5)],
+    "outer": [ex(arg(3), arg(4)), ex(arg(2, 2), arg(3))],
+    "inner": [ex(arg(3, 4), arg(2, 4)), ex(arg(4), arg(4)), ex(arg(4), arg(2, 4))],
+    "tensordot": [
+        ex(arg(2, 3, 4), arg(3, 4, 5)),
+        ex(arg(2, 3, 4), arg(4, 3), axes=([1, 2], [1, 0])),
+        ex(arg(3, 4), arg(4, 5), axes=1),
+        ex(arg(3, 4), arg(2, 5), axes=0),
+    ],
+    "einsum": [
+        ex("ij,jk->ik", arg(3, 4), arg(4, 2)),
+        ex("...ij,...j->...i", arg(2, 3, 4), arg(2, 4)),
+        ex("i,i", arg(4), arg(4)),
+        ex("bij,bjk", arg(2, 3, 4), arg(2, 4, 2)),
+    ],
+}

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ..runtime import array_module, expand_reduced, max_grad, max_jvp, unbroadcast, unindex
+from .examples import arg, ex
 from .registry import Spelling, defvjp, torch
 
 
@@ -459,3 +460,33 @@ defvjp(
     lambda g, ans, x, axis=0: np.stack(g, axis=axis),
     linear=(0,),
 )
+
+
+# Example inputs for the registry's test grid (ops/examples.py): the kernels the eager mode
+# records, called as functions (the compiler differentiates them as well).
+EXAMPLES = {
+    "relu": [ex(arg(3, 4, domain="away_from_zero"))],
+    "sigmoid": [ex(arg(3, 4))],
+    "rsqrt": [ex(arg(3, 4, domain="positive"))],
+    "erf": [ex(arg(3, 4))],
+    "leaky_relu": [
+        ex(arg(3, 4, domain="away_from_zero")),
+        ex(arg(5, domain="away_from_zero"), 0.2),
+    ],
+    "softmax": [ex(arg(3, 4), 1), ex(arg(2, 3, 4), 0)],
+    "log_softmax": [ex(arg(3, 4), 1), ex(arg(2, 3, 4), 0)],
+    "logsumexp": [ex(arg(3, 4)), ex(arg(3, 4), 1), ex(arg(3, 4), 0, True)],
+    # (its other orders' templates are the eager mode's only: the compiler reaches
+    # np.linalg.norm instead)
+    "vector_norm": [ex(arg(3, 4)), ex(arg(3, 4), 2, 1, True)],
+    "mse_loss": [ex(arg(3, 4), arg(3, 4)), ex(arg(3, 4), arg(4), "sum")],
+    "addmm": [ex(arg(2), arg(3, 4), arg(4, 2))],
+    "add_alpha": [ex(arg(3, 4), arg(4), 0.5)],
+    "sub_alpha": [ex(arg(3, 4), arg(4), 0.5)],
+    "fmod": [ex(arg(3, 4, domain="large"), arg(4, domain="above_one"))],
+    "fill": [ex(arg(3, 4), 0.5)],
+    **{
+        f"torch_{_name}": [ex(arg(3, 4, domain="off_integers"))]
+        for _name in ("sign", "floor", "ceil", "trunc", "round")
+    },
+}

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import errors
 from ..runtime import concatenate_items, expand_reduced, max_grad, max_jvp, unbroadcast
+from .examples import arg, ex
 from .registry import torch, TEMPLATE_NAMESPACE, Spelling, alias, defnondiff, defvjp
 from .registry import func as _func
 
@@ -1030,3 +1031,82 @@ defvjp(
     ),
     linear="multi",
 )
+
+
+# Example inputs for the registry's test grid (ops/examples.py).
+_CONDITIONS = [np.array([True, False, False, True]), np.array([False, True, False, False])]
+_XP = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
+EXAMPLES = {
+    "np_fmax": [ex(arg(3, 4), arg(4)), ex(arg(3), arg(domain="normal", py=True))],
+    "np_fmin": [ex(arg(3, 4), arg(4)), ex(arg(3), arg(domain="normal", py=True))],
+    "np_logaddexp2": [ex(arg(3, 4), arg(4))],
+    **{
+        _name: [ex(arg(3, 4)), ex(arg())]
+        for _name in ("np_deg2rad", "np_radians", "np_rad2deg", "np_degrees")
+    },
+    "np_mod": [ex(arg(3, 4, domain="off_integers"), arg(4, domain="large"))],
+    "np_fmod": [ex(arg(3, 4, domain="large"), arg(4, domain="above_one"))],
+    "np_nan_to_num": [ex(arg(3, 4)), ex(arg(5), nan=1.0)],
+    "np_take_along_axis": [
+        ex(arg(3, 4), np.array([[0, 3], [2, 2], [1, 0]]), axis=1),
+        ex(arg(3, 4), np.array([[2, 0, 1, 1]]), axis=0),
+    ],
+    "np_sort": [ex(arg(3, 4)), ex(arg(3, 4), axis=0), ex(arg(3, 4), axis=None)],
+    "np_partition": [ex(arg(3, 5), 2), ex(arg(4, 3), 1, axis=0)],
+    "np_rollaxis": [ex(arg(2, 3, 4), 2), ex(arg(2, 3, 4), 0, 2)],
+    "np_diff": [
+        ex(arg(3, 4)),
+        ex(arg(3, 4), axis=0),
+        ex(arg(5), n=2),
+        ex(arg(5), prepend=0.0, append=1.5),
+    ],
+    "np_diagonal": [ex(arg(3, 4)), ex(arg(3, 4), 1), ex(arg(2, 3, 4), 0, 1, 2)],
+    "np_trace": [ex(arg(4, 4)), ex(arg(3, 4), -1), ex(arg(2, 3, 3), 0, 1, 2)],
+    "np_diag": [ex(arg(4)), ex(arg(3, 4)), ex(arg(3), 1), ex(arg(4, 4), -1)],
+    "np_kron": [ex(arg(2, 3), arg(3, 2)), ex(arg(3), arg(2))],
+    "np_cross": [ex(arg(4, 3), arg(4, 3)), ex(arg(3), arg(3)), ex(arg(3, 2), arg(3, 2), axis=0)],
+    "np_pad": [
+        ex(arg(3, 4), 1),
+        ex(arg(3, 4), ((1, 0), (2, 1))),
+        ex(arg(5), (1, 2), constant_values=0.5),
+    ],
+    "np_repeat": [ex(arg(3, 4), 2), ex(arg(3, 4), 2, axis=0), ex(arg(3), [1, 0, 2])],
+    "np_rot90": [ex(arg(3, 4)), ex(arg(3, 4), 2), ex(arg(2, 3, 4), 1, (1, 2))],
+    "np_fliplr": [ex(arg(3, 4))],
+    "np_flipud": [ex(arg(3, 4))],
+    "np_atleast_1d": [ex(arg()), ex(arg(3))],
+    "np_atleast_2d": [ex(arg(3)), ex(arg(3, 4))],
+    "np_atleast_3d": [ex(arg(3)), ex(arg(3, 4))],
+    "np_split": [ex(arg(4, 3), 2), ex(arg(3, 4), [1, 3], axis=1)],
+    "np_array_split": [ex(arg(5, 3), 2), ex(arg(3, 5), 3, axis=1)],
+    "np_hsplit": [ex(arg(3, 4), 2)],
+    "np_vsplit": [ex(arg(4, 3), [1])],
+    "np_dsplit": [ex(arg(2, 3, 4), 2)],
+    **{
+        _name: [ex([arg(3, 2), arg(3, 2)]), ex([arg(3), arg(3)])]
+        for _name in ("np_hstack", "np_vstack", "np_row_stack", "np_dstack", "np_column_stack")
+    },
+    "np_linspace": [
+        ex(arg(), arg(), 5),
+        ex(arg(domain="normal", py=True), 3.4, 4, endpoint=False),
+        ex(arg(3), arg(3), 4),
+    ],
+    "np_full": [ex((3, 4), arg()), ex((2, 3), arg(3))],
+    "np_meshgrid": [ex(arg(3), arg(4)), ex(arg(3), arg(2), indexing="ij")],
+    "np_select": [ex(_CONDITIONS, [arg(4), arg(4)]), ex(_CONDITIONS, [arg(4), arg(4)], arg())],
+    "vdot": [ex(arg(3, 4), arg(3, 4)), ex(arg(5), arg(5))],
+    "item": [ex(arg()), ex(arg(1, 1))],
+    "np_gradient": [ex(arg(5)), ex(arg(3, 4), 0.5), ex(arg(4, 5), axis=1, edge_order=2)],
+    "np_nansum": [ex(arg(3, 4)), ex(arg(3, 4), axis=0, keepdims=True)],
+    "np_nanmean": [ex(arg(3, 4)), ex(arg(3, 4), axis=1)],
+    "np_nanmax": [ex(arg(3, 4)), ex(arg(3, 4), axis=0)],
+    "np_nanmin": [ex(arg(3, 4)), ex(arg(3, 4), axis=1, keepdims=True)],
+    "np_ptp": [ex(arg(3, 4)), ex(arg(3, 4), axis=0)],
+    "np_interp": [
+        ex(arg(6, domain="prob"), _XP, arg(5)),
+        ex(arg(4, domain="positive"), _XP, arg(5)),
+    ],
+    "np_trapezoid": [ex(arg(3, 5)), ex(arg(5), dx=0.3), ex(arg(4, 3), axis=0)],
+    "np_convolve": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "same"), ex(arg(3), arg(5), "valid")],
+    "np_correlate": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "full")],
+}

@@ -35,6 +35,7 @@ import numpy as np
 from .. import errors
 from ..runtime import unbroadcast
 from .numpy_functions import undiagonal
+from .examples import arg, ex
 from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defprimitive, defvjp
 from .registry import func as _func
 
@@ -855,3 +856,50 @@ defvjp(
     sequence_input=True,
     linear="multi",
 )
+
+
+# Example inputs for the registry's test grid (ops/examples.py): square inputs well
+# conditioned, symmetric ones positive definite (passed symmetrized), stacks where numpy
+# batches; results defined up to a sign (eigenvectors, singular vectors) enter squared.
+EXAMPLES = {
+    "linalg_inv": [ex(arg(3, 3, domain="well")), ex(arg(2, 3, 3, domain="well"))],
+    "linalg_solve": [
+        ex(arg(3, 3, domain="well"), arg(3, 2)),
+        ex(arg(2, 3, 3, domain="well"), arg(2, 3, 2)),
+    ],
+    "linalg_det": [ex(arg(3, 3, domain="well")), ex(arg(2, 3, 3, domain="well"))],
+    "linalg_slogdet": [ex(arg(3, 3, domain="well")), ex(arg(2, 3, 3, domain="well"))],
+    "linalg_cholesky": [ex(arg(3, 3, domain="spd")), ex(arg(2, 3, 3, domain="spd"))],
+    "linalg_eigh": [
+        ex(arg(3, 3, domain="spd"), loss=("out[0]", "out[1] ** 2")),
+        ex(arg(2, 3, 3, domain="spd"), loss=("out[0]", "out[1] ** 2")),
+    ],
+    "linalg_eigvalsh": [ex(arg(3, 3, domain="spd")), ex(arg(2, 3, 3, domain="spd"))],
+    "linalg_svd": [
+        ex(arg(4, 3), full_matrices=False, loss=("out[0] ** 2", "out[1]", "out[2] ** 2")),
+        ex(arg(3, 3), loss=("out[0] ** 2", "out[1]", "out[2] ** 2")),
+        ex(arg(3, 4), compute_uv=False),
+    ],
+    "linalg_pinv": [ex(arg(4, 3)), ex(arg(3, 4))],
+    "linalg_matrix_power": [ex(arg(3, 3), 3), ex(arg(3, 3, domain="well"), -2), ex(arg(3, 3), 0)],
+    "linalg_norm": [
+        ex(arg(3, 4)),
+        ex(arg(5), 1),
+        ex(arg(3, 4), axis=1, keepdims=True),
+        ex(arg(3, 4), "fro"),
+        ex(arg(3, 4), "nuc"),
+        ex(arg(5), np.inf),
+        ex(arg(3, 4), 3, axis=0),
+    ],
+    "linalg_qr": [ex(arg(4, 3)), ex(arg(3, 3))],
+    "linalg_lstsq": [
+        ex(arg(5, 3), arg(5), loss=("out[0]",)),
+        ex(arg(5, 3), arg(5, 2), loss=("out[0]",)),
+    ],
+    "linalg_trace": [ex(arg(3, 3)), ex(arg(2, 3, 4), offset=1)],
+    "linalg_diagonal": [ex(arg(3, 4)), ex(arg(2, 3, 3), offset=-1)],
+    "linalg_matrix_transpose": [ex(arg(3, 4)), ex(arg(2, 3, 4))],
+    "linalg_vecdot": [ex(arg(3, 4), arg(3, 4)), ex(arg(3, 4), arg(4))],
+    "linalg_outer": [ex(arg(3), arg(4))],
+    "linalg_multi_dot": [ex([arg(3, 4), arg(4, 2), arg(2, 5)]), ex([arg(4), arg(4, 3), arg(3)])],
+}

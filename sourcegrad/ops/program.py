@@ -53,6 +53,7 @@ from .registry import (
     defvjp,
     mark,
 )
+from .examples import arg, ex
 from .registry import func as _func, helper as _helper
 
 # Reads that carry no gradient: shapes, comparisons, rounding, argmax, constants like zeros_like.
@@ -261,7 +262,9 @@ defvjp(
     "take_part",
     take_part,
     _helper("take_part"),
-    lambda g, ans, h, xs, part, axis=0: unindex(g, h, part_index(xs, part, axis)),
+    lambda g, ans, h, xs, part, axis=0: unindex(
+        g if axis is not None else np.ravel(g), h, part_index(xs, part, axis)
+    ),
     None,
     None,
     None,
@@ -538,3 +541,15 @@ defvjp(
     pure=False,
     run_time_vjp=True,
 )
+
+
+# Example inputs for the registry's test grid (ops/examples.py): lists as user code builds them.
+EXAMPLES = {
+    "getitem_list": [ex([arg(3), arg(3)], 1)],
+    "stack_list": [ex([arg(3, 4), arg(3, 4)]), ex([arg(3), arg(3)], axis=1)],
+    "concatenate_list": [ex([arg(2, 4), arg(1, 4)]), ex([arg(3, 1), arg(3, 2)], axis=1)],
+    "sum_builtin": [ex([arg(3), arg(3), arg(3)])],
+    "min_builtin": [ex(arg(py=True), arg(domain="large", py=True))],
+    "max_builtin": [ex(arg(py=True), arg(domain="large", py=True))],
+    "np_array": [ex([arg(py=True), arg(py=True)]), ex([arg(3), arg(3)])],
+}

@@ -13,6 +13,7 @@ from ..runtime import (
     reduced_count,
     var_jvp,
 )
+from .examples import arg, ex
 from .registry import torch, alias, defprimitive, defvjp
 from .registry import func as _func, helper as _helper
 
@@ -169,3 +170,28 @@ defvjp(
 )
 defprimitive("cumprod_grad", cumprod_grad, _helper("cumprod_grad"))
 defprimitive("cumprod_jvp", cumprod_jvp, _helper("cumprod_jvp"))
+
+
+# Example inputs for the registry's test grid (ops/examples.py): every axis form, keepdims.
+def _reduction_variants(domain="normal", ddof=False):
+    variants = [
+        ex(arg(3, 4, domain=domain)),
+        ex(arg(3, 4, domain=domain), axis=0),
+        ex(arg(2, 3, 4, domain=domain), axis=(0, 2), keepdims=True),
+        ex(arg(3, 4, domain=domain), axis=-1, keepdims=True),
+        ex(arg(5, domain=domain)),
+    ]
+    if ddof:
+        variants.append(ex(arg(3, 4, domain=domain), axis=1, ddof=1))
+    return variants
+
+
+EXAMPLES = {
+    **{_name: _reduction_variants() for _name in ("sum", "mean", "max", "amax", "min", "amin")},
+    "prod": _reduction_variants("away_from_zero"),
+    "var": _reduction_variants(ddof=True),
+    "std": _reduction_variants(ddof=True),
+    "cumsum": [ex(arg(3, 4)), ex(arg(3, 4), axis=0), ex(arg(2, 3, 4), axis=-1)],
+    # (a second derivative through cumprod refuses, loudly: tests/compiler/test_cumprod.py)
+    "cumprod": [ex(arg(3, 4), hvp=False), ex(arg(3, 4), axis=0, hvp=False)],
+}

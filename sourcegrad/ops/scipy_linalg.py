@@ -27,6 +27,7 @@ import numpy as np
 import scipy.linalg as scipy_linalg
 
 from . import scipy_special
+from .examples import arg, ex
 from .registry import TEMPLATE_NAMESPACE, Spelling, defvjp
 
 TEMPLATE_NAMESPACE.update(scipy_linalg=scipy_linalg)
@@ -244,3 +245,23 @@ defvjp(
     jvps=(lambda t, ans, A: scipy_linalg.solve_sylvester(ans, ans, t),),
     shape="linalg",
 )
+
+
+# Example inputs for the registry's test grid (ops/examples.py). cho_solve's factor is a
+# constant (its gradient there is refused); cho_factor's result is read in its triangle.
+_FACTOR = np.linalg.cholesky(np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]]))
+EXAMPLES = {
+    "scipy_solve_triangular": [
+        ex(arg(3, 3, domain="lower"), arg(3), lower=True),
+        ex(np.triu(_FACTOR.T), arg(3, 2)),
+        ex(arg(3, 3, domain="lower"), arg(3, 2), trans=1, lower=True),
+    ],
+    "scipy_cho_factor": [
+        ex(arg(3, 3, domain="spd"), lower=True, loss=("np.tril(out[0])",)),
+        ex(arg(3, 3, domain="spd"), loss=("np.triu(out[0])",)),
+    ],
+    "scipy_cho_solve": [ex((_FACTOR, True), arg(3)), ex((_FACTOR, True), arg(3, 2))],
+    "scipy_expm": [ex(arg(3, 3, domain="unit"))],
+    "scipy_sqrtm": [ex(arg(3, 3, domain="spd"))],
+    "scipy_solve_sylvester": [ex(arg(3, 3, domain="well"), arg(2, 2, domain="well"), arg(3, 2))],
+}

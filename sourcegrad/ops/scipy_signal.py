@@ -15,6 +15,7 @@ import numpy as np
 import scipy.signal as scipy_signal
 
 from . import scipy_special
+from .examples import arg, ex
 from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp
 
 no_scipy_rule = scipy_special.no_scipy_rule
@@ -65,3 +66,16 @@ defvjp(
     ),
     linear="multi",
 )
+
+
+# Example inputs for the registry's test grid (ops/examples.py): every mode, 1-D and 2-D.
+EXAMPLES = {
+    _name: [
+        ex(arg(6), arg(3)),
+        ex(arg(6), arg(3), "same"),
+        ex(arg(6), arg(3), "valid"),
+        ex(arg(4, 5), arg(2, 3), "full"),
+        ex(arg(5), arg(3), method="fft"),
+    ]
+    for _name in ("scipy_convolve", "scipy_correlate")
+}

@@ -17,6 +17,7 @@ import scipy.special as special
 
 from .. import errors
 from ..runtime import unbroadcast
+from .examples import arg, ex
 from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp, torch
 
 TEMPLATE_NAMESPACE.update(special=special)
@@ -463,3 +464,56 @@ defvjp(
     lambda g, ans, x, axis=None: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),
     jvps=(lambda t, ans, x, axis=None: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True),),
 )
+
+
+# Example inputs for the registry's test grid (ops/examples.py): each function on a domain
+# where it is smooth; an order argument (v, n, d) is a constant, its gradient refused.
+_ON = {
+    "normal": "expit erf erfc ndtr log_ndtr erfcx log_expit j0 j1 expm1 exp2 exp10 cbrt cosm1 "
+    "sindg cosdg softplus erfi dawsn wrightomega i0 i1 i0e i1e",
+    "positive": "gammaln gamma digamma rgamma k0 k1 y0 y1 log1p entr expi exp1 spence",
+    "prob": "logit ellipk ellipe",
+    "unit": "erfinv tandg",
+    "away_from_zero": "cotdg",
+}
+EXAMPLES = {
+    **{f"scipy_{n}": [ex(arg(3, 4, domain=d))] for d, ns in _ON.items() for n in ns.split()},
+    "scipy_erfcinv": [ex(arg(3, 4, domain="prob"))],
+    "scipy_ndtri": [ex(arg(3, 4, domain="prob"))],
+    "scipy_ndtri_exp": [ex(arg(3, 4, domain="positive"))],
+    "scipy_logsumexp": [
+        ex(arg(3, 4)),
+        ex(arg(3, 4), axis=1),
+        ex(arg(3, 4), axis=0, keepdims=True),
+        ex(arg(3, 4), axis=1, b=arg(3, 4, domain="positive")),
+    ],
+    "scipy_polygamma": [ex(1, arg(3, 4, domain="positive"))],
+    **{
+        f"scipy_{n}": [ex(1.5, arg(3, 4, domain="positive"))]
+        for n in "iv ive kv jv yv gammainc gammaincc".split()
+    },
+    **{f"scipy_{n}": [ex(2, arg(3, 4, domain="positive"))] for n in "jn yn expn".split()},
+    "scipy_gammaincinv": [ex(1.5, arg(3, 4, domain="prob"))],
+    "scipy_gammainccinv": [ex(1.5, arg(3, 4, domain="prob"))],
+    "scipy_zeta": [ex(2.5, arg(3, 4, domain="positive"))],
+    "scipy_huber": [ex(0.8, arg(3, 4, domain="away_from_zero"))],
+    "scipy_pseudo_huber": [ex(0.8, arg(3, 4))],
+    "scipy_betainc": [ex(2.0, 3.0, arg(3, 4, domain="prob"))],
+    "scipy_betaincinv": [ex(2.0, 3.0, arg(3, 4, domain="prob"))],
+    "scipy_beta": [ex(arg(3, 4, domain="positive"), arg(4, domain="positive"))],
+    "scipy_betaln": [ex(arg(3, 4, domain="positive"), arg(4, domain="positive"))],
+    "scipy_multigammaln": [ex(arg(3, 4, domain="large"), 3)],
+    **{f"scipy_{n}": [ex(arg(3, 4, domain="positive"), 0.4)] for n in "boxcox boxcox1p".split()},
+    **{
+        f"scipy_{n}": [ex(arg(3, 4, domain="unit"), 0.4)] for n in "inv_boxcox inv_boxcox1p".split()
+    },
+    **{
+        f"scipy_{n}": [ex(arg(3, 4, domain="positive"), arg(4, domain="positive"))]
+        for n in "rel_entr kl_div xlogy xlog1py".split()
+    },
+    "scipy_binom": [ex(arg(3, 4, domain="large"), arg(4, domain="positive"))],
+    "scipy_poch": [ex(arg(3, 4, domain="positive"), arg(4, domain="unit"))],
+    "scipy_owens_t": [ex(arg(3, 4), arg(4))],
+    "scipy_softmax": [ex(arg(3, 4)), ex(arg(3, 4), axis=1)],
+    "scipy_log_softmax": [ex(arg(3, 4)), ex(arg(3, 4), axis=0)],
+}

@@ -28,7 +28,8 @@ from scipy import special
 
 from ..runtime import unbroadcast
 from . import scipy_special  # (scipy.stats imports scipy.special: its entries too)
-from .registry import TEMPLATE_NAMESPACE, Spelling, defvjp
+from .examples import arg, ex
+from .registry import RULES, TEMPLATE_NAMESPACE, Spelling, defvjp
 
 no_scipy_rule = scipy_special.no_scipy_rule
 
@@ -1701,4 +1702,63 @@ defvjp(
         ),
     ),
     shape="linalg",
+)
+
+
+# Example inputs for the registry's test grid (ops/examples.py): per distribution, where its
+# points lie, its shape parameters' domains, and whether loc and scale are tried (they move
+# a bounded support past the points otherwise); ppf takes probabilities.
+_DISTRIBUTIONS = {
+    "norm": ("normal", (), True),
+    "t": ("normal", ("large",), True),
+    "logistic": ("normal", (), True),
+    "cauchy": ("normal", (), True),
+    "laplace": ("away_from_zero", (), False),
+    "gamma": ("positive", ("positive",), False),
+    "chi2": ("positive", ("large",), False),
+    "expon": ("positive", (), False),
+    "lognorm": ("positive", ("positive",), False),
+    "beta": ("prob", ("positive", "positive"), False),
+}
+
+
+def _distribution_examples(dist, method):
+    points, shapes, moved = _DISTRIBUTIONS[dist]
+    x = arg(3, 4, domain="prob" if method == "ppf" else points)
+    # (a distribution function's gradient in a shape parameter is refused: those are constants)
+    density = method in ("logpdf", "pdf")
+    params = [arg(4, domain=d) if density else 3.0 for d in shapes]
+    variants = [ex(x, *params)]
+    if moved:
+        variants.append(ex(x, *params, loc=arg(4, domain="unit"), scale=arg(domain="positive")))
+    else:
+        variants.append(ex(x, *params, scale=arg(4, domain="large")))
+    return variants
+
+
+EXAMPLES = {
+    f"scipy_{dist}_{method}": _distribution_examples(dist, method)
+    for dist in _DISTRIBUTIONS
+    for method in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf")
+    if f"scipy_{dist}_{method}" in RULES
+}
+_COUNTS = np.array([[0, 1, 3, 2], [5, 0, 1, 4], [2, 2, 7, 1]])
+EXAMPLES.update(
+    {
+        **{
+            f"scipy_poisson_{m}": [ex(_COUNTS, arg(4, domain="large"))]
+            for m in ("logpmf", "pmf", "cdf", "logcdf")
+        },
+        **{
+            f"scipy_dirichlet_{m}": [ex(arg(3, 2, domain="simplex"), arg(3, domain="large"))]
+            for m in ("logpdf", "pdf")
+        },
+        **{
+            f"scipy_multivariate_normal_{m}": [
+                ex(arg(4, 3), arg(3), arg(3, 3, domain="spd")),
+                ex(arg(3), arg(3), arg(3, 3, domain="spd")),
+            ]
+            for m in ("logpdf", "pdf")
+        },
+    }
 )

@@ -16,6 +16,7 @@ from ..runtime import (
     tile_split_shape,
     tile_sum_axes,
 )
+from .examples import arg, ex
 from .registry import torch, Spelling, defnondiff, defvjp, mark
 from .registry import func as _func, helper as _helper
 
@@ -253,3 +254,44 @@ defvjp(
 )
 defnondiff("tile_split_shape", tile_split_shape, _helper("tile_split_shape"))
 defnondiff("tile_sum_axes", tile_sum_axes, _helper("tile_sum_axes"))
+
+
+# Example inputs for the registry's test grid (ops/examples.py).
+EXAMPLES = {
+    "reshape": [ex(arg(3, 4), (2, 6)), ex(arg(3, 4), (-1,)), ex(arg(2, 3, 4), (6, -1))],
+    "ravel": [ex(arg(3, 4)), ex(arg(2, 3, 4))],
+    "expand_dims": [ex(arg(3, 4), 1), ex(arg(3, 4), (0, -1))],
+    "squeeze": [ex(arg(3, 1, 4)), ex(arg(1, 3, 1), axis=0)],
+    "transpose": [ex(arg(3, 4)), ex(arg(2, 3, 4), (1, 2, 0))],
+    "T": [ex(arg(3, 4)), ex(arg(2, 3, 4))],
+    "swapaxes": [ex(arg(2, 3, 4), 0, 2)],
+    "moveaxis": [ex(arg(2, 3, 4), 0, -1), ex(arg(2, 3, 4), (0, 1), (2, 0))],
+    "broadcast_to": [ex(arg(4), (3, 4)), ex(arg(3, 1), (2, 3, 4))],
+    "concatenate": [
+        ex([arg(2, 4), arg(3, 4)]),
+        ex([arg(3, 2), arg(3, 4), arg(3, 1)], axis=1),
+        ex([arg(2, 3), arg(2, 3)], axis=None),
+    ],
+    "stack": [ex([arg(3, 4), arg(3, 4)]), ex([arg(3), arg(3), arg(3)], axis=1)],
+    "take": [
+        ex(arg(3, 4), np.array([2, 0, 2])),
+        ex(arg(3, 4), np.array([[1, 3], [3, 0]]), axis=1),
+    ],
+    "getitem": [
+        ex(arg(3, 4), (slice(1, None), slice(None, None, 2))),
+        ex(arg(3, 4), 1),
+        ex(arg(5), np.array([0, 3, 3, 1])),
+        ex(arg(3, 4), (Ellipsis, None, 2)),
+    ],
+    "asarray": [ex(arg(3, 4))],
+    "copy": [ex(arg(3, 4))],
+    "np_copy": [ex(arg(3, 4))],
+    "np_float64": [ex(arg(3, 4)), ex(arg())],
+    "astype": [ex(arg(3, 4), "float64")],
+    "float_builtin": [ex(arg())],
+    "flip": [ex(arg(3, 4)), ex(arg(3, 4), axis=1), ex(arg(2, 3, 4), axis=(0, 2))],
+    "roll": [ex(arg(3, 4), 2), ex(arg(3, 4), -1, axis=0), ex(arg(3, 4), (1, 2), axis=(0, 1))],
+    "tril": [ex(arg(4, 4)), ex(arg(3, 4), k=1), ex(arg(2, 3, 3), k=-1)],
+    "triu": [ex(arg(4, 4)), ex(arg(3, 4), k=-1), ex(arg(2, 3, 3), k=1)],
+    "tile": [ex(arg(3), 2), ex(arg(2, 3), (2, 1)), ex(arg(3), (2, 2))],
+}
