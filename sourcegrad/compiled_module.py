@@ -47,6 +47,7 @@ import warnings
 import numpy as np
 
 from . import torch_lowering as lowering
+from .analysis import signature_key
 from .compiled_region import CompiledRegion
 from .errors import SourcegradError
 
@@ -109,10 +110,11 @@ def _tables():
 # --- the layers: a module call as a call of its numpy function -----------------------------------
 
 
-def _layer_call(module, leaf, args, uses_rng):
+def _layer_call(module, leaf, args, t):
     """Source text of the numpy call computing `module(*args)` (args: source texts), or None
     when the module is not one of the layers known here. `leaf(name)` is the argument name
-    of the module's parameter or buffer `name` ("None" where it is None)."""
+    of the module's parameter or buffer `name` ("None" where it is None); what the code is
+    made for goes to the Translation `t` (`guard`, `rng`, `stateful`)."""
     from . import nn
 
     L = "_lowering"
@@ -141,7 +143,7 @@ def _layer_call(module, leaf, args, uses_rng):
         )
     if cls is nn.Dropout:
         if module.training and module.p > 0:
-            uses_rng.append(True)
+            t.rng = True
         return f"{L}.dropout({args[0]}, {module.p!r}, {module.training!r})"
     if cls is nn.Flatten:
         return f"{L}.flatten({args[0]}, {module.start_dim!r}, {module.end_dim!r})"
@@ -179,33 +181,115 @@ def _layer_call(module, leaf, args, uses_rng):
             f"{L}.layer_norm({args[0]}, {tuple(module.normalized_shape)!r}, "
             f"{leaf('weight')}, {leaf('bias')}, {module.eps!r})"
         )
-    if cls in (nn.BatchNorm1d, nn.BatchNorm2d):
+    if cls in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d):
+        for attr in ("momentum", "eps", "track_running_stats"):  # baked into the code
+            t.guard.append((module, attr, getattr(module, attr)))
         if module.training or module.running_mean is None:
-            # (the running statistics are updated in place: eager keeps them right)
-            raise GraphBreak(f"{cls.__name__} in training mode")
+            tracked = module.training and module.track_running_stats
+            t.stateful = t.stateful or tracked
+            ranks = {nn.BatchNorm1d: (2, 3), nn.BatchNorm2d: (4, 4), nn.BatchNorm3d: (5, 5)}[cls]
+            stats = (
+                [leaf(n) for n in ("running_mean", "running_var", "num_batches_tracked")]
+                if tracked
+                else ["None"] * 3
+            )
+            return (
+                f"{L}.batch_norm_train({args[0]}, {', '.join(stats)}, {leaf('weight')}, "
+                f"{leaf('bias')}, {module.momentum!r}, {module.eps!r}, {ranks[0]}, {ranks[1]})"
+            )
         return (
             f"{L}.batch_norm_eval({args[0]}, {leaf('running_mean')}, "
             f"{leaf('running_var')}, {leaf('weight')}, {leaf('bias')}, {module.eps!r})"
         )
-    if cls is nn.LSTM:
-        if len(args) != 1 or module.bidirectional or module.proj_size or not module.bias:
-            raise GraphBreak("LSTM with an initial state, bidirectional, proj_size or no bias")
+    if cls in (nn.RNN, nn.LSTM, nn.GRU):
+        if len(args) > 2:
+            raise GraphBreak(f"{cls.__name__} called with more than (input, hx)")
+        for attr in ("mode", "num_layers", "bidirectional", "batch_first", "dropout"):
+            t.guard.append((module, attr, getattr(module, attr)))
         if module.training and module.dropout and module.num_layers > 1:
-            raise GraphBreak("LSTM(dropout=...) in training mode")
-        layers = ", ".join(
-            f"({leaf(f'weight_ih_l{k}')}, {leaf(f'weight_hh_l{k}')}, "
-            f"{leaf(f'bias_ih_l{k}')}, {leaf(f'bias_hh_l{k}')})"
-            for k in range(module.num_layers)
-        )
-        return f"{L}.lstm({args[0]}, ({layers},), {module.hidden_size!r}, {module.batch_first!r})"
+            t.rng = True
+        name, params = _recurrence(module, t, len(args) == 2)
+        return f"{name}({', '.join(list(args) + [leaf(p) for p in params])})"
     if cls is nn.Sequential:
         x = args[0]
         for name, child in module._modules.items():
-            x = _layer_call(child, lambda n, name=name: leaf(f"{name}.{n}"), [x], uses_rng)
+            x = _layer_call(child, lambda n, name=name: leaf(f"{name}.{n}"), [x], t)
             if x is None:
                 raise GraphBreak(f"{type(child).__name__} inside a Sequential")
         return x
     return None
+
+
+def _recurrence(module, t, with_hx):
+    """Write the forward of the nn.RNN, nn.LSTM or nn.GRU `module` into the Translation
+    `t` as a function of (input[, hx], its parameters): its layers and directions
+    unrolled, each direction's time loop a loop (`torch_lowering.*_direction`). Gives the
+    function's name and the names of the parameters it takes after the input."""
+    L = "_lowering"
+    lstm = module.mode == "LSTM"
+    directions = ("", "_reverse") if module.bidirectional else ("",)
+    states = module.num_layers * len(directions)
+    hidden = module.hidden_size
+    out_size = module.proj_size if lstm and module.proj_size else hidden
+    params = [n for n, p in module._parameters.items() if p is not None]
+
+    def given(name):
+        if name in params:
+            return name
+        return "0.0" if name.startswith("bias_hh") else "None"  # (see lstm_direction)
+
+    name = f"{module.mode.split('_')[0].lower()}_{len(t.chunks)}"
+    hx = ("hx[0]", "hx[1]") if lstm else ("hx",)
+    hx = hx if with_hx else ("None", "None")
+    lines = [
+        f"def {name}(input, {'hx, ' if with_hx else ''}{', '.join(params)}):",
+        f"    x = {L}.recurrence_input(input, {module.batch_first!r}, {module.input_size!r}, "
+        "weight_ih_l0)",
+        f"    h_0 = {L}.initial_state(input, {hx[0]}, x, {states}, {out_size})",
+    ]
+    if lstm:
+        lines.append(f"    c_0 = {L}.initial_state(input, {hx[1]}, x, {states}, {hidden})")
+    h_n, c_n = [], []
+    for layer in range(module.num_layers):
+        outs = []
+        for d, suffix in enumerate(directions):
+            k = layer * len(directions) + d
+            tag = f"l{layer}{suffix}"
+            weights = ", ".join(
+                given(f"{kind}_{tag}") for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+            )
+            reverse = bool(suffix)
+            if lstm:
+                lines.append(
+                    f"    out_{tag}, h_{tag}, c_{tag} = {L}.lstm_direction(x, h_0[{k}], c_0[{k}], "
+                    f"{weights}, {given(f'weight_hr_{tag}')}, {reverse}, {hidden})"
+                )
+            elif module.mode == "GRU":
+                lines.append(
+                    f"    out_{tag}, h_{tag} = {L}.gru_direction(x, h_0[{k}], {weights}, "
+                    f"{reverse}, {hidden})"
+                )
+            else:
+                lines.append(
+                    f"    out_{tag}, h_{tag} = {L}.rnn_direction(x, h_0[{k}], {weights}, "
+                    f"{reverse}, {module.nonlinearity!r})"
+                )
+            outs.append(f"out_{tag}")
+            h_n.append(f"h_{tag}")
+            c_n.append(f"c_{tag}")
+        joined = outs[0] if len(outs) == 1 else f"np.concatenate(({', '.join(outs)}), axis=2)"
+        lines.append(f"    x = {joined}")
+        if module.training and module.dropout and layer < module.num_layers - 1:
+            lines.append(f"    x = {L}.dropout(x, {float(module.dropout)!r}, True)")
+    lines.append(f"    output = {L}.recurrence_output(input, x, {module.batch_first!r})")
+    h_text = f"{L}.final_state(input, ({', '.join(h_n)},))"
+    if lstm:
+        c_text = f"{L}.final_state(input, ({', '.join(c_n)},))"
+        lines.append(f"    return output, ({h_text}, {c_text})")
+    else:
+        lines.append(f"    return output, {h_text}")
+    t.chunks.append("\n".join(lines))
+    return name, params
 
 
 # --- the rewriting -----------------------------------------------------------------------------
@@ -221,6 +305,7 @@ class Translation:
         self.done = {}  # (id(module), method name) -> generated function name
         self.guard = []  # (module, attribute, value) the code was made for
         self.rng = False  # draws dropout masks
+        self.stateful = False  # updates buffers in place (BatchNorm's running statistics)
 
     def source(self):
         return "\n\n".join(self.chunks)
@@ -251,6 +336,23 @@ class Translation:
         ] + body.args.args[1:]
         body.decorator_list = []
         self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
+        return name
+
+    def layer_function(self, module, arity):
+        """The name of a generated function computing `module(input[, hx])` when `module`
+        is one of the layers `_layer_call` knows (`compile(nn.LSTM(...))`), else None; its
+        parameters are the module's parameters and buffers, then the call's arguments."""
+        if arity not in (1, 2) or type(module).__module__.split(".")[0] != "sourcegrad":
+            return None
+        leaves = leaf_names(module)
+        args = ["input", "hx"][:arity]
+        text = _layer_call(module, lambda n: leaves.get(n) or "None", args, self)
+        if text is None:
+            return None
+        name = f"{type(module).__name__}_forward_{len(self.done)}"
+        self.done[(id(module), "forward")] = name
+        params = [n for n in leaves.values() if n is not None] + args
+        self.chunks.append(f"def {name}({', '.join(params)}):\n    return {text}")
         return name
 
     def function(self, fn):
@@ -500,10 +602,7 @@ class _Rewriter(ast.NodeTransformer):
         if _has_hooks(module):
             raise GraphBreak(f"the hooks of self.{'.'.join(chain[1:])}")
         prefix = "".join(p + "." for p in path)
-        rng = []
-        text = _layer_call(module, lambda n: self.leaf_text(prefix + n), args, rng)
-        if rng:
-            self.t.rng = True
+        text = _layer_call(module, lambda n: self.leaf_text(prefix + n), args, self.t)
         if text is not None:
             self.t.guard.append((module, "training", module.training))
             return ast.copy_location(_expr(text), node)
@@ -557,23 +656,132 @@ def _warn_break(what, reason):
     warnings.warn(f"sourcegrad.compile: {what} runs eagerly (graph break: {reason})", stacklevel=4)
 
 
+def _reason(exc):
+    if isinstance(exc, GraphBreak):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def _kept_buffers(module):
+    """Copies of the module's buffers, to undo what a call that is then refused did."""
+    return [(b, b._data.copy()) for b in module.buffers()]
+
+
+def _restore(kept):
+    for buffer, data in kept:
+        buffer._data[...] = data
+
+
+class _Regions:
+    """The compiled regions of one rewritten function `fn` (named `name` in the
+    Translation `t`): itself when it returns one array; when it returns a tuple of arrays
+    (nested: `out, (h, c)`), per structure and shapes of that tuple, a function returning
+    them raveled end to end, whose node has one output per array.
+
+    What it returns is learnt by running it once per signature of the arguments (with its
+    effects undone: `kept()` copies the buffers it may update, and the dropout generator
+    is put back), the price of one forward, as the compiling costs far more."""
+
+    def __init__(self, t, name, fn, kept):
+        self.t, self.name, self.fn, self.kept = t, name, fn, kept
+        self.one = CompiledRegion(fn)
+        self.by_signature = {}  # signature -> None (one array) or (structure, region)
+        self.last = self.one
+
+    def __call__(self, *args):
+        from .eager import Tensor
+
+        arrays = [a.detach().numpy() if isinstance(a, Tensor) else a for a in args]
+        key = signature_key(arrays)
+        if key not in self.by_signature:
+            self.by_signature[key] = self.several(arrays)
+        found = self.by_signature[key]
+        if found is None:
+            self.last = self.one
+            return self.one(*args)
+        structure, region = found
+        self.last = region
+        return _unflatten(structure, region(*args))
+
+    def several(self, arrays):
+        """None when `fn` returns one array at `arrays`; else the structure of what it
+        returns and the region computing it."""
+        kept = self.kept()
+        state = lowering.DROPOUT_RNG.bit_generator.state
+        try:
+            value = self.fn(*arrays)
+        finally:
+            _restore(kept)
+            lowering.DROPOUT_RNG.bit_generator.state = state
+        if not isinstance(value, tuple):
+            return None
+        leaves = []
+        structure = _structure(value, leaves)
+        if len({a.dtype for a in leaves}) > 1:
+            raise GraphBreak("a forward returning arrays of different dtypes")
+        names = [f"output_{i}" for i in range(len(leaves))]
+        params = list(inspect.signature(self.fn).parameters)
+        if set(names) & set(params):
+            raise GraphBreak(f"a parameter named like an output ({sorted(set(names) & set(params))[0]})")
+        target = _target_text(structure, names)
+        joined = ", ".join(f"np.ravel({n})" for n in names)
+        wrapper = f"{self.name}_outputs"
+        self.t.chunks.append(
+            f"def {wrapper}({', '.join(params)}):\n"
+            f"    {target} = {self.name}({', '.join(params)})\n"
+            f"    return np.concatenate(({joined}{',' if len(names) == 1 else ''}))"
+        )
+        shapes = [a.shape for a in leaves]
+        return structure, CompiledRegion(self.t.load(wrapper), outputs=shapes, name=self.name)
+
+    @property
+    def source(self):
+        return self.last.source
+
+
+def _structure(value, leaves):
+    """`value` (nested tuples of arrays) with each array replaced by its index in `leaves`."""
+    if isinstance(value, tuple):
+        return tuple(_structure(v, leaves) for v in value)
+    if isinstance(value, (np.ndarray, np.floating)) and np.asarray(value).dtype.kind == "f":
+        leaves.append(np.asarray(value))
+        return len(leaves) - 1
+    raise GraphBreak(f"a forward returning a {type(value).__name__} among its outputs")
+
+
+def _target_text(structure, names):
+    """`output_0, (output_1, output_2)` for the structure (0, (1, 2))."""
+    if isinstance(structure, int):
+        return names[structure]
+    inner = ", ".join(_target_text(s, names) for s in structure)
+    return f"({inner},)" if len(structure) == 1 else f"({inner})"
+
+
+def _unflatten(structure, outputs):
+    if isinstance(structure, int):
+        return outputs[structure]
+    return tuple(_unflatten(s, outputs) for s in structure)
+
+
 class _Compiled:
     """One rewriting of a module for one state of its flags: the region, or the break."""
 
-    def __init__(self, module):
+    def __init__(self, module, arity):
         self.reason = None
         t = Translation(type(module).__name__)
         try:
             if _has_hooks(module):
                 raise GraphBreak("the module's hooks")
-            name = t.module_function(module)
+            name = t.layer_function(module, arity) or t.module_function(module)
             fn = t.load(name)
         except GraphBreak as exc:
             self.reason = str(exc)
             fn = None
         self.guard = t.guard
         self.rng = t.rng
-        self.region = None if fn is None else CompiledRegion(fn)
+        self.stateful = t.stateful
+        effects = functools.partial(_kept_buffers, module) if t.stateful else list
+        self.region = None if fn is None else _Regions(t, name, fn, effects)
 
     def valid(self):
         return all(getattr(obj, attr, None) == value for obj, attr, value in self.guard)
@@ -622,25 +830,32 @@ def _make_compiled_module_class():
             except AttributeError:
                 return getattr(self.__dict__["_modules"]["_orig_mod"], name)
 
-        def compiled(self):
-            """The rewriting for the modules' current train/eval flags (made when needed)."""
+        def compiled(self, arity=None):
+            """The rewriting for the modules' current train/eval flags (made when needed),
+            for a call with `arity` arguments (the last call's when None)."""
             module = self._orig_mod
-            key = _modules_state(module)
+            if arity is None:
+                arity = self.__dict__.get("_arity", 1)
+            object.__setattr__(self, "_arity", arity)
+            key = (_modules_state(module), arity)
             found = self._versions.get(key)
             if found is None or not found.valid():
-                found = self._versions[key] = _Compiled(module)
+                found = self._versions[key] = _Compiled(module, arity)
             return found
 
         def forward(self, *args, **kwargs):
             module = self._orig_mod
-            found = self.compiled()
+            found = self.compiled(len(args))
             if found.reason is None and not kwargs:
+                # a refusal may come after a BatchNorm updated its statistics: undone
+                kept = _kept_buffers(module) if found.stateful else []
                 try:
                     return _call_with_rng(
                         found.rng, lambda: found.region(*leaves_of(module), *args)
                     )
-                except _REFUSALS as exc:  # the compiler refused the rewritten code
-                    found.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                except (GraphBreak, *_REFUSALS) as exc:  # the compiler refused the code
+                    found.reason = _reason(exc)
+                    _restore(kept)
             reason = found.reason or "keyword arguments"
             if reason not in self._warned:
                 self._warned.add(reason)
@@ -692,7 +907,7 @@ class CompiledTorchFunction:
         t = Translation(fn.__qualname__)
         try:
             name = t.function(fn)
-            self.region = CompiledRegion(t.load(name))
+            self.region = _Regions(t, name, t.load(name), list)
         except GraphBreak as exc:
             self.reason, self.region = str(exc), None
         self.rng = t.rng
@@ -701,8 +916,8 @@ class CompiledTorchFunction:
         if self.reason is None:
             try:
                 return _call_with_rng(self.rng, lambda: self.region(*args))
-            except _REFUSALS as exc:
-                self.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            except (GraphBreak, *_REFUSALS) as exc:
+                self.reason = _reason(exc)
         if not self.warned:
             self.warned = True
             _warn_break(self.fn.__qualname__, self.reason)
