@@ -328,8 +328,9 @@ class Translation:
                 f"a local name of {type(module).__name__}.{method} is also a "
                 f"parameter's ({sorted(clash)[0]})"
             )
-        self.namespace.update({k: v for k, v in fn.__globals__.items() if k not in self.namespace})
-        body = _Rewriter(self, module, leaves, fn.__globals__).rewrite(tree)
+        scope = _scope(fn)
+        self.namespace.update({k: v for k, v in scope.items() if k not in self.namespace})
+        body = _Rewriter(self, module, leaves, scope).rewrite(tree)
         body.name = name
         body.args.args = [
             ast.arg(arg=n) for n in leaves.values() if n is not None
@@ -341,28 +342,29 @@ class Translation:
     def layer_function(self, module, arity):
         """The name of a generated function computing `module(input[, hx])` when `module`
         is one of the layers `_layer_call` knows (`compile(nn.LSTM(...))`), else None; its
-        parameters are the module's parameters and buffers, then the call's arguments."""
-        if arity not in (1, 2) or type(module).__module__.split(".")[0] != "sourcegrad":
+        parameters are the module's parameters and buffers, then the call's arguments
+        (a tuple's items one by one: `hx_0, hx_1` for LSTM's (h_0, c_0))."""
+        if len(arity) > 2 or type(module).__module__.split(".")[0] != "sourcegrad":
             return None
         leaves = leaf_names(module)
-        args = ["input", "hx"][:arity]
+        args, flat = [], []
+        for name, size in zip(["input", "hx"], arity):
+            items = [name] if size is None else [f"{name}_{i}" for i in range(size)]
+            flat += items
+            args.append(name if size is None else f"({', '.join(items)},)")
         text = _layer_call(module, lambda n: leaves.get(n) or "None", args, self)
         if text is None:
             return None
         name = f"{type(module).__name__}_forward_{len(self.done)}"
         self.done[(id(module), "forward")] = name
-        params = [n for n in leaves.values() if n is not None] + args
+        params = [n for n in leaves.values() if n is not None] + flat
         self.chunks.append(f"def {name}({', '.join(params)}):\n    return {text}")
         return name
 
     def function(self, fn):
         """The generated function computing the torch-style function `fn`."""
         tree = _parse(fn)
-        self.namespace.update({k: v for k, v in fn.__globals__.items() if k not in self.namespace})
-        if fn.__closure__:
-            self.namespace.update(
-                zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__))
-            )
+        self.namespace.update({k: v for k, v in _scope(fn).items() if k not in self.namespace})
         body = _Rewriter(self, None, {}, self.namespace).rewrite(tree)
         body.decorator_list = []
         self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
@@ -374,8 +376,21 @@ class Translation:
         file = f"<sourcegrad.compile {self.name} {next(_counter)}>"
         lines = text.splitlines(keepends=True)
         linecache.cache[file] = (len(text), None, lines, file)
-        exec(builtins.compile(text, file, "exec", dont_inherit=True), self.namespace)
+        try:
+            code = builtins.compile(text, file, "exec", dont_inherit=True)
+        except SyntaxError as exc:  # (two names made alike): never a wrong function
+            raise GraphBreak(f"the rewritten code does not compile ({exc.msg})")
+        exec(code, self.namespace)
         return self.namespace[name]
+
+
+def _scope(fn):
+    """The names `fn` reads from outside: its globals, and its closure's variables (a
+    module defined inside a function reads that function's names)."""
+    scope = dict(fn.__globals__)
+    if fn.__closure__:
+        scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    return scope
 
 
 def leaf_names(module):
@@ -385,7 +400,9 @@ def leaf_names(module):
         for kind in (m._parameters, m._buffers):
             for n, v in kind.items():
                 dotted = f"{prefix}.{n}" if prefix else n
-                out[dotted] = None if v is None else dotted.replace(".", "_")
+                # (a Sequential's own children are "0", "1", ...: not names)
+                name = dotted.replace(".", "_")
+                out[dotted] = None if v is None else "layer_" * name[0].isdigit() + name
     return {k: v for k, v in out.items() if v is not None} | {
         k: None for k, v in out.items() if v is None
     }
@@ -722,7 +739,9 @@ class _Regions:
         names = [f"output_{i}" for i in range(len(leaves))]
         params = list(inspect.signature(self.fn).parameters)
         if set(names) & set(params):
-            raise GraphBreak(f"a parameter named like an output ({sorted(set(names) & set(params))[0]})")
+            raise GraphBreak(
+                f"a parameter named like an output ({sorted(set(names) & set(params))[0]})"
+            )
         target = _target_text(structure, names)
         joined = ", ".join(f"np.ravel({n})" for n in names)
         wrapper = f"{self.name}_outputs"
@@ -763,6 +782,16 @@ def _unflatten(structure, outputs):
     return tuple(_unflatten(s, outputs) for s in structure)
 
 
+def _arity(args):
+    """What a rewriting is made for of a call's arguments: None for each, or the length of
+    a tuple or list (passed to the generated code item by item: `_flat`)."""
+    return tuple(len(a) if isinstance(a, (tuple, list)) else None for a in args)
+
+
+def _flat(args):
+    return [item for a in args for item in (a if isinstance(a, (tuple, list)) else (a,))]
+
+
 class _Compiled:
     """One rewriting of a module for one state of its flags: the region, or the break."""
 
@@ -772,7 +801,10 @@ class _Compiled:
         try:
             if _has_hooks(module):
                 raise GraphBreak("the module's hooks")
-            name = t.layer_function(module, arity) or t.module_function(module)
+            name = t.layer_function(module, arity)
+            if name is None and any(size is not None for size in arity):
+                raise GraphBreak("a tuple or list argument to forward")
+            name = name or t.module_function(module)
             fn = t.load(name)
         except GraphBreak as exc:
             self.reason = str(exc)
@@ -832,10 +864,10 @@ def _make_compiled_module_class():
 
         def compiled(self, arity=None):
             """The rewriting for the modules' current train/eval flags (made when needed),
-            for a call with `arity` arguments (the last call's when None)."""
+            for a call with arguments of `arity` (`_arity`; the last call's when None)."""
             module = self._orig_mod
             if arity is None:
-                arity = self.__dict__.get("_arity", 1)
+                arity = self.__dict__.get("_arity", (None,))
             object.__setattr__(self, "_arity", arity)
             key = (_modules_state(module), arity)
             found = self._versions.get(key)
@@ -845,13 +877,14 @@ def _make_compiled_module_class():
 
         def forward(self, *args, **kwargs):
             module = self._orig_mod
-            found = self.compiled(len(args))
+            found = self.compiled(_arity(args))
+            flat = _flat(args)
             if found.reason is None and not kwargs:
                 # a refusal may come after a BatchNorm updated its statistics: undone
                 kept = _kept_buffers(module) if found.stateful else []
                 try:
                     return _call_with_rng(
-                        found.rng, lambda: found.region(*leaves_of(module), *args)
+                        found.rng, lambda: found.region(*leaves_of(module), *flat)
                     )
                 except (GraphBreak, *_REFUSALS) as exc:  # the compiler refused the code
                     found.reason = _reason(exc)

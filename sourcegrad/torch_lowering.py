@@ -177,7 +177,16 @@ defnondiff(
 
 
 def batch_norm_train(
-    input, running_mean, running_var, num_batches_tracked, weight, bias, momentum, eps, min_rank, max_rank
+    input,
+    running_mean,
+    running_var,
+    num_batches_tracked,
+    weight,
+    bias,
+    momentum,
+    eps,
+    min_rank,
+    max_rank,
 ):
     """BatchNorm in training mode: each channel normalised by the batch's own mean and
     biased variance; the running statistics (None: not tracked) updated as eager's."""
