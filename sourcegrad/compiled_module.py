@@ -14,20 +14,31 @@ compiler differentiates like any user function:
   fc1_weight, fc1_bias)`), a user-defined submodule or method the function its own forward
   is rewritten into;
 * `torch.relu(x)`, `F.linear(...)`, `x.view(n, -1)` become `torch_lowering`'s functions
-  (the registry's elementwise ops by their torch names: `torch.tanh` -> `np.tanh`).
+  (the registry's elementwise ops by their torch names: `torch.tanh` -> `np.tanh`);
+* `self.lstm(x)` (nn.RNN, nn.LSTM, nn.GRU) becomes a function written here for that
+  module (`_recurrence`): its layers and directions unrolled, each direction's loop over
+  time a loop of the generated code;
+* a BatchNorm in training mode normalises by the batch's statistics and calls
+  `torch_lowering.track_running_stats`, an impure primitive: the generated forward
+  updates the running statistics (and num_batches_tracked) in place, as eager's does.
 
-What the rewriting cannot place (a layer or method it does not know, hooks, a BatchNorm
-in training mode, `.item()`) is a graph break, as torch.compile has them: the module runs
-eagerly, with one warning naming the construct. Likewise when the compiler refuses the
-rewritten code. A compiled call never gives other numbers than the eager one.
+A forward returning several arrays (`out, (h, c)`, `(logits, aux)`) is one node with one
+output per array (`_Regions`). A layer itself may be compiled (`compile(nn.LSTM(...))`);
+a tuple argument (an LSTM's `(h_0, c_0)`) is passed to the generated code item by item.
+
+What the rewriting cannot place (a layer or method it does not know, hooks, `.item()`) is
+a graph break, as torch.compile has them: the module runs eagerly, with one warning naming
+the construct. Likewise when the compiler refuses the rewritten code (a refused call's
+updates of the running statistics are undone first). A compiled call never gives other
+numbers than the eager one.
 
 The rewritten function depends on the modules' train/eval flags and plain attributes; it
-is made again when they change (`_Guard`).
+is made again when they change (`_Compiled.valid`).
 
 Takes a Module (instance or class) or a function; gives a `CompiledModule` (a Module
 wrapping the original as `_orig_mod`, as torch's OptimizedModule) or a callable.
 
-Why one module: rewriting a Module's forward, guarding the rewrite (`_Guard`) and the
+Why one module: rewriting a Module's forward, guarding the rewrite (`_Compiled.valid`) and the
 wrapper that runs it as one eager node are one feature; the torch-to-numpy spellings it
 uses live apart, in torch_lowering.py.
 """
@@ -727,6 +738,8 @@ class _Regions:
         state = lowering.DROPOUT_RNG.bit_generator.state
         try:
             value = self.fn(*arrays)
+        except Exception as exc:  # noqa: BLE001 - eager then raises torch's own error
+            raise GraphBreak(_reason(exc))
         finally:
             _restore(kept)
             lowering.DROPOUT_RNG.bit_generator.state = state
@@ -765,7 +778,8 @@ def _structure(value, leaves):
     if isinstance(value, (np.ndarray, np.floating)) and np.asarray(value).dtype.kind == "f":
         leaves.append(np.asarray(value))
         return len(leaves) - 1
-    raise GraphBreak(f"a forward returning a {type(value).__name__} among its outputs")
+    what = f"{value.dtype} array" if isinstance(value, np.ndarray) else type(value).__name__
+    raise GraphBreak(f"a forward returning a {what} among its outputs")
 
 
 def _target_text(structure, names):
