@@ -273,3 +273,69 @@ def test_show_prints_the_loop_and_the_statistics_update(tmp_path, capsys):
     forward, backward = out.split("_backward(", 1)
     assert "track_running_stats" not in backward  # the statistics move in the forward only
     assert "for " in forward and "in reversed(range(" in backward  # the loop over time
+
+
+class Stateful(nn.Module):
+    """A user module passing its state to an LSTM and returning it: three outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x, h, c):
+        out, (h, c) = self.lstm(x, (h, c))
+        return self.fc(out), h, c
+
+
+def test_a_state_passed_through_a_user_module_gets_its_gradients():
+    torch.manual_seed(0)
+    model = Stateful()
+    compiled = sourcegrad.compile(model)
+    x, h, c = (torch.randn(*s, requires_grad=True) for s in ((5, 2, 3), (1, 2, 4), (1, 2, 4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outs = compiled(x, h, c)
+    assert len({o.grad_fn for o in outs}) == 1
+    sum((o * (i + 1)).sum() for i, o in enumerate(outs)).backward()
+    got = [t.grad.numpy().copy() for t in (x, h, c)] + [p.grad.numpy() for p in model.parameters()]
+    twin = real.nn.LSTM(3, 4)
+    twin.load_state_dict(
+        {
+            k[5:]: real.tensor(v.numpy())
+            for k, v in model.state_dict().items()
+            if k.startswith("lstm.")
+        }
+    )
+    fc = real.nn.Linear(4, 2)
+    fc.load_state_dict(
+        {
+            "weight": real.tensor(model.fc.weight.detach().numpy()),
+            "bias": real.tensor(model.fc.bias.detach().numpy()),
+        }
+    )
+    rx, rh, rc = (real.tensor(t.detach().numpy(), requires_grad=True) for t in (x, h, c))
+    out, (nh, nc) = twin(rx, (rh, rc))
+    (fc(out).sum() + (nh * 2).sum() + (nc * 3).sum()).backward()
+    expected = [t.grad.numpy() for t in (rx, rh, rc)]
+    expected += [p.grad.numpy() for p in list(twin.parameters()) + list(fc.parameters())]
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+class TakesATuple(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, pair):
+        return self.fc(pair[0]) * pair[1]
+
+
+def test_a_tuple_argument_to_a_user_forward_runs_eagerly_with_its_gradients():
+    model = TakesATuple()
+    compiled = sourcegrad.compile(model)
+    a, b = torch.randn(2, 3), torch.randn(2, 3, requires_grad=True)
+    with pytest.warns(UserWarning, match="a tuple or list argument"):
+        compiled((a, b)).sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), model.fc(a).detach().numpy(), rtol=1e-6)
