@@ -280,10 +280,7 @@ def lstm_direction(x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, hidden_size):
     projected = linear(x, w_ih, b_ih)
     if reverse:
         projected = projected[::-1]
-    if isinstance(w_hr, NoneType):
-        out, h_n, c_n = lstm_steps(projected, h, c, w_hh, b_hh, hidden_size)
-    else:
-        out, h_n, c_n = projected_lstm_steps(projected, h, c, w_hh, b_hh, w_hr, hidden_size)
+    out, h_n, c_n = lstm_steps(projected, h, c, w_hh, b_hh, w_hr, hidden_size)
     if reverse:
         out = out[::-1]
     return out, h_n, c_n
@@ -305,10 +302,7 @@ def rnn_direction(x, h, w_ih, w_hh, b_ih, b_hh, reverse, nonlinearity):
     projected = linear(x, w_ih, b_ih)
     if reverse:
         projected = projected[::-1]
-    if nonlinearity == "relu":
-        out, h_n = relu_rnn_steps(projected, h, w_hh, b_hh)
-    else:
-        out, h_n = tanh_rnn_steps(projected, h, w_hh, b_hh)
+    out, h_n = rnn_steps(projected, h, w_hh, b_hh, nonlinearity == "relu")
     if reverse:
         out = out[::-1]
     return out, h_n
@@ -322,22 +316,13 @@ def lstm_cell(gates, c, H):
     return opnn.sigmoid(gates[:, 3 * H :]) * np.tanh(c), c
 
 
-def lstm_steps(projected, h, c, w_hh, b_hh, H):
+def lstm_steps(projected, h, c, w_hh, b_hh, w_hr, H):
     outs = []
     for t in range(projected.shape[0]):
         gates = h @ w_hh.T + b_hh + projected[t]
         h, c = lstm_cell(gates, c, H)
-        outs.append(h)
-    return np.stack(outs), h, c
-
-
-def projected_lstm_steps(projected, h, c, w_hh, b_hh, w_hr, H):
-    """LSTM with proj_size: each step's h projected by w_hr."""
-    outs = []
-    for t in range(projected.shape[0]):
-        gates = h @ w_hh.T + b_hh + projected[t]
-        h, c = lstm_cell(gates, c, H)
-        h = h @ w_hr.T
+        if not isinstance(w_hr, NoneType):  # proj_size (known when compiling)
+            h = h @ w_hr.T
         outs.append(h)
     return np.stack(outs), h, c
 
@@ -356,18 +341,14 @@ def gru_steps(projected, h, w_hh, b_hh, H):
     return np.stack(outs), h
 
 
-def tanh_rnn_steps(projected, h, w_hh, b_hh):
+def rnn_steps(projected, h, w_hh, b_hh, relu):
     outs = []
     for t in range(projected.shape[0]):
-        h = np.tanh(projected[t] + (h @ w_hh.T + b_hh))
-        outs.append(h)
-    return np.stack(outs), h
-
-
-def relu_rnn_steps(projected, h, w_hh, b_hh):
-    outs = []
-    for t in range(projected.shape[0]):
-        h = opnn.relu(projected[t] + (h @ w_hh.T + b_hh))
+        preactivation = projected[t] + (h @ w_hh.T + b_hh)
+        if relu:  # (known when compiling: one activation is in the loop)
+            h = opnn.relu(preactivation)
+        else:
+            h = np.tanh(preactivation)
         outs.append(h)
     return np.stack(outs), h
 
