@@ -452,3 +452,25 @@ def test_attributes_and_methods_of_a_parameter():
     model(x).sum().backward()
     for a, b in zip(got, grads(model)):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def loss_and_logits(x, W):
+    logits = x @ W.t()
+    return (logits**2).mean(), logits.tanh()
+
+
+def test_a_torch_style_function_returning_a_tuple_is_one_node():
+    torch.manual_seed(0)
+    x, W = torch.randn(4, 3), torch.randn(2, 3, requires_grad=True)
+    compiled = sourcegrad.compile(loss_and_logits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss, aux = compiled(x, W)
+    assert loss.grad_fn is aux.grad_fn and loss.shape == ()
+    (loss + aux.sum()).backward()
+    got = W.grad.numpy().copy()
+    W.grad = None
+    a, b = loss_and_logits(x, W)
+    (a + b.sum()).backward()
+    np.testing.assert_allclose(loss.item(), a.item(), rtol=1e-6)
+    np.testing.assert_allclose(got, W.grad.numpy(), rtol=1e-5, atol=1e-6)
