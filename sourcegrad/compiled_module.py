@@ -14,22 +14,34 @@ compiler differentiates like any user function:
   fc1_weight, fc1_bias)`), a user-defined submodule or method the function its own forward
   is rewritten into;
 * `torch.relu(x)`, `F.linear(...)`, `x.view(n, -1)` become `torch_lowering`'s functions
-  (the registry's elementwise ops by their torch names: `torch.tanh` -> `np.tanh`).
+  (the registry's elementwise ops by their torch names: `torch.tanh` -> `np.tanh`);
+* `self.lstm(x)` (nn.RNN, nn.LSTM, nn.GRU) becomes a function written for that module
+  (`compiled_layers.recurrence`): its layers and directions unrolled, each direction's
+  loop over time a loop of the generated code;
+* a BatchNorm in training mode normalises by the batch's statistics and calls
+  `torch_lowering.track_running_stats`, an impure primitive: the generated forward
+  updates the running statistics (and num_batches_tracked) in place, as eager's does.
 
-What the rewriting cannot place (a layer or method it does not know, hooks, a BatchNorm
-in training mode, `.item()`) is a graph break, as torch.compile has them: the module runs
-eagerly, with one warning naming the construct. Likewise when the compiler refuses the
-rewritten code. A compiled call never gives other numbers than the eager one.
+A forward returning several arrays (`out, (h, c)`, `(logits, aux)`) is one node with one
+output per array (`_Regions`). A layer itself may be compiled (`compile(nn.LSTM(...))`);
+a tuple argument (an LSTM's `(h_0, c_0)`) is passed to the generated code item by item.
+
+What the rewriting cannot place (a layer or method it does not know, hooks, `.item()`) is
+a graph break, as torch.compile has them: the module runs eagerly, with one warning naming
+the construct. Likewise when the compiler refuses the rewritten code (a refused call's
+updates of the running statistics are undone first). A compiled call never gives other
+numbers than the eager one.
 
 The rewritten function depends on the modules' train/eval flags and plain attributes; it
-is made again when they change (`_Guard`).
+is made again when they change (`_Compiled.valid`).
 
 Takes a Module (instance or class) or a function; gives a `CompiledModule` (a Module
 wrapping the original as `_orig_mod`, as torch's OptimizedModule) or a callable.
 
-Why one module: rewriting a Module's forward, guarding the rewrite (`_Guard`) and the
-wrapper that runs it as one eager node are one feature; the torch-to-numpy spellings it
-uses live apart, in torch_lowering.py.
+Why one module: rewriting a Module's forward, guarding the rewrite (`_Compiled.valid`) and the
+wrapper that runs it as one eager node are one feature; the source text of the layers'
+calls lives apart, in compiled_layers.py, and the torch-to-numpy spellings they use in
+torch_lowering.py.
 """
 
 from __future__ import annotations
@@ -47,12 +59,10 @@ import warnings
 import numpy as np
 
 from . import torch_lowering as lowering
+from .analysis import signature_key
+from .compiled_layers import GraphBreak, layer_call
 from .compiled_region import CompiledRegion
 from .errors import SourcegradError
-
-
-class GraphBreak(Exception):
-    """A construct the rewriting cannot compile: the call runs eagerly."""
 
 
 _STATIC = (bool, int, float, str, type(None))
@@ -106,108 +116,6 @@ def _tables():
     return _eager_surface(), _method_table()
 
 
-# --- the layers: a module call as a call of its numpy function -----------------------------------
-
-
-def _layer_call(module, leaf, args, uses_rng):
-    """Source text of the numpy call computing `module(*args)` (args: source texts), or None
-    when the module is not one of the layers known here. `leaf(name)` is the argument name
-    of the module's parameter or buffer `name` ("None" where it is None)."""
-    from . import nn
-
-    L = "_lowering"
-    cls = type(module)
-    if any(getattr(module, a, False) for a in ("inplace",)):
-        raise GraphBreak(f"{cls.__name__}(inplace=True)")
-    if cls is nn.Linear:
-        return f"{L}.linear({args[0]}, {leaf('weight')}, {leaf('bias')})"
-    if cls is nn.Conv2d or cls is nn.Conv1d:
-        if module.padding_mode != "zeros" or isinstance(module.padding, str):
-            raise GraphBreak(
-                f"{cls.__name__}(padding={module.padding!r}, padding_mode={module.padding_mode!r})"
-            )
-        fn = "conv2d" if cls is nn.Conv2d else "conv1d"
-        one = (lambda v: v[0]) if cls is nn.Conv1d else tuple
-        return (
-            f"{L}.{fn}({args[0]}, {leaf('weight')}, {leaf('bias')}, {one(module.stride)!r}, "
-            f"{one(module.padding)!r}, {one(module.dilation)!r}, {module.groups!r})"
-        )
-    if cls is nn.MaxPool2d:
-        if module.return_indices:
-            raise GraphBreak("MaxPool2d(return_indices=True)")
-        return (
-            f"{L}.max_pool2d({args[0]}, {module.kernel_size!r}, {module.stride!r}, "
-            f"{module.padding!r}, {module.dilation!r}, {module.ceil_mode!r})"
-        )
-    if cls is nn.Dropout:
-        if module.training and module.p > 0:
-            uses_rng.append(True)
-        return f"{L}.dropout({args[0]}, {module.p!r}, {module.training!r})"
-    if cls is nn.Flatten:
-        return f"{L}.flatten({args[0]}, {module.start_dim!r}, {module.end_dim!r})"
-    if cls is nn.Embedding:
-        if (
-            module.max_norm is not None
-            or module.padding_idx is not None
-            or module.scale_grad_by_freq
-            or module.sparse
-        ):
-            raise GraphBreak("Embedding(padding_idx=, max_norm=, scale_grad_by_freq= or sparse=)")
-        return f"{L}.embedding({args[0]}, {leaf('weight')})"
-    if cls is nn.Identity:
-        return args[0]
-    simple = {
-        nn.ReLU: "relu",
-        nn.Tanh: "tanh",
-        nn.Sigmoid: "sigmoid",
-        nn.GELU: "gelu",
-        nn.SiLU: "silu",
-    }
-    if cls in simple:
-        if cls is nn.GELU and module.approximate != "none":
-            raise GraphBreak("GELU(approximate='tanh')")
-        return f"{L}.{simple[cls]}({args[0]})"
-    if cls is nn.LeakyReLU:
-        return f"{L}.leaky_relu({args[0]}, {module.negative_slope!r})"
-    if cls in (nn.Softmax, nn.LogSoftmax):
-        if module.dim is None:
-            raise GraphBreak(f"{cls.__name__}(dim=None)")
-        fn = "softmax" if cls is nn.Softmax else "log_softmax"
-        return f"{L}.{fn}({args[0]}, {module.dim!r})"
-    if cls is nn.LayerNorm:
-        return (
-            f"{L}.layer_norm({args[0]}, {tuple(module.normalized_shape)!r}, "
-            f"{leaf('weight')}, {leaf('bias')}, {module.eps!r})"
-        )
-    if cls in (nn.BatchNorm1d, nn.BatchNorm2d):
-        if module.training or module.running_mean is None:
-            # (the running statistics are updated in place: eager keeps them right)
-            raise GraphBreak(f"{cls.__name__} in training mode")
-        return (
-            f"{L}.batch_norm_eval({args[0]}, {leaf('running_mean')}, "
-            f"{leaf('running_var')}, {leaf('weight')}, {leaf('bias')}, {module.eps!r})"
-        )
-    if cls is nn.LSTM:
-        if len(args) != 1 or module.bidirectional or module.proj_size or not module.bias:
-            raise GraphBreak("LSTM with an initial state, bidirectional, proj_size or no bias")
-        if module.training and module.dropout and module.num_layers > 1:
-            raise GraphBreak("LSTM(dropout=...) in training mode")
-        layers = ", ".join(
-            f"({leaf(f'weight_ih_l{k}')}, {leaf(f'weight_hh_l{k}')}, "
-            f"{leaf(f'bias_ih_l{k}')}, {leaf(f'bias_hh_l{k}')})"
-            for k in range(module.num_layers)
-        )
-        return f"{L}.lstm({args[0]}, ({layers},), {module.hidden_size!r}, {module.batch_first!r})"
-    if cls is nn.Sequential:
-        x = args[0]
-        for name, child in module._modules.items():
-            x = _layer_call(child, lambda n, name=name: leaf(f"{name}.{n}"), [x], uses_rng)
-            if x is None:
-                raise GraphBreak(f"{type(child).__name__} inside a Sequential")
-        return x
-    return None
-
-
 # --- the rewriting -----------------------------------------------------------------------------
 
 
@@ -221,6 +129,7 @@ class Translation:
         self.done = {}  # (id(module), method name) -> generated function name
         self.guard = []  # (module, attribute, value) the code was made for
         self.rng = False  # draws dropout masks
+        self.stateful = False  # updates buffers in place (BatchNorm's running statistics)
 
     def source(self):
         return "\n\n".join(self.chunks)
@@ -243,8 +152,9 @@ class Translation:
                 f"a local name of {type(module).__name__}.{method} is also a "
                 f"parameter's ({sorted(clash)[0]})"
             )
-        self.namespace.update({k: v for k, v in fn.__globals__.items() if k not in self.namespace})
-        body = _Rewriter(self, module, leaves, fn.__globals__).rewrite(tree)
+        scope = _scope(fn)
+        self.namespace.update({k: v for k, v in scope.items() if k not in self.namespace})
+        body = _Rewriter(self, module, leaves, scope).rewrite(tree)
         body.name = name
         body.args.args = [
             ast.arg(arg=n) for n in leaves.values() if n is not None
@@ -253,14 +163,32 @@ class Translation:
         self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
         return name
 
+    def layer_function(self, module, arity):
+        """The name of a generated function computing `module(input[, hx])` when `module`
+        is one of the layers `layer_call` knows (`compile(nn.LSTM(...))`), else None; its
+        parameters are the module's parameters and buffers, then the call's arguments
+        (a tuple's items one by one: `hx_0, hx_1` for LSTM's (h_0, c_0))."""
+        if len(arity) > 2 or type(module).__module__.split(".")[0] != "sourcegrad":
+            return None
+        leaves = leaf_names(module)
+        args, flat = [], []
+        for name, size in zip(["input", "hx"], arity):
+            items = [name] if size is None else [f"{name}_{i}" for i in range(size)]
+            flat += items
+            args.append(name if size is None else f"({', '.join(items)},)")
+        text = layer_call(module, lambda n: leaves.get(n) or "None", args, self)
+        if text is None:
+            return None
+        name = f"{type(module).__name__}_forward_{len(self.done)}"
+        self.done[(id(module), "forward")] = name
+        params = [n for n in leaves.values() if n is not None] + flat
+        self.chunks.append(f"def {name}({', '.join(params)}):\n    return {text}")
+        return name
+
     def function(self, fn):
         """The generated function computing the torch-style function `fn`."""
         tree = _parse(fn)
-        self.namespace.update({k: v for k, v in fn.__globals__.items() if k not in self.namespace})
-        if fn.__closure__:
-            self.namespace.update(
-                zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__))
-            )
+        self.namespace.update({k: v for k, v in _scope(fn).items() if k not in self.namespace})
         body = _Rewriter(self, None, {}, self.namespace).rewrite(tree)
         body.decorator_list = []
         self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
@@ -272,8 +200,21 @@ class Translation:
         file = f"<sourcegrad.compile {self.name} {next(_counter)}>"
         lines = text.splitlines(keepends=True)
         linecache.cache[file] = (len(text), None, lines, file)
-        exec(builtins.compile(text, file, "exec", dont_inherit=True), self.namespace)
+        try:
+            code = builtins.compile(text, file, "exec", dont_inherit=True)
+        except SyntaxError as exc:  # (two names made alike): never a wrong function
+            raise GraphBreak(f"the rewritten code does not compile ({exc.msg})")
+        exec(code, self.namespace)
         return self.namespace[name]
+
+
+def _scope(fn):
+    """The names `fn` reads from outside: its globals, and its closure's variables (a
+    module defined inside a function reads that function's names)."""
+    scope = dict(fn.__globals__)
+    if fn.__closure__:
+        scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    return scope
 
 
 def leaf_names(module):
@@ -283,7 +224,9 @@ def leaf_names(module):
         for kind in (m._parameters, m._buffers):
             for n, v in kind.items():
                 dotted = f"{prefix}.{n}" if prefix else n
-                out[dotted] = None if v is None else dotted.replace(".", "_")
+                # (a Sequential's own children are "0", "1", ...: not names)
+                name = dotted.replace(".", "_")
+                out[dotted] = None if v is None else "layer_" * name[0].isdigit() + name
     return {k: v for k, v in out.items() if v is not None} | {
         k: None for k, v in out.items() if v is None
     }
@@ -500,10 +443,7 @@ class _Rewriter(ast.NodeTransformer):
         if _has_hooks(module):
             raise GraphBreak(f"the hooks of self.{'.'.join(chain[1:])}")
         prefix = "".join(p + "." for p in path)
-        rng = []
-        text = _layer_call(module, lambda n: self.leaf_text(prefix + n), args, rng)
-        if rng:
-            self.t.rng = True
+        text = layer_call(module, lambda n: self.leaf_text(prefix + n), args, self.t)
         if text is not None:
             self.t.guard.append((module, "training", module.training))
             return ast.copy_location(_expr(text), node)
@@ -557,23 +497,150 @@ def _warn_break(what, reason):
     warnings.warn(f"sourcegrad.compile: {what} runs eagerly (graph break: {reason})", stacklevel=4)
 
 
+def _reason(exc):
+    if isinstance(exc, GraphBreak):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def _kept_buffers(module):
+    """Copies of the module's buffers, to undo what a call that is then refused did."""
+    return [(b, b._data.copy()) for b in module.buffers()]
+
+
+def _restore(kept):
+    for buffer, data in kept:
+        buffer._data[...] = data
+
+
+class _Regions:
+    """The compiled regions of one rewritten function `fn` (named `name` in the
+    Translation `t`): itself when it returns one array; when it returns a tuple of arrays
+    (nested: `out, (h, c)`), per structure and shapes of that tuple, a function returning
+    them raveled end to end, whose node has one output per array.
+
+    What it returns is learnt by running it once per signature of the arguments (with its
+    effects undone: `kept()` copies the buffers it may update, and the dropout generator
+    is put back), the price of one forward, as the compiling costs far more."""
+
+    def __init__(self, t, name, fn, kept):
+        self.t, self.name, self.fn, self.kept = t, name, fn, kept
+        self.one = CompiledRegion(fn)
+        self.by_signature = {}  # signature -> None (one array) or (structure, region)
+        self.last = self.one
+
+    def __call__(self, *args):
+        from .eager import Tensor
+
+        arrays = [a.detach().numpy() if isinstance(a, Tensor) else a for a in args]
+        key = signature_key(arrays)
+        if key not in self.by_signature:
+            self.by_signature[key] = self.several(arrays)
+        found = self.by_signature[key]
+        if found is None:
+            self.last = self.one
+            return self.one(*args)
+        structure, region = found
+        self.last = region
+        return _unflatten(structure, region(*args))
+
+    def several(self, arrays):
+        """None when `fn` returns one array at `arrays`; else the structure of what it
+        returns and the region computing it."""
+        kept = self.kept()
+        state = lowering.DROPOUT_RNG.bit_generator.state
+        try:
+            value = self.fn(*arrays)
+        except Exception as exc:  # noqa: BLE001 - eager then raises torch's own error
+            raise GraphBreak(_reason(exc))
+        finally:
+            _restore(kept)
+            lowering.DROPOUT_RNG.bit_generator.state = state
+        if not isinstance(value, tuple):
+            return None
+        leaves = []
+        structure = _structure(value, leaves)
+        if len({a.dtype for a in leaves}) > 1:
+            raise GraphBreak("a forward returning arrays of different dtypes")
+        names = [f"output_{i}" for i in range(len(leaves))]
+        params = list(inspect.signature(self.fn).parameters)
+        if set(names) & set(params):
+            raise GraphBreak(
+                f"a parameter named like an output ({sorted(set(names) & set(params))[0]})"
+            )
+        target = _target_text(structure, names)
+        joined = ", ".join(f"np.ravel({n})" for n in names)
+        wrapper = f"{self.name}_outputs"
+        self.t.chunks.append(
+            f"def {wrapper}({', '.join(params)}):\n"
+            f"    {target} = {self.name}({', '.join(params)})\n"
+            f"    return np.concatenate(({joined}{',' if len(names) == 1 else ''}))"
+        )
+        shapes = [a.shape for a in leaves]
+        return structure, CompiledRegion(self.t.load(wrapper), outputs=shapes, name=self.name)
+
+    @property
+    def source(self):
+        return self.last.source
+
+
+def _structure(value, leaves):
+    """`value` (nested tuples of arrays) with each array replaced by its index in `leaves`."""
+    if isinstance(value, tuple):
+        return tuple(_structure(v, leaves) for v in value)
+    if isinstance(value, (np.ndarray, np.floating)) and np.asarray(value).dtype.kind == "f":
+        leaves.append(np.asarray(value))
+        return len(leaves) - 1
+    what = f"{value.dtype} array" if isinstance(value, np.ndarray) else type(value).__name__
+    raise GraphBreak(f"a forward returning a {what} among its outputs")
+
+
+def _target_text(structure, names):
+    """`output_0, (output_1, output_2)` for the structure (0, (1, 2))."""
+    if isinstance(structure, int):
+        return names[structure]
+    inner = ", ".join(_target_text(s, names) for s in structure)
+    return f"({inner},)" if len(structure) == 1 else f"({inner})"
+
+
+def _unflatten(structure, outputs):
+    if isinstance(structure, int):
+        return outputs[structure]
+    return tuple(_unflatten(s, outputs) for s in structure)
+
+
+def _arity(args):
+    """What a rewriting is made for of a call's arguments: None for each, or the length of
+    a tuple or list (passed to the generated code item by item: `_flat`)."""
+    return tuple(len(a) if isinstance(a, (tuple, list)) else None for a in args)
+
+
+def _flat(args):
+    return [item for a in args for item in (a if isinstance(a, (tuple, list)) else (a,))]
+
+
 class _Compiled:
     """One rewriting of a module for one state of its flags: the region, or the break."""
 
-    def __init__(self, module):
+    def __init__(self, module, arity):
         self.reason = None
         t = Translation(type(module).__name__)
         try:
             if _has_hooks(module):
                 raise GraphBreak("the module's hooks")
-            name = t.module_function(module)
+            name = t.layer_function(module, arity)
+            if name is None and any(size is not None for size in arity):
+                raise GraphBreak("a tuple or list argument to forward")
+            name = name or t.module_function(module)
             fn = t.load(name)
         except GraphBreak as exc:
             self.reason = str(exc)
             fn = None
         self.guard = t.guard
         self.rng = t.rng
-        self.region = None if fn is None else CompiledRegion(fn)
+        self.stateful = t.stateful
+        effects = functools.partial(_kept_buffers, module) if t.stateful else list
+        self.region = None if fn is None else _Regions(t, name, fn, effects)
 
     def valid(self):
         return all(getattr(obj, attr, None) == value for obj, attr, value in self.guard)
@@ -622,25 +689,33 @@ def _make_compiled_module_class():
             except AttributeError:
                 return getattr(self.__dict__["_modules"]["_orig_mod"], name)
 
-        def compiled(self):
-            """The rewriting for the modules' current train/eval flags (made when needed)."""
+        def compiled(self, arity=None):
+            """The rewriting for the modules' current train/eval flags (made when needed),
+            for a call with arguments of `arity` (`_arity`; the last call's when None)."""
             module = self._orig_mod
-            key = _modules_state(module)
+            if arity is None:
+                arity = self.__dict__.get("_arity", (None,))
+            object.__setattr__(self, "_arity", arity)
+            key = (_modules_state(module), arity)
             found = self._versions.get(key)
             if found is None or not found.valid():
-                found = self._versions[key] = _Compiled(module)
+                found = self._versions[key] = _Compiled(module, arity)
             return found
 
         def forward(self, *args, **kwargs):
             module = self._orig_mod
-            found = self.compiled()
+            found = self.compiled(_arity(args))
+            flat = _flat(args)
             if found.reason is None and not kwargs:
+                # a refusal may come after a BatchNorm updated its statistics: undone
+                kept = _kept_buffers(module) if found.stateful else []
                 try:
                     return _call_with_rng(
-                        found.rng, lambda: found.region(*leaves_of(module), *args)
+                        found.rng, lambda: found.region(*leaves_of(module), *flat)
                     )
-                except _REFUSALS as exc:  # the compiler refused the rewritten code
-                    found.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                except (GraphBreak, *_REFUSALS) as exc:  # the compiler refused the code
+                    found.reason = _reason(exc)
+                    _restore(kept)
             reason = found.reason or "keyword arguments"
             if reason not in self._warned:
                 self._warned.add(reason)
@@ -692,7 +767,7 @@ class CompiledTorchFunction:
         t = Translation(fn.__qualname__)
         try:
             name = t.function(fn)
-            self.region = CompiledRegion(t.load(name))
+            self.region = _Regions(t, name, t.load(name), list)
         except GraphBreak as exc:
             self.reason, self.region = str(exc), None
         self.rng = t.rng
@@ -701,8 +776,8 @@ class CompiledTorchFunction:
         if self.reason is None:
             try:
                 return _call_with_rng(self.rng, lambda: self.region(*args))
-            except _REFUSALS as exc:
-                self.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            except (GraphBreak, *_REFUSALS) as exc:
+                self.reason = _reason(exc)
         if not self.warned:
             self.warned = True
             _warn_break(self.fn.__qualname__, self.reason)

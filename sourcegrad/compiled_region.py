@@ -7,6 +7,11 @@ residuals the forward kept. It composes with the rest of the eager graph: leaves
 accumulation, hooks, `no_grad` (under which no node is made), retain_graph and inputs that
 need no gradient. (`compiled_module.compile` picks this for a numpy function; modules and
 torch-style functions are rewritten into numpy functions first.)
+
+`outputs` (the shapes of several arrays) is for a function returning them raveled end to
+end, one vector (`compiled_module` makes such a function of a forward returning a tuple):
+the node then has one output per array, and its backward joins their gradients into the
+vector's cotangent.
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ from .errors import NonScalarOutputError
 
 
 class CompiledRegion:
-    def __init__(self, fn, backend="auto"):
+    def __init__(self, fn, backend="auto", outputs=None, name=None):
         from .autograd import Function
 
         self.fn = fn
         self.backend = backend
+        self.outputs = outputs
         self._vjps: dict = {}
         functools.update_wrapper(self, fn, updated=())
         region = self
@@ -33,10 +39,16 @@ class CompiledRegion:
             arrays = [_array(a) for a in args]
             value, pullback = region.vjp_for(wrt)(*arrays)
             ctx.pullback, ctx.wrt, ctx.count = pullback, wrt, len(args)
+            if outputs is not None:
+                return tuple(_tensor_like(v, args) for v in _split(value, outputs))
             return _tensor_like(value, args)
 
-        def backward(ctx, grad_output):
-            grads = ctx.pullback(grad_output.detach().numpy())
+        def backward(ctx, *grad_outputs):
+            if outputs is None:
+                cotangent = grad_outputs[0].detach().numpy()
+            else:  # (torch's Function gives zeros, not None, for an output not used)
+                cotangent = np.concatenate([np.ravel(g.detach().numpy()) for g in grad_outputs])
+            grads = ctx.pullback(cotangent)
             grads = grads if isinstance(grads, tuple) else (grads,)
             by_position = dict(zip(ctx.wrt, grads))
             out = [None]  # for `wrt`
@@ -47,7 +59,7 @@ class CompiledRegion:
 
         # a Function named after the user's function: its node is Compiled<Name>Backward
         self.function = type(
-            f"Compiled{_camel(fn.__name__)}",
+            f"Compiled{_camel(name or fn.__name__)}",
             (Function,),
             {"forward": staticmethod(forward), "backward": staticmethod(backward)},
         )
@@ -72,6 +84,8 @@ class CompiledRegion:
         wrt = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
         if not wrt or not is_grad_enabled():
             value = self.fn(*[_array(a) for a in args])
+            if self.outputs is not None:
+                return tuple(_tensor_like(v, args) for v in _split(value, self.outputs))
             if isinstance(value, (tuple, list, dict)):  # (as the node's VJP refuses it)
                 raise NonScalarOutputError(
                     f"sourcegrad.compile: {self.fn.__qualname__} returns a "
@@ -82,6 +96,17 @@ class CompiledRegion:
 
     def __repr__(self):
         return f"<sourcegrad compiled region {self.fn.__qualname__}>"
+
+
+def _split(value, shapes):
+    """The arrays of `shapes` that the vector `value` holds end to end (copies: each output
+    a Tensor of its own)."""
+    parts, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        parts.append(value[start : start + size].reshape(shape).copy())
+        start += size
+    return parts
 
 
 def _array(value):

@@ -149,9 +149,60 @@ def flatten(input, start_dim=0, end_dim=-1):
 def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
     shape = (1, -1) + (1,) * (input.ndim - 2)
     y = (input - np.reshape(running_mean, shape)) / np.sqrt(np.reshape(running_var, shape) + eps)
-    if isinstance(weight, NoneType):
-        return y
-    return y * np.reshape(weight, shape) + np.reshape(bias, shape)
+    # (one return: code after a return taken at compile time is still read)
+    if not isinstance(weight, NoneType):
+        y = y * np.reshape(weight, shape) + np.reshape(bias, shape)
+    return y
+
+
+def track_running_stats(input, running_mean, running_var, num_batches_tracked, momentum):
+    """nn.BatchNorm's effect in training mode, as eager's: num_batches_tracked += 1, then
+    the running statistics moved towards the batch's (momentum None: a cumulative
+    average), all in place. An impure primitive: generated code calls it in the forward
+    pass (where eager's forward updates them), never in the backward."""
+    if not isinstance(num_batches_tracked, NoneType):
+        num_batches_tracked += 1
+        if momentum is None:
+            momentum = 1.0 / float(num_batches_tracked)
+    K.update_running_stats(input, running_mean, running_var, momentum)
+
+
+defnondiff(
+    "track_running_stats",
+    track_running_stats,
+    Spelling("module", "sourcegrad.torch_lowering.track_running_stats"),
+    params=("input", "running_mean", "running_var", "num_batches_tracked", "momentum"),
+    pure=False,
+)
+
+
+def batch_norm_train(
+    input,
+    running_mean,
+    running_var,
+    num_batches_tracked,
+    weight,
+    bias,
+    momentum,
+    eps,
+    min_rank,
+    max_rank,
+):
+    """BatchNorm in training mode: each channel normalised by the batch's own mean and
+    biased variance; the running statistics (None: not tracked) updated as eager's."""
+    # (what eager refuses is not computed here: the call then runs eagerly, and raises)
+    assert np.ndim(input) >= min_rank, "BatchNorm's input rank"
+    assert np.ndim(input) <= max_rank, "BatchNorm's input rank"
+    assert np.size(input) > np.shape(input)[1], "more than 1 value per channel"
+    if not isinstance(running_mean, NoneType):
+        track_running_stats(input, running_mean, running_var, num_batches_tracked, momentum)
+    axes = K.channel_axes(np.ndim(input))
+    centred = input - np.mean(input, axis=axes, keepdims=True)
+    var = np.mean(centred * centred, axis=axes, keepdims=True)
+    y = centred / np.sqrt(var + eps)
+    if not isinstance(weight, NoneType):
+        y = y * K.per_channel(weight, np.ndim(input)) + K.per_channel(bias, np.ndim(input))
+    return y
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -164,32 +215,142 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return y * weight + bias
 
 
-def lstm(input, weights, hidden_size, batch_first):
-    """nn.LSTM's forward (zero initial state): (output, (h_n, c_n)); `weights` holds each
-    layer's (weight_ih, weight_hh, bias_ih, bias_hh)."""
-    assert np.ndim(input) == 3, "a batched (3-d) input"
-    x = np.swapaxes(input, 0, 1) if batch_first else input
-    H = hidden_size
-    hs = []
-    cs = []
-    for w_ih, w_hh, b_ih, b_hh in weights:
-        h = np.zeros((x.shape[1], H), dtype=x.dtype)
-        c = np.zeros((x.shape[1], H), dtype=x.dtype)
-        outs = []
-        for t in range(x.shape[0]):
-            gates = x[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh
-            i = opnn.sigmoid(gates[:, :H])
-            f = opnn.sigmoid(gates[:, H : 2 * H])
-            g = np.tanh(gates[:, 2 * H : 3 * H])
-            o = opnn.sigmoid(gates[:, 3 * H :])
-            c = f * c + i * g
-            h = o * np.tanh(c)
-            outs.append(h)
-        x = np.stack(outs)
-        hs.append(h)
-        cs.append(c)
-    output = np.swapaxes(x, 0, 1) if batch_first else x
-    return output, (np.stack(hs), np.stack(cs))
+# nn.RNN, nn.LSTM and nn.GRU: `compiled_module` writes each module's forward as a function
+# calling these, its layers and directions unrolled (each keeps its own weights and shapes):
+# recurrence_input, initial_state, one *_direction per layer and direction, then
+# recurrence_output and final_state.
+
+
+def recurrence_input(input, batch_first, input_size, weight_ih):
+    """The input as (L, N, H_in): batch_first swapped, an unbatched (L, H_in) given N = 1."""
+    # (what eager refuses is not computed here: the call then runs eagerly, and raises)
+    assert np.ndim(input) >= 2, "a 2-d or 3-d input"
+    assert np.ndim(input) <= 3, "a 2-d or 3-d input"
+    assert np.shape(input)[-1] == input_size, "input.size(-1) == input_size"
+    assert input.dtype == weight_ih.dtype, "the input's dtype is the weights'"
+    # (one return: code after a return taken at compile time is still read)
+    if np.ndim(input) == 2:
+        x = np.expand_dims(input, 1)
+    elif batch_first:
+        x = np.swapaxes(input, 0, 1)
+    else:
+        x = input
+    return x
+
+
+def initial_state(input, hx, x, states, size):
+    """h_0 (or c_0) as (layers * directions, N, size): zeros for None; a given one checked
+    (eager raises torch's error where its shape differs) and given its batch dim."""
+    if isinstance(hx, NoneType):
+        state = np.zeros((states, x.shape[1], size), dtype=x.dtype)
+    else:
+        assert np.ndim(hx) == np.ndim(input), "hx's rank is the input's"
+        state = hx
+        if np.ndim(input) == 2:
+            state = np.expand_dims(hx, 1)
+        assert np.shape(state)[0] == states, "hx's shape"
+        assert np.shape(state)[1] == x.shape[1], "hx's shape"
+        assert np.shape(state)[2] == size, "hx's shape"
+    return state
+
+
+def recurrence_output(input, x, batch_first):
+    """The last layer's outputs (L, N, H) in the input's layout."""
+    output = x
+    if np.ndim(input) == 2:
+        output = x[:, 0]
+    elif batch_first:
+        output = np.swapaxes(x, 0, 1)
+    return output
+
+
+def final_state(input, states):
+    """h_n (or c_n): the last states of each layer and direction, stacked."""
+    stacked = np.stack(states)
+    if np.ndim(input) == 2:
+        stacked = stacked[:, 0]
+    return stacked
+
+
+def lstm_direction(x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, hidden_size):
+    """One LSTM layer in one direction over x (L, N, I): (outputs, h_n, c_n). The input's
+    projection is one product for the whole sequence (read backwards for the reverse
+    direction); the loop over time steps is a loop of the generated code. b_hh is 0.0
+    for a module without biases (b_ih None)."""
+    projected = linear(x, w_ih, b_ih)
+    if reverse:
+        projected = projected[::-1]
+    out, h_n, c_n = lstm_steps(projected, h, c, w_hh, b_hh, w_hr, hidden_size)
+    if reverse:
+        out = out[::-1]
+    return out, h_n, c_n
+
+
+def gru_direction(x, h, w_ih, w_hh, b_ih, b_hh, reverse, hidden_size):
+    """One GRU layer in one direction: (outputs, h_n)."""
+    projected = linear(x, w_ih, b_ih)
+    if reverse:
+        projected = projected[::-1]
+    out, h_n = gru_steps(projected, h, w_hh, b_hh, hidden_size)
+    if reverse:
+        out = out[::-1]
+    return out, h_n
+
+
+def rnn_direction(x, h, w_ih, w_hh, b_ih, b_hh, reverse, nonlinearity):
+    """One Elman RNN layer in one direction: (outputs, h_n)."""
+    projected = linear(x, w_ih, b_ih)
+    if reverse:
+        projected = projected[::-1]
+    out, h_n = rnn_steps(projected, h, w_hh, b_hh, nonlinearity == "relu")
+    if reverse:
+        out = out[::-1]
+    return out, h_n
+
+
+def lstm_cell(gates, c, H):
+    """ATen's LSTM cell on the gates (i, f, g, o): (h, c)."""
+    c = opnn.sigmoid(gates[:, H : 2 * H]) * c + opnn.sigmoid(gates[:, :H]) * np.tanh(
+        gates[:, 2 * H : 3 * H]
+    )
+    return opnn.sigmoid(gates[:, 3 * H :]) * np.tanh(c), c
+
+
+def lstm_steps(projected, h, c, w_hh, b_hh, w_hr, H):
+    outs = []
+    for t in range(projected.shape[0]):
+        gates = h @ w_hh.T + b_hh + projected[t]
+        h, c = lstm_cell(gates, c, H)
+        if not isinstance(w_hr, NoneType):  # proj_size (known when compiling)
+            h = h @ w_hr.T
+        outs.append(h)
+    return np.stack(outs), h, c
+
+
+def gru_steps(projected, h, w_hh, b_hh, H):
+    """ATen's GRU cell, gates r, z, n: h' = (h - n) z + n."""
+    outs = []
+    for t in range(projected.shape[0]):
+        gi = projected[t]
+        gh = h @ w_hh.T + b_hh
+        r = opnn.sigmoid(gh[:, :H] + gi[:, :H])
+        z = opnn.sigmoid(gh[:, H : 2 * H] + gi[:, H : 2 * H])
+        n = np.tanh(gi[:, 2 * H :] + gh[:, 2 * H :] * r)
+        h = (h - n) * z + n
+        outs.append(h)
+    return np.stack(outs), h
+
+
+def rnn_steps(projected, h, w_hh, b_hh, relu):
+    outs = []
+    for t in range(projected.shape[0]):
+        preactivation = projected[t] + (h @ w_hh.T + b_hh)
+        if relu:  # (known when compiling: one activation is in the loop)
+            h = opnn.relu(preactivation)
+        else:
+            h = np.tanh(preactivation)
+        outs.append(h)
+    return np.stack(outs), h
 
 
 # --- losses ----------------------------------------------------------------------------------

@@ -255,16 +255,11 @@ class WithBatchNorm(nn.Module):
         return self.bn(self.fc(x))
 
 
-def test_batchnorm_training_is_a_graph_break_with_one_warning_and_eval_compiles():
+def test_batchnorm_eval_compiles_to_one_node():
     torch.manual_seed(0)
     model = WithBatchNorm()
     compiled = sourcegrad.compile(model)
     x = torch.randn(6, 3)
-    with pytest.warns(UserWarning, match="BatchNorm1d in training mode") as record:
-        compiled(x).sum().backward()
-        compiled(x)
-    assert len([w for w in record if "sourcegrad.compile" in str(w.message)]) == 1
-    assert model.bn.num_batches_tracked.item() == 2  # eager updated the running statistics
     model.eval()
     out = compiled(x)
     assert type(out.grad_fn).__name__ == "CompiledWithBatchNormForward0Backward"
@@ -303,17 +298,14 @@ class Tagger(nn.Module):
         return self.fc(self.lstm(self.embed(idx))[0])
 
 
-@pytest.mark.parametrize("case", ["padding_idx", "unbatched"])
-def test_layer_options_the_lowering_lacks_run_eagerly(case):
-    """Embedding's padding row gets no gradient in eager; an unbatched LSTM input is 2-d:
-    neither may be computed by the batched, unmasked lowering."""
+def test_layer_options_the_lowering_lacks_run_eagerly():
+    """Embedding's padding row gets no gradient in eager: the unmasked lowering may not
+    compute it."""
     torch.manual_seed(0)
-    model = Tagger(padding_idx=0 if case == "padding_idx" else None)
+    model = Tagger(padding_idx=0)
     compiled = sourcegrad.compile(model)
-    idx = (
-        torch.tensor([[0, 1], [2, 0], [3, 4]]) if case == "padding_idx" else torch.tensor([0, 1, 2])
-    )
-    with pytest.warns(UserWarning, match="padding_idx" if case == "padding_idx" else "3-d"):
+    idx = torch.tensor([[0, 1], [2, 0], [3, 4]])
+    with pytest.warns(UserWarning, match="padding_idx"):
         out = compiled(idx)
     out.sum().backward()
     got = grads(model)
@@ -321,6 +313,25 @@ def test_layer_options_the_lowering_lacks_run_eagerly(case):
     model(idx).sum().backward()
     for a, b in zip(got, grads(model)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_an_unbatched_lstm_input_compiles():
+    torch.manual_seed(0)
+    model = Tagger()
+    compiled = sourcegrad.compile(model)
+    idx = torch.tensor([0, 1, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = compiled(idx)
+    assert type(out.grad_fn).__name__ == "CompiledTaggerForward0Backward"
+    out.sum().backward()
+    got = grads(model)
+    model.zero_grad()
+    eager = model(idx)
+    eager.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), eager.detach().numpy(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(got, grads(model)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
 def test_cross_entropy_ignores_ignore_index_as_torch():
@@ -387,14 +398,34 @@ class TwoOutputs(nn.Module):
 
 
 @pytest.mark.parametrize("grad_mode", [True, False])
-def test_a_forward_returning_a_tuple_runs_eagerly(grad_mode):
+def test_a_forward_returning_a_tuple_is_one_node_with_an_output_each(grad_mode):
+    torch.manual_seed(0)
     model = TwoOutputs()
     compiled = sourcegrad.compile(model)
-    x = torch.randn(2, 3)
-    with torch.set_grad_enabled(grad_mode), pytest.warns(UserWarning, match="returns a tuple"):
+    x = torch.randn(2, 3, requires_grad=True)
+    with torch.set_grad_enabled(grad_mode), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no graph break
         out = compiled(x)
     assert isinstance(out, tuple) and len(out) == 2
-    np.testing.assert_array_equal(out[1].numpy(), x.tanh().numpy())
+    np.testing.assert_allclose(out[1].detach().numpy(), x.tanh().detach().numpy(), rtol=1e-6)
+    if not grad_mode:
+        assert out[0].grad_fn is None and out[1].grad_fn is None
+        return
+    assert out[0].grad_fn is out[1].grad_fn
+    assert type(out[0].grad_fn).__name__ == "CompiledTwoOutputsForward0Backward"
+    (out[0].sum() * 2 + (out[1] ** 2).sum()).backward()
+    got = [x.grad.numpy().copy()] + grads(model)
+    x.grad = None
+    model.zero_grad()
+    a, b = model(x)
+    (a.sum() * 2 + (b**2).sum()).backward()
+    for g, e in zip(got, [x.grad.numpy()] + grads(model)):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-7)
+    x.grad = None
+    model.zero_grad()
+    compiled(x)[1].sum().backward()  # an output not used: its gradient is zero
+    assert model.fc.weight.grad is None or not model.fc.weight.grad.numpy().any()
+    np.testing.assert_allclose(x.grad.numpy(), 1 - x.tanh().detach().numpy() ** 2, rtol=1e-5)
 
 
 class ReadsItsWeights(nn.Module):
@@ -421,3 +452,25 @@ def test_attributes_and_methods_of_a_parameter():
     model(x).sum().backward()
     for a, b in zip(got, grads(model)):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def loss_and_logits(x, W):
+    logits = x @ W.t()
+    return (logits**2).mean(), logits.tanh()
+
+
+def test_a_torch_style_function_returning_a_tuple_is_one_node():
+    torch.manual_seed(0)
+    x, W = torch.randn(4, 3), torch.randn(2, 3, requires_grad=True)
+    compiled = sourcegrad.compile(loss_and_logits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss, aux = compiled(x, W)
+    assert loss.grad_fn is aux.grad_fn and loss.shape == ()
+    (loss + aux.sum()).backward()
+    got = W.grad.numpy().copy()
+    W.grad = None
+    a, b = loss_and_logits(x, W)
+    (a + b.sum()).backward()
+    np.testing.assert_allclose(loss.item(), a.item(), rtol=1e-6)
+    np.testing.assert_allclose(got, W.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -8,8 +8,10 @@
 `make_dual` gives a view of `primal` carrying `tangent`; every op on it gives its result
 the tangent its registry entry derives (`sourcegrad.eager.forward_ad`); `unpack_dual`
 returns `UnpackedDualTensor(primal, tangent)`; leaving the level drops every tangent made
-in it. As in torch there is one level at a time (entering a second raises), and the
-errors are torch's.
+in it. As in torch 2.13 there is one level at a time: entering a second one inside the
+first raises torch's "Nested forward mode AD is not supported at the moment" (and leaves
+the first open); `level=` may name only the open level (0), and every error, for a level
+that is not open, a negative one or an exit without a level, is torch's.
 """
 
 from __future__ import annotations
@@ -47,14 +49,24 @@ def enter_dual_level() -> int:
 
 def exit_dual_level(*, level=None) -> None:
     """Close the level: every tangent made in it is dropped."""
-    if DUAL.level is None or (level is not None and level != DUAL.level):
+    current = _current_level()
+    if level is None:
+        level = current
+    if level != current:
         raise RuntimeError(
             "Trying to exit a forward AD level that was not the last one that "
             "was created. This is not supported."
         )
+    if level < 0:  # (torch's check, reached when no level is open)
+        raise RuntimeError("Dual level must be a positive number.")
     forget_all()
     DUAL.level = None
     DUAL.on = False
+
+
+def _current_level():
+    """The open level's index, or -1 when none is open (torch's `_current_level`)."""
+    return -1 if DUAL.level is None else DUAL.level
 
 
 class dual_level:  # noqa: N801 - torch's name
@@ -69,10 +81,18 @@ class dual_level:  # noqa: N801 - torch's name
 
 
 def _check_level(level):
-    if DUAL.level is None:
+    """torch's checks of `make_dual(level=)`, in its order, with its messages."""
+    if level is None:
+        level = _current_level()
+    if level < 0:
         raise RuntimeError(_NO_LEVEL)
-    if level is not None and level != DUAL.level:
-        raise RuntimeError(f"Invalid level given to make_dual: {level}")
+    if DUAL.level is None:
+        raise RuntimeError(
+            "Trying to access a forward AD level with an invalid index. This index was "
+            "either not created or is already deleted."
+        )
+    if level != DUAL.level:
+        raise RuntimeError("Invalid level given to _make_dual")
 
 
 def make_dual(tensor, tangent, *, level=None):
@@ -112,11 +132,20 @@ UnpackedDualTensor.__doc__ = (
 
 def unpack_dual(tensor, *, level=None):
     """`UnpackedDualTensor(primal, tangent)`; tangent is None when `tensor` carries none."""
-    if not isinstance(tensor, Tensor) or DUAL.level is None:
+    if level is None:
+        level = _current_level()
+    if level < 0:  # no level: torch returns the tensor itself, whatever it carries
         return UnpackedDualTensor(tensor, None)
+    if not isinstance(tensor, Tensor):
+        raise TypeError(
+            "_unpack_dual(): argument 'dual' (position 1) must be Tensor, not "
+            f"{type(tensor).__name__}"
+        )
     t = tangent_of(tensor)
     if t is None:
         return UnpackedDualTensor(tensor, None)
+    if level != DUAL.level:
+        raise RuntimeError("Invalid level given to _fw_primal")
     return UnpackedDualTensor(_alias(tensor), t)
 
 

@@ -233,5 +233,6 @@ def tensor_repr(t, prefix="tensor(") -> str:
         suffixes.append("requires_grad=True")
     extra = t._extra
     if extra is not None and extra.fw_grad is not None:  # a dual tensor (forward_ad)
-        suffixes.append(f"tangent={tensor_repr(extra.fw_grad)}")
+        # torch formats it with f"{tangent}": a 0-d tangent prints as its Python number
+        suffixes.append(f"tangent={extra.fw_grad}")
     return _add_suffixes(prefix + body, suffixes, indent)

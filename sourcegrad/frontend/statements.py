@@ -14,7 +14,7 @@ import gast
 
 from .. import errors
 from ..ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While, walk
-from ..ops import rule_for_function
+from ..ops import RULES, rule_for_function
 from .syntax import (
     as_load,
     assigned_names,
@@ -327,7 +327,15 @@ class StatementsMixin:
                 callee = self.bind_free(target.obj, callee_name(value.func))
                 self.out.append(ExprStmt(Call("pycall", tuple([callee] + args), kwargs), self.loc))
                 return
-            self.expr(value)  # a call of a user function: its effects are inlined
+            result = self.expr(value)  # a call of a user function: its effects are inlined
+            last = self.out[-1] if self.out else None
+            if (
+                isinstance(last, Assign)
+                and result == Var(last.target)
+                and isinstance(last.value, Call)
+                and not RULES[last.value.op].pure
+            ):  # a primitive called for its effect (track_running_stats): no name for None
+                self.out[-1] = ExprStmt(last.value, last.loc)
             return
         what = UNSUPPORTED_EXPRESSIONS.get(type(value))
         if what is not None:

@@ -41,6 +41,7 @@ __all__ = [
     "resample",
     "channel_axes",
     "per_channel",
+    "update_running_stats",
 ]
 
 
@@ -52,6 +53,26 @@ def channel_axes(ndim):
 def per_channel(v, ndim):
     """A (C,) vector shaped (1, C, 1, ...) to broadcast over an ndim-dimensional array."""
     return np.reshape(v, (1, -1) + (1,) * (ndim - 2))
+
+
+def update_running_stats(x, running_mean, running_var, momentum):
+    """BatchNorm's running statistics after the training batch x (N, C, *), written into
+    the arrays `running_mean` and `running_var` (either may be None) in place:
+    running = momentum stat + (1 - momentum) running, the variance's statistic unbiased
+    (n / (n - 1)). As torch's CPU kernel: float32 statistics computed in float64."""
+    axes = channel_axes(x.ndim)
+    x = x.astype(np.float64) if x.dtype == np.float32 else x
+    n = x.size // x.shape[1] if x.shape[1] else 0
+    mean = x.mean(axis=axes)
+    stats = [(running_mean, mean)]
+    if running_var is not None:
+        var = ((x - per_channel(mean, x.ndim)) ** 2).mean(axis=axes)
+        stats.append((running_var, var * (n / max(n - 1, 1))))
+    for running, stat in stats:
+        if running is not None:
+            running[...] = (momentum * stat + (1 - momentum) * running.astype(stat.dtype)).astype(
+                running.dtype
+            )
 
 
 # --- convolution ------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ..eager import operands
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 from ..rules import Spelling, defvjp
-from .kernels import channel_axes, per_channel
+from .kernels import channel_axes, per_channel, update_running_stats
 
 __all__ = ["batch_norm", "normalized", "batch_norm_input_grad"]
 
@@ -125,15 +125,6 @@ def _data(t):
     return None if t is None else t._data
 
 
-def _update(running, stat, momentum):
-    """running <- momentum stat + (1 - momentum) running, written into its array.
-
-    As torch's kernel does: in float64 (its accumulation type on the CPU), and without
-    moving the buffer's version counter."""
-    data = running._data
-    data[...] = (momentum * stat + (1 - momentum) * data.astype(stat.dtype)).astype(data.dtype)
-
-
 def batch_norm(
     input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
 ):
@@ -176,15 +167,8 @@ def batch_norm(
         out = _wrap(batch_norm_train(x, _data(weight), _data(bias), eps))
         if operands.needs_grad(input, weight, bias):
             record(TRAIN, out, (input, weight, bias), {"eps": eps})
-        if running_mean is not None or running_var is not None:
-            axes = channel_axes(x.ndim)
-            x = x.astype(np.float64) if x.dtype == np.float32 else x
-            mean = x.mean(axis=axes)
-            if running_mean is not None:
-                _update(running_mean, mean, momentum)
-            if running_var is not None:
-                var = ((x - per_channel(mean, x.ndim)) ** 2).mean(axis=axes)
-                _update(running_var, var * (n / max(n - 1, 1)), momentum)
+        # (written into the buffers' arrays: their version counters do not move, as torch's)
+        update_running_stats(x, _data(running_mean), _data(running_var), momentum)
         return out
     if running_mean is None or running_var is None:
         raise RuntimeError(

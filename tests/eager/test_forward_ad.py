@@ -266,6 +266,49 @@ def test_errors_are_torchs():
     assert all(e is not None for e in ours)
 
 
+def _levels(T, fw):
+    """Levels given explicitly, exits without a level, nesting, 0-d tangents: what torch
+    2.13 does (it refuses nested levels, so each `level=` but the open one is an error)."""
+    found = []
+
+    def attempt(fn):
+        try:
+            found.append(("ok", repr(fn())))
+        except Exception as e:  # noqa: BLE001 - the error itself is compared
+            found.append((type(e).__name__, str(e)))
+
+    x, t = T.tensor([1.0, 2.0]), T.tensor([3.0, 4.0])
+    attempt(lambda: fw.make_dual(x, t, level=0))
+    attempt(lambda: fw.make_dual(x, t, level=-1))
+    attempt(lambda: fw.unpack_dual(x, level=0))
+    attempt(lambda: fw.exit_dual_level())
+    attempt(lambda: fw.exit_dual_level(level=-1))
+    attempt(lambda: fw.exit_dual_level(level=0))
+    attempt(fw.enter_dual_level)
+    attempt(fw.enter_dual_level)  # nested: refused, and the open level stays usable
+    d = fw.make_dual(x, t, level=0)
+    attempt(lambda: fw.unpack_dual(d, level=0).tangent)
+    attempt(lambda: fw.unpack_dual(d, level=1))
+    attempt(lambda: fw.unpack_dual(d, level=-1))
+    attempt(lambda: fw.unpack_dual(x, level=1))
+    attempt(lambda: fw.unpack_dual(3.0))
+    attempt(lambda: fw.make_dual(x, t, level=1))
+    attempt(lambda: fw.make_dual(x, t, level=-1))
+    attempt(lambda: fw.make_dual(T.tensor(2.0), T.tensor(7.0)) * 3)
+    attempt(lambda: fw.exit_dual_level(level=1))
+    attempt(lambda: fw.exit_dual_level(level=0))
+    attempt(lambda: fw.unpack_dual(d, level=0))
+    return found
+
+
+@needs_torch
+def test_levels_are_torchs():
+    ours = _levels(sg, sg_fw)
+    assert ours == _levels(torch, torch_fw)
+    assert ("RuntimeError", "Nested forward mode AD is not supported at the moment") in ours
+    assert ("ok", "tensor(6., tangent=21.0)") in ours
+
+
 def _printed(T, fw):
     lines = []
     x = T.tensor([1.0, 2.0, 3.0])
