@@ -20,9 +20,8 @@ checks the result against black itself where black is installed.
 
 from __future__ import annotations
 
-import io
 import keyword
-import tokenize
+import re
 
 MAX_LINE = 88
 
@@ -243,38 +242,33 @@ def _operand_end(leaf) -> bool:
     return leaf.kind == "NAME" and (not keyword.iskeyword(leaf.value) or leaf.value in _VALUES)
 
 
+# one token of a logical line (codegen prints no comments, line breaks or f-strings in code)
+_TOKEN = re.compile(
+    r"""(?P<space>[ \t]*)(?:
+      (?P<STRING>(?:[rRbBuU]|[rR][bB]|[bB][rR])?(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"))
+    | (?P<NUMBER>0[xXoObB][\da-fA-F_]+|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?[jJ]?)
+    | (?P<NAME>[^\W\d]\w*)
+    | (?P<OP>\*\*=|//=|>>=|<<=|\.\.\.|->|:=|[-+*/%@&|^<>!=]=|\*\*|//|<<|>>|[-+*/%@&|^~<>()\[\]{},:;.=])
+    )""",
+    re.VERBOSE,
+)
+
+
 def _leaves(text):
-    """The tokens of `text` with the roles black's rules read, or None if it does not
-    tokenize as one line."""
-    try:
-        tokens = [
-            t
-            for t in tokenize.generate_tokens(io.StringIO(text).readline)
-            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.COMMENT)
-            and t.type != tokenize.INDENT
-            and t.type != tokenize.DEDENT
-        ]
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return None
-    leaves, end = [], None
-    for t in tokens:
-        if t.start[0] != 1:
-            return None  # a multi-line string: left as it is
-        prefix = "" if end is None else text[end : t.start[1]]
-        end = t.end[1]
-        if t.type == tokenize.NAME:
-            kind = "NAME"
-        elif t.type == tokenize.NUMBER:
-            kind = "NUMBER"
-        elif t.type == tokenize.STRING:
-            kind = "STRING"
-        elif t.type == tokenize.OP:
-            kind = t.string
-        else:
-            return None  # (an f-string's parts, Python 3.12+): left as it is
-        leaves.append(_Leaf(kind, t.string, prefix))
+    """The tokens of `text` with the roles black's rules read, or None if it is not one
+    line of names, numbers, plain strings and operators."""
+    leaves, at, end = [], 0, len(text.rstrip())
+    while at < end:
+        match = _TOKEN.match(text, at)
+        if match is None or match.end() == match.end("space"):
+            return None
+        kind = match.lastgroup
+        value = match.group(kind)
+        leaves.append(_Leaf(value if kind == "OP" else kind, value, match.group("space")))
+        at = match.end()
     if not leaves:
         return None
+    leaves[0].prefix = ""
     _set_roles(leaves)
     return leaves
 

@@ -379,7 +379,8 @@ def inline_shape_only_values(body: list, params, shapes: dict, user_names=()) ->
     A reduction's result may be needed by the backward only for `.shape` or `.size`;
     with the input shapes fixed, those are known, so the value need not be computed.
     They are read from a parameter whose axes the value's are by construction (`len(Y)`,
-    `X.size`: shape_names.DimensionSources), the numbers only where none is.
+    `X.size`: shape_names.DimensionSources), the numbers only where none is or where
+    `user_names` is None (code whose elementwise runs are fused: numbers keep them whole).
     """
 
     def reads_shape(s):
@@ -417,7 +418,11 @@ def inline_shape_only_values(body: list, params, shapes: dict, user_names=()) ->
             ):
                 name = stmt.value.args[0].name
                 shape = shapes[name]
-                named = getattr(sources(), stmt.value.op)(stmt.target, name, stmt.loc, stmt.note)
+                named = (
+                    None
+                    if user_names is None
+                    else getattr(sources(), stmt.value.op)(stmt.target, name, stmt.loc, stmt.note)
+                )
                 if named is not None:
                     out.extend(named)
                     continue
@@ -519,7 +524,9 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict, user_
         rows = fresh(f"{u.name}_rows")
         dtype = () if dtypes[u.name] == np.float64 else (("dtype", Const(str(dtypes[u.name]))),)
         # the row's length read from the parameter it is by construction (`len(h0)`)
-        named = sources().dimension(u.name, 0, loc, "one row per trip")
+        named = (
+            None if user_names is None else sources().dimension(u.name, 0, loc, "one row per trip")
+        )
         length = Const(shapes[u.name][0]) if named is None else named[1]
         before.extend([] if named is None else named[0])
         before.append(
@@ -1430,11 +1437,14 @@ def optimize(
     clean = _Cleaner(fn.params)
     body = clean(fn.body)
     arrays = bool(shapes) and bool(dtypes)
+    # sizes read from the inputs (`len(Y)`) where code is read; numbers where a kernel is
+    # fused (cupy.fuse, numba_fusion), which a call in an elementwise run would break up
+    user_names = fn.user_names if backend not in ("cupy", "numba") else None
     if shapes:
-        body = clean(inline_shape_only_values(body, set(fn.params), shapes, fn.user_names))
+        body = clean(inline_shape_only_values(body, set(fn.params), shapes, user_names))
     if arrays:
         # (an accumulator that became a row buffer is a copy of it now)
-        body = clean(batch_rank_one_updates(body, set(fn.params), shapes, dtypes, fn.user_names))
+        body = clean(batch_rank_one_updates(body, set(fn.params), shapes, dtypes, user_names))
         body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes, dtypes))
     if arrays or numbers:
         shapes, dtypes = dict(shapes or {}), dict(dtypes or {})  # (the pass names new values)
