@@ -75,3 +75,13 @@ def test_the_mlp_loss_divides_by_the_batch():
     expected = workloads.BY_NAME["mlp"].reference(size)(*args)
     for g, e in zip(grad(*args), expected):
         np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-12)
+
+
+def test_sizes_stay_numbers_where_cupy_fuses_elementwise_runs():
+    # a len() call in a run would keep it from being one cupy.fuse kernel
+    w = workloads.BY_NAME["mlp"]
+    size = w.quick[0]
+    grad = sourcegrad.grad(w.function(size), wrt=w.wrt, backend="cupy")
+    source = grad.compile(workloads.make_args(w, size)).source
+    assert "def fused_d_log_p(Y):\n    return -1.0 / 8 * Y" in source, source
+    assert "len(Y)" not in source, source
