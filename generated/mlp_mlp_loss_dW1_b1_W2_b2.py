@@ -19,7 +19,7 @@ def dmlp_loss_dW1_db1_dW2_db2(W1, b1, W2, b2, X, Y):
     exp_z = np.exp(z)
     sum_exp_z = exp_z.sum(axis=1, keepdims=True)
     # backward of line 16: return -np.mean(np.sum(Y * log_p, axis=1))
-    d_log_p = -1.0 / 32 * Y  # mean, multiply
+    d_log_p = -1.0 / len(Y) * Y  # mean, multiply
     # backward of line 14: z = logits - np.max(logits, axis=1, keepdims=True)
     # subtract, log, exp, accumulate
     d_z = d_log_p - d_log_p.sum(axis=1, keepdims=True) / sum_exp_z * exp_z

@@ -23,9 +23,9 @@ def drnn_loss_dW_dU_db(W, U, b, xs, h0):
     # backward of line 15: return np.sum(h**2)
     d_h = 2.0 * h  # power, accumulate
     # backward of line 14: h = np.tanh(W @ h + U @ x_t + b)
-    h_rows = np.empty((len_xs, 16))           # one row per trip
-    d_W_plus_b_rows = np.empty((len_xs, 16))  # one row per trip
-    W_T = W.T                                 # matmul
+    h_rows = np.empty((len_xs, len(h0)))           # one row per trip
+    d_W_plus_b_rows = np.empty((len_xs, len(h0)))  # one row per trip
+    W_T = W.T                                      # matmul
     # backward of line 13: for x_t in xs:
     for i in reversed(range(len_xs)):
         # backward of line 14: h = np.tanh(W @ h + U @ x_t + b)

@@ -48,7 +48,7 @@ import astor
 import gast
 import numpy as np
 
-from . import errors, pyprint
+from . import errors, linebreak, pyprint
 from .ir import (
     Assign,
     Call,
@@ -76,7 +76,7 @@ from .lifetimes import in_place_names, shared_names
 from . import ops
 from .ops import MATH_FUNCTIONS, RULES
 
-MAX_LINE = 88
+MAX_LINE = linebreak.MAX_LINE  # (88, black's)
 # `a @ b` is printed `a.dot(b)` when both are arrays of one or two dimensions of at most this
 # many elements: there matmul's dispatch (~1 µs) is a noticeable part of the product (a
 # 16x16 matrix times a vector: 2.1 µs against 1.1 µs; the logistic regression's 64x10 X:
@@ -908,10 +908,10 @@ class _Writer:
             )
             for (pad, code, note), ok in zip(block, fits):
                 if not note:
-                    out.append(f"{pad}{code}")
+                    out.extend(_broken(pad, code))
                 elif not ok:
                     out.append(f"{pad}# {note}")
-                    out.append(f"{pad}{code}")
+                    out.extend(_broken(pad, code))
                 elif len(pad) + width + len(note) + 4 <= MAX_LINE:
                     out.append(f"{pad}{code.ljust(width)}  # {note}")
                 else:
@@ -943,7 +943,7 @@ class _Writer:
                 continue
             if kind == "return" or code.endswith(":") or code in ("pass", "else:"):
                 flush()
-                out.append(f"{pad}{code}")
+                out.extend(_broken(pad, code))
                 if code.endswith(":"):
                     for deeper in [k for k in previous if k > indent]:
                         del previous[deeper]
@@ -955,6 +955,13 @@ class _Writer:
             block.append((pad, code, note))
         flush()
         return "\n".join(out) + "\n"
+
+
+def _broken(pad, code):
+    """`code` at indentation `pad` as the lines black breaks it into (one when it fits)."""
+    if len(pad) + len(code) <= MAX_LINE:
+        return (pad + code,)
+    return linebreak.split(code, len(pad) // 4)
 
 
 # A folded expression nests at most this many operations: each prints at least a few
@@ -1066,14 +1073,18 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
                 else "# a 0-d array as a numpy scalar: its arithmetic is ~8x cheaper\n"
             )
         )
-        bodies.append(f"def {fn.name}({', '.join(fn.params)}):\n" + unwrap + writer.render())
+        signature = "\n".join(linebreak.split(f"def {fn.name}({', '.join(fn.params)}):", 0))
+        bodies.append(signature + "\n" + unwrap + writer.render())
         kernels.extend(writer.kernels)
         printer.helpers |= writer.printer.helpers
         printer.modules |= writer.printer.modules
         printer.uses_backend |= writer.printer.uses_backend or bool(writer.kernels)
     fused = "".join(
-        f"@{backend.alias}.fuse()\ndef {name}({', '.join(params)}):\n"
-        f"    return {_expr_source(expression)}\n\n\n"
+        f"@{backend.alias}.fuse()\n"
+        + "\n".join(linebreak.split(f"def {name}({', '.join(params)}):", 0))
+        + "\n"
+        + "\n".join(linebreak.split(f"return {_expr_source(expression)}", 1))
+        + "\n\n\n"
         for name, params, expression in kernels
     )
     if fused:
@@ -1196,7 +1207,7 @@ def _header(info, fns, backend, printer) -> str:
     lines = [
         f"{origin} {what}"
         if len(origin) + len(what) < MAX_LINE
-        else origin + "\n" + comment_lines(what).replace("# ", "#   ", 1)
+        else origin + "\n" + comment_lines(what, MAX_LINE - 2).replace("# ", "#   ", 1)
     ]
     if printer.uses_backend:
         lines.append(
@@ -1207,7 +1218,11 @@ def _header(info, fns, backend, printer) -> str:
     for module in sorted(printer.modules):
         lines.append(f"import {module}")
     if printer.helpers:
-        lines.append(f"from sourcegrad.runtime import {', '.join(sorted(printer.helpers))}")
+        lines.extend(
+            linebreak.split(
+                f"from sourcegrad.runtime import {', '.join(sorted(printer.helpers))}", 0
+            )
+        )
     read = {n for fn in fns for stmt in walk(fn.body) for n in reads_of(stmt)}
     free = sorted(n for n in fns[0].free if n in read)  # (a decided branch's may go unread)
     if free:

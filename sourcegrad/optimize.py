@@ -34,6 +34,7 @@ next step (issue 17).
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections import defaultdict
 
@@ -66,6 +67,7 @@ from .ir import (
 )
 from . import ops
 from .ops import RULES
+from .shape_names import DimensionSources
 
 
 def _assign_counts(body, params=()):
@@ -164,6 +166,11 @@ def _hashable(atom):
 RECOMPUTED_NOTE = "checkpoint"
 
 
+# (a transpose is a view made in ~0.1 µs, a length or shape a read of a field: `g.T @ h`
+# and `np.empty((n, len(h0)))` twice read better than a name each for g.T and len(h0))
+_NOT_MERGED = frozenset(("T", "len", "shape", "size"))
+
+
 def propagate_copies_and_cse(body: list, params=()) -> list:
     counts = _assign_counts(body, params)
     single = lambda n: counts[n] <= 1  # noqa: E731
@@ -222,7 +229,7 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                     and all(counts[n] <= 1 for n in reads_of(stmt))
                     and stmt.target not in handed_over
                     and stmt.note != RECOMPUTED_NOTE
-                    and value.op != "T"
+                    and value.op not in _NOT_MERGED
                 ):
                     # (a transpose is a view made in ~0.1 µs: `g.T @ h` and `g.T @ xs` read
                     # better than a name for g.T; hoist_transposes names one a loop reads)
@@ -366,11 +373,14 @@ def eliminate_dead_code(body: list) -> list:
     return kept
 
 
-def inline_shape_only_values(body: list, params, shapes: dict) -> list:
+def inline_shape_only_values(body: list, params, shapes: dict, user_names=()) -> list:
     """Read the shape of a value computed only for its shape from the signature instead.
 
     A reduction's result may be needed by the backward only for `.shape` or `.size`;
     with the input shapes fixed, those are known, so the value need not be computed.
+    They are read from a parameter whose axes the value's are by construction (`len(Y)`,
+    `X.size`: shape_names.DimensionSources), the numbers only where none is or where
+    `user_names` is None (code whose elementwise runs are fused: numbers keep them whole).
     """
 
     def reads_shape(s):
@@ -390,6 +400,12 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
             if name not in params and shapes.get(name) is not None and counts[name] <= 1
         }
 
+    @functools.cache
+    def sources():
+        taken = set(params) | {n for s in walk(body) for n in writes_of(s)}
+        taken |= {n for s in walk(body) for n in reads_of(s)}
+        return DimensionSources(body, params, shapes, user_names, _namer(taken))
+
     def run(stmts):
         out = []
         for stmt in stmts:
@@ -400,7 +416,16 @@ def inline_shape_only_values(body: list, params, shapes: dict) -> list:
                 and isinstance(stmt.value.args[0], Var)
                 and stmt.value.args[0].name in replace
             ):
-                shape = shapes[stmt.value.args[0].name]
+                name = stmt.value.args[0].name
+                shape = shapes[name]
+                named = (
+                    None
+                    if user_names is None
+                    else getattr(sources(), stmt.value.op)(stmt.target, name, stmt.loc, stmt.note)
+                )
+                if named is not None:
+                    out.extend(named)
+                    continue
                 value = shape if stmt.value.op == "shape" else int(np.prod(shape, dtype=np.int64))
                 stmt = Assign(stmt.target, Const(value), stmt.loc, stmt.note)
             elif child_blocks(stmt):
@@ -468,7 +493,7 @@ def _over_all_rows(loop, array, defs, shape) -> bool:
     )
 
 
-def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> list:
+def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict, user_names=()) -> list:
     """`for i in range(n): ... acc += np.outer(u, v)` -> the rows u and v stored in two
     (n, len) buffers in the loop, and one `acc += U.T @ V` after it.
 
@@ -498,10 +523,16 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
             return array
         rows = fresh(f"{u.name}_rows")
         dtype = () if dtypes[u.name] == np.float64 else (("dtype", Const(str(dtypes[u.name]))),)
+        # the row's length read from the parameter it is by construction (`len(h0)`)
+        named = (
+            None if user_names is None else sources().dimension(u.name, 0, loc, "one row per trip")
+        )
+        length = Const(shapes[u.name][0]) if named is None else named[1]
+        before.extend([] if named is None else named[0])
         before.append(
             Assign(
                 rows,
-                Call("np_empty", (Tup((loop.stop, Const(shapes[u.name][0]))),), dtype),
+                Call("np_empty", (Tup((loop.stop, length)),), dtype),
                 loc,
                 "one row per trip",
             )
@@ -509,6 +540,10 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict) -> li
         body_out.insert(index, ExprStmt(Call("store_item", (Var(rows), Var(loop.target), u)), loc))
         stored[u.name] = rows
         return rows
+
+    @functools.cache
+    def sources():
+        return DimensionSources(body, params, shapes, user_names, fresh)
 
     def item_array(u, loop, earlier):
         """X when u is X[t] in this trip (t the loop's index, X written nowhere) and the
@@ -1402,11 +1437,14 @@ def optimize(
     clean = _Cleaner(fn.params)
     body = clean(fn.body)
     arrays = bool(shapes) and bool(dtypes)
+    # sizes read from the inputs (`len(Y)`) where code is read; numbers where a kernel is
+    # fused (cupy.fuse, numba_fusion), which a call in an elementwise run would break up
+    user_names = fn.user_names if backend not in ("cupy", "numba") else None
     if shapes:
-        body = clean(inline_shape_only_values(body, set(fn.params), shapes))
+        body = clean(inline_shape_only_values(body, set(fn.params), shapes, user_names))
     if arrays:
         # (an accumulator that became a row buffer is a copy of it now)
-        body = clean(batch_rank_one_updates(body, set(fn.params), shapes, dtypes))
+        body = clean(batch_rank_one_updates(body, set(fn.params), shapes, dtypes, user_names))
         body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes, dtypes))
     if arrays or numbers:
         shapes, dtypes = dict(shapes or {}), dict(dtypes or {})  # (the pass names new values)
