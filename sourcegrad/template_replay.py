@@ -14,10 +14,10 @@ The shape (`shape_key`) is everything the evaluation reads of its surroundings:
 the template, the rule, the argument position, the mode (VJP or JVP), the operands as
 atoms (constants by value, names by position, so `x * x` differs from `x * y`), and
 for each name its abstract value (shape, dtype, or the value itself where known), the
-earlier value whose shape `.shape` reads (`shape_source`), and whether it was made by one
-of the operations the simplifications look through (`Instantiator.made_by`): an operand
-made by one of those is not replayed (its operands would be read too). Anything else,
-or an operand that cannot be keyed (an array constant, an object), is evaluated as before.
+earlier value whose shape `.shape` reads (`shape_source`), and, where it was made by one
+of the operations the simplifications look through (`Instantiator.made_by`: a broadcast,
+a quotient, a transpose, a matrix product), that call, whose operands are keyed in turn.
+An operand that cannot be keyed (an array constant, an object) is evaluated as before.
 
 `shape_key(inst, fn, rule, call, first, ans, argnum)` returns (key, names) or None;
 `canonical(log, names, result, top_name, loc, note)` turns a log into a `Recording` (or None when
@@ -78,15 +78,23 @@ def shape_key(inst, fn, rule, call, first, ans, argnum):
         while i < len(names):  # (a shape source adds a name: keyed in turn)
             name = names[i]
             made = inst.defs.get(name)
-            if (
-                made is not None
-                and made.op in _LOOKED_THROUGH
-                and inst.made_by(Var(name)) is not None
-            ):
-                return None
+            if made is not None and made.op in _LOOKED_THROUGH:
+                made = inst.made_by(Var(name))  # (the simplifications read its operands too)
+                if made is not None:
+                    made = (
+                        made.op,
+                        tuple(atom(a) for a in made.args),
+                        tuple((k, atom(a)) for k, a in made.kwargs),
+                    )
+            else:
+                made = None  # (what made it is not looked at)
             source = inst.shape_source.get(name)
             facts.append(
-                (_aval_key(inst.env.get(name)), None if source is None else atom(Var(source)))
+                (
+                    _aval_key(inst.env.get(name)),
+                    None if source is None else atom(Var(source)),
+                    made,
+                )
             )
             i += 1
     except _NoKey:
