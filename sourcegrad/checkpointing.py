@@ -192,7 +192,7 @@ def _own_names(replay, backward, state, namer):
     """The replayed trip with its temporaries renamed (`W_h` -> `W_h_1`): those the rest of
     the backward never reads. The forward's then stay assigned once, so the printer folds them
     into the expressions that read them again, as it does without checkpointing."""
-    elsewhere = {n for s in walk(backward) for n in reads_of(s) + writes_of(s)}
+    elsewhere = {n for s in walk(backward) for n in (*reads_of(s), *writes_of(s))}
     pushed = {n for s in walk(replay) if isinstance(s, Push) for n in reads_of(s)}
     written = [n for s in walk(replay) if isinstance(s, Assign) for n in writes_of(s)]
     mapping = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Sequence, Union
 
 from .errors import SourceLocation
 
@@ -209,15 +209,19 @@ def walk(stmts):
                 yield from walk(block)
 
 
-def reads_of(stmt) -> list[str]:
-    """Names a statement reads itself (not counting its nested blocks)."""
+def reads_of(stmt) -> Sequence[str]:
+    """Names a statement reads itself (not counting its nested blocks), to be read, not
+    changed: for an operation, the tuple its `Call` keeps (no copy)."""
     kind = type(stmt)
     if kind is Assign or kind is ExprStmt:
         # (the common case first: every pass asks, per statement, ~30 times a compile)
         value = stmt.value
         if type(value) is Call:
             known = value.__dict__.get("_reads")
-            return list(known) if known is not None else value.reads()
+            if known is None:
+                value.reads()
+                known = value.__dict__["_reads"]
+            return known
     if isinstance(stmt, (Assign, ExprStmt)):
         v = stmt.value
         return v.reads() if isinstance(v, Call) else atom_vars(v)

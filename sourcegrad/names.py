@@ -75,6 +75,8 @@ def name_for_call(op: str, spelling, args) -> str:
 
 
 def sanitize(name: str) -> str:
+    if name.isascii() and name.isidentifier() and not keyword.iskeyword(name):
+        return name  # (the common case, asked per name handed out: no regex)
     name = re.sub(r"\W", "_", name)
     if not name or name[0].isdigit():
         name = "v_" + name

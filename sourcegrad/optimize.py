@@ -1497,7 +1497,7 @@ def batch_row_products(fn: Function, env: dict) -> Function:
         set(fn.params)
         | set(fn.free)
         | set(defs)
-        | {n for s in walk(fn.body) for n in writes_of(s) + reads_of(s)}
+        | {n for s in walk(fn.body) for n in (*writes_of(s), *reads_of(s))}
     )
 
     def never_written(name):

@@ -25,6 +25,7 @@ from .analysis import UNKNOWN, AVal, abstract_call
 from .ir import Assign, Call, Const, Tup, Var, atom_vars
 from .names import name_for_call
 from .ops import OPERATORS, RULES, TEMPLATE_NAMESPACE, rule_for_function, vjp_template
+from .template_replay import canonical, replay, shape_key
 
 _NO_VALUE = object()
 
@@ -126,6 +127,10 @@ class Instantiator:
         # whether a name holds one value wherever it is read (the caller knows its program:
         # reverse.Reverser says which primal values and accumulators are reassigned)
         self.stable = lambda name: name in self.defs
+        # instantiations recorded per shape of their operands, replayed for the next operands
+        # of that shape (template_replay); `log` collects the one being evaluated
+        self.recordings: dict = {}
+        self.log = None
 
     def made_by(self, atom):
         """The Call that computed the temporary `atom`, when the values it read still hold
@@ -154,7 +159,28 @@ class Instantiator:
 
     def template(self, fn, rule, call, first, ans, name, argnum):
         """Instantiate a rule lambda whose first two parameters are the incoming adjoint (a VJP's
-        `g`) or tangent (a JVP's `t`) and `ans`, bound to `first` and `ans`."""
+        `g`) or tangent (a JVP's `t`) and `ans`, bound to `first` and `ans`: evaluated, or
+        replayed from an instantiation for operands of the same shape (template_replay)."""
+        keyed = shape_key(self, fn, rule, call, first, ans, argnum)
+        if keyed is None:
+            return self.evaluate(fn, rule, call, first, ans, name, argnum)
+        key, names = keyed
+        recording = self.recordings.get(key)
+        if recording is not None:
+            self.start, self.note = len(self.out), rule.family
+            return replay(self, recording, names, name)
+        self.log = log = []
+        try:
+            result = self.evaluate(fn, rule, call, first, ans, name, argnum)
+        finally:
+            self.log = None
+        recording = canonical(log, names, result, name, self.loc, rule.family)
+        if recording is not None:
+            self.recordings[key] = recording
+        return result
+
+    def evaluate(self, fn, rule, call, first, ans, name, argnum):
+        """Instantiate the template by partial evaluation (see `template`)."""
         lam = vjp_template(fn)
         first_name, ans_name = (a.id for a in lam.args.args[:2])
         bindings = {
@@ -194,6 +220,8 @@ class Instantiator:
             # the rule chooses its formula by a fact known only when it runs (the rank of a
             # value whose shape changes from one loop trip to the next): call it then
             del self.out[self.start :]
+            if self.log is not None:
+                self.log.append(("truncate",))
             op = "jvp_at_run_time" if fn in rule.jvps else "vjp_at_run_time"
             args = [Const(rule.name), Const(argnum), first, ans, *call.args]
             return self.emit(op, args, list(call.kwargs), name).atom
@@ -229,10 +257,14 @@ class Instantiator:
         call = Call(op, tuple(args), tuple(kwargs))
         rule = RULES[op]
         target = self.namer.fresh(name or name_for_call(op, rule.spelling, args))
-        self.out.append(Assign(target, call, self.loc, self.note))
+        stmt = Assign(target, call, self.loc, self.note)
+        self.out.append(stmt)
         self.defs[target] = call
         aval = abstract_call(call, self.env)
         self.env[target] = aval
+        if self.log is not None:  # (recording an instantiation: see template_replay)
+            how = ("lit", name) if name else ("call", op, tuple(args))
+            self.log += [("fresh", how, target), ("emit", stmt, target, aval)]
         static = aval.stand_in if aval is not UNKNOWN and aval.known else _NO_VALUE
         return PV(Var(target), static, foldable=False)
 
@@ -380,6 +412,8 @@ class Instantiator:
         last = self.out[-1] if len(self.out) > self.start else None
         if isinstance(pv.atom, Var) and isinstance(last, Assign) and last.target == pv.atom.name:
             target = self.namer.fresh(name)
+            if self.log is not None:
+                self.log += [("fresh", ("lit", name), target), ("rename", last.target, target)]
             self.env[target] = self.env.pop(last.target)
             if last.target in self.defs:
                 self.defs[target] = self.defs.pop(last.target)

@@ -4,10 +4,11 @@
 matmul every few statements and reads of values many statements back); `nested_source(depth)`
 writes loops nested `depth` deep with a few statements at each level. `compile_seconds` writes
 such source to a temporary module (the compiler reads source with `inspect`), imports it and
-times `Gradient.compile` for its inputs: parsing, lowering, the analyses, the reverse pass,
-the optimizer, code generation and loading. `curve` measures a list of sizes and returns rows
-of milliseconds in all and per statement; compiling should cost the same per statement at
-any size (the target: at most `MS_PER_STATEMENT_TARGET` at 2000 and 10000 statements).
+times `Gradient.compile` for its inputs (CPU time): parsing, lowering, the analyses, the
+reverse pass, the optimizer, code generation and loading. `curve` measures a list of sizes and
+returns rows of CPU milliseconds in all and per statement; compiling should cost the same per
+statement at any size (the target: at most `MS_PER_STATEMENT_TARGET` at 2000 and 10000
+statements).
 """
 
 from __future__ import annotations
@@ -108,13 +109,15 @@ def load_function(source: str, name: str, directory: str):
 
 
 def compile_seconds(fn, args, wrt=0) -> float:
-    """Seconds `sourcegrad.grad(fn)` takes to compile for `args` (a fresh Gradient)."""
+    """CPU seconds `sourcegrad.grad(fn)` takes to compile for `args` (a fresh Gradient): the
+    process's CPU time, not the wall clock, which counts other processes' turns on a shared
+    machine."""
     import sourcegrad
 
     g = sourcegrad.grad(fn, wrt=wrt)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     g.compile(args)
-    return time.perf_counter() - t0
+    return time.process_time() - t0
 
 
 def curve(sizes=STRAIGHT_SIZES, depths=NESTING_DEPTHS, log=None):
@@ -149,7 +152,7 @@ def _row(kind, size, statements, seconds):
 
 def markdown(rows) -> str:
     out = [
-        "| function | size | statements | compile | per statement |",
+        "| function | size | statements | compile (CPU) | per statement |",
         "|---|---:|---:|---:|---:|",
     ]
     for r in rows:
