@@ -16,7 +16,7 @@ The numba variant is the numpy text with what numba needs changed, and nothing e
 `import numba` and an `@numba.njit(...)` line on each function; `reversed(range(...))`
 as a counting-down `range` (numba has no `reversed`); a ufunc's `out=` keyword as its
 positional output (numba takes no keywords for ufuncs); runs of elementwise statements
-fused into one loop (`fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
+fused into one pass over memory (`numba_fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
 
 numba's disk cache: numba caches a function's machine code next to the *file* its source
@@ -185,14 +185,10 @@ def numba_source(source: str, cached: bool = False) -> str:
 def _replace(lines, start, end, text):
     (l0, c0), (l1, c1) = start, end
     first, last = lines[l0 - 1], lines[l1 - 1]
-    lines[l0 - 1] = first[: _byte_col(first, c0)] + text + last[_byte_col(last, c1) :]
+    col = numba_fusion.byte_col
+    lines[l0 - 1] = first[: col(first, c0)] + text + last[col(last, c1) :]
     for i in range(l0, l1):
         lines[i] = ""
-
-
-def _byte_col(line, col):
-    """ast's columns count UTF-8 bytes: the string index of byte column `col`."""
-    return len(line.encode()[:col].decode(errors="ignore"))
 
 
 def _segment(source, node):

@@ -102,14 +102,17 @@ def _numpy_source(f, *args):
     return g.source
 
 
-def test_fusion_makes_one_loop_writing_only_what_is_read_after_it():
+def test_fusion_makes_one_pass_in_blocks_writing_only_what_is_read_after_it():
     x = np.linspace(0.1, 1.0, 5)
     source = _numpy_source(chain3, x, 0.5)
     kinds = {"x": numba_fusion.kind_of(x), "y": numba_fusion.kind_of(0.5)}
     fused = numba_fusion.fuse(source, "dchain3_dx", kinds)
-    assert fused.count("for i in range(x.shape[0]):") == 1
-    assert fused.count("np.empty(x.shape)") == 1  # dx only: the rest are numbers per element
-    assert "math.sin(x[i])" in fused and "dx[i] = " in fused
+    block = numba_fusion.BLOCK
+    assert fused.count(f"for block in range(0, x.size, {block}):") == 1  # one pass
+    assert fused.count("for i in range(size):") == 3  # a loop per libm call, in the block
+    assert fused.count("np.empty(x.shape)") == 1  # dx only: the rest are a block's values
+    assert fused.count(f"np.empty({block})") == 2  # v and w, read by a later loop
+    assert "math.sin(x[block + i])" in fused and "dx[block + i] = " in fused
     namespace: dict = {}
     exec(fused, namespace)  # plain Python runs it too: the same numbers
     np.testing.assert_allclose(
@@ -159,12 +162,15 @@ numba = pytest.importorskip("numba")
 
 
 def test_fused_elementwise_run_matches_numpy_and_differences():
-    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)  # two dimensions: np.ndindex
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)  # two dimensions: flat views
     g = sourcegrad.grad(chain3, backend="numba")
     got = g(x, 0.7)
-    assert "for i in np.ndindex(x.shape):" in g.source
+    assert "x_flat = x.ravel()" in g.source and "dx_flat = dx.reshape(dx.size)" in g.source
     _same(got, sourcegrad.grad(chain3)(x, 0.7))
     _against_differences(chain3, (x, 0.7), (0,), got)
+    # more than a block, a transposed (Fortran-ordered) array, an empty one: numpy's numbers
+    for x in (np.linspace(-1.0, 1.0, 1500).reshape(50, 30), x.T, x[:0]):
+        _same(sourcegrad.grad(chain3, backend="numba")(x, 0.7), sourcegrad.grad(chain3)(x, 0.7))
 
 
 def test_unsupported_construct_falls_back_with_one_warning_naming_it():
