@@ -46,6 +46,14 @@ def softmax_rows(x):
     return np.sum(np.exp(z) * x)
 
 
+def extremes_and_means(x):
+    return np.sum(np.min(x, axis=0) ** 2) + np.sum(np.mean(x, axis=-1, keepdims=True) * x)
+
+
+def running_sums(x):
+    return np.sum(np.cumsum(x, axis=1) * x)  # numba has no np.flip(x, axis)
+
+
 def _same(got, want):
     got = got if isinstance(got, tuple) else (got,)
     want = want if isinstance(want, tuple) else (want,)
@@ -88,6 +96,52 @@ def test_ufunc_out_keywords_become_positional_nested_ones_too():
     assert "np.sum(a, out=None)" in text  # not a ufunc: left as it is
     assert text.startswith("import numba\nimport numpy as np\n")
     assert '@numba.njit(error_model="numpy")\ndef f(a, b):' in text
+
+
+def test_reductions_over_an_axis_become_what_numba_compiles():
+    source = (
+        "import numpy as np\nfrom sourcegrad.runtime import max_grad, reduced_count\n\n\n"
+        "def f(x, g):\n"
+        "    a = x.max(axis=1, keepdims=True)\n"
+        "    b = np.sum(x, axis=-1, keepdims=True) / reduced_count(x, -1)\n"
+        "    c = np.amin(x, axis=0) + x.mean(axis=1) + x.sum(axis=0)\n"
+        "    d = max_grad(g, a, x, 1, True)\n"
+        "    e = x.max(axis=(0, 1)) + np.max(x, axis=1, out=None)\n"
+        "    return a, b, c, d, e\n"
+    )
+    text = numba_backend.numba_source(source)
+    assert "a = np.expand_dims(max_along_axis(x, 1), 1)" in text
+    assert "b = np.expand_dims(x.sum(axis=-1), -1) / x.shape[-1]" in text
+    assert "c = min_along_axis(x, 0) + (x.sum(axis=1) / x.shape[1]) + x.sum(axis=0)" in text
+    assert "d = max_grad_along_axis(g, a, x, 1)" in text
+    assert "e = x.max(axis=(0, 1)) + np.max(x, axis=1, out=None)" in text  # left: refused
+    # each helper once, compiled as the function is, before it
+    for helper in ("max_along_axis", "min_along_axis", "max_grad_along_axis"):
+        assert text.count(f"def {helper}(") == 1
+        assert text.index(f"def {helper}(") < text.index("def f(")
+    assert text.count('@numba.njit(error_model="numpy")') == 4
+    namespace: dict = {}  # the helpers as Python: numpy's numbers
+    python = [ln for ln in text.splitlines() if not ln.startswith(("@numba", "import numba"))]
+    exec("\n".join(python), namespace)
+    x = np.array([[1.0, 3.0, 3.0], [2.0, -1.0, 0.5]])  # a tie in the first row
+    g = np.array([[0.5], [2.0]])
+    for axis in (0, 1, -1, -2):
+        np.testing.assert_array_equal(namespace["max_along_axis"](x, axis), x.max(axis=axis))
+        np.testing.assert_array_equal(namespace["min_along_axis"](x, axis), x.min(axis=axis))
+    from sourcegrad.runtime import max_grad
+
+    np.testing.assert_array_equal(
+        namespace["max_grad_along_axis"](g, x.max(axis=1, keepdims=True), x, 1),
+        max_grad(g, x.max(axis=1, keepdims=True), x, 1, True),
+    )
+    h = np.array([0.5, 2.0, -1.0])
+    np.testing.assert_array_equal(
+        namespace["max_grad_along_axis"](h, x.min(axis=0), x, 0),
+        max_grad(h, x.min(axis=0), x, 0, False),
+    )
+    # a name of the code's own that a helper would take: reductions left as they are
+    clash = source.replace("return a,", "max_along_axis = 1\n    return a,")
+    assert "x.max(axis=1, keepdims=True)" in numba_backend.numba_source(clash)
 
 
 def chain3(x, y):
@@ -175,20 +229,20 @@ def test_fused_elementwise_run_matches_numpy_and_differences():
 
 def test_unsupported_construct_falls_back_with_one_warning_naming_it():
     x = np.random.default_rng(0).normal(size=(2, 3))
-    g = sourcegrad.grad(softmax_rows, backend="numba")
+    g = sourcegrad.grad(running_sums, backend="numba")
     with pytest.warns(JitFallbackWarning) as record:
         got = g(x)
     (warning,) = [w for w in record if issubclass(w.category, JitFallbackWarning)]
     text = str(warning.message)
-    assert "softmax_rows" in text and "keepdims" in text and "max" in text
+    assert "running_sums" in text and "flip" in text
     assert "line " in text  # the user's line it computes or differentiates
     assert "@numba" not in g.source  # the source shown is the code that runs
-    _same(got, sourcegrad.grad(softmax_rows)(x))
-    _against_differences(softmax_rows, (x,), (0,), got)
+    _same(got, sourcegrad.grad(running_sums)(x))
+    _against_differences(running_sums, (x,), (0,), got)
     api._COMPILED.clear()  # compiled again: numba's refusal is remembered, and not said twice
     with warnings.catch_warnings():
         warnings.simplefilter("error", JitFallbackWarning)
-        _same(sourcegrad.grad(softmax_rows, jit=True)(x), got)
+        _same(sourcegrad.grad(running_sums, jit=True)(x), got)
 
 
 def test_scalar_loop_matches_numpy_and_differences_and_is_cached_on_disk(tmp_path, monkeypatch):
@@ -255,6 +309,21 @@ def test_loop_and_branch_programs(case):
     got, _ = _compare(f, args, wrt)
     if all(isinstance(args[i], (float, np.ndarray)) for i in wrt):
         _against_differences(f, args, wrt, got)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("f", [softmax_rows, extremes_and_means])
+def test_reductions_over_an_axis_are_compiled_and_match(f):
+    x = np.random.default_rng(0).normal(size=(3, 4))
+    x[1, 2] = x[1, 0] = x[1].max() + 1.0  # a tie for the max of a row
+    x[0, 3] = x[2, 3] = x[:, 3].min() - 1.0  # and for the min of a column
+    got, fell_back = _compare(f, (x,), (0,))
+    assert not fell_back, fell_back[0].message
+    assert "_along_axis(" in sourcegrad.grad(f, backend="numba").compile((x,)).source
+    x[1, 2] += 1e-3  # (differences across a tie are one-sided: checked off it)
+    x[0, 3] -= 1e-3
+    got, _ = _compare(f, (x,), (0,))
+    _against_differences(f, (x,), (0,), got)
 
 
 @pytest.mark.slow
