@@ -286,7 +286,7 @@ def _compare(f, args, wrt):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["scalar", "logreg", "rnn", "chain", "spring"])
+@pytest.mark.parametrize("name", ["scalar", "logreg", "mlp", "rnn", "chain", "spring"])
 def test_benchmark_workloads(name):
     from sourcegrad.bench import workloads as W
 
