@@ -15,8 +15,12 @@ The numba variant is the numpy text with what numba needs changed, and nothing e
 `Gradient.source` and `sourcegrad show --backend numba` print exactly what is compiled):
 `import numba` and an `@numba.njit(...)` line on each function; `reversed(range(...))`
 as a counting-down `range` (numba has no `reversed`); a ufunc's `out=` keyword as its
-positional output (numba takes no keywords for ufuncs); runs of elementwise statements
-fused into one pass over memory (`numba_fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
+positional output (numba takes no keywords for ufuncs); reductions over a literal axis
+that numba lacks (`keepdims=`, `max`/`min`/`mean` over an axis, the runtime's `max_grad`
+and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper functions
+written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
+there and the numpy code runs); runs of elementwise statements fused into one pass over
+memory (`numba_fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
 
 numba's disk cache: numba caches a function's machine code next to the *file* its source
@@ -192,7 +196,9 @@ def numba_source(source: str, cached: bool = False) -> str:
     if helpers:  # (before the first function: defined when the functions are compiled)
         first = min(n.lineno for n in tree.body if isinstance(n, ast.FunctionDef))
         lines.insert(first - 1, "\n\n".join(helpers) + "\n\n")
-    header = 1 if lines and lines[0].startswith("#") else 0
+    header = 0  # (after the header's comment lines)
+    while header < len(lines) and lines[header].startswith("#"):
+        header += 1
     lines.insert(header, "import numba\n")
     return "".join(lines)
 
