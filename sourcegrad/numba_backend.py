@@ -15,8 +15,12 @@ The numba variant is the numpy text with what numba needs changed, and nothing e
 `Gradient.source` and `sourcegrad show --backend numba` print exactly what is compiled):
 `import numba` and an `@numba.njit(...)` line on each function; `reversed(range(...))`
 as a counting-down `range` (numba has no `reversed`); a ufunc's `out=` keyword as its
-positional output (numba takes no keywords for ufuncs); runs of elementwise statements
-fused into one loop (`fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
+positional output (numba takes no keywords for ufuncs); reductions over a literal axis
+that numba lacks (`keepdims=`, `max`/`min`/`mean` over an axis, the runtime's `max_grad`
+and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper functions
+written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
+there and the numpy code runs); runs of elementwise statements fused into one pass over
+memory (`numba_fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
 
 numba's disk cache: numba caches a function's machine code next to the *file* its source
@@ -153,13 +157,20 @@ class _Untypable(Exception):
 
 def numba_source(source: str, cached: bool = False) -> str:
     """The numpy module text with numba's needs met (see the module docstring)."""
+    # (a helper's name the code has for another value: reductions over an axis left as they are)
+    helpers_free = not any(re.search(rf"\b{name}\b", source) for name in _HELPERS)
     while True:  # innermost calls first: an edit's text holds the edits inside it
         tree = ast.parse(source)
         lines = source.splitlines(keepends=True)
         edits = []  # (start (line, col), end (line, col), text)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
-                edit = _reversed_range(node, source) or _positional_out(node, source)
+                edit = (
+                    _reversed_range(node, source)
+                    or _positional_out(node, source)
+                    or (_axis_reduction(node, source) if helpers_free else None)
+                    or (_runtime_call(node, source) if helpers_free else None)
+                )
                 if edit is not None:
                     edits.append(edit)
         innermost = [
@@ -177,7 +188,17 @@ def numba_source(source: str, cached: bool = False) -> str:
         reverse=True,
     ):
         lines.insert(node.lineno - 1, decorator + "\n")
-    header = 1 if lines and lines[0].startswith("#") else 0
+    helpers = [
+        text.replace("@numba.njit\n", decorator + "\n")
+        for name, text in _HELPERS.items()
+        if re.search(rf"\b{name}\(", source)
+    ]
+    if helpers:  # (before the first function: defined when the functions are compiled)
+        first = min(n.lineno for n in tree.body if isinstance(n, ast.FunctionDef))
+        lines.insert(first - 1, "\n\n".join(helpers) + "\n\n")
+    header = 0  # (after the header's comment lines)
+    while header < len(lines) and lines[header].startswith("#"):
+        header += 1
     lines.insert(header, "import numba\n")
     return "".join(lines)
 
@@ -185,14 +206,10 @@ def numba_source(source: str, cached: bool = False) -> str:
 def _replace(lines, start, end, text):
     (l0, c0), (l1, c1) = start, end
     first, last = lines[l0 - 1], lines[l1 - 1]
-    lines[l0 - 1] = first[: _byte_col(first, c0)] + text + last[_byte_col(last, c1) :]
+    col = numba_fusion.byte_col
+    lines[l0 - 1] = first[: col(first, c0)] + text + last[col(last, c1) :]
     for i in range(l0, l1):
         lines[i] = ""
-
-
-def _byte_col(line, col):
-    """ast's columns count UTF-8 bytes: the string index of byte column `col`."""
-    return len(line.encode()[:col].decode(errors="ignore"))
 
 
 def _segment(source, node):
@@ -242,6 +259,129 @@ def _positional_out(node, source):
         return None
     parts = [_segment(source, a) for a in node.args + [node.keywords[0].value]]
     return _span(node) + (f"{_segment(source, node.func)}({', '.join(parts)})",)
+
+
+# reductions over an axis numba does not compile, as what it does: numba's sum takes an axis
+# but no keepdims (np.expand_dims puts the axis back), its max, min and mean no axis at all
+_REDUCTIONS = {"sum", "max", "min", "amax", "amin", "mean"}
+_HELPERS = {
+    f"{r}_along_axis": f'''@numba.njit
+def {r}_along_axis(x, axis):
+    """x.{r}(axis=axis) of a 2-d array x (numba's {r} takes no axis)."""
+    rows, columns = x.shape  # (numba refuses another ndim here: the numpy code runs)
+    if not -2 <= axis < 2:
+        raise ValueError("axis out of range")
+    if axis % 2 == 0:
+        out = np.empty(columns, x.dtype)
+        for j in range(columns):
+            out[j] = x[:, j].{r}()
+    else:
+        out = np.empty(rows, x.dtype)
+        for i in range(rows):
+            out[i] = x[i].{r}()
+    return out
+'''
+    for r in ("max", "min")
+}
+_HELPERS["max_grad_along_axis"] = '''@numba.njit
+def max_grad_along_axis(g, ans, x, axis):
+    """runtime.max_grad for a 2-d x: g * hits / hits.sum(axis), hits = (x == ans), ans
+    and g of the reduced shape (axis kept or not)."""
+    rows, columns = x.shape  # (numba refuses another ndim here: the numpy code runs)
+    if not -2 <= axis < 2:
+        raise ValueError("axis out of range")
+    along = axis % 2 == 0  # (down the columns)
+    gs, extremes = g.ravel(), ans.ravel()
+    n = columns if along else rows
+    if gs.size not in (1, n) or extremes.size != n:
+        raise ValueError("operands could not be broadcast together")
+    ties = np.zeros(n)
+    for i in range(rows):
+        for j in range(columns):
+            k = j if along else i
+            ties[k] += x[i, j] == extremes[k]
+    out = np.empty(x.shape)
+    for i in range(rows):
+        for j in range(columns):
+            k = j if along else i
+            out[i, j] = gs[k if gs.size > 1 else 0] * (x[i, j] == extremes[k]) / ties[k]
+    return out
+'''
+
+
+def _axis_reduction(node, source):
+    """`x.max(axis=1, keepdims=True)` (or `np.max(x, ...)`; sum, min, mean) in what numba
+    compiles: `np.expand_dims(max_along_axis(x, 1), 1)`; the mean as the sum over the axis
+    divided by its length. Only with a literal int axis and keepdims (else left: refused)."""
+    func = node.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _REDUCTIONS:
+        return None
+    if isinstance(func.value, ast.Name) and func.value.id == "np" and len(node.args) == 1:
+        array = node.args[0]
+    elif not node.args and not (isinstance(func.value, ast.Name) and func.value.id == "np"):
+        array = func.value
+    else:
+        return None
+    options = {k.arg: k.value for k in node.keywords}
+    axis, keepdims = options.pop("axis", None), options.pop("keepdims", None)
+    if (
+        options
+        or not (axis is not None and _int_constant(axis))
+        or not (keepdims is None or isinstance(keepdims, ast.Constant))
+        or keepdims is not None
+        and type(keepdims.value) is not bool
+    ):
+        return None
+    reduction = func.attr.removeprefix("a")  # (amax is max)
+    kept = keepdims is not None and keepdims.value
+    if reduction == "sum" and not kept and keepdims is None:
+        return None  # (numba compiles it as it is)
+    x, a = _segment(source, array), ast.literal_eval(axis)
+    if reduction == "mean":
+        if not isinstance(array, ast.Name):
+            return None  # (read twice below: only a name)
+        text = f"({x}.sum(axis={a}) / {x}.shape[{a}])"
+    elif reduction == "sum":
+        text = f"{x}.sum(axis={a})"
+    else:
+        text = f"{reduction}_along_axis({x}, {a})"
+    return _span(node) + ((f"np.expand_dims({text}, {a})" if kept else text),)
+
+
+def _runtime_call(node, source):
+    """The runtime helpers over one literal int axis, as what numba compiles:
+    `max_grad(g, ans, x, 1, True)` (a max's or min's adjoint) as
+    `max_grad_along_axis(g, ans, x, 1)`, `reduced_count(x, 1)` as `x.shape[1]`."""
+    if not (
+        isinstance(node.func, ast.Name)
+        and node.func.id in ("max_grad", "reduced_count")
+        and re.search(rf"^from sourcegrad\.runtime import .*\b{node.func.id}\b", source, re.M)
+        and not node.keywords
+        and len(node.args) >= 2
+    ):
+        return None
+    if node.func.id == "reduced_count":
+        x, axis = node.args
+        if not (isinstance(x, ast.Name) and _int_constant(axis)):
+            return None
+        return _span(node) + (f"{x.id}.shape[{ast.literal_eval(axis)}]",)
+    if not (
+        len(node.args) == 5
+        and _int_constant(node.args[3])
+        and isinstance(node.args[4], ast.Constant)
+        and type(node.args[4].value) is bool
+    ):
+        return None
+    args = ", ".join(_segment(source, a) for a in node.args[:4])
+    return _span(node) + (f"max_grad_along_axis({args})",)
+
+
+def _int_constant(node):
+    """Whether the node is a literal int (`1`, `-1`): `ast.literal_eval` reads it."""
+    try:
+        return type(ast.literal_eval(node)) is int
+    except ValueError:
+        return False
 
 
 def _span(node):

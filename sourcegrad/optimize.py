@@ -1431,7 +1431,8 @@ def optimize(
     `shapes` (name -> shape tuple, from the signature) lets values that are computed
     only for their shape be replaced by that shape; with `dtypes` too, rank-one updates
     accumulated in a loop become one matrix product after it. `backend` sets the size
-    from which results are computed into dead buffers; `numbers` names the values that
+    from which results are computed into dead buffers (never for dask and numba);
+    `numbers` names the values that
     are floating numbers (Python floats, numpy floating scalars).
     """
     clean = _Cleaner(fn.params)
@@ -1453,7 +1454,9 @@ def optimize(
         )
     if arrays:
         body = eliminate_dead_code(drop_unread_saves(body))
-    if arrays and backend != "dask":  # (dask arrays are immutable: no `out=`)
+    # (dask arrays are immutable: no `out=`; numba fuses runs of elementwise statements into
+    # one pass over memory (numba_fusion), which computing into buffers would split)
+    if arrays and backend not in ("dask", "numba"):
         body = reuse_dead_buffers(
             body,
             set(fn.params),
