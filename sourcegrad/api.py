@@ -48,7 +48,7 @@ import numpy as np
 
 from . import analysis, cache, dask_backend, errors, numba_backend, pipeline, random_draws, trees
 from .analysis import aval_of, signature_key
-from .codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
+from .codegen import BACKENDS, DOT_MAX_SIZE, FREE_MIN_BYTES, SourceInfo, generate_module, load
 from .dispatch import fast_entry
 from .frontend import function_to_ir
 from .ir import (
@@ -935,6 +935,7 @@ class Gradient(staticmethod):
                 matrices,
                 tuple(primal.params[i] for i in sorted(unwrapped) if primal.params[i] in read),
                 "forward-mode derivative (JVP)" if isinstance(self, JVP) else "gradient",
+                large=frozenset(n for n in arrays if env[n].stand_in.nbytes >= FREE_MIN_BYTES),
             )
             source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
             if self.backend_for(args) == "dask":
