@@ -48,7 +48,8 @@ import numpy as np
 
 from . import analysis, cache, dask_backend, errors, numba_backend, pipeline, random_draws, trees
 from .analysis import aval_of, signature_key
-from .codegen import BACKENDS, DOT_MAX_SIZE, FREE_MIN_BYTES, SourceInfo, generate_module, load
+from .codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
+from .lifetimes import FREE_MIN_BYTES
 from .dispatch import fast_entry
 from .frontend import function_to_ir
 from .ir import (

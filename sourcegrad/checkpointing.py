@@ -737,8 +737,8 @@ def recompute_under_budget(plan, fn, forward, backward, namer, env, ret):
                 return None
             out[n] = _operations(made[n], env)
             for m in reads_of(made[n]):
-                if counts.get(m, 0) == 0 or (m in saved and m != name):
-                    continue  # an input, a global, or a value kept
+                if counts.get(m, 0) == 0 or (m in saved and m != name and m in made):
+                    continue  # an input, a global, or a value kept (assigned once)
                 todo.append(m)
         return out
 

@@ -83,9 +83,6 @@ MAX_LINE = 88
 # 2.4 against 1.4); from about 2^15 multiply-adds on the two take the same time (measured
 # on the benchmark's shapes, single-threaded)
 DOT_MAX_SIZE = 1024
-# an array this large is deleted after its last use (`del h`): a smaller one is not worth
-# the line (the memory a gradient holds at its peak is that of its large arrays)
-FREE_MIN_BYTES = 1 << 20
 _DOT_NOTE = "# a.dot(b) is a small a @ b without matmul's dispatch: ~1 µs a call faster"
 
 
@@ -501,7 +498,7 @@ class _Writer:
         for i, stmt in enumerate(stmts):
             self.statement(stmt, following.after(i), indent)
             if stmts is self.fn.body and i in self.freed:
-                self.add(indent, "code", stmt, f"del {', '.join(self.freed[i])}", _FREED_NOTE)
+                self.add(indent, "code", stmt, f"del {', '.join(self.freed[i])}", FREED_NOTE)
         if len(self.lines) == start and not self.dry:
             self.lines.append((indent, "code", None, "", "pass", ""))
 
@@ -1036,7 +1033,7 @@ class _Break:
 
 
 # the note of `del h`: a forward array read no more (lifetimes.freed_after_last_use)
-_FREED_NOTE = "read no more: the memory goes back now"
+FREED_NOTE = "read no more: the memory goes back now"
 
 # statements whose reads `write` records itself, where it prints them (or not at all)
 _NO_READS_RECORDED = frozenset((Assign, _Break, For, While))

@@ -47,6 +47,9 @@ from .ir import (
 )
 
 _VERSION = re.compile(r"_\d+$")
+# an array this large is deleted after its last use (`del h`): a smaller one is not worth
+# the line (the memory a gradient holds at its peak is that of its large arrays)
+FREE_MIN_BYTES = 1 << 20
 
 
 @lru_cache(maxsize=65536)
@@ -348,4 +351,4 @@ def freed_after_last_use(fn, candidates, local, reads_at, printed, sharing) -> d
     return {i: sorted(names) for i, names in freed.items()}
 
 
-__all__ = ["shared_names", "family", "in_place_names", "freed_after_last_use"]
+__all__ = ["shared_names", "family", "in_place_names", "freed_after_last_use", "FREE_MIN_BYTES"]
