@@ -486,7 +486,7 @@ class _Writer:
         self.elementwise_ops: dict = {}  # folded temp -> how many elementwise ops it holds
         self.kernels: list = []  # (name, params, expression) of fused functions
         self.dot_noted = False
-        # top-level position -> the forward's arrays deleted after it, read no more (lifetimes)
+        # top-level position -> the large arrays deleted after it, read no more (lifetimes)
         self.freed: dict = {}
 
     def expr(self, atom_or_call):
@@ -1032,7 +1032,7 @@ class _Break:
     when_true: bool = False
 
 
-# the note of `del h`: a forward array read no more (lifetimes.freed_after_last_use)
+# the note of `del h`: a large array read no more (lifetimes.freed_after_last_use)
 FREED_NOTE = "read no more: the memory goes back now"
 
 # statements whose reads `write` records itself, where it prints them (or not at all)
