@@ -43,9 +43,14 @@ import re
 
 from . import errors
 from .errors import SourceLocation
-from .memory_budget import segment_length
+from .memory_budget import choose_recomputed, segment_length
 from .ops import RULES
-from .optimize import RECOMPUTED_NOTE
+from .optimize import (
+    RECOMPUTED_NOTE,
+    eliminate_dead_code,
+    inline_shape_only_values,
+    propagate_copies_and_cse,
+)
 from .ir import (
     Assign,
     Call,
@@ -68,16 +73,20 @@ __all__ = [
     "checkpoint",
     "segment_loops",
     "recompute_regions",
+    "recompute_under_budget",
     "known_trip_counts",
     "manifest",
     "RECOMPUTED",
     "SNAPSHOT",
     "CHECKPOINTED",
+    "RECOMPUTED_BY_BUDGET",
 ]
 
 # what the comments of the code that checkpointing writes say (the manifest reads them too)
 RECOMPUTED = "recomputed from the snapshot taken"
 SNAPSHOT = "snapshot of the loop's state taken"
+# what a value recomputed under a budget says (`recompute_under_budget`), then its name
+RECOMPUTED_BY_BUDGET = "recomputed in the backward, not saved"
 
 
 def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
@@ -253,13 +262,20 @@ def _first_use(stmts, name):
                 return "read"
             if uses == ("write", "write"):
                 return "write"
-        elif isinstance(s, (For, While)):
+        elif isinstance(s, While):
+            # the test's statements run first, at least once, then the test, then maybe
+            # the body (an inner `while` writes its test's value before reading it)
+            first = _first_use(s.test_body, name)
+            if first is not None:
+                return first
+            if name in reads_of(s) or _first_use(s.body, name) == "read":
+                return "read"
+        elif isinstance(s, For):
             if name in reads_of(s):
                 return "read"
-            if isinstance(s, For) and s.target == name:
+            if s.target == name:
                 return "write"  # (the loop sets its index before its body reads it)
-            body = s.body if isinstance(s, For) else s.test_body + s.body
-            if _first_use(body, name) == "read":
+            if _first_use(s.body, name) == "read":
                 return "read"
         elif name in reads_of(s):
             return "read"
@@ -414,6 +430,7 @@ def known_trip_counts(fn, env) -> dict:
 
 
 _EVERY = re.compile(r"every (\d+) trips")
+_BUDGET_NAMES = re.compile(re.escape(RECOMPUTED_BY_BUDGET) + r": ([\w, ]+);")
 
 
 def manifest(saved, fn, env) -> list:
@@ -481,6 +498,20 @@ def manifest(saved, fn, env) -> list:
                             every=int(every.group(1)) if every else None,
                         )
                     )
+            elif isinstance(s, Assign) and backward and _BUDGET_NAMES.search(text):
+                for name in _BUDGET_NAMES.search(text).group(1).split(", "):
+                    if (name, "recomputed") not in seen and name in env:
+                        seen.add((name, "recomputed"))
+                        out.append(
+                            entry(
+                                name,
+                                s.loc,
+                                "recomputed",
+                                f"{RECOMPUTED_BY_BUDGET}: keeping it would pass the budget "
+                                f"({text[text.rindex('; ') + 2 :].rstrip(')')}), and it is "
+                                "among the cheapest values to make again per byte",
+                            )
+                        )
             elif isinstance(s, Assign) and backward and RECOMPUTED in text:
                 key = (s.target, "recomputed")
                 if key not in seen:
@@ -587,7 +618,7 @@ def marked(stmts):
     return out
 
 
-def recompute_regions(fn, forward, backward, namer):
+def recompute_regions(fn, forward, backward, namer, env=None):
     """The sweeps with the values of checkpointed calls (statements `marked`, at the top level
     of the forward, assigned once) that the backward reads made again in the backward, under
     their own names, just before the first backward statement that reads one. What the calls
@@ -622,13 +653,163 @@ def recompute_regions(fn, forward, backward, namer):
         todo += [m for m in reads_of(regions[n]) if m in regions]
     if not chain:
         return forward, backward
+    return forward, _made_again(forward, backward, chain, namer, lambda loc: loc, env)
+
+
+def _made_again(forward, backward, chain, namer, located, env=None):
+    """The backward with the forward's statements assigning `chain` copied into it under
+    their own names (CSE leaves them: `RECOMPUTED_NOTE`), each just before the first backward
+    statement, or copy, that reads it (so each lives no longer than the backward needs it),
+    and the backward's reads of those names made reads of the copies. `located(loc)`: the
+    location (and so the comment) a copy is printed under; `env` gets the copies' values."""
     copies = [s for s in forward if isinstance(s, Assign) and s.target in chain]
     mapping = {s.target: Var(namer.fresh(s.target)) for s in copies}
-    copies = [dataclasses.replace(s, note=RECOMPUTED_NOTE) for s in _renamed(copies, mapping)]
+    for old, new in mapping.items():  # (a copy has its value's shape and dtype)
+        if env is not None and old in env:
+            env[new.name] = env[old]
+    copies = [
+        dataclasses.replace(s, note=RECOMPUTED_NOTE, loc=located(s.loc))
+        for s in _renamed(copies, mapping)
+    ]
     backward = _renamed(backward, mapping)
-    first = next(
-        i
-        for i, s in enumerate(backward)
-        if any(n in {v.name for v in mapping.values()} for t in walk([s]) for n in reads_of(t))
-    )
-    return forward, backward[:first] + copies + backward[first:]
+    readers: dict = {}  # copy name -> index of the first backward statement reading it
+    for i, s in enumerate(backward):
+        for n in {n for t in walk([s]) for n in reads_of(t)}:
+            readers.setdefault(n, i)
+    at = {}
+    for c in reversed(copies):  # (a copy goes before the copies that read it)
+        users = [readers.get(c.target, len(backward))] + [
+            at[d.target] for d in copies if d.target in at and c.target in reads_of(d)
+        ]
+        at[c.target] = min(users)
+    out = []
+    for i, s in enumerate(backward + [None]):
+        out += [c for c in copies if at[c.target] == i]
+        if s is not None:
+            out.append(s)
+    return out
+
+
+def recompute_under_budget(plan, fn, forward, backward, namer, env, ret):
+    """Under `memory=B`: the straight-line values the backward reads (made once, at the top
+    level of the forward) recomputed in the backward instead of kept, the cheapest per byte
+    first, until the values kept fit in B (`memory_budget.choose_recomputed`). A value is
+    made again from the function's inputs and the values still kept, each copy commented
+    with the user's line and why. A function that updates an array in place keeps what it
+    saves (a copy would read the array as changed), and a draw is never made again.
+    The bytes counted are those of the values the backward reads once simplified as the
+    optimizer will (a value read for its shape only is not kept); `ret` is the function's
+    return. Returns (forward, backward, the names recomputed)."""
+    if plan.memory is None:
+        return forward, backward, []
+    if any(
+        isinstance(s, ExprStmt) or (isinstance(s, Assign) and s.in_place)
+        for s in walk(forward + backward)
+    ):
+        return forward, backward, []
+    counts: dict = {}
+    for s in walk(forward + backward):
+        for n in writes_of(s):
+            counts[n] = counts.get(n, 0) + 1
+    made = {
+        s.target: s
+        for s in forward
+        if isinstance(s, Assign)
+        and counts.get(s.target) == 1
+        and s.target not in fn.params
+        and not (isinstance(s.value, Call) and not RULES[s.value.op].pure)
+    }
+    read = _read_once_simplified(fn, forward, backward, ret, env)
+    written = {n for s in walk(forward) for n in writes_of(s)}
+    kept = [n for n in dict.fromkeys(n for s in forward for n in writes_of(s)) if n in read]
+    kept += sorted(n for n in read & written if n not in kept)
+    saved = {n: _bytes(env, Var(n)) for n in kept}
+
+    def steps(name):
+        """{name: operations} of the statements making `name` again from what is
+        available (inputs, kept values), or None where something it reads is neither."""
+        out, todo = {}, [name]
+        while todo:
+            n = todo.pop()
+            if n in out:
+                continue
+            if n not in made:
+                return None
+            out[n] = _operations(made[n], env)
+            for m in reads_of(made[n]):
+                if counts.get(m, 0) == 0 or (m in saved and m != name and m in made):
+                    continue  # an input, a global, or a value kept (assigned once)
+                todo.append(m)
+        return out
+
+    options = {}
+    for n in saved:
+        made_of = steps(n)
+        if made_of is not None:
+            options[n] = (saved[n], made_of)
+    chosen = choose_recomputed(plan, sum(saved.values()), options)
+    if not chosen:
+        return forward, backward, []
+    # what the copies make: the chosen values and what they are made of, less what stays kept
+    chain = set(chosen)
+    for n in chosen:
+        chain |= {m for m in options[n][1] if m not in saved or m in chosen}
+    on_line: dict = {}  # user line -> the values chosen there (named in its comment)
+    for n in chosen:
+        on_line.setdefault(made[n].loc.line if made[n].loc else None, []).append(n)
+
+    def located(loc):
+        if loc is None:
+            return None
+        names = on_line.get(loc.line)
+        what = f": {', '.join(names)}" if names else ""
+        return SourceLocation(
+            loc.file,
+            loc.line,
+            loc.col,
+            f"{loc.text.strip()}  ({RECOMPUTED_BY_BUDGET}{what}; {plan.describe()})",
+        )
+
+    return forward, _made_again(forward, backward, chain, namer, located, env), chosen
+
+
+def _read_once_simplified(fn, forward, backward, ret, env) -> set:
+    """The names the backward reads once the optimizer's first passes have run (values read
+    for their shape only replaced by it, copies propagated, common values merged), a read
+    of a value's shape (`x.size`) not counted."""
+    shapes = {
+        n: a.shape
+        for n, a in env.items()
+        if a is not None and not a.is_python_scalar and hasattr(a.stand_in, "shape")
+    }
+    body = inline_shape_only_values(forward + [Marker()] + backward + [ret], set(fn.params), shapes)
+    body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
+    cut = next(i for i, s in enumerate(body) if isinstance(s, Marker))
+    return {
+        n
+        for s in walk(body[cut + 1 :])
+        if not (
+            isinstance(s, Assign) and isinstance(s.value, Call) and RULES[s.value.op].static_result
+        )
+        for n in reads_of(s)
+    }
+
+
+def _operations(stmt, env) -> int:
+    """About how many arithmetic operations `stmt` costs (a matmul: m * n * k; anything else:
+    the elements it reads or writes), for the signature compiled."""
+
+    def size(atom):
+        aval = env.get(atom.name) if isinstance(atom, Var) else None
+        shape = getattr(aval, "shape", None) if aval is not None else None
+        return int(math.prod(shape)) if shape is not None else 1
+
+    value = stmt.value
+    out = size(Var(stmt.target))
+    if not isinstance(value, Call):
+        return 1
+    if RULES[value.op].family in ("matmul", "dot") and value.args:
+        aval = env.get(value.args[0].name) if isinstance(value.args[0], Var) else None
+        shape = getattr(aval, "shape", None) if aval is not None else None
+        return out * (shape[-1] if shape else 1)
+    return max([out] + [size(a) for a in value.args])

@@ -72,7 +72,7 @@ from .ir import (
     walk,
     writes_of,
 )
-from .lifetimes import in_place_names, shared_names
+from .lifetimes import freed_after_last_use, in_place_names, shared_names
 from . import ops
 from .ops import MATH_FUNCTIONS, RULES
 
@@ -116,6 +116,8 @@ class SourceInfo:
     matrices: frozenset = frozenset()
     unwrapped: tuple = ()  # parameters given as 0-d arrays, read as the numpy scalars they hold
     what: str = "gradient"  # or "forward-mode derivative (JVP)"
+    # arrays of at least FREE_MIN_BYTES: deleted after their last use (lifetimes)
+    large: frozenset = frozenset()
 
 
 def _name(ident):
@@ -484,6 +486,8 @@ class _Writer:
         self.elementwise_ops: dict = {}  # folded temp -> how many elementwise ops it holds
         self.kernels: list = []  # (name, params, expression) of fused functions
         self.dot_noted = False
+        # top-level position -> the large arrays deleted after it, read no more (lifetimes)
+        self.freed: dict = {}
 
     def expr(self, atom_or_call):
         return self.printer.value(atom_or_call)
@@ -493,6 +497,8 @@ class _Writer:
         following = self.facts.following(stmts, self.changed_by)
         for i, stmt in enumerate(stmts):
             self.statement(stmt, following.after(i), indent)
+            if stmts is self.fn.body and i in self.freed:
+                self.add(indent, "code", stmt, f"del {', '.join(self.freed[i])}", FREED_NOTE)
         if len(self.lines) == start and not self.dry:
             self.lines.append((indent, "code", None, "", "pass", ""))
 
@@ -1033,6 +1039,9 @@ class _Break:
     when_true: bool = False
 
 
+# the note of `del h`: a large array read no more (lifetimes.freed_after_last_use)
+FREED_NOTE = "read no more: the memory goes back now"
+
 # statements whose reads `write` records itself, where it prints them (or not at all)
 _NO_READS_RECORDED = frozenset((Assign, _Break, For, While))
 
@@ -1060,6 +1069,9 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
         }
         printed = in_place_names(fn, shared_names(fn, candidates, dry.reads_at), fn.user_names)
         writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices, dry.facts)
+        writer.freed = freed_after_last_use(
+            fn, info.large & dry.own_slot, dry.own_slot, dry.reads_at, printed, dry.sharing
+        )
         writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]
         many = len(unwrapped) > 1

@@ -21,6 +21,9 @@ next. A chain is printed under its family's base name when that is one of its me
 (`d_v`), else under its first member's name. Codegen goes through the function once
 without printing to learn where each name is read, then prints it with these names: the
 folding is the same both times, so the reads are where the analysis saw them.
+
+`freed_after_last_use(...)` gives the forward's arrays to be deleted after their last use,
+in the forward or the backward (see its docstring).
 """
 
 from __future__ import annotations
@@ -29,9 +32,24 @@ import heapq
 import re
 from functools import lru_cache
 
-from .ir import Assign, Call, Marker, Var, While, child_blocks, walk
+from .ir import (
+    Assign,
+    Call,
+    Marker,
+    Push,
+    Return,
+    Var,
+    While,
+    child_blocks,
+    reads_of,
+    walk,
+    writes_of,
+)
 
 _VERSION = re.compile(r"_\d+$")
+# an array this large is deleted after its last use (`del h`): a smaller one is not worth
+# the line (the memory a gradient holds at its peak is that of its large arrays)
+FREE_MIN_BYTES = 1 << 20
 
 
 @lru_cache(maxsize=65536)
@@ -255,4 +273,82 @@ def in_place_names(fn, printed: dict, user_names) -> dict:
     return printed
 
 
-__all__ = ["shared_names", "family", "in_place_names"]
+def freed_after_last_use(fn, candidates, local, reads_at, printed, sharing) -> dict:
+    """{top-level position: [printed names]}: arrays deleted (`del h`) after the statement
+    that last reads them, so that their memory goes back then, not when the gradient
+    returns. Without it a value the backward recomputes (`grad(f, memory=B)`) is held twice
+    at once (the forward's, dead, and the backward's copy), and the values kept for the
+    backward, or the buffers the backward computes into, all live to its end, beside the
+    copies made there.
+
+    `candidates`: the large arrays printed as their own statement (the ones worth a line);
+    `local`: every name printed as its own statement (a Python local, where a folded
+    temporary is none); `reads_at` as for `shared_names`; `printed`: the names they are
+    printed as; `sharing`: name -> the names that may share its memory (views, copies).
+    A name is freed only with every local sharing its memory (a view, a result computed
+    into its buffer with `out=`), each assigned by top-level statements only, none an
+    input, pushed on the stack or returned, and not just before the return."""
+    body = fn.body
+
+    def name(n):
+        return printed.get(n, n)
+
+    made_at: dict = {}  # printed name -> the top-level positions assigning it
+    nested: set = set()  # printed names assigned in a block (or by a pop, a loop)
+    used_at: dict = {}  # printed name -> the last top-level position reading or writing it
+    together: dict = {}  # printed name -> printed names sharing its memory
+    pushed: set = set()
+
+    def join(a, b):
+        merged = together.get(a, {a}) | together.get(b, {b})
+        for n in merged:
+            together[n] = merged
+
+    for i, stmt in enumerate(body):
+        for inner in walk([stmt]):
+            writes = [name(n) for n in writes_of(inner)]
+            value = getattr(inner, "value", None)
+            buffers = (
+                [name(a.name) for k, a in value.kwargs if k == "out" and isinstance(a, Var)]
+                if isinstance(value, Call)
+                else []
+            )
+            for b in buffers:
+                for w in writes:
+                    join(w, b)
+            for n in set(writes) | set(buffers) | {name(n) for n in reads_at.get(id(inner), ())}:
+                used_at[n] = i
+            if isinstance(inner, Push):
+                pushed |= {name(n) for n in reads_of(inner)}
+            for n in writes:
+                if inner is stmt and isinstance(stmt, Assign):
+                    made_at.setdefault(n, []).append(i)
+                else:
+                    nested.add(n)
+    for n, shared in sharing.items():
+        for m in shared:
+            join(name(n), name(m))
+    local = {name(n) for n in local}
+    ours = {name(n) for n in candidates}
+    params = set(fn.params)
+    freed: dict = {}
+    done: set = set()
+    for n in sorted(ours):
+        group = together.get(n, {n}) & local  # (a folded temporary is no name to delete)
+        if n in done:
+            continue
+        done |= group
+        if (
+            not group <= ours
+            or group & (pushed | nested | params)
+            or not all(m in made_at for m in group)
+        ):
+            continue
+        last = max(used_at.get(m, made_at[m][-1]) for m in group)
+        # (returned, or read by the last statement before the return: nothing to gain)
+        if not isinstance(body[min(last + 1, len(body) - 1)], Return):
+            freed.setdefault(last, []).extend(sorted(group))
+    return {i: sorted(names) for i, names in freed.items()}
+
+
+__all__ = ["shared_names", "family", "in_place_names", "freed_after_last_use", "FREE_MIN_BYTES"]

@@ -14,6 +14,12 @@ of a loop (`sourcegrad.checkpointing`), from the plan and what the loop saves:
 - `memory="min"`: the fewest saved bytes at one extra forward: that same optimum for a known
   length, k = 1024 for a while loop (O(sqrt(n)) memory while n stays below about 10^6).
 
+`choose_recomputed(plan, total, options)` picks the straight-line values (made once, outside
+any loop) the backward makes again instead of keeping, under `memory=B`: while the values
+kept pass the budget, the one whose recomputation costs the fewest operations per byte it
+frees first (an elementwise `y = 2 * x` long before the matmul `h = X @ W`); `"min"`
+recomputes every one that can be.
+
 The bytes are those of the signature compiled (shapes and dtypes; 8 for a Python number).
 """
 
@@ -24,7 +30,7 @@ from dataclasses import dataclass
 
 from . import errors
 
-__all__ = ["MemoryPlan", "memory_plan", "segment_length"]
+__all__ = ["MemoryPlan", "memory_plan", "segment_length", "choose_recomputed"]
 
 # the segment of a while loop under memory="min" (its trip count is not known when compiling)
 WHILE_SEGMENT = 1024
@@ -90,3 +96,32 @@ def segment_length(plan, trips, per_trip, per_snapshot) -> int:
 def _optimum(trips, per_trip, per_snapshot):
     """The k minimising trips / k * per_snapshot + k * per_trip."""
     return max(1, math.ceil(math.sqrt(max(trips, 1) * max(per_snapshot, 1) / max(per_trip, 1))))
+
+
+def choose_recomputed(plan, total, options) -> list:
+    """The values to recompute, in the order chosen (see the module docstring). `total`: the
+    bytes the straight-line values kept hold; `options`: {name: (bytes, {step: operations})}
+    with the steps (statements) that make it again from what stays available. A step shared
+    by two values costs once: each choice makes the others' shared steps free."""
+    if plan.memory is None:
+        return []
+    chosen, done, left = [], set(), dict(options)
+    while left and (plan.memory == "min" or total > plan.memory):
+
+        def price(name):
+            nbytes, steps = left[name]
+            ops = sum(c for step, c in steps.items() if step not in done)
+            return (ops / max(nbytes, 1), name)
+
+        name = min(left, key=price)
+        nbytes, steps = left.pop(name)
+        chosen.append(name)
+        done |= set(steps)
+        total -= nbytes
+    if plan.memory != "min":
+        # a cheap value chosen before a large one the budget needed anyway may be kept again
+        for name in reversed(chosen[:-1]):
+            if total + options[name][0] <= plan.memory:
+                chosen.remove(name)
+                total += options[name][0]
+    return chosen

@@ -33,6 +33,9 @@ closure values, which numba freezes into the machine code as constants), or when
 cache is off, nothing is written and `cache=False`: a cached compilation would keep the
 values it was compiled with.
 
+`del` lines (large arrays freed early) are left out: numba has none, and frees an array
+once its variable is dead.
+
 Multi-function modules (a VJP's forward and backward) run as numpy code: the backward's
 argument types are only known at its first call, and a failed compilation there could
 not fall back before the forward had run.
@@ -50,7 +53,7 @@ import warnings
 import numpy as np
 
 from . import cache, errors, numba_fusion
-from .codegen import load as load_numpy
+from .codegen import FREED_NOTE, load as load_numpy
 
 OPTIONS = 'error_model="numpy"'
 
@@ -157,6 +160,7 @@ class _Untypable(Exception):
 
 def numba_source(source: str, cached: bool = False) -> str:
     """The numpy module text with numba's needs met (see the module docstring)."""
+    source = _without_dels(source)
     # (a helper's name the code has for another value: reductions over an axis left as they are)
     helpers_free = not any(re.search(rf"\b{name}\b", source) for name in _HELPERS)
     while True:  # innermost calls first: an edit's text holds the edits inside it
@@ -201,6 +205,16 @@ def numba_source(source: str, cached: bool = False) -> str:
         header += 1
     lines.insert(header, "import numba\n")
     return "".join(lines)
+
+
+def _without_dels(source: str) -> str:
+    """The text without its `del` lines (numba has no `del`, and frees an array once its
+    variable is dead): those that free large arrays early in the numpy code, with the note
+    printed above one too long to carry it."""
+    lines = source.splitlines(keepends=True)
+    dels = {n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Delete)}
+    notes = {i - 1 for i in dels if lines[i - 2].strip() == f"# {FREED_NOTE}"}
+    return "".join(line for i, line in enumerate(lines, 1) if i not in dels | notes)
 
 
 def _replace(lines, start, end, text):

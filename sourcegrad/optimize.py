@@ -66,6 +66,7 @@ from .ir import (
     writes_of,
 )
 from . import ops
+from .lifetimes import FREE_MIN_BYTES
 from .ops import RULES
 from .shape_names import DimensionSources
 
@@ -1275,6 +1276,10 @@ def reuse_dead_buffers(
     # with residuals kept, not made by the forward and read by the backward
     kind = {n: (shapes[n], dtypes[n]) for n in owned}
     usable = {n for n in owned if not (made_at[n] < split < last_use[n])}
+    # a large buffer the forward lets die before the backward begins is freed there (the
+    # printer deletes its name: lifetimes.freed_after_last_use): the backward does not take
+    # it, which would hold it through the backward's first statements
+    backward_at = next((i for i, s in enumerate(body) if isinstance(s, Marker)), len(body))
     # per shape and dtype, a heap of the buffers dead so far, the one that died last on top
     # (then by name); each goes in once it is dead (after its statement and its last use),
     # and one taken is dropped when it comes to the top: O(n log n), where looking through
@@ -1283,6 +1288,10 @@ def reuse_dead_buffers(
     dead: dict = defaultdict(list)
     k = 0
     out = list(body)
+
+    def freed_before_backward(n):
+        return last_use[n] < backward_at < i and nbytes(n) >= FREE_MIN_BYTES
+
     for i, stmt in enumerate(body):
         while k < len(dying) and dying[k][0] <= i:
             n = dying[k][1]
@@ -1302,6 +1311,7 @@ def reuse_dead_buffers(
                 and n != target
                 and made_at[n] < i
                 and kind[n] == kind[target]
+                and not freed_before_backward(n)
             )
 
         # an operand that dies here first (as a hand-written `np.exp(u, out=u)`), then the
@@ -1326,8 +1336,8 @@ def reuse_dead_buffers(
             continue
         if buffer is None:
             heap = dead.get(kind[target], ())
-            while heap and heap[0][1] not in owned:
-                heapq.heappop(heap)  # taken already
+            while heap and (heap[0][1] not in owned or freed_before_backward(heap[0][1])):
+                heapq.heappop(heap)  # taken already, or freed before the backward
             if heap:
                 buffer = heapq.heappop(heap)[1]
         if buffer is not None:

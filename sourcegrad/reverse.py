@@ -1195,7 +1195,7 @@ def reverse(
     forward += _forward(fn.body[:-1], push, rev, fn.loc)
     backward = _finish_backward(backward, push)
     # the values of sourcegrad.checkpoint(f) calls are made again, not saved (checkpointing)
-    forward, backward = checkpointing.recompute_regions(fn, forward, backward, namer)
+    forward, backward = checkpointing.recompute_regions(fn, forward, backward, namer, env)
     if memory_plan is not None:  # recompute loops' trips instead of saving them all
         forward, backward, _ = checkpointing.segment_loops(
             memory_plan, fn, forward, backward, namer, env, checkpointing.known_trip_counts(fn, env)
@@ -1216,6 +1216,10 @@ def reverse(
         result = Tup((Tup((value, aux)) if with_value else aux, result))
     elif with_value:
         result = Tup((value, result))
+    if memory_plan is not None:  # and, under a budget, values made once, cheapest first
+        forward, backward, _ = checkpointing.recompute_under_budget(
+            memory_plan, fn, forward, backward, namer, env, Return(result, ret.loc)
+        )
     body = forward + [Marker()] + backward + [Return(result, ret.loc)]
     suffix = "_".join(f"d{n}" for n in wrt_names)
     name = f"d{fn.name}_{suffix}" if not with_value else f"value_and_d{fn.name}_{suffix}"

@@ -24,6 +24,7 @@ import numpy as np
 from .. import analysis, cache, checkpointing, dask_backend, errors, numba_backend, pipeline
 from ..analysis import aval_of, signature_key
 from ..codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
+from ..lifetimes import FREE_MIN_BYTES
 from ..frontend import function_to_ir
 from ..ir import Assign, Const, Tup, reads_of, walk
 from ..names import Namer
@@ -271,6 +272,7 @@ class Compiling:
                 matrices,
                 tuple(primal.params[i] for i in sorted(unwrapped) if primal.params[i] in read),
                 "forward-mode derivative (JVP)" if self.forward_mode else "gradient",
+                large=frozenset(n for n in arrays if env[n].stand_in.nbytes >= FREE_MIN_BYTES),
             )
             source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
             if self.backend_for(args) == "dask":

@@ -1,22 +1,31 @@
-"""Time against memory for long loops: `python -m sourcegrad.bench.checkpointing [--quick]`.
+"""Time against memory: `python -m sourcegrad.bench.checkpointing [--quick]`.
 
 For the damped spring (a `while` loop of Python floats) and the RNN (a `for` loop of hidden
-vectors) at many steps, the gradient without a memory plan and with `memory=BUDGET` (loops
-checkpointed, `sourcegrad.checkpointing`), each row giving: the median time of a call, the
+vectors) at many steps, and the MLP at batch 4096 (straight-line code: values made once),
+the gradient without a memory plan and with `memory=BUDGET` (loops checkpointed, values
+recomputed: `sourcegrad.checkpointing`), each row giving: the median time of a call, the
 saved bytes (what the backward keeps from the forward at most at once, from the manifest:
 values made once, plus per-trip values times the trips, or snapshots times the segments plus
 one segment), the tracemalloc peak of a call (every Python float and numpy buffer the call
-holds at once, its result included; in-process, so numbers only), and the time and peak
-against the unbudgeted gradient. The saved bytes count a Python float as 8 bytes (its value);
-on the stack it costs about 32 (the float object and the list's pointer), which the peak shows.
+holds at once, its result included; numbers only), the peak RSS of the process that ran the
+row (resource.getrusage's ru_maxrss: the interpreter, numpy and the inputs included, so read
+it against the row without a plan), and the time and peaks against the unbudgeted gradient.
+Each row runs in a fresh Python process, so one variant's memory never shows in another's.
+The saved bytes count a Python float as 8 bytes (its value); on the stack it costs about 32
+(the float object and the list's pointer), which the peak shows.
 
-Targets (issue 23): within a 1 MB saved-value budget, at most 3x the unbudgeted time.
+Targets (issue 23): the loops within a 1 MB saved-value budget at most 3x the unbudgeted
+time; the MLP with a budget of half its saved bytes: memory halved, time at most 1.25x.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
 
@@ -24,10 +33,11 @@ import numpy as np
 
 from .. import api
 from ..checkpointing import saved_bytes
-from .workloads import rnn, spring
+from .workloads import mlp, mlp_args, rnn, spring
 
 BUDGET = 1_000_000
 TIME_TARGET = 3.0
+HALF = "half"  # a case's budget: half the saved bytes of its gradient without a plan
 
 
 def _spring_case(steps):
@@ -51,16 +61,28 @@ def _rnn_case(steps, hidden=16):
     )
 
 
+class _Size:
+    def __init__(self, **params):
+        self.params = params
+
+
+def _mlp_case(batch, n_in, n_hidden, n_out=10):
+    size = _Size(batch=batch, n_in=n_in, n_hidden=n_hidden, n_out=n_out)
+    return mlp, (0, 1, 2, 3), mlp_args(np.random.default_rng(0), size), 1
+
+
 def cases(quick=False):
-    """(label, fn, wrt, args, trips) of the rows."""
+    """(label, fn, wrt, args, trips, budget) of the rows (`budget` None: the one given)."""
     if quick:
         return [
-            ("spring, 1000 steps", *_spring_case(1000)),
-            ("rnn, T=200, hidden 16", *_rnn_case(200)),
+            ("spring, 1000 steps", *_spring_case(1000), None),
+            ("rnn, T=200, hidden 16", *_rnn_case(200), None),
+            ("mlp, batch 256, 64-128-10", *_mlp_case(256, 64, 128), HALF),
         ]
     return [
-        ("spring, 10^6 steps", *_spring_case(10**6)),
-        ("rnn, T=10000, hidden 16", *_rnn_case(10_000)),
+        ("spring, 10^6 steps", *_spring_case(10**6), None),
+        ("rnn, T=10000, hidden 16", *_rnn_case(10_000), None),
+        ("mlp, batch 4096, 784-1024-10", *_mlp_case(4096, 784, 1024), HALF),
     ]
 
 
@@ -83,11 +105,53 @@ def _peak(call):
         tracemalloc.stop()
 
 
-def measure(label, fn, wrt, args, trips, budget=BUDGET, repeats=3):
-    """Two rows (no plan, memory=budget) for one case; the gradients are checked equal."""
+def _gradient(fn, wrt, budget):
+    return api.grad(fn, wrt=wrt) if budget is None else api.grad(fn, wrt=wrt, memory=budget)
+
+
+def run_row(quick, index, budget, repeats):
+    """Time, tracemalloc peak and peak RSS of one variant of one case, in this process."""
+    _, fn, wrt, args, _, _ = cases(quick)[index]
+    g = _gradient(fn, wrt, budget)
+    seconds = _median_time(lambda: g(*args), repeats)
+    peak = _peak(lambda: g(*args))
+    # (Linux gives kilobytes, macOS bytes)
+    scale = 1 if sys.platform == "darwin" else 1024
+    return {
+        "seconds": seconds,
+        "peak_bytes": peak,
+        "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale,
+    }
+
+
+def _in_fresh_process(quick, index, budget, repeats):
+    command = [
+        sys.executable,
+        "-m",
+        "sourcegrad.bench.checkpointing",
+        "--row",
+        str(index),
+        "--row-budget",
+        "none" if budget is None else str(budget),
+        "--repeats",
+        str(repeats),
+    ] + (["--quick"] if quick else [])
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(index, quick=False, budget=BUDGET, repeats=3, fresh=True):
+    """Two rows (no plan, a memory budget) for case `index` of `cases(quick)`, each timed and
+    measured in a fresh process (`fresh=False`: in this one, where the peak RSS is this
+    process's so far); the gradients are checked equal here."""
+    label, fn, wrt, args, trips, own = cases(quick)[index]
     plain = api.grad(fn, wrt=wrt)
+    expected = plain(*args)
+    made_once = sum(e["bytes"] for e in plain.saved if not e["input"])
+    if own == HALF:
+        budget = made_once // 2
     planned = api.grad(fn, wrt=wrt, memory=budget)
-    expected, got = plain(*args), planned(*args)
+    got = planned(*args)
     worst = max(
         float(
             np.max(
@@ -99,40 +163,44 @@ def measure(label, fn, wrt, args, trips, budget=BUDGET, repeats=3):
     per_trip = sum(
         e["bytes"] for e in planned.saved if e["status"] == "saved per trip of a segment"
     )
-    made_once = sum(e["bytes"] for e in plain.saved if not e["input"])
     rows = []
-    for name, g, saved in (
-        ("none", plain, made_once + per_trip * trips),
-        (f"memory={budget}", planned, saved_bytes(planned.saved, trips)),
+    for name, plan, saved in (
+        ("none", None, made_once + per_trip * trips),
+        (f"memory={budget}", budget, saved_bytes(planned.saved, trips)),
     ):
         rows.append(
             {
                 "case": label,
                 "plan": name,
-                "seconds": _median_time(lambda: g(*args), repeats),
                 "saved_bytes": saved,
-                "peak_bytes": _peak(lambda: g(*args)),
-                "rel_error": worst if g is planned else 0.0,
+                "rel_error": worst if plan is not None else 0.0,
+                **(
+                    _in_fresh_process(quick, index, plan, repeats)
+                    if fresh
+                    else run_row(quick, index, plan, repeats)
+                ),
             }
         )
     base = rows[0]
     for row in rows:
         row["time_ratio"] = row["seconds"] / base["seconds"]
         row["peak_ratio"] = row["peak_bytes"] / base["peak_bytes"]
+        row["rss_ratio"] = row["rss_bytes"] / base["rss_bytes"]
     return rows
 
 
 def markdown(rows) -> str:
     out = [
-        "| case | plan | time | x time | saved bytes | tracemalloc peak | x peak | max rel. "
-        "difference |",
-        "|---|---|---|---|---|---|---|---|",
+        "| case | plan | time | x time | saved bytes | tracemalloc peak | x peak | peak RSS "
+        "| x RSS | max rel. difference |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['case']} | {r['plan']} | {r['seconds']:.3f} s | "
             f"{r['time_ratio']:.2f} | {r['saved_bytes']:,} | {r['peak_bytes']:,} | "
-            f"{r['peak_ratio']:.3f} | {r['rel_error']:.1e} |"
+            f"{r['peak_ratio']:.3f} | {r['rss_bytes'] / 2**20:.1f} MiB | "
+            f"{r['rss_ratio']:.2f} | {r['rel_error']:.1e} |"
         )
     return "\n".join(out)
 
@@ -143,10 +211,19 @@ def main(argv=None):
     )
     parser.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     parser.add_argument("--budget", type=int, default=BUDGET, help="bytes (default 1 MB)")
+    # (one row, run in a process of its own by `measure`)
+    parser.add_argument("--row", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--row-budget", help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    repeats = args.repeats or (3 if args.quick else 2)
+    if args.row is not None:
+        budget = None if args.row_budget == "none" else int(args.row_budget)
+        print(json.dumps(run_row(args.quick, args.row, budget, repeats)))
+        return 0
     rows = []
-    for label, fn, wrt, fn_args, trips in cases(args.quick):
-        rows += measure(label, fn, wrt, fn_args, trips, args.budget, repeats=3 if args.quick else 2)
+    for index in range(len(cases(args.quick))):
+        rows += measure(index, args.quick, args.budget, repeats)
     print(markdown(rows))
     return 0
 

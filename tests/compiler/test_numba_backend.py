@@ -342,3 +342,17 @@ def test_rnn_with_array_stack_matches_differences():
     assert not fell_back
     _against_differences(rnn, args, (0, 1, 2), got)
     assert math.isfinite(float(np.sum(got[0])))
+
+
+def test_the_numba_variant_leaves_out_del_lines():
+    """numba has no `del` (it frees an array once its variable is dead): the lines the numpy
+    code frees large arrays with early are left out, the note above a long one too."""
+    note = "# read no more: the memory goes back now"
+    text = (
+        "import numpy as np\n\n\ndef f(x):\n    y = x * 2.0\n    z = y.sum()\n"
+        f"    del y  {note}\n    w = z * x\n    {note}\n    del w\n    return z\n"
+    )
+    out = numba_backend.numba_source(text)
+    assert "del " not in out and note not in out
+    assert "    z = y.sum()\n    w = z * x\n    return z\n" in out
+    compile(out, "<numba variant>", "exec")
