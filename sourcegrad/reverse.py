@@ -841,7 +841,7 @@ class Reverser:
         values: `x_t = xs[t]` (an item of an array nothing writes, at the loop's index)
         and number arithmetic on the index (`i + 1`). The backward trip has the same
         index, so computing them again costs less than a push and a pop, and the rows of
-        `xs` stay recognisable as `xs` itself (for `optimize.batch_rank_one_updates`).
+        `xs` stay recognisable as `xs` itself (for `optimize.rank_one.batch_rank_one_updates`).
         Each must be made once, read only after it in the same trip, from constants,
         the index, values assigned once outside loops, or values recomputed before it."""
         if loop.target in self.sites:

@@ -4,7 +4,7 @@
 Takes nothing; registers the entries (names `np_<function>`) and marks with the property
 "complex" the ops whose rules hold for complex values (`COMPLEX_OPS`). Any other op that a
 complex value on the gradient's path goes through is refused (`errors.ComplexValueError`)
-by the compiler (`reverse`, `forward`, `analysis.check_complex_values`) and by the eager mode
+by the compiler (`reverse`, `forward`, `analysis.check_real_values`) and by the eager mode
 (`eager.spec.record`): never a silently wrong number.
 
 The convention of the rules (the one JAX's rules have). A VJP of a complex value passes

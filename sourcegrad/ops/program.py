@@ -418,7 +418,7 @@ defvjp(
     None,
 )
 
-# Writing one row of a buffer the optimizer made (optimize.batch_rank_one_updates): the only
+# Writing one row of a buffer the optimizer made (optimize.rank_one.batch_rank_one_updates): the only
 # in-place store generated code does, into an array no other name refers to.
 defprimitive("store_item", runtime.store_item, Spelling("store"), pure=False)
 

@@ -15,9 +15,9 @@ from .cases import CASES
 
 @pytest.fixture
 def reuse_everything(monkeypatch):
-    monkeypatch.setattr(optimize, "BUFFER_REUSE_MIN_BYTES", 0)
+    monkeypatch.setattr(optimize.memory, "BUFFER_REUSE_MIN_BYTES", 0)
     # (every dead buffer taken, not only where the update reads as one)
-    monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)
+    monkeypatch.setattr(optimize.memory, "READABLE_BUFFER_MAX_BYTES", 0)
     monkeypatch.setattr(api.caches, "COMPILED", {})  # compile afresh under the new threshold
 
 
@@ -116,19 +116,19 @@ def _reference_reuse(body, params, shapes, dtypes, keep_residuals, min_bytes):
     (quadratic in a long function's length; reuse_dead_buffers keeps a heap instead)."""
     from sourcegrad.ir import Assign, Call, Marker, Var
 
-    counts = optimize.assignment_counts(body, params)
+    counts = sourcegrad.ir.assignment_counts(body, params)
     owned = {
         s.target
         for s in body
         if isinstance(s, Assign)
         and counts.get(s.target) == 1
         and s.target not in params
-        and optimize._fresh_result(s.value)
+        and optimize.algebra.fresh_result(s.value)
         and len(shapes.get(s.target) or ()) > 0
         and dtypes.get(s.target) is not None
         and np.prod(shapes[s.target]) * np.dtype(dtypes[s.target]).itemsize >= min_bytes
     }
-    last_use = optimize._last_uses(body, shapes)
+    last_use = optimize.memory._last_uses(body, shapes)
     made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
     split = (
         next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) if keep_residuals else -1
@@ -137,7 +137,7 @@ def _reference_reuse(body, params, shapes, dtypes, keep_residuals, min_bytes):
     for i, stmt in enumerate(body):
         if not (isinstance(stmt, Assign) and stmt.target in owned):
             continue
-        ufunc = optimize._ufunc_rule(stmt.value.op)
+        ufunc = optimize.algebra.ufunc_rule(stmt.value.op)
         if ufunc is None:
             continue
         fits = [
@@ -187,7 +187,7 @@ def test_a_long_function_reuses_the_buffers_the_full_scan_chose(monkeypatch, tmp
         return real(body, params, shapes, dtypes, keep_residuals, 0)
 
     monkeypatch.setattr(optimize, "reuse_dead_buffers", both)
-    monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)
+    monkeypatch.setattr(optimize.memory, "READABLE_BUFFER_MAX_BYTES", 0)
     monkeypatch.setattr(api.caches, "COMPILED", {})
     fn = scaling.load_function(scaling.straight_line_source(120), "chain", str(tmp_path))
     args = scaling.straight_line_args()

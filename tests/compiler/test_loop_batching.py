@@ -1,7 +1,7 @@
 """Loop optimizations of generated gradients: `x_t = xs[t]` re-read in the backward trip
 (reverse.Reverser.recomputable), the rows of xs used as the stored rows of a rank-one
-update and one sum after the loop for a bias (optimize.batch_rank_one_updates), W.T taken
-once before a loop (optimize.hoist_transposes), and dead buffers taking elementwise
+update and one sum after the loop for a bias (optimize.rank_one.batch_rank_one_updates), W.T taken
+once before a loop (optimize.hoisting.hoist_transposes), and dead buffers taking elementwise
 results (optimize.reuse_dead_buffers, _last_uses).
 
 Every test checks the numbers against central finite differences and, where an
@@ -514,9 +514,9 @@ def test_hessian_of_the_bias_is_symmetric_and_matches_differences(rnn_args):
 
 @pytest.fixture
 def reuse_everything(monkeypatch):
-    monkeypatch.setattr(optimize, "BUFFER_REUSE_MIN_BYTES", 0)
+    monkeypatch.setattr(optimize.memory, "BUFFER_REUSE_MIN_BYTES", 0)
     # (every dead buffer taken, not only where the update reads as one)
-    monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)
+    monkeypatch.setattr(optimize.memory, "READABLE_BUFFER_MAX_BYTES", 0)
     monkeypatch.setattr(api.caches, "COMPILED", {})  # compile afresh under the new threshold
 
 
@@ -752,7 +752,7 @@ def test_a_pullback_called_twice_gives_the_same_gradient(reuse_everything):
     np.testing.assert_allclose(second, expected, rtol=1e-12)
 
 
-# --- a bias added to every row once (optimize._add_invariants_to_rows) -------------------------
+# --- a bias added to every row once (optimize.row_products._add_invariants_to_rows) -------------------------
 
 
 def bias_first(W, U, b, h0, xs):

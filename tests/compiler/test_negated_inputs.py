@@ -15,9 +15,9 @@ from sourcegrad.api import numeric_grad
 
 @pytest.fixture
 def large_everything(monkeypatch):
-    monkeypatch.setattr(optimize, "BUFFER_REUSE_MIN_BYTES", 0)
-    monkeypatch.setattr(optimize, "NEGATE_PRODUCTS_MIN_BYTES", 0)
-    monkeypatch.setattr(optimize, "READABLE_BUFFER_MAX_BYTES", 0)  # (every dead buffer)
+    monkeypatch.setattr(optimize.memory, "BUFFER_REUSE_MIN_BYTES", 0)
+    monkeypatch.setattr(optimize.algebra, "NEGATE_PRODUCTS_MIN_BYTES", 0)
+    monkeypatch.setattr(optimize.memory, "READABLE_BUFFER_MAX_BYTES", 0)  # (every dead buffer)
     monkeypatch.setattr(api.caches, "COMPILED", {})
 
 

@@ -1,5 +1,5 @@
 """Constant factors of the backward carried along a chain and applied once
-(optimize.sink_scalar_factors): `d * 2.0`, `-d`, `d * math.log(2.0)`, `d / (2.0 * v)` are
+(optimize.algebra.sink_scalar_factors): `d * 2.0`, `-d`, `d * math.log(2.0)`, `d / (2.0 * v)` are
 not array operations of their own; `a + -b` is `a - b`."""
 
 import math

@@ -1,0 +1,384 @@
+"""Rank-one updates in loops batched into one product after the loop.
+
+`batch_rank_one_updates(body, params, shapes, dtypes)` takes a statement list and returns
+one where a loop's rank-one updates (`acc += np.outer(u, v)`), bias sums (`acc += u`) and
+row updates (`acc[t] += u`) write rows of a buffer inside the loop and are summed once
+after it (`acc += U.T @ V`): one matrix product instead of T outer products.
+"""
+
+from __future__ import annotations
+
+import functools
+import numpy as np
+from ..ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    If,
+    Slc,
+    Tup,
+    Var,
+    While,
+    child_blocks,
+    read_counts,
+    reads_of,
+    walk,
+    writes_of,
+)
+from ..shape_names import DimensionSources
+from .algebra import ufunc_rule
+from .cleanup import assign_counts, namer
+
+
+def _static_length(stop, defs, shapes):
+    """The number a loop's stop stands for when the signature fixes it (`len(xs)`,
+    `xs.shape[0]`, a literal), else None."""
+    if isinstance(stop, Const):
+        return stop.value if isinstance(stop.value, int) else None
+    length = defs.get(stop.name) if isinstance(stop, Var) else None
+    if isinstance(length, Call) and length.op == "len" and isinstance(length.args[0], Var):
+        array = length.args[0].name
+    elif (
+        isinstance(length, Call)
+        and length.op == "getitem"
+        and length.args[1] == Const(0)
+        and isinstance(length.args[0], Var)
+        and isinstance(defs.get(length.args[0].name), Call)
+        and defs[length.args[0].name].op == "shape"
+        and isinstance(defs[length.args[0].name].args[0], Var)
+    ):
+        array = defs[length.args[0].name].args[0].name
+    else:
+        return None
+    shape = shapes.get(array)
+    return shape[0] if shape else None
+
+
+def over_all_rows(loop, array, defs, shape) -> bool:
+    """The loop is `for t in range(n)` with n the number of rows of `array`: its length
+    (`len(xs)`, `xs.shape[0]`, read from `defs`, the single-assignment values) or, with
+    its shape known, that number."""
+    if not (loop.start == Const(0) and loop.step == Const(1)):
+        return False
+    length = defs.get(loop.stop.name) if isinstance(loop.stop, Var) else None
+    return (
+        length == Call("len", (Var(array),))
+        or (
+            isinstance(length, Call)
+            and length.op == "getitem"
+            and length.args[1] == Const(0)
+            and isinstance(length.args[0], Var)
+            and defs.get(length.args[0].name) == Call("shape", (Var(array),))
+        )
+        or (shape is not None and len(shape) > 0 and loop.stop == Const(shape[0]))
+    )
+
+
+def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict, user_names=()) -> list:
+    """`for i in range(n): ... acc += np.outer(u, v)` -> the rows u and v stored in two
+    (n, len) buffers in the loop, and one `acc += U.T @ V` after it.
+
+    This is the gradient of a weight matrix through time (an RNN's dW): one matrix product
+    over all steps instead of one outer product and one full-matrix addition per step,
+    which is how BPTT is written by hand. Only for a loop over range(0, n) (each trip has
+    its own row), an accumulator the loop touches nowhere else, and vectors of known shape.
+    """
+    if not any(type(s) is For for s in walk(body)):
+        counts = reads = defs = {}  # (no loop to batch: `batch` is never called)
+        fresh = None
+    else:
+        counts = assign_counts(body, params)
+        reads = read_counts(body)
+        fresh = namer(set(params) | {n for s in walk(body) for n in writes_of(s)} | set(reads))
+        defs = {
+            s.target: s.value for s in walk(body) if isinstance(s, Assign) and counts[s.target] == 1
+        }
+
+    def rows_of(u, loop, loc, stored, before, body_out, index):
+        """The buffer holding u's row of each trip (one per vector assigned once a trip)."""
+        if u.name in stored and counts[u.name] == 1:
+            return stored[u.name]
+        array = item_array(u, loop, body_out[:index])
+        if array is not None:  # u is xs[t]: its rows are xs's first rows, stored already
+            stored[u.name] = array
+            return array
+        rows = fresh(f"{u.name}_rows")
+        dtype = () if dtypes[u.name] == np.float64 else (("dtype", Const(str(dtypes[u.name]))),)
+        # the row's length read from the parameter it is by construction (`len(h0)`)
+        named = (
+            None if user_names is None else sources().dimension(u.name, 0, loc, "one row per trip")
+        )
+        length = Const(shapes[u.name][0]) if named is None else named[1]
+        before.extend([] if named is None else named[0])
+        before.append(
+            Assign(
+                rows,
+                Call("np_empty", (Tup((loop.stop, length)),), dtype),
+                loc,
+                "one row per trip",
+            )
+        )
+        body_out.insert(index, ExprStmt(Call("store_item", (Var(rows), Var(loop.target), u)), loc))
+        stored[u.name] = rows
+        return rows
+
+    @functools.cache
+    def sources():
+        return DimensionSources(body, params, shapes, user_names, fresh)
+
+    def item_array(u, loop, earlier):
+        """X when u is X[t] in this trip (t the loop's index, X written nowhere) and the
+        loop runs over all of X's rows; None otherwise."""
+        made = [s for s in earlier if u.name in writes_of(s)]
+        if len(made) != 1 or not isinstance(made[0], Assign):
+            return None
+        value = made[0].value
+        if not (
+            isinstance(value, Call)
+            and value.op == "getitem"
+            and value.args[1] == Var(loop.target)
+            and isinstance(value.args[0], Var)
+        ):
+            return None
+        array = value.args[0].name
+        shape = shapes.get(array)
+        if (
+            counts[array] != (1 if array in params else 0)
+            or shape is None
+            or tuple(shape[1:]) != tuple(shapes[u.name])
+        ):
+            return None
+        return array if over_all_rows(loop, array, defs, shape) else None
+
+    def batch(loop):
+        if not (loop.start == Const(0) and loop.step == Const(1)) or loop.stop_flag:
+            return [], loop, []
+        made = {
+            s.target: (i, s)
+            for i, s in enumerate(loop.body)
+            if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "outer"
+        }
+        before, after, body_out, drop, stored = [], [], list(loop.body), set(), {}
+        for stmt in loop.body:
+            value = stmt.value if isinstance(stmt, Assign) else None
+            if not (
+                isinstance(value, Call)
+                and value.op in ("iadd_op", "add_op")
+                and value.args[0] == Var(stmt.target)
+                and isinstance(value.args[1], Var)
+            ):
+                continue
+            acc, part = stmt.target, value.args[1].name
+            if part not in made or counts[part] != 1 or reads[part] != 1:
+                continue
+            _, outer = made[part]
+            u, v = outer.value.args
+            if not all(
+                isinstance(a, Var) and len(shapes.get(a.name) or ()) == 1 and a.name in dtypes
+                for a in (u, v)
+            ):
+                continue
+            if shapes.get(acc) != shapes[u.name] + shapes[v.name]:
+                continue
+            touching = [s for s in walk(loop.body) if acc in reads_of(s) or acc in writes_of(s)]
+            if touching != [stmt]:
+                continue
+            index = body_out.index(outer)
+            del body_out[index]
+            v_rows = rows_of(v, loop, outer.loc, stored, before, body_out, index)
+            u_rows = rows_of(u, loop, outer.loc, stored, before, body_out, index)
+            drop.add(id(stmt))
+            transposed, product = fresh(f"{u_rows}_T"), fresh(f"{acc}_steps")
+            after += [
+                Assign(transposed, Call("T", (Var(u_rows),)), stmt.loc, outer.note),
+                Assign(
+                    product, Call("matmul_op", (Var(transposed), Var(v_rows))), stmt.loc, outer.note
+                ),
+                Assign(acc, Call(value.op, (Var(acc), Var(product))), stmt.loc, stmt.note),
+            ]
+        for stmt in loop.body:  # `acc += u` with u's rows stored: one sum after the loop
+            value = stmt.value if isinstance(stmt, Assign) else None
+            if not (
+                isinstance(value, Call)
+                and value.op in ("iadd_op", "add_op")
+                and value.args[0] == Var(stmt.target)
+                and isinstance(value.args[1], Var)
+            ):
+                continue
+            acc, part = stmt.target, value.args[1].name
+            if (
+                part not in stored
+                or counts[part] != 1
+                or shapes.get(acc) != shapes.get(part)
+                or stored[part] not in {n for s in before for n in writes_of(s)}
+            ):
+                continue
+            touching = [s for s in walk(loop.body) if acc in reads_of(s) or acc in writes_of(s)]
+            if touching != [stmt]:
+                continue
+            drop.add(id(stmt))
+            total = fresh(f"{acc}_steps")
+            after += [
+                Assign(
+                    total,
+                    Call("sum", (Var(stored[part]),), (("axis", Const(0)),)),
+                    stmt.loc,
+                    stmt.note,
+                ),
+                Assign(acc, Call(value.op, (Var(acc), Var(total))), stmt.loc, stmt.note),
+            ]
+        for stmt in loop.body:  # `acc[t] += u` with u's rows stored: acc[:n] += rows after it
+            value = stmt.value if isinstance(stmt, Assign) else None
+            if not (
+                isinstance(value, Call)
+                and value.op == "iadd_item"
+                and value.args[0] == Var(stmt.target)
+                and value.args[1] == Var(loop.target)
+                and isinstance(value.args[2], Var)
+            ):
+                continue
+            acc, part = stmt.target, value.args[2].name
+            if part not in stored or counts[part] != 1:
+                continue
+            touching = [s for s in walk(loop.body) if acc in reads_of(s) or acc in writes_of(s)]
+            if touching != [stmt]:
+                continue
+            drop.add(id(stmt))
+            if _static_length(loop.stop, defs, shapes) == (shapes.get(acc) or (None,))[0]:
+                update = Call("iadd_op", (Var(acc), Var(stored[part])))  # every row of acc
+            else:
+                update = Call(
+                    "iadd_item",
+                    (Var(acc), Slc(Const(None), loop.stop, Const(None)), Var(stored[part])),
+                )
+            after.append(Assign(acc, update, stmt.loc, stmt.note))
+        if not drop:
+            return [], loop, []
+        body_out = computed_into_rows(
+            [s for s in body_out if id(s) not in drop], loop, stored, {s.target for s in before}
+        )
+        return (
+            before,
+            For(
+                loop.target,
+                loop.start,
+                loop.stop,
+                loop.step,
+                body_out,
+                loop.loc,
+                loop.stop_flag,
+                loop.reverse,
+            ),
+            after,
+        )
+
+    def computed_into_rows(body_out, loop, stored, buffers):
+        """`u = f(a, b)` then `rows[t] = u` -> `u = f(a, b, out=rows[t])`: an elementwise
+        result computed into its row of the buffer instead of copied there (as a
+        hand-written BPTT computes each step's adjoint into its row)."""
+        out = list(body_out)
+        for u, rows in stored.items():
+            if rows not in buffers:
+                continue  # the rows of an input (xs itself): nothing is stored
+            stores = [
+                i
+                for i, s in enumerate(out)
+                if isinstance(s, ExprStmt)
+                and s.value.op == "store_item"
+                and s.value.args[0] == Var(rows)
+            ]
+            made = [i for i, s in enumerate(out) if u in writes_of(s)]
+            if (
+                len(stores) != 1
+                or len(made) != 1
+                or made[0] > stores[0]
+                or not isinstance(out[made[0]], Assign)
+                or counts[u] != 1
+            ):
+                continue
+            value = out[made[0]].value
+            ufunc = ufunc_rule(value.op) if isinstance(value, Call) and not value.kwargs else None
+            if ufunc is None:
+                continue
+            row = fresh(f"{rows}_row")
+            loc = out[made[0]].loc
+            del out[stores[0]]
+            out[made[0] : made[0] + 1] = [
+                Assign(row, Call("getitem", (Var(rows), Var(loop.target))), loc),
+                Assign(u, Call(ufunc, value.args, (("out", Var(row)),)), loc, out[made[0]].note),
+            ]
+        return out
+
+    def start_from_product(out, after):
+        """`acc = zeros` before the loop and `acc += P` after it, nothing reading acc in
+        between: `acc = P`."""
+        for update in list(after):  # (after changes as products are computed into accs)
+            if not (
+                isinstance(update.value, Call)
+                and update.value.op in ("iadd_op", "add_op")
+                and update.value.args[0] == Var(update.target)
+            ):
+                continue
+            acc = update.target
+            for j in range(len(out) - 1, -1, -1):
+                if acc in writes_of(out[j]) or acc in reads_of(out[j]) or child_blocks(out[j]):
+                    break
+            else:
+                continue
+            first = out[j]
+            value = first.value if isinstance(first, Assign) else None
+            if isinstance(value, Var):  # `d_W = zeros_like_W`, the zeros made just before
+                value = next(
+                    (s.value for s in out[:j] if isinstance(s, Assign) and s.target == value.name),
+                    None,
+                )
+            later_reads = [s for s in walk(out[j + 1 :]) if acc in reads_of(s)]
+            if (
+                isinstance(value, Call)
+                and value.op in ("np_zeros_like", "np_zeros")
+                and not later_reads
+            ):
+                del out[j]
+                product = update.value.args[1].name  # computed into acc itself
+                if not any(isinstance(s, Assign) and s.target == product for s in after):
+                    # a row buffer the loop filled: acc is that buffer
+                    at = next(k for k, s in enumerate(after) if s is update)
+                    after[at] = Assign(acc, Var(product), update.loc, update.note)
+                    continue
+                after[:] = [
+                    Assign(acc, s.value, s.loc, s.note)
+                    if isinstance(s, Assign) and s.target == product
+                    else s
+                    for s in after
+                    if s is not update
+                ]
+
+    def run(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, For):
+                stmt = For(
+                    stmt.target,
+                    stmt.start,
+                    stmt.stop,
+                    stmt.step,
+                    run(stmt.body),
+                    stmt.loc,
+                    stmt.stop_flag,
+                    stmt.reverse,
+                )
+                before, stmt, after = batch(stmt)
+                if after:
+                    start_from_product(out, after)
+                out += before + [stmt] + after
+                continue
+            if isinstance(stmt, If):
+                stmt = If(stmt.test, run(stmt.body), run(stmt.orelse), stmt.loc)
+            elif isinstance(stmt, While):
+                stmt = While(run(stmt.test_body), stmt.test, run(stmt.body), stmt.loc)
+            out.append(stmt)
+        return out
+
+    return run(body)
