@@ -7,6 +7,7 @@ for code written against torch's autograd.
 """
 
 from .api import (
+    checkpoint,
     JVP,
     VJP,
     Gradient,
@@ -22,7 +23,6 @@ from .api import (
     value_and_grad,
     vjp,
 )
-from .checkpointing import checkpoint
 from .errors import (
     NameResolutionError,
     NoRuleError,

@@ -31,8 +31,8 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from . import api, errors
-from .memory_budget import memory_plan
-from .codegen import comment_lines
+from .compiler.memory_budget import memory_plan
+from .compiler.codegen import comment_lines
 from ._version import __version__
 
 Wrt = Union[int, str, tuple[Union[int, str], ...]]

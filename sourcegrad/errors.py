@@ -108,7 +108,7 @@ class SourcegradWarning(UserWarning):
 
 class JitFallbackWarning(SourcegradWarning):
     """numba could not compile a gradient (or is not installed): the numpy code runs
-    instead (`sourcegrad.numba_backend`)."""
+    instead (`sourcegrad.compiler.numba_backend`)."""
 
 
 def locate(error: SourcegradError, loc: SourceLocation | None) -> SourcegradError:

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from .ir import Assign, Call, For, If, Marker, Pop, Push, Return, While, reads_of
+from .compiler.ir import Assign, Call, For, If, Marker, Pop, Push, Return, While, reads_of
 from .ops import RULES
 
 

@@ -1,5 +1,5 @@
 """The house rules of the package's layout, read from its source: no module imports another
-module's private (`_underscored`) name, and no module imports the package's modules in a
+module's private (`_underscored`) name, no module imports the package's modules in a
 circle (module-level imports; an import inside a function runs later and is not an edge)."""
 
 from __future__ import annotations
@@ -82,3 +82,84 @@ def test_module_level_imports_have_no_circle():
         if m not in state:
             visit(m, [m])
     assert not circles, "\n".join(circles)
+
+
+# The floors of the house, lowest first: a module imports only from its own floor or below
+# (at module level or inside a function alike), and the compiler and the eager library,
+# side by side on one floor, never import each other.
+FLOORS = [
+    # leaves: the helpers generated code imports, errors, parameter trees, the disk cache
+    {"runtime", "errors", "_version", "trees", "cache"},
+    # the op registry (and its old names)
+    {"ops", "rules", "rules_nn", "rules_torch"},
+    # the compiler; the eager library and what is built on it
+    {"compiler"}
+    | {
+        "eager",
+        "nn",
+        "optim",
+        "autograd",
+        "utils",
+        "fft",
+        "linalg",
+        "func",
+        "serialization",
+        "special",
+    },
+    # the compiled API, and what joins the two modes
+    {
+        "api",
+        "notebook",
+        "viz",
+        "torch_lowering",
+        "compiled_region",
+        "compiled_module",
+        "compiled_layers",
+    },
+    # the command line, benchmarks, the demo, the package's surface
+    {"cli", "bench", "demo", "__main__", ""},
+]
+EAGER_SIDE = {
+    "eager",
+    "nn",
+    "optim",
+    "autograd",
+    "utils",
+    "fft",
+    "linalg",
+    "func",
+    "serialization",
+    "special",
+}
+
+
+def _room(module):
+    """The top-level name under sourcegrad ('' for the package itself)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _floor(room):
+    return next(i for i, rooms in enumerate(FLOORS) if room in rooms)
+
+
+def test_imports_run_one_way():
+    modules = {name for name, _, _ in _modules()}
+    rooms = {_room(m) for m in modules}
+    assert rooms <= set().union(*FLOORS), f"rooms on no floor: {rooms - set().union(*FLOORS)}"
+    found = []
+    for module, path, is_package in _modules():
+        for target, node in _imports(module, path, is_package, module_level_only=False):
+            names = [target]
+            if isinstance(node, ast.ImportFrom):
+                names += [f"{target}.{a.name}" for a in node.names]
+            for name in names:
+                if name not in modules or name == "sourcegrad":
+                    continue
+                here, there = _room(module), _room(name)
+                if here == there:
+                    continue
+                sideways = {here, there} & {"compiler"} and {here, there} & EAGER_SIDE
+                if _floor(there) > _floor(here) or sideways:
+                    found.append(f"{module} imports {name} (line {node.lineno})")
+    assert not found, "\n".join(sorted(set(found)))

@@ -140,11 +140,11 @@ def test_forward_mode_matches_finite_differences(name):
 
 
 def test_the_readme_claims_no_more_functions_than_the_registry_has():
-    """The README's table (python -m sourcegrad.ops.coverage) never overstates the counts."""
+    """The README's table (python -m sourcegrad.bench.coverage) never overstates the counts."""
     import pathlib
     import re
 
-    from sourcegrad.ops import coverage
+    from sourcegrad.bench import coverage
 
     _load_everything()
     readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()

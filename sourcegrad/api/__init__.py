@@ -2,7 +2,7 @@
 
 `grad(f)` returns a `Gradient`: a callable that, on its first call with a given input
 signature (array shapes and dtypes, Python scalar types, static values), runs the
-pipeline (its stages are listed in `sourcegrad.pipeline`), loads what it prints, and
+pipeline (its stages are listed in `sourcegrad.compiler.pipeline`), loads what it prints, and
 caches the loaded function per signature; later calls go straight to it.
 
 The package, in the order its modules import one another:
@@ -28,6 +28,7 @@ from .caches import Compiled, clear
 from .checks import GradientCheckError, check_grad, numeric_grad
 from .gradient import JVP, VJP, Gradient, jvp
 from .transforms import (
+    checkpoint,
     elementwise_grad,
     grad,
     grad_and_aux,
@@ -47,6 +48,7 @@ __all__ = [
     "GradientCheckError",
     "Wrt",
     "check_grad",
+    "checkpoint",
     "clear",
     "elementwise_grad",
     "grad",

@@ -16,7 +16,7 @@
   processes.
 
 Before a function's source is lowered (`lowered`) it is checked to be the code Python runs
-(`sourcegrad.source_check`): a file edited after import is refused, located. Compiled code
+(`sourcegrad.compiler.source_check`): a file edited after import is refused, located. Compiled code
 stays valid while every global and closure value it was built from is still bound
 (`still_bound`). `clear()` forgets everything compiled in this process.
 """
@@ -33,9 +33,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 
-from ..frontend import function_to_ir
+from ..compiler.frontend import function_to_ir
 from ..ops import rule_for_function
-from ..source_check import check_current
+from ..compiler.source_check import check_current
 
 
 @dataclass

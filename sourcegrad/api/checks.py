@@ -13,7 +13,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .. import errors
-from .. import random_draws, trees
+from ..compiler import random_draws
+from .. import trees
 from . import facts
 from .arguments import Wrt
 from .gradient import Gradient

@@ -1,7 +1,7 @@
 """A gradient's compiling step: from a signature to loaded generated code.
 
 `Compiling` is the part of `Gradient` (`sourcegrad.api.gradient`) that runs the pipeline
-(`sourcegrad.pipeline` lists its stages) for one input signature: `ir` lowers the function
+(`sourcegrad.compiler.pipeline` lists its stages) for one input signature: `ir` lowers the function
 (once per function, or per value of its int and function arguments), `compile` specialises,
 differentiates (`_differentiate`: reverse mode, forward mode for a JVP or forward over
 reverse), optimizes and prints it, and `_instance` loads the printed module bound to the
@@ -21,16 +21,17 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .. import analysis, cache, checkpointing, dask_backend, errors, numba_backend, pipeline
-from ..analysis import aval_of, signature_key
-from ..codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
-from ..lifetimes import FREE_MIN_BYTES
-from ..frontend import function_to_ir
-from ..ir import Assign, Const, Tup, reads_of, walk
-from ..names import Namer
-from ..optimize import hoist_loop_invariants, optimize
-from ..forward import derivative
-from ..reverse import reverse, split_vjp
+from ..compiler import analysis, checkpointing, dask_backend, numba_backend, pipeline
+from .. import cache, errors
+from ..compiler.analysis import aval_of, signature_key
+from ..compiler.codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
+from ..compiler.lifetimes import FREE_MIN_BYTES
+from ..compiler.frontend import function_to_ir
+from ..compiler.ir import Assign, Const, Tup, reads_of, walk
+from ..compiler.names import Namer
+from ..compiler.optimize import hoist_loop_invariants, optimize
+from ..compiler.forward import derivative
+from ..compiler.reverse import reverse, split_vjp
 from ..ops import TEMPLATE_NAMESPACE
 from . import caches, facts, results
 from .arguments import check_differentiable

@@ -1,6 +1,6 @@
 """What the compiled gradient's IR and signature say, asked by the compiling step.
 
-Plain functions of the IR (`sourcegrad.ir`) and of the signature's abstract values: the
+Plain functions of the IR (`sourcegrad.compiler.ir`) and of the signature's abstract values: the
 shapes, dtypes and numbers the optimizer needs (`shapes`, `dtypes`, `numbers`), which
 returned gradients are always new arrays (`new_gradients`) or may be the user's own
 (`users_gradients`), which statements act differently on a numpy scalar than on a 0-d
@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from .. import errors
-from .. import random_draws
-from ..frontend import function_to_ir
-from ..ir import (
+from ..compiler import random_draws
+from ..compiler.frontend import function_to_ir
+from ..compiler.ir import (
     Assign,
     Call,
     Const,
@@ -33,8 +33,8 @@ from ..ir import (
     walk,
     writes_of,
 )
-from ..names import Namer
-from ..optimize import makes_new_value
+from ..compiler.names import Namer
+from ..compiler.optimize import makes_new_value
 from ..ops import RULES
 
 

@@ -2,7 +2,7 @@
 
 `Gradient(fn, wrt, ...)` is what `grad` returns: a callable that, on its first call with a
 given input signature, compiles (`Compiling`, `sourcegrad.api.compiling`) and installs
-a fast entry (`sourcegrad.dispatch`) that later calls of that signature go straight to. Its
+a fast entry (`sourcegrad.api.dispatch`) that later calls of that signature go straight to. Its
 kinds: `VJP` (a forward and a backward function: `vjp`), `JVP` (forward mode: `jvp`), and
 `_TreeGradient` (the gradient for one structure of parameter-tree arguments, called with
 their leaves). `forward_jacobian` builds a Jacobian column by column from JVPs.
@@ -23,13 +23,15 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .. import dask_backend, errors
-from .. import random_draws, trees
-from ..analysis import signature_key
-from ..codegen import BACKENDS
-from ..dispatch import fast_entry
-from ..optimize import optimize
-from ..forward import forward_mode
+from ..compiler import dask_backend
+from .. import errors
+from ..compiler import random_draws
+from .. import trees
+from ..compiler.analysis import signature_key
+from ..compiler.codegen import BACKENDS
+from .dispatch import fast_entry
+from ..compiler.optimize import optimize
+from ..compiler.forward import forward_mode
 from . import caches, facts, results
 from .arguments import Wrt, normalize_wrt
 from .compiling import Compiling
@@ -147,7 +149,7 @@ class Gradient(Compiling, staticmethod):
     # -- calling -------------------------------------------------------------------------------
 
     # `g(...)` calls `g._call`: the general path below until a signature is compiled, then
-    # the generated entry of the signature called last (sourcegrad.dispatch), which checks
+    # the generated entry of the signature called last (sourcegrad.api.dispatch), which checks
     # its arguments and hands any other call back to the general path.
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dask_backend
+from ..compiler import dask_backend
 
 
 def like_input(g, x, args):

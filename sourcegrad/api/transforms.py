@@ -14,9 +14,11 @@ from typing import IO, Any, Callable, Optional, Union
 import numpy as np
 
 from .. import errors
-from .. import random_draws
-from ..memory_budget import memory_plan
+from ..compiler import random_draws
+from ..compiler.memory_budget import memory_plan
 from . import facts
+from ..eager.tensor import Tensor
+from ..utils.checkpoint import checkpoint as eager_checkpoint
 from .arguments import UNSET, Wrt, jit_backend, wrt_of
 from .gradient import VJP, Gradient, forward_jacobian, jvp
 
@@ -27,7 +29,7 @@ def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None):
         return lambda f: _made(f, wrt, with_value, backend, has_aux, kind, plan)
     if kind is Gradient and has_aux and not with_value:
         return AuxGradient(fn, wrt, backend, plan)
-    if plan is not None:  # (checkpointing: sourcegrad.checkpointing)
+    if plan is not None:  # (checkpointing: sourcegrad.compiler.checkpointing)
         return kind(fn, wrt, with_value, backend, has_aux, memory_plan=plan)
     return kind(fn, wrt, with_value, backend, has_aux)
 
@@ -58,11 +60,11 @@ def grad(
     arrays, Dask code for Dask arrays, numpy code otherwise); code is generated once per
     backend and input signature. "numba" (or `jit=True` with the numpy or auto backend)
     compiles the numpy code with numba where numba can type it, and runs the numpy code
-    after one `JitFallbackWarning` where it cannot (`sourcegrad.numba_backend`).
+    after one `JitFallbackWarning` where it cannot (`sourcegrad.compiler.numba_backend`).
 
     `checkpoint_loops=k` (an int, or "sqrt") and `memory=` (bytes, or "min") trade time for
     memory: loops keep a snapshot every k trips and recompute the rest in the backward
-    (`sourcegrad.checkpointing`, `sourcegrad.memory_budget`).
+    (`sourcegrad.compiler.checkpointing`, `sourcegrad.compiler.memory_budget`).
     """
     return _made(
         fn,
@@ -264,3 +266,42 @@ def show(
     source = g.compile(args).source
     print(source, end="", file=file)
     return source
+
+
+# --- sourcegrad.checkpoint(fn): a call whose values the backward makes again -----------------
+
+
+class Checkpointed:
+    """`sourcegrad.checkpoint(fn)`: calls `fn`. Inside differentiated code the compiler inlines
+    it and marks its statements (`marked`), and the backward recomputes the values of the call
+    it reads (`recompute_regions`) instead of keeping them from the forward. Called on eager
+    tensors it is `sourcegrad.utils.checkpoint.checkpoint(fn, ..., use_reentrant=False)`."""
+
+    _sourcegrad_checkpoint = True  # (the frontend inlines a call of it, marked)
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(a, Tensor) for a in list(args) + list(kwargs.values())):
+            return eager_checkpoint(self.__wrapped__, *args, use_reentrant=False, **kwargs)
+        return self.__wrapped__(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<sourcegrad.checkpoint of {getattr(self.__wrapped__, '__qualname__', '?')}>"
+
+
+def checkpoint(fn: Callable[..., Any]) -> Any:
+    """Mark `fn`'s calls as checkpointed: the backward pass recomputes the intermediates of a
+    call instead of saving them (JAX's `checkpoint`, torch's `utils.checkpoint`). Use it as a
+    decorator on a helper, or as `y = checkpoint(block)(x, W)` inside the differentiated
+    function (`block` defined at module level). In compiled code a call made outside any loop
+    is recomputed; inside a loop use `grad(f, checkpoint_loops=k)`. The generated backward
+    recomputes the call's statements just before their first use, each commented with the
+    user's line and `checkpoint`; the call's inputs are what is kept."""
+    if not callable(fn):
+        raise errors.SourcegradError(f"checkpoint takes a function, got {type(fn).__name__}")
+    return Checkpointed(fn)
+
+
+checkpoint._sourcegrad_makes_checkpoint = True  # type: ignore[attr-defined] # checkpoint(f) inside compiled code: made now

@@ -3,7 +3,7 @@
 For the damped spring (a `while` loop of Python floats) and the RNN (a `for` loop of hidden
 vectors) at many steps, and the MLP at batch 4096 (straight-line code: values made once),
 the gradient without a memory plan and with `memory=BUDGET` (loops checkpointed, values
-recomputed: `sourcegrad.checkpointing`), each row giving: the median time of a call, the
+recomputed: `sourcegrad.compiler.checkpointing`), each row giving: the median time of a call, the
 saved bytes (what the backward keeps from the forward at most at once, from the manifest:
 values made once, plus per-trip values times the trips, or snapshots times the segments plus
 one segment), the tracemalloc peak of a call (every Python float and numpy buffer the call
@@ -32,7 +32,7 @@ import tracemalloc
 import numpy as np
 
 from .. import api
-from ..checkpointing import saved_bytes
+from ..compiler.checkpointing import saved_bytes
 from .workloads import mlp, mlp_args, rnn, spring
 
 BUDGET = 1_000_000

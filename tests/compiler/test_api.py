@@ -17,7 +17,7 @@ import pytest
 import sourcegrad
 from sourcegrad import api, errors
 from sourcegrad.api import numeric_grad
-from sourcegrad.source_check import StaleSourceError
+from sourcegrad.compiler.source_check import StaleSourceError
 
 from .cases import f_logreg, f_mlp
 

@@ -151,7 +151,7 @@ def test_the_manifest_says_what_is_saved_recomputed_and_why():
     assert by_status["saved per trip of a segment"] == {"x", "v"}
     k = next(e["every"] for e in g.saved if e["status"] == "snapshot")
     assert k == 1000 // (2 * 16)  # a segment's two floats per trip fill half the budget
-    from sourcegrad.checkpointing import saved_bytes
+    from sourcegrad.compiler.checkpointing import saved_bytes
 
     assert saved_bytes(g.saved, 10**6) <= 1000 + 16 + 24 * -(-(10**6) // k)
     assert 16 * 10**6 > saved_bytes(g.saved, 10**6)

@@ -1,4 +1,4 @@
-"""The call fast path (sourcegrad.dispatch.fast_entry, Gradient._call, _settle,
+"""The call fast path (sourcegrad.api.dispatch.fast_entry, Gradient._call, _settle,
 _fitted_conversions): after a signature's first call, calls with that signature go through
 one generated guard, and the per-call conversion of results is left out where the first
 result shows it is not needed. These tests check that the guard accepts exactly that
@@ -13,9 +13,9 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api
-from sourcegrad.analysis import signature_key
+from sourcegrad.compiler.analysis import signature_key
 from sourcegrad.api import numeric_grad
-from sourcegrad.dispatch import MISS, fast_entry
+from sourcegrad.api.dispatch import MISS, fast_entry
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad import frontend
+from sourcegrad.compiler import frontend
 from sourcegrad.api import numeric_grad
 from tests.compiler import lambda_cases as cases
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad import optimize
-from sourcegrad.ir import (
+from sourcegrad.compiler import optimize
+from sourcegrad.compiler.ir import (
     Assign,
     Call,
     Const,
@@ -19,7 +19,7 @@ from sourcegrad.ir import (
     reads_of,
     walk,
 )
-from sourcegrad.lifetimes import family, shared_names as _shared_names
+from sourcegrad.compiler.lifetimes import family, shared_names as _shared_names
 from sourcegrad.api import numeric_grad
 
 

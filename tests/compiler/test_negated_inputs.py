@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad import api, optimize
+from sourcegrad import api
+from sourcegrad.compiler import optimize
 from sourcegrad.api import numeric_grad
 
 

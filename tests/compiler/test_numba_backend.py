@@ -1,4 +1,4 @@
-"""The numba backend (sourcegrad.numba_backend): the same gradients as the numpy backend and as
+"""The numba backend (sourcegrad.compiler.numba_backend): the same gradients as the numpy backend and as
 central finite differences, one warning and the numpy code where numba cannot type the code,
 numba's disk cache through the sourcegrad cache directory.
 
@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad import api, cache, numba_backend, numba_fusion
+from sourcegrad import api, cache
+from sourcegrad.compiler import numba_backend, numba_fusion
 from sourcegrad.api import numeric_grad
 from sourcegrad.errors import JitFallbackWarning, SourcegradWarning
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad.analysis import aval_of, infer_shapes
+from sourcegrad.compiler.analysis import aval_of, infer_shapes
 from sourcegrad.api import numeric_grad
 
 

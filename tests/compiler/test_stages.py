@@ -10,16 +10,16 @@ finite differences, so a fault is pinned to the stage that made it.
 import numpy as np
 import pytest
 
-from sourcegrad.analysis import aval_of, infer_shapes
-from sourcegrad.branches import decide_branches
-from sourcegrad.codegen import BACKENDS, SourceInfo, generate_module, load
-from sourcegrad.forward import derivative
-from sourcegrad.frontend import function_to_ir
-from sourcegrad.ir import Assign, Call, Const, If, Return, Var, walk
-from sourcegrad.names import Namer
+from sourcegrad.compiler.analysis import aval_of, infer_shapes
+from sourcegrad.compiler.branches import decide_branches
+from sourcegrad.compiler.codegen import BACKENDS, SourceInfo, generate_module, load
+from sourcegrad.compiler.forward import derivative
+from sourcegrad.compiler.frontend import function_to_ir
+from sourcegrad.compiler.ir import Assign, Call, Const, If, Return, Var, walk
+from sourcegrad.compiler.names import Namer
 from sourcegrad.ops import TEMPLATE_NAMESPACE
-from sourcegrad.optimize import optimize
-from sourcegrad.reverse import reverse
+from sourcegrad.compiler.optimize import optimize
+from sourcegrad.compiler.reverse import reverse
 
 
 def softplus_sum(x, w):
@@ -132,7 +132,7 @@ def test_forward_alone_gives_the_derivative_in_a_number():
 
 
 def test_optimize_alone_removes_repeats_and_dead_values():
-    from sourcegrad.ir import Function
+    from sourcegrad.compiler.ir import Function
 
     body = [
         Assign("a", Call("exp", (Var("x"),))),
@@ -152,7 +152,7 @@ def test_optimize_alone_removes_repeats_and_dead_values():
 
 
 def test_codegen_alone_prints_the_ir_as_python():
-    from sourcegrad.ir import Function
+    from sourcegrad.compiler.ir import Function
 
     body = [Assign("y", Call("mul_op", (Var("x"), Const(2.0)))), Return(Var("y"))]
     fn = Function("double", ["x"], body, "f.py", None, {}, {"x"})
@@ -164,7 +164,7 @@ def test_codegen_alone_prints_the_ir_as_python():
 
 
 def test_pipeline_specialised_runs_stages_3_to_6():
-    from sourcegrad import pipeline
+    from sourcegrad.compiler import pipeline
 
     ir = function_to_ir(by_rank)
     primal, env = pipeline.specialised(ir, ir, [aval_of(np.ones((2, 3)))], ["x"])

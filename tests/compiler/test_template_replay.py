@@ -1,4 +1,4 @@
-"""Replaying a rule template's recorded instantiation (sourcegrad.template_replay) gives the
+"""Replaying a rule template's recorded instantiation (sourcegrad.compiler.template_replay) gives the
 very code that evaluating the template again gives: compiled with replay and with every
 template evaluated (shape_key patched to key nothing), the generated sources are equal, and
 the replayed gradient matches central finite differences."""
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad import templates
+from sourcegrad.compiler import templates
 from sourcegrad.bench import scaling
 
 _BROADCASTS = """
@@ -29,7 +29,7 @@ def _sources(fn, args, wrt, monkeypatch, make=sourcegrad.grad):
     evaluate = templates.Instantiator.evaluate
     with monkeypatch.context() as m:
         m.setattr(templates, "shape_key", lambda *a, **k: None)
-        m.setattr(sourcegrad.api, "_COMPILED", {})  # (compiled again, not the code kept)
+        m.setattr(sourcegrad.api.caches, "COMPILED", {})  # (compiled again, not the code kept)
         m.setattr(
             templates.Instantiator,
             "evaluate",

@@ -1,0 +1,319 @@
+"""Checks that refuse, located, what would give a wrong gradient.
+
+`check_in_place_updates(fn, ...)` refuses an in-place update of a value the backward still
+reads (or of a view of one: `is_view`); `check_real_values(fn, env, wrt)` refuses complex
+intermediates where the rules are written for real values (`ops.complex_values` says where
+complex values are supported). Each raises a `SourcegradError` naming the file, line and
+the line's text, or returns None.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from ..ir import Assign, Call, Const, For, If, Return, Tup, Var, While, reads_of, walk
+from ... import errors
+from ... import ops
+from ...ops import RULES, has
+from .activity import active_values, varied_values
+from .values import ListOf, UNKNOWN
+
+
+def is_view(op) -> bool:
+    """Does op's result share memory with its first argument (numpy views; getitem of a list
+    or tuple gives the item itself), so changing one in place changes what the other reads?
+    (The registry's "view".)"""
+    return ops.has(op, "view")
+
+
+def check_in_place_updates(fn, env) -> None:
+    """Reject an array updated in place (`x *= 2`, `x[i] = v`) while another name that shares
+    its memory (a view such as `x[:2]` or `x.T`, a second name for it, a list holding it, the
+    sequence a loop iterates) is read afterwards: numpy would change that one too, and the
+    compiler, which treats the update as a new value, would silently compute something else.
+
+    An abstract interpretation in program order: each name points to the arrays it may share
+    memory with (an array is the statement or parameter that made it); an update in place
+    marks every other name pointing to that array stale, and reading a stale name is the
+    hazard. Branches and loop trips join the states.
+    """
+    _InPlaceChecker(fn, env).run()
+
+
+class _InPlaceChecker:
+    """See check_in_place_updates. State: name -> {(array, None | stale update)}, and
+    container name -> the same pairs for what it holds."""
+
+    def __init__(self, fn, env):
+        self.fn, self.env = fn, env
+        self.defs = {s.target: s for s in walk(fn.body) if isinstance(s, Assign)}
+        self.updates = {id(s): s for s in walk(fn.body) if isinstance(s, Assign) and s.in_place}
+
+    def run(self):
+        self.block(self.fn.body, [({p: {(p, None)} for p in self.fn.params}, {})])
+
+    def is_number(self, name):
+        aval = self.env.get(name)
+        return aval not in (None, UNKNOWN) and not isinstance(
+            aval.stand_in, (np.ndarray, list, tuple, ListOf)
+        )
+
+    def pts(self, atom, points):
+        if not isinstance(atom, Var) or self.is_number(atom.name):
+            return set()
+        return points.get(atom.name, {(atom.name, None)})  # a free value: its own array
+
+    def block(self, stmts, states):
+        """Run `stmts` from each of `states` (one per path, up to _PATHS of them, so that a
+        swap in one branch does not look like two names sharing an array after it)."""
+        for stmt in stmts:
+            for points, contents in states:
+                self.check_reads(stmt, points, contents)
+            if isinstance(stmt, If):
+                states = _distinct(
+                    [
+                        out
+                        for points, contents in states
+                        for branch in (stmt.body, stmt.orelse)
+                        for out in self.block(branch, [(dict(points), dict(contents))])
+                    ]
+                )
+            elif isinstance(stmt, (For, While)):
+                inner = stmt.body if isinstance(stmt, For) else stmt.test_body + stmt.body
+                # zero trips, one, two...: run the body on the states not seen yet, until
+                # no new one appears (or, past _PATHS, on their join until it is stable)
+                reached, frontier = states, states
+                for _ in range(8):
+                    after = self.block(inner, [(dict(p), dict(c)) for p, c in frontier])
+                    merged = _distinct(reached + after)
+                    known = {_key(r) for r in reached}
+                    frontier = [m for m in merged if _key(m) not in known]
+                    reached = merged
+                    if not frontier:
+                        break
+                states = reached
+            elif isinstance(stmt, Assign):
+                for points, contents in states:
+                    self.assign(stmt, points, contents)
+        return states
+
+    def check_reads(self, stmt, points, contents):
+        for name in reads_of(stmt):
+            for _, mark in points.get(name, set()) | _flat(contents.get(name)):
+                if mark is not None:
+                    self.reject(stmt, name, self.updates[mark])
+
+    def assign(self, stmt, points, contents):
+        value, target = stmt.value, stmt.target
+        if self.is_number(target):
+            points[target] = set()
+            return
+        contents.pop(target, None)
+        if isinstance(value, Var):
+            shared = set(self.pts(value, points))
+            if value.name in contents:  # the same list or tuple
+                contents[target] = contents[value.name]
+        elif isinstance(value, Call) and value.op in ("make_list", "make_tuple", "list_append"):
+            items = [
+                self.pts(a, points) | _flat(contents.get(a.name)) if isinstance(a, Var) else set()
+                for a in value.args
+            ]
+            if value.op == "list_append":  # the list's items, then the new one
+                held = contents.get(value.args[0].name) if isinstance(value.args[0], Var) else None
+                items = list(held) + items[1:] if held is not None else [_flat(items)]
+            contents[target] = tuple(frozenset(i) for i in items)
+            shared = set()
+        elif (
+            isinstance(value, Call)
+            and is_view(value.op)
+            and value.args
+            and not _copying_index(value)
+        ):
+            source = value.args[0]
+            held = contents.get(source.name) if isinstance(source, Var) else None
+            if held is None:
+                shared = set(self.pts(source, points))
+            else:  # an item of a list or tuple: that item when the index is known
+                index = value.args[1] if len(value.args) > 1 else None
+                known = (
+                    isinstance(index, Const)
+                    and type(index.value) is int
+                    and -len(held) <= index.value < len(held)
+                )
+                shared = set(held[index.value]) if known else _flat(held)
+        else:
+            shared = set()
+        if stmt.in_place:
+            changed = {a for a, _ in self.changed_arrays(stmt, points)}
+
+            def stale(pairs):
+                return {(a, id(stmt) if a in changed else m) for a, m in pairs}
+
+            for name, pairs in points.items():  # everyone else holding them now holds stale data
+                if name != target and any(a in changed for a, _ in pairs):
+                    points[name] = stale(pairs)
+            for name, held in contents.items():
+                contents[name] = tuple(frozenset(stale(item)) for item in held)
+            shared = {(a, None) for a in changed} or shared
+        points[target] = shared or {(id(stmt), None)}  # a new array, made by this statement
+
+    def changed_arrays(self, stmt, points):
+        value = stmt.value
+        if isinstance(value, Var) and value.name in self.defs:  # computed into a temporary
+            value = self.defs[value.name].value
+        if isinstance(value, Call) and value.args and isinstance(value.args[0], Var):
+            return self.pts(value.args[0], points)
+        return set()
+
+    def reject(self, read, name, update):
+        made = self.defs.get(name)
+        what = (
+            f"{name!r} (made at line {made.loc.line}: {made.loc.text.strip()})"
+            if made is not None and made.loc is not None
+            else repr(name)
+        )
+        at = f"line {read.loc.line}" if read.loc is not None else "later"
+        raise errors.UnsupportedSyntaxError(
+            f"an array is changed in place here, but {what} shares its memory and is read "
+            f"afterwards ({at}): numpy would read the changed values there. Write the update "
+            "as a new value (x = x * 2 instead of x *= 2), or copy first (np.copy)",
+            update.loc,
+        )
+
+
+def _copying_index(call) -> bool:
+    """`x[[0, 2]]` or `x[mask]`: indexing with a list or an array copies (no view)."""
+    if call.op != "getitem" or len(call.args) < 2 or not isinstance(call.args[1], Const):
+        return False
+    index = call.args[1].value
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, (list, np.ndarray)) for i in items)
+
+
+_PATHS = 12  # states kept apart; more are joined into one (conservative)
+
+
+def _distinct(states):
+    """The states without repeats; joined into one when there are more than _PATHS."""
+    seen, out = set(), []
+    for points, contents in states:
+        key = _key((points, contents))
+        if key not in seen:
+            seen.add(key)
+            out.append((points, contents))
+    if len(out) > _PATHS:
+        points, contents = {}, {}
+        for p, c in out:
+            points, contents = _union_maps(points, p), _union_contents(contents, c)
+        out = [(points, contents)]
+    return out
+
+
+def _key(state):
+    points, contents = state
+    return (frozenset((k, frozenset(v)) for k, v in points.items()), frozenset(contents.items()))
+
+
+def _flat(held):
+    """Every (array, mark) a container holds (None: not a container)."""
+    return set().union(*held) if held else set()
+
+
+def _union_contents(a, b):
+    """Join two container -> items maps: item by item when the lengths agree."""
+    out = {}
+    for k in set(a) | set(b):
+        x, y = a.get(k), b.get(k)
+        if x is None or y is None or len(x) != len(y):
+            out[k] = (frozenset(_flat(x) | _flat(y)),)
+        else:
+            out[k] = tuple(i | j for i, j in zip(x, y))
+    return out
+
+
+def _union_maps(*maps):
+    out = {}
+    for m in maps:
+        for k, v in m.items():
+            out[k] = out.get(k, set()) | v
+    return out
+
+
+def check_real_values(fn, env, wrt: list) -> None:
+    """Refuse, located (`ComplexValueError`), a complex value on the path from the inputs
+    `wrt` to the result made by an op whose rules are written for real numbers only (those
+    without the "complex" property, ops/complex_values.py): its gradient would be wrong. The
+    result must be real, as for JAX's grad: the gradient of a complex function is not one
+    array. Complex values the gradient does not flow through are fine. Where complex values
+    are on the path, a value whose type is not known while compiling (one that becomes complex
+    in a loop) counts as complex: it cannot be shown real."""
+    if not any(_holds_complex(aval) for aval in env.values()):
+        return  # (a real program: no pass over it)
+    active = active_values(fn, wrt)
+    varied = varied_values(fn, wrt)
+    # (a call whose result is not varied may still read varied values: np.sign(s))
+    calls = [s for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.value, Call)]
+    complex_path = any(
+        s.target in varied
+        and (
+            _holds_complex(env.get(s.target))
+            or any(isinstance(a, Const) and isinstance(a.value, complex) for a in s.value.args)
+        )
+        for s in calls
+    )
+    if not complex_path:
+        return
+
+    def maybe_complex(name):
+        aval = env.get(name)
+        return aval is None or aval is UNKNOWN or _holds_complex(aval)
+
+    for stmt in calls:
+        op = stmt.value.op
+        args = [a.name for a in stmt.value.args if isinstance(a, Var) and a.name in varied]
+        if op in ("sign", "torch_sign") and any(maybe_complex(a) for a in args):
+            # (sign is piecewise constant, so it has no rule; of a complex z it is z / |z|)
+            raise errors.ComplexValueError(
+                "this line takes np.sign of a complex value (or of one whose type is not known "
+                "while compiling) on the gradient's path, which is differentiable there "
+                "(z / |z|) but has no rule: write x / np.abs(x)",
+                stmt.loc,
+            )
+        if (
+            stmt.target in active
+            and RULES[op].differentiable
+            and not has(op, "complex")
+            and (maybe_complex(stmt.target) or any(maybe_complex(a) for a in args if a in active))
+        ):
+            raise errors.ComplexValueError(
+                f"this line takes {RULES[op].family} of a complex value (or of one whose type "
+                "is not known while compiling) on the gradient's path, and its rule is written "
+                "for real numbers (the gradient would be wrong); complex values are "
+                "differentiated through arithmetic, exp/log and the trigonometric functions, "
+                "sums and products, reshaping and indexing, abs, angle, real, imag, conj and "
+                "np.fft",
+                stmt.loc,
+            )
+    ret = fn.body[-1] if fn.body else None
+    out = ret.value if isinstance(ret, Return) else None
+    if isinstance(out, Tup) and out.items:  # (output, aux)
+        out = out.items[0]
+    if isinstance(out, Var) and out.name in active and maybe_complex(out.name):
+        raise errors.ComplexValueError(
+            "the differentiated function returns a complex value (or one whose type is not "
+            "known while compiling); a gradient needs a real output (as in JAX): return its "
+            "np.real, np.imag or np.abs",
+            ret.loc,
+        )
+
+
+def _holds_complex(aval) -> bool:
+    return aval is not None and aval is not UNKNOWN and _is_complex(aval.stand_in)
+
+
+def _is_complex(value) -> bool:
+    if isinstance(value, ListOf):
+        return _is_complex(value.item)
+    if isinstance(value, (list, tuple)):
+        return any(_is_complex(v) for v in value)
+    dtype = getattr(value, "dtype", None)
+    return isinstance(value, complex) or (isinstance(dtype, np.dtype) and dtype.kind == "c")

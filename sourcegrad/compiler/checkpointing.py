@@ -1,0 +1,772 @@
+"""Checkpointed loops: recompute a loop's trips in the backward instead of saving every one.
+
+`segment_loops(plan, fn, forward, backward, namer)` takes the primal `ir.Function` and the
+two sweeps `reverse.reverse` made of it (plain statement lists, pushes and pops in place)
+and returns the two sweeps with each top-level loop that saves values per trip rewritten
+into segments of `plan.loops` trips (k):
+
+    forward                                   backward
+    for seg in range(start, stop, k*step):    for seg in reversed(range(start, stop, k*step)):
+        <push the loop's live state>              <pop the live state>
+        for i in range(seg, seg_end, step):       for i in range(seg, seg_end, step):
+            <the trip, saving nothing>                <the trip again, saving as before>
+                                                  for i in reversed(range(seg, seg_end, step)):
+                                                      <the trip's backward, as before>
+
+A `while` loop is the online variant: its trip count is only known at the end, so the
+forward pushes the live state when `trips % k == 0`, and the backward replays each segment
+from its snapshot for `min(k, trips - seg)` trips. Either way the stack holds n/k
+snapshots plus at most k trips' values at a time, and each trip runs twice: with
+k = ceil(sqrt(n)) that is O(sqrt(n)) memory for one extra forward (not Griewank's revolve,
+which reaches O(log n) snapshots at a logarithmic recomputation factor).
+
+The live state of a trip is each name the trip reads before it writes it (its loop-carried
+values) that the loop, or anything after it, writes; names written only before the loop
+hold the same value in both sweeps and are not pushed. The recomputed statements carry the
+user's line with a note (`recomputed: checkpoint_loops=k`), so the generated code says
+which line it recomputes and why.
+
+Nothing here runs unless a plan asks for it: without one, `reverse` is unchanged (and so is
+every golden in generated/).
+
+Why one module: segmenting a loop, the snapshot and replay statements and the manifest's
+status of each value are one transformation, read together; `memory_budget` (choosing k)
+stands apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+from ..errors import SourceLocation
+from .memory_budget import choose_recomputed, segment_length
+from ..ops import RULES
+from .optimize.cleanup import (
+    RECOMPUTED_NOTE,
+    eliminate_dead_code,
+    inline_shape_only_values,
+    propagate_copies_and_cse,
+)
+from .ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    If,
+    Marker,
+    Pop,
+    Push,
+    Var,
+    While,
+    reads_of,
+    substitute_atom,
+    walk,
+    writes_of,
+)
+
+__all__ = [
+    "segment_loops",
+    "recompute_regions",
+    "recompute_under_budget",
+    "known_trip_counts",
+    "manifest",
+    "RECOMPUTED",
+    "SNAPSHOT",
+    "CHECKPOINTED",
+    "RECOMPUTED_BY_BUDGET",
+]
+
+# what the comments of the code that checkpointing writes say (the manifest reads them too)
+RECOMPUTED = "recomputed from the snapshot taken"
+SNAPSHOT = "snapshot of the loop's state taken"
+# what a value recomputed under a budget says (`recompute_under_budget`), then its name
+RECOMPUTED_BY_BUDGET = "recomputed in the backward, not saved"
+
+
+def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
+    """See the module docstring. `trip_counts` maps a loop's line to its trip count where
+    known when compiling; `env` gives the bytes of what is pushed. Returns (forward,
+    backward, [(line, k, kind)])."""
+    primal_loops = [s for s in fn.body if isinstance(s, (For, While))]
+    done = []
+    forward, backward = list(forward), list(backward)
+    for loop in primal_loops:
+        fi = _find(forward, lambda s, loop=loop: type(s) is type(loop) and s.loc == loop.loc)
+        bi = _find(backward, lambda s, loop=loop: isinstance(s, For) and s.loc == loop.loc)
+        if fi is None or bi is None:
+            continue
+        fwd, bwd = forward[fi], backward[bi]
+        if not any(isinstance(s, Push) for s in walk(fwd.body)):
+            continue  # it saves nothing per trip
+        if not _replayable(fwd):
+            continue  # running a trip again would print again, or draw other numbers
+        trips = (trip_counts or {}).get(loop.loc.line)
+        if trips is not None and trips <= 1:
+            continue  # nothing to gain (and a loop that never runs has no values inferred)
+        later = forward[fi + 1 :]
+        per_trip = sum(_bytes(env, s.value) for s in walk(fwd.body) if isinstance(s, Push))
+        state = _live_state(fwd.body, later)
+        k = segment_length(plan, trips, per_trip, sum(_bytes(env, Var(n)) for n in state))
+        if isinstance(loop, For):
+            made = _segment_for(fwd, bwd, later, k, namer, plan, backward)
+        else:
+            made = _segment_while(
+                fwd, bwd, forward[fi - 1] if fi else None, later, k, namer, plan, backward
+            )
+        if made is None:
+            continue
+        forward[fi], backward[bi] = made
+        done.append((loop.loc.line, k, type(loop).__name__.lower()))
+    return forward, backward, done
+
+
+def _replayable(loop) -> bool:
+    """May the backward run the loop's trips again? Not when a trip has an effect: a call made
+    for it (`print`) or an impure one (a random draw: the replay would draw other numbers, and
+    the gradient would be that of another sample)."""
+    for s in walk(loop.test_body + loop.body if isinstance(loop, While) else loop.body):
+        if isinstance(s, ExprStmt):
+            return False
+        if isinstance(s, Assign) and isinstance(s.value, Call) and not RULES[s.value.op].pure:
+            return False
+    return True
+
+
+def _bytes(env, atom) -> int:
+    """What a pushed value holds, for the signature compiled (8 for a number)."""
+    aval = env.get(atom.name) if isinstance(atom, Var) else None
+    dtype = getattr(aval, "dtype", None) if aval is not None else None
+    if dtype is None:
+        return 8
+    return int(math.prod(aval.shape)) * dtype.itemsize
+
+
+def _find(stmts, match):
+    found = [i for i, s in enumerate(stmts) if match(s)]
+    return found[0] if len(found) == 1 else None
+
+
+def _without_pushes(stmts):
+    out = []
+    for s in stmts:
+        if isinstance(s, Push):
+            continue
+        if isinstance(s, If):
+            s = If(s.test, _without_pushes(s.body), _without_pushes(s.orelse), s.loc)
+        elif isinstance(s, For):
+            s = dataclasses.replace(s, body=_without_pushes(s.body))
+        elif isinstance(s, While):
+            s = dataclasses.replace(
+                s, test_body=_without_pushes(s.test_body), body=_without_pushes(s.body)
+            )
+        out.append(s)
+    return out
+
+
+def _noted(stmts, plan, k):
+    """The trip as the backward re-runs it: each statement's comment says it is recomputed."""
+    out = []
+    for s in stmts:
+        loc = (
+            s.loc
+            if getattr(s, "loc", None) is None
+            else SourceLocation(
+                s.loc.file,
+                s.loc.line,
+                s.loc.col,
+                f"{s.loc.text.strip()}  ({RECOMPUTED} every {k} trips, {plan.describe()})",
+            )
+        )
+        if isinstance(s, If):
+            s = If(s.test, _noted(s.body, plan, k), _noted(s.orelse, plan, k), loc)
+        elif isinstance(s, For):
+            s = dataclasses.replace(s, body=_noted(s.body, plan, k), loc=loc)
+        elif isinstance(s, While):
+            s = dataclasses.replace(
+                s, test_body=_noted(s.test_body, plan, k), body=_noted(s.body, plan, k), loc=loc
+            )
+        elif hasattr(s, "loc"):
+            s = dataclasses.replace(s, loc=loc)
+        out.append(s)
+    return out
+
+
+def _own_names(replay, backward, state, namer):
+    """The replayed trip with its temporaries renamed (`W_h` -> `W_h_1`): those the rest of
+    the backward never reads. The forward's then stay assigned once, so the printer folds them
+    into the expressions that read them again, as it does without checkpointing."""
+    elsewhere = {n for s in walk(backward) for n in (*reads_of(s), *writes_of(s))}
+    pushed = {n for s in walk(replay) if isinstance(s, Push) for n in reads_of(s)}
+    written = [n for s in walk(replay) if isinstance(s, Assign) for n in writes_of(s)]
+    mapping = {
+        n: Var(namer.fresh(n))
+        for n in dict.fromkeys(written)
+        if n not in elsewhere and n not in pushed and n not in state
+    }
+    return _renamed(replay, mapping) if mapping else replay
+
+
+def _renamed(stmts, mapping):
+    def atom(a):
+        return substitute_atom(a, mapping)
+
+    out = []
+    for s in stmts:
+        if isinstance(s, Assign):
+            value = s.value
+            if isinstance(value, Call):
+                value = Call(
+                    value.op,
+                    tuple(map(atom, value.args)),
+                    tuple((k, atom(a)) for k, a in value.kwargs),
+                )
+            else:
+                value = atom(value)
+            target = mapping[s.target].name if s.target in mapping else s.target
+            s = dataclasses.replace(s, target=target, value=value)
+        elif isinstance(s, Push):
+            s = Push(atom(s.value), s.loc)
+        elif isinstance(s, If):
+            s = If(atom(s.test), _renamed(s.body, mapping), _renamed(s.orelse, mapping), s.loc)
+        elif isinstance(s, For):
+            s = dataclasses.replace(
+                s,
+                start=atom(s.start),
+                stop=atom(s.stop),
+                step=atom(s.step),
+                body=_renamed(s.body, mapping),
+            )
+        elif isinstance(s, While):
+            s = dataclasses.replace(
+                s,
+                test=atom(s.test),
+                test_body=_renamed(s.test_body, mapping),
+                body=_renamed(s.body, mapping),
+            )
+        out.append(s)
+    return out
+
+
+def _first_use(stmts, name):
+    """ "read" if a trip through `stmts` may read `name` before writing it."""
+    for s in stmts:
+        if isinstance(s, If):
+            uses = (_first_use(s.body, name), _first_use(s.orelse, name))
+            if name in reads_of(s) or "read" in uses:
+                return "read"
+            if uses == ("write", "write"):
+                return "write"
+        elif isinstance(s, While):
+            # the test's statements run first, at least once, then the test, then maybe
+            # the body (an inner `while` writes its test's value before reading it)
+            first = _first_use(s.test_body, name)
+            if first is not None:
+                return first
+            if name in reads_of(s) or _first_use(s.body, name) == "read":
+                return "read"
+        elif isinstance(s, For):
+            if name in reads_of(s):
+                return "read"
+            if s.target == name:
+                return "write"  # (the loop sets its index before its body reads it)
+            if _first_use(s.body, name) == "read":
+                return "read"
+        elif name in reads_of(s):
+            return "read"
+        elif name in writes_of(s):
+            return "write"
+    return None
+
+
+def _live_state(trip, later, exclude=()):
+    """Names a trip reads before writing that the loop or what follows it writes."""
+    written = {n for s in walk(trip) for n in writes_of(s)}
+    written |= {n for s in walk(later) for n in writes_of(s)}
+    read = {n for s in walk(trip) for n in reads_of(s)}
+    return sorted(n for n in read & written if n not in exclude and _first_use(trip, n) == "read")
+
+
+def _snapshot_loc(loc, k, plan):
+    return SourceLocation(
+        loc.file,
+        loc.line,
+        loc.col,
+        f"{loc.text.strip()}  ({SNAPSHOT} every {k} trips, {plan.describe()})",
+    )
+
+
+def _segment_end(seg, span, stop, step, loc, namer):
+    """`seg_end = min(seg + span, stop)` (max for a negative step), as statements."""
+    nxt, end = namer.fresh("segment_next"), namer.fresh("segment_end")
+    bound = "min_builtin" if step > 0 else "max_builtin"
+    return [
+        Assign(nxt, Call("add_op", (Var(seg), Const(span))), loc, "checkpoint segment"),
+        Assign(end, Call(bound, (Var(nxt), stop)), loc, "checkpoint segment"),
+    ], Var(end)
+
+
+def _segment_for(fwd, bwd, later, k, namer, plan, whole):
+    step = fwd.step
+    if not (isinstance(step, Const) and isinstance(step.value, int) and step.value != 0):
+        return None
+    if (
+        fwd.stop_flag is not None
+        or (bwd.start, bwd.stop, bwd.step) != (fwd.start, fwd.stop, fwd.step)
+        or not bwd.reverse
+    ):
+        return None
+    state = _live_state(fwd.body, later, exclude={fwd.target})
+    loc, span = fwd.loc, k * step.value
+    seg = namer.fresh("segment")
+    end_stmts, end = _segment_end(seg, span, fwd.stop, step.value, loc, namer)
+    trip = _without_pushes(fwd.body)
+    forward = For(
+        seg,
+        fwd.start,
+        fwd.stop,
+        Const(span),
+        [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state]
+        + end_stmts
+        + [For(fwd.target, Var(seg), end, step, trip, loc)],
+        loc,
+    )
+    end_stmts_b, end_b = _segment_end(seg, span, fwd.stop, step.value, loc, namer)
+    backward = For(
+        seg,
+        fwd.start,
+        fwd.stop,
+        Const(span),
+        [Pop(n, loc) for n in reversed(state)]
+        + end_stmts_b
+        + [
+            For(
+                fwd.target,
+                Var(seg),
+                end_b,
+                step,
+                _own_names(_noted(fwd.body, plan, k), whole, state, namer),
+                loc,
+            ),
+            For(bwd.target, Var(seg), end_b, step, bwd.body, bwd.loc, reverse=True),
+        ],
+        loc,
+        reverse=True,
+    )
+    return forward, backward
+
+
+def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
+    """The online variant: the trip count is known only once the loop has run."""
+    if not (
+        isinstance(before, Assign)
+        and before.value == Const(0)
+        and fwd.body
+        and isinstance(fwd.body[0], Assign)
+        and fwd.body[0].target == before.target
+    ):
+        return None  # not the counted form reverse makes of a while
+    if any(isinstance(s, Push) for s in walk(fwd.test_body)):
+        return None
+    trips, loc = before.target, fwd.loc
+    body = fwd.body[1:]  # (without the trip count)
+    # a replayed trip runs the body, then the test's statements the next trip reads
+    replay = body + fwd.test_body
+    state = _live_state(replay, later, exclude={trips})
+    phase, first = namer.fresh("phase"), namer.fresh("snapshot_now")
+    snapshot = [
+        Assign(phase, Call("mod_op", (Var(trips), Const(k))), loc, "checkpoint segment"),
+        Assign(first, Call("eq", (Var(phase), Const(0))), loc, "checkpoint segment"),
+        If(Var(first), [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state], [], loc),
+    ]
+    forward = While(fwd.test_body, fwd.test, snapshot + _without_pushes(fwd.body), loc)
+    seg = namer.fresh("segment")
+    end_stmts, end = _segment_end(seg, k, Var(trips), 1, loc, namer)
+    backward = For(
+        seg,
+        Const(0),
+        Var(trips),
+        Const(k),
+        [Pop(n, loc) for n in reversed(state)]
+        + end_stmts
+        + [
+            For(
+                namer.fresh("trip"),
+                Var(seg),
+                end,
+                Const(1),
+                _own_names(_noted(replay, plan, k), whole, state, namer),
+                loc,
+            ),
+            For(bwd.target, Var(seg), end, Const(1), bwd.body, bwd.loc),
+        ],
+        loc,
+        reverse=True,
+    )
+    return forward, backward
+
+
+def known_trip_counts(fn, env) -> dict:
+    """{line: trips} for the top-level `for` loops whose range is known when compiling."""
+
+    def value(atom):
+        if isinstance(atom, Const):
+            return atom.value
+        aval = env.get(atom.name) if isinstance(atom, Var) else None
+        return aval.stand_in if aval is not None and getattr(aval, "known", False) else None
+
+    counts = {}
+    for s in fn.body:
+        if isinstance(s, For) and s.loc is not None:
+            bounds = [value(a) for a in (s.start, s.stop, s.step)]
+            if all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) and bounds[2]:
+                counts[s.loc.line] = len(range(*bounds))
+    return counts
+
+
+_EVERY = re.compile(r"every (\d+) trips")
+_BUDGET_NAMES = re.compile(re.escape(RECOMPUTED_BY_BUDGET) + r": ([\w, ]+);")
+
+
+def manifest(saved, fn, env) -> list:
+    """The saved-value manifest of a gradient generated under a memory plan: `saved` (the
+    values read across the forward/backward boundary, `api.facts.saved_values`' entries) with a
+    status and a reason each, then every value pushed on the stack (per trip, or a snapshot
+    of a checkpointed loop) and every value the backward recomputes instead of saving."""
+    out = [
+        dict(
+            e,
+            status="saved",
+            why="an input (costs nothing extra)"
+            if e["input"]
+            else f"read by the backward ({', '.join(e['read_by']) or 'kept'}); made once",
+        )
+        for e in saved
+    ]
+    cut = next((i for i, s in enumerate(fn.body) if isinstance(s, Marker)), len(fn.body))
+    seen = set()
+
+    def entry(name, loc, status, why):
+        aval = env.get(name)
+        dtype = getattr(aval, "dtype", None) if aval is not None else None
+        return {
+            "name": name,
+            "shape": aval.shape if aval is not None else None,
+            "dtype": str(dtype)
+            if dtype is not None
+            else type(aval.stand_in).__name__
+            if aval is not None
+            else None,
+            "bytes": _bytes(env, Var(name)),
+            "line": loc.line if loc else None,
+            "input": False,
+            "read_by": [],
+            "status": status,
+            "why": why,
+        }
+
+    def visit(stmts, loop_line, backward):
+        for s in stmts:
+            text = s.loc.text if getattr(s, "loc", None) is not None else ""
+            every = _EVERY.search(text)
+            if isinstance(s, Push) and isinstance(s.value, Var):
+                status = (
+                    "saved per trip of a segment"
+                    if backward
+                    else "snapshot"
+                    if SNAPSHOT in text
+                    else "saved per trip"
+                )
+                key = (s.value.name, status, loop_line)
+                if key not in seen:
+                    seen.add(key)
+                    why = (
+                        text[text.index(SNAPSHOT) :].rstrip(")")
+                        if status == "snapshot"
+                        else f"overwritten in the loop at line {loop_line}; the backward reads it"
+                    )
+                    if status == "saved per trip of a segment":
+                        why += ": pushed while a segment is recomputed (one segment at a time)"
+                    out.append(
+                        dict(
+                            entry(s.value.name, s.loc, status, why),
+                            every=int(every.group(1)) if every else None,
+                        )
+                    )
+            elif isinstance(s, Assign) and backward and _BUDGET_NAMES.search(text):
+                for name in _BUDGET_NAMES.search(text).group(1).split(", "):
+                    if (name, "recomputed") not in seen and name in env:
+                        seen.add((name, "recomputed"))
+                        out.append(
+                            entry(
+                                name,
+                                s.loc,
+                                "recomputed",
+                                f"{RECOMPUTED_BY_BUDGET}: keeping it would pass the budget "
+                                f"({text[text.rindex('; ') + 2 :].rstrip(')')}), and it is "
+                                "among the cheapest values to make again per byte",
+                            )
+                        )
+            elif isinstance(s, Assign) and backward and RECOMPUTED in text:
+                key = (s.target, "recomputed")
+                if key not in seen:
+                    seen.add(key)
+                    out.append(
+                        entry(
+                            s.target,
+                            s.loc,
+                            "recomputed",
+                            text[text.index(RECOMPUTED) :].rstrip(")") + ": not saved",
+                        )
+                    )
+            for block in (
+                [s.body]
+                if isinstance(s, For)
+                else [s.test_body, s.body]
+                if isinstance(s, While)
+                else [s.body, s.orelse]
+                if isinstance(s, If)
+                else []
+            ):
+                line = s.loc.line if isinstance(s, (For, While)) and s.loc else loop_line
+                visit(block, line, backward)
+
+    visit(fn.body[:cut], None, False)
+    visit(fn.body[cut:], None, True)
+    return out
+
+
+def saved_bytes(entries, trips) -> int:
+    """The most bytes the manifest's values hold at once, for a loop of `trips` trips (one
+    checkpointed or plain top-level loop): values made once, plus per-trip values times the
+    trips, or snapshots times the segments plus one segment's per-trip values."""
+    total = 0
+    for e in entries:
+        if e["status"] == "saved" and not e["input"]:
+            total += e["bytes"]
+        elif e["status"] == "saved per trip":
+            total += e["bytes"] * trips
+        elif e["status"] == "snapshot":
+            total += e["bytes"] * -(-trips // e["every"])
+        elif e["status"] == "saved per trip of a segment":
+            total += e["bytes"] * min(e["every"] or trips, trips)
+    return total
+
+
+# --- sourcegrad.checkpoint(fn) (api.transforms): a call whose values the backward makes again
+
+CHECKPOINTED = "checkpoint: recomputed in the backward, not saved"
+
+
+def marked(stmts):
+    """The statements of an inlined checkpointed call, their lines marked (`CHECKPOINTED`)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, Assign) and s.loc is not None and CHECKPOINTED not in s.loc.text:
+            s = dataclasses.replace(
+                s,
+                loc=SourceLocation(
+                    s.loc.file, s.loc.line, s.loc.col, f"{s.loc.text.strip()}  ({CHECKPOINTED})"
+                ),
+            )
+        out.append(s)
+    return out
+
+
+def recompute_regions(fn, forward, backward, namer, env=None):
+    """The sweeps with the values of checkpointed calls (statements `marked`, at the top level
+    of the forward, assigned once) that the backward reads made again in the backward, under
+    their own names, just before the first backward statement that reads one. What the calls
+    read from outside them stays saved. Returns (forward, backward) unchanged when there is
+    nothing to recompute (no checkpoint was asked: every golden is unchanged)."""
+    marked_defs = {
+        s.target: s
+        for s in forward
+        if isinstance(s, Assign) and s.loc is not None and CHECKPOINTED in s.loc.text
+    }
+    if not marked_defs:
+        return forward, backward
+    counts = {}
+    for s in walk(forward + backward):
+        for n in writes_of(s):
+            counts[n] = counts.get(n, 0) + 1
+    # (a draw is never made again: the backward reads the sample the forward drew)
+    regions = {
+        n: s
+        for n, s in marked_defs.items()
+        if counts.get(n) == 1
+        and n not in fn.params
+        and not (isinstance(s.value, Call) and not RULES[s.value.op].pure)
+    }
+    read = {n for s in walk(backward) for n in reads_of(s)}
+    chain, todo = set(), [n for n in regions if n in read]
+    while todo:
+        n = todo.pop()
+        if n in chain:
+            continue
+        chain.add(n)
+        todo += [m for m in reads_of(regions[n]) if m in regions]
+    if not chain:
+        return forward, backward
+    return forward, _made_again(forward, backward, chain, namer, lambda loc: loc, env)
+
+
+def _made_again(forward, backward, chain, namer, located, env=None):
+    """The backward with the forward's statements assigning `chain` copied into it under
+    their own names (CSE leaves them: `RECOMPUTED_NOTE`), each just before the first backward
+    statement, or copy, that reads it (so each lives no longer than the backward needs it),
+    and the backward's reads of those names made reads of the copies. `located(loc)`: the
+    location (and so the comment) a copy is printed under; `env` gets the copies' values."""
+    copies = [s for s in forward if isinstance(s, Assign) and s.target in chain]
+    mapping = {s.target: Var(namer.fresh(s.target)) for s in copies}
+    for old, new in mapping.items():  # (a copy has its value's shape and dtype)
+        if env is not None and old in env:
+            env[new.name] = env[old]
+    copies = [
+        dataclasses.replace(s, note=RECOMPUTED_NOTE, loc=located(s.loc))
+        for s in _renamed(copies, mapping)
+    ]
+    backward = _renamed(backward, mapping)
+    readers: dict = {}  # copy name -> index of the first backward statement reading it
+    for i, s in enumerate(backward):
+        for n in {n for t in walk([s]) for n in reads_of(t)}:
+            readers.setdefault(n, i)
+    at = {}
+    for c in reversed(copies):  # (a copy goes before the copies that read it)
+        users = [readers.get(c.target, len(backward))] + [
+            at[d.target] for d in copies if d.target in at and c.target in reads_of(d)
+        ]
+        at[c.target] = min(users)
+    out = []
+    for i, s in enumerate(backward + [None]):
+        out += [c for c in copies if at[c.target] == i]
+        if s is not None:
+            out.append(s)
+    return out
+
+
+def recompute_under_budget(plan, fn, forward, backward, namer, env, ret):
+    """Under `memory=B`: the straight-line values the backward reads (made once, at the top
+    level of the forward) recomputed in the backward instead of kept, the cheapest per byte
+    first, until the values kept fit in B (`memory_budget.choose_recomputed`). A value is
+    made again from the function's inputs and the values still kept, each copy commented
+    with the user's line and why. A function that updates an array in place keeps what it
+    saves (a copy would read the array as changed), and a draw is never made again.
+    The bytes counted are those of the values the backward reads once simplified as the
+    optimizer will (a value read for its shape only is not kept); `ret` is the function's
+    return. Returns (forward, backward, the names recomputed)."""
+    if plan.memory is None:
+        return forward, backward, []
+    if any(
+        isinstance(s, ExprStmt) or (isinstance(s, Assign) and s.in_place)
+        for s in walk(forward + backward)
+    ):
+        return forward, backward, []
+    counts: dict = {}
+    for s in walk(forward + backward):
+        for n in writes_of(s):
+            counts[n] = counts.get(n, 0) + 1
+    made = {
+        s.target: s
+        for s in forward
+        if isinstance(s, Assign)
+        and counts.get(s.target) == 1
+        and s.target not in fn.params
+        and not (isinstance(s.value, Call) and not RULES[s.value.op].pure)
+    }
+    read = _read_once_simplified(fn, forward, backward, ret, env)
+    written = {n for s in walk(forward) for n in writes_of(s)}
+    kept = [n for n in dict.fromkeys(n for s in forward for n in writes_of(s)) if n in read]
+    kept += sorted(n for n in read & written if n not in kept)
+    saved = {n: _bytes(env, Var(n)) for n in kept}
+
+    def steps(name):
+        """{name: operations} of the statements making `name` again from what is
+        available (inputs, kept values), or None where something it reads is neither."""
+        out, todo = {}, [name]
+        while todo:
+            n = todo.pop()
+            if n in out:
+                continue
+            if n not in made:
+                return None
+            out[n] = _operations(made[n], env)
+            for m in reads_of(made[n]):
+                if counts.get(m, 0) == 0 or (m in saved and m != name and m in made):
+                    continue  # an input, a global, or a value kept (assigned once)
+                todo.append(m)
+        return out
+
+    options = {}
+    for n in saved:
+        made_of = steps(n)
+        if made_of is not None:
+            options[n] = (saved[n], made_of)
+    chosen = choose_recomputed(plan, sum(saved.values()), options)
+    if not chosen:
+        return forward, backward, []
+    # what the copies make: the chosen values and what they are made of, less what stays kept
+    chain = set(chosen)
+    for n in chosen:
+        chain |= {m for m in options[n][1] if m not in saved or m in chosen}
+    on_line: dict = {}  # user line -> the values chosen there (named in its comment)
+    for n in chosen:
+        on_line.setdefault(made[n].loc.line if made[n].loc else None, []).append(n)
+
+    def located(loc):
+        if loc is None:
+            return None
+        names = on_line.get(loc.line)
+        what = f": {', '.join(names)}" if names else ""
+        return SourceLocation(
+            loc.file,
+            loc.line,
+            loc.col,
+            f"{loc.text.strip()}  ({RECOMPUTED_BY_BUDGET}{what}; {plan.describe()})",
+        )
+
+    return forward, _made_again(forward, backward, chain, namer, located, env), chosen
+
+
+def _read_once_simplified(fn, forward, backward, ret, env) -> set:
+    """The names the backward reads once the optimizer's first passes have run (values read
+    for their shape only replaced by it, copies propagated, common values merged), a read
+    of a value's shape (`x.size`) not counted."""
+    shapes = {
+        n: a.shape
+        for n, a in env.items()
+        if a is not None and not a.is_python_scalar and hasattr(a.stand_in, "shape")
+    }
+    body = inline_shape_only_values(forward + [Marker()] + backward + [ret], set(fn.params), shapes)
+    body = eliminate_dead_code(propagate_copies_and_cse(body, fn.params))
+    cut = next(i for i, s in enumerate(body) if isinstance(s, Marker))
+    return {
+        n
+        for s in walk(body[cut + 1 :])
+        if not (
+            isinstance(s, Assign) and isinstance(s.value, Call) and RULES[s.value.op].static_result
+        )
+        for n in reads_of(s)
+    }
+
+
+def _operations(stmt, env) -> int:
+    """About how many arithmetic operations `stmt` costs (a matmul: m * n * k; anything else:
+    the elements it reads or writes), for the signature compiled."""
+
+    def size(atom):
+        aval = env.get(atom.name) if isinstance(atom, Var) else None
+        shape = getattr(aval, "shape", None) if aval is not None else None
+        return int(math.prod(shape)) if shape is not None else 1
+
+    value = stmt.value
+    out = size(Var(stmt.target))
+    if not isinstance(value, Call):
+        return 1
+    if RULES[value.op].family in ("matmul", "dot") and value.args:
+        aval = env.get(value.args[0].name) if isinstance(value.args[0], Var) else None
+        shape = getattr(aval, "shape", None) if aval is not None else None
+        return out * (shape[-1] if shape else 1)
+    return max([out] + [size(a) for a in value.args])

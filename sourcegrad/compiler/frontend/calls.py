@@ -1,0 +1,522 @@
+"""Lowering calls: primitives with rules, Python functions inlined (with their defaults,
+closures and function values), methods, builtins decided while compiling (slice,
+isinstance, callable), random draws, a gradient called inside differentiated code,
+ufuncs with `out=`.
+"""
+
+from __future__ import annotations
+
+import types
+
+import gast
+import numpy as np
+
+from .. import checkpointing, random_draws
+from ... import errors
+from ..ir import Const, Slc, Tup, Var
+from ...runtime import einsum_sublists
+from ...ops import array_methods, op_for_method, rule_for_function, RULES
+from .source import parse
+from .syntax import describe
+from .values import (
+    BUILTIN_REDUCTIONS,
+    CallableRef,
+    COMPILE_TIME_BUILTINS,
+    function_stand_in,
+    FUNCTION_VALUES,
+    LIBRARIES,
+    LocalFunction,
+    MAX_INLINE_DEPTH,
+    MethodRef,
+    ModuleRef,
+    pack,
+    Record,
+    VARARG_METHODS,
+)
+
+
+# RandomState draws whose dimensions are *args, and the sized draw each is
+_SIZED_DRAWS = {"randn": "standard_normal", "rand": "random_sample"}
+
+
+class CallsMixin:
+    """Lowering calls: a part of `Lowerer`."""
+
+    def call_args(self, node):
+        """Positional atoms (with *args expanded) and keyword atoms of a call."""
+        args = []
+        for a in node.args:
+            if isinstance(a, gast.Starred):
+                seq = self.expr(a.value)
+                if isinstance(seq, Tup):
+                    args.extend(seq.items)
+                elif isinstance(seq, Const) and isinstance(seq.value, (tuple, list)):
+                    args.extend(Const(v) for v in seq.value)
+                else:
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        "*args needs a tuple whose length is known",
+                        node,
+                    )
+            else:
+                args.append(self.expr(a))
+        if any(k.arg is None for k in node.keywords):
+            self.error(errors.UnsupportedSyntaxError, "**kwargs in calls is not supported", node)
+        kwargs = [(k.arg, self.expr(k.value)) for k in node.keywords]
+        return args, kwargs
+
+    def call(self, node, name=None):
+        func = node.func
+        if isinstance(func, gast.Lambda):  # (lambda v: ...)(x)
+            args, kwargs = self.call_args(node)
+            local = LocalFunction(func, self, self.defaults_of(func.args))
+            return self.inline_local(local, args, kwargs, node, name)
+        if isinstance(func, gast.Call):  # grad(f)(x): the gradient is made while compiling
+            target = self.expr(func)
+        else:
+            target = self.target_of(func)
+        if target is None and isinstance(func, gast.Attribute):
+            return self.method(node, name)
+        if isinstance(target, LocalFunction):
+            args, kwargs = self.call_args(node)
+            return self.inline_local(target, args, kwargs, node, name)
+        if isinstance(target, MethodRef):
+            args, kwargs = self.call_args(node)
+            return self.inline(target.fn, [target.receiver] + args, kwargs, node, name)
+        if not isinstance(target, CallableRef):
+            self.error(errors.UnsupportedSyntaxError, f"{describe(func)} is not callable", node)
+        obj = target.obj
+        if obj in COMPILE_TIME_BUILTINS and rule_for_function(obj) is None:
+            return getattr(self, COMPILE_TIME_BUILTINS[obj])(node, name)
+        if getattr(obj, "_sourcegrad_makes_checkpoint", False):  # checkpoint(f): made now
+            return self.make_gradient(obj, node)
+        if getattr(obj, "_sourcegrad_checkpoint", False):
+            return self.checkpointed_call(obj, node, name)
+        if getattr(obj, "_sourcegrad_makes_gradient", False):
+            return self.make_gradient(obj, node)
+        if getattr(obj, "_sourcegrad_gradient", False):
+            return self.gradient_call(obj, func, node, name)
+        if (
+            isinstance(obj, types.FunctionType)
+            and rule_for_function(obj) is None
+            and (getattr(obj, "__module__", None) or "").split(".")[0] not in LIBRARIES
+        ):
+            args, kwargs = self.call_args(node)
+            return self.inline(obj, args, kwargs, node, name)
+        rule = rule_for_function(obj)
+        draw = random_draws.function_rule(obj) if rule is None else None
+        if draw is not None:  # np.random.normal(...): drawn in the forward pass only
+            method, args, kwargs = self.draw_arguments(obj.__name__, node)
+            if method != obj.__name__:
+                draw = random_draws.function_rule(getattr(np.random, method))
+            result = self.emit(draw.name, args, kwargs, name=name)
+            if obj in (np.random.default_rng, np.random.RandomState):
+                self.ctx.generators.add(result.name)
+            return result
+        if rule is None:
+            for arg in node.args:  # report unsupported syntax inside the call first
+                self.expr(arg)
+            self.no_rule(obj, func, node)
+        if rule.sequence_input:
+            return self.sequence_call(rule, node, name)
+        into_item = next(
+            (
+                k.value
+                for k in node.keywords
+                if k.arg == "out"
+                and isinstance(k.value, gast.Subscript)
+                and isinstance(k.value.value, gast.Name)
+            ),
+            None,
+        )
+        if into_item is not None and isinstance(rule.fn, np.ufunc):
+            return self.ufunc_into_item(rule, node, into_item, name)
+        args, kwargs = self.call_args(node)
+        if rule.name in BUILTIN_REDUCTIONS and len(args) > 1:
+            return self.emit(BUILTIN_REDUCTIONS[rule.name], args, kwargs, name=name)
+        out = dict(kwargs).get("out")
+        if out is not None and (isinstance(rule.fn, np.ufunc) or "out" in rule.defaults):
+            # (a function with an out= parameter, np.fft.fft(x, out=o), writes its result
+            # there as a ufunc does)
+            return self.ufunc_into(
+                rule, args, [kv for kv in kwargs if kv[0] != "out"], out, node, name
+            )
+        if rule.name == "einsum" and not (
+            args and isinstance(args[0], Const) and isinstance(args[0].value, str)
+        ):
+            args = self.einsum_sublists(args, node)
+        self.check_binding(rule, args, kwargs, node)
+        # (a tuple of values passed where the rule has a VJP, `einsum_grad(g, s, (A, B), 0)`
+        # in generated code, becomes a value of its own in `emit`: its adjoint reaches A, B)
+        return self.emit(rule.name, args, kwargs, name=name)
+
+    def einsum_sublists(self, args, node):
+        """`np.einsum(a, [0, 1], b, [1, 2], [0, 2])` as `np.einsum("AB,BC->AC", a, b)`: the
+        labels must be known while compiling (one subscripts string serves the rules)."""
+        plain = []  # the operands as they are, the labels as Python lists
+        for i, atom in enumerate(args):
+            is_labels = i % 2 == 1 or (i == len(args) - 1 and i > 0)
+            if not is_labels:
+                plain.append(atom)
+            elif isinstance(atom, Const) and isinstance(atom.value, (list, tuple)):
+                plain.append(list(atom.value))
+            elif isinstance(atom, Tup) and all(isinstance(v, Const) for v in atom.items):
+                plain.append([v.value for v in atom.items])
+            else:
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "einsum's sublist form needs its labels known while compiling "
+                    "(lists of integers and Ellipsis), or write the subscripts as a string",
+                    node,
+                )
+        try:
+            spec, operands = einsum_sublists(plain)
+        except ValueError as e:
+            self.error(errors.UnsupportedSyntaxError, str(e), node)
+        return [Const(spec)] + operands
+
+    def slice_call(self, node, name):
+        """`slice(a, b)`: the index `a:b` (a value of its own where a bound is computed)."""
+        args, kwargs = self.call_args(node)
+        if kwargs or not 1 <= len(args) <= 3:
+            self.error(
+                errors.UnsupportedSyntaxError, "slice takes 1 to 3 positional arguments", node
+            )
+        parts = [Const(None)] + args if len(args) == 1 else args
+        parts = list(parts) + [Const(None)] * (3 - len(parts))
+        if all(isinstance(p, Const) for p in parts):
+            return Const(slice(*(p.value for p in parts)))
+        return Slc(*parts)
+
+    def callable_call(self, node, name):
+        """`callable(v)`: known now, as a function value is never a value of the code."""
+        args, kwargs = self.call_args(node)
+        if kwargs or len(args) != 1:
+            self.error(errors.UnsupportedSyntaxError, "callable takes one argument", node)
+        value = args[0]
+        if isinstance(value, FUNCTION_VALUES):
+            return Const(True)
+        return Const(callable(value.value) if isinstance(value, Const) else False)
+
+    def isinstance_call(self, node, name):
+        """`isinstance(v, T)`: decided now for constants, tuples and functions; for a
+        computed value, a test of its type (the signature fixes types, so analysis decides
+        it per signature and the branch not taken is not compiled)."""
+        if len(node.args) != 2 or node.keywords:
+            self.error(errors.UnsupportedSyntaxError, "isinstance takes two arguments", node)
+        value = self.expr(node.args[0])
+        types_node = node.args[1]
+        parts = types_node.elts if isinstance(types_node, gast.Tuple) else [types_node]
+        classes = []
+        for part in parts:
+            ref = self.target_of(part) if isinstance(part, (gast.Name, gast.Attribute)) else None
+            if not (isinstance(ref, CallableRef) and isinstance(ref.obj, type)):
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "the second argument of isinstance must name classes known when compiling",
+                    node,
+                )
+            classes.append(ref.obj)
+        classes = tuple(classes)
+        if isinstance(value, Const):
+            return Const(isinstance(value.value, classes))
+        if isinstance(value, Tup):  # a list or a tuple: which, is not kept here
+            as_list, as_tuple = isinstance([], classes), isinstance((), classes)
+            if as_list != as_tuple:
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "isinstance of a sequence known "
+                    "while compiling cannot tell a list from a tuple here",
+                    node,
+                )
+            return Const(as_list)
+        if isinstance(value, CallableRef):
+            return Const(isinstance(value.obj, classes))
+        if isinstance(value, LocalFunction):
+            return Const(isinstance(function_stand_in, classes))
+        if isinstance(value, Slc):
+            return Const(isinstance(slice(None), classes))
+        held = self.bind_free(
+            classes if len(classes) > 1 else classes[0], "_".join(c.__name__ for c in classes)
+        )
+        return self.emit("isinstance_builtin", [value, held], name=name)
+
+    def make_gradient(self, maker, node):
+        """`grad(f, wrt=...)` inside differentiated code: made now (a function value), so
+        calling it is a call of a gradient (`gradient_call`)."""
+        args, kwargs = self.call_args(node)
+        values = []
+        for atom in args + [a for _, a in kwargs]:
+            if isinstance(atom, CallableRef) and isinstance(atom.obj, types.FunctionType):
+                values.append(atom.obj)
+            elif isinstance(atom, Const):
+                values.append(atom.value)
+            else:
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "a gradient made inside "
+                    "differentiated code takes a function defined at module level (or "
+                    "imported) and constant options",
+                    node,
+                )
+        made = maker(*values[: len(args)], **dict(zip([k for k, _ in kwargs], values[len(args) :])))
+        return CallableRef(made)
+
+    def gradient_call(self, gradient, func, node, name):
+        """`g(x)` for a gradient `g = grad(f)` (a Newton step, meta-learning): it runs as it
+        runs anywhere, and its derivative is its pullback (`ops.call_gradient`)."""
+        args, kwargs = self.call_args(node)
+        if (
+            kwargs
+            or type(gradient).__name__ != "Gradient"
+            or gradient.with_value
+            or not gradient._single
+        ):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "inside differentiated code a gradient "
+                "is supported as grad(f) with one argument to differentiate, called "
+                "with positional arguments",
+                node,
+            )
+        label = f"grad_{getattr(gradient.fn, '__name__', 'f')}"
+        return self.emit("call_gradient", [self.bind_free(gradient, label), *args], name=name)
+
+    def ufunc_into(self, rule, args, kwargs, out, node, name):
+        """`np.exp(u, out=u)` (generated code reusing a buffer, or the user's): the result is a
+        new value, and the buffer's name is rebound to it as an update in place (so a view of
+        the old buffer read later is caught by analysis.check_in_place_updates)."""
+        buffer = next((n for n, a in self.env.items() if a == out), None)
+        if buffer is None:
+            self.error(errors.UnsupportedSyntaxError, "out= must name an array", node)
+        self.check_binding(rule, args, kwargs, node)
+        start = len(self.out)
+        result = self.emit(rule.name, args, kwargs, name=self.local(buffer))
+        self.bind(buffer, result)
+        self.mark_in_place(self.env.get(buffer), start)
+        return result
+
+    def ufunc_into_item(self, rule, node, item, name):
+        """`np.multiply(a, b, out=rows[t])` (generated code computing a step's value into
+        its row, or the user's): `rows[t] = np.multiply(a, b)`, an update in place of rows,
+        and the call's value is the item `rows[t]`, as numpy returns the view it wrote."""
+        call = gast.Call(
+            func=node.func, args=node.args, keywords=[k for k in node.keywords if k.arg != "out"]
+        )
+        gast.copy_location(call, node)
+        result = self.call(call, name)
+        self.setitem(item, result, node)
+        return self.emit("getitem", [self.env[item.value.id], self.index(item.slice)], name=name)
+
+    def inline(self, fn, args, kwargs, node, name):
+        """Lower a call of a Python function by lowering its body here, its names prefixed."""
+        parsed = self.ctx.parsed_cache.get(fn)
+        if parsed is None:
+            parsed = parse(fn)
+            self.ctx.parsed_cache[fn] = parsed
+        tree = parsed.tree
+        child = type(self)(parsed, self.ctx, prefix=self.inline_prefix(tree.name))
+        defaults = {}
+        if fn.__defaults__:
+            names = [a.id for a in tree.args.args]
+            for pname, value in zip(names[len(names) - len(fn.__defaults__) :], fn.__defaults__):
+                defaults[pname] = child.classify(value, pname, tree)
+        for pname, value in (fn.__kwdefaults__ or {}).items():
+            defaults[pname] = child.classify(value, pname, tree)
+        return self.run_inlined(child, tree, tree.args, tree.body, args, kwargs, defaults, node)
+
+    def checkpointed_call(self, checkpointed, node, name):
+        """A call of `sourcegrad.checkpoint(f)`: f inlined, its statements marked so that the
+        backward recomputes what it reads of them (`checkpointing.recompute_regions`)."""
+        args, kwargs = self.call_args(node)
+        out, start = self.out, len(self.out)
+        result = self.inline(checkpointed.__wrapped__, args, kwargs, node, name)
+        out[start:] = checkpointing.marked(out[start:])
+        return result
+
+    def inline_local(self, local_fn, args, kwargs, node, name):
+        scope = local_fn.scope
+        fn_node = local_fn.node
+        label = getattr(fn_node, "name", "lambda")
+        child = type(self)(
+            scope.parsed, self.ctx, prefix=self.inline_prefix(label), enclosing=scope
+        )
+        body = (
+            fn_node.body
+            if isinstance(fn_node, gast.FunctionDef)
+            else [gast.copy_location(gast.Return(value=fn_node.body), fn_node.body)]
+        )
+        return self.run_inlined(
+            child, fn_node, fn_node.args, body, args, kwargs, local_fn.defaults, node
+        )
+
+    def inline_prefix(self, label) -> str:
+        """The prefix of an inlined function's names: `f_`, or `f2_`, `f3_`, ... inside an
+        inlining of a function of the same name (a recursion unrolled): the inner call's
+        variables must not be the outer call's, which it would overwrite."""
+        prefix, depth = f"{label}_", 1
+        while prefix in self.ctx.active_prefixes:
+            depth += 1
+            prefix = f"{label}{depth}_"
+        return prefix
+
+    def run_inlined(self, child, fn_node, arguments, body, args, kwargs, defaults, node):
+        if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
+            self.error(
+                errors.RecursionDepthError,
+                "calls nest deeper than "
+                f"{MAX_INLINE_DEPTH} levels: recursion whose depth depends on the data "
+                "(or that an int argument bounds above that) cannot be differentiated",
+                node,
+            )
+        if arguments.kwarg:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "calling a function with a **kwargs parameter is not supported",
+                node,
+            )
+        positional = [a.id for a in arguments.args]
+        keyword_only = [a.id for a in arguments.kwonlyargs]
+        bound = dict(defaults)
+        if len(args) > len(positional) and not arguments.vararg:
+            self.error(errors.UnsupportedSyntaxError, "too many arguments in this call", node)
+        bound.update(zip(positional, args))
+        for k, atom in kwargs:
+            if k not in positional and k not in keyword_only:
+                self.error(
+                    errors.UnsupportedSyntaxError, f"unexpected keyword argument {k!r}", node
+                )
+            bound[k] = atom
+        params = positional + keyword_only
+        if arguments.vararg:  # `*args`: the extra arguments, a tuple known when compiling
+            extra = tuple(args[len(positional) :])
+            bound[arguments.vararg.id] = Tup(extra) if extra else Const(())
+            params.append(arguments.vararg.id)
+        missing = [p for p in params if p not in bound]
+        if missing:
+            self.error(errors.UnsupportedSyntaxError, f"missing argument {missing[0]!r}", node)
+        child.prepare(body, params)
+        for p in params:
+            child.env[p] = bound[p]
+            if p in child.mutable:
+                child.bind(p, bound[p])
+        self.ctx.inline_depth += 1
+        self.ctx.active_prefixes.append(child.prefix)
+        try:
+            result = child.function_body(body, fn_node)
+            # A variable of the callee (assigned in its loops or branches) has the same name
+            # in every inlining of the callee: the value returned is copied, or a second
+            # call would change what the first returned
+            result = child.frozen(result)
+        finally:
+            self.ctx.inline_depth -= 1
+            self.ctx.active_prefixes.pop()
+        self.loc = self.parsed.loc(node)
+        return result
+
+    def sequence_call(self, rule, node, name):
+        """`np.concatenate([a, b], axis=0)` -> concatenate(a, b, axis=0)."""
+        rest = node.args[1:]
+        kwargs = [(k.arg, self.expr(k.value)) for k in node.keywords]
+        if rest:
+            kwargs = [("axis", self.expr(rest[0]))] + kwargs
+        if node.args and isinstance(node.args[0], (gast.List, gast.Tuple)):
+            items = [self.expr(e) for e in node.args[0].elts]
+            return self.emit(rule.name, items, kwargs, name=name)
+        seq = self.expr(node.args[0]) if node.args else None
+        if isinstance(seq, Tup):  # a tuple known while compiling (`args + (ones,)`)
+            return self.emit(rule.name, list(seq.items), kwargs, name=name)
+        if isinstance(seq, Var) and f"{rule.name}_list" in RULES:  # a list built at run time
+            return self.emit(f"{rule.name}_list", [seq], kwargs, name=name)
+        if isinstance(seq, Var):
+            self.error(
+                errors.NoRuleError,
+                f"{describe(node.func)} of a list built at run time "
+                "has no rule (np.stack and np.concatenate of one have)",
+                node,
+            )
+        self.error(
+            errors.UnsupportedSyntaxError,
+            f"{describe(node.func)} needs a list or tuple of arrays as its first argument",
+            node,
+        )
+
+    def method(self, node, name=None):
+        func = node.func
+        receiver = self.expr(func.value)
+        if isinstance(receiver, Record):
+            return self.record_method(receiver, node)
+        if isinstance(receiver, Var) and (
+            receiver.name in self.ctx.generators
+            or random_draws.is_generator(self.ctx.free.get(receiver.name))
+        ):
+            # rng.standard_normal(n): a draw from the user's generator, in the forward pass
+            method, args, kwargs = self.draw_arguments(func.attr, node)
+            draw = random_draws.method_rule(method)
+            return self.emit(draw.name, [receiver] + args, kwargs, name=name)
+        op = op_for_method(func.attr)
+        if op is None:
+            self.error(
+                errors.NoRuleError,
+                f"the method .{func.attr}() has no derivative rule; "
+                "supported methods: " + ", ".join(array_methods()),
+                node,
+            )
+        args, kwargs = self.call_args(node)
+        if func.attr in VARARG_METHODS and len(args) > 1:
+            args = [pack(args)]
+        if func.attr == "copy" and all(
+            isinstance(a, Const) and a.value in ("C", "K", "A") for a in args
+        ):
+            args = []  # (the memory layout of the copy changes no value)
+        args = [receiver] + args
+        self.check_binding(RULES[op], args, kwargs, node)
+        return self.emit(op, args, kwargs, name=name)
+
+    def draw_arguments(self, method, node):
+        """(method, args, kwargs) of a random draw. `randn(*x.shape)` and `rand(*x.shape)`, with
+        a shape known only at run time, are RandomState's `standard_normal(size=...)` and
+        `random_sample(size=...)`: numpy's randn and rand call exactly these, so the numbers
+        drawn are the same."""
+        starred = [a for a in node.args if isinstance(a, gast.Starred)]
+        if method in _SIZED_DRAWS and len(node.args) == 1 and starred and not node.keywords:
+            shape = self.expr(starred[0].value)
+            if not isinstance(shape, Tup):
+                return _SIZED_DRAWS[method], [], [("size", shape)]
+        args, kwargs = self.call_args(node)
+        return method, args, kwargs
+
+    def check_binding(self, rule, args, kwargs, node):
+        if not rule.params and not rule.varargs and not rule.vjps:
+            return  # no signature known (non-differentiable, or a helper): arguments go through
+        try:
+            rule.signature().bind(*args, **dict(kwargs))
+        except TypeError as exc:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{describe(node.func)}: {exc} (the "
+                f"derivative rule takes ({', '.join(rule.signature().parameters)}))",
+                node,
+            )
+
+    def no_rule(self, obj, func, node):
+        label = describe(func)
+        base = (
+            self.target_of(func.value)
+            if isinstance(func, gast.Attribute)
+            and isinstance(func.value, (gast.Name, gast.Attribute))
+            else None
+        )
+        # the module the user found it in (scipy.special's ufuncs say they are numpy's)
+        module = (
+            base.module.__name__
+            if isinstance(base, ModuleRef)
+            else getattr(obj, "__module__", None) or type(obj).__module__
+        )
+        self.error(
+            errors.NoRuleError,
+            f"{label} ({module}) has no derivative rule. Register one "
+            "with sourcegrad.rules.defvjp(name, function, spelling, vjp_for_each_input...) "
+            "or rewrite the line with supported functions",
+            node,
+        )

@@ -1,0 +1,251 @@
+"""Resolving names: locals, enclosing functions, closure cells and globals (each read
+recorded as a dependency), builtins and modules; attributes of modules and of objects
+known when compiling.
+"""
+
+from __future__ import annotations
+
+import builtins
+import types
+
+import gast
+import numpy as np
+
+from ... import errors, trees
+from ..ir import Const, Var
+from ...ops import rule_for_function
+from .syntax import AtomNode, callee_name, describe
+from .values import (
+    ATTRS,
+    CallableRef,
+    FUNCTION_VALUES,
+    is_plain_object,
+    MethodRef,
+    ModuleRef,
+    NOT_AN_OBJECT,
+    Record,
+    static_value,
+)
+
+
+class NamesMixin:
+    """Resolving names: a part of `Lowerer`."""
+
+    def bind_free(self, obj, name):
+        ident = self.ctx.namer.fresh(name) if self.ctx.free.get(name, obj) is not obj else name
+        self.ctx.free[ident] = obj
+        self.ctx.namer.reserve(ident)
+        return Var(ident)
+
+    def lookup(self, ident):
+        """A name that is not a local here: a nested function, an enclosing local, or a value."""
+        if ident in self.local_functions:
+            return self.local_functions[ident]
+        if self.enclosing is not None:
+            if ident in self.enclosing.env:
+                return self.enclosing.env[ident]
+            return self.enclosing.lookup(ident)
+        return None
+
+    def resolve(self, node):
+        """What a name that is not a local stands for: a Python value from closure/globals.
+
+        Every value read is recorded with where it came from: the generated code depends
+        on it (numbers are inlined, functions inlined, arrays bound), so a gradient is
+        regenerated when one of them is rebound.
+        """
+        ident = node.id
+        if ident in self.closure:
+            fn = self.parsed.fn
+            cell = fn.__closure__[fn.__code__.co_freevars.index(ident)]
+            self.ctx.dependencies.append(("cell", cell, ident, self.closure[ident]))
+            return self.closure[ident]
+        if ident in self.globals:
+            self.ctx.dependencies.append(("global", self.globals, ident, self.globals[ident]))
+            return self.globals[ident]
+        if hasattr(builtins, ident):
+            return getattr(builtins, ident)
+        self.error(errors.NameResolutionError, f"name {ident!r} is not defined", node)
+
+    def classify(self, value, ident, node):
+        if isinstance(value, types.ModuleType):
+            return ModuleRef(value)
+        const = static_value(value)
+        if const is not None:
+            return const
+        if callable(value) and not isinstance(value, np.ndarray):
+            return CallableRef(value)
+        # an array or other object read from a global or closure cell: bound by name
+        return self.bind_free(value, ident)
+
+    def name(self, node, name=None):
+        ident = node.id
+        if isinstance(node, AtomNode):
+            return node.atom
+        if ident in self.env:
+            return self.env[ident]
+        if ident in self.local_functions:  # `sq = lambda v: v * v`, read as a value
+            return self.local_functions[ident]
+        if ident in self.assigned and self.enclosing is None:
+            self.error(
+                errors.NameResolutionError,
+                f"local variable {ident!r} is read before it is assigned",
+                node,
+            )
+        found = self.lookup(ident)
+        if found is not None:
+            return found  # a local value, or a local function passed as a value
+        ref = self.classify(self.resolve(node), ident, node)
+        if isinstance(ref, ModuleRef):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{ident!r} is a module used as a value; "
+                "only its functions and constants can be read",
+                node,
+            )
+        return ref  # a function value is resolved now, and inlined where it is called
+
+    def target_of(self, func):
+        """Resolve a call's function expression: ModuleRef, CallableRef, LocalFunction, or None."""
+        if isinstance(func, gast.Name):
+            if func.id in self.env:  # a parameter or variable holding a function value
+                found = self.env[func.id]
+                return found if isinstance(found, FUNCTION_VALUES) else None
+            found = self.lookup(func.id)
+            if isinstance(found, FUNCTION_VALUES):
+                return found
+            if found is not None:
+                return None
+            return self.classify(self.resolve(func), func.id, func)
+        if isinstance(func, gast.Attribute):
+            base = (
+                self.target_of(func.value)
+                if isinstance(func.value, (gast.Name, gast.Attribute))
+                else None
+            )
+            if isinstance(base, ModuleRef):
+                if not hasattr(base.module, func.attr):
+                    self.error(
+                        errors.NameResolutionError,
+                        f"module {base.module.__name__!r} has no attribute {func.attr!r}",
+                        func,
+                    )
+                value = getattr(base.module, func.attr)
+                if isinstance(value, types.ModuleType):
+                    return ModuleRef(value)
+                const = static_value(value)
+                return const if const is not None else CallableRef(value)
+            if isinstance(base, CallableRef):
+                # a method of a library object that has a rule (scipy.stats.norm.logpdf)
+                value = getattr(base.obj, func.attr, None)
+                if value is not None and rule_for_function(value) is not None:
+                    return CallableRef(value)
+            if isinstance(func.value, (gast.Name, gast.Attribute)):
+                obj = self.static_object(func.value)
+                if obj is not NOT_AN_OBJECT:  # model.predict(...): a method of a user object
+                    found = self.object_attribute(obj, func)
+                    return found if isinstance(found, FUNCTION_VALUES) else None
+        return None
+
+    def static_object(self, node):
+        """The object a name or attribute chain stands for when it is an instance of a user
+        class known when compiling (a global, a closure value, an attribute of one), else
+        `NOT_AN_OBJECT`."""
+        if isinstance(node, gast.Name):
+            atom = self.env.get(node.id)
+            if atom is None:
+                atom = self.lookup(node.id)
+            if atom is None:  # a global or closure value (not a local read too early)
+                if (
+                    node.id in self.assigned
+                    or node.id not in self.closure
+                    and node.id not in self.globals
+                ):
+                    return NOT_AN_OBJECT
+                value = self.resolve(node)
+                return value if is_plain_object(value) else NOT_AN_OBJECT
+            if (
+                isinstance(atom, Var)
+                and atom.name in self.ctx.free
+                and is_plain_object(self.ctx.free[atom.name])
+            ):
+                return self.ctx.free[atom.name]  # an object passed on (`self` of a method)
+            return NOT_AN_OBJECT
+        if isinstance(node, gast.Attribute):
+            holder = self.static_object(node.value)
+            if holder is not NOT_AN_OBJECT:
+                value = self.read_attribute(holder, node)
+                if is_plain_object(value):
+                    return value
+        return NOT_AN_OBJECT
+
+    def read_attribute(self, obj, node):
+        """`obj.<attr>` read now; the code depends on it (rebinding it later rebuilds)."""
+        try:
+            value = getattr(obj, node.attr)
+        except AttributeError:
+            self.error(
+                errors.NameResolutionError,
+                f"{type(obj).__name__!r} object has no attribute {node.attr!r}",
+                node,
+            )
+        if isinstance(value, types.MethodType):
+            self.ctx.dependencies.append(("method", obj, node.attr, value.__func__))
+        else:
+            self.ctx.dependencies.append(("attribute", obj, node.attr, value))
+        return value
+
+    def object_attribute(self, obj, node, name=None):
+        """The atom (or function value) of `obj.<attr>` for an object known when compiling:
+        numbers inlined, arrays bound by name, methods inlined where they are called."""
+        value = self.read_attribute(obj, node)
+        if (
+            isinstance(value, types.MethodType)
+            and isinstance(value.__func__, types.FunctionType)
+            and value.__self__ is obj
+        ):
+            return MethodRef(value.__func__, self.bind_free(obj, callee_name(node.value)))
+        if isinstance(value, types.ModuleType):
+            self.error(
+                errors.UnsupportedSyntaxError, f"{describe(node)} is a module read as a value", node
+            )
+        return self.classify(value, node.attr, node)
+
+    def attribute(self, node, name=None):
+        obj = self.static_object(node.value)
+        if obj is not NOT_AN_OBJECT:  # cfg.lr, self.W, model.layers
+            return self.object_attribute(obj, node, name)
+        base = (
+            self.target_of(node.value)
+            if isinstance(node.value, (gast.Name, gast.Attribute))
+            else None
+        )
+        if isinstance(base, ModuleRef):
+            value = self.target_of(node)
+            if isinstance(value, (Const, CallableRef)):
+                return value  # a constant, or a function passed as a value (np.tanh)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{describe(node)} used as a value; only calls of it are supported",
+                node,
+            )
+        receiver = self.expr(node.value)
+        if isinstance(receiver, Record) and receiver.kind != trees.DICT:
+            if node.attr not in receiver.keys:
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    f"{receiver.describe()} has no field "
+                    f"{node.attr!r} (its fields: {', '.join(receiver.keys)})",
+                    node,
+                )
+            return receiver.values[receiver.keys.index(node.attr)]
+        op = ATTRS.get(node.attr)
+        if op is None:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"the attribute .{node.attr} is not "
+                "supported (supported: .T, .shape, .ndim, .size, .dtype, and the fields "
+                "of a NamedTuple or dataclass argument)",
+                node,
+            )
+        return self.emit(op, [receiver], name=name)

@@ -1,0 +1,775 @@
+"""Lowering statements: the function body, blocks with their exits (return, break,
+continue as flags), if, for (counted, over sequences, unrolled over constants and
+containers), while, nested definitions and assert.
+
+Why one module: one mixin of the Lowerer (see frontend/lowerer.py), the statements; the
+block-exit flags (return, break, continue) are shared by every compound statement here.
+"""
+
+from __future__ import annotations
+
+import types
+
+import gast
+
+from ... import errors
+from ..ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While, walk
+from ...ops import RULES, rule_for_function
+from .syntax import (
+    as_load,
+    assigned_names,
+    callee_name,
+    describe,
+    exits,
+    loop_call,
+    scan_statement,
+    UNSUPPORTED_EXPRESSIONS,
+    UNSUPPORTED_STATEMENTS,
+    walk_no_defs,
+)
+from .values import (
+    CallableRef,
+    first_record,
+    holds_record,
+    LocalFunction,
+    Loop,
+    nests_containers,
+    structure_atom,
+    unique_dependencies,
+)
+
+
+class StatementsMixin:
+    """Lowering statements: a part of `Lowerer`."""
+
+    def lower(self, static=None, structure=None) -> Function:
+        """Lower the function being differentiated (`static`: values of some arguments;
+        `structure`: the `trees.TreeDef` of each argument passed as its leaves, which
+        become the function's parameters)."""
+        static = static or {}
+        structure = structure or {}
+        tree = self.parsed.tree
+        args = tree.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "*args, **kwargs, keyword-only and positional-only parameters are not "
+                "supported yet",
+                tree,
+            )
+        params = [a.id for a in args.args]
+        self.prepare(tree.body, params)
+        lowered_params = []
+        for name in params:
+            self.ctx.namer.reserve(name)
+            self.ctx.user_names.add(name)
+            if name in structure:  # a parameter tree: its leaves are the parameters
+                leaves = self.leaf_parameters(name, structure[name], params, lowered_params)
+                lowered_params += leaves
+                self.env[name] = structure_atom(
+                    structure[name], iter(map(Var, leaves)), name, self.ctx.tuple_names
+                )
+                continue
+            lowered_params.append(name)
+            # an argument lowered as its value (an int that bounds a recursion) is a constant
+            # where the body does not assign it
+            self.env[name] = Var(name)
+            if name in static and name not in self.assigned:
+                value = static[name]
+                # a function argument is resolved now and inlined where it is called
+                self.env[name] = (
+                    self.classify(value, name, tree) if callable(value) else Const(value)
+                )
+        result = self.function_body(tree.body, tree)
+        self.no_function_values([result], "the differentiated function's return")
+        if isinstance(result, Tup) and any(map(holds_record, result.items)):
+            # `return loss, {"acc": acc}`: a dict among returned values (has_aux's aux; grad
+            # refuses a returned tuple otherwise) is built at run time, never differentiated
+            result = Tup(
+                tuple(self.built(item) if holds_record(item) else item for item in result.items)
+            )
+        if holds_record(result):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"the function returns "
+                f"{first_record(result).describe()}; a differentiated function returns "
+                "a number (or, with has_aux=True, a pair whose aux is a tuple of values)",
+                tree.body[-1],
+            )
+        self.out.append(Return(result, self.loc))
+        fn = Function(
+            tree.name,
+            lowered_params,
+            self.ctx.blocks[0],
+            self.parsed.file,
+            self.parsed.loc(tree),
+            self.ctx.free,
+            self.ctx.user_names,
+        )
+        # modules (np, math) are not expected to be rebound; everything else is checked
+        fn.dependencies = [
+            d
+            for d in unique_dependencies(self.ctx.dependencies)
+            if not isinstance(d[3], types.ModuleType)
+        ]
+        return fn
+
+    def prepare(self, body, params):
+        """Find the names this function assigns, and which must stay mutable variables.
+
+        `a[i] = v` and `xs.append(v)` assign `a` and `xs` too: the compiler turns them
+        into new values bound to the same name.
+        """
+        scans = [scan_statement(stmt) for stmt in body]  # (one walk of each statement)
+        self.assigned = {n for names, _, _ in scans for n in names}
+        self.assignments = {}
+        for _, counted, _ in scans:
+            for name in counted:
+                self.assignments[name] = self.assignments.get(name, 0) + 1
+        self.yielded = next((y for _, _, y in scans if y is not None), None)
+        compound = set()
+        self.compound_counts = {}  # name -> how many loops and branches of the body assign it
+        for stmt, (names, _, _) in zip(body, scans):
+            if isinstance(stmt, (gast.If, gast.For, gast.While)):
+                compound |= names
+                for n in names:
+                    self.compound_counts[n] = self.compound_counts.get(n, 0) + 1
+        non_tail = any(exits([s], {"return"}) for s in body[:-1])
+        self.early_return = non_tail
+        # Names assigned in a loop or branch keep one name (a variable that is overwritten);
+        # everything else gets a fresh name per assignment. After an early return every
+        # statement runs under a guard, so then every name is a variable.
+        self.mutable = set(self.assigned) if non_tail else compound
+        for name in sorted(self.assigned | set(params)):
+            self.ctx.namer.reserve(self.local(name))
+
+    def function_body(self, body, node):
+        """Lower a function body; return the atom holding its result."""
+        yielded = self.yielded  # (found by prepare, which runs first)
+        if yielded is not None:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{getattr(node, 'name', 'the function')} "
+                "is a generator (yield): generators are not supported in differentiated "
+                "code; return a list instead",
+                yielded,
+            )
+        if not body or not exits(body, {"return"}):
+            raised = next(
+                (
+                    n
+                    for s in body
+                    if not isinstance(s, gast.FunctionDef)
+                    for n in walk_no_defs(s, False)
+                    if isinstance(n, gast.Raise)
+                ),
+                None,
+            )
+            if raised is not None:  # it ends by raising: say so, not that a return is missing
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "a raise statement is not supported "
+                    "in differentiated code (this function never returns a value)",
+                    raised,
+                )
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{getattr(node, 'name', 'the function')} has no return statement, so it "
+                "has no output to differentiate",
+                node,
+            )
+        tail = isinstance(body[-1], gast.Return) and not exits(body[:-1], {"return"})
+        if tail:
+            self.block(body[:-1])
+            self.loc = self.parsed.loc(body[-1])
+            if body[-1].value is None:
+                self.error(errors.UnsupportedSyntaxError, "return without a value", body[-1])
+            return self.expr(body[-1].value)
+        self.result = self.ctx.namer.fresh(self.local("result"))
+        self.returned = self.ctx.namer.fresh(self.local("returned"))
+        self.out.append(Assign(self.returned, Const(False), self.loc))
+        self.block(body)
+        return Var(self.result)
+
+    def block(self, stmts) -> bool:
+        """Lower a statement list; statements after a possible exit run under a guard.
+
+        Returns True when the list certainly exits (an unconditional return, break or
+        continue, also inside a branch decided at compile time): the rest is unreachable.
+        """
+        for i, stmt in enumerate(stmts):
+            if self.statement(stmt):
+                return True
+            if i + 1 == len(stmts):
+                return False
+            flags = self.exit_flags(stmt)
+            if flags:  # (the rest, sliced only here: slicing per statement was quadratic)
+                self.guarded(flags, stmts[i + 1 :])
+                return False
+        return False
+
+    def exit_flags(self, stmt):
+        kinds = exits([stmt], {"break", "continue", "return"})
+        flags = []
+        if self.loops:
+            loop = self.loops[-1]
+            if kinds & {"break", "return"} and loop.brk:
+                flags.append(loop.brk)
+            if "continue" in kinds and loop.cont:
+                flags.append(loop.cont)
+        elif "return" in kinds and self.returned:
+            flags.append(self.returned)
+        return flags
+
+    def guarded(self, flags, rest):
+        """`if not flag: rest` for each flag, nested."""
+        flag = flags[0]
+        test = self.emit("not_op", [Var(flag)])
+        body = self.nested(lambda: self.guarded(flags[1:], rest) if flags[1:] else self.block(rest))
+        self.out.append(If(test, body, [], self.loc))
+
+    def nested(self, lower_fn) -> list:
+        """Lower into a fresh statement list and return it."""
+        self.ctx.blocks.append([])
+        try:
+            lower_fn()
+        finally:
+            block = self.ctx.blocks.pop()
+        return block
+
+    def statement(self, stmt) -> bool:
+        """Lower one statement; True when it certainly exits the enclosing block."""
+        self.loc = self.parsed.loc(stmt)
+        if isinstance(stmt, gast.Assign):
+            if len(stmt.targets) != 1:
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "chained assignment (a = b = ...) is not supported yet",
+                    stmt,
+                )
+            self.assign(stmt.targets[0], stmt.value, stmt)
+        elif isinstance(stmt, gast.AugAssign):
+            load = as_load(stmt.target)
+            value = gast.copy_location(gast.BinOp(left=load, op=stmt.op, right=stmt.value), stmt)
+            start = len(self.out)
+            self.assign(stmt.target, value, stmt)
+            if isinstance(stmt.target, gast.Name):
+                self.mark_in_place(self.env.get(stmt.target.id), start)
+        elif isinstance(stmt, gast.Return):
+            self.return_(stmt)
+            return True
+        elif isinstance(stmt, gast.Expr):
+            self.expression_statement(stmt)
+        elif isinstance(stmt, gast.If):
+            return self.if_(stmt)
+        elif isinstance(stmt, gast.For):
+            self.for_(stmt)
+        elif isinstance(stmt, gast.While):
+            self.while_(stmt)
+        elif isinstance(stmt, gast.Break):
+            self.out.append(Assign(self.loops[-1].brk, Const(True), self.loc))
+            return True
+        elif isinstance(stmt, gast.Continue):
+            self.out.append(Assign(self.loops[-1].cont, Const(True), self.loc))
+            return True
+        elif isinstance(stmt, gast.FunctionDef):
+            self.define_function(stmt)
+        elif isinstance(stmt, gast.Pass):
+            pass
+        elif isinstance(stmt, gast.Assert):
+            self.assert_(stmt)
+        else:
+            what = UNSUPPORTED_STATEMENTS.get(type(stmt), type(stmt).__name__)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{what} is not supported in differentiated code",
+                stmt,
+            )
+        return False
+
+    def return_(self, stmt):
+        if stmt.value is None:
+            self.error(errors.UnsupportedSyntaxError, "return without a value", stmt)
+        value = self.expr(stmt.value)
+        self.no_function_values([value], "a return that is not the function's last statement")
+        self.refuse_records([value])
+        if isinstance(value, Tup):  # (a pair returned from several places: a value, whose
+            value = self.emit("make_tuple", list(value.items))  # items have adjoints)
+        self.out.append(Assign(self.result, value, self.loc))
+        self.out.append(Assign(self.returned, Const(True), self.loc))
+        for loop in self.loops:
+            self.out.append(Assign(loop.brk, Const(True), self.loc))
+
+    def expression_statement(self, stmt):
+        value = stmt.value
+        if isinstance(value, gast.Constant) and isinstance(value.value, str):
+            return  # a docstring
+        if (
+            isinstance(value, gast.Call)
+            and isinstance(value.func, gast.Attribute)
+            and value.func.attr == "append"
+            and isinstance(value.func.value, gast.Name)
+            and value.func.value.id in self.env
+        ):
+            self.list_append(value)
+            return
+        if isinstance(value, gast.Call):
+            target = self.target_of(value.func)
+            if (
+                isinstance(target, CallableRef)
+                and rule_for_function(target.obj) is None
+                and not isinstance(target.obj, types.FunctionType)
+            ):
+                # print() and other calls made for their effect: forward pass only
+                args = [self.expr(a) for a in value.args]
+                kwargs = tuple((k.arg, self.expr(k.value)) for k in value.keywords)
+                self.refuse_records(args + [a for _, a in kwargs])
+                callee = self.bind_free(target.obj, callee_name(value.func))
+                self.out.append(ExprStmt(Call("pycall", tuple([callee] + args), kwargs), self.loc))
+                return
+            result = self.expr(value)  # a call of a user function: its effects are inlined
+            last = self.out[-1] if self.out else None
+            if (
+                isinstance(last, Assign)
+                and result == Var(last.target)
+                and isinstance(last.value, Call)
+                and not RULES[last.value.op].pure
+            ):  # a primitive called for its effect (track_running_stats): no name for None
+                self.out[-1] = ExprStmt(last.value, last.loc)
+            return
+        what = UNSUPPORTED_EXPRESSIONS.get(type(value))
+        if what is not None:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{what} is not supported in differentiated code",
+                stmt,
+            )
+        self.error(
+            errors.UnsupportedSyntaxError,
+            "an expression statement that is not a call has no effect",
+            stmt,
+        )
+
+    def list_append(self, call):
+        name = call.func.value.id
+        if len(call.args) != 1 or call.keywords:
+            self.error(errors.UnsupportedSyntaxError, "list.append takes one argument", call)
+        lst = self.env[name]
+        item = self.expr(call.args[0])
+        self.bind(name, self.emit("list_append", [lst, item], name=self.local(name)))
+
+    def if_(self, stmt):
+        test = self.expr(stmt.test)
+        self.refuse_records([test])
+        if isinstance(test, Const):  # decided now (static arguments, inlined recursion)
+            return self.block(stmt.body if test.value else stmt.orelse)
+        body = self.nested(lambda: self.block(stmt.body))
+        orelse = self.nested(lambda: self.block(stmt.orelse))
+        self.loc = self.parsed.loc(stmt)
+        self.out.append(If(test, body, orelse, self.loc))
+        return False
+
+    def for_(self, stmt):
+        if stmt.orelse:
+            self.error(errors.UnsupportedSyntaxError, "for ... else is not supported", stmt)
+        loc = self.parsed.loc(stmt)
+        evaluated = self.iterated_parts(stmt.iter, stmt)
+        if evaluated is not None and (
+            any(map(holds_record, evaluated))
+            or (
+                any(map(nests_containers, evaluated))
+                and all(
+                    isinstance(e, Tup)
+                    or isinstance(e, Const)
+                    and isinstance(e.value, (tuple, list))
+                    for e in evaluated
+                )
+                and not exits(stmt.body, {"break", "continue", "return"})
+            )
+        ):
+            self.unrolled_loop(stmt, evaluated)
+            return
+        if evaluated is not None and self.unrolled_constants(stmt, evaluated):
+            return
+        start, stop, step, prelude = self.iteration(stmt.iter, stmt.target, stmt, evaluated)
+        kinds = exits(stmt.body, {"break", "continue", "return"})
+        brk = self.ctx.namer.fresh("stop") if kinds & {"break", "return"} else None
+        cont = self.ctx.namer.fresh("skip") if "continue" in kinds else None
+        if brk:
+            self.out.append(Assign(brk, Const(False), loc))
+        index = prelude[0]
+
+        def body():
+            if cont:
+                self.out.append(Assign(cont, Const(False), loc))
+            for bind in prelude[1]:
+                bind()
+            self.loops.append(Loop(brk, cont))
+            try:
+                self.block(stmt.body)
+            finally:
+                self.loops.pop()
+
+        block = self.nested(body)
+        self.loc = loc
+        if any(isinstance(s, Assign) and s.target == index for s in walk(block)):
+            # the body rebinds the loop variable (`t = t + 1`): the loop counts with a name
+            # of its own, so the backward sees an ordinary variable it saves and restores
+            trip = self.ctx.namer.fresh(index)
+            block = [Assign(index, Var(trip), loc)] + block
+            index = trip
+        self.out.append(For(index, start, stop, step, block, loc, brk))
+
+    def unrolled_constants(self, stmt, evaluated) -> bool:
+        """`for key in ("W", "b"):` over constants that are not numbers: the body once per
+        item, with the item a constant (so `params[key]` and `key in ...` are known when
+        compiling). Numbers keep a loop: the code would grow with the count."""
+        if (
+            loop_call(stmt.iter, self.env) in ("enumerate", "zip")
+            or len(evaluated) != 1
+            or exits(stmt.body, {"break", "continue", "return"})
+        ):
+            return False
+        sequence = evaluated[0]
+        if not (isinstance(sequence, Const) and isinstance(sequence.value, (tuple, list))):
+            return False
+        items = [Const(v) for v in sequence.value]
+        if not items or all(type(i.value) in (int, float, bool) for i in items):
+            return False
+        names = [t.id for t in gast.walk(stmt.target) if isinstance(t, gast.Name)]
+        for item in items:
+            self.loc = self.parsed.loc(stmt)
+            self.constant_target(stmt.target, item.value, stmt)
+            self.block(stmt.body)
+        for name in names:  # after the loop, the names hold the last item, as in Python
+            self.bind(name, self.env[name])
+        return True
+
+    def constant_target(self, target, value, stmt):
+        """Bind the names of a loop target to (parts of) a constant, with no code."""
+        if isinstance(target, gast.Name):
+            self.env[target.id] = Const(value)
+        elif (
+            isinstance(target, (gast.Tuple, gast.List))
+            and isinstance(value, (tuple, list))
+            and len(value) == len(target.elts)
+        ):
+            for t, v in zip(target.elts, value):
+                self.constant_target(t, v, stmt)
+        else:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"cannot unpack {value!r} into {describe(target)}",
+                stmt,
+            )
+
+    def iterated_parts(self, node, stmt):
+        """The values a `for` loop over `node` iterates, evaluated once: the sequence, or
+        the arguments of `enumerate(...)` / `zip(...)`; None for `range` and
+        `reversed(range(...))`, whose arguments `iteration` reads itself."""
+        kind = loop_call(node, self.env)
+        if kind in ("range", "reversed"):
+            return None
+        if kind not in ("enumerate", "zip"):
+            return [self.iterated(node, stmt)]
+        parts = []
+        for p in node.args:
+            if isinstance(p, gast.Starred):  # zip(*pairs): a tuple known while compiling
+                seq = self.expr(p.value)
+                if not isinstance(seq, Tup):
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        "*args needs a tuple whose length is known",
+                        stmt,
+                    )
+                parts += list(seq.items)
+            else:
+                parts.append(self.iterated(p, stmt))
+        return parts
+
+    def unrolled_loop(self, stmt, evaluated):
+        """A loop over a dict's items, a NamedTuple, or a sequence holding dicts: resolved at
+        compile time, so the body is lowered once per item (straight-line code in which
+        each item keeps its own adjoint and its own shape)."""
+        kind = loop_call(stmt.iter, self.env)
+        if exits(stmt.body, {"break", "continue", "return"}):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "break, continue or return in a loop over "
+                "a dict, NamedTuple or a list of dicts is not supported (such a loop is "
+                "unrolled at compile time)",
+                stmt,
+            )
+        if kind == "enumerate" and (len(evaluated) != 1 or stmt.iter.keywords):
+            self.error(errors.UnsupportedSyntaxError, "enumerate takes one sequence here", stmt)
+        # (the sequence is made before the first trip: it holds its variables' values then)
+        sequences = [self.compile_time_items(self.frozen(e), stmt) for e in evaluated]
+        if kind == "enumerate":
+            items = [Tup((Const(i), item)) for i, item in enumerate(sequences[0])]
+        elif kind == "zip":
+            items = [Tup(tuple(group)) for group in zip(*sequences)]
+        else:
+            items = sequences[0]
+        targets = {n.id for n in gast.walk(stmt.target) if isinstance(n, gast.Name)}
+        # Names the body assigns in straight-line code get a new name per assignment, as
+        # outside loops (so `h` of each layer keeps its own shape), and are copied back to
+        # their variable after the loop where they are variables (carried by an outer loop
+        # or a branch)
+        simple, compound = set(), set()
+        for s in stmt.body:
+            (compound if isinstance(s, (gast.If, gast.For, gast.While)) else simple).update(
+                assigned_names(s)
+            )
+        renamed = (simple - compound - targets) & self.mutable
+        outer = self.unrolled
+        self.unrolled = outer | targets
+        self.mutable -= renamed
+        try:
+            for item in items:
+                self.loc = self.parsed.loc(stmt)
+                self.bind_target(stmt.target, item)
+                self.block(stmt.body)
+        finally:
+            self.unrolled = outer
+        # a name only this loop made a variable stays an ordinary name (one per value)
+        # when the loop is in straight-line code; else it is a variable again, copied back
+        if len(self.ctx.blocks) == 1 and not self.early_return:
+            renamed = {n for n in renamed if self.compound_counts.get(n, 0) != 1}
+        self.mutable |= renamed
+        for name in sorted(renamed):
+            atom, local = self.env.get(name), self.local(name)
+            if atom is not None and not holds_record(atom) and atom != Var(local):
+                self.out.append(Assign(local, atom, self.parsed.loc(stmt)))
+                self.env[name] = Var(local)
+
+    def iteration(self, node, target, stmt, evaluated=None):
+        """(start, stop, step, (index name, [binders])) for `for target in node`;
+        `evaluated`: the values `iterated_parts` gave."""
+        if (
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Name)
+            and node.func.id == "reversed"
+            and len(node.args) == 1
+            and isinstance(node.args[0], gast.Call)
+            and isinstance(node.args[0].func, gast.Name)
+            and node.args[0].func.id == "range"
+            and isinstance(target, gast.Name)
+        ):
+            # `for i in reversed(range(...))` (generated backward code, differentiated again):
+            # count k up and read the range from its end
+            span = self.emit("range", [self.expr(a) for a in node.args[0].args])
+            length = self.emit("len", [span])
+            k = self.ctx.namer.fresh("k")
+
+            def bind_index():
+                last = self.emit("sub_op", [self.emit("sub_op", [length, Const(1)]), Var(k)])
+                self.bind(target.id, self.emit("getitem", [span, last], name=self.local(target.id)))
+
+            self.mutable.add(target.id)
+            return Const(0), length, Const(1), (k, [bind_index])
+        if (
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Name)
+            and node.func.id in ("range", "enumerate", "zip")
+            and node.func.id not in self.env
+        ):
+            kind = node.func.id
+            if kind == "range":
+                args = [self.expr(a) for a in node.args]
+                if not 1 <= len(args) <= 3:
+                    self.error(errors.UnsupportedSyntaxError, "range takes 1 to 3 arguments", stmt)
+                start, stop, step = {
+                    1: lambda: (Const(0), args[0], Const(1)),
+                    2: lambda: (args[0], args[1], Const(1)),
+                    3: lambda: tuple(args),
+                }[len(args)]()
+                if not isinstance(target, gast.Name):
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        "the target of a range loop must be a name",
+                        stmt,
+                    )
+                return start, stop, step, (self.loop_target(target.id), [])
+            if kind == "enumerate":
+                seq = evaluated[0] if evaluated is not None else self.iterated(node.args[0], stmt)
+                if not (isinstance(target, gast.Tuple) and len(target.elts) == 2):
+                    self.error(errors.UnsupportedSyntaxError, "unpack enumerate as i, x", stmt)
+                index = (
+                    self.loop_target(target.elts[0].id)
+                    if isinstance(target.elts[0], gast.Name)
+                    else self.ctx.namer.fresh("i")
+                )
+                length = self.emit("len", [seq])
+                return (
+                    Const(0),
+                    length,
+                    Const(1),
+                    (
+                        index,
+                        [
+                            lambda: self.bind_target(
+                                target.elts[1],
+                                self.emit(
+                                    "getitem", [seq, Var(index)], name=self.name_of(target.elts[1])
+                                ),
+                            )
+                        ],
+                    ),
+                )
+            seqs = (
+                evaluated if evaluated is not None else [self.iterated(a, stmt) for a in node.args]
+            )
+            lengths = [self.emit("len", [s]) for s in seqs]
+            length = lengths[0] if len(lengths) == 1 else self.emit("min_builtin", lengths)
+            if not (isinstance(target, gast.Tuple) and len(target.elts) == len(seqs)):
+                self.error(
+                    errors.UnsupportedSyntaxError, "unpack zip into one name per sequence", stmt
+                )
+            index = self.ctx.namer.fresh("i")
+            return (
+                Const(0),
+                length,
+                Const(1),
+                (
+                    index,
+                    [
+                        (
+                            lambda t, s: (
+                                lambda: self.bind_target(
+                                    t, self.emit("getitem", [s, Var(index)], name=self.name_of(t))
+                                )
+                            )
+                        )(t, s)
+                        for t, s in zip(target.elts, seqs)
+                    ],
+                ),
+            )
+        seq = evaluated[0] if evaluated is not None else self.iterated(node, stmt)
+        if isinstance(seq, Tup):  # a tuple of computed values, indexed by the loop at run time
+            seq = self.tuple_value(seq)
+        length = self.emit("len", [seq])
+        index = self.ctx.namer.fresh("i")
+        return (
+            Const(0),
+            length,
+            Const(1),
+            (
+                index,
+                [
+                    lambda: self.bind_target(
+                        target, self.emit("getitem", [seq, Var(index)], name=self.name_of(target))
+                    )
+                ],
+            ),
+        )
+
+    def iterated(self, node, stmt):
+        """The value a `for` loop iterates over. Python evaluates it once, so a name the body
+        rebinds (`for e in x: x = ...`) is read through a copy made before the loop."""
+        seq = self.expr(node)
+        if (
+            isinstance(node, gast.Name)
+            and isinstance(seq, Var)
+            and any(
+                isinstance(n, gast.Name) and n.id == node.id and isinstance(n.ctx, gast.Store)
+                for s in stmt.body
+                for n in gast.walk(s)
+            )
+        ):
+            items = self.ctx.namer.fresh(f"{node.id}_items")
+            self.out.append(Assign(items, seq, self.parsed.loc(stmt)))
+            seq = Var(items)
+        return seq
+
+    def loop_target(self, name):
+        local = self.local(name)
+        self.ctx.issued.add(local)
+        self.ctx.user_names.add(local)
+        self.mutable.add(name)
+        self.env[name] = Var(local)
+        return local
+
+    def name_of(self, target):
+        return self.local(target.id) if isinstance(target, gast.Name) else None
+
+    def bind_target(self, target, atom):
+        if isinstance(target, gast.Name):
+            self.bind(target.id, atom)
+        else:
+            for i, t in enumerate(target.elts):
+                self.bind_target(t, self.item_at(atom, i, len(target.elts), t))
+
+    def while_(self, stmt):
+        if stmt.orelse:
+            self.error(errors.UnsupportedSyntaxError, "while ... else is not supported", stmt)
+        loc = self.parsed.loc(stmt)
+        kinds = exits(stmt.body, {"break", "continue", "return"})
+        brk = self.ctx.namer.fresh("stop") if kinds & {"break", "return"} else None
+        cont = self.ctx.namer.fresh("skip") if "continue" in kinds else None
+        if brk:
+            self.out.append(Assign(brk, Const(False), loc))
+        holder = {}
+
+        def test():
+            if brk:
+                go = self.emit("not_op", [Var(brk)], name="go")
+                name = go.name
+                self.mutable.add(name)
+                inner = self.nested(
+                    lambda: holder.setdefault(
+                        "t", self.out.append(Assign(name, self.expr(stmt.test), loc))
+                    )
+                )
+                self.out.append(If(go, inner, [], loc))
+                holder["test"] = Var(name)
+            else:
+                holder["test"] = self.expr(stmt.test)
+
+        test_body = self.nested(test)
+
+        def body():
+            if cont:
+                self.out.append(Assign(cont, Const(False), loc))
+            self.loops.append(Loop(brk, cont))
+            try:
+                self.block(stmt.body)
+            finally:
+                self.loops.pop()
+
+        block = self.nested(body)
+        self.loc = loc
+        self.out.append(While(test_body, holder["test"], block, loc))
+
+    def define_function(self, stmt):
+        defaults = self.defaults_of(stmt.args)
+        self.local_functions[stmt.name] = LocalFunction(stmt, self, defaults)
+
+    def defaults_of(self, args):
+        names = [a.id for a in args.args]
+        defaults = {
+            name: self.expr(d)
+            for name, d in zip(names[len(names) - len(args.defaults) :], args.defaults)
+        }
+        for a, d in zip(args.kwonlyargs, args.kw_defaults):  # keyword-only: None, no default
+            if d is not None:
+                defaults[a.id] = self.expr(d)
+        return defaults
+
+    def assert_(self, stmt):
+        """`assert test, message`: checked in the forward pass, as Python checks it."""
+        test = self.expr(stmt.test)
+        message = Const(None) if stmt.msg is None else self.expr(stmt.msg)
+        if not isinstance(message, Const):
+            self.error(
+                errors.UnsupportedSyntaxError, "the message of an assert must be a constant", stmt
+            )
+        if isinstance(test, Const):
+            if not test.value:  # fails on every call: say so now, where the code is
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "this assert fails for every call "
+                    f"(AssertionError{': ' + str(message.value) if message.value else ''})",
+                    stmt,
+                )
+            return
+        self.out.append(ExprStmt(Call("check_assert", (test, message)), self.loc))

@@ -1,0 +1,127 @@
+"""Memory plans: what a gradient may keep, and how many trips a checkpointed loop segment has.
+
+`memory_plan(checkpoint_loops, memory)` checks the user's options of `grad` and gives a
+`MemoryPlan` (None when nothing is asked: the gradient is then generated as always).
+`segment_length(plan, trips, per_trip, per_snapshot)` gives k, the trips between snapshots
+of a loop (`sourcegrad.compiler.checkpointing`), from the plan and what the loop saves:
+
+- `checkpoint_loops=k`: k as given; `"sqrt"`: ceil(sqrt(n)) for n trips known when compiling.
+- `memory=B` (bytes): a segment's saved values fit in half the budget (k = B / (2 * per_trip)),
+  leaving the other half to the snapshots, one per k trips: a loop of n trips fits when
+  n <= k * B / (2 * per_snapshot) (about 6 x 10^8 trips for the damped spring in 1 MB). A loop
+  of known length takes the k that minimises the sum, sqrt(n * per_snapshot / per_trip), when
+  it fits.
+- `memory="min"`: the fewest saved bytes at one extra forward: that same optimum for a known
+  length, k = 1024 for a while loop (O(sqrt(n)) memory while n stays below about 10^6).
+
+`choose_recomputed(plan, total, options)` picks the straight-line values (made once, outside
+any loop) the backward makes again instead of keeping, under `memory=B`: while the values
+kept pass the budget, the one whose recomputation costs the fewest operations per byte it
+frees first (an elementwise `y = 2 * x` long before the matmul `h = X @ W`); `"min"`
+recomputes every one that can be.
+
+The bytes are those of the signature compiled (shapes and dtypes; 8 for a Python number).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import errors
+
+__all__ = ["MemoryPlan", "memory_plan", "segment_length", "choose_recomputed"]
+
+# the segment of a while loop under memory="min" (its trip count is not known when compiling)
+WHILE_SEGMENT = 1024
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The user's trade of time for memory (see the module docstring)."""
+
+    loops: object = None  # checkpoint_loops: an int k, or "sqrt"
+    memory: object = None  # a budget in bytes, or "min"
+
+    def describe(self) -> str:
+        if self.loops is not None:
+            return f"checkpoint_loops={self.loops}"
+        return f"memory={self.memory!r}"
+
+
+def memory_plan(checkpoint_loops=None, memory=None):
+    """The plan for grad's `checkpoint_loops=` and `memory=` (None when neither is given)."""
+    if checkpoint_loops is None and memory is None:
+        return None
+    if checkpoint_loops is not None and not (
+        checkpoint_loops == "sqrt"
+        or (
+            isinstance(checkpoint_loops, int)
+            and not isinstance(checkpoint_loops, bool)
+            and checkpoint_loops >= 1
+        )
+    ):
+        raise errors.SourcegradError(
+            f"checkpoint_loops must be a positive int or 'sqrt', got {checkpoint_loops!r}"
+        )
+    if memory is not None and not (
+        memory == "min" or (isinstance(memory, int) and not isinstance(memory, bool) and memory > 0)
+    ):
+        raise errors.SourcegradError(
+            f"memory must be a number of bytes (a positive int) or 'min', got {memory!r}"
+        )
+    if checkpoint_loops is not None and memory is not None:
+        raise errors.SourcegradError(
+            "give checkpoint_loops or memory, not both (a budget "
+            "chooses the loops' segments itself)"
+        )
+    return MemoryPlan(checkpoint_loops, memory)
+
+
+def segment_length(plan, trips, per_trip, per_snapshot) -> int:
+    """k: the trips between snapshots of a loop (see the module docstring). `trips` is the
+    loop's trip count when known when compiling, else None."""
+    if plan.loops == "sqrt" or (plan.loops is None and plan.memory == "min"):
+        if trips is None:
+            return WHILE_SEGMENT
+        return _optimum(trips, per_trip, per_snapshot)
+    if plan.loops is not None:
+        return plan.loops
+    fits = max(1, plan.memory // max(2 * per_trip, 1))
+    if trips is None:
+        return fits
+    return min(fits, _optimum(trips, per_trip, per_snapshot))
+
+
+def _optimum(trips, per_trip, per_snapshot):
+    """The k minimising trips / k * per_snapshot + k * per_trip."""
+    return max(1, math.ceil(math.sqrt(max(trips, 1) * max(per_snapshot, 1) / max(per_trip, 1))))
+
+
+def choose_recomputed(plan, total, options) -> list:
+    """The values to recompute, in the order chosen (see the module docstring). `total`: the
+    bytes the straight-line values kept hold; `options`: {name: (bytes, {step: operations})}
+    with the steps (statements) that make it again from what stays available. A step shared
+    by two values costs once: each choice makes the others' shared steps free."""
+    if plan.memory is None:
+        return []
+    chosen, done, left = [], set(), dict(options)
+    while left and (plan.memory == "min" or total > plan.memory):
+
+        def price(name):
+            nbytes, steps = left[name]
+            ops = sum(c for step, c in steps.items() if step not in done)
+            return (ops / max(nbytes, 1), name)
+
+        name = min(left, key=price)
+        nbytes, steps = left.pop(name)
+        chosen.append(name)
+        done |= set(steps)
+        total -= nbytes
+    if plan.memory != "min":
+        # a cheap value chosen before a large one the budget needed anyway may be kept again
+        for name in reversed(chosen[:-1]):
+            if total + options[name][0] <= plan.memory:
+                chosen.remove(name)
+                total += options[name][0]
+    return chosen

@@ -1,0 +1,488 @@
+"""The numba backend: the generated numpy module, compiled with `numba.njit`.
+
+`load(source, name, free, names, args, label)` takes the numpy backend's generated module
+text (`codegen.generate_module`), the free values it reads, its function names, the
+arguments of the signature it was generated for and the name of what it differentiates,
+and returns `(source, module)`: the text that runs and the loaded module. Normally that is
+the numba variant (`numba_source`) with each function an `njit` dispatcher already
+compiled for the arguments' types; where numba cannot type the code (an unsupported
+numpy call, a `sourcegrad.runtime` helper, a saved-value stack holding both numbers and
+arrays) or is not installed, it is the numpy module as `codegen.load` makes it, after one
+`JitFallbackWarning` naming numba's complaint and the generated and user lines it is
+about. It never fails where the numpy backend would not.
+
+The numba variant is the numpy text with what numba needs changed, and nothing else (so
+`Gradient.source` and `sourcegrad show --backend numba` print exactly what is compiled):
+`import numba` and an `@numba.njit(...)` line on each function; `reversed(range(...))`
+as a counting-down `range` (numba has no `reversed`); a ufunc's `out=` keyword as its
+positional output (numba takes no keywords for ufuncs); reductions over a literal axis
+that numba lacks (`keepdims=`, `max`/`min`/`mean` over an axis, the runtime's `max_grad`
+and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper functions
+written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
+there and the numpy code runs); runs of elementwise statements fused into one pass over
+memory (`numba_fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
+divided by zero is inf, as for the numpy scalars the numpy code computes with).
+
+numba's disk cache: numba caches a function's machine code next to the *file* its source
+is in (keyed by the file's path, size and mtime), so when sourcegrad's disk cache is on
+(`sourcegrad.cache`) the numba variant is written to `<cache directory>/numba/` (a private
+directory: see `cache.write_private_file`, which never follows a symlink and leaves the
+file alone once written, so its mtime, numba's key, stays put) and compiled with
+`cache=True`. When the code reads free values (the differentiated function's globals and
+closure values, which numba freezes into the machine code as constants), or when the
+cache is off, nothing is written and `cache=False`: a cached compilation would keep the
+values it was compiled with.
+
+`del` lines (large arrays freed early) are left out: numba has none, and frees an array
+once its variable is dead.
+
+Multi-function modules (a VJP's forward and backward) run as numpy code: the backward's
+argument types are only known at its first call, and a failed compilation there could
+not fall back before the forward had run.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import re
+import sys
+import warnings
+
+import numpy as np
+
+from .. import cache, errors
+from . import numba_fusion
+from .codegen import FREED_NOTE, load as load_numpy
+
+OPTIONS = 'error_model="numpy"'
+
+
+def available() -> bool:
+    """Whether numba can be imported (it is never imported at sourcegrad's import time)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def load(source: str, name: str, free: dict, names, args, label: str):
+    """(the source that runs, its loaded module): see the module docstring."""
+    if len(names) != 1:
+        _warn_once(
+            "pair",
+            f"the gradient of {label} is a forward and backward pair (vjp): "
+            "it runs as numpy code (numba compiles single gradient functions)",
+        )
+        return source, load_numpy(source, name, free)
+    if not available():
+        _warn_once(
+            "missing",
+            "numba is not installed (pip install 'sourcegrad[numba]'): gradients run as numpy code",
+        )
+        return source, load_numpy(source, name, free)
+    cached = not free and cache.directory() is not None
+    plain = numba_source(source, cached)
+    fused = _fused(plain, names[0], args)
+    refused = _REFUSED.get(_refusal_key(plain, args))
+    if refused is not None:  # (numba takes seconds to refuse: and it was said once)
+        return source, load_numpy(source, name, free)
+    for jit_source in dict.fromkeys((fused, plain)):
+        try:
+            types = _types_of(args)
+            module = _load_jitted(jit_source, name, free, cached)
+            getattr(module, names[0]).compile(types)
+            return jit_source, module
+        except Exception as exc:  # any failure to type or compile: the numpy code runs
+            failure = exc
+            if _failing_line(exc, jit_source) in plain.splitlines():
+                break  # (the plain code has the line numba refused: it would refuse it too)
+    message = _fallback_message(failure, label, jit_source)
+    if len(_REFUSED) >= 256:  # (bounded: one entry per program and argument types)
+        _REFUSED.clear()
+    _REFUSED[_refusal_key(plain, args)] = message
+    warnings.warn(message, errors.JitFallbackWarning, stacklevel=5)
+    return source, load_numpy(source, name, free)
+
+
+# (the numba text, its argument types) -> why numba refused it, in this process
+_REFUSED: dict = {}
+
+
+def _refusal_key(text, args):
+    return text, tuple(_kind(a) for a in args)
+
+
+def _kind(value):
+    """What numba types an argument by, without importing numba for it."""
+    if isinstance(value, np.ndarray):
+        return (
+            "array",
+            value.dtype.str,
+            value.ndim,
+            value.flags.c_contiguous,
+            value.flags.f_contiguous,
+            value.flags.writeable,
+        )
+    return type(value).__name__
+
+
+def _fused(source, function, args):
+    """The text with runs of elementwise statements fused (numba_fusion), given what the
+    arguments are."""
+    tree = ast.parse(source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    params = [a.arg for a in fn.args.args]
+    if len(params) != len(args):
+        return source
+    return numba_fusion.fuse(
+        source, function, {p: numba_fusion.kind_of(a) for p, a in zip(params, args)}
+    )
+
+
+def _types_of(args):
+    import numba
+
+    types = []
+    for i, a in enumerate(args):
+        try:
+            types.append(numba.typeof(a))
+        except ValueError:
+            raise _Untypable(
+                f"argument {i} is a {type(a).__name__}, which numba cannot type"
+            ) from None
+    return tuple(types)
+
+
+class _Untypable(Exception):
+    """An argument numba has no type for."""
+
+
+# -- the numba variant of the source ------------------------------------------------------------
+
+
+def numba_source(source: str, cached: bool = False) -> str:
+    """The numpy module text with numba's needs met (see the module docstring)."""
+    source = _without_dels(source)
+    # (a helper's name the code has for another value: reductions over an axis left as they are)
+    helpers_free = not any(re.search(rf"\b{name}\b", source) for name in _HELPERS)
+    while True:  # innermost calls first: an edit's text holds the edits inside it
+        tree = ast.parse(source)
+        lines = source.splitlines(keepends=True)
+        edits = []  # (start (line, col), end (line, col), text)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                edit = (
+                    _reversed_range(node, source)
+                    or _positional_out(node, source)
+                    or (_axis_reduction(node, source) if helpers_free else None)
+                    or (_runtime_call(node, source) if helpers_free else None)
+                )
+                if edit is not None:
+                    edits.append(edit)
+        innermost = [
+            e for e in edits if not any(o is not e and e[0] <= o[0] and o[1] <= e[1] for o in edits)
+        ]
+        for start, end, text in sorted(innermost, reverse=True):
+            _replace(lines, start, end, text)
+        source = "".join(lines)
+        if not innermost:
+            break
+    decorator = f"@numba.njit(cache=True, {OPTIONS})" if cached else f"@numba.njit({OPTIONS})"
+    for node in sorted(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef)),
+        key=lambda n: n.lineno,
+        reverse=True,
+    ):
+        lines.insert(node.lineno - 1, decorator + "\n")
+    helpers = [
+        text.replace("@numba.njit\n", decorator + "\n")
+        for name, text in _HELPERS.items()
+        if re.search(rf"\b{name}\(", source)
+    ]
+    if helpers:  # (before the first function: defined when the functions are compiled)
+        first = min(n.lineno for n in tree.body if isinstance(n, ast.FunctionDef))
+        lines.insert(first - 1, "\n\n".join(helpers) + "\n\n")
+    header = 0  # (after the header's comment lines)
+    while header < len(lines) and lines[header].startswith("#"):
+        header += 1
+    lines.insert(header, "import numba\n")
+    return "".join(lines)
+
+
+def _without_dels(source: str) -> str:
+    """The text without its `del` lines (numba has no `del`, and frees an array once its
+    variable is dead): those that free large arrays early in the numpy code, with the note
+    printed above one too long to carry it."""
+    lines = source.splitlines(keepends=True)
+    dels = {n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Delete)}
+    notes = {i - 1 for i in dels if lines[i - 2].strip() == f"# {FREED_NOTE}"}
+    return "".join(line for i, line in enumerate(lines, 1) if i not in dels | notes)
+
+
+def _replace(lines, start, end, text):
+    (l0, c0), (l1, c1) = start, end
+    first, last = lines[l0 - 1], lines[l1 - 1]
+    col = numba_fusion.byte_col
+    lines[l0 - 1] = first[: col(first, c0)] + text + last[col(last, c1) :]
+    for i in range(l0, l1):
+        lines[i] = ""
+
+
+def _segment(source, node):
+    return ast.get_source_segment(source, node)
+
+
+def _reversed_range(node, source):
+    """`reversed(range(...))` as the `range` that counts down through the same numbers."""
+    if not (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "reversed"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Call)
+        and isinstance(node.args[0].func, ast.Name)
+        and node.args[0].func.id == "range"
+        and not node.args[0].keywords
+        and 1 <= len(node.args[0].args) <= 3
+    ):
+        return None
+    parts = [_segment(source, a) for a in node.args[0].args]
+    if len(parts) == 1:
+        text = f"range({parts[0]} - 1, -1, -1)"
+    elif len(parts) == 2:
+        text = f"range({parts[1]} - 1, {parts[0]} - 1, -1)"
+    else:
+        step = node.args[0].args[2]
+        if not (isinstance(step, ast.Constant) and type(step.value) is int and step.value > 0):
+            return None  # (left as it is: numba refuses it, and the numpy code runs)
+        start, stop, s = parts[0], parts[1], step.value
+        # the last number range(start, stop, s) gives, and down by s to start
+        text = f"range({start} + ({stop} - {start} - 1) // {s} * {s}, {start} - {s}, -{s})"
+    return _span(node) + (text,)
+
+
+def _positional_out(node, source):
+    """`np.multiply(a, b, out=c)` as `np.multiply(a, b, c)` for a numpy ufunc."""
+    if not (
+        isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "np"
+        and len(node.keywords) == 1
+        and node.keywords[0].arg == "out"
+    ):
+        return None
+    ufunc = getattr(np, node.func.attr, None)
+    if not isinstance(ufunc, np.ufunc) or len(node.args) != ufunc.nin:
+        return None
+    parts = [_segment(source, a) for a in node.args + [node.keywords[0].value]]
+    return _span(node) + (f"{_segment(source, node.func)}({', '.join(parts)})",)
+
+
+# reductions over an axis numba does not compile, as what it does: numba's sum takes an axis
+# but no keepdims (np.expand_dims puts the axis back), its max, min and mean no axis at all
+_REDUCTIONS = {"sum", "max", "min", "amax", "amin", "mean"}
+_HELPERS = {
+    f"{r}_along_axis": f'''@numba.njit
+def {r}_along_axis(x, axis):
+    """x.{r}(axis=axis) of a 2-d array x (numba's {r} takes no axis)."""
+    rows, columns = x.shape  # (numba refuses another ndim here: the numpy code runs)
+    if not -2 <= axis < 2:
+        raise ValueError("axis out of range")
+    if axis % 2 == 0:
+        out = np.empty(columns, x.dtype)
+        for j in range(columns):
+            out[j] = x[:, j].{r}()
+    else:
+        out = np.empty(rows, x.dtype)
+        for i in range(rows):
+            out[i] = x[i].{r}()
+    return out
+'''
+    for r in ("max", "min")
+}
+_HELPERS["max_grad_along_axis"] = '''@numba.njit
+def max_grad_along_axis(g, ans, x, axis):
+    """runtime.max_grad for a 2-d x: g * hits / hits.sum(axis), hits = (x == ans), ans
+    and g of the reduced shape (axis kept or not)."""
+    rows, columns = x.shape  # (numba refuses another ndim here: the numpy code runs)
+    if not -2 <= axis < 2:
+        raise ValueError("axis out of range")
+    along = axis % 2 == 0  # (down the columns)
+    gs, extremes = g.ravel(), ans.ravel()
+    n = columns if along else rows
+    if gs.size not in (1, n) or extremes.size != n:
+        raise ValueError("operands could not be broadcast together")
+    ties = np.zeros(n)
+    for i in range(rows):
+        for j in range(columns):
+            k = j if along else i
+            ties[k] += x[i, j] == extremes[k]
+    out = np.empty(x.shape)
+    for i in range(rows):
+        for j in range(columns):
+            k = j if along else i
+            out[i, j] = gs[k if gs.size > 1 else 0] * (x[i, j] == extremes[k]) / ties[k]
+    return out
+'''
+
+
+def _axis_reduction(node, source):
+    """`x.max(axis=1, keepdims=True)` (or `np.max(x, ...)`; sum, min, mean) in what numba
+    compiles: `np.expand_dims(max_along_axis(x, 1), 1)`; the mean as the sum over the axis
+    divided by its length. Only with a literal int axis and keepdims (else left: refused)."""
+    func = node.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _REDUCTIONS:
+        return None
+    if isinstance(func.value, ast.Name) and func.value.id == "np" and len(node.args) == 1:
+        array = node.args[0]
+    elif not node.args and not (isinstance(func.value, ast.Name) and func.value.id == "np"):
+        array = func.value
+    else:
+        return None
+    options = {k.arg: k.value for k in node.keywords}
+    axis, keepdims = options.pop("axis", None), options.pop("keepdims", None)
+    if (
+        options
+        or not (axis is not None and _int_constant(axis))
+        or not (keepdims is None or isinstance(keepdims, ast.Constant))
+        or keepdims is not None
+        and type(keepdims.value) is not bool
+    ):
+        return None
+    reduction = func.attr.removeprefix("a")  # (amax is max)
+    kept = keepdims is not None and keepdims.value
+    if reduction == "sum" and not kept and keepdims is None:
+        return None  # (numba compiles it as it is)
+    x, a = _segment(source, array), ast.literal_eval(axis)
+    if reduction == "mean":
+        if not isinstance(array, ast.Name):
+            return None  # (read twice below: only a name)
+        text = f"({x}.sum(axis={a}) / {x}.shape[{a}])"
+    elif reduction == "sum":
+        text = f"{x}.sum(axis={a})"
+    else:
+        text = f"{reduction}_along_axis({x}, {a})"
+    return _span(node) + ((f"np.expand_dims({text}, {a})" if kept else text),)
+
+
+def _runtime_call(node, source):
+    """The runtime helpers over one literal int axis, as what numba compiles:
+    `max_grad(g, ans, x, 1, True)` (a max's or min's adjoint) as
+    `max_grad_along_axis(g, ans, x, 1)`, `reduced_count(x, 1)` as `x.shape[1]`."""
+    if not (
+        isinstance(node.func, ast.Name)
+        and node.func.id in ("max_grad", "reduced_count")
+        and re.search(rf"^from sourcegrad\.runtime import .*\b{node.func.id}\b", source, re.M)
+        and not node.keywords
+        and len(node.args) >= 2
+    ):
+        return None
+    if node.func.id == "reduced_count":
+        x, axis = node.args
+        if not (isinstance(x, ast.Name) and _int_constant(axis)):
+            return None
+        return _span(node) + (f"{x.id}.shape[{ast.literal_eval(axis)}]",)
+    if not (
+        len(node.args) == 5
+        and _int_constant(node.args[3])
+        and isinstance(node.args[4], ast.Constant)
+        and type(node.args[4].value) is bool
+    ):
+        return None
+    args = ", ".join(_segment(source, a) for a in node.args[:4])
+    return _span(node) + (f"max_grad_along_axis({args})",)
+
+
+def _int_constant(node):
+    """Whether the node is a literal int (`1`, `-1`): `ast.literal_eval` reads it."""
+    try:
+        return type(ast.literal_eval(node)) is int
+    except ValueError:
+        return False
+
+
+def _span(node):
+    return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+
+def _load_jitted(jit_source, name, free, cached):
+    """The module of `jit_source`: from a file in the cache directory when `cached` (numba
+    caches next to the file), else compiled from the text as the numpy code is."""
+    if not cached:
+        return load_numpy(jit_source, name, free)
+    digest = hashlib.sha256(jit_source.encode()).hexdigest()[:16]
+    path = cache.write_private_file("numba", f"{name}_{digest}.py", jit_source)
+    if path is None:  # (the cache warned why): compiled without numba's disk cache
+        return load_numpy(jit_source.replace("cache=True, ", ""), name, free)
+    module_name = f"sourcegrad_generated.numba.{name}_{digest}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(free)
+    # (numba's cache finds a cached function's module by name when it loads it)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# -- the fallback warning -----------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_warned: set = set()
+
+
+def _warn_once(cause, message):
+    if cause not in _warned:
+        _warned.add(cause)
+        warnings.warn(message, errors.JitFallbackWarning, stacklevel=5)
+
+
+def _failing_line_number(exc, jit_source):
+    """The line of `jit_source` numba's error is about (the last it names), or None."""
+    numbers = [int(n) for n in re.findall(r'File "[^"]*", line (\d+)', _ANSI.sub("", str(exc)))]
+    count = jit_source.count("\n") + 1
+    return next((n for n in reversed(numbers) if 0 < n <= count), None)
+
+
+def _failing_line(exc, jit_source):
+    """The text of the line numba's error is about, or None."""
+    line = _failing_line_number(exc, jit_source)
+    return None if line is None else jit_source.splitlines()[line - 1]
+
+
+def _fallback_message(exc, label, jit_source) -> str:
+    """What numba refused, the generated line it refused, and the user's line that line
+    computes or differentiates (the `# line N: ...` comment above it)."""
+    text = _ANSI.sub("", str(exc))
+    said = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    call = next((ln[3:].strip() for ln in said if ln.startswith(">>>")), None)
+    construct = (
+        f"no numba implementation of {call}"
+        if call
+        else next(
+            (ln for ln in said if not ln.startswith(("Failed in ", "- ", "During:"))),
+            type(exc).__name__,
+        )
+    )
+    where = ""
+    if jit_source:
+        lines = jit_source.splitlines()
+        line = _failing_line_number(exc, jit_source)
+        if line is not None:
+            code = lines[line - 1].strip()
+            user = next(
+                (
+                    ln.strip()[2:]
+                    for ln in reversed(lines[:line])
+                    if re.match(r"\s*# (backward of )?line \d+:", ln)
+                ),
+                None,
+            )
+            where = f" at `{code}`" + (f" ({user})" if user else "")
+    return (
+        f"numba cannot compile the gradient of {label}: {construct}{where}; "
+        "running the numpy backend's code instead"
+    )
+
+
+__all__ = ["available", "load", "numba_source"]

@@ -1,0 +1,117 @@
+"""Optimizations on IR: `optimize(fn, shapes, dtypes, ...)`, the passes it runs in order.
+
+`optimize` takes an `ir.Function` (structured: loops and branches allowed) and returns a
+new one computing the same result; its passes live in the package's modules by kind:
+
+- `cleanup`: copy propagation and CSE of single-assignment names, dead-code elimination
+  (liveness over loops to a fixed point; pushes, pops and calls made for their effect
+  kept), values computed only for a `.shape` or `.size` the signature already knows;
+- `rank_one`: a loop's rank-one updates (`acc += np.outer(u, v)`), bias sums and row
+  updates done once after it from row buffers (`batch_rank_one_updates`);
+- `algebra`: scalar factors sunk into the cheapest operand (`sink_scalar_factors`),
+  negations folded into products (`negate_products`), and what a call makes
+  (`makes_new_value`: a fresh array, never a view or an input);
+- `memory`: large elementwise results computed into dead buffers (`reuse_dead_buffers`;
+  never a pullback's residuals), saves nobody reads dropped, first updates assigned;
+- `hoisting` and `row_products`: run on the primal before differentiation (the api
+  calls them through `sourcegrad.compiler.pipeline`): loop invariants and transposes taken once
+  before the loop, `U @ xs[t]` for every row as one `xs @ U.T` (plus a bias the loop adds).
+
+Names assigned more than once (variables of loops and branches, adjoint accumulators)
+are never propagated or shared: their value depends on where they are read. Constant
+folding and 0/1 algebra happen earlier, while rule templates are instantiated, where the
+static facts are at hand. The modules import one way: cleanup <- algebra <- memory,
+rank_one <- row_products; this module runs them.
+"""
+
+from __future__ import annotations
+
+from ..ir import Function
+from .algebra import sink_scalar_factors
+from .cleanup import Cleaner, eliminate_dead_code, inline_shape_only_values
+from .hoisting import hoist_transposes
+from .memory import (
+    CUPY_BUFFER_REUSE_MIN_BYTES,
+    assign_first_updates,
+    drop_unread_saves,
+    reuse_dead_buffers,
+)
+from .rank_one import batch_rank_one_updates
+
+# the passes other stages call (the pipeline, the api, checkpointing)
+from .algebra import makes_new_value, negate_products
+from .cleanup import RECOMPUTED_NOTE
+from .hoisting import hoist_loop_invariants
+from .row_products import batch_row_products
+
+__all__ = [
+    "RECOMPUTED_NOTE",
+    "batch_row_products",
+    "hoist_loop_invariants",
+    "makes_new_value",
+    "negate_products",
+    "optimize",
+    "reuse_dead_buffers",
+]
+
+
+def optimize(
+    fn: Function,
+    shapes: dict | None = None,
+    dtypes: dict | None = None,
+    keep_residuals: bool = False,
+    backend: str = "numpy",
+    numbers: frozenset = frozenset(),
+) -> Function:
+    """The passes, in order (see the package docstring): cleanup, then the array passes.
+
+    `shapes` (name -> shape tuple, from the signature) lets values that are computed
+    only for their shape be replaced by that shape; with `dtypes` too, rank-one updates
+    accumulated in a loop become one matrix product after it. `backend` sets the size
+    from which results are computed into dead buffers (never for dask and numba);
+    `numbers` names the values that
+    are floating numbers (Python floats, numpy floating scalars).
+    """
+    clean = Cleaner(fn.params)
+    body = clean(fn.body)
+    arrays = bool(shapes) and bool(dtypes)
+    # sizes read from the inputs (`len(Y)`) where code is read; numbers where a kernel is
+    # fused (cupy.fuse, numba_fusion), which a call in an elementwise run would break up
+    user_names = fn.user_names if backend not in ("cupy", "numba") else None
+    if shapes:
+        body = clean(inline_shape_only_values(body, set(fn.params), shapes, user_names))
+    if arrays:
+        # (an accumulator that became a row buffer is a copy of it now)
+        body = clean(batch_rank_one_updates(body, set(fn.params), shapes, dtypes, user_names))
+        body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes, dtypes))
+    if arrays or numbers:
+        shapes, dtypes = dict(shapes or {}), dict(dtypes or {})  # (the pass names new values)
+        body = eliminate_dead_code(
+            sink_scalar_factors(body, set(fn.params), shapes, dtypes, numbers)
+        )
+    if arrays:
+        body = eliminate_dead_code(drop_unread_saves(body))
+    # (dask arrays are immutable: no `out=`; numba fuses runs of elementwise statements into
+    # one pass over memory (numba_fusion), which computing into buffers would split)
+    if arrays and backend not in ("dask", "numba"):
+        body = reuse_dead_buffers(
+            body,
+            set(fn.params),
+            shapes,
+            dtypes,
+            keep_residuals,
+            CUPY_BUFFER_REUSE_MIN_BYTES if backend == "cupy" else None,
+            frozenset(fn.user_names),
+        )
+    body = hoist_transposes(body, set(fn.params))
+    return Function(
+        fn.name,
+        fn.params,
+        body,
+        fn.source_file,
+        fn.loc,
+        fn.free,
+        fn.user_names,
+        fn.dependencies,
+        fn.stack,
+    )

@@ -1,0 +1,347 @@
+"""Memory passes: dead buffers reused, unread saves dropped, first updates assigned.
+
+`reuse_dead_buffers(body, params, shapes, dtypes, ...)` computes large elementwise results
+into the buffer of a value no statement reads any more (`out=`, printed as an augmented
+assignment where that reads better: `READABLE_BUFFER_MAX_BYTES`), never a pullback's
+residuals; `drop_unread_saves(body)` drops pushes no pop reads; `assign_first_updates`
+turns an accumulator's first `+=` into an assignment. Each takes and returns a statement
+list. The thresholds are module constants, so tests can move them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+import numpy as np
+from ..ir import (
+    Assign,
+    Call,
+    Marker,
+    Pop,
+    Push,
+    Var,
+    child_blocks,
+    merge_notes,
+    read_counts,
+    reads_of,
+    walk,
+    writes_of,
+)
+from ..lifetimes import FREE_MIN_BYTES
+from ...ops import RULES
+from .algebra import fresh_result, makes_new_value, ufunc_rule
+from .cleanup import assign_counts, substitute
+
+
+# Below 16 KiB an allocation costs less than the keyword call computing into a buffer
+# (`np.add(a, b, out=a)`: ~0.15 µs more than `a + b`); from there on, computing in place
+# keeps the working set in cache (the MLP's 32 KiB activations: 5-8% faster, A/B in one
+# process).
+BUFFER_REUSE_MIN_BYTES = 1 << 14
+
+
+# Below 256 KiB a result is computed only into the buffer of its first operand dying there,
+# a temporary's or an adjoint's, where that reads as the update it is (`d_h *= 1.0 - h * h`,
+# `np.tanh(h, out=h)`): a user's value (`h` squared into h's buffer) or any dead buffer of
+# the shape is taken from here on only, where allocating costs page faults (an MLP with
+# 4096x1024 activations: `d_h *= 1.0 - h * h` 56-70 ms, into h's buffer 27-35 ms)
+READABLE_BUFFER_MAX_BYTES = 1 << 18
+
+
+# CuPy allocates from a pool and fuses a statement's elementwise run into one kernel, which
+# computing into buffers statement by statement would split
+CUPY_BUFFER_REUSE_MIN_BYTES = 1 << 19
+
+
+def drop_unread_saves(body: list) -> list:
+    """The pushes of a variable whose restored values the backward never reads, with their
+    pops: the saved-value stack without the values kept for nothing (a loop-invariant the
+    loop batching now reads as rows, `U_xs` in an outer loop). The reverse pass pushes a
+    variable where the forward overwrites it and pops it, into the same name, where the
+    backward restores it, so dropping every push and pop of one name keeps the others in
+    order; only when the counts of the two statements agree."""
+    marker = next((i for i, s in enumerate(body) if isinstance(s, Marker)), None)
+    if marker is None:
+        return body
+    backward = list(walk(body[marker + 1 :]))
+    read = {n for s in backward for n in reads_of(s)}
+    pops: dict = defaultdict(int)
+    for s in backward:
+        if isinstance(s, Pop):
+            pops[s.target] += 1
+    pushes: dict = defaultdict(int)
+    for s in walk(body[:marker]):
+        if isinstance(s, Push) and isinstance(s.value, Var):
+            pushes[s.value.name] += 1
+    dropped = {n for n, k in pops.items() if n not in read and pushes[n] == k}
+    if not dropped:
+        return body
+
+    def run(stmts):
+        out = []
+        for stmt in stmts:
+            if (
+                isinstance(stmt, Push)
+                and isinstance(stmt.value, Var)
+                and stmt.value.name in dropped
+                or isinstance(stmt, Pop)
+                and stmt.target in dropped
+            ):
+                continue
+            out.append(substitute(stmt, {}, run) if child_blocks(stmt) else stmt)
+        return out
+
+    return run(body)
+
+
+def assign_first_updates(body: list, params, shapes: dict, dtypes: dict) -> list:
+    """`acc = np.zeros_like(x)` ... `t = f(...)`; `acc += t`, with nothing in between reading
+    or writing acc, -> `acc = f(...)`: the first write to an adjoint is an assignment. The
+    loop batching leaves this shape behind (an adjoint the loop used to update row by row,
+    now one product after it). Top-level statements; `t` a new array of acc's shape and
+    dtype that nothing else reads, whose operands nothing between assigns."""
+    if not any(
+        type(s) is Assign and type(s.value) is Call and s.value.op in ("np_zeros_like", "np_zeros")
+        for s in body
+    ):
+        return list(body)  # (no zeros to start from: nothing to look for)
+    counts = assign_counts(body, params)
+    reads = read_counts(body)
+    at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
+
+    def zeros(value):
+        if isinstance(value, Var) and value.name in at and reads[value.name] == 1:
+            value = body[at[value.name]].value
+        return isinstance(value, Call) and value.op in ("np_zeros_like", "np_zeros")
+
+    out = list(body)
+    for i, stmt in enumerate(body):
+        if not (isinstance(stmt, Assign) and counts[stmt.target] == 2 and zeros(stmt.value)):
+            continue
+        acc = stmt.target
+        j = next(
+            (
+                k
+                for k in range(i + 1, len(body))
+                if any(acc in reads_of(s) or acc in writes_of(s) for s in walk([body[k]]))
+            ),
+            None,
+        )
+        update = body[j].value if j is not None and isinstance(body[j], Assign) else None
+        if not (
+            isinstance(update, Call)
+            and update.op == "iadd_op"
+            and update.args[0] == Var(acc)
+            and isinstance(update.args[1], Var)
+        ):
+            continue
+        part = update.args[1].name
+        k = at.get(part)
+        made = body[k].value if k is not None and k < j else None
+        operands = {a for a in reads_of(body[k])} if made is not None else set()
+        if (
+            made is None
+            or counts[part] != 1
+            or reads[part] != 1
+            or not makes_new_value(made)
+            or shapes.get(part) != shapes.get(acc)
+            or dtypes.get(part) != dtypes.get(acc)
+            or shapes.get(acc) is None
+            or any(operands & set(writes_of(s)) for s in walk(body[k + 1 : j]))
+        ):
+            continue
+        out[i] = out[k] = None
+        out[j] = Assign(acc, made, body[j].loc, merge_notes(body[k].note, body[j].note))
+    return [s for s in out if s is not None]
+
+
+def reuse_dead_buffers(
+    body: list,
+    params,
+    shapes: dict,
+    dtypes: dict,
+    keep_residuals: bool = False,
+    min_bytes: int | None = None,
+    user_names=frozenset(),
+) -> list:
+    """Compute an elementwise result into a large buffer that is dead there:
+    `t = np.exp(u, out=u)` when nothing reads u afterwards, or `t = np.cos(v, out=w)`
+    with w an array of t's shape and dtype that nothing reads any more. A buffer can be
+    taken when this function made it (not an input, not a view) and nothing holds a
+    reference to it past that point: every reader made a new array from it, or a view
+    that is itself dead by then. This is what a hand-written gradient does with its
+    buffers: the backward of an elementwise chain then allocates nothing, and the peak
+    memory is what the forward keeps. Top-level statements only (a value in a loop may
+    be read by the next trip). Arrays of at least `min_bytes` (BUFFER_REUSE_MIN_BYTES);
+    below READABLE_BUFFER_MAX_BYTES only where the update reads as one (`_readable_reuse`:
+    `user_names` are the values not to overwrite there).
+    """
+    counts = assign_counts(body, params)
+    min_bytes = BUFFER_REUSE_MIN_BYTES if min_bytes is None else min_bytes
+
+    sizes: dict = {}  # (shape, dtype) -> bytes (asked once a statement: math, not numpy)
+
+    def nbytes(name):
+        shape, dtype = shapes.get(name), dtypes.get(name)
+        # an operation on 0-d arrays returns a numpy scalar, which cannot be written into
+        if shape is None or len(shape) == 0 or dtype is None:
+            return 0
+        key = (tuple(shape), dtype)
+        size = sizes.get(key)
+        if size is None:
+            size = sizes[key] = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return size
+
+    def large(name):
+        size = nbytes(name)
+        return size > 0 and size >= min_bytes
+
+    owned = {
+        s.target
+        for s in body
+        if type(s) is Assign
+        and counts[s.target] == 1
+        and s.target not in params
+        and fresh_result(s.value)
+        and large(s.target)
+    }
+    if not owned:
+        return list(body)  # (no buffer to reuse: the last uses need not be found)
+    last_use = _last_uses(body, shapes)
+    made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
+    # a pullback's backward runs apart from its forward, maybe more than once: what the
+    # forward made and the backward reads (the residuals) is never overwritten
+    split = (
+        next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) if keep_residuals else -1
+    )
+    # the buffers that fit a result: owned, of its shape and dtype, made before it and,
+    # with residuals kept, not made by the forward and read by the backward
+    kind = {n: (shapes[n], dtypes[n]) for n in owned}
+    usable = {n for n in owned if not (made_at[n] < split < last_use[n])}
+    # a large buffer the forward lets die before the backward begins is freed there (the
+    # printer deletes its name: lifetimes.freed_after_last_use): the backward does not take
+    # it, which would hold it through the backward's first statements
+    backward_at = next((i for i, s in enumerate(body) if isinstance(s, Marker)), len(body))
+    # per shape and dtype, a heap of the buffers dead so far, the one that died last on top
+    # (then by name); each goes in once it is dead (after its statement and its last use),
+    # and one taken is dropped when it comes to the top: O(n log n), where looking through
+    # every buffer for every statement was quadratic in a long function's length
+    dying = sorted((max(made_at[n], last_use[n]) + 1, n) for n in usable)
+    dead: dict = defaultdict(list)
+    k = 0
+    out = list(body)
+
+    def freed_before_backward(n):
+        return last_use[n] < backward_at < i and nbytes(n) >= FREE_MIN_BYTES
+
+    for i, stmt in enumerate(body):
+        while k < len(dying) and dying[k][0] <= i:
+            n = dying[k][1]
+            heapq.heappush(dead[kind[n]], (-last_use[n], n))
+            k += 1
+        if not (isinstance(stmt, Assign) and stmt.target in owned):
+            continue
+        ufunc = ufunc_rule(stmt.value.op)
+        if ufunc is None:
+            continue
+        target = stmt.target
+
+        def fits(n):
+            return (
+                n in owned
+                and n in usable
+                and n != target
+                and made_at[n] < i
+                and kind[n] == kind[target]
+                and not freed_before_backward(n)
+            )
+
+        # an operand that dies here first (as a hand-written `np.exp(u, out=u)`), then the
+        # buffer that died last (its memory is the likeliest to be in cache)
+        buffer = next(
+            (
+                a.name
+                for a in stmt.value.args
+                if isinstance(a, Var) and fits(a.name) and last_use[a.name] == i
+            ),
+            None,
+        )
+        if nbytes(target) < READABLE_BUFFER_MAX_BYTES:
+            if buffer is not None and _readable_reuse(ufunc, stmt.value.args, buffer, user_names):
+                out[i] = Assign(
+                    target,
+                    Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
+                    stmt.loc,
+                    stmt.note,
+                )
+                owned.discard(buffer)
+            continue
+        if buffer is None:
+            heap = dead.get(kind[target], ())
+            while heap and (heap[0][1] not in owned or freed_before_backward(heap[0][1])):
+                heapq.heappop(heap)  # taken already, or freed before the backward
+            if heap:
+                buffer = heapq.heappop(heap)[1]
+        if buffer is not None:
+            out[i] = Assign(
+                target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)), stmt.loc, stmt.note
+            )
+            owned.discard(buffer)  # its memory now holds the result, which can be reused
+    return out
+
+
+_AUGMENTED = (np.add, np.subtract, np.multiply, np.divide)
+
+
+def _readable_reuse(ufunc, args, buffer, user_names) -> bool:
+    """Whether computing `ufunc(*args)` into `buffer`, an operand, reads as an update of it:
+    `buffer op= b` (the first operand of + - * /) or `np.f(buffer, out=buffer)` (a unary
+    ufunc), and `buffer` is a temporary or an adjoint, not a value the user named (its
+    name would then print something else: h's buffer holding h * h)."""
+    if _family_name(buffer) in user_names or buffer in user_names:
+        return False
+    if len(args) == 1:
+        return True
+    return RULES[ufunc].fn in _AUGMENTED and args[0] == Var(buffer)
+
+
+def _family_name(name: str) -> str:
+    """A name without its version suffix (`v_18` -> `v`): the user's name of a version."""
+    head, _, tail = name.rpartition("_")
+    return head if head and tail.isdigit() else name
+
+
+def _last_uses(body: list, shapes: dict) -> dict:
+    """name -> the index of the last top-level statement that reads it, or could through
+    a value holding a reference to it (a view, a list, an alias): only a reader that
+    makes a new array ends the reference. A value something returns, pushes or stores
+    is used to the end."""
+    readers: dict = defaultdict(list)
+    for i, stmt in enumerate(body):
+        for s in walk([stmt]):
+            for n in reads_of(s):
+                readers[n].append((i, s))
+    forever = len(body)
+    memo: dict = {}
+
+    def last(name, seen=()):
+        if name in memo:
+            return memo[name]
+        if name in seen:
+            return forever
+        end = -1
+        for i, s in readers.get(name, ()):
+            if (
+                isinstance(s, Assign)
+                and fresh_result(s.value)
+                and len(shapes.get(s.target) or ()) > 0
+            ):  # an array, not a list or a number
+                end = max(end, i)
+            elif isinstance(s, Assign):  # it may refer to `name`'s memory: follow it
+                end = max(end, i, last(s.target, seen + (name,)))
+            else:
+                end = forever
+        memo[name] = end
+        return end
+
+    return defaultdict(lambda: -1, {name: last(name) for name in list(readers)})
