@@ -9,6 +9,9 @@ differentiated again.
 Imports: numpy only (and cupy, lazily, for a CuPy array). This module is the bottom
 layer: generated code imports it, and it imports nothing of sourcegrad; what needs
 the rule table (`vjp_at_run_time`) lives in `rules`.
+
+Why one module: it is what generated code imports (`from sourcegrad import runtime`), one
+name for every helper the printed gradients call; it imports nothing else of sourcegrad.
 """
 
 from __future__ import annotations

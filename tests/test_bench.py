@@ -65,6 +65,7 @@ def test_variant_agrees_with_hand(workload, size, variant):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.long
 def test_quick_run(tmp_path):
     out = tmp_path / "bench.json"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))

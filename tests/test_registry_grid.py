@@ -31,7 +31,8 @@ import pytest
 import sourcegrad
 from sourcegrad import ops
 from sourcegrad.api import numeric_grad
-from sourcegrad.ops import coverage, examples
+from sourcegrad.bench import coverage
+from sourcegrad.ops import examples
 
 # (imports the optional libraries that are installed, scipy's, and registers their families;
 # without scipy the grid covers the rest)

@@ -16,6 +16,9 @@ code is read next to code people format with black, and black is not a dependenc
 names of the functions below are black's (linegen.py, lines.py, brackets.py), so that a
 difference can be traced to the rule it comes from. tests/compiler/test_line_breaks.py
 checks the result against black itself where black is installed.
+
+Why one module: a port of black's line-splitting rules (its function names kept, so a
+difference can be traced to black's own), which call one another recursively.
 """
 
 from __future__ import annotations

@@ -27,6 +27,10 @@ leaf that requires grad (or a view of one) it raises before writing.
 Imports: `ops`, `shape_ops`, `factories`, `operands`, `spec`, `node`, `tensor`, the
 leaves and `sourcegrad.ops.nn`; only the surface modules (numpy_dispatch,
 methods, `__init__`) import it.
+
+Why one module: the in-place variants share one protocol (the version counter bump, the leaf
+and view checks, rebasing a view's history) that each of them must follow exactly as torch
+does.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ properties, autograd state, conversions and printing.
 Imports: the leaves only (devices, dtypes, messages, formatting, grad_mode, hooks).
 The layers above give the class the methods that need them, in one place:
 `methods.py` (`backward`, `_edge`, `cpu`, `to`, the numpy protocol, ...).
+
+Why one module: the Tensor class itself (storage, views, version counter, grad bookkeeping,
+its properties); its methods are attached from `methods.py` and the op modules.
 """
 
 from __future__ import annotations

@@ -92,6 +92,7 @@ print(sourcegrad.grad(cached_fn)(*args()).tolist())
 """
 
 
+@pytest.mark.long
 def test_several_processes_at_once(tmp_path):
     path = str(tmp_path / "shared")
     script = SCRIPT.format(root=ROOT, path=path, config=str(tmp_path / "config"))

@@ -26,7 +26,7 @@ from .programs import (
     instrumented,
 )
 
-QUICK_N = 60  # (the long runs: python -m tests.fuzz.run_fuzz, and -m fuzz)
+QUICK_N = 40  # (the long runs: python -m tests.fuzz.run_fuzz, and -m fuzz)
 SEEDS = [f"quick-{i}" for i in range(QUICK_N)]
 _OUTCOMES = {}
 

@@ -2,6 +2,10 @@
 closures and function values), methods, builtins decided while compiling (slice,
 isinstance, callable), random draws, a gradient called inside differentiated code,
 ufuncs with `out=`.
+
+Why one module: every kind of call (a registry op, a method, a helper to inline, a gradient,
+a checkpointed call, a function value) is told apart in one dispatch, `CallsMixin.call`,
+whose cases share the argument binding.
 """
 
 from __future__ import annotations

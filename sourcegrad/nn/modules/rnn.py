@@ -13,6 +13,10 @@ layer and direction projects the whole input sequence at once (one matmul), then
 steps through time with the hidden-to-hidden product; the gate formulas follow
 ATen's cells (`(h - n) * z + n` for GRU). Dropout is applied to each layer's
 output except the last, in training mode only. PackedSequence is not supported.
+
+Why one module: as torch's `rnn.py`, RNN, LSTM and GRU (and their cells) share one base
+(`RNNBase`: parameter names, layers, directions, batch_first) and differ only in the cell
+step.
 """
 
 from __future__ import annotations
