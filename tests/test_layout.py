@@ -41,6 +41,16 @@ def _imports(module, path, is_package, module_level_only):
                 yield alias.name, node
 
 
+def _imported_modules(module, path, is_package, module_level_only):
+    """(name, import node) for each module name an import names: the module imported from,
+    and for `from . import x` the module x too."""
+    for target, node in _imports(module, path, is_package, module_level_only):
+        yield target, node
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                yield f"{target}.{alias.name}", node
+
+
 def test_no_module_imports_another_modules_private_name():
     modules = {name for name, _, _ in _modules()}
     found = []
@@ -59,13 +69,9 @@ def test_module_level_imports_have_no_circle():
     modules = {name for name, _, _ in _modules()}
     edges: dict = {m: set() for m in modules}
     for module, path, is_package in _modules():
-        for target, node in _imports(module, path, is_package, module_level_only=True):
-            names = [target]
-            if isinstance(node, ast.ImportFrom):  # `from . import x` imports module x
-                names += [f"{target}.{a.name}" for a in node.names]
-            for name in names:
-                if name in modules and name != module and not module.startswith(name + "."):
-                    edges[module].add(name)  # (a package's own __init__ runs first anyway)
+        for name, _ in _imported_modules(module, path, is_package, module_level_only=True):
+            if name in modules and name != module and not module.startswith(name + "."):
+                edges[module].add(name)  # (a package's own __init__ runs first anyway)
     state: dict = {}
     circles = []
 
@@ -87,25 +93,26 @@ def test_module_level_imports_have_no_circle():
 # The floors of the house, lowest first: a module imports only from its own floor or below
 # (at module level or inside a function alike), and the compiler and the eager library,
 # side by side on one floor, never import each other.
+# the eager library and what is built on it (torch's names)
+EAGER_SIDE = {
+    "eager",
+    "nn",
+    "optim",
+    "autograd",
+    "utils",
+    "fft",
+    "linalg",
+    "func",
+    "serialization",
+    "special",
+}
 FLOORS = [
     # leaves: the helpers generated code imports, errors, parameter trees, the disk cache
     {"runtime", "errors", "_version", "trees", "cache"},
     # the op registry (and its old names)
     {"ops", "rules", "rules_nn", "rules_torch"},
-    # the compiler; the eager library and what is built on it
-    {"compiler"}
-    | {
-        "eager",
-        "nn",
-        "optim",
-        "autograd",
-        "utils",
-        "fft",
-        "linalg",
-        "func",
-        "serialization",
-        "special",
-    },
+    # the compiler, and beside it the eager side
+    {"compiler"} | EAGER_SIDE,
     # the compiled API, and what joins the two modes
     {
         "api",
@@ -119,18 +126,6 @@ FLOORS = [
     # the command line, benchmarks, the demo, the package's surface
     {"cli", "bench", "demo", "__main__", ""},
 ]
-EAGER_SIDE = {
-    "eager",
-    "nn",
-    "optim",
-    "autograd",
-    "utils",
-    "fft",
-    "linalg",
-    "func",
-    "serialization",
-    "special",
-}
 
 
 def _room(module):
@@ -149,17 +144,13 @@ def test_imports_run_one_way():
     assert rooms <= set().union(*FLOORS), f"rooms on no floor: {rooms - set().union(*FLOORS)}"
     found = []
     for module, path, is_package in _modules():
-        for target, node in _imports(module, path, is_package, module_level_only=False):
-            names = [target]
-            if isinstance(node, ast.ImportFrom):
-                names += [f"{target}.{a.name}" for a in node.names]
-            for name in names:
-                if name not in modules or name == "sourcegrad":
-                    continue
-                here, there = _room(module), _room(name)
-                if here == there:
-                    continue
-                sideways = {here, there} & {"compiler"} and {here, there} & EAGER_SIDE
-                if _floor(there) > _floor(here) or sideways:
-                    found.append(f"{module} imports {name} (line {node.lineno})")
+        for name, node in _imported_modules(module, path, is_package, module_level_only=False):
+            if name not in modules or name == "sourcegrad":
+                continue
+            here, there = _room(module), _room(name)
+            if here == there:
+                continue
+            sideways = {here, there} & {"compiler"} and {here, there} & EAGER_SIDE
+            if _floor(there) > _floor(here) or sideways:
+                found.append(f"{module} imports {name} (line {node.lineno})")
     assert not found, "\n".join(sorted(set(found)))
