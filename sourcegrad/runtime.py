@@ -637,3 +637,119 @@ def cumprod_jvp(t, ans, x, axis):
     others = _cumprod_others(np.moveaxis(x, axis, -1))
     tm = np.moveaxis(t, axis, -1)
     return np.moveaxis(np.sum(others * np.expand_dims(tm, -1), axis=-2), -1, axis)
+
+
+# --- Griewank's binomial checkpointing (revolve) of a loop's trips ------------------------------
+#
+# A loop checkpointed with revolve (`sourcegrad.compiler.checkpointing`) keeps at most `slots`
+# snapshots of its state and makes each trip's values again from the nearest one, in this
+# order: the forward sweep runs every trip, taking a snapshot where `revolve_snapshot` says;
+# the backward, for each trip from the last, restores the latest snapshot
+# (`revolve_restart`), runs forward from it to the trip (taking the snapshots the schedule
+# asks for on the way), runs the trip once more recording its values, and runs its backward.
+#
+# The schedule is the recursion of Griewank (1992), "Achieving logarithmic growth of temporal
+# and spatial complexity in reverse automatic differentiation", run one trip at a time:
+# reversing trips [p, e) from a snapshot at p with c slots (p's own included) takes the next
+# snapshot at p + m, reverses [p + m, e) with c - 1 slots, drops that snapshot, and reverses
+# [p, p + m) from p with c. With c slots and each trip run forward at most r times (the
+# forward sweep included) a schedule reverses up to beta(c, r) = C(c + r, c) trips, and
+# `revolve_split` chooses m so that the total number of forward runs is the least possible,
+# r * n - C(c + r, r - 1) (Griewank and Walther 2000, Prop. 1). The snapshots form a stack
+# (the one restored is always the latest held), so generated code keeps them on its
+# saved-value stack.
+
+
+def revolve_capacity(slots, repetitions) -> int:
+    """beta(s, r) = C(s + r, s): the most trips `slots` snapshots reverse when each trip runs
+    forward at most `repetitions` times (0 for a negative `repetitions`)."""
+    if repetitions < 0:
+        return 0
+    import math
+
+    return math.comb(slots + repetitions, slots)
+
+
+def revolve_repetitions(trips, slots) -> int:
+    """r: the fewest forward runs of a trip that reverse `trips` trips from `slots` snapshots."""
+    r = 0
+    while revolve_capacity(slots, r) < trips:
+        r += 1
+    return r
+
+
+def revolve_split(trips, slots) -> int:
+    """m: where (after how many trips) the next snapshot goes when `trips` trips are reversed
+    from a snapshot at their first with `slots` snapshots (that one included), slots >= 2 and
+    trips >= 2: the least m for which both parts are reversed at the least cost (the first m
+    trips with `slots` snapshots in r - 1 runs each, the rest with one snapshot fewer in r)."""
+    r = revolve_repetitions(trips, slots)
+    return max(
+        1,
+        revolve_capacity(slots, r - 2),
+        trips - revolve_capacity(slots - 1, r),
+    )
+
+
+class Revolve:
+    """The schedule of one run of a checkpointed loop `range(start, stop, step)` with at most
+    `slots` snapshots. It holds the trips (indexes, 0 the first) of the snapshots taken and
+    not yet dropped, and the trip where the next one goes while the loop runs forward toward
+    `target` (the last trip in the forward sweep, then the trip the backward reverses)."""
+
+    __slots__ = ("start", "step", "slots", "trips", "held", "target", "next")
+
+    def __init__(self, start, stop, step, slots):
+        if slots < 1:
+            raise ValueError(f"revolve needs at least one snapshot slot, got {slots}")
+        self.start, self.step, self.slots = start, step, slots
+        self.trips = len(range(start, stop, step))
+        self.held: list = []
+        self.target = self.trips - 1
+        self.next = 0  # the first trip's state is the first snapshot
+
+    def _plan(self, at):
+        """The next snapshot on the way from the one at trip `at` toward `target`."""
+        free = self.slots - len(self.held)
+        if free < 1 or at >= self.target:
+            self.next = None
+        else:
+            self.next = at + revolve_split(self.target + 1 - at, free + 1)
+
+
+def revolve_schedule(start, stop, step, slots, first_taken=False):
+    """The revolve schedule of a loop `range(start, stop, step)` keeping at most `slots`
+    snapshots; see `Revolve`. `first_taken`: the state before the first trip is a snapshot
+    already (a `while` loop's forward keeps it; its schedule is made once the loop has ended)."""
+    schedule = Revolve(start, stop, step, slots)
+    if first_taken:
+        schedule.held.append(0)
+        schedule.next = None
+    return schedule
+
+
+def revolve_snapshot(schedule, trip) -> bool:
+    """Before running `trip` (a value of the loop's range) forward: is its state a snapshot
+    the schedule keeps? (Generated code pushes the loop's state when it is.)"""
+    index = (trip - schedule.start) // schedule.step
+    if index != schedule.next:
+        return False
+    schedule.held.append(index)
+    schedule._plan(index)
+    return True
+
+
+def revolve_restart(schedule, trip):
+    """Before reversing `trip`: the trip of the latest snapshot, whose state generated code
+    restores (pops) and runs forward from up to `trip`. The snapshot is dropped when it is
+    `trip`'s own (its last use; generated code pushes it back otherwise); the schedule plans
+    the snapshots to take on the way."""
+    index = (trip - schedule.start) // schedule.step
+    held = schedule.held[-1]
+    if held == index:
+        schedule.held.pop()
+        schedule.next = None
+    else:
+        schedule.target = index
+        schedule._plan(held)
+    return schedule.start + held * schedule.step

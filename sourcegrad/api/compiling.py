@@ -455,6 +455,7 @@ class Compiling:
             keep_residuals=self.pullback,
             backend=self.backend_for(args),
             numbers=facts.numbers(env),
+            batch_rows=self.memory_plan is None,  # (a row per trip: what a plan saves)
         )
         if self.pullback:
             fwd, bwd, _ = split_vjp(optimized, cotangent)

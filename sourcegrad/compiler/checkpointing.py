@@ -41,7 +41,7 @@ import math
 import re
 
 from ..errors import SourceLocation
-from .memory_budget import choose_recomputed, segment_length
+from .memory_budget import choose_recomputed, loop_scheme
 from ..ops import RULES
 from .optimize.cleanup import (
     RECOMPUTED_NOTE,
@@ -109,17 +109,23 @@ def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
         later = forward[fi + 1 :]
         per_trip = sum(_bytes(env, s.value) for s in walk(fwd.body) if isinstance(s, Push))
         state = _live_state(fwd.body, later)
-        k = segment_length(plan, trips, per_trip, sum(_bytes(env, Var(n)) for n in state))
-        if isinstance(loop, For):
-            made = _segment_for(fwd, bwd, later, k, namer, plan, backward)
+        scheme = loop_scheme(plan, trips, per_trip, sum(_bytes(env, Var(n)) for n in state))
+        if scheme is None:
+            continue  # every trip's values fit in the budget
+        kind, size = scheme
+        before = forward[fi - 1] if fi else None
+        if kind == "revolve" and isinstance(loop, For):
+            made = _revolve_for(fwd, bwd, later, size, namer, plan, backward)
+        elif kind == "revolve":
+            made = _revolve_while(fwd, bwd, before, later, size, namer, plan, backward)
+        elif isinstance(loop, For):
+            made = _segment_for(fwd, bwd, later, size, namer, plan, backward)
         else:
-            made = _segment_while(
-                fwd, bwd, forward[fi - 1] if fi else None, later, k, namer, plan, backward
-            )
+            made = _segment_while(fwd, bwd, before, later, size, namer, plan, backward)
         if made is None:
             continue
-        forward[fi], backward[bi] = made
-        done.append((loop.loc.line, k, type(loop).__name__.lower()))
+        forward[fi : fi + 1], backward[bi : bi + 1] = made
+        done.append((loop.loc.line, kind, size, type(loop).__name__.lower()))
     return forward, backward, done
 
 
@@ -166,27 +172,25 @@ def _without_pushes(stmts):
     return out
 
 
-def _noted(stmts, plan, k):
-    """The trip as the backward re-runs it: each statement's comment says it is recomputed."""
+def _noted(stmts, note):
+    """The trip as the backward re-runs it: each statement's comment says it is recomputed
+    (`note`: from which snapshots, under which plan)."""
     out = []
     for s in stmts:
         loc = (
             s.loc
             if getattr(s, "loc", None) is None
             else SourceLocation(
-                s.loc.file,
-                s.loc.line,
-                s.loc.col,
-                f"{s.loc.text.strip()}  ({RECOMPUTED} every {k} trips, {plan.describe()})",
+                s.loc.file, s.loc.line, s.loc.col, f"{s.loc.text.strip()}  ({note})"
             )
         )
         if isinstance(s, If):
-            s = If(s.test, _noted(s.body, plan, k), _noted(s.orelse, plan, k), loc)
+            s = If(s.test, _noted(s.body, note), _noted(s.orelse, note), loc)
         elif isinstance(s, For):
-            s = dataclasses.replace(s, body=_noted(s.body, plan, k), loc=loc)
+            s = dataclasses.replace(s, body=_noted(s.body, note), loc=loc)
         elif isinstance(s, While):
             s = dataclasses.replace(
-                s, test_body=_noted(s.test_body, plan, k), body=_noted(s.body, plan, k), loc=loc
+                s, test_body=_noted(s.test_body, note), body=_noted(s.body, note), loc=loc
             )
         elif hasattr(s, "loc"):
             s = dataclasses.replace(s, loc=loc)
@@ -289,13 +293,13 @@ def _live_state(trip, later, exclude=()):
     return sorted(n for n in read & written if n not in exclude and _first_use(trip, n) == "read")
 
 
-def _snapshot_loc(loc, k, plan):
-    return SourceLocation(
-        loc.file,
-        loc.line,
-        loc.col,
-        f"{loc.text.strip()}  ({SNAPSHOT} every {k} trips, {plan.describe()})",
-    )
+def _snapshot_loc(loc, note):
+    return SourceLocation(loc.file, loc.line, loc.col, f"{loc.text.strip()}  ({note})")
+
+
+def _every(k, plan):
+    """How the sqrt scheme's comments name its snapshots (`manifest` reads them back)."""
+    return f"every {k} trips, {plan.describe()}"
 
 
 def _segment_end(seg, span, stop, step, loc, namer):
@@ -328,7 +332,7 @@ def _segment_for(fwd, bwd, later, k, namer, plan, whole):
         fwd.start,
         fwd.stop,
         Const(span),
-        [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state]
+        [Push(Var(n), _snapshot_loc(loc, f"{SNAPSHOT} {_every(k, plan)}")) for n in state]
         + end_stmts
         + [For(fwd.target, Var(seg), end, step, trip, loc)],
         loc,
@@ -347,7 +351,9 @@ def _segment_for(fwd, bwd, later, k, namer, plan, whole):
                 Var(seg),
                 end_b,
                 step,
-                _own_names(_noted(fwd.body, plan, k), whole, state, namer),
+                _own_names(
+                    _noted(fwd.body, f"{RECOMPUTED} {_every(k, plan)}"), whole, state, namer
+                ),
                 loc,
             ),
             For(bwd.target, Var(seg), end_b, step, bwd.body, bwd.loc, reverse=True),
@@ -355,20 +361,12 @@ def _segment_for(fwd, bwd, later, k, namer, plan, whole):
         loc,
         reverse=True,
     )
-    return forward, backward
+    return [forward], [backward]
 
 
 def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
     """The online variant: the trip count is known only once the loop has run."""
-    if not (
-        isinstance(before, Assign)
-        and before.value == Const(0)
-        and fwd.body
-        and isinstance(fwd.body[0], Assign)
-        and fwd.body[0].target == before.target
-    ):
-        return None  # not the counted form reverse makes of a while
-    if any(isinstance(s, Push) for s in walk(fwd.test_body)):
+    if not _counted_while(fwd, before):
         return None
     trips, loc = before.target, fwd.loc
     body = fwd.body[1:]  # (without the trip count)
@@ -379,7 +377,12 @@ def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
     snapshot = [
         Assign(phase, Call("mod_op", (Var(trips), Const(k))), loc, "checkpoint segment"),
         Assign(first, Call("eq", (Var(phase), Const(0))), loc, "checkpoint segment"),
-        If(Var(first), [Push(Var(n), _snapshot_loc(loc, k, plan)) for n in state], [], loc),
+        If(
+            Var(first),
+            [Push(Var(n), _snapshot_loc(loc, f"{SNAPSHOT} {_every(k, plan)}")) for n in state],
+            [],
+            loc,
+        ),
     ]
     forward = While(fwd.test_body, fwd.test, snapshot + _without_pushes(fwd.body), loc)
     seg = namer.fresh("segment")
@@ -397,7 +400,7 @@ def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
                 Var(seg),
                 end,
                 Const(1),
-                _own_names(_noted(replay, plan, k), whole, state, namer),
+                _own_names(_noted(replay, f"{RECOMPUTED} {_every(k, plan)}"), whole, state, namer),
                 loc,
             ),
             For(bwd.target, Var(seg), end, Const(1), bwd.body, bwd.loc),
@@ -405,7 +408,193 @@ def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
         loc,
         reverse=True,
     )
-    return forward, backward
+    return [forward], [backward]
+
+
+def _revolve_note(slots, plan):
+    """How revolve's comments name its snapshots (`manifest` reads them back)."""
+    return f"by revolve, {slots} snapshots at most, {plan.describe()}"
+
+
+def _revolve_trip(trip, step, schedule, state, advance, record, reverse_trip, loc, namer, note):
+    """The backward of trip `trip` under revolve: restore the latest snapshot (kept on the
+    stack unless it is this trip's own), run forward from it to the trip taking the snapshots
+    the schedule asks for (`advance(index)`: a trip's statements, saving nothing), run the trip
+    recording its values (`record`), then its backward (`reverse_trip`)."""
+    restart, keep = namer.fresh("restart"), namer.fresh("keep_snapshot")
+    again, now = namer.fresh(trip), namer.fresh("snapshot_now")
+
+    def take():
+        return [Push(Var(n), _snapshot_loc(loc, f"{SNAPSHOT} {note}")) for n in state]
+
+    return [
+        Assign(
+            restart,
+            Call("revolve_restart", (Var(schedule), Var(trip))),
+            loc,
+            "the latest snapshot's trip",
+        ),
+        *[Pop(n, loc) for n in reversed(state)],
+        Assign(keep, Call("ne", (Var(restart), Var(trip))), loc, "kept for the trips before"),
+        If(Var(keep), take(), [], loc),
+        For(
+            again,
+            Var(restart),
+            Var(trip),
+            step,
+            [
+                Assign(
+                    now,
+                    Call("revolve_snapshot", (Var(schedule), Var(again))),
+                    loc,
+                    "a snapshot before this trip?",
+                ),
+                If(Var(now), take(), [], loc),
+            ]
+            + advance(again),
+            loc,
+        ),
+        *record,
+        *reverse_trip,
+    ]
+
+
+def _trip_body(bwd, target):
+    """The backward's trip, reading the loop's index under the name `target`."""
+    return bwd.body if bwd.target == target else _renamed(bwd.body, {bwd.target: Var(target)})
+
+
+def _revolve_for(fwd, bwd, later, slots, namer, plan, whole):
+    """A `for` loop under revolve: the forward takes the schedule's first snapshots as it runs
+    (it knows the trip count), the backward reverses one trip at a time (`_revolve_trip`)."""
+    if (
+        fwd.stop_flag is not None
+        or (bwd.start, bwd.stop, bwd.step) != (fwd.start, fwd.stop, fwd.step)
+        or not bwd.reverse
+    ):
+        return None
+    state = _live_state(fwd.body, later, exclude={fwd.target})
+    loc, note = fwd.loc, _revolve_note(slots, plan)
+    schedule, now = namer.fresh("schedule"), namer.fresh("snapshot_now")
+    plan_stmt = Assign(
+        schedule,
+        Call("revolve_schedule", (fwd.start, fwd.stop, fwd.step, Const(slots))),
+        loc,
+        "binomial checkpointing (Griewank's revolve)",
+    )
+    forward = For(
+        fwd.target,
+        fwd.start,
+        fwd.stop,
+        fwd.step,
+        [
+            Assign(
+                now,
+                Call("revolve_snapshot", (Var(schedule), Var(fwd.target))),
+                loc,
+                "a snapshot before this trip?",
+            ),
+            If(
+                Var(now),
+                [Push(Var(n), _snapshot_loc(loc, f"{SNAPSHOT} {note}")) for n in state],
+                [],
+                loc,
+            ),
+        ]
+        + _without_pushes(fwd.body),
+        loc,
+    )
+    replay = _noted(fwd.body, f"{RECOMPUTED} {note}")
+
+    def advance(index):
+        return _own_names(
+            _renamed(_without_pushes(replay), {fwd.target: Var(index)}), whole, state, namer
+        )
+
+    body = _revolve_trip(
+        fwd.target,
+        fwd.step,
+        schedule,
+        state,
+        advance,
+        _own_names(replay, whole, state, namer),
+        _trip_body(bwd, fwd.target),
+        loc,
+        namer,
+        note,
+    )
+    backward = For(fwd.target, fwd.start, fwd.stop, fwd.step, body, loc, reverse=True)
+    return [plan_stmt, forward], [backward]
+
+
+def _revolve_while(fwd, bwd, before, later, slots, namer, plan, whole):
+    """A `while` loop under revolve: its trip count is known only once it has ended, so the
+    forward keeps the state it began with (the first snapshot) and the backward plans the
+    schedule for the trips counted: one forward sweep more than a `for` loop's."""
+    if not _counted_while(fwd, before):
+        return None
+    trips, loc, note = before.target, fwd.loc, _revolve_note(slots, plan)
+    body = fwd.body[1:]  # (without the trip count)
+    replay = _noted(body + fwd.test_body, f"{RECOMPUTED} {note}")
+    state = _live_state(body + fwd.test_body, later, exclude={trips})
+    first = namer.fresh("first_trip")
+    forward = While(
+        fwd.test_body,
+        fwd.test,
+        [
+            Assign(first, Call("eq", (Var(trips), Const(0))), loc, "the state the loop began with"),
+            If(
+                Var(first),
+                [Push(Var(n), _snapshot_loc(loc, f"{SNAPSHOT} {note}")) for n in state],
+                [],
+                loc,
+            ),
+        ]
+        + _without_pushes(fwd.body),
+        loc,
+    )
+    schedule, trip = namer.fresh("schedule"), namer.fresh("trip")
+    plan_stmt = Assign(
+        schedule,
+        Call(
+            "revolve_schedule",
+            (Const(0), Var(trips), Const(1), Const(slots)),
+            (("first_taken", Const(True)),),
+        ),
+        loc,
+        "binomial checkpointing (Griewank's revolve)",
+    )
+
+    def advance(index):
+        return _own_names(_without_pushes(replay), whole, state, namer)
+
+    body = _revolve_trip(
+        trip,
+        Const(1),
+        schedule,
+        state,
+        advance,
+        _own_names(replay, whole, state, namer),
+        _trip_body(bwd, trip),
+        loc,
+        namer,
+        note,
+    )
+    backward = For(trip, Const(0), Var(trips), Const(1), body, loc, reverse=True)
+    return [forward], [plan_stmt, backward]
+
+
+def _counted_while(fwd, before) -> bool:
+    """Is `fwd` the counted form `reverse` makes of a while (`trips = 0` before it, `trips =
+    trips + 1` first in its body), its test's statements saving nothing?"""
+    return (
+        isinstance(before, Assign)
+        and before.value == Const(0)
+        and bool(fwd.body)
+        and isinstance(fwd.body[0], Assign)
+        and fwd.body[0].target == before.target
+        and not any(isinstance(s, Push) for s in walk(fwd.test_body))
+    )
 
 
 def known_trip_counts(fn, env) -> dict:
@@ -427,6 +616,15 @@ def known_trip_counts(fn, env) -> dict:
 
 
 _EVERY = re.compile(r"every (\d+) trips")
+_SLOTS = re.compile(r"by revolve, (\d+) snapshots at most")
+
+
+def _note(text, start):
+    """The note a statement's comment carries from `start` (without its closing bracket)."""
+    note = text[text.index(start) :]
+    return note[:-1] if note.endswith(")") else note
+
+
 _BUDGET_NAMES = re.compile(re.escape(RECOMPUTED_BY_BUDGET) + r": ([\w, ]+);")
 
 
@@ -470,29 +668,37 @@ def manifest(saved, fn, env) -> list:
     def visit(stmts, loop_line, backward):
         for s in stmts:
             text = s.loc.text if getattr(s, "loc", None) is not None else ""
-            every = _EVERY.search(text)
+            every, slots = _EVERY.search(text), _SLOTS.search(text)
             if isinstance(s, Push) and isinstance(s.value, Var):
                 status = (
-                    "saved per trip of a segment"
-                    if backward
-                    else "snapshot"
+                    "snapshot"
                     if SNAPSHOT in text
+                    else "saved per trip of a segment"
+                    if backward
                     else "saved per trip"
                 )
                 key = (s.value.name, status, loop_line)
                 if key not in seen:
                     seen.add(key)
                     why = (
-                        text[text.index(SNAPSHOT) :].rstrip(")")
+                        _note(text, SNAPSHOT)
                         if status == "snapshot"
                         else f"overwritten in the loop at line {loop_line}; the backward reads it"
                     )
-                    if status == "saved per trip of a segment":
+                    if status == "saved per trip of a segment" and slots:
+                        why += ": pushed while its trip is recorded (revolve: one trip at a time)"
+                    elif status == "saved per trip of a segment":
                         why += ": pushed while a segment is recomputed (one segment at a time)"
                     out.append(
                         dict(
                             entry(s.value.name, s.loc, status, why),
-                            every=int(every.group(1)) if every else None,
+                            # (revolve records one trip at a time, from at most `slots` snapshots)
+                            every=int(every.group(1))
+                            if every
+                            else 1
+                            if slots and status != "snapshot"
+                            else None,
+                            slots=int(slots.group(1)) if slots and status == "snapshot" else None,
                         )
                     )
             elif isinstance(s, Assign) and backward and _BUDGET_NAMES.search(text):
@@ -518,7 +724,7 @@ def manifest(saved, fn, env) -> list:
                             s.target,
                             s.loc,
                             "recomputed",
-                            text[text.index(RECOMPUTED) :].rstrip(")") + ": not saved",
+                            _note(text, RECOMPUTED) + ": not saved",
                         )
                     )
             for block in (
@@ -541,13 +747,16 @@ def manifest(saved, fn, env) -> list:
 def saved_bytes(entries, trips) -> int:
     """The most bytes the manifest's values hold at once, for a loop of `trips` trips (one
     checkpointed or plain top-level loop): values made once, plus per-trip values times the
-    trips, or snapshots times the segments plus one segment's per-trip values."""
+    trips, or snapshots times the segments plus one segment's per-trip values, or (revolve)
+    snapshots times the slots (at most one a trip) plus one trip's values."""
     total = 0
     for e in entries:
         if e["status"] == "saved" and not e["input"]:
             total += e["bytes"]
         elif e["status"] == "saved per trip":
             total += e["bytes"] * trips
+        elif e["status"] == "snapshot" and e.get("slots"):
+            total += e["bytes"] * min(e["slots"], trips)
         elif e["status"] == "snapshot":
             total += e["bytes"] * -(-trips // e["every"])
         elif e["status"] == "saved per trip of a segment":

@@ -6,6 +6,8 @@
 of a loop (`sourcegrad.compiler.checkpointing`), from the plan and what the loop saves:
 
 - `checkpoint_loops=k`: k as given; `"sqrt"`: ceil(sqrt(n)) for n trips known when compiling.
+- `checkpoint_loops=("revolve", s)`: Griewank's binomial checkpointing with at most s snapshots
+  (`"revolve"`: s = 32), for a `for` loop and a `while` loop alike (`loop_scheme`).
 - `memory=B` (bytes): a segment's saved values fit in half the budget (k = B / (2 * per_trip)),
   leaving the other half to the snapshots, one per k trips: a loop of n trips fits when
   n <= k * B / (2 * per_snapshot) (about 6 x 10^8 trips for the damped spring in 1 MB). A loop
@@ -13,6 +15,16 @@ of a loop (`sourcegrad.compiler.checkpointing`), from the plan and what the loop
   it fits.
 - `memory="min"`: the fewest saved bytes at one extra forward: that same optimum for a known
   length, k = 1024 for a while loop (O(sqrt(n)) memory while n stays below about 10^6).
+
+`loop_scheme(plan, trips, per_trip, per_snapshot)` says which of the two a loop gets:
+`("segments", k)` (the sqrt scheme: each trip runs twice, n/k snapshots and k trips' values
+held), `("revolve", s)` (binomial: s snapshots and one trip's values held, each trip run
+forward about r + 1 times, r the least with C(s + r, s) >= n), or None (keep every trip).
+Under `memory=B`: a loop whose every trip's values fit in B is left as it is; one of known
+length n takes the sqrt scheme's optimum when that fits in B, else revolve with as many
+snapshots as B holds beside one trip's values, s = (B - per_trip) // per_snapshot; a loop whose
+length is known only when it runs (a `while` loop, a range of a runtime size) takes revolve
+with that s, so the budget holds for every n (the sqrt scheme's n/k snapshots grow with n).
 
 `choose_recomputed(plan, total, options)` picks the straight-line values (made once, outside
 any loop) the backward makes again instead of keeping, under `memory=B`: while the values
@@ -30,17 +42,19 @@ from dataclasses import dataclass
 
 from .. import errors
 
-__all__ = ["MemoryPlan", "memory_plan", "segment_length", "choose_recomputed"]
+__all__ = ["MemoryPlan", "memory_plan", "segment_length", "loop_scheme", "choose_recomputed"]
 
 # the segment of a while loop under memory="min" (its trip count is not known when compiling)
 WHILE_SEGMENT = 1024
+# the snapshots of checkpoint_loops="revolve": 10^6 trips in 7 forward runs each, 10^4 in 5
+REVOLVE_SLOTS = 32
 
 
 @dataclass(frozen=True)
 class MemoryPlan:
     """The user's trade of time for memory (see the module docstring)."""
 
-    loops: object = None  # checkpoint_loops: an int k, or "sqrt"
+    loops: object = None  # checkpoint_loops: an int k, "sqrt", or ("revolve", s)
     memory: object = None  # a budget in bytes, or "min"
 
     def describe(self) -> str:
@@ -53,16 +67,21 @@ def memory_plan(checkpoint_loops=None, memory=None):
     """The plan for grad's `checkpoint_loops=` and `memory=` (None when neither is given)."""
     if checkpoint_loops is None and memory is None:
         return None
+    if checkpoint_loops == "revolve":
+        checkpoint_loops = ("revolve", REVOLVE_SLOTS)
     if checkpoint_loops is not None and not (
-        checkpoint_loops == "sqrt"
+        (isinstance(checkpoint_loops, str) and checkpoint_loops == "sqrt")
+        or _positive_int(checkpoint_loops)
         or (
-            isinstance(checkpoint_loops, int)
-            and not isinstance(checkpoint_loops, bool)
-            and checkpoint_loops >= 1
+            isinstance(checkpoint_loops, tuple)
+            and len(checkpoint_loops) == 2
+            and checkpoint_loops[0] == "revolve"
+            and _positive_int(checkpoint_loops[1])
         )
     ):
         raise errors.SourcegradError(
-            f"checkpoint_loops must be a positive int or 'sqrt', got {checkpoint_loops!r}"
+            "checkpoint_loops must be a positive int (trips between snapshots), 'sqrt', "
+            f"'revolve' or ('revolve', snapshots) with a positive int, got {checkpoint_loops!r}"
         )
     if memory is not None and not (
         memory == "min" or (isinstance(memory, int) and not isinstance(memory, bool) and memory > 0)
@@ -76,6 +95,28 @@ def memory_plan(checkpoint_loops=None, memory=None):
             "chooses the loops' segments itself)"
         )
     return MemoryPlan(checkpoint_loops, memory)
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def loop_scheme(plan, trips, per_trip, per_snapshot):
+    """("segments", k), ("revolve", s) or None (the loop keeps every trip) for a loop of
+    `trips` trips (None: not known when compiling); see the module docstring."""
+    if isinstance(plan.loops, tuple):
+        return ("revolve", plan.loops[1])
+    if plan.loops is not None or plan.memory == "min":
+        return ("segments", segment_length(plan, trips, per_trip, per_snapshot))
+    if trips is not None and trips * per_trip <= plan.memory:
+        return None  # every trip's values fit
+    slots = max(1, (plan.memory - per_trip) // max(per_snapshot, 1))
+    if trips is None:
+        return ("revolve", slots)
+    k = segment_length(plan, trips, per_trip, per_snapshot)
+    if -(-trips // k) * per_snapshot + k * per_trip <= plan.memory:
+        return ("segments", k)
+    return ("revolve", slots)
 
 
 def segment_length(plan, trips, per_trip, per_snapshot) -> int:

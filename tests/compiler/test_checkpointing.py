@@ -8,6 +8,7 @@ import pytest
 import sourcegrad
 from sourcegrad import errors
 from sourcegrad.api import numeric_grad
+from sourcegrad.compiler.checkpointing import saved_bytes
 
 from .control_cases import CONTROL_CASES
 
@@ -18,16 +19,19 @@ def _as_tuple(g, wrt):
     return g if isinstance(wrt, tuple) else (g,)
 
 
-# every control-flow case, under the tightest plans: a snapshot every trip or two, and "min"
+# every control-flow case, under the tightest plans: a snapshot every trip or two, and "min";
+# revolve with one or two snapshots (each trip made again from the loop's start or nearly)
 @pytest.mark.parametrize(
     "plan",
     [
         dict(checkpoint_loops=1),
         dict(memory=64),
+        dict(checkpoint_loops=("revolve", 2)),
         pytest.param(dict(checkpoint_loops=2), marks=pytest.mark.fuzz),
         pytest.param(dict(memory="min"), marks=pytest.mark.fuzz),
+        pytest.param(dict(checkpoint_loops=("revolve", 1)), marks=pytest.mark.fuzz),
     ],
-    ids=["k1", "64B", "k2", "min"],
+    ids=["k1", "64B", "revolve2", "k2", "min", "revolve1"],
 )
 @pytest.mark.parametrize("fn, make_args, wrt", CONTROL_CASES, ids=IDS)
 def test_control_flow_gradients_unchanged_under_a_tight_plan(fn, make_args, wrt, plan):
@@ -129,6 +133,12 @@ def test_no_plan_changes_nothing():
     [
         dict(checkpoint_loops=0),
         dict(checkpoint_loops="log"),
+        dict(checkpoint_loops=("revolve", 0)),
+        dict(checkpoint_loops=("revolve",)),
+        dict(checkpoint_loops=("revolve", 2.5)),
+        dict(checkpoint_loops=("revolve", True)),
+        dict(checkpoint_loops=("sqrt", 2)),
+        dict(checkpoint_loops=["revolve", 2]),
         dict(memory=-1),
         dict(memory="max"),
         dict(memory=100, checkpoint_loops=2),
@@ -140,7 +150,7 @@ def test_bad_options_are_refused(bad):
 
 
 def test_the_manifest_says_what_is_saved_recomputed_and_why():
-    g = sourcegrad.grad(spring, wrt=(0, 1), memory=1000)
+    g = sourcegrad.grad(spring, wrt=(0, 1), checkpoint_loops=1000 // (2 * 16))
     g(4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
     by_status = {}
     for e in g.saved:
@@ -150,11 +160,35 @@ def test_the_manifest_says_what_is_saved_recomputed_and_why():
     assert {"x", "v"} <= by_status["recomputed"] and len(by_status["recomputed"]) >= 5
     assert by_status["saved per trip of a segment"] == {"x", "v"}
     k = next(e["every"] for e in g.saved if e["status"] == "snapshot")
-    assert k == 1000 // (2 * 16)  # a segment's two floats per trip fill half the budget
-    from sourcegrad.compiler.checkpointing import saved_bytes
-
+    assert k == 1000 // (2 * 16)
     assert saved_bytes(g.saved, 10**6) <= 1000 + 16 + 24 * -(-(10**6) // k)
     assert 16 * 10**6 > saved_bytes(g.saved, 10**6)
+
+
+def test_a_budget_for_a_while_loop_is_kept_by_revolve():
+    """A while loop's length is known only once it has run: under memory=B, revolve keeps
+    as many snapshots as B holds beside one trip's values, whatever the trip count."""
+    g = sourcegrad.grad(spring, wrt=(0, 1), memory=1000)
+    args = (4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
+    np.testing.assert_allclose(
+        g(*args), sourcegrad.grad(spring, wrt=(0, 1))(*args), rtol=1e-12, atol=1e-15
+    )
+    snapshots = [e for e in g.saved if e["status"] == "snapshot"]
+    assert {e["name"] for e in snapshots} == {"t", "v", "x"}
+    # (as many as fit beside one trip's pushes as the reverse pass makes them, before the
+    # optimizer drops those the backward never reads: a little fewer than (1000 - 16) // 24)
+    slots = snapshots[0]["slots"]
+    assert 20 <= slots <= (1000 - 16) // 24
+    assert all(
+        e["slots"] == slots and f"by revolve, {slots} snapshots at most" in e["why"]
+        for e in snapshots
+    )
+    per_trip = [e for e in g.saved if e["status"] == "saved per trip of a segment"]
+    assert {e["name"] for e in per_trip} == {"x", "v"} and all(e["every"] == 1 for e in per_trip)
+    assert "one trip at a time" in per_trip[0]["why"]
+    made_once = saved_bytes([e for e in g.saved if e["status"] == "saved"], 1)
+    for trips in (10, 10**6, 10**9):
+        assert saved_bytes(g.saved, trips) - made_once <= 1000
 
 
 def test_show_saved_prints_the_status(capsys, tmp_path):
@@ -512,8 +546,14 @@ def three_deep(W, x, T):
 @pytest.mark.parametrize("fn", [for_holding_a_while, while_holding_a_for, three_deep])
 @pytest.mark.parametrize(
     "plan",
-    [dict(checkpoint_loops=1), dict(checkpoint_loops=2), dict(memory=64), dict(memory="min")],
-    ids=["k1", "k2", "64B", "min"],
+    [
+        dict(checkpoint_loops=1),
+        dict(checkpoint_loops=2),
+        dict(memory=64),
+        dict(memory="min"),
+        dict(checkpoint_loops=("revolve", 2)),
+    ],
+    ids=["k1", "k2", "64B", "min", "revolve2"],
 )
 def test_a_loop_holding_loops_is_checkpointed_with_the_same_gradients(fn, plan):
     """(An inner `while` writes its test's value before reading it: that value was taken for
@@ -528,4 +568,196 @@ def test_a_loop_holding_loops_is_checkpointed_with_the_same_gradients(fn, plan):
     g = sourcegrad.grad(fn, wrt=(0, 1), **plan)
     for e, r in zip(expected, g(*args)):
         np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
-    assert "for segment in reversed(range(" in g.source
+    assert "for segment in reversed(range(" in g.source or "revolve_restart(" in g.source
+
+
+# --- revolve: Griewank's binomial checkpointing ----------------------------------------------
+
+
+def _run_schedule(trips, slots, start=0, step=1, known=True):
+    """The schedule as generated code follows it (sourcegrad.runtime), on a model of the
+    saved-value stack: (forward runs of each trip, most snapshots held, trips reversed)."""
+    from sourcegrad import runtime
+
+    loop = range(start, start + trips * step, step)
+    runs, stack, most, reversed_trips = {t: 0 for t in loop}, [], 0, []
+    if known:
+        schedule = runtime.revolve_schedule(loop.start, loop.stop, loop.step, slots)
+    for t in loop:
+        if known and runtime.revolve_snapshot(schedule, t):
+            stack.append(t)
+        elif not known and t == loop.start:
+            stack.append(t)  # (a while loop keeps the state it began with)
+        runs[t] += 1
+    if not known:
+        schedule = runtime.revolve_schedule(loop.start, loop.stop, loop.step, slots, True)
+    most = len(stack)
+    for t in reversed(loop):
+        restart = runtime.revolve_restart(schedule, t)
+        assert stack.pop() == restart  # the latest snapshot is the one restored
+        if restart != t:
+            stack.append(restart)
+        for u in range(restart, t, step):
+            if runtime.revolve_snapshot(schedule, u):
+                stack.append(u)
+                most = max(most, len(stack))
+            runs[u] += 1
+        reversed_trips.append(t)
+    assert not stack
+    return runs, most, reversed_trips
+
+
+@pytest.mark.parametrize("trips", [0, 1, 2, 3, 7, 10, 36, 37, 100, 1000])
+@pytest.mark.parametrize("slots", [1, 2, 3, 5, 10])
+def test_the_schedule_keeps_the_binomial_bounds(trips, slots):
+    """At most `slots` snapshots; each trip run forward at most r + 1 times (r the least
+    with C(s + r, s) >= n; the forward sweep's run is the one more), and in all at most one
+    forward sweep more than Griewank's least number of runs, r * n - C(s + r, r - 1)."""
+    from math import comb
+
+    from sourcegrad.runtime import revolve_repetitions
+
+    r = revolve_repetitions(trips, slots)
+    assert comb(slots + r, slots) >= trips and (r == 0 or comb(slots + r - 1, slots) < trips)
+    for start, step in [(0, 1), (5, 3), (4, -2)]:
+        runs, most, order = _run_schedule(trips, slots, start, step)
+        loop = range(start, start + trips * step, step)
+        assert order == list(reversed(loop))  # every trip reversed once, the last first
+        assert most <= slots
+        assert max(runs.values(), default=0) <= r + 1
+        least = r * trips - comb(slots + r, r - 1) if r >= 1 else 0
+        assert least <= sum(runs.values()) <= least + trips
+    # a while loop: its trips counted first, then planned: one forward sweep more
+    runs, most, order = _run_schedule(trips, slots, known=False)
+    assert most <= slots and max(runs.values(), default=0) <= r + 2
+    assert sum(runs.values()) <= (r * trips - comb(slots + r, r - 1) if r else 0) + 2 * trips
+
+
+def test_the_split_is_one_of_least_cost():
+    """revolve_split's m puts both parts in the ranges where the total is the least."""
+    from sourcegrad.runtime import revolve_capacity as beta
+    from sourcegrad.runtime import revolve_repetitions, revolve_split
+
+    for slots in range(2, 8):
+        for trips in range(2, 400):
+            r = revolve_repetitions(trips, slots)
+            m = revolve_split(trips, slots)
+            assert 1 <= m < trips
+            assert beta(slots, r - 2) <= m <= beta(slots, r - 1)
+            assert beta(slots - 1, r - 1) <= trips - m <= beta(slots - 1, r)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 5, 11, 23])
+@pytest.mark.parametrize("plan", [("revolve", 1), ("revolve", 2), ("revolve", 3), "revolve"])
+def test_for_loop_under_revolve(steps, plan):
+    """Trip counts 0, 1, 2 and ones between binomial numbers (C(2 + r, 2): 6, 10, 15, 21)."""
+    args = _rnn_args(steps)
+    expected = sourcegrad.grad(rnn, wrt=(0, 1, 2))(*args)
+    g = sourcegrad.grad(rnn, wrt=(0, 1, 2), checkpoint_loops=plan)
+    got = g(*args)
+    for e, r in zip(expected, got):
+        np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+    if steps == 11:
+        for pos in (0, 2):
+            np.testing.assert_allclose(got[pos], numeric_grad(rnn, args, pos), rtol=1e-6, atol=1e-8)
+    # (a loop of one trip or none, its length known when compiling, is left as it is)
+    assert ("revolve_restart(" in g.source) == (steps >= 2)
+
+
+def strided(w, x):
+    s = x
+    for i in range(1, 12, 3):
+        s = np.sin(s * w + i)
+    for j in range(9, -1, -2):
+        s = s * np.cos(w * j) + s**2 * 0.1
+    return np.sum(s)
+
+
+@pytest.mark.parametrize("plan", [("revolve", 1), ("revolve", 2), "revolve"])
+def test_for_loops_with_a_step_under_revolve(plan):
+    x, w = np.linspace(-1.0, 1.0, 5), 0.7
+    expected = sourcegrad.grad(strided, wrt=(0, 1))(w, x)
+    got = sourcegrad.grad(strided, wrt=(0, 1), checkpoint_loops=plan)(w, x)
+    for e, r in zip(expected, got):
+        np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+    for pos in (0, 1):
+        np.testing.assert_allclose(
+            got[pos], numeric_grad(strided, (w, x), pos), rtol=1e-6, atol=1e-8
+        )
+
+
+@pytest.mark.parametrize("T", [0.0, 0.005, 0.035, 0.045, 0.995])
+@pytest.mark.parametrize("slots", [1, 2, 4])
+def test_while_loop_under_revolve(T, slots):
+    args = (4.0, 0.5, 1.0, 0.0, 0.01, T)
+    expected = sourcegrad.grad(spring, wrt=(0, 1))(*args)
+    got = sourcegrad.grad(spring, wrt=(0, 1), checkpoint_loops=("revolve", slots))(*args)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+    if T == 0.045:
+        for pos in (0, 1):
+            np.testing.assert_allclose(
+                got[pos], numeric_grad(spring, args, pos), rtol=1e-6, atol=1e-9
+            )
+
+
+def branchy(W, x, n):
+    h = x
+    for t in range(n):
+        if np.sum(h) > 0:
+            h = np.tanh(W @ h)
+        else:
+            h = np.sin(W.T @ h) + 0.5 * h
+    return np.sum(h**2)
+
+
+def test_a_loop_with_branches_under_revolve():
+    rng = np.random.default_rng(8)
+    args = (rng.normal(size=(4, 4)), rng.normal(size=4), 9)
+    expected = sourcegrad.grad(branchy, wrt=(0, 1))(*args)
+    got = sourcegrad.grad(branchy, wrt=(0, 1), checkpoint_loops=("revolve", 2))(*args)
+    for e, r in zip(expected, got):
+        np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+    for pos in (0, 1):
+        np.testing.assert_allclose(got[pos], numeric_grad(branchy, args, pos), rtol=1e-6, atol=1e-8)
+
+
+def test_the_stack_holds_at_most_the_slots_and_one_trip():
+    """What the backward keeps under revolve: s snapshots and one trip's values, whatever n."""
+    g = sourcegrad.grad(spring, wrt=(0, 1), checkpoint_loops=("revolve", 4))
+    longest = []
+
+    class Watched(list):
+        def append(self, v):
+            super().append(v)
+            longest.append(len(self))
+
+    args = (4.0, 0.5, 1.0, 0.0, 0.01, 0.995)  # 100 trips
+    g(*args)
+    text = g.source
+    joined = re.sub(r"\n +#   ", " ", text)  # (a wrapped line comment read as one line)
+    assert "recomputed from the snapshot taken by revolve, 4 snapshots at most, " in joined
+    assert "checkpoint_loops=('revolve', 4)" in joined
+    namespace = {"Watched": Watched}
+    exec(compile(text.replace("saved = []", "saved = Watched()"), "<spring>", "exec"), namespace)
+    fn = next(v for k, v in namespace.items() if k.startswith("dspring"))
+    assert fn(*args) == g(*args)
+    assert max(longest) <= 4 * 3 + 2  # 4 snapshots of (t, v, x), one trip's (x, v)
+
+
+def test_a_budget_chooses_the_scheme():
+    """Under memory=B a loop of known length keeps every trip when they fit, takes the sqrt
+    scheme when its snapshots and one segment fit, and revolve when they do not."""
+    args = _rnn_args(400)  # a trip saves h: 48 bytes; a snapshot is h: 48 bytes
+
+    def scheme(budget):
+        g = sourcegrad.grad(rnn, wrt=(0, 1, 2), memory=budget)
+        for e, r in zip(sourcegrad.grad(rnn, wrt=(0, 1, 2))(*args), g(*args)):
+            np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+        snapshot = [e for e in g.saved if e["status"] == "snapshot"]
+        if not snapshot:
+            return None
+        return ("revolve", snapshot[0]["slots"]) if snapshot[0]["slots"] else "segments"
+
+    assert scheme(48 * 400) is None
+    assert scheme(48 * 40) == "segments"  # 20 snapshots, 20 trips: 1920 bytes
+    assert scheme(48 * 30) == ("revolve", 29)

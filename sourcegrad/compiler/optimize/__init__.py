@@ -62,6 +62,7 @@ def optimize(
     keep_residuals: bool = False,
     backend: str = "numpy",
     numbers: frozenset = frozenset(),
+    batch_rows: bool = True,
 ) -> Function:
     """The passes, in order (see the package docstring): cleanup, then the array passes.
 
@@ -70,7 +71,8 @@ def optimize(
     accumulated in a loop become one matrix product after it. `backend` sets the size
     from which results are computed into dead buffers (never for dask and numba);
     `numbers` names the values that
-    are floating numbers (Python floats, numpy floating scalars).
+    are floating numbers (Python floats, numpy floating scalars). `batch_rows=False` (under a
+    memory plan) leaves rank-one updates per trip: their row buffers hold a row per trip.
     """
     clean = Cleaner(fn.params)
     body = clean(fn.body)
@@ -81,8 +83,8 @@ def optimize(
     if shapes:
         body = clean(inline_shape_only_values(body, set(fn.params), shapes, user_names))
     if arrays:
-        # (an accumulator that became a row buffer is a copy of it now)
-        body = clean(batch_rank_one_updates(body, set(fn.params), shapes, dtypes, user_names))
+        if batch_rows:  # (an accumulator that became a row buffer is a copy of it now)
+            body = clean(batch_rank_one_updates(body, set(fn.params), shapes, dtypes, user_names))
         body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes, dtypes))
     if arrays or numbers:
         shapes, dtypes = dict(shapes or {}), dict(dtypes or {})  # (the pass names new values)
