@@ -16,6 +16,7 @@ name for every helper the printed gradients call; it imports nothing else of sou
 
 from __future__ import annotations
 
+import math
 import operator
 import string
 
@@ -642,32 +643,29 @@ def cumprod_jvp(t, ans, x, axis):
 # --- Griewank's binomial checkpointing (revolve) of a loop's trips ------------------------------
 #
 # A loop checkpointed with revolve (`sourcegrad.compiler.checkpointing`) keeps at most `slots`
-# snapshots of its state and makes each trip's values again from the nearest one, in this
-# order: the forward sweep runs every trip, taking a snapshot where `revolve_snapshot` says;
-# the backward, for each trip from the last, restores the latest snapshot
-# (`revolve_restart`), runs forward from it to the trip (taking the snapshots the schedule
-# asks for on the way), runs the trip once more recording its values, and runs its backward.
+# snapshots of its state and makes each trip's values again from the nearest one. Generated
+# code follows the schedule thus: the forward sweep runs every trip, pushing the loop's state
+# before the trip `next_snapshot` names and asking for the next (`revolve_taken`); the
+# backward, for each trip from the last, restores the latest snapshot (`revolve_restart`),
+# runs forward from it to the trip (taking the snapshots `revolve_next` and `revolve_taken`
+# name on the way), runs the trip once more recording its values, then runs its backward.
+# A schedule call is made once a snapshot, once a reversed trip, never once a trip run.
 #
 # The schedule is the recursion of Griewank (1992), "Achieving logarithmic growth of temporal
 # and spatial complexity in reverse automatic differentiation", run one trip at a time:
 # reversing trips [p, e) from a snapshot at p with c slots (p's own included) takes the next
 # snapshot at p + m, reverses [p + m, e) with c - 1 slots, drops that snapshot, and reverses
-# [p, p + m) from p with c. With c slots and each trip run forward at most r times (the
-# forward sweep included) a schedule reverses up to beta(c, r) = C(c + r, c) trips, and
-# `revolve_split` chooses m so that the total number of forward runs is the least possible,
-# r * n - C(c + r, r - 1) (Griewank and Walther 2000, Prop. 1). The snapshots form a stack
-# (the one restored is always the latest held), so generated code keeps them on its
-# saved-value stack.
+# [p, p + m) from p with c. With c slots and each trip run forward at most r times, a schedule
+# reverses up to beta(c, r) = C(c + r, c) trips, and `revolve_split` chooses m so that the
+# number of forward runs is the least possible, r * n - C(c + r, r - 1) (Griewank and
+# Walther 2000). The snapshots form a stack (the one restored is always the latest held), so
+# generated code keeps them on its saved-value stack.
 
 
 def revolve_capacity(slots, repetitions) -> int:
     """beta(s, r) = C(s + r, s): the most trips `slots` snapshots reverse when each trip runs
     forward at most `repetitions` times (0 for a negative `repetitions`)."""
-    if repetitions < 0:
-        return 0
-    import math
-
-    return math.comb(slots + repetitions, slots)
+    return math.comb(slots + repetitions, slots) if repetitions >= 0 else 0
 
 
 def revolve_repetitions(trips, slots) -> int:
@@ -679,36 +677,31 @@ def revolve_repetitions(trips, slots) -> int:
 
 
 def revolve_split(trips, slots) -> int:
-    """m: where (after how many trips) the next snapshot goes when `trips` trips are reversed
-    from a snapshot at their first with `slots` snapshots (that one included), slots >= 2 and
-    trips >= 2: the least m for which both parts are reversed at the least cost (the first m
-    trips with `slots` snapshots in r - 1 runs each, the rest with one snapshot fewer in r)."""
+    """m: where (after how many trips) the next snapshot goes when `trips` trips (>= 2) are
+    reversed from a snapshot at their first with `slots` snapshots (>= 2, that one included):
+    the least m for which both parts are reversed at the least cost (the first m trips with
+    `slots` snapshots in r - 1 runs each, the rest with one snapshot fewer in r)."""
     r = revolve_repetitions(trips, slots)
-    return max(
-        1,
-        revolve_capacity(slots, r - 2),
-        trips - revolve_capacity(slots - 1, r),
-    )
+    return max(1, revolve_capacity(slots, r - 2), trips - revolve_capacity(slots - 1, r))
 
 
 class Revolve:
     """The schedule of one run of a checkpointed loop `range(start, stop, step)` with at most
     `slots` snapshots. It holds the trips (indexes, 0 the first) of the snapshots taken and
-    not yet dropped, and the trip where the next one goes while the loop runs forward toward
-    `target` (the last trip in the forward sweep, then the trip the backward reverses)."""
+    not yet dropped, and the next trip where one goes (None: none) while the loop runs
+    forward toward `target` (the last trip in the forward sweep, then the trip reversed)."""
 
-    __slots__ = ("start", "step", "slots", "trips", "held", "target", "next")
+    __slots__ = ("start", "step", "slots", "held", "target", "next")
 
     def __init__(self, start, stop, step, slots):
-        if slots < 1:
-            raise ValueError(f"revolve needs at least one snapshot slot, got {slots}")
+        if not (isinstance(slots, int) and slots >= 1):
+            raise ValueError(f"revolve needs at least one snapshot slot, got {slots!r}")
         self.start, self.step, self.slots = start, step, slots
-        self.trips = len(range(start, stop, step))
         self.held: list = []
-        self.target = self.trips - 1
-        self.next = 0  # the first trip's state is the first snapshot
+        self.target = len(range(start, stop, step)) - 1
+        self.next = 0 if self.target >= 0 else None  # (the state the loop begins with)
 
-    def _plan(self, at):
+    def plan(self, at):
         """The next snapshot on the way from the one at trip `at` toward `target`."""
         free = self.slots - len(self.held)
         if free < 1 or at >= self.target:
@@ -716,34 +709,40 @@ class Revolve:
         else:
             self.next = at + revolve_split(self.target + 1 - at, free + 1)
 
+    def trip(self, index):
+        """The loop's value at trip `index` (None stays None)."""
+        return None if index is None else self.start + index * self.step
+
 
 def revolve_schedule(start, stop, step, slots, first_taken=False):
     """The revolve schedule of a loop `range(start, stop, step)` keeping at most `slots`
     snapshots; see `Revolve`. `first_taken`: the state before the first trip is a snapshot
     already (a `while` loop's forward keeps it; its schedule is made once the loop has ended)."""
     schedule = Revolve(start, stop, step, slots)
-    if first_taken:
+    if first_taken and schedule.next is not None:
         schedule.held.append(0)
         schedule.next = None
     return schedule
 
 
-def revolve_snapshot(schedule, trip) -> bool:
-    """Before running `trip` (a value of the loop's range) forward: is its state a snapshot
-    the schedule keeps? (Generated code pushes the loop's state when it is.)"""
+def revolve_next(schedule):
+    """The loop's value before whose trip the next snapshot goes (None: no more on this way)."""
+    return schedule.trip(schedule.next)
+
+
+def revolve_taken(schedule, trip):
+    """The snapshot before `trip` is pushed: the loop's value where the next one goes."""
     index = (trip - schedule.start) // schedule.step
-    if index != schedule.next:
-        return False
     schedule.held.append(index)
-    schedule._plan(index)
-    return True
+    schedule.plan(index)
+    return schedule.trip(schedule.next)
 
 
 def revolve_restart(schedule, trip):
-    """Before reversing `trip`: the trip of the latest snapshot, whose state generated code
-    restores (pops) and runs forward from up to `trip`. The snapshot is dropped when it is
-    `trip`'s own (its last use; generated code pushes it back otherwise); the schedule plans
-    the snapshots to take on the way."""
+    """Before reversing `trip`: the loop's value of the latest snapshot, whose state generated
+    code restores (pops) and runs forward from up to `trip`. The snapshot is dropped when it
+    is `trip`'s own (its last use; generated code pushes it back otherwise), and the schedule
+    plans the snapshots to take on the way (`revolve_next`)."""
     index = (trip - schedule.start) // schedule.step
     held = schedule.held[-1]
     if held == index:
@@ -751,5 +750,5 @@ def revolve_restart(schedule, trip):
         schedule.next = None
     else:
         schedule.target = index
-        schedule._plan(held)
-    return schedule.start + held * schedule.step
+        schedule.plan(held)
+    return schedule.trip(held)

@@ -416,17 +416,35 @@ def _revolve_note(slots, plan):
     return f"by revolve, {slots} snapshots at most, {plan.describe()}"
 
 
+def _snapshot_if_next(index, upcoming, schedule, state, loc, note, namer):
+    """`if index == upcoming:` push the loop's state, and ask the schedule for the next."""
+    now, taken = namer.fresh("snapshot_now"), _snapshot_loc(loc, f"{SNAPSHOT} {note}")
+    return [
+        Assign(now, Call("eq", (Var(index), Var(upcoming))), loc, "revolve"),
+        If(
+            Var(now),
+            [Push(Var(n), taken) for n in state]
+            + [
+                Assign(
+                    upcoming,
+                    Call("revolve_taken", (Var(schedule), Var(index))),
+                    taken,
+                    "where the next goes",
+                )
+            ],
+            [],
+            loc,
+        ),
+    ]
+
+
 def _revolve_trip(trip, step, schedule, state, advance, record, reverse_trip, loc, namer, note):
     """The backward of trip `trip` under revolve: restore the latest snapshot (kept on the
     stack unless it is this trip's own), run forward from it to the trip taking the snapshots
     the schedule asks for (`advance(index)`: a trip's statements, saving nothing), run the trip
     recording its values (`record`), then its backward (`reverse_trip`)."""
     restart, keep = namer.fresh("restart"), namer.fresh("keep_snapshot")
-    again, now = namer.fresh(trip), namer.fresh("snapshot_now")
-
-    def take():
-        return [Push(Var(n), _snapshot_loc(loc, f"{SNAPSHOT} {note}")) for n in state]
-
+    again, upcoming = namer.fresh(trip), namer.fresh("next_snapshot")
     return [
         Assign(
             restart,
@@ -436,22 +454,19 @@ def _revolve_trip(trip, step, schedule, state, advance, record, reverse_trip, lo
         ),
         *[Pop(n, loc) for n in reversed(state)],
         Assign(keep, Call("ne", (Var(restart), Var(trip))), loc, "kept for the trips before"),
-        If(Var(keep), take(), [], loc),
+        If(
+            Var(keep),
+            [Push(Var(n), _snapshot_loc(loc, f"{SNAPSHOT} {note}")) for n in state],
+            [],
+            loc,
+        ),
+        Assign(upcoming, Call("revolve_next", (Var(schedule),)), loc, "on the way to this trip"),
         For(
             again,
             Var(restart),
             Var(trip),
             step,
-            [
-                Assign(
-                    now,
-                    Call("revolve_snapshot", (Var(schedule), Var(again))),
-                    loc,
-                    "a snapshot before this trip?",
-                ),
-                If(Var(now), take(), [], loc),
-            ]
-            + advance(again),
+            _snapshot_if_next(again, upcoming, schedule, state, loc, note, namer) + advance(again),
             loc,
         ),
         *record,
@@ -475,32 +490,22 @@ def _revolve_for(fwd, bwd, later, slots, namer, plan, whole):
         return None
     state = _live_state(fwd.body, later, exclude={fwd.target})
     loc, note = fwd.loc, _revolve_note(slots, plan)
-    schedule, now = namer.fresh("schedule"), namer.fresh("snapshot_now")
-    plan_stmt = Assign(
-        schedule,
-        Call("revolve_schedule", (fwd.start, fwd.stop, fwd.step, Const(slots))),
-        loc,
-        "binomial checkpointing (Griewank's revolve)",
-    )
+    schedule, upcoming = namer.fresh("schedule"), namer.fresh("next_snapshot")
+    plan_stmts = [
+        Assign(
+            schedule,
+            Call("revolve_schedule", (fwd.start, fwd.stop, fwd.step, Const(slots))),
+            loc,
+            "binomial checkpointing (Griewank's revolve)",
+        ),
+        Assign(upcoming, Call("revolve_next", (Var(schedule),)), loc, "the first trip's"),
+    ]
     forward = For(
         fwd.target,
         fwd.start,
         fwd.stop,
         fwd.step,
-        [
-            Assign(
-                now,
-                Call("revolve_snapshot", (Var(schedule), Var(fwd.target))),
-                loc,
-                "a snapshot before this trip?",
-            ),
-            If(
-                Var(now),
-                [Push(Var(n), _snapshot_loc(loc, f"{SNAPSHOT} {note}")) for n in state],
-                [],
-                loc,
-            ),
-        ]
+        _snapshot_if_next(fwd.target, upcoming, schedule, state, loc, note, namer)
         + _without_pushes(fwd.body),
         loc,
     )
@@ -524,7 +529,7 @@ def _revolve_for(fwd, bwd, later, slots, namer, plan, whole):
         note,
     )
     backward = For(fwd.target, fwd.start, fwd.stop, fwd.step, body, loc, reverse=True)
-    return [plan_stmt, forward], [backward]
+    return [*plan_stmts, forward], [backward]
 
 
 def _revolve_while(fwd, bwd, before, later, slots, namer, plan, whole):

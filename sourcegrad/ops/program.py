@@ -106,7 +106,7 @@ defnondiff("check_assert", runtime.check_assert, _helper("check_assert"), pure=F
 defnondiff("inverse_permutation", inverse_permutation, _helper("inverse_permutation"))
 defnondiff("reduced_count", reduced_count, _helper("reduced_count"))
 # a loop checkpointed with revolve asks its schedule where snapshots go (stateful: never merged)
-for _name in ("revolve_schedule", "revolve_snapshot", "revolve_restart"):
+for _name in ("revolve_schedule", "revolve_next", "revolve_taken", "revolve_restart"):
     defnondiff(_name, getattr(runtime, _name), _helper(_name), pure=False)
 
 # Mutation and lists, as values: the compiler turns `a[i] = v` into `a = setitem(a, i, v)`

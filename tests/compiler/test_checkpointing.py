@@ -583,9 +583,11 @@ def _run_schedule(trips, slots, start=0, step=1, known=True):
     runs, stack, most, reversed_trips = {t: 0 for t in loop}, [], 0, []
     if known:
         schedule = runtime.revolve_schedule(loop.start, loop.stop, loop.step, slots)
+        upcoming = runtime.revolve_next(schedule)
     for t in loop:
-        if known and runtime.revolve_snapshot(schedule, t):
+        if known and t == upcoming:
             stack.append(t)
+            upcoming = runtime.revolve_taken(schedule, t)
         elif not known and t == loop.start:
             stack.append(t)  # (a while loop keeps the state it began with)
         runs[t] += 1
@@ -597,10 +599,12 @@ def _run_schedule(trips, slots, start=0, step=1, known=True):
         assert stack.pop() == restart  # the latest snapshot is the one restored
         if restart != t:
             stack.append(restart)
+        upcoming = runtime.revolve_next(schedule)
         for u in range(restart, t, step):
-            if runtime.revolve_snapshot(schedule, u):
+            if u == upcoming:
                 stack.append(u)
                 most = max(most, len(stack))
+                upcoming = runtime.revolve_taken(schedule, u)
             runs[u] += 1
         reversed_trips.append(t)
     assert not stack
