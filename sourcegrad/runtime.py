@@ -681,8 +681,13 @@ def revolve_split(trips, slots) -> int:
     reversed from a snapshot at their first with `slots` snapshots (>= 2, that one included):
     the least m for which both parts are reversed at the least cost (the first m trips with
     `slots` snapshots in r - 1 runs each, the rest with one snapshot fewer in r)."""
-    r = revolve_repetitions(trips, slots)
-    return max(1, revolve_capacity(slots, r - 2), trips - revolve_capacity(slots - 1, r))
+    if trips <= slots:  # r = 1: a snapshot before every trip
+        return 1
+    # beta(s, r) = beta(s, r - 1) * (s + r) / r, and beta(s - 1, r) = beta(s, r) * s / (s + r)
+    r, beta, below = 1, slots + 1, 1  # beta(s, r), beta(s, r - 2)
+    while beta < trips:
+        r, beta, below = r + 1, beta * (slots + r + 1) // (r + 1), beta * r // (slots + r)
+    return max(1, below, trips - beta * slots // (slots + r))
 
 
 class Revolve:
@@ -702,16 +707,14 @@ class Revolve:
         self.next = 0 if self.target >= 0 else None  # (the state the loop begins with)
 
     def plan(self, at):
-        """The next snapshot on the way from the one at trip `at` toward `target`."""
+        """The next snapshot on the way from the one at trip `at` toward `target` (its loop
+        value, or None)."""
         free = self.slots - len(self.held)
         if free < 1 or at >= self.target:
             self.next = None
-        else:
-            self.next = at + revolve_split(self.target + 1 - at, free + 1)
-
-    def trip(self, index):
-        """The loop's value at trip `index` (None stays None)."""
-        return None if index is None else self.start + index * self.step
+            return None
+        self.next = at + revolve_split(self.target + 1 - at, free + 1)
+        return self.start + self.next * self.step
 
 
 def revolve_schedule(start, stop, step, slots, first_taken=False):
@@ -727,15 +730,15 @@ def revolve_schedule(start, stop, step, slots, first_taken=False):
 
 def revolve_next(schedule):
     """The loop's value before whose trip the next snapshot goes (None: no more on this way)."""
-    return schedule.trip(schedule.next)
+    index = schedule.next
+    return None if index is None else schedule.start + index * schedule.step
 
 
 def revolve_taken(schedule, trip):
     """The snapshot before `trip` is pushed: the loop's value where the next one goes."""
     index = (trip - schedule.start) // schedule.step
     schedule.held.append(index)
-    schedule.plan(index)
-    return schedule.trip(schedule.next)
+    return schedule.plan(index)
 
 
 def revolve_restart(schedule, trip):
@@ -751,4 +754,4 @@ def revolve_restart(schedule, trip):
     else:
         schedule.target = index
         schedule.plan(held)
-    return schedule.trip(held)
+    return schedule.start + held * schedule.step

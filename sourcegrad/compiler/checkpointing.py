@@ -112,20 +112,20 @@ def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
         scheme = loop_scheme(plan, trips, per_trip, sum(_bytes(env, Var(n)) for n in state))
         if scheme is None:
             continue  # every trip's values fit in the budget
-        kind, size = scheme
+        kind, *size = scheme
         before = forward[fi - 1] if fi else None
         if kind == "revolve" and isinstance(loop, For):
-            made = _revolve_for(fwd, bwd, later, size, namer, plan, backward)
+            made = _revolve_for(fwd, bwd, later, *size, namer, plan, backward)
         elif kind == "revolve":
-            made = _revolve_while(fwd, bwd, before, later, size, namer, plan, backward)
+            made = _revolve_while(fwd, bwd, before, later, *size, namer, plan, backward)
         elif isinstance(loop, For):
-            made = _segment_for(fwd, bwd, later, size, namer, plan, backward)
+            made = _segment_for(fwd, bwd, later, *size, namer, plan, backward)
         else:
-            made = _segment_while(fwd, bwd, before, later, size, namer, plan, backward)
+            made = _segment_while(fwd, bwd, before, later, *size, namer, plan, backward)
         if made is None:
             continue
         forward[fi : fi + 1], backward[bi : bi + 1] = made
-        done.append((loop.loc.line, kind, size, type(loop).__name__.lower()))
+        done.append((loop.loc.line, scheme, type(loop).__name__.lower()))
     return forward, backward, done
 
 
@@ -411,9 +411,10 @@ def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
     return [forward], [backward]
 
 
-def _revolve_note(slots, plan):
+def _revolve_note(slots, k, plan):
     """How revolve's comments name its snapshots (`manifest` reads them back)."""
-    return f"by revolve, {slots} snapshots at most, {plan.describe()}"
+    segments = "" if k == 1 else f" over segments of {k} trips"
+    return f"by revolve{segments}, {slots} snapshots at most, {plan.describe()}"
 
 
 def _snapshot_if_next(index, upcoming, schedule, state, loc, note, namer):
@@ -479,113 +480,137 @@ def _trip_body(bwd, target):
     return bwd.body if bwd.target == target else _renamed(bwd.body, {bwd.target: Var(target)})
 
 
-def _revolve_for(fwd, bwd, later, slots, namer, plan, whole):
-    """A `for` loop under revolve: the forward takes the schedule's first snapshots as it runs
-    (it knows the trip count), the backward reverses one trip at a time (`_revolve_trip`)."""
+def _revolve_for(fwd, bwd, later, slots, k, namer, plan, whole):
+    """A `for` loop under revolve over segments of k trips (k = 1: over trips): the forward
+    takes the schedule's first snapshots as it runs (it knows the trip count), the backward
+    reverses one segment at a time (`_revolve_trip`): replayed saving its values, then its
+    trips' backward, last first."""
+    step = fwd.step
     if (
         fwd.stop_flag is not None
         or (bwd.start, bwd.stop, bwd.step) != (fwd.start, fwd.stop, fwd.step)
         or not bwd.reverse
+        or (k > 1 and not (isinstance(step, Const) and isinstance(step.value, int)))
     ):
         return None
     state = _live_state(fwd.body, later, exclude={fwd.target})
-    loc, note = fwd.loc, _revolve_note(slots, plan)
+    loc, note = fwd.loc, _revolve_note(slots, k, plan)
+    replay = _noted(fwd.body, f"{RECOMPUTED} {note}")
+    unit = fwd.target if k == 1 else namer.fresh("segment")
+    span = step if k == 1 else Const(k * step.value)
     schedule, upcoming = namer.fresh("schedule"), namer.fresh("next_snapshot")
     plan_stmts = [
         Assign(
             schedule,
-            Call("revolve_schedule", (fwd.start, fwd.stop, fwd.step, Const(slots))),
+            Call("revolve_schedule", (fwd.start, fwd.stop, span, Const(slots))),
             loc,
             "binomial checkpointing (Griewank's revolve)",
         ),
         Assign(upcoming, Call("revolve_next", (Var(schedule),)), loc, "the first trip's"),
     ]
-    forward = For(
-        fwd.target,
-        fwd.start,
-        fwd.stop,
-        fwd.step,
-        _snapshot_if_next(fwd.target, upcoming, schedule, state, loc, note, namer)
-        + _without_pushes(fwd.body),
-        loc,
-    )
-    replay = _noted(fwd.body, f"{RECOMPUTED} {note}")
+    take = _snapshot_if_next(unit, upcoming, schedule, state, loc, note, namer)
+    if k == 1:
+        forward = For(fwd.target, fwd.start, fwd.stop, step, take + _without_pushes(fwd.body), loc)
 
-    def advance(index):
-        return _own_names(
-            _renamed(_without_pushes(replay), {fwd.target: Var(index)}), whole, state, namer
-        )
+        def advance(index):
+            trip = _renamed(_without_pushes(replay), {fwd.target: Var(index)})
+            return _own_names(trip, whole, state, namer)
 
+        record = _own_names(replay, whole, state, namer)
+        reverse_trip = _trip_body(bwd, fwd.target)
+    else:
+        end_stmts, end = _segment_end(unit, span.value, fwd.stop, step.value, loc, namer)
+        trips = For(fwd.target, Var(unit), end, step, _without_pushes(fwd.body), loc)
+        forward = For(unit, fwd.start, fwd.stop, span, take + end_stmts + [trips], loc)
+
+        def advance(index):  # (a segment before the one reversed is whole)
+            after = namer.fresh("segment_next")
+            trip = _own_names(_without_pushes(replay), whole, state, namer)
+            return [
+                Assign(after, Call("add_op", (Var(index), span)), loc, "checkpoint segment"),
+                For(fwd.target, Var(index), Var(after), step, trip, loc),
+            ]
+
+        end_stmts, end = _segment_end(unit, span.value, fwd.stop, step.value, loc, namer)
+        record = end_stmts + [
+            For(fwd.target, Var(unit), end, step, _own_names(replay, whole, state, namer), loc)
+        ]
+        reverse_trip = [For(bwd.target, Var(unit), end, step, bwd.body, bwd.loc, reverse=True)]
     body = _revolve_trip(
-        fwd.target,
-        fwd.step,
-        schedule,
-        state,
-        advance,
-        _own_names(replay, whole, state, namer),
-        _trip_body(bwd, fwd.target),
-        loc,
-        namer,
-        note,
+        unit, span, schedule, state, advance, record, reverse_trip, loc, namer, note
     )
-    backward = For(fwd.target, fwd.start, fwd.stop, fwd.step, body, loc, reverse=True)
+    backward = For(unit, fwd.start, fwd.stop, span, body, loc, reverse=True)
     return [*plan_stmts, forward], [backward]
 
 
-def _revolve_while(fwd, bwd, before, later, slots, namer, plan, whole):
-    """A `while` loop under revolve: its trip count is known only once it has ended, so the
-    forward keeps the state it began with (the first snapshot) and the backward plans the
-    schedule for the trips counted: one forward sweep more than a `for` loop's."""
+def _revolve_while(fwd, bwd, before, later, slots, k, namer, plan, whole):
+    """A `while` loop under revolve over segments of k trips: its trip count is known only
+    once it has ended, so the forward keeps the state it began with (the first snapshot) and
+    the backward plans the schedule for the trips counted: one forward sweep more than a
+    `for` loop's."""
     if not _counted_while(fwd, before):
         return None
-    trips, loc, note = before.target, fwd.loc, _revolve_note(slots, plan)
+    trips, loc, note = before.target, fwd.loc, _revolve_note(slots, k, plan)
     body = fwd.body[1:]  # (without the trip count)
     replay = _noted(body + fwd.test_body, f"{RECOMPUTED} {note}")
     state = _live_state(body + fwd.test_body, later, exclude={trips})
     first = namer.fresh("first_trip")
+    taken = _snapshot_loc(loc, f"{SNAPSHOT} {note}")
     forward = While(
         fwd.test_body,
         fwd.test,
         [
-            Assign(first, Call("eq", (Var(trips), Const(0))), loc, "the state the loop began with"),
-            If(
-                Var(first),
-                [Push(Var(n), _snapshot_loc(loc, f"{SNAPSHOT} {note}")) for n in state],
-                [],
-                loc,
-            ),
+            Assign(first, Call("eq", (Var(trips), Const(0))), loc, "the state it began with"),
+            If(Var(first), [Push(Var(n), taken) for n in state], [], loc),
         ]
         + _without_pushes(fwd.body),
         loc,
     )
-    schedule, trip = namer.fresh("schedule"), namer.fresh("trip")
+    unit = namer.fresh("trip" if k == 1 else "segment")
+    schedule = namer.fresh("schedule")
     plan_stmt = Assign(
         schedule,
         Call(
             "revolve_schedule",
-            (Const(0), Var(trips), Const(1), Const(slots)),
+            (Const(0), Var(trips), Const(k), Const(slots)),
             (("first_taken", Const(True)),),
         ),
         loc,
         "binomial checkpointing (Griewank's revolve)",
     )
+    if k == 1:
 
-    def advance(index):
-        return _own_names(_without_pushes(replay), whole, state, namer)
+        def advance(index):
+            return _own_names(_without_pushes(replay), whole, state, namer)
 
+        record = _own_names(replay, whole, state, namer)
+        reverse_trip = _trip_body(bwd, unit)
+    else:
+
+        def advance(index):  # (a segment before the one reversed is whole)
+            after = namer.fresh("segment_next")
+            trip = _own_names(_without_pushes(replay), whole, state, namer)
+            return [
+                Assign(after, Call("add_op", (Var(index), Const(k))), loc, "checkpoint segment"),
+                For(namer.fresh("trip"), Var(index), Var(after), Const(1), trip, loc),
+            ]
+
+        end_stmts, end = _segment_end(unit, k, Var(trips), 1, loc, namer)
+        record = end_stmts + [
+            For(
+                namer.fresh("trip"),
+                Var(unit),
+                end,
+                Const(1),
+                _own_names(replay, whole, state, namer),
+                loc,
+            )
+        ]
+        reverse_trip = [For(bwd.target, Var(unit), end, Const(1), bwd.body, bwd.loc)]
     body = _revolve_trip(
-        trip,
-        Const(1),
-        schedule,
-        state,
-        advance,
-        _own_names(replay, whole, state, namer),
-        _trip_body(bwd, trip),
-        loc,
-        namer,
-        note,
+        unit, Const(k), schedule, state, advance, record, reverse_trip, loc, namer, note
     )
-    backward = For(trip, Const(0), Var(trips), Const(1), body, loc, reverse=True)
+    backward = For(unit, Const(0), Var(trips), Const(k), body, loc, reverse=True)
     return [forward], [plan_stmt, backward]
 
 
@@ -620,8 +645,8 @@ def known_trip_counts(fn, env) -> dict:
     return counts
 
 
-_EVERY = re.compile(r"every (\d+) trips")
-_SLOTS = re.compile(r"by revolve, (\d+) snapshots at most")
+_EVERY = re.compile(r"(?:every|over segments of) (\d+) trips")
+_SLOTS = re.compile(r"by revolve(?: over segments of \d+ trips)?, (\d+) snapshots at most")
 
 
 def _note(text, start):
@@ -690,7 +715,7 @@ def manifest(saved, fn, env) -> list:
                         if status == "snapshot"
                         else f"overwritten in the loop at line {loop_line}; the backward reads it"
                     )
-                    if status == "saved per trip of a segment" and slots:
+                    if status == "saved per trip of a segment" and slots and not every:
                         why += ": pushed while its trip is recorded (revolve: one trip at a time)"
                     elif status == "saved per trip of a segment":
                         why += ": pushed while a segment is recomputed (one segment at a time)"
@@ -761,7 +786,7 @@ def saved_bytes(entries, trips) -> int:
         elif e["status"] == "saved per trip":
             total += e["bytes"] * trips
         elif e["status"] == "snapshot" and e.get("slots"):
-            total += e["bytes"] * min(e["slots"], trips)
+            total += e["bytes"] * min(e["slots"], -(-trips // (e["every"] or 1)))
         elif e["status"] == "snapshot":
             total += e["bytes"] * -(-trips // e["every"])
         elif e["status"] == "saved per trip of a segment":

@@ -102,21 +102,21 @@ def _positive_int(value) -> bool:
 
 
 def loop_scheme(plan, trips, per_trip, per_snapshot):
-    """("segments", k), ("revolve", s) or None (the loop keeps every trip) for a loop of
+    """("segments", k), ("revolve", s, k) or None (the loop keeps every trip) for a loop of
     `trips` trips (None: not known when compiling); see the module docstring."""
     if isinstance(plan.loops, tuple):
-        return ("revolve", plan.loops[1])
+        return ("revolve", plan.loops[1], 1)
     if plan.loops is not None or plan.memory == "min":
         return ("segments", segment_length(plan, trips, per_trip, per_snapshot))
     if trips is not None and trips * per_trip <= plan.memory:
         return None  # every trip's values fit
-    slots = max(1, (plan.memory - per_trip) // max(per_snapshot, 1))
-    if trips is None:
-        return ("revolve", slots)
-    k = segment_length(plan, trips, per_trip, per_snapshot)
-    if -(-trips // k) * per_snapshot + k * per_trip <= plan.memory:
-        return ("segments", k)
-    return ("revolve", slots)
+    if trips is not None:
+        k = segment_length(plan, trips, per_trip, per_snapshot)
+        if -(-trips // k) * per_snapshot + k * per_trip <= plan.memory:
+            return ("segments", k)
+    # half the budget to a segment's values, the rest to snapshots
+    k = max(1, plan.memory // max(2 * per_trip, 1))
+    return ("revolve", max(1, (plan.memory - k * per_trip) // max(per_snapshot, 1)), k)
 
 
 def segment_length(plan, trips, per_trip, per_snapshot) -> int:

@@ -166,29 +166,26 @@ def test_the_manifest_says_what_is_saved_recomputed_and_why():
 
 
 def test_a_budget_for_a_while_loop_is_kept_by_revolve():
-    """A while loop's length is known only once it has run: under memory=B, revolve keeps
-    as many snapshots as B holds beside one trip's values, whatever the trip count."""
+    """A while loop's length is known only once it has run: under memory=B it takes revolve
+    over segments of k trips (a segment's values in half of B, snapshots in the rest), which
+    keeps the budget whatever the trip count."""
     g = sourcegrad.grad(spring, wrt=(0, 1), memory=1000)
-    args = (4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
-    np.testing.assert_allclose(
-        g(*args), sourcegrad.grad(spring, wrt=(0, 1))(*args), rtol=1e-12, atol=1e-15
-    )
+    for T in (0.0, 0.005, 0.995, 4.995):  # 0, 1, 100 and 500 trips
+        args = (4.0, 0.5, 1.0, 0.0, 0.01, T)
+        np.testing.assert_allclose(
+            g(*args), sourcegrad.grad(spring, wrt=(0, 1))(*args), rtol=1e-12, atol=1e-15
+        )
     snapshots = [e for e in g.saved if e["status"] == "snapshot"]
     assert {e["name"] for e in snapshots} == {"t", "v", "x"}
-    # (as many as fit beside one trip's pushes as the reverse pass makes them, before the
-    # optimizer drops those the backward never reads: a little fewer than (1000 - 16) // 24)
-    slots = snapshots[0]["slots"]
-    assert 20 <= slots <= (1000 - 16) // 24
-    assert all(
-        e["slots"] == slots and f"by revolve, {slots} snapshots at most" in e["why"]
-        for e in snapshots
-    )
+    slots, k = snapshots[0]["slots"], snapshots[0]["every"]
+    assert slots >= 10 and k >= 10
+    assert all("by revolve over segments of" in e["why"] for e in snapshots)
     per_trip = [e for e in g.saved if e["status"] == "saved per trip of a segment"]
-    assert {e["name"] for e in per_trip} == {"x", "v"} and all(e["every"] == 1 for e in per_trip)
-    assert "one trip at a time" in per_trip[0]["why"]
+    assert {e["name"] for e in per_trip} == {"x", "v"} and all(e["every"] == k for e in per_trip)
     made_once = saved_bytes([e for e in g.saved if e["status"] == "saved"], 1)
     for trips in (10, 10**6, 10**9):
         assert saved_bytes(g.saved, trips) - made_once <= 1000
+    assert saved_bytes(g.saved, 10**6) - made_once == 24 * slots + 16 * k
 
 
 def test_show_saved_prints_the_status(capsys, tmp_path):
@@ -760,8 +757,27 @@ def test_a_budget_chooses_the_scheme():
         snapshot = [e for e in g.saved if e["status"] == "snapshot"]
         if not snapshot:
             return None
-        return ("revolve", snapshot[0]["slots"]) if snapshot[0]["slots"] else "segments"
+        e = snapshot[0]
+        return ("revolve", e["slots"], e["every"]) if e["slots"] else ("segments", e["every"])
 
     assert scheme(48 * 400) is None
-    assert scheme(48 * 40) == "segments"  # 20 snapshots, 20 trips: 1920 bytes
-    assert scheme(48 * 30) == ("revolve", 29)
+    assert scheme(48 * 40) == ("segments", 20)  # 20 snapshots, 20 trips: 1920 bytes
+    # 15 trips' values in half the budget, 15 snapshots in the rest: 27 segments
+    assert scheme(48 * 30) == ("revolve", 15, 15)
+
+
+@pytest.mark.parametrize("steps", [2, 5, 23, 60])
+@pytest.mark.parametrize("budget", [48 * 2, 48 * 6, 48 * 9])
+def test_revolve_over_segments_under_a_budget(steps, budget):
+    """A budget too small for the sqrt scheme: revolve over segments of k trips (k from half
+    the budget), the last segment cut short; and loops with a step."""
+    args = _rnn_args(steps)
+    g = sourcegrad.grad(rnn, wrt=(0, 1, 2), memory=budget)
+    for e, r in zip(sourcegrad.grad(rnn, wrt=(0, 1, 2))(*args), g(*args)):
+        np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+    if steps == 60:
+        assert "revolve_restart(schedule, " in g.source
+    x, w = np.linspace(-1.0, 1.0, 5), 0.7
+    g = sourcegrad.grad(strided, wrt=(0, 1), memory=budget // 6)
+    for e, r in zip(sourcegrad.grad(strided, wrt=(0, 1))(w, x), g(w, x)):
+        np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
