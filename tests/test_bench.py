@@ -206,9 +206,13 @@ def test_checkpointing_bench_quick_rows():
         rows += bench.measure(index, quick=True, budget=4000, repeats=1, fresh=fresh)
     assert all(r["rel_error"] < 1e-12 for r in rows)
     for case in {r["case"] for r in rows}:
-        plain, planned = [r for r in rows if r["case"] == case]
-        assert planned["saved_bytes"] < plain["saved_bytes"]
+        plain, *planned = [r for r in rows if r["case"] == case]
+        # (the loops: the budget's rows, then revolve's: 32 snapshots and one trip)
+        assert len(planned) == (1 if case.startswith("mlp") else 2)
+        assert all(p["saved_bytes"] < plain["saved_bytes"] for p in planned)
         assert plain["rss_bytes"] > 10 * 2**20 and plain["peak_bytes"] > 0
     mlp = [r for r in rows if r["case"].startswith("mlp")]
     assert mlp[1]["saved_bytes"] <= mlp[0]["saved_bytes"] // 2  # a budget of half
-    assert "| spring, 1000 steps | memory=4000 |" in bench.markdown(rows)
+    table = bench.markdown(rows)
+    assert "| spring, 1000 steps | memory=4000 (revolve over segments of " in table
+    assert "| spring, 1000 steps | checkpoint_loops='revolve' (revolve over trips, 32 " in table

@@ -2,11 +2,14 @@
 
 For the damped spring (a `while` loop of Python floats) and the RNN (a `for` loop of hidden
 vectors) at many steps, and the MLP at batch 4096 (straight-line code: values made once),
-the gradient without a memory plan and with `memory=BUDGET` (loops checkpointed, values
-recomputed: `sourcegrad.compiler.checkpointing`), each row giving: the median time of a call, the
+the gradient without a memory plan, with `memory=BUDGET` (loops checkpointed, values
+recomputed: `sourcegrad.compiler.checkpointing`; the plan column names the scheme the budget
+chose for the loop: sqrt segments, or revolve over segments) and, for the loops, with
+`checkpoint_loops="revolve"` (Griewank's binomial checkpointing over single trips, 32
+snapshots), each row giving: the median time of a call, the
 saved bytes (what the backward keeps from the forward at most at once, from the manifest:
 values made once, plus per-trip values times the trips, or snapshots times the segments plus
-one segment), the tracemalloc peak of a call (every Python float and numpy buffer the call
+one segment, or revolve's snapshots plus one segment), the tracemalloc peak of a call (every Python float and numpy buffer the call
 holds at once, its result included; numbers only), the peak RSS of the process that ran the
 row (resource.getrusage's ru_maxrss: the interpreter, numpy and the inputs included, so read
 it against the row without a plan), and the time and peaks against the unbudgeted gradient.
@@ -105,14 +108,11 @@ def _peak(call):
         tracemalloc.stop()
 
 
-def _gradient(fn, wrt, budget):
-    return api.grad(fn, wrt=wrt) if budget is None else api.grad(fn, wrt=wrt, memory=budget)
-
-
-def run_row(quick, index, budget, repeats):
-    """Time, tracemalloc peak and peak RSS of one variant of one case, in this process."""
+def run_row(quick, index, plan, repeats):
+    """Time, tracemalloc peak and peak RSS of one variant of one case (`plan`: grad's keyword
+    arguments), in this process."""
     _, fn, wrt, args, _, _ = cases(quick)[index]
-    g = _gradient(fn, wrt, budget)
+    g = api.grad(fn, wrt=wrt, **plan)
     seconds = _median_time(lambda: g(*args), repeats)
     peak = _peak(lambda: g(*args))
     # (Linux gives kilobytes, macOS bytes)
@@ -124,15 +124,15 @@ def run_row(quick, index, budget, repeats):
     }
 
 
-def _in_fresh_process(quick, index, budget, repeats):
+def _in_fresh_process(quick, index, plan, repeats):
     command = [
         sys.executable,
         "-m",
         "sourcegrad.bench.checkpointing",
         "--row",
         str(index),
-        "--row-budget",
-        "none" if budget is None else str(budget),
+        "--row-plan",
+        json.dumps(plan),
         "--repeats",
         str(repeats),
     ] + (["--quick"] if quick else [])
@@ -140,19 +140,19 @@ def _in_fresh_process(quick, index, budget, repeats):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(index, quick=False, budget=BUDGET, repeats=3, fresh=True):
-    """Two rows (no plan, a memory budget) for case `index` of `cases(quick)`, each timed and
-    measured in a fresh process (`fresh=False`: in this one, where the peak RSS is this
-    process's so far); the gradients are checked equal here."""
-    label, fn, wrt, args, trips, own = cases(quick)[index]
-    plain = api.grad(fn, wrt=wrt)
-    expected = plain(*args)
-    made_once = sum(e["bytes"] for e in plain.saved if not e["input"])
-    if own == HALF:
-        budget = made_once // 2
-    planned = api.grad(fn, wrt=wrt, memory=budget)
-    got = planned(*args)
-    worst = max(
+def _scheme(saved) -> str:
+    """The loop scheme a manifest shows: sqrt segments of k trips, or revolve's snapshots."""
+    snapshot = next((e for e in saved if e["status"] == "snapshot"), None)
+    if snapshot is None:
+        return ""
+    if snapshot.get("slots"):
+        over = f"segments of {snapshot['every']}" if snapshot["every"] else "trips"
+        return f" (revolve over {over}, {snapshot['slots']:,} snapshots)"
+    return f" (sqrt: segments of {snapshot['every']:,})"
+
+
+def _worst(got, expected) -> float:
+    return max(
         float(
             np.max(
                 np.abs(np.asarray(g) - np.asarray(e)) / max(np.max(np.abs(np.asarray(e))), 1e-300)
@@ -160,20 +160,38 @@ def measure(index, quick=False, budget=BUDGET, repeats=3, fresh=True):
         )
         for g, e in zip(got, expected)
     )
-    per_trip = sum(
-        e["bytes"] for e in planned.saved if e["status"] == "saved per trip of a segment"
-    )
-    rows = []
-    for name, plan, saved in (
-        ("none", None, made_once + per_trip * trips),
-        (f"memory={budget}", budget, saved_bytes(planned.saved, trips)),
-    ):
-        rows.append(
+
+
+def measure(index, quick=False, budget=BUDGET, repeats=3, fresh=True):
+    """The rows (no plan, a memory budget, and revolve for a loop) for case `index` of
+    `cases(quick)`, each timed and measured in a fresh process (`fresh=False`: in this one,
+    where the peak RSS is this process's so far); the gradients are checked equal here."""
+    label, fn, wrt, args, trips, own = cases(quick)[index]
+    plain = api.grad(fn, wrt=wrt)
+    expected = plain(*args)
+    made_once = sum(e["bytes"] for e in plain.saved if not e["input"])
+    if own == HALF:
+        budget = made_once // 2
+    variants = [(f"memory={budget}", {"memory": budget})]
+    if trips > 1:
+        variants.append(("checkpoint_loops='revolve'", {"checkpoint_loops": "revolve"}))
+    rows, per_trip = [], 0
+    for name, plan in variants:
+        planned = api.grad(fn, wrt=wrt, **plan)
+        worst = _worst(planned(*args), expected)
+        per_trip = per_trip or sum(
+            e["bytes"] for e in planned.saved if e["status"] == "saved per trip of a segment"
+        )
+        rows.append((name + _scheme(planned.saved), plan, saved_bytes(planned.saved, trips), worst))
+    rows.insert(0, ("none", {}, made_once + per_trip * trips, 0.0))
+    measured = []
+    for name, plan, saved, worst in rows:
+        measured.append(
             {
                 "case": label,
                 "plan": name,
                 "saved_bytes": saved,
-                "rel_error": worst if plan is not None else 0.0,
+                "rel_error": worst,
                 **(
                     _in_fresh_process(quick, index, plan, repeats)
                     if fresh
@@ -181,7 +199,7 @@ def measure(index, quick=False, budget=BUDGET, repeats=3, fresh=True):
                 ),
             }
         )
-    base = rows[0]
+    rows, base = measured, measured[0]
     for row in rows:
         row["time_ratio"] = row["seconds"] / base["seconds"]
         row["peak_ratio"] = row["peak_bytes"] / base["peak_bytes"]
@@ -213,13 +231,12 @@ def main(argv=None):
     parser.add_argument("--budget", type=int, default=BUDGET, help="bytes (default 1 MB)")
     # (one row, run in a process of its own by `measure`)
     parser.add_argument("--row", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--row-budget", help=argparse.SUPPRESS)
+    parser.add_argument("--row-plan", help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 2)
     if args.row is not None:
-        budget = None if args.row_budget == "none" else int(args.row_budget)
-        print(json.dumps(run_row(args.quick, args.row, budget, repeats)))
+        print(json.dumps(run_row(args.quick, args.row, json.loads(args.row_plan), repeats)))
         return 0
     rows = []
     for index in range(len(cases(args.quick))):
