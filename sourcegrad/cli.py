@@ -274,6 +274,8 @@ def _memory_plan(args: argparse.Namespace) -> Any:
     """show's --memory and --checkpoint-loops as grad's memory plan (None for neither)."""
 
     def number(text: Optional[str]) -> Any:
+        if text is not None and text.startswith("revolve:"):  # ("revolve", snapshots)
+            return ("revolve", number(text.partition(":")[2]))
         return None if text is None else text if not text.isdigit() else int(text)
 
     try:
@@ -453,8 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument(
         "--checkpoint-loops",
         default=None,
-        metavar="K|sqrt",
-        help="a snapshot every K trips of each loop (grad's checkpoint_loops=)",
+        metavar="K|sqrt|revolve|revolve:S",
+        help="a snapshot every K trips of each loop, or Griewank's revolve with S snapshots "
+        "(grad's checkpoint_loops=)",
     )
     gen = sub.add_parser("gen", help="regenerate generated/ from the examples")
     gen.add_argument("--check", action="store_true", help="fail when a file is stale")

@@ -3,7 +3,8 @@
 `segment_loops(plan, fn, forward, backward, namer)` takes the primal `ir.Function` and the
 two sweeps `reverse.reverse` made of it (plain statement lists, pushes and pops in place)
 and returns the two sweeps with each top-level loop that saves values per trip rewritten
-into segments of `plan.loops` trips (k):
+as the plan's scheme for it says (`memory_budget.loop_scheme`), into segments of k trips
+(the sqrt scheme) or under revolve (below):
 
     forward                                   backward
     for seg in range(start, stop, k*step):    for seg in reversed(range(start, stop, k*step)):
@@ -17,14 +18,39 @@ A `while` loop is the online variant: its trip count is only known at the end, s
 forward pushes the live state when `trips % k == 0`, and the backward replays each segment
 from its snapshot for `min(k, trips - seg)` trips. Either way the stack holds n/k
 snapshots plus at most k trips' values at a time, and each trip runs twice: with
-k = ceil(sqrt(n)) that is O(sqrt(n)) memory for one extra forward (not Griewank's revolve,
-which reaches O(log n) snapshots at a logarithmic recomputation factor).
+k = ceil(sqrt(n)) that is O(sqrt(n)) memory for one extra forward.
+
+Under revolve (Griewank's binomial checkpointing: `checkpoint_loops=("revolve", s)`, or a
+budget the sqrt scheme does not fit) the stack holds at most s snapshots and one unit's
+values, a unit being a trip or a segment of k trips; the schedule is the runtime's
+(`sourcegrad.runtime.revolve_schedule`, whose comments give the recursion and its bounds:
+each unit runs forward at most r + 1 times, r the least with C(s + r, s) >= the units):
+
+    forward                                   backward
+    schedule = revolve_schedule(start, stop, step, s)
+    next_snapshot = revolve_next(schedule)    for t in reversed(range(start, stop, step)):
+    for t in range(start, stop, step):            restart = revolve_restart(schedule, t)
+        if t == next_snapshot:                    <pop the live state>
+            <push the live state>                 if restart != t: <push it back>
+            next_snapshot = revolve_taken(...)    next_snapshot = revolve_next(schedule)
+        <the trip, saving nothing>                for t_1 in range(restart, t, step):
+                                                      if t_1 == next_snapshot: <push, ask>
+                                                      <the trip t_1, saving nothing>
+                                                  <the trip t again, saving as before>
+                                                  <the trip's backward, as before>
+
+A `while` loop's forward pushes only the state it began with (`trips == 0`) and the
+backward makes its schedule once the trip count is known (the online variant: the offline
+schedule after one counting sweep, so one forward sweep more than a `for` loop's). Over
+segments, `t` walks `range(start, stop, k * step)` and each unit is a segment's trips.
 
 The live state of a trip is each name the trip reads before it writes it (its loop-carried
 values) that the loop, or anything after it, writes; names written only before the loop
 hold the same value in both sweeps and are not pushed. The recomputed statements carry the
-user's line with a note (`recomputed: checkpoint_loops=k`), so the generated code says
-which line it recomputes and why.
+user's line with a note (`recomputed from the snapshot taken every 4 trips,
+checkpoint_loops=4`, or `... taken by revolve, 32 snapshots at most, checkpoint_loops=
+('revolve', 32)`), so the generated code says which line it recomputes and why; `manifest`
+reads the notes back (each value's status, bytes and why) and `saved_bytes` adds them up.
 
 Nothing here runs unless a plan asks for it: without one, `reverse` is unchanged (and so is
 every golden in generated/).

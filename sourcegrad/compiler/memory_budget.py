@@ -2,29 +2,27 @@
 
 `memory_plan(checkpoint_loops, memory)` checks the user's options of `grad` and gives a
 `MemoryPlan` (None when nothing is asked: the gradient is then generated as always).
-`segment_length(plan, trips, per_trip, per_snapshot)` gives k, the trips between snapshots
-of a loop (`sourcegrad.compiler.checkpointing`), from the plan and what the loop saves:
+`loop_scheme(plan, trips, per_trip, per_snapshot)` says how a loop
+(`sourcegrad.compiler.checkpointing`) is checkpointed, from the plan and what the loop saves
+per trip and per snapshot: `("segments", k)` (the sqrt scheme: a snapshot every k trips, one
+segment's values held, each trip run twice), `("revolve", s, k)` (Griewank's binomial
+checkpointing over units of k trips: at most s snapshots and one unit's values held, each
+trip run forward about r + 1 times, r the least with C(s + r, s) >= n / k), or None (the loop
+keeps every trip):
 
-- `checkpoint_loops=k`: k as given; `"sqrt"`: ceil(sqrt(n)) for n trips known when compiling.
-- `checkpoint_loops=("revolve", s)`: Griewank's binomial checkpointing with at most s snapshots
-  (`"revolve"`: s = 32), for a `for` loop and a `while` loop alike (`loop_scheme`).
-- `memory=B` (bytes): a segment's saved values fit in half the budget (k = B / (2 * per_trip)),
-  leaving the other half to the snapshots, one per k trips: a loop of n trips fits when
-  n <= k * B / (2 * per_snapshot) (about 6 x 10^8 trips for the damped spring in 1 MB). A loop
-  of known length takes the k that minimises the sum, sqrt(n * per_snapshot / per_trip), when
-  it fits.
-- `memory="min"`: the fewest saved bytes at one extra forward: that same optimum for a known
-  length, k = 1024 for a while loop (O(sqrt(n)) memory while n stays below about 10^6).
-
-`loop_scheme(plan, trips, per_trip, per_snapshot)` says which of the two a loop gets:
-`("segments", k)` (the sqrt scheme: each trip runs twice, n/k snapshots and k trips' values
-held), `("revolve", s)` (binomial: s snapshots and one trip's values held, each trip run
-forward about r + 1 times, r the least with C(s + r, s) >= n), or None (keep every trip).
-Under `memory=B`: a loop whose every trip's values fit in B is left as it is; one of known
-length n takes the sqrt scheme's optimum when that fits in B, else revolve with as many
-snapshots as B holds beside one trip's values, s = (B - per_trip) // per_snapshot; a loop whose
-length is known only when it runs (a `while` loop, a range of a runtime size) takes revolve
-with that s, so the budget holds for every n (the sqrt scheme's n/k snapshots grow with n).
+- `checkpoint_loops=k`: segments of k trips; `"sqrt"`: k = ceil(sqrt(n)) for n trips known
+  when compiling (`segment_length`).
+- `checkpoint_loops=("revolve", s)`: revolve over single trips with at most s snapshots
+  (`"revolve"`: s = 32), for a `for` loop and a `while` loop alike.
+- `memory=B` (bytes): a loop whose every trip's values fit in B is left as it is. One of known
+  length n takes the sqrt scheme's k minimising the sum, sqrt(n * per_snapshot / per_trip),
+  when n/k snapshots and one segment fit in B. Otherwise, and for a loop whose length is
+  known only when it runs (a `while` loop), revolve over segments: a segment's values in
+  half the budget (k = B / (2 * per_trip)), snapshots in the rest (s = (B - k * per_trip) /
+  per_snapshot), so the budget holds whatever n; with s >= n / k that is the sqrt scheme
+  (each trip runs twice), and each time n / k passes C(s + r, s) a trip runs once more.
+- `memory="min"`: the fewest saved bytes at one extra forward: segments of the optimum k for
+  a known length, k = 1024 for a while loop (O(sqrt(n)) memory while n stays below 10^6).
 
 `choose_recomputed(plan, total, options)` picks the straight-line values (made once, outside
 any loop) the backward makes again instead of keeping, under `memory=B`: while the values

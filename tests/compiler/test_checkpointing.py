@@ -222,6 +222,27 @@ def test_show_saved_prints_the_status(capsys, tmp_path):
     assert "recomputed: recomputed from the snapshot taken every 4 trips" in out
 
 
+def test_show_saved_under_revolve(capsys, tmp_path):
+    from sourcegrad import cli
+
+    path = tmp_path / "rnn_revolve.py"
+    path.write_text(
+        "import numpy as np\n\n\ndef rnn(W, xs):\n    h = xs[0]\n"
+        "    for t in range(xs.shape[0]):\n        h = np.tanh(W @ h + xs[t])\n"
+        "    return np.sum(h)\n"
+    )
+    args = ["show", f"{path}:rnn", "--args", "W=(3, 3), xs=(16, 3)", "--saved"]
+    cli.main(args + ["--checkpoint-loops", "revolve:3"])
+    out = re.sub(r"\n +#   ", " ", capsys.readouterr().out)
+    assert "restart = revolve_restart(schedule, t)" in out
+    assert (
+        "#   h: shape (3,), float64, 24 bytes, line 6, snapshot: snapshot of the loop's "
+        "state taken by revolve, 3 snapshots at most, checkpoint_loops=('revolve', 3)" in out
+    )
+    assert cli.main(args + ["--checkpoint-loops", "revolve:0"]) != 0
+    assert "('revolve', snapshots) with a positive int" in capsys.readouterr().err
+
+
 # --- sourcegrad.checkpoint(f) in compiled code -----------------------------------------------
 
 
