@@ -55,9 +55,10 @@ reads the notes back (each value's status, bytes and why) and `saved_bytes` adds
 Nothing here runs unless a plan asks for it: without one, `reverse` is unchanged (and so is
 every golden in generated/).
 
-Why one module: segmenting a loop, the snapshot and replay statements and the manifest's
-status of each value are one transformation, read together; `memory_budget` (choosing k)
-stands apart.
+Why one module: segmenting a loop, revolve's schedule-driven form of it (the same
+snapshot, replay and renaming statements), and the manifest that reads their comments back
+are one transformation, read together; `memory_budget` (choosing the scheme) and the
+runtime's schedule (`sourcegrad.runtime.Revolve`, which generated code calls) stand apart.
 """
 
 from __future__ import annotations
