@@ -43,7 +43,7 @@ def grad(
     has_aux: bool = False,
     backend: str = "auto",
     jit: bool = False,
-    checkpoint_loops: Union[int, str, None] = None,
+    checkpoint_loops: Union[int, str, tuple, None] = None,
     memory: Union[int, str, None] = None,
 ) -> Any:
     """The gradient of a scalar-valued numpy function, as generated Python source.
@@ -62,8 +62,9 @@ def grad(
     compiles the numpy code with numba where numba can type it, and runs the numpy code
     after one `JitFallbackWarning` where it cannot (`sourcegrad.compiler.numba_backend`).
 
-    `checkpoint_loops=k` (an int, or "sqrt") and `memory=` (bytes, or "min") trade time for
-    memory: loops keep a snapshot every k trips and recompute the rest in the backward
+    `checkpoint_loops=k` (an int, "sqrt", or "revolve" / ("revolve", s): Griewank's binomial
+    checkpointing with s snapshots) and `memory=` (bytes, or "min") trade time for memory:
+    loops keep a snapshot every k trips (or revolve's) and recompute the rest in the backward
     (`sourcegrad.compiler.checkpointing`, `sourcegrad.compiler.memory_budget`).
     """
     return _made(
@@ -90,7 +91,7 @@ def value_and_grad(
     has_aux: bool = False,
     backend: str = "auto",
     jit: bool = False,
-    checkpoint_loops: Union[int, str, None] = None,
+    checkpoint_loops: Union[int, str, tuple, None] = None,
     memory: Union[int, str, None] = None,
 ) -> Any:
     """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in

@@ -802,3 +802,23 @@ def test_revolve_over_segments_under_a_budget(steps, budget):
     g = sourcegrad.grad(strided, wrt=(0, 1), memory=budget // 6)
     for e, r in zip(sourcegrad.grad(strided, wrt=(0, 1))(w, x), g(w, x)):
         np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.fuzz
+def test_revolve_at_random_sizes():
+    """Trip counts, snapshots and budgets drawn at random: the same gradients each time, and
+    the spring at 2 x 10^4 steps in a 1 kB budget."""
+    rng = np.random.default_rng(11)
+    for _ in range(25):
+        steps, slots = int(rng.integers(0, 80)), int(rng.integers(1, 9))
+        args = _rnn_args(steps)
+        expected = sourcegrad.grad(rnn, wrt=(0, 1, 2))(*args)
+        for plan in (dict(checkpoint_loops=("revolve", slots)), dict(memory=48 * slots)):
+            got = sourcegrad.grad(rnn, wrt=(0, 1, 2), **plan)(*args)
+            for e, r in zip(expected, got):
+                np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+    args = (4.0, 0.5, 1.0, 0.0, 0.01, 199.995)
+    g = sourcegrad.grad(spring, wrt=(0, 1), memory=1000)
+    np.testing.assert_allclose(
+        g(*args), sourcegrad.grad(spring, wrt=(0, 1))(*args), rtol=1e-10, atol=1e-12
+    )
