@@ -6,7 +6,7 @@ NEP-18 (`__array_function__`), so the same helper serves numpy and CuPy arrays.
 Every helper is also a primitive in the rule table, so generated code can be
 differentiated again.
 
-Imports: numpy only (and cupy, lazily, for a CuPy array). This module is the bottom
+Imports: numpy and math only (and cupy, lazily, for a CuPy array). This module is the bottom
 layer: generated code imports it, and it imports nothing of sourcegrad; what needs
 the rule table (`vjp_at_run_time`) lives in `rules`.
 
