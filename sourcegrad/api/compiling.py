@@ -455,7 +455,9 @@ class Compiling:
             keep_residuals=self.pullback,
             backend=self.backend_for(args),
             numbers=facts.numbers(env),
-            batch_rows=self.memory_plan is None,  # (a row per trip: what a plan saves)
+            # (under a plan, a top-level loop's rows would keep a row per trip; a segment's
+            # hold one segment)
+            batch_rows=True if self.memory_plan is None else "nested",
         )
         if self.pullback:
             fwd, bwd, _ = split_vjp(optimized, cotangent)

@@ -339,6 +339,22 @@ def _segment_end(seg, span, stop, step, loc, namer):
     ], Var(end)
 
 
+def _segment_backward(bwd, seg, end, step, namer):
+    """The backward of a segment's trips, last first. With a step of 1 it counts from 0
+    (`for i in reversed(range(segment_end - segment)): t = segment + i`): the optimizer
+    batches the rank-one updates of such a loop into rows of one segment (a matrix product
+    per segment, not an outer product per trip)."""
+    if step != Const(1):
+        return [For(bwd.target, Var(seg), end, step, bwd.body, bwd.loc, reverse=True)]
+    length, index = namer.fresh("segment_length"), namer.fresh("i")
+    reads = any(bwd.target in reads_of(s) for s in walk(bwd.body))
+    at = [Assign(bwd.target, Call("add_op", (Var(seg), Var(index))), bwd.loc)] if reads else []
+    return [
+        Assign(length, Call("sub_op", (end, Var(seg))), bwd.loc, "checkpoint segment"),
+        For(index, Const(0), Var(length), Const(1), at + bwd.body, bwd.loc, reverse=True),
+    ]
+
+
 def _segment_for(fwd, bwd, later, k, namer, plan, whole):
     step = fwd.step
     if not (isinstance(step, Const) and isinstance(step.value, int) and step.value != 0):
@@ -383,7 +399,7 @@ def _segment_for(fwd, bwd, later, k, namer, plan, whole):
                 ),
                 loc,
             ),
-            For(bwd.target, Var(seg), end_b, step, bwd.body, bwd.loc, reverse=True),
+            *_segment_backward(bwd, seg, end_b, step, namer),
         ],
         loc,
         reverse=True,
@@ -430,7 +446,7 @@ def _segment_while(fwd, bwd, before, later, k, namer, plan, whole):
                 _own_names(_noted(replay, f"{RECOMPUTED} {_every(k, plan)}"), whole, state, namer),
                 loc,
             ),
-            For(bwd.target, Var(seg), end, Const(1), bwd.body, bwd.loc),
+            *_segment_backward(bwd, seg, end, Const(1), namer),
         ],
         loc,
         reverse=True,
@@ -562,7 +578,7 @@ def _revolve_for(fwd, bwd, later, slots, k, namer, plan, whole):
         record = end_stmts + [
             For(fwd.target, Var(unit), end, step, _own_names(replay, whole, state, namer), loc)
         ]
-        reverse_trip = [For(bwd.target, Var(unit), end, step, bwd.body, bwd.loc, reverse=True)]
+        reverse_trip = _segment_backward(bwd, unit, end, step, namer)
     body = _revolve_trip(
         unit, span, schedule, state, advance, record, reverse_trip, loc, namer, note
     )
@@ -633,7 +649,7 @@ def _revolve_while(fwd, bwd, before, later, slots, k, namer, plan, whole):
                 loc,
             )
         ]
-        reverse_trip = [For(bwd.target, Var(unit), end, Const(1), bwd.body, bwd.loc)]
+        reverse_trip = _segment_backward(bwd, unit, end, Const(1), namer)
     body = _revolve_trip(
         unit, Const(k), schedule, state, advance, record, reverse_trip, loc, namer, note
     )

@@ -822,3 +822,20 @@ def test_revolve_at_random_sizes():
     np.testing.assert_allclose(
         g(*args), sourcegrad.grad(spring, wrt=(0, 1))(*args), rtol=1e-10, atol=1e-12
     )
+
+
+def test_row_buffers_under_a_plan_hold_one_segment():
+    """Under a plan the rank-one updates of a segment's backward become one product per
+    segment (rows of one segment), and a loop reversed trip by trip (revolve) keeps them per
+    trip: a buffer with a row for every trip would hold what checkpointing saves."""
+    args = _rnn_args(40)
+    expected = sourcegrad.grad(rnn, wrt=(0, 1, 2))(*args)
+    segments = sourcegrad.grad(rnn, wrt=(0, 1, 2), checkpoint_loops=8)
+    trips = sourcegrad.grad(rnn, wrt=(0, 1, 2), checkpoint_loops=("revolve", 4))
+    for g in (segments, trips):
+        for e, r in zip(expected, g(*args)):
+            np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+    assert "h_rows = np.empty((segment_length, len(h0)))" in segments.source
+    assert "dW += d_W_plus_b_rows.T @ h_rows" in segments.source
+    assert "np.outer" not in segments.source
+    assert "_rows" not in trips.source and "np.outer" in trips.source

@@ -62,7 +62,7 @@ def optimize(
     keep_residuals: bool = False,
     backend: str = "numpy",
     numbers: frozenset = frozenset(),
-    batch_rows: bool = True,
+    batch_rows: object = True,
 ) -> Function:
     """The passes, in order (see the package docstring): cleanup, then the array passes.
 
@@ -71,8 +71,9 @@ def optimize(
     accumulated in a loop become one matrix product after it. `backend` sets the size
     from which results are computed into dead buffers (never for dask and numba);
     `numbers` names the values that
-    are floating numbers (Python floats, numpy floating scalars). `batch_rows=False` (under a
-    memory plan) leaves rank-one updates per trip: their row buffers hold a row per trip.
+    are floating numbers (Python floats, numpy floating scalars). `batch_rows="nested"` (under a
+    memory plan) batches the rank-one updates of loops inside another loop only (a segment's
+    rows), leaving a top-level loop's per trip: its row buffers would hold every trip.
     """
     clean = Cleaner(fn.params)
     body = clean(fn.body)
@@ -84,7 +85,11 @@ def optimize(
         body = clean(inline_shape_only_values(body, set(fn.params), shapes, user_names))
     if arrays:
         if batch_rows:  # (an accumulator that became a row buffer is a copy of it now)
-            body = clean(batch_rank_one_updates(body, set(fn.params), shapes, dtypes, user_names))
+            body = clean(
+                batch_rank_one_updates(
+                    body, set(fn.params), shapes, dtypes, user_names, batch_rows != "nested"
+                )
+            )
         body = eliminate_dead_code(assign_first_updates(body, set(fn.params), shapes, dtypes))
     if arrays or numbers:
         shapes, dtypes = dict(shapes or {}), dict(dtypes or {})  # (the pass names new values)

@@ -76,9 +76,13 @@ def over_all_rows(loop, array, defs, shape) -> bool:
     )
 
 
-def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict, user_names=()) -> list:
+def batch_rank_one_updates(
+    body: list, params, shapes: dict, dtypes: dict, user_names=(), top_level=True
+) -> list:
     """`for i in range(n): ... acc += np.outer(u, v)` -> the rows u and v stored in two
-    (n, len) buffers in the loop, and one `acc += U.T @ V` after it.
+    (n, len) buffers in the loop, and one `acc += U.T @ V` after it. `top_level=False`: only
+    loops inside another loop (under a memory plan: their buffers hold one segment's trips,
+    a top-level loop's every trip).
 
     This is the gradient of a weight matrix through time (an RNN's dW): one matrix product
     over all steps instead of one outer product and one full-matrix addition per step,
@@ -355,7 +359,7 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict, user_
                     if s is not update
                 ]
 
-    def run(stmts):
+    def run(stmts, nested=False):
         out = []
         for stmt in stmts:
             if isinstance(stmt, For):
@@ -364,20 +368,20 @@ def batch_rank_one_updates(body: list, params, shapes: dict, dtypes: dict, user_
                     stmt.start,
                     stmt.stop,
                     stmt.step,
-                    run(stmt.body),
+                    run(stmt.body, True),
                     stmt.loc,
                     stmt.stop_flag,
                     stmt.reverse,
                 )
-                before, stmt, after = batch(stmt)
+                before, stmt, after = batch(stmt) if nested or top_level else ([], stmt, [])
                 if after:
                     start_from_product(out, after)
                 out += before + [stmt] + after
                 continue
             if isinstance(stmt, If):
-                stmt = If(stmt.test, run(stmt.body), run(stmt.orelse), stmt.loc)
+                stmt = If(stmt.test, run(stmt.body, nested), run(stmt.orelse, nested), stmt.loc)
             elif isinstance(stmt, While):
-                stmt = While(run(stmt.test_body), stmt.test, run(stmt.body), stmt.loc)
+                stmt = While(run(stmt.test_body, True), stmt.test, run(stmt.body, True), stmt.loc)
             out.append(stmt)
         return out
 
