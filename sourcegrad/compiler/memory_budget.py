@@ -65,7 +65,7 @@ def memory_plan(checkpoint_loops=None, memory=None):
     """The plan for grad's `checkpoint_loops=` and `memory=` (None when neither is given)."""
     if checkpoint_loops is None and memory is None:
         return None
-    if checkpoint_loops == "revolve":
+    if isinstance(checkpoint_loops, str) and checkpoint_loops == "revolve":
         checkpoint_loops = ("revolve", REVOLVE_SLOTS)
     if checkpoint_loops is not None and not (
         (isinstance(checkpoint_loops, str) and checkpoint_loops == "sqrt")
