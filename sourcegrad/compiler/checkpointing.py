@@ -346,8 +346,8 @@ def _segment_backward(bwd, seg, end, step, namer):
     per segment, not an outer product per trip)."""
     if step != Const(1):
         return [For(bwd.target, Var(seg), end, step, bwd.body, bwd.loc, reverse=True)]
-    length, index = namer.fresh("segment_length"), namer.fresh("i")
     reads = any(bwd.target in reads_of(s) for s in walk(bwd.body))
+    length, index = namer.fresh("segment_length"), namer.fresh("i") if reads else bwd.target
     at = [Assign(bwd.target, Call("add_op", (Var(seg), Var(index))), bwd.loc)] if reads else []
     return [
         Assign(length, Call("sub_op", (end, Var(seg))), bwd.loc, "checkpoint segment"),
