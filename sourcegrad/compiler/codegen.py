@@ -73,7 +73,7 @@ from .ir import (
     walk,
     writes_of,
 )
-from .lifetimes import freed_after_last_use, in_place_names, shared_names
+from .lifetimes import freed_after_last_use, in_place_names, shared_names, trip_outliving
 from .. import ops
 from ..ops import MATH_FUNCTIONS, RULES
 
@@ -489,17 +489,20 @@ class _Writer:
         self.dot_noted = False
         # top-level position -> the large arrays deleted after it, read no more (lifetimes)
         self.freed: dict = {}
+        # the same in a top-level loop's trip: id(loop) -> {position in its body: names}
+        self.freed_in_trips: dict = {}
 
     def expr(self, atom_or_call):
         return self.printer.value(atom_or_call)
 
-    def write_block(self, stmts, indent):
+    def write_block(self, stmts, indent, freed=None):
         start = len(self.lines)
         following = self.facts.following(stmts, self.changed_by)
+        freed = self.freed if stmts is self.fn.body else freed or {}
         for i, stmt in enumerate(stmts):
             self.statement(stmt, following.after(i), indent)
-            if stmts is self.fn.body and i in self.freed:
-                self.add(indent, "code", stmt, f"del {', '.join(self.freed[i])}", FREED_NOTE)
+            if i in freed:
+                self.add(indent, "code", stmt, f"del {', '.join(freed[i])}", FREED_NOTE)
         if len(self.lines) == start and not self.dry:
             self.lines.append((indent, "code", None, "", "pass", ""))
 
@@ -680,7 +683,7 @@ class _Writer:
             body = stmt.body + (
                 [_Break(Var(stmt.stop_flag), stmt.loc, when_true=True)] if stmt.stop_flag else []
             )
-            self.write_block(body, indent + 1)
+            self.write_block(body, indent + 1, self.freed_in_trips.get(id(stmt)))
         elif isinstance(stmt, While):
             self.while_(stmt, indent)
         elif isinstance(stmt, _Break):
@@ -1073,6 +1076,25 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
         writer.freed = freed_after_last_use(
             fn, info.large & dry.own_slot, dry.own_slot, dry.reads_at, printed, dry.sharing
         )
+        writer.freed_in_trips = {
+            id(loop): freed_after_last_use(
+                replace(
+                    fn,
+                    body=loop.body,
+                    params=[
+                        *fn.params,
+                        *sorted(trip_outliving(loop, fn.body[:i] + fn.body[i + 1 :])),
+                    ],
+                ),
+                info.large & dry.own_slot,
+                dry.own_slot,
+                dry.reads_at,
+                printed,
+                dry.sharing,
+            )
+            for i, loop in enumerate(fn.body)
+            if type(loop) is For and not loop.stop_flag
+        }
         writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]
         many = len(unwrapped) > 1
