@@ -1050,6 +1050,12 @@ FREED_NOTE = "read no more: the memory goes back now"
 _NO_READS_RECORDED = frozenset((Assign, _Break, For, While))
 
 
+def _trip_loops(fn) -> list:
+    """The top-level loops whose trips reuse buffers and free arrays as straight-line code
+    does (optimize.memory.reuse_dead_buffers, lifetimes.freed_after_last_use)."""
+    return [s for s in fn.body if type(s) is For and not s.stop_flag]
+
+
 def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
     """The source of a module that defines `fn` (see the module docstring)."""
     return generate_module([fn], info, backend)
@@ -1072,6 +1078,8 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
             if n in dry.arrays and n not in dry.protected and n not in info.forward_names
         }
         printed = in_place_names(fn, shared_names(fn, candidates, dry.reads_at), fn.user_names)
+        for loop in _trip_loops(fn):  # (a trip's buffers too: optimize.memory reuses them)
+            printed = in_place_names(replace(fn, body=loop.body), printed, fn.user_names)
         writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices, dry.facts)
         writer.freed = freed_after_last_use(
             fn, info.large & dry.own_slot, dry.own_slot, dry.reads_at, printed, dry.sharing
@@ -1093,7 +1101,7 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
                 dry.sharing,
             )
             for i, loop in enumerate(fn.body)
-            if type(loop) is For and not loop.stop_flag
+            if loop in _trip_loops(fn)
         }
         writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]

@@ -22,6 +22,8 @@ from ..ir import (
     Marker,
     Pop,
     Push,
+    Return,
+    Tup,
     Var,
     child_blocks,
     merge_notes,
@@ -300,9 +302,13 @@ def _in_trips(body, params, shapes, dtypes, min_bytes, user_names):
     for i, stmt in enumerate(out):
         if type(stmt) is For and not stmt.stop_flag:
             kept = trip_outliving(stmt, out[:i] + out[i + 1 :])
+            # what outlives the trip is read at its end, as if returned: a buffer it may
+            # refer to (`h = a.T`, h carried to the next trip) is never taken
+            written = sorted(kept & {n for s in walk(stmt.body) for n in writes_of(s)})
+            end = [Return(Tup(tuple(Var(n) for n in written)))] if written else []
             trip = reuse_dead_buffers(
-                stmt.body, set(params) | kept, shapes, dtypes, False, min_bytes, user_names
-            )
+                stmt.body + end, set(params) | kept, shapes, dtypes, False, min_bytes, user_names
+            )[: len(stmt.body)]
             if trip != stmt.body:
                 out[i] = replace(stmt, body=trip)
     return out
