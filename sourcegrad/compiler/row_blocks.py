@@ -140,6 +140,7 @@ def _simplified(fn, forward, backward, ret, env):
 
 
 def _aval(env, name):
+    """The abstract value of an array (None for a number, a list, an unknown)."""
     aval = env.get(name)
     return (
         aval
@@ -149,6 +150,7 @@ def _aval(env, name):
 
 
 def _bytes(env, name) -> int:
+    """What a value holds, for the signature compiled (8 for a number)."""
     aval = _aval(env, name)
     return int(aval.stand_in.nbytes) if aval is not None else 8
 
@@ -186,10 +188,6 @@ def _classify(n, fn, forward, backward, ret, env):
             return None  # (an index made from the rows)
         return WHOLE
 
-    def leading(name):
-        aval = _aval(env, name)
-        return aval.shape[0] if aval is not None and aval.ndim else None
-
     for name in fn.params:
         aval = _aval(env, name)
         # (a differentiated one's gradient is then row-wise: returned, refused below)
@@ -215,7 +213,7 @@ def _classify(n, fn, forward, backward, ret, env):
         if not isinstance(value, Call):
             kind[s.target] = kinds[0]
             continue
-        made = _row_kind(value, kinds, env, n, s.target, sliced, leading)
+        made = _row_kind(value, kinds, env, n, s.target, sliced)
         if made is None:
             return None
         if made == SUM:
@@ -250,7 +248,7 @@ def _static(value, env):
     return None if known is None else Const(known)
 
 
-def _row_kind(value, kinds, env, n, target, sliced, leading):
+def _row_kind(value, kinds, env, n, target, sliced):
     """The kind of `target = value` made from at least one row value, or None."""
     op, rule = value.op, RULES[value.op]
     out = _aval(env, target)
@@ -328,6 +326,10 @@ def _read_back(backward, kinds) -> set:
 
 
 def _blocked(plan, fn, n, rows, forward, backward, ret, kinds, namer, env):
+    """(forward, backward, ret): what reads no row before the loop (the forward's in the
+    forward), each sum over the rows started at zero, the loop over the blocks (the inputs'
+    rows sliced, the row values' statements in order, each sum's part added), then what
+    reads the sums (a mean's division first)."""
     kind = kinds.kind
     made = {s.target for s in forward}
     read_back = _read_back(backward, kinds)
@@ -349,7 +351,12 @@ def _blocked(plan, fn, n, rows, forward, backward, ret, kinds, namer, env):
         shape[axis] = rows
         return AVal(stand_in(tuple(shape), aval.dtype))
 
-    mapping, loop = {}, [Assign(end, Call("add_op", (Var(row), Const(rows))), fn.loc, "row block")]
+    loc = (
+        fn.loc
+        if fn.loc is None
+        else SourceLocation(fn.loc.file, fn.loc.line, fn.loc.col, f"{fn.loc.text.strip()}  ({why})")
+    )
+    mapping, loop = {}, [Assign(end, Call("add_op", (Var(row), Const(rows))), loc, "row block")]
     for name in inputs:
         mapping[name] = Var(namer.fresh(f"{name}_rows"))
         env[mapping[name].name] = block_aval(name, 0)
@@ -357,7 +364,7 @@ def _blocked(plan, fn, n, rows, forward, backward, ret, kinds, namer, env):
             Assign(
                 mapping[name].name,
                 Call("getitem", (Var(name), Slc(Var(row), Var(end), Const(None)))),
-                fn.loc,
+                loc,
                 "row block",
             )
         )
@@ -405,11 +412,6 @@ def _blocked(plan, fn, n, rows, forward, backward, ret, kinds, namer, env):
         starts.append(Assign(total, zeros, s.loc, "row block"))
         loop.append(dataclasses.replace(s, target=part, value=value))
         loop.append(Assign(total, Call("iadd_op", (Var(total), Var(part))), s.loc, "accumulate"))
-    loc = (
-        fn.loc
-        if fn.loc is None
-        else SourceLocation(fn.loc.file, fn.loc.line, fn.loc.col, f"{fn.loc.text.strip()}  ({why})")
-    )
     block = For(row, Const(0), Const(n), Const(rows), loop, loc)
     return before, starts + [block] + means + after, ret
 
