@@ -64,7 +64,9 @@ def grad(
 
     `checkpoint_loops=k` (an int, or "sqrt") and `memory=` (bytes, or "min") trade time for
     memory: loops keep a snapshot every k trips and recompute the rest in the backward
-    (`sourcegrad.compiler.checkpointing`, `sourcegrad.compiler.memory_budget`).
+    (`sourcegrad.compiler.checkpointing`, `sourcegrad.compiler.memory_budget`); under a
+    budget in bytes, a batch the code is row-wise along goes through in blocks of rows
+    (`sourcegrad.compiler.row_blocks`).
     """
     return _made(
         fn,

@@ -73,11 +73,13 @@ def test_row_blocks_match_central_differences():
 
 
 def test_the_value_of_a_mean_over_the_rows_is_the_whole_batchs():
-    args = _args(batch=64)
-    value, grads = sourcegrad.value_and_grad(mlp, wrt=(0, 2), memory=64 * 64 * 8 // 4)(*args)
+    args = _args(batch=128)
+    g = sourcegrad.value_and_grad(mlp, wrt=(0, 2), memory=128 * 64 * 8 // 4)
+    value, grads = g(*args)
     expected_value, expected = sourcegrad.value_and_grad(mlp, wrt=(0, 2))(*args)
     assert value == pytest.approx(expected_value, rel=1e-13)
     _close(grads, expected)
+    assert "for row in range(0, 128, " in g.source
 
 
 def wide_mean(w, X):
@@ -129,13 +131,17 @@ def test_a_row_value_made_from_a_sum_over_the_rows_is_not_blocked():
 
 
 def test_a_gradient_with_respect_to_the_batch_is_not_blocked():
-    args = _args(batch=64)
+    args = _args(batch=128)
     plain = sourcegrad.grad(mlp, wrt=(0, 3))
     expected = plain(*args)
     g = sourcegrad.grad(mlp, wrt=(0, 3), memory=_made_once(plain) // 2)
     _close(g(*args), expected)
     assert "for row in range" not in g.source
     assert any(e["status"] == "recomputed" for e in g.saved)
+    # (the same without X: in blocks)
+    g = sourcegrad.grad(mlp, wrt=(0,), memory=_made_once(plain) // 2)
+    _close(g(*args), expected[:1])
+    assert "for row in range(0, 128, " in g.source
 
 
 def test_a_batch_without_a_block_that_fits_is_not_blocked():
@@ -149,9 +155,44 @@ def test_a_batch_without_a_block_that_fits_is_not_blocked():
 
 
 def test_without_a_plan_or_with_room_nothing_is_blocked():
-    args = _args(batch=64)
+    args = _args(batch=128)
     plain = sourcegrad.grad(mlp, wrt=(0, 1, 2))
     plain(*args)
     roomy = sourcegrad.grad(mlp, wrt=(0, 1, 2), memory=10 * _made_once(plain))
     _close(roomy(*args), plain(*args))
     assert "for row in range" not in plain.source and "for row in range" not in roomy.source
+
+
+def mlp_with_predictions(W1, b1, W2, X, Y):
+    logits = np.tanh(X @ W1 + b1) @ W2
+    loss = np.mean((logits - Y) ** 2)
+    return loss, (logits, np.sum(logits))
+
+
+def test_an_aux_holding_row_values_is_not_blocked_and_a_sum_is():
+    """aux (logits, a row value) would be a block's: the batch is not blocked then; aux's
+    sum over the rows alone is accumulated like the gradients."""
+    args = _args(batch=128)
+    expected, (logits, total) = sourcegrad.grad(mlp_with_predictions, wrt=0, has_aux=True)(*args)
+    g = sourcegrad.grad(mlp_with_predictions, wrt=0, has_aux=True, memory=128 * 64 * 8 // 4)
+    got, (got_logits, got_total) = g(*args)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got_logits, logits, rtol=1e-14)
+    assert got_total == pytest.approx(total, rel=1e-13)
+    assert "for row in range" not in g.source
+
+
+def mlp_with_total(W1, b1, W2, X, Y):
+    logits = np.tanh(X @ W1 + b1) @ W2
+    return np.mean((logits - Y) ** 2), np.sum(logits)
+
+
+def test_an_aux_summed_over_the_rows_is_accumulated_in_the_blocks():
+    """(128 rows: with 64, b1's length, b1 would be read as rows too, and not broadcast.)"""
+    args = _args(batch=128)
+    expected, total = sourcegrad.grad(mlp_with_total, wrt=(0, 2), has_aux=True)(*args)
+    g = sourcegrad.grad(mlp_with_total, wrt=(0, 2), has_aux=True, memory=128 * 64 * 8 // 4)
+    got, got_total = g(*args)
+    _close(got, expected)
+    assert got_total == pytest.approx(total, rel=1e-13)
+    assert "for row in range(0, 128, " in g.source
