@@ -663,7 +663,7 @@ def _made_again(forward, backward, chain, namer, located, env=None):
     return out
 
 
-def recompute_under_budget(plan, fn, forward, backward, namer, env, ret, blocks=True):
+def recompute_under_budget(plan, fn, forward, backward, namer, env, ret, blocks=None):
     """Under `memory=B`: the straight-line values the backward reads (made once, at the top
     level of the forward) recomputed in the backward instead of kept, the cheapest per byte
     first, until the values kept fit in B (`memory_budget.choose_recomputed`). A value is
@@ -673,13 +673,18 @@ def recompute_under_budget(plan, fn, forward, backward, namer, env, ret, blocks=
     The bytes counted are those of the values the backward reads once simplified as the
     optimizer will (a value read for its shape only is not kept); `ret` is the function's
     return. First, where the program is row-wise along a batch axis, the batch goes through
-    the gradient in blocks of rows instead (`row_blocks`: nothing recomputed), unless
-    `blocks` is False (a VJP: its forward must end before the cotangent is known). Returns
+    the gradient in blocks of rows instead (`row_blocks`: nothing recomputed), where
+    `blocks` names the differentiated inputs (None for a VJP: its forward must end before
+    the cotangent is known). Returns
     (forward, backward, the names recomputed)."""
     if plan.memory is None:
         return forward, backward, []
     # a batch whose rows go through the gradient a block at a time recomputes nothing
-    blocked = in_row_blocks(plan, fn, forward, backward, namer, env, ret) if blocks else None
+    blocked = (
+        None
+        if blocks is None
+        else in_row_blocks(plan, fn, forward, backward, namer, env, ret, blocks)
+    )
     if blocked is not None:
         return blocked[0], blocked[1], []
     if any(

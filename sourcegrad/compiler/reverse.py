@@ -1226,7 +1226,7 @@ def reverse(
             namer,
             env,
             Return(result, ret.loc),
-            blocks=cotangent is None,
+            blocks=wrt_names if cotangent is None else None,
         )
     body = forward + [Marker()] + backward + [Return(result, ret.loc)]
     suffix = "_".join(f"d{n}" for n in wrt_names)

@@ -1,6 +1,6 @@
 """Row blocks: a batch's gradient computed a block of rows at a time, under `memory=B`.
 
-`in_row_blocks(plan, fn, forward, backward, namer, env, ret)` takes the two sweeps
+`in_row_blocks(plan, fn, forward, backward, namer, env, ret, wrt)` takes the two sweeps
 `reverse.reverse` made of straight-line code (top-level assignments, made once) and the
 gradient's return, and gives `(forward, backward)` where the rows of the batch go through
 the forward and the backward one block at a time, or None where that does not apply:
@@ -84,8 +84,9 @@ _PRODUCTS = ("matmul_op", "matmul", "dot")
 _TRANSPOSES = ("T", "transpose")
 
 
-def in_row_blocks(plan, fn, forward, backward, namer, env, ret):
-    """See the module docstring. `ret`: the gradient's `Return`. `env` gets the block values'
+def in_row_blocks(plan, fn, forward, backward, namer, env, ret, wrt=()):
+    """See the module docstring. `ret`: the gradient's `Return`; `wrt`: the differentiated
+    inputs (weights, read whole, whatever their length). `env` gets the block values'
     abstract values (a block's shape)."""
     if not isinstance(plan.memory, int) or isinstance(plan.memory, bool):
         return None
@@ -96,8 +97,8 @@ def in_row_blocks(plan, fn, forward, backward, namer, env, ret):
     if len(set(targets)) != len(targets) or set(targets) & set(fn.params):
         return None
     forward, backward, ret = _simplified(fn, forward, backward, ret, env)
-    for n in _candidates(fn, env):
-        plan_made = _classify(n, fn, forward, backward, ret, env)
+    for n in _candidates(fn, env, wrt):
+        plan_made = _classify(n, fn, forward, backward, ret, env, wrt)
         if plan_made is None:
             continue
         rows = _block_rows(plan, n, forward, backward, plan_made, env)
@@ -155,10 +156,10 @@ def _bytes(env, name) -> int:
     return int(aval.stand_in.nbytes) if aval is not None else 8
 
 
-def _candidates(fn, env):
-    """Lengths of a leading axis of inputs, the most bytes first."""
+def _candidates(fn, env, wrt):
+    """Lengths of a leading axis of inputs not differentiated, the most bytes first."""
     by_length: dict = {}
-    for p in fn.params:
+    for p in (p for p in fn.params if p not in wrt):
         aval = _aval(env, p)
         if aval is not None and aval.ndim >= 1 and aval.shape[0] > 1:
             by_length[aval.shape[0]] = by_length.get(aval.shape[0], 0) + aval.stand_in.nbytes
@@ -173,7 +174,7 @@ class _Kinds:
     static: dict  # name of a shape-only read of a row value -> its constant
 
 
-def _classify(n, fn, forward, backward, ret, env):
+def _classify(n, fn, forward, backward, ret, env, wrt):
     """The kind of each value for a batch axis of length n, or None where the program is not
     row-wise along it (see the module docstring)."""
     kind, sliced, sums, static = {}, [], {}, {}
@@ -190,8 +191,9 @@ def _classify(n, fn, forward, backward, ret, env):
 
     for name in fn.params:
         aval = _aval(env, name)
-        # (a differentiated one's gradient is then row-wise: returned, refused below)
-        if aval is not None and aval.ndim and aval.shape[0] == n:
+        # (a differentiated input of n rows, the batch itself, is read whole: its gradient
+        # is then a row value, returned, which is refused below)
+        if aval is not None and aval.ndim and aval.shape[0] == n and name not in wrt:
             kind[name] = ROW
     for s in forward + backward:
         value = s.value

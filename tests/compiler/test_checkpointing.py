@@ -424,9 +424,11 @@ def test_the_cheapest_value_per_byte_is_recomputed_first():
     of them, b is made again and a kept."""
     rng = np.random.default_rng(4)
     args = (rng.normal(size=(64, 64)) * 0.1, rng.normal(size=(64, 64)))
-    plain = sourcegrad.grad(elementwise_and_product, wrt=0)
-    g = sourcegrad.grad(elementwise_and_product, wrt=0, memory=64 * 64 * 8 * 3 // 2)
-    np.testing.assert_allclose(g(*args), plain(*args), rtol=1e-12, atol=1e-14)
+    # (with respect to X too: not in blocks of rows, `test_row_blocks`)
+    plain = sourcegrad.grad(elementwise_and_product, wrt=(0, 1))
+    g = sourcegrad.grad(elementwise_and_product, wrt=(0, 1), memory=64 * 64 * 8 * 3 // 2)
+    for e, r in zip(plain(*args), g(*args)):
+        np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
     status = {e["name"]: e["status"] for e in g.saved}
     assert status["b"] == "recomputed"
     assert status.get("a", status.get("cos_a")) == "saved"

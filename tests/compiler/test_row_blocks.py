@@ -196,3 +196,14 @@ def test_an_aux_summed_over_the_rows_is_accumulated_in_the_blocks():
     _close(got, expected)
     assert got_total == pytest.approx(total, rel=1e-13)
     assert "for row in range(0, 128, " in g.source
+
+
+def test_a_weight_as_long_as_the_batch_is_read_whole():
+    """64 rows and 64 hidden units: b1 and W2 have the batch's length, but they are
+    differentiated (weights, read whole), so X and Y alone are the rows."""
+    args = _args(batch=64, n_hidden=64)
+    plain = sourcegrad.grad(mlp, wrt=(0, 1, 2))
+    expected = plain(*args)
+    g = sourcegrad.grad(mlp, wrt=(0, 1, 2), memory=_made_once(plain) // 2)
+    _close(g(*args), expected)
+    assert "for row in range(0, 64, " in g.source and "b1_rows" not in g.source
