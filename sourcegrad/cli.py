@@ -450,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--memory",
         default=None,
         metavar="BYTES|min",
-        help="a saved-value budget (grad's memory=): loops are checkpointed",
+        help="a saved-value budget (grad's memory=): loops are checkpointed, a row-wise "
+        "batch goes in blocks of rows, values are recomputed",
     )
     show.add_argument(
         "--checkpoint-loops",

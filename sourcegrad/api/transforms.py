@@ -65,7 +65,9 @@ def grad(
     `checkpoint_loops=k` (an int, "sqrt", or "revolve" / ("revolve", s): Griewank's binomial
     checkpointing with s snapshots) and `memory=` (bytes, or "min") trade time for memory:
     loops keep a snapshot every k trips (or revolve's) and recompute the rest in the backward
-    (`sourcegrad.compiler.checkpointing`, `sourcegrad.compiler.memory_budget`).
+    (`sourcegrad.compiler.checkpointing`, `sourcegrad.compiler.memory_budget`); under a
+    budget in bytes, a batch the code is row-wise along goes through in blocks of rows
+    (`sourcegrad.compiler.row_blocks`).
     """
     return _made(
         fn,

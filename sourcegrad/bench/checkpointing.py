@@ -9,10 +9,12 @@ chose for the loop: sqrt segments, or revolve over segments) and, for the loops,
 snapshots), each row giving: the median time of a call, the
 saved bytes (what the backward keeps from the forward at most at once, from the manifest:
 values made once, plus per-trip values times the trips, or snapshots times the segments plus
-one segment, or revolve's snapshots plus one segment), the tracemalloc peak of a call (every Python float and numpy buffer the call
-holds at once, its result included; numbers only), the peak RSS of the process that ran the
-row (resource.getrusage's ru_maxrss: the interpreter, numpy and the inputs included, so read
-it against the row without a plan), and the time and peaks against the unbudgeted gradient.
+one segment, or revolve's snapshots plus one segment, or one block's values where the batch goes
+through in blocks of rows), the
+tracemalloc peak of a call (every Python float and numpy buffer the call holds at once, its
+result included; numbers only), the peak RSS of the process that ran the row (Linux's
+VmHWM, else resource.getrusage's ru_maxrss: the interpreter, numpy and the inputs included,
+so read it against the row without a plan), and the time and peaks against the unbudgeted gradient.
 Each row runs in a fresh Python process, so one variant's memory never shows in another's.
 The saved bytes count a Python float as 8 bytes (its value); on the stack it costs about 32
 (the float object and the list's pointer), which the peak shows.
@@ -115,13 +117,23 @@ def run_row(quick, index, plan, repeats):
     g = api.grad(fn, wrt=wrt, **plan)
     seconds = _median_time(lambda: g(*args), repeats)
     peak = _peak(lambda: g(*args))
+    return {"seconds": seconds, "peak_bytes": peak, "rss_bytes": _peak_rss()}
+
+
+def _peak_rss() -> int:
+    """This process's peak RSS in bytes: Linux's VmHWM, that of this program only (ru_maxrss
+    keeps the high-water mark from before the exec: a row started from a parent holding two
+    gradients' arrays read the parent's peak), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     # (Linux gives kilobytes, macOS bytes)
     scale = 1 if sys.platform == "darwin" else 1024
-    return {
-        "seconds": seconds,
-        "peak_bytes": peak,
-        "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale,
-    }
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 
 
 def _in_fresh_process(quick, index, plan, repeats):
@@ -229,6 +241,9 @@ def main(argv=None):
     )
     parser.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     parser.add_argument("--budget", type=int, default=BUDGET, help="bytes (default 1 MB)")
+    parser.add_argument(
+        "--only", help="the cases whose label starts with this (spring, rnn, mlp)", default=""
+    )
     # (one row, run in a process of its own by `measure`)
     parser.add_argument("--row", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--row-plan", help=argparse.SUPPRESS)
@@ -239,8 +254,9 @@ def main(argv=None):
         print(json.dumps(run_row(args.quick, args.row, json.loads(args.row_plan), repeats)))
         return 0
     rows = []
-    for index in range(len(cases(args.quick))):
-        rows += measure(index, args.quick, args.budget, repeats)
+    for index, case in enumerate(cases(args.quick)):
+        if case[0].startswith(args.only):
+            rows += measure(index, args.quick, args.budget, repeats)
     print(markdown(rows))
     return 0
 

@@ -69,6 +69,7 @@ import re
 
 from ..errors import SourceLocation
 from .memory_budget import choose_recomputed, loop_scheme
+from .row_blocks import IN_ROW_BLOCKS, SAVED_PER_BLOCK, in_row_blocks
 from ..ops import RULES
 from .optimize.cleanup import (
     RECOMPUTED_NOTE,
@@ -698,6 +699,7 @@ def _note(text, start):
     return note[:-1] if note.endswith(")") else note
 
 
+_PER_BLOCK = re.compile(r"block of (\d+) rows, " + re.escape(SAVED_PER_BLOCK))
 _BUDGET_NAMES = re.compile(re.escape(RECOMPUTED_BY_BUDGET) + r": ([\w, ]+);")
 
 
@@ -788,6 +790,18 @@ def manifest(saved, fn, env) -> list:
                                 "among the cheapest values to make again per byte",
                             )
                         )
+            elif isinstance(s, Assign) and backward and _PER_BLOCK.search(text):
+                if (s.target, "block") not in seen:
+                    seen.add((s.target, "block"))
+                    rows = int(_PER_BLOCK.search(text).group(1))
+                    out.append(
+                        dict(
+                            entry(s.target, s.loc, "saved per row block", ""),
+                            why=f"{SAVED_PER_BLOCK}: under the budget, {IN_ROW_BLOCKS} "
+                            f"{rows} rows goes through the forward and the backward a block "
+                            "at a time (nothing recomputed)",
+                        )
+                    )
             elif isinstance(s, Assign) and backward and RECOMPUTED in text:
                 key = (s.target, "recomputed")
                 if key not in seen:
@@ -832,6 +846,8 @@ def saved_bytes(entries, trips) -> int:
             total += e["bytes"] * min(e["slots"], -(-trips // (e["every"] or 1)))
         elif e["status"] == "snapshot":
             total += e["bytes"] * -(-trips // e["every"])
+        elif e["status"] == "saved per row block":  # (one block's at a time)
+            total += e["bytes"]
         elif e["status"] == "saved per trip of a segment":
             total += e["bytes"] * min(e["every"] or trips, trips)
     return total
@@ -929,7 +945,7 @@ def _made_again(forward, backward, chain, namer, located, env=None):
     return out
 
 
-def recompute_under_budget(plan, fn, forward, backward, namer, env, ret):
+def recompute_under_budget(plan, fn, forward, backward, namer, env, ret, blocks=None):
     """Under `memory=B`: the straight-line values the backward reads (made once, at the top
     level of the forward) recomputed in the backward instead of kept, the cheapest per byte
     first, until the values kept fit in B (`memory_budget.choose_recomputed`). A value is
@@ -938,9 +954,21 @@ def recompute_under_budget(plan, fn, forward, backward, namer, env, ret):
     saves (a copy would read the array as changed), and a draw is never made again.
     The bytes counted are those of the values the backward reads once simplified as the
     optimizer will (a value read for its shape only is not kept); `ret` is the function's
-    return. Returns (forward, backward, the names recomputed)."""
+    return. First, where the program is row-wise along a batch axis, the batch goes through
+    the gradient in blocks of rows instead (`row_blocks`: nothing recomputed), where
+    `blocks` names the differentiated inputs (None for a VJP: its forward must end before
+    the cotangent is known). Returns
+    (forward, backward, the names recomputed)."""
     if plan.memory is None:
         return forward, backward, []
+    # a batch whose rows go through the gradient a block at a time recomputes nothing
+    blocked = (
+        None
+        if blocks is None
+        else in_row_blocks(plan, fn, forward, backward, namer, env, ret, blocks)
+    )
+    if blocked is not None:
+        return blocked[0], blocked[1], []
     if any(
         isinstance(s, ExprStmt) or (isinstance(s, Assign) and s.in_place)
         for s in walk(forward + backward)

@@ -73,7 +73,7 @@ from .ir import (
     walk,
     writes_of,
 )
-from .lifetimes import freed_after_last_use, in_place_names, shared_names
+from .lifetimes import freed_after_last_use, in_place_names, shared_names, trip_outliving
 from .. import ops
 from ..ops import MATH_FUNCTIONS, RULES
 
@@ -489,17 +489,20 @@ class _Writer:
         self.dot_noted = False
         # top-level position -> the large arrays deleted after it, read no more (lifetimes)
         self.freed: dict = {}
+        # the same in a top-level loop's trip: id(loop) -> {position in its body: names}
+        self.freed_in_trips: dict = {}
 
     def expr(self, atom_or_call):
         return self.printer.value(atom_or_call)
 
-    def write_block(self, stmts, indent):
+    def write_block(self, stmts, indent, freed=None):
         start = len(self.lines)
         following = self.facts.following(stmts, self.changed_by)
+        freed = self.freed if stmts is self.fn.body else freed or {}
         for i, stmt in enumerate(stmts):
             self.statement(stmt, following.after(i), indent)
-            if stmts is self.fn.body and i in self.freed:
-                self.add(indent, "code", stmt, f"del {', '.join(self.freed[i])}", FREED_NOTE)
+            if i in freed:
+                self.add(indent, "code", stmt, f"del {', '.join(freed[i])}", FREED_NOTE)
         if len(self.lines) == start and not self.dry:
             self.lines.append((indent, "code", None, "", "pass", ""))
 
@@ -680,7 +683,7 @@ class _Writer:
             body = stmt.body + (
                 [_Break(Var(stmt.stop_flag), stmt.loc, when_true=True)] if stmt.stop_flag else []
             )
-            self.write_block(body, indent + 1)
+            self.write_block(body, indent + 1, self.freed_in_trips.get(id(stmt)))
         elif isinstance(stmt, While):
             self.while_(stmt, indent)
         elif isinstance(stmt, _Break):
@@ -1047,6 +1050,12 @@ FREED_NOTE = "read no more: the memory goes back now"
 _NO_READS_RECORDED = frozenset((Assign, _Break, For, While))
 
 
+def _trip_loops(fn) -> list:
+    """The top-level loops whose trips reuse buffers and free arrays as straight-line code
+    does (optimize.memory.reuse_dead_buffers, lifetimes.freed_after_last_use)."""
+    return [s for s in fn.body if type(s) is For and not s.stop_flag]
+
+
 def generate(fn, info: SourceInfo, backend: Backend = BACKENDS["numpy"]) -> str:
     """The source of a module that defines `fn` (see the module docstring)."""
     return generate_module([fn], info, backend)
@@ -1069,10 +1078,31 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
             if n in dry.arrays and n not in dry.protected and n not in info.forward_names
         }
         printed = in_place_names(fn, shared_names(fn, candidates, dry.reads_at), fn.user_names)
+        for loop in _trip_loops(fn):  # (a trip's buffers too: optimize.memory reuses them)
+            printed = in_place_names(replace(fn, body=loop.body), printed, fn.user_names)
         writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices, dry.facts)
         writer.freed = freed_after_last_use(
             fn, info.large & dry.own_slot, dry.own_slot, dry.reads_at, printed, dry.sharing
         )
+        writer.freed_in_trips = {
+            id(loop): freed_after_last_use(
+                replace(
+                    fn,
+                    body=loop.body,
+                    params=[
+                        *fn.params,
+                        *sorted(trip_outliving(loop, fn.body[:i] + fn.body[i + 1 :])),
+                    ],
+                ),
+                info.large & dry.own_slot,
+                dry.own_slot,
+                dry.reads_at,
+                printed,
+                dry.sharing,
+            )
+            for i, loop in enumerate(fn.body)
+            if loop in _trip_loops(fn)
+        }
         writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]
         many = len(unwrapped) > 1

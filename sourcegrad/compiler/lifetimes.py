@@ -351,4 +351,23 @@ def freed_after_last_use(fn, candidates, local, reads_at, printed, sharing) -> d
     return {i: sorted(names) for i, names in freed.items()}
 
 
-__all__ = ["shared_names", "family", "in_place_names", "freed_after_last_use", "FREE_MIN_BYTES"]
+def trip_outliving(loop, rest) -> set:
+    """The names a trip of `loop` may not treat as its own: its index, what the statements
+    `rest` (those around the loop) read or write, and what a trip reads before it writes it
+    (the previous trip's value)."""
+    out = {loop.target} | {n for s in walk(rest) for n in (*reads_of(s), *writes_of(s))}
+    written: set = set()
+    for s in walk(loop.body):
+        out |= {n for n in reads_of(s) if n not in written}
+        written |= set(writes_of(s))
+    return out
+
+
+__all__ = [
+    "shared_names",
+    "family",
+    "in_place_names",
+    "freed_after_last_use",
+    "trip_outliving",
+    "FREE_MIN_BYTES",
+]

@@ -1219,7 +1219,14 @@ def reverse(
         result = Tup((value, result))
     if memory_plan is not None:  # and, under a budget, values made once, cheapest first
         forward, backward, _ = checkpointing.recompute_under_budget(
-            memory_plan, fn, forward, backward, namer, env, Return(result, ret.loc)
+            memory_plan,
+            fn,
+            forward,
+            backward,
+            namer,
+            env,
+            Return(result, ret.loc),
+            blocks=wrt_names if cotangent is None else None,
         )
     body = forward + [Marker()] + backward + [Return(result, ret.loc)]
     suffix = "_".join(f"d{n}" for n in wrt_names)

@@ -13,12 +13,17 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 import numpy as np
+from dataclasses import replace
+
 from ..ir import (
     Assign,
     Call,
+    For,
     Marker,
     Pop,
     Push,
+    Return,
+    Tup,
     Var,
     child_blocks,
     merge_notes,
@@ -27,7 +32,7 @@ from ..ir import (
     walk,
     writes_of,
 )
-from ..lifetimes import FREE_MIN_BYTES
+from ..lifetimes import FREE_MIN_BYTES, trip_outliving
 from ...ops import RULES
 from .algebra import fresh_result, makes_new_value, ufunc_rule
 from .cleanup import assign_counts, substitute
@@ -205,8 +210,8 @@ def reuse_dead_buffers(
         and fresh_result(s.value)
         and large(s.target)
     }
-    if not owned:
-        return list(body)  # (no buffer to reuse: the last uses need not be found)
+    if not owned:  # (no buffer to reuse: the last uses need not be found)
+        return _in_trips(body, params, shapes, dtypes, min_bytes, user_names)
     last_use = _last_uses(body, shapes)
     made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
     # a pullback's backward runs apart from its forward, maybe more than once: what the
@@ -287,6 +292,25 @@ def reuse_dead_buffers(
                 target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)), stmt.loc, stmt.note
             )
             owned.discard(buffer)  # its memory now holds the result, which can be reused
+    return _in_trips(out, params, shapes, dtypes, min_bytes, user_names)
+
+
+def _in_trips(body, params, shapes, dtypes, min_bytes, user_names):
+    """A loop's trip is straight-line code too: what a trip makes and lets die in it (not
+    carried to the next trip, not read after the loop) reuses buffers the same way."""
+    out = list(body)
+    for i, stmt in enumerate(out):
+        if type(stmt) is For and not stmt.stop_flag:
+            kept = trip_outliving(stmt, out[:i] + out[i + 1 :])
+            # what outlives the trip is read at its end, as if returned: a buffer it may
+            # refer to (`h = a.T`, h carried to the next trip) is never taken
+            written = sorted(kept & {n for s in walk(stmt.body) for n in writes_of(s)})
+            end = [Return(Tup(tuple(Var(n) for n in written)))] if written else []
+            trip = reuse_dead_buffers(
+                stmt.body + end, set(params) | kept, shapes, dtypes, False, min_bytes, user_names
+            )[: len(stmt.body)]
+            if trip != stmt.body:
+                out[i] = replace(stmt, body=trip)
     return out
 
 
