@@ -125,6 +125,87 @@ def fast_entry(
     return entry
 
 
+def float_entry(
+    args,
+    fn,
+    positions,
+    wrap,
+    exact,
+    to_float=False,
+    still_valid=None,
+    single=True,
+    fallback=None,
+    defaults=(),
+    code_of=None,
+):
+    """The entry for `args`' signature that calls `fn`, the gradient compiled for the same
+    arguments with those at `positions` (float64 scalars) given as Python floats
+    (`sourcegrad.api.as_floats`), and returns its gradients wrapped (`wrap`: per gradient,
+    the function making the float its input's type, or None for a float input), floats
+    first where `to_float`. When `fn` raises an arithmetic error (ZeroDivisionError,
+    OverflowError, a math domain ValueError) or a gradient is not finite, the call goes to
+    `exact` (the entry of the code computing on the numpy scalars) with the arguments
+    given; other signatures go to `fallback`. Returns None where the guard cannot be
+    written (as `fast_entry`)::
+
+        def dloss_dx_dy(x, y):
+            if not (x.__class__ is ndarray and x.shape == () and ...):
+                return fallback(x, y)
+            try:
+                g_0, g_1 = gradient(float(x), float(y))
+            except (ArithmeticError, ValueError):
+                return exact(x, y)
+            if 0.0 * g_0 * g_1 == 0.0:      # each finite (inf * 0.0 and nan are nan)
+                return wrap_0(g_0), wrap_1(g_1)
+            return exact(x, y)
+    """
+    code = getattr(fn, "__code__", None) or getattr(fn, "py_func").__code__
+    params = list(code.co_varnames[: code.co_argcount])
+    if len(params) != len(args):
+        return None
+    guard = _Guard(_prefix(set(params)))
+    checks = []
+    for name, value in zip(params, args):
+        check = _check(name, value, guard)
+        if check is None:
+            return None
+        checks.append(check)
+    if code_of is not None:
+        owner, built_from = code_of
+        checks.append(f"{guard.add('owner', owner)}.__code__ is {guard.add('code', built_from)}")
+    if still_valid is not None:
+        checks.append(f"{guard.add('still_valid', still_valid)}()")
+    first_default = len(params) - len(defaults)
+    signature = ", ".join(
+        p if i < first_default else f"{p}={guard.add(f'default_{p}', defaults[i - first_default])}"
+        for i, p in enumerate(params)
+    )
+    arguments = ", ".join(params)
+    as_float = guard.add("float", float)
+    given = ", ".join(f"{as_float}({p})" if i in positions else p for i, p in enumerate(params))
+    grads = [f"{guard.prefix}g_{k}" for k in range(len(wrap))]
+    returned = []
+    for k, (g, w) in enumerate(zip(grads, wrap)):
+        value = f"{as_float}({g})" if to_float else g
+        returned.append(value if w is None else f"{guard.add(f'wrap_{k}', w)}({value})")
+    result = ", ".join(returned) + ("," if not single and len(returned) == 1 else "")
+    exact_call = f"{guard.add('exact', exact)}({arguments})"
+    text = (
+        f"def {code.co_name}({signature}):\n"
+        f"    if not ({' and '.join(checks) or 'True'}):\n"
+        f"        return {guard.add('fallback', fallback)}({arguments})\n"
+        "    try:\n"
+        f"        {', '.join(grads)}{'' if single else ','} = "
+        f"{guard.add('gradient', fn)}({given})\n"
+        "    except (ArithmeticError, ValueError):\n"
+        f"        return {exact_call}\n"
+        f"    if {' * '.join(['0.0', *grads])} == 0.0:\n"
+        f"        return {result}\n"
+        f"    return {exact_call}\n"
+    )
+    return guard.define(ast.parse(text).body[0], {}, "<sourcegrad dispatch>")
+
+
 class _Guard:
     """The constants an entry reads, under names nothing in the generated code uses."""
 

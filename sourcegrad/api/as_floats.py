@@ -1,0 +1,222 @@
+"""Float64 scalars (0-d float64 arrays, `np.float64`) computed as Python floats.
+
+A gradient on 0-d float64 arrays runs the generated code on the numpy scalars they hold
+(`x[()]`), where each ufunc call costs ~0.3-0.7 µs and each operator ~0.1 µs; the same
+code on Python floats calls the math module and float arithmetic, ~30-50 ns each. Both
+compute in IEEE float64, so the numbers agree (the math module and numpy's own loops may
+round a transcendental function differently in the last bit). They differ where a value
+is not finite: numpy returns inf or nan with a RuntimeWarning (or raises under
+`np.errstate(...="raise")`), Python raises ZeroDivisionError, OverflowError or a math
+domain ValueError; and a negative float to a fractional power is a complex number.
+
+`twin(gradient, compiled, args, exact)` takes a gradient, its compiled code for `args`
+(their signature holds a float64 scalar) and the fast entry running that code (`exact`),
+and returns an entry (`dispatch.float_entry`) that runs the gradient compiled for the same
+arguments given as Python floats, the twin, and hands the call to `exact` whenever the
+twin raises an arithmetic error or returns a gradient that is not finite: what numpy
+gives, warnings and errors included, comes from numpy. Returns None (the exact entry
+serves) where the twin could compute something numpy would not:
+
+- an argument that is not a float64 scalar, a Python number, a bool, None or a string (an
+  array of another dtype would meet a Python float as a weak scalar: NEP 50);
+- a function that reads a 0-d argument as an array (`_unwrappable` says which);
+- twin code that reads anything but its parameters, its own locals, the math module and
+  `range`, or that raises a value to a power that is not an integer constant (a complex
+  result), or calls anything else (`computes_on_floats`: a numpy function, a random draw,
+  a global array that sets a dtype);
+- a value_and_grad or has_aux gradient (their value's type follows the code's path), a
+  vjp, a jvp, a gradient of a gradient, another backend than numpy's or numba's.
+
+Takes and returns Python objects; compiles the twin through the gradient (`compile`).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+
+from ..ops import MATH_FUNCTIONS
+from . import caches
+from .dispatch import float_entry
+
+_FLOAT64 = np.dtype(np.float64)
+# what the twin's code may call or read besides its parameters and locals
+_MATH_NAMES = frozenset(MATH_FUNCTIONS.values()) | {"pi", "e", "inf", "tau"}
+_BUILTINS = frozenset({"range"})
+_STACK_METHODS = frozenset({"append", "pop"})  # a loop's saved values
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+
+
+def float64_positions(args):
+    """The positions of the float64 scalars in `args` (0-d float64 arrays, np.float64), or
+    None where another argument is not a Python number, bool, None or string."""
+    positions = []
+    for i, a in enumerate(args):
+        t = type(a)
+        if t is np.float64 or t is np.ndarray and a.ndim == 0 and a.dtype is _FLOAT64:
+            positions.append(i)
+        elif t not in (float, int, bool, str, type(None)):
+            return None
+    return tuple(positions) or None
+
+
+def twin(gradient, compiled, args, exact):
+    """The entry running `args`' gradient on Python floats (see the module docstring), or
+    None."""
+    if (
+        gradient.with_value
+        or gradient.has_aux
+        or gradient.pullback
+        or gradient.forward_mode
+        or gradient.inner is not None
+        or not gradient.reads_zero_d_as_scalars
+        or gradient.backend_for(args) not in ("numpy", "numba")
+    ):
+        return None
+    positions = float64_positions(args)
+    if positions is None:
+        return None
+    zero_d = {i for i in positions if type(args[i]) is np.ndarray}
+    if zero_d and not zero_d <= gradient._unwrappable(gradient.ir(args), args):
+        return None
+    as_floats = tuple(float(a) if i in positions else a for i, a in enumerate(args))
+    last = gradient._last
+    try:
+        floats = gradient.compile(as_floats)
+    except Exception:  # (code the float signature cannot compile keeps the exact path)
+        return None
+    finally:
+        gradient._last = last  # (what `source` shows: the code of the signature called)
+    if not computes_on_floats(floats.source, floats.fn):
+        return None
+    wrapped = {i: np.asarray if type(args[i]) is np.ndarray else np.float64 for i in positions}
+    return float_entry(
+        args,
+        floats.fn,
+        positions,
+        [wrapped.get(i) for i in gradient.wrt],
+        exact,
+        floats.finish is not None,  # (loops or branches: a gradient may be an int constant)
+        _still_bound(compiled, floats),
+        gradient._single,
+        gradient._general,
+        gradient._defaults,
+        (gradient._owner, compiled.code) if compiled.code is not None else None,
+    )
+
+
+def _still_bound(*compiled):
+    dependencies = tuple(d for c in compiled for d in c.dependencies)
+    if not dependencies:
+        return None
+    return lambda: caches.still_bound(dependencies)
+
+
+def computes_on_floats(source, fn) -> bool:
+    """Whether the function `fn` defined in `source` computes, given Python numbers, Python
+    numbers alone, each operation exactly as IEEE float64 arithmetic or raising: only
+    operators, the math module's functions, comparisons, branches, loops over `range` and a
+    list of saved values."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "py_func", None), "__code__", None)
+    if code is None:
+        return False
+    found = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.name == code.co_name
+    ]
+    if len(found) != 1:
+        return False
+    function = found[0]
+    local = {a.arg for a in function.args.args}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            local.add(node.id)
+    return all(_allowed(node, local) for stmt in function.body for node in ast.walk(stmt))
+
+
+def _allowed(node, local) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in local or node.id == "math" or node.id in _BUILTINS
+    if isinstance(node, ast.Attribute):
+        return (
+            isinstance(node.value, ast.Name)
+            and node.value.id == "math"
+            and node.attr in _MATH_NAMES
+            or isinstance(node.value, ast.Name)
+            and node.value.id in local
+            and node.attr in _STACK_METHODS
+        )
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, _OPERATORS) and (
+            not isinstance(node.op, ast.Pow) or _integer_constant(node.right)
+        )
+    if isinstance(node, ast.AugAssign):
+        return isinstance(node.op, _OPERATORS) and not isinstance(node.op, ast.Pow)
+    if isinstance(node, ast.Call):  # (its function: math's, range, a stack's method)
+        return (
+            not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+            and (
+                isinstance(node.func, ast.Attribute)
+                or isinstance(node.func, ast.Name)
+                and node.func.id in _BUILTINS
+            )
+        )
+    return isinstance(node, _NODES)
+
+
+def _integer_constant(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return (
+        isinstance(node, ast.Constant)
+        and type(node.value) in (int, float)
+        and math.isfinite(node.value)
+        and float(node.value).is_integer()
+    )
+
+
+# the other nodes the twin's code may hold (their parts are checked on their own)
+_NODES = (
+    ast.Assign,
+    ast.Return,
+    ast.If,
+    ast.While,
+    ast.For,
+    ast.Expr,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+    ast.Constant,
+    ast.UnaryOp,
+    ast.USub,
+    ast.UAdd,
+    ast.Not,
+    ast.Compare,
+    ast.Lt,
+    ast.LtE,
+    ast.Gt,
+    ast.GtE,
+    ast.Eq,
+    ast.NotEq,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.IfExp,
+    ast.Tuple,
+    ast.List,
+    ast.Load,
+    ast.Store,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.Pow,
+)
