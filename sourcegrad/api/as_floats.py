@@ -104,6 +104,7 @@ def twin(gradient, compiled, args, exact):
         gradient._general,
         gradient._defaults,
         (gradient._owner, compiled.code) if compiled.code is not None else None,
+        floats.source,
     )
 
 
