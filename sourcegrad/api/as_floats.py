@@ -19,7 +19,8 @@ serves) where the twin could compute something numpy would not:
 
 - an argument that is not a float64 scalar, a Python number, a bool, None or a string (an
   array of another dtype would meet a Python float as a weak scalar: NEP 50);
-- a function that reads a 0-d argument as an array (`_unwrappable` says which);
+- a function that asks a value its type, shape or dtype, or reads a 0-d argument as an
+  array (`same_on_floats`);
 - twin code that reads anything but its parameters, its own locals, the math module and
   `range`, or that raises a value to a power that is not an integer constant (a complex
   result), or calls anything else (`computes_on_floats`: a numpy function, a random draw,
@@ -37,16 +38,19 @@ import math
 
 import numpy as np
 
-from ..ops import MATH_FUNCTIONS
-from . import caches
+from ..compiler.ir import Call, walk
+from ..ops import MATH_FUNCTIONS, RULES
+from . import caches, facts
 from .dispatch import float_entry
 
 _FLOAT64 = np.dtype(np.float64)
 # what the twin's code may call or read besides its parameters and locals
 _MATH_NAMES = frozenset(MATH_FUNCTIONS.values()) | {"pi", "e", "inf", "tau"}
-_BUILTINS = frozenset({"range"})
+_BUILTINS = frozenset({"range", "reversed"})
 _STACK_METHODS = frozenset({"append", "pop"})  # a loop's saved values
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+# what a numpy scalar and a Python float answer differently (a shape, ndim or len is alike)
+_TYPE_QUERIES = frozenset({"isinstance_builtin", "dtype"})
 
 
 def float64_positions(args):
@@ -78,8 +82,8 @@ def twin(gradient, compiled, args, exact):
     positions = float64_positions(args)
     if positions is None:
         return None
-    zero_d = {i for i in positions if type(args[i]) is np.ndarray}
-    if zero_d and not zero_d <= gradient._unwrappable(gradient.ir(args), args):
+    primal = gradient.ir(args)
+    if not same_on_floats(primal):
         return None
     as_floats = tuple(float(a) if i in positions else a for i, a in enumerate(args))
     last = gradient._last
@@ -108,6 +112,21 @@ def twin(gradient, compiled, args, exact):
     )
 
 
+def same_on_floats(primal) -> bool:
+    """Whether the function's IR acts alike on a float64 scalar and on a Python float: it
+    asks no value its type, shape or dtype (`isinstance(x, np.floating)` is decided while
+    compiling, per signature), and never indexes, stores into, updates in place or calls a
+    method of a value (`facts.differs_for_scalars`, where a 0-d array and a numpy scalar
+    differ too)."""
+    for stmt in walk(primal.body):
+        value = getattr(stmt, "value", None)
+        if facts.differs_for_scalars(stmt):
+            return False
+        if isinstance(value, Call) and (value.op in _TYPE_QUERIES or RULES[value.op].type_fact):
+            return False
+    return True
+
+
 def _still_bound(*compiled):
     dependencies = tuple(d for c in compiled for d in c.dependencies)
     if not dependencies:
@@ -127,11 +146,7 @@ def computes_on_floats(source, fn) -> bool:
     code = getattr(fn, "__code__", None) or getattr(getattr(fn, "py_func", None), "__code__", None)
     if code is None:
         return False
-    found = [
-        n
-        for n in tree.body
-        if isinstance(n, ast.FunctionDef) and n.name == code.co_name
-    ]
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == code.co_name]
     if len(found) != 1:
         return False
     function = found[0]
