@@ -25,8 +25,10 @@ serves) where the twin could compute something numpy would not:
   `range`, or that raises a value to a power that is not an integer constant (a complex
   result), or calls anything else (`computes_on_floats`: a numpy function, a random draw,
   a global array that sets a dtype);
-- a value_and_grad or has_aux gradient (their value's type follows the code's path), a
-  vjp, a jvp, a gradient of a gradient, another backend than numpy's or numba's.
+- a has_aux gradient, a value_and_grad of code with loops or branches (the exact code's
+  value is a Python float or a numpy float depending on its last operation: it is found
+  once, `_value_type`), a vjp, a jvp, a gradient of a gradient, another backend than
+  numpy's or numba's.
 
 Takes and returns Python objects; compiles the twin through the gradient (`compile`).
 """
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
 
 import numpy as np
 
@@ -70,8 +73,7 @@ def twin(gradient, compiled, args, exact):
     """The entry running `args`' gradient on Python floats (see the module docstring), or
     None."""
     if (
-        gradient.with_value
-        or gradient.has_aux
+        gradient.has_aux
         or gradient.pullback
         or gradient.forward_mode
         or gradient.inner is not None
@@ -95,6 +97,12 @@ def twin(gradient, compiled, args, exact):
         gradient._last = last  # (what `source` shows: the code of the signature called)
     if not computes_on_floats(floats.source, floats.fn):
         return None
+    value_wrap = None
+    if gradient.with_value:
+        value_wrap = _value_type(compiled, args)
+        if value_wrap is None:
+            return None
+        value_wrap = None if value_wrap is float else value_wrap
     wrapped = {i: np.asarray if type(args[i]) is np.ndarray else np.float64 for i in positions}
     return float_entry(
         args,
@@ -109,6 +117,8 @@ def twin(gradient, compiled, args, exact):
         gradient._defaults,
         (gradient._owner, compiled.code) if compiled.code is not None else None,
         floats.source,
+        gradient.with_value,
+        value_wrap,
     )
 
 
@@ -125,6 +135,22 @@ def same_on_floats(primal) -> bool:
         if isinstance(value, Call) and (value.op in _TYPE_QUERIES or RULES[value.op].type_fact):
             return False
     return True
+
+
+def _value_type(compiled, args):
+    """The type of the value the exact code returns for `args` (float or np.float64: the
+    numpy scalars' code returns a Python float where the last operation was the math
+    module's), or None where it is another or may change between calls (loops, branches).
+    Found by running it once more, quietly (its first call has said what it had to)."""
+    if compiled.control_flow:
+        return None
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            value = compiled.fn(*args)[0]
+    except Exception:  # (the exact path raises it again where it is called)
+        return None
+    return type(value) if type(value) in (float, np.float64) else None
 
 
 def _still_bound(*compiled):

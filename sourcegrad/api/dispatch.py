@@ -151,12 +151,15 @@ def float_entry(
     defaults=(),
     code_of=None,
     source=None,
+    with_value=False,
+    value_wrap=None,
 ):
     """The entry for `args`' signature that calls `fn`, the gradient compiled for the same
     arguments with those at `positions` (float64 scalars) given as Python floats
     (`sourcegrad.api.as_floats`), and returns its gradients wrapped (`wrap`: per gradient,
     the function making the float its input's type, or None for a float input), floats
-    first where `to_float`. When `fn` raises an arithmetic error (ZeroDivisionError,
+    first where `to_float`; `with_value`: `fn` returns (value, gradients), and the value is
+    returned wrapped by `value_wrap` (None: as it is). When `fn` raises an arithmetic error (ZeroDivisionError,
     OverflowError, a math domain ValueError) or a gradient is not finite, the call goes to
     `exact` (the entry of the code computing on the numpy scalars) with the arguments
     given; other signatures go to `fallback`. Returns None where the guard cannot be
@@ -206,13 +209,25 @@ def float_entry(
     grads = [f"{guard.prefix}g_{k}" for k in range(len(wrap))]
     returned = []
     for k, (g, w) in enumerate(zip(grads, wrap)):
-        value = f"{as_float}({g})" if to_float else g
-        returned.append(value if w is None else f"{guard.add(f'wrap_{k}', w)}({value})")
+        item = f"{as_float}({g})" if to_float else g
+        returned.append(item if w is None else f"{guard.add(f'wrap_{k}', w)}({item})")
+    # (what the gradient returns is unpacked into `target`; `result` is the entry's return)
+    target = ", ".join(grads) + ("" if single else ",")
     result = ", ".join(returned) + ("," if not single and len(returned) == 1 else "")
+    numbers = grads
+    if with_value:
+        value = f"{guard.prefix}value"
+        wrapped = f"{guard.add('wrap_value', value_wrap)}({value})" if value_wrap else value
+        target = f"{value}, ({target})"
+        result = f"{wrapped}, ({result})"
+        numbers = [value, *grads]
+    finite = f"{' * '.join(['0.0', *numbers])} == 0.0"
     exact_call = f"{guard.add('exact', exact)}({arguments})"
     miss = f"{guard.add('fallback', fallback)}({arguments})"
     if source is not None and hasattr(fn, "__code__"):
-        entry = _inlined_floats(fn, source, signature, checks, positions, grads, result, guard)
+        entry = _inlined_floats(
+            fn, source, signature, checks, positions, target, finite, result, guard
+        )
         if entry is not None:
             return entry
     text = (
@@ -220,18 +235,17 @@ def float_entry(
         f"    if not ({' and '.join(checks) or 'True'}):\n"
         f"        return {miss}\n"
         "    try:\n"
-        f"        {', '.join(grads)}{'' if single else ','} = "
-        f"{guard.add('gradient', fn)}({given})\n"
+        f"        {target} = {guard.add('gradient', fn)}({given})\n"
         "    except (ArithmeticError, ValueError):\n"
         f"        return {exact_call}\n"
-        f"    if {' * '.join(['0.0', *grads])} == 0.0:\n"
+        f"    if {finite}:\n"
         f"        return {result}\n"
         f"    return {exact_call}\n"
     )
     return guard.define(ast.parse(text).body[0], {}, "<sourcegrad dispatch>")
 
 
-def _inlined_floats(fn, source, signature, checks, positions, grads, result, guard):
+def _inlined_floats(fn, source, signature, checks, positions, target, finite, result, guard):
     """`float_entry` with fn's body inlined (see there), or None where its definition is not
     found or holds a nested scope."""
     function = _definition(fn, source)
@@ -258,13 +272,7 @@ def _inlined_floats(fn, source, signature, checks, positions, grads, result, gua
     for node in ast.walk(header):  # the guard sits on the def line: the body keeps its lines
         if hasattr(node, "lineno"):
             node.lineno = node.end_lineno = function.lineno
-    finite = f"{' * '.join(['0.0', *grads])} == 0.0"
-    checked = (
-        f"{', '.join(grads)}{',' if len(grads) > 1 or result.endswith(',') else ''} = _\n"
-        f"if {finite}:\n"
-        f"    return {result}\n"
-        f"raise {not_finite}\n"
-    )
+    checked = f"{target} = _\nif {finite}:\n    return {result}\nraise {not_finite}\n"
     if any(
         isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
         for stmt in function.body

@@ -261,13 +261,30 @@ def test_zero_d_int_arrays():
     assert uses_twin(ints)
 
 
-def test_value_and_grad_keeps_the_exact_path():
-    vg = sourcegrad.value_and_grad(scalar_mix, wrt=(0, 1))
-    for _ in range(2):
-        value, (dx, dy) = vg(*ZERO_D)
-        assert type(dx) is np.ndarray and dx.shape == ()
-        assert float(value) == pytest.approx(scalar_mix(0.7, -1.3), rel=1e-15)
-    assert not uses_twin(vg)
+def doubled_exponential(x, y):
+    return np.exp(x * y) * 2.0  # (the exact code's value: a Python float, from math.exp)
+
+
+@pytest.mark.parametrize("fn", [scalar_mix, doubled_exponential, looped])
+@pytest.mark.parametrize("args", [ZERO_D, FLOAT64, MIXED], ids=["0-d", "np.float64", "mixed"])
+def test_value_and_grad_returns_the_exact_paths_types(fn, args, monkeypatch):
+    vg = sourcegrad.value_and_grad(fn, wrt=(0, 1))
+    result, caught = _called(vg, args)
+    assert caught == []
+    assert uses_twin(vg) == (fn is not looped)  # (a loop's value type may change per call)
+    with monkeypatch.context() as patched:
+        patched.setattr(as_floats, "twin", lambda *a: None)
+        expected, _ = _called(sourcegrad.value_and_grad(fn, wrt=(0, 1)), args)
+    assert _same(result, expected, rtol=1e-14)
+    assert float(result[0]) == pytest.approx(fn(*map(float, args)), rel=1e-14)
+    overflowed, caught = _called(vg, (np.array(800.0), np.array(1.0)) if fn is not looped else args)
+    with monkeypatch.context() as patched:
+        patched.setattr(as_floats, "twin", lambda *a: None)
+        expected = _called(
+            sourcegrad.value_and_grad(fn, wrt=(0, 1)),
+            (np.array(800.0), np.array(1.0)) if fn is not looped else args,
+        )
+    assert _same(overflowed, expected[0]) and caught == expected[1]
 
 
 WEIGHTS32 = np.array([1.5, 0.1], dtype=np.float32)
