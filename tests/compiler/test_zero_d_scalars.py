@@ -389,5 +389,16 @@ def test_numba_backend(monkeypatch):
     assert float(inf[0]) == np.inf and type(inf[0]) is np.ndarray
 
 
+def test_numba_backend_with_a_loop(monkeypatch):
+    """A loop's float code runs compiled by numba (loop-free code runs as Python floats)."""
+    pytest.importorskip("numba")
+    g = sourcegrad.grad(looped, wrt=(0, 1), backend="numba")
+    result, caught = _called(g, ZERO_D)
+    assert uses_twin(g) and caught == []
+    assert any("numba" in type(c.cell_contents).__module__ for c in g._call.__closure__)
+    expected, _ = exact(looped, (0, 1), ZERO_D, monkeypatch)
+    assert _same(result, expected, rtol=1e-14)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
