@@ -105,8 +105,8 @@ def test_gradients_are_the_exact_paths_and_the_finite_differences(fn, args, monk
     assert uses_twin(g)
     assert caught == []
     expected, _ = exact(fn, (0, 1), args, monkeypatch)
-    # (the math module and numpy may round a sine or an exponential differently in the last bit)
-    assert _same(result, expected, rtol=1e-14)
+    # (the math module and numpy may round a sine or an exponential differently in the last bits)
+    assert _same(result, expected, rtol=1e-12)
     for k, (d, given) in enumerate(zip(result, args)):
         assert type(d) is type(given)
         if isinstance(given, np.ndarray):
@@ -275,8 +275,8 @@ def test_value_and_grad_returns_the_exact_paths_types(fn, args, monkeypatch):
     with monkeypatch.context() as patched:
         patched.setattr(as_floats, "twin", lambda *a: None)
         expected, _ = _called(sourcegrad.value_and_grad(fn, wrt=(0, 1)), args)
-    assert _same(result, expected, rtol=1e-14)
-    assert float(result[0]) == pytest.approx(fn(*map(float, args)), rel=1e-14)
+    assert _same(result, expected, rtol=1e-12)
+    assert float(result[0]) == pytest.approx(fn(*map(float, args)), rel=1e-12)
     overflowed, caught = _called(vg, (np.array(800.0), np.array(1.0)) if fn is not looped else args)
     with monkeypatch.context() as patched:
         patched.setattr(as_floats, "twin", lambda *a: None)
@@ -380,7 +380,7 @@ def test_numba_backend(monkeypatch):
     result, caught = _called(g, ZERO_D)
     assert uses_twin(g) and caught == []
     expected, _ = exact(scalar_mix, (0, 1), ZERO_D, monkeypatch)
-    assert _same(result, expected, rtol=1e-14)
+    assert _same(result, expected, rtol=1e-12)
     for k in range(2):
         assert float(result[k]) == pytest.approx(numeric_grad(scalar_mix, ZERO_D, k), rel=1e-7)
     inf, _ = _called(
@@ -397,7 +397,7 @@ def test_numba_backend_with_a_loop(monkeypatch):
     assert uses_twin(g) and caught == []
     assert any("numba" in type(c.cell_contents).__module__ for c in g._call.__closure__)
     expected, _ = exact(looped, (0, 1), ZERO_D, monkeypatch)
-    assert _same(result, expected, rtol=1e-14)
+    assert _same(result, expected, rtol=1e-12)
 
 
 if __name__ == "__main__":
