@@ -13,14 +13,14 @@ domain ValueError; and a negative float to a fractional power is a complex numbe
 (their signature holds a float64 scalar) and the fast entry running that code (`exact`),
 and returns an entry (`dispatch.float_entry`) that runs the gradient compiled for the same
 arguments given as Python floats, the twin, and hands the call to `exact` whenever the
-twin raises an arithmetic error or returns a gradient that is not finite: what numpy
-gives, warnings and errors included, comes from numpy. Returns None (the exact entry
-serves) where the twin could compute something numpy would not:
+twin raises an arithmetic error or returns a value that is not finite: there, the call
+gives what it gave before the twin, numpy's warnings and errors included. Returns None (the
+exact entry serves) where the twin could compute something the exact code would not:
 
 - an argument that is not a float64 scalar, a Python number, a bool, None or a string (an
   array of another dtype would meet a Python float as a weak scalar: NEP 50);
-- a function that asks a value its type, shape or dtype, or reads a 0-d argument as an
-  array (`same_on_floats`);
+- a function that asks a value its type or dtype, or reads a 0-d argument as an array
+  (`same_on_floats`);
 - twin code that reads anything but its parameters, its own locals, the math module and
   `range`, or that raises a value to a power that is not an integer constant (a complex
   result), or calls anything else (`computes_on_floats`: a numpy function, a random draw,
@@ -139,10 +139,10 @@ def _float_code(gradient, as_floats):
 
 def same_on_floats(primal) -> bool:
     """Whether the function's IR acts alike on a float64 scalar and on a Python float: it
-    asks no value its type, shape or dtype (`isinstance(x, np.floating)` is decided while
-    compiling, per signature), and never indexes, stores into, updates in place or calls a
-    method of a value (`facts.differs_for_scalars`, where a 0-d array and a numpy scalar
-    differ too)."""
+    asks no value its type or dtype (`isinstance` is decided while compiling, per
+    signature; a shape, ndim or len is alike), and never indexes, stores into, updates in
+    place or calls a method of a value (`facts.differs_for_scalars`, where a 0-d array and
+    a numpy scalar differ too)."""
     for stmt in walk(primal.body):
         value = getattr(stmt, "value", None)
         if facts.differs_for_scalars(stmt):
@@ -156,7 +156,9 @@ def _value_type(compiled, args):
     """The type of the value the exact code returns for `args` (float or np.float64: the
     numpy scalars' code returns a Python float where the last operation was the math
     module's), or None where it is another or may change between calls (loops, branches).
-    Found by running it once more, quietly (its first call has said what it had to)."""
+    Found by running it once more, quietly (its first call has said what it had to): only
+    after `computes_on_floats` has found the function's float code pure (no random draw, no
+    call of anything but the math module), so nothing the user sees changes."""
     if compiled.control_flow:
         return None
     try:
