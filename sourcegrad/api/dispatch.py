@@ -41,6 +41,11 @@ rewritten in place) the entry calls the generated function: one frame more.
 
 A dtype equal to the signature's but a different object (a byte-swapped spelling)
 fails `is` and takes the general path, which is slower, never wrong.
+
+`float_entry` makes the entry of a signature holding float64 scalars (0-d float64 arrays,
+`np.float64`) that runs the gradient compiled for them as Python floats, handing a call
+whose float code raises or returns a value that is not finite to the signature's own entry
+(`sourcegrad.api.as_floats` says when it is used).
 """
 
 from __future__ import annotations
@@ -544,4 +549,4 @@ def _hashable(value) -> bool:
     return True
 
 
-__all__ = ["fast_entry", "MISS", "same_static"]
+__all__ = ["fast_entry", "float_entry", "MISS", "same_static"]
