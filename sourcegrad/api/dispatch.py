@@ -41,6 +41,11 @@ rewritten in place) the entry calls the generated function: one frame more.
 
 A dtype equal to the signature's but a different object (a byte-swapped spelling)
 fails `is` and takes the general path, which is slower, never wrong.
+
+`float_entry` makes the entry of a signature holding float64 scalars (0-d float64 arrays,
+`np.float64`) that runs the gradient compiled for them as Python floats, handing a call
+whose float code raises or returns a value that is not finite to the signature's own entry
+(`sourcegrad.api.as_floats` says when it is used).
 """
 
 from __future__ import annotations
@@ -77,30 +82,11 @@ def fast_entry(
     params = list(code.co_varnames[: code.co_argcount])
     if len(params) != len(args):
         return None
-    # (a numba dispatcher has no __globals__)
-    taken = (
-        set(getattr(fn, "__globals__", ()))
-        | set(code.co_names)
-        | set(code.co_varnames)
-        | set(params)
-    )
-    guard = _Guard(_prefix(taken))
-    checks = []
-    for name, value in zip(params, args):
-        check = _check(name, value, guard)
-        if check is None:
-            return None
-        checks.append(check)
-    if code_of is not None:
-        owner, built_from = code_of
-        checks.append(f"{guard.add('owner', owner)}.__code__ is {guard.add('code', built_from)}")
-    if still_valid is not None:
-        checks.append(f"{guard.add('still_valid', still_valid)}()")
-    first_default = len(params) - len(defaults)
-    signature = ", ".join(
-        p if i < first_default else f"{p}={guard.add(f'default_{p}', defaults[i - first_default])}"
-        for i, p in enumerate(params)
-    )
+    guard = _Guard(_prefix(_taken(fn, code, params)))
+    built = _guarded(params, args, guard, code_of, still_valid, defaults)
+    if built is None:
+        return None
+    checks, signature = built
     arguments = ", ".join(params)
     miss = (
         guard.add("MISS", MISS)
@@ -123,6 +109,227 @@ def fast_entry(
         )
         entry = guard.define(ast.parse(text).body[0], {}, "<sourcegrad dispatch>")
     return entry
+
+
+def _taken(fn, code, params) -> set:
+    """The names the generated function uses (a numba dispatcher has no __globals__)."""
+    return (
+        set(getattr(fn, "__globals__", ()))
+        | set(code.co_names)
+        | set(code.co_varnames)
+        | set(params)
+    )
+
+
+def _guarded(params, args, guard, code_of, still_valid, defaults):
+    """(the checks that arguments have `args`' signature, the entry's parameter list with
+    the defaults), or None where an argument has no cheap check."""
+    checks = []
+    for name, value in zip(params, args):
+        check = _check(name, value, guard)
+        if check is None:
+            return None
+        checks.append(check)
+    if code_of is not None:
+        owner, built_from = code_of
+        checks.append(f"{guard.add('owner', owner)}.__code__ is {guard.add('code', built_from)}")
+    if still_valid is not None:
+        checks.append(f"{guard.add('still_valid', still_valid)}()")
+    first_default = len(params) - len(defaults)
+    signature = ", ".join(
+        p if i < first_default else f"{p}={guard.add(f'default_{p}', defaults[i - first_default])}"
+        for i, p in enumerate(params)
+    )
+    return checks, signature
+
+
+def float_entry(
+    args,
+    fn,
+    positions,
+    wrap,
+    exact,
+    to_float=False,
+    still_valid=None,
+    single=True,
+    fallback=None,
+    defaults=(),
+    code_of=None,
+    source=None,
+    with_value=False,
+    value_wrap=None,
+):
+    """The entry for `args`' signature that calls `fn`, the gradient compiled for the same
+    arguments with those at `positions` (float64 scalars) given as Python floats
+    (`sourcegrad.api.as_floats`), and returns its gradients wrapped (`wrap`: per gradient,
+    the function making the float its input's type, or None for a float input), floats
+    first where `to_float`; `with_value`: `fn` returns (value, gradients), and the value is
+    returned wrapped by `value_wrap` (None: as it is). When `fn` raises an arithmetic error (ZeroDivisionError,
+    OverflowError, a math domain ValueError) or a gradient is not finite, the call goes to
+    `exact` (the entry of the code computing on the numpy scalars) with the arguments
+    given; other signatures go to `fallback`. Returns None where the guard cannot be
+    written (as `fast_entry`)::
+
+        def dloss_dx_dy(x, y):
+            if not (x.__class__ is ndarray and x.shape == () and ...):
+                return fallback(x, y)
+            try:
+                g_0, g_1 = gradient(float(x), float(y))
+            except (ArithmeticError, ValueError):
+                return exact(x, y)
+            if 0.0 * g_0 * g_1 == 0.0:      # each finite (inf * 0.0 and nan are nan)
+                return wrap_0(g_0), wrap_1(g_1)
+            return exact(x, y)
+
+    With `source`, the text of the module defining `fn`, fn's body is compiled into the
+    entry (as `fast_entry` does, one frame less), each return checking its gradients:
+
+        def dloss_dx_dy(x, y):
+            if not (...):
+                return fallback(x, y)
+            given_x, given_y = x, y
+            try:
+                x, y = float(x), float(y)
+                ...                            # fn's body
+                g_0, g_1 = dx, dy              # where fn returns dx, dy
+                if 0.0 * g_0 * g_1 == 0.0:
+                    return wrap_0(g_0), wrap_1(g_1)
+                raise not_finite
+            except (ArithmeticError, ValueError):
+                pass
+            return exact(given_x, given_y)     # (outside the handler: its own traceback)
+    """
+    code = getattr(fn, "__code__", None) or getattr(fn, "py_func").__code__
+    params = list(code.co_varnames[: code.co_argcount])
+    if len(params) != len(args):
+        return None
+    guard = _Guard(_prefix(_taken(fn, code, params)))
+    built = _guarded(params, args, guard, code_of, still_valid, defaults)
+    if built is None:
+        return None
+    checks, signature = built
+    arguments = ", ".join(params)
+    as_float = guard.add("float", float)
+    given = ", ".join(f"{as_float}({p})" if i in positions else p for i, p in enumerate(params))
+    grads = [f"{guard.prefix}g_{k}" for k in range(len(wrap))]
+    returned = []
+    for k, (g, w) in enumerate(zip(grads, wrap)):
+        item = f"{as_float}({g})" if to_float else g
+        returned.append(item if w is None else f"{guard.add(f'wrap_{k}', w)}({item})")
+    # (what the gradient returns is unpacked into `target`; `result` is the entry's return)
+    target = ", ".join(grads) + ("" if single else ",")
+    result = ", ".join(returned) + ("," if not single and len(returned) == 1 else "")
+    numbers = grads
+    if with_value:
+        value = f"{guard.prefix}value"
+        wrapped = f"{guard.add('wrap_value', value_wrap)}({value})" if value_wrap else value
+        target = f"{value}, ({target})"
+        result = f"{wrapped}, ({result})"
+        numbers = [value, *grads]
+    finite = f"{' * '.join(['0.0', *numbers])} == 0.0"
+    exact_call = f"{guard.add('exact', exact)}({arguments})"
+    miss = f"{guard.add('fallback', fallback)}({arguments})"
+    if source is not None and hasattr(fn, "__code__"):
+        entry = _inlined_floats(
+            fn, source, signature, checks, positions, target, finite, result, guard
+        )
+        if entry is not None:
+            return entry
+    text = (
+        f"def {code.co_name}({signature}):\n"
+        f"    if not ({' and '.join(checks) or 'True'}):\n"
+        f"        return {miss}\n"
+        "    try:\n"
+        f"        {target} = {guard.add('gradient', fn)}({given})\n"
+        "    except (ArithmeticError, ValueError):\n"
+        f"        return {exact_call}\n"
+        f"    if {finite}:\n"
+        f"        return {result}\n"
+        f"    return {exact_call}\n"
+    )
+    return guard.define(ast.parse(text).body[0], {}, "<sourcegrad dispatch>")
+
+
+def _inlined_floats(fn, source, signature, checks, positions, target, finite, result, guard):
+    """`float_entry` with fn's body inlined (see there), or None where its definition is not
+    found or holds a nested scope."""
+    function = _definition(fn, source)
+    if function is None:
+        return None
+    params = [a.arg for a in function.args.args]
+    given = [f"{guard.prefix}given_{p}" for p in params]
+    converted = [p for i, p in enumerate(params) if i in positions]
+    as_float = guard.add("float", float)
+    # (raised as a class: an instance raised again would keep every traceback it was in)
+    not_finite = guard.add("not_finite", FloatingPointError)
+    header = ast.parse(
+        f"def {function.name}({signature}):\n"
+        f"    if not ({' and '.join(checks) or 'True'}):\n"
+        f"        return {guard.prefix}fallback({', '.join(params)})\n"
+        f"    {', '.join(given)}, = {', '.join(params)},\n"
+        "    try:\n"
+        f"        {', '.join(converted)}, = {', '.join(f'{as_float}({p})' for p in converted)},\n"
+        "    except (ArithmeticError, ValueError):\n"
+        "        pass\n"
+        f"    return {guard.prefix}exact({', '.join(given)})\n"
+    ).body[0]
+    assert isinstance(header, ast.FunctionDef)
+    for node in ast.walk(header):  # the guard sits on the def line: the body keeps its lines
+        if hasattr(node, "lineno"):
+            node.lineno = node.end_lineno = function.lineno
+    checked = f"{target} = _\nif {finite}:\n    return {result}\nraise {not_finite}\n"
+    if any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        for stmt in function.body
+        for n in ast.walk(stmt)
+    ):
+        return None  # (a nested scope's returns are not the function's)
+    body = []
+    for stmt in function.body:
+        made = _ChecksReturns(checked).visit(stmt)
+        body.extend(made if isinstance(made, list) else [made])
+    try_ = header.body[2]
+    assert isinstance(try_, ast.Try)
+    try_.body.extend(body)
+    return guard.define(header, fn.__globals__, fn.__code__.co_filename)
+
+
+class _ChecksReturns(ast.NodeTransformer):
+    """`return E` as `g_0, g_1 = E`, then the gradients returned wrapped where finite, else
+    `not_finite` raised (`_inlined_floats`)."""
+
+    def __init__(self, template):
+        self.template = template
+
+    def visit_Return(self, node):
+        statements = ast.parse(self.template).body
+        assign = statements[0]
+        assert isinstance(assign, ast.Assign)
+        assign.value = node.value or ast.Constant(None)
+        for stmt in statements:
+            for part in ast.walk(stmt):
+                if hasattr(part, "lineno"):
+                    part.lineno = part.end_lineno = node.lineno
+        return statements
+
+
+def _definition(fn, source):
+    """The definition of the generated function `fn` in `source` (its module's text), or
+    None where it is not found (or is decorated)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    found = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and node.name == fn.__name__
+        and node.lineno == fn.__code__.co_firstlineno
+    ]
+    if len(found) != 1 or found[0].decorator_list:
+        return None
+    return found[0]
 
 
 class _Guard:
@@ -307,20 +514,9 @@ def _inlined(fn, source, signature, checks, miss, convert, guard):
     """The generated function `fn`, defined in `source`, with the guard as its first
     statement and its returns converted; None where its definition or a return's form
     is not what that needs."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    function = _definition(fn, source)
+    if function is None:
         return None
-    found = [
-        node
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-        and node.name == fn.__name__
-        and node.lineno == fn.__code__.co_firstlineno
-    ]
-    if len(found) != 1 or found[0].decorator_list:
-        return None
-    function = found[0]
     for node in ast.walk(function):
         if (
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
@@ -353,4 +549,4 @@ def _hashable(value) -> bool:
     return True
 
 
-__all__ = ["fast_entry", "MISS", "same_static"]
+__all__ = ["fast_entry", "float_entry", "MISS", "same_static"]

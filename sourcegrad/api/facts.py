@@ -148,15 +148,18 @@ def zero_d_arrays(args) -> set:
 
 def differs_for_scalars(stmt) -> bool:
     """Whether a statement may act differently on a numpy scalar than on a 0-d array (an
-    index, a store, an in-place update, a method, a buffer written with out=)."""
+    index, a store, an in-place update, a method, a buffer written with out=, isinstance)."""
     value = getattr(stmt, "value", None)
     if isinstance(stmt, Assign) and stmt.in_place:
         return True
     if not isinstance(value, Call):
         return False
     kind = RULES[value.op].spelling.kind
-    return kind in ("getitem", "store", "augassign", "augassign_item", "method", "pycall") or any(
-        k == "out" for k, _ in value.kwargs
+    # (isinstance(x, float) is decided per signature: true of a numpy scalar, not of an array)
+    return (
+        kind in ("getitem", "store", "augassign", "augassign_item", "method", "pycall")
+        or value.op == "isinstance_builtin"
+        or any(k == "out" for k, _ in value.kwargs)
     )
 
 

@@ -32,7 +32,7 @@ from ..compiler.codegen import BACKENDS
 from .dispatch import fast_entry
 from ..compiler.optimize import optimize
 from ..compiler.forward import forward_mode
-from . import caches, facts, results
+from . import as_floats, caches, facts, results
 from .arguments import Wrt, normalize_wrt
 from .compiling import Compiling
 
@@ -337,6 +337,8 @@ class Gradient(Compiling, staticmethod):
             )
             or self._general
         )
+        if entry is not self._general:  # float64 scalars computed as Python floats
+            entry = as_floats.twin(self, compiled, args, entry) or entry
         self._entries[key] = (compiled, entry)
         return entry
 
