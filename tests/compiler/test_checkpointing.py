@@ -728,6 +728,23 @@ def test_while_loop_under_revolve(T, slots):
             )
 
 
+def test_a_trip_recorded_and_reversed_at_once_pushes_nothing_it_pops_straight_back():
+    # the spring's recorded trip needs only x and v as they stand: once its statements are
+    # dead, `saved.append(x) ... x = saved.pop()` went too (the Cleaner's push/pop pairs)
+    g = sourcegrad.grad(spring, wrt=(0, 1), checkpoint_loops=("revolve", 4))
+    args = (4.0, 0.5, 1.0, 0.0, 0.01, 0.995)
+    np.testing.assert_allclose(
+        g(*args), sourcegrad.grad(spring, wrt=(0, 1))(*args), rtol=1e-12, atol=1e-15
+    )
+    backward = g.source[g.source.index("revolve_schedule(") :]
+    lines = [line.strip() for line in backward.splitlines() if not line.strip().startswith("#")]
+    for name in ("x", "v", "t"):
+        pushes = [i for i, line in enumerate(lines) if line == f"saved.append({name})"]
+        pops = [i for i, line in enumerate(lines) if line == f"{name} = saved.pop()"]
+        # the snapshot restored, kept, and taken on the way: one pop, two pushes
+        assert (len(pops), len(pushes)) == (1, 2), backward
+
+
 def branchy(W, x, n):
     h = x
     for t in range(n):

@@ -11,6 +11,7 @@ passes (`assign_counts`, `substitute`, `namer`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import defaultdict
 import numpy as np
@@ -339,7 +340,55 @@ def _dce_block(stmts, live, remove=True, warm=None):
 
 def eliminate_dead_code(body: list) -> list:
     kept, _ = _dce_block(body, set())
-    return kept
+    return _cancel_pushed_pops(kept)
+
+
+def _cancel_pushed_pops(stmts: list) -> list:
+    """`stmts` without a value pushed and popped straight back (a trip recorded and then
+    reversed at once, as under revolve, once the trip's own statements are dead): the pop
+    becomes a copy of what was pushed, or nothing when it restores the same name. Returns
+    `stmts` itself when there is none (the Cleaner's fixed point compares statements)."""
+    if not any(type(s) is Pop or type(s) in (If, For, While) for s in stmts):
+        return stmts
+    out, pushed, changed = [], [], False  # pushed: positions in `out` of the pending pushes
+    for stmt in stmts:
+        if type(stmt) in (If, For, While):
+            blocks = child_blocks(stmt)
+            new = [_cancel_pushed_pops(b) for b in blocks]
+            if any(n is not b for n, b in zip(new, blocks)):
+                stmt, changed = _with_blocks(stmt, new), True
+            out.append(stmt)
+            pushed = []
+        elif type(stmt) is Push:
+            if type(stmt.value) is Var:
+                pushed.append(len(out))
+            else:
+                pushed = []
+            out.append(stmt)
+        elif type(stmt) is Pop and pushed and _restores(out[pushed[-1]], stmt):
+            del out[pushed.pop()]
+            changed = True
+        else:
+            # (a statement between that leaves the pushed names alone keeps them pending:
+            # the backward's first adjoints come between a trip's pops)
+            if type(stmt) is Pop or not {out[i].value.name for i in pushed}.isdisjoint(
+                writes_of(stmt)
+            ):
+                pushed = []
+            out.append(stmt)
+    return out if changed else stmts
+
+
+def _restores(push, pop) -> bool:
+    return push.value.name == pop.target
+
+
+def _with_blocks(stmt, blocks):
+    if type(stmt) is If:
+        return If(stmt.test, blocks[0], blocks[1], stmt.loc)
+    if type(stmt) is While:
+        return While(blocks[0], stmt.test, blocks[1], stmt.loc)
+    return dataclasses.replace(stmt, body=blocks[0])
 
 
 def inline_shape_only_values(body: list, params, shapes: dict, user_names=()) -> list:
