@@ -53,7 +53,7 @@ import warnings
 import numpy as np
 
 from .. import cache, errors
-from . import numba_fusion
+from . import numba_fusion, numba_vector_math
 from .codegen import FREED_NOTE, load as load_numpy
 
 OPTIONS = 'error_model="numpy"'
@@ -133,9 +133,8 @@ def _fused(source, function, args):
     params = [a.arg for a in fn.args.args]
     if len(params) != len(args):
         return source
-    return numba_fusion.fuse(
-        source, function, {p: numba_fusion.kind_of(a) for p, a in zip(params, args)}
-    )
+    kinds = {p: numba_fusion.kind_of(a) for p, a in zip(params, args)}
+    return numba_fusion.fuse(source, function, kinds, numba_vector_math.functions())
 
 
 def _types_of(args):

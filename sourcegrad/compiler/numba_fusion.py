@@ -110,8 +110,12 @@ def kind_of(value):
     return None
 
 
-def fuse(source: str, function: str, kinds: dict) -> str:
-    """The module text with the runs of `function` fused (see the module docstring)."""
+def fuse(source: str, function: str, kinds: dict, vector=frozenset()) -> str:
+    """The module text with the runs of `function` fused (see the module docstring);
+    `vector`: the functions `numba_vector_math` computes four elements at a time here
+    (`numba_vector_math.functions()`; none by default)."""
+    if vector:
+        source = _hoisted(source, function, kinds, vector)
     tree = ast.parse(source)
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
     if fn is None:
@@ -121,9 +125,77 @@ def fuse(source: str, function: str, kinds: dict) -> str:
         a.arg for a in fn.args.args
     }
     runs = _runs(fn, kinds)
+    vector_math = _fresh("vector_math", taken) if vector else None
     for run in reversed(runs):  # (from the last: earlier lines keep their numbers)
         after = fn.body[fn.body.index(run[-1]) + 1 :]
-        _rewrite(lines, fn, run, after, kinds, taken)
+        _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math)
+    return "".join(lines)
+
+
+def _vector_call(node, vector):
+    """The libmvec name of a call `np.sin(name)` or `math.sin(name)` that `numba_vector_math`
+    computes here, or None."""
+    if not (
+        isinstance(node, ast.Call)
+        and not node.keywords
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+    ):
+        return None
+    module, name = node.func.value.id, node.func.attr
+    name = (
+        AS_MATH.get(name, name if name in ("exp2", "cbrt") else None)
+        if module == "np"
+        else (name if module == "math" else None)
+    )
+    return name if name in vector else None
+
+
+def _array_names(run, kinds, params):
+    """(the run's leaves: the parameters it reads as arrays, the names it computes arrays in)."""
+    assigned = {s.targets[0].id for s in run}
+    arrays, leaves = set(), []
+    for stmt in run:
+        reads = _elementwise_reads(stmt)
+        for n in reads:
+            if n in params and n not in assigned and kinds.get(n) != "scalar" and n not in leaves:
+                leaves.append(n)
+        if any(n in arrays or n in leaves for n in reads):
+            arrays.add(stmt.targets[0].id)
+    return leaves, arrays
+
+
+def _hoisted(source, function, kinds, vector):
+    """The text with each vectorisable call inside a longer expression of a run, on an
+    array, made a statement of its own just above (`cos_v = np.cos(v)`, then `d_v * cos_v`):
+    a statement that is one such call is computed four elements a call (`_rewrite`)."""
+    tree = ast.parse(source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    params = {a.arg for a in fn.args.args}
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | params
+    lines = source.splitlines(keepends=True)
+    for run in reversed(_runs(fn, kinds)):
+        leaves, arrays = _array_names(run, kinds, params)
+        for stmt in reversed(run):
+            calls = [
+                node
+                for node in ast.walk(stmt.value)
+                if node is not stmt.value
+                and _vector_call(node, vector)
+                and (node.args[0].id in arrays or node.args[0].id in leaves)
+            ]
+            if not calls:
+                continue
+            made = []
+            for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset), reverse=True):
+                name = _fresh(f"{call.func.attr}_{call.args[0].id}", taken)
+                code = lines[call.lineno - 1]
+                start, end = byte_col(code, call.col_offset), byte_col(code, call.end_col_offset)
+                made.append(f"{' ' * stmt.col_offset}{name} = {code[start:end]}\n")
+                lines[call.lineno - 1] = code[:start] + name + code[end:]
+            lines[stmt.lineno - 1 : stmt.lineno - 1] = made[::-1]
     return "".join(lines)
 
 
@@ -244,17 +316,9 @@ def _elementwise(node, names) -> bool:
     return False
 
 
-def _rewrite(lines, fn, run, after, kinds, taken):
+def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
     params = {a.arg for a in fn.args.args}
-    assigned = {s.targets[0].id for s in run}
-    arrays, leaves = set(), []
-    for stmt in run:
-        reads = _elementwise_reads(stmt)
-        for n in reads:
-            if n in params and n not in assigned and kinds.get(n) != "scalar" and n not in leaves:
-                leaves.append(n)
-        if any(n in arrays or n in leaves for n in reads):
-            arrays.add(stmt.targets[0].id)
+    leaves, arrays = _array_names(run, kinds, params)
     read_after = {n.id for s in after for n in ast.walk(s) if isinstance(n, ast.Name)}
     out = [
         n for n in dict.fromkeys(s.targets[0].id for s in run) if n in arrays and n in read_after
@@ -266,7 +330,16 @@ def _rewrite(lines, fn, run, after, kinds, taken):
     shape_of = leaves[0]
     flat = kinds[shape_of][1] > 1  # (indexed through flat views: one index for any ndim)
     views = {n: _fresh(f"{n}_flat", taken) if flat else n for n in leaves + out}
-    groups = _groups([s for s in run if s.targets[0].id not in numbers])
+    # a statement that is one vectorisable call of an array: four elements a call, a loop of
+    # its own (numba_vector_math)
+    vectorised = {
+        stmt: _vector_call(stmt.value, vector)
+        for stmt in run
+        if stmt.targets[0].id not in numbers
+        and _vector_call(stmt.value, vector)
+        and (stmt.value.args[0].id in arrays or stmt.value.args[0].id in leaves)
+    }
+    groups = _groups([s for s in run if s.targets[0].id not in numbers], vectorised)
     group_of: dict = {}
     for k, group in enumerate(groups):
         for stmt in group:
@@ -280,10 +353,14 @@ def _rewrite(lines, fn, run, after, kinds, taken):
         for n in dict.fromkeys(s.targets[0].id for s in run)
         if n in arrays and n not in out and len(group_of[n]) > 1
     ]
+    for stmt in vectorised:  # (read and written whole blocks at a time: never per element)
+        for n in (stmt.targets[0].id, stmt.value.args[0].id):
+            if n not in views and n not in buffered:
+                buffered.append(n)
     first, last = _first_line(lines, run[0], fn), run[-1].end_lineno
     edits = []  # (line, col, end col, text)
     for stmt in run:
-        if stmt.targets[0].id in numbers:
+        if stmt.targets[0].id in numbers or stmt in vectorised:
             continue
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and node.id in views:
@@ -326,6 +403,17 @@ def _rewrite(lines, fn, run, after, kinds, taken):
         if stmt.targets[0].id in numbers:  # (the same in every element: made before the loop)
             header += comments + code
             continue
+        if stmt in vectorised:
+            body += [_indented(line, 4) for line in comments]
+            arguments = []
+            for n in (stmt.value.args[0].id, stmt.targets[0].id):
+                arguments += [views[n], block] if n in views else [n, "0"]
+            what = "".join(code).strip().split("  #")[0]
+            body.append(
+                f"{indent}    {vector_math}.{vectorised[stmt]}({', '.join(arguments)}, {size})"
+                f"  # {what}, four elements a call\n"
+            )
+            continue
         if stmt in starts:
             body += [_indented(line, 4) for line in comments]
             body.append(f"{indent}    for {index} in range({size}):\n")
@@ -344,15 +432,23 @@ def _rewrite(lines, fn, run, after, kinds, taken):
     if not any(line.startswith("import math") for line in lines):
         at = next(k for k, line in enumerate(lines) if line.startswith("import "))
         lines.insert(at, "import math\n")
+    vector_import = f"from sourcegrad.compiler import numba_vector_math as {vector_math}\n"
+    if vectorised and vector_import not in lines:  # (after the imports)
+        at = max(k for k, line in enumerate(lines) if line.startswith("import "))
+        lines.insert(at + 1, vector_import)
 
 
-def _groups(statements):
+def _groups(statements, vectorised=()):
     """The statements as loops over a block: each loop ends after a statement that calls a
     function. (Per element the calls depend on one another, and a libm call is ~100
     instructions: the processor overlaps the calls of successive elements only when a loop's
-    body is short. One loop per element with 30 calls ran 2x slower than numpy's ufuncs.)"""
+    body is short. One loop per element with 30 calls ran 2x slower than numpy's ufuncs.)
+    A statement in `vectorised` is a group of its own."""
     groups = [[]]
     for stmt in statements:
+        if stmt in vectorised:
+            groups += [[stmt], []]
+            continue
         groups[-1].append(stmt)
         if any(isinstance(n, ast.Call) and n.func.attr not in CHEAP for n in ast.walk(stmt)):
             groups.append([])

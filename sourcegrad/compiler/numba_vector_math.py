@@ -1,0 +1,163 @@
+"""glibc's vector math library (libmvec) for numba: sin, exp, tanh, ... four elements a call.
+
+Generated numba code imports this module (`numba_fusion` writes the calls: a fused run's
+statement `v = np.sin(x)` over a block becomes `vector_math.sin(x, block, v, 0, size)`);
+nothing in sourcegrad imports it otherwise, and it imports numba. `functions()` (no numba
+import) says which functions can run here; each name in it is an attribute of this module,
+a numba function `f(src, src_start, dst, dst_start, n)` that sets
+`dst[dst_start + k] = f(src[src_start + k])` for k < n, four elements per libmvec call.
+
+Why: numba compiles `math.sin(x[i])` to a call of libm's `sin`, one element at a time
+(about 10 ns each here; numpy's ufunc loops call the same libm on a processor without
+AVX-512), and LLVM's loop vectoriser, given `llvm.sin.v4f64`, splits it back into four
+libm calls: numba's pip build has no vector library (its SVML needs a patched LLVM). glibc
+ships one: `_ZGVdN4v_sin` computes four sines in AVX2 registers in about 7 ns, and
+likewise tanh (4x), exp, log, ... A fused chain of transcendental functions, bound by
+those calls and not by memory, runs several times faster.
+
+Results: libmvec's functions are accurate to a few units in the last place (glibc's
+documented bounds, 4 ulp at most), as libm's are to one or two; numpy's own results differ
+by as much between processors (its AVX-512 loops are not libm). The gradients match the
+numpy code's to about 1e-15 relative.
+
+When libmvec is not there (another C library, an older glibc than 2.35, a processor
+without AVX2 and FMA, or numba told to compile for another CPU than this one:
+`NUMBA_CPU_NAME`, whose code would pass the four doubles in other registers), `functions()`
+is empty and the fused code calls libm per element as before.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+
+# the functions of one float argument that libmvec has in its AVX2 variant (glibc >= 2.35)
+NAMES = (
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "cbrt",
+    "erf",
+    "erfc",
+)
+LIBRARY = "libmvec.so.1"
+
+
+def _symbol(name):
+    return f"_ZGVdN4v_{name}"  # (the vector ABI's name: AVX2, unmasked, 4 lanes, one vector)
+
+
+@functools.lru_cache(maxsize=1)
+def functions() -> frozenset:
+    """The names of NAMES that run here, vectorised (empty where libmvec cannot be used)."""
+    if not sys.platform.startswith("linux") or os.environ.get("NUMBA_CPU_NAME") not in (
+        None,
+        "",
+        "host",
+    ):
+        return frozenset()
+    if os.environ.get("NUMBA_CPU_FEATURES"):
+        return frozenset()
+    try:
+        library = ctypes.CDLL(LIBRARY)
+        import llvmlite.binding as llvm
+
+        features = llvm.get_host_cpu_features()
+    except (OSError, ImportError, RuntimeError):
+        return frozenset()
+    if not (features.get("avx2") and features.get("fma")):
+        return frozenset()
+    return frozenset(name for name in NAMES if hasattr(library, _symbol(name)))
+
+
+def _load():
+    """libmvec's symbols, visible to the code numba compiles (and loads from its cache)."""
+    import llvmlite.binding as llvm
+
+    llvm.load_library_permanently(LIBRARY)
+
+
+def _four(name):
+    """An intrinsic: dst[j:j+4] = name(src[i:i+4]), src and dst contiguous."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def four(typingctx, src, i, dst, j):
+        def codegen(context, builder, signature, args):
+            vector = ir.VectorType(ir.DoubleType(), 4)
+            pointers = []
+            for array_type, array, index in (
+                (signature.args[0], args[0], args[1]),
+                (signature.args[2], args[2], args[3]),
+            ):
+                data = context.make_array(array_type)(context, builder, array).data
+                pointers.append(builder.bitcast(builder.gep(data, [index]), vector.as_pointer()))
+            symbol = _symbol(name)
+            function = builder.module.globals.get(symbol) or ir.Function(
+                builder.module, ir.FunctionType(vector, [vector]), symbol
+            )
+            builder.store(
+                builder.call(function, [builder.load(pointers[0], align=8)]), pointers[1], align=8
+            )
+            return context.get_dummy_value()
+
+        return types.none(src, i, dst, j), codegen
+
+    return four
+
+
+def _vectorised(name):
+    import numba
+    import numpy as np
+
+    four = _four(name)
+
+    @numba.njit(error_model="numpy")
+    def apply(src, src_start, dst, dst_start, n):
+        k = 0
+        if src.strides[0] == 8 and dst.strides[0] == 8:
+            while k + 4 <= n:
+                four(src, src_start + k, dst, dst_start + k)
+                k += 4
+        if k < n:  # the last few (or a strided array's): through the same code, in fours
+            pad = np.ones(4)
+            while k < n:
+                m = min(4, n - k)
+                for q in range(m):
+                    pad[q] = src[src_start + k + q]
+                four(pad, 0, pad, 0)
+                for q in range(m):
+                    dst[dst_start + k + q] = pad[q]
+                k += m
+
+    apply.__name__ = apply.__qualname__ = name
+    return apply
+
+
+def __getattr__(name):
+    """`sin`, `tanh`, ...: made on first use (each a numba function, compiled when called)."""
+    if name not in NAMES or name not in functions():
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _load()
+    function = globals()[name] = _vectorised(name)
+    return function
