@@ -283,6 +283,21 @@ def test_vector_math_functions_match_numpy_to_rounding():
     assert not dst[1::2].any() and not dst[14:].any()
 
 
+def test_straight_line_code_on_numbers_runs_as_the_numpy_code_and_says_why():
+    def f(x, y):
+        return math.sin(x) * y + math.exp(x * y) / (1.0 + x**2)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a choice, not a fallback: no warning
+        g = sourcegrad.grad(f, backend="numba")
+        got = g(0.7, -1.3)
+    assert "# numba: the numpy code runs: straight-line code on Python numbers" in g.source
+    assert "@numba.njit" not in g.source and "import numba" not in g.source
+    _same(got, sourcegrad.grad(f)(0.7, -1.3))
+    _against_differences(f, (0.7, -1.3), (0, 1), got)
+    # (a loop over numbers is compiled: the spring, below; arrays: the fused chain, above)
+
+
 def test_unsupported_construct_falls_back_with_one_warning_naming_it():
     x = np.random.default_rng(0).normal(size=(2, 3))
     g = sourcegrad.grad(running_sums, backend="numba")
