@@ -21,6 +21,15 @@ value it makes is float64. Arrays of two or more dimensions are read and written
 flat views (`x.ravel()`: a view of a C-ordered array, a copy of another; the outputs are
 made C-ordered), so one index serves any ndim and memory layout.
 
+Where glibc's vector math library can be used (`vector`: `numba_vector_math.functions()`),
+a statement that is one call of such a function (sin, exp, tanh, ...) of an array is computed
+four elements a call over the block (`vector_math.sin(x, block, v, 0, size)`), and such a
+call inside a longer expression is first made a statement of its own (`cos_v = np.cos(v)`,
+into a block buffer): libm's functions, one element a call, are what bounds a fused chain.
+
+`numpy_code_reason` says where numba has nothing to win (straight-line code on Python
+numbers): the numba backend then runs the numpy code, and says so in the source.
+
 Why its own module: numba_backend rewrites what numba needs; this is an optimisation of the
 rewritten text, with its own analysis (which names are arrays, which are read after a run).
 """
