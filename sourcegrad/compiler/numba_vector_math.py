@@ -74,8 +74,8 @@ def functions() -> frozenset:
         "host",
     ):
         return frozenset()
-    if os.environ.get("NUMBA_CPU_FEATURES"):
-        return frozenset()
+    if os.environ.get("NUMBA_CPU_FEATURES") or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":
+        return frozenset()  # (other registers; or Python running the code: no intrinsics)
     try:
         library = ctypes.CDLL(LIBRARY)
         import llvmlite.binding as llvm
@@ -85,7 +85,10 @@ def functions() -> frozenset:
         return frozenset()
     if not (features.get("avx2") and features.get("fma")):
         return frozenset()
-    return frozenset(name for name in NAMES if hasattr(library, _symbol(name)))
+    names = frozenset(name for name in NAMES if hasattr(library, _symbol(name)))
+    if names:  # (before numba compiles code calling them, or loads it from its disk cache)
+        _load()
+    return names
 
 
 def _load():
@@ -158,6 +161,5 @@ def __getattr__(name):
     """`sin`, `tanh`, ...: made on first use (each a numba function, compiled when called)."""
     if name not in NAMES or name not in functions():
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    _load()
     function = globals()[name] = _vectorised(name)
     return function
