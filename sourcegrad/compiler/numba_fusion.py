@@ -25,7 +25,9 @@ Where glibc's vector math library can be used (`vector`: `numba_vector_math.func
 a statement that is one call of such a function (sin, exp, tanh, ...) of an array is computed
 four elements a call over the block (`vector_math.sin(x, block, v, 0, size)`), and such a
 call inside a longer expression is first made a statement of its own (`cos_v = np.cos(v)`,
-into a block buffer): libm's functions, one element a call, are what bounds a fused chain.
+into a block buffer), and a call of an expression gets the expression's values first
+(`v_y = v * y`, then `np.tanh(v_y)`): libm's functions, one element a call, are what
+bounds a fused chain.
 
 `numpy_code_reason` says where numba has nothing to win (straight-line code on Python
 numbers): the numba backend then runs the numpy code, and says so in the source.
@@ -165,14 +167,13 @@ def numpy_code_reason(source: str, function: str, kinds) -> str | None:
     )
 
 
-def _vector_call(node, vector):
-    """The libmvec name of a call `np.sin(name)` or `math.sin(name)` that `numba_vector_math`
-    computes here, or None."""
+def _vector_name(node, vector):
+    """The libmvec name of a call `np.sin(...)` or `math.sin(...)` of one argument that
+    `numba_vector_math` computes here, or None."""
     if not (
         isinstance(node, ast.Call)
         and not node.keywords
         and len(node.args) == 1
-        and isinstance(node.args[0], ast.Name)
         and isinstance(node.func, ast.Attribute)
         and isinstance(node.func.value, ast.Name)
     ):
@@ -184,6 +185,15 @@ def _vector_call(node, vector):
         else (name if module == "math" else None)
     )
     return name if name in vector else None
+
+
+def _vector_call(node, vector):
+    """The libmvec name of such a call of a name (`np.sin(v)`), or None."""
+    return (
+        _vector_name(node, vector)
+        if isinstance(getattr(node, "args", [None])[0], ast.Name)
+        else None
+    )
 
 
 def _array_names(run, kinds, params):
@@ -201,9 +211,35 @@ def _array_names(run, kinds, params):
 
 
 def _hoisted(source, function, kinds, vector):
-    """The text with each vectorisable call inside a longer expression of a run, on an
-    array, made a statement of its own just above (`cos_v = np.cos(v)`, then `d_v * cos_v`):
-    a statement that is one such call is computed four elements a call (`_rewrite`)."""
+    """The text with each vectorisable call of an array in a run made a statement that is
+    that call alone, four elements a call in `_rewrite`: its argument, where it is an
+    expression, first made a statement just above (`v_y = v * y`, then `np.tanh(v_y)`), then
+    a call inside a longer expression (`cos_v = np.cos(v)`, then `d_v * cos_v`)."""
+
+    def argument(node, stmt, arrays):
+        if not _vector_name(node, vector) or isinstance(node.args[0], ast.Name):
+            return None
+        arg = node.args[0]
+        read = [n for n in ast.walk(arg) if isinstance(n, ast.Name) and n.id != "math"]
+        names = [n.id for n in sorted(read, key=lambda n: n.col_offset)]
+        if arg.lineno != arg.end_lineno or not any(n in arrays for n in names):
+            return None
+        return arg, "_".join(list(dict.fromkeys(names))[:3])  # (named after what it reads)
+
+    def call(node, stmt, arrays):
+        if node is stmt.value or not _vector_call(node, vector) or node.args[0].id not in arrays:
+            return None
+        return node, f"{node.func.attr}_{node.args[0].id}"
+
+    for pick in (argument, call):
+        source = _hoist(source, function, kinds, pick)
+    return source
+
+
+def _hoist(source, function, kinds, pick):
+    """The text with the expressions `pick(node, statement, arrays)` names in a run's
+    statements (a (node, base name) pair, or None) each assigned a fresh name just above
+    the statement, and read through it."""
     tree = ast.parse(source)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
     params = {a.arg for a in fn.args.args}
@@ -211,25 +247,32 @@ def _hoisted(source, function, kinds, vector):
     lines = source.splitlines(keepends=True)
     for run in reversed(_runs(fn, kinds)):
         leaves, arrays = _array_names(run, kinds, params)
+        arrays = arrays | set(leaves)
         for stmt in reversed(run):
-            calls = [
-                node
-                for node in ast.walk(stmt.value)
-                if node is not stmt.value
-                and _vector_call(node, vector)
-                and (node.args[0].id in arrays or node.args[0].id in leaves)
+            found = [p for p in map(lambda n: pick(n, stmt, arrays), ast.walk(stmt.value)) if p]
+            outer = [
+                (node, base)
+                for node, base in found
+                if not any(o is not node and _inside(node, o) for o, _ in found)
             ]
-            if not calls:
-                continue
             made = []
-            for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset), reverse=True):
-                name = _fresh(f"{call.func.attr}_{call.args[0].id}", taken)
-                code = lines[call.lineno - 1]
-                start, end = byte_col(code, call.col_offset), byte_col(code, call.end_col_offset)
+            for node, base in sorted(outer, key=lambda p: (p[0].lineno, p[0].col_offset))[::-1]:
+                name = _fresh(base, taken)
+                code = lines[node.lineno - 1]
+                start, end = byte_col(code, node.col_offset), byte_col(code, node.end_col_offset)
                 made.append(f"{' ' * stmt.col_offset}{name} = {code[start:end]}\n")
-                lines[call.lineno - 1] = code[:start] + name + code[end:]
+                lines[node.lineno - 1] = code[:start] + name + code[end:]
             lines[stmt.lineno - 1 : stmt.lineno - 1] = made[::-1]
     return "".join(lines)
+
+
+def _inside(node, other):
+    """Whether node's text lies within other's (both on one line)."""
+    return (
+        node.lineno == other.lineno
+        and other.col_offset <= node.col_offset
+        and node.end_col_offset <= other.end_col_offset
+    )
 
 
 def _runs(fn, kinds):

@@ -198,11 +198,13 @@ def test_fusion_computes_a_vector_librarys_functions_four_elements_a_call():
     # a call inside a longer expression: made a statement of its own, into a block buffer
     assert "vector_math.cos(x, block, cos_x, 0, size)" in fused and "cos_x[i]" in fused
     assert "cos_x = np.empty(512)" in fused
-    # a call of something else than a name (tanh(v * y)) or not in the library: per element
-    assert "math.tanh(v[i] * y)" in fused
+    # a call of an expression: the expression first, into a block buffer named after it
+    assert "v_y[i] = v[i] * y" in fused and "vector_math.tanh(v_y, 0, w, 0, size)" in fused
+    # functions not in the library: per element, as without it
     assert numba_fusion.fuse(source, "dchain3_dx", kinds, frozenset({"exp"})) == (
         numba_fusion.fuse(source, "dchain3_dx", kinds)
     )
+    assert "math.tanh(v[i] * y)" in numba_fusion.fuse(source, "dchain3_dx", kinds, {"sin"})
     assert "vector_math" not in numba_fusion.fuse(source, "dchain3_dx", kinds)
 
 
