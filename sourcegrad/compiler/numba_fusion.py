@@ -23,7 +23,8 @@ made C-ordered), so one index serves any ndim and memory layout.
 
 Where glibc's vector math library can be used (`vector`: `numba_vector_math.functions()`),
 a statement that is one call of such a function (sin, exp, tanh, ...) of an array is computed
-four elements a call over the block (`vector_math.sin(x, block, v, 0, size)`), and such a
+four elements a call over the block (`vector_math.apply(vector_math.SIN, x, block, v, 0,
+size)`), and such a
 call inside a longer expression is first made a statement of its own (`cos_v = np.cos(v)`,
 into a block buffer), and a call of an expression gets the expression's values first
 (`v_y = v * y`, then `np.tanh(v_y)`): libm's functions, one element a call, are what
@@ -486,7 +487,8 @@ def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
                 arguments += [views[n], block] if n in views else [n, "0"]
             what = "".join(code).strip().split("  #")[0]
             body.append(
-                f"{indent}    {vector_math}.{vectorised[stmt]}({', '.join(arguments)}, {size})"
+                f"{indent}    {vector_math}.apply({vector_math}.{vectorised[stmt].upper()}, "
+                f"{', '.join(arguments)}, {size})"
                 f"  # {what}, four elements a call\n"
             )
             continue

@@ -1,18 +1,22 @@
 """glibc's vector math library (libmvec) for numba: sin, exp, tanh, ... four elements a call.
 
 Generated numba code imports this module (`numba_fusion` writes the calls: a fused run's
-statement `v = np.sin(x)` over a block becomes `vector_math.sin(x, block, v, 0, size)`);
-nothing in sourcegrad imports it otherwise, and it imports numba. `functions()` (no numba
-import) says which functions can run here; each name in it is an attribute of this module,
-a numba function `f(src, src_start, dst, dst_start, n)` that sets
-`dst[dst_start + k] = f(src[src_start + k])` for k < n, four elements per libmvec call.
+statement `v = np.sin(x)` over a block becomes
+`vector_math.apply(vector_math.SIN, x, block, v, 0, size)`); sourcegrad itself asks only
+`functions()` (no numba import): the names of NAMES that can run here. `apply(which, src,
+src_start, dst, dst_start, n)`, a numba function, sets `dst[dst_start + k] =
+f(src[src_start + k])` for k < n, four elements per libmvec call, f the function whose
+constant `which` is (`SIN`, `TANH`, ...: its index in NAMES). One function for all:
+numba compiles each function it is given for a third of a second or more, and a chain
+calls a dozen of them.
 
 Why: numba compiles `math.sin(x[i])` to a call of libm's `sin`, one element at a time
 (about 10 ns each here; numpy's ufunc loops call the same libm on a processor without
 AVX-512), and LLVM's loop vectoriser, given `llvm.sin.v4f64`, splits it back into four
-libm calls: numba's pip build has no vector library (its SVML needs a patched LLVM). glibc
-ships one: `_ZGVdN4v_sin` computes four sines in AVX2 registers in about 7 ns, and
-likewise tanh (4x), exp, log, ... A fused chain of transcendental functions, bound by
+libm calls: numba's pip build has no vector library (its SVML needs a patched LLVM, and
+LLVM's `-vector-library=LIBMVEC` option changed nothing here). glibc ships one:
+`_ZGVdN4v_sin` computes four sines in AVX2 registers in about 7 ns, and likewise tanh
+(4x), exp, log, ... A fused chain of transcendental functions, bound by
 those calls and not by memory, runs several times faster.
 
 Results: libmvec's functions are accurate to a few units in the last place (glibc's
@@ -98,49 +102,63 @@ def _load():
     llvm.load_library_permanently(LIBRARY)
 
 
-def _four(name):
-    """An intrinsic: dst[j:j+4] = name(src[i:i+4]), src and dst contiguous."""
+def _four(names):
+    """An intrinsic `four(which, src, i, dst, j)`: dst[j:j+4] = f(src[i:i+4]) for the function
+    f = names[which], src and dst contiguous (one function for all: numba compiles the loop
+    around it once, not once per function, a third of a second each)."""
     from llvmlite import ir
     from numba import types
     from numba.extending import intrinsic
 
     @intrinsic
-    def four(typingctx, src, i, dst, j):
+    def four(typingctx, which, src, i, dst, j):
         def codegen(context, builder, signature, args):
             vector = ir.VectorType(ir.DoubleType(), 4)
             pointers = []
             for array_type, array, index in (
-                (signature.args[0], args[0], args[1]),
-                (signature.args[2], args[2], args[3]),
+                (signature.args[1], args[1], args[2]),
+                (signature.args[3], args[3], args[4]),
             ):
                 data = context.make_array(array_type)(context, builder, array).data
                 pointers.append(builder.bitcast(builder.gep(data, [index]), vector.as_pointer()))
-            symbol = _symbol(name)
-            function = builder.module.globals.get(symbol) or ir.Function(
-                builder.module, ir.FunctionType(vector, [vector]), symbol
-            )
-            builder.store(
-                builder.call(function, [builder.load(pointers[0], align=8)]), pointers[1], align=8
-            )
+            x = builder.load(pointers[0], align=8)
+            done = builder.append_basic_block("four.done")
+            switch = builder.switch(args[0], done)
+            for k, name in enumerate(names):
+                if name is None:  # (not in this glibc's libmvec: never asked for)
+                    continue
+                case = builder.append_basic_block(f"four.{name}")
+                switch.add_case(ir.Constant(args[0].type, k), case)
+                with builder.goto_block(case):
+                    symbol = _symbol(name)
+                    function = builder.module.globals.get(symbol) or ir.Function(
+                        builder.module, ir.FunctionType(vector, [vector]), symbol
+                    )
+                    builder.store(builder.call(function, [x]), pointers[1], align=8)
+                    builder.branch(done)
+            builder.position_at_end(done)
             return context.get_dummy_value()
 
-        return types.none(src, i, dst, j), codegen
+        return types.none(which, src, i, dst, j), codegen
 
     return four
 
 
-def _vectorised(name):
+@functools.lru_cache(maxsize=1)
+def _apply():
+    """apply(which, src, src_start, dst, dst_start, n): dst[dst_start + k] =
+    f(src[src_start + k]) for k < n, f = NAMES[which]."""
     import numba
     import numpy as np
 
-    four = _four(name)
+    four = _four(tuple(n if n in functions() else None for n in NAMES))
 
     @numba.njit(error_model="numpy")
-    def apply(src, src_start, dst, dst_start, n):
+    def apply(which, src, src_start, dst, dst_start, n):
         k = 0
         if src.strides[0] == 8 and dst.strides[0] == 8:
             while k + 4 <= n:
-                four(src, src_start + k, dst, dst_start + k)
+                four(which, src, src_start + k, dst, dst_start + k)
                 k += 4
         if k < n:  # the last few (or a strided array's): through the same code, in fours
             pad = np.ones(4)
@@ -148,18 +166,20 @@ def _vectorised(name):
                 m = min(4, n - k)
                 for q in range(m):
                     pad[q] = src[src_start + k + q]
-                four(pad, 0, pad, 0)
+                four(which, pad, 0, pad, 0)
                 for q in range(m):
                     dst[dst_start + k + q] = pad[q]
                 k += m
 
-    apply.__name__ = apply.__qualname__ = name
     return apply
 
 
 def __getattr__(name):
-    """`sin`, `tanh`, ...: made on first use (each a numba function, compiled when called)."""
-    if name not in NAMES or name not in functions():
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    function = globals()[name] = _vectorised(name)
-    return function
+    """`apply`, and the constants `SIN`, `TANH`, ... that say which function it computes
+    (their indices in NAMES): made on first use (numba compiles `apply` when called)."""
+    if name == "apply" and functions():
+        function = globals()[name] = _apply()
+        return function
+    if name.lower() in NAMES and name.isupper() and name.lower() in functions():
+        return NAMES.index(name.lower())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
