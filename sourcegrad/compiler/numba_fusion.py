@@ -23,8 +23,8 @@ made C-ordered), so one index serves any ndim and memory layout.
 
 Where glibc's vector math library can be used (`vector`: `numba_vector_math.functions()`),
 a statement that is one call of such a function (sin, exp, tanh, ...) of an array is computed
-four elements a call over the block (`vector_math.apply(vector_math.SIN, x, block, v, 0,
-size)`), and such a
+four elements a call over the block (`vector_math.apply(vector_math.SIN, x[block:block +
+size], v[:size])`), and such a
 call inside a longer expression is first made a statement of its own (`cos_v = np.cos(v)`,
 into a block buffer), and a call of an expression gets the expression's values first
 (`v_y = v * y`, then `np.tanh(v_y)`): libm's functions, one element a call, are what
@@ -482,14 +482,14 @@ def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
             continue
         if stmt in vectorised:
             body += [_indented(line, 4) for line in comments]
-            arguments = []
-            for n in (stmt.value.args[0].id, stmt.targets[0].id):
-                arguments += [views[n], block] if n in views else [n, "0"]
+            arguments = [
+                f"{views[n]}[{block}:{block} + {size}]" if n in views else f"{n}[:{size}]"
+                for n in (stmt.value.args[0].id, stmt.targets[0].id)
+            ]
             what = "".join(code).strip().split("  #")[0]
             body.append(
                 f"{indent}    {vector_math}.apply({vector_math}.{vectorised[stmt].upper()}, "
-                f"{', '.join(arguments)}, {size})"
-                f"  # {what}, four elements a call\n"
+                f"{', '.join(arguments)})  # {what}, four elements a call\n"
             )
             continue
         if stmt in starts:

@@ -2,13 +2,13 @@
 
 Generated numba code imports this module (`numba_fusion` writes the calls: a fused run's
 statement `v = np.sin(x)` over a block becomes
-`vector_math.apply(vector_math.SIN, x, block, v, 0, size)`); sourcegrad itself asks only
-`functions()` (no numba import): the names of NAMES that can run here. `apply(which, src,
-src_start, dst, dst_start, n)`, a numba function, sets `dst[dst_start + k] =
-f(src[src_start + k])` for k < n, four elements per libmvec call, f the function whose
-constant `which` is (`SIN`, `TANH`, ...: its index in NAMES). One function for all:
-numba compiles each function it is given for a third of a second or more, and a chain
-calls a dozen of them.
+`vector_math.apply(vector_math.SIN, x[block:block + size], v[:size])`); sourcegrad itself
+asks only `functions()` (no numba import): the names of NAMES that can run here.
+`apply(which, src, dst)`, a numba function, sets `dst[k] = f(src[k])` for every k of both
+(1-d float64 arrays), four elements per libmvec call, f the function whose constant
+`which` is (`SIN`, `TANH`, ...: its index in NAMES). One function for all, taking arrays
+and no offsets: numba compiles a function for a third of a second or more, again for each
+new combination of argument types (a literal 0 is one), and a chain calls a dozen.
 
 Why: numba compiles `math.sin(x[i])` to a call of libm's `sin`, one element at a time
 (about 10 ns each here; numpy's ufunc loops call the same libm on a processor without
@@ -146,29 +146,28 @@ def _four(names):
 
 @functools.lru_cache(maxsize=1)
 def _apply():
-    """apply(which, src, src_start, dst, dst_start, n): dst[dst_start + k] =
-    f(src[src_start + k]) for k < n, f = NAMES[which]."""
+    """apply(which, src, dst): dst[k] = f(src[k]) for the k of both, f = NAMES[which]."""
     import numba
     import numpy as np
 
     four = _four(tuple(n if n in functions() else None for n in NAMES))
 
     @numba.njit(error_model="numpy")
-    def apply(which, src, src_start, dst, dst_start, n):
-        k = 0
+    def apply(which, src, dst):
+        n, k = min(src.size, dst.size), 0
         if src.strides[0] == 8 and dst.strides[0] == 8:
             while k + 4 <= n:
-                four(which, src, src_start + k, dst, dst_start + k)
+                four(which, src, k, dst, k)
                 k += 4
         if k < n:  # the last few (or a strided array's): through the same code, in fours
             pad = np.ones(4)
             while k < n:
                 m = min(4, n - k)
                 for q in range(m):
-                    pad[q] = src[src_start + k + q]
+                    pad[q] = src[k + q]
                 four(which, pad, 0, pad, 0)
                 for q in range(m):
-                    dst[dst_start + k + q] = pad[q]
+                    dst[k + q] = pad[q]
                 k += m
 
     return apply

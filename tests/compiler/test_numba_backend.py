@@ -194,17 +194,17 @@ def test_fusion_computes_a_vector_librarys_functions_four_elements_a_call():
     fused = numba_fusion.fuse(source, "dchain3_dx", kinds, frozenset({"sin", "cos", "tanh"}))
     assert "from sourcegrad.compiler import numba_vector_math as vector_math\n" in fused
     # a statement that is one call of an array: the block's values four at a time
-    assert "vector_math.apply(vector_math.SIN, x, block, v, 0, size)" in fused
+    assert "vector_math.apply(vector_math.SIN, x[block:block + size], v[:size])" in fused
     # a call inside a longer expression: made a statement of its own, into a block buffer
     assert (
-        "vector_math.apply(vector_math.COS, x, block, cos_x, 0, size)" in fused
+        "vector_math.apply(vector_math.COS, x[block:block + size], cos_x[:size])" in fused
         and "cos_x[i]" in fused
     )
     assert "cos_x = np.empty(512)" in fused
     # a call of an expression: the expression first, into a block buffer named after it
     assert (
         "v_y[i] = v[i] * y" in fused
-        and "vector_math.apply(vector_math.TANH, v_y, 0, w, 0, size)" in fused
+        and "vector_math.apply(vector_math.TANH, v_y[:size], w[:size])" in fused
     )
     # functions not in the library: per element, as without it
     assert numba_fusion.fuse(source, "dchain3_dx", kinds, frozenset({"exp"})) == (
@@ -254,7 +254,9 @@ def test_fused_elementwise_run_matches_numpy_and_differences():
     from sourcegrad.compiler import numba_vector_math
 
     if "sin" in numba_vector_math.functions():  # (glibc's libmvec: four sines a call)
-        assert "vector_math.apply(vector_math.SIN, x_flat, block, v, 0, size)" in g.source
+        assert (
+            "vector_math.apply(vector_math.SIN, x_flat[block:block + size], v[:size])" in g.source
+        )
     _same(got, sourcegrad.grad(chain3)(x, 0.7))
     _against_differences(chain3, (x, 0.7), (0,), got)
     # more than a block, a transposed (Fortran-ordered) array, an empty one: numpy's numbers
@@ -279,18 +281,20 @@ def test_vector_math_functions_match_numpy_to_rounding():
         x = np.concatenate([x, special])
         dst = np.full(len(x) + 3, -7.0)
         with np.errstate(all="ignore"):
-            numba_vector_math.apply(
-                getattr(numba_vector_math, name.upper()), x, 0, dst, 2, len(x)
-            )  # 16: four fours
+            # 16 elements: four fours
+            numba_vector_math.apply(getattr(numba_vector_math, name.upper()), x, dst[2:-1])
             want = ufunc(x)
         np.testing.assert_allclose(dst[2:-1], want, rtol=4e-16 * 4, atol=0, err_msg=name)
         assert dst[0] == dst[1] == dst[-1] == -7.0  # nothing written outside
     # a tail of fewer than four, a strided source and destination: the same numbers
     x = np.linspace(0.1, 2.0, 22)
     dst = np.zeros(22)
-    numba_vector_math.apply(numba_vector_math.SIN, x[::2], 1, dst[::2], 0, 7)
+    numba_vector_math.apply(numba_vector_math.SIN, x[2:16:2], dst[:14:2])
     np.testing.assert_allclose(dst[:14:2], np.sin(x[2:16:2]), rtol=1.6e-15)
     assert not dst[1::2].any() and not dst[14:].any()
+    numba_vector_math.apply(numba_vector_math.COS, x[:3], dst)  # (the shorter's elements)
+    np.testing.assert_allclose(dst[:3], np.cos(x[:3]), rtol=1.6e-15)
+    np.testing.assert_allclose(dst[4:14:2], np.sin(x[6:16:2]), rtol=1.6e-15)
 
 
 def test_straight_line_code_on_numbers_runs_as_the_numpy_code_and_says_why():
