@@ -597,7 +597,7 @@ def numba_targets(results):
                     ratio <= NUMBA_0D_OVER_FLOATS,
                 )
             )
-        if nb.get("status") == "ok" and nb.get("jitted") is False:
+        if nb.get("status") == "ok" and nb.get("jitted") is False and not nb.get("numpy_by_choice"):
             rows.append(("compiled by numba", "no: the numpy code ran (JitFallbackWarning)", False))
         out += [
             {"target": t, "workload": case[0], "size": case[1], "measured": m, "met": bool(ok)}

@@ -14,7 +14,7 @@ gives); `sourcegrad.api` runs them per input signature. The modules, lowest firs
 - `optimize/` (cleanup, algebra, loops, memory);
 - `codegen` and `pyprint` (IR -> readable Python), `linebreak` (long lines broken as black
   breaks them), `shape_names` (sizes written from the user's values), and the backends:
-  `dask_backend`, `numba_backend` with `numba_fusion`.
+  `dask_backend`, `numba_backend` with `numba_fusion` and `numba_vector_math`.
 
 Imports run one way: `sourcegrad.runtime`, `sourcegrad.errors` and `sourcegrad.ops` (the
 registry) below; nothing here imports `sourcegrad.api`, `sourcegrad.eager` (but for the

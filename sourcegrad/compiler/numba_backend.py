@@ -48,12 +48,13 @@ import hashlib
 import importlib.util
 import re
 import sys
+import textwrap
 import warnings
 
 import numpy as np
 
 from .. import cache, errors
-from . import numba_fusion
+from . import numba_fusion, numba_vector_math
 from .codegen import FREED_NOTE, load as load_numpy
 
 OPTIONS = 'error_model="numpy"'
@@ -82,6 +83,11 @@ def load(source: str, name: str, free: dict, names, args, label: str):
     cached = not free and cache.directory() is not None
     plain = numba_source(source, cached)
     fused = _fused(plain, names[0], args)
+    reason = numba_fusion.numpy_code_reason(fused, names[0], _kinds(fused, names[0], args))
+    if reason is not None:  # (numba has nothing to win here: said in the source, no warning)
+        return _noted(source, f"numba: the numpy code runs: {reason}"), load_numpy(
+            source, name, free
+        )
     refused = _REFUSED.get(_refusal_key(plain, args))
     if refused is not None:  # (numba takes seconds to refuse: and it was said once)
         return source, load_numpy(source, name, free)
@@ -125,17 +131,33 @@ def _kind(value):
     return type(value).__name__
 
 
-def _fused(source, function, args):
-    """The text with runs of elementwise statements fused (numba_fusion), given what the
-    arguments are."""
+def _kinds(source, function, args):
+    """{parameter: numba_fusion.kind_of(argument)}, or None when they do not pair up."""
     tree = ast.parse(source)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
     params = [a.arg for a in fn.args.args]
     if len(params) != len(args):
+        return None
+    return {p: numba_fusion.kind_of(a) for p, a in zip(params, args)}
+
+
+def _fused(source, function, args):
+    """The text with runs of elementwise statements fused (numba_fusion), given what the
+    arguments are."""
+    kinds = _kinds(source, function, args)
+    if kinds is None:
         return source
-    return numba_fusion.fuse(
-        source, function, {p: numba_fusion.kind_of(a) for p, a in zip(params, args)}
-    )
+    return numba_fusion.fuse(source, function, kinds, numba_vector_math.functions())
+
+
+def _noted(source, note):
+    """The numpy text with a comment line saying why it runs, after its header comment."""
+    lines = source.splitlines(keepends=True)
+    header = 0
+    while header < len(lines) and lines[header].startswith("#"):
+        header += 1
+    wrapped = textwrap.wrap(note, 88, initial_indent="# ", subsequent_indent="#   ")
+    return "".join(lines[:header] + [line + "\n" for line in wrapped] + lines[header:])
 
 
 def _types_of(args):

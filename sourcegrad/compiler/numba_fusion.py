@@ -21,6 +21,18 @@ value it makes is float64. Arrays of two or more dimensions are read and written
 flat views (`x.ravel()`: a view of a C-ordered array, a copy of another; the outputs are
 made C-ordered), so one index serves any ndim and memory layout.
 
+Where glibc's vector math library can be used (`vector`: `numba_vector_math.functions()`),
+a statement that is one call of such a function (sin, exp, tanh, ...) of an array is computed
+four elements a call over the block (`vector_math.apply(vector_math.SIN, x[block:block +
+size], v[:size])`), and such a
+call inside a longer expression is first made a statement of its own (`cos_v = np.cos(v)`,
+into a block buffer), and a call of an expression gets the expression's values first
+(`v_y = v * y`, then `np.tanh(v_y)`): libm's functions, one element a call, are what
+bounds a fused chain.
+
+`numpy_code_reason` says where numba has nothing to win (straight-line code on Python
+numbers): the numba backend then runs the numpy code, and says so in the source.
+
 Why its own module: numba_backend rewrites what numba needs; this is an optimisation of the
 rewritten text, with its own analysis (which names are arrays, which are read after a run).
 """
@@ -110,8 +122,12 @@ def kind_of(value):
     return None
 
 
-def fuse(source: str, function: str, kinds: dict) -> str:
-    """The module text with the runs of `function` fused (see the module docstring)."""
+def fuse(source: str, function: str, kinds: dict, vector=frozenset()) -> str:
+    """The module text with the runs of `function` fused (see the module docstring);
+    `vector`: the functions `numba_vector_math` computes four elements at a time here
+    (`numba_vector_math.functions()`; none by default)."""
+    if vector:
+        source = _hoisted(source, function, kinds, vector)
     tree = ast.parse(source)
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
     if fn is None:
@@ -121,10 +137,143 @@ def fuse(source: str, function: str, kinds: dict) -> str:
         a.arg for a in fn.args.args
     }
     runs = _runs(fn, kinds)
+    vector_math = _fresh("vector_math", taken) if vector else None
     for run in reversed(runs):  # (from the last: earlier lines keep their numbers)
         after = fn.body[fn.body.index(run[-1]) + 1 :]
-        _rewrite(lines, fn, run, after, kinds, taken)
+        _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math)
     return "".join(lines)
+
+
+def numpy_code_reason(source: str, function: str, kinds) -> str | None:
+    """Why the numpy code runs, not numba's, for `function` of the (fused) numba text, or
+    None: where the function has no loop and only Python numbers for arguments (straight-
+    line code on numbers), numba's call of the compiled code
+    (~1 µs here: unboxing, the tuple of results) costs more than the numpy code's whole run
+    (the scalar benchmark: 1.0 µs against 0.5 µs), and nothing is left to compile away."""
+    fn = next(
+        (
+            n
+            for n in ast.parse(source).body
+            if isinstance(n, ast.FunctionDef) and n.name == function
+        ),
+        None,
+    )
+    if fn is None or any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):
+        return None
+    if kinds is None or any(k != "scalar" for k in kinds.values()):
+        return None
+    return (
+        "straight-line code on Python numbers (no loop, no array): numba's call costs more "
+        "than the numpy code's whole run"
+    )
+
+
+def _vector_name(node, vector):
+    """The libmvec name of a call `np.sin(...)` or `math.sin(...)` of one argument that
+    `numba_vector_math` computes here, or None."""
+    if not (
+        isinstance(node, ast.Call)
+        and not node.keywords
+        and len(node.args) == 1
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+    ):
+        return None
+    module, name = node.func.value.id, node.func.attr
+    name = (
+        AS_MATH.get(name, name if name in ("exp2", "cbrt") else None)
+        if module == "np"
+        else (name if module == "math" else None)
+    )
+    return name if name in vector else None
+
+
+def _vector_call(node, vector):
+    """The libmvec name of such a call of a name (`np.sin(v)`), or None."""
+    return (
+        _vector_name(node, vector)
+        if isinstance(getattr(node, "args", [None])[0], ast.Name)
+        else None
+    )
+
+
+def _array_names(run, kinds, params):
+    """(the run's leaves: the parameters it reads as arrays, the names it computes arrays in)."""
+    assigned = {s.targets[0].id for s in run}
+    arrays, leaves = set(), []
+    for stmt in run:
+        reads = _elementwise_reads(stmt)
+        for n in reads:
+            if n in params and n not in assigned and kinds.get(n) != "scalar" and n not in leaves:
+                leaves.append(n)
+        if any(n in arrays or n in leaves for n in reads):
+            arrays.add(stmt.targets[0].id)
+    return leaves, arrays
+
+
+def _hoisted(source, function, kinds, vector):
+    """The text with each vectorisable call of an array in a run made a statement that is
+    that call alone, four elements a call in `_rewrite`: its argument, where it is an
+    expression, first made a statement just above (`v_y = v * y`, then `np.tanh(v_y)`), then
+    a call inside a longer expression (`cos_v = np.cos(v)`, then `d_v * cos_v`)."""
+
+    def argument(node, stmt, arrays):
+        if not _vector_name(node, vector) or isinstance(node.args[0], ast.Name):
+            return None
+        arg = node.args[0]
+        read = [n for n in ast.walk(arg) if isinstance(n, ast.Name) and n.id != "math"]
+        names = [n.id for n in sorted(read, key=lambda n: n.col_offset)]
+        if arg.lineno != arg.end_lineno or not any(n in arrays for n in names):
+            return None
+        return arg, "_".join(list(dict.fromkeys(names))[:3])  # (named after what it reads)
+
+    def call(node, stmt, arrays):
+        if node is stmt.value or not _vector_call(node, vector) or node.args[0].id not in arrays:
+            return None
+        return node, f"{node.func.attr}_{node.args[0].id}"
+
+    for pick in (argument, call):
+        source = _hoist(source, function, kinds, pick)
+    return source
+
+
+def _hoist(source, function, kinds, pick):
+    """The text with the expressions `pick(node, statement, arrays)` names in a run's
+    statements (a (node, base name) pair, or None) each assigned a fresh name just above
+    the statement, and read through it."""
+    tree = ast.parse(source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    params = {a.arg for a in fn.args.args}
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | params
+    lines = source.splitlines(keepends=True)
+    for run in reversed(_runs(fn, kinds)):
+        leaves, arrays = _array_names(run, kinds, params)
+        arrays = arrays | set(leaves)
+        for stmt in reversed(run):
+            found = [p for p in map(lambda n: pick(n, stmt, arrays), ast.walk(stmt.value)) if p]
+            outer = [
+                (node, base)
+                for node, base in found
+                if not any(o is not node and _inside(node, o) for o, _ in found)
+            ]
+            made = []
+            for node, base in sorted(outer, key=lambda p: (p[0].lineno, p[0].col_offset))[::-1]:
+                name = _fresh(base, taken)
+                code = lines[node.lineno - 1]
+                start, end = byte_col(code, node.col_offset), byte_col(code, node.end_col_offset)
+                made.append(f"{' ' * stmt.col_offset}{name} = {code[start:end]}\n")
+                lines[node.lineno - 1] = code[:start] + name + code[end:]
+            lines[stmt.lineno - 1 : stmt.lineno - 1] = made[::-1]
+    return "".join(lines)
+
+
+def _inside(node, other):
+    """Whether node's text lies within other's (both on one line)."""
+    return (
+        node.lineno == other.lineno
+        and other.col_offset <= node.col_offset
+        and node.end_col_offset <= other.end_col_offset
+    )
 
 
 def _runs(fn, kinds):
@@ -244,17 +393,9 @@ def _elementwise(node, names) -> bool:
     return False
 
 
-def _rewrite(lines, fn, run, after, kinds, taken):
+def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
     params = {a.arg for a in fn.args.args}
-    assigned = {s.targets[0].id for s in run}
-    arrays, leaves = set(), []
-    for stmt in run:
-        reads = _elementwise_reads(stmt)
-        for n in reads:
-            if n in params and n not in assigned and kinds.get(n) != "scalar" and n not in leaves:
-                leaves.append(n)
-        if any(n in arrays or n in leaves for n in reads):
-            arrays.add(stmt.targets[0].id)
+    leaves, arrays = _array_names(run, kinds, params)
     read_after = {n.id for s in after for n in ast.walk(s) if isinstance(n, ast.Name)}
     out = [
         n for n in dict.fromkeys(s.targets[0].id for s in run) if n in arrays and n in read_after
@@ -266,7 +407,16 @@ def _rewrite(lines, fn, run, after, kinds, taken):
     shape_of = leaves[0]
     flat = kinds[shape_of][1] > 1  # (indexed through flat views: one index for any ndim)
     views = {n: _fresh(f"{n}_flat", taken) if flat else n for n in leaves + out}
-    groups = _groups([s for s in run if s.targets[0].id not in numbers])
+    # a statement that is one vectorisable call of an array: four elements a call, a loop of
+    # its own (numba_vector_math)
+    vectorised = {
+        stmt: _vector_call(stmt.value, vector)
+        for stmt in run
+        if stmt.targets[0].id not in numbers
+        and _vector_call(stmt.value, vector)
+        and (stmt.value.args[0].id in arrays or stmt.value.args[0].id in leaves)
+    }
+    groups = _groups([s for s in run if s.targets[0].id not in numbers], vectorised)
     group_of: dict = {}
     for k, group in enumerate(groups):
         for stmt in group:
@@ -280,10 +430,14 @@ def _rewrite(lines, fn, run, after, kinds, taken):
         for n in dict.fromkeys(s.targets[0].id for s in run)
         if n in arrays and n not in out and len(group_of[n]) > 1
     ]
+    for stmt in vectorised:  # (read and written whole blocks at a time: never per element)
+        for n in (stmt.targets[0].id, stmt.value.args[0].id):
+            if n not in views and n not in buffered:
+                buffered.append(n)
     first, last = _first_line(lines, run[0], fn), run[-1].end_lineno
     edits = []  # (line, col, end col, text)
     for stmt in run:
-        if stmt.targets[0].id in numbers:
+        if stmt.targets[0].id in numbers or stmt in vectorised:
             continue
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and node.id in views:
@@ -326,6 +480,18 @@ def _rewrite(lines, fn, run, after, kinds, taken):
         if stmt.targets[0].id in numbers:  # (the same in every element: made before the loop)
             header += comments + code
             continue
+        if stmt in vectorised:
+            body += [_indented(line, 4) for line in comments]
+            arguments = [
+                f"{views[n]}[{block}:{block} + {size}]" if n in views else f"{n}[:{size}]"
+                for n in (stmt.value.args[0].id, stmt.targets[0].id)
+            ]
+            what = "".join(code).strip().split("  #")[0]
+            body.append(
+                f"{indent}    {vector_math}.apply({vector_math}.{vectorised[stmt].upper()}, "
+                f"{', '.join(arguments)})  # {what}, four elements a call\n"
+            )
+            continue
         if stmt in starts:
             body += [_indented(line, 4) for line in comments]
             body.append(f"{indent}    for {index} in range({size}):\n")
@@ -344,15 +510,23 @@ def _rewrite(lines, fn, run, after, kinds, taken):
     if not any(line.startswith("import math") for line in lines):
         at = next(k for k, line in enumerate(lines) if line.startswith("import "))
         lines.insert(at, "import math\n")
+    vector_import = f"from sourcegrad.compiler import numba_vector_math as {vector_math}\n"
+    if vectorised and vector_import not in lines:  # (after the imports)
+        at = max(k for k, line in enumerate(lines) if line.startswith("import "))
+        lines.insert(at + 1, vector_import)
 
 
-def _groups(statements):
+def _groups(statements, vectorised=()):
     """The statements as loops over a block: each loop ends after a statement that calls a
     function. (Per element the calls depend on one another, and a libm call is ~100
     instructions: the processor overlaps the calls of successive elements only when a loop's
-    body is short. One loop per element with 30 calls ran 2x slower than numpy's ufuncs.)"""
+    body is short. One loop per element with 30 calls ran 2x slower than numpy's ufuncs.)
+    A statement in `vectorised` is a group of its own."""
     groups = [[]]
     for stmt in statements:
+        if stmt in vectorised:
+            groups += [[stmt], []]
+            continue
         groups[-1].append(stmt)
         if any(isinstance(n, ast.Call) and n.func.attr not in CHEAP for n in ast.walk(stmt)):
             groups.append([])
@@ -386,4 +560,4 @@ def _first_line(lines, stmt, fn):
     return n
 
 
-__all__ = ["BLOCK", "byte_col", "fuse", "kind_of"]
+__all__ = ["BLOCK", "byte_col", "fuse", "kind_of", "numpy_code_reason"]

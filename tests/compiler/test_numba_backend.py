@@ -187,6 +187,33 @@ def test_fusion_makes_one_pass_in_blocks_writing_only_what_is_read_after_it():
     assert numba_fusion.fuse(source, "dchain3_dx", {"x": None, "y": "scalar"}) == source
 
 
+def test_fusion_computes_a_vector_librarys_functions_four_elements_a_call():
+    x = np.linspace(0.1, 1.0, 5)
+    source = _numpy_source(chain3, x, 0.5)
+    kinds = {"x": numba_fusion.kind_of(x), "y": numba_fusion.kind_of(0.5)}
+    fused = numba_fusion.fuse(source, "dchain3_dx", kinds, frozenset({"sin", "cos", "tanh"}))
+    assert "from sourcegrad.compiler import numba_vector_math as vector_math\n" in fused
+    # a statement that is one call of an array: the block's values four at a time
+    assert "vector_math.apply(vector_math.SIN, x[block:block + size], v[:size])" in fused
+    # a call inside a longer expression: made a statement of its own, into a block buffer
+    assert (
+        "vector_math.apply(vector_math.COS, x[block:block + size], cos_x[:size])" in fused
+        and "cos_x[i]" in fused
+    )
+    assert "cos_x = np.empty(512)" in fused
+    # a call of an expression: the expression first, into a block buffer named after it
+    assert (
+        "v_y[i] = v[i] * y" in fused
+        and "vector_math.apply(vector_math.TANH, v_y[:size], w[:size])" in fused
+    )
+    # functions not in the library: per element, as without it
+    assert numba_fusion.fuse(source, "dchain3_dx", kinds, frozenset({"exp"})) == (
+        numba_fusion.fuse(source, "dchain3_dx", kinds)
+    )
+    assert "math.tanh(v[i] * y)" in numba_fusion.fuse(source, "dchain3_dx", kinds, {"sin"})
+    assert "vector_math" not in numba_fusion.fuse(source, "dchain3_dx", kinds)
+
+
 def test_jit_true_asks_for_numba_except_of_cupy():
     def f(x):
         return x * x
@@ -224,11 +251,65 @@ def test_fused_elementwise_run_matches_numpy_and_differences():
     g = sourcegrad.grad(chain3, backend="numba")
     got = g(x, 0.7)
     assert "x_flat = x.ravel()" in g.source and "dx_flat = dx.reshape(dx.size)" in g.source
+    from sourcegrad.compiler import numba_vector_math
+
+    if "sin" in numba_vector_math.functions():  # (glibc's libmvec: four sines a call)
+        assert (
+            "vector_math.apply(vector_math.SIN, x_flat[block:block + size], v[:size])" in g.source
+        )
     _same(got, sourcegrad.grad(chain3)(x, 0.7))
     _against_differences(chain3, (x, 0.7), (0,), got)
     # more than a block, a transposed (Fortran-ordered) array, an empty one: numpy's numbers
     for x in (np.linspace(-1.0, 1.0, 1500).reshape(50, 30), x.T, x[:0]):
         _same(sourcegrad.grad(chain3, backend="numba")(x, 0.7), sourcegrad.grad(chain3)(x, 0.7))
+
+
+def test_vector_math_functions_match_numpy_to_rounding():
+    from sourcegrad.compiler import numba_vector_math
+
+    names = numba_vector_math.functions()
+    if not names:
+        pytest.skip("no libmvec here (glibc 2.35 or later, AVX2 and FMA)")
+    as_numpy = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh"}
+    as_numpy.update(acosh="arccosh", atanh="arctanh")
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, -2.0, 1e300]
+    for name in sorted(names):
+        ufunc = getattr(np, as_numpy.get(name, name), None)
+        if ufunc is None:  # erf, erfc: math's on each element
+            ufunc = np.vectorize(getattr(math, name), otypes=[float])
+        x = np.concatenate([np.linspace(-0.95, 0.95, 9) + (2.0 if name == "acosh" else 0.0)])
+        x = np.concatenate([x, special])
+        dst = np.full(len(x) + 3, -7.0)
+        with np.errstate(all="ignore"):
+            # 16 elements: four fours
+            numba_vector_math.apply(getattr(numba_vector_math, name.upper()), x, dst[2:-1])
+            want = ufunc(x)
+        np.testing.assert_allclose(dst[2:-1], want, rtol=4e-16 * 4, atol=0, err_msg=name)
+        assert dst[0] == dst[1] == dst[-1] == -7.0  # nothing written outside
+    # a tail of fewer than four, a strided source and destination: the same numbers
+    x = np.linspace(0.1, 2.0, 22)
+    dst = np.zeros(22)
+    numba_vector_math.apply(numba_vector_math.SIN, x[2:16:2], dst[:14:2])
+    np.testing.assert_allclose(dst[:14:2], np.sin(x[2:16:2]), rtol=1.6e-15)
+    assert not dst[1::2].any() and not dst[14:].any()
+    numba_vector_math.apply(numba_vector_math.COS, x[:3], dst)  # (the shorter's elements)
+    np.testing.assert_allclose(dst[:3], np.cos(x[:3]), rtol=1.6e-15)
+    np.testing.assert_allclose(dst[4:14:2], np.sin(x[6:16:2]), rtol=1.6e-15)
+
+
+def test_straight_line_code_on_numbers_runs_as_the_numpy_code_and_says_why():
+    def f(x, y):
+        return math.sin(x) * y + math.exp(x * y) / (1.0 + x**2)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a choice, not a fallback: no warning
+        g = sourcegrad.grad(f, backend="numba")
+        got = g(0.7, -1.3)
+    assert "# numba: the numpy code runs: straight-line code on Python numbers" in g.source
+    assert "@numba.njit" not in g.source and "import numba" not in g.source
+    _same(got, sourcegrad.grad(f)(0.7, -1.3))
+    _against_differences(f, (0.7, -1.3), (0, 1), got)
+    # (a loop over numbers is compiled: the spring, below; arrays: the fused chain, above)
 
 
 def test_unsupported_construct_falls_back_with_one_warning_naming_it():

@@ -1,0 +1,184 @@
+"""glibc's vector math library (libmvec) for numba: sin, exp, tanh, ... four elements a call.
+
+Generated numba code imports this module (`numba_fusion` writes the calls: a fused run's
+statement `v = np.sin(x)` over a block becomes
+`vector_math.apply(vector_math.SIN, x[block:block + size], v[:size])`); sourcegrad itself
+asks only `functions()` (no numba import): the names of NAMES that can run here.
+`apply(which, src, dst)`, a numba function, sets `dst[k] = f(src[k])` for every k of both
+(1-d float64 arrays), four elements per libmvec call, f the function whose constant
+`which` is (`SIN`, `TANH`, ...: its index in NAMES). One function for all, taking arrays
+and no offsets: numba compiles a function for a third of a second or more, again for each
+new combination of argument types (a literal 0 is one), and a chain calls a dozen.
+
+Why: numba compiles `math.sin(x[i])` to a call of libm's `sin`, one element at a time
+(about 10 ns each here; numpy's ufunc loops call the same libm on a processor without
+AVX-512), and LLVM's loop vectoriser, given `llvm.sin.v4f64`, splits it back into four
+libm calls: numba's pip build has no vector library (its SVML needs a patched LLVM, and
+LLVM's `-vector-library=LIBMVEC` option changed nothing here). glibc ships one:
+`_ZGVdN4v_sin` computes four sines in AVX2 registers in about 7 ns, and likewise tanh
+(4x), exp, log, ... A fused chain of transcendental functions, bound by
+those calls and not by memory, runs several times faster.
+
+Results: libmvec's functions are accurate to a few units in the last place (glibc's
+documented bounds, 4 ulp at most), as libm's are to one or two; numpy's own results differ
+by as much between processors (its AVX-512 loops are not libm). The gradients match the
+numpy code's to about 1e-15 relative.
+
+When libmvec is not there (another C library, an older glibc than 2.35, a processor
+without AVX2 and FMA, or numba told to compile for another CPU than this one:
+`NUMBA_CPU_NAME`, whose code would pass the four doubles in other registers), `functions()`
+is empty and the fused code calls libm per element as before.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+
+# the functions of one float argument that libmvec has in its AVX2 variant (glibc >= 2.35)
+NAMES = (
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "cbrt",
+    "erf",
+    "erfc",
+)
+LIBRARY = "libmvec.so.1"
+
+
+def _symbol(name):
+    return f"_ZGVdN4v_{name}"  # (the vector ABI's name: AVX2, unmasked, 4 lanes, one vector)
+
+
+@functools.lru_cache(maxsize=1)
+def functions() -> frozenset:
+    """The names of NAMES that run here, vectorised (empty where libmvec cannot be used)."""
+    if not sys.platform.startswith("linux") or os.environ.get("NUMBA_CPU_NAME") not in (
+        None,
+        "",
+        "host",
+    ):
+        return frozenset()
+    if os.environ.get("NUMBA_CPU_FEATURES") or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":
+        return frozenset()  # (other registers; or Python running the code: no intrinsics)
+    try:
+        library = ctypes.CDLL(LIBRARY)
+        import llvmlite.binding as llvm
+
+        features = llvm.get_host_cpu_features()
+    except (OSError, ImportError, RuntimeError):
+        return frozenset()
+    if not (features.get("avx2") and features.get("fma")):
+        return frozenset()
+    names = frozenset(name for name in NAMES if hasattr(library, _symbol(name)))
+    if names:  # (before numba compiles code calling them, or loads it from its disk cache)
+        _load()
+    return names
+
+
+def _load():
+    """libmvec's symbols, visible to the code numba compiles (and loads from its cache)."""
+    import llvmlite.binding as llvm
+
+    llvm.load_library_permanently(LIBRARY)
+
+
+def _four(names):
+    """An intrinsic `four(which, src, i, dst, j)`: dst[j:j+4] = f(src[i:i+4]) for the function
+    f = names[which], src and dst contiguous (one function for all: numba compiles the loop
+    around it once, not once per function, a third of a second each)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def four(typingctx, which, src, i, dst, j):
+        def codegen(context, builder, signature, args):
+            vector = ir.VectorType(ir.DoubleType(), 4)
+            pointers = []
+            for array_type, array, index in (
+                (signature.args[1], args[1], args[2]),
+                (signature.args[3], args[3], args[4]),
+            ):
+                data = context.make_array(array_type)(context, builder, array).data
+                pointers.append(builder.bitcast(builder.gep(data, [index]), vector.as_pointer()))
+            x = builder.load(pointers[0], align=8)
+            done = builder.append_basic_block("four.done")
+            switch = builder.switch(args[0], done)
+            for k, name in enumerate(names):
+                if name is None:  # (not in this glibc's libmvec: never asked for)
+                    continue
+                case = builder.append_basic_block(f"four.{name}")
+                switch.add_case(ir.Constant(args[0].type, k), case)
+                with builder.goto_block(case):
+                    symbol = _symbol(name)
+                    function = builder.module.globals.get(symbol) or ir.Function(
+                        builder.module, ir.FunctionType(vector, [vector]), symbol
+                    )
+                    builder.store(builder.call(function, [x]), pointers[1], align=8)
+                    builder.branch(done)
+            builder.position_at_end(done)
+            return context.get_dummy_value()
+
+        return types.none(which, src, i, dst, j), codegen
+
+    return four
+
+
+@functools.lru_cache(maxsize=1)
+def _apply():
+    """apply(which, src, dst): dst[k] = f(src[k]) for the k of both, f = NAMES[which]."""
+    import numba
+    import numpy as np
+
+    four = _four(tuple(n if n in functions() else None for n in NAMES))
+
+    @numba.njit(error_model="numpy")
+    def apply(which, src, dst):
+        n, k = min(src.size, dst.size), 0
+        if src.strides[0] == 8 and dst.strides[0] == 8:
+            while k + 4 <= n:
+                four(which, src, k, dst, k)
+                k += 4
+        if k < n:  # the last few (or a strided array's): through the same code, in fours
+            pad = np.ones(4)
+            while k < n:
+                m = min(4, n - k)
+                for q in range(m):
+                    pad[q] = src[k + q]
+                four(which, pad, 0, pad, 0)
+                for q in range(m):
+                    dst[k + q] = pad[q]
+                k += m
+
+    return apply
+
+
+def __getattr__(name):
+    """`apply`, and the constants `SIN`, `TANH`, ... that say which function it computes
+    (their indices in NAMES): made on first use (numba compiles `apply` when called)."""
+    if name == "apply" and functions():
+        function = globals()[name] = _apply()
+        return function
+    if name.lower() in NAMES and name.isupper() and name.lower() in functions():
+        return NAMES.index(name.lower())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
