@@ -352,11 +352,12 @@ def max_grad_along_axis(g, ans, x, axis):
 '''
 
 _HELPERS["previous_value"] = '''@numba.njit
-def previous_value(stack, value):
+def previous_value(stack):
     """The value a variable held before its last assignment, from the stack of the values
-    each assignment gave it (`split_stack`); value itself before the first (never read)."""
-    stack.pop()
-    return stack[-1] if len(stack) else value
+    each assignment gave it (`split_stack`); before the first, when it did not exist (and
+    is never read), the first."""
+    last = stack.pop()
+    return stack[-1] if len(stack) else last
 '''
 
 
@@ -465,8 +466,10 @@ def split_stack(source: str, typed: bool = False) -> str:
     that its first push has a value; numba cannot type a list of None and arrays. Where each
     of its assignments in the forward is a push then the assignment, the variable is pushed
     after the assignment instead (its new value) and restored as the value before the last
-    one pushed (`previous_value`): the same values, and the None never exists (the variable
-    is left as it is where the numpy code restored None, which the backward never reads).
+    one pushed (`previous_value`): the same values, and the None never exists (where the
+    numpy code restored it, the backward never reads the variable again). A VJP's forward
+    returns such a variable never assigned (in a branch not taken) as numba's zero value
+    (0.0, False, an empty array), which its backward never reads either.
     `typed`: `numba.typed.List()` instead of `[]` (a VJP's stacks pass from the forward to
     the backward: numba would copy a Python list in and out)."""
     found = _STACK_LINE.search(source)
@@ -521,18 +524,14 @@ def split_stack(source: str, typed: bool = False) -> str:
             edits.append(_span(call.func.value) + (stacks[name],))
     for assign in pops:
         name = assign.targets[0].id
-        text = (
-            f"previous_value({stacks[name]}, {name})"
-            if name in shifted
-            else f"{stacks[name]}.pop()"
-        )
+        text = f"previous_value({stacks[name]})" if name in shifted else f"{stacks[name]}.pop()"
         edits.append(_span(assign.value) + (text,))
     for node in residuals + params:
         edits.append(_span(node) + (", ".join(stacks[n] for n in names),))
     empty = "numba.typed.List()" if typed else "[]"
-    init = found.group(0).replace(f"{stack} = []", f"{stacks[names[0]]} = {empty}")
-    pad = init[: len(init) - len(init.lstrip())]
-    init += "".join(f"\n{pad}{stacks[n]} = {empty}" for n in names[1:])
+    pad = found.group(0)[: len(found.group(0)) - len(found.group(0).lstrip())]
+    init = f"{pad}# values the backward pass needs that the forward overwrites, a list each"
+    init += "".join(f"\n{pad}{stacks[n]} = {empty}" for n in names)
     line = source.count("\n", 0, found.start()) + 1
     edits.append(((line, 0), (line, len(lines[line - 1]) - 1), init))
     for name in shifted:  # (never None: see above)

@@ -8,6 +8,7 @@ of control_cases are `slow` (`pytest -m slow`)."""
 
 import math
 import os
+import re
 import stat
 import warnings
 
@@ -212,6 +213,87 @@ def test_without_numba_the_numpy_code_runs_after_one_warning(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one warning per process, not one per gradient
         sourcegrad.grad(f, jit=True)(x + 1.0)
+
+
+def _with_split_stacks(compiled):
+    """The functions of a compiled gradient's module in the numba variant's text (one list
+    per saved variable, `split_stack`), run as plain Python without numba's decorators."""
+    text = numba_backend.numba_source(compiled.source)
+    python = "\n".join(
+        line.replace("numba.typed.List()", "[]")
+        for line in text.splitlines()
+        if not line.startswith(("@numba", "import numba"))
+    )
+    # a VJP's forward returns a variable never assigned (a branch not taken) as numba's zero
+    # value (0.0, an empty array) that the backward never reads; in Python it must exist
+    starts = "".join(f"\n    {n} = None" for n in re.findall(r"(\w+) = previous_value\(", text))
+    line = "# values the backward pass needs that the forward overwrites, a list each"
+    python = python.replace(line, line + starts, 1)
+    namespace = dict(compiled.module.__dict__)
+    exec(compile(python, "<split stacks>", "exec"), namespace)
+    functions = compiled.fn if isinstance(compiled.fn, tuple) else (compiled.fn,)
+    return text, tuple(namespace[f.__name__] for f in functions)
+
+
+@pytest.mark.parametrize("case", CONTROL_CASES, ids=lambda c: c[0].__name__)
+def test_one_stack_per_saved_variable_gives_the_same_numbers(case):
+    """Each saved variable's own stack (`split_stack`, the numba variant's) pops the values
+    the shared stack of the numpy code did: the same gradients and VJPs, as Python."""
+    f, make_args, wrt = case
+    args = make_args(np.random.default_rng(0))
+    g = sourcegrad.grad(f, wrt=wrt)
+    want = g(*args)
+    text, (split,) = _with_split_stacks(g._last)
+    if "saved = []" in g.source:
+        assert "saved = []" not in text and "saved.append(" not in text
+        assert "numba.typed.List()" not in text  # (one function: numba's reflected list)
+    _same(g._last.finish(split(*args), args) if g._last.finish else split(*args), want)
+    wrt = wrt if isinstance(wrt, tuple) else (wrt,)
+    if not all(isinstance(args[i], (float, np.ndarray)) for i in wrt):
+        return
+    pull = sourcegrad.vjp(f, wrt=wrt)
+    value, pullback = pull(*args)
+    text, (forward, backward) = _with_split_stacks(pull._last)
+    if "saved = []" in pull.source:  # (a forward hands its stacks to its backward)
+        assert "saved.append(" not in text and "numba.typed.List()" in text
+    split_value, residuals = forward(*args)
+    _same(split_value, value)
+    for _ in range(2):  # (a pullback called twice: the stacks are copied)
+        got = backward(*[list(r) if type(r) is list else r for r in residuals], 1.0)
+        _same(pull._last.finish(got, args + (1.0,)), pullback(1.0))
+
+
+def branchy_loop(x, n):
+    s = 0.5
+    for i in range(n):
+        if s > 1.0:  # the two sides save different values: a float, and another float
+            s = s + np.sin(x[i])
+        else:
+            s = s * x[i] + 1.0
+    return s
+
+
+def test_split_stack_pushes_a_variable_first_assigned_in_the_loop_after_its_assignments():
+    g = sourcegrad.grad(branchy_loop)
+    g(np.linspace(0.5, 2.0, 4), 4)
+    text = numba_backend.split_stack(g.source)
+    assert "= None" not in text and "saved.append" not in text
+    assert "saved_s_mask = []" in text and "saved_s = []" in text
+    # pushed after the assignment, restored as the value before it
+    assert "s_mask = s > 1.0\n        saved_s_mask.append(s_mask)\n" in text
+    assert "s_mask = previous_value(saved_s_mask)" in text
+    assert "saved_s.append(s)\n            s = s + np.sin(x_part)" in text  # s starts as 0.5
+    assert "s = saved_s.pop()" in text
+    assert "# line 2: def branchy_loop" not in text  # (its only statements were the Nones)
+    pair = sourcegrad.vjp(branchy_loop)
+    pair(np.linspace(0.5, 2.0, 4), 4)
+    text = numba_backend.split_stack(pair.source, typed=True)
+    stacks = "saved_s_mask, saved_x_part, saved_s, saved_x_part_1"
+    assert f"{stacks})\n" in text and f"{stacks}, g):" in text  # forward to backward
+    assert "saved_s = numba.typed.List()" in text
+    # used otherwise than codegen writes it: left as it is
+    odd = g.source.replace("return dx", "return dx, len(saved)")
+    assert numba_backend.split_stack(odd) == odd
 
 
 # -- compiled by numba -----------------------------------------------------------------------------
