@@ -574,18 +574,18 @@ class VJP(Gradient):
         try:
             value, residuals = forward(*args)
         except Exception as exc:  # numba refusing these arguments' types: the numpy code runs
-            forward, backward = _numpy_functions(compiled, exc, self.fn.__qualname__)
+            forward, backward = _numpy_functions(compiled, exc, self.fn.__qualname__, forward, args)
             value, residuals = forward(*args)
 
         def pullback(cotangent):
             # the backward pops the saved-value stacks: give each call a copy of them, so a
             # pullback can be called more than once (a Jacobian calls it once per row)
-            kept = [_copied_stack(r) for r in residuals]
+            kept = [_copied_stack(r) for r in residuals] + [cotangent]
             try:
-                grads = backward(*kept, cotangent)
+                grads = backward(*kept)
             except Exception as exc:  # numba refusing the cotangent's type: as numpy code
                 numpy_forward, numpy_backward = _numpy_functions(
-                    compiled, exc, self.fn.__qualname__
+                    compiled, exc, self.fn.__qualname__, backward, kept
                 )
                 grads = numpy_backward(*numpy_forward(*args)[1], cotangent)
             # (the cotangent joins the arguments a gradient must not be: that of x for x)
@@ -594,12 +594,12 @@ class VJP(Gradient):
         return value, pullback
 
 
-def _numpy_functions(compiled, exc, label):
-    """The numpy code's functions of `compiled`, where numba refused a call (`exc`) of its
-    numba functions with argument types other than it compiled them for (a cotangent or a
-    tangent of another type than the value or primal); `exc` raised again where it is not
-    numba's refusal."""
-    if not numba_backend.refused(exc):
+def _numpy_functions(compiled, exc, label, called, args):
+    """The numpy code's functions of `compiled`, where numba refused the call `called(*args)`
+    of one of its numba functions (`exc`) for argument types other than it compiled it for
+    (a cotangent or a tangent of another type than the value or primal); `exc` raised again
+    where it is not numba's refusal."""
+    if not numba_backend.refused(exc, called, args):
         raise exc
     functions = compiled.fn if isinstance(compiled.fn, tuple) else (compiled.fn,)
     found = numba_backend.numpy_functions(compiled.module, functions, exc, label)
@@ -646,7 +646,10 @@ class JVP(Gradient):
         try:
             value, tangent = compiled.fn(*primals, *given)
         except Exception as exc:  # numba refusing these types: the numpy code runs
-            value, tangent = _numpy_functions(compiled, exc, self.fn.__qualname__)(*primals, *given)
+            numpy_function = _numpy_functions(
+                compiled, exc, self.fn.__qualname__, compiled.fn, (*primals, *given)
+            )
+            value, tangent = numpy_function(*primals, *given)
         if hasattr(tangent, "copy") and (
             getattr(tangent, "base", None) is not None
             or any(tangent is a for a in (*primals, *given))

@@ -109,11 +109,21 @@ def _compile(module, names, types):
         getattr(module, names[1]).compile(tuple(residuals) + (value,))
 
 
-def refused(exc) -> bool:
-    """Whether `exc` is numba refusing to compile (a call with argument types other than
-    those `load` compiled for, compiled then): not an error of the code's own."""
+def refused(exc, function, args) -> bool:
+    """Whether `exc`, raised by `function(*args)`, is numba refusing to compile it for the
+    arguments' types (other than those `load` compiled it for: compiled at the call, or
+    refused as a NumbaError, a NotImplementedError for float16, ...), not an error of the
+    code's own (which numba raises as the numpy code would)."""
     numba = sys.modules.get("numba")
-    return numba is not None and isinstance(exc, numba.core.errors.NumbaError)
+    if numba is None or not isinstance(function, numba.core.dispatcher.Dispatcher):
+        return False
+    if isinstance(exc, numba.core.errors.NumbaError):
+        return True
+    try:
+        types = tuple(function.typeof_pyval(a) for a in args)
+    except Exception:  # (an argument numba has no type for)
+        return True
+    return types not in function.overloads  # (the call failed compiling for them)
 
 
 def numpy_functions(module, functions, exc, label):
@@ -194,6 +204,7 @@ def numba_source(source: str, cached: bool = False) -> str:
     source = split_stack(source, typed=pair)
     while True:  # innermost calls first: an edit's text holds the edits inside it
         tree = ast.parse(source)
+        counters = _range_counters(tree)
         lines = source.splitlines(keepends=True)
         edits = []  # (start (line, col), end (line, col), text)
         for node in ast.walk(tree):
@@ -202,7 +213,7 @@ def numba_source(source: str, cached: bool = False) -> str:
                     _reversed_range(node, source)
                     or _positional_out(node, source)
                     or (_axis_reduction(node, source) if helpers_free else None)
-                    or (_runtime_call(node, source) if helpers_free else None)
+                    or (_runtime_call(node, source, counters) if helpers_free else None)
                 )
                 if edit is not None:
                     edits.append(edit)
@@ -232,6 +243,8 @@ def numba_source(source: str, cached: bool = False) -> str:
     header = 0  # (after the header's comment lines)
     while header < len(lines) and lines[header].startswith("#"):
         header += 1
+    if helpers and not re.search(r"^import numpy as np$", source, re.M):
+        lines.insert(header, "import numpy as np\n")  # (the helpers': the code needs none)
     lines.insert(header, "import numba\n")
     return "".join(lines)
 
@@ -360,6 +373,14 @@ def previous_value(stack):
     return stack[-1] if len(stack) else last
 '''
 
+_HELPERS["unindex_at"] = '''@numba.njit
+def unindex_at(g, x, i):
+    """runtime.unindex at an int index i: zeros shaped like x, g at x[i]."""
+    out = np.zeros_like(x)
+    out[i] = g
+    return out
+'''
+
 
 def _axis_reduction(node, source):
     """`x.max(axis=1, keepdims=True)` (or `np.max(x, ...)`; sum, min, mean) in what numba
@@ -400,18 +421,30 @@ def _axis_reduction(node, source):
     return _span(node) + ((f"np.expand_dims({text}, {a})" if kept else text),)
 
 
-def _runtime_call(node, source):
-    """The runtime helpers over one literal int axis, as what numba compiles:
-    `max_grad(g, ans, x, 1, True)` (a max's or min's adjoint) as
-    `max_grad_along_axis(g, ans, x, 1)`, `reduced_count(x, 1)` as `x.shape[1]`."""
+def _runtime_call(node, source, counters=frozenset()):
+    """The runtime helpers over one literal int axis or at one int index, as what numba
+    compiles: `max_grad(g, ans, x, 1, True)` (a max's or min's adjoint) as
+    `max_grad_along_axis(g, ans, x, 1)`, `reduced_count(x, 1)` as `x.shape[1]`,
+    `unindex(g, x, i)` (the adjoint of `x[i]`) as `unindex_at(g, x, i)` where i is a
+    literal int or the counter of `range` loops (`counters`: an int, never an array of
+    indices, which unindex adds up where they repeat)."""
     if not (
         isinstance(node.func, ast.Name)
-        and node.func.id in ("max_grad", "reduced_count")
+        and node.func.id in ("max_grad", "reduced_count", "unindex")
         and re.search(rf"^from sourcegrad\.runtime import .*\b{node.func.id}\b", source, re.M)
         and not node.keywords
         and len(node.args) >= 2
     ):
         return None
+    if node.func.id == "unindex":
+        if len(node.args) != 3 or not (
+            _int_constant(node.args[2])
+            or isinstance(node.args[2], ast.Name)
+            and node.args[2].id in counters
+        ):
+            return None
+        args = ", ".join(_segment(source, a) for a in node.args)
+        return _span(node) + (f"unindex_at({args})",)
     if node.func.id == "reduced_count":
         x, axis = node.args
         if not (isinstance(x, ast.Name) and _int_constant(axis)):
@@ -426,6 +459,28 @@ def _runtime_call(node, source):
         return None
     args = ", ".join(_segment(source, a) for a in node.args[:4])
     return _span(node) + (f"max_grad_along_axis({args})",)
+
+
+def _range_counters(tree) -> set:
+    """Names bound only as the target of `for ... in range(...)` (or `reversed(range(...))`):
+    ints."""
+    counters, others, targets = set(), set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            loop = node.iter
+            if _is_call_of(loop, "reversed") and len(loop.args) == 1:
+                loop = loop.args[0]
+            (counters if _is_call_of(loop, "range") else others).add(node.target.id)
+            targets.add(id(node.target))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.arg)) and id(node) not in targets:
+            if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+                others.add(node.id if isinstance(node, ast.Name) else node.arg)
+    return counters - others
+
+
+def _is_call_of(node, name):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
 def _int_constant(node):

@@ -146,6 +146,36 @@ def test_reductions_over_an_axis_become_what_numba_compiles():
     assert "x.max(axis=1, keepdims=True)" in numba_backend.numba_source(clash)
 
 
+def test_unindex_at_a_range_counter_becomes_a_helper_and_no_other():
+    """`unindex(g, x, j)` (the adjoint of x[j]) at an int j, a `range` loop's counter or a
+    literal, as the helper `unindex_at`; at any other index (an argument, which may be an
+    array of indices that repeat) left as it is: numba refuses it, and the numpy code runs."""
+    source = (
+        "import numpy as np\nfrom sourcegrad.runtime import unindex\n\n\n"
+        "def f(x, g, k):\n"
+        "    d = np.zeros_like(x)\n"
+        "    for j in reversed(range(3)):\n"
+        "        d = d + unindex(g, x, j)\n"
+        "    return d + unindex(g, x, 1) + unindex(g, x, k)\n"
+    )
+    text = numba_backend.numba_source(source)
+    assert "d = d + unindex_at(g, x, j)" in text
+    assert "return d + unindex_at(g, x, 1) + unindex(g, x, k)" in text
+    namespace: dict = {}
+    python = [ln for ln in text.splitlines() if not ln.startswith(("@numba", "import numba"))]
+    exec("\n".join(python), namespace)
+    from sourcegrad.runtime import unindex
+
+    x = np.arange(6.0).reshape(3, 2)
+    for i in (0, 2, -1):
+        _same(
+            namespace["unindex_at"](np.array([1.5, -2.0]), x, i),
+            unindex(np.array([1.5, -2.0]), x, i),
+        )
+    renamed = source.replace("for j in", "j = k\n    for j in")  # j is not only a counter
+    assert "unindex_at(g, x, j)" not in numba_backend.numba_source(renamed)
+
+
 def chain3(x, y):
     v = np.sin(x)
     w = np.tanh(v * y)
@@ -359,6 +389,80 @@ def test_scalar_loop_matches_numpy_and_differences_and_is_cached_on_disk(tmp_pat
         api.clear()
 
 
+def _jitted(*functions):
+    return all(isinstance(f, numba.core.registry.CPUDispatcher) for f in functions)
+
+
+def test_vjp_compiles_forward_and_backward():
+    """Both functions of the pair compiled, the backward for the forward's residuals and a
+    cotangent of the value's type; a cotangent numba refuses (float16) runs the numpy code
+    after one warning."""
+
+    def outer(x):
+        return np.sin(x) * np.sum(x)
+
+    x = np.array([0.5, 1.2, -0.4, 0.9])
+    pull = sourcegrad.vjp(outer, backend="numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        value, pullback = pull(x)
+        got = pullback(np.ones(4))
+    assert _jitted(*pull._last.fn)
+    want_value, want_pullback = sourcegrad.vjp(outer)(x)
+    _same(value, want_value)
+    _same(got, want_pullback(np.ones(4)))
+    _against_differences(lambda x: np.sum(outer(x)), (x,), (0,), got)
+    half = np.array([1.0, 0.0, 2.0, 0.5], np.float16)
+    with pytest.warns(JitFallbackWarning, match="outer"):
+        got = pullback(half)
+    _same(got, want_pullback(half))
+
+
+@pytest.mark.slow
+def test_vjp_of_a_branchy_loop_compiles_forward_and_backward():
+    """A pair with stacks: numba's typed lists cross from the forward to the backward; the
+    pullback called twice (each call pops copies of the stacks)."""
+    x = np.array([0.5, 1.2, -0.4, 0.9])
+    pull = sourcegrad.vjp(branchy_loop, jit=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        value, pullback = pull(x, 4)
+        got = pullback(1.0)
+        _same(pullback(1.0), got)
+        _same(pullback(2), 2.0 * got)  # (an int: numba compiles it too)
+    assert _jitted(*pull._last.fn)
+    assert "saved_s_mask = numba.typed.List()" in pull.source
+    want_value, want_pullback = sourcegrad.vjp(branchy_loop)(x, 4)
+    assert value == want_value
+    _same(got, want_pullback(1.0))
+    _against_differences(branchy_loop, (x, 4), (0,), got)
+
+
+def test_jvp_compiles_for_tangents_typed_as_their_primals():
+    """The JVP function takes the primals, then a tangent per differentiated primal: compiled
+    for tangents of their primals' types; another tangent (float16, which numba refuses) runs
+    the numpy code after one warning."""
+
+    def f(x, y):
+        return np.tanh(x * y) + x
+
+    x, v = np.linspace(-1.0, 1.0, 3), np.array([0.3, -0.2, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        value, tangent = sourcegrad.jvp(f, (x, 0.7), (v, None), jit=True)
+    compiled = api.gradient._JVPS[(f, (0,), "numba")]._last
+    assert _jitted(compiled.fn) and "@numba.njit" in compiled.source
+    want = sourcegrad.jvp(f, (x, 0.7), (v, None))
+    _same(value, want[0])
+    _same(tangent, want[1])
+    eps = 1e-6  # the directional derivative, by central differences
+    np.testing.assert_allclose(tangent, (f(x + eps * v, 0.7) - f(x - eps * v, 0.7)) / (2 * eps))
+    half = v.astype(np.float16)
+    with pytest.warns(JitFallbackWarning, match="f"):
+        _, got = sourcegrad.jvp(f, (x, 0.7), (half, None), backend="numba")
+    _same(got, sourcegrad.jvp(f, (x, 0.7), (half, None))[1])
+
+
 # -- slow: the benchmark workloads, the loop and branch programs -------------------------------
 
 
@@ -439,3 +543,61 @@ def test_the_numba_variant_leaves_out_del_lines():
     assert "del " not in out and note not in out
     assert "    z = y.sum()\n    w = z * x\n    return z\n" in out
     compile(out, "<numba variant>", "exec")
+
+
+def while_with_branch(x):
+    s = 0.0
+    v = x
+    k = 0
+    while k < 4:
+        if s < 1.0:  # one side saves an array and a float, the other nothing
+            v = np.tanh(v) * 1.5
+            s = s + np.sum(v)
+        else:
+            s = s * 0.5 + np.sum(v * v)
+        k = k + 1
+    return s
+
+
+def mixed_types(x, y):
+    h = x
+    c = y
+    for t in range(3):  # saves arrays, floats and masks
+        m = np.sum(h) > 0.0
+        a = c * np.sum(h)
+        h = np.sin(h * c) + a * m
+        c = c * 0.9 + np.cos(c)
+    return np.sum(h * h) + c
+
+
+def nested_loops(A):
+    s = 0.0
+    for i in range(A.shape[0]):
+        r = A[i]
+        for j in range(A.shape[1]):
+            s = s * 0.5 + np.sin(r[j] * s + 1.0)
+        r = r * s
+        s = s + np.sum(r)
+    return s
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "f, args, wrt",
+    [
+        (branchy_loop, (np.array([0.5, 1.2, -0.4, 0.9]), 4), (0,)),
+        (while_with_branch, (np.linspace(-0.5, 0.7, 3),), (0,)),
+        (mixed_types, (np.linspace(-0.5, 0.7, 3), 0.3), (0, 1)),
+        (nested_loops, (np.linspace(-0.5, 0.7, 6).reshape(2, 3),), (0,)),
+    ],
+    ids=lambda a: getattr(a, "__name__", ""),
+)
+def test_loops_saving_values_of_several_types_are_compiled(f, args, wrt):
+    """One stack per saved variable, each of one type: loops with branches saving different
+    values, values of several types, nested loops compile (no fallback) and match."""
+    got, fell_back = _compare(f, args, wrt)
+    assert not fell_back, fell_back[0].message
+    g = sourcegrad.grad(f, wrt=wrt, backend="numba")
+    g(*args)
+    assert _jitted(g._last.fn) and "saved = []" not in g.source
+    _against_differences(f, args, wrt, got)
