@@ -19,7 +19,10 @@ positional output (numba takes no keywords for ufuncs); reductions over a litera
 that numba lacks (`keepdims=`, `max`/`min`/`mean` over an axis, the runtime's `max_grad`
 and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper functions
 written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
-there and the numpy code runs); runs of elementwise statements fused into one pass over
+there and the numpy code runs), and sums over an axis as the helper `sum_along_axis`
+(loops for a 2-d array: numba's own sum over an axis compiles ~5x slower); the runtime's
+`unindex` at a loop counter as `unindex_at`; the saved-value stack as one typed list per
+saved variable (`split_stack`); runs of elementwise statements fused into one pass over
 memory (`numba_fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
 
@@ -36,9 +39,10 @@ values it was compiled with.
 `del` lines (large arrays freed early) are left out: numba has none, and frees an array
 once its variable is dead.
 
-Multi-function modules (a VJP's forward and backward) run as numpy code: the backward's
-argument types are only known at its first call, and a failed compilation there could
-not fall back before the forward had run.
+A VJP's forward and backward are both compiled before the forward runs: the backward for
+the types the forward returns (its residuals) and a cotangent of the value's type; a JVP
+for tangents of their primals' types. A call with other types is compiled then, and where
+numba refuses it (`refused`) the numpy code runs it after one warning (`numpy_functions`).
 """
 
 from __future__ import annotations
@@ -318,27 +322,57 @@ def _positional_out(node, source):
 
 
 # reductions over an axis numba does not compile, as what it does: numba's sum takes an axis
-# but no keepdims (np.expand_dims puts the axis back), its max, min and mean no axis at all
+# but no keepdims (np.expand_dims puts the axis back), its max, min and mean no axis at all;
+# its sum over an axis compiles slowly, so sums are helper loops too
 _REDUCTIONS = {"sum", "max", "min", "amax", "amin", "mean"}
 _HELPERS = {
     f"{r}_along_axis": f'''@numba.njit
 def {r}_along_axis(x, axis):
-    """x.{r}(axis=axis) of a 2-d array x (numba's {r} takes no axis)."""
+    """x.{r}(axis=axis) of a 2-d array x (numba's {r} takes no axis), in loops (a NaN wins,
+    as in numpy)."""
     rows, columns = x.shape  # (numba refuses another ndim here: the numpy code runs)
     if not -2 <= axis < 2:
         raise ValueError("axis out of range")
-    if axis % 2 == 0:
-        out = np.empty(columns, x.dtype)
+    along = axis % 2 == 0  # (down the columns)
+    n, length = (columns, rows) if along else (rows, columns)
+    if length == 0:
+        raise ValueError("zero-size array to reduction operation which has no identity")
+    if n == 0:
+        return np.empty(0, x.dtype)
+    out = x[0].copy() if along else x[:, 0].copy()
+    for i in range(rows):
         for j in range(columns):
-            out[j] = x[:, j].{r}()
-    else:
-        out = np.empty(rows, x.dtype)
-        for i in range(rows):
-            out[i] = x[i].{r}()
+            k = j if along else i
+            v = x[i, j]
+            if v {op} out[k] or v != v:
+                out[k] = v
     return out
 '''
-    for r in ("max", "min")
+    for r, op in (("max", ">"), ("min", "<"))
 }
+# numba's own sum over an axis takes seconds to compile (~10 s for a float64 matrix, against
+# ~1.5 s for these loops, on top of numba's ~2 s for a first function); other ndims use it
+_HELPERS["sum_along_axis"] = '''@numba.njit
+def sum_along_axis(x, axis):
+    """x.sum(axis=axis), in loops for a 2-d array x (of numpy's dtype: a bool or int32
+    array sums to int64)."""
+    if x.ndim != 2:  # (numba compiles one side only: x.ndim is known)
+        return x.sum(axis=axis)
+    rows, columns = x.shape
+    if not -2 <= axis < 2:
+        raise ValueError("axis out of range")
+    zero = np.zeros(1, x.dtype)[:0].sum()
+    if axis % 2 == 0:
+        out = np.full(columns, zero)
+        for i in range(rows):
+            for j in range(columns):
+                out[j] += x[i, j]
+    else:
+        out = np.full(rows, zero)
+        for i in range(rows):
+            out[i] = x[i].sum()
+    return out
+'''
 _HELPERS["max_grad_along_axis"] = '''@numba.njit
 def max_grad_along_axis(g, ans, x, axis):
     """runtime.max_grad for a 2-d x: g * hits / hits.sum(axis), hits = (x == ans), ans
@@ -384,8 +418,9 @@ def unindex_at(g, x, i):
 
 def _axis_reduction(node, source):
     """`x.max(axis=1, keepdims=True)` (or `np.max(x, ...)`; sum, min, mean) in what numba
-    compiles: `np.expand_dims(max_along_axis(x, 1), 1)`; the mean as the sum over the axis
-    divided by its length. Only with a literal int axis and keepdims (else left: refused)."""
+    compiles, or compiles faster: `np.expand_dims(max_along_axis(x, 1), 1)`; the mean as
+    the sum over the axis divided by its length. Only with a literal int axis and keepdims
+    (else left: numba refuses the others, and compiles a sum as it is)."""
     func = node.func
     if not isinstance(func, ast.Attribute) or func.attr not in _REDUCTIONS:
         return None
@@ -407,15 +442,11 @@ def _axis_reduction(node, source):
         return None
     reduction = func.attr.removeprefix("a")  # (amax is max)
     kept = keepdims is not None and keepdims.value
-    if reduction == "sum" and not kept and keepdims is None:
-        return None  # (numba compiles it as it is)
     x, a = _segment(source, array), ast.literal_eval(axis)
     if reduction == "mean":
         if not isinstance(array, ast.Name):
             return None  # (read twice below: only a name)
-        text = f"({x}.sum(axis={a}) / {x}.shape[{a}])"
-    elif reduction == "sum":
-        text = f"{x}.sum(axis={a})"
+        text = f"(sum_along_axis({x}, {a}) / {x}.shape[{a}])"
     else:
         text = f"{reduction}_along_axis({x}, {a})"
     return _span(node) + ((f"np.expand_dims({text}, {a})" if kept else text),)

@@ -113,15 +113,18 @@ def test_reductions_over_an_axis_become_what_numba_compiles():
     )
     text = numba_backend.numba_source(source)
     assert "a = np.expand_dims(max_along_axis(x, 1), 1)" in text
-    assert "b = np.expand_dims(x.sum(axis=-1), -1) / x.shape[-1]" in text
-    assert "c = min_along_axis(x, 0) + (x.sum(axis=1) / x.shape[1]) + x.sum(axis=0)" in text
+    assert "b = np.expand_dims(sum_along_axis(x, -1), -1) / x.shape[-1]" in text
+    assert (
+        "c = min_along_axis(x, 0) + (sum_along_axis(x, 1) / x.shape[1]) + sum_along_axis(x, 0)"
+        in text
+    )
     assert "d = max_grad_along_axis(g, a, x, 1)" in text
     assert "e = x.max(axis=(0, 1)) + np.max(x, axis=1, out=None)" in text  # left: refused
     # each helper once, compiled as the function is, before it
-    for helper in ("max_along_axis", "min_along_axis", "max_grad_along_axis"):
+    for helper in ("max_along_axis", "min_along_axis", "sum_along_axis", "max_grad_along_axis"):
         assert text.count(f"def {helper}(") == 1
         assert text.index(f"def {helper}(") < text.index("def f(")
-    assert text.count('@numba.njit(error_model="numpy")') == 4
+    assert text.count('@numba.njit(error_model="numpy")') == 5
     namespace: dict = {}  # the helpers as Python: numpy's numbers
     python = [ln for ln in text.splitlines() if not ln.startswith(("@numba", "import numba"))]
     exec("\n".join(python), namespace)
@@ -130,6 +133,24 @@ def test_reductions_over_an_axis_become_what_numba_compiles():
     for axis in (0, 1, -1, -2):
         np.testing.assert_array_equal(namespace["max_along_axis"](x, axis), x.max(axis=axis))
         np.testing.assert_array_equal(namespace["min_along_axis"](x, axis), x.min(axis=axis))
+        for y in (x, x > 1.0, (x * 3).astype(np.int32), x.astype(np.float32), x[:, :0]):
+            got = namespace["sum_along_axis"](y, axis)  # numpy's dtype: int64 for bools
+            assert got.dtype == y.sum(axis=axis).dtype
+            np.testing.assert_allclose(got, y.sum(axis=axis), rtol=1e-6)
+    nan = np.array([[1.0, np.nan, 0.5], [2.0, -1.0, np.nan]])  # a NaN wins, as in numpy
+    for axis, r in [(a, r) for a in (0, 1) for r in ("max", "min")]:
+        got = namespace[f"{r}_along_axis"](nan, axis)
+        np.testing.assert_array_equal(got, getattr(nan, r)(axis=axis))
+        for empty in (np.zeros((0, 3)), np.zeros((3, 0)), np.zeros((0, 0))):
+            try:
+                want = getattr(empty, r)(axis=axis)
+            except ValueError:
+                with pytest.raises(ValueError, match="zero-size"):
+                    namespace[f"{r}_along_axis"](empty, axis)
+            else:
+                _same(namespace[f"{r}_along_axis"](empty, axis), want)
+    cube = np.arange(24.0).reshape(2, 3, 4)  # another ndim: the sum numba has
+    np.testing.assert_array_equal(namespace["sum_along_axis"](cube, 1), cube.sum(axis=1))
     from sourcegrad.runtime import max_grad
 
     np.testing.assert_array_equal(
