@@ -17,7 +17,7 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api, cache
-from sourcegrad.compiler import numba_backend, numba_fusion
+from sourcegrad.compiler import numba_backend, numba_fusion, numba_stacks
 from sourcegrad.api import numeric_grad
 from sourcegrad.errors import JitFallbackWarning, SourcegradWarning
 
@@ -327,7 +327,7 @@ def branchy_loop(x, n):
 def test_split_stack_pushes_a_variable_first_assigned_in_the_loop_after_its_assignments():
     g = sourcegrad.grad(branchy_loop)
     g(np.linspace(0.5, 2.0, 4), 4)
-    text = numba_backend.split_stack(g.source)
+    text = numba_stacks.split_stack(g.source)
     assert "= None" not in text and "saved.append" not in text
     assert "saved_s_mask = []" in text and "saved_s = []" in text
     # pushed after the assignment, restored as the value before it
@@ -338,13 +338,13 @@ def test_split_stack_pushes_a_variable_first_assigned_in_the_loop_after_its_assi
     assert "# line 2: def branchy_loop" not in text  # (its only statements were the Nones)
     pair = sourcegrad.vjp(branchy_loop)
     pair(np.linspace(0.5, 2.0, 4), 4)
-    text = numba_backend.split_stack(pair.source, typed=True)
+    text = numba_stacks.split_stack(pair.source, typed=True)
     stacks = "saved_s_mask, saved_x_part, saved_s, saved_x_part_1"
     assert f"{stacks})\n" in text and f"{stacks}, g):" in text  # forward to backward
     assert "saved_s = numba.typed.List()" in text
     # used otherwise than codegen writes it: left as it is
     odd = g.source.replace("return dx", "return dx, len(saved)")
-    assert numba_backend.split_stack(odd) == odd
+    assert numba_stacks.split_stack(odd) == odd
 
 
 # -- compiled by numba -----------------------------------------------------------------------------
