@@ -379,6 +379,8 @@ class Compiling:
                 template.names,
                 args,
                 self.fn.__qualname__,
+                # (a JVP takes a tangent per differentiated argument: typed as its primal)
+                tuple(args[i] for i in self.wrt) if self.forward_mode else (),
             )
         else:
             source = template.source

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..compiler import dask_backend
+from ..compiler import dask_backend, numba_backend
 from .. import errors
 from ..compiler import random_draws
 from .. import trees
@@ -33,7 +33,7 @@ from .dispatch import fast_entry
 from ..compiler.optimize import optimize
 from ..compiler.forward import forward_mode
 from . import as_floats, caches, facts, results
-from .arguments import Wrt, normalize_wrt
+from .arguments import Wrt, jit_backend, normalize_wrt
 from .compiling import Compiling
 
 
@@ -573,16 +573,49 @@ class VJP(Gradient):
             compiled = self.compile(args, key)
         self._last = compiled
         forward, backward = compiled.fn
-        value, residuals = forward(*args)
+        try:
+            value, residuals = forward(*args)
+        except Exception as exc:  # numba refusing these arguments' types: the numpy code runs
+            forward, backward = _numpy_functions(compiled, exc, self.fn.__qualname__, forward, args)
+            value, residuals = forward(*args)
 
         def pullback(cotangent):
-            # the backward pops the saved-value stack: give each call a copy of it, so a
+            # the backward pops the saved-value stacks: give each call a copy of them, so a
             # pullback can be called more than once (a Jacobian calls it once per row)
-            kept = [list(r) if type(r) is list else r for r in residuals]
+            kept = [_copied_stack(r) for r in residuals] + [cotangent]
+            try:
+                grads = backward(*kept)
+            except Exception as exc:  # numba refusing the cotangent's type: as numpy code
+                numpy_forward, numpy_backward = _numpy_functions(
+                    compiled, exc, self.fn.__qualname__, backward, kept
+                )
+                grads = numpy_backward(*numpy_forward(*args)[1], cotangent)
             # (the cotangent joins the arguments a gradient must not be: that of x for x)
-            return compiled.finish(backward(*kept, cotangent), args + (cotangent,))
+            return compiled.finish(grads, args + (cotangent,))
 
         return value, pullback
+
+
+def _numpy_functions(compiled, exc, label, called, args):
+    """The numpy code's functions of `compiled`, where numba refused the call `called(*args)`
+    of one of its numba functions (`exc`) for argument types other than it compiled it for
+    (a cotangent or a tangent of another type than the value or primal); `exc` raised again
+    where it is not numba's refusal."""
+    if not numba_backend.refused(exc, called, args):
+        raise exc
+    functions = compiled.fn if isinstance(compiled.fn, tuple) else (compiled.fn,)
+    found = numba_backend.numpy_functions(compiled.module, functions, exc, label)
+    return found if isinstance(compiled.fn, tuple) else found[0]
+
+
+def _copied_stack(residual):
+    """A copy of a saved-value stack (a list, or numba's typed list: `numba_backend`), the
+    residual itself otherwise."""
+    if type(residual) is list:
+        return list(residual)
+    if type(residual).__module__ == "numba.typed.typedlist":
+        return residual.copy()
+    return residual
 
 
 class JVP(Gradient):
@@ -612,7 +645,13 @@ class JVP(Gradient):
             compiled = self.compile(primals, key)
         self._last = compiled
         given = [tangents[i] for i in self.wrt]
-        value, tangent = compiled.fn(*primals, *given)
+        try:
+            value, tangent = compiled.fn(*primals, *given)
+        except Exception as exc:  # numba refusing these types: the numpy code runs
+            numpy_function = _numpy_functions(
+                compiled, exc, self.fn.__qualname__, compiled.fn, (*primals, *given)
+            )
+            value, tangent = numpy_function(*primals, *given)
         if hasattr(tangent, "copy") and (
             getattr(tangent, "base", None) is not None
             or any(tangent is a for a in (*primals, *given))
@@ -631,11 +670,14 @@ def jvp(
     tangents: Sequence[Any],
     *,
     backend: str = "auto",
+    jit: bool = False,
 ) -> tuple[Any, Any]:
     """Forward mode: `(f(*primals), J @ tangents)` for the inputs whose tangent is not None.
 
     `fn` may be a `sourcegrad.grad` object: `jvp(grad(f), (x,), (v,))` is a Hessian-vector
-    product computed forward-over-reverse."""
+    product computed forward-over-reverse. `backend` and `jit` as for `grad` (under numba
+    the function is compiled for tangents of their primals' types)."""
+    backend = jit_backend(backend, jit)
     tangents = tuple(tangents)
     primals = tuple(primals)
     if len(tangents) != len(primals):

@@ -215,10 +215,13 @@ def vjp(
     argnums: Wrt = UNSET,
     argnum: Wrt = UNSET,
     backend: str = "auto",
+    jit: bool = False,
 ) -> Any:
     """Reverse mode for any output: `vjp(f)(*args)` returns `(value, pullback)`, and
-    `pullback(cotangent)` the gradients (a tuple when `wrt` is a tuple)."""
+    `pullback(cotangent)` the gradients (a tuple when `wrt` is a tuple). `backend` and `jit`
+    as for `grad`: under numba both the forward and the backward are compiled."""
     wrt = wrt_of(wrt, argnums, argnum)
+    backend = jit_backend(backend, jit)
     if fn is None:
         return lambda f: VJP(f, wrt, False, backend)
     return VJP(fn, wrt, False, backend)

@@ -19,7 +19,10 @@ positional output (numba takes no keywords for ufuncs); reductions over a litera
 that numba lacks (`keepdims=`, `max`/`min`/`mean` over an axis, the runtime's `max_grad`
 and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper functions
 written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
-there and the numpy code runs); runs of elementwise statements fused into one pass over
+there and the numpy code runs), and sums over an axis as the helper `sum_along_axis`
+(loops for a 2-d array: numba's own sum over an axis compiles ~5x slower); the runtime's
+`unindex` at a loop counter as `unindex_at`; the saved-value stack as one typed list per
+saved variable (`numba_stacks`); runs of elementwise statements fused into one pass over
 memory (`numba_fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
 
@@ -36,9 +39,10 @@ values it was compiled with.
 `del` lines (large arrays freed early) are left out: numba has none, and frees an array
 once its variable is dead.
 
-Multi-function modules (a VJP's forward and backward) run as numpy code: the backward's
-argument types are only known at its first call, and a failed compilation there could
-not fall back before the forward had run.
+A VJP's forward and backward are both compiled before the forward runs: the backward for
+the types the forward returns (its residuals) and a cotangent of the value's type; a JVP
+for tangents of their primals' types. A call with other types is compiled then, and where
+numba refuses it (`refused`) the numpy code runs it after one warning (`numpy_functions`).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ import warnings
 import numpy as np
 
 from .. import cache, errors
-from . import numba_fusion, numba_vector_math
+from . import numba_fusion, numba_stacks, numba_vector_math
 from .codegen import FREED_NOTE, load as load_numpy
 
 OPTIONS = 'error_model="numpy"'
@@ -65,21 +69,16 @@ def available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def load(source: str, name: str, free: dict, names, args, label: str):
-    """(the source that runs, its loaded module): see the module docstring."""
-    if len(names) != 1:
-        _warn_once(
-            "pair",
-            f"the gradient of {label} is a forward and backward pair (vjp): "
-            "it runs as numpy code (numba compiles single gradient functions)",
-        )
-        return source, load_numpy(source, name, free)
+def load(source: str, name: str, free: dict, names, args, label: str, tangents=()):
+    """(the source that runs, its loaded module): see the module docstring. `tangents`: the
+    arguments a JVP function takes after `args` (stand-ins of their types)."""
     if not available():
         _warn_once(
             "missing",
             "numba is not installed (pip install 'sourcegrad[numba]'): gradients run as numpy code",
         )
         return source, load_numpy(source, name, free)
+    args = tuple(args) + tuple(tangents)
     cached = not free and cache.directory() is not None
     plain = numba_source(source, cached)
     fused = _fused(plain, names[0], args)
@@ -93,9 +92,9 @@ def load(source: str, name: str, free: dict, names, args, label: str):
         return source, load_numpy(source, name, free)
     for jit_source in dict.fromkeys((fused, plain)):
         try:
-            types = _types_of(args)
             module = _load_jitted(jit_source, name, free, cached)
-            getattr(module, names[0]).compile(types)
+            _compile(module, names, _types_of(args))
+            module.numpy_code = (source, name, free)  # (what numpy_functions loads)
             return jit_source, module
         except Exception as exc:  # any failure to type or compile: the numpy code runs
             failure = exc
@@ -107,6 +106,46 @@ def load(source: str, name: str, free: dict, names, args, label: str):
     _REFUSED[_refusal_key(plain, args)] = message
     warnings.warn(message, errors.JitFallbackWarning, stacklevel=5)
     return source, load_numpy(source, name, free)
+
+
+def _compile(module, names, types):
+    """Compile the module's functions for the arguments' types: a VJP's backward (its second
+    function) for what its forward returns, the residuals and a cotangent of the value's
+    type, so that a failure shows before the forward runs."""
+    first = getattr(module, names[0])
+    first.compile(types)
+    if len(names) == 2:
+        value, residuals = first.overloads[types].signature.return_type
+        getattr(module, names[1]).compile(tuple(residuals) + (value,))
+
+
+def refused(exc, function, args) -> bool:
+    """Whether `exc`, raised by `function(*args)`, is numba refusing to compile it for the
+    arguments' types (other than those `load` compiled it for: compiled at the call, or
+    refused as a NumbaError, a NotImplementedError for float16, ...), not an error of the
+    code's own (which numba raises as the numpy code would)."""
+    numba = sys.modules.get("numba")
+    if numba is None or not isinstance(function, numba.core.dispatcher.Dispatcher):
+        return False
+    if isinstance(exc, numba.core.errors.NumbaError):
+        return True
+    try:
+        types = tuple(function.typeof_pyval(a) for a in args)
+    except Exception:  # (an argument numba has no type for)
+        return True
+    return types not in function.overloads  # (the call failed compiling for them)
+
+
+def numpy_functions(module, functions, exc, label):
+    """The numpy code's functions named as `functions` (numba's) of a module `load`
+    compiled, after one `JitFallbackWarning` naming `exc`, numba's refusal of a call of
+    them with other argument types than it compiled them for (a cotangent or tangent of
+    another type than the value or primal): the numpy code runs them."""
+    loaded = module.__dict__.get("numpy_module")
+    if loaded is None:
+        loaded = module.numpy_module = load_numpy(*module.numpy_code)
+        warnings.warn(_fallback_message(exc, label, None), errors.JitFallbackWarning, stacklevel=3)
+    return tuple(getattr(loaded, f.__name__) for f in functions)
 
 
 # (the numba text, its argument types) -> why numba refused it, in this process
@@ -186,8 +225,12 @@ def numba_source(source: str, cached: bool = False) -> str:
     source = _without_dels(source)
     # (a helper's name the code has for another value: reductions over an axis left as they are)
     helpers_free = not any(re.search(rf"\b{name}\b", source) for name in _HELPERS)
+    # (a VJP's forward hands its stacks to its backward: numba's own lists cross unconverted)
+    pair = sum(isinstance(n, ast.FunctionDef) for n in ast.parse(source).body) > 1
+    source = numba_stacks.split_stack(source, typed=pair)
     while True:  # innermost calls first: an edit's text holds the edits inside it
         tree = ast.parse(source)
+        counters = _range_counters(tree)
         lines = source.splitlines(keepends=True)
         edits = []  # (start (line, col), end (line, col), text)
         for node in ast.walk(tree):
@@ -196,7 +239,7 @@ def numba_source(source: str, cached: bool = False) -> str:
                     _reversed_range(node, source)
                     or _positional_out(node, source)
                     or (_axis_reduction(node, source) if helpers_free else None)
-                    or (_runtime_call(node, source) if helpers_free else None)
+                    or (_runtime_call(node, source, counters) if helpers_free else None)
                 )
                 if edit is not None:
                     edits.append(edit)
@@ -204,7 +247,7 @@ def numba_source(source: str, cached: bool = False) -> str:
             e for e in edits if not any(o is not e and e[0] <= o[0] and o[1] <= e[1] for o in edits)
         ]
         for start, end, text in sorted(innermost, reverse=True):
-            _replace(lines, start, end, text)
+            numba_stacks.replace_span(lines, start, end, text)
         source = "".join(lines)
         if not innermost:
             break
@@ -226,6 +269,8 @@ def numba_source(source: str, cached: bool = False) -> str:
     header = 0  # (after the header's comment lines)
     while header < len(lines) and lines[header].startswith("#"):
         header += 1
+    if helpers and not re.search(r"^import numpy as np$", source, re.M):
+        lines.insert(header, "import numpy as np\n")  # (the helpers': the code needs none)
     lines.insert(header, "import numba\n")
     return "".join(lines)
 
@@ -238,15 +283,6 @@ def _without_dels(source: str) -> str:
     dels = {n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Delete)}
     notes = {i - 1 for i in dels if lines[i - 2].strip() == f"# {FREED_NOTE}"}
     return "".join(line for i, line in enumerate(lines, 1) if i not in dels | notes)
-
-
-def _replace(lines, start, end, text):
-    (l0, c0), (l1, c1) = start, end
-    first, last = lines[l0 - 1], lines[l1 - 1]
-    col = numba_fusion.byte_col
-    lines[l0 - 1] = first[: col(first, c0)] + text + last[col(last, c1) :]
-    for i in range(l0, l1):
-        lines[i] = ""
 
 
 def _segment(source, node):
@@ -278,7 +314,7 @@ def _reversed_range(node, source):
         start, stop, s = parts[0], parts[1], step.value
         # the last number range(start, stop, s) gives, and down by s to start
         text = f"range({start} + ({stop} - {start} - 1) // {s} * {s}, {start} - {s}, -{s})"
-    return _span(node) + (text,)
+    return numba_stacks.span(node) + (text,)
 
 
 def _positional_out(node, source):
@@ -295,31 +331,61 @@ def _positional_out(node, source):
     if not isinstance(ufunc, np.ufunc) or len(node.args) != ufunc.nin:
         return None
     parts = [_segment(source, a) for a in node.args + [node.keywords[0].value]]
-    return _span(node) + (f"{_segment(source, node.func)}({', '.join(parts)})",)
+    return numba_stacks.span(node) + (f"{_segment(source, node.func)}({', '.join(parts)})",)
 
 
 # reductions over an axis numba does not compile, as what it does: numba's sum takes an axis
-# but no keepdims (np.expand_dims puts the axis back), its max, min and mean no axis at all
+# but no keepdims (np.expand_dims puts the axis back), its max, min and mean no axis at all;
+# its sum over an axis compiles slowly, so sums are helper loops too
 _REDUCTIONS = {"sum", "max", "min", "amax", "amin", "mean"}
 _HELPERS = {
     f"{r}_along_axis": f'''@numba.njit
 def {r}_along_axis(x, axis):
-    """x.{r}(axis=axis) of a 2-d array x (numba's {r} takes no axis)."""
+    """x.{r}(axis=axis) of a 2-d array x (numba's {r} takes no axis), in loops (a NaN wins,
+    as in numpy)."""
     rows, columns = x.shape  # (numba refuses another ndim here: the numpy code runs)
     if not -2 <= axis < 2:
         raise ValueError("axis out of range")
-    if axis % 2 == 0:
-        out = np.empty(columns, x.dtype)
+    along = axis % 2 == 0  # (down the columns)
+    n, length = (columns, rows) if along else (rows, columns)
+    if length == 0:
+        raise ValueError("zero-size array to reduction operation which has no identity")
+    if n == 0:
+        return np.empty(0, x.dtype)
+    out = x[0].copy() if along else x[:, 0].copy()
+    for i in range(rows):
         for j in range(columns):
-            out[j] = x[:, j].{r}()
-    else:
-        out = np.empty(rows, x.dtype)
-        for i in range(rows):
-            out[i] = x[i].{r}()
+            k = j if along else i
+            v = x[i, j]
+            if v {op} out[k] or v != v:
+                out[k] = v
     return out
 '''
-    for r in ("max", "min")
+    for r, op in (("max", ">"), ("min", "<"))
 }
+# numba's own sum over an axis takes seconds to compile (~10 s for a float64 matrix, against
+# ~1.5 s for these loops, on top of numba's ~2 s for a first function); other ndims use it
+_HELPERS["sum_along_axis"] = '''@numba.njit
+def sum_along_axis(x, axis):
+    """x.sum(axis=axis), in loops for a 2-d array x (of numpy's dtype: a bool or int32
+    array sums to int64)."""
+    if x.ndim != 2:  # (numba compiles one side only: x.ndim is known)
+        return x.sum(axis=axis)
+    rows, columns = x.shape
+    if not -2 <= axis < 2:
+        raise ValueError("axis out of range")
+    zero = np.zeros(1, x.dtype)[:0].sum()
+    if axis % 2 == 0:
+        out = np.full(columns, zero)
+        for i in range(rows):
+            for j in range(columns):
+                out[j] += x[i, j]
+    else:
+        out = np.full(rows, zero)
+        for i in range(rows):
+            out[i] = x[i].sum()
+    return out
+'''
 _HELPERS["max_grad_along_axis"] = '''@numba.njit
 def max_grad_along_axis(g, ans, x, axis):
     """runtime.max_grad for a 2-d x: g * hits / hits.sum(axis), hits = (x == ans), ans
@@ -345,11 +411,22 @@ def max_grad_along_axis(g, ans, x, axis):
     return out
 '''
 
+_HELPERS["previous_value"] = numba_stacks.PREVIOUS_VALUE
+
+_HELPERS["unindex_at"] = '''@numba.njit
+def unindex_at(g, x, i):
+    """runtime.unindex at an int index i: zeros shaped like x, g at x[i]."""
+    out = np.zeros_like(x)
+    out[i] = g
+    return out
+'''
+
 
 def _axis_reduction(node, source):
     """`x.max(axis=1, keepdims=True)` (or `np.max(x, ...)`; sum, min, mean) in what numba
-    compiles: `np.expand_dims(max_along_axis(x, 1), 1)`; the mean as the sum over the axis
-    divided by its length. Only with a literal int axis and keepdims (else left: refused)."""
+    compiles, or compiles faster: `np.expand_dims(max_along_axis(x, 1), 1)`; the mean as
+    the sum over the axis divided by its length. Only with a literal int axis and keepdims
+    (else left: numba refuses the others, and compiles a sum as it is)."""
     func = node.func
     if not isinstance(func, ast.Attribute) or func.attr not in _REDUCTIONS:
         return None
@@ -371,37 +448,45 @@ def _axis_reduction(node, source):
         return None
     reduction = func.attr.removeprefix("a")  # (amax is max)
     kept = keepdims is not None and keepdims.value
-    if reduction == "sum" and not kept and keepdims is None:
-        return None  # (numba compiles it as it is)
     x, a = _segment(source, array), ast.literal_eval(axis)
     if reduction == "mean":
         if not isinstance(array, ast.Name):
             return None  # (read twice below: only a name)
-        text = f"({x}.sum(axis={a}) / {x}.shape[{a}])"
-    elif reduction == "sum":
-        text = f"{x}.sum(axis={a})"
+        text = f"(sum_along_axis({x}, {a}) / {x}.shape[{a}])"
     else:
         text = f"{reduction}_along_axis({x}, {a})"
-    return _span(node) + ((f"np.expand_dims({text}, {a})" if kept else text),)
+    return numba_stacks.span(node) + ((f"np.expand_dims({text}, {a})" if kept else text),)
 
 
-def _runtime_call(node, source):
-    """The runtime helpers over one literal int axis, as what numba compiles:
-    `max_grad(g, ans, x, 1, True)` (a max's or min's adjoint) as
-    `max_grad_along_axis(g, ans, x, 1)`, `reduced_count(x, 1)` as `x.shape[1]`."""
+def _runtime_call(node, source, counters=frozenset()):
+    """The runtime helpers over one literal int axis or at one int index, as what numba
+    compiles: `max_grad(g, ans, x, 1, True)` (a max's or min's adjoint) as
+    `max_grad_along_axis(g, ans, x, 1)`, `reduced_count(x, 1)` as `x.shape[1]`,
+    `unindex(g, x, i)` (the adjoint of `x[i]`) as `unindex_at(g, x, i)` where i is a
+    literal int or the counter of `range` loops (`counters`: an int, never an array of
+    indices, which unindex adds up where they repeat)."""
     if not (
         isinstance(node.func, ast.Name)
-        and node.func.id in ("max_grad", "reduced_count")
+        and node.func.id in ("max_grad", "reduced_count", "unindex")
         and re.search(rf"^from sourcegrad\.runtime import .*\b{node.func.id}\b", source, re.M)
         and not node.keywords
         and len(node.args) >= 2
     ):
         return None
+    if node.func.id == "unindex":
+        if len(node.args) != 3 or not (
+            _int_constant(node.args[2])
+            or isinstance(node.args[2], ast.Name)
+            and node.args[2].id in counters
+        ):
+            return None
+        args = ", ".join(_segment(source, a) for a in node.args)
+        return numba_stacks.span(node) + (f"unindex_at({args})",)
     if node.func.id == "reduced_count":
         x, axis = node.args
         if not (isinstance(x, ast.Name) and _int_constant(axis)):
             return None
-        return _span(node) + (f"{x.id}.shape[{ast.literal_eval(axis)}]",)
+        return numba_stacks.span(node) + (f"{x.id}.shape[{ast.literal_eval(axis)}]",)
     if not (
         len(node.args) == 5
         and _int_constant(node.args[3])
@@ -410,7 +495,29 @@ def _runtime_call(node, source):
     ):
         return None
     args = ", ".join(_segment(source, a) for a in node.args[:4])
-    return _span(node) + (f"max_grad_along_axis({args})",)
+    return numba_stacks.span(node) + (f"max_grad_along_axis({args})",)
+
+
+def _range_counters(tree) -> set:
+    """Names bound only as the target of `for ... in range(...)` (or `reversed(range(...))`):
+    ints."""
+    counters, others, targets = set(), set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            loop = node.iter
+            if _is_call_of(loop, "reversed") and len(loop.args) == 1:
+                loop = loop.args[0]
+            (counters if _is_call_of(loop, "range") else others).add(node.target.id)
+            targets.add(id(node.target))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.arg)) and id(node) not in targets:
+            if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+                others.add(node.id if isinstance(node, ast.Name) else node.arg)
+    return counters - others
+
+
+def _is_call_of(node, name):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
 def _int_constant(node):
@@ -419,10 +526,6 @@ def _int_constant(node):
         return type(ast.literal_eval(node)) is int
     except ValueError:
         return False
-
-
-def _span(node):
-    return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
 
 
 # -- loading ------------------------------------------------------------------------------------

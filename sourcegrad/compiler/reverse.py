@@ -66,6 +66,7 @@ from .ir import (
     Var,
     While,
     atom_vars,
+    child_blocks,
     reads_of,
     walk,
     writes_of,
@@ -1269,11 +1270,21 @@ def split_vjp(fn: Function, cotangent: str):
     value, grads = ret.value.items
     residuals = []
     listed = set()  # (residuals as a set: a list's `in` made this quadratic in its length)
-    # what the backward reads, and gradients the forward already holds (a zero made there)
-    for n in [n for s in walk(backward) for n in reads_of(s)] + atom_vars(grads):
-        if n in defined and n not in listed:
+    # what the backward reads, and gradients the forward already holds (a zero made there);
+    # not a loop counter the backward reads only in its own loop over it (the forward's may
+    # not exist: a loop of no trips)
+    returned = atom_vars(grads)
+    outside = _reads_outside_own_loops(backward) | set(returned)
+    for n in [n for s in walk(backward) for n in reads_of(s)] + returned:
+        if n in defined and n not in listed and n in outside:
             residuals.append(n)
             listed.add(n)
+    # a residual the forward assigns only in a branch or loop starts as None (as a variable
+    # the backward restores does): the backward reads it only where it was assigned
+    certain = set(fn.params) | {n for s in forward for n in writes_of(s) if type(s) is not For}
+    forward = [
+        Assign(n, Const(None), fn.loc, "placeholder") for n in residuals if n not in certain
+    ] + forward
     if uses_stack:
         residuals.append(fn.stack)
     fwd = Function(
@@ -1299,3 +1310,14 @@ def split_vjp(fn: Function, cotangent: str):
         fn.stack,
     )
     return fwd, bwd, residuals
+
+
+def _reads_outside_own_loops(stmts, counters=frozenset()) -> set:
+    """The names `stmts` read, but a loop's counter where the loop over it reads it."""
+    found = set()
+    for stmt in stmts:
+        found.update(n for n in reads_of(stmt) if n not in counters)
+        inner = counters | {stmt.target} if isinstance(stmt, For) else counters
+        for block in child_blocks(stmt):
+            found |= _reads_outside_own_loops(block, inner)
+    return found

@@ -8,6 +8,7 @@ of control_cases are `slow` (`pytest -m slow`)."""
 
 import math
 import os
+import re
 import stat
 import warnings
 
@@ -16,7 +17,7 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api, cache
-from sourcegrad.compiler import numba_backend, numba_fusion
+from sourcegrad.compiler import numba_backend, numba_fusion, numba_stacks
 from sourcegrad.api import numeric_grad
 from sourcegrad.errors import JitFallbackWarning, SourcegradWarning
 
@@ -112,15 +113,18 @@ def test_reductions_over_an_axis_become_what_numba_compiles():
     )
     text = numba_backend.numba_source(source)
     assert "a = np.expand_dims(max_along_axis(x, 1), 1)" in text
-    assert "b = np.expand_dims(x.sum(axis=-1), -1) / x.shape[-1]" in text
-    assert "c = min_along_axis(x, 0) + (x.sum(axis=1) / x.shape[1]) + x.sum(axis=0)" in text
+    assert "b = np.expand_dims(sum_along_axis(x, -1), -1) / x.shape[-1]" in text
+    assert (
+        "c = min_along_axis(x, 0) + (sum_along_axis(x, 1) / x.shape[1]) + sum_along_axis(x, 0)"
+        in text
+    )
     assert "d = max_grad_along_axis(g, a, x, 1)" in text
     assert "e = x.max(axis=(0, 1)) + np.max(x, axis=1, out=None)" in text  # left: refused
     # each helper once, compiled as the function is, before it
-    for helper in ("max_along_axis", "min_along_axis", "max_grad_along_axis"):
+    for helper in ("max_along_axis", "min_along_axis", "sum_along_axis", "max_grad_along_axis"):
         assert text.count(f"def {helper}(") == 1
         assert text.index(f"def {helper}(") < text.index("def f(")
-    assert text.count('@numba.njit(error_model="numpy")') == 4
+    assert text.count('@numba.njit(error_model="numpy")') == 5
     namespace: dict = {}  # the helpers as Python: numpy's numbers
     python = [ln for ln in text.splitlines() if not ln.startswith(("@numba", "import numba"))]
     exec("\n".join(python), namespace)
@@ -129,6 +133,24 @@ def test_reductions_over_an_axis_become_what_numba_compiles():
     for axis in (0, 1, -1, -2):
         np.testing.assert_array_equal(namespace["max_along_axis"](x, axis), x.max(axis=axis))
         np.testing.assert_array_equal(namespace["min_along_axis"](x, axis), x.min(axis=axis))
+        for y in (x, x > 1.0, (x * 3).astype(np.int32), x.astype(np.float32), x[:, :0]):
+            got = namespace["sum_along_axis"](y, axis)  # numpy's dtype: int64 for bools
+            assert got.dtype == y.sum(axis=axis).dtype
+            np.testing.assert_allclose(got, y.sum(axis=axis), rtol=1e-6)
+    nan = np.array([[1.0, np.nan, 0.5], [2.0, -1.0, np.nan]])  # a NaN wins, as in numpy
+    for axis, r in [(a, r) for a in (0, 1) for r in ("max", "min")]:
+        got = namespace[f"{r}_along_axis"](nan, axis)
+        np.testing.assert_array_equal(got, getattr(nan, r)(axis=axis))
+        for empty in (np.zeros((0, 3)), np.zeros((3, 0)), np.zeros((0, 0))):
+            try:
+                want = getattr(empty, r)(axis=axis)
+            except ValueError:
+                with pytest.raises(ValueError, match="zero-size"):
+                    namespace[f"{r}_along_axis"](empty, axis)
+            else:
+                _same(namespace[f"{r}_along_axis"](empty, axis), want)
+    cube = np.arange(24.0).reshape(2, 3, 4)  # another ndim: the sum numba has
+    np.testing.assert_array_equal(namespace["sum_along_axis"](cube, 1), cube.sum(axis=1))
     from sourcegrad.runtime import max_grad
 
     np.testing.assert_array_equal(
@@ -143,6 +165,36 @@ def test_reductions_over_an_axis_become_what_numba_compiles():
     # a name of the code's own that a helper would take: reductions left as they are
     clash = source.replace("return a,", "max_along_axis = 1\n    return a,")
     assert "x.max(axis=1, keepdims=True)" in numba_backend.numba_source(clash)
+
+
+def test_unindex_at_a_range_counter_becomes_a_helper_and_no_other():
+    """`unindex(g, x, j)` (the adjoint of x[j]) at an int j, a `range` loop's counter or a
+    literal, as the helper `unindex_at`; at any other index (an argument, which may be an
+    array of indices that repeat) left as it is: numba refuses it, and the numpy code runs."""
+    source = (
+        "import numpy as np\nfrom sourcegrad.runtime import unindex\n\n\n"
+        "def f(x, g, k):\n"
+        "    d = np.zeros_like(x)\n"
+        "    for j in reversed(range(3)):\n"
+        "        d = d + unindex(g, x, j)\n"
+        "    return d + unindex(g, x, 1) + unindex(g, x, k)\n"
+    )
+    text = numba_backend.numba_source(source)
+    assert "d = d + unindex_at(g, x, j)" in text
+    assert "return d + unindex_at(g, x, 1) + unindex(g, x, k)" in text
+    namespace: dict = {}
+    python = [ln for ln in text.splitlines() if not ln.startswith(("@numba", "import numba"))]
+    exec("\n".join(python), namespace)
+    from sourcegrad.runtime import unindex
+
+    x = np.arange(6.0).reshape(3, 2)
+    for i in (0, 2, -1):
+        _same(
+            namespace["unindex_at"](np.array([1.5, -2.0]), x, i),
+            unindex(np.array([1.5, -2.0]), x, i),
+        )
+    renamed = source.replace("for j in", "j = k\n    for j in")  # j is not only a counter
+    assert "unindex_at(g, x, j)" not in numba_backend.numba_source(renamed)
 
 
 def chain3(x, y):
@@ -239,6 +291,87 @@ def test_without_numba_the_numpy_code_runs_after_one_warning(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one warning per process, not one per gradient
         sourcegrad.grad(f, jit=True)(x + 1.0)
+
+
+def _with_split_stacks(compiled):
+    """The functions of a compiled gradient's module in the numba variant's text (one list
+    per saved variable, `split_stack`), run as plain Python without numba's decorators."""
+    text = numba_backend.numba_source(compiled.source)
+    python = "\n".join(
+        line.replace("numba.typed.List()", "[]")
+        for line in text.splitlines()
+        if not line.startswith(("@numba", "import numba"))
+    )
+    # a VJP's forward returns a variable never assigned (a branch not taken) as numba's zero
+    # value (0.0, an empty array) that the backward never reads; in Python it must exist
+    starts = "".join(f"\n    {n} = None" for n in re.findall(r"(\w+) = previous_value\(", text))
+    line = "# values the backward pass needs that the forward overwrites, a list each"
+    python = python.replace(line, line + starts, 1)
+    namespace = dict(compiled.module.__dict__)
+    exec(compile(python, "<split stacks>", "exec"), namespace)
+    functions = compiled.fn if isinstance(compiled.fn, tuple) else (compiled.fn,)
+    return text, tuple(namespace[f.__name__] for f in functions)
+
+
+@pytest.mark.parametrize("case", CONTROL_CASES, ids=lambda c: c[0].__name__)
+def test_one_stack_per_saved_variable_gives_the_same_numbers(case):
+    """Each saved variable's own stack (`split_stack`, the numba variant's) pops the values
+    the shared stack of the numpy code did: the same gradients and VJPs, as Python."""
+    f, make_args, wrt = case
+    args = make_args(np.random.default_rng(0))
+    g = sourcegrad.grad(f, wrt=wrt)
+    want = g(*args)
+    text, (split,) = _with_split_stacks(g._last)
+    if "saved = []" in g.source:
+        assert "saved = []" not in text and "saved.append(" not in text
+        assert "numba.typed.List()" not in text  # (one function: numba's reflected list)
+    _same(g._last.finish(split(*args), args) if g._last.finish else split(*args), want)
+    wrt = wrt if isinstance(wrt, tuple) else (wrt,)
+    if not all(isinstance(args[i], (float, np.ndarray)) for i in wrt):
+        return
+    pull = sourcegrad.vjp(f, wrt=wrt)
+    value, pullback = pull(*args)
+    text, (forward, backward) = _with_split_stacks(pull._last)
+    if "saved = []" in pull.source:  # (a forward hands its stacks to its backward)
+        assert "saved.append(" not in text and "numba.typed.List()" in text
+    split_value, residuals = forward(*args)
+    _same(split_value, value)
+    for _ in range(2):  # (a pullback called twice: the stacks are copied)
+        got = backward(*[list(r) if type(r) is list else r for r in residuals], 1.0)
+        _same(pull._last.finish(got, args + (1.0,)), pullback(1.0))
+
+
+def branchy_loop(x, n):
+    s = 0.5
+    for i in range(n):
+        if s > 1.0:  # the two sides save different values: a float, and another float
+            s = s + np.sin(x[i])
+        else:
+            s = s * x[i] + 1.0
+    return s
+
+
+def test_split_stack_pushes_a_variable_first_assigned_in_the_loop_after_its_assignments():
+    g = sourcegrad.grad(branchy_loop)
+    g(np.linspace(0.5, 2.0, 4), 4)
+    text = numba_stacks.split_stack(g.source)
+    assert "= None" not in text and "saved.append" not in text
+    assert "saved_s_mask = []" in text and "saved_s = []" in text
+    # pushed after the assignment, restored as the value before it
+    assert "s_mask = s > 1.0\n        saved_s_mask.append(s_mask)\n" in text
+    assert "s_mask = previous_value(saved_s_mask)" in text
+    assert "saved_s.append(s)\n            s = s + np.sin(x_part)" in text  # s starts as 0.5
+    assert "s = saved_s.pop()" in text
+    assert "# line 2: def branchy_loop" not in text  # (its only statements were the Nones)
+    pair = sourcegrad.vjp(branchy_loop)
+    pair(np.linspace(0.5, 2.0, 4), 4)
+    text = numba_stacks.split_stack(pair.source, typed=True)
+    stacks = "saved_s_mask, saved_x_part, saved_s, saved_x_part_1"
+    assert f"{stacks})\n" in text and f"{stacks}, g):" in text  # forward to backward
+    assert "saved_s = numba.typed.List()" in text
+    # used otherwise than codegen writes it: left as it is
+    odd = g.source.replace("return dx", "return dx, len(saved)")
+    assert numba_stacks.split_stack(odd) == odd
 
 
 # -- compiled by numba -----------------------------------------------------------------------------
@@ -358,6 +491,80 @@ def test_scalar_loop_matches_numpy_and_differences_and_is_cached_on_disk(tmp_pat
         api.clear()
 
 
+def _jitted(*functions):
+    return all(isinstance(f, numba.core.registry.CPUDispatcher) for f in functions)
+
+
+def test_vjp_compiles_forward_and_backward():
+    """Both functions of the pair compiled, the backward for the forward's residuals and a
+    cotangent of the value's type; a cotangent numba refuses (float16) runs the numpy code
+    after one warning."""
+
+    def outer(x):
+        return np.sin(x) * np.sum(x)
+
+    x = np.array([0.5, 1.2, -0.4, 0.9])
+    pull = sourcegrad.vjp(outer, backend="numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        value, pullback = pull(x)
+        got = pullback(np.ones(4))
+    assert _jitted(*pull._last.fn)
+    want_value, want_pullback = sourcegrad.vjp(outer)(x)
+    _same(value, want_value)
+    _same(got, want_pullback(np.ones(4)))
+    _against_differences(lambda x: np.sum(outer(x)), (x,), (0,), got)
+    half = np.array([1.0, 0.0, 2.0, 0.5], np.float16)
+    with pytest.warns(JitFallbackWarning, match="outer"):
+        got = pullback(half)
+    _same(got, want_pullback(half))
+
+
+@pytest.mark.slow
+def test_vjp_of_a_branchy_loop_compiles_forward_and_backward():
+    """A pair with stacks: numba's typed lists cross from the forward to the backward; the
+    pullback called twice (each call pops copies of the stacks)."""
+    x = np.array([0.5, 1.2, -0.4, 0.9])
+    pull = sourcegrad.vjp(branchy_loop, jit=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        value, pullback = pull(x, 4)
+        got = pullback(1.0)
+        _same(pullback(1.0), got)
+        _same(pullback(2), 2.0 * got)  # (an int: numba compiles it too)
+    assert _jitted(*pull._last.fn)
+    assert "saved_s_mask = numba.typed.List()" in pull.source
+    want_value, want_pullback = sourcegrad.vjp(branchy_loop)(x, 4)
+    assert value == want_value
+    _same(got, want_pullback(1.0))
+    _against_differences(branchy_loop, (x, 4), (0,), got)
+
+
+def test_jvp_compiles_for_tangents_typed_as_their_primals():
+    """The JVP function takes the primals, then a tangent per differentiated primal: compiled
+    for tangents of their primals' types; another tangent (float16, which numba refuses) runs
+    the numpy code after one warning."""
+
+    def f(x, y):
+        return np.tanh(x * y) + x
+
+    x, v = np.linspace(-1.0, 1.0, 3), np.array([0.3, -0.2, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        value, tangent = sourcegrad.jvp(f, (x, 0.7), (v, None), jit=True)
+    compiled = api.gradient._JVPS[(f, (0,), "numba")]._last
+    assert _jitted(compiled.fn) and "@numba.njit" in compiled.source
+    want = sourcegrad.jvp(f, (x, 0.7), (v, None))
+    _same(value, want[0])
+    _same(tangent, want[1])
+    eps = 1e-6  # the directional derivative, by central differences
+    np.testing.assert_allclose(tangent, (f(x + eps * v, 0.7) - f(x - eps * v, 0.7)) / (2 * eps))
+    half = v.astype(np.float16)
+    with pytest.warns(JitFallbackWarning, match="f"):
+        _, got = sourcegrad.jvp(f, (x, 0.7), (half, None), backend="numba")
+    _same(got, sourcegrad.jvp(f, (x, 0.7), (half, None))[1])
+
+
 # -- slow: the benchmark workloads, the loop and branch programs -------------------------------
 
 
@@ -438,3 +645,61 @@ def test_the_numba_variant_leaves_out_del_lines():
     assert "del " not in out and note not in out
     assert "    z = y.sum()\n    w = z * x\n    return z\n" in out
     compile(out, "<numba variant>", "exec")
+
+
+def while_with_branch(x):
+    s = 0.0
+    v = x
+    k = 0
+    while k < 4:
+        if s < 1.0:  # one side saves an array and a float, the other nothing
+            v = np.tanh(v) * 1.5
+            s = s + np.sum(v)
+        else:
+            s = s * 0.5 + np.sum(v * v)
+        k = k + 1
+    return s
+
+
+def mixed_types(x, y):
+    h = x
+    c = y
+    for t in range(3):  # saves arrays, floats and masks
+        m = np.sum(h) > 0.0
+        a = c * np.sum(h)
+        h = np.sin(h * c) + a * m
+        c = c * 0.9 + np.cos(c)
+    return np.sum(h * h) + c
+
+
+def nested_loops(A):
+    s = 0.0
+    for i in range(A.shape[0]):
+        r = A[i]
+        for j in range(A.shape[1]):
+            s = s * 0.5 + np.sin(r[j] * s + 1.0)
+        r = r * s
+        s = s + np.sum(r)
+    return s
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "f, args, wrt",
+    [
+        (branchy_loop, (np.array([0.5, 1.2, -0.4, 0.9]), 4), (0,)),
+        (while_with_branch, (np.linspace(-0.5, 0.7, 3),), (0,)),
+        (mixed_types, (np.linspace(-0.5, 0.7, 3), 0.3), (0, 1)),
+        (nested_loops, (np.linspace(-0.5, 0.7, 6).reshape(2, 3),), (0,)),
+    ],
+    ids=lambda a: getattr(a, "__name__", ""),
+)
+def test_loops_saving_values_of_several_types_are_compiled(f, args, wrt):
+    """One stack per saved variable, each of one type: loops with branches saving different
+    values, values of several types, nested loops compile (no fallback) and match."""
+    got, fell_back = _compare(f, args, wrt)
+    assert not fell_back, fell_back[0].message
+    g = sourcegrad.grad(f, wrt=wrt, backend="numba")
+    g(*args)
+    assert _jitted(g._last.fn) and "saved = []" not in g.source
+    _against_differences(f, args, wrt, got)

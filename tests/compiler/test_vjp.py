@@ -72,3 +72,37 @@ def test_vjp_source_has_a_forward_and_a_backward_that_share_only_residuals():
     assert "def value_and_dlooped_dx_forward(x):" in source
     assert "def value_and_dlooped_dx_backward(h, saved, g):" in source
     assert "return h, (h, saved)" in source
+
+
+def either_side(x, y):
+    if np.sum(x) > 0.0:
+        z = np.exp(x) * y  # z and its parts exist on one side only
+    else:
+        z = x * y
+    return np.sum(z)
+
+
+def counted(x, n):
+    s = 0.5
+    for i in range(n):
+        s = s * x[i] + 1.0
+    return s
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (either_side, (np.array([0.3, -0.1]), 0.7)),
+        (either_side, (np.array([-0.3, -0.1]), 0.7)),
+        (counted, (np.array([0.3, 0.6]), 2)),
+        (counted, (np.array([0.3, 0.6]), 0)),  # no trip: the loop's counter never exists
+    ],
+)
+def test_vjp_of_values_made_on_one_side_of_a_branch_or_in_a_loop_of_no_trips(f, args):
+    """The forward hands the backward what it reads; a value made in a branch not taken, or
+    a loop counter of a loop of no trips, does not exist (the forward raised
+    UnboundLocalError returning it): None stands for it, and the backward never reads it."""
+    value, pullback = sourcegrad.vjp(f)(*args)
+    assert value == f(*args)
+    np.testing.assert_allclose(pullback(1.0), sourcegrad.grad(f)(*args), rtol=1e-13)
+    np.testing.assert_allclose(pullback(1.0), numeric_jacobian(f, args, 0), rtol=1e-6, atol=1e-9)
