@@ -42,6 +42,7 @@ import warnings
 import numpy as np
 
 from ..compiler.ir import Call, walk
+from ..compiler.numba_stacks import PREVIOUS_VALUE
 from ..ops import MATH_FUNCTIONS, RULES
 from . import caches, facts
 from .dispatch import float_entry
@@ -50,6 +51,8 @@ _FLOAT64 = np.dtype(np.float64)
 # what the twin's code may call or read besides its parameters and locals
 _MATH_NAMES = frozenset(MATH_FUNCTIONS.values()) | {"pi", "e", "inf", "tau"}
 _BUILTINS = frozenset({"range", "reversed"})
+# the numba variant's helper restoring a saved value (list operations only): its body
+_STACK_HELPER = ast.parse(PREVIOUS_VALUE).body[0]
 _STACK_METHODS = frozenset({"append", "pop"})  # a loop's saved values
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 # what a numpy scalar and a Python float answer differently (a shape, ndim or len is alike)
@@ -193,11 +196,28 @@ def computes_on_floats(source, fn) -> bool:
     if len(found) != 1:
         return False
     function = found[0]
-    local = {a.arg for a in function.args.args}
+    helpers = {
+        n.name
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef)
+        and n.name == _STACK_HELPER.name
+        and _same_body(n, _STACK_HELPER)
+    }
+    local = {a.arg for a in function.args.args} | helpers
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             local.add(node.id)
     return all(_allowed(node, local) for stmt in function.body for node in ast.walk(stmt))
+
+
+def _same_body(a, b) -> bool:
+    """Whether two functions' bodies are the same code (docstrings and decorators apart)."""
+
+    def code(f):
+        body = f.body[1:] if ast.get_docstring(f) is not None else f.body
+        return [ast.dump(s) for s in body], ast.dump(f.args)
+
+    return code(a) == code(b)
 
 
 def _allowed(node, local) -> bool:
@@ -225,7 +245,7 @@ def _allowed(node, local) -> bool:
             and (
                 isinstance(node.func, ast.Attribute)
                 or isinstance(node.func, ast.Name)
-                and node.func.id in _BUILTINS
+                and (node.func.id in _BUILTINS or node.func.id == _STACK_HELPER.name)
             )
         )
     return isinstance(node, _NODES)
