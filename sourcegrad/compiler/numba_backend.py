@@ -43,6 +43,10 @@ A VJP's forward and backward are both compiled before the forward runs: the back
 the types the forward returns (its residuals) and a cotangent of the value's type; a JVP
 for tangents of their primals' types. A call with other types is compiled then, and where
 numba refuses it (`refused`) the numpy code runs it after one warning (`numpy_functions`).
+
+Why one module: the text rewrites, the compile with its fallback and the disk-cache rules
+are one answer to "what numba runs for this gradient", read together; the parts that stand
+alone (fusion, the stacks, libmvec) are modules of their own.
 """
 
 from __future__ import annotations
