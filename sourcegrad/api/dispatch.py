@@ -78,15 +78,10 @@ def fast_entry(
     call leaves them out (as a function's `__defaults__`). With `source`, the text of the
     module defining `fn`, fn's body is compiled into the entry itself (see the module
     docstring)."""
-    code = fn.__code__
-    params = list(code.co_varnames[: code.co_argcount])
-    if len(params) != len(args):
+    parts = _entry_parts(fn, fn.__code__, args, code_of, still_valid, defaults)
+    if parts is None:
         return None
-    guard = _Guard(_prefix(_taken(fn, code, params)))
-    built = _guarded(params, args, guard, code_of, still_valid, defaults)
-    if built is None:
-        return None
-    checks, signature = built
+    params, guard, checks, signature = parts
     arguments = ", ".join(params)
     miss = (
         guard.add("MISS", MISS)
@@ -109,6 +104,20 @@ def fast_entry(
         )
         entry = guard.define(ast.parse(text).body[0], {}, "<sourcegrad dispatch>")
     return entry
+
+
+def _entry_parts(fn, code, args, code_of, still_valid, defaults):
+    """(params, guard, checks, signature): what both kinds of entry start from (the
+    function's parameters, its guard, the checks of `args`' signature and the entry's
+    parameter list), or None where that signature cannot be guarded."""
+    params = list(code.co_varnames[: code.co_argcount])
+    if len(params) != len(args):
+        return None
+    guard = _Guard(_prefix(_taken(fn, code, params)))
+    built = _guarded(params, args, guard, code_of, still_valid, defaults)
+    if built is None:
+        return None
+    return (params, guard, *built)
 
 
 def _taken(fn, code, params) -> set:
@@ -200,14 +209,10 @@ def float_entry(
             return exact(given_x, given_y)     # (outside the handler: its own traceback)
     """
     code = getattr(fn, "__code__", None) or getattr(fn, "py_func").__code__
-    params = list(code.co_varnames[: code.co_argcount])
-    if len(params) != len(args):
+    parts = _entry_parts(fn, code, args, code_of, still_valid, defaults)
+    if parts is None:
         return None
-    guard = _Guard(_prefix(_taken(fn, code, params)))
-    built = _guarded(params, args, guard, code_of, still_valid, defaults)
-    if built is None:
-        return None
-    checks, signature = built
+    params, guard, checks, signature = parts
     arguments = ", ".join(params)
     as_float = guard.add("float", float)
     given = ", ".join(f"{as_float}({p})" if i in positions else p for i, p in enumerate(params))
