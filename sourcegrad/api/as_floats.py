@@ -51,8 +51,16 @@ _FLOAT64 = np.dtype(np.float64)
 # what the twin's code may call or read besides its parameters and locals
 _MATH_NAMES = frozenset(MATH_FUNCTIONS.values()) | {"pi", "e", "inf", "tau"}
 _BUILTINS = frozenset({"range", "reversed"})
-# the numba variant's helper restoring a saved value (list operations only): its body
-_STACK_HELPER = ast.parse(PREVIOUS_VALUE).body[0]
+
+
+def _function_of(text: str) -> ast.FunctionDef:
+    node = ast.parse(text).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    return node
+
+
+# the numba variant's helper restoring a saved value (list operations only), known by its body
+_STACK_HELPER = _function_of(PREVIOUS_VALUE)
 _STACK_METHODS = frozenset({"append", "pop"})  # a loop's saved values
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 # what a numpy scalar and a Python float answer differently (a shape, ndim or len is alike)
@@ -254,11 +262,14 @@ def _allowed(node, local) -> bool:
 def _integer_constant(node) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         node = node.operand
+    if not isinstance(node, ast.Constant):
+        return False
+    value = node.value
     return (
-        isinstance(node, ast.Constant)
-        and type(node.value) in (int, float)
-        and math.isfinite(node.value)
-        and float(node.value).is_integer()
+        isinstance(value, (int, float))
+        and type(value) is not bool
+        and math.isfinite(value)
+        and float(value).is_integer()
     )
 
 
