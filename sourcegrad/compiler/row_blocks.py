@@ -358,6 +358,13 @@ def _blocked(plan, fn, n, rows, forward, backward, ret, kinds, namer, env):
         if fn.loc is None
         else SourceLocation(fn.loc.file, fn.loc.line, fn.loc.col, f"{fn.loc.text.strip()}  ({why})")
     )
+    # the batch's length as the code reads it (`len(X)`), where an input carries the rows
+    length = Const(n)
+    sizes = []
+    if inputs and inputs[0] in fn.params:
+        length = Var(namer.fresh(f"len_{inputs[0]}"))
+        env[length.name] = AVal(n)
+        sizes.append(Assign(length.name, Call("len", (Var(inputs[0]),)), loc, "row block"))
     mapping, loop = {}, [Assign(end, Call("add_op", (Var(row), Const(rows))), loc, "row block")]
     for name in inputs:
         mapping[name] = Var(namer.fresh(f"{name}_rows"))
@@ -403,9 +410,8 @@ def _blocked(plan, fn, n, rows, forward, backward, ret, kinds, namer, env):
             value = Call("sum", value.args, value.kwargs)
             summed = int(np.prod(_aval(env, value.args[0].name).shape)) * n // rows
             count = summed // max(int(np.prod(shape)), 1)
-            means.append(
-                Assign(s.target, Call("div_op", (Var(total), Const(count))), s.loc, s.note)
-            )
+            divisor = length if count == n else Const(count)
+            means.append(Assign(s.target, Call("div_op", (Var(total), divisor)), s.loc, s.note))
         if shape == ():  # (a number: a 0-d array would be returned as one)
             zeros = Const(0.0)
         else:
@@ -414,8 +420,8 @@ def _blocked(plan, fn, n, rows, forward, backward, ret, kinds, namer, env):
         starts.append(Assign(total, zeros, s.loc, "row block"))
         loop.append(dataclasses.replace(s, target=part, value=value))
         loop.append(Assign(total, Call("iadd_op", (Var(total), Var(part))), s.loc, "accumulate"))
-    block = For(row, Const(0), Const(n), Const(rows), loop, loc)
-    return before, starts + [block] + means + after, ret
+    block = For(row, Const(0), length, Const(rows), loop, loc)
+    return before, sizes + starts + [block] + means + after, ret
 
 
 def _substituted(s, mapping):
