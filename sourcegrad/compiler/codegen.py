@@ -1084,6 +1084,7 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
         writer.freed = freed_after_last_use(
             fn, info.large & dry.own_slot, dry.own_slot, dry.reads_at, printed, dry.sharing
         )
+        trip_loops = {id(loop) for loop in _trip_loops(fn)}
         writer.freed_in_trips = {
             id(loop): freed_after_last_use(
                 replace(
@@ -1101,7 +1102,7 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
                 dry.sharing,
             )
             for i, loop in enumerate(fn.body)
-            if loop in _trip_loops(fn)
+            if id(loop) in trip_loops  # (by identity: `in` compares statements field by field)
         }
         writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]
