@@ -101,7 +101,9 @@ def twin(gradient, compiled, args, exact):
     as_floats = tuple(float(a) if i in positions else a for i, a in enumerate(args))
     last = gradient._last
     try:
-        floats = _float_code(gradient, as_floats)
+        # (under numba, straight-line code on numbers compiles to the numpy code: no numba
+        # call to pay, numba_fusion.numpy_code_reason)
+        floats = gradient.compile(as_floats)
     except Exception:  # (code the float signature cannot compile keeps the exact path)
         return None
     finally:
@@ -131,21 +133,6 @@ def twin(gradient, compiled, args, exact):
         gradient.with_value,
         value_wrap,
     )
-
-
-def _float_code(gradient, as_floats):
-    """The gradient's compiled code for the arguments as Python floats. For the numba
-    backend, code without loops or branches is the numpy backend's: numba runs it no faster
-    (a call of compiled code costs what the few float operations do), and it loads in a
-    millisecond where numba's disk cache takes tens (a first call loads both signatures)."""
-    if gradient.backend_for(as_floats) == "numba" and gradient.memory_plan is None:
-        kind, made_with = gradient.__reduce__()
-        if kind is type(gradient) and len(made_with) == 5:
-            fn, wrt, with_value, _, has_aux = made_with
-            floats = kind(fn, wrt, with_value, "numpy", has_aux).compile(as_floats)
-            if not floats.control_flow:
-                return floats
-    return gradient.compile(as_floats)
 
 
 def same_on_floats(primal) -> bool:

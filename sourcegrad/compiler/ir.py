@@ -16,7 +16,7 @@ Passes build new lists instead of mutating shared ones.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence, Union
 
 from ..errors import SourceLocation
@@ -198,6 +198,16 @@ def child_blocks(stmt) -> list:
     if isinstance(stmt, While):
         return [stmt.test_body, stmt.body]
     return []
+
+
+def with_child_blocks(stmt, blocks):
+    """`stmt` with its nested statement lists replaced by `blocks` (as `child_blocks` lists
+    them)."""
+    if isinstance(stmt, If):
+        return replace(stmt, body=blocks[0], orelse=blocks[1])
+    if isinstance(stmt, While):
+        return replace(stmt, test_body=blocks[0], body=blocks[1])
+    return replace(stmt, body=blocks[0])
 
 
 def walk(stmts):

@@ -11,7 +11,6 @@ passes (`assign_counts`, `substitute`, `namer`).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections import defaultdict
 import numpy as np
@@ -31,6 +30,7 @@ from ..ir import (
     While,
     assignment_counts,
     child_blocks,
+    with_child_blocks,
     reads_of,
     substitute_atom,
     walk,
@@ -356,7 +356,7 @@ def _cancel_pushed_pops(stmts: list) -> list:
             blocks = child_blocks(stmt)
             new = [_cancel_pushed_pops(b) for b in blocks]
             if any(n is not b for n, b in zip(new, blocks)):
-                stmt, changed = _with_blocks(stmt, new), True
+                stmt, changed = with_child_blocks(stmt, new), True
             out.append(stmt)
             pushed = []
         elif type(stmt) is Push:
@@ -381,14 +381,6 @@ def _cancel_pushed_pops(stmts: list) -> list:
 
 def _restores(push, pop) -> bool:
     return push.value.name == pop.target
-
-
-def _with_blocks(stmt, blocks):
-    if type(stmt) is If:
-        return If(stmt.test, blocks[0], blocks[1], stmt.loc)
-    if type(stmt) is While:
-        return While(blocks[0], stmt.test, blocks[1], stmt.loc)
-    return dataclasses.replace(stmt, body=blocks[0])
 
 
 def inline_shape_only_values(body: list, params, shapes: dict, user_names=()) -> list:
