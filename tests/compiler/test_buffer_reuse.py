@@ -179,7 +179,14 @@ def test_a_long_function_reuses_the_buffers_the_full_scan_chose(monkeypatch, tmp
     real = optimize.reuse_dead_buffers
 
     def both(
-        body, params, shapes, dtypes, keep_residuals=False, min_bytes=None, user_names=frozenset()
+        body,
+        params,
+        shapes,
+        dtypes,
+        keep_residuals=False,
+        min_bytes=None,
+        user_names=frozenset(),
+        fused=frozenset(),
     ):
         for kept in (False, True):
             got = real(body, params, shapes, dtypes, kept, 0)
@@ -221,3 +228,21 @@ def test_a_trip_never_computes_into_a_buffer_the_next_trip_reads():
     V, U, eps = rng.normal(size=W.shape), rng.normal(size=X.shape), 1e-5
     step = carried_view(W + eps * V, X + eps * U) - carried_view(W - eps * V, X - eps * U)
     assert step / (2 * eps) == pytest.approx(np.sum(dW * V) + np.sum(dX * U), rel=1e-6)
+
+
+def test_fusible_statements_are_those_a_run_of_parameters_makes():
+    from sourcegrad.compiler.ir import Assign, Call, Const, Var
+    from sourcegrad.compiler.optimize.memory import fusible_elementwise
+
+    body = [
+        Assign("s", Call("sin", (Var("x"),)), None),  # a parameter of the result's shape
+        Assign("t", Call("mul_op", (Var("s"), Const(2.0))), None),  # a fused value, a number
+        Assign("m", Call("matmul_op", (Var("x"), Var("w"))), None),  # not elementwise
+        Assign("u", Call("tanh", (Var("m"),)), None),  # reads a product: its own statement
+        Assign("v", Call("add_op", (Var("x"), Var("b"))), None),  # b broadcasts
+        Assign("r", Call("add_op", (Var("t"), Var("c"))), None),  # c a number
+    ]
+    shapes = {"x": (3, 4), "s": (3, 4), "t": (3, 4), "w": (4, 4), "m": (3, 4), "u": (3, 4)}
+    shapes.update(v=(3, 4), b=(4,), r=(3, 4), c=())
+    dtypes = dict.fromkeys(shapes, np.float64)
+    assert fusible_elementwise(body, ("x", "w", "b", "c"), shapes, dtypes) == {"s", "t", "r"}

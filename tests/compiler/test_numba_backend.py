@@ -397,6 +397,29 @@ def test_fused_elementwise_run_matches_numpy_and_differences():
         _same(sourcegrad.grad(chain3, backend="numba")(x, 0.7), sourcegrad.grad(chain3)(x, 0.7))
 
 
+def bias_tanh(x, b):
+    h = np.tanh(x + b)
+    return np.sum(np.sin(x) * np.cos(x)) + np.sum(h * h)
+
+
+def test_large_results_outside_a_fused_run_are_computed_into_dead_buffers(monkeypatch):
+    """Under numba a result of the size where allocating costs page faults is computed into a
+    dead buffer as the numpy code does (`np.tanh(h, h)`: h = x + b is a broadcast, no fused
+    run reads it), and a run the fusion makes one pass stays whole (sin and cos of x)."""
+    from sourcegrad.compiler import optimize
+
+    monkeypatch.setitem(optimize._BUFFER_REUSE_MIN_BYTES, "numba", 0)  # (small arrays: quick)
+    monkeypatch.setattr(api.caches, "COMPILED", {})
+    x, b = np.linspace(-1.0, 1.0, 12).reshape(3, 4), np.linspace(0.1, 0.4, 4)
+    g = sourcegrad.grad(bias_tanh, wrt=(0, 1), backend="numba")
+    got = g(x, b)
+    assert "np.tanh(h, h)" in g.source
+    assert "for block in range(0, x_flat.size, 512):" in g.source  # (sin_x, cos_x: one pass)
+    assert "sin_x = np.empty(x.shape)" in g.source and "np.sin(x, " not in g.source
+    _same(got, sourcegrad.grad(bias_tanh, wrt=(0, 1))(x, b))
+    _against_differences(bias_tanh, (x, b), (0, 1), got)
+
+
 def test_vector_math_functions_match_numpy_to_rounding():
     from sourcegrad.compiler import numba_vector_math
 

@@ -32,8 +32,10 @@ from .cleanup import Cleaner, eliminate_dead_code, inline_shape_only_values
 from .hoisting import hoist_transposes
 from .memory import (
     CUPY_BUFFER_REUSE_MIN_BYTES,
+    NUMBA_BUFFER_REUSE_MIN_BYTES,
     assign_first_updates,
     drop_unread_saves,
+    fusible_elementwise,
     reuse_dead_buffers,
 )
 from .rank_one import batch_rank_one_updates
@@ -55,6 +57,13 @@ __all__ = [
 ]
 
 
+# the size from which a result is computed into a dead buffer, where it differs from numpy's
+_BUFFER_REUSE_MIN_BYTES = {
+    "cupy": CUPY_BUFFER_REUSE_MIN_BYTES,
+    "numba": NUMBA_BUFFER_REUSE_MIN_BYTES,
+}
+
+
 def optimize(
     fn: Function,
     shapes: dict | None = None,
@@ -69,7 +78,8 @@ def optimize(
     `shapes` (name -> shape tuple, from the signature) lets values that are computed
     only for their shape be replaced by that shape; with `dtypes` too, rank-one updates
     accumulated in a loop become one matrix product after it. `backend` sets the size
-    from which results are computed into dead buffers (never for dask and numba);
+    from which results are computed into dead buffers (never for dask; for numba not the
+    elementwise statements its fusion may make one pass: `fusible_elementwise`);
     `numbers` names the values that
     are floating numbers (Python floats, numpy floating scalars). `batch_rows="nested"` (under a
     memory plan) batches the rank-one updates of loops inside another loop only (a segment's
@@ -99,16 +109,20 @@ def optimize(
     if arrays:
         body = eliminate_dead_code(drop_unread_saves(body))
     # (dask arrays are immutable: no `out=`; numba fuses runs of elementwise statements into
-    # one pass over memory (numba_fusion), which computing into buffers would split)
-    if arrays and backend not in ("dask", "numba"):
+    # one pass over memory (numba_fusion), which computing into buffers would split: those
+    # statements make their own arrays there)
+    if arrays and backend != "dask":
         body = reuse_dead_buffers(
             body,
             set(fn.params),
             shapes,
             dtypes,
             keep_residuals,
-            CUPY_BUFFER_REUSE_MIN_BYTES if backend == "cupy" else None,
+            _BUFFER_REUSE_MIN_BYTES.get(backend),
             frozenset(fn.user_names),
+            fusible_elementwise(body, fn.params, shapes, dtypes)
+            if backend == "numba"
+            else frozenset(),
         )
     body = hoist_transposes(body, set(fn.params))
     return Function(

@@ -58,6 +58,47 @@ READABLE_BUFFER_MAX_BYTES = 1 << 18
 CUPY_BUFFER_REUSE_MIN_BYTES = 1 << 19
 
 
+# Under numba a call allocates through numba's runtime (malloc), without numpy's huge pages:
+# from here on a new result's page faults cost more than computing into a dead buffer (the
+# MLP at batch 4096, 32 MiB activations: 611 ms a call with new arrays, 507 ms with the
+# numpy code's buffers); below it numba's own fusion of an expression (`d_h * (1.0 - h * h)`
+# as one loop) wins over one pass per ufunc into a buffer
+NUMBA_BUFFER_REUSE_MIN_BYTES = 1 << 18
+
+
+def fusible_elementwise(body: list, params, shapes: dict, dtypes: dict) -> frozenset:
+    """The names of the top-level elementwise statements the numba backend's fusion may
+    make one pass over memory (`numba_fusion`): a ufunc of numbers and float64 arrays of its
+    result's shape that are parameters or values such statements made. Computing one of
+    these into a buffer (`out=`) would split the pass; the others are the numpy code's.
+    Errs towards fusible (a number's operand of any kind): a statement named here wrongly
+    only keeps its own allocation."""
+    params = set(params)
+    fusible: set = set()
+    for stmt in body:
+        if not (type(stmt) is Assign and type(stmt.value) is Call and not stmt.value.kwargs):
+            continue
+        target = stmt.target
+        shape = shapes.get(target)
+        if ufunc_rule(stmt.value.op) is None or not shape or dtypes.get(target) != np.float64:
+            continue
+
+        def fusible_operand(a):
+            if not isinstance(a, Var):
+                return True  # (a constant)
+            if a.name in fusible or not shapes.get(a.name):
+                return True  # (made by the run, or a number)
+            return (
+                a.name in params
+                and tuple(shapes[a.name]) == tuple(shape)
+                and dtypes.get(a.name) == np.float64
+            )
+
+        if all(fusible_operand(a) for a in stmt.value.args):
+            fusible.add(target)
+    return frozenset(fusible)
+
+
 def drop_unread_saves(body: list) -> list:
     """The pushes of a variable whose restored values the backward never reads, with their
     pops: the saved-value stack without the values kept for nothing (a loop-invariant the
@@ -168,6 +209,7 @@ def reuse_dead_buffers(
     keep_residuals: bool = False,
     min_bytes: int | None = None,
     user_names=frozenset(),
+    kept=frozenset(),
 ) -> list:
     """Compute an elementwise result into a large buffer that is dead there:
     `t = np.exp(u, out=u)` when nothing reads u afterwards, or `t = np.cos(v, out=w)`
@@ -179,7 +221,8 @@ def reuse_dead_buffers(
     memory is what the forward keeps. Top-level statements only (a value in a loop may
     be read by the next trip). Arrays of at least `min_bytes` (BUFFER_REUSE_MIN_BYTES);
     below READABLE_BUFFER_MAX_BYTES only where the update reads as one (`_readable_reuse`:
-    `user_names` are the values not to overwrite there).
+    `user_names` are the values not to overwrite there). The statements assigning `kept`
+    (`fusible_elementwise`) make their own arrays.
     """
     counts = assign_counts(body, params)
     min_bytes = BUFFER_REUSE_MIN_BYTES if min_bytes is None else min_bytes
@@ -207,6 +250,7 @@ def reuse_dead_buffers(
         if type(s) is Assign
         and counts[s.target] == 1
         and s.target not in params
+        and s.target not in kept
         and fresh_result(s.value)
         and large(s.target)
     }
