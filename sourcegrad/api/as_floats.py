@@ -30,6 +30,9 @@ exact entry serves) where the twin could compute something the exact code would 
   once, `_value_type`), a vjp, a jvp, a gradient of a gradient, another backend than
   numpy's or numba's.
 
+`finite(result)`: whether the exact code's result holds only finite numbers (a first call
+then returns the twin's, so that every call's numbers are the twin's).
+
 Takes and returns Python objects; compiles the twin through the gradient (`compile`).
 """
 
@@ -78,6 +81,18 @@ def float64_positions(args):
         elif t not in (float, int, bool, str, type(None)):
             return None
     return tuple(positions) or None
+
+
+def finite(result) -> bool:
+    """Whether every number in what the exact code returned (a float64 scalar, a Python
+    number, a tuple of these, nested) is finite: where one is not, the twin would hand the
+    call back to the exact code, which would run (and warn) a second time."""
+    if isinstance(result, tuple):
+        return all(finite(r) for r in result)
+    try:
+        return math.isfinite(result)
+    except TypeError:  # (None, an array of another kind: the twin checks its own results)
+        return True
 
 
 def twin(gradient, compiled, args, exact):

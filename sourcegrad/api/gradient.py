@@ -136,7 +136,9 @@ class Gradient(Compiling, staticmethod):
         self._lock = caches.SHARED_LOCK
         self._last: caches.Compiled | None = None
         self._general = self._general_call  # (one bound method, held while it is the call)
-        self._entries: dict = {}  # signature key -> (caches.Compiled, its fast path for this Gradient)
+        # signature key -> (caches.Compiled, its fast path for this Gradient, whether that path
+        # computes float64 scalars as Python floats)
+        self._entries: dict = {}
         self._column_args = None
         # fn's __name__, __doc__, ...: a Gradient is named as the function it differentiates
         self._names = {
@@ -201,7 +203,12 @@ class Gradient(Compiling, staticmethod):
         result = compiled.fn(*args)
         if not compiled.settled:
             self._settle(compiled, result, args)
-        self._install(self._entry_for(compiled, key, args), key)
+        entry = self._entry_for(compiled, key, args)
+        self._install(entry, key)
+        if self._entries[key][2] and as_floats.finite(result):
+            # float64 scalars computed as Python floats: the first call's numbers are the next
+            # calls' (the math module may round a sine differently from numpy in the last bit)
+            return entry(*args)
         if compiled.finish is None:  # the generated code already returns the inputs' types
             return result
         if self.with_value:
@@ -337,10 +344,11 @@ class Gradient(Compiling, staticmethod):
             )
             or self._general
         )
+        twin = None
         if entry is not self._general:  # float64 scalars computed as Python floats
-            entry = as_floats.twin(self, compiled, args, entry) or entry
-        self._entries[key] = (compiled, entry)
-        return entry
+            twin = as_floats.twin(self, compiled, args, entry)
+        self._entries[key] = (compiled, twin or entry, twin is not None)
+        return twin or entry
 
     def _fitted_conversions(self, compiled, result, args):
         """Per gradient, the conversion it needs (None: none), where the first result shows

@@ -198,6 +198,22 @@ def test_division_by_zero_gives_inf_with_numpys_warning():
     assert uses_twin(g)
 
 
+@pytest.mark.parametrize("kind", [np.array, np.float64], ids=["0-d", "np.float64"])
+def test_numpys_functions_overflow_and_leave_their_domain_as_numpy_does(kind):
+    """Where math's exp or log raises (OverflowError, a domain ValueError), the exact path
+    computes numpy's functions of the numpy scalars: inf and nan with numpy's warnings."""
+    for fn, args, want, message in [
+        (overflowing, (1000.0, 2.0), (np.inf, np.inf), "overflow encountered in exp"),
+        (logarithm, (-1.0, 2.0), (-2.0, np.nan), "invalid value encountered in log"),
+    ]:
+        g = sourcegrad.grad(fn, wrt=(0, 1))
+        for _ in range(2):
+            with pytest.warns(RuntimeWarning, match=message):
+                got = g(*map(kind, args))
+            assert all(type(d) is kind(0.0).__class__ for d in got)
+            np.testing.assert_array_equal([float(d) for d in got], want)
+
+
 def test_errstate_raise_raises_numpys_error():
     g = sourcegrad.grad(squared_product, wrt=(0, 1))
     g(np.array(1.0), np.array(2.0))
@@ -349,7 +365,8 @@ def test_source_is_the_signatures_code():
     g = sourcegrad.grad(scalar_mix, wrt=(0, 1))
     g(*ZERO_D)
     g(*ZERO_D)
-    assert "x[()]" in g.source and "math.sin" in g.source
+    # (the exact path's code: numpy's functions of numpy scalars, inf or nan where they give it)
+    assert "x[()]" in g.source and "np.sin(x)" in g.source and "math." not in g.source
 
 
 def test_computes_on_floats_refuses_what_floats_may_compute_otherwise():

@@ -96,9 +96,10 @@ def holds_complex(aval) -> bool:
 
 def aval_of(value) -> AVal:
     """The abstract value of a concrete argument."""
-    if isinstance(value, (bool, int, str, type(None), tuple, slice)):
+    if isinstance(value, (bool, int, str, type(None), tuple, slice, type)):
+        # (a class is a constant: np.ndarray has a `shape` and a `dtype`, descriptors)
         return AVal(value, known=True)
-    if isinstance(value, float):
+    if type(value) is float:  # (np.float64 is a float too: a numpy scalar, below)
         return AVal(1.0)
     if isinstance(value, complex):
         return AVal(1.0j)
