@@ -95,6 +95,14 @@ class NumpyIndexError(NumpyError, IndexError):
     """numpy's IndexError (an index out of bounds), located."""
 
 
+class NumpyAttributeError(NumpyError, AttributeError):
+    """The AttributeError the line raises for these types (`x.ndim` of a Python float), located."""
+
+
+class NumpyTypeError(NumpyError, TypeError):
+    """The TypeError the line raises for these types (`len` of a float), located."""
+
+
 class NumpyAxisError(NumpyError, np.exceptions.AxisError):
     """numpy's AxisError (an axis out of range; both a ValueError and an IndexError), located."""
 
@@ -121,7 +129,13 @@ def locate(error: SourcegradError, loc: SourceLocation | None) -> SourcegradErro
 
 
 def numpy_error(exc: Exception, loc: SourceLocation | None) -> NumpyError:
-    """The located error for numpy's own `exc` (an IndexError or a ValueError)."""
+    """The located error for numpy's own `exc` (an IndexError or a ValueError), or for the
+    AttributeError or TypeError an operation raises for its operands' types."""
+    if isinstance(exc, (AttributeError, TypeError)):
+        cls: type[NumpyError] = (
+            NumpyAttributeError if isinstance(exc, AttributeError) else NumpyTypeError
+        )
+        return cls(f"the line raises {type(exc).__name__} for these types: {exc}", loc)
     cls = (
         NumpyAxisError
         if isinstance(exc, np.exceptions.AxisError)

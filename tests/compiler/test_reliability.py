@@ -255,6 +255,14 @@ def concatenate_mismatch(x, y):
     return np.sum(np.concatenate([x, y], axis=1))
 
 
+def rank_of_a_float(x):
+    return x.ndim * x
+
+
+def length_of_a_float(x):
+    return len(x) * x
+
+
 @pytest.mark.parametrize(
     "fn, args, kind",
     [
@@ -266,6 +274,8 @@ def concatenate_mismatch(x, y):
         (axis_out_of_bounds, (np.ones(3),), np.exceptions.AxisError),
         (einsum_mismatch, (np.ones(3), np.ones(2)), ValueError),
         (concatenate_mismatch, (np.ones((2, 3)), np.ones((3, 3))), ValueError),
+        (rank_of_a_float, (2.0,), AttributeError),  # (Python's, for the argument's type)
+        (length_of_a_float, (2.0,), TypeError),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )
@@ -289,6 +299,18 @@ def by_rank(x, y):
     if x.shape[0] > 3:
         z = z + x[5]
     return np.sum(z * z)
+
+
+def by_type(x):
+    if isinstance(x, np.ndarray):
+        return np.sum(x * x)
+    return 3.0 * x
+
+
+def test_isinstance_of_a_numpy_class_is_the_arguments():
+    # (a class among the function's globals: np.ndarray has `shape` and `dtype` descriptors)
+    assert_gradients(by_type, (np.linspace(0.1, 0.3, 3),), (0,))
+    assert sourcegrad.grad(by_type)(2.0) == 3.0
 
 
 def test_a_branch_this_signature_never_takes_may_hold_what_numpy_rejects():

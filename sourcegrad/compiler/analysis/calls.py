@@ -111,9 +111,11 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
                 return AVal(rule.forward(*values, **kwvalues), known=True)
         except Unknown:
             return UNKNOWN
-        except Exception:
+        except Exception as exc:
             if known:  # a value read on a path that never runs this way (a pop of [])
                 return UNKNOWN
+            if strict and isinstance(exc, (AttributeError, TypeError)):
+                raise NumpyRejects(exc) from exc  # (`x.ndim` of a float: the user's line's)
             raise
     shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(rule.shape)
     memo = _memo_key(call.op, values, kwvalues) if shape_fn in _BY_SHAPE else None
