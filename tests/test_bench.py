@@ -193,6 +193,7 @@ def test_dask_benchmark_checks_and_reports(tmp_path, capsys):
     assert "sourcegrad / hand-written dask" in capsys.readouterr().out
 
 
+@pytest.mark.long
 def test_checkpointing_bench_quick_rows():
     """python -m sourcegrad.bench.checkpointing: same gradients, less saved under a budget
     (the loops' snapshots, the MLP's values made once), each row measured in a process of

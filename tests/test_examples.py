@@ -28,12 +28,14 @@ def test_quickstart_prints_gradients_and_source():
     assert "dw =" in out and "def ddloss_dw_db(w, b, x, y):" in out
 
 
+@pytest.mark.long
 def test_logistic_regression_trains():
     out = run_example("logreg.py")
     accuracy = float(out.strip().splitlines()[-1].split("accuracy")[1].strip(" %")) / 100
     assert accuracy > 0.9
 
 
+@pytest.mark.long
 def test_mlp_trains():
     out = run_example("mlp.py")
     first = float(out.splitlines()[0].split("loss")[1])
@@ -41,12 +43,14 @@ def test_mlp_trains():
     assert last < first
 
 
+@pytest.mark.long
 def test_rnn_through_a_python_loop():
     out = run_example("rnn.py")
     assert "def drnn_loss_dW_dU_db(W, U, b, xs, h0):" in out
     assert "reversed(range(" in out
 
 
+@pytest.mark.long
 def test_spring_fit_recovers_stiffness_and_damping():
     out = run_example("spring.py")
     line = out.strip().splitlines()[-1]
@@ -55,6 +59,7 @@ def test_spring_fit_recovers_stiffness_and_damping():
     assert abs(k - 9.0) < 0.05 and abs(c - 0.8) < 0.05
 
 
+@pytest.mark.long
 @pytest.mark.skipif(
     importlib.util.find_spec("sklearn") is None,
     reason="scikit-learn (the examples extra) is not installed",
@@ -67,6 +72,7 @@ def test_digits_mlp_reaches_good_test_accuracy(tmp_path):
         assert (tmp_path / "curve.png").exists()
 
 
+@pytest.mark.long
 def test_compiled_and_eager_training_loops_agree():
     out = run_example("compiled_vs_eager.py")
     assert "0.0e+00" in out or "e-1" in out
@@ -77,6 +83,7 @@ def test_seed_walkthrough_prints_what_torch_prints():
     assert "y value: 11.0" in out and "Gradients: tensor([0., 1., 1.])" in out
 
 
+@pytest.mark.long
 @pytest.mark.skipif(
     importlib.util.find_spec("dask") is None, reason="dask (the dask extra) is not installed"
 )
@@ -151,6 +158,7 @@ def one_blas_thread():
     return threadpool_limits(1)
 
 
+@pytest.mark.long
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
 def test_compare_training_draws_the_curves(tmp_path):
     compare = load_example("compare_training.py")

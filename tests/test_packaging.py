@@ -45,6 +45,7 @@ def test_version_option_prints_the_version(capsys):
     assert capsys.readouterr().out == f"sourcegrad {sourcegrad.__version__}\n"
 
 
+@pytest.mark.long
 def test_python_m_sourcegrad_version():
     result = run("-m", "sourcegrad", "--version")
     assert result.returncode == 0, result.stderr
@@ -71,6 +72,7 @@ def test_optional_extras_are_never_core_dependencies():
     assert {"test", "docs", "lint", "examples", "oracle", "cuda12", "dask"} <= set(extras)
 
 
+@pytest.mark.long
 def test_gen_check_works_from_another_directory(tmp_path):
     # the goldens of the checkout beside the package, named as from its root. A fresh
     # process, as `sourcegrad gen` always is: in this one a gradient compiled earlier from
@@ -102,6 +104,7 @@ def test_show_cupy_source_needs_no_cupy(monkeypatch, capsys):
     assert "import cupy as cp" in out and "def dloss_dw(w, X, y):" in out
 
 
+@pytest.mark.long
 def test_viz_is_available_after_import_sourcegrad():
     result = run("-c", "import sourcegrad; print(sourcegrad.viz.render.__name__)")
     assert result.returncode == 0, result.stderr

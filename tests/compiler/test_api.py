@@ -335,6 +335,7 @@ def batch_gradient(w, X):
     return X.T @ (2 * t * (1 - t**2))
 
 
+@pytest.mark.long
 def test_a_new_closure_per_step_compiles_once_and_keeps_nothing(monkeypatch):
     monkeypatch.setattr(api.caches, "COMPILED", weakref.WeakKeyDictionary())
     made = []

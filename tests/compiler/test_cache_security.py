@@ -299,6 +299,7 @@ print(json.dumps([second(1.5), second(np.array(0.5)).tolist(), len(made)]))
 """
 
 
+@pytest.mark.long
 def test_grad_of_grad_from_the_cache_in_a_second_process(env):
     script = SECOND_ORDER.format(root=ROOT, config=str(env / "config"), path=str(env / "cache"))
     runs = []

@@ -258,6 +258,7 @@ def test_the_dask_golden_computes_the_gradient():
     np.testing.assert_allclose(lazy.compute(), sourcegrad.grad(logreg["loss"])(w, X, y), rtol=1e-12)
 
 
+@pytest.mark.long
 def test_sourcegrad_imports_and_shows_dask_code_without_dask():
     # Dask is optional: importing sourcegrad never imports it, and Dask code can be printed
     # (not run) where it is not installed

@@ -4,10 +4,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PRINT_SOURCES = """
 import sys
+
+import pytest
 sys.path.insert(0, "examples")
 import numpy as np, sourcegrad, logreg, mlp
 g = sourcegrad.grad(logreg.loss)
@@ -24,6 +28,7 @@ def run(*args, **kwargs):
     )
 
 
+@pytest.mark.long
 def test_source_is_byte_identical_across_processes():
     env = dict(os.environ, PYTHONHASHSEED="random")
     first = run("-c", PRINT_SOURCES, env=env)
@@ -33,6 +38,7 @@ def test_source_is_byte_identical_across_processes():
     assert "def dloss_dw(w, X, y):" in first.stdout
 
 
+@pytest.mark.long
 def test_generated_folder_is_up_to_date():
     result = run("-m", "sourcegrad", "gen", "--check")
     assert result.returncode == 0, result.stdout + result.stderr

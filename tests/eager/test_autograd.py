@@ -795,6 +795,7 @@ def test_functional_jacobian_hessian():
 # --- the engine -------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_a_100000_op_chain_backpropagates_without_recursion():
     x = torch.tensor(1.0, requires_grad=True)
     y = x

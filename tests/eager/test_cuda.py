@@ -108,6 +108,7 @@ def test_without_a_device_asking_for_cuda_says_so():
     assert x.device == torch.device("cpu") and x.grad is None  # nothing changed
 
 
+@pytest.mark.long
 @without_device
 def test_the_gpu_script_without_a_device_prints_one_line():
     env = dict(os.environ, PYTHONPATH=ROOT)

@@ -47,6 +47,7 @@ def no_cycle_collector():
 N_CHAIN = 100_000
 
 
+@pytest.mark.long
 def test_chain_of_100000_ops(no_cycle_collector):
     assert N_CHAIN > sys.getrecursionlimit() * 10
     x = sg.tensor([1.0, 2.0], dtype=sg.float64, requires_grad=True)
@@ -61,6 +62,7 @@ def test_chain_of_100000_ops(no_cycle_collector):
     assert node() is None
 
 
+@pytest.mark.long
 def test_chain_with_saved_tensors_and_retain_graph():
     x = sg.tensor(0.3, dtype=sg.float64, requires_grad=True)
     y = x
@@ -79,6 +81,7 @@ def test_chain_with_saved_tensors_and_retain_graph():
         sg.autograd.grad(y, x)
 
 
+@pytest.mark.long
 def test_long_chain_freed_without_backward(no_cycle_collector):
     x = sg.ones(3, requires_grad=True)
     y = x
@@ -89,6 +92,7 @@ def test_long_chain_freed_without_backward(no_cycle_collector):
     assert first() is None
 
 
+@pytest.mark.long
 def test_double_backward_through_a_long_chain():
     x = sg.tensor(0.2, dtype=sg.float64, requires_grad=True)
     y = x
@@ -108,6 +112,7 @@ def test_double_backward_through_a_long_chain():
     assert float(gg) == pytest.approx((first(0.2 + eps) - first(0.2 - eps)) / (2 * eps), rel=1e-5)
 
 
+@pytest.mark.long
 def test_fan_in_1000_wide(no_cycle_collector):
     # one leaf used 1,000 times: its AccumulateGrad has 1,000 incoming edges
     w = sg.tensor(1.5, dtype=sg.float64, requires_grad=True)
@@ -126,6 +131,7 @@ def test_fan_in_1000_wide(no_cycle_collector):
         assert g.tolist() == [2.0 * i, 2.0]
 
 
+@pytest.mark.long
 def test_wide_and_deep_together():
     """1,000 chains of 50 ops, all summed: 50,000 nodes reached through one root."""
     x = sg.tensor(np.linspace(0.1, 1.0, 1000), dtype=sg.float64, requires_grad=True)
@@ -177,6 +183,7 @@ def _growth(step, steps, warmup=100):
     return grown, len(gc.get_objects()) - objects
 
 
+@pytest.mark.long
 def test_training_loop_does_not_grow(no_cycle_collector):
     params, x, y = _model()
     opt = sg.optim.Adam(params, lr=1e-2)
@@ -201,6 +208,7 @@ def test_training_loop_does_not_grow(no_cycle_collector):
     assert _loss(params, x, y).item() < first * 0.5  # and it did train
 
 
+@pytest.mark.long
 def test_double_backward_loop_does_not_grow(no_cycle_collector):
     """A gradient penalty (autograd.grad with create_graph) every step: nothing is kept."""
     params, x, y = _model()
@@ -334,6 +342,7 @@ def test_decorated_function_in_threads():
         assert r == ((False, False) if kind == "decorated" else (True, True))
 
 
+@pytest.mark.long
 def test_training_in_threads_matches_serial():
     def train(seed):
         with lock:  # the generator is shared: draw under a lock

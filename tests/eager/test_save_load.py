@@ -170,6 +170,7 @@ def test_optimizer_state_dict_round_trip_continues_training():
     assert opt.param_groups[0]["lr"] == opt2.param_groups[0]["lr"] == 0.1 * 0.5**3
 
 
+@pytest.mark.long
 def test_load_in_a_fresh_process(tmp_path):
     path = tmp_path / "ckpt.pt"
     sg.save({"w": sg.arange(4.0).reshape(2, 2), "step": 7}, path)

@@ -177,6 +177,7 @@ def test_unknown_names_are_attribute_errors():
     assert not hasattr(sourcegrad, "no_such_function")
 
 
+@pytest.mark.long
 def test_importing_sourcegrad_does_not_import_scipy():
     code = (
         "import sys, sourcegrad as torch\n"
