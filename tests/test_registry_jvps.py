@@ -154,10 +154,13 @@ def test_the_readme_claims_no_more_functions_than_the_registry_has():
     }
     actual = coverage.counts()
     assert set(claimed) - {"total"} <= set(actual) and claimed
+    # numpy 2.5 removed np.row_stack (vstack's alias), which the README's numpy counts
+    removed = sum(not hasattr(np, name) for name in ("row_stack",))
     for module, (compiled, eager) in claimed.items():
         have = (
             actual[module]
             if module != "total"
             else tuple(sum(v[i] for v in actual.values()) for i in (0, 1))
         )
-        assert compiled <= have[0] and eager <= have[1], module
+        slack = removed if module in ("numpy", "total") else 0
+        assert compiled <= have[0] + slack and eager <= have[1], module
