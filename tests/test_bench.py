@@ -149,6 +149,33 @@ def test_report_marks_unsupported_and_wrong():
     assert {t["measured"] for t in rows} == {"unsupported"}
 
 
+def test_a_variant_crashing_its_process_is_that_variants_error_only(monkeypatch):
+    """jax segfaults compiling the 10,000-step spring: that process took hand's and every
+    other variant's measurements with it; they are measured again, one process each."""
+    calls = []
+
+    def child(kind, cases, variants, quick, timeout):
+        calls.append(list(variants))
+        if "jax" in variants:
+            return {"error": "measuring process exited with status -11"}
+        return {
+            "pinned": None,
+            "results": [
+                [{"variant": v, "status": "reference" if v == "hand" else "ok"} for v in variants]
+                for _ in cases
+            ],
+        }
+
+    monkeypatch.setattr(runner, "run_child", child)
+    case = W.cases(only=["spring"], quick=True)[:1]
+    results, _ = runner.run(case, ["hand", "sourcegrad", "jax"], quick=False, memory=False)
+    assert calls == [["hand", "sourcegrad", "jax"], ["hand", "sourcegrad"], ["hand", "jax"]]
+    records = results[0]["variants"]
+    assert [r["variant"] for r in records] == ["hand", "sourcegrad", "jax"]
+    assert [r["status"] for r in records[:2]] == ["reference", "ok"]
+    assert records[2]["status"] == "error: measuring process exited with status -11"
+
+
 def test_help_says_to_unset_openblas_overrides(capsys):
     with pytest.raises(SystemExit):
         runner.parse_args(["--help"])

@@ -423,6 +423,10 @@ def run(cases, variants, quick, memory=True, log=None):
             )
         )
         out = run_child("time", batch, variants, quick, timeout)
+        if "results" not in out and "hand" in variants and len(variants) > 2:
+            # a peer crashed the process (jax compiling 10,000 unrolled steps: a segfault)
+            log(f"  {out['error']}: hand and each other variant in a process of its own")
+            out = _one_process_per_variant(batch, variants, quick, timeout)
         pinned = out.get("pinned", pinned)
         for i, (w, s) in enumerate(batch):
             records = (
@@ -443,6 +447,30 @@ def run(cases, variants, quick, memory=True, log=None):
     if memory:
         _run_memory(cases, results, quick, timeout, log)
     return results, pinned
+
+
+def _one_process_per_variant(batch, variants, quick, timeout):
+    """The timing child's output for `batch` measured as hand and one other variant per
+    process (hand is each process's reference): a variant that crashes its process is
+    reported as that variant's error, the others are measured."""
+    others = [v for v in variants if v != "hand"]
+    parts = [run_child("time", batch, ["hand", v], quick, timeout) for v in others]
+    measured = [p for p in parts if "results" in p]
+    results = []
+    for i in range(len(batch)):
+        by_variant = {
+            "hand": measured[0]["results"][i][0]
+            if measured
+            else {"variant": "hand", "status": f"error: {parts[0]['error']}"}
+        }
+        for v, part in zip(others, parts):
+            by_variant[v] = (
+                part["results"][i][1]
+                if "results" in part
+                else {"variant": v, "status": f"error: {part['error']}"}
+            )
+        results.append([by_variant[v] for v in variants])
+    return {"pinned": measured[0].get("pinned") if measured else None, "results": results}
 
 
 def _run_memory(cases, results, quick, timeout, log):
