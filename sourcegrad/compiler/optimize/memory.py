@@ -75,27 +75,27 @@ def fusible_elementwise(body: list, params, shapes: dict, dtypes: dict) -> froze
     only keeps its own allocation."""
     params = set(params)
     fusible: set = set()
+
+    def fusible_operand(a, shape) -> bool:
+        if not isinstance(a, Var) or a.name in fusible or not shapes.get(a.name):
+            return True  # (a constant, a value the run made, or a number)
+        return (
+            a.name in params
+            and tuple(shapes[a.name]) == tuple(shape)
+            and dtypes.get(a.name) == np.float64
+        )
+
     for stmt in body:
         if not (type(stmt) is Assign and type(stmt.value) is Call and not stmt.value.kwargs):
             continue
-        target = stmt.target
-        shape = shapes.get(target)
-        if ufunc_rule(stmt.value.op) is None or not shape or dtypes.get(target) != np.float64:
-            continue
-
-        def fusible_operand(a):
-            if not isinstance(a, Var):
-                return True  # (a constant)
-            if a.name in fusible or not shapes.get(a.name):
-                return True  # (made by the run, or a number)
-            return (
-                a.name in params
-                and tuple(shapes[a.name]) == tuple(shape)
-                and dtypes.get(a.name) == np.float64
-            )
-
-        if all(fusible_operand(a) for a in stmt.value.args):
-            fusible.add(target)
+        shape = shapes.get(stmt.target)
+        if (
+            ufunc_rule(stmt.value.op) is not None
+            and shape
+            and dtypes.get(stmt.target) == np.float64
+            and all(fusible_operand(a, shape) for a in stmt.value.args)
+        ):
+            fusible.add(stmt.target)
     return frozenset(fusible)
 
 
