@@ -389,8 +389,8 @@ class Gradient(Compiling, staticmethod):
                 and type(g) is np.ndarray
                 and g.shape == x.shape
                 and g.dtype == x.dtype
-                and g.base is None
                 and g.flags.writeable
+                and results.owns_memory(g)
             ):
                 converters.append(None)
             else:
@@ -661,8 +661,7 @@ class JVP(Gradient):
             )
             value, tangent = numpy_function(*primals, *given)
         if hasattr(tangent, "copy") and (
-            getattr(tangent, "base", None) is not None
-            or any(tangent is a for a in (*primals, *given))
+            not results.owns_memory(tangent) or any(tangent is a for a in (*primals, *given))
         ):
             tangent = tangent.copy()  # the tangent of x for x: the caller's array, or a view
         return value, tangent
