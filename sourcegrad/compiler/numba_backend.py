@@ -23,7 +23,8 @@ there and the numpy code runs), and sums over an axis as the helper `sum_along_a
 (loops for a 2-d array: numba's own sum over an axis compiles ~5x slower); the runtime's
 `unindex` at a loop counter as `unindex_at`; the saved-value stack as one typed list per
 saved variable (`numba_stacks`); runs of elementwise statements fused into one pass over
-memory (`numba_fusion`). Arithmetic follows numpy (`error_model="numpy"`: a float
+memory (`numba_fusion`); the other calls of sin, exp, tanh, ... as glibc's vector math's
+(`numba_vector_calls`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
 
 numba's disk cache: numba caches a function's machine code next to the *file* its source
@@ -62,7 +63,7 @@ import warnings
 import numpy as np
 
 from .. import cache, errors
-from . import numba_fusion, numba_stacks, numba_vector_math
+from . import numba_fusion, numba_stacks, numba_vector_calls, numba_vector_math
 from .codegen import FREED_NOTE, load as load_numpy
 
 OPTIONS = 'error_model="numpy"'
@@ -94,6 +95,7 @@ def load(source: str, name: str, free: dict, names, args, label: str, tangents=(
     refused = _REFUSED.get(_refusal_key(plain, args))
     if refused is not None:  # (numba takes seconds to refuse: and it was said once)
         return source, load_numpy(source, name, free)
+    numba_vector_math.define_ufuncs()  # (before numba types a call of one: see there)
     for jit_source in dict.fromkeys((fused, plain)):
         try:
             module = _load_jitted(jit_source, name, free, cached)
@@ -186,11 +188,12 @@ def _kinds(source, function, args):
 
 def _fused(source, function, args):
     """The text with runs of elementwise statements fused (numba_fusion), given what the
-    arguments are."""
+    arguments are, and the transcendental ufuncs left as glibc's vector math's calls
+    (numba_vector_calls)."""
     kinds = _kinds(source, function, args)
-    if kinds is None:
-        return source
-    return numba_fusion.fuse(source, function, kinds, numba_vector_math.functions())
+    if kinds is not None:
+        source = numba_fusion.fuse(source, function, kinds, numba_vector_math.functions())
+    return numba_vector_calls.vector_calls(source, numba_vector_math.ufuncs())
 
 
 def _noted(source, note):

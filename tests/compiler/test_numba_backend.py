@@ -413,7 +413,10 @@ def test_large_results_outside_a_fused_run_are_computed_into_dead_buffers(monkey
     x, b = np.linspace(-1.0, 1.0, 12).reshape(3, 4), np.linspace(0.1, 0.4, 4)
     g = sourcegrad.grad(bias_tanh, wrt=(0, 1), backend="numba")
     got = g(x, b)
-    assert "np.tanh(h, h)" in g.source
+    from sourcegrad.compiler import numba_vector_math
+
+    vector = "tanh" in numba_vector_math.functions()  # (glibc's libmvec: numba_vector_calls)
+    assert ("vector_math.tanh(h, h)" if vector else "np.tanh(h, h)") in g.source
     assert "for block in range(0, x_flat.size, 512):" in g.source  # (sin_x, cos_x: one pass)
     assert "sin_x = np.empty(x.shape)" in g.source and "np.sin(x, " not in g.source
     _same(got, sourcegrad.grad(bias_tanh, wrt=(0, 1))(x, b))
@@ -451,6 +454,113 @@ def test_vector_math_functions_match_numpy_to_rounding():
     numba_vector_math.apply(numba_vector_math.COS, x[:3], dst)  # (the shorter's elements)
     np.testing.assert_allclose(dst[:3], np.cos(x[:3]), rtol=1.6e-15)
     np.testing.assert_allclose(dst[4:14:2], np.sin(x[6:16:2]), rtol=1.6e-15)
+
+
+def test_vector_calls_rewrites_numpys_calls_of_the_ufuncs_libmvec_computes():
+    from sourcegrad.compiler.numba_vector_calls import vector_calls
+
+    text = (
+        "# header\n"
+        "import numba\n"
+        "import numpy as np\n"
+        "\n\n"
+        "@numba.njit\n"
+        "def f(x, vector_math):\n"
+        "    y = np.tanh(x)  # tanh\n"
+        "    np.exp(y, y)\n"
+        "    z = np.sqrt(np.arcsin(y)) + np.tanh(x, out=y) + np.sin(*x)\n"
+        "    return z + math.tanh(1.0)\n"
+    )
+    ufuncs = {"tanh": "tanh", "exp": "exp", "arcsin": "asin"}
+    got = vector_calls(text, ufuncs)
+    assert got.splitlines()[1:4] == [
+        "import numba",
+        "import numpy as np",
+        "from sourcegrad.compiler import numba_vector_math as vector_math_1",  # (a free name)
+    ]
+    assert "    y = vector_math_1.tanh(x)  # tanh\n    vector_math_1.exp(y, y)\n" in got
+    # (a keyword, a starred argument, sqrt (not libmvec's), math's: left as they are)
+    assert "np.sqrt(vector_math_1.arcsin(y)) + np.tanh(x, out=y) + np.sin(*x)" in got
+    assert "math.tanh(1.0)" in got
+    assert vector_calls(text, {}) == text
+    # the import fusion wrote is the one used
+    fused = text.replace("import numpy as np\n", "import numpy as np\n" + _VECTOR_IMPORT)
+    assert vector_calls(fused, ufuncs).count("import numba_vector_math") == 1
+    assert "vector_math.exp(y, y)" in vector_calls(fused, ufuncs)
+
+
+_VECTOR_IMPORT = "from sourcegrad.compiler import numba_vector_math as vector_math\n"
+
+
+def test_vector_math_ufuncs_are_numpys_ufuncs_in_numba_code():
+    """`vector_math.tanh(x[, out])` compiled by numba: libmvec's for a C-ordered float64
+    array, numpy's ufunc as numba compiles it for anything else, numpy's numbers either way."""
+    import numba
+
+    from sourcegrad.compiler import numba_vector_math
+
+    if "tanh" not in numba_vector_math.functions():
+        pytest.skip("no libmvec here (glibc 2.35 or later, AVX2 and FMA)")
+    numba_vector_math.define_ufuncs()
+    tanh, arcsin = numba_vector_math.tanh, numba_vector_math.arcsin
+
+    @numba.njit
+    def new(x):
+        return tanh(x)
+
+    @numba.njit
+    def into(x, out):
+        return tanh(x, out)
+
+    @numba.njit
+    def asin(x):
+        return arcsin(x)
+
+    @numba.njit
+    def numbas(x):
+        return np.tanh(x)
+
+    x = np.linspace(-3.0, 3.0, 35).reshape(5, 7)
+    for value in (x, x.T, x[:, 1:], x[:0], x.ravel()[::2], 0.5, x.astype(np.float32), np.arange(6)):
+        got, want = new(value), numbas(value)  # (numba returns a float for a number)
+        assert type(got) is type(want) and np.shape(got) == np.shape(value)
+        assert np.asarray(got).dtype == np.asarray(want).dtype == np.tanh(value).dtype
+        eps = np.finfo(np.asarray(got).dtype).eps  # (float32's: numba's own loop, 1 ulp off)
+        np.testing.assert_allclose(got, np.tanh(value), rtol=4 * eps, atol=0)
+    np.testing.assert_allclose(asin(x / 3.0), np.arcsin(x / 3.0), rtol=4 * 2.3e-16)
+    out = np.full((5, 7), -1.0)
+    assert into(x, out) is out
+    np.testing.assert_allclose(out, np.tanh(x), rtol=4 * 2.3e-16)
+    y = x.copy()
+    into(y, y)  # (in place)
+    np.testing.assert_allclose(y, np.tanh(x), rtol=4 * 2.3e-16)
+    out = np.full((7, 5), -1.0, order="F")  # (a Fortran-ordered output: numba's ufunc)
+    into(x.T, out)
+    np.testing.assert_allclose(out, np.tanh(x.T), rtol=4 * 2.3e-16)
+
+
+def test_large_numba_gradients_are_returned_without_a_copy():
+    """numba hands its arrays over with its allocation record as `base`: a gradient numba
+    allocated is the caller's as it is (no pass copying it), a view of an argument or one of
+    two results sharing memory is copied (`results.owns_memory`)."""
+    from sourcegrad.api import results
+
+    x = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    g = sourcegrad.grad(bias_tanh, wrt=(0, 1), backend="numba")
+    got = g(x, np.linspace(0.1, 0.4, 4))
+    assert all(type(a.base).__name__ == "_MemInfo" for a in got)  # (as numba returned them)
+    assert all(results.owns_memory(a) for a in got)
+    import numba
+
+    @numba.njit
+    def views(a):
+        b = np.sin(a)
+        return b, b.T, a[1:], a * 2.0
+
+    both, transposed, argument_view, alone = views(x)
+    assert not results.owns_memory(both) and not results.owns_memory(transposed)
+    assert not results.owns_memory(argument_view) and results.owns_memory(alone)
+    assert results.owns_memory(np.ones(3)) and not results.owns_memory(np.ones(3)[1:])
 
 
 def test_straight_line_code_on_numbers_runs_as_the_numpy_code_and_says_why():
