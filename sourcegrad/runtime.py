@@ -267,23 +267,42 @@ def einsum_grad(g, subscripts, operands, argnum):
 
     The gradient is another einsum: the output's subscripts and the other
     operands' subscripts in, this operand's subscripts out. Labels that only this
-    operand has (summed inside it) are broadcast back; a label repeated within
-    this operand (a diagonal) is not supported.
+    operand has (summed inside it) are broadcast back. A label repeated within this
+    operand ("ii->i", "iij,j->i": the operand is read on a diagonal) gets the gradient on
+    that diagonal and zeros off it: one more einsum, each later occurrence of the label a
+    label of its own tied to the first by an identity matrix ("i,ia->ia" of the gradient
+    and eye(n)), so that it is einsum's alone, also on the eager mode's Tensors.
     """
     inputs, output = parse_einsum(subscripts, operands)
     mine = inputs[argnum]
-    if len(set(mine)) != len(mine):
-        raise NotImplementedError(f"einsum gradient with a repeated label in {mine!r}")
+    distinct = "".join(dict.fromkeys(mine))  # (each label once, in order)
     others = [s for i, s in enumerate(inputs) if i != argnum]
     available = set(output).union(*others) if others else set(output)
-    kept = "".join(c for c in mine if c in available)
+    kept = "".join(c for c in distinct if c in available)
     spec = ",".join([output] + others) + "->" + kept
     rest = [op for i, op in enumerate(operands) if i != argnum]
     grad = np.einsum(spec, g, *rest)
-    if kept != mine:
-        x = operands[argnum]
-        expanded = grad.reshape(tuple(grad.shape[kept.index(c)] if c in kept else 1 for c in mine))
-        grad = np.broadcast_to(expanded, x.shape)
+    x = operands[argnum]
+    if distinct != mine:  # (the shape of the diagonal: each label's length once)
+        shape = tuple(np.shape(x)[mine.index(c)] for c in distinct)
+    else:
+        shape = np.shape(x)
+    if kept != distinct:
+        expanded = grad.reshape(
+            tuple(grad.shape[kept.index(c)] if c in kept else 1 for c in distinct)
+        )
+        grad = np.broadcast_to(expanded, shape)
+    if distinct != mine:
+        free = (c for c in string.ascii_letters if c not in "".join(inputs) + output)
+        labels, ties, eyes = [], [], []
+        for k, (c, n) in enumerate(zip(mine, np.shape(x))):
+            if c in mine[:k]:
+                labels.append(next(free))
+                ties.append(c + labels[-1])
+                eyes.append(np.eye(n, dtype=grad.dtype if isinstance(grad, np.ndarray) else None))
+            else:
+                labels.append(c)
+        grad = np.einsum(",".join([distinct] + ties) + "->" + "".join(labels), grad, *eyes)
     return grad
 
 

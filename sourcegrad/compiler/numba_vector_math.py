@@ -2,8 +2,10 @@
 
 Generated numba code imports this module (`numba_fusion` writes the calls: a fused run's
 statement `v = np.sin(x)` over a block becomes
-`vector_math.apply(vector_math.SIN, x[block:block + size], v[:size])`); sourcegrad itself
-asks only `functions()` (no numba import): the names of NAMES that can run here.
+`vector_math.apply(vector_math.SIN, x[block:block + size], v[:size])`, and
+`numba_vector_calls` writes another call `np.tanh(h)` as `vector_math.tanh(h)`, numpy's
+names: `_ufunc`); sourcegrad itself asks only `functions()` and `ufuncs()` (no numba
+import): the names of NAMES that can run here, and `define_ufuncs()` before numba compiles.
 `apply(which, src, dst)`, a numba function, sets `dst[k] = f(src[k])` for every k of both
 (1-d float64 arrays), four elements per libmvec call, f the function whose constant
 `which` is (`SIN`, `TANH`, ...: its index in NAMES). One function for all, taking arrays
@@ -206,7 +208,6 @@ def _ufunc(numpy_name):
     anything else (a number, another dtype, a strided array or output, an output of another
     shape, which numpy broadcasts into, or one overlapping the input elsewhere than in
     place). Which applies is decided by the types, when numba compiles the call."""
-    import numba
     import numpy as np
     from numba import types
     from numba.extending import overload
@@ -254,7 +255,6 @@ def _ufunc(numpy_name):
 
         return into
 
-    del numba, typed
     return f
 
 

@@ -1,9 +1,9 @@
-"""Matrix products on Tensors: mm, bmm, mv, dot, inner, matmul, outer, addmm.
+"""Matrix products on Tensors: mm, bmm, mv, dot, inner, matmul, outer, addmm, einsum.
 
 Takes Tensors; returns the product recorded as torch records it (`matmul` decomposes into
 MmBackward0 / MvBackward0 / DotBackward0 / BmmBackward0 with views around them, as torch's
-does). `matmul`, `dot`, `outer` are the registry entries' ops (`@implements`); the others
-are eager-only (`@export`).
+does). `matmul`, `dot`, `outer`, `einsum` are the registry entries' ops (`@implements`);
+the others are eager-only (`@export`).
 
 Imports: `arithmetic` (add, mul), `views`, `operands`, `spec`, `tensor`, `surface` and the
 leaves.
@@ -91,6 +91,35 @@ def dot(input, other):
             f"1D tensors expected, but got {input._data.ndim}D and {other._data.ndim}D tensors"
         )
     return _mm_like(DOT, input, other)
+
+
+EINSUM = OpSpec("EinsumBackward0", "einsum")
+
+
+@implements("einsum")
+def einsum(equation, *operands):
+    """torch.einsum(equation, *operands), the operands also as one list: numpy's einsum of
+    their values, one node whose VJPs are the registry entry's (`runtime.einsum_grad`:
+    another einsum, a diagonal "ii->i" included), so its gradients have gradients too."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): argument 'equation' must be str, not {type(equation).__name__}")
+    tensors = tuple(t if isinstance(t, Tensor) else _as_tensor(t) for t in operands)
+    if not tensors:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        if t.dtype is not dtype:
+            raise RuntimeError(
+                f"expected scalar type {dtype._scalar_name} but found {t.dtype._scalar_name}"
+            )
+    if len({type(t._data) for t in tensors}) > 1:
+        devices.same_device(*tensors)
+    out = _wrap(np.einsum(equation, *(t._data for t in tensors)))
+    if _needs_grad(*tensors):
+        record(EINSUM, out, (equation,) + tensors)
+    return out
 
 
 vdot = export("vdot", methods=())(dot)  # (torch.vdot conjugates; our values are real)

@@ -106,8 +106,8 @@ class OpSpec:
         rule = RULES[rule_name]
         self.rule = rule
         self.varargs = rule.varargs is not None
-        if self.varargs:
-            self.names = (rule.varargs,)
+        if self.varargs:  # (its static parameters first: einsum's subscripts)
+            self.names = tuple(rule.params) + (rule.varargs,)
             self.edges = None  # one edge per element of the sequence
             self.vjps = None
         else:
@@ -149,14 +149,15 @@ class OpSpec:
     def _work_out(self, mask, n_args):
         needed: dict = {}
         if self.varargs:
-            vjps = [self.rule.vjp_for(0)] if mask else []
+            vjps = [self.rule.vjp_for(len(self.names) - 1)] if mask else []
         else:
             vjps = [v for bit, v in enumerate(self.vjps) if v is not None and mask >> bit & 1]
         for vjp in vjps:
             for name, mode in reads(vjp).items():
                 needed[name] = max(needed.get(name, NONE), mode)
         if self.varargs:
-            arg_modes = (needed.get(self.names[0], NONE),) * n_args
+            leading = tuple(needed.get(name, NONE) for name in self.names[:-1])
+            arg_modes = leading + (needed.get(self.names[-1], NONE),) * (n_args - len(leading))
         else:
             arg_modes = tuple(needed.get(name, NONE) for name in self.names)
         ans_mode = needed.get("ans", NONE)
@@ -326,8 +327,9 @@ class _VarargsView:
     passes = None  # no fast path (RuleNode.apply)
 
     def __init__(self, spec, n):
-        vjp = spec.rule.vjp_for(0)
-        self.vjps = (vjp,) * n
+        leading = len(spec.names) - 1  # (static parameters: no VJP)
+        vjp = spec.rule.vjp_for(leading)
+        self.vjps = (None,) * leading + (vjp,) * (n - leading)
         self.varargs = True
         self.names = spec.names
         self.rule = spec.rule

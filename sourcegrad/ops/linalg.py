@@ -151,6 +151,8 @@ defvjp(
     lambda g, ans, subscripts, *operands, argnum: einsum_grad(g, subscripts, operands, argnum - 1),
     shape="einsum",
     linear="multi",
+    # (torch's einsum is a composite: its nodes are the products and views it lowers to)
+    torch=torch("EinsumBackward0", "einsum", method=()),
 )
 
 
@@ -184,5 +186,7 @@ EXAMPLES = {
         ex("...ij,...j->...i", arg(2, 3, 4), arg(2, 4)),
         ex("i,i", arg(4), arg(4)),
         ex("bij,bjk", arg(2, 3, 4), arg(2, 4, 2)),
+        ex("ii->i", arg(3, 3)),
+        ex("iij,j->i", arg(3, 3, 2), arg(2)),
     ],
 }

@@ -376,6 +376,76 @@ def test_einsum_sublist_form_in_both_operands_to_second_order():
     np.testing.assert_allclose(dadb, numeric, rtol=1e-6, atol=1e-8)
 
 
+def einsum_diagonal(a):
+    return np.sum(np.einsum("ii->i", a) ** 3)
+
+
+def einsum_trace(a):
+    return np.einsum("ii", np.tanh(a)) * 3.0
+
+
+def einsum_diagonal_operand(a, b):
+    return np.sum(np.einsum("ij,jj,ji->i", a, b, a) ** 2)
+
+
+def einsum_diagonal_of_three(t, v):
+    return np.sum(np.sin(np.einsum("iij,j->i", t, v)))
+
+
+@pytest.mark.parametrize(
+    "f, args, on_diagonal",  # (on_diagonal: the argument the einsum reads on a diagonal)
+    [
+        (einsum_diagonal, (M45[:, :4],), 0),
+        (einsum_trace, (M45[:, :4],), 0),
+        (einsum_diagonal_operand, (M45[:, :4], M45[:, 1:] * 0.5), 1),
+        (einsum_diagonal_of_three, (R.normal(size=(3, 3, 2)), R.normal(size=2)), 0),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_einsum_with_a_label_repeated_in_an_operand_to_second_order(f, args, on_diagonal):
+    """An operand read on a diagonal ("ii->i", a trace, "iij"): its gradient is the
+    diagonal's, zeros elsewhere; the gradient of that, and its jvp, against differences."""
+    for i in range(len(args)):
+        grad = sourcegrad.grad(f, wrt=i)
+        got = grad(*args)
+        np.testing.assert_allclose(got, numeric_grad(f, args, i), rtol=1e-6, atol=1e-8)
+        if i == on_diagonal:
+            assert got[~np.eye(*got.shape[:2], dtype=bool)].size
+            assert not got[~np.eye(*got.shape[:2], dtype=bool)].any()
+            assert got[np.eye(*got.shape[:2], dtype=bool)].all()
+        w = np.cos(np.arange(args[i].size)).reshape(args[i].shape)
+        weighted = _weighted_gradient(grad, w, len(args))
+        for j in range(len(args)):  # reverse over reverse: d/d(args[j]) of <grad, w>
+            np.testing.assert_allclose(
+                sourcegrad.grad(weighted, wrt=j)(*args),
+                numeric_grad(weighted, args, j),
+                rtol=1e-6,
+                atol=1e-8,
+            )
+    tangents = tuple(np.sin(np.arange(a.size) + 1.0).reshape(a.shape) for a in args)
+    eps = 1e-6
+    numeric = (
+        f(*(a + eps * t for a, t in zip(args, tangents)))
+        - f(*(a - eps * t for a, t in zip(args, tangents)))
+    ) / (2 * eps)
+    np.testing.assert_allclose(sourcegrad.jvp(f, args, tangents)[1], numeric, rtol=1e-6)
+
+
+def _weighted_gradient(grad, w, n):
+    """<grad(*args), w> as a function of n named parameters (what sourcegrad differentiates)."""
+    if n == 1:
+
+        def weighted(a):
+            return np.sum(grad(a) * w)
+
+    else:
+
+        def weighted(a, b):
+            return np.sum(grad(a, b) * w)
+
+    return weighted
+
+
 def einsum_computed_labels(a, labels):
     return np.sum(np.einsum(a, labels) ** 2)
 

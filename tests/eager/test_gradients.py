@@ -203,6 +203,22 @@ CASES = [
     ("matmul", "bmm", lambda a, b: sg.bmm(a, b), [arr(2, 2, 3), arr(2, 3, 2)], True),
     ("matmul", "outer", lambda a, b: sg.outer(a, b), [arr(3), arr(2)], True),
     (
+        "einsum",
+        "matrix product",
+        lambda a, b: sg.einsum("ij,jk->ik", a, b),
+        [arr(2, 3), arr(3, 4)],
+        True,
+    ),
+    ("einsum", "diagonal", lambda a: sg.einsum("ii->i", a), [arr(3, 3)], True),
+    ("einsum", "trace, operands as a list", lambda a: sg.einsum("ii", [a]), [arr(3, 3)], True),
+    (
+        "einsum",
+        "a diagonal among three operands, ellipsis",
+        lambda a, b, c: sg.einsum("...ij,jj,j->...i", a, b, c),
+        [arr(2, 3, 4), arr(4, 4), arr(4)],
+        True,
+    ),
+    (
         "addmm",
         "linear with bias",
         lambda x, w, b: F.linear(x, w, b),

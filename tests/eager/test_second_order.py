@@ -244,6 +244,8 @@ CASES = [
     ("matmul", lambda T, F, a, b: T.matmul(a, b) ** 2, [arr(2, 1, 2, 3), arr(3, 3, 2)]),
     ("matmul", lambda T, F, a, b: T.matmul(a, b) ** 2, [arr(3), arr(3, 2)]),
     ("outer", lambda T, F, a, b: T.outer(a, b) ** 2, [arr(3), arr(2)]),
+    ("einsum", lambda T, F, a, b: T.einsum("ij,jk->ik", a, b) ** 2, [arr(2, 3), arr(3, 4)]),
+    ("einsum", lambda T, F, a, b: T.einsum("iij,j->i", a, b) ** 3, [arr(3, 3, 2), arr(2)]),
     ("ger", lambda T, F, a, b: T.ger(a, b) ** 2, [arr(3), arr(2)]),
     (
         "addmm",
