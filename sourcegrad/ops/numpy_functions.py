@@ -128,14 +128,18 @@ def linspace_weights(num, endpoint, ndim):
     return np.reshape(s, (-1,) + (1,) * (ndim - 1))
 
 
-def diff_case(n, prepend, append):
-    """Which diff adjoint applies: "plain" (n = 1), "twice" (n = 2), "padded" (n = 1 with
-    zeros prepended and appended: its own adjoint's adjoint), or "none"."""
-    if prepend is None and append is None:
-        return {1: "plain", 2: "twice"}.get(n, "none")
-    if n == 1 and isinstance(prepend, (int, float)) and isinstance(append, (int, float)):
-        return "padded"
-    return "none"
+def diff_padding(ndim, axis, n):
+    """np.pad's widths for n zeros at both ends of `axis` (the adjoint of n differences is
+    (-1)**n times the n-th difference of the cotangent padded so)."""
+    widths = [(0, 0)] * ndim
+    widths[axis] = (n, n)
+    return tuple(widths)
+
+
+def diff_length(value, axis):
+    """How many elements `value`, prepended or appended by np.diff, adds along `axis`: 0 for
+    none, 1 for a number (broadcast along the other axes), else its length there."""
+    return 0 if value is None else 1 if np.ndim(value) == 0 else np.shape(value)[axis]
 
 
 def item(x):
@@ -149,7 +153,8 @@ for _helper in (
     meshgrid_axes,
     select_default,
     linspace_weights,
-    diff_case,
+    diff_padding,
+    diff_length,
 ):
     defnondiff(_helper.__name__, _helper, _spelled(_helper.__name__))
 TEMPLATE_NAMESPACE.update(
@@ -166,7 +171,8 @@ TEMPLATE_NAMESPACE.update(
             select_grads,
             select_default,
             linspace_weights,
-            diff_case,
+            diff_padding,
+            diff_length,
             concatenate_items,
         )
     }
@@ -397,31 +403,71 @@ defvjp(
     props={"view"},
 )
 
-# Differences: diff is linear; its adjoint is minus the difference of g padded with zeros.
+# Differences: diff is linear; its adjoint is minus the difference of g padded with zeros,
+# and n differences' (-1)**n times the n-th difference of g padded with n zeros at each end:
+# of the array np.diff joins (prepend, a, append), `a`'s part goes to a, the others' (summed
+# where a number was broadcast) to prepend and append.
 defvjp(
     "np_diff",
     np.diff,
     _func("diff"),
     lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
         -np.diff(g, axis=axis, prepend=0.0, append=0.0)
-        if diff_case(n, prepend, append) == "plain"
+        if prepend is None and append is None and n == 1
         else np.diff(
             np.diff(g, axis=axis, prepend=0.0, append=0.0), axis=axis, prepend=0.0, append=0.0
         )
-        if diff_case(n, prepend, append) == "twice"
-        else -np.diff(g, axis=axis)
-        if diff_case(n, prepend, append) == "padded"
-        else no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")
+        if prepend is None and append is None and n == 2
+        else (-1) ** n
+        * np.take(
+            np.diff(np.pad(g, diff_padding(np.ndim(g), axis % np.ndim(g), n)), n, axis=axis),
+            np.arange(diff_length(prepend, axis), diff_length(prepend, axis) + np.shape(a)[axis]),
+            axis=axis,
+        )
     ),
-    jvps=(
-        lambda t, ans, a, n=1, axis=-1, prepend=None, append=None: (
-            np.diff(t, n=n, axis=axis)
-            if prepend is None and append is None
-            else np.diff(t, axis=axis, prepend=0.0, append=0.0)
-            if diff_case(n, prepend, append) == "padded"
-            else no_function_rule("np.diff with n > 2, or with prepend/append other than numbers")
-        ),
+    None,
+    None,
+    lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
+        (-1) ** n
+        * np.sum(
+            np.take(
+                np.diff(np.pad(g, diff_padding(np.ndim(g), axis % np.ndim(g), n)), n, axis=axis),
+                np.arange(0, diff_length(prepend, axis)),
+                axis=axis,
+            )
+        )
+        if np.ndim(prepend) == 0
+        else (-1) ** n
+        * np.take(
+            np.diff(np.pad(g, diff_padding(np.ndim(g), axis % np.ndim(g), n)), n, axis=axis),
+            np.arange(0, diff_length(prepend, axis)),
+            axis=axis,
+        )
     ),
+    lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
+        (-1) ** n
+        * np.sum(
+            np.take(
+                np.diff(np.pad(g, diff_padding(np.ndim(g), axis % np.ndim(g), n)), n, axis=axis),
+                np.arange(
+                    diff_length(prepend, axis) + np.shape(a)[axis],
+                    diff_length(prepend, axis) + np.shape(a)[axis] + diff_length(append, axis),
+                ),
+                axis=axis,
+            )
+        )
+        if np.ndim(append) == 0
+        else (-1) ** n
+        * np.take(
+            np.diff(np.pad(g, diff_padding(np.ndim(g), axis % np.ndim(g), n)), n, axis=axis),
+            np.arange(
+                diff_length(prepend, axis) + np.shape(a)[axis],
+                diff_length(prepend, axis) + np.shape(a)[axis] + diff_length(append, axis),
+            ),
+            axis=axis,
+        )
+    ),
+    linear="joint",
 )
 
 # Diagonals.
@@ -1059,6 +1105,8 @@ EXAMPLES = {
         ex(arg(3, 4), axis=0),
         ex(arg(5), n=2),
         ex(arg(5), prepend=0.0, append=1.5),
+        ex(arg(6), n=3, prepend=0.5),
+        ex(arg(3, 4), n=2, axis=0, prepend=arg(2, 4), append=arg(1, 4)),
     ],
     "np_diagonal": [ex(arg(3, 4)), ex(arg(3, 4), 1), ex(arg(2, 3, 4), 0, 1, 2)],
     "np_trace": [ex(arg(4, 4)), ex(arg(3, 4), -1), ex(arg(2, 3, 3), 0, 1, 2)],

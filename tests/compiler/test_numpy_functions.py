@@ -438,10 +438,15 @@ def _weighted_gradient(grad, w, n):
         def weighted(a):
             return np.sum(grad(a) * w)
 
-    else:
+    elif n == 2:
 
         def weighted(a, b):
             return np.sum(grad(a, b) * w)
+
+    else:
+
+        def weighted(a, b, c):
+            return np.sum(grad(a, b, c) * w)
 
     return weighted
 
@@ -509,28 +514,63 @@ def pad_reflect(x):
     return np.sum(np.pad(x, 1, mode="reflect"))
 
 
-def diff3(x):
-    return np.sum(np.diff(x, n=3))
-
-
-def diff2_padded(x):
-    return np.sum(np.diff(x, n=2, prepend=1.0))
-
-
-@pytest.mark.parametrize(
-    "f, what",
-    [
-        (pad_reflect, "mode other than 'constant'"),
-        (diff3, "np.diff with n > 2"),
-        (diff2_padded, "prepend/append other than numbers"),
-    ],
-)
+@pytest.mark.parametrize("f, what", [(pad_reflect, "mode other than 'constant'")])
 def test_variants_without_a_rule_are_refused_in_both_modes(f, what):
     with pytest.raises(errors.NoRuleError, match=what):
         sourcegrad.grad(f)(X)
-    if f is not diff3:  # (np.diff with n = 3 and no padding is linear: its JVP is exact)
-        with pytest.raises(errors.NoRuleError, match=what):
-            sourcegrad.jvp(f, (X,), (np.ones_like(X),))
+    with pytest.raises(errors.NoRuleError, match=what):
+        sourcegrad.jvp(f, (X,), (np.ones_like(X),))
+
+
+def diff3(x):
+    return np.sum(np.diff(x, n=3) ** 2)
+
+
+def diff2_prepended(x):
+    return np.sum(np.diff(x, n=2, prepend=1.0) ** 2 * np.arange(1.0, 4.0))
+
+
+def diff_joined(x, p, q):
+    return np.sum(np.sin(np.diff(x, n=2, axis=0, prepend=p, append=q)))
+
+
+def diff_number_appended(x, q):
+    return np.sum(np.cos(np.diff(x, append=q)) * np.arange(1.0, 5.0))
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (diff3, (V7,)),
+        (diff2_prepended, (V7[:4],)),
+        (diff_joined, (R.normal(size=(3, 4)), R.normal(size=(2, 4)), R.normal(size=(1, 4)))),
+        (diff_number_appended, (V7[:4], 0.7)),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_diff_of_any_order_with_arrays_prepended_and_appended(f, args):
+    """np.diff with n > 2 and with prepend/append (numbers or arrays, differentiated too):
+    each argument's gradient, the JVP and the second derivative against differences."""
+    for i in range(len(args)):
+        grad = sourcegrad.grad(f, wrt=i)
+        np.testing.assert_allclose(grad(*args), numeric_grad(f, args, i), rtol=1e-6, atol=1e-8)
+        w = np.cos(np.arange(np.size(args[i]))).reshape(np.shape(args[i]))
+        weighted = _weighted_gradient(grad, w, len(args))  # (3 arguments: see there)
+        for j in range(len(args)):
+            np.testing.assert_allclose(
+                sourcegrad.grad(weighted, wrt=j)(*args),
+                numeric_grad(weighted, args, j),
+                rtol=1e-6,
+                atol=1e-8,
+            )
+    tangents = tuple(np.sin(np.arange(np.size(a)) + 1.0).reshape(np.shape(a)) for a in args)
+    tangents = tuple(float(t) if isinstance(a, float) else t for a, t in zip(args, tangents))
+    eps = 1e-6
+    numeric = (
+        f(*(a + eps * t for a, t in zip(args, tangents)))
+        - f(*(a - eps * t for a, t in zip(args, tangents)))
+    ) / (2 * eps)
+    np.testing.assert_allclose(sourcegrad.jvp(f, args, tangents)[1], numeric, rtol=1e-6)
 
 
 def complex_intermediate(x):
