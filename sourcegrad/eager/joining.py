@@ -1,5 +1,6 @@
 """Joining and splitting Tensors: cat, stack, hstack/vstack/dstack/column_stack,
-atleast_Nd, split, tensor_split, chunk, unbind.
+atleast_Nd, split, tensor_split, chunk, unbind; diff (prepend, input and append joined, then
+differences of neighbours).
 
 Takes Tensors (and arrays, wrapped); returns the joined Tensor (CatBackward0,
 StackBackward0) or the pieces, views of the input that one multi-output node records
@@ -227,3 +228,27 @@ def unbind(input, dim=0):
 import builtins as _builtins  # noqa: E402
 
 builtins_sum = _builtins.sum
+
+
+@export("diff")
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """torch.diff: `n` differences of neighbours along `dim` of prepend, input and append
+    joined (CatBackward0), each a subtraction of two narrowed views (SubBackward0, as torch
+    records it; a bool tensor's is logical_xor); as many as there are elements at most."""
+    if input._data.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    for name, value in (("prepend", prepend), ("append", append)):
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"diff(): argument '{name}' must be Tensor, not {type(value).__name__}")
+        if value is not None and value._data.ndim != input._data.ndim:
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    joined = [t for t in (prepend, input, append) if t is not None]
+    x = cat(joined, dim) if len(joined) > 1 else input.clone() if n == 0 else input
+    dim = dim % x._data.ndim
+    for _ in range(min(n, x._data.shape[dim])):
+        length = x._data.shape[dim]
+        later, earlier = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
+        x = later.logical_xor(earlier) if x.dtype.name == "bool" else later - earlier
+    return x

@@ -213,6 +213,9 @@ EXPRESSIONS = [
     "torch.flatten(B, 1)",
     # joining and splitting
     "torch.cat([x, y])",
+    "torch.diff(x)",
+    "torch.diff(x, n=2, dim=0, prepend=y, append=x)",
+    "x.diff(dim=0)",
     "torch.cat([x, y], 1)",
     "torch.cat([x, torch.zeros(1, 3)])",
     "torch.stack([x, y])",

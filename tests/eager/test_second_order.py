@@ -246,6 +246,8 @@ CASES = [
     ("outer", lambda T, F, a, b: T.outer(a, b) ** 2, [arr(3), arr(2)]),
     ("einsum", lambda T, F, a, b: T.einsum("ij,jk->ik", a, b) ** 2, [arr(2, 3), arr(3, 4)]),
     ("einsum", lambda T, F, a, b: T.einsum("iij,j->i", a, b) ** 3, [arr(3, 3, 2), arr(2)]),
+    ("diff", lambda T, F, a, b: T.diff(a, n=2, dim=1, prepend=b) ** 3, [arr(3, 4), arr(3, 2)]),
+    ("diff", lambda T, F, a, b: a.diff(append=b, dim=0) ** 3, [arr(3, 4), arr(1, 4)]),
     ("ger", lambda T, F, a, b: T.ger(a, b) ** 2, [arr(3), arr(2)]),
     (
         "addmm",
