@@ -39,6 +39,8 @@ import functools
 import os
 import sys
 
+from ..ops.elementwise import NUMPY_NAME_OF_MATH
+
 # the functions of one float argument that libmvec has in its AVX2 variant (glibc >= 2.35)
 NAMES = (
     "sin",
@@ -175,21 +177,11 @@ def _apply():
     return apply
 
 
-# numpy's name of a function of NAMES where it differs (erf and erfc are not numpy's)
-NUMPY_NAMES = {
-    "asin": "arcsin",
-    "acos": "arccos",
-    "atan": "arctan",
-    "asinh": "arcsinh",
-    "acosh": "arccosh",
-    "atanh": "arctanh",
-}
-
-
 def ufuncs() -> dict:
     """{numpy's name: libmvec's} of the ufuncs of one argument computed here four elements a
-    call (`vector_math.tanh(x)` for `np.tanh(x)`: see `_ufunc`)."""
-    return {NUMPY_NAMES.get(n, n): n for n in functions() if n not in ("erf", "erfc")}
+    call (`vector_math.tanh(x)` for `np.tanh(x)`: see `_ufunc`; erf and erfc are not
+    numpy's)."""
+    return {NUMPY_NAME_OF_MATH.get(n, n): n for n in functions() if n not in ("erf", "erfc")}
 
 
 def define_ufuncs():

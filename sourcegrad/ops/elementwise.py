@@ -208,6 +208,18 @@ defjvp(
 )
 alias("fabs", np.fabs, _func("fabs"), like="absolute")
 alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute")
+
+# numpy's name of a `math` function where it differs
+NUMPY_NAME_OF_MATH = {
+    "asin": "arcsin",
+    "acos": "arccos",
+    "atan": "arctan",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
+    "fabs": "absolute",
+}
+
 for _name in (
     "exp",
     "log",
@@ -230,15 +242,7 @@ for _name in (
     "log10",
     "fabs",
 ):
-    _like = {
-        "asin": "arcsin",
-        "acos": "arccos",
-        "atan": "arctan",
-        "asinh": "arcsinh",
-        "acosh": "arccosh",
-        "atanh": "arctanh",
-        "fabs": "absolute",
-    }.get(_name, _name)
+    _like = NUMPY_NAME_OF_MATH.get(_name, _name)
     alias(f"math_{_name}", getattr(math, _name), Spelling("module", f"math.{_name}"), like=_like)
 
 # Elementwise functions of two arguments.

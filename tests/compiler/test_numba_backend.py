@@ -563,6 +563,30 @@ def test_large_numba_gradients_are_returned_without_a_copy():
     assert results.owns_memory(np.ones(3)) and not results.owns_memory(np.ones(3)[1:])
 
 
+def logistic_loss(w, X):
+    return np.mean(np.log(1.0 + np.exp(-(X @ w))))
+
+
+def test_straight_line_code_on_large_arrays_runs_as_the_numpy_code_and_says_why():
+    """No loop and no fused run, and an array of 2**16 elements or more: numpy's own loops and
+    BLAS run each statement faster than numba's (numba_fusion.numpy_code_reason); the same
+    code on small arrays, where numba wins numpy's per-operation cost, is compiled."""
+    from sourcegrad.compiler import numba_fusion
+
+    rng = np.random.default_rng(0)
+    w, X = rng.normal(size=8), rng.normal(size=(numba_fusion.LARGE_ARRAY // 8, 8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a choice, not a fallback: no warning
+        g = sourcegrad.grad(logistic_loss, backend="numba")
+        got = g(w, X)
+    assert "# numba: the numpy code runs: straight-line code on large arrays" in g.source
+    assert "@numba.njit" not in g.source
+    _same(got, sourcegrad.grad(logistic_loss)(w, X))
+    small = sourcegrad.grad(logistic_loss, backend="numba")
+    _same(small(w, X[:64]), sourcegrad.grad(logistic_loss)(w, X[:64]))
+    assert "@numba.njit" in small.source
+
+
 def test_straight_line_code_on_numbers_runs_as_the_numpy_code_and_says_why():
     def f(x, y):
         return math.sin(x) * y + math.exp(x * y) / (1.0 + x**2)

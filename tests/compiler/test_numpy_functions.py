@@ -406,23 +406,31 @@ def test_einsum_with_a_label_repeated_in_an_operand_to_second_order(f, args, on_
     """An operand read on a diagonal ("ii->i", a trace, "iij"): its gradient is the
     diagonal's, zeros elsewhere; the gradient of that, and its jvp, against differences."""
     for i in range(len(args)):
-        grad = sourcegrad.grad(f, wrt=i)
-        got = grad(*args)
+        got = sourcegrad.grad(f, wrt=i)(*args)
         np.testing.assert_allclose(got, numeric_grad(f, args, i), rtol=1e-6, atol=1e-8)
         if i == on_diagonal:
             assert got[~np.eye(*got.shape[:2], dtype=bool)].size
             assert not got[~np.eye(*got.shape[:2], dtype=bool)].any()
             assert got[np.eye(*got.shape[:2], dtype=bool)].all()
-        w = np.cos(np.arange(args[i].size)).reshape(args[i].shape)
+    _check_second_order_and_jvp(f, args)
+
+
+def _check_second_order_and_jvp(f, args):
+    """Reverse over reverse (d/d(args[j]) of <grad(f, wrt=i), w>, every i and j) and the JVP
+    of f against central differences."""
+    for i in range(len(args)):
+        grad = sourcegrad.grad(f, wrt=i)
+        w = np.cos(np.arange(np.size(args[i]))).reshape(np.shape(args[i]))
         weighted = _weighted_gradient(grad, w, len(args))
-        for j in range(len(args)):  # reverse over reverse: d/d(args[j]) of <grad, w>
+        for j in range(len(args)):
             np.testing.assert_allclose(
                 sourcegrad.grad(weighted, wrt=j)(*args),
                 numeric_grad(weighted, args, j),
                 rtol=1e-6,
                 atol=1e-8,
             )
-    tangents = tuple(np.sin(np.arange(a.size) + 1.0).reshape(a.shape) for a in args)
+    tangents = tuple(np.sin(np.arange(np.size(a)) + 1.0).reshape(np.shape(a)) for a in args)
+    tangents = tuple(float(t) if isinstance(a, float) else t for a, t in zip(args, tangents))
     eps = 1e-6
     numeric = (
         f(*(a + eps * t for a, t in zip(args, tangents)))
@@ -552,25 +560,9 @@ def test_diff_of_any_order_with_arrays_prepended_and_appended(f, args):
     """np.diff with n > 2 and with prepend/append (numbers or arrays, differentiated too):
     each argument's gradient, the JVP and the second derivative against differences."""
     for i in range(len(args)):
-        grad = sourcegrad.grad(f, wrt=i)
-        np.testing.assert_allclose(grad(*args), numeric_grad(f, args, i), rtol=1e-6, atol=1e-8)
-        w = np.cos(np.arange(np.size(args[i]))).reshape(np.shape(args[i]))
-        weighted = _weighted_gradient(grad, w, len(args))  # (3 arguments: see there)
-        for j in range(len(args)):
-            np.testing.assert_allclose(
-                sourcegrad.grad(weighted, wrt=j)(*args),
-                numeric_grad(weighted, args, j),
-                rtol=1e-6,
-                atol=1e-8,
-            )
-    tangents = tuple(np.sin(np.arange(np.size(a)) + 1.0).reshape(np.shape(a)) for a in args)
-    tangents = tuple(float(t) if isinstance(a, float) else t for a, t in zip(args, tangents))
-    eps = 1e-6
-    numeric = (
-        f(*(a + eps * t for a, t in zip(args, tangents)))
-        - f(*(a - eps * t for a, t in zip(args, tangents)))
-    ) / (2 * eps)
-    np.testing.assert_allclose(sourcegrad.jvp(f, args, tangents)[1], numeric, rtol=1e-6)
+        got = sourcegrad.grad(f, wrt=i)(*args)
+        np.testing.assert_allclose(got, numeric_grad(f, args, i), rtol=1e-6, atol=1e-8)
+    _check_second_order_and_jvp(f, args)
 
 
 def complex_intermediate(x):
