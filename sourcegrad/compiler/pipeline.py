@@ -9,8 +9,10 @@ Plain data between stages: Python source, `ir.Function`s, dicts of abstract valu
     3 infer          analysis.infer_shapes               IR, input AVals -> {name: AVal}
     4 decide         branches.decide_branches            IR, AVals -> IR (branches this
                                                          signature decides, kept once)
-    5 rewrite        optimize.batch_row_products,        IR, AVals -> IR (per-row products as
-                     hoist again, optimize.negate_products   one matrix product, ...)
+    5 rewrite        list_operands.arrays_of_lists,      IR, AVals -> IR (lists passed to
+                     optimize.batch_row_products,        numpy's array functions made arrays,
+                     hoist again, optimize.negate_products   per-row products as one matrix
+                                                         product, ...)
     6 check          analysis.check_in_place_updates,    IR, AVals -> None or a located
                      analysis.check_real_values          SourcegradError
     7 differentiate  reverse.reverse | forward.derivative  IR, AVals -> derivative IR
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from .analysis import check_in_place_updates, check_real_values, infer_shapes
 from .branches import decide_branches
+from .list_operands import arrays_of_lists
 from .optimize import batch_row_products, hoist_loop_invariants, negate_products
 
 
@@ -47,7 +50,7 @@ def specialised(primal, written, avals, wrt_names, batch_rows=True):
         decided = decide_branches(primal, env)
     # (hoisted again after the batching: the product it makes for an inner loop is invariant
     # in an outer one)
-    rewrites = (
+    rewrites = (arrays_of_lists,) + (
         (batch_row_products, _hoisted_again, negate_products) if batch_rows else (negate_products,)
     )
     for rewrite in rewrites:

@@ -97,10 +97,11 @@ EINSUM = OpSpec("EinsumBackward0", "einsum")
 
 
 @implements("einsum")
-def einsum(equation, *operands):
+def einsum(equation, *operands, optimize=False):
     """torch.einsum(equation, *operands), the operands also as one list: numpy's einsum of
     their values, one node whose VJPs are the registry entry's (`runtime.einsum_grad`:
-    another einsum, a diagonal "ii->i" included), so its gradients have gradients too."""
+    another einsum, a diagonal "ii->i" included), so its gradients have gradients too.
+    (`optimize`: np.einsum's, which `np.einsum(tensor, ...)` may pass: the same values.)"""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):
