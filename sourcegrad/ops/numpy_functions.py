@@ -362,6 +362,16 @@ for _name in (
     "iscomplex",
     "isrealobj",
     "iscomplexobj",
+    # index arrays (of a shape: no array of the function's is read)
+    "triu_indices",
+    "tril_indices",
+    "diag_indices",
+    "indices",
+    "triu_indices_from",
+    "tril_indices_from",
+    "diag_indices_from",
+    "unravel_index",
+    "ravel_multi_index",
 ):
     defnondiff(f"np_{_name}", getattr(np, _name), _func(_name))
 

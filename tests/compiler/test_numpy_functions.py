@@ -173,6 +173,13 @@ def remainders(v):
     )
 
 
+def index_arrays(a):
+    # (np.triu_indices & co. make index arrays of a shape: read with a zero gradient)
+    upper = a[np.triu_indices(a.shape[0], 1)] ** 2
+    lower = a[np.tril_indices_from(a)] * np.arange(6.0)
+    return np.sum(upper) + np.sum(lower) + np.sum(a[np.diag_indices(3)] ** 3)
+
+
 def nan_to_num(v):
     return np.sum(np.nan_to_num(v * v) ** 2)
 
@@ -348,6 +355,7 @@ CASES = [
     (remainders, R.uniform(0.05, 0.1, size=4) + np.array([0.0, 1.0, 2.0, 3.0])),
     (remainders, -R.uniform(0.05, 0.1, size=4) - np.array([0.0, 1.0, 2.0, 3.0])),
     (nan_to_num, V),
+    (index_arrays, R.normal(size=(3, 3))),
     (scalars, V),
 ]
 
