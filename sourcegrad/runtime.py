@@ -442,6 +442,21 @@ def setitem(x, index, value):
     return out
 
 
+def add_at(x, index, values):
+    """`np.add.at(x, index, values)` without changing `x`: a copy with `values` added at
+    `index` (a repeated index adds each time)."""
+    out = np.array(x, dtype=np.result_type(x, values), copy=True)
+    np.add.at(out, index, values)
+    return out
+
+
+def subtract_at(x, index, values):
+    """`np.subtract.at(x, index, values)` without changing `x`."""
+    out = np.array(x, dtype=np.result_type(x, values), copy=True)
+    np.subtract.at(out, index, values)
+    return out
+
+
 def is_complex(x) -> bool:
     """Does x hold complex numbers (a complex array, Tensor, Meta or Python complex)? Rule
     templates choose their complex formula by it; it reads only x's type, so the compiler

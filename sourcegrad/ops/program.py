@@ -124,6 +124,27 @@ defvjp(
         value,
     ),
 )
+# np.add.at(x, index, values) and np.subtract.at, as values: `x = add_at(x, index, values)`
+# (the front end rebinds x, an update in place). Every occurrence of an index adds, so each
+# of `values` gets the gradient at its own position, g[index], repeated or not.
+defvjp(
+    "add_at",
+    runtime.add_at,
+    _helper("add_at"),
+    lambda g, ans, x, index, values: unbroadcast(g, x),
+    None,
+    lambda g, ans, x, index, values: unbroadcast(g[index], values),
+    linear=(0, 2),
+)
+defvjp(
+    "subtract_at",
+    runtime.subtract_at,
+    _helper("subtract_at"),
+    lambda g, ans, x, index, values: unbroadcast(g, x),
+    None,
+    lambda g, ans, x, index, values: -unbroadcast(g[index], values),
+    linear=(0, 2),
+)
 defnondiff("index_may_repeat", runtime.index_may_repeat, _helper("index_may_repeat"))
 RULES["index_may_repeat"].static_result = True
 RULES["index_may_repeat"].type_fact = True

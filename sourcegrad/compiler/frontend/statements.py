@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import types
 
+import numpy as np
+
 import gast
 
 from ... import errors
@@ -313,6 +315,8 @@ class StatementsMixin:
         ):
             self.list_append(value)
             return
+        if isinstance(value, gast.Call) and self.ufunc_at(value):
+            return
         if isinstance(value, gast.Call):
             target = self.target_of(value.func)
             if (
@@ -349,6 +353,50 @@ class StatementsMixin:
             "an expression statement that is not a call has no effect",
             stmt,
         )
+
+    def ufunc_at(self, call) -> bool:
+        """`np.add.at(x, index, values)` (or np.subtract.at): x rebound to
+        `add_at(x, index, values)`, an update in place of x, as `x[index] += values` is but
+        adding at a repeated index each time. False where the call is not one of them."""
+        func = call.func
+        if not (
+            isinstance(func, gast.Attribute)
+            and func.attr == "at"
+            and isinstance(func.value, (gast.Name, gast.Attribute))
+        ):
+            return False
+        ufunc = getattr(self.target_of(func.value), "obj", None)
+        op = {np.add: "add_at", np.subtract: "subtract_at"}.get(ufunc)
+        if op is None:
+            self.error(
+                errors.NoRuleError,
+                f"{describe(func)}() has no derivative rule (np.add.at and np.subtract.at have)",
+                call,
+            )
+        if len(call.args) != 3 or call.keywords or not isinstance(call.args[0], gast.Name):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{describe(func)} takes an array's name, an index and the values to add",
+                call,
+            )
+        name = call.args[0].id
+        if name not in self.env:
+            self.error(errors.NameResolutionError, f"{name!r} is not defined", call)
+        array = self.env[name]
+        aliases = [n for n, a in self.env.items() if a == array and n != name]
+        if aliases:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{name!r} is changed in place while "
+                f"{aliases[0]!r} refers to the same array; copy it first (np.copy)",
+                call,
+            )
+        index = self.expr(call.args[1])
+        values = self.expr(call.args[2])
+        start = len(self.out)
+        self.bind(name, self.emit(op, [array, index, values], name=self.local(name)))
+        self.mark_in_place(self.env.get(name), start)
+        return True
 
     def list_append(self, call):
         name = call.func.value.id

@@ -77,8 +77,9 @@ def scan_statement(stmt):
 
 
 def assigned_names(stmt, nodes=None) -> set:
-    """Names a statement binds, counting `a[i] = v`, `a[i] += v`, `a.append(v)` and
-    `np.f(..., out=a)` as binding `a` (`nodes`: the statement's walk, when made already)."""
+    """Names a statement binds, counting `a[i] = v`, `a[i] += v`, `a.append(v)`,
+    `np.f(..., out=a)` and `np.add.at(a, i, v)` as binding `a` (`nodes`: the statement's
+    walk, when made already)."""
     names = set()
     nodes = list(walk_no_defs(stmt, False)) if nodes is None else nodes
     # a comprehension's own names are scoped to it (lowered under names of their own)
@@ -108,6 +109,14 @@ def assigned_names(stmt, nodes=None) -> set:
             and isinstance(node.func.value, gast.Name)
         ):
             names.add(node.func.value.id)
+        elif (  # `np.add.at(a, ...)`: any `<ufunc>.at` changes its first argument
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Attribute)
+            and node.func.attr == "at"
+            and node.args
+            and isinstance(node.args[0], gast.Name)
+        ):
+            names.add(node.args[0].id)
         if isinstance(node, gast.Call):  # `np.exp(a, out=u)` and `out=rows[t]` write u, rows
             for k in node.keywords:
                 buffer = k.value.value if isinstance(k.value, gast.Subscript) else k.value

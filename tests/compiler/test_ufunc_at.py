@@ -1,0 +1,98 @@
+"""`np.add.at(x, index, values)` and `np.subtract.at`: scatter-adds, a repeated index adding
+each time (an update in place of x, as the compiler treats `x[index] += values`)."""
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import errors
+from sourcegrad.api import numeric_grad
+
+INDEX = np.array([0, 1, 1, 2, 0])
+X = np.array([0.5, -1.2, 2.0, 0.3, 0.9])
+Y = np.array([0.1, 0.2, 0.3])
+
+
+def scatter(x):
+    out = np.zeros(3)
+    np.add.at(out, INDEX, x)
+    return np.sum(out**2)
+
+
+def into_a_copy(x, y):
+    z = y * 1.0
+    np.add.at(z, INDEX, x**2)
+    np.subtract.at(z, np.array([2, 2]), 0.5 * x[:2])
+    return np.sum(np.sin(z))
+
+
+def at_pairs(x, y):
+    z = np.outer(y, y[:2])
+    np.add.at(z, (np.array([0, 0, 1]), np.array([1, 1, 0])), x[:3])
+    return np.sum(z**3)
+
+
+def in_a_loop(x):
+    acc = np.zeros(3)
+    for k in range(2):
+        np.add.at(acc, INDEX, x * (k + 1.0))
+    return np.sum(acc**2)
+
+
+def a_number_added(x):
+    out = np.zeros(3)
+    np.add.at(out, INDEX, 2.0)
+    np.add.at(out, np.array([1]), x[0])
+    return np.sum(out * x[:3])
+
+
+CASES = [(scatter, (X,)), (into_a_copy, (X, Y)), (at_pairs, (X, Y)), (in_a_loop, (X,))]
+CASES += [(a_number_added, (X,))]
+
+
+@pytest.mark.parametrize("f, args", CASES, ids=[f.__name__ for f, _ in CASES])
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+# (under numba the scatter is the runtime's helper, which numba cannot type: the numpy code
+# runs after one JitFallbackWarning, by design)
+@pytest.mark.filterwarnings("ignore::sourcegrad.errors.JitFallbackWarning")
+def test_scatter_adds_match_finite_differences(f, args, backend):
+    if backend == "numba":
+        pytest.importorskip("numba")
+    for i in range(len(args)):
+        got = sourcegrad.grad(f, wrt=i, backend=backend)(*args)
+        np.testing.assert_allclose(got, numeric_grad(f, args, i), rtol=1e-6, atol=1e-8)
+    tangents = tuple(np.cos(np.arange(a.size)).reshape(a.shape) for a in args)
+    eps = 1e-6
+    numeric = (
+        f(*(a + eps * t for a, t in zip(args, tangents)))
+        - f(*(a - eps * t for a, t in zip(args, tangents)))
+    ) / (2 * eps)
+    np.testing.assert_allclose(sourcegrad.jvp(f, args, tangents)[1], numeric, rtol=1e-6)
+
+
+def test_second_derivative_of_a_scatter_add():
+    h = sourcegrad.hessian(scatter)(X)
+    gradient = sourcegrad.grad(scatter)
+    numeric = np.stack([numeric_grad(lambda v: gradient(v)[k], (X,), 0) for k in range(X.size)])
+    np.testing.assert_allclose(h, numeric, rtol=1e-6, atol=1e-8)
+
+
+def view_read_after(x):
+    out = np.zeros(3)
+    first = out[:2]
+    np.add.at(out, INDEX, x)
+    return np.sum(first)
+
+
+def multiply_at(x):
+    out = np.ones(3)
+    np.multiply.at(out, INDEX, x)
+    return np.sum(out)
+
+
+def test_a_view_read_after_the_scatter_and_other_ufuncs_are_refused():
+    # numpy changes `first` too: the compiler, which makes the update a new value, refuses
+    with pytest.raises(errors.UnsupportedSyntaxError, match="changed in place"):
+        sourcegrad.grad(view_read_after)(X)
+    with pytest.raises(errors.NoRuleError, match=r"np\.multiply\.at\(\) has no derivative rule"):
+        sourcegrad.grad(multiply_at)(X)
