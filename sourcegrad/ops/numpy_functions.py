@@ -50,6 +50,61 @@ def scatter_along(h, indices, axis, size):
     return out
 
 
+def _order_statistics(x, q, axis):
+    """For np.quantile(x, q, axis) by linear interpolation: x with `axis` last (flattened for
+    None), its order along that axis, and each q's lower and upper positions in that order
+    and the weight of the upper one (numpy's: position q (n - 1))."""
+    moved = np.reshape(x, -1) if axis is None else np.moveaxis(x, axis, -1)
+    order = np.argsort(moved, axis=-1)
+    position = np.asarray(q, dtype=float) * (moved.shape[-1] - 1)
+    lower = np.floor(position).astype(np.intp)
+    upper = np.ceil(position).astype(np.intp)
+    return moved, order, lower, upper, position - lower
+
+
+def _quantile_shape(x, q, axis, keepdims):
+    """The shape of np.quantile(x, q, axis, keepdims=keepdims): q's, then x's reduced."""
+    if axis is None:
+        rest = (1,) * np.ndim(x) if keepdims else ()
+    else:
+        shape = list(np.shape(x))
+        shape[axis] = 1
+        rest = (
+            tuple(shape)
+            if keepdims
+            else tuple(n for k, n in enumerate(shape) if k != axis % len(shape))
+        )
+    return np.shape(q) + rest
+
+
+def quantile_tangent(t, x, q, axis=None, keepdims=False):
+    """The tangent of np.quantile(x, q, axis, keepdims=keepdims) (linear interpolation) for
+    x's tangent t: t's elements at x's order statistics, weighted as x's are."""
+    moved, order, lower, upper, weight = _order_statistics(x, q, axis)
+    ranked = np.take_along_axis(
+        np.reshape(t, -1) if axis is None else np.moveaxis(t, axis, -1), order, axis=-1
+    )
+    value = ranked[..., lower] * (1.0 - weight) + ranked[..., upper] * weight  # (rest, q)
+    value = np.moveaxis(value, tuple(range(-np.ndim(q), 0)), tuple(range(np.ndim(q))))
+    return np.reshape(value, _quantile_shape(x, q, axis, keepdims))
+
+
+def quantile_grad(g, x, q, axis=None, keepdims=False):
+    """Adjoint of np.quantile(x, q, axis, keepdims=keepdims) (linear interpolation): g
+    shared between the two order statistics each quantile lies between, by the same
+    weights, and put back where they are in x (quantile_tangent's transpose)."""
+    moved, order, lower, upper, weight = _order_statistics(x, q, axis)
+    rest = moved.shape[:-1]
+    g = np.reshape(g, np.shape(q) + rest)
+    g = np.moveaxis(g, tuple(range(np.ndim(q))), tuple(range(-np.ndim(q), 0)))  # (rest, q)
+    ranked = np.zeros(moved.shape, dtype=np.result_type(g, np.float32))
+    np.add.at(ranked, (Ellipsis, lower), g * (1.0 - weight))
+    np.add.at(ranked, (Ellipsis, upper), g * weight)
+    out = np.zeros_like(ranked)
+    np.put_along_axis(out, order, ranked, axis=-1)
+    return np.reshape(out, np.shape(x)) if axis is None else np.moveaxis(out, -1, axis)
+
+
 def undiagonal(h, x, offset=0, axis1=0, axis2=1):
     """Adjoint of np.diagonal(x, offset, axis1, axis2): zeros shaped like x with h on that
     diagonal (h broadcasts against it: np.trace's adjoint passes it with length 1)."""
@@ -163,6 +218,8 @@ TEMPLATE_NAMESPACE.update(
         for f in (
             no_function_rule,
             scatter_along,
+            quantile_grad,
+            quantile_tangent,
             undiagonal,
             unrepeat,
             unpad,
@@ -189,6 +246,87 @@ defvjp(
     None,
     None,
     linear=(0,),
+)
+# the quantiles' adjoint and tangent helpers, each the other's transpose (linear in g and t;
+# piecewise constant in x, whose order picks the elements)
+defvjp(
+    "quantile_grad",
+    quantile_grad,
+    _spelled("quantile_grad"),
+    lambda g, ans, h, x, q, axis=None, keepdims=False: quantile_tangent(g, x, q, axis, keepdims),
+    None,
+    None,
+    linear=(0,),
+)
+defvjp(
+    "quantile_tangent",
+    quantile_tangent,
+    _spelled("quantile_tangent"),
+    lambda g, ans, t, x, q, axis=None, keepdims=False: quantile_grad(g, x, q, axis, keepdims),
+    None,
+    None,
+    linear=(0,),
+)
+# np.median, np.quantile and np.percentile by numpy's default linear interpolation; in q (the
+# slope between two order statistics) and by another method they are refused
+defvjp(
+    "np_median",
+    np.median,
+    _func("median"),
+    lambda g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False: quantile_grad(
+        g, a, 0.5, axis, keepdims
+    ),
+    jvps=(
+        lambda t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False: (
+            quantile_tangent(t, a, 0.5, axis, keepdims)
+        ),
+    ),
+)
+defvjp(
+    "np_quantile",
+    np.quantile,
+    _func("quantile"),
+    lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
+        quantile_grad(g, a, q, axis, keepdims)
+        if method == "linear"
+        else no_function_rule("np.quantile by another method than 'linear'")
+    ),
+    lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
+        no_function_rule("np.quantile in q")
+    ),
+    jvps=(
+        lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
+            quantile_tangent(t, a, q, axis, keepdims)
+            if method == "linear"
+            else no_function_rule("np.quantile by another method than 'linear'")
+        ),
+        lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
+            no_function_rule("np.quantile in q")
+        ),
+    ),
+)
+defvjp(
+    "np_percentile",
+    np.percentile,
+    _func("percentile"),
+    lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
+        quantile_grad(g, a, np.true_divide(q, 100.0), axis, keepdims)
+        if method == "linear"
+        else no_function_rule("np.percentile by another method than 'linear'")
+    ),
+    lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
+        no_function_rule("np.percentile in q")
+    ),
+    jvps=(
+        lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
+            quantile_tangent(t, a, np.true_divide(q, 100.0), axis, keepdims)
+            if method == "linear"
+            else no_function_rule("np.percentile by another method than 'linear'")
+        ),
+        lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
+            no_function_rule("np.percentile in q")
+        ),
+    ),
 )
 defvjp(
     "undiagonal",
@@ -1118,6 +1256,9 @@ EXAMPLES = {
         ex(arg(6), n=3, prepend=0.5),
         ex(arg(3, 4), n=2, axis=0, prepend=arg(2, 4), append=arg(1, 4)),
     ],
+    "np_median": [ex(arg(7)), ex(arg(3, 4), axis=0), ex(arg(3, 4), axis=1, keepdims=True)],
+    "np_quantile": [ex(arg(7), 0.3), ex(arg(3, 4), [0.2, 0.9], axis=1)],
+    "np_percentile": [ex(arg(3, 4), 60.0, axis=0)],
     "np_diagonal": [ex(arg(3, 4)), ex(arg(3, 4), 1), ex(arg(2, 3, 4), 0, 1, 2)],
     "np_trace": [ex(arg(4, 4)), ex(arg(3, 4), -1), ex(arg(2, 3, 3), 0, 1, 2)],
     "np_diag": [ex(arg(4)), ex(arg(3, 4)), ex(arg(3), 1), ex(arg(4, 4), -1)],

@@ -173,6 +173,41 @@ def remainders(v):
     )
 
 
+def median_and_quantiles(x):
+    m = x.reshape(3, 4)
+    return (
+        np.median(x) ** 2
+        + np.sum(np.median(m, axis=0) ** 2)
+        + np.sum(np.quantile(m, [0.1, 0.75], axis=1) * np.array([[1.0], [2.0]]))
+        + np.sum(np.percentile(m, 30.0, axis=1, keepdims=True) * m)
+    )
+
+
+def median_of_an_even_count(x):
+    return np.median(x[:10] * x[2:]) ** 3
+
+
+def quantile_nearest(x):
+    return np.quantile(x, 0.3, method="nearest")
+
+
+def quantile_in_q(q, x):
+    return np.quantile(x, q)
+
+
+def test_median_and_quantiles_to_second_order():
+    """np.median, np.quantile, np.percentile (linear interpolation): the gradient shared by
+    the two order statistics a quantile lies between; its JVP and second derivative too."""
+    x = R.normal(size=12)
+    for f in (median_and_quantiles, median_of_an_even_count):
+        np.testing.assert_allclose(sourcegrad.grad(f)(x), numeric_grad(f, (x,), 0), atol=1e-7)
+        _check_second_order_and_jvp(f, (x,))
+    with pytest.raises(errors.NoRuleError, match="another method than 'linear'"):
+        sourcegrad.grad(quantile_nearest)(x)
+    with pytest.raises(errors.NoRuleError, match="np.quantile in q"):
+        sourcegrad.grad(quantile_in_q)(0.3, x)
+
+
 def index_arrays(a):
     # (np.triu_indices & co. make index arrays of a shape: read with a zero gradient)
     upper = a[np.triu_indices(a.shape[0], 1)] ** 2
