@@ -68,7 +68,7 @@ UNCOVERED = {
         (
             "scatter_along undiagonal unrepeat unpad select_grads gradient_adjoint "
             "interp_adjoint trapezoid_adjoint gap_inverse fit hermitian_fold "
-            "real_if_close_checked gradient_of multi_dot_grad"
+            "real_if_close_checked gradient_of multi_dot_grad quantile_grad quantile_tangent"
         ).split(),
         _BACKWARD_HELPER,
     ),
