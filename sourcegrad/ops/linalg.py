@@ -148,7 +148,10 @@ defvjp(
     np.einsum,
     _func("einsum"),
     None,
-    lambda g, ans, subscripts, *operands, argnum: einsum_grad(g, subscripts, operands, argnum - 1),
+    # (`optimize`: the order numpy contracts in, the same values: its gradient is einsum_grad's)
+    lambda g, ans, subscripts, *operands, argnum, optimize=False: einsum_grad(
+        g, subscripts, operands, argnum - 1
+    ),
     shape="einsum",
     linear="multi",
     # (torch's einsum is a composite: its nodes are the products and views it lowers to)
