@@ -26,7 +26,7 @@ module-global patching):
 4. the operations: `surface.py` and `operands.py` (shared operand helpers) <- `views.py`
    <- `copies.py`, `joining.py`, `indexing.py` (<- `shape_ops.py`) and `arithmetic.py` <-
    `elementwise.py` <- `reductions.py`, `products.py` (<- `ops.py`); `factories.py`; then
-   `inplace.py` (it uses all of these);
+   `inplace.py` (it uses all of these) and `composites.py` (ops made of the others);
 5. the surface: `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
    every method that needs a layer above it (in one place, at import time);
 6. this module.
@@ -83,6 +83,7 @@ from . import ops as _ops  # noqa: E402 - order matters: ops need the Tensor cla
 from .operands import operand_key as _operand_key  # noqa: E402
 from . import shape_ops as _shape_ops  # noqa: E402,F401
 from . import inplace as _inplace  # noqa: E402
+from . import composites as _composites  # noqa: E402,F401 - lerp, tensordot, meshgrid, ...
 from . import methods as _methods  # noqa: E402,F401 - installs the Tensor methods
 from . import numpy_dispatch as _numpy_dispatch  # noqa: E402,F401
 from .factories import (

@@ -247,6 +247,36 @@ CASES = [
     ("einsum", lambda T, F, a, b: T.einsum("ij,jk->ik", a, b) ** 2, [arr(2, 3), arr(3, 4)]),
     ("einsum", lambda T, F, a, b: T.einsum("iij,j->i", a, b) ** 3, [arr(3, 3, 2), arr(2)]),
     ("diff", lambda T, F, a, b: T.diff(a, n=2, dim=1, prepend=b) ** 3, [arr(3, 4), arr(3, 2)]),
+    ("lerp", lambda T, F, a, b, w: T.lerp(a, b, w) ** 3, [arr(2, 3), arr(3), arr(2, 1)]),
+    (
+        "addcmul",
+        lambda T, F, a, b, c: a.addcmul(b, c, value=0.5) ** 3,
+        [arr(2, 3), arr(2, 3), arr(3)],
+    ),
+    (
+        "addcdiv",
+        lambda T, F, a, b, c: T.addcdiv(a, b, c**2 + 2.0) ** 3,
+        [arr(2, 3), arr(2, 3), arr(3)],
+    ),
+    (
+        "tensordot",
+        lambda T, F, a, b: T.tensordot(a, b, dims=([0, 2], [1, 0])) ** 2,
+        [arr(2, 3, 4), arr(4, 2, 5)],
+    ),
+    ("kron", lambda T, F, a, b: T.kron(a, b) ** 3, [arr(2, 3), arr(3)]),
+    (
+        "meshgrid",
+        lambda T, F, a, b: (
+            T.meshgrid(a, b, indexing="xy")[0] * T.meshgrid(a, b, indexing="xy")[1] ** 2
+        ),
+        [arr(3), arr(2)],
+    ),
+    ("var_mean", lambda T, F, a: T.var_mean(a, dim=1)[0] * T.var_mean(a, dim=1)[1], [arr(3, 4)]),
+    (
+        "std_mean",
+        lambda T, F, a: T.std_mean(a, correction=0)[0] ** 2 * T.std_mean(a)[1],
+        [arr(3, 4)],
+    ),
     ("diff", lambda T, F, a, b: a.diff(append=b, dim=0) ** 3, [arr(3, 4), arr(1, 4)]),
     ("ger", lambda T, F, a, b: T.ger(a, b) ** 2, [arr(3), arr(2)]),
     (

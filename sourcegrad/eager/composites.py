@@ -1,0 +1,165 @@
+"""torch functions made of other Tensor ops: lerp, addcmul, addcdiv, tensordot, kron,
+meshgrid, var_mean, std_mean.
+
+Takes Tensors (and numbers where torch does); returns what torch returns, computed by the
+Tensor ops this library already records (so their values, gradients and second
+derivatives are those ops'; the nodes are theirs too: `torch.lerp`'s is LerpBackward0 in
+torch, a product and a sum here). Argument errors are torch's.
+
+Imports: `tensor`, `operands`, `surface` (the ops they use are Tensor methods).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .operands import as_tensor
+from .surface import export
+from .tensor import Tensor
+
+
+def _tensor(value):
+    return value if isinstance(value, Tensor) else as_tensor(value)
+
+
+def _same_dtype(input, other, name):
+    if isinstance(other, Tensor) and other.dtype is not input.dtype:
+        raise RuntimeError(
+            f"expected dtype {input.dtype._c_name} for `{name}` but got dtype {other.dtype._c_name}"
+        )
+
+
+@export("lerp")
+def lerp(input, end, weight):
+    """input + weight * (end - input)."""
+    _same_dtype(input, end, "end")
+    _same_dtype(input, weight, "weight")
+    return input + weight * (end - input)
+
+
+@export("addcmul")
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2."""
+    return input + value * (tensor1 * tensor2) if value != 1 else input + tensor1 * tensor2
+
+
+@export("addcdiv")
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2 (an integer division refused, as torch does)."""
+    if not (tensor1.dtype.is_floating_point or tensor1.dtype.is_complex) and not (
+        tensor2.dtype.is_floating_point or tensor2.dtype.is_complex
+    ):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+            "addcdiv behavior can be implemented as (input + value * "
+            "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv "
+            "behavior is just the latter implementation: (input + value * tensor1 / "
+            "tensor2), for all dtypes."
+        )
+    return input + value * (tensor1 / tensor2) if value != 1 else input + tensor1 / tensor2
+
+
+@export("tensordot", methods=())
+def tensordot(a, b, dims=2, out=None):
+    """The sum over a's `dims` last (or listed) dimensions against b's first (or listed):
+    both laid out as matrices (permute, reshape) and multiplied."""
+    if out is not None:
+        raise TypeError("tensordot(): out= is not supported")
+    a, b = _tensor(a), _tensor(b)
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        dims_a = list(range(a.dim() - dims, a.dim()))
+        dims_b = list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else [int(i) for i in d] for d in dims)
+        if len(dims_a) != len(dims_b):
+            raise RuntimeError("both dimension lists should have same length")
+    dims_a = [d % a.dim() for d in dims_a]
+    dims_b = [d % b.dim() for d in dims_b]
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size {a.shape[da]} in "
+                f"dim {da} and second has size {b.shape[db]} in dim {db}"
+            )
+    free_a = [d for d in range(a.dim()) if d not in dims_a]
+    free_b = [d for d in range(b.dim()) if d not in dims_b]
+    size = 1
+    for d in dims_a:
+        size *= a.shape[d]
+    left = a.permute(*free_a, *dims_a).reshape(-1, size)
+    right = b.permute(*dims_b, *free_b).reshape(size, -1)
+    shape = [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b]
+    return (left @ right).reshape(shape)
+
+
+@export("kron")
+def kron(input, other):
+    """The Kronecker product: each element of input times other, laid out block by block
+    (the shorter shape padded with leading 1s)."""
+    input, other = _tensor(input), _tensor(other)
+    n = max(input.dim(), other.dim())
+    a = input.reshape((1,) * (n - input.dim()) + tuple(input.shape))
+    b = other.reshape((1,) * (n - other.dim()) + tuple(other.shape))
+    # a's axes interleaved with b's: (a0, 1, a1, 1, ...) * (1, b0, 1, b1, ...)
+    spread_a = a.reshape([s for d in a.shape for s in (d, 1)])
+    spread_b = b.reshape([s for d in b.shape for s in (1, d)])
+    return (spread_a * spread_b).reshape([p * q for p, q in zip(a.shape, b.shape)])
+
+
+@export("meshgrid", methods=())
+def meshgrid(*tensors, indexing=None):
+    """Each 0-d or 1-d tensor expanded along the others' lengths ("ij": the first varies
+    along the first dimension; "xy": the first two swapped), as views (ExpandBackward0)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn(
+            "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+            "argument.",
+            UserWarning,
+            stacklevel=2,
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(
+            'torch.meshgrid: indexing must be one of "xy" or "ij", but received: ' + indexing
+        )
+    tensors = [_tensor(t) for t in tensors]
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(
+                "torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: " + repr(t)
+            )
+    lengths = [t.numel() for t in tensors]
+    order = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2:
+        order[0], order[1] = 1, 0
+    shape = [lengths[k] for k in order]
+    out = []
+    for k, t in enumerate(tensors):
+        view = [1] * len(tensors)
+        view[order.index(k)] = lengths[k]
+        out.append(t.reshape(view).expand(shape))
+    return tuple(out)
+
+
+@export("var_mean", methods=())
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(input.var(...), input.mean(...)) over the same dimensions."""
+    return (
+        input.var(dim, unbiased, keepdim, correction=correction),
+        input.mean() if dim is None else input.mean(dim, keepdim=keepdim),
+    )
+
+
+@export("std_mean", methods=())
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(input.std(...), input.mean(...)) over the same dimensions."""
+    return (
+        input.std(dim, unbiased, keepdim, correction=correction),
+        input.mean() if dim is None else input.mean(dim, keepdim=keepdim),
+    )
