@@ -32,12 +32,18 @@ from .functional_loss import (
     binary_cross_entropy_with_logits,  # noqa: F401
     cosine_embedding_loss,
     cross_entropy,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
     huber_loss,
     kl_div,
     l1_loss,
+    margin_ranking_loss,
     mse_loss,
     nll_loss,
+    poisson_nll_loss,
     smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
 )
 from .unsupported import UnsupportedOptionError
 

@@ -20,6 +20,7 @@ Class-index targets work for inputs of shape (C,), (N, C) and (N, C, d1, ...)
 
 from __future__ import annotations
 
+import math
 import warnings
 
 
@@ -402,3 +403,119 @@ def cosine_embedding_loss(
     neg = (cos - margin).clamp_min(0)
     output = ops.where(target == 1, pos, zeros) + ops.where(target == -1, neg, zeros)
     return _reduce(output, reduction)
+
+
+# --- ranking, margin and likelihood losses, composed of tensor ops as torch composes them ------
+
+
+def margin_ranking_loss(
+    input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
+):
+    """max(0, -target * (input1 - input2) + margin)."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    if not (input1.dim() == input2.dim() == target.dim()):
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got "
+            f"sizes: input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} "
+        )
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(
+    input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
+):
+    """input where target is 1, max(0, margin - input) where it is -1."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    zeros = factories.zeros_like(input)
+    output_margin = ops.where(target != 1, (margin - input).clamp_min(0), zeros)
+    output_self = ops.where(target != -1, input, zeros)
+    return _reduce(output_margin + output_self, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input))."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    return _reduce(ops.log1p(ops.exp(-input * target)), reduction)
+
+
+def poisson_nll_loss(
+    input,
+    target,
+    log_input=True,
+    full=False,
+    size_average=None,
+    eps=1e-8,
+    reduce=None,
+    reduction="mean",
+):
+    """exp(input) - target * input (log_input), or input - target * log(input + eps); with
+    `full`, Stirling's approximation of log(target!) where target > 1."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    if log_input:
+        loss = ops.exp(input) - target * input
+    else:
+        loss = input - target * ops.log(input + eps)
+    if full:
+        stirling = (
+            target * ops.log(target) - target + 0.5 * ops.log(2 * math.pi * target)
+        ).masked_fill(target <= 1, 0)
+        loss = loss + stirling
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 (log(var) + (input - target)^2 / var) (+ 0.5 log(2 pi) with `full`), var raised
+    to eps without a gradient through the clamp (as torch)."""
+    from ..eager.grad_mode import no_grad
+
+    if isinstance(var, (int, float)):
+        var = factories.full_like(input, float(var))
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):  # one variance per row
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (ops.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(
+    anchor,
+    positive,
+    negative,
+    margin=1.0,
+    p=2,
+    eps=1e-6,
+    swap=False,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the p-norm distance
+    (`swap`: the smaller of d(anchor, negative) and d(positive, negative))."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have the same "
+            f"number of dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and "
+            f"negative {dims[2]}D inputs"
+        )
+
+    def distance(a, b):
+        return ops.norm(a - b + eps, p, -1)
+
+    d_positive = distance(anchor, positive)
+    d_negative = distance(anchor, negative)
+    if swap:
+        d_negative = ops.minimum(d_negative, distance(positive, negative))
+    return _reduce((margin + d_positive - d_negative).clamp_min(0), reduction)

@@ -411,3 +411,136 @@ def test_cosine_similarity_and_normalize_match_torch():
     check(lambda L, t: f(L).cosine_similarity(t[0][1], t[1][:1], dim=-1), [a, b], [1, 1])
     check(lambda L, t: f(L).normalize(t[0], dim=1), [a, X[:2, :3]], [1, 0])
     check(lambda L, t: f(L).normalize(t[0], p=1.0, dim=0), [X], [1])
+
+
+# --- ranking, margin and likelihood losses: values, gradients and second derivatives ---------
+
+_R = np.random.default_rng(11)
+
+
+def _normal(*shape):
+    return _R.normal(size=shape)
+
+
+def _signs(*shape):
+    return _R.choice([-1.0, 1.0], size=shape)
+
+
+_MORE_LOSSES = [
+    (
+        "margin_ranking_loss",
+        lambda T, a, b, y: T.nn.functional.margin_ranking_loss(a, b, y, margin=0.3),
+        [_normal(6), _normal(6), _signs(6)],
+        (2,),
+    ),
+    (
+        "MarginRankingLoss",
+        lambda T, a, b, y: T.nn.MarginRankingLoss(0.1, reduction="none")(a, b, y),
+        [_normal(6), _normal(6), _signs(6)],
+        (2,),
+    ),
+    (
+        "hinge_embedding_loss",
+        lambda T, a, y: T.nn.functional.hinge_embedding_loss(a, y, margin=0.5),
+        [_normal(3, 4), _signs(3, 4)],
+        (1,),
+    ),
+    (
+        "HingeEmbeddingLoss",
+        lambda T, a, y: T.nn.HingeEmbeddingLoss(reduction="sum")(a, y),
+        [_normal(3, 4), _signs(3, 4)],
+        (1,),
+    ),
+    (
+        "soft_margin_loss",
+        lambda T, a, y: T.nn.functional.soft_margin_loss(a, y),
+        [_normal(3, 4), _signs(3, 4)],
+        (1,),
+    ),
+    ("SoftMarginLoss", lambda T, a, y: T.nn.SoftMarginLoss()(a, y), [_normal(5), _signs(5)], (1,)),
+    (
+        "poisson_nll_loss",
+        lambda T, a, y: T.nn.functional.poisson_nll_loss(a, y),
+        [_normal(3, 4), np.abs(_normal(3, 4)) * 3],
+        (1,),
+    ),
+    (
+        "PoissonNLLLoss, full, not log_input",
+        lambda T, a, y: T.nn.PoissonNLLLoss(log_input=False, full=True)(a, y),
+        [np.abs(_normal(3, 4)) + 0.5, np.abs(_normal(3, 4)) * 3],
+        (1,),
+    ),
+    (
+        "gaussian_nll_loss",
+        lambda T, a, y, v: T.nn.functional.gaussian_nll_loss(a, y, v),
+        [_normal(3, 4), _normal(3, 4), np.abs(_normal(3, 4)) + 0.1],
+        (),
+    ),
+    (
+        "GaussianNLLLoss, a variance per row, full",
+        lambda T, a, y, v: T.nn.GaussianNLLLoss(full=True)(a, y, v),
+        [_normal(3, 4), _normal(3, 4), np.abs(_normal(3)) + 0.1],
+        (),
+    ),
+    (
+        "gaussian_nll_loss, variances under eps",
+        lambda T, a, y, v: T.nn.functional.gaussian_nll_loss(a, y, v, reduction="none"),
+        [_normal(3, 4), _normal(3, 4), np.abs(_normal(3, 1)) * 1e-8],
+        (),
+    ),
+    (
+        "triplet_margin_loss",
+        lambda T, a, p, n: T.nn.functional.triplet_margin_loss(a, p, n),
+        [_normal(4, 3), _normal(4, 3), _normal(4, 3)],
+        (),
+    ),
+    (
+        "TripletMarginLoss, p=1, swap",
+        lambda T, a, p, n: T.nn.TripletMarginLoss(margin=2.0, p=1, swap=True)(a, p, n),
+        [_normal(4, 3), _normal(4, 3), _normal(4, 3)],
+        (),
+    ),
+]
+
+
+def _loss_numbers(lib, make, arrays, constant):
+    tensors = [lib.tensor(a, requires_grad=k not in constant) for k, a in enumerate(arrays)]
+    out = make(lib, *tensors)
+    leaves = [t for k, t in enumerate(tensors) if k not in constant]
+    grads = lib.autograd.grad(out.sum(), leaves, create_graph=True)
+    second = sum((g**2).sum() for g in grads)
+    seconds = (
+        lib.autograd.grad(second, leaves, allow_unused=True)
+        if second.requires_grad
+        else [None] * len(leaves)
+    )
+    numbers = [out.detach().numpy()] + [g.detach().numpy() for g in grads]
+    return numbers + [
+        np.zeros(tuple(t.shape)) if h is None or _is_zero_tensor(h) else h.numpy()
+        for h, t in zip(seconds, leaves)
+    ]
+
+
+def _is_zero_tensor(t):
+    """torch's ZeroTensor (the second derivative of a piecewise-linear op), not convertible."""
+    return getattr(t, "_is_zerotensor", lambda: False)()
+
+
+@pytest.mark.parametrize(
+    "make, arrays, constant", [c[1:] for c in _MORE_LOSSES], ids=[c[0] for c in _MORE_LOSSES]
+)
+def test_ranking_margin_and_likelihood_losses_match_torch(make, arrays, constant):
+    # (torch's second derivative of a piecewise-linear loss is a ZeroTensor: zeros here)
+    theirs = _loss_numbers(torch, make, arrays, constant)
+    ours = _loss_numbers(sg, make, arrays, constant)
+    for a, b in zip(theirs, ours):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+
+
+def test_gaussian_nll_loss_refuses_what_torch_refuses():
+    for lib in (torch, sg):
+        x = lib.tensor(_normal(3, 4))
+        with pytest.raises(ValueError, match="var is of incorrect size"):
+            lib.nn.functional.gaussian_nll_loss(x, x, lib.ones(2))
+        with pytest.raises(ValueError, match="var has negative entry"):
+            lib.nn.functional.gaussian_nll_loss(x, x, -lib.ones(3, 4))
