@@ -294,6 +294,70 @@ def _argsort(d, axis):
     return d.argsort(axis=axis)
 
 
+def _order_statistic(input, dim, keepdim, position, name):
+    """The element at `position(n, nans)` of each slice along `dim` in sorted order (stable,
+    NaN last; `nans`: the NaNs of each slice), as torch gives it: for dim None a 0-d value
+    whose gradient the elements equal to it share (`<name>Backward0`, the rule of max; a
+    NaN's goes to the first NaN, where torch shares it among the NaNs), else (values,
+    indices), each value's gradient at its index (`<name>Backward1`; kthvalue's is
+    KthvalueBackward0)."""
+    d = input._data
+    xp = devices.xp_of(d)
+    flat = xp.reshape(d, -1) if dim is None else d
+    axis = 0 if dim is None or d.ndim == 0 else dim % d.ndim
+    line = flat if flat.ndim else xp.reshape(flat, (1,))
+    order = _argsort(line, axis)
+    nans = xp.isnan(line).sum(axis=axis, keepdims=True) if line.dtype.kind in "fc" else 0
+    k = xp.broadcast_to(xp.asarray(position(line.shape[axis], nans)), order.take([0], axis).shape)
+    if (k < 0).any() or (k >= line.shape[axis]).any():
+        raise RuntimeError(f"{name.lower()}(): selected number k out of range for dimension {axis}")
+    idx = xp.take_along_axis(order, k.astype(order.dtype), axis)  # (keeping the dim)
+    node = f"{name}Backward{0 if name == 'Kthvalue' else 1}"
+    if dim is None:
+        value = _wrap(_result(flat[idx.reshape(())]))
+        if _needs_grad(input) and not xp.isnan(value._data):
+            record(
+                cached_spec(f"{name}Backward0", "max", n_arrays=1),
+                value,
+                (input,),
+                {"axis": None, "keepdims": False},
+            )
+            return value
+        return pick(reshape(input, (-1,)), f"{name}Backward0", (idx.reshape(()),))
+    if d.ndim == 0:
+        values = pick(input, node, ())
+        return getattr(return_types, name.lower())(values, _wrap(xp.zeros((), np.int64)))
+    index = along_index(idx, axis, d.ndim)
+    if not keepdim:
+        index = tuple(i.squeeze(axis) for i in index)
+        idx = idx.squeeze(axis)
+    values = pick(input, node, index)
+    return getattr(return_types, name.lower())(values, _wrap(idx.astype(np.int64)))
+
+
+@export("median")
+def median(input, dim=None, keepdim=False):
+    """The lower of the two middle values (NaN where a slice has one); along `dim`, with its
+    index."""
+    return _order_statistic(
+        input, dim, keepdim, lambda n, nans: np.where(nans > 0, n - nans, (n - 1) // 2), "Median"
+    )
+
+
+@export("nanmedian")
+def nanmedian(input, dim=None, keepdim=False):
+    """median of the values that are not NaN (NaN where all are)."""
+    return _order_statistic(
+        input, dim, keepdim, lambda n, nans: np.maximum((n - nans - 1) // 2, 0), "Nanmedian"
+    )
+
+
+@export("kthvalue")
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest element along `dim` (1-based) and its index."""
+    return _order_statistic(input, dim, keepdim, lambda n, nans: np.asarray(k - 1), "Kthvalue")
+
+
 @export("argsort")
 def argsort(input, dim=-1, descending=False, stable=False):
     return sort(input, dim, descending, stable)[1]

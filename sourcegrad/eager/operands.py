@@ -211,8 +211,9 @@ def _return_type(name):
     return type(name, (_ReturnType,), {"_name": name})
 
 
-return_types = collections.namedtuple("return_types", "max min sort topk kthvalue mode")(
-    *(_return_type(n) for n in ("max", "min", "sort", "topk", "kthvalue", "mode"))
+_RETURN_TYPES = ("max", "min", "sort", "topk", "kthvalue", "mode", "median", "nanmedian")
+return_types = collections.namedtuple("return_types", _RETURN_TYPES)(
+    *(_return_type(n) for n in _RETURN_TYPES)
 )
 
 

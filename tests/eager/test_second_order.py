@@ -248,6 +248,9 @@ CASES = [
     ("einsum", lambda T, F, a, b: T.einsum("iij,j->i", a, b) ** 3, [arr(3, 3, 2), arr(2)]),
     ("diff", lambda T, F, a, b: T.diff(a, n=2, dim=1, prepend=b) ** 3, [arr(3, 4), arr(3, 2)]),
     ("lerp", lambda T, F, a, b, w: T.lerp(a, b, w) ** 3, [arr(2, 3), arr(3), arr(2, 1)]),
+    ("median", lambda T, F, a: T.median(a) ** 3 + T.median(a, 1).values.sum() ** 2, [arr(3, 4)]),
+    ("nanmedian", lambda T, F, a: T.nanmedian(a, 0, keepdim=True)[0] ** 3, [arr(3, 4)]),
+    ("kthvalue", lambda T, F, a: a.kthvalue(2, 1)[0] ** 3, [arr(3, 4)]),
     (
         "addcmul",
         lambda T, F, a, b, c: a.addcmul(b, c, value=0.5) ** 3,
