@@ -1,5 +1,6 @@
 """Indexing on Tensors: `x[index]` (getitem), gather, index_select, take, masked_select,
-diagonal, diag, trace, masked_fill, sort, argsort, topk, nonzero, unique, repeat_interleave.
+diagonal, diag, trace, masked_fill, sort, argsort, topk, median, nanmedian, kthvalue,
+nonzero, unique, repeat_interleave.
 
 Indexing is decomposed as torch decomposes it, so the nodes match torch's: an
 int is a `select` (SelectBackward0), a slice other than `:` is a SliceBackward0,
