@@ -130,6 +130,9 @@ OTHER_METHODS = {
     "scatter": _out_of_place(inplace.scatter_),
     "scatter_add": _out_of_place(inplace.scatter_add_),
 }
+# their function forms: torch.scatter_add(input, dim, index, src), torch.index_add(...), ...
+for _name in ("index_add", "index_fill", "scatter", "scatter_add"):
+    surface.export(_name, methods=())(OTHER_METHODS[_name])
 # every method installed on Tensor: the ops' (`surface.METHODS`) and the others
 METHODS = {**surface.METHODS, **OTHER_METHODS}
 
