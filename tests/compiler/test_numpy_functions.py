@@ -7,7 +7,7 @@ import pytest
 import sourcegrad
 from sourcegrad import errors
 from sourcegrad.api import numeric_grad
-from tests.compiler.fd_check import check_all
+from tests.compiler.fd_check import check_all, check_every_argument_to_second_order
 
 R = np.random.default_rng(1)
 X = R.normal(size=(3, 4))
@@ -201,7 +201,7 @@ def test_median_and_quantiles_to_second_order():
     x = R.normal(size=12)
     for f in (median_and_quantiles, median_of_an_even_count):
         np.testing.assert_allclose(sourcegrad.grad(f)(x), numeric_grad(f, (x,), 0), atol=1e-7)
-        _check_second_order_and_jvp(f, (x,))
+        check_every_argument_to_second_order(f, (x,))
     with pytest.raises(errors.NoRuleError, match="another method than 'linear'"):
         sourcegrad.grad(quantile_nearest)(x)
     with pytest.raises(errors.NoRuleError, match="np.quantile in q"):
@@ -456,51 +456,7 @@ def test_einsum_with_a_label_repeated_in_an_operand_to_second_order(f, args, on_
             assert got[~np.eye(*got.shape[:2], dtype=bool)].size
             assert not got[~np.eye(*got.shape[:2], dtype=bool)].any()
             assert got[np.eye(*got.shape[:2], dtype=bool)].all()
-    _check_second_order_and_jvp(f, args)
-
-
-def _check_second_order_and_jvp(f, args):
-    """Reverse over reverse (d/d(args[j]) of <grad(f, wrt=i), w>, every i and j) and the JVP
-    of f against central differences."""
-    for i in range(len(args)):
-        grad = sourcegrad.grad(f, wrt=i)
-        w = np.cos(np.arange(np.size(args[i]))).reshape(np.shape(args[i]))
-        weighted = _weighted_gradient(grad, w, len(args))
-        for j in range(len(args)):
-            np.testing.assert_allclose(
-                sourcegrad.grad(weighted, wrt=j)(*args),
-                numeric_grad(weighted, args, j),
-                rtol=1e-6,
-                atol=1e-8,
-            )
-    tangents = tuple(np.sin(np.arange(np.size(a)) + 1.0).reshape(np.shape(a)) for a in args)
-    tangents = tuple(float(t) if isinstance(a, float) else t for a, t in zip(args, tangents))
-    eps = 1e-6
-    numeric = (
-        f(*(a + eps * t for a, t in zip(args, tangents)))
-        - f(*(a - eps * t for a, t in zip(args, tangents)))
-    ) / (2 * eps)
-    np.testing.assert_allclose(sourcegrad.jvp(f, args, tangents)[1], numeric, rtol=1e-6)
-
-
-def _weighted_gradient(grad, w, n):
-    """<grad(*args), w> as a function of n named parameters (what sourcegrad differentiates)."""
-    if n == 1:
-
-        def weighted(a):
-            return np.sum(grad(a) * w)
-
-    elif n == 2:
-
-        def weighted(a, b):
-            return np.sum(grad(a, b) * w)
-
-    else:
-
-        def weighted(a, b, c):
-            return np.sum(grad(a, b, c) * w)
-
-    return weighted
+    check_every_argument_to_second_order(f, args)
 
 
 def einsum_computed_labels(a, labels):
@@ -606,7 +562,7 @@ def test_diff_of_any_order_with_arrays_prepended_and_appended(f, args):
     for i in range(len(args)):
         got = sourcegrad.grad(f, wrt=i)(*args)
         np.testing.assert_allclose(got, numeric_grad(f, args, i), rtol=1e-6, atol=1e-8)
-    _check_second_order_and_jvp(f, args)
+    check_every_argument_to_second_order(f, args)
 
 
 def complex_intermediate(x):

@@ -107,19 +107,24 @@ class AssignmentsMixin:
         if isinstance(array, Record):
             self.record_setitem(name, array, target, value, stmt)
             return
+        self.refuse_aliases(name, array, stmt)
+        index = self.index(target.slice)
+        atom = value if isinstance(value, (Var, Const, Tup)) else self.expr(value)
+        start = len(self.out)
+        self.bind(name, self.emit("setitem", [array, index, atom], name=self.local(name)))
+        self.mark_in_place(self.env.get(name), start)
+
+    def refuse_aliases(self, name, array, node):
+        """Refuse changing `name`'s array in place while another name refers to it (numpy
+        would change that one too; here the update is a new value)."""
         aliases = [n for n, a in self.env.items() if a == array and n != name]
         if aliases:
             self.error(
                 errors.UnsupportedSyntaxError,
                 f"{name!r} is changed in place while "
                 f"{aliases[0]!r} refers to the same array; copy it first (np.copy)",
-                stmt,
+                node,
             )
-        index = self.index(target.slice)
-        atom = value if isinstance(value, (Var, Const, Tup)) else self.expr(value)
-        start = len(self.out)
-        self.bind(name, self.emit("setitem", [array, index, atom], name=self.local(name)))
-        self.mark_in_place(self.env.get(name), start)
 
     def mark_in_place(self, atom, start):
         """Tag the statements from `start` on that assign `atom`'s name as updates in place."""

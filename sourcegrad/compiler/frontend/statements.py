@@ -383,14 +383,7 @@ class StatementsMixin:
         if name not in self.env:
             self.error(errors.NameResolutionError, f"{name!r} is not defined", call)
         array = self.env[name]
-        aliases = [n for n, a in self.env.items() if a == array and n != name]
-        if aliases:
-            self.error(
-                errors.UnsupportedSyntaxError,
-                f"{name!r} is changed in place while "
-                f"{aliases[0]!r} refers to the same array; copy it first (np.copy)",
-                call,
-            )
+        self.refuse_aliases(name, array, call)
         index = self.expr(call.args[1])
         values = self.expr(call.args[2])
         start = len(self.out)
