@@ -1,18 +1,21 @@
 """torch functions made of other Tensor ops: lerp, addcmul, addcdiv, tensordot, kron,
-meshgrid, var_mean, std_mean.
+meshgrid, var_mean, std_mean, nan_to_num, isposinf, isneginf.
 
 Takes Tensors (and numbers where torch does); returns what torch returns, computed by the
 Tensor ops this library already records (so their values, gradients and second
 derivatives are those ops'; the nodes are theirs too: `torch.lerp`'s is LerpBackward0 in
 torch, a product and a sum here). Argument errors are torch's.
 
-Imports: `tensor`, `operands`, `surface` (the ops they use are Tensor methods).
+Imports: `tensor`, `operands`, `surface`, `dtypes`, `elementwise` (where); the other ops
+they use are Tensor methods.
 """
 
 from __future__ import annotations
 
 import warnings
 
+from .dtypes import finfo
+from .elementwise import where
 from .operands import as_tensor
 from .surface import export
 from .tensor import Tensor
@@ -163,3 +166,29 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         input.std(dim, unbiased, keepdim, correction=correction),
         input.mean() if dim is None else input.mean(dim, keepdim=keepdim),
     )
+
+
+@export("isposinf")
+def isposinf(input):
+    return input == float("inf")
+
+
+@export("isneginf")
+def isneginf(input):
+    return input == float("-inf")
+
+
+@export("nan_to_num")
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """NaN, +inf and -inf replaced (by default with 0 and the dtype's largest and smallest
+    numbers); the gradient passes where input is finite and is 0 elsewhere (torch multiplies
+    by the mask instead: an infinite or NaN gradient there gives NaN in torch, 0 here)."""
+    if out is not None:
+        raise TypeError("nan_to_num(): out= is not supported")
+    if not input.dtype.is_floating_point:
+        return input.clone()
+    info = finfo(input.dtype)
+    big = info.max if posinf is None else posinf
+    small = info.min if neginf is None else neginf
+    replaced = where(input == float("inf"), big, where(input == float("-inf"), small, input))
+    return where(input.isnan(), float(nan), replaced)
