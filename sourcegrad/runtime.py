@@ -445,14 +445,14 @@ def setitem(x, index, value):
 def add_at(x, index, values):
     """`np.add.at(x, index, values)` without changing `x`: a copy with `values` added at
     `index` (a repeated index adds each time)."""
-    out = np.array(x, dtype=np.result_type(x, values), copy=True)
+    out = x.copy()  # (x's dtype, as numpy's update in place keeps it)
     np.add.at(out, index, values)
     return out
 
 
 def subtract_at(x, index, values):
     """`np.subtract.at(x, index, values)` without changing `x`."""
-    out = np.array(x, dtype=np.result_type(x, values), copy=True)
+    out = x.copy()
     np.subtract.at(out, index, values)
     return out
 
