@@ -19,7 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import errors
-from ..runtime import concatenate_items, expand_reduced, max_grad, max_jvp, unbroadcast
+from ..runtime import (
+    concatenate_items,
+    expand_reduced,
+    max_grad,
+    max_jvp,
+    reduced_count,
+    unbroadcast,
+)
 from .examples import arg, ex
 from .registry import torch, TEMPLATE_NAMESPACE, Spelling, alias, defnondiff, defvjp
 from .registry import func as _func
@@ -103,6 +110,30 @@ def quantile_grad(g, x, q, axis=None, keepdims=False):
     out = np.zeros_like(ranked)
     np.put_along_axis(out, order, ranked, axis=-1)
     return np.reshape(out, np.shape(x)) if axis is None else np.moveaxis(out, -1, axis)
+
+
+def average_weights(a, weights, axis):
+    """np.average's weights as an array of a's shape: 1-d weights laid along `axis` (numpy's
+    errors where their shapes do not fit)."""
+    if np.shape(weights) == np.shape(a):
+        return weights
+    if axis is None:
+        raise TypeError("Axis must be specified when shapes of a and weights differ.")
+    if np.ndim(weights) != 1:
+        raise TypeError("1D weights expected when shapes of a and weights differ.")
+    if np.shape(weights)[0] != np.shape(a)[axis]:
+        raise ValueError("Length of weights not compatible with specified axis.")
+    shape = [1] * np.ndim(a)
+    shape[axis] = -1
+    return np.broadcast_to(np.reshape(weights, shape), np.shape(a))
+
+
+def unaverage_weights(g, weights, axis):
+    """Adjoint of average_weights(a, weights, axis) for weights: g summed back to their
+    shape."""
+    if np.shape(g) == np.shape(weights):
+        return g
+    return np.sum(np.reshape(np.moveaxis(g, axis, -1), (-1, np.shape(weights)[0])), axis=0)
 
 
 def undiagonal(h, x, offset=0, axis1=0, axis2=1):
@@ -220,6 +251,8 @@ TEMPLATE_NAMESPACE.update(
             scatter_along,
             quantile_grad,
             quantile_tangent,
+            average_weights,
+            unaverage_weights,
             undiagonal,
             unrepeat,
             unpad,
@@ -266,6 +299,79 @@ defvjp(
     None,
     None,
     linear=(0,),
+)
+# average_weights is linear in the weights (its adjoint sums g back to their shape), and
+# unaverage_weights in g (its adjoint lays g out again)
+defvjp(
+    "average_weights",
+    average_weights,
+    _spelled("average_weights"),
+    None,
+    lambda g, ans, a, weights, axis: unaverage_weights(g, weights, axis),
+    None,
+    linear=(1,),
+)
+defvjp(
+    "unaverage_weights",
+    unaverage_weights,
+    _spelled("unaverage_weights"),
+    lambda g, ans, h, weights, axis: (
+        average_weights(h, g, axis) if np.shape(g) != np.shape(h) else g
+    ),
+    None,
+    None,
+    linear=(0,),
+)
+# np.average: the mean without weights; with them sum(a w) / sum(w) over `axis`, in a and
+# in the weights (`returned=True`, a pair, is refused)
+defvjp(
+    "np_average",
+    np.average,
+    _func("average"),
+    lambda g, ans, a, axis=None, weights=None, returned=False, keepdims=False: (
+        no_function_rule("np.average with returned=True")
+        if returned
+        else np.broadcast_to(
+            (g if keepdims or axis is None else np.expand_dims(g, axis))
+            / (np.size(a) if axis is None else reduced_count(a, axis)),
+            np.shape(a),
+        )
+        if weights is None
+        else (g if keepdims or axis is None else np.expand_dims(g, axis))
+        * average_weights(a, weights, axis)
+        / np.sum(average_weights(a, weights, axis), axis=axis, keepdims=True)
+    ),
+    None,
+    lambda g, ans, a, axis=None, weights=None, returned=False, keepdims=False: (
+        no_function_rule("np.average with returned=True")
+        if returned
+        else unaverage_weights(
+            (g if keepdims or axis is None else np.expand_dims(g, axis))
+            * (a - (ans if keepdims or axis is None else np.expand_dims(ans, axis)))
+            / np.sum(average_weights(a, weights, axis), axis=axis, keepdims=True),
+            weights,
+            axis,
+        )
+    ),
+    jvps=(
+        lambda t, ans, a, axis=None, weights=None, returned=False, keepdims=False: (
+            no_function_rule("np.average with returned=True")
+            if returned
+            else np.average(t, axis=axis, weights=weights, keepdims=keepdims)
+        ),
+        None,
+        lambda t, ans, a, axis=None, weights=None, returned=False, keepdims=False: (
+            no_function_rule("np.average with returned=True")
+            if returned
+            else np.sum(
+                (a - (ans if keepdims or axis is None else np.expand_dims(ans, axis)))
+                * average_weights(a, t, axis),
+                axis=axis,
+                keepdims=keepdims,
+            )
+            / np.sum(average_weights(a, weights, axis), axis=axis, keepdims=keepdims)
+        ),
+    ),
 )
 # np.median, np.quantile and np.percentile by numpy's default linear interpolation; in q (the
 # slope between two order statistics) and by another method they are refused
@@ -1256,6 +1362,8 @@ EXAMPLES = {
         ex(arg(6), n=3, prepend=0.5),
         ex(arg(3, 4), n=2, axis=0, prepend=arg(2, 4), append=arg(1, 4)),
     ],
+    # (weighted: tests/compiler/test_numpy_functions.py, with weights away from a zero sum)
+    "np_average": [ex(arg(7)), ex(arg(3, 4), axis=0), ex(arg(3, 4), axis=1, keepdims=True)],
     "np_median": [ex(arg(7)), ex(arg(3, 4), axis=0), ex(arg(3, 4), axis=1, keepdims=True)],
     "np_quantile": [ex(arg(7), 0.3), ex(arg(3, 4), [0.2, 0.9], axis=1)],
     "np_percentile": [ex(arg(3, 4), 60.0, axis=0)],

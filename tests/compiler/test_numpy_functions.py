@@ -187,6 +187,48 @@ def median_of_an_even_count(x):
     return np.median(x[:10] * x[2:]) ** 3
 
 
+def average_plain(a):
+    return np.average(a) ** 2 + np.sum(np.average(a, axis=0) ** 2)
+
+
+def average_weighted(a, w):
+    return np.average(a, weights=w) ** 2 + np.sum(np.sin(np.average(a, axis=1, weights=w)))
+
+
+def average_along(a, w):
+    return np.sum(np.average(a, axis=1, weights=w) ** 3)
+
+
+def average_kept(a, w):
+    return np.sum(np.average(a, axis=0, weights=w, keepdims=True) ** 2 * a)
+
+
+def average_returned(a):
+    return np.average(a, returned=True)[0]
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (average_plain, (X,)),
+        (average_weighted, (X, R.uniform(0.5, 2.0, size=(3, 4)))),
+        (average_along, (X, R.uniform(0.5, 2.0, size=4))),
+        (average_kept, (X, R.uniform(0.5, 2.0, size=3))),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_average_in_the_array_and_the_weights_to_second_order(f, args):
+    for i in range(len(args)):
+        got = sourcegrad.grad(f, wrt=i)(*args)
+        np.testing.assert_allclose(got, numeric_grad(f, args, i), rtol=1e-6, atol=1e-8)
+    check_every_argument_to_second_order(f, args)
+
+
+def test_average_with_returned_is_refused():
+    with pytest.raises(errors.SourcegradError, match="returned=True"):
+        sourcegrad.grad(average_returned)(X)
+
+
 def quantile_nearest(x):
     return np.quantile(x, 0.3, method="nearest")
 
