@@ -1,13 +1,14 @@
 """torch functions made of other Tensor ops: lerp, addcmul, addcdiv, tensordot, kron,
-meshgrid, var_mean, std_mean, nan_to_num, isposinf, isneginf.
+meshgrid, var_mean, std_mean, nan_to_num, isposinf, isneginf, cosine_similarity,
+pairwise_distance (also torch.nn.functional's).
 
 Takes Tensors (and numbers where torch does); returns what torch returns, computed by the
 Tensor ops this library already records (so their values, gradients and second
 derivatives are those ops'; the nodes are theirs too: `torch.lerp`'s is LerpBackward0 in
 torch, a product and a sum here). Argument errors are torch's.
 
-Imports: `tensor`, `operands`, `surface`, `dtypes`, `elementwise` (where); the other ops
-they use are Tensor methods.
+Imports: `tensor`, `operands`, `surface`, `dtypes`, `elementwise` (where), `grad_mode`,
+`shape_ops` (broadcast_tensors); the other ops they use are Tensor methods.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import warnings
 
 from .dtypes import finfo
 from .elementwise import where
+from .grad_mode import no_grad
+from .shape_ops import broadcast_tensors
 from .operands import as_tensor
 from .surface import export
 from .tensor import Tensor
@@ -192,3 +195,24 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     small = info.min if neginf is None else neginf
     replaced = where(input == float("inf"), big, where(input == float("-inf"), small, input))
     return where(input.isnan(), float(nan), replaced)
+
+
+@export("pairwise_distance", methods=())
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps along the last dimension."""
+    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+def _clamped_norm(x, dim, eps):
+    """||x|| along dim, raised to eps in place without grad: the gradient is the norm's (torch)."""
+    norm = x.norm(2, dim, keepdim=True).clone()
+    with no_grad():
+        norm.clamp_min_(eps)
+    return norm
+
+
+@export("cosine_similarity", methods=())
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1 / ||x1|| * x2 / ||x2||) along dim, each norm at least eps (as torch computes it)."""
+    x1, x2 = broadcast_tensors(x1, x2)
+    return ((x1 / _clamped_norm(x1, dim, eps)) * (x2 / _clamped_norm(x2, dim, eps))).sum(dim)

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from ..eager import devices, factories, ops, shape_ops
+from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F401 (torch's too)
 from ..eager import inplace as _inplace_ops
 from ..eager.tensor import Tensor
 from .functional_attention import (
@@ -473,26 +474,6 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         eps = float(np.finfo(input._data.dtype).eps)
     out = input * ops.rsqrt((input * input).mean(dims, keepdim=True) + eps)
     return out * weight if weight is not None else out
-
-
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    return ops.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
-
-
-def _clamped_norm(x, dim, eps):
-    """||x|| along dim, raised to eps in place without grad: the gradient is the norm's (torch)."""
-    from ..eager.grad_mode import no_grad
-
-    norm = ops.norm(x, 2, dim, keepdim=True).clone()
-    with no_grad():
-        norm.clamp_min_(eps)
-    return norm
-
-
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """sum(x1 / ||x1|| * x2 / ||x2||) along dim, each norm at least eps (as torch computes it)."""
-    x1, x2 = shape_ops.broadcast_tensors(x1, x2)
-    return ((x1 / _clamped_norm(x1, dim, eps)) * (x2 / _clamped_norm(x2, dim, eps))).sum(dim)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
