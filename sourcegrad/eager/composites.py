@@ -13,6 +13,7 @@ Imports: `tensor`, `operands`, `surface`, `dtypes`, `elementwise` (where), `grad
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from .dtypes import finfo
@@ -22,10 +23,6 @@ from .shape_ops import broadcast_tensors
 from .operands import as_tensor
 from .surface import export
 from .tensor import Tensor
-
-
-def _tensor(value):
-    return value if isinstance(value, Tensor) else as_tensor(value)
 
 
 def _same_dtype(input, other, name):
@@ -73,7 +70,7 @@ def tensordot(a, b, dims=2, out=None):
     both laid out as matrices (permute, reshape) and multiplied."""
     if out is not None:
         raise TypeError("tensordot(): out= is not supported")
-    a, b = _tensor(a), _tensor(b)
+    a, b = as_tensor(a), as_tensor(b)
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -93,9 +90,7 @@ def tensordot(a, b, dims=2, out=None):
             )
     free_a = [d for d in range(a.dim()) if d not in dims_a]
     free_b = [d for d in range(b.dim()) if d not in dims_b]
-    size = 1
-    for d in dims_a:
-        size *= a.shape[d]
+    size = math.prod(a.shape[d] for d in dims_a)
     left = a.permute(*free_a, *dims_a).reshape(-1, size)
     right = b.permute(*dims_b, *free_b).reshape(size, -1)
     shape = [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b]
@@ -106,7 +101,7 @@ def tensordot(a, b, dims=2, out=None):
 def kron(input, other):
     """The Kronecker product: each element of input times other, laid out block by block
     (the shorter shape padded with leading 1s)."""
-    input, other = _tensor(input), _tensor(other)
+    input, other = as_tensor(input), as_tensor(other)
     n = max(input.dim(), other.dim())
     a = input.reshape((1,) * (n - input.dim()) + tuple(input.shape))
     b = other.reshape((1,) * (n - other.dim()) + tuple(other.shape))
@@ -134,7 +129,7 @@ def meshgrid(*tensors, indexing=None):
         raise RuntimeError(
             'torch.meshgrid: indexing must be one of "xy" or "ij", but received: ' + indexing
         )
-    tensors = [_tensor(t) for t in tensors]
+    tensors = [as_tensor(t) for t in tensors]
     for t in tensors:
         if t.dim() > 1:
             raise RuntimeError(

@@ -106,7 +106,7 @@ def einsum(equation, *operands, optimize=False):
         operands = tuple(operands[0])
     if not isinstance(equation, str):
         raise TypeError(f"einsum(): argument 'equation' must be str, not {type(equation).__name__}")
-    tensors = tuple(t if isinstance(t, Tensor) else _as_tensor(t) for t in operands)
+    tensors = tuple(_as_tensor(t) for t in operands)
     if not tensors:
         raise RuntimeError("einsum(): must provide at least one operand")
     dtype = tensors[0].dtype

@@ -27,6 +27,8 @@ import warnings
 from .. import rules_nn
 from .. import rules_torch as rt
 from ..eager import factories, operands, ops
+from ..eager.composites import pairwise_distance
+from ..eager.grad_mode import no_grad
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 
@@ -466,8 +468,6 @@ def poisson_nll_loss(
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """0.5 (log(var) + (input - target)^2 / var) (+ 0.5 log(2 pi) with `full`), var raised
     to eps without a gradient through the clamp (as torch)."""
-    from ..eager.grad_mode import no_grad
-
     if isinstance(var, (int, float)):
         var = factories.full_like(input, float(var))
     if var.shape != input.shape:
@@ -511,11 +511,8 @@ def triplet_margin_loss(
             f"negative {dims[2]}D inputs"
         )
 
-    def distance(a, b):
-        return ops.norm(a - b + eps, p, -1)
-
-    d_positive = distance(anchor, positive)
-    d_negative = distance(anchor, negative)
+    d_positive = pairwise_distance(anchor, positive, p, eps)
+    d_negative = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        d_negative = ops.minimum(d_negative, distance(positive, negative))
+        d_negative = ops.minimum(d_negative, pairwise_distance(positive, negative, p, eps))
     return _reduce((margin + d_positive - d_negative).clamp_min(0), reduction)

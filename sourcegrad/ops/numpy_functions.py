@@ -332,12 +332,10 @@ defvjp(
         no_function_rule("np.average with returned=True")
         if returned
         else np.broadcast_to(
-            (g if keepdims or axis is None else np.expand_dims(g, axis))
-            / (np.size(a) if axis is None else reduced_count(a, axis)),
-            np.shape(a),
+            expand_reduced(g, a, axis, keepdims) / reduced_count(a, axis), np.shape(a)
         )
         if weights is None
-        else (g if keepdims or axis is None else np.expand_dims(g, axis))
+        else expand_reduced(g, a, axis, keepdims)
         * average_weights(a, weights, axis)
         / np.sum(average_weights(a, weights, axis), axis=axis, keepdims=True)
     ),
@@ -346,8 +344,8 @@ defvjp(
         no_function_rule("np.average with returned=True")
         if returned
         else unaverage_weights(
-            (g if keepdims or axis is None else np.expand_dims(g, axis))
-            * (a - (ans if keepdims or axis is None else np.expand_dims(ans, axis)))
+            expand_reduced(g, a, axis, keepdims)
+            * (a - expand_reduced(ans, a, axis, keepdims))
             / np.sum(average_weights(a, weights, axis), axis=axis, keepdims=True),
             weights,
             axis,
@@ -364,8 +362,7 @@ defvjp(
             no_function_rule("np.average with returned=True")
             if returned
             else np.sum(
-                (a - (ans if keepdims or axis is None else np.expand_dims(ans, axis)))
-                * average_weights(a, t, axis),
+                (a - expand_reduced(ans, a, axis, keepdims)) * average_weights(a, t, axis),
                 axis=axis,
                 keepdims=keepdims,
             )
@@ -681,37 +678,18 @@ defvjp(
     ),
     None,
     None,
-    lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
+    # (unbroadcast: a number prepended or appended was broadcast, its part summed)
+    lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: unbroadcast(
         (-1) ** n
-        * np.sum(
-            np.take(
-                np.diff(np.pad(g, diff_padding(np.ndim(g), axis % np.ndim(g), n)), n, axis=axis),
-                np.arange(0, diff_length(prepend, axis)),
-                axis=axis,
-            )
-        )
-        if np.ndim(prepend) == 0
-        else (-1) ** n
         * np.take(
             np.diff(np.pad(g, diff_padding(np.ndim(g), axis % np.ndim(g), n)), n, axis=axis),
             np.arange(0, diff_length(prepend, axis)),
             axis=axis,
-        )
+        ),
+        prepend,
     ),
-    lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: (
+    lambda g, ans, a, n=1, axis=-1, prepend=None, append=None: unbroadcast(
         (-1) ** n
-        * np.sum(
-            np.take(
-                np.diff(np.pad(g, diff_padding(np.ndim(g), axis % np.ndim(g), n)), n, axis=axis),
-                np.arange(
-                    diff_length(prepend, axis) + np.shape(a)[axis],
-                    diff_length(prepend, axis) + np.shape(a)[axis] + diff_length(append, axis),
-                ),
-                axis=axis,
-            )
-        )
-        if np.ndim(append) == 0
-        else (-1) ** n
         * np.take(
             np.diff(np.pad(g, diff_padding(np.ndim(g), axis % np.ndim(g), n)), n, axis=axis),
             np.arange(
@@ -719,7 +697,8 @@ defvjp(
                 diff_length(prepend, axis) + np.shape(a)[axis] + diff_length(append, axis),
             ),
             axis=axis,
-        )
+        ),
+        append,
     ),
     linear="joint",
 )
