@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import inspect
 import threading
 import types
 import weakref
@@ -33,7 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 
-from ..compiler.frontend import function_to_ir
+from ..compiler.frontend import function_run_by, function_to_ir
 from ..ops import rule_for_function
 from ..compiler.source_check import check_current
 
@@ -130,8 +129,8 @@ def compiled_for(fn) -> dict:
 
 
 def code_of(fn):
-    """The code object a function (or what it wraps) runs, or None."""
-    return getattr(inspect.unwrap(fn), "__code__", None)
+    """The code object a function runs (see `function_run_by`), or None."""
+    return getattr(function_run_by(fn), "__code__", None)
 
 
 _MISSING = object()

@@ -29,6 +29,7 @@ from ..compiler import random_draws
 from .. import trees
 from ..compiler.analysis import signature_key
 from ..compiler.codegen import BACKENDS
+from ..compiler.frontend import function_run_by
 from .dispatch import fast_entry
 from ..compiler.optimize import optimize
 from ..compiler.forward import forward_mode
@@ -94,7 +95,7 @@ class Gradient(Compiling, staticmethod):
                 "has_aux=True is supported by grad and value_and_grad "
                 "of a Python function (not of a gradient, nor by vjp)"
             )
-        if self.inner is None and not isinstance(inspect.unwrap(fn), types.FunctionType):
+        if self.inner is None and not isinstance(function_run_by(fn), types.FunctionType):
             raise errors.SourceNotFoundError(
                 f"{fn!r} is not a Python function with source; sourcegrad differentiates "
                 "functions written in Python (numpy functions are differentiated through "
@@ -132,7 +133,7 @@ class Gradient(Compiling, staticmethod):
                 ),
                 {},
             )
-        self._owner = inspect.unwrap(fn)  # whose __code__ the compiled code was built from
+        self._owner = function_run_by(fn)  # whose __code__ the compiled code was built from
         self._lock = caches.SHARED_LOCK
         self._last: caches.Compiled | None = None
         self._general = self._general_call  # (one bound method, held while it is the call)

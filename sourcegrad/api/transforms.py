@@ -9,12 +9,14 @@ composition of them (`hvp` is the JVP of the gradient, `hessian` one HVP per ele
 from __future__ import annotations
 
 import functools
+import types
 from typing import IO, Any, Callable, Optional, Union
 
 import numpy as np
 
 from .. import errors
 from ..compiler import random_draws
+from ..compiler.frontend import function_run_by
 from ..compiler.memory_budget import memory_plan
 from . import facts
 from ..eager.tensor import Tensor
@@ -162,16 +164,23 @@ def elementwise_grad(
     function applied elementwise, that is the derivative at each element."""
     if fn is None:
         return lambda f: elementwise_grad(f, wrt, argnum=argnum, argnums=argnums, backend=backend)
-    pull = VJP(fn, wrt_of(wrt, argnums, argnum), False, backend)
+    wrt = wrt_of(wrt, argnums, argnum)
+    if not isinstance(function_run_by(fn), types.FunctionType | Gradient):
+        return Gradient(fn, wrt, backend=backend)  # (which says why it cannot be)
+    return Gradient(_summed(fn), wrt, backend=backend)
+
+
+def _summed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with its output summed: the gradient of the sum is the vector-Jacobian product
+    with ones. A Python function the compiler reads like any wrapper (functools.wraps gives
+    it fn's signature), so an elementwise_grad of an elementwise_grad is a second-order
+    gradient, as grad(grad(f)) is."""
 
     @functools.wraps(fn)
-    def gradient(*args, **kwargs):
-        value, pullback = pull(*args, **kwargs)
-        ones = np.ones_like(value) if hasattr(value, "shape") else type(value)(1.0)
-        return pullback(ones)
+    def summed(*args, **kwargs):
+        return np.sum(fn(*args, **kwargs))
 
-    gradient.vjp = pull  # type: ignore[attr-defined]
-    return gradient
+    return summed
 
 
 def hvp(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., Any]:

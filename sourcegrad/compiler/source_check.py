@@ -30,6 +30,7 @@ import types
 
 from .. import errors
 from ..errors import SourceLocation
+from .frontend import function_run_by
 
 
 class StaleSourceError(errors.SourcegradError):
@@ -42,7 +43,7 @@ _FILES: dict = {}
 
 def check_current(fn) -> None:
     """Raise StaleSourceError if fn's file no longer compiles to fn's code at its line."""
-    fn = inspect.unwrap(fn)
+    fn = function_run_by(fn)
     if not isinstance(fn, types.FunctionType):
         return
     code = fn.__code__

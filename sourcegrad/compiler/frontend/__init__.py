@@ -23,13 +23,14 @@ The package, one module per part:
 """
 
 from .lowerer import Lowerer, function_to_ir, lower
-from .source import ParsedFunction, parse, parse_lambda
+from .source import ParsedFunction, function_run_by, parse, parse_lambda
 from .values import Context
 
 __all__ = [
     "Context",
     "Lowerer",
     "ParsedFunction",
+    "function_run_by",
     "function_to_ir",
     "lower",
     "parse",

@@ -16,7 +16,7 @@ import gast
 import numpy as np
 
 from .. import checkpointing, random_draws
-from ... import errors
+from ... import errors, trees
 from ..ir import Const, Slc, Tup, Var
 from ...runtime import einsum_sublists
 from ...ops import array_methods, op_for_method, rule_for_function, RULES
@@ -64,9 +64,26 @@ class CallsMixin:
                     )
             else:
                 args.append(self.expr(a))
-        if any(k.arg is None for k in node.keywords):
-            self.error(errors.UnsupportedSyntaxError, "**kwargs in calls is not supported", node)
-        kwargs = [(k.arg, self.expr(k.value)) for k in node.keywords]
+        kwargs = []
+        for k in node.keywords:
+            if k.arg is not None:
+                kwargs.append((k.arg, self.expr(k.value)))
+                continue
+            # `f(**kwargs)`: a dict known while compiling (a wrapper's `**kwargs` parameter, a
+            # dict display) passes its items as keywords
+            held = self.expr(k.value)
+            if not (
+                isinstance(held, Record)
+                and held.kind == trees.DICT
+                and all(isinstance(key, str) for key in held.keys)
+            ):
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    "**kwargs in a call needs a dict with string keys known while compiling "
+                    "(a **kwargs parameter, or a dict display)",
+                    node,
+                )
+            kwargs.extend(zip(held.keys, held.values))
         return args, kwargs
 
     def call(self, node, name=None):
@@ -322,7 +339,7 @@ class CallsMixin:
         child = type(self)(parsed, self.ctx, prefix=self.inline_prefix(tree.name))
         defaults = {}
         if fn.__defaults__:
-            names = [a.id for a in tree.args.args]
+            names = [a.id for a in tree.args.posonlyargs + tree.args.args]
             for pname, value in zip(names[len(names) - len(fn.__defaults__) :], fn.__defaults__):
                 defaults[pname] = child.classify(value, pname, tree)
         for pname, value in (fn.__kwdefaults__ or {}).items():
@@ -364,6 +381,47 @@ class CallsMixin:
             prefix = f"{label}{depth}_"
         return prefix
 
+    def bind_call(self, arguments, args, kwargs, defaults, node):
+        """Bind a call's atoms to a def's parameters as Python does: `(params, {param:
+        atom})`, `*args` bound to a tuple of the extra positional atoms and `**kwargs` to a
+        dict of the extra keywords (both known while compiling)."""
+        positional = [a.id for a in arguments.posonlyargs + arguments.args]
+        keyword_only = [a.id for a in arguments.kwonlyargs]
+        bound = dict(defaults)
+        if len(args) > len(positional) and not arguments.vararg:
+            self.error(errors.UnsupportedSyntaxError, "too many arguments in this call", node)
+        bound.update(zip(positional, args))
+        extra_keywords = {}
+        for k, atom in kwargs:
+            if k in bound and k in positional[: len(args)]:
+                self.error(
+                    errors.UnsupportedSyntaxError, f"multiple values for argument {k!r}", node
+                )
+            if k in positional and k not in {a.id for a in arguments.posonlyargs}:
+                bound[k] = atom
+            elif k in keyword_only:
+                bound[k] = atom
+            elif arguments.kwarg:
+                extra_keywords[k] = atom
+            else:
+                self.error(
+                    errors.UnsupportedSyntaxError, f"unexpected keyword argument {k!r}", node
+                )
+        params = positional + keyword_only
+        if arguments.kwarg:  # `**kwargs`: the other keywords, a dict known when compiling
+            bound[arguments.kwarg.id] = Record(
+                trees.DICT, None, tuple(extra_keywords), tuple(extra_keywords.values()), True
+            )
+            params.append(arguments.kwarg.id)
+        if arguments.vararg:  # `*args`: the extra arguments, a tuple known when compiling
+            extra = tuple(args[len(positional) :])
+            bound[arguments.vararg.id] = Tup(extra) if extra else Const(())
+            params.append(arguments.vararg.id)
+        missing = [p for p in params if p not in bound]
+        if missing:
+            self.error(errors.UnsupportedSyntaxError, f"missing argument {missing[0]!r}", node)
+        return params, bound
+
     def run_inlined(self, child, fn_node, arguments, body, args, kwargs, defaults, node):
         if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
             self.error(
@@ -373,32 +431,7 @@ class CallsMixin:
                 "(or that an int argument bounds above that) cannot be differentiated",
                 node,
             )
-        if arguments.kwarg:
-            self.error(
-                errors.UnsupportedSyntaxError,
-                "calling a function with a **kwargs parameter is not supported",
-                node,
-            )
-        positional = [a.id for a in arguments.args]
-        keyword_only = [a.id for a in arguments.kwonlyargs]
-        bound = dict(defaults)
-        if len(args) > len(positional) and not arguments.vararg:
-            self.error(errors.UnsupportedSyntaxError, "too many arguments in this call", node)
-        bound.update(zip(positional, args))
-        for k, atom in kwargs:
-            if k not in positional and k not in keyword_only:
-                self.error(
-                    errors.UnsupportedSyntaxError, f"unexpected keyword argument {k!r}", node
-                )
-            bound[k] = atom
-        params = positional + keyword_only
-        if arguments.vararg:  # `*args`: the extra arguments, a tuple known when compiling
-            extra = tuple(args[len(positional) :])
-            bound[arguments.vararg.id] = Tup(extra) if extra else Const(())
-            params.append(arguments.vararg.id)
-        missing = [p for p in params if p not in bound]
-        if missing:
-            self.error(errors.UnsupportedSyntaxError, f"missing argument {missing[0]!r}", node)
+        params, bound = self.bind_call(arguments, args, kwargs, defaults, node)
         child.prepare(body, params)
         for p in params:
             child.env[p] = bound[p]

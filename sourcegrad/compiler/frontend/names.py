@@ -239,6 +239,9 @@ class NamesMixin:
                     node,
                 )
             return receiver.values[receiver.keys.index(node.attr)]
+        if isinstance(receiver, CallableRef) and node.attr in _FUNCTION_NAMES:
+            # `func.__name__` in a logging wrapper: a string known while compiling
+            return Const(getattr(receiver.obj, node.attr, None))
         op = ATTRS.get(node.attr)
         if op is None:
             self.error(
@@ -249,3 +252,7 @@ class NamesMixin:
                 node,
             )
         return self.emit(op, [receiver], name=name)
+
+
+# the attributes of a function value read as constants (a wrapper's log line, a name check)
+_FUNCTION_NAMES = frozenset({"__name__", "__qualname__", "__module__", "__doc__"})

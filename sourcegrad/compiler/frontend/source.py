@@ -34,9 +34,22 @@ class ParsedFunction:
         return SourceLocation(self.file, line, getattr(node, "col_offset", 0), text.rstrip("\n"))
 
 
+def function_run_by(fn):
+    """The Python function whose code runs when `fn` is called: `fn` itself, or the function
+    a `sourcegrad.checkpoint` holds (which calls it and nothing else).
+
+    Not `inspect.unwrap`: a wrapper made with `functools.wraps` names in `__wrapped__` the
+    function it calls, not what it does with its arguments and result (`return k * f(x)`);
+    differentiating the wrapped function would silently drop the wrapper's part."""
+    while getattr(fn, "_sourcegrad_checkpoint", False):
+        fn = fn.__wrapped__
+    return fn
+
+
 def parse(fn) -> ParsedFunction:
-    """Parse `fn`'s source. Works for module-level, nested and decorated functions."""
-    fn = inspect.unwrap(fn, stop=lambda f: not hasattr(f, "__wrapped__"))
+    """Parse `fn`'s source. Works for module-level, nested and decorated functions (a
+    decorated function is the wrapper the decorator returned: its own code is read)."""
+    fn = function_run_by(fn)
     if not isinstance(fn, types.FunctionType):
         raise errors.SourceNotFoundError(
             f"{fn!r} is not a Python function with source; sourcegrad differentiates functions "
@@ -45,21 +58,22 @@ def parse(fn) -> ParsedFunction:
     if fn.__code__.co_name == "<lambda>":
         return parse_lambda(fn)
     try:
-        source_lines, first_line = inspect.getsourcelines(fn)
+        # (of the code object: inspect.getsourcelines(fn) follows __wrapped__)
+        source_lines, first_line = inspect.getsourcelines(fn.__code__)
     except (OSError, TypeError) as exc:
         raise errors.SourceNotFoundError(
             f"the source of {fn.__qualname__} is not available ({exc}); functions defined with "
             "exec() or typed at the interactive prompt cannot be differentiated. Put it in a file."
         )
-    file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    file = inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
     module = gast.parse(textwrap.dedent("".join(source_lines)))
     tree = module.body[0]
     if isinstance(tree, gast.AsyncFunctionDef):
         raise errors.UnsupportedSyntaxError(
             f"{fn.__qualname__} is an async function; only plain functions can be differentiated",
-            ParsedFunction(fn, tree, inspect.getsourcefile(fn) or "", first_line, source_lines).loc(
-                tree
-            ),
+            ParsedFunction(
+                fn, tree, inspect.getsourcefile(fn.__code__) or "", first_line, source_lines
+            ).loc(tree),
         )
     if not isinstance(tree, gast.FunctionDef):
         raise errors.UnsupportedSyntaxError(f"{fn.__qualname__} is not defined by a def statement")
@@ -82,7 +96,7 @@ def parse_lambda(fn) -> ParsedFunction:
     candidates apart, a located error says so."""
     code = fn.__code__
     try:
-        file = inspect.getsourcefile(fn) or code.co_filename
+        file = inspect.getsourcefile(fn.__code__) or code.co_filename
     except TypeError:
         file = code.co_filename
     lines = linecache.getlines(file, fn.__globals__)

@@ -8,6 +8,7 @@ block-exit flags (return, break, continue) are shared by every compound statemen
 
 from __future__ import annotations
 
+import inspect
 import types
 
 import numpy as np
@@ -52,36 +53,45 @@ class StatementsMixin:
         structure = structure or {}
         tree = self.parsed.tree
         args = tree.args
-        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            self.error(
-                errors.UnsupportedSyntaxError,
-                "*args, **kwargs, keyword-only and positional-only parameters are not "
-                "supported yet",
-                tree,
-            )
-        params = [a.id for a in args.args]
-        self.prepare(tree.body, params)
+        own = [a.id for a in args.args]
+        plain = not (args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs)
+        params, keyword_only = (own, set()) if plain else self.declared_parameters(tree)
+        self.prepare(tree.body, own if plain else self.bound_parameters(args))
         lowered_params = []
+        atoms = []
         for name in params:
             self.ctx.namer.reserve(name)
             self.ctx.user_names.add(name)
             if name in structure:  # a parameter tree: its leaves are the parameters
                 leaves = self.leaf_parameters(name, structure[name], params, lowered_params)
                 lowered_params += leaves
-                self.env[name] = structure_atom(
-                    structure[name], iter(map(Var, leaves)), name, self.ctx.tuple_names
+                atoms.append(
+                    structure_atom(
+                        structure[name], iter(map(Var, leaves)), name, self.ctx.tuple_names
+                    )
                 )
                 continue
             lowered_params.append(name)
+            atom = Var(name)
             # an argument lowered as its value (an int that bounds a recursion) is a constant
             # where the body does not assign it
-            self.env[name] = Var(name)
-            if name in static and name not in self.assigned:
+            if name in static and (name not in self.assigned or not plain):
                 value = static[name]
                 # a function argument is resolved now and inlined where it is called
-                self.env[name] = (
-                    self.classify(value, name, tree) if callable(value) else Const(value)
-                )
+                atom = self.classify(value, name, tree) if callable(value) else Const(value)
+            atoms.append(atom)
+        if plain:
+            self.env.update(zip(params, atoms))
+        else:
+            # a wrapper (`def wrapper(*args, **kwargs)` under functools.wraps): called with
+            # the parameters its signature declares, bound to its own as Python binds them
+            positional = [a for n, a in zip(params, atoms) if n not in keyword_only]
+            keywords = [(n, a) for n, a in zip(params, atoms) if n in keyword_only]
+            _, bound = self.bind_call(args, positional, keywords, self.own_defaults(tree), tree)
+            for name, atom in bound.items():
+                self.env[name] = atom
+                if name in self.mutable:
+                    self.bind(name, atom)
         result = self.function_body(tree.body, tree)
         self.no_function_values([result], "the differentiated function's return")
         if isinstance(result, Tup) and any(map(holds_record, result.items)):
@@ -115,6 +125,61 @@ class StatementsMixin:
             if not isinstance(d[3], types.ModuleType)
         ]
         return fn
+
+    def declared_parameters(self, tree) -> tuple:
+        """(names, the keyword-only among them): the parameters a function with `*args`, `**kwargs`, keyword-only or positional-only
+        parameters is called with: those of its signature as `inspect.signature` gives it
+        (for a wrapper under `functools.wraps`, the wrapped function's), each a plain named
+        parameter. Refused, located, where the signature itself has `*args` or `**kwargs`."""
+        signature = inspect.signature(self.parsed.fn)
+        kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        if any(p.kind in kinds for p in signature.parameters.values()):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{tree.name} takes *args or **kwargs: a differentiated function is called "
+                "with named parameters (a wrapper made with functools.wraps takes the wrapped "
+                "function's); give it named parameters",
+                tree,
+            )
+        declared = list(signature.parameters)
+        clash = sorted(
+            set(declared) & (self.assigned_names_of(tree) - set(self.bound_parameters(tree.args)))
+        )
+        if clash:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{tree.name} assigns {clash[0]!r}, a parameter of the signature it is called "
+                "with (functools.wraps): rename that variable",
+                tree,
+            )
+        keyword_only = {
+            n for n, p in signature.parameters.items() if p.kind == inspect.Parameter.KEYWORD_ONLY
+        }
+        return declared, keyword_only
+
+    @staticmethod
+    def bound_parameters(arguments) -> list:
+        """Every name a def's parameters bind, `*args` and `**kwargs` included."""
+        names = [a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
+        names += [a.id for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        return names
+
+    @staticmethod
+    def assigned_names_of(tree) -> set:
+        return {n for stmt in tree.body for n in scan_statement(stmt)[0]}
+
+    def own_defaults(self, tree) -> dict:
+        """The defaults of the function being lowered, as atoms (from the function object)."""
+        fn = self.parsed.fn
+        names = [a.id for a in tree.args.posonlyargs + tree.args.args]
+        values = fn.__defaults__ or ()
+        defaults = {
+            name: self.classify(value, name, tree)
+            for name, value in zip(names[len(names) - len(values) :], values)
+        }
+        for name, value in (fn.__kwdefaults__ or {}).items():
+            defaults[name] = self.classify(value, name, tree)
+        return defaults
 
     def prepare(self, body, params):
         """Find the names this function assigns, and which must stay mutable variables.
@@ -786,7 +851,7 @@ class StatementsMixin:
         self.local_functions[stmt.name] = LocalFunction(stmt, self, defaults)
 
     def defaults_of(self, args):
-        names = [a.id for a in args.args]
+        names = [a.id for a in args.posonlyargs + args.args]
         defaults = {
             name: self.expr(d)
             for name, d in zip(names[len(names) - len(args.defaults) :], args.defaults)

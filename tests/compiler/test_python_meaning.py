@@ -1,0 +1,165 @@
+"""Where Python's meaning and the compiler's model of it could part (the reliability issue,
+round 3): decorators, rule-less calls that may write into a differentiated array, views the
+alias analysis must know, containers holding aliases, one array passed twice, generator
+expressions that bind late. Each program is checked as a user would check it: its value
+against Python's own run, its gradient against central finite differences in float64 (on
+fresh copies, since the programs change arrays in place), or a located refusal.
+"""
+
+import copy
+import functools
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import errors
+
+X = np.array([0.3, -0.7, 1.1])
+W = np.array([1.0, 2.0, 3.0])
+
+
+def numeric(fn, args, pos, eps=1e-6):
+    """Central differences of fn in argument `pos`, every call on fresh copies of `args`."""
+    x = np.asarray(args[pos], dtype=float)
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        shifted = []
+        for sign in (1.0, -1.0):
+            moved = [copy.deepcopy(a) for a in args]
+            moved[pos] = x.copy()
+            moved[pos][i] += sign * eps
+            shifted.append(fn(*moved))
+        out[i] = (shifted[0] - shifted[1]) / (2 * eps)
+    return out
+
+
+def assert_like_python(fn, *args, wrt=0):
+    """sourcegrad's value and gradient are Python's value and the finite differences."""
+    expected = fn(*copy.deepcopy(args))
+    value, got = sourcegrad.value_and_grad(fn, wrt=wrt)(*copy.deepcopy(args))
+    np.testing.assert_allclose(value, expected, rtol=1e-12)
+    np.testing.assert_allclose(got, numeric(fn, args, wrt), rtol=1e-6, atol=1e-8)
+
+
+def refused(fn, *args, error=errors.SourcegradError, text=None):
+    """A located refusal: the error names a file and line, and (if given) says `text`."""
+    with pytest.raises(error) as caught:
+        sourcegrad.grad(fn)(*copy.deepcopy(args))
+    message = str(caught.value)
+    assert caught.value.loc is not None and ".py:" in message, message
+    if text is not None:
+        assert text in message, message
+    return message
+
+
+# -- 1. decorators: the function called is the wrapper, not the function it wraps --------------
+
+
+def scaled(k):
+    def deco(f):
+        @functools.wraps(f)
+        def w(x):
+            return k * f(x)
+
+        return w
+
+    return deco
+
+
+@scaled(10.0)
+def scaled_square(x):
+    return np.sum(x**2)
+
+
+def test_a_wraps_decorator_that_scales_is_differentiated_as_called():
+    np.testing.assert_allclose(sourcegrad.grad(scaled_square)(np.array([1.0, 2.0])), [20, 40])
+    assert_like_python(scaled_square, X)
+
+
+def logged(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        print("calling", func.__name__)
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def shifted(func):
+    @functools.wraps(func)
+    def wrapper(x, *rest, **kwargs):
+        return func(x + 1.0, *rest, **kwargs)
+
+    return wrapper
+
+
+@logged
+def logged_loss(x, scale=2.0):
+    return np.sum(scale * np.sin(x))
+
+
+@shifted
+def shifted_loss(x, w, *, power=2):
+    return np.sum(w * x**power)
+
+
+def test_wrappers_with_args_and_kwargs_take_the_wrapped_signature(capsys):
+    assert_like_python(logged_loss, X)
+    assert_like_python(lambda x: logged_loss(x, scale=3.0), X)
+    assert "calling logged_loss" in capsys.readouterr().out  # the wrapper ran, as in Python
+    assert_like_python(shifted_loss, X, W)
+    assert_like_python(shifted_loss, X, W, wrt=1)
+    np.testing.assert_allclose(
+        sourcegrad.grad(shifted_loss)(X, W, power=3), 3 * W * (X + 1.0) ** 2, rtol=1e-12
+    )
+
+
+@scaled(3.0)
+def decorated_helper(v):
+    return np.sum(np.tanh(v))
+
+
+def test_a_decorated_helper_called_inside_is_the_wrapper():
+    assert_like_python(lambda x: decorated_helper(x) ** 2, X)
+
+
+def test_elementwise_grad_of_elementwise_grad_is_the_second_derivative():
+    def sine(x):
+        return np.sin(x)
+
+    d2 = sourcegrad.elementwise_grad(sourcegrad.elementwise_grad(sine))
+    np.testing.assert_allclose(d2(X), -np.sin(X), rtol=1e-12)
+
+    def cube(x):
+        return x**3
+
+    d2 = sourcegrad.elementwise_grad(sourcegrad.elementwise_grad(cube))
+    np.testing.assert_allclose(d2(X), 6 * X, rtol=1e-12)
+
+
+def keyword_only(x, *, k=3.0):
+    return np.sum(k * x**2)
+
+
+def positional_only(x, /, k=3.0):
+    return np.sum(k * x**2)
+
+
+def test_keyword_only_and_positional_only_parameters():
+    np.testing.assert_allclose(sourcegrad.grad(keyword_only)(X), 6 * X)
+    np.testing.assert_allclose(sourcegrad.grad(keyword_only)(X, k=1.0), 2 * X)
+    np.testing.assert_allclose(sourcegrad.grad(positional_only)(X), 6 * X)
+
+
+def star_args(*xs):
+    return np.sum(xs[0] ** 2)
+
+
+def test_a_function_of_star_args_is_refused_located():
+    refused(star_args, X, text="named parameters")
+
+
+def test_a_callable_without_source_is_refused():
+    with pytest.raises(errors.SourceNotFoundError):
+        sourcegrad.grad(functools.lru_cache(lambda x: x * 2.0))(1.0)
