@@ -14,7 +14,8 @@ Plain data between stages: Python source, `ir.Function`s, dicts of abstract valu
                      hoist again, optimize.negate_products   per-row products as one matrix
                                                          product, ...)
     6 check          analysis.check_in_place_updates,    IR, AVals -> None or a located
-                     analysis.check_real_values          SourcegradError
+                     analysis.check_real_values,         SourcegradError
+                     analysis.check_unmodelled_calls
     7 differentiate  reverse.reverse | forward.derivative  IR, AVals -> derivative IR
     8 optimize       optimize.optimize                   IR -> IR (CSE, folding, dead code,
                                                          buffers reused)
@@ -27,7 +28,12 @@ forward and backward, a JVP), and caches and loads what stage 9 prints.
 
 from __future__ import annotations
 
-from .analysis import check_in_place_updates, check_real_values, infer_shapes
+from .analysis import (
+    check_in_place_updates,
+    check_real_values,
+    check_unmodelled_calls,
+    infer_shapes,
+)
 from .branches import decide_branches
 from .list_operands import arrays_of_lists
 from .optimize import batch_row_products, hoist_loop_invariants, negate_products
@@ -59,6 +65,7 @@ def specialised(primal, written, avals, wrt_names, batch_rows=True):
             primal, env = rewritten, infer_shapes(rewritten, avals)
     check_in_place_updates(written, env)
     check_real_values(primal, env, wrt_names)
+    check_unmodelled_calls(primal, wrt_names)
     return primal, env
 
 

@@ -51,7 +51,7 @@ from .registry import (
 # the families, in the order their entries build on each other (aliases after their base)
 from . import elementwise, reductions, linalg, shape, program, nn, numpy_linalg, numpy_functions  # noqa: E402,F401,E501
 from . import fft, complex_values  # noqa: E402,F401 - complex_values marks the ops before it
-from .program import jvp_at_run_time, vjp_at_run_time  # noqa: E402
+from .program import jvp_at_run_time, runs_forward_only, vjp_at_run_time  # noqa: E402
 
 __all__ = [
     "COMPARISONS",
@@ -84,6 +84,7 @@ __all__ = [
     "reads_shape_of",
     "reads_value_of",
     "rule_for_function",
+    "runs_forward_only",
     "torch",
     "vjp_template",
     "jvp_at_run_time",

@@ -239,6 +239,34 @@ defprimitive(
 )
 defnondiff("not_op", operator.not_, Spelling("unaryop", "not"), params=("x",))
 defnondiff("pycall", None, Spelling("pycall"), pure=False)
+
+# The fence (DESIGN.md): a call with no rule, made for its effect (`print(loss)`,
+# `np.copyto(a, x)`), runs in the forward pass only, which is right only where it neither
+# writes into a differentiated array nor hands a differentiated value to code that might.
+# The calls below are known to do neither (they read their arguments, or none of the
+# function's arrays): the compiler lets them see differentiated values. Any other such call
+# is refused, located, when a differentiated value is among its arguments
+# (`analysis.check_unmodelled_calls`); with none there, no gradient can pass through it.
+FORWARD_ONLY_CALLS = frozenset(
+    {print, repr, str, format, np.set_printoptions, np.seterr, np.random.seed}
+)
+# modules whose every function only reports: logging's and warnings' calls, timers
+FORWARD_ONLY_MODULES = frozenset({"logging", "warnings", "_warnings", "time", "pprint"})
+
+
+def runs_forward_only(fn) -> bool:
+    """May `fn` be called, for its effect, with differentiated values as arguments?"""
+    try:
+        if fn in FORWARD_ONLY_CALLS:
+            return True
+    except TypeError:  # (an unhashable callable)
+        return False
+    module = getattr(fn, "__module__", None)
+    if module is None and hasattr(fn, "__self__"):  # a builtin's bound method
+        module = type(fn.__self__).__module__
+    return (module or "").split(".")[0] in FORWARD_ONLY_MODULES
+
+
 # Helpers that only backward code calls, differentiated again by higher-order derivatives.
 # Each is linear in its adjoint input (renamed `h` here: `g` is the VJP's own adjoint), so
 # its VJP for `h` is its transpose: scatter <-> gather, slice <-> pad with zeros, expand <->

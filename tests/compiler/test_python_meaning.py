@@ -8,6 +8,7 @@ fresh copies, since the programs change arrays in place), or a located refusal.
 
 import copy
 import functools
+import logging
 
 import numpy as np
 import pytest
@@ -163,3 +164,137 @@ def test_a_function_of_star_args_is_refused_located():
 def test_a_callable_without_source_is_refused():
     with pytest.raises(errors.SourceNotFoundError):
         sourcegrad.grad(functools.lru_cache(lambda x: x * 2.0))(1.0)
+
+
+# -- 2. the fence: a call with no rule never runs as if it were constant -----------------------
+
+
+def copyto(x):
+    a = np.zeros(3)
+    np.copyto(a, x)
+    return np.sum(a**2)
+
+
+def put(x):
+    a = np.zeros(3)
+    np.put(a, [0, 1, 2], x)
+    return np.sum(a**2)
+
+
+def putmask(x):
+    a = x * 1.0
+    np.putmask(a, a > 0, 0.0)
+    return np.sum(a**2)
+
+
+def place(x):
+    a = x * 1.0
+    np.place(a, a > 0, [0.0])
+    return np.sum(a**2)
+
+
+def fill_diagonal(x):
+    a = np.outer(x, x)
+    np.fill_diagonal(a, 0.0)
+    return np.sum(a**2)
+
+
+def put_along_axis(x):
+    a = np.zeros(3)
+    np.put_along_axis(a, np.array([2, 0, 1]), x, axis=0)
+    return np.sum(a * W)
+
+
+def global_shuffle(x):
+    a = x * W
+    np.random.shuffle(a)
+    return np.sum(a * W)
+
+
+def generator_shuffle(x):
+    rng = np.random.default_rng(0)
+    a = x * W
+    rng.shuffle(a)
+    return np.sum(a * W)
+
+
+RULELESS_WRITES = [copyto, put, putmask, place, fill_diagonal, put_along_axis, global_shuffle]
+
+
+@pytest.mark.parametrize("fn", RULELESS_WRITES + [generator_shuffle], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_ruleless_call_given_a_differentiated_array_is_refused(fn, backend):
+    with pytest.raises(errors.NoRuleError) as caught:
+        sourcegrad.grad(fn, backend=backend)(X.copy())
+    assert caught.value.loc is not None and caught.value.loc.line is not None
+    assert "carries a gradient" in str(caught.value)
+
+
+def normal_of_mu(mu):
+    rng = np.random.default_rng(0)
+    return np.sum(rng.normal(mu, 1.0) * W)
+
+
+def global_normal_of_mu(mu):
+    return np.sum(np.random.normal(mu, 1.0) * W)
+
+
+def permutation_of_x(x):
+    rng = np.random.default_rng(0)
+    return np.sum(rng.permutation(x) * W)
+
+
+def choice_of_x(x):
+    rng = np.random.default_rng(0)
+    return np.sum(rng.choice(x, 2) * W[:2])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [normal_of_mu, global_normal_of_mu, permutation_of_x, choice_of_x],
+    ids=lambda f: f.__name__,
+)
+def test_a_draw_from_differentiated_parameters_is_refused(fn):
+    # a sample is a constant of the gradient: these gave zeros
+    refused(fn, X, error=errors.NoRuleError, text="reparameterisation")
+
+
+def shuffled_indices(x):
+    idx = np.arange(3)
+    np.random.shuffle(idx)  # no gradient passes through: run as written
+    return np.sum(x[idx] ** 2 * W[idx])
+
+
+def reparameterised(mu):
+    rng = np.random.default_rng(3)
+    return np.sum((mu + 0.5 * rng.standard_normal(3)) ** 2)
+
+
+def filled_buffer(x):
+    buf = np.empty(3)
+    np.copyto(buf, W)  # data only
+    print("x is", x)  # a call that only reads may see differentiated values
+    return np.sum(buf * x**2)
+
+
+def test_calls_no_gradient_passes_through_still_run():
+    np.random.seed(1)
+    got = sourcegrad.grad(shuffled_indices)(X)
+    np.testing.assert_allclose(got, 2 * X * W)  # (whatever the permutation)
+    expected = 2 * (X + 0.5 * np.random.default_rng(3).standard_normal(3))
+    np.testing.assert_allclose(sourcegrad.grad(reparameterised)(X), expected)
+    assert_like_python(filled_buffer, X)
+
+
+LOG = logging.getLogger("sourcegrad.test")
+
+
+def logged_with_logging(x):
+    y = x**2
+    logging.debug("y = %s", y)
+    LOG.info("y = %s", y)
+    return np.sum(y)
+
+
+def test_logging_calls_see_differentiated_values():
+    assert_like_python(logged_with_logging, X)

@@ -6,7 +6,7 @@ The modules, in the order they import one another:
 - `calls`: a primitive's abstract result (`abstract_call`) and the shape functions;
 - `infer`: shape inference over a function's body (`infer_shapes`);
 - `activity`: which values need an adjoint (`varied_values`, `active_values`);
-- `checks`: in-place updates and complex values refused, located.
+- `checks`: in-place updates, complex values and rule-less calls refused, located.
 
 Each takes an `ir.Function` (and abstract values) and returns plain data: a dict of
 abstract values, a set of names, or None after a check.
@@ -14,7 +14,7 @@ abstract values, a set of names, or None after a check.
 
 from .activity import active_values, shift_invariant_maxima, varied_values
 from .calls import abstract_call
-from .checks import check_in_place_updates, check_real_values, is_view
+from .checks import check_in_place_updates, check_real_values, check_unmodelled_calls, is_view
 from .infer import eval_value, infer_shapes
 from .values import UNKNOWN, AVal, ListOf, aval_of, holds_complex, signature_key, stand_in
 
@@ -27,6 +27,7 @@ __all__ = [
     "aval_of",
     "check_in_place_updates",
     "check_real_values",
+    "check_unmodelled_calls",
     "eval_value",
     "holds_complex",
     "infer_shapes",

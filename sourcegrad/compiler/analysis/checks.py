@@ -10,7 +10,7 @@ the line's text, or returns None.
 from __future__ import annotations
 
 import numpy as np
-from ..ir import Assign, Call, Const, For, If, Return, Tup, Var, While, reads_of, walk
+from ..ir import Assign, Call, Const, ExprStmt, For, If, Return, Tup, Var, While, reads_of, walk
 from ... import errors
 from ... import ops
 from ...ops import RULES, has
@@ -178,6 +178,80 @@ class _InPlaceChecker:
             "as a new value (x = x * 2 instead of x *= 2), or copy first (np.copy)",
             update.loc,
         )
+
+
+def check_unmodelled_calls(fn, wrt: list) -> None:
+    """The fence (DESIGN.md): refuse, located (`NoRuleError`), a call with no rule made for
+    its effect (`np.copyto(a, x)`, `np.random.shuffle(a)`, `np.fill_diagonal(a, 0)`) when a
+    differentiated value is among its arguments: it may write into that array, or read it
+    into one, and the compiler, which cannot see it, would return a gradient without it.
+    Where no argument carries a gradient the call is run in the forward pass as written (an
+    index permutation shuffled, a buffer of data filled). The calls known to only read
+    (`print`, logging: `ops.runs_forward_only`) may see differentiated values."""
+    calls = [
+        s
+        for s in walk(fn.body)
+        if isinstance(s, (ExprStmt, Assign))
+        and isinstance(s.value, Call)
+        and (
+            s.value.op == "pycall"
+            and isinstance(s, ExprStmt)
+            or s.value.op.startswith(("random.", "random_method."))
+        )
+    ]
+    if not calls:
+        return
+    varied = varied_values(fn, wrt)
+    for stmt in calls:
+        call = stmt.value
+        if call.op.startswith("random"):
+            _refuse_drawing_from(call, stmt, varied, fn)
+            continue
+        callee, *args = call.args
+        called = fn.free.get(callee.name) if isinstance(callee, Var) else None
+        if ops.runs_forward_only(called):
+            continue
+        touched = [a.name for a in args + [v for _, v in call.kwargs] if isinstance(a, Var)]
+        carrying = [name for name in touched if name in varied]
+        if carrying:
+            label = getattr(called, "__qualname__", None) or type(called).__name__
+            module = getattr(called, "__module__", None)
+            label = f"{module}.{label}" if module and module != "builtins" else label
+            raise errors.NoRuleError(
+                f"{label} has no derivative rule, and {_named(carrying[0], fn)} carries a "
+                "gradient into it: the call may write into that array or read it into another, "
+                "which the gradient cannot follow. Write it with operations that have rules "
+                "(np.copyto(a, x) as a = x.copy(), a[mask] = v as np.where(mask, v, a), a "
+                "shuffle as a = a[rng.permutation(len(a))]) or register a rule",
+                stmt.loc,
+            )
+
+
+def _refuse_drawing_from(call, stmt, varied, fn) -> None:
+    """A random draw is a constant of the gradient (`random_draws`): right for a sample drawn
+    from fixed parameters, silently wrong for one whose parameters or population carry a
+    gradient (`rng.normal(mu, 1.0)`, `rng.permutation(x)`, `rng.shuffle(x)` of a
+    differentiated x), whose derivative the draw's rule does not know."""
+    operands = call.args[1:] if call.op.startswith("random_method.") else call.args
+    touched = [a.name for a in list(operands) + [v for _, v in call.kwargs] if isinstance(a, Var)]
+    carrying = [name for name in touched if name in varied]
+    if carrying:
+        method = call.op.split(".", 1)[1]
+        raise errors.NoRuleError(
+            f"the random draw {method}() takes {_named(carrying[0], fn)}, which carries a "
+            "gradient, and a draw is a constant of the gradient (no rule says how a sample "
+            "moves with its parameters). Draw from fixed parameters and transform the sample: "
+            "mu + sigma * rng.standard_normal(shape) for a normal (the reparameterisation), "
+            "x[rng.permutation(len(x))] for a permutation or shuffle, x[rng.integers(0, "
+            "len(x), n)] for a choice",
+            stmt.loc,
+        )
+
+
+def _named(name, fn) -> str:
+    """A value's name as the user wrote it (IR names are the user's, renamed per assignment)."""
+    base = name.rstrip("0123456789").rstrip("_") or name
+    return repr(base if base in fn.user_names else name)
 
 
 def _copying_index(call) -> bool:

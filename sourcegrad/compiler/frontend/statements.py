@@ -17,7 +17,7 @@ import gast
 
 from ... import errors
 from ..ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While, walk
-from ...ops import RULES, rule_for_function
+from ...ops import RULES, rule_for_function, runs_forward_only
 from .syntax import (
     as_load,
     assigned_names,
@@ -36,6 +36,7 @@ from .values import (
     holds_record,
     LocalFunction,
     Loop,
+    MethodRef,
     nests_containers,
     structure_atom,
     unique_dependencies,
@@ -385,11 +386,20 @@ class StatementsMixin:
         if isinstance(value, gast.Call):
             target = self.target_of(value.func)
             if (
-                isinstance(target, CallableRef)
-                and rule_for_function(target.obj) is None
+                isinstance(target, MethodRef)
+                and runs_forward_only(target.fn)
+                and isinstance(target.receiver, Var)
+            ):  # `log.info(...)` of a Logger: its bound method, called as it is
+                owner = self.ctx.free[target.receiver.name]
+                target = CallableRef(getattr(owner, target.fn.__name__))
+            if isinstance(target, CallableRef) and (
+                runs_forward_only(target.obj)
+                or rule_for_function(target.obj) is None
                 and not isinstance(target.obj, types.FunctionType)
             ):
-                # print() and other calls made for their effect: forward pass only
+                # print() and other calls made for their effect: forward pass only (refused
+                # where a differentiated value reaches one that may write into it: the fence,
+                # analysis.check_unmodelled_calls)
                 args = [self.expr(a) for a in value.args]
                 kwargs = tuple((k.arg, self.expr(k.value)) for k in value.keywords)
                 self.refuse_records(args + [a for _, a in kwargs])
