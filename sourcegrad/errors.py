@@ -73,6 +73,12 @@ class ComplexValueError(NoRuleError):
     function of complex intermediates would otherwise get a wrong gradient)."""
 
 
+class AliasedArgumentsError(SourcegradError):
+    """Arguments that share memory passed to a function that changes one of them in place
+    (`f(W, W)` where f does `a *= 2`): Python would change both; the compiler takes each
+    argument for an array of its own."""
+
+
 class WrtError(SourcegradError):
     """A `wrt` that names no argument or is out of range."""
 

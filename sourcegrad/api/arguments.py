@@ -93,3 +93,27 @@ def wrt_of(wrt, argnums, argnum, default=0):
 def jit_backend(backend, jit):
     """The backend `jit=True` asks for: numba's, unless the backend asked for is CuPy's."""
     return "numba" if jit and backend in ("auto", "numpy") else backend
+
+
+def sharing_pairs(updated, args) -> list:
+    """The pairs of argument positions `(i, j)` whose arrays must not share memory: `i` a
+    parameter the function changes in place (`Compiled.updated`), `j` any other array."""
+    arrays = [j for j, a in enumerate(args) if isinstance(a, np.ndarray)]
+    return [(i, j) for i, _ in updated if i in arrays for j in arrays if j != i]
+
+
+def check_distinct(updated, args, label) -> None:
+    """Refuse (`AliasedArgumentsError`, located at the update) a call passing an array the
+    function changes in place together with another argument sharing its memory (`f(W, W)`,
+    `f(W, W[:2])`): Python would change both, the compiled code changes one. `label(i)`
+    names argument i."""
+    for i, j in sharing_pairs(updated, args):
+        if np.may_share_memory(args[i], args[j]):
+            raise errors.AliasedArgumentsError(
+                f"{label(i)} is changed in place here, and the argument passed for "
+                f"{label(j)} shares its memory (the same array, or a view of it): Python "
+                "would change both, and the gradient takes them for two arrays. Pass a copy "
+                "(np.copy) for one of them, or write the update as a new value (x = x * 2, "
+                "not x *= 2)",
+                dict(updated)[i],
+            )

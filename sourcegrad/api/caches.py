@@ -55,6 +55,9 @@ class Compiled:
     settled: bool = False  # finish and converters were fitted to a first result
     code: object = None  # the differentiated function's code object it was built from
     control_flow: bool = False  # the generated code has loops or branches
+    # (position, location of the update) of the parameters the function may change in place:
+    # a call must not pass one sharing memory with another argument (`check_distinct`)
+    updated: tuple = ()
 
 
 @dataclass

@@ -401,6 +401,10 @@ class Compiling:
             template.fresh,
             code=caches.code_of(self.fn),
             control_flow=template.control_flow,
+            updated=tuple(
+                (primal.params.index(name), loc)
+                for name, loc in analysis.updated_parameters(primal).items()
+            ),
         )
         self._cache[key] = compiled
         self._last = compiled

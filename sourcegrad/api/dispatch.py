@@ -69,9 +69,14 @@ def fast_entry(
     defaults=(),
     source=None,
     code_of=None,
+    distinct=(),
 ):
     """A function computing `fn` for arguments of `args`' signature, `fallback(*args)` (or
     MISS) for others.
+
+    `distinct`: pairs of argument positions whose arrays must not share memory (a
+    parameter the function changes in place, and another array): a call where they may
+    goes to `fallback`, which refuses it (`arguments.check_distinct`).
 
     `converters` (one per gradient: None or a function of it), where given, are applied
     in place of calling `finish`. `defaults` are the values of the last parameters when a
@@ -82,6 +87,9 @@ def fast_entry(
     if parts is None:
         return None
     params, guard, checks, signature = parts
+    if distinct:
+        may_share = guard.add("may_share", np.may_share_memory)
+        checks += [f"not {may_share}({params[i]}, {params[j]})" for i, j in distinct]
     arguments = ", ".join(params)
     miss = (
         guard.add("MISS", MISS)

@@ -34,7 +34,7 @@ from .dispatch import fast_entry
 from ..compiler.optimize import optimize
 from ..compiler.forward import forward_mode
 from . import as_floats, caches, facts, results
-from .arguments import Wrt, jit_backend, normalize_wrt
+from .arguments import Wrt, check_distinct, jit_backend, normalize_wrt, sharing_pairs
 from .compiling import Compiling
 
 
@@ -201,6 +201,8 @@ class Gradient(Compiling, staticmethod):
                 return self._forward_columns(args)
             compiled = self.compile(args, key)
         self._last = compiled
+        if compiled.updated:
+            check_distinct(compiled.updated, args, self._param_label)
         result = compiled.fn(*args)
         if not compiled.settled:
             self._settle(compiled, result, args)
@@ -329,6 +331,7 @@ class Gradient(Compiling, staticmethod):
         if known is not None and known[0] is compiled:
             return known[1]
         still_bound = functools.partial(caches.still_bound, compiled.dependencies)
+        distinct = sharing_pairs(compiled.updated, args)
         entry = (
             fast_entry(
                 args,
@@ -342,11 +345,12 @@ class Gradient(Compiling, staticmethod):
                 self._defaults,
                 compiled.source,
                 (self._owner, compiled.code) if compiled.code is not None else None,
+                distinct,
             )
             or self._general
         )
         twin = None
-        if entry is not self._general:  # float64 scalars computed as Python floats
+        if entry is not self._general and not distinct:  # float64 scalars as Python floats
             twin = as_floats.twin(self, compiled, args, entry)
         self._entries[key] = (compiled, twin or entry, twin is not None)
         return twin or entry
@@ -581,6 +585,8 @@ class VJP(Gradient):
         if compiled is None:
             compiled = self.compile(args, key)
         self._last = compiled
+        if compiled.updated:
+            check_distinct(compiled.updated, args, self._param_label)
         forward, backward = compiled.fn
         try:
             value, residuals = forward(*args)
@@ -653,6 +659,8 @@ class JVP(Gradient):
         if compiled is None:
             compiled = self.compile(primals, key)
         self._last = compiled
+        if compiled.updated:
+            check_distinct(compiled.updated, primals, self._param_label)
         given = [tangents[i] for i in self.wrt]
         try:
             value, tangent = compiled.fn(*primals, *given)

@@ -73,8 +73,8 @@ from .ir import (
     walk,
     writes_of,
 )
+from .analysis import memory_sources
 from .lifetimes import freed_after_last_use, in_place_names, shared_names, trip_outliving
-from .. import ops
 from ..ops import MATH_FUNCTIONS, RULES
 
 MAX_LINE = linebreak.MAX_LINE  # (88, black's)
@@ -1175,18 +1175,9 @@ def _memory_sharing(body) -> dict:
         if not isinstance(stmt, Assign):
             continue
         value = stmt.value
-        source = (
-            value.name
-            if isinstance(value, Var)
-            else value.args[0].name
-            if isinstance(value, Call)
-            and ops.has(value.op, "view")
-            and value.args
-            and isinstance(value.args[0], Var)
-            else None
-        )
-        if source is not None:
-            merged = group.get(source, {source}) | group.get(stmt.target, {stmt.target})
+        sources = [value] if isinstance(value, Var) else memory_sources(value)
+        for source in sources:
+            merged = group.get(source.name, {source.name}) | group.get(stmt.target, {stmt.target})
             for name in merged:
                 group[name] = merged
     return group

@@ -44,7 +44,14 @@ for _name, _spelling, _vjp in (
     ("np_real", _func("real"), lambda g, ans, val: g),
     ("np_imag", _func("imag"), lambda g, ans, val: -1j * g if is_complex(val) else 0.0 * g),
 ):
-    defvjp(_name, getattr(np, _name[3:]), _spelling, _vjp, props={"complex"})
+    # (np.real of a real array is the array itself: a view, as the "view" property says)
+    defvjp(
+        _name,
+        getattr(np, _name[3:]),
+        _spelling,
+        _vjp,
+        props={"complex", "view"} if _name == "np_real" else {"complex"},
+    )
     deflinear("joint", _name)
 defvjp(
     "real_attr",
@@ -53,7 +60,7 @@ defvjp(
     lambda g, ans, x: g,
     register_fn=False,
     family="np_real",
-    props={"complex"},
+    props={"complex", "view"},
 )
 defvjp(
     "imag_attr",
@@ -70,7 +77,7 @@ defvjp(
     np.conjugate,
     _func("conj"),
     lambda g, ans, x: np.conj(g),
-    props={"complex"},
+    props={"complex", "view"},  # (x.conj() of a real x is x itself)
     methods=("conj", "conjugate"),
 )
 deflinear("joint", "np_conjugate")
@@ -117,7 +124,7 @@ defvjp(
     Spelling("module", "sourcegrad.ops.complex_values.real_if_close"),
     lambda g, ans, a, tol=100: g,
     jvps=(lambda t, ans, a, tol=100: np.real(t),),
-    props={"complex"},
+    props={"complex", "view"},
 )
 # (generated code calls the checking function: differentiating that code finds this entry)
 alias(

@@ -156,6 +156,7 @@ defvjp(
     linear="multi",
     # (torch's einsum is a composite: its nodes are the products and views it lowers to)
     torch=torch("EinsumBackward0", "einsum", method=()),
+    props={"view"},
 )
 
 

@@ -536,7 +536,7 @@ defvjp(
     ),
     kind="elementwise",
 )
-alias("np_float64", np.float64, _func("float64"), like="float_builtin")
+alias("np_float64", np.float64, _func("float64"), like="float_builtin", props={"view"})
 alias("np_copy", np.copy, _func("copy"), like="asarray")
 defvjp(
     "item",
@@ -711,6 +711,7 @@ defvjp(
     lambda g, ans, a, offset=0, axis1=0, axis2=1: undiagonal(g, a, offset, axis1, axis2),
     linear="joint",
     methods=("diagonal",),
+    props={"view"},
 )
 defvjp(
     "np_trace",
@@ -728,6 +729,7 @@ defvjp(
     _func("diag"),
     lambda g, ans, v, k=0: np.diagonal(g, k) if v.ndim == 1 else undiagonal(g, v, k, 0, 1),
     linear="joint",
+    props={"view"},
 )
 
 # Products of two arrays.
@@ -806,6 +808,7 @@ defvjp(
     _func("rot90"),
     lambda g, ans, m, k=1, axes=(0, 1): np.rot90(g, -k, axes),
     linear="joint",
+    props={"view"},
 )
 defvjp(
     "np_fliplr",
@@ -814,6 +817,7 @@ defvjp(
     lambda g, ans, m: np.fliplr(g),
     linear="joint",
     torch=torch("FlipBackward0", "fliplr"),
+    props={"view"},
 )
 defvjp(
     "np_flipud",
@@ -822,6 +826,7 @@ defvjp(
     lambda g, ans, m: np.flipud(g),
     linear="joint",
     torch=torch("FlipBackward0", "flipud"),
+    props={"view"},
 )
 for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
     defvjp(
@@ -830,6 +835,7 @@ for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
         _func(_name),
         lambda g, ans, x: np.reshape(g, np.shape(x)),
         linear="joint",
+        props={"view"},  # (the array itself where it has the rank already, else a view)
     )
 
 # Splitting: the result is a list, its adjoint a list (zeros for unused parts): concatenated.
@@ -840,6 +846,7 @@ defvjp(
     lambda g, ans, ary, indices_or_sections, axis=0: concatenate_items(g, axis),
     None,
     linear="joint",
+    props={"view"},
 )
 defvjp(
     "np_array_split",
@@ -848,6 +855,7 @@ defvjp(
     lambda g, ans, ary, indices_or_sections, axis=0: concatenate_items(g, axis),
     None,
     linear="joint",
+    props={"view"},
 )
 defvjp(
     "np_hsplit",
@@ -856,6 +864,7 @@ defvjp(
     lambda g, ans, ary, indices_or_sections: concatenate_items(g, 1 if ary.ndim > 1 else 0),
     None,
     linear="joint",
+    props={"view"},
 )
 defvjp(
     "np_vsplit",
@@ -864,6 +873,7 @@ defvjp(
     lambda g, ans, ary, indices_or_sections: concatenate_items(g, 0),
     None,
     linear="joint",
+    props={"view"},
 )
 defvjp(
     "np_dsplit",
@@ -872,6 +882,7 @@ defvjp(
     lambda g, ans, ary, indices_or_sections: concatenate_items(g, 2),
     None,
     linear="joint",
+    props={"view"},
 )
 
 # Stacking: each input's part of the result, reshaped back to the input's shape.

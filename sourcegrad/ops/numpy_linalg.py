@@ -741,6 +741,7 @@ if hasattr(np.linalg, "vecdot"):
         _func("linalg.diagonal"),
         lambda g, ans, x, offset=0: undiagonal(g, x, offset, -2, -1),
         linear="joint",
+        props={"view"},
     )
     defvjp(
         "linalg_matrix_transpose",
@@ -748,6 +749,7 @@ if hasattr(np.linalg, "vecdot"):
         _func("linalg.matrix_transpose"),
         lambda g, ans, x: np.swapaxes(g, -1, -2),
         linear="joint",
+        props={"view"},
     )
     defvjp(
         "linalg_vecdot",

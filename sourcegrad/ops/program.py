@@ -172,6 +172,7 @@ defvjp(
     Spelling("getitem"),
     lambda g, ans, x, index: unindex_list(g, x, index),
     None,
+    props={"view"},  # (the item itself, which other names may hold)
 )
 defvjp(
     "stack_list",

@@ -38,9 +38,21 @@ defvjp(
     _func("ravel"),
     lambda g, ans, x: np.reshape(g, x.shape),
     props={"view", "linear_in_first"},
-    methods=("ravel", "flatten"),
+    methods=("ravel",),
     linear="joint",
     torch=torch("ViewBackward0", "ravel"),
+)
+# x.flatten() is ravel's values in a new array, always (so not a view: updating it in place
+# leaves x alone)
+defvjp(
+    "flatten",
+    lambda x, order="C": np.ravel(x, order).copy(),
+    Spelling("method", "flatten"),
+    lambda g, ans, x, order="C": np.reshape(g, x.shape),
+    props={"linear_in_first"},
+    methods=("flatten",),
+    register_fn=False,
+    linear="joint",
 )
 defvjp(
     "expand_dims",
@@ -161,8 +173,8 @@ defvjp(
 )
 
 
-def _astype(x, dtype):
-    return x.astype(dtype)
+def _astype(x, dtype, copy=True):
+    return x.astype(dtype, copy=copy)
 
 
 # x.astype(dtype): the gradient comes back in x's dtype (float32 -> float64 and back)
@@ -170,7 +182,7 @@ defvjp(
     "astype",
     _astype,
     Spelling("method", "astype"),
-    lambda g, ans, x, dtype: cast_like(g, x),
+    lambda g, ans, x, dtype, copy=True: cast_like(g, x),
     None,
     methods=("astype",),
     linear="joint",
@@ -215,6 +227,7 @@ defvjp(
     lambda g, ans, x, axis=None: np.flip(g, axis),
     linear="joint",
     torch=torch("FlipBackward0", "flip"),
+    props={"view"},
 )
 defvjp(
     "roll",
@@ -288,6 +301,7 @@ EXAMPLES = {
     "np_copy": [ex(arg(3, 4))],
     "np_float64": [ex(arg(3, 4)), ex(arg())],
     "astype": [ex(arg(3, 4), "float64")],
+    "flatten": [ex(arg(3, 4)), ex(arg(2, 3), order="F")],
     "float_builtin": [ex(arg())],
     "flip": [ex(arg(3, 4)), ex(arg(3, 4), axis=1), ex(arg(2, 3, 4), axis=(0, 2))],
     "roll": [ex(arg(3, 4), 2), ex(arg(3, 4), -1, axis=0), ex(arg(3, 4), (1, 2), axis=(0, 1))],

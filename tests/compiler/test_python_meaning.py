@@ -16,6 +16,9 @@ import pytest
 import sourcegrad
 from sourcegrad import errors
 
+# (the registry grid's examples include np.row_stack, deprecated)
+pytestmark = pytest.mark.filterwarnings("ignore:`row_stack` alias is deprecated")
+
 X = np.array([0.3, -0.7, 1.1])
 W = np.array([1.0, 2.0, 3.0])
 
@@ -298,3 +301,190 @@ def logged_with_logging(x):
 
 def test_logging_calls_see_differentiated_values():
     assert_like_python(logged_with_logging, X)
+
+
+# -- 3. views: every function that may return its argument or a view says so ------------------
+
+
+def through(view):
+    """A function making `view` of x, changing it in place, then reading x."""
+
+    def fn(x):
+        a = view(x)
+        a *= 3.0
+        return np.sum(x**2)
+
+    return fn
+
+
+VIEWS = {
+    "atleast_1d": np.atleast_1d,
+    "atleast_2d": np.atleast_2d,
+    "real": np.real,
+    "real attribute": lambda x: x.real,
+    "conj method": lambda x: x.conj(),
+    "flip": np.flip,
+    "ravel": np.ravel,
+    "diagonal of a matrix": lambda x: np.diagonal(np.reshape(x, (1, 3))),
+    "einsum transpose": lambda x: np.einsum("i->i", x),
+    "astype without a copy": lambda x: x.astype(np.float64, copy=False),
+}
+
+
+@pytest.mark.parametrize("view", VIEWS.values(), ids=VIEWS.keys())
+def test_an_update_through_a_view_is_refused(view):
+    fn = through(view)
+    # (the lambdas are in one file: the made functions' source is `fn` above)
+    with pytest.raises(errors.UnsupportedSyntaxError, match="shares its memory"):
+        sourcegrad.value_and_grad(fn)(X.copy())
+
+
+def flattened_then_doubled(x):
+    b = x.flatten()
+    b *= 2.0
+    return np.sum(b * x)
+
+
+def test_flatten_copies_so_its_update_is_no_alias():
+    assert_like_python(flattened_then_doubled, X)
+
+
+def test_every_registry_entry_that_shares_memory_says_view():
+    """Run every entry's grid examples: a result sharing memory with an argument must have
+    the "view" property (the alias analysis reads it), or an update through the result
+    would silently leave the argument's other names stale."""
+    import builtins
+
+    from sourcegrad import ops
+    from tests import test_registry_grid as grid
+
+    def leaves(v):
+        if isinstance(v, np.ndarray):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                yield from leaves(item)
+
+    missing = set()
+    real_eval = builtins.eval
+    for name, variants in grid.EXAMPLES.items():
+        for i, example in enumerate(variants):
+            made = []
+
+            def spy(code, *scopes):
+                result = real_eval(code, *scopes)
+                if getattr(code, "co_filename", "") == "<example>":
+                    made.append(result)
+                return result
+
+            grid.eval = spy
+            try:
+                case = grid.Case(name, i, example)
+            finally:
+                del grid.eval
+            arrays = [a for a in case.args if isinstance(a, np.ndarray)]
+            if made and any(np.shares_memory(out, a) for out in leaves(made[0]) for a in arrays):
+                if not ops.has(name, "view"):
+                    missing.add(name)
+    assert not missing, f"entries whose result shares memory but lack 'view': {sorted(missing)}"
+
+
+# -- 4. containers holding aliases ---------------------------------------------------------------
+
+
+def dict_item_update(x):
+    d = {"k": x}
+    d["k"] += 1
+    return np.sum(x**2)
+
+
+def list_item_update(x):
+    lst = [x, x]
+    lst[0] *= 2
+    return np.sum(lst[1] ** 2)
+
+
+@pytest.mark.parametrize("fn", [dict_item_update, list_item_update], ids=lambda f: f.__name__)
+def test_an_update_of_a_held_array_is_an_update_of_every_name_for_it(fn):
+    # (Python changes x through the container: the value 16.11 / 7.16, not 1.79)
+    refused(fn, X, error=errors.UnsupportedSyntaxError, text="shares its memory")
+
+
+def dict_of_counts(x):
+    d = {"t": 1.0, "w": x * 1.0}
+    d["t"] += 1.0  # a number: rebound
+    d["w"] *= 2.0  # a new array of this function's: no other name sees it
+    return d["t"] * np.sum(d["w"] ** 2)
+
+
+def two_empty_dicts(x):
+    a, b = {}, {}  # two dicts, though equal
+    b[0] = x
+    a[0] = 2.0 * x
+    return np.sum(a[0] * b[0])
+
+
+def test_container_updates_python_allows():
+    assert_like_python(dict_of_counts, X)
+    assert_like_python(two_empty_dicts, X)
+
+
+# -- 5. one array passed twice -------------------------------------------------------------------
+
+
+def doubled_then_multiplied(a, b):
+    a *= 2
+    return np.sum(a * b)
+
+
+def test_an_array_changed_in_place_passed_twice_is_refused_at_the_call():
+    g = sourcegrad.grad(doubled_then_multiplied)
+    np.testing.assert_allclose(g(W.copy(), W + 1.0), 2 * (W + 1.0))  # distinct: fine
+    for b in (W, W[:3], W[::-1]):  # the same array, or views of it
+        with pytest.raises(errors.AliasedArgumentsError) as caught:
+            g(W, b)
+        assert caught.value.loc is not None and "a *= 2" in str(caught.value)
+    np.testing.assert_allclose(g(W.copy(), W + 1.0), 2 * (W + 1.0))  # and again after
+    with pytest.raises(errors.AliasedArgumentsError):
+        sourcegrad.grad(doubled_then_multiplied)({"a": W, "b": W}["a"], W)
+    with pytest.raises(errors.AliasedArgumentsError):
+        sourcegrad.vjp(doubled_then_multiplied)(W, W)
+
+
+def tree_doubled(p):
+    a = p["a"]
+    a *= 2
+    return np.sum(a * p["b"])
+
+
+def test_tree_leaves_passed_twice_are_refused_and_a_pure_function_is_not():
+    with pytest.raises(errors.AliasedArgumentsError, match=r'p\["a"\]'):
+        sourcegrad.grad(tree_doubled)({"a": W, "b": W})
+
+    def pure(a, b):
+        return np.sum(a * b)
+
+    np.testing.assert_allclose(sourcegrad.grad(pure)(W, W), W)
+
+
+# -- 6. generator expressions run when consumed --------------------------------------------------
+
+
+def late_generator(x):
+    c = 2
+    gen = (x[i] * c for i in range(3))
+    c = 5
+    return sum(gen)
+
+
+def generator_from_a_helper(x):
+    def scaled_items(v, c):
+        return (v[i] * c for i in range(3))
+
+    return sum(scaled_items(x, 2.0))
+
+
+def test_a_kept_generator_is_refused_and_a_consumed_one_is_not():
+    refused(late_generator, X, error=errors.UnsupportedSyntaxError, text="list comprehension")
+    assert_like_python(generator_from_a_helper, X)
+    assert_like_python(lambda x: sum(x[i] * 3.0 for i in range(3)), X)

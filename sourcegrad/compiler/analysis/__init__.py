@@ -14,7 +14,14 @@ abstract values, a set of names, or None after a check.
 
 from .activity import active_values, shift_invariant_maxima, varied_values
 from .calls import abstract_call
-from .checks import check_in_place_updates, check_real_values, check_unmodelled_calls, is_view
+from .checks import (
+    check_in_place_updates,
+    check_real_values,
+    check_unmodelled_calls,
+    is_view,
+    memory_sources,
+    updated_parameters,
+)
 from .infer import eval_value, infer_shapes
 from .values import UNKNOWN, AVal, ListOf, aval_of, holds_complex, signature_key, stand_in
 
@@ -32,8 +39,10 @@ __all__ = [
     "holds_complex",
     "infer_shapes",
     "is_view",
+    "memory_sources",
     "shift_invariant_maxima",
     "signature_key",
     "stand_in",
+    "updated_parameters",
     "varied_values",
 ]

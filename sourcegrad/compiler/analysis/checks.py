@@ -19,10 +19,33 @@ from .values import ListOf, UNKNOWN
 
 
 def is_view(op) -> bool:
-    """Does op's result share memory with its first argument (numpy views; getitem of a list
-    or tuple gives the item itself), so changing one in place changes what the other reads?
+    """May op's result share memory with an argument (numpy views; getitem of a list or
+    tuple gives the item itself), so changing one in place changes what the other reads?
     (The registry's "view".)"""
     return ops.has(op, "view")
+
+
+# ops whose result is the argument itself when their `copy` keyword says not to copy
+_COPY_KEYWORD = frozenset({"astype", "np_array"})
+
+
+def memory_sources(call) -> list:
+    """The variables among `call`'s operands whose memory its result may share: for a view
+    (the registry's "view": `x.T`, `np.atleast_1d(x)`, `np.real(x)`, `np.einsum("ij->ji",
+    x)`) every array operand, since which one is the op's business (an index is never
+    one: `x[i]` is a view of x); for `x.astype(t, copy=False)` and `np.array(x,
+    copy=False)`, x; else none (a new array)."""
+    if not isinstance(call, Call) or not call.args:
+        return []
+    if is_view(call.op):
+        operands = call.args[:1] if call.op.startswith("getitem") else call.args
+    elif call.op in _COPY_KEYWORD and any(
+        k == "copy" and isinstance(v, Const) and not v.value for k, v in call.kwargs
+    ):
+        operands = call.args[:1]
+    else:
+        return []
+    return [a for a in operands if isinstance(a, Var)]
 
 
 def check_in_place_updates(fn, env) -> None:
@@ -122,16 +145,11 @@ class _InPlaceChecker:
                 items = list(held) + items[1:] if held is not None else [_flat(items)]
             contents[target] = tuple(frozenset(i) for i in items)
             shared = set()
-        elif (
-            isinstance(value, Call)
-            and is_view(value.op)
-            and value.args
-            and not _copying_index(value)
-        ):
+        elif memory_sources(value) and not _copying_index(value):
             source = value.args[0]
             held = contents.get(source.name) if isinstance(source, Var) else None
             if held is None:
-                shared = set(self.pts(source, points))
+                shared = set().union(*(self.pts(a, points) for a in memory_sources(value)))
             else:  # an item of a list or tuple: that item when the index is known
                 index = value.args[1] if len(value.args) > 1 else None
                 known = (
@@ -252,6 +270,37 @@ def _named(name, fn) -> str:
     """A value's name as the user wrote it (IR names are the user's, renamed per assignment)."""
     base = name.rstrip("0123456789").rstrip("_") or name
     return repr(base if base in fn.user_names else name)
+
+
+def updated_parameters(fn) -> dict:
+    """{parameter: the update's location} for the parameters whose memory `fn` may change
+    in place (`a *= 2`, `a[i] = v`, an update of a view of a), before specialisation (every
+    value counted as an array: a number's update is no change in place, but its type is
+    not known here). The compiler takes each parameter for an array of its own; the call
+    must not pass one of these sharing memory with another argument (`f(W, W)`: Python
+    would change both)."""
+    finder = _UpdateFinder(fn, {})
+    finder.run()
+    return finder.updated
+
+
+class _UpdateFinder(_InPlaceChecker):
+    """The in-place checker's walk, recording the parameters an update changes and refusing
+    nothing (the check proper runs on the specialised IR)."""
+
+    def __init__(self, fn, env):
+        super().__init__(fn, env)
+        self.updated: dict = {}
+
+    def changed_arrays(self, stmt, points):
+        changed = super().changed_arrays(stmt, points)
+        for array, _ in changed:
+            if array in self.fn.params:
+                self.updated.setdefault(array, stmt.loc)
+        return changed
+
+    def reject(self, read, name, update):
+        pass
 
 
 def _copying_index(call) -> bool:

@@ -17,6 +17,7 @@ class AssignmentsMixin:
     """Lowering assignments: a part of `Lowerer`."""
 
     def assign(self, target, value, stmt):
+        self.refuse_kept_generator(value)
         if (
             isinstance(target, gast.Name)
             and isinstance(value, gast.Call)
@@ -80,6 +81,22 @@ class AssignmentsMixin:
                 )
             return items[i]
         return self.emit("getitem", [atom, Const(i)], name=self.name_of(target))
+
+    def refuse_kept_generator(self, value):
+        """A generator expression kept in a name runs when it is consumed, not where it is
+        written: the names it reads may have changed by then (`c = 2; gen = (x[i] * c for i
+        in r); c = 5; sum(gen)` uses c = 5). The compiler computes a comprehension where it
+        is written; one passed straight to a call (`sum(x[i] * c for i in r)`) or returned
+        (the function's names change no more) is the same, so only a kept one differs:
+        refused, located."""
+        if isinstance(value, gast.GeneratorExp):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "a generator expression kept to be consumed later runs when it is consumed, "
+                "with the values its names have then; write a list comprehension [...] (which "
+                "runs here), or pass the generator expression straight to the call consuming it",
+                value,
+            )
 
     def assign_atom(self, target, atom, stmt):
         if isinstance(target, gast.Name):

@@ -20,6 +20,7 @@ from ..ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, 
 from ...ops import RULES, rule_for_function, runs_forward_only
 from .syntax import (
     as_load,
+    AtomNode,
     assigned_names,
     callee_name,
     describe,
@@ -37,6 +38,7 @@ from .values import (
     LocalFunction,
     Loop,
     MethodRef,
+    Record,
     nests_containers,
     structure_atom,
     unique_dependencies,
@@ -318,6 +320,9 @@ class StatementsMixin:
             self.assign(stmt.targets[0], stmt.value, stmt)
         elif isinstance(stmt, gast.AugAssign):
             load = as_load(stmt.target)
+            if self.holds_items(stmt.target):
+                self.item_augassign(stmt, load)
+                return False
             value = gast.copy_location(gast.BinOp(left=load, op=stmt.op, right=stmt.value), stmt)
             start = len(self.out)
             self.assign(stmt.target, value, stmt)
@@ -354,6 +359,39 @@ class StatementsMixin:
                 stmt,
             )
         return False
+
+    def holds_items(self, target) -> bool:
+        """Is `target` an item of a dict or a list (`d["k"]`, `lst[0]`), not of an array?"""
+        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)):
+            return False
+        held = self.env.get(target.value.id)
+        if isinstance(held, (Record, Tup)):
+            return True
+        if not isinstance(held, Var):
+            return False
+        made = [
+            s
+            for block in self.ctx.blocks
+            for s in walk(block)
+            if isinstance(s, Assign) and s.target == held.name
+        ]
+        return bool(made) and isinstance(made[-1].value, Call) and made[-1].value.op in _LISTS
+
+    def item_augassign(self, stmt, load):
+        """`d["k"] += v`, `lst[0] *= v`: Python runs `d["k"] = d["k"].__iadd__(v)`, which
+        changes the array the item is in place (every other name holding it sees the
+        change: a dict's item may be an argument, a list may hold one array twice) and
+        rebinds a number. So the sum is an update in place of the item: the in-place check
+        (analysis.check_in_place_updates) refuses a read of another name for that array
+        afterwards, where the compiler's new value would differ from Python's."""
+        item = self.expr(load)
+        start = len(self.out)
+        value = gast.copy_location(
+            gast.BinOp(left=AtomNode(item), op=stmt.op, right=stmt.value), stmt
+        )
+        result = self.expr(value)
+        self.mark_in_place(result, start)
+        self.assign(stmt.target, AtomNode(result), stmt)
 
     def return_(self, stmt):
         if stmt.value is None:
@@ -889,3 +927,8 @@ class StatementsMixin:
                 )
             return
         self.out.append(ExprStmt(Call("check_assert", (test, message)), self.loc))
+
+
+# the ops making a Python list: an item of one is an object of its own (`lst[0] *= 2` changes
+# the array it is in place)
+_LISTS = frozenset({"make_list", "list_append"})

@@ -80,8 +80,9 @@ def nests_containers(atom) -> bool:
 
 
 def contains(atom, record) -> bool:
-    """Whether `atom` is `record` or holds it (in a tuple or another record)."""
-    if atom == record:
+    """Whether `atom` is `record` or holds it (in a tuple or another record). The same
+    object: two dicts with equal items (`a, b = {}, {}`) are two dicts."""
+    if atom is record:
         return True
     if isinstance(atom, Tup):
         return any(contains(a, record) for a in atom.items)
