@@ -29,9 +29,19 @@ process, and the gradient is compiled in memory as without a cache.
 
 Each entry is one JSON file named by the SHA-256 of its key: everything the generated
 code depends on (the lowered function, the input signature, `wrt`, the mode, the
-backend, the sourcegrad and Python versions). Entries are written to a temporary file
-(O_EXCL, 0600) in the same directory and renamed into place (atomic on POSIX), so
-processes that compile the same gradient at once never see half a file.
+backend, the sourcegrad and Python versions), the digest of every derivative rule the
+code uses, users' rules included (`ops.fingerprint`: a rule edited between runs is a new
+key), and the digest of sourcegrad's own source (`source_digest`: an edited checkout is a
+new key). Entries are written to a temporary file (O_EXCL, 0600) in the same directory
+and renamed into place (atomic on POSIX), so processes that compile the same gradient at
+once never see half a file.
+
+numba's cache (of the numba backend's machine code) is not authenticated: numba unpickles
+its index, by path. So numba is given `cache=True` only where `untrusted_because` finds
+nothing wrong with the directory it will use (`compiler.numba_backend`): no symlink on
+its path from `/`, every directory above it this user's or root's and not writable by
+others unless sticky, itself this user's and not writable by group or others. Elsewhere
+the gradient is compiled without numba's disk cache, after one `CacheWarning`.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ import json
 import os
 import stat
 import sys
+import time
 import warnings
 from typing import NamedTuple
 
@@ -80,16 +91,22 @@ class _Fault(Exception):
         self.cause = cause
 
 
-def _warn(cause: str, message: str) -> None:
+def _warn(cause: str, message: str, outcome: str = "compiling in memory") -> None:
     if cause in _warned:
         return
     _warned.add(cause)
-    warnings.warn(f"sourcegrad cache: {message}; compiling in memory", CacheWarning, stacklevel=4)
+    warnings.warn(f"sourcegrad cache: {message}; {outcome}", CacheWarning, stacklevel=4)
 
 
 def fault(cause: str, message: str) -> None:
     """Report a fault met using an entry (one warning per cause per process)."""
     _warn(cause, message)
+
+
+def numba_fault(cause: str, message: str) -> None:
+    """Report why numba's disk cache is not used for a gradient (one warning per cause per
+    process): numba compiles it again in each process."""
+    _warn(cause, message, "compiling without numba's disk cache")
 
 
 def default_directory() -> str:
@@ -150,10 +167,53 @@ def directory() -> str | None:
 
 
 def key_of(*parts) -> str:
-    """A stable key text for the parts (reprs of plain data)."""
+    """A stable key text for the parts (reprs of plain data), with sourcegrad's version, its
+    source's digest (`source_digest`, while the cache is on) and Python's version."""
     from . import __version__
 
-    return repr((__version__, sys.version_info[:2]) + tuple(parts))
+    own = None
+    if directory() is not None:
+        try:
+            own = source_digest()
+        except OSError as exc:  # (an entry keyed without it could be another version's)
+            _warn("source digest", f"cannot read sourcegrad's own source to key entries ({exc})")
+            disable()
+    return repr((__version__, own, sys.version_info[:2]) + tuple(parts))
+
+
+_source_digest: str | None = None
+_IMPORTED = time.time()
+
+
+def source_digest() -> str:
+    """The SHA-256 of sourcegrad's own source: every `.py` file of the installed package, by
+    its path in the package and its bytes. Computed once per process (about 5 ms for the
+    package's 2.7 MB on the project's machine), on first use, so an entry made by other
+    rules, passes or printers than this process's (an edited checkout, another commit of
+    the same version) is never a hit. Contents, not sizes and mtimes: a rule edited in place
+    (2.0 -> 3.0) keeps its file's size, and mtimes are coarse on some file systems.
+    Raises OSError when the package cannot be read, or when a file of it changed after this
+    module was imported (this process runs the code it had before: keyed by the new
+    files, its entries would be wrong for a process that runs them)."""
+    global _source_digest
+    if _source_digest is None:
+        root = os.path.dirname(os.path.abspath(__file__))
+        paths = []
+        for where, folders, files in os.walk(root):
+            folders[:] = sorted(f for f in folders if f != "__pycache__")
+            paths += [os.path.join(where, f) for f in sorted(files) if f.endswith(".py")]
+        if not paths:
+            raise OSError(f"no Python source under {root}")
+        digest = hashlib.sha256()
+        for path in paths:
+            with open(path, "rb") as f:
+                data = f.read()
+                if os.fstat(f.fileno()).st_mtime > _IMPORTED:
+                    raise OSError(f"{path} changed after sourcegrad was imported")
+            name = os.path.relpath(path, root).encode()
+            digest.update(b"%d:%s:%d:" % (len(name), name, len(data)) + data)
+        _source_digest = digest.hexdigest()
+    return _source_digest
 
 
 # --- directories and the secret ---------------------------------------------------------------
@@ -190,19 +250,107 @@ def _open_own_directory(path: str, what: str, private: bool) -> int:
             raise _Fault(f"{what} open", f"the {what} {path} is {kind} ({exc})")
     finally:
         os.close(parent_fd)
-    info = os.fstat(fd)
-    mask = 0o077 if private else 0o022
-    problem = None
-    if info.st_uid != os.geteuid():
-        problem = f"is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
-    elif info.st_mode & mask:
-        problem = f"has mode {stat.S_IMODE(info.st_mode):04o}: " + (
-            "group or others can access it" if private else "group or others can write to it"
-        )
+    problem = _ownership_problem(os.fstat(fd), private)
     if problem is not None:
         os.close(fd)
         raise _Fault(f"{what} unsafe", f"the {what} {path} {problem}")
     return fd
+
+
+def _ownership_problem(info: os.stat_result, private: bool) -> str | None:
+    """Why a directory with `info` cannot be the user's own (None when it can): owned by
+    another user, or writable (`private`: accessible) by group or others."""
+    if info.st_uid != os.geteuid():
+        return f"is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
+    if info.st_mode & (0o077 if private else 0o022):
+        return f"has mode {stat.S_IMODE(info.st_mode):04o}: " + (
+            "group or others can access it" if private else "group or others can write to it"
+        )
+    return None
+
+
+def _ancestor_problem(info: os.stat_result) -> str | None:
+    """Why a directory with `info` lets another user replace what is in it (None when it
+    does not): it is owned by someone other than this user or root, or group or others may
+    write to it and it is not sticky (in a sticky directory, such as /tmp, nobody else can
+    rename or remove what this user owns, and the next component's own check decides)."""
+    if info.st_uid not in (0, os.geteuid()):
+        return f"is owned by uid {info.st_uid}, neither this user (uid {os.geteuid()}) nor root"
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        return (
+            f"has mode {stat.S_IMODE(info.st_mode):04o}: group or others can write to it "
+            "and it is not sticky"
+        )
+    return None
+
+
+def untrusted_because(path: str) -> str | None:
+    """Why files under directory `path` must not be trusted by a consumer that opens them
+    by path and executes what it reads (numba's cache index is a pickle); None when they
+    may be.
+
+    Checked from `/` down, one component at a time relative to the one above (so the check
+    itself cannot be redirected): no component is a symlink (none is followed, even one
+    that would be safe: point at the real path instead); every directory above `path` is
+    this user's or root's and, unless sticky, not writable by group or others (nobody else
+    can swap a component after the check); `path` itself is this user's and not writable
+    by group or others, as the cache directory must be. Missing components are created
+    0700; nothing is chmodded. Never raises."""
+    path = os.path.abspath(path)
+    try:
+        fd = os.open(os.sep, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    except OSError as exc:
+        return f"cannot open {os.sep} ({exc})"
+    try:
+        where = os.sep
+        names = [name for name in path.split(os.sep) if name]
+        info = os.fstat(fd)
+        problem = _ancestor_problem(info) if names else _ownership_problem(info, False)
+        if problem is not None:
+            return f"{where} {problem}"
+        for i, name in enumerate(names):
+            where = os.path.join(where, name)
+            try:
+                child = _open_component(fd, name)
+            except OSError as exc:
+                return f"{where} {_unusable(fd, name, exc)}"
+            os.close(fd)
+            fd = child
+            info = os.fstat(fd)
+            last = i == len(names) - 1
+            problem = _ownership_problem(info, False) if last else _ancestor_problem(info)
+            if problem is not None:
+                return f"{where} {problem}"
+        return None
+    finally:
+        os.close(fd)
+
+
+def _open_component(dir_fd: int, name: str) -> int:
+    """A descriptor of directory `name` in `dir_fd`, created 0700 when absent; a symlink
+    is not followed (the open fails)."""
+    flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        try:
+            os.mkdir(name, 0o700, dir_fd=dir_fd)  # (does not follow a symlink: EEXIST)
+        except FileExistsError:
+            pass  # (made meanwhile: the open below checks what it is)
+        return os.open(name, flags, dir_fd=dir_fd)
+
+
+def _unusable(dir_fd: int, name: str, exc: OSError) -> str:
+    """What is wrong with `name` in `dir_fd`, which could not be opened as a directory."""
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return f"cannot be opened or created ({exc})"
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symlink (never followed)"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    return f"cannot be opened ({exc})"
 
 
 def _load_secret() -> bytes:

@@ -33,6 +33,7 @@ from ..compiler.optimize import hoist_loop_invariants, optimize
 from ..compiler.forward import derivative
 from ..compiler.reverse import reverse, split_vjp
 from ..ops import TEMPLATE_NAMESPACE
+from ..ops.fingerprint import fingerprint
 from . import caches, facts, results
 from .arguments import check_differentiable
 
@@ -344,6 +345,8 @@ class Compiling:
             repr(primal.body),
             sorted(primal.user_names),
             free,
+            # (the rules the code uses, users' included: one edited between runs is a new key)
+            fingerprint(facts.ops_called(primal)),
             *(() if self.memory_plan is None else (repr(self.memory_plan),)),
         )
         return text, tuple(identities)

@@ -167,6 +167,11 @@ def has_control_flow(fn) -> bool:
     return any(isinstance(s, (For, While, If, Push)) for s in walk(fn.body))
 
 
+def ops_called(fn) -> set:
+    """The names of the ops the function's statements call (nested statements too)."""
+    return {s.value.op for s in walk(fn.body) if type(getattr(s, "value", None)) is Call}
+
+
 def names_in(fn) -> set:
     """Every name the function uses (nested statements too): new names must avoid them."""
     names = set(fn.params) | set(fn.user_names) | set(fn.free)

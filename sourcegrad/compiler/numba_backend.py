@@ -27,15 +27,21 @@ memory (`numba_fusion`); the other calls of sin, exp, tanh, ... as glibc's vecto
 (`numba_vector_calls`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
 
-numba's disk cache: numba caches a function's machine code next to the *file* its source
-is in (keyed by the file's path, size and mtime), so when sourcegrad's disk cache is on
-(`sourcegrad.cache`) the numba variant is written to `<cache directory>/numba/` (a private
-directory: see `cache.write_private_file`, which never follows a symlink and leaves the
-file alone once written, so its mtime, numba's key, stays put) and compiled with
-`cache=True`. When the code reads free values (the differentiated function's globals and
-closure values, which numba freezes into the machine code as constants), or when the
-cache is off, nothing is written and `cache=False`: a cached compilation would keep the
-values it was compiled with.
+numba's disk cache: numba caches a function's machine code in a directory found from the
+*file* its source is in (keyed by the file's content), and trusts what it finds there (its
+index is a pickle). So when sourcegrad's disk cache is on (`sourcegrad.cache`) the numba
+variant is written to `<cache directory>/numba/` (a private directory: see
+`cache.write_private_file`), and compiled with `cache=True` only when the directory numba
+will cache in (`__pycache__` beside the file, or the one numba derives from the file's
+path under `NUMBA_CACHE_DIR`: `_numba_directory`) is one the cache trusts
+(`cache.untrusted_because`: no symlink, nobody else can write it or swap it); elsewhere,
+after one `CacheWarning` naming the directory and why, it is compiled without numba's disk
+cache, and its source shown without `cache=True`. The module runs the text this process
+made, never the file read back. The file's name holds the digest of the text and of
+sourcegrad's source (whose helpers numba compiles into the machine code). When the code
+reads free values (the differentiated function's globals and closure values, which numba
+freezes into the machine code as constants), or when the cache is off, nothing is written
+and `cache=False`: a cached compilation would keep the values it was compiled with.
 
 `del` lines (large arrays freed early) are left out: numba has none, and frees an array
 once its variable is dead.
@@ -55,9 +61,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import os
 import re
 import sys
 import textwrap
+import types
 import warnings
 
 import numpy as np
@@ -98,10 +106,10 @@ def load(source: str, name: str, free: dict, names, args, label: str, tangents=(
     numba_vector_math.define_ufuncs()  # (before numba types a call of one: see there)
     for jit_source in dict.fromkeys((fused, plain)):
         try:
-            module = _load_jitted(jit_source, name, free, cached)
+            ran, module = _load_jitted(jit_source, name, free, cached)
             _compile(module, names, _types_of(args))
             module.numpy_code = (source, name, free)  # (what numpy_functions loads)
-            return jit_source, module
+            return ran, module
         except Exception as exc:  # any failure to type or compile: the numpy code runs
             failure = exc
             if _failing_line(exc, jit_source) in plain.splitlines():
@@ -539,22 +547,88 @@ def _int_constant(node):
 
 
 def _load_jitted(jit_source, name, free, cached):
-    """The module of `jit_source`: from a file in the cache directory when `cached` (numba
-    caches next to the file), else compiled from the text as the numpy code is."""
+    """(the text compiled, its module): `jit_source` compiled as the numpy code is, with its
+    file written to the cache directory first when `cached` (numba keys its cache on a
+    function's file) and numba's cache directory for it is one the cache trusts
+    (`_numba_directory`); else without numba's disk cache (and without `cache=True`)."""
+    uncached = jit_source.replace("cache=True, ", "")
     if not cached:
-        return load_numpy(jit_source, name, free)
-    digest = hashlib.sha256(jit_source.encode()).hexdigest()[:16]
+        return jit_source, load_numpy(jit_source, name, free)
+    try:  # (sourcegrad's own code is in the machine code too: numba_vector_math's ufuncs)
+        own = cache.source_digest()
+    except OSError:
+        return uncached, load_numpy(uncached, name, free)
+    digest = hashlib.sha256((own + jit_source).encode()).hexdigest()[:16]
     path = cache.write_private_file("numba", f"{name}_{digest}.py", jit_source)
-    if path is None:  # (the cache warned why): compiled without numba's disk cache
-        return load_numpy(jit_source.replace("cache=True, ", ""), name, free)
+    directory = None if path is None else _numba_directory(path)
+    if directory is None:  # (the cache warned why)
+        return uncached, load_numpy(uncached, name, free)
     module_name = f"sourcegrad_generated.numba.{name}_{digest}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
+    module = types.ModuleType(module_name)
+    module.__file__ = path
     module.__dict__.update(free)
     # (numba's cache finds a cached function's module by name when it loads it)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    # (the text this process made, not the file read back: the file is only numba's key)
+    exec(compile(jit_source, path, "exec"), module.__dict__)
+    elsewhere = _cached_elsewhere(module, directory)
+    if elsewhere is not None:  # (numba chose another directory: it has read nothing yet)
+        del sys.modules[module_name]
+        cache.numba_fault(
+            f"numba {elsewhere}",
+            f"numba chose the cache directory {elsewhere}, not {directory}, which was checked",
+        )
+        return uncached, load_numpy(uncached, name, free)
+    return jit_source, module
+
+
+def _numba_directory(path):
+    """The directory numba's cache will read and write for the functions of file `path`,
+    when the cache trusts it (`cache.untrusted_because`: no symlink on the way, this user's,
+    not writable by others, nor anything above it); else None, after one `CacheWarning`
+    naming it and why.
+
+    numba picks the first of its locators that can write: `NUMBA_CACHE_DIR/<the file's
+    directory's name>_<the SHA-1 of its path>` when the user set NUMBA_CACHE_DIR (a name
+    anyone can compute: pre-created by another user, it would hand numba their pickled
+    index), else `__pycache__` beside the file, in the cache's private directory. The
+    directory is made here when absent, so numba finds it writable and takes it;
+    `_cached_elsewhere` confirms it did."""
+    from numba.core import config
+
+    if getattr(config, "CACHE_LOCATOR_CLASSES", ""):
+        cache.numba_fault(
+            "numba locators",
+            "NUMBA_CACHE_LOCATOR_CLASSES is set: where numba caches cannot be checked",
+        )
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    if config.CACHE_DIR:
+        hashed = hashlib.sha1(folder.encode()).hexdigest()
+        directory = os.path.join(
+            os.path.abspath(config.CACHE_DIR), f"{os.path.basename(folder)}_{hashed}"
+        )
+    else:
+        directory = os.path.join(folder, "__pycache__")
+    problem = cache.untrusted_because(directory)
+    if problem is not None:
+        cache.numba_fault(
+            f"numba {directory}", f"numba would cache in {directory}, which is not safe: {problem}"
+        )
+        return None
+    return directory
+
+
+def _cached_elsewhere(module, directory):
+    """The cache directory of a numba function of `module` that is not `directory`, or None."""
+    from numba.core.dispatcher import Dispatcher
+
+    for value in vars(module).values():
+        if isinstance(value, Dispatcher):
+            used = value.stats.cache_path  # (None: numba caches nothing for it)
+            if used is not None and os.path.abspath(used) != directory:
+                return used
+    return None
 
 
 # -- the fallback warning -----------------------------------------------------------------------

@@ -485,3 +485,226 @@ def test_an_authentic_entry_that_does_not_load_warns_and_compiles_in_memory(env)
             np.testing.assert_allclose(gradient_in_memory(x), df(x))
     (message,) = cache_warnings(record)
     assert "could not be loaded" in message
+
+
+# --- numba's cache directory ----------------------------------------------------------------
+# numba unpickles its cache index by path: sourcegrad hands numba `cache=True` only for a
+# directory nobody else can write or swap (cache.untrusted_because), NUMBA_CACHE_DIR's too.
+
+
+def decay(k, x0):
+    x = x0
+    for _ in range(20):  # (a loop over numbers: numba compiles it)
+        x = x - 0.1 * k * x
+    return x * x
+
+
+def ddecay_dk(k, x0):
+    return 2.0 * x0**2 * (1.0 - 0.1 * k) ** 39 * 20 * -0.1
+
+
+@pytest.fixture
+def numba_dirs(env, monkeypatch):
+    """NUMBA_CACHE_DIR as the user set it, a shared sticky directory (as /tmp is); yields
+    (the gradient file's folder in the cache, the shared directory, the directory numba
+    computes for that folder's files under it)."""
+    pytest.importorskip("numba")
+    from numba.core import caching, config
+
+    shared = env / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    monkeypatch.setattr(config, "CACHE_DIR", str(shared))
+    folder = os.path.join(cache.enable(str(env / "cache")), "numba")
+    # (numba's own computation: anyone can make it for another user's cache directory)
+    subpath = caching._CacheLocator.get_suitable_cache_subpath(os.path.join(folder, "f.py"))
+    yield folder, shared, shared / subpath
+
+
+def numba_directory(folder):
+    """The directory sourcegrad lets numba cache in for a gradient's file, and the warnings."""
+    from sourcegrad.compiler import numba_backend
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        found = [numba_backend._numba_directory(os.path.join(folder, "f.py")) for _ in range(2)]
+    assert found[0] == found[1]
+    return found[0], cache_warnings(record)
+
+
+def test_numba_cache_dir_is_created_private_and_used_when_safe(numba_dirs):
+    folder, shared, numbas = numba_dirs
+    assert numba_directory(folder) == (str(numbas), [])
+    assert stat.S_IMODE(os.lstat(numbas).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(shared).st_mode) == 0o1777  # not chmodded
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o1777])
+def test_numba_cache_dir_others_can_write_is_not_used(numba_dirs, mode):
+    folder, _, numbas = numba_dirs
+    numbas.mkdir()  # pre-created by someone else, or carelessly
+    os.chmod(numbas, mode)
+    found, (message,) = numba_directory(folder)  # one warning for both calls
+    assert found is None
+    assert str(numbas) in message and "group or others can write" in message
+    assert "without numba's disk cache" in message
+    assert stat.S_IMODE(os.stat(numbas).st_mode) == mode and os.listdir(numbas) == []
+
+
+def test_numba_cache_dir_as_a_symlink_is_not_followed(numba_dirs, env):
+    folder, _, numbas = numba_dirs
+    elsewhere = env / "attackers"
+    elsewhere.mkdir(mode=0o700)
+    os.symlink(elsewhere, numbas)
+    found, (message,) = numba_directory(folder)
+    assert found is None and "is a symlink" in message
+    assert os.listdir(elsewhere) == [] and stat.S_IMODE(os.stat(elsewhere).st_mode) == 0o700
+
+
+def test_numba_cache_dir_reached_through_a_symlink_is_not_used(env, monkeypatch):
+    pytest.importorskip("numba")
+    from numba.core import config
+
+    real = env / "real"
+    real.mkdir(mode=0o700)
+    os.symlink(real, env / "link")
+    monkeypatch.setattr(config, "CACHE_DIR", str(env / "link" / "numba-cache"))
+    folder = os.path.join(cache.enable(str(env / "cache")), "numba")
+    found, (message,) = numba_directory(folder)
+    assert found is None and f"{env / 'link'} is a symlink" in message
+    assert os.listdir(real) == []
+
+
+def test_numba_cache_dir_in_a_directory_others_can_write_is_not_used(numba_dirs):
+    folder, shared, numbas = numba_dirs
+    os.chmod(shared, 0o777)  # not sticky: anyone could swap numba's directory in it
+    found, (message,) = numba_directory(folder)
+    assert found is None and f"{shared} has mode 0777" in message and "not sticky" in message
+    assert not os.path.lexists(numbas)  # nothing made there
+
+
+def test_numba_cache_dir_of_another_user_is_not_used(numba_dirs, monkeypatch):
+    folder, _, numbas = numba_dirs
+    numbas.mkdir(mode=0o755)
+    monkeypatch.setattr(os, "geteuid", lambda: 4242)  # this process as another user
+    found, (message,) = numba_directory(folder)
+    # (run as root, the directory is root's, not uid 4242's; as a user, the first of the
+    # user's directories on the way is neither uid 4242's nor root's)
+    assert found is None and "this user (uid 4242)" in message
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_numba_cache_dir_under_another_users_directory_is_not_used(numba_dirs, env):
+    folder, shared, numbas = numba_dirs
+    os.chmod(shared, 0o755)
+    os.chown(shared, 65534, 65534)  # theirs: they could replace what is in it
+    found, (message,) = numba_directory(folder)
+    assert found is None and f"{shared} is owned by uid 65534" in message
+
+
+def test_numba_cache_locator_classes_are_not_trusted(numba_dirs, monkeypatch):
+    from numba.core import config
+
+    folder, _, numbas = numba_dirs
+    monkeypatch.setattr(config, "CACHE_LOCATOR_CLASSES", "UserWideCacheLocator", raising=False)
+    found, (message,) = numba_directory(folder)
+    assert found is None and "NUMBA_CACHE_LOCATOR_CLASSES" in message
+    assert not os.path.lexists(numbas)
+
+
+def test_without_numba_cache_dir_numba_caches_beside_the_file(env, monkeypatch):
+    pytest.importorskip("numba")
+    from numba.core import config
+
+    monkeypatch.setattr(config, "CACHE_DIR", "")
+    folder = os.path.join(cache.enable(str(env / "cache")), "numba")
+    pycache = os.path.join(folder, "__pycache__")
+    assert numba_directory(folder) == (pycache, [])
+    assert stat.S_IMODE(os.lstat(pycache).st_mode) == 0o700
+
+
+class _Planted:
+    """An index entry whose unpickling runs code: it touches a marker file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (eval, (f"__import__('pathlib').Path({self.marker!r}).touch() or (None, {{}})",))
+
+
+def plant_indexes(py_file, directory, marker):
+    """An index with the planted entry for each function of the gradient's file, named as
+    numba names it (anyone can compute the name), in `directory`."""
+    import ast
+    import pickle
+
+    import numba
+
+    module = os.path.splitext(os.path.basename(py_file))[0]
+    tag = "py%d%d%s" % (sys.version_info[0], sys.version_info[1], getattr(sys, "abiflags", ""))
+    for node in ast.parse(open(py_file).read()).body:
+        if isinstance(node, ast.FunctionDef):
+            line = node.decorator_list[0].lineno  # (the code's first line)
+            with open(os.path.join(directory, f"{module}.{node.name}-{line}.{tag}.nbi"), "wb") as f:
+                pickle.dump(numba.__version__, f)
+                f.write(pickle.dumps(_Planted(marker)))
+
+
+def test_a_planted_numba_index_in_a_shared_cache_dir_is_never_unpickled(numba_dirs, env):
+    """The attack: another user pre-creates the directory numba will use under a shared
+    NUMBA_CACHE_DIR and plants its pickled index. Compiled without numba's disk cache,
+    after one warning; control: where the directory is safe, numba does read the index
+    planted (so the test sees it when it is read)."""
+    folder, _, numbas = numba_dirs
+    numbas.mkdir()
+    os.chmod(numbas, 0o777)  # the attacker's (anyone may write)
+    marker = env / "planted-code-ran"
+    x = (0.7, 1.3)
+    runs = {}
+    for run in ("learn the names", "attacked", "control"):
+        if run == "control":
+            os.chmod(numbas, 0o755)  # as if the user's own
+        api.clear()
+        cache._warned.clear()
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            g = sourcegrad.grad(decay, backend="numba")
+            np.testing.assert_allclose(g(*x), ddecay_dk(*x), rtol=1e-12)
+        runs[run] = (g, cache_warnings(record), os.path.exists(marker))
+        if run == "learn the names":
+            (py_file,) = [n for n in os.listdir(folder) if n.endswith(".py")]
+            plant_indexes(os.path.join(folder, py_file), numbas, str(marker))
+    assert not runs["attacked"][2], "numba unpickled the planted index"
+    for run in ("learn the names", "attacked"):
+        g, said, ran = runs[run]
+        (message,) = said
+        assert str(numbas) in message and "group or others can write" in message
+        assert "cache=True" not in g.source and g._last.fn.stats.cache_path is None
+    g, said, ran = runs["control"]
+    assert ran and said == [] and g._last.fn.stats.cache_path == str(numbas)
+
+
+def test_numba_caching_elsewhere_than_checked_is_not_used(env, monkeypatch):
+    """Should numba pick another directory than the one sourcegrad predicted and checked
+    (another numba's locators), the code is compiled again without numba's disk cache."""
+    pytest.importorskip("numba")
+    from numba.core import config
+
+    from sourcegrad.compiler import numba_backend
+
+    monkeypatch.setattr(config, "CACHE_DIR", "")  # numba: __pycache__ beside the file
+    cache.enable(str(env / "cache"))
+    checked = env / "checked"
+    monkeypatch.setattr(numba_backend, "_numba_directory", lambda path: str(checked))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        g = sourcegrad.grad(decay, backend="numba")
+        np.testing.assert_allclose(g(0.7, 1.3), ddecay_dk(0.7, 1.3), rtol=1e-12)
+    (message,) = cache_warnings(record)
+    assert "numba chose the cache directory" in message and str(checked) in message
+    assert "cache=True" not in g.source and g._last.fn.stats.cache_path is None
+    pycache = os.path.join(cache.directory(), "numba", "__pycache__")
+    assert not os.path.exists(pycache) or not [
+        n for n in os.listdir(pycache) if n.endswith((".nbi", ".nbc"))
+    ]
