@@ -9,7 +9,7 @@ import gast
 
 from ... import errors
 from ..ir import Assign, Const, Tup, Var
-from .syntax import describe
+from .syntax import unsupported_target
 from .values import holds_record, LocalFunction, Record, Static
 
 
@@ -65,7 +65,7 @@ class AssignmentsMixin:
             return
         self.error(
             errors.UnsupportedSyntaxError,
-            f"assignment to {describe(target)} is not supported",
+            unsupported_target(target),
             stmt,
         )
 
@@ -90,7 +90,7 @@ class AssignmentsMixin:
         else:
             self.error(
                 errors.UnsupportedSyntaxError,
-                f"assignment to {describe(target)} is not supported",
+                unsupported_target(target),
                 stmt,
             )
 

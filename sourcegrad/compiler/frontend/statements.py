@@ -33,6 +33,7 @@ from .values import (
     CallableRef,
     first_record,
     holds_record,
+    is_plain_object,
     LocalFunction,
     Loop,
     nests_containers,
@@ -61,10 +62,14 @@ class StatementsMixin:
             )
         params = [a.id for a in args.args]
         self.prepare(tree.body, params)
+        receiver = self.receiver_parameter(params, tree)
         lowered_params = []
         for name in params:
             self.ctx.namer.reserve(name)
             self.ctx.user_names.add(name)
+            if name == receiver:
+                self.bind_receiver(name)
+                continue
             if name in structure:  # a parameter tree: its leaves are the parameters
                 leaves = self.leaf_parameters(name, structure[name], params, lowered_params)
                 lowered_params += leaves
@@ -115,6 +120,51 @@ class StatementsMixin:
             if not isinstance(d[3], types.ModuleType)
         ]
         return fn
+
+    def augmented_target(self, stmt):
+        """The target of `t op= v` read as a value (`t op v` is assigned to it); refused,
+        located at the statement, where t is not a name or an item of one."""
+        try:
+            return as_load(stmt.target)
+        except errors.UnsupportedSyntaxError as exc:
+            raise errors.locate(exc, self.parsed.loc(stmt)) from None
+
+    def receiver_parameter(self, params, tree):
+        """The first parameter of a bound method being differentiated (`grad(model.loss)`:
+        `self`), or None for a plain function. Its object is a value known when compiling,
+        as that of a method the code calls on an object it reads (`model.loss(w)`): its
+        attributes are read then, and the compiled code depends on them (rebinding one
+        compiles again); a method of an object whose attributes cannot be read so is
+        refused here."""
+        receiver = self.parsed.receiver
+        if receiver is None:
+            return None
+        if not params:
+            self.error(errors.UnsupportedSyntaxError, f"{tree.name} takes no self argument", tree)
+        if isinstance(receiver, type):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{tree.name} is a classmethod of {receiver.__name__}: one is not "
+                "differentiated yet; make it a staticmethod or a function taking what it "
+                "reads of the class",
+                tree,
+            )
+        if not is_plain_object(receiver):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{tree.name} is a method of a {type(receiver).__name__} object, whose "
+                "attributes sourcegrad does not read while compiling (it reads those of "
+                "instances of your own classes)",
+                tree,
+            )
+        return params[0]
+
+    def bind_receiver(self, name):
+        """`self` of a bound method: its object, as a method inlined binds it."""
+        atom = self.bind_free(self.parsed.receiver, name)
+        self.env[name] = atom
+        if name in self.mutable:
+            self.bind(name, atom)
 
     def prepare(self, body, params):
         """Find the names this function assigns, and which must stay mutable variables.
@@ -251,7 +301,7 @@ class StatementsMixin:
                 )
             self.assign(stmt.targets[0], stmt.value, stmt)
         elif isinstance(stmt, gast.AugAssign):
-            load = as_load(stmt.target)
+            load = self.augmented_target(stmt)
             value = gast.copy_location(gast.BinOp(left=load, op=stmt.op, right=stmt.value), stmt)
             start = len(self.out)
             self.assign(stmt.target, value, stmt)
