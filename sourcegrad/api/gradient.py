@@ -33,9 +33,23 @@ from ..compiler.frontend import function_run_by
 from .dispatch import fast_entry
 from ..compiler.optimize import optimize
 from ..compiler.forward import forward_mode
+from ..compiler.frontend import source
 from . import as_floats, caches, facts, results
 from .arguments import Wrt, check_distinct, jit_backend, normalize_wrt, sharing_pairs
 from .compiling import Compiling
+
+
+def _without_source(fn) -> errors.SourceNotFoundError | None:
+    """The refusal of a gradient of what has no Python source to differentiate (given when
+    the gradient is made, not deep inside its first call), or None."""
+    target = function_run_by(fn)  # (grad(model.loss): loss's def, self bound)
+    if not isinstance(target, types.FunctionType):
+        return errors.SourceNotFoundError(
+            f"{fn!r} is not a Python function with source; sourcegrad differentiates "
+            "functions written in Python (numpy functions are differentiated through "
+            "their rules when a Python function calls them)"
+        )
+    return source.unavailable(target)
 
 
 class Gradient(Compiling, staticmethod):
@@ -95,12 +109,9 @@ class Gradient(Compiling, staticmethod):
                 "has_aux=True is supported by grad and value_and_grad "
                 "of a Python function (not of a gradient, nor by vjp)"
             )
-        if self.inner is None and not isinstance(function_run_by(fn), types.FunctionType):
-            raise errors.SourceNotFoundError(
-                f"{fn!r} is not a Python function with source; sourcegrad differentiates "
-                "functions written in Python (numpy functions are differentiated through "
-                "their rules when a Python function calls them)"
-            )
+        refused = None if self.inner is not None else _without_source(fn)
+        if refused is not None:
+            raise refused  # (raised when it is made: a short traceback, not the compiler's)
         if backend not in BACKENDS and backend != "auto":
             raise errors.SourcegradError(
                 f"unknown backend {backend!r}; choose one of auto, {', '.join(BACKENDS)}"

@@ -1,5 +1,6 @@
 """The compiled API: wrt forms, decorators, value_and_grad, types, caching, show, check_grad."""
 
+import __future__
 import gc
 import importlib.util
 import inspect
@@ -17,6 +18,7 @@ import pytest
 import sourcegrad
 from sourcegrad import api, errors
 from sourcegrad.api import numeric_grad
+from sourcegrad.compiler import source_check
 from sourcegrad.compiler.source_check import StaleSourceError
 
 from .cases import f_logreg, f_mlp
@@ -321,6 +323,69 @@ def test_a_source_edited_after_import_is_refused_where_it_stands(tmp_path):
     fresh = load_module(path, "edited_module_again")
     module.edited.__code__ = fresh.edited.__code__
     np.testing.assert_allclose(sourcegrad.grad(module.edited)(x), 30.0 * np.cos(x))
+
+
+LOADER_TEXT = """from __future__ import annotations
+
+
+def load(path):
+    namespace = {}
+    with open(path) as source:
+        # compile() inherits this module's future flags: the loaded code has the annotations one
+        exec(compile(source.read(), path, "exec"), namespace)
+    return namespace
+"""
+
+LOADED_TEXT = """import numpy as np
+
+
+def loaded(x):
+    def scaled(v: np.ndarray, k: float) -> np.ndarray:  # annotations: strings under the flag
+        return v * k
+
+    return np.sum(np.tanh(scaled(x, {factor})) ** 2)
+"""
+
+
+def test_code_compiled_with_inherited_future_flags_is_its_source(tmp_path):
+    loader_path, path = tmp_path / "future_loader.py", tmp_path / "loaded_by_exec.py"
+    rewrite(loader_path, LOADER_TEXT)
+    rewrite(path, LOADED_TEXT.format(factor="3.0"))
+    fn = load_module(loader_path, "future_loader").load(str(path))["loaded"]
+    assert fn.__code__.co_flags & __future__.annotations.compiler_flag
+    x = np.array([0.3, -0.7, 1.1])
+    steps = np.eye(3) * 1e-6
+    expected = [(fn(x + h) - fn(x - h)) / 2e-6 for h in steps]  # central differences
+    np.testing.assert_allclose(sourcegrad.grad(fn)(x), expected, rtol=1e-6, atol=1e-9)
+    # the flags are not compared, the code still is: an edit after the exec is refused
+    stale = load_module(loader_path, "future_loader").load(str(path))["loaded"]
+    rewrite(path, LOADED_TEXT.format(factor="4.0"))
+    with pytest.raises(StaleSourceError) as caught:
+        sourcegrad.grad(stale)(x)
+    assert caught.value.loc.file == str(path) and caught.value.loc.line == 4
+
+
+def test_the_check_compares_behaviour_not_compiler_flags():
+    code = quad.__code__
+    annotations = __future__.annotations.compiler_flag
+    assert source_check.same_behaviour(code, code.replace(co_flags=code.co_flags | annotations))
+    assert not source_check.same_behaviour(
+        code, code.replace(co_flags=code.co_flags | inspect.CO_GENERATOR)
+    )
+    assert not source_check.same_behaviour(code, code.replace(co_consts=(None, 3.0)))
+
+
+def test_where_the_check_cannot_compile_the_text_it_does_not_refuse(tmp_path, monkeypatch):
+    path = tmp_path / "undecided_module.py"
+    rewrite(path, MODULE_TEXT.format(factor="2.0"))
+    module = load_module(path, "undecided_module")
+
+    def exhausted(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded during compilation")
+
+    monkeypatch.setattr(source_check, "compile", exhausted, raising=False)
+    x = np.array([0.3, 0.9])
+    np.testing.assert_allclose(sourcegrad.grad(module.edited)(x), 2.0 * np.cos(x))
 
 
 # --- closures: a new one per step compiles once, keeps nothing, reads its own values ------------

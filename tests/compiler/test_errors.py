@@ -1,5 +1,7 @@
 """Bad input raises a SourcegradError subclass that says what was expected, and where."""
 
+import traceback
+
 import numpy as np
 import pytest
 
@@ -86,10 +88,63 @@ def test_undefined_name():
 def test_function_without_source():
     namespace = {"np": np}
     exec("def made_by_exec(x):\n    return np.sum(x)\n", namespace)
-    with pytest.raises(errors.SourceNotFoundError, match="exec"):
+    with pytest.raises(errors.SourceNotFoundError, match="exec") as info:
         sourcegrad.grad(namespace["made_by_exec"])(np.ones(2))
+    assert (info.value.loc.file, info.value.loc.line) == ("<string>", 1)
     with pytest.raises(errors.SourceNotFoundError, match="not a Python function"):
         sourcegrad.grad(np.sin)(np.ones(2))
+
+
+def test_a_function_typed_at_the_prompt_is_refused_in_one_line_with_a_short_traceback():
+    namespace = {"np": np}
+    # as the interactive prompt compiles what is typed at it
+    exec(compile("def typed(x):\n    return np.sum(x ** 2)\n", "<stdin>", "single"), namespace)
+    with pytest.raises(errors.SourceNotFoundError) as info:
+        sourcegrad.grad(namespace["typed"])  # refused when made, not deep in its first call
+    message = str(info.value)
+    assert message.startswith("<stdin>:1: typed was typed at the interactive prompt")
+    assert "define it in a file or a notebook cell" in message and "\n" not in message
+    # no chained exception from inspect, and the frames are this line and the API's few
+    assert info.value.__context__ is None and info.value.__cause__ is None
+    frames = traceback.extract_tb(info.tb)
+    assert len(frames) <= 4, [f"{f.filename}:{f.lineno}" for f in frames]
+
+
+def test_a_lambda_made_by_eval_is_refused_located():
+    fn = eval("lambda x: x * 2.0")  # noqa: S307
+    with pytest.raises(errors.SourceNotFoundError, match="exec\\(\\), eval\\(\\)") as info:
+        sourcegrad.grad(fn)(1.0)
+    assert info.value.loc.file == "<string>" and "a lambda" in str(info.value)
+
+
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def counted(self, x):
+        self.n += 1
+        return np.sum(x**2)
+
+
+COUNTER = Counter()
+
+
+def counts_a_global_object(x):
+    COUNTER.n += 1
+    return np.sum(x**2)
+
+
+@pytest.mark.parametrize(
+    "fn, text",
+    [(Counter().counted, "self.n += 1"), (counts_a_global_object, "COUNTER.n += 1")],
+)
+def test_augmented_assignment_to_an_attribute_is_located(fn, text):
+    with pytest.raises(errors.UnsupportedSyntaxError, match="augmented assignment to") as info:
+        sourcegrad.grad(fn)(np.ones(2))
+    assert info.value.loc.file == __file__
+    assert open(__file__).read().splitlines()[info.value.loc.line - 1].strip() == text
+    assert str(info.value).endswith("\n    " + text)
+    assert "keep the value in a local variable" in str(info.value)
 
 
 def test_all_errors_derive_from_sourcegrad_error():

@@ -450,6 +450,37 @@ def test_rebinding_an_attribute_rebuilds_the_gradient():
     np.testing.assert_allclose(g(X), CFG.scale * 0.5)
 
 
+def test_a_bound_method_is_differentiated_with_self_bound():
+    # grad(model.loss): loss's def, `self` the object (its attributes read when compiling)
+    check(MODEL.loss, X)
+    check(Model(np.linspace(-1.0, 1.0, 6).reshape(3, 2)).loss, X)  # another object, its own W
+    g = sourcegrad.grad(MODEL.loss)
+    first = g(X)
+    saved = MODEL.W
+    try:
+        MODEL.W = saved * 3.0  # a rebound attribute compiles again
+        np.testing.assert_allclose(g(X), fd(MODEL.loss, X), rtol=1e-6, atol=1e-8)
+    finally:
+        MODEL.W = saved
+    np.testing.assert_allclose(g(X), first)
+    value, dx = sourcegrad.value_and_grad(MODEL.loss)(X)
+    assert value == pytest.approx(MODEL.loss(X)) and np.allclose(dx, first)
+
+
+class Scaled:
+    factor = 2.0
+
+    @classmethod
+    def of_class(cls, x):
+        return np.sum(x**2) * cls.factor
+
+
+def test_a_classmethod_is_refused_located():
+    with pytest.raises(errors.UnsupportedSyntaxError, match="classmethod of Scaled") as info:
+        sourcegrad.grad(Scaled.of_class)(X)
+    assert "def of_class(cls, x):" in str(info.value) and info.value.loc.file == __file__
+
+
 def test_missing_attribute_is_located():
     with pytest.raises(errors.NameResolutionError, match="no attribute 'momentum'") as info:
         sourcegrad.grad(missing_attribute)(X)

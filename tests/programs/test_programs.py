@@ -32,9 +32,6 @@ STOPS = {
     # Generators.
     "bayesian_neural_net": "UnsupportedSyntaxError: bayesian_neural_net.py:40: unpack_layers is "
     "a generator (yield): generators are not supported",
-    # A bound method as the objective.
-    "class_model_method": "SourceNotFoundError: bound method RegressionModel.loss is not a "
-    "Python function with source",
     # A dict of options read from a global.
     "config_dict_options": "UnsupportedSyntaxError: config_dict_options.py:12: a membership "
     "test (in, not in) is supported where both sides are known",

@@ -9,7 +9,7 @@ import gast
 
 from ... import errors
 from ..ir import Assign, Const, Tup, Var
-from .syntax import describe
+from .syntax import unsupported_target
 from .values import holds_record, LocalFunction, Record, Static
 
 
@@ -66,7 +66,7 @@ class AssignmentsMixin:
             return
         self.error(
             errors.UnsupportedSyntaxError,
-            f"assignment to {describe(target)} is not supported",
+            unsupported_target(target),
             stmt,
         )
 
@@ -107,7 +107,7 @@ class AssignmentsMixin:
         else:
             self.error(
                 errors.UnsupportedSyntaxError,
-                f"assignment to {describe(target)} is not supported",
+                unsupported_target(target),
                 stmt,
             )
 

@@ -1,16 +1,20 @@
-"""Finding and parsing a function's source: `parse(fn)` (a def) and `parse_lambda(fn)`
-(a lambda, told apart from others on its line by its code object's positions).
+"""Finding and parsing a function's source: `parse(fn)` (a def, or a bound method: its
+function's def, `self` bound to the object) and `parse_lambda(fn)` (a lambda, told apart
+from others on its line by its code object's positions).
 
 Takes a Python function; gives a `ParsedFunction` (its gast tree, file, first line, lines).
+A function whose source cannot be read (typed at the prompt, made by exec of a string) is
+refused by `unavailable(fn)`'s one-line located error, which `Gradient` raises as soon as
+it is made, so that the traceback is short.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import linecache
 import textwrap
 import types
-from dataclasses import dataclass
 
 import gast
 
@@ -18,7 +22,7 @@ from ... import errors
 from ...errors import SourceLocation
 
 
-@dataclass
+@dataclasses.dataclass
 class ParsedFunction:
     """A function's gast tree plus what is needed to resolve its names and report errors."""
 
@@ -27,6 +31,9 @@ class ParsedFunction:
     file: str
     first_line: int  # line of the `def` in the file
     lines: list
+    # a bound method's object (`grad(model.loss)`): the value of the def's first parameter,
+    # which the differentiated function then does not take (None: a plain function)
+    receiver: object = None
 
     def loc(self, node) -> SourceLocation:
         line = getattr(node, "lineno", 1) + self.first_line - 1
@@ -35,20 +42,25 @@ class ParsedFunction:
 
 
 def function_run_by(fn):
-    """The Python function whose code runs when `fn` is called: `fn` itself, or the function
-    a `sourcegrad.checkpoint` holds (which calls it and nothing else).
+    """The Python function whose code runs when `fn` is called: `fn` itself, the function
+    a `sourcegrad.checkpoint` holds (which calls it and nothing else), a bound method's.
 
     Not `inspect.unwrap`: a wrapper made with `functools.wraps` names in `__wrapped__` the
     function it calls, not what it does with its arguments and result (`return k * f(x)`);
     differentiating the wrapped function would silently drop the wrapper's part."""
     while getattr(fn, "_sourcegrad_checkpoint", False):
         fn = fn.__wrapped__
+    if isinstance(fn, types.MethodType):  # `model.loss`: its function, self bound
+        fn = fn.__func__
     return fn
 
 
 def parse(fn) -> ParsedFunction:
     """Parse `fn`'s source. Works for module-level, nested and decorated functions (a
-    decorated function is the wrapper the decorator returned: its own code is read)."""
+    decorated function is the wrapper the decorator returned: its own code is read), and
+    for a bound method of a Python function (`model.loss`)."""
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        return dataclasses.replace(parse(fn.__func__), receiver=fn.__self__)
     fn = function_run_by(fn)
     if not isinstance(fn, types.FunctionType):
         raise errors.SourceNotFoundError(
@@ -60,12 +72,14 @@ def parse(fn) -> ParsedFunction:
     try:
         # (of the code object: inspect.getsourcelines(fn) follows __wrapped__)
         source_lines, first_line = inspect.getsourcelines(fn.__code__)
-    except (OSError, TypeError) as exc:
-        raise errors.SourceNotFoundError(
-            f"the source of {fn.__qualname__} is not available ({exc}); functions defined with "
-            "exec() or typed at the interactive prompt cannot be differentiated. Put it in a file."
-        )
-    file = inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
+    except (OSError, TypeError):
+        # (inspect's own exception only says "could not get source code", from deep inside it)
+        raise unavailable(fn) or errors.SourceNotFoundError(
+            f"the source of {fn.__qualname__} cannot be found in its file; define it in a "
+            "file or a notebook cell",
+            _first_line(fn),
+        ) from None
+    file = _file_of(fn)
     module = gast.parse(textwrap.dedent("".join(source_lines)))
     tree = module.body[0]
     if isinstance(tree, gast.AsyncFunctionDef):
@@ -83,6 +97,40 @@ def parse(fn) -> ParsedFunction:
     return ParsedFunction(fn, tree, file, first_line, lines)
 
 
+def unavailable(fn) -> errors.SourceNotFoundError | None:
+    """The located error saying why the source of the Python function `fn` cannot be read,
+    or None where it can (linecache holds its file's text, down to its first line: what
+    inspect reads it from)."""
+    code = fn.__code__
+    file = _file_of(fn)
+    if 0 < code.co_firstlineno <= len(linecache.getlines(file, fn.__globals__)):
+        return None
+    if file == "<stdin>":
+        how = "was typed at the interactive prompt"
+    elif file.startswith("<") and file.endswith(">"):
+        how = "was made from a string by exec(), eval() or compile()"
+    else:
+        how = f"comes from {file}, which cannot be read (moved or deleted?)"
+    kind = "a lambda" if code.co_name == "<lambda>" else fn.__qualname__
+    return errors.SourceNotFoundError(
+        f"{kind} {how}, so there is no source for sourcegrad to read (it differentiates a "
+        "function's source): define it in a file or a notebook cell",
+        _first_line(fn),
+    )
+
+
+def _file_of(fn) -> str:
+    try:
+        return inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
+    except TypeError:
+        return fn.__code__.co_filename
+
+
+def _first_line(fn) -> SourceLocation:
+    """Where fn's code says it starts (its text unknown)."""
+    return SourceLocation(_file_of(fn), fn.__code__.co_firstlineno)
+
+
 def parse_lambda(fn) -> ParsedFunction:
     """Parse a lambda's source: the lambda of its file that its code object came from,
     as a function `def name(args): return body` (`name`: the variable it is assigned to,
@@ -95,18 +143,12 @@ def parse_lambda(fn) -> ParsedFunction:
     its own code's). Without positions (Python 3.10), or where they cannot tell the
     candidates apart, a located error says so."""
     code = fn.__code__
-    try:
-        file = inspect.getsourcefile(fn.__code__) or code.co_filename
-    except TypeError:
-        file = code.co_filename
+    file = _file_of(fn)
     lines = linecache.getlines(file, fn.__globals__)
     line = code.co_firstlineno
-    if not lines:
-        raise errors.SourceNotFoundError(
-            f"the source of a lambda ({file}, line {line}) is not available; lambdas made with "
-            "exec() or typed at the interactive prompt cannot be differentiated. Put it in a "
-            "file."
-        )
+    missing = unavailable(fn)
+    if missing is not None:
+        raise missing
     text = lines[line - 1].rstrip("\n") if 0 < line <= len(lines) else ""
     here = SourceLocation(file, line, 0, text)
     try:

@@ -35,6 +35,7 @@ from .values import (
     CallableRef,
     first_record,
     holds_record,
+    is_plain_object,
     LocalFunction,
     Loop,
     MethodRef,
@@ -60,11 +61,16 @@ class StatementsMixin:
         plain = not (args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs)
         params, keyword_only = (own, set()) if plain else self.declared_parameters(tree)
         self.prepare(tree.body, own if plain else self.bound_parameters(args))
+        receiver = self.receiver_parameter(params, tree) if plain else None
         lowered_params = []
         atoms = []
         for name in params:
             self.ctx.namer.reserve(name)
             self.ctx.user_names.add(name)
+            if name == receiver:
+                self.bind_receiver(name)
+                atoms.append(self.env[name])
+                continue
             if name in structure:  # a parameter tree: its leaves are the parameters
                 leaves = self.leaf_parameters(name, structure[name], params, lowered_params)
                 lowered_params += leaves
@@ -130,10 +136,17 @@ class StatementsMixin:
         return fn
 
     def declared_parameters(self, tree) -> tuple:
-        """(names, the keyword-only among them): the parameters a function with `*args`, `**kwargs`, keyword-only or positional-only
-        parameters is called with: those of its signature as `inspect.signature` gives it
+        """(names, the keyword-only among them): the parameters a function with `*args`,
+        `**kwargs`, keyword-only or positional-only parameters is called with: those of its signature as `inspect.signature` gives it
         (for a wrapper under `functools.wraps`, the wrapped function's), each a plain named
         parameter. Refused, located, where the signature itself has `*args` or `**kwargs`."""
+        if self.parsed.receiver is not None:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{tree.name} is a method taking *args, **kwargs, keyword-only or "
+                "positional-only parameters: differentiate a function calling it instead",
+                tree,
+            )
         signature = inspect.signature(self.parsed.fn)
         kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
         if any(p.kind in kinds for p in signature.parameters.values()):
@@ -183,6 +196,51 @@ class StatementsMixin:
         for name, value in (fn.__kwdefaults__ or {}).items():
             defaults[name] = self.classify(value, name, tree)
         return defaults
+
+    def augmented_target(self, stmt):
+        """The target of `t op= v` read as a value (`t op v` is assigned to it); refused,
+        located at the statement, where t is not a name or an item of one."""
+        try:
+            return as_load(stmt.target)
+        except errors.UnsupportedSyntaxError as exc:
+            raise errors.locate(exc, self.parsed.loc(stmt)) from None
+
+    def receiver_parameter(self, params, tree):
+        """The first parameter of a bound method being differentiated (`grad(model.loss)`:
+        `self`), or None for a plain function. Its object is a value known when compiling,
+        as that of a method the code calls on an object it reads (`model.loss(w)`): its
+        attributes are read then, and the compiled code depends on them (rebinding one
+        compiles again); a method of an object whose attributes cannot be read so is
+        refused here."""
+        receiver = self.parsed.receiver
+        if receiver is None:
+            return None
+        if not params:
+            self.error(errors.UnsupportedSyntaxError, f"{tree.name} takes no self argument", tree)
+        if isinstance(receiver, type):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{tree.name} is a classmethod of {receiver.__name__}: one is not "
+                "differentiated yet; make it a staticmethod or a function taking what it "
+                "reads of the class",
+                tree,
+            )
+        if not is_plain_object(receiver):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{tree.name} is a method of a {type(receiver).__name__} object, whose "
+                "attributes sourcegrad does not read while compiling (it reads those of "
+                "instances of your own classes)",
+                tree,
+            )
+        return params[0]
+
+    def bind_receiver(self, name):
+        """`self` of a bound method: its object, as a method inlined binds it."""
+        atom = self.bind_free(self.parsed.receiver, name)
+        self.env[name] = atom
+        if name in self.mutable:
+            self.bind(name, atom)
 
     def prepare(self, body, params):
         """Find the names this function assigns, and which must stay mutable variables.
@@ -319,7 +377,7 @@ class StatementsMixin:
                 )
             self.assign(stmt.targets[0], stmt.value, stmt)
         elif isinstance(stmt, gast.AugAssign):
-            load = as_load(stmt.target)
+            load = self.augmented_target(stmt)
             if self.holds_items(stmt.target):
                 self.item_augassign(stmt, load)
                 return False

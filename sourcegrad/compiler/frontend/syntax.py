@@ -220,9 +220,20 @@ def as_load(target):
         return gast.copy_location(
             gast.Subscript(value=as_load(target.value), slice=target.slice, ctx=gast.Load()), target
         )
-    raise errors.UnsupportedSyntaxError(
-        f"augmented assignment to {describe(target)} is not supported"
-    )
+    raise errors.UnsupportedSyntaxError(unsupported_target(target, "augmented assignment"))
+
+
+def unsupported_target(target, what="assignment") -> str:
+    """Why an assignment to `target` (not a name, nor an item of one) is refused; for an
+    attribute, what to write instead."""
+    message = f"{what} to {describe(target)} is not supported"
+    if isinstance(target, gast.Attribute):
+        message += (
+            ": differentiated code does not change an object's attributes (it reads them "
+            "when compiling); keep the value in a local variable, or change the attribute "
+            "outside the differentiated function"
+        )
+    return message
 
 
 def callee_name(func):
