@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from . import api, errors
+from .compiler.checkpointing import describe_total
 from .compiler.memory_budget import memory_plan
 from .compiler.codegen import comment_lines
 from ._version import __version__
@@ -231,14 +232,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         for item in compiled.saved:
             origin = "input" if item["input"] else f"line {item['line']}"
             why = (
-                f"{item['status']}: {item['why']}"
-                if "why" in item
-                else f"read by {', '.join(item['read_by'])}"
-            )  # (the status under a memory plan)
+                f"read by {', '.join(item['read_by'])}"
+                if item.get("status", "saved") == "saved" and item["read_by"]
+                else f"{item['status']}: {item['why']}"
+            )
             print(
                 f"#   {item['name']}: shape {item['shape']}, {item['dtype']}, "
                 f"{item['bytes']} bytes, {origin}, {why}"
             )
+        print(f"# in all, not counting the inputs: {describe_total(compiled.saved)}")
     return 0
 
 

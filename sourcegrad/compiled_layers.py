@@ -15,7 +15,10 @@ from __future__ import annotations
 
 
 class GraphBreak(Exception):
-    """A construct the rewriting cannot compile: the call runs eagerly."""
+    """A construct the rewriting cannot compile: the call runs eagerly. `where`: the user's
+    (file, line) it stands at, where the rewriting knows it (the warning points there)."""
+
+    where: tuple | None = None
 
 
 def layer_call(module, leaf, args, t):

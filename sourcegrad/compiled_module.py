@@ -29,8 +29,10 @@ a tuple argument (an LSTM's `(h_0, c_0)`) is passed to the generated code item b
 What the rewriting cannot place (a layer or method it does not know, hooks, `.item()`) is
 a graph break, as torch.compile has them: the module runs eagerly, with one warning naming
 the construct. Likewise when the compiler refuses the rewritten code (a refused call's
-updates of the running statistics are undone first). A compiled call never gives other
-numbers than the eager one.
+updates of the running statistics are undone first). The warning points at the user's
+line that broke (`Translation.user_line` maps the rewritten code's lines back to the
+forward's, and a refusal inside a layer's lowering to the line that called the layer). A
+compiled call never gives other numbers than the eager one.
 
 The rewritten function depends on the modules' train/eval flags and plain attributes; it
 is made again when they change (`_Compiled.valid`).
@@ -52,6 +54,7 @@ import functools
 import inspect
 import itertools
 import linecache
+import os
 import textwrap
 import types
 import warnings
@@ -130,6 +133,11 @@ class Translation:
         self.guard = []  # (module, attribute, value) the code was made for
         self.rng = False  # draws dropout masks
         self.stateful = False  # updates buffers in place (BatchNorm's running statistics)
+        # chunk index -> [(first, last line in the chunk, user's file, user's line)] of each
+        # statement rewritten from the user's source (`_line_map`)
+        self.spans = {}
+        # loaded file -> those spans at their lines in the file (`user_line` reads them)
+        self.lines = {}
 
     def source(self):
         return "\n\n".join(self.chunks)
@@ -154,14 +162,20 @@ class Translation:
             )
         scope = _scope(fn)
         self.namespace.update({k: v for k, v in scope.items() if k not in self.namespace})
-        body = _Rewriter(self, module, leaves, scope).rewrite(tree)
+        body = _Rewriter(self, module, leaves, scope, fn).rewrite(tree)
         body.name = name
         body.args.args = [
             ast.arg(arg=n) for n in leaves.values() if n is not None
         ] + body.args.args[1:]
         body.decorator_list = []
-        self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
+        self.add_rewritten(body, fn)
         return name
+
+    def add_rewritten(self, body, fn):
+        """The rewritten function `body` (of `fn`'s source) as a chunk, its lines mapped."""
+        text = ast.unparse(ast.fix_missing_locations(body))
+        self.spans[len(self.chunks)] = _line_map(body, text, fn)
+        self.chunks.append(text)
 
     def layer_function(self, module, arity):
         """The name of a generated function computing `module(input[, hx])` when `module`
@@ -189,9 +203,9 @@ class Translation:
         """The generated function computing the torch-style function `fn`."""
         tree = _parse(fn)
         self.namespace.update({k: v for k, v in _scope(fn).items() if k not in self.namespace})
-        body = _Rewriter(self, None, {}, self.namespace).rewrite(tree)
+        body = _Rewriter(self, None, {}, self.namespace, fn).rewrite(tree)
         body.decorator_list = []
-        self.chunks.append(ast.unparse(ast.fix_missing_locations(body)))
+        self.add_rewritten(body, fn)
         return body.name
 
     def load(self, name):
@@ -200,12 +214,51 @@ class Translation:
         file = f"<sourcegrad.compile {self.name} {next(_counter)}>"
         lines = text.splitlines(keepends=True)
         linecache.cache[file] = (len(text), None, lines, file)
+        self.lines[file], start = [], 1  # (the chunks are joined by a blank line)
+        for i, chunk in enumerate(self.chunks):
+            for first, last, user_file, user_line in self.spans.get(i, ()):
+                self.lines[file].append((start + first - 1, start + last - 1, user_file, user_line))
+            start += chunk.count("\n") + 2
         try:
             code = builtins.compile(text, file, "exec", dont_inherit=True)
         except SyntaxError as exc:  # (two names made alike): never a wrong function
             raise GraphBreak(f"the rewritten code does not compile ({exc.msg})")
         exec(code, self.namespace)
         return self.namespace[name]
+
+    def user_line(self, exc):
+        """The user's (file, line) that a failure of the rewritten code comes from, or None:
+        the innermost statement rewritten from the user's source holding the first place,
+        innermost first, in a file loaded here among the error's (a refusal's location,
+        then the calls it was inlined through: the user's line called a layer whose
+        lowering was refused) and its traceback's (an error raised running the code)."""
+        places = []
+        if isinstance(exc, SourcegradError):
+            places += [(loc.file, loc.line) for loc in (exc.loc, *exc.called_from) if loc]
+        frames, tb = [], exc.__traceback__
+        while tb is not None:
+            frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+            tb = tb.tb_next
+        for file, line in places + frames[::-1]:
+            holding = [span for span in self.lines.get(file, ()) if span[0] <= line <= span[1]]
+            if holding:
+                _, _, user_file, user_line = min(holding, key=lambda span: span[1] - span[0])
+                return user_file, user_line
+        return None
+
+
+def _line_map(tree, text, fn):
+    """[(first, last line in `text`, file, line)] of the statements of the rewritten `tree`,
+    unparsed as `text`: the line of `fn`'s source each came from. Parsing `text` again
+    gives the same statements in the same order (ast.walk's), each at its lines in `text`."""
+    file, first = inspect.getsourcefile(fn), inspect.getsourcelines(fn)[1]
+    made = [n for n in ast.walk(ast.parse(text).body[0]) if isinstance(n, ast.stmt)]
+    theirs = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    return [
+        (m.lineno, m.end_lineno, file, first + t.lineno - 1)
+        for m, t in zip(made, theirs)
+        if hasattr(t, "lineno")
+    ]
 
 
 def _scope(fn):
@@ -277,15 +330,28 @@ def _expr(text):
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, translation, module, leaves, globals_):
+    def __init__(self, translation, module, leaves, globals_, fn):
         self.t = translation
         self.module = module
         self.leaves = leaves
         self.globals = globals_
         self.functions, self.methods = _tables()
+        self.file, self.first_line = inspect.getsourcefile(fn), inspect.getsourcelines(fn)[1]
+
+    def visit(self, node):
+        """A graph break is located at the innermost node of the user's source it came
+        from (its line is where the warning points)."""
+        try:
+            return super().visit(node)
+        except GraphBreak as exc:
+            # (not a node the rewriting made: its line is that of its own text)
+            if exc.where is None and id(node) in self.user_nodes:
+                exc.where = (self.file, self.first_line + node.lineno - 1)
+            raise
 
     def rewrite(self, tree):
         self.self_name = tree.args.args[0].arg if self.module is not None else None
+        self.user_nodes = {id(n) for n in ast.walk(tree) if hasattr(n, "lineno")}
         # the function's own names shadow its globals
         self.local = {a.arg for a in tree.args.args} | {
             n.id
@@ -493,14 +559,49 @@ def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile
 _REFUSALS = (SourcegradError, AssertionError)
 
 
-def _warn_break(what, reason):
-    warnings.warn(f"sourcegrad.compile: {what} runs eagerly (graph break: {reason})", stacklevel=4)
+def _warn_break(what, reason, where=None, stacklevel=4):
+    """The one warning of a graph break, pointing at the user's line that broke (`where`:
+    file and line) where it is known, else at the line that called the compiled code (the
+    frame `stacklevel` up)."""
+    message = f"sourcegrad.compile: {what} runs eagerly (graph break: {reason})"
+    if where is None:
+        warnings.warn(message, stacklevel=stacklevel)
+    else:
+        warnings.warn_explicit(message, UserWarning, *where)
 
 
-def _reason(exc):
+def _reason(exc, t=None):
+    """What broke, in a line. A refusal's location is the warning's (the user's line) where
+    it is in the rewritten code of the Translation `t`; where it is a line of sourcegrad's
+    own that the user's line led to (a layer's lowering, inlined), it is named after it."""
     if isinstance(exc, GraphBreak):
         return str(exc)
+    if isinstance(exc, SourcegradError) and exc.loc is not None:
+        inside = (
+            "" if t is not None and exc.loc.file in t.lines else f" (raised at {_shown(exc.loc)})"
+        )
+        return f"{type(exc).__name__}: {exc.message.splitlines()[0]}{inside}"
     return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def _where(exc, t):
+    """The user's (file, line) a break comes from, or None (`Translation.user_line`)."""
+    if isinstance(exc, GraphBreak) and exc.where is not None:
+        return exc.where
+    return t.user_line(exc) if t is not None else None
+
+
+def _shown(loc):
+    """`sourcegrad/torch_lowering.py:209` for a line of sourcegrad's own, else file:line."""
+    home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    inside = os.path.abspath(loc.file).startswith(os.path.join(home, "sourcegrad", ""))
+    return f"{os.path.relpath(loc.file, home) if inside else loc.file}:{loc.line}"
+
+
+def _eagerly(name, reason, where):
+    """What `.source` says of code that runs eagerly."""
+    at = f" ({where[0]}:{where[1]})" if where is not None else ""
+    return f"# {name} runs eagerly: {reason}{at}\n"
 
 
 def _kept_buffers(module):
@@ -552,7 +653,9 @@ class _Regions:
         try:
             value = self.fn(*arrays)
         except Exception as exc:  # noqa: BLE001 - eager then raises torch's own error
-            raise GraphBreak(_reason(exc))
+            broken = GraphBreak(_reason(exc, self.t))
+            broken.where = self.t.user_line(exc)
+            raise broken
         finally:
             _restore(kept)
             lowering.DROPOUT_RNG.bit_generator.state = state
@@ -623,7 +726,7 @@ class _Compiled:
     """One rewriting of a module for one state of its flags: the region, or the break."""
 
     def __init__(self, module, arity):
-        self.reason = None
+        self.reason = self.where = None  # (why it runs eagerly, and the user's line)
         t = Translation(type(module).__name__)
         try:
             if _has_hooks(module):
@@ -634,7 +737,7 @@ class _Compiled:
             name = name or t.module_function(module)
             fn = t.load(name)
         except GraphBreak as exc:
-            self.reason = str(exc)
+            self.reason, self.where = str(exc), exc.where
             fn = None
         self.guard = t.guard
         self.rng = t.rng
@@ -714,12 +817,13 @@ def _make_compiled_module_class():
                         found.rng, lambda: found.region(*leaves_of(module), *flat)
                     )
                 except (GraphBreak, *_REFUSALS) as exc:  # the compiler refused the code
-                    found.reason = _reason(exc)
+                    found.reason = _reason(exc, found.region.t)
+                    found.where = _where(exc, found.region.t)
                     _restore(kept)
             reason = found.reason or "keyword arguments"
             if reason not in self._warned:
                 self._warned.add(reason)
-                _warn_break(type(module).__name__, reason)
+                _warn_break(type(module).__name__, reason, found.where if found.reason else None)
             return module(*args, **kwargs)
 
         @property
@@ -727,7 +831,7 @@ def _make_compiled_module_class():
             """The generated forward and backward of the last compiled call."""
             found = self.compiled()
             if found.reason is not None:
-                return f"# {type(self._orig_mod).__name__} runs eagerly: {found.reason}\n"
+                return _eagerly(type(self._orig_mod).__name__, found.reason, found.where)
             return found.region.source
 
         def __repr__(self):
@@ -761,15 +865,15 @@ class CompiledTorchFunction:
 
     def __init__(self, fn):
         self.fn = fn
-        self.reason = None
+        self.reason = self.where = None  # (why it runs eagerly, and the user's line)
         self.warned = False
         functools.update_wrapper(self, fn, updated=())
-        t = Translation(fn.__qualname__)
+        self.t = t = Translation(fn.__qualname__)
         try:
             name = t.function(fn)
             self.region = _Regions(t, name, t.load(name), list)
         except GraphBreak as exc:
-            self.reason, self.region = str(exc), None
+            self.reason, self.where, self.region = str(exc), exc.where, None
         self.rng = t.rng
 
     def __call__(self, *args):
@@ -777,16 +881,16 @@ class CompiledTorchFunction:
             try:
                 return _call_with_rng(self.rng, lambda: self.region(*args))
             except (GraphBreak, *_REFUSALS) as exc:
-                self.reason = _reason(exc)
+                self.reason, self.where = _reason(exc, self.t), _where(exc, self.t)
         if not self.warned:
             self.warned = True
-            _warn_break(self.fn.__qualname__, self.reason)
+            _warn_break(self.fn.__qualname__, self.reason, self.where, stacklevel=3)
         return self.fn(*args)
 
     @property
     def source(self):
         if self.region is None:
-            return f"# {self.fn.__qualname__} runs eagerly: {self.reason}\n"
+            return _eagerly(self.fn.__qualname__, self.reason, self.where)
         return self.region.source
 
 

@@ -26,7 +26,11 @@ class SourceLocation:
 
 
 class SourcegradError(Exception):
-    """Base class of every error sourcegrad raises on purpose."""
+    """Base class of every error sourcegrad raises on purpose. `called_from`: where an
+    error raised inside an inlined function was called, the innermost call first (the
+    lines that led to `loc`; `sourcegrad.compile` maps them back to the user's forward)."""
+
+    called_from: tuple[SourceLocation, ...] = ()
 
     def __init__(self, message: str, loc: SourceLocation | None = None):
         self.message = message
@@ -81,6 +85,16 @@ class AliasedArgumentsError(SourcegradError):
 
 class WrtError(SourcegradError):
     """A `wrt` that names no argument or is out of range."""
+
+
+class MemoryBudgetError(SourcegradError):
+    """A `memory=` budget smaller than the least a loop's checkpointing can keep (one
+    snapshot and one trip's values): refused, with the smallest budget that works, rather
+    than exceeded while every trip runs again from the loop's start."""
+
+    def __init__(self, message: str, loc: SourceLocation | None = None, smallest: int = 0):
+        self.smallest = smallest  # the smallest budget, in bytes, that works
+        super().__init__(message, loc)
 
 
 class ShapeError(SourcegradError):

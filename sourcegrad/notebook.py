@@ -3,8 +3,9 @@
 `gradient_markdown(g)` takes a `sourcegrad.Gradient` (or VJP, JVP) and returns Markdown: one
 line naming the gradient, the generated source of its most recent input signature in a
 ```python block (the notebook highlights it), and the saved-value manifest (`g.saved`) as a
-table. Before the first call there is no code yet, and it says so. `Gradient._repr_markdown_`
-calls it, so a gradient left as a cell's last expression displays this way.
+table (a value kept per trip of a loop says so in its last column) with its total. Before
+the first call there is no code yet, and it says so. `Gradient._repr_markdown_` calls it,
+so a gradient left as a cell's last expression displays this way.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ def gradient_markdown(gradient: Any) -> str:
     except SourcegradError:
         saved = None
     if saved:
-        parts += ["", saved_markdown(saved)]
+        parts += [
+            "",
+            saved_markdown(saved),
+            "",
+            f"In all, not counting the inputs: {_total(saved)}.",
+        ]
     elif saved is not None:
         parts += ["", "Nothing is saved for the backward pass."]
     return "\n".join(parts) + "\n"
@@ -38,7 +44,7 @@ def gradient_markdown(gradient: Any) -> str:
 def saved_markdown(saved: list[dict[str, Any]]) -> str:
     """The saved-value manifest as a Markdown table, one row per value, in manifest order."""
     rows = [
-        "| saved for the backward pass | shape | dtype | bytes | made by | read by |",
+        "| saved for the backward pass | shape | dtype | bytes | made by | read by, or why kept |",
         "|---|---|---|---:|---|---|",
     ]
     for item in saved:
@@ -53,12 +59,20 @@ def saved_markdown(saved: list[dict[str, Any]]) -> str:
                     item.get("dtype"),
                     item.get("bytes"),
                     origin,
-                    ", ".join(item.get("read_by", ())),
+                    ", ".join(item.get("read_by", ()))
+                    if item.get("status", "saved") == "saved"
+                    else f"{item['status']}: {item.get('why', '')}",
                 )
             )
             + " |"
         )
     return "\n".join(rows)
+
+
+def _total(saved: list[dict[str, Any]]) -> str:
+    from .compiler.checkpointing import describe_total
+
+    return _escape(describe_total(saved))
 
 
 def _escape(text: str) -> str:

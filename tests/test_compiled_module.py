@@ -2,6 +2,7 @@
 generated code; the parameters' .grad equal eager's and torch's; train/eval as torch's;
 what cannot be compiled runs eagerly with one warning."""
 
+import inspect
 import warnings
 
 import numpy as np
@@ -284,6 +285,82 @@ def test_a_construct_the_rewriting_does_not_know_runs_eagerly_named():
     x = torch.randn(2, 3)
     with pytest.warns(UserWarning, match=r"graph break: the Tensor method \.item\(\)"):
         out = compiled(x)
+    np.testing.assert_array_equal(out.detach().numpy(), model(x).detach().numpy())
+
+
+class CallsReadsItem(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = ReadsItem()
+
+    def forward(self, x):
+        return self.inner(x) + 1.0
+
+
+class TanhThenLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = torch.tanh(x)
+        return self.fc(h)
+
+
+def refused_linear(input, weight, bias=None):
+    """A lowering of nn.Linear the compiler refuses (a try statement), for a refusal that
+    comes from a line of a layer's lowering inlined from the user's line."""
+    try:
+        return input @ weight.T + bias
+    except ValueError:
+        return input
+
+
+def torch_style_reads_item(x):
+    y = x * 2.0
+    return y * y.sum().item()
+
+
+def _one_break(call):
+    """(what `call()` returns, the one graph-break warning it gave)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call()
+    breaks = [w for w in caught if "graph break" in str(w.message)]
+    assert len(breaks) == 1, [str(w.message) for w in caught]
+    return out, breaks[0]
+
+
+def _at(fn, text):
+    """(file, line) of the line of `fn`'s source holding `text`."""
+    lines, first = inspect.getsourcelines(fn)
+    return inspect.getsourcefile(fn), first + next(i for i, t in enumerate(lines) if text in t)
+
+
+def test_a_graph_break_warning_points_at_the_users_line(monkeypatch):
+    """The warning's location is the user's line that broke, not sourcegrad's: a construct
+    the rewriting does not know (in the module's forward, a submodule's, a torch-style
+    function), and the compiler refusing a layer's lowering, inlined from the user's line,
+    whose own line the message names as where it was raised."""
+    from sourcegrad import torch_lowering
+
+    x = torch.randn(2, 3)
+    for model, fn in [(ReadsItem(), ReadsItem.forward), (CallsReadsItem(), ReadsItem.forward)]:
+        _, w = _one_break(lambda model=model: sourcegrad.compile(model)(x))
+        assert (w.filename, w.lineno) == _at(fn, ".item()")
+    compiled = sourcegrad.compile(torch_style_reads_item)
+    out, w = _one_break(lambda: compiled(x))
+    assert (w.filename, w.lineno) == _at(torch_style_reads_item, ".item()")
+    assert compiled.source.endswith(f"({w.filename}:{w.lineno})\n")
+
+    monkeypatch.setattr(torch_lowering, "linear", refused_linear)
+    model = TanhThenLinear()
+    out, w = _one_break(lambda: sourcegrad.compile(model)(x))
+    assert (w.filename, w.lineno) == _at(TanhThenLinear.forward, "self.fc(h)")
+    file, line = _at(refused_linear, "try:")
+    message = str(w.message)
+    assert "UnsupportedSyntaxError: a try statement" in message
+    assert message.endswith(f"(raised at {file}:{line}))") and "<sourcegrad.compile" not in message
     np.testing.assert_array_equal(out.detach().numpy(), model(x).detach().numpy())
 
 

@@ -32,8 +32,13 @@ def test_markdown_shows_the_source_and_the_saved_table():
     g(*logreg.example_args())
     text = g._repr_markdown_()
     assert "```python\n" + g.source.rstrip("\n") + "\n```" in text  # exactly the code that runs
-    table = text[text.index("| saved for the backward pass") :].strip().splitlines()
+    after = text[text.index("| saved for the backward pass") :].strip().splitlines()
+    table = [row for row in after if row.startswith("|")]
     assert len(table) == 2 + len(g.saved)
+    assert (
+        after[-1]
+        == f"In all, not counting the inputs: {g.saved_bytes(*logreg.example_args()):,} bytes."
+    )
     rows = {row.split("|")[1].strip(): row for row in table[2:]}
     assert set(rows) == {f"`{item['name']}`" for item in g.saved}
     x_row = [cell.strip() for cell in rows["`X`"].split("|")[1:-1]]

@@ -279,9 +279,13 @@ class Compiling:
             source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
             if self.backend_for(args) == "dask":
                 dask_backend.check_source(source, info.file)
-            saved = facts.saved_values(optimized, forward | set(primal.params), env)
-            if self.memory_plan is not None:  # what was saved, what recomputed, and why
-                saved = checkpointing.manifest(saved, optimized, env)
+            # what the backward keeps (per trip of a loop too), what it recomputes, and why
+            saved = checkpointing.manifest(
+                facts.saved_values(optimized, forward | set(primal.params), env),
+                optimized,
+                env,
+                checkpointing.known_trip_counts(primal, env),
+            )
             finish = (
                 self._finisher(args, optimized, env)
                 if not self.pullback and not self.forward_mode

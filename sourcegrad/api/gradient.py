@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..compiler import dask_backend, numba_backend
+from ..compiler import checkpointing, dask_backend, numba_backend
 from .. import errors
 from ..compiler import random_draws
 from .. import trees
@@ -465,6 +465,19 @@ class Gradient(Compiling, staticmethod):
         if self._last is None:
             raise errors.SourcegradError("call the gradient once first")
         return self._last.saved
+
+    def saved_bytes(self, *args: Any, trips: Optional[int] = None) -> int:
+        """The most bytes the backward keeps from the forward at once, for arguments of the
+        shapes and dtypes of `args` (compiled for them if need be, not run): the manifest's
+        (`saved`) values made once, each value kept per trip of a loop times the loop's
+        trips, or what a memory plan keeps instead; not the inputs (they are the caller's).
+        `trips` is the trip count of a loop known only when it runs (a `while` loop):
+        without it such a loop is refused, naming its line."""
+        if len(args) < len(self._params):  # defaults to fill in
+            bound = self._signature.bind(*args)
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
+        return checkpointing.saved_bytes(self.compile(tuple(args)).saved, trips)
 
     def __repr__(self) -> str:
         return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"

@@ -69,7 +69,9 @@ def grad(
     loops keep a snapshot every k trips (or revolve's) and recompute the rest in the backward
     (`sourcegrad.compiler.checkpointing`, `sourcegrad.compiler.memory_budget`); under a
     budget in bytes, a batch the code is row-wise along goes through in blocks of rows
-    (`sourcegrad.compiler.row_blocks`).
+    (`sourcegrad.compiler.row_blocks`). A budget smaller than a loop's least (one snapshot
+    and one trip's values) raises `MemoryBudgetError` naming the smallest that works.
+    `g.saved` lists what the backward keeps and `g.saved_bytes(*args)` its total.
     """
     return _made(
         fn,
@@ -146,6 +148,9 @@ class AuxGradient:
     @property
     def saved(self) -> list:
         return self.gradient.saved
+
+    def saved_bytes(self, *args: Any, trips: Optional[int] = None) -> int:
+        return self.gradient.saved_bytes(*args, trips=trips)
 
     def __repr__(self):
         return f"<sourcegrad gradient of {self.gradient.fn.__qualname__} with aux>"

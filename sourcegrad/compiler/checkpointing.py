@@ -52,8 +52,11 @@ checkpoint_loops=4`, or `... taken by revolve, 32 snapshots at most, checkpoint_
 ('revolve', 32)`), so the generated code says which line it recomputes and why; `manifest`
 reads the notes back (each value's status, bytes and why) and `saved_bytes` adds them up.
 
-Nothing here runs unless a plan asks for it: without one, `reverse` is unchanged (and so is
-every golden in generated/).
+Nothing here changes the code unless a plan asks for it: without one, `reverse` is
+unchanged (and so is every golden in generated/). The manifest is made for every gradient:
+without a plan it lists the values made once and the values kept per trip of a loop (the
+stack's `saved.append(h)`, with the loops' trips where the signature fixes them), so
+`saved_bytes` is what the backward keeps either way.
 
 Why one module: segmenting a loop, revolve's schedule-driven form of it (the same
 snapshot, replay and renaming statements), and the manifest that reads their comments back
@@ -67,8 +70,9 @@ import dataclasses
 import math
 import re
 
+from .. import errors
 from ..errors import SourceLocation
-from .memory_budget import choose_recomputed, loop_scheme
+from .memory_budget import check_budget, choose_recomputed, loop_scheme
 from .row_blocks import IN_ROW_BLOCKS, SAVED_PER_BLOCK, in_row_blocks
 from ..ops import RULES
 from .optimize.cleanup import (
@@ -101,6 +105,8 @@ __all__ = [
     "recompute_under_budget",
     "known_trip_counts",
     "manifest",
+    "saved_bytes",
+    "describe_total",
     "RECOMPUTED",
     "SNAPSHOT",
     "CHECKPOINTED",
@@ -119,25 +125,22 @@ def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
     known when compiling; `env` gives the bytes of what is pushed. Returns (forward,
     backward, [(line, k, kind)])."""
     primal_loops = [s for s in fn.body if isinstance(s, (For, While))]
-    done = []
     forward, backward = list(forward), list(backward)
+    # a budget some loop cannot be kept in is refused before any loop is rewritten
+    budgeted = []
     for loop in primal_loops:
-        fi = _find(forward, lambda s, loop=loop: type(s) is type(loop) and s.loc == loop.loc)
-        bi = _find(backward, lambda s, loop=loop: isinstance(s, For) and s.loc == loop.loc)
-        if fi is None or bi is None:
+        costs = _costs(loop, forward, backward, env, trip_counts)
+        if costs is not None:
+            budgeted.append((loop.loc, *costs[:3]))
+    check_budget(plan, budgeted)
+    done = []
+    for loop in primal_loops:
+        costs = _costs(loop, forward, backward, env, trip_counts)
+        if costs is None:
             continue
-        fwd, bwd = forward[fi], backward[bi]
-        if not any(isinstance(s, Push) for s in walk(fwd.body)):
-            continue  # it saves nothing per trip
-        if not _replayable(fwd):
-            continue  # running a trip again would print again, or draw other numbers
-        trips = (trip_counts or {}).get(loop.loc.line)
-        if trips is not None and trips <= 1:
-            continue  # nothing to gain (and a loop that never runs has no values inferred)
-        later = forward[fi + 1 :]
-        per_trip = sum(_bytes(env, s.value) for s in walk(fwd.body) if isinstance(s, Push))
-        state = _live_state(fwd.body, later)
-        scheme = loop_scheme(plan, trips, per_trip, sum(_bytes(env, Var(n)) for n in state))
+        trips, per_trip, per_snapshot, fi, bi = costs
+        fwd, bwd, later = forward[fi], backward[bi], forward[fi + 1 :]
+        scheme = loop_scheme(plan, trips, per_trip, per_snapshot)
         if scheme is None:
             continue  # every trip's values fit in the budget
         kind, *size = scheme
@@ -155,6 +158,27 @@ def segment_loops(plan, fn, forward, backward, namer, env, trip_counts=None):
         forward[fi : fi + 1], backward[bi : bi + 1] = made
         done.append((loop.loc.line, scheme, type(loop).__name__.lower()))
     return forward, backward, done
+
+
+def _costs(loop, forward, backward, env, trip_counts):
+    """(trips or None, bytes saved per trip, bytes of a snapshot, the loop's index in the
+    forward, in the backward) of a top-level loop that checkpointing may rewrite, or None
+    for one it leaves as it is."""
+    fi = _find(forward, lambda s: type(s) is type(loop) and s.loc == loop.loc)
+    bi = _find(backward, lambda s: isinstance(s, For) and s.loc == loop.loc)
+    if fi is None or bi is None:
+        return None
+    fwd = forward[fi]
+    if not any(isinstance(s, Push) for s in walk(fwd.body)):
+        return None  # it saves nothing per trip
+    if not _replayable(fwd):
+        return None  # running a trip again would print again, or draw other numbers
+    trips = (trip_counts or {}).get(loop.loc.line)
+    if trips is not None and trips <= 1:
+        return None  # nothing to gain (and a loop that never runs has no values inferred)
+    per_trip = sum(_bytes(env, s.value) for s in walk(fwd.body) if isinstance(s, Push))
+    state = _live_state(fwd.body, forward[fi + 1 :])
+    return trips, per_trip, sum(_bytes(env, Var(n)) for n in state), fi, bi
 
 
 def _replayable(loop) -> bool:
@@ -672,7 +696,8 @@ def _counted_while(fwd, before) -> bool:
 
 
 def known_trip_counts(fn, env) -> dict:
-    """{line: trips} for the top-level `for` loops whose range is known when compiling."""
+    """{line: trips} for the `for` loops (nested ones too) whose range is known when
+    compiling: a `range` of numbers the signature fixes (`len(xs)`, a literal)."""
 
     def value(atom):
         if isinstance(atom, Const):
@@ -680,13 +705,15 @@ def known_trip_counts(fn, env) -> dict:
         aval = env.get(atom.name) if isinstance(atom, Var) else None
         return aval.stand_in if aval is not None and getattr(aval, "known", False) else None
 
-    counts = {}
-    for s in fn.body:
+    counts: dict = {}
+    for s in walk(fn.body):
         if isinstance(s, For) and s.loc is not None:
             bounds = [value(a) for a in (s.start, s.stop, s.step)]
             if all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) and bounds[2]:
-                counts[s.loc.line] = len(range(*bounds))
-    return counts
+                trips = len(range(*bounds))
+                # (two loops on one line with other counts: neither is known by its line)
+                counts[s.loc.line] = trips if counts.get(s.loc.line, trips) == trips else None
+    return {line: trips for line, trips in counts.items() if trips is not None}
 
 
 _EVERY = re.compile(r"(?:every|over segments of) (\d+) trips")
@@ -703,11 +730,15 @@ _PER_BLOCK = re.compile(r"block of (\d+) rows, " + re.escape(SAVED_PER_BLOCK))
 _BUDGET_NAMES = re.compile(re.escape(RECOMPUTED_BY_BUDGET) + r": ([\w, ]+);")
 
 
-def manifest(saved, fn, env) -> list:
-    """The saved-value manifest of a gradient generated under a memory plan: `saved` (the
-    values read across the forward/backward boundary, `api.facts.saved_values`' entries) with a
-    status and a reason each, then every value pushed on the stack (per trip, or a snapshot
-    of a checkpointed loop) and every value the backward recomputes instead of saving."""
+def manifest(saved, fn, env, trip_counts=None) -> list:
+    """The saved-value manifest of a gradient: `saved` (the values read across the
+    forward/backward boundary, `api.facts.saved_values`' entries) with a status and a reason
+    each, then every value pushed on the stack (per trip of a loop, or a snapshot of a
+    checkpointed loop) and, under a memory plan, every value the backward recomputes instead
+    of saving. A value pushed in loops says which (`loops`: [line, trips or None], the
+    outermost first, `trip_counts` giving the counts known when compiling) and, per trip,
+    how many trips and bytes that makes: `saved_bytes` adds it all up."""
+    counts = trip_counts or {}
     out = [
         dict(
             e,
@@ -721,7 +752,7 @@ def manifest(saved, fn, env) -> list:
     cut = next((i for i, s in enumerate(fn.body) if isinstance(s, Marker)), len(fn.body))
     seen = set()
 
-    def entry(name, loc, status, why):
+    def entry(name, loc, status, why, loops=()):
         aval = env.get(name)
         dtype = getattr(aval, "dtype", None) if aval is not None else None
         return {
@@ -738,13 +769,25 @@ def manifest(saved, fn, env) -> list:
             "read_by": [],
             "status": status,
             "why": why,
+            **({"loops": [[line, counts.get(line)] for line in loops]} if loops else {}),
         }
 
-    def visit(stmts, loop_line, backward):
+    def visit(stmts, loops, backward):
         for s in stmts:
             text = s.loc.text if getattr(s, "loc", None) is not None else ""
             every, slots = _EVERY.search(text), _SLOTS.search(text)
-            if isinstance(s, Push) and isinstance(s.value, Var):
+            if (
+                isinstance(s, Push)
+                and isinstance(s.value, Var)
+                and not loops
+                and SNAPSHOT not in text
+            ):
+                # (a value overwritten outside any loop: pushed once, popped once)
+                if (s.value.name, "overwritten") not in seen:
+                    seen.add((s.value.name, "overwritten"))
+                    why = "overwritten later; the backward reads the value it held: made once"
+                    out.append(entry(s.value.name, s.loc, "saved", why))
+            elif isinstance(s, Push) and isinstance(s.value, Var):
                 status = (
                     "snapshot"
                     if SNAPSHOT in text
@@ -752,21 +795,23 @@ def manifest(saved, fn, env) -> list:
                     if backward
                     else "saved per trip"
                 )
-                key = (s.value.name, status, loop_line)
+                key = (s.value.name, status, loops)
                 if key not in seen:
                     seen.add(key)
                     why = (
                         _note(text, SNAPSHOT)
                         if status == "snapshot"
-                        else f"overwritten in the loop at line {loop_line}; the backward reads it"
+                        else f"overwritten in the loop at line {loops[-1]}; the backward reads it"
                     )
-                    if status == "saved per trip of a segment" and slots and not every:
+                    if status == "saved per trip":
+                        why += ": " + _per_trip(loops, counts, _bytes(env, s.value))
+                    elif status == "saved per trip of a segment" and slots and not every:
                         why += ": pushed while its trip is recorded (revolve: one trip at a time)"
                     elif status == "saved per trip of a segment":
                         why += ": pushed while a segment is recomputed (one segment at a time)"
                     out.append(
                         dict(
-                            entry(s.value.name, s.loc, status, why),
+                            entry(s.value.name, s.loc, status, why, loops),
                             # (revolve records one trip at a time, from at most `slots` snapshots)
                             every=int(every.group(1))
                             if every
@@ -823,34 +868,104 @@ def manifest(saved, fn, env) -> list:
                 if isinstance(s, If)
                 else []
             ):
-                line = s.loc.line if isinstance(s, (For, While)) and s.loc else loop_line
-                visit(block, line, backward)
+                inner = loops
+                line = s.loc.line if s.loc else None
+                if isinstance(s, (For, While)) and loops[-1:] != (line,):
+                    inner = loops + (line,)  # (a segment's trips: the loop's own line)
+                visit(block, inner, backward)
 
-    visit(fn.body[:cut], None, False)
-    visit(fn.body[cut:], None, True)
+    visit(fn.body[:cut], (), False)
+    visit(fn.body[cut:], (), True)
     return out
 
 
-def saved_bytes(entries, trips) -> int:
-    """The most bytes the manifest's values hold at once, for a loop of `trips` trips (one
-    checkpointed or plain top-level loop): values made once, plus per-trip values times the
-    trips, or snapshots times the segments plus one segment's per-trip values, or (revolve)
-    snapshots times the slots (at most one a trip) plus one trip's values."""
+def _per_trip(loops, counts, nbytes) -> str:
+    """How many times a value pushed in `loops` (their lines, the outermost first) is kept:
+    `per trip, 50 trips: 6,400 bytes`, or that the count is known only when a loop runs."""
+    where = "" if len(loops) == 1 else f" of the loops at lines {', '.join(map(str, loops))}"
+    unknown = [line for line in loops if counts.get(line) is None]
+    if unknown:
+        return (
+            f"per trip{where} (the trip count of the loop at line {unknown[0]} is known only "
+            "when it runs)"
+        )
+    trips = math.prod(counts[line] for line in loops)
+    return f"per trip{where}, {trips} trips: {trips * nbytes:,} bytes"
+
+
+_LOOP_STATUSES = ("saved per trip", "snapshot", "saved per trip of a segment")
+
+
+def saved_bytes(entries, trips=None) -> int:
+    """The most bytes the manifest's values hold at once: values made once, plus per-trip
+    values times their loops' trips, or snapshots times the segments plus one segment's
+    per-trip values, or (revolve) snapshots times the slots (at most one a unit) plus one
+    unit's values, or one row block's values. A loop's trip count is the manifest's where
+    the signature fixes it; `trips` stands for the count of a loop known only when it runs
+    (a `while` loop), and without it such a loop is refused (`unknown_trip_loops`)."""
     total = 0
     for e in entries:
-        if e["status"] == "saved" and not e["input"]:
-            total += e["bytes"]
-        elif e["status"] == "saved per trip":
-            total += e["bytes"] * trips
-        elif e["status"] == "snapshot" and e.get("slots"):
-            total += e["bytes"] * min(e["slots"], -(-trips // (e["every"] or 1)))
-        elif e["status"] == "snapshot":
-            total += e["bytes"] * -(-trips // e["every"])
-        elif e["status"] == "saved per row block":  # (one block's at a time)
-            total += e["bytes"]
-        elif e["status"] == "saved per trip of a segment":
-            total += e["bytes"] * min(e["every"] or trips, trips)
+        status, nbytes = e["status"], e["bytes"]
+        if status == "saved" and not e["input"] or status == "saved per row block":
+            total += nbytes  # (one block's at a time)
+        elif status in _LOOP_STATUSES:
+            # (an entry of an older manifest names no loops: `trips` is its loop's)
+            loops = e.get("loops") or [[e.get("line"), None]]
+            outer, inner = _trips(loops[:1], trips), _trips(loops[1:], trips)
+            if status == "saved per trip":
+                total += nbytes * outer * inner
+            elif status == "snapshot":
+                units = -(-outer // (e.get("every") or 1))
+                total += nbytes * (min(e["slots"], units) if e.get("slots") else units)
+            else:
+                total += nbytes * min(e.get("every") or outer, outer) * inner
     return total
+
+
+def unknown_trip_loops(entries) -> list:
+    """The lines of the loops a manifest's values are kept in whose trip count is known only
+    when they run (`saved_bytes` needs `trips` for them)."""
+    lines = {
+        line
+        for e in entries
+        if e["status"] in _LOOP_STATUSES
+        for line, count in e.get("loops") or [[e.get("line"), None]]
+        if count is None
+    }
+    return sorted(lines, key=lambda line: (line is None, line))
+
+
+def describe_total(entries) -> str:
+    """`saved_bytes` in words: `6,536 bytes`, or, for the values of one loop whose trip count
+    is known only when it runs (kept per trip, not checkpointed), so much and so much per
+    trip; else what to ask for (`trips=n`)."""
+    unknown = unknown_trip_loops(entries)
+    if not unknown:
+        return f"{saved_bytes(entries):,} bytes"
+    statuses = {e["status"] for e in entries}
+    if len(unknown) == 1 and not statuses & {"snapshot", "saved per trip of a segment"}:
+        once = saved_bytes(entries, 0)
+        return (
+            f"{once:,} bytes and {saved_bytes(entries, 1) - once:,} bytes per trip of the loop "
+            f"at line {unknown[0]} (its trip count is known only when it runs)"
+        )
+    return (
+        f"as many bytes as `saved_bytes(..., trips=n)` says for n trips of the loop at line "
+        f"{unknown[0]} (its trip count is known only when it runs)"
+    )
+
+
+def _trips(loops, trips) -> int:
+    """The trips of nested loops ([line, count or None] each): `trips` for an unknown count."""
+    out = 1
+    for line, count in loops:
+        if count is None and trips is None:
+            raise errors.SourcegradError(
+                f"the loop at line {line} runs a number of trips known only when it runs: "
+                "give it (saved_bytes(..., trips=n)) to count what its trips keep"
+            )
+        out *= count if count is not None else trips
+    return out
 
 
 # --- sourcegrad.checkpoint(fn) (api.transforms): a call whose values the backward makes again

@@ -21,6 +21,10 @@ keeps every trip):
   half the budget (k = B / (2 * per_trip)), snapshots in the rest (s = (B - k * per_trip) /
   per_snapshot), so the budget holds whatever n; with s >= n / k that is the sqrt scheme
   (each trip runs twice), and each time n / k passes C(s + r, s) a trip runs once more.
+  A budget below what a loop keeps at the least (one snapshot and one trip's values:
+  revolve with one snapshot, each trip run again from the loop's start, quadratic time)
+  is refused (`check_budget`: `MemoryBudgetError`, naming the smallest budget that works
+  and the one at which each trip runs twice), never exceeded in silence.
 - `memory="min"`: the fewest saved bytes at one extra forward: segments of the optimum k for
   a known length, k = 1024 for a while loop (O(sqrt(n)) memory while n stays below 10^6).
 
@@ -40,7 +44,14 @@ from dataclasses import dataclass
 
 from .. import errors
 
-__all__ = ["MemoryPlan", "memory_plan", "segment_length", "loop_scheme", "choose_recomputed"]
+__all__ = [
+    "MemoryPlan",
+    "memory_plan",
+    "segment_length",
+    "loop_scheme",
+    "check_budget",
+    "choose_recomputed",
+]
 
 # the segment of a while loop under memory="min" (its trip count is not known when compiling)
 WHILE_SEGMENT = 1024
@@ -115,6 +126,51 @@ def loop_scheme(plan, trips, per_trip, per_snapshot):
     # half the budget to a segment's values, the rest to snapshots
     k = max(1, plan.memory // max(2 * per_trip, 1))
     return ("revolve", max(1, (plan.memory - k * per_trip) // max(per_snapshot, 1)), k)
+
+
+def least_budget(trips, per_trip, per_snapshot) -> int:
+    """The fewest bytes a loop keeps under any scheme: every trip's values where they fit in
+    less (a short loop of known length), else one snapshot and one trip's values (revolve
+    with one snapshot)."""
+    least = per_trip + per_snapshot
+    return least if trips is None else min(trips * per_trip, least)
+
+
+def check_budget(plan, loops) -> None:
+    """Refuse a `memory=B` that a loop cannot be kept in (see the module docstring). `loops`:
+    (location, trips or None, bytes per trip, bytes per snapshot) of each loop that
+    checkpointing may rewrite; the smallest budget that works is the largest of theirs."""
+    if not isinstance(plan.memory, int) or not loops:
+        return
+    least = [least_budget(trips, per_trip, snap) for _, trips, per_trip, snap in loops]
+    worst = max(range(len(loops)), key=least.__getitem__)
+    if least[worst] <= plan.memory:
+        return
+    loc, trips, per_trip, per_snapshot = loops[worst]
+    runs = (
+        f"each of its {trips} trips up to {trips} times"
+        if trips is not None
+        else "each trip up to as many times as the loop has trips"
+    )
+    message = (
+        f"memory={plan.memory} bytes cannot hold what this loop keeps at the least: one "
+        f"trip's saved values ({per_trip} bytes) and one snapshot of its state "
+        f"({per_snapshot} bytes); even that runs {runs} (quadratic time). The smallest "
+        f"budget that works is memory={least[worst]}"
+    )
+    if trips is not None and trips * per_trip <= _at_most_twice(trips, per_trip, per_snapshot):
+        message += f"; memory={trips * per_trip} keeps every trip's values (none runs twice)"
+    elif trips is not None:
+        message += f"; with memory={_at_most_twice(trips, per_trip, per_snapshot)} each "
+        message += "trip runs at most twice"
+    raise errors.MemoryBudgetError(message, loc, least[worst])
+
+
+def _at_most_twice(trips, per_trip, per_snapshot) -> int:
+    """A budget under which a loop of known length takes the sqrt scheme at its optimum k
+    (`loop_scheme`: k = min(B / (2 * per_trip), optimum), snapshots and a segment in B)."""
+    k = _optimum(trips, per_trip, per_snapshot)
+    return max(-(-trips // k) * per_snapshot + k * per_trip, 2 * k * per_trip)
 
 
 def segment_length(plan, trips, per_trip, per_snapshot) -> int:

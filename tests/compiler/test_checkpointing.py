@@ -19,6 +19,19 @@ def _as_tuple(g, wrt):
     return g if isinstance(wrt, tuple) else (g,)
 
 
+def _tightest(fn, wrt, plan, args):
+    """(fn's gradient under `plan`, its value at `args`). A budget below what some loop keeps
+    at the least is refused, naming the smallest budget that works: that one is then taken
+    (the tightest there is for fn)."""
+    g = sourcegrad.grad(fn, wrt=wrt, **plan)
+    try:
+        return g, g(*args)
+    except errors.MemoryBudgetError as exc:
+        assert exc.smallest > plan["memory"] and f"memory={exc.smallest}" in str(exc)
+        g = sourcegrad.grad(fn, wrt=wrt, memory=exc.smallest)
+        return g, g(*args)
+
+
 # every control-flow case, under the tightest plans: a snapshot every trip or two, and "min";
 # revolve with one or two snapshots (each trip made again from the loop's start or nearly)
 @pytest.mark.parametrize(
@@ -37,7 +50,7 @@ def _as_tuple(g, wrt):
 def test_control_flow_gradients_unchanged_under_a_tight_plan(fn, make_args, wrt, plan):
     args = make_args(np.random.default_rng(0))
     expected = _as_tuple(sourcegrad.grad(fn, wrt=wrt)(*args), wrt)
-    got = _as_tuple(sourcegrad.grad(fn, wrt=wrt, **plan)(*args), wrt)
+    got = _as_tuple(_tightest(fn, wrt, plan, args)[1], wrt)
     for e, g in zip(expected, got):
         assert np.shape(g) == np.shape(e)
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
@@ -589,8 +602,8 @@ def test_a_loop_holding_loops_is_checkpointed_with_the_same_gradients(fn, plan):
         2.5 if fn is not while_holding_a_for else 4,
     )
     expected = sourcegrad.grad(fn, wrt=(0, 1))(*args)
-    g = sourcegrad.grad(fn, wrt=(0, 1), **plan)
-    for e, r in zip(expected, g(*args)):
+    g, got = _tightest(fn, (0, 1), plan, args)
+    for e, r in zip(expected, got):
         np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
     assert "for segment in reversed(range(" in g.source or "revolve_restart(" in g.source
 
@@ -822,7 +835,7 @@ def test_revolve_over_segments_under_a_budget(steps, budget):
     if steps == 60:
         assert "revolve_restart(schedule, " in g.source
     x, w = np.linspace(-1.0, 1.0, 5), 0.7
-    g = sourcegrad.grad(strided, wrt=(0, 1), memory=budget // 6)
+    g = sourcegrad.grad(strided, wrt=(0, 1), memory=budget * 5 // 3)  # (a trip: 80 bytes)
     for e, r in zip(sourcegrad.grad(strided, wrt=(0, 1))(w, x), g(w, x)):
         np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
 
@@ -836,7 +849,7 @@ def test_revolve_at_random_sizes():
         steps, slots = int(rng.integers(0, 80)), int(rng.integers(1, 9))
         args = _rnn_args(steps)
         expected = sourcegrad.grad(rnn, wrt=(0, 1, 2))(*args)
-        for plan in (dict(checkpoint_loops=("revolve", slots)), dict(memory=48 * slots)):
+        for plan in (dict(checkpoint_loops=("revolve", slots)), dict(memory=48 * (slots + 1))):
             got = sourcegrad.grad(rnn, wrt=(0, 1, 2), **plan)(*args)
             for e, r in zip(expected, got):
                 np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
@@ -862,3 +875,118 @@ def test_row_buffers_under_a_plan_hold_one_segment():
     assert "dW += d_W_plus_b_rows.T @ h_rows" in segments.source
     assert "np.outer" not in segments.source
     assert "_rows" not in trips.source and "np.outer" in trips.source
+
+
+# --- a budget below what a loop keeps at the least; the manifest without a plan -------------
+
+
+def _rnn_example(hidden, steps):
+    """examples/rnn.py's loss and its arguments (`for x_t in xs:` at line 13)."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "rnn.py")
+    spec = importlib.util.spec_from_file_location("rnn_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.rnn_loss, module.example_args(hidden=hidden, steps=steps)
+
+
+def test_a_budget_smaller_than_one_trip_is_refused_with_the_smallest_that_works():
+    """memory=10 for an RNN whose trip saves h (hidden floats) and whose snapshot is h: the
+    least any scheme keeps is one snapshot and one trip's values, revolve with one snapshot
+    (each trip run again from the loop's start: quadratic time). Refused, located at the
+    loop, naming that least; it works, and so does the budget it names for running each
+    trip at most twice."""
+    import time
+
+    hidden, steps = 16, 100
+    rnn_loss, args = _rnn_example(hidden, steps)
+    smallest = hidden * 8 + hidden * 8
+    started = time.perf_counter()
+    with pytest.raises(errors.MemoryBudgetError) as caught:
+        sourcegrad.grad(rnn_loss, wrt=(0, 1, 2), memory=10)(*args)
+    exc = caught.value
+    assert exc.smallest == smallest and exc.loc.line == 13 and exc.loc.file.endswith("rnn.py")
+    message = str(exc)
+    assert "rnn.py:13: memory=10 bytes cannot hold" in message
+    assert message.rstrip().endswith("for x_t in xs:")
+    assert f"one trip's saved values ({hidden * 8} bytes)" in message
+    assert f"The smallest budget that works is memory={smallest};" in message
+    assert time.perf_counter() - started < 1.0  # refused when compiling, nothing run
+    twice = int(re.search(r"with memory=(\d+) each trip runs at most twice", message).group(1))
+    expected = sourcegrad.grad(rnn_loss, wrt=(0, 1, 2))(*args)
+    for budget in (smallest, twice):
+        g = sourcegrad.grad(rnn_loss, wrt=(0, 1, 2), memory=budget)
+        for e, r in zip(expected, g(*args)):
+            np.testing.assert_allclose(r, e, rtol=1e-12, atol=1e-14)
+    k = next(e["every"] for e in g.saved if e["status"] == "snapshot")
+    assert not any(e.get("slots") for e in g.saved) and k == 10  # sqrt scheme: 10 x 10 trips
+
+
+def _stack_peak(g, args):
+    """The most bytes the generated code's saved-value stack holds at once, measured by
+    running its source with the stack a list that adds up what it holds."""
+    held = [0, 0]  # now, most
+
+    class Watched(list):
+        def append(self, v):
+            super().append(v)
+            held[0] += 0 if v is None else np.asarray(v).nbytes
+            held[1] = max(held)
+
+        def pop(self):
+            v = super().pop()
+            held[0] -= 0 if v is None else np.asarray(v).nbytes
+            return v
+
+    text = g.source
+    assert text.count("saved = []") == 1
+    namespace = {"Watched": Watched}
+    exec(compile(text.replace("saved = []", "saved = Watched()"), "<measured>", "exec"), namespace)
+    fn = next(v for k, v in namespace.items() if k.startswith("d") and callable(v))
+    fn(*args)
+    return held[1]
+
+
+def test_without_a_plan_the_manifest_lists_the_stack_kept_per_trip():
+    """The backward of an RNN over T steps keeps h (hidden floats) per trip on its stack: the
+    manifest lists it, per trip with its trips and bytes, and `saved_bytes` is that stack,
+    measured, plus the values made once that it lists."""
+    hidden, steps = 16, 50
+    rnn_loss, args = _rnn_example(hidden, steps)
+    g = sourcegrad.grad(rnn_loss, wrt=(0, 1, 2))
+    g(*args)
+    per_trip = [e for e in g.saved if e["status"] == "saved per trip"]
+    assert [(e["name"], e["bytes"], e["loops"]) for e in per_trip] == [
+        ("h", 8 * hidden, [[13, 50]])
+    ]
+    assert per_trip[0]["why"].endswith(f"per trip, {steps} trips: {steps * hidden * 8:,} bytes")
+    made_once = sum(e["bytes"] for e in g.saved if e["status"] == "saved" and not e["input"])
+    assert _stack_peak(g, args) == steps * hidden * 8
+    assert g.saved_bytes(*args) == steps * hidden * 8 + made_once
+    assert g.saved_bytes(*_rnn_example(hidden, 2 * steps)[1]) == 2 * steps * hidden * 8 + made_once
+
+
+def test_loops_in_loops_and_while_loops_count_their_trips():
+    """Nested loops of known lengths multiply; a while loop's count is known only when it
+    runs: `saved_bytes` then needs `trips=`, and says so otherwise."""
+    rng = np.random.default_rng(7)
+    args = (rng.normal(size=(4, 4)) * 0.5, rng.normal(size=4), 2.5)
+    g = sourcegrad.grad(three_deep, wrt=(0, 1))
+    g(*args)
+    per_trip = [e for e in g.saved if e["status"] == "saved per trip"]
+    assert {e["name"] for e in per_trip} == {"h", "W_h"}  # (4 floats each)
+    assert all([count for _, count in e["loops"]] == [3, 2, 2] for e in per_trip)
+    made_once = sum(e["bytes"] for e in g.saved if e["status"] == "saved" and not e["input"])
+    assert g.saved_bytes(*args) == 2 * 12 * 32 + made_once
+    # the first W_h pushed is the None it is bound to before the loops: one value less
+    assert _stack_peak(g, args) == 2 * 12 * 32 - 32
+
+    spring_args = (4.0, 0.5, 1.0, 0.0, 0.01, 0.995)  # 100 trips
+    g = sourcegrad.grad(spring, wrt=(0, 1))
+    g(*spring_args)
+    with pytest.raises(errors.SourcegradError, match=r"the loop at line \d+ runs a number of"):
+        g.saved_bytes(*spring_args)
+    made_once = sum(e["bytes"] for e in g.saved if e["status"] == "saved" and not e["input"])
+    assert g.saved_bytes(*spring_args, trips=100) == _stack_peak(g, spring_args) + made_once

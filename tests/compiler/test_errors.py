@@ -258,3 +258,66 @@ def test_sequence_concatenation_through_which_a_gradient_flows_is_an_error(fn):
     with pytest.raises(errors.UnsupportedSyntaxError, match="lists or tuples") as info:
         sourcegrad.grad(fn)(np.array([0.3, -0.2, 0.7]))
     assert info.value.loc.file.endswith("test_errors.py") and "ys = " in info.value.loc.text
+
+
+# -- a module-level value changed in place inside differentiated code ---------------------
+
+LOG: list = []
+TABLE = np.zeros(3)
+
+
+def logs_to_a_global_list(t):
+    s = np.sum(t**2)
+    LOG.append(s)
+    return s
+
+
+def writes_a_global_array(x):
+    TABLE[0] = np.sum(x)
+    return np.sum(x * TABLE)
+
+
+def adds_at_a_global_array(x):
+    np.add.at(TABLE, 0, np.sum(x))
+    return np.sum(x * TABLE)
+
+
+def calls_a_helper_that_logs(t):
+    return logs_to_a_global_list(t) * 2.0
+
+
+def local_read_before_it_is_assigned(x):
+    s = s + 1.0  # noqa: F821
+    return np.sum(x) * s
+
+
+@pytest.mark.parametrize(
+    "fn, line, what",
+    [
+        (logs_to_a_global_list, "LOG.append(s)", "'LOG' is a module-level list"),
+        (calls_a_helper_that_logs, "LOG.append(s)", "'LOG' is a module-level list"),
+        (writes_a_global_array, "TABLE[0] = np.sum(x)", "'TABLE' is a module-level ndarray"),
+        (
+            adds_at_a_global_array,
+            "np.add.at(TABLE, 0, np.sum(x))",
+            "'TABLE' is a module-level ndarray",
+        ),
+    ],
+)
+def test_changing_a_module_level_value_says_so_located(fn, line, what):
+    """`LOG.append(t)` on a global list used to say that a local was read before it was
+    assigned: it names the global, what is wrong, and what to write instead, at the line."""
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
+        sourcegrad.grad(fn)(np.array([0.3, -0.7, 1.1]))
+    exc = info.value
+    assert exc.loc.file.endswith("test_errors.py") and exc.loc.text.strip() == line
+    message = str(exc)
+    assert f"test_errors.py:{exc.loc.line}: {what}: differentiated code cannot change it" in message
+    assert "has_aux=True" in message and "read before" not in message
+    assert message.endswith(line)
+    assert LOG == [] and not TABLE.any()
+
+
+def test_a_local_read_before_its_assignment_still_says_so():
+    with pytest.raises(errors.NameResolutionError, match="'s' is read before it is assigned"):
+        sourcegrad.grad(local_read_before_it_is_assigned)(np.ones(2))

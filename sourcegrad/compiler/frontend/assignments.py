@@ -115,6 +115,8 @@ class AssignmentsMixin:
         """`a[i] = v` as `a = setitem(a, i, v)`: a new array, so no value is changed in place."""
         name = target.value.id
         if name not in self.env:
+            if self.enclosing is None:
+                self.refuse_outside_change(name)  # `TABLE[0] = v` of a global TABLE
             self.error(
                 errors.NameResolutionError,
                 f"{name!r} is assigned by index before it is defined",

@@ -445,6 +445,9 @@ class CallsMixin:
             # in every inlining of the callee: the value returned is copied, or a second
             # call would change what the first returned
             result = child.frozen(result)
+        except errors.SourcegradError as exc:  # (which call led there: `called_from`)
+            exc.called_from = (*exc.called_from, self.parsed.loc(node))
+            raise
         finally:
             self.ctx.inline_depth -= 1
             self.ctx.active_prefixes.pop()

@@ -14,7 +14,7 @@ import numpy as np
 from ... import errors, trees
 from ..ir import Const, Var
 from ...ops import rule_for_function
-from .syntax import AtomNode, callee_name, describe
+from .syntax import AtomNode, callee_name, changed_in_place_only, describe
 from .values import (
     ATTRS,
     CallableRef,
@@ -87,6 +87,7 @@ class NamesMixin:
         if ident in self.local_functions:  # `sq = lambda v: v * v`, read as a value
             return self.local_functions[ident]
         if ident in self.assigned and self.enclosing is None:
+            self.refuse_outside_change(ident)
             self.error(
                 errors.NameResolutionError,
                 f"local variable {ident!r} is read before it is assigned",
@@ -104,6 +105,36 @@ class NamesMixin:
                 node,
             )
         return ref  # a function value is resolved now, and inlined where it is called
+
+    def refuse_outside_change(self, ident):
+        """Refuse `LOG.append(t)` (or `G[0] = v`, `out=G`) where the function never binds
+        `LOG`: Python changes the module's (or an enclosing function's) value, which the
+        compiler, reading the name as a local it rebinds, would not; and the gradient runs
+        its code more than once. Nothing to refuse where the name is bound in the function
+        (read before its assignment: the caller's message says so)."""
+        change = changed_in_place_only(self.parsed.tree, ident)
+        if change is None:
+            return
+        if ident not in self.closure and ident not in self.globals:
+            self.error(errors.NameResolutionError, f"name {ident!r} is not defined", change)
+        value = self.closure[ident] if ident in self.closure else self.globals[ident]
+        owner = "an enclosing function's" if ident in self.closure else "a module-level"
+        local = ident.lower() if ident.lower() != ident else f"my_{ident}"
+        build = (
+            f"`{local} = []`, then `{local}.append(...)`"
+            if isinstance(value, list)
+            else f"`{local} = {ident}.copy()`"
+        )
+        self.error(
+            errors.UnsupportedSyntaxError,
+            f"{ident!r} is {owner} {type(value).__name__}: differentiated code cannot change "
+            "it in place (the generated gradient would not make the change, and runs the "
+            f"function's code more than once). Build a local one instead ({build}) and return "
+            "it beside the result "
+            f"(grad(f, has_aux=True) for f returning (loss, aux)), or change {ident} outside "
+            "the differentiated function",
+            change,
+        )
 
     def target_of(self, func):
         """Resolve a call's function expression: ModuleRef, CallableRef, LocalFunction, or None."""

@@ -552,6 +552,8 @@ class StatementsMixin:
             )
         name = call.args[0].id
         if name not in self.env:
+            if self.enclosing is None:
+                self.refuse_outside_change(name)  # `np.add.at(TABLE, ...)` of a global TABLE
             self.error(errors.NameResolutionError, f"{name!r} is not defined", call)
         array = self.env[name]
         self.refuse_aliases(name, array, call)

@@ -125,6 +125,22 @@ def assigned_names(stmt, nodes=None) -> set:
     return names
 
 
+def changed_in_place_only(tree, ident):
+    """The first node of the function `tree` that changes the value named `ident` in place
+    (`ident.append(v)`, `ident[i] = v`, `out=ident`, `np.add.at(ident, ...)`: what
+    `assigned_names` counts as binding it) when nothing binds the name itself (no
+    assignment, no parameter, no loop target): Python then changes the global or closure
+    value. None otherwise."""
+    nodes = list(walk_no_defs(tree, False))
+    if any(
+        isinstance(n, gast.Name) and n.id == ident and isinstance(n.ctx, (gast.Store, gast.Param))
+        for n in nodes
+    ):
+        return None
+    changes = [n for n in nodes if hasattr(n, "lineno") and ident in assigned_names(n, [n])]
+    return min(changes, key=lambda n: (n.lineno, n.col_offset), default=None)
+
+
 def assignment_counts(body) -> dict:
     """How many places assign each name (`a[i] = v` and `a.append(v)` assign a too)."""
     counts: dict = {}
