@@ -711,7 +711,7 @@ defvjp(
     lambda g, ans, a, offset=0, axis1=0, axis2=1: undiagonal(g, a, offset, axis1, axis2),
     linear="joint",
     methods=("diagonal",),
-    props={"view"},
+    props={"view", "readonly"},
 )
 defvjp(
     "np_trace",

@@ -741,7 +741,7 @@ if hasattr(np.linalg, "vecdot"):
         _func("linalg.diagonal"),
         lambda g, ans, x, offset=0: undiagonal(g, x, offset, -2, -1),
         linear="joint",
-        props={"view"},
+        props={"view", "readonly"},
     )
     defvjp(
         "linalg_matrix_transpose",

@@ -118,8 +118,18 @@ def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False, spe
 #                    the analysis may run it on stand-ins to find numpy's own error);
 #   "complex": its rules hold for complex values too (ops/complex_values.py says how); the
 #              compiler and the eager mode refuse a complex value through any other op;
+#   "readonly": the result is a view numpy makes read-only (np.diagonal, np.broadcast_to):
+#               an update in place of it raises numpy's ValueError;
 #   "reduction": kind == "reduction"; "elementwise": kind == "elementwise".
-PROPERTIES = ("view", "fresh", "owned", "linear_in_first", "shape_checked", "complex")
+PROPERTIES = (
+    "view",
+    "fresh",
+    "owned",
+    "linear_in_first",
+    "shape_checked",
+    "complex",
+    "readonly",
+)
 
 
 @dataclass

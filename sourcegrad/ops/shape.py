@@ -117,7 +117,7 @@ defvjp(
     np.broadcast_to,
     _func("broadcast_to"),
     lambda g, ans, x, shape: unbroadcast(g, x),
-    props={"view", "linear_in_first"},
+    props={"view", "linear_in_first", "readonly"},
     linear="joint",
     torch=torch("ExpandBackward0", "broadcast_to"),
 )

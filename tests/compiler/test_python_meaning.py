@@ -325,7 +325,7 @@ VIEWS = {
     "conj method": lambda x: x.conj(),
     "flip": np.flip,
     "ravel": np.ravel,
-    "diagonal of a matrix": lambda x: np.diagonal(np.reshape(x, (1, 3))),
+    "transpose of a matrix": lambda x: np.reshape(x, (1, 3)).T,
     "einsum transpose": lambda x: np.einsum("i->i", x),
     "astype without a copy": lambda x: x.astype(np.float64, copy=False),
 }
@@ -337,6 +337,26 @@ def test_an_update_through_a_view_is_refused(view):
     # (the lambdas are in one file: the made functions' source is `fn` above)
     with pytest.raises(errors.UnsupportedSyntaxError, match="shares its memory"):
         sourcegrad.value_and_grad(fn)(X.copy())
+
+
+def diagonal_decremented(x):
+    d = np.diagonal(np.outer(x, x))
+    d -= 1.0  # numpy: "output array is read-only"
+    return np.sum(d**2)
+
+
+def broadcast_written(x):
+    b = np.broadcast_to(x, (2, 3))
+    b[0] = 1.0
+    return np.sum(b)
+
+
+@pytest.mark.parametrize("fn", [diagonal_decremented, broadcast_written], ids=lambda f: f.__name__)
+def test_a_write_into_a_read_only_view_raises_numpys_error(fn):
+    with pytest.raises(ValueError, match="read-only"):
+        fn(X.copy())
+    with pytest.raises(errors.NumpyValueError, match="read-only"):
+        sourcegrad.grad(fn)(X.copy())
 
 
 def flattened_then_doubled(x):

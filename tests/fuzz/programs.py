@@ -433,6 +433,43 @@ EARLIER_REPEATED_INDEX_CAMPAIGNS = EARLIER_CAMPAIGNS | {"0"}
 # Campaigns run before the Python forms existed (rebuilt without them).
 EARLIER_PYTHON_FORM_CAMPAIGNS = EARLIER_REPEATED_INDEX_CAMPAIGNS
 
+# Reliability forms (`_Gen.reliability_form`): where Python's meaning and a compiler's model
+# of it part (the reliability issue, round 3): decorated helpers (functools.wraps), rule-less
+# calls writing into arrays (np.copyto, np.put, ...), updates through functions that return
+# their argument or a view, arrays held twice by containers, an array passed twice to a
+# helper that changes it in place, generator expressions consumed after a name they read is
+# rebound, powers of negative bases, reductions of one element. The right outcome is the
+# number Python computes or a located refusal. Drawn from a stream of their own.
+RELIABILITY_FORM_RATE = 0.3
+# Campaigns run before the reliability forms existed (rebuilt without them).
+# (and the quick slice's: test_fuzz_quick.py has a slice of its own for them, "rel-k")
+EARLIER_RELIABILITY_FORM_CAMPAIGNS = EARLIER_PYTHON_FORM_CAMPAIGNS | {"pf1", "quick"}
+
+# A decorator per kind of wrapper: one scaling the result, one shifting the first argument
+# (both with functools.wraps and *args/**kwargs, as published decorators are written)
+DECORATORS = """
+def scale_result(k):
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return k * fn(*args, **kwargs)
+
+        return wrapper
+
+    return deco
+
+
+def shift_first(d):
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(a, *rest, **kwargs):
+            return fn(a + d, *rest, **kwargs)
+
+        return wrapper
+
+    return deco
+"""
+
 FIELD_SHAPES = {
     "m": MAT,
     "m2": MAT,
@@ -545,6 +582,7 @@ class _Gen:
         self_updates: random.Random | None = None,
         repeated_indices: random.Random | None = None,
         python_forms: random.Random | None = None,
+        reliability_forms: random.Random | None = None,
     ):
         self.r = rng
         # self-updates draw from a stream of their own: the rest of a program is the one
@@ -553,6 +591,7 @@ class _Gen:
         self.ri = repeated_indices  # likewise the repeated-index targets
         self.pf = python_forms  # likewise comprehensions and function values
         self.pf_counter = itertools.count()
+        self.rf = reliability_forms  # likewise the reliability forms
         self.lines: list[str] = []
         self.indent = 0
         self.env: list[Var] = []
@@ -870,6 +909,8 @@ class _Gen:
             self.self_update(in_loop)
         if not self.returned:
             self.maybe_python_form(depth)
+        if not self.returned:
+            self.maybe_reliability_form()
         if len(self.lines) == start:
             self.emit("pass")
         self.indent -= 1
@@ -1013,6 +1054,123 @@ class _Gen:
             shape = r.choice(VAR_SHAPES)
             self.emit(f"{name} = {apply}({f.name}, {self.expr(shape, 2)})")
             self.env.append(Var(name, shape))
+
+    def maybe_reliability_form(self):
+        """Now and then a reliability form (`RELIABILITY_FORM_RATE`), drawn from its own
+        stream (self.r swapped for it) and named from the Python forms' counter."""
+        if self.rf is None or self.rf.random() >= RELIABILITY_FORM_RATE:
+            return
+        saved, self.r = self.r, self.rf
+        try:
+            self.reliability_form()
+        finally:
+            self.r = saved
+
+    def reliability_form(self):
+        r = self.r
+        kind = r.choice(
+            [
+                "ruleless_write",
+                "view_update",
+                "container_alias",
+                "passed_twice",
+                "late_generator",
+                "negative_power",
+                "one_element",
+            ]
+        )
+        self.features.add(kind)
+        name = self.pf_name("q")
+        vecs = [v for v in self.env if v.shape == VEC]
+        if kind == "ruleless_write":
+            e = self.expr(VEC, 2)
+            form = r.choice(
+                [
+                    "np.copyto({n}, {e})",
+                    "np.put({n}, [2, 0, 1], {e})",
+                    "np.putmask({n}, {e} > 0.0, 0.5)",
+                    "np.place({n}, {e} > 0.0, [0.25])",
+                ]
+            )
+            self.emit(f"{name} = {r.choice(['np.zeros(3)', f'1.0 * ({e})'])}")
+            self.emit(form.format(n=name, e=_atom(e)))
+            self.env.append(Var(name, VEC))
+        elif kind == "view_update":
+            self.emit(f"{name} = 1.0 * ({self.expr(MAT, 2)})")
+            view = r.choice(
+                [
+                    "np.atleast_1d({n})",
+                    "np.atleast_2d({n})",
+                    "np.real({n})",
+                    "{n}.real",
+                    "{n}.conj()",
+                    "np.flip({n})",
+                    "np.ravel({n})",
+                    "{n}.T",
+                    "{n}[0]",
+                    "{n}.flatten()",
+                ]
+            ).format(n=name)
+            alias = self.pf_name("q")
+            self.emit(f"{alias} = {view}")
+            self.emit(f"{alias} {r.choice(['*=', '+=', '-='])} {self.expr(SCALAR, 1)}")
+            self.env.append(Var(name, MAT, owned=False))
+        elif kind == "container_alias":
+            self.emit(f"{name} = 1.0 * ({self.expr(VEC, 2)})")
+            holder = self.pf_name("d")
+            if r.random() < 0.5:
+                self.emit(f'{holder} = {{"k": {name}}}')
+                self.emit(f'{holder}["k"] {r.choice(["+=", "*="])} {self.expr(SCALAR, 1)}')
+            else:
+                self.emit(f"{holder} = [{name}, {name}]")
+                self.emit(f"{holder}[0] {r.choice(['+=', '*='])} {self.expr(SCALAR, 1)}")
+                self.emit(f"{name} = {name} + {holder}[1]")
+            self.env.append(Var(name, VEC, owned=False))
+        elif kind == "passed_twice":
+            helper = self.pf_name("upd")
+            self.emit(f"def {helper}(a, b):")
+            self.emit(f"    a {r.choice(['*=', '+='])} 0.5")
+            self.emit("    return a * b")
+            self.emit(f"{name} = 1.0 * ({self.expr(VEC, 2)})")
+            self.emit(f"{name} = {helper}({name}, {name})")
+            self.env.append(Var(name, VEC, owned=False))
+        elif kind == "late_generator":
+            c = self.pf_name("c")
+            gen = self.pf_name("gen")
+            v = r.choice(vecs).name if vecs else self.expr(VEC, 1)
+            self.emit(f"{c} = {self.expr(SCALAR, 1)}")
+            self.emit(f"{gen} = ({_atom(v)}[i] * {c} for i in range(3))")
+            self.emit(f"{c} = {self.expr(SCALAR, 1)}")
+            self.emit(f"{name} = sum({gen})")
+            self.env.append(Var(name, SCALAR))
+        elif kind == "negative_power":
+            shape = r.choice(VAR_SHAPES)
+            e = self.expr(shape, 1)
+            form = r.choice(
+                [
+                    "(-1.0 - ({e}) ** 2) ** 3",
+                    "(-1.0 - ({e}) ** 2) ** 3.0",
+                    "(-0.5 - np.abs({e})) ** 2.0",
+                    "({e}) ** 1.5",
+                    "(-1.0 - ({e}) ** 2) ** 0.5",
+                ]
+            )
+            self.emit(f"{name} = {form.format(e=e)}")
+            self.env.append(Var(name, shape))
+        else:
+            m = self.expr(MAT, 1)
+            form = r.choice(
+                [
+                    "np.std(({m})[:1, :1])",
+                    "np.var(({m})[1:2, 2:])",
+                    "np.std(({m})[0, :1])",
+                    "np.var(({m})[:1, 1], ddof=0)",
+                    "np.std(np.full(3, ({m})[0, 0]))",
+                    "np.mean(({m})[:1, :1]) + np.std(({m})[1, 1:2])",
+                ]
+            )
+            self.emit(f"{name} = {form.format(m=m)}")
+            self.env.append(Var(name, SCALAR))
 
     def self_update_slot(self):
         """Where this loop or branch body gets a self-update: "first", "last" or None."""
@@ -1528,7 +1686,15 @@ class _Gen:
             has_k = r.random() < 0.4
             name = self.name("h")
             sig = ", ".join(params + (["k=0.5"] if has_k else []))
-            header += ["", f"def {name}({sig}):"]
+            header.append("")
+            if self.rf is not None and self.rf.random() < RELIABILITY_FORM_RATE:
+                self.features.add("decorator")
+                header.append(
+                    self.rf.choice(
+                        ["@scale_result(1.5)", "@scale_result(-0.5)", "@shift_first(0.25)"]
+                    )
+                )
+            header += [f"def {name}({sig}):"]
             header += [
                 "    " + line for line in self.helper_body(params + (["k"] if has_k else []))
             ]
@@ -1547,7 +1713,11 @@ class _Gen:
             self.stmt(0, False)
             if not self.returned:
                 self.maybe_python_form(0)
+            if not self.returned:
+                self.maybe_reliability_form()
         self.emit(f"return {self.final_expr()}")
+        if "decorator" in self.features:
+            header = ["import functools"] + header[:4] + DECORATORS.split("\n") + header[4:]
         source = "\n".join(header).rstrip() + "\n\n\n" + "\n".join(self.lines) + "\n"
         return Program(seed, source, params, self.features, dict(self.globals))
 
@@ -1570,7 +1740,12 @@ def generate(seed, self_updates: bool | None = None) -> Program:
     pf = (
         None if campaign in EARLIER_PYTHON_FORM_CAMPAIGNS else random.Random(f"{seed}/python-forms")
     )
-    return _Gen(random.Random(seed), su, ri, pf).module(seed)
+    rf = (
+        None
+        if campaign in EARLIER_RELIABILITY_FORM_CAMPAIGNS
+        else random.Random(f"{seed}/reliability-forms")
+    )
+    return _Gen(random.Random(seed), su, ri, pf, rf).module(seed)
 
 
 # =============================================================================================
@@ -1704,15 +1879,17 @@ class Kinks:
         self.note(a, 1.0, "log")
         return np.log(a, *rest, **kw)
 
-    def _std(self, out):
-        self.note(out, 1.0, "std")
+    def _std(self, a, out):
+        # (the std of one element is 0 whatever it is: constant, no kink)
+        if np.size(a) > max(np.size(out), 1):
+            self.note(out, 1.0, "std")
         return out
 
     def np_std(self, a, *args, **kw):
-        return self._std(np.std(a, *args, **kw))
+        return self._std(a, np.std(a, *args, **kw))
 
     def m_std(self, obj, *args, **kw):
-        return self._std(obj.std(*args, **kw))
+        return self._std(obj, obj.std(*args, **kw))
 
     def _gap(self, a, axis, largest, what):
         a = np.asarray(a, dtype=float)

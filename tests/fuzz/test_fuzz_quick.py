@@ -64,6 +64,36 @@ def test_quick_slice_summary():
     assert counts["rejected"] <= QUICK_N // 4, counts
 
 
+RELIABILITY_N = 24  # programs with the reliability forms (programs.RELIABILITY_FORM_RATE)
+RELIABILITY_FORMS = {
+    "decorator",
+    "ruleless_write",
+    "view_update",
+    "container_alias",
+    "passed_twice",
+    "late_generator",
+    "negative_power",
+    "one_element",
+}
+
+
+@pytest.mark.parametrize("seed", [f"rel-{i}" for i in range(RELIABILITY_N)])
+def test_reliability_forms_give_pythons_numbers_or_a_refusal(seed, workdir, record_property):
+    """Where Python's meaning and the compiler's model could part (decorators, rule-less
+    writes, views, aliases, late-bound generators, negative bases, one-element reductions):
+    the gradient is the finite differences', or the program is refused, never wrong."""
+    outcome = check_program(generate(seed), workdir, timeout=30)
+    record_property("status", outcome.status)
+    assert outcome.status in ("matched", "rejected", "skipped"), outcome.report()
+
+
+def test_the_reliability_slice_draws_every_form():
+    drawn = set()
+    for i in range(RELIABILITY_N):
+        drawn |= generate(f"rel-{i}").features & RELIABILITY_FORMS
+    assert drawn == RELIABILITY_FORMS, sorted(RELIABILITY_FORMS - drawn)
+
+
 def test_generator_is_deterministic_and_covers_the_features():
     features = collections.Counter()
     for seed in SEEDS:

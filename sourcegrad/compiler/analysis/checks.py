@@ -70,6 +70,7 @@ class _InPlaceChecker:
         self.fn, self.env = fn, env
         self.defs = {s.target: s for s in walk(fn.body) if isinstance(s, Assign)}
         self.updates = {id(s): s for s in walk(fn.body) if isinstance(s, Assign) and s.in_place}
+        self.readonly: set = set()  # names of read-only views (np.diagonal, broadcast_to)
 
     def run(self):
         self.block(self.fn.body, [({p: {(p, None)} for p in self.fn.params}, {})])
@@ -160,7 +161,10 @@ class _InPlaceChecker:
                 shared = set(held[index.value]) if known else _flat(held)
         else:
             shared = set()
+        if self.makes_readonly(value):
+            self.readonly.add(target)
         if stmt.in_place:
+            self.refuse_readonly(stmt)
             changed = {a for a, _ in self.changed_arrays(stmt, points)}
 
             def stale(pairs):
@@ -173,6 +177,28 @@ class _InPlaceChecker:
                 contents[name] = tuple(frozenset(stale(item)) for item in held)
             shared = {(a, None) for a in changed} or shared
         points[target] = shared or {(id(stmt), None)}  # a new array, made by this statement
+
+    def makes_readonly(self, value) -> bool:
+        """Is `value` a read-only view (or a view of one, or another name for one)?"""
+        if isinstance(value, Var):
+            return value.name in self.readonly
+        return isinstance(value, Call) and (
+            ops.has(value.op, "readonly")
+            or any(a.name in self.readonly for a in memory_sources(value))
+        )
+
+    def refuse_readonly(self, stmt):
+        """numpy refuses to write into a read-only view: `d = np.diagonal(m); d -= 1`."""
+        value = stmt.value
+        if isinstance(value, Var) and value.name in self.defs:
+            value = self.defs[value.name].value
+        written = value.args[0] if isinstance(value, Call) and value.args else None
+        if isinstance(written, Var) and written.name in self.readonly:
+            raise errors.NumpyValueError(
+                f"output array is read-only (numpy's error: {_named(written.name, self.fn)} is a "
+                "read-only view, as np.diagonal and np.broadcast_to make; copy it first)",
+                stmt.loc,
+            )
 
     def changed_arrays(self, stmt, points):
         value = stmt.value
@@ -300,6 +326,9 @@ class _UpdateFinder(_InPlaceChecker):
         return changed
 
     def reject(self, read, name, update):
+        pass
+
+    def refuse_readonly(self, stmt):
         pass
 
 
