@@ -77,6 +77,11 @@ class WrtError(SourcegradError):
     """A `wrt` that names no argument or is out of range."""
 
 
+class CallArgumentsError(SourcegradError, TypeError):
+    """A transformation called with arguments that do not fit it (`hvp(f)(x, v)` for an f
+    of two arguments): also Python's TypeError, which a wrong call of f itself raises."""
+
+
 class ShapeError(SourcegradError):
     """Shapes that cannot work together, found while specialising a gradient."""
 
