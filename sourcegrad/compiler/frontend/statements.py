@@ -29,11 +29,11 @@ from .syntax import (
     UNSUPPORTED_STATEMENTS,
     walk_no_defs,
 )
+from .values import IN_PLACE_OPERATORS
 from .values import (
     CallableRef,
     first_record,
     holds_record,
-    IN_PLACE_OPERATORS,
     LocalFunction,
     Loop,
     nests_containers,
