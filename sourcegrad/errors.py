@@ -72,6 +72,11 @@ class NonDifferentiableInputError(SourcegradError):
     """A `wrt` argument that is not a floating-point value."""
 
 
+class CallArgumentsError(SourcegradError, TypeError):
+    """A transformation called with arguments that do not fit it (`hvp(f)(x, v)` for an f
+    of two arguments): also Python's TypeError, which a wrong call of f itself raises."""
+
+
 class ComplexValueError(NoRuleError):
     """A complex value inside compiled code: not differentiated yet, so refused (a real
     function of complex intermediates would otherwise get a wrong gradient)."""

@@ -127,9 +127,9 @@ def prod_grad(g, x, axis, keepdims):
     as torch does, instead of dividing the product by zero.
     """
     g = expand_reduced(g, x, axis, keepdims)
-    if axis is None:
-        flat = x.reshape(-1)
-        return (g * _others_product(flat, 0)).reshape(np.shape(x))
+    if axis is None:  # (np.reshape: x may be a Python float, np.prod(2.0) is one)
+        flat = np.reshape(x, -1)
+        return np.reshape(g * _others_product(flat, 0), np.shape(x))
     axes = axis if isinstance(axis, tuple) else (axis,)
     if len(axes) != 1:
         moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
@@ -167,7 +167,7 @@ def prod_grad_jvp(g, x, t, axis, keepdims):
     g = expand_reduced(g, x, axis, keepdims)
     shape = np.shape(x)
     if axis is None:
-        return (g * _others_product_jvp(x.reshape(-1), t.reshape(-1))).reshape(shape)
+        return np.reshape(g * _others_product_jvp(np.reshape(x, -1), np.reshape(t, -1)), shape)
     axes = tuple(a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,)))
     last = tuple(range(-len(axes), 0))
     moved_x, moved_t = (
@@ -436,7 +436,10 @@ def concatenate_items(items, axis=0):
 
 
 def setitem(x, index, value):
-    """`x[index] = value` without changing `x`: a copy with the part replaced."""
+    """`x[index] = value` without changing `x`: a copy with the part replaced (of a tuple,
+    Python's TypeError)."""
+    if isinstance(x, tuple):
+        raise TypeError(f"{type(x).__name__!r} object does not support item assignment")
     out = x.copy()
     out[index] = value
     return out

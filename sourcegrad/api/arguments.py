@@ -51,8 +51,14 @@ def normalize_wrt(fn, wrt):
 def check_differentiable(name, value, complex_ok=False):
     """Refuse a `wrt` argument that is not a float (complex too where `complex_ok`: reverse
     mode differentiates complex inputs, with torch's convention: docs/sharp-bits.md)."""
-    if complex_ok and (isinstance(value, complex) or np.iscomplexobj(value)):
-        return
+    if isinstance(value, complex) or np.iscomplexobj(value):
+        if complex_ok:
+            return
+        raise errors.NonDifferentiableInputError(
+            f"argument {name!r} is complex: forward mode (jvp, hvp, hessian) with respect to a "
+            "complex input is not supported; reverse mode (grad, vjp) differentiates it "
+            "(docs/sharp-bits.md, Complex numbers)"
+        )
     if isinstance(value, bool) or isinstance(value, (int, np.integer)):
         raise errors.NonDifferentiableInputError(
             f"argument {name!r} is an integer ({value!r}); gradients are defined for floating-point "

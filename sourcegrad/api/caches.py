@@ -51,6 +51,9 @@ class Compiled:
     dependencies: tuple = ()
     ir: object = None  # the optimized gradient IR the source was printed from
     fresh: tuple = ()  # per gradient: the generated code makes it a new array
+    # powers of Python numbers that may make a complex value (facts.complex_power_sites):
+    # where there are any, each call's results are checked (no fast entry)
+    complex_sites: tuple = ()
     converters: tuple | None = None  # per gradient, the conversion the fast path applies (or None)
     settled: bool = False  # finish and converters were fitted to a first result
     code: object = None  # the differentiated function's code object it was built from
@@ -75,6 +78,7 @@ class Template:
     fresh: tuple
     control_flow: bool
     kept: tuple  # the free values its key names by identity (see _disk_key)
+    complex_sites: tuple = ()  # (facts.complex_power_sites; never from the disk cache)
 
 
 # fn -> {(wrt, single, with_value, backend, class name): {signature: Compiled}}, and

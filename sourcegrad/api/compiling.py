@@ -215,7 +215,13 @@ class Compiling:
             # (values keyed by identity are kept by the template, so their ids stay theirs)
             template_key = (disk_key, tuple(map(id, identities)))
             template = caches.template(template_key)
-            if template is None and cache.directory() and not identities:
+            # (a disk entry holds no complex_power_sites: such code is compiled here)
+            on_disk = (
+                cache.directory()
+                and not identities
+                and not facts.may_power_python_numbers(primal, args)
+            )
+            if template is None and on_disk:
                 template = self._from_disk(cache.load(disk_key), args)
                 if template is not None:
                     try:  # (authentic, but made by code that differs: any fault, a compile)
@@ -304,9 +310,10 @@ class Compiling:
                 () if self.pullback else facts.new_gradients(optimized, self.with_value),
                 facts.has_control_flow(optimized),
                 identities,
+                facts.complex_power_sites(primal, env),
             )
             caches.remember(template_key, template)
-            if cache.directory() and not identities:
+            if on_disk:
                 cache.store(disk_key, source, saved, names, template.control_flow)
             return self._instance(template, primal, key, args)
 
@@ -406,6 +413,7 @@ class Compiling:
             tuple(primal.dependencies),
             template.ir,
             template.fresh,
+            complex_sites=template.complex_sites,
             code=caches.code_of(self.fn),
             control_flow=template.control_flow,
             updated=tuple(

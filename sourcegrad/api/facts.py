@@ -11,7 +11,7 @@ random generators a function draws from (`generators_of`). Nothing here holds st
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -231,3 +231,210 @@ def generators_of(fn) -> list:
         return random_draws.generators_in(function_to_ir(fn))
     except errors.SourcegradError:
         return []
+
+
+# -- powers of Python numbers: a complex result a signature cannot show --------------------------
+
+# The ops that raise a number to a power, and what each does with a negative Python number to
+# a fractional power: Python's `**` makes a complex number ((-2.0) ** 1.5 is -2.83j), np.power
+# nan (with a RuntimeWarning), math.pow raises "math domain error".
+POWER_KINDS = {"pow_op": "python", "power": "numpy", "math_pow": "math"}
+
+
+class PowerSite(NamedTuple):
+    """A power of a Python number that may be negative to a power that may be fractional
+    (`complex_power_sites`). `operands`: where both are arguments or constants and the
+    statement runs on every call (before any branch or loop), how to read them from the
+    generated function's arguments, each ("arg", position) or ("const", value); else None."""
+
+    loc: Any
+    kind: str
+    operands: Any = None
+
+
+def complex_power_sites(fn, env) -> tuple:
+    """The `PowerSite`s of the specialised IR `fn` (`env`: its abstract values), in program
+    order: the statements that raise a Python number that may be negative to a power that
+    may be fractional, where the signature's stand-ins are real but the numbers of a call
+    may make the code compute a complex value (Python's `**` in the user's line, or in a
+    rule's backward of np.power, `x ** (y - 1)`). Arrays and numpy scalars are numpy's,
+    which gives nan: they make no site. A function whose output is complex (a vjp's, a jvp's)
+    has none: a complex result is not the sign of one there."""
+    ret = fn.body[-1] if fn.body else None
+    out = ret.value if isinstance(ret, Return) else None
+    out = out.items[0] if isinstance(out, Tup) and out.items else out  # ((output, aux))
+    if isinstance(out, Var) and env.get(out.name) is not None:
+        if holds_complex(env[out.name].stand_in):
+            return ()
+    positions = {name: i for i, name in enumerate(fn.params)}
+    straight = set()  # the statements every call runs: those before the first compound one
+    for stmt in fn.body:
+        if not isinstance(stmt, Assign):
+            break
+        straight.add(id(stmt))
+    sites = []
+    for stmt in walk(fn.body):
+        if not (isinstance(stmt, Assign) and isinstance(stmt.value, Call)):
+            continue
+        kind = POWER_KINDS.get(stmt.value.op)
+        args = stmt.value.args
+        if kind is None or len(args) < 2:
+            continue
+        if _may_be_negative_number(args[0], env) and _may_be_fractional_number(args[1], env):
+            operands = tuple(
+                ("const", a.value)
+                if isinstance(a, Const)
+                else ("arg", positions[a.name])
+                if isinstance(a, Var) and a.name in positions
+                else None
+                for a in args[:2]
+            )
+            known = id(stmt) in straight and None not in operands
+            sites.append(PowerSite(stmt.loc, kind, operands if known else None))
+    return tuple(sites)
+
+
+def _python_number(atom, env):
+    """For a Var that may be a Python number: (its value, or None where it is not known
+    while compiling); None where the atom is something else (an array, a numpy scalar)."""
+    aval = env.get(atom.name) if isinstance(atom, Var) else None
+    if aval is None:  # (None and UNKNOWN: nothing is known, it may be a Python number)
+        return (None,) if isinstance(atom, Var) else None
+    if type(aval.stand_in) not in (int, float):
+        return None
+    return (aval.stand_in if aval.known else None,)
+
+
+def _may_be_negative_number(atom, env) -> bool:
+    if isinstance(atom, Const):
+        value = atom.value
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0
+    found = _python_number(atom, env)
+    return found is not None and (found[0] is None or found[0] < 0)
+
+
+def _may_be_fractional_number(atom, env) -> bool:
+    if isinstance(atom, Const):
+        return type(atom.value) is float and not atom.value.is_integer()
+    found = _python_number(atom, env)
+    if found is None:
+        return False
+    value = found[0]
+    return value is None or (type(value) is float and not value.is_integer())
+
+
+def may_power_python_numbers(fn, args) -> bool:
+    """Whether a signature of `args` may make `complex_power_sites` in `fn` (its IR before
+    specialising): `fn` raises something to a power that is not an integer constant, and a
+    Python number may be there (an argument is one or holds some, or `fn` makes them: the
+    math module, the builtins, .item()). Cheap and conservative: such code is not read from
+    the disk cache, whose entries do not hold the sites."""
+    if not any(
+        isinstance(s, Assign)
+        and isinstance(s.value, Call)
+        and s.value.op in POWER_KINDS
+        and len(s.value.args) > 1
+        and not _integer_constant(s.value.args[1])
+        for s in walk(fn.body)
+    ):
+        return False
+    if any(type(a) in (int, float, list, tuple, dict) for a in args):
+        return True
+    return any(
+        isinstance(s, Assign)
+        and isinstance(s.value, Call)
+        and (
+            RULES[s.value.op].spelling.kind in ("module", "builtin")
+            or s.value.op in ("item", "tolist")
+        )
+        for s in walk(fn.body)
+    )
+
+
+def _integer_constant(atom) -> bool:
+    value = atom.value if isinstance(atom, Const) else None
+    return isinstance(value, (int, float)) and float(value).is_integer()
+
+
+def holds_complex(value) -> bool:
+    """Whether a result (a number, an array, tuples of them) holds a complex number."""
+    if type(value) in (tuple, list):
+        return any(holds_complex(v) for v in value)
+    return isinstance(value, complex) or getattr(getattr(value, "dtype", None), "kind", "") == "c"
+
+
+def is_real(value) -> bool:
+    """`not holds_complex(value)`, quick for the common results (a float, an array, a tuple
+    of them): asked of every result of a gradient with a `PowerSite`."""
+    t = type(value)
+    if t is float or t is np.float64:
+        return True
+    if t is np.ndarray:
+        return value.dtype.kind != "c"
+    if t is tuple:
+        for v in value:
+            if not is_real(v):
+                return False
+        return True
+    return not holds_complex(value)
+
+
+def check_power_operands(sites, args, label) -> None:
+    """Before a call runs: raise `power_error` for a site whose operands, arguments or
+    constants (`PowerSite.operands`), are a negative Python number and a fractional power.
+    (np.power's are numpy's: nan, computed as numpy does by `numpy_numbers`.)"""
+    for site in sites:
+        if site.operands is None or site.kind == "numpy":
+            continue
+        (base_from, base), (exponent_from, exponent) = site.operands
+        if base_from == "arg":
+            base = args[base]
+        if exponent_from == "arg":
+            exponent = args[exponent]
+        if (
+            type(base) in _PYTHON_NUMBERS
+            and type(exponent) in _PYTHON_NUMBERS
+            and base < 0
+            and not float(exponent).is_integer()
+        ):
+            raise power_error(site, label)
+
+
+_PYTHON_NUMBERS = (int, float)
+
+
+def power_error(site, label):
+    """The error of a power of a negative Python number to a fractional power at `site`:
+    Python's `**` refused with `ComplexValueError`, math.pow's ValueError, located."""
+    if site.kind == "math":
+        return errors.NumpyValueError(
+            "the line raises ValueError: math domain error (math.pow of a negative number to "
+            "a fractional power, at these arguments)",
+            site.loc,
+        )
+    return errors.ComplexValueError(
+        "this line raises a Python number to a fractional power, and at these arguments the "
+        "number is negative: Python's result is complex ((-2.0) ** 1.5 is -2.83j), a complex "
+        f"value on the path of the gradient of {label}, whose inputs are real (a real "
+        "function's gradient is real). Keep the base non-negative (np.abs(x) ** 1.5), or "
+        "compute with numpy values (np.float64, arrays), for which numpy gives nan",
+        site.loc,
+    )
+
+
+def complex_power_error(sites, label):
+    """The error for a call whose results came out complex where the signature's are real,
+    made by one of `sites`: that of the first Python `**` or math.pow (`power_error`); None
+    where only np.power's can have made it (numpy's answer is nan: the caller computes it
+    on numpy floats, `numpy_numbers`)."""
+    for kind in ("python", "math"):
+        for site in sites:
+            if site.kind == kind:
+                return power_error(site, label)
+    return None
+
+
+def numpy_numbers(args) -> tuple:
+    """`args` with each Python float a numpy float64: the generated code run on them computes
+    np.power's backward (`x ** (y - 1)`) as numpy does, nan for a negative x, not complex."""
+    return tuple(np.float64(a) if type(a) is float else a for a in args)

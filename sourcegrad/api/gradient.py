@@ -214,7 +214,11 @@ class Gradient(Compiling, staticmethod):
         self._last = compiled
         if compiled.updated:
             check_distinct(compiled.updated, args, self._param_label)
+        if compiled.complex_sites:  # (a power of a negative Python number: facts.PowerSite)
+            facts.check_power_operands(compiled.complex_sites, args, self.fn.__qualname__)
         result = compiled.fn(*args)
+        if compiled.complex_sites:
+            result = self._real_result(compiled, compiled.fn, args, result)
         if not compiled.settled:
             self._settle(compiled, result, args)
         entry = self._entry_for(compiled, key, args)
@@ -337,16 +341,18 @@ class Gradient(Compiling, staticmethod):
 
     def _entry_for(self, compiled, key, args):
         """This Gradient's fast path for `compiled`'s signature (built once per signature:
-        its misses come back here), or the general path where there is none."""
+        its misses come back here), or the general path where there is none (or where each
+        call's results are checked: `_real_result`)."""
         known = self._entries.get(key)
         if known is not None and known[0] is compiled:
             return known[1]
         still_bound = functools.partial(caches.still_bound, compiled.dependencies)
         distinct = sharing_pairs(compiled.updated, args)
+        checking = self._checking(compiled, args) if compiled.complex_sites else None
         entry = (
             fast_entry(
                 args,
-                compiled.fn,
+                checking or compiled.fn,
                 compiled.finish,
                 compiled.converters,
                 still_bound if compiled.dependencies else None,
@@ -354,17 +360,67 @@ class Gradient(Compiling, staticmethod):
                 self._single,
                 self._general,
                 self._defaults,
-                compiled.source,
+                None if checking else compiled.source,
                 (self._owner, compiled.code) if compiled.code is not None else None,
                 distinct,
             )
             or self._general
         )
         twin = None
-        if entry is not self._general and not distinct:  # float64 scalars as Python floats
+        if entry is not self._general and checking is None and not distinct:  # floats
             twin = as_floats.twin(self, compiled, args, entry)
         self._entries[key] = (compiled, twin or entry, twin is not None)
         return twin or entry
+
+    def _checking(self, compiled, args):
+        """The generated function with `_general_call`'s checks of a power of a Python number
+        around it (`facts.PowerSite`), under its parameters' names (the fast entry calls it as
+        it calls the generated function: well under a microsecond more a call, where the
+        general path costs several), for arguments of `args`' signature."""
+        sites, function, label = compiled.complex_sites, compiled.fn, self.fn.__qualname__
+        code = function.__code__ if hasattr(function, "__code__") else function.py_func.__code__
+        params = ", ".join(code.co_varnames[: code.co_argcount])
+        operands = [site for site in sites if site.operands is not None and site.kind != "numpy"]
+        # (without an aux or a complex input, every number returned must be real)
+        whole = not self.has_aux and not any(_is_complex(a) for a in args)
+        is_real = facts.is_real
+
+        def run(args):
+            if operands:
+                facts.check_power_operands(operands, args, label)
+            result = function(*args)
+            if whole and is_real(result):
+                return result
+            return self._real_result(compiled, function, args, result)
+
+        namespace: dict = {"run": run}
+        exec(f"def {code.co_name}({params}):\n    return run(({params},))\n", namespace)
+        return namespace[code.co_name]
+
+    def _real_result(self, compiled, function, args, result):
+        """`result` of `function(*args)` (of compiled code with `complex_sites`), checked: where
+        it holds a complex number, a power of a negative Python number made it, which Python
+        computes as a complex number (refused, located: `facts.complex_power_error`) and
+        np.power as nan: then `function` runs again on numpy floats, and computes numpy's
+        numbers (in a function that draws no random numbers: a second run would draw others).
+        What is checked is real whatever the function computes: the value (a gradient's
+        output is real) and the gradients of real inputs (their adjoints' real parts); not the
+        aux of has_aux, nor the gradient of a complex input."""
+
+        def checked(result):
+            grads = result[1] if self.with_value else result
+            parts = [
+                g
+                for g, i in zip(_as_tuple(grads, self._single), self.wrt)
+                if not _is_complex(args[i])
+            ]
+            if self.value_asked:
+                parts.append(result[0][0] if self.has_aux else result[0])
+            return parts
+
+        if not facts.holds_complex(checked(result)):
+            return result
+        return _numpy_result(compiled, function, args, self.fn, checked)
 
     def _fitted_conversions(self, compiled, result, args):
         """Per gradient, the conversion it needs (None: none), where the first result shows
@@ -612,13 +668,26 @@ class VJP(Gradient):
         if compiled.updated:
             check_distinct(compiled.updated, args, self._param_label)
         forward, backward = compiled.fn
+        if compiled.complex_sites:
+            facts.check_power_operands(compiled.complex_sites, args, self.fn.__qualname__)
         try:
             value, residuals = forward(*args)
         except Exception as exc:  # numba refusing these arguments' types: the numpy code runs
             forward, backward = _numpy_functions(compiled, exc, self.fn.__qualname__, forward, args)
             value, residuals = forward(*args)
+        if compiled.complex_sites and facts.holds_complex(value):
+            value, residuals = _numpy_result(compiled, forward, args, self.fn, lambda r: r[0])
 
         def pullback(cotangent):
+            if _shape(cotangent) != _shape(value):
+                # (numpy would broadcast a cotangent of another shape, or fail in the
+                # generated code's arithmetic; JAX refuses it the same way)
+                raise errors.ShapeError(
+                    f"the cotangent given to the pullback of {self.fn.__qualname__} has shape "
+                    f"{_shape(cotangent)}, but the function's output has shape "
+                    f"{_shape(value)}: a vector-Jacobian product takes a cotangent shaped "
+                    "like the output"
+                )
             # the backward pops the saved-value stacks: give each call a copy of them, so a
             # pullback can be called more than once (a Jacobian calls it once per row)
             kept = [_copied_stack(r) for r in residuals] + [cotangent]
@@ -629,6 +698,14 @@ class VJP(Gradient):
                     compiled, exc, self.fn.__qualname__, backward, kept
                 )
                 grads = numpy_backward(*numpy_forward(*args)[1], cotangent)
+            if compiled.complex_sites:
+
+                def checked(grads):
+                    pairs = zip(_as_tuple(grads, self._single), self.wrt)
+                    return [g for g, i in pairs if not _is_complex(args[i])]
+
+                if facts.holds_complex(checked(grads)):
+                    grads = _numpy_result(compiled, backward, kept, self.fn, checked)
             # (the cotangent joins the arguments a gradient must not be: that of x for x)
             return compiled.finish(grads, args + (cotangent,))
 
@@ -645,6 +722,44 @@ def _numpy_functions(compiled, exc, label, called, args):
     functions = compiled.fn if isinstance(compiled.fn, tuple) else (compiled.fn,)
     found = numba_backend.numpy_functions(compiled.module, functions, exc, label)
     return found if isinstance(compiled.fn, tuple) else found[0]
+
+
+def _numpy_result(compiled, function, args, fn, checked):
+    """`function(*args)` again on numpy floats, where its first run made a complex number
+    (in `checked(result)`, what must be real) that only np.power's backward makes
+    (`Gradient._real_result`); the located error where Python's `**` or math.pow made it,
+    where fn draws random numbers, or where the numbers stay complex."""
+    error = facts.complex_power_error(compiled.complex_sites, fn.__qualname__)
+    if error is None and facts.generators_of(fn):
+        error = errors.ComplexValueError(
+            "np.power of a negative Python float to a fractional power is nan, but the "
+            "backward computed it as Python computes `**` (a complex number), and this "
+            "function draws random numbers, so it cannot be run again on numpy floats: pass "
+            "numpy values (np.float64, arrays)",
+            compiled.complex_sites[0].loc,
+        )
+    if error is not None:
+        raise error
+    result = function(*facts.numpy_numbers(args))
+    if facts.holds_complex(checked(result)):
+        raise errors.ComplexValueError(
+            f"the gradient of {fn.__qualname__} came out complex for real inputs",
+            compiled.complex_sites[0].loc,
+        )
+    return result
+
+
+def _is_complex(x) -> bool:
+    return isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c"
+
+
+def _as_tuple(grads, single):
+    return (grads,) if single else tuple(grads)
+
+
+def _shape(x):
+    """np.shape, without its call for an ndarray (a pullback checks its cotangent per call)."""
+    return x.shape if type(x) is np.ndarray else np.shape(x)
 
 
 def _copied_stack(residual):
@@ -686,6 +801,15 @@ class JVP(Gradient):
         if compiled.updated:
             check_distinct(compiled.updated, primals, self._param_label)
         given = [tangents[i] for i in self.wrt]
+        if compiled.complex_sites:
+            facts.check_power_operands(compiled.complex_sites, primals, self.fn.__qualname__)
+        for i, t in zip(self.wrt, given):
+            if _shape(t) != _shape(primals[i]):
+                raise errors.ShapeError(
+                    f"the tangent of argument {self._params[i]!r} of {self.fn.__qualname__} "
+                    f"has shape {_shape(t)}, but the argument has shape {_shape(primals[i])}: "
+                    "a Jacobian-vector product takes tangents shaped like their primals"
+                )
         try:
             value, tangent = compiled.fn(*primals, *given)
         except Exception as exc:  # numba refusing these types: the numpy code runs
@@ -693,6 +817,10 @@ class JVP(Gradient):
                 compiled, exc, self.fn.__qualname__, compiled.fn, (*primals, *given)
             )
             value, tangent = numpy_function(*primals, *given)
+        if compiled.complex_sites and facts.holds_complex((value, tangent)):
+            value, tangent = _numpy_result(
+                compiled, compiled.fn, (*primals, *given), self.fn, lambda r: r
+            )
         if hasattr(tangent, "copy") and (
             not results.owns_memory(tangent) or any(tangent is a for a in (*primals, *given))
         ):

@@ -190,16 +190,39 @@ def _summed(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def hvp(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., Any]:
     """`hvp(f)(*args, v)`: the Hessian of f (with respect to argument `wrt`) times v, without
-    forming the Hessian: the forward-mode derivative of the compiled gradient along v."""
+    forming the Hessian: the forward-mode derivative of the compiled gradient along v.
+
+    As autograd's `hessian_tensor_product`: every argument of f (keywords and defaults bind
+    as they do for f), then the vector, shaped like the differentiated argument."""
     gradient = Gradient(fn, wrt)
 
-    def product(*args_and_v):
-        *args, v = args_and_v
+    def product(*args_and_v, **kwargs):
+        if not args_and_v:
+            raise _hvp_call_error(gradient, 0, "no vector v was given")
+        *given, v = args_and_v
+        try:
+            bound = gradient._signature.bind(*given, **kwargs)
+        except TypeError as exc:
+            raise _hvp_call_error(gradient, len(args_and_v), str(exc)) from None
+        bound.apply_defaults()
+        args = tuple(bound.arguments.values())
         tangents = [None] * len(args)
         tangents[gradient.wrt[0]] = v
         return jvp(gradient, args, tangents)[1]
 
     return product
+
+
+def _hvp_call_error(gradient, count, why):
+    """The error of a call of `hvp(f)` that does not give f's arguments and then v."""
+    name = getattr(gradient.fn, "__name__", "f")
+    params = gradient._params
+    wrt = params[gradient.wrt[0]] if gradient.wrt and gradient.wrt[0] < len(params) else "x"
+    return errors.CallArgumentsError(
+        f"hvp(f) is called with f's arguments and then the vector v: "
+        f"hvp({name})({', '.join(params + ['v'])}), v shaped like {wrt!r}; it got "
+        f"{count} positional value{'s' if count != 1 else ''} ({why})"
+    )
 
 
 def hessian(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., np.ndarray]:

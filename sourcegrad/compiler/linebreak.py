@@ -117,7 +117,10 @@ class _Line:
             self._lambda_depths.pop()
         if leaf.kind in _CLOSING:
             self._depth -= 1
-            leaf.opening = self._match.pop((self._depth, leaf.kind))
+            opening = self._match.pop((self._depth, leaf.kind), None)
+            if opening is None:  # (a bracket closing what it did not open: no split is safe)
+                raise CannotSplit(f"unmatched {leaf.kind!r}")
+            leaf.opening = opening
             if not leaf.value:
                 self.invisible.append(leaf)
         leaf.depth = self._depth
@@ -457,13 +460,18 @@ def split(text: str, depth: int, width: int = MAX_LINE) -> list:
     indent = "    " * depth
     if len(indent) + len(text) <= width:
         return [indent + text]
-    leaves = _leaves(text)
-    if leaves is None:
+    try:
+        leaves = _leaves(text)
+        if leaves is None:
+            return [indent + text]
+        line = _Line(depth)
+        for leaf in _statement(leaves):
+            line.append(leaf)
+        return [str(x) for x in _transform(line, width, False)]
+    except Exception:
+        # Breaking lines only makes generated code easier to read: whatever goes wrong in
+        # this port of black (text it does not model), the line unbroken is still the code.
         return [indent + text]
-    line = _Line(depth)
-    for leaf in _statement(leaves):
-        line.append(leaf)
-    return [str(x) for x in _transform(line, width, False)]
 
 
 def _transform(line, width, force):

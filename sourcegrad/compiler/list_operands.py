@@ -13,14 +13,18 @@ as one (its `.shape`, `.size`), while a list built by `append` in a loop or by a
 comprehension has a stand-in whose length is not the list's (one item for every trip). Their
 gradients came out wrong by the factor the length was wrong by (np.mean of a list
 comprehension) or raised inside the compiler; `np.array(xs)` has a rule for lists (the
-items stacked; the gradient split back into items). Operators are left alone (`xs * 2` of
-a list repeats it: refused by the reverse pass), and so are functions that take a sequence
-of arrays as such (np.concatenate, np.stack, np.select, ...).
+items stacked; the gradient split back into items). An operator of a list and a numpy
+array or scalar (`data @ x`, `row * x`) is numpy's too, so its list is made an array the
+same way; of a list and a Python number it is the list's own (`xs * 2` repeats it: refused
+by the reverse pass), and functions that take a sequence of arrays as such (np.concatenate,
+np.stack, np.select, ...) are left alone.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+
+import numpy as np
 
 from ..ops import RULES
 from .analysis import UNKNOWN
@@ -65,7 +69,7 @@ def arrays_of_lists(fn: Function, env: dict) -> Function:
             if isinstance(stmt, Assign) and isinstance(stmt.value, Call):
                 args = list(stmt.value.args)
                 for k, atom in enumerate(args):
-                    if _converts(stmt.value.op, k, atom, env):
+                    if _converts(stmt.value.op, k, atom, env, stmt.value.args):
                         array = fresh(f"{atom.name}_array")
                         out.append(Assign(array, Call("np_array", (atom,)), stmt.loc))
                         args[k] = Var(array)
@@ -85,16 +89,32 @@ def arrays_of_lists(fn: Function, env: dict) -> Function:
     return replace(fn, body=body) if changed else fn
 
 
-def _converts(op, position, atom, env) -> bool:
-    """Whether argument `position` of a call of `op` is a list (or tuple) numpy would make an
-    array of, where the rule reads an array."""
+def _converts(op, position, atom, env, args=()) -> bool:
+    """Whether argument `position` of a call of `op` (whose arguments are `args`) is a list
+    (or tuple) numpy would make an array of, where the rule reads an array."""
     rule = RULES.get(op)
+    if rule is not None and rule.spelling.kind == "binop" and len(args) == 2:
+        # `data @ x`, `row * x`, `x + row` with x a numpy array or scalar: Python asks the
+        # array (a list has no arithmetic slots, only concatenation and repetition, which
+        # come last), and numpy makes the list an array; of a list and a Python number the
+        # operator is the list's own (refused by the reverse pass where it is differentiated)
+        other = args[1 - position]
+        partner = env.get(other.name) if isinstance(other, Var) else None
+        return (
+            _is_list(atom, env)
+            and partner not in (None, UNKNOWN)
+            and isinstance(partner.stand_in, (np.ndarray, np.generic))
+        )
     if rule is None or rule.spelling.kind != "func" or rule.varargs is not None:
         return False
     if rule.kind not in ("reduction", "elementwise") and rule.family not in ARRAY_FAMILIES:
         return False
     if position >= len(rule.params) or rule.vjp_for(position) is None:
         return False  # (a static argument: an axis, a shape)
+    return _is_list(atom, env)
+
+
+def _is_list(atom, env) -> bool:
     if not isinstance(atom, Var):
         return False
     aval = env.get(atom.name)

@@ -21,7 +21,8 @@ from .operands import as_tensor, cached_spec, needs_grad, result
 from .out_arg import write_out
 from .spec import record
 from .surface import export
-from .tensor import Tensor
+from .tensor import COMPLEX_PART_VIEW, DEFAULT_VIEW, Tensor
+from .views import record_view
 
 _wrap = Tensor._make
 
@@ -156,10 +157,17 @@ def imag(input):
 
 
 def _part(input, node, rule, fn):
+    """torch.real / torch.imag of a complex tensor: numpy's view of its real (imaginary)
+    parts, recorded as a view (it shares x's storage and version counter, as torch's does),
+    whose change in place, or x's while it is used, is refused (`COMPLEX_PART_VIEW`)."""
     x = as_tensor(input)
     if x._data.dtype.kind != "c":
         return x  # torch.real of a real tensor is the tensor itself
-    return _run(node, rule, fn, x, {}, "f")
+    part = rule.removeprefix("np_")
+    out = record_view(x, fn(x._data), (part, None), cached_spec(node, rule, n_arrays=1), {})
+    if out._extra.creation == DEFAULT_VIEW:
+        out._extra.creation = COMPLEX_PART_VIEW
+    return out
 
 
 @export("conj")

@@ -39,6 +39,7 @@ import weakref
 
 import numpy as np
 
+from .. import errors
 from ..ops import nn as rt
 from . import devices, dtypes, forward_ad, messages, ops as _ops, shape_ops
 from .dual_state import DUAL, any_tangent
@@ -50,7 +51,7 @@ from .operands import along_index, as_tensor, promote as _promote, result as _re
 from .shape_ops import MASKED_FILL, index_array, positions
 from .spec import OpSpec, VALUE, record
 from .surface import export
-from .tensor import DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
+from .tensor import COMPLEX_PART_VIEW, DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 from .tensor import VersionCounter
 
 _wrap = Tensor._make
@@ -86,6 +87,14 @@ def check_view_rebase(view, modified):
     creation = view._extra.creation
     if creation == DEFAULT_VIEW:
         return
+    if creation == COMPLEX_PART_VIEW:
+        raise errors.ComplexValueError(
+            f"the real or imaginary part of a complex tensor (x.real, x.imag, torch.real) "
+            f"{modified} modified in place while gradients are recorded: torch changes the "
+            "complex tensor through it, which sourcegrad does not differentiate (the gradient "
+            "would miss the change); clone the part first (x.real.clone()) or build the "
+            "changed value as a new tensor (torch.complex(re, im))"
+        )
     fn = view._grad_fn
     if creation == NO_GRAD_VIEW or fn is None:
         text = (

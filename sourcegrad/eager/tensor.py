@@ -38,8 +38,10 @@ _GPU_TYPES = devices.DEVICE_TYPES  # the array types of data on a GPU (cupy.ndar
 FROM_NUMPY = dtypes.FROM_NUMPY
 
 # how a view was made (torch's CreationMeta): views made in no_grad mode, and the outputs of
-# unbind/split, may not be modified in place with grad mode on (inplace.check_view_rebase)
-DEFAULT_VIEW, NO_GRAD_VIEW, MULTI_OUTPUT_VIEW = 0, 1, 2
+# unbind/split, may not be modified in place with grad mode on (inplace.check_view_rebase);
+# nor, here, the real or imaginary part of a complex tensor (fft.real, fft.imag: torch
+# changes the complex base through it, which our CopySlices does not model)
+DEFAULT_VIEW, NO_GRAD_VIEW, MULTI_OUTPUT_VIEW, COMPLEX_PART_VIEW = 0, 1, 2, 3
 
 
 def stale_view_requires_grad(t) -> bool:

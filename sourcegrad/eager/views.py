@@ -108,6 +108,10 @@ def apply_steps(array, steps):
             array = np.broadcast_to(array, arg)
         elif kind == "diagonal":
             array = array.diagonal(*arg)
+        elif kind == "real":  # (of a complex base: fft.real; of the positions, themselves)
+            array = array.real
+        elif kind == "imag":
+            array = array.imag
         else:
             raise AssertionError(kind)
     return array

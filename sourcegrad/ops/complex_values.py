@@ -40,18 +40,14 @@ RULES["is_complex"].static_result = True
 # imag(z) = Im z: the gradient 1j * g in torch's convention, its conjugate -1j * g here; of a
 # real x, imag is 0 and so is its gradient (a real zero: -1j * g would be cast to the real
 # input's dtype, or fail for a float). conj's adjoint is conj(g).
+# Each is a "view": of a complex array numpy returns a view of its real (imaginary) parts, of
+# a real array np.real returns the array itself, so `r = np.real(z); r *= 2` changes z (the
+# in-place check refuses reading z afterwards, as for any view).
 for _name, _spelling, _vjp in (
     ("np_real", _func("real"), lambda g, ans, val: g),
     ("np_imag", _func("imag"), lambda g, ans, val: -1j * g if is_complex(val) else 0.0 * g),
 ):
-    # (np.real of a real array is the array itself: a view, as the "view" property says)
-    defvjp(
-        _name,
-        getattr(np, _name[3:]),
-        _spelling,
-        _vjp,
-        props={"complex", "view"} if _name == "np_real" else {"complex"},
-    )
+    defvjp(_name, getattr(np, _name[3:]), _spelling, _vjp, props={"complex", "view"})
     deflinear("joint", _name)
 defvjp(
     "real_attr",
@@ -69,7 +65,7 @@ defvjp(
     lambda g, ans, x: -1j * g if is_complex(x) else 0.0 * g,
     register_fn=False,
     family="np_imag",
-    props={"complex"},
+    props={"complex", "view"},
 )
 deflinear("joint", "real_attr", "imag_attr")
 defvjp(

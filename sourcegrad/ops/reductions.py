@@ -125,12 +125,20 @@ defvjp(
     ),
     torch=torch("VarBackward0", "var"),
 )
+# Where a std is 0 (one value, or values all equal) its gradient is 0: central differences
+# give 0 there (std(x + h e) = std(x - h e)), torch masks it to 0 (std_backward), and g / ans
+# would be 0 / 0. `g * (ans != 0) / where(ans == 0, 1, ans)` is that 0, to every order (the
+# mask is a constant), with no division by zero; a nan std (ddof >= n) stays nan.
 defvjp(
     "std",
     np.std,
     _func("std"),
     lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
-        (g / ans if keepdims or axis is None else np.expand_dims(g / ans, axis))
+        (
+            g * (ans != 0) / np.where(ans == 0, 1.0, ans)
+            if keepdims or axis is None
+            else np.expand_dims(g * (ans != 0) / np.where(ans == 0, 1.0, ans), axis)
+        )
         * (x - np.mean(x, axis=axis, keepdims=True))
         / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
     ),
@@ -138,7 +146,7 @@ defvjp(
     methods=("std",),
     jvps=(
         lambda t, ans, x, axis=None, ddof=0, keepdims=False: (
-            var_jvp(t, x, axis, ddof, keepdims) / (2.0 * ans)
+            var_jvp(t, x, axis, ddof, keepdims) * (ans != 0) / (2.0 * np.where(ans == 0, 1.0, ans))
         ),
     ),
     torch=torch("StdBackward0", "std"),

@@ -134,6 +134,10 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
         result = evaluate(values)
     except Unknown:
         return UNKNOWN
+    except AttributeError as exc:  # (`X.T` of a list: the user's line raises it, whatever
+        if strict:  # the numbers the list holds)
+            raise NumpyRejects(exc) from exc
+        return UNKNOWN
     except (ZeroDivisionError, OverflowError, ValueError, TypeError, IndexError):
         # a sample Python number hit a singular point (x / i with i's sample 0): try others
         unknown_numbers = [
@@ -149,6 +153,17 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
         except Exception:
             return UNKNOWN
         return AVal(result, known=False)
+    if isinstance(result, complex) and rule.family == "power":
+        # a sample Python number (1.0 - 3.0) to a fractional power: the value's sign is not
+        # known while compiling, so neither is whether Python's `**` makes it complex; it is
+        # typed real, and a call whose numbers make it complex is refused where it runs
+        # (api.facts.complex_power_sites)
+        unknown = [not k and type(v) in (int, float) for v, (_, k) in zip(values, args)]
+        if any(unknown) and not any(isinstance(v, complex) for v in values):
+            try:
+                result = evaluate([abs(v) if u else v for v, u in zip(values, unknown)])
+            except Exception:
+                return UNKNOWN
     if memo is not None and result is not None:
         if len(_SHAPE_MEMO) >= 4096:  # (bounded: shapes come from user programs)
             _SHAPE_MEMO.clear()

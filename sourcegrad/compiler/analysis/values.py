@@ -111,12 +111,18 @@ def aval_of(value) -> AVal:
     return AVal(value, known=True)
 
 
-def signature_key(args) -> tuple:
-    """What a compiled gradient is specialised on: array types, shapes, dtypes, static values."""
+def signature_key(args, nested: bool = False) -> tuple:
+    """What a compiled gradient is specialised on: array types, shapes, dtypes, static values.
+
+    A number inside a list, tuple or dict passed whole (`nested`) is keyed by its value: the
+    container's abstract value is the container itself (`aval_of`: known), so the code made
+    for it may have folded the number in (`x * p[0]` as `x` where p[0] is 1.0)."""
     key = []
     for a in args:
         t = type(a)
-        if t is float:
+        if nested and (t in (float, complex) or isinstance(a, np.generic)):
+            key.append((t, repr(a)))  # (repr: -0.0 is not 0.0, and nan is nan)
+        elif t is float:
             key.append(float)
         elif t is np.ndarray:
             key.append((t, a.shape, a.dtype.str))
@@ -128,9 +134,9 @@ def signature_key(args) -> tuple:
             key.append((t, a))
         elif isinstance(a, (tuple, list)):
             # (each item's own key: code made for a list of one shape is not code for another)
-            key.append((t, signature_key(a)))
+            key.append((t, signature_key(a, True)))
         elif isinstance(a, dict):
-            key.append((t, tuple(a), signature_key(a.values())))
+            key.append((t, tuple(a), signature_key(a.values(), True)))
         elif callable(a) and not hasattr(a, "shape"):
             key.append((t, a))  # a function argument is inlined: code per function
         else:

@@ -127,6 +127,16 @@ class AssignmentsMixin:
             self.record_setitem(name, array, target, value, stmt)
             return
         self.refuse_aliases(name, array, stmt)
+        if isinstance(array, Tup) and not any(map(holds_record, array.items)):
+            if array not in self.ctx.list_tuples:
+                self.error(
+                    errors.NumpyTypeError,
+                    "the line raises TypeError: 'tuple' object does not support item assignment",
+                    stmt,
+                )
+            # a list argument, passed as its items: the list made first (as `p = [p[0],
+            # p[1]]` would make it), then the item replaced in a copy, as for any list
+            array = self.emit("make_list", list(array.items), name=self.local(name))
         index = self.index(target.slice)
         atom = value if isinstance(value, (Var, Const, Tup)) else self.expr(value)
         start = len(self.out)

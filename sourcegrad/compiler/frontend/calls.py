@@ -18,6 +18,7 @@ import numpy as np
 from .. import checkpointing, random_draws
 from ... import errors, trees
 from ..ir import Const, Slc, Tup, Var
+from ..names import sanitize
 from ...runtime import einsum_sublists
 from ...ops import array_methods, op_for_method, rule_for_function, RULES
 from .source import parse
@@ -28,6 +29,7 @@ from .values import (
     COMPILE_TIME_BUILTINS,
     function_stand_in,
     FUNCTION_VALUES,
+    IN_PLACE_OPERATORS,
     LIBRARIES,
     LocalFunction,
     MAX_INLINE_DEPTH,
@@ -107,6 +109,16 @@ class CallsMixin:
         if not isinstance(target, CallableRef):
             self.error(errors.UnsupportedSyntaxError, f"{describe(func)} is not callable", node)
         obj = target.obj
+        if obj in IN_PLACE_OPERATORS:
+            # (`a = operator.iadd(a, x)` is lowered as `a += x`: statements.py)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"operator.{obj.__name__}(a, x) changes a in place where it is an array (and "
+                "makes a new value where it is a number): write it as the augmented "
+                "assignment (a += x) or as a = operator."
+                f"{obj.__name__}(a, x)",
+                node,
+            )
         if obj in COMPILE_TIME_BUILTINS and rule_for_function(obj) is None:
             return getattr(self, COMPILE_TIME_BUILTINS[obj])(node, name)
         if getattr(obj, "_sourcegrad_makes_checkpoint", False):  # checkpoint(f): made now
@@ -300,7 +312,8 @@ class CallsMixin:
                 "with positional arguments",
                 node,
             )
-        label = f"grad_{getattr(gradient.fn, '__name__', 'f')}"
+        # (a name generated code can hold: a lambda's __name__ is '<lambda>')
+        label = sanitize(f"grad_{getattr(gradient.fn, '__name__', 'f')}")
         return self.emit("call_gradient", [self.bind_free(gradient, label), *args], name=name)
 
     def ufunc_into(self, rule, args, kwargs, out, node, name):

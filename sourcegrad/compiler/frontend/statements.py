@@ -31,6 +31,7 @@ from .syntax import (
     UNSUPPORTED_STATEMENTS,
     walk_no_defs,
 )
+from .values import IN_PLACE_OPERATORS
 from .values import (
     CallableRef,
     first_record,
@@ -76,7 +77,11 @@ class StatementsMixin:
                 lowered_params += leaves
                 atoms.append(
                     structure_atom(
-                        structure[name], iter(map(Var, leaves)), name, self.ctx.tuple_names
+                        structure[name],
+                        iter(map(Var, leaves)),
+                        name,
+                        self.ctx.tuple_names,
+                        self.ctx.list_tuples,
                     )
                 )
                 continue
@@ -365,6 +370,32 @@ class StatementsMixin:
             block = self.ctx.blocks.pop()
         return block
 
+    def in_place_operator_assignment(self, stmt):
+        """`a = operator.iadd(a, x)` as the `a += x` it is (whatever a holds: an array is
+        changed in place, a number rebound), or None for any other assignment."""
+        target, value = stmt.targets[0], stmt.value
+        if not (
+            isinstance(target, gast.Name)
+            and isinstance(value, gast.Call)
+            and isinstance(value.func, (gast.Name, gast.Attribute))
+            and len(value.args) == 2
+            and not value.keywords
+            and isinstance(value.args[0], gast.Name)
+            and value.args[0].id == target.id
+            and not isinstance(value.args[1], gast.Starred)
+        ):
+            return None
+        if isinstance(value.func, gast.Name) and (
+            value.func.id in self.env or self.lookup(value.func.id) is not None
+        ):
+            return None  # (a local or enclosing name: not the operator module's function)
+        found = self.target_of(value.func)
+        op = IN_PLACE_OPERATORS.get(found.obj) if isinstance(found, CallableRef) else None
+        if op is None:
+            return None
+        augmented = gast.AugAssign(target=target, op=op(), value=value.args[1])
+        return gast.copy_location(augmented, stmt)
+
     def statement(self, stmt) -> bool:
         """Lower one statement; True when it certainly exits the enclosing block."""
         self.loc = self.parsed.loc(stmt)
@@ -375,6 +406,9 @@ class StatementsMixin:
                     "chained assignment (a = b = ...) is not supported yet",
                     stmt,
                 )
+            augmented = self.in_place_operator_assignment(stmt)
+            if augmented is not None:
+                return self.statement(augmented)
             self.assign(stmt.targets[0], stmt.value, stmt)
         elif isinstance(stmt, gast.AugAssign):
             load = self.augmented_target(stmt)

@@ -6,9 +6,11 @@ share; and the small tables the lowering consults.
 
 from __future__ import annotations
 
+import operator
 import types
 from dataclasses import dataclass, field
 
+import gast
 import numpy as np
 
 from .. import random_draws
@@ -154,6 +156,8 @@ class Context:
         # the tuples of parameter trees: their names, and their values once made (tuple_value)
         self.tuple_names: dict = {}
         self.tuple_values: dict = {}
+        # those of them that are lists (an item may be assigned: `p[0] *= 2`)
+        self.list_tuples: set = set()
         self.issued: set = set()  # user names (prefixed) that have been given a value
         self.active_prefixes: list = []  # of the functions being inlined, outermost first
 
@@ -239,6 +243,19 @@ class Loop:
 
 MAX_INLINE_DEPTH = 32
 
+# the operator module's in-place functions: `a = operator.iadd(a, x)` is `a += x`
+IN_PLACE_OPERATORS = {
+    operator.iadd: gast.Add,
+    operator.isub: gast.Sub,
+    operator.imul: gast.Mult,
+    operator.itruediv: gast.Div,
+    operator.ifloordiv: gast.FloorDiv,
+    operator.imod: gast.Mod,
+    operator.ipow: gast.Pow,
+    operator.imatmul: gast.MatMult,
+}
+
+
 # builtins whose calls are lowered by a method of the Lowerer, not by a derivative rule
 COMPILE_TIME_BUILTINS = {
     slice: "slice_call",
@@ -263,10 +280,10 @@ def function_stand_in():
     """What isinstance sees for a function defined in the differentiated code."""
 
 
-def structure_atom(treedef, leaves, path, names):
+def structure_atom(treedef, leaves, path, names, lists=None):
     """The compile-time container of a tree argument: a `Tup` for a list or tuple (a
-    `Const` when empty; `names` gets its path as a name), a `Record` for a dict, NamedTuple
-    or dataclass."""
+    `Const` when empty; `names` gets its path as a name, and `lists`, where given, the Tups
+    that stand for lists), a `Record` for a dict, NamedTuple or dataclass."""
     if treedef.kind == trees.LEAF:
         return next(leaves)
     keys = treedef.keys or range(len(treedef.children))
@@ -276,6 +293,7 @@ def structure_atom(treedef, leaves, path, names):
             leaves,
             f"{path}_{k}" if str(k).isidentifier() or str(k).isdigit() else f"{path}_{i}",
             names,
+            lists,
         )
         for i, (k, c) in enumerate(zip(keys, treedef.children))
     )
@@ -283,6 +301,8 @@ def structure_atom(treedef, leaves, path, names):
         if not items:
             return Const([] if treedef.kind == trees.LIST else ())
         names.setdefault(Tup(items), path)
+        if lists is not None and treedef.kind == trees.LIST:
+            lists.add(Tup(items))
         return Tup(items)
     return Record(treedef.kind, treedef.cls, treedef.keys, items)
 
