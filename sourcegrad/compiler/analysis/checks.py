@@ -10,7 +10,21 @@ the line's text, or returns None.
 from __future__ import annotations
 
 import numpy as np
-from ..ir import Assign, Call, Const, ExprStmt, For, If, Return, Tup, Var, While, reads_of, walk
+from ..ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    If,
+    Return,
+    Tup,
+    Var,
+    While,
+    assignment_counts,
+    reads_of,
+    walk,
+)
 from ... import errors
 from ... import ops
 from ...ops import RULES, has
@@ -71,6 +85,7 @@ class _InPlaceChecker:
         self.defs = {s.target: s for s in walk(fn.body) if isinstance(s, Assign)}
         self.updates = {id(s): s for s in walk(fn.body) if isinstance(s, Assign) and s.in_place}
         self.readonly: set = set()  # names of read-only views (np.diagonal, broadcast_to)
+        self.counts = assignment_counts(fn.body, fn.params)
 
     def run(self):
         self.block(self.fn.body, [({p: {(p, None)} for p in self.fn.params}, {})])
@@ -146,6 +161,25 @@ class _InPlaceChecker:
                 items = list(held) + items[1:] if held is not None else [_flat(items)]
             contents[target] = tuple(frozenset(i) for i in items)
             shared = set()
+        elif (
+            isinstance(value, Call)
+            and value.op == "setitem"
+            and isinstance(value.args[0], Var)
+            and value.args[0].name in contents
+        ):  # `lst[i] = v` of a list whose items are known: the same list, item i now v
+            held = list(contents[value.args[0].name])
+            index, stored = value.args[1], value.args[2]
+            item = self.pts(stored, points) if isinstance(stored, Var) else set()
+            if (
+                isinstance(index, Const)
+                and type(index.value) is int
+                and -len(held) <= index.value < len(held)
+            ):
+                held[index.value] = frozenset(item)
+            else:  # (an unknown index: any item may now be v)
+                held = [frozenset(h | item) for h in held]
+            contents[target] = tuple(held)
+            shared = set(self.pts(value.args[0], points))
         elif memory_sources(value) and not _copying_index(value):
             source = value.args[0]
             held = contents.get(source.name) if isinstance(source, Var) else None
@@ -161,7 +195,9 @@ class _InPlaceChecker:
                 shared = set(held[index.value]) if known else _flat(held)
         else:
             shared = set()
-        if self.makes_readonly(value):
+        # (only a name assigned once is surely the read-only view: a variable may hold a
+        # writable array on another path, and numpy's own error is raised where it runs)
+        if self.makes_readonly(value) and self.counts.get(target) == 1:
             self.readonly.add(target)
         if stmt.in_place:
             self.refuse_readonly(stmt)

@@ -477,13 +477,18 @@ class StatementsMixin:
         (analysis.check_in_place_updates) refuses a read of another name for that array
         afterwards, where the compiler's new value would differ from Python's."""
         item = self.expr(load)
-        start = len(self.out)
         value = gast.copy_location(
             gast.BinOp(left=AtomNode(item), op=stmt.op, right=stmt.value), stmt
         )
         result = self.expr(value)
-        self.mark_in_place(result, start)
         self.assign(stmt.target, AtomNode(result), stmt)
+        if isinstance(result, Var) and isinstance(item, Var):
+            # the item's array changed, said once the container holds the new value (the
+            # store may rebuild a list from its items, the old one among them): a copy the
+            # optimizer drops, marked as the update in place of what the sum read
+            changed = Assign(self.ctx.namer.fresh(f"{item.name}_changed"), result, self.loc)
+            changed.in_place = True
+            self.out.append(changed)
 
     def return_(self, stmt):
         if stmt.value is None:
