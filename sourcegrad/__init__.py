@@ -24,6 +24,7 @@ from .api import (
     vjp,
 )
 from .errors import (
+    AliasedArgumentsError,
     NameResolutionError,
     NoRuleError,
     NonDifferentiableInputError,
@@ -32,6 +33,7 @@ from .errors import (
     SourceLocation,
     SourceNotFoundError,
     SourcegradError,
+    TraceEscapeError,
     UnsupportedSyntaxError,
     WrtError,
 )
@@ -64,6 +66,8 @@ __all__ = [
     "NonDifferentiableInputError",
     "WrtError",
     "ShapeError",
+    "TraceEscapeError",
+    "AliasedArgumentsError",
 ]
 
 # The eager library mode (import sourcegrad as torch).

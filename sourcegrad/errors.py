@@ -82,6 +82,12 @@ class ComplexValueError(NoRuleError):
     function of complex intermediates would otherwise get a wrong gradient)."""
 
 
+class TraceEscapeError(NoRuleError):
+    """A traced value left for plain Python or numpy (`float()`, `np.asarray`, `.item()`,
+    `math.*`, a write into a plain array, a C extension) where its gradient (or its value,
+    which the compiled code must compute) would be lost."""
+
+
 class AliasedArgumentsError(SourcegradError):
     """Arguments that share memory passed to a function that changes one of them in place
     (`f(W, W)` where f does `a *= 2`): Python would change both; the compiler takes each

@@ -608,6 +608,22 @@ def store_item(x, index, value):
     x[index] = value
 
 
+class GuardMiss(Exception):
+    """Raised by code made from a trace (`compiler.trace`) when a call's values decide what
+    Python decided differently when the trace ran: the caller traces again for them."""
+
+
+def trace_guard(value, expected):
+    """A decision of a traced function (`if x.sum() > 0`, `int(n)`), checked: the value is
+    what it was when the trace ran, or `GuardMiss`."""
+    if isinstance(value, np.ndarray) and value.ndim:
+        same = np.shape(expected) == value.shape and bool(np.array_equal(value, expected))
+    else:
+        same = bool(value == expected) or (value != value and expected != expected)
+    if not same:
+        raise GuardMiss(f"{value!r} where the trace had {expected!r}")
+
+
 def check_assert(test, message=None):
     """The user's `assert test, message`, run in the forward pass of generated code."""
     if not test:

@@ -337,6 +337,7 @@ def _at(fn, text):
     return inspect.getsourcefile(fn), first + next(i for i, t in enumerate(lines) if text in t)
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (a lowering the compiler refuses)
 def test_a_graph_break_warning_points_at_the_users_line(monkeypatch):
     """The warning's location is the user's line that broke, not sourcegrad's: a construct
     the rewriting does not know (in the module's forward, a submodule's, a torch-style

@@ -123,3 +123,13 @@ def check_distinct(updated, args, label) -> None:
                 "not x *= 2)",
                 dict(updated)[i],
             )
+
+
+def label_of(fn) -> str:
+    """A callable's name for messages: its qualified name, or its class's (an object with
+    `__call__`)."""
+    return (
+        getattr(fn, "__qualname__", None)
+        or getattr(fn, "__name__", None)
+        or f"{type(fn).__qualname__} object"
+    )

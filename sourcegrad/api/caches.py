@@ -61,6 +61,7 @@ class Compiled:
     # (position, location of the update) of the parameters the function may change in place:
     # a call must not pass one sharing memory with another argument (`check_distinct`)
     updated: tuple = ()
+    trace: object = None  # the compiler.trace.Trace the code was made from, or None
 
 
 @dataclass
@@ -155,6 +156,13 @@ def still_bound(dependencies) -> bool:
     still bound. Each compiled code checks its own: code built before a rebinding stays
     stale after another gradient of the same function has been rebuilt for the new value."""
     for kind, container, name, value in dependencies:
+        if kind == "snapshot":  # a dict or list of numbers a trace read: by value
+            try:
+                if getattr(container, name, _MISSING) != value:
+                    return False
+            except Exception:  # (a comparison numpy refuses: say changed)
+                return False
+            continue
         if kind == "attribute":  # an attribute of an object (a property makes a new number)
             current = getattr(container, name, _MISSING)
             if current is not value and not (

@@ -26,16 +26,17 @@ from .. import cache, errors
 from ..compiler.analysis import aval_of, signature_key
 from ..compiler.codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
 from ..compiler.lifetimes import FREE_MIN_BYTES
-from ..compiler.frontend import function_to_ir
+from ..compiler.frontend import function_run_by, function_to_ir
 from ..compiler.ir import Assign, Const, Tup, reads_of, walk
 from ..compiler.names import Namer
 from ..compiler.optimize import hoist_loop_invariants, optimize
 from ..compiler.forward import derivative
 from ..compiler.reverse import reverse, split_vjp
+from ..compiler.trace import trace_function
 from ..ops import TEMPLATE_NAMESPACE
 from ..ops.fingerprint import fingerprint
 from . import caches, facts, results
-from .arguments import check_differentiable
+from .arguments import check_differentiable, label_of
 
 
 class Compiling:
@@ -63,6 +64,9 @@ class Compiling:
     _param_label: Callable[[int], str]
     _wrt_names: Callable[[], tuple]
     backend_for: Callable[[Sequence[Any]], str]
+    _traces: dict
+    traces_allowed: bool
+    reads_source: bool
 
     def _finisher(self, args, optimized=None, env=None, unread=False):
         """How to give this signature's gradients their inputs' types (cheap for floats), or
@@ -133,7 +137,7 @@ class Compiling:
                 and not self._by_forward_mode(args, inner.control_flow)
             ):
                 raise errors.SourcegradError(
-                    f"the gradient of {self.inner.fn.__qualname__} has loops or branches, and "
+                    f"the gradient of {label_of(self.inner.fn)} has loops or branches, and "
                     "reverse mode over its saved-value stack is not implemented: with respect "
                     "to an array, this derivative is computed column by column (one forward "
                     "sweep per element) and has no generated source of its own. Call it, or "
@@ -191,7 +195,7 @@ class Compiling:
                 return cached
             if len(args) != len(self._params):
                 raise TypeError(
-                    f"{self.fn.__name__}() takes {len(self._params)} arguments, got {len(args)}"
+                    f"{label_of(self.fn)}() takes {len(self._params)} arguments, got {len(args)}"
                 )
             for i in self.wrt:
                 check_differentiable(
@@ -199,7 +203,9 @@ class Compiling:
                 )
             if self.backend_for(args) == "dask":
                 self._check_dask(args, to_transform)
-            primal = hoist_loop_invariants(self.ir(args))
+            written, trace = self._lowered(args)
+            self._traces[key] = trace
+            primal = written if trace is not None else hoist_loop_invariants(written)
             if self.has_aux:
                 primal = facts.output_and_aux(primal)
             elif isinstance(primal.body[-1].value, Tup):
@@ -240,7 +246,7 @@ class Compiling:
             avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
             primal, env = pipeline.specialised(
                 primal,
-                self.ir(args),
+                written,
                 avals,
                 [primal.params[i] for i in self.wrt],
                 batch_rows=self.memory_plan is None,
@@ -252,9 +258,9 @@ class Compiling:
             while base.inner is not None:
                 base = base.inner
             label = (
-                self.fn.__qualname__
+                label_of(self.fn)
                 if self.inner is None
-                else f"{primal.name} (the generated gradient of {base.fn.__qualname__})"
+                else f"{primal.name} (the generated gradient of {label_of(base.fn)})"
             )
             arrays = frozenset(
                 n
@@ -271,7 +277,7 @@ class Compiling:
             )
             read = {n for stmt in walk(optimized.body) for n in reads_of(stmt)}
             info = SourceInfo(
-                inspect.getsourcefile(base.fn) or primal.source_file,
+                _source_file(base.fn) or primal.source_file,
                 label,
                 self._wrt_names(),
                 forward,
@@ -281,6 +287,7 @@ class Compiling:
                 tuple(primal.params[i] for i in sorted(unwrapped) if primal.params[i] in read),
                 "forward-mode derivative (JVP)" if self.forward_mode else "gradient",
                 large=frozenset(n for n in arrays if env[n].stand_in.nbytes >= FREE_MIN_BYTES),
+                traced=trace.why if trace is not None else "",
             )
             source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
             if self.backend_for(args) == "dask":
@@ -392,7 +399,7 @@ class Compiling:
                 primal.free,
                 template.names,
                 args,
-                self.fn.__qualname__,
+                label_of(self.fn),
                 # (a JVP takes a tangent per differentiated argument: typed as its primal)
                 tuple(args[i] for i in self.wrt) if self.forward_mode else (),
             )
@@ -421,9 +428,46 @@ class Compiling:
                 for name, loc in analysis.updated_parameters(primal).items()
             ),
         )
+        compiled.trace = self._traces.get(key)
         self._cache[key] = compiled
         self._last = compiled
         return compiled
+
+    def _lowered(self, args):
+        """(the function's IR as written, the `Trace` it came from or None): the AST front
+        end's, or, where that refuses a Python construct it does not model, a trace of the
+        call (`compiler.trace`: Python runs the function on traced values) for these
+        arguments' signature (`self._traces`, per signature)."""
+        try:
+            if self.reads_source or self.inner is not None:
+                return self.ir(args), None
+            reason = errors.SourcegradError("the trace front end was asked for")
+        except _TRACEABLE as exc:
+            if self.inner is not None or not self.traces_allowed:
+                raise
+            reason = exc
+        why = _why(reason)
+        try:
+            trace = trace_function(
+                self.fn,
+                tuple(args),
+                list(self._params),
+                set(self.wrt),
+                why,
+                getattr(self, "_defs", None),
+            )
+        except errors.SourcegradError as exc:  # the trace's own refusal: said with why
+            exc.message += f" (sourcegrad traced {label_of(self.fn)} because {why})"
+            exc.args = (exc._format(),)
+            raise
+        except Exception as exc:  # Python's error running it: the source front end's refusal
+            reason.message += (
+                f" (running it on traced values raised {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''})"
+            )
+            reason.args = (reason._format(),)
+            raise reason from exc
+        return trace.function, trace
 
     def _check_dask(self, args, to_transform):
         """Refuse what the Dask backend does not run: other transformations than grad and
@@ -484,3 +528,35 @@ class Compiling:
             fwd, bwd, _ = split_vjp(optimized, cotangent)
             return optimized, [fwd, bwd]
         return optimized, [optimized]
+
+
+# The AST front end's refusals of Python it does not model: the call is traced instead
+# (`Compiling._lowered`). Not its refusals of what would be wrong either way (complex values,
+# numpy's own errors), nor a stale source.
+_TRACEABLE = (
+    errors.UnsupportedSyntaxError,
+    errors.NameResolutionError,
+    errors.SourceNotFoundError,
+    errors.NoRuleError,
+)
+
+
+def _why(refusal) -> str:
+    """Why a function was traced, in one line: the source front end's refusal, located."""
+    loc = getattr(refusal, "loc", None)
+    where = f"line {loc.line} ({loc.text.strip()})" if loc is not None and loc.line else ""
+    message = getattr(refusal, "message", str(refusal)).split(". ")[0].split("; ")[0]
+    return (
+        f"the source front end stopped at {where}: {message}"
+        if where
+        else f"the source front end stopped: {message}"
+    )
+
+
+def _source_file(fn):
+    """The file a function's code came from, or None (a callable without Python code)."""
+    code = getattr(function_run_by(fn), "__code__", None)
+    try:
+        return inspect.getsourcefile(code) if code is not None else None
+    except TypeError:
+        return None

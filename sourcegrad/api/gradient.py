@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import types
 from collections import OrderedDict
 from typing import Any, Callable, Optional, Sequence
 
@@ -27,29 +26,38 @@ from ..compiler import checkpointing, dask_backend, numba_backend
 from .. import errors
 from ..compiler import random_draws
 from .. import trees
+from ..compiler.trace import Traced
+from ..compiler.trace import recorder as trace_recorder
+from ..runtime import GuardMiss
 from ..compiler.analysis import signature_key
 from ..compiler.codegen import BACKENDS
 from ..compiler.frontend import function_run_by
 from .dispatch import fast_entry
 from ..compiler.optimize import optimize
 from ..compiler.forward import forward_mode
-from ..compiler.frontend import source
 from . import as_floats, caches, facts, results
-from .arguments import Wrt, check_distinct, jit_backend, normalize_wrt, sharing_pairs
+from .arguments import (
+    Wrt,
+    check_distinct,
+    jit_backend,
+    label_of,
+    normalize_wrt,
+    sharing_pairs,
+)
 from .compiling import Compiling
 
 
 def _without_source(fn) -> errors.SourceNotFoundError | None:
-    """The refusal of a gradient of what has no Python source to differentiate (given when
-    the gradient is made, not deep inside its first call), or None."""
-    target = function_run_by(fn)  # (grad(model.loss): loss's def, self bound)
-    if not isinstance(target, types.FunctionType):
+    """The refusal of a gradient of what cannot be called (given when the gradient is made,
+    not deep inside its first call), or None. A callable without Python source to read (a
+    function typed at the prompt, an object with `__call__`, a function a C decorator
+    wraps) is traced (`compiler.trace`)."""
+    if not callable(fn):
         return errors.SourceNotFoundError(
-            f"{fn!r} is not a Python function with source; sourcegrad differentiates "
-            "functions written in Python (numpy functions are differentiated through "
-            "their rules when a Python function calls them)"
+            f"{fn!r} is not callable; sourcegrad differentiates Python functions and other "
+            "callables"
         )
-    return source.unavailable(target)
+    return None
 
 
 class Gradient(Compiling, staticmethod):
@@ -78,6 +86,8 @@ class Gradient(Compiling, staticmethod):
         return pullback(g)
 
     pullback = False  # VJP: compile a forward and a backward function instead of one
+    traces_allowed = True  # a function the source front end refuses is traced
+    reads_source = True  # the source front end first (False: every function traced)
     forward_mode = False  # JVP: forward-mode source transformation instead of reverse
     # a 0-d array argument may be read as the numpy scalar it holds (see `_unwrappable`):
     # for a plain gradient only
@@ -159,6 +169,8 @@ class Gradient(Compiling, staticmethod):
         self._call = self._general
         self._missed = None  # the signature that last came to the general path past an entry
         self._flat: dict = {}  # the TreeDefs of tree arguments -> their _TreeGradient
+        self._traces: dict = {}  # signature key -> the Trace its code came from, or None
+        self._paths: dict = {}  # signature key -> the compiled paths of a traced function
 
     # -- calling -------------------------------------------------------------------------------
 
@@ -200,6 +212,8 @@ class Gradient(Compiling, staticmethod):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
+        if any(type(a) is Traced for a in args):  # called inside a traced function
+            return trace_recorder.active().gradient_call(self, args)
         if self._has_trees(args):
             flat, leaves, defs = self._flattened(args)
             result = flat._call(*leaves)
@@ -215,8 +229,14 @@ class Gradient(Compiling, staticmethod):
         if compiled.updated:
             check_distinct(compiled.updated, args, self._param_label)
         if compiled.complex_sites:  # (a power of a negative Python number: facts.PowerSite)
-            facts.check_power_operands(compiled.complex_sites, args, self.fn.__qualname__)
-        result = compiled.fn(*args)
+            facts.check_power_operands(compiled.complex_sites, args, self._label)
+        try:
+            if compiled.trace is not None and not compiled.trace.same_statics(args):
+                raise GuardMiss("other objects than the trace's")
+            result = compiled.fn(*args)
+        except GuardMiss:  # code made from a trace, another path taken: traced for it
+            compiled = self._other_path(compiled, key, args)
+            result = compiled.fn(*args)
         if compiled.complex_sites:
             result = self._real_result(compiled, compiled.fn, args, result)
         if not compiled.settled:
@@ -253,7 +273,7 @@ class Gradient(Compiling, staticmethod):
                     part, treedef = trees.flatten(a)
                 except TypeError as exc:
                     raise errors.NonDifferentiableInputError(
-                        f"argument {self._params[i]!r} of {self.fn.__name__}: {exc}"
+                        f"argument {self._params[i]!r} of {self._label}: {exc}"
                     ) from None
                 leaves += part
                 defs.append(treedef)
@@ -312,11 +332,11 @@ class Gradient(Compiling, staticmethod):
                 hash(part)
             except TypeError:
                 return errors.NonDifferentiableInputError(
-                    f"argument {name!r} of {self.fn.__name__} is a tuple holding arrays (or other "
+                    f"argument {name!r} of {self._label} is a tuple holding arrays (or other "
                     "unhashable values): tuples of arrays are not yet supported as arguments, "
                     "differentiated or not; pass the arrays as separate arguments"
                 )
-        return errors.SourcegradError(f"an argument of {self.fn.__name__} is not hashable")
+        return errors.SourcegradError(f"an argument of {self._label} is not hashable")
 
     def _install(self, entry, key):
         """Make `entry`, key's, what the next calls run: at once when none is installed,
@@ -339,6 +359,37 @@ class Gradient(Compiling, staticmethod):
             compiled.finish = results.converting(compiled.converters, self._single)
         compiled.settled = True
 
+    def _other_path(self, missed, key, args):
+        """The code of this signature for the path `args` take, where `missed`'s guards
+        (a trace's decisions) failed: one traced before for it, or a new trace."""
+        paths = self._paths.setdefault(key, [])
+        if missed not in paths:
+            paths.append(missed)
+        for compiled in reversed(paths):
+            if compiled is not missed and compiled.trace.same_statics(args):
+                try:
+                    compiled.fn(*args)
+                except GuardMiss:
+                    continue
+                self._cache[key] = compiled
+                return compiled
+        self._cache.pop(key, None)
+        compiled = self.compile(args, key)
+        paths.append(compiled)
+        return compiled
+
+    @property
+    def _label(self) -> str:
+        """The differentiated callable as messages name it (`Loss.__call__` of an object)."""
+        return label_of(self.fn)
+
+    @property
+    def traced(self) -> str:
+        """Why the code for the signature called last was made from a trace (the source
+        front end's refusal), or "" where it was read from the source."""
+        trace = getattr(self._last, "trace", None)
+        return trace.why if trace is not None else ""
+
     def _entry_for(self, compiled, key, args):
         """This Gradient's fast path for `compiled`'s signature (built once per signature:
         its misses come back here), or the general path where there is none (or where each
@@ -346,6 +397,10 @@ class Gradient(Compiling, staticmethod):
         known = self._entries.get(key)
         if known is not None and known[0] is compiled:
             return known[1]
+        if compiled.trace is not None and compiled.trace.checked_per_call:
+            # (its guards' misses are handled on the general path: `_other_path`)
+            self._entries[key] = (compiled, self._general, False)
+            return self._general
         still_bound = functools.partial(caches.still_bound, compiled.dependencies)
         distinct = sharing_pairs(compiled.updated, args)
         checking = self._checking(compiled, args) if compiled.complex_sites else None
@@ -367,7 +422,12 @@ class Gradient(Compiling, staticmethod):
             or self._general
         )
         twin = None
-        if entry is not self._general and checking is None and not distinct:  # floats
+        if (
+            entry is not self._general
+            and checking is None
+            and not distinct
+            and compiled.trace is None
+        ):  # float64 scalars computed as Python floats (from the source front end's IR)
             twin = as_floats.twin(self, compiled, args, entry)
         self._entries[key] = (compiled, twin or entry, twin is not None)
         return twin or entry
@@ -377,7 +437,7 @@ class Gradient(Compiling, staticmethod):
         around it (`facts.PowerSite`), under its parameters' names (the fast entry calls it as
         it calls the generated function: well under a microsecond more a call, where the
         general path costs several), for arguments of `args`' signature."""
-        sites, function, label = compiled.complex_sites, compiled.fn, self.fn.__qualname__
+        sites, function, label = compiled.complex_sites, compiled.fn, self._label
         code = function.__code__ if hasattr(function, "__code__") else function.py_func.__code__
         params = ", ".join(code.co_varnames[: code.co_argcount])
         operands = [site for site in sites if site.operands is not None and site.kind != "numpy"]
@@ -510,7 +570,7 @@ class Gradient(Compiling, staticmethod):
             self.ir(self._column_args)  # raises: computed column by column, no source
         if self._last is None:
             raise errors.SourcegradError(
-                f"the gradient of {self.fn.__name__} is generated for the shapes of its inputs; "
+                f"the gradient of {self._label} is generated for the shapes of its inputs; "
                 "call it once first, or use sourcegrad.show(f, *example_args)"
             )
         return self._last.source
@@ -536,7 +596,7 @@ class Gradient(Compiling, staticmethod):
         return checkpointing.saved_bytes(self.compile(tuple(args)).saved, trips)
 
     def __repr__(self) -> str:
-        return f"<sourcegrad gradient of {self.fn.__qualname__} wrt {self.wrt}>"
+        return f"<sourcegrad gradient of {self._label} wrt {self.wrt}>"
 
     def _repr_markdown_(self):
         """In Jupyter: the generated source, highlighted, and a table of what is saved."""
@@ -583,7 +643,7 @@ class _TreeGradient(Gradient):
             if i in parent.wrt:
                 if not leaf_names:
                     raise errors.WrtError(
-                        f"argument {param!r} of {parent.fn.__name__} holds no "
+                        f"argument {param!r} of {parent._label} holds no "
                         "array or float to differentiate"
                     )
                 wrt += range(len(names), len(names) + len(leaf_names))
@@ -637,7 +697,7 @@ class _TreeGradient(Gradient):
         raise TypeError("a _TreeGradient is part of its parent Gradient")
 
     def __repr__(self):
-        return f"<sourcegrad gradient of {self.fn.__qualname__} wrt leaves {self.wrt}>"
+        return f"<sourcegrad gradient of {self._label} wrt leaves {self.wrt}>"
 
 
 class VJP(Gradient):
@@ -669,11 +729,11 @@ class VJP(Gradient):
             check_distinct(compiled.updated, args, self._param_label)
         forward, backward = compiled.fn
         if compiled.complex_sites:
-            facts.check_power_operands(compiled.complex_sites, args, self.fn.__qualname__)
+            facts.check_power_operands(compiled.complex_sites, args, self._label)
         try:
             value, residuals = forward(*args)
         except Exception as exc:  # numba refusing these arguments' types: the numpy code runs
-            forward, backward = _numpy_functions(compiled, exc, self.fn.__qualname__, forward, args)
+            forward, backward = _numpy_functions(compiled, exc, self._label, forward, args)
             value, residuals = forward(*args)
         if compiled.complex_sites and facts.holds_complex(value):
             value, residuals = _numpy_result(compiled, forward, args, self.fn, lambda r: r[0])
@@ -683,7 +743,7 @@ class VJP(Gradient):
                 # (numpy would broadcast a cotangent of another shape, or fail in the
                 # generated code's arithmetic; JAX refuses it the same way)
                 raise errors.ShapeError(
-                    f"the cotangent given to the pullback of {self.fn.__qualname__} has shape "
+                    f"the cotangent given to the pullback of {self._label} has shape "
                     f"{_shape(cotangent)}, but the function's output has shape "
                     f"{_shape(value)}: a vector-Jacobian product takes a cotangent shaped "
                     "like the output"
@@ -695,7 +755,7 @@ class VJP(Gradient):
                 grads = backward(*kept)
             except Exception as exc:  # numba refusing the cotangent's type: as numpy code
                 numpy_forward, numpy_backward = _numpy_functions(
-                    compiled, exc, self.fn.__qualname__, backward, kept
+                    compiled, exc, self._label, backward, kept
                 )
                 grads = numpy_backward(*numpy_forward(*args)[1], cotangent)
             if compiled.complex_sites:
@@ -729,7 +789,7 @@ def _numpy_result(compiled, function, args, fn, checked):
     (in `checked(result)`, what must be real) that only np.power's backward makes
     (`Gradient._real_result`); the located error where Python's `**` or math.pow made it,
     where fn draws random numbers, or where the numbers stay complex."""
-    error = facts.complex_power_error(compiled.complex_sites, fn.__qualname__)
+    error = facts.complex_power_error(compiled.complex_sites, label_of(fn))
     if error is None and facts.generators_of(fn):
         error = errors.ComplexValueError(
             "np.power of a negative Python float to a fractional power is nan, but the "
@@ -743,7 +803,7 @@ def _numpy_result(compiled, function, args, fn, checked):
     result = function(*facts.numpy_numbers(args))
     if facts.holds_complex(checked(result)):
         raise errors.ComplexValueError(
-            f"the gradient of {fn.__qualname__} came out complex for real inputs",
+            f"the gradient of {label_of(fn)} came out complex for real inputs",
             compiled.complex_sites[0].loc,
         )
     return result
@@ -802,11 +862,11 @@ class JVP(Gradient):
             check_distinct(compiled.updated, primals, self._param_label)
         given = [tangents[i] for i in self.wrt]
         if compiled.complex_sites:
-            facts.check_power_operands(compiled.complex_sites, primals, self.fn.__qualname__)
+            facts.check_power_operands(compiled.complex_sites, primals, self._label)
         for i, t in zip(self.wrt, given):
             if _shape(t) != _shape(primals[i]):
                 raise errors.ShapeError(
-                    f"the tangent of argument {self._params[i]!r} of {self.fn.__qualname__} "
+                    f"the tangent of argument {self._params[i]!r} of {self._label} "
                     f"has shape {_shape(t)}, but the argument has shape {_shape(primals[i])}: "
                     "a Jacobian-vector product takes tangents shaped like their primals"
                 )
@@ -814,7 +874,7 @@ class JVP(Gradient):
             value, tangent = compiled.fn(*primals, *given)
         except Exception as exc:  # numba refusing these types: the numpy code runs
             numpy_function = _numpy_functions(
-                compiled, exc, self.fn.__qualname__, compiled.fn, (*primals, *given)
+                compiled, exc, self._label, compiled.fn, (*primals, *given)
             )
             value, tangent = numpy_function(*primals, *given)
         if compiled.complex_sites and facts.holds_complex((value, tangent)):

@@ -153,7 +153,7 @@ class AuxGradient:
         return self.gradient.saved_bytes(*args, trips=trips)
 
     def __repr__(self):
-        return f"<sourcegrad gradient of {self.gradient.fn.__qualname__} with aux>"
+        return f"<sourcegrad gradient of {self.gradient._label} with aux>"
 
 
 def elementwise_grad(

@@ -119,6 +119,8 @@ class SourceInfo:
     what: str = "gradient"  # or "forward-mode derivative (JVP)"
     # arrays of at least FREE_MIN_BYTES: deleted after their last use (lifetimes)
     large: frozenset = frozenset()
+    # made from a trace (compiler.trace): why the source front end did not read it
+    traced: str = ""
 
 
 def _name(ident):
@@ -1244,6 +1246,8 @@ def _header(info, fns, backend, printer) -> str:
         if len(origin) + len(what) < MAX_LINE
         else origin + "\n" + comment_lines(what, MAX_LINE - 2).replace("# ", "#   ", 1)
     ]
+    if info.traced:  # (which lines were traced, and why: the manifest's `traced` too)
+        lines.append(comment_lines(f"Traced (run on traced values): {info.traced}", MAX_LINE))
     if printer.uses_backend:
         lines.append(
             f"import {backend.module} as {backend.alias}"

@@ -103,6 +103,8 @@ defnondiff("isinstance_builtin", isinstance, Spelling("builtin", "isinstance"), 
 RULES["isinstance_builtin"].static_result = True
 # the user's `assert test, message`, checked in the forward pass
 defnondiff("check_assert", runtime.check_assert, _helper("check_assert"), pure=False)
+# a decision of a traced function, checked by the code made from the trace (compiler.trace)
+defnondiff("trace_guard", runtime.trace_guard, _helper("trace_guard"), pure=False)
 defnondiff("inverse_permutation", inverse_permutation, _helper("inverse_permutation"))
 defnondiff("reduced_count", reduced_count, _helper("reduced_count"))
 # a loop checkpointed with revolve asks its schedule where snapshots go (stateful: never merged)

@@ -9,6 +9,9 @@ import pytest
 
 import sourcegrad
 
+# (the source front end's own refusals and messages: not traced instead)
+pytestmark = pytest.mark.usefixtures("source_front_end_only")
+
 UNSUPPORTED = [
     (
         "try",

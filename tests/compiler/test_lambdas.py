@@ -69,6 +69,7 @@ def test_a_lambda_of_several_arguments_in_every_mode():
     close(pullback(1.0), fn, (w, b, X), 0)
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (the source front end's refusal)
 def test_lambdas_that_cannot_be_told_apart_are_refused_located(monkeypatch, x):
     # as on Python 3.10, where code objects carry no columns
     monkeypatch.setattr(frontend.source, "_lambdas_holding", lambda candidates, code: candidates)
@@ -79,6 +80,7 @@ def test_lambdas_that_cannot_be_told_apart_are_refused_located(monkeypatch, x):
     assert "ambiguous = (lambda x" in str(info.value)
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (the source front end's refusal)
 def test_a_lambda_without_source_is_refused():
     fn = eval("lambda x: x * 2.0")  # noqa: S307
     with pytest.raises(sourcegrad.SourceNotFoundError):

@@ -509,6 +509,7 @@ def einsum_label_out_of_range(a):
     return np.sum(np.einsum(a, [0, 60]) ** 2)
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (the source front end's refusal)
 def test_einsum_sublists_must_be_known_while_compiling():
     with pytest.raises(errors.UnsupportedSyntaxError, match="sublist form"):
         sourcegrad.grad(einsum_computed_labels)(M45, np.array([0, 1]))

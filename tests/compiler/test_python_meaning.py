@@ -160,13 +160,14 @@ def star_args(*xs):
     return np.sum(xs[0] ** 2)
 
 
-def test_a_function_of_star_args_is_refused_located():
+@pytest.mark.usefixtures("source_front_end_only")
+def test_a_function_of_star_args_is_refused_located_by_the_source_front_end():
     refused(star_args, X, text="named parameters")
 
 
-def test_a_callable_without_source_is_refused():
-    with pytest.raises(errors.SourceNotFoundError):
-        sourcegrad.grad(functools.lru_cache(lambda x: x * 2.0))(1.0)
+def test_a_function_of_star_args_and_a_callable_without_source_are_traced():
+    assert_like_python(star_args, X)
+    assert sourcegrad.grad(functools.lru_cache(lambda x: x * 2.0))(1.0) == 2.0
 
 
 # -- 2. the fence: a call with no rule never runs as if it were constant -----------------------
@@ -504,7 +505,14 @@ def generator_from_a_helper(x):
     return sum(scaled_items(x, 2.0))
 
 
-def test_a_kept_generator_is_refused_and_a_consumed_one_is_not():
+@pytest.mark.usefixtures("source_front_end_only")
+def test_the_source_front_end_refuses_a_kept_generator():
     refused(late_generator, X, error=errors.UnsupportedSyntaxError, text="list comprehension")
+
+
+def test_a_kept_generator_runs_as_python_runs_it():
+    # (traced: Python consumes it after c is rebound, value 1.4 and gradient 5 each)
+    assert_like_python(late_generator, X)
+    np.testing.assert_allclose(sourcegrad.grad(late_generator)(X), [5.0, 5.0, 5.0])
     assert_like_python(generator_from_a_helper, X)
     assert_like_python(lambda x: sum(x[i] * 3.0 for i in range(3)), X)

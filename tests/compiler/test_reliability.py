@@ -398,6 +398,7 @@ def test_recursion_on_an_int_argument_unrolls():
         )
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (the source front end's refusal)
 def test_recursion_on_data_is_refused_located():
     with pytest.raises(errors.RecursionDepthError) as info:
         sourcegrad.grad(doubled_until_loss)(np.ones(3))

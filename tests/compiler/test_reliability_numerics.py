@@ -351,6 +351,7 @@ def test_operator_iadd_assigned_back_is_the_augmented_assignment():
     close_to_differences(in_place_ops_assigned, (X,))
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (the source front end's refusal)
 def test_operator_iadd_as_a_statement_is_refused_at_its_line():
     with pytest.raises(errors.UnsupportedSyntaxError, match="a \\+= x") as caught:
         sourcegrad.grad(in_place_add_statement)(X)

@@ -375,6 +375,7 @@ def changes_its_argument(params, x):
     return np.sum(params["a"])
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (the source front end's refusal)
 @pytest.mark.parametrize(
     "fn, message",
     [
@@ -464,6 +465,7 @@ def test_dicts_rebuilt_from_items_and_merged(rng):
     check(rebuilt_dict, (params, rng.normal(size=(4, 3))))
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (the source front end's refusal)
 def test_a_dict_changed_while_another_name_holds_it_is_refused(rng):
     params = {"W": rng.normal(size=(2,))}
     with pytest.raises(sourcegrad.SourcegradError, match="refers to it too"):

@@ -177,6 +177,7 @@ def test_harness_matches_a_known_good_program(tmp_path):
     assert check_program(prog, str(tmp_path)).status == "matched"
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (the source front end's refusal)
 def test_harness_records_rejections(tmp_path):
     prog = _program(
         "import numpy as np\n\n\ndef f(x0):\n    try:\n        y = x0 * 2.0\n"

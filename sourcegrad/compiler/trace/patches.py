@@ -1,0 +1,211 @@
+"""numpy's and math's functions that bypass numpy's protocols, replaced while a trace runs.
+
+`np.asarray(t)` and `np.array([t, u])` convert through `__array__`, never asking the traced
+value; `np.zeros(3)` takes no traced value at all, yet its array is one the generated code
+must make (a buffer later written with traced values); `math.exp(t)` converts its argument
+with `float()`; `np.random.normal(...)` and a generator's draws must be drawn by the
+generated code on each call, not fixed at their first sample. While a trace runs in a
+thread, these names of the `numpy`, `numpy.random` and `math` modules are wrappers that
+hand such calls to the trace (`recorder.active()`) and call the original otherwise (other
+threads, or calls of no traced value where none is needed).
+
+`patched()` installs them (nested traces share one installation: a count) and puts the
+originals back. Functions imported by name before the trace (`from numpy import zeros`) are
+the originals: their arrays are plain, and a traced value written into one is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+from ...ops import rule_for_function
+from .. import random_draws
+from .values import Traced
+
+# (Not np.zeros and the other makers: numpy's compiled code calls them too, and must get an
+# array. An array they make is plain: written with traced values no gradient flows through,
+# it holds those values, which the code checks; a value carrying one is refused there.)
+_CONVERTERS = ("asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "array")
+_LOCK = threading.Lock()
+_INSTALLED = {"count": 0, "originals": []}
+
+
+def _holds_traced(value) -> bool:
+    if isinstance(value, Traced):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_traced(v) for v in value)
+    return False
+
+
+def _converter(original, name):
+    @functools.wraps(original)
+    def convert(obj, *args, **kwargs):
+        from .recorder import active
+
+        rec = active()
+        if rec is None or not _holds_traced(obj):
+            return original(obj, *args, **kwargs)
+        dtype = args[0] if args else kwargs.get("dtype")
+        if isinstance(obj, Traced):
+            # an array already: itself (np.array copies: the same values, a new array)
+            result = rec.op("copy", (obj,)) if name == "array" else obj
+        else:  # a list or tuple holding traced values: stacked
+            result = rec.array_of(obj)
+        if dtype is not None and np.dtype(dtype) != result.dtype:
+            result = result.astype(dtype)
+        return result
+
+    return convert
+
+
+def _math(original):
+    @functools.wraps(original)
+    def call(*args):
+        from .recorder import active
+
+        rec = active()
+        if rec is None or not any(isinstance(a, Traced) for a in args):
+            return original(*args)
+        rule = rule_for_function(original)
+        if rule is None:
+            return rec.unmodelled(original, args, {})
+        return rec.op(rule.name, args)
+
+    return call
+
+
+def _draw(original):
+    """`np.random.normal(...)` (numpy's global generator): drawn by the generated code."""
+
+    rule = random_draws.function_rule(original)  # (before it is replaced: by identity)
+
+    @functools.wraps(original)
+    def draw(*args, **kwargs):
+        from .recorder import active
+
+        rec = active()
+        if rec is None or rule is None:
+            return original(*args, **kwargs)
+        if original.__name__ in ("default_rng", "RandomState", "Generator"):
+            value = original(*args, **kwargs)
+            made = rec.draw(rule.name, args, kwargs, value)
+            return TracedGenerator(rec, made, value)
+        return rec.draw(rule.name, args, kwargs, None, original)
+
+    return draw
+
+
+class TracedGenerator:
+    """A random generator made or read by a traced function: each draw is recorded (the
+    generated code draws from the same generator at run time) and drawn now from the real
+    generator, as Python would."""
+
+    def __init__(self, rec, atom, generator):
+        self._rec, self._atom, self._generator = rec, atom, generator
+
+    def __getattr__(self, name):
+        method = getattr(self._generator, name)
+        if not callable(method) or name.startswith("_"):
+            return method
+        rule = random_draws.method_rule(name)
+
+        def draw(*args, **kwargs):
+            return self._rec.draw(rule.name, (self,) + args, kwargs, None, method)
+
+        return draw
+
+
+def _lists_joined(original):
+    """`np.prod([t, u])`: numpy's dispatch looks at an argument, not into a list it holds,
+    so a list of traced values would reach `__array__`: it is made an array first (as numpy
+    makes it), and the call dispatched on that."""
+
+    @functools.wraps(original)
+    def call(*args, **kwargs):
+        from .recorder import active
+
+        rec = active()
+        if rec is not None and any(isinstance(a, (list, tuple)) and _holds_traced(a) for a in args):
+            args = tuple(
+                rec.array_of(a) if isinstance(a, (list, tuple)) and _holds_traced(a) else a
+                for a in args
+            )
+        return original(*args, **kwargs)
+
+    return call
+
+
+def _replacements():
+    """(module, name, wrapper) for everything `patched` replaces."""
+    out = []
+    for name in _CONVERTERS:
+        out.append((np, name, _converter(getattr(np, name), name)))
+    for name in dir(np):
+        value = getattr(np, name)
+        if (
+            name not in _CONVERTERS
+            and not name.startswith("_")
+            and callable(value)
+            and not isinstance(value, (type, np.ufunc))
+        ):
+            rule = rule_for_function(value)
+            if rule is not None and not rule.sequence_input:
+                out.append((np, name, _lists_joined(value)))
+    for name in dir(math):
+        value = getattr(math, name)
+        if callable(value) and not name.startswith("_") and rule_for_function(value) is not None:
+            out.append((math, name, _math(value)))
+    for name in dir(np.random):
+        value = getattr(np.random, name)
+        if callable(value) and not name.startswith("_") and not isinstance(value, type):
+            if random_draws.function_rule(value) is not None:
+                out.append((np.random, name, _draw(value)))
+    return out
+
+
+@contextmanager
+def originals():
+    """numpy's and math's own functions back while the block runs (a gradient called inside
+    a traced function compiles and runs as anywhere), the wrappers again after."""
+    with _LOCK:
+        installed = list(_INSTALLED["originals"])
+        wrappers = [(m, n, getattr(m, n)) for m, n, _ in installed]
+        for module, name, original in reversed(installed):
+            setattr(module, name, original)
+    try:
+        yield
+    finally:
+        with _LOCK:
+            for module, name, wrapper in wrappers:
+                setattr(module, name, wrapper)
+
+
+@contextmanager
+def patched():
+    """The wrappers installed (once for all threads tracing at the same time)."""
+    with _LOCK:
+        if _INSTALLED["count"] == 0:
+            originals = []
+            for module, name, wrapper in _replacements():
+                originals.append((module, name, getattr(module, name)))
+                setattr(module, name, wrapper)
+            _INSTALLED["originals"] = originals
+        _INSTALLED["count"] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _INSTALLED["count"] -= 1
+            if _INSTALLED["count"] == 0:
+                for module, name, original in reversed(_INSTALLED["originals"]):
+                    setattr(module, name, original)
+                _INSTALLED["originals"] = []
+
+
+__all__ = ["TracedGenerator", "patched"]

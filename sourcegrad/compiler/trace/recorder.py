@@ -1,0 +1,891 @@
+"""One trace: the statements recorded while the user's function runs on `Traced` values.
+
+`trace_function(fn, args, params, wrt, why)` runs `fn` once on traced copies of its array
+and number arguments (other arguments, objects and callables, are given as they are) and
+returns a `Trace`: an `ir.Function` the rest of the pipeline compiles as it compiles the
+AST front end's, with
+
+- one statement per numpy operation on a traced value, the registry's op (what the AST
+  front end makes of the same source), located at the user's line (the innermost frame of
+  the user's code), named after the user's variable where one holds it after its line
+  (frame locals, read at each line event) and after the op otherwise;
+- a `trace_guard` statement per decision Python took on a traced value (`bool()`,
+  `int()`, `float()` of a value no gradient flows through): the generated code raises
+  `runtime.GuardMiss` where a call decides otherwise;
+- plain arrays met on the way (an object's `self.W`, a global) bound by identity as free
+  values, and the globals, closure values and argument objects' attributes the trace read as
+  its dependencies (a rebinding, or a changed number, traces again).
+
+What the recorder refuses, located: a value carrying a gradient that leaves for plain Python
+or numpy, a numpy function without a rule given one (the fence), a trace longer than
+`MAX_STATEMENTS` statements (a long Python loop: keep it in a function the AST front end
+reads, which keeps loops loops).
+"""
+
+from __future__ import annotations
+
+import copy
+import linecache
+import math
+import operator
+import os
+import sys
+import threading
+import types
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ... import errors
+from ...errors import SourceLocation
+from ...ops import RULES, op_for_method, rule_for_function
+from .. import random_draws
+from ..ir import Assign, Call, Const, ExprStmt, Function, Return, Slc, Tup, Var, substitute_atom
+from ..names import Namer, name_for_call, sanitize
+from .values import Traced
+
+MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, located
+
+_HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_NUMPY = os.path.dirname(os.path.abspath(np.__file__))
+_ACTIVE = threading.local()  # .recorder: the trace running in this thread, if any
+
+
+@dataclass
+class Trace:
+    """A traced function: its IR, how many guards it checks, and why it was traced."""
+
+    function: Function
+    guards: int
+    why: str
+    lines: list = field(default_factory=list)  # the user lines the trace went through
+    # (position, value) of the arguments given to the function as they are: the code is
+    # valid for calls passing the same objects (numbers and strings: equal ones)
+    statics: list = field(default_factory=list)
+
+    def same_statics(self, args) -> bool:
+        """Does a call pass the objects this trace took as they are? (Numbers, strings and
+        tuples of them are keyed by value already: `analysis.signature_key`.)"""
+        return all(args[i] is value for i, value in self.statics if not _simple(value))
+
+    @property
+    def checked_per_call(self) -> bool:
+        """Must each call be checked on the general path (guards, objects given)?"""
+        return bool(self.guards) or any(not _simple(v) for _, v in self.statics)
+
+
+def active():
+    """The recorder of the trace running in this thread, or None."""
+    return getattr(_ACTIVE, "recorder", None)
+
+
+def _is_user(code) -> bool:
+    """Is `code` the user's (not sourcegrad's, numpy's or numpy's dispatch shims)?"""
+    file = code.co_filename
+    return not (file.startswith(_HERE) or file.startswith(_NUMPY) or file.startswith("<__array"))
+
+
+def _simple(value) -> bool:
+    """A value the IR holds as a literal."""
+    if value is None or value is Ellipsis or type(value) in (bool, int, float, complex, str):
+        return True
+    if isinstance(value, slice):
+        return all(_simple(p) for p in (value.start, value.stop, value.step))
+    if isinstance(value, tuple):
+        return all(_simple(v) for v in value)
+    return False
+
+
+class Recorder:
+    """The statements of one trace and everything they name (see the module docstring)."""
+
+    def __init__(self, fn, why):
+        self.fn = fn
+        self.why = why
+        self.body: list = []
+        self.namer = Namer(reserved={"np", "math"})
+        self.params: list = []
+        self.free: dict = {}
+        self._free_ids: dict = {}  # id(object) -> its name
+        self.guards = 0
+        self.refusal = None  # the last refusal raised (numpy may swallow one: see trace_function)
+        self.statics: list = []  # (position, value) of the arguments given as they are
+        self.named: dict = {}  # temporary -> the user's variable holding it
+        self.lines: list = []
+        self.loc_of_fn = _function_location(fn)
+
+    def refused(self, error):
+        """`error`, remembered: numpy turns an exception raised inside its own conversion
+        (a traced value written into a plain array: `float()`) into its ValueError, and the
+        trace reports the refusal instead (`trace_function`)."""
+        self.refusal = error
+        return error
+
+    # -- values ------------------------------------------------------------------------------
+
+    def parameter(self, name, value, varied):
+        """The traced argument `name` (a copy: the trace may change it in place)."""
+        self.namer.reserve(name)
+        self.params.append(name)
+        concrete = value.copy() if isinstance(value, np.ndarray) else value
+        return Traced(self, Var(name), concrete, varied)
+
+    def static(self, name, value):
+        """An argument given to the function as it is (not traced: an object, a string,
+        None, an int): the code takes it as a parameter, and is made for this value (the
+        caller checks, `Trace.statics`, that a call passes the same)."""
+        self.namer.reserve(name)
+        self.params.append(name)
+        self.statics.append((len(self.params) - 1, value))
+
+    def operand(self, x):
+        """(atom, concrete value, carries a gradient) of an operation's argument."""
+        if isinstance(x, Traced):
+            if x._rec is not self:
+                raise self.refused(
+                    errors.SourcegradError("a traced value of another trace was used here")
+                )
+            return x._atom, x._value, x._varied
+        if hasattr(x, "_generator") and getattr(x, "_rec", None) is self:  # TracedGenerator
+            return x._atom, x._generator, False
+        if _simple(x):
+            return Const(x), x, False
+        if isinstance(x, slice):
+            parts = [self.operand(p) for p in (x.start, x.stop, x.step)]
+            return (
+                Slc(*(p[0] for p in parts)),
+                slice(*(p[1] for p in parts)),
+                any(p[2] for p in parts),
+            )
+        if isinstance(x, tuple):
+            parts = [self.operand(p) for p in x]
+            return Tup(tuple(p[0] for p in parts)), tuple(p[1] for p in parts), False
+        if isinstance(x, (list, tuple)) and _holds_traced(x):
+            made = self.array_of(x)  # an index list holding traced values
+            return made._atom, made._value, made._varied
+        if isinstance(x, list) and all(_simple(v) for v in x):
+            return Const(list(x)), x, False
+        return self.bind_free(x), x, False
+
+    def array_of(self, items):
+        """`np.array([t, u, 2.0])`: the list made, then the array of it (as the AST front end
+        lowers it: `make_list`, `np_array`); nested lists row by row."""
+        items = [self.array_of(v) if isinstance(v, (list, tuple)) else v for v in items]
+        parts = [self.operand(v) for v in items]
+        listed = self.record(
+            "make_list", [p[0] for p in parts], [], [p[1] for p in parts], any(p[2] for p in parts)
+        )
+        return self.op("np_array", (listed,))
+
+    def bind_free(self, value, label=None):
+        """A plain value (an array of an object, a dtype, a function) read by name."""
+        known = self._free_ids.get(id(value))
+        if known is not None and self.free[known] is value:
+            return Var(known)
+        if label is None:
+            label = (
+                _holder_name(value) or "array"
+                if isinstance(value, np.ndarray)
+                else getattr(value, "__name__", None) or type(value).__name__.lower()
+            )
+        name = self.namer.fresh(sanitize(label))
+        self.free[name] = value
+        self._free_ids[id(value)] = name
+        return Var(name)
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def loc(self) -> SourceLocation:
+        """The user's line running now: the innermost frame of the user's code."""
+        frame = sys._getframe(1)
+        while frame is not None and not _is_user(frame.f_code):
+            frame = frame.f_back
+        if frame is None:
+            return self.loc_of_fn
+        file, line = frame.f_code.co_filename, frame.f_lineno
+        if not self.lines or self.lines[-1] != (file, line):
+            self.lines.append((file, line))
+        return SourceLocation(file, line, 0, linecache.getline(file, line).rstrip("\n"))
+
+    def append(self, stmt):
+        if len(self.body) >= MAX_STATEMENTS:
+            raise self.refused(
+                errors.UnsupportedSyntaxError(
+                    f"the trace of {self.fn.__qualname__} passed {MAX_STATEMENTS} operations "
+                    "here (a Python loop over many items, unrolled by tracing): keep that loop in "
+                    "a function sourcegrad reads from its source (which keeps loops loops), or "
+                    "make its trip count smaller",
+                    stmt.loc,
+                )
+            )
+        self.body.append(stmt)
+
+    def record(self, name, atoms, katoms, value, varied, in_place=False):
+        """Append `t = name(*atoms, **katoms)`; give the result as a Traced (or the items of
+        a tuple or list result, each a Traced)."""
+        rule = RULES[name]
+        target = self.namer.fresh(name_for_call(name, rule.spelling, atoms))
+        stmt = Assign(target, Call(name, tuple(atoms), tuple(katoms)), self.loc())
+        stmt.in_place = in_place
+        self.append(stmt)
+        if (
+            name != "make_list"
+            and isinstance(value, (tuple, list))
+            and all(isinstance(v, (np.ndarray, np.generic)) for v in value)
+        ):
+            getter = "getitem_list" if isinstance(value, list) else "getitem"
+            whole = Var(target)
+            items = [
+                self.record(getter, [whole, Const(i)], [], v, varied) for i, v in enumerate(value)
+            ]
+            if isinstance(value, list):
+                return items
+            return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+        return Traced(self, Var(target), value, varied)
+
+    def op(self, name, args, kwargs=None):
+        """The registry op `name` applied to `args` (Traced values, constants, plain arrays)."""
+        rule = RULES[name]
+        args = list(args)
+        kwargs = dict(kwargs or {})
+        parts = [self.operand(a) for a in args]
+        kparts = {k: self.operand(v) for k, v in kwargs.items()}
+        concrete = [p[1] for p in parts]
+        kconcrete = {k: p[1] for k, p in kparts.items()}
+        value = (
+            rule.fn(concrete, **kconcrete)
+            if rule.sequence_input
+            else rule.fn(*concrete, **kconcrete)
+        )
+        if not rule.differentiable and not isinstance(value, (np.ndarray, np.generic)):
+            return value  # a fact of the signature (a shape, a length, a dtype)
+        varied = rule.differentiable and any(p[2] for p in [*parts, *kparts.values()])
+        return self.record(
+            name, [p[0] for p in parts], [(k, p[0]) for k, p in kparts.items()], value, varied
+        )
+
+    def draw(self, op, args, kwargs, value, original=None):
+        """A random draw (`random_draws`): recorded, so the generated code draws on each
+        call, and drawn now (from the user's generator, as Python would) unless `value` is
+        given. A sample is a constant of the gradient: a draw from parameters that carry a
+        gradient is refused (the fence)."""
+        parts = [self.operand(a) for a in args]
+        kparts = {k: self.operand(v) for k, v in kwargs.items()}
+        if any(p[2] for p in [*parts, *kparts.values()]):
+            raise self.refused(
+                errors.NoRuleError(
+                    f"the random draw {op.split('.', 1)[1]}() takes a value that carries a "
+                    "gradient, and a draw is a constant of the gradient: draw from fixed "
+                    "parameters and transform the sample (the reparameterisation: mu + sigma * "
+                    "rng.standard_normal(shape); x[rng.permutation(len(x))] for a permutation)",
+                    self.loc(),
+                )
+            )
+        concrete = [p[1] for p in parts]
+        if value is None:
+            if op.startswith("random_method."):
+                value = original(*concrete[1:], **{k: p[1] for k, p in kparts.items()})
+            else:
+                value = original(*concrete, **{k: p[1] for k, p in kparts.items()})
+        atoms = [p[0] for p in parts]
+        katoms = [(k, p[0]) for k, p in kparts.items()]
+        rule = RULES[op]
+        target = self.namer.fresh(name_for_call(op, rule.spelling, atoms))
+        self.append(Assign(target, Call(op, tuple(atoms), tuple(katoms)), self.loc()))
+        if isinstance(value, (np.ndarray, np.generic, float, int)) and not isinstance(value, bool):
+            return Traced(self, Var(target), value, False)
+        if value is None:
+            return None
+        return Var(target)  # a generator made by the code (np.random.default_rng)
+
+    def guard(self, value, expected):
+        """The generated code checks that `value` (a Traced) is `expected` again (a number, a
+        bool, or nested tuples of numbers for an array's values)."""
+        if isinstance(expected, list):
+            expected = _frozen(expected)
+        self.append(ExprStmt(Call("trace_guard", (value._atom, Const(expected))), self.loc()))
+        self.guards += 1
+
+    # -- numpy's protocols -------------------------------------------------------------------
+
+    def ufunc(self, ufunc, method, inputs, kwargs):
+        if method == "__call__":
+            out = kwargs.pop("out", None)
+            rule = rule_for_function(ufunc)
+            if rule is None:
+                return self.unmodelled(ufunc, inputs, kwargs)
+            result = self.op(rule.name, inputs, kwargs)
+            if out is not None:
+                target = out[0] if isinstance(out, tuple) else out
+                return self.store_into(target, result)
+            return result
+        if method == "reduce" and ufunc in _REDUCTIONS:
+            return self.function(_REDUCTIONS[ufunc], inputs, kwargs)
+        if method == "at" and ufunc in (np.add, np.subtract):
+            target, index, *rest = inputs
+            name = "add_at" if ufunc is np.add else "subtract_at"
+            values = rest[0] if rest else 1.0
+            return self._update(
+                target, name, (target, index, values), lambda v, c: _at(ufunc, v, c)
+            )
+        return self.unmodelled(getattr(ufunc, method), inputs, kwargs)
+
+    def function(self, func, args, kwargs):
+        if func in _ATLEAST and len(args) > 1:
+            return [self.function(func, (a,), kwargs) for a in args]  # (one result each)
+        rule = rule_for_function(func)
+        if rule is None:
+            return self.unmodelled(func, args, kwargs)
+        if rule.sequence_input and args:
+            items, rest = args[0], list(args[1:])
+            if not isinstance(items, (list, tuple)):
+                items = list(items)
+            if rest:
+                kwargs = {"axis": rest[0], **kwargs}
+            return self.op(rule.name, items, kwargs)
+        return self.op(rule.name, args, kwargs)
+
+    def method(self, traced, name):
+        op = op_for_method(name)
+        if op is None:
+            raise self.refused(
+                errors.NoRuleError(
+                    f"the method .{name}() has no derivative rule (on a traced array); write it "
+                    "with numpy functions that have rules",
+                    self.loc(),
+                )
+            )
+
+        def call(*args, **kwargs):
+            if name in ("reshape", "transpose") and len(args) > 1:
+                args = (args,)  # x.reshape(2, 3) is x.reshape((2, 3))
+            return self.op(op, (traced, *args), kwargs)
+
+        return call
+
+    def unmodelled(self, func, args, kwargs):
+        """A call with no rule: run where nothing that carries a gradient reaches it (its
+        result computed by the generated code, at run time), refused where something does
+        (the fence)."""
+        parts = [self.operand(a) for a in args]
+        kparts = {k: self.operand(v) for k, v in kwargs.items()}
+        label = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+        if any(p[2] for p in [*parts, *kparts.values()]):
+            raise self.refused(
+                errors.NoRuleError(
+                    f"{label} has no derivative rule, and a value that carries a gradient reaches "
+                    "it here: rewrite the line with functions that have rules, or register one with "
+                    "sourcegrad.rules.defvjp(name, function, spelling, vjp_for_each_input...)",
+                    self.loc(),
+                )
+            )
+        value = func(*(p[1] for p in parts), **{k: p[1] for k, p in kparts.items()})
+        callee = self.bind_free(func, getattr(func, "__name__", "call"))
+        atoms = [callee, *(p[0] for p in parts)]
+        katoms = [(k, p[0]) for k, p in kparts.items()]
+        if isinstance(value, (np.ndarray, np.generic)):
+            return self.record("pycall", atoms, katoms, value, False)
+        if value is None:
+            return None
+        result = self.record("pycall", atoms, katoms, value, False)
+        self.guard(result, value)  # (a number or a tuple the code goes on with: the same)
+        return value
+
+    def gradient_call(self, gradient, args):
+        """`grad(g)(t, ...)` inside a traced function (a Newton step, meta-learning): the
+        gradient runs as it runs anywhere (its value computed now, by its own compiled code),
+        and its derivative is its pullback (`ops.call_gradient`, as the AST front end
+        lowers it)."""
+        if type(gradient).__name__ != "Gradient" or gradient.with_value or not gradient._single:
+            raise self.refused(
+                errors.UnsupportedSyntaxError(
+                    "inside differentiated code a gradient is supported as grad(f) with one "
+                    "argument to differentiate, called with positional arguments",
+                    self.loc(),
+                )
+            )
+        parts = [self.operand(a) for a in args]
+        with self.suspended():
+            value = gradient(*(p[1] for p in parts))
+        label = sanitize(f"grad_{getattr(gradient.fn, '__name__', 'f')}")
+        callee = self.bind_free(gradient, label)
+        return self.record(
+            "call_gradient", [callee, *(p[0] for p in parts)], [], value, any(p[2] for p in parts)
+        )
+
+    @contextmanager
+    def suspended(self):
+        """No trace in this thread while the block runs (numpy's own functions, no line
+        tracer): for a gradient called inside the traced function."""
+        from .patches import originals
+
+        _ACTIVE.recorder = None
+        tracer = sys.gettrace()
+        sys.settrace(None)
+        try:
+            with originals():
+                yield
+        finally:
+            sys.settrace(tracer)
+            _ACTIVE.recorder = self
+
+    # -- changes in place --------------------------------------------------------------------
+
+    def in_place(self, traced, name, other):
+        """`t op= other`: numpy changes t's array; t names the new value from here on (a
+        number is rebound, as Python rebinds it)."""
+        if not isinstance(traced._value, np.ndarray):
+            return self.op(name, (traced, other))
+        return self._update(
+            traced, name, (traced, other), lambda v, c: _IN_PLACE[name](v, c[1]), keep=True
+        )
+
+    def setitem(self, traced, index, value):
+        """`t[index] = value`, in place."""
+
+        def store(v, c):
+            v[c[1]] = c[2]
+
+        self._update(traced, "setitem", (traced, index, value), store)
+
+    def store_into(self, target, result):
+        """`np.f(..., out=target)`: result written into target's array."""
+        if not isinstance(target, Traced):
+            if result._varied:
+                return self.escape(result, "a plain array's out= argument")
+            np.copyto(target, result._value)
+            return target
+
+        def store(v, c):
+            np.copyto(v, c[2])
+
+        self._update(target, "setitem", (target, Ellipsis, result), store)
+        return target
+
+    def _update(self, traced, name, args, apply, keep=False):
+        """Record `name(*args)` as an update in place of `traced` (its concrete array changed
+        by `apply`, so its views see it as numpy's do); `traced` names the new value."""
+        if not isinstance(traced, Traced):
+            if any(isinstance(a, Traced) and a._varied for a in args):
+                return self.escape(
+                    next(a for a in args if isinstance(a, Traced) and a._varied),
+                    "a write into a plain array",
+                )
+            return None
+        parts = [self.operand(a) for a in args]
+        apply(traced._value, [p[1] for p in parts])
+        varied = traced._varied or RULES[name].differentiable and any(p[2] for p in parts)
+        made = self.record(name, [p[0] for p in parts], [], traced._value, varied, in_place=True)
+        traced._atom, traced._varied = made._atom, made._varied
+        return traced if keep else None
+
+    # -- the exits to plain Python -----------------------------------------------------------
+
+    def decided(self, traced, convert):
+        """`bool(t)` (an `if`, a `while`, `and`): Python decides now; the code checks it."""
+        value = convert(traced._value)
+        self.guard(traced, value)
+        return value
+
+    def leaves(self, traced, convert, what):
+        """`float(t)`, `int(t)`, `t.item()`: a plain number from here on. Refused where t
+        carries a gradient (it would be lost); guarded where it does not."""
+        if traced._varied:
+            raise self.refused(
+                errors.TraceEscapeError(
+                    f"{what} of a value that carries a gradient makes it a plain Python number, "
+                    "and the gradient cannot follow it: keep it an array (np.sum(x) rather than "
+                    "float(np.sum(x)); numpy functions of arrays rather than the math module)",
+                    self.loc(),
+                )
+            )
+        value = convert(traced._value)
+        self.guard(traced, value)
+        return value
+
+    def escape(self, traced, what):
+        """A traced value read as a plain numpy array by `what` (np.asarray where the patch
+        did not see it, a write into a plain array, a C extension): refused where it carries
+        a gradient, which the plain array would lose; where it does not, its values, which
+        the code checks (a guard)."""
+        if traced._varied:
+            raise self.refused(
+                errors.TraceEscapeError(
+                    f"a value that carries a gradient is read here as a plain numpy array by "
+                    f"{what}, which would lose the gradient. Use numpy functions of the array "
+                    "itself (no np.asarray of an array; a buffer made with np.zeros_like(x) or a "
+                    "list joined with np.stack, for values written one by one)",
+                    self.loc(),
+                )
+            )
+        value = np.array(traced._value)
+        self.guard(traced, _frozen(value.tolist()) if value.ndim else value.item())
+        return value
+
+    # -- names ---------------------------------------------------------------------------------
+
+    def name_locals(self, frame):
+        """Name the temporaries the frame's variables hold after the user's line."""
+        for name, value in list(frame.f_locals.items()):
+            if isinstance(value, Traced) and value._rec is self:
+                atom = value._atom.name
+                if atom not in self.named and atom not in self.params:
+                    self.named[atom] = name
+
+    def function_ir(self, result, name, user_names) -> Function:
+        """The recorded statements as an IR function returning `result`, its temporaries
+        renamed after the variables that held them."""
+        renaming = Namer(reserved=set(self.params) | set(self.free) | {"np", "math"})
+        mapping = {}
+        for stmt in self.body:
+            if isinstance(stmt, Assign) and stmt.target not in mapping:
+                base = self.named.get(stmt.target, stmt.target)
+                mapping[stmt.target] = renaming.fresh(base)
+        atoms = {old: Var(new) for old, new in mapping.items()}
+        body = []
+        for stmt in self.body:
+            value = stmt.value
+            if isinstance(value, Call):
+                value = Call(
+                    value.op,
+                    tuple(substitute_atom(a, atoms) for a in value.args),
+                    tuple((k, substitute_atom(a, atoms)) for k, a in value.kwargs),
+                )
+            if isinstance(stmt, Assign):
+                new = Assign(mapping[stmt.target], value, stmt.loc)
+                new.in_place = stmt.in_place
+                body.append(new)
+            else:
+                body.append(ExprStmt(value, stmt.loc))
+        ret = substitute_atom(result, atoms)
+        body.append(Return(ret, self.loc_of_fn))
+        named = {mapping[t] for t in self.named if t in mapping}
+        fn = Function(
+            name,
+            list(self.params),
+            body,
+            self.loc_of_fn.file,
+            self.loc_of_fn,
+            dict(self.free),
+            set(self.params) | named | user_names,
+        )
+        return fn
+
+    # -- running -------------------------------------------------------------------------------
+
+    @contextmanager
+    def running(self):
+        """This recorder is the thread's trace (the patches consult it); the user's frames
+        name the values they hold (a line tracer, unless a debugger or coverage has one)."""
+        from .patches import patched
+
+        if active() is not None:
+            raise self.refused(errors.SourcegradError("a trace is already running in this thread"))
+        _ACTIVE.recorder = self
+        previous = sys.gettrace()
+
+        def local(frame, event, arg):
+            if event in ("line", "return"):
+                self.name_locals(frame)
+            return local
+
+        def calls(frame, event, arg):
+            return local if event == "call" and _is_user(frame.f_code) else None
+
+        try:
+            with patched():
+                if previous is None:
+                    sys.settrace(calls)
+                try:
+                    yield
+                finally:
+                    if previous is None:
+                        sys.settrace(None)
+        finally:
+            _ACTIVE.recorder = None
+
+
+# (numpy's own functions, read here before a trace replaces some of numpy's names: patches)
+_ATLEAST = (np.atleast_1d, np.atleast_2d, np.atleast_3d)
+_REDUCTIONS = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min}
+_IN_PLACE = {
+    "add_op": operator.iadd,
+    "sub_op": operator.isub,
+    "mul_op": operator.imul,
+    "div_op": operator.itruediv,
+    "pow_op": operator.ipow,
+    "matmul_op": operator.imatmul,
+    "mod_op": operator.imod,
+    "floordiv_op": operator.ifloordiv,
+}
+
+
+def _at(ufunc, v, c):
+    ufunc.at(v, c[1], c[2])
+
+
+def _holder_name(value):
+    """The name the user's code reads `value` by, where its frame shows it: a variable, an
+    attribute of a variable (`self.W`: "W"), or a global (None where none holds it)."""
+    frame = sys._getframe(1)
+    while frame is not None and not _is_user(frame.f_code):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    variables = list(frame.f_locals.items())
+    for name, held in variables:
+        if held is value:
+            return name
+    for _, held in variables:
+        attributes = getattr(held, "__dict__", None)
+        if isinstance(attributes, dict) and not isinstance(held, type):
+            for name, attribute in attributes.items():
+                if attribute is value:
+                    return name
+    for name, held in frame.f_globals.items():
+        if held is value:
+            return name
+    return None
+
+
+def _holds_traced(value) -> bool:
+    if isinstance(value, Traced):
+        return True
+    return isinstance(value, (list, tuple)) and any(_holds_traced(v) for v in value)
+
+
+def _frozen(value):
+    """A hashable copy of a (nested) list of numbers: the literal a guard compares with."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _function_location(fn) -> SourceLocation:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return SourceLocation("<unknown>", 0, 0, "")
+    line = code.co_firstlineno
+    text = linecache.getline(code.co_filename, line).rstrip("\n")
+    return SourceLocation(code.co_filename, line, 0, text)
+
+
+def _traceable(value) -> bool:
+    """Is this argument traced (an array or a number), or given to fn as it is?"""
+    # (an int is keyed by its value, as a string or None: `analysis.signature_key`)
+    return isinstance(value, (np.ndarray, np.generic, float, complex))
+
+
+def trace_function(fn, args, params, wrt, why, defs=None) -> Trace:
+    """Trace `fn` on `args` (see the module docstring). `params`: the IR's parameter names,
+    one per item of `args`; `wrt`: the positions (in `args`) that carry a gradient; `why`:
+    what made the compiler trace. `defs`, per argument of fn, None or the `trees.TreeDef` of
+    a tree argument given as its leaves (consecutive items of `args`)."""
+    rec = Recorder(fn, why)
+    defs = defs if defs is not None else (None,) * len(args)
+    given = iter(range(len(args)))
+    call_args = []
+
+    def traced(i):
+        value = args[i]
+        if isinstance(value, random_draws.GENERATOR_TYPES):  # its draws made by the code
+            from .patches import TracedGenerator
+
+            rec.static(params[i], value)
+            return TracedGenerator(rec, Var(params[i]), value)
+        if _traceable(value):
+            return rec.parameter(params[i], value, i in wrt)
+        rec.static(params[i], value)  # (the code is made for this value: `statics`)
+        return value
+
+    for treedef in defs:
+        if treedef is None:
+            call_args.append(traced(next(given)))
+            continue
+        leaves = [traced(next(given)) for _ in treedef.leaf_names("x")]
+        call_args.append(treedef.unflatten(leaves))
+    try:
+        with rec.running(), _generators_drawn_by_the_code(rec, fn, call_args):
+            result = fn(*call_args)
+    except errors.SourcegradError:
+        raise
+    except Exception:
+        if rec.refusal is not None:  # (numpy's error for the refusal it swallowed)
+            raise rec.refusal from None
+        raise
+    atom = _returned(rec, result)
+    name = sanitize(getattr(fn, "__name__", "f").replace("<lambda>", "lambda")) or "f"
+    function = rec.function_ir(atom, name, set())
+    function.dependencies = _dependencies(fn, args)
+    return Trace(function, rec.guards, why, rec.lines, rec.statics)
+
+
+@contextmanager
+def _generators_drawn_by_the_code(rec, fn, args):
+    """The random generators the function reads (its globals, closure values, and the
+    attributes of the objects it is given or reads: `rng`, `self.rng`) replaced, while it
+    runs, by `TracedGenerator`s: each draw is recorded for the generated code to draw on each
+    call (a plain sample would be fixed at its first value) and drawn now from the same
+    generator. Everything is put back afterwards."""
+    from .patches import TracedGenerator
+
+    undo = []
+    # The draws of the trace are the compiled code's first: every generator is put back where
+    # the trace found it, so the first call draws once, as a call of the function does
+    drawn = [np.random.mtrand._rand] + _generators_in(fn, args)  # (before the proxies)
+    states = [
+        (g, g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state())
+        for g in drawn
+    ]
+
+    def proxy(value, label):
+        return TracedGenerator(rec, rec.bind_free(value, label), value)
+
+    fn, holders = _code_and_holders(fn, [a for a in args if not isinstance(a, Traced)])
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        names = set(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                names |= set(const.co_names)
+        space = fn.__globals__
+        for name in sorted(names):
+            value = space.get(name)
+            if isinstance(value, random_draws.GENERATOR_TYPES):
+                undo.append(lambda n=name, v=value: space.__setitem__(n, v))
+                space[name] = proxy(value, name)
+            elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+                holders.append(value)
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(value, random_draws.GENERATOR_TYPES):
+                undo.append(lambda c=cell, v=value: setattr(c, "cell_contents", v))
+                cell.cell_contents = proxy(value, name)
+            elif hasattr(value, "__dict__") and not callable(value):
+                holders.append(value)
+    for holder in holders:
+        if holder is None or isinstance(holder, type):
+            continue
+        for name, value in list(getattr(holder, "__dict__", {}).items()):
+            if isinstance(value, random_draws.GENERATOR_TYPES):
+                undo.append(lambda h=holder, n=name, v=value: setattr(h, n, v))
+                setattr(holder, name, proxy(value, name))
+    try:
+        yield
+    finally:
+        for restore in reversed(undo):
+            restore()
+        for g, state in states:
+            if isinstance(g, np.random.Generator):
+                g.bit_generator.state = state
+            else:
+                g.set_state(state)
+
+
+def _generators_in(fn, args) -> list:
+    """The random generators a function may read: its arguments, globals, closure values,
+    and their attributes (one level)."""
+    found = [a for a in args if isinstance(a, random_draws.GENERATOR_TYPES)]
+    fn, holders = _code_and_holders(fn, args)
+    code = getattr(fn, "__code__", None)
+    values = [a for a in args] + holders
+    if code is not None:
+        values += [fn.__globals__.get(n) for n in code.co_names]
+        for cell in fn.__closure__ or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                pass
+    for value in values:
+        if isinstance(value, random_draws.GENERATOR_TYPES):
+            found.append(value)
+        elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+            found += [
+                v for v in vars(value).values() if isinstance(v, random_draws.GENERATOR_TYPES)
+            ]
+    unique = []
+    for g in found:
+        if all(g is not u for u in unique):
+            unique.append(g)
+    return unique
+
+
+def _returned(rec, result):
+    """The atom of what the traced function returned (a tuple for has_aux's pair)."""
+    if isinstance(result, tuple):
+        return Tup(tuple(_returned(rec, r) for r in result))
+    if isinstance(result, Traced):
+        return result._atom
+    if isinstance(result, (float, int, np.generic)) and not isinstance(result, bool):
+        return Const(float(result) if isinstance(result, np.generic) else result)
+    if isinstance(result, np.ndarray):
+        return rec.bind_free(result)
+    raise errors.UnsupportedSyntaxError(
+        f"the traced function returned {type(result).__name__}; a differentiated function "
+        "returns a number (or, with has_aux=True, a pair)",
+        rec.loc_of_fn,
+    )
+
+
+def _code_and_holders(fn, args):
+    """(the Python function whose code runs, the objects whose attributes it may read): for
+    a bound method its object, for an object with `__call__` the object and its method's
+    function, and the arguments given as they are."""
+    holders = [a for a in args if not _traceable(a) and hasattr(a, "__dict__")]
+    if not isinstance(fn, (types.FunctionType, types.MethodType)) and hasattr(fn, "__dict__"):
+        holders.append(fn)
+        fn = getattr(fn, "__call__", fn)
+    if isinstance(fn, types.MethodType):
+        holders.append(fn.__self__)
+        fn = fn.__func__
+    return fn, holders
+
+
+def _dependencies(fn, args) -> list:
+    """What the trace read besides its arguments' arrays, as `caches.still_bound` checks it:
+    the globals the function's code names, its closure values, and the attributes of the
+    objects given to it (numbers compared by value, containers of numbers by a copy, other
+    values by identity)."""
+    deps: list = []
+    fn, holders = _code_and_holders(fn, args)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return deps
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= set(const.co_names)
+    globals_ = getattr(fn, "__globals__", {})
+    for name in sorted(names):
+        if name in globals_ and not isinstance(globals_[name], types.ModuleType):
+            deps.append(("global", globals_, name, globals_[name]))
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            deps.append(("cell", cell, name, cell.cell_contents))
+        except ValueError:
+            pass
+    objects = holders + [d[3] for d in deps if hasattr(d[3], "__dict__") and not callable(d[3])]
+    for obj in objects:
+        for attr, value in sorted(vars(obj).items()):
+            if isinstance(value, (dict, list)) and _plain(value):
+                deps.append(("snapshot", obj, attr, copy.deepcopy(value)))
+            elif not callable(value) or isinstance(value, np.ndarray):
+                deps.append(("attribute", obj, attr, value))
+    return deps
+
+
+def _plain(value) -> bool:
+    """A container of numbers, strings and such containers (compared by value)."""
+    if isinstance(value, dict):
+        return all(_plain(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return (
+        value is None
+        or isinstance(value, (bool, int, float, str))
+        or (isinstance(value, float) and math.isfinite(value))
+    )
