@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import threading
+import types
 from contextlib import contextmanager
 
 import numpy as np
@@ -141,8 +143,79 @@ def _lists_joined(original):
     return call
 
 
+def _library_call(original, rule):
+    """A library's Python function the registry has a rule for (`scipy.special.logsumexp`):
+    a call of it with traced values is that op, not a trace of the library's own code."""
+
+    @functools.wraps(original)
+    def call(*args, **kwargs):
+        from .recorder import active
+
+        rec = active()
+        if rec is None or not any(_holds_traced(a) for a in (*args, *kwargs.values())):
+            return original(*args, **kwargs)
+        return rec.op(rule.name, args, kwargs)
+
+    return call
+
+
+# where scipy's public functions are found (besides the modules defining them)
+_SCIPY_NAMESPACES = ("scipy.special", "scipy.linalg", "scipy.signal", "scipy.stats")
+
+
+def library_functions() -> dict:
+    """id -> (function, op) of the libraries' Python functions with a rule (scipy's, loaded)."""
+    from ...ops import RULES
+    from ...ops.registry import _load_optional
+
+    _load_optional()
+    table = {}
+    for op in RULES.values():
+        fn = op.fn
+        if isinstance(fn, types.FunctionType) and (fn.__module__ or "").startswith("scipy"):
+            table[id(fn)] = (fn, op)
+    return table
+
+
+def _stats_methods() -> list:
+    """The ops that are methods of scipy's distribution objects (`norm.logpdf`): patched on
+    the object itself while a trace runs (its attribute shadows the class's method)."""
+    from ...ops import RULES
+
+    return [
+        op
+        for op in RULES.values()
+        if isinstance(op.fn, types.MethodType)
+        and (type(op.fn.__self__).__module__ or "").startswith("scipy.stats")
+    ]
+
+
+def replace_library_functions(space: dict, undo: list, table: dict) -> None:
+    """In a module's globals (or a closure's values), the library functions with a rule
+    replaced by `_library_call`s (`from scipy.special import logsumexp` binds the function
+    itself, which no patch of scipy's module reaches); `undo` gets what puts them back."""
+    for name, value in list(space.items()):
+        known = table.get(id(value))
+        if known is not None and known[0] is value:
+            space[name] = _library_call(value, known[1])
+            undo.append((space, name, value))
+
+
+_MADE: dict = {}  # the scipy modules loaded -> the replacements for them (made once)
+
+
 def _replacements():
-    """(module, name, wrapper) for everything `patched` replaces."""
+    """(module, name, wrapper) for everything `patched` replaces (made once per set of
+    scipy's modules loaded: each wrapper asks the thread's trace when it is called)."""
+    key = tuple(sorted(n for n in sys.modules if n.startswith("scipy.")))
+    made = _MADE.get(key)
+    if made is None:
+        _MADE.clear()
+        made = _MADE[key] = _made_replacements()
+    return made
+
+
+def _made_replacements():
     out = []
     for name in _CONVERTERS:
         out.append((np, name, _converter(getattr(np, name), name)))
@@ -157,6 +230,16 @@ def _replacements():
             rule = rule_for_function(value)
             if rule is not None and not rule.sequence_input:
                 out.append((np, name, _lists_joined(value)))
+    for op in _stats_methods():
+        method = op.fn
+        out.append((method.__self__, method.__name__, _library_call(method, op)))
+    table = library_functions()
+    modules = {fn.__module__ for fn, _ in table.values()} | set(_SCIPY_NAMESPACES)
+    for module in [sys.modules[n] for n in sorted(modules) if n in sys.modules]:
+        for name, value in list(vars(module).items()):  # (not dir: no deprecated names)
+            known = table.get(id(value))
+            if known is not None and known[0] is value:
+                out.append((module, name, _library_call(value, known[1])))
     for name in dir(math):
         value = getattr(math, name)
         if callable(value) and not name.startswith("_") and rule_for_function(value) is not None:
@@ -169,6 +252,14 @@ def _replacements():
     return out
 
 
+def _put_back(owner, name, original):
+    """Undo a replacement: a bound method patched on an object is the class's again."""
+    if isinstance(original, types.MethodType) and original.__self__ is owner:
+        owner.__dict__.pop(name, None)
+    else:
+        setattr(owner, name, original)
+
+
 @contextmanager
 def originals():
     """numpy's and math's own functions back while the block runs (a gradient called inside
@@ -177,7 +268,7 @@ def originals():
         installed = list(_INSTALLED["originals"])
         wrappers = [(m, n, getattr(m, n)) for m, n, _ in installed]
         for module, name, original in reversed(installed):
-            setattr(module, name, original)
+            _put_back(module, name, original)
     try:
         yield
     finally:
@@ -204,7 +295,7 @@ def patched():
             _INSTALLED["count"] -= 1
             if _INSTALLED["count"] == 0:
                 for module, name, original in reversed(_INSTALLED["originals"]):
-                    setattr(module, name, original)
+                    _put_back(module, name, original)
                 _INSTALLED["originals"] = []
 
 

@@ -367,9 +367,12 @@ class Recorder:
     def unmodelled(self, func, args, kwargs):
         """A call with no rule: run where nothing that carries a gradient reaches it (its
         result computed by the generated code, at run time), refused where something does
-        (the fence)."""
+        (the fence). A question about dtypes or shapes (`np.result_type`) is answered now:
+        the signature fixes those."""
         parts = [self.operand(a) for a in args]
         kparts = {k: self.operand(v) for k, v in kwargs.items()}
+        if func in _STATIC_QUERIES:
+            return func(*(p[1] for p in parts), **{k: p[1] for k, p in kparts.items()})
         label = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
         if any(p[2] for p in [*parts, *kparts.values()]):
             raise self.refused(
@@ -578,12 +581,23 @@ class Recorder:
     def running(self):
         """This recorder is the thread's trace (the patches consult it); the user's frames
         name the values they hold (a line tracer, unless a debugger or coverage has one)."""
-        from .patches import patched
+        from .patches import library_functions, patched, replace_library_functions
 
         if active() is not None:
             raise self.refused(errors.SourcegradError("a trace is already running in this thread"))
         _ACTIVE.recorder = self
         previous = sys.gettrace()
+        libraries = library_functions()
+        undo: list = []
+        seen: set = set()
+
+        def module_of(frame):
+            """A user module met for the first time: its names of library functions with
+            a rule (`logsumexp` imported from scipy) made those ops while the trace runs."""
+            space = frame.f_globals
+            if id(space) not in seen:
+                seen.add(id(space))
+                replace_library_functions(space, undo, libraries)
 
         def local(frame, event, arg):
             if event in ("line", "return"):
@@ -591,8 +605,15 @@ class Recorder:
             return local
 
         def calls(frame, event, arg):
-            return local if event == "call" and _is_user(frame.f_code) else None
+            if event != "call" or not _is_user(frame.f_code):
+                return None
+            module_of(frame)
+            return local
 
+        entry = getattr(self.fn, "__globals__", None)
+        if entry is not None:
+            seen.add(id(entry))
+            replace_library_functions(entry, undo, libraries)
         try:
             with patched():
                 if previous is None:
@@ -603,9 +624,26 @@ class Recorder:
                     if previous is None:
                         sys.settrace(None)
         finally:
+            for space, name, value in reversed(undo):
+                space[name] = value
             _ACTIVE.recorder = None
 
 
+# numpy's questions about dtypes and shapes, which the signature fixes (answered while tracing)
+_STATIC_QUERIES = frozenset(
+    {
+        np.result_type,
+        np.can_cast,
+        np.min_scalar_type,
+        np.common_type,
+        np.shape,
+        np.ndim,
+        np.size,
+        np.iscomplexobj,
+        np.isrealobj,
+        np.isscalar,
+    }
+)
 # (numpy's own functions, read here before a trace replaces some of numpy's names: patches)
 _ATLEAST = (np.atleast_1d, np.atleast_2d, np.atleast_3d)
 _REDUCTIONS = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min}
