@@ -39,6 +39,7 @@ from .errors import (
 )
 
 from ._version import __version__
+from .trees import register_tree
 
 __all__ = [
     "Gradient",
@@ -68,6 +69,7 @@ __all__ = [
     "ShapeError",
     "TraceEscapeError",
     "AliasedArgumentsError",
+    "register_tree",
 ]
 
 # The eager library mode (import sourcegrad as torch).

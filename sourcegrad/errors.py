@@ -88,6 +88,11 @@ class TraceEscapeError(NoRuleError):
     which the compiled code must compute) would be lost."""
 
 
+class FrontEndMismatchError(SourcegradError, AssertionError):
+    """The cross-check (`grad(f, check=True)`, `SOURCEGRAD_CHECK=1`): the gradient made from
+    the source and the one made from a trace of the same call differ."""
+
+
 class AliasedArgumentsError(SourcegradError):
     """Arguments that share memory passed to a function that changes one of them in place
     (`f(W, W)` where f does `a *= 2`): Python would change both; the compiler takes each

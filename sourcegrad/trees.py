@@ -25,14 +25,30 @@ import dataclasses
 import keyword
 from dataclasses import dataclass
 
-LIST, TUPLE, DICT, NAMEDTUPLE, DATACLASS, LEAF = (
+LIST, TUPLE, DICT, NAMEDTUPLE, DATACLASS, CUSTOM, LEAF = (
     "list",
     "tuple",
     "dict",
     "namedtuple",
     "dataclass",
+    "custom",
     "leaf",
 )
+
+# classes registered by `register_tree`: class -> (flatten, unflatten)
+_REGISTERED: dict = {}
+
+
+def register_tree(cls, flatten, unflatten) -> None:
+    """Make instances of `cls` parameter trees, as JAX's `register_pytree_node`:
+    `flatten(obj) -> (children, aux)` gives the values it holds (arrays, numbers, or trees
+    themselves) and hashable data that is not differentiated; `unflatten(aux, children)`
+    makes an object of the class again (the gradient, shaped like the argument). A function
+    taking one is differentiated through its trace (`sourcegrad.compiler.trace`): Python
+    runs the class's own methods on traced values."""
+    if not isinstance(cls, type):
+        raise TypeError(f"register_tree takes a class, got {cls!r}")
+    _REGISTERED[cls] = (flatten, unflatten)
 
 
 def kind_of(value) -> str:
@@ -46,6 +62,8 @@ def kind_of(value) -> str:
         return TUPLE
     if isinstance(value, tuple) and hasattr(t, "_fields"):
         return NAMEDTUPLE
+    if _REGISTERED and t in _REGISTERED:
+        return CUSTOM
     # (dataclasses.is_dataclass, without its call: asked for every leaf of every call)
     if hasattr(t, "__dataclass_fields__") and not isinstance(value, type):
         return DATACLASS
@@ -92,6 +110,8 @@ class TreeDef:
             return dict(zip(self.keys, items))
         if self.kind == NAMEDTUPLE:
             return self.cls(*items)
+        if self.kind == CUSTOM:  # (keys holds the class's aux data: register_tree)
+            return _REGISTERED[self.cls][1](self.keys[0], items)
         obj = object.__new__(self.cls)  # (see the module docstring: no __init__)
         for k, v in zip(self.keys, items):
             object.__setattr__(obj, k, v)
@@ -111,7 +131,7 @@ class TreeDef:
         return (
             self.keys
             if self.kind in (DICT, NAMEDTUPLE, DATACLASS)
-            else tuple(range(len(self.children)))
+            else tuple(range(len(self.children)))  # (a list's, a tuple's, a registered class's)
         )
 
     def paths(self, base: str) -> list:
@@ -185,6 +205,9 @@ def _flatten(value, leaves) -> TreeDef:
         return TreeDef(
             NAMEDTUPLE, cls, tuple(cls._fields), tuple(_flatten(v, leaves) for v in value)
         )
+    if kind == CUSTOM:
+        children, aux = _REGISTERED[type(value)][0](value)
+        return TreeDef(CUSTOM, type(value), (aux,), tuple(_flatten(v, leaves) for v in children))
     fields = tuple(f.name for f in dataclasses.fields(value))
     return TreeDef(
         DATACLASS, type(value), fields, tuple(_flatten(getattr(value, f), leaves) for f in fields)
@@ -224,6 +247,7 @@ def needs_flattening(value, differentiated: bool) -> bool:
 
 __all__ = [
     "TreeDef",
+    "register_tree",
     "Rebuild",
     "flatten",
     "kind_of",
@@ -234,5 +258,6 @@ __all__ = [
     "DICT",
     "NAMEDTUPLE",
     "DATACLASS",
+    "CUSTOM",
     "LEAF",
 ]

@@ -30,3 +30,11 @@ def _no_patch_leak(request):
     before = np.random.default_rng
     yield
     assert np.random.default_rng is before, f"patch leaked by {request.node.nodeid}"
+
+
+@pytest.fixture(autouse=True)
+def _cross_check_off_where_marked(request, monkeypatch):
+    """Tests of how often a function runs or compiles (`no_cross_check`): the cross-check
+    (SOURCEGRAD_CHECK=1) runs the function a second time, by design."""
+    if request.node.get_closest_marker("no_cross_check") is not None:
+        monkeypatch.delenv("SOURCEGRAD_CHECK", raising=False)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections import OrderedDict
 from typing import Any, Callable, Optional, Sequence
 
@@ -35,7 +36,7 @@ from ..compiler.frontend import function_run_by
 from .dispatch import fast_entry
 from ..compiler.optimize import optimize
 from ..compiler.forward import forward_mode
-from . import as_floats, caches, facts, results
+from . import as_floats, caches, cross_check, facts, results
 from .arguments import (
     Wrt,
     check_distinct,
@@ -170,6 +171,9 @@ class Gradient(Compiling, staticmethod):
         self._missed = None  # the signature that last came to the general path past an entry
         self._flat: dict = {}  # the TreeDefs of tree arguments -> their _TreeGradient
         self._traces: dict = {}  # signature key -> the Trace its code came from, or None
+        # the cross-check (api/cross_check.py): off unless asked for, or SOURCEGRAD_CHECK=1
+        self.check = os.environ.get("SOURCEGRAD_CHECK") == "1"
+        self._checked: set = set()
         self._paths: dict = {}  # signature key -> the compiled paths of a traced function
 
     # -- calling -------------------------------------------------------------------------------
@@ -214,6 +218,8 @@ class Gradient(Compiling, staticmethod):
             args = tuple(bound.arguments.values())
         if any(type(a) is Traced for a in args):  # called inside a traced function
             return trace_recorder.active().gradient_call(self, args)
+        if self.check and self._unchecked(args):  # the first call of a signature: both ways
+            return cross_check.checked(self, args, self._general_call)
         if self._has_trees(args):
             flat, leaves, defs = self._flattened(args)
             result = flat._call(*leaves)
@@ -358,6 +364,19 @@ class Gradient(Compiling, staticmethod):
         if compiled.converters is not None:
             compiled.finish = results.converting(compiled.converters, self._single)
         compiled.settled = True
+
+    def _unchecked(self, args) -> bool:
+        """Is this the first call of its signature the cross-check sees (then marked seen)?"""
+        if type(self) is not Gradient or self.inner is not None or not self.reads_source:
+            return False  # (a gradient of a gradient, a tree's leaves, vjp, jvp: not checked)
+        try:
+            key = signature_key(args)
+            if key in self._checked:
+                return False
+            self._checked.add(key)
+        except TypeError:  # (an unhashable argument: the general path says so)
+            return False
+        return True
 
     def _other_path(self, missed, key, args):
         """The code of this signature for the path `args` take, where `missed`'s guards

@@ -25,15 +25,20 @@ from .arguments import UNSET, Wrt, jit_backend, wrt_of
 from .gradient import VJP, Gradient, forward_jacobian, jvp
 
 
-def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None):
+def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None, check=False):
     """`kind(fn, ...)`, or a decorator making it when fn is None (`@grad(wrt=1)`)."""
     if fn is None:
-        return lambda f: _made(f, wrt, with_value, backend, has_aux, kind, plan)
+        return lambda f: _made(f, wrt, with_value, backend, has_aux, kind, plan, check)
     if kind is Gradient and has_aux and not with_value:
-        return AuxGradient(fn, wrt, backend, plan)
+        made = AuxGradient(fn, wrt, backend, plan)
+        made.gradient.check = made.gradient.check or check
+        return made
     if plan is not None:  # (checkpointing: sourcegrad.compiler.checkpointing)
-        return kind(fn, wrt, with_value, backend, has_aux, memory_plan=plan)
-    return kind(fn, wrt, with_value, backend, has_aux)
+        made = kind(fn, wrt, with_value, backend, has_aux, memory_plan=plan)
+    else:
+        made = kind(fn, wrt, with_value, backend, has_aux)
+    made.check = made.check or check
+    return made
 
 
 def grad(
@@ -47,6 +52,7 @@ def grad(
     jit: bool = False,
     checkpoint_loops: Union[int, str, tuple, None] = None,
     memory: Union[int, str, None] = None,
+    check: bool = False,
 ) -> Any:
     """The gradient of a scalar-valued numpy function, as generated Python source.
 
@@ -72,6 +78,12 @@ def grad(
     (`sourcegrad.compiler.row_blocks`). A budget smaller than a loop's least (one snapshot
     and one trip's values) raises `MemoryBudgetError` naming the smallest that works.
     `g.saved` lists what the backward keeps and `g.saved_bytes(*args)` its total.
+
+    What the source front end does not read (an object with `__call__`, `*args` wrappers,
+    generators, `try`, a function typed at the prompt) is traced: Python runs f on traced
+    values recorded into the same IR (`sourcegrad.compiler.trace`; `g.traced` says why).
+    `check=True` (or `SOURCEGRAD_CHECK=1`) computes the first call of each signature both
+    from the source and from a trace, and raises `FrontEndMismatchError` if they differ.
     """
     return _made(
         fn,
@@ -81,6 +93,7 @@ def grad(
         has_aux,
         Gradient,
         memory_plan(checkpoint_loops, memory),
+        check,
     )
 
 
@@ -99,6 +112,7 @@ def value_and_grad(
     jit: bool = False,
     checkpoint_loops: Union[int, str, tuple, None] = None,
     memory: Union[int, str, None] = None,
+    check: bool = False,
 ) -> Any:
     """Like `grad`, but the result is `(f(*args), gradient)`; with `has_aux=True` (as in
     JAX) it is `((output, aux), gradient)`."""
@@ -110,6 +124,7 @@ def value_and_grad(
         has_aux,
         Gradient,
         memory_plan(checkpoint_loops, memory),
+        check,
     )
 
 

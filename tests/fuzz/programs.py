@@ -2341,11 +2341,15 @@ def _same_results(a, b) -> bool:
 def _compare(program, fn, args, value, nums, with_value, sourcegrad) -> Outcome:
     wrt = tuple(range(len(args)))
     before = _copy_args(args)
-    g = (sourcegrad.value_and_grad if with_value else sourcegrad.grad)(fn, wrt=wrt)
+    # (check=True: the first call is also computed from a trace of it, and the two front
+    # ends must agree: each is the other's oracle)
+    g = (sourcegrad.value_and_grad if with_value else sourcegrad.grad)(fn, wrt=wrt, check=True)
     try:
         with np.errstate(all="ignore"):
             result = g(*args)
             again = g(*args)  # a second call runs the signature's entry, not the general path
+    except sourcegrad.errors.FrontEndMismatchError as exc:
+        return Outcome(program, "mismatched", "the front ends disagree", str(exc))
     except sourcegrad.SourcegradError as exc:
         return Outcome(program, "rejected", reason_of(exc), str(exc))
     except _Timeout:

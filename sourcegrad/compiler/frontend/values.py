@@ -14,7 +14,7 @@ import gast
 import numpy as np
 
 from .. import random_draws
-from ... import trees
+from ... import errors, trees
 from ..ir import Const, Tup
 from ..names import Namer
 
@@ -286,6 +286,11 @@ def structure_atom(treedef, leaves, path, names, lists=None):
     that stand for lists), a `Record` for a dict, NamedTuple or dataclass."""
     if treedef.kind == trees.LEAF:
         return next(leaves)
+    if treedef.kind == trees.CUSTOM:  # (its methods know its fields: a trace reads them)
+        raise errors.UnsupportedSyntaxError(
+            f"{path} is a {treedef.cls.__name__} (registered with sourcegrad.register_tree), "
+            "which the source front end does not read"
+        )
     keys = treedef.keys or range(len(treedef.children))
     items = tuple(
         structure_atom(

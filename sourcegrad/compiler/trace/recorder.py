@@ -109,6 +109,7 @@ class Recorder:
         self.free: dict = {}
         self._free_ids: dict = {}  # id(object) -> its name
         self.guards = 0
+        self.module_hooks: list = []  # called with each user module's globals the trace enters
         self.refusal = None  # the last refusal raised (numpy may swallow one: see trace_function)
         self.statics: list = []  # (position, value) of the arguments given as they are
         self.named: dict = {}  # temporary -> the user's variable holding it
@@ -598,6 +599,8 @@ class Recorder:
             if id(space) not in seen:
                 seen.add(id(space))
                 replace_library_functions(space, undo, libraries)
+            for hook in self.module_hooks:
+                hook(space)
 
         def local(frame, event, arg):
             if event in ("line", "return"):
@@ -771,17 +774,29 @@ def _generators_drawn_by_the_code(rec, fn, args):
     undo = []
     # The draws of the trace are the compiled code's first: every generator is put back where
     # the trace found it, so the first call draws once, as a call of the function does
-    drawn = [np.random.mtrand._rand] + _generators_in(fn, args)  # (before the proxies)
-    states = [
-        (g, g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state())
-        for g in drawn
-    ]
+    drawn = [np.random.mtrand._rand] + generators_read_by(fn, args)  # (before the proxies)
+    states = [(g, _state_of(g)) for g in drawn]
 
     def proxy(value, label):
         return TracedGenerator(rec, rec.bind_free(value, label), value)
 
+    swapped: set = set()
+
+    def swap_in_module(space):
+        """A module's generators (its globals: a helper in it may draw from them)."""
+        if id(space) in swapped:
+            return
+        swapped.add(id(space))
+        for name, value in list(space.items()):
+            if isinstance(value, random_draws.GENERATOR_TYPES):
+                if all(value is not g for g, _ in states):  # (its state, to put back)
+                    states.append((value, _state_of(value)))
+                undo.append(lambda s=space, n=name, v=value: s.__setitem__(n, v))
+                space[name] = proxy(value, name)
+
     fn, holders = _code_and_holders(fn, [a for a in args if not isinstance(a, Traced)])
     code = getattr(fn, "__code__", None)
+    rec.module_hooks.append(swap_in_module)  # (modules the trace enters: `Recorder.running`)
     if code is not None:
         names = set(code.co_names)
         for const in code.co_consts:
@@ -790,11 +805,11 @@ def _generators_drawn_by_the_code(rec, fn, args):
         space = fn.__globals__
         for name in sorted(names):
             value = space.get(name)
-            if isinstance(value, random_draws.GENERATOR_TYPES):
-                undo.append(lambda n=name, v=value: space.__setitem__(n, v))
-                space[name] = proxy(value, name)
-            elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+            if hasattr(value, "__dict__") and not isinstance(
+                value, (type, types.ModuleType, *random_draws.GENERATOR_TYPES)
+            ):
                 holders.append(value)
+        swap_in_module(space)
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             try:
                 value = cell.cell_contents
@@ -824,15 +839,21 @@ def _generators_drawn_by_the_code(rec, fn, args):
                 g.set_state(state)
 
 
-def _generators_in(fn, args) -> list:
-    """The random generators a function may read: its arguments, globals, closure values,
-    and their attributes (one level)."""
+def _state_of(generator):
+    if isinstance(generator, np.random.Generator):
+        return generator.bit_generator.state
+    return generator.get_state()
+
+
+def generators_read_by(fn, args) -> list:
+    """The random generators a function may read: its arguments, its module's globals, its
+    closure values, and their attributes (one level)."""
     found = [a for a in args if isinstance(a, random_draws.GENERATOR_TYPES)]
     fn, holders = _code_and_holders(fn, args)
     code = getattr(fn, "__code__", None)
     values = [a for a in args] + holders
-    if code is not None:
-        values += [fn.__globals__.get(n) for n in code.co_names]
+    if code is not None:  # (the whole module's: a helper of it may draw from them)
+        values += list(fn.__globals__.values())
         for cell in fn.__closure__ or ():
             try:
                 values.append(cell.cell_contents)
