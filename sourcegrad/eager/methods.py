@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import devices, dtypes, engine, factories, inplace, node, numpy_dispatch, ops, shape_ops
-from . import fft, special, surface, vector_ops  # noqa: F401 - fft, vector_ops: their ops' surface
+from . import fft, legacy, special, surface, vector_ops  # noqa: F401 - fft, vector_ops: their ops' surface
 from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
 
@@ -84,6 +84,8 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     if isinstance(dtype, str):
         names = {"torch." + d._tensor_type: d for d in dtypes.ALL}
         dtype = names[dtype]
+    elif isinstance(dtype, legacy.tensortype):  # x.type(torch.LongTensor)
+        dtype = dtype.dtype
     return shape_ops.to(self, dtype)
 
 
@@ -192,7 +194,7 @@ PROPERTIES = {"T": shape_ops.T, "mT": shape_ops.mT, "real": fft.real, "imag": ff
 
 def _new(cls, *args, **kwargs):
     # the legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data
-    return factories.legacy_tensor(cls, *args, **kwargs)
+    return legacy.legacy_new(cls, *args, **kwargs)
 
 
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

@@ -25,6 +25,7 @@ from .tensor import Tensor
 from . import views
 from .arithmetic import add, mul
 from .operands import wrap_array
+from .out_arg import write_out
 from .surface import export, implements, numpy_form
 
 _wrap = Tensor._make
@@ -147,8 +148,21 @@ def inner(input, other):
 
 
 @implements("matmul")
-def matmul(input, other):
-    """`a @ b`, decomposed into the nodes torch records for each case."""
+def matmul(input, other, *, out=None):
+    """`a @ b`, decomposed into the nodes torch records for each case; with `out=`, written
+    into out (which must have the result's dtype, as torch's matmul requires)."""
+    if out is None:
+        return _matmul(input, other)
+    result = _matmul(input, other)
+    if isinstance(out, Tensor) and out.dtype != result.dtype:
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {result.dtype._c_name}, but got "
+            f"{out.dtype._c_name} instead"
+        )
+    return write_out("matmul", out, result, (input, other))
+
+
+def _matmul(input, other):
     a = input if isinstance(input, Tensor) else _as_tensor(input)
     b = other if isinstance(other, Tensor) else _as_tensor(other)
     na, nb = a._data.ndim, b._data.ndim

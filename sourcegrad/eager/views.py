@@ -232,16 +232,22 @@ def unflatten(input, dim, sizes):
 def squeeze(input, dim=None, **kwargs):
     if dim is None and "axis" in kwargs:
         dim = kwargs.pop("axis")
+    return squeezed(input, dim, (SQUEEZE_ALL, SQUEEZE_DIM, SQUEEZE_DIMS))
+
+
+def squeezed(input, dim, specs):
+    """squeeze's view, its node one of `specs` (all dims, one dim, a tuple of dims): the
+    out-of-place op's or the in-place one's (inplace.squeeze_)."""
     shape = input._data.shape
     if dim is None:
         new = tuple(s for s in shape if s != 1)
-        spec = SQUEEZE_ALL
+        spec = specs[0]
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         n = len(shape)
         dims = {d % n for d in dims} if n else set()
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-        spec = SQUEEZE_DIMS if isinstance(dim, (tuple, list)) else SQUEEZE_DIM
+        spec = specs[2] if isinstance(dim, (tuple, list)) else specs[1]
     return record_view(input, input._data.reshape(new), ("reshape", new), spec, None)
 
 
@@ -254,6 +260,11 @@ def squeeze4(input, dim):
 
 @implements("expand_dims")
 def unsqueeze(input, dim):
+    return unsqueezed(input, dim, UNSQUEEZE)
+
+
+def unsqueezed(input, dim, spec):
+    """unsqueeze's view, with `spec`'s node (UnsqueezeBackward0, or 1 for unsqueeze_)."""
     n = input._data.ndim + 1
     if not -n <= dim < n:
         raise IndexError(
@@ -261,11 +272,16 @@ def unsqueeze(input, dim):
         )
     dim %= n
     data = np.expand_dims(input._data, dim)
-    return record_view(input, data, ("reshape", data.shape), UNSQUEEZE, {"axis": dim})
+    return record_view(input, data, ("reshape", data.shape), spec, {"axis": dim})
 
 
 @implements("swapaxes")
 def transpose(input, dim0, dim1):
+    return transposed(input, dim0, dim1, TRANSPOSE)
+
+
+def transposed(input, dim0, dim1, spec):
+    """transpose's view, with `spec`'s node (TransposeBackward0, or 1 for transpose_)."""
     n = input._data.ndim
     if n == 0:
         return alias(input)
@@ -276,7 +292,7 @@ def transpose(input, dim0, dim1):
         input,
         input._data.transpose(axes),
         ("permute", tuple(axes)),
-        TRANSPOSE,
+        spec,
         {"axis1": d0, "axis2": d1},
     )
 
@@ -286,11 +302,16 @@ swapaxes = swapdims = transpose
 
 @export("t")
 def t(input):
+    return t_view(input, T_OP)
+
+
+def t_view(input, spec):
+    """t's view, with `spec`'s node (TBackward0, or 1 for t_)."""
     n = input._data.ndim
     if n > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
     axes = tuple(range(n))[::-1]
-    return record_view(input, input._data.T, ("permute", axes), T_OP, None)
+    return record_view(input, input._data.T, ("permute", axes), spec, None)
 
 
 @implements("transpose")
