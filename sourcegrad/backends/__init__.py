@@ -7,9 +7,9 @@ autotuning or MPS: the flags are kept and read back with torch's defaults and to
 links between them (`allow_tf32` and `float32_matmul_precision`), and change no result.
 
 Submodules: `cuda` (`matmul.allow_tf32`, the scaled-dot-product-attention kernel
-switches), `cudnn`, `mps`, `mkl`, `mkldnn`, `openmp`, `cpu`.
+switches), `cudnn`, `mha` (the fused attention path's switch), `mps`, `mkl`, `mkldnn`, `openmp`, `cpu`.
 """
 
-from . import cpu, cuda, cudnn, mkl, mkldnn, mps, openmp
+from . import cpu, cuda, cudnn, mha, mkl, mkldnn, mps, openmp
 
-__all__ = ["cpu", "cuda", "cudnn", "mkl", "mkldnn", "mps", "openmp"]
+__all__ = ["cpu", "cuda", "cudnn", "mha", "mkl", "mkldnn", "mps", "openmp"]

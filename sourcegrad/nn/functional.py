@@ -25,6 +25,8 @@ from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F40
 from ..eager import inplace as _inplace_ops
 from ..eager.tensor import Tensor
 from .functional_attention import (
+    canonical_mask as _canonical_mask,
+    none_or_dtype as _none_or_dtype,
     multi_head_attention_forward,  # noqa: F401
     scaled_dot_product_attention,
 )
