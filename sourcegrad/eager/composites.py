@@ -35,9 +35,12 @@ def _same_dtype(input, other, name):
 
 @export("lerp")
 def lerp(input, end, weight):
-    """input + weight * (end - input)."""
+    """input + weight * (end - input), of floating (or complex) tensors only, as torch's."""
     _same_dtype(input, end, "end")
     _same_dtype(input, weight, "weight")
+    if isinstance(input, Tensor) and not (input.is_floating_point() or input.is_complex()):
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype._scalar_name}'")
     return input + weight * (end - input)
 
 

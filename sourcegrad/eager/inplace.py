@@ -315,6 +315,7 @@ def add_(self, other, *, alpha=1):
 
 @export(methods=("sub_", "subtract_"))
 def sub_(self, other, *, alpha=1):
+    _ops.check_sub(self, other)
     if alpha != 1:
         ad, bd, rd, ra, rb = _promote(self, other)
         _check_shapes(self, np.shape(bd))

@@ -65,6 +65,25 @@ def _binary_operator(name, spec, np_fn, to_float=False):
     return op
 
 
+def _sub_operator():
+    """`x - y`: `_binary_operator`'s, refusing a bool operand as torch does."""
+    binary, spec = ops.binary_op, ops.SUB
+    check = ops.check_sub
+
+    def __sub__(self, other):
+        if not isinstance(other, _OPERANDS) and type(other) not in _GPU_ARRAYS:
+            return NotImplemented
+        if (
+            self._data.dtype.kind == "b"
+            or other.__class__ is bool
+            or (isinstance(other, Tensor) and other._data.dtype.kind == "b")
+        ):
+            check(self, other)
+        return binary(spec, np.subtract, self, other, False)
+
+    return __sub__
+
+
 def _method_where(self, condition, other):
     return ops.where(condition, self, other)
 
@@ -141,7 +160,7 @@ METHODS = {**surface.METHODS, **OTHER_METHODS}
 OPERATORS = {
     "__add__": _binary_operator("add", ops.ADD, np.add),
     "__radd__": _binary_operator("add", ops.ADD, np.add),
-    "__sub__": _binary_operator("sub", ops.SUB, np.subtract),
+    "__sub__": _sub_operator(),
     "__rsub__": _operator(ops.rsub),
     "__mul__": _binary_operator("mul", ops.MUL, np.multiply),
     "__rmul__": _binary_operator("mul", ops.MUL, np.multiply),

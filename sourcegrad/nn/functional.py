@@ -119,8 +119,14 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias (AddmmBackward0 for a matrix input with a bias, as torch)."""
+    """input @ weight.T + bias (AddmmBackward0 for a matrix input with a bias, as torch).
+    With a bias, torch runs addmm on the input's rows (folded): its errors are addmm's
+    ("mat1 and mat2 shapes cannot be multiplied (2x5 and 3x4)"); without, matmul's."""
     wt = shape_ops.t(weight)
+    if bias is not None and input._data.ndim >= 1 and wt._data.ndim == 2:
+        rows = int(np.prod(input._data.shape[:-1]))
+        k = input._data.shape[-1]
+        ops.check_addmm(bias, (rows, k), input.dtype, wt)
     if input._data.ndim == 2:
         return ops.addmm(bias, input, wt) if bias is not None else ops.mm(input, wt)
     out = ops.matmul(input, wt)
@@ -423,6 +429,8 @@ def embedding(
             if padding_idx < -n:
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = n + padding_idx
+    if input._data.size and not (0 <= input._data.min() and input._data.max() < n):
+        raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     out = weight[input]
