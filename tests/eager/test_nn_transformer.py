@@ -16,6 +16,17 @@ import sourcegrad as sg
 torch = pytest.importorskip("torch")
 
 R = np.random.default_rng(1738)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """torch on one thread: its thread pool only slows such small ops down on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 D, H, FF = 8, 2, 16
 
 
