@@ -16,6 +16,7 @@ weight.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -123,10 +124,18 @@ def linear(input, weight, bias=None):
     With a bias, torch runs addmm on the input's rows (folded): its errors are addmm's
     ("mat1 and mat2 shapes cannot be multiplied (2x5 and 3x4)"); without, matmul's."""
     wt = shape_ops.t(weight)
-    if bias is not None and input._data.ndim >= 1 and wt._data.ndim == 2:
-        rows = int(np.prod(input._data.shape[:-1]))
-        k = input._data.shape[-1]
-        ops.check_addmm(bias, (rows, k), input.dtype, wt)
+    if bias is not None:
+        shape, w = input._data.shape, weight._data
+        if (
+            shape
+            and w.ndim == 2
+            and (
+                shape[-1] != w.shape[1]
+                or input._data.dtype != w.dtype
+                or bias._data.dtype != w.dtype
+            )
+        ):
+            ops.check_addmm(bias, (math.prod(shape[:-1]), shape[-1]), input.dtype, wt)
     if input._data.ndim == 2:
         return ops.addmm(bias, input, wt) if bias is not None else ops.mm(input, wt)
     out = ops.matmul(input, wt)
