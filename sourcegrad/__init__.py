@@ -75,6 +75,15 @@ __all__ = [
 # The eager library mode (import sourcegrad as torch).
 from .eager import *  # noqa: F401,F403,E402
 from . import autograd, fft, func, linalg, nn, optim, special, utils  # noqa: E402,F401
+from . import accelerator, amp, backends, distributed  # noqa: E402,F401
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,F401
+from .backends._flags import (  # noqa: E402,F401 - torch's top-level switches
+    are_deterministic_algorithms_enabled,
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
 from .serialization import load, save  # noqa: E402,F401
 from .compiled_module import compile  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - sourcegrad.viz after a plain `import sourcegrad`

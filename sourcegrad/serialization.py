@@ -10,10 +10,15 @@ containers of them. Loading that needs nothing beyond numpy and JSON, so a file 
 run code, whatever it holds.
 
 Anything else (a Module object, a function, a user class) cannot be written that way.
-`save` then pickles the whole object into the archive (as torch.save would), and
-`load` refuses it unless called with `weights_only=False`, which unpickles it: only
-for files from a trusted source. `weights_only=True` is the default, as in torch 2.6+;
-it also refuses a plain pickle file.
+`save` then pickles the whole object into the archive (as torch.save would). `load` with
+`weights_only=True` (the default, as in torch 2.6+) unpickles it as torch's weights-only
+unpickler does: only an allow-list of names resolves (sourcegrad's tensor, Parameter,
+dtype, device and Size rebuilders, the numpy array they wrap, OrderedDict, set, ...) plus
+the classes and functions the program allows with `add_safe_globals([...])` or
+`with safe_globals([...]):`; any other name (a model's own class, `nn.Linear`) is refused,
+with torch's message naming it, before anything of it runs. `weights_only=False`
+unpickles anything: only for files from a trusted source. A plain pickle file is refused
+under weights_only=True.
 
 A checkpoint written by PyTorch's own `torch.save` (a zip holding `data.pkl` and raw
 storages) is read the way torch's weights-only loader reads it: with an unpickler that
@@ -48,7 +53,15 @@ from .eager.tensor import Size, Tensor
 from .errors import SourcegradError
 from .nn.parameter import Parameter
 
-__all__ = ["save", "load", "WeightsOnlyLoadError"]
+__all__ = [
+    "save",
+    "load",
+    "WeightsOnlyLoadError",
+    "add_safe_globals",
+    "clear_safe_globals",
+    "get_safe_globals",
+    "safe_globals",
+]
 
 MANIFEST = "sourcegrad.json"
 PICKLE = "data.pkl"
@@ -173,6 +186,125 @@ def _write_zip(fh, manifest, arrays, pickled):
             zf.writestr(f"arrays/{i}.npy", buf.getvalue())
         if pickled is not None:
             zf.writestr(PICKLE, pickled)
+
+
+# --- the weights-only allow-list -----------------------------------------------------------
+
+_USER_SAFE: list = []  # what add_safe_globals / safe_globals allowed
+
+UNSAFE_MESSAGE = (
+    "Weights only load failed. This file can still be loaded, to do so you have two options, "
+    "\033[1mdo those steps only if you trust the source of the checkpoint\033[0m. \n\t(1) In "
+    "PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` "
+    "from `False` to `True`. Re-running `torch.load` with `weights_only` set to `False` will "
+    "likely succeed, but it can result in arbitrary code execution. Do it only if you got the "
+    "file from a trusted source.\n\t(2) Alternatively, to load with `weights_only=True` please "
+    "check the recommended steps in the following error message.\n\tWeightsUnpickler error: "
+    "{error}\n\nCheck the documentation of torch.load to learn more about types accepted by "
+    "default with weights_only https://pytorch.org/docs/stable/generated/torch.load.html."
+)
+
+
+def add_safe_globals(safe_globals) -> None:
+    """Allow these classes and functions (or (object, "module.name") pairs) in weights-only
+    loads, from now on."""
+    _USER_SAFE.extend(safe_globals)
+
+
+def get_safe_globals() -> list:
+    return list(_USER_SAFE)
+
+
+def clear_safe_globals() -> None:
+    _USER_SAFE.clear()
+
+
+class safe_globals:
+    """`with safe_globals([Net, nn.Linear]):` allows those in the weights-only loads of the
+    block only."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = list(safe_globals)
+
+    def __enter__(self):
+        self._saved = list(_USER_SAFE)
+        add_safe_globals(self.safe_globals)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        _USER_SAFE[:] = self._saved
+        return False
+
+
+def _global_name(obj) -> str:
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def _user_allowed() -> dict:
+    allowed = {}
+    for item in _USER_SAFE:
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
+            allowed[item[1]] = item[0]
+        else:
+            allowed[_global_name(item)] = item
+    return allowed
+
+
+def _sourcegrad_defaults() -> dict:
+    """The names sourcegrad's own pickles need and that run nothing else: its tensors (their
+    data numpy arrays), Parameters, dtypes, devices and Sizes, and plain containers."""
+    from .eager import factories
+
+    defaults = {
+        "collections.OrderedDict": collections.OrderedDict,
+        "builtins.set": set,
+        "builtins.frozenset": frozenset,
+        "builtins.complex": complex,
+        "builtins.slice": slice,
+        "builtins.bytearray": bytearray,
+        "_codecs.encode": __import__("codecs").encode,
+        "sourcegrad.eager.factories.rebuild": factories.rebuild,
+        "sourcegrad.eager.factories._rebuild": factories.rebuild,
+        "sourcegrad.eager.tensor.Tensor": Tensor,
+        "sourcegrad.eager.tensor.Size": Size,
+        "sourcegrad.nn.parameter.Parameter": Parameter,
+        "sourcegrad.eager.dtypes._by_name": dtypes.float32.__reduce__()[0],
+        "sourcegrad.eager.devices.device": devices.device,
+        "numpy.ndarray": np.ndarray,
+        "numpy.dtype": np.dtype,
+    }
+    for core in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        defaults[core + "._reconstruct"] = np.ndarray.__reduce__(np.zeros(0))[0]
+        defaults[core + ".scalar"] = np.float64(0).__reduce__()[0]
+    return defaults
+
+
+class _WeightsUnpickler(pickle.Unpickler):
+    """Resolves only the allow-listed names (torch's weights-only rule): an instance of any
+    other class is never made, a function of any other name never called."""
+
+    def find_class(self, module, name):
+        if module == "__builtin__":  # protocol 2 spells Python 3's builtins so
+            module = "builtins"
+        full = f"{module}.{name}"
+        allowed = _sourcegrad_defaults()
+        if full in allowed:
+            return allowed[full]
+        user = _user_allowed()
+        if full in user:
+            return user[full]
+        raise _unsupported_global(full)
+
+
+def _unsupported_global(full) -> "WeightsOnlyLoadError":
+    return WeightsOnlyLoadError(
+        UNSAFE_MESSAGE.format(
+            error=f"Unsupported global: GLOBAL {full} was not an allowed global by default. "
+            f"Please use `torch.serialization.add_safe_globals([{full}])` or the "
+            f"`torch.serialization.safe_globals([{full}])` context manager to allowlist this "
+            "global if you trust this class/function."
+        )
+    )
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -326,15 +458,11 @@ def _load(fh, map_location, pickle_module, weights_only, pickle_load_args):
         if manifest.get("version") != VERSION:
             _refuse(f"Unknown checkpoint version {manifest.get('version')!r}.")
         if "pickled" in manifest:
-            if weights_only:
-                types = ", ".join(map(str, manifest.get("pickled_types", []))) or "unknown"
-                _refuse(
-                    f"The file holds a pickled object (of type {types}), which "
-                    "weights_only=True does not unpickle."
-                )
-            if manifest["pickled"] != PICKLE:
+            if manifest["pickled"] != PICKLE or PICKLE not in zf.namelist():
                 _refuse("The manifest names an unexpected pickle member.")
             data = zf.read(PICKLE)
+            if weights_only:  # the allow-listed names only (see the module doc)
+                return _weights_only_loads(data)
             return (pickle_module or pickle).loads(data, **pickle_load_args)
         if "root" not in manifest:
             _refuse("The manifest has no object.")
@@ -405,6 +533,9 @@ class _TorchUnpickler(pickle.Unpickler):
             return _StorageType(name)
         if module == "torch" and isinstance(getattr(dtypes, name, None), dtypes.dtype):
             return getattr(dtypes, name)
+        user = _user_allowed()
+        if f"{module}.{name}" in user:
+            return user[f"{module}.{name}"]
         if module == "torch" and name == "BFloat16Storage":
             raise WeightsOnlyLoadError(
                 "The checkpoint holds a bfloat16 tensor, which sourcegrad "
@@ -417,9 +548,7 @@ class _TorchUnpickler(pickle.Unpickler):
                 "Sizes from a PyTorch checkpoint."
             )
         if self.weights_only:
-            _refuse(
-                f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by default."
-            )
+            raise _unsupported_global(f"{module}.{name}")
         return super().find_class(module, name)
 
     def persistent_load(self, pid):
@@ -477,6 +606,15 @@ def _place(t, location, map_location):
         moved = target(t, location)
         return moved if isinstance(moved, Tensor) else t
     return t if target == "cpu" else t.to(target)
+
+
+def _weights_only_loads(data):
+    try:
+        return _WeightsUnpickler(io.BytesIO(data)).load()
+    except (pickle.UnpicklingError, WeightsOnlyLoadError):
+        raise
+    except (TypeError, ValueError, IndexError, KeyError, EOFError, AttributeError) as e:
+        _refuse(f"The pickled object could not be read ({type(e).__name__}: {e}).")
 
 
 def _load_torch_zip(zf, prefix, map_location, weights_only):

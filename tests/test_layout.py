@@ -105,6 +105,10 @@ EAGER_SIDE = {
     "func",
     "serialization",
     "special",
+    "amp",
+    "backends",
+    "accelerator",
+    "distributed",
 }
 FLOORS = [
     # leaves: the helpers generated code imports, errors, parameter trees, the disk cache

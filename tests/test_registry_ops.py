@@ -322,9 +322,13 @@ def test_eager_matches_torch(name):
     for method in names.method:
         agree(side(sourcegrad, lambda t, *rest: getattr(t, method)(*rest)), theirs, names.node)
     for inplace in names.inplace:
+        try:
+            reference = side(torch, lambda t, *rest: getattr(t * 1.0, inplace)(*rest))
+        except NotImplementedError:  # torch has no derivative of asinh_, acosh_, atanh_
+            reference = theirs  # sourcegrad's is the out-of-place op's
         agree(
             side(sourcegrad, lambda t, *rest: getattr(t * 1.0, inplace)(*rest)),
-            side(torch, lambda t, *rest: getattr(t * 1.0, inplace)(*rest)),
+            reference,
             names.node,
         )
     if names.numpy:

@@ -26,7 +26,8 @@ module-global patching):
 4. the operations: `surface.py` and `operands.py` (shared operand helpers) <- `views.py`
    <- `copies.py`, `joining.py`, `indexing.py` (<- `shape_ops.py`) and `arithmetic.py` <-
    `elementwise.py` <- `reductions.py`, `products.py` (<- `ops.py`); `factories.py`; then
-   `inplace.py` (it uses all of these) and `composites.py` (ops made of the others);
+   `inplace.py` (it uses all of these), `composites.py` (ops made of the others) and
+   `legacy.py` (torch.FloatTensor & co.);
 5. the surface: `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
    every method that needs a layer above it (in one place, at import time);
 6. this module.
@@ -86,6 +87,17 @@ from . import inplace as _inplace  # noqa: E402
 from . import composites as _composites  # noqa: E402,F401 - lerp, tensordot, meshgrid, ...
 from . import methods as _methods  # noqa: E402,F401 - installs the Tensor methods
 from . import numpy_dispatch as _numpy_dispatch  # noqa: E402,F401
+from .legacy import (
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from .factories import (
     Generator,
     arange,
@@ -132,6 +144,7 @@ from . import surface as _surface  # noqa: E402
 from . import fft as _fft, vector_ops as _vector_ops  # noqa: E402,F401 - their ops' surface
 
 _surface.check()  # every registry entry with torch names has its eager op
+_surface.inplace_functions(Tensor)  # torch.sin_(x), torch.relu_(x), ...: the in-place methods
 # sourcegrad.<name> for every op of the surface: those the registry's entries name
 # (ops.Torch: exp, sum, matmul, reshape, ...) and the eager-only ops' @export (view, cat, ...)
 globals().update(_surface.FUNCTIONS)
@@ -224,4 +237,14 @@ __all__ = [
     "is_complex",
     "numel",
     "is_nonzero",
+    # the legacy tensor types (torch.FloatTensor(2, 3), isinstance(x, torch.LongTensor))
+    "FloatTensor",
+    "DoubleTensor",
+    "HalfTensor",
+    "ByteTensor",
+    "CharTensor",
+    "ShortTensor",
+    "IntTensor",
+    "LongTensor",
+    "BoolTensor",
 ] + sorted(_surface.FUNCTIONS)  # the ops: the registry's entries' torch names, the @exports

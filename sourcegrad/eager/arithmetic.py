@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import ForwardADError
 from ..ops import nn as rt
-from . import devices
+from . import devices, dtypes
 from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
 from .node import NotImplementedNode
@@ -102,8 +102,27 @@ def add(input, other, *, alpha=1, out=None):
     return res
 
 
+def _is_bool(x):
+    return x.__class__ is bool or (isinstance(x, Tensor) and x._data.dtype == np.bool_)
+
+
+def check_sub(a, b):
+    """torch refuses a bool operand of a subtraction (`mask - 1`: use ~ or logical_not)."""
+    if _is_bool(a) or _is_bool(b):
+        if _is_bool(a) and _is_bool(b) and isinstance(a, Tensor) and isinstance(b, Tensor):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                "`^` or `logical_xor()` operator instead."
+            )
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+
+
 @export("sub", "subtract", numpy=(np.subtract,))
 def sub(input, other, *, alpha=1, out=None):
+    check_sub(input, other)
     if out is not None:
         return write_out("sub", out, sub(input, other, alpha=alpha), (input, other))
     if alpha == 1:
@@ -121,6 +140,7 @@ subtract = sub
 @export("rsub", methods=())
 def rsub(input, other):
     """other - input for a non-tensor `other` (RsubBackward1: one edge)."""
+    check_sub(other, input)
     if isinstance(other, Tensor):
         return sub(other, input)
     ad, bd, rd, ra, rb = _promote(other, input)
@@ -156,6 +176,8 @@ def _div_rounding(input, other, mode):
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'"
         )
     ad, bd, rd, ra, rb = _promote(input, other)
+    if rd.kind in "bc":
+        raise not_implemented_for(f"div_{mode}_cpu", rd)
     out = _wrap(_result(rt.div_rounding(ad, bd, mode), rd))
     if _needs_grad(ra, rb):
         record(DIV_ROUNDING, out, (ra, rb))
@@ -171,6 +193,12 @@ def pow(input, exponent, *, out=None):  # noqa: A001 - torch's name
         return write_out("pow", out, pow(input, exponent), (input, exponent))
     if not isinstance(input, Tensor):
         return binary_op(POW_BASE, np.power, input, exponent)
+    if (
+        isinstance(exponent, Tensor)
+        and input._data.dtype == np.bool_
+        and exponent._data.dtype == np.bool_
+    ):
+        raise not_implemented_for("pow", np.bool_)
     spec = (
         POW_TENSOR
         if isinstance(exponent, (Tensor, np.ndarray)) or type(exponent) in _GPU
@@ -194,7 +222,17 @@ def square(input):
 
 @export("float_power", numpy=(np.float_power,))
 def float_power(input, exponent):
-    return pow(input.double() if isinstance(input, Tensor) else input, exponent)
+    """pow in double precision: float64, or complex128 where either operand is complex."""
+    complex_ = any(
+        (isinstance(x, Tensor) and x._data.dtype.kind == "c") or isinstance(x, complex)
+        for x in (input, exponent)
+    )
+    wide = dtypes.complex128 if complex_ else dtypes.float64
+    if isinstance(input, Tensor):
+        input = input.to(wide)
+    if isinstance(exponent, Tensor):
+        exponent = exponent.to(wide)
+    return pow(input, exponent)
 
 
 def remainder_data(a, b):
@@ -212,6 +250,7 @@ def remainder_data(a, b):
 def remainder(input, other):
     if not isinstance(input, Tensor) and isinstance(other, Tensor):
         # a number % a tensor: torch records it with a NotImplemented node
+        _integer_or_float("remainder_cpu", input, other)
         ad, bd, rd, ra, rb = _promote(input, other)
         res = _wrap(_result(remainder_data(ad, bd), rd))
         _no_tangent("aten::remainder", other)
@@ -219,12 +258,21 @@ def remainder(input, other):
             res._grad_fn = NotImplementedNode((other._edge(),), "aten::remainder")
             res._requires_grad = True
         return res
+    _integer_or_float("remainder_cpu", input, other)
     spec = REMAINDER if isinstance(other, Tensor) else REMAINDER_SCALAR
     return binary_op(spec, remainder_data, input, other)
 
 
+def _integer_or_float(kernel, a, b):
+    """floor_divide, remainder, fmod: torch has them for integers and floats only."""
+    rd = _promote(a, b)[2]
+    if rd.kind in "bc":
+        raise not_implemented_for(kernel, rd)
+
+
 @export("fmod")
 def fmod(input, other):
+    _integer_or_float("fmod_cpu", input, other)
     spec = FMOD if isinstance(other, Tensor) else FMOD_SCALAR
     return binary_op(spec, np.fmod, input, other)
 
@@ -239,6 +287,8 @@ def _no_tangent(name, *args):
 def floor_divide(input, other):
     """x // y: torch records it with a NotImplemented node (no derivative)."""
     ad, bd, rd, ra, rb = _promote(input, other)
+    if rd.kind in "bc":
+        raise not_implemented_for("div_floor_cpu", rd)
     res = _wrap(_result(np.floor_divide(ad, bd), rd))
     _no_tangent("aten::floor_divide", ra, rb)
     if grad_required(ra, rb):
@@ -254,11 +304,15 @@ def floor_divide(input, other):
 
 @export("fmax", numpy=(np.fmax,))
 def fmax(input, other):
+    if _promote(input, other)[2].kind == "c":
+        raise RuntimeError("fmax not implemented for complex tensors.")
     return binary_op(FMAX, np.fmax, input, other)
 
 
 @export("fmin", numpy=(np.fmin,))
 def fmin(input, other):
+    if _promote(input, other)[2].kind == "c":
+        raise RuntimeError("fmin not implemented for complex tensors.")
     return binary_op(FMIN, np.fmin, input, other)
 
 
@@ -267,7 +321,27 @@ def fmin(input, other):
 
 def _compare(fn, a, b):
     ad, bd, rd, ra, rb = _promote(a, b)
-    return _wrap(_result(fn(ad, bd)))
+    try:
+        return _wrap(_result(fn(ad, bd)))
+    except ValueError as e:
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+
+
+def _order(fn, kernel, a, b):
+    """<, <=, >, >=: not for complex numbers (torch's NotImplementedError)."""
+    ad, bd, rd, ra, rb = _promote(a, b)
+    if rd.kind == "c":
+        raise not_implemented_for(kernel, rd)
+    try:
+        return _wrap(_result(fn(ad, bd)))
+    except ValueError as e:
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+
+
+def not_implemented_for(kernel, np_dtype):
+    """torch's error for a kernel without an implementation for a dtype."""
+    name = dtypes.FROM_NUMPY[np.dtype(np_dtype)]._scalar_name
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 
 @export("eq", numpy=(np.equal,))
@@ -282,30 +356,36 @@ def ne(input, other):
 
 @export("lt", "less", numpy=(np.less,))
 def lt(input, other):
-    return _compare(np.less, input, other)
+    return _order(np.less, "lt_cpu", input, other)
 
 
 @export("le", "less_equal", numpy=(np.less_equal,))
 def le(input, other):
-    return _compare(np.less_equal, input, other)
+    return _order(np.less_equal, "le_cpu", input, other)
 
 
 @export("gt", "greater", numpy=(np.greater,))
 def gt(input, other):
-    return _compare(np.greater, input, other)
+    return _order(np.greater, "gt_cpu", input, other)
 
 
 @export("ge", "greater_equal", numpy=(np.greater_equal,))
 def ge(input, other):
-    return _compare(np.greater_equal, input, other)
+    return _order(np.greater_equal, "ge_cpu", input, other)
 
 
 not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
 
 
 def _logic(fn, a, b):
+    """bitwise and, or, xor: of integers and bools only (torch's NotImplementedError)."""
     ad, bd, rd, ra, rb = _promote(a, b)
-    return _wrap(_result(fn(ad, bd)))
+    if rd.kind in "fc":
+        raise not_implemented_for(fn.__name__ + "_cpu", rd)
+    try:
+        return _wrap(_result(fn(ad, bd)))
+    except ValueError as e:
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
 
 
 @export("logical_and", numpy=(np.logical_and,))
@@ -367,6 +447,8 @@ def isfinite(input):
 @export("isclose")
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     same_device(input, other)
+    if isinstance(other, Tensor) and input.dtype is not other.dtype:
+        raise RuntimeError(f"{input.dtype._scalar_name} did not match {other.dtype._scalar_name}")
     return _wrap(_result(np.isclose(input._data, _data(other), rtol, atol, equal_nan)))
 
 
@@ -396,6 +478,18 @@ def broadcast_error(a, b):
                 f"The size of tensor a ({a[i]}) must match the size of tensor b "
                 f"({b[i]}) at non-singleton dimension {i}"
             )
+    return None
+
+
+def broadcast_error_of(*shapes):
+    """torch's error for several shapes that do not broadcast together, found as torch finds
+    it: the first shape that does not broadcast with those before it (None when they do)."""
+    joined = ()
+    for shape in shapes:
+        error = broadcast_error(joined, shape)
+        if error is not None:
+            return error
+        joined = np.broadcast_shapes(joined, shape)
     return None
 
 

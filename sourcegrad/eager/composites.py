@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 import warnings
 
+from . import factories, linalg
 from .dtypes import finfo
 from .elementwise import where
-from .grad_mode import no_grad
-from .shape_ops import broadcast_tensors
+from .grad_mode import is_grad_enabled as grad_mode_enabled, no_grad
+from .shape_ops import broadcast_tensors, cat
 from .operands import as_tensor
 from .surface import export
 from .tensor import Tensor
@@ -34,9 +35,12 @@ def _same_dtype(input, other, name):
 
 @export("lerp")
 def lerp(input, end, weight):
-    """input + weight * (end - input)."""
+    """input + weight * (end - input), of floating (or complex) tensors only, as torch's."""
     _same_dtype(input, end, "end")
     _same_dtype(input, weight, "weight")
+    if isinstance(input, Tensor) and not (input.is_floating_point() or input.is_complex()):
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype._scalar_name}'")
     return input + weight * (end - input)
 
 
@@ -211,3 +215,32 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 / ||x1|| * x2 / ||x2||) along dim, each norm at least eps (as torch computes it)."""
     x1, x2 = broadcast_tensors(x1, x2)
     return ((x1 / _clamped_norm(x1, dim, eps)) * (x2 / _clamped_norm(x2, dim, eps))).sum(dim)
+
+
+@export("svd")
+def svd(input, some=True, compute_uv=True):
+    """torch.svd (deprecated in torch for linalg.svd): (U, S, V) with V = Vh^H, reduced unless
+    some=False; with compute_uv=False, U and V are zeros of shape (m, m) and (n, n), as
+    torch's, and only S carries a gradient."""
+    if not compute_uv:
+        A = as_tensor(input)
+        S = linalg.svdvals(A)
+        m, n = A.shape[-2], A.shape[-1]
+        batch = tuple(A.shape[:-2])
+        U = factories.zeros(batch + (m, m), dtype=A.dtype, device=A.device)
+        V = factories.zeros(batch + (n, n), dtype=A.dtype, device=A.device)
+        return linalg.SVD_LEGACY_RESULT(U, S, V)
+    A = as_tensor(input)
+    m, n = A.shape[-2], A.shape[-1]
+    if some or m == n or not (A.requires_grad and grad_mode_enabled()):
+        U, S, Vh = linalg.svd(A, full_matrices=not some)
+    else:
+        # the full factors of a non-square matrix: the reduced ones carry the gradient, the
+        # extra columns (an orthonormal basis of the rest) none, as torch ignores theirs
+        U, S, Vh = linalg.svd(A, full_matrices=False)
+        with no_grad():
+            U_full, _, Vh_full = linalg.svd(A.detach(), full_matrices=True)
+        k = min(m, n)
+        U = cat([U, U_full[..., :, k:]], -1)
+        Vh = cat([Vh, Vh_full[..., k:, :]], -2)
+    return linalg.SVD_LEGACY_RESULT(U, S, Vh.mH if Vh.is_complex() else Vh.mT)

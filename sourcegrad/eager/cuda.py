@@ -24,6 +24,7 @@ __all__ = [
     "manual_seed_all",
     "empty_cache",
     "memory_allocated",
+    "is_bf16_supported",
 ]
 
 
@@ -70,3 +71,18 @@ def memory_allocated(device=None) -> int:
     if not devices.is_available():
         return 0
     return int(devices.cupy().get_default_memory_pool().used_bytes())
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """False without a CUDA device (torch's answer there); CuPy has no bfloat16 either."""
+    return False
+
+
+def __getattr__(name):
+    # sourcegrad.cuda.amp (torch.cuda.amp's deprecated GradScaler and autocast): made by
+    # sourcegrad.amp, a layer above this one, so imported when first asked for
+    if name == "amp":
+        from ..amp import _cuda
+
+        return _cuda
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -202,8 +202,9 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """torch.promote_types: within a category numpy agrees; across, the higher category wins."""
     if a is b:
         return a
-    if a._category != b._category:
+    if a._category != b._category and not (a._category >= _FLOAT and b._category >= _FLOAT):
         return a if a._category > b._category else b
+    # (a float and a complex type: the complex one of the wider float, as numpy's)
     return FROM_NUMPY[np.promote_types(a.dtype, b.dtype)]
 
 

@@ -28,7 +28,8 @@ from .spec import OpSpec, record
 from .tensor import Tensor, stale_view_requires_grad
 
 from . import surface
-from .arithmetic import binary_op, div, mul, not_a_tensor
+from .arithmetic import binary_op, broadcast_error_of, div, mul, not_a_tensor
+from .arithmetic import not_implemented_for
 from .surface import export
 
 _wrap = Tensor._make
@@ -66,11 +67,34 @@ def make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
     return op
 
 
+# torch's kernels of two inputs that refuse some kinds of their operands' common dtype (before
+# any cast to float): {registry entry: (the kinds refused, the error for a numpy dtype)}
+_REFUSED = {
+    "maximum": ("c", lambda d: RuntimeError("maximum not implemented for complex tensors.")),
+    "minimum": ("c", lambda d: RuntimeError("minimum not implemented for complex tensors.")),
+    "arctan2": ("c", lambda d: not_implemented_for("atan2_cpu", d)),
+    "hypot": ("biuc", lambda d: not_implemented_for("hypot_cpu", d)),
+    "logaddexp": ("biu", lambda d: not_implemented_for("logaddexp_cpu", d)),
+}
+
+
 def make_binary(node_name, rule_name, fn, keep_int=False):
     spec = OpSpec(node_name, rule_name)
+    refused = _REFUSED.get(rule_name)
 
-    def op(input, other):
-        return binary_op(spec, fn, input, other, to_float=not keep_int)
+    if refused is None:
+
+        def op(input, other):
+            return binary_op(spec, fn, input, other, to_float=not keep_int)
+
+    else:
+        kinds, error = refused
+
+        def op(input, other):
+            rd = _promote(input, other)[2]
+            if rd.kind in kinds:
+                raise error(rd)
+            return binary_op(spec, fn, input, other, to_float=not keep_int)
 
     op.__doc__ = f"Elementwise {rule_name} of two tensors (broadcasting); backward: {node_name}."
     op.spec, op.np_fn = spec, fn
@@ -236,7 +260,11 @@ def where(condition, input=None, other=None):
     xd, yd, rd, rx, ry = _promote(input, other)
     if type(cond) is not type(xd) or type(cond) is not type(yd):
         devices.check_same(cond, xd, yd)
-    res = _wrap(_result(np.where(cond, xd, yd), rd))
+    try:
+        chosen = np.where(cond, xd, yd)
+    except ValueError as e:
+        raise broadcast_error_of(np.shape(cond), np.shape(xd), np.shape(yd)) or e
+    res = _wrap(_result(chosen, rd))
     if _needs_grad(rx, ry):
         record(WHERE, res, (condition if isinstance(condition, Tensor) else cond, rx, ry))
     return res

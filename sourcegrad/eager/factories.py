@@ -318,9 +318,11 @@ _LEGACY_SIGNATURES = """, but expected one of:
 """
 
 
-def legacy_tensor(cls, *args, **kwargs):
+def legacy_tensor(cls, *args, dtype=None, **kwargs):
     """torch.Tensor(...): sizes give an uninitialised float tensor, data gives a float copy.
-    It takes no dtype or requires_grad (torch.tensor does): those raise torch's TypeError."""
+    It takes no dtype or requires_grad (torch.tensor does): those raise torch's TypeError.
+    `dtype` is the legacy type's (`torch.LongTensor([1, 2])`: int64), the default dtype
+    for `torch.Tensor`."""
     unexpected = [k for k in kwargs if k != "device"]
     if unexpected:
         got = ", ".join(
@@ -332,21 +334,46 @@ def legacy_tensor(cls, *args, **kwargs):
             + _LEGACY_SIGNATURES.format(keys=", ".join(unexpected))
         )
     dev = _check_device(kwargs.get("device"))
-    d = dtypes.DEFAULT_DTYPE[0].dtype
+    want = dtypes.DEFAULT_DTYPE[0] if dtype is None else dtype
+    d = want.dtype
     if not args:
         data = np.empty((0,), d)
     elif all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
         data = np.empty(tuple(args), d)
     elif len(args) == 1 and isinstance(args[0], Size):
         data = np.empty(tuple(args[0]), d)
-    elif len(args) == 1 and isinstance(args[0], Tensor):
+    elif len(args) == 1 and isinstance(args[0], Tensor):  # the callers make it an alias
+        if dtype is not None and args[0].dtype != dtype:
+            raise TypeError(
+                f"expected TensorOptions({_options(want)}) (got TensorOptions("
+                f"{_options(args[0].dtype)}))"
+            )
         return args[0]
-    else:
+    elif len(args) == 1:
+        if isinstance(args[0], str):
+            raise TypeError("new(): invalid data type 'str'")
+        if isinstance(args[0], numbers.Number):
+            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
         data = np.array(_plain(args[0]), dtype=d)
+    else:
+        got = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(
+            f"new() received an invalid combination of arguments - got ({got}), but expected "
+            "one of:\n * (*, torch.device device = None)\n * (torch.Storage storage)\n"
+            " * (Tensor other)\n * (tuple of ints size, *, torch.device device = None)\n"
+            " * (object data, *, torch.device device = None)\n"
+        )
     if dev is not None and dev.type != "cpu":
         data = devices.to_device(data, dev)
     t = cls._make(data)
     return t
+
+
+def _options(dtype):
+    return (
+        f"dtype={dtype._c_name}, device=cpu, layout=Strided, requires_grad=false (default), "
+        "pinned_memory=false (default), memory_format=(nullopt)"
+    )
 
 
 def rebuild(data, requires_grad, cls=Tensor):

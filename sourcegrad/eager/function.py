@@ -58,6 +58,8 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
+        if self.__dict__.get("_in_jvp"):  # in jvp: what forward saved with save_for_forward
+            return tuple(self.__dict__.get("_saved_for_forward", ()))
         if self._released:
             raise RuntimeError(messages.BACKWARD_TWICE)
         saved = self._saved
@@ -289,10 +291,12 @@ def _forward_tangents(cls, ctx, args, result):
             t = _wrap(devices.xp_of(a._data).zeros_like(a._data))
         tangents.append(t)
     DUAL.on = False
+    ctx._in_jvp = True
     try:
         out_tangents = cls.jvp(ctx, *tangents)
     finally:
         DUAL.on = True
+        ctx._in_jvp = False
     outs = result if isinstance(result, tuple) else (result,)
     out_tangents = out_tangents if isinstance(out_tangents, tuple) else (out_tangents,)
     for o, t in zip(outs, out_tangents):

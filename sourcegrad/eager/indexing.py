@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import devices
-from .operands import along_index, cached_spec, return_types, same_device
+from .operands import along_index, cached_spec, return_types, same_device, wrap_dim
 from .operands import data_of as _data, needs_grad as _needs_grad
 from .operands import result as _result
 from .spec import OpSpec, record
@@ -163,7 +163,11 @@ def pick(input, node_name, key):
 
 @export("gather")
 def gather(input, dim, index, *, sparse_grad=False):
-    axis = dim % input._data.ndim
+    axis = wrap_dim(dim, input._data.ndim)
+    if isinstance(index, Tensor) and index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if isinstance(index, Tensor) and input._data.ndim and index._data.ndim != input._data.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     idx = index_array(index)
     if type(idx) is not type(input._data):
         devices.check_same(input._data, idx)
@@ -213,7 +217,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     """
     shape = input._data.shape
     n = len(shape)
-    d1, d2 = dim1 % n, dim2 % n
+    d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
     size = max(0, min(shape[d1] - max(-offset, 0), shape[d2] - max(offset, 0)))
     others = [a for a in range(n) if a not in (d1, d2)]
     k = len(others) + 1

@@ -324,6 +324,7 @@ def add_(self, other, *, alpha=1):
 
 @export(methods=("sub_", "subtract_"))
 def sub_(self, other, *, alpha=1):
+    _ops.check_sub(self, other)
     if alpha != 1:
         ad, bd, rd, ra, rb = _promote(self, other)
         _check_shapes(self, np.shape(bd))
@@ -409,9 +410,6 @@ REGISTERED = _from_registry()
 globals().update(REGISTERED)  # this module's own names: inplace.exp_, inplace.relu_, ...
 for _name, _op in REGISTERED.items():
     export(methods=(_name,))(_op)
-# (torch has these two as functions too: torch.abs_(x), torch.relu_(x))
-export("abs_", methods=())(REGISTERED["abs_"])
-export("relu_", methods=())(REGISTERED["relu_"])
 
 
 @export(methods=("square_",))
@@ -753,3 +751,60 @@ def _copy_to(dst, value):
                 f"dimensions in the tensor ({len(src._data.shape)})"
             )
         copy_(dst, shape_ops.expand(src, shape))
+
+
+# --- in-place view ops: self takes another shape (unsqueeze_, squeeze_, transpose_, t_) --------
+
+UNSQUEEZE_ = OpSpec("UnsqueezeBackward1", "expand_dims", n_arrays=1)
+SQUEEZE_ = (
+    OpSpec("SqueezeBackward3", "squeeze", n_arrays=1),
+    OpSpec("SqueezeBackward4", "squeeze", n_arrays=1),
+    OpSpec("SqueezeBackward5", "squeeze", n_arrays=1),
+)
+TRANSPOSE_ = OpSpec("TransposeBackward1", "swapaxes", n_arrays=1)
+T_ = OpSpec("TBackward1", "T")
+
+
+def _become(self, view):
+    """Self takes the shape and strides of `view` (a view of self made by the op's out-of-place
+    form, its node the in-place one's): its data, grad_fn and, for a view, its view steps;
+    its version is bumped, as torch's in-place view ops do."""
+    self._data = view._data
+    if view._grad_fn is not None:
+        self._grad_fn, self._output_nr = view._grad_fn, view._output_nr
+        self._requires_grad = True
+    vc = self._get_vc()
+    vc.value += 1
+    if self._base is not None:
+        self._extra = view._extra
+        self._extra.fn_version = vc.value
+    return self
+
+
+def _check_leaf(self):
+    if STATE.enabled and self._base is None and self._grad_fn is None and self._requires_grad:
+        raise RuntimeError(messages.LEAF_INPLACE)
+
+
+@export(methods=("unsqueeze_",))
+def unsqueeze_(self, dim):
+    _check_leaf(self)
+    return _become(self, shape_ops.unsqueezed(self, dim, UNSQUEEZE_))
+
+
+@export(methods=("squeeze_",))
+def squeeze_(self, dim=None):
+    _check_leaf(self)
+    return _become(self, shape_ops.squeezed(self, dim, SQUEEZE_))
+
+
+@export(methods=("transpose_", "swapdims_", "swapaxes_"))
+def transpose_(self, dim0, dim1):
+    _check_leaf(self)
+    return _become(self, shape_ops.transposed(self, dim0, dim1, TRANSPOSE_))
+
+
+@export(methods=("t_",))
+def t_(self):
+    _check_leaf(self)
+    return _become(self, shape_ops.t_view(self, T_))

@@ -16,7 +16,7 @@ import numpy as np
 
 from .out_arg import write_out
 from . import dtypes
-from .operands import same_device
+from .operands import same_device, wrap_dim
 from .operands import as_tensor as _as_tensor, needs_grad as _needs_grad
 from .operands import result as _result
 from .spec import OpSpec, record
@@ -68,21 +68,43 @@ def cat(tensors, dim=0, *, out=None, **kwargs):
         dim = kwargs.pop("axis")
     tensors = _tensor_list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     # torch skips legacy empty 1-D tensors in cat
     kept = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
     ndim = kept[0]._data.ndim
     if ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    axis = dim % ndim
+    axis = wrap_dim(dim, ndim)
     datas, rd = _promoted_datas(kept)
-    out_t = _wrap(_result(np.concatenate(datas, axis=axis), rd))
+    try:
+        joined = np.concatenate(datas, axis=axis)
+    except ValueError:
+        raise _cat_error(kept, axis) from None
+    out_t = _wrap(_result(joined, rd))
     if _needs_grad(*kept):
         record(CAT, out_t, tuple(kept), {"axis": axis})
     return out_t
 
 
 concat = concatenate = cat
+
+
+def _cat_error(tensors, axis):
+    """torch's error for tensors that do not concatenate along axis (numpy's said why)."""
+    first = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        shape = t._data.shape
+        if len(shape) != len(first):
+            return RuntimeError(
+                f"Tensors must have same number of dimensions: got {len(first)} and {len(shape)}"
+            )
+        for d, (a, b) in enumerate(zip(first, shape)):
+            if d != axis and a != b:
+                return RuntimeError(
+                    f"Sizes of tensors must match except in dimension {axis}. Expected size {a} "
+                    f"but got size {b} for tensor number {i} in the list."
+                )
+    return RuntimeError("torch.cat(): the tensors cannot be concatenated")
 
 
 @export("stack", methods=())
@@ -95,7 +117,14 @@ def stack(tensors, dim=0, *, out=None, **kwargs):
     tensors = _tensor_list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
-    axis = dim % (tensors[0]._data.ndim + 1)
+    axis = wrap_dim(dim, tensors[0]._data.ndim + 1)
+    first = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != first:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(first)} at entry 0 "
+                f"and {list(t._data.shape)} at entry {i}"
+            )
     datas, rd = _promoted_datas(tensors)
     out_t = _wrap(_result(np.stack(datas, axis=axis), rd))
     if _needs_grad(*tensors):
@@ -163,10 +192,18 @@ def _pieces(x, spec, axis, datas, static, multi_output=True):
 @export("split")
 def split(input, split_size_or_sections, dim=0):
     d = input._data
-    axis = dim % d.ndim
+    axis = wrap_dim(dim, d.ndim)
     n = d.shape[axis]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
+        if size < 0:
+            raise RuntimeError(
+                f"split expects split_size be non-negative, but got split_size={size}"
+            )
+        if size == 0 and n != 0:
+            raise RuntimeError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+            )
         bounds = list(range(size, n, size)) if size > 0 else []
         spec = SPLIT
     else:
@@ -204,7 +241,9 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 @export("chunk")
 def chunk(input, chunks, dim=0):
-    n = input._data.shape[dim % input._data.ndim]
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = input._data.shape[wrap_dim(dim, input._data.ndim)]
     if n == 0:
         # as torch: `chunks` empty pieces (split(0) would give one)
         return split(input, [0] * chunks, dim)
@@ -215,7 +254,7 @@ def chunk(input, chunks, dim=0):
 @export("unbind")
 def unbind(input, dim=0):
     d = input._data
-    axis = dim % d.ndim
+    axis = wrap_dim(dim, d.ndim)
     outs = []
     for i in range(d.shape[axis]):
         key = (slice(None),) * axis + (i, Ellipsis)

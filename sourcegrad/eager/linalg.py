@@ -70,6 +70,7 @@ SLOGDET_RESULT = _named("linalg_slogdet", "sign", "logabsdet")
 EIGH_RESULT = _named("linalg_eigh", "eigenvalues", "eigenvectors")
 EIG_RESULT = _named("linalg_eig", "eigenvalues", "eigenvectors")
 SVD_RESULT = _named("linalg_svd", "U", "S", "Vh")
+SVD_LEGACY_RESULT = _named("svd", "U", "S", "V")  # torch.svd's
 QR_RESULT = _named("linalg_qr", "Q", "R")
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import devices, dtypes, engine, factories, inplace, node, numpy_dispatch, ops, shape_ops
-from . import fft, special, surface, vector_ops  # noqa: F401 - fft, vector_ops: their ops' surface
+from . import fft, legacy, special, surface, vector_ops  # noqa: F401 - fft, vector_ops: their ops' surface
 from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
 
@@ -65,6 +65,25 @@ def _binary_operator(name, spec, np_fn, to_float=False):
     return op
 
 
+def _sub_operator():
+    """`x - y`: `_binary_operator`'s, refusing a bool operand as torch does."""
+    binary, spec = ops.binary_op, ops.SUB
+    check = ops.check_sub
+
+    def __sub__(self, other):
+        if not isinstance(other, _OPERANDS) and type(other) not in _GPU_ARRAYS:
+            return NotImplemented
+        if (
+            self._data.dtype.kind == "b"
+            or other.__class__ is bool
+            or (isinstance(other, Tensor) and other._data.dtype.kind == "b")
+        ):
+            check(self, other)
+        return binary(spec, np.subtract, self, other, False)
+
+    return __sub__
+
+
 def _method_where(self, condition, other):
     return ops.where(condition, self, other)
 
@@ -84,6 +103,8 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     if isinstance(dtype, str):
         names = {"torch." + d._tensor_type: d for d in dtypes.ALL}
         dtype = names[dtype]
+    elif isinstance(dtype, legacy.tensortype):  # x.type(torch.LongTensor)
+        dtype = dtype.dtype
     return shape_ops.to(self, dtype)
 
 
@@ -139,7 +160,7 @@ METHODS = {**surface.METHODS, **OTHER_METHODS}
 OPERATORS = {
     "__add__": _binary_operator("add", ops.ADD, np.add),
     "__radd__": _binary_operator("add", ops.ADD, np.add),
-    "__sub__": _binary_operator("sub", ops.SUB, np.subtract),
+    "__sub__": _sub_operator(),
     "__rsub__": _operator(ops.rsub),
     "__mul__": _binary_operator("mul", ops.MUL, np.multiply),
     "__rmul__": _binary_operator("mul", ops.MUL, np.multiply),
@@ -192,7 +213,7 @@ PROPERTIES = {"T": shape_ops.T, "mT": shape_ops.mT, "real": fft.real, "imag": ff
 
 def _new(cls, *args, **kwargs):
     # the legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data
-    return factories.legacy_tensor(cls, *args, **kwargs)
+    return legacy.legacy_new(cls, *args, **kwargs)
 
 
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

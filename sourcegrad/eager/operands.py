@@ -73,6 +73,17 @@ def operand_key(v):
     raise TypeError(f"unsupported operand type: {type(v).__name__}")
 
 
+def wrap_dim(dim, ndim):
+    """torch's maybe_wrap_dim: `dim` in [-ndim, ndim) as a non-negative axis, else torch's
+    IndexError (a 0-d tensor takes dim 0 or -1, as if it were 1-d)."""
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n
+
+
 def promote(a, b, to_float=False):
     """Both operands ready for numpy in torch's result dtype, that dtype, and the rule args."""
     if isinstance(a, Tensor):

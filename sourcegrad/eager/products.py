@@ -23,8 +23,9 @@ from .spec import OpSpec, record
 from .tensor import Tensor
 
 from . import views
-from .arithmetic import add, mul
+from .arithmetic import add, broadcast_error, mul
 from .operands import wrap_array
+from .out_arg import write_out
 from .surface import export, implements, numpy_form
 
 _wrap = Tensor._make
@@ -54,33 +55,99 @@ def _mm_shapes(a, b):
     )
 
 
-def _check_matmul(a, b):
+# torch's checks of the matrix products, kernel by kernel (matmul picks one per case, as
+# torch's does, so `a @ b` raises what torch's kernel for that case raises): the operands'
+# dtypes must be the same (torch does not promote here), and not bool
+
+
+def _not_for_bool(kernel, a):
+    if a._data.dtype == np.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def _check_mm(a, b):
+    """mm's checks (a, b matrices): dtypes, then shapes."""
     if a.dtype is not b.dtype:
         raise RuntimeError(
             f"expected m1 and m2 to have the same dtype, but got: "
             f"{a.dtype._c_name} != {b.dtype._c_name}"
         )
+    _not_for_bool("addmm_impl_cpu_", a)
+    if a._data.shape[1] != b._data.shape[0]:
+        raise _mm_shapes(a._data.shape, b._data.shape)
+
+
+def _check_mv(mat, vec):
+    if mat.dtype is not vec.dtype:
+        v, m = vec.dtype._scalar_name, mat.dtype._scalar_name
+        raise RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}"
+        )
+    _not_for_bool("addmv_impl_cpu", mat)
+    n, k = mat._data.shape
+    if vec._data.shape[0] != k:
+        raise RuntimeError(
+            f"size mismatch, got input ({n}), mat ({n}x{k}), vec ({vec._data.shape[0]})"
+        )
+
+
+def _check_dot(a, b):
+    if a.dtype is not b.dtype:
+        raise RuntimeError(
+            f"dot : expected both vectors to have same dtype, but found "
+            f"{a.dtype._scalar_name} and {b.dtype._scalar_name}"
+        )
+    _not_for_bool("dot", a)
+    n, m = a._data.shape[0], b._data.shape[0]
+    if n != m:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
+            f"number of elements, but got {n} and {m} elements respectively"
+        )
+
+
+def _check_bmm_dtypes(a, b):
+    _not_for_bool("bmm", a)
+    if a.dtype is not b.dtype:
+        raise RuntimeError(
+            f"expected scalar type {a.dtype._scalar_name} but found {b.dtype._scalar_name}"
+        )
 
 
 @export("mm")
 def mm(input, mat2):
-    if input._data.ndim != 2 or mat2._data.ndim != 2:
+    if input._data.ndim != 2:
         raise RuntimeError("self must be a matrix")
-    if input._data.shape[1] != mat2._data.shape[0]:
-        raise _mm_shapes(input._data.shape, mat2._data.shape)
-    _check_matmul(input, mat2)
+    if mat2._data.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    _check_mm(input, mat2)
     return _mm_like(MM, input, mat2)
 
 
 @export("bmm")
 def bmm(input, mat2):
-    if input._data.ndim != 3 or mat2._data.ndim != 3:
+    if input._data.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2._data.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    _check_bmm_dtypes(input, mat2)
+    b, _, k = input._data.shape
+    b2, k2, _ = mat2._data.shape
+    if (b2, k2) != (b, k):
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but "
+            f"got: [{b2}, {k2}]."
+        )
     return _mm_like(BMM, input, mat2)
 
 
 @export("mv")
 def mv(input, vec):
+    if input._data.ndim != 2 or vec._data.ndim != 1:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got 1, {input._data.ndim}, {vec._data.ndim}"
+        )
+    _check_mv(input, vec)
     return _mm_like(MV, input, vec)
 
 
@@ -90,6 +157,7 @@ def dot(input, other):
         raise RuntimeError(
             f"1D tensors expected, but got {input._data.ndim}D and {other._data.ndim}D tensors"
         )
+    _check_dot(input, other)
     return _mm_like(DOT, input, other)
 
 
@@ -147,8 +215,21 @@ def inner(input, other):
 
 
 @implements("matmul")
-def matmul(input, other):
-    """`a @ b`, decomposed into the nodes torch records for each case."""
+def matmul(input, other, *, out=None):
+    """`a @ b`, decomposed into the nodes torch records for each case; with `out=`, written
+    into out (which must have the result's dtype, as torch's matmul requires)."""
+    if out is None:
+        return _matmul(input, other)
+    result = _matmul(input, other)
+    if isinstance(out, Tensor) and out.dtype != result.dtype:
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {result.dtype._c_name}, but got "
+            f"{out.dtype._c_name} instead"
+        )
+    return write_out("matmul", out, result, (input, other))
+
+
+def _matmul(input, other):
     a = input if isinstance(input, Tensor) else _as_tensor(input)
     b = other if isinstance(other, Tensor) else _as_tensor(other)
     na, nb = a._data.ndim, b._data.ndim
@@ -157,30 +238,37 @@ def matmul(input, other):
             f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D"
         )
     if na == 1 and nb == 1:
+        _check_dot(a, b)
         return _mm_like(DOT, a, b)
     if na == 2 and nb == 1:
+        _check_mv(a, b)
         return _mm_like(MV, a, b)
     if na == 1 and nb == 2:
-        if a._data.shape[0] != b._data.shape[0]:
-            raise _mm_shapes((1,) + a._data.shape, b._data.shape)
-        return views.squeeze4(_mm_like(MM, views.unsqueeze(a, 0), b), 0)
+        a1 = views.unsqueeze(a, 0)
+        _check_mm(a1, b)
+        return views.squeeze4(_mm_like(MM, a1, b), 0)
     if na == 2 and nb == 2:
-        if a._data.shape[1] != b._data.shape[0]:
-            raise _mm_shapes(a._data.shape, b._data.shape)
+        _check_mm(a, b)
         return _mm_like(MM, a, b)
     if na >= 3 and nb <= 2:
         # fold the batch into the rows of one mm, as torch does
         lead = a._data.shape[:-1]
         folded = a.reshape(-1, a._data.shape[-1])
         if nb == 1:
+            _check_mv(folded, b)
             res = _mm_like(MV, folded, b)
             return views.unsafe_view(res, lead)
+        _check_mm(folded, b)
         res = _mm_like(MM, folded, b)
         return views.unsafe_view(res, lead + (b._data.shape[-1],))
     # batched: expand both to the broadcast batch shape, then one bmm
+    _check_bmm_dtypes(a, b)
     a2 = a.unsqueeze(0) if na == 1 else a
     b2 = b.unsqueeze(-1) if nb == 1 else b
-    batch = np.broadcast_shapes(a2._data.shape[:-2], b2._data.shape[:-2])
+    try:
+        batch = np.broadcast_shapes(a2._data.shape[:-2], b2._data.shape[:-2])
+    except ValueError:
+        raise broadcast_error(a2._data.shape[:-2], b2._data.shape[:-2]) from None
     n, k = a2._data.shape[-2:]
     k2, m = b2._data.shape[-2:]
     if k != k2:
@@ -204,8 +292,33 @@ def outer(input, vec2):
 ger = outer
 
 
+def check_addmm(input, shape1, dtype1, mat2):
+    """addmm's checks, as torch's, for a mat1 of shape1 and dtype1 (F.linear's too, with the
+    input's rows folded into shape1): the shapes, then mat1's and mat2's dtypes, then self's
+    (the bias) and mat2's."""
+    (n, k), (k2, m) = shape1, mat2._data.shape
+    if k != k2:
+        raise _mm_shapes((n, k), (k2, m))
+    if dtype1 is not mat2.dtype:
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {dtype1._scalar_name} and "
+            f"{mat2.dtype._scalar_name}"
+        )
+    if isinstance(input, Tensor) and input.dtype is not mat2.dtype:
+        raise RuntimeError(
+            f"self and mat2 must have the same dtype, but got {input.dtype._scalar_name} and "
+            f"{mat2.dtype._scalar_name}"
+        )
+    _not_for_bool("addmm_impl_cpu_", mat2)
+
+
 @export("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    if mat1._data.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix, got " + f"{mat1._data.ndim}-D tensor")
+    if mat2._data.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix, got " + f"{mat2._data.ndim}-D tensor")
+    check_addmm(input, mat1._data.shape, mat1.dtype, mat2)
     if beta != 1 or alpha != 1:
         return add(mul(input, beta), mul(mm(mat1, mat2), alpha))
     d1, d2, rd, r1, r2 = _promote(mat1, mat2)

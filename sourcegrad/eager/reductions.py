@@ -30,7 +30,7 @@ from .operands import along_index, cached_spec, default_np as _default_np, retur
 
 # the shared operand helpers under the short private names this module's ops are written with
 from .operands import needs_grad as _needs_grad
-from .operands import result as _result
+from .operands import result as _result, wrap_dim
 from .spec import OpSpec, record
 from .tensor import Size, Tensor, stale_view_requires_grad
 
@@ -57,10 +57,11 @@ def _axis(dim, ndim, kwargs=None):
     if isinstance(dim, (tuple, list, Size)):
         if ndim == 0:
             return None
-        return tuple(sorted(int(d) % ndim for d in dim))
+        return tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
     if ndim == 0:
+        wrap_dim(int(dim), 0)
         return None  # torch accepts dim 0 / -1 on a 0-dim tensor
-    return int(dim) % ndim
+    return wrap_dim(int(dim), ndim)
 
 
 def _keepdim(keepdim, kwargs):

@@ -33,6 +33,7 @@ from ..ops import RULES
 from . import inplace, numpy_dispatch, ops
 from .operands import default_np, needs_grad, result
 from .spec import OpSpec, record
+from .surface import TORCH_INPLACE_FUNCTIONS
 from .tensor import Tensor
 
 # torch.special's functions that are not elementwise registry entries: the eager ops of the
@@ -171,6 +172,8 @@ def _collect() -> dict:
             if entry.name in _ADAPTERS:
                 op, adapted = _ADAPTERS[entry.name](entry)
                 methods.update(adapted)
+                for name in adapted.keys() & TORCH_INPLACE_FUNCTIONS:
+                    TOP_LEVEL[name] = adapted[name]  # torch.logit_(x)
             elif names.node is None:
                 op = _unrecorded(entry)
             else:
@@ -179,6 +182,8 @@ def _collect() -> dict:
                     methods[name] = op
                 for name in names.inplace:
                     methods[name] = inplace.inplace_of(op)
+                    if name in TORCH_INPLACE_FUNCTIONS:
+                        TOP_LEVEL[name] = methods[name]  # torch.erfc_(x)
             op.__name__ = op.__qualname__ = (names.function or names.special)[0]
             op.entry = entry
             for name in names.function:

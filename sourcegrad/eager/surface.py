@@ -111,6 +111,27 @@ def export(*names, methods=None, numpy=()):
     return mark
 
 
+# The in-place methods torch also has as functions (torch.sin_(x), torch.relu_(x), ...; torch
+# 2.x's top-level names ending in "_"): `inplace_functions` exports those sourcegrad has.
+TORCH_INPLACE_FUNCTIONS = frozenset(
+    "abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ "
+    "atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ detach_ erf_ "
+    "erfc_ exp2_ exp_ expm1_ fill_ fix_ floor_ frac_ gcd_ i0_ index_put_ lcm_ ldexp_ log10_ "
+    "log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ relu_ round_ "
+    "rsqrt_ selu_ celu_ sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ tan_ tanh_ threshold_ trunc_ "
+    "xlogy_ zero_".split()
+)
+
+
+def inplace_functions(tensor_class):
+    """Export as `sourcegrad.<name>_` the in-place methods torch has as functions too (those
+    of the surface, and those the Tensor class defines itself: detach_)."""
+    for name in sorted(TORCH_INPLACE_FUNCTIONS):
+        method = METHODS.get(name, tensor_class.__dict__.get(name))
+        if method is not None:
+            _add(FUNCTIONS, name, method, "function")
+
+
 def check():
     """Every registry entry with torch names has its eager op (raises TypeError naming the
     ones without: their eager op is to be written by hand and marked `@implements`)."""

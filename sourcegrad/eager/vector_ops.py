@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import rules_nn
 from . import operands
+from .arithmetic import broadcast_error
 from .spec import OpSpec, record
 from .surface import export
 from .tensor import Tensor
@@ -58,10 +59,7 @@ def linalg_cross(input, other, *, dim=-1):
     try:
         np.broadcast_shapes(xd.shape, yd.shape)
     except ValueError:
-        raise RuntimeError(
-            f"The size of tensor a ({xd.shape}) must match the size of tensor b "
-            f"({yd.shape}) at a non-singleton dimension"
-        ) from None
+        raise broadcast_error(xd.shape, yd.shape) from None
     axis = dim % nd
     out_data = _wrap(operands.result(rules_nn.linalg_cross(xd, yd, axis), rd))
     if operands.needs_grad(rx, ry):

@@ -28,7 +28,7 @@ from .spec import OpSpec, record
 from .tensor import DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Size, Tensor
 from .tensor import stale_view_requires_grad
 
-from .operands import wrap_array
+from .operands import wrap_array, wrap_dim
 from .surface import export, implements, numpy_form
 
 _wrap = Tensor._make
@@ -207,7 +207,9 @@ def flatten(input, start_dim=0, end_dim=-1):
     if not shape:
         return reshape(input, (1,))
     n = len(shape)
-    start, end = start_dim % n, end_dim % n
+    start, end = wrap_dim(start_dim, n), wrap_dim(end_dim, n)
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if start == end:
         return input
     size = 1
@@ -236,16 +238,22 @@ def unflatten(input, dim, sizes):
 def squeeze(input, dim=None, **kwargs):
     if dim is None and "axis" in kwargs:
         dim = kwargs.pop("axis")
+    return squeezed(input, dim, (SQUEEZE_ALL, SQUEEZE_DIM, SQUEEZE_DIMS))
+
+
+def squeezed(input, dim, specs):
+    """squeeze's view, its node one of `specs` (all dims, one dim, a tuple of dims): the
+    out-of-place op's or the in-place one's (inplace.squeeze_)."""
     shape = input._data.shape
     if dim is None:
         new = tuple(s for s in shape if s != 1)
-        spec = SQUEEZE_ALL
+        spec = specs[0]
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         n = len(shape)
-        dims = {d % n for d in dims} if n else set()
+        dims = {wrap_dim(d, n) for d in dims}
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-        spec = SQUEEZE_DIMS if isinstance(dim, (tuple, list)) else SQUEEZE_DIM
+        spec = specs[2] if isinstance(dim, (tuple, list)) else specs[1]
     return record_view(input, input._data.reshape(new), ("reshape", new), spec, None)
 
 
@@ -258,6 +266,11 @@ def squeeze4(input, dim):
 
 @implements("expand_dims")
 def unsqueeze(input, dim):
+    return unsqueezed(input, dim, UNSQUEEZE)
+
+
+def unsqueezed(input, dim, spec):
+    """unsqueeze's view, with `spec`'s node (UnsqueezeBackward0, or 1 for unsqueeze_)."""
     n = input._data.ndim + 1
     if not -n <= dim < n:
         raise IndexError(
@@ -265,22 +278,28 @@ def unsqueeze(input, dim):
         )
     dim %= n
     data = np.expand_dims(input._data, dim)
-    return record_view(input, data, ("reshape", data.shape), UNSQUEEZE, {"axis": dim})
+    return record_view(input, data, ("reshape", data.shape), spec, {"axis": dim})
 
 
 @implements("swapaxes")
 def transpose(input, dim0, dim1):
+    return transposed(input, dim0, dim1, TRANSPOSE)
+
+
+def transposed(input, dim0, dim1, spec):
+    """transpose's view, with `spec`'s node (TransposeBackward0, or 1 for transpose_)."""
     n = input._data.ndim
     if n == 0:
+        wrap_dim(dim0, 0), wrap_dim(dim1, 0)
         return alias(input)
-    d0, d1 = dim0 % n, dim1 % n
+    d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
     axes = list(range(n))
     axes[d0], axes[d1] = axes[d1], axes[d0]
     return record_view(
         input,
         input._data.transpose(axes),
         ("permute", tuple(axes)),
-        TRANSPOSE,
+        spec,
         {"axis1": d0, "axis2": d1},
     )
 
@@ -290,17 +309,31 @@ swapaxes = swapdims = transpose
 
 @export("t")
 def t(input):
+    return t_view(input, T_OP)
+
+
+def t_view(input, spec):
+    """t's view, with `spec`'s node (TBackward0, or 1 for t_)."""
     n = input._data.ndim
     if n > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
     axes = tuple(range(n))[::-1]
-    return record_view(input, input._data.T, ("permute", axes), T_OP, None)
+    return record_view(input, input._data.T, ("permute", axes), spec, None)
 
 
 @implements("transpose")
 def permute(input, *dims):
     n = input._data.ndim
-    axes = tuple(int(d) % n for d in shape_arg(dims)) if n else ()
+    given = shape_arg(dims)
+    if len(given) != n:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does "
+            "not match the length of the desired ordering of dimensions i.e. "
+            f"input.dim() = {n} is not equal to len(dims) = {len(given)}"
+        )
+    axes = tuple(wrap_dim(int(d), n) for d in given) if n else ()
+    if len(set(axes)) != len(axes):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
     if sorted(axes) != list(range(n)):
         raise RuntimeError(
             "permute(sparse_coo): number of dimensions in the tensor input does "
@@ -336,9 +369,10 @@ def mT(input):
 @implements("moveaxis")
 def movedim(input, source, destination):
     n = input._data.ndim
-    src = [s % n for s in (source if isinstance(source, (tuple, list)) else (source,))]
+    src = [wrap_dim(s, n) for s in (source if isinstance(source, (tuple, list)) else (source,))]
     dst = [
-        d % n for d in (destination if isinstance(destination, (tuple, list)) else (destination,))
+        wrap_dim(d, n)
+        for d in (destination if isinstance(destination, (tuple, list)) else (destination,))
     ]
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
@@ -361,14 +395,26 @@ def expand(input, *sizes):
             f"({len(sizes)}) must be greater or equal to the number of dimensions "
             f"in the tensor ({len(shape)})"
         )
+    for i, s in enumerate(sizes[:lead]):
+        if s == -1:
+            raise RuntimeError(
+                f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+                f"dimension {i}"
+            )
     target = tuple(shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
     try:
         data = np.broadcast_to(input._data, target)
     except ValueError:
+        # the last dimension that does not match (torch checks from the last one)
+        i = next(
+            i
+            for i in range(len(target) - 1, lead - 1, -1)
+            if shape[i - lead] != 1 and shape[i - lead] != target[i]
+        )
         raise RuntimeError(
-            f"The expanded size of the tensor ({target[-1]}) must match the "
-            f"existing size ({shape[-1]}) at non-singleton dimension "
-            f"{len(target) - 1}.  Target sizes: {list(sizes)}.  Tensor sizes: "
+            f"The expanded size of the tensor ({target[i]}) must match the "
+            f"existing size ({shape[i - lead]}) at non-singleton dimension "
+            f"{i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
             f"{list(shape)}"
         ) from None
     if type(data) is np.ndarray and input._data.flags.writeable:
@@ -401,7 +447,7 @@ def select(input, dim, index):
     n = len(shape)
     if n == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    dim %= n
+    dim = wrap_dim(dim, n)
     size = shape[dim]
     if not -size <= index < size:
         raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")

@@ -15,5 +15,16 @@ from .parameter import Buffer, Parameter
 from . import modules, utils
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
+from . import parallel
+from .parallel import DataParallel
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "modules", "utils"] + list(_modules_all)
+__all__ = [
+    "Parameter",
+    "Buffer",
+    "functional",
+    "init",
+    "modules",
+    "utils",
+    "parallel",
+    "DataParallel",
+] + list(_modules_all)

@@ -16,6 +16,7 @@ weight.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -25,6 +26,8 @@ from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F40
 from ..eager import inplace as _inplace_ops
 from ..eager.tensor import Tensor
 from .functional_attention import (
+    canonical_mask as _canonical_mask,
+    none_or_dtype as _none_or_dtype,
     multi_head_attention_forward,  # noqa: F401
     scaled_dot_product_attention,
 )
@@ -117,8 +120,22 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias (AddmmBackward0 for a matrix input with a bias, as torch)."""
+    """input @ weight.T + bias (AddmmBackward0 for a matrix input with a bias, as torch).
+    With a bias, torch runs addmm on the input's rows (folded): its errors are addmm's
+    ("mat1 and mat2 shapes cannot be multiplied (2x5 and 3x4)"); without, matmul's."""
     wt = shape_ops.t(weight)
+    if bias is not None:
+        shape, w = input._data.shape, weight._data
+        if (
+            shape
+            and w.ndim == 2
+            and (
+                shape[-1] != w.shape[1]
+                or input._data.dtype != w.dtype
+                or bias._data.dtype != w.dtype
+            )
+        ):
+            ops.check_addmm(bias, (math.prod(shape[:-1]), shape[-1]), input.dtype, wt)
     if input._data.ndim == 2:
         return ops.addmm(bias, input, wt) if bias is not None else ops.mm(input, wt)
     out = ops.matmul(input, wt)
@@ -421,6 +438,8 @@ def embedding(
             if padding_idx < -n:
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = n + padding_idx
+    if input._data.size and not (0 <= input._data.min() and input._data.max() < n):
+        raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     out = weight[input]

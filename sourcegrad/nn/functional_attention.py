@@ -26,6 +26,7 @@ import math
 import warnings
 
 from ..eager import dtypes, factories, ops, shape_ops
+from ..eager.tensor import Tensor
 from ..errors import SourcegradError
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -112,6 +113,15 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return ops.matmul(weights, value)
+
+
+def none_or_dtype(input):
+    """The dtype of a mask, or None (torch's F._none_or_dtype)."""
+    if input is None:
+        return None
+    if isinstance(input, Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
 
 
 def canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 
 from .. import rules_nn
 from .. import rules_torch as rt
@@ -110,7 +112,11 @@ def _pointwise(spec, fn, input, target, reduction, **static):
     """A loss with one node over both inputs (mse, smooth_l1, huber)."""
     xd, yd, rd, rx, ry = operands.promote(input, target)
     operands.same_device(input, target)
-    out = _wrap(operands.result(fn(xd, yd, reduction, *static.values()), rd))
+    try:
+        losses = fn(xd, yd, reduction, *static.values())
+    except ValueError as e:
+        raise ops.broadcast_error(np.shape(xd), np.shape(yd)) or e
+    out = _wrap(operands.result(losses, rd))
     if operands.needs_grad(rx, ry):
         record(spec, out, (rx, ry), {"reduction": reduction, **static})
     return out
@@ -178,8 +184,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 def _check_targets(input, target, weight, ignore_index):
     """torch's checks of class-index targets: dtype, sizes, weight size, bounds."""
     t = target._data
-    if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype._scalar_name}")
+    if t.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(
+            f"expected target dtype to be Long or Byte, but got {target.dtype._scalar_name}"
+        )
     x = input._data
     if x.ndim <= 2 and t.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")

@@ -103,8 +103,16 @@ _UNARY = {
         lambda g, ans, x: g / (1.0 + x),
         torch("Log1PBackward0", "log1p", inplace=("log1p_",), special=("log1p",)),
     ),
-    "log2": (np.log2, lambda g, ans, x: g / (x * np.log(2.0)), torch("Log2Backward0", "log2")),
-    "log10": (np.log10, lambda g, ans, x: g / (x * np.log(10.0)), torch("Log10Backward0", "log10")),
+    "log2": (
+        np.log2,
+        lambda g, ans, x: g / (x * np.log(2.0)),
+        torch("Log2Backward0", "log2", inplace=("log2_",)),
+    ),
+    "log10": (
+        np.log10,
+        lambda g, ans, x: g / (x * np.log(10.0)),
+        torch("Log10Backward0", "log10", inplace=("log10_",)),
+    ),
     "sqrt": (
         np.sqrt,
         lambda g, ans, x: g / (2.0 * ans),
@@ -127,24 +135,36 @@ _UNARY = {
         lambda g, ans, x: -g * np.sin(x),
         torch("CosBackward0", "cos", inplace=("cos_",)),
     ),
-    "tan": (np.tan, lambda g, ans, x: g * (1.0 + ans * ans), torch("TanBackward0", "tan")),
+    "tan": (
+        np.tan,
+        lambda g, ans, x: g * (1.0 + ans * ans),
+        torch("TanBackward0", "tan", inplace=("tan_",)),
+    ),
     "arcsin": (
         np.arcsin,
         lambda g, ans, x: g / np.sqrt(1.0 - x * x),
-        torch("AsinBackward0", "asin", "arcsin"),
+        torch("AsinBackward0", "asin", "arcsin", inplace=("asin_", "arcsin_")),
     ),
     "arccos": (
         np.arccos,
         lambda g, ans, x: -g / np.sqrt(1.0 - x * x),
-        torch("AcosBackward0", "acos", "arccos"),
+        torch("AcosBackward0", "acos", "arccos", inplace=("acos_", "arccos_")),
     ),
     "arctan": (
         np.arctan,
         lambda g, ans, x: g / (1.0 + x * x),
-        torch("AtanBackward0", "atan", "arctan"),
+        torch("AtanBackward0", "atan", "arctan", inplace=("atan_", "arctan_")),
     ),
-    "sinh": (np.sinh, lambda g, ans, x: g * np.cosh(x), torch("SinhBackward0", "sinh")),
-    "cosh": (np.cosh, lambda g, ans, x: g * np.sinh(x), torch("CoshBackward0", "cosh")),
+    "sinh": (
+        np.sinh,
+        lambda g, ans, x: g * np.cosh(x),
+        torch("SinhBackward0", "sinh", inplace=("sinh_",)),
+    ),
+    "cosh": (
+        np.cosh,
+        lambda g, ans, x: g * np.sinh(x),
+        torch("CoshBackward0", "cosh", inplace=("cosh_",)),
+    ),
     "tanh": (
         np.tanh,
         lambda g, ans, x: g * (1.0 - ans * ans),
@@ -153,17 +173,17 @@ _UNARY = {
     "arcsinh": (
         np.arcsinh,
         lambda g, ans, x: g / np.sqrt(x * x + 1.0),
-        torch("AsinhBackward0", "asinh", "arcsinh"),
+        torch("AsinhBackward0", "asinh", "arcsinh", inplace=("asinh_", "arcsinh_")),
     ),
     "arccosh": (
         np.arccosh,
         lambda g, ans, x: g / np.sqrt(x * x - 1.0),
-        torch("AcoshBackward0", "acosh", "arccosh"),
+        torch("AcoshBackward0", "acosh", "arccosh", inplace=("acosh_", "arccosh_")),
     ),
     "arctanh": (
         np.arctanh,
         lambda g, ans, x: g / (1.0 - x * x),
-        torch("AtanhBackward0", "atanh", "arctanh"),
+        torch("AtanhBackward0", "atanh", "arctanh", inplace=("atanh_", "arctanh_")),
     ),
     # (of a complex x: |x|' is conj(x) / |x| in the complex rules' convention, ops/complex_values;
     # not conj(np.sign(x)): sign is differentiable there, and 0 at 0 as torch's)

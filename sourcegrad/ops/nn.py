@@ -431,7 +431,7 @@ _ROUNDING = {
     "sign": torch("SignBackward0", "sign", inplace=("sign_",), keep_int=True),
     "floor": torch("FloorBackward0", "floor", inplace=("floor_",), keep_int=True),
     "ceil": torch("CeilBackward0", "ceil", inplace=("ceil_",), keep_int=True),
-    "trunc": torch("TruncBackward0", "trunc", "fix", inplace=("trunc_",), keep_int=True),
+    "trunc": torch("TruncBackward0", "trunc", "fix", inplace=("trunc_", "fix_"), keep_int=True),
     "round": None,  # eager round takes `decimals` (sourcegrad.eager.ops.round)
 }
 for _name, _torch in _ROUNDING.items():

@@ -249,3 +249,58 @@ def test_subset_concat_and_tensor_dataset_errors():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(list(DataLoader(ds, batch_size=4, num_workers=2))) == 3
+
+
+def _torch_drawn(monkeypatch, seed):
+    """Make sourcegrad's samplers draw their numbers from torch's generator (seeded), so that
+    the indices they yield are torch's exactly when they ask for the same draws."""
+    from sourcegrad.utils.data import sampler as sampler_module
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def randint(low, high, size, generator=None):
+        return sg.tensor(torch.randint(low, high, size, generator=gen).numpy())
+
+    def randperm(n, generator=None):
+        return sg.tensor(torch.randperm(n, generator=gen).numpy())
+
+    monkeypatch.setattr(sampler_module, "randint", randint)
+    monkeypatch.setattr(sampler_module, "randperm", randperm)
+
+
+@pytest.mark.parametrize("replacement", [True, False])
+@pytest.mark.parametrize("num_samples", [None, 5, 31, 32, 100])
+def test_random_sampler_draws_as_torch_does(monkeypatch, replacement, num_samples):
+    """The same draws in the same blocks (32 indices at a time with replacement): with torch's
+    random numbers, sourcegrad's sampler yields torch's indices."""
+    data = list(range(7))
+    theirs = torch.utils.data.RandomSampler(
+        data, replacement, num_samples, generator=torch.Generator().manual_seed(3)
+    )
+    _torch_drawn(monkeypatch, 3)
+    ours = RandomSampler(data, replacement, num_samples, generator=sg.Generator())
+    assert list(ours) == list(theirs)
+    assert len(ours) == len(theirs)
+
+
+def test_infinite_random_sampler_is_lazy():
+    """num_samples=int(1e10) with replacement (an "infinite" training loader): drawn 32 at a
+    time, so the first batches come at once and nothing of size num_samples is allocated."""
+    import itertools
+    import tracemalloc
+
+    data = TensorDataset(sg.arange(50.0).reshape(25, 2), sg.arange(25))
+    sampler = RandomSampler(data, replacement=True, num_samples=int(1e10))
+    assert len(sampler) == int(1e10)
+    loader = DataLoader(data, batch_size=4, sampler=sampler)
+    assert len(loader) == int(1e10) // 4
+    tracemalloc.start()
+    try:
+        batches = list(itertools.islice(iter(loader), 100))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10_000_000
+    assert all(x.shape == (4, 2) and set(y.tolist()) <= set(range(25)) for x, y in batches)
+    theirs = torch.utils.data.RandomSampler(range(25), replacement=True, num_samples=int(1e10))
+    assert len(theirs) == len(sampler)

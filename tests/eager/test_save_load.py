@@ -255,9 +255,10 @@ def test_tampered_checkpoints_are_refused_and_run_nothing(tmp_path):
     buf = io.BytesIO()
     sg.save({"w": sg.ones(2)}, buf)
     manifest, members = _members(buf)
-    # 1. a pickle member slipped into a safe checkpoint
+    # 1. a pickle member slipped into a safe checkpoint: unpickled with the weights-only
+    # allow-list, which refuses the name its payload calls
     evil = dict(manifest, pickled="data.pkl")
-    with pytest.raises(pickle.UnpicklingError, match="pickled object"):
+    with pytest.raises(pickle.UnpicklingError, match="Unsupported global: GLOBAL pathlib"):
         sg.load(_rezip(evil, dict(members, **{"data.pkl": pickle.dumps(_Evil(str(marker)))})))
     # 2. an array member replaced by an object array (np.load would need pickle)
     obj_array = io.BytesIO()
@@ -381,3 +382,78 @@ def test_a_tampered_pytorch_checkpoint_runs_nothing(tmp_path):
         with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
             sg.load(out, weights_only=weights_only)
     assert not marker.exists()
+
+
+# --- whole models under weights_only (torch's safe globals) ------------------------------------
+
+
+def _whole_model_loads(lib):
+    """Save a whole model; load it with weights_only=True allowing nothing, its class, then
+    its class and nn.Linear: what each load gives (the error text with the library's module
+    path spelled torch's)."""
+
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(3, 2)
+            self.register_buffer("steps", lib.zeros(1))
+
+        def forward(self, x):
+            return self.fc(x)
+
+    Net.__qualname__ = "Net"  # importable from the test module, as a user's class would be
+    globals()["Net"] = Net
+    lib.manual_seed(0)
+    model = Net()
+    buf = io.BytesIO()
+    lib.save(model, buf)
+    seen = []
+    for allowed in ([], [Net], [Net, lib.nn.Linear]):
+        buf.seek(0)
+        try:
+            with lib.serialization.safe_globals(allowed):
+                loaded = lib.load(buf, weights_only=True)
+            x = lib.ones(1, 3)
+            same_out = bool((loaded(x) == model(x)).all())
+            seen.append(("loaded", type(loaded).__name__, sorted(loaded.state_dict()), same_out))
+        except pickle.UnpicklingError as e:
+            seen.append(("refused", str(e).replace(lib.__name__ + ".", "torch.")))
+    lib.serialization.add_safe_globals([Net, lib.nn.Linear])
+    try:
+        buf.seek(0)
+        seen.append(type(lib.load(buf)).__name__)  # weights_only's default: True
+        seen.append(len(lib.serialization.get_safe_globals()) >= 2)
+    finally:
+        lib.serialization.clear_safe_globals()
+    buf.seek(0)
+    seen.append(type(lib.load(buf, weights_only=False)).__name__)
+    return seen
+
+
+def test_whole_model_weights_only_load_as_torch():
+    """torch.load(weights_only=True) of a whole model refuses its classes, naming each with
+    torch's message, until safe_globals / add_safe_globals allow them."""
+    ours, theirs = _whole_model_loads(sg), _whole_model_loads(torch)
+    assert ours == theirs
+    assert ours[0][0] == ours[1][0] == "refused" and ours[2][0] == "loaded"
+    assert "GLOBAL torch.nn.modules.linear.Linear" in ours[1][1]
+
+
+class _Holder:
+    def __init__(self, payload):
+        self.payload = payload
+
+
+def test_an_allowed_class_does_not_let_its_contents_run(tmp_path):
+    """Allowing a class allows making it, not what its state refers to: a payload inside an
+    allowed object is refused by name, and nothing of it runs."""
+    marker = tmp_path / "pwned"
+    path = tmp_path / "holder.pt"
+    sg.save(_Holder(_Evil(str(marker))), path)
+    with sg.serialization.safe_globals([_Holder]):
+        with pytest.raises(
+            pickle.UnpicklingError, match="Unsupported global: GLOBAL (pathlib|builtins.getattr)"
+        ):
+            sg.load(path)
+    assert not marker.exists()
+    assert sg.serialization.get_safe_globals() == []

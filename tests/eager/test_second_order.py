@@ -299,6 +299,8 @@ CASES = [
     ("unflatten", lambda T, F, a: T.unflatten(a, 1, (2, 2)) ** 2, [arr(2, 4)]),
     ("squeeze", lambda T, F, a: T.squeeze(a) ** 2 + T.squeeze(a, 1) ** 2, [arr(3, 1)]),
     ("unsqueeze", lambda T, F, a: T.unsqueeze(a, 1) * a, [arr(3)]),
+    # torch.svd's singular values (their vectors' signs are LAPACK's choice)
+    ("svd", lambda T, F, a: T.svd(a).S ** 2, [arr(3, 2)]),
     ("transpose", lambda T, F, a: T.transpose(a, 0, 1) ** 2, [arr(2, 3)]),
     ("swapaxes", lambda T, F, a: T.swapaxes(a, 0, 1) ** 2, [arr(2, 3)]),
     ("swapdims", lambda T, F, a: T.swapdims(a, 0, 1) ** 2, [arr(2, 3)]),
@@ -421,6 +423,13 @@ CASES = [
     ("Tensor.log1p_", _ip("log1p_"), [pos(3)]),
     ("Tensor.square_", lambda T, F, a: (a * 1).square_() * a, [arr(3)]),
     ("Tensor.clamp_", lambda T, F, a: (a * 1).clamp_(-0.5, 0.5) * a, [away(5) * 0.9]),
+    # in-place view ops: the tensor takes the view's shape (UnsqueezeBackward1, ...)
+    ("Tensor.unsqueeze_", lambda T, F, a: (a * 1).unsqueeze_(1) * a, [arr(3)]),
+    ("Tensor.squeeze_", lambda T, F, a: (a * 1).squeeze_(1) ** 2, [arr(3, 1)]),
+    ("Tensor.transpose_", lambda T, F, a: (a * 1).transpose_(0, 1) @ a, [arr(2, 3)]),
+    ("Tensor.swapdims_", lambda T, F, a: (a * 1).swapdims_(0, 1) ** 2, [arr(2, 3)]),
+    ("Tensor.swapaxes_", lambda T, F, a: (a * 1).swapaxes_(0, 1) ** 2, [arr(2, 3)]),
+    ("Tensor.t_", lambda T, F, a: (a * 1).t_() @ a, [arr(2, 3)]),
     ("Tensor.clip_", lambda T, F, a: (a * 1).clip_(max=0.5) * a, [away(5) * 0.9]),
     ("Tensor.clamp_min_", lambda T, F, a: (a * 1).clamp_min_(0.1) * a, [away(5)]),
     ("Tensor.clamp_max_", lambda T, F, a: (a * 1).clamp_max_(0.1) * a, [away(5)]),
@@ -722,6 +731,7 @@ NOT_DIFFERENTIABLE = {
         "Tensor.byte",
         "Tensor.bool",
     ],
+    "detaches from the graph (torch.detach_)": ["detach_"],
     "torch records them with a NotImplemented node (see test_not_implemented_like_torch)": [
         "floor_divide",
         "__rmod__",

@@ -15,6 +15,13 @@ from .sparse import Embedding
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .distance import CosineSimilarity, PairwiseDistance
 from .attention import MultiheadAttention
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .loss import (
     BCELoss,
@@ -98,6 +105,11 @@ __all__ = [
     "SoftMarginLoss",
     "TripletMarginLoss",
     "MultiheadAttention",
+    "Transformer",
+    "TransformerEncoder",
+    "TransformerDecoder",
+    "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
     "RNNBase",
     "RNN",
     "LSTM",

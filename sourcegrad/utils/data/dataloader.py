@@ -6,13 +6,16 @@ with `default_collate`; `batch_size=None` yields single samples through
 `default_convert`. Iterable datasets are batched in their own order. Loading always
 happens in the main process: `num_workers > 0` is accepted and gives the same batches
 (as torch's does for a map-style dataset), without parallelism; `get_worker_info()` is
-therefore None. `pin_memory` is accepted and has no effect (there is no pinned memory).
+therefore None. `pin_memory` is accepted and has no effect (there is no pinned memory):
+without a GPU, each pass warns as torch's does.
 """
 
 from __future__ import annotations
 
 import itertools
+import warnings
 
+from ...eager import devices
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -161,6 +164,18 @@ class _LoaderIter:
 
     def __init__(self, loader):
         self._loader = loader
+        if loader.pin_memory and loader.pin_memory_device:
+            warnings.warn(
+                "pin_memory_device is deprecated, the current accelerator will be used as the "
+                f"device,ignore pin_memory_device='{loader.pin_memory_device}'.",
+                stacklevel=3,
+            )
+        if loader.pin_memory and not devices.is_available():
+            warnings.warn(
+                "'pin_memory' argument is set as true but no accelerator is found, "
+                "then device pinned memory won't be used.",
+                stacklevel=3,
+            )
         self._batches = self._iterable_batches() if loader._iterable else self._map_batches()
 
     def _map_batches(self):

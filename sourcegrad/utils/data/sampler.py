@@ -49,7 +49,8 @@ def _fresh_generator():
 
 
 class RandomSampler(Sampler):
-    """A random permutation of the indices per pass (or num_samples draws with replacement)."""
+    """A random permutation of the indices per pass (or num_samples draws with replacement,
+    drawn lazily in blocks of 32 as torch does, so num_samples may be huge)."""
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source = data_source
@@ -74,7 +75,11 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         generator = self.generator if self.generator is not None else _fresh_generator()
         if self.replacement:
-            yield from randint(0, n, (self.num_samples,), generator=generator).tolist()
+            # 32 at a time, as torch draws them: an "infinite" sampler (num_samples=int(1e10))
+            # never holds more than one small block of indices
+            for _ in range(self.num_samples // 32):
+                yield from randint(0, n, (32,), generator=generator).tolist()
+            yield from randint(0, n, (self.num_samples % 32,), generator=generator).tolist()
         else:
             for _ in range(self.num_samples // n):
                 yield from randperm(n, generator=generator).tolist()
