@@ -284,7 +284,6 @@ EAGER = _eager_entries()
 EAGER_GAPS = {
     ("dot", 6): "np.dot of N-d Tensors is refused (NotImplementedError) in eager mode",
     ("concatenate", 2): "np.concatenate(axis=None) of Tensors crashes (TypeError) in eager mode",
-    ("linalg_norm", 4): "np.linalg.norm(ord='nuc') of a Tensor is refused in eager mode",
     ("fft_fftshift", 1): "np.fft.fftshift(tensor, axes=...) crashes (TypeError) in eager mode",
     ("fft_ifftshift", 1): "np.fft.ifftshift(tensor, axes=...) crashes (TypeError) in eager mode",
     ("imag_attr", 0): "Tensor.imag of a real Tensor raises RuntimeError, as torch's does",

@@ -1,0 +1,123 @@
+"""Forms that numerical code written for HIPS autograd uses (issue 40), in the compiler: each
+against central finite differences (gradient, JVP, Hessian-vector product: `check_all`), and
+where torch has the operation, its gradient against torch's.
+
+Complex values follow torch's convention (ops/complex_values.py): the gradient of a real loss
+L of a complex z is dL/dRe(z) + 1j dL/dIm(z); the functions below reach complex values from
+real inputs, so finite differences check them.
+"""
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad import errors
+from tests.compiler.fd_check import check_all
+
+R = np.random.default_rng(40)
+M34 = R.normal(size=(3, 4))
+M43 = R.normal(size=(4, 3))
+T234 = R.normal(size=(2, 3, 4))
+V5 = R.normal(size=5)
+W43 = R.normal(size=(4, 3))
+
+
+def _complex(a):
+    return a + 1j * np.cos(a)
+
+
+# --- matrix norms (every ord numpy has), and complex norms ----------------------------------------
+
+MATRIX_ORDS = ["nuc", 2, -2, 1, -1, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("ord", MATRIX_ORDS, ids=str)
+def test_matrix_norms(ord):
+    def norm(a):
+        return np.linalg.norm(a, ord)
+
+    def over_axes(a):  # the matrices along axes (2, 0), kept dimensions
+        return np.sum(
+            np.linalg.norm(a, ord, axis=(2, 0), keepdims=True) * np.arange(1.0, 4.0)[:, None]
+        )
+
+    check_all(norm, M34)
+    check_all(over_axes, T234)
+
+
+@pytest.mark.parametrize("ord", [None, "fro", *MATRIX_ORDS], ids=str)
+def test_norms_of_complex_matrices(ord):
+    def norm(a):
+        return np.linalg.norm(_complex(a), ord) ** 2
+
+    check_all(norm, M34)
+
+
+@pytest.mark.parametrize("ord", [None, 1, np.inf, 3, 0.5], ids=str)
+def test_norms_of_complex_vectors(ord):
+    def norm(a):
+        return np.sum(np.linalg.norm(_complex(a), ord, axis=-1) * np.arange(1.0, 4.0))
+
+    check_all(norm, M34)
+
+
+@pytest.mark.parametrize("ord", [None, "nuc", 2, 1, np.inf], ids=str)
+def test_complex_norms_have_torchs_gradient(ord):
+    torch = pytest.importorskip("torch")
+    z = M34 + 1j * R.normal(size=(3, 4))
+
+    def norm(re, im):
+        return np.linalg.norm(re + 1j * im, ord)
+
+    d_re, d_im = sourcegrad.grad(norm, wrt=(0, 1))(z.real.copy(), z.imag.copy())
+    expected = torch.tensor(z, requires_grad=True)
+    torch.linalg.norm(expected, ord).backward()
+    np.testing.assert_allclose(d_re + 1j * d_im, expected.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# --- np.linalg.svd of complex matrices -----------------------------------------------------------
+
+
+def svd_values(a):
+    return np.sum(np.linalg.svd(_complex(a), compute_uv=False) ** 3)
+
+
+def svd_phase_invariant(a):
+    u, s, vh = np.linalg.svd(_complex(a), full_matrices=False)
+    return np.sum(np.abs(u) ** 2 * W43) + np.sum(np.abs(vh) ** 2) * 0.5 + np.sum(s**2)
+
+
+def svd_reconstruction(a):
+    u, s, vh = np.linalg.svd(_complex(a), full_matrices=False)
+    return np.sum(np.real((u * s) @ vh) * W43)
+
+
+@pytest.mark.parametrize("f", [svd_values, svd_phase_invariant, svd_reconstruction])
+def test_svd_of_complex_matrices(f):
+    check_all(f, M43)
+
+
+def test_complex_svd_has_torchs_gradient():
+    torch = pytest.importorskip("torch")
+    z = M43 + 1j * R.normal(size=(4, 3))
+
+    def loss(re, im):
+        u, s, vh = np.linalg.svd(re + 1j * im, full_matrices=False)
+        return np.sum(np.abs(u) ** 2 * W43) + np.sum(np.abs(vh) ** 2) + np.sum(s**3)
+
+    d_re, d_im = sourcegrad.grad(loss, wrt=(0, 1))(z.real.copy(), z.imag.copy())
+    expected = torch.tensor(z, requires_grad=True)
+    u, s, vh = torch.linalg.svd(expected, full_matrices=False)
+    w = torch.tensor(W43)
+    ((u.abs() ** 2 * w).sum() + (vh.abs() ** 2).sum() + (s**3).sum()).backward()
+    np.testing.assert_allclose(d_re + 1j * d_im, expected.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def svd_phase_dependent(a):
+    u, s, vh = np.linalg.svd(_complex(a), full_matrices=False)
+    return np.sum(np.real(u) * W43)
+
+
+def test_a_loss_depending_on_singular_vector_phases_is_refused():
+    with pytest.raises(errors.NoRuleError, match="e\\^\\{i phi\\}"):
+        sourcegrad.grad(svd_phase_dependent)(M43)
