@@ -18,7 +18,7 @@ import scipy.special as special
 from .. import errors
 from ..runtime import unbroadcast
 from .examples import arg, ex
-from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp, torch
+from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp, mark, torch
 
 TEMPLATE_NAMESPACE.update(special=special)
 
@@ -229,6 +229,9 @@ for _name, _rule in _UNARY.items():
         kind="elementwise",
         torch=_torch,
     )
+# erf and erfc are holomorphic (scipy computes them of complex values): their rules hold for
+# complex z as they are (ops/complex_values.py; torch has no erf of complex values)
+mark("complex", "scipy_erf", "scipy_erfc")
 # polygamma(n, x): the next polygamma in x; n is an integer order
 defvjp(
     "scipy_polygamma",

@@ -14,6 +14,11 @@ import sourcegrad
 from sourcegrad import errors
 from tests.compiler.fd_check import check_all
 
+try:
+    import scipy.special as special
+except ImportError:  # (scipy is optional: its cases skip)
+    special = None
+
 R = np.random.default_rng(40)
 M34 = R.normal(size=(3, 4))
 M43 = R.normal(size=(4, 3))
@@ -121,3 +126,52 @@ def svd_phase_dependent(a):
 def test_a_loss_depending_on_singular_vector_phases_is_refused():
     with pytest.raises(errors.NoRuleError, match="e\\^\\{i phi\\}"):
         sourcegrad.grad(svd_phase_dependent)(M43)
+
+
+# --- var, std, min, max and scipy.special.erf / erfc of complex values ------------------------
+
+
+def var_of_complex(a):
+    return np.var(_complex(a)) + np.sum(np.var(_complex(a) * 1j, axis=0, ddof=1))
+
+
+def std_of_complex(a):
+    return np.sum(np.std(_complex(a), axis=1, keepdims=True) * np.arange(1.0, 4.0)[:, None])
+
+
+def min_max_of_complex(a):  # numpy orders complex numbers by real, then imaginary part
+    z = _complex(a)
+    return np.abs(np.min(z)) + np.sum(np.abs(np.max(z, axis=0)) ** 2)
+
+
+def erf_of_complex(a):
+    return np.sum(np.abs(special.erf(0.5 * _complex(a))) ** 2)
+
+
+def erfc_of_complex(a):
+    return np.sum(np.real(special.erfc(0.5 * _complex(a)) * (1 + 2j)))
+
+
+@pytest.mark.parametrize(
+    "f", [var_of_complex, std_of_complex, min_max_of_complex, erf_of_complex, erfc_of_complex]
+)
+def test_reductions_and_special_functions_of_complex_values(f):
+    if special is None and "erf" in f.__name__:
+        pytest.skip("scipy is not installed")
+    check_all(f, M34)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_complex_var_and_std_have_torchs_gradient(name):
+    torch = pytest.importorskip("torch")
+    z = M34 + 1j * R.normal(size=(3, 4))
+    reduce = getattr(np, name)
+
+    def loss(re, im):
+        return np.sum(reduce(re + 1j * im, axis=1, ddof=1) * np.arange(1.0, 4.0))
+
+    d_re, d_im = sourcegrad.grad(loss, wrt=(0, 1))(z.real.copy(), z.imag.copy())
+    expected = torch.tensor(z, requires_grad=True)
+    weights = torch.arange(1.0, 4.0, dtype=torch.float64)
+    (getattr(torch, name)(expected, dim=1, correction=1) * weights).sum().backward()
+    np.testing.assert_allclose(d_re + 1j * d_im, expected.grad.numpy(), rtol=1e-10, atol=1e-12)
