@@ -1337,4 +1337,7 @@ EXAMPLES = {
     "linalg_vecdot": [ex(arg(3, 4), arg(3, 4)), ex(arg(3, 4), arg(4))],
     "linalg_outer": [ex(arg(3), arg(4))],
     "linalg_multi_dot": [ex([arg(3, 4), arg(4, 2), arg(2, 5)]), ex([arg(4), arg(4, 3), arg(3)])],
+    "norm_matrices": [ex(arg(2, 3, 4), (2, 0)), ex(arg(3, 4), None)],
+    "norm_unmatrices": [ex(arg(2, 4, 3), 3, (2, 0)), ex(arg(3, 4), 2, None)],
+    "svd_gauge_checked": [ex(arg(3, 3), arg(3, 3), arg(3, 3), arg(3, 3))],
 }

@@ -175,3 +175,106 @@ def test_complex_var_and_std_have_torchs_gradient(name):
     weights = torch.arange(1.0, 4.0, dtype=torch.float64)
     (getattr(torch, name)(expected, dim=1, correction=1) * weights).sum().backward()
     np.testing.assert_allclose(d_re + 1j * d_im, expected.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# --- np.kron of any rank, np.cross along any axes, np.append, stacking lists built at run time --
+
+KRON = R.normal(size=(2, 3, 2))
+B22 = R.normal(size=(2, 2))
+
+
+def kron_3d_2d(a):
+    return np.sum(np.kron(a, B22 * a[0, 0, 0]) ** 2)
+
+
+def kron_of_ranks_0_and_3(a):
+    return np.sum(np.kron(a[0, 0, 0], a) * np.arange(12.0).reshape(2, 3, 2))
+
+
+def cross_along_first_axes(c):
+    return np.sum(np.cross(c, c**2 + 1.0, axisa=0, axisb=0, axisc=0) ** 2)
+
+
+def cross_along_mixed_axes(c):
+    return np.sum(
+        np.cross(c.T, c**2 + 1.0, axisa=1, axisb=0, axisc=0) * np.arange(12.0).reshape(3, 4)
+    )
+
+
+def append_flattened(c):
+    return np.sum(np.append(c, c[0] * 2) ** 2 * np.arange(16.0))
+
+
+def append_along_an_axis(c):
+    return np.sum(np.append(c, c[:1] * 2, axis=0) ** 3)
+
+
+def vstack_of_appended_rows(c):
+    rows = []
+    for i in range(3):
+        rows.append(c[i] * (i + 1.0))
+    return np.sum(np.vstack(rows) ** 2 * np.arange(12.0).reshape(3, 4))
+
+
+def hstack_of_a_list(c):
+    parts = [c * 2.0]
+    parts.append(c**2)
+    return np.sum(np.hstack(parts) * np.arange(24.0).reshape(3, 8))
+
+
+def column_stack_of_a_list(c):
+    columns = [c[0] * 1.0, c[1] * c[2]]
+    return np.sum(np.column_stack(columns) ** 2 * np.arange(8.0).reshape(4, 2))
+
+
+def dstack_of_a_list(c):
+    layers = [c * 1.0, np.sin(c)]
+    return np.sum(np.dstack(layers) ** 2 * np.arange(24.0).reshape(3, 4, 2))
+
+
+def int64_casts(c):  # the casts carry no gradient (piecewise constant), as int(x) does
+    n = np.int64(c.shape[0])
+    k = np.int64(np.abs(c[0, 0]) * 0.0 + 1.0)
+    return np.sum(c) * n + np.sum(c[k])
+
+
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        (kron_3d_2d, KRON),
+        (kron_of_ranks_0_and_3, KRON),
+        (cross_along_first_axes, M34),
+        (cross_along_mixed_axes, M34),
+        (append_flattened, M34),
+        (append_along_an_axis, M34),
+        (vstack_of_appended_rows, M34),
+        (hstack_of_a_list, M34),
+        (column_stack_of_a_list, M34),
+        (dstack_of_a_list, M34),
+        (int64_casts, M34),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_numpy_functions(f, x):
+    check_all(f, x)
+
+
+@pytest.mark.filterwarnings("ignore:`row_stack` alias is deprecated")
+def test_row_stack_of_a_list():
+    def row_stack_of_a_list(c):
+        rows = [c[0] * 1.0, c[1] * c[2]]
+        return np.sum(np.row_stack(rows) ** 2 * np.arange(8.0).reshape(2, 4))
+
+    if not hasattr(np, "row_stack"):
+        pytest.skip("numpy has no row_stack")
+    check_all(row_stack_of_a_list, M34)
+
+
+def test_kron_matches_torch():
+    torch = pytest.importorskip("torch")
+    b = R.normal(size=(3, 1, 2))
+    d_a, d_b = sourcegrad.grad(lambda a, b: np.sum(np.kron(a, b) ** 2), wrt=(0, 1))(KRON, b)
+    ta, tb = torch.tensor(KRON, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (torch.kron(ta, tb) ** 2).sum().backward()
+    np.testing.assert_allclose(d_a, ta.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(d_b, tb.grad.numpy(), rtol=1e-12)
