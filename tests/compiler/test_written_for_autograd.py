@@ -15,6 +15,7 @@ from sourcegrad import errors
 from tests.compiler.fd_check import check_all
 
 try:
+    import scipy.linalg
     import scipy.special as special
 except ImportError:  # (scipy is optional: its cases skip)
     special = None
@@ -278,3 +279,69 @@ def test_kron_matches_torch():
     (torch.kron(ta, tb) ** 2).sum().backward()
     np.testing.assert_allclose(d_a, ta.grad.numpy(), rtol=1e-12)
     np.testing.assert_allclose(d_b, tb.grad.numpy(), rtol=1e-12)
+
+
+# --- the modified Bessel functions where they grow fast: relative error per element ----------
+
+BESSEL_X = np.array([1e-8, 0.2, 2.0, 20.0, 100.0, 300.0, 700.0, -3.0, -60.0, -650.0])
+
+
+def _bessel_derivatives():
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 40
+
+    def scaled(order):
+        return lambda x: mpmath.diff(lambda t: mpmath.besseli(order, t) * mpmath.exp(-abs(t)), x)
+
+    return {
+        "i0": lambda x: mpmath.besseli(1, x),
+        "i1": lambda x: mpmath.diff(lambda t: mpmath.besseli(1, t), x),
+        "i0e": scaled(0),
+        "i1e": scaled(1),
+    }, mpmath
+
+
+@pytest.mark.parametrize("name", ["i0", "i1", "i0e", "i1e"])
+def test_bessel_rules_are_accurate_element_by_element(name):
+    if special is None:
+        pytest.skip("scipy is not installed")
+    reference, mpmath = _bessel_derivatives()
+    fn = getattr(special, name)
+
+    def f(x):
+        return np.sum(fn(x))
+
+    ours = sourcegrad.grad(f)(BESSEL_X)
+    for x, value in zip(BESSEL_X, ours):
+        exact = reference[name](mpmath.mpf(float(x)))
+        assert abs(float((value - exact) / exact)) < 1e-13, (name, x, value, exact)
+
+
+def test_i1_gradient_is_inf_not_nan_where_i0_and_i1_overflow():
+    if special is None:
+        pytest.skip("scipy is not installed")
+
+    def f(x):
+        return np.sum(special.i1(x))
+
+    with np.errstate(over="ignore"):
+        g = sourcegrad.grad(f)(np.array([710.0, -712.0, 5.0]))
+    assert np.isposinf(g[:2]).all() and np.isfinite(g[2])
+
+
+# --- scipy.linalg.solve_banded ---------------------------------------------------------------
+
+AB = R.uniform(-0.5, 0.5, size=(4, 6))
+AB[1] += 3.0  # (l, u) = (2, 1): the diagonal is row u = 1
+
+
+def solve_banded_in_both(ab, b):
+    return np.sum(scipy.linalg.solve_banded((2, 1), ab, b) ** 2 * np.arange(1.0, 7.0)[:, None])
+
+
+def test_solve_banded():
+    if special is None:
+        pytest.skip("scipy is not installed")
+    b = R.normal(size=(6, 2))
+    check_all(solve_banded_in_both, AB, b)
+    check_all(lambda b, ab: solve_banded_in_both(ab, b), b, AB)
