@@ -230,6 +230,31 @@ def cross_axes(axisa, axisb, axisc, axis):
     return (axisa, axisb, axisc) if axis is None else (axis, axis, axis)
 
 
+def r_items(*items):
+    """np.r_[items] (generated code's spelling of it: a call)."""
+    return np.r_[items]
+
+
+def c_items(*items):
+    """np.c_[items] (generated code's spelling of it: a call)."""
+    return np.c_[items]
+
+
+def trick_index(items, argnum, kind):
+    """Where items[argnum] sits in np.r_[items] (kind "r": along axis 0, each item at least
+    1-d) or np.c_[items] ("c": along the last axis, each item at least 2-d, a vector as a
+    column)."""
+
+    def width(x):
+        if kind == "r":
+            return np.shape(x)[0] if np.ndim(x) >= 1 else 1
+        return np.shape(x)[-1] if np.ndim(x) >= 2 else 1
+
+    start = sum(width(x) for x in items[:argnum])
+    part = slice(start, start + width(items[argnum]))
+    return (part,) if kind == "r" else (Ellipsis, part)
+
+
 def meshgrid_axes(ndim, argnum, indexing):
     """The axes np.meshgrid broadcasts its argnum-th input along (summed by its adjoint)."""
     own = argnum
@@ -282,6 +307,7 @@ def item(x):
 for _helper in (
     no_function_rule,
     stack_index,
+    trick_index,
     cross_axes,
     meshgrid_axes,
     select_default,
@@ -304,6 +330,7 @@ TEMPLATE_NAMESPACE.update(
             unrepeat,
             unpad,
             stack_index,
+            trick_index,
             cross_axes,
             kron_grad,
             unstack_parts,
@@ -1071,6 +1098,7 @@ defvjp(
     None,
     None,
     linear=(0,),
+    props={"view"},
 )
 defvjp(
     "stack_parts",
@@ -1088,6 +1116,27 @@ defvjp(
     _func("append"),
     lambda g, ans, arr, values, axis=None: take_part(g, (arr, values), 0, axis),
     lambda g, ans, arr, values, axis=None: take_part(g, (arr, values), 1, axis),
+    linear="joint",
+)
+
+# np.r_[a, b, 1:3] and np.c_[a, b] (the front end lowers the index expression to these calls,
+# a slice to its constant range): each item's part of the result, in the item's shape.
+defvjp(
+    "np_r_",
+    r_items,
+    _spelled("r_items"),
+    lambda g, ans, *items, argnum: np.reshape(
+        g[trick_index(items, argnum, "r")], np.shape(items[argnum])
+    ),
+    linear="joint",
+)
+defvjp(
+    "np_c_",
+    c_items,
+    _spelled("c_items"),
+    lambda g, ans, *items, argnum: np.reshape(
+        g[trick_index(items, argnum, "c")], np.shape(items[argnum])
+    ),
     linear="joint",
 )
 
@@ -1540,6 +1589,8 @@ EXAMPLES = {
         ex(arg(3, 4), arg(4, 3), axisa=0, axisc=0),
         ex(arg(2, 3, 4), arg(3), axisa=1, axisc=-2),
     ],
+    "np_r_": [ex(arg(3, 2), arg(2, 2)), ex(arg(3), arg(), np.arange(2.0)), ex(arg(2, 3))],
+    "np_c_": [ex(arg(3, 2), arg(3)), ex(arg(3), arg(3), np.arange(3.0)), ex(arg(), arg())],
     "np_append": [ex(arg(3, 4), arg(2)), ex(arg(3, 4), arg(1, 4), axis=0), ex(arg(3), arg())],
     "np_pad": [
         ex(arg(3, 4), 1),

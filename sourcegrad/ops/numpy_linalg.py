@@ -340,7 +340,7 @@ defvjp(
     None,
     None,
     jvps=(lambda t, ans, gu, u, gvh, vh: t, None, None, None),
-    props={"complex"},
+    props={"complex", "view"},
 )
 TEMPLATE_NAMESPACE.update(svd_gauge_checked=svd_gauge_checked)
 

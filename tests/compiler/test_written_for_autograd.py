@@ -7,6 +7,8 @@ L of a complex z is dL/dRe(z) + 1j dL/dIm(z); the functions below reach complex 
 real inputs, so finite differences check them.
 """
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -17,8 +19,9 @@ from tests.compiler.fd_check import check_all
 try:
     import scipy.linalg
     import scipy.special as special
+    import scipy.stats as scipy_stats
 except ImportError:  # (scipy is optional: its cases skip)
-    special = None
+    special = scipy_stats = None
 
 R = np.random.default_rng(40)
 M34 = R.normal(size=(3, 4))
@@ -345,3 +348,201 @@ def test_solve_banded():
     b = R.normal(size=(6, 2))
     check_all(solve_banded_in_both, AB, b)
     check_all(lambda b, ab: solve_banded_in_both(ab, b), b, AB)
+
+
+# --- tuple(...) and list(...) of differentiated sequences ------------------------------------
+
+M33 = R.normal(size=(3, 3))
+
+
+def tuple_of_svd_unpacked(a):
+    u, s, vh = tuple(np.linalg.svd(a))
+    return np.sum(s) + np.sum(u**2 * a)
+
+
+def tuple_of_svd_indexed(a):
+    parts = tuple(np.linalg.svd(a))
+    return np.sum(parts[1] ** 2)
+
+
+def tuple_of_rows(a):
+    rows = tuple(a)
+    return np.sum(rows[0] * rows[2])
+
+
+def list_of_a_list_built_at_run_time(a):
+    xs = []
+    for i in range(3):
+        xs.append(a[i] * i)
+    ys = list(xs)
+    ys.append(a[0])
+    return np.sum(np.stack(ys) ** 2)
+
+
+def tuple_of_a_list_display(a):
+    pair = tuple([a, a * 2])
+    return np.sum(pair[1] ** 2)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        tuple_of_svd_unpacked,
+        tuple_of_svd_indexed,
+        tuple_of_rows,
+        list_of_a_list_built_at_run_time,
+        tuple_of_a_list_display,
+    ],
+)
+def test_tuple_and_list_of_differentiated_sequences(f):
+    check_all(f, M33)
+
+
+# --- np.r_ and np.c_ -----------------------------------------------------------------------------
+
+C32 = R.normal(size=(3, 2))
+
+
+def r_of_two(a):
+    return np.sum(np.r_[a, a * 2] ** 2 * np.arange(6.0)[:, None])
+
+
+def r_of_one(a):
+    return np.sum(np.r_[a] * C32)
+
+
+def r_with_a_constant(a):
+    return np.sum(np.r_[a, C32, a] ** 3)
+
+
+def r_with_ranges(v):
+    return np.sum(np.r_[v, 1:4, 0.5, 0:1:3j] ** 2 * np.arange(12.0))
+
+
+def c_of_matrices_and_a_vector(a):
+    return np.sum(np.c_[a, C32, a[:, 0]] ** 2 * np.arange(5.0))
+
+
+def c_of_vectors(v):
+    return np.sum(np.c_[v, v**2] ** 2 * np.arange(2.0))
+
+
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        (r_of_two, C32),
+        (r_of_one, C32),
+        (r_with_a_constant, C32),
+        (r_with_ranges, R.normal(size=5)),
+        (c_of_matrices_and_a_vector, C32),
+        (c_of_vectors, R.normal(size=4)),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_index_tricks(f, x):
+    check_all(f, x)
+
+
+def r_with_a_directive(a):
+    return np.sum(np.r_["0,2", a, a])
+
+
+def test_a_string_directive_is_refused_where_it_is_written():
+    with pytest.raises(errors.UnsupportedSyntaxError, match="string directive") as info:
+        sourcegrad.grad(r_with_a_directive)(C32)
+    assert info.value.loc is not None and "np.r_" in str(info.value)
+
+
+# --- functools.partial and a distribution's method as values -------------------------------
+
+
+def _scaled(x, y, z=1.0):
+    return x * y + z
+
+
+GLOBAL_PARTIAL = functools.partial(_scaled, y=2.0)
+
+
+def partial_made_here(a):
+    f = functools.partial(_scaled, y=3.0, z=0.5)
+    return np.sum(f(a) ** 2)
+
+
+def partial_from_a_global(a):
+    return np.sum(GLOBAL_PARTIAL(a, z=a) ** 2)
+
+
+def partial_of_a_numpy_function(a):
+    column_sums = functools.partial(np.sum, axis=0)
+    return np.sum(column_sums(a**2) * np.arange(3.0))
+
+
+def partial_of_a_lambda(a):
+    cube = functools.partial(lambda x, k: x**k, k=3)
+    return np.sum(cube(a))
+
+
+def _apply(fn, x):
+    return fn(x)
+
+
+def partial_passed_on(a):
+    return np.sum(_apply(functools.partial(_scaled, y=a), a))
+
+
+def distribution_method_as_a_value(a):
+    pdf = scipy_stats.norm.pdf
+    return np.sum(pdf(a, 0.5, 2.0))
+
+
+def distribution_method_passed_on(a):
+    return np.sum(_apply(scipy_stats.norm.logpdf, a))
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        partial_made_here,
+        partial_from_a_global,
+        partial_of_a_numpy_function,
+        partial_of_a_lambda,
+        partial_passed_on,
+        distribution_method_as_a_value,
+        distribution_method_passed_on,
+    ],
+)
+def test_function_values(f):
+    if scipy_stats is None and "distribution" in f.__name__:
+        pytest.skip("scipy is not installed")
+    check_all(f, M33)
+
+
+# --- an output of one element, and a Python complex argument ---------------------------------
+
+
+def one_element(w):
+    return np.sum(w**2, keepdims=True).reshape(1)
+
+
+def one_element_matrix(w):
+    return np.tanh(np.outer(w[:1], w[1:2]))
+
+
+def test_an_output_of_one_element_is_differentiated_as_its_element():
+    w = R.normal(size=3)
+    check_all(one_element, w)
+    value, grad = sourcegrad.value_and_grad(one_element_matrix)(w)
+    assert value.shape == (1, 1)  # (the value as the function returns it)
+    np.testing.assert_allclose(grad[:2], [w[1], w[0]] / np.cosh(w[0] * w[1]) ** 2)
+    assert grad[2] == 0.0
+
+
+def abs_of_scaled(a, c):
+    return np.sum(np.abs(a * c) ** 2)
+
+
+def test_a_python_complex_argument_gets_torchs_gradient():
+    c = 1.0 + 2.0j
+    grad = sourcegrad.grad(abs_of_scaled, wrt=1)(M33, c)
+    assert isinstance(grad, complex)
+    assert abs(grad - 2 * c * np.sum(M33**2)) < 1e-12
