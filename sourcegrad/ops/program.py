@@ -624,6 +624,13 @@ defprimitive("max_jvp", runtime.max_jvp, _helper("max_jvp"))
 defprimitive("var_jvp", runtime.var_jvp, _helper("var_jvp"))
 
 
+# The compiler's transforms of a function of the user's, for the ops that call one and
+# differentiate it when they run (scipy.integrate.odeint: its VJP solves the adjoint ODE with
+# the compiled VJP of the user's dynamics): `sourcegrad.api` puts its `vjp` and `jvp` here
+# when it is imported (the ops import nothing of the api).
+USER_FUNCTION_TRANSFORMS: dict = {}
+
+
 def call_gradient(gradient, *args):
     """`sourcegrad.grad(f)(x)` called inside differentiated code: the gradient runs as it
     runs anywhere (its own compiled code)."""

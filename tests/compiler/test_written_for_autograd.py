@@ -14,9 +14,11 @@ import pytest
 
 import sourcegrad
 from sourcegrad import errors
+from sourcegrad.api import numeric_grad
 from tests.compiler.fd_check import check_all
 
 try:
+    import scipy.integrate
     import scipy.linalg
     import scipy.special as special
     import scipy.stats as scipy_stats
@@ -546,3 +548,83 @@ def test_a_python_complex_argument_gets_torchs_gradient():
     grad = sourcegrad.grad(abs_of_scaled, wrt=1)(M33, c)
     assert isinstance(grad, complex)
     assert abs(grad - 2 * c * np.sum(M33**2)) < 1e-12
+
+
+# --- scipy.integrate.odeint: the adjoint ODE, with the compiled VJP of the user's dynamics ------
+
+
+def dynamics(y, t, arg1, arg2):  # (autograd's test of odeint)
+    return -np.sqrt(t) - y + arg1 - np.mean((y + arg2) ** 2)
+
+
+def dynamics_time_first(t, y, rate):
+    return -rate * y * np.cos(t)
+
+
+ODE_T = np.linspace(0.1, 0.2, 4)
+ODE_W = R.normal(size=(4, 3))
+
+
+def odeint_loss(y0, t, arg1, arg2):  # (finite differences of a solve need tight tolerances)
+    ys = scipy.integrate.odeint(dynamics, y0, t, args=(arg1, arg2), rtol=1e-11, atol=1e-11)
+    return np.sum(ys * ODE_W)
+
+
+def odeint_positional_args(y0, t, arg1, arg2):
+    ys = scipy.integrate.odeint(dynamics, y0, t, (arg1, arg2), rtol=1e-11, atol=1e-11)
+    return np.sum(ys**2 * ODE_W)
+
+
+def odeint_time_first(y0, rate):
+    ys = scipy.integrate.odeint(
+        dynamics_time_first, y0, ODE_T, args=(rate,), tfirst=True, rtol=1e-11, atol=1e-11
+    )
+    return np.sum(ys * ODE_W)
+
+
+def _ode_arguments():
+    if special is None:
+        pytest.skip("scipy is not installed")
+    return (R.normal(size=3), ODE_T, R.normal(size=3), R.normal(size=3))
+
+
+@pytest.mark.parametrize("f", [odeint_loss, odeint_positional_args])
+@pytest.mark.parametrize("wrt", [0, 1, 2, 3], ids=["y0", "t", "arg1", "arg2"])
+def test_odeint_in_both_modes(f, wrt):
+    args = _ode_arguments()
+    gradient = sourcegrad.grad(f, wrt=wrt)(*args)
+    np.testing.assert_allclose(gradient, numeric_grad(f, args, wrt), rtol=1e-5, atol=1e-7)
+    tangents = [None] * 4
+    tangents[wrt] = R.normal(size=np.shape(args[wrt]))
+    _, tangent = sourcegrad.jvp(f, args, tangents)
+    np.testing.assert_allclose(tangent, np.sum(gradient * tangents[wrt]), rtol=1e-6)
+
+
+def test_odeint_with_time_first_and_a_python_float_argument():
+    if special is None:
+        pytest.skip("scipy is not installed")
+    args = (R.normal(size=3), 0.7)
+    for wrt in (0, 1):
+        gradient = sourcegrad.grad(odeint_time_first, wrt=wrt)(*args)
+        np.testing.assert_allclose(
+            gradient, numeric_grad(odeint_time_first, args, wrt), rtol=1e-5, atol=1e-7
+        )
+    assert isinstance(sourcegrad.grad(odeint_time_first, wrt=1)(*args), float)
+
+
+def odeint_of_a_lambda(y0):
+    return np.sum(scipy.integrate.odeint(lambda y, t: -y, y0, ODE_T))
+
+
+def test_odeint_of_a_lambda_is_refused_where_it_is_called():
+    if special is None:
+        pytest.skip("scipy is not installed")
+    with pytest.raises(errors.UnsupportedSyntaxError, match="module level") as info:
+        sourcegrad.grad(odeint_of_a_lambda)(np.ones(3))
+    assert "odeint_of_a_lambda" in str(info.value) or "lambda y, t" in str(info.value)
+
+
+def test_a_second_derivative_through_odeint_is_refused():
+    args = _ode_arguments()
+    with pytest.raises(errors.NoRuleError, match="second derivative through scipy_odeint"):
+        sourcegrad.hvp(odeint_loss)(*args, np.ones(3))

@@ -144,6 +144,8 @@ class CallsMixin:
             for arg in node.args:  # report unsupported syntax inside the call first
                 self.expr(arg)
             self.no_rule(obj, func, node)
+        if rule.name in ("vjp_at_run_time", "jvp_at_run_time"):
+            self.refuse_run_time_rule(node)
         if rule.sequence_input:
             return self.sequence_call(rule, node, name)
         into_item = next(
@@ -172,10 +174,56 @@ class CallsMixin:
             args and isinstance(args[0], Const) and isinstance(args[0].value, str)
         ):
             args = self.einsum_sublists(args, node)
+        if rule.function_params:
+            args, kwargs = self.function_arguments(rule, args, kwargs, node)
         self.check_binding(rule, args, kwargs, node)
         # (a tuple of values passed where the rule has a VJP, `einsum_grad(g, s, (A, B), 0)`
         # in generated code, becomes a value of its own in `emit`: its adjoint reaches A, B)
         return self.emit(rule.name, args, kwargs, name=name)
+
+    def refuse_run_time_rule(self, node):
+        """A derivative that generated code runs as Python (`ops.vjp_at_run_time`: odeint's
+        adjoint ODE, a gradient called inside differentiated code, a rule choosing its formula
+        by a rank known only then), met again where a gradient is differentiated: it has no
+        derivative of its own, so the second derivative is refused here, located."""
+        first = node.args[0] if node.args else None
+        op = first.value if isinstance(first, gast.Constant) else None
+        what = RULES[op].family if op in RULES else "this operation"
+        self.error(
+            errors.NoRuleError,
+            f"a second derivative through {what} is not supported: its first derivative is "
+            "Python code that runs when the backward runs, with no derivative rule of its own",
+            node,
+        )
+
+    def function_arguments(self, rule, args, kwargs, node):
+        """The arguments of an op that calls a function of the user's itself
+        (`Op.function_params`: scipy.integrate.odeint's func): a function defined at module
+        level or imported is passed as a value, bound by name. A lambda, a nested def or a
+        partial is inlined where the code calls it, so it has no value to pass: refused,
+        located."""
+
+        def passed(atom):
+            if not isinstance(atom, FUNCTION_VALUES):
+                return atom
+            if isinstance(atom, CallableRef) and isinstance(atom.obj, types.FunctionType):
+                return self.bind_free(atom.obj, atom.obj.__name__)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{describe(node.func)} calls {function_label(atom)!r} itself, so it must be "
+                "a function defined at module level (or imported): a lambda, a nested def or "
+                "a partial is inlined where the code calls it and has no value to pass. "
+                "Define it at module level and pass the values it uses through args=(...)",
+                node,
+            )
+
+        params = list(rule.params)
+        args = [
+            passed(a) if i < len(params) and params[i] in rule.function_params else a
+            for i, a in enumerate(args)
+        ]
+        kwargs = [(k, passed(a) if k in rule.function_params else a) for k, a in kwargs]
+        return args, kwargs
 
     def einsum_sublists(self, args, node):
         """`np.einsum(a, [0, 1], b, [1, 2], [0, 2])` as `np.einsum("AB,BC->AC", a, b)`: the

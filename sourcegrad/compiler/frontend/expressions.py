@@ -65,6 +65,7 @@ class ExpressionsMixin:
         self.refuse_records(list(args) + [a for _, a in kwargs], RULES[op].spelling)
         if rule.vjps:
             args = self.tuples_as_values(rule, args)
+            kwargs = self.keyword_tuples_as_values(rule, kwargs)
         if (
             not rule.differentiable
             and rule.pure
