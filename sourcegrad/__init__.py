@@ -41,6 +41,12 @@ from .errors import (
 from ._version import __version__
 from .trees import register_tree
 
+# the compiler's vjp and jvp, for the ops that differentiate a function of the user's when they
+# run (scipy.integrate.odeint: sourcegrad/ops/scipy_integrate.py)
+from .ops.program import USER_FUNCTION_TRANSFORMS as _TRANSFORMS  # noqa: E402
+
+_TRANSFORMS.update(vjp=vjp, jvp=jvp)
+
 __all__ = [
     "Gradient",
     "VJP",

@@ -65,7 +65,7 @@ class NameResolutionError(SourcegradError):
 
 
 class NonScalarOutputError(SourcegradError):
-    """`grad` of a function whose output is not a scalar."""
+    """`grad` of a function whose output is not a scalar (nor an array of one element)."""
 
 
 class NonDifferentiableInputError(SourcegradError):

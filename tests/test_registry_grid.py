@@ -23,6 +23,7 @@ import importlib
 import importlib.util
 import itertools
 import linecache
+import types
 import zlib
 
 import numpy as np
@@ -56,6 +57,7 @@ FAMILIES = (
     "scipy_stats",
     "scipy_linalg",
     "scipy_signal",
+    "scipy_integrate",
 )
 
 # Differentiable entries without examples, and why. A new entry lands here (and fails
@@ -157,8 +159,14 @@ class Case:
         r = np.random.default_rng(zlib.crc32(f"{name}/{index}".encode()))
         params, self.args, self.wrt = [], [], []
 
+        functions = {}
+
         def text(value):
-            """The source of an argument; arrays become parameters a0, a1, ..."""
+            """The source of an argument; arrays become parameters a0, a1, ...; a function
+            (odeint's dynamics) a name of the namespace"""
+            if isinstance(value, types.FunctionType):
+                functions[value.__name__] = value
+                return value.__name__
             if isinstance(value, (examples.Arg, np.ndarray)):
                 params.append(f"a{len(self.args)}")
                 domain = value.domain if isinstance(value, examples.Arg) else None
@@ -186,7 +194,7 @@ class Case:
         call = _call(op, texts)
         out = eval(
             compile(call, "<example>", "eval"),
-            {"fn": op.fn, "np": np},
+            {"fn": op.fn, "np": np, **functions},
             dict(zip(params, self.args)),
         )
         parts = example.loss or _float_parts(out)
@@ -206,7 +214,7 @@ class Case:
         )
         file = f"<registry grid {next(_SOURCES)}: {name}>"
         linecache.cache[file] = (len(source), None, source.splitlines(True), file)
-        namespace = {"fn": op.fn, "np": np}
+        namespace = {"fn": op.fn, "np": np, **functions}
         exec(compile(source, file, "exec", dont_inherit=True), namespace)
         self.f, self.source = namespace["f"], source
         self.all_args = self.args + self.weights
@@ -284,7 +292,6 @@ EAGER = _eager_entries()
 EAGER_GAPS = {
     ("dot", 6): "np.dot of N-d Tensors is refused (NotImplementedError) in eager mode",
     ("concatenate", 2): "np.concatenate(axis=None) of Tensors crashes (TypeError) in eager mode",
-    ("linalg_norm", 4): "np.linalg.norm(ord='nuc') of a Tensor is refused in eager mode",
     ("fft_fftshift", 1): "np.fft.fftshift(tensor, axes=...) crashes (TypeError) in eager mode",
     ("fft_ifftshift", 1): "np.fft.ifftshift(tensor, axes=...) crashes (TypeError) in eager mode",
     ("imag_attr", 0): "Tensor.imag of a real Tensor raises RuntimeError, as torch's does",

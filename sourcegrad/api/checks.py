@@ -99,8 +99,14 @@ def numeric_grad(
         before_call()
         lo = fn(*_replace(args, pos, base, x))
         flat[i] = orig
-        out_flat[i] = (float(hi) - float(lo)) / (2 * step)
+        # (an output of one element, shape (1,) or (1, 1), is differentiated as its element)
+        out_flat[i] = (_element(hi) - _element(lo)) / (2 * step)
     return float(out) if isinstance(x, float) else out
+
+
+def _element(value) -> float:
+    """A scalar output, or the one element of an array output, as a float."""
+    return float(value) if np.ndim(value) == 0 else float(np.asarray(value).item())
 
 
 def _replace(args, pos, value, like):

@@ -30,7 +30,7 @@ def like_input(g, x, args):
         return x.dtype.type(g)
     if isinstance(x, float):
         return float(g)
-    if isinstance(x, complex):  # (a Python complex input: its gradient is one, torch's)
+    if isinstance(x, complex):  # (a Python complex input: its gradient, torch's convention)
         return complex(g)
     if dask_backend.is_dask(x):
         return dask_backend.like_input(g, x)

@@ -54,7 +54,9 @@ def grad(
     memory: Union[int, str, None] = None,
     check: bool = False,
 ) -> Any:
-    """The gradient of a scalar-valued numpy function, as generated Python source.
+    """The gradient of a scalar-valued numpy function, as generated Python source. An output
+    of one element (shape (1,), (1, 1), ...) is differentiated as its element, as autograd's
+    grad and torch's backward() take it; a larger one raises NonScalarOutputError (use vjp).
 
     `grad(f)`, `grad(f, wrt=1)`, `@grad` and `@grad(wrt=("w", "b"))` all work. `wrt`
     is an argument index, an argument name, or a tuple of them (then the result is a

@@ -1,7 +1,7 @@
 """What the registry differentiates, counted per library: `python -m sourcegrad.bench.coverage`.
 
 Takes nothing; loads the optional families whose library is installed (scipy.special, stats,
-linalg, signal) and prints, per module (numpy, np.linalg, math, scipy.special, ...), the
+linalg, signal, integrate) and prints, per module (numpy, np.linalg, math, scipy.special, ...), the
 functions a compiled gradient differentiates (a registry entry with a VJP, registered for the
 function object user code calls: aliases such as np.radians count once each, the compiler's
 own helpers not at all) and how many of them have an eager counterpart that records a node
@@ -16,7 +16,7 @@ import importlib.util
 
 from ..ops import registry
 
-_LIBRARIES = ("scipy.special", "scipy.stats", "scipy.linalg", "scipy.signal")
+_LIBRARIES = ("scipy.special", "scipy.stats", "scipy.linalg", "scipy.signal", "scipy.integrate")
 
 
 def _module_of(op) -> str | None:
@@ -24,7 +24,7 @@ def _module_of(op) -> str | None:
     if spelling.kind == "func":
         return "np.linalg" if spelling.text.startswith("linalg.") else "numpy"
     if spelling.kind == "module":
-        for prefix in ("math", "scipy.special", "scipy.stats", "scipy.linalg", "scipy.signal"):
+        for prefix in ("math", *_LIBRARIES):
             if spelling.text.startswith(prefix + "."):
                 return prefix
     return None  # operators, methods, the compiler's helpers

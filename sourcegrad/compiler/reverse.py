@@ -1109,6 +1109,19 @@ def _finish_backward(stmts, push):
     return out
 
 
+def _output_seed(rev, ret, out_aval, cotangent):
+    """The output's adjoint: a vjp's cotangent; 1.0 for a scalar; ones of its shape for an
+    array of one element ((1,), (1, 1): grad differentiates its element, as autograd's grad
+    and torch's backward() do)."""
+    if cotangent is not None:
+        return Var(cotangent)
+    if out_aval in (None, UNKNOWN) or out_aval.shape == ():
+        return Const(1.0)
+    rev.inst.loc = ret.loc
+    rev.inst.note = "an output of one element"
+    return rev.inst.emit("np_ones_like", [ret.value], name=adjoint_name(ret.value.name, False)).atom
+
+
 def reverse(
     fn: Function,
     wrt: list,
@@ -1149,11 +1162,12 @@ def reverse(
         cotangent is None
         and out_aval is not UNKNOWN
         and out_aval is not None
-        and out_aval.shape != ()
+        and np.size(out_aval.stand_in) != 1
     ):
         raise errors.NonScalarOutputError(
-            f"grad needs a function with a scalar output, but {fn.name} returns an array of "
-            f"shape {out_aval.shape}; differentiate a scalar (such as its sum) or use vjp",
+            f"grad needs a function with a scalar output (or one element), but {fn.name} "
+            f"returns an array of shape {out_aval.shape}; differentiate a scalar (such as its "
+            "sum) or use vjp",
             ret.loc,
         )
     fn = _keep_old_shapes(fn, env, namer)
@@ -1164,7 +1178,7 @@ def reverse(
         )
         with_value = True
     if isinstance(ret.value, Var) and ret.value.name in rev.active:
-        rev.pending[ret.value.name].append(Const(1.0) if cotangent is None else Var(cotangent))
+        rev.pending[ret.value.name].append(_output_seed(rev, ret, out_aval, cotangent))
     rev.block(fn.body[:-1])
 
     grads = []

@@ -32,6 +32,12 @@ SOLVE = OpSpec("LinalgSolveExBackward0", "linalg_solve")
 CHOLESKY = OpSpec("LinalgCholeskyExBackward0", "linalg_cholesky", n_arrays=1)
 PINV = OpSpec("LinalgPinvBackward0", "linalg_pinv", n_arrays=1)
 NORM = OpSpec("LinalgVectorNormBackward0", "linalg_norm", n_arrays=1)
+# the matrix norms other than Frobenius: torch composes them (svdvals, abs, sum, amax, amin), its
+# last node's name is theirs; the gradient is the registry entry's
+MATRIX_NORMS = {
+    name: OpSpec(name, "linalg_norm", n_arrays=1)
+    for name in ("SumBackward1", "AmaxBackward0", "AminBackward0")
+}
 SLOGDET = OpSpec("LinalgSlogdetBackward0", "linalg_slogdet", multi_output=True)
 EIGH = OpSpec("LinalgEighBackward0", "linalg_eigh", n_arrays=1, multi_output=True)
 EIGVALSH = OpSpec("LinalgEighBackward0", "linalg_eigvalsh", n_arrays=1)
@@ -139,7 +145,9 @@ def _several(spec, named, fn, A, static=None, out=None, kernel=None, as_complex=
     A = as_tensor(A)
     datas = fn(_float(A), **kwargs)
     dtype = _complex(A._data.dtype) if as_complex else A._data.dtype
-    res = named(*(_wrap(result(d, dtype)) for d in datas))
+    # (of a complex A, the outputs numpy gives real stay real: svd's S, eigh's eigenvalues)
+    real = np.finfo(dtype).dtype
+    res = named(*(_wrap(result(d, dtype if d.dtype.kind == "c" else real)) for d in datas))
     if out is not None:
         return _into(kernel, out, tuple(res), (A,))
     if needs_grad(A):
@@ -377,15 +385,40 @@ def vector_norm(
         return out.reshape((1,) * x._data.ndim) if keepdims else out
     axis = tuple(axis) if isinstance(axis, list) else axis
     d = _float(x)
-    out = _wrap(result(np.linalg.norm(d, ord, axis, keepdims), d.dtype))
+    # (the norm of complex values is real)
+    out = _wrap(result(np.linalg.norm(d, ord, axis, keepdims), np.finfo(d.dtype).dtype))
     if needs_grad(x):
         record(NORM, out, (x,), {"ord": ord, "axis": axis, "keepdims": keepdims})
     return out
 
 
+def _matrix_norm(x, ord, axis, keepdims):  # noqa: A002
+    """A matrix norm other than Frobenius ('nuc', 2, -2, 1, -1, inf, -inf) over `axis` (two
+    axes; None: a 2-D x's), one node named as torch's last."""
+    axis = None if axis is None else tuple(axis)
+    d = _float(x)
+    out = _wrap(result(np.linalg.norm(d, ord, axis, keepdims), np.finfo(d.dtype).dtype))
+    if needs_grad(x):
+        name = "SumBackward1" if ord == "nuc" else "AmaxBackward0" if ord > 0 else "AminBackward0"
+        record(MATRIX_NORMS[name], out, (x,), {"ord": ord, "axis": axis, "keepdims": keepdims})
+    return out
+
+
+def _is_matrix_norm(x, ord, axis):  # noqa: A002
+    return (
+        ord is not None
+        and ord != "fro"
+        and (
+            isinstance(ord, str)
+            or (axis is None and x._data.ndim == 2)
+            or (isinstance(axis, (tuple, list)) and len(axis) == 2)
+        )
+    )
+
+
 def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa: A002
-    """torch.linalg.norm for the cases torch computes as a vector norm: a vector ord, or the
-    Frobenius norm (ord None or 'fro') of a matrix."""
+    """torch.linalg.norm: a vector norm, the Frobenius norm (ord None or 'fro') of a matrix
+    as one, or a matrix norm ('nuc', 2, -2, 1, -1, inf, -inf)."""
     A = as_tensor(A)
     if out is not None:  # (torch's composite norm does not refuse an input needing grad)
         res = norm(A.detach(), ord, dim, keepdim)
@@ -397,12 +430,8 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa
         return store(out, res._data)
     if ord is None or (ord == "fro" and (dim is None or len(dim) == 2)):
         return vector_norm(A, 2, dim, keepdim)
-    if (
-        isinstance(ord, str)
-        or (dim is None and A._data.ndim == 2)
-        or (isinstance(dim, (tuple, list)) and len(dim) == 2)
-    ):
-        raise NotImplementedError(f"linalg.norm with the matrix ord {ord!r} is not supported")
+    if _is_matrix_norm(A, ord, dim):
+        return _matrix_norm(A, ord, dim, keepdim)
     return vector_norm(A, ord, dim, keepdim)
 
 
@@ -411,14 +440,8 @@ def np_norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
     x = as_tensor(x)
     if ord is None or (ord == "fro" and (axis is None or len(axis) == 2)):
         return vector_norm(x, 2, axis, keepdims)
-    if (
-        isinstance(ord, str)
-        or (axis is None and x._data.ndim == 2)
-        or (isinstance(axis, tuple) and len(axis) == 2)
-    ):
-        raise NotImplementedError(
-            f"np.linalg.norm of a Tensor with the matrix ord {ord!r} is not supported"
-        )
+    if _is_matrix_norm(x, ord, axis):
+        return _matrix_norm(x, ord, axis, keepdims)
     return vector_norm(x, ord, axis, keepdims)
 
 

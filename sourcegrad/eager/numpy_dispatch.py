@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import factories, fft, inplace, linalg, messages, ops, shape_ops, surface
+from . import composites, factories, fft, inplace, joining, linalg, messages, ops, shape_ops
+from . import surface, vector_ops, views
 from .operands import wrap_array as _as_tensor
 from .devices import DEVICE_TYPES
 from .tensor import Tensor
@@ -196,6 +197,33 @@ def _nonzero(a):
     return shape_ops.nonzero(a, as_tuple=True)
 
 
+def _stacking(fn):
+    """np.hstack / vstack / dstack / column_stack of Tensors (and arrays): torch's function."""
+
+    def numpy_form(tup, *, dtype=None, casting="same_kind"):
+        return fn([_as_tensor(t) for t in tup])
+
+    return numpy_form
+
+
+def _kron(a, b):
+    return composites.kron(_as_tensor(a), _as_tensor(b))
+
+
+def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """np.cross of Tensors: torch.linalg.cross along the vectors' axis, with numpy's axisa,
+    axisb and axisc moving them last first (axis, given, sets all three)."""
+    a, b = _as_tensor(a), _as_tensor(b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = views.movedim(a, axisa, -1), views.movedim(b, axisb, -1)
+    # (numpy broadcasts operands of different ranks: the lower one gets leading 1s)
+    n = max(a.dim(), b.dim())
+    a = shape_ops.reshape(a, (1,) * (n - a.dim()) + tuple(a.shape))
+    b = shape_ops.reshape(b, (1,) * (n - b.dim()) + tuple(b.shape))
+    return views.movedim(vector_ops.linalg_cross(a, b), -1, axisc)
+
+
 # the numpy functions on Tensors that are not an op's numpy form (those come from
 # `surface.NUMPY` below): eager-only ops with numpy's signature, factories, shape reads
 FUNCTIONS = {
@@ -220,6 +248,12 @@ FUNCTIONS = {
     np.take_along_axis: _take_along_axis,
     np.copy: _copy,
     np.nonzero: _nonzero,
+    np.kron: _kron,
+    np.cross: _cross,
+    np.hstack: _stacking(joining.hstack),
+    np.vstack: _stacking(joining.vstack),
+    np.dstack: _stacking(joining.dstack),
+    np.column_stack: _stacking(joining.column_stack),
 }
 
 

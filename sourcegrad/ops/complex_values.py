@@ -145,9 +145,11 @@ mark("complex", "is_complex")
 
 # The ops whose rules hold for complex values as they are (holomorphic functions, C-linear
 # maps and the reshaping, indexing and summing that carries values unchanged) and the helpers
-# generated backward code calls. Not here, so refused: comparisons and rounding, maximum and
-# minimum, var and std (which take |x|^2), np.vdot (which conjugates its first argument), the
-# linear algebra (a Hermitian transpose would be needed in places), everything else.
+# generated backward code calls. Entries whose rules have a complex formula of their own say
+# so beside them (np.max/min and var/std in reductions.py, np.linalg.norm, svd, eig and eigvals
+# in numpy_linalg.py, scipy.special.erf and erfc). Not marked, so refused: comparisons and
+# rounding, np.maximum and np.minimum, np.vdot (which conjugates its first argument), the rest
+# of the linear algebra (a Hermitian transpose would be needed in places), everything else.
 COMPLEX_OPS = (
     "add",
     "subtract",
@@ -233,6 +235,19 @@ COMPLEX_OPS = (
     "np_dstack",
     "np_column_stack",
     "np_row_stack",
+    "np_hstack_list",
+    "np_vstack_list",
+    "np_dstack_list",
+    "np_column_stack_list",
+    "np_row_stack_list",
+    "unstack_parts",
+    "stack_parts",
+    "np_append",
+    "np_r_",
+    "np_c_",
+    "tuple_builtin",
+    "list_builtin",
+    "sequence_grad",
     "np_trace",
     "np_diag",
     "np_diagonal",
@@ -263,6 +278,7 @@ COMPLEX_OPS = (
     "iadd_item",
     "zero_at",
     "select_grad",
+    "max_grad",
     "unindex_list",
     "unstack_list",
     "unconcatenate_list",

@@ -100,6 +100,14 @@ def _simplex(r, shape):
     return p / p.sum(axis=0)
 
 
+def _banded(r, shape):
+    # a band matrix's storage for solve_banded with as many diagonals below as above (the
+    # middle row the diagonal), diagonally dominant
+    ab = r.uniform(-0.5, 0.5, size=shape)
+    ab[shape[0] // 2] += 3.0
+    return ab
+
+
 def _lower(r, shape):
     return np.tril(r.normal(size=shape)) + 2.0 * np.eye(shape[-1])
 
@@ -117,6 +125,7 @@ DOMAINS = {
     "spd": _spd,
     "well": _well_conditioned,
     "lower": _lower,
+    "banded": _banded,
     "simplex": _simplex,
 }
 

@@ -21,8 +21,11 @@ Conventions, as torch and JAX have them:
 * a function returning a tuple (slogdet, eigh, svd) gets its adjoint as a list with one entry
   per part (zeros for a part the program does not use): `sign, logdet = np.linalg.slogdet(A)`
   and `w, V = np.linalg.eigh(A)` differentiate whichever parts are used.
-What has no rule (matrix norms other than Frobenius and nuclear, svd with full_matrices=True
-of a non-square matrix) raises NoRuleError when the gradient is made.
+* complex matrices (torch's convention, ops/complex_values.py): norm (every ord) and svd
+  differentiate them, in both modes and to second order; a loss that depends on the phases of
+  complex singular vectors is refused, as torch refuses it.
+What has no rule (svd with full_matrices=True of a non-square matrix, svd(hermitian=True))
+raises NoRuleError when the gradient is made.
 
 Why one module: one registry family (np.linalg), whose rules share the matrix helpers
 (solves instead of inverses, the symmetric and tuple-result conventions) written above them.
@@ -33,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import errors
-from ..runtime import unbroadcast
+from ..runtime import is_complex, unbroadcast
 from .numpy_functions import undiagonal
 from .examples import arg, ex
 from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defprimitive, defvjp
@@ -305,11 +308,53 @@ defvjp(
     props={"complex"},
 )
 
+
+def svd_gauge_checked(gu, u, gvh, vh):
+    """gu, once it is checked that the loss does not depend on the phases of a complex SVD's
+    singular vectors. Each pair (u_k, v_k) is defined up to one factor e^{i phi}; a loss that
+    changes with it has no gradient (torch refuses it so). Invariance is, in the rules'
+    convention, Im diag(U^T gU) = Im diag(Vh gVh^T)."""
+    if is_complex(u):
+        # (values only: under the eager mode's create_graph these are Tensors)
+        u, vh, gu_, gvh = (x.detach() if hasattr(x, "detach") else x for x in (u, vh, gu, gvh))
+        left = np.imag(np.diagonal(np.swapaxes(u, -1, -2) @ gu_, 0, -2, -1))
+        right = np.imag(np.diagonal(vh @ np.swapaxes(gvh, -1, -2), 0, -2, -1))
+        scale = max(1.0, float(np.max(np.abs(left), initial=0.0)))
+        if not np.allclose(left, right, rtol=0.0, atol=1e-6 * scale):
+            raise errors.NoRuleError(
+                "np.linalg.svd of a complex matrix: each pair of singular vectors is defined "
+                "up to a factor e^{i phi}, and the loss depends on it, so its gradient is "
+                "ill-defined (make it depend on U and Vh through phase-invariant quantities "
+                "such as np.abs(U), or U @ diag(s) @ Vh)"
+            )
+    return gu
+
+
+# (the identity in gu, with the check: its derivatives are the identity)
+defvjp(
+    "svd_gauge_checked",
+    svd_gauge_checked,
+    _spelled("svd_gauge_checked"),
+    lambda g, ans, gu, u, gvh, vh: g,
+    None,
+    None,
+    None,
+    jvps=(lambda t, ans, gu, u, gvh, vh: t, None, None, None),
+    props={"complex", "view"},
+)
+TEMPLATE_NAMESPACE.update(svd_gauge_checked=svd_gauge_checked)
+
 # (U, s, Vh) = svd(A, full_matrices=False), k = min(m, n) singular values. With P = U^T dA V
 # and F = gap_inverse(s^2) (Townsend 2016):
 #   ds = diag(P), dU = U (F o (P S + S P^T)) + (I - U U^T) dA V / s,
 #   dV = V (F o (S P + P^T S)) + (I - V V^T) dA^T U / s;
 # the VJP is the transpose of that map. compute_uv=False gives s alone: U diag(sbar) Vh.
+# A complex A (torch's convention, ops/complex_values.py): with P = U^H dA V, ds = Re diag(P),
+# the transposes become conjugate transposes, and dU gains U diag(i Im diag(P) / s) (the
+# choice of phases torch makes). The VJP is then the real formula applied to conj(U), s and
+# conj(Vh) (the SVD of conj(A)) plus conj(U) diag(i Im diag(U^T gU) / s) conj(Vh); a loss
+# that depends on the singular vectors' phases is refused (`svd_gauge_checked`), as torch
+# refuses it.
 defvjp(
     "linalg_svd",
     np.linalg.svd,
@@ -319,6 +364,11 @@ defvjp(
         if hermitian
         else (np.linalg.svd(a, full_matrices=False)[0] * np.expand_dims(g, -2))
         @ np.linalg.svd(a, full_matrices=False)[2]
+        if not compute_uv and not is_complex(a)
+        else np.conj(
+            (np.linalg.svd(a, full_matrices=False)[0] * np.expand_dims(g, -2))
+            @ np.linalg.svd(a, full_matrices=False)[2]
+        )
         if not compute_uv
         else no_linalg_rule(
             "np.linalg.svd with full_matrices=True of a non-square matrix (pass full_matrices=False)"
@@ -339,6 +389,42 @@ defvjp(
         @ ans[2]
         + (ans[0] / np.expand_dims(ans[1], -2))
         @ (g[2] - (g[2] @ np.swapaxes(ans[2], -1, -2)) @ ans[2])
+        if not is_complex(a)
+        else np.conj(ans[0])
+        @ (
+            (
+                np.swapaxes(ans[0], -1, -2) @ svd_gauge_checked(g[0], ans[0], g[2], ans[2])
+                - np.conj(np.swapaxes(svd_gauge_checked(g[0], ans[0], g[2], ans[2]), -1, -2))
+                @ np.conj(ans[0])
+            )
+            * gap_inverse(ans[1] * ans[1])
+            * np.expand_dims(ans[1], -2)
+            + np.expand_dims(g[1], -1) * np.eye(ans[1].shape[-1])
+            + 1j
+            * np.imag(
+                (np.swapaxes(ans[0], -1, -2) @ svd_gauge_checked(g[0], ans[0], g[2], ans[2]))
+                * np.eye(ans[1].shape[-1])
+            )
+            / np.expand_dims(ans[1], -1)
+            + np.expand_dims(ans[1], -1)
+            * (
+                np.conj(ans[2]) @ np.conj(np.swapaxes(g[2], -1, -2))
+                - g[2] @ np.swapaxes(ans[2], -1, -2)
+            )
+            * gap_inverse(ans[1] * ans[1])
+        )
+        @ np.conj(ans[2])
+        + (
+            (
+                svd_gauge_checked(g[0], ans[0], g[2], ans[2])
+                - np.conj(ans[0])
+                @ (np.swapaxes(ans[0], -1, -2) @ svd_gauge_checked(g[0], ans[0], g[2], ans[2]))
+            )
+            / np.expand_dims(ans[1], -2)
+        )
+        @ np.conj(ans[2])
+        + (np.conj(ans[0]) / np.expand_dims(ans[1], -2))
+        @ (g[2] - (g[2] @ np.swapaxes(ans[2], -1, -2)) @ np.conj(ans[2]))
     ),
     jvps=(
         lambda t, ans, a, full_matrices=True, compute_uv=True, hermitian=False: (
@@ -348,6 +434,14 @@ defvjp(
                 (np.swapaxes(np.linalg.svd(a, full_matrices=False)[0], -1, -2) @ t)
                 * np.linalg.svd(a, full_matrices=False)[2],
                 axis=-1,
+            )
+            if not compute_uv and not is_complex(a)
+            else np.real(
+                np.sum(
+                    (np.conj(np.swapaxes(np.linalg.svd(a, full_matrices=False)[0], -1, -2)) @ t)
+                    * np.conj(np.linalg.svd(a, full_matrices=False)[2]),
+                    axis=-1,
+                )
             )
             if not compute_uv
             else no_linalg_rule(
@@ -393,9 +487,94 @@ defvjp(
                     - (np.swapaxes(ans[0], -1, -2) @ t @ np.swapaxes(ans[2], -1, -2)) @ ans[2]
                 ),
             )
+            if not is_complex(a)
+            else (
+                ans[0]
+                @ (
+                    gap_inverse(ans[1] * ans[1])
+                    * (
+                        (
+                            np.conj(np.swapaxes(ans[0], -1, -2))
+                            @ t
+                            @ np.conj(np.swapaxes(ans[2], -1, -2))
+                        )
+                        * np.expand_dims(ans[1], -2)
+                        + np.expand_dims(ans[1], -1)
+                        * np.conj(
+                            np.swapaxes(
+                                np.conj(np.swapaxes(ans[0], -1, -2))
+                                @ t
+                                @ np.conj(np.swapaxes(ans[2], -1, -2)),
+                                -1,
+                                -2,
+                            )
+                        )
+                    )
+                    + 1j
+                    * np.imag(
+                        (
+                            np.conj(np.swapaxes(ans[0], -1, -2))
+                            @ t
+                            @ np.conj(np.swapaxes(ans[2], -1, -2))
+                        )
+                        * np.eye(ans[1].shape[-1])
+                    )
+                    / np.expand_dims(ans[1], -1)
+                )
+                + (
+                    t @ np.conj(np.swapaxes(ans[2], -1, -2))
+                    - ans[0]
+                    @ (
+                        np.conj(np.swapaxes(ans[0], -1, -2))
+                        @ t
+                        @ np.conj(np.swapaxes(ans[2], -1, -2))
+                    )
+                )
+                / np.expand_dims(ans[1], -2),
+                np.real(
+                    np.sum((np.conj(np.swapaxes(ans[0], -1, -2)) @ t) * np.conj(ans[2]), axis=-1)
+                ),
+                np.conj(
+                    np.swapaxes(
+                        gap_inverse(ans[1] * ans[1])
+                        * (
+                            np.expand_dims(ans[1], -1)
+                            * (
+                                np.conj(np.swapaxes(ans[0], -1, -2))
+                                @ t
+                                @ np.conj(np.swapaxes(ans[2], -1, -2))
+                            )
+                            + np.conj(
+                                np.swapaxes(
+                                    np.conj(np.swapaxes(ans[0], -1, -2))
+                                    @ t
+                                    @ np.conj(np.swapaxes(ans[2], -1, -2)),
+                                    -1,
+                                    -2,
+                                )
+                            )
+                            * np.expand_dims(ans[1], -2)
+                        ),
+                        -1,
+                        -2,
+                    )
+                )
+                @ ans[2]
+                + np.expand_dims(1.0 / ans[1], -1)
+                * (
+                    np.conj(np.swapaxes(ans[0], -1, -2)) @ t
+                    - (
+                        np.conj(np.swapaxes(ans[0], -1, -2))
+                        @ t
+                        @ np.conj(np.swapaxes(ans[2], -1, -2))
+                    )
+                    @ ans[2]
+                ),
+            )
         ),
     ),
     shape="linalg",
+    props={"complex"},
 )
 
 # P = pinv(A), for A of constant rank (Golub and Pereyra 1973):
@@ -489,37 +668,119 @@ defvjp(
 
 
 def norm_kind(ndim, ord, axis):  # noqa: A002 - numpy's parameter name
-    """Which formula np.linalg.norm(x, ord, axis) differentiates by: "2" (Euclidean or
-    Frobenius), "1", "inf" (and -inf), "0", "p" (other vector ords), "nuc", or "matrix" (the
-    matrix norms with no rule: spectral, 1, inf). Decided when the gradient is made."""
+    """Which formula np.linalg.norm(x, ord, axis) differentiates by. Vector norms: "2"
+    (Euclidean, and the Frobenius norm of a matrix), "1", "inf" (and -inf), "0", "p" (other
+    ords). Matrix norms: "nuc" (the sum of the singular values), "spectral" (ord 2 and -2: the
+    largest and the smallest singular value), "columns" (ord 1 and -1: the largest and the
+    smallest sum of magnitudes down a column), "rows" (inf and -inf: along a row). Decided
+    when the gradient is made."""
     matrix = (axis is None and ndim == 2) or (isinstance(axis, tuple) and len(axis) == 2)
     if ord is None or (ord == "fro" and matrix) or (ord == 2 and not matrix):
         return "2"
-    if ord == "nuc" and matrix and axis in (None, (-2, -1), (ndim - 2, ndim - 1)):
-        return "nuc"
-    if matrix or isinstance(ord, str):
-        return "matrix"
+    if matrix:
+        return {"nuc": "nuc", 2: "spectral", -2: "spectral", 1: "columns", -1: "columns"}.get(
+            ord, "rows"
+        )
     return {1: "1", np.inf: "inf", -np.inf: "inf", 0: "0"}.get(ord, "p")
 
 
-defnondiff("norm_kind", norm_kind, _spelled("norm_kind"))
-TEMPLATE_NAMESPACE.update(norm_kind=norm_kind)
+def norm_axes(ndim, axis):
+    """The (row, column) axes of a matrix norm's matrices, non-negative."""
+    return (0, 1) if axis is None else tuple(a % ndim for a in axis)
+
+
+def norm_last(ndim, axis):
+    """Are a matrix norm's axes the last two (so its matrices need not be moved there)?"""
+    return norm_axes(ndim, axis) == (ndim - 2, ndim - 1)
+
+
+def norm_pick(ord):  # noqa: A002
+    """The singular vectors a spectral norm's gradient takes: of the largest singular value
+    (ord 2, the first) or of the smallest (ord -2, the last)."""
+    return slice(None, 1) if ord == 2 else slice(-1, None)
+
+
+def norm_ties(sums, ord, axis):  # noqa: A002
+    """The weights of the column (or row) sums of magnitudes a matrix norm of ord 1, -1, inf
+    or -inf takes: 1 / (number of ties) at the largest (ord > 0) or smallest sum along
+    `axis`, 0 elsewhere (piecewise constant: no gradient of its own)."""
+    extreme = np.max(sums, axis=axis, keepdims=True) if ord > 0 else np.min(sums, axis, None, True)
+    hits = sums == extreme
+    return hits / np.sum(hits, axis=axis, keepdims=True)
+
+
+def norm_matrices(x, axis):
+    """x with a matrix norm's two axes moved last (x itself where they are last)."""
+    rows, columns = norm_axes(np.ndim(x), axis)
+    if (rows, columns) == (np.ndim(x) - 2, np.ndim(x) - 1):
+        return x
+    return np.moveaxis(x, (rows, columns), (-2, -1))
+
+
+def norm_unmatrices(h, ndim, axis):
+    """norm_matrices undone: h's last two axes moved back to a matrix norm's axes."""
+    rows, columns = norm_axes(ndim, axis)
+    if (rows, columns) == (ndim - 2, ndim - 1):
+        return h
+    return np.moveaxis(h, (-2, -1), (rows, columns))
+
+
+for _helper in (norm_kind, norm_axes, norm_last, norm_pick, norm_ties):
+    defnondiff(_helper.__name__, _helper, _spelled(_helper.__name__))
+# each is a view of the other's transpose: linear, and its VJP is the other
+defvjp(
+    "norm_matrices",
+    norm_matrices,
+    _spelled("norm_matrices"),
+    lambda g, ans, x, axis: norm_unmatrices(g, x.ndim, axis),
+    None,
+    linear=(0,),
+    props={"view", "complex"},
+)
+defvjp(
+    "norm_unmatrices",
+    norm_unmatrices,
+    _spelled("norm_unmatrices"),
+    lambda g, ans, h, ndim, axis: norm_matrices(g, axis),
+    None,
+    None,
+    linear=(0,),
+    props={"view", "complex"},
+)
+TEMPLATE_NAMESPACE.update(
+    norm_kind=norm_kind,
+    norm_axes=norm_axes,
+    norm_last=norm_last,
+    norm_pick=norm_pick,
+    norm_ties=norm_ties,
+    norm_matrices=norm_matrices,
+    norm_unmatrices=norm_unmatrices,
+)
 # The vector norms' gradients (a tie of the largest magnitudes shares the inf-norm's gradient,
-# as torch does); the Frobenius norm is the 2-norm of the flattened axes; the nuclear norm's
-# gradient is U Vh. At x = 0 the 2-norm's gradient is nan (not differentiable there).
+# as torch does); the Frobenius norm is the 2-norm of the flattened axes. The matrix norms',
+# their matrices M moved last: the nuclear norm's is U Vh, the spectral norm's u v^T of the
+# singular vectors of the largest (ord 2) or the smallest (-2) singular value; ord 1 and -1
+# give sign(M) on the column whose sum of magnitudes is the largest or smallest (ties share
+# it), inf and -inf the same along rows. At x = 0 the 2-norm's gradient is nan (not
+# differentiable there).
+# Complex x, in torch's convention (ops/complex_values.py): the rules give the conjugate of
+# torch's gradient: conj(x) / norm for the 2-norm, conj(x / |x|) in place of sign(x) (numpy's
+# sign of a complex number is x / |x|), conj(U Vh) and conj(u v^H) for the matrix norms; the
+# JVP is the real part of the sum of that times the tangent.
 defvjp(
     "linalg_norm",
     np.linalg.norm,
     _func("linalg.norm"),
     lambda g, ans, x, ord=None, axis=None, keepdims=False: (
         (g if keepdims or axis is None else np.expand_dims(g, axis))
-        * x
+        * (np.conj(x) if is_complex(x) else x)
         / (ans if keepdims or axis is None else np.expand_dims(ans, axis))
         if norm_kind(x.ndim, ord, axis) == "2"
-        else (g if keepdims or axis is None else np.expand_dims(g, axis)) * np.sign(x)
+        else (g if keepdims or axis is None else np.expand_dims(g, axis))
+        * (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x)) if is_complex(x) else np.sign(x))
         if norm_kind(x.ndim, ord, axis) == "1"
         else (g if keepdims or axis is None else np.expand_dims(g, axis))
-        * np.sign(x)
+        * (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x)) if is_complex(x) else np.sign(x))
         * (np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)))
         / np.sum(
             np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)),
@@ -530,20 +791,76 @@ defvjp(
         else np.zeros_like(x)
         if norm_kind(x.ndim, ord, axis) == "0"
         else (g if keepdims or axis is None else np.expand_dims(g, axis))
-        * np.sign(x)
+        * (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x)) if is_complex(x) else np.sign(x))
         * np.abs(x) ** (ord - 1)
         / (ans if keepdims or axis is None else np.expand_dims(ans, axis)) ** (ord - 1)
         if norm_kind(x.ndim, ord, axis) == "p"
-        else (g if keepdims or axis is None else np.expand_dims(g, (-1, -2)))
-        * (np.linalg.svd(x, full_matrices=False)[0] @ np.linalg.svd(x, full_matrices=False)[2])
-        if norm_kind(x.ndim, ord, axis) == "nuc"
-        else no_linalg_rule("np.linalg.norm with a matrix ord other than 'fro' and 'nuc'")
+        else (g if keepdims or axis is None else np.expand_dims(g, axis))
+        * (
+            np.linalg.svd((np.conj(x) if is_complex(x) else x), full_matrices=False)[0]
+            @ np.linalg.svd((np.conj(x) if is_complex(x) else x), full_matrices=False)[2]
+            if norm_kind(x.ndim, ord, axis) == "nuc" and norm_last(x.ndim, axis)
+            else norm_unmatrices(
+                np.linalg.svd(
+                    norm_matrices((np.conj(x) if is_complex(x) else x), axis), full_matrices=False
+                )[0]
+                @ np.linalg.svd(
+                    norm_matrices((np.conj(x) if is_complex(x) else x), axis), full_matrices=False
+                )[2],
+                x.ndim,
+                axis,
+            )
+            if norm_kind(x.ndim, ord, axis) == "nuc"
+            else np.linalg.svd((np.conj(x) if is_complex(x) else x), full_matrices=False)[0][
+                ..., :, norm_pick(ord)
+            ]
+            @ np.linalg.svd((np.conj(x) if is_complex(x) else x), full_matrices=False)[2][
+                ..., norm_pick(ord), :
+            ]
+            if norm_kind(x.ndim, ord, axis) == "spectral" and norm_last(x.ndim, axis)
+            else norm_unmatrices(
+                np.linalg.svd(
+                    norm_matrices((np.conj(x) if is_complex(x) else x), axis), full_matrices=False
+                )[0][..., :, norm_pick(ord)]
+                @ np.linalg.svd(
+                    norm_matrices((np.conj(x) if is_complex(x) else x), axis), full_matrices=False
+                )[2][..., norm_pick(ord), :],
+                x.ndim,
+                axis,
+            )
+            if norm_kind(x.ndim, ord, axis) == "spectral"
+            else (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x)) if is_complex(x) else np.sign(x))
+            * norm_ties(
+                np.sum(np.abs(x), axis=norm_axes(x.ndim, axis)[0], keepdims=True),
+                ord,
+                norm_axes(x.ndim, axis)[1],
+            )
+            if norm_kind(x.ndim, ord, axis) == "columns"
+            else (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x)) if is_complex(x) else np.sign(x))
+            * norm_ties(
+                np.sum(np.abs(x), axis=norm_axes(x.ndim, axis)[1], keepdims=True),
+                ord,
+                norm_axes(x.ndim, axis)[0],
+            )
+        )
     ),
     jvps=(
         lambda t, ans, x, ord=None, axis=None, keepdims=False: (
-            np.sum(x * t, axis=axis, keepdims=keepdims) / ans
+            np.zeros_like(ans)
+            if norm_kind(x.ndim, ord, axis) == "0"
+            else np.sum(x * t, axis=axis, keepdims=keepdims) / ans
+            if norm_kind(x.ndim, ord, axis) == "2" and not is_complex(x)
+            else np.real(np.sum(np.conj(x) * t, axis=axis, keepdims=keepdims)) / ans
             if norm_kind(x.ndim, ord, axis) == "2"
             else np.sum(np.sign(x) * t, axis=axis, keepdims=keepdims)
+            if norm_kind(x.ndim, ord, axis) == "1" and not is_complex(x)
+            else np.real(
+                np.sum(
+                    (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x))) * t,
+                    axis=axis,
+                    keepdims=keepdims,
+                )
+            )
             if norm_kind(x.ndim, ord, axis) == "1"
             else np.sum(
                 np.sign(x)
@@ -557,25 +874,135 @@ defvjp(
                 axis=axis,
                 keepdims=keepdims,
             )
+            if norm_kind(x.ndim, ord, axis) == "inf" and not is_complex(x)
+            else np.real(
+                np.sum(
+                    (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x)))
+                    * (
+                        np.abs(x)
+                        == (ans if keepdims or axis is None else np.expand_dims(ans, axis))
+                    )
+                    * t,
+                    axis=axis,
+                    keepdims=keepdims,
+                )
+            )
+            / np.sum(
+                np.abs(x) == (ans if keepdims or axis is None else np.expand_dims(ans, axis)),
+                axis=axis,
+                keepdims=keepdims,
+            )
             if norm_kind(x.ndim, ord, axis) == "inf"
-            else np.zeros_like(ans)
-            if norm_kind(x.ndim, ord, axis) == "0"
             else np.sum(np.sign(x) * np.abs(x) ** (ord - 1) * t, axis=axis, keepdims=keepdims)
+            / ans ** (ord - 1)
+            if norm_kind(x.ndim, ord, axis) == "p" and not is_complex(x)
+            else np.real(
+                np.sum(
+                    (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x))) * np.abs(x) ** (ord - 1) * t,
+                    axis=axis,
+                    keepdims=keepdims,
+                )
+            )
             / ans ** (ord - 1)
             if norm_kind(x.ndim, ord, axis) == "p"
             else np.sum(
                 (
                     np.linalg.svd(x, full_matrices=False)[0]
                     @ np.linalg.svd(x, full_matrices=False)[2]
+                    if norm_kind(x.ndim, ord, axis) == "nuc" and norm_last(x.ndim, axis)
+                    else norm_unmatrices(
+                        np.linalg.svd(norm_matrices(x, axis), full_matrices=False)[0]
+                        @ np.linalg.svd(norm_matrices(x, axis), full_matrices=False)[2],
+                        x.ndim,
+                        axis,
+                    )
+                    if norm_kind(x.ndim, ord, axis) == "nuc"
+                    else np.linalg.svd(x, full_matrices=False)[0][..., :, norm_pick(ord)]
+                    @ np.linalg.svd(x, full_matrices=False)[2][..., norm_pick(ord), :]
+                    if norm_kind(x.ndim, ord, axis) == "spectral" and norm_last(x.ndim, axis)
+                    else norm_unmatrices(
+                        np.linalg.svd(norm_matrices(x, axis), full_matrices=False)[0][
+                            ..., :, norm_pick(ord)
+                        ]
+                        @ np.linalg.svd(norm_matrices(x, axis), full_matrices=False)[2][
+                            ..., norm_pick(ord), :
+                        ],
+                        x.ndim,
+                        axis,
+                    )
+                    if norm_kind(x.ndim, ord, axis) == "spectral"
+                    else np.sign(x)
+                    * norm_ties(
+                        np.sum(np.abs(x), axis=norm_axes(x.ndim, axis)[0], keepdims=True),
+                        ord,
+                        norm_axes(x.ndim, axis)[1],
+                    )
+                    if norm_kind(x.ndim, ord, axis) == "columns"
+                    else np.sign(x)
+                    * norm_ties(
+                        np.sum(np.abs(x), axis=norm_axes(x.ndim, axis)[1], keepdims=True),
+                        ord,
+                        norm_axes(x.ndim, axis)[0],
+                    )
                 )
                 * t,
-                axis=(-1, -2),
+                axis=norm_axes(x.ndim, axis),
                 keepdims=keepdims,
             )
-            if norm_kind(x.ndim, ord, axis) == "nuc"
-            else no_linalg_rule("np.linalg.norm with a matrix ord other than 'fro' and 'nuc'")
+            if not is_complex(x)
+            else np.real(
+                np.sum(
+                    (
+                        np.linalg.svd(np.conj(x), full_matrices=False)[0]
+                        @ np.linalg.svd(np.conj(x), full_matrices=False)[2]
+                        if norm_kind(x.ndim, ord, axis) == "nuc" and norm_last(x.ndim, axis)
+                        else norm_unmatrices(
+                            np.linalg.svd(norm_matrices(np.conj(x), axis), full_matrices=False)[0]
+                            @ np.linalg.svd(norm_matrices(np.conj(x), axis), full_matrices=False)[
+                                2
+                            ],
+                            x.ndim,
+                            axis,
+                        )
+                        if norm_kind(x.ndim, ord, axis) == "nuc"
+                        else np.linalg.svd(np.conj(x), full_matrices=False)[0][
+                            ..., :, norm_pick(ord)
+                        ]
+                        @ np.linalg.svd(np.conj(x), full_matrices=False)[2][..., norm_pick(ord), :]
+                        if norm_kind(x.ndim, ord, axis) == "spectral" and norm_last(x.ndim, axis)
+                        else norm_unmatrices(
+                            np.linalg.svd(norm_matrices(np.conj(x), axis), full_matrices=False)[0][
+                                ..., :, norm_pick(ord)
+                            ]
+                            @ np.linalg.svd(norm_matrices(np.conj(x), axis), full_matrices=False)[
+                                2
+                            ][..., norm_pick(ord), :],
+                            x.ndim,
+                            axis,
+                        )
+                        if norm_kind(x.ndim, ord, axis) == "spectral"
+                        else (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x)))
+                        * norm_ties(
+                            np.sum(np.abs(x), axis=norm_axes(x.ndim, axis)[0], keepdims=True),
+                            ord,
+                            norm_axes(x.ndim, axis)[1],
+                        )
+                        if norm_kind(x.ndim, ord, axis) == "columns"
+                        else (np.conj(x) / np.where(x == 0.0, 1.0, np.abs(x)))
+                        * norm_ties(
+                            np.sum(np.abs(x), axis=norm_axes(x.ndim, axis)[1], keepdims=True),
+                            ord,
+                            norm_axes(x.ndim, axis)[0],
+                        )
+                    )
+                    * t,
+                    axis=norm_axes(x.ndim, axis),
+                    keepdims=keepdims,
+                )
+            )
         ),
     ),
+    props={"complex"},
 )
 
 
@@ -892,6 +1319,12 @@ EXAMPLES = {
         ex(arg(3, 4), "nuc"),
         ex(arg(5), np.inf),
         ex(arg(3, 4), 3, axis=0),
+        ex(arg(3, 4), 2),
+        ex(arg(2, 4, 3), -2, axis=(2, 1)),
+        ex(arg(3, 4), 1),
+        ex(arg(2, 3, 4), -1, axis=(0, 2), keepdims=True),
+        ex(arg(3, 4), np.inf),
+        ex(arg(3, 2, 4), -np.inf, axis=(0, 2)),
     ],
     "linalg_qr": [ex(arg(4, 3)), ex(arg(3, 3))],
     "linalg_lstsq": [
@@ -904,4 +1337,7 @@ EXAMPLES = {
     "linalg_vecdot": [ex(arg(3, 4), arg(3, 4)), ex(arg(3, 4), arg(4))],
     "linalg_outer": [ex(arg(3), arg(4))],
     "linalg_multi_dot": [ex([arg(3, 4), arg(4, 2), arg(2, 5)]), ex([arg(4), arg(4, 3), arg(3)])],
+    "norm_matrices": [ex(arg(2, 3, 4), (2, 0)), ex(arg(3, 4), None)],
+    "norm_unmatrices": [ex(arg(2, 4, 3), 3, (2, 0)), ex(arg(3, 4), 2, None)],
+    "svd_gauge_checked": [ex(arg(3, 3), arg(3, 3), arg(3, 3), arg(3, 3))],
 }

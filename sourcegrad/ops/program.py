@@ -44,6 +44,7 @@ from ..runtime import (
 )
 from .registry import (
     RULES,
+    TEMPLATE_NAMESPACE,
     Spelling,
     alias,
     defjvp,
@@ -161,6 +162,53 @@ defvjp(
 )
 defvjp("make_list", runtime.make_list, Spelling("list"), lambda g, ans, *items, argnum: g[argnum])
 alias("make_tuple", runtime.make_tuple, Spelling("tuple"), like="make_list", family="make_tuple")
+
+
+def sequence_grad(g, x):
+    """Adjoint of tuple(x) or list(x) for x: g holds one adjoint per item; of a list or tuple x,
+    they are its adjoint as they are; of an array, its rows', stacked back into its shape."""
+    if isinstance(x, (list, tuple)):
+        return list(g)
+    return np.reshape(np.stack(g), np.shape(x)) if len(g) else np.zeros_like(x)
+
+
+# tuple(x) and list(x) of a value computed at run time (a function's tuple result, a list built
+# at run time, an array's rows); of a tuple known while compiling, the front end keeps it
+defvjp(
+    "tuple_builtin",
+    tuple,
+    Spelling("builtin", "tuple"),
+    lambda g, ans, x: sequence_grad(g, x),
+    register_fn=False,
+    linear="joint",
+    props={"view"},  # (the items themselves)
+)
+
+
+def sequence_items(x):
+    """list(x): the function object rule templates call for it (generated code writes list)."""
+    return list(x)
+
+
+defvjp(
+    "list_builtin",
+    sequence_items,
+    Spelling("builtin", "list"),
+    lambda g, ans, x: sequence_grad(g, x),
+    linear="joint",
+    props={"view"},
+)
+# sequence_grad is linear in g; its transpose hands the result's items (rows) back as a list
+defvjp(
+    "sequence_grad",
+    sequence_grad,
+    Spelling("module", "sourcegrad.ops.program.sequence_grad"),
+    lambda g, ans, h, x: sequence_items(g),
+    None,
+    linear=(0,),
+    props={"view"},
+)
+TEMPLATE_NAMESPACE.update(sequence_grad=sequence_grad, sequence_items=sequence_items)
 defvjp(
     "list_append",
     runtime.list_append,
@@ -578,6 +626,13 @@ defprimitive("max_jvp", runtime.max_jvp, _helper("max_jvp"))
 defprimitive("var_jvp", runtime.var_jvp, _helper("var_jvp"))
 
 
+# The compiler's transforms of a function of the user's, for the ops that call one and
+# differentiate it when they run (scipy.integrate.odeint: its VJP solves the adjoint ODE with
+# the compiled VJP of the user's dynamics): `sourcegrad.api` puts its `vjp` and `jvp` here
+# when it is imported (the ops import nothing of the api).
+USER_FUNCTION_TRANSFORMS: dict = {}
+
+
 def call_gradient(gradient, *args):
     """`sourcegrad.grad(f)(x)` called inside differentiated code: the gradient runs as it
     runs anywhere (its own compiled code)."""
@@ -607,4 +662,7 @@ EXAMPLES = {
     "min_builtin": [ex(arg(py=True), arg(domain="large", py=True))],
     "max_builtin": [ex(arg(py=True), arg(domain="large", py=True))],
     "np_array": [ex([arg(py=True), arg(py=True)]), ex([arg(3), arg(3)])],
+    "tuple_builtin": [ex([arg(3), arg(2)]), ex(arg(2, 3))],
+    "list_builtin": [ex([arg(3), arg(2)]), ex(arg(2, 3))],
+    "sequence_grad": [ex([arg(3), arg(3)], arg(2, 3)), ex([arg(3), arg(2)], [arg(3), arg(2)])],
 }

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..runtime import (
     cumprod_grad,
+    is_complex,
     cumprod_jvp,
     max_grad,
     max_jvp,
@@ -69,6 +70,9 @@ defvjp(
     ),
     torch=torch("ProdBackward0", "prod"),
 )
+# max and min pick an element (numpy orders complex numbers by real, then imaginary part): a
+# C-linear selection, so the rules hold for complex values as they are (autograd's convention;
+# torch has no max of complex values). Ties share the gradient.
 defvjp(
     "max",
     np.max,
@@ -79,6 +83,7 @@ defvjp(
     methods=("max",),
     jvps=(lambda t, ans, x, axis=None, keepdims=False: max_jvp(t, ans, x, axis, keepdims),),
     torch=torch("MaxBackward1", "max"),
+    props={"complex"},
 )
 alias(
     "amax",
@@ -87,6 +92,7 @@ alias(
     like="max",
     method="max",
     torch=torch("AmaxBackward0", "amax"),
+    props={"complex"},
 )
 # (min borrows max's rules: max_grad picks by ans)
 alias(
@@ -98,6 +104,7 @@ alias(
     method="min",
     methods=("min",),
     torch=torch("MinBackward1", "min"),
+    props={"complex"},
 )
 alias(
     "amin",
@@ -107,7 +114,11 @@ alias(
     family="min",
     method="min",
     torch=torch("AminBackward0", "amin"),
+    props={"complex"},
 )
+# var and std of complex x are of |x - mean|: real. In torch's convention (ops/complex_values)
+# the gradient is 2 (x - mean) / (N - ddof) as for real x, so the rules (its conjugate) take
+# conj(x - mean), and the JVP is the real part of var_jvp's sum.
 defvjp(
     "var",
     np.var,
@@ -115,15 +126,24 @@ defvjp(
     lambda g, ans, x, axis=None, ddof=0, keepdims=False: (
         (g if keepdims or axis is None else np.expand_dims(g, axis))
         * 2.0
-        * (x - np.mean(x, axis=axis, keepdims=True))
+        * (
+            np.conj(x - np.mean(x, axis=axis, keepdims=True))
+            if is_complex(x)
+            else x - np.mean(x, axis=axis, keepdims=True)
+        )
         / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
     ),
     kind="reduction",
     methods=("var",),
     jvps=(
-        lambda t, ans, x, axis=None, ddof=0, keepdims=False: var_jvp(t, x, axis, ddof, keepdims),
+        lambda t, ans, x, axis=None, ddof=0, keepdims=False: (
+            np.real(var_jvp(t, np.conj(x), axis, ddof, keepdims))
+            if is_complex(x)
+            else var_jvp(t, x, axis, ddof, keepdims)
+        ),
     ),
     torch=torch("VarBackward0", "var"),
+    props={"complex"},
 )
 # Where a std is 0 (one value, or values all equal) its gradient is 0: central differences
 # give 0 there (std(x + h e) = std(x - h e)), torch masks it to 0 (std_backward), and g / ans
@@ -139,17 +159,28 @@ defvjp(
             if keepdims or axis is None
             else np.expand_dims(g * (ans != 0) / np.where(ans == 0, 1.0, ans), axis)
         )
-        * (x - np.mean(x, axis=axis, keepdims=True))
+        * (
+            np.conj(x - np.mean(x, axis=axis, keepdims=True))
+            if is_complex(x)
+            else x - np.mean(x, axis=axis, keepdims=True)
+        )
         / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
     ),
     kind="reduction",
     methods=("std",),
     jvps=(
         lambda t, ans, x, axis=None, ddof=0, keepdims=False: (
-            var_jvp(t, x, axis, ddof, keepdims) * (ans != 0) / (2.0 * np.where(ans == 0, 1.0, ans))
+            np.real(var_jvp(t, np.conj(x), axis, ddof, keepdims))
+            * (ans != 0)
+            / (2.0 * np.where(ans == 0, 1.0, ans))
+            if is_complex(x)
+            else var_jvp(t, x, axis, ddof, keepdims)
+            * (ans != 0)
+            / (2.0 * np.where(ans == 0, 1.0, ans))
         ),
     ),
     torch=torch("StdBackward0", "std"),
+    props={"complex"},
 )
 
 

@@ -174,6 +174,9 @@ class Op:
     # the VJPs are Python code called when the backward runs (`vjp_at_run_time`), not
     # templates inlined into it: a gradient called inside differentiated code
     run_time_vjp: bool = False
+    # parameters that take a function of the user's, which the op calls itself
+    # (scipy.integrate.odeint's func): the front end passes a module-level function as a value
+    function_params: tuple = ()
     # the pass properties (see PROPERTIES)
     props: frozenset = frozenset()
     # the array method generated code writes instead of the function (`x.sum(axis=0)`)
@@ -276,6 +279,7 @@ _OPTIONAL = {
     "scipy.stats": "scipy_stats",
     "scipy.linalg": "scipy_linalg",
     "scipy.signal": "scipy_signal",
+    "scipy.integrate": "scipy_integrate",
 }
 
 
@@ -443,6 +447,7 @@ def _set(rule, properties):
             "static_result",
             "family",
             "run_time_vjp",
+            "function_params",
         ):
             raise TypeError(f"op {rule.name!r}: unknown field {key!r}")
         if key == "props":

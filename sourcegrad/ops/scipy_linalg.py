@@ -1,4 +1,5 @@
-"""scipy.linalg: solve_triangular, cho_factor, cho_solve, expm, sqrtm and solve_sylvester.
+"""scipy.linalg: solve_triangular, solve_banded, cho_factor, cho_solve, expm, sqrtm and
+solve_sylvester.
 
 Imported by the registry once the program has imported scipy.linalg (`registry._OPTIONAL`).
 Each is one primitive with its rule (scipy's source is never inlined); generated code calls
@@ -7,6 +8,9 @@ them as `scipy.linalg.<name>`. The derivatives, for real matrices:
 * x = solve_triangular(a, b, trans, lower, unit_diagonal): T = the triangle of a that is read;
   bbar = T^-T g (a triangular solve again), abar = -bbar x^T on that triangle (trans=1: the
   transposes);
+* x = solve_banded((l, u), ab, b): A x = b for A stored by diagonals (A[i, j] = ab[u + i - j,
+  j]); bbar solves with A^T (stored with (u, l): `banded_transpose`), abar = -bbar x^T on the
+  band (`band_of`; the storage's unused corners get 0);
 * (c, lower) = cho_factor(a): c holds the Cholesky factor in one triangle and a's own entries
   in the other; the factor's adjoint is np.linalg.cholesky's (symmetric: differentiate
   functions of symmetric inputs), the other triangle passes its adjoint through;
@@ -247,6 +251,112 @@ defvjp(
 )
 
 
+def banded_transpose(l_and_u, ab):
+    """The band storage of A^T, for A stored in `ab` with (l, u) diagonals below and above
+    (A[i, j] = ab[u + i - j, j]): A^T has (u, l), and its storage's element [k, j] is
+    ab[l + u - k, j + k - l] (0 in the corners the storage leaves unused)."""
+    lower, upper = l_and_u
+    n = np.shape(ab)[-1]
+    out = np.zeros_like(ab)
+    for k in range(lower + upper + 1):
+        shift = k - lower  # out[k, j] = ab[l + u - k, j + shift]
+        start, stop = max(0, -shift), min(n, n - shift)
+        out[k, start:stop] = ab[lower + upper - k, start + shift : stop + shift]
+    return out
+
+
+def band_of(m, l_and_u):
+    """The band of the n x n matrix m, in the storage solve_banded reads (0 in its unused
+    corners)."""
+    lower, upper = l_and_u
+    n = np.shape(m)[-1]
+    out = np.zeros((lower + upper + 1, n), dtype=np.result_type(m, np.float32))
+    for k in range(lower + upper + 1):
+        offset = upper - k  # row k holds the diagonal m[j - offset, j]
+        out[k] = np.pad(np.diagonal(m, offset), (max(offset, 0), max(-offset, 0)))
+    return out
+
+
+def band_matrix(ab, l_and_u):
+    """The n x n matrix stored in `ab` (band_of's transpose)."""
+    lower, upper = l_and_u
+    n = np.shape(ab)[-1]
+    out = np.zeros((n, n), dtype=np.result_type(ab, np.float32))
+    for k in range(lower + upper + 1):
+        offset = upper - k
+        j = np.arange(max(offset, 0), min(n, n + offset))
+        out[j - offset, j] = ab[k, j]
+    return out
+
+
+for _helper in (banded_transpose, band_of, band_matrix):
+    TEMPLATE_NAMESPACE[_helper.__name__] = _helper
+
+
+def _helper_spelled(name):
+    return Spelling("module", f"sourcegrad.ops.scipy_linalg.{name}")
+
+
+# Each helper is linear in its array: banded_transpose's transpose is itself with (l, u)
+# swapped; band_of and band_matrix are each other's.
+defvjp(
+    "banded_transpose",
+    banded_transpose,
+    _helper_spelled("banded_transpose"),
+    None,
+    lambda g, ans, l_and_u, ab: banded_transpose((l_and_u[1], l_and_u[0]), g),
+    linear=(1,),
+)
+defvjp(
+    "band_of",
+    band_of,
+    _helper_spelled("band_of"),
+    lambda g, ans, m, l_and_u: band_matrix(g, l_and_u),
+    None,
+    linear=(0,),
+)
+defvjp(
+    "band_matrix",
+    band_matrix,
+    _helper_spelled("band_matrix"),
+    lambda g, ans, ab, l_and_u: band_of(g, l_and_u),
+    None,
+    linear=(0,),
+)
+# x = solve_banded((l, u), ab, b): A x = b with A stored in ab. bbar solves with A^T (banded
+# too, with (u, l)); abar is -bbar x^T on the band (the storage's unused corners get 0).
+defvjp(
+    "scipy_solve_banded",
+    scipy_linalg.solve_banded,
+    _spelled("solve_banded"),
+    None,
+    lambda g, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True: (
+        band_of(
+            -np.reshape(
+                scipy_linalg.solve_banded(
+                    (l_and_u[1], l_and_u[0]), banded_transpose(l_and_u, ab), g
+                ),
+                (ab.shape[-1], -1),
+            )
+            @ np.reshape(ans, (ab.shape[-1], -1)).T,
+            l_and_u,
+        )
+    ),
+    lambda g, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True: (
+        scipy_linalg.solve_banded((l_and_u[1], l_and_u[0]), banded_transpose(l_and_u, ab), g)
+    ),
+    jvps=(
+        None,
+        lambda t, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True: (
+            -scipy_linalg.solve_banded(l_and_u, ab, band_matrix(t, l_and_u) @ ans)
+        ),
+        lambda t, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True: (
+            scipy_linalg.solve_banded(l_and_u, ab, t)
+        ),
+    ),
+)
+
+
 # Example inputs for the registry's test grid (ops/examples.py). cho_solve's factor is a
 # constant (its gradient there is refused); cho_factor's result is read in its triangle.
 _FACTOR = np.linalg.cholesky(np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]]))
@@ -264,4 +374,11 @@ EXAMPLES = {
     "scipy_expm": [ex(arg(3, 3, domain="unit"))],
     "scipy_sqrtm": [ex(arg(3, 3, domain="spd"))],
     "scipy_solve_sylvester": [ex(arg(3, 3, domain="well"), arg(2, 2, domain="well"), arg(3, 2))],
+    "scipy_solve_banded": [
+        ex((1, 1), arg(3, 5, domain="banded"), arg(5)),
+        ex((2, 2), arg(5, 4, domain="banded"), arg(4, 3)),
+    ],
+    "banded_transpose": [ex((1, 2), arg(4, 5)), ex((2, 0), arg(3, 4))],
+    "band_of": [ex(arg(5, 5), (1, 2)), ex(arg(4, 4), (0, 1))],
+    "band_matrix": [ex(arg(4, 5), (1, 2)), ex(arg(2, 4), (0, 1))],
 }

@@ -18,7 +18,7 @@ import scipy.special as special
 from .. import errors
 from ..runtime import unbroadcast
 from .examples import arg, ex
-from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp, torch
+from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp, mark, torch
 
 TEMPLATE_NAMESPACE.update(special=special)
 
@@ -91,6 +91,45 @@ defvjp(
     ),
 )
 
+
+def _asymptotic_coefficients(order, terms):
+    """a_k of the expansion exp(-x) I_order(x) ~ (2 pi x)^-1/2 sum_k a_k x^-k, k = 0 .. terms."""
+    out, a = [], 1.0
+    for k in range(terms + 1):
+        out.append(a)
+        a *= -(4 * order * order - (2 * k + 1) ** 2) / ((k + 1) * 8)
+    return out
+
+
+# (i0e - i1e)(x) ~ (2 pi x)^-1/2 sum_k c_k x^-k: the k = 0 terms cancel, so the sum starts at
+# k = 1; 20 terms are exact to rounding from x = 30 on
+_GAP_SERIES = tuple(
+    a - b for a, b in zip(_asymptotic_coefficients(0, 20), _asymptotic_coefficients(1, 20))
+)[1:]
+
+
+def bessel_i_gap(x):
+    """i0e(x) - i1e(x) for x >= 0, exact to rounding element by element: the two agree to
+    log10(2x) digits, so from x = 30 on it is their asymptotic expansions' difference, summed
+    (i0e's and i1e's derivatives are made of it)."""
+    large = np.maximum(x, 30.0)
+    series = 0.0 * large
+    for c in reversed(_GAP_SERIES):
+        series = (series + c) / large
+    series = series / np.sqrt(6.283185307179586 * large)
+    return np.where(x < 30.0, special.i0e(x) - special.i1e(x), series)
+
+
+# its derivative: d(i0e - i1e)/dx = (i1e - i0e) - (i0e - i1e - i1e / x) = i1e / x - 2 (i0e - i1e)
+defvjp(
+    "bessel_i_gap",
+    bessel_i_gap,
+    Spelling("module", "sourcegrad.ops.scipy_special.bessel_i_gap"),
+    lambda g, ans, x: g * (special.i1e(x) / x - 2.0 * ans),
+    kind="elementwise",
+)
+TEMPLATE_NAMESPACE.update(bessel_i_gap=bessel_i_gap)
+
 # Elementwise functions (their JVPs are their VJPs with g the tangent).
 _UNARY = {
     "gammaln": (
@@ -136,22 +175,32 @@ _UNARY = {
     ),
     "log_expit": lambda g, ans, x: g * special.expit(-x),
     "rgamma": lambda g, ans, x: -g * ans * special.digamma(x),
-    # the modified Bessel functions: I0' = I1, I1' = I0 - I1 / x (1/2 at 0; written with I0 and
-    # I1 only, as torch writes it, so that second derivatives stay among ops with eager nodes);
-    # the exponentially scaled ones (exp(-|x|) I) add -sign(x) times themselves;
-    # K0' = -K1, K1' = -(K0 + K2) / 2
+    # the modified Bessel functions: I0' = I1, I1' = I0 - I1 / x (1/2 at 0), the latter written
+    # exp(|x|) (i0e(x) - i1e(x) / x) with the exponentially scaled functions: I0 and I1 overflow
+    # together at |x| > 709.78, where their difference gave nan (inf - inf) and this gives inf,
+    # as I0' = I1 does there (below, both are exact to rounding element by element: checked
+    # against mpmath in tests/compiler/test_written_for_autograd.py). The scaled ones
+    # (exp(-|x|) I) add -sign(x) times themselves: i0e' = -sign(x) (i0e - i1e)(|x|) and
+    # i1e' = (i0e - i1e)(|x|) - i1e(x) / x, with that difference computed without losing the
+    # digits the two share (`bessel_i_gap`; i1e - i0e itself lost log10(2|x|) of them).
+    # K0' = -K1, K1' = -(K0 + K2) / 2.
     "i0": (
         lambda g, ans, x: g * special.i1(x),
         torch("I0Backward0", "i0", inplace=("i0_",), special=("i0",)),
     ),
     "i1": (
         lambda g, ans, x: (
-            g * np.where(x == 0.0, 0.5, special.i0(x) - ans / np.where(x == 0.0, 1.0, x))
+            g
+            * np.where(
+                x == 0.0,
+                0.5,
+                np.exp(np.abs(x)) * (special.i0e(x) - special.i1e(x) / np.where(x == 0.0, 1.0, x)),
+            )
         ),
         torch("SpecialI1Backward0", special=("i1",)),
     ),
     "i0e": (
-        lambda g, ans, x: g * (special.i1e(x) - np.sign(x) * ans),
+        lambda g, ans, x: -g * np.sign(x) * bessel_i_gap(np.abs(x)),
         torch("SpecialI0EBackward0", special=("i0e",)),
     ),
     "i1e": (
@@ -160,7 +209,7 @@ _UNARY = {
             * np.where(
                 x == 0.0,
                 0.5,
-                special.i0e(x) - ans * (np.sign(x) + 1.0 / np.where(x == 0.0, 1.0, x)),
+                bessel_i_gap(np.abs(x)) - ans / np.where(x == 0.0, 1.0, x),
             )
         ),
         torch("SpecialI1EBackward0", special=("i1e",)),
@@ -229,6 +278,9 @@ for _name, _rule in _UNARY.items():
         kind="elementwise",
         torch=_torch,
     )
+# erf and erfc are holomorphic (scipy computes them of complex values): their rules hold for
+# complex z as they are (ops/complex_values.py; torch has no erf of complex values)
+mark("complex", "scipy_erf", "scipy_erfc")
 # polygamma(n, x): the next polygamma in x; n is an integer order
 defvjp(
     "scipy_polygamma",
@@ -479,6 +531,7 @@ _ON = {
 EXAMPLES = {
     **{f"scipy_{n}": [ex(arg(3, 4, domain=d))] for d, ns in _ON.items() for n in ns.split()},
     "scipy_erfcinv": [ex(arg(3, 4, domain="prob"))],
+    "bessel_i_gap": [ex(arg(3, 4, domain="positive")), ex(arg(3, 4, domain="large"))],
     "scipy_ndtri": [ex(arg(3, 4, domain="prob"))],
     "scipy_ndtri_exp": [ex(arg(3, 4, domain="positive"))],
     "scipy_logsumexp": [

@@ -612,8 +612,8 @@ def complex_intermediate(x):
     return np.sum(np.abs(x * (1 + 2j)))
 
 
-def complex_variance(x):
-    return np.var(x * (1 + 2j))
+def complex_arcsinh(x):  # (np.var of complex values has its rule now: issue 40)
+    return np.sum(np.abs(np.arcsinh(x * (1 + 2j))))
 
 
 def test_complex_values_are_differentiated_in_both_modes():
@@ -629,7 +629,7 @@ def test_complex_values_are_differentiated_in_both_modes():
 def test_complex_values_through_a_rule_for_real_numbers_are_refused_in_both_modes():
     x = np.array([1.0, -2.0])
     with pytest.raises(errors.NoRuleError, match="complex value") as info:
-        sourcegrad.grad(complex_variance)(x)
+        sourcegrad.grad(complex_arcsinh)(x)
     assert info.value.loc.line > 0
     with pytest.raises(errors.NoRuleError, match="complex value"):
-        sourcegrad.jvp(complex_variance, (x,), (np.ones(2),))
+        sourcegrad.jvp(complex_arcsinh, (x,), (np.ones(2),))

@@ -263,10 +263,6 @@ def test_matches_finite_differences(f, args):
     check_all(f, *args)
 
 
-def spectral_norm(M):
-    return np.linalg.norm(M, 2)
-
-
 def svd_full(X):
     U, s, Vh = np.linalg.svd(X)
     return np.sum(U)
@@ -288,7 +284,6 @@ def cholesky_upper(X):
 @pytest.mark.parametrize(
     "f, x, what",
     [
-        (spectral_norm, M34, "np.linalg.norm with a matrix ord"),
         (svd_full, TALL, "full_matrices=True of a non-square matrix"),
         (qr_wide, WIDE, "more columns than rows"),
         (cholesky_upper, A, "upper=True"),

@@ -576,8 +576,8 @@ def complex_off_the_path(x):
     return np.sum(x**2) + float(np.abs(np.sum(phase)))
 
 
-def complex_variance(x):
-    return np.var(x * (1 + 2j))
+def complex_arcsinh(x):  # (np.var of complex values has its rule now: issue 40)
+    return np.sum(np.abs(np.arcsinh(x * (1 + 2j))))
 
 
 def test_a_complex_value_on_the_gradients_path_is_differentiated():
@@ -587,8 +587,8 @@ def test_a_complex_value_on_the_gradients_path_is_differentiated():
 
 def test_a_complex_value_through_an_op_without_a_complex_rule_is_refused():
     with pytest.raises(errors.ComplexValueError, match="complex") as info:
-        sourcegrad.grad(complex_variance)(X)
-    assert "np.var(x * (1 + 2j))" in str(info.value)
+        sourcegrad.grad(complex_arcsinh)(X)
+    assert "np.arcsinh(x * (1 + 2j))" in str(info.value)
 
 
 def test_a_complex_value_off_the_path_is_fine():

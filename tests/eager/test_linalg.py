@@ -65,9 +65,16 @@ def test_numpy_linalg_on_tensors_records_the_same_nodes():
     np.testing.assert_allclose(x.grad.numpy(), expected.grad.numpy(), rtol=1e-12)
 
 
-def test_matrix_norms_without_a_rule_are_refused():
-    with pytest.raises(NotImplementedError, match="matrix ord"):
-        sourcegrad.linalg.norm(sourcegrad.tensor(A), 2)
+@pytest.mark.parametrize("ord", ["nuc", 2, -2, 1, -1, np.inf, -np.inf])
+def test_matrix_norms_have_torchs_node_and_gradient(ord):
+    x = sourcegrad.tensor(A, requires_grad=True)
+    out = sourcegrad.linalg.norm(x, ord)
+    expected = torch.tensor(A, requires_grad=True)
+    reference = torch.linalg.norm(expected, ord)
+    assert type(out.grad_fn).__name__ == type(reference.grad_fn).__name__
+    out.backward()
+    reference.backward()
+    np.testing.assert_allclose(x.grad.numpy(), expected.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 # Functions of several outputs: one node (torch's), which keeps its outputs for the rules that

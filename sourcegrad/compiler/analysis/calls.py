@@ -381,6 +381,13 @@ def _first_axis_reduced(rule, values, kwvalues):
     return stand_in(np.shape(values[0])[1:], np.result_type(values[0], np.float64))
 
 
+def _odeint_shape(rule, values, kwvalues):
+    """scipy.integrate.odeint: floats of shape (len(t), len(y0)), not integrated (the user's
+    function would run on the stand-ins)."""
+    bound = rule.bind(values, kwvalues)
+    return stand_in((np.size(bound["t"]), np.size(bound["y0"])), np.float64)
+
+
 # The shape functions, by an op's kind or by the name its registry entry gives (`Op.shape`).
 _SHAPE_FUNCTIONS = {
     "like_first": _like_first,
@@ -394,6 +401,7 @@ _SHAPE_FUNCTIONS = {
     "einsum": _einsum_shape,
     "linalg": _linalg_shape,
     "eig": _eig_shape,
+    "odeint": _odeint_shape,
 }
 
 

@@ -27,6 +27,7 @@ from .values import (
     BUILTIN_REDUCTIONS,
     CallableRef,
     COMPILE_TIME_BUILTINS,
+    function_label,
     function_stand_in,
     FUNCTION_VALUES,
     IN_PLACE_OPERATORS,
@@ -36,7 +37,9 @@ from .values import (
     MethodRef,
     ModuleRef,
     pack,
+    PartialRef,
     Record,
+    Static,
     VARARG_METHODS,
 )
 
@@ -106,6 +109,9 @@ class CallsMixin:
         if isinstance(target, MethodRef):
             args, kwargs = self.call_args(node)
             return self.inline(target.fn, [target.receiver] + args, kwargs, node, name)
+        if isinstance(target, PartialRef):
+            args, kwargs = self.call_args(node)
+            return self.call_partial(target, args, kwargs, node, name)
         if not isinstance(target, CallableRef):
             self.error(errors.UnsupportedSyntaxError, f"{describe(func)} is not callable", node)
         obj = target.obj
@@ -150,6 +156,8 @@ class CallsMixin:
             for arg in node.args:  # report unsupported syntax inside the call first
                 self.expr(arg)
             self.no_rule(obj, func, node)
+        if rule.name in ("vjp_at_run_time", "jvp_at_run_time"):
+            self.refuse_run_time_rule(node)
         if rule.sequence_input:
             return self.sequence_call(rule, node, name)
         into_item = next(
@@ -178,10 +186,56 @@ class CallsMixin:
             args and isinstance(args[0], Const) and isinstance(args[0].value, str)
         ):
             args = self.einsum_sublists(args, node)
+        if rule.function_params:
+            args, kwargs = self.function_arguments(rule, args, kwargs, node)
         self.check_binding(rule, args, kwargs, node)
         # (a tuple of values passed where the rule has a VJP, `einsum_grad(g, s, (A, B), 0)`
         # in generated code, becomes a value of its own in `emit`: its adjoint reaches A, B)
         return self.emit(rule.name, args, kwargs, name=name)
+
+    def refuse_run_time_rule(self, node):
+        """A derivative that generated code runs as Python (`ops.vjp_at_run_time`: odeint's
+        adjoint ODE, a gradient called inside differentiated code, a rule choosing its formula
+        by a rank known only then), met again where a gradient is differentiated: it has no
+        derivative of its own, so the second derivative is refused here, located."""
+        first = node.args[0] if node.args else None
+        op = first.value if isinstance(first, gast.Constant) else None
+        what = RULES[op].family if op in RULES else "this operation"
+        self.error(
+            errors.NoRuleError,
+            f"a second derivative through {what} is not supported: its first derivative is "
+            "Python code that runs when the backward runs, with no derivative rule of its own",
+            node,
+        )
+
+    def function_arguments(self, rule, args, kwargs, node):
+        """The arguments of an op that calls a function of the user's itself
+        (`Op.function_params`: scipy.integrate.odeint's func): a function defined at module
+        level or imported is passed as a value, bound by name. A lambda, a nested def or a
+        partial is inlined where the code calls it, so it has no value to pass: refused,
+        located."""
+
+        def passed(atom):
+            if not isinstance(atom, FUNCTION_VALUES):
+                return atom
+            if isinstance(atom, CallableRef) and isinstance(atom.obj, types.FunctionType):
+                return self.bind_free(atom.obj, atom.obj.__name__)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{describe(node.func)} calls {function_label(atom)!r} itself, so it must be "
+                "a function defined at module level (or imported): a lambda, a nested def or "
+                "a partial is inlined where the code calls it and has no value to pass. "
+                "Define it at module level and pass the values it uses through args=(...)",
+                node,
+            )
+
+        params = list(rule.params)
+        args = [
+            passed(a) if i < len(params) and params[i] in rule.function_params else a
+            for i, a in enumerate(args)
+        ]
+        kwargs = [(k, passed(a) if k in rule.function_params else a) for k, a in kwargs]
+        return args, kwargs
 
     def einsum_sublists(self, args, node):
         """`np.einsum(a, [0, 1], b, [1, 2], [0, 2])` as `np.einsum("AB,BC->AC", a, b)`: the
@@ -207,6 +261,81 @@ class CallsMixin:
         except ValueError as e:
             self.error(errors.UnsupportedSyntaxError, str(e), node)
         return [Const(spec)] + operands
+
+    def sequence_builtin_call(self, node, name):
+        """`tuple(x)` and `list(x)`. Of a tuple known while compiling (`tuple((a, b))`), that
+        tuple (a list: a new list of its items); of a constant, the constant converted; of a
+        dict or `d.items()` known while compiling, its keys or items; of a value computed at
+        run time (a function's tuple result such as np.linalg.svd's, a list built at run
+        time, an array's rows), the op `tuple_builtin` / `list_builtin`, whose adjoint hands
+        each item's back (ops/program.py)."""
+        kind = self.target_of(node.func).obj
+        args, kwargs = self.call_args(node)
+        if kwargs or len(args) > 1:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{kind.__name__}() takes at most one positional argument",
+                node,
+            )
+        if not args:
+            return Const(kind())
+        value = args[0]
+        if isinstance(value, (Record, Static)):
+            value = Tup(tuple(self.compile_time_items(value, node)))
+        if isinstance(value, Tup):
+            return value if kind is tuple else self.emit("make_list", list(value.items), name=name)
+        if isinstance(value, Const):
+            try:
+                return Const(kind(value.value))
+            except TypeError as exc:
+                self.error(errors.UnsupportedSyntaxError, f"TypeError: {exc}", node)
+        return self.emit(f"{kind.__name__}_builtin", [value], name=name)
+
+    def partial_call(self, node, name):
+        """`functools.partial(f, *args, **kwargs)`: a function value made while compiling
+        (`PartialRef`), called where the code calls it; f must be a function value the
+        compiler can call (a Python function, a lambda, a function with a rule)."""
+        args, kwargs = self.call_args(node)
+        if not args or not isinstance(args[0], FUNCTION_VALUES):
+            self.error(
+                errors.UnsupportedSyntaxError,
+                "functools.partial needs a function known while compiling as its first "
+                "argument (a def, a lambda, a numpy or scipy function)",
+                node,
+            )
+        return PartialRef(args[0], tuple(args[1:]), tuple(kwargs))
+
+    def call_partial(self, partial, args, kwargs, node, name):
+        """A call of a `PartialRef`: its function with its arguments first, the call's
+        keywords over its own (as functools.partial calls)."""
+        merged = dict(partial.kwargs)
+        merged.update(kwargs)
+        args, kwargs = [*partial.args, *args], list(merged.items())
+        target = partial.target
+        if isinstance(target, PartialRef):
+            return self.call_partial(target, args, kwargs, node, name)
+        if isinstance(target, LocalFunction):
+            return self.inline_local(target, args, kwargs, node, name)
+        if isinstance(target, MethodRef):
+            return self.inline(target.fn, [target.receiver] + args, kwargs, node, name)
+        obj = target.obj
+        rule = rule_for_function(obj)
+        if (
+            rule is None
+            and isinstance(obj, types.FunctionType)
+            and (getattr(obj, "__module__", None) or "").split(".")[0] not in LIBRARIES
+        ):
+            return self.inline(obj, args, kwargs, node, name)
+        if rule is None or rule.sequence_input:
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"functools.partial of {function_label(target)!r} is differentiated where "
+                "it wraps a Python function or a function with a rule taking arrays; call "
+                "the function itself here",
+                node,
+            )
+        self.check_binding(rule, args, kwargs, node)
+        return self.emit(rule.name, args, kwargs, name=name)
 
     def slice_call(self, node, name):
         """`slice(a, b)`: the index `a:b` (a value of its own where a bound is computed)."""

@@ -281,6 +281,17 @@ class ContainersMixin:
             for i, a in enumerate(args)
         ]
 
+    def keyword_tuples_as_values(self, rule, kwargs):
+        """`kwargs` with each `Tup` passed to a parameter that has a VJP made a value of its
+        own (`tuples_as_values` for keywords: odeint(..., args=(a, b)))."""
+        params = list(rule.params)
+        return [
+            (k, self.tuple_value(a))
+            if isinstance(a, Tup) and k in params and rule.vjp_for(params.index(k)) is not None
+            else (k, a)
+            for k, a in kwargs
+        ]
+
     def tuple_value(self, tup):
         """`make_tuple(...)` of a compile-time tuple. One of a parameter tree is named after
         its path (`params`, `params_0`) and made once where it is made in straight-line code

@@ -65,6 +65,7 @@ class ExpressionsMixin:
         self.refuse_records(list(args) + [a for _, a in kwargs], RULES[op].spelling)
         if rule.vjps:
             args = self.tuples_as_values(rule, args)
+            kwargs = self.keyword_tuples_as_values(rule, kwargs)
         if (
             not rule.differentiable
             and rule.pure
@@ -167,6 +168,9 @@ class ExpressionsMixin:
                 )
                 if isinstance(base, ModuleRef):  # np.s_[0, 1:3]: an index, as generated code
                     return self.index(node.slice)  # spells one outside a subscript
+            trick = self.concatenation_trick(node, name)
+            if trick is not None:
+                return trick
             value = self.expr(node.value)
             return self.emit("getitem", [value, self.index(node.slice)], name=name)
         if isinstance(node, (gast.Tuple, gast.List)):
@@ -183,6 +187,41 @@ class ExpressionsMixin:
         self.error(
             errors.UnsupportedSyntaxError, f"{what} is not supported in differentiated code", node
         )
+
+    def concatenation_trick(self, node, name):
+        """`np.r_[a, b, 0:3]` and `np.c_[a, b]`: calls of the ops np_r_ / np_c_ on the items,
+        a slice made its constant range (np.arange, or np.linspace for a complex step, as
+        numpy makes it); None where the subscripted value is not np.r_ or np.c_. A string
+        directive ('0,2,1', 'r', 'c') is refused, located."""
+        if not isinstance(node.value, (gast.Name, gast.Attribute)):
+            return None
+        ref = self.target_of(node.value)
+        if not isinstance(ref, CallableRef) or not (ref.obj is np.r_ or ref.obj is np.c_):
+            return None
+        what = "np.r_" if ref.obj is np.r_ else "np.c_"
+        elements = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        items = []
+        for element in elements:
+            if isinstance(element, gast.Constant) and isinstance(element.value, str):
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    f"{what} with a string directive ({element.value!r}) is not "
+                    "differentiated; write np.concatenate, np.stack or np.column_stack of "
+                    "the arrays",
+                    node,
+                )
+            if isinstance(element, gast.Slice):
+                bound = self.index(element)
+                if not isinstance(bound, Const):
+                    self.error(
+                        errors.UnsupportedSyntaxError,
+                        f"a range in {what}[...] needs bounds known while compiling",
+                        node,
+                    )
+                items.append(self.bind_free(np.r_[bound.value], "index_range"))
+                continue
+            items.append(self.expr(element))
+        return self.emit("np_r_" if ref.obj is np.r_ else "np_c_", items, name=name)
 
     def no_function_values(self, atoms, use):
         """Refuse a function value where generated code would need it as a run-time value."""

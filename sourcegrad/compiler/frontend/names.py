@@ -6,6 +6,7 @@ known when compiling.
 from __future__ import annotations
 
 import builtins
+import functools
 import types
 
 import gast
@@ -23,6 +24,7 @@ from .values import (
     MethodRef,
     ModuleRef,
     NOT_AN_OBJECT,
+    PartialRef,
     Record,
     static_value,
 )
@@ -70,6 +72,8 @@ class NamesMixin:
     def classify(self, value, ident, node):
         if isinstance(value, types.ModuleType):
             return ModuleRef(value)
+        if type(value) is functools.partial:
+            return self.partial_value(value, ident, node)
         const = static_value(value)
         if const is not None:
             return const
@@ -77,6 +81,21 @@ class NamesMixin:
             return CallableRef(value)
         # an array or other object read from a global or closure cell: bound by name
         return self.bind_free(value, ident)
+
+    def partial_value(self, value, ident, node):
+        """A functools.partial object read from a global or closure value: its function and
+        arguments classified as values read so (numbers inlined, arrays bound by name)."""
+        return PartialRef(
+            self.classify(value.func, ident, node),
+            tuple(self.classify(a, f"{ident}_arg", node) for a in value.args),
+            tuple((k, self.classify(v, f"{ident}_{k}", node)) for k, v in value.keywords.items()),
+        )
+
+    def library_method(self, base, node):
+        """`st.norm.pdf` read as a value: a method of a library object with a rule (a
+        function value, called where the code calls it), else None."""
+        value = getattr(base.obj, node.attr, None) if isinstance(base, CallableRef) else None
+        return CallableRef(value) if value is not None and rule_for_function(value) else None
 
     def name(self, node, name=None):
         ident = node.id
@@ -260,6 +279,9 @@ class NamesMixin:
                 f"{describe(node)} used as a value; only calls of it are supported",
                 node,
             )
+        method = self.library_method(base, node)
+        if method is not None:  # `pdf = st.norm.pdf`: a function value
+            return method
         receiver = self.expr(node.value)
         if isinstance(receiver, Record) and receiver.kind != trees.DICT:
             if node.attr not in receiver.keys:

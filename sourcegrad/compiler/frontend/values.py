@@ -6,6 +6,7 @@ share; and the small tables the lowering consults.
 
 from __future__ import annotations
 
+import functools
 import operator
 import types
 from dataclasses import dataclass, field
@@ -184,12 +185,25 @@ class MethodRef:
     receiver: object
 
 
+@dataclass(frozen=True)
+class PartialRef:
+    """`functools.partial(f, *args, **kwargs)` (made in the code, or a global or closure
+    partial object): the function value `f` with leading arguments and keywords (atoms),
+    called as `f(*args, *more, **{**kwargs, **more_kwargs})` where the code calls it."""
+
+    target: object
+    args: tuple
+    kwargs: tuple
+
+
 # what a name may stand for at compile time besides an IR atom: a function, called by
 # inlining where the code calls it (never a value of the generated code)
-FUNCTION_VALUES = (CallableRef, LocalFunction, MethodRef)
+FUNCTION_VALUES = (CallableRef, LocalFunction, MethodRef, PartialRef)
 
 
 def function_label(value) -> str:
+    if isinstance(value, PartialRef):
+        return f"functools.partial({function_label(value.target)}, ...)"
     if isinstance(value, (CallableRef, MethodRef)):
         obj = value.obj if isinstance(value, CallableRef) else value.fn
         return getattr(obj, "__qualname__", None) or repr(obj)
@@ -261,6 +275,9 @@ COMPILE_TIME_BUILTINS = {
     slice: "slice_call",
     callable: "callable_call",
     isinstance: "isinstance_call",
+    tuple: "sequence_builtin_call",
+    list: "sequence_builtin_call",
+    functools.partial: "partial_call",
 }
 
 
