@@ -231,10 +231,13 @@ def hessian(
     return full
 
 
+EVERY_PRIMAL: Any = Unset("argument 0; with primals, every primal")  # vjp's wrt
+
+
 def vjp(
     fn: Optional[Callable[..., Any]] = None,
     *primals: Any,
-    wrt: Wrt = Unset("argument 0; with primals, every primal"),
+    wrt: Wrt = EVERY_PRIMAL,
     argnums: Wrt = ALIAS,
     argnum: Wrt = ALIAS,
     backend: str = "auto",
