@@ -12,7 +12,7 @@ from ... import errors
 from ..ir import Assign, Call, Const, If, Slc, Tup, Var
 from ..names import name_for_call
 from ...ops import COMPARISONS, OPERATORS, reads_value_of, RULES
-from .syntax import AtomNode, copy_tree, RenameNames, UNSUPPORTED_EXPRESSIONS
+from .syntax import AtomNode, copy_tree, RenameNames, UNSUPPORTED_EXPRESSIONS, refusal
 from .values import (
     as_dtype,
     CallableRef,
@@ -180,9 +180,7 @@ class ExpressionsMixin:
         if isinstance(node, (gast.ListComp, gast.GeneratorExp)):
             return self.comprehension(node, name)
         what = UNSUPPORTED_EXPRESSIONS.get(type(node), type(node).__name__)
-        self.error(
-            errors.UnsupportedSyntaxError, f"{what} is not supported in differentiated code", node
-        )
+        self.error(errors.UnsupportedSyntaxError, refusal(node, what), node)
 
     def no_function_values(self, atoms, use):
         """Refuse a function value where generated code would need it as a run-time value."""
