@@ -34,6 +34,7 @@ from . import api, errors
 from .compiler.checkpointing import describe_total
 from .compiler.memory_budget import memory_plan
 from .compiler.codegen import comment_lines
+from .notebook import tokens
 from ._version import __version__
 
 Wrt = Union[int, str, tuple[Union[int, str], ...]]
@@ -172,44 +173,11 @@ def _highlight(source: str) -> str:
 
 
 def highlight(source: str) -> str:
-    """`source` with ANSI colours around keywords, names defined, comments, strings, numbers."""
-    import io
-    import keyword
-    import tokenize
-
-    out: list[str] = []
-    last_line, last_col = 1, 0
-    lines = source.splitlines(keepends=True)
-    previous = None
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return source
-    for tok in tokens:
-        (start_line, start_col), (end_line, end_col) = tok.start, tok.end
-        # copy the text between tokens (spaces) as it is
-        if start_line > last_line:
-            out.append(lines[last_line - 1][last_col:])
-            out.extend(lines[last_line : start_line - 1])
-            last_col = 0
-        out.append(lines[start_line - 1][last_col:start_col] if start_line <= len(lines) else "")
-        text = tok.string
-        kind: str | None = None
-        if tok.type == tokenize.COMMENT:
-            kind = "comment"
-        elif tok.type == tokenize.STRING:
-            kind = "string"
-        elif tok.type == tokenize.NUMBER:
-            kind = "number"
-        elif tok.type == tokenize.NAME and keyword.iskeyword(text):
-            kind = "keyword"
-        elif tok.type == tokenize.NAME and previous == "def":
-            kind = "def"
-        out.append(f"{_COLORS[kind]}{text}{_RESET}" if kind else text)
-        if tok.type == tokenize.NAME:
-            previous = text
-        last_line, last_col = end_line, end_col
-    return "".join(out)
+    """`source` with ANSI colours around keywords, names defined, comments, strings, numbers
+    (the kinds `sourcegrad.notebook.tokens` finds; a notebook shows the same in HTML)."""
+    return "".join(
+        f"{_COLORS[kind]}{text}{_RESET}" if kind else text for text, kind in tokens(source)
+    )
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -158,6 +158,12 @@ class AuxGradient:
     def __repr__(self):
         return f"<sourcegrad gradient of {self.gradient.fn.__qualname__} with aux>"
 
+    def _repr_markdown_(self):
+        return self.gradient._repr_markdown_()
+
+    def _repr_html_(self):
+        return self.gradient._repr_html_()
+
 
 def elementwise_grad(
     fn: Optional[Callable[..., Any]] = None,
