@@ -57,9 +57,14 @@ def draw(gradient, path, font_size=10.0):
             if piece:
                 lines[-1].append((piece, kind))
     rows = [
-        (item["name"], str(item["shape"]), str(item["dtype"]), str(item["bytes"]),
-         "input" if item.get("input") else f"line {item['line']}",
-         ", ".join(item.get("read_by", ())))
+        (
+            item["name"],
+            str(item["shape"]),
+            str(item["dtype"]),
+            str(item["bytes"]),
+            "input" if item.get("input") else f"line {item['line']}",
+            ", ".join(item.get("read_by", ())),
+        )
         for item in gradient.saved
     ]
     # a monospace character's advance: the width of 100 of them, a hundredth
@@ -86,8 +91,15 @@ def draw(gradient, path, font_size=10.0):
     ax.text(right + 4 + 2.2 * char, y, name, family="monospace", size=font_size, va="center")
     y += line_h * 0.8
     box_top = y
-    ax.add_patch(plt.Rectangle((8, box_top), width - 16, line_h * (len(lines) + 0.6),
-                               facecolor="#f6f8fa", edgecolor="#d0d7de"))
+    ax.add_patch(
+        plt.Rectangle(
+            (8, box_top),
+            width - 16,
+            line_h * (len(lines) + 0.6),
+            facecolor="#f6f8fa",
+            edgecolor="#d0d7de",
+        )
+    )
     y += line_h * 0.8
     for line in lines:
         x = 16
@@ -102,8 +114,15 @@ def draw(gradient, path, font_size=10.0):
     for k, row in enumerate([header] + rows):
         x = 16
         for cell, size in zip(row, columns):
-            ax.text(x, y, cell, family="monospace", weight="bold" if not k else "normal",
-                    size=font_size, va="center")
+            ax.text(
+                x,
+                y,
+                cell,
+                family="monospace",
+                weight="bold" if not k else "normal",
+                size=font_size,
+                va="center",
+            )
             x += char * (size + 3)
         y += line_h
     total = re.sub(r"<[^>]+>", "", gradient_html(gradient).rsplit("<p>", 1)[-1])
