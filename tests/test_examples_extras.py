@@ -37,7 +37,8 @@ def run_example(name, *argv):
 )
 def test_a_missing_extra_is_named(monkeypatch, tmp_path, name, argv, hidden, extra):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setitem(sys.modules, hidden, None)  # `import <hidden>` raises ImportError
+    for module in [hidden] + [m for m in sys.modules if m.startswith(hidden + ".")]:
+        monkeypatch.setitem(sys.modules, module, None)  # `import <module>` raises ImportError
     if hidden == "sklearn":  # (find_spec, which some examples ask, does not see sys.modules)
         real = importlib.util.find_spec
         monkeypatch.setattr(
