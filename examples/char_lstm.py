@@ -20,10 +20,17 @@ import time
 import numpy as np
 
 if "--torch" in sys.argv:
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-    from torch.utils.data import DataLoader, Dataset
+    try:
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader, Dataset
+    except ImportError:
+        sys.exit(
+            '--torch needs PyTorch, which is not installed: pip install -e ".[oracle]" '
+            "(torch 2.13.0; CPU only: first pip install torch==2.13.0 "
+            "--index-url https://download.pytorch.org/whl/cpu)"
+        )
 else:
     import sourcegrad as torch
     import sourcegrad.nn as nn

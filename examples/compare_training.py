@@ -6,7 +6,9 @@ Each run is the example file itself in a subprocess (so `--torch` really imports
 with one BLAS/OpenMP thread for all three: the timings compare the libraries, not how
 each copes with a shared machine. The first epoch of a compiled run includes compiling.
 
-Needs scikit-learn, matplotlib and (for the third variant) torch.
+Needs the [examples] extra (scikit-learn, matplotlib) and, for the third variant, the
+[oracle] extra (torch; the variant is left out without it). The picture is written only
+where --out says (the documentation's is docs/training_comparison.png).
 Run: python examples/compare_training.py [--epochs 3] [--out docs/training_comparison.png]
 """
 
@@ -52,10 +54,18 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--max-batches", type=int, default=None)
     parser.add_argument(
-        "--out", default=os.path.join(os.path.dirname(HERE), "docs", "training_comparison.png")
+        "--out", default=None, metavar="PATH", help="draw the loss curves there (default: none)"
     )
     args = parser.parse_args(argv)
     import importlib.util
+
+    needed = ["sklearn"] + (["matplotlib"] if args.out else [])
+    missing = [m for m in needed if importlib.util.find_spec(m) is None]
+    if missing:
+        sys.exit(
+            f"this example needs {' and '.join(missing)}, not installed: "
+            'pip install -e ".[examples]"'
+        )
 
     variants = {
         k: v
@@ -73,7 +83,8 @@ def main(argv=None):
     for (example, variant), r in results.items():
         times = " ".join(f"{t:.2f}" for t in r["epoch_times"])
         print(f"{example:16s} {variant:20s} {times:28s} {np.mean(r['losses'][-5:]):10.4f}")
-    draw(results, args.out)
+    if args.out:
+        draw(results, args.out)
     return results
 
 

@@ -11,10 +11,18 @@ Needs: pip install "sourcegrad[dask]"
 """
 
 import argparse
+import sys
 
-import dask.array as da
 import numpy as np
-from dask.diagnostics import ProgressBar
+
+try:
+    import dask.array as da
+    from dask.diagnostics import ProgressBar
+except ImportError:
+    sys.exit(
+        "this example needs dask, which is not installed: "
+        'pip install -e ".[dask]" (or pip install "sourcegrad[dask]")'
+    )
 
 import sourcegrad
 
@@ -53,7 +61,7 @@ def plot(losses, path):
     try:
         import matplotlib
     except ImportError:
-        print("matplotlib is not installed: no plot")
+        print('matplotlib is not installed: no plot (pip install -e ".[examples]")')
         return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

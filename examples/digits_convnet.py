@@ -20,10 +20,17 @@ import time
 import numpy as np
 
 if "--torch" in sys.argv:
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-    from torch.utils.data import DataLoader, TensorDataset
+    try:
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader, TensorDataset
+    except ImportError:
+        sys.exit(
+            '--torch needs PyTorch, which is not installed: pip install -e ".[oracle]" '
+            "(torch 2.13.0; CPU only: first pip install torch==2.13.0 "
+            "--index-url https://download.pytorch.org/whl/cpu)"
+        )
 else:
     import sourcegrad as torch
     import sourcegrad.nn as nn
@@ -50,7 +57,13 @@ class ConvNet(nn.Module):
 
 
 def load_digits(seed=0):
-    from sklearn.datasets import load_digits as sklearn_digits
+    try:
+        from sklearn.datasets import load_digits as sklearn_digits
+    except ImportError:
+        sys.exit(
+            "this example needs scikit-learn, which is not installed: "
+            'pip install -e ".[examples]" (or pip install "sourcegrad[examples]")'
+        )
 
     digits = sklearn_digits()
     X = (digits.images / 16.0).astype(np.float32)[:, None]  # (N, 1, 8, 8)

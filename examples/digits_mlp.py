@@ -1,8 +1,8 @@
 """An MLP classifier trained on real data (scikit-learn's bundled 8x8 digits) with a compiled
-gradient. Reports test accuracy and saves a loss curve when matplotlib is installed.
+gradient. Reports test accuracy; with --out PATH saves the loss curve there (matplotlib).
 
 Needs the `examples` extra: pip install -e ".[examples]"
-Run: python examples/digits_mlp.py [--out loss_curve.png]
+Run: python examples/digits_mlp.py [--out digits_loss.png] [--epochs 30]
 """
 
 import argparse
@@ -26,7 +26,13 @@ def predict(W1, b1, W2, b2, X):
 
 
 def load_digits(seed=0):
-    from sklearn.datasets import load_digits as sklearn_digits
+    try:
+        from sklearn.datasets import load_digits as sklearn_digits
+    except ImportError:
+        sys.exit(
+            "this example needs scikit-learn, which is not installed: "
+            'pip install -e ".[examples]" (or pip install "sourcegrad[examples]")'
+        )
 
     digits = sklearn_digits()
     X = digits.data / 16.0
@@ -72,7 +78,7 @@ def save_curve(losses, path):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: no loss curve")
+        print('matplotlib is not installed: no loss curve (pip install -e ".[examples]")')
         return None
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(losses, lw=1)
@@ -86,14 +92,12 @@ def save_curve(losses, path):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default="digits_loss.png")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--out", default=None, metavar="PATH", help="save the loss curve there (default: none)"
+    )
     parser.add_argument("--epochs", type=int, default=30)
     options = parser.parse_args()
-    try:
-        import sklearn  # noqa: F401
-    except ImportError:
-        print("this example needs scikit-learn: pip install -e '.[examples]'")
-        sys.exit(0)
     losses, _ = train(epochs=options.epochs)
-    save_curve(losses, options.out)
+    if options.out:
+        save_curve(losses, options.out)

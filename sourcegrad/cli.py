@@ -34,6 +34,7 @@ from . import api, errors
 from .compiler.checkpointing import describe_total
 from .compiler.memory_budget import memory_plan
 from .compiler.codegen import comment_lines
+from .notebook import tokens
 from ._version import __version__
 
 Wrt = Union[int, str, tuple[Union[int, str], ...]]
@@ -46,6 +47,9 @@ class CLIError(Exception):
 
 
 def _load_module(path: str) -> ModuleType:
+    """`path` imported as a module of its own name (`sourcegrad_user_NAME`): its top-level
+    code runs, as `import` runs it, but not a block under `if __name__ == "__main__":`. An
+    exception that code raises is one line (`--debug` shows its traceback)."""
     if not os.path.exists(path):
         raise CLIError(f"file not found: {path}")
     name = "sourcegrad_user_" + os.path.splitext(os.path.basename(path))[0]
@@ -54,7 +58,16 @@ def _load_module(path: str) -> ModuleType:
         raise CLIError(f"cannot import {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except errors.SourcegradError:
+        raise
+    except (Exception, SystemExit) as exc:
+        del sys.modules[name]
+        raise CLIError(
+            f"importing {path} raised {type(exc).__name__}: {exc} (sourcegrad imports the "
+            "file to find the function, so its top-level code runs; --debug shows where)"
+        ) from exc
     return module
 
 
@@ -160,44 +173,11 @@ def _highlight(source: str) -> str:
 
 
 def highlight(source: str) -> str:
-    """`source` with ANSI colours around keywords, names defined, comments, strings, numbers."""
-    import io
-    import keyword
-    import tokenize
-
-    out: list[str] = []
-    last_line, last_col = 1, 0
-    lines = source.splitlines(keepends=True)
-    previous = None
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return source
-    for tok in tokens:
-        (start_line, start_col), (end_line, end_col) = tok.start, tok.end
-        # copy the text between tokens (spaces) as it is
-        if start_line > last_line:
-            out.append(lines[last_line - 1][last_col:])
-            out.extend(lines[last_line : start_line - 1])
-            last_col = 0
-        out.append(lines[start_line - 1][last_col:start_col] if start_line <= len(lines) else "")
-        text = tok.string
-        kind: str | None = None
-        if tok.type == tokenize.COMMENT:
-            kind = "comment"
-        elif tok.type == tokenize.STRING:
-            kind = "string"
-        elif tok.type == tokenize.NUMBER:
-            kind = "number"
-        elif tok.type == tokenize.NAME and keyword.iskeyword(text):
-            kind = "keyword"
-        elif tok.type == tokenize.NAME and previous == "def":
-            kind = "def"
-        out.append(f"{_COLORS[kind]}{text}{_RESET}" if kind else text)
-        if tok.type == tokenize.NAME:
-            previous = text
-        last_line, last_col = end_line, end_col
-    return "".join(out)
+    """`source` with ANSI colours around keywords, names defined, comments, strings, numbers
+    (the kinds `sourcegrad.notebook.tokens` finds; a notebook shows the same in HTML)."""
+    return "".join(
+        f"{_COLORS[kind]}{text}{_RESET}" if kind else text for text, kind in tokens(source)
+    )
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -399,7 +379,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run the command; return its exit status. Errors print one line (`sourcegrad: error:
+    ...`) and return 1; `--debug` (before or after the command's name) shows the traceback
+    instead. Output piped into a program that stops reading (`| head`) ends the command
+    quietly, with status 141 (a program stopped by SIGPIPE)."""
+    try:
+        return _main(sys.argv[1:] if argv is None else list(argv))
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 141
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["bench"]:  # everything after `bench` belongs to the benchmark's parser
         from .bench.runner import main as bench_main
 
@@ -412,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         return handlers[args.command](args)
+    except BrokenPipeError:
+        raise
     except (CLIError, errors.SourcegradError, OSError) as exc:
         if args.debug:
             raise
@@ -419,15 +412,37 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so that flushing what is left of it at exit does not fail
+    a second time ("Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `sourcegrad` command's parser (`bench` has its own: `sourcegrad bench --help`)."""
     parser = argparse.ArgumentParser(prog="sourcegrad", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"sourcegrad {__version__}")
+    # `--debug` is also taken after the command's name (`sourcegrad show F.py:f --debug`)
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="a guided run through sourcegrad")
-    show = sub.add_parser("show", help="print a function's generated gradient")
-    show.add_argument("target", help="FILE.py:FUNC")
+    sub.add_parser("demo", help="a guided run through sourcegrad", parents=[debug])
+    show = sub.add_parser(
+        "show",
+        help="print a function's generated gradient",
+        description="Print the generated gradient of FUNC in FILE.py. FILE.py is imported "
+        "to find FUNC: its top-level code runs, as `import` runs it; a block under "
+        '`if __name__ == "__main__":` does not.',
+        parents=[debug],
+    )
+    show.add_argument("target", help="FILE.py:FUNC (FILE.py is imported: its top-level code runs)")
     show.add_argument("--wrt", help="argument names or indices, comma separated")
     show.add_argument(
         "--args",
@@ -462,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a snapshot every K trips of each loop, or Griewank's revolve with S snapshots "
         "(grad's checkpoint_loops=)",
     )
-    gen = sub.add_parser("gen", help="regenerate generated/ from the examples")
+    gen = sub.add_parser("gen", help="regenerate generated/ from the examples", parents=[debug])
     gen.add_argument("--check", action="store_true", help="fail when a file is stale")
     gen.add_argument(
         "--examples",

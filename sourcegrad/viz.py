@@ -12,8 +12,9 @@ loop's body a cluster inside them, its index an ellipse), edges from the values 
 reads, the values the backward keeps from the forward (the saved manifest) drawn
 filled, and a legend of the shapes and colours used.
 
-`render(dot, path)` writes `path` as PNG or SVG (by its suffix) with Graphviz's `dot`
-when it is installed, and the DOT text (`.dot`) otherwise; it returns the path written.
+`render(dot, path)` writes `path` as PNG, SVG or PDF (by its suffix) with Graphviz's `dot`
+when it is installed; otherwise the DOT text beside it (`.dot`), with a
+`GraphvizMissingWarning` naming what to install; it returns the path written.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import warnings
 from typing import Any
 
+from . import errors
 from .compiler.ir import Assign, Call, For, If, Marker, Pop, Push, Return, While, reads_of
 from .ops import RULES
 
@@ -222,14 +225,45 @@ def _legend(stack: bool, loops: bool) -> list:
     return out
 
 
+class GraphvizMissingWarning(errors.SourcegradWarning):
+    """`render` was asked for a picture (.png, .svg, .pdf) but Graphviz's `dot` program is not
+    installed: it wrote the DOT text beside it instead, and says where."""
+
+
+RENDERED = ("png", "svg", "pdf")  # what `dot` draws here
+TEXT = ("dot", "gv")  # DOT text, written as it is
+
+
 def render(dot: str, path: str) -> str:
-    """Write `dot` to `path` (.png/.svg via Graphviz when installed, else .dot text)."""
+    """Write `dot` to `path` and return the path written.
+
+    A `.png`, `.svg` or `.pdf` path is drawn by Graphviz's `dot` program. Without it (the
+    program, from your system's packages: `apt install graphviz`, `brew install graphviz`,
+    `conda install graphviz`; the pip package `graphviz` does not include it) the DOT text
+    is written to the same name with `.dot` and a `GraphvizMissingWarning` says so. A `.dot`
+    or `.gv` path gets the text; any other suffix is refused (`SourcegradError`)."""
     stem, ext = os.path.splitext(path)
     fmt = ext.lstrip(".").lower()
-    if fmt in ("png", "svg", "pdf") and shutil.which("dot"):
-        subprocess.run(["dot", f"-T{fmt}", "-o", path], input=dot.encode(), check=True)
-        return path
-    out = stem + ".dot"
+    if fmt not in RENDERED + TEXT:
+        raise errors.SourcegradError(
+            f"render writes .png, .svg or .pdf (drawn by Graphviz) or .dot/.gv (the text), "
+            f"not {ext or 'a path without a suffix'!r}: {path}"
+        )
+    if fmt in RENDERED:
+        if shutil.which("dot"):
+            subprocess.run(["dot", f"-T{fmt}", "-o", path], input=dot.encode(), check=True)
+            return path
+        out = stem + ".dot"
+        warnings.warn(
+            f"Graphviz's dot program is not installed, so {path} was not drawn: the DOT text "
+            f"is in {out} instead. Install Graphviz from your system's packages (apt install "
+            "graphviz, brew install graphviz, conda install graphviz; the pip package "
+            f"'graphviz' does not include the program), then: dot -T{fmt} {out} -o {path}",
+            GraphvizMissingWarning,
+            stacklevel=2,
+        )
+    else:
+        out = path
     with open(out, "w") as f:
         f.write(dot + "\n")
     return out

@@ -1,4 +1,4 @@
-"""The README's table of the torch API sourcegrad covers, made from what the package exports.
+"""The table of the torch API sourcegrad covers (docs/guide/eager.md, "What is there"), made from what the package exports.
 
 `table(torch)` takes the torch module (or None) and returns the markdown of the table: per
 area (tensor functions, Tensor methods, autograd, nn layers, losses, nn.functional, optim,
@@ -6,8 +6,8 @@ schedulers, data, save/load, forward_ad, func, linalg, fft, special), how many o
 names sourcegrad has and which it lacks (the list, where it is short). Each area compares
 like with like: sourcegrad's public names of that kind against torch's.
 
-`python -m tests.api_table` rewrites the table in README.md (between its markers);
-`tests/test_api_table.py` fails when the README's table is not the one the package gives,
+`python -m tests.api_table` rewrites the table in docs/guide/eager.md (between its markers);
+`tests/test_api_table.py` fails when that table is not the one the package gives,
 so the table cannot go stale.
 """
 
@@ -20,7 +20,7 @@ import sys
 
 import sourcegrad
 
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "guide" / "eager.md"
 START, END = "<!-- api-table: start -->", "<!-- api-table: end -->"
 SHORT = 30  # lists longer than this are given as a count
 
@@ -142,15 +142,15 @@ def table(torch) -> str:
 
 
 def readme_table() -> str:
-    text = README.read_text()
+    text = PAGE.read_text()
     return text[text.index(START) + len(START) : text.index(END)].strip()
 
 
 def write(torch) -> None:
-    text = README.read_text()
+    text = PAGE.read_text()
     head, rest = text.split(START)
     _, tail = rest.split(END)
-    README.write_text(f"{head}{START}\n{table(torch)}\n{END}{tail}")
+    PAGE.write_text(f"{head}{START}\n{table(torch)}\n{END}{tail}")
 
 
 def main(argv):

@@ -1,4 +1,4 @@
-"""The README's table of the torch API covered is the one the package's exports give
+"""The eager guide's table of the torch API covered (docs/guide/eager.md) is the one the package's exports give
 (`tests/api_table.py`), so it cannot go stale: regenerate it with `python -m tests.api_table`."""
 
 import pytest
@@ -9,7 +9,7 @@ from tests import api_table
 def test_readme_table_is_up_to_date():
     torch = pytest.importorskip("torch")
     assert api_table.readme_table() == api_table.table(torch), (
-        "README.md's torch API table is out of date: run `python -m tests.api_table`"
+        "docs/guide/eager.md's torch API table is out of date: run `python -m tests.api_table`"
     )
 
 

@@ -53,7 +53,8 @@ def test_python_m_sourcegrad_version():
 
 
 def test_license_file_matches_pyproject():
-    assert pyproject()["project"]["license"] == {"text": "MIT"}
+    assert pyproject()["project"]["license"] == "MIT"
+    assert pyproject()["project"]["license-files"] == ["LICENSE"]
     text = open(os.path.join(ROOT, "LICENSE")).read()
     assert text.startswith("MIT License\n")
     assert "Copyright (c) 2026 the sourcegrad authors" in text

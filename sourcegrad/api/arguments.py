@@ -77,7 +77,26 @@ def check_differentiable(name, value, complex_ok=False):
         )
 
 
-UNSET: Any = object()
+class Unset:
+    """The default of `wrt`, `argnums` and `argnum`: not given (at most one of the three may
+    be, so none can default to 0 itself). Its repr says what leaving it out means, so that
+    `help(sourcegrad.grad)` reads `wrt=<argument 0>` rather than `<object object at 0x...>`."""
+
+    __slots__ = ("means",)
+
+    def __init__(self, means: str) -> None:
+        self.means = means
+
+    def __repr__(self) -> str:
+        return f"<{self.means}>"
+
+
+UNSET: Any = Unset("argument 0")  # wrt's default
+ALIAS: Any = Unset("an alias of wrt")  # argnums' and argnum's
+
+
+def is_unset(value: Any) -> bool:
+    return isinstance(value, Unset)
 
 
 def wrt_of(wrt, argnums, argnum, default=0):
@@ -86,7 +105,7 @@ def wrt_of(wrt, argnums, argnum, default=0):
     given = [
         (k, v)
         for k, v in (("wrt", wrt), ("argnums", argnums), ("argnum", argnum))
-        if v is not UNSET
+        if not is_unset(v)
     ]
     if len(given) > 1:
         raise errors.WrtError(

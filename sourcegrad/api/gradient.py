@@ -623,6 +623,12 @@ class Gradient(Compiling, staticmethod):
 
         return gradient_markdown(self)
 
+    def _repr_html_(self):
+        """In Jupyter (which prefers it to the Markdown): the same, highlighted here."""
+        from ..notebook import gradient_html
+
+        return gradient_html(self)
+
 
 def _refuse_trees(what):
     raise errors.NonDifferentiableInputError(

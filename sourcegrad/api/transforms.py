@@ -1,15 +1,18 @@
 """The public transformations: `grad`, `value_and_grad`, `vjp`, `hessian`, ...
 
-Each is a thin constructor of a gradient object (`sourcegrad.api.gradient`) with JAX's and
-autograd's spellings of its options (`argnums`/`argnum`, `has_aux`, decorator forms), or a
-composition of them (`hvp` is the JVP of the gradient, `hessian` one HVP per element,
-`jacobian` rows of pullbacks or columns of JVPs); `show` prints the generated source.
+Each is a thin constructor of a gradient object (`sourcegrad.api.gradient`) with JAX's,
+torch.func's and autograd's spellings of its options (`argnums`/`argnum`, `has_aux`,
+decorator forms, `vjp(f, *primals)`), or a composition of them (`hvp` is the JVP of the
+gradient, `hessian` one HVP per element, `jacobian` rows of pullbacks or columns of JVPs);
+`show` prints the generated source. A default that means "not given" is an `Unset`, whose
+repr says what leaving it out means (`help(grad)` shows `wrt=<argument 0>`).
 """
 
 from __future__ import annotations
 
 import functools
 import types
+from collections import OrderedDict
 from typing import IO, Any, Callable, Optional, Union
 
 import numpy as np
@@ -21,7 +24,7 @@ from ..compiler.memory_budget import memory_plan
 from . import facts
 from ..eager.tensor import Tensor
 from ..utils.checkpoint import checkpoint as eager_checkpoint
-from .arguments import UNSET, Wrt, jit_backend, wrt_of
+from .arguments import ALIAS, UNSET, Unset, Wrt, is_unset, jit_backend, wrt_of
 from .gradient import VJP, Gradient, forward_jacobian, jvp
 
 
@@ -45,8 +48,8 @@ def grad(
     fn: Optional[Callable[..., Any]] = None,
     wrt: Wrt = UNSET,
     *,
-    argnums: Wrt = UNSET,
-    argnum: Wrt = UNSET,
+    argnums: Wrt = ALIAS,
+    argnum: Wrt = ALIAS,
     has_aux: bool = False,
     backend: str = "auto",
     jit: bool = False,
@@ -107,8 +110,8 @@ def value_and_grad(
     fn: Optional[Callable[..., Any]] = None,
     wrt: Wrt = UNSET,
     *,
-    argnums: Wrt = UNSET,
-    argnum: Wrt = UNSET,
+    argnums: Wrt = ALIAS,
+    argnum: Wrt = ALIAS,
     has_aux: bool = False,
     backend: str = "auto",
     jit: bool = False,
@@ -134,8 +137,8 @@ def grad_and_aux(
     fn: Optional[Callable[..., Any]] = None,
     wrt: Wrt = UNSET,
     *,
-    argnum: Wrt = UNSET,
-    argnums: Wrt = UNSET,
+    argnum: Wrt = ALIAS,
+    argnums: Wrt = ALIAS,
     backend: str = "auto",
     jit: bool = False,
 ) -> Any:
@@ -172,13 +175,19 @@ class AuxGradient:
     def __repr__(self):
         return f"<sourcegrad gradient of {self.gradient._label} with aux>"
 
+    def _repr_markdown_(self):
+        return self.gradient._repr_markdown_()
+
+    def _repr_html_(self):
+        return self.gradient._repr_html_()
+
 
 def elementwise_grad(
     fn: Optional[Callable[..., Any]] = None,
     wrt: Wrt = UNSET,
     *,
-    argnum: Wrt = UNSET,
-    argnums: Wrt = UNSET,
+    argnum: Wrt = ALIAS,
+    argnums: Wrt = ALIAS,
     backend: str = "auto",
 ) -> Any:
     """autograd's `elementwise_grad`: the sum of each column of f's Jacobian, in one
@@ -205,13 +214,14 @@ def _summed(fn: Callable[..., Any]) -> Callable[..., Any]:
     return summed
 
 
-def hvp(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., Any]:
-    """`hvp(f)(*args, v)`: the Hessian of f (with respect to argument `wrt`) times v, without
-    forming the Hessian: the forward-mode derivative of the compiled gradient along v.
+def hvp(fn: Callable[..., Any], wrt: Wrt = UNSET, *, argnums: Wrt = ALIAS) -> Callable[..., Any]:
+    """`hvp(f)(*args, v)`: the Hessian of f (with respect to argument `wrt`, or JAX's and
+    torch.func's `argnums`) times v, without forming the Hessian: the forward-mode
+    derivative of the compiled gradient along v.
 
     As autograd's `hessian_tensor_product`: every argument of f (keywords and defaults bind
     as they do for f), then the vector, shaped like the differentiated argument."""
-    gradient = Gradient(fn, wrt)
+    gradient = Gradient(fn, wrt_of(wrt, argnums, ALIAS))
 
     def product(*args_and_v, **kwargs):
         if not args_and_v:
@@ -227,6 +237,7 @@ def hvp(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., Any]:
         tangents[gradient.wrt[0]] = v
         return jvp(gradient, args, tangents)[1]
 
+    product.position = gradient.wrt[0]  # type: ignore[attr-defined]
     return product
 
 
@@ -242,12 +253,16 @@ def _hvp_call_error(gradient, count, why):
     )
 
 
-def hessian(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., np.ndarray]:
-    """`hessian(f)(*args)`: forward over reverse, one Hessian-vector product per input element."""
-    product = hvp(fn, wrt)
+def hessian(
+    fn: Callable[..., Any], wrt: Wrt = UNSET, *, argnums: Wrt = ALIAS
+) -> Callable[..., np.ndarray]:
+    """`hessian(f)(*args)`: forward over reverse, one Hessian-vector product per input
+    element, with respect to argument `wrt` (an index or a name; `argnums=` as in JAX's and
+    torch.func's `hessian`)."""
+    product = hvp(fn, wrt_of(wrt, argnums, ALIAS))
 
     def full(*args):
-        x = args[wrt if isinstance(wrt, int) else 0]
+        x = args[product.position]  # type: ignore[attr-defined]
         size = int(np.prod(np.shape(x), dtype=np.int64))
         rows = []
         with random_draws.same_draws(facts.generators_of(fn)) as again:
@@ -262,31 +277,97 @@ def hessian(fn: Callable[..., Any], wrt: Wrt = 0) -> Callable[..., np.ndarray]:
     return full
 
 
+EVERY_PRIMAL: Any = Unset("argument 0; with primals, every primal")  # vjp's wrt
+
+
 def vjp(
     fn: Optional[Callable[..., Any]] = None,
-    wrt: Wrt = UNSET,
-    *,
-    argnums: Wrt = UNSET,
-    argnum: Wrt = UNSET,
+    *primals: Any,
+    wrt: Wrt = EVERY_PRIMAL,
+    argnums: Wrt = ALIAS,
+    argnum: Wrt = ALIAS,
     backend: str = "auto",
     jit: bool = False,
 ) -> Any:
-    """Reverse mode for any output: `vjp(f)(*args)` returns `(value, pullback)`, and
-    `pullback(cotangent)` the gradients (a tuple when `wrt` is a tuple). `backend` and `jit`
-    as for `grad`: under numba both the forward and the backward are compiled."""
-    wrt = wrt_of(wrt, argnums, argnum)
+    """Reverse mode for any output, in two forms.
+
+    `vjp(f)(*args)` (and `vjp(f, wrt)(*args)`, `@vjp`, `@vjp(wrt=1)`) returns
+    `(value, pullback)`, and `pullback(cotangent)` the gradient (a tuple when `wrt` is a
+    tuple): the pullback of argument 0 unless `wrt` says otherwise.
+
+    `vjp(f, *primals)` is JAX's and torch.func's form: it returns `(f(*primals), vjp_fn)`,
+    and `vjp_fn(cotangent)` a tuple with one gradient per primal (per argument `wrt` names,
+    when given as a keyword). The two are told apart by what follows `f`: an int, a name, or
+    a tuple or list of them is `wrt` (an int cannot be differentiated, so it is never a
+    primal); anything else (an array, a float) is a primal.
+
+    `backend` and `jit` as for `grad`: under numba both the forward and the backward are
+    compiled."""
     backend = jit_backend(backend, jit)
+    if primals and not (len(primals) == 1 and _names_arguments(primals[0])):
+        if not is_unset(argnums) or not is_unset(argnum):
+            chosen = wrt_of(wrt, argnums, argnum)
+        else:
+            chosen = wrt if not is_unset(wrt) else tuple(range(len(primals)))
+        if fn is None:
+            raise errors.SourcegradError("vjp(f, *primals): f is None")
+        positions = chosen if isinstance(chosen, (tuple, list)) else (chosen,)
+        return _vjp_of(fn, tuple(positions), backend)(*primals)
+    if primals:  # vjp(f, wrt): the curried form
+        if not is_unset(wrt) or not is_unset(argnums) or not is_unset(argnum):
+            raise errors.WrtError(
+                f"vjp got wrt={primals[0]!r} both as its second argument and as a keyword: "
+                "give it once"
+            )
+        wrt = primals[0]
+    chosen = wrt_of(wrt, argnums, argnum)
     if fn is None:
-        return lambda f: VJP(f, wrt, False, backend)
-    return VJP(fn, wrt, False, backend)
+        return lambda f: VJP(f, chosen, False, backend)
+    return VJP(fn, chosen, False, backend)
+
+
+def _names_arguments(value: Any) -> bool:
+    """Is `value` what `wrt` takes (an index, a name, or a tuple or list of them), rather
+    than a primal? (A bool is neither: it is refused as a wrt, not taken for one.)"""
+    if isinstance(value, (tuple, list)):
+        return bool(value) and all(_names_arguments(item) for item in value)
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+_VJPS: OrderedDict = OrderedDict()  # (fn, wrt, backend) -> VJP, the most recent VJPS_KEPT
+VJPS_KEPT = 64
+
+
+def _vjp_of(fn, wrt, backend):
+    """The VJP object of `vjp(f, *primals)`, kept for the next call of that form (a training
+    loop calling `vjp(f, x)` each step goes straight to the compiled code, as `jvp` does)."""
+    try:
+        key = (fn, wrt, backend)
+        made = _VJPS.get(key)
+    except TypeError:  # an unhashable callable: made each time
+        return VJP(fn, wrt, False, backend)
+    if made is None:
+        made = _VJPS[key] = VJP(fn, wrt, False, backend)
+        while len(_VJPS) > VJPS_KEPT:
+            _VJPS.popitem(last=False)
+    else:
+        _VJPS.move_to_end(key)
+    return made
 
 
 def jacobian(
-    fn: Callable[..., Any], wrt: Wrt = 0, mode: str = "rev", *, backend: str = "auto"
+    fn: Callable[..., Any],
+    wrt: Wrt = UNSET,
+    mode: str = "rev",
+    *,
+    argnums: Wrt = ALIAS,
+    backend: str = "auto",
 ) -> Callable[..., np.ndarray]:
-    """`jacobian(f)(*args)`: the Jacobian of f with respect to one argument, shape
-    `out.shape + in.shape`: row by row from the pullback (mode="rev", one backward pass per
-    output element) or column by column from the JVP (mode="fwd", one per input element)."""
+    """`jacobian(f)(*args)`: the Jacobian of f with respect to one argument (`wrt`, or
+    `argnums=` as JAX's `jacrev`/`jacfwd` take it), shape `out.shape + in.shape`: row by row
+    from the pullback (mode="rev", JAX's `jacrev`: one backward pass per output element) or
+    column by column from the JVP (mode="fwd", `jacfwd`: one per input element)."""
+    wrt = wrt_of(wrt, argnums, ALIAS)
     if isinstance(wrt, (tuple, list)):
         raise errors.WrtError("jacobian takes one wrt argument")
     if mode not in ("rev", "fwd"):

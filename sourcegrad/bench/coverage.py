@@ -6,7 +6,7 @@ functions a compiled gradient differentiates (a registry entry with a VJP, regis
 function object user code calls: aliases such as np.radians count once each, the compiler's
 own helpers not at all) and how many of them have an eager counterpart that records a node
 (`np.<function>(tensor)` dispatches to a torch-named op, or `sourcegrad.linalg.<function>`).
-The README's table is this script's output.
+The table of docs/guide/supported.md is this script's output.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ For each workload of sourcegrad/bench/workloads.py (its small size) the hand-wri
 gradient kept in generated/hand/ must give the compiled gradient's numbers, and the
 compiled gradient's backward pass must take at most 1.3 times as many statements as the
 hand-written one's: generated code that reads like what a person writes. The ratios are
-printed (`pytest -s`) and quoted in the README's tour. Statements are counted as Python
+printed (`pytest -s`) and quoted in docs/guide/reading-generated-code.md. Statements are counted as Python
 parses them (a loop or a branch and each statement inside it), from the first
 `# backward` comment on.
 """

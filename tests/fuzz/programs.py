@@ -2,7 +2,7 @@
 
 `generate(seed)` returns a `Program`: the text of a module with a function `f` (plus
 module-level helpers and globals), the shapes of `f`'s parameters and the features it uses.
-Programs use only what README.md says the compiler supports: arithmetic with broadcasting
+Programs use only what docs/guide/supported.md says the compiler supports: arithmetic with broadcasting
 between (), (3,), (2, 3) (and the intermediate shapes (2,), (1, 3), (2, 1)), bounded unary
 functions, reductions with axis/keepdims, matmul/dot/einsum, indexing and slicing,
 reshape/transpose, where/maximum/clip, branches, fixed and data-dependent loops, break and

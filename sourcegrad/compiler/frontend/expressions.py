@@ -12,7 +12,7 @@ from ... import errors
 from ..ir import Assign, Call, Const, If, Slc, Tup, Var
 from ..names import name_for_call
 from ...ops import COMPARISONS, OPERATORS, reads_value_of, RULES
-from .syntax import AtomNode, copy_tree, RenameNames, UNSUPPORTED_EXPRESSIONS
+from .syntax import AtomNode, copy_tree, RenameNames, UNSUPPORTED_EXPRESSIONS, refusal
 from .values import (
     as_dtype,
     CallableRef,
@@ -184,9 +184,7 @@ class ExpressionsMixin:
         if isinstance(node, (gast.ListComp, gast.GeneratorExp)):
             return self.comprehension(node, name)
         what = UNSUPPORTED_EXPRESSIONS.get(type(node), type(node).__name__)
-        self.error(
-            errors.UnsupportedSyntaxError, f"{what} is not supported in differentiated code", node
-        )
+        self.error(errors.UnsupportedSyntaxError, refusal(node, what), node)
 
     def concatenation_trick(self, node, name):
         """`np.r_[a, b, 0:3]` and `np.c_[a, b]`: calls of the ops np_r_ / np_c_ on the items,

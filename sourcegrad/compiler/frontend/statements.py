@@ -26,6 +26,7 @@ from .syntax import (
     describe,
     exits,
     loop_call,
+    refusal,
     scan_statement,
     UNSUPPORTED_EXPRESSIONS,
     UNSUPPORTED_STATEMENTS,
@@ -553,11 +554,7 @@ class StatementsMixin:
             return
         what = UNSUPPORTED_EXPRESSIONS.get(type(value))
         if what is not None:
-            self.error(
-                errors.UnsupportedSyntaxError,
-                f"{what} is not supported in differentiated code",
-                stmt,
-            )
+            self.error(errors.UnsupportedSyntaxError, refusal(value, what), stmt)
         self.error(
             errors.UnsupportedSyntaxError,
             "an expression statement that is not a call has no effect",

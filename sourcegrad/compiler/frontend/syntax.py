@@ -44,6 +44,18 @@ UNSUPPORTED_EXPRESSIONS = {
     gast.Starred: "a starred expression",
 }
 
+# what to write instead, said after the refusal of that construct
+UNSUPPORTED_HINTS = {
+    gast.JoinedStr: 'to print a value give print its parts, print("x =", x) (a print runs in '
+    "the forward pass); format text outside the differentiated function",
+}
+
+
+def refusal(node, what) -> str:
+    """The message refusing `node` (described as `what`), with its hint if it has one."""
+    hint = UNSUPPORTED_HINTS.get(type(node))
+    return f"{what} is not supported in differentiated code" + (f": {hint}" if hint else "")
+
 
 def exits(stmts, kinds, in_loop=True):
     """Which of break/continue/return occur in `stmts` (break/continue only of this loop;
