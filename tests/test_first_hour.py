@@ -38,6 +38,13 @@ EXEC_MADE = """
     """
 
 
+def test_a_function_made_by_exec_is_traced(user_file, capsys):
+    path = user_file(EXEC_MADE)
+    assert cli.main(["show", f"{path}:f"]) == 0
+    assert "# Traced (run on traced values)" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("source_front_end_only")
 def test_a_function_made_by_exec_is_one_line_without_traceback(user_file, capsys):
     path = user_file(EXEC_MADE)
     assert cli.main(["show", f"{path}:f"]) == 1
@@ -48,6 +55,7 @@ def test_a_function_made_by_exec_is_one_line_without_traceback(user_file, capsys
     assert "define it in a file or a notebook cell" in captured.err
 
 
+@pytest.mark.usefixtures("source_front_end_only")
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_debug_before_or_after_the_command_shows_the_exception(user_file, where):
     path = user_file(EXEC_MADE)
@@ -165,6 +173,7 @@ def uses_an_f_string(x):
     return np.sum(x * x)
 
 
+@pytest.mark.usefixtures("source_front_end_only")
 def test_the_f_string_refusal_says_what_to_write_instead():
     with pytest.raises(sourcegrad.UnsupportedSyntaxError) as caught:
         sourcegrad.grad(uses_an_f_string)(np.ones(2))

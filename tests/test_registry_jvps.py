@@ -23,7 +23,7 @@ def _load_everything():
     import sourcegrad.nn  # noqa: F401  (convolution, pooling, batch norm, padding)
     import sourcegrad.rules_nn  # noqa: F401
 
-    registry._load_optional()
+    registry.load_optional()
 
 
 def forward_mode_gaps():

@@ -50,7 +50,7 @@ def counts() -> dict:
     for library in _LIBRARIES:
         if importlib.util.find_spec(library.split(".")[0]) is not None:
             importlib.import_module(library)
-    registry._load_optional()
+    registry.load_optional()
     eager = _eager_names()
     out: dict = {}
     for key, name in registry._BY_FUNCTION.items():

@@ -267,7 +267,7 @@ def has(name, prop) -> bool:
 def rule_for_function(fn) -> Op | None:
     """The rule registered for a callable object (np.exp, math.sin, ...), if any."""
     name = _BY_FUNCTION.get(_function_key(fn))
-    if name is None and _OPTIONAL and _load_optional():
+    if name is None and _OPTIONAL and load_optional():
         name = _BY_FUNCTION.get(_function_key(fn))
     return RULES.get(name) if name is not None else None
 
@@ -283,7 +283,7 @@ _OPTIONAL = {
 }
 
 
-def _load_optional() -> bool:
+def load_optional() -> bool:
     """Register the entries of the optional libraries imported since the last call."""
     loaded = False
     for library, ours in list(_OPTIONAL.items()):

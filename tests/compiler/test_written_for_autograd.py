@@ -449,10 +449,17 @@ def r_with_a_directive(a):
     return np.sum(np.r_["0,2", a, a])
 
 
+@pytest.mark.usefixtures("source_front_end_only")  # (the source front end's refusal)
 def test_a_string_directive_is_refused_where_it_is_written():
     with pytest.raises(errors.UnsupportedSyntaxError, match="string directive") as info:
         sourcegrad.grad(r_with_a_directive)(C32)
     assert info.value.loc is not None and "np.r_" in str(info.value)
+
+
+def test_a_string_directive_traced_is_refused_where_numpy_reads_the_values():
+    with pytest.raises(errors.TraceEscapeError) as info:
+        sourcegrad.grad(r_with_a_directive)(C32)
+    assert "np.r_" in str(info.value)
 
 
 # --- functools.partial and a distribution's method as values -------------------------------

@@ -128,7 +128,8 @@ def test_numpy_functions_dispatch_on_tensors():
 
 def test_an_op_without_a_complex_rule_is_refused():
     z = sourcegrad.tensor(Z, requires_grad=True)
-    with pytest.raises(errors.ComplexValueError, match="maximum of complex values"):
+    # (torch's own error: its kernel has no complex dtype)
+    with pytest.raises(RuntimeError, match="maximum not implemented for complex tensors"):
         sourcegrad.maximum(z * 2, z)
 
 

@@ -166,9 +166,9 @@ _SCIPY_NAMESPACES = ("scipy.special", "scipy.linalg", "scipy.signal", "scipy.sta
 def library_functions() -> dict:
     """id -> (function, op) of the libraries' Python functions with a rule (scipy's, loaded)."""
     from ...ops import RULES
-    from ...ops.registry import _load_optional
+    from ...ops.registry import load_optional
 
-    _load_optional()
+    load_optional()
     table = {}
     for op in RULES.values():
         fn = op.fn
