@@ -287,7 +287,7 @@ class Compiling:
                 tuple(primal.params[i] for i in sorted(unwrapped) if primal.params[i] in read),
                 "forward-mode derivative (JVP)" if self.forward_mode else "gradient",
                 large=frozenset(n for n in arrays if env[n].stand_in.nbytes >= FREE_MIN_BYTES),
-                traced=trace.why if trace is not None else "",
+                traced=trace.why if trace is not None else _traced_calls(primal),
             )
             source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
             if self.backend_for(args) == "dask":
@@ -560,3 +560,22 @@ def _source_file(fn):
         return inspect.getsourcefile(code) if code is not None else None
     except TypeError:
         return None
+
+
+def _traced_calls(primal) -> str:
+    """The calls the source front end left to the trace front end (`ops.traced_call`), said
+    in the header: "line 10 (h = cell(h, x)): cell, a Cell object, ..."."""
+    said = []
+    for stmt in walk(primal.body):
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, Assign) and getattr(value, "op", None) == "traced_call":
+            callee = primal.free.get(value.args[0].name)
+            what = f"{value.args[0].name}, a {type(callee).__name__} object"
+            where = f"line {stmt.loc.line} ({stmt.loc.text.strip()})" if stmt.loc else "a call"
+            said.append(f"{where}: {what}")
+    if not said:
+        return ""
+    return (
+        "the calls the source front end does not read run as they are, their derivatives "
+        "traced when the backward runs: " + "; ".join(dict.fromkeys(said))
+    )

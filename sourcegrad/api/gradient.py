@@ -378,6 +378,30 @@ class Gradient(Compiling, staticmethod):
             return False
         return True
 
+    def _path_for(self, compiled, key, args):
+        """The code of a traced signature whose guards `args` pass: `compiled`, or another
+        path's (traced for them if none is). Its forward runs the guards, so it is run once
+        here on these arguments (a VJP's or JVP's call: they have no entry of their own)."""
+        if not compiled.trace.checked_per_call:
+            return compiled
+        if self._passes(compiled, args):
+            return compiled
+        return self._other_path(compiled, key, args)
+
+    def _passes(self, compiled, args) -> bool:
+        """Do `args` take the path `compiled` was traced for (its objects, its guards)?"""
+        if not compiled.trace.same_statics(args):
+            return False
+        first = compiled.fn[0] if isinstance(compiled.fn, tuple) else compiled.fn
+        try:
+            if self.forward_mode:  # (a JVP's code takes the tangents too: zeros)
+                first(*args, *(np.zeros_like(args[i]) for i in self.wrt))
+            else:
+                first(*args)
+        except GuardMiss:
+            return False
+        return True
+
     def _other_path(self, missed, key, args):
         """The code of this signature for the path `args` take, where `missed`'s guards
         (a trace's decisions) failed: one traced before for it, or a new trace."""
@@ -385,11 +409,7 @@ class Gradient(Compiling, staticmethod):
         if missed not in paths:
             paths.append(missed)
         for compiled in reversed(paths):
-            if compiled is not missed and compiled.trace.same_statics(args):
-                try:
-                    compiled.fn(*args)
-                except GuardMiss:
-                    continue
+            if compiled is not missed and self._passes(compiled, args):
                 self._cache[key] = compiled
                 return compiled
         self._cache.pop(key, None)
@@ -749,6 +769,8 @@ class VJP(Gradient):
         compiled = self._cached(key)
         if compiled is None:
             compiled = self.compile(args, key)
+        if compiled.trace is not None:  # (a trace's decisions: this call's path)
+            compiled = self._path_for(compiled, key, args)
         self._last = compiled
         if compiled.updated:
             check_distinct(compiled.updated, args, self._param_label)
@@ -882,6 +904,8 @@ class JVP(Gradient):
         compiled = self._cached(key)
         if compiled is None:
             compiled = self.compile(primals, key)
+        if compiled.trace is not None:  # (a trace's decisions: this call's path)
+            compiled = self._path_for(compiled, key, primals)
         self._last = compiled
         if compiled.updated:
             check_distinct(compiled.updated, primals, self._param_label)

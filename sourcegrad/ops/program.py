@@ -653,6 +653,44 @@ defvjp(
 )
 
 
+def traced_call(callee, *args):
+    """A call the source front end does not read (an object with `__call__`, a function a C
+    decorator wraps): Python runs it in the forward pass."""
+    return callee(*args)
+
+
+_TRACED_VJPS: dict = {}  # (id of the callee, argument) -> (callee, the compiler's vjp of it)
+
+
+def traced_call_vjp(g, callee, argnum, args):
+    """The VJP of `callee(*args)` for its argument `argnum`: the compiler's vjp of the callee
+    (made from a trace of it where its source is not read, once per signature), at args."""
+    if not USER_FUNCTION_TRANSFORMS:
+        import sourcegrad  # noqa: F401  (puts the compiler's transforms in place)
+    key = (id(callee), argnum)
+    made = _TRACED_VJPS.get(key)
+    if made is None or made[0] is not callee:
+        if len(_TRACED_VJPS) >= 256:
+            _TRACED_VJPS.clear()
+        made = _TRACED_VJPS[key] = (callee, USER_FUNCTION_TRANSFORMS["vjp"](callee, wrt=argnum))
+    _, pullback = made[1](*args)
+    return pullback(g)
+
+
+# A call of what the source front end does not read, inside code it reads (the loop around
+# it stays a loop): run as it is in the forward pass, its derivative its traced VJP when the
+# backward runs
+defvjp(
+    "traced_call",
+    traced_call,
+    Spelling("pycall"),
+    None,
+    lambda g, ans, callee, *args, argnum: traced_call_vjp(g, callee, argnum - 1, args),
+    pure=False,
+    run_time_vjp=True,
+)
+
+
 # Example inputs for the registry's test grid (ops/examples.py): lists as user code builds them.
 EXAMPLES = {
     "getitem_list": [ex([arg(3), arg(3)], 1)],

@@ -292,12 +292,13 @@ def dense_loss(x, y):
     return np.mean((out - y) ** 2)
 
 
+@pytest.mark.usefixtures("trace_front_end_only")
 def test_traced_code_keeps_the_users_lines_and_names():
     g = sourcegrad.grad(dense_loss)
     x, y = RNG.normal(size=(2, 3)), RNG.normal(size=2)
     np.testing.assert_allclose(g(x, y), numeric(dense_loss, (x, y)), rtol=1e-6, atol=1e-8)
     source = g.source
-    assert "# Traced (run on traced values)" in source and "line" in g.traced
+    assert "# Traced (run on traced values)" in source and g.traced
     assert "# line" in source and "z = x @ self.W + self.b" in source
     for name in ("z", "h", "out"):  # the user's variables name the values they held
         assert f"    {name} = " in source, source
@@ -444,3 +445,30 @@ def test_a_registered_class_is_differentiated_like_a_tree():
         numeric(lambda c: kernel_loss(KernelFunction(c, f.alphas, 0.5), x, y), (f.centres,)),
         rtol=1e-6,
     )
+
+
+# -- the hybrid: a call the source front end does not read, inside code it reads -----------------
+
+
+class Cell:
+    def __call__(self, h, x):
+        return np.tanh(W @ h + x)
+
+
+CELL = Cell()
+
+
+def recurrent_loss(h, xs):
+    for x in xs:
+        h = CELL(h, x)
+    return np.sum(h**2)
+
+
+def test_a_call_the_source_front_end_does_not_read_is_traced_and_the_loop_stays_a_loop():
+    xs = RNG.normal(size=(40, 3))
+    h = np.full(3, 0.1)
+    g = sourcegrad.grad(recurrent_loss)
+    np.testing.assert_allclose(g(h, xs), numeric(recurrent_loss, (h, xs)), rtol=1e-6, atol=1e-9)
+    source = g.source
+    assert "for i in range(len_xs):" in source  # (not 40 unrolled trips)
+    assert "traced_call" in source and "CELL, a Cell object" in source

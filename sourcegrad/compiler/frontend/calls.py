@@ -10,6 +10,7 @@ whose cases share the argument binding.
 
 from __future__ import annotations
 
+import inspect
 import types
 
 import gast
@@ -22,7 +23,7 @@ from ..names import sanitize
 from ...runtime import einsum_sublists
 from ...ops import array_methods, op_for_method, rule_for_function, RULES
 from .source import parse
-from .syntax import describe
+from .syntax import callee_name, describe
 from .values import (
     BUILTIN_REDUCTIONS,
     CallableRef,
@@ -43,6 +44,9 @@ from .values import (
     VARARG_METHODS,
 )
 
+
+# the libraries whose functions without a rule are refused (the fence), not traced
+_NOT_TRACED = frozenset({"numpy", "math", "builtins", "sourcegrad", "cupy", "dask", "torch"})
 
 # RandomState draws whose dimensions are *args, and the sized draw each is
 _SIZED_DRAWS = {"randn": "standard_normal", "rand": "random_sample"}
@@ -152,6 +156,8 @@ class CallsMixin:
             if obj in (np.random.default_rng, np.random.RandomState):
                 self.ctx.generators.add(result.name)
             return result
+        if rule is None and self.traceable_callee(obj):
+            return self.traced_call(obj, func, node, name)
         if rule is None:
             for arg in node.args:  # report unsupported syntax inside the call first
                 self.expr(arg)
@@ -192,6 +198,43 @@ class CallsMixin:
         # (a tuple of values passed where the rule has a VJP, `einsum_grad(g, s, (A, B), 0)`
         # in generated code, becomes a value of its own in `emit`: its adjoint reaches A, B)
         return self.emit(rule.name, args, kwargs, name=name)
+
+    @staticmethod
+    def traceable_callee(obj) -> bool:
+        """A callable of the user's whose source this front end does not read (an object
+        with `__call__`, a function a C decorator wraps): traced where it is called. Not a
+        library's function without a rule (the fence refuses it), nor a class (a call makes
+        an object, not a value to differentiate)."""
+        module = (getattr(obj, "__module__", None) or type(obj).__module__ or "").split(".")[0]
+        return (
+            callable(obj)
+            and not isinstance(obj, (type, types.BuiltinFunctionType, np.ufunc))
+            and module not in LIBRARIES
+            and module not in _NOT_TRACED
+        )
+
+    def traced_call(self, obj, func, node, name):
+        """`act(z)` of an object with `__call__` (or another callable this front end does not
+        read) inside code it reads: `traced_call(act, z)`, run as it is in the forward pass,
+        its derivative its VJP from a trace of it when the backward runs (`ops.traced_call`),
+        so the loop around it stays a loop. Keywords are bound to positions first: a
+        keyword-only argument that carries a value is refused (its gradient would be lost)."""
+        args, kwargs = self.call_args(node)
+        if kwargs:
+            try:
+                bound = inspect.signature(obj).bind_partial(*args, **dict(kwargs))
+            except (TypeError, ValueError) as exc:
+                self.error(errors.UnsupportedSyntaxError, f"{describe(func)}: {exc}", node)
+            args = list(bound.args)
+            if bound.kwargs:
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    f"{describe(func)} is called through its trace, with positional arguments "
+                    f"only: pass {', '.join(bound.kwargs)} by position",
+                    node,
+                )
+        callee = self.bind_free(obj, callee_name(func))
+        return self.emit("traced_call", [callee, *args], name=name)
 
     def refuse_run_time_rule(self, node):
         """A derivative that generated code runs as Python (`ops.vjp_at_run_time`: odeint's
