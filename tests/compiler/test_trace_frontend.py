@@ -472,3 +472,29 @@ def test_a_call_the_source_front_end_does_not_read_is_traced_and_the_loop_stays_
     source = g.source
     assert "for i in range(len_xs):" in source  # (not 40 unrolled trips)
     assert "traced_call" in source and "CELL, a Cell object" in source
+
+
+SCALE = 1.3
+
+
+def scaled_helper(a):
+    return SCALE * a
+
+
+def reads_a_global_through_a_helper(x):
+    try:  # (traced)
+        y = scaled_helper(np.sum(x**2))
+    finally:
+        pass
+    return y
+
+
+def test_a_global_a_helper_reads_is_a_dependency_of_the_trace():
+    global SCALE
+    g = sourcegrad.grad(reads_a_global_through_a_helper)
+    np.testing.assert_allclose(g(X), 2 * 1.3 * X)
+    SCALE = -0.4
+    try:
+        np.testing.assert_allclose(g(X), 2 * -0.4 * X)  # traced again for the new value
+    finally:
+        SCALE = 1.3

@@ -1146,15 +1146,15 @@ class _Gen:
         elif kind == "negative_power":
             shape = r.choice(VAR_SHAPES)
             e = self.expr(shape, 1)
-            form = r.choice(
-                [
-                    "(-1.0 - ({e}) ** 2) ** 3",
-                    "(-1.0 - ({e}) ** 2) ** 3.0",
-                    "(-0.5 - np.abs({e})) ** 2.0",
-                    "({e}) ** 1.5",
-                    "(-1.0 - ({e}) ** 2) ** 0.5",
-                ]
-            )
+            forms = [
+                "(-1.0 - ({e}) ** 2) ** 3",
+                "(-1.0 - ({e}) ** 2) ** 3.0",
+                "(-0.5 - np.abs({e})) ** 2.0",
+            ]
+            if shape == SCALAR:  # (of an array, an unused element's nan makes 0 * nan = nan
+                # in the gradient, as in torch and JAX, where differences say 0)
+                forms += ["({e}) ** 1.5", "(-1.0 - ({e}) ** 2) ** 0.5"]
+            form = r.choice(forms)
             self.emit(f"{name} = {form.format(e=e)}")
             self.env.append(Var(name, shape))
         else:

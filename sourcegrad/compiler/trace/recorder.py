@@ -110,6 +110,7 @@ class Recorder:
         self._free_ids: dict = {}  # id(object) -> its name
         self.guards = 0
         self.module_hooks: list = []  # called with each user module's globals the trace enters
+        self.visited: dict = {}  # id(code) -> (code, its globals): the user code the trace ran
         self.refusal = None  # the last refusal raised (numpy may swallow one: see trace_function)
         self.statics: list = []  # (position, value) of the arguments given as they are
         self.named: dict = {}  # temporary -> the user's variable holding it
@@ -611,6 +612,7 @@ class Recorder:
             if event != "call" or not _is_user(frame.f_code):
                 return None
             module_of(frame)
+            self.visited.setdefault(id(frame.f_code), (frame.f_code, frame.f_globals))
             return local
 
         entry = getattr(self.fn, "__globals__", None)
@@ -758,7 +760,7 @@ def trace_function(fn, args, params, wrt, why, defs=None) -> Trace:
     atom = _returned(rec, result)
     name = sanitize(getattr(fn, "__name__", "f").replace("<lambda>", "lambda")) or "f"
     function = rec.function_ir(atom, name, set())
-    function.dependencies = _dependencies(fn, args)
+    function.dependencies = _dependencies(fn, args, rec.visited.values())
     return Trace(function, rec.guards, why, rec.lines, rec.statics)
 
 
@@ -904,24 +906,29 @@ def _code_and_holders(fn, args):
     return fn, holders
 
 
-def _dependencies(fn, args) -> list:
+def _dependencies(fn, args, visited=()) -> list:
     """What the trace read besides its arguments' arrays, as `caches.still_bound` checks it:
-    the globals the function's code names, its closure values, and the attributes of the
-    objects given to it (numbers compared by value, containers of numbers by a copy, other
-    values by identity)."""
+    the globals named by the function's code and by all the user code it ran (`visited`:
+    (code, globals) pairs: a helper's module constant), its closure values, and the
+    attributes of the objects given to it or read from those globals (numbers compared by
+    value, containers of numbers by a copy, other values by identity)."""
     deps: list = []
     fn, holders = _code_and_holders(fn, args)
     code = getattr(fn, "__code__", None)
     if code is None:
         return deps
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= set(const.co_names)
-    globals_ = getattr(fn, "__globals__", {})
-    for name in sorted(names):
-        if name in globals_ and not isinstance(globals_[name], types.ModuleType):
-            deps.append(("global", globals_, name, globals_[name]))
+    seen: set = set()
+    for ran, space in [(code, getattr(fn, "__globals__", {})), *visited]:
+        names = set(ran.co_names)
+        for const in ran.co_consts:
+            if isinstance(const, types.CodeType):
+                names |= set(const.co_names)
+        for name in sorted(names):
+            if (id(space), name) in seen or name not in space:
+                continue
+            seen.add((id(space), name))
+            if not isinstance(space[name], types.ModuleType):
+                deps.append(("global", space, name, space[name]))
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
         try:
             deps.append(("cell", cell, name, cell.cell_contents))
