@@ -498,3 +498,30 @@ def test_a_global_a_helper_reads_is_a_dependency_of_the_trace():
         np.testing.assert_allclose(g(X), 2 * -0.4 * X)  # traced again for the new value
     finally:
         SCALE = 1.3
+
+
+class Remembers:
+    def __init__(self):
+        self.inputs, self.cache = [], {}
+
+    def __call__(self, x):
+        self.inputs.append(x)
+        self.cache["z"] = x * 2.0
+        self.last = x
+        return np.sum(np.sin(x))
+
+
+REMEMBERS = Remembers()
+SEEN = []
+
+
+def remembering_loss(x):
+    SEEN.append(x)
+    return REMEMBERS(x)
+
+
+def test_values_left_in_objects_are_plain_arrays_after_the_trace():
+    sourcegrad.grad(remembering_loss)(X)
+    left = [REMEMBERS.inputs[0], REMEMBERS.cache["z"], REMEMBERS.last, SEEN[0]]
+    assert all(type(v) is np.ndarray for v in left), [type(v) for v in left]
+    np.testing.assert_allclose(REMEMBERS.cache["z"], 2.0 * X)

@@ -758,6 +758,7 @@ def trace_function(fn, args, params, wrt, why, defs=None) -> Trace:
             raise rec.refusal from None
         raise
     atom = _returned(rec, result)
+    _plain_again(rec, fn, args)
     name = sanitize(getattr(fn, "__name__", "f").replace("<lambda>", "lambda")) or "f"
     function = rec.function_ir(atom, name, set())
     function.dependencies = _dependencies(fn, args, rec.visited.values())
@@ -873,6 +874,50 @@ def generators_read_by(fn, args) -> list:
         if all(g is not u for u in unique):
             unique.append(g)
     return unique
+
+
+def _plain_again(rec, fn, args):
+    """The traced values the function left in objects (`self.inputs.append(x)`, `layer.W =
+    W`, a global list) made the plain arrays they stand for: after the trace no object of
+    the user's holds a live traced value. Looked for in the arguments, the objects and
+    containers the function's modules hold, and theirs (a few levels deep)."""
+    roots = list(args)
+    fn, holders = _code_and_holders(fn, args)
+    roots += holders
+    spaces = [getattr(fn, "__globals__", {})] + [space for _, space in rec.visited.values()]
+    for space in {id(s): s for s in spaces}.values():
+        roots += [v for v in space.values() if not isinstance(v, (types.ModuleType, type))]
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            roots.append(cell.cell_contents)
+        except ValueError:
+            pass
+    seen: set = set()
+
+    def plain(value, depth):
+        if isinstance(value, Traced):
+            return value._value
+        if depth > 3 or id(value) in seen:
+            return value
+        seen.add(id(value))
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                value[i] = plain(item, depth + 1)
+        elif isinstance(value, dict):
+            for k, item in list(value.items()):
+                value[k] = plain(item, depth + 1)
+        elif hasattr(value, "__dict__") and not isinstance(
+            value, (types.FunctionType, types.ModuleType, type, np.ndarray)
+        ):
+            attributes = getattr(value, "__dict__", None)
+            if isinstance(attributes, dict):
+                for k, item in list(attributes.items()):
+                    attributes[k] = plain(item, depth + 1)
+        return value
+
+    for root in roots:
+        if not isinstance(root, Traced):
+            plain(root, 0)
 
 
 def _returned(rec, result):
