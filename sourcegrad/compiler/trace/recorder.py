@@ -30,6 +30,7 @@ import math
 import operator
 import os
 import sys
+import sysconfig
 import threading
 import types
 from contextlib import contextmanager
@@ -50,6 +51,8 @@ MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, locate
 _HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _NUMPY = os.path.dirname(os.path.abspath(np.__file__))
 _ACTIVE = threading.local()  # .recorder: the trace running in this thread, if any
+_OURS = (_HERE, _NUMPY, "<__array", "<frozen")  # sourcegrad, numpy, their shims
+_PYTHONS = sysconfig.get_paths()["stdlib"] + os.sep  # Python's own library
 
 
 @dataclass
@@ -81,9 +84,12 @@ def active():
 
 
 def _is_user(code) -> bool:
-    """Is `code` the user's (not sourcegrad's, numpy's or numpy's dispatch shims)?"""
+    """Is `code` the user's (not sourcegrad's, numpy's, numpy's dispatch shims, Python's own
+    library: contextlib, functools, linecache)?"""
     file = code.co_filename
-    return not (file.startswith(_HERE) or file.startswith(_NUMPY) or file.startswith("<__array"))
+    if file.startswith(_OURS):
+        return False
+    return not file.startswith(_PYTHONS) or "-packages" in file  # (installed code is)
 
 
 def _simple(value) -> bool:
