@@ -28,7 +28,7 @@ from .. import errors
 from ..compiler import random_draws
 from .. import trees
 from ..compiler.trace import Traced
-from ..compiler.trace import recorder as trace_recorder
+from ..compiler.trace import state as trace_state
 from ..runtime import GuardMiss
 from ..compiler.analysis import signature_key
 from ..compiler.codegen import BACKENDS
@@ -217,7 +217,7 @@ class Gradient(Compiling, staticmethod):
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
         if any(type(a) is Traced for a in args):  # called inside a traced function
-            return trace_recorder.active().gradient_call(self, args)
+            return trace_state.active().gradient_call(self, args)
         if self.check and self._unchecked(args):  # the first call of a signature: both ways
             return cross_check.checked(self, args, self._general_call)
         if self._has_trees(args):

@@ -18,10 +18,11 @@ plain Python or numpy (`float()`, `np.asarray`, `.item()`, `math.*`, a write int
 array, a C extension) is refused, located at the user's line (`TraceEscapeError`). A trace
 longer than `MAX_STATEMENTS` (a long Python loop) is refused with the loop's line.
 
-The modules: `values` (the `Traced` value and its numpy protocols), `recorder` (the
-statements, names, guards and locations of one trace), `patches` (numpy's and math's
-functions that bypass the protocols, such as np.asarray, np.zeros and math.exp, replaced
-while a trace runs).
+The modules, in the order they import one another: `state` (which trace runs in this
+thread), `values` (the `Traced` value and its numpy protocols), `patches` (numpy's, math's
+and scipy's functions that bypass the protocols, such as np.asarray, math.exp and
+scipy.special.logsumexp, and the random draws, replaced while a trace runs), `recorder`
+(the statements, names, guards, locations and dependencies of one trace).
 """
 
 from .recorder import MAX_STATEMENTS, Trace, trace_function

@@ -6,7 +6,7 @@ must make (a buffer later written with traced values); `math.exp(t)` converts it
 with `float()`; `np.random.normal(...)` and a generator's draws must be drawn by the
 generated code on each call, not fixed at their first sample. While a trace runs in a
 thread, these names of the `numpy`, `numpy.random` and `math` modules are wrappers that
-hand such calls to the trace (`recorder.active()`) and call the original otherwise (other
+hand such calls to the trace (`state.active()`) and call the original otherwise (other
 threads, or calls of no traced value where none is needed).
 
 `patched()` installs them (nested traces share one installation: a count) and puts the
@@ -27,6 +27,7 @@ import numpy as np
 
 from ...ops import rule_for_function
 from .. import random_draws
+from . import state
 from .values import Traced
 
 # (Not np.zeros and the other makers: numpy's compiled code calls them too, and must get an
@@ -48,9 +49,7 @@ def _holds_traced(value) -> bool:
 def _converter(original, name):
     @functools.wraps(original)
     def convert(obj, *args, **kwargs):
-        from .recorder import active
-
-        rec = active()
+        rec = state.active()
         if rec is None or not _holds_traced(obj):
             return original(obj, *args, **kwargs)
         dtype = args[0] if args else kwargs.get("dtype")
@@ -69,9 +68,7 @@ def _converter(original, name):
 def _math(original):
     @functools.wraps(original)
     def call(*args):
-        from .recorder import active
-
-        rec = active()
+        rec = state.active()
         if rec is None or not any(isinstance(a, Traced) for a in args):
             return original(*args)
         rule = rule_for_function(original)
@@ -89,9 +86,7 @@ def _draw(original):
 
     @functools.wraps(original)
     def draw(*args, **kwargs):
-        from .recorder import active
-
-        rec = active()
+        rec = state.active()
         if rec is None or rule is None:
             return original(*args, **kwargs)
         if original.__name__ in ("default_rng", "RandomState", "Generator"):
@@ -130,9 +125,7 @@ def _lists_joined(original):
 
     @functools.wraps(original)
     def call(*args, **kwargs):
-        from .recorder import active
-
-        rec = active()
+        rec = state.active()
         if rec is not None and any(isinstance(a, (list, tuple)) and _holds_traced(a) for a in args):
             args = tuple(
                 rec.array_of(a) if isinstance(a, (list, tuple)) and _holds_traced(a) else a
@@ -149,9 +142,7 @@ def _library_call(original, rule):
 
     @functools.wraps(original)
     def call(*args, **kwargs):
-        from .recorder import active
-
-        rec = active()
+        rec = state.active()
         if rec is None or not any(_holds_traced(a) for a in (*args, *kwargs.values())):
             return original(*args, **kwargs)
         return rec.op(rule.name, args, kwargs)

@@ -31,7 +31,6 @@ import operator
 import os
 import sys
 import sysconfig
-import threading
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,13 +43,20 @@ from ...ops import RULES, op_for_method, rule_for_function
 from .. import random_draws
 from ..ir import Assign, Call, Const, ExprStmt, Function, Return, Slc, Tup, Var, substitute_atom
 from ..names import Namer, name_for_call, sanitize
+from . import state
+from .patches import (
+    TracedGenerator,
+    library_functions,
+    originals,
+    patched,
+    replace_library_functions,
+)
 from .values import Traced
 
 MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, located
 
 _HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _NUMPY = os.path.dirname(os.path.abspath(np.__file__))
-_ACTIVE = threading.local()  # .recorder: the trace running in this thread, if any
 _OURS = (_HERE, _NUMPY, "<__array", "<frozen")  # sourcegrad, numpy, their shims
 _PYTHONS = sysconfig.get_paths()["stdlib"] + os.sep  # Python's own library
 
@@ -76,11 +82,6 @@ class Trace:
     def checked_per_call(self) -> bool:
         """Must each call be checked on the general path (guards, objects given)?"""
         return bool(self.guards) or any(not _simple(v) for _, v in self.statics)
-
-
-def active():
-    """The recorder of the trace running in this thread, or None."""
-    return getattr(_ACTIVE, "recorder", None)
 
 
 def _is_user(code) -> bool:
@@ -429,9 +430,7 @@ class Recorder:
     def suspended(self):
         """No trace in this thread while the block runs (numpy's own functions, no line
         tracer): for a gradient called inside the traced function."""
-        from .patches import originals
-
-        _ACTIVE.recorder = None
+        state.leave()
         tracer = sys.gettrace()
         sys.settrace(None)
         try:
@@ -439,7 +438,7 @@ class Recorder:
                 yield
         finally:
             sys.settrace(tracer)
-            _ACTIVE.recorder = self
+            state.enter(self)
 
     # -- changes in place --------------------------------------------------------------------
 
@@ -589,11 +588,9 @@ class Recorder:
     def running(self):
         """This recorder is the thread's trace (the patches consult it); the user's frames
         name the values they hold (a line tracer, unless a debugger or coverage has one)."""
-        from .patches import library_functions, patched, replace_library_functions
-
-        if active() is not None:
+        if state.active() is not None:
             raise self.refused(errors.SourcegradError("a trace is already running in this thread"))
-        _ACTIVE.recorder = self
+        state.enter(self)
         previous = sys.gettrace()
         libraries = library_functions()
         undo: list = []
@@ -637,7 +634,7 @@ class Recorder:
         finally:
             for space, name, value in reversed(undo):
                 space[name] = value
-            _ACTIVE.recorder = None
+            state.leave()
 
 
 # numpy's questions about dtypes and shapes, which the signature fixes (answered while tracing)
@@ -739,8 +736,6 @@ def trace_function(fn, args, params, wrt, why, defs=None) -> Trace:
     def traced(i):
         value = args[i]
         if isinstance(value, random_draws.GENERATOR_TYPES):  # its draws made by the code
-            from .patches import TracedGenerator
-
             rec.static(params[i], value)
             return TracedGenerator(rec, Var(params[i]), value)
         if _traceable(value):
@@ -778,8 +773,6 @@ def _generators_drawn_by_the_code(rec, fn, args):
     runs, by `TracedGenerator`s: each draw is recorded for the generated code to draw on each
     call (a plain sample would be fixed at its first value) and drawn now from the same
     generator. Everything is put back afterwards."""
-    from .patches import TracedGenerator
-
     undo = []
     # The draws of the trace are the compiled code's first: every generator is put back where
     # the trace found it, so the first call draws once, as a call of the function does
