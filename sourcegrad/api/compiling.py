@@ -27,7 +27,7 @@ from ..compiler.analysis import aval_of, signature_key
 from ..compiler.codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
 from ..compiler.lifetimes import FREE_MIN_BYTES
 from ..compiler.frontend import function_run_by, function_to_ir
-from ..compiler.ir import Assign, Const, Tup, reads_of, walk
+from ..compiler.ir import Assign, Call, Const, Tup, reads_of, walk
 from ..compiler.names import Namer
 from ..compiler.optimize import hoist_loop_invariants, optimize
 from ..compiler.forward import derivative
@@ -567,8 +567,10 @@ def _traced_calls(primal) -> str:
     in the header: "line 10 (h = cell(h, x)): cell, a Cell object, ..."."""
     said = []
     for stmt in walk(primal.body):
-        value = getattr(stmt, "value", None)
-        if isinstance(stmt, Assign) and getattr(value, "op", None) == "traced_call":
+        if not isinstance(stmt, Assign) or not isinstance(stmt.value, Call):
+            continue
+        value = stmt.value
+        if value.op == "traced_call":
             callee = primal.free.get(value.args[0].name)
             what = f"{value.args[0].name}, a {type(callee).__name__} object"
             where = f"line {stmt.loc.line} ({stmt.loc.text.strip()})" if stmt.loc else "a call"
