@@ -34,6 +34,10 @@ def unbroadcast(g, x):
     shape = np.shape(x)
     g_shape = np.shape(g)
     if g_shape == shape:
+        if not shape and type(g) is np.ndarray and not isinstance(x, np.ndarray):
+            # a Python number's adjoint is a number: the generated code updates it as one
+            # (`dx += part`), which a 0-d array (a read-only broadcast view) would refuse
+            return g[()]
         return g
     extra = len(g_shape) - len(shape)
     if extra > 0:

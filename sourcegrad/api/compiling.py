@@ -32,7 +32,7 @@ from ..compiler.names import Namer
 from ..compiler.optimize import hoist_loop_invariants, optimize
 from ..compiler.forward import derivative
 from ..compiler.reverse import reverse, split_vjp
-from ..compiler.trace import trace_function
+from ..compiler.trace import in_a_library, trace_function
 from ..ops import TEMPLATE_NAMESPACE
 from ..ops.fingerprint import fingerprint
 from . import caches, facts, results
@@ -456,6 +456,19 @@ class Compiling:
                 why,
                 getattr(self, "_defs", None),
             )
+        except errors.TraceEscapeError as exc:
+            if not _escaped_in_a_library(exc, reason):
+                exc.message += f" (sourcegrad traced {label_of(self.fn)} because {why})"
+                exc.args = (exc._format(),)
+                raise
+            # inside a library's code (scipy's odeint given a lambda): the source front
+            # end's refusal says what in the user's code to change
+            reason.message += (
+                f" (running it on traced values, a value carrying a gradient left for plain "
+                f"numpy in {exc.loc.file}:{exc.loc.line})"
+            )
+            reason.args = (reason._format(),)
+            raise reason from exc
         except errors.SourcegradError as exc:  # the trace's own refusal: said with why
             exc.message += f" (sourcegrad traced {label_of(self.fn)} because {why})"
             exc.args = (exc._format(),)
@@ -539,6 +552,17 @@ _TRACEABLE = (
     errors.SourceNotFoundError,
     errors.NoRuleError,
 )
+
+
+def _escaped_in_a_library(escape, reason) -> bool:
+    """Did the trace's value escape inside an installed library's code, where the source
+    front end had refused a construct of the user's (its refusal is then the one to show)?"""
+    loc = getattr(escape, "loc", None)
+    return (
+        isinstance(reason, _TRACEABLE)
+        and loc is not None
+        and in_a_library(getattr(loc, "file", None))
+    )
 
 
 def _why(refusal) -> str:

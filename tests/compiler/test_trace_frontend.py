@@ -525,3 +525,65 @@ def test_values_left_in_objects_are_plain_arrays_after_the_trace():
     left = [REMEMBERS.inputs[0], REMEMBERS.cache["z"], REMEMBERS.last, SEEN[0]]
     assert all(type(v) is np.ndarray for v in left), [type(v) for v in left]
     np.testing.assert_allclose(REMEMBERS.cache["z"], 2.0 * X)
+
+
+# -- what the fuzzer found: values decided in Python are guarded, plain arrays stay true -----
+
+
+def branches_on_a_float(x, scale):
+    if scale < 0.0:  # a Python float argument: the branch is guarded, not fixed
+        return np.sum(x * -scale)
+    return np.sum(x**2 * scale)
+
+
+@pytest.mark.usefixtures("trace_front_end_only")
+def test_a_comparison_of_python_floats_is_a_guard():
+    g = sourcegrad.grad(branches_on_a_float)
+    np.testing.assert_allclose(g(X, 2.0), 2 * X * 2.0)
+    np.testing.assert_allclose(g(X, -3.0), np.full(3, 3.0))  # the other branch, traced again
+
+
+def writes_a_mask_into_a_buffer(x, y):
+    buffer = np.zeros(3)
+    np.putmask(buffer, y > 0, 0.5)  # a plain array filled from y's values: guarded
+    return np.sum(x**2 * buffer)
+
+
+@pytest.mark.usefixtures("trace_front_end_only")
+def test_an_effect_call_into_a_plain_array_guards_its_operands():
+    g = sourcegrad.grad(writes_a_mask_into_a_buffer)
+    y = np.array([1.0, -1.0, 2.0])
+    np.testing.assert_allclose(g(X, y), 2 * X * np.where(y > 0, 0.5, 0.0))
+    np.testing.assert_allclose(g(X, -y), 2 * X * np.where(-y > 0, 0.5, 0.0))
+
+
+def changes_a_fresh_array_after_reading_it(x):
+    c = np.cos(np.linspace(0.0, 1.0, 3))  # numpy code the trace does not record: a constant
+    y = np.sum(x * c)
+    c += 1.0  # changed after the read: the code keeps the values read
+    return y + np.sum(x * c)
+
+
+@pytest.mark.usefixtures("trace_front_end_only")
+def test_a_plain_array_changed_after_it_is_read_keeps_the_values_read():
+    c = np.cos(np.linspace(0.0, 1.0, 3))
+    g = sourcegrad.grad(changes_a_fresh_array_after_reading_it)
+    np.testing.assert_allclose(g(X), 2 * c + 1.0)
+    np.testing.assert_allclose(g(X), 2 * c + 1.0)  # the second call, from the cache
+
+
+class Scaled:
+    def __init__(self):
+        self.w = np.ones(3)
+
+    def __call__(self, x):
+        y = np.sum(x * self.w)
+        self.w *= 2.0  # the user's own array changed while the function runs
+        return y
+
+
+@pytest.mark.usefixtures("trace_front_end_only")
+def test_a_users_array_changed_while_the_function_runs_is_refused():
+    scaled = Scaled()
+    with pytest.raises(errors.UnsupportedSyntaxError, match="changed in place"):
+        sourcegrad.grad(lambda x: scaled(x))(X)

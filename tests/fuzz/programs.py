@@ -1146,14 +1146,16 @@ class _Gen:
         elif kind == "negative_power":
             shape = r.choice(VAR_SHAPES)
             e = self.expr(shape, 1)
+            # (bases in [-1, -0.25]: the value stays the size of the others, which the
+            # self-updates would otherwise grow past overflow in a value the function drops)
             forms = [
-                "(-1.0 - ({e}) ** 2) ** 3",
-                "(-1.0 - ({e}) ** 2) ** 3.0",
-                "(-0.5 - np.abs({e})) ** 2.0",
+                "(-0.5 - 0.5 * np.tanh({e}) ** 2) ** 3",
+                "(-0.5 - 0.5 * np.tanh({e}) ** 2) ** 3.0",
+                "(-0.25 - 0.5 * np.abs(np.tanh({e}))) ** 2.0",
             ]
-            if shape == SCALAR:  # (of an array, an unused element's nan makes 0 * nan = nan
-                # in the gradient, as in torch and JAX, where differences say 0)
-                forms += ["({e}) ** 1.5", "(-1.0 - ({e}) ** 2) ** 0.5"]
+            # (no fractional power of a negative base: numpy's nan in a value the function
+            # then drops makes 0 * nan = nan in the gradient, as in torch and JAX, where the
+            # differences say 0; a Python float's complex result: test_reliability_numerics)
             form = r.choice(forms)
             self.emit(f"{name} = {form.format(e=e)}")
             self.env.append(Var(name, shape))
@@ -2200,6 +2202,13 @@ def select_inputs(program, fn, ns_fn, kinks, nrng, tries=12):
             raise GeneratorError(f"the program returned {value!r} ({exc})") from exc
         if not np.isfinite(value) or abs(float(value)) > 1e8:
             _count(program, "not finite")
+            continue
+        try:  # (an intermediate that overflows, or is nan, in a value the function then drops:
+            # its gradient is 0 * inf = nan, as in torch and JAX, where differences say 0)
+            with np.errstate(over="raise", invalid="raise"):
+                fn(*_copy_args(args))
+        except (FloatingPointError, ValueError, OverflowError):
+            _count(program, "an intermediate not finite")
             continue
         if float(value_i) != float(value):
             raise GeneratorError(f"the instrumented program computed {value_i}, not {value}")

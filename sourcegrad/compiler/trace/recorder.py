@@ -93,6 +93,11 @@ def _is_user(code) -> bool:
     return not file.startswith(_PYTHONS) or "-packages" in file  # (installed code is)
 
 
+def in_a_library(file) -> bool:
+    """Is `file` an installed package's or Python's own (not code the user wrote)?"""
+    return bool(file) and (file.startswith(_PYTHONS) or "-packages" in file)
+
+
 def _simple(value) -> bool:
     """A value the IR holds as a literal."""
     if value is None or value is Ellipsis or type(value) in (bool, int, float, complex, str):
@@ -115,6 +120,7 @@ class Recorder:
         self.params: list = []
         self.free: dict = {}
         self._free_ids: dict = {}  # id(object) -> its name
+        self.snapshots: dict = {}  # free array's name -> (its values when read, where)
         self.guards = 0
         self.module_hooks: list = []  # called with each user module's globals the trace enters
         self.visited: dict = {}  # id(code) -> (code, its globals): the user code the trace ran
@@ -190,7 +196,7 @@ class Recorder:
     def bind_free(self, value, label=None):
         """A plain value (an array of an object, a dtype, a function) read by name."""
         known = self._free_ids.get(id(value))
-        if known is not None and self.free[known] is value:
+        if known is not None and self.free[known] is value and not self._changed(known):
             return Var(known)
         if label is None:
             label = (
@@ -201,7 +207,17 @@ class Recorder:
         name = self.namer.fresh(sanitize(label))
         self.free[name] = value
         self._free_ids[id(value)] = name
+        if isinstance(value, np.ndarray):  # (what it held when read: `_arrays_read`)
+            self.snapshots[name] = (value.copy(), self.loc())
         return Var(name)
+
+    def _changed(self, name) -> bool:
+        """Has the plain array bound to `name` changed since the code first read it (written
+        by numpy code the trace does not see: `c += 1` on a plain array)? The reads so far
+        then keep the values they read (`_arrays_read`), a read from now on is bound afresh."""
+        if name not in self.snapshots:
+            return False
+        return not np.array_equal(self.free[name], self.snapshots[name][0], equal_nan=True)
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -267,7 +283,7 @@ class Recorder:
             if rule.sequence_input
             else rule.fn(*concrete, **kconcrete)
         )
-        if not rule.differentiable and not isinstance(value, (np.ndarray, np.generic)):
+        if name in _SIGNATURE_FACTS or rule.type_fact:
             return value  # a fact of the signature (a shape, a length, a dtype)
         varied = rule.differentiable and any(p[2] for p in [*parts, *kparts.values()])
         return self.record(
@@ -307,6 +323,15 @@ class Recorder:
         if value is None:
             return None
         return Var(target)  # a generator made by the code (np.random.default_rng)
+
+    def guard_operands(self, args, kwargs):
+        """A write into a plain array made of traced values no gradient flows through
+        (`np.putmask(buffer, x > 0, 0.5)`): the array's contents are fixed in the code, so
+        each traced operand is guarded (the code checks its values are the trace's)."""
+        for value in [*args, *kwargs.values()]:
+            if isinstance(value, Traced):
+                concrete = np.asarray(value._value)
+                self.guard(value, _frozen(concrete.tolist()) if concrete.ndim else concrete.item())
 
     def guard(self, value, expected):
         """The generated code checks that `value` (a Traced) is `expected` again (a number, a
@@ -398,7 +423,8 @@ class Recorder:
         katoms = [(k, p[0]) for k, p in kparts.items()]
         if isinstance(value, (np.ndarray, np.generic)):
             return self.record("pycall", atoms, katoms, value, False)
-        if value is None:
+        if value is None:  # (made for its effect: a write into a plain array, np.putmask)
+            self.guard_operands(args, kwargs)
             return None
         result = self.record("pycall", atoms, katoms, value, False)
         self.guard(result, value)  # (a number or a tuple the code goes on with: the same)
@@ -464,6 +490,7 @@ class Recorder:
         if not isinstance(target, Traced):
             if result._varied:
                 return self.escape(result, "a plain array's out= argument")
+            self.guard_operands((result,), {})
             np.copyto(target, result._value)
             return target
 
@@ -482,7 +509,9 @@ class Recorder:
                     next(a for a in args if isinstance(a, Traced) and a._varied),
                     "a write into a plain array",
                 )
-            return None
+            self.guard_operands(args, {})  # (the plain array's contents come from them)
+            apply(traced, [self.operand(a)[1] for a in args])
+            return traced if keep else None
         parts = [self.operand(a) for a in args]
         apply(traced._value, [p[1] for p in parts])
         varied = traced._varied or RULES[name].differentiable and any(p[2] for p in parts)
@@ -637,6 +666,10 @@ class Recorder:
             state.leave()
 
 
+# ops whose result the signature fixes (shapes, sizes, dtypes): Python values, not recorded.
+# Every other op is recorded, a comparison of Python floats too: its bool decides a branch,
+# which must be guarded (`x1 < 0.0` of a float argument)
+_SIGNATURE_FACTS = frozenset({"shape", "ndim", "size", "dtype", "len"})
 # numpy's questions about dtypes and shapes, which the signature fixes (answered while tracing)
 _STATIC_QUERIES = frozenset(
     {
@@ -759,10 +792,11 @@ def trace_function(fn, args, params, wrt, why, defs=None) -> Trace:
             raise rec.refusal from None
         raise
     atom = _returned(rec, result)
-    _plain_again(rec, fn, args)
+    roots = _plain_again(rec, fn, args)
+    made_here = _arrays_read(rec, roots)
     name = sanitize(getattr(fn, "__name__", "f").replace("<lambda>", "lambda")) or "f"
     function = rec.function_ir(atom, name, set())
-    function.dependencies = _dependencies(fn, args, rec.visited.values())
+    function.dependencies = _dependencies(fn, args, rec.visited.values(), made_here)
     return Trace(function, rec.guards, why, rec.lines, rec.statics)
 
 
@@ -917,6 +951,72 @@ def _plain_again(rec, fn, args):
     for root in roots:
         if not isinstance(root, Traced):
             plain(root, 0)
+    return roots
+
+
+def _arrays_read(rec, roots) -> bool:
+    """Check the plain arrays the code reads by name (`rec.free`) against what they held
+    when the trace read them. One made while the trace ran, by numpy code the trace does not
+    record (`c = np.cos(np.linspace(...))`), is a constant of the code: if the function then
+    changed it in place (`c += 1`), the code reads the values the trace read (a copy). One of
+    the user's (an object's, a module's: reachable from `roots`) changed in place by the
+    function while it ran is refused: the code reads the array, Python read what it held
+    then. Returns whether any array was made while the trace ran (its value then depends on
+    the user's arrays' contents: `_dependencies` compares those)."""
+    known = _reachable_arrays(roots)
+    made_here = False
+    for name, (before, where) in rec.snapshots.items():
+        array = rec.free[name]
+        ours = _is_known(array, known)
+        made_here = made_here or not ours
+        if np.array_equal(array, before, equal_nan=True):
+            continue
+        if not ours:
+            rec.free[name] = before
+            continue
+        raise errors.UnsupportedSyntaxError(
+            f"{name!r}, an array of yours the traced code reads here, is changed in place "
+            "while the function runs (after this read): the generated code would read the "
+            "changed values. Copy it before changing it, or change it outside the function",
+            where,
+        )
+    return made_here
+
+
+def _reachable_arrays(roots) -> set:
+    """The ids of the arrays reachable from `roots` (objects, containers: a few levels)."""
+    found: set = set()
+    seen: set = set()
+
+    def visit(value, depth):
+        if isinstance(value, np.ndarray):
+            found.add(id(value))
+            return
+        if depth > 3 or id(value) in seen or isinstance(value, (types.ModuleType, type)):
+            return
+        seen.add(id(value))
+        if isinstance(value, (list, tuple)):
+            items = list(value)
+        elif isinstance(value, dict):
+            items = list(value.values())
+        else:
+            attributes = getattr(value, "__dict__", None)
+            items = list(attributes.values()) if isinstance(attributes, dict) else []
+        for item in items:
+            visit(item, depth + 1)
+
+    for root in roots:
+        visit(root, 0)
+    return found
+
+
+def _is_known(array, known) -> bool:
+    """Is `array` (or the array it is a view of) one of the user's?"""
+    while isinstance(array, np.ndarray):
+        if id(array) in known:
+            return True
+        array = array.base
+    return False
 
 
 def _returned(rec, result):
@@ -950,7 +1050,7 @@ def _code_and_holders(fn, args):
     return fn, holders
 
 
-def _dependencies(fn, args, visited=()) -> list:
+def _dependencies(fn, args, visited=(), made_here=False) -> list:
     """What the trace read besides its arguments' arrays, as `caches.still_bound` checks it:
     the globals named by the function's code and by all the user code it ran (`visited`:
     (code, globals) pairs: a helper's module constant), its closure values, and the
@@ -985,6 +1085,10 @@ def _dependencies(fn, args, visited=()) -> list:
                 deps.append(("snapshot", obj, attr, copy.deepcopy(value)))
             elif not callable(value) or isinstance(value, np.ndarray):
                 deps.append(("attribute", obj, attr, value))
+    if made_here:  # (arrays computed from the user's arrays: their contents are read too)
+        deps += [
+            ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)
+        ]
     return deps
 
 
