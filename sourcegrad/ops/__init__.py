@@ -9,7 +9,7 @@ test grid from them) and, for an eager op with torch names, one test row.
 
 * `registry.py`: the record, the define functions (`defvjp`, `defjvp`, `deflinear`,
   `alias`, `mark`), the queries (`get`, `has`, `rule_for_function`, `op_for_method`),
-  the VJP templates and the template namespace;
+  the VJP templates and what their names stand for (`template_name`);
 * `reads.py`: the one analysis of which inputs a rule reads, for both modes;
 * `examples.py`: the description of example inputs (`ex`, `arg`) the family tables use;
 * `elementwise.py`, `reductions.py`, `linalg.py`, `shape.py`, `nn.py`: the entries by
@@ -27,7 +27,6 @@ from .registry import (
     OPERATORS,
     PROPERTIES,
     RULES,
-    TEMPLATE_NAMESPACE,
     Op,
     Rule,
     Spelling,
@@ -44,6 +43,8 @@ from .registry import (
     mark,
     op_for_method,
     rule_for_function,
+    template_globals,
+    template_name,
     torch,
     vjp_template,
 )
@@ -62,7 +63,6 @@ __all__ = [
     "PROPERTIES",
     "RULES",
     "SHAPE",
-    "TEMPLATE_NAMESPACE",
     "VALUE",
     "Op",
     "Rule",
@@ -85,6 +85,8 @@ __all__ = [
     "reads_value_of",
     "rule_for_function",
     "runs_forward_only",
+    "template_globals",
+    "template_name",
     "torch",
     "vjp_template",
     "jvp_at_run_time",

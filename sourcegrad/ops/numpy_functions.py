@@ -30,7 +30,7 @@ from ..runtime import (
     unbroadcast,
 )
 from .examples import arg, ex
-from .registry import torch, TEMPLATE_NAMESPACE, Spelling, alias, defnondiff, defvjp
+from .registry import torch, Spelling, alias, defnondiff, defvjp
 from .registry import func as _func
 
 
@@ -316,35 +316,6 @@ for _helper in (
     diff_length,
 ):
     defnondiff(_helper.__name__, _helper, _spelled(_helper.__name__))
-TEMPLATE_NAMESPACE.update(
-    {
-        f.__name__: f
-        for f in (
-            no_function_rule,
-            scatter_along,
-            quantile_grad,
-            quantile_tangent,
-            average_weights,
-            unaverage_weights,
-            undiagonal,
-            unrepeat,
-            unpad,
-            stack_index,
-            trick_index,
-            cross_axes,
-            kron_grad,
-            unstack_parts,
-            stack_parts,
-            meshgrid_axes,
-            select_grads,
-            select_default,
-            linspace_weights,
-            diff_padding,
-            diff_length,
-            concatenate_items,
-        )
-    }
-)
 
 defvjp(
     "scatter_along",
@@ -1255,11 +1226,6 @@ def gradient_spacing_case(spacing):
 
 
 defnondiff("gradient_spacing_case", gradient_spacing_case, _spelled("gradient_spacing_case"))
-TEMPLATE_NAMESPACE.update(
-    gradient_adjoint=gradient_adjoint,
-    gradient_of=gradient_of,
-    gradient_spacing_case=gradient_spacing_case,
-)
 # np.gradient and its adjoint are linear in their first argument and each other's adjoint
 defvjp(
     "gradient_of",
@@ -1412,11 +1378,6 @@ def trapezoid_adjoint(g, shape, x=None, dx=1.0, axis=-1):
 
 
 defnondiff("interp_segment", interp_segment, _spelled("interp_segment"))
-TEMPLATE_NAMESPACE.update(
-    interp_segment=interp_segment,
-    interp_adjoint=interp_adjoint,
-    trapezoid_adjoint=trapezoid_adjoint,
-)
 defvjp(
     "interp_adjoint",
     interp_adjoint,
@@ -1506,7 +1467,6 @@ def convolve_frame(n1, n2, mode):
 
 
 defnondiff("convolve_frame", convolve_frame, _spelled("convolve_frame"))
-TEMPLATE_NAMESPACE.update(convolve_frame=convolve_frame)
 # y = convolve(a, v): abar = correlate(G, v, 'valid'), vbar = correlate(G, a, 'valid'), G the
 # adjoint padded to the full frame; correlate(a, v) is convolve(a, v[::-1])
 defvjp(

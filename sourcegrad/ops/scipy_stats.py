@@ -29,11 +29,9 @@ from scipy import special
 from ..runtime import unbroadcast
 from . import scipy_special  # (scipy.stats imports scipy.special: its entries too)
 from .examples import arg, ex
-from .registry import RULES, TEMPLATE_NAMESPACE, Spelling, defvjp
+from .registry import RULES, Spelling, defvjp
 
 no_scipy_rule = scipy_special.no_scipy_rule
-
-TEMPLATE_NAMESPACE.update(stats=stats)
 
 
 def _spelled(dist, name):
