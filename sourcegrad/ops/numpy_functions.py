@@ -982,84 +982,44 @@ defvjp(
     props={"view"},
 )
 
-# Stacking: each input's part of the result, reshaped back to the input's shape.
-defvjp(
-    "np_hstack",
-    np.hstack,
-    _func("hstack"),
-    lambda g, ans, *arrays, argnum: np.reshape(
-        g[stack_index(arrays, argnum, "h")], np.shape(arrays[argnum])
-    ),
-    sequence_input=True,
-    linear="joint",
-)
-defvjp(
-    "np_vstack",
-    np.vstack,
-    _func("vstack"),
-    lambda g, ans, *arrays, argnum: np.reshape(
-        g[stack_index(arrays, argnum, "v")], np.shape(arrays[argnum])
-    ),
-    sequence_input=True,
-    linear="joint",
-)
-alias("np_row_stack", getattr(np, "row_stack", np.vstack), _func("vstack"), like="np_vstack")
-defvjp(
-    "np_dstack",
-    np.dstack,
-    _func("dstack"),
-    lambda g, ans, *arrays, argnum: np.reshape(
-        g[stack_index(arrays, argnum, "d")], np.shape(arrays[argnum])
-    ),
-    sequence_input=True,
-    linear="joint",
-)
-defvjp(
-    "np_column_stack",
-    np.column_stack,
-    _func("column_stack"),
-    lambda g, ans, *arrays, argnum: np.reshape(
-        g[stack_index(arrays, argnum, "column")], np.shape(arrays[argnum])
-    ),
-    sequence_input=True,
-    linear="joint",
-)
+
+# Stacking: each input's part of the result, reshaped back to the input's shape. One rule for
+# the family, made per stack by a closure (its `kind` is a constant of the rule, as a literal
+# would be); np.row_stack is np.vstack.
+def _stack_vjp(kind):
+    return lambda g, ans, *arrays, argnum: np.reshape(
+        g[stack_index(arrays, argnum, kind)], np.shape(arrays[argnum])
+    )
+
 
 # The same of a list built at run time (`rows.append(...)` then np.vstack(rows)): the front end
 # calls these where np.stack and np.concatenate call stack_list and concatenate_list.
-defvjp(
-    "np_hstack_list",
-    np.hstack,
-    _func("hstack"),
-    lambda g, ans, items: unstack_parts(g, items, "h"),
-    register_fn=False,
-    linear="joint",
-)
-defvjp(
-    "np_vstack_list",
-    np.vstack,
-    _func("vstack"),
-    lambda g, ans, items: unstack_parts(g, items, "v"),
-    register_fn=False,
-    linear="joint",
-)
-alias("np_row_stack_list", np.vstack, _func("vstack"), like="np_vstack_list")
-defvjp(
-    "np_dstack_list",
-    np.dstack,
-    _func("dstack"),
-    lambda g, ans, items: unstack_parts(g, items, "d"),
-    register_fn=False,
-    linear="joint",
-)
-defvjp(
-    "np_column_stack_list",
-    np.column_stack,
-    _func("column_stack"),
-    lambda g, ans, items: unstack_parts(g, items, "column"),
-    register_fn=False,
-    linear="joint",
-)
+def _list_stack_vjp(kind):
+    return lambda g, ans, items: unstack_parts(g, items, kind)
+
+
+for _kind, _stack in _STACKS.items():  # (np.hstack, ...: the kinds stack_index knows)
+    _name = _stack.__name__
+    defvjp(
+        f"np_{_name}", _stack, _func(_name), _stack_vjp(_kind), sequence_input=True, linear="joint"
+    )
+    if _name == "vstack":
+        alias(
+            "np_row_stack", getattr(np, "row_stack", np.vstack), _func("vstack"), like="np_vstack"
+        )
+for _kind, _stack in _STACKS.items():
+    _name = _stack.__name__
+    defvjp(
+        f"np_{_name}_list",
+        _stack,
+        _func(_name),
+        _list_stack_vjp(_kind),
+        register_fn=False,
+        linear="joint",
+    )
+    if _name == "vstack":
+        alias("np_row_stack_list", np.vstack, _func("vstack"), like="np_vstack_list")
+
 # their helpers are linear in their first argument and each other's transpose
 defvjp(
     "unstack_parts",
