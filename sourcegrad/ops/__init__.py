@@ -12,6 +12,8 @@ test grid from them) and, for an eager op with torch names, one test row.
   the VJP templates and what their names stand for (`template_name`);
 * `reads.py`: the one analysis of which inputs a rule reads, for both modes;
 * `examples.py`: the description of example inputs (`ex`, `arg`) the family tables use;
+* `expand.py`: a family's rule written once and written out per member (`expand`: the
+  scipy.stats distributions' rules from their scores);
 * `elementwise.py`, `reductions.py`, `linalg.py`, `shape.py`, `nn.py`: the entries by
   family; `program.py`: the ops of the program itself (reads without gradient, builtins,
   lists and mutation as values, the helpers generated backward code calls).

@@ -360,7 +360,7 @@ def defvjp(
     _register(rule, fn if register_fn else None)
     for vjp in vjps:
         if vjp is not None:
-            vjp_template(vjp)  # fail at import time if the source cannot be found
+            _check_template(vjp)
     if jvps is not None:
         defjvp(name, *jvps)
     if linear is not None:
@@ -422,7 +422,7 @@ def defjvp(name, *jvps):
     RULES[name].jvps = tuple(jvps)
     for jvp in jvps:
         if jvp is not None:
-            vjp_template(jvp)
+            _check_template(jvp)
 
 
 def deflinear(kind, *names):
@@ -519,46 +519,66 @@ def _signature(rule):
 
 # --- templates ---------------------------------------------------------------------------------
 
-_TEMPLATE_CACHE: dict[int, gast.Lambda] = {}
+_TEMPLATE_CACHE: dict[int, tuple] = {}  # id(code) -> (code, its Lambda node)
 _MODULE_LAMBDAS: dict[str, dict[int, list]] = {}
 _WRITTEN: dict[str, list] = {}  # file name -> the lines of the templates written out there
+_WRITTEN_AT: dict[tuple, str] = {}  # (file name, line) -> the template written out there
 _GLOBALS_READ: set = set()  # the global names of the templates read so far
 
 
 def vjp_template(vjp) -> gast.Lambda:
     """The gast `Lambda` node of a VJP, found in its module's source by its first line (or in
     the source `ops.expand` wrote it out in: `add_source`)."""
-    key = id(vjp.__code__)
-    if key not in _TEMPLATE_CACHE:
-        code = vjp.__code__
+    code = vjp.__code__
+    cached = _TEMPLATE_CACHE.get(id(code))
+    if cached is None or cached[0] is not code:
+        lam = lambda_node(vjp)
+        _TEMPLATE_CACHE[id(code)] = cached = (code, lam)
+        _GLOBALS_READ.update(_free_names(lam) - set(code.co_freevars))
+    return cached[1]
+
+
+def lambda_node(fn) -> gast.Lambda:
+    """The gast `Lambda` node of the lambda `fn` (which starts on a line of its own)."""
+    code = fn.__code__
+    written = _WRITTEN_AT.get((code.co_filename, code.co_firstlineno))
+    if written is not None:
+        found = _lambdas(written).get(1, [])
+    else:
         by_line = _MODULE_LAMBDAS.get(code.co_filename)
         if by_line is None:
             with open(code.co_filename) as f:
                 by_line = _MODULE_LAMBDAS[code.co_filename] = _lambdas(f.read())
         found = by_line.get(code.co_firstlineno, [])
-        if len(found) != 1:
-            raise ValueError(
-                f"{code.co_filename}:{code.co_firstlineno}: a VJP lambda must "
-                "start on a line of its own"
-            )
-        _TEMPLATE_CACHE[key] = lam = found[0]
-        _GLOBALS_READ.update(_free_names(lam) - set(code.co_freevars))
-    return _TEMPLATE_CACHE[key]
+    if len(found) != 1:
+        raise ValueError(
+            f"{code.co_filename}:{code.co_firstlineno}: a VJP lambda must "
+            "start on a line of its own"
+        )
+    return found[0]
 
 
-def add_source(file: str, text: str) -> str:
-    """Add `text` (whole lines) to the source kept as `file`: templates written out by
-    `ops.expand` are compiled from there and read back by `vjp_template`; tracebacks and
-    `inspect.getsource` show it (it is entered in `linecache`). Returns `text` preceded by
-    the lines before it, to compile with the file's line numbers."""
+def add_source(file: str, text: str, reads=()) -> str:
+    """Add `text`, one template written out by `ops.expand` reading the global names `reads`,
+    to the source kept as `file`, where it is compiled from and read back (by `vjp_template`,
+    when first needed); tracebacks and `inspect.getsource` show it (it is entered in
+    `linecache`). Returns `text` preceded by the lines before it, to compile with the file's
+    line numbers."""
     lines = _WRITTEN.setdefault(file, [])
+    _WRITTEN_AT[(file, len(lines) + 1)] = text
+    _GLOBALS_READ.update(reads)
     placed = "\n" * len(lines) + text
-    by_line = _MODULE_LAMBDAS.setdefault(file, {})
-    for line, found in _lambdas(placed).items():
-        by_line.setdefault(line, []).extend(found)
     lines += text.splitlines(True)
     linecache.cache[file] = (sum(map(len, lines)), None, lines, file)
     return placed
+
+
+def _check_template(fn) -> None:
+    """Fail at import time if a template's source cannot be found (one `ops.expand` wrote out
+    is read when it is first needed)."""
+    code = fn.__code__
+    if (code.co_filename, code.co_firstlineno) not in _WRITTEN_AT:
+        vjp_template(fn)
 
 
 def _lambdas(source: str) -> dict:
