@@ -1,13 +1,14 @@
 """Instantiate a rule's VJP template as IR statements.
 
-`Instantiator.vjp(rule, argnum, call, g, ans, name)` reads the VJP lambda's
-source (`rules.vjp_template`), binds its parameters to the atoms of the forward
-call, and partially evaluates its body: conditions on ranks and static
-arguments (`x.ndim == 2`, `axis is None`) are decided now, constant
-sub-expressions are folded, `x * 1` and friends simplify, and
-`unbroadcast`/`broadcast_to`/`reshape` disappear where the shapes already agree.
-What is left is emitted as A-normal-form statements, each with its abstract
-value recorded, and the atom holding the result is returned.
+`Instantiator.vjp(rule, argnum, call, g, ans, name)` reads the VJP lambda's source
+(`ops.vjp_template`), binds its parameters to the atoms of the forward call, and partially
+evaluates its body; its other names stand for what they are where the lambda runs
+(`ops.template_name`: its module's helpers, its closure's constants; there is no shared
+namespace). Conditions on ranks and static arguments (`x.ndim == 2`, `axis is None`) are
+decided now, constant sub-expressions are folded, `x * 1` and friends simplify, and
+`unbroadcast`/`broadcast_to`/`reshape` disappear where the shapes already agree. What is
+left is emitted as A-normal-form statements, each with its abstract value recorded, and
+the atom holding the result is returned.
 
 Why one module: one evaluator of rule templates (binding, folding, the run-time facts).
 """

@@ -262,7 +262,8 @@ defvjp(
 
 # dirichlet(x, alpha): x holds the K components along its first axis (scipy's layout), the
 # result one value per column. log pdf = sum((alpha - 1) log x) + gammaln(sum alpha)
-# - sum gammaln(alpha). x's gradient is the formula's (x is not kept on the simplex).
+# - sum gammaln(alpha). x's gradient is the formula's (x is not kept on the simplex). The
+# logpdf's rules and JVPs (w = 1) and the pdf's (w = ans):
 _DIRICHLET = (
     lambda g, ans, x, alpha, w: (
         np.reshape(alpha - 1.0, (-1,) + (1,) * (np.ndim(x) - 1)) * np.expand_dims(g * w, 0) / x
@@ -298,7 +299,8 @@ for _method, _w in (("logpdf", 1), ("pdf", "ans")):
 # multivariate_normal(x, mean, cov): x holds points along its last axis. With r = x - mean and
 # s = cov^-1 r (a solve, per point): d logpdf = -s . dx + s . dmean - (tr(cov^-1 dcov) -
 # s^T dcov s) / 2; the cov gradient is symmetric (scipy reads cov through its eigh), so
-# differentiate functions of symmetric covariances. mean None (zero) carries no gradient.
+# differentiate functions of symmetric covariances. mean None (zero) carries no gradient. The
+# logpdf's rules and JVPs (w = 1) and the pdf's (w = ans), refused for a cov not a matrix:
 _MULTIVARIATE_NORMAL = (
     lambda g, ans, x, mean, cov, r, s, w, message: (
         no_scipy_rule(message)
@@ -339,10 +341,11 @@ _MULTIVARIATE_NORMAL_JVPS = (
         * (np.sum(np.linalg.inv(cov) * t) - np.reshape(np.sum((s @ t) * s, axis=-1), np.shape(ans)))
     ),
 )
-_SOLVED = dict(  # r and s (one solve per point) as the rules spell them
-    r="(x if mean is None else x - mean)",
-    s="np.swapaxes(np.linalg.solve(cov, np.swapaxes(np.reshape(r, (-1, np.shape(cov)[-1])), -1,"
-    " -2)), -1, -2)",
+_SOLVED = dict(  # r and s, one solve per point (as a rule spells them: in full, each time)
+    r=lambda x, mean: x if mean is None else x - mean,
+    s=lambda cov, r: np.swapaxes(
+        np.linalg.solve(cov, np.swapaxes(np.reshape(r, (-1, np.shape(cov)[-1])), -1, -2)), -1, -2
+    ),
     message=repr("scipy.stats.multivariate_normal with a cov that is not a matrix"),
 )
 for _method, _w in (("logpdf", 1), ("pdf", "ans")):
