@@ -33,7 +33,7 @@ from ..compiler.optimize import hoist_loop_invariants, optimize
 from ..compiler.forward import derivative
 from ..compiler.reverse import reverse, split_vjp
 from ..compiler.trace import in_a_library, trace_function
-from ..ops import TEMPLATE_NAMESPACE
+from ..ops import template_globals
 from ..ops.fingerprint import fingerprint
 from . import caches, facts, results
 from .arguments import check_differentiable, label_of
@@ -251,7 +251,7 @@ class Compiling:
                 [primal.params[i] for i in self.wrt],
                 batch_rows=self.memory_plan is None,
             )
-            namer = Namer(reserved=facts.names_in(primal) | set(TEMPLATE_NAMESPACE) | {"math"})
+            namer = Namer(reserved=facts.names_in(primal) | template_globals() | {"math"})
             optimized, functions = self._differentiate(primal, env, namer, args)
             forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
             base = self

@@ -11,7 +11,8 @@ instead of evaluating the template again. Replaying gives the very same statemen
 names, abstract values and definitions, in the same order, as evaluating would.
 
 The shape (`shape_key`) is everything the evaluation reads of its surroundings:
-the template, the rule, the argument position, the mode (VJP or JVP), the operands as
+the template (the function itself: closures of one lambda differ by the constants they
+hold), the rule, the argument position, the mode (VJP or JVP), the operands as
 atoms (constants by value, names by position, so `x * x` differs from `x * y`), and
 for each name its abstract value (shape, dtype, or the value itself where known), the
 earlier value whose shape `.shape` reads (`shape_source`), and, where it was made by one

@@ -1,13 +1,14 @@
 """Instantiate a rule's VJP template as IR statements.
 
-`Instantiator.vjp(rule, argnum, call, g, ans, name)` reads the VJP lambda's
-source (`rules.vjp_template`), binds its parameters to the atoms of the forward
-call, and partially evaluates its body: conditions on ranks and static
-arguments (`x.ndim == 2`, `axis is None`) are decided now, constant
-sub-expressions are folded, `x * 1` and friends simplify, and
-`unbroadcast`/`broadcast_to`/`reshape` disappear where the shapes already agree.
-What is left is emitted as A-normal-form statements, each with its abstract
-value recorded, and the atom holding the result is returned.
+`Instantiator.vjp(rule, argnum, call, g, ans, name)` reads the VJP lambda's source
+(`ops.vjp_template`), binds its parameters to the atoms of the forward call, and partially
+evaluates its body; its other names stand for what they are where the lambda runs
+(`ops.template_name`: its module's helpers, its closure's constants; there is no shared
+namespace). Conditions on ranks and static arguments (`x.ndim == 2`, `axis is None`) are
+decided now, constant sub-expressions are folded, `x * 1` and friends simplify, and
+`unbroadcast`/`broadcast_to`/`reshape` disappear where the shapes already agree. What is
+left is emitted as A-normal-form statements, each with its abstract value recorded, and
+the atom holding the result is returned.
 
 Why one module: one evaluator of rule templates (binding, folding, the run-time facts).
 """
@@ -24,7 +25,7 @@ from .. import errors
 from .analysis import UNKNOWN, AVal, abstract_call
 from .ir import Assign, Call, Const, Tup, Var, atom_vars
 from .names import name_for_call
-from ..ops import OPERATORS, RULES, TEMPLATE_NAMESPACE, rule_for_function, vjp_template
+from ..ops import OPERATORS, RULES, rule_for_function, template_name, vjp_template
 from .template_replay import canonical, replay, shape_key
 
 _NO_VALUE = object()
@@ -211,7 +212,7 @@ class Instantiator:
                 atom = Const(atom)  # a default value filled in by bind()
             bindings[pname] = PV(atom, self.static_of(atom))
         bindings["argnum"] = PV(Const(argnum), argnum)
-        self.bindings = bindings
+        self.bindings, self.scope = bindings, fn
         self.start = len(self.out)  # statements from here on belong to this instantiation
         self.note = rule.family
         try:
@@ -560,9 +561,18 @@ class Instantiator:
     def eval_Name(self, node, name):
         if node.id in self.bindings:
             return self.bindings[node.id]
-        if node.id in TEMPLATE_NAMESPACE:
-            return PV(obj=TEMPLATE_NAMESPACE[node.id])
-        raise errors.SourcegradError(f"rule template uses unknown name {node.id!r}")
+        # (as the lambda finds it when it runs: its closure, its module's globals, a builtin)
+        try:
+            obj = template_name(self.scope, node.id)
+        except NameError:
+            raise errors.SourcegradError(f"rule template uses unknown name {node.id!r}") from None
+        if (
+            obj is None
+            or isinstance(obj, (bool, int, float, complex, str))
+            or (isinstance(obj, tuple) and _printable(obj))
+        ):
+            return PV(Const(obj), obj)  # (a constant of the rule's family: a closure's `kind`)
+        return PV(obj=obj)
 
     def eval_Tuple(self, node, name):
         items = [self.eval(e) for e in node.elts]

@@ -31,7 +31,7 @@ import numpy as np
 from ..eager import operands, shape_ops
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
-from ..ops import TEMPLATE_NAMESPACE, defnondiff, defprimitive
+from ..ops import defnondiff, defprimitive
 from ..rules import Spelling, defvjp
 from . import kernels as K
 from .pad_ops import pad
@@ -116,10 +116,9 @@ defvjp(
     ),
 )
 
-# The names the VJPs above read, for the compiler (`sourcegrad.compile` of a module with a
-# convolution); the two helpers are primitives of generated backward code whose own
-# derivatives are not written (a second derivative through them is refused).
-TEMPLATE_NAMESPACE.update(conv_input_grad=conv_input_grad, conv_weight_grad=conv_weight_grad, K=K)
+# The two helpers the VJPs above call are primitives of generated backward code (for
+# `sourcegrad.compile` of a module with a convolution) whose own derivatives are not written
+# (a second derivative through them is refused).
 for _helper in (conv_input_grad, conv_weight_grad):
     defprimitive(
         _helper.__name__, _helper, Spelling("module", f"sourcegrad.nn.conv_ops.{_helper.__name__}")

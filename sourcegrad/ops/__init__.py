@@ -9,9 +9,11 @@ test grid from them) and, for an eager op with torch names, one test row.
 
 * `registry.py`: the record, the define functions (`defvjp`, `defjvp`, `deflinear`,
   `alias`, `mark`), the queries (`get`, `has`, `rule_for_function`, `op_for_method`),
-  the VJP templates and the template namespace;
+  the VJP templates and what their names stand for (`template_name`);
 * `reads.py`: the one analysis of which inputs a rule reads, for both modes;
 * `examples.py`: the description of example inputs (`ex`, `arg`) the family tables use;
+* `expand.py`: a family's rule written once and written out per member (`expand`: the
+  scipy.stats distributions' rules from their scores);
 * `elementwise.py`, `reductions.py`, `linalg.py`, `shape.py`, `nn.py`: the entries by
   family; `program.py`: the ops of the program itself (reads without gradient, builtins,
   lists and mutation as values, the helpers generated backward code calls).
@@ -27,7 +29,6 @@ from .registry import (
     OPERATORS,
     PROPERTIES,
     RULES,
-    TEMPLATE_NAMESPACE,
     Op,
     Rule,
     Spelling,
@@ -44,6 +45,8 @@ from .registry import (
     mark,
     op_for_method,
     rule_for_function,
+    template_globals,
+    template_name,
     torch,
     vjp_template,
 )
@@ -62,7 +65,6 @@ __all__ = [
     "PROPERTIES",
     "RULES",
     "SHAPE",
-    "TEMPLATE_NAMESPACE",
     "VALUE",
     "Op",
     "Rule",
@@ -85,6 +87,8 @@ __all__ = [
     "reads_value_of",
     "rule_for_function",
     "runs_forward_only",
+    "template_globals",
+    "template_name",
     "torch",
     "vjp_template",
     "jvp_at_run_time",

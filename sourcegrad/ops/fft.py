@@ -27,7 +27,7 @@ import numpy as np
 
 from ..runtime import is_complex
 from .examples import arg, ex
-from .registry import TEMPLATE_NAMESPACE, Spelling, deflinear, defnondiff, defvjp, mark
+from .registry import Spelling, deflinear, defnondiff, defvjp, mark
 from .registry import func as _func
 
 
@@ -56,7 +56,6 @@ def dual_norm(norm):
 
 for _helper in (fft_axes, fft_sizes, dual_norm):
     defnondiff(_helper.__name__, _helper, _spelled(_helper.__name__))
-TEMPLATE_NAMESPACE.update(fft_axes=fft_axes, fft_sizes=fft_sizes, dual_norm=dual_norm)
 
 
 def fit(a, sizes, axes):
@@ -97,7 +96,6 @@ defvjp(
     _spelled("hermitian_fold"),
     lambda g, ans, h, n, axis: hermitian_fold(g, n, axis),
 )
-TEMPLATE_NAMESPACE.update(fit=fit, hermitian_fold=hermitian_fold)
 
 # One-axis transforms.
 defvjp(

@@ -6,7 +6,8 @@ each op's `Op` (spelling, properties, linearity, ...), its forward function, and
 and JVP lambdas as the compiler inlines them (their template's syntax tree, without line
 numbers: moving a rule in its file changes nothing). A user's template is followed into
 what it calls: the ops (`rule_for_function` of the objects it names) are digested in turn,
-and the other objects it names in the template namespace by what they are now.
+and the other objects it names (its closure's, its module's: `template_name`) by what they
+are now.
 
 Sourcegrad's own functions and templates are named, not read: the cache keys every entry
 on the digest of sourcegrad's whole source too (`cache.source_digest`). So a rule edited
@@ -35,7 +36,7 @@ import types
 
 import gast
 
-from .registry import RULES, TEMPLATE_NAMESPACE, op_for_method, rule_for_function, vjp_template
+from .registry import RULES, op_for_method, rule_for_function, template_name, vjp_template
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _FUNCTIONS: dict = {}  # id(code) -> (code, what `_read_function` read of it)
@@ -142,7 +143,7 @@ def _function(fn, calls: set, users: list, template: bool):
     if read[0] != "template":
         return read
     _, text, params, chains = read
-    return ("template", text, _references(params, chains, calls, users))
+    return ("template", text, _references(fn, params, chains, calls, users))
 
 
 def _read_function(fn, code, template: bool) -> tuple:
@@ -170,10 +171,10 @@ def _read_function(fn, code, template: bool) -> tuple:
     return ("function",) + name + (source,)
 
 
-def _references(params, chains, calls: set, users: list) -> tuple:
-    """The names a user's template reads, as they are now: the ops it calls go to `calls`
-    (described in turn), every other object it names in the template namespace is
-    described (a helper of the user's is read whole, as any function)."""
+def _references(fn, params, chains, calls: set, users: list) -> tuple:
+    """The names the user's template `fn` reads, as they are now (where the compiler finds
+    them: `template_name`): the ops it calls go to `calls` (described in turn), every other
+    object it names is described (a helper of the user's is read whole, as any function)."""
     described = []
     for chain in chains:
         if chain[0] in params:  # (a method of an argument: an op's, where one claims it)
@@ -181,9 +182,10 @@ def _references(params, chains, calls: set, users: list) -> tuple:
             if op is not None:
                 calls.add(op)
             continue
-        if chain[0] not in TEMPLATE_NAMESPACE:
+        try:
+            obj = template_name(fn, chain[0])
+        except NameError:
             continue  # (the compiler refuses an unknown name)
-        obj = TEMPLATE_NAMESPACE[chain[0]]
         for attr in chain[1:]:
             obj = getattr(obj, attr, None)
         rule = rule_for_function(obj) if callable(obj) else None

@@ -30,7 +30,7 @@ from ..runtime import (
     unbroadcast,
 )
 from .examples import arg, ex
-from .registry import torch, TEMPLATE_NAMESPACE, Spelling, alias, defnondiff, defvjp
+from .registry import torch, Spelling, alias, defnondiff, defvjp
 from .registry import func as _func
 
 
@@ -316,35 +316,6 @@ for _helper in (
     diff_length,
 ):
     defnondiff(_helper.__name__, _helper, _spelled(_helper.__name__))
-TEMPLATE_NAMESPACE.update(
-    {
-        f.__name__: f
-        for f in (
-            no_function_rule,
-            scatter_along,
-            quantile_grad,
-            quantile_tangent,
-            average_weights,
-            unaverage_weights,
-            undiagonal,
-            unrepeat,
-            unpad,
-            stack_index,
-            trick_index,
-            cross_axes,
-            kron_grad,
-            unstack_parts,
-            stack_parts,
-            meshgrid_axes,
-            select_grads,
-            select_default,
-            linspace_weights,
-            diff_padding,
-            diff_length,
-            concatenate_items,
-        )
-    }
-)
 
 defvjp(
     "scatter_along",
@@ -1011,84 +982,44 @@ defvjp(
     props={"view"},
 )
 
-# Stacking: each input's part of the result, reshaped back to the input's shape.
-defvjp(
-    "np_hstack",
-    np.hstack,
-    _func("hstack"),
-    lambda g, ans, *arrays, argnum: np.reshape(
-        g[stack_index(arrays, argnum, "h")], np.shape(arrays[argnum])
-    ),
-    sequence_input=True,
-    linear="joint",
-)
-defvjp(
-    "np_vstack",
-    np.vstack,
-    _func("vstack"),
-    lambda g, ans, *arrays, argnum: np.reshape(
-        g[stack_index(arrays, argnum, "v")], np.shape(arrays[argnum])
-    ),
-    sequence_input=True,
-    linear="joint",
-)
-alias("np_row_stack", getattr(np, "row_stack", np.vstack), _func("vstack"), like="np_vstack")
-defvjp(
-    "np_dstack",
-    np.dstack,
-    _func("dstack"),
-    lambda g, ans, *arrays, argnum: np.reshape(
-        g[stack_index(arrays, argnum, "d")], np.shape(arrays[argnum])
-    ),
-    sequence_input=True,
-    linear="joint",
-)
-defvjp(
-    "np_column_stack",
-    np.column_stack,
-    _func("column_stack"),
-    lambda g, ans, *arrays, argnum: np.reshape(
-        g[stack_index(arrays, argnum, "column")], np.shape(arrays[argnum])
-    ),
-    sequence_input=True,
-    linear="joint",
-)
+
+# Stacking: each input's part of the result, reshaped back to the input's shape. One rule for
+# the family, made per stack by a closure (its `kind` is a constant of the rule, as a literal
+# would be); np.row_stack is np.vstack.
+def _stack_vjp(kind):
+    return lambda g, ans, *arrays, argnum: np.reshape(
+        g[stack_index(arrays, argnum, kind)], np.shape(arrays[argnum])
+    )
+
 
 # The same of a list built at run time (`rows.append(...)` then np.vstack(rows)): the front end
 # calls these where np.stack and np.concatenate call stack_list and concatenate_list.
-defvjp(
-    "np_hstack_list",
-    np.hstack,
-    _func("hstack"),
-    lambda g, ans, items: unstack_parts(g, items, "h"),
-    register_fn=False,
-    linear="joint",
-)
-defvjp(
-    "np_vstack_list",
-    np.vstack,
-    _func("vstack"),
-    lambda g, ans, items: unstack_parts(g, items, "v"),
-    register_fn=False,
-    linear="joint",
-)
-alias("np_row_stack_list", np.vstack, _func("vstack"), like="np_vstack_list")
-defvjp(
-    "np_dstack_list",
-    np.dstack,
-    _func("dstack"),
-    lambda g, ans, items: unstack_parts(g, items, "d"),
-    register_fn=False,
-    linear="joint",
-)
-defvjp(
-    "np_column_stack_list",
-    np.column_stack,
-    _func("column_stack"),
-    lambda g, ans, items: unstack_parts(g, items, "column"),
-    register_fn=False,
-    linear="joint",
-)
+def _list_stack_vjp(kind):
+    return lambda g, ans, items: unstack_parts(g, items, kind)
+
+
+for _kind, _stack in _STACKS.items():  # (np.hstack, ...: the kinds stack_index knows)
+    _name = _stack.__name__
+    defvjp(
+        f"np_{_name}", _stack, _func(_name), _stack_vjp(_kind), sequence_input=True, linear="joint"
+    )
+    if _name == "vstack":
+        alias(
+            "np_row_stack", getattr(np, "row_stack", np.vstack), _func("vstack"), like="np_vstack"
+        )
+for _kind, _stack in _STACKS.items():
+    _name = _stack.__name__
+    defvjp(
+        f"np_{_name}_list",
+        _stack,
+        _func(_name),
+        _list_stack_vjp(_kind),
+        register_fn=False,
+        linear="joint",
+    )
+    if _name == "vstack":
+        alias("np_row_stack_list", np.vstack, _func("vstack"), like="np_vstack_list")
+
 # their helpers are linear in their first argument and each other's transpose
 defvjp(
     "unstack_parts",
@@ -1255,11 +1186,6 @@ def gradient_spacing_case(spacing):
 
 
 defnondiff("gradient_spacing_case", gradient_spacing_case, _spelled("gradient_spacing_case"))
-TEMPLATE_NAMESPACE.update(
-    gradient_adjoint=gradient_adjoint,
-    gradient_of=gradient_of,
-    gradient_spacing_case=gradient_spacing_case,
-)
 # np.gradient and its adjoint are linear in their first argument and each other's adjoint
 defvjp(
     "gradient_of",
@@ -1412,11 +1338,6 @@ def trapezoid_adjoint(g, shape, x=None, dx=1.0, axis=-1):
 
 
 defnondiff("interp_segment", interp_segment, _spelled("interp_segment"))
-TEMPLATE_NAMESPACE.update(
-    interp_segment=interp_segment,
-    interp_adjoint=interp_adjoint,
-    trapezoid_adjoint=trapezoid_adjoint,
-)
 defvjp(
     "interp_adjoint",
     interp_adjoint,
@@ -1506,7 +1427,6 @@ def convolve_frame(n1, n2, mode):
 
 
 defnondiff("convolve_frame", convolve_frame, _spelled("convolve_frame"))
-TEMPLATE_NAMESPACE.update(convolve_frame=convolve_frame)
 # y = convolve(a, v): abar = correlate(G, v, 'valid'), vbar = correlate(G, a, 'valid'), G the
 # adjoint padded to the full frame; correlate(a, v) is convolve(a, v[::-1])
 defvjp(

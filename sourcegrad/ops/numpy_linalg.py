@@ -39,7 +39,7 @@ from .. import errors
 from ..runtime import is_complex, unbroadcast
 from .numpy_functions import undiagonal
 from .examples import arg, ex
-from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defprimitive, defvjp
+from .registry import Spelling, defnondiff, defprimitive, defvjp
 from .registry import func as _func
 
 
@@ -55,7 +55,6 @@ def no_linalg_rule(what):
 
 
 defnondiff("no_linalg_rule", no_linalg_rule, _spelled("no_linalg_rule"))
-TEMPLATE_NAMESPACE.update(undiagonal=undiagonal)
 
 
 def gap_inverse(d):
@@ -75,7 +74,6 @@ defvjp(
     lambda g, ans, d: np.sum(g * ans * ans, axis=-1) - np.sum(g * ans * ans, axis=-2),
     jvps=(lambda t, ans, d: (np.expand_dims(t, -1) - np.expand_dims(t, -2)) * ans * ans,),
 )
-TEMPLATE_NAMESPACE.update(gap_inverse=gap_inverse, no_linalg_rule=no_linalg_rule)
 
 
 # Inverse, solve, determinants.
@@ -283,9 +281,6 @@ def eigvals_jvp(t, a):
 for _helper in (eig_grad, eigvals_grad, eig_jvp, eigvals_jvp):
     # (their own derivatives are not written: a second derivative through eig raises)
     defprimitive(_helper.__name__, _helper, _spelled(_helper.__name__))
-TEMPLATE_NAMESPACE.update(
-    eig_grad=eig_grad, eigvals_grad=eigvals_grad, eig_jvp=eig_jvp, eigvals_jvp=eigvals_jvp
-)
 # (w, V) = eig(A), complex in general (numpy gives real arrays where every eigenvalue is real:
 # the rules serve both); its rules take complex values (props "complex"), so a real loss of the
 # complex results (np.abs, np.real, ...) differentiates, for a real or a complex A.
@@ -342,7 +337,6 @@ defvjp(
     jvps=(lambda t, ans, gu, u, gvh, vh: t, None, None, None),
     props={"complex", "view"},
 )
-TEMPLATE_NAMESPACE.update(svd_gauge_checked=svd_gauge_checked)
 
 # (U, s, Vh) = svd(A, full_matrices=False), k = min(m, n) singular values. With P = U^T dA V
 # and F = gap_inverse(s^2) (Townsend 2016):
@@ -747,15 +741,6 @@ defvjp(
     linear=(0,),
     props={"view", "complex"},
 )
-TEMPLATE_NAMESPACE.update(
-    norm_kind=norm_kind,
-    norm_axes=norm_axes,
-    norm_last=norm_last,
-    norm_pick=norm_pick,
-    norm_ties=norm_ties,
-    norm_matrices=norm_matrices,
-    norm_unmatrices=norm_unmatrices,
-)
 # The vector norms' gradients (a tie of the largest magnitudes shares the inf-norm's gradient,
 # as torch does); the Frobenius norm is the 2-norm of the flattened axes. The matrix norms',
 # their matrices M moved last: the nuclear norm's is U Vh, the spectral norm's u v^T of the
@@ -1012,7 +997,6 @@ def qr_differentiable(m, n, mode):
 
 
 defnondiff("qr_differentiable", qr_differentiable, _spelled("qr_differentiable"))
-TEMPLATE_NAMESPACE.update(qr_differentiable=qr_differentiable)
 # (Q, R) = qr(A), reduced, A m x n with m >= n and full rank. With C = Q^T dA R^-1 and
 # O = tril(C, -1) - tril(C, -1)^T: dQ = Q (O - C) + dA R^-1, dR = (C - O) R. Transposed, with
 # M = Q^T Qbar - Rbar R^T and N = tril(M - M^T, -1) - M: Abar = (Qbar + Q N) R^-T.
@@ -1270,12 +1254,6 @@ defprimitive(
     "multi_dot_grad_operands", multi_dot_grad_operands, _spelled("multi_dot_grad_operands")
 )
 defprimitive("multi_dot_grad_jvp", multi_dot_grad_jvp, _spelled("multi_dot_grad_jvp"))
-TEMPLATE_NAMESPACE.update(
-    multi_dot_grad=multi_dot_grad,
-    multi_dot_with=multi_dot_with,
-    multi_dot_grad_operands=multi_dot_grad_operands,
-    multi_dot_grad_jvp=multi_dot_grad_jvp,
-)
 # multi_dot(arrays): multilinear, so forward mode replaces each array by its tangent in turn
 defvjp(
     "linalg_multi_dot",

@@ -44,7 +44,6 @@ from ..runtime import (
 )
 from .registry import (
     RULES,
-    TEMPLATE_NAMESPACE,
     Spelling,
     alias,
     defjvp,
@@ -208,7 +207,6 @@ defvjp(
     linear=(0,),
     props={"view"},
 )
-TEMPLATE_NAMESPACE.update(sequence_grad=sequence_grad, sequence_items=sequence_items)
 defvjp(
     "list_append",
     runtime.list_append,

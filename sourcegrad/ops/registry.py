@@ -32,12 +32,19 @@ same lambda serves both modes:
   keeps, so a rule that does not read `x` never makes the compiler save it
   (`ops.reads`, the one analysis of that, serves both modes).
 
-Templates may use `np.<function>`, the helpers of `sourcegrad.runtime`,
-attribute reads, operators and conditional expressions whose tests become
-constant once the call's static arguments and ranks are known. Each VJP lambda
-starts on a line of its own, so its source can be found from its code object.
+Templates may call functions that have rules (`np.<function>`, the helpers of
+`sourcegrad.runtime`, a module's own helpers registered as ops), read attributes, use
+operators and conditional expressions whose tests become constant once the call's static
+arguments and ranks are known. A template reads a name as the lambda does when the eager
+engine calls it (`template_name`): its parameter, else a variable of its closure, a global
+of its module, a builtin; a name bound to a number, a string, a tuple or None reads as that
+constant. So a rule calls the helpers its own module defines or imports (there is no shared
+namespace to enter them in), and a factory of closures makes one rule per member of a family
+(the stacks of ops/numpy_functions.py: the closure's `kind` is a constant of each). Each VJP
+lambda starts on a line of its own, so its source can be found from its code object; a
+family's templates written out per member (`ops.expand`) have their source kept here.
 
-Imports: numpy, gast and `runtime` only.
+Imports: numpy and gast only.
 
 Why one module: the `Op` record and the few functions that make and look up entries are the
 registry's one concept, which every family module builds on.
@@ -45,16 +52,15 @@ registry's one concept, which every family module builds on.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import inspect
+import linecache
 import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
 import gast
-import numpy as np
-
-from .. import runtime
 
 
 @dataclass(frozen=True)
@@ -354,7 +360,7 @@ def defvjp(
     _register(rule, fn if register_fn else None)
     for vjp in vjps:
         if vjp is not None:
-            vjp_template(vjp)  # fail at import time if the source cannot be found
+            _check_template(vjp)
     if jvps is not None:
         defjvp(name, *jvps)
     if linear is not None:
@@ -416,7 +422,7 @@ def defjvp(name, *jvps):
     RULES[name].jvps = tuple(jvps)
     for jvp in jvps:
         if jvp is not None:
-            vjp_template(jvp)
+            _check_template(jvp)
 
 
 def deflinear(kind, *names):
@@ -513,35 +519,106 @@ def _signature(rule):
 
 # --- templates ---------------------------------------------------------------------------------
 
-_TEMPLATE_CACHE: dict[int, gast.Lambda] = {}
+_TEMPLATE_CACHE: dict[int, tuple] = {}  # id(code) -> (code, its Lambda node)
 _MODULE_LAMBDAS: dict[str, dict[int, list]] = {}
+_WRITTEN: dict[str, list] = {}  # file name -> the lines of the templates written out there
+_WRITTEN_AT: dict[tuple, str] = {}  # (file name, line) -> the template written out there
+_GLOBALS_READ: set = set()  # the global names of the templates read so far
 
 
 def vjp_template(vjp) -> gast.Lambda:
-    """The gast `Lambda` node of a VJP, found in its module's source by its first line."""
-    key = id(vjp.__code__)
-    if key not in _TEMPLATE_CACHE:
-        code = vjp.__code__
+    """The gast `Lambda` node of a VJP, found in its module's source by its first line (or in
+    the source `ops.expand` wrote it out in: `add_source`)."""
+    code = vjp.__code__
+    cached = _TEMPLATE_CACHE.get(id(code))
+    if cached is None or cached[0] is not code:
+        lam = lambda_node(vjp)
+        _TEMPLATE_CACHE[id(code)] = cached = (code, lam)
+        _GLOBALS_READ.update(_free_names(lam) - set(code.co_freevars))
+    return cached[1]
+
+
+def lambda_node(fn) -> gast.Lambda:
+    """The gast `Lambda` node of the lambda `fn` (which starts on a line of its own)."""
+    code = fn.__code__
+    written = _WRITTEN_AT.get((code.co_filename, code.co_firstlineno))
+    if written is not None:
+        found = _lambdas(written).get(1, [])
+    else:
         by_line = _MODULE_LAMBDAS.get(code.co_filename)
         if by_line is None:
             with open(code.co_filename) as f:
-                tree = gast.parse(f.read())
-            by_line = {}
-            for node in gast.walk(tree):
-                if isinstance(node, gast.Lambda):
-                    by_line.setdefault(node.lineno, []).append(node)
-            _MODULE_LAMBDAS[code.co_filename] = by_line
+                by_line = _MODULE_LAMBDAS[code.co_filename] = _lambdas(f.read())
         found = by_line.get(code.co_firstlineno, [])
-        if len(found) != 1:
-            raise ValueError(
-                f"{code.co_filename}:{code.co_firstlineno}: a VJP lambda must "
-                "start on a line of its own"
-            )
-        _TEMPLATE_CACHE[key] = found[0]
-    return _TEMPLATE_CACHE[key]
+    if len(found) != 1:
+        raise ValueError(
+            f"{code.co_filename}:{code.co_firstlineno}: a VJP lambda must "
+            "start on a line of its own"
+        )
+    return found[0]
 
 
-# --- spellings and names templates use ---------------------------------------------------------
+def add_source(file: str, text: str, reads=()) -> str:
+    """Add `text`, one template written out by `ops.expand` reading the global names `reads`,
+    to the source kept as `file`, where it is compiled from and read back (by `vjp_template`,
+    when first needed); tracebacks and `inspect.getsource` show it (it is entered in
+    `linecache`). Returns `text` preceded by the lines before it, to compile with the file's
+    line numbers."""
+    lines = _WRITTEN.setdefault(file, [])
+    _WRITTEN_AT[(file, len(lines) + 1)] = text
+    _GLOBALS_READ.update(reads)
+    placed = "\n" * len(lines) + text
+    lines += text.splitlines(True)
+    linecache.cache[file] = (sum(map(len, lines)), None, lines, file)
+    return placed
+
+
+def _check_template(fn) -> None:
+    """Fail at import time if a template's source cannot be found (one `ops.expand` wrote out
+    is read when it is first needed)."""
+    code = fn.__code__
+    if (code.co_filename, code.co_firstlineno) not in _WRITTEN_AT:
+        vjp_template(fn)
+
+
+def _lambdas(source: str) -> dict:
+    by_line: dict = {}
+    for node in gast.walk(gast.parse(source)):
+        if isinstance(node, gast.Lambda):
+            by_line.setdefault(node.lineno, []).append(node)
+    return by_line
+
+
+def template_name(fn, name):
+    """What the free name `name` of the template `fn` stands for, as Python finds it when `fn`
+    runs: a variable of its closure, a global of its module or a builtin (NameError if none)."""
+    code = fn.__code__
+    if name in code.co_freevars:
+        return fn.__closure__[code.co_freevars.index(name)].cell_contents
+    if name in fn.__globals__:
+        return fn.__globals__[name]
+    if hasattr(builtins, name):
+        return getattr(builtins, name)
+    raise NameError(f"name {name!r} is not defined")
+
+
+def template_globals() -> frozenset:
+    """The global names rule templates read (`np`, `unbroadcast`, a module's helpers): names a
+    temporary of generated code does not take."""
+    return frozenset(_GLOBALS_READ)
+
+
+def _free_names(lam) -> set:
+    params = {a.id for a in lam.args.args + lam.args.kwonlyargs}
+    params |= {a.id for a in (lam.args.vararg, lam.args.kwarg) if a is not None}
+    return {
+        n.id
+        for n in gast.walk(lam.body)
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in params
+    }
+
+
+# --- spellings ----------------------------------------------------------------------------------
 
 
 def func(name):
@@ -578,53 +655,4 @@ MATH_FUNCTIONS = {
     "fabs": "fabs",
     "hypot": "hypot",
     "arctan2": "atan2",
-}
-
-
-# Names a template may use, with the objects they stand for (the compiler resolves them).
-TEMPLATE_NAMESPACE = {
-    "np": np,
-    **{
-        n: getattr(runtime, n)
-        for n in (
-            "unbroadcast",
-            "unindex",
-            "take_part",
-            "expand_reduced",
-            "reduced_count",
-            "prod_grad",
-            "max_grad",
-            "dot_grad",
-            "inner_grad",
-            "tensordot_grad",
-            "einsum_grad",
-            "inverse_permutation",
-            "untake",
-            "zero_at",
-            "unindex_list",
-            "unstack_list",
-            "unconcatenate_list",
-            "sum_list_grad",
-            "select_grad",
-            "prod_grad_jvp",
-            "part_index",
-            "einsum_swap",
-            "einsum_grad_operands",
-            "einsum_grad_jvp",
-            "stack_items",
-            "concatenate_items",
-            "index_may_repeat",
-            "last_writes",
-            "max_jvp",
-            "var_jvp",
-            "cumprod_grad",
-            "cumprod_jvp",
-            "tile_split_shape",
-            "tile_sum_axes",
-            "cast_like",
-            "is_complex",
-            "real_like",
-        )
-    },
-    "sum": sum,
 }

@@ -30,7 +30,7 @@ import scipy.integrate as scipy_integrate
 from .. import errors
 from .examples import arg, ex
 from .program import USER_FUNCTION_TRANSFORMS
-from .registry import TEMPLATE_NAMESPACE, Spelling, defprimitive, defvjp
+from .registry import Spelling, defprimitive, defvjp
 
 # (the transforms of one function are made once: the compiled code is kept per signature)
 _TRANSFORMS: dict = {}
@@ -188,7 +188,6 @@ for _helper in (odeint_adjoints, odeint_tangent):
         _helper,
         Spelling("module", f"sourcegrad.ops.scipy_integrate.{_helper.__name__}"),
     )
-TEMPLATE_NAMESPACE.update(odeint_tangent=odeint_tangent)
 
 # The VJPs run when the backward runs (`run_time_vjp`): each takes its part of one backward
 # solve. The JVPs are templates calling odeint_tangent.

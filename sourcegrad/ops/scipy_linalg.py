@@ -32,9 +32,8 @@ import scipy.linalg as scipy_linalg
 
 from . import scipy_special
 from .examples import arg, ex
-from .registry import TEMPLATE_NAMESPACE, Spelling, defvjp
+from .registry import Spelling, defvjp
 
-TEMPLATE_NAMESPACE.update(scipy_linalg=scipy_linalg)
 no_scipy_rule = scipy_special.no_scipy_rule
 
 
@@ -287,10 +286,6 @@ def band_matrix(ab, l_and_u):
         j = np.arange(max(offset, 0), min(n, n + offset))
         out[j - offset, j] = ab[k, j]
     return out
-
-
-for _helper in (banded_transpose, band_of, band_matrix):
-    TEMPLATE_NAMESPACE[_helper.__name__] = _helper
 
 
 def _helper_spelled(name):

@@ -16,7 +16,7 @@ import scipy.signal as scipy_signal
 
 from . import scipy_special
 from .examples import arg, ex
-from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp
+from .registry import Spelling, defnondiff, defvjp
 
 no_scipy_rule = scipy_special.no_scipy_rule
 
@@ -38,7 +38,6 @@ def _spelled(name):
 
 
 defnondiff("full_frame", full_frame, Spelling("module", "sourcegrad.ops.scipy_signal.full_frame"))
-TEMPLATE_NAMESPACE.update(scipy_signal=scipy_signal, full_frame=full_frame)
 
 defvjp(
     "scipy_convolve",

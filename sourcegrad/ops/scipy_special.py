@@ -18,9 +18,7 @@ import scipy.special as special
 from .. import errors
 from ..runtime import unbroadcast
 from .examples import arg, ex
-from .registry import TEMPLATE_NAMESPACE, Spelling, defnondiff, defvjp, mark, torch
-
-TEMPLATE_NAMESPACE.update(special=special)
+from .registry import Spelling, defnondiff, defvjp, mark, torch
 
 
 def _spelled(name):
@@ -33,7 +31,6 @@ def no_scipy_rule(what):
     raise errors.NoRuleError(f"{what} has no derivative rule")
 
 
-TEMPLATE_NAMESPACE.update(no_scipy_rule=no_scipy_rule)
 defnondiff(
     "no_scipy_rule", no_scipy_rule, Spelling("module", "sourcegrad.ops.scipy_special.no_scipy_rule")
 )
@@ -128,7 +125,6 @@ defvjp(
     lambda g, ans, x: g * (special.i1e(x) / x - 2.0 * ans),
     kind="elementwise",
 )
-TEMPLATE_NAMESPACE.update(bessel_i_gap=bessel_i_gap)
 
 # Elementwise functions (their JVPs are their VJPs with g the tangent).
 _UNARY = {

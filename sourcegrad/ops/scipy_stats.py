@@ -13,10 +13,15 @@ dx = D / scale, dloc = -D / scale, dscale = -(D z + 1) / scale. A cdf's derivati
 parameter (an incomplete gamma or beta function's in its parameter) and a discrete variable
 (poisson's k) have no rule: differentiating in them raises NoRuleError, never a silent zero.
 
-Why one module: one registry family, loaded only once a program imports scipy.stats. Each
-distribution's VJPs are spelled out as lambdas because the compiler reads every VJP as a
-template from its source (a factory of closures cannot stand in for them), so the family is
-long but flat: one record per distribution and method.
+The rules are written once per family, as templates: each method's rules in terms of z, the
+score and the density (`_RULES`), dirichlet's and multivariate_normal's logpdf rules with the
+factor `w` that makes them the pdf's (w = ans: d pdf = pdf d logpdf; w = 1 drops out). A
+distribution gives its parts once, its score and its shape parameters' (`_distribution`), and
+`ops.expand` writes each rule out with them put in: a lambda reading as if written by hand
+(`inspect.getsource(ops.get("scipy_t_logpdf").vjps[0])` prints it), so the generated code is
+that of a hand-written rule.
+
+Why one module: one registry family, loaded only once a program imports scipy.stats.
 """
 
 from __future__ import annotations
@@ -29,17 +34,23 @@ from scipy import special
 from ..runtime import unbroadcast
 from . import scipy_special  # (scipy.stats imports scipy.special: its entries too)
 from .examples import arg, ex
-from .registry import RULES, TEMPLATE_NAMESPACE, Spelling, defvjp
+from .expand import expand
+from .registry import Spelling, defvjp
 
 no_scipy_rule = scipy_special.no_scipy_rule
-
-TEMPLATE_NAMESPACE.update(stats=stats)
 
 
 def _spelled(dist, name):
     return Spelling("module", f"scipy.stats.{dist}.{name}")
 
 
+def _written(rules, params, what, names, **parts):
+    """`rules` written out with `parts` put in (`ops.expand`), labelled "<what> <name>"."""
+    return tuple(expand(r, params, f"{what} {n}", **parts) for r, n in zip(rules, names))
+
+
+# norm's logpdf, pdf, cdf and logcdf, written by hand (as one writes the normal's: (x - loc) /
+# (scale * scale)); the family's templates below write out its sf, logsf and ppf.
 defvjp(
     "scipy_norm_logpdf",
     stats.norm.logpdf,
@@ -90,1148 +101,126 @@ defvjp(
     kind="elementwise",
 )
 
-# The other location-scale families (the lambdas spelled out: each is a template).
-defvjp(
-    "scipy_t_logpdf",
-    stats.t.logpdf,
-    _spelled("t", "logpdf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * (-(df + 1.0) * ((x - loc) / scale) / (df + ((x - loc) / scale) * ((x - loc) / scale)))
-        / scale,
-        x,
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * (
-            0.5
-            * (
-                special.digamma(0.5 * (df + 1.0))
-                - special.digamma(0.5 * df)
-                - 1.0 / df
-                - np.log1p(((x - loc) / scale) * ((x - loc) / scale) / df)
-                + (df + 1.0)
-                * ((x - loc) / scale)
-                * ((x - loc) / scale)
-                / (df * (df + ((x - loc) / scale) * ((x - loc) / scale)))
-            )
+# The location-scale families: each method's rules in x (q for ppf), loc and scale, in
+# z = (x - loc) / scale, the score D (`score`), the density at x (`pdf`), the cdf and sf there,
+# and the density at the quantile (`pdf_at_ans`). The pdf's are the logpdf's with w = ans.
+_RULES = {
+    "logpdf": (
+        lambda g, ans, x, loc, scale, score, w: unbroadcast(g * w * score / scale, x),
+        lambda g, ans, x, loc, scale, score, w: unbroadcast(-g * w * score / scale, loc),
+        lambda g, ans, x, loc, scale, z, score, w: unbroadcast(
+            -g * w * (score * z + 1.0) / scale, scale
         ),
-        df,
     ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * (-(df + 1.0) * ((x - loc) / scale) / (df + ((x - loc) / scale) * ((x - loc) / scale)))
-        / scale,
-        loc,
+    "cdf": (
+        lambda g, ans, x, loc, scale, pdf: unbroadcast(g * pdf, x),
+        lambda g, ans, x, loc, scale, pdf: unbroadcast(-g * pdf, loc),
+        lambda g, ans, x, loc, scale, z, pdf: unbroadcast(-g * pdf * z, scale),
     ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * (
-            (-(df + 1.0) * ((x - loc) / scale) / (df + ((x - loc) / scale) * ((x - loc) / scale)))
-            * ((x - loc) / scale)
-            + 1.0
-        )
-        / scale,
-        scale,
+    "logcdf": (
+        lambda g, ans, x, loc, scale, pdf, cdf: unbroadcast(g * pdf / cdf, x),
+        lambda g, ans, x, loc, scale, pdf, cdf: unbroadcast(-g * pdf / cdf, loc),
+        lambda g, ans, x, loc, scale, z, pdf, cdf: unbroadcast(-g * pdf / cdf * z, scale),
     ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_t_pdf",
-    stats.t.pdf,
-    _spelled("t", "pdf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * ans
-        * (-(df + 1.0) * ((x - loc) / scale) / (df + ((x - loc) / scale) * ((x - loc) / scale)))
-        / scale,
-        x,
+    "sf": (
+        lambda g, ans, x, loc, scale, pdf: unbroadcast(-g * pdf, x),
+        lambda g, ans, x, loc, scale, pdf: unbroadcast(g * pdf, loc),
+        lambda g, ans, x, loc, scale, z, pdf: unbroadcast(g * pdf * z, scale),
     ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * ans
-        * (
-            0.5
-            * (
-                special.digamma(0.5 * (df + 1.0))
-                - special.digamma(0.5 * df)
-                - 1.0 / df
-                - np.log1p(((x - loc) / scale) * ((x - loc) / scale) / df)
-                + (df + 1.0)
-                * ((x - loc) / scale)
-                * ((x - loc) / scale)
-                / (df * (df + ((x - loc) / scale) * ((x - loc) / scale)))
-            )
-        ),
-        df,
+    "logsf": (
+        lambda g, ans, x, loc, scale, pdf, sf: unbroadcast(-g * pdf / sf, x),
+        lambda g, ans, x, loc, scale, pdf, sf: unbroadcast(g * pdf / sf, loc),
+        lambda g, ans, x, loc, scale, z, pdf, sf: unbroadcast(g * pdf / sf * z, scale),
     ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * ans
-        * (-(df + 1.0) * ((x - loc) / scale) / (df + ((x - loc) / scale) * ((x - loc) / scale)))
-        / scale,
-        loc,
+    "ppf": (
+        lambda g, ans, q, loc, scale, pdf_at_ans: unbroadcast(g / pdf_at_ans, q),
+        lambda g, ans, q, loc, scale: unbroadcast(g, loc),
+        lambda g, ans, q, loc, scale: unbroadcast(g * ((ans - loc) / scale), scale),
     ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * ans
-        * (
-            (-(df + 1.0) * ((x - loc) / scale) / (df + ((x - loc) / scale) * ((x - loc) / scale)))
-            * ((x - loc) / scale)
-            + 1.0
-        )
-        / scale,
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_t_cdf",
-    stats.t.cdf,
-    _spelled("t", "cdf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.t.pdf(x, df, loc, scale), x),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.t.cdf in df"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(-g * stats.t.pdf(x, df, loc, scale), loc),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.t.pdf(x, df, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_t_logcdf",
-    stats.t.logcdf,
-    _spelled("t", "logcdf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.t.pdf(x, df, loc, scale) / stats.t.cdf(x, df, loc, scale), x
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.t.logcdf in df"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.t.pdf(x, df, loc, scale) / stats.t.cdf(x, df, loc, scale), loc
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.t.pdf(x, df, loc, scale) / stats.t.cdf(x, df, loc, scale) * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_gamma_logpdf",
-    stats.gamma.logpdf,
-    _spelled("gamma", "logpdf"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        g * ((a - 1.0) / ((x - loc) / scale) - 1.0) / scale, x
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        g * (np.log(((x - loc) / scale)) - special.digamma(a)), a
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        -g * ((a - 1.0) / ((x - loc) / scale) - 1.0) / scale, loc
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        -g * (((a - 1.0) / ((x - loc) / scale) - 1.0) * ((x - loc) / scale) + 1.0) / scale, scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_gamma_pdf",
-    stats.gamma.pdf,
-    _spelled("gamma", "pdf"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * ((a - 1.0) / ((x - loc) / scale) - 1.0) / scale, x
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * (np.log(((x - loc) / scale)) - special.digamma(a)), a
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        -g * ans * ((a - 1.0) / ((x - loc) / scale) - 1.0) / scale, loc
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        -g * ans * (((a - 1.0) / ((x - loc) / scale) - 1.0) * ((x - loc) / scale) + 1.0) / scale,
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_gamma_cdf",
-    stats.gamma.cdf,
-    _spelled("gamma", "cdf"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(g * stats.gamma.pdf(x, a, loc, scale), x),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.gamma.cdf in a"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.gamma.pdf(x, a, loc, scale), loc
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.gamma.pdf(x, a, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_gamma_logcdf",
-    stats.gamma.logcdf,
-    _spelled("gamma", "logcdf"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.gamma.pdf(x, a, loc, scale) / stats.gamma.cdf(x, a, loc, scale), x
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.gamma.logcdf in a"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.gamma.pdf(x, a, loc, scale) / stats.gamma.cdf(x, a, loc, scale), loc
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * stats.gamma.pdf(x, a, loc, scale)
-        / stats.gamma.cdf(x, a, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_beta_logpdf",
-    stats.beta.logpdf,
-    _spelled("beta", "logpdf"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * ((a - 1.0) / ((x - loc) / scale) - (b - 1.0) / (1.0 - ((x - loc) / scale))) / scale, x
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * (np.log(((x - loc) / scale)) - special.digamma(a) + special.digamma(a + b)), a
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * (np.log1p(-((x - loc) / scale)) - special.digamma(b) + special.digamma(a + b)), b
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g * ((a - 1.0) / ((x - loc) / scale) - (b - 1.0) / (1.0 - ((x - loc) / scale))) / scale,
-        loc,
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * (
-            ((a - 1.0) / ((x - loc) / scale) - (b - 1.0) / (1.0 - ((x - loc) / scale)))
-            * ((x - loc) / scale)
-            + 1.0
-        )
-        / scale,
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_beta_pdf",
-    stats.beta.pdf,
-    _spelled("beta", "pdf"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * ans
-        * ((a - 1.0) / ((x - loc) / scale) - (b - 1.0) / (1.0 - ((x - loc) / scale)))
-        / scale,
-        x,
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * (np.log(((x - loc) / scale)) - special.digamma(a) + special.digamma(a + b)), a
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * (np.log1p(-((x - loc) / scale)) - special.digamma(b) + special.digamma(a + b)), b
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * ans
-        * ((a - 1.0) / ((x - loc) / scale) - (b - 1.0) / (1.0 - ((x - loc) / scale)))
-        / scale,
-        loc,
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * ans
-        * (
-            ((a - 1.0) / ((x - loc) / scale) - (b - 1.0) / (1.0 - ((x - loc) / scale)))
-            * ((x - loc) / scale)
-            + 1.0
-        )
-        / scale,
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_beta_cdf",
-    stats.beta.cdf,
-    _spelled("beta", "cdf"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.beta.pdf(x, a, b, loc, scale), x
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.cdf in a"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.cdf in b"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.beta.pdf(x, a, b, loc, scale), loc
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.beta.pdf(x, a, b, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_beta_logcdf",
-    stats.beta.logcdf,
-    _spelled("beta", "logcdf"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.beta.pdf(x, a, b, loc, scale) / stats.beta.cdf(x, a, b, loc, scale), x
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.logcdf in a"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.logcdf in b"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.beta.pdf(x, a, b, loc, scale) / stats.beta.cdf(x, a, b, loc, scale), loc
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * stats.beta.pdf(x, a, b, loc, scale)
-        / stats.beta.cdf(x, a, b, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_chi2_logpdf",
-    stats.chi2.logpdf,
-    _spelled("chi2", "logpdf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * ((0.5 * df - 1.0) / ((x - loc) / scale) - 0.5) / scale, x
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * (0.5 * (np.log(0.5 * ((x - loc) / scale)) - special.digamma(0.5 * df))), df
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * ((0.5 * df - 1.0) / ((x - loc) / scale) - 0.5) / scale, loc
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * (((0.5 * df - 1.0) / ((x - loc) / scale) - 0.5) * ((x - loc) / scale) + 1.0) / scale,
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_chi2_pdf",
-    stats.chi2.pdf,
-    _spelled("chi2", "pdf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * ((0.5 * df - 1.0) / ((x - loc) / scale) - 0.5) / scale, x
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * (0.5 * (np.log(0.5 * ((x - loc) / scale)) - special.digamma(0.5 * df))), df
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * ans * ((0.5 * df - 1.0) / ((x - loc) / scale) - 0.5) / scale, loc
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * ans
-        * (((0.5 * df - 1.0) / ((x - loc) / scale) - 0.5) * ((x - loc) / scale) + 1.0)
-        / scale,
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_chi2_cdf",
-    stats.chi2.cdf,
-    _spelled("chi2", "cdf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.chi2.pdf(x, df, loc, scale), x),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.chi2.cdf in df"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.chi2.pdf(x, df, loc, scale), loc
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.chi2.pdf(x, df, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_chi2_logcdf",
-    stats.chi2.logcdf,
-    _spelled("chi2", "logcdf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.chi2.pdf(x, df, loc, scale) / stats.chi2.cdf(x, df, loc, scale), x
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.chi2.logcdf in df"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.chi2.pdf(x, df, loc, scale) / stats.chi2.cdf(x, df, loc, scale), loc
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * stats.chi2.pdf(x, df, loc, scale)
-        / stats.chi2.cdf(x, df, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
+}
+_METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf")
+# in a shape parameter (`shape`): the logpdf's is its score; the other methods have no rule
+_SHAPE_RULES = (
+    lambda g, ans, shape, score, w: unbroadcast(g * w * score, shape),
+    lambda g, ans, message: no_scipy_rule(message),
 )
 
-# Survival functions (sf = 1 - cdf), quantiles (ppf, the inverse of cdf in q: 1 / pdf at the
-# result) and the families without shape parameters or with lognorm's s.
-defvjp(
-    "scipy_norm_sf",
-    stats.norm.sf,
-    _spelled("norm", "sf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.norm.pdf(x, loc, scale), x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.norm.pdf(x, loc, scale), loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.norm.pdf(x, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_norm_logsf",
-    stats.norm.logsf,
-    _spelled("norm", "logsf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.norm.pdf(x, loc, scale) / stats.norm.sf(x, loc, scale), x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.norm.pdf(x, loc, scale) / stats.norm.sf(x, loc, scale), loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.norm.pdf(x, loc, scale) / stats.norm.sf(x, loc, scale) * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_norm_ppf",
-    stats.norm.ppf,
-    _spelled("norm", "ppf"),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.norm.pdf(ans, loc, scale), q),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_t_sf",
-    stats.t.sf,
-    _spelled("t", "sf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(-g * stats.t.pdf(x, df, loc, scale), x),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.t.sf in df"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(g * stats.t.pdf(x, df, loc, scale), loc),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.t.pdf(x, df, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_t_logsf",
-    stats.t.logsf,
-    _spelled("t", "logsf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.t.pdf(x, df, loc, scale) / stats.t.sf(x, df, loc, scale), x
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.t.logsf in df"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.t.pdf(x, df, loc, scale) / stats.t.sf(x, df, loc, scale), loc
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.t.pdf(x, df, loc, scale) / stats.t.sf(x, df, loc, scale) * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_t_ppf",
-    stats.t.ppf,
-    _spelled("t", "ppf"),
-    lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g / stats.t.pdf(ans, df, loc, scale), q),
-    lambda g, ans, q, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.t.ppf in df"),
-    lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_gamma_sf",
-    stats.gamma.sf,
-    _spelled("gamma", "sf"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(-g * stats.gamma.pdf(x, a, loc, scale), x),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.gamma.sf in a"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.gamma.pdf(x, a, loc, scale), loc
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.gamma.pdf(x, a, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_gamma_logsf",
-    stats.gamma.logsf,
-    _spelled("gamma", "logsf"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.gamma.pdf(x, a, loc, scale) / stats.gamma.sf(x, a, loc, scale), x
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.gamma.logsf in a"),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.gamma.pdf(x, a, loc, scale) / stats.gamma.sf(x, a, loc, scale), loc
-    ),
-    lambda g, ans, x, a, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * stats.gamma.pdf(x, a, loc, scale)
-        / stats.gamma.sf(x, a, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_gamma_ppf",
-    stats.gamma.ppf,
-    _spelled("gamma", "ppf"),
-    lambda g, ans, q, a, loc=0.0, scale=1.0: unbroadcast(
-        g / stats.gamma.pdf(ans, a, loc, scale), q
-    ),
-    lambda g, ans, q, a, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.gamma.ppf in a"),
-    lambda g, ans, q, a, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, a, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_beta_sf",
-    stats.beta.sf,
-    _spelled("beta", "sf"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.beta.pdf(x, a, b, loc, scale), x
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.sf in a"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.sf in b"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.beta.pdf(x, a, b, loc, scale), loc
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.beta.pdf(x, a, b, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_beta_logsf",
-    stats.beta.logsf,
-    _spelled("beta", "logsf"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.beta.pdf(x, a, b, loc, scale) / stats.beta.sf(x, a, b, loc, scale), x
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.logsf in a"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.logsf in b"),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.beta.pdf(x, a, b, loc, scale) / stats.beta.sf(x, a, b, loc, scale), loc
-    ),
-    lambda g, ans, x, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * stats.beta.pdf(x, a, b, loc, scale)
-        / stats.beta.sf(x, a, b, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_beta_ppf",
-    stats.beta.ppf,
-    _spelled("beta", "ppf"),
-    lambda g, ans, q, a, b, loc=0.0, scale=1.0: unbroadcast(
-        g / stats.beta.pdf(ans, a, b, loc, scale), q
-    ),
-    lambda g, ans, q, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.ppf in a"),
-    lambda g, ans, q, a, b, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.beta.ppf in b"),
-    lambda g, ans, q, a, b, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, a, b, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_chi2_sf",
-    stats.chi2.sf,
-    _spelled("chi2", "sf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.chi2.pdf(x, df, loc, scale), x
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.chi2.sf in df"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.chi2.pdf(x, df, loc, scale), loc
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.chi2.pdf(x, df, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_chi2_logsf",
-    stats.chi2.logsf,
-    _spelled("chi2", "logsf"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.chi2.pdf(x, df, loc, scale) / stats.chi2.sf(x, df, loc, scale), x
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.chi2.logsf in df"),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.chi2.pdf(x, df, loc, scale) / stats.chi2.sf(x, df, loc, scale), loc
-    ),
-    lambda g, ans, x, df, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * stats.chi2.pdf(x, df, loc, scale)
-        / stats.chi2.sf(x, df, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_chi2_ppf",
-    stats.chi2.ppf,
-    _spelled("chi2", "ppf"),
-    lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(
-        g / stats.chi2.pdf(ans, df, loc, scale), q
-    ),
-    lambda g, ans, q, df, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.chi2.ppf in df"),
-    lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, df, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_expon_logpdf",
-    stats.expon.logpdf,
-    _spelled("expon", "logpdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * (-1.0) / scale, x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * (-1.0) / scale, loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * ((-1.0) * ((x - loc) / scale) + 1.0) / scale, scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_expon_pdf",
-    stats.expon.pdf,
-    _spelled("expon", "pdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * ans * (-1.0) / scale, x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * ans * (-1.0) / scale, loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * ans * ((-1.0) * ((x - loc) / scale) + 1.0) / scale, scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_expon_cdf",
-    stats.expon.cdf,
-    _spelled("expon", "cdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.expon.pdf(x, loc, scale), x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.expon.pdf(x, loc, scale), loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.expon.pdf(x, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_expon_logcdf",
-    stats.expon.logcdf,
-    _spelled("expon", "logcdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.expon.pdf(x, loc, scale) / stats.expon.cdf(x, loc, scale), x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.expon.pdf(x, loc, scale) / stats.expon.cdf(x, loc, scale), loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.expon.pdf(x, loc, scale) / stats.expon.cdf(x, loc, scale) * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_expon_sf",
-    stats.expon.sf,
-    _spelled("expon", "sf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.expon.pdf(x, loc, scale), x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.expon.pdf(x, loc, scale), loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.expon.pdf(x, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_expon_logsf",
-    stats.expon.logsf,
-    _spelled("expon", "logsf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.expon.pdf(x, loc, scale) / stats.expon.sf(x, loc, scale), x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.expon.pdf(x, loc, scale) / stats.expon.sf(x, loc, scale), loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.expon.pdf(x, loc, scale) / stats.expon.sf(x, loc, scale) * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_expon_ppf",
-    stats.expon.ppf,
-    _spelled("expon", "ppf"),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.expon.pdf(ans, loc, scale), q),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_laplace_logpdf",
-    stats.laplace.logpdf,
-    _spelled("laplace", "logpdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * (-np.sign(((x - loc) / scale))) / scale, x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * (-np.sign(((x - loc) / scale))) / scale, loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * ((-np.sign(((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale, scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_laplace_pdf",
-    stats.laplace.pdf,
-    _spelled("laplace", "pdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * (-np.sign(((x - loc) / scale))) / scale, x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * ans * (-np.sign(((x - loc) / scale))) / scale, loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * ans * ((-np.sign(((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale, scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_laplace_cdf",
-    stats.laplace.cdf,
-    _spelled("laplace", "cdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.laplace.pdf(x, loc, scale), x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.laplace.pdf(x, loc, scale), loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.laplace.pdf(x, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_laplace_logcdf",
-    stats.laplace.logcdf,
-    _spelled("laplace", "logcdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.laplace.pdf(x, loc, scale) / stats.laplace.cdf(x, loc, scale), x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.laplace.pdf(x, loc, scale) / stats.laplace.cdf(x, loc, scale), loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * stats.laplace.pdf(x, loc, scale)
-        / stats.laplace.cdf(x, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_laplace_sf",
-    stats.laplace.sf,
-    _spelled("laplace", "sf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.laplace.pdf(x, loc, scale), x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.laplace.pdf(x, loc, scale), loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.laplace.pdf(x, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_laplace_logsf",
-    stats.laplace.logsf,
-    _spelled("laplace", "logsf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.laplace.pdf(x, loc, scale) / stats.laplace.sf(x, loc, scale), x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.laplace.pdf(x, loc, scale) / stats.laplace.sf(x, loc, scale), loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * stats.laplace.pdf(x, loc, scale)
-        / stats.laplace.sf(x, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_laplace_ppf",
-    stats.laplace.ppf,
-    _spelled("laplace", "ppf"),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.laplace.pdf(ans, loc, scale), q),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_logistic_logpdf",
-    stats.logistic.logpdf,
-    _spelled("logistic", "logpdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * (-np.tanh(0.5 * ((x - loc) / scale))) / scale, x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * (-np.tanh(0.5 * ((x - loc) / scale))) / scale, loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * ((-np.tanh(0.5 * ((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale, scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_logistic_pdf",
-    stats.logistic.pdf,
-    _spelled("logistic", "pdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * (-np.tanh(0.5 * ((x - loc) / scale))) / scale, x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * ans * (-np.tanh(0.5 * ((x - loc) / scale))) / scale, loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * ans * ((-np.tanh(0.5 * ((x - loc) / scale))) * ((x - loc) / scale) + 1.0) / scale,
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_logistic_cdf",
-    stats.logistic.cdf,
-    _spelled("logistic", "cdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.logistic.pdf(x, loc, scale), x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.logistic.pdf(x, loc, scale), loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.logistic.pdf(x, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_logistic_logcdf",
-    stats.logistic.logcdf,
-    _spelled("logistic", "logcdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.logistic.pdf(x, loc, scale) / stats.logistic.cdf(x, loc, scale), x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.logistic.pdf(x, loc, scale) / stats.logistic.cdf(x, loc, scale), loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * stats.logistic.pdf(x, loc, scale)
-        / stats.logistic.cdf(x, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_logistic_sf",
-    stats.logistic.sf,
-    _spelled("logistic", "sf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.logistic.pdf(x, loc, scale), x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.logistic.pdf(x, loc, scale), loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.logistic.pdf(x, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_logistic_logsf",
-    stats.logistic.logsf,
-    _spelled("logistic", "logsf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.logistic.pdf(x, loc, scale) / stats.logistic.sf(x, loc, scale), x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.logistic.pdf(x, loc, scale) / stats.logistic.sf(x, loc, scale), loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * stats.logistic.pdf(x, loc, scale)
-        / stats.logistic.sf(x, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_logistic_ppf",
-    stats.logistic.ppf,
-    _spelled("logistic", "ppf"),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.logistic.pdf(ans, loc, scale), q),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_cauchy_logpdf",
-    stats.cauchy.logpdf,
-    _spelled("cauchy", "logpdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale)))
-        / scale,
-        x,
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale)))
-        / scale,
-        loc,
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * (
-            (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale)))
-            * ((x - loc) / scale)
-            + 1.0
+
+def _distribution(dist, score, **shape_scores):
+    """Register the seven methods of the location-scale family scipy.stats.`dist`, given its
+    score `score(z, *shapes)` and its shape parameters' scores (`score` None: sf, logsf and ppf
+    only, norm's others being written by hand)."""
+    shapes = "".join(f"{name}, " for name in shape_scores)
+    for method in _METHODS[4:] if score is None else _METHODS:
+        point = "q" if method == "ppf" else "x"
+        params = f"g, ans, {point}, {shapes}loc=0.0, scale=1.0"
+        what = f"scipy.stats.{dist}.{method} in"
+        parts = dict(
+            z="(x - loc) / scale",
+            score=score,
+            w="ans" if method == "pdf" else 1,
+            pdf=f"stats.{dist}.pdf(x, {shapes}loc, scale)",
+            cdf=f"stats.{dist}.cdf(x, {shapes}loc, scale)",
+            sf=f"stats.{dist}.sf(x, {shapes}loc, scale)",
+            pdf_at_ans=f"stats.{dist}.pdf(ans, {shapes}loc, scale)",
         )
-        / scale,
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_cauchy_pdf",
-    stats.cauchy.pdf,
-    _spelled("cauchy", "pdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * ans
-        * (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale)))
-        / scale,
-        x,
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * ans
-        * (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale)))
-        / scale,
-        loc,
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * ans
-        * (
-            (-2.0 * ((x - loc) / scale) / (1.0 + ((x - loc) / scale) * ((x - loc) / scale)))
-            * ((x - loc) / scale)
-            + 1.0
+        x_rule, loc_rule, scale_rule = _RULES["logpdf" if method == "pdf" else method]
+        density = method in ("logpdf", "pdf")
+        rules = [expand(x_rule, params, f"{what} {point}", **parts)]
+        for name, shape_score in shape_scores.items():
+            if density:
+                bound = {**parts, "shape": name, "score": shape_score}
+            else:
+                bound = {"message": repr(f"{what} {name}")}
+            rules.append(
+                expand(_SHAPE_RULES[0 if density else 1], params, f"{what} {name}", **bound)
+            )
+        rules += _written((loc_rule, scale_rule), params, what, ("loc", "scale"), **parts)
+        method_fn = getattr(getattr(stats, dist), method)
+        defvjp(
+            f"scipy_{dist}_{method}", method_fn, _spelled(dist, method), *rules, kind="elementwise"
         )
-        / scale,
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_cauchy_cdf",
-    stats.cauchy.cdf,
-    _spelled("cauchy", "cdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.cauchy.pdf(x, loc, scale), x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.cauchy.pdf(x, loc, scale), loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.cauchy.pdf(x, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_cauchy_logcdf",
-    stats.cauchy.logcdf,
-    _spelled("cauchy", "logcdf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.cdf(x, loc, scale), x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.cdf(x, loc, scale), loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * stats.cauchy.pdf(x, loc, scale)
-        / stats.cauchy.cdf(x, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_cauchy_sf",
-    stats.cauchy.sf,
-    _spelled("cauchy", "sf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(-g * stats.cauchy.pdf(x, loc, scale), x),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(g * stats.cauchy.pdf(x, loc, scale), loc),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.cauchy.pdf(x, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_cauchy_logsf",
-    stats.cauchy.logsf,
-    _spelled("cauchy", "logsf"),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.sf(x, loc, scale), x
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.sf(x, loc, scale), loc
-    ),
-    lambda g, ans, x, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.cauchy.pdf(x, loc, scale) / stats.cauchy.sf(x, loc, scale) * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_cauchy_ppf",
-    stats.cauchy.ppf,
-    _spelled("cauchy", "ppf"),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g / stats.cauchy.pdf(ans, loc, scale), q),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_lognorm_logpdf",
-    stats.lognorm.logpdf,
-    _spelled("lognorm", "logpdf"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g * (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) / scale, x
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g * ((np.log(((x - loc) / scale)) * np.log(((x - loc) / scale)) / (s * s) - 1.0) / s), s
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g * (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) / scale, loc
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g
+
+
+_distribution("norm", None)
+_distribution(
+    "t",
+    lambda z, df: -(df + 1.0) * z / (df + z * z),
+    df=lambda z, df: (
+        0.5
         * (
-            (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale))
-            * ((x - loc) / scale)
-            + 1.0
+            special.digamma(0.5 * (df + 1.0))
+            - special.digamma(0.5 * df)
+            - 1.0 / df
+            - np.log1p(z * z / df)
+            + (df + 1.0) * z * z / (df * (df + z * z))
         )
-        / scale,
-        scale,
     ),
-    kind="elementwise",
 )
-defvjp(
-    "scipy_lognorm_pdf",
-    stats.lognorm.pdf,
-    _spelled("lognorm", "pdf"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) / scale, x
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g * ans * ((np.log(((x - loc) / scale)) * np.log(((x - loc) / scale)) / (s * s) - 1.0) / s),
-        s,
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g * ans * (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale)) / scale,
-        loc,
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * ans
-        * (
-            (-(1.0 + np.log(((x - loc) / scale)) / (s * s)) / ((x - loc) / scale))
-            * ((x - loc) / scale)
-            + 1.0
-        )
-        / scale,
-        scale,
-    ),
-    kind="elementwise",
+_distribution(
+    "gamma",
+    lambda z, a: (a - 1.0) / z - 1.0,
+    a=lambda z, a: np.log(z) - special.digamma(a),
 )
-defvjp(
-    "scipy_lognorm_cdf",
-    stats.lognorm.cdf,
-    _spelled("lognorm", "cdf"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.lognorm.pdf(x, s, loc, scale), x
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.cdf in s"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.lognorm.pdf(x, s, loc, scale), loc
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.lognorm.pdf(x, s, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
+_distribution(
+    "beta",
+    lambda z, a, b: (a - 1.0) / z - (b - 1.0) / (1.0 - z),
+    a=lambda z, a, b: np.log(z) - special.digamma(a) + special.digamma(a + b),
+    b=lambda z, a, b: np.log1p(-z) - special.digamma(b) + special.digamma(a + b),
 )
-defvjp(
-    "scipy_lognorm_logcdf",
-    stats.lognorm.logcdf,
-    _spelled("lognorm", "logcdf"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.cdf(x, s, loc, scale), x
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.logcdf in s"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.cdf(x, s, loc, scale), loc
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g
-        * stats.lognorm.pdf(x, s, loc, scale)
-        / stats.lognorm.cdf(x, s, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
+_distribution(
+    "chi2",
+    lambda z, df: (0.5 * df - 1.0) / z - 0.5,
+    df=lambda z, df: 0.5 * (np.log(0.5 * z) - special.digamma(0.5 * df)),
 )
-defvjp(
-    "scipy_lognorm_sf",
-    stats.lognorm.sf,
-    _spelled("lognorm", "sf"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.lognorm.pdf(x, s, loc, scale), x
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.sf in s"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.lognorm.pdf(x, s, loc, scale), loc
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.lognorm.pdf(x, s, loc, scale) * ((x - loc) / scale), scale
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_lognorm_logsf",
-    stats.lognorm.logsf,
-    _spelled("lognorm", "logsf"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        -g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.sf(x, s, loc, scale), x
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.logsf in s"),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g * stats.lognorm.pdf(x, s, loc, scale) / stats.lognorm.sf(x, s, loc, scale), loc
-    ),
-    lambda g, ans, x, s, loc=0.0, scale=1.0: unbroadcast(
-        g
-        * stats.lognorm.pdf(x, s, loc, scale)
-        / stats.lognorm.sf(x, s, loc, scale)
-        * ((x - loc) / scale),
-        scale,
-    ),
-    kind="elementwise",
-)
-defvjp(
-    "scipy_lognorm_ppf",
-    stats.lognorm.ppf,
-    _spelled("lognorm", "ppf"),
-    lambda g, ans, q, s, loc=0.0, scale=1.0: unbroadcast(
-        g / stats.lognorm.pdf(ans, s, loc, scale), q
-    ),
-    lambda g, ans, q, s, loc=0.0, scale=1.0: no_scipy_rule("scipy.stats.lognorm.ppf in s"),
-    lambda g, ans, q, s, loc=0.0, scale=1.0: unbroadcast(g, loc),
-    lambda g, ans, q, s, loc=0.0, scale=1.0: unbroadcast(g * ((ans - loc) / scale), scale),
-    kind="elementwise",
+_distribution("expon", lambda z: -1.0)
+_distribution("laplace", lambda z: -np.sign(z))
+_distribution("logistic", lambda z: -np.tanh(0.5 * z))
+_distribution("cauchy", lambda z: -2.0 * z / (1.0 + z * z))
+_distribution(
+    "lognorm",
+    lambda z, s: -(1.0 + np.log(z) / (s * s)) / z,
+    s=lambda z, s: (np.log(z) * np.log(z) / (s * s) - 1.0) / s,
 )
 
 # poisson(k, mu, loc): k is discrete (no derivative); d logpmf / d mu = (k - loc) / mu - 1 and
@@ -1273,436 +262,104 @@ defvjp(
 
 # dirichlet(x, alpha): x holds the K components along its first axis (scipy's layout), the
 # result one value per column. log pdf = sum((alpha - 1) log x) + gammaln(sum alpha)
-# - sum gammaln(alpha). x's gradient is the formula's (x is not kept on the simplex).
-defvjp(
-    "scipy_dirichlet_logpdf",
-    stats.dirichlet.logpdf,
-    _spelled("dirichlet", "logpdf"),
-    lambda g, ans, x, alpha: (
-        np.reshape(alpha - 1.0, (-1,) + (1,) * (np.ndim(x) - 1)) * np.expand_dims(g, 0) / x
+# - sum gammaln(alpha). x's gradient is the formula's (x is not kept on the simplex). The
+# logpdf's rules and JVPs (w = 1) and the pdf's (w = ans):
+_DIRICHLET = (
+    lambda g, ans, x, alpha, w: (
+        np.reshape(alpha - 1.0, (-1,) + (1,) * (np.ndim(x) - 1)) * np.expand_dims(g * w, 0) / x
     ),
-    lambda g, ans, x, alpha: (
-        np.sum(g) * (special.digamma(np.sum(alpha)) - special.digamma(alpha))
-        + np.reshape(np.log(x), (np.shape(x)[0], -1)) @ np.reshape(g, (-1,))
+    lambda g, ans, x, alpha, w: (
+        np.sum(g * w) * (special.digamma(np.sum(alpha)) - special.digamma(alpha))
+        + np.reshape(np.log(x), (np.shape(x)[0], -1)) @ np.reshape(g * w, (-1,))
     ),
-    jvps=(
-        lambda t, ans, x, alpha: np.sum(
-            np.reshape(alpha - 1.0, (-1,) + (1,) * (np.ndim(x) - 1)) * t / x, axis=0
-        ),
-        lambda t, ans, x, alpha: (
+)
+_DIRICHLET_JVPS = (
+    lambda t, ans, x, alpha, w: (
+        w * np.sum(np.reshape(alpha - 1.0, (-1,) + (1,) * (np.ndim(x) - 1)) * t / x, axis=0)
+    ),
+    lambda t, ans, x, alpha, w: (
+        w
+        * (
             np.sum(t * (special.digamma(np.sum(alpha)) - special.digamma(alpha)))
             + np.tensordot(t, np.log(x), 1)
-        ),
+        )
     ),
-    shape="first_axis_reduced",
 )
-defvjp(
-    "scipy_dirichlet_pdf",
-    stats.dirichlet.pdf,
-    _spelled("dirichlet", "pdf"),
-    lambda g, ans, x, alpha: (
-        np.reshape(alpha - 1.0, (-1,) + (1,) * (np.ndim(x) - 1)) * np.expand_dims(g * ans, 0) / x
-    ),
-    lambda g, ans, x, alpha: (
-        np.sum(g * ans) * (special.digamma(np.sum(alpha)) - special.digamma(alpha))
-        + np.reshape(np.log(x), (np.shape(x)[0], -1)) @ np.reshape(g * ans, (-1,))
-    ),
-    jvps=(
-        lambda t, ans, x, alpha: (
-            ans * np.sum(np.reshape(alpha - 1.0, (-1,) + (1,) * (np.ndim(x) - 1)) * t / x, axis=0)
-        ),
-        lambda t, ans, x, alpha: (
-            ans
-            * (
-                np.sum(t * (special.digamma(np.sum(alpha)) - special.digamma(alpha)))
-                + np.tensordot(t, np.log(x), 1)
-            )
-        ),
-    ),
-    shape="first_axis_reduced",
-)
+for _method, _w in (("logpdf", 1), ("pdf", "ans")):
+    _what = f"scipy.stats.dirichlet.{_method} in"
+    defvjp(
+        f"scipy_dirichlet_{_method}",
+        getattr(stats.dirichlet, _method),
+        _spelled("dirichlet", _method),
+        *_written(_DIRICHLET, "g, ans, x, alpha", _what, ("x", "alpha"), w=_w),
+        jvps=_written(_DIRICHLET_JVPS, "t, ans, x, alpha", _what, ("x (JVP)", "alpha (JVP)"), w=_w),
+        shape="first_axis_reduced",
+    )
 
 # multivariate_normal(x, mean, cov): x holds points along its last axis. With r = x - mean and
 # s = cov^-1 r (a solve, per point): d logpdf = -s . dx + s . dmean - (tr(cov^-1 dcov) -
 # s^T dcov s) / 2; the cov gradient is symmetric (scipy reads cov through its eigh), so
-# differentiate functions of symmetric covariances. mean None (zero) carries no gradient.
-defvjp(
-    "scipy_multivariate_normal_logpdf",
-    stats.multivariate_normal.logpdf,
-    _spelled("multivariate_normal", "logpdf"),
-    lambda g, ans, x, mean=None, cov=1, allow_singular=False: (
-        no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
+# differentiate functions of symmetric covariances. mean None (zero) carries no gradient. The
+# logpdf's rules and JVPs (w = 1) and the pdf's (w = ans), refused for a cov not a matrix:
+_MULTIVARIATE_NORMAL = (
+    lambda g, ans, x, mean, cov, r, s, w, message: (
+        no_scipy_rule(message)
         if np.ndim(cov) != 2
-        else unbroadcast(
-            -np.expand_dims(g, -1)
-            * np.reshape(
-                np.swapaxes(
-                    np.linalg.solve(
-                        cov,
-                        np.swapaxes(
-                            np.reshape((x if mean is None else x - mean), (-1, np.shape(cov)[-1])),
-                            -1,
-                            -2,
-                        ),
-                    ),
-                    -1,
-                    -2,
-                ),
-                np.shape((x if mean is None else x - mean)),
-            ),
-            x,
-        )
+        else unbroadcast(-np.expand_dims(g * w, -1) * np.reshape(s, np.shape(r)), x)
     ),
-    lambda g, ans, x, mean=None, cov=1, allow_singular=False: (
-        no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
+    lambda g, ans, x, mean, cov, r, s, w, message: (
+        no_scipy_rule(message)
         if np.ndim(cov) != 2
-        else unbroadcast(
-            np.expand_dims(g, -1)
-            * np.reshape(
-                np.swapaxes(
-                    np.linalg.solve(
-                        cov,
-                        np.swapaxes(
-                            np.reshape((x if mean is None else x - mean), (-1, np.shape(cov)[-1])),
-                            -1,
-                            -2,
-                        ),
-                    ),
-                    -1,
-                    -2,
-                ),
-                np.shape((x if mean is None else x - mean)),
-            ),
-            mean,
-        )
+        else unbroadcast(np.expand_dims(g * w, -1) * np.reshape(s, np.shape(r)), mean)
     ),
-    lambda g, ans, x, mean=None, cov=1, allow_singular=False: (
-        no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
+    lambda g, ans, x, mean, cov, s, w, message: (
+        no_scipy_rule(message)
         if np.ndim(cov) != 2
         else -0.5
         * (
-            np.sum(g) * np.linalg.inv(cov)
-            - np.swapaxes(
-                np.reshape(g, (-1, 1))
-                * np.swapaxes(
-                    np.linalg.solve(
-                        cov,
-                        np.swapaxes(
-                            np.reshape((x if mean is None else x - mean), (-1, np.shape(cov)[-1])),
-                            -1,
-                            -2,
-                        ),
-                    ),
-                    -1,
-                    -2,
-                ),
-                -1,
-                -2,
-            )
-            @ np.swapaxes(
-                np.linalg.solve(
-                    cov,
-                    np.swapaxes(
-                        np.reshape((x if mean is None else x - mean), (-1, np.shape(cov)[-1])),
-                        -1,
-                        -2,
-                    ),
-                ),
-                -1,
-                -2,
-            )
+            np.sum(g * w) * np.linalg.inv(cov)
+            - np.swapaxes(np.reshape(g * w, (-1, 1)) * s, -1, -2) @ s
         )
     ),
-    jvps=(
-        lambda t, ans, x, mean=None, cov=1, allow_singular=False: (
-            no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
-            if np.ndim(cov) != 2
-            else -np.sum(
-                t
-                * np.reshape(
-                    np.swapaxes(
-                        np.linalg.solve(
-                            cov,
-                            np.swapaxes(
-                                np.reshape(
-                                    (x if mean is None else x - mean), (-1, np.shape(cov)[-1])
-                                ),
-                                -1,
-                                -2,
-                            ),
-                        ),
-                        -1,
-                        -2,
-                    ),
-                    np.shape((x if mean is None else x - mean)),
-                ),
-                axis=-1,
-            )
-        ),
-        lambda t, ans, x, mean=None, cov=1, allow_singular=False: (
-            no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
-            if np.ndim(cov) != 2
-            else np.sum(
-                t
-                * np.reshape(
-                    np.swapaxes(
-                        np.linalg.solve(
-                            cov,
-                            np.swapaxes(
-                                np.reshape(
-                                    (x if mean is None else x - mean), (-1, np.shape(cov)[-1])
-                                ),
-                                -1,
-                                -2,
-                            ),
-                        ),
-                        -1,
-                        -2,
-                    ),
-                    np.shape((x if mean is None else x - mean)),
-                ),
-                axis=-1,
-            )
-        ),
-        lambda t, ans, x, mean=None, cov=1, allow_singular=False: (
-            no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
-            if np.ndim(cov) != 2
-            else -0.5
-            * (
-                np.sum(np.linalg.inv(cov) * t)
-                - np.reshape(
-                    np.sum(
-                        (
-                            np.swapaxes(
-                                np.linalg.solve(
-                                    cov,
-                                    np.swapaxes(
-                                        np.reshape(
-                                            (x if mean is None else x - mean),
-                                            (-1, np.shape(cov)[-1]),
-                                        ),
-                                        -1,
-                                        -2,
-                                    ),
-                                ),
-                                -1,
-                                -2,
-                            )
-                            @ t
-                        )
-                        * np.swapaxes(
-                            np.linalg.solve(
-                                cov,
-                                np.swapaxes(
-                                    np.reshape(
-                                        (x if mean is None else x - mean), (-1, np.shape(cov)[-1])
-                                    ),
-                                    -1,
-                                    -2,
-                                ),
-                            ),
-                            -1,
-                            -2,
-                        ),
-                        axis=-1,
-                    ),
-                    np.shape(ans),
-                )
-            )
-        ),
-    ),
-    shape="linalg",
 )
-defvjp(
-    "scipy_multivariate_normal_pdf",
-    stats.multivariate_normal.pdf,
-    _spelled("multivariate_normal", "pdf"),
-    lambda g, ans, x, mean=None, cov=1, allow_singular=False: (
-        no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
+_MULTIVARIATE_NORMAL_JVPS = (
+    lambda t, ans, x, mean, cov, r, s, w, message: (
+        no_scipy_rule(message)
         if np.ndim(cov) != 2
-        else unbroadcast(
-            -np.expand_dims(g * ans, -1)
-            * np.reshape(
-                np.swapaxes(
-                    np.linalg.solve(
-                        cov,
-                        np.swapaxes(
-                            np.reshape((x if mean is None else x - mean), (-1, np.shape(cov)[-1])),
-                            -1,
-                            -2,
-                        ),
-                    ),
-                    -1,
-                    -2,
-                ),
-                np.shape((x if mean is None else x - mean)),
-            ),
-            x,
-        )
+        else -w * np.sum(t * np.reshape(s, np.shape(r)), axis=-1)
     ),
-    lambda g, ans, x, mean=None, cov=1, allow_singular=False: (
-        no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
+    lambda t, ans, x, mean, cov, r, s, w, message: (
+        no_scipy_rule(message)
         if np.ndim(cov) != 2
-        else unbroadcast(
-            np.expand_dims(g * ans, -1)
-            * np.reshape(
-                np.swapaxes(
-                    np.linalg.solve(
-                        cov,
-                        np.swapaxes(
-                            np.reshape((x if mean is None else x - mean), (-1, np.shape(cov)[-1])),
-                            -1,
-                            -2,
-                        ),
-                    ),
-                    -1,
-                    -2,
-                ),
-                np.shape((x if mean is None else x - mean)),
-            ),
-            mean,
-        )
+        else w * np.sum(t * np.reshape(s, np.shape(r)), axis=-1)
     ),
-    lambda g, ans, x, mean=None, cov=1, allow_singular=False: (
-        no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
+    lambda t, ans, x, mean, cov, s, w, message: (
+        no_scipy_rule(message)
         if np.ndim(cov) != 2
         else -0.5
-        * (
-            np.sum(g * ans) * np.linalg.inv(cov)
-            - np.swapaxes(
-                np.reshape(g * ans, (-1, 1))
-                * np.swapaxes(
-                    np.linalg.solve(
-                        cov,
-                        np.swapaxes(
-                            np.reshape((x if mean is None else x - mean), (-1, np.shape(cov)[-1])),
-                            -1,
-                            -2,
-                        ),
-                    ),
-                    -1,
-                    -2,
-                ),
-                -1,
-                -2,
-            )
-            @ np.swapaxes(
-                np.linalg.solve(
-                    cov,
-                    np.swapaxes(
-                        np.reshape((x if mean is None else x - mean), (-1, np.shape(cov)[-1])),
-                        -1,
-                        -2,
-                    ),
-                ),
-                -1,
-                -2,
-            )
-        )
+        * w
+        * (np.sum(np.linalg.inv(cov) * t) - np.reshape(np.sum((s @ t) * s, axis=-1), np.shape(ans)))
     ),
-    jvps=(
-        lambda t, ans, x, mean=None, cov=1, allow_singular=False: (
-            no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
-            if np.ndim(cov) != 2
-            else -ans
-            * np.sum(
-                t
-                * np.reshape(
-                    np.swapaxes(
-                        np.linalg.solve(
-                            cov,
-                            np.swapaxes(
-                                np.reshape(
-                                    (x if mean is None else x - mean), (-1, np.shape(cov)[-1])
-                                ),
-                                -1,
-                                -2,
-                            ),
-                        ),
-                        -1,
-                        -2,
-                    ),
-                    np.shape((x if mean is None else x - mean)),
-                ),
-                axis=-1,
-            )
-        ),
-        lambda t, ans, x, mean=None, cov=1, allow_singular=False: (
-            no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
-            if np.ndim(cov) != 2
-            else ans
-            * np.sum(
-                t
-                * np.reshape(
-                    np.swapaxes(
-                        np.linalg.solve(
-                            cov,
-                            np.swapaxes(
-                                np.reshape(
-                                    (x if mean is None else x - mean), (-1, np.shape(cov)[-1])
-                                ),
-                                -1,
-                                -2,
-                            ),
-                        ),
-                        -1,
-                        -2,
-                    ),
-                    np.shape((x if mean is None else x - mean)),
-                ),
-                axis=-1,
-            )
-        ),
-        lambda t, ans, x, mean=None, cov=1, allow_singular=False: (
-            no_scipy_rule("scipy.stats.multivariate_normal with a cov that is not a matrix")
-            if np.ndim(cov) != 2
-            else -0.5
-            * ans
-            * (
-                np.sum(np.linalg.inv(cov) * t)
-                - np.reshape(
-                    np.sum(
-                        (
-                            np.swapaxes(
-                                np.linalg.solve(
-                                    cov,
-                                    np.swapaxes(
-                                        np.reshape(
-                                            (x if mean is None else x - mean),
-                                            (-1, np.shape(cov)[-1]),
-                                        ),
-                                        -1,
-                                        -2,
-                                    ),
-                                ),
-                                -1,
-                                -2,
-                            )
-                            @ t
-                        )
-                        * np.swapaxes(
-                            np.linalg.solve(
-                                cov,
-                                np.swapaxes(
-                                    np.reshape(
-                                        (x if mean is None else x - mean), (-1, np.shape(cov)[-1])
-                                    ),
-                                    -1,
-                                    -2,
-                                ),
-                            ),
-                            -1,
-                            -2,
-                        ),
-                        axis=-1,
-                    ),
-                    np.shape(ans),
-                )
-            )
-        ),
-    ),
-    shape="linalg",
 )
+_SOLVED = dict(  # r and s, one solve per point (as a rule spells them: in full, each time)
+    r=lambda x, mean: x if mean is None else x - mean,
+    s=lambda cov, r: np.swapaxes(
+        np.linalg.solve(cov, np.swapaxes(np.reshape(r, (-1, np.shape(cov)[-1])), -1, -2)), -1, -2
+    ),
+    message=repr("scipy.stats.multivariate_normal with a cov that is not a matrix"),
+)
+for _method, _w in (("logpdf", 1), ("pdf", "ans")):
+    _what = f"scipy.stats.multivariate_normal.{_method} in"
+    _params = "ans, x, mean=None, cov=1, allow_singular=False"
+    _names = ("x", "mean", "cov")
+    defvjp(
+        f"scipy_multivariate_normal_{_method}",
+        getattr(stats.multivariate_normal, _method),
+        _spelled("multivariate_normal", _method),
+        *_written(_MULTIVARIATE_NORMAL, f"g, {_params}", _what, _names, w=_w, **_SOLVED),
+        jvps=_written(_MULTIVARIATE_NORMAL_JVPS, f"t, {_params}", _what, _names, w=_w, **_SOLVED),
+        shape="linalg",
+    )
 
 
 # Example inputs for the registry's test grid (ops/examples.py): per distribution, where its
@@ -1739,8 +396,7 @@ def _distribution_examples(dist, method):
 EXAMPLES = {
     f"scipy_{dist}_{method}": _distribution_examples(dist, method)
     for dist in _DISTRIBUTIONS
-    for method in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf")
-    if f"scipy_{dist}_{method}" in RULES
+    for method in _METHODS
 }
 _COUNTS = np.array([[0, 1, 3, 2], [5, 0, 1, 4], [2, 2, 7, 1]])
 EXAMPLES.update(

@@ -17,7 +17,7 @@ from sourcegrad.compiler.forward import derivative
 from sourcegrad.compiler.frontend import function_to_ir
 from sourcegrad.compiler.ir import Assign, Call, Const, If, Return, Var, walk
 from sourcegrad.compiler.names import Namer
-from sourcegrad.ops import TEMPLATE_NAMESPACE
+from sourcegrad.ops import template_globals
 from sourcegrad.compiler.optimize import optimize
 from sourcegrad.compiler.reverse import reverse
 
@@ -54,7 +54,7 @@ def namer_for(ir):
     """New names that clash with none of the function's (as api.Gradient.compile makes)."""
     return Namer(
         reserved=set(ir.params)
-        | set(TEMPLATE_NAMESPACE)
+        | template_globals()
         | {"math"}
         | {s.target for s in walk(ir.body) if isinstance(s, Assign)}
     )
