@@ -56,6 +56,8 @@ import time
 import warnings
 from typing import NamedTuple
 
+from ._version import __version__
+
 FORMAT = 2
 SECRET_NAME = "cache-key"
 SECRET_BYTES = 32
@@ -169,8 +171,6 @@ def directory() -> str | None:
 def key_of(*parts) -> str:
     """A stable key text for the parts (reprs of plain data), with sourcegrad's version, its
     source's digest (`source_digest`, while the cache is on) and Python's version."""
-    from . import __version__
-
     own = None
     if directory() is not None:
         try:
