@@ -9,6 +9,7 @@ Takes Python values; returns positions or raises `WrtError` / `NonDifferentiable
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any, Sequence, Union
 
 import numpy as np
@@ -21,7 +22,15 @@ Wrt = Union[int, str, Sequence[Union[int, str]]]
 
 
 def normalize_wrt(fn, wrt):
-    params = list(inspect.signature(fn).parameters)
+    try:
+        if isinstance(fn, (np.ufunc, types.BuiltinFunctionType)):
+            raise TypeError  # code in C: nothing to read or trace
+        params = list(inspect.signature(fn).parameters)
+    except (ValueError, TypeError):  # (numpy before 2.4 gives a ufunc no signature)
+        raise errors.SourceNotFoundError(
+            f"{fn!r} is not a Python function with source; sourcegrad differentiates functions "
+            "written in Python (register a rule for a builtin or numpy function)"
+        ) from None
     single = not isinstance(wrt, (tuple, list))
     items = [wrt] if single else list(wrt)
     if not items:
