@@ -317,11 +317,13 @@ def through_math(x):
     return math.exp(np.sum(x))
 
 
+OUT = np.zeros(3)  # a plain array made before the trace (a buffer made inside is traced)
+
+
 def into_a_plain_array(x):
-    out = np.zeros(3)
     for i in range(3):
-        out[i] = np.sum(x[i] * W[i])
-    return np.sum(out)
+        OUT[i] = np.sum(x[i] * W[i])
+    return np.sum(OUT)
 
 
 def via_item(x):
@@ -587,3 +589,47 @@ def test_a_users_array_changed_while_the_function_runs_is_refused():
     scaled = Scaled()
     with pytest.raises(errors.UnsupportedSyntaxError, match="changed in place"):
         sourcegrad.grad(lambda x: scaled(x))(X)
+
+
+class Convolution:
+    """A layer that sums each output column into a buffer it made with np.zeros (published
+    layer libraries write convolutions this way)."""
+
+    def forward(self, x, w):
+        n, h = x.shape
+        k = w.shape[0]
+        out = np.zeros((n, h - k + 1))
+        for i in range(h - k + 1):
+            out[:, i] = np.sum(x[:, i : i + k] * w, axis=1)
+        return out
+
+
+CONVOLUTION = Convolution()
+
+
+def convolved_into_a_buffer(w, x):
+    try:  # (the source front end stops here: the trace reads the rest)
+        y = CONVOLUTION.forward(x, w)
+    finally:
+        pass
+    return np.sum(np.tanh(y) ** 2)
+
+
+def test_a_buffer_the_users_code_makes_and_fills_is_traced():
+    x = RNG.normal(size=(3, 6))
+    g = assert_traced_like_python(convolved_into_a_buffer, X, x)
+    assert g.traced and "np.zeros((3, 4))" in g.source
+
+
+def test_a_buffer_a_library_makes_stays_a_plain_array():
+    # np.pad's own Python code calls np.zeros: it gets an array, and the pad is recorded as
+    # the op it is
+    def padded(x):
+        try:
+            pass
+        finally:
+            pass
+        return np.sum(np.pad(x, 1) ** 2 * np.arange(5.0))
+
+    g = assert_traced_like_python(padded, X)
+    assert g.traced

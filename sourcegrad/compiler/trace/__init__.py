@@ -25,7 +25,8 @@ scipy.special.logsumexp, and the random draws, replaced while a trace runs), `re
 (the statements, names, guards, locations and dependencies of one trace).
 """
 
-from .recorder import MAX_STATEMENTS, Trace, in_a_library, trace_function
+from .frames import in_a_library
+from .recorder import MAX_STATEMENTS, Trace, trace_function
 from .values import Traced
 
 __all__ = ["MAX_STATEMENTS", "Trace", "Traced", "in_a_library", "trace_function"]

@@ -2,7 +2,8 @@
 
 `np.asarray(t)` and `np.array([t, u])` convert through `__array__`, never asking the traced
 value; `np.zeros(3)` takes no traced value at all, yet its array is one the generated code
-must make (a buffer later written with traced values); `math.exp(t)` converts its argument
+must make (a buffer later written with traced values: recorded where the user's code calls
+it); `math.exp(t)` converts its argument
 with `float()`; `np.random.normal(...)` and a generator's draws must be drawn by the
 generated code on each call, not fixed at their first sample. While a trace runs in a
 thread, these names of the `numpy`, `numpy.random` and `math` modules are wrappers that
@@ -11,7 +12,8 @@ threads, or calls of no traced value where none is needed).
 
 `patched()` installs them (nested traces share one installation: a count) and puts the
 originals back. Functions imported by name before the trace (`from numpy import zeros`) are
-the originals: their arrays are plain, and a traced value written into one is refused.
+the originals: their arrays are plain, and a value carrying a gradient written into one is
+refused.
 """
 
 from __future__ import annotations
@@ -28,12 +30,16 @@ import numpy as np
 from ...ops import rule_for_function
 from .. import random_draws
 from . import state
+from .frames import in_a_library, is_user
 from .values import Traced
 
-# (Not np.zeros and the other makers: numpy's compiled code calls them too, and must get an
-# array. An array they make is plain: written with traced values no gradient flows through,
-# it holds those values, which the code checks; a value carrying one is refused there.)
 _CONVERTERS = ("asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "array")
+# The makers of a buffer the user's code fills (`out = np.zeros(...); out[:, i] = ...`):
+# called from the user's code they are ops the trace records, so values carrying a gradient
+# written into the buffer are recorded too. Called from a library's code (numpy's own Python
+# functions call np.zeros) or from compiled code, they make the plain array it expects; a
+# value carrying a gradient written into that is refused, located.
+_MAKERS = ("zeros", "ones", "empty", "full")
 _LOCK = threading.Lock()
 _INSTALLED = {"count": 0, "originals": []}
 
@@ -63,6 +69,24 @@ def _converter(original, name):
         return result
 
     return convert
+
+
+def _maker(original):
+    rule = rule_for_function(original)
+
+    @functools.wraps(original)
+    def make(*args, **kwargs):
+        rec = state.active()
+        if rec is None or not _called_by_the_user(sys._getframe(1)):
+            return original(*args, **kwargs)
+        return rec.op(rule.name, args, kwargs)
+
+    return make
+
+
+def _called_by_the_user(frame) -> bool:
+    code = frame.f_code
+    return is_user(code) and not in_a_library(code.co_filename)
 
 
 def _math(original):
@@ -210,10 +234,12 @@ def _made_replacements():
     out = []
     for name in _CONVERTERS:
         out.append((np, name, _converter(getattr(np, name), name)))
+    for name in _MAKERS:
+        out.append((np, name, _maker(getattr(np, name))))
     for name in dir(np):
         value = getattr(np, name)
         if (
-            name not in _CONVERTERS
+            name not in _CONVERTERS + _MAKERS
             and not name.startswith("_")
             and callable(value)
             and not isinstance(value, (type, np.ufunc))

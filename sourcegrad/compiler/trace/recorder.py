@@ -28,9 +28,7 @@ import copy
 import linecache
 import math
 import operator
-import os
 import sys
-import sysconfig
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,6 +42,7 @@ from .. import random_draws
 from ..ir import Assign, Call, Const, ExprStmt, Function, Return, Slc, Tup, Var, substitute_atom
 from ..names import Namer, name_for_call, sanitize
 from . import state
+from .frames import is_user
 from .patches import (
     TracedGenerator,
     library_functions,
@@ -54,11 +53,6 @@ from .patches import (
 from .values import Traced
 
 MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, located
-
-_HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_NUMPY = os.path.dirname(os.path.abspath(np.__file__))
-_OURS = (_HERE, _NUMPY, "<__array", "<frozen")  # sourcegrad, numpy, their shims
-_PYTHONS = sysconfig.get_paths()["stdlib"] + os.sep  # Python's own library
 
 
 @dataclass
@@ -82,20 +76,6 @@ class Trace:
     def checked_per_call(self) -> bool:
         """Must each call be checked on the general path (guards, objects given)?"""
         return bool(self.guards) or any(not _simple(v) for _, v in self.statics)
-
-
-def _is_user(code) -> bool:
-    """Is `code` the user's (not sourcegrad's, numpy's, numpy's dispatch shims, Python's own
-    library: contextlib, functools, linecache)?"""
-    file = code.co_filename
-    if file.startswith(_OURS):
-        return False
-    return not file.startswith(_PYTHONS) or "-packages" in file  # (installed code is)
-
-
-def in_a_library(file) -> bool:
-    """Is `file` an installed package's or Python's own (not code the user wrote)?"""
-    return bool(file) and (file.startswith(_PYTHONS) or "-packages" in file)
 
 
 def _simple(value) -> bool:
@@ -224,7 +204,7 @@ class Recorder:
     def loc(self) -> SourceLocation:
         """The user's line running now: the innermost frame of the user's code."""
         frame = sys._getframe(1)
-        while frame is not None and not _is_user(frame.f_code):
+        while frame is not None and not is_user(frame.f_code):
             frame = frame.f_back
         if frame is None:
             return self.loc_of_fn
@@ -333,6 +313,16 @@ class Recorder:
                 concrete = np.asarray(value._value)
                 self.guard(value, _frozen(concrete.tolist()) if concrete.ndim else concrete.item())
 
+    def guard_values(self, traced, before):
+        """A call with no rule made for its effect, given traced values no gradient flows
+        through (`np.putmask(buffer, y > 0, 0.5)`, `buffer` made by np.zeros in the trace):
+        the code does not make the call, so each operand is guarded as it was before the call,
+        and an array the call wrote is, from here on, its new contents fixed in the code."""
+        for value, old in zip(traced, before, strict=True):
+            self.guard(value, _frozen(old.tolist()) if old.ndim else old.item())
+            if not np.array_equal(np.asarray(value._value), old, equal_nan=old.dtype.kind in "fc"):
+                value._atom = self.bind_free(np.array(value._value, copy=True), "written")
+
     def guard(self, value, expected):
         """The generated code checks that `value` (a Traced) is `expected` again (a number, a
         bool, or nested tuples of numbers for an array's values)."""
@@ -417,15 +407,17 @@ class Recorder:
                     self.loc(),
                 )
             )
+        traced = [a for a in [*args, *kwargs.values()] if isinstance(a, Traced)]
+        before = [np.array(a._value, copy=True) for a in traced]
         value = func(*(p[1] for p in parts), **{k: p[1] for k, p in kparts.items()})
+        if value is None:  # (made for its effect: a write into an array, np.putmask)
+            self.guard_values(traced, before)
+            return None
         callee = self.bind_free(func, getattr(func, "__name__", "call"))
         atoms = [callee, *(p[0] for p in parts)]
         katoms = [(k, p[0]) for k, p in kparts.items()]
         if isinstance(value, (np.ndarray, np.generic)):
             return self.record("pycall", atoms, katoms, value, False)
-        if value is None:  # (made for its effect: a write into a plain array, np.putmask)
-            self.guard_operands(args, kwargs)
-            return None
         result = self.record("pycall", atoms, katoms, value, False)
         self.guard(result, value)  # (a number or a tuple the code goes on with: the same)
         return value
@@ -641,7 +633,7 @@ class Recorder:
             return local
 
         def calls(frame, event, arg):
-            if event != "call" or not _is_user(frame.f_code):
+            if event != "call" or not is_user(frame.f_code):
                 return None
             module_of(frame)
             self.visited.setdefault(id(frame.f_code), (frame.f_code, frame.f_globals))
@@ -708,7 +700,7 @@ def _holder_name(value):
     """The name the user's code reads `value` by, where its frame shows it: a variable, an
     attribute of a variable (`self.W`: "W"), or a global (None where none holds it)."""
     frame = sys._getframe(1)
-    while frame is not None and not _is_user(frame.f_code):
+    while frame is not None and not is_user(frame.f_code):
         frame = frame.f_back
     if frame is None:
         return None
