@@ -203,6 +203,7 @@ class Compiling:
                 )
             if self.backend_for(args) == "dask":
                 self._check_dask(args, to_transform)
+            caches.counted_compile()
             written, trace = self._lowered(args)
             self._traces[key] = trace
             primal = written if trace is not None else hoist_loop_invariants(written)
