@@ -54,6 +54,10 @@ def rsqrt(x):
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)
+try:  # scipy's ufunc where installed (gelu's erf: math.erf element by element is 100x slower)
+    from scipy.special import erf as _scipy_erf
+except ImportError:  # pragma: no cover - scipy is optional
+    _scipy_erf = None
 
 
 def erf(x):
@@ -61,7 +65,10 @@ def erf(x):
         from cupyx.scipy.special import erf as cupy_erf  # a CuPy array: its own kernel
 
         return cupy_erf(x).astype(np.result_type(x.dtype, np.float32))
-    return _erf(x).astype(np.result_type(x, np.float32))
+    dtype = np.result_type(x, np.float32)
+    if _scipy_erf is not None and dtype.kind == "f":
+        return np.asarray(_scipy_erf(x), dtype=dtype)
+    return _erf(x).astype(dtype)
 
 
 def leaky_relu(x, negative_slope=0.01):
