@@ -38,7 +38,7 @@ once never see half a file.
 
 numba's cache (of the numba backend's machine code) is not authenticated: numba unpickles
 its index, by path. So numba is given `cache=True` only where `untrusted_because` finds
-nothing wrong with the directory it will use (`compiler.numba_backend`): no symlink on
+nothing wrong with the directory it will use (`compiler.backends.numba_backend`): no symlink on
 its path from `/`, every directory above it this user's or root's and not writable by
 others unless sticky, itself this user's and not writable by group or others. Elsewhere
 the gradient is compiled without numba's disk cache, after one `CacheWarning`.

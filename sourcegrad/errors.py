@@ -152,7 +152,7 @@ class SourcegradWarning(UserWarning):
 
 class JitFallbackWarning(SourcegradWarning):
     """numba could not compile a gradient (or is not installed): the numpy code runs
-    instead (`sourcegrad.compiler.numba_backend`)."""
+    instead (`sourcegrad.compiler.backends.numba_backend`)."""
 
 
 def locate(error: SourcegradError, loc: SourceLocation | None) -> SourcegradError:

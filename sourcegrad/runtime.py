@@ -699,7 +699,7 @@ def cumprod_jvp(t, ans, x, axis):
 
 # --- Griewank's binomial checkpointing (revolve) of a loop's trips ------------------------------
 #
-# A loop checkpointed with revolve (`sourcegrad.compiler.checkpointing`) keeps at most `slots`
+# A loop checkpointed with revolve (`sourcegrad.compiler.derive.checkpointing`) keeps at most `slots`
 # snapshots of its state and makes each trip's values again from the nearest one. Generated
 # code follows the schedule thus: the forward sweep runs every trip, pushing the loop's state
 # before the trip `next_snapshot` names and asking for the next (`revolve_taken`); the

@@ -158,3 +158,58 @@ def test_imports_run_one_way():
             if _floor(there) > _floor(here) or sideways:
                 found.append(f"{module} imports {name} (line {node.lineno})")
     assert not found, "\n".join(sorted(set(found)))
+
+
+# The compiler's stage folders (and its top-level modules), lowest first: a module of one
+# imports only from its own room or from rooms on lower floors (at module level or inside a
+# function alike); rooms side by side on one floor never import each other. The pipeline
+# runs frontend -> analysis -> specialise -> derive -> optimize -> emit -> backends; the
+# imports run down a different order in two places, said here: optimize is a floor of
+# tools (the cleanup passes specialise's and derive's rewrites reuse, on analysis's
+# lifetimes and shape names), and the AST front end marks an inlined checkpointed call with
+# derive's marker (`derive.checkpointing.marked`), so it stands above derive.
+COMPILER_FLOORS = [
+    # the IR
+    {"ir"},
+    # its vocabulary: fresh names, the random draws both front ends make
+    {"names", "random_draws"},
+    # questions about IR: abstract values, shapes, activity, checks, lifetimes, shape names
+    {"analysis"},
+    # IR -> IR passes
+    {"optimize"},
+    # a signature's rewrites, differentiation, printing
+    {"specialise", "derive", "emit"},
+    # the front ends (producers of IR) and the backends (consumers of printed source)
+    {"frontend", "trace", "backends"},
+    # the stages in order, and the package's door
+    {"pipeline", ""},
+]
+
+
+def _stage(module):
+    """The compiler room a module of `sourcegrad.compiler` stands in ('' for the package's
+    __init__), or None for a module outside the compiler."""
+    parts = module.split(".")
+    if parts[:2] != ["sourcegrad", "compiler"]:
+        return None
+    return parts[2] if len(parts) > 2 else ""
+
+
+def test_compiler_stages_import_one_way():
+    modules = {name for name, _, _ in _modules()}
+    stages = {_stage(m) for m in modules} - {None}
+    placed = set().union(*COMPILER_FLOORS)
+    assert stages <= placed, f"compiler rooms on no floor: {stages - placed}"
+    floor = {room: i for i, rooms in enumerate(COMPILER_FLOORS) for room in rooms}
+    found = []
+    for module, path, is_package in _modules():
+        here = _stage(module)
+        if here is None:
+            continue
+        for name, node in _imported_modules(module, path, is_package, module_level_only=False):
+            there = _stage(name)
+            if name not in modules or there is None or there == here or there == "":
+                continue  # (a package's __init__ runs first anyway: `from .. import x` names x)
+            if floor[there] >= floor[here]:
+                found.append(f"{module} imports {name} (line {node.lineno})")
+    assert not found, "\n".join(sorted(set(found)))

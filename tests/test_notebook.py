@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad.compiler.source_check import StaleSourceError
+from sourcegrad.compiler.frontend.source_check import StaleSourceError
 from sourcegrad.notebook import saved_markdown
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples"))

@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 
 from ..compiler.ir import Call, walk
-from ..compiler.numba_stacks import PREVIOUS_VALUE
+from ..compiler.backends.numba_stacks import PREVIOUS_VALUE
 from ..ops import MATH_FUNCTIONS, RULES
 from . import caches, facts
 from .dispatch import float_entry

@@ -16,7 +16,7 @@
   processes.
 
 Before a function's source is lowered (`lowered`) it is checked to be the code Python runs
-(`sourcegrad.compiler.source_check`): a file edited after import is refused, located. Compiled code
+(`sourcegrad.compiler.frontend.source_check`): a file edited after import is refused, located. Compiled code
 stays valid while every global and closure value it was built from is still bound
 (`still_bound`). `clear()` forgets everything compiled in this process.
 """
@@ -36,7 +36,7 @@ import numpy as np
 
 from ..compiler.frontend import function_run_by, function_to_ir
 from ..ops import rule_for_function
-from ..compiler.source_check import check_current
+from ..compiler.frontend.source_check import check_current
 
 
 @dataclass

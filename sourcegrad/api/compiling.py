@@ -21,17 +21,19 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..compiler import analysis, checkpointing, dask_backend, numba_backend, pipeline
+from ..compiler import analysis, pipeline
+from ..compiler.derive import checkpointing
+from ..compiler.backends import dask_backend, numba_backend
 from .. import cache, errors
 from ..compiler.analysis import aval_of, signature_key
-from ..compiler.codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
-from ..compiler.lifetimes import FREE_MIN_BYTES
+from ..compiler.emit.codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
+from ..compiler.analysis.lifetimes import FREE_MIN_BYTES
 from ..compiler.frontend import function_run_by, function_to_ir
 from ..compiler.ir import Assign, Call, Const, Tup, reads_of, walk
 from ..compiler.names import Namer
 from ..compiler.optimize import hoist_loop_invariants, optimize
-from ..compiler.forward import derivative
-from ..compiler.reverse import reverse, split_vjp
+from ..compiler.derive.forward import derivative
+from ..compiler.derive.reverse import reverse, split_vjp
 from ..compiler.trace import in_a_library, trace_function
 from ..ops import template_globals
 from ..ops.fingerprint import fingerprint

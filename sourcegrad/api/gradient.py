@@ -23,7 +23,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..compiler import checkpointing, dask_backend, numba_backend
+from ..compiler.derive import checkpointing
+from ..compiler.backends import dask_backend, numba_backend
 from .. import errors
 from ..compiler import random_draws
 from .. import trees
@@ -31,11 +32,11 @@ from ..compiler.trace import Traced
 from ..compiler.trace import state as trace_state
 from ..runtime import GuardMiss
 from ..compiler.analysis import signature_key
-from ..compiler.codegen import BACKENDS
+from ..compiler.emit.codegen import BACKENDS
 from ..compiler.frontend import function_run_by
 from .dispatch import fast_entry
 from ..compiler.optimize import optimize
-from ..compiler.forward import forward_mode
+from ..compiler.derive.forward import forward_mode
 from . import as_floats, caches, cross_check, facts, results
 from .arguments import (
     Wrt,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler import dask_backend
+from ..compiler.backends import dask_backend
 
 
 def like_input(g, x, args):

@@ -20,7 +20,7 @@ import numpy as np
 from .. import errors
 from ..compiler import random_draws
 from ..compiler.frontend import function_run_by
-from ..compiler.memory_budget import memory_plan
+from ..compiler.derive.memory_budget import memory_plan
 from . import facts
 from ..eager.tensor import Tensor
 from ..utils.checkpoint import checkpoint as eager_checkpoint
@@ -36,7 +36,7 @@ def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None, check=False):
         made = AuxGradient(fn, wrt, backend, plan)
         made.gradient.check = made.gradient.check or check
         return made
-    if plan is not None:  # (checkpointing: sourcegrad.compiler.checkpointing)
+    if plan is not None:  # (checkpointing: sourcegrad.compiler.derive.checkpointing)
         made = kind(fn, wrt, with_value, backend, has_aux, memory_plan=plan)
     else:
         made = kind(fn, wrt, with_value, backend, has_aux)
@@ -73,14 +73,14 @@ def grad(
     arrays, Dask code for Dask arrays, numpy code otherwise); code is generated once per
     backend and input signature. "numba" (or `jit=True` with the numpy or auto backend)
     compiles the numpy code with numba where numba can type it, and runs the numpy code
-    after one `JitFallbackWarning` where it cannot (`sourcegrad.compiler.numba_backend`).
+    after one `JitFallbackWarning` where it cannot (`sourcegrad.compiler.backends.numba_backend`).
 
     `checkpoint_loops=k` (an int, "sqrt", or "revolve" / ("revolve", s): Griewank's binomial
     checkpointing with s snapshots) and `memory=` (bytes, or "min") trade time for memory:
     loops keep a snapshot every k trips (or revolve's) and recompute the rest in the backward
-    (`sourcegrad.compiler.checkpointing`, `sourcegrad.compiler.memory_budget`); under a
+    (`sourcegrad.compiler.derive.checkpointing`, `sourcegrad.compiler.derive.memory_budget`); under a
     budget in bytes, a batch the code is row-wise along goes through in blocks of rows
-    (`sourcegrad.compiler.row_blocks`). A budget smaller than a loop's least (one snapshot
+    (`sourcegrad.compiler.derive.row_blocks`). A budget smaller than a loop's least (one snapshot
     and one trip's values) raises `MemoryBudgetError` naming the smallest that works.
     `g.saved` lists what the backward keeps and `g.saved_bytes(*args)` its total.
 

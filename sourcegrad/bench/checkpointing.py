@@ -3,7 +3,7 @@
 For the damped spring (a `while` loop of Python floats) and the RNN (a `for` loop of hidden
 vectors) at many steps, and the MLP at batch 4096 (straight-line code: values made once),
 the gradient without a memory plan, with `memory=BUDGET` (loops checkpointed, values
-recomputed: `sourcegrad.compiler.checkpointing`; the plan column names the scheme the budget
+recomputed: `sourcegrad.compiler.derive.checkpointing`; the plan column names the scheme the budget
 chose for the loop: sqrt segments, or revolve over segments) and, for the loops, with
 `checkpoint_loops="revolve"` (Griewank's binomial checkpointing over single trips, 32
 snapshots), each row giving: the median time of a call, the
@@ -37,7 +37,7 @@ import tracemalloc
 import numpy as np
 
 from .. import api
-from ..compiler.checkpointing import saved_bytes
+from ..compiler.derive.checkpointing import saved_bytes
 from .workloads import mlp, mlp_args, rnn, spring
 
 BUDGET = 1_000_000

@@ -3,23 +3,24 @@
 Plain data between stages: Python source, `ir.Function`s, dicts of abstract values
 (`analysis.AVal`), generated source text.
 
-    stage            module                              takes -> gives
-    1 lower          frontend.function_to_ir             a Python function -> IR (A-normal form)
-    2 hoist          optimize.hoist_loop_invariants      IR -> IR (loop invariants out)
-    3 infer          analysis.infer_shapes               IR, input AVals -> {name: AVal}
-    4 decide         branches.decide_branches            IR, AVals -> IR (branches this
-                                                         signature decides, kept once)
-    5 rewrite        list_operands.arrays_of_lists,      IR, AVals -> IR (lists passed to
-                     optimize.batch_row_products,        numpy's array functions made arrays,
-                     hoist again, optimize.negate_products   per-row products as one matrix
-                                                         product, ...)
-    6 check          analysis.check_in_place_updates,    IR, AVals -> None or a located
-                     analysis.check_real_values,         SourcegradError
-                     analysis.check_unmodelled_calls
-    7 differentiate  reverse.reverse | forward.derivative  IR, AVals -> derivative IR
-    8 optimize       optimize.optimize                   IR -> IR (CSE, folding, dead code,
-                                                         buffers reused)
-    9 print          codegen.generate_module             IR -> Python source
+    stage            function (module under compiler/)     takes -> gives
+    1 lower          function_to_ir (frontend)             a Python function -> IR (A-normal form)
+    2 hoist          hoist_loop_invariants (optimize)      IR -> IR (loop invariants out)
+    3 infer          infer_shapes (analysis)               IR, input AVals -> {name: AVal}
+    4 decide         decide_branches (specialise.branches) IR, AVals -> IR (branches this
+                                                           signature decides, kept once)
+    5 rewrite        arrays_of_lists                       IR, AVals -> IR (lists passed to
+                     (specialise.list_operands),           numpy's array functions made arrays,
+                     batch_row_products, hoist again,      per-row products as one matrix
+                     negate_products (optimize)            product, ...)
+    6 check          check_in_place_updates,               IR, AVals -> None or a located
+                     check_real_values,                    SourcegradError
+                     check_unmodelled_calls (analysis)
+    7 differentiate  reverse (derive.reverse) |            IR, AVals -> derivative IR
+                     derivative (derive.forward)
+    8 optimize       optimize (optimize)                   IR -> IR (CSE, folding, dead code,
+                                                           buffers reused)
+    9 print          generate_module (emit.codegen)        IR -> Python source
 
 `api.compiling` (`Gradient.compile`) runs them for one signature (stages 1-2 once per function,
 through its IR cache; 3-6 here, in `specialised`; 7-9 per mode: a gradient, a VJP's
@@ -34,8 +35,8 @@ from .analysis import (
     check_unmodelled_calls,
     infer_shapes,
 )
-from .branches import decide_branches
-from .list_operands import arrays_of_lists
+from .specialise.branches import decide_branches
+from .specialise.list_operands import arrays_of_lists
 from .optimize import batch_row_products, hoist_loop_invariants, negate_products
 
 

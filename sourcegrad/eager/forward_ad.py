@@ -4,7 +4,7 @@
 spec, its result, its array arguments in the rule's order, its static arguments) and gives
 the result a tangent when an argument carries one at the open dual level
 (`dual_state`). Nothing is written per op: the tangent comes from the op's rule
-(`sourcegrad.ops.RULES`), as the compiler's forward mode (`sourcegrad.compiler.forward`) takes it:
+(`sourcegrad.ops.RULES`), as the compiler's forward mode (`sourcegrad.compiler.derive.forward`) takes it:
 
 * explicit JVP lambdas `(t, ans, *inputs)` where the rule has them (max, prod, the linalg
   decompositions);

@@ -18,8 +18,8 @@ import pytest
 import sourcegrad
 from sourcegrad import api, errors
 from sourcegrad.api import numeric_grad
-from sourcegrad.compiler import source_check
-from sourcegrad.compiler.source_check import StaleSourceError
+from sourcegrad.compiler.frontend import source_check
+from sourcegrad.compiler.frontend.source_check import StaleSourceError
 
 from .cases import f_logreg, f_mlp
 

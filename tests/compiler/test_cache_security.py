@@ -523,7 +523,7 @@ def numba_dirs(env, monkeypatch):
 
 def numba_directory(folder):
     """The directory sourcegrad lets numba cache in for a gradient's file, and the warnings."""
-    from sourcegrad.compiler import numba_backend
+    from sourcegrad.compiler.backends import numba_backend
 
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -691,7 +691,7 @@ def test_numba_caching_elsewhere_than_checked_is_not_used(env, monkeypatch):
     pytest.importorskip("numba")
     from numba.core import config
 
-    from sourcegrad.compiler import numba_backend
+    from sourcegrad.compiler.backends import numba_backend
 
     monkeypatch.setattr(config, "CACHE_DIR", "")  # numba: __pycache__ beside the file
     cache.enable(str(env / "cache"))

@@ -8,7 +8,7 @@ import pytest
 import sourcegrad
 from sourcegrad import errors
 from sourcegrad.api import numeric_grad
-from sourcegrad.compiler.checkpointing import saved_bytes
+from sourcegrad.compiler.derive.checkpointing import saved_bytes
 
 from .control_cases import CONTROL_CASES
 

@@ -1,4 +1,4 @@
-"""Generated code's long lines, broken as black breaks them (sourcegrad/compiler/linebreak.py).
+"""Generated code's long lines, broken as black breaks them (sourcegrad/compiler/emit/linebreak.py).
 
 The breaks are checked three ways: a few statements against the lines black prints for
 them (written out here); many statements built at random against black itself, where
@@ -12,7 +12,7 @@ import random
 import pytest
 
 import sourcegrad
-from sourcegrad.compiler import linebreak
+from sourcegrad.compiler.emit import linebreak
 from sourcegrad.bench import workloads
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """Lists passed to numpy's array functions (`np.mean([...])` of a comprehension, a list
 built by append in a loop): made arrays first, as numpy makes them
-(`compiler/list_operands.py`). The gradients were wrong by the list's length (np.mean) or
+(`compiler/specialise/list_operands.py`). The gradients were wrong by the list's length (np.mean) or
 raised inside the compiler."""
 
 import numpy as np

@@ -19,7 +19,7 @@ from sourcegrad.compiler.ir import (
     reads_of,
     walk,
 )
-from sourcegrad.compiler.lifetimes import family, shared_names as _shared_names
+from sourcegrad.compiler.analysis.lifetimes import family, shared_names as _shared_names
 from sourcegrad.api import numeric_grad
 
 

@@ -1,4 +1,4 @@
-"""The numba backend (sourcegrad.compiler.numba_backend): the same gradients as the numpy backend and as
+"""The numba backend (sourcegrad.compiler.backends.numba_backend): the same gradients as the numpy backend and as
 central finite differences, one warning and the numpy code where numba cannot type the code,
 numba's disk cache through the sourcegrad cache directory.
 
@@ -17,7 +17,7 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api, cache
-from sourcegrad.compiler import numba_backend, numba_fusion, numba_stacks
+from sourcegrad.compiler.backends import numba_backend, numba_fusion, numba_stacks
 from sourcegrad.api import numeric_grad
 from sourcegrad.errors import JitFallbackWarning, SourcegradWarning
 
@@ -244,7 +244,7 @@ def test_fusion_computes_a_vector_librarys_functions_four_elements_a_call():
     source = _numpy_source(chain3, x, 0.5)
     kinds = {"x": numba_fusion.kind_of(x), "y": numba_fusion.kind_of(0.5)}
     fused = numba_fusion.fuse(source, "dchain3_dx", kinds, frozenset({"sin", "cos", "tanh"}))
-    assert "from sourcegrad.compiler import numba_vector_math as vector_math\n" in fused
+    assert "from sourcegrad.compiler.backends import numba_vector_math as vector_math\n" in fused
     # a statement that is one call of an array: the block's values four at a time
     assert "vector_math.apply(vector_math.SIN, x[block:block + size], v[:size])" in fused
     # a call inside a longer expression: made a statement of its own, into a block buffer
@@ -384,7 +384,7 @@ def test_fused_elementwise_run_matches_numpy_and_differences():
     g = sourcegrad.grad(chain3, backend="numba")
     got = g(x, 0.7)
     assert "x_flat = x.ravel()" in g.source and "dx_flat = dx.reshape(dx.size)" in g.source
-    from sourcegrad.compiler import numba_vector_math
+    from sourcegrad.compiler.backends import numba_vector_math
 
     if "sin" in numba_vector_math.functions():  # (glibc's libmvec: four sines a call)
         assert (
@@ -413,7 +413,7 @@ def test_large_results_outside_a_fused_run_are_computed_into_dead_buffers(monkey
     x, b = np.linspace(-1.0, 1.0, 12).reshape(3, 4), np.linspace(0.1, 0.4, 4)
     g = sourcegrad.grad(bias_tanh, wrt=(0, 1), backend="numba")
     got = g(x, b)
-    from sourcegrad.compiler import numba_vector_math
+    from sourcegrad.compiler.backends import numba_vector_math
 
     vector = "tanh" in numba_vector_math.functions()  # (glibc's libmvec: numba_vector_calls)
     assert ("vector_math.tanh(h, h)" if vector else "np.tanh(h, h)") in g.source
@@ -424,7 +424,7 @@ def test_large_results_outside_a_fused_run_are_computed_into_dead_buffers(monkey
 
 
 def test_vector_math_functions_match_numpy_to_rounding():
-    from sourcegrad.compiler import numba_vector_math
+    from sourcegrad.compiler.backends import numba_vector_math
 
     names = numba_vector_math.functions()
     if not names:
@@ -457,7 +457,7 @@ def test_vector_math_functions_match_numpy_to_rounding():
 
 
 def test_vector_calls_rewrites_numpys_calls_of_the_ufuncs_libmvec_computes():
-    from sourcegrad.compiler.numba_vector_calls import vector_calls
+    from sourcegrad.compiler.backends.numba_vector_calls import vector_calls
 
     text = (
         "# header\n"
@@ -473,11 +473,14 @@ def test_vector_calls_rewrites_numpys_calls_of_the_ufuncs_libmvec_computes():
     )
     ufuncs = {"tanh": "tanh", "exp": "exp", "arcsin": "asin"}
     got = vector_calls(text, ufuncs)
-    assert got.splitlines()[1:4] == [
-        "import numba",
-        "import numpy as np",
-        "from sourcegrad.compiler import numba_vector_math as vector_math_1",  # (a free name)
-    ]
+    assert (
+        got.splitlines()[1:4]
+        == [
+            "import numba",
+            "import numpy as np",
+            "from sourcegrad.compiler.backends import numba_vector_math as vector_math_1",  # (a free name)
+        ]
+    )
     assert "    y = vector_math_1.tanh(x)  # tanh\n    vector_math_1.exp(y, y)\n" in got
     # (a keyword, a starred argument, sqrt (not libmvec's), math's: left as they are)
     assert "np.sqrt(vector_math_1.arcsin(y)) + np.tanh(x, out=y) + np.sin(*x)" in got
@@ -489,7 +492,7 @@ def test_vector_calls_rewrites_numpys_calls_of_the_ufuncs_libmvec_computes():
     assert "vector_math.exp(y, y)" in vector_calls(fused, ufuncs)
 
 
-_VECTOR_IMPORT = "from sourcegrad.compiler import numba_vector_math as vector_math\n"
+_VECTOR_IMPORT = "from sourcegrad.compiler.backends import numba_vector_math as vector_math\n"
 
 
 def test_vector_math_ufuncs_are_numpys_ufuncs_in_numba_code():
@@ -497,7 +500,7 @@ def test_vector_math_ufuncs_are_numpys_ufuncs_in_numba_code():
     array, numpy's ufunc as numba compiles it for anything else, numpy's numbers either way."""
     import numba
 
-    from sourcegrad.compiler import numba_vector_math
+    from sourcegrad.compiler.backends import numba_vector_math
 
     if "tanh" not in numba_vector_math.functions():
         pytest.skip("no libmvec here (glibc 2.35 or later, AVX2 and FMA)")
@@ -571,7 +574,7 @@ def test_straight_line_code_on_large_arrays_runs_as_the_numpy_code_and_says_why(
     """No loop and no fused run, and an array of 2**16 elements or more: numpy's own loops and
     BLAS run each statement faster than numba's (numba_fusion.numpy_code_reason); the same
     code on small arrays, where numba wins numpy's per-operation cost, is compiled."""
-    from sourcegrad.compiler import numba_fusion
+    from sourcegrad.compiler.backends import numba_fusion
 
     rng = np.random.default_rng(0)
     w, X = rng.normal(size=8), rng.normal(size=(numba_fusion.LARGE_ARRAY // 8, 8))

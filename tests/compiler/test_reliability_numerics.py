@@ -16,7 +16,7 @@ import pytest
 import sourcegrad
 from sourcegrad import errors
 from sourcegrad.api import numeric_grad
-from sourcegrad.compiler import linebreak
+from sourcegrad.compiler.emit import linebreak
 
 X = np.array([0.3, -0.7, 1.1])
 

@@ -1,4 +1,4 @@
-"""A batch in blocks of rows under `memory=B` (sourcegrad.compiler.row_blocks): the same
+"""A batch in blocks of rows under `memory=B` (sourcegrad.compiler.derive.row_blocks): the same
 gradients (to rounding, and as central differences), one block's values kept at a time,
 nothing recomputed; programs that are not row-wise along a batch axis left to recomputing."""
 
@@ -10,8 +10,8 @@ import pytest
 
 import sourcegrad
 from sourcegrad.api import numeric_grad
-from sourcegrad.compiler.checkpointing import saved_bytes
-from sourcegrad.compiler.row_blocks import IN_ROW_BLOCKS, MIN_ROWS, SAVED_PER_BLOCK
+from sourcegrad.compiler.derive.checkpointing import saved_bytes
+from sourcegrad.compiler.derive.row_blocks import IN_ROW_BLOCKS, MIN_ROWS, SAVED_PER_BLOCK
 
 
 def mlp(W1, b1, W2, X, Y):

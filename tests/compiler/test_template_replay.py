@@ -1,4 +1,4 @@
-"""Replaying a rule template's recorded instantiation (sourcegrad.compiler.template_replay) gives the
+"""Replaying a rule template's recorded instantiation (sourcegrad.compiler.derive.template_replay) gives the
 very code that evaluating the template again gives: compiled with replay and with every
 template evaluated (shape_key patched to key nothing), the generated sources are equal, and
 the replayed gradient matches central finite differences."""
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad.compiler import templates
+from sourcegrad.compiler.derive import templates
 from sourcegrad.bench import scaling
 
 _BROADCASTS = """

@@ -8,6 +8,12 @@ The modules, in the order they import one another:
 - `activity`: which values need an adjoint (`varied_values`, `active_values`);
 - `checks`: in-place updates, complex values and rule-less calls refused, located.
 
+And two analyses the later stages ask (not imported here: each is imported where it is used):
+
+- `shape_names`: the user's own expressions for sizes (`DimensionSources`), for `optimize`;
+- `lifetimes`: which arrays are dead when, so printed names can share them, for `optimize`
+  (buffer reuse) and `emit` (names rebound, arrays freed).
+
 Each takes an `ir.Function` (and abstract values) and returns plain data: a dict of
 abstract values, a set of names, or None after a check.
 """

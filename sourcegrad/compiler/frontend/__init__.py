@@ -20,6 +20,8 @@ The package, one module per part:
     syntax.py       questions about the syntax tree; the constructs refused
     lowerer.py      the Lowerer, made of one mixin per kind of construct:
       statements.py, assignments.py, expressions.py, names.py, calls.py, containers.py
+    source_check.py whether the source inspect finds is the code the function runs
+                    (`check_current`, used by the api's caches; not imported here)
 """
 
 from .lowerer import Lowerer, function_to_ir, lower

@@ -16,7 +16,8 @@ import types
 import gast
 import numpy as np
 
-from .. import checkpointing, random_draws
+from ..derive import checkpointing
+from .. import random_draws
 from ... import errors, trees
 from ..ir import Const, Slc, Tup, Var
 from ..names import sanitize

@@ -37,7 +37,7 @@ from ..ir import (
     writes_of,
 )
 from ...ops import RULES
-from ..shape_names import DimensionSources
+from ..analysis.shape_names import DimensionSources
 
 
 def assign_counts(body, params=()):

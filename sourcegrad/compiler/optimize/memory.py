@@ -32,7 +32,7 @@ from ..ir import (
     walk,
     writes_of,
 )
-from ..lifetimes import FREE_MIN_BYTES, trip_outliving
+from ..analysis.lifetimes import FREE_MIN_BYTES, trip_outliving
 from ...ops import RULES
 from .algebra import fresh_result, makes_new_value, ufunc_rule
 from .cleanup import assign_counts, substitute

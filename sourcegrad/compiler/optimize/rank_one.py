@@ -27,7 +27,7 @@ from ..ir import (
     walk,
     writes_of,
 )
-from ..shape_names import DimensionSources
+from ..analysis.shape_names import DimensionSources
 from .algebra import ufunc_rule
 from .cleanup import assign_counts, namer
 

@@ -70,18 +70,18 @@ import dataclasses
 import math
 import re
 
-from .. import errors
-from ..errors import SourceLocation
+from ... import errors
+from ...errors import SourceLocation
 from .memory_budget import check_budget, choose_recomputed, loop_scheme
 from .row_blocks import IN_ROW_BLOCKS, SAVED_PER_BLOCK, in_row_blocks
-from ..ops import RULES
-from .optimize.cleanup import (
+from ...ops import RULES
+from ..optimize.cleanup import (
     RECOMPUTED_NOTE,
     eliminate_dead_code,
     inline_shape_only_values,
     propagate_copies_and_cse,
 )
-from .ir import (
+from ..ir import (
     Assign,
     Call,
     Const,

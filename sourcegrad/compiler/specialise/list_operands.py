@@ -26,10 +26,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ops import RULES
-from .analysis import UNKNOWN
-from .ir import Assign, Call, For, Function, If, Var, While, walk
-from .optimize.cleanup import namer
+from ...ops import RULES
+from ..analysis import UNKNOWN
+from ..ir import Assign, Call, For, Function, If, Var, While, walk
+from ..optimize.cleanup import namer
 
 # families of numpy functions, besides the reductions and elementwise functions, that take
 # arrays (and make an array of a list first, as numpy does)

@@ -3,7 +3,7 @@
 `memory_plan(checkpoint_loops, memory)` checks the user's options of `grad` and gives a
 `MemoryPlan` (None when nothing is asked: the gradient is then generated as always).
 `loop_scheme(plan, trips, per_trip, per_snapshot)` says how a loop
-(`sourcegrad.compiler.checkpointing`) is checkpointed, from the plan and what the loop saves
+(`sourcegrad.compiler.derive.checkpointing`) is checkpointed, from the plan and what the loop saves
 per trip and per snapshot: `("segments", k)` (the sqrt scheme: a snapshot every k trips, one
 segment's values held, each trip run twice), `("revolve", s, k)` (Griewank's binomial
 checkpointing over units of k trips: at most s snapshots and one unit's values held, each
@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import errors
+from ... import errors
 
 __all__ = [
     "MemoryPlan",

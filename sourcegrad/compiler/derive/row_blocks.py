@@ -44,10 +44,10 @@ import dataclasses
 
 import numpy as np
 
-from ..errors import SourceLocation
-from ..ops import RULES
-from .analysis import AVal, stand_in
-from .ir import (
+from ...errors import SourceLocation
+from ...ops import RULES
+from ..analysis import AVal, stand_in
+from ..ir import (
     Assign,
     Call,
     Const,
@@ -60,7 +60,7 @@ from .ir import (
     reads_of,
     substitute_atom,
 )
-from .optimize.cleanup import (
+from ..optimize.cleanup import (
     eliminate_dead_code,
     inline_shape_only_values,
     propagate_copies_and_cse,

@@ -39,7 +39,7 @@ import functools
 import os
 import sys
 
-from ..ops.elementwise import NUMPY_NAME_OF_MATH
+from ...ops.elementwise import NUMPY_NAME_OF_MATH
 
 # the functions of one float argument that libmvec has in its AVX2 variant (glibc >= 2.35)
 NAMES = (

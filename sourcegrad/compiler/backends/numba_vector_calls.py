@@ -23,7 +23,9 @@ import re
 
 from .numba_stacks import replace_span, span
 
-IMPORT = re.compile(r"^from sourcegrad\.compiler import numba_vector_math as (\w+)$", re.M)
+IMPORT = re.compile(
+    r"^from sourcegrad\.compiler\.backends import numba_vector_math as (\w+)$", re.M
+)
 
 
 def vector_calls(source: str, ufuncs) -> str:
@@ -53,7 +55,9 @@ def vector_calls(source: str, ufuncs) -> str:
         replace_span(lines, *span(node.func), f"{alias}.{node.func.attr}")
     if not imported:  # (after the imports)
         at = max(k for k, text in enumerate(lines) if text.startswith("import "))
-        lines.insert(at + 1, f"from sourcegrad.compiler import numba_vector_math as {alias}\n")
+        lines.insert(
+            at + 1, f"from sourcegrad.compiler.backends import numba_vector_math as {alias}\n"
+        )
     return "".join(lines)
 
 

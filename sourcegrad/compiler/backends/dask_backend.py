@@ -31,7 +31,7 @@ import re
 
 import numpy as np
 
-from .. import errors
+from ... import errors
 
 
 class DaskUnsupportedError(errors.SourcegradError):

@@ -37,10 +37,10 @@ import dataclasses
 from collections import defaultdict
 
 from . import checkpointing
-from .. import errors
+from ... import errors
 import numpy as np
 
-from .analysis import (
+from ..analysis import (
     UNKNOWN,
     AVal,
     abstract_call,
@@ -49,7 +49,7 @@ from .analysis import (
     holds_complex,
     shift_invariant_maxima,
 )
-from .ir import (
+from ..ir import (
     Assign,
     Call,
     Const,
@@ -71,9 +71,9 @@ from .ir import (
     walk,
     writes_of,
 )
-from .names import adjoint_name, name_for_call
-from .. import ops
-from ..ops import RULES, has, reads_shape_of
+from ..names import adjoint_name, name_for_call
+from ... import ops
+from ...ops import RULES, has, reads_shape_of
 from .templates import Instantiator
 
 

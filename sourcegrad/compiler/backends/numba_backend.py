@@ -70,9 +70,9 @@ import warnings
 
 import numpy as np
 
-from .. import cache, errors
+from ... import cache, errors
 from . import numba_fusion, numba_stacks, numba_vector_calls, numba_vector_math
-from .codegen import FREED_NOTE, load as load_numpy
+from ..emit.codegen import FREED_NOTE, load as load_numpy
 
 OPTIONS = 'error_model="numpy"'
 

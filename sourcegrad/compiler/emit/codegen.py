@@ -48,9 +48,9 @@ import astor
 import gast
 import numpy as np
 
-from .. import errors
+from ... import errors
 from . import linebreak, pyprint
-from .ir import (
+from ..ir import (
     Assign,
     Call,
     Const,
@@ -73,9 +73,9 @@ from .ir import (
     walk,
     writes_of,
 )
-from .analysis import memory_sources
-from .lifetimes import freed_after_last_use, in_place_names, shared_names, trip_outliving
-from ..ops import MATH_FUNCTIONS, RULES
+from ..analysis import memory_sources
+from ..analysis.lifetimes import freed_after_last_use, in_place_names, shared_names, trip_outliving
+from ...ops import MATH_FUNCTIONS, RULES
 
 MAX_LINE = linebreak.MAX_LINE  # (88, black's)
 # `a @ b` is printed `a.dot(b)` when both are arrays of one or two dimensions of at most this
@@ -97,8 +97,10 @@ class Backend:
 BACKENDS = {
     "numpy": Backend("numpy", "numpy", "np"),
     "cupy": Backend("cupy", "cupy", "cp"),
-    "dask": Backend("dask", "dask.array", "da"),  # (sourcegrad.compiler.dask_backend runs it)
-    # numba compiles the numpy code (sourcegrad.compiler.numba_backend rewrites what it needs)
+    "dask": Backend(
+        "dask", "dask.array", "da"
+    ),  # (sourcegrad.compiler.backends.dask_backend runs it)
+    # numba compiles the numpy code (sourcegrad.compiler.backends.numba_backend rewrites what it needs)
     "numba": Backend("numpy", "numpy", "np"),
 }
 

@@ -531,7 +531,7 @@ def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
     if not any(line.startswith("import math") for line in lines):
         at = next(k for k, line in enumerate(lines) if line.startswith("import "))
         lines.insert(at, "import math\n")
-    vector_import = f"from sourcegrad.compiler import numba_vector_math as {vector_math}\n"
+    vector_import = f"from sourcegrad.compiler.backends import numba_vector_math as {vector_math}\n"
     if vectorised and vector_import not in lines:  # (after the imports)
         at = max(k for k, line in enumerate(lines) if line.startswith("import "))
         lines.insert(at + 1, vector_import)

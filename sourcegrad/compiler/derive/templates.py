@@ -21,11 +21,11 @@ import warnings
 import gast
 import numpy as np
 
-from .. import errors
-from .analysis import UNKNOWN, AVal, abstract_call
-from .ir import Assign, Call, Const, Tup, Var, atom_vars
-from .names import name_for_call
-from ..ops import OPERATORS, RULES, rule_for_function, template_name, vjp_template
+from ... import errors
+from ..analysis import UNKNOWN, AVal, abstract_call
+from ..ir import Assign, Call, Const, Tup, Var, atom_vars
+from ..names import name_for_call
+from ...ops import OPERATORS, RULES, rule_for_function, template_name, vjp_template
 from .template_replay import canonical, replay, shape_key
 
 _NO_VALUE = object()
@@ -623,7 +623,7 @@ class Instantiator:
             if all(p.known for p in parts):
                 value = slice(*(p.static for p in parts))
                 return PV(Const(value), value)
-            from .ir import Slc
+            from ..ir import Slc
 
             return PV(Slc(*(p.atom for p in parts)))
         if isinstance(node, gast.Tuple):  # `x[..., :m, m:]`: slices among the items

@@ -32,7 +32,7 @@ import heapq
 import re
 from functools import lru_cache
 
-from .ir import (
+from ..ir import (
     Assign,
     Call,
     Marker,

@@ -19,9 +19,9 @@ Tangent rules come from the rule table:
 
 from __future__ import annotations
 
-from .. import errors
-from .analysis import UNKNOWN, AVal, holds_complex, varied_values
-from .ir import (
+from ... import errors
+from ..analysis import UNKNOWN, AVal, holds_complex, varied_values
+from ..ir import (
     Assign,
     Call,
     Const,
@@ -37,7 +37,7 @@ from .ir import (
     atom_vars,
 )
 from .reverse import input_positions, shape_sources, zeros_op
-from ..ops import RULES, has
+from ...ops import RULES, has
 from .templates import Instantiator
 
 

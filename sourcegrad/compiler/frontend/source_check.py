@@ -50,9 +50,9 @@ import os
 import types
 from dataclasses import dataclass
 
-from .. import errors
-from ..errors import SourceLocation
-from .frontend import function_run_by
+from ... import errors
+from ...errors import SourceLocation
+from .source import function_run_by
 
 
 class StaleSourceError(errors.SourcegradError):

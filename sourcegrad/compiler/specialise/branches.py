@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .ir import Const, For, If, Var, While
+from ..ir import Const, For, If, Var, While
 
 
 def decide_branches(fn, env: dict):
