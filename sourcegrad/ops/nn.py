@@ -261,22 +261,26 @@ def lstm_layer_grads(g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     g_out, g_h, g_c = g
     dh = np.array(g_h, dtype=out.dtype)
     dc = np.array(g_c, dtype=out.dtype)
+    # what each step's gradients are multiplied by, for all steps at once; the loop over
+    # time keeps only the recurrence (dh, dc)
+    i, f, gg, o = (gates[..., k * hidden : (k + 1) * hidden] for k in range(4))
+    if reverse:
+        c_prev = np.concatenate([cells[1:], c0[None]], axis=0)
+    else:
+        c_prev = np.concatenate([c0[None], cells[:-1]], axis=0)
+    tc = np.tanh(cells)
+    through_h = o * (1 - tc * tc)  # d c_t / d h_t's share
+    to_gates = np.stack([gg * i * (1 - i), c_prev * f * (1 - f), i * (1 - gg * gg)], axis=-2)
+    to_o = tc * o * (1 - o)
     dpre = np.empty_like(gates)
-    order = range(steps) if reverse else range(steps - 1, -1, -1)
-    for t in order:
-        act = gates[t]
-        i, f, gg, o = (act[:, k * hidden : (k + 1) * hidden] for k in range(4))
-        prev = t + 1 if reverse else t - 1
-        c_prev = cells[prev] if 0 <= prev < steps else c0
-        dh = dh + g_out[t]
-        tc = np.tanh(cells[t])
-        dc = dc + dh * o * (1 - tc * tc)
+    shape3 = dpre.shape[1:-1] + (3, hidden)
+    for t in range(steps) if reverse else range(steps - 1, -1, -1):
+        dh += g_out[t]
+        dc += dh * through_h[t]
         d = dpre[t]
-        d[:, :hidden] = dc * gg * i * (1 - i)
-        d[:, hidden : 2 * hidden] = dc * c_prev * f * (1 - f)
-        d[:, 2 * hidden : 3 * hidden] = dc * i * (1 - gg * gg)
-        d[:, 3 * hidden :] = dh * tc * o * (1 - o)
-        dc = dc * f
+        np.multiply(to_gates[t], dc[..., None, :], out=d[..., : 3 * hidden].reshape(shape3))
+        np.multiply(dh, to_o[t], out=d[..., 3 * hidden :])
+        dc *= f[t]
         dh = d @ w_hh
     if reverse:
         h_prev = np.concatenate([out[1:], h0[None]], axis=0)
