@@ -13,7 +13,7 @@ import numpy as np
 
 from ..runtime import array_module, expand_reduced, max_grad, max_jvp, unbroadcast, unindex
 from .examples import arg, ex
-from .registry import Spelling, defvjp, torch
+from .registry import Spelling, defprimitive, defvjp, torch
 
 
 def _spelled(name):
@@ -195,6 +195,9 @@ def split(x, indices_or_sections, axis=0):
     return np.split(x, indices_or_sections, axis=axis)
 
 
+_LSTM_RUN: list = [None, None]  # (the inputs of the last run, what it computed)
+
+
 def _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
     """One LSTM layer in one direction over x (L, N, I), ATen's cell at each step: the
     outputs (L, N, H), and the gates (i, f, g, o after their activations) and cell states
@@ -215,25 +218,16 @@ def _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
         np.tanh((projected[t] + h @ w_hh_t) * scale, out=act)
         act *= scale
         act += offset
-        i, f, g, o = (act[:, k * hidden : (k + 1) * hidden] for k in range(4))
-        c = f * c + i * g
+        c = act[:, hidden : 2 * hidden] * c
+        c += act[:, :hidden] * act[:, 2 * hidden : 3 * hidden]
         cells[t] = c
-        h = out[t] = o * np.tanh(c)
+        h = out[t] = act[:, 3 * hidden :] * np.tanh(c)
     return out, h, c, gates, cells
 
 
 def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
-    """An LSTM layer (one direction) as one op, torch's mkldnn_rnn_layer: (output, h_n, c_n)."""
-    out, h, c, _, _ = _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
-    return out, h, c
-
-
-_LSTM_RUN: list = [None, None]  # (the inputs of the last recorded run, what it computed)
-
-
-def lstm_layer_recorded(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
-    """lstm_layer for an op whose node is made: keeps the run's gates and cell states for
-    its backward (which runs the forward again for another run's)."""
+    """An LSTM layer (one direction) as one op, torch's mkldnn_rnn_layer: (output, h_n, c_n).
+    The run's gates and cell states stay at hand for its backward (the last run's only)."""
     run = _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
     _LSTM_RUN[0], _LSTM_RUN[1] = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse), run
     return run[:3]
@@ -251,7 +245,7 @@ def lstm_layer_grads(g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
     kept = _LSTM_RUN[0]
     if kept is not None and all(a is b for a, b in zip(kept, inputs)):
-        # the same arrays as the recorded run, not written since (the node checked their
+        # the same arrays as the last run, not written since (the node checked their
         # versions): its gates
         out, _, _, gates, cells = _LSTM_RUN[1]
         _LSTM_RUN[0] = _LSTM_RUN[1] = None
@@ -604,6 +598,9 @@ defvjp(
     _spelled("split"),
     lambda g, ans, x, indices_or_sections, axis=0: np.concatenate(g, axis=axis),
 )
+# lstm_layer's VJPs call it (generated backward code too): its own derivative is not written,
+# as torch has none for mkldnn_rnn_layer's backward (no double backward through a float32 LSTM)
+defprimitive("lstm_layer_grads", lstm_layer_grads, _spelled("lstm_layer_grads"))
 defvjp(
     "lstm_layer",
     lstm_layer,

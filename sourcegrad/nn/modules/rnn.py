@@ -92,12 +92,10 @@ def _fused_lstm(x, h, c, weights, reverse):
         or any(a._data.dtype != np.float32 for a in args)
     ):
         return None
-    datas = [a._data for a in args]
+    outs = [Tensor._make(d) for d in _kernels.lstm_layer(*(a._data for a in args), reverse)]
     if STATE.enabled and needs_grad(*args):
-        outs = [Tensor._make(d) for d in _kernels.lstm_layer_recorded(*datas, reverse)]
         record(LSTM_LAYER, None, args, {"reverse": reverse}, outputs=outs)
-        return outs
-    return [Tensor._make(d) for d in _kernels.lstm_layer(*datas, reverse)]
+    return outs
 
 
 def _run_direction(mode, x, h, c, weights, reverse):
