@@ -95,6 +95,20 @@ BY_VALUE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 TREE_IR: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 SHARED_LOCK = threading.RLock()
 TEMPLATES_KEPT = 256
+# how many times a signature was compiled in this process (lowered or traced, then
+# differentiated or found as a template): `compile_count()`
+_COMPILES = [0]
+
+
+def compile_count() -> int:
+    """How many signatures gradients compiled in this process so far (each call that missed
+    the compiled code of its signature and lowered or traced the function again). A repeated
+    call with equal inputs adds none: tests and the benchmark assert it."""
+    return _COMPILES[0]
+
+
+def counted_compile() -> None:
+    _COMPILES[0] += 1
 
 
 class _TemplatesKey:

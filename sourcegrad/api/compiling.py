@@ -195,6 +195,7 @@ class Compiling:
                 )
             if self.backend_for(args) == "dask":
                 self._check_dask(args, to_transform)
+            caches.counted_compile()
             written, trace = self._lowered(args)  # stage 1
             self._traces[key] = trace
             primal = compiler.prepare(

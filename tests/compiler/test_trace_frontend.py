@@ -529,6 +529,61 @@ def test_values_left_in_objects_are_plain_arrays_after_the_trace():
     np.testing.assert_allclose(REMEMBERS.cache["z"], 2.0 * X)
 
 
+class Counts:
+    def __init__(self):
+        self.calls = 0
+
+    def loss(self, x):
+        self.calls = self.calls + 1  # the compiled code would not count: refused
+        return np.sum(x**2) * self.calls
+
+
+STEP = 0
+STATE = {"t": 0}
+
+
+def counts_in_a_global(x):
+    global STEP
+    STEP += 1
+    return np.sum(x**2) * STEP
+
+
+def counts_in_a_dict(x):
+    STATE["t"] += 1
+    return np.sum(x**2)
+
+
+def counts_in_a_closure():
+    n = 0
+
+    def loss(x):
+        nonlocal n
+        n += 1
+        return np.sum(x) * n
+
+    return loss
+
+
+@pytest.mark.parametrize(
+    "make, line",
+    [
+        (lambda: Counts().loss, "self.calls = self.calls + 1"),
+        (lambda: counts_in_a_global, "STEP += 1"),
+        (lambda: counts_in_a_dict, 'STATE["t"] += 1'),
+        (counts_in_a_closure, "n += 1"),
+    ],
+)
+def test_python_data_the_traced_function_changes_is_refused_at_its_line_and_put_back(make, line):
+    # (found from outside: a counter read by the loss gave the first call's gradient for ever)
+    fn = make()
+    with pytest.raises(errors.UnsupportedSyntaxError, match="changes") as raised:
+        sourcegrad.grad(fn)(X)
+    assert raised.value.loc.text.strip().startswith(line)
+    assert STEP == 0 and STATE == {"t": 0}
+    if hasattr(fn, "__self__"):
+        assert fn.__self__.calls == 0
+
+
 # -- what the fuzzer found: values decided in Python are guarded, plain arrays stay true -----
 
 

@@ -43,6 +43,7 @@ from ..ir import Assign, Call, Const, ExprStmt, Function, Return, Slc, Tup, Var,
 from ..names import Namer, name_for_call, sanitize
 from . import state
 from .frames import is_user
+from .python_state import PythonState
 from .patches import (
     TracedGenerator,
     library_functions,
@@ -774,6 +775,8 @@ def trace_function(fn, args, params, wrt, why, defs=None) -> Trace:
             continue
         leaves = [traced(next(given)) for _ in treedef.leaf_names("x")]
         call_args.append(treedef.unflatten(leaves))
+    python_state = _python_state(fn, args)
+    rec.module_hooks.append(python_state.add_module)  # (each user module the trace enters)
     try:
         with rec.running(), _generators_drawn_by_the_code(rec, fn, call_args):
             result = fn(*call_args)
@@ -785,6 +788,7 @@ def trace_function(fn, args, params, wrt, why, defs=None) -> Trace:
         raise
     atom = _returned(rec, result)
     roots = _plain_again(rec, fn, args)
+    python_state.check()  # (a counter the code would not count: refused)
     made_here = _arrays_read(rec, roots)
     name = sanitize(getattr(fn, "__name__", "f").replace("<lambda>", "lambda")) or "f"
     function = rec.function_ir(atom, name, set())
@@ -1040,6 +1044,25 @@ def _code_and_holders(fn, args):
         holders.append(fn.__self__)
         fn = fn.__func__
     return fn, holders
+
+
+def _python_state(fn, args) -> PythonState:
+    """The Python data the function may change, as it is before the trace: the attributes
+    of the objects it is given or reads from its globals, its module's globals, its closure
+    values (`python_state`)."""
+    fn, holders = _code_and_holders(fn, args)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return PythonState(fn, holders)
+    space = fn.__globals__
+    for name in sorted(set(code.co_names)):
+        value = space.get(name)
+        if hasattr(value, "__dict__") and not isinstance(
+            value, (type, types.ModuleType, types.FunctionType)
+        ):
+            holders.append(value)
+    cells = list(zip(code.co_freevars, fn.__closure__ or ()))
+    return PythonState(fn, holders, space, cells)
 
 
 def _dependencies(fn, args, visited=(), made_here=False) -> list:
