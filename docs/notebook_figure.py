@@ -22,10 +22,10 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "examples")]  # this checkout's sourceg
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
+import logreg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.textpath import TextPath  # noqa: E402
 
-import logreg  # noqa: E402
 import sourcegrad  # noqa: E402
 from sourcegrad.notebook import HTML_STYLES, gradient_html, tokens  # noqa: E402
 

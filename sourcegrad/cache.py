@@ -229,14 +229,16 @@ def _open_own_directory(path: str, what: str, private: bool) -> int:
         os.makedirs(parent, mode=0o700, exist_ok=True)
         parent_fd = os.open(parent, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     except OSError as exc:
-        raise _Fault(f"{what} parent", f"cannot open the parent of the {what} {path} ({exc})")
+        raise _Fault(
+            f"{what} parent", f"cannot open the parent of the {what} {path} ({exc})"
+        ) from exc
     try:
         try:
             os.mkdir(name, 0o700, dir_fd=parent_fd)  # (does not follow a symlink: EEXIST)
         except FileExistsError:
             pass
         except OSError as exc:
-            raise _Fault(f"{what} create", f"cannot create the {what} {path} ({exc})")
+            raise _Fault(f"{what} create", f"cannot create the {what} {path} ({exc})") from exc
         try:
             fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=parent_fd)
         except OSError as exc:
@@ -247,7 +249,7 @@ def _open_own_directory(path: str, what: str, private: bool) -> int:
                 if os.path.lexists(path) and not os.path.isdir(path)
                 else "unusable"
             )
-            raise _Fault(f"{what} open", f"the {what} {path} is {kind} ({exc})")
+            raise _Fault(f"{what} open", f"the {what} {path} is {kind} ({exc})") from exc
     finally:
         os.close(parent_fd)
     problem = _ownership_problem(os.fstat(fd), private)
@@ -366,7 +368,7 @@ def _load_secret() -> bytes:
     except OSError as exc:
         raise _Fault(
             "secret open", f"cannot open the cache secret in {where} (a symlink is refused) ({exc})"
-        )
+        ) from exc
     finally:
         os.close(dir_fd)
     try:

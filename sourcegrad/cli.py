@@ -19,8 +19,8 @@ beside the installed package (a source checkout), so it works from any directory
 from __future__ import annotations
 
 import argparse
-import functools
 import ast
+import functools
 import importlib.util
 import inspect
 import os
@@ -31,9 +31,9 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from . import api, errors
+from ._version import __version__
 from .compiler import comment_lines, describe_total, memory_plan
 from .notebook import tokens
-from ._version import __version__
 
 Wrt = Union[int, str, tuple[Union[int, str], ...]]
 
@@ -239,7 +239,9 @@ def _show_module(cls: Any, args: argparse.Namespace) -> int:
     try:
         model = cls()
     except TypeError as exc:
-        raise CLIError(f"{cls.__name__}() needs arguments ({exc}): show makes it with none")
+        raise CLIError(
+            f"{cls.__name__}() needs arguments ({exc}): show makes it with none"
+        ) from exc
     forward = getattr(cls.forward, "__func__", cls.forward)
     inputs = parse_args_spec(args.args, functools.partial(forward, None))
     compiled = compiled_module.compile_module(model)

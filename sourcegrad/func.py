@@ -39,12 +39,12 @@ import functools
 
 from . import trees
 from .autograd import forward_ad
-from .errors import ForwardADError
 from .eager import factories, shape_ops
 from .eager.dual_state import DUAL, set_tangent, tangent_of
 from .eager.engine import grad as _autograd_grad
 from .eager.grad_mode import enable_grad
 from .eager.tensor import Tensor
+from .errors import ForwardADError
 
 __all__ = [
     "grad",

@@ -7,4 +7,5 @@ rules call `sourcegrad.rules.defvjp`, so both names stay.
 
 from .ops import *  # noqa: F401,F403
 from .ops import __all__  # noqa: F401
-from .ops.registry import func as _func, helper as _helper  # noqa: F401
+from .ops.registry import func as _func  # noqa: F401
+from .ops.registry import helper as _helper  # noqa: F401

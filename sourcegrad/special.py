@@ -7,7 +7,8 @@ installed (importing sourcegrad never imports scipy).
 Imports: the eager package only.
 """
 
-from .eager.special import SPECIAL as _SPECIAL, special_function as __getattr__  # noqa: F401
+from .eager.special import SPECIAL as _SPECIAL  # noqa: F401
+from .eager.special import special_function as __getattr__  # noqa: F401
 
 globals().update(_SPECIAL)
 

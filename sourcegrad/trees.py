@@ -156,7 +156,7 @@ class TreeDef:
         out = []
         for steps in self._steps():
             parts = [base]
-            for kind, key, position in steps:
+            for _kind, key, position in steps:
                 word = str(key)
                 parts.append(
                     word

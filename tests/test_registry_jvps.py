@@ -20,6 +20,7 @@ def _load_everything():
     """Register the entries of the optional families and of the eager nn modules."""
     pytest.importorskip("scipy.special")
     import scipy.stats  # noqa: F401
+
     import sourcegrad.nn  # noqa: F401  (convolution, pooling, batch norm, padding)
     import sourcegrad.rules_nn  # noqa: F401
 

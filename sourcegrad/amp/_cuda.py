@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import warnings
 
-from . import autocast_mode, grad_scaler
 from ..eager import dtypes
+from . import autocast_mode, grad_scaler
 
 __all__ = ["GradScaler", "autocast", "custom_fwd", "custom_bwd"]
 

@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import errors
 
-
 # what `wrt`/`argnums`/`argnum` take: an argument's index or name, or a tuple of them
 Wrt = Union[int, str, Sequence[Union[int, str]]]
 

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 from ..compiler import check_current, function_run_by, lower
 from ..ops import rule_for_function
 

@@ -12,9 +12,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .. import errors
+from .. import errors, trees
 from ..compiler import generators_of, same_draws
-from .. import trees
 from .arguments import Wrt
 from .gradient import Gradient
 
@@ -45,16 +44,16 @@ def check_grad(
         # (a parameter tree is compared leaf by leaf, each named by its path)
         ana_leaves, treedef = trees.flatten(ana)
         labels = treedef.paths(f"argument {pos}")
-        for label, ana, numeric in zip(labels, ana_leaves, trees.flatten(numeric)[0]):
+        for label, ana, leaf in zip(labels, ana_leaves, trees.flatten(numeric)[0]):
             err = np.max(
-                np.abs(np.asarray(ana) - numeric) / (atol + rtol * np.abs(numeric) + 1e-300),
+                np.abs(np.asarray(ana) - leaf) / (atol + rtol * np.abs(leaf) + 1e-300),
                 initial=0.0,
             )
             worst = max(worst, float(err))
-            if not np.allclose(ana, numeric, rtol=rtol, atol=atol):
+            if not np.allclose(ana, leaf, rtol=rtol, atol=atol):
                 raise GradientCheckError(
                     f"gradient of {fn.__name__} wrt {label} differs from central finite "
-                    f"differences:\n  compiled: {np.asarray(ana)!r}\n  numeric:  {numeric!r}"
+                    f"differences:\n  compiled: {np.asarray(ana)!r}\n  numeric:  {leaf!r}"
                 )
     return worst
 

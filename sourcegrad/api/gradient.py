@@ -26,7 +26,6 @@ import numpy as np
 from .. import compiler, errors, trees
 from ..compiler import BACKENDS, Traced, function_run_by, signature_key
 from ..runtime import GuardMiss
-from .dispatch import fast_entry
 from . import as_floats, caches, cross_check, results
 from .arguments import (
     Wrt,
@@ -37,6 +36,7 @@ from .arguments import (
     sharing_pairs,
 )
 from .compiling import Compiling
+from .dispatch import fast_entry
 
 
 def _without_source(fn) -> errors.SourceNotFoundError | None:

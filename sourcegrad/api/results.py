@@ -14,7 +14,6 @@ on every call: a third of the time of a large RNN's compiled gradient).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..compiler import is_dask, like_dask_input

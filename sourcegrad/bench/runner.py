@@ -991,7 +991,8 @@ def main(argv=None):
 
         print(eager_markdown(eager_rows), end="")
     if scaling_rows:
-        from .scaling import MS_PER_STATEMENT_TARGET, markdown as scaling_markdown
+        from .scaling import MS_PER_STATEMENT_TARGET
+        from .scaling import markdown as scaling_markdown
 
         print(
             f"\nCompile time against function size (compile_scaling; target: at most "

@@ -639,7 +639,6 @@ def _prepare_hand(workload, size, args, wrt):
 
 def _prepare_sourcegrad(workload, size, args, wrt):
     import sourcegrad
-
     from sourcegrad.api import caches
 
     g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt))

@@ -21,7 +21,6 @@ from typing import Sequence, Union
 
 from ..errors import SourceLocation
 
-
 # --- atoms: the only things an operation may take as arguments ---------------------------------
 
 

@@ -27,8 +27,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .ir import Assign, Call, ExprStmt, walk
 from ..ops import RULES, Spelling, defnondiff
+from .ir import Assign, Call, ExprStmt, walk
 
 # the objects whose methods draw: numpy's two generator APIs
 GENERATOR_TYPES = (np.random.Generator, np.random.RandomState)

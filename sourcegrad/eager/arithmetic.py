@@ -27,17 +27,17 @@ from . import devices, dtypes
 from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
 from .node import NotImplementedNode
-from .operands import same_device
-from .operands import grad_required
 
 # the shared operand helpers under the short private names this module's ops are written with
-from .operands import data_of as _data, needs_grad as _needs_grad
-from .operands import promote as _promote, result as _result
+from .operands import data_of as _data
+from .operands import grad_required, same_device
+from .operands import needs_grad as _needs_grad
+from .operands import promote as _promote
+from .operands import result as _result
 from .out_arg import write_out
 from .spec import OpSpec, record
-from .tensor import Tensor, stale_view_requires_grad
-
 from .surface import export
+from .tensor import Tensor, stale_view_requires_grad
 
 _wrap = Tensor._make
 _GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled when CuPy loads
@@ -50,7 +50,7 @@ def binary_op(spec, fn, a, b, to_float=False):
         if type(out) is not np.ndarray or out.dtype != rd:  # _result's cases
             out = _result(out, rd)
     except ValueError as e:
-        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e from e
     out = _wrap(out)
     if STATE.enabled and (
         (
@@ -324,7 +324,7 @@ def _compare(fn, a, b):
     try:
         return _wrap(_result(fn(ad, bd)))
     except ValueError as e:
-        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e from e
 
 
 def _order(fn, kernel, a, b):
@@ -335,7 +335,7 @@ def _order(fn, kernel, a, b):
     try:
         return _wrap(_result(fn(ad, bd)))
     except ValueError as e:
-        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e from e
 
 
 def not_implemented_for(kernel, np_dtype):
@@ -385,7 +385,7 @@ def _logic(fn, a, b):
     try:
         return _wrap(_result(fn(ad, bd)))
     except ValueError as e:
-        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e from e
 
 
 @export("logical_and", numpy=(np.logical_and,))
@@ -431,7 +431,7 @@ def _shift(fn, kernel, a, b):
     try:
         return _wrap(_result(fn(ad, bd), rd))
     except ValueError as e:
-        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e from e
 
 
 @export("bitwise_left_shift", numpy=(np.left_shift,))

@@ -19,9 +19,10 @@ import warnings
 from . import factories, linalg
 from .dtypes import finfo
 from .elementwise import where
-from .grad_mode import is_grad_enabled as grad_mode_enabled, no_grad
-from .shape_ops import broadcast_tensors, cat
+from .grad_mode import is_grad_enabled as grad_mode_enabled
+from .grad_mode import no_grad
 from .operands import as_tensor
+from .shape_ops import broadcast_tensors, cat
 from .surface import export
 from .tensor import Tensor
 

@@ -11,16 +11,14 @@ and the leaves.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from . import devices, dtypes
 from .operands import needs_grad as _needs_grad
-from .spec import OpSpec, record
-from .tensor import Tensor
-
 from .operands import wrap_array
+from .spec import OpSpec, record
 from .surface import export, implements, numpy_form
+from .tensor import Tensor
 from .views import CLONE, shape_arg
 
 _wrap = Tensor._make

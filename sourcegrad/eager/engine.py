@@ -337,7 +337,7 @@ def _pass(buffers, child, nr, g):
     buf[nr] = _add(buf[nr], g)
 
 
-def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True):
+def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True):  # noqa: C901 (one case per statement kind)
     """Backpropagate `seeds` from the `roots` edges; return the gradients reaching `targets`."""
     if targets is None:
         # every reachable node runs and every edge carries a gradient

@@ -26,7 +26,7 @@ from ..runtime import unbroadcast
 from . import devices, messages
 from .dual_state import DUAL, any_tangent, set_tangent, tangent_of
 from .grad_mode import STATE, no_grad
-from .node import ErrorNode, Meta, Node, NONE_EDGE, check_saved, meta_of, version_of
+from .node import NONE_EDGE, ErrorNode, Meta, Node, check_saved, meta_of, version_of
 from .tensor import Tensor
 
 _wrap = Tensor._make

@@ -15,17 +15,16 @@ Imports: `views`, `operands`, `spec`, `tensor`, `surface` and the leaves.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from . import devices
 from .operands import along_index, cached_spec, return_types, same_device, wrap_dim
-from .operands import data_of as _data, needs_grad as _needs_grad
+from .operands import data_of as _data
+from .operands import needs_grad as _needs_grad
 from .operands import result as _result
 from .spec import OpSpec, record
-from .tensor import Tensor
-
 from .surface import export
+from .tensor import Tensor
 from .views import alias, expand, record_view, reshape, select, slice_dim, unsqueeze
 
 _wrap = Tensor._make

@@ -41,18 +41,26 @@ import numpy as np
 
 from .. import errors
 from ..ops import nn as rt
-from . import devices, dtypes, forward_ad, messages, ops as _ops, shape_ops
+from . import devices, dtypes, forward_ad, messages, shape_ops
+from . import ops as _ops
 from .dual_state import DUAL, any_tangent
 from .factories import numpy_rng
 from .grad_mode import STATE
-from .node import AsStridedBackward0, CopyBackwards, CopySlices, NONE_EDGE, meta_of
-from .node import strip_backward
-from .operands import along_index, as_tensor, promote as _promote, result as _result
+from .node import NONE_EDGE, AsStridedBackward0, CopyBackwards, CopySlices, meta_of, strip_backward
+from .operands import along_index, as_tensor
+from .operands import promote as _promote
+from .operands import result as _result
 from .shape_ops import MASKED_FILL, index_array, positions
-from .spec import OpSpec, VALUE, record
+from .spec import VALUE, OpSpec, record
 from .surface import export
-from .tensor import COMPLEX_PART_VIEW, DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
-from .tensor import VersionCounter
+from .tensor import (
+    COMPLEX_PART_VIEW,
+    DEFAULT_VIEW,
+    MULTI_OUTPUT_VIEW,
+    NO_GRAD_VIEW,
+    Tensor,
+    VersionCounter,
+)
 
 _wrap = Tensor._make
 

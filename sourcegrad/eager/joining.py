@@ -11,18 +11,17 @@ Imports: `views`, `operands`, `spec`, `tensor`, `surface` and the leaves.
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from .out_arg import write_out
 from . import dtypes
-from .operands import same_device, wrap_dim
-from .operands import as_tensor as _as_tensor, needs_grad as _needs_grad
+from .operands import as_tensor as _as_tensor
+from .operands import needs_grad as _needs_grad
 from .operands import result as _result
+from .operands import same_device, wrap_dim
+from .out_arg import write_out
 from .spec import OpSpec, record
-from .tensor import Tensor
-
 from .surface import export
+from .tensor import Tensor
 from .views import reshape, unsqueeze, view_of
 
 _wrap = Tensor._make

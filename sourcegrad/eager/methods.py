@@ -22,8 +22,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import devices, dtypes, engine, factories, inplace, node, numpy_dispatch, ops, shape_ops
-from . import fft, legacy, special, surface, vector_ops  # noqa: F401 - fft, vector_ops: their ops' surface
+from . import (  # noqa: F401 - fft, vector_ops: their ops' surface
+    devices,
+    dtypes,
+    engine,
+    factories,
+    fft,
+    inplace,
+    legacy,
+    node,
+    numpy_dispatch,
+    ops,
+    shape_ops,
+    special,
+    surface,
+    vector_ops,
+)
 from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
 

@@ -29,7 +29,8 @@ import weakref
 
 import numpy as np
 
-from ..runtime import unbroadcast, unindex as host_unindex
+from ..runtime import unbroadcast
+from ..runtime import unindex as host_unindex
 from . import devices, gpu_helpers, messages
 from .anomaly import ANOMALY
 from .dual_state import DUAL, set_tangent

@@ -24,10 +24,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import composites, factories, fft, inplace, joining, linalg, messages, ops, shape_ops
-from . import surface, vector_ops, views
-from .operands import wrap_array as _as_tensor
+from . import (
+    composites,
+    factories,
+    fft,
+    inplace,
+    joining,
+    linalg,
+    messages,
+    ops,
+    shape_ops,
+    surface,
+    vector_ops,
+    views,
+)
 from .devices import DEVICE_TYPES
+from .operands import wrap_array as _as_tensor
 from .tensor import Tensor
 
 _wrap = Tensor._make

@@ -10,12 +10,12 @@ dispatch entries is decided by `surface.py`, not here.
 
 from __future__ import annotations
 
-from .arithmetic import *  # noqa: F401,F403
-from .elementwise import *  # noqa: F401,F403
-from .reductions import *  # noqa: F401,F403
-from .products import *  # noqa: F401,F403
 from . import elementwise as _elementwise
 from . import reductions as _reductions
+from .arithmetic import *  # noqa: F401,F403
+from .elementwise import *  # noqa: F401,F403
+from .products import *  # noqa: F401,F403
+from .reductions import *  # noqa: F401,F403
 
 # the ops made from the registry's entries: {torch function name: op}. Elementwise ones
 # first (their in-place variants are made from them, inplace.py), then the reductions.

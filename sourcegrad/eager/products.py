@@ -14,19 +14,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import nn as rt
-from . import devices
+from . import devices, views
+from .arithmetic import add, broadcast_error, mul
 
 # the shared operand helpers under the short private names this module's ops are written with
-from .operands import as_tensor as _as_tensor, data_of as _data, needs_grad as _needs_grad
-from .operands import promote as _promote, result as _result
-from .spec import OpSpec, record
-from .tensor import Tensor
-
-from . import views
-from .arithmetic import add, broadcast_error, mul
+from .operands import as_tensor as _as_tensor
+from .operands import data_of as _data
+from .operands import needs_grad as _needs_grad
+from .operands import promote as _promote
+from .operands import result as _result
 from .operands import wrap_array
 from .out_arg import write_out
+from .spec import OpSpec, record
 from .surface import export, implements, numpy_form
+from .tensor import Tensor
 
 _wrap = Tensor._make
 _GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled when CuPy loads

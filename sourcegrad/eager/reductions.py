@@ -22,22 +22,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import RULES, nn as rt
-from . import devices, dtypes
+from ..ops import RULES
+from ..ops import nn as rt
+from . import devices, dtypes, surface
+from .arithmetic import not_a_tensor
 from .dual_state import DUAL, any_tangent
+from .elementwise import maximum, minimum
 from .grad_mode import STATE
-from .operands import along_index, cached_spec, default_np as _default_np, return_types
+from .operands import along_index, cached_spec, return_types, wrap_dim
+from .operands import default_np as _default_np
 
 # the shared operand helpers under the short private names this module's ops are written with
 from .operands import needs_grad as _needs_grad
-from .operands import result as _result, wrap_dim
+from .operands import result as _result
 from .spec import OpSpec, record
-from .tensor import Size, Tensor, stale_view_requires_grad
-
-from . import surface
-from .arithmetic import not_a_tensor
-from .elementwise import maximum, minimum
 from .surface import export, implements, numpy_form
+from .tensor import Size, Tensor, stale_view_requires_grad
 from .views import reshape
 
 _wrap = Tensor._make

@@ -9,7 +9,7 @@ dispatch entries is decided by `surface.py`, not here.
 
 from __future__ import annotations
 
-from .views import *  # noqa: F401,F403
 from .copies import *  # noqa: F401,F403
-from .joining import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .joining import *  # noqa: F401,F403
+from .views import *  # noqa: F401,F403

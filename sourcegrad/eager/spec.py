@@ -19,11 +19,11 @@ modules import it.
 
 from __future__ import annotations
 
-import gast
-import numpy as np
-
 import os
 import traceback
+
+import gast
+import numpy as np
 
 from .. import errors, ops
 from ..ops import RULES, vjp_template
@@ -34,11 +34,10 @@ from .devices import DEVICE_TYPES
 from .dual_state import DUAL, tangent_of
 from .forward_ad import propagate
 from .grad_mode import STATE
-from .tensor import Tensor as TENSOR, stale_view_requires_grad
 from .node import (
-    METAS,
     LIVE_NOTHING_SAVED,
     LIVE_SAVED,
+    METAS,
     NONE_EDGE,
     Meta,
     MultiRuleNode,
@@ -46,6 +45,8 @@ from .node import (
     meta_of,
     node_class,
 )
+from .tensor import Tensor as TENSOR
+from .tensor import stale_view_requires_grad
 
 NONE, SHAPE, VALUE = 0, 1, 2
 _EAGER_MODE = {ops.NONE: NONE, ops.SHAPE: SHAPE, ops.META: SHAPE, ops.VALUE: VALUE}

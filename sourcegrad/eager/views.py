@@ -24,12 +24,17 @@ from . import devices, dtypes
 from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
 from .operands import needs_grad as _needs_grad
-from .spec import OpSpec, record
-from .tensor import DEFAULT_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Size, Tensor
-from .tensor import stale_view_requires_grad
-
 from .operands import wrap_array, wrap_dim
+from .spec import OpSpec, record
 from .surface import export, implements, numpy_form
+from .tensor import (
+    DEFAULT_VIEW,
+    MULTI_OUTPUT_VIEW,
+    NO_GRAD_VIEW,
+    Size,
+    Tensor,
+    stale_view_requires_grad,
+)
 
 _wrap = Tensor._make
 

@@ -25,7 +25,6 @@ import warnings
 
 import numpy as np
 
-
 from .. import rules_nn
 from .. import rules_torch as rt
 from ..eager import factories, operands, ops
@@ -115,7 +114,7 @@ def _pointwise(spec, fn, input, target, reduction, **static):
     try:
         losses = fn(xd, yd, reduction, *static.values())
     except ValueError as e:
-        raise ops.broadcast_error(np.shape(xd), np.shape(yd)) or e
+        raise ops.broadcast_error(np.shape(xd), np.shape(yd)) or e from e
     out = _wrap(operands.result(losses, rd))
     if operands.needs_grad(rx, ry):
         record(spec, out, (rx, ry), {"reduction": reduction, **static})

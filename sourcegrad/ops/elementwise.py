@@ -8,10 +8,9 @@ import operator
 import numpy as np
 
 from ..runtime import is_complex, unbroadcast
-from .registry import Spelling, alias, defjvp, defnondiff, defvjp, mark, torch
 from .examples import arg, binary, ex, unary
+from .registry import Spelling, alias, defjvp, defnondiff, defvjp, mark, torch
 from .registry import func as _func
-
 
 # Operators. `x * y` and `np.multiply(x, y)` are two spellings of one rule.
 defvjp(

@@ -8,9 +8,8 @@ import numpy as np
 
 from ..runtime import dot_grad, einsum_grad, inner_grad, tensordot_grad, unbroadcast
 from .examples import arg, ex
-from .registry import torch, Spelling, alias, defvjp, mark
+from .registry import Spelling, alias, defvjp, mark, torch
 from .registry import func as _func
-
 
 defvjp(
     "matmul",

@@ -16,7 +16,6 @@ file is long because each rule is data, not because it holds several concerns.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import errors
@@ -30,7 +29,7 @@ from ..runtime import (
     unbroadcast,
 )
 from .examples import arg, ex
-from .registry import torch, Spelling, alias, defnondiff, defvjp
+from .registry import Spelling, alias, defnondiff, defvjp, torch
 from .registry import func as _func
 
 

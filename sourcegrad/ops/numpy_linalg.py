@@ -37,8 +37,8 @@ import numpy as np
 
 from .. import errors
 from ..runtime import is_complex, unbroadcast
-from .numpy_functions import undiagonal
 from .examples import arg, ex
+from .numpy_functions import undiagonal
 from .registry import Spelling, defnondiff, defprimitive, defvjp
 from .registry import func as _func
 

@@ -20,9 +20,9 @@ from ..runtime import (
     einsum_grad_jvp,
     einsum_grad_operands,
     einsum_swap,
+    index_may_repeat,
     inner_grad,
     inverse_permutation,
-    index_may_repeat,
     last_writes,
     max_grad,
     part_index,
@@ -42,6 +42,7 @@ from ..runtime import (
     untake,
     zero_at,
 )
+from .examples import arg, ex
 from .registry import (
     RULES,
     Spelling,
@@ -53,8 +54,8 @@ from .registry import (
     defvjp,
     mark,
 )
-from .examples import arg, ex
-from .registry import func as _func, helper as _helper
+from .registry import func as _func
+from .registry import helper as _helper
 
 # Reads that carry no gradient: shapes, comparisons, rounding, argmax, constants like zeros_like.
 # (np.full and np.linspace are differentiable in their values: ops/numpy_functions.py)

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..runtime import (
     cumprod_grad,
-    is_complex,
     cumprod_jvp,
+    is_complex,
     max_grad,
     max_jvp,
     prod_grad,
@@ -15,9 +15,9 @@ from ..runtime import (
     var_jvp,
 )
 from .examples import arg, ex
-from .registry import torch, alias, defprimitive, defvjp
-from .registry import func as _func, helper as _helper
-
+from .registry import alias, defprimitive, defvjp, torch
+from .registry import func as _func
+from .registry import helper as _helper
 
 # Reductions.
 defvjp(

@@ -26,10 +26,8 @@ Why one module: one registry family, loaded only once a program imports scipy.st
 
 from __future__ import annotations
 
-from scipy import stats
-
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 from ..runtime import unbroadcast
 from . import scipy_special  # (scipy.stats imports scipy.special: its entries too)

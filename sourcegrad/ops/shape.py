@@ -10,16 +10,16 @@ from ..runtime import (
     cast_like,
     inverse_permutation,
     take_part,
+    tile_split_shape,
+    tile_sum_axes,
     unbroadcast,
     unindex,
     untake,
-    tile_split_shape,
-    tile_sum_axes,
 )
 from .examples import arg, ex
-from .registry import torch, Spelling, defnondiff, defvjp, mark
-from .registry import func as _func, helper as _helper
-
+from .registry import Spelling, defnondiff, defvjp, mark, torch
+from .registry import func as _func
+from .registry import helper as _helper
 
 # Shapes and layout.
 defvjp(

@@ -1,14 +1,15 @@
 """The compiled API: wrt forms, decorators, value_and_grad, types, caching, show, check_grad."""
 
 import __future__
+
 import gc
 import importlib.util
 import inspect
 import io
 import os
 import time
-import tracemalloc
 import traceback
+import tracemalloc
 import types
 import weakref
 

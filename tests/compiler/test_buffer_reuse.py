@@ -7,8 +7,8 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api
-from sourcegrad.compiler import optimize
 from sourcegrad.api import numeric_grad
+from sourcegrad.compiler import optimize
 
 from ..fuzz.programs import check_program, generate
 from .cases import CASES

@@ -1,6 +1,7 @@
 """Control flow, calls, closures and mutation: compiled gradients agree with finite differences."""
 
 import math
+
 import numpy as np
 import pytest
 

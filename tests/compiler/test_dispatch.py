@@ -13,9 +13,9 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api
-from sourcegrad.compiler.analysis import signature_key
 from sourcegrad.api import numeric_grad
 from sourcegrad.api.dispatch import MISS, fast_entry
+from sourcegrad.compiler.analysis import signature_key
 
 # (they count how often the function runs and compiles: the cross-check adds to both)
 pytestmark = pytest.mark.no_cross_check

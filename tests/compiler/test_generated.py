@@ -46,6 +46,7 @@ def test_generated_folder_is_up_to_date():
 
 def test_golden_modules_import_and_compute_the_gradient():
     import importlib.util
+
     import numpy as np
 
     sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -84,6 +85,7 @@ def test_show_forward_prints_the_jvp():
 
 def test_terminal_highlighting_only_adds_colours():
     import re
+
     from sourcegrad.cli import highlight
 
     for name in sorted(n for n in os.listdir(os.path.join(ROOT, "generated")) if n.endswith(".py")):

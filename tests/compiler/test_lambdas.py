@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad.compiler import frontend
 from sourcegrad.api import numeric_grad
+from sourcegrad.compiler import frontend
 from tests.compiler import lambda_cases as cases
 
 

@@ -12,8 +12,8 @@ import random
 import pytest
 
 import sourcegrad
-from sourcegrad.compiler.emit import linebreak
 from sourcegrad.bench import workloads
+from sourcegrad.compiler.emit import linebreak
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

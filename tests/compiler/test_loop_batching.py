@@ -15,9 +15,9 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api
-from sourcegrad.compiler import optimize
 from sourcegrad.api import numeric_grad
 from sourcegrad.bench import workloads
+from sourcegrad.compiler import optimize
 
 ALL = (0, 1, 2, 3, 4)  # W, U, b, h0, xs
 

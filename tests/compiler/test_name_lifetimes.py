@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 import sourcegrad
+from sourcegrad.api import numeric_grad
 from sourcegrad.compiler import optimize
+from sourcegrad.compiler.analysis.lifetimes import family
+from sourcegrad.compiler.analysis.lifetimes import shared_names as _shared_names
 from sourcegrad.compiler.ir import (
     Assign,
     Call,
@@ -19,8 +22,6 @@ from sourcegrad.compiler.ir import (
     reads_of,
     walk,
 )
-from sourcegrad.compiler.analysis.lifetimes import family, shared_names as _shared_names
-from sourcegrad.api import numeric_grad
 
 
 def _fn(body, params=("x",)):

@@ -10,8 +10,8 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api
-from sourcegrad.compiler import optimize
 from sourcegrad.api import numeric_grad
+from sourcegrad.compiler import optimize
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ import pytest
 
 import sourcegrad
 from sourcegrad import api, cache
-from sourcegrad.compiler.backends import numba_backend, numba_fusion, numba_stacks
 from sourcegrad.api import numeric_grad
+from sourcegrad.compiler.backends import numba_backend, numba_fusion, numba_stacks
 from sourcegrad.errors import JitFallbackWarning, SourcegradWarning
 
 from .control_cases import CONTROL_CASES
@@ -393,8 +393,8 @@ def test_fused_elementwise_run_matches_numpy_and_differences():
     _same(got, sourcegrad.grad(chain3)(x, 0.7))
     _against_differences(chain3, (x, 0.7), (0,), got)
     # more than a block, a transposed (Fortran-ordered) array, an empty one: numpy's numbers
-    for x in (np.linspace(-1.0, 1.0, 1500).reshape(50, 30), x.T, x[:0]):
-        _same(sourcegrad.grad(chain3, backend="numba")(x, 0.7), sourcegrad.grad(chain3)(x, 0.7))
+    for y in (np.linspace(-1.0, 1.0, 1500).reshape(50, 30), x.T, x[:0]):
+        _same(sourcegrad.grad(chain3, backend="numba")(y, 0.7), sourcegrad.grad(chain3)(y, 0.7))
 
 
 def bias_tanh(x, b):

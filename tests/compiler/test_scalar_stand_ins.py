@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad.compiler.analysis import aval_of, infer_shapes
 from sourcegrad.api import numeric_grad
+from sourcegrad.compiler.analysis import aval_of, infer_shapes
 
 
 def shapes_of(fn, *args):

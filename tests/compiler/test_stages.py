@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 from sourcegrad.compiler.analysis import aval_of, infer_shapes
-from sourcegrad.compiler.specialise.branches import decide_branches
-from sourcegrad.compiler.emit.codegen import BACKENDS, SourceInfo, generate_module, load
 from sourcegrad.compiler.derive.forward import derivative
+from sourcegrad.compiler.derive.reverse import reverse
+from sourcegrad.compiler.emit.codegen import BACKENDS, SourceInfo, generate_module, load
 from sourcegrad.compiler.frontend import function_to_ir
 from sourcegrad.compiler.ir import Assign, Call, Const, If, Return, Tup, Var, walk
 from sourcegrad.compiler.names import Namer
-from sourcegrad.ops import template_globals
 from sourcegrad.compiler.optimize import optimize
-from sourcegrad.compiler.derive.reverse import reverse
+from sourcegrad.compiler.specialise.branches import decide_branches
+from sourcegrad.ops import template_globals
 
 
 def softplus_sum(x, w):

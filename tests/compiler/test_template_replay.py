@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad.compiler.derive import templates
 from sourcegrad.bench import scaling
+from sourcegrad.compiler.derive import templates
 
 _BROADCASTS = """
 def reductions(x, w, W):

@@ -298,12 +298,10 @@ def test_encoder_nested_tensor_warning_and_inference_padding(kw):
     src = _seq(kw["batch_first"])
     n = 3
     results = []
-    for lib, encoder in ((torch, theirs_encoder), (sg, encoder)):
-        encoder.eval()
+    for lib, model in ((torch, theirs_encoder), (sg, encoder)):
+        model.eval()
         with lib.no_grad():
-            results.append(
-                encoder(lib.tensor(src), src_key_padding_mask=_padding(n, 5, lib)).numpy()
-            )
+            results.append(model(lib.tensor(src), src_key_padding_mask=_padding(n, 5, lib)).numpy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-9, atol=1e-11)
 
 

@@ -2,6 +2,7 @@
 autograd/JAX recipe hvp(f)(x, v) = grad(lambda x: np.vdot(grad(f)(x), v))(x)."""
 
 import numpy as np
+
 from sourcegrad import grad
 
 NEEDS = "nested grad"

@@ -2,6 +2,7 @@
 inside the outer objective (the JAX MAML tutorial's structure, parameters a flat array)."""
 
 import numpy as np
+
 from sourcegrad import grad
 
 NEEDS = "nested grad"

@@ -2,7 +2,7 @@
 array, with gammaln from scipy.special."""
 
 import numpy as np
-from scipy.special import gammaln, expit
+from scipy.special import expit, gammaln
 
 NEEDS = "scipy"
 

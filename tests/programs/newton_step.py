@@ -2,6 +2,7 @@
 differentiated (the loss after a Newton step, as meta-optimisation code writes it)."""
 
 import numpy as np
+
 from sourcegrad import grad
 
 NEEDS = "nested grad"

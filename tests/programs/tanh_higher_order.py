@@ -2,6 +2,7 @@
 derivatives up to the sixth with grad(grad(...)))."""
 
 import numpy as np
+
 from sourcegrad import grad
 
 NEEDS = "higher order"

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad.errors import SourcegradError
 import tests.programs as programs_package
+from sourcegrad.errors import SourcegradError
 
 PROGRAMS = sorted(
     m.name

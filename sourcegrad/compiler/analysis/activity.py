@@ -9,8 +9,8 @@ gradient is zero, so the backward need not route through them.
 
 from __future__ import annotations
 
-from ..ir import Assign, Call, Const, Return, Var, assignment_counts, atom_vars, reads_of, walk
 from ...ops import RULES
+from ..ir import Assign, Call, Const, Return, Var, assignment_counts, atom_vars, reads_of, walk
 
 
 def varied_values(fn, wrt: list) -> set:

@@ -11,11 +11,13 @@ operand signature.
 from __future__ import annotations
 
 import warnings
+
 import numpy as np
-from ..ir import Call, Const, Var
+
 from ... import ops
 from ...ops import MATH_FUNCTIONS, RULES
-from .values import AVal, ListOf, UNKNOWN, Unknown, concrete, stand_in
+from ..ir import Call, Const, Var
+from .values import UNKNOWN, AVal, ListOf, Unknown, concrete, stand_in
 
 
 def abstract_call(call: Call, env: dict, strict: bool = False):

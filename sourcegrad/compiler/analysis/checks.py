@@ -10,6 +10,9 @@ the line's text, or returns None.
 from __future__ import annotations
 
 import numpy as np
+
+from ... import errors, ops
+from ...ops import RULES, has
 from ..ir import (
     Assign,
     Call,
@@ -25,11 +28,8 @@ from ..ir import (
     reads_of,
     walk,
 )
-from ... import errors
-from ... import ops
-from ...ops import RULES, has
 from .activity import active_values, varied_values
-from .values import ListOf, UNKNOWN
+from .values import UNKNOWN, ListOf
 
 
 def is_view(op) -> bool:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+
 import numpy as np
-from ..ir import Assign, Call, For, If, While
+
 from ... import errors
+from ..ir import Assign, Call, For, If, While
 from .calls import NumpyRejects, abstract_call
-from .values import AVal, ListOf, UNBOUND, UNKNOWN, Unknown, aval_of, concrete
+from .values import UNBOUND, UNKNOWN, AVal, ListOf, Unknown, aval_of, concrete
 
 
 def infer_shapes(fn, avals: list) -> dict:
@@ -93,9 +95,9 @@ def _infer_block(stmts, env, summary):
         elif isinstance(stmt, While):
             _infer_loop(
                 lambda e: (
-                    _infer_block(stmt.test_body, e, summary),
-                    _infer_block(stmt.body, e, summary),
-                    _infer_block(stmt.test_body, e, summary),
+                    _infer_block(stmt.test_body, e, summary),  # noqa: B023 (called in the iteration that made it)
+                    _infer_block(stmt.body, e, summary),  # noqa: B023 (called in the iteration that made it)
+                    _infer_block(stmt.test_body, e, summary),  # noqa: B023 (called in the iteration that made it)
                 ),
                 env,
             )

@@ -17,8 +17,8 @@ Python ints either way: the code is as fast as with the numbers.
 
 from __future__ import annotations
 
-from ..ir import Assign, Call, Const, Marker, Var, walk
 from ...ops import RULES
+from ..ir import Assign, Call, Const, Marker, Var, walk
 
 
 class DimensionSources:

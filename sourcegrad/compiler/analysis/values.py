@@ -11,7 +11,9 @@ the key compiled code is cached under.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
+
 from ..ir import Const, Slc, Tup, Var
 
 

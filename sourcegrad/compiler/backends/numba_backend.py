@@ -71,8 +71,9 @@ import warnings
 import numpy as np
 
 from ... import cache, errors
+from ..emit.codegen import FREED_NOTE
+from ..emit.codegen import load as load_numpy
 from . import numba_fusion, numba_stacks, numba_vector_calls, numba_vector_math
-from ..emit.codegen import FREED_NOTE, load as load_numpy
 
 OPTIONS = 'error_model="numpy"'
 

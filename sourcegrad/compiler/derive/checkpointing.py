@@ -72,15 +72,7 @@ import re
 
 from ... import errors
 from ...errors import SourceLocation
-from .memory_budget import check_budget, choose_recomputed, loop_scheme
-from .row_blocks import IN_ROW_BLOCKS, SAVED_PER_BLOCK, in_row_blocks
 from ...ops import RULES
-from ..optimize.cleanup import (
-    RECOMPUTED_NOTE,
-    eliminate_dead_code,
-    inline_shape_only_values,
-    propagate_copies_and_cse,
-)
 from ..ir import (
     Assign,
     Call,
@@ -98,6 +90,14 @@ from ..ir import (
     walk,
     writes_of,
 )
+from ..optimize.cleanup import (
+    RECOMPUTED_NOTE,
+    eliminate_dead_code,
+    inline_shape_only_values,
+    propagate_copies_and_cse,
+)
+from .memory_budget import check_budget, choose_recomputed, loop_scheme
+from .row_blocks import IN_ROW_BLOCKS, SAVED_PER_BLOCK, in_row_blocks
 
 __all__ = [
     "segment_loops",

@@ -20,6 +20,7 @@ Tangent rules come from the rule table:
 from __future__ import annotations
 
 from ... import errors
+from ...ops import RULES, has
 from ..analysis import UNKNOWN, AVal, holds_complex, varied_values
 from ..ir import (
     Assign,
@@ -37,7 +38,6 @@ from ..ir import (
     atom_vars,
 )
 from .reverse import input_positions, shape_sources, zeros_op
-from ...ops import RULES, has
 from .templates import Instantiator
 
 
@@ -149,7 +149,7 @@ class ForwardMode:
         try:
             parts = self.parts(stmt)
         except errors.SourcegradError as e:
-            raise errors.locate(e, stmt.loc)
+            raise errors.locate(e, stmt.loc) from e
         if not parts:
             value = self.zero_of(stmt.value) or self.zero_like(Var(stmt.target))
         else:

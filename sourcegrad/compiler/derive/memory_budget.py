@@ -205,7 +205,7 @@ def choose_recomputed(plan, total, options) -> list:
 
         def price(name):
             nbytes, steps = left[name]
-            ops = sum(c for step, c in steps.items() if step not in done)
+            ops = sum(c for step, c in steps.items() if step not in done)  # noqa: B023 (called in the iteration that made it)
             return (ops / max(nbytes, 1), name)
 
         name = min(left, key=price)

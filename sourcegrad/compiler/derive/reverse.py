@@ -36,10 +36,10 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from . import checkpointing
-from ... import errors
 import numpy as np
 
+from ... import errors, ops
+from ...ops import RULES, has, reads_shape_of
 from ..analysis import (
     UNKNOWN,
     AVal,
@@ -72,8 +72,7 @@ from ..ir import (
     writes_of,
 )
 from ..names import adjoint_name, name_for_call
-from ... import ops
-from ...ops import RULES, has, reads_shape_of
+from . import checkpointing
 from .templates import Instantiator
 
 
@@ -641,7 +640,7 @@ class Reverser:
                 if complex_values or unknown:
                     part = self.real_part(part, atom, name)
             except errors.SourcegradError as e:
-                raise errors.locate(e, stmt.loc)
+                raise errors.locate(e, stmt.loc) from e
             parts.append((atom.name, part))
         for _, part in parts:
             if isinstance(part, Var):

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops import RULES
 from ..ir import Assign, Call, Const, Slc, Tup, Var
 from ..names import name_for_call
-from ...ops import RULES
 
 # the ops whose definitions the template simplifications look into (`made_by`: a
 # broadcast scalar, `(1 / y) * x`, `x.T.T`, `(a @ b).T`): what made an operand matters then

@@ -22,10 +22,10 @@ import gast
 import numpy as np
 
 from ... import errors
+from ...ops import OPERATORS, RULES, rule_for_function, template_name, vjp_template
 from ..analysis import UNKNOWN, AVal, abstract_call
 from ..ir import Assign, Call, Const, Tup, Var, atom_vars
 from ..names import name_for_call
-from ...ops import OPERATORS, RULES, rule_for_function, template_name, vjp_template
 from .template_replay import canonical, replay, shape_key
 
 _NO_VALUE = object()
@@ -373,7 +373,7 @@ class Instantiator:
         if original is UNKNOWN:
             return op, pvs
         new = list(pvs)
-        for i, pv in enumerate(pvs):
+        for i, _pv in enumerate(pvs):
             scalar = scalars[i]
             if scalar is None:
                 continue

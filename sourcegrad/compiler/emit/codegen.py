@@ -49,7 +49,9 @@ import gast
 import numpy as np
 
 from ... import errors
-from . import linebreak, pyprint
+from ...ops import MATH_FUNCTIONS, RULES
+from ..analysis import memory_sources
+from ..analysis.lifetimes import freed_after_last_use, in_place_names, shared_names, trip_outliving
 from ..ir import (
     Assign,
     Call,
@@ -73,9 +75,7 @@ from ..ir import (
     walk,
     writes_of,
 )
-from ..analysis import memory_sources
-from ..analysis.lifetimes import freed_after_last_use, in_place_names, shared_names, trip_outliving
-from ...ops import MATH_FUNCTIONS, RULES
+from . import linebreak, pyprint
 
 MAX_LINE = linebreak.MAX_LINE  # (88, black's)
 # `a @ b` is printed `a.dot(b)` when both are arrays of one or two dimensions of at most this
@@ -728,7 +728,7 @@ class _Writer:
         ) and (not isinstance(stmt.test, Var) or stmt.test.name in test_names or not stmt.test_body)
         self.record(self.printed_reads(stmt))
         if simple:
-            for i, s in enumerate(stmt.test_body):
+            for s in stmt.test_body:
                 self.record(self.printed_reads(s))  # printed in the header
                 self.inlined[s.target] = True if self.dry else self.expr(s.value)
             if not self.dry:

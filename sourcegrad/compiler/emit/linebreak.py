@@ -702,7 +702,7 @@ def _can_omit_opening_paren(line, first, width):
     remainder = False
     length = 4 * line.depth
     index = -1
-    for index, leaf, leaf_length in line.lengths():
+    for index, leaf, leaf_length in line.lengths():  # noqa: B007 (read after the loop)
         if leaf.kind in _CLOSING and leaf.opening is first:
             remainder = True
         if remainder:

@@ -10,7 +10,7 @@ import gast
 from ... import errors
 from ..ir import Assign, Const, Tup, Var
 from .syntax import unsupported_target
-from .values import holds_record, LocalFunction, Record, Static
+from .values import LocalFunction, Record, Static, holds_record
 
 
 class AssignmentsMixin:

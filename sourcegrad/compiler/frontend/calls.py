@@ -16,35 +16,34 @@ import types
 import gast
 import numpy as np
 
-from ..derive import checkpointing
-from .. import random_draws
 from ... import errors, trees
+from ...ops import RULES, array_methods, op_for_method, rule_for_function
+from ...runtime import einsum_sublists
+from .. import random_draws
+from ..derive import checkpointing
 from ..ir import Const, Slc, Tup, Var
 from ..names import sanitize
-from ...runtime import einsum_sublists
-from ...ops import array_methods, op_for_method, rule_for_function, RULES
 from .source import parse
 from .syntax import callee_name, describe
 from .values import (
     BUILTIN_REDUCTIONS,
-    CallableRef,
     COMPILE_TIME_BUILTINS,
-    function_label,
-    function_stand_in,
     FUNCTION_VALUES,
     IN_PLACE_OPERATORS,
     LIBRARIES,
-    LocalFunction,
     MAX_INLINE_DEPTH,
+    VARARG_METHODS,
+    CallableRef,
+    LocalFunction,
     MethodRef,
     ModuleRef,
-    pack,
     PartialRef,
     Record,
     Static,
-    VARARG_METHODS,
+    function_label,
+    function_stand_in,
+    pack,
 )
-
 
 # the libraries whose functions without a rule are refused (the fence), not traced
 _NOT_TRACED = frozenset({"numpy", "math", "builtins", "sourcegrad", "cupy", "dask", "torch"})

@@ -10,7 +10,7 @@ import gast
 from ... import errors, trees
 from ..ir import Assign, Call, Const, Tup, Var
 from .syntax import describe
-from .values import contains, first_record, holds_record, Record, Static
+from .values import Record, Static, contains, first_record, holds_record
 
 
 class ContainersMixin:

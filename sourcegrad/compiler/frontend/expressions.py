@@ -9,22 +9,22 @@ import gast
 import numpy as np
 
 from ... import errors
+from ...ops import COMPARISONS, OPERATORS, RULES, reads_value_of
 from ..ir import Assign, Call, Const, If, Slc, Tup, Var
 from ..names import name_for_call
-from ...ops import COMPARISONS, OPERATORS, reads_value_of, RULES
-from .syntax import AtomNode, copy_tree, RenameNames, UNSUPPORTED_EXPRESSIONS, refusal
+from .syntax import UNSUPPORTED_EXPRESSIONS, AtomNode, RenameNames, copy_tree, refusal
 from .values import (
-    as_dtype,
-    CallableRef,
-    function_label,
     FUNCTION_VALUES,
-    holds_record,
-    joined_tuples,
+    PY_OPS,
+    CallableRef,
     LocalFunction,
     ModuleRef,
-    PY_OPS,
     Record,
     Static,
+    as_dtype,
+    function_label,
+    holds_record,
+    joined_tuples,
 )
 
 

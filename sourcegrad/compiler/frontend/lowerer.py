@@ -5,14 +5,14 @@ shared `Context`; its methods come from one mixin per kind of construct.
 from __future__ import annotations
 
 from ..ir import Function
-from .source import parse, ParsedFunction
-from .values import closure_values, Context
 from .assignments import AssignmentsMixin
 from .calls import CallsMixin
 from .containers import ContainersMixin
 from .expressions import ExpressionsMixin
 from .names import NamesMixin
+from .source import ParsedFunction, parse
 from .statements import StatementsMixin
+from .values import Context, closure_values
 
 
 class Lowerer(

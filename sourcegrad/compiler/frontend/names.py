@@ -13,19 +13,19 @@ import gast
 import numpy as np
 
 from ... import errors, trees
-from ..ir import Const, Var
 from ...ops import rule_for_function
+from ..ir import Const, Var
 from .syntax import AtomNode, callee_name, changed_in_place_only, describe
 from .values import (
     ATTRS,
-    CallableRef,
     FUNCTION_VALUES,
-    is_plain_object,
+    NOT_AN_OBJECT,
+    CallableRef,
     MethodRef,
     ModuleRef,
-    NOT_AN_OBJECT,
     PartialRef,
     Record,
+    is_plain_object,
     static_value,
 )
 

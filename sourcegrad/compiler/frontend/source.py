@@ -154,7 +154,9 @@ def parse_lambda(fn) -> ParsedFunction:
     try:
         module = gast.parse("".join(lines))
     except SyntaxError as exc:
-        raise errors.SourceNotFoundError(f"the file of a lambda does not parse ({exc})", here)
+        raise errors.SourceNotFoundError(
+            f"the file of a lambda does not parse ({exc})", here
+        ) from exc
     names = {}
     for node in gast.walk(module):
         if (

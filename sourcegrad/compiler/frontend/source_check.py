@@ -41,8 +41,8 @@ text for want of memory or recursion depth), it says nothing either.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import ast
 import inspect
 import linecache

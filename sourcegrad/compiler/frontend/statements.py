@@ -11,16 +11,17 @@ from __future__ import annotations
 import inspect
 import types
 
+import gast
 import numpy as np
 
-import gast
-
 from ... import errors
-from ..ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While, walk
 from ...ops import RULES, rule_for_function, runs_forward_only
+from ..ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While, walk
 from .syntax import (
-    as_load,
+    UNSUPPORTED_EXPRESSIONS,
+    UNSUPPORTED_STATEMENTS,
     AtomNode,
+    as_load,
     assigned_names,
     callee_name,
     describe,
@@ -28,20 +29,18 @@ from .syntax import (
     loop_call,
     refusal,
     scan_statement,
-    UNSUPPORTED_EXPRESSIONS,
-    UNSUPPORTED_STATEMENTS,
     walk_no_defs,
 )
-from .values import IN_PLACE_OPERATORS
 from .values import (
+    IN_PLACE_OPERATORS,
     CallableRef,
-    first_record,
-    holds_record,
-    is_plain_object,
     LocalFunction,
     Loop,
     MethodRef,
     Record,
+    first_record,
+    holds_record,
+    is_plain_object,
     nests_containers,
     structure_atom,
     unique_dependencies,
@@ -884,9 +883,10 @@ class StatementsMixin:
                     index,
                     [
                         (
-                            lambda t, s: (
+                            lambda elt, seq: (
                                 lambda: self.bind_target(
-                                    t, self.emit("getitem", [s, Var(index)], name=self.name_of(t))
+                                    elt,
+                                    self.emit("getitem", [seq, Var(index)], name=self.name_of(elt)),
                                 )
                             )
                         )(t, s)

@@ -11,7 +11,6 @@ import gast
 
 from ... import errors
 
-
 UNSUPPORTED_STATEMENTS = {
     gast.Try: "a try statement",
     gast.With: "a with statement",

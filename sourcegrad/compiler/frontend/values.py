@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import gast
 import numpy as np
 
-from .. import random_draws
 from ... import errors, trees
+from .. import random_draws
 from ..ir import Const, Tup
 from ..names import Namer
 

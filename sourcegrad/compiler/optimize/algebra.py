@@ -10,11 +10,11 @@ makes a new array (never an input, a view or a value another name holds).
 from __future__ import annotations
 
 import numpy as np
-from ..ir import Assign, Call, Const, Function, Marker, Var, read_counts, reads_of, walk
+
 from ... import ops
 from ...ops import RULES
+from ..ir import Assign, Call, Const, Function, Marker, Var, read_counts, reads_of, walk
 from .cleanup import assign_counts, namer
-
 
 NEGATE_PRODUCTS_MIN_BYTES = 1 << 19  # (negate_products, measured at 800 KB)
 
@@ -66,7 +66,7 @@ def _bilinear(op) -> bool:
     return op in ops.RULES and ops.get(op).linear == "multi"
 
 
-def sink_scalar_factors(
+def sink_scalar_factors(  # noqa: C901 (one case per statement kind)
     body: list, params, shapes: dict, dtypes: dict, numbers: frozenset = frozenset()
 ) -> list:
     """Multiply an adjoint by its constant factors once, where it is needed, instead of at
@@ -115,7 +115,7 @@ def sink_scalar_factors(
         dtype = dtypes.get(name)
         return len(shapes.get(name) or ()) > 0 and dtype is not None and _inexact(dtype)
 
-    def run(materialized):
+    def run(materialized):  # noqa: C901 (one case per statement kind)
         """The rewritten backward, and the names bound to a value with factors applied.
         A value keeps its name while it carries factors unless it is bound later (then
         the value without them is `<name>_unscaled`)."""

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
+
 import numpy as np
+
+from ...ops import RULES
+from ..analysis.shape_names import DimensionSources
 from ..ir import (
     Assign,
     Call,
@@ -30,14 +34,12 @@ from ..ir import (
     While,
     assignment_counts,
     child_blocks,
-    with_child_blocks,
     reads_of,
     substitute_atom,
     walk,
+    with_child_blocks,
     writes_of,
 )
-from ...ops import RULES
-from ..analysis.shape_names import DimensionSources
 
 
 def assign_counts(body, params=()):

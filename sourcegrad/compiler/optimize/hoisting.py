@@ -7,8 +7,8 @@ statements whose operands the loop does not change computed once before the loop
 
 from __future__ import annotations
 
-from ..ir import Assign, Call, For, Function, If, While, child_blocks, walk, writes_of
 from ...ops import RULES
+from ..ir import Assign, Call, For, Function, If, While, child_blocks, walk, writes_of
 from .cleanup import assign_counts, substitute
 
 

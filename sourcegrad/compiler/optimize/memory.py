@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-import numpy as np
 from dataclasses import replace
 
+import numpy as np
+
+from ...ops import RULES
+from ..analysis.lifetimes import FREE_MIN_BYTES, trip_outliving
 from ..ir import (
     Assign,
     Call,
@@ -32,11 +35,8 @@ from ..ir import (
     walk,
     writes_of,
 )
-from ..analysis.lifetimes import FREE_MIN_BYTES, trip_outliving
-from ...ops import RULES
 from .algebra import fresh_result, makes_new_value, ufunc_rule
 from .cleanup import assign_counts, substitute
-
 
 # Below 16 KiB an allocation costs less than the keyword call computing into a buffer
 # (`np.add(a, b, out=a)`: ~0.15 µs more than `a + b`); from there on, computing in place
@@ -299,9 +299,9 @@ def reuse_dead_buffers(
             return (
                 n in owned
                 and n in usable
-                and n != target
-                and made_at[n] < i
-                and kind[n] == kind[target]
+                and n != target  # noqa: B023 (called in the iteration that made it)
+                and made_at[n] < i  # noqa: B023 (called in the iteration that made it)
+                and kind[n] == kind[target]  # noqa: B023 (called in the iteration that made it)
                 and not freed_before_backward(n)
             )
 

@@ -9,7 +9,10 @@ after it (`acc += U.T @ V`): one matrix product instead of T outer products.
 from __future__ import annotations
 
 import functools
+
 import numpy as np
+
+from ..analysis.shape_names import DimensionSources
 from ..ir import (
     Assign,
     Call,
@@ -27,7 +30,6 @@ from ..ir import (
     walk,
     writes_of,
 )
-from ..analysis.shape_names import DimensionSources
 from .algebra import ufunc_rule
 from .cleanup import assign_counts, namer
 
@@ -76,7 +78,7 @@ def over_all_rows(loop, array, defs, shape) -> bool:
     )
 
 
-def batch_rank_one_updates(
+def batch_rank_one_updates(  # noqa: C901 (one case per statement kind)
     body: list, params, shapes: dict, dtypes: dict, user_names=(), top_level=True
 ) -> list:
     """`for i in range(n): ... acc += np.outer(u, v)` -> the rows u and v stored in two

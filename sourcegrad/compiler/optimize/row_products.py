@@ -9,6 +9,7 @@ loop adds to it, `... + b`, added to all rows there: `xs @ U.T + b`), the loop r
 from __future__ import annotations
 
 import numpy as np
+
 from ..ir import (
     Assign,
     Call,

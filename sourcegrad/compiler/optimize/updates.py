@@ -324,7 +324,7 @@ def _drop_mask_unbroadcasts(body, shapes, dtypes):
 # --- writes into dead buffers ----------------------------------------------------------------
 
 
-def _in_place(body, params, shapes, dtypes):
+def _in_place(body, params, shapes, dtypes):  # noqa: C901 (one case per statement kind)
     pos = _Positions(body)
     made = {}  # position -> the statement(s) replacing it
 
@@ -369,7 +369,7 @@ def _in_place(body, params, shapes, dtypes):
         return True
 
     single_reads: dict = {}
-    for k, reads in enumerate(pos.reads):
+    for reads in pos.reads:
         for n in reads:
             single_reads[n] = single_reads.get(n, 0) + 1
     counts: dict = {}

@@ -43,7 +43,6 @@ from ..ir import Assign, Call, Const, ExprStmt, Function, Return, Slc, Tup, Var,
 from ..names import Namer, name_for_call, sanitize
 from . import state
 from .frames import is_user
-from .python_state import PythonState
 from .patches import (
     TracedGenerator,
     library_functions,
@@ -51,6 +50,7 @@ from .patches import (
     patched,
     replace_library_functions,
 )
+from .python_state import PythonState
 from .values import Traced
 
 MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, located
@@ -1039,7 +1039,7 @@ def _code_and_holders(fn, args):
     holders = [a for a in args if not _traceable(a) and hasattr(a, "__dict__")]
     if not isinstance(fn, (types.FunctionType, types.MethodType)) and hasattr(fn, "__dict__"):
         holders.append(fn)
-        fn = getattr(fn, "__call__", fn)
+        fn = fn.__call__ if callable(fn) else fn
     if isinstance(fn, types.MethodType):
         holders.append(fn.__self__)
         fn = fn.__func__

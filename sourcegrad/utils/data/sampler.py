@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import itertools
 
+from ...eager.dtypes import float64
 from ...eager.factories import Generator, multinomial, randint, randperm
 from ...eager.factories import tensor as _as_tensor
-from ...eager.dtypes import float64
 
 __all__ = [
     "Sampler",
