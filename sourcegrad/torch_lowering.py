@@ -276,7 +276,10 @@ def lstm_direction(x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, hidden_size):
     """One LSTM layer in one direction over x (L, N, I): (outputs, h_n, c_n). The input's
     projection is one product for the whole sequence (read backwards for the reverse
     direction); the loop over time steps is a loop of the generated code. b_hh is 0.0
-    for a module without biases (b_ih None)."""
+    for a module without biases (b_ih None). With biases and no projection: the registry's
+    lstm_layer, one primitive with its backward through time."""
+    if isinstance(w_hr, NoneType) and not isinstance(b_ih, NoneType):
+        return opnn.lstm_layer(x, h, c, w_ih, w_hh, b_ih, b_hh, reverse)
     projected = linear(x, w_ih, b_ih)
     if reverse:
         projected = projected[::-1]

@@ -109,7 +109,7 @@ def _is_bool(x):
 def check_sub(a, b):
     """torch refuses a bool operand of a subtraction (`mask - 1`: use ~ or logical_not)."""
     if _is_bool(a) or _is_bool(b):
-        if _is_bool(a) and _is_bool(b) and isinstance(a, Tensor) and isinstance(b, Tensor):
+        if _is_bool(a) and _is_bool(b):
             raise RuntimeError(
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
                 "`^` or `logical_xor()` operator instead."
@@ -421,6 +421,27 @@ def bitwise_or(input, other):
 @export("bitwise_xor", numpy=(np.bitwise_xor,))
 def bitwise_xor(input, other):
     return _logic(np.bitwise_xor, input, other)
+
+
+def _shift(fn, kernel, a, b):
+    """a << b, a >> b: of integers only (torch's NotImplementedError for bool, floats)."""
+    ad, bd, rd, ra, rb = _promote(a, b)
+    if rd.kind in "fcb":
+        raise not_implemented_for(kernel, rd)
+    try:
+        return _wrap(_result(fn(ad, bd), rd))
+    except ValueError as e:
+        raise broadcast_error(np.shape(ad), np.shape(bd)) or e
+
+
+@export("bitwise_left_shift", numpy=(np.left_shift,))
+def bitwise_left_shift(input, other):
+    return _shift(np.left_shift, "lshift_cpu", input, other)
+
+
+@export("bitwise_right_shift", numpy=(np.right_shift,))
+def bitwise_right_shift(input, other):
+    return _shift(np.right_shift, "rshift_cpu", input, other)
 
 
 @export("bitwise_not", numpy=(np.invert,))

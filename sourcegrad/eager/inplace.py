@@ -372,7 +372,9 @@ def remainder_(self, other):
 
 @export(methods=("floor_divide_",))
 def floor_divide_(self, other):
-    return copy_(self, _ops.floor_divide(self, other))
+    result = _ops.floor_divide(self, other)
+    _check_cast(self, result._data.dtype)
+    return copy_(self, result)
 
 
 def _unary_(op_name):
@@ -697,6 +699,20 @@ def ior(self, other):
 
 def ixor(self, other):
     return copy_(self, _ops.bitwise_xor(self, other))
+
+
+@export(methods=("bitwise_left_shift_",))
+def ilshift(self, other):
+    result = _ops.bitwise_left_shift(self, other)
+    _check_cast(self, result._data.dtype)
+    return copy_(self, result)
+
+
+@export(methods=("bitwise_right_shift_",))
+def irshift(self, other):
+    result = _ops.bitwise_right_shift(self, other)
+    _check_cast(self, result._data.dtype)
+    return copy_(self, result)
 
 
 _round0_ = _unary_("round0")

@@ -65,6 +65,19 @@ def _binary_operator(name, spec, np_fn, to_float=False):
     return op
 
 
+def _matmul_operator(reflected=False):
+    """`a @ b`: a Python number is no operand of matmul (torch's TypeError, as for `a @ 2`)."""
+    inner = _operator(ops.matmul, reflected)
+
+    def op(self, other):
+        if other.__class__ in (int, float, bool, complex):
+            return NotImplemented
+        return inner(self, other)
+
+    op.__name__ = "__rmatmul__" if reflected else "__matmul__"
+    return op
+
+
 def _sub_operator():
     """`x - y`: `_binary_operator`'s, refusing a bool operand as torch does."""
     binary, spec = ops.binary_op, ops.SUB
@@ -172,8 +185,12 @@ OPERATORS = {
     "__rmod__": _operator(ops.remainder, reflected=True),
     "__pow__": _operator(ops.pow),
     "__rpow__": _operator(ops.rpow),
-    "__matmul__": _operator(ops.matmul),
-    "__rmatmul__": _operator(ops.matmul, reflected=True),
+    "__matmul__": _matmul_operator(),
+    "__rmatmul__": _matmul_operator(reflected=True),
+    "__lshift__": _operator(ops.bitwise_left_shift),
+    "__rlshift__": _operator(ops.bitwise_left_shift, reflected=True),
+    "__rshift__": _operator(ops.bitwise_right_shift),
+    "__rrshift__": _operator(ops.bitwise_right_shift, reflected=True),
     "__and__": _operator(ops.bitwise_and),
     "__rand__": _operator(ops.bitwise_and),
     "__or__": _operator(ops.bitwise_or),
@@ -197,6 +214,8 @@ OPERATORS = {
     "__iand__": _operator(inplace.iand),
     "__ior__": _operator(inplace.ior),
     "__ixor__": _operator(inplace.ixor),
+    "__ilshift__": _operator(inplace.ilshift),
+    "__irshift__": _operator(inplace.irshift),
     "__neg__": ops.neg,
     "__pos__": _pos,
     "__abs__": ops.abs,

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..runtime import array_module, expand_reduced, max_grad, max_jvp, unbroadcast, unindex
 from .examples import arg, ex
-from .registry import Spelling, defvjp, torch
+from .registry import Spelling, defprimitive, defvjp, torch
 
 
 def _spelled(name):
@@ -54,6 +54,10 @@ def rsqrt(x):
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)
+try:  # scipy's ufunc where installed (gelu's erf: math.erf element by element is 100x slower)
+    from scipy.special import erf as _scipy_erf
+except ImportError:  # pragma: no cover - scipy is optional
+    _scipy_erf = None
 
 
 def erf(x):
@@ -61,7 +65,10 @@ def erf(x):
         from cupyx.scipy.special import erf as cupy_erf  # a CuPy array: its own kernel
 
         return cupy_erf(x).astype(np.result_type(x.dtype, np.float32))
-    return _erf(x).astype(np.result_type(x, np.float32))
+    dtype = np.result_type(x, np.float32)
+    if _scipy_erf is not None and dtype.kind == "f":
+        return np.asarray(_scipy_erf(x), dtype=dtype)
+    return _erf(x).astype(dtype)
 
 
 def leaky_relu(x, negative_slope=0.01):
@@ -186,6 +193,144 @@ def div_rounding(x, y, rounding_mode="floor"):
 
 def split(x, indices_or_sections, axis=0):
     return np.split(x, indices_or_sections, axis=axis)
+
+
+_LSTM_RUN: list = [None, None]  # (the inputs of the last run, what it computed)
+
+
+def _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
+    """One LSTM layer in one direction over x (L, N, I), ATen's cell at each step: the
+    outputs (L, N, H), and the gates (i, f, g, o after their activations) and cell states
+    of every step, for the backward."""
+    steps, hidden = x.shape[0], h0.shape[-1]
+    projected = x @ w_ih.T + (b_ih + b_hh)
+    out = np.empty(x.shape[:2] + (hidden,), dtype=projected.dtype)
+    gates = np.empty_like(projected)
+    cells = np.empty_like(out)
+    h, c = h0, c0
+    w_hh_t = w_hh.T
+    scale = np.full(4 * hidden, 0.5, dtype=projected.dtype)
+    scale[2 * hidden : 3 * hidden] = 1
+    offset = np.where(scale == 0.5, 0.5, 0).astype(projected.dtype)
+    for t in range(steps - 1, -1, -1) if reverse else range(steps):
+        act = gates[t]
+        # sigmoid(a) = (1 + tanh(a / 2)) / 2: one tanh for the four gates, stable as it is
+        np.tanh((projected[t] + h @ w_hh_t) * scale, out=act)
+        act *= scale
+        act += offset
+        c = act[:, hidden : 2 * hidden] * c
+        c += act[:, :hidden] * act[:, 2 * hidden : 3 * hidden]
+        cells[t] = c
+        h = out[t] = act[:, 3 * hidden :] * np.tanh(c)
+    return out, h, c, gates, cells
+
+
+def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
+    """An LSTM layer (one direction) as one op, torch's mkldnn_rnn_layer: (output, h_n, c_n).
+    The run's gates and cell states stay at hand for its backward (the last run's only)."""
+    run = _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
+    _LSTM_RUN[0], _LSTM_RUN[1] = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse), run
+    return run[:3]
+
+
+_LSTM_GRADS: list = [None, None]  # (the gradients it was called with, the seven gradients)
+
+
+def lstm_layer_grads(g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
+    """The gradients of lstm_layer's seven inputs, backpropagated through time (the forward run
+    again for its gates). Each input's VJP asks for its own; the node's one list of output
+    gradients `g` makes them one computation."""
+    if _LSTM_GRADS[0] is g:
+        return _LSTM_GRADS[1]
+    inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
+    kept = _LSTM_RUN[0]
+    if kept is not None and all(a is b for a, b in zip(kept, inputs)):
+        # the same arrays as the last run, not written since (the node checked their
+        # versions): its gates
+        out, _, _, gates, cells = _LSTM_RUN[1]
+        _LSTM_RUN[0] = _LSTM_RUN[1] = None
+    else:
+        out, _, _, gates, cells = _lstm_run(*inputs)
+    steps, hidden = x.shape[0], h0.shape[-1]
+    g_out, g_h, g_c = g
+    dh = np.array(g_h, dtype=out.dtype)
+    dc = np.array(g_c, dtype=out.dtype)
+    # what each step's gradients are multiplied by, for all steps at once; the loop over
+    # time keeps only the recurrence (dh, dc)
+    i, f, gg, o = (gates[..., k * hidden : (k + 1) * hidden] for k in range(4))
+    if reverse:
+        c_prev = np.concatenate([cells[1:], c0[None]], axis=0)
+    else:
+        c_prev = np.concatenate([c0[None], cells[:-1]], axis=0)
+    tc = np.tanh(cells)
+    through_h = o * (1 - tc * tc)  # d c_t / d h_t's share
+    to_gates = np.stack([gg * i * (1 - i), c_prev * f * (1 - f), i * (1 - gg * gg)], axis=-2)
+    to_o = tc * o * (1 - o)
+    dpre = np.empty_like(gates)
+    shape3 = dpre.shape[1:-1] + (3, hidden)
+    for t in range(steps) if reverse else range(steps - 1, -1, -1):
+        dh += g_out[t]
+        dc += dh * through_h[t]
+        d = dpre[t]
+        np.multiply(to_gates[t], dc[..., None, :], out=d[..., : 3 * hidden].reshape(shape3))
+        np.multiply(dh, to_o[t], out=d[..., 3 * hidden :])
+        dc *= f[t]
+        dh = d @ w_hh
+    if reverse:
+        h_prev = np.concatenate([out[1:], h0[None]], axis=0)
+    else:
+        h_prev = np.concatenate([h0[None], out[:-1]], axis=0)
+    flat = dpre.reshape(-1, dpre.shape[-1])
+    db = flat.sum(axis=0)
+    grads = (
+        dpre @ w_ih,
+        dh,
+        dc,
+        flat.T @ x.reshape(-1, x.shape[-1]),
+        flat.T @ h_prev.reshape(-1, hidden),
+        db,
+        db.copy(),
+    )
+    _LSTM_GRADS[0], _LSTM_GRADS[1] = g, grads
+    return grads
+
+
+def lstm_layer_tangent(k, t, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
+    """Forward mode of lstm_layer along input k's tangent t (the other inputs' held):
+    the tangents of (output, h_n, c_n)."""
+    tangents = [None] * 7
+    tangents[k] = t
+    tx, th, tc, tw_ih, tw_hh, tb_ih, tb_hh = tangents
+    out, _, _, gates, cells = _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
+    steps, hidden = x.shape[0], h0.shape[-1]
+    dproj = np.zeros(gates.shape, dtype=gates.dtype)
+    if tx is not None:
+        dproj = dproj + tx @ w_ih.T
+    if tw_ih is not None:
+        dproj = dproj + x @ tw_ih.T
+    for tb in (tb_ih, tb_hh):
+        if tb is not None:
+            dproj = dproj + tb
+    dout = np.empty_like(out)
+    dh = np.zeros_like(h0) if th is None else np.asarray(t, dtype=out.dtype)
+    dc = np.zeros_like(c0) if tc is None else np.asarray(t, dtype=out.dtype)
+    h, c = h0, c0
+    for s in range(steps - 1, -1, -1) if reverse else range(steps):
+        da = dproj[s] + dh @ w_hh.T
+        if tw_hh is not None:
+            da = da + h @ tw_hh.T
+        act = gates[s]
+        i, f, g, o = (act[:, j * hidden : (j + 1) * hidden] for j in range(4))
+        di = i * (1 - i) * da[:, :hidden]
+        df = f * (1 - f) * da[:, hidden : 2 * hidden]
+        dg = (1 - g * g) * da[:, 2 * hidden : 3 * hidden]
+        do = o * (1 - o) * da[:, 3 * hidden :]
+        dc = df * c + f * dc + di * g + i * dg
+        c = cells[s]
+        tanh_c = np.tanh(c)
+        dh = dout[s] = do * tanh_c + o * (1 - tanh_c * tanh_c) * dc
+        h = out[s]
+    return dout, dh, dc
 
 
 def unbind(x, axis=0):
@@ -452,6 +597,43 @@ defvjp(
     split,
     _spelled("split"),
     lambda g, ans, x, indices_or_sections, axis=0: np.concatenate(g, axis=axis),
+)
+# lstm_layer's VJPs call it (generated backward code too): its own derivative is not written,
+# as torch has none for mkldnn_rnn_layer's backward (no double backward through a float32 LSTM)
+defprimitive("lstm_layer_grads", lstm_layer_grads, _spelled("lstm_layer_grads"))
+defvjp(
+    "lstm_layer",
+    lstm_layer,
+    _spelled("lstm_layer"),
+    lambda g, ans, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False: lstm_layer_grads(
+        g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse
+    )[0],
+    lambda g, ans, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False: lstm_layer_grads(
+        g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse
+    )[1],
+    lambda g, ans, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False: lstm_layer_grads(
+        g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse
+    )[2],
+    lambda g, ans, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False: lstm_layer_grads(
+        g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse
+    )[3],
+    lambda g, ans, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False: lstm_layer_grads(
+        g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse
+    )[4],
+    lambda g, ans, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False: lstm_layer_grads(
+        g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse
+    )[5],
+    lambda g, ans, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False: lstm_layer_grads(
+        g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse
+    )[6],
+    jvps=tuple(
+        (
+            lambda t, ans, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, k=k: (
+                lstm_layer_tangent(k, t, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
+            )
+        )
+        for k in range(7)
+    ),
 )
 defvjp(
     "unbind",

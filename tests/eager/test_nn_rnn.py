@@ -264,3 +264,70 @@ def test_char_lstm_training_steps_match_torch():
             run_losses.append(loss.item())
         losses.append(run_losses)
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "batch_first, layers, bidirectional, steps",
+    [(True, 1, False, 5), (False, 2, True, 4), (True, 2, True, 1), (False, 1, True, 3)],
+)
+def test_float32_lstm_is_one_node_per_layer_as_torchs(batch_first, layers, bidirectional, steps):
+    """A float32 LSTM layer is one op with its backward through time (torch's
+    MkldnnRnnLayerBackward0): values and every gradient as torch's to 1e-6, the same graph."""
+    torch = pytest.importorskip("torch")
+    import sourcegrad as sg
+
+    torch.manual_seed(0)
+    kw = dict(num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
+    tl, sl = torch.nn.LSTM(3, 4, **kw), sg.nn.LSTM(3, 4, **kw)
+    sl.load_state_dict({k: sg.tensor(v.detach().numpy()) for k, v in tl.state_dict().items()})
+    rng = np.random.default_rng(1)
+    shape = (2, steps, 3) if batch_first else (steps, 2, 3)
+    d = 2 if bidirectional else 1
+    x, h0, c0 = (
+        rng.normal(size=s).astype(np.float32)
+        for s in (shape, (layers * d, 2, 4), (layers * d, 2, 4))
+    )
+    res, names = [], []
+    for lib, layer in ((torch, tl), (sg, sl)):
+        xt, ht, ct = (lib.tensor(a, requires_grad=True) for a in (x, h0, c0))
+        o, (h, c) = layer(xt, (ht, ct))
+        (o.sin().sum() + (h * h).sum() + c.cos().sum()).backward()
+        res.append(
+            [t.detach().numpy() for t in (o, h, c, xt.grad, ht.grad, ct.grad)]
+            + [p.grad.numpy() for p in layer.parameters()]
+        )
+        names.append(
+            [type(o.grad_fn).__name__]
+            + [type(n).__name__ for n, _ in o.grad_fn.next_functions if n is not None]
+        )
+    for a, b in zip(*res):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
+    assert names[0] == names[1]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_lstm_layer_rule_against_finite_differences(reverse):
+    """The registry's lstm_layer: its VJPs (backpropagation through time) against central
+    differences of its forward, in float64."""
+    from sourcegrad.ops import RULES
+
+    rule = RULES["lstm_layer"]
+    rng = np.random.default_rng(3)
+    shapes = [(3, 2, 3), (2, 4), (2, 4), (16, 3), (16, 4), (16,), (16,)]
+    args = [rng.normal(size=s) for s in shapes]
+    cot = [rng.normal(size=(3, 2, 4)), rng.normal(size=(2, 4)), rng.normal(size=(2, 4))]
+
+    def loss(*a):
+        return sum(np.sum(c * o) for c, o in zip(cot, rule.forward(*a, reverse=reverse)))
+
+    ans = rule.forward(*args, reverse=reverse)
+    for k in range(7):
+        ours = rule.vjp_for(k)(list(cot), ans, *args, reverse=reverse)
+        numeric = np.zeros_like(args[k])
+        for idx in np.ndindex(args[k].shape):
+            moved = [a.copy() for a in args]
+            moved[k][idx] += 1e-6
+            plus = loss(*moved)
+            moved[k][idx] -= 2e-6
+            numeric[idx] = (plus - loss(*moved)) / 2e-6
+        np.testing.assert_allclose(ours, numeric, rtol=1e-5, atol=1e-7, err_msg=f"input {k}")

@@ -325,3 +325,115 @@ def test_the_issues_two_examples():
     with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
         sg.ones(2, 3) @ sg.ones(3, 4, dtype=sg.float64)
     assert np.all((sg.ones(2, 3) @ sg.ones(3, 4)).numpy() == 3)
+
+
+# --- every elementwise family with a 0-d tensor on either side, and more Python scalars ---------
+
+ELEMENTWISE = [
+    "add",
+    "sub",
+    "rsub",
+    "mul",
+    "div",
+    "div floor",
+    "div trunc",
+    "floor_divide",
+    "remainder",
+    "pow",
+    "eq",
+    "lt",
+    "ge",
+    "maximum",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "logical_and",
+]
+BINARY_MORE = {
+    "true_divide": lambda L, a, b: L.true_divide(a, b),
+    "bitwise_left_shift": lambda L, a, b: a << b,
+    "bitwise_right_shift": lambda L, a, b: a >> b,
+}
+
+
+def _zero_d(fn, side):
+    if side == "0-d other":
+        return lambda L, a, b: fn(L, a, b[0])
+    return lambda L, a, b: fn(L, a[0], b)
+
+
+@pytest.mark.parametrize("side", ["0-d other", "0-d self"])
+@pytest.mark.parametrize("family", ELEMENTWISE + list(BINARY_MORE))
+def test_zero_d_operands_promote_as_torch(family, side):
+    fn = _zero_d(BINARY.get(family) or BINARY_MORE[family], side)
+    wrong = []
+    for a, b in itertools.product(DTYPES, DTYPES):
+        if (family, a, b) in KNOWN or ("0-d", a, b) in ZERO_D_KNOWN.get(side, ()):
+            continue
+        if "float16" in (a, b) and "complex" in a + b:
+            continue  # complex32 (numpy has none)
+        ours, theirs = _outcome(fn, sg, a, b), _outcome(fn, torch, a, b)
+        if ours != theirs:
+            wrong.append(f"{a}, {b}: sourcegrad {ours}, torch {theirs}")
+    assert not wrong, "\n".join(wrong)
+
+
+ZERO_D_KNOWN: dict = {}
+
+SCALAR_MORE = {
+    "true_divide int": lambda L, a: L.true_divide(a, 2),
+    "sub bool": lambda L, a: a - True,
+    "mul bool": lambda L, a: a * False,
+    "rdiv float": lambda L, a: 1.5 / a,
+    "rfloordiv int": lambda L, a: 3 // a,
+    "rmod int": lambda L, a: 3 % a,
+    "pow bool": lambda L, a: a**True,
+    "rpow float": lambda L, a: 2.5**a,
+    "ne complex": lambda L, a: a != 1j,
+    "ge int": lambda L, a: a >= 1,
+    "or bool": lambda L, a: a | True,
+    "xor float": lambda L, a: a ^ 1.5,
+    "lshift int": lambda L, a: a << 1,
+    "rand int": lambda L, a: 1 & a,
+    "matmul scalar": lambda L, a: a @ 2,
+    "mul_ float": lambda L, a: a.mul_(1.5),
+    "sub_ int": lambda L, a: a.sub_(1),
+    "div_ int": lambda L, a: a.div_(2),
+    "pow_ float": lambda L, a: a.pow_(0.5),
+    "floor_divide_ int": lambda L, a: a.floor_divide_(2),
+}
+
+
+@pytest.mark.parametrize("family", list(SCALAR_MORE))
+def test_more_scalar_promotion_and_errors_as_torch(family):
+    fn = SCALAR_MORE[family]
+    wrong = []
+    for a in DTYPES:
+        if a == "float16" and "complex" in family:
+            continue  # complex32
+        ours, theirs = _outcome(fn, sg, a), _outcome(fn, torch, a)
+        if ours != theirs:
+            wrong.append(f"{a}: sourcegrad {ours}, torch {theirs}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_shifts_compute_as_torch():
+    a = [1, -8, 100, 3]
+    b = [1, 2, 3, 0]
+    for dt in ("int8", "int32", "int64", "uint8"):
+        a_ = [abs(v) for v in a] if dt == "uint8" else a
+        for op in (
+            lambda x, y: x << y,
+            lambda x, y: x >> y,
+            lambda x, y: x << 2,
+            lambda x, y: 3 >> y,
+        ):
+            want = op(
+                torch.tensor(a_, dtype=getattr(torch, dt)), torch.tensor(b, dtype=torch.int64)
+            )
+            got = op(sg.tensor(a_, dtype=getattr(sg, dt)), sg.tensor(b, dtype=sg.int64))
+            assert got.tolist() == want.tolist() and str(got.dtype) == str(want.dtype)
+    x, y = sg.tensor([1, 2]), torch.tensor([1, 2])
+    x <<= 3
+    y <<= 3
+    assert x.tolist() == y.tolist()

@@ -157,7 +157,7 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
         # a sample Python number (1.0 - 3.0) to a fractional power: the value's sign is not
         # known while compiling, so neither is whether Python's `**` makes it complex; it is
         # typed real, and a call whose numbers make it complex is refused where it runs
-        # (api.facts.complex_power_sites)
+        # (compiler.facts.complex_power_sites)
         unknown = [not k and type(v) in (int, float) for v, (_, k) in zip(values, args)]
         if any(unknown) and not any(isinstance(v, complex) for v in values):
             try:

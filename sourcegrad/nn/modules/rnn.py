@@ -25,7 +25,15 @@ import math
 import numbers
 import warnings
 
+import numpy as np
+
 from ...eager import factories, ops, shape_ops
+from ...eager.dual_state import DUAL
+from ...eager.grad_mode import STATE
+from ...eager.operands import needs_grad
+from ...eager.spec import OpSpec, record
+from ...eager.tensor import Tensor
+from ...ops import nn as _kernels
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -65,8 +73,37 @@ def _activation(mode):
     return ops.relu if mode == "RNN_RELU" else ops.tanh
 
 
+# torch runs a float32 LSTM layer as one op on CPU (mkldnn_rnn_layer), one node per layer and
+# direction; so does this, with the registry's lstm_layer (its VJP backpropagates through time)
+LSTM_LAYER = OpSpec("MkldnnRnnLayerBackward0", "lstm_layer", n_arrays=7, multi_output=True)
+
+
+def _fused_lstm(x, h, c, weights, reverse):
+    """(outputs, h_n, c_n) of an LSTM layer as one node, or None where the step-by-step ops
+    are needed (no biases, a projection, another dtype than float32 as torch, forward AD,
+    a GPU array)."""
+    w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    args = (x, h, c, w_ih, w_hh, b_ih, b_hh)
+    if (
+        w_hr is not None
+        or b_ih is None
+        or DUAL.on
+        or any(not isinstance(a, Tensor) or type(a._data) is not np.ndarray for a in args)
+        or any(a._data.dtype != np.float32 for a in args)
+    ):
+        return None
+    outs = [Tensor._make(d) for d in _kernels.lstm_layer(*(a._data for a in args), reverse)]
+    if STATE.enabled and needs_grad(*args):
+        record(LSTM_LAYER, None, args, {"reverse": reverse}, outputs=outs)
+    return outs
+
+
 def _run_direction(mode, x, h, c, weights, reverse):
     """One layer in one direction over x (L, N, I): (outputs (L, N, H), h_n, c_n)."""
+    if mode == "LSTM":
+        fused = _fused_lstm(x, h, c, weights, reverse)
+        if fused is not None:
+            return fused
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
     projected = F.linear(x, w_ih, b_ih)
     steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
