@@ -321,3 +321,32 @@ def test_layers_quick_run(tmp_path):
         assert [v["variant"] for v in res["variants"]] == ["hand", "sourcegrad"]
         sg = res["variants"][1]
         assert sg["status"] == "ok" and sg["recompiles"] == 0, sg
+
+
+@pytest.mark.no_cross_check
+def test_a_changed_hyperparameter_recompiles_and_an_equal_one_does_not():
+    """The layers' epsilon comes from a property building a new dict on every read: equal
+    values find the compiled code, a changed value compiles again and its numbers change."""
+    from sourcegrad.api import caches
+    from sourcegrad.bench import layers
+
+    workload = W.BY_NAME["batchnorm"]
+    size = workload.quick[0]
+    args = W.make_args(workload, size)
+    g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt))
+    first = g(*args)
+    before = caches.compile_count()
+    g(*args)
+    assert caches.compile_count() == before
+    saved = layers.BATCHNORM.epsilon
+    try:
+        layers.BATCHNORM.epsilon = 0.5
+        changed = g(*args)
+        assert caches.compile_count() > before, "a changed epsilon must compile again"
+        ref = hand_gradient(workload, size, args)
+        assert runner.max_rel_error(changed, ref) <= runner.RTOL
+        assert runner.max_rel_error(changed, first) > 1e-3
+    finally:
+        layers.BATCHNORM.epsilon = saved
+    again = g(*args)
+    assert runner.max_rel_error(again, first) <= runner.RTOL
