@@ -88,7 +88,7 @@ def leaky_relu(input, negative_slope=0.01):
 
 
 def gelu(input):
-    return 0.5 * input * (1.0 + opnn.erf(input / np.sqrt(2.0)))
+    return opnn.gelu(input)
 
 
 def silu(input):
@@ -134,6 +134,14 @@ def dropout(input, p=0.5, training=True):
         return input
     keep = DROPOUT_RNG.random(input.shape) >= p
     return input * (keep / (1 - p)).astype(input.dtype)
+
+
+def arange(start, end=None, step=1, dtype=None):
+    """torch.arange of Python numbers: int64 for integers, as torch (a dtype= other than an
+    integer one is left to eager code)."""
+    if isinstance(end, NoneType):
+        return np.arange(0, start, step)
+    return np.arange(start, end, step)
 
 
 def embedding(input, weight):
@@ -472,6 +480,7 @@ FUNCTIONS = {
         cat,
         stack,
         matmul,
+        arange,
     )
 }
 
