@@ -31,9 +31,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from . import api, errors
-from .compiler.derive.checkpointing import describe_total
-from .compiler.derive.memory_budget import memory_plan
-from .compiler.emit.codegen import comment_lines
+from .compiler import comment_lines, describe_total, memory_plan
 from .notebook import tokens
 from ._version import __version__
 

@@ -62,7 +62,7 @@ import warnings
 import numpy as np
 
 from . import torch_lowering as lowering
-from .compiler.analysis import signature_key
+from .compiler import signature_key
 from .compiled_layers import GraphBreak, layer_call
 from .compiled_region import CompiledRegion
 from .errors import SourcegradError

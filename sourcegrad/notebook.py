@@ -210,7 +210,7 @@ def _total(saved: list[dict[str, Any]]) -> str:
 
 
 def _describe_total(saved: list[dict[str, Any]]) -> str:
-    from .compiler.derive.checkpointing import describe_total
+    from .compiler import describe_total
 
     return describe_total(saved)
 

@@ -80,8 +80,14 @@ def array_module(array):
 
 
 def _has_array_index(index) -> bool:
+    """Whether `index` may name an element twice (an integer array or list in it), so that
+    writes through it must accumulate (`ufunc.at`). A boolean mask names each element at most
+    once: assigning through it is exact, and many times faster than `np.add.at`."""
     items = index if isinstance(index, tuple) else (index,)
-    return any(hasattr(item, "shape") or isinstance(item, list) for item in items)
+    return any(
+        isinstance(item, list) or (hasattr(item, "shape") and getattr(item, "dtype", None) != bool)
+        for item in items
+    )
 
 
 def take_part(g, xs, argnum, axis=0):

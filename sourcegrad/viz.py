@@ -26,7 +26,7 @@ import warnings
 from typing import Any
 
 from . import errors
-from .compiler.ir import Assign, Call, For, If, Marker, Pop, Push, Return, While, reads_of
+from .compiler import Assign, Call, For, If, Marker, Pop, Push, Return, While, reads_of
 from .ops import RULES
 
 

@@ -244,3 +244,80 @@ def test_checkpointing_bench_quick_rows():
     table = bench.markdown(rows)
     assert "| spring, 1000 steps | memory=4000 (revolve over segments of " in table
     assert "| spring, 1000 steps | checkpoint_loops='revolve' (revolve over trips, 32 " in table
+
+
+# --- the layers family (`--layers`): published-style code against its authors' backward ------
+
+LAYERS = W.cases(quick=True, family="layers")
+LAYER_IDS = [w.name for w, _ in LAYERS]
+
+
+def test_layers_family_is_registered():
+    assert {w.name for w, _ in LAYERS} == {
+        "dense",
+        "conv",
+        "batchnorm",
+        "layernorm",
+        "lstm",
+        "per_example",
+        "rnn_stack",
+        "softmax_naive",
+    }
+    assert all(w.family == "layers" for w, _ in LAYERS)
+    assert not {w.name for w in W.WORKLOADS} & set(LAYER_IDS)  # the main table is unchanged
+
+
+@pytest.mark.parametrize("workload,size", LAYERS, ids=LAYER_IDS)
+def test_layers_hand_backward_matches_finite_differences(workload, size):
+    args = W.make_args(workload, size)
+    ref = hand_gradient(workload, size, args)
+    for pos, g in zip(W.wrt_positions(workload), ref):
+        numeric = numeric_grad(workload.function(size), args, pos)
+        assert runner.max_rel_error((g,), (numeric,)) < 1e-6, (workload.name, pos)
+
+
+@pytest.mark.no_cross_check  # (the cross-check compiles a second gradient)
+@pytest.mark.parametrize("workload,size", LAYERS, ids=LAYER_IDS)
+def test_layers_gradient_agrees_and_never_recompiles(workload, size):
+    """The compiled gradient is the authors' backward's (1e-8), and a repeated call with equal
+    inputs (the same arrays, then equal copies) compiles nothing again."""
+    from sourcegrad.api import caches
+
+    args = W.make_args(workload, size)
+    ref = hand_gradient(workload, size, args)
+    prepared = W.prepare(workload, size, "sourcegrad", args)
+    prepared.compile()
+    got = prepared.to_numpy(prepared.call())
+    assert runner.max_rel_error(got, ref) <= runner.RTOL, (got, ref)
+    before = caches.compile_count()
+    for _ in range(3):
+        prepared.call()
+    g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt))
+    again = g(*W.make_args(workload, size))  # equal values, new arrays
+    assert runner.max_rel_error(prepared.to_numpy(again), ref) <= runner.RTOL
+    assert caches.compile_count() == before, "a repeated call compiled again"
+    assert prepared.after() == {"recompiles": 0}
+
+
+@pytest.mark.long
+def test_layers_quick_run(tmp_path):
+    out = tmp_path / "layers.json"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(
+        [sys.executable, "-m", "sourcegrad.bench", "--layers", "--quick", "--no-memory"]
+        + ["--json", str(out)],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert [r["workload"] for r in report["results"]] == LAYER_IDS
+    assert "The layers family" in proc.stdout and "worst" in proc.stdout
+    for res in report["results"]:
+        assert [v["variant"] for v in res["variants"]] == ["hand", "sourcegrad"]
+        sg = res["variants"][1]
+        assert sg["status"] == "ok" and sg["recompiles"] == 0, sg

@@ -181,8 +181,13 @@ COMPILER_FLOORS = [
     {"specialise", "derive", "emit"},
     # the front ends (producers of IR) and the backends (consumers of printed source)
     {"frontend", "trace", "backends"},
-    # the stages in order, and the package's door
-    {"pipeline", ""},
+    # what the pipeline and the api ask of IR and of a signature (new gradients, the
+    # saved-value manifest, powers that may be complex, the generators drawn from)
+    {"facts"},
+    # the stages in order
+    {"pipeline"},
+    # the package's one door
+    {""},
 ]
 
 
@@ -213,3 +218,51 @@ def test_compiler_stages_import_one_way():
             if floor[there] >= floor[here]:
                 found.append(f"{module} imports {name} (line {node.lineno})")
     assert not found, "\n".join(sorted(set(found)))
+
+
+def _door_names():
+    import sourcegrad.compiler
+
+    return set(sourcegrad.compiler.__all__)
+
+
+def test_only_the_compiler_package_is_imported_from_outside():
+    """No module outside `sourcegrad.compiler` imports a module inside it: each imports the
+    package (`from .. import compiler`, or names from it), and each name it takes from it,
+    by import or as `compiler.name`, is one the package's door lists (`__all__`), not a
+    module of the package."""
+    modules = {name for name, _, _ in _modules()}
+    door = _door_names()
+    found = []
+    for module, path, is_package in _modules():
+        if module == "sourcegrad.compiler" or module.startswith("sourcegrad.compiler."):
+            continue
+        tree = ast.parse(path.read_text())
+        for target, node in _imports(module, path, is_package, module_level_only=False):
+            if target.startswith("sourcegrad.compiler."):
+                found.append(f"{module} imports {target} (line {node.lineno})")
+            elif target == "sourcegrad.compiler" and isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name not in door or f"{target}.{alias.name}" in modules:
+                        found.append(f"{module} imports compiler.{alias.name} (line {node.lineno})")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "compiler"
+                and node.attr not in door
+            ):
+                found.append(f"{module} reads compiler.{node.attr} (line {node.lineno})")
+    assert not found, "\n".join(sorted(set(found)))
+
+
+def test_the_api_reaches_the_compiler_through_its_door():
+    """The api's modules and the drawings (`viz`) import the compiler: they do, through the
+    package (the test above says they take nothing else)."""
+    reaching = set()
+    for module, path, is_package in _modules():
+        if module.startswith("sourcegrad.api.") or module == "sourcegrad.viz":
+            for name, _ in _imported_modules(module, path, is_package, module_level_only=False):
+                if name == "sourcegrad.compiler":
+                    reaching.add(module)
+    assert {"sourcegrad.api.compiling", "sourcegrad.api.gradient", "sourcegrad.viz"} <= reaching

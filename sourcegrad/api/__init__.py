@@ -2,8 +2,11 @@
 
 `grad(f)` returns a `Gradient`: a callable that, on its first call with a given input
 signature (array shapes and dtypes, Python scalar types, static values), runs the
-pipeline (its stages are listed in `sourcegrad.compiler.pipeline`), loads what it prints, and
-caches the loaded function per signature; later calls go straight to it.
+compiler's pipeline (`sourcegrad.compiler`, the package's one door: its stages are listed and
+run in `sourcegrad.compiler.pipeline`), loads what it prints, and caches the loaded function
+per signature; later calls go straight to it. This package keeps signatures, the caches
+(memory and disk), source information and the user-facing objects; it imports the compiler
+package, never its modules.
 
 The package, in the order its modules import one another:
 
@@ -11,15 +14,14 @@ The package, in the order its modules import one another:
   whether they can be;
 - `caches`: what is kept per function, per code and per signature, and for how long;
 - `results`: the gradients given their inputs' types (the last step of every call);
-- `facts`: what the IR and the signature say (shapes, fresh results, the saved-value
-  manifest), asked while compiling;
-- `compiling`: the compiling step of a gradient, from a signature to loaded code;
+- `compiling`: the compiling step of a gradient, from a signature to loaded code: the
+  compiler's stages run with the caches between them;
 - `gradient`: `Gradient` and its kinds (`VJP`, `JVP`, the gradient of tree leaves), and
   how a call runs;
 - `transforms`: the public constructors (`grad`, `value_and_grad`, `vjp`, `hvp`, ...);
 - `checks`: `numeric_grad` and `check_grad` (central finite differences).
 
-Imports run one way: the compiler's stages, `sourcegrad.ops` and `sourcegrad.runtime`
+Imports run one way: the compiler (its package), `sourcegrad.ops` and `sourcegrad.runtime`
 below, `sourcegrad.cli` and the package's `__init__` above.
 """
 

@@ -44,10 +44,9 @@ import warnings
 
 import numpy as np
 
-from ..compiler.ir import Call, walk
-from ..compiler.backends.numba_stacks import PREVIOUS_VALUE
+from ..compiler import PREVIOUS_VALUE, Call, differs_for_scalars, walk
 from ..ops import MATH_FUNCTIONS, RULES
-from . import caches, facts
+from . import caches
 from .dispatch import float_entry
 
 _FLOAT64 = np.dtype(np.float64)
@@ -154,11 +153,11 @@ def same_on_floats(primal) -> bool:
     """Whether the function's IR acts alike on a float64 scalar and on a Python float: it
     asks no value its type or dtype (`isinstance` is decided while compiling, per
     signature; a shape, ndim or len is alike), and never indexes, stores into, updates in
-    place or calls a method of a value (`facts.differs_for_scalars`, where a 0-d array and
+    place or calls a method of a value (`compiler.differs_for_scalars`, where a 0-d array and
     a numpy scalar differ too)."""
     for stmt in walk(primal.body):
         value = getattr(stmt, "value", None)
-        if facts.differs_for_scalars(stmt):
+        if differs_for_scalars(stmt):
             return False
         if isinstance(value, Call) and (value.op in _TYPE_QUERIES or RULES[value.op].type_fact):
             return False

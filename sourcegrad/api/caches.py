@@ -34,9 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 
-from ..compiler.frontend import function_run_by, function_to_ir
+from ..compiler import check_current, function_run_by, lower
 from ..ops import rule_for_function
-from ..compiler.frontend.source_check import check_current
 
 
 @dataclass
@@ -53,7 +52,7 @@ class Compiled:
     dependencies: tuple = ()
     ir: object = None  # the optimized gradient IR the source was printed from
     fresh: tuple = ()  # per gradient: the generated code makes it a new array
-    # powers of Python numbers that may make a complex value (facts.complex_power_sites):
+    # powers of Python numbers that may make a complex value (compiler.complex_power_sites):
     # where there are any, each call's results are checked (no fast entry)
     complex_sites: tuple = ()
     converters: tuple | None = None  # per gradient, the conversion the fast path applies (or None)
@@ -81,7 +80,7 @@ class Template:
     fresh: tuple
     control_flow: bool
     kept: tuple  # the free values its key names by identity (see _disk_key)
-    complex_sites: tuple = ()  # (facts.complex_power_sites; never from the disk cache)
+    complex_sites: tuple = ()  # (compiler.complex_power_sites; never from the disk cache)
 
 
 # fn -> {(wrt, single, with_value, backend, class name): {signature: Compiled}}, and
@@ -96,6 +95,20 @@ BY_VALUE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 TREE_IR: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 SHARED_LOCK = threading.RLock()
 TEMPLATES_KEPT = 256
+# how many times a signature was compiled in this process (lowered or traced, then
+# differentiated or found as a template): `compile_count()`
+_COMPILES = [0]
+
+
+def compile_count() -> int:
+    """How many signatures gradients compiled in this process so far (each call that missed
+    the compiled code of its signature and lowered or traced the function again). A repeated
+    call with equal inputs adds none: tests and the benchmark assert it."""
+    return _COMPILES[0]
+
+
+def counted_compile() -> None:
+    _COMPILES[0] += 1
 
 
 class _TemplatesKey:
@@ -227,7 +240,7 @@ def lowered(fn, static=None, structure=None):
     replaced later (as autoreload does) makes the compiled code stale. `structure`: the
     TreeDefs of the arguments passed as their leaves (see `_TreeGradient`)."""
     check_current(fn)
-    primal = function_to_ir(fn, static, structure) if static or structure else function_to_ir(fn)
+    primal = lower(fn, static, structure) if static or structure else lower(fn)
     callees = [
         v
         for _, _, _, v in primal.dependencies

@@ -13,9 +13,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .. import errors
-from ..compiler import random_draws
+from ..compiler import generators_of, same_draws
 from .. import trees
-from . import facts
 from .arguments import Wrt
 from .gradient import Gradient
 
@@ -36,7 +35,7 @@ def check_grad(
     a float of at most 1.0.
     """
     g = Gradient(fn, wrt)
-    with random_draws.same_draws(facts.generators_of(fn)) as again:  # every call the same sample
+    with same_draws(generators_of(fn)) as again:  # every call the same sample
         analytic = g(*args)
         analytic = analytic if isinstance(analytic, tuple) and not g._single else (analytic,)
         again()

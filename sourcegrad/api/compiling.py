@@ -1,13 +1,15 @@
 """A gradient's compiling step: from a signature to loaded generated code.
 
-`Compiling` is the part of `Gradient` (`sourcegrad.api.gradient`) that runs the pipeline
-(`sourcegrad.compiler.pipeline` lists its stages) for one input signature: `ir` lowers the function
-(once per function, or per value of its int and function arguments), `compile` specialises,
-differentiates (`_differentiate`: reverse mode, forward mode for a JVP or forward over
-reverse), optimizes and prints it, and `_instance` loads the printed module bound to the
-function's own globals and closure values (through numba for the numba backend). Takes the
-call's arguments; returns a `caches.Compiled`, cached per signature and, as a template, per
-code (`sourcegrad.api.caches`) and on disk (`sourcegrad.cache`).
+`Compiling` is the part of `Gradient` (`sourcegrad.api.gradient`) that runs the compiler's
+pipeline (`sourcegrad.compiler`: its stages are listed and run in `compiler.pipeline`) for one
+input signature, with the caches between its stages: `ir` lowers the function (stage 1, once
+per function, or per value of its int and function arguments; `_lowered`: the trace front
+end where the source front end refuses), `compile` prepares it (stage 2), looks for the
+signature's template in memory and on disk, and on a miss has the compiler generate it
+(stages 3-9, for the `Mode` this gradient asks: `_mode`), and `_instance` loads the printed
+module bound to the function's own globals and closure values (stage 10). Takes the call's
+arguments; returns a `caches.Compiled`, cached per signature and, as a template, per code
+(`sourcegrad.api.caches`) and on disk (`sourcegrad.cache`).
 
 A mixin, as the front end's lowerer is: what it reads of the gradient (`fn`, `wrt`,
 `inner`, `pullback`, `forward_mode`, `backend_for`, ...) is set by `Gradient.__init__`.
@@ -21,23 +23,23 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..compiler import analysis, pipeline
-from ..compiler.derive import checkpointing
-from ..compiler.backends import dask_backend, numba_backend
-from .. import cache, errors
-from ..compiler.analysis import aval_of, signature_key
-from ..compiler.emit.codegen import BACKENDS, DOT_MAX_SIZE, SourceInfo, generate_module, load
-from ..compiler.analysis.lifetimes import FREE_MIN_BYTES
-from ..compiler.frontend import function_run_by, function_to_ir
-from ..compiler.ir import Assign, Call, Const, Tup, reads_of, walk
-from ..compiler.names import Namer
-from ..compiler.optimize import hoist_loop_invariants, optimize
-from ..compiler.derive.forward import derivative
-from ..compiler.derive.reverse import reverse, split_vjp
-from ..compiler.trace import in_a_library, trace_function
-from ..ops import template_globals
+from .. import cache, compiler, errors
+from ..compiler import (
+    About,
+    Mode,
+    aval_of,
+    check_dask_inputs,
+    function_run_by,
+    in_a_library,
+    refuse_dask_transform,
+    signature_key,
+    trace_function,
+    updated_parameters,
+    walk,
+    zero_d_arrays,
+)
 from ..ops.fingerprint import fingerprint
-from . import caches, facts, results
+from . import caches, results
 from .arguments import check_differentiable, label_of
 
 
@@ -70,24 +72,16 @@ class Compiling:
     traces_allowed: bool
     reads_source: bool
 
-    def _finisher(self, args, optimized=None, env=None, unread=False):
+    def _finisher(self, args, generated=None, unread=False):
         """How to give this signature's gradients their inputs' types (cheap for floats), or
-        None when the generated code returns Python floats for Python float inputs."""
+        None when the generated code returns Python floats for Python float inputs
+        (`generated`: what the compiler knows of the code; None for code from the disk)."""
         if (
-            optimized is not None
+            generated is not None
             and all(type(args[i]) is float for i in self.wrt)
-            and not facts.has_control_flow(optimized)
-        ):  # (a branch could return a numpy float)
-            returned = optimized.body[-1].value
-            grads = returned.items[1] if self.with_value else returned
-            atoms = grads.items if isinstance(grads, Tup) else (grads,)
-            if all(
-                type(a.value) is float
-                if isinstance(a, Const)
-                else env.get(a.name) is not None and type(env[a.name].stand_in) is float
-                for a in atoms
-            ):
-                return None
+            and generated.floats
+        ):
+            return None
         if all(type(args[i]) is float for i in self.wrt):  # the common scalar case, made cheap
             return (
                 (lambda g, args: float(g))
@@ -97,11 +91,7 @@ class Compiling:
         converters = []
         # (`unread`: code from the disk cache, whose IR is not at hand: any may be the user's)
         users = (
-            facts.users_gradients(optimized, self.with_value)
-            if optimized is not None
-            else (True,) * len(self.wrt)
-            if unread
-            else ()
+            generated.users if generated is not None else (True,) * len(self.wrt) if unread else ()
         )
         for k, i in enumerate(self.wrt):
             x = args[i]
@@ -145,7 +135,7 @@ class Compiling:
                     "sweep per element) and has no generated source of its own. Call it, or "
                     "use sourcegrad.hessian / sourcegrad.hvp"
                 )
-            return function_to_ir(inner.fn)
+            return compiler.lower(inner.fn)
         code = caches.code_of(self.fn)
         by_value = caches.of_function(caches.BY_VALUE, self.fn)
         if by_value is not None and by_value[0] is code:
@@ -185,7 +175,7 @@ class Compiling:
             self._last = flat.compile(tuple(leaves), None, to_transform)
             return self._last
         key = signature_key(args) if key is None else key
-        to_transform = to_transform and bool(facts.zero_d_arrays(args))
+        to_transform = to_transform and bool(zero_d_arrays(args))
         if to_transform:
             key = key + ("to transform",)
         with self._lock:
@@ -205,20 +195,12 @@ class Compiling:
                 )
             if self.backend_for(args) == "dask":
                 self._check_dask(args, to_transform)
-            written, trace = self._lowered(args)
+            caches.counted_compile()
+            written, trace = self._lowered(args)  # stage 1
             self._traces[key] = trace
-            primal = written if trace is not None else hoist_loop_invariants(written)
-            if self.has_aux:
-                primal = facts.output_and_aux(primal)
-            elif isinstance(primal.body[-1].value, Tup):
-                ret = primal.body[-1]
-                raise errors.NonScalarOutputError(
-                    f"{'vjp' if self.pullback else 'jvp' if self.forward_mode else 'grad'}"
-                    " needs a function with one output, "
-                    f"but {primal.name} returns a tuple of {len(ret.value.items)} values; if "
-                    "the others are auxiliary outputs, pass has_aux=True (output first)",
-                    ret.loc,
-                )
+            primal = compiler.prepare(
+                written, self._mode(args, decided=False), trace is not None
+            )  # 2
             disk_key, identities = self._disk_key(primal, args, key, to_transform)
             # (values keyed by identity are kept by the template, so their ids stay theirs)
             template_key = (disk_key, tuple(map(id, identities)))
@@ -227,7 +209,7 @@ class Compiling:
             on_disk = (
                 cache.directory()
                 and not identities
-                and not facts.may_power_python_numbers(primal, args)
+                and not compiler.may_power_python_numbers(primal, args)
             )
             if template is None and on_disk:
                 template = self._from_disk(cache.load(disk_key), args)
@@ -246,85 +228,75 @@ class Compiling:
             # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
             unwrapped = set() if to_transform else self._unwrappable(primal, args)
             avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
-            primal, env = pipeline.specialised(
-                primal,
-                written,
-                avals,
-                [primal.params[i] for i in self.wrt],
-                batch_rows=self.memory_plan is None,
-            )
-            namer = Namer(reserved=facts.names_in(primal) | template_globals() | {"math"})
-            optimized, functions = self._differentiate(primal, env, namer, args)
-            forward = frozenset(s.target for s in primal.body if isinstance(s, Assign))
             base = self
             while base.inner is not None:
                 base = base.inner
-            label = (
+            about = About(
+                _source_file(base.fn),
                 label_of(self.fn)
                 if self.inner is None
-                else f"{primal.name} (the generated gradient of {label_of(base.fn)})"
-            )
-            arrays = frozenset(
-                n
-                for n, a in env.items()
-                if a is not None and isinstance(a.stand_in, np.ndarray) and a.stand_in.ndim > 0
-            )
-            scalars = frozenset(
-                n for n, a in env.items() if a is not None and type(a.stand_in) is float
-            )
-            matrices = frozenset(
-                n
-                for n in arrays
-                if env[n].stand_in.ndim <= 2 and env[n].stand_in.size <= DOT_MAX_SIZE
-            )
-            read = {n for stmt in walk(optimized.body) for n in reads_of(stmt)}
-            info = SourceInfo(
-                _source_file(base.fn) or primal.source_file,
-                label,
+                else f"{primal.name} (the generated gradient of {label_of(base.fn)})",
                 self._wrt_names(),
-                forward,
-                arrays,
-                scalars,
-                matrices,
-                tuple(primal.params[i] for i in sorted(unwrapped) if primal.params[i] in read),
-                "forward-mode derivative (JVP)" if self.forward_mode else "gradient",
-                large=frozenset(n for n in arrays if env[n].stand_in.nbytes >= FREE_MIN_BYTES),
-                traced=trace.why if trace is not None else _traced_calls(primal),
+                frozenset(unwrapped),
+                trace.why if trace is not None else None,
             )
-            source = generate_module(functions, info, BACKENDS[self.backend_for(args)])
-            if self.backend_for(args) == "dask":
-                dask_backend.check_source(source, info.file)
-            # what the backward keeps (per trip of a loop too), what it recomputes, and why
-            saved = checkpointing.manifest(
-                facts.saved_values(optimized, forward | set(primal.params), env),
-                optimized,
-                env,
-                checkpointing.known_trip_counts(primal, env),
-            )
+            generated = compiler.generate(
+                primal, written, avals, self._mode(args, primal), about
+            )  # 3-9
             finish = (
-                self._finisher(args, optimized, env)
+                self._finisher(args, generated)
                 if not self.pullback and not self.forward_mode
                 else self._finisher(args)
             )
-            names = [f.name for f in functions]
             # (the template keeps no value of this function's: the IR's free values and
             # dependencies are this function's globals and closure cells)
             template = caches.Template(
-                source,
-                optimized.name,
-                names,
-                saved,
+                generated.source,
+                generated.ir.name,
+                generated.names,
+                generated.manifest,
                 finish,
-                replace(optimized, free={}, dependencies=[]),
-                () if self.pullback else facts.new_gradients(optimized, self.with_value),
-                facts.has_control_flow(optimized),
+                replace(generated.ir, free={}, dependencies=[]),
+                generated.fresh,
+                generated.control_flow,
                 identities,
-                facts.complex_power_sites(primal, env),
+                generated.complex_sites,
             )
             caches.remember(template_key, template)
             if on_disk:
-                cache.store(disk_key, source, saved, names, template.control_flow)
-            return self._instance(template, primal, key, args)
+                cache.store(
+                    disk_key,
+                    generated.source,
+                    generated.manifest,
+                    generated.names,
+                    template.control_flow,
+                )
+            return self._instance(template, generated.primal, key, args)
+
+    def _mode(self, args, primal=None, decided=True) -> Mode:
+        """What this gradient asks the compiler to derive, for the signature of `args` (and
+        the function's IR `primal`). `decided=False`: before its caches are asked, without
+        deciding forward over reverse (which compiles the inner gradient)."""
+        return Mode(
+            self.wrt,
+            "vjp"
+            if self.pullback
+            else "jvp"
+            if self.forward_mode
+            else "forward over reverse"
+            if decided and self._by_forward_mode(args)
+            else "gradient",
+            self._single,
+            self.value_asked,
+            self.has_aux,
+            self.memory_plan,
+            self.backend_for(args),
+            None if primal is None else self._function_name(primal),
+        )
+
+    def _function_name(self, primal) -> Optional[str]:
+        """The generated function's name, where the compiler's default will not do."""
+        return None
 
     def _unwrappable(self, primal, args) -> set:
         """Positions of the 0-d numpy arrays the generated code may read as numpy scalars:
@@ -336,8 +308,8 @@ class Compiling:
             or self.backend_for(args) not in ("numpy", "numba")
         ):
             return set()
-        positions = facts.zero_d_arrays(args)
-        if not positions or any(facts.differs_for_scalars(s) for s in walk(primal.body)):
+        positions = zero_d_arrays(args)
+        if not positions or any(compiler.differs_for_scalars(s) for s in walk(primal.body)):
             return set()
         return positions
 
@@ -348,7 +320,7 @@ class Compiling:
         free, identities = [], []
         for n, v in sorted(primal.free.items()):
             if type(v) is np.ndarray or hasattr(v, "__cuda_array_interface__"):
-                free.append((n, repr(analysis.signature_key([v]))))
+                free.append((n, repr(signature_key([v]))))
             else:
                 free.append((n, "object"))
                 identities.append(v)
@@ -366,7 +338,7 @@ class Compiling:
             sorted(primal.user_names),
             free,
             # (the rules the code uses, users' included: one edited between runs is a new key)
-            fingerprint(facts.ops_called(primal)),
+            fingerprint(compiler.ops_called(primal)),
             *(() if self.memory_plan is None else (repr(self.memory_plan),)),
         )
         return text, tuple(identities)
@@ -392,27 +364,19 @@ class Compiling:
         """The template loaded with `primal`'s free values (this function's own globals and
         closure values, read by the generated code as module globals), cached for `key`;
         for the numba backend, compiled by numba for `args`' types where it can be. Dask
-        code is wrapped to compute its result once (`dask_backend.computing`)."""
-        backend = self.backend_for(args)
-        if backend == "numba":
-            source, module = numba_backend.load(
-                template.source,
-                template.module_name,
-                primal.free,
-                template.names,
-                args,
-                label_of(self.fn),
-                # (a JVP takes a tangent per differentiated argument: typed as its primal)
-                tuple(args[i] for i in self.wrt) if self.forward_mode else (),
-            )
-        else:
-            source = template.source
-            module = load(source, template.module_name, primal.free)
-        loaded = tuple(getattr(module, n) for n in template.names)
-        if backend == "dask":
-            loaded = tuple(
-                dask_backend.computing(f, template.source, primal.source_file) for f in loaded
-            )
+        code is wrapped to compute its result once (stage 10: `compiler.load`)."""
+        source, module, loaded = compiler.load(
+            template.source,
+            template.module_name,
+            primal.free,
+            template.names,
+            self.backend_for(args),
+            args,
+            label_of(self.fn),
+            # (a JVP takes a tangent per differentiated argument: typed as its primal)
+            tuple(args[i] for i in self.wrt) if self.forward_mode else (),
+            primal.source_file,
+        )
         compiled = caches.Compiled(
             source,
             module,
@@ -426,8 +390,7 @@ class Compiling:
             code=caches.code_of(self.fn),
             control_flow=template.control_flow,
             updated=tuple(
-                (primal.params.index(name), loc)
-                for name, loc in analysis.updated_parameters(primal).items()
+                (primal.params.index(name), loc) for name, loc in updated_parameters(primal).items()
             ),
         )
         compiled.trace = self._traces.get(key)
@@ -488,10 +451,10 @@ class Compiling:
         """Refuse what the Dask backend does not run: other transformations than grad and
         value_and_grad, and Dask arrays of unknown shape."""
         if self.inner is not None or to_transform:
-            raise dask_backend.refuse_transform("a gradient of a gradient")
+            raise refuse_dask_transform("a gradient of a gradient")
         if self.pullback or self.forward_mode:
-            raise dask_backend.refuse_transform("vjp" if self.pullback else "jvp")
-        dask_backend.check_inputs(args, self._params)
+            raise refuse_dask_transform("vjp" if self.pullback else "jvp")
+        check_dask_inputs(args, self._params)
 
     def _by_forward_mode(self, args, inner_control_flow=None):
         """Whether this gradient of a gradient is computed forward over reverse: true when the
@@ -508,41 +471,6 @@ class Compiling:
             if inner_control_flow is not None
             else self.inner.compile(args).control_flow
         )
-
-    def _differentiate(self, primal, env, namer, args):
-        """(the optimized gradient function, the functions to generate) for this mode."""
-        if self._by_forward_mode(args):
-            optimized = optimize(
-                derivative(primal, self.wrt[0], env, namer, self.with_value), facts.shapes(env)
-            )
-            return optimized, [optimized]
-        cotangent = namer.fresh("g") if self.pullback else None
-        grad_ir = reverse(
-            primal,
-            list(self.wrt),
-            env,
-            namer,
-            self.value_asked,
-            as_tuple=not self._single,
-            cotangent=cotangent,
-            has_aux=self.has_aux,
-            memory_plan=self.memory_plan,
-        )
-        optimized = optimize(
-            grad_ir,
-            facts.shapes(env),
-            facts.dtypes(env),
-            keep_residuals=self.pullback,
-            backend=self.backend_for(args),
-            numbers=facts.numbers(env),
-            # (under a plan, a top-level loop's rows would keep a row per trip; a segment's
-            # hold one segment)
-            batch_rows=True if self.memory_plan is None else "nested",
-        )
-        if self.pullback:
-            fwd, bwd, _ = split_vjp(optimized, cotangent)
-            return optimized, [fwd, bwd]
-        return optimized, [optimized]
 
 
 # The AST front end's refusals of Python it does not model: the call is traced instead
@@ -586,24 +514,3 @@ def _source_file(fn):
         return inspect.getsourcefile(code) if code is not None else None
     except TypeError:
         return None
-
-
-def _traced_calls(primal) -> str:
-    """The calls the source front end left to the trace front end (`ops.traced_call`), said
-    in the header: "line 10 (h = cell(h, x)): cell, a Cell object, ..."."""
-    said = []
-    for stmt in walk(primal.body):
-        if not isinstance(stmt, Assign) or not isinstance(stmt.value, Call):
-            continue
-        value = stmt.value
-        if value.op == "traced_call":
-            callee = primal.free.get(value.args[0].name)
-            what = f"{value.args[0].name}, a {type(callee).__name__} object"
-            where = f"line {stmt.loc.line} ({stmt.loc.text.strip()})" if stmt.loc else "a call"
-            said.append(f"{where}: {what}")
-    if not said:
-        return ""
-    return (
-        "the calls the source front end does not read run as they are, their derivatives "
-        "traced when the backward runs: " + "; ".join(dict.fromkeys(said))
-    )

@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from .. import errors, trees
-from ..compiler.trace.recorder import generators_read_by
+from ..compiler import generators_read_by
 
 RTOL = 1e-7  # two IRs of one function: the same operations, perhaps in another order
 

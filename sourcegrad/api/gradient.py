@@ -23,21 +23,11 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..compiler.derive import checkpointing
-from ..compiler.backends import dask_backend, numba_backend
-from .. import errors
-from ..compiler import random_draws
-from .. import trees
-from ..compiler.trace import Traced
-from ..compiler.trace import state as trace_state
+from .. import compiler, errors, trees
+from ..compiler import BACKENDS, Traced, function_run_by, signature_key
 from ..runtime import GuardMiss
-from ..compiler.analysis import signature_key
-from ..compiler.emit.codegen import BACKENDS
-from ..compiler.frontend import function_run_by
 from .dispatch import fast_entry
-from ..compiler.optimize import optimize
-from ..compiler.derive.forward import forward_mode
-from . import as_floats, caches, cross_check, facts, results
+from . import as_floats, caches, cross_check, results
 from .arguments import (
     Wrt,
     check_distinct,
@@ -109,7 +99,7 @@ class Gradient(Compiling, staticmethod):
         has_aux: bool = False,
         memory_plan: Any = None,
     ) -> None:
-        self.memory_plan = memory_plan  # checkpointing.MemoryPlan: recompute, not save
+        self.memory_plan = memory_plan  # compiler.MemoryPlan: recompute, not save
         self.inner = fn if isinstance(fn, Gradient) else None  # grad(grad(f)): higher order
         if self.inner is not None and (self.inner.with_value or not self.inner._single):
             raise errors.SourcegradError(
@@ -218,7 +208,7 @@ class Gradient(Compiling, staticmethod):
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
         if any(type(a) is Traced for a in args):  # called inside a traced function
-            return trace_state.active().gradient_call(self, args)
+            return compiler.active_trace().gradient_call(self, args)
         if self.check and self._unchecked(args):  # the first call of a signature: both ways
             return cross_check.checked(self, args, self._general_call)
         if self._has_trees(args):
@@ -235,8 +225,8 @@ class Gradient(Compiling, staticmethod):
         self._last = compiled
         if compiled.updated:
             check_distinct(compiled.updated, args, self._param_label)
-        if compiled.complex_sites:  # (a power of a negative Python number: facts.PowerSite)
-            facts.check_power_operands(compiled.complex_sites, args, self._label)
+        if compiled.complex_sites:  # (a power of a negative Python number: compiler.PowerSite)
+            compiler.check_power_operands(compiled.complex_sites, args, self._label)
         try:
             if compiled.trace is not None and not compiled.trace.same_statics(args):
                 raise GuardMiss("other objects than the trace's")
@@ -474,7 +464,7 @@ class Gradient(Compiling, staticmethod):
 
     def _checking(self, compiled, args):
         """The generated function with `_general_call`'s checks of a power of a Python number
-        around it (`facts.PowerSite`), under its parameters' names (the fast entry calls it as
+        around it (`compiler.PowerSite`), under its parameters' names (the fast entry calls it as
         it calls the generated function: well under a microsecond more a call, where the
         general path costs several), for arguments of `args`' signature."""
         sites, function, label = compiled.complex_sites, compiled.fn, self._label
@@ -483,11 +473,11 @@ class Gradient(Compiling, staticmethod):
         operands = [site for site in sites if site.operands is not None and site.kind != "numpy"]
         # (without an aux or a complex input, every number returned must be real)
         whole = not self.has_aux and not any(_is_complex(a) for a in args)
-        is_real = facts.is_real
+        is_real = compiler.is_real
 
         def run(args):
             if operands:
-                facts.check_power_operands(operands, args, label)
+                compiler.check_power_operands(operands, args, label)
             result = function(*args)
             if whole and is_real(result):
                 return result
@@ -500,7 +490,7 @@ class Gradient(Compiling, staticmethod):
     def _real_result(self, compiled, function, args, result):
         """`result` of `function(*args)` (of compiled code with `complex_sites`), checked: where
         it holds a complex number, a power of a negative Python number made it, which Python
-        computes as a complex number (refused, located: `facts.complex_power_error`) and
+        computes as a complex number (refused, located: `compiler.complex_power_error`) and
         np.power as nan: then `function` runs again on numpy floats, and computes numpy's
         numbers (in a function that draws no random numbers: a second run would draw others).
         What is checked is real whatever the function computes: the value (a gradient's
@@ -518,7 +508,7 @@ class Gradient(Compiling, staticmethod):
                 parts.append(result[0][0] if self.has_aux else result[0])
             return parts
 
-        if not facts.holds_complex(checked(result)):
+        if not compiler.holds_complex(checked(result)):
             return result
         return _numpy_result(compiled, function, args, self.fn, checked)
 
@@ -599,7 +589,7 @@ class Gradient(Compiling, staticmethod):
             "cupy"
             if any(results.is_cupy(a) for a in args)
             else "dask"
-            if any(dask_backend.is_dask(a) for a in args)
+            if any(compiler.is_dask(a) for a in args)
             else "numpy"
         )
 
@@ -633,7 +623,7 @@ class Gradient(Compiling, staticmethod):
             bound = self._signature.bind(*args)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
-        return checkpointing.saved_bytes(self.compile(tuple(args)).saved, trips)
+        return compiler.saved_bytes(self.compile(tuple(args)).saved, trips)
 
     def __repr__(self) -> str:
         return f"<sourcegrad gradient of {self._label} wrt {self.wrt}>"
@@ -715,14 +705,11 @@ class _TreeGradient(Gradient):
     def _wrt_names(self) -> tuple:
         return self._arguments
 
-    def _differentiate(self, primal, env, namer, args):
-        """As Gradient's, the generated function named after the arguments (`dloss_dparams`),
-        not after each leaf."""
-        optimized, functions = super()._differentiate(primal, env, namer, args)
-        if not self.pullback:
-            prefix = "value_and_d" if self.value_asked else "d"
-            optimized.name = f"{prefix}{primal.name}_" + "_".join(f"d{a}" for a in self._arguments)
-        return optimized, functions
+    def _function_name(self, primal):
+        """The generated function named after the arguments (`dloss_dparams`), not after
+        each leaf."""
+        prefix = "value_and_d" if self.value_asked else "d"
+        return f"{prefix}{primal.name}_" + "_".join(f"d{a}" for a in self._arguments)
 
     def ir(self, args: Optional[Sequence[Any]] = None) -> Any:
         code = caches.code_of(self.fn)
@@ -777,13 +764,13 @@ class VJP(Gradient):
             check_distinct(compiled.updated, args, self._param_label)
         forward, backward = compiled.fn
         if compiled.complex_sites:
-            facts.check_power_operands(compiled.complex_sites, args, self._label)
+            compiler.check_power_operands(compiled.complex_sites, args, self._label)
         try:
             value, residuals = forward(*args)
         except Exception as exc:  # numba refusing these arguments' types: the numpy code runs
             forward, backward = _numpy_functions(compiled, exc, self._label, forward, args)
             value, residuals = forward(*args)
-        if compiled.complex_sites and facts.holds_complex(value):
+        if compiled.complex_sites and compiler.holds_complex(value):
             value, residuals = _numpy_result(compiled, forward, args, self.fn, lambda r: r[0])
 
         def pullback(cotangent):
@@ -812,7 +799,7 @@ class VJP(Gradient):
                     pairs = zip(_as_tuple(grads, self._single), self.wrt)
                     return [g for g, i in pairs if not _is_complex(args[i])]
 
-                if facts.holds_complex(checked(grads)):
+                if compiler.holds_complex(checked(grads)):
                     grads = _numpy_result(compiled, backward, kept, self.fn, checked)
             # (the cotangent joins the arguments a gradient must not be: that of x for x)
             return compiled.finish(grads, args + (cotangent,))
@@ -825,10 +812,10 @@ def _numpy_functions(compiled, exc, label, called, args):
     of one of its numba functions (`exc`) for argument types other than it compiled it for
     (a cotangent or a tangent of another type than the value or primal); `exc` raised again
     where it is not numba's refusal."""
-    if not numba_backend.refused(exc, called, args):
+    if not compiler.numba_refused(exc, called, args):
         raise exc
     functions = compiled.fn if isinstance(compiled.fn, tuple) else (compiled.fn,)
-    found = numba_backend.numpy_functions(compiled.module, functions, exc, label)
+    found = compiler.numba_numpy_functions(compiled.module, functions, exc, label)
     return found if isinstance(compiled.fn, tuple) else found[0]
 
 
@@ -837,8 +824,8 @@ def _numpy_result(compiled, function, args, fn, checked):
     (in `checked(result)`, what must be real) that only np.power's backward makes
     (`Gradient._real_result`); the located error where Python's `**` or math.pow made it,
     where fn draws random numbers, or where the numbers stay complex."""
-    error = facts.complex_power_error(compiled.complex_sites, label_of(fn))
-    if error is None and facts.generators_of(fn):
+    error = compiler.complex_power_error(compiled.complex_sites, label_of(fn))
+    if error is None and compiler.generators_of(fn):
         error = errors.ComplexValueError(
             "np.power of a negative Python float to a fractional power is nan, but the "
             "backward computed it as Python computes `**` (a complex number), and this "
@@ -848,8 +835,8 @@ def _numpy_result(compiled, function, args, fn, checked):
         )
     if error is not None:
         raise error
-    result = function(*facts.numpy_numbers(args))
-    if facts.holds_complex(checked(result)):
+    result = function(*compiler.numpy_numbers(args))
+    if compiler.holds_complex(checked(result)):
         raise errors.ComplexValueError(
             f"the gradient of {label_of(fn)} came out complex for real inputs",
             compiled.complex_sites[0].loc,
@@ -888,11 +875,7 @@ class JVP(Gradient):
     reads_zero_d_as_scalars = False
     forward_mode = True
 
-    def _differentiate(self, primal, env, namer, args):
-        optimized = optimize(forward_mode(primal, list(self.wrt), env, namer), facts.shapes(env))
-        return optimized, [optimized]
-
-    def _finisher(self, args, optimized=None, env=None, unread=False):
+    def _finisher(self, args, generated=None, unread=False):
         return lambda result, args: result
 
     def _has_trees(self, args, to_transform=False) -> bool:
@@ -912,7 +895,7 @@ class JVP(Gradient):
             check_distinct(compiled.updated, primals, self._param_label)
         given = [tangents[i] for i in self.wrt]
         if compiled.complex_sites:
-            facts.check_power_operands(compiled.complex_sites, primals, self._label)
+            compiler.check_power_operands(compiled.complex_sites, primals, self._label)
         for i, t in zip(self.wrt, given):
             if _shape(t) != _shape(primals[i]):
                 raise errors.ShapeError(
@@ -927,7 +910,7 @@ class JVP(Gradient):
                 compiled, exc, self._label, compiled.fn, (*primals, *given)
             )
             value, tangent = numpy_function(*primals, *given)
-        if compiled.complex_sites and facts.holds_complex((value, tangent)):
+        if compiled.complex_sites and compiler.holds_complex((value, tangent)):
             value, tangent = _numpy_result(
                 compiled, compiled.fn, (*primals, *given), self.fn, lambda r: r
             )
@@ -980,7 +963,7 @@ def forward_jacobian(fn, wrt, backend):
         x = args[position]
         size = int(np.prod(np.shape(x), dtype=np.int64))
         columns, out_shape = [], ()
-        with random_draws.same_draws(facts.generators_of(fn)) as again:
+        with compiler.same_draws(compiler.generators_of(fn)) as again:
             for i in range(size):
                 again()  # each column differentiates the sample the first column drew
                 basis = np.zeros(size)

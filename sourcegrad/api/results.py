@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler.backends import dask_backend
+from ..compiler import is_dask, like_dask_input
 
 
 def like_input(g, x, args):
@@ -32,8 +32,8 @@ def like_input(g, x, args):
         return float(g)
     if isinstance(x, complex):  # (a Python complex input: its gradient, torch's convention)
         return complex(g)
-    if dask_backend.is_dask(x):
-        return dask_backend.like_input(g, x)
+    if is_dask(x):
+        return like_dask_input(g, x)
     if is_cupy(x):
         import cupy  # type: ignore[import-untyped]
 

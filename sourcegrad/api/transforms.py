@@ -18,10 +18,7 @@ from typing import IO, Any, Callable, Optional, Union
 import numpy as np
 
 from .. import errors
-from ..compiler import random_draws
-from ..compiler.frontend import function_run_by
-from ..compiler.derive.memory_budget import memory_plan
-from . import facts
+from ..compiler import function_run_by, generators_of, memory_plan, same_draws
 from ..eager.tensor import Tensor
 from ..utils.checkpoint import checkpoint as eager_checkpoint
 from .arguments import ALIAS, UNSET, Unset, Wrt, is_unset, jit_backend, wrt_of
@@ -265,7 +262,7 @@ def hessian(
         x = args[product.position]  # type: ignore[attr-defined]
         size = int(np.prod(np.shape(x), dtype=np.int64))
         rows = []
-        with random_draws.same_draws(facts.generators_of(fn)) as again:
+        with same_draws(generators_of(fn)) as again:
             for i in range(size):
                 again()  # each row differentiates the sample the first row drew
                 basis = np.zeros(size)

@@ -37,7 +37,7 @@ import tracemalloc
 import numpy as np
 
 from .. import api
-from ..compiler.derive.checkpointing import saved_bytes
+from ..compiler import saved_bytes
 from .workloads import mlp, mlp_args, rnn, spring
 
 BUDGET = 1_000_000

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import layers
+
 # numba: sourcegrad's gradient compiled by numba (backend="numba")
 VARIANTS = ("hand", "sourcegrad", "numba", "autograd", "torch", "jax")
 
@@ -441,6 +443,8 @@ class Workload:
     per_size: dict = field(default_factory=dict, hash=False, compare=False)  # kind -> (f, hand)
     compile_target_s: float | None = None
     memory_target_sizes: tuple = ()
+    ratio_target: float | None = None  # median × hand (default: the runner's RATIO_TARGET)
+    family: str = "main"  # "layers": the published-style family (`layers`, --layers)
 
     def function(self, size):
         """The numpy function sourcegrad compiles for this size."""
@@ -557,22 +561,25 @@ WORKLOADS = (
     ),
 )
 
-BY_NAME = {w.name: w for w in WORKLOADS}
+#: code in the style of published numpy layer libraries, each against its authors' backward
+LAYERS = layers.workloads(Workload, _s)
+
+BY_NAME = {w.name: w for w in WORKLOADS + LAYERS}
 
 
-def cases(only=None, quick=False):
-    """The (workload, size) pairs to run, in table order; `only` is a list of workload names."""
+def cases(only=None, quick=False, family="main"):
+    """The (workload, size) pairs to run, in table order; `only` is a list of workload names;
+    `family`: "main" (the table's workloads) or "layers" (`LAYERS`)."""
+    table = LAYERS if family == "layers" else WORKLOADS
     if only:
-        unknown = [n for n in only if n not in BY_NAME]
+        names = [w.name for w in table]
+        unknown = [n for n in only if n not in names]
         if unknown:
             raise SystemExit(
-                f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(BY_NAME)}"
+                f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(names)}"
             )
     return [
-        (w, s)
-        for w in WORKLOADS
-        if not only or w.name in only
-        for s in (w.quick if quick else w.sizes)
+        (w, s) for w in table if not only or w.name in only for s in (w.quick if quick else w.sizes)
     ]
 
 
@@ -633,8 +640,19 @@ def _prepare_hand(workload, size, args, wrt):
 def _prepare_sourcegrad(workload, size, args, wrt):
     import sourcegrad
 
+    from sourcegrad.api import caches
+
     g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt))
-    return Prepared(lambda: g(*args), compile=lambda: g.compile(args))
+    compiled = []
+
+    def first():
+        g.compile(args)
+        compiled.append(caches.compile_count())
+
+    def after():  # every call after the first had equal inputs: none may compile again
+        return {"recompiles": caches.compile_count() - compiled[0]} if compiled else {}
+
+    return Prepared(lambda: g(*args), compile=first, after=after)
 
 
 def numba_disk_cache():

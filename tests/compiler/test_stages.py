@@ -1,8 +1,10 @@
 """Each stage of the compiled gradient fed directly, its output checked on its own.
 
-The stages, in the order `api.Gradient.compile` runs them: frontend (source -> IR),
-analysis.infer_shapes (IR -> abstract values), branches.decide_branches (IR -> IR),
-reverse / forward (IR -> derivative IR), optimize (IR -> IR), codegen (IR -> source).
+The stages, in the order `compiler.pipeline` runs them (and the folder each lives in):
+frontend (source -> IR), prepare (IR -> IR: hoisted, the aux pair), analysis.infer_shapes
+(IR -> abstract values), specialise.branches.decide_branches (IR -> IR), derive's reverse /
+forward (IR -> derivative IR), optimize (IR -> IR), emit.codegen (IR -> source), load
+(source -> functions); and the door, `sourcegrad.compiler.compile`, running 1-9 in order.
 A derivative stage is checked by printing its output unoptimized and running it against
 finite differences, so a fault is pinned to the stage that made it.
 """
@@ -15,7 +17,7 @@ from sourcegrad.compiler.specialise.branches import decide_branches
 from sourcegrad.compiler.emit.codegen import BACKENDS, SourceInfo, generate_module, load
 from sourcegrad.compiler.derive.forward import derivative
 from sourcegrad.compiler.frontend import function_to_ir
-from sourcegrad.compiler.ir import Assign, Call, Const, If, Return, Var, walk
+from sourcegrad.compiler.ir import Assign, Call, Const, If, Return, Tup, Var, walk
 from sourcegrad.compiler.names import Namer
 from sourcegrad.ops import template_globals
 from sourcegrad.compiler.optimize import optimize
@@ -174,3 +176,53 @@ def test_pipeline_specialised_runs_stages_3_to_6():
         for s in walk(primal.body)
     )
     assert all(a is None or hasattr(a, "stand_in") for a in env.values())
+
+
+def test_prepare_alone_hoists_and_makes_the_aux_pair():
+    from sourcegrad import errors
+    from sourcegrad.compiler import Mode, prepare
+
+    def with_aux(x):
+        return np.sum(x * x), x
+
+    ir = function_to_ir(with_aux)
+    pair = prepare(ir, Mode((0,), has_aux=True)).body[-1].value
+    assert isinstance(pair, Tup) and len(pair.items) == 2
+    with pytest.raises(errors.NonScalarOutputError, match="has_aux=True"):
+        prepare(ir, Mode((0,)))
+    assert prepare(function_to_ir(softplus_sum), Mode((0,)), traced=True).body == (
+        function_to_ir(softplus_sum).body
+    )
+
+
+def test_the_door_runs_stages_1_to_9_as_the_api_does():
+    import sourcegrad
+    from sourcegrad import compiler
+
+    made = compiler.compile(softplus_sum, (X, W), compiler.Mode((0,)))
+    g = sourcegrad.grad(softplus_sum)
+    g(X, W)
+    assert made.source == g.source
+    assert made.names == [made.ir.name] and not made.control_flow
+    assert made.manifest == g.saved and "exp_z" in {entry["name"] for entry in made.manifest}
+    # stage 10: the source loaded, and the gradient it computes
+    _, _, (fn,) = compiler.load(made.source, made.ir.name, made.primal.free, made.names, "numpy")
+    np.testing.assert_allclose(fn(X, W), fd(softplus_sum, (X, W), 0), rtol=1e-6, atol=1e-9)
+
+
+def test_the_door_gives_each_mode_its_functions():
+    from sourcegrad import compiler
+
+    vjp = compiler.compile(softplus_sum, (X, W), compiler.Mode((0, 1), "vjp", single=False))
+    assert len(vjp.names) == 2  # a forward and a backward
+    w = 0.7
+    jvp = compiler.compile(softplus_sum, (X, w), compiler.Mode((1,), "jvp"))
+    _, _, (fn,) = compiler.load(jvp.source, jvp.ir.name, jvp.primal.free, jvp.names, "numpy")
+    value, tangent = fn(X, w, 1.0)
+    eps = 1e-6
+    want = (softplus_sum(X, w + eps) - softplus_sum(X, w - eps)) / (2 * eps)
+    assert value == pytest.approx(softplus_sum(X, w)) and tangent == pytest.approx(want, rel=1e-6)
+    # abstract values may stand for the arguments; the IR for the function
+    ir = function_to_ir(softplus_sum)
+    by_avals = compiler.compile(ir, [aval_of(X), aval_of(W)], compiler.Mode((0,)))
+    assert by_avals.source == compiler.compile(softplus_sum, (X, W), compiler.Mode((0,))).source

@@ -541,3 +541,20 @@ def bug_python_float_adjoint_from_a_broadcast_view(x0, x1):
 def test_bug_python_float_adjoint_from_a_broadcast_view():
     x0 = np.array([[-0.0121, -0.0593, -0.4536], [0.2218, 0.0681, 0.2079]])
     _assert_grad_matches(bug_python_float_adjoint_from_a_broadcast_view, x0, -0.341)
+
+
+def bug_two_equal_buffers_filled_by_effect_calls(x):
+    a = np.zeros(3)
+    np.putmask(a, np.array([1.0, -1.0, 2.0]) > 0.0, 0.5)
+    b = np.zeros(3)
+    np.copyto(b, np.array([3.0, 4.0, 5.0]))
+    return np.sum(a * x) + np.sum(b * x**2)
+
+
+# regression test for a silently wrong value and gradient the fuzzer found (r8-144, fixed):
+# common-subexpression elimination merged the two equal `np.zeros(3)`, so np.copyto wrote
+# into the buffer np.putmask had filled (value 7.2 for Python's 4.3)
+def test_bug_two_equal_buffers_filled_by_effect_calls_stay_two():
+    _assert_grad_matches(
+        bug_two_equal_buffers_filled_by_effect_calls, np.array([0.3, -0.7, 1.1]), with_value=True
+    )

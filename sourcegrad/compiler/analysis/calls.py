@@ -98,7 +98,7 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
         args = [concrete(a, env) for a in call.args]
         kwargs = {k: concrete(a, env) for k, a in call.kwargs}
     except Unknown:
-        return UNKNOWN
+        return _shaped_like_operand(call, env)
     values = [v for v, _ in args]
     kwvalues = {k: v for k, (v, _) in kwargs.items()}
     known = all(k for _, k in args) and all(k for k, _ in kwargs.values())
@@ -157,7 +157,7 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
         # a sample Python number (1.0 - 3.0) to a fractional power: the value's sign is not
         # known while compiling, so neither is whether Python's `**` makes it complex; it is
         # typed real, and a call whose numbers make it complex is refused where it runs
-        # (api.facts.complex_power_sites)
+        # (compiler.facts.complex_power_sites)
         unknown = [not k and type(v) in (int, float) for v, (_, k) in zip(values, args)]
         if any(unknown) and not any(isinstance(v, complex) for v in values):
             try:
@@ -169,6 +169,26 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             _SHAPE_MEMO.clear()
         _SHAPE_MEMO[memo] = result
     return AVal(result, known=False)
+
+
+# Ops whose result is an array shaped like one operand, whatever the others hold: a write into
+# x (`x[mask] = v`, x's shape and dtype whatever v's length), the adjoint of a read of x
+# (zeros like x with g added at the index). The operand's position, by op.
+_SHAPED_LIKE = {"setitem": 0, "zero_at": 0, "add_at": 0, "subtract_at": 0, "unindex": 1}
+
+
+def _shaped_like_operand(call, env):
+    """The abstract result of a call an operand of which is unknown (`x[mask]`, whose length
+    depends on the data): for the ops of _SHAPED_LIKE, an array like the operand that fixes
+    the result's shape; else UNKNOWN."""
+    position = _SHAPED_LIKE.get(call.op)
+    if position is None or position >= len(call.args) or call.kwargs:
+        return UNKNOWN
+    like = call.args[position]
+    aval = env.get(like.name, UNKNOWN) if isinstance(like, Var) else UNKNOWN
+    if aval is UNKNOWN or type(aval.stand_in) is not np.ndarray or aval.stand_in.ndim == 0:
+        return UNKNOWN
+    return AVal(stand_in(aval.stand_in.shape, aval.stand_in.dtype), known=False)
 
 
 # The shape functions whose result depends only on the arrays' shapes and dtypes and the

@@ -732,7 +732,7 @@ _BUDGET_NAMES = re.compile(re.escape(RECOMPUTED_BY_BUDGET) + r": ([\w, ]+);")
 
 def manifest(saved, fn, env, trip_counts=None) -> list:
     """The saved-value manifest of a gradient: `saved` (the values read across the
-    forward/backward boundary, `api.facts.saved_values`' entries) with a status and a reason
+    forward/backward boundary, `facts.saved_values`' entries) with a status and a reason
     each, then every value pushed on the stack (per trip of a loop, or a snapshot of a
     checkpointed loop) and, under a memory plan, every value the backward recomputes instead
     of saving. A value pushed in loops says which (`loops`: [line, trips or None], the

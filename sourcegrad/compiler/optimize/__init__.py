@@ -13,6 +13,10 @@ new one computing the same result; its passes live in the package's modules by k
   (`makes_new_value`: a fresh array, never a view or an input);
 - `memory`: large elementwise results computed into dead buffers (`reuse_dead_buffers`;
   never a pullback's residuals), saves nobody reads dropped, first updates assigned;
+- `updates`: writes through an index (`setitem`, `zero_at`) into the buffer of an array
+  this function made and nothing reads after, a sliced or masked read's adjoint added where
+  it goes (`acc[i] += g`) instead of as full-size zeros, `unbroadcast` of two parts of one
+  boolean mask dropped (`updates_in_place`);
 - `hoisting` and `row_products`: run on the primal before differentiation (the api
   calls them through `sourcegrad.compiler.pipeline`): loop invariants and transposes taken once
   before the loop, `U @ xs[t]` for every row as one `xs @ U.T` (plus a bias the loop adds).
@@ -39,6 +43,7 @@ from .memory import (
     reuse_dead_buffers,
 )
 from .rank_one import batch_rank_one_updates
+from .updates import updates_in_place
 
 # the passes other stages call (the pipeline, the api, checkpointing)
 from .algebra import makes_new_value, negate_products
@@ -93,6 +98,8 @@ def optimize(
     user_names = fn.user_names if backend not in ("cupy", "numba") else None
     if shapes:
         body = clean(inline_shape_only_values(body, set(fn.params), shapes, user_names))
+    if arrays:
+        body = clean(updates_in_place(body, fn.params, shapes, dtypes))
     if arrays:
         if batch_rows:  # (an accumulator that became a row buffer is a copy of it now)
             body = clean(

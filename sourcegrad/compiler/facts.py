@@ -1,6 +1,6 @@
-"""What the compiled gradient's IR and signature say, asked by the compiling step.
+"""What the compiled gradient's IR and signature say, asked by the pipeline and the api.
 
-Plain functions of the IR (`sourcegrad.compiler.ir`) and of the signature's abstract values: the
+Plain functions of the IR (`ir`) and of the signature's abstract values: the
 shapes, dtypes and numbers the optimizer needs (`shapes`, `dtypes`, `numbers`), which
 returned gradients are always new arrays (`new_gradients`) or may be the user's own
 (`users_gradients`), which statements act differently on a numpy scalar than on a 0-d
@@ -16,9 +16,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import errors
-from ..compiler import random_draws
-from ..compiler.frontend import function_to_ir
-from ..compiler.ir import (
+from ..ops import RULES
+from . import random_draws
+from .frontend import function_to_ir
+from .ir import (
     Assign,
     Call,
     Const,
@@ -33,9 +34,8 @@ from ..compiler.ir import (
     walk,
     writes_of,
 )
-from ..compiler.names import Namer
-from ..compiler.optimize import makes_new_value
-from ..ops import RULES
+from .names import Namer
+from .optimize import makes_new_value
 
 
 def output_and_aux(fn):
@@ -438,3 +438,21 @@ def numpy_numbers(args) -> tuple:
     """`args` with each Python float a numpy float64: the generated code run on them computes
     np.power's backward (`x ** (y - 1)`) as numpy does, nan for a negative x, not complex."""
     return tuple(np.float64(a) if type(a) is float else a for a in args)
+
+
+def returns_floats(fn, env, with_value) -> bool:
+    """Whether every gradient the optimized `fn` returns is a Python float (a constant, or a
+    value whose stand-in in `env` is one): for Python float inputs, the results need no
+    conversion. False where `fn` has loops or branches (a branch could return a numpy
+    float)."""
+    if has_control_flow(fn):
+        return False
+    returned = fn.body[-1].value
+    grads = returned.items[1] if with_value else returned
+    atoms = grads.items if isinstance(grads, Tup) else (grads,)
+    return all(
+        type(a.value) is float
+        if isinstance(a, Const)
+        else env.get(a.name) is not None and type(env[a.name].stand_in) is float
+        for a in atoms
+    )
