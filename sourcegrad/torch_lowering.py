@@ -448,6 +448,18 @@ def tensor_contiguous(self):
     return self
 
 
+def tensor_split(self, split_size, dim=0):
+    """Tensor.split into pieces of split_size along dim (the last one shorter)."""
+    n = self.shape[dim]
+    if n % split_size == 0:
+        return np.split(self, n // split_size, axis=dim)
+    return np.split(self, list(range(split_size, n, split_size)), axis=dim)
+
+
+def tensor_masked_fill(self, mask, value):
+    return np.where(mask, value, self)
+
+
 def tensor_pow(self, exponent):
     return self**exponent
 
@@ -497,6 +509,8 @@ METHODS = {
     "transpose": tensor_transpose,
     "contiguous": tensor_contiguous,
     "pow": tensor_pow,
+    "split": tensor_split,
+    "masked_fill": tensor_masked_fill,
     "dim": tensor_dim,
     "flatten": flatten,
     "matmul": matmul,
