@@ -532,7 +532,15 @@ def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):
     rule = RULES[op]
     if rule.varargs is not None and argnum >= len(rule.params):
         kwargs = dict(kwargs, argnum=argnum)  # the one VJP of every *varargs input
-    return rule.vjp_for(argnum)(g, ans, *inputs, **kwargs)
+    # A value whose type changes at run time may arrive as a Python number (`x = float(...)`
+    # on one branch): the rules read arrays (`x.size`), and a Python number's adjoint is a
+    # number (the code may update it, `dx += ...`, which a 0-d view would refuse)
+    number = argnum < len(inputs) and type(inputs[argnum]) in (float, int, complex)
+    inputs = tuple(np.asarray(v) if type(v) in (float, int, complex) else v for v in inputs)
+    result = rule.vjp_for(argnum)(g, ans, *inputs, **kwargs)
+    if number and np.ndim(result) == 0:
+        return result.item() if isinstance(result, (np.ndarray, np.generic)) else result
+    return result
 
 
 def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):

@@ -558,3 +558,116 @@ def test_bug_two_equal_buffers_filled_by_effect_calls_stay_two():
     _assert_grad_matches(
         bug_two_equal_buffers_filled_by_effect_calls, np.array([0.3, -0.7, 1.1]), with_value=True
     )
+
+
+# regression test for a crash the fuzzer found (r8-4156, fixed): x0 is a Python float on one
+# branch (`x0 = float(...)`) and an array on others, so np.mean's VJP is chosen at run time
+# (`ops.vjp_at_run_time`), whose rule read `x.size` of the float
+def _rec_4156(a, n):
+    if n == 0:
+        return a
+    return _rec_4156(np.sin(a) * 0.9 + 0.1, n - 1)
+
+
+def bug_python_float_at_a_rule_chosen_at_run_time(x0):
+    t1 = np.where(x0 > -0.3, x0 * np.array([1.0, -0.5, 0.25]), x0 * np.array([1.0, -0.5, 0.25]))
+    for i2 in range(1, 4, 2):
+        t1 = t1 + (t1 * 2.0 - t1)
+        t3 = np.arctan(t1)
+        t3 = 0.5 * t3 + 0.5 * np.sin(np.arctan((t1 if x0 >= 1.0 else t1)))
+        x0 = np.tanh(np.mean(x0)) * 1.5
+    if np.clip(-1.2, np.abs(t1[-1]) - 0.5, np.abs(t1[-1]) + 0.5) > 1.0:
+        t1 = 0.5 * np.tanh(np.exp(np.tanh(np.array([x0, 0.5, -x0]))))
+        x0 += x0 + x0
+    elif -0.5 < np.multiply(x0, x0) < 1.0:
+        n4 = 0
+        while x0 > -0.3 and n4 < 6:
+            x0 = 0.5 * np.tanh(np.sum(t1))
+            x0 -= x0 - -x0 * (x0)
+            n4 += 1
+        if -0.5 < np.logaddexp(1.5, x0) < 0.5:
+            t1 -= 0.4 * np.sin(np.absolute(np.abs(t1)))
+            t5 = (t1) * 1.0
+            c_0 = (
+                np.stack([np.sin((-(np.arcsin(0.9 * np.tanh(t1))))) for j_1 in range(3)])[-1] * 1.0
+            )
+        else:
+            t1 *= (t1 - t1 * -0.5) * t1
+            x0 = math.atan(-0.7)
+            x0 = float(np.square(x0))
+        q_2 = (-0.5 - 0.5 * np.tanh(np.stack([t1, 0.5 * t1])) ** 2) ** 3.0
+    else:
+        hs6 = []
+        for i7 in range(2):
+            hs6.append(np.arctan(np.array([x0, 0.5, -x0])))
+        t8 = np.stack(hs6)[:2] * 1.0
+    if (0.8 / (1.5 + np.tanh(np.sum(t1)))) >= 1.0:
+        return np.arcsin(0.9 * np.tanh(x0)) + np.sum(t1 * t1) + x0 * x0
+    c_3 = (
+        np.stack(
+            [
+                0.5 * np.tanh(np.where(float(j_4) > 0.0, t1.sum(), (x0 + np.mean(t1))))
+                for j_4 in range(4)
+                if j_4 % 2 == 0
+            ]
+        )[-1]
+        * 1.0
+    )
+    for i9 in range(2):
+        if i9 % 2 == 1:
+            continue
+        t1 = np.sin(_rec_4156(t1, 2))
+    if ((t1[:2]) @ (c_3 * np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])) @ (t1)) <= 0.3:
+        x0 = np.arctan(np.clip(np.tanh(c_3), None, 0.4))
+        hs10 = []
+        for i11 in range(3):
+            t1 = np.tanh(np.log(1.0 + (t1) ** 2))
+            hs10.append(
+                np.tanh(np.sqrt(0.25 + np.square(np.log(1.0 + (np.stack([t1, 0.5 * t1])) ** 2))))
+                * 1.5
+            )
+        t12 = np.stack(hs10)[0] * np.stack(hs10)[1]
+        t12 *= (t12 * -0.5 - t12) + -t12 - (t12 - t12 * 3.0)
+    else:
+        hs13 = []
+        for i14 in range(2):
+            t15 = 0.5 * np.tanh(np.abs(x0 * np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])))
+            hs13.append(
+                np.tanh(
+                    _rec_4156(
+                        np.maximum(
+                            t1.reshape(1, 3), c_3 * np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])
+                        ),
+                        1,
+                    )
+                )
+            )
+        t16 = np.stack(hs13)[-1] * 1.0
+        n17 = 0
+        while np.mean(t16) > 0.5 and n17 < 5:
+            t16 = np.tanh(t16) * 1.5
+            n17 += 1
+        c_5 = np.sum(
+            np.stack(
+                [
+                    np.tanh(
+                        np.arctan(
+                            np.sqrt(
+                                0.25
+                                + np.square(c_3 * np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]]))
+                            )
+                        )
+                    )
+                    * 1.5
+                    for j_6 in range(2)
+                ]
+            ),
+            axis=0,
+        )
+    return np.power(1.2 + np.cos(np.sum(t1)), 2.5) + np.tanh(x0) + np.sum(np.tanh(t1)) + c_3 * c_3
+
+
+def test_bug_python_float_at_a_rule_chosen_at_run_time():
+    _assert_grad_matches(bug_python_float_at_a_rule_chosen_at_run_time, 1.8190739907754812)
+    # (the run-time rule itself: a Python number's adjoint is a number)
+    assert sourcegrad.ops.vjp_at_run_time("mean", 0, 2.0, 0.5, 0.5) == 2.0
