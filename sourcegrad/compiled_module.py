@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import functools
 import inspect
 import itertools
@@ -325,6 +326,23 @@ def _chain(node):
     return None
 
 
+class _Substitute(ast.NodeTransformer):
+    """Reads of the loop variable `name` become the attribute chain `self.blocks.<i>`."""
+
+    def __init__(self, name, chain):
+        self.name, self.chain = name, chain
+
+    def visit_Name(self, node):
+        if node.id != self.name:
+            return node
+        if not isinstance(node.ctx, ast.Load):
+            raise GraphBreak(f"an assignment to the loop variable {self.name}")
+        expr: ast.expr = ast.Name(self.chain[0], ast.Load())
+        for attr in self.chain[1:]:
+            expr = ast.Attribute(expr, attr, ast.Load())
+        return ast.copy_location(expr, node)
+
+
 def _expr(text):
     return ast.parse(text, mode="eval").body
 
@@ -413,6 +431,36 @@ class _Rewriter(ast.NodeTransformer):
         if self.module is not None and node.id == self.self_name:
             raise GraphBreak("self used as a value")
         return node
+
+    def visit_For(self, node):
+        """`for block in self.blocks:` over an nn.ModuleList or nn.Sequential: unrolled, one
+        copy of the body per submodule with `block` standing for `self.blocks.<i>` (a GPT's
+        loop over its layers). Any other loop stays a loop of the generated code."""
+        chain = _chain(node.iter)
+        if (
+            self.module is None
+            or not chain
+            or chain[0] != self.self_name
+            or not isinstance(node.target, ast.Name)
+            or node.orelse
+        ):
+            return self.generic_visit(node)
+        from .nn import ModuleList, Sequential
+
+        kind, value = self.resolve_self(chain)
+        if kind != "module" or not isinstance(value[0], (ModuleList, Sequential)):
+            return self.generic_visit(node)
+        if any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(node)):
+            raise GraphBreak("break or continue in a loop over a ModuleList")
+        name = node.target.id
+        unrolled = []
+        for key in value[0]._modules:
+            for stmt in node.body:
+                stmt = _Substitute(name, chain + [key]).visit(copy.deepcopy(stmt))
+                self.user_nodes.update(id(n) for n in ast.walk(stmt) if hasattr(n, "lineno"))
+                out = self.visit(stmt)
+                unrolled.extend(out if isinstance(out, list) else [out])
+        return unrolled or [ast.copy_location(ast.Pass(), node)]
 
     def visit_Assign(self, node):
         for target in node.targets:
@@ -513,7 +561,7 @@ class _Rewriter(ast.NodeTransformer):
         if text is not None:
             self.t.guard.append((module, "training", module.training))
             return ast.copy_location(_expr(text), node)
-        if (type(module).__module__ or "").startswith("sourcegrad."):
+        if (type(module).__module__ or "").startswith("sourcegrad.nn."):
             raise GraphBreak(f"the layer {type(module).__name__}")
         return self.submodule_call(module, path, "forward", args, node)
 

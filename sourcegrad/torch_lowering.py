@@ -88,7 +88,7 @@ def leaky_relu(input, negative_slope=0.01):
 
 
 def gelu(input):
-    return 0.5 * input * (1.0 + opnn.erf(input / np.sqrt(2.0)))
+    return opnn.gelu(input)
 
 
 def silu(input):
@@ -134,6 +134,14 @@ def dropout(input, p=0.5, training=True):
         return input
     keep = DROPOUT_RNG.random(input.shape) >= p
     return input * (keep / (1 - p)).astype(input.dtype)
+
+
+def arange(start, end=None, step=1, dtype=None):
+    """torch.arange of Python numbers: int64 for integers, as torch (a dtype= other than an
+    integer one is left to eager code)."""
+    if isinstance(end, NoneType):
+        return np.arange(0, start, step)
+    return np.arange(start, end, step)
 
 
 def embedding(input, weight):
@@ -440,6 +448,18 @@ def tensor_contiguous(self):
     return self
 
 
+def tensor_split(self, split_size, dim=0):
+    """Tensor.split into pieces of split_size along dim (the last one shorter)."""
+    n = self.shape[dim]
+    if n % split_size == 0:
+        return np.split(self, n // split_size, axis=dim)
+    return np.split(self, list(range(split_size, n, split_size)), axis=dim)
+
+
+def tensor_masked_fill(self, mask, value):
+    return np.where(mask, value, self)
+
+
 def tensor_pow(self, exponent):
     return self**exponent
 
@@ -472,6 +492,7 @@ FUNCTIONS = {
         cat,
         stack,
         matmul,
+        arange,
     )
 }
 
@@ -488,6 +509,8 @@ METHODS = {
     "transpose": tensor_transpose,
     "contiguous": tensor_contiguous,
     "pow": tensor_pow,
+    "split": tensor_split,
+    "masked_fill": tensor_masked_fill,
     "dim": tensor_dim,
     "flatten": flatten,
     "matmul": matmul,

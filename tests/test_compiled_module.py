@@ -553,3 +553,62 @@ def test_a_torch_style_function_returning_a_tuple_is_one_node():
     (a + b.sum()).backward()
     np.testing.assert_allclose(loss.item(), a.item(), rtol=1e-6)
     np.testing.assert_allclose(got, W.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+class PositionalGelu(nn.Module):
+    """torch.arange for positions and F.gelu: both lowered (no graph break)."""
+
+    def __init__(self):
+        super().__init__()
+        self.wpe = nn.Embedding(6, 5)
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, x):
+        pos = torch.arange(0, x.size(1), dtype=torch.long)
+        return self.fc(F.gelu(x + self.wpe(pos))).mean(dim=1)
+
+
+def test_arange_and_gelu_are_lowered():
+    torch.manual_seed(0)
+    compiled = sourcegrad.compile(PositionalGelu())
+    model = compiled._orig_mod
+    x, y = torch.randn(4, 6, 5), torch.tensor([0, 1, 2, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph break warns
+        out, loss, got = run(compiled, x, y, F.cross_entropy)
+    assert type(out.grad_fn).__name__.startswith("Compiled")
+    _, eager_loss, eager = run(model, x, y, F.cross_entropy)
+    assert loss == pytest.approx(eager_loss, rel=1e-6)
+    for a, b in zip(got, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+class Stack(nn.Module):
+    """A loop over an nn.ModuleList of user blocks, a split and a masked_fill: unrolled and
+    lowered (no graph break)."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Residual() for _ in range(2)])
+        self.out = nn.Linear(5, 6)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + block(x).mean(dim=1, keepdim=True)
+        a, b = self.out(x).split(3, dim=1)
+        return (a * b).masked_fill(a > 0.5, -1.0)
+
+
+def test_a_loop_over_a_modulelist_is_unrolled():
+    torch.manual_seed(0)
+    compiled = sourcegrad.compile(Stack())
+    model = compiled._orig_mod
+    x, y = torch.randn(4, 5), torch.tensor([0, 1, 2, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph break warns
+        out, loss, got = run(compiled, x, y, F.cross_entropy)
+    assert type(out.grad_fn).__name__.startswith("CompiledStack")
+    _, eager_loss, eager = run(model, x, y, F.cross_entropy)
+    assert loss == pytest.approx(eager_loss, rel=1e-6)
+    for a, b in zip(got, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

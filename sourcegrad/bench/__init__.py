@@ -13,6 +13,10 @@ asks (nothing by default).
   `jax.jit(jax.grad)`; a peer that is not installed is skipped);
 - `runner`: the measuring child processes (single-threaded, checked before
   timed, peak memory in a fresh process per variant) and the report.
+- `eager`: printed after the main table: the eager mode's per-op overhead and the
+  training steps of `eager_models` (an MLP, an LSTM language model, a small GPT) run by
+  sourcegrad eagerly, by `sourcegrad.compile(model)` and by torch eagerly, side by side in
+  one process (ratios to torch's time);
 - `dask_bench`: `python -m sourcegrad.bench --backend dask`, the logistic-regression
   gradient over data larger than memory on a dask.distributed cluster, against the same
   gradient hand-written with dask.array and numpy in memory;

@@ -179,6 +179,12 @@ def round(input, *, decimals=0):  # noqa: A001 - torch's name
 
 
 LEAKY_RELU = OpSpec("LeakyReluBackward0", "leaky_relu", n_arrays=1)
+GELU = OpSpec("GeluBackward0", "gelu")
+
+
+def gelu(input):
+    """F.gelu(input) (approximate='none') of a floating-point Tensor: one node, as torch's."""
+    return _unary(GELU, rt.gelu, input)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):

@@ -230,6 +230,8 @@ def gelu(input, approximate="none"):
         return 0.5 * input * (1 + ops.tanh(inner))
     if approximate != "none":
         raise RuntimeError("approximate argument must be either none or tanh.")
+    if isinstance(input, Tensor) and input._data.dtype.kind == "f":
+        return ops.gelu(input)
     return 0.5 * input * (1 + ops.erf(input * 0.7071067811865476))
 
 

@@ -71,6 +71,65 @@ def erf(x):
     return _erf(x).astype(dtype)
 
 
+_SQRT_HALF = 0.7071067811865476
+_INV_SQRT_2PI = 0.3989422804014327
+# erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), with a relative error under 1.2e-7 for every
+# z >= 0 (Numerical Recipes' erfcc, a Chebyshev fit): P's coefficients, highest first
+_ERFC = (
+    0.17087277,
+    -0.82215223,
+    1.48851587,
+    -1.13520398,
+    0.27886807,
+    -0.18628806,
+    0.09678418,
+    0.37409196,
+    1.00002368,
+    -1.26551223,
+)
+
+
+def _normal_cdf32(x):
+    """normal_cdf of a float32 array in float32 arithmetic (a tenth of scipy's erf's time):
+    from erfc of |x|, so both tails keep their relative precision."""
+    z = np.abs(x)
+    z *= _SQRT_HALF
+    t = 0.5 * z
+    t += 1
+    np.reciprocal(t, out=t)
+    p = t * _ERFC[0]
+    for c in _ERFC[1:-1]:
+        p += c
+        p *= t
+    p += _ERFC[-1]
+    p -= z * z
+    np.exp(p, out=p)
+    p *= t
+    p *= 0.5  # erfc(|x| / sqrt 2) / 2: the CDF at -|x|
+    # p where x < 0, 1 - p elsewhere, without a branch per element (np.where's are
+    # mispredicted on mixed signs: ten times the time of the rest)
+    out = 1 - 2 * p
+    out *= x >= 0
+    out += p
+    return out
+
+
+def normal_cdf(x):
+    """The standard normal distribution's CDF, (1 + erf(x / sqrt 2)) / 2: gelu's factor."""
+    if type(x) is np.ndarray and x.dtype == np.float32:
+        return _normal_cdf32(x)
+    if hasattr(x, "erf"):  # a Tensor (the eager mode's backward under create_graph): its op
+        return 0.5 * (1 + (x * _SQRT_HALF).erf())
+    return 0.5 * (1 + erf(x * _SQRT_HALF))
+
+
+def gelu(x):
+    """torch's gelu (approximate='none'): x times the normal CDF of x, in x's dtype."""
+    with np.errstate(invalid="ignore"):  # -inf times 0: nan, silently as torch
+        out = x * normal_cdf(x)
+    return out.astype(x.dtype, copy=False) if out.dtype != x.dtype else out
+
+
 def leaky_relu(x, negative_slope=0.01):
     return np.where(x > 0, x, x * negative_slope)
 
@@ -374,6 +433,20 @@ defvjp(
     torch=torch("ErfBackward0", "erf", inplace=("erf_",), numpy=False, special=("erf",)),
 )
 defvjp(
+    "normal_cdf",
+    normal_cdf,
+    _spelled("normal_cdf"),
+    lambda g, ans, x: g * np.exp(-0.5 * x * x) * _INV_SQRT_2PI,
+    kind="elementwise",
+)
+defvjp(
+    "gelu",
+    gelu,
+    _spelled("gelu"),
+    lambda g, ans, x: g * (normal_cdf(x) + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI),
+    kind="elementwise",
+)
+defvjp(
     "leaky_relu",
     leaky_relu,
     _spelled("leaky_relu"),
@@ -651,6 +724,8 @@ EXAMPLES = {
     "sigmoid": [ex(arg(3, 4))],
     "rsqrt": [ex(arg(3, 4, domain="positive"))],
     "erf": [ex(arg(3, 4))],
+    "normal_cdf": [ex(arg(3, 4))],
+    "gelu": [ex(arg(3, 4))],
     "leaky_relu": [
         ex(arg(3, 4, domain="away_from_zero")),
         ex(arg(5, domain="away_from_zero"), 0.2),

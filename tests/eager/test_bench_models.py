@@ -19,14 +19,22 @@ def test_the_three_variants_train_alike(name):
         fn()
 
 
-def test_gelu_erf_as_torch():
+def test_gelu_is_one_node_as_torchs():
+    """F.gelu is one registry entry (GeluBackward0, torch's node), float32's normal CDF from
+    erfc in float32 arithmetic: values and gradients as torch's to 1e-6."""
     import numpy as np
 
     import sourcegrad as sg
 
-    x = np.linspace(-6, 6, 1001)
+    x = np.concatenate([np.linspace(-12, 12, 4001), [0.0, -0.0, 1e-30, -1e-30, -np.inf]])
     for dt in ("float32", "float64"):
-        ours = sg.nn.functional.gelu(sg.tensor(x, dtype=getattr(sg, dt))).numpy()
-        theirs = torch.nn.functional.gelu(torch.tensor(x, dtype=getattr(torch, dt))).numpy()
-        assert ours.dtype == theirs.dtype
-        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+        res = []
+        for lib in (torch, sg):
+            t = lib.tensor(x, dtype=getattr(lib, dt), requires_grad=True)
+            y = lib.nn.functional.gelu(t)
+            y.backward(lib.ones_like(y))
+            res.append((y.detach().numpy(), t.grad.numpy(), type(y.grad_fn).__name__))
+        (y0, g0, n0), (y1, g1, n1) = res
+        assert n0 == n1 == "GeluBackward0" and y1.dtype == y0.dtype
+        np.testing.assert_allclose(y1, y0, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(g1, g0, rtol=1e-6, atol=1e-6)

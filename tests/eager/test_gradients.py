@@ -277,6 +277,7 @@ CASES = [
     ("sigmoid", "sigmoid", lambda a: a.sigmoid(), [arr(3) * 3], True),
     ("relu", "relu", lambda a: a.relu(), [away(5)], True),
     ("leaky_relu", "leaky_relu", lambda a: F.leaky_relu(a, 0.1), [away(5)], True),
+    ("gelu", "gelu", lambda a: F.gelu(a * 3), [arr(2, 5)], True),
     ("maximum", "maximum", lambda a, b: sg.maximum(a, b), [distinct(2, 3), distinct(3)], True),
     ("minimum", "minimum", lambda a, b: sg.minimum(a, b), [distinct(2, 3), distinct(2, 3)], True),
     ("logaddexp", "logaddexp", lambda a, b: sg.logaddexp(a, b), [arr(3), arr(3)], True),
