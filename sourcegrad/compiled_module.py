@@ -63,11 +63,10 @@ import warnings
 import numpy as np
 
 from . import torch_lowering as lowering
-from .compiler import signature_key
 from .compiled_layers import GraphBreak, layer_call
 from .compiled_region import CompiledRegion
+from .compiler import signature_key
 from .errors import SourcegradError
-
 
 _STATIC = (bool, int, float, str, type(None))
 # methods of Python's own containers, left to the compiler as they are
@@ -85,6 +84,7 @@ def _eager_surface():
     """{id(eager function): lowering function} for the torch functions the rewriting knows."""
     import sourcegrad
     import sourcegrad.nn.functional as F
+
     from .ops import RULES
 
     table = {}
@@ -223,7 +223,7 @@ class Translation:
         try:
             code = builtins.compile(text, file, "exec", dont_inherit=True)
         except SyntaxError as exc:  # (two names made alike): never a wrong function
-            raise GraphBreak(f"the rewritten code does not compile ({exc.msg})")
+            raise GraphBreak(f"the rewritten code does not compile ({exc.msg})") from exc
         exec(code, self.namespace)
         return self.namespace[name]
 
@@ -301,7 +301,7 @@ def _parse(fn):
     try:
         text = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as exc:
-        raise GraphBreak(f"the source of {fn.__qualname__} is not available ({exc})")
+        raise GraphBreak(f"the source of {fn.__qualname__} is not available ({exc})") from exc
     tree = ast.parse(text).body[0]
     if not isinstance(tree, ast.FunctionDef):
         raise GraphBreak(f"{fn.__qualname__} is not defined by a def statement")
@@ -394,7 +394,7 @@ class _Rewriter(ast.NodeTransformer):
             try:
                 value = getattr(obj, attr)
             except AttributeError:
-                raise GraphBreak(f"the attribute self.{'.'.join(path + [attr])}")
+                raise GraphBreak(f"the attribute self.{'.'.join(path + [attr])}") from None
             if rest:
                 raise GraphBreak(f"self.{'.'.join(chain[1:])}")
             if _is_static(value):
@@ -703,7 +703,7 @@ class _Regions:
         except Exception as exc:  # noqa: BLE001 - eager then raises torch's own error
             broken = GraphBreak(_reason(exc, self.t))
             broken.where = self.t.user_line(exc)
-            raise broken
+            raise broken from exc
         finally:
             _restore(kept)
             lowering.DROPOUT_RNG.bit_generator.state = state

@@ -454,6 +454,7 @@ def test_a_parameter_removed_after_compiling_makes_the_code_again():
 
 def test_show_prints_a_compiled_modules_forward_and_backward(capsys):
     import os
+
     from sourcegrad.cli import main
 
     example = os.path.join(

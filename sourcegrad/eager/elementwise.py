@@ -14,23 +14,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import RULES, nn as rt
-from . import devices, dtypes
+from ..ops import RULES
+from ..ops import nn as rt
+from . import devices, dtypes, surface
+from .arithmetic import binary_op, broadcast_error_of, div, mul, not_a_tensor, not_implemented_for
 from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
-from .operands import cached_spec, default_np as _default_np
+from .operands import cached_spec
 
 # the shared operand helpers under the short private names this module's ops are written with
-from .operands import data_of as _data, needs_grad as _needs_grad
-from .operands import operand_key as _key, promote as _promote, result as _result
+from .operands import data_of as _data
+from .operands import default_np as _default_np
+from .operands import needs_grad as _needs_grad
+from .operands import operand_key as _key
+from .operands import promote as _promote
+from .operands import result as _result
 from .out_arg import write_out
 from .spec import OpSpec, record
-from .tensor import Tensor, stale_view_requires_grad
-
-from . import surface
-from .arithmetic import binary_op, broadcast_error_of, div, mul, not_a_tensor
-from .arithmetic import not_implemented_for
 from .surface import export
+from .tensor import Tensor, stale_view_requires_grad
 
 _wrap = Tensor._make
 _GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled when CuPy loads
@@ -269,7 +271,7 @@ def where(condition, input=None, other=None):
     try:
         chosen = np.where(cond, xd, yd)
     except ValueError as e:
-        raise broadcast_error_of(np.shape(cond), np.shape(xd), np.shape(yd)) or e
+        raise broadcast_error_of(np.shape(cond), np.shape(xd), np.shape(yd)) or e  # noqa: B904 (torch's error, or numpy's own)
     res = _wrap(_result(chosen, rd))
     if _needs_grad(rx, ry):
         record(WHERE, res, (condition if isinstance(condition, Tensor) else cond, rx, ry))

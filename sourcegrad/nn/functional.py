@@ -22,14 +22,28 @@ import warnings
 import numpy as np
 
 from ..eager import devices, factories, ops, shape_ops
-from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F401 (torch's too)
 from ..eager import inplace as _inplace_ops
+from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F401 (torch's too)
 from ..eager.tensor import Tensor
+
+# convolution, pooling, padding, interpolation and batch norm: a module per family
+from .conv_ops import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,  # noqa: F401
+    conv_transpose3d,
+)
 from .functional_attention import (
     canonical_mask as _canonical_mask,
-    none_or_dtype as _none_or_dtype,
+)
+from .functional_attention import (
     multi_head_attention_forward,  # noqa: F401
     scaled_dot_product_attention,
+)
+from .functional_attention import (
+    none_or_dtype as _none_or_dtype,
 )
 from .functional_loss import (
     binary_cross_entropy,
@@ -49,17 +63,6 @@ from .functional_loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
-from .unsupported import UnsupportedOptionError
-
-# convolution, pooling, padding, interpolation and batch norm: a module per family
-from .conv_ops import (
-    conv1d,
-    conv2d,
-    conv3d,
-    conv_transpose1d,
-    conv_transpose2d,  # noqa: F401
-    conv_transpose3d,
-)
 from .norm_ops import batch_norm  # noqa: F401
 from .pad_ops import pad  # noqa: F401
 from .pool_ops import (
@@ -71,6 +74,7 @@ from .pool_ops import (
     max_pool1d,
     max_pool2d,
 )
+from .unsupported import UnsupportedOptionError
 
 _wrap = Tensor._make
 

@@ -18,7 +18,8 @@ import sourcegrad as sg
 import sourcegrad.nn.functional as F
 from sourcegrad.eager.spec import ALL_SPECS
 
-from ..test_registry_ops import ELSEWHERE as REGISTRY_ELSEWHERE, ROWS as REGISTRY_ROWS
+from ..test_registry_ops import ELSEWHERE as REGISTRY_ELSEWHERE
+from ..test_registry_ops import ROWS as REGISTRY_ROWS
 
 R = np.random.default_rng(1234)
 EPS = 1e-6
