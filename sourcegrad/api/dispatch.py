@@ -51,6 +51,7 @@ whose float code raises or returns a value that is not finite to the signature's
 from __future__ import annotations
 
 import ast
+import threading
 
 import numpy as np
 
@@ -63,8 +64,20 @@ MISS = object()  # what an entry returns for arguments of another signature
 # ~3000 lines: 0.3-0.7 s), while a function that long runs for hundreds of µs anyway.
 INLINE_MAX_LINES = 400
 
+# Entries are built one at a time: CPython 3.11 (seen on 3.11.7) keeps the AST constructor's
+# recursion depth in state the threads share, and two threads parsing or compiling at once
+# can raise "SystemError: AST constructor recursion depth mismatch" (seen with 8 threads
+# calling one gradient for the first time: tests/compiler/test_api.py)
+_BUILDING = threading.Lock()
 
-def fast_entry(
+
+def fast_entry(*args, **kwargs):
+    """`_fast_entry`, one thread at a time (see `_BUILDING`)."""
+    with _BUILDING:
+        return _fast_entry(*args, **kwargs)
+
+
+def _fast_entry(
     args,
     fn,
     finish=None,
