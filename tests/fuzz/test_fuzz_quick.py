@@ -671,3 +671,18 @@ def test_bug_python_float_at_a_rule_chosen_at_run_time():
     _assert_grad_matches(bug_python_float_at_a_rule_chosen_at_run_time, 1.8190739907754812)
     # (the run-time rule itself: a Python number's adjoint is a number)
     assert sourcegrad.ops.vjp_at_run_time("mean", 0, 2.0, 0.5, 0.5) == 2.0
+
+
+def bug_a_known_buffer_filled_by_an_effect_call(x):
+    q = np.zeros(3)
+    np.putmask(q, np.array([1.0, -1.0, 2.0]) > 0.0, 0.5)
+    return (q[2] + 0.2) * np.sum(x**2)
+
+
+# regression test for a silently wrong gradient the fuzzer found (r8-7653, fixed): shape
+# inference knew q = np.zeros(3) when compiling and kept knowing it after np.putmask wrote
+# into it, so q[2] was folded to 0.0 (the gradient's factor 0.2 where Python's is 0.7)
+def test_bug_a_known_buffer_filled_by_an_effect_call_is_not_known_after_it():
+    _assert_grad_matches(
+        bug_a_known_buffer_filled_by_an_effect_call, np.array([0.3, -0.7, 1.1]), with_value=True
+    )

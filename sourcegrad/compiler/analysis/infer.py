@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from ... import errors
-from ..ir import Assign, Call, For, If, While
+from ..ir import Assign, Call, ExprStmt, For, If, Tup, Var, While
 from .calls import NumpyRejects, abstract_call
 from .values import UNBOUND, UNKNOWN, AVal, ListOf, Unknown, aval_of, concrete
 
@@ -90,6 +90,8 @@ def _infer_block(stmts, env, summary):
                 # which is None: a value unknown on one side is unknown after the if)
                 a, b = then_env.get(name, UNBOUND), else_env.get(name, UNBOUND)
                 env[name] = b if a is UNBOUND else a if b is UNBOUND else join(a, b)
+        elif isinstance(stmt, ExprStmt) and isinstance(stmt.value, Call):
+            _written_by_a_call(stmt.value, env)
         elif isinstance(stmt, For):
             _infer_for(stmt, env, summary)
         elif isinstance(stmt, While):
@@ -101,6 +103,28 @@ def _infer_block(stmts, env, summary):
                 ),
                 env,
             )
+
+
+def _written_by_a_call(call, env):
+    """A call made for its effect (`np.putmask(q, mask, 0.5)`) may write into the arrays it is
+    given: a value known when compiling (`q = np.zeros(3)`) is not known after it, nor is
+    any known array sharing its memory (fuzz r8-7653: `q[2]` was folded to 0.0)."""
+    atoms = list(call.args) + [a for _, a in call.kwargs]
+    given = []
+    while atoms:
+        atom = atoms.pop()
+        if isinstance(atom, Tup):
+            atoms.extend(atom.items)
+        elif isinstance(atom, Var) and isinstance(env.get(atom.name), AVal):
+            given.append(env[atom.name].stand_in)
+    arrays = [a for a in given if isinstance(a, np.ndarray)]
+    if not arrays:
+        return
+    for name, aval in list(env.items()):
+        if not (isinstance(aval, AVal) and aval.known and isinstance(aval.stand_in, np.ndarray)):
+            continue
+        if any(aval.stand_in is a or np.shares_memory(aval.stand_in, a) for a in arrays):
+            env[name] = AVal(aval.stand_in, False)
 
 
 def _infer_for(stmt, env, summary):
