@@ -8,6 +8,7 @@ sigmoid, softmax along one axis, ...) live here too; generated code calls them a
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -54,10 +55,25 @@ def rsqrt(x):
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)
-try:  # scipy's ufunc where installed (gelu's erf: math.erf element by element is 100x slower)
-    from scipy.special import erf as _scipy_erf
-except ImportError:  # pragma: no cover - scipy is optional
-    _scipy_erf = None
+# scipy's ufunc where installed: math.erf element by element is ~100x slower (gelu at a GPT's
+# size: 22 ms a call). Importing scipy costs ~0.5 s once and importing sourcegrad never does
+# it, so scipy is used where it is already imported, or imported for an array large enough
+# to pay for it at once
+_SCIPY_ERF_SIZE = 4096
+_SCIPY: dict = {}
+
+
+def _scipy_erf(size):
+    """scipy.special.erf, or None (scipy not installed, or not worth importing yet)."""
+    if "erf" not in _SCIPY:
+        if "scipy.special" not in sys.modules and size < _SCIPY_ERF_SIZE:
+            return None
+        try:
+            from scipy.special import erf as scipy_erf
+        except ImportError:  # pragma: no cover - scipy is optional
+            scipy_erf = None
+        _SCIPY["erf"] = scipy_erf
+    return _SCIPY["erf"]
 
 
 def erf(x):
@@ -66,8 +82,9 @@ def erf(x):
 
         return cupy_erf(x).astype(np.result_type(x.dtype, np.float32))
     dtype = np.result_type(x, np.float32)
-    if _scipy_erf is not None and dtype.kind == "f":
-        return np.asarray(_scipy_erf(x), dtype=dtype)
+    scipy_erf = _scipy_erf(np.size(x)) if dtype.kind == "f" else None
+    if scipy_erf is not None:
+        return np.asarray(scipy_erf(x), dtype=dtype)
     return _erf(x).astype(dtype)
 
 
