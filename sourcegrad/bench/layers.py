@@ -32,6 +32,8 @@ import statistics
 
 import numpy as np
 
+from .formatting import fmt_time
+
 # --------------------------------------------------------------------------------------------
 # activations
 # --------------------------------------------------------------------------------------------
@@ -781,7 +783,6 @@ def workloads(Workload, s):
 def summary(results):
     """The family's table: per workload, ours, hand and the ratio (median × hand), whether a
     repeated call compiled again; then the median and worst ratios against the targets."""
-    from .runner import fmt_time
 
     lines = [
         "| workload | size | ours | hand | × hand | first call (compile) | compiles on repeat |",

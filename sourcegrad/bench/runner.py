@@ -49,6 +49,8 @@ import textwrap
 import time
 import traceback
 
+from .formatting import fmt_bytes, fmt_time
+
 RTOL = 1e-8
 RATIO_TARGET = 1.10
 MEMORY_TARGET = 1.10
@@ -508,24 +510,7 @@ def _run_memory(cases, results, quick, timeout, log):
 # --------------------------------------------------------------------------------------------
 
 
-def fmt_time(s):
-    if s is None:
-        return "-"
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} µs"
-    if s < 1.0:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
-
-
-def fmt_bytes(b):
-    if b is None:
-        return "-"
-    if b < 1024**2:
-        return f"{b / 1024:.0f} KiB"
-    if b < 1024**3:
-        return f"{b / 1024**2:.1f} MiB"
-    return f"{b / 1024**3:.2f} GiB"
+# (fmt_time, fmt_bytes: bench/formatting.py, which the workload families share)
 
 
 def add_ratios(results):
