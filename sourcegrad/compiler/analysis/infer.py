@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from ... import errors
-from ..ir import Assign, Call, ExprStmt, For, If, Tup, Var, While
+from ..ir import Assign, Call, ExprStmt, For, If, While
 from .calls import NumpyRejects, abstract_call
 from .values import UNBOUND, UNKNOWN, AVal, ListOf, Unknown, aval_of, concrete
 
@@ -109,15 +109,10 @@ def _written_by_a_call(call, env):
     """A call made for its effect (`np.putmask(q, mask, 0.5)`) may write into the arrays it is
     given: a value known when compiling (`q = np.zeros(3)`) is not known after it, nor is
     any known array sharing its memory (fuzz r8-7653: `q[2]` was folded to 0.0)."""
-    atoms = list(call.args) + [a for _, a in call.kwargs]
-    given = []
-    while atoms:
-        atom = atoms.pop()
-        if isinstance(atom, Tup):
-            atoms.extend(atom.items)
-        elif isinstance(atom, Var) and isinstance(env.get(atom.name), AVal):
-            given.append(env[atom.name].stand_in)
-    arrays = [a for a in given if isinstance(a, np.ndarray)]
+    given = [env.get(name) for name in call.reads()]
+    arrays = [
+        a.stand_in for a in given if isinstance(a, AVal) and isinstance(a.stand_in, np.ndarray)
+    ]
     if not arrays:
         return
     for name, aval in list(env.items()):

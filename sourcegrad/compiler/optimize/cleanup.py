@@ -155,11 +155,11 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
         if type(s) is Assign:
             assigns.append(s)
             if isinstance(s.value, Call) and any(k == "out" for k, _ in s.value.kwargs):
-                written.update(_names_in(s.value))
+                written.update(reads_of(s))
         elif type(s) is For and s.stop_flag:
             stop_flags.add(s.stop_flag)
         elif type(s) is ExprStmt and isinstance(s.value, Call):
-            written.update(_names_in(s.value))
+            written.update(reads_of(s))
     # values handed to a variable that may be updated in place (`d_W = part; d_W += ...`)
     # must keep an array of their own: they are never shared with an equal computation
     handed_over = {
@@ -232,19 +232,6 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
     first = run(body, {})
     deep = lambda b: [_deep(x, mapping) for x in b]  # noqa: E731
     return [substitute(s, mapping, deep) for s in first]
-
-
-def _names_in(call) -> set:
-    """The variables a call is given (as arguments, in tuples of them, as keywords)."""
-    found: set = set()
-    atoms = list(call.args) + [a for _, a in call.kwargs]
-    while atoms:
-        atom = atoms.pop()
-        if isinstance(atom, Var):
-            found.add(atom.name)
-        elif isinstance(atom, Tup):
-            atoms.extend(atom.items)
-    return found
 
 
 def _deep(stmt, mapping):

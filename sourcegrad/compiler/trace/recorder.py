@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import linecache
-import math
 import operator
 import sys
 import types
@@ -50,7 +49,7 @@ from .patches import (
     patched,
     replace_library_functions,
 )
-from .python_state import PythonState
+from .python_state import PythonState, python_data
 from .values import Traced
 
 MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, located
@@ -1096,7 +1095,7 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
     objects = holders + [d[3] for d in deps if hasattr(d[3], "__dict__") and not callable(d[3])]
     for obj in objects:
         for attr, value in sorted(vars(obj).items()):
-            if isinstance(value, (dict, list)) and _plain(value):
+            if isinstance(value, (dict, list)) and python_data(value):
                 deps.append(("snapshot", obj, attr, copy.deepcopy(value)))
             elif not callable(value) or isinstance(value, np.ndarray):
                 deps.append(("attribute", obj, attr, value))
@@ -1105,16 +1104,3 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
             ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)
         ]
     return deps
-
-
-def _plain(value) -> bool:
-    """A container of numbers, strings and such containers (compared by value)."""
-    if isinstance(value, dict):
-        return all(_plain(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return all(_plain(v) for v in value)
-    return (
-        value is None
-        or isinstance(value, (bool, int, float, str))
-        or (isinstance(value, float) and math.isfinite(value))
-    )
