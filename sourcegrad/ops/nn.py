@@ -3,6 +3,10 @@
 Their forward functions (numpy in, numpy out, behaving like torch's ops: a stable
 sigmoid, softmax along one axis, ...) live here too; generated code calls them as
 `sourcegrad.ops.nn.<name>`.
+
+Why one module: generated code names one module for all of them (`sourcegrad.ops.nn`), and
+the fused entries (gelu, the float32 LSTM layer and its backward through time) share the
+forward helpers their rules call.
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ What the recorder refuses, located: a value carrying a gradient that leaves for 
 or numpy, a numpy function without a rule given one (the fence), a trace longer than
 `MAX_STATEMENTS` statements (a long Python loop: keep it in a function the AST front end
 reads, which keeps loops loops).
+
+Why one module: the recorder's state (statements, names, guards, snapshots of what was read)
+is what every part of a trace writes to and `trace_function` reads back; what stands apart
+lives apart (values, patches, frames, python_state).
 """
 
 from __future__ import annotations
