@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 
 import numpy as np
 
@@ -275,7 +276,10 @@ def split(x, indices_or_sections, axis=0):
     return np.split(x, indices_or_sections, axis=axis)
 
 
-_LSTM_RUN: list = [None, None]  # (the inputs of the last run, what it computed)
+# per thread (two threads' LSTM nodes never read each other's): the inputs of this thread's
+# last run and what it computed, and the gradients its backward was last called with and
+# the seven it gave
+_LSTM = threading.local()
 
 
 def _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
@@ -309,26 +313,24 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     """An LSTM layer (one direction) as one op, torch's mkldnn_rnn_layer: (output, h_n, c_n).
     The run's gates and cell states stay at hand for its backward (the last run's only)."""
     run = _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
-    _LSTM_RUN[0], _LSTM_RUN[1] = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse), run
+    _LSTM.run = ((x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse), run)
     return run[:3]
-
-
-_LSTM_GRADS: list = [None, None]  # (the gradients it was called with, the seven gradients)
 
 
 def lstm_layer_grads(g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     """The gradients of lstm_layer's seven inputs, backpropagated through time (the forward run
     again for its gates). Each input's VJP asks for its own; the node's one list of output
     gradients `g` makes them one computation."""
-    if _LSTM_GRADS[0] is g:
-        return _LSTM_GRADS[1]
+    last = getattr(_LSTM, "grads", None)
+    if last is not None and last[0] is g:
+        return last[1]
     inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
-    kept = _LSTM_RUN[0]
+    kept, run = getattr(_LSTM, "run", None) or (None, None)
     if kept is not None and all(a is b for a, b in zip(kept, inputs)):
         # the same arrays as the last run, not written since (the node checked their
         # versions): its gates
-        out, _, _, gates, cells = _LSTM_RUN[1]
-        _LSTM_RUN[0] = _LSTM_RUN[1] = None
+        out, _, _, gates, cells = run
+        _LSTM.run = None
     else:
         out, _, _, gates, cells = _lstm_run(*inputs)
     steps, hidden = x.shape[0], h0.shape[-1]
@@ -371,7 +373,7 @@ def lstm_layer_grads(g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
         db,
         db.copy(),
     )
-    _LSTM_GRADS[0], _LSTM_GRADS[1] = g, grads
+    _LSTM.grads = (g, grads)
     return grads
 
 
