@@ -171,8 +171,9 @@ def test_imports_run_one_way():
 COMPILER_FLOORS = [
     # the IR
     {"ir"},
-    # its vocabulary: fresh names, the random draws both front ends make
-    {"names", "random_draws"},
+    # its vocabulary: fresh names, the random draws both front ends make, the source text
+    # both front ends read
+    {"names", "random_draws", "source_text"},
     # questions about IR: abstract values, shapes, activity, checks, lifetimes, shape names
     {"analysis"},
     # IR -> IR passes

@@ -130,7 +130,8 @@ def twin(gradient, compiled, args, exact):
         if value_wrap is None:
             return None
         value_wrap = None if value_wrap is float else value_wrap
-    wrapped = {i: np.asarray if type(args[i]) is np.ndarray else np.float64 for i in positions}
+    # (a 0-d float64 array's gradient is a numpy scalar, as numpy's ufuncs give for one)
+    wrapped = dict.fromkeys(positions, np.float64)
     return float_entry(
         args,
         floats.fn,

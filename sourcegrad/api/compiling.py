@@ -95,12 +95,13 @@ class Compiling:
         )
         for k, i in enumerate(self.wrt):
             x = args[i]
-            if k < len(users) and users[k] and not isinstance(x, (float, np.generic)):
-                converters.append(results.copied_like_input(i))
-            elif type(x) is float:
+            if type(x) is float:
                 converters.append(lambda g, args: float(g))
-            elif isinstance(x, np.generic):
+            elif isinstance(x, np.generic) or type(x) is np.ndarray and x.ndim == 0:
+                # (a 0-d array's gradient is a numpy scalar, as numpy's ufuncs give for one)
                 converters.append(lambda g, args, t=x.dtype.type: t(g))
+            elif k < len(users) and users[k]:
+                converters.append(results.copied_like_input(i))
             elif type(x) is np.ndarray:
                 converters.append(results.array_finisher(i, x.shape, x.dtype))
             else:

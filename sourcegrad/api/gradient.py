@@ -541,9 +541,9 @@ class Gradient(Compiling, staticmethod):
                 and fresh
                 and (type(g) is x.dtype.type or type(g) is float and x.dtype == np.float64)
             ):
-                # np.sin of a 0-d array is a numpy scalar (math.cos of one read as a scalar,
-                # a float)
-                converters.append(np.asarray)
+                # a 0-d array's gradient is a numpy scalar of its dtype (np.sin of one is
+                # already; math.cos of one read as a scalar is a float)
+                converters.append(None if type(g) is x.dtype.type else x.dtype.type)
             elif (
                 type(x) is np.ndarray
                 and fresh

@@ -40,6 +40,8 @@ def like_input(g, x, args):
         if g.shape != x.shape:
             g = cupy.broadcast_to(g, x.shape)
         return g.copy() if g.base is not None or any(g is a for a in args) else g
+    if type(x) is np.ndarray and x.ndim == 0:  # (a numpy scalar, as numpy's ufuncs return)
+        return np.asarray(g, dtype=x.dtype)[()]
     dtype = x.dtype
     if (
         type(g) is np.ndarray
@@ -77,6 +79,8 @@ def owns_memory(g) -> bool:
 def array_finisher(i, shape, dtype):
     """`like_input` for a numpy input of this signature's shape and dtype, the common case
     (a new array of the input's shape, which only needs checking) first."""
+    if shape == ():  # (the gradient of a 0-d array is a numpy scalar: `like_input`)
+        return lambda g, args: like_input(g, args[i], args)
 
     def finish(g, args):
         if (

@@ -220,14 +220,13 @@ def scalar_mix(x, y):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_zero_d_arrays_are_read_as_scalars_and_returned_as_zero_d_arrays(dtype):
+def test_zero_d_arrays_are_read_as_scalars_and_returned_as_numpy_scalars(dtype):
     g = sourcegrad.grad(scalar_mix, wrt=(0, 1))
     x, y = np.array(0.4, dtype=dtype), np.array(0.7, dtype=dtype)
     for _ in range(3):
         dx, dy = g(x, y)
         for d, given in ((dx, x), (dy, y)):
-            assert type(d) is np.ndarray and d.shape == () and d.dtype == dtype
-            assert d is not given and d.flags.writeable
+            assert type(d) is dtype  # (as numpy's ufuncs give for a 0-d array)
     assert "x, y = x[()], y[()]" in g.source
     # the numbers of the same gradient on numpy scalars (the code it was generated as)
     on_scalars = sourcegrad.grad(scalar_mix, wrt=(0, 1))(x[()], y[()])
@@ -242,15 +241,15 @@ def product(x, y):
     return x * y
 
 
-def test_an_input_returned_as_a_gradient_is_a_new_zero_d_array():
+def test_an_input_returned_as_a_gradient_is_a_numpy_scalar_not_the_input():
     g = sourcegrad.grad(product, wrt=(0, 1))
     x, y = np.array(2.0), np.array(3.0)
     for _ in range(3):
         dx, dy = g(x, y)
-        assert type(dx) is np.ndarray and dx.shape == () and float(dx) == 3.0
-        assert dx is not y and dy is not x
-        dx[()] = 0.0
-        assert float(y) == 3.0
+        assert type(dx) is np.float64 and dx == 3.0 and type(dy) is np.float64 and dy == 2.0
+        y[()] = 4.0  # (the gradient is a value of its own: changing the input leaves it)
+        assert dx == 3.0
+        y[()] = 3.0
 
 
 def stores_into_a_copy(x, y):
@@ -265,12 +264,12 @@ def indexes_the_input(x, y):
 
 
 @pytest.mark.parametrize("fn", [stores_into_a_copy, indexes_the_input])
-def test_zero_d_arrays_that_are_indexed_or_stored_stay_arrays(fn):
+def test_zero_d_arrays_that_are_indexed_or_stored_stay_arrays_in_the_code(fn):
     g = sourcegrad.grad(fn, wrt=(0, 1))
     x, y = np.array(0.4), np.array(0.7)
     dx, dy = g(x, y)
     assert "[()]  #" not in g.source
-    assert type(dx) is np.ndarray and dx.shape == ()
+    assert type(dx) is np.float64 and type(dy) is np.float64
     assert float(dx) == pytest.approx(numeric_grad(fn, (x, y), 0), rel=1e-7)
     assert float(dy) == pytest.approx(numeric_grad(fn, (x, y), 1), rel=1e-7)
 

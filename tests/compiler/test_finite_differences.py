@@ -17,7 +17,8 @@ def test_gradient_matches_finite_differences(fn, make_args, wrt):
     grads = grads if isinstance(wrt, tuple) else (grads,)
     for pos, g in zip(positions, grads):
         expected = numeric_grad(fn, args, pos)
-        assert type(g) is type(args[pos])
+        x = args[pos]  # (a 0-d array's gradient: a numpy scalar, as numpy's ufuncs give)
+        assert type(g) is (x.dtype.type if type(x) is np.ndarray and x.ndim == 0 else type(x))
         assert np.shape(g) == np.shape(args[pos])
         np.testing.assert_allclose(g, expected, rtol=1e-6, atol=1e-8)
 

@@ -93,6 +93,14 @@ def branched(x, y):
 
 
 ZERO_D = (np.array(0.7), np.array(-1.3))
+
+
+def _type_of_gradient(given):
+    """A gradient's type: its input's, a numpy scalar of its dtype for a 0-d array (as
+    numpy's ufuncs and reductions give for one)."""
+    return given.dtype.type if type(given) is np.ndarray and given.ndim == 0 else type(given)
+
+
 FLOAT64 = (np.float64(0.7), np.float64(-1.3))
 MIXED = (np.array(0.7), -1.3)
 
@@ -108,22 +116,19 @@ def test_gradients_are_the_exact_paths_and_the_finite_differences(fn, args, monk
     # (the math module and numpy may round a sine or an exponential differently in the last bits)
     assert _same(result, expected, rtol=1e-12)
     for k, (d, given) in enumerate(zip(result, args)):
-        assert type(d) is type(given)
-        if isinstance(given, np.ndarray):
-            assert d.shape == () and d.dtype == np.float64 and d.flags.writeable
-            assert d.base is None and d is not given
+        assert type(d) is _type_of_gradient(given)
         assert float(d) == pytest.approx(numeric_grad(fn, args, k), rel=1e-7)
 
 
-def test_results_are_new_arrays_on_every_call():
+def test_results_are_values_of_their_own_on_every_call():
     g = sourcegrad.grad(lambda_free_product, wrt=(0, 1))
     x, y = np.array(2.0), np.array(3.0)
     first = g(x, y)
-    second = g(x, y)
     assert uses_twin(g)
-    assert first[0] is not second[0] and first[0] is not y and first[1] is not x
-    first[0][()] = 0.0
-    assert float(second[0]) == 3.0 and float(y) == 3.0
+    assert type(first[0]) is np.float64 and type(first[1]) is np.float64
+    y[()] = 5.0  # (an input changed after the call leaves the gradients given)
+    second = g(x, y)
+    assert first == (3.0, 2.0) and second == (5.0, 2.0)
 
 
 def lambda_free_product(x, y):
@@ -133,7 +138,7 @@ def lambda_free_product(x, y):
 def test_single_and_one_tuple_wrt():
     x = np.array(0.3)
     single = sourcegrad.grad(scalar_mix)(x, np.array(0.5))
-    assert type(single) is np.ndarray and single.shape == ()
+    assert type(single) is np.float64
     g = sourcegrad.grad(scalar_mix, wrt=(0,))
     for _ in range(2):
         one = g(x, np.array(0.5))
@@ -193,7 +198,7 @@ def test_division_by_zero_gives_inf_with_numpys_warning():
     for _ in range(2):
         with pytest.warns(RuntimeWarning, match="divide by zero"):
             dx, dy = g(np.array(1.0), np.array(0.0))
-        assert type(dx) is np.ndarray and dx.dtype == np.float64
+        assert type(dx) is np.float64
         assert float(dx) == np.inf and float(dy) == -np.inf
     assert uses_twin(g)
 
@@ -210,7 +215,7 @@ def test_numpys_functions_overflow_and_leave_their_domain_as_numpy_does(kind):
         for _ in range(2):
             with pytest.warns(RuntimeWarning, match=message):
                 got = g(*map(kind, args))
-            assert all(type(d) is kind(0.0).__class__ for d in got)
+            assert all(type(d) is np.float64 for d in got)
             np.testing.assert_array_equal([float(d) for d in got], want)
 
 
@@ -250,7 +255,7 @@ def test_other_dtypes_and_shapes_keep_the_exact_path(args, monkeypatch):
     result, _ = _called(g, args)
     assert not uses_twin(g)
     expected, _ = exact(scalar_mix, (0, 1), args, monkeypatch)
-    assert all(type(r) is type(a) for r, a in zip(result, args))
+    assert all(type(r) is _type_of_gradient(a) for r, a in zip(result, args))
     assert all(np.asarray(r).dtype == np.asarray(e).dtype for r, e in zip(result, expected))
     for r, e in zip(result, expected):
         np.testing.assert_array_equal(r, e)
@@ -267,13 +272,13 @@ def test_zero_d_int_arrays():
     n = np.array(3)  # an integer 0-d array beside a float64 one: the exact path
     for _ in range(2):
         d = g(np.array(0.5), n)
-        assert type(d) is np.ndarray and d.dtype == np.float64
+        assert type(d) is np.float64
         assert float(d) == pytest.approx(3 * math.cos(0.5), rel=1e-15)
     assert not uses_twin(g)
     ints = sourcegrad.grad(scaled_by)  # a Python int is a static value: the float code
     for _ in range(2):
         d = ints(np.array(0.5), 3)
-        assert type(d) is np.ndarray and float(d) == pytest.approx(3 * math.cos(0.5), rel=1e-15)
+        assert type(d) is np.float64 and float(d) == pytest.approx(3 * math.cos(0.5), rel=1e-15)
     assert uses_twin(ints)
 
 
@@ -403,7 +408,7 @@ def test_numba_backend(monkeypatch):
     inf, _ = _called(
         sourcegrad.grad(quotient, wrt=(0, 1), backend="numba"), (ZERO_D[0], np.array(0.0))
     )
-    assert float(inf[0]) == np.inf and type(inf[0]) is np.ndarray
+    assert float(inf[0]) == np.inf and type(inf[0]) is np.float64
 
 
 def test_numba_backend_with_a_loop(monkeypatch):

@@ -444,6 +444,11 @@ RELIABILITY_FORM_RATE = 0.3
 # Campaigns run before the reliability forms existed (rebuilt without them).
 # (and the quick slice's: test_fuzz_quick.py has a slice of its own for them, "rel-k")
 EARLIER_RELIABILITY_FORM_CAMPAIGNS = EARLIER_PYTHON_FORM_CAMPAIGNS | {"pf1", "quick"}
+# Loops of 9 and 10 iterations, which the trace rolls back into loops (`trace/rolling.py`):
+# this share of `for ... in range` loops, drawn from a stream of their own; campaigns run
+# before them are rebuilt without them.
+LONG_LOOP_RATE = 0.3
+EARLIER_LONG_LOOP_CAMPAIGNS = EARLIER_RELIABILITY_FORM_CAMPAIGNS | {"rel", "r8"}
 
 # A decorator per kind of wrapper: one scaling the result, one shifting the first argument
 # (both with functools.wraps and *args/**kwargs, as published decorators are written)
@@ -583,6 +588,7 @@ class _Gen:
         repeated_indices: random.Random | None = None,
         python_forms: random.Random | None = None,
         reliability_forms: random.Random | None = None,
+        long_loops: random.Random | None = None,
     ):
         self.r = rng
         # self-updates draw from a stream of their own: the rest of a program is the one
@@ -592,6 +598,7 @@ class _Gen:
         self.pf = python_forms  # likewise comprehensions and function values
         self.pf_counter = itertools.count()
         self.rf = reliability_forms  # likewise the reliability forms
+        self.ll = long_loops  # likewise which `for ... in range` loops run long
         self.lines: list[str] = []
         self.indent = 0
         self.env: list[Var] = []
@@ -1350,6 +1357,10 @@ class _Gen:
             [(f"range({k})", k) for k in (2, 3, 4)]
             + [("range(1, 3)", 3), ("range(0, 5, 2)", 5), ("range(1, 4, 2)", 4)]
         )
+        if self.ll is not None and self.ll.random() < LONG_LOOP_RATE:
+            # long enough for the trace to roll the iterations it ran back into a loop
+            spec, hi = self.ll.choice([("range(9)", 9), ("range(2, 12)", 12)])
+            self.features.add("long_loop")
         self.emit(f"for {i} in {spec}:")
         self.loop_body(depth, [IntVar(i, hi)])
 
@@ -1747,7 +1758,8 @@ def generate(seed, self_updates: bool | None = None) -> Program:
         if campaign in EARLIER_RELIABILITY_FORM_CAMPAIGNS
         else random.Random(f"{seed}/reliability-forms")
     )
-    return _Gen(random.Random(seed), su, ri, pf, rf).module(seed)
+    ll = None if campaign in EARLIER_LONG_LOOP_CAMPAIGNS else random.Random(f"{seed}/long-loops")
+    return _Gen(random.Random(seed), su, ri, pf, rf, ll).module(seed)
 
 
 # =============================================================================================

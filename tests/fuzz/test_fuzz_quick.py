@@ -64,6 +64,24 @@ def test_quick_slice_summary():
     assert counts["rejected"] <= QUICK_N // 4, counts
 
 
+LONG_LOOP_N = 16  # programs whose `for ... in range` loops may run 9-10 times
+
+
+@pytest.mark.parametrize("seed", [f"long-{i}" for i in range(LONG_LOOP_N)])
+def test_long_loops_give_pythons_numbers_or_a_refusal(seed, workdir, record_property):
+    """Loops long enough for the trace to roll what it ran back into a loop
+    (`trace/rolling.py`): both front ends (check=True) agree with finite differences, or the
+    program is refused."""
+    outcome = check_program(generate(seed), workdir, timeout=30)
+    record_property("status", outcome.status)
+    assert outcome.status in ("matched", "rejected", "skipped"), outcome.report()
+
+
+def test_the_long_loop_slice_draws_long_loops():
+    drawn = sum("long_loop" in generate(f"long-{i}").features for i in range(LONG_LOOP_N))
+    assert drawn >= LONG_LOOP_N // 4, drawn
+
+
 RELIABILITY_N = 24  # programs with the reliability forms (programs.RELIABILITY_FORM_RATE)
 RELIABILITY_FORMS = {
     "decorator",

@@ -20,6 +20,7 @@ import gast
 
 from ... import errors
 from ...errors import SourceLocation
+from .. import source_text
 
 
 @dataclasses.dataclass
@@ -71,7 +72,7 @@ def parse(fn) -> ParsedFunction:
         return parse_lambda(fn)
     try:
         # (of the code object: inspect.getsourcelines(fn) follows __wrapped__)
-        source_lines, first_line = inspect.getsourcelines(fn.__code__)
+        source_lines, first_line = source_text.source_lines(fn.__code__, fn.__globals__)
     except (OSError, TypeError):
         # (inspect's own exception only says "could not get source code", from deep inside it)
         raise unavailable(fn) or errors.SourceNotFoundError(

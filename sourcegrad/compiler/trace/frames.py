@@ -3,15 +3,22 @@
 The recorder names the user's line for each op it records (`is_user`), and the patches make
 a buffer the generated code owns only for `np.zeros` called by the user's code (numpy's own
 Python functions call it too, and must get an array). Takes code objects and file names;
-returns yes or no.
+returns yes or no. `loop_headers` reads a function's source for the lines of the loops the
+trace may roll back into loops (`rolling`).
 """
 
 from __future__ import annotations
 
+import ast
+import linecache
 import os
 import sysconfig
+import textwrap
 
 import numpy as np
+
+from ...errors import SourceLocation
+from ..source_text import source_lines
 
 _HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _NUMPY = os.path.dirname(os.path.abspath(np.__file__))
@@ -33,3 +40,54 @@ def is_user(code) -> bool:
 def in_a_library(file) -> bool:
     """Is `file` an installed package's or Python's own (not code the user wrote)?"""
     return bool(file) and (file.startswith(_PYTHONS) or "-packages" in file)
+
+
+def loop_headers(code, module_globals=None) -> dict:
+    """The `for` loops of the function running `code` that a trace may roll (`rolling`),
+    by the line of their header: those not inside another loop of it, with no `else`, no
+    `break` or `return` in their body, and a body starting below the header (so that the
+    header's line runs once per iteration). Empty where the source cannot be read."""
+    try:
+        lines, start = source_lines(code, module_globals)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return {}
+    function = next(
+        (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None
+    )
+    if function is None:
+        return {}
+    headers = {}
+    for loop in _outer_loops(function.body):
+        line = start + loop.lineno - 1
+        if not loop.orelse and loop.body[0].lineno > loop.lineno and not _exits(loop.body):
+            text = linecache.getline(code.co_filename, line).rstrip("\n")
+            headers[line] = SourceLocation(code.co_filename, line, loop.col_offset, text)
+    return headers
+
+
+def _outer_loops(stmts):
+    for stmt in stmts:
+        if isinstance(stmt, ast.For):
+            yield stmt
+        elif isinstance(stmt, (ast.While, ast.AsyncFor, ast.FunctionDef, ast.ClassDef)):
+            continue
+        else:
+            for block in ("body", "orelse", "finalbody", "handlers"):
+                yield from _outer_loops(getattr(stmt, block, []))
+
+
+def _exits(stmts) -> bool:
+    """Does a `break` or `return` (not of a nested function) leave these statements?"""
+    for node in stmts:
+        for sub in _walk_own(node):
+            if isinstance(sub, (ast.Break, ast.Return)):
+                return True
+    return False
+
+
+def _walk_own(node):
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            yield from _walk_own(child)

@@ -42,10 +42,23 @@ from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, op_for_method, rule_for_function
 from .. import random_draws
-from ..ir import Assign, Call, Const, ExprStmt, Function, Return, Slc, Tup, Var, substitute_atom
+from ..ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    Function,
+    Return,
+    Slc,
+    Tup,
+    Var,
+    substitute_atom,
+    walk,
+)
 from ..names import Namer, name_for_call, sanitize
 from . import state
-from .frames import is_user
+from .frames import is_user, loop_headers
 from .patches import (
     TracedGenerator,
     library_functions,
@@ -54,6 +67,7 @@ from .patches import (
     replace_library_functions,
 )
 from .python_state import PythonState, python_data
+from .rolling import Loop, roll
 from .values import Traced
 
 MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, located
@@ -113,6 +127,10 @@ class Recorder:
         self.named: dict = {}  # temporary -> the user's variable holding it
         self.lines: list = []
         self.loc_of_fn = _function_location(fn)
+        # the loops the user's functions ran: where each iteration began (`rolling`)
+        self.loops: list = []
+        self._locations: dict = {}  # (file, line) -> its SourceLocation
+        self.shapes: dict = {}  # temporary -> the shape of the value it held (`rolling`)
 
     def refused(self, error):
         """`error`, remembered: numpy turns an exception raised inside its own conversion
@@ -212,10 +230,14 @@ class Recorder:
             frame = frame.f_back
         if frame is None:
             return self.loc_of_fn
-        file, line = frame.f_code.co_filename, frame.f_lineno
-        if not self.lines or self.lines[-1] != (file, line):
-            self.lines.append((file, line))
-        return SourceLocation(file, line, 0, linecache.getline(file, line).rstrip("\n"))
+        where = (frame.f_code.co_filename, frame.f_lineno)
+        if not self.lines or self.lines[-1] != where:
+            self.lines.append(where)
+        loc = self._locations.get(where)
+        if loc is None:  # (one per line: a loop's trace meets its lines again and again)
+            text = linecache.getline(*where).rstrip("\n")
+            loc = self._locations[where] = SourceLocation(*where, 0, text)
+        return loc
 
     def append(self, stmt):
         if len(self.body) >= MAX_STATEMENTS:
@@ -238,6 +260,7 @@ class Recorder:
         stmt = Assign(target, Call(name, tuple(atoms), tuple(katoms)), self.loc())
         stmt.in_place = in_place
         self.append(stmt)
+        self.shapes[target] = np.shape(value) if isinstance(value, _SHAPED) else None
         if (
             name != "make_list"
             and isinstance(value, (tuple, list))
@@ -569,32 +592,21 @@ class Recorder:
                     self.named[atom] = name
 
     def function_ir(self, result, name, user_names) -> Function:
-        """The recorded statements as an IR function returning `result`, its temporaries
-        renamed after the variables that held them."""
+        """The recorded statements as an IR function returning `result`, the loops whose
+        iterations agree rolled back into loops (`rolling`), its temporaries renamed after
+        the variables that held them."""
+        loops = [loop for loop in self.loops if loop.starts]
+        recorded = roll(
+            [*self.body, Return(result, self.loc_of_fn)], loops, self.namer, self.shapes
+        )
         renaming = Namer(reserved=set(self.params) | set(self.free) | {"np", "math"})
         mapping = {}
-        for stmt in self.body:
-            if isinstance(stmt, Assign) and stmt.target not in mapping:
-                base = self.named.get(stmt.target, stmt.target)
-                mapping[stmt.target] = renaming.fresh(base)
+        for stmt in walk(recorded):
+            target = stmt.target if isinstance(stmt, (Assign, For)) else None
+            if target is not None and target not in mapping:
+                mapping[target] = renaming.fresh(self.named.get(target, target))
         atoms = {old: Var(new) for old, new in mapping.items()}
-        body = []
-        for stmt in self.body:
-            value = stmt.value
-            if isinstance(value, Call):
-                value = Call(
-                    value.op,
-                    tuple(substitute_atom(a, atoms) for a in value.args),
-                    tuple((k, substitute_atom(a, atoms)) for k, a in value.kwargs),
-                )
-            if isinstance(stmt, Assign):
-                new = Assign(mapping[stmt.target], value, stmt.loc)
-                new.in_place = stmt.in_place
-                body.append(new)
-            else:
-                body.append(ExprStmt(value, stmt.loc))
-        ret = substitute_atom(result, atoms)
-        body.append(Return(ret, self.loc_of_fn))
+        body = _renamed(recorded, mapping, atoms)
         named = {mapping[t] for t in self.named if t in mapping}
         fn = Function(
             name,
@@ -636,12 +648,36 @@ class Recorder:
                 self.name_locals(frame)
             return local
 
+        headers: dict = {}  # code -> its loops' header lines (`frames.loop_headers`)
+
+        def looping(frame, loops):
+            """`local` for a frame running loops the trace may roll: it also notes where
+            each of their iterations begins (`rolling`)."""
+
+            def tracer(frame, event, arg):
+                if event == "line":
+                    loop = loops.get(frame.f_lineno)
+                    if loop is not None:
+                        loop.starts.append(len(self.body))
+                if event in ("line", "return"):
+                    self.name_locals(frame)
+                return tracer
+
+            return tracer
+
         def calls(frame, event, arg):
             if event != "call" or not is_user(frame.f_code):
                 return None
             module_of(frame)
             self.visited.setdefault(id(frame.f_code), (frame.f_code, frame.f_globals))
-            return local
+            code = frame.f_code
+            if code not in headers:
+                headers[code] = loop_headers(code, frame.f_globals)
+            if not headers[code]:
+                return local
+            loops = {line: Loop(loc) for line, loc in headers[code].items()}
+            self.loops.extend(loops.values())  # (one run of each, per call of the function)
+            return looping(frame, loops)
 
         entry = getattr(self.fn, "__globals__", None)
         if entry is not None:
@@ -666,6 +702,8 @@ class Recorder:
 # Every other op is recorded, a comparison of Python floats too: its bool decides a branch,
 # which must be guarded (`x1 < 0.0` of a float argument)
 _SIGNATURE_FACTS = frozenset({"shape", "ndim", "size", "dtype", "len"})
+# the values whose shape a trace notes (`Recorder.shapes`)
+_SHAPED = (np.ndarray, np.generic, float, int, complex)
 # numpy's questions about dtypes and shapes, which the signature fixes (answered while tracing)
 _STATIC_QUERIES = frozenset(
     {
@@ -722,6 +760,33 @@ def _holder_name(value):
         if held is value:
             return name
     return None
+
+
+def _renamed(stmts, mapping, atoms):
+    """The statements with their targets renamed by `mapping` and their operands by
+    `atoms`, the loops' bodies included."""
+    out = []
+    for stmt in stmts:
+        if isinstance(stmt, For):
+            body = _renamed(stmt.body, mapping, atoms)
+            out.append(For(mapping[stmt.target], stmt.start, stmt.stop, stmt.step, body, stmt.loc))
+            continue
+        value = stmt.value
+        if isinstance(value, Call):
+            value = Call(
+                value.op,
+                tuple(substitute_atom(a, atoms) for a in value.args),
+                tuple((k, substitute_atom(a, atoms)) for k, a in value.kwargs),
+            )
+        else:
+            value = substitute_atom(value, atoms)
+        if isinstance(stmt, Assign):
+            new = Assign(mapping[stmt.target], value, stmt.loc)
+            new.in_place = stmt.in_place
+            out.append(new)
+        else:
+            out.append(type(stmt)(value, stmt.loc))
+    return out
 
 
 def _holds_traced(value) -> bool:

@@ -1,0 +1,387 @@
+"""A Python loop the trace ran, rolled back into a loop of the IR.
+
+Tracing runs the user's loops: `for x, y in zip(xs, ys)` over a batch of 64 records the
+body 64 times, and every later stage (the reverse sweep, the optimizer, codegen) would work
+through 64 copies, to make code that repeats itself 64 times. Where the iterations recorded
+the same statements, this pass writes them once, in a `for` loop of the IR that runs them
+as many times, as the source front end writes the loops it reads.
+
+`roll(body, loops, namer, shapes) -> body`: `body` is the recorder's statements
+(assignments and effect calls, in the order they ran); `loops` (`Loop`), per run of a `for`
+loop of the user's functions (`frames.loop_headers` says which may be rolled), the
+positions in `body` at which its header ran: where each iteration began, and last where
+the iterator was found exhausted; `shapes`, the shape of each statement's value in the
+trace. A loop is rolled only when every iteration recorded the first iteration's statements
+(same operation, same line, same keywords, values of the same shapes), operand for operand,
+up to
+
+- values made earlier in the same iteration (by the same statement of the first one),
+- values made by the previous iteration (carried, `cost = cost + ...`: in the first
+  iteration, a value made before the loop or a constant, its initial value), read only up
+  to the statement making the next one (a carried value is kept in one variable: the
+  initial value's own where nothing else reads that, so that `h[:, t] = ...` stays an
+  update of `h`; an update in place of a copy is not rolled),
+- integer constants counting with the iteration (`xs[k]`, `x[:, k, :]`: the loop's index),
+
+and when after the loop no value of an iteration but the last is read (a list of every
+iteration's states, stacked after the loop, stays unrolled). The rolled loop then runs
+exactly the statements the trace recorded, in the same order, on the same constants: the
+marks only say where to look, the comparison decides. Shapes must agree because unrolled
+code is specialised to each value's shape (`x[mask]` with as many elements as the mask held
+in that iteration): a loop whose shapes change stays unrolled, as fast as before. Anything
+else (a constant that changes otherwise, an older iteration's value read, fewer than
+`MIN_ITERATIONS` iterations) leaves the iterations as they were recorded. A loop run inside
+another loop's iterations is rolled in each of them, the outer one left unrolled.
+
+Takes and gives plain lists of `ir` statements; imports `ir` and `names` only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..ir import (
+    Assign,
+    Call,
+    Const,
+    ExprStmt,
+    For,
+    If,
+    Slc,
+    Tup,
+    Var,
+    While,
+    child_blocks,
+    reads_of,
+    substitute_atom,
+    walk,
+    with_child_blocks,
+)
+from ..names import Namer
+
+# fewer iterations stay unrolled: their code reads as the user's lines, once each, and the
+# later stages have little to repeat
+MIN_ITERATIONS = 8
+
+
+@dataclass
+class Loop:
+    """A `for` loop of the traced function's own frame: its header's location, and the
+    positions in the recorded statements at which the header ran."""
+
+    loc: object
+    starts: list = field(default_factory=list)
+
+
+def roll(body, loops, namer: Namer, shapes: dict):
+    """`body` with each loop of `loops` whose iterations agree written as one `For` (see the
+    module docstring); `namer` names the loops' index variables; `shapes` gives the shape of
+    the value each statement made while tracing."""
+    out = list(body)
+    # (the last loop first: rolling one moves the statements after it)
+    for loop in sorted(loops, key=lambda lp: lp.starts[0], reverse=True):
+        rolled = _rolled(out, loop, namer, shapes)
+        if rolled is not None:
+            out = rolled
+    return out
+
+
+# what an operand of the first iteration is, found by comparing the second with it and
+# required of every later one: ("same",) the same atom every time; ("local", j) the value
+# statement j of the same iteration made; ("carried", j) statement j's value of the previous
+# iteration; ("index",) an integer counting with the iteration
+_SAME = ("same",)
+_INDEX = ("index",)
+
+
+def _rolled(body, loop, namer, shapes):
+    n = len(loop.starts) - 1
+    if n < MIN_ITERATIONS:
+        return None
+    # the header's first run evaluates the iterable too (`np.split(xs, 64)`): the first
+    # iteration is the statements just before the second began, as long as the others
+    length = loop.starts[2] - loop.starts[1]
+    starts = [loop.starts[1] - length, *loop.starts[1:]]
+    if length == 0 or starts[0] < loop.starts[0]:
+        return None
+    if any(b - a != length for a, b in zip(starts, starts[1:-1])):
+        return None
+    first, end = starts[0], starts[-1]
+    if not all(_rollable(s) for s in body[first:end]):
+        return None
+    made = {}  # target -> (iteration, position in it), for the loop's statements
+    for k in range(n):
+        for j in range(length):
+            stmt = body[starts[k] + j]
+            if isinstance(stmt, Assign):
+                made[stmt.target] = (k, j)
+    roles: dict = {}  # (position, operand path) -> role
+    for j in range(length):
+        model = body[first + j]
+        for k in range(1, n):
+            stmt = body[starts[k] + j]
+            if not _same_statement(model, stmt, k, j, made, roles):
+                return None
+            if isinstance(stmt, Assign) and shapes.get(stmt.target) != shapes.get(model.target):
+                return None  # (see `roll`: shapes decided by values, known only unrolled)
+    if not _carried_reads_in_time(roles) or not _one_initial_each(body, first, roles):
+        return None
+    offsets = {
+        _atom_at(body[first + j], path).value for (j, path), r in roles.items() if r == _INDEX
+    }
+    if len(offsets) > 1:
+        return None
+    for stmt in walk(body[end:]):  # after the loop, the last iteration's values alone
+        if any(name in made and made[name][0] != n - 1 for name in reads_of(stmt)):
+            return None
+    offset = offsets.pop() if offsets else 0
+    return _written(body, loop.loc, first, end, length, roles, offset, namer)
+
+
+def _rollable(stmt) -> bool:
+    return type(stmt) in (Assign, ExprStmt) and type(stmt.value) is Call
+
+
+def _same_statement(model, stmt, k, j, made, roles) -> bool:
+    if (
+        type(stmt) is not type(model)
+        or stmt.value.op != model.value.op
+        or len(stmt.value.args) != len(model.value.args)
+        or [name for name, _ in stmt.value.kwargs] != [name for name, _ in model.value.kwargs]
+        or _line(stmt) != _line(model)
+    ):
+        return False
+    operands = zip(_operands(model), _operands(stmt))
+    return all(_same_atom(a, b, k, (j, (p,)), made, roles) for p, (a, b) in enumerate(operands))
+
+
+def _same_atom(model, atom, k, path, made, roles) -> bool:
+    if _compound(model) or _compound(atom):
+        if type(model) is not type(atom) or len(_parts(model)) != len(_parts(atom)):
+            return False
+        j, where = path
+        parts = zip(_parts(model), _parts(atom))
+        return all(
+            _same_atom(a, b, k, (j, (*where, i)), made, roles) for i, (a, b) in enumerate(parts)
+        )
+    role = _role(model, atom, k, path[0], made)
+    if role is None:
+        return False
+    return roles.setdefault(path, role) == role
+
+
+def _compound(atom) -> bool:
+    """An atom holding atoms: a tuple or slice of names, or a constant tuple (`x[:, 3, :]`,
+    whose 3 may count with the iteration)."""
+    return isinstance(atom, (Tup, Slc)) or isinstance(atom, Const) and type(atom.value) is tuple
+
+
+def _role(model, atom, k, j, made):
+    """What `atom`, read by iteration k where the first iteration read `model`, is (the
+    roles above), or None where the two cannot be the same statement's operand."""
+    if isinstance(atom, Var):
+        where = made.get(atom.name)
+        if where is None:  # made before the loop (a parameter, a free value): the same
+            return _SAME if model == atom else None
+        iteration, position = where
+        if iteration == k and position < j:
+            return (
+                ("local", position)
+                if made.get(getattr(model, "name", None)) == (0, position)
+                else None
+            )
+        if iteration == k - 1 and not (isinstance(model, Var) and model.name in made):
+            return ("carried", position)
+        return None
+    if isinstance(atom, Const) and isinstance(model, Const):
+        a, b = model.value, atom.value
+        if type(a) is not type(b):
+            return None
+        if type(a) is int and b == a + k and k:
+            return _INDEX
+        return _SAME if _equal(a, b) else None
+    return None
+
+
+def _equal(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # (array constants: compared elementwise, not one bool)
+        return a is b
+
+
+def _carried_reads_in_time(roles) -> bool:
+    """A carried value lives in the variable of the statement making the next one: it is
+    read up to that statement (inclusive), never after."""
+    return all(role[1] >= path[0] for path, role in roles.items() if role[0] == "carried")
+
+
+def _one_initial_each(body, first, roles) -> bool:
+    """Each carried value read with one initial value (the one variable's, before the loop)."""
+    initial: dict = {}
+    for (j, path), role in roles.items():
+        if role[0] == "carried":
+            atom = _atom_at(body[first + j], path)
+            if initial.setdefault(role[1], atom) != atom:
+                return False
+    return True
+
+
+def _operands(stmt):
+    return [*stmt.value.args, *(a for _, a in stmt.value.kwargs)]
+
+
+def _parts(atom):
+    if isinstance(atom, Tup):
+        return atom.items
+    if isinstance(atom, Slc):
+        return (atom.lower, atom.upper, atom.step)
+    return tuple(Const(v) for v in atom.value)  # (a constant tuple)
+
+
+def _atom_at(stmt, path):
+    atom = _operands(stmt)[path[0]]
+    for i in path[1:]:
+        atom = _parts(atom)[i]
+    return atom
+
+
+def _line(stmt):
+    return (stmt.loc.file, stmt.loc.line) if stmt.loc is not None else None
+
+
+def _written(body, loc, first, end, length, roles, offset, namer):
+    """The loop: each carried value's variable given its initial value, then one iteration's
+    statements in a `For`, then what followed, reading the last iteration's values by the
+    names the loop gives them."""
+    n = (end - first) // length
+    model = body[first : first + length]
+    index = Var(namer.fresh("i"))
+    initial = {}
+    for (j, path), role in roles.items():
+        if role[0] == "carried":
+            initial.setdefault(role[1], _atom_at(model[j], path))
+    if any(not isinstance(model[p], Assign) for p in initial):
+        return None
+    # a carried value's variable: the initial value's own, where nothing else reads that
+    # (`h = np.zeros(...)` then `h[:, t] = ...` per iteration, as the user wrote it), else the
+    # first iteration's, given the initial value before the loop
+    renamed = {}
+    prologue = []
+    for p, atom in sorted(initial.items()):
+        if _only_carried(atom, p, body, first, roles):
+            renamed[model[p].target] = atom
+        elif model[p].in_place:
+            return None  # (updated in place, a copy's variable would change the original)
+        else:
+            prologue.append(Assign(model[p].target, atom, loc))
+
+    def operand(atom, j, path):
+        role = roles.get((j, path))
+        if role == _INDEX:
+            return index
+        if role is not None and role[0] == "carried":
+            return renamed.get(model[role[1]].target, Var(model[role[1]].target))
+        if _compound(atom):
+            items = [operand(a, j, (*path, i)) for i, a in enumerate(_parts(atom))]
+            if isinstance(atom, Slc):
+                return Slc(*items)
+            if isinstance(atom, Const) and all(isinstance(a, Const) for a in items):
+                return atom  # (a constant tuple no part of which counts)
+            return Tup(tuple(items))
+        return substitute_atom(atom, renamed)
+
+    loop_body = []
+    for j, stmt in enumerate(model):
+        value = stmt.value
+        count = len(value.args)
+        call = Call(
+            value.op,
+            tuple(operand(a, j, (p,)) for p, a in enumerate(value.args)),
+            tuple((name, operand(a, j, (count + p,))) for p, (name, a) in enumerate(value.kwargs)),
+        )
+        if isinstance(stmt, Assign):
+            new = Assign(renamed.get(stmt.target, Var(stmt.target)).name, call, stmt.loc)
+            new.in_place = stmt.in_place
+        else:
+            new = ExprStmt(call, stmt.loc)
+        loop_body.append(new)
+    last = {
+        old.target: renamed.get(new.target, Var(new.target))
+        for old, new in zip(body[end - length : end], model)
+        if isinstance(old, Assign)
+    }
+    after = [_renamed(stmt, last) for stmt in body[end:]]
+    rolled = For(index.name, Const(offset), Const(offset + n), Const(1), loop_body, loc)
+    return body[:first] + prologue + [rolled] + after
+
+
+def _only_carried(atom, position, body, first, roles) -> bool:
+    """Is `atom` a variable made before the loop that, from the loop on, only the first
+    iteration reads, and only as the value carried into `position`?"""
+    if not isinstance(atom, Var):
+        return False
+    if not any(isinstance(s, Assign) and s.target == atom.name for s in body[:first]):
+        return False  # (a parameter or a free value: the caller's, not the loop's to change)
+    for stmt in walk(body[first:]):
+        if atom.name in reads_of(stmt) and not _carried_reads_only(
+            stmt, atom, body, first, roles, position
+        ):
+            return False
+    return True
+
+
+def _carried_reads_only(stmt, atom, body, first, roles, position) -> bool:
+    """Every operand of `stmt` that is `atom` is read as the value carried into `position`
+    (`stmt` one of the first iteration's statements)."""
+    if type(stmt) not in (Assign, ExprStmt) or type(stmt.value) is not Call:
+        return False
+    j = next((j for j, s in enumerate(body[first:]) if s is stmt), None)
+    if j is None:
+        return False
+    found = [path for path in _paths(stmt) if _atom_at(stmt, path) == atom]
+    return all(roles.get((j, path)) == ("carried", position) for path in found)
+
+
+def _paths(stmt):
+    """The operand paths of a statement's call: (i,) per operand, deeper into tuples and
+    slices."""
+
+    def inside(atom, path):
+        yield path
+        if _compound(atom):
+            for i, part in enumerate(_parts(atom)):
+                yield from inside(part, (*path, i))
+
+    for i, atom in enumerate(_operands(stmt)):
+        yield from inside(atom, (i,))
+
+
+def _renamed(stmt, mapping):
+    """`stmt` reading the atoms `mapping` gives for names (nested blocks included)."""
+    if type(stmt) in (If, For, While):
+        return with_child_blocks(
+            replace(
+                stmt,
+                **{
+                    k: substitute_atom(getattr(stmt, k), mapping)
+                    for k in ("test", "start", "stop", "step")
+                    if hasattr(stmt, k)
+                },
+            ),
+            [[_renamed(s, mapping) for s in block] for block in child_blocks(stmt)],
+        )
+    value = stmt.value
+    if isinstance(value, Call):
+        value = Call(
+            value.op,
+            tuple(substitute_atom(a, mapping) for a in value.args),
+            tuple((k, substitute_atom(a, mapping)) for k, a in value.kwargs),
+        )
+    else:
+        value = substitute_atom(value, mapping)
+    if isinstance(stmt, Assign):
+        new = Assign(stmt.target, value, stmt.loc)
+        new.in_place = stmt.in_place
+        return new
+    return type(stmt)(value, stmt.loc)
