@@ -25,7 +25,6 @@ package imports numpy, gast and `sourcegrad.runtime` only.
 from .reads import META, NONE, SHAPE, VALUE, read_level, reads, reads_shape_of, reads_value_of
 from .registry import (
     COMPARISONS,
-    MATH_FUNCTIONS,
     OPERATORS,
     PROPERTIES,
     RULES,
@@ -45,6 +44,7 @@ from .registry import (
     mark,
     op_for_method,
     rule_for_function,
+    spelled,
     template_globals,
     template_name,
     torch,
@@ -58,7 +58,6 @@ from .program import jvp_at_run_time, runs_forward_only, vjp_at_run_time  # noqa
 
 __all__ = [
     "COMPARISONS",
-    "MATH_FUNCTIONS",
     "META",
     "NONE",
     "OPERATORS",
@@ -87,6 +86,7 @@ __all__ = [
     "reads_value_of",
     "rule_for_function",
     "runs_forward_only",
+    "spelled",
     "template_globals",
     "template_name",
     "torch",
