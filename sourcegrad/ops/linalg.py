@@ -53,6 +53,7 @@ defvjp(
     shape="matmul",
     linear="multi",
     torch=torch("MmBackward0", "matmul"),
+    product=True,
 )
 alias(
     "matmul_op",
@@ -61,6 +62,7 @@ alias(
     like="matmul",
     props={"fresh", "owned"},
     shape="matmul",
+    product=True,
 )
 # Products.
 defvjp(
@@ -98,6 +100,7 @@ defvjp(
     methods=("dot",),
     linear="multi",
     torch=torch("DotBackward0", "dot"),
+    product=True,
 )
 defvjp(
     "outer",
