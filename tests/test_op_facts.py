@@ -209,3 +209,13 @@ def test_tanh_is_named_in_at_most_two_modules_outside_the_registry():
         and _names_in_code(path, "tanh")
     ]
     assert len(outside) <= 2, outside
+
+
+def test_complex_is_said_on_the_entry():
+    """`complex=True` where an entry is defined gives it the property "complex" (the passes
+    and the eager mode refuse a complex value through any other op)."""
+    from sourcegrad.ops import has
+
+    assert has("tanh", "complex") and has("matmul_op", "complex") and has("np_real", "complex")
+    assert not has("arcsin", "complex") and not has("maximum", "complex")
+    assert not has("math_tanh", "complex")  # (an alias says its own properties)

@@ -53,7 +53,7 @@ from .registry import (
 
 # the families, in the order their entries build on each other (aliases after their base)
 from . import elementwise, reductions, linalg, shape, program, nn, numpy_linalg, numpy_functions  # noqa: E402,F401,E501
-from . import fft, complex_values  # noqa: E402,F401 - complex_values marks the ops before it
+from . import fft, complex_values  # noqa: E402,F401
 from .program import jvp_at_run_time, runs_forward_only, vjp_at_run_time  # noqa: E402
 
 __all__ = [

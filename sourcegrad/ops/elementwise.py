@@ -21,6 +21,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g, y),
     kind="elementwise",
     props={"owned"},
+    complex=True,
 )
 defvjp(
     "subtract",
@@ -30,6 +31,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(-g, y),
     kind="elementwise",
     props={"owned"},
+    complex=True,
 )
 defvjp(
     "multiply",
@@ -39,6 +41,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g * x, y),
     kind="elementwise",
     props={"owned"},
+    complex=True,
 )
 defvjp(
     "divide",
@@ -48,6 +51,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(-g * ans / y, y),
     kind="elementwise",
     props={"owned"},
+    complex=True,
 )
 defvjp(
     "power",
@@ -56,6 +60,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g * y * x ** np.where(y, y - 1, 1), x),
     lambda g, ans, x, y: unbroadcast(g * ans * np.log(np.where(x, x, 1)), y),
     kind="elementwise",
+    complex=True,
 )
 defvjp(
     "negative",
@@ -65,6 +70,7 @@ defvjp(
     kind="elementwise",
     torch=torch("NegBackward0", "neg", "negative", inplace=("neg_", "negative_"), keep_int=True),
     inline=True,
+    complex=True,
 )
 defvjp(
     "positive",
@@ -73,15 +79,24 @@ defvjp(
     lambda g, ans, x: g,
     kind="elementwise",
     inline=True,
+    complex=True,
 )
-alias("add_op", operator.add, Spelling("binop", "+"), like="add", props={"owned"})
-alias("sub_op", operator.sub, Spelling("binop", "-"), like="subtract", props={"owned"})
-alias("mul_op", operator.mul, Spelling("binop", "*"), like="multiply", props={"owned"})
-alias("div_op", operator.truediv, Spelling("binop", "/"), like="divide", props={"owned"})
-alias("pow_op", operator.pow, Spelling("binop", "**"), like="power", props={"owned"})
-alias("neg_op", operator.neg, Spelling("unaryop", "-"), like="negative", props={"owned"})
-alias("pos_op", operator.pos, Spelling("unaryop", "+"), like="positive")
-alias("true_divide", np.true_divide, _func("true_divide"), like="divide")
+alias("add_op", operator.add, Spelling("binop", "+"), like="add", props={"owned"}, complex=True)
+alias(
+    "sub_op", operator.sub, Spelling("binop", "-"), like="subtract", props={"owned"}, complex=True
+)
+alias(
+    "mul_op", operator.mul, Spelling("binop", "*"), like="multiply", props={"owned"}, complex=True
+)
+alias(
+    "div_op", operator.truediv, Spelling("binop", "/"), like="divide", props={"owned"}, complex=True
+)
+alias("pow_op", operator.pow, Spelling("binop", "**"), like="power", props={"owned"}, complex=True)
+alias(
+    "neg_op", operator.neg, Spelling("unaryop", "-"), like="negative", props={"owned"}, complex=True
+)
+alias("pos_op", operator.pos, Spelling("unaryop", "+"), like="positive", complex=True)
+alias("true_divide", np.true_divide, _func("true_divide"), like="divide", complex=True)
 defvjp(
     "mod_op",
     operator.mod,
@@ -105,7 +120,7 @@ _UNARY = {
         np.exp,
         lambda g, ans, x: g * ans,
         torch("ExpBackward0", "exp", inplace=("exp_",)),
-        _c("exp"),
+        {**_c("exp"), "complex": True},
     ),
     "exp2": (
         np.exp2,
@@ -117,19 +132,19 @@ _UNARY = {
         np.expm1,
         lambda g, ans, x: g * (ans + 1.0),
         torch("Expm1Backward0", "expm1", inplace=("expm1_",), special=("expm1",)),
-        _c("expm1"),
+        {**_c("expm1"), "complex": True},
     ),
     "log": (
         np.log,
         lambda g, ans, x: g / x,
         torch("LogBackward0", "log", inplace=("log_",)),
-        _c("log"),
+        {**_c("log"), "complex": True},
     ),
     "log1p": (
         np.log1p,
         lambda g, ans, x: g / (1.0 + x),
         torch("Log1PBackward0", "log1p", inplace=("log1p_",), special=("log1p",)),
-        _c("log1p"),
+        {**_c("log1p"), "complex": True},
     ),
     "log2": (
         np.log2,
@@ -147,33 +162,33 @@ _UNARY = {
         np.sqrt,
         lambda g, ans, x: g / (2.0 * ans),
         torch("SqrtBackward0", "sqrt", inplace=("sqrt_",)),
-        {**_c("sqrt"), "inline": True},
+        {**_c("sqrt"), "inline": True, "complex": True},
     ),
     "cbrt": (np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), None, {"libm": "cbrt"}),
-    "square": (np.square, lambda g, ans, x: g * 2.0 * x, None, {"inline": True}),
+    "square": (np.square, lambda g, ans, x: g * 2.0 * x, None, {"inline": True, "complex": True}),
     "reciprocal": (
         np.reciprocal,
         lambda g, ans, x: -g * ans * ans,
         torch("ReciprocalBackward0", "reciprocal", inplace=("reciprocal_",)),
-        {"inline": True},
+        {"inline": True, "complex": True},
     ),
     "sin": (
         np.sin,
         lambda g, ans, x: g * np.cos(x),
         torch("SinBackward0", "sin", inplace=("sin_",)),
-        _c("sin"),
+        {**_c("sin"), "complex": True},
     ),
     "cos": (
         np.cos,
         lambda g, ans, x: -g * np.sin(x),
         torch("CosBackward0", "cos", inplace=("cos_",)),
-        _c("cos"),
+        {**_c("cos"), "complex": True},
     ),
     "tan": (
         np.tan,
         lambda g, ans, x: g * (1.0 + ans * ans),
         torch("TanBackward0", "tan", inplace=("tan_",)),
-        _c("tan"),
+        {**_c("tan"), "complex": True},
     ),
     "arcsin": (
         np.arcsin,
@@ -197,19 +212,19 @@ _UNARY = {
         np.sinh,
         lambda g, ans, x: g * np.cosh(x),
         torch("SinhBackward0", "sinh", inplace=("sinh_",)),
-        _c("sinh"),
+        {**_c("sinh"), "complex": True},
     ),
     "cosh": (
         np.cosh,
         lambda g, ans, x: g * np.sinh(x),
         torch("CoshBackward0", "cosh", inplace=("cosh_",)),
-        _c("cosh"),
+        {**_c("cosh"), "complex": True},
     ),
     "tanh": (
         np.tanh,
         lambda g, ans, x: g * (1.0 - ans * ans),
         torch("TanhBackward0", "tanh", inplace=("tanh_",)),
-        _c("tanh"),
+        {**_c("tanh"), "complex": True},
     ),
     "arcsinh": (
         np.arcsinh,
@@ -237,7 +252,7 @@ _UNARY = {
             g * np.conj(x) / np.where(ans == 0.0, 1.0, ans) if is_complex(x) else g * np.sign(x)
         ),
         torch("AbsBackward0", "abs", "absolute", inplace=("abs_",), keep_int=True),
-        {"math": "fabs", "inline": True},
+        {"math": "fabs", "inline": True, "complex": True},
     ),
 }
 for _name, (_fn, _vjp, _torch, _facts) in _UNARY.items():
@@ -272,7 +287,7 @@ defjvp(
     ),
 )
 alias("fabs", np.fabs, _func("fabs"), like="absolute", math="fabs", inline=True)
-alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute")
+alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute", complex=True)
 
 # Elementwise functions of two arguments.
 defvjp(
@@ -338,6 +353,7 @@ defvjp(
     lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y),
     kind="elementwise",
     props={"fresh", "owned"},
+    complex=True,
 )
 # Gradient flows wherever clipping left x unchanged, bounds included (torch's clamp); elsewhere
 # it is 0 whatever arrives, as torch's where(mask, g, 0) gives it (g * mask made a NaN in g a

@@ -54,6 +54,7 @@ defvjp(
     linear="multi",
     torch=torch("MmBackward0", "matmul"),
     product=True,
+    complex=True,
 )
 alias(
     "matmul_op",
@@ -63,6 +64,7 @@ alias(
     props={"fresh", "owned"},
     shape="matmul",
     product=True,
+    complex=True,
 )
 # Products.
 defvjp(
@@ -101,6 +103,7 @@ defvjp(
     linear="multi",
     torch=torch("DotBackward0", "dot"),
     product=True,
+    complex=True,
 )
 defvjp(
     "outer",
@@ -112,6 +115,7 @@ defvjp(
     shape="dot",
     linear="multi",
     torch=torch("MulBackward0", "outer", "ger"),
+    complex=True,
 )
 defvjp(
     "inner",
@@ -134,6 +138,7 @@ defvjp(
     props={"fresh", "owned"},
     shape="dot",
     linear="multi",
+    complex=True,
 )
 defvjp(
     "tensordot",
@@ -144,6 +149,7 @@ defvjp(
     props={"fresh", "owned"},
     shape="tensordot",
     linear="multi",
+    complex=True,
 )
 defvjp(
     "einsum",
@@ -159,6 +165,7 @@ defvjp(
     # (torch's einsum is a composite: its nodes are the products and views it lowers to)
     torch=torch("EinsumBackward0", "einsum", method=()),
     props={"view"},
+    complex=True,
 )
 
 

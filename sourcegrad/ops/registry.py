@@ -125,7 +125,8 @@ def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False, spe
 #   "shape_checked": its errors depend only on its operands' shapes and static arguments (so
 #                    the analysis may run it on stand-ins to find numpy's own error);
 #   "complex": its rules hold for complex values too (ops/complex_values.py says how); the
-#              compiler and the eager mode refuse a complex value through any other op;
+#              compiler and the eager mode refuse a complex value through any other op. An
+#              entry says it where it is defined: `defvjp(..., complex=True)` (or in props);
 #   "readonly": the result is a view numpy makes read-only (np.diagonal, np.broadcast_to):
 #               an update in place of it raises numpy's ValueError;
 #   "reduction": kind == "reduction"; "elementwise": kind == "elementwise".
@@ -367,7 +368,8 @@ def defvjp(
     For a primitive with *varargs inputs (concatenate, stack, einsum), the last VJP
     serves every one of them and receives its position as the keyword `argnum`.
     `jvps`/`linear` give its forward mode (see Op.linear); `properties` the record's
-    other fields (props, method, methods, shape, torch, math, libm, inline, product).
+    other fields (props, method, methods, shape, torch, math, libm, inline, product;
+    complex=True adds the property "complex").
     """
     template = next((v for v in vjps if v is not None), None)
     params, defaults, varargs = _params_of(template) if template else ((), {}, None)
@@ -471,6 +473,9 @@ def mark(prop, *names):
 
 
 def _set(rule, properties):
+    properties = dict(properties)
+    if properties.pop("complex", False):  # (complex=True: the property "complex", see PROPERTIES)
+        properties["props"] = frozenset(properties.get("props", ())) | {"complex"}
     for key, value in properties.items():
         if key not in (
             "props",
