@@ -45,13 +45,13 @@ import warnings
 import numpy as np
 
 from ..compiler import PREVIOUS_VALUE, Call, differs_for_scalars, walk
-from ..ops import MATH_FUNCTIONS, RULES
+from ..ops import RULES
 from . import caches
 from .dispatch import float_entry
 
 _FLOAT64 = np.dtype(np.float64)
 # what the twin's code may call or read besides its parameters and locals
-_MATH_NAMES = frozenset(MATH_FUNCTIONS.values()) | {"pi", "e", "inf", "tau"}
+_MATH_NAMES = frozenset(op.math for op in RULES.values() if op.math) | {"pi", "e", "inf", "tau"}
 _BUILTINS = frozenset({"range", "reversed"})
 
 

@@ -24,11 +24,11 @@ from .views import CLONE, shape_arg
 _wrap = Tensor._make
 
 TO_COPY = OpSpec("ToCopyBackward0", "positive")
-FLIP = OpSpec("FlipBackward0", "flip", n_arrays=1)
-ROLL = OpSpec("RollBackward0", "roll", n_arrays=1)
-REPEAT = OpSpec("RepeatBackward0", "tile", n_arrays=1)
-TRIL = OpSpec("TrilBackward0", "tril", n_arrays=1)
-TRIU = OpSpec("TriuBackward0", "triu", n_arrays=1)
+FLIP = OpSpec.of("flip", n_arrays=1)
+ROLL = OpSpec.of("roll", n_arrays=1)
+REPEAT = OpSpec.of("tile", n_arrays=1)
+TRIL = OpSpec.of("tril", n_arrays=1)
+TRIU = OpSpec.of("triu", n_arrays=1)
 
 
 # --- copies: clone, casts, flips, repeats -----------------------------------------------------------

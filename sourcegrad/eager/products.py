@@ -35,7 +35,7 @@ _GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled w
 
 # --- matrix products ---------------------------------------------------------------------------
 
-MM = OpSpec("MmBackward0", "matmul")
+MM = OpSpec.of("matmul")
 MV = OpSpec("MvBackward0", "matmul")
 DOT = OpSpec("DotBackward0", "matmul")
 BMM = OpSpec("BmmBackward0", "matmul")
@@ -162,7 +162,7 @@ def dot(input, other):
     return _mm_like(DOT, input, other)
 
 
-EINSUM = OpSpec("EinsumBackward0", "einsum")
+EINSUM = OpSpec.of("einsum")
 
 
 @implements("einsum")

@@ -133,6 +133,17 @@ class OpSpec:
         )
         ALL_SPECS.append(self)
 
+    @classmethod
+    def of(cls, rule_name, n_arrays=None, edges=None, multi_output=False) -> OpSpec:
+        """The spec recording the entry's own torch node (`Torch.node` of `rule_name`'s entry:
+        `OpSpec.of("flip")` records FlipBackward0), the node name written once, there. A
+        variant torch records with another node (SumBackward1 for a sum over dims) names it:
+        `OpSpec("SumBackward1", "sum")`."""
+        torch = RULES[rule_name].torch
+        if torch is None or torch.node is None:
+            raise ValueError(f"op {rule_name!r} has no torch node: name it, OpSpec(node, op)")
+        return cls(torch.node, rule_name, n_arrays, edges, multi_output)
+
     def modes(self, mask, n_args):
         """(mode of each array argument, mode of ans) when the edges in `mask` need grads."""
         return self.plan(mask, n_args)[:2]

@@ -25,7 +25,6 @@ package imports numpy, gast and `sourcegrad.runtime` only.
 from .reads import META, NONE, SHAPE, VALUE, read_level, reads, reads_shape_of, reads_value_of
 from .registry import (
     COMPARISONS,
-    MATH_FUNCTIONS,
     OPERATORS,
     PROPERTIES,
     RULES,
@@ -45,6 +44,7 @@ from .registry import (
     mark,
     op_for_method,
     rule_for_function,
+    spelled,
     template_globals,
     template_name,
     torch,
@@ -53,12 +53,11 @@ from .registry import (
 
 # the families, in the order their entries build on each other (aliases after their base)
 from . import elementwise, reductions, linalg, shape, program, nn, numpy_linalg, numpy_functions  # noqa: E402,F401,E501
-from . import fft, complex_values  # noqa: E402,F401 - complex_values marks the ops before it
+from . import fft, complex_values  # noqa: E402,F401
 from .program import jvp_at_run_time, runs_forward_only, vjp_at_run_time  # noqa: E402
 
 __all__ = [
     "COMPARISONS",
-    "MATH_FUNCTIONS",
     "META",
     "NONE",
     "OPERATORS",
@@ -87,6 +86,7 @@ __all__ = [
     "reads_value_of",
     "rule_for_function",
     "runs_forward_only",
+    "spelled",
     "template_globals",
     "template_name",
     "torch",

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..runtime import is_complex, unbroadcast
 from .examples import arg, binary, ex, unary
-from .registry import Spelling, alias, defjvp, defnondiff, defvjp, mark, torch
+from .registry import RULES, Spelling, alias, defjvp, defnondiff, defvjp, mark, torch
 from .registry import func as _func
 
 # Operators. `x * y` and `np.multiply(x, y)` are two spellings of one rule.
@@ -21,6 +21,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g, y),
     kind="elementwise",
     props={"owned"},
+    complex=True,
 )
 defvjp(
     "subtract",
@@ -30,6 +31,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(-g, y),
     kind="elementwise",
     props={"owned"},
+    complex=True,
 )
 defvjp(
     "multiply",
@@ -39,6 +41,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g * x, y),
     kind="elementwise",
     props={"owned"},
+    complex=True,
 )
 defvjp(
     "divide",
@@ -48,6 +51,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(-g * ans / y, y),
     kind="elementwise",
     props={"owned"},
+    complex=True,
 )
 defvjp(
     "power",
@@ -56,6 +60,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g * y * x ** np.where(y, y - 1, 1), x),
     lambda g, ans, x, y: unbroadcast(g * ans * np.log(np.where(x, x, 1)), y),
     kind="elementwise",
+    complex=True,
 )
 defvjp(
     "negative",
@@ -64,16 +69,34 @@ defvjp(
     lambda g, ans, x: -g,
     kind="elementwise",
     torch=torch("NegBackward0", "neg", "negative", inplace=("neg_", "negative_"), keep_int=True),
+    inline=True,
+    complex=True,
 )
-defvjp("positive", np.positive, _func("positive"), lambda g, ans, x: g, kind="elementwise")
-alias("add_op", operator.add, Spelling("binop", "+"), like="add", props={"owned"})
-alias("sub_op", operator.sub, Spelling("binop", "-"), like="subtract", props={"owned"})
-alias("mul_op", operator.mul, Spelling("binop", "*"), like="multiply", props={"owned"})
-alias("div_op", operator.truediv, Spelling("binop", "/"), like="divide", props={"owned"})
-alias("pow_op", operator.pow, Spelling("binop", "**"), like="power", props={"owned"})
-alias("neg_op", operator.neg, Spelling("unaryop", "-"), like="negative", props={"owned"})
-alias("pos_op", operator.pos, Spelling("unaryop", "+"), like="positive")
-alias("true_divide", np.true_divide, _func("true_divide"), like="divide")
+defvjp(
+    "positive",
+    np.positive,
+    _func("positive"),
+    lambda g, ans, x: g,
+    kind="elementwise",
+    inline=True,
+    complex=True,
+)
+alias("add_op", operator.add, Spelling("binop", "+"), like="add", props={"owned"}, complex=True)
+alias(
+    "sub_op", operator.sub, Spelling("binop", "-"), like="subtract", props={"owned"}, complex=True
+)
+alias(
+    "mul_op", operator.mul, Spelling("binop", "*"), like="multiply", props={"owned"}, complex=True
+)
+alias(
+    "div_op", operator.truediv, Spelling("binop", "/"), like="divide", props={"owned"}, complex=True
+)
+alias("pow_op", operator.pow, Spelling("binop", "**"), like="power", props={"owned"}, complex=True)
+alias(
+    "neg_op", operator.neg, Spelling("unaryop", "-"), like="negative", props={"owned"}, complex=True
+)
+alias("pos_op", operator.pos, Spelling("unaryop", "+"), like="positive", complex=True)
+alias("true_divide", np.true_divide, _func("true_divide"), like="divide", complex=True)
 defvjp(
     "mod_op",
     operator.mod,
@@ -83,106 +106,143 @@ defvjp(
     kind="elementwise",
 )
 
-# Elementwise functions of one argument: numpy function, VJP, torch names (eager surface).
+
+def _c(name):
+    """The facts of a function of C's math library that Python's math module has by the same
+    name (see Op.math and Op.libm)."""
+    return {"math": name, "libm": name}
+
+
+# Elementwise functions of one argument: numpy function, VJP, torch names (eager surface), the
+# other fields of the entry (math, libm, inline: registry.Op).
 _UNARY = {
-    "exp": (np.exp, lambda g, ans, x: g * ans, torch("ExpBackward0", "exp", inplace=("exp_",))),
+    "exp": (
+        np.exp,
+        lambda g, ans, x: g * ans,
+        torch("ExpBackward0", "exp", inplace=("exp_",)),
+        {**_c("exp"), "complex": True},
+    ),
     "exp2": (
         np.exp2,
         lambda g, ans, x: g * ans * np.log(2.0),
         torch("Exp2Backward0", "exp2", inplace=("exp2_",), special=("exp2",)),
+        {"libm": "exp2"},
     ),
     "expm1": (
         np.expm1,
         lambda g, ans, x: g * (ans + 1.0),
         torch("Expm1Backward0", "expm1", inplace=("expm1_",), special=("expm1",)),
+        {**_c("expm1"), "complex": True},
     ),
-    "log": (np.log, lambda g, ans, x: g / x, torch("LogBackward0", "log", inplace=("log_",))),
+    "log": (
+        np.log,
+        lambda g, ans, x: g / x,
+        torch("LogBackward0", "log", inplace=("log_",)),
+        {**_c("log"), "complex": True},
+    ),
     "log1p": (
         np.log1p,
         lambda g, ans, x: g / (1.0 + x),
         torch("Log1PBackward0", "log1p", inplace=("log1p_",), special=("log1p",)),
+        {**_c("log1p"), "complex": True},
     ),
     "log2": (
         np.log2,
         lambda g, ans, x: g / (x * np.log(2.0)),
         torch("Log2Backward0", "log2", inplace=("log2_",)),
+        _c("log2"),
     ),
     "log10": (
         np.log10,
         lambda g, ans, x: g / (x * np.log(10.0)),
         torch("Log10Backward0", "log10", inplace=("log10_",)),
+        _c("log10"),
     ),
     "sqrt": (
         np.sqrt,
         lambda g, ans, x: g / (2.0 * ans),
         torch("SqrtBackward0", "sqrt", inplace=("sqrt_",)),
+        {**_c("sqrt"), "inline": True, "complex": True},
     ),
-    "cbrt": (np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), None),
-    "square": (np.square, lambda g, ans, x: g * 2.0 * x, None),
+    "cbrt": (np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), None, {"libm": "cbrt"}),
+    "square": (np.square, lambda g, ans, x: g * 2.0 * x, None, {"inline": True, "complex": True}),
     "reciprocal": (
         np.reciprocal,
         lambda g, ans, x: -g * ans * ans,
         torch("ReciprocalBackward0", "reciprocal", inplace=("reciprocal_",)),
+        {"inline": True, "complex": True},
     ),
     "sin": (
         np.sin,
         lambda g, ans, x: g * np.cos(x),
         torch("SinBackward0", "sin", inplace=("sin_",)),
+        {**_c("sin"), "complex": True},
     ),
     "cos": (
         np.cos,
         lambda g, ans, x: -g * np.sin(x),
         torch("CosBackward0", "cos", inplace=("cos_",)),
+        {**_c("cos"), "complex": True},
     ),
     "tan": (
         np.tan,
         lambda g, ans, x: g * (1.0 + ans * ans),
         torch("TanBackward0", "tan", inplace=("tan_",)),
+        {**_c("tan"), "complex": True},
     ),
     "arcsin": (
         np.arcsin,
         lambda g, ans, x: g / np.sqrt(1.0 - x * x),
         torch("AsinBackward0", "asin", "arcsin", inplace=("asin_", "arcsin_")),
+        _c("asin"),
     ),
     "arccos": (
         np.arccos,
         lambda g, ans, x: -g / np.sqrt(1.0 - x * x),
         torch("AcosBackward0", "acos", "arccos", inplace=("acos_", "arccos_")),
+        _c("acos"),
     ),
     "arctan": (
         np.arctan,
         lambda g, ans, x: g / (1.0 + x * x),
         torch("AtanBackward0", "atan", "arctan", inplace=("atan_", "arctan_")),
+        _c("atan"),
     ),
     "sinh": (
         np.sinh,
         lambda g, ans, x: g * np.cosh(x),
         torch("SinhBackward0", "sinh", inplace=("sinh_",)),
+        {**_c("sinh"), "complex": True},
     ),
     "cosh": (
         np.cosh,
         lambda g, ans, x: g * np.sinh(x),
         torch("CoshBackward0", "cosh", inplace=("cosh_",)),
+        {**_c("cosh"), "complex": True},
     ),
     "tanh": (
         np.tanh,
         lambda g, ans, x: g * (1.0 - ans * ans),
         torch("TanhBackward0", "tanh", inplace=("tanh_",)),
+        {**_c("tanh"), "complex": True},
     ),
     "arcsinh": (
         np.arcsinh,
         lambda g, ans, x: g / np.sqrt(x * x + 1.0),
         torch("AsinhBackward0", "asinh", "arcsinh", inplace=("asinh_", "arcsinh_")),
+        _c("asinh"),
     ),
     "arccosh": (
         np.arccosh,
         lambda g, ans, x: g / np.sqrt(x * x - 1.0),
         torch("AcoshBackward0", "acosh", "arccosh", inplace=("acosh_", "arccosh_")),
+        _c("acosh"),
     ),
     "arctanh": (
         np.arctanh,
         lambda g, ans, x: g / (1.0 - x * x),
         torch("AtanhBackward0", "atanh", "arctanh", inplace=("atanh_", "arctanh_")),
+        _c("atanh"),
     ),
     # (of a complex x: |x|' is conj(x) / |x| in the complex rules' convention, ops/complex_values;
     # not conj(np.sign(x)): sign is differentiable there, and 0 at 0 as torch's)
@@ -192,10 +252,11 @@ _UNARY = {
             g * np.conj(x) / np.where(ans == 0.0, 1.0, ans) if is_complex(x) else g * np.sign(x)
         ),
         torch("AbsBackward0", "abs", "absolute", inplace=("abs_",), keep_int=True),
+        {"math": "fabs", "inline": True, "complex": True},
     ),
 }
-for _name, (_fn, _vjp, _torch) in _UNARY.items():
-    defvjp(_name, _fn, _func(_name), _vjp, kind="elementwise", torch=_torch)
+for _name, (_fn, _vjp, _torch, _facts) in _UNARY.items():
+    defvjp(_name, _fn, _func(_name), _vjp, kind="elementwise", torch=_torch, **_facts)
 # (the adjoint accumulators the reverse pass may update in place hold these results)
 mark("owned", "exp", "log", "sin", "cos", "tanh", "sqrt", "square")
 # sinc(x) = sin(pi x) / (pi x), 1 at 0. Its derivative (cos(pi x) - sinc(x)) / x loses digits
@@ -225,44 +286,8 @@ defjvp(
         else t * np.sign(x)
     ),
 )
-alias("fabs", np.fabs, _func("fabs"), like="absolute")
-alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute")
-
-# numpy's name of a `math` function where it differs
-NUMPY_NAME_OF_MATH = {
-    "asin": "arcsin",
-    "acos": "arccos",
-    "atan": "arctan",
-    "asinh": "arcsinh",
-    "acosh": "arccosh",
-    "atanh": "arctanh",
-    "fabs": "absolute",
-}
-
-for _name in (
-    "exp",
-    "log",
-    "log1p",
-    "expm1",
-    "sqrt",
-    "sin",
-    "cos",
-    "tan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asin",
-    "acos",
-    "atan",
-    "asinh",
-    "acosh",
-    "atanh",
-    "log2",
-    "log10",
-    "fabs",
-):
-    _like = NUMPY_NAME_OF_MATH.get(_name, _name)
-    alias(f"math_{_name}", getattr(math, _name), Spelling("module", f"math.{_name}"), like=_like)
+alias("fabs", np.fabs, _func("fabs"), like="absolute", math="fabs", inline=True)
+alias("abs_builtin", abs, Spelling("builtin", "abs"), like="absolute", complex=True)
 
 # Elementwise functions of two arguments.
 defvjp(
@@ -300,6 +325,7 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y),
     kind="elementwise",
     torch=torch("Atan2Backward0", "atan2", "arctan2"),
+    **_c("atan2"),
 )
 defvjp(
     "hypot",
@@ -309,9 +335,14 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g * y / ans, y),
     kind="elementwise",
     torch=torch("HypotBackward0", "hypot"),
+    **_c("hypot"),
 )
-alias("math_atan2", math.atan2, Spelling("module", "math.atan2"), like="arctan2")
-alias("math_hypot", math.hypot, Spelling("module", "math.hypot"), like="hypot")
+# `math.<name>(x)` of Python floats: the entry `math_<name>` of each function above that the
+# math module has (its `math` field; absolute's "fabs" is np.fabs's too), sharing its rules
+for _op in [_op for _op in RULES.values() if _op.math]:
+    if f"math_{_op.math}" not in RULES:
+        _fn, _spelling = getattr(math, _op.math), Spelling("module", f"math.{_op.math}")
+        alias(f"math_{_op.math}", _fn, _spelling, like=_op.name, libm=_op.libm, inline=_op.inline)
 alias("math_pow", math.pow, Spelling("module", "math.pow"), like="power")
 defvjp(
     "where",
@@ -322,6 +353,7 @@ defvjp(
     lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y),
     kind="elementwise",
     props={"fresh", "owned"},
+    complex=True,
 )
 # Gradient flows wherever clipping left x unchanged, bounds included (torch's clamp); elsewhere
 # it is 0 whatever arrives, as torch's where(mask, g, 0) gives it (g * mask made a NaN in g a

@@ -53,6 +53,8 @@ defvjp(
     shape="matmul",
     linear="multi",
     torch=torch("MmBackward0", "matmul"),
+    product=True,
+    complex=True,
 )
 alias(
     "matmul_op",
@@ -61,6 +63,8 @@ alias(
     like="matmul",
     props={"fresh", "owned"},
     shape="matmul",
+    product=True,
+    complex=True,
 )
 # Products.
 defvjp(
@@ -98,6 +102,8 @@ defvjp(
     methods=("dot",),
     linear="multi",
     torch=torch("DotBackward0", "dot"),
+    product=True,
+    complex=True,
 )
 defvjp(
     "outer",
@@ -109,6 +115,7 @@ defvjp(
     shape="dot",
     linear="multi",
     torch=torch("MulBackward0", "outer", "ger"),
+    complex=True,
 )
 defvjp(
     "inner",
@@ -131,6 +138,7 @@ defvjp(
     props={"fresh", "owned"},
     shape="dot",
     linear="multi",
+    complex=True,
 )
 defvjp(
     "tensordot",
@@ -141,6 +149,7 @@ defvjp(
     props={"fresh", "owned"},
     shape="tensordot",
     linear="multi",
+    complex=True,
 )
 defvjp(
     "einsum",
@@ -156,6 +165,7 @@ defvjp(
     # (torch's einsum is a composite: its nodes are the products and views it lowers to)
     torch=torch("EinsumBackward0", "einsum", method=()),
     props={"view"},
+    complex=True,
 )
 
 

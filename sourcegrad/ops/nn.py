@@ -693,6 +693,7 @@ defvjp(
     split,
     _spelled("split"),
     lambda g, ans, x, indices_or_sections, axis=0: np.concatenate(g, axis=axis),
+    complex=True,
 )
 # lstm_layer's VJPs call it (generated backward code too): its own derivative is not written,
 # as torch has none for mkldnn_rnn_layer's backward (no double backward through a float32 LSTM)

@@ -327,6 +327,7 @@ defvjp(
     None,
     None,
     linear=(0,),
+    complex=True,
 )
 # the quantiles' adjoint and tangent helpers, each the other's transpose (linear in g and t;
 # piecewise constant in x, whose order picks the elements)
@@ -488,6 +489,7 @@ defvjp(
     ),
     None,
     linear=(0,),
+    complex=True,
 )
 defvjp(
     "unrepeat",
@@ -501,6 +503,7 @@ defvjp(
     None,
     None,
     linear=(0,),
+    complex=True,
 )
 defvjp(
     "unpad",
@@ -509,6 +512,7 @@ defvjp(
     lambda g, ans, h, pad_width: np.pad(g, pad_width),
     None,
     linear=(0,),
+    complex=True,
 )
 defvjp(
     "select_grads",
@@ -592,7 +596,7 @@ for _type in sorted(
     key=lambda t: t.__name__,
 ):
     defnondiff(f"np_{_type.__name__}", _type, _func(_type.__name__))
-alias("np_copy", np.copy, _func("copy"), like="asarray")
+alias("np_copy", np.copy, _func("copy"), like="asarray", complex=True)
 defvjp(
     "item",
     item,
@@ -615,6 +619,7 @@ defvjp(
     ),
     None,
     linear=(0,),
+    complex=True,
 )
 defvjp(
     "np_sort",
@@ -756,6 +761,7 @@ defvjp(
         append,
     ),
     linear="joint",
+    complex=True,
 )
 
 # Diagonals.
@@ -767,6 +773,7 @@ defvjp(
     linear="joint",
     methods=("diagonal",),
     props={"view", "readonly"},
+    complex=True,
 )
 defvjp(
     "np_trace",
@@ -777,6 +784,7 @@ defvjp(
     ),
     linear="joint",
     methods=("trace",),
+    complex=True,
 )
 defvjp(
     "np_diag",
@@ -785,6 +793,7 @@ defvjp(
     lambda g, ans, v, k=0: np.diagonal(g, k) if v.ndim == 1 else undiagonal(g, v, k, 0, 1),
     linear="joint",
     props={"view"},
+    complex=True,
 )
 
 # Products of two arrays.
@@ -813,6 +822,7 @@ defvjp(
         else kron_grad(g, a, b, 1)
     ),
     linear="multi",
+    complex=True,
 )
 # kron_grad(h, a, b, 0) = d<h, kron(a, b)>/da is bilinear in (h, b) and reads a for its shape
 # (part 1: in (h, a)); its dot product with g is <h, kron(g, b)>, so its VJP for h is kron(g, b)
@@ -888,6 +898,7 @@ defvjp(
             else no_function_rule("np.pad with a mode other than 'constant'")
         ),
     ),
+    complex=True,
 )
 defvjp(
     "np_repeat",
@@ -897,6 +908,7 @@ defvjp(
     None,
     linear="joint",
     methods=("repeat",),
+    complex=True,
 )
 defvjp(
     "np_rot90",
@@ -905,6 +917,7 @@ defvjp(
     lambda g, ans, m, k=1, axes=(0, 1): np.rot90(g, -k, axes),
     linear="joint",
     props={"view"},
+    complex=True,
 )
 defvjp(
     "np_fliplr",
@@ -914,6 +927,7 @@ defvjp(
     linear="joint",
     torch=torch("FlipBackward0", "fliplr"),
     props={"view"},
+    complex=True,
 )
 defvjp(
     "np_flipud",
@@ -923,6 +937,7 @@ defvjp(
     linear="joint",
     torch=torch("FlipBackward0", "flipud"),
     props={"view"},
+    complex=True,
 )
 for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
     defvjp(
@@ -932,6 +947,7 @@ for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
         lambda g, ans, x: np.reshape(g, np.shape(x)),
         linear="joint",
         props={"view"},  # (the array itself where it has the rank already, else a view)
+        complex=True,
     )
 
 # Splitting: the result is a list, its adjoint a list (zeros for unused parts): concatenated.
@@ -943,6 +959,7 @@ defvjp(
     None,
     linear="joint",
     props={"view"},
+    complex=True,
 )
 defvjp(
     "np_array_split",
@@ -952,6 +969,7 @@ defvjp(
     None,
     linear="joint",
     props={"view"},
+    complex=True,
 )
 defvjp(
     "np_hsplit",
@@ -961,6 +979,7 @@ defvjp(
     None,
     linear="joint",
     props={"view"},
+    complex=True,
 )
 defvjp(
     "np_vsplit",
@@ -970,6 +989,7 @@ defvjp(
     None,
     linear="joint",
     props={"view"},
+    complex=True,
 )
 defvjp(
     "np_dsplit",
@@ -979,6 +999,7 @@ defvjp(
     None,
     linear="joint",
     props={"view"},
+    complex=True,
 )
 
 
@@ -1000,11 +1021,21 @@ def _list_stack_vjp(kind):
 for _kind, _stack in _STACKS.items():  # (np.hstack, ...: the kinds stack_index knows)
     _name = _stack.__name__
     defvjp(
-        f"np_{_name}", _stack, _func(_name), _stack_vjp(_kind), sequence_input=True, linear="joint"
+        f"np_{_name}",
+        _stack,
+        _func(_name),
+        _stack_vjp(_kind),
+        sequence_input=True,
+        linear="joint",
+        complex=True,
     )
     if _name == "vstack":
         alias(
-            "np_row_stack", getattr(np, "row_stack", np.vstack), _func("vstack"), like="np_vstack"
+            "np_row_stack",
+            getattr(np, "row_stack", np.vstack),
+            _func("vstack"),
+            like="np_vstack",
+            complex=True,
         )
 for _kind, _stack in _STACKS.items():
     _name = _stack.__name__
@@ -1015,9 +1046,10 @@ for _kind, _stack in _STACKS.items():
         _list_stack_vjp(_kind),
         register_fn=False,
         linear="joint",
+        complex=True,
     )
     if _name == "vstack":
-        alias("np_row_stack_list", np.vstack, _func("vstack"), like="np_vstack_list")
+        alias("np_row_stack_list", np.vstack, _func("vstack"), like="np_vstack_list", complex=True)
 
 # their helpers are linear in their first argument and each other's transpose
 defvjp(
@@ -1029,6 +1061,7 @@ defvjp(
     None,
     linear=(0,),
     props={"view"},
+    complex=True,
 )
 defvjp(
     "stack_parts",
@@ -1037,6 +1070,7 @@ defvjp(
     lambda g, ans, parts, kind: unstack_parts(g, parts, kind),
     None,
     linear=(0,),
+    complex=True,
 )
 # np.append(arr, values, axis): np.concatenate((arr, values), axis), of both flattened where
 # axis is None; each input's part of the result is its adjoint.
@@ -1047,6 +1081,7 @@ defvjp(
     lambda g, ans, arr, values, axis=None: take_part(g, (arr, values), 0, axis),
     lambda g, ans, arr, values, axis=None: take_part(g, (arr, values), 1, axis),
     linear="joint",
+    complex=True,
 )
 
 # np.r_[a, b, 1:3] and np.c_[a, b] (the front end lowers the index expression to these calls,
@@ -1059,6 +1094,7 @@ defvjp(
         g[trick_index(items, argnum, "r")], np.shape(items[argnum])
     ),
     linear="joint",
+    complex=True,
 )
 defvjp(
     "np_c_",
@@ -1068,6 +1104,7 @@ defvjp(
         g[trick_index(items, argnum, "c")], np.shape(items[argnum])
     ),
     linear="joint",
+    complex=True,
 )
 
 # Constructors that are differentiable in their values.

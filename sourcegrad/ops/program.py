@@ -106,7 +106,7 @@ RULES["isinstance_builtin"].static_result = True
 defnondiff("check_assert", runtime.check_assert, _helper("check_assert"), pure=False)
 # a decision of a traced function, checked by the code made from the trace (compiler.trace)
 defnondiff("trace_guard", runtime.trace_guard, _helper("trace_guard"), pure=False)
-defnondiff("inverse_permutation", inverse_permutation, _helper("inverse_permutation"))
+defnondiff("inverse_permutation", inverse_permutation, _helper("inverse_permutation"), complex=True)
 defnondiff("reduced_count", reduced_count, _helper("reduced_count"))
 # a loop checkpointed with revolve asks its schedule where snapshots go (stateful: never merged)
 for _name in ("revolve_schedule", "revolve_next", "revolve_taken", "revolve_restart"):
@@ -126,6 +126,7 @@ defvjp(
         np.where(last_writes(g, index), g[index], 0.0) if index_may_repeat(index) else g[index],
         value,
     ),
+    complex=True,
 )
 # np.add.at(x, index, values) and np.subtract.at, as values: `x = add_at(x, index, values)`
 # (the front end rebinds x, an update in place). Every occurrence of an index adds, so each
@@ -159,9 +160,23 @@ defvjp(
     lambda g, ans, h, x: cast_like(g, h),
     None,
     linear=(0,),
+    complex=True,
 )
-defvjp("make_list", runtime.make_list, Spelling("list"), lambda g, ans, *items, argnum: g[argnum])
-alias("make_tuple", runtime.make_tuple, Spelling("tuple"), like="make_list", family="make_tuple")
+defvjp(
+    "make_list",
+    runtime.make_list,
+    Spelling("list"),
+    lambda g, ans, *items, argnum: g[argnum],
+    complex=True,
+)
+alias(
+    "make_tuple",
+    runtime.make_tuple,
+    Spelling("tuple"),
+    like="make_list",
+    family="make_tuple",
+    complex=True,
+)
 
 
 def sequence_grad(g, x):
@@ -182,6 +197,7 @@ defvjp(
     register_fn=False,
     linear="joint",
     props={"view"},  # (the items themselves)
+    complex=True,
 )
 
 
@@ -197,6 +213,7 @@ defvjp(
     lambda g, ans, x: sequence_grad(g, x),
     linear="joint",
     props={"view"},
+    complex=True,
 )
 # sequence_grad is linear in g; its transpose hands the result's items (rows) back as a list
 defvjp(
@@ -207,6 +224,7 @@ defvjp(
     None,
     linear=(0,),
     props={"view"},
+    complex=True,
 )
 defvjp(
     "list_append",
@@ -214,6 +232,7 @@ defvjp(
     _helper("list_append"),
     lambda g, ans, items, item: g[:-1],
     lambda g, ans, items, item: g[-1],
+    complex=True,
 )
 defvjp(
     "getitem_list",
@@ -222,6 +241,7 @@ defvjp(
     lambda g, ans, x, index: unindex_list(g, x, index),
     None,
     props={"view"},  # (the item itself, which other names may hold)
+    complex=True,
 )
 defvjp(
     "stack_list",
@@ -229,6 +249,7 @@ defvjp(
     _func("stack"),
     lambda g, ans, items, axis=0: unstack_list(g, items, axis),
     register_fn=False,
+    complex=True,
 )
 defvjp(
     "concatenate_list",
@@ -236,9 +257,14 @@ defvjp(
     _func("concatenate"),
     lambda g, ans, items, axis=0: unconcatenate_list(g, items, axis),
     register_fn=False,
+    complex=True,
 )
 defvjp(
-    "sum_builtin", sum, Spelling("builtin", "sum"), lambda g, ans, items: sum_list_grad(g, items)
+    "sum_builtin",
+    sum,
+    Spelling("builtin", "sum"),
+    lambda g, ans, items: sum_list_grad(g, items),
+    complex=True,
 )
 defvjp(
     "min_builtin",
@@ -252,13 +278,14 @@ defvjp(
     Spelling("builtin", "max"),
     lambda g, ans, *xs, argnum: select_grad(g, ans, xs, argnum),
 )
-alias("np_array", np.array, _func("array"), like="stack_list")
+alias("np_array", np.array, _func("array"), like="stack_list", complex=True)
 defvjp(
     "add_adjoints",
     runtime.add_adjoints,
     _helper("add_adjoints"),
     lambda g, ans, a, b: g,
     lambda g, ans, a, b: g,
+    complex=True,
 )
 defnondiff("zeros_adjoint", runtime.zeros_adjoint, _helper("zeros_adjoint"))
 # In-place accumulation of adjoints (`d_W += part`), emitted only for arrays the backward owns.
@@ -269,6 +296,7 @@ defprimitive(
     pure=False,
     props={"owned"},
     shape="in_place",
+    complex=True,
 )
 defprimitive(
     "isub_op",
@@ -277,6 +305,7 @@ defprimitive(
     pure=False,
     props={"owned"},
     shape="in_place",
+    complex=True,
 )
 # `d_x[i] += g` instead of `d_x += unindex(g, x, i)`: the same sum, without a full-size array
 defprimitive(
@@ -286,6 +315,7 @@ defprimitive(
     pure=False,
     props={"owned"},
     shape="in_place",
+    complex=True,
 )
 defnondiff("not_op", operator.not_, Spelling("unaryop", "not"), params=("x",))
 defnondiff("pycall", None, Spelling("pycall"), pure=False)
@@ -348,6 +378,7 @@ defvjp(
     None,
     None,
     props={"fresh", "owned"},
+    complex=True,
 )
 defvjp(
     "untake",
@@ -358,6 +389,7 @@ defvjp(
     None,
     None,
     props={"owned"},
+    complex=True,
 )
 # take_part slices h: its transpose pads g with zeros around the same slice.
 defvjp(
@@ -370,6 +402,7 @@ defvjp(
     None,
     None,
     None,
+    complex=True,
 )
 defnondiff("part_index", part_index, _helper("part_index"))
 defvjp(
@@ -380,6 +413,7 @@ defvjp(
     None,
     None,
     None,
+    complex=True,
 )
 # max_grad(h, m, x, ...) = h (along the reduced axes) * hits / count: the transpose sums
 # g * hits / count back over those axes.
@@ -395,6 +429,7 @@ defvjp(
     None,
     None,
     props={"fresh", "owned"},
+    complex=True,
 )
 # zero_at(h, index) is a projection (h with a part zeroed): its own transpose.
 defvjp(
@@ -404,6 +439,7 @@ defvjp(
     lambda g, ans, h, index: zero_at(g, index),
     None,
     props={"owned"},
+    complex=True,
 )
 # select_grad passes h through or zeroes it: its own transpose.
 defvjp(
@@ -414,6 +450,7 @@ defvjp(
     None,
     None,
     None,
+    complex=True,
 )
 # dot_grad(h, x, y, 0) = d<h, dot(x, y)>/dx is bilinear in (h, y) and reads x only for its
 # shape (part 1: in (h, x), y for its shape). Its dot product with g is <h, dot(g, y)>, so
@@ -427,6 +464,7 @@ defvjp(
     lambda g, ans, h, x, y, part: np.zeros_like(x) if part == 0 else dot_grad(h, x, g, 0),
     lambda g, ans, h, x, y, part: dot_grad(h, g, y, 1) if part == 0 else np.zeros_like(y),
     None,
+    complex=True,
 )
 defvjp(
     "inner_grad",
@@ -436,6 +474,7 @@ defvjp(
     lambda g, ans, h, x, y, part: np.zeros_like(x) if part == 0 else inner_grad(h, x, g, 0),
     lambda g, ans, h, x, y, part: inner_grad(h, g, y, 1) if part == 0 else np.zeros_like(y),
     None,
+    complex=True,
 )
 defvjp(
     "tensordot_grad",
@@ -452,6 +491,7 @@ defvjp(
     ),
     None,
     None,
+    complex=True,
 )
 # einsum_grad(h, s, operands, k) is the gradient of <h, einsum(s, *operands)> for operand k:
 # for h, it is einsum_grad with operand k and the output trading places in s; for the
@@ -468,10 +508,13 @@ defvjp(
         g, h, subscripts, operands, part
     ),
     None,
+    complex=True,
 )
 defnondiff("einsum_swap", einsum_swap, _helper("einsum_swap"))
-defprimitive("einsum_grad_operands", einsum_grad_operands, _helper("einsum_grad_operands"))
-defprimitive("einsum_grad_jvp", einsum_grad_jvp, _helper("einsum_grad_jvp"))
+defprimitive(
+    "einsum_grad_operands", einsum_grad_operands, _helper("einsum_grad_operands"), complex=True
+)
+defprimitive("einsum_grad_jvp", einsum_grad_jvp, _helper("einsum_grad_jvp"), complex=True)
 # The list helpers: the adjoint of a list is a list.
 defvjp(
     "unindex_list",
@@ -480,6 +523,7 @@ defvjp(
     lambda g, ans, h, items, index: g[index],
     None,
     None,
+    complex=True,
 )
 defvjp(
     "unstack_list",
@@ -488,6 +532,7 @@ defvjp(
     lambda g, ans, h, items, axis=0: stack_items(g, axis),
     None,
     None,
+    complex=True,
 )
 defvjp(
     "unconcatenate_list",
@@ -496,6 +541,7 @@ defvjp(
     lambda g, ans, h, items, axis=0: concatenate_items(g, axis),
     None,
     None,
+    complex=True,
 )
 defvjp(
     "stack_items",
@@ -503,6 +549,7 @@ defvjp(
     _helper("stack_items"),
     lambda g, ans, items, axis=0: unstack_list(g, items, axis),
     None,
+    complex=True,
 )
 defvjp(
     "concatenate_items",
@@ -510,6 +557,7 @@ defvjp(
     _helper("concatenate_items"),
     lambda g, ans, items, axis=0: unconcatenate_list(g, items, axis),
     None,
+    complex=True,
 )
 # sum_list_grad hands h to every item (reduced to its shape): the transpose sums them.
 defvjp(
@@ -518,11 +566,12 @@ defvjp(
     _helper("sum_list_grad"),
     lambda g, ans, h, items: unbroadcast(sum(g), h),
     None,
+    complex=True,
 )
 
 # Writing one row of a buffer the optimizer made (optimize.rank_one.batch_rank_one_updates): the only
 # in-place store generated code does, into an array no other name refers to.
-defprimitive("store_item", runtime.store_item, Spelling("store"), pure=False)
+defprimitive("store_item", runtime.store_item, Spelling("store"), pure=False, complex=True)
 
 
 def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):

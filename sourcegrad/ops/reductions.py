@@ -33,6 +33,7 @@ defvjp(
     methods=("sum",),
     linear="joint",
     torch=torch("SumBackward0", "sum"),
+    complex=True,
 )
 # (the mean of an empty array is nan, as numpy gives it; its gradient is empty: no 1 / 0)
 defvjp(
@@ -54,6 +55,7 @@ defvjp(
     methods=("mean",),
     linear="joint",
     torch=torch("MeanBackward0", "mean"),
+    complex=True,
 )
 defvjp(
     "prod",
@@ -198,6 +200,7 @@ defvjp(
     ),
     linear="joint",
     torch=torch("CumsumBackward0", "cumsum"),
+    complex=True,
 )
 defvjp(
     "cumprod",

@@ -9,7 +9,9 @@ Its `Op` holds everything either mode asks about it:
 * the properties the compiler's passes ask (`kind`: elementwise / reduction;
   `props`: "view", "fresh", "owned", "linear_in_first", ...; `method`: the array
   method generated code writes; `methods`: the array methods user code may call;
-  `shape`: the shape function the analysis uses) through `has(name, prop)`;
+  `shape`: the shape function the analysis uses; `math`, `libm`, `inline`: its Python-float
+  and C-library spellings; `product`: a matrix product) through `has(name, prop)` or the
+  fields themselves (`spelled(kind, text)` finds the entry of a call of generated code);
 * its torch names (`torch`: node, function, Tensor method, in-place variant, numpy
   dispatch), from which the eager surface is made (`eager.surface`: the op itself is made
   from the entry for elementwise ops and plain reductions, or written by hand and marked
@@ -123,7 +125,8 @@ def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False, spe
 #   "shape_checked": its errors depend only on its operands' shapes and static arguments (so
 #                    the analysis may run it on stand-ins to find numpy's own error);
 #   "complex": its rules hold for complex values too (ops/complex_values.py says how); the
-#              compiler and the eager mode refuse a complex value through any other op;
+#              compiler and the eager mode refuse a complex value through any other op. An
+#              entry says it where it is defined: `defvjp(..., complex=True)` (or in props);
 #   "readonly": the result is a view numpy makes read-only (np.diagonal, np.broadcast_to):
 #               an update in place of it raises numpy's ValueError;
 #   "reduction": kind == "reduction"; "elementwise": kind == "elementwise".
@@ -191,6 +194,23 @@ class Op:
     methods: tuple = ()
     # the analysis's shape function for this op, by name (None: by kind, or run the op)
     shape: str | None = None
+    # the `math` module's function computing it on Python floats (arcsin: "asin"): generated
+    # code writes `math.asin(x)` where every operand is a Python float (codegen; the analysis
+    # then knows a Python float results, and a domain error raises instead of giving nan), and
+    # `math_<name>` is the entry of `math.<name>` (ops/elementwise.py makes them from this)
+    math: str | None = None
+    # the C math library's function numba compiles it to on one float64, one element a call
+    # (arcsin: "asin"): numba_fusion writes a fused loop's `np.arcsin(v)` as `math.asin(v)`
+    # where `math` is set too (numba compiles it in about half the time), and glibc's libmvec
+    # computes it four elements a call where it has `_ZGVdN4v_<libm>` (numba_vector_math)
+    libm: str | None = None
+    # numba compiles it to a few instructions and no call (sqrt, abs, negation): a fused loop
+    # (numba_fusion._groups) need not end after it
+    inline: bool = False
+    # a matrix product of its two operands (`a @ b`, np.matmul, np.dot): for a 2-d first
+    # operand, row i of the result is row i of it times the second (row_blocks batches the
+    # rows; shape_names reads the result's axes from the operands')
+    product: bool = False
     # torch names (eager surface), or None
     torch: Torch | None = None
 
@@ -249,6 +269,7 @@ OPERATORS = {
 COMPARISONS = {"Lt": "lt", "LtE": "le", "Gt": "gt", "GtE": "ge", "Eq": "eq", "NotEq": "ne"}
 _BY_FUNCTION: dict = {}  # id of the callable (see _function_key) -> op name
 _BY_METHOD: dict[str, str] = {}
+_BY_SPELLING: dict[tuple, str] = {}  # (spelling kind, text) -> the first op spelled so
 
 
 # --- queries ---------------------------------------------------------------------------------
@@ -308,6 +329,14 @@ def _function_key(fn):
     return id(fn)
 
 
+def spelled(kind, text) -> Op | None:
+    """The entry generated code calls as `Spelling(kind, text)`: `spelled("func", "arcsin")`
+    for `np.arcsin(x)`, `spelled("module", "math.asin")` for `math.asin(x)` (the first one
+    registered where several share a spelling), or None."""
+    name = _BY_SPELLING.get((kind, text))
+    return RULES[name] if name is not None else None
+
+
 def op_for_method(method) -> str | None:
     """The op an array method of user code calls (`x.flatten()` -> "ravel"), or None."""
     return _BY_METHOD.get(method)
@@ -339,7 +368,8 @@ def defvjp(
     For a primitive with *varargs inputs (concatenate, stack, einsum), the last VJP
     serves every one of them and receives its position as the keyword `argnum`.
     `jvps`/`linear` give its forward mode (see Op.linear); `properties` the record's
-    other fields (props, method, methods, shape, torch).
+    other fields (props, method, methods, shape, torch, math, libm, inline, product;
+    complex=True adds the property "complex").
     """
     template = next((v for v in vjps if v is not None), None)
     params, defaults, varargs = _params_of(template) if template else ((), {}, None)
@@ -443,6 +473,9 @@ def mark(prop, *names):
 
 
 def _set(rule, properties):
+    properties = dict(properties)
+    if properties.pop("complex", False):  # (complex=True: the property "complex", see PROPERTIES)
+        properties["props"] = frozenset(properties.get("props", ())) | {"complex"}
     for key, value in properties.items():
         if key not in (
             "props",
@@ -454,6 +487,10 @@ def _set(rule, properties):
             "family",
             "run_time_vjp",
             "function_params",
+            "math",
+            "libm",
+            "inline",
+            "product",
         ):
             raise TypeError(f"op {rule.name!r}: unknown field {key!r}")
         if key == "props":
@@ -471,6 +508,7 @@ def _register(rule, fn):
     if rule.name in RULES:
         raise ValueError(f"primitive {rule.name!r} is registered twice")
     RULES[rule.name] = rule
+    _BY_SPELLING.setdefault((rule.spelling.kind, rule.spelling.text), rule.name)
     if fn is not None and _function_key(fn) not in _BY_FUNCTION:
         _BY_FUNCTION[_function_key(fn)] = rule.name
     for method in rule.methods:
@@ -627,32 +665,3 @@ def func(name):
 
 def helper(name):
     return Spelling("helper", name)
-
-
-# numpy functions that generated code writes with the math module when every operand is a
-# Python float (`math.exp(x)`, as one writes it by hand): the result is then a Python float.
-MATH_FUNCTIONS = {
-    "exp": "exp",
-    "expm1": "expm1",
-    "log": "log",
-    "log1p": "log1p",
-    "log2": "log2",
-    "log10": "log10",
-    "sqrt": "sqrt",
-    "sin": "sin",
-    "cos": "cos",
-    "tan": "tan",
-    "arcsin": "asin",
-    "arccos": "acos",
-    "arctan": "atan",
-    "sinh": "sinh",
-    "cosh": "cosh",
-    "tanh": "tanh",
-    "arcsinh": "asinh",
-    "arccosh": "acosh",
-    "arctanh": "atanh",
-    "absolute": "fabs",
-    "fabs": "fabs",
-    "hypot": "hypot",
-    "arctan2": "atan2",
-}

@@ -31,6 +31,7 @@ defvjp(
     methods=("reshape",),
     linear="joint",
     torch=torch("ViewBackward0", "reshape"),
+    complex=True,
 )
 defvjp(
     "ravel",
@@ -41,6 +42,7 @@ defvjp(
     methods=("ravel",),
     linear="joint",
     torch=torch("ViewBackward0", "ravel"),
+    complex=True,
 )
 # x.flatten() is ravel's values in a new array, always (so not a view: updating it in place
 # leaves x alone)
@@ -62,6 +64,7 @@ defvjp(
     props={"view", "linear_in_first"},
     linear="joint",
     torch=torch("UnsqueezeBackward0", "unsqueeze"),
+    complex=True,
 )
 defvjp(
     "squeeze",
@@ -72,6 +75,7 @@ defvjp(
     methods=("squeeze",),
     linear="joint",
     torch=torch("SqueezeBackward0", "squeeze"),
+    complex=True,
 )
 defvjp(
     "transpose",
@@ -84,6 +88,7 @@ defvjp(
     methods=("transpose",),
     linear="joint",
     torch=torch("PermuteBackward0", "permute"),
+    complex=True,
 )
 defvjp(
     "T",
@@ -92,6 +97,7 @@ defvjp(
     lambda g, ans, x: g.T,
     props={"view", "linear_in_first"},
     linear="joint",
+    complex=True,
 )
 defvjp(
     "swapaxes",
@@ -102,6 +108,7 @@ defvjp(
     methods=("swapaxes",),
     linear="joint",
     torch=torch("TransposeBackward0", "transpose", "swapaxes", "swapdims"),
+    complex=True,
 )
 defvjp(
     "moveaxis",
@@ -111,6 +118,7 @@ defvjp(
     props={"view"},
     linear="joint",
     torch=torch("PermuteBackward0", "movedim", "moveaxis"),
+    complex=True,
 )
 defvjp(
     "broadcast_to",
@@ -120,6 +128,7 @@ defvjp(
     props={"view", "linear_in_first", "readonly"},
     linear="joint",
     torch=torch("ExpandBackward0", "broadcast_to"),
+    complex=True,
 )
 defvjp(
     "concatenate",
@@ -128,6 +137,7 @@ defvjp(
     lambda g, ans, *arrays, argnum, axis=0: take_part(g, arrays, argnum, axis),
     sequence_input=True,
     linear="joint",
+    complex=True,
 )
 defvjp(
     "stack",
@@ -136,6 +146,7 @@ defvjp(
     lambda g, ans, *arrays, argnum, axis=0: np.take(g, argnum, axis=axis),
     sequence_input=True,
     linear="joint",
+    complex=True,
 )
 defvjp(
     "take",
@@ -144,6 +155,7 @@ defvjp(
     lambda g, ans, x, indices, axis=None: untake(g, x, indices, axis),
     None,
     linear="joint",
+    complex=True,
 )
 defvjp(
     "getitem",
@@ -153,6 +165,7 @@ defvjp(
     None,
     props={"view"},
     linear="joint",
+    complex=True,
 )
 defvjp(
     "asarray",
@@ -161,6 +174,7 @@ defvjp(
     lambda g, ans, x: unbroadcast(g, x),
     props={"view"},
     linear="joint",
+    complex=True,
 )
 # np.copy(x) and x.copy(): a new array (not a view: storing into it leaves x as it was)
 defvjp(
@@ -170,6 +184,7 @@ defvjp(
     lambda g, ans, x: unbroadcast(g, x),
     methods=("copy",),
     linear="joint",
+    complex=True,
 )
 
 
@@ -197,6 +212,7 @@ defvjp(
     lambda g, ans, g_in, x: unbroadcast(g, g_in),
     None,
     linear=(0,),
+    complex=True,
 )
 
 
@@ -228,6 +244,7 @@ defvjp(
     linear="joint",
     torch=torch("FlipBackward0", "flip"),
     props={"view"},
+    complex=True,
 )
 defvjp(
     "roll",
@@ -236,6 +253,7 @@ defvjp(
     lambda g, ans, x, shift, axis=None: np.roll(g, np.negative(shift), axis),
     linear="joint",
     torch=torch("RollBackward0", "roll"),
+    complex=True,
 )
 defvjp(
     "tril",
@@ -264,6 +282,7 @@ defvjp(
     ),
     linear="joint",
     torch=torch("RepeatBackward0", "tile"),
+    complex=True,
 )
 defnondiff("tile_split_shape", tile_split_shape, _helper("tile_split_shape"))
 defnondiff("tile_sum_axes", tile_sum_axes, _helper("tile_sum_axes"))

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from ... import ops
-from ...ops import MATH_FUNCTIONS, RULES
+from ...ops import RULES
 from ..ir import Call, Const, Var
 from .values import UNKNOWN, AVal, ListOf, Unknown, concrete, stand_in
 
@@ -36,7 +36,7 @@ def abstract_call(call: Call, env: dict, strict: bool = False):
         aval not in (None, UNKNOWN)
         and type(aval.stand_in) is np.float64
         and rule.spelling.kind == "func"
-        and rule.spelling.text in MATH_FUNCTIONS
+        and rule.math is not None
         and _python_floats_in(call, env)
     ):
         # generated code calls math.exp(x) for Python floats, which returns a Python float

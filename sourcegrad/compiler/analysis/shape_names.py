@@ -117,7 +117,7 @@ class DimensionSources:
             return tuple(d for k, d in enumerate(xd) if k not in axes)
         if op == "T" and not value.kwargs:
             return tuple(reversed(xd))
-        if op in ("matmul_op", "matmul", "dot") and len(args) == 2 and type(args[1]) is Var:
+        if RULES[op].product and len(args) == 2 and type(args[1]) is Var:
             yd = dims.get(args[1].name)
             if yd is None:
                 return None

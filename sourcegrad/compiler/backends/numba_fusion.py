@@ -45,69 +45,10 @@ import math
 
 import numpy as np
 
-MATH_FLOAT_FUNCTIONS = frozenset(
-    (
-        "sin",
-        "cos",
-        "tan",
-        "asin",
-        "acos",
-        "atan",
-        "atan2",
-        "sinh",
-        "cosh",
-        "tanh",
-        "asinh",
-        "acosh",
-        "atanh",
-        "exp",
-        "expm1",
-        "log",
-        "log1p",
-        "log2",
-        "log10",
-        "sqrt",
-        "pow",
-        "hypot",
-        "fabs",
-        "erf",
-        "erfc",
-        "gamma",
-        "lgamma",
-        "copysign",
-    )
-)
+from ...ops import Op, spelled
+
 MATH_CONSTANTS = frozenset(("pi", "e", "tau", "inf"))
-# a ufunc on one element as the math function numba compiles in about half the time (in numba
-# both are the same libm call: math's domain errors are nan and inf there, as numpy's)
-AS_MATH = {
-    "sin": "sin",
-    "cos": "cos",
-    "tan": "tan",
-    "arcsin": "asin",
-    "arccos": "acos",
-    "arctan": "atan",
-    "sinh": "sinh",
-    "cosh": "cosh",
-    "tanh": "tanh",
-    "arcsinh": "asinh",
-    "arccosh": "acosh",
-    "arctanh": "atanh",
-    "exp": "exp",
-    "expm1": "expm1",
-    "log": "log",
-    "log1p": "log1p",
-    "log2": "log2",
-    "log10": "log10",
-    "sqrt": "sqrt",
-    "arctan2": "atan2",
-    "hypot": "hypot",
-}
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
-# functions a few instructions long (no libm call): they do not end a fused loop (_groups)
-CHEAP = frozenset(
-    ("sqrt", "square", "reciprocal", "fabs", "absolute", "negative", "positive", "copysign")
-)
 # elements a fused run computes at a time: each statement is a loop over one block, its values
 # in block buffers that stay in cache (40 values of 512 float64s: 160 KB)
 BLOCK = 512
@@ -189,6 +130,14 @@ def numpy_code_reason(source: str, function: str, kinds) -> str | None:
     return None
 
 
+def _op_of(module, name) -> Op | None:
+    """The registry entry of generated code's call `np.<name>(...)` or `math.<name>(...)`:
+    what the passes ask of a function (its `libm`, `math` and `inline` facts), or None."""
+    if module == "np":
+        return spelled("func", name)
+    return spelled("module", f"math.{name}") if module == "math" else None
+
+
 def _vector_name(node, vector):
     """The libmvec name of a call `np.sin(...)` or `math.sin(...)` of one argument that
     `numba_vector_math` computes here, or None."""
@@ -201,12 +150,9 @@ def _vector_name(node, vector):
     ):
         return None
     module, name = node.func.value.id, node.func.attr
-    name = (
-        AS_MATH.get(name, name if name in ("exp2", "cbrt") else None)
-        if module == "np"
-        else (name if module == "math" else None)
-    )
-    return name if name in vector else None
+    op = _op_of(module, name)
+    libm = op.libm if op is not None else None
+    return libm if libm in vector else None
 
 
 def _vector_call(node, vector):
@@ -408,10 +354,19 @@ def _elementwise(node, names) -> bool:
                 and "d" * ufunc.nin + "->d" in ufunc.types
             ):
                 return False
-        elif module != "math" or name not in MATH_FLOAT_FUNCTIONS or not hasattr(math, name):
-            return False
+        elif module != "math" or _op_of(module, name) is None or not hasattr(math, name):
+            return False  # (a math function is one an entry is spelled as: `math_tanh`'s)
         return all(_elementwise(a, names) for a in node.args)
     return False
+
+
+def _as_math(module, name) -> str | None:
+    """The math function a ufunc `np.<name>` on one element is written as in a fused loop: a
+    libm function the math module has (`np.arcsin` -> `math.asin`: numba compiles it in about
+    half the time, and both are the same libm call, math's domain errors nan and inf there as
+    numpy's), or None."""
+    op = _op_of(module, name) if module == "np" else None
+    return op.math if op is not None and op.math is not None and op.libm is not None else None
 
 
 def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
@@ -471,8 +426,7 @@ def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "np"
-                and node.func.attr in AS_MATH
+                and (math_name := _as_math(node.func.value.id, node.func.attr)) is not None
             ):
                 func = node.func
                 edits.append(
@@ -480,7 +434,7 @@ def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
                         func.lineno,
                         func.col_offset,
                         func.end_col_offset,
-                        f"math.{AS_MATH[func.attr]}",
+                        f"math.{math_name}",
                     )
                 )
     for line, start, end, text in sorted(edits, reverse=True):
@@ -549,9 +503,17 @@ def _groups(statements, vectorised=()):
             groups += [[stmt], []]
             continue
         groups[-1].append(stmt)
-        if any(isinstance(n, ast.Call) and n.func.attr not in CHEAP for n in ast.walk(stmt)):
+        if any(isinstance(n, ast.Call) and not _inline(n) for n in ast.walk(stmt)):
             groups.append([])
     return [g for g in groups if g]
+
+
+def _inline(call) -> bool:
+    """Is a fused statement's call `np.<f>(...)` / `math.<f>(...)` one numba compiles to a few
+    instructions (sqrt, abs, negation: the entry's `inline`), no libm call?"""
+    func = call.func
+    op = _op_of(func.value.id, func.attr) if isinstance(func.value, ast.Name) else None
+    return op is not None and op.inline
 
 
 def _fresh(base, taken):

@@ -5,10 +5,10 @@ statement `v = np.sin(x)` over a block becomes
 `vector_math.apply(vector_math.SIN, x[block:block + size], v[:size])`, and
 `numba_vector_calls` writes another call `np.tanh(h)` as `vector_math.tanh(h)`, numpy's
 names: `_ufunc`); sourcegrad itself asks only `functions()` and `ufuncs()` (no numba
-import): the names of NAMES that can run here, and `define_ufuncs()` before numba compiles.
+import): the names of `names()` that can run here, and `define_ufuncs()` before numba compiles.
 `apply(which, src, dst)`, a numba function, sets `dst[k] = f(src[k])` for every k of both
 (1-d float64 arrays), four elements per libmvec call, f the function whose constant
-`which` is (`SIN`, `TANH`, ...: its index in NAMES). One function for all, taking arrays
+`which` is (`SIN`, `TANH`, ...: its index in `names()`, the registry's `libm` functions). One function for all, taking arrays
 and no offsets: numba compiles a function for a third of a second or more, again for each
 new combination of argument types (a literal 0 is one), and a chain calls a dozen.
 
@@ -39,34 +39,21 @@ import functools
 import os
 import sys
 
-from ...ops.elementwise import NUMPY_NAME_OF_MATH
+from ...ops import RULES
 
-# the functions of one float argument that libmvec has in its AVX2 variant (glibc >= 2.35)
-NAMES = (
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "cbrt",
-    "erf",
-    "erfc",
-)
 LIBRARY = "libmvec.so.1"
+
+
+@functools.lru_cache(maxsize=1)
+def names() -> tuple:
+    """The candidates: the `libm` functions of one float argument of the registry's entries
+    (`Op.libm`), in the entries' order; `functions()` keeps those libmvec has in its AVX2
+    variant (glibc >= 2.35). Fixed at the first call: `SIN`, `TANH`, ... are indices in it."""
+    return tuple(
+        dict.fromkeys(
+            op.libm for op in RULES.values() if op.libm is not None and len(op.params) == 1
+        )
+    )
 
 
 def _symbol(name):
@@ -75,7 +62,7 @@ def _symbol(name):
 
 @functools.lru_cache(maxsize=1)
 def functions() -> frozenset:
-    """The names of NAMES that run here, vectorised (empty where libmvec cannot be used)."""
+    """The names of `names()` that run here, vectorised (empty where libmvec cannot be used)."""
     if not sys.platform.startswith("linux") or os.environ.get("NUMBA_CPU_NAME") not in (
         None,
         "",
@@ -93,10 +80,10 @@ def functions() -> frozenset:
         return frozenset()
     if not (features.get("avx2") and features.get("fma")):
         return frozenset()
-    names = frozenset(name for name in NAMES if hasattr(library, _symbol(name)))
-    if names:  # (before numba compiles code calling them, or loads it from its disk cache)
+    found = frozenset(name for name in names() if hasattr(library, _symbol(name)))
+    if found:  # (before numba compiles code calling them, or loads it from its disk cache)
         _load()
-    return names
+    return found
 
 
 def _load():
@@ -150,11 +137,11 @@ def _four(names):
 
 @functools.lru_cache(maxsize=1)
 def _apply():
-    """apply(which, src, dst): dst[k] = f(src[k]) for the k of both, f = NAMES[which]."""
+    """apply(which, src, dst): dst[k] = f(src[k]) for the k of both, f = names()[which]."""
     import numba
     import numpy as np
 
-    four = _four(tuple(n if n in functions() else None for n in NAMES))
+    four = _four(tuple(n if n in functions() else None for n in names()))
 
     @numba.njit(error_model="numpy")
     def apply(which, src, dst):
@@ -179,9 +166,14 @@ def _apply():
 
 def ufuncs() -> dict:
     """{numpy's name: libmvec's} of the ufuncs of one argument computed here four elements a
-    call (`vector_math.tanh(x)` for `np.tanh(x)`: see `_ufunc`; erf and erfc are not
-    numpy's)."""
-    return {NUMPY_NAME_OF_MATH.get(n, n): n for n in functions() if n not in ("erf", "erfc")}
+    call (`vector_math.tanh(x)` for `np.tanh(x)`: see `_ufunc`): the entries spelled
+    `np.<name>` whose `libm` function runs here."""
+    here = functions()
+    return {
+        op.spelling.text: op.libm
+        for op in RULES.values()
+        if op.spelling.kind == "func" and op.libm in here and len(op.params) == 1
+    }
 
 
 def define_ufuncs():
@@ -205,7 +197,7 @@ def _ufunc(numpy_name):
     from numba.extending import overload
 
     ufunc = getattr(np, numpy_name)
-    which = NAMES.index(ufuncs()[numpy_name])
+    which = names().index(ufuncs()[numpy_name])
     apply = _apply()
 
     def f(x, out=None):  # (what Python runs; numba compiles the overload below)
@@ -252,7 +244,7 @@ def _ufunc(numpy_name):
 
 def __getattr__(name):
     """`apply`, the constants `SIN`, `TANH`, ... that say which function it computes (their
-    indices in NAMES), and the ufuncs `sin`, `tanh`, `arcsin`, ... (numpy's names: `_ufunc`):
+    indices in `names()`), and the ufuncs `sin`, `tanh`, `arcsin`, ... (numpy's names: `_ufunc`):
     made on first use (numba compiles `apply` when called)."""
     if name == "apply" and functions():
         function = globals()[name] = _apply()
@@ -260,6 +252,6 @@ def __getattr__(name):
     if name in ufuncs():
         function = globals()[name] = _ufunc(name)
         return function
-    if name.lower() in NAMES and name.isupper() and name.lower() in functions():
-        return NAMES.index(name.lower())
+    if name.lower() in names() and name.isupper() and name.lower() in functions():
+        return names().index(name.lower())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -80,7 +80,6 @@ WHOLE, ROW, COL, SUM, TAIL = "whole", "row", "col", "sum", "tail"
 # a row value's shape, size or length: the whole batch's, known when compiling
 STATIC = "static"
 _SUMS = ("sum", "mean")  # reductions over the rows that blocks add up
-_PRODUCTS = ("matmul_op", "matmul", "dot")
 _TRANSPOSES = ("T", "transpose")
 
 
@@ -287,7 +286,7 @@ def _row_kind(value, kinds, env, n, target, sliced):
         if 0 not in axes:
             return ROW
         return SUM if op in _SUMS and (op == "sum" or axes == set(range(ndim))) else None
-    if op in _PRODUCTS and len(atoms) == 2 and not value.kwargs:
+    if rule.product and len(atoms) == 2 and not value.kwargs:
         (a, b), (ka, kb) = atoms, kinds
         da, db = (_aval(env, x.name).ndim if _aval(env, x.name) else 0 for x in (a, b))
         if (ka, kb) == (ROW, WHOLE) and da == 2 and db in (1, 2):

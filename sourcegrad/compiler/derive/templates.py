@@ -55,9 +55,6 @@ _COMPARES = {
 _MASK_OPS = {gast.BitAnd: "logical_and", gast.BitOr: "logical_or"}
 
 
-_ARITHMETIC = ("mul_op", "div_op", "add_op", "sub_op")
-
-
 class PV:
     """A partially evaluated value: an atom or a namespace object, plus its static value if known."""
 
@@ -300,8 +297,9 @@ class Instantiator:
         """`g * 2.0` for `g * 2` (the 2 of the user's `x ** 2`) when g is floating: the same
         number and the same result dtype (Python numbers are weak scalars to numpy), and
         float-with-float arithmetic is the fast path for Python floats and numpy alike."""
-        if op not in _ARITHMETIC or len(pvs) != 2:
-            return pvs
+        spelling = RULES[op].spelling
+        if spelling.kind != "binop" or spelling.text not in ("+", "-", "*", "/") or len(pvs) != 2:
+            return pvs  # (Python's + - * / only: `x ** 2` and `x ** 2.0` are computed differently)
         out = []
         for pv, other in zip(pvs, reversed(pvs)):
             if (

@@ -49,7 +49,7 @@ import gast
 import numpy as np
 
 from ... import errors
-from ...ops import MATH_FUNCTIONS, RULES
+from ...ops import RULES
 from ..analysis import memory_sources
 from ..analysis.lifetimes import freed_after_last_use, in_place_names, shared_names, trip_outliving
 from ..ir import (
@@ -290,10 +290,12 @@ class Printer:
             )
         if rule.sequence_input:
             args = [gast.List(elts=args, ctx=_LOAD)]
-        if sp.kind == "func" and sp.text in _MATH and self.all_scalars(call):
-            # Python floats in, Python float out: the math module, as one writes it by hand
+        if sp.kind == "func" and rule.math is not None and self.all_scalars(call):
+            # Python floats in, Python float out: the math module, as one writes it by hand (a
+            # domain error raises ValueError there instead of returning nan: loud, never a
+            # silently wrong number)
             self.modules.add("math")
-            func = _attr(_name("math"), _MATH[sp.text])
+            func = _attr(_name("math"), rule.math)
         elif (
             sp.kind == "func"
             and rule.method is not None
@@ -323,16 +325,15 @@ class Printer:
 
 def _math_defined(call) -> bool:
     """A call of constants that the math module computes (no domain error, finite)."""
+    name = RULES[call.op].math
+    if name is None:
+        return False
     try:
-        value = getattr(math, _MATH[RULES[call.op].spelling.text])(*(a.value for a in call.args))
-    except (ValueError, OverflowError, TypeError, KeyError):
+        value = getattr(math, name)(*(a.value for a in call.args))
+    except (ValueError, OverflowError, TypeError):
         return False
     return not call.kwargs and math.isfinite(value)
 
-
-# numpy functions and their math-module equivalents for Python floats (a domain error raises
-# ValueError there instead of returning nan: loud, never a silently wrong number)
-_MATH = MATH_FUNCTIONS  # numpy name -> math name (shared with the analysis)
 
 _BINOP_NODES = {
     "+": gast.Add,
