@@ -206,6 +206,36 @@ def test_a_loop_in_a_method_the_function_calls(monkeypatch):
     check(loop_in_a_method, (RNG.normal(size=3) / 2, RNG.normal(size=(10, 3))), monkeypatch)
 
 
+def stacked(h0, xs):
+    p = Weights(h0)
+    hs = []
+    h = p.w
+    for x in xs:
+        h = np.tanh(h + x)
+        hs.append(h)
+    return np.sum(np.stack(hs) ** 2)  # every iteration's value read after the loop
+
+
+def test_every_iterations_value_stacked_after_the_loop(monkeypatch):
+    g = check(stacked, (RNG.normal(size=3), RNG.normal(size=(9, 3))), monkeypatch)
+    assert "list_append(" in g.source and "unstack_list(" in g.source
+
+
+def concatenated_twice(w, xs):
+    p = Weights(w)
+    parts = []
+    for x in xs:
+        parts.append(np.sin(x * p.w))
+    both = np.concatenate(parts) + np.concatenate(parts[::-1])  # the reversed list: unrolled
+    return np.sum(both**2)
+
+
+def test_a_list_read_otherwise_than_in_order_stays_unrolled(monkeypatch):
+    check(
+        concatenated_twice, (RNG.normal(size=2), RNG.normal(size=(8, 2))), monkeypatch, rolled=False
+    )
+
+
 def test_the_textbook_per_example_network():
     rng = np.random.default_rng(0)
     size = type("Size", (), {"params": dict(n=64, d=30, h=20, o=10)})
@@ -234,16 +264,6 @@ def branches_alternating(x, w):
     for k in range(10):
         s = s + x[k] * p.w if k % 2 else s - np.sin(x[k])
     return s
-
-
-def stacked(h0, xs):
-    p = Weights(h0)
-    hs = []
-    h = p.w
-    for x in xs:
-        h = np.tanh(h + x)
-        hs.append(h)
-    return np.sum(np.stack(hs) ** 2)  # every iteration's value read after the loop
 
 
 SHORT = rolling.MIN_ITERATIONS - 1
@@ -289,7 +309,6 @@ def breaks(x, w):
     [
         (float_constants_changing, (RNG.normal(size=10), 0.3)),
         (branches_alternating, (RNG.normal(size=10), 0.3)),
-        (stacked, (RNG.normal(size=3), RNG.normal(size=(9, 3)))),
         (short, (RNG.normal(size=10), 0.3)),
         (masked, (RNG.normal(size=(10, 6)), 0.3)),
         (argument_updated_in_place, (RNG.normal(size=3), RNG.normal(size=(9, 3)))),

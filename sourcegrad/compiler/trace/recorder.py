@@ -597,7 +597,7 @@ class Recorder:
         the variables that held them."""
         loops = [loop for loop in self.loops if loop.starts]
         recorded = roll(
-            [*self.body, Return(result, self.loc_of_fn)], loops, self.namer, self.shapes
+            [*self.body, Return(result, self.loc_of_fn)], loops, self.namer, self.shapes, self.named
         )
         renaming = Namer(reserved=set(self.params) | set(self.free) | {"np", "math"})
         mapping = {}

@@ -23,8 +23,10 @@ up to
   update of `h`; an update in place of a copy is not rolled),
 - integer constants counting with the iteration (`xs[k]`, `x[:, k, :]`: the loop's index),
 
-and when after the loop no value of an iteration but the last is read (a list of every
-iteration's states, stacked after the loop, stays unrolled). The rolled loop then runs
+and when after the loop no value of an iteration but the last is read, but by a sequence
+operation given every iteration's value of one statement in order (`np.stack(hs)` after
+`hs.append(h)`): the loop then appends them to a list that operation takes (`stack_list`),
+as the source front end writes the same code. The rolled loop then runs
 exactly the statements the trace recorded, in the same order, on the same constants: the
 marks only say where to look, the comparison decides. Shapes must agree because unrolled
 code is specialised to each value's shape (`x[mask]` with as many elements as the mask held
@@ -33,13 +35,14 @@ else (a constant that changes otherwise, an older iteration's value read, fewer 
 `MIN_ITERATIONS` iterations) leaves the iterations as they were recorded. A loop run inside
 another loop's iterations is rolled in each of them, the outer one left unrolled.
 
-Takes and gives plain lists of `ir` statements; imports `ir` and `names` only.
+Takes and gives plain lists of `ir` statements; imports `ir`, `names` and the registry.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ...ops import RULES
 from ..ir import (
     Assign,
     Call,
@@ -51,6 +54,7 @@ from ..ir import (
     Tup,
     Var,
     While,
+    atom_vars,
     child_blocks,
     reads_of,
     substitute_atom,
@@ -73,14 +77,15 @@ class Loop:
     starts: list = field(default_factory=list)
 
 
-def roll(body, loops, namer: Namer, shapes: dict):
+def roll(body, loops, namer: Namer, shapes: dict, named: dict):
     """`body` with each loop of `loops` whose iterations agree written as one `For` (see the
     module docstring); `namer` names the loops' index variables; `shapes` gives the shape of
-    the value each statement made while tracing."""
+    the value each statement made while tracing; `named`, the user's names of values (a
+    list the loop appends to is named after its items')."""
     out = list(body)
     # (the last loop first: rolling one moves the statements after it)
     for loop in sorted(loops, key=lambda lp: lp.starts[0], reverse=True):
-        rolled = _rolled(out, loop, namer, shapes)
+        rolled = _rolled(out, loop, namer, shapes, named)
         if rolled is not None:
             out = rolled
     return out
@@ -94,7 +99,7 @@ _SAME = ("same",)
 _INDEX = ("index",)
 
 
-def _rolled(body, loop, namer, shapes):
+def _rolled(body, loop, namer, shapes, named):
     n = len(loop.starts) - 1
     if n < MIN_ITERATIONS:
         return None
@@ -131,11 +136,45 @@ def _rolled(body, loop, namer, shapes):
     }
     if len(offsets) > 1:
         return None
-    for stmt in walk(body[end:]):  # after the loop, the last iteration's values alone
-        if any(name in made and made[name][0] != n - 1 for name in reads_of(stmt)):
-            return None
+    gathered = _gathered(body, end, made, n)
+    if gathered is None:
+        return None
     offset = offsets.pop() if offsets else 0
-    return _written(body, loop.loc, first, end, length, roles, offset, namer)
+    return _written(body, loop.loc, first, end, length, roles, offset, namer, gathered, named)
+
+
+def _gathered(body, end, made, n):
+    """After the loop, the last iteration's values alone are read, but for a sequence
+    operation given every iteration's value of one statement, in order (`np.stack(hs)` of
+    a list the loop appended to), which has a form taking a list (`stack_list`): {position in
+    `body` of such an operation: the statement's position in an iteration}; None where an
+    older iteration's value is read otherwise."""
+    gathered = {}
+    for at, stmt in enumerate(body[end:], end):
+        older = [
+            name
+            for inner in walk([stmt])
+            for name in reads_of(inner)
+            if name in made and made[name][0] != n - 1
+        ]
+        if not older:
+            continue
+        value = getattr(stmt, "value", None)
+        if not (
+            isinstance(stmt, Assign)
+            and type(value) is Call
+            and f"{value.op}_list" in RULES
+            and len(value.args) == n
+            and all(isinstance(a, Var) and a.name in made for a in value.args)
+        ):
+            return None
+        position = made[value.args[0].name][1]
+        if [made[a.name] for a in value.args] != [(k, position) for k in range(n)] or any(
+            name in made for _, a in value.kwargs for name in atom_vars(a)
+        ):
+            return None
+        gathered[at] = position
+    return gathered
 
 
 def _rollable(stmt) -> bool:
@@ -250,7 +289,7 @@ def _line(stmt):
     return (stmt.loc.file, stmt.loc.line) if stmt.loc is not None else None
 
 
-def _written(body, loc, first, end, length, roles, offset, namer):
+def _written(body, loc, first, end, length, roles, offset, namer, gathered, named):
     """The loop: each carried value's variable given its initial value, then one iteration's
     statements in a `For`, then what followed, reading the last iteration's values by the
     names the loop gives them."""
@@ -291,6 +330,12 @@ def _written(body, loc, first, end, length, roles, offset, namer):
             return Tup(tuple(items))
         return substitute_atom(atom, renamed)
 
+    # the lists of one statement's values the loop appends to (`_gathered`), named after it
+    lists = {
+        q: namer.fresh(named.get(model[q].target, model[q].target) + "s")
+        for q in sorted(set(gathered.values()))
+    }
+    prologue += [Assign(name, Const([]), loc) for name in lists.values()]
     loop_body = []
     for j, stmt in enumerate(model):
         value = stmt.value
@@ -306,12 +351,22 @@ def _written(body, loc, first, end, length, roles, offset, namer):
         else:
             new = ExprStmt(call, stmt.loc)
         loop_body.append(new)
+        if j in lists:
+            item = renamed.get(new.target, Var(new.target))
+            appended = Call("list_append", (Var(lists[j]), item))
+            loop_body.append(Assign(lists[j], appended, stmt.loc))
     last = {
         old.target: renamed.get(new.target, Var(new.target))
         for old, new in zip(body[end - length : end], model)
         if isinstance(old, Assign)
     }
-    after = [_renamed(stmt, last) for stmt in body[end:]]
+    after = []
+    for at, stmt in enumerate(body[end:], end):
+        if at in gathered:  # the operation's form taking the list the loop appended to
+            value = stmt.value
+            on_list = Call(f"{value.op}_list", (Var(lists[gathered[at]]),), value.kwargs)
+            stmt = Assign(stmt.target, on_list, stmt.loc)
+        after.append(_renamed(stmt, last))
     rolled = For(index.name, Const(offset), Const(offset + n), Const(1), loop_body, loc)
     return body[:first] + prologue + [rolled] + after
 
