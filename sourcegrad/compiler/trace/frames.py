@@ -26,6 +26,7 @@ _OURS = (_HERE, _NUMPY, "<__array", "<frozen")  # sourcegrad, numpy, their shims
 _PYTHONS = sysconfig.get_paths()["stdlib"] + os.sep  # Python's own library
 # the benchmark's programs in published styles stand for the user's code (sourcegrad.bench)
 _USERS_IN_OURS = (os.path.join(_HERE, "bench", "layers.py"),)
+_USERS_MODULE = "sourcegrad.bench.layers"
 
 
 def is_user(code) -> bool:
@@ -35,6 +36,18 @@ def is_user(code) -> bool:
     if file.startswith(_OURS):
         return file in _USERS_IN_OURS
     return not file.startswith(_PYTHONS) or "-packages" in file  # (installed code is)
+
+
+def runs_user_code(frame) -> bool:
+    """Is the frame running the user's code (`is_user`), and not code Python wrote for one of
+    sourcegrad's or numpy's own classes (a dataclass's `__init__` or `__eq__`: file
+    "<string>", the defining module's globals)?"""
+    if not is_user(frame.f_code):
+        return False
+    if frame.f_code.co_filename.startswith("<"):
+        module = frame.f_globals.get("__name__") or ""
+        return module == _USERS_MODULE or not module.startswith(("sourcegrad.", "numpy."))
+    return True
 
 
 def in_a_library(file) -> bool:

@@ -58,7 +58,7 @@ from ..ir import (
 )
 from ..names import Namer, name_for_call, sanitize
 from . import state
-from .frames import is_user, loop_headers
+from .frames import is_user, loop_headers, runs_user_code
 from .patches import (
     TracedGenerator,
     library_functions,
@@ -666,7 +666,7 @@ class Recorder:
             return tracer
 
         def calls(frame, event, arg):
-            if event != "call" or not is_user(frame.f_code):
+            if event != "call" or not runs_user_code(frame):
                 return None
             module_of(frame)
             self.visited.setdefault(id(frame.f_code), (frame.f_code, frame.f_globals))
