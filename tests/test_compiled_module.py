@@ -343,7 +343,7 @@ def test_a_graph_break_warning_points_at_the_users_line(monkeypatch):
     the rewriting does not know (in the module's forward, a submodule's, a torch-style
     function), and the compiler refusing a layer's lowering, inlined from the user's line,
     whose own line the message names as where it was raised."""
-    from sourcegrad import torch_lowering
+    from sourcegrad.compiled import lowering as torch_lowering
 
     x = torch.randn(2, 3)
     for model, fn in [(ReadsItem(), ReadsItem.forward), (CallsReadsItem(), ReadsItem.forward)]:

@@ -122,10 +122,7 @@ FLOORS = [
         "api",
         "notebook",
         "viz",
-        "torch_lowering",
-        "compiled_region",
-        "compiled_module",
-        "compiled_layers",
+        "compiled",
     },
     # the command line, benchmarks, the demo, the package's surface
     {"cli", "bench", "demo", "__main__", ""},

@@ -1,7 +1,7 @@
 """torch's functions, Tensor methods and nn layers written as numpy code the compiler reads.
 
 `sourcegrad.compile` of an `nn.Module` or of a function written with Tensor methods
-(`compiled_module`) rewrites the user's forward so that each torch call it knows becomes
+(`module`) rewrites the user's forward so that each torch call it knows becomes
 a call of a function here (`F.linear(x, w, b)` -> `linear(x, w, b)`, `x.view(n, -1)` ->
 `tensor_view(x, n, -1)`, `self.fc1(x)` -> `linear(x, fc1_weight, fc1_bias)`); the
 compiler then inlines these functions like any user function and differentiates them
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .nn import kernels as K
-from .ops import Spelling, alias, defnondiff
-from .ops import nn as opnn
+from ..nn import kernels as K
+from ..ops import Spelling, alias, defnondiff
+from ..ops import nn as opnn
 
 
 def max_pool_index(x, kernel, stride, padding, dilation, ceil_mode):
@@ -37,7 +37,7 @@ def max_pool_index(x, kernel, stride, padding, dilation, ceil_mode):
 defnondiff(
     "max_pool_index",
     max_pool_index,
-    Spelling("module", "sourcegrad.torch_lowering.max_pool_index"),
+    Spelling("module", "sourcegrad.compiled.lowering.max_pool_index"),
     params=("x", "kernel", "stride", "padding", "dilation", "ceil_mode"),
 )
 
@@ -123,7 +123,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 # The generator compiled dropout draws from: generated code keeps the object it was compiled
-# with, so this one stays, and `compiled_module` copies the eager default generator's state
+# with, so this one stays, and `module` copies the eager default generator's state
 # into it before a call and back after (the masks eager's dropout would draw, in its order).
 DROPOUT_RNG = np.random.default_rng(0)
 
@@ -178,7 +178,7 @@ def track_running_stats(input, running_mean, running_var, num_batches_tracked, m
 defnondiff(
     "track_running_stats",
     track_running_stats,
-    Spelling("module", "sourcegrad.torch_lowering.track_running_stats"),
+    Spelling("module", "sourcegrad.compiled.lowering.track_running_stats"),
     params=("input", "running_mean", "running_var", "num_batches_tracked", "momentum"),
     pure=False,
 )
@@ -223,7 +223,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return y * weight + bias
 
 
-# nn.RNN, nn.LSTM and nn.GRU: `compiled_module` writes each module's forward as a function
+# nn.RNN, nn.LSTM and nn.GRU: `module` writes each module's forward as a function
 # calling these, its layers and directions unrolled (each keeps its own weights and shapes):
 # recurrence_input, initial_state, one *_direction per layer and direction, then
 # recurrence_output and final_state.

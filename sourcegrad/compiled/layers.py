@@ -1,4 +1,4 @@
-"""The nn layers a rewritten forward calls, as source text (`compiled_module`'s rewriting).
+"""The nn layers a rewritten forward calls, as source text (`module`'s rewriting).
 
 `layer_call(module, leaf, args, t)` gives the numpy call computing `module(*args)` for
 the layers known here (`_lowering.linear(x, fc1_weight, fc1_bias)`; `args` and the
@@ -6,7 +6,7 @@ result are source texts; `leaf(name)` names the module's parameter or buffer `na
 or None for any other module; what it cannot compile raises `GraphBreak`. For nn.RNN,
 nn.LSTM and nn.GRU it first writes a function of that module into the Translation `t`
 (`recurrence`): layers and directions unrolled as straight-line calls of
-`torch_lowering.*_direction`, each with its loop over time.
+`lowering.*_direction`, each with its loop over time.
 
 Imports nothing of sourcegrad at import time (the nn classes when called).
 """
@@ -26,7 +26,7 @@ def layer_call(module, leaf, args, t):
     when the module is not one of the layers known here. `leaf(name)` is the argument name
     of the module's parameter or buffer `name` ("None" where it is None); what the code is
     made for goes to the Translation `t` (`guard`, `rng`, `stateful`)."""
-    from . import nn
+    from .. import nn
 
     L = "_lowering"
     cls = type(module)
@@ -134,7 +134,7 @@ def layer_call(module, leaf, args, t):
 def recurrence(module, t, with_hx):
     """Write the forward of the nn.RNN, nn.LSTM or nn.GRU `module` into the Translation
     `t` as a function of (input[, hx], its parameters): its layers and directions
-    unrolled, each direction's time loop a loop (`torch_lowering.*_direction`). Gives the
+    unrolled, each direction's time loop a loop (`lowering.*_direction`). Gives the
     function's name and the names of the parameters it takes after the input."""
     L = "_lowering"
     lstm = module.mode == "LSTM"
