@@ -62,11 +62,11 @@ import warnings
 
 import numpy as np
 
+from ..compiler import signature_key
+from ..errors import SourcegradError
 from . import lowering
 from .layers import GraphBreak, layer_call
 from .region import CompiledRegion
-from ..compiler import signature_key
-from ..errors import SourcegradError
 
 _STATIC = (bool, int, float, str, type(None))
 # methods of Python's own containers, left to the compiler as they are
