@@ -464,7 +464,7 @@ def test_show_prints_a_compiled_modules_forward_and_backward(capsys):
     out = capsys.readouterr().out
     assert "def value_and_dConvNet_forward_0_dconv1_weight" in out
     # (the call is longer than 88 characters: broken as black breaks it)
-    assert "sourcegrad.nn.kernels.convolution(\n        x, conv1_weight, conv1_bias" in out
+    assert "sourcegrad.ops.nn_kernels.convolution(\n        x, conv1_weight, conv1_bias" in out
     assert "dfc2_bias = g.sum(axis=0)" in out
 
 

@@ -8,7 +8,8 @@ compiler then inlines these functions like any user function and differentiates 
 with the registry's rules. They take numpy arrays and static arguments (ints, tuples,
 strings) and compute what the eager op computes, with torch's argument names.
 
-Takes: numpy arrays. Gives: numpy arrays. Imports numpy, `ops` and `nn.kernels` only.
+Takes: numpy arrays. Gives: numpy arrays. Imports numpy and `ops` only (the primitives
+it calls, `max_pool_index` and `track_running_stats` among them, are `ops.nn_layers`').
 
 `FUNCTIONS` and `METHODS` are the tables the rewriting reads: a torch function's name (as
 `torch.<name>` or `nn.functional.<name>`) or a Tensor method's name -> the function here.
@@ -18,38 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..nn import kernels as K
-from ..ops import Spelling, alias, defnondiff
 from ..ops import nn as opnn
-
-
-def max_pool_index(x, kernel, stride, padding, dilation, ceil_mode):
-    """The advanced index picking each 2-d max pool output's input element (the first
-    maximum of its window, as torch's)."""
-    out = tuple(
-        K.pool_output_size(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
-        for i in range(2)
-    )
-    return K.max_pool_index(x, kernel, stride, padding, dilation, out)[0]
-
-
-# a primitive to the compiler: an integer index, no gradient (max_pool2d's is the gather's)
-defnondiff(
-    "max_pool_index",
-    max_pool_index,
-    Spelling("module", "sourcegrad.compiled.lowering.max_pool_index"),
-    params=("x", "kernel", "stride", "padding", "dilation", "ceil_mode"),
-)
-
-
-# the convolution primitive, known to the compiler by its kernel (eager records it by name)
-alias(
-    "lowered_convolution",
-    K.convolution,
-    Spelling("module", "sourcegrad.nn.kernels.convolution"),
-    like="convolution",
-)
-
+from ..ops import nn_kernels as K
+from ..ops.nn_layers import max_pool_index, track_running_stats
 
 # `x is None` of an array is a run-time comparison to the compiler; isinstance is decided
 # while compiling
@@ -161,27 +133,6 @@ def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
     if not isinstance(weight, NoneType):
         y = y * np.reshape(weight, shape) + np.reshape(bias, shape)
     return y
-
-
-def track_running_stats(input, running_mean, running_var, num_batches_tracked, momentum):
-    """nn.BatchNorm's effect in training mode, as eager's: num_batches_tracked += 1, then
-    the running statistics moved towards the batch's (momentum None: a cumulative
-    average), all in place. An impure primitive: generated code calls it in the forward
-    pass (where eager's forward updates them), never in the backward."""
-    if not isinstance(num_batches_tracked, NoneType):
-        num_batches_tracked += 1
-        if momentum is None:
-            momentum = 1.0 / float(num_batches_tracked)
-    K.update_running_stats(input, running_mean, running_var, momentum)
-
-
-defnondiff(
-    "track_running_stats",
-    track_running_stats,
-    Spelling("module", "sourcegrad.compiled.lowering.track_running_stats"),
-    params=("input", "running_mean", "running_var", "num_batches_tracked", "momentum"),
-    pure=False,
-)
 
 
 def batch_norm_train(
