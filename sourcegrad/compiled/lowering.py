@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..nn import composites
 from ..ops import nn as opnn
 from ..ops import nn_kernels as K
 from ..ops.nn_layers import max_pool_index, track_running_stats
@@ -56,7 +57,7 @@ def log_softmax(input, dim):
 
 
 def leaky_relu(input, negative_slope=0.01):
-    return np.where(input > 0, input, input * negative_slope)
+    return opnn.leaky_relu(input, negative_slope)
 
 
 def gelu(input):
@@ -166,12 +167,11 @@ def batch_norm_train(
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     axes = tuple(range(input.ndim - len(normalized_shape), input.ndim))
-    mean = np.mean(input, axis=axes, keepdims=True)
-    var = np.var(input, axis=axes, keepdims=True)
-    y = (input - mean) / np.sqrt(var + eps)
-    if isinstance(weight, NoneType):
-        return y
-    return y * weight + bias
+    return composites.layer_norm(input, axes, weight, bias, eps, mean_keepdims, opnn.rsqrt)
+
+
+def mean_keepdims(x, axes):
+    return np.mean(x, axis=axes, keepdims=True)
 
 
 # nn.RNN, nn.LSTM and nn.GRU: `module` writes each module's forward as a function
@@ -272,10 +272,8 @@ def rnn_direction(x, h, w_ih, w_hh, b_ih, b_hh, reverse, nonlinearity):
 
 def lstm_cell(gates, c, H):
     """ATen's LSTM cell on the gates (i, f, g, o): (h, c)."""
-    c = opnn.sigmoid(gates[:, H : 2 * H]) * c + opnn.sigmoid(gates[:, :H]) * np.tanh(
-        gates[:, 2 * H : 3 * H]
-    )
-    return opnn.sigmoid(gates[:, 3 * H :]) * np.tanh(c), c
+    i, f, g, o = gates[:, :H], gates[:, H : 2 * H], gates[:, 2 * H : 3 * H], gates[:, 3 * H :]
+    return composites.lstm_cell(i, f, g, o, c, opnn.sigmoid, np.tanh)
 
 
 def lstm_steps(projected, h, c, w_hh, b_hh, w_hr, H):
@@ -295,10 +293,17 @@ def gru_steps(projected, h, w_hh, b_hh, H):
     for t in range(projected.shape[0]):
         gi = projected[t]
         gh = h @ w_hh.T + b_hh
-        r = opnn.sigmoid(gh[:, :H] + gi[:, :H])
-        z = opnn.sigmoid(gh[:, H : 2 * H] + gi[:, H : 2 * H])
-        n = np.tanh(gi[:, 2 * H :] + gh[:, 2 * H :] * r)
-        h = (h - n) * z + n
+        h = composites.gru_cell(
+            gi[:, :H],
+            gi[:, H : 2 * H],
+            gi[:, 2 * H :],
+            gh[:, :H],
+            gh[:, H : 2 * H],
+            gh[:, 2 * H :],
+            h,
+            opnn.sigmoid,
+            np.tanh,
+        )
         outs.append(h)
     return np.stack(outs), h
 
@@ -321,6 +326,8 @@ def rnn_steps(projected, h, w_hh, b_hh, relu):
 def cross_entropy(input, target, *, ignore_index=-100, reduction="mean"):
     """Class indices of a batch of rows (N, C); a target of ignore_index counts for nothing
     and the mean is over the others, as torch's."""
+    # (the registry's nll_loss, eager's node, is not one the compiler differentiates: its
+    # VJP's template calls nll_scale, which has no entry of its own)
     counted = np.reshape(target, (input.shape[0],)) != ignore_index
     classes = np.where(counted, target, 0)
     picked = opnn.log_softmax(input, 1)[np.arange(input.shape[0]), classes] * counted
@@ -332,12 +339,7 @@ def cross_entropy(input, target, *, ignore_index=-100, reduction="mean"):
 
 
 def mse_loss(input, target, *, reduction="mean"):
-    d = (input - target) ** 2
-    if reduction == "sum":
-        return np.sum(d)
-    if reduction == "none":
-        return d
-    return np.mean(d)
+    return opnn.mse_loss(input, target, reduction)
 
 
 # --- shapes and reductions -------------------------------------------------------------------

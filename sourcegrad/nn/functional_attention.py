@@ -28,6 +28,7 @@ import warnings
 from ..eager import dtypes, factories, ops, shape_ops
 from ..eager.tensor import Tensor
 from ..errors import SourcegradError
+from .linear_ops import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -36,15 +37,6 @@ _NEG_INF = float("-inf")
 
 class UnsupportedAttentionOptionError(SourcegradError, NotImplementedError):
     """An option of torch's attention functions that sourcegrad does not implement."""
-
-
-def linear(x, weight, bias=None):
-    """x W^T + b (AddmmBackward0 on a matrix, as F.linear; `functional` imports this module)."""
-    wt = weight.t()
-    if x.dim() == 2 and bias is not None:
-        return ops.addmm(bias, x, wt)
-    out = ops.matmul(x, wt)
-    return out if bias is None else out + bias
 
 
 def dropout(x, p):
