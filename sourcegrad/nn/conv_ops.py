@@ -140,14 +140,7 @@ def _check(
             f"expected scalar type {input.dtype._scalar_name} but found {weight.dtype._scalar_name}"
         )
     operands.same_device(input, weight, bias)
-    if any(s <= 0 for s in stride):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(p < 0 for p in padding):
-        raise RuntimeError("negative padding is not supported")
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError("dilation should be greater than zero")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
+    _check_geometry(stride, padding, dilation, groups)
     if w.ndim != nd + 2:
         raise RuntimeError(
             f"Expected {nd + 2}-dimensional input for {nd + 2}-dimensional "
@@ -156,73 +149,104 @@ def _check(
         )
     shape = x.shape if x.ndim == nd + 2 else (1,) + x.shape
     if transposed:
-        if output_padding is not None and any(
-            op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)
-        ):
-            names = ("height", "width") if nd == 2 else ("depth", "height", "width")[-nd:]
-            if nd == 1:
-                names = ("width",)
-            parts = (
-                " ".join(f"output_padding_{n}: {v}" for n, v in zip(names, output_padding))
-                + " "
-                + " ".join(f"stride_{n}: {v}" for n, v in zip(names, stride))
-                + " "
-                + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, dilation))
-            )
-            raise RuntimeError(
-                f"output padding must be smaller than either stride or dilation, but got {parts}"
-            )
-        if shape[1] != w.shape[0]:
-            raise RuntimeError(
-                f"Given transposed=1, weight of size {_size(w.shape)}, expected "
-                f"input{_size(shape)} to have {w.shape[0]} channels, but got "
-                f"{shape[1]} channels instead"
-            )
-        if w.shape[0] % groups:
-            raise RuntimeError(
-                f"Given groups={groups}, expected weight to be divisible by "
-                f"{groups} at dimension 0, but got weight of shape "
-                f"{_size(w.shape)} instead"
-            )
-        out_channels = w.shape[1] * groups
+        _check_output_padding(nd, output_padding, stride, dilation)
+        out_channels = _check_transposed_channels(shape, w.shape, groups)
     else:
-        if w.shape[0] % groups:
-            raise RuntimeError(
-                f"Given groups={groups}, expected weight to be divisible by "
-                f"{groups} at dimension 0, but got weight of shape "
-                f"{_size(w.shape)} instead"
-            )
-        if shape[1] != w.shape[1] * groups:
-            raise RuntimeError(
-                f"Given groups={groups}, weight of size {_size(w.shape)}, "
-                f"expected input{_size(shape)} to have {w.shape[1] * groups} "
-                f"channels, but got {shape[1]} channels instead"
-            )
-        padded = tuple(shape[2 + i] + 2 * padding[i] for i in range(nd))
-        kernel = tuple(dilation[i] * (w.shape[2 + i] - 1) + 1 for i in range(nd))
-        if any(k > p for k, p in zip(kernel, padded)):
-            raise RuntimeError(
-                "Calculated padded input size per channel: ("
-                + " x ".join(map(str, padded))
-                + "). Kernel size: ("
-                + " x ".join(map(str, kernel))
-                + "). Kernel size can't be greater than actual input size"
-            )
-        out_channels = w.shape[0]
+        out_channels = _check_channels(shape, w.shape, groups, nd, padding, dilation)
     if bias is not None:
-        b = bias._data if isinstance(bias, Tensor) else bias
-        if b.ndim != 1 or b.shape[0] != out_channels:
-            raise RuntimeError(
-                f"Given weight of size {_size(w.shape)}, expected bias to be "
-                f"1-dimensional with {out_channels} elements, but got bias of "
-                f"size {_size(b.shape)} instead"
-            )
-        if b.dtype != x.dtype:
-            raise RuntimeError(
-                f"expected scalar type {input.dtype._scalar_name} but found "
-                f"{bias.dtype._scalar_name}"
-            )
+        _check_bias(bias, input, out_channels, w.shape)
     return x.ndim == nd + 2
+
+
+def _check_geometry(stride, padding, dilation, groups):
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+
+
+def _check_output_padding(nd, output_padding, stride, dilation):
+    """A transposed convolution's output_padding is smaller than its stride or dilation."""
+    if output_padding is None or not any(
+        op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)
+    ):
+        return
+    names = ("height", "width") if nd == 2 else ("depth", "height", "width")[-nd:]
+    if nd == 1:
+        names = ("width",)
+    parts = (
+        " ".join(f"output_padding_{n}: {v}" for n, v in zip(names, output_padding))
+        + " "
+        + " ".join(f"stride_{n}: {v}" for n, v in zip(names, stride))
+        + " "
+        + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, dilation))
+    )
+    raise RuntimeError(
+        f"output padding must be smaller than either stride or dilation, but got {parts}"
+    )
+
+
+def _check_groups(w_shape, groups):
+    if w_shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by "
+            f"{groups} at dimension 0, but got weight of shape "
+            f"{_size(w_shape)} instead"
+        )
+
+
+def _check_transposed_channels(shape, w_shape, groups):
+    """A transposed convolution's input channels (of the batched `shape`) against its
+    weight's; gives its output channels."""
+    if shape[1] != w_shape[0]:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {_size(w_shape)}, expected "
+            f"input{_size(shape)} to have {w_shape[0]} channels, but got "
+            f"{shape[1]} channels instead"
+        )
+    _check_groups(w_shape, groups)
+    return w_shape[1] * groups
+
+
+def _check_channels(shape, w_shape, groups, nd, padding, dilation):
+    """A convolution's input channels and padded size (of the batched `shape`) against its
+    weight's; gives its output channels."""
+    _check_groups(w_shape, groups)
+    if shape[1] != w_shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {_size(w_shape)}, "
+            f"expected input{_size(shape)} to have {w_shape[1] * groups} "
+            f"channels, but got {shape[1]} channels instead"
+        )
+    padded = tuple(shape[2 + i] + 2 * padding[i] for i in range(nd))
+    kernel = tuple(dilation[i] * (w_shape[2 + i] - 1) + 1 for i in range(nd))
+    if any(k > p for k, p in zip(kernel, padded)):
+        raise RuntimeError(
+            "Calculated padded input size per channel: ("
+            + " x ".join(map(str, padded))
+            + "). Kernel size: ("
+            + " x ".join(map(str, kernel))
+            + "). Kernel size can't be greater than actual input size"
+        )
+    return w_shape[0]
+
+
+def _check_bias(bias, input, out_channels, w_shape):
+    b = bias._data if isinstance(bias, Tensor) else bias
+    if b.ndim != 1 or b.shape[0] != out_channels:
+        raise RuntimeError(
+            f"Given weight of size {_size(w_shape)}, expected bias to be "
+            f"1-dimensional with {out_channels} elements, but got bias of "
+            f"size {_size(b.shape)} instead"
+        )
+    if b.dtype != input._data.dtype:
+        raise RuntimeError(
+            f"expected scalar type {input.dtype._scalar_name} but found {bias.dtype._scalar_name}"
+        )
 
 
 def _same_padding(input, weight, nd, dilation):
