@@ -22,6 +22,7 @@ import numpy as np
 from ..nn import composites
 from ..ops import nn as opnn
 from ..ops import nn_kernels as K
+from ..ops import nn_layers
 from ..ops.nn_layers import max_pool_index, track_running_stats
 
 # `x is None` of an array is a run-time comparison to the compiler; isinstance is decided
@@ -128,12 +129,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
-    shape = (1, -1) + (1,) * (input.ndim - 2)
-    y = (input - np.reshape(running_mean, shape)) / np.sqrt(np.reshape(running_var, shape) + eps)
-    # (one return: code after a return taken at compile time is still read)
-    if not isinstance(weight, NoneType):
-        y = y * np.reshape(weight, shape) + np.reshape(bias, shape)
-    return y
+    return nn_layers.batch_norm_eval(input, weight, bias, running_mean, running_var, eps)
 
 
 def batch_norm_train(
@@ -156,13 +152,7 @@ def batch_norm_train(
     assert np.size(input) > np.shape(input)[1], "more than 1 value per channel"
     if not isinstance(running_mean, NoneType):
         track_running_stats(input, running_mean, running_var, num_batches_tracked, momentum)
-    axes = K.channel_axes(np.ndim(input))
-    centred = input - np.mean(input, axis=axes, keepdims=True)
-    var = np.mean(centred * centred, axis=axes, keepdims=True)
-    y = centred / np.sqrt(var + eps)
-    if not isinstance(weight, NoneType):
-        y = y * K.per_channel(weight, np.ndim(input)) + K.per_channel(bias, np.ndim(input))
-    return y
+    return nn_layers.batch_norm_train(input, weight, bias, eps)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

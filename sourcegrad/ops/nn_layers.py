@@ -35,6 +35,8 @@ from ..runtime import array_module
 from . import nn_kernels as K
 from .registry import Spelling, alias, defnondiff, defprimitive, defvjp
 
+NoneType = type(None)
+
 __all__ = [
     "convolution",
     "conv_input_grad",
@@ -233,9 +235,11 @@ def batch_norm_input_grad(g, x, w, eps):
 
 
 def _affine(y, w, b):
-    if w is not None:
+    # (isinstance, not `is None`: `compiled.lowering` calls these, and the compiler decides
+    # isinstance while compiling where `w is None` of an array would be a run-time test)
+    if not isinstance(w, NoneType):
         y = y * K.per_channel(w, y.ndim)
-    if b is not None:
+    if not isinstance(b, NoneType):
         y = y + K.per_channel(b, y.ndim)
     return y
 
