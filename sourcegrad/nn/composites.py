@@ -5,9 +5,9 @@ passes the eager ops (`ops.sigmoid`, `ops.tanh`, `ops.rsqrt`: the nodes torch re
 `compiled.lowering` the entries' numpy functions (`sourcegrad.ops.nn.sigmoid`, `np.tanh`,
 `sourcegrad.ops.nn.rsqrt`), which the compiler reads as primitives; a mean keeping the
 reduced dims is each mode's spelling (`x.mean(dims, keepdim=True)`, `np.mean(x, axis=...,
-keepdims=True)`). Operators, slicing and
-`isinstance` mean the same on both. (A Tensor also takes numpy's functions, but through its
-numpy protocol, a few microseconds a call: eager's hot paths call the ops themselves.)
+keepdims=True)`). Operators, slicing and `isinstance` mean the same on both. (A Tensor also
+takes numpy's functions, but through its numpy protocol, a few microseconds a call: eager's
+hot paths call the ops themselves.)
 
 The compiler reads these functions (inlined into the code of a compiled module): `x is None`
 of an array is a run-time comparison to it, so a missing weight is `isinstance(w, NoneType)`.
