@@ -47,3 +47,28 @@ def test_a_compiled_module_computes_the_eager_layers_numbers_exactly(training):
         np.testing.assert_allclose(
             p.grad.numpy(), q.grad.numpy(), rtol=1e-12, atol=1e-14, err_msg=name
         )
+
+
+class Classifier(nn.Module):
+    def __init__(self, reduction):
+        super().__init__()
+        self.fc = nn.Linear(5, 4)
+        self.reduction = reduction
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(
+            self.fc(x), y, ignore_index=2, reduction=self.reduction
+        )
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_a_compiled_cross_entropy_is_the_eager_one_exactly(reduction):
+    """log_softmax then the registry's nll_loss, in both modes."""
+    torch.manual_seed(0)
+    model = Classifier(reduction).double()
+    x = torch.randn(6, 5, dtype=torch.float64)
+    y = torch.tensor([0, 1, 2, 3, 2, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = torch.compile(model)(x, y)
+    np.testing.assert_array_equal(out.detach().numpy(), model(x, y).detach().numpy())

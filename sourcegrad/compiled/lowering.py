@@ -316,16 +316,11 @@ def rnn_steps(projected, h, w_hh, b_hh, relu):
 def cross_entropy(input, target, *, ignore_index=-100, reduction="mean"):
     """Class indices of a batch of rows (N, C); a target of ignore_index counts for nothing
     and the mean is over the others, as torch's."""
-    # (the registry's nll_loss, eager's node, is not one the compiler differentiates: its
-    # VJP's template calls nll_scale, which has no entry of its own)
-    counted = np.reshape(target, (input.shape[0],)) != ignore_index
-    classes = np.where(counted, target, 0)
-    picked = opnn.log_softmax(input, 1)[np.arange(input.shape[0]), classes] * counted
-    if reduction == "sum":
-        return -np.sum(picked)
-    if reduction == "none":
-        return -picked
-    return -np.sum(picked) / np.sum(counted)
+    # the registry's nll_loss (eager's NllLossBackward0) on log_softmax, as eager's; its
+    # forward read by the compiler, which differentiates the pick itself
+    logp = opnn.log_softmax(input, 1)
+    picked = logp[opnn.nll_index(np.shape(logp), target, ignore_index)]
+    return opnn.nll_of_picked(logp, picked, target, None, reduction, ignore_index)
 
 
 def mse_loss(input, target, *, reduction="mean"):
