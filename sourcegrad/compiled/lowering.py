@@ -8,8 +8,13 @@ compiler then inlines these functions like any user function and differentiates 
 with the registry's rules. They take numpy arrays and static arguments (ints, tuples,
 strings) and compute what the eager op computes, with torch's argument names.
 
-Takes: numpy arrays. Gives: numpy arrays. Imports numpy and `ops` only (the primitives
-it calls, `max_pool_index` and `track_running_stats` among them, are `ops.nn_layers`').
+Takes: numpy arrays. Gives: numpy arrays. Imports numpy, `ops` (the primitives it calls,
+`max_pool_index` and `track_running_stats` among them, are `ops.nn_layers`') and
+`nn.composites`: the LSTM and GRU cells and layer norm are the eager layers' own functions,
+given the registry's numpy functions (`composites.lstm_cell(..., opnn.sigmoid, np.tanh)`);
+batch norm and cross_entropy are the registry's functions that eager's nodes compute.
+`linear` is `input @ weight.T + bias` here (eager records one addmm node; the compiler
+differentiates the product and the sum itself, and prints them as they read).
 
 `FUNCTIONS` and `METHODS` are the tables the rewriting reads: a torch function's name (as
 `torch.<name>` or `nn.functional.<name>`) or a Tensor method's name -> the function here.
