@@ -91,7 +91,7 @@ from .backends._flags import (  # noqa: E402,F401 - torch's top-level switches
     use_deterministic_algorithms,
 )
 from .serialization import load, save  # noqa: E402,F401
-from .compiled_module import compile  # noqa: E402,F401
+from .compiled.module import compile  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - sourcegrad.viz after a plain `import sourcegrad`
 
 

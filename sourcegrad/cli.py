@@ -231,7 +231,7 @@ def _is_module_class(obj: Any) -> bool:
 def _show_module(cls: Any, args: argparse.Namespace) -> int:
     """`show FILE.py:Net --args "x=float32(8, 1, 8, 8)"`: the generated forward and backward
     of `sourcegrad.compile(Net())` for inputs of those shapes (Net made without arguments)."""
-    from . import compiled_module
+    from .compiled import module as compiled_module
     from .eager.factories import from_numpy
 
     if args.args is None:

@@ -343,7 +343,7 @@ def test_a_graph_break_warning_points_at_the_users_line(monkeypatch):
     the rewriting does not know (in the module's forward, a submodule's, a torch-style
     function), and the compiler refusing a layer's lowering, inlined from the user's line,
     whose own line the message names as where it was raised."""
-    from sourcegrad import torch_lowering
+    from sourcegrad.compiled import lowering
 
     x = torch.randn(2, 3)
     for model, fn in [(ReadsItem(), ReadsItem.forward), (CallsReadsItem(), ReadsItem.forward)]:
@@ -354,7 +354,7 @@ def test_a_graph_break_warning_points_at_the_users_line(monkeypatch):
     assert (w.filename, w.lineno) == _at(torch_style_reads_item, ".item()")
     assert compiled.source.endswith(f"({w.filename}:{w.lineno})\n")
 
-    monkeypatch.setattr(torch_lowering, "linear", refused_linear)
+    monkeypatch.setattr(lowering, "linear", refused_linear)
     model = TanhThenLinear()
     out, w = _one_break(lambda: sourcegrad.compile(model)(x))
     assert (w.filename, w.lineno) == _at(TanhThenLinear.forward, "self.fc(h)")
@@ -464,7 +464,7 @@ def test_show_prints_a_compiled_modules_forward_and_backward(capsys):
     out = capsys.readouterr().out
     assert "def value_and_dConvNet_forward_0_dconv1_weight" in out
     # (the call is longer than 88 characters: broken as black breaks it)
-    assert "sourcegrad.nn.kernels.convolution(\n        x, conv1_weight, conv1_bias" in out
+    assert "sourcegrad.ops.nn_kernels.convolution(\n        x, conv1_weight, conv1_bias" in out
     assert "dfc2_bias = g.sum(axis=0)" in out
 
 

@@ -269,7 +269,7 @@ def test_show_prints_the_loop_and_the_statistics_update(tmp_path, capsys):
     assert main(["show", f"{path}:Tagger", "--args", "x=float32(2, 5, 3)"]) == 0
     out = capsys.readouterr().out
     assert "def value_and_dTagger_forward_0_outputs_" in out  # (logits, h_n): one node
-    assert "sourcegrad.torch_lowering.track_running_stats(" in out
+    assert "sourcegrad.ops.nn_layers.track_running_stats(" in out
     forward, backward = out.split("_backward(", 1)
     assert "track_running_stats" not in backward  # the statistics move in the forward only
     assert "for " in forward and "in reversed(range(" in backward  # the loop over time

@@ -113,8 +113,8 @@ EAGER_SIDE = {
 FLOORS = [
     # leaves: the helpers generated code imports, errors, parameter trees, the disk cache
     {"runtime", "errors", "_version", "trees", "cache"},
-    # the op registry (and its old names)
-    {"ops", "rules", "rules_nn", "rules_torch"},
+    # the op registry
+    {"ops"},
     # the compiler, and beside it the eager side
     {"compiler"} | EAGER_SIDE,
     # the compiled API, and what joins the two modes
@@ -122,10 +122,7 @@ FLOORS = [
         "api",
         "notebook",
         "viz",
-        "torch_lowering",
-        "compiled_region",
-        "compiled_module",
-        "compiled_layers",
+        "compiled",
     },
     # the command line, benchmarks, the demo, the package's surface
     {"cli", "bench", "demo", "__main__", ""},

@@ -22,7 +22,6 @@ def _load_everything():
     import scipy.stats  # noqa: F401
 
     import sourcegrad.nn  # noqa: F401  (convolution, pooling, batch norm, padding)
-    import sourcegrad.rules_nn  # noqa: F401
 
     registry.load_optional()
 

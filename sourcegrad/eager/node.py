@@ -4,7 +4,7 @@
   `name()`, hooks, `metadata`.
 * `AccumulateGrad` ends every path at a leaf and adds the gradient into `.grad`.
 * `RuleNode` is every op's node. It holds what the op's rule needs (see
-  `spec.py`) and runs the rule's VJP lambdas from `sourcegrad.rules`, one per input
+  `spec.py`) and runs the rule's VJP lambdas from `sourcegrad.ops`, one per input
   that needs a gradient. On the plain path the lambdas get numpy arrays; under
   `create_graph=True` they get Tensors, so the backward is itself recorded.
 * The C++ special nodes of torch (`CopySlices`, `CopyBackwards`, `Error`,

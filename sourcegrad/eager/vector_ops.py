@@ -1,10 +1,10 @@
 """`torch.cross`, `torch.linalg.cross` and `torch.cdist` as eager ops.
 
 Each is one node, as in torch (LinalgCrossBackward0, CdistBackward0), using the
-rules of `sourcegrad.rules_nn`. The operands are promoted to torch's result dtype
+entries of `sourcegrad.ops.nn_losses`. The operands are promoted to torch's result dtype
 and their batch dimensions broadcast.
 
-Imports: `ops`/`operands`/`spec`/`tensor` of the eager package and `rules_nn`.
+Imports: `ops`/`operands`/`spec`/`tensor` of the eager package and `ops.nn_losses`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .. import rules_nn
+from ..ops import nn_losses
 from . import operands
 from .arithmetic import broadcast_error
 from .spec import OpSpec, record
@@ -61,7 +61,7 @@ def linalg_cross(input, other, *, dim=-1):
     except ValueError:
         raise broadcast_error(xd.shape, yd.shape) from None
     axis = dim % nd
-    out_data = _wrap(operands.result(rules_nn.linalg_cross(xd, yd, axis), rd))
+    out_data = _wrap(operands.result(nn_losses.linalg_cross(xd, yd, axis), rd))
     if operands.needs_grad(rx, ry):
         record(CROSS, out_data, (rx, ry), {"axis": axis})
     return out_data
@@ -108,7 +108,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
             )
     ad, bd, rd, ra, rb = _float_pair(x1, x2)
     p = float(p)
-    out = _wrap(operands.result(rules_nn.cdist(ad, bd, p), rd))
+    out = _wrap(operands.result(nn_losses.cdist(ad, bd, p), rd))
     if operands.needs_grad(ra, rb):
         record(CDIST, out, (ra, rb), {"p": p})
     return out

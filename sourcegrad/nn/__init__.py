@@ -6,8 +6,8 @@ losses); `init` (weight initialisations); `utils` (gradient clipping, parameter
 vectors). `import sourcegrad as torch` then `torch.nn.Linear(...)` etc. works as
 in torch. Further layer families go in `modules/` as their own files and are
 exported from `modules/__init__.py`. The functions of the spatial layers are in
-`conv_ops`, `pool_ops`, `pad_ops` and `norm_ops` (their array kernels in `kernels`),
-re-exported by `functional`.
+`conv_ops`, `pool_ops`, `pad_ops` and `norm_ops`, re-exported by `functional` (their
+registry entries in `sourcegrad.ops.nn_layers`, their array kernels in `ops.nn_kernels`).
 """
 
 from . import functional, init

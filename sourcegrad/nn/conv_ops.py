@@ -1,24 +1,20 @@
 """Convolutions: `conv1d`, `conv2d`, `conv3d`, `conv_transpose1d/2d/3d` (ConvolutionBackward0).
 
 Every form is one primitive, torch's `aten::convolution(input, weight, bias, stride,
-padding, dilation, transposed, output_padding, groups)`, registered as the rule
-"convolution" (arrays in `kernels.convolution`). Its VJPs are convolutions again:
+padding, dilation, transposed, output_padding, groups)`, the registry's entry
+"convolution" (`ops.nn_layers`, with its VJPs: convolutions again; arrays in
+`ops.nn_kernels.convolution`).
 
-* d input of a convolution is the transposed convolution of g with the same weight
-  (output_padding chosen to give back the input's size), and the other way round;
-* d weight is a convolution of the input, channels and batch swapped, with g as the
-  kernel (stride and dilation exchanged), cropped to the kernel's size;
-* d bias sums g over the batch and spatial dims.
-
-`convolution` below takes Tensors or arrays: a VJP run under `create_graph=True` gets
-Tensors and so records ConvolutionBackward0 nodes itself, which makes every order of
-derivative work (torch names the second one ConvolutionBackwardBackward0).
+`convolution` below is its eager op, which records ConvolutionBackward0: a VJP run under
+`create_graph=True` calls `ops.nn_layers.convolution` on Tensors, which dispatches here
+through the Tensor's numpy protocol, so every order of derivative works (torch names the
+second one ConvolutionBackwardBackward0).
 
 The user-facing functions check their arguments as torch does and raise torch's
 messages; padding='same' with an odd total pads the right end first (a
 ConstantPadNdBackward0 under the convolution, as torch).
 
-Imports: numpy, `rules`, `kernels`, `pad_ops` and the eager ops; `nn.functional` re-exports
+Imports: numpy, `ops` (the entry, its kernels), `pad_ops` and the eager ops; `nn.functional` re-exports
 the functions.
 """
 
@@ -28,12 +24,11 @@ import warnings
 
 import numpy as np
 
-from ..eager import operands, shape_ops
+from ..eager import numpy_dispatch, operands, shape_ops
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
-from ..ops import defnondiff, defprimitive
-from ..rules import Spelling, defvjp
-from . import kernels as K
+from ..ops import nn_kernels as K
+from ..ops import nn_layers
 from .pad_ops import pad
 
 __all__ = [
@@ -44,91 +39,10 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
-    "conv_input_grad",
-    "conv_weight_grad",
 ]
 
 _wrap = Tensor._make
 
-
-def conv_input_grad(g, w, x_shape, stride, padding, dilation, transposed, groups):
-    """d <g, convolution(x, w)> / d x, for x of shape x_shape (arrays or Tensors)."""
-    nd = len(x_shape) - 2
-    if transposed:
-        y = convolution(g, w, None, stride, padding, dilation, False, (0,) * nd, groups)
-        if tuple(np.shape(y)[2:]) == tuple(x_shape[2:]):
-            return y
-        return y[(slice(None), slice(None)) + tuple(slice(0, n) for n in x_shape[2:])]
-    k = np.shape(w)[2:]
-    h = np.shape(g)[2:]
-    extra = tuple(
-        x_shape[2 + i] - ((h[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k[i] - 1) + 1)
-        for i in range(nd)
-    )
-    return convolution(g, w, None, stride, padding, dilation, True, extra, groups)
-
-
-def conv_weight_grad(g, x, w_shape, stride, padding, dilation, transposed, groups):
-    """d <g, convolution(x, w)> / d w, for w of shape w_shape (arrays or Tensors).
-
-    With u the convolution's input side and v its output side, dw[o, c, k] =
-    sum_{n, p} v[n, o, p] u_padded[n, c, p stride + k dilation]: a convolution of u with
-    batch and channels swapped (grouped as the weight is) by the kernel v.
-    """
-    u, v = (g, x) if transposed else (x, g)
-    n, c = np.shape(u)[:2]
-    nd = len(w_shape) - 2
-    cg = c // groups
-    us = tuple(np.shape(u)[2:])
-    u2 = np.reshape(np.swapaxes(np.reshape(u, (n, groups, cg) + us), 0, 2), (cg, groups * n) + us)
-    v2 = np.swapaxes(v, 0, 1)
-    r = convolution(u2, v2, None, dilation, padding, stride, False, (0,) * nd, groups)
-    if tuple(np.shape(r)[2:]) != tuple(w_shape[2:]):
-        r = r[(slice(None), slice(None)) + tuple(slice(0, kk) for kk in w_shape[2:])]
-    return np.swapaxes(r, 0, 1)
-
-
-defvjp(
-    "convolution",
-    K.convolution,
-    Spelling("module", "sourcegrad.nn.kernels.convolution"),
-    lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
-        conv_input_grad(g, w, np.shape(x), stride, padding, dilation, transposed, groups)
-    ),
-    lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
-        conv_weight_grad(g, x, np.shape(w), stride, padding, dilation, transposed, groups)
-    ),
-    lambda g, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: np.sum(
-        g, axis=K.channel_axes(np.ndim(g))
-    ),
-    register_fn=False,
-    # bilinear in (x, w), plus the bias per channel
-    jvps=(
-        lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
-            convolution(t, w, None, stride, padding, dilation, transposed, output_padding, groups)
-        ),
-        lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
-            convolution(x, t, None, stride, padding, dilation, transposed, output_padding, groups)
-        ),
-        lambda t, ans, x, w, b, stride, padding, dilation, transposed, output_padding, groups: (
-            np.zeros_like(ans) + K.per_channel(t, np.ndim(ans))
-        ),
-    ),
-)
-
-# The two helpers the VJPs above call are primitives of generated backward code (for
-# `sourcegrad.compile` of a module with a convolution) whose own derivatives are not written
-# (a second derivative through them is refused).
-for _helper in (conv_input_grad, conv_weight_grad):
-    defprimitive(
-        _helper.__name__, _helper, Spelling("module", f"sourcegrad.nn.conv_ops.{_helper.__name__}")
-    )
-defnondiff(
-    "channel_axes",
-    K.channel_axes,
-    Spelling("module", "sourcegrad.nn.kernels.channel_axes"),
-    params=("ndim",),
-)
 
 CONVOLUTION = OpSpec("ConvolutionBackward0", "convolution", n_arrays=3)
 
@@ -170,6 +84,10 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
             },
         )
     return out
+
+
+# the entry's VJPs call `nn_layers.convolution`; on Tensors it is this op
+numpy_dispatch.FUNCTIONS[nn_layers.convolution] = convolution
 
 
 # --- argument checks (torch's messages) -------------------------------------------------------
@@ -222,14 +140,7 @@ def _check(
             f"expected scalar type {input.dtype._scalar_name} but found {weight.dtype._scalar_name}"
         )
     operands.same_device(input, weight, bias)
-    if any(s <= 0 for s in stride):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(p < 0 for p in padding):
-        raise RuntimeError("negative padding is not supported")
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError("dilation should be greater than zero")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
+    _check_geometry(stride, padding, dilation, groups)
     if w.ndim != nd + 2:
         raise RuntimeError(
             f"Expected {nd + 2}-dimensional input for {nd + 2}-dimensional "
@@ -238,73 +149,104 @@ def _check(
         )
     shape = x.shape if x.ndim == nd + 2 else (1,) + x.shape
     if transposed:
-        if output_padding is not None and any(
-            op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)
-        ):
-            names = ("height", "width") if nd == 2 else ("depth", "height", "width")[-nd:]
-            if nd == 1:
-                names = ("width",)
-            parts = (
-                " ".join(f"output_padding_{n}: {v}" for n, v in zip(names, output_padding))
-                + " "
-                + " ".join(f"stride_{n}: {v}" for n, v in zip(names, stride))
-                + " "
-                + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, dilation))
-            )
-            raise RuntimeError(
-                f"output padding must be smaller than either stride or dilation, but got {parts}"
-            )
-        if shape[1] != w.shape[0]:
-            raise RuntimeError(
-                f"Given transposed=1, weight of size {_size(w.shape)}, expected "
-                f"input{_size(shape)} to have {w.shape[0]} channels, but got "
-                f"{shape[1]} channels instead"
-            )
-        if w.shape[0] % groups:
-            raise RuntimeError(
-                f"Given groups={groups}, expected weight to be divisible by "
-                f"{groups} at dimension 0, but got weight of shape "
-                f"{_size(w.shape)} instead"
-            )
-        out_channels = w.shape[1] * groups
+        _check_output_padding(nd, output_padding, stride, dilation)
+        out_channels = _check_transposed_channels(shape, w.shape, groups)
     else:
-        if w.shape[0] % groups:
-            raise RuntimeError(
-                f"Given groups={groups}, expected weight to be divisible by "
-                f"{groups} at dimension 0, but got weight of shape "
-                f"{_size(w.shape)} instead"
-            )
-        if shape[1] != w.shape[1] * groups:
-            raise RuntimeError(
-                f"Given groups={groups}, weight of size {_size(w.shape)}, "
-                f"expected input{_size(shape)} to have {w.shape[1] * groups} "
-                f"channels, but got {shape[1]} channels instead"
-            )
-        padded = tuple(shape[2 + i] + 2 * padding[i] for i in range(nd))
-        kernel = tuple(dilation[i] * (w.shape[2 + i] - 1) + 1 for i in range(nd))
-        if any(k > p for k, p in zip(kernel, padded)):
-            raise RuntimeError(
-                "Calculated padded input size per channel: ("
-                + " x ".join(map(str, padded))
-                + "). Kernel size: ("
-                + " x ".join(map(str, kernel))
-                + "). Kernel size can't be greater than actual input size"
-            )
-        out_channels = w.shape[0]
+        out_channels = _check_channels(shape, w.shape, groups, nd, padding, dilation)
     if bias is not None:
-        b = bias._data if isinstance(bias, Tensor) else bias
-        if b.ndim != 1 or b.shape[0] != out_channels:
-            raise RuntimeError(
-                f"Given weight of size {_size(w.shape)}, expected bias to be "
-                f"1-dimensional with {out_channels} elements, but got bias of "
-                f"size {_size(b.shape)} instead"
-            )
-        if b.dtype != x.dtype:
-            raise RuntimeError(
-                f"expected scalar type {input.dtype._scalar_name} but found "
-                f"{bias.dtype._scalar_name}"
-            )
+        _check_bias(bias, input, out_channels, w.shape)
     return x.ndim == nd + 2
+
+
+def _check_geometry(stride, padding, dilation, groups):
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+
+
+def _check_output_padding(nd, output_padding, stride, dilation):
+    """A transposed convolution's output_padding is smaller than its stride or dilation."""
+    if output_padding is None or not any(
+        op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)
+    ):
+        return
+    names = ("height", "width") if nd == 2 else ("depth", "height", "width")[-nd:]
+    if nd == 1:
+        names = ("width",)
+    parts = (
+        " ".join(f"output_padding_{n}: {v}" for n, v in zip(names, output_padding))
+        + " "
+        + " ".join(f"stride_{n}: {v}" for n, v in zip(names, stride))
+        + " "
+        + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, dilation))
+    )
+    raise RuntimeError(
+        f"output padding must be smaller than either stride or dilation, but got {parts}"
+    )
+
+
+def _check_groups(w_shape, groups):
+    if w_shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by "
+            f"{groups} at dimension 0, but got weight of shape "
+            f"{_size(w_shape)} instead"
+        )
+
+
+def _check_transposed_channels(shape, w_shape, groups):
+    """A transposed convolution's input channels (of the batched `shape`) against its
+    weight's; gives its output channels."""
+    if shape[1] != w_shape[0]:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {_size(w_shape)}, expected "
+            f"input{_size(shape)} to have {w_shape[0]} channels, but got "
+            f"{shape[1]} channels instead"
+        )
+    _check_groups(w_shape, groups)
+    return w_shape[1] * groups
+
+
+def _check_channels(shape, w_shape, groups, nd, padding, dilation):
+    """A convolution's input channels and padded size (of the batched `shape`) against its
+    weight's; gives its output channels."""
+    _check_groups(w_shape, groups)
+    if shape[1] != w_shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {_size(w_shape)}, "
+            f"expected input{_size(shape)} to have {w_shape[1] * groups} "
+            f"channels, but got {shape[1]} channels instead"
+        )
+    padded = tuple(shape[2 + i] + 2 * padding[i] for i in range(nd))
+    kernel = tuple(dilation[i] * (w_shape[2 + i] - 1) + 1 for i in range(nd))
+    if any(k > p for k, p in zip(kernel, padded)):
+        raise RuntimeError(
+            "Calculated padded input size per channel: ("
+            + " x ".join(map(str, padded))
+            + "). Kernel size: ("
+            + " x ".join(map(str, kernel))
+            + "). Kernel size can't be greater than actual input size"
+        )
+    return w_shape[0]
+
+
+def _check_bias(bias, input, out_channels, w_shape):
+    b = bias._data if isinstance(bias, Tensor) else bias
+    if b.ndim != 1 or b.shape[0] != out_channels:
+        raise RuntimeError(
+            f"Given weight of size {_size(w_shape)}, expected bias to be "
+            f"1-dimensional with {out_channels} elements, but got bias of "
+            f"size {_size(b.shape)} instead"
+        )
+    if b.dtype != input._data.dtype:
+        raise RuntimeError(
+            f"expected scalar type {input.dtype._scalar_name} but found {bias.dtype._scalar_name}"
+        )
 
 
 def _same_padding(input, weight, nd, dilation):

@@ -10,8 +10,8 @@ where torch has it; the families that grew large live apart (`functional_loss`,
 `functional_attention`, `conv_ops`, `pool_ops`, `norm_ops`, `pad_ops`), re-exported here.
 
 The losses live in `functional_loss` (imported here under their torch names);
-`linear` with a bias on a matrix is AddmmBackward0 over a TBackward0 of the
-weight.
+`linear` in `linear_ops` (AddmmBackward0 with a bias on a matrix, over a TBackward0 of
+the weight), the composites both modes share in `composites`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ..eager import devices, factories, ops, shape_ops
 from ..eager import inplace as _inplace_ops
 from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F401 (torch's too)
 from ..eager.tensor import Tensor
+from . import composites
 
 # convolution, pooling, padding, interpolation and batch norm: a module per family
 from .conv_ops import (
@@ -63,6 +64,7 @@ from .functional_loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .linear_ops import linear  # noqa: F401
 from .norm_ops import batch_norm  # noqa: F401
 from .pad_ops import pad  # noqa: F401
 from .pool_ops import (
@@ -121,29 +123,6 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
     return ops.log_softmax(input, dim, dtype)
-
-
-def linear(input, weight, bias=None):
-    """input @ weight.T + bias (AddmmBackward0 for a matrix input with a bias, as torch).
-    With a bias, torch runs addmm on the input's rows (folded): its errors are addmm's
-    ("mat1 and mat2 shapes cannot be multiplied (2x5 and 3x4)"); without, matmul's."""
-    wt = shape_ops.t(weight)
-    if bias is not None:
-        shape, w = input._data.shape, weight._data
-        if (
-            shape
-            and w.ndim == 2
-            and (
-                shape[-1] != w.shape[1]
-                or input._data.dtype != w.dtype
-                or bias._data.dtype != w.dtype
-            )
-        ):
-            ops.check_addmm(bias, (math.prod(shape[:-1]), shape[-1]), input.dtype, wt)
-    if input._data.ndim == 2:
-        return ops.addmm(bias, input, wt) if bias is not None else ops.mm(input, wt)
-    out = ops.matmul(input, wt)
-    return out + bias if bias is not None else out
 
 
 def _check_p(p):
@@ -479,15 +458,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"{expected}, but got input of size{list(input.shape)}"
         )
     dims = tuple(range(input.ndim - k, input.ndim))
-    mean = input.mean(dims, keepdim=True)
-    centred = input - mean
-    var = (centred * centred).mean(dims, keepdim=True)
-    out = centred * ops.rsqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    return composites.layer_norm(input, dims, weight, bias, eps, _mean_keepdim, ops.rsqrt)
+
+
+def _mean_keepdim(x, dims):
+    return x.mean(dims, keepdim=True)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

@@ -28,6 +28,7 @@ import warnings
 from ..eager import dtypes, factories, ops, shape_ops
 from ..eager.tensor import Tensor
 from ..errors import SourcegradError
+from .linear_ops import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -36,15 +37,6 @@ _NEG_INF = float("-inf")
 
 class UnsupportedAttentionOptionError(SourcegradError, NotImplementedError):
     """An option of torch's attention functions that sourcegrad does not implement."""
-
-
-def linear(x, weight, bias=None):
-    """x W^T + b (AddmmBackward0 on a matrix, as F.linear; `functional` imports this module)."""
-    wt = weight.t()
-    if x.dim() == 2 and bias is not None:
-        return ops.addmm(bias, x, wt)
-    out = ops.matmul(x, wt)
-    return out if bias is None else out + bias
 
 
 def dropout(x, p):
@@ -260,6 +252,51 @@ def multi_head_attention_forward(
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
+    key_padding_mask, attn_mask, is_causal = _canonical_masks(
+        query, key_padding_mask, attn_mask, is_causal, need_weights
+    )
+    head_dim = _head_dim(
+        key, value, embed_dim, embed_dim_to_check, num_heads, use_separate_proj_weight
+    )
+    q, k, v = _in_projection(
+        query,
+        key,
+        value,
+        in_proj_weight,
+        in_proj_bias,
+        use_separate_proj_weight,
+        q_proj_weight,
+        k_proj_weight,
+        v_proj_weight,
+    )
+    attn_mask = _batched_attn_mask(attn_mask, tgt_len, key.shape[0], bsz * num_heads)
+    k, v, attn_mask, key_padding_mask = _append_bias_kv(
+        k, v, bias_k, bias_v, bsz, attn_mask, key_padding_mask
+    )
+    # heads into the batch: (N * heads, L, head_dim)
+    q, k, v = (t.reshape(t.shape[0], bsz * num_heads, head_dim).transpose(0, 1) for t in (q, k, v))
+    if add_zero_attn:
+        zeros = factories.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
+        k = shape_ops.cat([k, zeros], 1)
+        v = shape_ops.cat([v, zeros], 1)
+        attn_mask = None if attn_mask is None else _pad_last(attn_mask)
+        key_padding_mask = None if key_padding_mask is None else _pad_last(key_padding_mask)
+    attn_mask = _with_key_padding(attn_mask, key_padding_mask, bsz, num_heads, k.shape[1])
+    if not training:
+        dropout_p = 0.0
+    out_proj = (out_proj_weight, out_proj_bias)
+    shape = (tgt_len, bsz, embed_dim, num_heads)
+    if need_weights:
+        out, weights = _attention_and_weights(
+            q, k, v, attn_mask, dropout_p, out_proj, shape, average_attn_weights
+        )
+        return (out, weights) if is_batched else (out.squeeze(1), weights.squeeze(0))
+    out = _fused_attention(q, k, v, attn_mask, dropout_p, is_causal, out_proj, shape)
+    return (out if is_batched else out.squeeze(1)), None
+
+
+def _canonical_masks(query, key_padding_mask, attn_mask, is_causal, need_weights):
+    """The float forms of both masks, and whether the causal hint still holds."""
     key_padding_mask = canonical_mask(
         key_padding_mask,
         "key_padding_mask",
@@ -279,6 +316,11 @@ def multi_head_attention_forward(
         attn_mask = canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
         if key_padding_mask is not None:
             is_causal = False
+    return key_padding_mask, attn_mask, is_causal
+
+
+def _head_dim(key, value, embed_dim, embed_dim_to_check, num_heads, separate):
+    """embed_dim // num_heads, after torch's checks of the embedding and key/value shapes."""
     if embed_dim != embed_dim_to_check:
         raise AssertionError(
             f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
@@ -286,7 +328,7 @@ def multi_head_attention_forward(
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    if use_separate_proj_weight:
+    if separate:
         if tuple(key.shape[:2]) != tuple(value.shape[:2]):
             raise AssertionError(
                 f"key's sequence and batch dims {key.shape[:2]} do not match "
@@ -294,31 +336,30 @@ def multi_head_attention_forward(
             )
     elif tuple(key.shape) != tuple(value.shape):
         raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
-    q, k, v = _in_projection(
-        query,
-        key,
-        value,
-        in_proj_weight,
-        in_proj_bias,
-        use_separate_proj_weight,
-        q_proj_weight,
-        k_proj_weight,
-        v_proj_weight,
-    )
-    src_len = key.shape[0]
-    if attn_mask is not None:
-        if attn_mask.dim() == 2:
-            if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(
-                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
-                    f"should be {(tgt_len, src_len)}."
-                )
-            attn_mask = attn_mask.unsqueeze(0)
-        elif tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+    return head_dim
+
+
+def _batched_attn_mask(attn_mask, tgt_len, src_len, batch_heads):
+    """attn_mask checked, a 2-D one given a batch dim of 1 (None stays None)."""
+    if attn_mask is None:
+        return None
+    if attn_mask.dim() == 2:
+        if tuple(attn_mask.shape) != (tgt_len, src_len):
             raise RuntimeError(
-                f"The shape of the 3D attn_mask is {attn_mask.shape}, but should "
-                f"be {(bsz * num_heads, tgt_len, src_len)}."
+                f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                f"should be {(tgt_len, src_len)}."
             )
+        return attn_mask.unsqueeze(0)
+    if tuple(attn_mask.shape) != (batch_heads, tgt_len, src_len):
+        raise RuntimeError(
+            f"The shape of the 3D attn_mask is {attn_mask.shape}, but should "
+            f"be {(batch_heads, tgt_len, src_len)}."
+        )
+    return attn_mask
+
+
+def _append_bias_kv(k, v, bias_k, bias_v, bsz, attn_mask, key_padding_mask):
+    """bias_k and bias_v appended to the keys and values (and a column to the masks)."""
     if bias_k is not None and bias_v is not None:
         k = shape_ops.cat([k, bias_k.repeat(1, bsz, 1)])
         v = shape_ops.cat([v, bias_v.repeat(1, bsz, 1)])
@@ -330,47 +371,49 @@ def multi_head_attention_forward(
             if bias_k is not None
             else "bias_v is set but bias_k is None"
         )
-    # heads into the batch: (N * heads, L, head_dim)
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    if add_zero_attn:
-        zeros = factories.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
-        k = shape_ops.cat([k, zeros], 1)
-        v = shape_ops.cat([v, zeros], 1)
-        attn_mask = None if attn_mask is None else _pad_last(attn_mask)
-        key_padding_mask = None if key_padding_mask is None else _pad_last(key_padding_mask)
-    src_len = k.shape[1]
-    if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(
-                f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
-                f"got {key_padding_mask.shape}"
-            )
-        key_padding_mask = (
-            key_padding_mask.reshape(bsz, 1, 1, src_len)
-            .expand(-1, num_heads, -1, -1)
-            .reshape(bsz * num_heads, 1, src_len)
+    return k, v, attn_mask, key_padding_mask
+
+
+def _with_key_padding(attn_mask, key_padding_mask, bsz, num_heads, src_len):
+    """attn_mask plus the key padding mask spread over the heads (N * heads, 1, S)."""
+    if key_padding_mask is None:
+        return attn_mask
+    if tuple(key_padding_mask.shape) != (bsz, src_len):
+        raise AssertionError(
+            f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
+            f"got {key_padding_mask.shape}"
         )
-        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
-    if not training:
-        dropout_p = 0.0
-    if need_weights:
-        q_scaled = q * math.sqrt(1.0 / float(head_dim))
-        scores = ops.bmm(q_scaled, k.transpose(-2, -1))
-        if attn_mask is not None:
-            scores = attn_mask + scores
-        weights = ops.softmax(scores, -1)
-        if dropout_p > 0.0:
-            weights = dropout(weights, dropout_p)
-        out = ops.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
-        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
-        if average_attn_weights:
-            weights = weights.mean(1)
-        if not is_batched:
-            return out.squeeze(1), weights.squeeze(0)
-        return out, weights
+    key_padding_mask = (
+        key_padding_mask.reshape(bsz, 1, 1, src_len)
+        .expand(-1, num_heads, -1, -1)
+        .reshape(bsz * num_heads, 1, src_len)
+    )
+    return key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+
+def _attention_and_weights(q, k, v, attn_mask, dropout_p, out_proj, shape, average):
+    """need_weights=True: the weights computed here (a fully masked row is nan, as torch's),
+    then the output projected; the weights averaged over the heads if `average`."""
+    tgt_len, bsz, embed_dim, num_heads = shape
+    q_scaled = q * math.sqrt(1.0 / float(q.shape[-1]))
+    scores = ops.bmm(q_scaled, k.transpose(-2, -1))
+    if attn_mask is not None:
+        scores = attn_mask + scores
+    weights = ops.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    out = ops.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, *out_proj).reshape(tgt_len, bsz, -1)
+    weights = weights.reshape(bsz, num_heads, tgt_len, k.shape[1])
+    if average:
+        weights = weights.mean(1)
+    return out, weights
+
+
+def _fused_attention(q, k, v, attn_mask, dropout_p, is_causal, out_proj, shape):
+    """need_weights=False: scaled_dot_product_attention per head, then the projection."""
+    tgt_len, bsz, embed_dim, num_heads = shape
+    src_len, head_dim = k.shape[1], k.shape[2]
     if attn_mask is not None:
         if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
             attn_mask = attn_mask.unsqueeze(0)
@@ -381,5 +424,4 @@ def multi_head_attention_forward(
     v = v.reshape(bsz, num_heads, src_len, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
-    return (out if is_batched else out.squeeze(1)), None
+    return linear(out, *out_proj).reshape(tgt_len, bsz, -1)

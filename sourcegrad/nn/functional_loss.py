@@ -7,8 +7,8 @@ returns the loss Tensor.
 
 Where torch records a single node, so does this module, with torch's name:
 MseLossBackward0, SmoothL1LossBackward0, HuberLossBackward0, NllLossBackward0,
-BinaryCrossEntropyBackward0, BinaryCrossEntropyWithLogitsBackward0 (rules in
-`sourcegrad.rules_torch` and `sourcegrad.rules_nn`). Where torch composes
+BinaryCrossEntropyBackward0, BinaryCrossEntropyWithLogitsBackward0 (entries in
+`sourcegrad.ops.nn` and `sourcegrad.ops.nn_losses`). Where torch composes
 tensor ops (l1_loss, kl_div, cross_entropy's probability targets and label
 smoothing, cosine_embedding_loss), this module composes the same ops in the same
 order, so the last nodes' names are torch's too (MeanBackward0 over AbsBackward0
@@ -25,13 +25,13 @@ import warnings
 
 import numpy as np
 
-from .. import rules_nn
-from .. import rules_torch as rt
 from ..eager import factories, operands, ops
 from ..eager.composites import pairwise_distance
 from ..eager.grad_mode import no_grad
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
+from ..ops import nn as ops_nn
+from ..ops import nn_losses
 
 __all__ = [
     "mse_loss",
@@ -143,7 +143,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _warn_size(input, target)
     if weight is not None:
         return _weighted((input - target) ** 2, weight, input, reduction, True)
-    return _pointwise(MSE_LOSS, rt.mse_loss, input, target, reduction)
+    return _pointwise(MSE_LOSS, ops_nn.mse_loss, input, target, reduction)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -163,7 +163,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         return l1_loss(input, target, reduction=reduction)
     _warn_size(input, target)
     return _pointwise(
-        SMOOTH_L1_LOSS, rules_nn.smooth_l1_loss, input, target, reduction, beta=float(beta)
+        SMOOTH_L1_LOSS, nn_losses.smooth_l1_loss, input, target, reduction, beta=float(beta)
     )
 
 
@@ -174,7 +174,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _warn_size(input, target)
     if weight is not None:
         return _weighted(huber_loss(input, target, "none", delta), weight, input, reduction, False)
-    return _pointwise(HUBER_LOSS, rules_nn.huber_loss, input, target, reduction, delta=float(delta))
+    return _pointwise(
+        HUBER_LOSS, nn_losses.huber_loss, input, target, reduction, delta=float(delta)
+    )
 
 
 # --- classification losses -------------------------------------------------------------------
@@ -219,7 +221,9 @@ def nll_loss(
     w = _array(weight, input._data.dtype)
     if input._data.ndim > 2:
         return _nll_loss_nd(input, target, w, reduction, ignore_index)
-    out = _wrap(operands.result(rt.nll_loss(input._data, target._data, w, reduction, ignore_index)))
+    out = _wrap(
+        operands.result(ops_nn.nll_loss(input._data, target._data, w, reduction, ignore_index))
+    )
     if operands.needs_grad(input):
         record(
             NLL_LOSS,
@@ -238,7 +242,7 @@ def _nll_loss_nd(input, target, w, reduction, ignore_index):
     elif len(shape) > 4:
         input, target = input.reshape(shape[0], shape[1], 1, -1), target.reshape(shape[0], 1, -1)
     out = _wrap(
-        operands.result(rules_nn.nll_loss2d(input._data, target._data, w, reduction, ignore_index))
+        operands.result(nn_losses.nll_loss2d(input._data, target._data, w, reduction, ignore_index))
     )
     if operands.needs_grad(input):
         record(
@@ -332,7 +336,7 @@ def binary_cross_entropy(
     if ((xd < 0) | (xd > 1)).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
     w = _array(weight, rd)
-    out = _wrap(operands.result(rules_nn.binary_cross_entropy(xd, yd, w, reduction), rd))
+    out = _wrap(operands.result(nn_losses.binary_cross_entropy(xd, yd, w, reduction), rd))
     if operands.needs_grad(rx, ry):
         record(BCE, out, (rx, ry, w), {"reduction": reduction})
     return out
@@ -352,7 +356,7 @@ def binary_cross_entropy_with_logits(
     ops.same_device(input, target, weight, pos_weight)
     w, pw = _array(weight, rd), _array(pos_weight, rd)
     out = _wrap(
-        operands.result(rules_nn.binary_cross_entropy_with_logits(xd, yd, w, pw, reduction), rd)
+        operands.result(nn_losses.binary_cross_entropy_with_logits(xd, yd, w, pw, reduction), rd)
     )
     if operands.needs_grad(rx, ry):
         record(BCE_LOGITS, out, (rx, ry, w, pw), {"reduction": reduction})
@@ -365,7 +369,7 @@ def binary_cross_entropy_with_logits(
 def _xlogy(x, y):
     """torch.xlogy (XlogyBackward0): kl_div's target log target term."""
     xd, yd, rd, rx, ry = operands.promote(x, y, to_float=True)
-    out = _wrap(operands.result(rules_nn.xlogy(xd, yd), rd))
+    out = _wrap(operands.result(nn_losses.xlogy(xd, yd), rd))
     if operands.needs_grad(rx, ry):
         record(XLOGY, out, (rx, ry))
     return out

@@ -1,6 +1,6 @@
 """`F.batch_norm` (NativeBatchNormBackward0), with torch's running-statistics update.
 
-Two primitives, both under torch's node name:
+Two primitives of the registry (`ops.nn_layers`), both under torch's node name:
 
 * "batch_norm_train": normalise each channel of (N, C, *) by the batch's own mean and
   biased variance, then weight and bias. The VJPs are the textbook ones,
@@ -13,109 +13,21 @@ as torch's kernel writes them, without moving their version counters):
 running = momentum stat + (1 - momentum) running, the variance's statistic unbiased
 (n / (n - 1)), float32 statistics computed in float64 as torch's CPU kernel does.
 
-Imports: numpy, `rules`, `kernels`, the eager ops.
+Imports: numpy, `ops` (the entries, their kernels), the eager ops.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..eager import operands
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
-from ..rules import Spelling, defvjp
-from .kernels import channel_axes, per_channel, update_running_stats
+from ..ops.nn_kernels import update_running_stats
+from ..ops.nn_layers import batch_norm_eval, batch_norm_train
 
-__all__ = ["batch_norm", "normalized", "batch_norm_input_grad"]
+__all__ = ["batch_norm"]
 
 _wrap = Tensor._make
 
-
-def normalized(x, eps):
-    """(x - mean) / sqrt(var + eps) per channel, the batch's biased variance."""
-    axes = channel_axes(np.ndim(x))
-    centred = x - np.mean(x, axis=axes, keepdims=True)
-    var = np.mean(centred * centred, axis=axes, keepdims=True)
-    return centred / np.sqrt(var + eps)
-
-
-def batch_norm_input_grad(g, x, w, eps):
-    """d <g, batch_norm_train(x, w, b)> / d x (arrays or Tensors)."""
-    axes = channel_axes(np.ndim(x))
-    centred = x - np.mean(x, axis=axes, keepdims=True)
-    invstd = 1.0 / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + eps)
-    xhat = centred * invstd
-    gw = g if w is None else g * per_channel(w, np.ndim(x))
-    return invstd * (
-        gw
-        - np.mean(gw, axis=axes, keepdims=True)
-        - xhat * np.mean(gw * xhat, axis=axes, keepdims=True)
-    )
-
-
-def _affine(y, w, b):
-    if w is not None:
-        y = y * per_channel(w, y.ndim)
-    if b is not None:
-        y = y + per_channel(b, y.ndim)
-    return y
-
-
-def batch_norm_train(x, w, b, eps):
-    return _affine(normalized(x, eps), w, b)
-
-
-def batch_norm_eval(x, w, b, mean, var, eps):
-    return _affine((x - per_channel(mean, x.ndim)) / np.sqrt(per_channel(var, x.ndim) + eps), w, b)
-
-
-defvjp(
-    "batch_norm_train",
-    batch_norm_train,
-    Spelling("module", "sourcegrad.nn.norm_ops.batch_norm_train"),
-    lambda g, ans, x, w, b, eps: batch_norm_input_grad(g, x, w, eps),
-    lambda g, ans, x, w, b, eps: np.sum(g * normalized(x, eps), axis=channel_axes(np.ndim(x))),
-    lambda g, ans, x, w, b, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
-    register_fn=False,
-    # the normalisation's Jacobian is symmetric: its JVP is its VJP, then the weight
-    jvps=(
-        lambda t, ans, x, w, b, eps: (
-            batch_norm_input_grad(t, x, None, eps)
-            * (1.0 if w is None else per_channel(w, np.ndim(x)))
-        ),
-        lambda t, ans, x, w, b, eps: per_channel(t, np.ndim(x)) * normalized(x, eps),
-        lambda t, ans, x, w, b, eps: np.zeros_like(ans) + per_channel(t, np.ndim(ans)),
-    ),
-)
-defvjp(
-    "batch_norm_eval",
-    batch_norm_eval,
-    Spelling("module", "sourcegrad.nn.norm_ops.batch_norm_eval"),
-    lambda g, ans, x, w, b, mean, var, eps: (
-        g * per_channel((1.0 if w is None else w) / np.sqrt(var + eps), np.ndim(g))
-    ),
-    lambda g, ans, x, w, b, mean, var, eps: np.sum(
-        g * (x - per_channel(mean, np.ndim(x))) / np.sqrt(per_channel(var, np.ndim(x)) + eps),
-        axis=channel_axes(np.ndim(x)),
-    ),
-    lambda g, ans, x, w, b, mean, var, eps: np.sum(g, axis=channel_axes(np.ndim(g))),
-    None,
-    None,
-    register_fn=False,
-    jvps=(
-        lambda t, ans, x, w, b, mean, var, eps: (
-            t * per_channel((1.0 if w is None else w) / np.sqrt(var + eps), np.ndim(t))
-        ),
-        lambda t, ans, x, w, b, mean, var, eps: (
-            per_channel(t, np.ndim(x))
-            * (x - per_channel(mean, np.ndim(x)))
-            / np.sqrt(per_channel(var, np.ndim(x)) + eps)
-        ),
-        lambda t, ans, x, w, b, mean, var, eps: np.zeros_like(ans) + per_channel(t, np.ndim(ans)),
-        None,
-        None,
-    ),
-)
 
 TRAIN = OpSpec("NativeBatchNormBackward0", "batch_norm_train", n_arrays=3)
 EVAL = OpSpec("NativeBatchNormBackward0", "batch_norm_eval", n_arrays=5, edges=(0, 1, 2))

@@ -1,8 +1,9 @@
 """`F.pad`: constant, reflect, replicate and circular padding, with torch's nodes.
 
-* constant: the primitive "constant_pad" (ConstantPadNdBackward0). A negative width
-  crops; the VJP is the same op with the widths negated (crop what was padded, pad
-  with zeros what was cropped), so it records itself under create_graph.
+* constant: the registry's primitive "constant_pad" (`ops.nn_layers`; ConstantPadNdBackward0).
+  A negative width crops; the VJP is the same op with the widths negated (crop what was
+  padded, pad with zeros what was cropped), so it records itself under create_graph (the
+  VJP's `nn_layers.constant_pad` of a Tensor dispatches to `constant_pad` here).
 * reflect, replicate, circular: a gather of the input through one index array per padded
   dim (ReflectionPad{k}DBackward0, ReplicationPad{k}DBackward0; torch builds circular
   padding from slice copies, CopySlices, whose gradient the same gather gives). Its VJP
@@ -10,50 +11,20 @@
 
 `pad` is torch's pad sequence: (left, right) of the last dim first, then the dim before.
 
-Imports: numpy, `rules`, the eager ops.
+Imports: numpy, `ops.nn_layers`, the eager ops.
 """
 
 from __future__ import annotations
 
-from ..eager import devices, operands, shape_ops
+from ..eager import devices, numpy_dispatch, operands, shape_ops
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
-from ..rules import Spelling, defvjp
-from ..runtime import array_module
+from ..ops import nn_layers
 
-__all__ = ["pad", "constant_pad", "negated"]
+__all__ = ["pad", "constant_pad"]
 
 _wrap = Tensor._make
 
-
-def negated(widths):
-    return tuple(-w for w in widths)
-
-
-def _pad_array(x, widths, value=0):
-    """x cropped where a width is negative, then padded with `value` where it is positive."""
-    k = len(widths) // 2
-    crop = [slice(None)] * x.ndim
-    grow = [(0, 0)] * x.ndim
-    for i in range(k):
-        axis = x.ndim - 1 - i
-        lo, hi = widths[2 * i], widths[2 * i + 1]
-        crop[axis] = slice(max(-lo, 0), x.shape[axis] - max(-hi, 0))
-        grow[axis] = (max(lo, 0), max(hi, 0))
-    x = x[tuple(crop)]
-    if any(g != (0, 0) for g in grow):
-        x = array_module(x).pad(x, grow, constant_values=value)
-    return x
-
-
-defvjp(
-    "constant_pad",
-    _pad_array,
-    Spelling("module", "sourcegrad.nn.pad_ops.constant_pad"),
-    lambda g, ans, x, widths, value=0: constant_pad(g, negated(widths), 0),
-    register_fn=False,
-    jvps=(lambda t, ans, x, widths, value=0: constant_pad(t, widths, 0),),
-)
 
 CONSTANT_PAD = OpSpec("ConstantPadNdBackward0", "constant_pad", n_arrays=1)
 
@@ -61,11 +32,15 @@ CONSTANT_PAD = OpSpec("ConstantPadNdBackward0", "constant_pad", n_arrays=1)
 def constant_pad(input, widths, value=0):
     """The constant pad of an array or a Tensor (the VJP calls it with either)."""
     if not isinstance(input, Tensor):
-        return _pad_array(input, widths, value)
-    out = _wrap(_pad_array(input._data, widths, value))
+        return nn_layers.pad_array(input, widths, value)
+    out = _wrap(nn_layers.pad_array(input._data, widths, value))
     if operands.needs_grad(input):
         record(CONSTANT_PAD, out, (input,), {"widths": tuple(widths)})
     return out
+
+
+# the entry's VJP calls `nn_layers.constant_pad`; on Tensors it is this op
+numpy_dispatch.FUNCTIONS[nn_layers.constant_pad] = constant_pad
 
 
 _SUPPORTED = (

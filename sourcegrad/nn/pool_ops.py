@@ -7,13 +7,13 @@
   (SqueezeBackward1 over MaxPool2DWithIndicesBackward0).
 * Average pools, adaptive average pools and nearest/linear/bilinear interpolation are
   separable linear maps: y = A x B^T over the last two dims, with constant matrices built
-  from the geometry (`kernels.*_matrix`). One rule, "resample", serves them all under
+  from the geometry (`kernels.*_matrix`). One entry, "resample" (`ops.nn_layers`), serves them all under
   torch's node names (AvgPool2DBackward0, AdaptiveAvgPool2DBackward0,
   UpsampleNearest2DBackward0, UpsampleBilinear2DBackward0, ...); its VJP A^T g B is
   written with numpy's matmul, so it runs on Tensors under create_graph.
 * `adaptive_avg_pool2d` to 1x1 is a mean over the last two dims (MeanBackward1), as torch.
 
-Imports: numpy, `rules`, `kernels`, `unsupported` and the eager ops.
+Imports: numpy, `ops.nn_kernels`, `unsupported` and the eager ops.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import numpy as np
 from ..eager import devices, operands, ops, shape_ops
 from ..eager.spec import record
 from ..eager.tensor import Tensor
-from ..rules import Spelling, defvjp
-from . import kernels as K
+from ..ops import nn_kernels as K
 from .unsupported import UnsupportedOptionError
 
 __all__ = [
@@ -41,17 +40,6 @@ __all__ = [
 ]
 
 _wrap = Tensor._make
-
-defvjp(
-    "resample",
-    K.resample,
-    Spelling("module", "sourcegrad.nn.kernels.resample"),
-    lambda g, ans, x, a, b: K.resample_adjoint(g, a, b),
-    None,
-    None,
-    register_fn=False,
-    linear=(0,),
-)
 
 
 def resample(input, a, b, node_name):

@@ -15,7 +15,9 @@ test grid from them) and, for an eager op with torch names, one test row.
 * `expand.py`: a family's rule written once and written out per member (`expand`: the
   scipy.stats distributions' rules from their scores);
 * `elementwise.py`, `reductions.py`, `linalg.py`, `shape.py`, `nn.py`: the entries by
-  family; `program.py`: the ops of the program itself (reads without gradient, builtins,
+  family; `nn_layers.py` (convolution, pools, batch norm, padding; their array kernels in
+  `nn_kernels.py`) and `nn_losses.py` (torch.nn's single-node losses, cross, cdist);
+  `program.py`: the ops of the program itself (reads without gradient, builtins,
   lists and mutation as values, the helpers generated backward code calls).
 
 Imports run one way: runtime <- ops <- {compiler modules, eager} <- api <- cli. This
@@ -53,6 +55,7 @@ from .registry import (
 
 # the families, in the order their entries build on each other (aliases after their base)
 from . import elementwise, reductions, linalg, shape, program, nn, numpy_linalg, numpy_functions  # noqa: E402,F401,E501
+from . import nn_kernels, nn_layers, nn_losses  # noqa: E402,F401 - the spatial layers, torch.nn's losses
 from . import fft, complex_values  # noqa: E402,F401
 from .program import jvp_at_run_time, runs_forward_only, vjp_at_run_time  # noqa: E402
 

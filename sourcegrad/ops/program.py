@@ -599,7 +599,7 @@ def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
 
 
 # A rule whose formula depends on a rank known only at run time, called then (see templates);
-# generated code writes `sourcegrad.ops.vjp_at_run_time(...)` (older code `sourcegrad.rules.`).
+# generated code writes `sourcegrad.ops.vjp_at_run_time(...)`.
 defprimitive(
     "vjp_at_run_time", vjp_at_run_time, Spelling("module", "sourcegrad.ops.vjp_at_run_time")
 )

@@ -121,7 +121,7 @@ def test_several_processes_at_once(tmp_path):
 
 RULE_MODULE = """
 import numpy as np
-from sourcegrad.rules import defvjp
+from sourcegrad.ops import defvjp
 from sourcegrad.ops.registry import Spelling
 
 

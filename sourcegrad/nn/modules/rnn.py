@@ -34,8 +34,8 @@ from ...eager.operands import needs_grad
 from ...eager.spec import OpSpec, record
 from ...eager.tensor import Tensor
 from ...ops import nn as _kernels
+from .. import composites, init
 from .. import functional as F
-from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -54,19 +54,14 @@ def _rnn_step(act, gi, h, w_hh, b_hh):
 def _lstm_step(gi, h, c, w_hh, b_hh, w_hr=None):
     gates = F.linear(h, w_hh, b_hh) + gi
     i, f, g, o = shape_ops.chunk(gates, 4, 1)
-    c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
-    h = ops.sigmoid(o) * ops.tanh(c)
+    h, c = composites.lstm_cell(i, f, g, o, c, ops.sigmoid, ops.tanh)
     return (h if w_hr is None else F.linear(h, w_hr)), c
 
 
 def _gru_step(gi, h, w_hh, b_hh):
-    gh = F.linear(h, w_hh, b_hh)
     i_r, i_z, i_n = shape_ops.chunk(gi, 3, 1)
-    h_r, h_z, h_n = shape_ops.chunk(gh, 3, 1)
-    r = ops.sigmoid(h_r + i_r)
-    z = ops.sigmoid(h_z + i_z)
-    n = ops.tanh(i_n + h_n * r)
-    return (h - n) * z + n
+    h_r, h_z, h_n = shape_ops.chunk(F.linear(h, w_hh, b_hh), 3, 1)
+    return composites.gru_cell(i_r, i_z, i_n, h_r, h_z, h_n, h, ops.sigmoid, ops.tanh)
 
 
 def _activation(mode):

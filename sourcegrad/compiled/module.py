@@ -10,16 +10,16 @@ compiler differentiates like any user function:
 * `self.fc1.weight` (a parameter or buffer) becomes an argument `fc1_weight`: the
   generated function takes every parameter and buffer of the module, then the forward's
   own arguments; `self.training`, `self.p` and other plain attributes become constants;
-* `self.fc1(x)` becomes the numpy function of its layer (`torch_lowering.linear(x,
+* `self.fc1(x)` becomes the numpy function of its layer (`lowering.linear(x,
   fc1_weight, fc1_bias)`), a user-defined submodule or method the function its own forward
   is rewritten into;
-* `torch.relu(x)`, `F.linear(...)`, `x.view(n, -1)` become `torch_lowering`'s functions
+* `torch.relu(x)`, `F.linear(...)`, `x.view(n, -1)` become `lowering`'s functions
   (the registry's elementwise ops by their torch names: `torch.tanh` -> `np.tanh`);
 * `self.lstm(x)` (nn.RNN, nn.LSTM, nn.GRU) becomes a function written for that module
-  (`compiled_layers.recurrence`): its layers and directions unrolled, each direction's
+  (`layers.recurrence`): its layers and directions unrolled, each direction's
   loop over time a loop of the generated code;
 * a BatchNorm in training mode normalises by the batch's statistics and calls
-  `torch_lowering.track_running_stats`, an impure primitive: the generated forward
+  `lowering.track_running_stats`, an impure primitive: the generated forward
   updates the running statistics (and num_batches_tracked) in place, as eager's does.
 
 A forward returning several arrays (`out, (h, c)`, `(logits, aux)`) is one node with one
@@ -42,8 +42,8 @@ wrapping the original as `_orig_mod`, as torch's OptimizedModule) or a callable.
 
 Why one module: rewriting a Module's forward, guarding the rewrite (`_Compiled.valid`) and the
 wrapper that runs it as one eager node are one feature; the source text of the layers'
-calls lives apart, in compiled_layers.py, and the torch-to-numpy spellings they use in
-torch_lowering.py.
+calls lives apart, in layers.py, and the torch-to-numpy spellings they use in
+lowering.py (this package, `sourcegrad.compiled`).
 """
 
 from __future__ import annotations
@@ -62,11 +62,11 @@ import warnings
 
 import numpy as np
 
-from . import torch_lowering as lowering
-from .compiled_layers import GraphBreak, layer_call
-from .compiled_region import CompiledRegion
-from .compiler import signature_key
-from .errors import SourcegradError
+from ..compiler import signature_key
+from ..errors import SourcegradError
+from . import lowering
+from .layers import GraphBreak, layer_call
+from .region import CompiledRegion
 
 _STATIC = (bool, int, float, str, type(None))
 # methods of Python's own containers, left to the compiler as they are
@@ -85,7 +85,7 @@ def _eager_surface():
     import sourcegrad
     import sourcegrad.nn.functional as F
 
-    from .ops import RULES
+    from ..ops import RULES
 
     table = {}
     for op in RULES.values():  # the registry's elementwise ops by their torch names
@@ -104,7 +104,7 @@ def _eager_surface():
 
 def _method_table():
     """Tensor method name -> the function computing it (receiver first)."""
-    from .ops import RULES
+    from ..ops import RULES
 
     table = {}
     for op in RULES.values():
@@ -380,7 +380,7 @@ class _Rewriter(ast.NodeTransformer):
 
     # self.<...>: a leaf, a constant, a submodule or a method
     def resolve_self(self, chain):
-        from .nn import Module
+        from ..nn import Module
 
         obj, path = self.module, []
         for i, attr in enumerate(chain[1:], start=2):
@@ -445,7 +445,7 @@ class _Rewriter(ast.NodeTransformer):
             or node.orelse
         ):
             return self.generic_visit(node)
-        from .nn import ModuleList, Sequential
+        from ..nn import ModuleList, Sequential
 
         kind, value = self.resolve_self(chain)
         if kind != "module" or not isinstance(value[0], (ModuleList, Sequential)):
@@ -588,7 +588,7 @@ def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile
     methods, or an nn.Module (instance or class): see below."""
     if fn is None:
         return lambda f: compile(f, backend=backend)
-    from .nn import Module
+    from ..nn import Module
 
     if isinstance(fn, Module):
         return compile_module(fn)
@@ -640,8 +640,8 @@ def _where(exc, t):
 
 
 def _shown(loc):
-    """`sourcegrad/torch_lowering.py:209` for a line of sourcegrad's own, else file:line."""
-    home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    """`sourcegrad/compiled/lowering.py:209` for a line of sourcegrad's own, else file:line."""
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     inside = os.path.abspath(loc.file).startswith(os.path.join(home, "sourcegrad", ""))
     return f"{os.path.relpath(loc.file, home) if inside else loc.file}:{loc.line}"
 
@@ -679,7 +679,7 @@ class _Regions:
         self.last = self.one
 
     def __call__(self, *args):
-        from .eager import Tensor
+        from ..eager import Tensor
 
         arrays = [a.detach().numpy() if isinstance(a, Tensor) else a for a in args]
         key = signature_key(arrays)
@@ -811,7 +811,7 @@ def _call_with_rng(uses_rng, call):
     """`call()`, compiled dropout drawing from the eager default generator's stream."""
     if not uses_rng:
         return call()
-    from .eager.factories import numpy_rng
+    from ..eager.factories import numpy_rng
 
     eager = numpy_rng()
     lowering.DROPOUT_RNG.bit_generator.state = eager.bit_generator.state
@@ -822,7 +822,7 @@ def _call_with_rng(uses_rng, call):
 
 
 def _make_compiled_module_class():
-    from .nn import Module
+    from ..nn import Module
 
     class CompiledModule(Module):
         """A module whose forward runs as generated code (torch's OptimizedModule: the

@@ -1,6 +1,6 @@
 """Derivative rules for torch.nn's single-node losses, `linalg.cross` and `cdist`.
 
-Registered in the op registry (`sourcegrad.ops.RULES`) as `ops.nn` does,
+Entries of the op registry (`sourcegrad.ops.RULES`), as `ops.nn`'s,
 one VJP lambda per input, written with `np.` functions so that the eager engine
 can call them on arrays and, under `create_graph=True`, on Tensors. Each forward
 function takes numpy arrays and computes what torch's kernel computes (the same
@@ -21,17 +21,16 @@ clamps, the same branches at the kinks), and each VJP is torch's backward formul
 - `nll_loss2d`: nll_loss of an (N, C, H, W) input against (N, H, W) class indices
   (torch's NllLoss2DBackward0; the weights' scale is `ops.nn.nll_scale`'s).
 
-Imports: numpy, `ops` and `runtime` only (it sits below the eager engine).
+Imports: numpy, the registry, `ops.nn` and `runtime` only (it sits below the eager engine).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .ops import RULES, Spelling
-from .ops import defvjp as _shared_defvjp
-from .ops.nn import nll_of_picked, nll_scale
-from .runtime import unbroadcast, unindex
+from ..runtime import unbroadcast, unindex
+from .nn import nll_of_picked, nll_scale
+from .registry import Spelling, defvjp
 
 __all__ = [
     "smooth_l1_loss",
@@ -47,11 +46,9 @@ __all__ = [
 
 
 def _defvjp(name, fn, *vjps, **options):
-    """`rules.defvjp` under this module's spelling, unless the table has the name (it wins)."""
-    if name in RULES:
-        return RULES[name]
-    return _shared_defvjp(
-        name, fn, Spelling("module", f"sourcegrad.rules_nn.{fn.__name__}"), *vjps, **options
+    """`defvjp` under this module's spelling."""
+    return defvjp(
+        name, fn, Spelling("module", f"sourcegrad.ops.nn_losses.{fn.__name__}"), *vjps, **options
     )
 
 

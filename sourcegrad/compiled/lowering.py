@@ -1,14 +1,20 @@
 """torch's functions, Tensor methods and nn layers written as numpy code the compiler reads.
 
 `sourcegrad.compile` of an `nn.Module` or of a function written with Tensor methods
-(`compiled_module`) rewrites the user's forward so that each torch call it knows becomes
+(`module`) rewrites the user's forward so that each torch call it knows becomes
 a call of a function here (`F.linear(x, w, b)` -> `linear(x, w, b)`, `x.view(n, -1)` ->
 `tensor_view(x, n, -1)`, `self.fc1(x)` -> `linear(x, fc1_weight, fc1_bias)`); the
 compiler then inlines these functions like any user function and differentiates them
 with the registry's rules. They take numpy arrays and static arguments (ints, tuples,
 strings) and compute what the eager op computes, with torch's argument names.
 
-Takes: numpy arrays. Gives: numpy arrays. Imports numpy, `ops` and `nn.kernels` only.
+Takes: numpy arrays. Gives: numpy arrays. Imports numpy, `ops` (the primitives it calls,
+`max_pool_index` and `track_running_stats` among them, are `ops.nn_layers`') and
+`nn.composites`: the LSTM and GRU cells and layer norm are the eager layers' own functions,
+given the registry's numpy functions (`composites.lstm_cell(..., opnn.sigmoid, np.tanh)`);
+batch norm and cross_entropy are the registry's functions that eager's nodes compute.
+`linear` is `input @ weight.T + bias` here (eager records one addmm node; the compiler
+differentiates the product and the sum itself, and prints them as they read).
 
 `FUNCTIONS` and `METHODS` are the tables the rewriting reads: a torch function's name (as
 `torch.<name>` or `nn.functional.<name>`) or a Tensor method's name -> the function here.
@@ -18,38 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .nn import kernels as K
-from .ops import Spelling, alias, defnondiff
-from .ops import nn as opnn
-
-
-def max_pool_index(x, kernel, stride, padding, dilation, ceil_mode):
-    """The advanced index picking each 2-d max pool output's input element (the first
-    maximum of its window, as torch's)."""
-    out = tuple(
-        K.pool_output_size(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
-        for i in range(2)
-    )
-    return K.max_pool_index(x, kernel, stride, padding, dilation, out)[0]
-
-
-# a primitive to the compiler: an integer index, no gradient (max_pool2d's is the gather's)
-defnondiff(
-    "max_pool_index",
-    max_pool_index,
-    Spelling("module", "sourcegrad.torch_lowering.max_pool_index"),
-    params=("x", "kernel", "stride", "padding", "dilation", "ceil_mode"),
-)
-
-
-# the convolution primitive, known to the compiler by its kernel (eager records it by name)
-alias(
-    "lowered_convolution",
-    K.convolution,
-    Spelling("module", "sourcegrad.nn.kernels.convolution"),
-    like="convolution",
-)
-
+from ..nn import composites
+from ..ops import nn as opnn
+from ..ops import nn_kernels as K
+from ..ops import nn_layers
+from ..ops.nn_layers import max_pool_index, track_running_stats
 
 # `x is None` of an array is a run-time comparison to the compiler; isinstance is decided
 # while compiling
@@ -84,7 +63,7 @@ def log_softmax(input, dim):
 
 
 def leaky_relu(input, negative_slope=0.01):
-    return np.where(input > 0, input, input * negative_slope)
+    return opnn.leaky_relu(input, negative_slope)
 
 
 def gelu(input):
@@ -123,7 +102,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 # The generator compiled dropout draws from: generated code keeps the object it was compiled
-# with, so this one stays, and `compiled_module` copies the eager default generator's state
+# with, so this one stays, and `module` copies the eager default generator's state
 # into it before a call and back after (the masks eager's dropout would draw, in its order).
 DROPOUT_RNG = np.random.default_rng(0)
 
@@ -155,33 +134,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
-    shape = (1, -1) + (1,) * (input.ndim - 2)
-    y = (input - np.reshape(running_mean, shape)) / np.sqrt(np.reshape(running_var, shape) + eps)
-    # (one return: code after a return taken at compile time is still read)
-    if not isinstance(weight, NoneType):
-        y = y * np.reshape(weight, shape) + np.reshape(bias, shape)
-    return y
-
-
-def track_running_stats(input, running_mean, running_var, num_batches_tracked, momentum):
-    """nn.BatchNorm's effect in training mode, as eager's: num_batches_tracked += 1, then
-    the running statistics moved towards the batch's (momentum None: a cumulative
-    average), all in place. An impure primitive: generated code calls it in the forward
-    pass (where eager's forward updates them), never in the backward."""
-    if not isinstance(num_batches_tracked, NoneType):
-        num_batches_tracked += 1
-        if momentum is None:
-            momentum = 1.0 / float(num_batches_tracked)
-    K.update_running_stats(input, running_mean, running_var, momentum)
-
-
-defnondiff(
-    "track_running_stats",
-    track_running_stats,
-    Spelling("module", "sourcegrad.torch_lowering.track_running_stats"),
-    params=("input", "running_mean", "running_var", "num_batches_tracked", "momentum"),
-    pure=False,
-)
+    return nn_layers.batch_norm_eval(input, weight, bias, running_mean, running_var, eps)
 
 
 def batch_norm_train(
@@ -204,26 +157,19 @@ def batch_norm_train(
     assert np.size(input) > np.shape(input)[1], "more than 1 value per channel"
     if not isinstance(running_mean, NoneType):
         track_running_stats(input, running_mean, running_var, num_batches_tracked, momentum)
-    axes = K.channel_axes(np.ndim(input))
-    centred = input - np.mean(input, axis=axes, keepdims=True)
-    var = np.mean(centred * centred, axis=axes, keepdims=True)
-    y = centred / np.sqrt(var + eps)
-    if not isinstance(weight, NoneType):
-        y = y * K.per_channel(weight, np.ndim(input)) + K.per_channel(bias, np.ndim(input))
-    return y
+    return nn_layers.batch_norm_train(input, weight, bias, eps)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     axes = tuple(range(input.ndim - len(normalized_shape), input.ndim))
-    mean = np.mean(input, axis=axes, keepdims=True)
-    var = np.var(input, axis=axes, keepdims=True)
-    y = (input - mean) / np.sqrt(var + eps)
-    if isinstance(weight, NoneType):
-        return y
-    return y * weight + bias
+    return composites.layer_norm(input, axes, weight, bias, eps, mean_keepdims, opnn.rsqrt)
 
 
-# nn.RNN, nn.LSTM and nn.GRU: `compiled_module` writes each module's forward as a function
+def mean_keepdims(x, axes):
+    return np.mean(x, axis=axes, keepdims=True)
+
+
+# nn.RNN, nn.LSTM and nn.GRU: `module` writes each module's forward as a function
 # calling these, its layers and directions unrolled (each keeps its own weights and shapes):
 # recurrence_input, initial_state, one *_direction per layer and direction, then
 # recurrence_output and final_state.
@@ -321,10 +267,8 @@ def rnn_direction(x, h, w_ih, w_hh, b_ih, b_hh, reverse, nonlinearity):
 
 def lstm_cell(gates, c, H):
     """ATen's LSTM cell on the gates (i, f, g, o): (h, c)."""
-    c = opnn.sigmoid(gates[:, H : 2 * H]) * c + opnn.sigmoid(gates[:, :H]) * np.tanh(
-        gates[:, 2 * H : 3 * H]
-    )
-    return opnn.sigmoid(gates[:, 3 * H :]) * np.tanh(c), c
+    i, f, g, o = gates[:, :H], gates[:, H : 2 * H], gates[:, 2 * H : 3 * H], gates[:, 3 * H :]
+    return composites.lstm_cell(i, f, g, o, c, opnn.sigmoid, np.tanh)
 
 
 def lstm_steps(projected, h, c, w_hh, b_hh, w_hr, H):
@@ -344,10 +288,17 @@ def gru_steps(projected, h, w_hh, b_hh, H):
     for t in range(projected.shape[0]):
         gi = projected[t]
         gh = h @ w_hh.T + b_hh
-        r = opnn.sigmoid(gh[:, :H] + gi[:, :H])
-        z = opnn.sigmoid(gh[:, H : 2 * H] + gi[:, H : 2 * H])
-        n = np.tanh(gi[:, 2 * H :] + gh[:, 2 * H :] * r)
-        h = (h - n) * z + n
+        h = composites.gru_cell(
+            gi[:, :H],
+            gi[:, H : 2 * H],
+            gi[:, 2 * H :],
+            gh[:, :H],
+            gh[:, H : 2 * H],
+            gh[:, 2 * H :],
+            h,
+            opnn.sigmoid,
+            np.tanh,
+        )
         outs.append(h)
     return np.stack(outs), h
 
@@ -370,23 +321,15 @@ def rnn_steps(projected, h, w_hh, b_hh, relu):
 def cross_entropy(input, target, *, ignore_index=-100, reduction="mean"):
     """Class indices of a batch of rows (N, C); a target of ignore_index counts for nothing
     and the mean is over the others, as torch's."""
-    counted = np.reshape(target, (input.shape[0],)) != ignore_index
-    classes = np.where(counted, target, 0)
-    picked = opnn.log_softmax(input, 1)[np.arange(input.shape[0]), classes] * counted
-    if reduction == "sum":
-        return -np.sum(picked)
-    if reduction == "none":
-        return -picked
-    return -np.sum(picked) / np.sum(counted)
+    # the registry's nll_loss (eager's NllLossBackward0) on log_softmax, as eager's; its
+    # forward read by the compiler, which differentiates the pick itself
+    logp = opnn.log_softmax(input, 1)
+    picked = logp[opnn.nll_index(np.shape(logp), target, ignore_index)]
+    return opnn.nll_of_picked(logp, picked, target, None, reduction, ignore_index)
 
 
 def mse_loss(input, target, *, reduction="mean"):
-    d = (input - target) ** 2
-    if reduction == "sum":
-        return np.sum(d)
-    if reduction == "none":
-        return d
-    return np.mean(d)
+    return opnn.mse_loss(input, target, reduction)
 
 
 # --- shapes and reductions -------------------------------------------------------------------

@@ -5,11 +5,11 @@ function's generated forward (plain numpy, no per-op graph) and adds ONE node to
 graph, `Compiled<name>Backward`, whose backward runs the generated backward code on the
 residuals the forward kept. It composes with the rest of the eager graph: leaves and
 accumulation, hooks, `no_grad` (under which no node is made), retain_graph and inputs that
-need no gradient. (`compiled_module.compile` picks this for a numpy function; modules and
+need no gradient. (`module.compile` picks this for a numpy function; modules and
 torch-style functions are rewritten into numpy functions first.)
 
 `outputs` (the shapes of several arrays) is for a function returning them raveled end to
-end, one vector (`compiled_module` makes such a function of a forward returning a tuple):
+end, one vector (`module` makes such a function of a forward returning a tuple):
 the node then has one output per array, and its backward joins their gradients into the
 vector's cotangent.
 """
@@ -20,13 +20,13 @@ import functools
 
 import numpy as np
 
-from .api import VJP
-from .errors import NonScalarOutputError
+from ..api import VJP
+from ..errors import NonScalarOutputError
 
 
 class CompiledRegion:
     def __init__(self, fn, backend="auto", outputs=None, name=None):
-        from .autograd import Function
+        from ..autograd import Function
 
         self.fn = fn
         self.backend = backend
@@ -79,7 +79,7 @@ class CompiledRegion:
         return last.source
 
     def __call__(self, *args):
-        from .eager import Tensor, is_grad_enabled
+        from ..eager import Tensor, is_grad_enabled
 
         wrt = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
         if not wrt or not is_grad_enabled():
@@ -110,13 +110,13 @@ def _split(value, shapes):
 
 
 def _array(value):
-    from .eager import Tensor
+    from ..eager import Tensor
 
     return value.detach().numpy() if isinstance(value, Tensor) else value
 
 
 def _tensor_like(value, args):
-    from .eager import Tensor, tensor
+    from ..eager import Tensor, tensor
 
     dtypes = [a.dtype for a in args if isinstance(a, Tensor)]
     result = tensor(np.asarray(value))

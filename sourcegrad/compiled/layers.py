@@ -1,0 +1,267 @@
+"""The nn layers a rewritten forward calls, as source text (`module`'s rewriting).
+
+`layer_call(module, leaf, args, t)` gives the numpy call computing `module(*args)` for
+the layers known here (`_lowering.linear(x, fc1_weight, fc1_bias)`; `args` and the
+result are source texts; `leaf(name)` names the module's parameter or buffer `name`),
+or None for any other module; what it cannot compile raises `GraphBreak`. For nn.RNN,
+nn.LSTM and nn.GRU it first writes a function of that module into the Translation `t`
+(`recurrence`): layers and directions unrolled as straight-line calls of
+`lowering.*_direction`, each with its loop over time.
+
+Imports nothing of sourcegrad at import time (the nn classes when called).
+"""
+
+from __future__ import annotations
+
+import functools
+
+
+class GraphBreak(Exception):
+    """A construct the rewriting cannot compile: the call runs eagerly. `where`: the user's
+    (file, line) it stands at, where the rewriting knows it (the warning points there)."""
+
+    where: tuple | None = None
+
+
+def layer_call(module, leaf, args, t):
+    """Source text of the numpy call computing `module(*args)` (args: source texts), or None
+    when the module is not one of the layers known here. `leaf(name)` is the argument name
+    of the module's parameter or buffer `name` ("None" where it is None); what the code is
+    made for goes to the Translation `t` (`guard`, `rng`, `stateful`)."""
+    cls = type(module)
+    if getattr(module, "inplace", False):
+        raise GraphBreak(f"{cls.__name__}(inplace=True)")
+    write = _writers().get(cls)
+    return None if write is None else write(module, leaf, args, t)
+
+
+L = "_lowering"  # the lowering module's name in the generated code
+
+
+@functools.lru_cache(maxsize=1)
+def _writers():
+    """nn layer class -> the function writing its call (the nn classes, imported when first
+    asked: this module imports nothing of sourcegrad at import time)."""
+    from .. import nn
+
+    table = {
+        nn.Linear: _linear,
+        nn.Conv1d: _conv,
+        nn.Conv2d: _conv,
+        nn.MaxPool2d: _max_pool2d,
+        nn.Dropout: _dropout,
+        nn.Flatten: _flatten,
+        nn.Embedding: _embedding,
+        nn.Identity: lambda module, leaf, args, t: args[0],
+        nn.LeakyReLU: _leaky_relu,
+        nn.Softmax: _softmax,
+        nn.LogSoftmax: _softmax,
+        nn.LayerNorm: _layer_norm,
+        nn.Sequential: _sequential,
+    }
+    for cls in (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU):
+        table[cls] = _activation
+    for cls in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d):
+        table[cls] = _batch_norm
+    for cls in (nn.RNN, nn.LSTM, nn.GRU):
+        table[cls] = _recurrent
+    return table
+
+
+def _linear(module, leaf, args, t):
+    return f"{L}.linear({args[0]}, {leaf('weight')}, {leaf('bias')})"
+
+
+def _conv(module, leaf, args, t):
+    name = type(module).__name__
+    if module.padding_mode != "zeros" or isinstance(module.padding, str):
+        raise GraphBreak(
+            f"{name}(padding={module.padding!r}, padding_mode={module.padding_mode!r})"
+        )
+    fn = "conv2d" if name == "Conv2d" else "conv1d"
+    one = (lambda v: v[0]) if name == "Conv1d" else tuple
+    return (
+        f"{L}.{fn}({args[0]}, {leaf('weight')}, {leaf('bias')}, {one(module.stride)!r}, "
+        f"{one(module.padding)!r}, {one(module.dilation)!r}, {module.groups!r})"
+    )
+
+
+def _max_pool2d(module, leaf, args, t):
+    if module.return_indices:
+        raise GraphBreak("MaxPool2d(return_indices=True)")
+    return (
+        f"{L}.max_pool2d({args[0]}, {module.kernel_size!r}, {module.stride!r}, "
+        f"{module.padding!r}, {module.dilation!r}, {module.ceil_mode!r})"
+    )
+
+
+def _dropout(module, leaf, args, t):
+    if module.training and module.p > 0:
+        t.rng = True
+    return f"{L}.dropout({args[0]}, {module.p!r}, {module.training!r})"
+
+
+def _flatten(module, leaf, args, t):
+    return f"{L}.flatten({args[0]}, {module.start_dim!r}, {module.end_dim!r})"
+
+
+def _embedding(module, leaf, args, t):
+    if (
+        module.max_norm is not None
+        or module.padding_idx is not None
+        or module.scale_grad_by_freq
+        or module.sparse
+    ):
+        raise GraphBreak("Embedding(padding_idx=, max_norm=, scale_grad_by_freq= or sparse=)")
+    return f"{L}.embedding({args[0]}, {leaf('weight')})"
+
+
+_ACTIVATIONS = {
+    "ReLU": "relu",
+    "Tanh": "tanh",
+    "Sigmoid": "sigmoid",
+    "GELU": "gelu",
+    "SiLU": "silu",
+}
+
+
+def _activation(module, leaf, args, t):
+    name = type(module).__name__
+    if name == "GELU" and module.approximate != "none":
+        raise GraphBreak("GELU(approximate='tanh')")
+    return f"{L}.{_ACTIVATIONS[name]}({args[0]})"
+
+
+def _leaky_relu(module, leaf, args, t):
+    return f"{L}.leaky_relu({args[0]}, {module.negative_slope!r})"
+
+
+def _softmax(module, leaf, args, t):
+    name = type(module).__name__
+    if module.dim is None:
+        raise GraphBreak(f"{name}(dim=None)")
+    fn = "softmax" if name == "Softmax" else "log_softmax"
+    return f"{L}.{fn}({args[0]}, {module.dim!r})"
+
+
+def _layer_norm(module, leaf, args, t):
+    return (
+        f"{L}.layer_norm({args[0]}, {tuple(module.normalized_shape)!r}, "
+        f"{leaf('weight')}, {leaf('bias')}, {module.eps!r})"
+    )
+
+
+_BATCH_NORM_RANKS = {"BatchNorm1d": (2, 3), "BatchNorm2d": (4, 4), "BatchNorm3d": (5, 5)}
+
+
+def _batch_norm(module, leaf, args, t):
+    for attr in ("momentum", "eps", "track_running_stats"):  # baked into the code
+        t.guard.append((module, attr, getattr(module, attr)))
+    if module.training or module.running_mean is None:
+        tracked = module.training and module.track_running_stats
+        t.stateful = t.stateful or tracked
+        ranks = _BATCH_NORM_RANKS[type(module).__name__]
+        stats = (
+            [leaf(n) for n in ("running_mean", "running_var", "num_batches_tracked")]
+            if tracked
+            else ["None"] * 3
+        )
+        return (
+            f"{L}.batch_norm_train({args[0]}, {', '.join(stats)}, {leaf('weight')}, "
+            f"{leaf('bias')}, {module.momentum!r}, {module.eps!r}, {ranks[0]}, {ranks[1]})"
+        )
+    return (
+        f"{L}.batch_norm_eval({args[0]}, {leaf('running_mean')}, "
+        f"{leaf('running_var')}, {leaf('weight')}, {leaf('bias')}, {module.eps!r})"
+    )
+
+
+def _recurrent(module, leaf, args, t):
+    if len(args) > 2:
+        raise GraphBreak(f"{type(module).__name__} called with more than (input, hx)")
+    for attr in ("mode", "num_layers", "bidirectional", "batch_first", "dropout"):
+        t.guard.append((module, attr, getattr(module, attr)))
+    if module.training and module.dropout and module.num_layers > 1:
+        t.rng = True
+    name, params = recurrence(module, t, len(args) == 2)
+    return f"{name}({', '.join(list(args) + [leaf(p) for p in params])})"
+
+
+def _sequential(module, leaf, args, t):
+    x = args[0]
+    for name, child in module._modules.items():
+        x = layer_call(child, lambda n, name=name: leaf(f"{name}.{n}"), [x], t)
+        if x is None:
+            raise GraphBreak(f"{type(child).__name__} inside a Sequential")
+    return x
+
+
+def recurrence(module, t, with_hx):
+    """Write the forward of the nn.RNN, nn.LSTM or nn.GRU `module` into the Translation
+    `t` as a function of (input[, hx], its parameters): its layers and directions
+    unrolled, each direction's time loop a loop (`lowering.*_direction`). Gives the
+    function's name and the names of the parameters it takes after the input."""
+    lstm = module.mode == "LSTM"
+    directions = ("", "_reverse") if module.bidirectional else ("",)
+    states = module.num_layers * len(directions)
+    hidden = module.hidden_size
+    out_size = module.proj_size if lstm and module.proj_size else hidden
+    params = [n for n, p in module._parameters.items() if p is not None]
+
+    def given(name):
+        if name in params:
+            return name
+        return "0.0" if name.startswith("bias_hh") else "None"  # (see lstm_direction)
+
+    name = f"{module.mode.split('_')[0].lower()}_{len(t.chunks)}"
+    hx = ("hx[0]", "hx[1]") if lstm else ("hx",)
+    hx = hx if with_hx else ("None", "None")
+    lines = [
+        f"def {name}(input, {'hx, ' if with_hx else ''}{', '.join(params)}):",
+        f"    x = {L}.recurrence_input(input, {module.batch_first!r}, {module.input_size!r}, "
+        "weight_ih_l0)",
+        f"    h_0 = {L}.initial_state(input, {hx[0]}, x, {states}, {out_size})",
+    ]
+    if lstm:
+        lines.append(f"    c_0 = {L}.initial_state(input, {hx[1]}, x, {states}, {hidden})")
+    h_n, c_n = [], []
+    for layer in range(module.num_layers):
+        outs = []
+        for d, suffix in enumerate(directions):
+            k = layer * len(directions) + d
+            tag = f"l{layer}{suffix}"
+            weights = ", ".join(
+                given(f"{kind}_{tag}") for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+            )
+            reverse = bool(suffix)
+            if lstm:
+                lines.append(
+                    f"    out_{tag}, h_{tag}, c_{tag} = {L}.lstm_direction(x, h_0[{k}], c_0[{k}], "
+                    f"{weights}, {given(f'weight_hr_{tag}')}, {reverse}, {hidden})"
+                )
+            elif module.mode == "GRU":
+                lines.append(
+                    f"    out_{tag}, h_{tag} = {L}.gru_direction(x, h_0[{k}], {weights}, "
+                    f"{reverse}, {hidden})"
+                )
+            else:
+                lines.append(
+                    f"    out_{tag}, h_{tag} = {L}.rnn_direction(x, h_0[{k}], {weights}, "
+                    f"{reverse}, {module.nonlinearity!r})"
+                )
+            outs.append(f"out_{tag}")
+            h_n.append(f"h_{tag}")
+            c_n.append(f"c_{tag}")
+        joined = outs[0] if len(outs) == 1 else f"np.concatenate(({', '.join(outs)}), axis=2)"
+        lines.append(f"    x = {joined}")
+        if module.training and module.dropout and layer < module.num_layers - 1:
+            lines.append(f"    x = {L}.dropout(x, {float(module.dropout)!r}, True)")
+    lines.append(f"    output = {L}.recurrence_output(input, x, {module.batch_first!r})")
+    h_text = f"{L}.final_state(input, ({', '.join(h_n)},))"
+    if lstm:
+        c_text = f"{L}.final_state(input, ({', '.join(c_n)},))"
+        lines.append(f"    return output, ({h_text}, {c_text})")
+    else:
+        lines.append(f"    return output, {h_text}")
+    t.chunks.append("\n".join(lines))
+    return name, params

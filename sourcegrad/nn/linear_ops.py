@@ -1,0 +1,40 @@
+"""`F.linear`: input @ weight.T + bias, as torch records it (AddmmBackward0 on a matrix with
+a bias, over a TBackward0 of the weight).
+
+The one eager definition: `nn.functional` re-exports it, and the attention functions and
+the recurrent layers call it. (`compiled.lowering.linear` is its numpy spelling for compiled
+code, `input @ weight.T + bias`: the compiler differentiates that product and sum itself.)
+
+Imports: the eager ops.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..eager import ops, shape_ops
+
+__all__ = ["linear"]
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias (AddmmBackward0 for a matrix input with a bias, as torch).
+    With a bias, torch runs addmm on the input's rows (folded): its errors are addmm's
+    ("mat1 and mat2 shapes cannot be multiplied (2x5 and 3x4)"); without, matmul's."""
+    wt = shape_ops.t(weight)
+    if bias is not None:
+        shape, w = input._data.shape, weight._data
+        if (
+            shape
+            and w.ndim == 2
+            and (
+                shape[-1] != w.shape[1]
+                or input._data.dtype != w.dtype
+                or bias._data.dtype != w.dtype
+            )
+        ):
+            ops.check_addmm(bias, (math.prod(shape[:-1]), shape[-1]), input.dtype, wt)
+    if input._data.ndim == 2:
+        return ops.addmm(bias, input, wt) if bias is not None else ops.mm(input, wt)
+    out = ops.matmul(input, wt)
+    return out + bias if bias is not None else out
