@@ -199,9 +199,9 @@ def _names_in_code(path, word):
 
 
 def test_tanh_is_named_in_at_most_two_modules_outside_the_registry():
-    """The issue's metric. The two left, compiled_layers.py (nn.Tanh and GELU's approximate=
-    "tanh") and torch_lowering.py (the lowering of torch.tanh), are torch's names for layers
-    and functions, in modules another change is moving and merging."""
+    """The issue's metric. The two left, compiled/layers.py (nn.Tanh and GELU's approximate=
+    "tanh") and compiled/lowering.py (the lowering of torch.tanh), are torch's names for
+    layers and functions, which `sourcegrad.compile` maps to the registry's entries."""
     outside = [
         path.relative_to(ROOT).as_posix()
         for path in sorted(ROOT.rglob("*.py"))

@@ -262,7 +262,7 @@ class ForwardMode:
             return [self.substituted(value, replace)]
         raise errors.NoRuleError(
             f"{rule.name} has no forward-mode rule: give it one with "
-            "sourcegrad.rules.defjvp or mark it linear",
+            "sourcegrad.ops.defjvp or mark it linear",
             stmt.loc,
         )
 

@@ -741,7 +741,7 @@ class CallsMixin:
         self.error(
             errors.NoRuleError,
             f"{label} ({module}) has no derivative rule. Register one "
-            "with sourcegrad.rules.defvjp(name, function, spelling, vjp_for_each_input...) "
+            "with sourcegrad.ops.defvjp(name, function, spelling, vjp_for_each_input...) "
             "or rewrite the line with supported functions",
             node,
         )

@@ -430,7 +430,7 @@ class Recorder:
                 errors.NoRuleError(
                     f"{label} has no derivative rule, and a value that carries a gradient reaches "
                     "it here: rewrite the line with functions that have rules, or register one with "
-                    "sourcegrad.rules.defvjp(name, function, spelling, vjp_for_each_input...)",
+                    "sourcegrad.ops.defvjp(name, function, spelling, vjp_for_each_input...)",
                     self.loc(),
                 )
             )
