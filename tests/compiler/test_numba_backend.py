@@ -197,6 +197,35 @@ def test_unindex_at_a_range_counter_becomes_a_helper_and_no_other():
     assert "unindex_at(g, x, j)" not in numba_backend.numba_source(renamed)
 
 
+def test_unindex_through_slices_becomes_the_helper_with_a_tuple_of_slices():
+    """`unindex(g, x, np.s_[:, 1:3])` (the adjoint of a basic slice) as `unindex_at` given
+    the index as numba writes it; a slice with a bound numba cannot know is an int is left."""
+    source = (
+        "import numpy as np\nfrom sourcegrad.runtime import unindex\n\n\n"
+        "def f(x, g, k):\n"
+        "    a = unindex(g, x, np.s_[:, 1:3])\n"
+        "    for j in range(2):\n"
+        "        a = a + unindex(g, x, np.s_[j, ::2]) + unindex(g, x, np.s_[1:k])\n"
+        "    return a\n"
+    )
+    text = numba_backend.numba_source(source)
+    assert "a = unindex_at(g, x, (slice(None, None), slice(1, 3)))" in text
+    assert "unindex_at(g, x, (j, slice(None, None, 2)))" in text
+    assert "unindex(g, x, np.s_[1:k])" in text
+    pytest.importorskip("numba")
+    from sourcegrad.runtime import unindex
+
+    compiled = (
+        "import numpy as np\nfrom sourcegrad.runtime import unindex\n\n\n"
+        "def f(x, g):\n"
+        "    return unindex(g, x, np.s_[:, 1:3])\n"
+    )
+    namespace: dict = {}
+    exec(numba_backend.numba_source(compiled), namespace)
+    x, g = np.arange(12.0).reshape(3, 4), np.ones((3, 2))
+    _same(namespace["f"](x, g), unindex(g, x, np.s_[:, 1:3]))
+
+
 def chain3(x, y):
     v = np.sin(x)
     w = np.tanh(v * y)

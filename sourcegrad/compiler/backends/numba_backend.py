@@ -490,14 +490,13 @@ def _runtime_call(node, source, counters=frozenset()):
     ):
         return None
     if node.func.id == "unindex":
-        if len(node.args) != 3 or not (
-            _int_constant(node.args[2])
-            or isinstance(node.args[2], ast.Name)
-            and node.args[2].id in counters
-        ):
+        if len(node.args) != 3:
             return None
-        args = ", ".join(_segment(source, a) for a in node.args)
-        return numba_stacks.span(node) + (f"unindex_at({args})",)
+        index = _basic_index(node.args[2], source, counters)
+        if index is None:
+            return None
+        args = ", ".join(_segment(source, a) for a in node.args[:2])
+        return numba_stacks.span(node) + (f"unindex_at({args}, {index})",)
     if node.func.id == "reduced_count":
         x, axis = node.args
         if not (isinstance(x, ast.Name) and _int_constant(axis)):
@@ -512,6 +511,41 @@ def _runtime_call(node, source, counters=frozenset()):
         return None
     args = ", ".join(_segment(source, a) for a in node.args[:4])
     return numba_stacks.span(node) + (f"max_grad_along_axis({args})",)
+
+
+def _basic_index(node, source, counters):
+    """An index `unindex_at` may write through in numba (basic indexing: it names each
+    element once), as numba's source: a literal int, a `range` counter, or `np.s_[...]` of
+    those and slices with such bounds (`np.s_[:, 96:128]` as `(slice(None, None),
+    slice(96, 128))`); None for any other (an array of indices adds up where it repeats)."""
+
+    def whole(part):
+        return _int_constant(part) or isinstance(part, ast.Name) and part.id in counters
+
+    if whole(node):
+        return _segment(source, node)
+    if not (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "s_"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "np"
+    ):
+        return None
+    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    written = []
+    for part in parts:
+        if isinstance(part, ast.Slice):
+            bounds = [part.lower, part.upper] + ([part.step] if part.step else [])
+            if not all(b is None or whole(b) for b in bounds):
+                return None
+            texts = ["None" if b is None else _segment(source, b) for b in bounds]
+            written.append(f"slice({', '.join(texts)})")
+        elif whole(part):
+            written.append(_segment(source, part))
+        else:
+            return None
+    return f"({written[0]},)" if len(written) == 1 else f"({', '.join(written)})"
 
 
 def _range_counters(tree) -> set:
