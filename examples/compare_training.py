@@ -72,6 +72,10 @@ def main(argv=None):
         for k, v in VARIANTS.items()
         if k != "torch" or importlib.util.find_spec("torch") is not None
     }
+    if "torch" not in variants:
+        print(
+            'torch is not installed: the real-PyTorch variant is left out (pip install -e ".[oracle]")'
+        )
     results = {}
     with tempfile.TemporaryDirectory() as folder:
         for example, script in EXAMPLES.items():

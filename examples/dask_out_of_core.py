@@ -7,7 +7,7 @@ one. With --plot PATH (and matplotlib) the loss curve is saved.
 
 Run: python examples/dask_out_of_core.py [--rows 2e8] [--steps 10] [--plot loss.png]
 (2e8 rows of 20 float64 columns are 32 GB; the default, 2e6 rows, is a quick look.)
-Needs: pip install "sourcegrad[dask]"
+Needs the [dask] extra: pip install -e ".[dask]"
 """
 
 import argparse

@@ -34,7 +34,7 @@ def like_input(g, x, args):
     if is_dask(x):
         return like_dask_input(g, x)
     if is_cupy(x):
-        import cupy  # type: ignore[import-untyped]
+        import cupy  # type: ignore[import-untyped, import-not-found]
 
         g = cupy.asarray(g, dtype=x.dtype)
         if g.shape != x.shape:
