@@ -318,3 +318,48 @@ def breaks(x, w):
 )
 def test_iterations_that_differ_stay_unrolled(fn, args, monkeypatch):
     check(fn, args, monkeypatch, rolled=False)
+
+
+# -- the pass alone, on statements made by hand ----------------------------------------------
+
+
+def _recorded(n, constant=lambda k: 1.0):
+    """What a trace of `s = 0.0; for k in range(n): s = s + x[k] * c(k)` records."""
+    from sourcegrad.compiler.ir import Assign, Call, Const, Var
+
+    body, starts, carried = [], [], Const(0.0)
+    for k in range(n):
+        starts.append(len(body))
+        body += [
+            Assign(f"x{k}", Call("getitem", (Var("x"), Const(k)))),
+            Assign(f"m{k}", Call("mul_op", (Var(f"x{k}"), Const(constant(k))))),
+            Assign(f"s{k}", Call("add_op", (carried, Var(f"m{k}")))),
+        ]
+        carried = Var(f"s{k}")
+    starts.append(len(body))
+    return body + [Assign("out", Call("sin", (carried,)))], starts
+
+
+def test_roll_alone_writes_one_iteration_in_a_loop():
+    from sourcegrad.compiler.ir import Assign, Const, For, Var
+    from sourcegrad.compiler.names import Namer
+
+    body, starts = _recorded(10)
+    out = rolling.roll(body, [rolling.Loop(None, starts)], Namer(), {}, {})
+    assert [type(s) for s in out] == [Assign, For, Assign]
+    assert out[0].target == "s0" and out[0].value == Const(0.0)  # the carried value's start
+    loop = out[1]
+    assert (loop.start, loop.stop) == (Const(0), Const(10))
+    assert loop.body[0].value.args == (Var("x"), Var(loop.target))
+    assert loop.body[2].value.args == (Var("s0"), Var("m0"))
+    assert out[2].value.args == (Var("s0"),)  # after the loop: the last iteration's value
+
+
+def test_roll_alone_leaves_iterations_that_differ():
+    from sourcegrad.compiler.names import Namer
+
+    body, starts = _recorded(10, constant=lambda k: 0.5**k)
+    assert rolling.roll(body, [rolling.Loop(None, starts)], Namer(), {}, {}) == body
+    body, starts = _recorded(10)
+    shapes = {f"m{k}": (k,) for k in range(10)}  # a shape each: kept as recorded
+    assert rolling.roll(body, [rolling.Loop(None, starts)], Namer(), shapes, {}) == body
