@@ -13,8 +13,10 @@ Plain data between stages: Python source, `ir.Function`s, dicts of abstract valu
                                                            signature decides, kept once)
     5 rewrite        arrays_of_lists                       IR, AVals -> IR (lists passed to
                      (specialise.list_operands),           numpy's array functions made arrays,
-                     batch_row_products, hoist again,      per-row products as one matrix
-                     negate_products (optimize)            product, ...)
+                     selects_for_masked_writes             masked writes made selections,
+                     (specialise.masked_writes),           per-row products as one matrix
+                     batch_row_products, hoist again,      product, ...)
+                     negate_products (optimize)
     6 check          check_in_place_updates,               IR, AVals -> None or a located
                      check_real_values,                    SourcegradError
                      check_unmodelled_calls (analysis)
@@ -66,6 +68,7 @@ from .names import Namer
 from .optimize import batch_row_products, hoist_loop_invariants, negate_products, optimize
 from .specialise.branches import decide_branches
 from .specialise.list_operands import arrays_of_lists
+from .specialise.masked_writes import selects_for_masked_writes
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ def specialised(primal, written, avals, wrt_names, batch_rows=True):
         decided = decide_branches(primal, env)
     # (hoisted again after the batching: the product it makes for an inner loop is invariant
     # in an outer one)
-    rewrites = (arrays_of_lists,) + (
+    rewrites = (arrays_of_lists, selects_for_masked_writes) + (
         (batch_row_products, _hoisted_again, negate_products) if batch_rows else (negate_products,)
     )
     for rewrite in rewrites:

@@ -89,3 +89,82 @@ def test_unindex_through_repeated_integers_still_accumulates():
     out = runtime.unindex(np.array([1.0, 2.0, 4.0]), np.zeros(3), np.array([0, 0, 2]))
     np.testing.assert_array_equal(out, [3.0, 0.0, 4.0])
     assert runtime._has_array_index((np.array([0, 0, 2]), np.array([True])))
+
+
+# -- masked writes made selections (specialise/masked_writes.py) --------------------------------
+
+
+def relu_by_mask(x, w):
+    out = (x * w).copy()
+    out[x * w <= 0] = 0
+    return np.sum(np.sin(out))
+
+
+def scaled_twice(x):
+    y = np.tanh(x)
+    y[x > 0.1] = y[x > 0.1] * 2.0 / 4.0
+    return np.sum(y**2)
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (
+            leaky,
+            (
+                np.random.default_rng(1).normal(size=(3, 4)),
+                np.random.default_rng(2).normal(size=(5, 3)),
+            ),
+        ),
+        (relu_by_mask, (np.random.default_rng(3).normal(size=(4, 3)), 0.7)),
+        (scaled_twice, (np.random.default_rng(4).normal(size=(2, 5)),)),
+    ],
+    ids=["leaky", "relu", "scaled_twice"],
+)
+def test_masked_writes_of_the_arrays_shape_are_selections(fn, args):
+    g = sourcegrad.grad(fn)
+    got = g(*args)
+    assert "np.where(" in g.source and "setitem" not in g.source
+    assert "zero_at" not in g.source
+    np.testing.assert_allclose(got, numeric_grad(fn, args, 0), rtol=1e-6, atol=1e-8)
+
+
+def test_a_selection_keeps_float32():
+    x = np.random.default_rng(5).normal(size=(3, 3)).astype(np.float32)
+    g = sourcegrad.grad(scaled_twice)
+    assert g(x).dtype == np.float32
+    assert "np.where(" in g.source
+
+
+def rows_by_mask(x):
+    y = x * 1.0
+    y[x[:, 0] > 0] = y[x[:, 0] > 0] * 0.5  # a mask of rows: not of the array's shape
+    return np.sum(y**2)
+
+
+def exp_of_part(x):
+    y = x * 1.0
+    y[x < 0] = np.exp(y[x < 0])  # not a scale: exp of the masked-out elements may overflow
+    return np.sum(y)
+
+
+def gather_read_twice(x):
+    y = x * 1.0
+    part = y[x < 0] * 0.5
+    y[x < 0] = part
+    return np.sum(y) + np.sum(part)  # the scaled part read again
+
+
+def number_over_part(x):
+    y = x * 1.0
+    y[x > 0.5] = 1.0 / y[x > 0.5]  # infinite at a masked-out zero
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("fn", [rows_by_mask, exp_of_part, gather_read_twice, number_over_part])
+def test_other_masked_writes_stay_writes(fn):
+    x = np.random.default_rng(6).normal(size=(4, 3))
+    g = sourcegrad.grad(fn)
+    got = g(x)
+    assert "setitem" in g.source
+    np.testing.assert_allclose(got, numeric_grad(fn, (x,), 0), rtol=1e-6, atol=1e-8)
