@@ -58,7 +58,7 @@ import inspect
 import linecache
 import sys
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import gast
 
@@ -194,7 +194,7 @@ class Op:
     # torch names (eager surface), or None
     torch: Torch | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.family = self.family or self.name.removeprefix("np_")
 
     def forward(self, *args, **kwargs):
@@ -211,19 +211,19 @@ class Op:
             object.__setattr__(self, "_signature", made)
         return made
 
-    def bind(self, args, kwargs):
+    def bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Map a call's positional and keyword arguments to parameter names, defaults filled in."""
         bound = self.signature().bind(*args, **kwargs)
         bound.apply_defaults()
         return dict(bound.arguments)
 
-    def jvp_for(self, argnum: int):
+    def jvp_for(self, argnum: int) -> Any:
         """The explicit JVP lambda for input `argnum` (the last one serves *varargs), or None."""
         if self.varargs is not None and argnum >= len(self.params) and self.jvps:
             return self.jvps[-1]
         return self.jvps[argnum] if argnum < len(self.jvps) else None
 
-    def vjp_for(self, argnum: int):
+    def vjp_for(self, argnum: int) -> Any:
         """The VJP lambda for positional input `argnum` (or for any *varargs input), or None."""
         if self.varargs is not None and argnum >= len(self.params):
             return self.vjps[-1]
@@ -254,12 +254,12 @@ _BY_METHOD: dict[str, str] = {}
 # --- queries ---------------------------------------------------------------------------------
 
 
-def get(name) -> Op:
+def get(name: str) -> Op:
     """The record of op `name` (KeyError if there is none)."""
     return RULES[name]
 
 
-def has(name, prop) -> bool:
+def has(name: str, prop: str) -> bool:
     """Does op `name` have property `prop` (one of PROPERTIES, "reduction", "elementwise")?
     An unknown op has none."""
     op = RULES.get(name)
@@ -270,7 +270,7 @@ def has(name, prop) -> bool:
     return prop in op.props
 
 
-def rule_for_function(fn) -> Op | None:
+def rule_for_function(fn: object) -> Op | None:
     """The rule registered for a callable object (np.exp, math.sin, ...), if any."""
     name = _BY_FUNCTION.get(_function_key(fn))
     if name is None and _OPTIONAL and load_optional():
@@ -300,7 +300,7 @@ def load_optional() -> bool:
     return loaded
 
 
-def _function_key(fn):
+def _function_key(fn: object) -> object:
     # a bound method (scipy.stats.norm.logpdf) is a new object at each attribute read: it is
     # known by its object and function
     if inspect.ismethod(fn):
@@ -308,12 +308,12 @@ def _function_key(fn):
     return id(fn)
 
 
-def op_for_method(method) -> str | None:
+def op_for_method(method: str) -> str | None:
     """The op an array method of user code calls (`x.flatten()` -> "ravel"), or None."""
     return _BY_METHOD.get(method)
 
 
-def array_methods() -> list:
+def array_methods() -> list[str]:
     """The array methods user code may call, sorted (for error messages)."""
     return sorted(_BY_METHOD)
 
