@@ -236,6 +236,7 @@ def float_entry(
                 pass
             return exact(given_x, given_y)     # (outside the handler: its own traceback)
     """
+    # (long: half of it is the docstring, the two entries it writes)
     code = getattr(fn, "__code__", None) or fn.py_func.__code__
     parts = _entry_parts(fn, code, args, code_of, still_valid, defaults)
     if parts is None:

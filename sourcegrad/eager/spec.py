@@ -185,6 +185,8 @@ def record(spec, out, args, static=None, outputs=None):
     callers then call this when an argument carries a tangent too, and no node is made
     unless grad mode is on and an edge requires grad (None is returned).
     """
+    # (long: every op records through here, so the common path stays inline; the saved
+    # arguments and a multi-output op's outputs are helpers)
     Tensor = TENSOR  # a local name: the loop below is the hot path of every op
     n = len(args)
     edges = []

@@ -261,6 +261,8 @@ class LBFGS(Optimizer):
         return loss, flat_grad, t, ls_func_evals
 
     def _step(self, closure):
+        # (long: torch's LBFGS.step loop in torch's order, read side by side with it; the
+        # memory update, the two-loop recursion and the line search are helpers)
         group = self.param_groups[0]
         lr = to_scalar(group["lr"])
         max_iter, max_eval = group["max_iter"], group["max_eval"]
@@ -303,10 +305,7 @@ class LBFGS(Optimizer):
             prev_loss = loss
 
             # the step length
-            if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr
-            else:
-                t = lr
+            t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr if state["n_iter"] == 1 else lr
             gtd = flat_grad.dot(d)
             if gtd > -tolerance_change:  # directional derivative below tolerance
                 break
@@ -332,11 +331,13 @@ class LBFGS(Optimizer):
             state["func_evals"] += ls_func_evals
 
             # the stopping conditions, in torch's order
-            if n_iter == max_iter or current_evals >= max_eval or opt_cond:
-                break
-            if np.abs(d * t).max() <= tolerance_change:
-                break
-            if abs(loss - prev_loss) < tolerance_change:
+            if (
+                n_iter == max_iter
+                or current_evals >= max_eval
+                or opt_cond
+                or np.abs(d * t).max() <= tolerance_change
+                or abs(loss - prev_loss) < tolerance_change
+            ):
                 break
 
         state.update(

@@ -1172,6 +1172,22 @@ def _gradient(rev, fn, name, env):
     return g
 
 
+def _forward_and_backward(fn, rev):
+    """(the forward, pushing what the backward reads, the backward, popping it, the push
+    sites) once the reverse sweep `rev` has run over fn's body."""
+    backward = rev.out
+    recorded = _recorded(fn, backward, rev)
+    push, init = _push_sites(fn, recorded, rev)
+    forward = [Assign(n, Const(None), fn.loc, "saved") for n in init]
+    forward += [
+        Assign(n, Const(None), fn.loc, "placeholder")
+        for n in sorted(rev.placeholders - set(init))
+        if n in rev.sites
+    ]
+    forward += _forward(fn.body[:-1], push, rev, fn.loc)
+    return forward, _finish_backward(backward, push), push
+
+
 def _kept(value, rev, namer, forward, loc):
     """A returned variable the backward restores (pops) copied at the end of the forward
     (the value the forward ended with); any other value as it is."""
@@ -1215,17 +1231,7 @@ def reverse(
         rev.pending[ret.value.name].append(_output_seed(rev, ret, out_aval, cotangent))
     rev.block(fn.body[:-1])
     grads = [_gradient(rev, fn, name, env) for name in wrt_names]
-    backward = rev.out
-    recorded = _recorded(fn, backward, rev)
-    push, init = _push_sites(fn, recorded, rev)
-    forward = [Assign(n, Const(None), fn.loc, "saved") for n in init]
-    forward += [
-        Assign(n, Const(None), fn.loc, "placeholder")
-        for n in sorted(rev.placeholders - set(init))
-        if n in rev.sites
-    ]
-    forward += _forward(fn.body[:-1], push, rev, fn.loc)
-    backward = _finish_backward(backward, push)
+    forward, backward, push = _forward_and_backward(fn, rev)
     # the values of sourcegrad.checkpoint(f) calls are made again, not saved (checkpointing)
     forward, backward = checkpointing.recompute_regions(fn, forward, backward, namer, env)
     if memory_plan is not None:  # recompute loops' trips instead of saving them all
