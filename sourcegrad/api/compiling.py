@@ -186,16 +186,7 @@ class Compiling:
             if cached is not None:
                 self._last = cached
                 return cached
-            if len(args) != len(self._params):
-                raise TypeError(
-                    f"{label_of(self.fn)}() takes {len(self._params)} arguments, got {len(args)}"
-                )
-            for i in self.wrt:
-                check_differentiable(
-                    self._param_label(i), args[i], complex_ok=not self.forward_mode
-                )
-            if self.backend_for(args) == "dask":
-                self._check_dask(args, to_transform)
+            self._check_arguments(args, to_transform)
             caches.counted_compile()
             written, trace = self._lowered(args)  # stage 1
             self._traces[key] = trace
@@ -225,43 +216,8 @@ class Compiling:
                     template = None
             if template is not None:
                 return self._instance(template, primal, key, args)
-            # a 0-d array is differentiated as the numpy scalar it holds (read once with
-            # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
-            unwrapped = set() if to_transform else self._unwrappable(primal, args)
-            avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
-            base = self
-            while base.inner is not None:
-                base = base.inner
-            about = About(
-                _source_file(base.fn),
-                label_of(self.fn)
-                if self.inner is None
-                else f"{primal.name} (the generated gradient of {label_of(base.fn)})",
-                self._wrt_names(),
-                frozenset(unwrapped),
-                trace.why if trace is not None else None,
-            )
-            generated = compiler.generate(
-                primal, written, avals, self._mode(args, primal), about
-            )  # 3-9
-            finish = (
-                self._finisher(args, generated)
-                if not self.pullback and not self.forward_mode
-                else self._finisher(args)
-            )
-            # (the template keeps no value of this function's: the IR's free values and
-            # dependencies are this function's globals and closure cells)
-            template = caches.Template(
-                generated.source,
-                generated.ir.name,
-                generated.names,
-                generated.manifest,
-                finish,
-                replace(generated.ir, free={}, dependencies=[]),
-                generated.fresh,
-                generated.control_flow,
-                identities,
-                generated.complex_sites,
+            template, generated = self._generated(
+                primal, written, trace, args, to_transform, identities
             )
             caches.remember(template_key, template)
             if on_disk:
@@ -273,6 +229,59 @@ class Compiling:
                     template.control_flow,
                 )
             return self._instance(template, generated.primal, key, args)
+
+    def _check_arguments(self, args, to_transform):
+        """As many arguments as parameters, the ones differentiated differentiable."""
+        if len(args) != len(self._params):
+            raise TypeError(
+                f"{label_of(self.fn)}() takes {len(self._params)} arguments, got {len(args)}"
+            )
+        for i in self.wrt:
+            check_differentiable(self._param_label(i), args[i], complex_ok=not self.forward_mode)
+        if self.backend_for(args) == "dask":
+            self._check_dask(args, to_transform)
+
+    def _generated(self, primal, written, trace, args, to_transform, identities):
+        """(the template, what stages 3-9 generated) for the signature of `args`."""
+        # a 0-d array is differentiated as the numpy scalar it holds (read once with
+        # x[()]): numpy scalar arithmetic costs ~30 ns an operation, a 0-d array's ~250
+        unwrapped = set() if to_transform else self._unwrappable(primal, args)
+        avals = [aval_of(a[()] if i in unwrapped else a) for i, a in enumerate(args)]
+        base = self
+        while base.inner is not None:
+            base = base.inner
+        about = About(
+            _source_file(base.fn),
+            label_of(self.fn)
+            if self.inner is None
+            else f"{primal.name} (the generated gradient of {label_of(base.fn)})",
+            self._wrt_names(),
+            frozenset(unwrapped),
+            trace.why if trace is not None else None,
+        )
+        generated = compiler.generate(
+            primal, written, avals, self._mode(args, primal), about
+        )  # 3-9
+        finish = (
+            self._finisher(args, generated)
+            if not self.pullback and not self.forward_mode
+            else self._finisher(args)
+        )
+        # (the template keeps no value of this function's: the IR's free values and
+        # dependencies are this function's globals and closure cells)
+        template = caches.Template(
+            generated.source,
+            generated.ir.name,
+            generated.names,
+            generated.manifest,
+            finish,
+            replace(generated.ir, free={}, dependencies=[]),
+            generated.fresh,
+            generated.control_flow,
+            identities,
+            generated.complex_sites,
+        )
+        return template, generated
 
     def _mode(self, args, primal=None, decided=True) -> Mode:
         """What this gradient asks the compiler to derive, for the signature of `args` (and

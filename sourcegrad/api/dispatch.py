@@ -236,6 +236,7 @@ def float_entry(
                 pass
             return exact(given_x, given_y)     # (outside the handler: its own traceback)
     """
+    # (long: half of it is the docstring, the two entries it writes)
     code = getattr(fn, "__code__", None) or fn.py_func.__code__
     parts = _entry_parts(fn, code, args, code_of, still_valid, defaults)
     if parts is None:
@@ -244,21 +245,9 @@ def float_entry(
     arguments = ", ".join(params)
     as_float = guard.add("float", float)
     given = ", ".join(f"{as_float}({p})" if i in positions else p for i, p in enumerate(params))
-    grads = [f"{guard.prefix}g_{k}" for k in range(len(wrap))]
-    returned = []
-    for k, (g, w) in enumerate(zip(grads, wrap)):
-        item = f"{as_float}({g})" if to_float else g
-        returned.append(item if w is None else f"{guard.add(f'wrap_{k}', w)}({item})")
-    # (what the gradient returns is unpacked into `target`; `result` is the entry's return)
-    target = ", ".join(grads) + ("" if single else ",")
-    result = ", ".join(returned) + ("," if not single and len(returned) == 1 else "")
-    numbers = grads
-    if with_value:
-        value = f"{guard.prefix}value"
-        wrapped = f"{guard.add('wrap_value', value_wrap)}({value})" if value_wrap else value
-        target = f"{value}, ({target})"
-        result = f"{wrapped}, ({result})"
-        numbers = [value, *grads]
+    target, result, numbers = _float_results(
+        guard, as_float, wrap, to_float, single, with_value, value_wrap
+    )
     finite = f"{' * '.join(['0.0', *numbers])} == 0.0"
     exact_call = f"{guard.add('exact', exact)}({arguments})"
     miss = f"{guard.add('fallback', fallback)}({arguments})"
@@ -281,6 +270,23 @@ def float_entry(
         f"    return {exact_call}\n"
     )
     return guard.define(ast.parse(text).body[0], {}, "<sourcegrad dispatch>")
+
+
+def _float_results(guard, as_float, wrap, to_float, single, with_value, value_wrap):
+    """(what the gradient returns is unpacked into, the entry's return, the numbers checked
+    finite) for `float_entry`."""
+    grads = [f"{guard.prefix}g_{k}" for k in range(len(wrap))]
+    returned = []
+    for k, (g, w) in enumerate(zip(grads, wrap)):
+        item = f"{as_float}({g})" if to_float else g
+        returned.append(item if w is None else f"{guard.add(f'wrap_{k}', w)}({item})")
+    target = ", ".join(grads) + ("" if single else ",")
+    result = ", ".join(returned) + ("," if not single and len(returned) == 1 else "")
+    if not with_value:
+        return target, result, grads
+    value = f"{guard.prefix}value"
+    wrapped = f"{guard.add('wrap_value', value_wrap)}({value})" if value_wrap else value
+    return f"{value}, ({target})", f"{wrapped}, ({result})", [value, *grads]
 
 
 def _inlined_floats(fn, source, signature, checks, positions, target, finite, result, guard):

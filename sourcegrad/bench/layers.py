@@ -695,6 +695,11 @@ def workloads(Workload, s):
             **kw,
         )
 
+    return _layer_workloads(w, s) + _loop_workloads(w, s)
+
+
+def _layer_workloads(w, s):
+    """The layers without a loop: dense, convolution, the two normalizations."""
     return (
         w(
             "dense",
@@ -736,6 +741,12 @@ def workloads(Workload, s):
             s("default", "64x128", n=64, d=128),
             s("quick", "6x4", n=6, d=4),
         ),
+    )
+
+
+def _loop_workloads(w, s):
+    """The programs written with Python loops: over time steps, examples or rows."""
+    return (
         w(
             "lstm",
             "LSTM layer, mask-based stable sigmoid, BPTT",

@@ -885,33 +885,24 @@ def _write_json(path, report):
         json.dump(report, fh, indent=1, default=str)
 
 
-def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    for i, item in enumerate(argv):  # `--backend dask`: the Dask benchmark, its own options
+def _backend_option(argv):
+    """(the backend named by `--backend`, the other arguments): `--backend dask` runs the
+    Dask benchmark with its own options."""
+    for i, item in enumerate(argv):
         if item.startswith("--backend"):
             backend = item.partition("=")[2] or (argv[i + 1] if i + 1 < len(argv) else "")
             rest = argv[:i] + argv[i + (1 if "=" in item else 2) :]
-            if backend == "dask":
-                from .dask_bench import main as dask_main
-
-                return dask_main(rest)
-            if backend != "numpy":
+            if backend not in ("dask", "numpy"):
                 raise SystemExit(
                     f"--backend {backend!r}: choose numpy or dask "
                     "(CuPy: python -m sourcegrad.bench.gpu)"
                 )
-            argv = rest
-            break
-    args = parse_args(argv)
-    if args.worker:
-        worker(*args.worker)
-        return 0
-    from . import workloads as W
+            return backend, rest
+    return "numpy", argv
 
-    log = _logger()
-    only = [n for item in args.only or [] for n in item.split(",") if n]
-    family = "layers" if args.layers else "main"
-    cases = W.cases(only, args.quick, family)
+
+def _variants(args, W, log):
+    """(the variants to measure, those asked for but not installed)."""
     wanted = (
         (W.layers.VARIANTS if args.layers else W.VARIANTS)
         if not args.variants
@@ -928,6 +919,26 @@ def main(argv=None):
     skipped = [v for v in wanted if v not in variants]
     if skipped:
         log(f"not installed, skipped: {', '.join(skipped)}")
+    return variants, skipped
+
+
+def main(argv=None):
+    backend, argv = _backend_option(list(sys.argv[1:] if argv is None else argv))
+    if backend == "dask":
+        from .dask_bench import main as dask_main
+
+        return dask_main(argv)
+    args = parse_args(argv)
+    if args.worker:
+        worker(*args.worker)
+        return 0
+    from . import workloads as W
+
+    log = _logger()
+    only = [n for item in args.only or [] for n in item.split(",") if n]
+    family = "layers" if args.layers else "main"
+    cases = W.cases(only, args.quick, family)
+    variants, skipped = _variants(args, W, log)
     overrides = [v for v in OPENBLAS_OVERRIDES if os.environ.get(v)]
     if overrides and not args.quick:
         log(
@@ -971,6 +982,16 @@ def main(argv=None):
         + (f"; results in {args.json}" if args.json else "")
     )
     print(table, end="")
+    _print_side_tables(eager_rows, scaling_rows)
+    wrong = _wrong(results)
+    if wrong:
+        log("FAILED: " + "; ".join(" ".join(w) for w in wrong))
+        return 1
+    return 0
+
+
+def _print_side_tables(eager_rows, scaling_rows):
+    """The eager and compile-scaling measurements' tables, after the main one."""
     if eager_rows:
         from .eager import markdown as eager_markdown
 
@@ -984,7 +1005,11 @@ def main(argv=None):
             f"{MS_PER_STATEMENT_TARGET:g} ms a statement at any size):\n"
         )
         print(scaling_markdown(scaling_rows))
-    wrong = [
+
+
+def _wrong(results):
+    """(workload, size, variant) of each wrong result, or measurement that failed."""
+    return [
         (r["workload"], r["size"], v["variant"])
         for r in results
         for v in r["variants"]
@@ -993,7 +1018,3 @@ def main(argv=None):
         or str(v.get("status", "")).startswith("error: measuring process")
         or str(v.get("memory_status", "")).startswith("error: measuring process")
     ]
-    if wrong:
-        log("FAILED: " + "; ".join(" ".join(w) for w in wrong))
-        return 1
-    return 0

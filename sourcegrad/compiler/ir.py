@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Sequence, Union
+from typing import Any, Iterable, Iterator, Sequence, Union
 
 from ..errors import SourceLocation
 
@@ -42,7 +42,7 @@ class Const:
 class Tup:
     """A tuple whose items are atoms, at least one of them a `Var` (`(n, -1)`, `x[i, :]`)."""
 
-    items: tuple
+    items: tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class Slc:
 Atom = Union[Var, Const, Tup, Slc]
 
 
-def atom_vars(atom) -> list[str]:
+def atom_vars(atom: object) -> list[str]:
     """Names an atom reads."""
     if isinstance(atom, Var):
         return [atom.name]
@@ -68,7 +68,7 @@ def atom_vars(atom) -> list[str]:
     return []
 
 
-def substitute_atom(atom, mapping: dict):
+def substitute_atom(atom: Any, mapping: dict[str, Any]) -> Any:
     """Replace `Var`s by the atoms `mapping` gives for their names."""
     if isinstance(atom, Var):
         return mapping.get(atom.name, atom)
@@ -87,10 +87,10 @@ class Call:
     """A primitive applied to atoms; `op` is a key of `rules.RULES`."""
 
     op: str
-    args: tuple = ()
-    kwargs: tuple = ()  # ((name, atom), ...) in the order the user wrote them
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()  # ((name, atom), ...) in the order the user wrote them
 
-    def atoms(self):
+    def atoms(self) -> list[Any]:
         return list(self.args) + [a for _, a in self.kwargs]
 
     def reads(self) -> list[str]:
@@ -127,8 +127,8 @@ class Return:
 @dataclass
 class If:
     test: object
-    body: list
-    orelse: list
+    body: list[Any]
+    orelse: list[Any]
     loc: SourceLocation | None = None
 
 
@@ -142,7 +142,7 @@ class For:
     start: object
     stop: object
     step: object
-    body: list
+    body: list[Any]
     loc: SourceLocation | None = None
     stop_flag: str | None = None
     # a loop of the backward sweep that runs the range backwards (`reversed(range(...))`)
@@ -151,9 +151,9 @@ class For:
 
 @dataclass
 class While:
-    test_body: list  # statements computing `test`, re-run before every iteration
+    test_body: list[Any]  # statements computing `test`, re-run before every iteration
     test: object
-    body: list
+    body: list[Any]
     loc: SourceLocation | None = None
 
 
@@ -188,7 +188,7 @@ class Marker:
     label: str = "backward"
 
 
-def child_blocks(stmt) -> list:
+def child_blocks(stmt: object) -> list[list[Any]]:
     """The statement lists nested in a compound statement."""
     if isinstance(stmt, If):
         return [stmt.body, stmt.orelse]
@@ -199,7 +199,7 @@ def child_blocks(stmt) -> list:
     return []
 
 
-def with_child_blocks(stmt, blocks):
+def with_child_blocks(stmt: Any, blocks: Sequence[list[Any]]) -> Any:
     """`stmt` with its nested statement lists replaced by `blocks` (as `child_blocks` lists
     them)."""
     if isinstance(stmt, If):
@@ -209,7 +209,7 @@ def with_child_blocks(stmt, blocks):
     return replace(stmt, body=blocks[0])
 
 
-def walk(stmts):
+def walk(stmts: Iterable[Any]) -> Iterator[Any]:
     """Every statement in `stmts`, nested ones included, in program order."""
     for stmt in stmts:
         yield stmt
@@ -218,7 +218,7 @@ def walk(stmts):
                 yield from walk(block)
 
 
-def reads_of(stmt) -> Sequence[str]:
+def reads_of(stmt: Any) -> Sequence[str]:
     """Names a statement reads itself (not counting its nested blocks), to be read, not
     changed: for an operation, the tuple its `Call` keeps (no copy)."""
     kind = type(stmt)
@@ -226,7 +226,7 @@ def reads_of(stmt) -> Sequence[str]:
         # (the common case first: every pass asks, per statement, ~30 times a compile)
         value = stmt.value
         if type(value) is Call:
-            known = value.__dict__.get("_reads")
+            known: tuple[str, ...] | None = value.__dict__.get("_reads")
             if known is None:
                 value.reads()
                 known = value.__dict__["_reads"]
@@ -250,7 +250,7 @@ def reads_of(stmt) -> Sequence[str]:
 _COMPOUND = frozenset((If, For, While))
 
 
-def writes_of(stmt) -> list[str]:
+def writes_of(stmt: object) -> list[str]:
     """Names a statement assigns itself (not counting its nested blocks)."""
     if isinstance(stmt, (Assign, Pop)):
         return [stmt.target]
@@ -269,20 +269,20 @@ class Function:
     """
 
     name: str
-    params: list
-    body: list
+    params: list[str]
+    body: list[Any]
     source_file: str = "<unknown>"
     loc: SourceLocation | None = None
-    free: dict = field(default_factory=dict)
+    free: dict[str, Any] = field(default_factory=dict)
     # names that came from the user's source (kept verbatim; temporaries are renamed freely)
-    user_names: set = field(default_factory=set)
+    user_names: set[str] = field(default_factory=set)
     # globals and closure values the code was built from: (kind, dict or cell, name, value)
-    dependencies: list = field(default_factory=list)
+    dependencies: list[Any] = field(default_factory=list)
     # the name of the list that Push and Pop use (chosen not to clash with the user's names)
     stack: str = "saved"
 
 
-def assignment_counts(stmts, params=()) -> dict:
+def assignment_counts(stmts: Iterable[Any], params: Iterable[str] = ()) -> dict[str, int]:
     """How many times each name is assigned (a parameter counts once, a loop target twice):
     a name assigned once holds one value everywhere, so it may be propagated or folded."""
     counts = {p: 1 for p in params}
@@ -295,21 +295,21 @@ def assignment_counts(stmts, params=()) -> dict:
     return counts
 
 
-def read_counts(stmts) -> dict:
+def read_counts(stmts: Iterable[Any]) -> dict[str, int]:
     """How many statements (nested ones included) read each name; 0 for a name never read."""
-    counts: dict = defaultdict(int)
+    counts: dict[str, int] = defaultdict(int)
     for stmt in walk(stmts):
         for n in reads_of(stmt):
             counts[n] += 1
     return counts
 
 
-def merge_notes(*notes) -> str:
+def merge_notes(*notes: str) -> str:
     """Statement notes joined (`"exp, multiply"`), each rule named once."""
     known = _MERGED.get(notes)  # (a few hundred combinations, asked per printed statement)
     if known is not None:
         return known
-    parts: list = []
+    parts: list[str] = []
     for note in notes:
         parts += [p for p in note.split(", ") if p and p not in parts]
     if len(_MERGED) >= 1 << 14:  # (bounded: notes name the rules of user programs)
@@ -318,4 +318,4 @@ def merge_notes(*notes) -> str:
     return merged
 
 
-_MERGED: dict = {}
+_MERGED: dict[tuple[str, ...], str] = {}

@@ -337,44 +337,58 @@ def _pass(buffers, child, nr, g):
     buf[nr] = _add(buf[nr], g)
 
 
-def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True):  # noqa: C901 (one case per statement kind)
-    """Backpropagate `seeds` from the `roots` edges; return the gradients reaching `targets`."""
+def _plan(roots, targets, accumulate):
+    """(incoming edges that will carry a gradient per node, the nodes on a path to a
+    target, the nodes that run): with no targets, every reachable node runs and every
+    edge carries a gradient (the last two None)."""
     if targets is None:
-        # every reachable node runs and every edge carries a gradient
-        deps = _dependencies(roots)
-        needed = runs = None
-    else:
-        nodes, parents = _discover(roots)
-        needed = _needed(targets, parents) & nodes
-        target_nodes = {node for node, _ in targets}
-        runs = set()
-        for node in needed:
-            if isinstance(node, AccumulateGrad):
-                if accumulate and node in target_nodes:
-                    runs.add(node)
-            elif any(child in needed for child, _ in node.next_functions):
+        return _dependencies(roots), None, None
+    nodes, parents = _discover(roots)
+    needed = _needed(targets, parents) & nodes
+    target_nodes = {node for node, _ in targets}
+    runs = set()
+    for node in needed:
+        if isinstance(node, AccumulateGrad):
+            if accumulate and node in target_nodes:
                 runs.add(node)
-        # incoming edges that will carry a gradient (from nodes that run)
-        deps = {}
-        for node in runs:
-            for child, _ in node.next_functions:
-                if child is not None and child in needed:
-                    deps[child] = deps.get(child, 0) + 1
+        elif any(child in needed for child, _ in node.next_functions):
+            runs.add(node)
+    # incoming edges that will carry a gradient (from nodes that run)
+    deps = {}
+    for node in runs:
+        for child, _ in node.next_functions:
+            if child is not None and child in needed:
+                deps[child] = deps.get(child, 0) + 1
+    return deps, needed, runs
+
+
+def _seeded(roots, seeds, deps):
+    """(the gradient buffers holding the seeds, the heap of the nodes ready, its counter).
+    The ready nodes, newest (highest `_seq`) first and, among equal ones (the
+    accumulators, all `inf`), first come first served: that is torch's order."""
+    buffers = {}
+    for (node, nr), g in zip(roots, seeds):
+        if node is not None:
+            _pass(buffers, node, nr, g)
+    counter = itertools.count()
+    heap = [(-node._seq, next(counter), node) for node in buffers if deps.get(node, 0) == 0]
+    heapq.heapify(heap)
+    return buffers, heap, counter
+
+
+def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True):  # noqa: C901 (one case per statement kind)
+    """Backpropagate `seeds` from the `roots` edges; return the gradients reaching `targets`.
+
+    The loop over the nodes stays in this one function (a call per node would cost the
+    eager backward's hot path); what runs once per backward is in `_plan`."""
+    deps, needed, runs = _plan(roots, targets, accumulate)
     captures = {}
     if targets is not None:
         for i, (node, nr) in enumerate(targets):
             captures.setdefault((node, nr), []).append(i)
     captured = [None] * (len(targets) if targets is not None else 0)
 
-    buffers = {}
-    for (node, nr), g in zip(roots, seeds):
-        if node is not None:
-            _pass(buffers, node, nr, g)
-    # The ready nodes, newest (highest `_seq`) first and, among equal ones (the
-    # accumulators, all `inf`), first come first served: that is torch's order.
-    counter = itertools.count()
-    heap = [(-node._seq, next(counter), node) for node in buffers if deps.get(node, 0) == 0]
-    heapq.heapify(heap)
+    buffers, heap, counter = _seeded(roots, seeds, deps)
     heappush = heapq.heappush
     heappop = heapq.heappop
 

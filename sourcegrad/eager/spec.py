@@ -196,6 +196,8 @@ def record(spec, out, args, static=None, outputs=None):
     callers then call this when an argument carries a tangent too, and no node is made
     unless grad mode is on and an edge requires grad (None is returned).
     """
+    # (long: every op records through here, so the common path stays inline; the saved
+    # arguments and a multi-output op's outputs are helpers)
     Tensor = TENSOR  # a local name: the loop below is the hot path of every op
     n = len(args)
     edges = []
@@ -226,33 +228,10 @@ def record(spec, out, args, static=None, outputs=None):
         return None
     table = spec._table
     _, ans_mode, keeps_values, kept = table[mask] if table is not None else spec.plan(mask, n)
-    versions = None
     if kept:
-        saved = [None] * n
-        for i, mode, j in kept:
-            a = args[i]
-            if mode == SHAPE and j >= 0 and metas[j] is not None:
-                saved[i] = metas[j]  # an edge that needs a gradient: its Meta is at hand
-            elif mode == VALUE:
-                if isinstance(a, Tensor):
-                    if a._inference and not STATE.inference:
-                        raise RuntimeError(messages.INFERENCE_SAVED)
-                    if versions is None:
-                        versions = [None] * n
-                    vc = a._vc
-                    versions[i] = vc.value if vc is not None else 0
-                saved[i] = a
-            elif isinstance(a, Tensor):
-                d = a._data
-                m = METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
-                saved[i] = m if m is not None else meta_of(d)
-            elif type(a) is np.ndarray or type(a) in DEVICE_TYPES:
-                saved[i] = meta_of(a)
-            else:
-                saved[i] = a
-        saved = tuple(saved)
+        saved, versions = _saved_arguments(kept, args, metas, n)
     else:
-        saved = (None,) * n
+        saved, versions = (None,) * n, None
     cls = spec.node_cls
     node = _new(cls)
     node.next_functions = tuple(edges)
@@ -266,19 +245,7 @@ def record(spec, out, args, static=None, outputs=None):
     node._static = static
     node._metas = metas
     if outputs is not None:
-        node._outs = [meta_of(o._data) for o in outputs]
-        # a rule that reads its results (eigh's, svd's) gets them all: the node keeps each
-        # output's data and version, as torch's LinalgEighBackward0 saves its outputs
-        if ans_mode == VALUE:
-            node._ans = [_kept_output(o) for o in outputs]
-        elif ans_mode == SHAPE:
-            node._ans = list(node._outs)
-        else:
-            node._ans = None
-        for i, o in enumerate(outputs):
-            o._grad_fn = node
-            o._output_nr = i
-            o._requires_grad = True
+        _attach_outputs(node, outputs, ans_mode)
     else:
         if ans_mode == VALUE:
             if out._inference and not STATE.inference:
@@ -302,6 +269,53 @@ def record(spec, out, args, static=None, outputs=None):
         if ans_mode == VALUE and out is not None:
             keep_tangent(node, out)
     return node
+
+
+def _saved_arguments(kept, args, metas, n):
+    """(what the node keeps of each argument, their versions or None) for the arguments
+    `kept` lists as (argument, mode, edge or -1): a Tensor's value, or only its Meta."""
+    Tensor = TENSOR
+    versions = None
+    saved = [None] * n
+    for i, mode, j in kept:
+        a = args[i]
+        if mode == SHAPE and j >= 0 and metas[j] is not None:
+            saved[i] = metas[j]  # an edge that needs a gradient: its Meta is at hand
+        elif mode == VALUE:
+            if isinstance(a, Tensor):
+                if a._inference and not STATE.inference:
+                    raise RuntimeError(messages.INFERENCE_SAVED)
+                if versions is None:
+                    versions = [None] * n
+                vc = a._vc
+                versions[i] = vc.value if vc is not None else 0
+            saved[i] = a
+        elif isinstance(a, Tensor):
+            d = a._data
+            m = METAS.get((d.shape, d.dtype)) if type(d) is np.ndarray else None
+            saved[i] = m if m is not None else meta_of(d)
+        elif type(a) is np.ndarray or type(a) in DEVICE_TYPES:
+            saved[i] = meta_of(a)
+        else:
+            saved[i] = a
+    return tuple(saved), versions
+
+
+def _attach_outputs(node, outputs, ans_mode):
+    """A multi-output op's node made the grad_fn of each output. A rule that reads its
+    results (eigh's, svd's) gets them all: the node keeps each output's data and version,
+    as torch's LinalgEighBackward0 saves its outputs."""
+    node._outs = [meta_of(o._data) for o in outputs]
+    if ans_mode == VALUE:
+        node._ans = [_kept_output(o) for o in outputs]
+    elif ans_mode == SHAPE:
+        node._ans = list(node._outs)
+    else:
+        node._ans = None
+    for i, o in enumerate(outputs):
+        o._grad_fn = node
+        o._output_nr = i
+        o._requires_grad = True
 
 
 def keep_tangent(node, out):

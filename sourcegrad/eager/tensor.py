@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -156,6 +157,18 @@ class Tensor:
         "__weakref__",
         "__dict__",
     )
+    # the slots' types (annotations only: __slots__ makes the attributes)
+    _data: Any  # an ndarray, or a CuPy array on a CUDA device
+    _grad_fn: Any  # the node that made it (eager.node), or None
+    _output_nr: int
+    _requires_grad: bool
+    _grad: Any  # a Tensor or None
+    _vc: VersionCounter | None
+    _acc: Any  # its AccumulateGrad node, made on first use
+    _inference: bool
+    _base: Tensor | None
+    _extra: Extra | None
+    _rebuild_view: Any  # inplace.refresh_view, installed by methods.py
 
     # --- construction ---------------------------------------------------------------------
 

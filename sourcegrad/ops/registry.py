@@ -60,7 +60,7 @@ import inspect
 import linecache
 import sys
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import gast
 
@@ -214,7 +214,7 @@ class Op:
     # torch names (eager surface), or None
     torch: Torch | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.family = self.family or self.name.removeprefix("np_")
 
     def forward(self, *args, **kwargs):
@@ -231,19 +231,19 @@ class Op:
             object.__setattr__(self, "_signature", made)
         return made
 
-    def bind(self, args, kwargs):
+    def bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Map a call's positional and keyword arguments to parameter names, defaults filled in."""
         bound = self.signature().bind(*args, **kwargs)
         bound.apply_defaults()
         return dict(bound.arguments)
 
-    def jvp_for(self, argnum: int):
+    def jvp_for(self, argnum: int) -> Any:
         """The explicit JVP lambda for input `argnum` (the last one serves *varargs), or None."""
         if self.varargs is not None and argnum >= len(self.params) and self.jvps:
             return self.jvps[-1]
         return self.jvps[argnum] if argnum < len(self.jvps) else None
 
-    def vjp_for(self, argnum: int):
+    def vjp_for(self, argnum: int) -> Any:
         """The VJP lambda for positional input `argnum` (or for any *varargs input), or None."""
         if self.varargs is not None and argnum >= len(self.params):
             return self.vjps[-1]
@@ -275,12 +275,12 @@ _BY_SPELLING: dict[tuple, str] = {}  # (spelling kind, text) -> the first op spe
 # --- queries ---------------------------------------------------------------------------------
 
 
-def get(name) -> Op:
+def get(name: str) -> Op:
     """The record of op `name` (KeyError if there is none)."""
     return RULES[name]
 
 
-def has(name, prop) -> bool:
+def has(name: str, prop: str) -> bool:
     """Does op `name` have property `prop` (one of PROPERTIES, "reduction", "elementwise")?
     An unknown op has none."""
     op = RULES.get(name)
@@ -291,7 +291,7 @@ def has(name, prop) -> bool:
     return prop in op.props
 
 
-def rule_for_function(fn) -> Op | None:
+def rule_for_function(fn: object) -> Op | None:
     """The rule registered for a callable object (np.exp, math.sin, ...), if any."""
     name = _BY_FUNCTION.get(_function_key(fn))
     if name is None and _OPTIONAL and load_optional():
@@ -321,7 +321,7 @@ def load_optional() -> bool:
     return loaded
 
 
-def _function_key(fn):
+def _function_key(fn: object) -> object:
     # a bound method (scipy.stats.norm.logpdf) is a new object at each attribute read: it is
     # known by its object and function
     if inspect.ismethod(fn):
@@ -329,7 +329,7 @@ def _function_key(fn):
     return id(fn)
 
 
-def spelled(kind, text) -> Op | None:
+def spelled(kind: str, text: str) -> Op | None:
     """The entry generated code calls as `Spelling(kind, text)`: `spelled("func", "arcsin")`
     for `np.arcsin(x)`, `spelled("module", "math.asin")` for `math.asin(x)` (the first one
     registered where several share a spelling), or None."""
@@ -337,12 +337,12 @@ def spelled(kind, text) -> Op | None:
     return RULES[name] if name is not None else None
 
 
-def op_for_method(method) -> str | None:
+def op_for_method(method: str) -> str | None:
     """The op an array method of user code calls (`x.flatten()` -> "ravel"), or None."""
     return _BY_METHOD.get(method)
 
 
-def array_methods() -> list:
+def array_methods() -> list[str]:
     """The array methods user code may call, sorted (for error messages)."""
     return sorted(_BY_METHOD)
 

@@ -145,6 +145,39 @@ def _wrap(value):
     return value
 
 
+def _remember(memory, y, s, H_diag, history_size):
+    """Add the curvature pair (y, s) to the memory (old_dirs, old_stps, ro) when it is
+    positive enough (the oldest pair dropped at `history_size`); returns the new H_diag."""
+    old_dirs, old_stps, ro = memory
+    ys = y.dot(s)
+    if ys > 1e-10:
+        if len(old_dirs) == history_size:  # shift history by one (FIFO)
+            old_dirs.pop(0)
+            old_stps.pop(0)
+            ro.pop(0)
+        old_dirs.append(y)
+        old_stps.append(s)
+        ro.append(1.0 / ys)
+        H_diag = ys / y.dot(y)
+    return H_diag
+
+
+def _two_loop(memory, flat_grad, H_diag, history_size):
+    """The two-loop recursion: the descent direction -H @ grad from the memory."""
+    old_dirs, old_stps, ro = memory
+    num_old = len(old_dirs)
+    al = [None] * history_size
+    q = -flat_grad
+    for i in range(num_old - 1, -1, -1):
+        al[i] = old_stps[i].dot(q) * ro[i]
+        q += -al[i] * old_dirs[i]
+    d = r = q * H_diag
+    for i in range(num_old):
+        be_i = old_dirs[i].dot(r) * ro[i]
+        r += (al[i] - be_i) * old_stps[i]
+    return d
+
+
 class LBFGS(Optimizer):
     """L-BFGS; one parameter group only; `step` needs a closure."""
 
@@ -213,7 +246,23 @@ class LBFGS(Optimizer):
         with no_grad():
             return self._step(closure)
 
+    def _line_search(self, closure, t, d, loss, flat_grad, gtd, max_ls):
+        """The strong-Wolfe line search along d from t, then the step it found taken:
+        (loss, flat gradient, step length, evaluations)."""
+        x_init = [p._data.copy() for p in self._params]
+
+        def obj_func(x, t, d):
+            return self._directional_evaluate(closure, x, t, d)
+
+        loss, flat_grad, t, ls_func_evals = _strong_wolfe(
+            obj_func, x_init, t, d, loss, flat_grad, gtd, max_ls=max_ls
+        )
+        self._add_grad(t, d)
+        return loss, flat_grad, t, ls_func_evals
+
     def _step(self, closure):
+        # (long: torch's LBFGS.step loop in torch's order, read side by side with it; the
+        # memory update, the two-loop recursion and the line search are helpers)
         group = self.param_groups[0]
         lr = to_scalar(group["lr"])
         max_iter, max_eval = group["max_iter"], group["max_eval"]
@@ -249,38 +298,14 @@ class LBFGS(Optimizer):
                 old_dirs, old_stps, ro = [], [], []
                 H_diag = 1
             else:
-                # update the memory
-                y = flat_grad - prev_flat_grad
-                s = d * t
-                ys = y.dot(s)
-                if ys > 1e-10:
-                    if len(old_dirs) == history_size:  # shift history by one (FIFO)
-                        old_dirs.pop(0)
-                        old_stps.pop(0)
-                        ro.pop(0)
-                    old_dirs.append(y)
-                    old_stps.append(s)
-                    ro.append(1.0 / ys)
-                    H_diag = ys / y.dot(y)
-                # the two-loop recursion for -H @ grad
-                num_old = len(old_dirs)
-                al = [None] * history_size
-                q = -flat_grad
-                for i in range(num_old - 1, -1, -1):
-                    al[i] = old_stps[i].dot(q) * ro[i]
-                    q += -al[i] * old_dirs[i]
-                d = r = q * H_diag
-                for i in range(num_old):
-                    be_i = old_dirs[i].dot(r) * ro[i]
-                    r += (al[i] - be_i) * old_stps[i]
+                memory = (old_dirs, old_stps, ro)
+                H_diag = _remember(memory, flat_grad - prev_flat_grad, d * t, H_diag, history_size)
+                d = _two_loop(memory, flat_grad, H_diag, history_size)
             prev_flat_grad = flat_grad.copy()
             prev_loss = loss
 
             # the step length
-            if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr
-            else:
-                t = lr
+            t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr if state["n_iter"] == 1 else lr
             gtd = flat_grad.dot(d)
             if gtd > -tolerance_change:  # directional derivative below tolerance
                 break
@@ -289,15 +314,9 @@ class LBFGS(Optimizer):
             if line_search_fn is not None:
                 if line_search_fn != "strong_wolfe":
                     raise RuntimeError("only 'strong_wolfe' is supported")
-                x_init = [p._data.copy() for p in self._params]
-
-                def obj_func(x, t, d):
-                    return self._directional_evaluate(closure, x, t, d)
-
-                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
-                    obj_func, x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals
+                loss, flat_grad, t, ls_func_evals = self._line_search(
+                    closure, t, d, loss, flat_grad, gtd, max_eval - current_evals
                 )
-                self._add_grad(t, d)
                 opt_cond = np.abs(flat_grad).max() <= tolerance_grad
             else:
                 self._add_grad(t, d)
@@ -312,11 +331,13 @@ class LBFGS(Optimizer):
             state["func_evals"] += ls_func_evals
 
             # the stopping conditions, in torch's order
-            if n_iter == max_iter or current_evals >= max_eval or opt_cond:
-                break
-            if np.abs(d * t).max() <= tolerance_change:
-                break
-            if abs(loss - prev_loss) < tolerance_change:
+            if (
+                n_iter == max_iter
+                or current_evals >= max_eval
+                or opt_cond
+                or np.abs(d * t).max() <= tolerance_change
+                or abs(loss - prev_loss) < tolerance_change
+            ):
                 break
 
         state.update(

@@ -738,8 +738,8 @@ def manifest(saved, fn, env, trip_counts=None) -> list:
     of saving. A value pushed in loops says which (`loops`: [line, trips or None], the
     outermost first, `trip_counts` giving the counts known when compiling) and, per trip,
     how many trips and bytes that makes: `saved_bytes` adds it all up."""
-    counts = trip_counts or {}
-    out = [
+    listing = _Manifest(env, trip_counts or {})
+    listing.out = [
         dict(
             e,
             status="saved",
@@ -750,10 +750,33 @@ def manifest(saved, fn, env, trip_counts=None) -> list:
         for e in saved
     ]
     cut = next((i for i, s in enumerate(fn.body) if isinstance(s, Marker)), len(fn.body))
-    seen = set()
+    listing.visit(fn.body[:cut], (), False)
+    listing.visit(fn.body[cut:], (), True)
+    return listing.out
 
-    def entry(name, loc, status, why, loops=()):
-        aval = env.get(name)
+
+def _blocks(s) -> list:
+    """The statement lists nested in a statement (a loop's test and body, an if's branches)."""
+    if isinstance(s, For):
+        return [s.body]
+    if isinstance(s, While):
+        return [s.test_body, s.body]
+    if isinstance(s, If):
+        return [s.body, s.orelse]
+    return []
+
+
+class _Manifest:
+    """The manifest's entries as `manifest` walks the forward and the backward, each value
+    listed once per status (`seen`)."""
+
+    def __init__(self, env, counts):
+        self.env, self.counts = env, counts
+        self.out: list = []
+        self.seen: set = set()
+
+    def entry(self, name, loc, status, why, loops=()):
+        aval = self.env.get(name)
         dtype = getattr(aval, "dtype", None) if aval is not None else None
         return {
             "name": name,
@@ -763,19 +786,25 @@ def manifest(saved, fn, env, trip_counts=None) -> list:
             else type(aval.stand_in).__name__
             if aval is not None
             else None,
-            "bytes": _bytes(env, Var(name)),
+            "bytes": _bytes(self.env, Var(name)),
             "line": loc.line if loc else None,
             "input": False,
             "read_by": [],
             "status": status,
             "why": why,
-            **({"loops": [[line, counts.get(line)] for line in loops]} if loops else {}),
+            **({"loops": [[line, self.counts.get(line)] for line in loops]} if loops else {}),
         }
 
-    def visit(stmts, loops, backward):
+    def first(self, key) -> bool:
+        """Whether `key` is met for the first time (and remember it)."""
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+    def visit(self, stmts, loops, backward):
         for s in stmts:
             text = s.loc.text if getattr(s, "loc", None) is not None else ""
-            every, slots = _EVERY.search(text), _SLOTS.search(text)
             if (
                 isinstance(s, Push)
                 and isinstance(s.value, Var)
@@ -783,100 +812,89 @@ def manifest(saved, fn, env, trip_counts=None) -> list:
                 and SNAPSHOT not in text
             ):
                 # (a value overwritten outside any loop: pushed once, popped once)
-                if (s.value.name, "overwritten") not in seen:
-                    seen.add((s.value.name, "overwritten"))
+                if self.first((s.value.name, "overwritten")):
                     why = "overwritten later; the backward reads the value it held: made once"
-                    out.append(entry(s.value.name, s.loc, "saved", why))
+                    self.out.append(self.entry(s.value.name, s.loc, "saved", why))
             elif isinstance(s, Push) and isinstance(s.value, Var):
-                status = (
-                    "snapshot"
-                    if SNAPSHOT in text
-                    else "saved per trip of a segment"
-                    if backward
-                    else "saved per trip"
-                )
-                key = (s.value.name, status, loops)
-                if key not in seen:
-                    seen.add(key)
-                    why = (
-                        _note(text, SNAPSHOT)
-                        if status == "snapshot"
-                        else f"overwritten in the loop at line {loops[-1]}; the backward reads it"
-                    )
-                    if status == "saved per trip":
-                        why += ": " + _per_trip(loops, counts, _bytes(env, s.value))
-                    elif status == "saved per trip of a segment" and slots and not every:
-                        why += ": pushed while its trip is recorded (revolve: one trip at a time)"
-                    elif status == "saved per trip of a segment":
-                        why += ": pushed while a segment is recomputed (one segment at a time)"
-                    out.append(
-                        dict(
-                            entry(s.value.name, s.loc, status, why, loops),
-                            # (revolve records one trip at a time, from at most `slots` snapshots)
-                            every=int(every.group(1))
-                            if every
-                            else 1
-                            if slots and status != "snapshot"
-                            else None,
-                            slots=int(slots.group(1)) if slots and status == "snapshot" else None,
-                        )
-                    )
+                self.pushed_in_loop(s, text, loops, backward)
             elif isinstance(s, Assign) and backward and _BUDGET_NAMES.search(text):
-                for name in _BUDGET_NAMES.search(text).group(1).split(", "):
-                    if (name, "recomputed") not in seen and name in env:
-                        seen.add((name, "recomputed"))
-                        out.append(
-                            entry(
-                                name,
-                                s.loc,
-                                "recomputed",
-                                f"{RECOMPUTED_BY_BUDGET}: keeping it would pass the budget "
-                                f"({text[text.rindex('; ') + 2 :].rstrip(')')}), and it is "
-                                "among the cheapest values to make again per byte",
-                            )
-                        )
+                self.recomputed_by_budget(s, text)
             elif isinstance(s, Assign) and backward and _PER_BLOCK.search(text):
-                if (s.target, "block") not in seen:
-                    seen.add((s.target, "block"))
-                    rows = int(_PER_BLOCK.search(text).group(1))
-                    out.append(
-                        dict(
-                            entry(s.target, s.loc, "saved per row block", ""),
-                            why=f"{SAVED_PER_BLOCK}: under the budget, {IN_ROW_BLOCKS} "
-                            f"{rows} rows goes through the forward and the backward a block "
-                            "at a time (nothing recomputed)",
-                        )
-                    )
+                if self.first((s.target, "block")):
+                    self.out.append(self.per_block(s, text))
             elif isinstance(s, Assign) and backward and RECOMPUTED in text:
-                key = (s.target, "recomputed")
-                if key not in seen:
-                    seen.add(key)
-                    out.append(
-                        entry(
-                            s.target,
-                            s.loc,
-                            "recomputed",
-                            _note(text, RECOMPUTED) + ": not saved",
-                        )
-                    )
-            for block in (
-                [s.body]
-                if isinstance(s, For)
-                else [s.test_body, s.body]
-                if isinstance(s, While)
-                else [s.body, s.orelse]
-                if isinstance(s, If)
-                else []
-            ):
+                if self.first((s.target, "recomputed")):
+                    why = _note(text, RECOMPUTED) + ": not saved"
+                    self.out.append(self.entry(s.target, s.loc, "recomputed", why))
+            for block in _blocks(s):
                 inner = loops
                 line = s.loc.line if s.loc else None
                 if isinstance(s, (For, While)) and loops[-1:] != (line,):
                     inner = loops + (line,)  # (a segment's trips: the loop's own line)
-                visit(block, inner, backward)
+                self.visit(block, inner, backward)
 
-    visit(fn.body[:cut], (), False)
-    visit(fn.body[cut:], (), True)
-    return out
+    def pushed_in_loop(self, s, text, loops, backward):
+        """A value pushed per trip of a loop (or of a segment's recomputation), or a
+        snapshot of a checkpointed loop."""
+        every, slots = _EVERY.search(text), _SLOTS.search(text)
+        status = (
+            "snapshot"
+            if SNAPSHOT in text
+            else "saved per trip of a segment"
+            if backward
+            else "saved per trip"
+        )
+        if not self.first((s.value.name, status, loops)):
+            return
+        why = (
+            _note(text, SNAPSHOT)
+            if status == "snapshot"
+            else f"overwritten in the loop at line {loops[-1]}; the backward reads it"
+        )
+        if status == "saved per trip":
+            why += ": " + _per_trip(loops, self.counts, _bytes(self.env, s.value))
+        elif status == "saved per trip of a segment" and slots and not every:
+            why += ": pushed while its trip is recorded (revolve: one trip at a time)"
+        elif status == "saved per trip of a segment":
+            why += ": pushed while a segment is recomputed (one segment at a time)"
+        self.out.append(
+            dict(
+                self.entry(s.value.name, s.loc, status, why, loops),
+                # (revolve records one trip at a time, from at most `slots` snapshots)
+                every=int(every.group(1))
+                if every
+                else 1
+                if slots and status != "snapshot"
+                else None,
+                slots=int(slots.group(1)) if slots and status == "snapshot" else None,
+            )
+        )
+
+    def recomputed_by_budget(self, s, text):
+        """The values a memory budget chose to recompute, named in the statement's note."""
+        for name in _BUDGET_NAMES.search(text).group(1).split(", "):
+            if name in self.env and (name, "recomputed") not in self.seen:
+                self.seen.add((name, "recomputed"))
+                self.out.append(
+                    self.entry(
+                        name,
+                        s.loc,
+                        "recomputed",
+                        f"{RECOMPUTED_BY_BUDGET}: keeping it would pass the budget "
+                        f"({text[text.rindex('; ') + 2 :].rstrip(')')}), and it is "
+                        "among the cheapest values to make again per byte",
+                    )
+                )
+
+    def per_block(self, s, text):
+        """A value kept one row block at a time."""
+        rows = int(_PER_BLOCK.search(text).group(1))
+        return dict(
+            self.entry(s.target, s.loc, "saved per row block", ""),
+            why=f"{SAVED_PER_BLOCK}: under the budget, {IN_ROW_BLOCKS} "
+            f"{rows} rows goes through the forward and the backward a block "
+            "at a time (nothing recomputed)",
+        )
 
 
 def _per_trip(loops, counts, nbytes) -> str:

@@ -1121,6 +1121,83 @@ def _output_seed(rev, ret, out_aval, cotangent):
     return rev.inst.emit("np_ones_like", [ret.value], name=adjoint_name(ret.value.name, False)).atom
 
 
+def _without_aux(fn):
+    """(fn returning only its output, that Return, aux) for a function returning
+    `(output, aux)`: what only aux reads is not active (no adjoint is made for it)."""
+    output, aux = fn.body[-1].value.items
+    ret = Return(output, fn.body[-1].loc)
+    fn = Function(
+        fn.name,
+        fn.params,
+        fn.body[:-1] + [ret],
+        fn.source_file,
+        fn.loc,
+        fn.free,
+        fn.user_names,
+        fn.dependencies,
+        fn.stack,
+    )
+    return fn, ret, aux
+
+
+def _check_scalar_output(fn, ret, out_aval):
+    """grad (no cotangent) differentiates a scalar output, or an array of one element."""
+    if out_aval is not UNKNOWN and out_aval is not None and np.size(out_aval.stand_in) != 1:
+        raise errors.NonScalarOutputError(
+            f"grad needs a function with a scalar output (or one element), but {fn.name} "
+            f"returns an array of shape {out_aval.shape}; differentiate a scalar (such as its "
+            "sum) or use vjp",
+            ret.loc,
+        )
+
+
+def _gradient(rev, fn, name, env):
+    """The gradient of the input `name` once the backward is built: its adjoint, zeros if
+    it does not reach the output, the conjugate (torch's dL/dRe + 1j dL/dIm) if complex."""
+    rev.inst.loc = fn.loc
+    g = rev.take(name, fn.loc)
+    if g is None:
+        rev.inst.note = "does not reach the output"
+        return rev.inst.emit("np_zeros_like", [Var(name)], name=adjoint_name(name, True)).atom
+    if holds_complex(env.get(name)):
+        # the rules pass conjugated adjoints of complex values (ops/complex_values.py);
+        # the user gets torch's gradient dL/dRe + 1j dL/dIm
+        rev.inst.note = "the gradient of a complex input"
+        op, args = (
+            ("np_conjugate", [g])
+            if holds_complex(rev.inst.aval(g))
+            else ("cast_like", [g, Var(name)])
+        )  # (a real adjoint: np.real(z) alone was used)
+        return rev.inst.emit(op, args, name=adjoint_name(name, True)).atom
+    return g
+
+
+def _forward_and_backward(fn, rev):
+    """(the forward, pushing what the backward reads, the backward, popping it, the push
+    sites) once the reverse sweep `rev` has run over fn's body."""
+    backward = rev.out
+    recorded = _recorded(fn, backward, rev)
+    push, init = _push_sites(fn, recorded, rev)
+    forward = [Assign(n, Const(None), fn.loc, "saved") for n in init]
+    forward += [
+        Assign(n, Const(None), fn.loc, "placeholder")
+        for n in sorted(rev.placeholders - set(init))
+        if n in rev.sites
+    ]
+    forward += _forward(fn.body[:-1], push, rev, fn.loc)
+    return forward, _finish_backward(backward, push), push
+
+
+def _kept(value, rev, namer, forward, loc):
+    """A returned variable the backward restores (pops) copied at the end of the forward
+    (the value the forward ended with); any other value as it is."""
+    if isinstance(value, Var) and value.name in rev.overwritten:
+        kept = namer.fresh(value.name + "_value")
+        forward.append(Assign(kept, value, loc))
+        return Var(kept)
+    return value
+
+
 def reverse(
     fn: Function,
     wrt: list,
@@ -1138,37 +1215,11 @@ def reverse(
     returns the pair `(output, aux)` (a `Tup`): only the output is differentiated, and the
     function returns `(aux, grads)`, or `((value, aux), grads)` with `with_value`."""
     wrt_names = [fn.params[i] for i in wrt]
-    ret = fn.body[-1]
+    fn, ret, aux = _without_aux(fn) if has_aux else (fn, fn.body[-1], None)
     assert isinstance(ret, Return)
-    aux = None
-    if has_aux:
-        output, aux = ret.value.items
-        ret = Return(output, ret.loc)
-        # (what only aux reads is not active: no adjoint is made for it)
-        fn = Function(
-            fn.name,
-            fn.params,
-            fn.body[:-1] + [ret],
-            fn.source_file,
-            fn.loc,
-            fn.free,
-            fn.user_names,
-            fn.dependencies,
-            fn.stack,
-        )
     out_aval = env.get(ret.value.name) if isinstance(ret.value, Var) else aval_of(ret.value.value)
-    if (
-        cotangent is None
-        and out_aval is not UNKNOWN
-        and out_aval is not None
-        and np.size(out_aval.stand_in) != 1
-    ):
-        raise errors.NonScalarOutputError(
-            f"grad needs a function with a scalar output (or one element), but {fn.name} "
-            f"returns an array of shape {out_aval.shape}; differentiate a scalar (such as its "
-            "sum) or use vjp",
-            ret.loc,
-        )
+    if cotangent is None:
+        _check_scalar_output(fn, ret, out_aval)
     fn = _keep_old_shapes(fn, env, namer)
     rev = Reverser(fn, wrt_names, env, namer)
     if cotangent is not None:
@@ -1179,36 +1230,8 @@ def reverse(
     if isinstance(ret.value, Var) and ret.value.name in rev.active:
         rev.pending[ret.value.name].append(_output_seed(rev, ret, out_aval, cotangent))
     rev.block(fn.body[:-1])
-
-    grads = []
-    for name in wrt_names:
-        rev.inst.loc = fn.loc
-        g = rev.take(name, fn.loc)
-        if g is None:
-            rev.inst.note = "does not reach the output"
-            g = rev.inst.emit("np_zeros_like", [Var(name)], name=adjoint_name(name, True)).atom
-        elif holds_complex(env.get(name)):
-            # the rules pass conjugated adjoints of complex values (ops/complex_values.py);
-            # the user gets torch's gradient dL/dRe + 1j dL/dIm
-            rev.inst.note = "the gradient of a complex input"
-            op, args = (
-                ("np_conjugate", [g])
-                if holds_complex(rev.inst.aval(g))
-                else ("cast_like", [g, Var(name)])
-            )  # (a real adjoint: np.real(z) alone was used)
-            g = rev.inst.emit(op, args, name=adjoint_name(name, True)).atom
-        grads.append(g)
-    backward = rev.out
-    recorded = _recorded(fn, backward, rev)
-    push, init = _push_sites(fn, recorded, rev)
-    forward = [Assign(n, Const(None), fn.loc, "saved") for n in init]
-    forward += [
-        Assign(n, Const(None), fn.loc, "placeholder")
-        for n in sorted(rev.placeholders - set(init))
-        if n in rev.sites
-    ]
-    forward += _forward(fn.body[:-1], push, rev, fn.loc)
-    backward = _finish_backward(backward, push)
+    grads = [_gradient(rev, fn, name, env) for name in wrt_names]
+    forward, backward, push = _forward_and_backward(fn, rev)
     # the values of sourcegrad.checkpoint(f) calls are made again, not saved (checkpointing)
     forward, backward = checkpointing.recompute_regions(fn, forward, backward, namer, env)
     if memory_plan is not None:  # recompute loops' trips instead of saving them all
@@ -1217,16 +1240,8 @@ def reverse(
         )
 
     result = grads[0] if len(grads) == 1 and not as_tuple else Tup(tuple(grads))
-    value = ret.value
-    if with_value and isinstance(value, Var) and value.name in rev.overwritten:
-        # a variable the backward restores (pops): keep the value the forward ended with
-        kept = namer.fresh(value.name + "_value")
-        forward.append(Assign(kept, value, ret.loc))
-        value = Var(kept)
-    if isinstance(aux, Var) and aux.name in rev.overwritten:
-        kept = namer.fresh(aux.name + "_value")
-        forward.append(Assign(kept, aux, ret.loc))
-        aux = Var(kept)
+    value = _kept(ret.value, rev, namer, forward, ret.loc) if with_value else ret.value
+    aux = _kept(aux, rev, namer, forward, ret.loc)
     if has_aux:
         result = Tup((Tup((value, aux)) if with_value else aux, result))
     elif with_value:

@@ -118,7 +118,11 @@ class CallsMixin:
             return self.call_partial(target, args, kwargs, node, name)
         if not isinstance(target, CallableRef):
             self.error(errors.UnsupportedSyntaxError, f"{describe(func)} is not callable", node)
-        obj = target.obj
+        return self.call_callable(target.obj, func, node, name)
+
+    def call_callable(self, obj, func, node, name):
+        """A call of a Python object: a compile-time builtin, a gradient or checkpoint made or
+        called, a function of the user's inlined, a random draw, or an op of the registry."""
         if obj in IN_PLACE_OPERATORS:
             # (`a = operator.iadd(a, x)` is lowered as `a += x`: statements.py)
             self.error(
@@ -149,19 +153,26 @@ class CallsMixin:
         rule = rule_for_function(obj)
         draw = random_draws.function_rule(obj) if rule is None else None
         if draw is not None:  # np.random.normal(...): drawn in the forward pass only
-            method, args, kwargs = self.draw_arguments(obj.__name__, node)
-            if method != obj.__name__:
-                draw = random_draws.function_rule(getattr(np.random, method))
-            result = self.emit(draw.name, args, kwargs, name=name)
-            if obj in (np.random.default_rng, np.random.RandomState):
-                self.ctx.generators.add(result.name)
-            return result
+            return self.random_draw_call(obj, draw, node, name)
         if rule is None and self.traceable_callee(obj):
             return self.traced_call(obj, func, node, name)
         if rule is None:
             for arg in node.args:  # report unsupported syntax inside the call first
                 self.expr(arg)
             self.no_rule(obj, func, node)
+        return self.rule_call(rule, node, name)
+
+    def random_draw_call(self, obj, draw, node, name):
+        method, args, kwargs = self.draw_arguments(obj.__name__, node)
+        if method != obj.__name__:
+            draw = random_draws.function_rule(getattr(np.random, method))
+        result = self.emit(draw.name, args, kwargs, name=name)
+        if obj in (np.random.default_rng, np.random.RandomState):
+            self.ctx.generators.add(result.name)
+        return result
+
+    def rule_call(self, rule, node, name):
+        """A call of a function the registry has a rule for (np.sin(x), np.einsum(...))."""
         if rule.name in ("vjp_at_run_time", "jvp_at_run_time"):
             self.refuse_run_time_rule(node)
         if rule.sequence_input:

@@ -804,114 +804,81 @@ class StatementsMixin:
             and node.args[0].func.id == "range"
             and isinstance(target, gast.Name)
         ):
-            # `for i in reversed(range(...))` (generated backward code, differentiated again):
-            # count k up and read the range from its end
-            span = self.emit("range", [self.expr(a) for a in node.args[0].args])
-            length = self.emit("len", [span])
-            k = self.ctx.namer.fresh("k")
-
-            def bind_index():
-                last = self.emit("sub_op", [self.emit("sub_op", [length, Const(1)]), Var(k)])
-                self.bind(target.id, self.emit("getitem", [span, last], name=self.local(target.id)))
-
-            self.mutable.add(target.id)
-            return Const(0), length, Const(1), (k, [bind_index])
+            return self.reversed_range_iteration(node.args[0], target)
         if (
             isinstance(node, gast.Call)
             and isinstance(node.func, gast.Name)
             and node.func.id in ("range", "enumerate", "zip")
             and node.func.id not in self.env
         ):
-            kind = node.func.id
-            if kind == "range":
-                args = [self.expr(a) for a in node.args]
-                if not 1 <= len(args) <= 3:
-                    self.error(errors.UnsupportedSyntaxError, "range takes 1 to 3 arguments", stmt)
-                start, stop, step = {
-                    1: lambda: (Const(0), args[0], Const(1)),
-                    2: lambda: (args[0], args[1], Const(1)),
-                    3: lambda: tuple(args),
-                }[len(args)]()
-                if not isinstance(target, gast.Name):
-                    self.error(
-                        errors.UnsupportedSyntaxError,
-                        "the target of a range loop must be a name",
-                        stmt,
-                    )
-                return start, stop, step, (self.loop_target(target.id), [])
-            if kind == "enumerate":
-                seq = evaluated[0] if evaluated is not None else self.iterated(node.args[0], stmt)
-                if not (isinstance(target, gast.Tuple) and len(target.elts) == 2):
-                    self.error(errors.UnsupportedSyntaxError, "unpack enumerate as i, x", stmt)
-                index = (
-                    self.loop_target(target.elts[0].id)
-                    if isinstance(target.elts[0], gast.Name)
-                    else self.ctx.namer.fresh("i")
-                )
-                length = self.emit("len", [seq])
-                return (
-                    Const(0),
-                    length,
-                    Const(1),
-                    (
-                        index,
-                        [
-                            lambda: self.bind_target(
-                                target.elts[1],
-                                self.emit(
-                                    "getitem", [seq, Var(index)], name=self.name_of(target.elts[1])
-                                ),
-                            )
-                        ],
-                    ),
-                )
-            seqs = (
-                evaluated if evaluated is not None else [self.iterated(a, stmt) for a in node.args]
-            )
-            lengths = [self.emit("len", [s]) for s in seqs]
-            length = lengths[0] if len(lengths) == 1 else self.emit("min_builtin", lengths)
-            if not (isinstance(target, gast.Tuple) and len(target.elts) == len(seqs)):
-                self.error(
-                    errors.UnsupportedSyntaxError, "unpack zip into one name per sequence", stmt
-                )
-            index = self.ctx.namer.fresh("i")
-            return (
-                Const(0),
-                length,
-                Const(1),
-                (
-                    index,
-                    [
-                        (
-                            lambda elt, seq: (
-                                lambda: self.bind_target(
-                                    elt,
-                                    self.emit("getitem", [seq, Var(index)], name=self.name_of(elt)),
-                                )
-                            )
-                        )(t, s)
-                        for t, s in zip(target.elts, seqs)
-                    ],
-                ),
-            )
+            if node.func.id == "range":
+                return self.range_iteration(node, target, stmt)
+            if node.func.id == "enumerate":
+                return self.enumerate_iteration(node, target, stmt, evaluated)
+            return self.zip_iteration(node, target, stmt, evaluated)
         seq = evaluated[0] if evaluated is not None else self.iterated(node, stmt)
         if isinstance(seq, Tup):  # a tuple of computed values, indexed by the loop at run time
             seq = self.tuple_value(seq)
         length = self.emit("len", [seq])
         index = self.ctx.namer.fresh("i")
-        return (
-            Const(0),
-            length,
-            Const(1),
-            (
-                index,
-                [
-                    lambda: self.bind_target(
-                        target, self.emit("getitem", [seq, Var(index)], name=self.name_of(target))
-                    )
-                ],
-            ),
+        return Const(0), length, Const(1), (index, [self.item_binder(target, seq, index)])
+
+    def item_binder(self, target, seq, index):
+        """A binder of `target` to `seq[index]` (called in the loop's body)."""
+        return lambda: self.bind_target(
+            target, self.emit("getitem", [seq, Var(index)], name=self.name_of(target))
         )
+
+    def reversed_range_iteration(self, range_call, target):
+        """`for i in reversed(range(...))` (generated backward code, differentiated again):
+        count k up and read the range from its end."""
+        span = self.emit("range", [self.expr(a) for a in range_call.args])
+        length = self.emit("len", [span])
+        k = self.ctx.namer.fresh("k")
+
+        def bind_index():
+            last = self.emit("sub_op", [self.emit("sub_op", [length, Const(1)]), Var(k)])
+            self.bind(target.id, self.emit("getitem", [span, last], name=self.local(target.id)))
+
+        self.mutable.add(target.id)
+        return Const(0), length, Const(1), (k, [bind_index])
+
+    def range_iteration(self, node, target, stmt):
+        args = [self.expr(a) for a in node.args]
+        if not 1 <= len(args) <= 3:
+            self.error(errors.UnsupportedSyntaxError, "range takes 1 to 3 arguments", stmt)
+        start, stop, step = {
+            1: lambda: (Const(0), args[0], Const(1)),
+            2: lambda: (args[0], args[1], Const(1)),
+            3: lambda: tuple(args),
+        }[len(args)]()
+        if not isinstance(target, gast.Name):
+            self.error(
+                errors.UnsupportedSyntaxError, "the target of a range loop must be a name", stmt
+            )
+        return start, stop, step, (self.loop_target(target.id), [])
+
+    def enumerate_iteration(self, node, target, stmt, evaluated):
+        seq = evaluated[0] if evaluated is not None else self.iterated(node.args[0], stmt)
+        if not (isinstance(target, gast.Tuple) and len(target.elts) == 2):
+            self.error(errors.UnsupportedSyntaxError, "unpack enumerate as i, x", stmt)
+        index = (
+            self.loop_target(target.elts[0].id)
+            if isinstance(target.elts[0], gast.Name)
+            else self.ctx.namer.fresh("i")
+        )
+        length = self.emit("len", [seq])
+        return Const(0), length, Const(1), (index, [self.item_binder(target.elts[1], seq, index)])
+
+    def zip_iteration(self, node, target, stmt, evaluated):
+        seqs = evaluated if evaluated is not None else [self.iterated(a, stmt) for a in node.args]
+        lengths = [self.emit("len", [s]) for s in seqs]
+        length = lengths[0] if len(lengths) == 1 else self.emit("min_builtin", lengths)
+        if not (isinstance(target, gast.Tuple) and len(target.elts) == len(seqs)):
+            self.error(errors.UnsupportedSyntaxError, "unpack zip into one name per sequence", stmt)
+        index = self.ctx.namer.fresh("i")
+        binders = [self.item_binder(t, s, index) for t, s in zip(target.elts, seqs)]
+        return Const(0), length, Const(1), (index, binders)
 
     def iterated(self, node, stmt):
         """The value a `for` loop iterates over. Python evaluates it once, so a name the body

@@ -66,7 +66,7 @@ def _bilinear(op) -> bool:
     return op in ops.RULES and ops.get(op).linear == "multi"
 
 
-def sink_scalar_factors(  # noqa: C901 (one case per statement kind)
+def sink_scalar_factors(
     body: list, params, shapes: dict, dtypes: dict, numbers: frozenset = frozenset()
 ) -> list:
     """Multiply an adjoint by its constant factors once, where it is needed, instead of at
@@ -87,193 +87,81 @@ def sink_scalar_factors(  # noqa: C901 (one case per statement kind)
     marker = next((i for i, s in enumerate(body) if isinstance(s, Marker)), None)
     if marker is None:
         return body
-    numbers = set(numbers)
-    counts = assign_counts(body, params)
-    uses = read_counts(body)
-    taken = set(params) | set(counts) | set(uses)
-    constants = {
-        s.target
-        for s in body
-        if isinstance(s, Assign)
-        and isinstance(s.value, Call)
-        and RULES[s.value.op].pure
-        and not s.value.kwargs
-        and counts[s.target] == 1
-        and s.value.args
-        and all(_number(a) for a in s.value.args)
-        and not shapes.get(s.target)
-    }
+    facts = _FactorFacts(body, marker, params, shapes, dtypes, set(numbers))
+    _, bound = _FactorSinking(facts, set()).run()
+    return _FactorSinking(facts, bound).run()[0]
 
-    def factor(atom):
-        return _number(atom) or (isinstance(atom, Var) and atom.name in constants)
 
-    def array(name):
+class _FactorFacts:
+    """What `sink_scalar_factors` knows of the backward before rewriting it: its
+    single-assignment names, read counts, and which names are constant factors."""
+
+    def __init__(self, body, marker, params, shapes, dtypes, numbers):
+        self.body, self.marker, self.shapes, self.dtypes = body, marker, shapes, dtypes
+        self.numbers = numbers
+        self.counts = counts = assign_counts(body, params)
+        self.uses = read_counts(body)
+        self.taken = set(params) | set(counts) | set(self.uses)
+        self.constants = {
+            s.target
+            for s in body
+            if isinstance(s, Assign)
+            and isinstance(s.value, Call)
+            and RULES[s.value.op].pure
+            and not s.value.kwargs
+            and counts[s.target] == 1
+            and s.value.args
+            and all(_number(a) for a in s.value.args)
+            and not shapes.get(s.target)
+        }
+
+    def factor(self, atom):
+        return _number(atom) or (isinstance(atom, Var) and atom.name in self.constants)
+
+    def array(self, name):
         # floating values only: a boolean mask times a factor is a float array (a sum of two
         # masks carrying one factor would be a logical or, a negated mask an error)
-        if name in numbers:
-            return name not in constants  # (a constant is a factor, not a value scaled)
-        dtype = dtypes.get(name)
-        return len(shapes.get(name) or ()) > 0 and dtype is not None and _inexact(dtype)
+        if name in self.numbers:
+            return name not in self.constants  # (a constant is a factor, not a value scaled)
+        dtype = self.dtypes.get(name)
+        return len(self.shapes.get(name) or ()) > 0 and dtype is not None and _inexact(dtype)
 
-    def run(materialized):  # noqa: C901 (one case per statement kind)
-        """The rewritten backward, and the names bound to a value with factors applied.
-        A value keeps its name while it carries factors unless it is bound later (then
-        the value without them is `<name>_unscaled`)."""
-        carried: dict = {}  # name -> (the name holding its value without the factors, factors)
-        bound: set = set()
-        held_names: set = set()  # arrays this pass names (values without their factors)
-        out = list(body[: marker + 1])
-        fresh = namer(set(taken))
+    def sinkable(self, stmt):
+        """A statement whose value may carry its operands' factors on (read once, or a sum:
+        a + -b leaves no factor)."""
+        value = stmt.value if isinstance(stmt, Assign) else None
+        return (
+            isinstance(value, Call)
+            and not stmt.in_place
+            and (not value.kwargs or ops.has(value.op, "linear_in_first"))
+            and all(k != "out" for k, _ in value.kwargs)
+            and self.counts[stmt.target] == 1
+            and self.array(stmt.target)
+            and (self.uses[stmt.target] == 1 or _family(value.op) in _SUM_OPERATORS)
+        )
 
-        def held_name(target):
-            name = fresh(f"{target}_unscaled") if target in materialized else target
-            held_names.add(name)
-            if target in numbers:
-                numbers.add(name)
-            shapes[name], dtypes[name] = shapes.get(target), dtypes.get(target)
-            return name
 
-        def value_of(atom):
-            """(the atom holding it without factors, its factors)."""
-            if isinstance(atom, Var) and atom.name in carried:
-                name, factors = carried[atom.name]
-                return Var(name), factors
-            return atom, ()
+class _FactorSinking:
+    """One pass of `sink_scalar_factors`: `run()` returns the rewritten backward, and the
+    names bound to a value with factors applied. A value keeps its name while it carries
+    factors unless it is bound later (in `materialized`: then the value without them is
+    `<name>_unscaled`)."""
 
-        def materialize(name, loc):
-            """Bind `name` to its value, the factors applied: one product of numbers, then
-            one array op."""
-            held, factors = carried.pop(name)
-            bound.add(name)
-            number, scale = 1.0, None  # the numbers folded now; the named constants' product
-            for atom, power in factors:
-                if isinstance(atom, Const):
-                    number = number * atom.value if power > 0 else number / atom.value
-                elif scale is None and power > 0:
-                    scale = atom
-                else:
-                    scale = emit(
-                        name,
-                        Call("mul_op" if power > 0 else "div_op", (scale or Const(1.0), atom)),
-                        loc,
-                    )
-            if scale is None:
-                value = (
-                    Var(held)
-                    if number == 1.0
-                    else Call("neg_op", (Var(held),))
-                    if number == -1.0
-                    else Call("mul_op", (Var(held), Const(number)))
-                )
-            else:
-                if number == -1.0:
-                    scale = emit(name, Call("neg_op", (scale,)), loc)
-                elif number != 1.0:
-                    scale = emit(name, Call("mul_op", (Const(number), scale)), loc)
-                value = Call("mul_op", (Var(held), scale))
-            out.append(Assign(name, value, loc, "constant factors"))
+    def __init__(self, facts, materialized):
+        self.facts, self.materialized = facts, materialized
+        self.carried: dict = {}  # name -> (the name holding its value without the factors, factors)
+        self.bound: set = set()
+        self.held_names: set = set()  # arrays this pass names (values without their factors)
+        self.out = list(facts.body[: facts.marker + 1])
+        self.fresh = namer(set(facts.taken))
 
-        def emit(name, call, loc):
-            target = fresh(f"{name}_scale")
-            out.append(Assign(target, call, loc, "constant factors"))
-            return Var(target)
-
-        def sink(stmt, op, args, arrays):
-            """(held name, factors) for a statement that scales or combines carried values,
-            emitting what it computes without the factors; None if it reads them as is.
-            `arrays`: per operand, whether it is an array that may stand for the result (a
-            value carried as `-x` stands for x, read later where it is used: only a name
-            assigned once holds the same value there)."""
-            if _family(op) == "multiply" and len(args) == 2:
-                (a, fa), (b, fb) = args
-                if factor(b) and arrays[0]:
-                    return a.name, fa + fb + ((b, 1),)
-                if factor(a) and arrays[1]:
-                    return b.name, fb + fa + ((a, 1),)
-                if fa or fb:
-                    held = held_name(stmt.target)
-                    out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
-                    return held, fa + fb
-            elif _family(op) == "negative" and len(args) == 1 and arrays[0]:
-                ((a, fa),) = args
-                return a.name, fa + ((Const(-1.0), 1),)
-            elif _family(op) == "divide" and len(args) == 2:
-                (a, fa), (b, fb) = args
-                if factor(b) and arrays[0]:
-                    return a.name, fa + tuple((f, -p) for f, p in fb) + ((b, -1),)
-                if fa or fb:
-                    held = held_name(stmt.target)
-                    out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
-                    return held, fa + tuple((f, -p) for f, p in fb)
-            elif (
-                _family(op) in _SUM_OPERATORS
-                and len(args) == 2
-                and args[0][1]
-                and args[0][1] == args[1][1]
-                and uses[stmt.target] == 1
-            ):
-                (a, fa), (b, _) = args  # a * k + b * k = (a + b) * k
-                held = held_name(stmt.target)
-                out.append(
-                    Assign(held, Call(_SUM_OPERATORS[_family(op)], (a, b)), stmt.loc, stmt.note)
-                )
-                return held, fa
-            elif (
-                _family(op) in _SUM_OPERATORS
-                and len(args) == 2
-                and not args[0][1]
-                and args[1][1] == ((Const(-1.0), 1),)
-            ):
-                (a, _), (b, _) = args  # a + -b = a - b, and a - -b = a + b
-                flipped = "sub_op" if _family(op) == "add" else "add_op"
-                out.append(Assign(stmt.target, Call(flipped, (a, b)), stmt.loc, stmt.note))
-                return stmt.target, ()
-            elif _bilinear(op) and len(args) == 2 and bool(args[0][1]) != bool(args[1][1]):
-                (a, fa), (b, fb) = args  # X.T @ (d * k) = (X.T @ d) * k: k on the smaller side
-                held = held_name(stmt.target)
-                out.append(Assign(held, Call(op, (a, b)), stmt.loc, stmt.note))
-                return held, fa or fb
-            elif (
-                ops.has(op, "linear_in_first")
-                and args
-                and args[0][1]
-                and not any(f for _, f in args[1:])
-            ):
-                (a, fa) = args[0]  # sum(a * k) = sum(a) * k
-                held = held_name(stmt.target)
-                out.append(
-                    Assign(
-                        held,
-                        Call(op, (a,) + tuple(x for x, _ in args[1:]), stmt.value.kwargs),
-                        stmt.loc,
-                        stmt.note,
-                    )
-                )
-                return held, fa
-            return None
-
-        for stmt in body[marker + 1 :]:
-            value = stmt.value if isinstance(stmt, Assign) else None
-            sinkable = (
-                isinstance(value, Call)
-                and not stmt.in_place
-                and (not value.kwargs or ops.has(value.op, "linear_in_first"))
-                and all(k != "out" for k, _ in value.kwargs)
-                and counts[stmt.target] == 1
-                and array(stmt.target)
-                and (uses[stmt.target] == 1 or _family(value.op) in _SUM_OPERATORS)
-            )  # (a + -b: no factor left)
-            op = value.op if sinkable else None
-            args = [value_of(a) for a in value.args] if sinkable else []
-            arrays = [
-                isinstance(a, Var)
-                and (array(a.name) or a.name in held_names)
-                and (counts[a.name] == 1 or a.name in held_names)
-                for a, _ in args
-            ]
-            sunk = sink(stmt, op, args, arrays) if sinkable else None
+    def run(self):
+        facts, carried = self.facts, self.carried
+        for stmt in facts.body[facts.marker + 1 :]:
+            sinkable = facts.sinkable(stmt)
+            sunk = self.sink(stmt) if sinkable else None
             if sunk is not None:
-                for a in value.args:  # (each was read once: here)
+                for a in stmt.value.args:  # (each was read once: here)
                     if isinstance(a, Var):
                         carried.pop(a.name, None)
                 if sunk[1]:
@@ -282,14 +170,143 @@ def sink_scalar_factors(  # noqa: C901 (one case per statement kind)
             if carried:
                 read = {n for s in walk([stmt]) for n in reads_of(s)}  # (in nested blocks too)
                 for n in sorted(n for n in read if n in carried):
-                    materialize(n, stmt.loc)
-            out.append(stmt)
+                    self.materialize(n, stmt.loc)
+            self.out.append(stmt)
         for name in sorted(carried):  # (nothing reads them: dead-code elimination drops them)
-            materialize(name, None)
-        return out, bound
+            self.materialize(name, None)
+        return self.out, self.bound
 
-    _, bound = run(set())
-    return run(bound)[0]
+    def held_name(self, target):
+        facts = self.facts
+        name = self.fresh(f"{target}_unscaled") if target in self.materialized else target
+        self.held_names.add(name)
+        if target in facts.numbers:
+            facts.numbers.add(name)
+        facts.shapes[name], facts.dtypes[name] = facts.shapes.get(target), facts.dtypes.get(target)
+        return name
+
+    def value_of(self, atom):
+        """(the atom holding it without factors, its factors)."""
+        if isinstance(atom, Var) and atom.name in self.carried:
+            name, factors = self.carried[atom.name]
+            return Var(name), factors
+        return atom, ()
+
+    def materialize(self, name, loc):
+        """Bind `name` to its value, the factors applied: one product of numbers, then
+        one array op."""
+        held, factors = self.carried.pop(name)
+        self.bound.add(name)
+        number, scale = 1.0, None  # the numbers folded now; the named constants' product
+        for atom, power in factors:
+            if isinstance(atom, Const):
+                number = number * atom.value if power > 0 else number / atom.value
+            elif scale is None and power > 0:
+                scale = atom
+            else:
+                scale = self.emit(
+                    name,
+                    Call("mul_op" if power > 0 else "div_op", (scale or Const(1.0), atom)),
+                    loc,
+                )
+        if scale is None:
+            value = (
+                Var(held)
+                if number == 1.0
+                else Call("neg_op", (Var(held),))
+                if number == -1.0
+                else Call("mul_op", (Var(held), Const(number)))
+            )
+        else:
+            if number == -1.0:
+                scale = self.emit(name, Call("neg_op", (scale,)), loc)
+            elif number != 1.0:
+                scale = self.emit(name, Call("mul_op", (Const(number), scale)), loc)
+            value = Call("mul_op", (Var(held), scale))
+        self.out.append(Assign(name, value, loc, "constant factors"))
+
+    def emit(self, name, call, loc):
+        target = self.fresh(f"{name}_scale")
+        self.out.append(Assign(target, call, loc, "constant factors"))
+        return Var(target)
+
+    def held(self, stmt, call):
+        """Compute `call` without the factors into a held name for stmt's target."""
+        held = self.held_name(stmt.target)
+        self.out.append(Assign(held, call, stmt.loc, stmt.note))
+        return held
+
+    def sink(self, stmt):
+        """(held name, factors) for a statement that scales or combines carried values,
+        emitting what it computes without the factors; None if it reads them as is.
+        `arrays`: per operand, whether it is an array that may stand for the result (a
+        value carried as `-x` stands for x, read later where it is used: only a name
+        assigned once holds the same value there)."""
+        facts, op = self.facts, stmt.value.op
+        args = [self.value_of(a) for a in stmt.value.args]
+        arrays = [
+            isinstance(a, Var)
+            and (facts.array(a.name) or a.name in self.held_names)
+            and (facts.counts[a.name] == 1 or a.name in self.held_names)
+            for a, _ in args
+        ]
+        family = _family(op)
+        if family == "multiply" and len(args) == 2:
+            return self.sink_product(stmt, op, args, arrays)
+        if family == "negative" and len(args) == 1 and arrays[0]:
+            ((a, fa),) = args
+            return a.name, fa + ((Const(-1.0), 1),)
+        if family == "divide" and len(args) == 2:
+            return self.sink_quotient(stmt, op, args, arrays)
+        if family in _SUM_OPERATORS and len(args) == 2:
+            sunk = self.sink_sum(stmt, family, args)
+            if sunk is not None:
+                return sunk
+        if _bilinear(op) and len(args) == 2 and bool(args[0][1]) != bool(args[1][1]):
+            (a, fa), (b, fb) = args  # X.T @ (d * k) = (X.T @ d) * k: k on the smaller side
+            return self.held(stmt, Call(op, (a, b))), fa or fb
+        if (
+            ops.has(op, "linear_in_first")
+            and args
+            and args[0][1]
+            and not any(f for _, f in args[1:])
+        ):
+            (a, fa) = args[0]  # sum(a * k) = sum(a) * k
+            call = Call(op, (a,) + tuple(x for x, _ in args[1:]), stmt.value.kwargs)
+            return self.held(stmt, call), fa
+        return None
+
+    def sink_product(self, stmt, op, args, arrays):
+        """`a * k` carries k on; a product of carried values carries both's factors."""
+        (a, fa), (b, fb) = args
+        if self.facts.factor(b) and arrays[0]:
+            return a.name, fa + fb + ((b, 1),)
+        if self.facts.factor(a) and arrays[1]:
+            return b.name, fb + fa + ((a, 1),)
+        if fa or fb:
+            return self.held(stmt, Call(op, (a, b))), fa + fb
+        return None
+
+    def sink_quotient(self, stmt, op, args, arrays):
+        """`a / k` carries 1/k on; a quotient of carried values carries fa / fb."""
+        (a, fa), (b, fb) = args
+        if self.facts.factor(b) and arrays[0]:
+            return a.name, fa + tuple((f, -p) for f, p in fb) + ((b, -1),)
+        if fa or fb:
+            return self.held(stmt, Call(op, (a, b))), fa + tuple((f, -p) for f, p in fb)
+        return None
+
+    def sink_sum(self, stmt, family, args):
+        """`a * k + b * k` = `(a + b) * k`; `a + -b` = `a - b` (and `a - -b` = `a + b`)."""
+        if args[0][1] and args[0][1] == args[1][1] and self.facts.uses[stmt.target] == 1:
+            (a, fa), (b, _) = args
+            return self.held(stmt, Call(_SUM_OPERATORS[family], (a, b))), fa
+        if not args[0][1] and args[1][1] == ((Const(-1.0), 1),):
+            (a, _), (b, _) = args
+            flipped = "sub_op" if family == "add" else "add_op"
+            self.out.append(Assign(stmt.target, Call(flipped, (a, b)), stmt.loc, stmt.note))
+            return stmt.target, ()
+        return None
 
 
 def _inexact(dtype) -> bool:

@@ -224,119 +224,138 @@ def reuse_dead_buffers(
     `user_names` are the values not to overwrite there). The statements assigning `kept`
     (`fusible_elementwise`) make their own arrays.
     """
-    counts = assign_counts(body, params)
     min_bytes = BUFFER_REUSE_MIN_BYTES if min_bytes is None else min_bytes
+    reuse = _DeadBuffers(body, params, shapes, dtypes, min_bytes, kept)
+    if not reuse.owned:  # (no buffer to reuse: the last uses need not be found)
+        return _in_trips(body, params, shapes, dtypes, min_bytes, user_names)
+    out = reuse.rewritten(keep_residuals, user_names)
+    return _in_trips(out, params, shapes, dtypes, min_bytes, user_names)
 
-    sizes: dict = {}  # (shape, dtype) -> bytes (asked once a statement: math, not numpy)
 
-    def nbytes(name):
-        shape, dtype = shapes.get(name), dtypes.get(name)
+class _DeadBuffers:
+    """`reuse_dead_buffers` on one body: the large arrays it makes (`owned`, each taken
+    once), when each dies, and per shape and dtype a heap of the buffers dead so far."""
+
+    def __init__(self, body, params, shapes, dtypes, min_bytes, kept):
+        self.body, self.shapes, self.dtypes = body, shapes, dtypes
+        self.sizes: dict = {}  # (shape, dtype) -> bytes (asked once a statement: math, not numpy)
+        counts = assign_counts(body, params)
+        self.owned = {
+            s.target
+            for s in body
+            if type(s) is Assign
+            and counts[s.target] == 1
+            and s.target not in params
+            and s.target not in kept
+            and fresh_result(s.value)
+            and self.large(s.target, min_bytes)
+        }
+
+    def large(self, name, min_bytes):
+        size = self.nbytes(name)
+        return size > 0 and size >= min_bytes
+
+    def nbytes(self, name):
+        shape, dtype = self.shapes.get(name), self.dtypes.get(name)
         # an operation on 0-d arrays returns a numpy scalar, which cannot be written into
         if shape is None or len(shape) == 0 or dtype is None:
             return 0
         key = (tuple(shape), dtype)
-        size = sizes.get(key)
+        size = self.sizes.get(key)
         if size is None:
-            size = sizes[key] = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            size = self.sizes[key] = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         return size
 
-    def large(name):
-        size = nbytes(name)
-        return size > 0 and size >= min_bytes
-
-    owned = {
-        s.target
-        for s in body
-        if type(s) is Assign
-        and counts[s.target] == 1
-        and s.target not in params
-        and s.target not in kept
-        and fresh_result(s.value)
-        and large(s.target)
-    }
-    if not owned:  # (no buffer to reuse: the last uses need not be found)
-        return _in_trips(body, params, shapes, dtypes, min_bytes, user_names)
-    last_use = _last_uses(body, shapes)
-    made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
-    # a pullback's backward runs apart from its forward, maybe more than once: what the
-    # forward made and the backward reads (the residuals) is never overwritten
-    split = (
-        next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1) if keep_residuals else -1
-    )
-    # the buffers that fit a result: owned, of its shape and dtype, made before it and,
-    # with residuals kept, not made by the forward and read by the backward
-    kind = {n: (shapes[n], dtypes[n]) for n in owned}
-    usable = {n for n in owned if not (made_at[n] < split < last_use[n])}
-    # a large buffer the forward lets die before the backward begins is freed there (the
-    # printer deletes its name: lifetimes.freed_after_last_use): the backward does not take
-    # it, which would hold it through the backward's first statements
-    backward_at = next((i for i, s in enumerate(body) if isinstance(s, Marker)), len(body))
-    # per shape and dtype, a heap of the buffers dead so far, the one that died last on top
-    # (then by name); each goes in once it is dead (after its statement and its last use),
-    # and one taken is dropped when it comes to the top: O(n log n), where looking through
-    # every buffer for every statement was quadratic in a long function's length
-    dying = sorted((max(made_at[n], last_use[n]) + 1, n) for n in usable)
-    dead: dict = defaultdict(list)
-    k = 0
-    out = list(body)
-
-    def freed_before_backward(n):
-        return last_use[n] < backward_at < i and nbytes(n) >= FREE_MIN_BYTES
-
-    for i, stmt in enumerate(body):
-        while k < len(dying) and dying[k][0] <= i:
-            n = dying[k][1]
-            heapq.heappush(dead[kind[n]], (-last_use[n], n))
-            k += 1
-        if not (isinstance(stmt, Assign) and stmt.target in owned):
-            continue
-        ufunc = ufunc_rule(stmt.value.op)
-        if ufunc is None:
-            continue
-        target = stmt.target
-
-        def fits(n):
-            return (
-                n in owned
-                and n in usable
-                and n != target  # noqa: B023 (called in the iteration that made it)
-                and made_at[n] < i  # noqa: B023 (called in the iteration that made it)
-                and kind[n] == kind[target]  # noqa: B023 (called in the iteration that made it)
-                and not freed_before_backward(n)
-            )
-
-        # an operand that dies here first (as a hand-written `np.exp(u, out=u)`), then the
-        # buffer that died last (its memory is the likeliest to be in cache)
-        buffer = next(
-            (
-                a.name
-                for a in stmt.value.args
-                if isinstance(a, Var) and fits(a.name) and last_use[a.name] == i
-            ),
-            None,
+    def find_lifetimes(self, keep_residuals):
+        body, owned = self.body, self.owned
+        self.last_use = last_use = _last_uses(body, self.shapes)
+        self.made_at = made_at = {s.target: i for i, s in enumerate(body) if isinstance(s, Assign)}
+        # a pullback's backward runs apart from its forward, maybe more than once: what the
+        # forward made and the backward reads (the residuals) is never overwritten
+        split = (
+            next((i for i, s in enumerate(body) if isinstance(s, Marker)), -1)
+            if keep_residuals
+            else -1
         )
-        if nbytes(target) < READABLE_BUFFER_MAX_BYTES:
-            if buffer is not None and _readable_reuse(ufunc, stmt.value.args, buffer, user_names):
+        # the buffers that fit a result: owned, of its shape and dtype, made before it and,
+        # with residuals kept, not made by the forward and read by the backward
+        self.kind = {n: (self.shapes[n], self.dtypes[n]) for n in owned}
+        self.usable = {n for n in owned if not (made_at[n] < split < last_use[n])}
+        # a large buffer the forward lets die before the backward begins is freed there (the
+        # printer deletes its name: lifetimes.freed_after_last_use): the backward does not
+        # take it, which would hold it through the backward's first statements
+        self.backward_at = next((i for i, s in enumerate(body) if isinstance(s, Marker)), len(body))
+        self.dead: dict = defaultdict(list)
+
+    def rewritten(self, keep_residuals, user_names):
+        self.find_lifetimes(keep_residuals)
+        # per shape and dtype, a heap of the buffers dead so far, the one that died last on top
+        # (then by name); each goes in once it is dead (after its statement and its last use),
+        # and one taken is dropped when it comes to the top: O(n log n), where looking through
+        # every buffer for every statement was quadratic in a long function's length
+        dying = sorted((max(self.made_at[n], self.last_use[n]) + 1, n) for n in self.usable)
+        k = 0
+        out = list(self.body)
+        for i, stmt in enumerate(self.body):
+            while k < len(dying) and dying[k][0] <= i:
+                n = dying[k][1]
+                heapq.heappush(self.dead[self.kind[n]], (-self.last_use[n], n))
+                k += 1
+            if not (isinstance(stmt, Assign) and stmt.target in self.owned):
+                continue
+            ufunc = ufunc_rule(stmt.value.op)
+            if ufunc is None:
+                continue
+            buffer = self.dying_operand(i, stmt)
+            if self.nbytes(stmt.target) < READABLE_BUFFER_MAX_BYTES:
+                if buffer is None or not _readable_reuse(
+                    ufunc, stmt.value.args, buffer, user_names
+                ):
+                    continue
+            elif buffer is None:
+                buffer = self.dead_buffer(i, stmt.target)
+            if buffer is not None:
                 out[i] = Assign(
-                    target,
+                    stmt.target,
                     Call(ufunc, stmt.value.args, (("out", Var(buffer)),)),
                     stmt.loc,
                     stmt.note,
                 )
-                owned.discard(buffer)
-            continue
-        if buffer is None:
-            heap = dead.get(kind[target], ())
-            while heap and (heap[0][1] not in owned or freed_before_backward(heap[0][1])):
-                heapq.heappop(heap)  # taken already, or freed before the backward
-            if heap:
-                buffer = heapq.heappop(heap)[1]
-        if buffer is not None:
-            out[i] = Assign(
-                target, Call(ufunc, stmt.value.args, (("out", Var(buffer)),)), stmt.loc, stmt.note
-            )
-            owned.discard(buffer)  # its memory now holds the result, which can be reused
-    return _in_trips(out, params, shapes, dtypes, min_bytes, user_names)
+                self.owned.discard(buffer)  # its memory now holds the result, to be reused
+        return out
+
+    def freed_before_backward(self, n, i):
+        return self.last_use[n] < self.backward_at < i and self.nbytes(n) >= FREE_MIN_BYTES
+
+    def fits(self, n, i, target):
+        return (
+            n in self.owned
+            and n in self.usable
+            and n != target
+            and self.made_at[n] < i
+            and self.kind[n] == self.kind[target]
+            and not self.freed_before_backward(n, i)
+        )
+
+    def dying_operand(self, i, stmt):
+        """An operand that dies here (as a hand-written `np.exp(u, out=u)`) and fits."""
+        return next(
+            (
+                a.name
+                for a in stmt.value.args
+                if isinstance(a, Var)
+                and self.fits(a.name, i, stmt.target)
+                and self.last_use[a.name] == i
+            ),
+            None,
+        )
+
+    def dead_buffer(self, i, target):
+        """The buffer of target's kind that died last (its memory the likeliest in cache)."""
+        heap = self.dead.get(self.kind[target], ())
+        while heap and (heap[0][1] not in self.owned or self.freed_before_backward(heap[0][1], i)):
+            heapq.heappop(heap)  # taken already, or freed before the backward
+        return heapq.heappop(heap)[1] if heap else None
 
 
 def _in_trips(body, params, shapes, dtypes, min_bytes, user_names):

@@ -39,22 +39,41 @@ def batch_row_products(fn: Function, env: dict) -> Function:
     A row of a matrix product equals the vector product up to the order of the sums
     (rounding), which is the change every optimizing compiler makes to a product.
     """
-    counts = assign_counts(fn.body, fn.params)
-    defs = {
-        s.target: s.value for s in walk(fn.body) if isinstance(s, Assign) and counts[s.target] == 1
-    }
-    taken = (
-        set(fn.params)
-        | set(fn.free)
-        | set(defs)
-        | {n for s in walk(fn.body) for n in (*writes_of(s), *reads_of(s))}
+    batcher = _RowProducts(fn, env)
+    body = batcher.run(fn.body)
+    if not batcher.changed:
+        return fn
+    return Function(
+        fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names, fn.dependencies
     )
 
-    def never_written(name):
-        return counts[name] == (1 if name in fn.params else 0)
 
-    def matrix(name):
-        aval = env.get(name)
+class _RowProducts:
+    """What `batch_row_products` knows of the primal (single-assignment values, names
+    taken) while it rewrites its loops; `changed` once a loop's products are batched."""
+
+    def __init__(self, fn, env):
+        self.fn, self.env = fn, env
+        self.counts = counts = assign_counts(fn.body, fn.params)
+        self.defs = {
+            s.target: s.value
+            for s in walk(fn.body)
+            if isinstance(s, Assign) and counts[s.target] == 1
+        }
+        taken = (
+            set(fn.params)
+            | set(fn.free)
+            | set(self.defs)
+            | {n for s in walk(fn.body) for n in (*writes_of(s), *reads_of(s))}
+        )
+        self.fresh = namer(taken)
+        self.changed = False
+
+    def never_written(self, name):
+        return self.counts[name] == (1 if name in self.fn.params else 0)
+
+    def matrix(self, name):
+        aval = self.env.get(name)
         return (
             aval is not None
             and isinstance(aval.stand_in, np.ndarray)
@@ -62,62 +81,32 @@ def batch_row_products(fn: Function, env: dict) -> Function:
             and aval.stand_in.dtype.kind == "f"
         )
 
-    fresh = namer(taken)
+    def run(self, stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, For):
+                before, stmt = self.batch(stmt)
+                self.changed = self.changed or bool(before)
+                out += before
+            if child_blocks(stmt):
+                stmt = substitute(stmt, {}, self.run)
+            out.append(stmt)
+        return out
 
-    def batch(loop):
+    def batch(self, loop):
         items = {
             s.target: s.value.args[0].name
             for s in loop.body
             if isinstance(s, Assign)
             and isinstance(s.value, Call)
             and s.value.op == "getitem"
-            and counts[s.target] == 1
+            and self.counts[s.target] == 1
             and s.value.args[1] == Var(loop.target)
             and isinstance(s.value.args[0], Var)
         }
-        before, body = [], []
-        for stmt in loop.body:
-            value = stmt.value if isinstance(stmt, Assign) else None
-            if (
-                isinstance(value, Call)
-                and value.op == "matmul_op"
-                and all(isinstance(a, Var) for a in value.args)
-            ):
-                left, right = (a.name for a in value.args)
-                row, other = (right, left) if right in items else (left, right)
-                rows = items.get(row)
-                if (
-                    rows is not None
-                    and other not in items
-                    and never_written(rows)
-                    and never_written(other)
-                    and matrix(rows)
-                    and matrix(other)
-                    and loop.stop_flag is None
-                    and counts[loop.target] == 2
-                    and over_all_rows(loop, rows, defs, env[rows].shape)
-                ):
-                    product = fresh(f"{other}_{rows}" if row == right else f"{rows}_{other}")
-                    if row == right:  # U @ xs[t] is row t of xs @ U.T
-                        transposed = fresh(f"{other}_T")
-                        before += [
-                            Assign(transposed, Call("T", (Var(other),)), stmt.loc),
-                            Assign(
-                                product, Call("matmul_op", (Var(rows), Var(transposed))), stmt.loc
-                            ),
-                        ]
-                    else:  # xs[t] @ V is row t of xs @ V
-                        before.append(
-                            Assign(product, Call("matmul_op", (Var(rows), Var(other))), stmt.loc)
-                        )
-                    stmt = Assign(
-                        stmt.target,
-                        Call("getitem", (Var(product), Var(loop.target))),
-                        stmt.loc,
-                        stmt.note,
-                    )
-            body.append(stmt)
-        body = _add_invariants_to_rows(body, loop, before, counts, env, fresh)
+        before: list = []
+        body = [self.batched(stmt, loop, items, before) for stmt in loop.body]
+        body = _add_invariants_to_rows(body, loop, before, self.counts, self.env, self.fresh)
         return before, For(
             loop.target,
             loop.start,
@@ -129,27 +118,47 @@ def batch_row_products(fn: Function, env: dict) -> Function:
             loop.reverse,
         )
 
-    changed = False
-
-    def run(stmts):
-        nonlocal changed
-        out = []
-        for stmt in stmts:
-            if isinstance(stmt, For):
-                before, stmt = batch(stmt)
-                changed = changed or bool(before)
-                out += before
-            if child_blocks(stmt):
-                stmt = substitute(stmt, {}, run)
-            out.append(stmt)
-        return out
-
-    body = run(fn.body)
-    if not changed:
-        return fn
-    return Function(
-        fn.name, fn.params, body, fn.source_file, fn.loc, fn.free, fn.user_names, fn.dependencies
-    )
+    def batched(self, stmt, loop, items, before):
+        """`y = U @ xs[t]` (or `xs[t] @ V`) -> `y = U_xs[t]`, the product of all rows added
+        to `before`; any other statement as it is."""
+        value = stmt.value if isinstance(stmt, Assign) else None
+        if not (
+            isinstance(value, Call)
+            and value.op == "matmul_op"
+            and all(isinstance(a, Var) for a in value.args)
+        ):
+            return stmt
+        left, right = (a.name for a in value.args)
+        row, other = (right, left) if right in items else (left, right)
+        rows = items.get(row)
+        if not (
+            rows is not None
+            and other not in items
+            and self.never_written(rows)
+            and self.never_written(other)
+            and self.matrix(rows)
+            and self.matrix(other)
+            and loop.stop_flag is None
+            and self.counts[loop.target] == 2
+            and over_all_rows(loop, rows, self.defs, self.env[rows].shape)
+        ):
+            return stmt
+        fresh = self.fresh
+        product = fresh(f"{other}_{rows}" if row == right else f"{rows}_{other}")
+        if row == right:  # U @ xs[t] is row t of xs @ U.T
+            transposed = fresh(f"{other}_T")
+            before += [
+                Assign(transposed, Call("T", (Var(other),)), stmt.loc),
+                Assign(product, Call("matmul_op", (Var(rows), Var(transposed))), stmt.loc),
+            ]
+        else:  # xs[t] @ V is row t of xs @ V
+            before.append(Assign(product, Call("matmul_op", (Var(rows), Var(other))), stmt.loc))
+        return Assign(
+            stmt.target,
+            Call("getitem", (Var(product), Var(loop.target))),
+            stmt.loc,
+            stmt.note,
+        )
 
 
 def _add_invariants_to_rows(body, loop, before, counts, env, fresh):

@@ -324,14 +324,42 @@ def _drop_mask_unbroadcasts(body, shapes, dtypes):
 # --- writes into dead buffers ----------------------------------------------------------------
 
 
-def _in_place(body, params, shapes, dtypes):  # noqa: C901 (one case per statement kind)
-    pos = _Positions(body)
-    made = {}  # position -> the statement(s) replacing it
+def _in_place(body, params, shapes, dtypes):
+    rewrite = _InPlace(body, params, shapes, dtypes)
+    for k, stmt in enumerate(body):
+        if not (type(stmt) is Assign and type(stmt.value) is Call and not stmt.value.kwargs):
+            continue
+        if stmt.value.op in ("setitem", "zero_at") and isinstance(stmt.value.args[0], Var):
+            rewrite.store_into(k, stmt)
+        elif stmt.value.op in ("add_op", "iadd_op") and len(stmt.value.args) == 2:
+            rewrite.add_into(k, stmt)
+    return rewrite.rewritten() if rewrite.made else body
 
-    def owned_and_dead(x, at) -> bool:
+
+class _InPlace:
+    """The positions of a body's reads and writes, and the in-place rewrites chosen so far
+    (`made`: position -> (the statements replacing it, whether they write a buffer this
+    function made); `rename`: target -> the buffer whose name its reads take)."""
+
+    def __init__(self, body, params, shapes, dtypes):
+        self.body, self.params, self.shapes, self.dtypes = body, params, shapes, dtypes
+        self.pos = pos = _Positions(body)
+        self.made: dict = {}
+        self.rename: dict = {}
+        self.single_reads: dict = {}
+        for reads in pos.reads:
+            for n in reads:
+                self.single_reads[n] = self.single_reads.get(n, 0) + 1
+        self.counts: dict = {}
+        for stmt in walk(body):
+            for n in writes_of(stmt):
+                self.counts[n] = self.counts.get(n, 0) + 1
+
+    def owned_and_dead(self, x, at) -> bool:
         """x's value at position `at` is an array this function made, read by nothing after
         `at` (before x is assigned again), and no view of it made before is read after."""
-        if x in params or not shapes.get(x):
+        pos, body = self.pos, self.body
+        if x in self.params or not self.shapes.get(x):
             return False
         d = pos.definition(x, at)
         if d is None:
@@ -339,125 +367,123 @@ def _in_place(body, params, shapes, dtypes):  # noqa: C901 (one case per stateme
         defining = body[d]
         if not (type(defining) is Assign and defining.target == x):
             return False
-        if not (_fresh(defining.value) or (d in made and made[d][1])):
+        if not (_fresh(defining.value) or (d in self.made and self.made[d][1])):
             return False
         end = pos.next_write(x, at)
         if pos.read_between(x, at + 1, end):
             return False
-        for k in pos.read_between(x, d + 1, at):
-            reader = body[k]
-            if not (type(reader) is Assign and type(reader.value) is Call):
-                return False  # (a copy `y = x`, a push, a loop: x lives on under its name)
-            if _fresh(reader.value):
-                continue
-            # any other result may be a view of x (x[1:], x.T, a reshape): safe only where
-            # nothing reads it after the write, and what reads it before makes new arrays
-            view = reader.target
-            if pos.read_between(view, at, pos.next_write(view, k)):
-                return False
-            if any(
-                not (
-                    type(body[j]) is Assign
-                    and type(body[j].value) is Call
-                    and _fresh(body[j].value)
-                )
-                for j in pos.read_between(view, k + 1, at)
-            ):
-                return False  # (a view of the view, or kept under another name)
-            continue
+        return all(self.view_dead(k, at) for k in pos.read_between(x, d + 1, at))
+
+    def view_dead(self, k, at) -> bool:
+        """The statement at k, which reads x before the write at `at`, makes a new array, or
+        a value (maybe a view of x: x[1:], x.T, a reshape) nothing reads after the write and
+        that what reads it before turns into new arrays."""
+        pos, body = self.pos, self.body
+        reader = body[k]
+        if not (type(reader) is Assign and type(reader.value) is Call):
+            return False  # (a copy `y = x`, a push, a loop: x lives on under its name)
+        if _fresh(reader.value):
+            return True
+        view = reader.target
+        if pos.read_between(view, at, pos.next_write(view, k)):
             return False
-        return True
+        return all(  # (not a view of the view, nor kept under another name)
+            type(body[j]) is Assign and type(body[j].value) is Call and _fresh(body[j].value)
+            for j in pos.read_between(view, k + 1, at)
+        )
 
-    single_reads: dict = {}
-    for reads in pos.reads:
-        for n in reads:
-            single_reads[n] = single_reads.get(n, 0) + 1
-    counts: dict = {}
-    for stmt in walk(body):
-        for n in writes_of(stmt):
-            counts[n] = counts.get(n, 0) + 1
-
-    def renamable(target, buffer, k) -> bool:
+    def renamable(self, target, buffer, k) -> bool:
         """Whether `target`'s reads may read `buffer` instead (no alias is ever made: code
         differentiated again refuses an array changed in place under two names): target is
         assigned once, buffer never again after k."""
         return target == buffer or (
-            counts.get(target) == 1 and pos.next_write(buffer, k) == len(body)
+            self.counts.get(target) == 1 and self.pos.next_write(buffer, k) == len(self.body)
         )
 
-    rename: dict = {}  # target -> the buffer whose name its reads take
-    for k, stmt in enumerate(body):
-        if not (type(stmt) is Assign and type(stmt.value) is Call and not stmt.value.kwargs):
-            continue
+    def store_into(self, k, stmt):
+        """`y = setitem(x, i, v)` (or zero_at) with x dead after: `x[i] = v`, y read as x."""
         value, target = stmt.value, stmt.target
-        if value.op in ("setitem", "zero_at") and isinstance(value.args[0], Var):
-            x = value.args[0].name
-            if not renamable(target, x, k) or not owned_and_dead(x, k):
-                continue
-            if tuple(shapes.get(target) or ()) != tuple(shapes[x]):
-                continue
-            part = value.args[2] if value.op == "setitem" else Const(0.0)
-            made[k] = (
-                [ExprStmt(Call("store_item", (Var(x), value.args[1], part)), stmt.loc)],
-                True,
-            )
-            if target != x:
-                rename[target] = x
-            continue
-        if value.op in ("add_op", "iadd_op") and len(value.args) == 2:
-            for acc_atom, part_atom in (value.args, value.args[::-1]):
-                if not (isinstance(acc_atom, Var) and isinstance(part_atom, Var)):
-                    continue
-                acc, part = acc_atom.name, part_atom.name
-                if acc == part or single_reads.get(part) != 1 or not renamable(target, acc, k):
-                    continue
-                p = pos.definition(part, k)
-                if p is None or p in made:
-                    continue
-                unindexed = body[p]
-                if not (
-                    type(unindexed) is Assign
-                    and type(unindexed.value) is Call
-                    and unindexed.value.op == "unindex"
-                    and not unindexed.value.kwargs
-                ):
-                    continue
-                g, like, index = unindexed.value.args
-                if not (
-                    isinstance(like, Var)
-                    and shapes.get(like.name) == shapes.get(acc)
-                    and dtypes.get(like.name) == dtypes.get(acc)
-                    and _basic_or_mask(index, dtypes, shapes)
-                    and all(pos.next_write(n, p) >= k for n in unindexed.value.reads())
-                ):
-                    continue
-                if value.op == "add_op" and not owned_and_dead(acc, k):
-                    continue
-                if value.op == "iadd_op" and acc != target:
-                    continue
-                update = Assign(acc, Call("iadd_item", (Var(acc), index, g)), stmt.loc, stmt.note)
-                made[p] = ([], False)
-                made[k] = ([update], True)
-                if target != acc:
-                    rename[target] = acc
-                break
-    if not made:
-        return body
+        x = value.args[0].name
+        if not self.renamable(target, x, k) or not self.owned_and_dead(x, k):
+            return
+        if tuple(self.shapes.get(target) or ()) != tuple(self.shapes[x]):
+            return
+        part = value.args[2] if value.op == "setitem" else Const(0.0)
+        self.made[k] = (
+            [ExprStmt(Call("store_item", (Var(x), value.args[1], part)), stmt.loc)],
+            True,
+        )
+        if target != x:
+            self.rename[target] = x
 
-    def resolve(name):
-        while name in rename:
-            name = rename[name]
+    def add_into(self, k, stmt):
+        """`y = acc + unindex(g, like, i)` (acc dead after, or `acc += ...`): `acc[i] += g`."""
+        value, target = stmt.value, stmt.target
+        for acc_atom, part_atom in (value.args, value.args[::-1]):
+            if not (isinstance(acc_atom, Var) and isinstance(part_atom, Var)):
+                continue
+            acc, part = acc_atom.name, part_atom.name
+            if acc == part or self.single_reads.get(part) != 1:
+                continue
+            if not self.renamable(target, acc, k):
+                continue
+            p = self.unindexed_into(acc, part, k)
+            if p is None:
+                continue
+            if value.op == "add_op" and not self.owned_and_dead(acc, k):
+                continue
+            if value.op == "iadd_op" and acc != target:
+                continue
+            g, _, index = self.body[p].value.args
+            update = Assign(acc, Call("iadd_item", (Var(acc), index, g)), stmt.loc, stmt.note)
+            self.made[p] = ([], False)
+            self.made[k] = ([update], True)
+            if target != acc:
+                self.rename[target] = acc
+            return
+
+    def unindexed_into(self, acc, part, k):
+        """The position of `part = unindex(g, like, index)`, `like` shaped as acc, a basic
+        index or a mask, its operands unchanged until k; None otherwise."""
+        pos, shapes, dtypes = self.pos, self.shapes, self.dtypes
+        p = pos.definition(part, k)
+        if p is None or p in self.made:
+            return None
+        unindexed = self.body[p]
+        if not (
+            type(unindexed) is Assign
+            and type(unindexed.value) is Call
+            and unindexed.value.op == "unindex"
+            and not unindexed.value.kwargs
+        ):
+            return None
+        _, like, index = unindexed.value.args
+        if not (
+            isinstance(like, Var)
+            and shapes.get(like.name) == shapes.get(acc)
+            and dtypes.get(like.name) == dtypes.get(acc)
+            and _basic_or_mask(index, dtypes, shapes)
+            and all(pos.next_write(n, p) >= k for n in unindexed.value.reads())
+        ):
+            return None
+        return p
+
+    def resolve(self, name):
+        while name in self.rename:
+            name = self.rename[name]
         return name
 
-    mapping = {name: Var(resolve(name)) for name in rename}
+    def rewritten(self):
+        """The body with the chosen rewrites made and the renamed names read as their buffers."""
+        mapping = {name: Var(self.resolve(name)) for name in self.rename}
 
-    def renamed(stmts):
-        return [substitute(s, mapping, renamed) for s in stmts]
+        def renamed(stmts):
+            return [substitute(s, mapping, renamed) for s in stmts]
 
-    out = []
-    for k, stmt in enumerate(body):
-        for new in made[k][0] if k in made else [stmt]:
-            if type(new) is Assign and new.target in mapping:  # (an update of a renamed name)
-                new = Assign(resolve(new.target), new.value, new.loc, new.note)
-            out.append(substitute(new, mapping, renamed))
-    return out
+        out = []
+        for k, stmt in enumerate(self.body):
+            for new in self.made[k][0] if k in self.made else [stmt]:
+                if type(new) is Assign and new.target in mapping:  # (an update of a renamed name)
+                    new = Assign(self.resolve(new.target), new.value, new.loc, new.note)
+                out.append(substitute(new, mapping, renamed))
+        return out

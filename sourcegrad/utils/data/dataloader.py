@@ -34,6 +34,50 @@ class _InfiniteConstantSampler:
             yield None
 
 
+def _worker_options(num_workers, timeout, prefetch_factor, persistent_workers):
+    """torch's checks of the worker options; returns the prefetch factor (2 by default
+    with workers)."""
+    if num_workers < 0:
+        raise ValueError(
+            "num_workers option should be non-negative; use num_workers=0 to "
+            "disable multiprocessing."
+        )
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError(
+            "prefetch_factor option could only be specified in multiprocessing."
+            "let num_workers > 0 to enable multiprocessing, otherwise set "
+            "prefetch_factor to None."
+        )
+    if num_workers > 0 and prefetch_factor is None:
+        prefetch_factor = 2
+    elif prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+    return prefetch_factor
+
+
+def _check_iterable_options(shuffle, sampler, batch_sampler):
+    """An IterableDataset takes no shuffle, sampler or batch sampler (torch's errors)."""
+    if shuffle not in {False, None}:
+        raise ValueError(
+            "DataLoader with IterableDataset: expected unspecified shuffle "
+            f"option, but got shuffle={shuffle}"
+        )
+    if sampler is not None:
+        raise ValueError(
+            "DataLoader with IterableDataset: expected unspecified sampler "
+            f"option, but got sampler={sampler}"
+        )
+    if batch_sampler is not None:
+        raise ValueError(
+            "DataLoader with IterableDataset: expected unspecified "
+            f"batch_sampler option, but got batch_sampler={batch_sampler}"
+        )
+
+
 class DataLoader:
     def __init__(
         self,
@@ -56,25 +100,7 @@ class DataLoader:
         pin_memory_device="",
         in_order=True,
     ):
-        if num_workers < 0:
-            raise ValueError(
-                "num_workers option should be non-negative; use num_workers=0 to "
-                "disable multiprocessing."
-            )
-        if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
-        if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError(
-                "prefetch_factor option could only be specified in multiprocessing."
-                "let num_workers > 0 to enable multiprocessing, otherwise set "
-                "prefetch_factor to None."
-            )
-        if num_workers > 0 and prefetch_factor is None:
-            prefetch_factor = 2
-        elif prefetch_factor is not None and prefetch_factor < 0:
-            raise ValueError("prefetch_factor option should be non-negative")
-        if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
+        prefetch_factor = _worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
@@ -86,21 +112,7 @@ class DataLoader:
         self.in_order = in_order
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
-            if shuffle not in {False, None}:
-                raise ValueError(
-                    "DataLoader with IterableDataset: expected unspecified shuffle "
-                    f"option, but got shuffle={shuffle}"
-                )
-            if sampler is not None:
-                raise ValueError(
-                    "DataLoader with IterableDataset: expected unspecified sampler "
-                    f"option, but got sampler={sampler}"
-                )
-            if batch_sampler is not None:
-                raise ValueError(
-                    "DataLoader with IterableDataset: expected unspecified "
-                    f"batch_sampler option, but got batch_sampler={batch_sampler}"
-                )
+            _check_iterable_options(shuffle, sampler, batch_sampler)
         else:
             shuffle = bool(shuffle)
         if sampler is not None and shuffle:
