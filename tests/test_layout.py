@@ -269,13 +269,7 @@ def test_the_api_reaches_the_compiler_through_its_door():
 # A function over MAX_FUNCTION_LINES lines (its `def` to its last line, docstring included)
 # says why in this list: at most three, each with its reason.
 MAX_FUNCTION_LINES = 100
-LONG_FUNCTIONS: dict = {
-    # TODO(issue 36): pending, split by their owners; the lead trims these after merging
-    "nn/functional_attention.py:multi_head_attention_forward": "pending (attention split)",
-    "compiled_layers.py:layer_call": "pending (compiled layers split)",
-    "nn/conv_ops.py:_check": "pending (conv ops split)",
-    "compiler/backends/numba_fusion.py:_rewrite": "pending (the op-facts engineer's)",
-}
+LONG_FUNCTIONS: dict = {}  # "path:function": the reason it is one piece
 PENDING = sum(reason.startswith("pending") for reason in LONG_FUNCTIONS.values())
 
 

@@ -411,35 +411,8 @@ def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
             if n not in views and n not in buffered:
                 buffered.append(n)
     first, last = _first_line(lines, run[0], fn), run[-1].end_lineno
-    edits = []  # (line, col, end col, text)
-    for stmt in run:
-        if stmt.targets[0].id in numbers or stmt in vectorised:
-            continue
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and node.id in views:
-                text = f"{views[node.id]}[{block} + {index}]"
-                edits.append((node.lineno, node.col_offset, node.end_col_offset, text))
-            elif isinstance(node, ast.Name) and node.id in buffered:
-                text = f"{node.id}[{index}]"
-                edits.append((node.lineno, node.col_offset, node.end_col_offset, text))
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and (math_name := _as_math(node.func.value.id, node.func.attr)) is not None
-            ):
-                func = node.func
-                edits.append(
-                    (
-                        func.lineno,
-                        func.col_offset,
-                        func.end_col_offset,
-                        f"math.{math_name}",
-                    )
-                )
-    for line, start, end, text in sorted(edits, reverse=True):
-        code = lines[line - 1]
-        lines[line - 1] = code[: byte_col(code, start)] + text + code[byte_col(code, end) :]
+    per_element = [s for s in run if s.targets[0].id not in numbers and s not in vectorised]
+    _index_per_element(lines, per_element, views, buffered, block, index)
     indent = " " * run[0].col_offset
     header = [
         f"{indent}# fused: the elementwise run below is one pass over the elements, "
@@ -489,6 +462,39 @@ def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
     if vectorised and vector_import not in lines:  # (after the imports)
         at = max(k for k, line in enumerate(lines) if line.startswith("import "))
         lines.insert(at + 1, vector_import)
+
+
+def _index_per_element(lines, statements, views, buffered, block, index):
+    """Edit `statements` in `lines` to compute one element: an array read through its flat
+    view at `block + index`, a buffered value at `index`, a numpy function of numbers as
+    the math module's."""
+    edits = []  # (line, col, end col, text)
+    for stmt in statements:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id in views:
+                text = f"{views[node.id]}[{block} + {index}]"
+                edits.append((node.lineno, node.col_offset, node.end_col_offset, text))
+            elif isinstance(node, ast.Name) and node.id in buffered:
+                text = f"{node.id}[{index}]"
+                edits.append((node.lineno, node.col_offset, node.end_col_offset, text))
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and (math_name := _as_math(node.func.value.id, node.func.attr)) is not None
+            ):
+                func = node.func
+                edits.append(
+                    (
+                        func.lineno,
+                        func.col_offset,
+                        func.end_col_offset,
+                        f"math.{math_name}",
+                    )
+                )
+    for line, start, end, text in sorted(edits, reverse=True):
+        code = lines[line - 1]
+        lines[line - 1] = code[: byte_col(code, start)] + text + code[byte_col(code, end) :]
 
 
 def _groups(statements, vectorised=()):
