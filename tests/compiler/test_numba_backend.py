@@ -169,8 +169,8 @@ def test_reductions_over_an_axis_become_what_numba_compiles():
 
 def test_unindex_at_a_range_counter_becomes_a_helper_and_no_other():
     """`unindex(g, x, j)` (the adjoint of x[j]) at an int j, a `range` loop's counter or a
-    literal, as the helper `unindex_at`; at any other index (an argument, which may be an
-    array of indices that repeat) left as it is: numba refuses it, and the numpy code runs."""
+    literal, as the helper `unindex_at`; at another name (an argument, which may be an
+    array of indices that repeat) as `unindex_one`, which numba compiles for an int only."""
     source = (
         "import numpy as np\nfrom sourcegrad.runtime import unindex\n\n\n"
         "def f(x, g, k):\n"
@@ -181,7 +181,7 @@ def test_unindex_at_a_range_counter_becomes_a_helper_and_no_other():
     )
     text = numba_backend.numba_source(source)
     assert "d = d + unindex_at(g, x, j)" in text
-    assert "return d + unindex_at(g, x, 1) + unindex(g, x, k)" in text
+    assert "return d + unindex_at(g, x, 1) + unindex_one(g, x, k)" in text
     namespace: dict = {}
     python = [ln for ln in text.splitlines() if not ln.startswith(("@numba", "import numba"))]
     exec("\n".join(python), namespace)
@@ -224,6 +224,53 @@ def test_unindex_through_slices_becomes_the_helper_with_a_tuple_of_slices():
     exec(numba_backend.numba_source(compiled), namespace)
     x, g = np.arange(12.0).reshape(3, 4), np.ones((3, 2))
     _same(namespace["f"](x, g), unindex(g, x, np.s_[:, 1:3]))
+
+
+def test_the_adjoint_of_a_max_over_every_element_is_a_helper():
+    """`max_grad(g, ans, x, None, False)` (the adjoint of `np.max(x)`) as `max_grad_all`,
+    which shares g among the tied maxima as runtime.max_grad does."""
+    source = (
+        "import numpy as np\nfrom sourcegrad.runtime import max_grad\n\n\n"
+        "def f(x, g):\n"
+        "    return max_grad(g, np.max(x), x, None, False)\n"
+    )
+    text = numba_backend.numba_source(source)
+    assert "return max_grad_all(g, np.max(x), x)" in text
+    pytest.importorskip("numba")
+    from sourcegrad.runtime import max_grad
+
+    namespace: dict = {}
+    exec(text, namespace)
+    for x in (np.array([[1.0, 3.0], [3.0, -2.0]]), np.arange(6.0).reshape(2, 3)):
+        _same(namespace["f"](x, 0.6), max_grad(0.6, np.max(x), x, None, False))
+
+
+def picked(x, y):
+    return np.sum(np.sin(x[y[1]]) * x[y])  # an int of an int array; the array itself
+
+
+def test_an_index_only_numbas_types_tell_is_compiled_at_an_int_and_refused_otherwise():
+    pytest.importorskip("numba")
+    x = np.array([0.3, -1.2, 2.0, 0.7])
+    for y in (np.array([2, 2, 0]), np.array([1, 3, 3])):  # (repeats: they add up)
+        expected = sourcegrad.grad(picked)(x, y)
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            got = sourcegrad.grad(picked, backend="numba")(x, y)
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    g = sourcegrad.grad(picked)
+    g(x, y)
+    assert "unindex_one(" in numba_backend.numba_source(g.source)
+    one = sourcegrad.grad(picked_once, backend="numba")  # at an int: compiled, no fallback
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        got = one(x, np.array([2, 3, 0]))
+    np.testing.assert_allclose(got, sourcegrad.grad(picked_once)(x, np.array([2, 3, 0])))
+
+
+def picked_once(x, y):
+    k = y[1]
+    return np.sin(x[k]) * 2.0 + np.sum(x**2)
 
 
 def chain3(x, y):

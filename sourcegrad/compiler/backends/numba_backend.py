@@ -427,7 +427,45 @@ def max_grad_along_axis(g, ans, x, axis):
     return out
 '''
 
+_HELPERS["max_grad_all"] = '''@numba.njit
+def max_grad_all(g, ans, x):
+    """runtime.max_grad over every element (axis None, keepdims False): g, a number, shared
+    evenly among the elements equal to ans."""
+    flat = x.ravel()
+    ties = 0
+    for v in flat:
+        ties += v == ans
+    out = np.zeros(flat.size)
+    for k in range(flat.size):
+        if flat[k] == ans:
+            out[k] = g / ties
+    return out.reshape(x.shape)
+'''
+
 _HELPERS["previous_value"] = numba_stacks.PREVIOUS_VALUE
+
+_HELPERS["unindex_one"] = '''import numba.extending
+
+
+def unindex_one(g, x, i):
+    """runtime.unindex at an index only numba's types tell (`y[k]` of an int array): at an
+    int, zeros shaped like x, g at x[i]; at any other index numba refuses it (an array of
+    indices adds up where they repeat), and the numpy code runs."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@numba.extending.overload(unindex_one)
+def _unindex_one(g, x, i):
+    if isinstance(i, numba.types.Integer):
+
+        def at(g, x, i):
+            out = np.zeros_like(x)
+            out[i] = g
+            return out
+
+        return at
+    return None
+'''
 
 _HELPERS["unindex_at"] = '''@numba.njit
 def unindex_at(g, x, i):
@@ -477,7 +515,8 @@ def _axis_reduction(node, source):
 def _runtime_call(node, source, counters=frozenset()):
     """The runtime helpers over one literal int axis or at one int index, as what numba
     compiles: `max_grad(g, ans, x, 1, True)` (a max's or min's adjoint) as
-    `max_grad_along_axis(g, ans, x, 1)`, `reduced_count(x, 1)` as `x.shape[1]`,
+    `max_grad_along_axis(g, ans, x, 1)` (over every element, `max_grad(g, ans, x, None,
+    False)`, as `max_grad_all(g, ans, x)`), `reduced_count(x, 1)` as `x.shape[1]`,
     `unindex(g, x, i)` (the adjoint of `x[i]`) as `unindex_at(g, x, i)` where i is a
     literal int or the counter of `range` loops (`counters`: an int, never an array of
     indices, which unindex adds up where they repeat)."""
@@ -492,16 +531,27 @@ def _runtime_call(node, source, counters=frozenset()):
     if node.func.id == "unindex":
         if len(node.args) != 3:
             return None
+        args = ", ".join(_segment(source, a) for a in node.args[:2])
         index = _basic_index(node.args[2], source, counters)
+        if index is None and isinstance(node.args[2], ast.Name):  # (an int by its type only)
+            return numba_stacks.span(node) + (f"unindex_one({args}, {node.args[2].id})",)
         if index is None:
             return None
-        args = ", ".join(_segment(source, a) for a in node.args[:2])
         return numba_stacks.span(node) + (f"unindex_at({args}, {index})",)
     if node.func.id == "reduced_count":
         x, axis = node.args
         if not (isinstance(x, ast.Name) and _int_constant(axis)):
             return None
         return numba_stacks.span(node) + (f"{x.id}.shape[{ast.literal_eval(axis)}]",)
+    if (
+        len(node.args) == 5
+        and isinstance(node.args[3], ast.Constant)
+        and node.args[3].value is None
+        and isinstance(node.args[4], ast.Constant)
+        and node.args[4].value is False
+    ):  # (over every element: the reduced value a number)
+        args = ", ".join(_segment(source, a) for a in node.args[:3])
+        return numba_stacks.span(node) + (f"max_grad_all({args})",)
     if not (
         len(node.args) == 5
         and _int_constant(node.args[3])
