@@ -104,6 +104,18 @@ class Call:
             return list(names)
 
 
+def substitute_value(value: Any, mapping: dict[str, Any]) -> Any:
+    """An assignment's value (a `Call` or an atom) with its `Var`s replaced by the atoms
+    `mapping` gives for their names."""
+    if isinstance(value, Call):
+        return Call(
+            value.op,
+            tuple(substitute_atom(a, mapping) for a in value.args),
+            tuple((k, substitute_atom(a, mapping)) for k, a in value.kwargs),
+        )
+    return substitute_atom(value, mapping)
+
+
 @dataclass
 class Assign:
     """`target = value`, where value is a `Call` or an atom (a copy)."""

@@ -58,7 +58,7 @@ from ..ir import (
     Var,
     atom_vars,
     reads_of,
-    substitute_atom,
+    substitute_value,
 )
 from ..optimize.cleanup import (
     eliminate_dead_code,
@@ -424,13 +424,4 @@ def _blocked(plan, fn, n, rows, forward, backward, ret, kinds, namer, env):
 
 
 def _substituted(s, mapping):
-    value = s.value
-    if isinstance(value, Call):
-        value = Call(
-            value.op,
-            tuple(substitute_atom(a, mapping) for a in value.args),
-            tuple((k, substitute_atom(a, mapping)) for k, a in value.kwargs),
-        )
-    else:
-        value = substitute_atom(value, mapping)
-    return dataclasses.replace(s, value=value)
+    return dataclasses.replace(s, value=substitute_value(s.value, mapping))

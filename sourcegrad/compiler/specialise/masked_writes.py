@@ -29,15 +29,11 @@ from dataclasses import replace
 import numpy as np
 
 from ...ops import RULES
-from ..ir import Assign, Call, Const, Function, Var, child_blocks, reads_of, walk, with_child_blocks
+from ..ir import Assign, Call, Const, Function, Var, child_blocks, read_counts, with_child_blocks
 
 
 def selects_for_masked_writes(fn: Function, env: dict) -> Function:
-    uses: dict = {}
-    for stmt in walk(fn.body):
-        for name in reads_of(stmt):
-            uses[name] = uses.get(name, 0) + 1
-    body = _block(fn.body, env, uses)
+    body = _block(fn.body, env, read_counts(fn.body))
     return fn if body is fn.body else replace(fn, body=body)
 
 

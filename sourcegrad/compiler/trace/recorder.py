@@ -53,7 +53,7 @@ from ..ir import (
     Slc,
     Tup,
     Var,
-    substitute_atom,
+    substitute_value,
     walk,
 )
 from ..names import Namer, name_for_call, sanitize
@@ -771,15 +771,7 @@ def _renamed(stmts, mapping, atoms):
             body = _renamed(stmt.body, mapping, atoms)
             out.append(For(mapping[stmt.target], stmt.start, stmt.stop, stmt.step, body, stmt.loc))
             continue
-        value = stmt.value
-        if isinstance(value, Call):
-            value = Call(
-                value.op,
-                tuple(substitute_atom(a, atoms) for a in value.args),
-                tuple((k, substitute_atom(a, atoms)) for k, a in value.kwargs),
-            )
-        else:
-            value = substitute_atom(value, atoms)
+        value = substitute_value(stmt.value, atoms)
         if isinstance(stmt, Assign):
             new = Assign(mapping[stmt.target], value, stmt.loc)
             new.in_place = stmt.in_place

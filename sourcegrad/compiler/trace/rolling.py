@@ -58,6 +58,7 @@ from ..ir import (
     child_blocks,
     reads_of,
     substitute_atom,
+    substitute_value,
     walk,
     with_child_blocks,
 )
@@ -426,15 +427,7 @@ def _renamed(stmt, mapping):
             ),
             [[_renamed(s, mapping) for s in block] for block in child_blocks(stmt)],
         )
-    value = stmt.value
-    if isinstance(value, Call):
-        value = Call(
-            value.op,
-            tuple(substitute_atom(a, mapping) for a in value.args),
-            tuple((k, substitute_atom(a, mapping)) for k, a in value.kwargs),
-        )
-    else:
-        value = substitute_atom(value, mapping)
+    value = substitute_value(stmt.value, mapping)
     if isinstance(stmt, Assign):
         new = Assign(stmt.target, value, stmt.loc)
         new.in_place = stmt.in_place
