@@ -24,7 +24,17 @@ Imports run one way: runtime <- ops <- {compiler modules, eager} <- api <- cli. 
 package imports numpy, gast and `sourcegrad.runtime` only.
 """
 
-from .reads import META, NONE, SHAPE, VALUE, read_level, reads, reads_shape_of, reads_value_of
+from .reads import (  # noqa: I001
+    META,
+    NONE,
+    SHAPE,
+    VALUE,
+    read_level,
+    reads,
+    reads_operand_named,
+    reads_shape_of,
+    reads_value_of,
+)
 from .registry import (
     COMPARISONS,
     OPERATORS,
@@ -87,6 +97,7 @@ __all__ = [
     "reads",
     "reads_shape_of",
     "reads_value_of",
+    "reads_operand_named",
     "rule_for_function",
     "runs_forward_only",
     "spelled",

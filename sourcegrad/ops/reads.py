@@ -112,6 +112,24 @@ def reads_value_of(rule, param) -> bool:
     return read_level(rule, param) >= META
 
 
+def reads_operand_named(rule, args, kwargs, name) -> bool:
+    """Would the compiled backward of `rule`, called on `args` and `kwargs` (atoms; keyword
+    pairs), read the value of an operand that is the variable `name`? (A statement that
+    assigns `name` from such a call overwrites what its own backward reads: the front ends
+    compute it into a temporary first.)"""
+    if not rule.vjps:
+        return False
+    params = list(rule.params)
+    for i, atom in enumerate(args):
+        if getattr(atom, "name", None) == name:
+            if i >= len(params) or reads_value_of(rule, params[i]):
+                return True
+    return any(
+        getattr(atom, "name", None) == name and (k not in params or reads_value_of(rule, k))
+        for k, atom in kwargs
+    )
+
+
 def reads_shape_of(rule, param) -> bool:
     """Does any VJP of `rule` read its input `param` at all (its shape, at least)?"""
     return read_level(rule, param) >= SHAPE

@@ -247,6 +247,22 @@ def test_the_textbook_per_example_network():
     assert g.source.count("np.dot(w1, x)") == 1
 
 
+def scaled_by_its_own_cosine(x0, c):
+    p = Weights(1.0)
+    c = c * p.w
+    for i in range(9):
+        c *= np.cos(x0 + c[1])  # the backward of c * y reads the c it overwrites
+    return np.sum(c)
+
+
+def test_a_carried_value_whose_own_backward_reads_it(monkeypatch):
+    """Fuzz r9-1488: the rolled `c = c * y` read the new c where its backward needed the
+    old one (restored from the saved stack): computed into a temporary first, as the source
+    front end writes it."""
+    g = check(scaled_by_its_own_cosine, (0.3, np.array([0.5, -0.2, 0.9])), monkeypatch)
+    assert "range(9)" in g.source
+
+
 # -- left unrolled ---------------------------------------------------------------------------
 
 

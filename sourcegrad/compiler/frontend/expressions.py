@@ -9,7 +9,7 @@ import gast
 import numpy as np
 
 from ... import errors
-from ...ops import COMPARISONS, OPERATORS, RULES, reads_value_of
+from ...ops import COMPARISONS, OPERATORS, RULES, reads_operand_named
 from ..ir import Assign, Call, Const, If, Slc, Tup, Var
 from ..names import name_for_call
 from .syntax import UNSUPPORTED_EXPRESSIONS, AtomNode, RenameNames, copy_tree, refusal
@@ -97,17 +97,7 @@ class ExpressionsMixin:
     @staticmethod
     def backward_reads_input(rule, call, target):
         """Would this call's VJP read the value of the input that `target` also names?"""
-        if not rule.vjps:
-            return False
-        params = list(rule.params)
-        for i, atom in enumerate(call.args):
-            if atom == Var(target):
-                if i >= len(params) or reads_value_of(rule, params[i]):
-                    return True
-        return any(
-            atom == Var(target) and (k not in params or reads_value_of(rule, k))
-            for k, atom in call.kwargs
-        )
+        return reads_operand_named(rule, call.args, call.kwargs, target)
 
     def expr(self, node, name=None):
         """Lower an expression to an atom, appending the statements that compute it."""

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ...ops import RULES
+from ...ops import RULES, reads_operand_named
 from ..ir import (
     Assign,
     Call,
@@ -62,7 +62,7 @@ from ..ir import (
     walk,
     with_child_blocks,
 )
-from ..names import Namer
+from ..names import Namer, name_for_call
 
 # fewer iterations stay unrolled: their code reads as the user's lines, once each, and the
 # later stages have little to repeat
@@ -347,7 +347,15 @@ def _written(body, loc, first, end, length, roles, offset, namer, gathered, name
             tuple((name, operand(a, j, (count + p,))) for p, (name, a) in enumerate(value.kwargs)),
         )
         if isinstance(stmt, Assign):
-            new = Assign(renamed.get(stmt.target, Var(stmt.target)).name, call, stmt.loc)
+            target = renamed.get(stmt.target, Var(stmt.target)).name
+            if reads_operand_named(RULES[call.op], call.args, call.kwargs, target):
+                # `c = c * y` of a carried c: computed into a temporary first, so that the
+                # backward reads the old c (restored) and the new one, as the source front
+                # end writes it
+                temp = namer.fresh(name_for_call(call.op, RULES[call.op].spelling, call.args))
+                loop_body.append(Assign(temp, call, stmt.loc))
+                call = Var(temp)
+            new = Assign(target, call, stmt.loc)
             new.in_place = stmt.in_place
         else:
             new = ExprStmt(call, stmt.loc)
