@@ -34,6 +34,11 @@ its base, or the same tensor twice) load as independent tensors. `map_location`
 (a device, a string, a dict {saved location: new location} or a callable taking
 (tensor, saved location)) moves tensors when loading; without it they go back to the
 device they were saved from.
+
+Why one module: the pickled-object reader and the torch-checkpoint reader share the
+user's allow-list (`add_safe_globals`, `safe_globals`: `_user_allowed`) and one refusal
+(`_unsupported_global`, torch's message); split by format, what a weights-only load may
+resolve would be decided in two places, and a name refused by one could pass the other.
 """
 
 from __future__ import annotations

@@ -41,7 +41,6 @@ __all__ = [
     "xlogy",
     "linalg_cross",
     "cdist",
-    "NN_RULES",
 ]
 
 
@@ -333,14 +332,3 @@ _defvjp(
         ),
     ),
 )
-
-NN_RULES = [
-    "smooth_l1_loss",
-    "huber_loss",
-    "binary_cross_entropy",
-    "binary_cross_entropy_with_logits",
-    "nll_loss2d",
-    "xlogy",
-    "linalg_cross",
-    "cdist",
-]

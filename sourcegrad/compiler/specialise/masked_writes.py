@@ -18,7 +18,8 @@ keeps them finite, so no warning numpy would not give and no 0 * inf in the back
 Python number keeps the array's dtype). The gather
 `x[m]` must have no other reader.
 
-Takes and gives `ir.Function`s; imports `ir`, `analysis` and the registry.
+Takes and gives `ir.Function`s (the abstract values read, not changed); imports `ir` and the
+registry.
 """
 
 from __future__ import annotations

@@ -650,7 +650,7 @@ class Recorder:
 
         headers: dict = {}  # code -> its loops' header lines (`frames.loop_headers`)
 
-        def looping(frame, loops):
+        def looping(loops):
             """`local` for a frame running loops the trace may roll: it also notes where
             each of their iterations begins (`rolling`)."""
 
@@ -677,7 +677,7 @@ class Recorder:
                 return local
             loops = {line: Loop(loc) for line, loc in headers[code].items()}
             self.loops.extend(loops.values())  # (one run of each, per call of the function)
-            return looping(frame, loops)
+            return looping(loops)
 
         entry = getattr(self.fn, "__globals__", None)
         if entry is not None:

@@ -309,7 +309,7 @@ def _written(body, loc, first, end, length, roles, offset, namer, gathered, name
     renamed = {}
     prologue = []
     for p, atom in sorted(initial.items()):
-        if _only_carried(atom, p, body, first, roles):
+        if _only_carried(atom, p, body, first, length, roles):
             renamed[model[p].target] = atom
         elif model[p].in_place:
             return None  # (updated in place, a copy's variable would change the original)
@@ -380,31 +380,23 @@ def _written(body, loc, first, end, length, roles, offset, namer, gathered, name
     return body[:first] + prologue + [rolled] + after
 
 
-def _only_carried(atom, position, body, first, roles) -> bool:
+def _only_carried(atom, position, body, first, length, roles) -> bool:
     """Is `atom` a variable made before the loop that, from the loop on, only the first
     iteration reads, and only as the value carried into `position`?"""
     if not isinstance(atom, Var):
         return False
     if not any(isinstance(s, Assign) and s.target == atom.name for s in body[:first]):
         return False  # (a parameter or a free value: the caller's, not the loop's to change)
-    for stmt in walk(body[first:]):
-        if atom.name in reads_of(stmt) and not _carried_reads_only(
-            stmt, atom, body, first, roles, position
-        ):
-            return False
+    for j, stmt in enumerate(body[first:]):
+        for inner in walk([stmt]):
+            if atom.name not in reads_of(inner):
+                continue
+            if inner is not stmt or j >= length or type(stmt) not in (Assign, ExprStmt):
+                return False  # (read after the first iteration, or not as an operand)
+            paths = [path for path in _paths(stmt) if _atom_at(stmt, path) == atom]
+            if any(roles.get((j, path)) != ("carried", position) for path in paths):
+                return False
     return True
-
-
-def _carried_reads_only(stmt, atom, body, first, roles, position) -> bool:
-    """Every operand of `stmt` that is `atom` is read as the value carried into `position`
-    (`stmt` one of the first iteration's statements)."""
-    if type(stmt) not in (Assign, ExprStmt) or type(stmt.value) is not Call:
-        return False
-    j = next((j for j, s in enumerate(body[first:]) if s is stmt), None)
-    if j is None:
-        return False
-    found = [path for path in _paths(stmt) if _atom_at(stmt, path) == atom]
-    return all(roles.get((j, path)) == ("carried", position) for path in found)
 
 
 def _paths(stmt):
