@@ -115,3 +115,21 @@ def test_a_long_generated_function_is_called_from_its_entry_not_inlined(monkeypa
     np.testing.assert_array_equal(g(x), want)
     np.testing.assert_array_equal(g(x), want)  # (through the entry)
     assert not called
+
+
+def shared_adjoint(x0, x2):
+    a = x2[1] + x0
+    c = np.sin(a - np.cos(x0[:2, None]))
+    return np.sum(c) + np.sum(np.tanh(x2))
+
+
+def test_an_adjoint_two_gradients_add_is_not_changed_before_the_second_reads_it():
+    """Fuzz long3-963 (a silently wrong gradient, made smaller): the adjoint of `x2[1] + x0`
+    starts both dx0 and dx2[1]; dx0's part at `x0[:2, None]` was added into it in place,
+    and dx2 then added the changed array (its `unindex` folded later, moving its read past
+    the write)."""
+    x0 = np.array([0.3, -0.5, 0.8])
+    x2 = np.array([[0.1, 0.7, -0.3], [0.5, -0.9, 0.2]])
+    dx0, dx2 = sourcegrad.grad(shared_adjoint, wrt=(0, 1))(x0, x2)
+    np.testing.assert_allclose(dx0, numeric_grad(shared_adjoint, (x0, x2), 0), rtol=1e-7)
+    np.testing.assert_allclose(dx2, numeric_grad(shared_adjoint, (x0, x2), 1), rtol=1e-7)

@@ -346,6 +346,7 @@ class _InPlace:
         self.pos = pos = _Positions(body)
         self.made: dict = {}
         self.rename: dict = {}
+        self.written: dict = {}  # position -> the buffer a chosen rewrite writes there
         self.single_reads: dict = {}
         for reads in pos.reads:
             for n in reads:
@@ -413,6 +414,7 @@ class _InPlace:
             [ExprStmt(Call("store_item", (Var(x), value.args[1], part)), stmt.loc)],
             True,
         )
+        self.written[k] = self.resolve(x)
         if target != x:
             self.rename[target] = x
 
@@ -428,7 +430,7 @@ class _InPlace:
             if not self.renamable(target, acc, k):
                 continue
             p = self.unindexed_into(acc, part, k)
-            if p is None:
+            if p is None or self.changed_between(self.body[p].value.reads(), p, k):
                 continue
             if value.op == "add_op" and not self.owned_and_dead(acc, k):
                 continue
@@ -438,9 +440,17 @@ class _InPlace:
             update = Assign(acc, Call("iadd_item", (Var(acc), index, g)), stmt.loc, stmt.note)
             self.made[p] = ([], False)
             self.made[k] = ([update], True)
+            self.written[k] = self.resolve(acc)
             if target != acc:
                 self.rename[target] = acc
             return
+
+    def changed_between(self, names, p, k) -> bool:
+        """Does a rewrite chosen between p and k write one of `names`' buffers in place?
+        (Folding `unindex` from p into k moves its reads to k: an earlier choice may have
+        taken the array it reads as dead after its last read at p.)"""
+        buffers = {self.resolve(n) for n in names}
+        return any(self.written.get(m) in buffers for m in range(p + 1, k))
 
     def unindexed_into(self, acc, part, k):
         """The position of `part = unindex(g, like, index)`, `like` shaped as acc, a basic
