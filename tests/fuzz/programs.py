@@ -449,6 +449,23 @@ EARLIER_RELIABILITY_FORM_CAMPAIGNS = EARLIER_PYTHON_FORM_CAMPAIGNS | {"pf1", "qu
 # before them are rebuilt without them.
 LONG_LOOP_RATE = 0.3
 EARLIER_LONG_LOOP_CAMPAIGNS = EARLIER_RELIABILITY_FORM_CAMPAIGNS | {"rel", "r8"}
+# Functions of an array's masked elements written into another array through the masks (the
+# stable sigmoid of course code: `z[pos] = np.exp(-x[pos])`, `z[neg] = np.exp(x[neg])`,
+# `top[neg] = z[neg]`), whose adjoints the optimizer computes on whole arrays
+# (optimize/masked_adjoints.py): masks that are complements or overlap, arrays started from
+# a fill or a copy, chains with and without a division. Drawn from a stream of their own;
+# campaigns run before them are rebuilt without them.
+MASKED_WRITE_RATE = 0.3
+EARLIER_MASKED_WRITE_CAMPAIGNS = EARLIER_LONG_LOOP_CAMPAIGNS | {"r9", "long", "long2", "long3"}
+MASKED_FUNCTIONS = (
+    "np.exp(-{a})",
+    "np.exp({a})",
+    "2.0 * np.sin({a})",
+    "{a} * {a}",
+    "0.5 * {a} - 1.0",
+    "np.tanh({a}) + 1.0",
+    "1.0 / (1.5 + np.cos({a}))",
+)
 
 # A decorator per kind of wrapper: one scaling the result, one shifting the first argument
 # (both with functools.wraps and *args/**kwargs, as published decorators are written)
@@ -589,6 +606,7 @@ class _Gen:
         python_forms: random.Random | None = None,
         reliability_forms: random.Random | None = None,
         long_loops: random.Random | None = None,
+        masked_writes: random.Random | None = None,
     ):
         self.r = rng
         # self-updates draw from a stream of their own: the rest of a program is the one
@@ -599,6 +617,7 @@ class _Gen:
         self.pf_counter = itertools.count()
         self.rf = reliability_forms  # likewise the reliability forms
         self.ll = long_loops  # likewise which `for ... in range` loops run long
+        self.mw = masked_writes  # likewise the masked writes of functions
         self.lines: list[str] = []
         self.indent = 0
         self.env: list[Var] = []
@@ -918,6 +937,8 @@ class _Gen:
             self.maybe_python_form(depth)
         if not self.returned:
             self.maybe_reliability_form()
+        if not self.returned:
+            self.maybe_masked_writes()
         if len(self.lines) == start:
             self.emit("pass")
         self.indent -= 1
@@ -1072,6 +1093,43 @@ class _Gen:
             self.reliability_form()
         finally:
             self.r = saved
+
+    def maybe_masked_writes(self):
+        """Now and then (`MASKED_WRITE_RATE`) functions of an array's masked elements written
+        into another through two masks, drawn from their own stream."""
+        if self.mw is None or self.mw.random() >= MASKED_WRITE_RATE:
+            return
+        saved, self.r = self.r, self.mw
+        try:
+            self.masked_writes()
+        finally:
+            self.r = saved
+
+    def masked_writes(self):
+        r = self.r
+        shape = r.choice([VEC, MAT])
+        self.features.add("masked_function_write")
+        src = self.pf_name("ms")
+        self.emit(f"{src} = {self.expr(shape, 2)}")
+        cut = r.choice(["0.0", "0.2", "-0.3"])
+        pos, neg, z = self.pf_name("mp"), self.pf_name("mn"), self.pf_name("mz")
+        self.emit(f"{pos} = {src} >= {cut}")
+        # complementary masks, or (overlapping) a second mask reaching past the cut
+        self.emit(f"{neg} = {src} < {r.choice([cut, cut, f'{cut} + 0.4'])}")
+        start = r.choice(["np.zeros_like({s})", "np.zeros_like({s})", "np.ones_like({s})"])
+        self.emit(f"{z} = {r.choice([start, '{s}.copy()']).format(s=src)}")
+        for mask in (pos, neg):
+            fn = r.choice(MASKED_FUNCTIONS).format(a=f"{src}[{mask}]")
+            self.emit(f"{z}[{mask}] = {fn}")
+        name = self.pf_name("mw")
+        if r.random() < 0.5:  # the stable sigmoid's masked copy and quotient
+            top = self.pf_name("mt")
+            self.emit(f"{top} = np.ones_like({src})")
+            self.emit(f"{top}[{neg}] = {z}[{neg}]")
+            self.emit(f"{name} = {top} / (2.0 + {z} * {z})")
+        else:
+            self.emit(f"{name} = {z} * {src}")
+        self.env.append(Var(name, shape))
 
     def reliability_form(self):
         r = self.r
@@ -1728,6 +1786,8 @@ class _Gen:
                 self.maybe_python_form(0)
             if not self.returned:
                 self.maybe_reliability_form()
+            if not self.returned:
+                self.maybe_masked_writes()
         self.emit(f"return {self.final_expr()}")
         if "decorator" in self.features:
             header = ["import functools"] + header[:4] + DECORATORS.split("\n") + header[4:]
@@ -1759,7 +1819,12 @@ def generate(seed, self_updates: bool | None = None) -> Program:
         else random.Random(f"{seed}/reliability-forms")
     )
     ll = None if campaign in EARLIER_LONG_LOOP_CAMPAIGNS else random.Random(f"{seed}/long-loops")
-    return _Gen(random.Random(seed), su, ri, pf, rf, ll).module(seed)
+    mw = (
+        None
+        if campaign in EARLIER_MASKED_WRITE_CAMPAIGNS
+        else random.Random(f"{seed}/masked-writes")
+    )
+    return _Gen(random.Random(seed), su, ri, pf, rf, ll, mw).module(seed)
 
 
 # =============================================================================================

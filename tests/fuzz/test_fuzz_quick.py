@@ -82,6 +82,26 @@ def test_the_long_loop_slice_draws_long_loops():
     assert drawn >= LONG_LOOP_N // 4, drawn
 
 
+MASKED_WRITE_N = 12  # programs with masked writes of functions (programs.MASKED_WRITE_RATE)
+
+
+@pytest.mark.parametrize("seed", [f"mw-{i}" for i in range(MASKED_WRITE_N)])
+def test_masked_writes_give_pythons_numbers_or_a_refusal(seed, workdir, record_property):
+    """Functions of masked elements written through masks that are complements or overlap
+    (the stable sigmoid's form), whose adjoints the optimizer computes on whole arrays
+    (`optimize/masked_adjoints.py`): finite differences' gradients, or a refusal."""
+    outcome = check_program(generate(seed), workdir, timeout=30)
+    record_property("status", outcome.status)
+    assert outcome.status in ("matched", "rejected", "skipped"), outcome.report()
+
+
+def test_the_masked_write_slice_draws_them():
+    drawn = sum(
+        "masked_function_write" in generate(f"mw-{i}").features for i in range(MASKED_WRITE_N)
+    )
+    assert drawn >= MASKED_WRITE_N // 3, drawn
+
+
 RELIABILITY_N = 24  # programs with the reliability forms (programs.RELIABILITY_FORM_RATE)
 RELIABILITY_FORMS = {
     "decorator",

@@ -16,7 +16,10 @@ new one computing the same result; its passes live in the package's modules by k
 - `updates`: writes through an index (`setitem`, `zero_at`) into the buffer of an array
   this function made and nothing reads after, a sliced or masked read's adjoint added where
   it goes (`acc[i] += g`) instead of as full-size zeros, `unbroadcast` of two parts of one
-  boolean mask dropped (`updates_in_place`);
+  boolean mask dropped (`updates_in_place`); with `masked_adjoints` (which it runs) the
+  adjoint of a function of masked elements written through the mask computed on whole
+  arrays (`np.where(m, d_z * z, 0.0)` for `unindex(d_z[m] * e, x, m)`) and `indices`
+  (which elements two indices share);
 - `hoisting` and `row_products`: run on the primal before differentiation (the api
   calls them through `sourcegrad.compiler.pipeline`): loop invariants and transposes taken once
   before the loop, `U @ xs[t]` for every row as one `xs @ U.T` (plus a bias the loop adds).
@@ -25,7 +28,7 @@ Names assigned more than once (variables of loops and branches, adjoint accumula
 are never propagated or shared: their value depends on where they are read. Constant
 folding and 0/1 algebra happen earlier, while rule templates are instantiated, where the
 static facts are at hand. The modules import one way: cleanup <- algebra <- memory,
-rank_one <- row_products; this module runs them.
+rank_one <- row_products, indices <- masked_adjoints <- updates; this module runs them.
 """
 
 from __future__ import annotations

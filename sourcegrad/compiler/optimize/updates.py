@@ -29,6 +29,8 @@ import numpy as np
 from ..ir import Assign, Call, Const, ExprStmt, Marker, Slc, Tup, Var, reads_of, walk, writes_of
 from .algebra import makes_new_value, ufunc_rule
 from .cleanup import substitute
+from .indices import comparison_masks, disjoint, int_items
+from .masked_adjoints import dense_masked_adjoints
 
 # ops whose result is a new array (beyond `makes_new_value`'s ufuncs, products, reductions)
 _FRESH = frozenset(
@@ -91,6 +93,7 @@ def updates_in_place(body: list, params, shapes: dict, dtypes: dict) -> list:
     body = _skip_disjoint_zero_ats(list(body))
     body = _sink_zero_ats(body)
     body = _drop_mask_unbroadcasts(body, shapes, dtypes)
+    body = dense_masked_adjoints(body, shapes, dtypes)
     return _in_place(body, set(params), shapes, dtypes)
 
 
@@ -123,52 +126,6 @@ class _Positions:
         return None
 
 
-def _int_items(index):
-    """A constant basic index as a tuple (ints, slices), or None for any other index."""
-    if not isinstance(index, Const):
-        return None
-    items = index.value if isinstance(index.value, tuple) else (index.value,)
-    if not all(
-        isinstance(i, slice) or isinstance(i, (int, np.integer)) and not isinstance(i, bool)
-        for i in items
-    ):
-        return None
-    return items
-
-
-_COMPARE = {"lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq"}
-_COMPARE.update(less="lt", less_equal="le", greater="gt", greater_equal="ge", equal="eq")
-# comparisons of the same operands that are never both true (NaN makes both false)
-_EXCLUSIVE = {
-    frozenset(p) for p in (("lt", "ge"), ("lt", "gt"), ("le", "gt"), ("lt", "eq"), ("gt", "eq"))
-}
-
-
-def _disjoint(a, b, masks=None) -> bool:
-    """Two indices of one array that name no element in common: constant basic indices
-    where at some axis both take one position, and not the same one (`[:, 2, :]` and
-    `[:, 3, :]`); boolean masks that are exclusive comparisons of the same operands
-    (`x >= 0` and `x < 0`: `masks` maps a mask's name to its comparison)."""
-    if masks and isinstance(a, Var) and isinstance(b, Var):
-        ca, cb = masks.get(a.name), masks.get(b.name)
-        return (
-            ca is not None
-            and cb is not None
-            and ca[1] == cb[1]
-            and frozenset((ca[0], cb[0])) in _EXCLUSIVE
-        )
-    a, b = _int_items(a), _int_items(b)
-    if a is None or b is None:
-        return False
-    return any(
-        not isinstance(i, slice)
-        and not isinstance(j, slice)
-        and int(i) != int(j)
-        and (int(i) >= 0) == (int(j) >= 0)
-        for i, j in zip(a, b)
-    )
-
-
 def _skip_disjoint_zero_ats(body):
     """`y = zero_at(x, i)` is `y = x` (no copy) where everything that reads y's value reads
     elements zero_at did not touch: `y[j]` with j disjoint from i, or another such zero_at
@@ -179,23 +136,10 @@ def _skip_disjoint_zero_ats(body):
     for stmt in walk(body):
         for n in writes_of(stmt):
             counts[n] = counts.get(n, 0) + 1
-    masks = {}  # a boolean mask assigned once -> (its comparison, its operands)
-    for stmt in body:
-        if (
-            type(stmt) is Assign
-            and type(stmt.value) is Call
-            and _COMPARE.get(stmt.value.op)
-            and not stmt.value.kwargs
-            and counts.get(stmt.target) == 1
-            and all(
-                isinstance(a, Const) or isinstance(a, Var) and counts.get(a.name, 0) <= 1
-                for a in stmt.value.args
-            )
-        ):
-            masks[stmt.target] = (_COMPARE[stmt.value.op], tuple(stmt.value.args))
+    masks = comparison_masks(body, counts)
 
     def index_ok(index) -> bool:
-        return _int_items(index) is not None or isinstance(index, Var) and index.name in masks
+        return int_items(index) is not None or isinstance(index, Var) and index.name in masks
 
     def readers_avoid(name, at, zeroed) -> bool:
         end = pos.next_write(name, at)
@@ -209,7 +153,7 @@ def _skip_disjoint_zero_ats(body):
             }:
                 return False
             if value.op == "getitem":
-                if not all(_disjoint(value.args[1], i, masks) for i in zeroed):
+                if not all(disjoint(value.args[1], i, masks) for i in zeroed):
                     return False
             elif value.op == "zero_at":
                 if not index_ok(value.args[1]) or not readers_avoid(

@@ -1,10 +1,11 @@
-"""Writes through a boolean mask of the array's own shape, made selections: `x[m] = c` and
-`x[m] = x[m] * c` as `np.where(m, c, x)` and `np.where(m, x * c, x)`.
+"""Writes through a boolean mask of the array's own shape, made selections: `x[m] = c`,
+`x[m] = x[m] * c` and `x[m] = y[m]` as `np.where(m, c, x)`, `np.where(m, x * c, x)` and
+`np.where(m, y, x)`.
 
 `selects_for_masked_writes(fn, env)` takes the primal IR and its abstract values (stage 3's
 `infer_shapes`) and returns the IR with each such write rewritten, or `fn` itself when there
 is none. The forms are those of published layer code: ReLU by mask (`out[mask] = 0`), leaky
-ReLU (`_z[z < 0] = _z[z < 0] * alpha`). Written as a gather, a scatter and, backwards, a
+ReLU (`_z[z < 0] = _z[z < 0] * alpha`), the stable sigmoid's `top[neg] = z[neg]`. Written as a gather, a scatter and, backwards, a
 zeroing and a scatter-add, each pass over the masked elements costs what a pass over the
 whole array does, and numpy's boolean indexing is several times slower than `np.where`
 (a 64x64 leaky ReLU: 21 µs forward and 34 µs backward against 6 and 5). The selection's
@@ -15,8 +16,9 @@ the array's shape (one element each), the array a float array, and the written v
 a number, or the masked elements through Python's `*` or `/` by finite Python numbers (the
 result is then computed on every element and the masked-out ones discarded; a finite scale
 keeps them finite, so no warning numpy would not give and no 0 * inf in the backward; a
-Python number keeps the array's dtype). The gather
-`x[m]` must have no other reader.
+Python number keeps the array's dtype), or the masked elements of another
+array `y` of the same shape and dtype (a selection: no arithmetic at all). The gather `x[m]`
+must have no other reader; a gather `y[m]` read elsewhere stays for those readers.
 
 Takes and gives `ir.Function`s (the abstract values read, not changed); imports `ir` and the
 registry.
@@ -72,6 +74,16 @@ def _selection(stmt, before, env, uses):
         if not _finite_number(value.value):
             return None
         return before, Assign(stmt.target, Call("where", (mask, value, x)), stmt.loc)
+    copied = _gather_of_another(value, x, mask, before, env)
+    if copied is not None:
+        gather, source = copied
+        kept = [s for s in before if s is not gather or uses.get(gather.target, 0) != 1]
+        fill = _filled(x, kept, uses)
+        if fill is not None:  # (`top = np.ones_like(z)` read only here: the number will do)
+            made, number = fill
+            kept = [s for s in kept if s is not made]
+            return kept, Assign(stmt.target, Call("where", (mask, source, number)), stmt.loc)
+        return kept, Assign(stmt.target, Call("where", (mask, source, x)), stmt.loc)
     chain = _scaled_gather(value, x, mask, before, uses)
     if chain is None:
         return None
@@ -98,6 +110,46 @@ def _mask_of(mask, x, env) -> bool:
         and None not in (m.shape or ())
         and len(m.shape) > 0
     )
+
+
+def _gather_of_another(value, x, mask, before, env):
+    """(the gather `y[mask]`, `y`) where `value` is the masked elements of another array `y`
+    of `x`'s shape and dtype (`top[m] = z[m]`): a selection with no arithmetic, so nothing
+    is computed outside the mask. (The IR is in SSA form here: `y` names the version the
+    gather read.) Else None."""
+    if not isinstance(value, Var):
+        return None
+    made = {s.target: s for s in before if isinstance(s, Assign)}
+    stmt = made.get(value.name)
+    if stmt is None or type(stmt.value) is not Call or stmt.value.op != "getitem":
+        return None
+    call = stmt.value
+    if len(call.args) != 2 or call.kwargs or not isinstance(call.args[0], Var):
+        return None
+    source = call.args[0]
+    if source == x or not _same_value(call.args[1], mask, made):
+        return None
+    a, y = env.get(x.name), env.get(source.name)
+    if y is None or y.dtype != a.dtype or y.shape != a.shape:
+        return None
+    return stmt, source
+
+
+_FILLS = {"np_zeros_like": 0.0, "np_ones_like": 1.0}
+
+
+def _filled(x, before, uses):
+    """(the statement, the number) where `x` is `np.zeros_like(a)` or `np.ones_like(a)` of
+    a float array `a` (the caller checked x's dtype) and read nowhere else; else None."""
+    if uses.get(x.name, 0) != 1:
+        return None
+    for stmt in before:
+        if isinstance(stmt, Assign) and stmt.target == x.name:
+            value = stmt.value
+            if type(value) is Call and value.op in _FILLS and len(value.args) == 1:
+                if not value.kwargs:
+                    return stmt, Const(_FILLS[value.op])
+    return None
 
 
 def _scaled_gather(value, x, mask, before, uses):
