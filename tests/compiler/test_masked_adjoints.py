@@ -144,3 +144,23 @@ def test_vjp_keeps_the_array_not_the_part():
     s = stable_sigmoid(a)
     (grad,) = pullback(G)
     np.testing.assert_allclose(grad, G * s * (1 - s), rtol=1e-12, atol=1e-15)
+
+
+def test_second_order_and_forward_mode_agree_with_differences():
+    from .fd_check import check_all
+
+    a, G = RNG.normal(scale=2.0, size=(3, 4)), RNG.normal(size=(3, 4))
+    check_all(sigmoid_loss, a, G, rtol=1e-5)
+
+
+def loop_of_sigmoids(a, G):
+    total = 0.0
+    for k in range(3):
+        total = total + np.sum(stable_sigmoid(a * (k + 1.0)) * G)
+    return total
+
+
+def test_inside_a_loop_the_gathers_stay_and_the_numbers_hold():
+    a, G = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))
+    g = sourcegrad.grad(loop_of_sigmoids)
+    _close(g(a, G), numeric_grad(loop_of_sigmoids, (a, G), 0))
