@@ -102,10 +102,8 @@ NOT_YET_FIELDS = {
     },
     "compiler/optimize/algebra.py": {"_SUM_OPERATORS": "addition and subtraction"},
     "compiler/optimize/cleanup.py": {"_NOT_MERGED": "ops common-subexpression elimination keeps"},
-    "compiler/optimize/updates.py": {
-        "_FRESH": "ops making a new array an update may write into",
-        "_COMPARE": "comparisons and their negations",
-    },
+    "compiler/optimize/updates.py": {"_FRESH": "ops making a new array an update may write into"},
+    "compiler/optimize/indices.py": {"_COMPARE": "comparisons and their negations"},
     "compiler/specialise/list_operands.py": {"ARRAY_FAMILIES": "ops taking a list as an array"},
     "compiler/trace/recorder.py": {
         "_SIGNATURE_FACTS": "attributes a trace records as facts of its signature",

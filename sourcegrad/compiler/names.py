@@ -58,7 +58,9 @@ def name_for_call(op: str, spelling, args) -> str:
             return join(words[0], words[1])
         return join(words[0], _OP_WORDS.get(spelling.text, "op"), words[1])
     if kind == "unaryop" and words:
-        return join({"-": "neg", "+": "pos", "not": "not"}.get(spelling.text, "op"), words[0])
+        return join(
+            {"-": "neg", "+": "pos", "not": "not", "~": "not"}.get(spelling.text, "op"), words[0]
+        )
     if kind == "compare":
         return join(words[0], "mask") if words else "mask"
     if kind == "getitem":

@@ -386,6 +386,15 @@ for _name, _fn, _sym in (
 defnondiff(
     "floordiv_op", operator.floordiv, Spelling("binop", "//"), params=("x", "y"), kind="elementwise"
 )
+# `~mask`: a mask's complement, as layer code writes it (`x[~pos]`); bitwise on integers
+defnondiff(
+    "invert_op",
+    operator.invert,
+    Spelling("unaryop", "~"),
+    params=("x",),
+    kind="elementwise",
+    props={"complement", "shape_checked"},  # (numpy refuses ~ on floats: the analysis runs it)
+)
 for _name in (
     "less",
     "less_equal",
@@ -411,9 +420,12 @@ for _name in (
     "isinf",
     "isfinite",
     "logical_not",
+    "invert",
     "signbit",
 ):
     defnondiff(_name, getattr(np, _name), _func(_name), params=("x",), kind="elementwise")
+mark("complement", "logical_not", "invert")
+mark("shape_checked", "invert")
 
 
 # Example inputs for the registry's test grid (ops/examples.py; tests/test_registry_grid.py):

@@ -92,6 +92,8 @@ for _name in (
     )
 mark("fresh", "np_zeros_like", "np_zeros")
 mark("owned", "np_zeros_like", "np_zeros")
+for _name, _number in (("zeros_like", 0.0), ("zeros", 0.0), ("ones_like", 1.0), ("ones", 1.0)):
+    RULES[f"np_{_name}"].fill = _number
 defnondiff("len", len, Spelling("builtin", "len"))
 for _name in ("len", "np_shape", "np_ndim", "np_size"):
     RULES[_name].static_result = True

@@ -129,6 +129,8 @@ def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False, spe
 #              entry says it where it is defined: `defvjp(..., complex=True)` (or in props);
 #   "readonly": the result is a view numpy makes read-only (np.diagonal, np.broadcast_to):
 #               an update in place of it raises numpy's ValueError;
+#   "complement": of a boolean mask, its complement (`~m`, np.logical_not): the two name no
+#                 element in common (optimize.indices);
 #   "reduction": kind == "reduction"; "elementwise": kind == "elementwise".
 PROPERTIES = (
     "view",
@@ -138,6 +140,7 @@ PROPERTIES = (
     "shape_checked",
     "complex",
     "readonly",
+    "complement",
 )
 
 
@@ -211,6 +214,9 @@ class Op:
     # operand, row i of the result is row i of it times the second (row_blocks batches the
     # rows; shape_names reads the result's axes from the operands')
     product: bool = False
+    # the number the result is filled with (np.zeros_like: 0.0, np.ones: 1.0): outside a
+    # masked write, such an array holds that number (masked_writes, masked_adjoints)
+    fill: float | None = None
     # torch names (eager surface), or None
     torch: Torch | None = None
 
@@ -491,6 +497,7 @@ def _set(rule, properties):
             "libm",
             "inline",
             "product",
+            "fill",
         ):
             raise TypeError(f"op {rule.name!r}: unknown field {key!r}")
         if key == "props":

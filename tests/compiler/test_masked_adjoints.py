@@ -164,3 +164,43 @@ def test_inside_a_loop_the_gathers_stay_and_the_numbers_hold():
     a, G = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))
     g = sourcegrad.grad(loop_of_sigmoids)
     _close(g(a, G), numeric_grad(loop_of_sigmoids, (a, G), 0))
+
+
+# -- a mask's complement, `~m` (registry: invert_op, "complement") ----------------------------
+
+
+def two_sided(a, G):
+    y = np.ones_like(a)
+    m = a < 0
+    y[m] = 0.01 * a[m]
+    y[~m] = a[~m] * a[~m]
+    return np.sum(y * G)
+
+
+def test_the_complement_of_a_mask_is_read_from_source_and_disjoint_from_it():
+    a, G = RNG.normal(size=(5, 4)), RNG.normal(size=(5, 4))
+    g = sourcegrad.grad(two_sided)
+    _close(g(a, G), numeric_grad(two_sided, (a, G), 0))
+    source = g._last.source
+    assert "Traced" not in source  # (the source front end reads `~m`)
+    assert "~m" in source.split("# backward", 1)[0].replace(" ", "")
+    back = _backward(g)
+    # m and ~m name no element in common: no zeroing of the adjoint, no gathers
+    assert "zero_at" not in back and "unindex" not in back, back
+
+
+def test_invert_keeps_pythons_and_numpys_meaning():
+    def on_ints(a):
+        return np.sum(a * (~3))  # a Python int: -4
+
+    np.testing.assert_allclose(sourcegrad.grad(on_ints)(np.ones(3)), np.full(3, -4.0))
+
+    def on_floats(a):
+        return np.sum(~a)
+
+    with pytest.raises(TypeError, match="invert"):
+        on_floats(np.ones(3))  # numpy's own error ...
+    # ... is the gradient's, though no gradient flows through `~a` and the code that would
+    # run it is dropped: the analysis runs the ufunc on stand-ins of the operands' dtypes
+    with pytest.raises(TypeError, match="invert"):
+        sourcegrad.grad(on_floats)(np.ones(3))

@@ -1114,8 +1114,9 @@ class _Gen:
         cut = r.choice(["0.0", "0.2", "-0.3"])
         pos, neg, z = self.pf_name("mp"), self.pf_name("mn"), self.pf_name("mz")
         self.emit(f"{pos} = {src} >= {cut}")
-        # complementary masks, or (overlapping) a second mask reaching past the cut
-        self.emit(f"{neg} = {src} < {r.choice([cut, cut, f'{cut} + 0.4'])}")
+        # complementary masks (a comparison or `~`), or overlapping ones
+        complement = r.choice([f"{src} < {cut}", f"~{pos}", f"{src} < {cut} + 0.4"])
+        self.emit(f"{neg} = {complement}")
         start = r.choice(["np.zeros_like({s})", "np.zeros_like({s})", "np.ones_like({s})"])
         self.emit(f"{z} = {r.choice([start, '{s}.copy()']).format(s=src)}")
         for mask in (pos, neg):

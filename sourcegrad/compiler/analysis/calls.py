@@ -90,8 +90,21 @@ def _numpy_verdict(rule, values, kwvalues):
             rule.forward(*[ghost(v) for v in values], **{k: ghost(v) for k, v in kwvalues.items()})
     except (ValueError, IndexError) as error:
         raise NumpyRejects(error) from error
+    except TypeError as error:
+        # a ufunc or Python operator with no loop for these dtypes (`~x` of a float array):
+        # numpy's verdict on the stand-ins' dtypes, which a result nobody reads would
+        # otherwise never meet at run time
+        if rule.kind == "elementwise" and _dtype_verdict(rule):
+            raise NumpyRejects(error) from error
+        return
     except Exception:
         return
+
+
+def _dtype_verdict(rule) -> bool:
+    """Does `rule` compute with a numpy ufunc or a Python operator (which numpy's arrays give
+    to their ufuncs), so that a TypeError on stand-ins of the operands' dtypes is numpy's?"""
+    return isinstance(rule.fn, np.ufunc) or rule.spelling.kind in ("binop", "unaryop")
 
 
 def _abstract_call(call: Call, env: dict, strict: bool = False):

@@ -272,7 +272,7 @@ class Printer:
                 left=args[0], ops=[_COMPARE_NODES[sp.text]()], comparators=[args[1]]
             )
         if sp.kind == "unaryop":
-            op = {"-": gast.USub, "+": gast.UAdd, "not": gast.Not}[sp.text]()
+            op = {"-": gast.USub, "+": gast.UAdd, "not": gast.Not, "~": gast.Invert}[sp.text]()
             return gast.UnaryOp(op=op, operand=args[0])
         if sp.kind == "list":
             return gast.List(elts=args, ctx=_LOAD)

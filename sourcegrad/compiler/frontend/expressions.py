@@ -134,6 +134,8 @@ class ExpressionsMixin:
                 return operand
             if isinstance(node.op, gast.Not):
                 return self.emit("not_op", [operand], name=name)
+            if isinstance(node.op, gast.Invert):
+                return self.emit("invert_op", [operand], name=name)
             self.error(
                 errors.UnsupportedSyntaxError,
                 f"the operator {type(node.op).__name__} is not supported",

@@ -1,13 +1,14 @@
 """Facts about indices the in-place passes share: which elements two indices of one array
 name in common. `int_items` reads a constant basic index, `comparison_masks` finds the boolean
 masks made by one comparison of operands assigned once, `disjoint` says whether two indices
-name no element in common. Takes IR atoms and statement lists; imports `ir` only.
+name no element in common. Takes IR atoms and statement lists; imports `ir` and the registry (`has`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...ops import has
 from ..ir import Assign, Call, Const, Var
 
 
@@ -36,9 +37,12 @@ def disjoint(a, b, masks=None) -> bool:
     """Two indices of one array that name no element in common: constant basic indices
     where at some axis both take one position, and not the same one (`[:, 2, :]` and
     `[:, 3, :]`); boolean masks that are exclusive comparisons of the same operands
-    (`x >= 0` and `x < 0`: `masks` maps a mask's name to its comparison)."""
+    (`x >= 0` and `x < 0`: `masks` maps a mask's name to its comparison), or a comparison's
+    mask and its complement (`pos` and `~pos`)."""
     if masks and isinstance(a, Var) and isinstance(b, Var):
         ca, cb = masks.get(a.name), masks.get(b.name)
+        if ca == ("not", (b,)) or cb == ("not", (a,)):  # a mask and its complement
+            return True
         return (
             ca is not None
             and cb is not None
@@ -60,7 +64,7 @@ def disjoint(a, b, masks=None) -> bool:
 def comparison_masks(body, counts) -> dict:
     """{mask name: (its comparison, its operands)} for each boolean mask `body` assigns once
     by a comparison of constants and names assigned at most once (`counts`: name ->
-    assignments)."""
+    assignments), and ("not", (mask,)) for the complement of such a mask."""
     masks = {}
     for stmt in body:
         if (
@@ -75,4 +79,15 @@ def comparison_masks(body, counts) -> dict:
             )
         ):
             masks[stmt.target] = (_COMPARE[stmt.value.op], tuple(stmt.value.args))
+        elif (
+            type(stmt) is Assign
+            and type(stmt.value) is Call
+            and has(stmt.value.op, "complement")
+            and not stmt.value.kwargs
+            and counts.get(stmt.target) == 1
+            and len(stmt.value.args) == 1
+            and isinstance(stmt.value.args[0], Var)
+            and stmt.value.args[0].name in masks  # (a comparison's: boolean, so ~ is `not`)
+        ):
+            masks[stmt.target] = ("not", tuple(stmt.value.args))
     return masks

@@ -26,7 +26,7 @@ and of one dtype, the result's.
 the signature's shapes and dtypes (name -> shape, dtype), and returns the statements with
 each such `unindex` rewritten (the gathers it no longer reads are left to dead-code
 elimination); the chain's names, now whole arrays, get the mask's shape in `shapes`.
-Imports `ir`, `algebra` (which op is which ufunc) and `indices`.
+Imports the registry, `ir`, `algebra` (which op is which ufunc) and `indices`.
 """
 
 from __future__ import annotations
@@ -35,14 +35,16 @@ import math
 
 import numpy as np
 
+from ...ops import RULES
 from ..ir import Assign, Call, Const, Var, read_counts, walk, writes_of
 from .algebra import ufunc_rule
 from .indices import comparison_masks, disjoint
 
-# the elementwise arithmetic computed on whole arrays: defined for every pair of numbers
-_ARITHMETIC = frozenset({"mul_op", "add_op", "sub_op", "neg_op"})
-# what the written array may start as
-_FILLS = frozenset({"np_zeros_like", "np_ones_like", "np_zeros", "np_ones"})
+
+def _arithmetic(op) -> bool:
+    """Python's `*`, `+`, `-` (binary or unary): defined for every pair of numbers."""
+    spelling = RULES[op].spelling
+    return spelling.kind in ("binop", "unaryop") and spelling.text in ("*", "+", "-")
 
 
 def dense_masked_adjoints(body: list, shapes: dict, dtypes: dict) -> list:
@@ -172,7 +174,7 @@ class _Densify:
         the masks written, such an array holds numbers whose products with finite adjoints
         are finite: no warning numpy would not give.)"""
         value = self._call(name)
-        return value is not None and value.op in _FILLS
+        return value is not None and RULES[value.op].fill is not None
 
     def _same_mask(self, a, b) -> bool:
         """One mask: the same name, or two names of the same comparison of the same operands
@@ -239,7 +241,7 @@ class _Densify:
             if isinstance(index, Var) and self._same_mask(index, mask):
                 return self._whole_source(array, mask, dtype, k)
             return None
-        if value.op not in _ARITHMETIC or self.uses.get(name, 0) != 1:
+        if not _arithmetic(value.op) or self.uses.get(name, 0) != 1:
             return None
         args = []
         for arg in value.args:

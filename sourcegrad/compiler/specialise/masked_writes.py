@@ -135,20 +135,18 @@ def _gather_of_another(value, x, mask, before, env):
     return stmt, source
 
 
-_FILLS = {"np_zeros_like": 0.0, "np_ones_like": 1.0}
-
-
 def _filled(x, before, uses):
-    """(the statement, the number) where `x` is `np.zeros_like(a)` or `np.ones_like(a)` of
-    a float array `a` (the caller checked x's dtype) and read nowhere else; else None."""
+    """(the statement, the number) where `x` is an array filled with a number
+    (`np.ones_like(a)`, `np.zeros(shape)`: the entry's `fill`; a float array, the caller
+    checked) and read nowhere else; else None."""
     if uses.get(x.name, 0) != 1:
         return None
     for stmt in before:
         if isinstance(stmt, Assign) and stmt.target == x.name:
             value = stmt.value
-            if type(value) is Call and value.op in _FILLS and len(value.args) == 1:
-                if not value.kwargs:
-                    return stmt, Const(_FILLS[value.op])
+            if type(value) is Call and RULES[value.op].fill is not None and not value.kwargs:
+                if len(value.args) == 1:
+                    return stmt, Const(RULES[value.op].fill)
     return None
 
 
