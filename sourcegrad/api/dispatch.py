@@ -67,7 +67,7 @@ INLINE_MAX_LINES = 400
 # Entries are built one at a time: CPython 3.11 (seen on 3.11.7) keeps the AST constructor's
 # recursion depth in state the threads share, and two threads parsing or compiling at once
 # can raise "SystemError: AST constructor recursion depth mismatch" (seen with 8 threads
-# calling one gradient for the first time: tests/compiler/test_api.py)
+# calling one gradient for the first time: tests/compiler/api/test_api.py)
 _BUILDING = threading.Lock()
 
 

@@ -175,7 +175,7 @@ _UNARY = {
     # exp(|x|) (i0e(x) - i1e(x) / x) with the exponentially scaled functions: I0 and I1 overflow
     # together at |x| > 709.78, where their difference gave nan (inf - inf) and this gives inf,
     # as I0' = I1 does there (below, both are exact to rounding element by element: checked
-    # against mpmath in tests/compiler/test_written_for_autograd.py). The scaled ones
+    # against mpmath in tests/compiler/ops/test_written_for_autograd.py). The scaled ones
     # (exp(-|x|) I) add -sign(x) times themselves: i0e' = -sign(x) (i0e - i1e)(|x|) and
     # i1e' = (i0e - i1e)(|x|) - i1e(x) / x, with that difference computed without losing the
     # digits the two share (`bessel_i_gap`; i1e - i0e itself lost log10(2|x|) of them).

@@ -14,8 +14,7 @@ import sourcegrad
 from sourcegrad import runtime
 from sourcegrad.api import numeric_grad
 from sourcegrad.runtime import einsum_grad, expand_reduced, unindex_list
-
-from .cases import CASES
+from tests.compiler.cases import CASES
 
 
 def numeric_jacobian(fn, args, pos, eps=1e-5):

@@ -19,7 +19,7 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 from dask.callbacks import Callback  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 class Computes(Callback):

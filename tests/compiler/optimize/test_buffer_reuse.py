@@ -9,9 +9,8 @@ import sourcegrad
 from sourcegrad import api
 from sourcegrad.api import numeric_grad
 from sourcegrad.compiler import optimize
-
-from ..fuzz.programs import check_program, generate
-from .cases import CASES
+from tests.compiler.cases import CASES
+from tests.fuzz.programs import check_program, generate
 
 
 @pytest.fixture

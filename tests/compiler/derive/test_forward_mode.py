@@ -8,9 +8,8 @@ import pytest
 
 import sourcegrad
 from sourcegrad import errors
-
-from .cases import CASES
-from .control_cases import CONTROL_CASES
+from tests.compiler.cases import CASES
+from tests.compiler.control_cases import CONTROL_CASES
 
 ALL = CASES + CONTROL_CASES
 IDS = [f"{c[0].__name__}-{i}" for i, c in enumerate(ALL)]
@@ -84,7 +83,7 @@ def test_hessian_of_a_quadratic_form():
 
 
 def test_jvp_source_keeps_the_loop_and_saves_nothing():
-    from .control_cases import c_rnn
+    from tests.compiler.control_cases import c_rnn
 
     args = CONTROL_CASES[[c[0] for c in CONTROL_CASES].index(c_rnn)][1](np.random.default_rng(0))
     tangents = [np.ones_like(args[0])] + [None] * 4
@@ -109,7 +108,7 @@ def test_jvp_needs_a_tangent():
     ],
 )  # two zeros
 def test_second_derivative_of_prod_is_exact_also_at_zeros(x):
-    from .cases import f_prod
+    from tests.compiler.cases import f_prod
 
     gradient = sourcegrad.grad(f_prod)
     v = np.array([[0.3, -1.2, 0.8], [0.5, 0.2, -0.4]])

@@ -15,7 +15,7 @@ import sourcegrad
 from sourcegrad.bench import workloads
 from sourcegrad.compiler.emit import linebreak
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

@@ -353,7 +353,7 @@ def test_a_function_that_raises_is_reported_as_raising():
 
 def test_show_cupy_source_without_cupy():
     out = io.StringIO()
-    path = os.path.join(HERE, "..", "..", "examples", "logreg.py")
+    path = os.path.join(HERE, "..", "..", "..", "examples", "logreg.py")
     with redirect_stdout(out):
         assert cli.main(["show", f"{path}:loss", "--backend", "cupy"]) == 0
     assert "import cupy as cp" in out.getvalue() and "def dloss_dw" in out.getvalue()

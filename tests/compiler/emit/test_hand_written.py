@@ -19,7 +19,7 @@ import pytest
 import sourcegrad
 from sourcegrad.bench import workloads
 
-HAND = pathlib.Path(__file__).resolve().parents[2] / "generated" / "hand"
+HAND = pathlib.Path(__file__).resolve().parents[3] / "generated" / "hand"
 WORKLOADS = ("logreg", "mlp", "rnn", "chain", "spring")
 MAX_RATIO = 1.3
 

@@ -7,8 +7,7 @@ import pytest
 
 import sourcegrad
 from sourcegrad.api import numeric_grad
-
-from .control_cases import CONTROL_CASES
+from tests.compiler.control_cases import CONTROL_CASES
 
 IDS = [f"{c[0].__name__}-{i}" for i, c in enumerate(CONTROL_CASES)]
 

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
-
-from .cases import f_logreg, f_mlp
+from tests.compiler.cases import f_logreg, f_mlp
 
 
 def test_against_torch():

@@ -20,8 +20,7 @@ from sourcegrad import api, cache
 from sourcegrad.api import numeric_grad
 from sourcegrad.compiler.backends import numba_backend, numba_fusion, numba_stacks
 from sourcegrad.errors import JitFallbackWarning, SourcegradWarning
-
-from .control_cases import CONTROL_CASES
+from tests.compiler.control_cases import CONTROL_CASES
 
 
 def spring(k, c, x0, v0, dt, T):

@@ -27,7 +27,7 @@ import pytest
 import sourcegrad
 from sourcegrad import api, cache
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def f(x):
@@ -290,7 +290,7 @@ os.environ["XDG_CONFIG_HOME"] = {config!r}
 from sourcegrad import api, cache
 assert cache.enable({path!r})
 import sourcegrad
-from tests.compiler.test_cache_security import nested
+from tests.compiler.api.test_cache_security import nested
 made = []
 from sourcegrad.compiler import pipeline
 generate = pipeline.generate_module  # (stage 9, printing: what a cache hit skips)

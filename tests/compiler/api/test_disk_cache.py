@@ -16,7 +16,7 @@ import sourcegrad
 from sourcegrad import api, cache
 from sourcegrad.ops import registry
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def cached_fn(x, W):
@@ -90,7 +90,7 @@ sys.path.insert(0, {root!r})
 from sourcegrad import cache
 cache.enable({path!r})
 import sourcegrad
-from tests.compiler.test_disk_cache import cached_fn, args
+from tests.compiler.api.test_disk_cache import cached_fn, args
 print(sourcegrad.grad(cached_fn)(*args()).tolist())
 """
 

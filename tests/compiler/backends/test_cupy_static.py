@@ -13,7 +13,7 @@ from sourcegrad import runtime
 
 cupy = pytest.importorskip("cupy")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 import logreg  # noqa: E402

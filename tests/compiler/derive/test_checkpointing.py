@@ -9,8 +9,7 @@ import sourcegrad
 from sourcegrad import errors
 from sourcegrad.api import numeric_grad
 from sourcegrad.compiler.derive.checkpointing import saved_bytes
-
-from .control_cases import CONTROL_CASES
+from tests.compiler.control_cases import CONTROL_CASES
 
 IDS = [f"{c[0].__name__}-{i}" for i, c in enumerate(CONTROL_CASES)]
 
@@ -885,7 +884,7 @@ def _rnn_example(hidden, steps):
     import importlib.util
     import os
 
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "rnn.py")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "rnn.py")
     spec = importlib.util.spec_from_file_location("rnn_example", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -5,8 +5,7 @@ import pytest
 
 import sourcegrad
 from sourcegrad.api import numeric_grad
-
-from .cases import CASES
+from tests.compiler.cases import CASES
 
 
 @pytest.mark.parametrize("fn, make_args, wrt", CASES, ids=[c[0].__name__ for c in CASES])

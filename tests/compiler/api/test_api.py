@@ -22,8 +22,7 @@ from sourcegrad.api import numeric_grad
 from sourcegrad.compiler import pipeline
 from sourcegrad.compiler.frontend import source_check
 from sourcegrad.compiler.frontend.source_check import StaleSourceError
-
-from .cases import f_logreg, f_mlp
+from tests.compiler.cases import f_logreg, f_mlp
 
 
 def quad(x, y):
@@ -469,7 +468,7 @@ def pair_loss(w, data):
 
 
 def test_a_tuple_of_arrays_argument_is_a_parameter_tree():
-    """(It was refused; tuples are parameter trees now: tests/compiler/test_trees.py.)"""
+    """(It was refused; tuples are parameter trees now: tests/compiler/api/test_trees.py.)"""
     w = np.array([0.5, -1.0])
     data = (np.arange(6.0).reshape(3, 2), np.array([1.0, 2.0, 0.5]))
     X, y = data
