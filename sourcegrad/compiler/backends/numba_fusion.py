@@ -370,6 +370,9 @@ def _as_math(module, name) -> str | None:
 
 
 def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
+    # (long: one fused loop written in its order (the run's arrays and groups, the buffers,
+    # the header, the body per statement, the imports), all reading the names chosen at the
+    # top)
     params = {a.arg for a in fn.args.args}
     leaves, arrays = _array_names(run, kinds, params)
     read_after = {n.id for s in after for n in ast.walk(s) if isinstance(n, ast.Name)}
