@@ -13,6 +13,9 @@ arguments; returns a `caches.Compiled`, cached per signature and, as a template,
 
 A mixin, as the front end's lowerer is: what it reads of the gradient (`fn`, `wrt`,
 `inner`, `pullback`, `forward_mode`, `backend_for`, ...) is set by `Gradient.__init__`.
+
+Why one module: it is one step of `Gradient`, the pipeline run for a signature with the
+caches between its stages, and its parts read the same attributes of the gradient.
 """
 
 from __future__ import annotations

@@ -46,6 +46,9 @@ fails `is` and takes the general path, which is slower, never wrong.
 `np.float64`) that runs the gradient compiled for them as Python floats, handing a call
 whose float code raises or returns a value that is not finite to the signature's own entry
 (`sourcegrad.api.as_floats` says when it is used).
+
+Why one module: each entry it writes (the plain one, the one for Python floats) is built
+from the same parts, the guard and its checks (`_entry_parts`), read beside them.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ Imported by the registry once the program has imported scipy.special (`registry.
 scipy is optional. A scipy function is one primitive with its rule, so the compiler never
 inlines scipy's own source (`from scipy.special import logsumexp` differentiates). Generated
 code calls them as `scipy.special.<name>`.
+
+Why one module: its rules are registered together, once the program imports scipy.special
+(one optional import), and share their helpers (`no_scipy_rule`, the Bessel functions'
+asymptotic coefficients).
 """
 
 from __future__ import annotations
