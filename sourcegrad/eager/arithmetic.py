@@ -15,6 +15,9 @@ at each, since torch's arithmetic (alpha=, rounding_mode=, scalar exponents with
 nodes) is not one registry entry each.
 
 Imports: `operands`, `spec`, `node`, `tensor`, `surface` and the leaves.
+
+Why one module: torch's arithmetic family, every op the same three steps above, read
+together.
 """
 
 from __future__ import annotations

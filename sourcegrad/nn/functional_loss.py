@@ -16,6 +16,9 @@ for l1_loss, DivBackward0 over SumBackward0 for kl_div's batchmean, ...).
 
 Class-index targets work for inputs of shape (C,), (N, C) and (N, C, d1, ...)
 (the last viewed as (N, C, H, W) for NllLoss2DBackward0, as torch does).
+
+Why one module: torch.nn.functional's losses share the reduction and weighting helpers
+(`_reduce`, `_weighted`, `_pointwise`).
 """
 
 from __future__ import annotations

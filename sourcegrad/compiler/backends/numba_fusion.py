@@ -36,6 +36,9 @@ the source.
 
 Why its own module: numba_backend rewrites what numba needs; this is an optimisation of the
 rewritten text, with its own analysis (which names are arrays, which are read after a run).
+
+Why one module: it is one rewrite of numba source (the runs found, grouped, written as one
+loop), each step reading the same table of the names' kinds.
 """
 
 from __future__ import annotations
