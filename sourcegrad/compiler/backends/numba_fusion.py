@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from ...ops import Op, spelled
+from ...ops import Rule, spelled
 
 MATH_CONSTANTS = frozenset(("pi", "e", "tau", "inf"))
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
@@ -133,7 +133,7 @@ def numpy_code_reason(source: str, function: str, kinds) -> str | None:
     return None
 
 
-def _op_of(module, name) -> Op | None:
+def _op_of(module, name) -> Rule | None:
     """The registry entry of generated code's call `np.<name>(...)` or `math.<name>(...)`:
     what the passes ask of a function (its `libm`, `math` and `inline` facts), or None."""
     if module == "np":
