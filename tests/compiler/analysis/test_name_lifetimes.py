@@ -205,7 +205,7 @@ def branches(x, flag):
 def test_shared_names_keep_every_number(monkeypatch, fn, extra, reuse):
     if reuse:
         monkeypatch.setattr(optimize.memory, "BUFFER_REUSE_MIN_BYTES", 0)
-    monkeypatch.setattr(sourcegrad.api.caches, "COMPILED", {})
+    monkeypatch.setattr(sourcegrad.api.memory_caches, "COMPILED", {})
     x = np.random.default_rng(1).uniform(-0.8, 0.8, size=(5, 3))
     kept = x.copy()
     g = sourcegrad.grad(fn)
@@ -226,7 +226,7 @@ def test_the_chain_backward_rebinds_one_adjoint_name():
 
 def test_in_place_results_are_printed_as_augmented_assignments(monkeypatch):
     monkeypatch.setattr(optimize.memory, "BUFFER_REUSE_MIN_BYTES", 0)
-    monkeypatch.setattr(sourcegrad.api.caches, "COMPILED", {})
+    monkeypatch.setattr(sourcegrad.api.memory_caches, "COMPILED", {})
     g = sourcegrad.grad(chain)
     x = np.linspace(-0.8, 0.8, 7)
     np.testing.assert_allclose(g(x), numeric_grad(chain, (x,), 0), rtol=1e-6)

@@ -403,7 +403,7 @@ def batch_gradient(w, X):
 
 @pytest.mark.long
 def test_a_new_closure_per_step_compiles_once_and_keeps_nothing(monkeypatch):
-    monkeypatch.setattr(api.caches, "COMPILED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(api.memory_caches, "COMPILED", weakref.WeakKeyDictionary())
     made = []
     generate = pipeline.generate_module  # (stage 9, printing)
     monkeypatch.setattr(

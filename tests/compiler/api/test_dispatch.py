@@ -24,7 +24,7 @@ pytestmark = pytest.mark.no_cross_check
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
     """Every test compiles afresh (compiled code is otherwise shared across Gradients)."""
-    monkeypatch.setattr(api.caches, "COMPILED", {})
+    monkeypatch.setattr(api.memory_caches, "COMPILED", {})
 
 
 @pytest.fixture

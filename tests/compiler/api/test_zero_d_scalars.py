@@ -22,7 +22,7 @@ from sourcegrad.api import as_floats, numeric_grad
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
     """Every test compiles afresh (compiled code is otherwise shared across Gradients)."""
-    monkeypatch.setattr(api.caches, "COMPILED", {})
+    monkeypatch.setattr(api.memory_caches, "COMPILED", {})
 
 
 def exact(fn, wrt, args, monkeypatch):

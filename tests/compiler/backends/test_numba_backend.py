@@ -484,7 +484,7 @@ def test_large_results_outside_a_fused_run_are_computed_into_dead_buffers(monkey
     from sourcegrad.compiler import optimize
 
     monkeypatch.setitem(optimize._BUFFER_REUSE_MIN_BYTES, "numba", 0)  # (small arrays: quick)
-    monkeypatch.setattr(api.caches, "COMPILED", {})
+    monkeypatch.setattr(api.memory_caches, "COMPILED", {})
     x, b = np.linspace(-1.0, 1.0, 12).reshape(3, 4), np.linspace(0.1, 0.4, 4)
     g = sourcegrad.grad(bias_tanh, wrt=(0, 1), backend="numba")
     got = g(x, b)

@@ -29,7 +29,9 @@ def _sources(fn, args, wrt, monkeypatch, make=sourcegrad.grad):
     evaluate = templates.Instantiator.evaluate
     with monkeypatch.context() as m:
         m.setattr(templates, "shape_key", lambda *a, **k: None)
-        m.setattr(sourcegrad.api.caches, "COMPILED", {})  # (compiled again, not the code kept)
+        m.setattr(
+            sourcegrad.api.memory_caches, "COMPILED", {}
+        )  # (compiled again, not the code kept)
         m.setattr(
             templates.Instantiator,
             "evaluate",

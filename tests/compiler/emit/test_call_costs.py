@@ -19,7 +19,7 @@ from sourcegrad.api import numeric_grad
 
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
-    monkeypatch.setattr(api.caches, "COMPILED", {})
+    monkeypatch.setattr(api.memory_caches, "COMPILED", {})
 
 
 # --- the entry is the generated function, with the guard first --------------------------------

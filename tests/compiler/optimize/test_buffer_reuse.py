@@ -18,7 +18,7 @@ def reuse_everything(monkeypatch):
     monkeypatch.setattr(optimize.memory, "BUFFER_REUSE_MIN_BYTES", 0)
     # (every dead buffer taken, not only where the update reads as one)
     monkeypatch.setattr(optimize.memory, "READABLE_BUFFER_MAX_BYTES", 0)
-    monkeypatch.setattr(api.caches, "COMPILED", {})  # compile afresh under the new threshold
+    monkeypatch.setattr(api.memory_caches, "COMPILED", {})  # compile afresh under the new threshold
 
 
 @pytest.mark.parametrize("fn, make_args, wrt", CASES, ids=[c[0].__name__ for c in CASES])
@@ -195,7 +195,7 @@ def test_a_long_function_reuses_the_buffers_the_full_scan_chose(monkeypatch, tmp
 
     monkeypatch.setattr(optimize, "reuse_dead_buffers", both)
     monkeypatch.setattr(optimize.memory, "READABLE_BUFFER_MAX_BYTES", 0)
-    monkeypatch.setattr(api.caches, "COMPILED", {})
+    monkeypatch.setattr(api.memory_caches, "COMPILED", {})
     fn = scaling.load_function(scaling.straight_line_source(120), "chain", str(tmp_path))
     args = scaling.straight_line_args()
     got = sourcegrad.grad(fn, wrt=(0, 1))(*args)

@@ -518,7 +518,7 @@ def reuse_everything(monkeypatch):
     monkeypatch.setattr(optimize.memory, "BUFFER_REUSE_MIN_BYTES", 0)
     # (every dead buffer taken, not only where the update reads as one)
     monkeypatch.setattr(optimize.memory, "READABLE_BUFFER_MAX_BYTES", 0)
-    monkeypatch.setattr(api.caches, "COMPILED", {})  # compile afresh under the new threshold
+    monkeypatch.setattr(api.memory_caches, "COMPILED", {})  # compile afresh under the new threshold
 
 
 def backward_statements(source):
@@ -610,7 +610,7 @@ def test_chain_backward_allocates_nothing(reuse_everything):
 
 
 def test_chain_at_the_default_threshold(monkeypatch):
-    monkeypatch.setattr(api.caches, "COMPILED", {})
+    monkeypatch.setattr(api.memory_caches, "COMPILED", {})
     x = np.linspace(-0.9, 0.9, 70_000)  # 560 kB: over BUFFER_REUSE_MIN_BYTES
     kept = x.copy()
     g = sourcegrad.grad(workloads.chain)

@@ -19,7 +19,7 @@ def large_everything(monkeypatch):
     monkeypatch.setattr(optimize.memory, "BUFFER_REUSE_MIN_BYTES", 0)
     monkeypatch.setattr(optimize.algebra, "NEGATE_PRODUCTS_MIN_BYTES", 0)
     monkeypatch.setattr(optimize.memory, "READABLE_BUFFER_MAX_BYTES", 0)  # (every dead buffer)
-    monkeypatch.setattr(api.caches, "COMPILED", {})
+    monkeypatch.setattr(api.memory_caches, "COMPILED", {})
 
 
 def logreg(w, X, y):

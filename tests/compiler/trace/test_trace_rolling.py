@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
-from sourcegrad.api import caches
+from sourcegrad.api import memory_caches
 from sourcegrad.bench import layers
 from sourcegrad.compiler.trace import rolling
 
@@ -36,13 +36,13 @@ LOOP = re.compile(r"^ +for \w+ in (reversed\()?range\(", re.M)
 
 
 def unrolled(fn, args, wrt, monkeypatch):
-    caches.clear()  # (the rolled code compiled for the same function and signature)
+    memory_caches.clear()  # (the rolled code compiled for the same function and signature)
     with monkeypatch.context() as m:
         m.setattr(rolling, "MIN_ITERATIONS", 10**9)
         g = sourcegrad.grad(fn, wrt=wrt)
         result = g(*copy.deepcopy(args))
         assert not LOOP.search(g.source), g.source
-    caches.clear()
+    memory_caches.clear()
     return result
 
 

@@ -1,4 +1,5 @@
-"""What compiled gradients keep, and for how long.
+"""What compiled gradients keep in memory, and for how long (the on-disk cache, across
+processes, is `sourcegrad.cache`).
 
 - per function, held weakly (`COMPILED`, `IR`): the lowered IR, keyed on the code
   object it was lowered from (a swapped `__code__` is lowered again; the compiled code
