@@ -50,7 +50,8 @@ Imports: numpy and gast only.
 
 Words: an *op* is an operation's name (`"mul_op"`, what IR calls and generated code's
 spellings refer to); its *rule* is its record here (`RULES[op]`, a `Rule`), which docs also
-call the op's entry in the registry.
+call the op's entry in the registry. A *primitive*, in docstrings, is what an op names: an
+operation the compiler does not look inside (`defprimitive` makes a rule with no VJPs yet).
 
 Why one module: the `Rule` record and the few functions that make and look up rules are the
 registry's one concept, which every family module builds on.
