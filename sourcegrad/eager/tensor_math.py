@@ -1,6 +1,7 @@
-"""The eager op functions of the arithmetic, elementwise, reduction and matrix-product
-families under one name (`ops.sum`, `ops.where`, `ops.binary_op`), for the modules above
-them (inplace, nn, linalg, fft) and for tests.
+"""The eager Tensor math functions of the arithmetic, elementwise, reduction and
+matrix-product families under one name (`tensor_math.sum`, `tensor_math.where`,
+`tensor_math.binary_op`), for the modules above them (inplace, nn, linalg, fft) and for
+tests. (Named for what it holds: `ops` is the registry, `sourcegrad/ops/`.)
 
 Takes nothing of its own: it re-exports the public names of `arithmetic.py`,
 `elementwise.py` (with the registry's elementwise ops, `REGISTERED`), `reductions.py` and
