@@ -61,7 +61,7 @@ EAGER_GROUPS = [
         "is_grad_enabled inference_mode "
         "is_inference_mode_enabled",
     ),
-    ("Math operations: pointwise", None),  # the rest of eager.ops, filled below
+    ("Math operations: pointwise", None),  # the rest of eager.tensor_math, filled below
     (
         "Math operations: reduction",
         "argmax argmin amax amin max min logsumexp mean nansum "
@@ -174,7 +174,7 @@ def _eager():
         n
         for n in names
         if n not in claimed
-        and getattr(getattr(sourcegrad, n), "__module__", "") == "sourcegrad.eager.ops"
+        and getattr(getattr(sourcegrad, n), "__module__", "") == "sourcegrad.eager.tensor_math"
     ]
     for name in pointwise:
         claimed[name] = "Math operations: pointwise"

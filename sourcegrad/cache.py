@@ -42,6 +42,10 @@ nothing wrong with the directory it will use (`compiler.backends.numba_backend`)
 its path from `/`, every directory above it this user's or root's and not writable by
 others unless sticky, itself this user's and not writable by group or others. Elsewhere
 the gradient is compiled without numba's disk cache, after one `CacheWarning`.
+
+Why one module: the trust model above is one argument, and each function is one of its steps
+(the directory, the secret, the MAC, the entry); apart, a check would be read away from its
+reason.
 """
 
 from __future__ import annotations

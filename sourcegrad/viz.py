@@ -109,6 +109,8 @@ def compiled_dot(gradient: Any) -> str:
 
     One node per value, in a forward and a backward cluster; each loop's body is a cluster
     of its own inside them; a legend says what the shapes and colours mean."""
+    # (long: one drawing: the nested `visit` fills the node set, the edges and the counts
+    # that the clusters and the legend read after it)
     compiled = gradient._last
     from .errors import SourcegradError
 

@@ -281,7 +281,7 @@ def test_layers_hand_backward_matches_finite_differences(workload, size):
 def test_layers_gradient_agrees_and_never_recompiles(workload, size):
     """The compiled gradient is the authors' backward's (1e-8), and a repeated call with equal
     inputs (the same arrays, then equal copies) compiles nothing again."""
-    from sourcegrad.api import caches
+    from sourcegrad.api import memory_caches
 
     args = W.make_args(workload, size)
     ref = hand_gradient(workload, size, args)
@@ -289,13 +289,13 @@ def test_layers_gradient_agrees_and_never_recompiles(workload, size):
     prepared.compile()
     got = prepared.to_numpy(prepared.call())
     assert runner.max_rel_error(got, ref) <= runner.RTOL, (got, ref)
-    before = caches.compile_count()
+    before = memory_caches.compile_count()
     for _ in range(3):
         prepared.call()
     g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt))
     again = g(*W.make_args(workload, size))  # equal values, new arrays
     assert runner.max_rel_error(prepared.to_numpy(again), ref) <= runner.RTOL
-    assert caches.compile_count() == before, "a repeated call compiled again"
+    assert memory_caches.compile_count() == before, "a repeated call compiled again"
     assert prepared.after() == {"recompiles": 0}
 
 
@@ -327,7 +327,7 @@ def test_layers_quick_run(tmp_path):
 def test_a_changed_hyperparameter_recompiles_and_an_equal_one_does_not():
     """The layers' epsilon comes from a property building a new dict on every read: equal
     values find the compiled code, a changed value compiles again and its numbers change."""
-    from sourcegrad.api import caches
+    from sourcegrad.api import memory_caches
     from sourcegrad.bench import layers
 
     workload = W.BY_NAME["batchnorm"]
@@ -335,14 +335,14 @@ def test_a_changed_hyperparameter_recompiles_and_an_equal_one_does_not():
     args = W.make_args(workload, size)
     g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt))
     first = g(*args)
-    before = caches.compile_count()
+    before = memory_caches.compile_count()
     g(*args)
-    assert caches.compile_count() == before
+    assert memory_caches.compile_count() == before
     saved = layers.BATCHNORM.epsilon
     try:
         layers.BATCHNORM.epsilon = 0.5
         changed = g(*args)
-        assert caches.compile_count() > before, "a changed epsilon must compile again"
+        assert memory_caches.compile_count() > before, "a changed epsilon must compile again"
         ref = hand_gradient(workload, size, args)
         assert runner.max_rel_error(changed, ref) <= runner.RTOL
         assert runner.max_rel_error(changed, first) > 1e-3

@@ -78,7 +78,7 @@ def test_spelled_finds_the_entry_of_generated_codes_calls():
 NOT_YET_FIELDS = {
     "compiler/analysis/calls.py": {
         "_SHAPED_LIKE": "ops whose result is shaped like an operand",
-        "_SHAPE_FUNCTIONS": "the shape functions by name (Op.shape's values)",
+        "_SHAPE_FUNCTIONS": "the shape functions by name (Rule.shape's values)",
     },
     "compiler/analysis/checks.py": {"_COPY_KEYWORD": "ops taking numpy's copy= keyword"},
     "compiler/backends/numba_backend.py": {"_REDUCTIONS": "reductions numba compiles"},

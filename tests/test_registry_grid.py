@@ -85,7 +85,7 @@ UNCOVERED = {
         _EAGER_KERNEL,
     ),
     # complex results whose losses must not depend on the eigenvectors' phases (a weighted
-    # sum of the outputs does): tests/compiler/test_numpy_linalg.py, tests/eager/test_linalg*
+    # sum of the outputs does): tests/compiler/ops/test_numpy_linalg.py, tests/eager/test_linalg*
     "linalg_eig": "complex eigenvectors: phase-invariant losses in test_numpy_linalg.py",
     "linalg_eigvals": "complex results: real losses of them in test_numpy_linalg.py",
     "split": _OUTPUT_LIST,

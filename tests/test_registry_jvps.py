@@ -4,7 +4,7 @@ compiler's own tests do not reach (the torch ops of the eager mode) agree with c
 differences of the entry's forward function.
 
 A forward-mode rule is an explicit JVP, the VJP itself for an elementwise entry (its Jacobian
-is diagonal), or a linearity mark (`Op.linear`): "joint"/"multi", or a tuple of the inputs it
+is diagonal), or a linearity mark (`Rule.linear`): "joint"/"multi", or a tuple of the inputs it
 is linear in, which must then name every input with a VJP (forward mode treats the others as
 piecewise constant, so a missing one would be a silent zero).
 """

@@ -172,10 +172,10 @@ SCIPY_ROWS = {
 }
 # entries with torch names whose torch op takes a static argument (polygamma's order,
 # multigammaln's p), refuses one input's gradient (zeta, gammainc, gammaincc) or records no
-# node (the Bessel functions): tests/eager/test_special.py and tests/compiler/test_scipy.py;
+# node (the Bessel functions): tests/eager/test_special.py and tests/compiler/ops/test_scipy.py;
 # einsum, whose static subscripts come first and whose torch nodes are the products it
 # lowers to: tests/eager/test_gradients.py, tests/eager/test_second_order.py (against torch)
-# and tests/compiler/test_numpy_functions.py
+# and tests/compiler/ops/test_numpy_functions.py
 ELSEWHERE = {
     "einsum",
     "scipy_polygamma",

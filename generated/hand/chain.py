@@ -1,5 +1,5 @@
 # The gradient of the chain of 20 ufuncs (sourcegrad/bench/workloads.py:chain) as a
-# person writes it, one factor a step: tests/compiler/test_hand_written.py checks it
+# person writes it, one factor a step: tests/compiler/emit/test_hand_written.py checks it
 # against the compiled gradient and prints the ratio of backward statements (those after
 # `# backward`).
 import numpy as np

@@ -1,5 +1,5 @@
 # The logistic regression's gradient (sourcegrad/bench/workloads.py:logreg) as a person
-# writes it: tests/compiler/test_hand_written.py checks it against the compiled gradient
+# writes it: tests/compiler/emit/test_hand_written.py checks it against the compiled gradient
 # and prints the ratio of backward statements (those after `# backward`).
 import numpy as np
 

@@ -1,5 +1,5 @@
 # The MLP's gradient (sourcegrad/bench/workloads.py:mlp) as a person writes it:
-# tests/compiler/test_hand_written.py checks it against the compiled gradient and prints
+# tests/compiler/emit/test_hand_written.py checks it against the compiled gradient and prints
 # the ratio of backward statements (those after `# backward`).
 import numpy as np
 

@@ -1,5 +1,5 @@
 # The RNN's gradient (sourcegrad/bench/workloads.py:rnn) as a person writes it, through
-# time: tests/compiler/test_hand_written.py checks it against the compiled gradient and
+# time: tests/compiler/emit/test_hand_written.py checks it against the compiled gradient and
 # prints the ratio of backward statements (those after `# backward`).
 import numpy as np
 

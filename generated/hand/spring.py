@@ -1,5 +1,5 @@
 # The damped spring's gradient (sourcegrad/bench/workloads.py:spring) in reverse mode,
-# as a person writes it: tests/compiler/test_hand_written.py checks it against the
+# as a person writes it: tests/compiler/emit/test_hand_written.py checks it against the
 # compiled gradient and prints the ratio of backward statements (those after `#
 # backward`).
 

@@ -12,7 +12,7 @@ The package, in the order its modules import one another:
 
 - `arguments`: which arguments are differentiated (`wrt`, `argnums`, `argnum`), and
   whether they can be;
-- `caches`: what is kept per function, per code and per signature, and for how long;
+- `memory_caches`: what is kept per function, per code and per signature, and for how long;
 - `results`: the gradients given their inputs' types (the last step of every call);
 - `compiling`: the compiling step of a gradient, from a signature to loaded code: the
   compiler's stages run with the caches between them;
@@ -26,7 +26,7 @@ below, `sourcegrad.cli` and the package's `__init__` above.
 """
 
 from .arguments import Wrt
-from .caches import Compiled, clear
+from .memory_caches import Compiled, clear
 from .checks import GradientCheckError, check_grad, numeric_grad
 from .gradient import JVP, VJP, Gradient, jvp
 from .transforms import (

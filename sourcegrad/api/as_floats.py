@@ -46,7 +46,7 @@ import numpy as np
 
 from ..compiler import PREVIOUS_VALUE, Call, differs_for_scalars, walk
 from ..ops import RULES
-from . import caches
+from . import memory_caches
 from .dispatch import float_entry
 
 _FLOAT64 = np.dtype(np.float64)
@@ -187,7 +187,7 @@ def _still_bound(*compiled):
     dependencies = tuple(d for c in compiled for d in c.dependencies)
     if not dependencies:
         return None
-    return lambda: caches.still_bound(dependencies)
+    return lambda: memory_caches.still_bound(dependencies)
 
 
 def computes_on_floats(source, fn) -> bool:

@@ -8,11 +8,14 @@ end where the source front end refuses), `compile` prepares it (stage 2), looks 
 signature's template in memory and on disk, and on a miss has the compiler generate it
 (stages 3-9, for the `Mode` this gradient asks: `_mode`), and `_instance` loads the printed
 module bound to the function's own globals and closure values (stage 10). Takes the call's
-arguments; returns a `caches.Compiled`, cached per signature and, as a template, per code
-(`sourcegrad.api.caches`) and on disk (`sourcegrad.cache`).
+arguments; returns a `memory_caches.Compiled`, cached per signature and, as a template, per code
+(`sourcegrad.api.memory_caches`) and on disk (`sourcegrad.cache`).
 
 A mixin, as the front end's lowerer is: what it reads of the gradient (`fn`, `wrt`,
 `inner`, `pullback`, `forward_mode`, `backend_for`, ...) is set by `Gradient.__init__`.
+
+Why one module: it is one step of `Gradient`, the pipeline run for a signature with the
+caches between its stages, and its parts read the same attributes of the gradient.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..compiler import (
     zero_d_arrays,
 )
 from ..ops.fingerprint import fingerprint
-from . import caches, results
+from . import memory_caches, results
 from .arguments import check_differentiable, label_of
 
 
@@ -137,36 +140,36 @@ class Compiling:
                     "use sourcegrad.hessian / sourcegrad.hvp"
                 )
             return compiler.lower(inner.fn)
-        code = caches.code_of(self.fn)
-        by_value = caches.of_function(caches.BY_VALUE, self.fn)
+        code = memory_caches.code_of(self.fn)
+        by_value = memory_caches.of_function(memory_caches.BY_VALUE, self.fn)
         if by_value is not None and by_value[0] is code:
-            return caches.lowered_for_values(by_value[1], self.fn, self._params, args)
-        if args is not None and any(caches.is_function(a) for a in args):
+            return memory_caches.lowered_for_values(by_value[1], self.fn, self._params, args)
+        if args is not None and any(memory_caches.is_function(a) for a in args):
             # a function argument is inlined: IR per function (the key holds it too)
-            return caches.lowered_for_values({}, self.fn, self._params, args)
-        known = caches.of_function(caches.IR, self.fn)
+            return memory_caches.lowered_for_values({}, self.fn, self._params, args)
+        known = memory_caches.of_function(memory_caches.IR, self.fn)
         if known is None or known[0] is not code:
             try:
-                known = (code, caches.lowered(self.fn))
+                known = (code, memory_caches.lowered(self.fn))
             except errors.RecursionDepthError:
-                if not caches.static_ints(self._params, args):
+                if not memory_caches.static_ints(self._params, args):
                     raise
                 by_value = (code, {})  # its recursion unrolls for its int arguments' values
                 try:
-                    caches.BY_VALUE[self.fn] = by_value
+                    memory_caches.BY_VALUE[self.fn] = by_value
                 except TypeError:
                     pass
-                return caches.lowered_for_values(by_value[1], self.fn, self._params, args)
+                return memory_caches.lowered_for_values(by_value[1], self.fn, self._params, args)
             try:
-                caches.IR[self.fn] = known
+                memory_caches.IR[self.fn] = known
             except TypeError:
                 pass
         return known[1]
 
-    @caches.collector_paused
+    @memory_caches.collector_paused
     def compile(
         self, args: Sequence[Any], key: Optional[tuple] = None, to_transform: bool = False
-    ) -> caches.Compiled:
+    ) -> memory_caches.Compiled:
         """Generate, load and cache the gradient for the signature of `args`.
 
         `to_transform`: the code is for a higher-order transformation to read, so 0-d
@@ -180,14 +183,14 @@ class Compiling:
         if to_transform:
             key = key + ("to transform",)
         with self._lock:
-            if not caches.still_valid(self.fn):
-                caches.forget(self.fn)
+            if not memory_caches.still_valid(self.fn):
+                memory_caches.forget(self.fn)
             cached = self._cached(key)
             if cached is not None:
                 self._last = cached
                 return cached
             self._check_arguments(args, to_transform)
-            caches.counted_compile()
+            memory_caches.counted_compile()
             written, trace = self._lowered(args)  # stage 1
             self._traces[key] = trace
             primal = compiler.prepare(
@@ -196,7 +199,7 @@ class Compiling:
             disk_key, identities = self._disk_key(primal, args, key, to_transform)
             # (values keyed by identity are kept by the template, so their ids stay theirs)
             template_key = (disk_key, tuple(map(id, identities)))
-            template = caches.template(template_key)
+            template = memory_caches.template(template_key)
             # (a disk entry holds no complex_power_sites: such code is compiled here)
             on_disk = (
                 cache.directory()
@@ -211,7 +214,7 @@ class Compiling:
                     except Exception as exc:
                         cache.fault("entry unusable", f"an entry could not be loaded ({exc!r})")
                     else:
-                        caches.remember(template_key, template)
+                        memory_caches.remember(template_key, template)
                         return compiled
                     template = None
             if template is not None:
@@ -219,7 +222,7 @@ class Compiling:
             template, generated = self._generated(
                 primal, written, trace, args, to_transform, identities
             )
-            caches.remember(template_key, template)
+            memory_caches.remember(template_key, template)
             if on_disk:
                 cache.store(
                     disk_key,
@@ -269,7 +272,7 @@ class Compiling:
         )
         # (the template keeps no value of this function's: the IR's free values and
         # dependencies are this function's globals and closure cells)
-        template = caches.Template(
+        template = memory_caches.Template(
             generated.source,
             generated.ir.name,
             generated.names,
@@ -358,7 +361,7 @@ class Compiling:
         compiler knew of it; without the IR, the finish is the general one."""
         if hit is None:
             return None
-        return caches.Template(
+        return memory_caches.Template(
             hit.source,
             hit.names[0],
             hit.names,
@@ -387,7 +390,7 @@ class Compiling:
             tuple(args[i] for i in self.wrt) if self.forward_mode else (),
             primal.source_file,
         )
-        compiled = caches.Compiled(
+        compiled = memory_caches.Compiled(
             source,
             module,
             loaded if len(loaded) > 1 else loaded[0],
@@ -397,7 +400,7 @@ class Compiling:
             template.ir,
             template.fresh,
             complex_sites=template.complex_sites,
-            code=caches.code_of(self.fn),
+            code=memory_caches.code_of(self.fn),
             control_flow=template.control_flow,
             updated=tuple(
                 (primal.params.index(name), loc) for name, loc in updated_parameters(primal).items()

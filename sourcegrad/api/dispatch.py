@@ -46,6 +46,9 @@ fails `is` and takes the general path, which is slower, never wrong.
 `np.float64`) that runs the gradient compiled for them as Python floats, handing a call
 whose float code raises or returns a value that is not finite to the signature's own entry
 (`sourcegrad.api.as_floats` says when it is used).
+
+Why one module: each entry it writes (the plain one, the one for Python floats) is built
+from the same parts, the guard and its checks (`_entry_parts`), read beside them.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ INLINE_MAX_LINES = 400
 # Entries are built one at a time: CPython 3.11 (seen on 3.11.7) keeps the AST constructor's
 # recursion depth in state the threads share, and two threads parsing or compiling at once
 # can raise "SystemError: AST constructor recursion depth mismatch" (seen with 8 threads
-# calling one gradient for the first time: tests/compiler/test_api.py)
+# calling one gradient for the first time: tests/compiler/api/test_api.py)
 _BUILDING = threading.Lock()
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from .. import compiler, errors, trees
 from ..compiler import BACKENDS, Traced, function_run_by, signature_key
 from ..runtime import GuardMiss
-from . import as_floats, caches, cross_check, results
+from . import as_floats, cross_check, memory_caches, results
 from .arguments import (
     Wrt,
     check_distinct,
@@ -133,8 +133,8 @@ class Gradient(Compiling, staticmethod):
             p.default for p in self._signature.parameters.values() if p.default is not p.empty
         )
         # compiled code is shared by every Gradient of the same function, wrt and backend
-        with caches.SHARED_LOCK:
-            self._cache = caches.compiled_for(fn).setdefault(
+        with memory_caches.SHARED_LOCK:
+            self._cache = memory_caches.compiled_for(fn).setdefault(
                 (
                     self.wrt,
                     self._single,
@@ -147,10 +147,10 @@ class Gradient(Compiling, staticmethod):
                 {},
             )
         self._owner = function_run_by(fn)  # whose __code__ the compiled code was built from
-        self._lock = caches.SHARED_LOCK
-        self._last: caches.Compiled | None = None
+        self._lock = memory_caches.SHARED_LOCK
+        self._last: memory_caches.Compiled | None = None
         self._general = self._general_call  # (one bound method, held while it is the call)
-        # signature key -> (caches.Compiled, its fast path for this Gradient, whether that path
+        # signature key -> (memory_caches.Compiled, its fast path for this Gradient, whether that path
         # computes float64 scalars as Python floats)
         self._entries: dict = {}
         self._column_args = None
@@ -316,7 +316,7 @@ class Gradient(Compiling, staticmethod):
             raise self._unhashable_argument(key) from None
         if (
             compiled is None
-            or (compiled.dependencies and not caches.still_bound(compiled.dependencies))
+            or (compiled.dependencies and not memory_caches.still_bound(compiled.dependencies))
             or compiled.code is not None
             and getattr(self._owner, "__code__", None) is not compiled.code
         ):
@@ -431,7 +431,7 @@ class Gradient(Compiling, staticmethod):
             # (its guards' misses are handled on the general path: `_other_path`)
             self._entries[key] = (compiled, self._general, False)
             return self._general
-        still_bound = functools.partial(caches.still_bound, compiled.dependencies)
+        still_bound = functools.partial(memory_caches.still_bound, compiled.dependencies)
         distinct = sharing_pairs(compiled.updated, args)
         checking = self._checking(compiled, args) if compiled.complex_sites else None
         entry = (
@@ -691,8 +691,8 @@ class _TreeGradient(Gradient):
         self._params, self._paths = names, paths
         self.wrt, self._single = tuple(wrt), False
         self._signature, self._defaults = None, ()  # (called with every leaf, by position)
-        with caches.SHARED_LOCK:
-            self._cache = caches.compiled_for(self.fn).setdefault(
+        with memory_caches.SHARED_LOCK:
+            self._cache = memory_caches.compiled_for(self.fn).setdefault(
                 (self.wrt, False, self.value_asked, self.backend, "tree", self.has_aux, defs), {}
             )
 
@@ -712,17 +712,19 @@ class _TreeGradient(Gradient):
         return f"{prefix}{primal.name}_" + "_".join(f"d{a}" for a in self._arguments)
 
     def ir(self, args: Optional[Sequence[Any]] = None) -> Any:
-        code = caches.code_of(self.fn)
-        table = caches.of_function(caches.TREE_IR, self.fn)
+        code = memory_caches.code_of(self.fn)
+        table = memory_caches.of_function(memory_caches.TREE_IR, self.fn)
         if table is None or table[0] is not code:
             table = (code, {})
             try:
-                caches.TREE_IR[self.fn] = table
+                memory_caches.TREE_IR[self.fn] = table
             except TypeError:
                 pass
         primal = table[1].get(self._defs)
-        if primal is None or not caches.still_bound(primal.dependencies):
-            primal = table[1][self._defs] = caches.lowered(self.fn, structure=self._structure)
+        if primal is None or not memory_caches.still_bound(primal.dependencies):
+            primal = table[1][self._defs] = memory_caches.lowered(
+                self.fn, structure=self._structure
+            )
         self._params = list(primal.params)  # (the front end's leaf names: clear of fn's own)
         return primal
 

@@ -639,17 +639,17 @@ def _prepare_hand(workload, size, args, wrt):
 
 def _prepare_sourcegrad(workload, size, args, wrt):
     import sourcegrad
-    from sourcegrad.api import caches
+    from sourcegrad.api import memory_caches
 
     g = sourcegrad.grad(workload.function(size), wrt=tuple(workload.wrt))
     compiled = []
 
     def first():
         g.compile(args)
-        compiled.append(caches.compile_count())
+        compiled.append(memory_caches.compile_count())
 
     def after():  # every call after the first had equal inputs: none may compile again
-        return {"recompiles": caches.compile_count() - compiled[0]} if compiled else {}
+        return {"recompiles": memory_caches.compile_count() - compiled[0]} if compiled else {}
 
     return Prepared(lambda: g(*args), compile=first, after=after)
 

@@ -5,7 +5,7 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
 
 * `tensor.py`: the Tensor and its autograd state; `methods.py` installs the ops;
 * the ops, by family: `arithmetic.py`, `elementwise.py`, `reductions.py`, `products.py`
-  (re-exported together as `ops`), `views.py`, `copies.py`, `joining.py`, `indexing.py`
+  (re-exported together as `tensor_math`), `views.py`, `copies.py`, `joining.py`, `indexing.py`
   (as `shape_ops`), `inplace.py`, `linalg.py`, `fft.py`, `vector_ops.py`; their derivatives
   are the registry's VJP lambdas (`sourcegrad.ops`), called through `spec.py` and `node.py`;
 * `surface.py`: which functions, methods and numpy dispatch entries exist, from the
@@ -25,7 +25,7 @@ module-global patching):
 3. the graph: `node.py`, `engine.py`, `spec.py`, `function.py` (and `gpu_helpers.py`);
 4. the operations: `surface.py` and `operands.py` (shared operand helpers) <- `views.py`
    <- `copies.py`, `joining.py`, `indexing.py` (<- `shape_ops.py`) and `arithmetic.py` <-
-   `elementwise.py` <- `reductions.py`, `products.py` (<- `ops.py`); `factories.py`; then
+   `elementwise.py` <- `reductions.py`, `products.py` (<- `tensor_math.py`); `factories.py`; then
    `inplace.py` (it uses all of these), `composites.py` (ops made of the others) and
    `legacy.py` (torch.FloatTensor & co.);
 5. the surface: `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
@@ -80,7 +80,7 @@ from .grad_mode import (
 from .devices import device, get_default_device, set_default_device
 from .tensor import Size, Tensor
 from . import cuda  # noqa: E402 - sourcegrad.cuda: is_available(), device_count(), ...
-from . import ops as _ops  # noqa: E402 - order matters: ops need the Tensor class
+from . import tensor_math as _tensor_math  # noqa: E402 - order matters: ops need the Tensor class
 from .operands import operand_key as _operand_key  # noqa: E402
 from . import shape_ops as _shape_ops  # noqa: E402,F401
 from . import inplace as _inplace  # noqa: E402

@@ -15,6 +15,9 @@ at each, since torch's arithmetic (alpha=, rounding_mode=, scalar exponents with
 nodes) is not one registry entry each.
 
 Imports: `operands`, `spec`, `node`, `tensor`, `surface` and the leaves.
+
+Why one module: torch's arithmetic family, every op the same three steps above, read
+together.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ForwardADError
-from ..ops import nn as rt
+from ..ops import nn as ops_nn
 from . import devices, dtypes
 from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
@@ -178,7 +181,7 @@ def _div_rounding(input, other, mode):
     ad, bd, rd, ra, rb = _promote(input, other)
     if rd.kind in "bc":
         raise not_implemented_for(f"div_{mode}_cpu", rd)
-    out = _wrap(_result(rt.div_rounding(ad, bd, mode), rd))
+    out = _wrap(_result(ops_nn.div_rounding(ad, bd, mode), rd))
     if _needs_grad(ra, rb):
         record(DIV_ROUNDING, out, (ra, rb))
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import RULES
-from ..ops import nn as rt
+from ..ops import nn as ops_nn
 from . import devices, dtypes, surface
 from .arithmetic import binary_op, broadcast_error_of, div, mul, not_a_tensor, not_implemented_for
 from .dual_state import DUAL, any_tangent
@@ -186,11 +186,11 @@ GELU = OpSpec("GeluBackward0", "gelu")
 
 def gelu(input):
     """F.gelu(input) (approximate='none') of a floating-point Tensor: one node, as torch's."""
-    return _unary(GELU, rt.gelu, input)
+    return _unary(GELU, ops_nn.gelu, input)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    out = _wrap(_result(rt.leaky_relu(input._data, negative_slope)))
+    out = _wrap(_result(ops_nn.leaky_relu(input._data, negative_slope)))
     if _needs_grad(input):
         record(LEAKY_RELU, out, (input,), {"negative_slope": negative_slope})
     return out

@@ -9,7 +9,7 @@ are the registry's entries (`sourcegrad/ops/fft.py`, `ops/complex_values.py`): t
 lambdas the compiler inlines. The complex convention (torch's gradients from the rules'
 conjugated ones) is applied by `spec.record` for every node of complex values.
 
-Imports: `operands`, `spec`, `tensor`, `dtypes` (layer 4, like `ops.py`).
+Imports: `operands`, `spec`, `tensor`, `dtypes` (layer 4, like `tensor_math.py`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ The checks are torch's, in torch's order: in-place on an inference tensor
 outside inference mode writes the data *and then* raises (as torch does); on a
 leaf that requires grad (or a view of one) it raises before writing.
 
-Imports: `ops`, `shape_ops`, `factories`, `operands`, `spec`, `node`, `tensor`, the
+Imports: `tensor_math`, `shape_ops`, `factories`, `operands`, `spec`, `node`, `tensor`, the
 leaves and `sourcegrad.ops.nn`; only the surface modules (numpy_dispatch,
 methods, `__init__`) import it.
 
@@ -40,9 +40,9 @@ import weakref
 import numpy as np
 
 from .. import errors
-from ..ops import nn as rt
+from ..ops import nn as ops_nn
 from . import devices, dtypes, forward_ad, messages, shape_ops
-from . import ops as _ops
+from . import tensor_math as _tensor_math
 from .dual_state import DUAL, any_tangent
 from .factories import numpy_rng
 from .grad_mode import STATE
@@ -296,7 +296,7 @@ def _check_shapes(self, other_shape):
     shape = self._data.shape
     if tuple(other_shape) == shape:
         return
-    error = _ops.broadcast_error(shape, other_shape)
+    error = _tensor_math.broadcast_error(shape, other_shape)
     if error is not None:
         raise error
     full = np.broadcast_shapes(shape, tuple(other_shape))
@@ -323,16 +323,16 @@ def add_(self, other, *, alpha=1):
         return apply(
             self,
             _result(np.add(ad, np.multiply(bd, alpha))),
-            _ops.ADD_ALPHA,
+            _tensor_math.ADD_ALPHA,
             (self, rb),
             {"alpha": alpha},
         )
-    return _binary_(self, other, _ops.ADD, np.add)
+    return _binary_(self, other, _tensor_math.ADD, np.add)
 
 
 @export(methods=("sub_", "subtract_"))
 def sub_(self, other, *, alpha=1):
-    _ops.check_sub(self, other)
+    _tensor_math.check_sub(self, other)
     if alpha != 1:
         ad, bd, rd, ra, rb = _promote(self, other)
         _check_shapes(self, np.shape(bd))
@@ -340,16 +340,16 @@ def sub_(self, other, *, alpha=1):
         return apply(
             self,
             _result(np.subtract(ad, np.multiply(bd, alpha))),
-            _ops.SUB_ALPHA,
+            _tensor_math.SUB_ALPHA,
             (self, rb),
             {"alpha": alpha},
         )
-    return _binary_(self, other, _ops.SUB, np.subtract)
+    return _binary_(self, other, _tensor_math.SUB, np.subtract)
 
 
 @export(methods=("mul_", "multiply_"))
 def mul_(self, other):
-    return _binary_(self, other, _ops.MUL, np.multiply)
+    return _binary_(self, other, _tensor_math.MUL, np.multiply)
 
 
 @export(methods=("div_", "divide_", "true_divide_"))
@@ -357,41 +357,41 @@ def div_(self, other, *, rounding_mode=None):
     if rounding_mode is not None:
         return copy_(
             self,
-            _ops.div(
+            _tensor_math.div(
                 self.detach() if not self._requires_grad else self,
                 other,
                 rounding_mode=rounding_mode,
             ),
         )
-    return _binary_(self, other, _ops.DIV, np.true_divide, to_float=True)
+    return _binary_(self, other, _tensor_math.DIV, np.true_divide, to_float=True)
 
 
 @export(methods=("pow_",))
 def pow_(self, exponent):
-    spec = _ops.POW_TENSOR if isinstance(exponent, Tensor) else _ops.POW_SCALAR
+    spec = _tensor_math.POW_TENSOR if isinstance(exponent, Tensor) else _tensor_math.POW_SCALAR
     return _binary_(self, exponent, spec, np.power)
 
 
 @export(methods=("remainder_",))
 def remainder_(self, other):
-    spec = _ops.REMAINDER if isinstance(other, Tensor) else _ops.REMAINDER_SCALAR
-    return _binary_(self, other, spec, _ops.remainder_data)
+    spec = _tensor_math.REMAINDER if isinstance(other, Tensor) else _tensor_math.REMAINDER_SCALAR
+    return _binary_(self, other, spec, _tensor_math.remainder_data)
 
 
 @export(methods=("floor_divide_",))
 def floor_divide_(self, other):
-    result = _ops.floor_divide(self, other)
+    result = _tensor_math.floor_divide(self, other)
     _check_cast(self, result._data.dtype)
     return copy_(self, result)
 
 
 def _unary_(op_name):
-    return inplace_of(getattr(_ops, op_name))
+    return inplace_of(getattr(_tensor_math, op_name))
 
 
 def inplace_of(op):
     """The in-place variant (`x.exp_()`) of an elementwise op of one input made by
-    `ops.op_of_entry`: the same node, written into x."""
+    `tensor_math.op_of_entry`: the same node, written into x."""
     op_name = op.__name__
     spec, fn = op.spec, op.np_fn
 
@@ -409,7 +409,7 @@ def inplace_of(op):
 # The in-place variants the registry's entries name (`Torch.inplace`): exp_, tanh_, abs_, ...
 def _from_registry() -> dict:
     made = {}
-    for op in dict.fromkeys(_ops.REGISTERED.values()):
+    for op in dict.fromkeys(_tensor_math.REGISTERED.values()):
         for name in op.entry.torch.inplace:
             made[name] = inplace_of(op)
             made[name].entry = op.entry
@@ -431,10 +431,10 @@ def square_(self):
 def clamp_(self, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    data = _ops.clamp_data(self, min, max)
+    data = _tensor_math.clamp_data(self, min, max)
     _check_cast(self, data.dtype)
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
-    spec = _ops.CLAMP_TENSOR if tensor_bounds else _ops.CLAMP_SCALAR
+    spec = _tensor_math.CLAMP_TENSOR if tensor_bounds else _tensor_math.CLAMP_SCALAR
     return apply(self, data, spec, (self, min, max))
 
 
@@ -443,19 +443,23 @@ clip_ = clamp_
 
 @export(methods=("clamp_min_",))
 def clamp_min_(self, min):  # noqa: A002
-    return apply(self, _ops.clamp_data(self, min, None), _ops.CLAMP_MIN, (self, min, None))
+    return apply(
+        self, _tensor_math.clamp_data(self, min, None), _tensor_math.CLAMP_MIN, (self, min, None)
+    )
 
 
 @export(methods=("clamp_max_",))
 def clamp_max_(self, max):  # noqa: A002
-    return apply(self, _ops.clamp_data(self, None, max), _ops.CLAMP_MAX, (self, None, max))
+    return apply(
+        self, _tensor_math.clamp_data(self, None, max), _tensor_math.CLAMP_MAX, (self, None, max)
+    )
 
 
 def leaky_relu_(self, negative_slope=0.01):
     return apply(
         self,
-        _result(rt.leaky_relu(self._data, negative_slope)),
-        _ops.LEAKY_RELU,
+        _result(ops_nn.leaky_relu(self._data, negative_slope)),
+        _tensor_math.LEAKY_RELU,
         (self,),
         {"negative_slope": negative_slope},
     )
@@ -577,7 +581,7 @@ def index_put_(self, indices, values, accumulate=False):
         if values._data.dtype != self._data.dtype
         else values._data
     )
-    data = rt.index_put(self._data, vd, key, accumulate)
+    data = ops_nn.index_put(self._data, vd, key, accumulate)
     return apply(self, data, INDEX_PUT, (self, values), {"index": key, "accumulate": accumulate})
 
 
@@ -598,7 +602,7 @@ def index_add_(self, dim, index, source, *, alpha=1):
     if type(source._data) is not type(self._data):
         devices.check_same(self._data, source._data)
     sd = source._data.astype(self._data.dtype)
-    data = rt.index_put(self._data, sd, key, True)
+    data = ops_nn.index_put(self._data, sd, key, True)
     return apply(self, data, INDEX_ADD, (self, source), {"index": key, "accumulate": True})
 
 
@@ -694,31 +698,31 @@ def ifloordiv(self, other):
 
 
 def imatmul(self, other):
-    return copy_(self, _ops.matmul(self, other))
+    return copy_(self, _tensor_math.matmul(self, other))
 
 
 def iand(self, other):
-    return copy_(self, _ops.bitwise_and(self, other))
+    return copy_(self, _tensor_math.bitwise_and(self, other))
 
 
 def ior(self, other):
-    return copy_(self, _ops.bitwise_or(self, other))
+    return copy_(self, _tensor_math.bitwise_or(self, other))
 
 
 def ixor(self, other):
-    return copy_(self, _ops.bitwise_xor(self, other))
+    return copy_(self, _tensor_math.bitwise_xor(self, other))
 
 
 @export(methods=("bitwise_left_shift_",))
 def ilshift(self, other):
-    result = _ops.bitwise_left_shift(self, other)
+    result = _tensor_math.bitwise_left_shift(self, other)
     _check_cast(self, result._data.dtype)
     return copy_(self, result)
 
 
 @export(methods=("bitwise_right_shift_",))
 def irshift(self, other):
-    result = _ops.bitwise_right_shift(self, other)
+    result = _tensor_math.bitwise_right_shift(self, other)
     _check_cast(self, result._data.dtype)
     return copy_(self, result)
 
@@ -728,7 +732,7 @@ _round0_ = _unary_("round0")
 
 @export(methods=("round_",))
 def round_(self, *, decimals=0):
-    return copy_(self, _ops.round(self, decimals=decimals)) if decimals else _round0_(self)
+    return copy_(self, _tensor_math.round(self, decimals=decimals)) if decimals else _round0_(self)
 
 
 # --- x[index] = value ------------------------------------------------------------------------

@@ -11,7 +11,7 @@ lambdas run on Tensors under create_graph and second derivatives are recorded to
 `out=` is honoured as torch honours it (`_into`: torch's errors for an out= call that would need
 a gradient and for an out of another dtype).
 
-Imports: `operands`, `out_arg`, `spec`, `tensor` (layer 4, like `ops.py`).
+Imports: `operands`, `out_arg`, `spec`, `tensor` (layer 4, like `tensor_math.py`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ legacy constructor and pickling (the factories), the numpy protocol
 (numpy_dispatch). Setting a class attribute costs nothing per call: a method
 found on the class is as fast as one defined in its body.
 
-Imports: the whole eager package below it (tensor, node, engine, ops, shape_ops,
+Imports: the whole eager package below it (tensor, node, engine, tensor_math, shape_ops,
 inplace, factories, numpy_dispatch, surface); only `eager/__init__` imports it.
 """
 
@@ -32,10 +32,10 @@ from . import (  # noqa: F401 - fft, vector_ops: their ops' surface
     legacy,
     node,
     numpy_dispatch,
-    ops,
     shape_ops,
     special,
     surface,
+    tensor_math,
     vector_ops,
 )
 from .devices import CPU, DEVICE_TYPES
@@ -65,10 +65,10 @@ def _operator(fn, reflected=False):
 
 
 def _binary_operator(name, spec, np_fn, to_float=False):
-    """`x + y` and the like: ops.add(x, y) and co. with their defaults (alpha=1, no
-    rounding_mode), calling the shared `ops.binary_op` directly. The operators are the
+    """`x + y` and the like: tensor_math.add(x, y) and co. with their defaults (alpha=1, no
+    rounding_mode), calling the shared `tensor_math.binary_op` directly. The operators are the
     hottest path of eager code, and the keyword handling costs as much as a check."""
-    binary = ops.binary_op
+    binary = tensor_math.binary_op
 
     def op(self, other):
         if not isinstance(other, _OPERANDS) and type(other) not in _GPU_ARRAYS:
@@ -81,7 +81,7 @@ def _binary_operator(name, spec, np_fn, to_float=False):
 
 def _matmul_operator(reflected=False):
     """`a @ b`: a Python number is no operand of matmul (torch's TypeError, as for `a @ 2`)."""
-    inner = _operator(ops.matmul, reflected)
+    inner = _operator(tensor_math.matmul, reflected)
 
     def op(self, other):
         if other.__class__ in (int, float, bool, complex):
@@ -94,8 +94,8 @@ def _matmul_operator(reflected=False):
 
 def _sub_operator():
     """`x - y`: `_binary_operator`'s, refusing a bool operand as torch does."""
-    binary, spec = ops.binary_op, ops.SUB
-    check = ops.check_sub
+    binary, spec = tensor_math.binary_op, tensor_math.SUB
+    check = tensor_math.check_sub
 
     def __sub__(self, other):
         if not isinstance(other, _OPERANDS) and type(other) not in _GPU_ARRAYS:
@@ -112,7 +112,7 @@ def _sub_operator():
 
 
 def _method_where(self, condition, other):
-    return ops.where(condition, self, other)
+    return tensor_math.where(condition, self, other)
 
 
 def _cast(d):
@@ -148,7 +148,7 @@ def _out_of_place(inplace_fn):
 
 
 # The methods that are not an op's: those whose argument order differs from the function's,
-# the casts, the factories from a tensor and the out-of-place forms of in-place ops.
+# the casts, the factories from a tensor and the out-of-place forms of in-place tensor_math.
 OTHER_METHODS = {
     "positive": _pos,
     "where": _method_where,
@@ -185,38 +185,38 @@ for _name in ("index_add", "index_fill", "scatter", "scatter_add"):
 METHODS = {**surface.METHODS, **OTHER_METHODS}
 
 OPERATORS = {
-    "__add__": _binary_operator("add", ops.ADD, np.add),
-    "__radd__": _binary_operator("add", ops.ADD, np.add),
+    "__add__": _binary_operator("add", tensor_math.ADD, np.add),
+    "__radd__": _binary_operator("add", tensor_math.ADD, np.add),
     "__sub__": _sub_operator(),
-    "__rsub__": _operator(ops.rsub),
-    "__mul__": _binary_operator("mul", ops.MUL, np.multiply),
-    "__rmul__": _binary_operator("mul", ops.MUL, np.multiply),
-    "__truediv__": _binary_operator("div", ops.DIV, np.true_divide, to_float=True),
-    "__rtruediv__": _operator(ops.rdiv),
-    "__floordiv__": _operator(ops.floor_divide),
-    "__rfloordiv__": _operator(ops.floor_divide, reflected=True),
-    "__mod__": _operator(ops.remainder),
-    "__rmod__": _operator(ops.remainder, reflected=True),
-    "__pow__": _operator(ops.pow),
-    "__rpow__": _operator(ops.rpow),
+    "__rsub__": _operator(tensor_math.rsub),
+    "__mul__": _binary_operator("mul", tensor_math.MUL, np.multiply),
+    "__rmul__": _binary_operator("mul", tensor_math.MUL, np.multiply),
+    "__truediv__": _binary_operator("div", tensor_math.DIV, np.true_divide, to_float=True),
+    "__rtruediv__": _operator(tensor_math.rdiv),
+    "__floordiv__": _operator(tensor_math.floor_divide),
+    "__rfloordiv__": _operator(tensor_math.floor_divide, reflected=True),
+    "__mod__": _operator(tensor_math.remainder),
+    "__rmod__": _operator(tensor_math.remainder, reflected=True),
+    "__pow__": _operator(tensor_math.pow),
+    "__rpow__": _operator(tensor_math.rpow),
     "__matmul__": _matmul_operator(),
     "__rmatmul__": _matmul_operator(reflected=True),
-    "__lshift__": _operator(ops.bitwise_left_shift),
-    "__rlshift__": _operator(ops.bitwise_left_shift, reflected=True),
-    "__rshift__": _operator(ops.bitwise_right_shift),
-    "__rrshift__": _operator(ops.bitwise_right_shift, reflected=True),
-    "__and__": _operator(ops.bitwise_and),
-    "__rand__": _operator(ops.bitwise_and),
-    "__or__": _operator(ops.bitwise_or),
-    "__ror__": _operator(ops.bitwise_or),
-    "__xor__": _operator(ops.bitwise_xor),
-    "__rxor__": _operator(ops.bitwise_xor),
-    "__eq__": _operator(ops.eq),
-    "__ne__": _operator(ops.ne),
-    "__lt__": _operator(ops.lt),
-    "__le__": _operator(ops.le),
-    "__gt__": _operator(ops.gt),
-    "__ge__": _operator(ops.ge),
+    "__lshift__": _operator(tensor_math.bitwise_left_shift),
+    "__rlshift__": _operator(tensor_math.bitwise_left_shift, reflected=True),
+    "__rshift__": _operator(tensor_math.bitwise_right_shift),
+    "__rrshift__": _operator(tensor_math.bitwise_right_shift, reflected=True),
+    "__and__": _operator(tensor_math.bitwise_and),
+    "__rand__": _operator(tensor_math.bitwise_and),
+    "__or__": _operator(tensor_math.bitwise_or),
+    "__ror__": _operator(tensor_math.bitwise_or),
+    "__xor__": _operator(tensor_math.bitwise_xor),
+    "__rxor__": _operator(tensor_math.bitwise_xor),
+    "__eq__": _operator(tensor_math.eq),
+    "__ne__": _operator(tensor_math.ne),
+    "__lt__": _operator(tensor_math.lt),
+    "__le__": _operator(tensor_math.le),
+    "__gt__": _operator(tensor_math.gt),
+    "__ge__": _operator(tensor_math.ge),
     "__iadd__": _operator(inplace.iadd),
     "__isub__": _operator(inplace.isub),
     "__imul__": _operator(inplace.imul),
@@ -230,10 +230,10 @@ OPERATORS = {
     "__ixor__": _operator(inplace.ixor),
     "__ilshift__": _operator(inplace.ilshift),
     "__irshift__": _operator(inplace.irshift),
-    "__neg__": ops.neg,
+    "__neg__": tensor_math.neg,
     "__pos__": _pos,
-    "__abs__": ops.abs,
-    "__invert__": ops.bitwise_not,
+    "__abs__": tensor_math.abs,
+    "__invert__": tensor_math.bitwise_not,
     "__getitem__": shape_ops.getitem,
     "__setitem__": inplace.setitem,
 }

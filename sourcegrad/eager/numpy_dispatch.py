@@ -16,7 +16,7 @@ A numpy function with no entry here falls back to numpy itself on the tensors'
 arrays (a tensor that requires grad refuses, as `np.asarray` on it does), and
 a ufunc's array result is wrapped back into a Tensor, as torch does.
 
-Imports: the op modules (ops, shape_ops, inplace, factories), `surface`, `tensor` and the
+Imports: the op modules (tensor_math, shape_ops, inplace, factories), `surface`, `tensor` and the
 leaves.
 """
 
@@ -32,9 +32,9 @@ from . import (
     joining,
     linalg,
     messages,
-    ops,
     shape_ops,
     surface,
+    tensor_math,
     vector_ops,
     views,
 )
@@ -46,31 +46,31 @@ _wrap = Tensor._make
 
 
 def _rint(x):
-    return ops.round(x)
+    return tensor_math.round(x)
 
 
 def _floor_divide(x, y):
     # torch's derivatives write this as `div(rounding_mode="floor")`, whose gradient is
-    # zero; `x // y` itself (ops.floor_divide) has none, as in torch
-    return ops.div(x, y, rounding_mode="floor")
+    # zero; `x // y` itself (tensor_math.floor_divide) has none, as in torch
+    return tensor_math.div(x, y, rounding_mode="floor")
 
 
 # the ufuncs whose Tensor op is not the one their numpy name's surface gives (the ops'
 # own are added from `surface.NUMPY` below)
 UFUNCS = {
     np.positive: lambda x: x,
-    np.fabs: ops.abs,
+    np.fabs: tensor_math.abs,
     np.rint: _rint,
     np.floor_divide: _floor_divide,
 }
 
 _REDUCE = {
-    np.add: ops.sum,
-    np.multiply: ops.prod,
-    np.maximum: ops.amax,
-    np.minimum: ops.amin,
-    np.logical_and: ops.all,
-    np.logical_or: ops.any,
+    np.add: tensor_math.sum,
+    np.multiply: tensor_math.prod,
+    np.maximum: tensor_math.amax,
+    np.minimum: tensor_math.amin,
+    np.logical_and: tensor_math.all,
+    np.logical_or: tensor_math.any,
 }
 
 
@@ -121,14 +121,14 @@ def _plain_kwargs(kwargs):
 
 def _where(condition, x=None, y=None):
     if x is None and y is None:
-        return ops.where(condition)
-    return ops.where(condition, x, y)
+        return tensor_math.where(condition)
+    return tensor_math.where(condition, x, y)
 
 
 def _clip(a, a_min=None, a_max=None, out=None, **kw):
     a_min = kw.pop("min", a_min)
     a_max = kw.pop("max", a_max)
-    return ops.clamp(_as_tensor(a), a_min, a_max)
+    return tensor_math.clamp(_as_tensor(a), a_min, a_max)
 
 
 def _concatenate(arrays, axis=0, out=None, **kw):
@@ -178,23 +178,23 @@ def _size(a, axis=None):
 
 
 def _all(a, axis=None, out=None, keepdims=False, **kw):
-    return ops.all(a, axis, keepdims)
+    return tensor_math.all(a, axis, keepdims)
 
 
 def _any(a, axis=None, out=None, keepdims=False, **kw):
-    return ops.any(a, axis, keepdims)
+    return tensor_math.any(a, axis, keepdims)
 
 
 def _argmax(a, axis=None, out=None, keepdims=False):
-    return ops.argmax(a, axis, keepdims)
+    return tensor_math.argmax(a, axis, keepdims)
 
 
 def _argmin(a, axis=None, out=None, keepdims=False):
-    return ops.argmin(a, axis, keepdims)
+    return tensor_math.argmin(a, axis, keepdims)
 
 
 def _round(a, decimals=0, out=None):
-    return ops.round(a, decimals=decimals)
+    return tensor_math.round(a, decimals=decimals)
 
 
 def _take_along_axis(arr, indices, axis):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import nn as rt
+from ..ops import nn as ops_nn
 from . import devices, views
 from .arithmetic import add, broadcast_error, mul
 
@@ -326,7 +326,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     bd = _data(input)
     if type(bd) is not type(d1):
         devices.check_same(bd, d1)
-    out = _wrap(_result(rt.addmm(bd, d1, d2), rd))
+    out = _wrap(_result(ops_nn.addmm(bd, d1, d2), rd))
     if _needs_grad(input, r1, r2):
         record(ADDMM, out, (input, r1, r2))
     return out

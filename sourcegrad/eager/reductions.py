@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import RULES
-from ..ops import nn as rt
+from ..ops import nn as ops_nn
 from . import devices, dtypes, surface
 from .arithmetic import not_a_tensor
 from .dual_state import DUAL, any_tangent
@@ -291,7 +291,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None, **kwargs):
             "linalg.vector_norm: Expected a floating point or complex tensor as "
             f"input. Got {input.dtype._scalar_name}"
         )
-    out = _wrap(_result(rt.vector_norm(d, p, axis, keepdim)))
+    out = _wrap(_result(ops_nn.vector_norm(d, p, axis, keepdim)))
     if _needs_grad(input):
         record(NORM, out, (input,), {"ord": p, "axis": axis, "keepdims": keepdim})
     return out
@@ -301,7 +301,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None, **kwargs):
 def logsumexp(input, dim, keepdim=False):
     axis = _axis(dim, input._data.ndim)
     d = input._data if input._data.dtype.kind in "fc" else input._data.astype(_default_np())
-    out = _wrap(_result(rt.logsumexp(d, axis, keepdim)))
+    out = _wrap(_result(ops_nn.logsumexp(d, axis, keepdim)))
     if _needs_grad(input):
         record(LOGSUMEXP, out, (input,), {"axis": axis, "keepdims": keepdim})
     return out
@@ -309,12 +309,12 @@ def logsumexp(input, dim, keepdim=False):
 
 @implements("softmax")
 def softmax(input, dim=None, dtype=None, **kwargs):
-    return _softmax(SOFTMAX, rt.softmax, input, dim, dtype, kwargs)
+    return _softmax(SOFTMAX, ops_nn.softmax, input, dim, dtype, kwargs)
 
 
 @implements("log_softmax")
 def log_softmax(input, dim=None, dtype=None, **kwargs):
-    return _softmax(LOG_SOFTMAX, rt.log_softmax, input, dim, dtype, kwargs)
+    return _softmax(LOG_SOFTMAX, ops_nn.log_softmax, input, dim, dtype, kwargs)
 
 
 def _softmax(spec, fn, x, dim, dtype, kwargs):

@@ -4,8 +4,8 @@ Takes the registry's entries whose torch names (`ops.Torch`) list `special` name
 `SPECIAL` ({torch.special name: function}); for the entries it makes, their top-level
 functions too (`TOP_LEVEL`: `sourcegrad.lgamma`, `sourcegrad.digamma`, ...), Tensor methods
 (`x.lgamma()`), in-place variants (`x.lgamma_()`) and `scipy.special.<fn>(tensor)` dispatch.
-Each function is the generator of `eager.ops` (`op_of_entry`) applied to one entry, whose VJPs
-are the compiler's: one entry, both modes.
+Each function is the generator of `eager.tensor_math` (`op_of_entry`) applied to one entry,
+whose VJPs are the compiler's: one entry, both modes.
 
 Most of torch.special is scipy.special's entries (ops/scipy_special.py), which the registry
 holds only once scipy is imported (scipy is optional and costs a second to import): `load()`
@@ -19,7 +19,7 @@ argument, multigammaln's p) a wrapper here adapts the generated op (`_ADAPTERS`)
 records no node (the Bessel functions bessel_j0, ...: torch has no derivative for them, so
 their result does not require grad), none is recorded here either (`Torch.node` is None).
 
-Imports: `ops`, `inplace`, `numpy_dispatch`, `operands`, `spec`, `tensor` and the registry;
+Imports: `tensor_math`, `inplace`, `numpy_dispatch`, `operands`, `spec`, `tensor` and the registry;
 installs the methods it makes on `Tensor` when it makes them (after `methods.py`).
 """
 
@@ -30,7 +30,7 @@ import importlib
 import numpy as np
 
 from ..ops import RULES
-from . import inplace, numpy_dispatch, ops
+from . import inplace, numpy_dispatch, tensor_math
 from .operands import default_np, needs_grad, result
 from .spec import OpSpec, record
 from .surface import TORCH_INPLACE_FUNCTIONS
@@ -39,10 +39,10 @@ from .tensor import Tensor
 # torch.special's functions that are not elementwise registry entries: the eager ops of the
 # same name (their own entries have no torch.special names to give)
 _EAGER = {
-    "softmax": ops.softmax,
-    "log_softmax": ops.log_softmax,
-    "logsumexp": ops.logsumexp,
-    "round": ops.round,
+    "softmax": tensor_math.softmax,
+    "log_softmax": tensor_math.log_softmax,
+    "logsumexp": tensor_math.logsumexp,
+    "round": tensor_math.round,
 }
 
 SPECIAL: dict = dict(_EAGER)  # torch.special name -> function
@@ -71,11 +71,11 @@ def _unrecorded(entry):
 def _logit(entry):
     """torch.logit(input, eps=None): x clamped to [eps, 1 - eps] first when eps is given (its
     gradient zero outside, as torch's LogitBackward0; the clamp is a node of its own here)."""
-    plain = ops.op_of_entry(entry)
+    plain = tensor_math.op_of_entry(entry)
     plain_ = inplace.inplace_of(plain)
 
     def logit(input, eps=None, *, out=None):
-        x = input if eps is None else ops.clamp(input, eps, 1.0 - eps)
+        x = input if eps is None else tensor_math.clamp(input, eps, 1.0 - eps)
         return plain(x, out=out)
 
     def logit_(self, eps=None):
@@ -88,7 +88,7 @@ def _logit(entry):
 
 def _polygamma(entry):
     """torch.polygamma(n, input); as a method, x.polygamma(n)."""
-    op = ops.op_of_entry(entry)
+    op = tensor_math.op_of_entry(entry)
 
     def polygamma(self, n):
         return op(n, self)
@@ -152,7 +152,7 @@ def _ufunc_of(fn, n_inputs):
 
 
 def _made_by_ops() -> dict:
-    return {op.entry.name: op for op in ops.REGISTERED.values()}
+    return {op.entry.name: op for op in tensor_math.REGISTERED.values()}
 
 
 def _collect() -> dict:
@@ -168,7 +168,7 @@ def _collect() -> dict:
         op = already.get(entry.name)
         if op is None:
             if not names.special:
-                continue  # an entry eager.ops makes (or a later family's): not ours
+                continue  # an entry eager.tensor_math makes (or a later family's): not ours
             if entry.name in _ADAPTERS:
                 op, adapted = _ADAPTERS[entry.name](entry)
                 methods.update(adapted)
@@ -177,7 +177,7 @@ def _collect() -> dict:
             elif names.node is None:
                 op = _unrecorded(entry)
             else:
-                op = ops.op_of_entry(entry)
+                op = tensor_math.op_of_entry(entry)
                 for name in names.method:
                     methods[name] = op
                 for name in names.inplace:

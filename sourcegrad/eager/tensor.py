@@ -7,7 +7,7 @@ reference to its `AccumulateGrad` (so every use of a leaf in one graph shares
 that node, as in torch) and, for views, the base tensor. Rarely used state
 (hooks, `retain_grad`, how a view was taken) lives in `_extra`.
 
-The ops themselves are functions in `ops.py`, `shape_ops.py` and `inplace.py`
+The ops themselves are functions in `tensor_math.py`, `shape_ops.py` and `inplace.py`
 that serve both as `sourcegrad.exp(x)` and as `x.exp()`; `methods.py` attaches
 them to this class. What stays here is what is about the tensor itself:
 properties, autograd state, conversions and printing.

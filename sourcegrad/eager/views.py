@@ -12,6 +12,9 @@ transpose, swapaxes, moveaxis, expand_dims, squeeze, broadcast_to) are `@impleme
 with their numpy call forms at the end.
 
 Imports: `operands`, `spec`, `tensor`, `surface` and the leaves.
+
+Why one module: the view machinery (`view_of`, `record_view`, `positions`) and the views
+made with it are read together.
 """
 
 from __future__ import annotations

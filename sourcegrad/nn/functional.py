@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from ..eager import devices, factories, ops, shape_ops
+from ..eager import devices, factories, shape_ops, tensor_math
 from ..eager import inplace as _inplace_ops
 from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F401 (torch's too)
 from ..eager.tensor import Tensor
@@ -82,7 +82,7 @@ _wrap = Tensor._make
 
 
 def relu(input, inplace=False):
-    return _inplace_ops.relu_(input) if inplace else ops.relu(input)
+    return _inplace_ops.relu_(input) if inplace else tensor_math.relu(input)
 
 
 def relu_(input):
@@ -92,15 +92,15 @@ def relu_(input):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     if inplace:
         return _inplace_ops.leaky_relu_(input, negative_slope)
-    return ops.leaky_relu(input, negative_slope)
+    return tensor_math.leaky_relu(input, negative_slope)
 
 
 def sigmoid(input):
-    return ops.sigmoid(input)
+    return tensor_math.sigmoid(input)
 
 
 def tanh(input):
-    return ops.tanh(input)
+    return tensor_math.tanh(input)
 
 
 def _get_softmax_dim(name, ndim, stacklevel):
@@ -116,13 +116,13 @@ def _get_softmax_dim(name, ndim, stacklevel):
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("softmax", input.dim(), _stacklevel)
-    return ops.softmax(input, dim, dtype)
+    return tensor_math.softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
-    return ops.log_softmax(input, dim, dtype)
+    return tensor_math.log_softmax(input, dim, dtype)
 
 
 def _check_p(p):
@@ -190,7 +190,7 @@ def one_hot(tensor, num_classes=-1):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
-    norm = ops.norm(input, p, dim, keepdim=True).clamp_min(eps)
+    norm = tensor_math.norm(input, p, dim, keepdim=True).clamp_min(eps)
     return input / norm.expand_as(input)
 
 
@@ -203,19 +203,19 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as torch)."""
     scaled = input * beta
-    smooth = ops.log1p(ops.exp(ops.clamp(scaled, max=threshold))) / beta
-    return ops.where(scaled > threshold, input, smooth)
+    smooth = tensor_math.log1p(tensor_math.exp(tensor_math.clamp(scaled, max=threshold))) / beta
+    return tensor_math.where(scaled > threshold, input, smooth)
 
 
 def gelu(input, approximate="none"):
     if approximate == "tanh":
         inner = 0.7978845608028654 * (input + 0.044715 * input**3)
-        return 0.5 * input * (1 + ops.tanh(inner))
+        return 0.5 * input * (1 + tensor_math.tanh(inner))
     if approximate != "none":
         raise RuntimeError("approximate argument must be either none or tanh.")
     if isinstance(input, Tensor) and input._data.dtype.kind == "f":
-        return ops.gelu(input)
-    return 0.5 * input * (1 + ops.erf(input * 0.7071067811865476))
+        return tensor_math.gelu(input)
+    return 0.5 * input * (1 + tensor_math.erf(input * 0.7071067811865476))
 
 
 def _activation(fn, input, inplace, *args):
@@ -230,7 +230,7 @@ def _activation(fn, input, inplace, *args):
 
 
 def _silu(x):
-    return x * ops.sigmoid(x)
+    return x * tensor_math.sigmoid(x)
 
 
 def silu(input, inplace=False):
@@ -238,7 +238,7 @@ def silu(input, inplace=False):
 
 
 def _mish(x):
-    return x * ops.tanh(softplus(x))
+    return x * tensor_math.tanh(softplus(x))
 
 
 def mish(input, inplace=False):
@@ -247,8 +247,8 @@ def mish(input, inplace=False):
 
 def _elu(x, alpha, scale=1.0, input_scale=1.0):
     # exp of the clamped input: the branch `where` drops must not overflow (0 * inf = nan)
-    negative = alpha * ops.expm1(ops.clamp(x, max=0) * input_scale)
-    out = ops.where(x > 0, x, negative)
+    negative = alpha * tensor_math.expm1(tensor_math.clamp(x, max=0) * input_scale)
+    out = tensor_math.where(x > 0, x, negative)
     return out * scale if scale != 1.0 else out
 
 
@@ -270,7 +270,7 @@ def selu(input, inplace=False):
 
 def _hardtanh(x, min_val, max_val):
     inside = (x > min_val) & (x < max_val)
-    return ops.where(inside, x, ops.clamp(x.detach(), min_val, max_val))
+    return tensor_math.where(inside, x, tensor_math.clamp(x.detach(), min_val, max_val))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -289,7 +289,7 @@ def relu6(input, inplace=False):
 
 
 def _threshold_fn(x, threshold, value):
-    return ops.where(x > threshold, x, value)
+    return tensor_math.where(x > threshold, x, value)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -318,21 +318,23 @@ def hardswish(input, inplace=False):
 
 
 def hardshrink(input, lambd=0.5):
-    return ops.where(ops.abs(input) > lambd, input, 0.0)
+    return tensor_math.where(tensor_math.abs(input) > lambd, input, 0.0)
 
 
 def softshrink(input, lambd=0.5):
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return ops.where(input > lambd, input - lambd, ops.where(input < -lambd, input + lambd, 0.0))
+    return tensor_math.where(
+        input > lambd, input - lambd, tensor_math.where(input < -lambd, input + lambd, 0.0)
+    )
 
 
 def softsign(input):
-    return input / (ops.abs(input) + 1)
+    return input / (tensor_math.abs(input) + 1)
 
 
 def tanhshrink(input):
-    return input - ops.tanh(input)
+    return input - tensor_math.tanh(input)
 
 
 def logsigmoid(input):
@@ -342,7 +344,7 @@ def logsigmoid(input):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("softmin", input.dim(), _stacklevel)
-    return ops.softmax(-input, dim, dtype)
+    return tensor_math.softmax(-input, dim, dtype)
 
 
 def glu(input, dim=-1):
@@ -354,7 +356,7 @@ def glu(input, dim=-1):
             f"is size {input._data.shape[dim]}"
         )
     a, b = shape_ops.chunk(input, 2, dim)
-    return a * ops.sigmoid(b)
+    return a * tensor_math.sigmoid(b)
 
 
 def prelu(input, weight):
@@ -368,7 +370,7 @@ def prelu(input, weight):
                 f"{input._data.shape[1] if input._data.ndim >= 2 else 1}."
             )
         w = weight.reshape([-1] + [1] * (input._data.ndim - 2))
-    return ops.where(input > 0, input, w * input)
+    return tensor_math.where(input > 0, input, w * input)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
@@ -376,7 +378,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     slopes = factories.empty_like(input.detach()).uniform_(lower, upper)
-    return _activation(lambda x: ops.where(x >= 0, x, x * slopes), input, inplace)
+    return _activation(lambda x: tensor_math.where(x >= 0, x, x * slopes), input, inplace)
 
 
 # --- layers' functional forms -----------------------------------------------------------------
@@ -388,7 +390,7 @@ def bilinear(input1, input2, weight, bias=None):
     x1 = input1.reshape(-1, input1.shape[-1])
     x2 = input2.reshape(-1, input2.shape[-1])
     # (N, I) @ (O, I, J) -> (O, N, J); times x2 and summed over J -> (O, N)
-    y = (ops.matmul(x1, weight) * x2).sum(-1).t()
+    y = (tensor_math.matmul(x1, weight) * x2).sum(-1).t()
     if bias is not None:
         y = y + bias
     return y.reshape(tuple(lead) + (weight.shape[0],))
@@ -431,7 +433,7 @@ def embedding(
     if padding_idx is None:
         return out
     at_pad = (input == padding_idx).unsqueeze(-1)
-    return ops.where(at_pad, weight.detach()[input], out)
+    return tensor_math.where(at_pad, weight.detach()[input], out)
 
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):
@@ -440,8 +442,8 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):
 
     with no_grad():
         rows = shape_ops.unique(input.reshape(-1))
-        norms = ops.norm(weight[rows], norm_type, dim=1, keepdim=True)
-        scale = ops.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        norms = tensor_math.norm(weight[rows], norm_type, dim=1, keepdim=True)
+        scale = tensor_math.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         weight[rows] = weight[rows] * scale
 
 
@@ -458,7 +460,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"{expected}, but got input of size{list(input.shape)}"
         )
     dims = tuple(range(input.ndim - k, input.ndim))
-    return composites.layer_norm(input, dims, weight, bias, eps, _mean_keepdim, ops.rsqrt)
+    return composites.layer_norm(input, dims, weight, bias, eps, _mean_keepdim, tensor_math.rsqrt)
 
 
 def _mean_keepdim(x, dims):
@@ -472,7 +474,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     dims = tuple(range(input.ndim - k, input.ndim))
     if eps is None:
         eps = float(np.finfo(input._data.dtype).eps)
-    out = input * ops.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    out = input * tensor_math.rsqrt((input * input).mean(dims, keepdim=True) + eps)
     return out * weight if weight is not None else out
 
 
@@ -489,7 +491,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     mean = grouped.mean(-1, keepdim=True)
     centred = grouped - mean
     var = (centred * centred).mean(-1, keepdim=True)
-    out = (centred * ops.rsqrt(var + eps)).reshape(input.shape)
+    out = (centred * tensor_math.rsqrt(var + eps)).reshape(input.shape)
     affine_shape = [1, c] + [1] * (input.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(affine_shape)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ..eager import dtypes, factories, ops, shape_ops
+from ..eager import dtypes, factories, shape_ops, tensor_math
 from ..eager.tensor import Tensor
 from ..errors import SourcegradError
 from .linear_ops import linear
@@ -51,8 +51,8 @@ def _safe_softmax(scores, dim):
     Such a row is replaced by zeros before the softmax too: its softmax, kept for the
     backward pass, is then finite, and the zero gradient stays zero (not 0 * nan)."""
     masked_rows = (scores == _NEG_INF).all(dim, keepdim=True)
-    out = ops.softmax(ops.where(masked_rows, 0.0, scores), dim)
-    return ops.where(masked_rows, 0.0, out)
+    out = tensor_math.softmax(tensor_math.where(masked_rows, 0.0, scores), dim)
+    return tensor_math.where(masked_rows, 0.0, out)
 
 
 def scaled_dot_product_attention(
@@ -98,13 +98,13 @@ def scaled_dot_product_attention(
     if enable_gqa:
         key = shape_ops.repeat_interleave(key, query.shape[-3] // key.shape[-3], -3)
         value = shape_ops.repeat_interleave(value, query.shape[-3] // value.shape[-3], -3)
-    scores = ops.matmul(query, key.transpose(-2, -1)) * scale_factor
+    scores = tensor_math.matmul(query, key.transpose(-2, -1)) * scale_factor
     if bias is not None:
         scores = scores + bias
     weights = _safe_softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
-    return ops.matmul(weights, value)
+    return tensor_math.matmul(weights, value)
 
 
 def none_or_dtype(input):
@@ -396,13 +396,13 @@ def _attention_and_weights(q, k, v, attn_mask, dropout_p, out_proj, shape, avera
     then the output projected; the weights averaged over the heads if `average`."""
     tgt_len, bsz, embed_dim, num_heads = shape
     q_scaled = q * math.sqrt(1.0 / float(q.shape[-1]))
-    scores = ops.bmm(q_scaled, k.transpose(-2, -1))
+    scores = tensor_math.bmm(q_scaled, k.transpose(-2, -1))
     if attn_mask is not None:
         scores = attn_mask + scores
-    weights = ops.softmax(scores, -1)
+    weights = tensor_math.softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
-    out = ops.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = tensor_math.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
     out = linear(out, *out_proj).reshape(tgt_len, bsz, -1)
     weights = weights.reshape(bsz, num_heads, tgt_len, k.shape[1])
     if average:

@@ -16,6 +16,9 @@ for l1_loss, DivBackward0 over SumBackward0 for kl_div's batchmean, ...).
 
 Class-index targets work for inputs of shape (C,), (N, C) and (N, C, d1, ...)
 (the last viewed as (N, C, H, W) for NllLoss2DBackward0, as torch does).
+
+Why one module: torch.nn.functional's losses share the reduction and weighting helpers
+(`_reduce`, `_weighted`, `_pointwise`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from ..eager import factories, operands, ops
+from ..eager import factories, operands, tensor_math
 from ..eager.composites import pairwise_distance
 from ..eager.grad_mode import no_grad
 from ..eager.spec import OpSpec, record
@@ -114,7 +117,7 @@ def _pointwise(spec, fn, input, target, reduction, **static):
     try:
         losses = fn(xd, yd, reduction, *static.values())
     except ValueError as e:
-        raise ops.broadcast_error(np.shape(xd), np.shape(yd)) or e from e
+        raise tensor_math.broadcast_error(np.shape(xd), np.shape(yd)) or e from e
     out = _wrap(operands.result(losses, rd))
     if operands.needs_grad(rx, ry):
         record(spec, out, (rx, ry), {"reduction": reduction, **static})
@@ -217,7 +220,7 @@ def nll_loss(
     reduction = reduction_of(size_average, reduce, reduction)
     _check_targets(input, target, weight, ignore_index)
     _not_differentiable("nll_loss", "weight", weight)
-    ops.same_device(input, target, weight)
+    tensor_math.same_device(input, target, weight)
     w = _array(weight, input._data.dtype)
     if input._data.ndim > 2:
         return _nll_loss_nd(input, target, w, reduction, ignore_index)
@@ -278,7 +281,7 @@ def cross_entropy(
     ndim = input._data.ndim
     class_dim = 0 if ndim == 1 else 1
     c = input._data.shape[class_dim]
-    logp = ops.log_softmax(input, class_dim)
+    logp = tensor_math.log_softmax(input, class_dim)
     if tuple(input.shape) == tuple(target.shape):
         return _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim)
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
@@ -332,7 +335,7 @@ def binary_cross_entropy(
         )
     _not_differentiable("binary_cross_entropy", "weight", weight)
     xd, yd, rd, rx, ry = operands.promote(input, target)
-    ops.same_device(input, target, weight)
+    tensor_math.same_device(input, target, weight)
     if ((xd < 0) | (xd > 1)).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
     w = _array(weight, rd)
@@ -353,7 +356,7 @@ def binary_cross_entropy_with_logits(
     _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
     _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     xd, yd, rd, rx, ry = operands.promote(input, target)
-    ops.same_device(input, target, weight, pos_weight)
+    tensor_math.same_device(input, target, weight, pos_weight)
     w, pw = _array(weight, rd), _array(pos_weight, rd)
     out = _wrap(
         operands.result(nn_losses.binary_cross_entropy_with_logits(xd, yd, w, pw, reduction), rd)
@@ -387,7 +390,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
             stacklevel=2,
         )
     if log_target:
-        losses = ops.exp(target) * (target - input)
+        losses = tensor_math.exp(target) * (target - input)
     else:
         losses = _xlogy(target, target) - target * input
     if reduction == "batchmean":
@@ -414,7 +417,9 @@ def cosine_embedding_loss(
     zeros = factories.zeros_like(cos)
     pos = 1 - cos
     neg = (cos - margin).clamp_min(0)
-    output = ops.where(target == 1, pos, zeros) + ops.where(target == -1, neg, zeros)
+    output = tensor_math.where(target == 1, pos, zeros) + tensor_math.where(
+        target == -1, neg, zeros
+    )
     return _reduce(output, reduction)
 
 
@@ -440,15 +445,15 @@ def hinge_embedding_loss(
     """input where target is 1, max(0, margin - input) where it is -1."""
     reduction = reduction_of(size_average, reduce, reduction)
     zeros = factories.zeros_like(input)
-    output_margin = ops.where(target != 1, (margin - input).clamp_min(0), zeros)
-    output_self = ops.where(target != -1, input, zeros)
+    output_margin = tensor_math.where(target != 1, (margin - input).clamp_min(0), zeros)
+    output_self = tensor_math.where(target != -1, input, zeros)
     return _reduce(output_margin + output_self, reduction)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input))."""
     reduction = reduction_of(size_average, reduce, reduction)
-    return _reduce(ops.log1p(ops.exp(-input * target)), reduction)
+    return _reduce(tensor_math.log1p(tensor_math.exp(-input * target)), reduction)
 
 
 def poisson_nll_loss(
@@ -465,12 +470,12 @@ def poisson_nll_loss(
     `full`, Stirling's approximation of log(target!) where target > 1."""
     reduction = reduction_of(size_average, reduce, reduction)
     if log_input:
-        loss = ops.exp(input) - target * input
+        loss = tensor_math.exp(input) - target * input
     else:
-        loss = input - target * ops.log(input + eps)
+        loss = input - target * tensor_math.log(input + eps)
     if full:
         stirling = (
-            target * ops.log(target) - target + 0.5 * ops.log(2 * math.pi * target)
+            target * tensor_math.log(target) - target + 0.5 * tensor_math.log(2 * math.pi * target)
         ).masked_fill(target <= 1, 0)
         loss = loss + stirling
     return _reduce(loss, reduction)
@@ -493,7 +498,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     var = var.clone()
     with no_grad():
         var.clamp_(min=eps)
-    loss = 0.5 * (ops.log(var) + (input - target) ** 2 / var)
+    loss = 0.5 * (tensor_math.log(var) + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
@@ -525,5 +530,5 @@ def triplet_margin_loss(
     d_positive = pairwise_distance(anchor, positive, p, eps)
     d_negative = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        d_negative = ops.minimum(d_negative, pairwise_distance(positive, negative, p, eps))
+        d_negative = tensor_math.minimum(d_negative, pairwise_distance(positive, negative, p, eps))
     return _reduce((margin + d_positive - d_negative).clamp_min(0), reduction)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..eager import dtypes, factories
 from ..eager.grad_mode import no_grad
-from ..eager.ops import where
+from ..eager.tensor_math import where
 
 __all__ = [
     "calculate_gain",

@@ -5,14 +5,14 @@ The one eager definition: `nn.functional` re-exports it, and the attention funct
 the recurrent layers call it. (`compiled.lowering.linear` is its numpy spelling for compiled
 code, `input @ weight.T + bias`: the compiler differentiates that product and sum itself.)
 
-Imports: the eager ops.
+Imports: the eager tensor_math.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..eager import ops, shape_ops
+from ..eager import shape_ops, tensor_math
 
 __all__ = ["linear"]
 
@@ -33,8 +33,8 @@ def linear(input, weight, bias=None):
                 or bias._data.dtype != w.dtype
             )
         ):
-            ops.check_addmm(bias, (math.prod(shape[:-1]), shape[-1]), input.dtype, wt)
+            tensor_math.check_addmm(bias, (math.prod(shape[:-1]), shape[-1]), input.dtype, wt)
     if input._data.ndim == 2:
-        return ops.addmm(bias, input, wt) if bias is not None else ops.mm(input, wt)
-    out = ops.matmul(input, wt)
+        return tensor_math.addmm(bias, input, wt) if bias is not None else tensor_math.mm(input, wt)
+    out = tensor_math.matmul(input, wt)
     return out + bias if bias is not None else out

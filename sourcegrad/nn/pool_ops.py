@@ -13,7 +13,7 @@
   written with numpy's matmul, so it runs on Tensors under create_graph.
 * `adaptive_avg_pool2d` to 1x1 is a mean over the last two dims (MeanBackward1), as torch.
 
-Imports: numpy, `ops.nn_kernels`, `unsupported` and the eager ops.
+Imports: numpy, `ops.nn_kernels`, `unsupported` and the eager tensor_math.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ..eager import devices, operands, ops, shape_ops
+from ..eager import devices, operands, shape_ops, tensor_math
 from ..eager.spec import record
 from ..eager.tensor import Tensor
 from ..ops import nn_kernels as K
@@ -254,7 +254,7 @@ def adaptive_avg_pool2d(input, output_size):
             "or equal to 0 but received {" + ", ".join(map(str, out)) + "}"
         )
     if out == (1, 1):
-        return ops.mean(input, (-1, -2), True)
+        return tensor_math.mean(input, (-1, -2), True)
     _refuse_integers(input, "adaptive_avg_pool2d")
     a = K.adaptive_pool_matrix(x.shape[-2], out[0], x.dtype)
     b = K.adaptive_pool_matrix(x.shape[-1], out[1], x.dtype)

@@ -1,4 +1,4 @@
-"""THE op registry: one record (`registry.Op`) per operation, shared by compiler and eager.
+"""THE op registry: one record (`registry.Rule`) per operation, shared by compiler and eager.
 
 An operation's entry, in the file of its family, holds all of it: the numpy function(s)
 and spelling, VJPs and JVPs (or a linearity mark), the properties the compiler's passes
@@ -40,7 +40,6 @@ from .registry import (
     OPERATORS,
     PROPERTIES,
     RULES,
-    Op,
     Rule,
     Spelling,
     Torch,
@@ -78,7 +77,6 @@ __all__ = [
     "RULES",
     "SHAPE",
     "VALUE",
-    "Op",
     "Rule",
     "Spelling",
     "Torch",

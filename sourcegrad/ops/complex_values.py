@@ -155,7 +155,7 @@ mark("complex", "is_complex")
 
 
 # Example inputs for the registry's test grid (ops/examples.py): real inputs (the grid's
-# inputs are real; complex intermediates are tested in tests/compiler/test_fft_complex.py).
+# inputs are real; complex intermediates are tested in tests/compiler/ops/test_fft_complex.py).
 EXAMPLES = {
     **{
         _name: [ex(arg(3, 4)), ex(arg())]

@@ -109,12 +109,12 @@ defvjp(
 
 def _c(name):
     """The facts of a function of C's math library that Python's math module has by the same
-    name (see Op.math and Op.libm)."""
+    name (see Rule.math and Rule.libm)."""
     return {"math": name, "libm": name}
 
 
 # Elementwise functions of one argument: numpy function, VJP, torch names (eager surface), the
-# other fields of the entry (math, libm, inline: registry.Op).
+# other fields of the entry (math, libm, inline: registry.Rule).
 _UNARY = {
     "exp": (
         np.exp,

@@ -2,7 +2,7 @@
 
 `fingerprint(names)` takes the names of the ops a lowered function calls (its `Call.op`s)
 and returns the SHA-256 (hex) of every record the compiler reads for them: each field of
-each op's `Op` (spelling, properties, linearity, ...), its forward function, and its VJP
+each op's `Rule` (spelling, properties, linearity, ...), its forward function, and its VJP
 and JVP lambdas as the compiler inlines them (their template's syntax tree, without line
 numbers: moving a rule in its file changes nothing). A user's template is followed into
 what it calls: the ops (`rule_for_function` of the objects it names) are digested in turn,

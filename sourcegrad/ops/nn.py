@@ -673,7 +673,7 @@ _ROUNDING = {
     "floor": torch("FloorBackward0", "floor", inplace=("floor_",), keep_int=True),
     "ceil": torch("CeilBackward0", "ceil", inplace=("ceil_",), keep_int=True),
     "trunc": torch("TruncBackward0", "trunc", "fix", inplace=("trunc_", "fix_"), keep_int=True),
-    "round": None,  # eager round takes `decimals` (sourcegrad.eager.ops.round)
+    "round": None,  # eager round takes `decimals` (sourcegrad.eager.tensor_math.round)
 }
 for _name, _torch in _ROUNDING.items():
     defvjp(

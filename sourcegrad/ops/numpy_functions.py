@@ -1520,7 +1520,7 @@ EXAMPLES = {
         ex(arg(6), n=3, prepend=0.5),
         ex(arg(3, 4), n=2, axis=0, prepend=arg(2, 4), append=arg(1, 4)),
     ],
-    # (weighted: tests/compiler/test_numpy_functions.py, with weights away from a zero sum)
+    # (weighted: tests/compiler/ops/test_numpy_functions.py, with weights away from a zero sum)
     "np_average": [ex(arg(7)), ex(arg(3, 4), axis=0), ex(arg(3, 4), axis=1, keepdims=True)],
     "np_median": [ex(arg(7)), ex(arg(3, 4), axis=0), ex(arg(3, 4), axis=1, keepdims=True)],
     "np_quantile": [ex(arg(7), 0.3), ex(arg(3, 4), [0.2, 0.9], axis=1)],
@@ -1574,7 +1574,7 @@ EXAMPLES = {
             "np_dstack",
             "np_column_stack",
             # (the grid passes a list display, which reaches the entries above: the lists
-            # built at run time are tested in tests/compiler/test_written_for_autograd.py)
+            # built at run time are tested in tests/compiler/ops/test_written_for_autograd.py)
             "np_hstack_list",
             "np_vstack_list",
             "np_row_stack_list",

@@ -234,6 +234,6 @@ EXAMPLES = {
     "var": _reduction_variants(ddof=True),
     "std": _reduction_variants(ddof=True),
     "cumsum": [ex(arg(3, 4)), ex(arg(3, 4), axis=0), ex(arg(2, 3, 4), axis=-1)],
-    # (a second derivative through cumprod refuses, loudly: tests/compiler/test_cumprod.py)
+    # (a second derivative through cumprod refuses, loudly: tests/compiler/ops/test_cumprod.py)
     "cumprod": [ex(arg(3, 4), hvp=False), ex(arg(3, 4), axis=0, hvp=False)],
 }

@@ -1,8 +1,8 @@
-"""The op record and the functions that define ops: one `Op` per operation, in `RULES`.
+"""The rules and the functions that define them: one `Rule` per op, in `RULES` by the op's name.
 
 An operation is something the compiler does not look inside (a numpy function, an
 operator, an attribute read, a runtime helper) and the eager mode records as one node.
-Its `Op` holds everything either mode asks about it:
+Its `Rule` holds everything either mode asks about it:
 
 * how to run it (`fn`) and how generated code writes it (`spelling`);
 * its derivatives: one VJP lambda per positional input, JVPs or a linearity mark;
@@ -48,7 +48,12 @@ family's templates written out per member (`ops.expand`) have their source kept 
 
 Imports: numpy and gast only.
 
-Why one module: the `Op` record and the few functions that make and look up entries are the
+Words: an *op* is an operation's name (`"mul_op"`, what IR calls and generated code's
+spellings refer to); its *rule* is its record here (`RULES[op]`, a `Rule`), which docs also
+call the op's entry in the registry. A *primitive*, in docstrings, is what an op names: an
+operation the compiler does not look inside (`defprimitive` makes a rule with no VJPs yet).
+
+Why one module: the `Rule` record and the few functions that make and look up rules are the
 registry's one concept, which every family module builds on.
 """
 
@@ -145,8 +150,8 @@ PROPERTIES = (
 
 
 @dataclass
-class Op:
-    """Everything sourcegrad knows about one operation."""
+class Rule:
+    """Everything sourcegrad knows about one op: its rule."""
 
     name: str
     fn: Callable | None
@@ -256,9 +261,7 @@ class Op:
         return self.vjps[argnum] if argnum < len(self.vjps) else None
 
 
-Rule = Op  # the name the compiler's modules grew up with
-
-RULES: dict[str, Op] = {}
+RULES: dict[str, Rule] = {}
 
 # Python's operators (by their gast/ast node name) and the primitives they call; user code
 # and rule templates are both lowered through this one mapping.
@@ -281,7 +284,7 @@ _BY_SPELLING: dict[tuple, str] = {}  # (spelling kind, text) -> the first op spe
 # --- queries ---------------------------------------------------------------------------------
 
 
-def get(name: str) -> Op:
+def get(name: str) -> Rule:
     """The record of op `name` (KeyError if there is none)."""
     return RULES[name]
 
@@ -297,7 +300,7 @@ def has(name: str, prop: str) -> bool:
     return prop in op.props
 
 
-def rule_for_function(fn: object) -> Op | None:
+def rule_for_function(fn: object) -> Rule | None:
     """The rule registered for a callable object (np.exp, math.sin, ...), if any."""
     name = _BY_FUNCTION.get(_function_key(fn))
     if name is None and _OPTIONAL and load_optional():
@@ -335,7 +338,7 @@ def _function_key(fn: object) -> object:
     return id(fn)
 
 
-def spelled(kind: str, text: str) -> Op | None:
+def spelled(kind: str, text: str) -> Rule | None:
     """The entry generated code calls as `Spelling(kind, text)`: `spelled("func", "arcsin")`
     for `np.arcsin(x)`, `spelled("module", "math.asin")` for `math.asin(x)` (the first one
     registered where several share a spelling), or None."""
@@ -373,13 +376,13 @@ def defvjp(
 
     For a primitive with *varargs inputs (concatenate, stack, einsum), the last VJP
     serves every one of them and receives its position as the keyword `argnum`.
-    `jvps`/`linear` give its forward mode (see Op.linear); `properties` the record's
+    `jvps`/`linear` give its forward mode (see Rule.linear); `properties` the record's
     other fields (props, method, methods, shape, torch, math, libm, inline, product;
     complex=True adds the property "complex").
     """
     template = next((v for v in vjps if v is not None), None)
     params, defaults, varargs = _params_of(template) if template else ((), {}, None)
-    rule = Op(
+    rule = Rule(
         name,
         fn,
         spelling,
@@ -408,7 +411,7 @@ def defnondiff(
     name, fn, spelling, params=None, kind="other", pure=True, register_fn=True, **properties
 ):
     """Register a primitive whose result carries no gradient (its derivative is zero or undefined)."""
-    rule = Op(
+    rule = Rule(
         name, fn, spelling, (), tuple(params or ()), {}, None, kind, differentiable=False, pure=pure
     )
     _set(rule, properties)
@@ -418,7 +421,7 @@ def defnondiff(
 
 def defprimitive(name, fn, spelling, kind="other", pure=True, **properties):
     """Register a differentiable primitive whose VJPs are not written yet: using them is an error."""
-    rule = Op(name, fn, spelling, (), (), {}, None, kind, differentiable=True, pure=pure)
+    rule = Rule(name, fn, spelling, (), (), {}, None, kind, differentiable=True, pure=pure)
     _set(rule, properties)
     _register(rule, fn)
     return rule
@@ -431,7 +434,7 @@ def alias(name, fn, spelling, like, family=None, **properties):
     across it); `family` is for a different computation that only borrows the rules
     (min borrows max's). Pass properties are not inherited: each spelling says its own."""
     base = RULES[like]
-    rule = Op(
+    rule = Rule(
         name,
         fn,
         spelling,
@@ -462,7 +465,7 @@ def defjvp(name, *jvps):
 
 
 def deflinear(kind, *names):
-    """Mark primitives linear for forward mode (see Op.linear); aliases follow."""
+    """Mark primitives linear for forward mode (see Rule.linear); aliases follow."""
     for name in names:
         RULES[name].linear = kind
         for other in RULES.values():

@@ -2,7 +2,7 @@
 
 Imported by the registry once the program has imported scipy.integrate (`registry._OPTIONAL`).
 `y = odeint(func, y0, t, args)` is one op taking the user's function: the front end passes a
-function defined at module level (or imported) as a value (`Op.function_params`; a lambda or
+function defined at module level (or imported) as a value (`Rule.function_params`; a lambda or
 nested def, which the compiler inlines where it is called, cannot be handed to scipy and is
 refused, located), and generated code calls `scipy.integrate.odeint` with it. The rules need
 the derivatives of `func` itself: they ask the compiler for them when they run, through

@@ -8,6 +8,10 @@ Imported by the registry once the program has imported scipy.special (`registry.
 scipy is optional. A scipy function is one primitive with its rule, so the compiler never
 inlines scipy's own source (`from scipy.special import logsumexp` differentiates). Generated
 code calls them as `scipy.special.<name>`.
+
+Why one module: its rules are registered together, once the program imports scipy.special
+(one optional import), and share their helpers (`no_scipy_rule`, the Bessel functions'
+asymptotic coefficients).
 """
 
 from __future__ import annotations
@@ -175,7 +179,7 @@ _UNARY = {
     # exp(|x|) (i0e(x) - i1e(x) / x) with the exponentially scaled functions: I0 and I1 overflow
     # together at |x| > 709.78, where their difference gave nan (inf - inf) and this gives inf,
     # as I0' = I1 does there (below, both are exact to rounding element by element: checked
-    # against mpmath in tests/compiler/test_written_for_autograd.py). The scaled ones
+    # against mpmath in tests/compiler/ops/test_written_for_autograd.py). The scaled ones
     # (exp(-|x|) I) add -sign(x) times themselves: i0e' = -sign(x) (i0e - i1e)(|x|) and
     # i1e' = (i0e - i1e)(|x|) - i1e(x) / x, with that difference computed without losing the
     # digits the two share (`bessel_i_gap`; i1e - i0e itself lost log10(2|x|) of them).

@@ -39,6 +39,8 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
 
 def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25):
     """torch's strong-Wolfe line search (from minFunc's lswolfe): (f, g, t, evaluations)."""
+    # (long: torch's strong-Wolfe line search in torch's order (bracketing, then zoom), read
+    # side by side with it)
     d_norm = np.abs(d).max()
     g = g.copy()
     f_new, g_new = obj_func(x, t, d)

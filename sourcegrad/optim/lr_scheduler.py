@@ -714,6 +714,8 @@ class OneCycleLR(LRScheduler):
         three_phase=False,
         last_epoch=-1,
     ):
+        # (long: OneCycleLR's argument checks and phase table in torch's order, read side by
+        # side with torch's)
         _check_optimizer(optimizer)
         self.optimizer = optimizer
         if total_steps is not None:

@@ -1,12 +1,15 @@
 """Each stage of the compiled gradient fed directly, its output checked on its own.
 
 The stages, in the order `compiler.pipeline` runs them (and the folder each lives in):
-frontend (source -> IR), prepare (IR -> IR: hoisted, the aux pair), analysis.infer_shapes
-(IR -> abstract values), specialise.branches.decide_branches (IR -> IR), derive's reverse /
-forward (IR -> derivative IR), optimize (IR -> IR), emit.codegen (IR -> source), load
-(source -> functions); and the door, `sourcegrad.compiler.compile`, running 1-9 in order.
-A derivative stage is checked by printing its output unoptimized and running it against
-finite differences, so a fault is pinned to the stage that made it.
+1 lower: frontend (source -> IR), or trace (a run -> IR); 2 prepare (IR -> IR: hoisted, the
+aux pair); 3 infer: analysis.infer_shapes (IR -> abstract values); 4 decide:
+specialise.branches.decide_branches (IR -> IR); 5 rewrite: each of its rewrites (IR, abstract
+values -> IR of the same value); 6 check: each check (IR -> None, or a located error);
+7 differentiate: derive's reverse, split_vjp, derivative and forward_mode (IR -> derivative
+IR); 8 optimize (IR -> IR); 9 print: emit.codegen (IR -> source); 10 load (source ->
+functions: numpy, dask, numba); and the door, `sourcegrad.compiler.compile`, running 1-9 in
+order. A derivative stage is checked by printing its output unoptimized and running it
+against finite differences, so a fault is pinned to the stage that made it.
 """
 
 import numpy as np
@@ -226,3 +229,229 @@ def test_the_door_gives_each_mode_its_functions():
     ir = function_to_ir(softplus_sum)
     by_avals = compiler.compile(ir, [aval_of(X), aval_of(W)], compiler.Mode((0,)))
     assert by_avals.source == compiler.compile(softplus_sum, (X, W), compiler.Mode((0,))).source
+
+
+# -- stage 1's second producer, and stages 5, 6, 7 (the rest), 10, each fed directly ---------
+
+
+def test_trace_lowers_a_run_to_the_same_normal_form():
+    from sourcegrad.compiler.trace import trace_function
+
+    traced = trace_function(softplus_sum, (X, W), ["x", "w"], {0}, "the test asked")
+    ir = traced.function
+    assert ir.params == ["x", "w"] and traced.why == "the test asked" and traced.guards == 0
+    assigns = [s for s in ir.body if isinstance(s, Assign)]
+    for s in assigns:  # one primitive per statement, as the source front end writes
+        assert isinstance(s.value, (Call, Var, Const))
+        if isinstance(s.value, Call):
+            assert all(isinstance(a, (Var, Const)) for a in s.value.args)
+    assert {"mul_op", "exp", "log", "sum"} <= {s.value.op for s in assigns}
+    assert all(s.loc.text.strip() in softplus_sum_lines() for s in assigns)
+    got, _ = run(ir, (X, W), what="traced primal")
+    assert got == pytest.approx(softplus_sum(X, W))
+
+
+def softplus_sum_lines():
+    import inspect
+
+    return {line.strip() for line in inspect.getsource(softplus_sum).splitlines()}
+
+
+def mean_of_a_list(x):
+    return np.mean([x * 2.0, np.sin(x)])
+
+
+def leaky(x):
+    z = x * 1.0
+    z[z < 0] = z[z < 0] * 0.1
+    return np.sum(z)
+
+
+def rows_through_a_matrix(U, xs):
+    s = 0.0
+    for t in range(len(xs)):
+        s = s + np.sum(np.tanh(U @ xs[t]))
+    return s
+
+
+def negated_input(y, X, w):
+    return np.sum(np.exp(-y * (X @ w)))
+
+
+BIG = 200_000  # (negate_products applies to arrays of at least NEGATE_PRODUCTS_MIN_BYTES)
+REWRITES = {
+    # stage 5's rewrites, each: (a function it rewrites, arguments, ops gone, ops made)
+    "arrays_of_lists": (mean_of_a_list, (X,), set(), {"np_array"}),
+    "selects_for_masked_writes": (leaky, (np.linspace(-1, 1, 6),), {"setitem"}, {"where"}),
+    "batch_row_products": (
+        rows_through_a_matrix,
+        (np.arange(9.0).reshape(3, 3) / 9, np.linspace(-1, 1, 15).reshape(5, 3)),
+        set(),
+        {"T"},
+    ),
+    "negate_products": (
+        negated_input,
+        (np.linspace(-1, 1, BIG), np.linspace(0, 1, 2 * BIG).reshape(BIG, 2) / BIG, W[:2]),
+        set(),
+        set(),
+    ),
+}
+
+
+def _calls(fn):
+    return [
+        s.value.op for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.value, Call)
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(REWRITES))
+def test_each_rewrite_alone_keeps_the_value(name):
+    from sourcegrad.compiler import optimize
+    from sourcegrad.compiler.specialise import list_operands, masked_writes
+
+    rewrite = {
+        "arrays_of_lists": list_operands.arrays_of_lists,
+        "selects_for_masked_writes": masked_writes.selects_for_masked_writes,
+        "batch_row_products": optimize.batch_row_products,
+        "negate_products": optimize.negate_products,
+    }[name]
+    fn, args, gone, made = REWRITES[name]
+    ir = function_to_ir(fn)
+    env = infer_shapes(ir, [aval_of(a) for a in args])
+    out = rewrite(ir, env)
+    assert out is not ir, f"{name} left {fn.__name__} as it was"
+    before, after = _calls(ir), _calls(out)
+    assert not gone & set(after) and made <= set(after) - set(before)
+    if name == "negate_products":  # `-y * p` -> `-(y * p)`: the negation after the product
+        assert before.index("neg_op") < before.index("mul_op")
+        assert after.index("neg_op") > after.index("mul_op")
+    got, _ = run(out, args, what="rewritten primal")
+    assert got == pytest.approx(fn(*args), rel=1e-12)
+    # a function with nothing to rewrite is given back as it is
+    plain = function_to_ir(softplus_sum)
+    assert rewrite(plain, infer_shapes(plain, [aval_of(X), aval_of(W)])) is plain
+
+
+def aliased(x):
+    v = x[:2]
+    x *= 2.0
+    return np.sum(v)
+
+
+def sorted_complex(x):
+    return np.sum(np.real(np.sort(np.exp(1j * x))))
+
+
+def copied_into(x):
+    a = np.zeros(3)
+    np.copyto(a, x)
+    return np.sum(a)
+
+
+def test_each_check_alone_refuses_its_case_at_the_users_line():
+    from sourcegrad import errors
+    from sourcegrad.compiler.analysis import (
+        check_in_place_updates,
+        check_real_values,
+        check_unmodelled_calls,
+    )
+
+    checks = [
+        (aliased, lambda ir, env: check_in_place_updates(ir, env), errors.SourcegradError),
+        (
+            sorted_complex,
+            lambda ir, env: check_real_values(ir, env, ["x"]),
+            errors.ComplexValueError,
+        ),
+        (copied_into, lambda ir, env: check_unmodelled_calls(ir, ["x"]), errors.NoRuleError),
+    ]
+    plain = function_to_ir(softplus_sum)
+    plain_env = infer_shapes(plain, [aval_of(X), aval_of(W)])
+    for fn, check, error in checks:
+        ir = function_to_ir(fn)
+        env = infer_shapes(ir, [aval_of(X.copy())])
+        with pytest.raises(error) as caught:
+            check(ir, env)
+        assert caught.value.loc.file == __file__ and caught.value.loc.text.strip()
+        assert check(plain, plain_env) is None  # (a program it has nothing against)
+
+
+def test_forward_mode_alone_gives_value_and_tangent():
+    from sourcegrad.compiler.derive.forward import forward_mode
+
+    ir = function_to_ir(softplus_sum)
+    env = infer_shapes(ir, [aval_of(X), aval_of(W)])
+    jvp_ir = forward_mode(ir, [0], env, namer_for(ir))
+    assert jvp_ir.params[:2] == ["x", "w"] and len(jvp_ir.params) == 3
+    tangent = np.array([0.5, -1.0, 2.0])
+    (value, along), _ = run(jvp_ir, (X, W, tangent), what="forward-mode derivative (JVP)")
+    assert value == pytest.approx(softplus_sum(X, W))
+    assert along == pytest.approx(fd(softplus_sum, (X, W), 0) @ tangent, rel=1e-6)
+
+
+def test_split_vjp_alone_gives_a_forward_and_a_backward():
+    from sourcegrad.compiler.derive.reverse import split_vjp
+
+    ir = function_to_ir(softplus_sum)
+    env = infer_shapes(ir, [aval_of(X), aval_of(W)])
+    namer = namer_for(ir)
+    cotangent = namer.fresh("g")
+    vjp_ir = reverse(ir, [0, 1], env, namer, as_tuple=True, cotangent=cotangent)
+    fwd, bwd, _ = split_vjp(vjp_ir, cotangent)
+    (value, residuals), _ = run(fwd, (X, W), what="VJP forward")
+    assert value == pytest.approx(softplus_sum(X, W))
+    (dx, dw), _ = run(bwd, (*residuals, 2.0), what="VJP backward")
+    np.testing.assert_allclose(dx, 2.0 * fd(softplus_sum, (X, W), 0), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(dw, 2.0 * fd(softplus_sum, (X, W), 1), rtol=1e-6, atol=1e-9)
+
+
+def test_load_alone_runs_the_source_on_dask_arrays():
+    da = pytest.importorskip("dask.array")
+    from sourcegrad import compiler
+
+    made = compiler.compile(softplus_sum, (X, W), compiler.Mode((0,), backend="dask"))
+    _, _, (fn,) = compiler.load(
+        made.source, made.ir.name, made.primal.free, made.names, "dask", file=__file__
+    )
+    got = fn(da.from_array(X, chunks=2), W)
+    assert isinstance(got, np.ndarray)  # (computed at once: one dask.compute)
+    np.testing.assert_allclose(got, fd(softplus_sum, (X, W), 0), rtol=1e-6, atol=1e-9)
+
+
+def test_load_alone_compiles_the_source_with_numba():
+    pytest.importorskip("numba")
+    from sourcegrad import compiler
+
+    made = compiler.compile(softplus_sum, (X, W), compiler.Mode((0,), backend="numba"))
+    source, _, (fn,) = compiler.load(
+        made.source, made.ir.name, made.primal.free, made.names, "numba", (X, W), "softplus_sum"
+    )
+    assert "@numba.njit" in source and hasattr(fn, "py_func")  # compiled, not the fallback
+    np.testing.assert_allclose(fn(X, W), fd(softplus_sum, (X, W), 0), rtol=1e-6, atol=1e-9)
+
+
+CHECKS = {"check_in_place_updates", "check_real_values", "check_unmodelled_calls"}
+
+
+def test_every_rewrite_and_check_the_pipeline_runs_is_fed_here():
+    """A rewrite or check added to stages 5-6 (`pipeline.specialised`) gets its test above."""
+    import ast
+    import inspect
+
+    from sourcegrad.compiler import pipeline
+
+    tree = ast.parse(inspect.getsource(pipeline.specialised))
+    (listed,) = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "rewrites"
+    ]
+    rewrites = {n.id for n in ast.walk(listed) if isinstance(n, ast.Name)}
+    # (_hoisted_again is stage 2's hoisting again, fed in the prepare test)
+    assert rewrites - {"batch_rows", "_hoisted_again"} == set(REWRITES)
+    called = {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    assert {name for name in called if name.startswith("check_")} == CHECKS

@@ -423,7 +423,7 @@ def _odeint_shape(rule, values, kwvalues):
     return stand_in((np.size(bound["t"]), np.size(bound["y0"])), np.float64)
 
 
-# The shape functions, by an op's kind or by the name its registry entry gives (`Op.shape`).
+# The shape functions, by an op's kind or by the name its registry entry gives (`Rule.shape`).
 _SHAPE_FUNCTIONS = {
     "like_first": _like_first,
     "first_axis_reduced": _first_axis_reduced,

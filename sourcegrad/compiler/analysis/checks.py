@@ -5,6 +5,10 @@ reads (or of a view of one: `is_view`); `check_real_values(fn, env, wrt)` refuse
 intermediates where the rules are written for real values (`ops.complex_values` says where
 complex values are supported). Each raises a `SourcegradError` naming the file, line and
 the line's text, or returns None.
+
+Why one module: it holds stage 6, the located refusals made before differentiating, in one
+place; the in-place checks share one model of which arrays share memory (`memory_sources`,
+`is_view`).
 """
 
 from __future__ import annotations

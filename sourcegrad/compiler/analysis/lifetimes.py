@@ -184,6 +184,7 @@ def in_place_names(fn, printed: dict, user_names) -> dict:
     name is moved only where the values printed under the buffer's name are all made
     before the update (the last of them dies there) and those printed under the result's
     name all at it or after: the two never live at once."""
+    # (long: one pass; its closures share the maps built at its top)
     printed = dict(printed)
     at: dict = {}  # name -> the top-level position of the statement assigning it
     nested: set = set()
@@ -288,6 +289,8 @@ def freed_after_last_use(fn, candidates, local, reads_at, printed, sharing) -> d
     A name is freed only with every local sharing its memory (a view, a result computed
     into its buffer with `out=`), each assigned by top-level statements only, none an
     input, pushed on the stack or returned, and not just before the return."""
+    # (long: two passes, the first collecting the maps (made_at, used_at, together, pushed)
+    # the second chooses from; split, each piece would take or give all four)
     body = fn.body
 
     def name(n):

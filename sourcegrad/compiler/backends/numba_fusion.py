@@ -36,6 +36,9 @@ the source.
 
 Why its own module: numba_backend rewrites what numba needs; this is an optimisation of the
 rewritten text, with its own analysis (which names are arrays, which are read after a run).
+
+Why one module: it is one rewrite of numba source (the runs found, grouped, written as one
+loop), each step reading the same table of the names' kinds.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ import math
 
 import numpy as np
 
-from ...ops import Op, spelled
+from ...ops import Rule, spelled
 
 MATH_CONSTANTS = frozenset(("pi", "e", "tau", "inf"))
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
@@ -130,7 +133,7 @@ def numpy_code_reason(source: str, function: str, kinds) -> str | None:
     return None
 
 
-def _op_of(module, name) -> Op | None:
+def _op_of(module, name) -> Rule | None:
     """The registry entry of generated code's call `np.<name>(...)` or `math.<name>(...)`:
     what the passes ask of a function (its `libm`, `math` and `inline` facts), or None."""
     if module == "np":
@@ -370,6 +373,9 @@ def _as_math(module, name) -> str | None:
 
 
 def _rewrite(lines, fn, run, after, kinds, taken, vector, vector_math):
+    # (long: one fused loop written in its order (the run's arrays and groups, the buffers,
+    # the header, the body per statement, the imports), all reading the names chosen at the
+    # top)
     params = {a.arg for a in fn.args.args}
     leaves, arrays = _array_names(run, kinds, params)
     read_after = {n.id for s in after for n in ast.walk(s) if isinstance(n, ast.Name)}

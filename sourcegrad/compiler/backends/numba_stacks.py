@@ -70,6 +70,8 @@ def split_stack(source: str, typed: bool = False) -> str:
     (0.0, False, an empty array), which its backward never reads either.
     `typed`: `numba.typed.List()` instead of `[]` (a VJP's stacks pass from the forward to
     the backward: numba would copy a Python list in and out)."""
+    # (long: the stack's uses paired per name, then the edits made from the end, sharing one
+    # parent map)
     found = _STACK_LINE.search(source)
     if found is None or re.search(r"\bprevious_value\b", source):
         return source

@@ -47,7 +47,7 @@ LIBRARY = "libmvec.so.1"
 @functools.lru_cache(maxsize=1)
 def names() -> tuple:
     """The candidates: the `libm` functions of one float argument of the registry's entries
-    (`Op.libm`), in the entries' order; `functions()` keeps those libmvec has in its AVX2
+    (`Rule.libm`), in the entries' order; `functions()` keeps those libmvec has in its AVX2
     variant (glibc >= 2.35). Fixed at the first call: `SIN`, `TANH`, ... are indices in it."""
     return tuple(
         dict.fromkeys(

@@ -1092,6 +1092,9 @@ def recompute_under_budget(plan, fn, forward, backward, namer, env, ret, blocks=
     `blocks` names the differentiated inputs (None for a VJP: its forward must end before
     the cotangent is known). Returns
     (forward, backward, the names recomputed)."""
+    # (long: the budget's steps in order: row blocks first, then the candidates, their cost,
+    # the choice and the copies; `steps` and `located` close over the maps those steps
+    # build)
     if plan.memory is None:
         return forward, backward, []
     # a batch whose rows go through the gradient a block at a time recomputes nothing

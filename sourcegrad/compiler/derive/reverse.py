@@ -565,6 +565,9 @@ class Reverser:
         All contributions are computed before any is added, so `h = f(h)` reads the
         adjoint of the new h from its accumulator before the old h's adjoint replaces it.
         """
+        # (long: every refusal a statement's adjoint may meet (complex values, list
+        # concatenation, an unnamed tuple, no rule) is checked in this one place before any
+        # contribution is added; each is a few lines)
         value = stmt.value
         if not isinstance(value, Call):
             if isinstance(value, Var) and value.name in self.active:

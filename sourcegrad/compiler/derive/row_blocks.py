@@ -331,6 +331,9 @@ def _blocked(plan, fn, n, rows, forward, backward, ret, kinds, namer, env):
     forward), each sum over the rows started at zero, the loop over the blocks (the inputs'
     rows sliced, the row values' statements in order, each sum's part added), then what
     reads the sums (a mean's division first)."""
+    # (long: the blocked program built in its order (before the loop, the loop over blocks,
+    # after it) by one loop over the statements, each statement's kind deciding where it
+    # goes)
     kind = kinds.kind
     made = {s.target for s in forward}
     read_back = _read_back(backward, kinds)

@@ -423,6 +423,8 @@ class Instantiator:
     def simplify(self, op, pvs, kw):
         """Algebra that needs no code: x * 1, x + 0, x ** 1, and no-op shape fixes."""
 
+        # (long: a table of algebraic identities, one `if` per op; split, each piece would
+        # be one test)
         def is_const(pv, value):
             return (
                 pv.known

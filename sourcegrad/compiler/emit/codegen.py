@@ -618,6 +618,7 @@ class _Writer:
             self.slot = outer
 
     def write(self, stmt, rest, indent):
+        # (long: the printer's dispatch, one branch per statement kind, each a few lines)
         kind = type(stmt)  # (no statement class is subclassed: the common case first)
         if kind is not Assign and kind not in _NO_READS_RECORDED:
             self.record(self.printed_reads(stmt))

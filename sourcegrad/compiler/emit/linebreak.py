@@ -14,7 +14,7 @@ Why a port of black's algorithm (its right-hand split, optional parentheses, del
 priorities and trailing-comma rules, on tokens instead of black's syntax tree): generated
 code is read next to code people format with black, and black is not a dependency. The
 names of the functions below are black's (linegen.py, lines.py, brackets.py), so that a
-difference can be traced to the rule it comes from. tests/compiler/test_line_breaks.py
+difference can be traced to the rule it comes from. tests/compiler/emit/test_line_breaks.py
 checks the result against black itself where black is installed.
 
 Why one module: a port of black's line-splitting rules (its function names kept, so a

@@ -264,7 +264,7 @@ class CallsMixin:
 
     def function_arguments(self, rule, args, kwargs, node):
         """The arguments of an op that calls a function of the user's itself
-        (`Op.function_params`: scipy.integrate.odeint's func): a function defined at module
+        (`Rule.function_params`: scipy.integrate.odeint's func): a function defined at module
         level or imported is passed as a value, bound by name. A lambda, a nested def or a
         partial is inlined where the code calls it, so it has no value to pass: refused,
         located."""

@@ -54,6 +54,9 @@ class StatementsMixin:
         """Lower the function being differentiated (`static`: values of some arguments;
         `structure`: the `trees.TreeDef` of each argument passed as its leaves, which
         become the function's parameters)."""
+        # (long: the parameters bound in the order Python binds them (a receiver, trees,
+        # static values, a wrapper's own signature), then the body lowered and its return
+        # checked, on the lowerer's shared state)
         static = static or {}
         structure = structure or {}
         tree = self.parsed.tree

@@ -144,6 +144,8 @@ _NOT_MERGED = frozenset(("T", "len", "shape", "size"))
 
 
 def propagate_copies_and_cse(body: list, params=()) -> list:
+    # (long: one walk collects the sets (written, handed over, transposed, stop flags) the
+    # nested `run` reads as it rewrites; split, they would be passed to it one by one)
     counts = assign_counts(body, params)
     single = lambda n: counts[n] <= 1  # noqa: E731
     mapping: dict = {}
@@ -258,6 +260,8 @@ def _dce_block(stmts, live, remove=True, warm=None):
     `live` is the caller's own set, updated in place (a copy per statement made a long
     function's dead-code pass quadratic). `warm`: per loop, the names live after it and
     the values it carries, from its last fixpoint in this pass (see the For case)."""
+    # (long: the dead-code pass's backward walk, one branch per statement kind (a loop's
+    # with its fixpoint), kept in one frame: it is the pass's hot path)
     warm = {} if warm is None else warm
     kept = []
     for stmt in reversed(stmts):

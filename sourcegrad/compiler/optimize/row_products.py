@@ -167,6 +167,8 @@ def _add_invariants_to_rows(body, loop, before, counts, env, fresh):
     products `before` made (`rows`) and a `b` the loop never writes that adds to a row as
     it adds to every row (a bias: `W @ h + U @ x_t + b` adds it once for all rows, as BPTT
     is written by hand). Reassociating the sum changes its rounding only."""
+    # (long: the two forms the rewrite matches, with their small helper closures over the
+    # loop's reads and writes, in one place)
     batched = {s.target for s in before if isinstance(s, Assign) and s.value.op == "matmul_op"}
     written = {n for s in walk(body) for n in writes_of(s)} | {loop.target}
     reads = read_counts(body)

@@ -1126,7 +1126,7 @@ def _python_state(fn, args) -> PythonState:
 
 
 def _dependencies(fn, args, visited=(), made_here=False) -> list:
-    """What the trace read besides its arguments' arrays, as `caches.still_bound` checks it:
+    """What the trace read besides its arguments' arrays, as `memory_caches.still_bound` checks it:
     the globals named by the function's code and by all the user code it ran (`visited`:
     (code, globals) pairs: a helper's module constant), its closure values, and the
     attributes of the objects given to it or read from those globals (numbers compared by

@@ -294,6 +294,9 @@ def _written(body, loc, first, end, length, roles, offset, namer, gathered, name
     """The loop: each carried value's variable given its initial value, then one iteration's
     statements in a `For`, then what followed, reading the last iteration's values by the
     names the loop gives them."""
+    # (long: the rolled loop written in its order (the carried values' starts, one
+    # iteration's statements renamed, then what followed), each part reading the maps the
+    # first builds)
     n = (end - first) // length
     model = body[first : first + length]
     index = Var(namer.fresh("i"))

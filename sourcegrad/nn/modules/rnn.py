@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from ...eager import factories, ops, shape_ops
+from ...eager import factories, shape_ops, tensor_math
 from ...eager.dual_state import DUAL
 from ...eager.grad_mode import STATE
 from ...eager.operands import needs_grad
@@ -54,18 +54,20 @@ def _rnn_step(act, gi, h, w_hh, b_hh):
 def _lstm_step(gi, h, c, w_hh, b_hh, w_hr=None):
     gates = F.linear(h, w_hh, b_hh) + gi
     i, f, g, o = shape_ops.chunk(gates, 4, 1)
-    h, c = composites.lstm_cell(i, f, g, o, c, ops.sigmoid, ops.tanh)
+    h, c = composites.lstm_cell(i, f, g, o, c, tensor_math.sigmoid, tensor_math.tanh)
     return (h if w_hr is None else F.linear(h, w_hr)), c
 
 
 def _gru_step(gi, h, w_hh, b_hh):
     i_r, i_z, i_n = shape_ops.chunk(gi, 3, 1)
     h_r, h_z, h_n = shape_ops.chunk(F.linear(h, w_hh, b_hh), 3, 1)
-    return composites.gru_cell(i_r, i_z, i_n, h_r, h_z, h_n, h, ops.sigmoid, ops.tanh)
+    return composites.gru_cell(
+        i_r, i_z, i_n, h_r, h_z, h_n, h, tensor_math.sigmoid, tensor_math.tanh
+    )
 
 
 def _activation(mode):
-    return ops.relu if mode == "RNN_RELU" else ops.tanh
+    return tensor_math.relu if mode == "RNN_RELU" else tensor_math.tanh
 
 
 # torch runs a float32 LSTM layer as one op on CPU (mkldnn_rnn_layer), one node per layer and
@@ -521,7 +523,7 @@ class RNNCell(RNNCellBase):
         input, hx, is_batched = self._prepare(input, hx, "RNNCell")
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        act = ops.tanh if self.nonlinearity == "tanh" else ops.relu
+        act = tensor_math.tanh if self.nonlinearity == "tanh" else tensor_math.relu
         h = _rnn_step(
             act, F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh, self.bias_hh
         )

@@ -1,0 +1,1 @@
+"""Stage 10's backends (sourcegrad/compiler/backends/ and the CuPy / Dask code generation): numba, Dask, CuPy."""

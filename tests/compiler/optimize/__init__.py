@@ -1,0 +1,1 @@
+"""Stage 8 (sourcegrad/compiler/optimize/): the derivative IR's rewrites (CSE, scalar factors, rank-one updates, in-place updates, buffer reuse)."""
