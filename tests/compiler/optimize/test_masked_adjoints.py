@@ -147,7 +147,7 @@ def test_vjp_keeps_the_array_not_the_part():
 
 
 def test_second_order_and_forward_mode_agree_with_differences():
-    from .fd_check import check_all
+    from ..fd_check import check_all
 
     a, G = RNG.normal(scale=2.0, size=(3, 4)), RNG.normal(size=(3, 4))
     check_all(sigmoid_loss, a, G, rtol=1e-5)
