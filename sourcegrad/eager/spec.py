@@ -295,8 +295,8 @@ def _pair_edge(a):
     """(edge, Meta) of operand `a` of `record_pair` when it needs a gradient, (NONE_EDGE,
     None) when it does not, None when only the general `record` can tell (a view whose base
     came to require grad, an array on a GPU, a complex value)."""
-    if a.__class__ is not TENSOR:
-        return None if isinstance(a, TENSOR) else (NONE_EDGE, None)  # (a subclass: general)
+    if not isinstance(a, TENSOR):
+        return (NONE_EDGE, None)
     if not a._requires_grad:
         return (NONE_EDGE, None) if a._base is None else None
     d = a._data

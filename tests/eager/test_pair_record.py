@@ -221,3 +221,23 @@ def test_fast_path_is_taken(kind, monkeypatch):
     monkeypatch.setattr(spec, "record", lambda *a, **k: calls.append(a) or general(*a, **k))
     out = a + b
     assert out.grad_fn.name() == "AddBackward0" and not calls
+
+
+def test_parameters_take_the_fast_path_as_torch():
+    """nn.Parameter (a Tensor subclass) operands: `x + bias` of a 3-d linear."""
+
+    def run(lib):
+        lib.manual_seed(0)
+        bias = lib.nn.Parameter(lib.tensor([0.5, -1.0, 2.0]))
+        x = lib.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+        out = x * 2 + bias
+        (out * out).sum().backward()
+        return type(out.grad_fn).__name__, bias.grad.numpy(), x.grad.numpy()
+
+    theirs, ours = run(torch), run(sourcegrad)
+    assert theirs[0] == ours[0]
+    for t, o in zip(theirs[1:], ours[1:]):
+        np.testing.assert_allclose(o, t)
+    bias = sourcegrad.nn.Parameter(sourcegrad.ones(3))
+    x = sourcegrad.ones(2, 3, requires_grad=True) * 2
+    assert spec._pair_edge(bias) is not None and spec._pair_edge(x) is not None
