@@ -92,7 +92,8 @@ def _add_rows(out, index, g) -> bool:
         return False
     n = out.shape[0]
     width = out.size // n if n else 0
-    flat = (rows.reshape(-1, 1) % max(n, 1)) * width + np.arange(width)
+    # (in intp: a small integer type, uint8, would overflow in `* width`)
+    flat = (rows.reshape(-1, 1).astype(np.intp) % max(n, 1)) * width + np.arange(width)
     out[...] = np.bincount(flat.reshape(-1), g.reshape(-1), minlength=out.size).reshape(out.shape)
     return True
 

@@ -36,6 +36,17 @@ def test_rows_sum_as_add_at(dtype, shape, rows):
     np.testing.assert_allclose(out, expected, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("index_dtype", [np.uint8, np.int16, np.uint64, np.int64])
+def test_small_and_unsigned_index_types(index_dtype):
+    """Positions are computed in intp: a uint8 row times the row width would overflow."""
+    x = np.zeros((200, 64), np.float32)
+    idx = np.array([199, 3, 199, 150], dtype=index_dtype)
+    g = np.arange(4 * 64, dtype=np.float32).reshape(4, 64)
+    expected = np.zeros_like(x)
+    np.add.at(expected, (idx,), g)
+    np.testing.assert_array_equal(runtime.unindex(g, x, (idx,)), expected)
+
+
 def test_non_finite_values_stay_in_their_rows():
     x = np.zeros((4, 2))
     g = np.array([[np.inf, 1.0], [np.nan, 2.0], [3.0, 4.0]])
