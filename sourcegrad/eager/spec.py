@@ -180,19 +180,21 @@ class OpSpec:
 
     def _pair_plan(self):
         """For a two-operand op with an edge each (add, mul, ...): per mask of the edges that
-        need a gradient, which operands' Metas are all the node saves, as (keep the first's,
-        keep the second's), or None where it saves anything else (a value: the general
-        `_saved_arguments`). None for every other kind of op (`record_pair` then falls back)."""
+        need a gradient, what the node keeps of each operand, (mode of the first, mode of the
+        second): NONE, SHAPE (its Meta: only for an operand that needs a gradient, whose Meta
+        `record_pair` has at hand) or VALUE; None where it keeps a Meta of an operand that
+        needs none (the general `_saved_arguments`). None for every other kind of op
+        (`record_pair` then falls back)."""
         if self.varargs or self.edges != (0, 1) or len(self.names) != 2:
             return None
         plans = []
         for mask, (_, _, _, kept) in enumerate(self._table):
-            keep = [False, False]
+            keep = [NONE, NONE]
             for i, mode, j in kept:
-                if mode != SHAPE or j < 0 or not mask >> j & 1:
+                if mode == SHAPE and (j < 0 or not mask >> j & 1):
                     keep = None
                     break
-                keep[i] = True
+                keep[i] = mode
             plans.append(None if keep is None else tuple(keep))
         return tuple(plans)
 
@@ -312,14 +314,32 @@ def _pair_edge(a):
     return ((fn, a._output_nr) if fn is not None and a._base is None else a._edge()), m
 
 
+def _saved_version(a):
+    """The version a node keeping operand `a` by value records (None for a number or an
+    array: only a Tensor has one), raising torch's error for an inference tensor."""
+    if not isinstance(a, TENSOR):
+        return None
+    if a._inference and not STATE.inference:
+        raise RuntimeError(messages.INFERENCE_SAVED)
+    vc = a._vc
+    return vc.value if vc is not None else 0
+
+
+def _kept_operand(mode, a, meta):
+    """What record_pair's node keeps of operand `a`: nothing, its Meta or itself."""
+    if mode == NONE:
+        return None
+    return meta if mode == SHAPE else a
+
+
 def record_pair(spec, out, a, b):
     """`record(spec, out, (a, b))` for a two-operand op with an edge each (`x + y`, `x * y`):
     the eager mode's most common node, made without `record`'s loops over arguments.
 
     Takes the same arguments as `record` (grad mode on, some operand requiring grad, or a
     tangent to propagate); anything this path does not handle itself (forward AD, anomaly
-    mode, complex values, views whose base came to require grad, GPU arrays, saved values)
-    goes to `record`, which it must give the same node as."""
+    mode, complex values, views whose base came to require grad, GPU arrays, the Meta of an
+    operand that needs no gradient) goes to `record`, which it must give the same node as."""
     plans = spec._pair
     if plans is None or DUAL.on or ANOMALY.enabled or not STATE.enabled:
         return record(spec, out, (a, b))
@@ -330,16 +350,22 @@ def record_pair(spec, out, a, b):
     ma, mb = ea[1], eb[1]
     mask = (ma is not None) | (mb is not None) << 1
     keep = plans[mask]
-    if not mask or keep is None:  # (no operand requires grad: record says so; saved values)
+    if not mask or keep is None:  # (no operand requires grad: record says so)
         return record(spec, out, (a, b))
     _, ans_mode, keeps_values, _ = spec._table[mask]
+    versions = None
+    if keep[0] == VALUE or keep[1] == VALUE:  # (mul, div: the operands themselves)
+        va = _saved_version(a) if keep[0] == VALUE else None
+        vb = _saved_version(b) if keep[1] == VALUE else None
+        if va is not None or vb is not None:  # (numbers alone have none: as record)
+            versions = [va, vb]
     node = _new(spec.node_cls)
     node.next_functions = (ea[0], eb[0])
     node._seq = next(_seq_counter)
     node._hookset = None
     node._spec = spec
-    node._args = (ma if keep[0] else None, mb if keep[1] else None)
-    node._versions = None
+    node._args = (_kept_operand(keep[0], a, ma), _kept_operand(keep[1], b, mb))
+    node._versions = versions
     node._static = None
     node._metas = [ma, mb]
     if ans_mode == VALUE:

@@ -35,6 +35,10 @@ def _operands(kind):
         return x.detach(), y
     if kind == "number":
         return x, 3.0
+    if kind == "number first":
+        return 3.0, x
+    if kind == "array":
+        return x, np.full((2, 3), 2.0)
     if kind == "broadcast":
         return x, sourcegrad.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     if kind == "float32 and float64":
@@ -50,6 +54,8 @@ KINDS = [
     "first only",
     "second only",
     "number",
+    "number first",
+    "array",
     "broadcast",
     "float32 and float64",
     "view",
@@ -71,7 +77,7 @@ def _node_fields(node):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("op", PAIR_SPECS[:8], ids=lambda s: s.node_cls.__name__)
+@pytest.mark.parametrize("op", PAIR_SPECS, ids=lambda s: f"{s.node_cls.__name__}-{s.rule.name}")
 def test_pair_node_equals_general_node(op, kind):
     a, b = _operands(kind)
     ad, bd, rd, ra, rb = arithmetic._promote(a, b)
@@ -213,14 +219,15 @@ def test_hooks_on_operands_run_as_torch():
 
 
 @pytest.mark.parametrize("kind", ["both leaves", "non-leaf and leaf", "first only", "broadcast"])
-def test_fast_path_is_taken(kind, monkeypatch):
+@pytest.mark.parametrize("op", ["add", "mul", "div"])
+def test_fast_path_is_taken(kind, op, monkeypatch):
     """The cases above that record_pair handles itself do not reach the general record."""
     a, b = _operands(kind)
     calls = []
     general = spec.record
     monkeypatch.setattr(spec, "record", lambda *a, **k: calls.append(a) or general(*a, **k))
-    out = a + b
-    assert out.grad_fn.name() == "AddBackward0" and not calls
+    out = OPS[op](a, b)
+    assert out.grad_fn.name() == f"{op.capitalize()}Backward0" and not calls
 
 
 def test_parameters_take_the_fast_path_as_torch():
