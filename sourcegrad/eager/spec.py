@@ -325,13 +325,6 @@ def _saved_version(a):
     return vc.value if vc is not None else 0
 
 
-def _kept_operand(mode, a, meta):
-    """What record_pair's node keeps of operand `a`: nothing, its Meta or itself."""
-    if mode == NONE:
-        return None
-    return meta if mode == SHAPE else a
-
-
 def record_pair(spec, out, a, b):
     """`record(spec, out, (a, b))` for a two-operand op with an edge each (`x + y`, `x * y`):
     the eager mode's most common node, made without `record`'s loops over arguments.
@@ -354,7 +347,7 @@ def record_pair(spec, out, a, b):
         return record(spec, out, (a, b))
     _, ans_mode, keeps_values, _ = spec._table[mask]
     versions = None
-    if keep[0] == VALUE or keep[1] == VALUE:  # (mul, div: the operands themselves)
+    if VALUE in keep:  # (mul, div: the operands themselves)
         va = _saved_version(a) if keep[0] == VALUE else None
         vb = _saved_version(b) if keep[1] == VALUE else None
         if va is not None or vb is not None:  # (numbers alone have none: as record)
@@ -364,7 +357,11 @@ def record_pair(spec, out, a, b):
     node._seq = next(_seq_counter)
     node._hookset = None
     node._spec = spec
-    node._args = (_kept_operand(keep[0], a, ma), _kept_operand(keep[1], b, mb))
+    ka, kb = keep
+    node._args = (
+        ma if ka == SHAPE else (a if ka == VALUE else None),
+        mb if kb == SHAPE else (b if kb == VALUE else None),
+    )
     node._versions = versions
     node._static = None
     node._metas = [ma, mb]
