@@ -38,7 +38,7 @@ from .operands import needs_grad as _needs_grad
 from .operands import promote as _promote
 from .operands import result as _result
 from .out_arg import write_out
-from .spec import OpSpec, record
+from .spec import OpSpec, record, record_pair
 from .surface import export
 from .tensor import Tensor, stale_view_requires_grad
 
@@ -65,7 +65,7 @@ def binary_op(spec, fn, a, b, to_float=False):
             and (rb._requires_grad or (rb._base is not None and stale_view_requires_grad(rb)))
         )
     ):
-        record(spec, out, (ra, rb))
+        record_pair(spec, out, ra, rb)
     elif DUAL.on and any_tangent((ra, rb)):
         record(spec, out, (ra, rb))
     return out

@@ -430,16 +430,14 @@ class RuleNode(Node):
         static = self._static
         metas = self._metas
         edges = self.next_functions
+        shape, dtype = g.shape, g.dtype  # (read once: each read of g.shape makes a tuple)
         results = []
         for i, vjp in enumerate(spec.vjps):
             m = metas[i]
             if vjp is None or m is None or edges[i][0] is None:
                 results.append(None)
             elif (
-                passes[i]
-                and g.shape == m.shape
-                and g.dtype == m.dtype
-                and (m.array_type is np.ndarray)
+                passes[i] and shape == m.shape and dtype == m.dtype and (m.array_type is np.ndarray)
             ):
                 results.append(g)
             else:

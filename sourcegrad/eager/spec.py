@@ -101,6 +101,7 @@ class OpSpec:
         "passes",
         "_modes",
         "_table",
+        "_pair",
     )
 
     def __init__(self, node_name, rule_name, n_arrays=None, edges=None, multi_output=False):
@@ -131,6 +132,7 @@ class OpSpec:
             if self.varargs
             else [self._work_out(mask, len(self.names)) for mask in range(1 << len(self.edges))]
         )
+        self._pair = self._pair_plan()
         ALL_SPECS.append(self)
 
     @classmethod
@@ -175,6 +177,26 @@ class OpSpec:
         ans_mode = needed.get("ans", NONE)
         keeps_values = VALUE in arg_modes or ans_mode == VALUE
         return arg_modes, ans_mode, keeps_values, self._kept(arg_modes)
+
+    def _pair_plan(self):
+        """For a two-operand op with an edge each (add, mul, ...): per mask of the edges that
+        need a gradient, what the node keeps of each operand, (mode of the first, mode of the
+        second): NONE, SHAPE (its Meta: only for an operand that needs a gradient, whose Meta
+        `record_pair` has at hand) or VALUE; None where it keeps a Meta of an operand that
+        needs none (the general `_saved_arguments`). None for every other kind of op
+        (`record_pair` then falls back)."""
+        if self.varargs or self.edges != (0, 1) or len(self.names) != 2:
+            return None
+        plans = []
+        for mask, (_, _, _, kept) in enumerate(self._table):
+            keep = [NONE, NONE]
+            for i, mode, j in kept:
+                if mode == SHAPE and (j < 0 or not mask >> j & 1):
+                    keep = None
+                    break
+                keep[i] = mode
+            plans.append(None if keep is None else tuple(keep))
+        return tuple(plans)
 
     def _kept(self, arg_modes):
         """(argument, mode, its edge or -1) for each argument record() keeps."""
@@ -268,6 +290,96 @@ def record(spec, out, args, static=None, outputs=None):
         propagate(spec, out, args, static, outputs)
         if ans_mode == VALUE and out is not None:
             keep_tangent(node, out)
+    return node
+
+
+def _pair_edge(a):
+    """(edge, Meta) of operand `a` of `record_pair` when it needs a gradient, (NONE_EDGE,
+    None) when it does not, None when only the general `record` can tell (a view whose base
+    came to require grad, an array on a GPU, a complex value)."""
+    if not isinstance(a, TENSOR):
+        return (NONE_EDGE, None)
+    if not a._requires_grad:
+        return (NONE_EDGE, None) if a._base is None else None
+    d = a._data
+    if type(d) is not np.ndarray:
+        return None
+    dt = d.dtype
+    if dt.kind == "c":
+        return None
+    m = METAS.get((d.shape, dt))
+    if m is None:
+        m = meta_of(d)
+    fn = a._grad_fn
+    return ((fn, a._output_nr) if fn is not None and a._base is None else a._edge()), m
+
+
+def _saved_version(a):
+    """The version a node keeping operand `a` by value records (None for a number or an
+    array: only a Tensor has one), raising torch's error for an inference tensor."""
+    if not isinstance(a, TENSOR):
+        return None
+    if a._inference and not STATE.inference:
+        raise RuntimeError(messages.INFERENCE_SAVED)
+    vc = a._vc
+    return vc.value if vc is not None else 0
+
+
+def record_pair(spec, out, a, b):
+    """`record(spec, out, (a, b))` for a two-operand op with an edge each (`x + y`, `x * y`):
+    the eager mode's most common node, made without `record`'s loops over arguments.
+
+    Takes the same arguments as `record` (grad mode on, some operand requiring grad, or a
+    tangent to propagate); anything this path does not handle itself (forward AD, anomaly
+    mode, complex values, views whose base came to require grad, GPU arrays, the Meta of an
+    operand that needs no gradient) goes to `record`, which it must give the same node as."""
+    plans = spec._pair
+    if plans is None or DUAL.on or ANOMALY.enabled or not STATE.enabled:
+        return record(spec, out, (a, b))
+    ea = _pair_edge(a)
+    eb = _pair_edge(b) if ea is not None else None
+    if eb is None or out._data.dtype.kind == "c":
+        return record(spec, out, (a, b))
+    ma, mb = ea[1], eb[1]
+    mask = (ma is not None) | (mb is not None) << 1
+    keep = plans[mask]
+    if not mask or keep is None:  # (no operand requires grad: record says so)
+        return record(spec, out, (a, b))
+    _, ans_mode, keeps_values, _ = spec._table[mask]
+    versions = None
+    if VALUE in keep:  # (mul, div: the operands themselves)
+        va = _saved_version(a) if keep[0] == VALUE else None
+        vb = _saved_version(b) if keep[1] == VALUE else None
+        if va is not None or vb is not None:  # (numbers alone have none: as record)
+            versions = [va, vb]
+    node = _new(spec.node_cls)
+    node.next_functions = (ea[0], eb[0])
+    node._seq = next(_seq_counter)
+    node._hookset = None
+    node._spec = spec
+    ka, kb = keep
+    node._args = (
+        ma if ka == SHAPE else (a if ka == VALUE else None),
+        mb if kb == SHAPE else (b if kb == VALUE else None),
+    )
+    node._versions = versions
+    node._static = None
+    node._metas = [ma, mb]
+    if ans_mode == VALUE:
+        if out._inference and not STATE.inference:
+            raise RuntimeError(messages.INFERENCE_SAVED)
+        vc = out._vc
+        if vc is None:
+            vc = out._get_vc()
+        node._ans = (out._data, vc, vc.value)
+    elif ans_mode == SHAPE:
+        node._ans = meta_of(out._data)
+    else:
+        node._ans = None
+    out._grad_fn = node
+    out._output_nr = 0
+    out._requires_grad = True
+    node._state = LIVE_SAVED if keeps_values else LIVE_NOTHING_SAVED
     return node
 
 
@@ -403,4 +515,4 @@ def _conj(g):
 
 from .node import SEQ as _seq_counter  # noqa: E402 - shared sequence numbers
 
-__all__ = ["OpSpec", "record", "reads", "Meta"]
+__all__ = ["OpSpec", "record", "record_pair", "reads", "Meta"]

@@ -18,7 +18,8 @@ __all__ = ["linear"]
 
 
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias (AddmmBackward0 for a matrix input with a bias, as torch).
+    """input @ weight.T + bias (AddmmBackward0 for a matrix input with a bias, and for the rows
+    of a contiguous input of more dims, as torch).
     With a bias, torch runs addmm on the input's rows (folded): its errors are addmm's
     ("mat1 and mat2 shapes cannot be multiplied (2x5 and 3x4)"); without, matmul's."""
     wt = shape_ops.t(weight)
@@ -36,5 +37,11 @@ def linear(input, weight, bias=None):
             tensor_math.check_addmm(bias, (math.prod(shape[:-1]), shape[-1]), input.dtype, wt)
     if input._data.ndim == 2:
         return tensor_math.addmm(bias, input, wt) if bias is not None else tensor_math.mm(input, wt)
+    if bias is not None and input._data.ndim > 2 and input._data.flags.c_contiguous:
+        # torch's at::linear for a contiguous input of 3 or more dims: addmm on its rows, viewed back
+        # (ViewBackward0 over AddmmBackward0), one node fewer than a product and a bias add
+        lead = input._data.shape[:-1]
+        out = tensor_math.addmm(bias, shape_ops.view(input, (-1, input._data.shape[-1])), wt)
+        return shape_ops.view(out, lead + (out._data.shape[-1],))
     out = tensor_math.matmul(input, wt)
     return out + bias if bias is not None else out

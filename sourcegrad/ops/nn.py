@@ -285,28 +285,45 @@ _LSTM = threading.local()
 def _lstm_run(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
     """One LSTM layer in one direction over x (L, N, I), ATen's cell at each step: the
     outputs (L, N, H), and the gates (i, f, g, o after their activations) and cell states
-    of every step, for the backward."""
+    of every step, for the backward.
+
+    Each step writes into the run's arrays (no temporaries but one product): at an LSTM
+    language model's sizes a step is a dozen small numpy calls, whose allocations cost as
+    much as their arithmetic."""
     steps, hidden = x.shape[0], h0.shape[-1]
-    projected = x @ w_ih.T + (b_ih + b_hh)
+    # the input projection of every step as one matrix product (the steps folded into rows)
+    projected = (x.reshape(-1, x.shape[-1]) @ w_ih.T).reshape(x.shape[:2] + (-1,))
+    projected += b_ih + b_hh
     out = np.empty(x.shape[:2] + (hidden,), dtype=projected.dtype)
     gates = np.empty_like(projected)
     cells = np.empty_like(out)
-    h, c = h0, c0
-    w_hh_t = w_hh.T
     scale = np.full(4 * hidden, 0.5, dtype=projected.dtype)
     scale[2 * hidden : 3 * hidden] = 1
     offset = np.where(scale == 0.5, 0.5, 0).astype(projected.dtype)
+    # sigmoid(a) = (1 + tanh(a / 2)) / 2: one tanh for the four gates, stable as it is. The
+    # halving is folded into the projection and the recurrent weights (exact: a power of two)
+    projected *= scale
+    # (a row-major copy: a few rows times a transposed matrix is BLAS's slow case, ~2.5x here)
+    w_hh_t = np.ascontiguousarray((w_hh * scale[:, None].astype(w_hh.dtype)).T)
+    one_dtype = h0.dtype == w_hh.dtype == projected.dtype
+    h, c = h0, c0
+    tanh_c = np.empty_like(out[0]) if steps else None
     for t in range(steps - 1, -1, -1) if reverse else range(steps):
         act = gates[t]
-        # sigmoid(a) = (1 + tanh(a / 2)) / 2: one tanh for the four gates, stable as it is
-        np.tanh((projected[t] + h @ w_hh_t) * scale, out=act)
+        if one_dtype:
+            np.matmul(h, w_hh_t, out=act)
+            act += projected[t]
+        else:  # (the product in its own dtype first, as numpy promotes it)
+            np.add(projected[t], h @ w_hh_t, out=act)
+        np.tanh(act, out=act)
         act *= scale
         act += offset
-        c = act[:, hidden : 2 * hidden] * c
+        c = np.multiply(act[:, hidden : 2 * hidden], c, out=cells[t])
         c += act[:, :hidden] * act[:, 2 * hidden : 3 * hidden]
-        cells[t] = c
-        h = out[t] = act[:, 3 * hidden :] * np.tanh(c)
-    return out, h, c, gates, cells
+        np.tanh(c, out=tanh_c)
+        h = np.multiply(act[:, 3 * hidden :], tanh_c, out=out[t])
+    # h_n and c_n are tensors of their own (the run's arrays stay as the backward reads them)
+    return out, (h.copy() if steps else h), (c.copy() if steps else c), gates, cells
 
 
 def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
@@ -350,14 +367,17 @@ def lstm_layer_grads(g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     to_o = tc * o * (1 - o)
     dpre = np.empty_like(gates)
     shape3 = dpre.shape[1:-1] + (3, hidden)
+    # (the step's product and matrix product into buffers of their own: no allocation a step)
+    through = np.empty_like(dh)
+    one_dtype = dh.dtype == w_hh.dtype
     for t in range(steps) if reverse else range(steps - 1, -1, -1):
         dh += g_out[t]
-        dc += dh * through_h[t]
+        dc += np.multiply(dh, through_h[t], out=through)
         d = dpre[t]
         np.multiply(to_gates[t], dc[..., None, :], out=d[..., : 3 * hidden].reshape(shape3))
         np.multiply(dh, to_o[t], out=d[..., 3 * hidden :])
         dc *= f[t]
-        dh = d @ w_hh
+        dh = np.matmul(d, w_hh, out=dh) if one_dtype else d @ w_hh
     if reverse:
         h_prev = np.concatenate([out[1:], h0[None]], axis=0)
     else:
@@ -365,7 +385,7 @@ def lstm_layer_grads(g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     flat = dpre.reshape(-1, dpre.shape[-1])
     db = flat.sum(axis=0)
     grads = (
-        dpre @ w_ih,
+        (flat @ w_ih).reshape(dpre.shape[:-1] + (w_ih.shape[-1],)),  # (one product, steps folded)
         dh,
         dc,
         flat.T @ x.reshape(-1, x.shape[-1]),
