@@ -15,6 +15,11 @@ of `x`, as torch's MulBackward0 does.
 
 Imports: `node`, `tensor`, the leaves, and `sourcegrad.ops`/`runtime`; the op
 modules import it.
+
+Why one module: the general recording path (`record`) and its two-operand fast path
+(`record_pair`, the operators' forward) must build the same node field by field
+(tests/eager/test_pair_record.py); kept side by side, a change to one is read beside the
+other.
 """
 
 from __future__ import annotations
