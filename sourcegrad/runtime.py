@@ -76,7 +76,8 @@ def _add_rows(out, index, g) -> bool:
     `(rows,)` (an embedding's gradient: `weight[tokens]`), as one `np.bincount` over the
     flat positions (summed in float64): np.add.at's loop over rows is ~5x slower at an
     embedding's sizes. Returns False, changing nothing, for any other index, for integer or
-    complex values, for arrays other than numpy's, and where the float64 sums would take
+    complex values, for a row out of range (np.add.at raises), for arrays other than numpy's,
+    and where the float64 sums would take
     much more memory than `g` (a large vocabulary, a few tokens)."""
     rows = index[0] if isinstance(index, tuple) and len(index) == 1 else index
     if (
@@ -85,12 +86,15 @@ def _add_rows(out, index, g) -> bool:
         or type(rows) is not np.ndarray
         or rows.dtype.kind not in "iu"
         or out.dtype.kind != "f"
+        or g.dtype.kind != "f"
         or out.ndim < 2
         or g.shape != rows.shape + out.shape[1:]
         or out.size > max(4 * g.size, 1 << 16)
     ):
         return False
     n = out.shape[0]
+    if rows.size and (rows.max() >= n or rows.min() < -n):
+        return False  # (np.add.at raises numpy's IndexError; the modulo below would wrap)
     width = out.size // n if n else 0
     # (in intp: a small integer type, uint8, would overflow in `* width`)
     flat = (rows.reshape(-1, 1).astype(np.intp) % max(n, 1)) * width + np.arange(width)

@@ -115,3 +115,17 @@ def test_embedding_double_backward_matches_torch():
 
     for ours, theirs in zip(run(sourcegrad), run(torch)):
         np.testing.assert_allclose(ours, theirs)
+
+
+@pytest.mark.parametrize("rows", [[0, 5, 1], [0, -5, 1]])
+def test_a_row_out_of_range_raises_numpys_index_error(rows):
+    # (the bincount's flat positions wrap modulo the rows: np.add.at's IndexError instead)
+    x, g = np.zeros((4, 3)), np.ones((3, 3))
+    assert not runtime._add_rows(np.zeros_like(x), (np.array(rows),), g)
+    with pytest.raises(IndexError):
+        runtime.unindex(g, x, (np.array(rows),))
+
+
+def test_complex_values_keep_add_at():
+    x, g = np.zeros((4, 3)), np.ones((2, 3), complex)
+    assert not runtime._add_rows(np.zeros_like(x), (np.array([1, 2]),), g)
