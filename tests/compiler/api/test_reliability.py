@@ -429,3 +429,18 @@ def test_clip_gives_zero_gradient_where_it_clipped_whatever_arrives():
     with np.errstate(invalid="ignore"):
         g = sourcegrad.grad(_clip_times_weights)(x, np.array([np.nan, 2.0, np.inf]))
     np.testing.assert_array_equal(g, [0.0, 2.0, 0.0])
+
+
+def _row_sum(W, idx):
+    return np.sum(W[idx])  # (the gather's value is dead in the gradient: only its adjoint runs)
+
+
+@pytest.mark.parametrize("idx", [[0, 5, 1], [0, -5, 1]])
+def test_a_row_index_out_of_range_raises_numpys_index_error(idx):
+    # found in this session's review: the adjoint's one-bincount path wrapped row 5 of 4 into
+    # row 1 (a gradient where numpy raises)
+    W = np.ones((4, 3))
+    with pytest.raises(IndexError):
+        _row_sum(W, np.array(idx))
+    with pytest.raises(IndexError):
+        sourcegrad.grad(_row_sum)(W, np.array(idx))
