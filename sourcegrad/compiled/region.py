@@ -13,12 +13,13 @@ end, one vector (`module` makes such a function of a forward returning a tuple):
 the node then has one output per array, and its backward joins their gradients into the
 vector's cotangent.
 
-The node is made directly (`_region_node_class`, not through autograd.Function's machinery: a
+The node is made directly (`RegionNode`, not through autograd.Function's machinery: a
 training step of a small model makes one such node per call, and Function's general
 bookkeeping cost as much as the generated code). It keeps the version of each Tensor
 argument whose memory the backward reads (as torch saves a tensor for its backward) and
-raises torch's error where one was modified in place before the backward. Forward-mode AD (a tangent on an argument) takes
-the autograd.Function, which has no jvp and raises torch's error.
+raises torch's error where one was modified in place before the backward. Forward-mode AD
+(a tangent on an argument) takes the autograd.Function, which has no jvp and raises
+torch's error.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ import functools
 import numpy as np
 
 from ..api import VJP
+from ..eager import messages
+from ..eager.dual_state import DUAL, any_tangent
+from ..eager.grad_mode import STATE
+from ..eager.node import Node, check_saved, meta_of
+from ..eager.tensor import Tensor
 from ..errors import NonScalarOutputError
 
 
@@ -88,10 +94,6 @@ class CompiledRegion:
         return last.source
 
     def __call__(self, *args):
-        from ..eager.dual_state import DUAL, any_tangent
-        from ..eager.grad_mode import STATE
-        from ..eager.tensor import Tensor
-
         wrt = tuple([i for i, a in enumerate(args) if isinstance(a, Tensor) and a._requires_grad])
         if not wrt or not STATE.enabled:
             value = self.fn(*[_array(a) for a in args])
@@ -109,9 +111,7 @@ class CompiledRegion:
 
     def node(self, wrt, args):
         """The forward on `args` (Tensors among them; those at `wrt` require grad), its
-        outputs attached to one node (`_region_node_class`)."""
-        from ..eager.tensor import Tensor
-
+        outputs attached to one node (`RegionNode`)."""
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
         value, pullback = self.vjp_for(wrt)(*arrays)
         read = _arrays_in(pullback.residuals)
@@ -120,7 +120,7 @@ class CompiledRegion:
         ]
         if self.node_cls is None:
             self.node_cls = type(
-                self.function._backward_cls.__name__, (_region_node_class(),), {"__slots__": ()}
+                self.function._backward_cls.__name__, (RegionNode,), {"__slots__": ()}
             )
         node = self.node_cls()
         node.pullback, node.saved = pullback, saved
@@ -150,8 +150,6 @@ def _split(value, shapes):
 
 
 def _array(value):
-    from ..eager import Tensor
-
     return value.detach().numpy() if isinstance(value, Tensor) else value
 
 
@@ -159,8 +157,6 @@ def _tensor_like(value, args):
     """A Tensor of its own holding `value` (a copy: the generated code may keep the array
     for its backward, or return an argument's), in the dtype of the first Tensor argument
     where both are floats of different kinds."""
-    from ..eager.tensor import Tensor
-
     array = np.array(value, copy=True)
     if array.dtype.kind == "f":
         for a in args:
@@ -198,48 +194,31 @@ def _owner(array):
     return array
 
 
-def meta_of(array):
-    from ..eager.node import meta_of
+class RegionNode(Node):
+    """`pullback(cotangent)` gives the gradients of the arguments that require grad
+    (its next_functions, in order); `saved` the Tensor arguments and their versions; `metas`
+    the outputs' (an output the loss does not use gets a zero cotangent)."""
 
-    return meta_of(array)
+    __slots__ = ("pullback", "saved", "metas")
 
+    def apply(self, grads):
+        if self.pullback is None:
+            raise RuntimeError(messages.BACKWARD_TWICE)
+        for tensor, version in self.saved:
+            check_saved(tensor, version, self)
+        gs = [
+            m.zeros() if g is None else g._data if isinstance(g, Tensor) else g
+            for g, m in zip(list(grads) + [None] * (len(self.metas) - len(grads)), self.metas)
+        ]
+        cotangent = gs[0] if len(gs) == 1 else np.concatenate([np.ravel(g) for g in gs])
+        out = self.pullback(cotangent)
+        out = out if isinstance(out, tuple) else (out,)
+        # (create_graph: Tensors, as a Function's backward gives; they are constants)
+        return [Tensor._make(np.asarray(g)) for g in out] if STATE.enabled else list(out)
 
-@functools.lru_cache(maxsize=1)
-def _region_node_class():
-    """The eager Node of a compiled region's call (imported when first asked: the eager
-    package imports this one's users)."""
-    from ..eager import messages
-    from ..eager.grad_mode import STATE
-    from ..eager.node import Node, check_saved
-    from ..eager.tensor import Tensor
-
-    class RegionNode(Node):
-        """`pullback(cotangent)` gives the gradients of the arguments that require grad
-        (its next_functions, in order); `saved` the Tensor arguments and their versions; `metas`
-        the outputs' (an output the loss does not use gets a zero cotangent)."""
-
-        __slots__ = ("pullback", "saved", "metas")
-
-        def apply(self, grads):
-            if self.pullback is None:
-                raise RuntimeError(messages.BACKWARD_TWICE)
-            for tensor, version in self.saved:
-                check_saved(tensor, version, self)
-            gs = [
-                m.zeros() if g is None else g._data if isinstance(g, Tensor) else g
-                for g, m in zip(list(grads) + [None] * (len(self.metas) - len(grads)), self.metas)
-            ]
-            cotangent = gs[0] if len(gs) == 1 else np.concatenate([np.ravel(g) for g in gs])
-            out = self.pullback(cotangent)
-            out = out if isinstance(out, tuple) else (out,)
-            # (create_graph: Tensors, as a Function's backward gives; they are constants)
-            return [Tensor._make(np.asarray(g)) for g in out] if STATE.enabled else list(out)
-
-        def release(self):
-            self.pullback = None
-            self.saved = ()
-
-    return RegionNode
+    def release(self):
+        self.pullback = None
+        self.saved = ()
 
 
 def _camel(name):
