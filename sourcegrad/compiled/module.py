@@ -35,7 +35,10 @@ forward's, and a refusal inside a layer's lowering to the line that called the l
 compiled call never gives other numbers than the eager one.
 
 The rewritten function depends on the modules' train/eval flags and plain attributes; it
-is made again when they change (`_Compiled.valid`).
+is made again when they change (`_Compiled.valid`). Each call walks the module once
+(`_walk`: its modules' flags and names, and the parameters and buffers it passes); a
+repeated call of the same kind makes nothing again (`CompiledModule.compiles` counts the
+rewritings; the generated code is the compiler's, cached per signature).
 
 Takes a Module (instance or class) or a function; gives a `CompiledModule` (a Module
 wrapping the original as `_orig_mod`, as torch's OptimizedModule) or a callable.
