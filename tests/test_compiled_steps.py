@@ -192,3 +192,37 @@ def test_an_output_changed_in_place_leaves_the_backwards_values_alone():
     F.mse_loss(expected(x) + 1.0, zeros).backward()
     for p, q in zip(model.parameters(), expected.parameters()):
         np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-12)
+
+
+class FeedForward(sourcegrad.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = sourcegrad.nn.Linear(4, 6)
+        self.gelu = sourcegrad.nn.GELU()
+
+    def forward(self, x):
+        return F.gelu(self.gelu(self.fc(x)))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_compiled_gelu_reuses_the_forwards_cdf_with_torchs_gradients(dtype):
+    model = FeedForward().to(getattr(sourcegrad, dtype))
+    ref = real.nn.Sequential(real.nn.Linear(4, 6), real.nn.GELU(), real.nn.GELU())
+    ref = ref.to(getattr(real, dtype))
+    ref[0].load_state_dict({k[3:]: real.tensor(_np(v)) for k, v in model.state_dict().items()})
+    data = np.random.default_rng(0).normal(size=(3, 5, 4)) * 2
+    x = sourcegrad.tensor(data, dtype=getattr(sourcegrad, dtype), requires_grad=True)
+    theirs = real.tensor(data, dtype=getattr(real, dtype), requires_grad=True)
+    compiled = sourcegrad.compile(model)
+    out = compiled(x)
+    (out * out).sum().backward()
+    expected = ref(theirs)
+    (expected * expected).sum().backward()
+    rtol = 1e-12 if dtype == "float64" else 2e-5
+    np.testing.assert_allclose(_np(out), expected.detach().numpy(), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(_np(x.grad), theirs.grad.numpy(), rtol=rtol, atol=rtol)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(_np(p.grad), q.grad.numpy(), rtol=rtol, atol=rtol)
+    backward = compiled.source.split("_backward(")[1].splitlines()
+    code = [line.split("#")[0] for line in backward]  # (comments quote the source)
+    assert not any("normal_cdf(" in line for line in code)  # (the forward's CDF, kept)
