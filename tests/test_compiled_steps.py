@@ -226,3 +226,18 @@ def test_a_compiled_gelu_reuses_the_forwards_cdf_with_torchs_gradients(dtype):
     backward = compiled.source.split("_backward(")[1].splitlines()
     code = [line.split("#")[0] for line in backward]  # (comments quote the source)
     assert not any("normal_cdf(" in line for line in code)  # (the forward's CDF, kept)
+
+
+def test_a_second_derivative_through_the_generated_backward_raises():
+    """create_graph gives the first derivative's values; differentiating them again would
+    need the generated backward's own derivative, which it has not: an error, as torch's
+    @once_differentiable, not gradients that silently lack that term."""
+    model = Two().double()
+    x = sourcegrad.randn(4, 3, dtype=sourcegrad.float64, requires_grad=True)
+    compiled = sourcegrad.compile(model)
+    (gx,) = sourcegrad.autograd.grad(compiled(x).sum(), x, create_graph=True)
+    (expected,) = sourcegrad.autograd.grad(model(x).sum(), x)
+    np.testing.assert_allclose(_np(gx), _np(expected), rtol=1e-12)
+    assert gx.requires_grad
+    with pytest.raises(RuntimeError, match="cannot be differentiated again"):
+        (gx * gx).sum().backward()

@@ -32,7 +32,7 @@ from ..api import VJP
 from ..eager import messages
 from ..eager.dual_state import DUAL, any_tangent
 from ..eager.grad_mode import STATE
-from ..eager.node import Node, check_saved, meta_of
+from ..eager.node import ErrorNode, Node, check_saved, meta_of
 from ..eager.tensor import Tensor
 from ..errors import NonScalarOutputError
 
@@ -194,6 +194,13 @@ def _owner(array):
     return array
 
 
+_NOT_TWICE = (
+    "sourcegrad.compile: the backward of {name} is generated numpy code and cannot be "
+    "differentiated again (a second derivative through a compiled module or function); "
+    "compute it without sourcegrad.compile"
+)
+
+
 class RegionNode(Node):
     """`pullback(cotangent)` gives the gradients of the arguments that require grad
     (its next_functions, in order); `saved` the Tensor arguments and their versions; `metas`
@@ -213,8 +220,21 @@ class RegionNode(Node):
         cotangent = gs[0] if len(gs) == 1 else np.concatenate([np.ravel(g) for g in gs])
         out = self.pullback(cotangent)
         out = out if isinstance(out, tuple) else (out,)
-        # (create_graph: Tensors, as a Function's backward gives; they are constants)
-        return [Tensor._make(np.asarray(g)) for g in out] if STATE.enabled else list(out)
+        if not STATE.enabled:
+            return list(out)
+        # create_graph: the generated backward is numpy code, not differentiable again; its
+        # gradients hang from a node that raises if a second derivative reaches it (as
+        # torch's @once_differentiable), never constants that would drop that derivative
+        edges = self.next_functions + tuple(
+            g._edge() for g in grads if isinstance(g, Tensor) and g._requires_grad
+        )
+        error = ErrorNode(edges, _NOT_TWICE.format(name=type(self).__name__))
+        results = []
+        for g in out:
+            t = Tensor._make(np.asarray(g))
+            t._grad_fn, t._requires_grad = error, True
+            results.append(t)
+        return results
 
     def release(self):
         self.pullback = None
