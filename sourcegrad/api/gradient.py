@@ -806,6 +806,7 @@ class VJP(Gradient):
             # (the cotangent joins the arguments a gradient must not be: that of x for x)
             return compiled.finish(grads, args + (cotangent,))
 
+        pullback.residuals = residuals  # (what it reads: a compiled region checks versions)
         return value, pullback
 
 

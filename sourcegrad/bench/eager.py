@@ -120,7 +120,10 @@ def measure_steps(quick=False, names=("MLP", "LSTM LM", "GPT")):
         fns = {v: fn for v, (fn, _) in variants.items()}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            best = time_round_robin(fns, number=2 if quick else 10, rounds=3 if quick else 7)
+            # one step a round: the best single step, which a machine shared with others
+            # rarely spoils (a round of ten steps of the larger models was nearly always
+            # interrupted, and the ratios moved by 30% from run to run)
+            best = time_round_robin(fns, number=1, rounds=6 if quick else 70)
         rows.append((f"{name} training step, eager", best["eager"], best["torch"], "torch"))
         rows.append(
             (f"{name} training step, sourcegrad.compile", best["compiled"], best["torch"], "torch")

@@ -67,7 +67,12 @@ def leaky_relu(input, negative_slope=0.01):
 
 
 def gelu(input):
-    return opnn.gelu(input)
+    """x times the normal CDF of x (the registry's gelu forward, as eager's), written as
+    that product so that the backward reuses the forward's CDF (saved), where gelu's own
+    rule computes it again: ~14 passes over the array and their temporaries, a GPT's
+    costliest lines of the backward. (The CDF in x's dtype: a half-precision x's is
+    float32; the cast of the CDF, which the backward keeps anyway, not of the product.)"""
+    return input * opnn.normal_cdf(input).astype(input.dtype, copy=False)
 
 
 def silu(input):
@@ -78,6 +83,23 @@ def silu(input):
 
 
 def linear(input, weight, bias=None):
+    """input @ weight.T + bias. An input of more than 2 dims has its leading dims folded
+    into rows first (as torch's matmul folds them): one matrix product forward, and the
+    weight's gradient one product too (not a product per batch item, then summed).
+
+    Written without local names: the compiler inlines this at every layer under the same
+    names, and a name bound again is pushed on the generated forward's saved-values stack
+    (the backward of `rows + bias` reads `rows` for its shape: every layer's product was
+    kept to the end of the backward)."""
+    if np.ndim(input) > 2:  # (the rank is known when compiling: one branch is read)
+        return np.reshape(
+            _linear_rows(np.reshape(input, (-1, np.shape(input)[-1])), weight, bias),
+            np.shape(input)[:-1] + (np.shape(weight)[0],),
+        )
+    return _linear_rows(input, weight, bias)
+
+
+def _linear_rows(input, weight, bias):
     if isinstance(bias, NoneType):
         return input @ weight.T
     return input @ weight.T + bias

@@ -35,7 +35,10 @@ forward's, and a refusal inside a layer's lowering to the line that called the l
 compiled call never gives other numbers than the eager one.
 
 The rewritten function depends on the modules' train/eval flags and plain attributes; it
-is made again when they change (`_Compiled.valid`).
+is made again when they change (`_Compiled.valid`). Each call walks the module once
+(`_walk`: its modules' flags and names, and the parameters and buffers it passes); a
+repeated call of the same kind makes nothing again (`CompiledModule.compiles` counts the
+rewritings; the generated code is the compiler's, cached per signature).
 
 Takes a Module (instance or class) or a function; gives a `CompiledModule` (a Module
 wrapping the original as `_orig_mod`, as torch's OptimizedModule) or a callable.
@@ -288,13 +291,32 @@ def leaf_names(module):
 
 def leaves_of(module):
     """The parameters and buffers, in `leaf_names`' order (those that are not None)."""
-    values = {}
-    for prefix, m in module.named_modules():
-        for kind in (m._parameters, m._buffers):
+    return _walk(module)[1]
+
+
+def _walk(module):
+    """(state, leaves) of `module`, in one pass over its modules (named_modules' order):
+    `state` is what a rewriting is made for besides its guards (each module, its mode, its
+    children's and its parameters' and buffers' names and whether each is None, whether
+    it has hooks: the rewriting then breaks); `leaves` its parameters and buffers that are
+    not None, in `leaf_names`' order. Run on every call of a compiled module: it stays
+    one plain loop (no generators, no names joined)."""
+    state, leaves, memo, stack = [], [], set(), [module]
+    while stack:
+        m = stack.pop()
+        if id(m) in memo:
+            continue
+        memo.add(id(m))
+        params, buffers, children = m._parameters, m._buffers, m._modules
+        names = []
+        for kind in (params, buffers):
             for n, v in kind.items():
+                names.append(n if v is not None else (n,))
                 if v is not None:
-                    values[f"{prefix}.{n}" if prefix else n] = v
-    return list(values.values())
+                    leaves.append(v)
+        state.append((id(m), m.training, tuple(children), tuple(names), _has_hooks(m)))
+        stack.extend(c for c in reversed(children.values()) if c is not None)
+    return tuple(state), leaves
 
 
 def _parse(fn):
@@ -575,9 +597,12 @@ class _Rewriter(ast.NodeTransformer):
 
 
 def _has_hooks(module):
-    return any(
-        getattr(module, d, None)
-        for d in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    # (no generator: `_walk` asks this of every module on every call)
+    return bool(
+        getattr(module, "_forward_hooks", None)
+        or getattr(module, "_forward_pre_hooks", None)
+        or getattr(module, "_backward_hooks", None)
+        or getattr(module, "_backward_pre_hooks", None)
     )
 
 
@@ -679,12 +704,13 @@ class _Regions:
         self.last = self.one
 
     def __call__(self, *args):
-        from ..eager import Tensor
+        from ..eager.tensor import Tensor
 
-        arrays = [a.detach().numpy() if isinstance(a, Tensor) else a for a in args]
-        key = signature_key(arrays)
+        key = signature_key([a._data if isinstance(a, Tensor) else a for a in args])
         if key not in self.by_signature:
-            self.by_signature[key] = self.several(arrays)
+            self.by_signature[key] = self.several(
+                [a.detach().numpy() if isinstance(a, Tensor) else a for a in args]
+            )
         found = self.by_signature[key]
         if found is None:
             self.last = self.one
@@ -797,16 +823,6 @@ class _Compiled:
         return all(getattr(obj, attr, None) == value for obj, attr, value in self.guard)
 
 
-def _modules_state(module):
-    """What a rewriting is made for besides its guards: which modules, in which mode, with
-    which parameters and buffers, and whether any has hooks (the rewriting then breaks)."""
-    return (
-        tuple((id(m), m.training) for m in module.modules()),
-        tuple(leaf_names(module).items()),
-        any(_has_hooks(m) for m in module.modules()),
-    )
-
-
 def _call_with_rng(uses_rng, call):
     """`call()`, compiled dropout drawing from the eager default generator's stream."""
     if not uses_rng:
@@ -833,6 +849,8 @@ def _make_compiled_module_class():
             self._orig_mod = module
             object.__setattr__(self, "_versions", {})
             object.__setattr__(self, "_warned", set())
+            # how many rewritings were made (a repeated call of the same kind makes none)
+            object.__setattr__(self, "compiles", 0)
 
         def __getattr__(self, name):
             try:
@@ -840,30 +858,33 @@ def _make_compiled_module_class():
             except AttributeError:
                 return getattr(self.__dict__["_modules"]["_orig_mod"], name)
 
-        def compiled(self, arity=None):
+        def compiled(self, arity=None, state=None):
             """The rewriting for the modules' current train/eval flags (made when needed),
-            for a call with arguments of `arity` (`_arity`; the last call's when None)."""
+            for a call with arguments of `arity` (`_arity`; the last call's when None);
+            `state`: `_walk`'s of the module, where the caller has it."""
             module = self._orig_mod
             if arity is None:
                 arity = self.__dict__.get("_arity", (None,))
             object.__setattr__(self, "_arity", arity)
-            key = (_modules_state(module), arity)
+            key = (_walk(module)[0] if state is None else state, arity)
             found = self._versions.get(key)
             if found is None or not found.valid():
                 found = self._versions[key] = _Compiled(module, arity)
+                object.__setattr__(self, "compiles", self.compiles + 1)
             return found
 
         def forward(self, *args, **kwargs):
             module = self._orig_mod
-            found = self.compiled(_arity(args))
-            flat = _flat(args)
+            state, leaves = _walk(module)
+            found = self.compiled(_arity(args), state)
             if found.reason is None and not kwargs:
+                flat = _flat(args)
                 # a refusal may come after a BatchNorm updated its statistics: undone
                 kept = _kept_buffers(module) if found.stateful else []
                 try:
-                    return _call_with_rng(
-                        found.rng, lambda: found.region(*leaves_of(module), *flat)
-                    )
+                    if not found.rng:
+                        return found.region(*leaves, *flat)
+                    return _call_with_rng(True, lambda: found.region(*leaves, *flat))
                 except (GraphBreak, *_REFUSALS) as exc:  # the compiler refused the code
                     found.reason = _reason(exc, found.region.t)
                     found.where = _where(exc, found.region.t)

@@ -12,6 +12,14 @@ torch-style functions are rewritten into numpy functions first.)
 end, one vector (`module` makes such a function of a forward returning a tuple):
 the node then has one output per array, and its backward joins their gradients into the
 vector's cotangent.
+
+The node is made directly (`RegionNode`, not through autograd.Function's machinery: a
+training step of a small model makes one such node per call, and Function's general
+bookkeeping cost as much as the generated code). It keeps the version of each Tensor
+argument whose memory the backward reads (as torch saves a tensor for its backward) and
+raises torch's error where one was modified in place before the backward. Forward-mode AD
+(a tangent on an argument) takes the autograd.Function, which has no jvp and raises
+torch's error.
 """
 
 from __future__ import annotations
@@ -21,6 +29,11 @@ import functools
 import numpy as np
 
 from ..api import VJP
+from ..eager import messages
+from ..eager.dual_state import DUAL, any_tangent
+from ..eager.grad_mode import STATE
+from ..eager.node import ErrorNode, Node, check_saved, meta_of
+from ..eager.tensor import Tensor
 from ..errors import NonScalarOutputError
 
 
@@ -32,6 +45,7 @@ class CompiledRegion:
         self.backend = backend
         self.outputs = outputs
         self._vjps: dict = {}
+        self.node_cls = None  # the node's class, named as `function`'s node
         functools.update_wrapper(self, fn, updated=())
         region = self
 
@@ -65,10 +79,11 @@ class CompiledRegion:
         )
 
     def vjp_for(self, wrt):
-        if wrt not in self._vjps:
-            self._vjps[wrt] = VJP(self.fn, wrt, False, self.backend)
-        self._last = self._vjps[wrt]
-        return self._last
+        last = self._vjps.get(wrt)
+        if last is None:
+            last = self._vjps[wrt] = VJP(self.fn, wrt, False, self.backend)
+        self._last = last
+        return last
 
     @property
     def source(self):
@@ -79,10 +94,8 @@ class CompiledRegion:
         return last.source
 
     def __call__(self, *args):
-        from ..eager import Tensor, is_grad_enabled
-
-        wrt = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
-        if not wrt or not is_grad_enabled():
+        wrt = tuple([i for i, a in enumerate(args) if isinstance(a, Tensor) and a._requires_grad])
+        if not wrt or not STATE.enabled:
             value = self.fn(*[_array(a) for a in args])
             if self.outputs is not None:
                 return tuple(_tensor_like(v, args) for v in _split(value, self.outputs))
@@ -92,37 +105,140 @@ class CompiledRegion:
                     f"{type(value).__name__}; a compiled region returns one array"
                 )
             return _tensor_like(value, args)
-        return self.function.apply(wrt, *args)
+        if DUAL.on and any_tangent(args):
+            return self.function.apply(wrt, *args)
+        return self.node(wrt, args)
+
+    def node(self, wrt, args):
+        """The forward on `args` (Tensors among them; those at `wrt` require grad), its
+        outputs attached to one node (`RegionNode`)."""
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        value, pullback = self.vjp_for(wrt)(*arrays)
+        read = _arrays_in(pullback.residuals)
+        saved = [
+            (a, _version(a)) for a in args if isinstance(a, Tensor) and id(_owner(a._data)) in read
+        ]
+        if self.node_cls is None:
+            self.node_cls = type(
+                self.function._backward_cls.__name__, (RegionNode,), {"__slots__": ()}
+            )
+        node = self.node_cls()
+        node.pullback, node.saved = pullback, saved
+        node.next_functions = tuple([args[i]._edge() for i in wrt])
+        if self.outputs is None:
+            outs = (_tensor_like(value, args),)
+        else:
+            outs = tuple(_tensor_like(v, args) for v in _split(value, self.outputs))
+        node.metas = [meta_of(o._data) for o in outs]
+        for i, o in enumerate(outs):
+            o._grad_fn, o._output_nr, o._requires_grad = node, i, True
+        return outs[0] if self.outputs is None else outs
 
     def __repr__(self):
         return f"<sourcegrad compiled region {self.fn.__qualname__}>"
 
 
 def _split(value, shapes):
-    """The arrays of `shapes` that the vector `value` holds end to end (copies: each output
-    a Tensor of its own)."""
+    """The arrays of `shapes` that the vector `value` holds end to end (views: `_tensor_like`
+    copies each into a Tensor of its own)."""
     parts, start = [], 0
     for shape in shapes:
         size = int(np.prod(shape))
-        parts.append(value[start : start + size].reshape(shape).copy())
+        parts.append(value[start : start + size].reshape(shape))
         start += size
     return parts
 
 
 def _array(value):
-    from ..eager import Tensor
-
     return value.detach().numpy() if isinstance(value, Tensor) else value
 
 
 def _tensor_like(value, args):
-    from ..eager import Tensor, tensor
+    """A Tensor of its own holding `value` (a copy: the generated code may keep the array
+    for its backward, or return an argument's), in the dtype of the first Tensor argument
+    where both are floats of different kinds."""
+    array = np.array(value, copy=True)
+    if array.dtype.kind == "f":
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a._data.dtype
+                if dtype != array.dtype and dtype.kind == "f":
+                    array = array.astype(dtype)
+                break
+    return Tensor._make(array)
 
-    dtypes = [a.dtype for a in args if isinstance(a, Tensor)]
-    result = tensor(np.asarray(value))
-    if dtypes and result.dtype != dtypes[0] and result.dtype.is_floating_point:
-        result = result.to(dtypes[0])
-    return result if isinstance(result, Tensor) else tensor(value)
+
+def _version(tensor):
+    vc = tensor._vc
+    return vc.value if vc is not None else 0
+
+
+def _arrays_in(residuals):
+    """The ids of the arrays owning the memory of those the backward reads: the residuals,
+    and those in the saved-value stacks (lists) among them (`_owner`)."""
+    found, todo = set(), list(residuals)
+    while todo:
+        r = todo.pop()
+        if isinstance(r, (list, tuple)):
+            todo.extend(r)
+        elif isinstance(r, np.ndarray):
+            found.add(id(_owner(r)))
+    return found
+
+
+def _owner(array):
+    """The array owning `array`'s memory (numpy's `base` of a view of a view is the first
+    one's base already; the loop is for a base that is itself a view, as from_dlpack's)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+_NOT_TWICE = (
+    "sourcegrad.compile: the backward of {name} is generated numpy code and cannot be "
+    "differentiated again (a second derivative through a compiled module or function); "
+    "compute it without sourcegrad.compile"
+)
+
+
+class RegionNode(Node):
+    """`pullback(cotangent)` gives the gradients of the arguments that require grad
+    (its next_functions, in order); `saved` the Tensor arguments and their versions; `metas`
+    the outputs' (an output the loss does not use gets a zero cotangent)."""
+
+    __slots__ = ("pullback", "saved", "metas")
+
+    def apply(self, grads):
+        if self.pullback is None:
+            raise RuntimeError(messages.BACKWARD_TWICE)
+        for tensor, version in self.saved:
+            check_saved(tensor, version, self)
+        gs = [
+            m.zeros() if g is None else g._data if isinstance(g, Tensor) else g
+            for g, m in zip(list(grads) + [None] * (len(self.metas) - len(grads)), self.metas)
+        ]
+        cotangent = gs[0] if len(gs) == 1 else np.concatenate([np.ravel(g) for g in gs])
+        out = self.pullback(cotangent)
+        out = out if isinstance(out, tuple) else (out,)
+        if not STATE.enabled:
+            return list(out)
+        # create_graph: the generated backward is numpy code, not differentiable again; its
+        # gradients hang from a node that raises if a second derivative reaches it (as
+        # torch's @once_differentiable), never constants that would drop that derivative
+        edges = self.next_functions + tuple(
+            g._edge() for g in grads if isinstance(g, Tensor) and g._requires_grad
+        )
+        error = ErrorNode(edges, _NOT_TWICE.format(name=type(self).__name__))
+        results = []
+        for g in out:
+            t = Tensor._make(np.asarray(g))
+            t._grad_fn, t._requires_grad = error, True
+            results.append(t)
+        return results
+
+    def release(self):
+        self.pullback = None
+        self.saved = ()
 
 
 def _camel(name):

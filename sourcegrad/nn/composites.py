@@ -37,12 +37,17 @@ def gru_cell(i_r, i_z, i_n, h_r, h_z, h_n, h, sigmoid, tanh):
 
 def layer_norm(input, axes, weight, bias, eps, mean, rsqrt):
     """(x - mean) / sqrt(var + eps) over `axes` (the biased variance), then the elementwise
-    affine map where weight and bias are given. `mean(x, axes)` keeps the reduced dims."""
+    affine map where weight and bias are given. `mean(x, axes)` keeps the reduced dims.
+    (No name is bound twice: a compiled module inlines this at every LayerNorm, and a
+    name bound again is pushed on the generated forward's saved-values stack.)"""
     centred = input - mean(input, axes)
-    var = mean(centred * centred, axes)
-    out = centred * rsqrt(var + eps)
-    if not isinstance(weight, NoneType):
-        out = out * weight
-    if not isinstance(bias, NoneType):
-        out = out + bias
-    return out
+    normed = centred * rsqrt(mean(centred * centred, axes) + eps)
+    if isinstance(weight, NoneType):
+        return _plus_bias(normed, bias)
+    return _plus_bias(normed * weight, bias)
+
+
+def _plus_bias(x, bias):
+    if isinstance(bias, NoneType):
+        return x
+    return x + bias
