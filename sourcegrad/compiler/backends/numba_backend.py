@@ -73,7 +73,14 @@ import numpy as np
 from ... import cache, errors
 from ..emit.codegen import FREED_NOTE
 from ..emit.codegen import load as load_numpy
-from . import numba_fusion, numba_stacks, numba_vector_calls, numba_vector_math
+from . import (
+    numba_fusion,
+    numba_lists,
+    numba_masks,
+    numba_stacks,
+    numba_vector_calls,
+    numba_vector_math,
+)
 
 OPTIONS = 'error_model="numpy"'
 
@@ -240,9 +247,12 @@ def numba_source(source: str, cached: bool = False) -> str:
     """The numpy module text with numba's needs met (see the module docstring)."""
     source = _without_dels(source)
     # (a helper's name the code has for another value: reductions over an axis left as they are)
-    helpers_free = not any(re.search(rf"\b{name}\b", source) for name in _HELPERS)
+    helpers_free = not any(re.search(rf"\b{name}\b", source) for name in _HELPER_NAMES)
     # (a VJP's forward hands its stacks to its backward: numba's own lists cross unconverted)
     pair = sum(isinstance(n, ast.FunctionDef) for n in ast.parse(source).body) > 1
+    if helpers_free:  # (before the stack is split: it drops the pushes of lists it rewrites)
+        source = numba_lists.appended_in_place(source, numba_stacks.stack_name(source))
+        source = numba_masks.masked_indexing(source)
     source = numba_stacks.split_stack(source, typed=pair)
     while True:  # innermost calls first: an edit's text holds the edits inside it
         tree = ast.parse(source)
@@ -276,8 +286,10 @@ def numba_source(source: str, cached: bool = False) -> str:
         lines.insert(node.lineno - 1, decorator + "\n")
     helpers = [
         text.replace("@numba.njit\n", decorator + "\n")
-        for name, text in _HELPERS.items()
-        if re.search(rf"\b{name}\(", source)
+        for text in _HELPERS.values()
+        if any(  # (a helper text may define more than one function the code calls)
+            re.search(rf"\b{name}\(", source) for name in re.findall(r"^def (\w+)\(", text, re.M)
+        )
     ]
     if helpers:  # (before the first function: defined when the functions are compiled)
         first = min(n.lineno for n in tree.body if isinstance(n, ast.FunctionDef))
@@ -443,6 +455,9 @@ def max_grad_all(g, ans, x):
 '''
 
 _HELPERS["previous_value"] = numba_stacks.PREVIOUS_VALUE
+_HELPERS["stack_appended"] = numba_lists.STACK_APPENDED
+_HELPERS["masked_elements"] = numba_masks.MASKED
+_HELPERS["unstack_appended"] = numba_lists.UNSTACK_APPENDED
 
 _HELPERS["unindex_one"] = '''import numba.extending
 
@@ -474,6 +489,11 @@ def unindex_at(g, x, i):
     out[i] = g
     return out
 '''
+
+# every function the helpers define (a name the code has for another value: none is written)
+_HELPER_NAMES = frozenset(
+    name for text in _HELPERS.values() for name in re.findall(r"^def (\w+)\(", text, re.M)
+)
 
 
 def _axis_reduction(node, source):

@@ -47,6 +47,12 @@ _STACK_LINE = re.compile(
 _SAVED_INIT = r"^ +{} = None +# saved\n"
 
 
+def stack_name(source: str) -> str | None:
+    """The name of the text's saved-value stack (codegen's `saved`), or None without one."""
+    found = _STACK_LINE.search(source)
+    return found.group(1) if found else None
+
+
 def split_stack(source: str, typed: bool = False) -> str:
     """The text with its one saved-value stack (`saved`, a list holding the values of every
     variable the forward overwrites: numbers, arrays, masks and, before a variable's first
@@ -248,4 +254,4 @@ def _is_push_of(statement, stack, name):
     )
 
 
-__all__ = ["PREVIOUS_VALUE", "replace_span", "span", "split_stack"]
+__all__ = ["PREVIOUS_VALUE", "replace_span", "span", "split_stack", "stack_name"]

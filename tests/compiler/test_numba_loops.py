@@ -1,0 +1,205 @@
+"""The numba backend on the loops of layer libraries (issue 39): a list appended to in a loop
+and stacked after (an RNN's hidden states), and boolean masks of two dimensions (a stable
+sigmoid by masks, in an LSTM step), compiled by numba, not left to the numpy code: the
+same gradients as the numpy backend and as central finite differences.
+
+The rewrites are checked on the text without compiling; the compiled gradients are `slow`
+(numba takes tens of seconds for them on a busy machine: `pytest -m slow`)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad.api import numeric_grad
+from sourcegrad.bench.layers import VanillaRNN, stable_sigmoid
+from sourcegrad.compiler.backends import numba_backend, numba_lists, numba_masks
+from sourcegrad.errors import JitFallbackWarning
+
+
+def rnn_list(W, xs, h0):
+    hs = []
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(h @ W + xs[t])
+        hs.append(h)
+    return np.sum(np.stack(hs) ** 2)
+
+
+def rnn_layer(Wx, Wh, b, x, h0, G):
+    """The benchmark's append-and-stack RNN (a class: traced, its loop rolled back)."""
+    return np.sum(VanillaRNN(Wx, Wh, b).forward(x, h0) * G)
+
+
+def sigmoid_gates(a, c):
+    """An LSTM step's gates by the stable sigmoid of course code: 2-d masks."""
+    i = stable_sigmoid(a[:, 0:3])
+    f = stable_sigmoid(a[:, 3:6])
+    z = a[:, 6:9].copy()
+    z[c < 0] = z[c < 0] * 0.3  # (a comparison inline: the masked write of the front end)
+    return np.sum(f * c + i * np.tanh(z))
+
+
+def _rnn_args(rng, steps=12):
+    return (
+        rng.normal(size=(3, 3)) * 0.5,
+        rng.normal(size=(steps, 2, 3)),
+        rng.normal(size=(2, 3)),
+    )
+
+
+def _rnn_layer_args(rng, steps=10):
+    n, d, h = 3, 2, 4
+    return (
+        rng.normal(scale=d**-0.5, size=(d, h)),
+        rng.normal(scale=h**-0.5, size=(h, h)),
+        rng.normal(scale=0.1, size=h),
+        rng.normal(size=(steps, n, d)),
+        rng.normal(scale=0.5, size=(n, h)),
+        rng.normal(size=(steps, n, h)),
+    )
+
+
+def _numba_text(f, args, wrt):
+    g = sourcegrad.grad(f, wrt=wrt)
+    g(*args)
+    return g.source, numba_backend.numba_source(g.source)
+
+
+# -- the text, without compiling ----------------------------------------------------------------
+
+
+def test_a_list_appended_in_a_loop_is_appended_in_place_and_its_restores_go():
+    numpy_text, text = _numba_text(rnn_list, _rnn_args(np.random.default_rng(0)), (0,))
+    assert "hs = list_append(hs, h)" in numpy_text and "saved.append(hs)" in numpy_text
+    assert "hs.append(h)" in text and "list_append(" not in text
+    assert "stack_hs = stack_appended(hs)" in text
+    assert "unstack_appended(stack_hs * 2.0, len(hs))" in text
+    assert "saved_hs" not in text and "hs = saved" not in text  # (its restores were dead)
+
+
+def test_the_traced_rnn_layers_list_is_appended_in_place_too():
+    numpy_text, text = _numba_text(rnn_layer, _rnn_layer_args(np.random.default_rng(0)), (0, 1, 2))
+    assert "hs = list_append(hs, h)" in numpy_text
+    assert "hs.append(h)" in text and "unstack_appended(G, len(hs))" in text
+
+
+STACK = "    saved = []  # values the backward pass needs that the forward overwrites\n"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a restored (older) value of the list is read
+        "    for i in range(3):\n        hs = saved.pop()\n        n = len(hs)\n",
+        # the list's older value under another name
+        "    other = hs\n",
+        # the adjoint read as a list (added to another list)
+        "    d = unstack_list(g, hs, 0)\n    e = d + d\n",
+        # another axis than 0
+        "    d = unstack_list(g, hs, 1)\n    e = d[-1]\n",
+    ],
+)
+def test_a_list_read_otherwise_is_left_as_it_is(body):
+    text = (
+        "def f(x, g):\n" + STACK + "    hs = []\n    for i in range(3):\n"
+        "        saved.append(hs)\n        hs = list_append(hs, x)\n" + body + "    return x\n"
+    )
+    assert numba_lists.appended_in_place(text, "saved") == text
+
+
+def test_the_adjoint_of_the_stack_is_read_as_rows():
+    text = (
+        "def f(x, g):\n    hs = []\n    for i in range(3):\n        hs = list_append(hs, x)\n"
+        "    d_1 = unstack_list(g, hs, 0)\n    d = d_1\n    for i in range(3):\n"
+        "        p = d[-1]\n        d = d[:-1]\n        q = d[i] + len(d)\n    return p\n"
+    )
+    out = numba_lists.appended_in_place(text, None)
+    assert "hs.append(x)" in out and "d_1 = unstack_appended(g, len(hs))" in out
+
+
+def test_indexing_by_a_two_dimensional_mask_becomes_the_helpers():
+    a, c = (
+        np.random.default_rng(1).normal(size=(4, 9)),
+        np.random.default_rng(2).normal(size=(4, 3)),
+    )
+    numpy_text, text = _numba_text(sigmoid_gates, (a, c), (0, 1))
+    assert "pos_mask]" in numpy_text and "unindex(" in numpy_text
+    gradient = text[text.index("def dsigmoid_gates") :]  # (not the helpers' docstrings)
+    code = "\n".join(line.split("#")[0] for line in gradient.splitlines())
+    assert "mask]" not in code  # (every read, write and update through a mask)
+    for helper in ("masked_elements(", "write_masked(", "unindex_masked("):
+        assert helper in code
+    assert "unindex(" not in code
+
+
+def test_only_names_always_assigned_a_comparison_are_masks():
+    text = (
+        "def f(x, i):\n    m = x < 0\n    n = x > 0\n    n = i\n"
+        "    y = x[m] + x[n] + x[i]\n    x[m] += 1.0\n    return y\n"
+    )
+    out = numba_masks.masked_indexing(text)
+    assert "masked_elements(x, m) + x[n] + x[i]" in out
+    assert "write_masked(x, m, masked_elements(x, m) + (1.0))" in out
+
+
+# -- compiled by numba --------------------------------------------------------------------------
+
+
+def _compiled_and_checked(f, args, wrt):
+    """numba's gradient (no fallback to the numpy code) against the numpy backend's and
+    central finite differences."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        got = sourcegrad.grad(f, wrt=wrt, backend="numba")(*args)
+    want = sourcegrad.grad(f, wrt=wrt)(*args)
+    for ours, theirs, i in zip(got, want, wrt):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(ours, numeric_grad(f, args, i), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.slow
+def test_a_list_appended_in_a_loop_and_stacked_is_compiled():
+    _compiled_and_checked(rnn_list, _rnn_args(np.random.default_rng(3)), (0, 2))
+
+
+@pytest.mark.slow
+def test_the_traced_rnn_layer_is_compiled():
+    _compiled_and_checked(rnn_layer, _rnn_layer_args(np.random.default_rng(4)), (0, 1, 2))
+
+
+@pytest.mark.slow
+def test_two_dimensional_masks_are_compiled():
+    rng = np.random.default_rng(5)
+    _compiled_and_checked(sigmoid_gates, (rng.normal(size=(4, 9)), rng.normal(size=(4, 3))), (0, 1))
+
+
+@pytest.mark.slow
+def test_the_mask_helpers_index_as_numpy_does():
+    """Each helper against numpy, for C-ordered and strided arrays, a mask with no True and
+    all True, a value of one element; a mask of another shape is numpy's IndexError."""
+    numba = pytest.importorskip("numba")
+    namespace = {"np": np, "numba": numba}
+    callers = (
+        "\n\n@numba.njit\ndef read(x, m):\n    return masked_elements(x, m)\n"
+        "\n\n@numba.njit\ndef write(x, m, v):\n    write_masked(x, m, v)\n"
+    )
+    exec(numba_masks.MASKED + callers, namespace)
+    read, write, unindex = (namespace[n] for n in ("read", "write", "unindex_masked"))
+    rng = np.random.default_rng(6)
+    base = rng.normal(size=(5, 8))
+    for x in (base, base[:, 1:7], base[::2].T):
+        for m in (x < 0, x < -9.0, x < 9.0):
+            np.testing.assert_array_equal(read(x, m), x[m])
+            for v in (rng.normal(size=int(m.sum())), rng.normal(size=1)):
+                want, got = x.copy(), x.copy()
+                want[m] = v
+                write(got, m, v)
+                np.testing.assert_array_equal(got, want)
+            g = rng.normal(size=int(m.sum()))
+            want = np.zeros_like(x)
+            want[m] = g
+            np.testing.assert_array_equal(unindex(g, x, m), want)
+    with pytest.raises(IndexError):
+        read(base, base[:, :3] < 0)
