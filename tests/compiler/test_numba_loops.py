@@ -7,13 +7,14 @@ The rewrites are checked on the text without compiling; the compiled gradients a
 (numba takes tens of seconds for them on a busy machine: `pytest -m slow`)."""
 
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import sourcegrad
 from sourcegrad.api import numeric_grad
-from sourcegrad.bench.layers import VanillaRNN, stable_sigmoid
+from sourcegrad.bench.layers import VanillaRNN, lstm, lstm_args, lstm_hand, stable_sigmoid
 from sourcegrad.compiler.backends import numba_backend, numba_lists, numba_masks
 from sourcegrad.errors import JitFallbackWarning
 
@@ -203,3 +204,19 @@ def test_the_mask_helpers_index_as_numpy_does():
             np.testing.assert_array_equal(unindex(g, x, m), want)
     with pytest.raises(IndexError):
         read(base, base[:, :3] < 0)
+
+
+def test_long_straight_line_code_runs_as_the_numpy_code_and_says_why():
+    """An LSTM whose masks select a different number of elements each step stays unrolled
+    (the trace rolls only loops whose shapes agree): over 4 steps, more statements than
+    numba compiles in reasonable time (it took minutes): the numpy code, a note, no
+    warning."""
+    args = lstm_args(np.random.default_rng(7), SimpleNamespace(params=dict(n=3, t=4, d=3, h=2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        g = sourcegrad.grad(lstm, wrt=(0, 1, 2), backend="numba")
+        got = g(*args)
+    assert "# numba: the numpy code runs: straight-line code of" in g.source
+    assert "@numba.njit" not in g.source
+    for ours, theirs in zip(got, lstm_hand(*args)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)

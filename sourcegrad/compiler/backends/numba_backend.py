@@ -21,8 +21,10 @@ and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper funct
 written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
 there and the numpy code runs), and sums over an axis as the helper `sum_along_axis`
 (loops for a 2-d array: numba's own sum over an axis compiles ~5x slower); the runtime's
-`unindex` at a loop counter as `unindex_at`; the saved-value stack as one typed list per
-saved variable (`numba_stacks`); runs of elementwise statements fused into one pass over
+`unindex` at a loop counter as `unindex_at`; a list appended to in a loop and stacked
+after as one appended in place (`numba_lists`); indexing by a boolean mask of more than
+one dimension as helpers (`numba_masks`: numba's own takes 1-d masks only); the
+saved-value stack as one typed list per saved variable (`numba_stacks`); runs of elementwise statements fused into one pass over
 memory (`numba_fusion`); the other calls of sin, exp, tanh, ... as glibc's vector math's
 (`numba_vector_calls`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
