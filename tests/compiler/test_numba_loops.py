@@ -15,7 +15,7 @@ import pytest
 import sourcegrad
 from sourcegrad.api import numeric_grad
 from sourcegrad.bench.layers import VanillaRNN, lstm, lstm_args, lstm_hand, stable_sigmoid
-from sourcegrad.compiler.backends import numba_backend, numba_lists, numba_masks
+from sourcegrad.compiler.backends import numba_backend, numba_fusion, numba_lists, numba_masks
 from sourcegrad.errors import JitFallbackWarning
 
 
@@ -84,6 +84,25 @@ def test_the_traced_rnn_layers_list_is_appended_in_place_too():
     numpy_text, text = _numba_text(rnn_layer, _rnn_layer_args(np.random.default_rng(0)), (0, 1, 2))
     assert "hs = list_append(hs, h)" in numpy_text
     assert "hs.append(h)" in text and "unstack_appended(G, len(hs))" in text
+
+
+def test_a_vjps_forward_hands_the_list_to_its_backward_as_numbas_typed_list():
+    pull = sourcegrad.vjp(rnn_list, wrt=(0,))
+    pull(*_rnn_args(np.random.default_rng(0)))
+    text = numba_backend.numba_source(pull.source)
+    forward, backward = text.split("def value_and_drnn_list_dW_backward")
+    assert "hs = numba.typed.List()" in forward and "hs.append(h)" in forward
+    assert "unstack_appended(" in backward and "hs = saved" not in backward
+
+
+def test_a_vjps_backward_indexes_by_the_masks_its_forward_hands_it():
+    rng = np.random.default_rng(1)
+    pull = sourcegrad.vjp(sigmoid_gates, wrt=(0, 1))
+    pull(rng.normal(size=(4, 9)), rng.normal(size=(4, 3)))
+    text = numba_backend.numba_source(pull.source)
+    backward = text[text.index("def value_and_dsigmoid_gates_da_dc_backward") :]
+    code = "\n".join(line.split("#")[0] for line in backward.splitlines())
+    assert "mask]" not in code and "unindex_masked(" in code
 
 
 STACK = "    saved = []  # values the backward pass needs that the forward overwrites\n"
@@ -166,6 +185,26 @@ def test_a_list_appended_in_a_loop_and_stacked_is_compiled():
 
 
 @pytest.mark.slow
+def test_vjps_of_a_stacked_list_and_of_masks_are_compiled():
+    """The forward and backward both numba's, a pullback called twice, against the numpy
+    backend's VJP."""
+    rng = np.random.default_rng(8)
+    for f, args in [
+        (rnn_list, _rnn_args(rng)),
+        (sigmoid_gates, (rng.normal(size=(4, 9)), rng.normal(size=(4, 3)))),
+    ]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", JitFallbackWarning)
+            value, pullback = sourcegrad.vjp(f, wrt=(0, 1), backend="numba")(*args)
+            got = [pullback(1.5), pullback(1.5)]
+        want_value, want_pullback = sourcegrad.vjp(f, wrt=(0, 1))(*args)
+        np.testing.assert_allclose(value, want_value, rtol=1e-12)
+        for each in got:
+            for ours, theirs in zip(each, want_pullback(1.5)):
+                np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.slow
 def test_the_traced_rnn_layer_is_compiled():
     _compiled_and_checked(rnn_layer, _rnn_layer_args(np.random.default_rng(4)), (0, 1, 2))
 
@@ -206,6 +245,22 @@ def test_the_mask_helpers_index_as_numpy_does():
         read(base, base[:, :3] < 0)
 
 
+def test_only_straight_line_code_longer_than_numba_compiles_in_time_is_left_to_numpy():
+    kinds = {"x": numba_fusion.kind_of(np.ones(3))}
+
+    def reason(n, loop=False):
+        pad = "        " if loop else "    "
+        body = "".join(f"{pad}x = x + {k}.0\n" for k in range(n))
+        header = "    for i in range(2):\n" if loop else ""
+        text = f"def f(x):\n{header}{body}    return x\n"
+        return numba_fusion.numpy_code_reason(text, "f", kinds)
+
+    assert reason(numba_fusion.LONG_CODE - 1) is None
+    assert "straight-line code of" in reason(numba_fusion.LONG_CODE + 1)
+    assert reason(numba_fusion.LONG_CODE + 1, loop=True) is None  # (a loop: numba's to win)
+
+
+@pytest.mark.slow
 def test_long_straight_line_code_runs_as_the_numpy_code_and_says_why():
     """An LSTM whose masks select a different number of elements each step stays unrolled
     (the trace rolls only loops whose shapes agree): over 4 steps, more statements than

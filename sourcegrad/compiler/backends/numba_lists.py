@@ -58,8 +58,9 @@ def appended_in_place(source: str, stack: str | None) -> str:
     docstring); the source unchanged where that could differ."""
     tree = ast.parse(source)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     edits = []
-    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+    for fn in functions:
         starts = {}
         for node in ast.walk(fn):
             if (
@@ -71,8 +72,19 @@ def appended_in_place(source: str, stack: str | None) -> str:
             ):
                 starts.setdefault(node.targets[0].id, []).append(node)
         for name, assigns in starts.items():
-            if name != stack and len(assigns) == 1:
-                edits += _list_edits(source, fn, name, stack, parents) or []
+            if name == stack or len(assigns) != 1:
+                continue
+            found = _list_edits(source, fn, name, stack, parents)
+            if found is None:
+                continue
+            mine, returned = found
+            if returned:  # (a VJP's forward hands it to its backward: rewritten there too)
+                theirs = _handed_edits(source, functions, name, stack, parents)
+                if theirs is None:
+                    continue
+                # (numba's own typed list: a Python list would be copied out and back in)
+                mine += theirs + [span(assigns[0].value) + ("numba.typed.List()",)]
+            edits += mine
     if not edits:
         return source
     lines = source.splitlines(keepends=True)
@@ -81,10 +93,26 @@ def appended_in_place(source: str, stack: str | None) -> str:
     return "".join(lines)
 
 
-def _list_edits(source, fn, name, stack, parents):
-    """The edits making the list `name` of function `fn` appended in place, or None where
-    the list is used otherwise."""
-    appends, pushes, pops, reads = [], [], [], []
+def _handed_edits(source, functions, name, stack, parents):
+    """The edits in a VJP's backward of the list `name` its forward returns to it (a
+    parameter named alike at the same place), or None."""
+    if len(functions) != 2:
+        return None
+    forward, backward = functions
+    returned = [n for n in ast.walk(forward) if isinstance(n, ast.Return)][0].value.elts[1]
+    params = [a.arg for a in backward.args.args]
+    place = [k for k, r in enumerate(returned.elts) if _is_name(r, name)]
+    if len(place) != 1 or place[0] >= len(params) or params[place[0]] != name:
+        return None
+    found = _list_edits(source, backward, name, stack, parents, handed=True)
+    return None if found is None else found[0]
+
+
+def _list_edits(source, fn, name, stack, parents, handed=False):
+    """(the edits making the list `name` of function `fn` appended in place, whether fn
+    returns it to a VJP's backward), or None where the list is used otherwise. `handed`:
+    fn is that backward, the list its parameter: its reads and restores only."""
+    appends, pushes, pops, reads, returned = [], [], [], [], False
     for node in ast.walk(fn):
         if not (isinstance(node, ast.Name) and node.id == name):
             continue
@@ -93,7 +121,7 @@ def _list_edits(source, fn, name, stack, parents):
             if not (isinstance(parent, ast.Assign) and parent.targets == [node]):
                 return None
             value = parent.value
-            if isinstance(value, ast.List):
+            if isinstance(value, ast.List) and not handed:
                 continue  # (its start)
             if _is_call(value, "list_append", 2) and _is_name(value.args[0], name):
                 appends.append(parent)
@@ -111,9 +139,11 @@ def _list_edits(source, fn, name, stack, parents):
             pushes.append(parents[parent])
         elif _read(source, parent, node, parents) is not None:
             reads.append(_read(source, parent, node, parents))
+        elif _residual(node, parents):
+            returned = True
         else:
             return None
-    if not appends:
+    if bool(appends) == handed:
         return None
     first_pop = min((p.lineno for p in pops), default=None)
     for read in [a.value for a in appends] + [r[0] for r in reads]:
@@ -129,7 +159,19 @@ def _list_edits(source, fn, name, stack, parents):
         edits.append(span(assign) + (f"{name}.append({item})",))
     for call, text in reads:
         edits.append(span(call) + (text,))
-    return edits
+    return edits, returned
+
+
+def _residual(node, parents):
+    """Whether the name is one of the residuals a VJP's forward returns: `return value,
+    (residuals...)`."""
+    tuple_ = parents[node]
+    return (
+        isinstance(tuple_, ast.Tuple)
+        and isinstance(parents[tuple_], ast.Tuple)
+        and isinstance(parents[parents[tuple_]], ast.Return)
+        and parents[tuple_].elts[1:] == [tuple_]
+    )
 
 
 def _read(source, parent, node, parents):

@@ -92,8 +92,12 @@ def masked_indexing(source: str) -> str:
     tree = ast.parse(source)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     edits = []
-    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
-        masks = _masks(fn)
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    handed = set()  # (a VJP's backward: parameters the forward returned as masks)
+    for fn in functions:
+        masks = _masks(fn, handed)
+        if fn is functions[0] and len(functions) == 2:
+            handed = _residual_masks(fn, functions[1], masks)
         if not masks:
             continue
         for node in ast.walk(fn):
@@ -114,10 +118,12 @@ def _within(inner, outer):
     return outer[0] <= inner[0] and inner[1] <= outer[1]
 
 
-def _masks(fn):
+def _masks(fn, handed=frozenset()):
     """The names fn only ever assigns a comparison of two operands, or the value the
-    backward restores from a stack (a value a comparison gave them); never parameters."""
-    compared, others = set(), {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    backward restores from a stack (a value a comparison gave them); no parameter but
+    those `handed` (masks a VJP's forward returned to fn, its backward)."""
+    params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    compared, others = params & set(handed), params - set(handed)
     assigned = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
@@ -134,6 +140,23 @@ def _masks(fn):
             if id(node) not in assigned:
                 others.add(node.id)
     return compared - others
+
+
+def _residual_masks(forward, backward, masks):
+    """The backward's parameters that are masks of the forward: a VJP's forward returns
+    `value, (residuals...)` and its backward takes the residuals, named alike, first."""
+    returned = [n for n in ast.walk(forward) if isinstance(n, ast.Return)]
+    if len(returned) != 1 or not isinstance(returned[0].value, ast.Tuple):
+        return set()
+    parts = returned[0].value.elts
+    if len(parts) != 2 or not isinstance(parts[1], ast.Tuple):
+        return set()
+    params = [a.arg for a in backward.args.args]
+    return {
+        r.id
+        for k, r in enumerate(parts[1].elts)
+        if isinstance(r, ast.Name) and r.id in masks and k < len(params) and params[k] == r.id
+    }
 
 
 def _is_pop(value):
