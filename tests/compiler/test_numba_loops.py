@@ -6,6 +6,7 @@ same gradients as the numpy backend and as central finite differences.
 The rewrites are checked on the text without compiling; the compiled gradients are `slow`
 (numba takes tens of seconds for them on a busy machine: `pytest -m slow`)."""
 
+import ast
 import warnings
 from types import SimpleNamespace
 
@@ -15,7 +16,13 @@ import pytest
 import sourcegrad
 from sourcegrad.api import numeric_grad
 from sourcegrad.bench.layers import VanillaRNN, lstm, lstm_args, lstm_hand, stable_sigmoid
-from sourcegrad.compiler.backends import numba_backend, numba_fusion, numba_lists, numba_masks
+from sourcegrad.compiler.backends import (
+    numba_backend,
+    numba_fusion,
+    numba_lists,
+    numba_masks,
+    numba_stacks,
+)
 from sourcegrad.errors import JitFallbackWarning
 
 
@@ -275,3 +282,28 @@ def test_long_straight_line_code_runs_as_the_numpy_code_and_says_why():
     assert "@numba.njit" not in g.source
     for ours, theirs in zip(got, lstm_hand(*args)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
+
+
+def leading_mask(x):
+    m = x[:, :, 0] > 0  # (a mask of x's two leading dimensions: numpy selects rows of x)
+    return np.sum(x[m] ** 2)
+
+
+@pytest.mark.slow
+def test_a_mask_of_fewer_dimensions_than_the_array_is_left_to_numbas_own_indexing():
+    """numba refuses it (as before the helpers): one warning, and numpy's gradient."""
+    x = np.random.default_rng(9).normal(size=(3, 4, 2))
+    with pytest.warns(JitFallbackWarning):
+        got = sourcegrad.grad(leading_mask, backend="numba")(x)
+    np.testing.assert_allclose(got, sourcegrad.grad(leading_mask)(x), rtol=1e-12)
+    np.testing.assert_allclose(got, numeric_grad(leading_mask, (x,), 0), rtol=1e-6)
+
+
+def test_segment_is_asts_source_segment():
+    text = (
+        "def f(x, g):\r\n    y = np.sum(\n        x * 2.0,\r        axis=0)  # é\n"
+        "    s = 'é' + \"\\x0c\"\n    return y[0] + g\n"
+    )
+    for node in ast.walk(ast.parse(text)):
+        if hasattr(node, "end_col_offset") and node.end_col_offset is not None:
+            assert numba_stacks.segment(text, node) == ast.get_source_segment(text, node)

@@ -316,7 +316,7 @@ def _without_dels(source: str) -> str:
 
 
 def _segment(source, node):
-    return ast.get_source_segment(source, node)
+    return numba_stacks.segment(source, node)  # (ast's splits the text at each call)
 
 
 def _reversed_range(node, source):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 
-from .numba_stacks import replace_span, span
+from .numba_stacks import replace_span, segment, span
 
 STACK_APPENDED = '''@numba.njit
 def stack_appended(items):
@@ -155,7 +155,7 @@ def _list_edits(source, fn, name, stack, parents, handed=False):
         return None  # (its block would be empty)
     edits = [_delete(statement) for statement in pushes + pops]
     for assign in appends:
-        item = ast.get_source_segment(source, assign.value.args[1])
+        item = segment(source, assign.value.args[1])
         edits.append(span(assign) + (f"{name}.append({item})",))
     for call, text in reads:
         edits.append(span(call) + (text,))
@@ -197,7 +197,7 @@ def _read(source, parent, node, parents):
         and _axis_zero(parent.args[2:], parent.keywords)
         and _read_as_rows(parent, parents)
     ):
-        g = ast.get_source_segment(source, parent.args[0])
+        g = segment(source, parent.args[0])
         return parent, f"unstack_appended({g}, len({node.id}))"
     return None
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from .numba_stacks import replace_span, span
+from .numba_stacks import replace_span, segment, span
 
 MASKED = '''import numba.extending
 
@@ -31,13 +31,21 @@ def write_masked(x, m, v):
     raise NotImplementedError("compiled by numba only")
 
 
-def _is_mask(m):
-    return isinstance(m, numba.types.Array) and isinstance(m.dtype, numba.types.Boolean)
+def _is_mask(x, m):
+    """Whether m (numba's type) is a boolean array of x's dimensions, more than one (numba
+    indexes by one of one dimension, and by one of fewer than x's numpy indexes x's leading
+    dimensions: numba's own indexing, which refuses it, and the numpy code runs)."""
+    return (
+        isinstance(m, numba.types.Array)
+        and isinstance(m.dtype, numba.types.Boolean)
+        and isinstance(x, numba.types.Array)
+        and m.ndim == x.ndim > 1
+    )
 
 
 @numba.extending.overload(masked_elements)
 def _masked_elements(x, m):
-    if not (_is_mask(m) and m.ndim > 1):
+    if not _is_mask(x, m):
         return lambda x, m: x[m]  # (numba's own indexing)
 
     def read(x, m):
@@ -51,7 +59,7 @@ def _masked_elements(x, m):
 
 @numba.extending.overload(write_masked)
 def _write_masked(x, m, v):
-    if not (_is_mask(m) and m.ndim > 1):
+    if not _is_mask(x, m):
 
         def put(x, m, v):
             x[m] = v  # (numba's own indexing)
@@ -172,7 +180,7 @@ def _edit(source, node, masks, parents):
     """(start, end, text) of the helper call replacing node, or None."""
 
     def text(n):
-        return ast.get_source_segment(source, n)
+        return segment(source, n)
 
     if isinstance(node, ast.Subscript) and _is_mask_name(node.slice, masks):
         target, mask = text(node.value), node.slice.id
