@@ -15,7 +15,9 @@ pass restores a list the forward overwrote (`saved.append(xs)` before each appen
 saved.pop()` in the backward); where the list is read only before the first pop and in no
 loop a pop is in, the restored values are never read, and the pushes and pops go. Its
 other reads (`len(xs)`, `np.stack(xs)`, `unstack_list(g, xs, 0)`) each read the list as it
-is then, and make a new value.
+is then, and make a new value. A VJP's forward may return the list to its backward (a
+residual, as the saved stack is): it is rewritten in both functions or in neither, and made
+as `numba.typed.List()` (a Python list would be copied out of numba and back in).
 
 `unstack_list(g, xs, 0)`, the adjoint of `np.stack(xs)`, is the list of g's rows (copies):
 here one copy of g, an array whose rows are those items. Only where the adjoint is read as
