@@ -136,6 +136,18 @@ def test_a_list_read_otherwise_is_left_as_it_is(body):
     assert numba_lists.appended_in_place(text, "saved") == text
 
 
+def test_a_list_another_function_restores_is_left_as_it_is():
+    """A VJP's backward restoring the list from pushes its forward made, the list not
+    among the residuals: dropping the forward's pushes would shift every pop after them."""
+    text = (
+        "def f_forward(x):\n" + STACK + "    hs = []\n    for i in range(3):\n"
+        "        saved.append(hs)\n        hs = list_append(hs, x)\n"
+        "    return x, (x, saved)\n\n\ndef f_backward(x, saved, g):\n"
+        "    for i in range(3):\n        hs = saved.pop()\n        g = g + x\n    return g\n"
+    )
+    assert numba_lists.appended_in_place(text, "saved") == text
+
+
 def test_the_adjoint_of_the_stack_is_read_as_rows():
     text = (
         "def f(x, g):\n    hs = []\n    for i in range(3):\n        hs = list_append(hs, x)\n"

@@ -80,6 +80,9 @@ def appended_in_place(source: str, stack: str | None) -> str:
             if found is None:
                 continue
             mine, returned = found
+            others = [f for f in functions if f is not fn]
+            if not returned and any(_is_name(n, name) for f in others for n in ast.walk(f)):
+                continue  # (another function restores it, from pushes that would be gone)
             if returned:  # (a VJP's forward hands it to its backward: rewritten there too)
                 theirs = _handed_edits(source, functions, name, stack, parents)
                 if theirs is None:
