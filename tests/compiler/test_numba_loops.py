@@ -319,3 +319,42 @@ def test_segment_is_asts_source_segment():
     for node in ast.walk(ast.parse(text)):
         if hasattr(node, "end_col_offset") and node.end_col_offset is not None:
             assert numba_stacks.segment(text, node) == ast.get_source_segment(text, node)
+
+
+# -- a variance over an axis (the normalization layers) --------------------------------------
+
+
+def normalized(x, scale):
+    mean, var = x.mean(axis=0), np.var(x, axis=0)
+    rows = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    return np.sum(np.tanh((x - mean) / np.sqrt(var + 1e-5) * scale) + rows**2)
+
+
+def test_a_variance_over_a_literal_axis_is_a_helper():
+    text = numba_backend.numba_source(
+        "def f(x):\n    a = np.var(x, axis=0)\n    b = x.var(axis=-1, keepdims=True)\n"
+        "    c = x.var(axis=0, ddof=1)\n    return a, b, c\n"
+    )
+    assert "a = var_along_axis(x, 0)" in text
+    assert "b = np.expand_dims(var_along_axis(x, -1), -1)" in text
+    assert "c = x.var(axis=0, ddof=1)" in text  # (ddof: left to numba, which refuses it)
+
+
+@pytest.mark.slow
+def test_a_variance_over_an_axis_is_compiled():
+    rng = np.random.default_rng(10)
+    _compiled_and_checked(normalized, (rng.normal(size=(6, 5)), rng.normal(size=5)), (0, 1))
+
+
+@pytest.mark.slow
+def test_the_variance_helper_computes_numpys_variance():
+    numba = pytest.importorskip("numba")
+    namespace = {"np": np, "numba": numba}
+    exec(numba_backend._HELPERS["var_along_axis"], namespace)
+    x = np.random.default_rng(11).normal(size=(7, 9)) + 3.0
+    for axis in (0, 1, -1, -2):
+        np.testing.assert_allclose(
+            namespace["var_along_axis"](x, axis), x.var(axis=axis), rtol=1e-14
+        )
+    with pytest.raises(ValueError):
+        namespace["var_along_axis"](x, 2)

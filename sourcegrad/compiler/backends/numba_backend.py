@@ -16,7 +16,7 @@ The numba variant is the numpy text with what numba needs changed, and nothing e
 `import numba` and an `@numba.njit(...)` line on each function; `reversed(range(...))`
 as a counting-down `range` (numba has no `reversed`); a ufunc's `out=` keyword as its
 positional output (numba takes no keywords for ufuncs); reductions over a literal axis
-that numba lacks (`keepdims=`, `max`/`min`/`mean` over an axis, the runtime's `max_grad`
+that numba lacks (`keepdims=`, `max`/`min`/`mean`/`var` over an axis, the runtime's `max_grad`
 and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper functions
 written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
 there and the numpy code runs), and sums over an axis as the helper `sum_along_axis`
@@ -367,7 +367,7 @@ def _positional_out(node, source):
 # reductions over an axis numba does not compile, as what it does: numba's sum takes an axis
 # but no keepdims (np.expand_dims puts the axis back), its max, min and mean no axis at all;
 # its sum over an axis compiles slowly, so sums are helper loops too
-_REDUCTIONS = {"sum", "max", "min", "amax", "amin", "mean"}
+_REDUCTIONS = {"sum", "max", "min", "amax", "amin", "mean", "var"}
 _HELPERS = {
     f"{r}_along_axis": f'''@numba.njit
 def {r}_along_axis(x, axis):
@@ -415,6 +415,28 @@ def sum_along_axis(x, axis):
         for i in range(rows):
             out[i] = x[i].sum()
     return out
+'''
+_HELPERS["var_along_axis"] = '''@numba.njit
+def var_along_axis(x, axis):
+    """x.var(axis=axis) of a 2-d array x (numba's var takes no axis), as numpy computes it:
+    the mean of the squares of the deviations from the mean, in loops."""
+    rows, columns = x.shape  # (numba refuses another ndim here: the numpy code runs)
+    if not -2 <= axis < 2:
+        raise ValueError("axis out of range")
+    along = axis % 2 == 0  # (down the columns)
+    n = rows if along else columns
+    mean = np.zeros(columns if along else rows)
+    for i in range(rows):
+        for j in range(columns):
+            mean[j if along else i] += x[i, j]
+    mean /= n
+    out = np.zeros(columns if along else rows)
+    for i in range(rows):
+        for j in range(columns):
+            k = j if along else i
+            d = x[i, j] - mean[k]
+            out[k] += d * d
+    return out / n
 '''
 _HELPERS["max_grad_along_axis"] = '''@numba.njit
 def max_grad_along_axis(g, ans, x, axis):
@@ -499,7 +521,7 @@ _HELPER_NAMES = frozenset(
 
 
 def _axis_reduction(node, source):
-    """`x.max(axis=1, keepdims=True)` (or `np.max(x, ...)`; sum, min, mean) in what numba
+    """`x.max(axis=1, keepdims=True)` (or `np.max(x, ...)`; sum, min, mean, var) in what numba
     compiles, or compiles faster: `np.expand_dims(max_along_axis(x, 1), 1)`; the mean as
     the sum over the axis divided by its length. Only with a literal int axis and keepdims
     (else left: numba refuses the others, and compiles a sum as it is)."""
