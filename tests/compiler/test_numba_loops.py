@@ -251,7 +251,7 @@ def test_the_mask_helpers_index_as_numpy_does():
     for x in (base, base[:, 1:7], base[::2].T):
         for m in (x < 0, x < -9.0, x < 9.0):
             np.testing.assert_array_equal(read(x, m), x[m])
-            for v in (rng.normal(size=int(m.sum())), rng.normal(size=1)):
+            for v in (rng.normal(size=int(m.sum())), rng.normal(size=1), 2.5):
                 want, got = x.copy(), x.copy()
                 want[m] = v
                 write(got, m, v)
@@ -262,6 +262,9 @@ def test_the_mask_helpers_index_as_numpy_does():
             np.testing.assert_array_equal(unindex(g, x, m), want)
     with pytest.raises(IndexError):
         read(base, base[:, :3] < 0)
+    assert (base < 0).sum() > 2
+    with pytest.raises(ValueError):  # (numpy's error: neither one value nor one per True)
+        write(base.copy(), base < 0, np.ones(2))
 
 
 def test_only_straight_line_code_longer_than_numba_compiles_in_time_is_left_to_numpy():
