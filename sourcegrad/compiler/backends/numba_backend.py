@@ -16,13 +16,15 @@ The numba variant is the numpy text with what numba needs changed, and nothing e
 `import numba` and an `@numba.njit(...)` line on each function; `reversed(range(...))`
 as a counting-down `range` (numba has no `reversed`); a ufunc's `out=` keyword as its
 positional output (numba takes no keywords for ufuncs); reductions over a literal axis
-that numba lacks (`keepdims=`, `max`/`min`/`mean` over an axis, the runtime's `max_grad`
+that numba lacks (`keepdims=`, `max`/`min`/`mean`/`var` over an axis, the runtime's `max_grad`
 and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper functions
 written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
 there and the numpy code runs), and sums over an axis as the helper `sum_along_axis`
 (loops for a 2-d array: numba's own sum over an axis compiles ~5x slower); the runtime's
-`unindex` at a loop counter as `unindex_at`; the saved-value stack as one typed list per
-saved variable (`numba_stacks`); runs of elementwise statements fused into one pass over
+`unindex` at a loop counter as `unindex_at`; a list appended to in a loop and stacked
+after as one appended in place (`numba_lists`); indexing by a boolean mask of more than
+one dimension as helpers (`numba_masks`: numba's own takes 1-d masks only); the
+saved-value stack as one typed list per saved variable (`numba_stacks`); runs of elementwise statements fused into one pass over
 memory (`numba_fusion`); the other calls of sin, exp, tanh, ... as glibc's vector math's
 (`numba_vector_calls`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
@@ -73,7 +75,14 @@ import numpy as np
 from ... import cache, errors
 from ..emit.codegen import FREED_NOTE
 from ..emit.codegen import load as load_numpy
-from . import numba_fusion, numba_stacks, numba_vector_calls, numba_vector_math
+from . import (
+    numba_fusion,
+    numba_lists,
+    numba_masks,
+    numba_stacks,
+    numba_vector_calls,
+    numba_vector_math,
+)
 
 OPTIONS = 'error_model="numpy"'
 
@@ -240,9 +249,12 @@ def numba_source(source: str, cached: bool = False) -> str:
     """The numpy module text with numba's needs met (see the module docstring)."""
     source = _without_dels(source)
     # (a helper's name the code has for another value: reductions over an axis left as they are)
-    helpers_free = not any(re.search(rf"\b{name}\b", source) for name in _HELPERS)
+    helpers_free = not any(re.search(rf"\b{name}\b", source) for name in _HELPER_NAMES)
     # (a VJP's forward hands its stacks to its backward: numba's own lists cross unconverted)
     pair = sum(isinstance(n, ast.FunctionDef) for n in ast.parse(source).body) > 1
+    if helpers_free:  # (before the stack is split: it drops the pushes of lists it rewrites)
+        source = numba_lists.appended_in_place(source, numba_stacks.stack_name(source))
+        source = numba_masks.masked_indexing(source)
     source = numba_stacks.split_stack(source, typed=pair)
     while True:  # innermost calls first: an edit's text holds the edits inside it
         tree = ast.parse(source)
@@ -276,8 +288,10 @@ def numba_source(source: str, cached: bool = False) -> str:
         lines.insert(node.lineno - 1, decorator + "\n")
     helpers = [
         text.replace("@numba.njit\n", decorator + "\n")
-        for name, text in _HELPERS.items()
-        if re.search(rf"\b{name}\(", source)
+        for text in _HELPERS.values()
+        if any(  # (a helper text may define more than one function the code calls)
+            re.search(rf"\b{name}\(", source) for name in re.findall(r"^def (\w+)\(", text, re.M)
+        )
     ]
     if helpers:  # (before the first function: defined when the functions are compiled)
         first = min(n.lineno for n in tree.body if isinstance(n, ast.FunctionDef))
@@ -302,7 +316,7 @@ def _without_dels(source: str) -> str:
 
 
 def _segment(source, node):
-    return ast.get_source_segment(source, node)
+    return numba_stacks.segment(source, node)  # (ast's splits the text at each call)
 
 
 def _reversed_range(node, source):
@@ -353,7 +367,7 @@ def _positional_out(node, source):
 # reductions over an axis numba does not compile, as what it does: numba's sum takes an axis
 # but no keepdims (np.expand_dims puts the axis back), its max, min and mean no axis at all;
 # its sum over an axis compiles slowly, so sums are helper loops too
-_REDUCTIONS = {"sum", "max", "min", "amax", "amin", "mean"}
+_REDUCTIONS = {"sum", "max", "min", "amax", "amin", "mean", "var"}
 _HELPERS = {
     f"{r}_along_axis": f'''@numba.njit
 def {r}_along_axis(x, axis):
@@ -402,6 +416,28 @@ def sum_along_axis(x, axis):
             out[i] = x[i].sum()
     return out
 '''
+_HELPERS["var_along_axis"] = '''@numba.njit
+def var_along_axis(x, axis):
+    """x.var(axis=axis) of a 2-d array x (numba's var takes no axis), as numpy computes it:
+    the mean of the squares of the deviations from the mean, in loops."""
+    rows, columns = x.shape  # (numba refuses another ndim here: the numpy code runs)
+    if not -2 <= axis < 2:
+        raise ValueError("axis out of range")
+    along = axis % 2 == 0  # (down the columns)
+    n = rows if along else columns
+    mean = np.zeros(columns if along else rows)
+    for i in range(rows):
+        for j in range(columns):
+            mean[j if along else i] += x[i, j]
+    mean /= n
+    out = np.zeros(columns if along else rows)
+    for i in range(rows):
+        for j in range(columns):
+            k = j if along else i
+            d = x[i, j] - mean[k]
+            out[k] += d * d
+    return out / n
+'''
 _HELPERS["max_grad_along_axis"] = '''@numba.njit
 def max_grad_along_axis(g, ans, x, axis):
     """runtime.max_grad for a 2-d x: g * hits / hits.sum(axis), hits = (x == ans), ans
@@ -443,6 +479,9 @@ def max_grad_all(g, ans, x):
 '''
 
 _HELPERS["previous_value"] = numba_stacks.PREVIOUS_VALUE
+_HELPERS["stack_appended"] = numba_lists.STACK_APPENDED
+_HELPERS["masked_elements"] = numba_masks.MASKED
+_HELPERS["unstack_appended"] = numba_lists.UNSTACK_APPENDED
 
 _HELPERS["unindex_one"] = '''import numba.extending
 
@@ -475,9 +514,14 @@ def unindex_at(g, x, i):
     return out
 '''
 
+# every function the helpers define (a name the code has for another value: none is written)
+_HELPER_NAMES = frozenset(
+    name for text in _HELPERS.values() for name in re.findall(r"^def (\w+)\(", text, re.M)
+)
+
 
 def _axis_reduction(node, source):
-    """`x.max(axis=1, keepdims=True)` (or `np.max(x, ...)`; sum, min, mean) in what numba
+    """`x.max(axis=1, keepdims=True)` (or `np.max(x, ...)`; sum, min, mean, var) in what numba
     compiles, or compiles faster: `np.expand_dims(max_along_axis(x, 1), 1)`; the mean as
     the sum over the axis divided by its length. Only with a literal int axis and keepdims
     (else left: numba refuses the others, and compiles a sum as it is)."""

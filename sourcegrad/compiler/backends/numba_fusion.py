@@ -58,6 +58,8 @@ BLOCK = 512
 # elements of an array argument from which straight-line code runs as the numpy code
 # (`numpy_code_reason`: 512 KiB of float64)
 LARGE_ARRAY = 1 << 16
+#: straight-line code of more statements runs as the numpy code (`numpy_code_reason`)
+LONG_CODE = 200
 
 
 def kind_of(value):
@@ -94,7 +96,7 @@ def fuse(source: str, function: str, kinds: dict, vector=frozenset()) -> str:
 
 def numpy_code_reason(source: str, function: str, kinds) -> str | None:
     """Why the numpy code runs, not numba's, for `function` of the (fused) numba text, or
-    None. Both cases are straight-line code (no loop of the user's, no fused run: the fused
+    None. Each case is straight-line code (no loop of the user's, no fused run: the fused
     text has neither `for` nor `while`), where numba has nothing to compile away:
 
     * only Python numbers for arguments: numba's call of the compiled code (~1 µs here:
@@ -106,7 +108,13 @@ def numpy_code_reason(source: str, function: str, kinds) -> str | None:
       the MLP at batch 4096 took 332 ms under numba against 309 ms, the logistic
       regression on 10^7 numbers 15.4 ms against 14.5 ms, after compiling for 5.9 s and
       1.7 s. (Below that numba wins what numpy pays per operation: the MLP at batch 32,
-      0.80x the hand-written gradient against 1.06x.)"""
+      0.80x the hand-written gradient against 1.06x.)
+    * more than LONG_CODE statements (a loop the front end unrolled, as an LSTM whose masks
+      select a different number of elements each step): numba's compile time grows faster
+      than a function's length. The layers benchmark's LSTM (batch 16, 16->32) took 41 s
+      over 2 steps (146 statements) and 124 s over 4 (295), where it ran in 0.38 ms against
+      1.02 ms for the hand-written gradient and 1.38 ms for the numpy code; over its 20
+      steps (1,531 statements) numba had not compiled it after 15 minutes."""
     fn = next(
         (
             n
@@ -117,6 +125,12 @@ def numpy_code_reason(source: str, function: str, kinds) -> str | None:
     )
     if fn is None or any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):
         return None
+    statements = sum(isinstance(n, ast.stmt) for n in ast.walk(fn)) - 1
+    if statements > LONG_CODE:
+        return (
+            f"straight-line code of {statements} statements (more than {LONG_CODE}: a loop "
+            "unrolled): numba would take many minutes to compile it"
+        )
     if kinds is None:
         return None
     if all(k == "scalar" for k in kinds.values()):

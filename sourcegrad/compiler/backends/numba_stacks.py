@@ -12,6 +12,7 @@ the helper the text then calls (`numba_backend` writes it into the module, compi
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from .numba_fusion import byte_col
@@ -35,6 +36,25 @@ def replace_span(lines, start, end, text):
         lines[i] = ""
 
 
+@functools.lru_cache(maxsize=8)
+def _lines(source):
+    """The text's lines, with their ends, as ast numbers them (\\n, \\r\\n or \\r ends one)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z", source)
+
+
+def segment(source, node):
+    """`ast.get_source_segment(source, node)`, without splitting the text into lines again
+    at each call (ast does: minutes over the thousands of calls of an unrolled loop's
+    2,700 lines)."""
+    lines = _lines(source)
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset : node.end_col_offset].decode()
+    head = lines[first].encode()[node.col_offset :].decode()
+    tail = lines[last].encode()[: node.end_col_offset].decode()
+    return head + "".join(lines[first + 1 : last]) + tail
+
+
 def span(node):
     """(start, end) of a node, as `replace_span` takes them."""
     return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
@@ -45,6 +65,12 @@ _STACK_LINE = re.compile(
     r"^ +(\w+) = \[\]  # values the backward pass needs that the forward overwrites$", re.M
 )
 _SAVED_INIT = r"^ +{} = None +# saved\n"
+
+
+def stack_name(source: str) -> str | None:
+    """The name of the text's saved-value stack (codegen's `saved`), or None without one."""
+    found = _STACK_LINE.search(source)
+    return found.group(1) if found else None
 
 
 def split_stack(source: str, typed: bool = False) -> str:
@@ -250,4 +276,4 @@ def _is_push_of(statement, stack, name):
     )
 
 
-__all__ = ["PREVIOUS_VALUE", "replace_span", "span", "split_stack"]
+__all__ = ["PREVIOUS_VALUE", "replace_span", "segment", "span", "split_stack", "stack_name"]
