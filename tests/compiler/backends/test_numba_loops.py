@@ -109,7 +109,9 @@ def test_a_vjps_backward_indexes_by_the_masks_its_forward_hands_it():
     text = numba_backend.numba_source(pull.source)
     backward = text[text.index("def value_and_dsigmoid_gates_da_dc_backward") :]
     code = "\n".join(line.split("#")[0] for line in backward.splitlines())
-    assert "mask]" not in code and "unindex_masked(" in code
+    # (the stable sigmoid's adjoints are selections on whole arrays, optimize/masked_adjoints.py:
+    # the backward reads the forward's masks through np.where, never by indexing with them)
+    assert "mask]" not in code and "np.where(stable_sigmoid_neg_mask" in code.replace("\n", "")
 
 
 STACK = "    saved = []  # values the backward pass needs that the forward overwrites\n"
@@ -168,9 +170,23 @@ def test_indexing_by_a_two_dimensional_mask_becomes_the_helpers():
     gradient = text[text.index("def dsigmoid_gates") :]  # (not the helpers' docstrings)
     code = "\n".join(line.split("#")[0] for line in gradient.splitlines())
     assert "mask]" not in code  # (every read, write and update through a mask)
-    for helper in ("masked_elements(", "write_masked(", "unindex_masked("):
+    for helper in ("masked_elements(", "write_masked("):
         assert helper in code
     assert "unindex(" not in code
+    # (the sigmoid's adjoints are selections on whole arrays, optimize/masked_adjoints.py; a
+    # chain with a division keeps its gathers, and the adjoint's scatter is the helper's)
+    numpy_text, text = _numba_text(masked_reciprocal, (a, a + 1.0), (0,))
+    assert "unindex(" in numpy_text
+    gradient = text[text.index("def dmasked_reciprocal") :]
+    code = "\n".join(line.split("#")[0] for line in gradient.splitlines())
+    assert "unindex_masked(" in code and "mask]" not in code and "unindex(" not in code
+
+
+def masked_reciprocal(a, G):
+    z = np.zeros_like(a)
+    mask = a > 0
+    z[mask] = 1.0 / (1.5 + a[mask])
+    return np.sum(z * G)
 
 
 def test_only_names_always_assigned_a_comparison_are_masks():
