@@ -806,7 +806,8 @@ class VJP(Gradient):
             # (the cotangent joins the arguments a gradient must not be: that of x for x)
             return compiled.finish(grads, args + (cotangent,))
 
-        pullback.residuals = residuals  # (what it reads: a compiled region checks versions)
+        # (what it reads: a compiled region checks their versions, as torch its saved tensors)
+        pullback.residuals = residuals  # type: ignore[attr-defined]
         return value, pullback
 
 
