@@ -145,6 +145,7 @@ def test_an_argument_modified_in_place_before_the_backward_raises_as_torch(input
     """torch saves the weight for the backward only where the input needs a gradient
     (grad_input = g @ W); so does the generated backward, and the node checks the
     versions of the arguments it reads."""
+    sourcegrad.manual_seed(0)  # (the weights: the same in any order the tests run)
     model = Two()
     ref = real.nn.Linear(3, 2)
     ref.load_state_dict({k[3:]: real.tensor(_np(v)) for k, v in model.state_dict().items()})
@@ -158,7 +159,8 @@ def test_an_argument_modified_in_place_before_the_backward_raises_as_torch(input
         out.sum().backward()
         ref_out.sum().backward()
         for p, q in zip(model.parameters(), ref.parameters()):
-            np.testing.assert_allclose(_np(p.grad), q.grad.numpy(), rtol=1e-6)
+            # (float32: torch's and numpy's products may round apart in the last bits)
+            np.testing.assert_allclose(_np(p.grad), q.grad.numpy(), rtol=1e-5, atol=1e-7)
         return
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
