@@ -74,15 +74,13 @@ class _Densify:
 
     # -- facts ---------------------------------------------------------------------------------
 
-    def _call(self, name, op=None):
-        """The Call assigning `name` once at the top level (of `op` when given), or None."""
+    def _call(self, name):
+        """The Call (without keywords) assigning `name` once at the top level, or None."""
         k = self.made.get(name)
         if k is None:
             return None
         value = self.body[k].value
-        if type(value) is not Call or value.kwargs or (op is not None and value.op != op):
-            return None
-        return value
+        return value if type(value) is Call and not value.kwargs else None
 
     def _full_mask(self, mask) -> bool:
         """A boolean array assigned once, of a known shape with at least one axis."""
