@@ -274,20 +274,7 @@ def record(spec, out, args, static=None, outputs=None):
     if outputs is not None:
         _attach_outputs(node, outputs, ans_mode)
     else:
-        if ans_mode == VALUE:
-            if out._inference and not STATE.inference:
-                raise RuntimeError(messages.INFERENCE_SAVED)
-            vc = out._vc
-            if vc is None:
-                vc = out._get_vc()
-            node._ans = (out._data, vc, vc.value)
-        elif ans_mode == SHAPE:
-            node._ans = meta_of(out._data)
-        else:
-            node._ans = None
-        out._grad_fn = node
-        out._output_nr = 0
-        out._requires_grad = True
+        _attach_output(node, out, ans_mode)
     node._state = LIVE_SAVED if keeps_values else LIVE_NOTHING_SAVED
     if ANOMALY.enabled:
         node.metadata["traceback_"] = _user_stack()
@@ -370,13 +357,17 @@ def record_pair(spec, out, a, b):
     node._versions = versions
     node._static = None
     node._metas = [ma, mb]
+    _attach_output(node, out, ans_mode)
+    node._state = LIVE_SAVED if keeps_values else LIVE_NOTHING_SAVED
+    return node
+
+
+def _attach_output(node, out, ans_mode):
+    """Make `node` the grad_fn of its one output `out`, keeping what its VJPs read of it
+    (`ans_mode`: its value with its version, its Meta, or nothing); record and record_pair
+    both end here."""
     if ans_mode == VALUE:
-        if out._inference and not STATE.inference:
-            raise RuntimeError(messages.INFERENCE_SAVED)
-        vc = out._vc
-        if vc is None:
-            vc = out._get_vc()
-        node._ans = (out._data, vc, vc.value)
+        node._ans = _kept_output(out)
     elif ans_mode == SHAPE:
         node._ans = meta_of(out._data)
     else:
@@ -384,8 +375,6 @@ def record_pair(spec, out, a, b):
     out._grad_fn = node
     out._output_nr = 0
     out._requires_grad = True
-    node._state = LIVE_SAVED if keeps_values else LIVE_NOTHING_SAVED
-    return node
 
 
 def _saved_arguments(kept, args, metas, n):
@@ -450,7 +439,9 @@ def _kept_output(out):
     """(data, version counter, version) of an output its own node keeps."""
     if out._inference and not STATE.inference:
         raise RuntimeError(messages.INFERENCE_SAVED)
-    vc = out._get_vc()
+    vc = out._vc
+    if vc is None:  # (made on first use: most tensors never need one)
+        vc = out._get_vc()
     return (out._data, vc, vc.value)
 
 

@@ -83,6 +83,7 @@ from . import (
     numba_vector_calls,
     numba_vector_math,
 )
+from .numba_stacks import segment  # (ast.get_source_segment splits the text at each call)
 
 OPTIONS = 'error_model="numpy"'
 
@@ -315,10 +316,6 @@ def _without_dels(source: str) -> str:
     return "".join(line for i, line in enumerate(lines, 1) if i not in dels | notes)
 
 
-def _segment(source, node):
-    return numba_stacks.segment(source, node)  # (ast's splits the text at each call)
-
-
 def _reversed_range(node, source):
     """`reversed(range(...))` as the `range` that counts down through the same numbers."""
     if not (
@@ -332,7 +329,7 @@ def _reversed_range(node, source):
         and 1 <= len(node.args[0].args) <= 3
     ):
         return None
-    parts = [_segment(source, a) for a in node.args[0].args]
+    parts = [segment(source, a) for a in node.args[0].args]
     if len(parts) == 1:
         text = f"range({parts[0]} - 1, -1, -1)"
     elif len(parts) == 2:
@@ -360,8 +357,8 @@ def _positional_out(node, source):
     ufunc = getattr(np, node.func.attr, None)
     if not isinstance(ufunc, np.ufunc) or len(node.args) != ufunc.nin:
         return None
-    parts = [_segment(source, a) for a in node.args + [node.keywords[0].value]]
-    return numba_stacks.span(node) + (f"{_segment(source, node.func)}({', '.join(parts)})",)
+    parts = [segment(source, a) for a in node.args + [node.keywords[0].value]]
+    return numba_stacks.span(node) + (f"{segment(source, node.func)}({', '.join(parts)})",)
 
 
 # reductions over an axis numba does not compile, as what it does: numba's sum takes an axis
@@ -546,7 +543,7 @@ def _axis_reduction(node, source):
         return None
     reduction = func.attr.removeprefix("a")  # (amax is max)
     kept = keepdims is not None and keepdims.value
-    x, a = _segment(source, array), ast.literal_eval(axis)
+    x, a = segment(source, array), ast.literal_eval(axis)
     if reduction == "mean":
         if not isinstance(array, ast.Name):
             return None  # (read twice below: only a name)
@@ -575,7 +572,7 @@ def _runtime_call(node, source, counters=frozenset()):
     if node.func.id == "unindex":
         if len(node.args) != 3:
             return None
-        args = ", ".join(_segment(source, a) for a in node.args[:2])
+        args = ", ".join(segment(source, a) for a in node.args[:2])
         index = _basic_index(node.args[2], source, counters)
         if index is None and isinstance(node.args[2], ast.Name):  # (an int by its type only)
             return numba_stacks.span(node) + (f"unindex_one({args}, {node.args[2].id})",)
@@ -594,7 +591,7 @@ def _runtime_call(node, source, counters=frozenset()):
         and isinstance(node.args[4], ast.Constant)
         and node.args[4].value is False
     ):  # (over every element: the reduced value a number)
-        args = ", ".join(_segment(source, a) for a in node.args[:3])
+        args = ", ".join(segment(source, a) for a in node.args[:3])
         return numba_stacks.span(node) + (f"max_grad_all({args})",)
     if not (
         len(node.args) == 5
@@ -603,7 +600,7 @@ def _runtime_call(node, source, counters=frozenset()):
         and type(node.args[4].value) is bool
     ):
         return None
-    args = ", ".join(_segment(source, a) for a in node.args[:4])
+    args = ", ".join(segment(source, a) for a in node.args[:4])
     return numba_stacks.span(node) + (f"max_grad_along_axis({args})",)
 
 
@@ -617,7 +614,7 @@ def _basic_index(node, source, counters):
         return _int_constant(part) or isinstance(part, ast.Name) and part.id in counters
 
     if whole(node):
-        return _segment(source, node)
+        return segment(source, node)
     if not (
         isinstance(node, ast.Subscript)
         and isinstance(node.value, ast.Attribute)
@@ -633,10 +630,10 @@ def _basic_index(node, source, counters):
             bounds = [part.lower, part.upper] + ([part.step] if part.step else [])
             if not all(b is None or whole(b) for b in bounds):
                 return None
-            texts = ["None" if b is None else _segment(source, b) for b in bounds]
+            texts = ["None" if b is None else segment(source, b) for b in bounds]
             written.append(f"slice({', '.join(texts)})")
         elif whole(part):
-            written.append(_segment(source, part))
+            written.append(segment(source, part))
         else:
             return None
     return f"({written[0]},)" if len(written) == 1 else f"({', '.join(written)})"

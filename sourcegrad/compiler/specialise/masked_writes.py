@@ -74,17 +74,18 @@ def _selection(stmt, before, env, uses):
         if not _finite_number(value.value):
             return None
         return before, Assign(stmt.target, Call("where", (mask, value, x)), stmt.loc)
-    copied = _gather_of_another(value, x, mask, before, env)
+    made = {s.target: s for s in before if isinstance(s, Assign)}
+    copied = _gather_of_another(value, x, mask, made, env)
     if copied is not None:
         gather, source = copied
         kept = [s for s in before if s is not gather or uses.get(gather.target, 0) != 1]
-        fill = _filled(x, kept, uses)
+        fill = _filled(x, made, uses)
         if fill is not None:  # (`top = np.ones_like(z)` read only here: the number will do)
-            made, number = fill
-            kept = [s for s in kept if s is not made]
+            filling, number = fill
+            kept = [s for s in kept if s is not filling]
             return kept, Assign(stmt.target, Call("where", (mask, source, number)), stmt.loc)
         return kept, Assign(stmt.target, Call("where", (mask, source, x)), stmt.loc)
-    chain = _scaled_gather(value, x, mask, before, uses)
+    chain = _scaled_gather(value, x, mask, made, uses)
     if chain is None:
         return None
     gather, scales = chain
@@ -112,14 +113,13 @@ def _mask_of(mask, x, env) -> bool:
     )
 
 
-def _gather_of_another(value, x, mask, before, env):
+def _gather_of_another(value, x, mask, made, env):
     """(the gather `y[mask]`, `y`) where `value` is the masked elements of another array `y`
     of `x`'s shape and dtype (`top[m] = z[m]`): a selection with no arithmetic, so nothing
     is computed outside the mask. (The IR is in SSA form here: `y` names the version the
     gather read.) Else None."""
     if not isinstance(value, Var):
         return None
-    made = {s.target: s for s in before if isinstance(s, Assign)}
     stmt = made.get(value.name)
     if stmt is None or type(stmt.value) is not Call or stmt.value.op != "getitem":
         return None
@@ -135,26 +135,23 @@ def _gather_of_another(value, x, mask, before, env):
     return stmt, source
 
 
-def _filled(x, before, uses):
+def _filled(x, made, uses):
     """(the statement, the number) where `x` is an array filled with a number
     (`np.ones_like(a)`, `np.zeros(shape)`: the entry's `fill`; a float array, the caller
     checked) and read nowhere else; else None."""
-    if uses.get(x.name, 0) != 1:
+    stmt = made.get(x.name)
+    if stmt is None or uses.get(x.name, 0) != 1 or type(stmt.value) is not Call:
         return None
-    for stmt in before:
-        if isinstance(stmt, Assign) and stmt.target == x.name:
-            value = stmt.value
-            if type(value) is Call and RULES[value.op].fill is not None and not value.kwargs:
-                if len(value.args) == 1:
-                    return stmt, Const(RULES[value.op].fill)
-    return None
+    value = stmt.value
+    if RULES[value.op].fill is None or value.kwargs or len(value.args) != 1:
+        return None
+    return stmt, Const(RULES[value.op].fill)
 
 
-def _scaled_gather(value, x, mask, before, uses):
+def _scaled_gather(value, x, mask, made, uses):
     """(the gather `x[mask]`, the statements scaling it, first to last) where `value` is
     `x[mask]` through `*` or `/` by finite numbers, each step read only by the next; else
     None."""
-    made = {s.target: s for s in before if isinstance(s, Assign)}
     scales = []
     name = value.name
     while True:
