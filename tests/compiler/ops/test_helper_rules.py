@@ -403,3 +403,16 @@ def test_every_case_twice_in_reverse_mode(fn, make_args, wrt):
     _, fwd = second_derivative(fn, args, wrt, "fwd")
     np.testing.assert_allclose(rev, fwd, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(rev, numeric_jacobian(gradient, args, wrt), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_a_stacks_adjoint_gives_each_item_its_row_in_memory_of_its_own(axis):
+    # (rows of one copy: a later change to the cotangent must not reach the gradients)
+    g = normal(31, 3, 4)
+    items = [None] * g.shape[axis]
+    rows = runtime.unstack_list(g, items, axis)
+    expected = [np.take(g, i, axis=axis) for i in range(g.shape[axis])]
+    assert len(rows) == len(expected)
+    for row, want in zip(rows, expected):
+        np.testing.assert_array_equal(row, want)
+        assert not np.shares_memory(row, g)
