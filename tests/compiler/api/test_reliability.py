@@ -444,3 +444,47 @@ def test_a_row_index_out_of_range_raises_numpys_index_error(idx):
         _row_sum(W, np.array(idx))
     with pytest.raises(IndexError):
         sourcegrad.grad(_row_sum)(W, np.array(idx))
+
+
+# keywords numpy takes that a derivative rule does not (np.sum's where=, reshape's order=):
+# refused at the user's line by whichever front end read the call (the source front end
+# itself; the trace, which takes over where the source front end stops, by stage 6's
+# check_keywords), never differentiated as if the keyword were not there
+class _Reshaper:
+    def __init__(self, order):
+        self.order = order
+
+    def __call__(self, x):
+        return x.reshape(2, 3, order=self.order)
+
+
+def _reshaped_f_order(x):
+    return np.sum(_Reshaper("F")(x)[0] * np.arange(3.0))
+
+
+def _mean_with_dtype(x):
+    return np.mean(x**2, dtype=np.float64)
+
+
+def _max_with_initial(x):
+    return np.max(np.sin(x), initial=0.0)
+
+
+@pytest.mark.parametrize(
+    "fn, keyword",
+    [(_reshaped_f_order, "order"), (_mean_with_dtype, "dtype"), (_max_with_initial, "initial")],
+)
+def test_a_keyword_the_rule_does_not_take_is_refused_at_the_users_line(fn, keyword):
+    with pytest.raises(errors.SourcegradError) as caught:
+        sourcegrad.grad(fn)(np.linspace(0.1, 0.6, 6))
+    assert caught.value.loc is not None and caught.value.loc.file == __file__
+    assert repr(keyword) in str(caught.value)
+
+
+def test_a_keyword_off_the_gradients_path_runs_as_numpy_does():
+    def f(x, data):
+        scale = np.mean(data, dtype=np.float64)  # data carries no gradient
+        return np.sum(x**2) * scale
+
+    x, data = np.array([1.0, 2.0]), np.array([1.0, 3.0])
+    np.testing.assert_allclose(sourcegrad.grad(f)(x, data), 2 * x * 2.0)
