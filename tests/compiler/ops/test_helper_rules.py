@@ -164,6 +164,12 @@ def h_sum_list(x):  # sum_list_grad, items of different shapes
     return np.sum(sum([np.sin(x), x**2, x[0]]) ** 2)
 
 
+def h_windows(x):  # unwindow: an im2col convolution's input gradient
+    windows = np.lib.stride_tricks.sliding_window_view(x, (2, 3))
+    kernel = np.array([[1.0, -2.0, 0.5], [0.25, 1.5, -1.0]])
+    return np.sum(np.tanh(np.einsum("ijkl,kl->ij", windows, kernel)) ** 2)
+
+
 def h_mean_prod(x):  # reductions with axes and keepdims next to the helpers
     return np.sum(np.mean(x**2, axis=1) ** 2) + np.sum(np.prod(x, axis=0, keepdims=True) * x)
 
@@ -195,6 +201,7 @@ HELPER_CASES = [
     (h_stack_list, lambda: (normal(20, 3),), 0, "unstack_list"),
     (h_concat_list, lambda: (normal(21, 3),), 0, "unconcatenate_list"),
     (h_sum_list, lambda: (normal(22, 3),), 0, "sum_list_grad"),
+    (h_windows, lambda: (normal(24, 4, 5),), 0, "unwindow"),
     (h_mean_prod, lambda: (positive(23, 2, 3),), 0, None),
 ]
 HELPER_IDS = [f"{c[0].__name__}-{c[2]}" for c in HELPER_CASES]
