@@ -42,6 +42,7 @@ from ..compiler import (
     zero_d_arrays,
 )
 from ..ops.fingerprint import fingerprint
+from ..trees import python_data
 from . import memory_caches, results
 from .arguments import check_differentiable, label_of
 
@@ -334,6 +335,10 @@ class Compiling:
         for n, v in sorted(primal.free.items()):
             if type(v) is np.ndarray or hasattr(v, "__cuda_array_interface__"):
                 free.append((n, repr(signature_key([v]))))
+            elif isinstance(v, (dict, list)) and python_data(v):
+                # (a config dict of numbers: its items may be inlined, so by value; the same
+                # dict changed in place is another key)
+                free.append((n, f"data {v!r}"))
             else:
                 free.append((n, "object"))
                 identities.append(v)

@@ -6,6 +6,7 @@ known when compiling.
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import types
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from ... import errors, trees
 from ...ops import rule_for_function
+from ...trees import python_data
 from ..ir import Const, Var
 from .syntax import AtomNode, callee_name, changed_in_place_only, describe
 from .values import (
@@ -60,11 +62,12 @@ class NamesMixin:
         if ident in self.closure:
             fn = self.parsed.fn
             cell = fn.__closure__[fn.__code__.co_freevars.index(ident)]
-            self.ctx.dependencies.append(("cell", cell, ident, self.closure[ident]))
+            self.ctx.dependencies.append(_dependency("cell", cell, ident, self.closure[ident]))
             return self.closure[ident]
         if ident in self.globals:
-            self.ctx.dependencies.append(("global", self.globals, ident, self.globals[ident]))
-            return self.globals[ident]
+            value = self.globals[ident]
+            self.ctx.dependencies.append(_dependency("global", self.globals, ident, value))
+            return value
         if hasattr(builtins, ident):
             return getattr(builtins, ident)
         self.error(errors.NameResolutionError, f"name {ident!r} is not defined", node)
@@ -242,7 +245,7 @@ class NamesMixin:
         if isinstance(value, types.MethodType):
             self.ctx.dependencies.append(("method", obj, node.attr, value.__func__))
         else:
-            self.ctx.dependencies.append(("attribute", obj, node.attr, value))
+            self.ctx.dependencies.append(_dependency("attribute", obj, node.attr, value))
         return value
 
     def object_attribute(self, obj, node, name=None):
@@ -309,3 +312,14 @@ class NamesMixin:
 
 # the attributes of a function value read as constants (a wrapper's log line, a name check)
 _FUNCTION_NAMES = frozenset({"__name__", "__qualname__", "__module__", "__doc__"})
+
+
+def _dependency(kind, holder, name, value):
+    """What the code depends on in `holder`'s `name`: the value itself, or for a dict or list
+    of numbers (a config dict whose items are inlined as constants: `CFG["lr"]`) a copy of
+    it, compared by value on each call, so that changing an item in place rebuilds the code
+    as rebinding the name does (kinds "items" for globals and cells, "snapshot" for an
+    object's attribute, see `api.memory_caches.still_bound`)."""
+    if isinstance(value, (dict, list)) and python_data(value):
+        return ("snapshot" if kind == "attribute" else "items", holder, name, copy.deepcopy(value))
+    return (kind, holder, name, value)

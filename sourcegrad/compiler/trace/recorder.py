@@ -41,6 +41,7 @@ import numpy as np
 from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, op_for_method, rule_for_function
+from ...trees import python_data
 from .. import random_draws
 from ..ir import (
     Assign,
@@ -66,7 +67,7 @@ from .patches import (
     patched,
     replace_library_functions,
 )
-from .python_state import PythonState, python_data
+from .python_state import PythonState
 from .rolling import Loop, roll
 from .values import Traced
 
@@ -1147,10 +1148,10 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
                 continue
             seen.add((id(space), name))
             if not isinstance(space[name], types.ModuleType):
-                deps.append(("global", space, name, space[name]))
+                deps.append(_by_value("global", space, name, space[name]))
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
         try:
-            deps.append(("cell", cell, name, cell.cell_contents))
+            deps.append(_by_value("cell", cell, name, cell.cell_contents))
         except ValueError:
             pass
     objects = holders + [d[3] for d in deps if hasattr(d[3], "__dict__") and not callable(d[3])]
@@ -1165,3 +1166,11 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
             ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)
         ]
     return deps
+
+
+def _by_value(kind, space, name, value):
+    """A global's or a cell's dependency: a dict or list of numbers (whose items the trace
+    read as constants) by a copy, compared by value ("items"), anything else by identity."""
+    if isinstance(value, (dict, list)) and python_data(value):
+        return ("items", space, name, copy.deepcopy(value))
+    return (kind, space, name, value)

@@ -488,3 +488,89 @@ def test_a_keyword_off_the_gradients_path_runs_as_numpy_does():
 
     x, data = np.array([1.0, 2.0]), np.array([1.0, 3.0])
     np.testing.assert_allclose(sourcegrad.grad(f)(x, data), 2 * x * 2.0)
+
+
+# A dict or list of numbers read from a global, a closure or an object's attribute: its items
+# are inlined as constants, so the code depends on its values. Changed in place between calls
+# (`CFG["lam"] = 0.5`), the gradient must be rebuilt; it was not (identity was all that was
+# checked, and the template cache keyed the dict by identity too): the old constant was used.
+RIDGE = {"lam": 0.1, "inner": {"k": 1.0}}
+SCALES = [0.1, 2.0]
+
+
+def _ridge_from_a_global_dict(w):
+    return RIDGE["lam"] * RIDGE["inner"]["k"] * np.sum(w**2)
+
+
+def _scaled_by_a_global_list(w):
+    return SCALES[0] * np.sum(w**2) + SCALES[1] * np.sum(w)
+
+
+class _Squares:  # a callable object without a rule: the function holding it is traced
+    def __call__(self, w):
+        return np.sum(w**2)
+
+
+def _traced_ridge(w):
+    return RIDGE["lam"] * _Squares()(w) + SCALES[0] * np.sum(w)
+
+
+class _Regularised:
+    def __init__(self):
+        self.hyper = {"lam": 0.1}
+
+    def loss(self, w):
+        return self.hyper["lam"] * np.sum(w**2)
+
+
+def _closure_over_a_dict():
+    config = {"lam": 0.1}
+
+    def loss(w):
+        return config["lam"] * np.sum(w**2)
+
+    return loss, config
+
+
+def test_a_dict_or_list_of_numbers_changed_in_place_rebuilds_the_gradient(monkeypatch):
+    monkeypatch.setitem(RIDGE, "lam", 0.1)
+    monkeypatch.setitem(RIDGE["inner"], "k", 1.0)
+    closure, config = _closure_over_a_dict()
+    model = _Regularised()
+    cases = [
+        (_ridge_from_a_global_dict, lambda: RIDGE.__setitem__("lam", 0.5)),
+        (_ridge_from_a_global_dict, lambda: RIDGE["inner"].__setitem__("k", 3.0)),
+        (_scaled_by_a_global_list, lambda: SCALES.__setitem__(1, -1.5)),
+        (closure, lambda: config.__setitem__("lam", 0.7)),
+        (_traced_ridge, lambda: RIDGE.__setitem__("lam", 0.9)),
+        (_traced_ridge, lambda: SCALES.__setitem__(0, 4.0)),
+        (model.loss, lambda: model.hyper.__setitem__("lam", 0.3)),
+    ]
+    w = np.array([1.0, -2.0, 0.5])
+    try:
+        for fn, change in cases:
+            gradient = sourcegrad.grad(fn)
+            for _ in range(2):  # (the second call runs the fast entry)
+                np.testing.assert_allclose(gradient(w), numeric_grad(fn, (w,), 0), rtol=1e-6)
+            change()
+            np.testing.assert_allclose(gradient(w), numeric_grad(fn, (w,), 0), rtol=1e-6)
+    finally:
+        SCALES[:] = [0.1, 2.0]
+
+
+def test_an_unchanged_dict_of_numbers_does_not_rebuild(monkeypatch):
+    from sourcegrad.compiler import pipeline
+
+    made = []
+    generate = pipeline.generate_module
+    monkeypatch.setattr(
+        pipeline, "generate_module", lambda *a, **k: made.append(1) or generate(*a, **k)
+    )
+    closure, config = _closure_over_a_dict()
+    gradient = sourcegrad.grad(closure)
+    w = np.array([1.0, 2.0])
+    for _ in range(5):
+        gradient(w)
+    config["lam"] = 0.1  # the same value written again: nothing to rebuild
+    gradient(w)
+    assert len(made) == 1
