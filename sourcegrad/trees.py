@@ -17,10 +17,6 @@ structure itself (keys, field names, order), not just flatten/unflatten, to lowe
 keeps its insertion order (JAX sorts keys; the user's order reads better in generated
 code and rebuilds the dict the user passed). A dataclass is rebuilt without calling its
 `__init__` or `__post_init__` (a gradient need not pass the class's validation).
-
-`python_data(value)`: whether a value is plain Python data, a tree of lists, tuples and
-dicts whose leaves are numbers, strings or None (what code computes with in plain Python,
-and what a compiled gradient built from it compares by value, not identity).
 """
 
 from __future__ import annotations
@@ -28,8 +24,6 @@ from __future__ import annotations
 import dataclasses
 import keyword
 from dataclasses import dataclass
-
-import numpy as np
 
 LIST, TUPLE, DICT, NAMEDTUPLE, DATACLASS, CUSTOM, LEAF = (
     "list",
@@ -267,18 +261,3 @@ __all__ = [
     "CUSTOM",
     "LEAF",
 ]
-
-
-_PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic)
-
-
-def python_data(value) -> bool:
-    """A number, string, None, or a (nested) list, tuple or dict of them: what the function
-    computes with in plain Python, as opposed to an array or an object."""
-    if isinstance(value, _PLAIN):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(python_data(v) for v in value)
-    if isinstance(value, dict):
-        return all(python_data(v) for v in value.values())
-    return False

@@ -34,6 +34,7 @@ from ..compiler import (
     check_dask_inputs,
     function_run_by,
     in_a_library,
+    python_data,
     refuse_dask_transform,
     signature_key,
     trace_function,
@@ -42,7 +43,6 @@ from ..compiler import (
     zero_d_arrays,
 )
 from ..ops.fingerprint import fingerprint
-from ..trees import python_data
 from . import memory_caches, results
 from .arguments import check_differentiable, label_of
 

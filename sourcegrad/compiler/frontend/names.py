@@ -6,7 +6,6 @@ known when compiling.
 from __future__ import annotations
 
 import builtins
-import copy
 import functools
 import types
 
@@ -15,7 +14,7 @@ import numpy as np
 
 from ... import errors, trees
 from ...ops import rule_for_function
-from ...trees import python_data
+from ..dependencies import dependency, user_module
 from ..ir import Const, Var
 from .syntax import AtomNode, callee_name, changed_in_place_only, describe
 from .values import (
@@ -62,11 +61,11 @@ class NamesMixin:
         if ident in self.closure:
             fn = self.parsed.fn
             cell = fn.__closure__[fn.__code__.co_freevars.index(ident)]
-            self.ctx.dependencies.append(_dependency("cell", cell, ident, self.closure[ident]))
+            self.ctx.dependencies.append(dependency("cell", cell, ident, self.closure[ident]))
             return self.closure[ident]
         if ident in self.globals:
             value = self.globals[ident]
-            self.ctx.dependencies.append(_dependency("global", self.globals, ident, value))
+            self.ctx.dependencies.append(dependency("global", self.globals, ident, value))
             return value
         if hasattr(builtins, ident):
             return getattr(builtins, ident)
@@ -186,6 +185,11 @@ class NamesMixin:
                 value = getattr(base.module, func.attr)
                 if isinstance(value, types.ModuleType):
                     return ModuleRef(value)
+                if user_module(base.module):
+                    # `config.LR`, `layers.act`: a user's module, whose names may be rebound
+                    self.ctx.dependencies.append(
+                        dependency("attribute", base.module, func.attr, value)
+                    )
                 const = static_value(value)
                 return const if const is not None else CallableRef(value)
             if isinstance(base, CallableRef):
@@ -245,7 +249,7 @@ class NamesMixin:
         if isinstance(value, types.MethodType):
             self.ctx.dependencies.append(("method", obj, node.attr, value.__func__))
         else:
-            self.ctx.dependencies.append(_dependency("attribute", obj, node.attr, value))
+            self.ctx.dependencies.append(dependency("attribute", obj, node.attr, value))
         return value
 
     def object_attribute(self, obj, node, name=None):
@@ -312,14 +316,3 @@ class NamesMixin:
 
 # the attributes of a function value read as constants (a wrapper's log line, a name check)
 _FUNCTION_NAMES = frozenset({"__name__", "__qualname__", "__module__", "__doc__"})
-
-
-def _dependency(kind, holder, name, value):
-    """What the code depends on in `holder`'s `name`: the value itself, or for a dict or list
-    of numbers (a config dict whose items are inlined as constants: `CFG["lr"]`) a copy of
-    it, compared by value on each call, so that changing an item in place rebuilds the code
-    as rebinding the name does (kinds "items" for globals and cells, "snapshot" for an
-    object's attribute, see `api.memory_caches.still_bound`)."""
-    if isinstance(value, (dict, list)) and python_data(value):
-        return ("snapshot" if kind == "attribute" else "items", holder, name, copy.deepcopy(value))
-    return (kind, holder, name, value)

@@ -30,7 +30,7 @@ import types
 
 from ... import errors
 from ...errors import SourceLocation
-from ...trees import python_data
+from ..dependencies import python_data
 
 
 def _copy(value):

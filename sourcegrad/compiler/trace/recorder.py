@@ -28,7 +28,6 @@ lives apart (values, patches, frames, python_state).
 
 from __future__ import annotations
 
-import copy
 import linecache
 import operator
 import sys
@@ -41,8 +40,8 @@ import numpy as np
 from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, op_for_method, rule_for_function
-from ...trees import python_data
 from .. import random_draws
+from ..dependencies import dependency, user_module
 from ..ir import (
     Assign,
     Call,
@@ -1148,29 +1147,25 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
                 continue
             seen.add((id(space), name))
             if not isinstance(space[name], types.ModuleType):
-                deps.append(_by_value("global", space, name, space[name]))
+                deps.append(dependency("global", space, name, space[name]))
+            elif user_module(space[name]):  # `config.LR`: the attributes the code may read
+                module = space[name]
+                for attr in sorted(names):
+                    value = getattr(module, attr, None)
+                    if hasattr(module, attr) and not isinstance(value, types.ModuleType):
+                        deps.append(dependency("attribute", module, attr, value))
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
         try:
-            deps.append(_by_value("cell", cell, name, cell.cell_contents))
+            deps.append(dependency("cell", cell, name, cell.cell_contents))
         except ValueError:
             pass
     objects = holders + [d[3] for d in deps if hasattr(d[3], "__dict__") and not callable(d[3])]
     for obj in objects:
         for attr, value in sorted(vars(obj).items()):
-            if isinstance(value, (dict, list)) and python_data(value):
-                deps.append(("snapshot", obj, attr, copy.deepcopy(value)))
-            elif not callable(value) or isinstance(value, np.ndarray):
-                deps.append(("attribute", obj, attr, value))
+            if not callable(value) or isinstance(value, np.ndarray):
+                deps.append(dependency("attribute", obj, attr, value))
     if made_here:  # (arrays computed from the user's arrays: their contents are read too)
         deps += [
             ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)
         ]
     return deps
-
-
-def _by_value(kind, space, name, value):
-    """A global's or a cell's dependency: a dict or list of numbers (whose items the trace
-    read as constants) by a copy, compared by value ("items"), anything else by identity."""
-    if isinstance(value, (dict, list)) and python_data(value):
-        return ("items", space, name, copy.deepcopy(value))
-    return (kind, space, name, value)

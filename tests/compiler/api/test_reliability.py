@@ -5,6 +5,7 @@ finite differences in float64 (numpy runs the function itself, so its semantics 
 
 import io
 import os
+import types
 import warnings
 from contextlib import redirect_stdout
 
@@ -494,6 +495,7 @@ def test_a_keyword_off_the_gradients_path_runs_as_numpy_does():
 # are inlined as constants, so the code depends on its values. Changed in place between calls
 # (`CFG["lam"] = 0.5`), the gradient must be rebuilt; it was not (identity was all that was
 # checked, and the template cache keyed the dict by identity too): the old constant was used.
+# Nor was a user module's attribute (`config.LAM`) recorded at all.
 RIDGE = {"lam": 0.1, "inner": {"k": 1.0}}
 SCALES = [0.1, 2.0]
 
@@ -506,6 +508,15 @@ def _scaled_by_a_global_list(w):
     return SCALES[0] * np.sum(w**2) + SCALES[1] * np.sum(w)
 
 
+CONFIG = types.ModuleType("reliability_config")  # a user's config module: `import config`
+CONFIG.LAM = 0.1
+CONFIG.HP = {"lam": 0.1}
+
+
+def _scaled_by_a_module_number(w):
+    return CONFIG.LAM * np.sum(w**2)
+
+
 class _Squares:  # a callable object without a rule: the function holding it is traced
     def __call__(self, w):
         return np.sum(w**2)
@@ -513,6 +524,10 @@ class _Squares:  # a callable object without a rule: the function holding it is 
 
 def _traced_ridge(w):
     return RIDGE["lam"] * _Squares()(w) + SCALES[0] * np.sum(w)
+
+
+def _traced_config(w):
+    return CONFIG.LAM * _Squares()(w) + CONFIG.HP["lam"] * np.sum(w)
 
 
 class _Regularised:
@@ -544,6 +559,9 @@ def test_a_dict_or_list_of_numbers_changed_in_place_rebuilds_the_gradient(monkey
         (closure, lambda: config.__setitem__("lam", 0.7)),
         (_traced_ridge, lambda: RIDGE.__setitem__("lam", 0.9)),
         (_traced_ridge, lambda: SCALES.__setitem__(0, 4.0)),
+        (_scaled_by_a_module_number, lambda: setattr(CONFIG, "LAM", 0.6)),
+        (_traced_config, lambda: setattr(CONFIG, "LAM", 0.2)),
+        (_traced_config, lambda: CONFIG.HP.__setitem__("lam", 0.8)),
         (model.loss, lambda: model.hyper.__setitem__("lam", 0.3)),
     ]
     w = np.array([1.0, -2.0, 0.5])
@@ -551,11 +569,14 @@ def test_a_dict_or_list_of_numbers_changed_in_place_rebuilds_the_gradient(monkey
         for fn, change in cases:
             gradient = sourcegrad.grad(fn)
             for _ in range(2):  # (the second call runs the fast entry)
-                np.testing.assert_allclose(gradient(w), numeric_grad(fn, (w,), 0), rtol=1e-6)
+                np.testing.assert_allclose(
+                    gradient(w), numeric_grad(fn, (w,), 0), rtol=1e-6, atol=1e-8
+                )
             change()
-            np.testing.assert_allclose(gradient(w), numeric_grad(fn, (w,), 0), rtol=1e-6)
+            np.testing.assert_allclose(gradient(w), numeric_grad(fn, (w,), 0), rtol=1e-6, atol=1e-8)
     finally:
         SCALES[:] = [0.1, 2.0]
+        CONFIG.LAM, CONFIG.HP = 0.1, {"lam": 0.1}
 
 
 def test_an_unchanged_dict_of_numbers_does_not_rebuild(monkeypatch):
