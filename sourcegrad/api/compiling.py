@@ -44,7 +44,7 @@ from ..compiler import (
 )
 from ..ops.fingerprint import fingerprint
 from . import memory_caches, results
-from .arguments import check_differentiable, label_of
+from .arguments import check_array_kind, check_differentiable, label_of
 
 
 class Compiling:
@@ -240,6 +240,8 @@ class Compiling:
             raise TypeError(
                 f"{label_of(self.fn)}() takes {len(self._params)} arguments, got {len(args)}"
             )
+        for i, arg in enumerate(args):
+            check_array_kind(self._param_label(i), arg)
         for i in self.wrt:
             check_differentiable(self._param_label(i), args[i], complex_ok=not self.forward_mode)
         if self.backend_for(args) == "dask":

@@ -595,3 +595,37 @@ def test_an_unchanged_dict_of_numbers_does_not_rebuild(monkeypatch):
     config["lam"] = 0.1  # the same value written again: nothing to rebuild
     gradient(w)
     assert len(made) == 1
+
+
+# ndarray subclasses whose operators mean something else: np.matrix (`*` a matrix product)
+# and masked arrays (reductions skip masked entries) were differentiated as ndarrays -- the
+# elementwise function's gradient (np.sum(A * A) gave 2A for a matrix A)
+with warnings.catch_warnings():  # (numpy says np.matrix may go: users still pass it)
+    warnings.simplefilter("ignore", PendingDeprecationWarning)
+    _MATRIX = np.asmatrix(np.array([[1.0, 2.0], [3.0, 4.0]]))
+
+
+def _sum_of_products(A):
+    return np.sum(A * A)
+
+
+def _times_a_global_matrix(x):
+    return np.sum(np.asarray(x * _MATRIX))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [_MATRIX, np.ma.array([[1.0, 2.0], [3.0, 4.0]], mask=[[0, 1], [0, 0]])],
+    ids=["matrix", "masked"],
+)
+def test_an_array_whose_operators_are_not_ndarrays_is_refused(value):
+    with pytest.raises(errors.CallArgumentsError, match="argument 'A'"):
+        sourcegrad.grad(_sum_of_products)(value)
+    with pytest.raises(errors.CallArgumentsError, match="matrix"):
+        sourcegrad.grad(_times_a_global_matrix)(np.ones((2, 2)))
+
+
+def test_an_ndarray_subclass_with_ndarrays_operators_is_differentiated(tmp_path):
+    stored = np.memmap(tmp_path / "a.dat", dtype=np.float64, mode="w+", shape=(2, 2))
+    stored[:] = [[1.0, 2.0], [3.0, 4.0]]
+    np.testing.assert_allclose(sourcegrad.grad(_sum_of_products)(stored), 2 * np.asarray(stored))
