@@ -269,7 +269,9 @@ def check_keywords(fn, wrt: list) -> None:
     does not take: numpy's `np.sum(x, where=m)` or `x.reshape(n, m, order="F")` where the
     rule's VJPs know no `where` or `order`. Differentiated as if the keyword were not there,
     the gradient would be of another function; the reverse pass could not even bind it. A
-    call off the path (constants, shapes) runs in the forward pass as written."""
+    call off the path (constants, shapes) runs in the forward pass as written, but for one
+    writing into an array (`out=`, which the front ends make an update of that array: one
+    left as a keyword is a write nothing models)."""
     unbound = []
     for stmt in walk(fn.body):
         call = getattr(stmt, "value", None)
@@ -286,7 +288,8 @@ def check_keywords(fn, wrt: list) -> None:
         return
     active = active_values(fn, wrt)
     for stmt, rule, exc in unbound:
-        if isinstance(stmt, Assign) and stmt.target not in active:
+        writes = any(k == "out" for k, _ in stmt.value.kwargs)  # (into an array: an effect)
+        if isinstance(stmt, Assign) and stmt.target not in active and not writes:
             continue
         takes = ", ".join([*rule.params, *(n for n in rule.defaults if n not in rule.params)])
         raise errors.NoRuleError(

@@ -388,6 +388,13 @@ class Recorder:
         rule = rule_for_function(func)
         if rule is None:
             return self.unmodelled(func, args, kwargs)
+        if kwargs.get("out") is not None:
+            # `np.clip(y, lo, hi, out=y)`: the result written into the buffer, as for a ufunc
+            # (recorded as a plain keyword, the buffer kept its old value in the IR)
+            kwargs = dict(kwargs)
+            out = kwargs.pop("out")
+            result = self.function(func, args, kwargs)
+            return self.store_into(out[0] if isinstance(out, tuple) else out, result)
         if rule.sequence_input and args:
             items, rest = args[0], list(args[1:])
             if not isinstance(items, (list, tuple)):
@@ -411,7 +418,11 @@ class Recorder:
         def call(*args, **kwargs):
             if name in ("reshape", "transpose") and len(args) > 1:
                 args = (args,)  # x.reshape(2, 3) is x.reshape((2, 3))
-            return self.op(op, (traced, *args), kwargs)
+            out = kwargs.pop("out", None)
+            result = self.op(op, (traced, *args), kwargs)
+            if out is not None:  # `y.clip(lo, hi, out=y)`: written into the buffer
+                return self.store_into(out[0] if isinstance(out, tuple) else out, result)
+            return result
 
         return call
 

@@ -629,3 +629,41 @@ def test_an_ndarray_subclass_with_ndarrays_operators_is_differentiated(tmp_path)
     stored = np.memmap(tmp_path / "a.dat", dtype=np.float64, mode="w+", shape=(2, 2))
     stored[:] = [[1.0, 2.0], [3.0, 4.0]]
     np.testing.assert_allclose(sourcegrad.grad(_sum_of_products)(stored), 2 * np.asarray(stored))
+
+
+# `out=` of a numpy function that is not a ufunc (np.clip, np.concatenate) and of a method
+# (`y.clip(lo, hi, out=y)`): the result written into the buffer. The trace kept the keyword
+# as a plain one (the buffer kept its old value in the IR: the clip's derivative was lost), and
+# the source front end's np.concatenate did too (a zero gradient).
+def _clipped_in_place(x):
+    y = x.copy()
+    np.clip(y, -0.5, 0.5, out=y)
+    return np.sum(y**2)
+
+
+def _clipped_by_the_method(x):
+    y = x * 3.0
+    y.clip(-1.0, 1.0, out=y)
+    return np.sum(y**2)
+
+
+def _concatenated_into(x):
+    out = np.empty(2 * len(x))
+    np.concatenate([x, x**2], out=out)
+    return np.sum(out**2)
+
+
+def _clipped_into_another(x):
+    z = np.empty_like(x)
+    np.clip(np.sin(x), -0.5, 0.5, out=z)
+    return np.sum(z**3)
+
+
+@pytest.mark.parametrize(
+    "fn", [_clipped_in_place, _clipped_by_the_method, _concatenated_into, _clipped_into_another]
+)
+def test_out_of_a_function_that_is_not_a_ufunc_is_written_into(fn):
+    x = np.array([0.1, 0.7, -0.9, 0.2])
+    expected = numeric_grad(fn, (x,), 0)
+    np.testing.assert_allclose(sourcegrad.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sourcegrad.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)
