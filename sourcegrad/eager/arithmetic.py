@@ -40,32 +40,25 @@ from .operands import result as _result
 from .out_arg import write_out
 from .spec import OpSpec, record, record_pair
 from .surface import export
-from .tensor import Tensor, stale_view_requires_grad
+from .tensor import Tensor
 
 _wrap = Tensor._make
 _GPU = devices.DEVICE_TYPES  # the array types on a GPU (cupy.ndarray), filled when CuPy loads
+_ndarray = np.ndarray  # (a module-level name: binary_op runs for every operator)
 
 
 def binary_op(spec, fn, a, b, to_float=False):
     ad, bd, rd, ra, rb = _promote(a, b, to_float)
     try:
         out = fn(ad, bd)
-        if type(out) is not np.ndarray or out.dtype != rd:  # _result's cases
-            out = _result(out, rd)
+        # (`is` before `!=`: numpy's dtype comparison costs a call)
+        if type(out) is not _ndarray or (out.dtype is not rd and out.dtype != rd):
+            out = _result(out, rd)  # a numpy scalar, or another dtype
     except ValueError as e:
         raise broadcast_error(np.shape(ad), np.shape(bd)) or e from e
     out = _wrap(out)
-    if STATE.enabled and (
-        (
-            isinstance(ra, Tensor)
-            and (ra._requires_grad or (ra._base is not None and stale_view_requires_grad(ra)))
-        )
-        or (
-            isinstance(rb, Tensor)
-            and (rb._requires_grad or (rb._base is not None and stale_view_requires_grad(rb)))
-        )
-    ):
-        record_pair(spec, out, ra, rb)
+    if STATE.enabled:
+        record_pair(spec, out, ra, rb)  # (makes no node unless an operand requires grad)
     elif DUAL.on and any_tangent((ra, rb)):
         record(spec, out, (ra, rb))
     return out
