@@ -287,27 +287,6 @@ def record(spec, out, args, static=None, outputs=None):
     return node
 
 
-def _pair_edge(a):
-    """(edge, Meta) of operand `a` of `record_pair` when it needs a gradient, (NONE_EDGE,
-    None) when it does not, None when only the general `record` can tell (a view whose base
-    came to require grad, an array on a GPU)."""
-    if not isinstance(a, TENSOR):
-        return _NO_GRAD
-    if not a._requires_grad:
-        if a._base is None or not stale_view_requires_grad(a):
-            return _NO_GRAD
-        return None
-    d = a._data
-    if type(d) is not _ndarray:
-        return None
-    m = METAS.get((d.shape, d.dtype))
-    if m is None:
-        m = meta_of(d)
-    fn = a._grad_fn
-    return ((fn, a._output_nr) if fn is not None and a._base is None else a._edge()), m
-
-
-_NO_GRAD = (NONE_EDGE, None)
 _ndarray = np.ndarray
 
 
@@ -326,22 +305,46 @@ def record_pair(spec, out, a, b):
     """`record(spec, out, (a, b))` for a two-operand op with an edge each (`x + y`, `x * y`):
     the eager mode's most common node, made without `record`'s loops over arguments.
 
-    Call it whenever grad mode is on or a dual level is open: it returns None, having made
-    no node, when neither operand requires grad. Anything this path does not handle itself
-    (forward AD, anomaly mode, complex values, views whose base came to require grad, GPU
-    arrays, the Meta of an operand that needs no gradient) goes to `record`, which it must
-    give the same node as. Its callers promote both operands to `out`'s dtype
-    (`operands.promote`), so a complex operand means a complex `out`: only out is checked.
+    Call it whenever grad mode is on: it returns None, having made no node, when neither
+    operand requires grad. Anything this path does not handle itself (forward AD, anomaly
+    mode, complex values, views whose base came to require grad, GPU arrays, the Meta of an
+    operand that needs no gradient) goes to `record`, which it must give the same node as.
+    Its callers promote both operands to `out`'s dtype (`operands.promote`), so a complex
+    operand means a complex `out`: only out is checked.
+
+    Each operand's edge and Meta are worked out inline, once for `a` and once for `b`: a
+    helper's call and its tuple cost a tenth of the whole op (the chain of adds of
+    sourcegrad/bench/eager.py).
     """
     plans = spec._pair
-    if plans is None or DUAL.on or ANOMALY.enabled or not STATE.enabled:
+    if plans is None or DUAL.on or ANOMALY.enabled:
         return record(spec, out, (a, b))
-    ea = _pair_edge(a)
-    eb = _pair_edge(b) if ea is not None else None
-    if eb is None:
+    if isinstance(a, TENSOR) and a._requires_grad:
+        d = a._data
+        if type(d) is not _ndarray:  # (on a GPU)
+            return record(spec, out, (a, b))
+        ma = METAS.get((d.shape, d.dtype))
+        if ma is None:
+            ma = meta_of(d)
+        fn = a._grad_fn
+        ea = (fn, a._output_nr) if fn is not None and a._base is None else a._edge()
+    elif not isinstance(a, TENSOR) or a._base is None or not stale_view_requires_grad(a):
+        ea, ma = NONE_EDGE, None
+    else:  # a view whose base came to require grad
         return record(spec, out, (a, b))
-    ea, ma = ea
-    eb, mb = eb
+    if isinstance(b, TENSOR) and b._requires_grad:
+        d = b._data
+        if type(d) is not _ndarray:
+            return record(spec, out, (a, b))
+        mb = METAS.get((d.shape, d.dtype))
+        if mb is None:
+            mb = meta_of(d)
+        fn = b._grad_fn
+        eb = (fn, b._output_nr) if fn is not None and b._base is None else b._edge()
+    elif not isinstance(b, TENSOR) or b._base is None or not stale_view_requires_grad(b):
+        eb, mb = NONE_EDGE, None
+    else:
+        return record(spec, out, (a, b))
     mask = (ma is not None) | (mb is not None) << 1
     if not mask:
         return None
