@@ -381,6 +381,8 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
 
     The loop over the nodes stays in this one function (a call per node would cost the
     eager backward's hot path); what runs once per backward is in `_plan`."""
+    # (long: the hot loop, one piece: a helper per node or per edge costs the backward of
+    # every op)
     deps, needed, runs = _plan(roots, targets, accumulate)
     captures = {}
     if targets is not None:

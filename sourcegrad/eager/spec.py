@@ -47,6 +47,7 @@ from .node import (
     Meta,
     MultiRuleNode,
     RuleNode,
+    expose_saved,
     meta_of,
     node_class,
 )
@@ -130,6 +131,7 @@ class OpSpec:
             else tuple(_passes_through(v, self.names[p]) for v, p in zip(self.vjps, self.edges))
         )
         self.node_cls = node_class(node_name, MultiRuleNode if multi_output else RuleNode)
+        expose_saved(self.names)  # (grad_fn._saved_<name>)
         self._modes = {}
         # what to save for each set of edges that need a gradient, worked out once
         self._table = (
