@@ -403,7 +403,7 @@ class Compiling:
             loaded if len(loaded) > 1 else loaded[0],
             template.saved,
             template.finish,
-            tuple(primal.dependencies),
+            tuple(primal.dependencies) + _frozen_arrays(primal.free, self.backend_for(args)),
             template.ir,
             template.fresh,
             complex_sites=template.complex_sites,
@@ -534,3 +534,17 @@ def _source_file(fn):
         return inspect.getsourcefile(code) if code is not None else None
     except TypeError:
         return None
+
+
+def _frozen_arrays(free: dict, backend: str) -> tuple:
+    """For numba, which compiles the global arrays a function reads into its machine code as
+    constants, a dependency on each free array's contents ("contents": compared on each call,
+    `memory_caches.still_bound`): changed in place (`W[0] = 0.5`), the code is compiled again,
+    where numba's kept the values it was compiled with. The numpy code reads the array itself."""
+    if backend != "numba":
+        return ()
+    return tuple(
+        ("contents", value, name, value.copy())
+        for name, value in sorted(free.items())
+        if type(value) is np.ndarray
+    )
