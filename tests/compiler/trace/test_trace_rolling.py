@@ -273,6 +273,17 @@ def branches_alternating(x, w):
 SHORT = rolling.MIN_ITERATIONS - 1
 
 
+def masked(x, w):
+    p = Weights(w)
+    s = 0.0
+    for k in range(10):
+        row = x[k]
+        # as many elements as the mask holds: a shape each (rolled for the numba backend
+        # only: test_trace_rolling_masks.py)
+        s = s + np.sum(row[row > 0] * p.w)
+    return s
+
+
 def argument_updated_in_place(h0, xs):
     p = Weights(xs)
     h = h0
@@ -305,6 +316,7 @@ def breaks(x, w):
         (float_constants_changing, (RNG.normal(size=10), 0.3)),
         (branches_alternating, (RNG.normal(size=10), 0.3)),
         (short, (RNG.normal(size=10), 0.3)),
+        (masked, (RNG.normal(size=(10, 6)), 0.3)),
         (argument_updated_in_place, (RNG.normal(size=3), RNG.normal(size=(9, 3)))),
         (breaks, (RNG.normal(size=10), 0.3)),
     ],

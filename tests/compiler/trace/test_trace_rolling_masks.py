@@ -7,21 +7,41 @@ once, then called on several inputs, each checked against central finite differe
 the LSTM against its hand-written backward). The cases that must stay unrolled: a count read
 as a number, a selection carried from one iteration to the next, selections gathered in a
 list after the loop.
+
+The trace rolls such loops for the numba backend only (`trace_function(roll_counts=True)`);
+here the numpy backend runs the code the numba backend is given (`rolls_counts`): the same
+IR, compiled in a fraction of a second.
 """
 
 import copy
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 import sourcegrad
+from sourcegrad.api import compiling, memory_caches
 from sourcegrad.bench import layers
 from sourcegrad.compiler.trace import rolling
+from sourcegrad.compiler.trace.recorder import trace_function
 
 from .test_trace_frontend import numeric
 from .test_trace_rolling import Weights, check
 
 RNG = np.random.default_rng(17)
+
+
+@pytest.fixture(autouse=True)
+def rolls_counts(monkeypatch):
+    """Every trace made as the numba backend's is (`roll_counts=True`)."""
+
+    def traced(*args, **kwargs):
+        return trace_function(*args, **{**kwargs, "roll_counts": True})
+
+    monkeypatch.setattr(compiling, "trace_function", traced)
+    memory_caches.clear()
+    yield
+    memory_caches.clear()
 
 
 def _on_other_inputs(g, fn, inputs, wrt=0):
@@ -68,6 +88,15 @@ def test_the_stable_sigmoid_in_a_loop_is_rolled(monkeypatch):
     _on_other_inputs(g, sigmoid_steps, [(RNG.normal(size=(9, 3, 4)) * 3, 0.7) for _ in range(3)])
     g = check(sigmoid_steps, args, monkeypatch, wrt=1)
     _on_other_inputs(g, sigmoid_steps, [(RNG.normal(size=(9, 3, 4)), -0.4)], wrt=1)
+
+
+def test_the_numpy_backend_leaves_them_unrolled(monkeypatch):
+    """(its optimizer makes the adjoints through masks whole-array selections on unrolled
+    statements only)"""
+    monkeypatch.setattr(compiling, "trace_function", trace_function)
+    g = sourcegrad.grad(relu_sums)
+    g(RNG.normal(size=(10, 6)), 0.3)
+    assert "range(10)" not in g.source
 
 
 def test_the_layers_lstm_is_rolled_and_its_gradient_is_the_hand_written_one():
