@@ -25,7 +25,8 @@ there and the numpy code runs), and sums over an axis as the helper `sum_along_a
 after as one appended in place (`numba_lists`); indexing by a boolean mask of more than
 one dimension as helpers (`numba_masks`: numba's own takes 1-d masks only); the
 saved-value stack as one typed list per saved variable (`numba_stacks`); a loop's zeroing
-of an adjoint nothing reads again dropped (`numba_loop_writes`); runs of elementwise statements fused into one pass over
+of an adjoint nothing reads again dropped, and parts' adjoints added into one array in place
+(`numba_loop_writes`); runs of elementwise statements fused into one pass over
 memory (`numba_fusion`); the other calls of sin, exp, tanh, ... as glibc's vector math's
 (`numba_vector_calls`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
@@ -260,6 +261,7 @@ def numba_source(source: str, cached: bool = False) -> str:
         source = numba_masks.masked_indexing(source)
     source = numba_stacks.split_stack(source, typed=pair)
     source = numba_loop_writes.without_unread_zeroing(source)
+    source = numba_loop_writes.parts_added_in_place(source)
     while True:  # innermost calls first: an edit's text holds the edits inside it
         tree = ast.parse(source)
         counters = _range_counters(tree)

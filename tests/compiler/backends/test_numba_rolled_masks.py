@@ -185,3 +185,75 @@ def test_a_zeroing_of_another_modules_zero_at_stays():
     text = _zeroing("for i in range(4):", "        p = d[i]\n        d = zero_at(d, i)\n")
     text = text.replace(HEADER, "")
     assert numba_loop_writes.without_unread_zeroing(text) == text
+
+
+# -- parts' adjoints added in place (numba_loop_writes) -------------------------------------------
+
+PARTS = (
+    "from sourcegrad.runtime import unindex\n\n\n"
+    "def f(a, g1, g2, g3, W):\n"
+    "    for i in range(3):\n"
+    "        d_1 = unindex(g1, a, np.s_[:, 4:6])\n"
+    "        d_2 = unindex(g2 * 2.0, a, np.s_[:, 2:4])\n"
+    "        d = unindex(g3, a, np.s_[:, 0:2])\n"
+    "        d_1 += d_2\n"
+    "        d = np.add(d_1, d, out=d_1)\n"
+    "        W = W + d\n"
+    "    return W\n"
+)
+
+
+def _run(text, *args):
+    namespace = {"np": np, "unindex": runtime.unindex}
+    exec(text.split("\n\n\n", 1)[1], namespace)
+    return namespace["f"](*args)
+
+
+def test_parts_adjoints_are_added_in_place_in_their_order():
+    out = numba_loop_writes.parts_added_in_place(PARTS)
+    assert "d_1[:, 2:4] += g2 * 2.0" in out and "d_1[:, 0:2] += g3" in out
+    assert "d = d_1" in out and "d_1 += d_2" not in out and "np.add" not in out
+    rng = np.random.default_rng(4)
+    args = (np.ones((3, 6)), *rng.normal(size=(3, 3, 2)), np.zeros((3, 6)))
+    np.testing.assert_array_equal(_run(out, *args), _run(PARTS, *args))
+
+
+@pytest.mark.parametrize(
+    "old, new, moved",
+    [
+        (
+            "        d_1 += d_2\n",
+            "        d_1 += d_2\n        W = W + d_2\n",
+            False,
+        ),  # B read again
+        (
+            "        d_2 = unindex(",
+            "        W = W + d_1\n        d_2 = unindex(",
+            True,
+        ),  # A read before
+        (
+            "        d_2 = unindex(",
+            "        d_1 = d_1 * 2.0\n        d_2 = unindex(",
+            False,
+        ),  # A changed
+        (
+            "        d_1 += d_2\n",
+            "        W = W + d_1\n        d_1 += d_2\n",
+            False,
+        ),  # A read between
+        (
+            "        d_2 = unindex(",
+            "        a = a * 2.0\n        d_2 = unindex(",
+            False,
+        ),  # x changed
+        ("np.s_[:, 2:4]", "np.s_[:, i:i + 2]", False),  # a name in the index
+        ("np.s_[:, 2:4]", "(np.s_[:], np.s_[2:4])", False),  # not np.s_[...]
+    ],
+)
+def test_parts_that_may_not_move_stay(old, new, moved):
+    text = PARTS.replace(old, new, 1)
+    out = numba_loop_writes.parts_added_in_place(text)
+    assert ("d_1 += d_2" not in out) is moved
+    rng = np.random.default_rng(5)
+    args = (np.ones((3, 6)), *rng.normal(size=(3, 3, 2)), np.zeros((3, 6)))
+    np.testing.assert_array_equal(_run(out, *args), _run(text, *args))
