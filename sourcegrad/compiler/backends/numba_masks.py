@@ -59,7 +59,21 @@ def _masked_elements(x, m):
             raise IndexError("boolean index did not match indexed array")
         return x.ravel()[m.ravel()]
 
-    return read
+    def read_rows(x, m):
+        """read, for two dimensions in two loops (a strided x is not copied by ravel)."""
+        if x.shape != m.shape:
+            raise IndexError("boolean index did not match indexed array")
+        rows, columns = x.shape
+        out = np.empty(m.sum(), x.dtype)
+        k = 0
+        for i in range(rows):
+            for j in range(columns):
+                if m[i, j]:
+                    out[k] = x[i, j]
+                    k += 1
+        return out
+
+    return read_rows if m.ndim == 2 else read
 
 
 @numba.extending.overload(write_masked)
@@ -87,7 +101,24 @@ def _write_masked(x, m, v):
                 x[index] = values[k if values.size > 1 else 0]
                 k += 1
 
-    return put_mask
+    def put_rows(x, m, v):
+        """put_mask, for two dimensions in two loops."""
+        if x.shape != m.shape:
+            raise IndexError("boolean index did not match indexed array")
+        values = np.asarray(v).ravel()
+        count = m.sum()
+        if many and values.size != count and values.size != 1:
+            raise ValueError("boolean array indexing assignment: values of the wrong size")
+        step = 1 if values.size > 1 else 0
+        rows, columns = x.shape
+        k = 0
+        for i in range(rows):
+            for j in range(columns):
+                if m[i, j]:
+                    x[i, j] = values[k]
+                    k += step
+
+    return put_rows if m.ndim == 2 else put_mask
 
 
 @numba.njit
