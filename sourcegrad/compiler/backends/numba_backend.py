@@ -21,7 +21,8 @@ and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper funct
 written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
 there and the numpy code runs), and sums over an axis as the helper `sum_along_axis`
 (loops for a 2-d array: numba's own sum over an axis compiles ~5x slower); the runtime's
-`unindex` and `zero_at` at a loop counter as `unindex_at` and `zero_at_basic`; a list appended to in a loop and stacked
+`unindex`, `zero_at` and `setitem` at a loop counter as `unindex_at`, `zero_at_basic` and
+`setitem_basic`; a list appended to in a loop and stacked
 after as one appended in place (`numba_lists`); indexing by a boolean mask of more than
 one dimension as helpers (`numba_masks`: numba's own takes 1-d masks only); the
 saved-value stack as one typed list per saved variable (`numba_stacks`); a loop's zeroing
@@ -508,6 +509,15 @@ def _unindex_one(g, x, i):
     return None
 '''
 
+_HELPERS["setitem_basic"] = '''@numba.njit
+def setitem_basic(x, i, v):
+    """runtime.setitem at a basic index i (ints, slices): a copy of x with v written at x[i]."""
+    out = x.copy()
+    out[i] = v
+    return out
+'''
+
+
 _HELPERS["zero_at_basic"] = '''@numba.njit
 def zero_at_basic(g, i):
     """runtime.zero_at at a basic index i (ints, slices): a copy of g with zeros at g[i]."""
@@ -575,10 +585,11 @@ def _runtime_call(node, source, counters=frozenset()):
     `unindex(g, x, i)` (the adjoint of `x[i]`) as `unindex_at(g, x, i)` where i is a
     literal int or the counter of `range` loops (`counters`: an int, never an array of
     indices, which unindex adds up where they repeat), and `zero_at(g, i)` (the adjoint of a
-    write at i, for the array written) at such an index as `zero_at_basic(g, i)`."""
+    write at i, for the array written) and `setitem(x, i, v)` (a copy written at i) at such
+    an index as `zero_at_basic(g, i)` and `setitem_basic(x, i, v)`."""
     if not (
         isinstance(node.func, ast.Name)
-        and node.func.id in ("max_grad", "reduced_count", "unindex", "zero_at")
+        and node.func.id in ("max_grad", "reduced_count", "unindex", "zero_at", "setitem")
         and re.search(rf"^from sourcegrad\.runtime import .*\b{node.func.id}\b", source, re.M)
         and not node.keywords
         and len(node.args) >= 2
@@ -594,6 +605,12 @@ def _runtime_call(node, source, counters=frozenset()):
         if index is None:
             return None
         return numba_stacks.span(node) + (f"unindex_at({args}, {index})",)
+    if node.func.id == "setitem":
+        index = _basic_index(node.args[1], source, counters) if len(node.args) == 3 else None
+        if index is None:
+            return None
+        x, value = (segment(source, node.args[k]) for k in (0, 2))
+        return numba_stacks.span(node) + (f"setitem_basic({x}, {index}, {value})",)
     if node.func.id == "zero_at":
         index = _basic_index(node.args[1], source, counters) if len(node.args) == 2 else None
         if index is None:

@@ -15,7 +15,7 @@ import pytest
 
 import sourcegrad
 from sourcegrad import runtime
-from sourcegrad.api import compiling, memory_caches
+from sourcegrad.api import compiling, memory_caches, numeric_grad
 from sourcegrad.bench.layers import lstm, lstm_args, lstm_hand
 from sourcegrad.compiler.backends import numba_backend, numba_loop_writes, numba_masks
 from sourcegrad.compiler.trace.recorder import trace_function
@@ -75,10 +75,11 @@ def test_a_saved_variables_none_start_keeps_it_a_mask():
 
 def test_zero_at_a_loops_counter_is_the_basic_helper():
     text = numba_backend.numba_source(
-        "from sourcegrad.runtime import zero_at\n\n\ndef f(g, j):\n    for i in range(3):\n"
+        "from sourcegrad.runtime import setitem, zero_at\n\n\ndef f(g, j):\n    for i in range(3):\n"
         "        g = zero_at(g, (np.s_[:], i, np.s_[1:3]))\n    g = zero_at(g, (np.s_[:], j))\n"
-        "    return zero_at(g, np.s_[0, 1:])\n"
+        "    g = setitem(g, (np.s_[:], 2), j)\n    return zero_at(g, np.s_[0, 1:])\n"
     )
+    assert "g = setitem_basic(g, (slice(None, None), 2), j)" in text
     assert "zero_at_basic(g, (slice(None, None), i, slice(1, 3)))" in text
     assert "zero_at(g, (np.s_[:], j))" in text  # (j: not a loop's counter, maybe an array)
     assert "zero_at_basic(g, (0, slice(1, None)))" in text
@@ -89,7 +90,8 @@ def test_the_helpers_compute_the_runtimes_forms():
     numba = pytest.importorskip("numba")
     namespace = {"np": np, "numba": numba}
     caller = "\n\n@numba.njit\ndef unbroadcast(g, x):\n    return unbroadcast_masked(g, x)\n"
-    exec(numba_masks.MASKED + numba_backend._HELPERS["zero_at_basic"] + caller, namespace)
+    helpers = numba_backend._HELPERS["zero_at_basic"] + numba_backend._HELPERS["setitem_basic"]
+    exec(numba_masks.MASKED + helpers + caller, namespace)
     setitem, zero_at, zero_basic, unbroadcast = (
         namespace[n] for n in ("setitem_masked", "zero_at_masked", "zero_at_basic", "unbroadcast")
     )
@@ -101,6 +103,9 @@ def test_the_helpers_compute_the_runtimes_forms():
         np.testing.assert_array_equal(zero_at(x, m), runtime.zero_at(x, m))
     index = (slice(None, None), 2)
     np.testing.assert_array_equal(zero_basic(x, index), runtime.zero_at(x, index))
+    v = rng.normal(size=4)
+    got = namespace["setitem_basic"](x, index, v)
+    np.testing.assert_array_equal(got, runtime.setitem(x, index, v))
     g = rng.normal(size=6)
     for other in (rng.normal(size=6), np.ones(1)):
         np.testing.assert_array_equal(unbroadcast(g, other), runtime.unbroadcast(g, other))
@@ -257,3 +262,31 @@ def test_parts_that_may_not_move_stay(old, new, moved):
     rng = np.random.default_rng(5)
     args = (np.ones((3, 6)), *rng.normal(size=(3, 3, 2)), np.zeros((3, 6)))
     np.testing.assert_array_equal(_run(out, *args), _run(text, *args))
+
+
+def filled(x, W):
+    """h[:, t, :] = ... each step (traced: its loop rolled), whose backward zeroes the part
+    of dh each step read (`without_unread_zeroing`)."""
+    p = SimpleNamespace(w=W)
+    N, T, D = x.shape
+    h = np.zeros((N, T, D))
+    prev = np.zeros((N, D))
+    for t in range(T):
+        prev = np.tanh(x[:, t, :] @ p.w + prev)
+        h[:, t, :] = prev
+    return np.sum(h**2) + np.sum(h[:, 2, :] * h[:, 5, :])
+
+
+@pytest.mark.slow
+def test_a_rolled_loop_writing_its_steps_into_an_array_is_compiled():
+    rng = np.random.default_rng(6)
+    args = (rng.normal(size=(2, 9, 3)), rng.normal(size=(3, 3)) / 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        g = sourcegrad.grad(filled, wrt=(0, 1), backend="numba")
+        got = g(*args)
+    assert "@numba.njit" in g.source and "range(9)" in g.source
+    want = sourcegrad.grad(filled, wrt=(0, 1))(*args)
+    for ours, theirs, i in zip(got, want, (0, 1)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(ours, numeric_grad(filled, args, i), rtol=1e-6, atol=1e-8)
