@@ -440,6 +440,7 @@ class Compiling:
                 set(self.wrt),
                 why,
                 getattr(self, "_defs", None),
+                roll_counts=self.backend_for(args) == "numba",
             )
         except errors.TraceEscapeError as exc:
             if not _escaped_in_a_library(exc, reason):

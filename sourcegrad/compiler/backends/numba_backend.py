@@ -21,10 +21,13 @@ and `reduced_count`) as `np.expand_dims`, `x.shape[axis]` and small helper funct
 written into the module (`max_along_axis`, ...: 2-d arrays, numba refuses another ndim
 there and the numpy code runs), and sums over an axis as the helper `sum_along_axis`
 (loops for a 2-d array: numba's own sum over an axis compiles ~5x slower); the runtime's
-`unindex` at a loop counter as `unindex_at`; a list appended to in a loop and stacked
+`unindex`, `zero_at` and `setitem` at a loop counter as `unindex_at`, `zero_at_basic` and
+`setitem_basic`; a list appended to in a loop and stacked
 after as one appended in place (`numba_lists`); indexing by a boolean mask of more than
 one dimension as helpers (`numba_masks`: numba's own takes 1-d masks only); the
-saved-value stack as one typed list per saved variable (`numba_stacks`); runs of elementwise statements fused into one pass over
+saved-value stack as one typed list per saved variable (`numba_stacks`); a loop's zeroing
+of an adjoint nothing reads again dropped, and parts' adjoints added into one array in place
+(`numba_loop_writes`); runs of elementwise statements fused into one pass over
 memory (`numba_fusion`); the other calls of sin, exp, tanh, ... as glibc's vector math's
 (`numba_vector_calls`). Arithmetic follows numpy (`error_model="numpy"`: a float
 divided by zero is inf, as for the numpy scalars the numpy code computes with).
@@ -78,6 +81,7 @@ from ..emit.codegen import load as load_numpy
 from . import (
     numba_fusion,
     numba_lists,
+    numba_loop_writes,
     numba_masks,
     numba_stacks,
     numba_vector_calls,
@@ -257,6 +261,8 @@ def numba_source(source: str, cached: bool = False) -> str:
         source = numba_lists.appended_in_place(source, numba_stacks.stack_name(source))
         source = numba_masks.masked_indexing(source)
     source = numba_stacks.split_stack(source, typed=pair)
+    source = numba_loop_writes.without_unread_zeroing(source)
+    source = numba_loop_writes.parts_added_in_place(source)
     while True:  # innermost calls first: an edit's text holds the edits inside it
         tree = ast.parse(source)
         counters = _range_counters(tree)
@@ -503,6 +509,24 @@ def _unindex_one(g, x, i):
     return None
 '''
 
+_HELPERS["setitem_basic"] = '''@numba.njit
+def setitem_basic(x, i, v):
+    """runtime.setitem at a basic index i (ints, slices): a copy of x with v written at x[i]."""
+    out = x.copy()
+    out[i] = v
+    return out
+'''
+
+
+_HELPERS["zero_at_basic"] = '''@numba.njit
+def zero_at_basic(g, i):
+    """runtime.zero_at at a basic index i (ints, slices): a copy of g with zeros at g[i]."""
+    out = g.copy()
+    out[i] = 0.0
+    return out
+'''
+
+
 _HELPERS["unindex_at"] = '''@numba.njit
 def unindex_at(g, x, i):
     """runtime.unindex at an int index i: zeros shaped like x, g at x[i]."""
@@ -560,10 +584,12 @@ def _runtime_call(node, source, counters=frozenset()):
     False)`, as `max_grad_all(g, ans, x)`), `reduced_count(x, 1)` as `x.shape[1]`,
     `unindex(g, x, i)` (the adjoint of `x[i]`) as `unindex_at(g, x, i)` where i is a
     literal int or the counter of `range` loops (`counters`: an int, never an array of
-    indices, which unindex adds up where they repeat)."""
+    indices, which unindex adds up where they repeat), and `zero_at(g, i)` (the adjoint of a
+    write at i, for the array written) and `setitem(x, i, v)` (a copy written at i) at such
+    an index as `zero_at_basic(g, i)` and `setitem_basic(x, i, v)`."""
     if not (
         isinstance(node.func, ast.Name)
-        and node.func.id in ("max_grad", "reduced_count", "unindex")
+        and node.func.id in ("max_grad", "reduced_count", "unindex", "zero_at", "setitem")
         and re.search(rf"^from sourcegrad\.runtime import .*\b{node.func.id}\b", source, re.M)
         and not node.keywords
         and len(node.args) >= 2
@@ -579,6 +605,19 @@ def _runtime_call(node, source, counters=frozenset()):
         if index is None:
             return None
         return numba_stacks.span(node) + (f"unindex_at({args}, {index})",)
+    if node.func.id == "setitem":
+        index = _basic_index(node.args[1], source, counters) if len(node.args) == 3 else None
+        if index is None:
+            return None
+        x, value = (segment(source, node.args[k]) for k in (0, 2))
+        return numba_stacks.span(node) + (f"setitem_basic({x}, {index}, {value})",)
+    if node.func.id == "zero_at":
+        index = _basic_index(node.args[1], source, counters) if len(node.args) == 2 else None
+        if index is None:
+            return None
+        return numba_stacks.span(node) + (
+            f"zero_at_basic({segment(source, node.args[0])}, {index})",
+        )
     if node.func.id == "reduced_count":
         x, axis = node.args
         if not (isinstance(x, ast.Name) and _int_constant(axis)):
@@ -608,22 +647,21 @@ def _basic_index(node, source, counters):
     """An index `unindex_at` may write through in numba (basic indexing: it names each
     element once), as numba's source: a literal int, a `range` counter, or `np.s_[...]` of
     those and slices with such bounds (`np.s_[:, 96:128]` as `(slice(None, None),
-    slice(96, 128))`); None for any other (an array of indices adds up where it repeats)."""
+    slice(96, 128))`), or a tuple of those, each slice an `np.s_[...]` of its own (`(np.s_[:],
+    i, np.s_[:])`, as the code writes an index holding a loop's counter); None for any other
+    (an array of indices adds up where it repeats)."""
 
     def whole(part):
         return _int_constant(part) or isinstance(part, ast.Name) and part.id in counters
 
     if whole(node):
         return segment(source, node)
-    if not (
-        isinstance(node, ast.Subscript)
-        and isinstance(node.value, ast.Attribute)
-        and node.value.attr == "s_"
-        and isinstance(node.value.value, ast.Name)
-        and node.value.value.id == "np"
-    ):
+    if isinstance(node, ast.Tuple):
+        parts = [p if whole(p) else _one_slice(p) for p in node.elts]
+    elif _is_s_(node):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    else:
         return None
-    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
     written = []
     for part in parts:
         if isinstance(part, ast.Slice):
@@ -632,11 +670,27 @@ def _basic_index(node, source, counters):
                 return None
             texts = ["None" if b is None else segment(source, b) for b in bounds]
             written.append(f"slice({', '.join(texts)})")
-        elif whole(part):
+        elif part is not None and whole(part):
             written.append(segment(source, part))
         else:
             return None
     return f"({written[0]},)" if len(written) == 1 else f"({', '.join(written)})"
+
+
+def _is_s_(node) -> bool:
+    """Is `node` `np.s_[...]`?"""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "s_"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "np"
+    )
+
+
+def _one_slice(node):
+    """The slice of `np.s_[a:b]` (one slice alone), else None."""
+    return node.slice if _is_s_(node) and isinstance(node.slice, ast.Slice) else None
 
 
 def _range_counters(tree) -> set:

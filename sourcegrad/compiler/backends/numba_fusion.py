@@ -109,12 +109,13 @@ def numpy_code_reason(source: str, function: str, kinds) -> str | None:
       regression on 10^7 numbers 15.4 ms against 14.5 ms, after compiling for 5.9 s and
       1.7 s. (Below that numba wins what numpy pays per operation: the MLP at batch 32,
       0.80x the hand-written gradient against 1.06x.)
-    * more than LONG_CODE statements (a loop the front end unrolled, as an LSTM whose masks
-      select a different number of elements each step): numba's compile time grows faster
+    * more than LONG_CODE statements (a loop the trace unrolled: its iterations differ, or
+      are fewer than rolling's MIN_ITERATIONS): numba's compile time grows faster
       than a function's length. The layers benchmark's LSTM (batch 16, 16->32) took 41 s
       over 2 steps (146 statements) and 124 s over 4 (295), where it ran in 0.38 ms against
       1.02 ms for the hand-written gradient and 1.38 ms for the numpy code; over its 20
-      steps (1,531 statements) numba had not compiled it after 15 minutes."""
+      steps (1,531 statements) numba had not compiled it after 15 minutes. (Its steps, whose
+      masks select different counts, are now rolled into one loop: see trace/rolling.py.)"""
     fn = next(
         (
             n

@@ -5,7 +5,11 @@ with each read, write and update through a mask (a name only ever assigned a com
 `neg = x < 0`, or the value the backward restores into it) as calls of helpers:
 `x[m]` as `masked_elements(x, m)`, `x[m] = v` as `write_masked(x, m, v)`, `x[m] += v` as
 `write_masked(x, m, masked_elements(x, m) + v)` (numpy's meaning of it), and the runtime's
-`unindex(g, x, m)` (the adjoint of `x[m]`) as `unindex_masked(g, x, m)`. numba indexes by
+`unindex(g, x, m)` (the adjoint of `x[m]`), `setitem(x, m, v)` (a copy written through m),
+`zero_at(g, m)` and `unbroadcast(g[m], y)` (the adjoints of a write through m and of an
+operation on a selection, in a loop the optimizer leaves them in) as `unindex_masked`,
+`setitem_masked`, `zero_at_masked` and `unbroadcast_masked` (the last for operands of one
+dimension only: numba refuses any other, and the numpy code runs). numba indexes by
 a boolean array of one dimension only (a 2-d mask fails inside numba's lowering); the
 helpers (`MASKED`, which `numba_backend` writes into the module) do what numpy does, in
 C order, for a mask of x's shape, and index as numba does for any other index (an int
@@ -15,6 +19,7 @@ compared with an int is a bool: numba's own indexing by it, as before this pass)
 from __future__ import annotations
 
 import ast
+import re
 
 from .numba_stacks import replace_span, segment, span
 
@@ -54,7 +59,21 @@ def _masked_elements(x, m):
             raise IndexError("boolean index did not match indexed array")
         return x.ravel()[m.ravel()]
 
-    return read
+    def read_rows(x, m):
+        """read, for two dimensions in two loops (a strided x is not copied by ravel)."""
+        if x.shape != m.shape:
+            raise IndexError("boolean index did not match indexed array")
+        rows, columns = x.shape
+        out = np.empty(m.sum(), x.dtype)
+        k = 0
+        for i in range(rows):
+            for j in range(columns):
+                if m[i, j]:
+                    out[k] = x[i, j]
+                    k += 1
+        return out
+
+    return read_rows if m.ndim == 2 else read
 
 
 @numba.extending.overload(write_masked)
@@ -82,7 +101,24 @@ def _write_masked(x, m, v):
                 x[index] = values[k if values.size > 1 else 0]
                 k += 1
 
-    return put_mask
+    def put_rows(x, m, v):
+        """put_mask, for two dimensions in two loops."""
+        if x.shape != m.shape:
+            raise IndexError("boolean index did not match indexed array")
+        values = np.asarray(v).ravel()
+        count = m.sum()
+        if many and values.size != count and values.size != 1:
+            raise ValueError("boolean array indexing assignment: values of the wrong size")
+        step = 1 if values.size > 1 else 0
+        rows, columns = x.shape
+        k = 0
+        for i in range(rows):
+            for j in range(columns):
+                if m[i, j]:
+                    x[i, j] = values[k]
+                    k += step
+
+    return put_rows if m.ndim == 2 else put_mask
 
 
 @numba.njit
@@ -92,6 +128,54 @@ def unindex_masked(g, x, m):
     out = np.zeros_like(x)
     write_masked(out, m, g)
     return out
+
+
+@numba.njit
+def setitem_masked(x, m, v):
+    """runtime.setitem(x, m, v): a copy of x with v written where m is True."""
+    out = x.copy()
+    write_masked(out, m, v)
+    return out
+
+
+@numba.njit
+def zero_at_masked(g, m):
+    """runtime.zero_at(g, m), the adjoint of a write through m for the array written: a
+    copy of g with zeros where m is True."""
+    out = g.copy()
+    write_masked(out, m, 0.0)
+    return out
+
+
+def unbroadcast_masked(g, x):
+    """runtime.unbroadcast(g, x) (compiled by numba only: see below)."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@numba.extending.overload(unbroadcast_masked)
+def _unbroadcast_masked(g, x):
+    """For two arrays of one dimension (a mask's selections, `g[m]` and `y[m]`): g where the
+    lengths agree, summed where x has one element, broadcast where g has one, as
+    runtime.unbroadcast does; for any other types nothing (numba refuses the call: the numpy
+    code runs)."""
+    if not (
+        isinstance(g, numba.types.Array)
+        and isinstance(x, numba.types.Array)
+        and g.ndim == x.ndim == 1
+    ):
+        return None
+
+    def undo(g, x):
+        n, m = g.shape[0], x.shape[0]
+        if n == m:
+            return g.copy()
+        if m == 1:
+            return np.full(1, g.sum())
+        if n == 1:
+            return np.full(m, g[0])
+        raise ValueError("operands could not be broadcast together")
+
+    return undo
 '''
 
 
@@ -127,8 +211,9 @@ def _within(inner, outer):
 
 
 def _masks(fn, handed=frozenset()):
-    """The names fn only ever assigns a comparison of two operands, or the value the
-    backward restores from a stack (a value a comparison gave them); no parameter but
+    """The names fn only ever assigns a comparison of two operands, the value the backward
+    restores from a stack (a value a comparison gave them) or a saved variable's `None`
+    start; no parameter but
     those `handed` (masks a VJP's forward returned to fn, its backward)."""
     params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
     compared, others = params & set(handed), params - set(handed)
@@ -141,7 +226,7 @@ def _masks(fn, handed=frozenset()):
                     assigned.add(id(target))
                     if mask:
                         compared.add(target.id)
-                    elif not _is_pop(node.value):
+                    elif not (_is_pop(node.value) or _is_none(node.value)):
                         others.add(target.id)
     for node in ast.walk(fn):  # (any other binding: a loop's target, an augmented one, ...)
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -165,6 +250,12 @@ def _residual_masks(forward, backward, masks):
         for k, r in enumerate(parts[1].elts)
         if isinstance(r, ast.Name) and r.id in masks and k < len(params) and params[k] == r.id
     }
+
+
+def _is_none(value):
+    """`None`: the start a saved variable of a loop is given before it (`a = None  # saved`,
+    which `numba_stacks` drops: the stack holds its values)."""
+    return isinstance(value, ast.Constant) and value.value is None
 
 
 def _is_pop(value):
@@ -196,17 +287,40 @@ def _edit(source, node, masks, parents):
             value = f"masked_elements({target}, {mask}) {op} ({text(parent.value)})"
             return span(parent) + (f"write_masked({target}, {mask}, {value})",)
         return None
-    if (
+    if not (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
-        and node.func.id == "unindex"
-        and len(node.args) == 3
+        and node.func.id in _RUNTIME_ARITY
+        and len(node.args) == _RUNTIME_ARITY[node.func.id]
         and not node.keywords
-        and _is_mask_name(node.args[2], masks)
+        and _imported(source, node.func.id)
     ):
-        args = ", ".join(text(a) for a in node.args)
-        return span(node) + (f"unindex_masked({args})",)
+        return None
+    args = ", ".join(text(a) for a in node.args)
+    if node.func.id == "unbroadcast":  # (of a mask's selection: `unbroadcast(g[m], y)`)
+        first = node.args[0]
+        selection = (
+            isinstance(first, ast.Subscript)
+            and _is_mask_name(first.slice, masks)
+            or isinstance(first, ast.Call)
+            and isinstance(first.func, ast.Name)
+            and first.func.id == "masked_elements"
+        )
+        return span(node) + (f"unbroadcast_masked({args})",) if selection else None
+    if _is_mask_name(node.args[_RUNTIME_MASK_AT[node.func.id]], masks):
+        return span(node) + (f"{node.func.id}_masked({args})",)
     return None
+
+
+# the runtime's helpers this pass writes as the helpers' calls, by their number of arguments:
+# unindex(g, x, m), setitem(x, m, v), zero_at(g, m), unbroadcast(g, y)
+_RUNTIME_ARITY = {"unindex": 3, "setitem": 3, "zero_at": 2, "unbroadcast": 2}
+_RUNTIME_MASK_AT = {"unindex": 2, "setitem": 1, "zero_at": 1}  # (the mask's position)
+
+
+def _imported(source, name) -> bool:
+    """Is `name` the runtime's helper (imported from it by the generated module)?"""
+    return re.search(rf"^from sourcegrad\.runtime import .*\b{name}\b", source, re.M) is not None
 
 
 _OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}

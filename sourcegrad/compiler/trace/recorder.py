@@ -10,7 +10,8 @@ AST front end's, with
   the user's code), named after the user's variable where one holds it after its line
   (frame locals, read at each line event) and after the op otherwise;
 - a `trace_guard` statement per decision Python took on a traced value (`bool()`,
-  `int()`, `float()` of a value no gradient flows through): the generated code raises
+  `int()`, `float()` of a value no gradient flows through), and per shape Python read of a
+  value whose shape the data decide (`len(x[x > 0])`: `fact`): the generated code raises
   `runtime.GuardMiss` where a call decides otherwise;
 - plain arrays met on the way (an object's `self.W`, a global) bound by identity as free
   values, and the globals, closure values and argument objects' attributes the trace read as
@@ -67,7 +68,7 @@ from .patches import (
     replace_library_functions,
 )
 from .python_state import PythonState
-from .rolling import Loop, roll
+from .rolling import Loop, atoms_in, roll
 from .values import Traced
 
 MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, located
@@ -131,6 +132,10 @@ class Recorder:
         self.loops: list = []
         self._locations: dict = {}  # (file, line) -> its SourceLocation
         self.shapes: dict = {}  # temporary -> the shape of the value it held (`rolling`)
+        self.masks: set = set()  # the temporaries holding boolean arrays (`rolling`)
+        self.roll_counts = False  # (`trace_function`)
+        # the temporaries whose shapes depend on the data (a selection by a mask: `fact`)
+        self.counted: set = set()
 
     def refused(self, error):
         """`error`, remembered: numpy turns an exception raised inside its own conversion
@@ -146,6 +151,7 @@ class Recorder:
         self.namer.reserve(name)
         self.params.append(name)
         concrete = value.copy() if isinstance(value, np.ndarray) else value
+        self._note_mask(name, concrete)
         return Traced(self, Var(name), concrete, varied)
 
     def static(self, name, value):
@@ -261,6 +267,9 @@ class Recorder:
         stmt.in_place = in_place
         self.append(stmt)
         self.shapes[target] = np.shape(value) if isinstance(value, _SHAPED) else None
+        self._note_mask(target, value)
+        if self._shaped_by_data(name, atoms, katoms, value, in_place):
+            self.counted.add(target)
         if (
             name != "make_list"
             and isinstance(value, (tuple, list))
@@ -275,6 +284,35 @@ class Recorder:
                 return items
             return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
         return Traced(self, Var(target), value, varied)
+
+    def _note_mask(self, name, value):
+        if isinstance(value, np.ndarray) and value.dtype == np.bool_ and value.ndim:
+            self.masks.add(name)
+
+    def _shaped_by_data(self, name, atoms, katoms, value, in_place) -> bool:
+        """Does the shape of the value `name(*atoms, **katoms)` made depend on the data, not
+        on the signature alone: a selection by a boolean array the trace made or was given
+        (`x[m]`: as many elements as m holds), or an array computed from such a value (an
+        update in place, only where the array updated is one)?"""
+        if in_place:
+            return isinstance(atoms[0], Var) and atoms[0].name in self.counted
+        if not np.ndim(value):
+            return False
+        operands = [a for atom in [*atoms, *(a for _, a in katoms)] for a in atoms_in(atom)]
+        if name == "getitem" and any(
+            isinstance(a, Var) and a.name in self.masks for a in operands[1:]
+        ):
+            return True
+        return any(isinstance(a, Var) and a.name in self.counted for a in operands)
+
+    def fact(self, traced, name, value):
+        """`value`, the `name` ("shape", "size", "len") of the traced value `traced`: a fact
+        the signature fixes, and so a constant of the code, but where its shape depends on
+        the data (`counted`: `len(x[x > 0])`): there it is recorded, and guarded (a call on
+        data of another count traces again, never reads the trace's count)."""
+        if isinstance(traced, Traced) and traced._rec is self and traced._atom.name in self.counted:
+            self.guard(self.record(name, [traced._atom], [], value, False), value)
+        return value
 
     def op(self, name, args, kwargs=None):
         """The registry op `name` applied to `args` (Traced values, constants, plain arrays)."""
@@ -291,6 +329,8 @@ class Recorder:
             else rule.fn(*concrete, **kconcrete)
         )
         if name in _SIGNATURE_FACTS or rule.type_fact:
+            if name in _SHAPE_FACTS and args:
+                return self.fact(args[0], name, value)
             return value  # a fact of the signature (a shape, a length, a dtype)
         varied = rule.differentiable and any(p[2] for p in [*parts, *kparts.values()])
         return self.record(
@@ -608,7 +648,12 @@ class Recorder:
         the variables that held them."""
         loops = [loop for loop in self.loops if loop.starts]
         recorded = roll(
-            [*self.body, Return(result, self.loc_of_fn)], loops, self.namer, self.shapes, self.named
+            [*self.body, Return(result, self.loc_of_fn)],
+            loops,
+            self.namer,
+            self.shapes,
+            self.named,
+            self.masks if self.roll_counts else frozenset(),
         )
         renaming = Namer(reserved=set(self.params) | set(self.free) | {"np", "math"})
         mapping = {}
@@ -713,6 +758,8 @@ class Recorder:
 # Every other op is recorded, a comparison of Python floats too: its bool decides a branch,
 # which must be guarded (`x1 < 0.0` of a float argument)
 _SIGNATURE_FACTS = frozenset({"shape", "ndim", "size", "dtype", "len"})
+# those of them the data decides for a selection by a mask (`Recorder.fact`)
+_SHAPE_FACTS = frozenset({"shape", "size", "len"})
 # the values whose shape a trace notes (`Recorder.shapes`)
 _SHAPED = (np.ndarray, np.generic, float, int, complex)
 # numpy's questions about dtypes and shapes, which the signature fixes (answered while tracing)
@@ -820,12 +867,18 @@ def _traceable(value) -> bool:
     return isinstance(value, (np.ndarray, np.generic, float, complex))
 
 
-def trace_function(fn, args, params, wrt, why, defs=None) -> Trace:
+def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> Trace:
     """Trace `fn` on `args` (see the module docstring). `params`: the IR's parameter names,
     one per item of `args`; `wrt`: the positions (in `args`) that carry a gradient; `why`:
     what made the compiler trace. `defs`, per argument of fn, None or the `trees.TreeDef` of
-    a tree argument given as its leaves (consecutive items of `args`)."""
+    a tree argument given as its leaves (consecutive items of `args`). `roll_counts`: roll
+    loops whose iterations differ in the length of a selection by a mask too (`rolling`;
+    for the numba backend, which compiles a loop in seconds and its unrolled copies in
+    minutes: the numpy backend's optimizer makes such adjoints whole-array selections on the
+    unrolled statements only, `optimize/masked_adjoints.py`, where the layers LSTM ran in
+    1.30x its hand-written backward's time against 3.24x rolled)."""
     rec = Recorder(fn, why)
+    rec.roll_counts = roll_counts
     defs = defs if defs is not None else (None,) * len(args)
     given = iter(range(len(args)))
     call_args = []

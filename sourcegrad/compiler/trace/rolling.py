@@ -29,8 +29,17 @@ operation given every iteration's value of one statement in order (`np.stack(hs)
 as the source front end writes the same code. The rolled loop then runs
 exactly the statements the trace recorded, in the same order, on the same constants: the
 marks only say where to look, the comparison decides. Shapes must agree because unrolled
-code is specialised to each value's shape (`x[mask]` with as many elements as the mask held
-in that iteration): a loop whose shapes change stays unrolled, as fast as before. Anything
+code is specialised to each value's shape: a loop whose shapes change stays unrolled, as
+fast as before. One difference is taken as none: the length of a selection by a boolean
+mask (`x[m]`, `masks` names the trace's boolean arrays), and of what the iteration computes
+from it (`np.exp(-x[m])`), as the stable sigmoid of an LSTM's step selects a different
+count each step (`_counted`). Stage 3 gives such a selection no length (it depends on the
+data, in the unrolled code as in the rolled), so the code the later stages write for it
+holds for any count, and a compiled gradient is called on data whose masks select other
+counts than the trace's anyway; the count itself read as a number (`len(x[m])`) is a
+constant of the trace, which must agree as any other. The rank must agree, and such a
+value is neither carried into the next iteration nor gathered in a list after the loop
+(whose shapes the later stages would have to follow through the loop). Anything
 else (a constant that changes otherwise, an older iteration's value read, fewer than
 `MIN_ITERATIONS` iterations) leaves the iterations as they were recorded. A loop run inside
 another loop's iterations is rolled in each of them, the outer one left unrolled.
@@ -78,15 +87,16 @@ class Loop:
     starts: list = field(default_factory=list)
 
 
-def roll(body, loops, namer: Namer, shapes: dict, named: dict):
+def roll(body, loops, namer: Namer, shapes: dict, named: dict, masks=frozenset()):
     """`body` with each loop of `loops` whose iterations agree written as one `For` (see the
     module docstring); `namer` names the loops' index variables; `shapes` gives the shape of
     the value each statement made while tracing; `named`, the user's names of values (a
-    list the loop appends to is named after its items')."""
+    list the loop appends to is named after its items'); `masks`, the statements' values that
+    were boolean arrays (their selections' lengths depend on the data: `_counted`)."""
     out = list(body)
     # (the last loop first: rolling one moves the statements after it)
     for loop in sorted(loops, key=lambda lp: lp.starts[0], reverse=True):
-        rolled = _rolled(out, loop, namer, shapes, named)
+        rolled = _rolled(out, loop, namer, shapes, named, masks)
         if rolled is not None:
             out = rolled
     return out
@@ -100,7 +110,7 @@ _SAME = ("same",)
 _INDEX = ("index",)
 
 
-def _rolled(body, loop, namer, shapes, named):
+def _rolled(body, loop, namer, shapes, named, masks):
     n = len(loop.starts) - 1
     if n < MIN_ITERATIONS:
         return None
@@ -122,6 +132,8 @@ def _rolled(body, loop, namer, shapes, named):
             if isinstance(stmt, Assign):
                 made[stmt.target] = (k, j)
     roles: dict = {}  # (position, operand path) -> role
+    counted = _counted(body[first : first + length], made, masks)
+    varying = set()  # the positions of counted values whose shapes differ between iterations
     for j in range(length):
         model = body[first + j]
         for k in range(1, n):
@@ -129,19 +141,61 @@ def _rolled(body, loop, namer, shapes, named):
             if not _same_statement(model, stmt, k, j, made, roles):
                 return None
             if isinstance(stmt, Assign) and shapes.get(stmt.target) != shapes.get(model.target):
-                return None  # (see `roll`: shapes decided by values, known only unrolled)
+                # (see `roll`: shapes decided by values, known only unrolled; a selection's
+                # length by a mask's count alone may differ)
+                if j not in counted or not _same_ndim(shapes, stmt.target, model.target):
+                    return None
+                varying.add(j)
     if not _carried_reads_in_time(roles) or not _one_initial_each(body, first, roles):
         return None
+    if any(role[0] == "carried" and role[1] in varying for role in roles.values()):
+        return None  # (a value carried with a shape changing: not this pass's to roll)
     offsets = {
         _atom_at(body[first + j], path).value for (j, path), r in roles.items() if r == _INDEX
     }
     if len(offsets) > 1:
         return None
     gathered = _gathered(body, end, made, n)
-    if gathered is None:
-        return None
+    if gathered is None or varying & set(gathered.values()):
+        return None  # (a list of selections of changing lengths: left as recorded)
     offset = offsets.pop() if offsets else 0
     return _written(body, loop.loc, first, end, length, roles, offset, namer, gathered, named)
+
+
+def _counted(stmts, made, masks) -> set:
+    """The positions in the first iteration (`stmts`) of the statements whose
+    values' shapes may depend on how many elements a boolean mask selects: a selection by a
+    mask (`x[m]`, `x[m, 0]`), and what is computed from such a value of the same iteration
+    (`np.exp(-x[m])`). Their code is the same whatever the count (stage 3 gives a selection
+    by a mask no length: the code is written for any), so iterations whose masks select
+    different numbers of elements are the same statements (the stable sigmoid of an LSTM's
+    step, `z[m] = np.exp(-x[m])`)."""
+    counted = set()
+    local = set()  # (0, j) of each counted position j: how `made` locates its value
+    for j, stmt in enumerate(stmts):
+        operands = _operands(stmt)
+        atoms = [a for operand in operands for a in atoms_in(operand)]
+        selects = stmt.value.op == "getitem" and any(
+            isinstance(a, Var) and a.name in masks for o in operands[1:] for a in atoms_in(o)
+        )
+        reads = any(isinstance(a, Var) and made.get(a.name) in local for a in atoms)
+        if selects or reads:
+            counted.add(j)
+            local.add((0, j))
+    return counted
+
+
+def atoms_in(atom):
+    """`atom` and, where it holds atoms (`_compound`), theirs."""
+    yield atom
+    if _compound(atom):
+        for part in _parts(atom):
+            yield from atoms_in(part)
+
+
+def _same_ndim(shapes, a, b) -> bool:
+    s, t = shapes.get(a), shapes.get(b)
+    return s is not None and t is not None and len(s) == len(t)
 
 
 def _gathered(body, end, made, n):

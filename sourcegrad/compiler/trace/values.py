@@ -51,11 +51,11 @@ class Traced:
     def __array__(self, dtype=None, copy=None):
         return self._rec.escape(self, "np.asarray (or a function that is not numpy's)")
 
-    # -- static facts: the signature fixes them ----------------------------------------------
+    # -- static facts: the signature fixes them (a selection by a mask's: guarded, `fact`) ----
 
     @property
     def shape(self):
-        return np.shape(self._value)
+        return self._rec.fact(self, "shape", np.shape(self._value))
 
     @property
     def ndim(self):
@@ -63,7 +63,7 @@ class Traced:
 
     @property
     def size(self):
-        return int(np.size(self._value))
+        return self._rec.fact(self, "size", int(np.size(self._value)))
 
     @property
     def dtype(self):
@@ -72,7 +72,7 @@ class Traced:
     def __len__(self):
         if not np.ndim(self._value):
             raise TypeError("len() of unsized object")
-        return len(self._value)
+        return self._rec.fact(self, "len", len(self._value))
 
     def __iter__(self):
         for i in range(len(self)):

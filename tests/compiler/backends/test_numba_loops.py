@@ -301,8 +301,8 @@ def test_only_straight_line_code_longer_than_numba_compiles_in_time_is_left_to_n
 
 @pytest.mark.slow
 def test_long_straight_line_code_runs_as_the_numpy_code_and_says_why():
-    """An LSTM whose masks select a different number of elements each step stays unrolled
-    (the trace rolls only loops whose shapes agree): over 4 steps, more statements than
+    """An LSTM over fewer steps than the trace rolls (rolling.MIN_ITERATIONS) stays
+    unrolled: over 4 steps, more statements than
     numba compiles in reasonable time (it took minutes): the numpy code, a note, no
     warning."""
     args = lstm_args(np.random.default_rng(7), SimpleNamespace(params=dict(n=3, t=4, d=3, h=2)))

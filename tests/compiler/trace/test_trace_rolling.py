@@ -278,7 +278,9 @@ def masked(x, w):
     s = 0.0
     for k in range(10):
         row = x[k]
-        s = s + np.sum(row[row > 0] * p.w)  # as many elements as the mask holds: a shape each
+        # as many elements as the mask holds: a shape each (rolled for the numba backend
+        # only: test_trace_rolling_masks.py)
+        s = s + np.sum(row[row > 0] * p.w)
     return s
 
 
