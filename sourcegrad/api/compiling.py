@@ -46,6 +46,14 @@ from ..ops.fingerprint import fingerprint
 from . import memory_caches, results
 from .arguments import check_array_kind, check_differentiable, label_of
 
+# A traced loop whose iterations differ only in how many elements a mask selects (the layers
+# LSTM's stable sigmoid) can be rolled for numba (`trace_function(roll_counts=True)`), which
+# then compiles the loop: measured on the 2-core machine, the LSTM's first call took 75-126 s
+# (numba compiling ~200 specialisations) for a step at 0.9-1.0x its hand-written backward,
+# where unrolled it runs the numpy code after a 4.5 s first call at ~1.1-1.2x. A first call
+# of minutes is not what a jit promises, so it is off until numba compiles it in seconds.
+ROLL_MASK_COUNTS_FOR_NUMBA = False
+
 
 class Compiling:
     """The compiling methods of `Gradient` (see the module docstring)."""
@@ -440,7 +448,7 @@ class Compiling:
                 set(self.wrt),
                 why,
                 getattr(self, "_defs", None),
-                roll_counts=self.backend_for(args) == "numba",
+                roll_counts=ROLL_MASK_COUNTS_FOR_NUMBA and self.backend_for(args) == "numba",
             )
         except errors.TraceEscapeError as exc:
             if not _escaped_in_a_library(exc, reason):

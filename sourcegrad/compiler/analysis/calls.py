@@ -162,12 +162,9 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
         kws = _writable_out(kwvalues)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            if shape_fn is not None:
-                return shape_fn(rule, vals, kws)
-            result = rule.forward(*vals, **kws)
-        if kws is not kwvalues and result is kws["out"]:  # (numpy returns `out` itself)
-            return kwvalues["out"]
-        return result
+            result = shape_fn(rule, vals, kws) if shape_fn else rule.forward(*vals, **kws)
+        # (numpy returns `out` itself: the stand-in given)
+        return kwvalues["out"] if kws is not kwvalues and result is kws["out"] else result
 
     try:
         result = evaluate(values)

@@ -115,7 +115,9 @@ def test_the_helpers_compute_the_runtimes_forms():
 
 
 @pytest.mark.slow
-def test_the_rolled_lstm_is_compiled_and_right_for_every_count():
+def test_the_rolled_lstm_is_compiled_and_right_for_every_count(monkeypatch):
+    # (rolled for numba only where asked: api.compiling.ROLL_MASK_COUNTS_FOR_NUMBA)
+    monkeypatch.setattr(compiling, "ROLL_MASK_COUNTS_FOR_NUMBA", True)
     g = sourcegrad.grad(lstm, wrt=(0, 1, 2), backend="numba")
     with warnings.catch_warnings():
         warnings.simplefilter("error", JitFallbackWarning)
