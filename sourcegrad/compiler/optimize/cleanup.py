@@ -207,9 +207,8 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                     continue
                 elif (
                     RULES[value.op].pure
-                    # (an array a call writes into, `store_item(t1, -1, v)` of an update in
-                    # place, holds two values under one name: `t1.sum()` before the write and
-                    # after it are two sums -- merged, the second read the first: fuzz r9-8247)
+                    # (an array a call writes into, `store_item(t1, -1, v)`, holds two values
+                    # under one name: a sum before the write and after are two: fuzz r9-8247)
                     and all(counts[n] <= 1 and n not in written for n in reads_of(stmt))
                     and stmt.target not in handed_over
                     and stmt.target not in written
