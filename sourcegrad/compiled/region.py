@@ -28,7 +28,7 @@ import functools
 
 import numpy as np
 
-from ..api import VJP
+from ..api.gradient import HandingVJP
 from ..eager import messages
 from ..eager.dual_state import DUAL, any_tangent
 from ..eager.grad_mode import STATE
@@ -81,7 +81,7 @@ class CompiledRegion:
     def vjp_for(self, wrt):
         last = self._vjps.get(wrt)
         if last is None:
-            last = self._vjps[wrt] = VJP(self.fn, wrt, False, self.backend)
+            last = self._vjps[wrt] = HandingVJP(self.fn, wrt, False, self.backend)
         self._last = last
         return last
 
@@ -115,6 +115,7 @@ class CompiledRegion:
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
         value, pullback = self.vjp_for(wrt)(*arrays)
         read = _arrays_in(pullback.residuals)
+        pullback.residuals = None  # (the pullback holds them, for its backward to free)
         saved = [
             (a, _version(a)) for a in args if isinstance(a, Tensor) and id(_owner(a._data)) in read
         ]
@@ -209,16 +210,25 @@ class RegionNode(Node):
     __slots__ = ("pullback", "saved", "metas")
 
     def apply(self, grads):
-        if self.pullback is None:
+        pullback = self.pullback
+        if pullback is None:
             raise RuntimeError(messages.BACKWARD_TWICE)
         for tensor, version in self.saved:
             check_saved(tensor, version, self)
+        retain = STATE.retain_graph
+        if not retain:  # (the engine's release() after this call, done now: see below)
+            self.release()
         gs = [
             m.zeros() if g is None else g._data if isinstance(g, Tensor) else g
             for g, m in zip(list(grads) + [None] * (len(self.metas) - len(grads)), self.metas)
         ]
         cotangent = gs[0] if len(gs) == 1 else np.concatenate([np.ravel(g) for g in gs])
-        out = self.pullback(cotangent)
+        # without retain_graph the pullback hands the residuals to the backward, which frees
+        # each after its last use (torch frees saved tensors as its backward goes): the
+        # backward's own arrays reuse that memory (all of them held to its end, a GPT step's
+        # heap grew and was trimmed back every step, ~1,000 page faults a step)
+        out = pullback(cotangent, retain)
+        del pullback
         out = out if isinstance(out, tuple) else (out,)
         if not STATE.enabled:
             return list(out)
