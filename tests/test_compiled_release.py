@@ -174,3 +174,32 @@ def test_a_module_node_keeps_no_residual_after_its_backward():
     out.sum().backward()
     assert all(r() is None for r in refs)
     assert all(name.endswith("_backward") for name in where)
+
+
+def through_a_view(x, w):
+    wt = np.swapaxes(w, 0, 1)  # (a view of w's memory, kept for the backward)
+    return np.sum(np.tanh(x @ wt) @ wt.T)
+
+
+def test_an_argument_read_through_a_view_is_checked_for_in_place_changes():
+    x, w = _data(3)
+    for change in (False, True):
+        xs = sourcegrad.tensor(x, requires_grad=True)
+        ws = sourcegrad.tensor(w, requires_grad=True)
+        out = sourcegrad.compile(through_a_view)(xs, ws)
+        xt = torch_ref.tensor(x, requires_grad=True)
+        wt = torch_ref.tensor(w, requires_grad=True)
+        ref = (torch_ref.tanh(xt @ wt.T) @ wt).sum()
+        if change:
+            with sourcegrad.no_grad(), torch_ref.no_grad():
+                ws.mul_(2.0)
+                wt.mul_(2.0)
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                ref.backward()
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                out.backward()
+            continue
+        out.backward()
+        ref.backward()
+        np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(ws.grad.numpy(), wt.grad.numpy(), rtol=1e-10)
