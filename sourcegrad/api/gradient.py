@@ -885,7 +885,7 @@ def _given(residuals, cotangent, handed):
     `Compiled.handed`) a list of the residuals, which the backward empties, and the
     cotangent. The backward pops the saved-value stacks: each call gets copies of them, so
     a pullback can be called more than once (a Jacobian calls it once per row)."""
-    given = [_copied_stack(r) for r in residuals]
+    given = [r if type(r) is np.ndarray else _copied_stack(r) for r in residuals]
     return [given, cotangent] if handed else given + [cotangent]
 
 
