@@ -17,7 +17,10 @@ The node is made directly (`RegionNode`, not through autograd.Function's machine
 training step of a small model makes one such node per call, and Function's general
 bookkeeping cost as much as the generated code). It keeps the version of each Tensor
 argument whose memory the backward reads (as torch saves a tensor for its backward) and
-raises torch's error where one was modified in place before the backward. Forward-mode AD
+raises torch's error where one was modified in place before the backward. Unless the
+backward retains the graph, the node hands the residuals to the generated backward
+(`api.gradient.HandingVJP`), which frees each after its last use, as torch's backward frees
+saved tensors: the backward's own arrays reuse that memory. Forward-mode AD
 (a tangent on an argument) takes the autograd.Function, which has no jvp and raises
 torch's error.
 """
@@ -232,7 +235,6 @@ class RegionNode(Node):
         # backward's own arrays reuse that memory (all of them held to its end, a GPT step's
         # heap grew and was trimmed back every step, ~1,000 page faults a step)
         out = pullback(cotangent, retain)
-        del pullback
         out = out if isinstance(out, tuple) else (out,)
         if not STATE.enabled:
             return list(out)

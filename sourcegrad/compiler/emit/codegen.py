@@ -18,7 +18,9 @@ nothing, tells `lifetimes` where each name's printed text is read (the folds do 
 on the names printed, so it decides them for both), and the printing writes a dead
 array's name rebound by the next value of its family (`d_v = d_v * w`; `d_v *= w`
 for a result computed into its buffer), so each array is freed when the next
-exists (the facts about the body both need are found once). Statements are
+exists (the facts about the body both need are found once). A VJP's backward handed its
+residuals (`SourceInfo.hands_over`: a compiled region's) takes them in one list it empties,
+and deletes every array after its last use (`_handed_over`). Statements are
 printed by `pyprint`, which writes what astor would (astor prints what it does not cover).
 
 `load(source, name, free)` compiles the source into a fresh module whose file
