@@ -70,8 +70,9 @@ from .specialise.branches import decide_branches
 from .specialise.list_operands import arrays_of_lists
 from .specialise.masked_writes import selects_for_masked_writes
 
-# backends whose backward can take its residuals in a list (`Mode.handing_over`)
-HANDING_BACKENDS = ("numpy", "cupy")
+# backends whose backward can take its residuals in a list (`Mode.handing_over`): numpy's
+# (numba types each argument; CuPy's arrays go back to its memory pool, not to the system)
+HANDING_BACKENDS = ("numpy",)
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,7 @@ class Mode:
 
     @property
     def handing_over(self) -> bool:
-        """Whether the generated backward takes its residuals in a list (the backends that
-        run the printed Python functions as they are: numba types each argument)."""
+        """Whether the generated backward takes its residuals in a list (HANDING_BACKENDS)."""
         return self.hands_over and self.kind == "vjp" and self.backend in HANDING_BACKENDS
 
     @property
