@@ -316,6 +316,7 @@ class Compiling:
             self.memory_plan,
             self.backend_for(args),
             None if primal is None else self._function_name(primal),
+            self.hands_over,
         )
 
     def _function_name(self, primal) -> Optional[str]:
@@ -420,6 +421,7 @@ class Compiling:
             updated=tuple(
                 (primal.params.index(name), loc) for name, loc in updated_parameters(primal).items()
             ),
+            handed=self.hands_over and self._mode(args, decided=False).handing_over,
         )
         compiled.trace = self._traces.get(key)
         self._cache[key] = compiled

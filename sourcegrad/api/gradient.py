@@ -81,6 +81,8 @@ class Gradient(Compiling, staticmethod):
     traces_allowed = True  # a function the source front end refuses is traced
     reads_source = True  # the source front end first (False: every function traced)
     forward_mode = False  # JVP: forward-mode source transformation instead of reverse
+    # VJP: its backward takes the residuals in a list it empties (`HandingVJP`)
+    hands_over = False
     # a 0-d array argument may be read as the numpy scalar it holds (see `_unwrappable`):
     # for a plain gradient only
     reads_zero_d_as_scalars = True
@@ -750,7 +752,7 @@ class VJP(Gradient):
         _no_trees(self, args, "vjp")
         return False
 
-    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., Any]]:
         if kwargs or len(args) < len(self._params):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -775,7 +777,13 @@ class VJP(Gradient):
         if compiled.complex_sites and compiler.holds_complex(value):
             value, residuals = _numpy_result(compiled, forward, args, self.fn, lambda r: r[0])
 
-        def pullback(cotangent):
+        def pullback(cotangent, retain=True):
+            nonlocal residuals
+            if residuals is None:
+                raise errors.SourcegradError(
+                    f"the pullback of {self._label} was called with retain=False before: "
+                    "its residuals were handed to that backward, which freed them"
+                )
             if _shape(cotangent) != _shape(value):
                 # (numpy would broadcast a cotangent of another shape, or fail in the
                 # generated code's arithmetic; JAX refuses it the same way)
@@ -785,9 +793,9 @@ class VJP(Gradient):
                     f"{_shape(value)}: a vector-Jacobian product takes a cotangent shaped "
                     "like the output"
                 )
-            # the backward pops the saved-value stacks: give each call a copy of them, so a
-            # pullback can be called more than once (a Jacobian calls it once per row)
-            kept = [_copied_stack(r) for r in residuals] + [cotangent]
+            kept = _given(residuals, cotangent, compiled.handed)
+            if not retain and compiled.handed and not compiled.complex_sites:
+                residuals = None  # (where complex, the backward may run again on them)
             try:
                 grads = backward(*kept)
             except Exception as exc:  # numba refusing the cotangent's type: as numpy code
@@ -802,6 +810,7 @@ class VJP(Gradient):
                     return [g for g, i in pairs if not _is_complex(args[i])]
 
                 if compiler.holds_complex(checked(grads)):
+                    kept = _given(residuals, cotangent, compiled.handed)
                     grads = _numpy_result(compiled, backward, kept, self.fn, checked)
             # (the cotangent joins the arguments a gradient must not be: that of x for x)
             return compiled.finish(grads, args + (cotangent,))
@@ -809,6 +818,16 @@ class VJP(Gradient):
         # (what it reads: a compiled region checks their versions, as torch its saved tensors)
         pullback.residuals = residuals  # type: ignore[attr-defined]
         return value, pullback
+
+
+class HandingVJP(VJP):
+    """A VJP whose pullback may give up its residuals: `pullback(cotangent, retain=False)`
+    hands them to the backward, which frees each array after its last use (the backward's
+    own arrays reuse that memory, as torch's backward frees saved tensors unless
+    retain_graph), and the pullback cannot be called again. For a caller that holds no
+    other reference to them (a compiled region's node drops `pullback.residuals`)."""
+
+    hands_over = True
 
 
 def _numpy_functions(compiled, exc, label, called, args):
@@ -859,6 +878,15 @@ def _as_tuple(grads, single):
 def _shape(x):
     """np.shape, without its call for an ndarray (a pullback checks its cotangent per call)."""
     return x.shape if type(x) is np.ndarray else np.shape(x)
+
+
+def _given(residuals, cotangent, handed):
+    """The arguments of a VJP's backward: the residuals and the cotangent, or (`handed`,
+    `Compiled.handed`) a list of the residuals, which the backward empties, and the
+    cotangent. The backward pops the saved-value stacks: each call gets copies of them, so
+    a pullback can be called more than once (a Jacobian calls it once per row)."""
+    given = [r if type(r) is np.ndarray else _copied_stack(r) for r in residuals]
+    return [given, cotangent] if handed else given + [cotangent]
 
 
 def _copied_stack(residual):

@@ -63,6 +63,8 @@ class Compiled:
     # a call must not pass one sharing memory with another argument (`check_distinct`)
     updated: tuple = ()
     trace: object = None  # the compiler.trace.Trace the code was made from, or None
+    # a VJP whose backward takes its residuals in one list it empties (Mode.handing_over)
+    handed: bool = False
 
 
 @dataclass

@@ -103,7 +103,8 @@ def array_finisher(i, shape, dtype):
 def distinct(grads):
     """Gradients as arrays of their own: generated code may return one array for two inputs
     (the gradients of a and b in sin(a + b) are the same values)."""
-    if len(grads) < 2 or not any(g is h for i, g in enumerate(grads) for h in grads[:i]):
+    # (ids in a set: comparing each pair cost ~15 µs a call for a GPT's 29 gradients)
+    if len(grads) < 2 or len(set(map(id, grads))) == len(grads):
         return grads
     out = []
     for g in grads:

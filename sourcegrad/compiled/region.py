@@ -17,7 +17,10 @@ The node is made directly (`RegionNode`, not through autograd.Function's machine
 training step of a small model makes one such node per call, and Function's general
 bookkeeping cost as much as the generated code). It keeps the version of each Tensor
 argument whose memory the backward reads (as torch saves a tensor for its backward) and
-raises torch's error where one was modified in place before the backward. Forward-mode AD
+raises torch's error where one was modified in place before the backward. Unless the
+backward retains the graph, the node hands the residuals to the generated backward
+(`api.gradient.HandingVJP`), which frees each after its last use, as torch's backward frees
+saved tensors: the backward's own arrays reuse that memory. Forward-mode AD
 (a tangent on an argument) takes the autograd.Function, which has no jvp and raises
 torch's error.
 """
@@ -28,7 +31,7 @@ import functools
 
 import numpy as np
 
-from ..api import VJP
+from ..api.gradient import HandingVJP
 from ..eager import messages
 from ..eager.dual_state import DUAL, any_tangent
 from ..eager.grad_mode import STATE
@@ -81,7 +84,7 @@ class CompiledRegion:
     def vjp_for(self, wrt):
         last = self._vjps.get(wrt)
         if last is None:
-            last = self._vjps[wrt] = VJP(self.fn, wrt, False, self.backend)
+            last = self._vjps[wrt] = HandingVJP(self.fn, wrt, False, self.backend)
         self._last = last
         return last
 
@@ -114,10 +117,8 @@ class CompiledRegion:
         outputs attached to one node (`RegionNode`)."""
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
         value, pullback = self.vjp_for(wrt)(*arrays)
-        read = _arrays_in(pullback.residuals)
-        saved = [
-            (a, _version(a)) for a in args if isinstance(a, Tensor) and id(_owner(a._data)) in read
-        ]
+        saved = _read_tensors(args, pullback.residuals)
+        pullback.residuals = None  # (the pullback holds them, for its backward to free)
         if self.node_cls is None:
             self.node_cls = type(
                 self.function._backward_cls.__name__, (RegionNode,), {"__slots__": ()}
@@ -173,17 +174,24 @@ def _version(tensor):
     return vc.value if vc is not None else 0
 
 
-def _arrays_in(residuals):
-    """The ids of the arrays owning the memory of those the backward reads: the residuals,
-    and those in the saved-value stacks (lists) among them (`_owner`)."""
-    found, todo = set(), list(residuals)
+def _read_tensors(args, residuals):
+    """[(tensor, version)] of the Tensor arguments whose memory the backward reads: that of
+    an array among the residuals, or in the saved-value stacks (lists) among them
+    (`_owner`). Run per call: a residual with no `base` (an argument's array, or one the
+    forward made) costs one lookup, not `_owner`'s loop (a GPT's ~100 residuals: ~50 µs
+    that way)."""
+    owners = [(a, id(_owner(a._data))) for a in args if isinstance(a, Tensor)]
+    ids = {owner for _, owner in owners}
+    read, todo = set(), list(residuals)
     while todo:
         r = todo.pop()
-        if isinstance(r, (list, tuple)):
+        if isinstance(r, np.ndarray):
+            owner = id(r) if r.base is None else id(_owner(r))
+            if owner in ids:
+                read.add(owner)
+        elif isinstance(r, (list, tuple)):
             todo.extend(r)
-        elif isinstance(r, np.ndarray):
-            found.add(id(_owner(r)))
-    return found
+    return [(a, _version(a)) for a, owner in owners if owner in read]
 
 
 def _owner(array):
@@ -209,16 +217,24 @@ class RegionNode(Node):
     __slots__ = ("pullback", "saved", "metas")
 
     def apply(self, grads):
-        if self.pullback is None:
+        pullback = self.pullback
+        if pullback is None:
             raise RuntimeError(messages.BACKWARD_TWICE)
         for tensor, version in self.saved:
             check_saved(tensor, version, self)
+        retain = STATE.retain_graph
+        if not retain:  # (the engine's release() after this call, done now: see below)
+            self.release()
         gs = [
             m.zeros() if g is None else g._data if isinstance(g, Tensor) else g
             for g, m in zip(list(grads) + [None] * (len(self.metas) - len(grads)), self.metas)
         ]
         cotangent = gs[0] if len(gs) == 1 else np.concatenate([np.ravel(g) for g in gs])
-        out = self.pullback(cotangent)
+        # without retain_graph the pullback hands the residuals to the backward, which frees
+        # each after its last use (torch frees saved tensors as its backward goes): the
+        # backward's own arrays reuse that memory (all of them held to its end, a GPT step's
+        # heap grew and was trimmed back every step, ~1,000 page faults a step)
+        out = pullback(cotangent, retain)
         out = out if isinstance(out, tuple) else (out,)
         if not STATE.enabled:
             return list(out)

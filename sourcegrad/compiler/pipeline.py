@@ -72,6 +72,10 @@ from .specialise.branches import decide_branches
 from .specialise.list_operands import arrays_of_lists
 from .specialise.masked_writes import selects_for_masked_writes
 
+# backends whose backward can take its residuals in a list (`Mode.handing_over`): numpy's
+# (numba types each argument; CuPy's arrays go back to its memory pool, not to the system)
+HANDING_BACKENDS = ("numpy",)
+
 
 @dataclass(frozen=True)
 class Mode:
@@ -83,7 +87,9 @@ class Mode:
     `single`: one input differentiated (its gradient returned alone, not in a tuple).
     `value`: the value returned with the gradient; `has_aux`: the function returns
     (output, aux). `name`: the generated function's name where the default (after the
-    function and `wrt`) will not do."""
+    function and `wrt`) will not do. `hands_over`: a VJP's backward takes its residuals in
+    one list, which it empties, and frees each array after its last use (for a caller that
+    gives them up, as an eager node does unless retain_graph: `handing_over`)."""
 
     wrt: tuple
     kind: str = "gradient"
@@ -93,6 +99,12 @@ class Mode:
     memory_plan: Any = None
     backend: str = "numpy"
     name: Optional[str] = None
+    hands_over: bool = False
+
+    @property
+    def handing_over(self) -> bool:
+        """Whether the generated backward takes its residuals in a list (HANDING_BACKENDS)."""
+        return self.hands_over and self.kind == "vjp" and self.backend in HANDING_BACKENDS
 
     @property
     def with_value(self) -> bool:
@@ -288,6 +300,7 @@ def source_info(primal, env, optimized, mode: Mode, about: About) -> SourceInfo:
         "forward-mode derivative (JVP)" if mode.kind == "jvp" else "gradient",
         large=frozenset(n for n in arrays if env[n].stand_in.nbytes >= FREE_MIN_BYTES),
         traced=about.traced if about.traced is not None else _traced_calls(primal),
+        hands_over=mode.handing_over,
     )
 
 

@@ -394,8 +394,8 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
     heappush = heapq.heappush
     heappop = heapq.heappop
 
-    prev_enabled = STATE.enabled
-    STATE.enabled = create_graph
+    prev_enabled, prev_retain = STATE.enabled, STATE.retain_graph
+    STATE.enabled, STATE.retain_graph = create_graph, retain_graph
     # torch's backward is silent about inf/nan (sqrt'(0), log'(0)); so is numpy here
     errstate = np.errstate(divide="ignore", invalid="ignore", over="ignore")
     errstate.__enter__()
@@ -461,7 +461,7 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
             node = heappop(heap)[2] if heap else None
     finally:
         errstate.__exit__(None, None, None)
-        STATE.enabled = prev_enabled
+        STATE.enabled, STATE.retain_graph = prev_enabled, prev_retain
     return captured
 
 

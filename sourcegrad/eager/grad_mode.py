@@ -37,11 +37,15 @@ __all__ = [
 
 
 class _State(threading.local):
-    """Per-thread flags: is the graph being recorded, and is inference mode on."""
+    """Per-thread flags: is the graph being recorded, is inference mode on, does the
+    backward running keep the graph."""
 
     def __init__(self):
         self.enabled = True
         self.inference = False
+        # inside a backward: whether it keeps the graph (a node may then free what it
+        # saved as its backward goes, not only after: engine.run sets it)
+        self.retain_graph = True
 
 
 STATE = _State()

@@ -274,7 +274,7 @@ def in_place_names(fn, printed: dict, user_names) -> dict:
     return printed
 
 
-def freed_after_last_use(fn, candidates, local, reads_at, printed, sharing) -> dict:
+def freed_after_last_use(fn, candidates, local, reads_at, printed, sharing, handed=()) -> dict:
     """{top-level position: [printed names]}: arrays deleted (`del h`) after the statement
     that last reads them, so that their memory goes back then, not when the gradient
     returns. Without it a value the backward recomputes (`grad(f, memory=B)`) is held twice
@@ -288,7 +288,10 @@ def freed_after_last_use(fn, candidates, local, reads_at, printed, sharing) -> d
     printed as; `sharing`: name -> the names that may share its memory (views, copies).
     A name is freed only with every local sharing its memory (a view, a result computed
     into its buffer with `out=`), each assigned by top-level statements only, none an
-    input, pushed on the stack or returned, and not just before the return."""
+    input, pushed on the stack or returned, and not just before the return. `handed`: the
+    parameters the function was handed as its own (a VJP's backward taking its residuals
+    from a list it empties, `codegen`): freed like the arrays it makes, as bound from its
+    start."""
     # (long: two passes, the first collecting the maps (made_at, used_at, together, pushed)
     # the second chooses from; split, each piece would take or give all four)
     body = fn.body
@@ -344,7 +347,10 @@ def freed_after_last_use(fn, candidates, local, reads_at, printed, sharing) -> d
             join(name(n), name(m))
     local = {name(n) for n in local}
     ours = {name(n) for n in candidates}
-    params = set(fn.params)
+    for n in handed:  # (bound before the first statement)
+        made_at.setdefault(name(n), []).insert(0, -1)
+        local.add(name(n))
+    params = set(fn.params) - set(handed)
     freed: dict = {}
     done: set = set()
     for n in sorted(ours):

@@ -18,7 +18,9 @@ nothing, tells `lifetimes` where each name's printed text is read (the folds do 
 on the names printed, so it decides them for both), and the printing writes a dead
 array's name rebound by the next value of its family (`d_v = d_v * w`; `d_v *= w`
 for a result computed into its buffer), so each array is freed when the next
-exists (the facts about the body both need are found once). Statements are
+exists (the facts about the body both need are found once). A VJP's backward handed its
+residuals (`SourceInfo.hands_over`: a compiled region's) takes them in one list it empties,
+and deletes every array after its last use (`_handed_over`). Statements are
 printed by `pyprint`, which writes what astor would (astor prints what it does not cover).
 
 `load(source, name, free)` compiles the source into a fresh module whose file
@@ -123,6 +125,8 @@ class SourceInfo:
     large: frozenset = frozenset()
     # made from a trace (compiler.trace): why the source front end did not read it
     traced: str = ""
+    # a VJP whose backward takes its residuals in one list it empties (`_handed_over`)
+    hands_over: bool = False
 
 
 def _name(ident):
@@ -1089,29 +1093,9 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
         for loop in _trip_loops(fn):  # (a trip's buffers too: optimize.memory reuses them)
             printed = in_place_names(replace(fn, body=loop.body), printed, fn.user_names)
         writer = _Writer(fn, backend, info.arrays, info.scalars, printed, info.matrices, dry.facts)
-        writer.freed = freed_after_last_use(
-            fn, info.large & dry.own_slot, dry.own_slot, dry.reads_at, printed, dry.sharing
-        )
-        trip_loops = {id(loop) for loop in _trip_loops(fn)}
-        writer.freed_in_trips = {
-            id(loop): freed_after_last_use(
-                replace(
-                    fn,
-                    body=loop.body,
-                    params=[
-                        *fn.params,
-                        *sorted(trip_outliving(loop, fn.body[:i] + fn.body[i + 1 :])),
-                    ],
-                ),
-                info.large & dry.own_slot,
-                dry.own_slot,
-                dry.reads_at,
-                printed,
-                dry.sharing,
-            )
-            for i, loop in enumerate(fn.body)
-            if id(loop) in trip_loops  # (by identity: `in` compares statements field by field)
-        }
+        # a backward handed its residuals (`SourceInfo.hands_over`): they are its own
+        handed = fn.params[:-1] if info.hands_over and fn is fns[-1] and len(fns) == 2 else []
+        writer.freed, writer.freed_in_trips = _freed(fn, info, dry, printed, handed)
         writer.write_block(fn.body, 0)
         unwrapped = [p for p in info.unwrapped if p in fn.params]
         many = len(unwrapped) > 1
@@ -1125,7 +1109,11 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
                 else "# a 0-d array as a numpy scalar: its arithmetic is ~8x cheaper\n"
             )
         )
-        signature = "\n".join(linebreak.split(f"def {fn.name}({', '.join(fn.params)}):", 0))
+        params = fn.params
+        if handed:
+            params, taking = _handed_over(fn, handed)
+            unwrap = taking + unwrap
+        signature = "\n".join(linebreak.split(f"def {fn.name}({', '.join(params)}):", 0))
         bodies.append(signature + "\n" + unwrap + writer.render())
         kernels.extend(writer.kernels)
         printer.helpers |= writer.printer.helpers
@@ -1142,6 +1130,64 @@ def generate_module(fns, info: SourceInfo, backend: Backend = BACKENDS["numpy"])
     if fused:
         fused = "# elementwise runs fused into one CuPy kernel each\n" + fused
     return _header(info, fns, backend, printer) + fused + "\n\n".join(bodies)
+
+
+def _freed(fn, info, dry, printed, handed):
+    """(freed, freed_in_trips) of a `_Writer` printing `fn`: the arrays deleted after their
+    last use at the top level, and in each trip of a top-level loop (`_trip_loops`). Those
+    of at least FREE_MIN_BYTES; in a backward `handed` its residuals, every array, them
+    included: the memory goes back while it runs, for its own arrays to reuse, where the
+    residuals all held to its end made the heap grow past them every call."""
+    at_top = info.arrays & (dry.own_slot | set(handed)) if handed else info.large & dry.own_slot
+    freed = freed_after_last_use(
+        fn,
+        at_top,
+        dry.own_slot,
+        dry.reads_at,
+        printed,
+        dry.sharing,
+        [n for n in handed if n in info.arrays],
+    )
+    trip_loops = {id(loop) for loop in _trip_loops(fn)}
+    in_trips = {
+        id(loop): freed_after_last_use(
+            replace(
+                fn,
+                body=loop.body,
+                params=[
+                    *fn.params,
+                    *sorted(trip_outliving(loop, fn.body[:i] + fn.body[i + 1 :])),
+                ],
+            ),
+            info.large & dry.own_slot,
+            dry.own_slot,
+            dry.reads_at,
+            printed,
+            dry.sharing,
+        )
+        for i, loop in enumerate(fn.body)
+        if id(loop) in trip_loops  # (by identity: `in` compares statements field by field)
+    }
+    return freed, in_trips
+
+
+def _handed_over(fn, handed):
+    """(parameters, first lines) of a backward handed its residuals `handed` in one list,
+    which it empties: then each array goes when the backward frees it, not when it returns
+    (its caller holds the list, where it would hold each argument)."""
+    taken = set(fn.params) | {n for stmt in walk(fn.body) for n in writes_of(stmt)} | set(fn.free)
+    name = "residuals"
+    while name in taken:
+        name += "_"
+    lines = [
+        "    # the residuals, from the list the caller hands over: emptied, so that each array",
+        "    # is freed after its last use (`del`)",
+        "    (",
+        *(f"        {n}," for n in handed),
+        f"    ) = {name}",
+        f"    {name}.clear()",
+    ]
+    return [name, *fn.params[len(handed) :]], "\n".join(lines) + "\n"
 
 
 def _unshadowed(backend, fns) -> Backend:
