@@ -190,8 +190,10 @@ class NamesMixin:
                     self.ctx.dependencies.append(
                         dependency("attribute", base.module, func.attr, value)
                     )
-                const = static_value(value)
-                return const if const is not None else CallableRef(value)
+                if callable(value) and not isinstance(value, np.ndarray):
+                    return CallableRef(value)
+                # a number inlined; an array, a dict, a list (`config.HP`) bound by name
+                return self.classify(value, func.attr, func)
             if isinstance(base, CallableRef):
                 # a method of a library object that has a rule (scipy.stats.norm.logpdf)
                 value = getattr(base.obj, func.attr, None)
@@ -279,8 +281,9 @@ class NamesMixin:
         )
         if isinstance(base, ModuleRef):
             value = self.target_of(node)
-            if isinstance(value, (Const, CallableRef)):
-                return value  # a constant, or a function passed as a value (np.tanh)
+            if isinstance(value, (Const, CallableRef, Var)):
+                # a constant, a function passed as a value (np.tanh), a module's array or dict
+                return value
             self.error(
                 errors.UnsupportedSyntaxError,
                 f"{describe(node)} used as a value; only calls of it are supported",

@@ -296,8 +296,8 @@ class Recorder:
         update in place, only where the array updated is one)?"""
         if in_place:
             return isinstance(atoms[0], Var) and atoms[0].name in self.counted
-        if not np.ndim(value):
-            return False
+        if not (isinstance(value, np.ndarray) and value.ndim):
+            return False  # (a number, or a list of pieces: np.split's, of any shapes)
         operands = [a for atom in [*atoms, *(a for _, a in katoms)] for a in atoms_in(atom)]
         if name == "getitem" and any(
             isinstance(a, Var) and a.name in self.masks for a in operands[1:]
