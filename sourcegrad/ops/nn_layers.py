@@ -15,6 +15,8 @@ the array kernels they run are `nn_kernels`'.
   nearest/linear interpolation); its VJP A^T g B.
 * "batch_norm_train" (each channel normalised by the batch's mean and biased variance,
   then weight and bias) and "batch_norm_eval" (by given statistics: an affine map).
+* "layer_norm": normalised over the trailing axes, then weight and bias (torch's
+  NativeLayerNormBackward0); the eager node keeps the forward's normalised x and 1 / std.
 * "constant_pad": a negative width crops; the VJP is the same op with the widths negated.
 * "max_pool_index", "track_running_stats" (impure), "channel_axes": no gradient.
 
@@ -45,6 +47,10 @@ __all__ = [
     "batch_norm_input_grad",
     "batch_norm_train",
     "batch_norm_eval",
+    "layer_norm",
+    "layer_norm_parts",
+    "layer_norm_affine",
+    "layer_norm_input_grad",
     "constant_pad",
     "negated",
     "max_pool_index",
@@ -296,6 +302,92 @@ defvjp(
             / np.sqrt(K.per_channel(var, np.ndim(x)) + eps)
         ),
         lambda t, ans, x, w, b, mean, var, eps: np.zeros_like(ans) + K.per_channel(t, np.ndim(ans)),
+        None,
+        None,
+    ),
+)
+
+
+# --- layer norm --------------------------------------------------------------------------------
+
+
+def layer_norm_parts(x, axes, eps):
+    """(x - mean) / sqrt(var + eps) over `axes` (the biased variance), and 1 / sqrt(var +
+    eps), both keeping the reduced dims. (No name is bound twice: a compiled module inlines
+    this at every LayerNorm, and a name bound again is pushed on the generated forward's
+    saved-values stack.)"""
+    centred = x - np.mean(x, axis=axes, keepdims=True)
+    rstd = 1 / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + eps)
+    return centred * rstd, rstd
+
+
+def layer_norm(x, w, b, axes, eps):
+    """torch's layer norm over the trailing `axes`, then weight and bias where given (None:
+    `isinstance`, which the compiler decides while compiling, as `_affine`'s)."""
+    return layer_norm_affine(layer_norm_parts(x, axes, eps)[0], w, b)
+
+
+def layer_norm_affine(normed, w, b):
+    """normed times the weight, plus the bias, each where given."""
+    if isinstance(w, NoneType):
+        return _plus_bias(normed, b)
+    return _plus_bias(normed * w, b)
+
+
+def _plus_bias(y, b):
+    if isinstance(b, NoneType):
+        return y
+    return y + b
+
+
+def _normed_of(x, axes, eps, saved):
+    """(x normalised, 1 / std): `saved`, the eager forward's, for an array x; computed from
+    x for a Tensor x (a backward under create_graph), so that their derivatives are
+    recorded and a second derivative sees them."""
+    if saved is None or _is_tensor(x):
+        return layer_norm_parts(x, axes, eps)
+    return saved
+
+
+def _leading(ndim, axes):
+    """The axes a layer norm's weight is broadcast over (all but the normalised ones)."""
+    return tuple(range(ndim - len(axes)))
+
+
+def layer_norm_input_grad(g, x, w, axes, eps, saved=None):
+    """d <g, layer_norm(x, w, b)> / d x = rstd (gw - mean(gw) - xhat mean(gw xhat)), gw = g w
+    (arrays, or Tensors under create_graph)."""
+    xhat, rstd = _normed_of(x, axes, eps, saved)
+    gw = g if w is None else g * w
+    mean_gw = np.mean(gw, axis=axes, keepdims=True)
+    mean_gwx = np.mean(gw * xhat, axis=axes, keepdims=True)
+    return rstd * (gw - mean_gw - xhat * mean_gwx)
+
+
+defvjp(
+    "layer_norm",
+    layer_norm,
+    Spelling("module", "sourcegrad.ops.nn_layers.layer_norm"),
+    lambda g, ans, x, w, b, axes, eps, *, saved=None: layer_norm_input_grad(
+        g, x, w, axes, eps, saved
+    ),
+    lambda g, ans, x, w, b, axes, eps, *, saved=None: np.sum(
+        g * _normed_of(x, axes, eps, saved)[0], axis=_leading(np.ndim(x), axes)
+    ),
+    lambda g, ans, x, w, b, axes, eps, *, saved=None: np.sum(g, axis=_leading(np.ndim(g), axes)),
+    None,
+    None,
+    # The compiler reads the forward (`compiled.lowering` calls it) and differentiates its
+    # lines; eager records this entry's one node (NativeLayerNormBackward0), which keeps the
+    # forward's normalised x and 1 / std (`saved`, a static argument) for its backward.
+    register_fn=False,
+    # the normalisation's Jacobian is symmetric: its JVP is its VJP, then the weight
+    jvps=(
+        lambda t, ans, x, w, b, axes, eps, *, saved=None: (
+            layer_norm_input_grad(t, x, None, axes, eps, saved) * (1.0 if w is None else w)
+        ),
+        lambda t, ans, x, w, b, axes, eps, *, saved=None: t * _normed_of(x, axes, eps, saved)[0],
+        lambda t, ans, x, w, b, axes, eps, *, saved=None: np.zeros_like(ans) + t,
         None,
         None,
     ),
