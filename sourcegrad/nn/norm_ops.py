@@ -110,14 +110,15 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
-    if tuple(input.shape[input.ndim - k :]) != normalized_shape or input.ndim < k:
+    x = input._data
+    shape = x.shape
+    if shape[len(shape) - k :] != normalized_shape or len(shape) < k:
         expected = "[*, " + ", ".join(str(d) for d in normalized_shape) + "]"
         raise RuntimeError(
             f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
-            f"{expected}, but got input of size{list(input.shape)}"
+            f"{expected}, but got input of size{list(shape)}"
         )
-    axes = tuple(range(input.ndim - k, input.ndim))
-    x = input._data
+    axes = tuple(range(len(shape) - k, len(shape)))
     w, b = _data(weight), _data(bias)
     if x.dtype.kind != "f" or any(a is not None and a.dtype != x.dtype for a in (w, b)):
         return composites.layer_norm(

@@ -220,7 +220,17 @@ def gelu_slope(x, cdf=None):
     recorded."""
     if cdf is None or hasattr(x, "erf"):
         cdf = normal_cdf(x)
-    return cdf + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI
+    if type(x) is not np.ndarray or type(cdf) is not np.ndarray or cdf.dtype != x.dtype:
+        return cdf + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI
+    # the same steps in one array (a GPT's gelu input is a few hundred kB: each new array is
+    # a fresh mmap with its page faults)
+    out = np.multiply(x, x)
+    out *= -0.5
+    np.exp(out, out=out)
+    out *= x
+    out *= _INV_SQRT_2PI
+    out += cdf
+    return out
 
 
 def leaky_relu(x, negative_slope=0.01):
