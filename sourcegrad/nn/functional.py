@@ -21,10 +21,12 @@ import warnings
 
 import numpy as np
 
-from ..eager import devices, factories, shape_ops, tensor_math
+from ..eager import devices, factories, operands, shape_ops, tensor_math
 from ..eager import inplace as _inplace_ops
 from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F401 (torch's too)
+from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
+from ..ops import nn as ops_nn
 
 # convolution, pooling, padding, interpolation and batch norm: a module per family
 from .conv_ops import (
@@ -78,6 +80,7 @@ from .pool_ops import (
 from .unsupported import UnsupportedOptionError
 
 _wrap = Tensor._make
+EMBEDDING = OpSpec("EmbeddingBackward0", "embedding", n_arrays=2, edges=(0,))
 
 
 def relu(input, inplace=False):
@@ -428,11 +431,12 @@ def embedding(
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    out = weight[input]
-    if padding_idx is None:
-        return out
-    at_pad = (input == padding_idx).unsqueeze(-1)
-    return tensor_math.where(at_pad, weight.detach()[input], out)
+    # (the indices copied: the node's gradient is that of the rows this forward read)
+    indices = input._data.copy()
+    out = _wrap(ops_nn.embedding(weight._data, indices))
+    if operands.needs_grad(weight):
+        record(EMBEDDING, out, (weight, indices), {"padding_idx": padding_idx})
+    return out
 
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):

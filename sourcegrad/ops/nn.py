@@ -297,6 +297,41 @@ def mse_loss(x, y, reduction="mean"):
     return np.sum(d) if reduction == "sum" else np.mean(d)
 
 
+def embedding(weight, indices, padding_idx=None):
+    """weight's rows at `indices` (F.embedding; padding_idx only changes the gradient)."""
+    return weight[indices]
+
+
+def embedding_grad(g, zeros, indices, padding_idx=None):
+    """d <g, weight[indices]> / d weight, given `zeros` shaped and typed as the weight: g's
+    rows added into their index's row, none into padding_idx's (torch's
+    EmbeddingBackward0). For float arrays, a one-hot matrix times g's rows (BLAS: a third of
+    np.add.at's or bincount's time at a language model's sizes), where the one-hot matrix
+    is no larger than a few times g; otherwise `unindex` (arrays, or Tensors under
+    create_graph)."""
+    n = np.shape(zeros)[0] if np.ndim(zeros) else 0
+    if (
+        type(g) is np.ndarray
+        and type(zeros) is np.ndarray
+        and g.dtype == zeros.dtype
+        and g.dtype in _BLAS_DTYPES
+        and zeros.ndim == 2
+        and g.shape == np.shape(indices) + zeros.shape[1:]
+        and n * np.size(indices) <= max(4 * g.size, 1 << 16)
+    ):
+        flat = np.reshape(indices, -1)
+        onehot = np.zeros((n, flat.size), g.dtype)
+        onehot[flat, np.arange(flat.size)] = 1
+        out = onehot @ g.reshape(flat.size, -1)
+    else:
+        out = unindex(g, zeros, (indices,))
+    if padding_idx is None:
+        return out
+    keep = np.ones((n,) + (1,) * (np.ndim(zeros) - 1), dtype=bool)
+    keep[padding_idx] = False
+    return np.where(keep, out, 0)
+
+
 def put_mask(like, index):
     """1.0 everywhere except at `index` (what a non-accumulating index_put overwrites).
 
@@ -807,6 +842,18 @@ for _name, _torch in _ROUNDING.items():
     )
 del _name, _torch
 
+# F.embedding: the weight's gradient only (the indices are integers)
+defvjp(
+    "embedding",
+    embedding,
+    _spelled("embedding"),
+    lambda g, ans, weight, indices, padding_idx=None: embedding_grad(
+        g, np.zeros_like(weight), indices, padding_idx
+    ),
+    None,
+    register_fn=False,  # (the compiler reads `weight[indices]`: compiled.lowering's own)
+    linear=(0,),
+)
 # Several outputs: `g` is the list of the outputs' gradients (zeros where none arrived).
 defvjp(
     "split",

@@ -1,7 +1,8 @@
 """The ops a small GPT's training step spends its time in, against torch: layer norm (one
 NativeLayerNormBackward0 node keeping the forward's statistics), gelu (its node keeping the
 forward's normal CDF), softmax / log_softmax over short rows (the attention's 32 keys, with
-its -inf mask), cross_entropy and linear (addmm adding the bias into the product).
+its -inf mask), cross_entropy, linear (addmm adding the bias into the product) and
+embedding (EmbeddingBackward0, its gradient a one-hot product where that is small).
 
 Values and first and second derivatives in float32 and float64, grad_fn names, and the
 errors torch raises for wrong shapes. Central differences of the same entries are in
@@ -51,7 +52,12 @@ def _first_and_second(fn, arrays, dtype, second=True):
         _close(a, b, dtype, scaled=True)
     if not second:
         return ys, yt
-    used = [i for i, g in enumerate(gt) if g.requires_grad]  # (a bias's is constant)
+    # (a bias's gradient is constant: ours does not require grad, torch's native backward
+    # marks it as requiring grad all the same)
+    used = [i for i, g in enumerate(gs) if g.requires_grad]
+    assert all(gt[i].requires_grad for i in used)
+    if not used:  # (linear in its inputs: no second derivative)
+        return ys, yt
     hs = sg.autograd.grad(sum((gs[i] * gs[i]).sum() for i in used), ours, allow_unused=True)
     ht = torch.autograd.grad(sum((gt[i] * gt[i]).sum() for i in used), theirs, allow_unused=True)
     for a, b in zip(hs, ht):
@@ -194,3 +200,20 @@ def test_addmm_with_a_bias_of_another_shape_or_dtype():
     with pytest.raises(RuntimeError) as torch_error:
         torch.addmm(torch.ones(2), torch.ones(3, 4), torch.ones(5, 2))
     assert str(ours_error.value) == str(torch_error.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("vocab, padding_idx", [(65, None), (65, 3), (65, -2), (20000, None)])
+def test_embedding_is_torchs(dtype, vocab, padding_idx):
+    """Rows repeated and a padding row (no gradient into it, as torch's); a large vocabulary
+    takes the scatter-add path instead of the one-hot product."""
+    weight = R.standard_normal((vocab, 16)).astype(dtype)
+    idx = R.integers(0, vocab, (8, 32))
+    idx[0, :5] = 3
+    idx[1, :5] = vocab - 2
+    ys, _ = _first_and_second(
+        lambda lib, w: lib.nn.functional.embedding(lib.tensor(idx), w, padding_idx=padding_idx),
+        [weight],
+        dtype,
+    )
+    assert type(ys.grad_fn).__name__ == "EmbeddingBackward0"

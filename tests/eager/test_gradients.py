@@ -536,6 +536,13 @@ CASES = [
         True,
     ),
     (
+        "embedding",
+        "embedding, a repeated row",
+        lambda w: F.embedding(sg.tensor([[1, 0], [2, 1]]), w * w),
+        [arr(3, 2)],
+        True,
+    ),
+    (
         "layer_norm",
         "layer_norm",
         lambda x, w, b: F.layer_norm(x * x, (2, 2), w, b),
