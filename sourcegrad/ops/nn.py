@@ -1,4 +1,5 @@
-"""The ops torch has and numpy lacks: activations, softmax, losses, addmm, in-place writes.
+"""The ops torch has and numpy lacks: activations, softmax, losses, addmm, embedding,
+in-place writes.
 
 Their forward functions (numpy in, numpy out, behaving like torch's ops: a stable
 sigmoid, softmax along one axis, ...) live here too; generated code calls them as
@@ -7,6 +8,11 @@ sigmoid, softmax along one axis, ...) live here too; generated code calls them a
 Why one module: generated code names one module for all of them (`sourcegrad.ops.nn`), and
 the fused entries (gelu, the float32 LSTM layer and its backward through time) share the
 forward helpers their rules call.
+
+Some eager nodes keep a value of their forward for their backward as a static keyword of the
+entry's VJP (gelu's `cdf`): the compiler never passes it (its default, None, computes the value
+again), and a VJP run on Tensors (create_graph) computes it again from its input, so that its
+dependence on the input is recorded.
 """
 
 from __future__ import annotations
