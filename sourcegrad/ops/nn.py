@@ -641,7 +641,19 @@ defvjp(
     "softmax",
     softmax,
     _spelled("softmax"),
-    lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),
+    # (over the last axis, the rows' dot products in one einsum: np.sum of the product costs
+    # ~100 ns a row, 56 us for an attention's 1024 rows of 32 keys against 9 us)
+    lambda g, ans, x, axis: (
+        ans
+        * (
+            g
+            - (
+                np.expand_dims(np.einsum("...i,...i->...", g, ans), -1)
+                if axis == -1 or axis == np.ndim(ans) - 1
+                else np.sum(g * ans, axis=axis, keepdims=True)
+            )
+        )
+    ),
     jvps=(lambda t, ans, x, axis: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)),),
     torch=torch("SoftmaxBackward0", "softmax", numpy=False),
 )
