@@ -365,11 +365,11 @@ def index_put(x, values, index, accumulate=False):
 
 def addmm(bias, x, y):
     out = x @ y
-    b = np.shape(bias)
     if (
         type(out) is np.ndarray
-        and b == out.shape[out.ndim - len(b) :]
-        and np.result_type(bias, out) == out.dtype
+        and type(bias) is np.ndarray
+        and bias.dtype == out.dtype
+        and bias.shape == out.shape[out.ndim - bias.ndim :]
     ):  # the bias broadcasts into the product: added in place (one array of its size, not two)
         out += bias
         return out
