@@ -464,6 +464,27 @@ def untake(g, x, indices, axis=None):
     return out
 
 
+def unwindow(g, x, window_shape, axis=None):
+    """Adjoint of `sliding_window_view(x, window_shape, axis)`: each window's values added
+    back where it read them, one shifted slice per position in the window (9 adds of the
+    whole output for a 3x3 window: an im2col convolution's input gradient). An axis named
+    twice (numpy slides a window of each size along it in turn) reads at the sum of the
+    two offsets."""
+    shape = np.shape(x)
+    sizes = tuple(window_shape) if np.iterable(window_shape) else (window_shape,)
+    axes = range(len(shape)) if axis is None else axis if np.iterable(axis) else (axis,)
+    axes = [a % len(shape) for a in axes]
+    out = array_module(g).zeros(shape, dtype=g.dtype)
+    kept = g.shape[: len(shape)]  # (each windowed axis shortened by its windows)
+    for offsets in np.ndindex(*sizes):
+        start = [0] * len(shape)
+        for a, k in zip(axes, offsets):
+            start[a] += k
+        where = tuple(slice(s, s + n) for s, n in zip(start, kept))
+        out[where] += g[(Ellipsis, *offsets)]
+    return out
+
+
 def stack_items(items, axis=0):
     """`np.stack(items, axis)` of a list value (the adjoint of `unstack_list`).
 
@@ -598,8 +619,11 @@ def unindex_list(g, items, index):
 
 
 def unstack_list(g, items, axis=0):
-    """Adjoint of `np.stack(items, axis)` for a list built at run time."""
-    return [np.take(g, i, axis=axis) for i in range(len(items))]
+    """Adjoint of `np.stack(items, axis)` for a list built at run time: the rows of one
+    copy of `g` with the stacked axis first (one copy and a view per item, where a take per
+    item cost ~1.3 µs each: a fifth of an RNN's backward over 50 steps). The copy is the
+    gradient's own, so no item shares memory with `g` (the caller's cotangent, perhaps)."""
+    return list(np.moveaxis(g, axis, 0).copy())
 
 
 def unconcatenate_list(g, items, axis=0):

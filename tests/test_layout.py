@@ -169,8 +169,8 @@ COMPILER_FLOORS = [
     # the IR
     {"ir"},
     # its vocabulary: fresh names, the random draws both front ends make, the source text
-    # both front ends read
-    {"names", "random_draws", "source_text"},
+    # both front ends read, the dependencies both record
+    {"names", "random_draws", "source_text", "dependencies"},
     # questions about IR: abstract values, shapes, activity, checks, lifetimes, shape names
     {"analysis"},
     # IR -> IR passes

@@ -2,7 +2,8 @@
 
 `normalize_wrt(fn, wrt)` turns `wrt` (an index, a name, or a tuple of them; JAX's `argnums`
 and autograd's `argnum` are the same, `wrt_of`) into positions; `check_differentiable`
-refuses an argument that is not a float (an integer, an integer array, a string), naming it.
+refuses an argument that is not a float (an integer, an integer array, a string), naming it;
+`check_array_kind` an array whose operators are not ndarray's (np.matrix, a masked array).
 Takes Python values; returns positions or raises `WrtError` / `NonDifferentiableInputError`.
 """
 
@@ -82,6 +83,24 @@ def check_differentiable(name, value, complex_ok=False):
         raise errors.NonDifferentiableInputError(
             f"argument {name!r} is a {type(value).__name__}; sourcegrad differentiates with respect "
             "to floats, numpy floating scalars and floating-point arrays"
+        )
+
+
+def check_array_kind(name, value):
+    """Refuse an argument of an ndarray subclass whose operators mean something else than
+    ndarray's, which the compiler models: it would differentiate another function."""
+    if isinstance(value, np.matrix):
+        raise errors.CallArgumentsError(
+            f"argument {name!r} is a numpy.matrix, whose `*` is a matrix product and `**` a "
+            "matrix power (its results stay 2-d); sourcegrad models numpy's ndarray and would "
+            f"differentiate the elementwise function: pass np.asarray({name}) and write `@` "
+            "where a product is meant"
+        )
+    if isinstance(value, np.ma.MaskedArray):
+        raise errors.CallArgumentsError(
+            f"argument {name!r} is a masked array, whose reductions skip the masked entries; "
+            "sourcegrad models numpy's ndarray and would count them: pass "
+            f"{name}.filled(0.0) with the mask as an array of its own (np.where(mask, ...))"
         )
 
 

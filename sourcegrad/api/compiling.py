@@ -34,6 +34,7 @@ from ..compiler import (
     check_dask_inputs,
     function_run_by,
     in_a_library,
+    python_data,
     refuse_dask_transform,
     signature_key,
     trace_function,
@@ -43,7 +44,7 @@ from ..compiler import (
 )
 from ..ops.fingerprint import fingerprint
 from . import memory_caches, results
-from .arguments import check_differentiable, label_of
+from .arguments import check_array_kind, check_differentiable, label_of
 
 
 class Compiling:
@@ -239,6 +240,8 @@ class Compiling:
             raise TypeError(
                 f"{label_of(self.fn)}() takes {len(self._params)} arguments, got {len(args)}"
             )
+        for i, arg in enumerate(args):
+            check_array_kind(self._param_label(i), arg)
         for i in self.wrt:
             check_differentiable(self._param_label(i), args[i], complex_ok=not self.forward_mode)
         if self.backend_for(args) == "dask":
@@ -334,6 +337,10 @@ class Compiling:
         for n, v in sorted(primal.free.items()):
             if type(v) is np.ndarray or hasattr(v, "__cuda_array_interface__"):
                 free.append((n, repr(signature_key([v]))))
+            elif isinstance(v, (dict, list)) and python_data(v):
+                # (a config dict of numbers: its items may be inlined, so by value; the same
+                # dict changed in place is another key)
+                free.append((n, f"data {v!r}"))
             else:
                 free.append((n, "object"))
                 identities.append(v)
@@ -396,7 +403,7 @@ class Compiling:
             loaded if len(loaded) > 1 else loaded[0],
             template.saved,
             template.finish,
-            tuple(primal.dependencies),
+            tuple(primal.dependencies) + _frozen_arrays(primal.free, self.backend_for(args)),
             template.ir,
             template.fresh,
             complex_sites=template.complex_sites,
@@ -527,3 +534,17 @@ def _source_file(fn):
         return inspect.getsourcefile(code) if code is not None else None
     except TypeError:
         return None
+
+
+def _frozen_arrays(free: dict, backend: str) -> tuple:
+    """For numba, which compiles the global arrays a function reads into its machine code as
+    constants, a dependency on each free array's contents ("contents": compared on each call,
+    `memory_caches.still_bound`): changed in place (`W[0] = 0.5`), the code is compiled again,
+    where numba's kept the values it was compiled with. The numpy code reads the array itself."""
+    if backend != "numba":
+        return ()
+    return tuple(
+        ("contents", value, name, value.copy())
+        for name, value in sorted(free.items())
+        if type(value) is np.ndarray
+    )

@@ -182,6 +182,16 @@ def still_bound(dependencies) -> bool:
             except Exception:  # (a comparison numpy refuses: say changed)
                 return False
             continue
+        if kind == "items":  # a global's or a cell's dict or list of numbers: by value
+            now = (
+                container.get(name, _MISSING) if type(container) is dict else _cell_value(container)
+            )
+            try:
+                if type(now) is not type(value) or now != value:
+                    return False
+            except Exception:  # (a comparison numpy refuses: say changed)
+                return False
+            continue
         if kind == "attribute":  # an attribute of an object (a property makes a new number)
             current = getattr(container, name, _MISSING)
             if current is not value and not (

@@ -37,6 +37,7 @@ eager `checkpoint`'s call, made when it runs) or the command line above.
 """
 
 from .analysis import AVal, aval_of, signature_key, updated_parameters
+from .dependencies import python_data
 from .backends.dask_backend import check_inputs as check_dask_inputs
 from .backends.dask_backend import is_dask
 from .backends.dask_backend import like_input as like_dask_input
@@ -113,6 +114,7 @@ __all__ = [
     "function_run_by",
     "check_current",
     "StaleSourceError",
+    "python_data",
     # the IR
     "Assign",
     "Call",

@@ -19,7 +19,8 @@ Plain data between stages: Python source, `ir.Function`s, dicts of abstract valu
                      negate_products (optimize)
     6 check          check_in_place_updates,               IR, AVals -> None or a located
                      check_real_values,                    SourcegradError
-                     check_unmodelled_calls (analysis)
+                     check_unmodelled_calls,
+                     check_keywords (analysis)
     7 differentiate  reverse, split_vjp (derive.reverse)   IR, AVals, Mode -> derivative IR
                      | derivative, forward_mode
                      (derive.forward)
@@ -51,6 +52,7 @@ from .analysis import (
     AVal,
     aval_of,
     check_in_place_updates,
+    check_keywords,
     check_real_values,
     check_unmodelled_calls,
     infer_shapes,
@@ -197,6 +199,7 @@ def specialised(primal, written, avals, wrt_names, batch_rows=True):
     check_in_place_updates(written, env)
     check_real_values(primal, env, wrt_names)
     check_unmodelled_calls(primal, wrt_names)
+    check_keywords(primal, wrt_names)
     return primal, env
 
 

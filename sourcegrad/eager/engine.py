@@ -44,7 +44,7 @@ import numpy as np
 from . import devices, messages
 from .anomaly import ANOMALY, check_outputs
 from .grad_mode import STATE
-from .node import AccumulateGrad
+from .node import LIVE_SAVED, AccumulateGrad
 from .tensor import Tensor
 
 _wrap = Tensor._make
@@ -381,6 +381,8 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
 
     The loop over the nodes stays in this one function (a call per node would cost the
     eager backward's hot path); what runs once per backward is in `_plan`."""
+    # (long: the hot loop, one piece: a helper per node or per edge costs the backward of
+    # every op)
     deps, needed, runs = _plan(roots, targets, accumulate)
     captures = {}
     if targets is not None:
@@ -401,8 +403,10 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
         node = heappop(heap)[2] if heap else None
         while node is not None:
             grads = buffers.pop(node, None) or []
-            if node._hookset is not None or node._hooks_on_variable:
+            hooked = node._hookset is not None
+            if hooked or node._hooks_on_variable:
                 grads = _pre_node(node, grads, create_graph)
+                hooked = node._hookset is not None  # (a tensor hook may have added one)
             if captures:
                 for nr, g in enumerate(grads):
                     for i in captures.get((node, nr), ()):
@@ -410,11 +414,11 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
             if (runs is None or node in runs) and (
                 grads[0] is not None if len(grads) == 1 else any(g is not None for g in grads)
             ):
-                if node._hookset is None and not ANOMALY.enabled:
+                if not hooked and not ANOMALY.enabled:
                     results = node.apply(grads)
                 else:
                     results = _run_node(node, grads, create_graph)
-                if not retain_graph:
+                if not retain_graph and node._state == LIVE_SAVED:
                     node.release()
             else:
                 results = ()
@@ -429,8 +433,13 @@ def run(roots, seeds, retain_graph, create_graph, targets=None, accumulate=True)
                 if i < n_results:
                     g = results[i]
                     if g is not None:
-                        if nr == 0 and child not in buffers:  # _pass's common case
+                        # _pass's common cases: a first gradient, or one more for output 0
+                        # (a leaf used many times, its AccumulateGrad's)
+                        buf = buffers.get(child)
+                        if buf is None and nr == 0:
                             buffers[child] = [g]
+                        elif nr == 0 and buf[0] is not None:
+                            buf[0] = buf[0] + g
                         else:
                             _pass(buffers, child, nr, g)
                 left = deps[child] - 1

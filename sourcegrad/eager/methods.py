@@ -299,8 +299,6 @@ CLASS_METHODS = {
     "__reduce_ex__": _reduce_ex,
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
-    # a name the class lacks: scipy.special's methods (x.lgamma()) are made on first use
-    "__getattr__": special.tensor_method,
 }
 for _fn in (_backward, _cpu, _cuda):
     _fn.__name__ = _fn.__qualname__ = _fn.__name__[1:]
@@ -316,6 +314,8 @@ def install():
     for name, fn in PROPERTIES.items():
         setattr(Tensor, name, property(fn))
     Tensor.__hash__ = lambda self: id(self)  # defining __eq__ would otherwise unset it
+    # scipy.special's methods (x.lgamma()) are made on first use, from placeholders
+    special.install_placeholders()
 
 
 install()

@@ -40,6 +40,7 @@ from .tensor import Tensor
 
 SEQ = itertools.count()
 _GPU = devices.DEVICE_TYPES  # cupy.ndarray, once CuPy is loaded
+_ndarray = np.ndarray
 NONE_EDGE = (None, 0)
 
 # RuleNode._state values
@@ -71,6 +72,10 @@ class Node:
     # whether tensor hooks may live outside `_hookset` (a leaf's are on the leaf itself);
     # the engine skips its hook step for nodes with neither
     _hooks_on_variable = False
+    # the engine calls release() after a node runs only while this is LIVE_SAVED: always, for
+    # every node but a RuleNode, whose own slot says whether it still holds saved values (a
+    # call per node otherwise, for the nodes that keep nothing: add's, sub's)
+    _state = LIVE_SAVED
 
     def __init__(self, next_functions=()):
         self.next_functions = next_functions
@@ -415,12 +420,13 @@ class RuleNode(Node):
         g = grads[0]
         spec = self._spec
         passes = spec.passes
-        if type(g) is not np.ndarray or passes is None or STATE.enabled:
+        if type(g) is not _ndarray or passes is None or STATE.enabled:
             return self._run(grads, False)
         # What `_run` does for a host gradient outside create_graph, the engine's
         # common case, without the steps that only matter on a GPU or under
         # create_graph. `passes`: a VJP that is `unbroadcast(g, x)` gives g itself
-        # when g already has x's shape and dtype.
+        # when g already has x's shape and dtype. (Module-level names, `is` before `==`
+        # on dtypes and a counter in place of enumerate: this runs once per node.)
         if self._state == RELEASED:
             raise RuntimeError(messages.BACKWARD_TWICE)
         args = self._args if self._versions is None else self._unpack_args(False)
@@ -432,17 +438,22 @@ class RuleNode(Node):
         edges = self.next_functions
         shape, dtype = g.shape, g.dtype  # (read once: each read of g.shape makes a tuple)
         results = []
-        for i, vjp in enumerate(spec.vjps):
+        i = 0
+        for vjp in spec.vjps:
             m = metas[i]
             if vjp is None or m is None or edges[i][0] is None:
                 results.append(None)
             elif (
-                passes[i] and shape == m.shape and dtype == m.dtype and (m.array_type is np.ndarray)
+                passes[i]
+                and shape == m.shape
+                and (dtype is m.dtype or dtype == m.dtype)
+                and m.array_type is _ndarray
             ):
                 results.append(g)
             else:
                 gi = vjp(g, ans, *args, **static) if static else vjp(g, ans, *args)
                 results.append(_conform(gi, m, False))
+            i += 1
         return results
 
     def _run(self, grads, every_input):
@@ -540,12 +551,6 @@ class RuleNode(Node):
             self._ans = None
             self._state = RELEASED
 
-    def __getattr__(self, name):
-        # torch exposes saved values as `_saved_self`, `_saved_other`, `_saved_result`, ...
-        if name.startswith("_saved_"):
-            return self._saved_value(name[len("_saved_") :])
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-
     def _saved_value(self, key):
         if self._state == RELEASED:
             raise RuntimeError(messages.BACKWARD_TWICE)
@@ -560,6 +565,22 @@ class RuleNode(Node):
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '_saved_{key}'")
         value = self._args[index]
         return None if value is None or isinstance(value, Meta) else value
+
+
+def expose_saved(names):
+    """Give RuleNode torch's `_saved_<name>` attribute for each of `names` (`grad_fn._saved_self`,
+    `_saved_other`, `_saved_result`, and the rule's parameter names: `OpSpec` passes its own):
+    a property reading `_saved_value`, which raises AttributeError for a node whose spec has
+    no such name. Properties, not a class `__getattr__`: CPython specialises no attribute read
+    of a class that has one, and the engine reads each node's slots (a fifth of a backward
+    through adds went to those reads)."""
+    for name in names:
+        attr = "_saved_" + name
+        if attr not in RuleNode.__dict__:
+            setattr(RuleNode, attr, property(lambda self, key=name: self._saved_value(key)))
+
+
+expose_saved(("self", "other", "exponent", "result"))
 
 
 class MultiRuleNode(RuleNode):

@@ -96,12 +96,13 @@ def promote(a, b, to_float=False):
                 return ad, b, ad.dtype, a, b
         elif isinstance(b, Tensor):
             bd = b._data
+            dt = ad.dtype
             if (
-                ad.dtype == bd.dtype
+                (dt is bd.dtype or dt == bd.dtype)  # (`is` first: numpy's == costs a call)
                 and type(ad) is type(bd)
-                and (not to_float or ad.dtype.kind in "fc")
+                and (not to_float or dt.kind in "fc")
             ):
-                return ad, bd, ad.dtype, a, b
+                return ad, bd, dt, a, b
     ad, ka, ra = operand_key(a)
     bd, kb, rb = operand_key(b)
     if type(ad) is not type(bd) and (

@@ -47,6 +47,7 @@ from .node import (
     Meta,
     MultiRuleNode,
     RuleNode,
+    expose_saved,
     meta_of,
     node_class,
 )
@@ -130,6 +131,7 @@ class OpSpec:
             else tuple(_passes_through(v, self.names[p]) for v, p in zip(self.vjps, self.edges))
         )
         self.node_cls = node_class(node_name, MultiRuleNode if multi_output else RuleNode)
+        expose_saved(self.names)  # (grad_fn._saved_<name>)
         self._modes = {}
         # what to save for each set of edges that need a gradient, worked out once
         self._table = (
@@ -185,22 +187,24 @@ class OpSpec:
 
     def _pair_plan(self):
         """For a two-operand op with an edge each (add, mul, ...): per mask of the edges that
-        need a gradient, what the node keeps of each operand, (mode of the first, mode of the
-        second): NONE, SHAPE (its Meta: only for an operand that needs a gradient, whose Meta
-        `record_pair` has at hand) or VALUE; None where it keeps a Meta of an operand that
-        needs none (the general `_saved_arguments`). None for every other kind of op
-        (`record_pair` then falls back)."""
+        need a gradient, what `record_pair` needs: (what the node keeps of the first operand,
+        of the second, the mode of ans, the node's `_state`). What it keeps of an operand is
+        NONE, SHAPE (its Meta: only for an operand that needs a gradient, whose Meta
+        `record_pair` has at hand) or VALUE; None in place of the whole plan where it keeps a
+        Meta of an operand that needs none (the general `_saved_arguments`). None for every
+        other kind of op (`record_pair` then falls back)."""
         if self.varargs or self.edges != (0, 1) or len(self.names) != 2:
             return None
         plans = []
-        for mask, (_, _, _, kept) in enumerate(self._table):
+        for mask, (_, ans_mode, keeps_values, kept) in enumerate(self._table):
             keep = [NONE, NONE]
             for i, mode, j in kept:
                 if mode == SHAPE and (j < 0 or not mask >> j & 1):
                     keep = None
                     break
                 keep[i] = mode
-            plans.append(None if keep is None else tuple(keep))
+            state = LIVE_SAVED if keeps_values else LIVE_NOTHING_SAVED
+            plans.append(None if keep is None else (keep[0], keep[1], ans_mode, state))
         return tuple(plans)
 
     def _kept(self, arg_modes):
@@ -285,25 +289,7 @@ def record(spec, out, args, static=None, outputs=None):
     return node
 
 
-def _pair_edge(a):
-    """(edge, Meta) of operand `a` of `record_pair` when it needs a gradient, (NONE_EDGE,
-    None) when it does not, None when only the general `record` can tell (a view whose base
-    came to require grad, an array on a GPU, a complex value)."""
-    if not isinstance(a, TENSOR):
-        return (NONE_EDGE, None)
-    if not a._requires_grad:
-        return (NONE_EDGE, None) if a._base is None else None
-    d = a._data
-    if type(d) is not np.ndarray:
-        return None
-    dt = d.dtype
-    if dt.kind == "c":
-        return None
-    m = METAS.get((d.shape, dt))
-    if m is None:
-        m = meta_of(d)
-    fn = a._grad_fn
-    return ((fn, a._output_nr) if fn is not None and a._base is None else a._edge()), m
+_ndarray = np.ndarray
 
 
 def _saved_version(a):
@@ -321,35 +307,64 @@ def record_pair(spec, out, a, b):
     """`record(spec, out, (a, b))` for a two-operand op with an edge each (`x + y`, `x * y`):
     the eager mode's most common node, made without `record`'s loops over arguments.
 
-    Takes the same arguments as `record` (grad mode on, some operand requiring grad, or a
-    tangent to propagate); anything this path does not handle itself (forward AD, anomaly
+    Call it whenever grad mode is on: it returns None, having made no node, when neither
+    operand requires grad. Anything this path does not handle itself (forward AD, anomaly
     mode, complex values, views whose base came to require grad, GPU arrays, the Meta of an
-    operand that needs no gradient) goes to `record`, which it must give the same node as."""
+    operand that needs no gradient) goes to `record`, which it must give the same node as.
+    Its callers promote both operands to `out`'s dtype (`operands.promote`), so a complex
+    operand means a complex `out`: only out is checked.
+
+    Each operand's edge and Meta are worked out inline, once for `a` and once for `b`: a
+    helper's call and its tuple cost a tenth of the whole op (the chain of adds of
+    sourcegrad/bench/eager.py).
+    """
     plans = spec._pair
-    if plans is None or DUAL.on or ANOMALY.enabled or not STATE.enabled:
+    if plans is None or DUAL.on or ANOMALY.enabled:
         return record(spec, out, (a, b))
-    ea = _pair_edge(a)
-    eb = _pair_edge(b) if ea is not None else None
-    if eb is None or out._data.dtype.kind == "c":
+    if isinstance(a, TENSOR) and a._requires_grad:
+        d = a._data
+        if type(d) is not _ndarray:  # (on a GPU)
+            return record(spec, out, (a, b))
+        ma = METAS.get((d.shape, d.dtype))
+        if ma is None:
+            ma = meta_of(d)
+        fn = a._grad_fn
+        ea = (fn, a._output_nr) if fn is not None and a._base is None else a._edge()
+    elif not isinstance(a, TENSOR) or a._base is None or not stale_view_requires_grad(a):
+        ea, ma = NONE_EDGE, None
+    else:  # a view whose base came to require grad
         return record(spec, out, (a, b))
-    ma, mb = ea[1], eb[1]
+    if isinstance(b, TENSOR) and b._requires_grad:
+        d = b._data
+        if type(d) is not _ndarray:
+            return record(spec, out, (a, b))
+        mb = METAS.get((d.shape, d.dtype))
+        if mb is None:
+            mb = meta_of(d)
+        fn = b._grad_fn
+        eb = (fn, b._output_nr) if fn is not None and b._base is None else b._edge()
+    elif not isinstance(b, TENSOR) or b._base is None or not stale_view_requires_grad(b):
+        eb, mb = NONE_EDGE, None
+    else:
+        return record(spec, out, (a, b))
     mask = (ma is not None) | (mb is not None) << 1
-    keep = plans[mask]
-    if not mask or keep is None:  # (no operand requires grad: record says so)
+    if not mask:
+        return None
+    plan = plans[mask]
+    if plan is None or out._data.dtype.kind == "c":
         return record(spec, out, (a, b))
-    _, ans_mode, keeps_values, _ = spec._table[mask]
+    ka, kb, ans_mode, state = plan
     versions = None
-    if VALUE in keep:  # (mul, div: the operands themselves)
-        va = _saved_version(a) if keep[0] == VALUE else None
-        vb = _saved_version(b) if keep[1] == VALUE else None
+    if ka == VALUE or kb == VALUE:  # (mul, div: the operands themselves)
+        va = _saved_version(a) if ka == VALUE else None
+        vb = _saved_version(b) if kb == VALUE else None
         if va is not None or vb is not None:  # (numbers alone have none: as record)
             versions = [va, vb]
     node = _new(spec.node_cls)
-    node.next_functions = (ea[0], eb[0])
+    node.next_functions = (ea, eb)
     node._seq = next(_seq_counter)
     node._hookset = None
     node._spec = spec
-    ka, kb = keep
     node._args = (
         ma if ka == SHAPE else (a if ka == VALUE else None),
         mb if kb == SHAPE else (b if kb == VALUE else None),
@@ -357,15 +372,21 @@ def record_pair(spec, out, a, b):
     node._versions = versions
     node._static = None
     node._metas = [ma, mb]
-    _attach_output(node, out, ans_mode)
-    node._state = LIVE_SAVED if keeps_values else LIVE_NOTHING_SAVED
+    node._state = state
+    if ans_mode == NONE:  # (add, sub: _attach_output's first case, without the call)
+        node._ans = None
+        out._grad_fn = node
+        out._output_nr = 0
+        out._requires_grad = True
+    else:
+        _attach_output(node, out, ans_mode)
     return node
 
 
 def _attach_output(node, out, ans_mode):
     """Make `node` the grad_fn of its one output `out`, keeping what its VJPs read of it
-    (`ans_mode`: its value with its version, its Meta, or nothing); record and record_pair
-    both end here."""
+    (`ans_mode`: its value with its version, its Meta, or nothing); record ends here, and
+    record_pair for a node that keeps its result or its Meta."""
     if ans_mode == VALUE:
         node._ans = _kept_output(out)
     elif ans_mode == SHAPE:

@@ -128,7 +128,9 @@ def inplace_functions(tensor_class):
     of the surface, and those the Tensor class defines itself: detach_)."""
     for name in sorted(TORCH_INPLACE_FUNCTIONS):
         method = METHODS.get(name, tensor_class.__dict__.get(name))
-        if method is not None:
+        # (not a placeholder of a method made on first use, special.SCIPY_METHODS: those
+        # functions are made with it, special.TOP_LEVEL)
+        if callable(method):
             _add(FUNCTIONS, name, method, "function")
 
 

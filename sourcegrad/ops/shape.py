@@ -15,6 +15,7 @@ from ..runtime import (
     unbroadcast,
     unindex,
     untake,
+    unwindow,
 )
 from .examples import arg, ex
 from .registry import Spelling, defnondiff, defvjp, mark, torch
@@ -284,6 +285,30 @@ defvjp(
     torch=torch("RepeatBackward0", "tile"),
     complex=True,
 )
+# A read-only view of x's windows (im2col without a copy); numpy's writeable=True, whose
+# writes would reach x through overlapping windows, is refused (the rule takes no such keyword)
+defvjp(
+    "sliding_window_view",
+    np.lib.stride_tricks.sliding_window_view,
+    Spelling("module", "numpy.lib.stride_tricks.sliding_window_view"),
+    lambda g, ans, x, window_shape, axis=None: unwindow(g, x, window_shape, axis),
+    props={"view", "linear_in_first"},
+    linear="joint",
+    complex=True,
+)
+defvjp(
+    "unwindow",
+    unwindow,
+    _helper("unwindow"),
+    lambda g, ans, h, x, window_shape, axis=None: np.lib.stride_tricks.sliding_window_view(
+        g, window_shape, axis
+    ),
+    None,
+    None,
+    None,
+    linear=(0,),
+    complex=True,
+)
 defnondiff("tile_split_shape", tile_split_shape, _helper("tile_split_shape"))
 defnondiff("tile_sum_axes", tile_sum_axes, _helper("tile_sum_axes"))
 
@@ -305,6 +330,12 @@ EXAMPLES = {
         ex([arg(2, 3), arg(2, 3)], axis=None),
     ],
     "stack": [ex([arg(3, 4), arg(3, 4)]), ex([arg(3), arg(3), arg(3)], axis=1)],
+    "sliding_window_view": [
+        ex(arg(7), 3),
+        ex(arg(5, 6), (3, 2)),
+        ex(arg(4, 5), 2, axis=1),
+        ex(arg(2, 7), (2, 3), axis=(1, 1)),
+    ],
     "take": [
         ex(arg(3, 4), np.array([2, 0, 2])),
         ex(arg(3, 4), np.array([[1, 3], [3, 0]]), axis=1),

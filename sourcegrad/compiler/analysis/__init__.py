@@ -23,6 +23,7 @@ from .calls import abstract_call
 from .checks import (
     check_in_place_updates,
     check_real_values,
+    check_keywords,
     check_unmodelled_calls,
     is_view,
     memory_sources,
@@ -40,6 +41,7 @@ __all__ = [
     "aval_of",
     "check_in_place_updates",
     "check_real_values",
+    "check_keywords",
     "check_unmodelled_calls",
     "eval_value",
     "holds_complex",

@@ -67,6 +67,25 @@ class NumpyRejects(Exception):
         self.error = error
 
 
+def _writable_out(kwvalues):
+    """`kwvalues` with an `out=` stand-in (read-only, shared: numpy would refuse to write
+    into it) replaced by a writable array of its shape and dtype that occupies one element
+    (zero strides), as the user's own buffer is writable."""
+    out = kwvalues.get("out")
+    if out is None:
+        return kwvalues
+
+    def writable(v):
+        if isinstance(v, np.ndarray) and not v.flags.writeable:
+            return np.lib.stride_tricks.as_strided(
+                np.zeros(1, v.dtype), v.shape, (0,) * v.ndim, writeable=True
+            )
+        return v
+
+    made = tuple(writable(v) for v in out) if isinstance(out, tuple) else writable(out)
+    return {**kwvalues, "out": made}
+
+
 def _numpy_verdict(rule, values, kwvalues):
     """Raise `NumpyRejects` when numpy rejects `rule` applied to arrays of these shapes.
 
@@ -84,10 +103,11 @@ def _numpy_verdict(rule, values, kwvalues):
     # only on their operands' shapes, so a stand-in numpy rejects is a program numpy rejects)
     if rule.kind not in ("elementwise", "reduction") and not ops.has(rule.name, "shape_checked"):
         return
+    kwghosts = _writable_out({k: ghost(v) for k, v in kwvalues.items()})
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            rule.forward(*[ghost(v) for v in values], **{k: ghost(v) for k, v in kwvalues.items()})
+            rule.forward(*[ghost(v) for v in values], **kwghosts)
     except (ValueError, IndexError) as error:
         raise NumpyRejects(error) from error
     except TypeError as error:
@@ -139,11 +159,15 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
         return AVal(result, known=False)
 
     def evaluate(vals):
+        kws = _writable_out(kwvalues)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             if shape_fn is not None:
-                return shape_fn(rule, vals, kwvalues)
-            return rule.forward(*vals, **kwvalues)
+                return shape_fn(rule, vals, kws)
+            result = rule.forward(*vals, **kws)
+        if kws is not kwvalues and result is kws["out"]:  # (numpy returns `out` itself)
+            return kwvalues["out"]
+        return result
 
     try:
         result = evaluate(values)

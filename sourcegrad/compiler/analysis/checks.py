@@ -264,6 +264,42 @@ class _InPlaceChecker:
         )
 
 
+def check_keywords(fn, wrt: list) -> None:
+    """Refuse, located (`NoRuleError`), a call on the gradient's path whose arguments its rule
+    does not take: numpy's `np.sum(x, where=m)` or `x.reshape(n, m, order="F")` where the
+    rule's VJPs know no `where` or `order`. Differentiated as if the keyword were not there,
+    the gradient would be of another function; the reverse pass could not even bind it. A
+    call off the path (constants, shapes) runs in the forward pass as written, but for one
+    writing into an array (`out=`, which the front ends make an update of that array: one
+    left as a keyword is a write nothing models)."""
+    unbound = []
+    for stmt in walk(fn.body):
+        call = getattr(stmt, "value", None)
+        if type(call) is not Call or not isinstance(stmt, (Assign, ExprStmt)):
+            continue
+        rule = RULES.get(call.op)
+        if rule is None or not (rule.vjps or rule.jvps):
+            continue
+        try:
+            rule.bind(call.args, dict(call.kwargs))
+        except TypeError as exc:
+            unbound.append((stmt, rule, exc))
+    if not unbound:
+        return
+    active = active_values(fn, wrt)
+    for stmt, rule, exc in unbound:
+        writes = any(k == "out" for k, _ in stmt.value.kwargs)  # (into an array: an effect)
+        if isinstance(stmt, Assign) and stmt.target not in active and not writes:
+            continue
+        takes = ", ".join([*rule.params, *(n for n in rule.defaults if n not in rule.params)])
+        raise errors.NoRuleError(
+            f"this call's arguments do not fit the derivative rule of {rule.name} ({exc}; the "
+            f"rule takes {takes}): its gradient would be that of another call. Write the call "
+            "without them, or compute the same with other numpy calls",
+            stmt.loc,
+        )
+
+
 def check_unmodelled_calls(fn, wrt: list) -> None:
     """The fence (DESIGN.md): refuse, located (`NoRuleError`), a call with no rule made for
     its effect (`np.copyto(a, x)`, `np.random.shuffle(a)`, `np.fill_diagonal(a, 0)`) when a

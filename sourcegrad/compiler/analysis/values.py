@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import errors
 from ..ir import Const, Slc, Tup, Var
 
 
@@ -107,6 +108,15 @@ def aval_of(value) -> AVal:
         return AVal(1.0j)
     if isinstance(value, np.generic):
         return AVal(value.dtype.type(1))
+    if isinstance(value, (np.matrix, np.ma.MaskedArray)):
+        # (arguments are refused by name before this, api.arguments.check_array_kind; here,
+        # such a value read from a global or an object)
+        raise errors.CallArgumentsError(
+            f"a {type(value).__name__} (shape {value.shape}) is read by the function: its "
+            "operators are not ndarray's (np.matrix's `*` is a matrix product, a masked "
+            "array's reductions skip masked entries), and the compiler models ndarray's: "
+            "keep it as np.asarray(...)"
+        )
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
         return AVal(stand_in(shape, dtype))

@@ -880,6 +880,8 @@ class _Writer:
             note = self.note_of(stmt)
             code = self.render_assign(stmt)
         self.record(self.printed_reads(stmt))
+        if code == f"{self.target(stmt)} = {self.target(stmt)}":
+            return  # a copy folded into the name it copies (`dxs = dxs`): nothing to print
         value = stmt.value
         if isinstance(value, Var) and value.name in self.folded:
             # a value copied into its variable (`d_h = 2.0 * h`) is under its own line

@@ -651,19 +651,27 @@ class CallsMixin:
         return result
 
     def sequence_call(self, rule, node, name):
-        """`np.concatenate([a, b], axis=0)` -> concatenate(a, b, axis=0)."""
+        """`np.concatenate([a, b], axis=0)` -> concatenate(a, b, axis=0); with `out=o`, the
+        result written into o (as `ufunc_into`)."""
         rest = node.args[1:]
         kwargs = [(k.arg, self.expr(k.value)) for k in node.keywords]
         if rest:
             kwargs = [("axis", self.expr(rest[0]))] + kwargs
-        if node.args and isinstance(node.args[0], (gast.List, gast.Tuple)):
-            items = [self.expr(e) for e in node.args[0].elts]
+        out = dict(kwargs).get("out")
+        kwargs = [kv for kv in kwargs if kv[0] != "out"]
+
+        def made(rule, items):
+            if out is not None:
+                return self.ufunc_into(rule, items, kwargs, out, node, name)
             return self.emit(rule.name, items, kwargs, name=name)
+
+        if node.args and isinstance(node.args[0], (gast.List, gast.Tuple)):
+            return made(rule, [self.expr(e) for e in node.args[0].elts])
         seq = self.expr(node.args[0]) if node.args else None
         if isinstance(seq, Tup):  # a tuple known while compiling (`args + (ones,)`)
-            return self.emit(rule.name, list(seq.items), kwargs, name=name)
+            return made(rule, list(seq.items))
         if isinstance(seq, Var) and f"{rule.name}_list" in RULES:  # a list built at run time
-            return self.emit(f"{rule.name}_list", [seq], kwargs, name=name)
+            return made(RULES[f"{rule.name}_list"], [seq])
         if isinstance(seq, Var):
             self.error(
                 errors.NoRuleError,
@@ -706,6 +714,11 @@ class CallsMixin:
         ):
             args = []  # (the memory layout of the copy changes no value)
         args = [receiver] + args
+        out = dict(kwargs).get("out")
+        if out is not None:  # `y.clip(lo, hi, out=y)`: written into the buffer, as np.clip's
+            return self.ufunc_into(
+                RULES[op], args, [kv for kv in kwargs if kv[0] != "out"], out, node, name
+            )
         self.check_binding(RULES[op], args, kwargs, node)
         return self.emit(op, args, kwargs, name=name)
 

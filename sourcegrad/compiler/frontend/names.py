@@ -14,6 +14,7 @@ import numpy as np
 
 from ... import errors, trees
 from ...ops import rule_for_function
+from ..dependencies import dependency, user_module
 from ..ir import Const, Var
 from .syntax import AtomNode, callee_name, changed_in_place_only, describe
 from .values import (
@@ -60,11 +61,12 @@ class NamesMixin:
         if ident in self.closure:
             fn = self.parsed.fn
             cell = fn.__closure__[fn.__code__.co_freevars.index(ident)]
-            self.ctx.dependencies.append(("cell", cell, ident, self.closure[ident]))
+            self.ctx.dependencies.append(dependency("cell", cell, ident, self.closure[ident]))
             return self.closure[ident]
         if ident in self.globals:
-            self.ctx.dependencies.append(("global", self.globals, ident, self.globals[ident]))
-            return self.globals[ident]
+            value = self.globals[ident]
+            self.ctx.dependencies.append(dependency("global", self.globals, ident, value))
+            return value
         if hasattr(builtins, ident):
             return getattr(builtins, ident)
         self.error(errors.NameResolutionError, f"name {ident!r} is not defined", node)
@@ -183,6 +185,11 @@ class NamesMixin:
                 value = getattr(base.module, func.attr)
                 if isinstance(value, types.ModuleType):
                     return ModuleRef(value)
+                if user_module(base.module):
+                    # `config.LR`, `layers.act`: a user's module, whose names may be rebound
+                    self.ctx.dependencies.append(
+                        dependency("attribute", base.module, func.attr, value)
+                    )
                 const = static_value(value)
                 return const if const is not None else CallableRef(value)
             if isinstance(base, CallableRef):
@@ -242,7 +249,7 @@ class NamesMixin:
         if isinstance(value, types.MethodType):
             self.ctx.dependencies.append(("method", obj, node.attr, value.__func__))
         else:
-            self.ctx.dependencies.append(("attribute", obj, node.attr, value))
+            self.ctx.dependencies.append(dependency("attribute", obj, node.attr, value))
         return value
 
     def object_attribute(self, obj, node, name=None):

@@ -267,6 +267,8 @@ def _dce_block(stmts, live, remove=True, warm=None):
     for stmt in reversed(stmts):
         kind = type(stmt)  # (no statement class is subclassed: the common case first)
         if kind is Assign:
+            if remove and type(stmt.value) is Var and stmt.value.name == stmt.target:
+                continue  # `dxs = dxs`: the adjoint of `xs = xs * 1.0`, nothing done
             if stmt.target in live or not _pure(stmt):
                 live.discard(stmt.target)
                 live.update(reads_of(stmt))

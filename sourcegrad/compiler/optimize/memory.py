@@ -21,6 +21,7 @@ from ..analysis.lifetimes import FREE_MIN_BYTES, trip_outliving
 from ..ir import (
     Assign,
     Call,
+    Const,
     For,
     Marker,
     Pop,
@@ -102,19 +103,26 @@ def fusible_elementwise(body: list, params, shapes: dict, dtypes: dict) -> froze
 def drop_unread_saves(body: list) -> list:
     """The pushes of a variable whose restored values the backward never reads, with their
     pops: the saved-value stack without the values kept for nothing (a loop-invariant the
-    loop batching now reads as rows, `U_xs` in an outer loop). The reverse pass pushes a
+    loop batching now reads as rows, `U_xs` in an outer loop; a list the forward appends to,
+    whose adjoint reads only its last value). The reverse pass pushes a
     variable where the forward overwrites it and pops it, into the same name, where the
     backward restores it, so dropping every push and pop of one name keeps the others in
     order; only when the counts of the two statements agree."""
     marker = next((i for i, s in enumerate(body) if isinstance(s, Marker)), None)
     if marker is None:
         return body
-    backward = list(walk(body[marker + 1 :]))
-    read = {n for s in backward for n in reads_of(s)}
+    tops = body[marker + 1 :]
     pops: dict = defaultdict(int)
-    for s in backward:
-        if isinstance(s, Pop):
-            pops[s.target] += 1
+    first_pop: dict = {}  # name -> the first top-level statement of the backward popping it
+    for i, top in enumerate(tops):
+        for s in walk([top]):
+            if isinstance(s, Pop):
+                pops[s.target] += 1
+                first_pop.setdefault(s.target, i)
+    # a restored value is read where the name is read from its first pop on: a read before
+    # it is of the forward's last value (`np.stack(hs)`'s adjoint reads the whole list), and
+    # a read inside the popping loop may be of the previous trip's pop
+    read = {n for n, i in first_pop.items() for s in walk(tops[i:]) if n in reads_of(s)}
     pushes: dict = defaultdict(int)
     for s in walk(body[:marker]):
         if isinstance(s, Push) and isinstance(s.value, Var):
@@ -132,12 +140,20 @@ def drop_unread_saves(body: list) -> list:
                 and stmt.value.name in dropped
                 or isinstance(stmt, Pop)
                 and stmt.target in dropped
+                or _saved_start(stmt) in dropped  # (`x_t = None`, for the first trip's push)
             ):
                 continue
             out.append(substitute(stmt, {}, run) if child_blocks(stmt) else stmt)
         return out
 
     return run(body)
+
+
+def _saved_start(stmt):
+    """The name `stmt` starts as None for its pushes (reverse mode's `x_t = None  # saved`)."""
+    if type(stmt) is Assign and stmt.value == Const(None) and stmt.note == "saved":
+        return stmt.target
+    return None
 
 
 def assign_first_updates(body: list, params, shapes: dict, dtypes: dict) -> list:

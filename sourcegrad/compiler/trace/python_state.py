@@ -28,24 +28,9 @@ import linecache
 import textwrap
 import types
 
-import numpy as np
-
 from ... import errors
 from ...errors import SourceLocation
-
-_NUMBERS = (bool, int, float, complex, str, bytes, type(None), np.generic)
-
-
-def python_data(value) -> bool:
-    """A number, string, None, or a (nested) list, tuple or dict of them: what the function
-    computes with in plain Python, as opposed to an array or an object."""
-    if isinstance(value, _NUMBERS):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(python_data(v) for v in value)
-    if isinstance(value, dict):
-        return all(python_data(v) for v in value.values())
-    return False
+from ..dependencies import python_data
 
 
 def _copy(value):

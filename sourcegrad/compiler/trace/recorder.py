@@ -28,7 +28,6 @@ lives apart (values, patches, frames, python_state).
 
 from __future__ import annotations
 
-import copy
 import linecache
 import operator
 import sys
@@ -42,6 +41,7 @@ from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, op_for_method, rule_for_function
 from .. import random_draws
+from ..dependencies import dependency, user_module
 from ..ir import (
     Assign,
     Call,
@@ -66,7 +66,7 @@ from .patches import (
     patched,
     replace_library_functions,
 )
-from .python_state import PythonState, python_data
+from .python_state import PythonState
 from .rolling import Loop, roll
 from .values import Traced
 
@@ -388,6 +388,13 @@ class Recorder:
         rule = rule_for_function(func)
         if rule is None:
             return self.unmodelled(func, args, kwargs)
+        if kwargs.get("out") is not None:
+            # `np.clip(y, lo, hi, out=y)`: the result written into the buffer, as for a ufunc
+            # (recorded as a plain keyword, the buffer kept its old value in the IR)
+            kwargs = dict(kwargs)
+            out = kwargs.pop("out")
+            result = self.function(func, args, kwargs)
+            return self.store_into(out[0] if isinstance(out, tuple) else out, result)
         if rule.sequence_input and args:
             items, rest = args[0], list(args[1:])
             if not isinstance(items, (list, tuple)):
@@ -411,7 +418,11 @@ class Recorder:
         def call(*args, **kwargs):
             if name in ("reshape", "transpose") and len(args) > 1:
                 args = (args,)  # x.reshape(2, 3) is x.reshape((2, 3))
-            return self.op(op, (traced, *args), kwargs)
+            out = kwargs.pop("out", None)
+            result = self.op(op, (traced, *args), kwargs)
+            if out is not None:  # `y.clip(lo, hi, out=y)`: written into the buffer
+                return self.store_into(out[0] if isinstance(out, tuple) else out, result)
+            return result
 
         return call
 
@@ -1147,19 +1158,23 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
                 continue
             seen.add((id(space), name))
             if not isinstance(space[name], types.ModuleType):
-                deps.append(("global", space, name, space[name]))
+                deps.append(dependency("global", space, name, space[name]))
+            elif user_module(space[name]):  # `config.LR`: the attributes the code may read
+                module = space[name]
+                for attr in sorted(names):
+                    value = getattr(module, attr, None)
+                    if hasattr(module, attr) and not isinstance(value, types.ModuleType):
+                        deps.append(dependency("attribute", module, attr, value))
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
         try:
-            deps.append(("cell", cell, name, cell.cell_contents))
+            deps.append(dependency("cell", cell, name, cell.cell_contents))
         except ValueError:
             pass
     objects = holders + [d[3] for d in deps if hasattr(d[3], "__dict__") and not callable(d[3])]
     for obj in objects:
         for attr, value in sorted(vars(obj).items()):
-            if isinstance(value, (dict, list)) and python_data(value):
-                deps.append(("snapshot", obj, attr, copy.deepcopy(value)))
-            elif not callable(value) or isinstance(value, np.ndarray):
-                deps.append(("attribute", obj, attr, value))
+            if not callable(value) or isinstance(value, np.ndarray):
+                deps.append(dependency("attribute", obj, attr, value))
     if made_here:  # (arrays computed from the user's arrays: their contents are read too)
         deps += [
             ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)

@@ -5,6 +5,7 @@ finite differences in float64 (numpy runs the function itself, so its semantics 
 
 import io
 import os
+import types
 import warnings
 from contextlib import redirect_stdout
 
@@ -444,3 +445,225 @@ def test_a_row_index_out_of_range_raises_numpys_index_error(idx):
         _row_sum(W, np.array(idx))
     with pytest.raises(IndexError):
         sourcegrad.grad(_row_sum)(W, np.array(idx))
+
+
+# keywords numpy takes that a derivative rule does not (np.sum's where=, reshape's order=):
+# refused at the user's line by whichever front end read the call (the source front end
+# itself; the trace, which takes over where the source front end stops, by stage 6's
+# check_keywords), never differentiated as if the keyword were not there
+class _Reshaper:
+    def __init__(self, order):
+        self.order = order
+
+    def __call__(self, x):
+        return x.reshape(2, 3, order=self.order)
+
+
+def _reshaped_f_order(x):
+    return np.sum(_Reshaper("F")(x)[0] * np.arange(3.0))
+
+
+def _mean_with_dtype(x):
+    return np.mean(x**2, dtype=np.float64)
+
+
+def _max_with_initial(x):
+    return np.max(np.sin(x), initial=0.0)
+
+
+@pytest.mark.parametrize(
+    "fn, keyword",
+    [(_reshaped_f_order, "order"), (_mean_with_dtype, "dtype"), (_max_with_initial, "initial")],
+)
+def test_a_keyword_the_rule_does_not_take_is_refused_at_the_users_line(fn, keyword):
+    with pytest.raises(errors.SourcegradError) as caught:
+        sourcegrad.grad(fn)(np.linspace(0.1, 0.6, 6))
+    assert caught.value.loc is not None and caught.value.loc.file == __file__
+    assert repr(keyword) in str(caught.value)
+
+
+def test_a_keyword_off_the_gradients_path_runs_as_numpy_does():
+    def f(x, data):
+        scale = np.mean(data, dtype=np.float64)  # data carries no gradient
+        return np.sum(x**2) * scale
+
+    x, data = np.array([1.0, 2.0]), np.array([1.0, 3.0])
+    np.testing.assert_allclose(sourcegrad.grad(f)(x, data), 2 * x * 2.0)
+
+
+# A dict or list of numbers read from a global, a closure or an object's attribute: its items
+# are inlined as constants, so the code depends on its values. Changed in place between calls
+# (`CFG["lam"] = 0.5`), the gradient must be rebuilt; it was not (identity was all that was
+# checked, and the template cache keyed the dict by identity too): the old constant was used.
+# Nor was a user module's attribute (`config.LAM`) recorded at all.
+RIDGE = {"lam": 0.1, "inner": {"k": 1.0}}
+SCALES = [0.1, 2.0]
+
+
+def _ridge_from_a_global_dict(w):
+    return RIDGE["lam"] * RIDGE["inner"]["k"] * np.sum(w**2)
+
+
+def _scaled_by_a_global_list(w):
+    return SCALES[0] * np.sum(w**2) + SCALES[1] * np.sum(w)
+
+
+CONFIG = types.ModuleType("reliability_config")  # a user's config module: `import config`
+CONFIG.LAM = 0.1
+CONFIG.HP = {"lam": 0.1}
+
+
+def _scaled_by_a_module_number(w):
+    return CONFIG.LAM * np.sum(w**2)
+
+
+class _Squares:  # a callable object without a rule: the function holding it is traced
+    def __call__(self, w):
+        return np.sum(w**2)
+
+
+def _traced_ridge(w):
+    return RIDGE["lam"] * _Squares()(w) + SCALES[0] * np.sum(w)
+
+
+def _traced_config(w):
+    return CONFIG.LAM * _Squares()(w) + CONFIG.HP["lam"] * np.sum(w)
+
+
+class _Regularised:
+    def __init__(self):
+        self.hyper = {"lam": 0.1}
+
+    def loss(self, w):
+        return self.hyper["lam"] * np.sum(w**2)
+
+
+def _closure_over_a_dict():
+    config = {"lam": 0.1}
+
+    def loss(w):
+        return config["lam"] * np.sum(w**2)
+
+    return loss, config
+
+
+def test_a_dict_or_list_of_numbers_changed_in_place_rebuilds_the_gradient(monkeypatch):
+    monkeypatch.setitem(RIDGE, "lam", 0.1)
+    monkeypatch.setitem(RIDGE["inner"], "k", 1.0)
+    closure, config = _closure_over_a_dict()
+    model = _Regularised()
+    cases = [
+        (_ridge_from_a_global_dict, lambda: RIDGE.__setitem__("lam", 0.5)),
+        (_ridge_from_a_global_dict, lambda: RIDGE["inner"].__setitem__("k", 3.0)),
+        (_scaled_by_a_global_list, lambda: SCALES.__setitem__(1, -1.5)),
+        (closure, lambda: config.__setitem__("lam", 0.7)),
+        (_traced_ridge, lambda: RIDGE.__setitem__("lam", 0.9)),
+        (_traced_ridge, lambda: SCALES.__setitem__(0, 4.0)),
+        (_scaled_by_a_module_number, lambda: setattr(CONFIG, "LAM", 0.6)),
+        (_traced_config, lambda: setattr(CONFIG, "LAM", 0.2)),
+        (_traced_config, lambda: CONFIG.HP.__setitem__("lam", 0.8)),
+        (model.loss, lambda: model.hyper.__setitem__("lam", 0.3)),
+    ]
+    w = np.array([1.0, -2.0, 0.5])
+    try:
+        for fn, change in cases:
+            gradient = sourcegrad.grad(fn)
+            for _ in range(2):  # (the second call runs the fast entry)
+                np.testing.assert_allclose(
+                    gradient(w), numeric_grad(fn, (w,), 0), rtol=1e-6, atol=1e-8
+                )
+            change()
+            np.testing.assert_allclose(gradient(w), numeric_grad(fn, (w,), 0), rtol=1e-6, atol=1e-8)
+    finally:
+        SCALES[:] = [0.1, 2.0]
+        CONFIG.LAM, CONFIG.HP = 0.1, {"lam": 0.1}
+
+
+def test_an_unchanged_dict_of_numbers_does_not_rebuild(monkeypatch):
+    from sourcegrad.compiler import pipeline
+
+    made = []
+    generate = pipeline.generate_module
+    monkeypatch.setattr(
+        pipeline, "generate_module", lambda *a, **k: made.append(1) or generate(*a, **k)
+    )
+    closure, config = _closure_over_a_dict()
+    gradient = sourcegrad.grad(closure)
+    w = np.array([1.0, 2.0])
+    for _ in range(5):
+        gradient(w)
+    config["lam"] = 0.1  # the same value written again: nothing to rebuild
+    gradient(w)
+    assert len(made) == 1
+
+
+# ndarray subclasses whose operators mean something else: np.matrix (`*` a matrix product)
+# and masked arrays (reductions skip masked entries) were differentiated as ndarrays -- the
+# elementwise function's gradient (np.sum(A * A) gave 2A for a matrix A)
+with warnings.catch_warnings():  # (numpy says np.matrix may go: users still pass it)
+    warnings.simplefilter("ignore", PendingDeprecationWarning)
+    _MATRIX = np.asmatrix(np.array([[1.0, 2.0], [3.0, 4.0]]))
+
+
+def _sum_of_products(A):
+    return np.sum(A * A)
+
+
+def _times_a_global_matrix(x):
+    return np.sum(np.asarray(x * _MATRIX))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [_MATRIX, np.ma.array([[1.0, 2.0], [3.0, 4.0]], mask=[[0, 1], [0, 0]])],
+    ids=["matrix", "masked"],
+)
+def test_an_array_whose_operators_are_not_ndarrays_is_refused(value):
+    with pytest.raises(errors.CallArgumentsError, match="argument 'A'"):
+        sourcegrad.grad(_sum_of_products)(value)
+    with pytest.raises(errors.CallArgumentsError, match="matrix"):
+        sourcegrad.grad(_times_a_global_matrix)(np.ones((2, 2)))
+
+
+def test_an_ndarray_subclass_with_ndarrays_operators_is_differentiated(tmp_path):
+    stored = np.memmap(tmp_path / "a.dat", dtype=np.float64, mode="w+", shape=(2, 2))
+    stored[:] = [[1.0, 2.0], [3.0, 4.0]]
+    np.testing.assert_allclose(sourcegrad.grad(_sum_of_products)(stored), 2 * np.asarray(stored))
+
+
+# `out=` of a numpy function that is not a ufunc (np.clip, np.concatenate) and of a method
+# (`y.clip(lo, hi, out=y)`): the result written into the buffer. The trace kept the keyword
+# as a plain one (the buffer kept its old value in the IR: the clip's derivative was lost), and
+# the source front end's np.concatenate did too (a zero gradient).
+def _clipped_in_place(x):
+    y = x.copy()
+    np.clip(y, -0.5, 0.5, out=y)
+    return np.sum(y**2)
+
+
+def _clipped_by_the_method(x):
+    y = x * 3.0
+    y.clip(-1.0, 1.0, out=y)
+    return np.sum(y**2)
+
+
+def _concatenated_into(x):
+    out = np.empty(2 * len(x))
+    np.concatenate([x, x**2], out=out)
+    return np.sum(out**2)
+
+
+def _clipped_into_another(x):
+    z = np.empty_like(x)
+    np.clip(np.sin(x), -0.5, 0.5, out=z)
+    return np.sum(z**3)
+
+
+@pytest.mark.parametrize(
+    "fn", [_clipped_in_place, _clipped_by_the_method, _concatenated_into, _clipped_into_another]
+)
+def test_out_of_a_function_that_is_not_a_ufunc_is_written_into(fn):
+    x = np.array([0.1, 0.7, -0.9, 0.2])
+    expected = numeric_grad(fn, (x,), 0)
+    np.testing.assert_allclose(sourcegrad.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sourcegrad.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)

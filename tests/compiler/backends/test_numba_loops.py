@@ -80,7 +80,8 @@ def _numba_text(f, args, wrt):
 
 def test_a_list_appended_in_a_loop_is_appended_in_place_and_its_restores_go():
     numpy_text, text = _numba_text(rnn_list, _rnn_args(np.random.default_rng(0)), (0,))
-    assert "hs = list_append(hs, h)" in numpy_text and "saved.append(hs)" in numpy_text
+    # (the optimizer drops the saves of hs already: the backward reads only its last value)
+    assert "hs = list_append(hs, h)" in numpy_text and "saved.append(hs)" not in numpy_text
     assert "hs.append(h)" in text and "list_append(" not in text
     assert "stack_hs = stack_appended(hs)" in text
     assert "unstack_appended(stack_hs * 2.0, len(hs))" in text

@@ -164,6 +164,12 @@ def h_sum_list(x):  # sum_list_grad, items of different shapes
     return np.sum(sum([np.sin(x), x**2, x[0]]) ** 2)
 
 
+def h_windows(x):  # unwindow: an im2col convolution's input gradient
+    windows = np.lib.stride_tricks.sliding_window_view(x, (2, 3))
+    kernel = np.array([[1.0, -2.0, 0.5], [0.25, 1.5, -1.0]])
+    return np.sum(np.tanh(np.einsum("ijkl,kl->ij", windows, kernel)) ** 2)
+
+
 def h_mean_prod(x):  # reductions with axes and keepdims next to the helpers
     return np.sum(np.mean(x**2, axis=1) ** 2) + np.sum(np.prod(x, axis=0, keepdims=True) * x)
 
@@ -195,6 +201,7 @@ HELPER_CASES = [
     (h_stack_list, lambda: (normal(20, 3),), 0, "unstack_list"),
     (h_concat_list, lambda: (normal(21, 3),), 0, "unconcatenate_list"),
     (h_sum_list, lambda: (normal(22, 3),), 0, "sum_list_grad"),
+    (h_windows, lambda: (normal(24, 4, 5),), 0, "unwindow"),
     (h_mean_prod, lambda: (positive(23, 2, 3),), 0, None),
 ]
 HELPER_IDS = [f"{c[0].__name__}-{c[2]}" for c in HELPER_CASES]
@@ -403,3 +410,16 @@ def test_every_case_twice_in_reverse_mode(fn, make_args, wrt):
     _, fwd = second_derivative(fn, args, wrt, "fwd")
     np.testing.assert_allclose(rev, fwd, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(rev, numeric_jacobian(gradient, args, wrt), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_a_stacks_adjoint_gives_each_item_its_row_in_memory_of_its_own(axis):
+    # (rows of one copy: a later change to the cotangent must not reach the gradients)
+    g = normal(31, 3, 4)
+    items = [None] * g.shape[axis]
+    rows = runtime.unstack_list(g, items, axis)
+    expected = [np.take(g, i, axis=axis) for i in range(g.shape[axis])]
+    assert len(rows) == len(expected)
+    for row, want in zip(rows, expected):
+        np.testing.assert_array_equal(row, want)
+        assert not np.shares_memory(row, g)
