@@ -77,7 +77,8 @@ UNCOVERED = {
     ),
     **dict.fromkeys(
         (
-            "convolution lowered_convolution batch_norm_train batch_norm_eval constant_pad "
+            "convolution lowered_convolution batch_norm_train batch_norm_eval layer_norm embedding "
+            "constant_pad "
             "resample nll_loss nll_loss2d index_put fill_tensor torch_div_rounding "
             "smooth_l1_loss huber_loss binary_cross_entropy binary_cross_entropy_with_logits "
             "xlogy linalg_cross cdist"

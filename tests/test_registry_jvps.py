@@ -82,6 +82,12 @@ SAMPLES = {
     "cdist": ((arr(3, 2), arr(4, 2)), {"p": 3.0}, (0, 1)),
     "linalg_cross": ((arr(2, 3), arr(2, 3)), {}, (0, 1)),
     "batch_norm_train": ((arr(4, 3, 2), R.uniform(0.5, 2, 3), arr(3), 1e-5), {}, (0, 1, 2)),
+    "embedding": ((arr(5, 3), np.array([[0, 4], [4, 2]])), {"padding_idx": 2}, (0,)),
+    "layer_norm": (
+        (arr(4, 3, 2), R.uniform(0.5, 2, (3, 2)), arr(3, 2), (1, 2), 1e-5),
+        {},
+        (0, 1, 2),
+    ),
     "batch_norm_eval": (
         (arr(4, 3, 2), R.uniform(0.5, 2, 3), arr(3), arr(3), R.uniform(0.5, 2, 3), 1e-5),
         {},

@@ -10,9 +10,9 @@ strings) and compute what the eager op computes, with torch's argument names.
 
 Takes: numpy arrays. Gives: numpy arrays. Imports numpy, `ops` (the primitives it calls,
 `max_pool_index` and `track_running_stats` among them, are `ops.nn_layers`') and
-`nn.composites`: the LSTM and GRU cells and layer norm are the eager layers' own functions,
-given the registry's numpy functions (`composites.lstm_cell(..., opnn.sigmoid, np.tanh)`);
-batch norm and cross_entropy are the registry's functions that eager's nodes compute.
+`nn.composites`: the LSTM and GRU cells are the eager layers' own functions, given the
+registry's numpy functions (`composites.lstm_cell(..., opnn.sigmoid, np.tanh)`); batch norm,
+layer norm and cross_entropy are the registry's functions that eager's nodes compute.
 `linear` is `input @ weight.T + bias` here (eager records one addmm node; the compiler
 differentiates the product and the sum itself, and prints them as they read).
 
@@ -184,11 +184,7 @@ def batch_norm_train(
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     axes = tuple(range(input.ndim - len(normalized_shape), input.ndim))
-    return composites.layer_norm(input, axes, weight, bias, eps, mean_keepdims, opnn.rsqrt)
-
-
-def mean_keepdims(x, axes):
-    return np.mean(x, axis=axes, keepdims=True)
+    return nn_layers.layer_norm(input, weight, bias, axes, eps)
 
 
 # nn.RNN, nn.LSTM and nn.GRU: `module` writes each module's forward as a function

@@ -1,4 +1,6 @@
-"""The composites both modes compute, written once: the LSTM and GRU cells and layer norm.
+"""The composites both modes compute, written once: the LSTM and GRU cells; and layer norm
+as Tensor ops, which eager uses where its entry does not apply (`nn.norm_ops.layer_norm`: an
+input that is not a real floating-point array of one dtype with its weight and bias).
 
 Each is a function over arrays or Tensors whose registry ops are passed in: eager code
 passes the eager ops (`ops.sigmoid`, `ops.tanh`, `ops.rsqrt`: the nodes torch records) and

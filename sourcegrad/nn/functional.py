@@ -1,7 +1,7 @@
 """`sourcegrad.nn.functional`: activations, losses and the layers' functions.
 
 Where torch has a single node for a function and the rule table has a rule, the
-node is torch's; the other functions (gelu, elu, softplus, hardtanh, layer_norm,
+node is torch's; the other functions (gelu's tanh form, elu, softplus, hardtanh,
 embedding, bilinear, ...) are written with tensor ops, so their values and
 gradients are torch's but their grad_fn names are those of the last op used.
 
@@ -11,7 +11,7 @@ where torch has it; the families that grew large live apart (`functional_loss`,
 
 The losses live in `functional_loss` (imported here under their torch names);
 `linear` in `linear_ops` (AddmmBackward0 with a bias on a matrix, over a TBackward0 of
-the weight), the composites both modes share in `composites`.
+the weight), `layer_norm` in `norm_ops` (NativeLayerNormBackward0).
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ import warnings
 
 import numpy as np
 
-from ..eager import devices, factories, shape_ops, tensor_math
+from ..eager import devices, factories, operands, shape_ops, tensor_math
 from ..eager import inplace as _inplace_ops
 from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F401 (torch's too)
+from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
-from . import composites
+from ..ops import nn as ops_nn
 
 # convolution, pooling, padding, interpolation and batch norm: a module per family
 from .conv_ops import (
@@ -65,7 +66,7 @@ from .functional_loss import (
     triplet_margin_loss,
 )
 from .linear_ops import linear  # noqa: F401
-from .norm_ops import batch_norm  # noqa: F401
+from .norm_ops import batch_norm, layer_norm  # noqa: F401
 from .pad_ops import pad  # noqa: F401
 from .pool_ops import (
     adaptive_avg_pool1d,
@@ -79,6 +80,7 @@ from .pool_ops import (
 from .unsupported import UnsupportedOptionError
 
 _wrap = Tensor._make
+EMBEDDING = OpSpec("EmbeddingBackward0", "embedding", n_arrays=2, edges=(0,))
 
 
 def relu(input, inplace=False):
@@ -429,11 +431,12 @@ def embedding(
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    out = weight[input]
-    if padding_idx is None:
-        return out
-    at_pad = (input == padding_idx).unsqueeze(-1)
-    return tensor_math.where(at_pad, weight.detach()[input], out)
+    # (the indices copied: the node's gradient is that of the rows this forward read)
+    indices = input._data.copy()
+    out = _wrap(ops_nn.embedding(weight._data, indices))
+    if operands.needs_grad(weight):
+        record(EMBEDDING, out, (weight, indices), {"padding_idx": padding_idx})
+    return out
 
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):
@@ -445,26 +448,6 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):
         norms = tensor_math.norm(weight[rows], norm_type, dim=1, keepdim=True)
         scale = tensor_math.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         weight[rows] = weight[rows] * scale
-
-
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """(x - mean) / sqrt(var + eps) over the last len(normalized_shape) dims, then affine."""
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    normalized_shape = tuple(normalized_shape)
-    k = len(normalized_shape)
-    if tuple(input.shape[input.ndim - k :]) != normalized_shape or input.ndim < k:
-        expected = "[*, " + ", ".join(str(d) for d in normalized_shape) + "]"
-        raise RuntimeError(
-            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
-            f"{expected}, but got input of size{list(input.shape)}"
-        )
-    dims = tuple(range(input.ndim - k, input.ndim))
-    return composites.layer_norm(input, dims, weight, bias, eps, _mean_keepdim, tensor_math.rsqrt)
-
-
-def _mean_keepdim(x, dims):
-    return x.mean(dims, keepdim=True)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

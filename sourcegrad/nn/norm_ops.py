@@ -1,4 +1,5 @@
-"""`F.batch_norm` (NativeBatchNormBackward0), with torch's running-statistics update.
+"""`F.batch_norm` (NativeBatchNormBackward0), with torch's running-statistics update, and
+`F.layer_norm` (NativeLayerNormBackward0).
 
 Two primitives of the registry (`ops.nn_layers`), both under torch's node name:
 
@@ -13,24 +14,32 @@ as torch's kernel writes them, without moving their version counters):
 running = momentum stat + (1 - momentum) running, the variance's statistic unbiased
 (n / (n - 1)), float32 statistics computed in float64 as torch's CPU kernel does.
 
-Imports: numpy, `ops` (the entries, their kernels), the eager ops.
+"layer_norm" normalises over the trailing dims; its node keeps the forward's normalised
+input and 1 / std (the entry's static `saved`), as torch's keeps its mean and rstd, so that
+the backward computes no statistic again. An input that is not a real floating-point array
+of one dtype with its weight and bias goes through the composite of Tensor ops
+(`nn.composites.layer_norm`), whose nodes and errors are those ops'.
+
+Imports: numpy, `ops` (the entries, their kernels), the eager ops, `nn.composites`.
 """
 
 from __future__ import annotations
 
-from ..eager import operands
+from ..eager import operands, tensor_math
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 from ..ops.nn_kernels import update_running_stats
-from ..ops.nn_layers import batch_norm_eval, batch_norm_train
+from ..ops.nn_layers import batch_norm_eval, batch_norm_train, layer_norm_affine, layer_norm_parts
+from . import composites
 
-__all__ = ["batch_norm"]
+__all__ = ["batch_norm", "layer_norm"]
 
 _wrap = Tensor._make
 
 
 TRAIN = OpSpec("NativeBatchNormBackward0", "batch_norm_train", n_arrays=3)
 EVAL = OpSpec("NativeBatchNormBackward0", "batch_norm_eval", n_arrays=5, edges=(0, 1, 2))
+LAYER_NORM = OpSpec("NativeLayerNormBackward0", "layer_norm", n_arrays=3)
 
 
 def _data(t):
@@ -93,3 +102,40 @@ def batch_norm(
     if operands.needs_grad(input, weight, bias):
         record(EVAL, out, (input, weight, bias, mean, var), {"eps": eps})
     return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) over the last len(normalized_shape) dims, then affine."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    x = input._data
+    shape = x.shape
+    if shape[len(shape) - k :] != normalized_shape or len(shape) < k:
+        expected = "[*, " + ", ".join(str(d) for d in normalized_shape) + "]"
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"{expected}, but got input of size{list(shape)}"
+        )
+    axes = tuple(range(len(shape) - k, len(shape)))
+    w, b = _data(weight), _data(bias)
+    if x.dtype.kind != "f" or any(a is not None and a.dtype != x.dtype for a in (w, b)):
+        return composites.layer_norm(
+            input, axes, weight, bias, eps, _mean_keepdim, tensor_math.rsqrt
+        )
+    operands.same_device(input, weight, bias)
+    normed, rstd = layer_norm_parts(x, axes, eps)
+    out = layer_norm_affine(normed, w, b)
+    result = _wrap(out)
+    if operands.needs_grad(input, weight, bias):
+        # (without weight and bias the result is `normed` itself, which the user may write
+        # into: the backward then computes the statistics again from the saved input)
+        saved = None if out is normed else (normed, rstd)
+        static = {"axes": axes, "eps": eps, "saved": saved}
+        record(LAYER_NORM, result, (input, weight, bias), static)
+    return result
+
+
+def _mean_keepdim(x, dims):
+    return x.mean(dims, keepdim=True)

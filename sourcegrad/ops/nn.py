@@ -1,4 +1,5 @@
-"""The ops torch has and numpy lacks: activations, softmax, losses, addmm, in-place writes.
+"""The ops torch has and numpy lacks: activations, softmax, losses, addmm, embedding,
+in-place writes.
 
 Their forward functions (numpy in, numpy out, behaving like torch's ops: a stable
 sigmoid, softmax along one axis, ...) live here too; generated code calls them as
@@ -7,6 +8,11 @@ sigmoid, softmax along one axis, ...) live here too; generated code calls them a
 Why one module: generated code names one module for all of them (`sourcegrad.ops.nn`), and
 the fused entries (gelu, the float32 LSTM layer and its backward through time) share the
 forward helpers their rules call.
+
+Some eager nodes keep a value of their forward for their backward as a static keyword of the
+entry's VJP (gelu's `cdf`): the compiler never passes it (its default, None, computes the value
+again), and a VJP run on Tensors (create_graph) computes it again from its input, so that its
+dependence on the input is recorded.
 """
 
 from __future__ import annotations
@@ -39,20 +45,71 @@ def sigmoid(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
+# softmax, logsumexp and log_softmax write their float arrays in place (x - max, then its
+# exp, into one array); an integer x takes numpy's own result dtypes through the plain formulas
+
+
 def softmax(x, axis):
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
+    if not _of_floats(x):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return e / np.sum(e, axis=axis, keepdims=True)
+    e = np.subtract(x, _max_keepdims(x, axis))
+    np.exp(e, out=e)
+    e /= _sum_keepdims(e, axis)
+    return e
 
 
 def logsumexp(x, axis=None, keepdims=False):
-    m = np.max(x, axis=axis, keepdims=True)
+    m = _max_keepdims(x, axis)
     m = np.where(np.isfinite(m), m, 0)
-    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    if not _of_floats(x):
+        e = np.exp(x - m)
+    else:
+        e = np.subtract(x, m)
+        np.exp(e, out=e)
+    out = np.log(_sum_keepdims(e, axis)) + m
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
 def log_softmax(x, axis):
-    return x - logsumexp(x, axis=axis, keepdims=True)
+    if not _of_floats(x):
+        return x - logsumexp(x, axis=axis, keepdims=True)
+    # (x - max) - log(sum(exp(x - max))), as torch's kernel rounds it
+    m = _max_keepdims(x, axis)
+    shifted = np.subtract(x, np.where(np.isfinite(m), m, 0))
+    shifted -= np.log(_sum_keepdims(np.exp(shifted), axis))
+    return shifted
+
+
+def _of_floats(x):
+    return getattr(x, "dtype", np.dtype(np.int64)).kind in "fc"
+
+
+def _is_last_axis(x, axis):
+    return type(x) is np.ndarray and x.ndim > 0 and axis in (-1, x.ndim - 1)
+
+
+def _max_keepdims(x, axis):
+    """np.max(x, axis, keepdims=True). numpy's reduction over a contiguous last axis costs
+    ~100 ns a row whatever the row's length: short rows (an attention's softmax over 32 keys,
+    1024 rows: 115 us) are reduced from a transposed copy instead, one vectorised pass per
+    element of a row (~25 us)."""
+    if _is_last_axis(x, axis) and 0 < x.shape[-1] <= 48 and x.size >= 64 * x.shape[-1]:
+        n = x.shape[-1]
+        rows = x.reshape(-1, n).T.copy()
+        return np.maximum.reduce(rows, axis=0).reshape(x.shape[:-1] + (1,))
+    return np.max(x, axis=axis, keepdims=True)
+
+
+def _sum_keepdims(x, axis):
+    """np.sum(x, axis, keepdims=True); over the last axis of a float32/64 array, a product
+    with ones (BLAS: a tenth of numpy's reduction's time on short rows, see _max_keepdims)."""
+    if _is_last_axis(x, axis) and x.dtype in _BLAS_DTYPES and x.size:
+        return np.matmul(x, np.ones(x.shape[-1], x.dtype))[..., None]
+    return np.sum(x, axis=axis, keepdims=True)
+
+
+_BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def rsqrt(x):
@@ -113,27 +170,32 @@ _ERFC = (
 
 def _normal_cdf32(x):
     """normal_cdf of a float32 array in float32 arithmetic (a tenth of scipy's erf's time):
-    from erfc of |x|, so both tails keep their relative precision."""
+    from erfc of |x|, so both tails keep their relative precision. Three arrays, each
+    written in place from then on: an array of a few hundred kB is a fresh mmap (and its
+    page faults) each time malloc is asked for one, which cost more than the arithmetic."""
     z = np.abs(x)
     z *= _SQRT_HALF
-    t = 0.5 * z
+    t = np.multiply(z, 0.5)
     t += 1
     np.reciprocal(t, out=t)
-    p = t * _ERFC[0]
+    p = np.multiply(t, _ERFC[0])
     for c in _ERFC[1:-1]:
         p += c
         p *= t
     p += _ERFC[-1]
-    p -= z * z
+    z *= z
+    p -= z
     np.exp(p, out=p)
     p *= t
     p *= 0.5  # erfc(|x| / sqrt 2) / 2: the CDF at -|x|
-    # p where x < 0, 1 - p elsewhere, without a branch per element (np.where's are
-    # mispredicted on mixed signs: ten times the time of the rest)
-    out = 1 - 2 * p
-    out *= x >= 0
-    out += p
-    return out
+    # p where x < 0 (exactly: the lower tail keeps its relative precision), 1 - p elsewhere,
+    # without a branch per element (np.where's are mispredicted on mixed signs: ten times
+    # the time of the rest): p + (1 - 2p) [x >= 0], written into t
+    np.multiply(p, -2.0, out=t)
+    t += 1
+    t *= x >= 0
+    t += p
+    return t
 
 
 def normal_cdf(x):
@@ -147,9 +209,34 @@ def normal_cdf(x):
 
 def gelu(x):
     """torch's gelu (approximate='none'): x times the normal CDF of x, in x's dtype."""
+    return gelu_of_cdf(x, normal_cdf(x))
+
+
+def gelu_of_cdf(x, cdf):
+    """gelu(x) from its factor cdf = normal_cdf(x) (the eager op keeps cdf for its backward)."""
     with np.errstate(invalid="ignore"):  # -inf times 0: nan, silently as torch
-        out = x * normal_cdf(x)
+        out = x * cdf
     return out.astype(x.dtype, copy=False) if out.dtype != x.dtype else out
+
+
+def gelu_slope(x, cdf=None):
+    """d gelu / dx = normal_cdf(x) + x pdf(x). `cdf`: normal_cdf(x) as the eager forward
+    computed it (a quarter of gelu's backward saved), used for an array x only: a Tensor x
+    (a backward run under create_graph) computes its own, so that its derivative is
+    recorded."""
+    if cdf is None or hasattr(x, "erf"):
+        cdf = normal_cdf(x)
+    if type(x) is not np.ndarray or type(cdf) is not np.ndarray or cdf.dtype != x.dtype:
+        return cdf + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI
+    # the same steps in one array (a GPT's gelu input is a few hundred kB: each new array is
+    # a fresh mmap with its page faults)
+    out = np.multiply(x, x)
+    out *= -0.5
+    np.exp(out, out=out)
+    out *= x
+    out *= _INV_SQRT_2PI
+    out += cdf
+    return out
 
 
 def leaky_relu(x, negative_slope=0.01):
@@ -216,6 +303,41 @@ def mse_loss(x, y, reduction="mean"):
     return np.sum(d) if reduction == "sum" else np.mean(d)
 
 
+def embedding(weight, indices, padding_idx=None):
+    """weight's rows at `indices` (F.embedding; padding_idx only changes the gradient)."""
+    return weight[indices]
+
+
+def embedding_grad(g, zeros, indices, padding_idx=None):
+    """d <g, weight[indices]> / d weight, given `zeros` shaped and typed as the weight: g's
+    rows added into their index's row, none into padding_idx's (torch's
+    EmbeddingBackward0). For float arrays, a one-hot matrix times g's rows (BLAS: a third of
+    np.add.at's or bincount's time at a language model's sizes), where the one-hot matrix
+    is no larger than a few times g; otherwise `unindex` (arrays, or Tensors under
+    create_graph)."""
+    n = np.shape(zeros)[0] if np.ndim(zeros) else 0
+    if (
+        type(g) is np.ndarray
+        and type(zeros) is np.ndarray
+        and g.dtype == zeros.dtype
+        and g.dtype in _BLAS_DTYPES
+        and zeros.ndim == 2
+        and g.shape == np.shape(indices) + zeros.shape[1:]
+        and n * np.size(indices) <= max(4 * g.size, 1 << 16)
+    ):
+        flat = np.reshape(indices, -1)
+        onehot = np.zeros((n, flat.size), g.dtype)
+        onehot[flat, np.arange(flat.size)] = 1
+        out = onehot @ g.reshape(flat.size, -1)
+    else:
+        out = unindex(g, zeros, (indices,))
+    if padding_idx is None:
+        return out
+    keep = np.ones((n,) + (1,) * (np.ndim(zeros) - 1), dtype=bool)
+    keep[padding_idx] = False
+    return np.where(keep, out, 0)
+
+
 def put_mask(like, index):
     """1.0 everywhere except at `index` (what a non-accumulating index_put overwrites).
 
@@ -242,7 +364,16 @@ def index_put(x, values, index, accumulate=False):
 
 
 def addmm(bias, x, y):
-    return bias + x @ y
+    out = x @ y
+    if (
+        type(out) is np.ndarray
+        and type(bias) is np.ndarray
+        and bias.dtype == out.dtype
+        and bias.shape == out.shape[out.ndim - bias.ndim :]
+    ):  # the bias broadcasts into the product: added in place (one array of its size, not two)
+        out += bias
+        return out
+    return bias + out
 
 
 def add_alpha(x, y, alpha=1):
@@ -483,10 +614,20 @@ defvjp(
     kind="elementwise",
 )
 defvjp(
+    "gelu_slope",
+    gelu_slope,
+    _spelled("gelu_slope"),
+    # d/dx (cdf + x pdf) = 2 pdf - x^2 pdf; the given cdf is x's own, no input of its own
+    lambda g, ans, x, cdf=None: g * np.exp(-0.5 * x * x) * _INV_SQRT_2PI * (2 - x * x),
+    None,
+    kind="elementwise",
+)
+defvjp(
     "gelu",
     gelu,
     _spelled("gelu"),
-    lambda g, ans, x: g * (normal_cdf(x) + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI),
+    # `cdf`: the eager node's saved normal_cdf(x) (a static argument; None where not kept)
+    lambda g, ans, x, *, cdf=None: g * gelu_slope(x, cdf),
     kind="elementwise",
 )
 defvjp(
@@ -500,7 +641,19 @@ defvjp(
     "softmax",
     softmax,
     _spelled("softmax"),
-    lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),
+    # (over the last axis, the rows' dot products in one einsum: np.sum of the product costs
+    # ~100 ns a row, 56 us for an attention's 1024 rows of 32 keys against 9 us)
+    lambda g, ans, x, axis: (
+        ans
+        * (
+            g
+            - (
+                np.expand_dims(np.einsum("...i,...i->...", g, ans), -1)
+                if axis == -1 or axis == np.ndim(ans) - 1
+                else np.sum(g * ans, axis=axis, keepdims=True)
+            )
+        )
+    ),
     jvps=(lambda t, ans, x, axis: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)),),
     torch=torch("SoftmaxBackward0", "softmax", numpy=False),
 )
@@ -707,6 +860,18 @@ for _name, _torch in _ROUNDING.items():
     )
 del _name, _torch
 
+# F.embedding: the weight's gradient only (the indices are integers)
+defvjp(
+    "embedding",
+    embedding,
+    _spelled("embedding"),
+    lambda g, ans, weight, indices, padding_idx=None: embedding_grad(
+        g, np.zeros_like(weight), indices, padding_idx
+    ),
+    None,
+    register_fn=False,  # (the compiler reads `weight[indices]`: compiled.lowering's own)
+    linear=(0,),
+)
 # Several outputs: `g` is the list of the outputs' gradients (zeros where none arrived).
 defvjp(
     "split",
@@ -770,6 +935,7 @@ EXAMPLES = {
     "erf": [ex(arg(3, 4))],
     "normal_cdf": [ex(arg(3, 4))],
     "gelu": [ex(arg(3, 4))],
+    "gelu_slope": [ex(arg(3, 4))],
     "leaky_relu": [
         ex(arg(3, 4, domain="away_from_zero")),
         ex(arg(5, domain="away_from_zero"), 0.2),

@@ -15,6 +15,8 @@ the array kernels they run are `nn_kernels`'.
   nearest/linear interpolation); its VJP A^T g B.
 * "batch_norm_train" (each channel normalised by the batch's mean and biased variance,
   then weight and bias) and "batch_norm_eval" (by given statistics: an affine map).
+* "layer_norm": normalised over the trailing axes, then weight and bias (torch's
+  NativeLayerNormBackward0); the eager node keeps the forward's normalised x and 1 / std.
 * "constant_pad": a negative width crops; the VJP is the same op with the widths negated.
 * "max_pool_index", "track_running_stats" (impure), "channel_axes": no gradient.
 
@@ -28,6 +30,8 @@ Imports: numpy, the registry, `nn_kernels` and `sourcegrad.runtime` only.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -45,6 +49,10 @@ __all__ = [
     "batch_norm_input_grad",
     "batch_norm_train",
     "batch_norm_eval",
+    "layer_norm",
+    "layer_norm_parts",
+    "layer_norm_affine",
+    "layer_norm_input_grad",
     "constant_pad",
     "negated",
     "max_pool_index",
@@ -296,6 +304,131 @@ defvjp(
             / np.sqrt(K.per_channel(var, np.ndim(x)) + eps)
         ),
         lambda t, ans, x, w, b, mean, var, eps: np.zeros_like(ans) + K.per_channel(t, np.ndim(ans)),
+        None,
+        None,
+    ),
+)
+
+
+# --- layer norm --------------------------------------------------------------------------------
+
+
+def layer_norm_parts(x, axes, eps):
+    """(x - mean) / sqrt(var + eps) over `axes` (the biased variance), and 1 / sqrt(var +
+    eps), both keeping the reduced dims. (No name is bound twice: a compiled module inlines
+    this at every LayerNorm, and a name bound again is pushed on the generated forward's
+    saved-values stack.)"""
+    centred = x - np.mean(x, axis=axes, keepdims=True)
+    rstd = 1 / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + eps)
+    return centred * rstd, rstd
+
+
+def layer_norm(x, w, b, axes, eps):
+    """torch's layer norm over the trailing `axes`, then weight and bias where given (None:
+    `isinstance`, which the compiler decides while compiling, as `_affine`'s)."""
+    return layer_norm_affine(layer_norm_parts(x, axes, eps)[0], w, b)
+
+
+def layer_norm_affine(normed, w, b):
+    """normed times the weight, plus the bias, each where given."""
+    if isinstance(w, NoneType):
+        return _plus_bias(normed, b)
+    return _plus_bias(normed * w, b)
+
+
+def _plus_bias(y, b):
+    if isinstance(b, NoneType):
+        return y
+    return y + b
+
+
+def _normed_of(x, axes, eps, saved):
+    """(x normalised, 1 / std): `saved`, the eager forward's, for an array x; computed from
+    x for a Tensor x (a backward under create_graph), so that their derivatives are
+    recorded and a second derivative sees them."""
+    if saved is None or _is_tensor(x):
+        return layer_norm_parts(x, axes, eps)
+    return saved
+
+
+def _leading(ndim, axes):
+    """The axes a layer norm's weight is broadcast over (all but the normalised ones)."""
+    return tuple(range(ndim - len(axes)))
+
+
+# The backward's sums over the normalised (trailing) axes and over the others, for arrays:
+# products with ones (BLAS), where numpy's reduction costs ~100 ns a row (18 us for a GPT's
+# (8, 32, 64), against 2 us). Only the eager node calls them: the compiler differentiates the
+# forward's lines itself.
+
+
+def _mean_trailing(a, axes):
+    """np.mean(a, axis=axes, keepdims=True) over a's last len(axes) axes."""
+    k = len(axes)
+    n = math.prod(a.shape[a.ndim - k :])
+    if not (type(a) is np.ndarray and a.dtype in _BLAS_DTYPES and a.size):
+        return np.mean(a, axis=axes, keepdims=True)
+    sums = np.matmul(a.reshape(-1, n), np.ones(n, a.dtype))
+    return (sums / n).reshape(a.shape[: a.ndim - k] + (1,) * k)
+
+
+def _sum_leading(a, axes):
+    """np.sum(a) over all but its last len(axes) axes (a layer norm's weight's gradient)."""
+    k = len(axes)
+    trailing = a.shape[a.ndim - k :]
+    if not (type(a) is np.ndarray and a.dtype in _BLAS_DTYPES and a.size):
+        return np.sum(a, axis=_leading(np.ndim(a), axes))
+    rows = a.reshape(-1, math.prod(trailing))
+    return np.matmul(np.ones(rows.shape[0], a.dtype), rows).reshape(trailing)
+
+
+_BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def layer_norm_input_grad(g, x, w, axes, eps, saved=None):
+    """d <g, layer_norm(x, w, b)> / d x = rstd (gw - mean(gw) - xhat mean(gw xhat)), gw = g w
+    (arrays, or Tensors under create_graph)."""
+    xhat, rstd = _normed_of(x, axes, eps, saved)
+    gw = g if w is None else g * w
+    gwx = gw * xhat
+    if not all(type(a) is np.ndarray and a.dtype == gwx.dtype for a in (gw, xhat, rstd)):
+        mean_gw = np.mean(gw, axis=axes, keepdims=True)
+        mean_gwx = np.mean(gwx, axis=axes, keepdims=True)
+        return rstd * (gw - mean_gw - xhat * mean_gwx)
+    # the same steps on arrays (the eager backward's case), written into the arrays made here
+    mean_gw = _mean_trailing(gw, axes)
+    mean_gwx = _mean_trailing(gwx, axes)
+    out = np.subtract(gw, mean_gw)
+    np.multiply(xhat, mean_gwx, out=gwx)
+    out -= gwx
+    out *= rstd
+    return out
+
+
+defvjp(
+    "layer_norm",
+    layer_norm,
+    Spelling("module", "sourcegrad.ops.nn_layers.layer_norm"),
+    lambda g, ans, x, w, b, axes, eps, *, saved=None: layer_norm_input_grad(
+        g, x, w, axes, eps, saved
+    ),
+    lambda g, ans, x, w, b, axes, eps, *, saved=None: _sum_leading(
+        g * _normed_of(x, axes, eps, saved)[0], axes
+    ),
+    lambda g, ans, x, w, b, axes, eps, *, saved=None: _sum_leading(g, axes),
+    None,
+    None,
+    # The compiler reads the forward (`compiled.lowering` calls it) and differentiates its
+    # lines; eager records this entry's one node (NativeLayerNormBackward0), which keeps the
+    # forward's normalised x and 1 / std (`saved`, a static argument) for its backward.
+    register_fn=False,
+    # the normalisation's Jacobian is symmetric: its JVP is its VJP, then the weight
+    jvps=(
+        lambda t, ans, x, w, b, axes, eps, *, saved=None: (
+            layer_norm_input_grad(t, x, None, axes, eps, saved) * (1.0 if w is None else w)
+        ),
+        lambda t, ans, x, w, b, axes, eps, *, saved=None: t * _normed_of(x, axes, eps, saved)[0],
+        lambda t, ans, x, w, b, axes, eps, *, saved=None: np.zeros_like(ans) + t,
         None,
         None,
     ),

@@ -536,6 +536,20 @@ CASES = [
         True,
     ),
     (
+        "embedding",
+        "embedding, a repeated row",
+        lambda w: F.embedding(sg.tensor([[1, 0], [2, 1]]), w * w),
+        [arr(3, 2)],
+        True,
+    ),
+    (
+        "layer_norm",
+        "layer_norm",
+        lambda x, w, b: F.layer_norm(x * x, (2, 2), w, b),
+        [arr(3, 2, 2), pos(2, 2), arr(2, 2)],
+        True,
+    ),
+    (
         "batch_norm_eval",
         "batch_norm eval",
         lambda x, w, b: F.batch_norm(x * x, sg.tensor([0.5, -0.2]), sg.tensor([1.5, 0.7]), w, b),
