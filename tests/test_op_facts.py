@@ -82,6 +82,10 @@ NOT_YET_FIELDS = {
     },
     "compiler/analysis/checks.py": {"_COPY_KEYWORD": "ops taking numpy's copy= keyword"},
     "compiler/backends/numba_backend.py": {"_REDUCTIONS": "reductions numba compiles"},
+    "compiler/backends/numba_masks.py": {
+        "_RUNTIME_ARITY": "runtime helpers' names in generated text, by their arity",
+        "_RUNTIME_MASK_AT": "the position of those helpers' mask argument",
+    },
     "compiler/derive/row_blocks.py": {
         "_SUMS": "reductions over the rows whose blocks add up",
         "_TRANSPOSES": "transposes of a row block",
@@ -107,6 +111,7 @@ NOT_YET_FIELDS = {
     "compiler/specialise/list_operands.py": {"ARRAY_FAMILIES": "ops taking a list as an array"},
     "compiler/trace/recorder.py": {
         "_SIGNATURE_FACTS": "attributes a trace records as facts of its signature",
+        "_SHAPE_FACTS": "those of them the data decide for a selection by a mask (guarded)",
         "_IN_PLACE": "Python's augmented operators -> their ops",
     },
     "eager/elementwise.py": {"_REFUSED": "torch kernels' refused dtypes (torch's, not an op's)"},

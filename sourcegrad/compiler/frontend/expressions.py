@@ -164,6 +164,16 @@ class ExpressionsMixin:
             if trick is not None:
                 return trick
             value = self.expr(node.value)
+            held = self.ctx.free.get(value.name, _NONE) if isinstance(value, Var) else _NONE
+            if held is not _NONE and not _indexed_as_data(held):
+                # (its index is no index but its arguments: a gradient through them would be
+                # dropped as through an index's. The trace runs its __getitem__ on traced values)
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    f"{type(held).__name__} object subscripted: its __getitem__ is Python code "
+                    "the source front end does not read",
+                    node,
+                )
             return self.emit("getitem", [value, self.index(node.slice)], name=name)
         if isinstance(node, (gast.Tuple, gast.List)):
             return self.sequence(node, name)
@@ -186,9 +196,16 @@ class ExpressionsMixin:
         if not isinstance(node.value, (gast.Name, gast.Attribute)):
             return None
         ref = self.target_of(node.value)
-        if not isinstance(ref, CallableRef) or not (ref.obj is np.r_ or ref.obj is np.c_):
+        obj = (
+            ref.obj
+            if isinstance(ref, CallableRef)
+            else self.ctx.free.get(ref.name)
+            if isinstance(ref, Var)  # (`RR = np.r_`, a global of the user's)
+            else None
+        )
+        if not (obj is np.r_ or obj is np.c_):
             return None
-        what = "np.r_" if ref.obj is np.r_ else "np.c_"
+        what = "np.r_" if obj is np.r_ else "np.c_"
         elements = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
         items = []
         for element in elements:
@@ -211,7 +228,7 @@ class ExpressionsMixin:
                 items.append(self.bind_free(np.r_[bound.value], "index_range"))
                 continue
             items.append(self.expr(element))
-        return self.emit("np_r_" if ref.obj is np.r_ else "np_c_", items, name=name)
+        return self.emit("np_r_" if obj is np.r_ else "np_c_", items, name=name)
 
     def no_function_values(self, atoms, use):
         """Refuse a function value where generated code would need it as a run-time value."""
@@ -433,3 +450,15 @@ class ExpressionsMixin:
                 return Const(tuple(i.value for i in items))
             return Tup(items)
         return self.expr(node)
+
+
+_NONE = object()
+
+
+def _indexed_as_data(value) -> bool:
+    """Is `value[i]` numpy's or Python's indexing of data (an array, a list, a tuple, a dict,
+    a string), whose index carries no gradient? An object with a `__getitem__` of its own
+    (np.r_ under another name, a user's table) computes from its "index"."""
+    return isinstance(value, (np.ndarray, list, tuple, dict, str, bytes, range)) or (
+        hasattr(value, "shape") and hasattr(value, "dtype")  # (CuPy's, Dask's arrays)
+    )

@@ -190,9 +190,11 @@ class NamesMixin:
                     self.ctx.dependencies.append(
                         dependency("attribute", base.module, func.attr, value)
                     )
-                if callable(value) and not isinstance(value, np.ndarray):
-                    return CallableRef(value)
-                # a number inlined; an array, a dict, a list (`config.HP`) bound by name
+                const = static_value(value)
+                if const is not None or not user_module(base.module) or callable(value):
+                    # (a library's objects, np.r_ and np.s_, are read where they are used)
+                    return const if const is not None else CallableRef(value)
+                # a user module's array, dict or list (`config.HP`): bound by name
                 return self.classify(value, func.attr, func)
             if isinstance(base, CallableRef):
                 # a method of a library object that has a rule (scipy.stats.norm.logpdf)

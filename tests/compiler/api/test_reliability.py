@@ -667,3 +667,32 @@ def test_out_of_a_function_that_is_not_a_ufunc_is_written_into(fn):
     expected = numeric_grad(fn, (x,), 0)
     np.testing.assert_allclose(sourcegrad.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(sourcegrad.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)
+
+
+# An object with a `__getitem__` of its own, subscripted with differentiated values (np.r_
+# under another name, a user's table): its "index" is its arguments. The source front end
+# lowered it as numpy indexing, whose index carries no gradient: zeros. np.r_ under a global
+# name is read as np.r_; any other such object is refused there and traced.
+ROWS = np.r_
+
+
+class _Table:
+    def __getitem__(self, key):
+        return key[0] * 2.0 + key[1]
+
+
+LOOKUP = _Table()
+
+
+def _rows_by_an_alias(x):
+    return np.sum(ROWS[x, 2 * x] ** 2)
+
+
+def _an_objects_getitem(x):
+    return np.sum(LOOKUP[x, x**2] ** 2)
+
+
+@pytest.mark.parametrize("fn", [_rows_by_an_alias, _an_objects_getitem])
+def test_an_objects_own_getitem_is_differentiated_through_its_arguments(fn):
+    x = np.array([0.5, -1.0])
+    np.testing.assert_allclose(sourcegrad.grad(fn)(x), numeric_grad(fn, (x,), 0), rtol=1e-6)
