@@ -143,6 +143,8 @@ class CallsMixin:
             return self.make_gradient(obj, node)
         if getattr(obj, "_sourcegrad_gradient", False):
             return self.gradient_call(obj, func, node, name)
+        if _jitted(obj):  # a numba.njit helper: the Python function it compiles, inlined
+            obj = obj.py_func
         if (
             isinstance(obj, types.FunctionType)
             and rule_for_function(obj) is None
@@ -769,3 +771,11 @@ class CallsMixin:
             "or rewrite the line with supported functions",
             node,
         )
+
+
+def _jitted(obj) -> bool:
+    """A function numba compiled (`@numba.njit`, `@numba.jit`: a Dispatcher), whose Python
+    function (`py_func`) computes what its machine code does on numpy's values."""
+    return type(obj).__module__.startswith("numba.") and isinstance(
+        getattr(obj, "py_func", None), types.FunctionType
+    )
