@@ -71,7 +71,7 @@ UNCOVERED = {
             "scatter_along undiagonal unrepeat unpad select_grads gradient_adjoint "
             "interp_adjoint trapezoid_adjoint gap_inverse fit hermitian_fold "
             "real_if_close_checked gradient_of multi_dot_grad quantile_grad quantile_tangent "
-            "average_weights unaverage_weights"
+            "average_weights unaverage_weights polyval_coefficients_adjoint"
         ).split(),
         _BACKWARD_HELPER,
     ),

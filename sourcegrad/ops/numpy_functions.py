@@ -46,6 +46,13 @@ def no_function_rule(what):
 # --- helpers (linear in their first argument; each one's VJP is its transpose) ---------------
 
 
+def polyval_coefficients_adjoint(g, n, x):
+    """Adjoint of np.polyval(p, x) with respect to its `n` coefficients p: per coefficient i,
+    the sum over x's elements of g x**(n-1-i)."""
+    powers = np.asarray(x)[..., None] ** np.arange(n - 1, -1, -1)
+    return np.tensordot(np.broadcast_to(g, np.shape(x)), powers, axes=np.ndim(x))
+
+
 def scatter_along(h, indices, axis, size):
     """Adjoint of np.take_along_axis(x, indices, axis) for x with `size` elements along axis:
     zeros with h added at indices (np.add.at: an index may repeat)."""
@@ -1390,6 +1397,37 @@ defvjp(
     lambda g, ans, h, shape, x=None, dx=1.0, axis=-1: np.trapezoid(g, x, dx, axis),
     linear=(0,),
 )
+# np.polyval(p, x) = sum_i p[i] x**(n-1-i); with respect to x, the derivative polynomial's
+# value (np.polyder's coefficients, p[:-1] times the powers, written with ops that have rules)
+defvjp(
+    "np_polyval",
+    np.polyval,
+    _func("polyval"),
+    lambda g, ans, p, x: polyval_coefficients_adjoint(g, len(p), x),
+    lambda g, ans, p, x: unbroadcast(g * np.polyval(p[:-1] * np.arange(len(p) - 1, 0, -1), x), x),
+    jvps=(
+        lambda t, ans, p, x: np.polyval(t, x),
+        lambda t, ans, p, x: t * np.polyval(p[:-1] * np.arange(len(p) - 1, 0, -1), x),
+    ),
+)
+defvjp(
+    "polyval_coefficients_adjoint",
+    polyval_coefficients_adjoint,
+    _spelled("polyval_coefficients_adjoint"),
+    lambda g, ans, h, n, x: unbroadcast(np.polyval(g, x), h),
+    None,
+    lambda g, ans, h, n, x: unbroadcast(
+        h * np.polyval(g[:-1] * np.arange(len(g) - 1, 0, -1), x), x
+    ),
+    # (linear in its first input, not piecewise constant in x: each power's derivative)
+    jvps=(
+        lambda t, ans, h, n, x: polyval_coefficients_adjoint(t, n, x),
+        None,
+        lambda t, ans, h, n, x: np.concatenate(
+            [np.arange(n - 1, 0, -1) * polyval_coefficients_adjoint(h * t, n - 1, x), np.zeros(1)]
+        ),
+    ),
+)
 defvjp(
     "np_interp",
     np.interp,
@@ -1495,6 +1533,7 @@ defvjp(
 _CONDITIONS = [np.array([True, False, False, True]), np.array([False, True, False, False])]
 _XP = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
 EXAMPLES = {
+    "np_polyval": [ex(arg(4), arg(3, 2)), ex(arg(1), arg(5)), ex(arg(3), arg())],
     "np_fmax": [ex(arg(3, 4), arg(4)), ex(arg(3), arg(domain="normal", py=True))],
     "np_fmin": [ex(arg(3, 4), arg(4)), ex(arg(3), arg(domain="normal", py=True))],
     "np_logaddexp2": [ex(arg(3, 4), arg(4))],

@@ -170,6 +170,10 @@ def h_windows(x):  # unwindow: an im2col convolution's input gradient
     return np.sum(np.tanh(np.einsum("ijkl,kl->ij", windows, kernel)) ** 2)
 
 
+def h_polyval(x):  # polyval_coefficients_adjoint: the coefficients and the points both x's
+    return np.sum(np.polyval(x[:3], x[3:]) ** 2)
+
+
 def h_mean_prod(x):  # reductions with axes and keepdims next to the helpers
     return np.sum(np.mean(x**2, axis=1) ** 2) + np.sum(np.prod(x, axis=0, keepdims=True) * x)
 
@@ -202,6 +206,7 @@ HELPER_CASES = [
     (h_concat_list, lambda: (normal(21, 3),), 0, "unconcatenate_list"),
     (h_sum_list, lambda: (normal(22, 3),), 0, "sum_list_grad"),
     (h_windows, lambda: (normal(24, 4, 5),), 0, "unwindow"),
+    (h_polyval, lambda: (normal(25, 7),), 0, "polyval_coefficients_adjoint"),
     (h_mean_prod, lambda: (positive(23, 2, 3),), 0, None),
 ]
 HELPER_IDS = [f"{c[0].__name__}-{c[2]}" for c in HELPER_CASES]
