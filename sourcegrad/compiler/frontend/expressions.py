@@ -152,29 +152,7 @@ class ExpressionsMixin:
         if isinstance(node, gast.Attribute):
             return self.attribute(node, name)
         if isinstance(node, gast.Subscript):
-            if isinstance(node.value, gast.Attribute) and node.value.attr in ("s_", "index_exp"):
-                base = (
-                    self.target_of(node.value.value)
-                    if isinstance(node.value.value, (gast.Name, gast.Attribute))
-                    else None
-                )
-                if isinstance(base, ModuleRef):  # np.s_[0, 1:3]: an index, as generated code
-                    return self.index(node.slice)  # spells one outside a subscript
-            trick = self.concatenation_trick(node, name)
-            if trick is not None:
-                return trick
-            value = self.expr(node.value)
-            held = self.ctx.free.get(value.name, _NONE) if isinstance(value, Var) else _NONE
-            if held is not _NONE and not _indexed_as_data(held):
-                # (its index is no index but its arguments: a gradient through them would be
-                # dropped as through an index's. The trace runs its __getitem__ on traced values)
-                self.error(
-                    errors.UnsupportedSyntaxError,
-                    f"{type(held).__name__} object subscripted: its __getitem__ is Python code "
-                    "the source front end does not read",
-                    node,
-                )
-            return self.emit("getitem", [value, self.index(node.slice)], name=name)
+            return self.subscript(node, name)
         if isinstance(node, (gast.Tuple, gast.List)):
             return self.sequence(node, name)
         if isinstance(node, gast.Dict):
@@ -187,6 +165,33 @@ class ExpressionsMixin:
             return self.comprehension(node, name)
         what = UNSUPPORTED_EXPRESSIONS.get(type(node), type(node).__name__)
         self.error(errors.UnsupportedSyntaxError, refusal(node, what), node)
+
+    def subscript(self, node, name=None):
+        """`x[i]`: numpy's indexing of an array (or a list's, a dict's); `np.s_[...]` an index;
+        `np.r_[a, b]` a concatenation; an object's own `__getitem__` refused here (traced)."""
+        if isinstance(node.value, gast.Attribute) and node.value.attr in ("s_", "index_exp"):
+            base = (
+                self.target_of(node.value.value)
+                if isinstance(node.value.value, (gast.Name, gast.Attribute))
+                else None
+            )
+            if isinstance(base, ModuleRef):  # np.s_[0, 1:3]: an index, as generated code
+                return self.index(node.slice)  # spells one outside a subscript
+        trick = self.concatenation_trick(node, name)
+        if trick is not None:
+            return trick
+        value = self.expr(node.value)
+        held = self.ctx.free.get(value.name, _NONE) if isinstance(value, Var) else _NONE
+        if held is not _NONE and not _indexed_as_data(held):
+            # (its index is no index but its arguments: a gradient through them would be
+            # dropped as through an index's. The trace runs its __getitem__ on traced values)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{type(held).__name__} object subscripted: its __getitem__ is Python code "
+                "the source front end does not read",
+                node,
+            )
+        return self.emit("getitem", [value, self.index(node.slice)], name=name)
 
     def concatenation_trick(self, node, name):
         """`np.r_[a, b, 0:3]` and `np.c_[a, b]`: calls of the ops np_r_ / np_c_ on the items,
