@@ -776,6 +776,9 @@ class CallsMixin:
 def _jitted(obj) -> bool:
     """A function numba compiled (`@numba.njit`, `@numba.jit`: a Dispatcher), whose Python
     function (`py_func`) computes what its machine code does on numpy's values."""
-    return type(obj).__module__.startswith("numba.") and isinstance(
-        getattr(obj, "py_func", None), types.FunctionType
+    module = getattr(type(obj), "__module__", None)  # (a descriptor for some C types: 3.10)
+    return (
+        isinstance(module, str)
+        and module.startswith("numba.")
+        and isinstance(getattr(obj, "py_func", None), types.FunctionType)
     )
