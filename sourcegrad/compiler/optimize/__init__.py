@@ -30,7 +30,8 @@ Names assigned more than once (variables of loops and branches, adjoint accumula
 are never propagated or shared: their value depends on where they are read. Constant
 folding and 0/1 algebra happen earlier, while rule templates are instantiated, where the
 static facts are at hand. The modules import one way: cleanup <- algebra <- memory,
-rank_one <- row_products, indices <- masked_adjoints <- updates; this module runs them.
+cleanup <- list_adjoints, rank_one <- row_products, indices <- masked_adjoints <- updates;
+this module runs them.
 """
 
 from __future__ import annotations

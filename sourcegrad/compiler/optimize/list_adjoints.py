@@ -26,6 +26,7 @@ from ..ir import (
     read_counts,
     with_child_blocks,
 )
+from .cleanup import namer
 
 
 def gather_item_adjoints(body: list, params=()) -> list:
@@ -33,15 +34,15 @@ def gather_item_adjoints(body: list, params=()) -> list:
     list of the items' adjoints (see the module docstring)."""
     counts = assignment_counts(body, params)
     reads = read_counts(body)
-    return _block(body, counts, reads)
+    return _block(body, counts, reads, namer(set(counts) | set(reads)))
 
 
-def _block(stmts, counts, reads):
+def _block(stmts, counts, reads, fresh):
     defs, out, changed = {}, [], False
     for stmt in stmts:
         blocks = child_blocks(stmt)
         if blocks:
-            new = [_block(b, counts, reads) for b in blocks]
+            new = [_block(b, counts, reads, fresh) for b in blocks]
             if any(n is not b for n, b in zip(new, blocks)):
                 stmt, changed = with_child_blocks(stmt, new), True
         elif type(stmt) is Assign and counts.get(stmt.target) == 1:
@@ -52,7 +53,7 @@ def _block(stmts, counts, reads):
             if found is not None:
                 items, parts = found
                 if sorted(parts) == list(range(len(parts))):
-                    listed = f"{stmt.target}_items"
+                    listed = fresh(f"{stmt.target}_items")
                     out.append(
                         Assign(
                             listed,
