@@ -609,11 +609,14 @@ def zeros_adjoint(x):
 
 
 def unindex_list(g, items, index):
-    """Adjoint of `items[index]` for a list: zeros everywhere but `index`."""
-    out = [zeros_adjoint(v) for v in items]
+    """Adjoint of `items[index]` for a list: zeros everywhere but `index` (made only there:
+    a slice may cover every item, as the list of a split's pieces' adjoints does)."""
     if isinstance(index, slice):
+        taken = set(range(len(items))[index])
+        out = [None if i in taken else zeros_adjoint(v) for i, v in enumerate(items)]
         out[index] = list(g)
     else:
+        out = [zeros_adjoint(v) for v in items]
         out[index] = g
     return out
 

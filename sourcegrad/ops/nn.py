@@ -25,7 +25,7 @@ import numpy as np
 
 from ..runtime import array_module, expand_reduced, max_grad, max_jvp, unbroadcast, unindex
 from .examples import arg, ex
-from .registry import Spelling, defprimitive, defvjp, torch
+from .registry import Spelling, defnondiff, defprimitive, defvjp, torch
 
 
 def _spelled(name):
@@ -860,7 +860,9 @@ for _name, _torch in _ROUNDING.items():
     )
 del _name, _torch
 
-# F.embedding: the weight's gradient only (the indices are integers)
+# F.embedding: the weight's gradient only (the indices are integers); its gradient a primitive
+# of its own, so that compiled code (compiled.lowering's embedding) computes it as eager does
+defnondiff("embedding_grad", embedding_grad, _spelled("embedding_grad"))
 defvjp(
     "embedding",
     embedding,
@@ -869,7 +871,6 @@ defvjp(
         g, np.zeros_like(weight), indices, padding_idx
     ),
     None,
-    register_fn=False,  # (the compiler reads `weight[indices]`: compiled.lowering's own)
     linear=(0,),
 )
 # Several outputs: `g` is the list of the outputs' gradients (zeros where none arrived).

@@ -3,6 +3,8 @@
 `optimize` takes an `ir.Function` (structured: loops and branches allowed) and returns a
 new one computing the same result; its passes live in the package's modules by kind:
 
+- `list_adjoints`: the adjoint of a list read item by item (`q, k, v = np.split(...)`) made
+  the list of the items' adjoints, not a sum of one list of zeros per item;
 - `cleanup`: copy propagation and CSE of single-assignment names, dead-code elimination
   (liveness over loops to a fixed point; pushes, pops and calls made for their effect
   kept), values computed only for a `.shape` or `.size` the signature already knows;
@@ -28,7 +30,8 @@ Names assigned more than once (variables of loops and branches, adjoint accumula
 are never propagated or shared: their value depends on where they are read. Constant
 folding and 0/1 algebra happen earlier, while rule templates are instantiated, where the
 static facts are at hand. The modules import one way: cleanup <- algebra <- memory,
-rank_one <- row_products, indices <- masked_adjoints <- updates; this module runs them.
+cleanup <- list_adjoints, rank_one <- row_products, indices <- masked_adjoints <- updates;
+this module runs them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ..ir import Function
 from .algebra import sink_scalar_factors
 from .cleanup import Cleaner, eliminate_dead_code, inline_shape_only_values
 from .hoisting import hoist_transposes
+from .list_adjoints import gather_item_adjoints
 from .memory import (
     CUPY_BUFFER_REUSE_MIN_BYTES,
     NUMBA_BUFFER_REUSE_MIN_BYTES,
@@ -94,7 +98,7 @@ def optimize(
     rows), leaving a top-level loop's per trip: its row buffers would hold every trip.
     """
     clean = Cleaner(fn.params)
-    body = clean(fn.body)
+    body = clean(gather_item_adjoints(clean(fn.body), fn.params))
     arrays = bool(shapes) and bool(dtypes)
     # sizes read from the inputs (`len(Y)`) where code is read; numbers where a kernel is
     # fused (cupy.fuse, numba_fusion), which a call in an elementwise run would break up
