@@ -11,6 +11,8 @@ leaves.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ops import nn as ops_nn
@@ -277,8 +279,12 @@ def _matmul(input, other):
             f"Expected size for first two dimensions of batch2 tensor to be: "
             f"[{int(np.prod(batch))}, {k}] but got: [{int(np.prod(batch))}, {k2}]."
         )
-    ae = a2.expand(batch + (n, k)).reshape(-1, n, k)
-    be = b2.expand(batch + (k, m)).reshape(-1, k, m)
+    # torch's a.expand(batch + (n, k)).reshape(-1, n, k) and b's: the shapes are known here,
+    # so without the methods' parsing, checks and -1 (a few microseconds a node: an
+    # attention's two products make eight of these nodes)
+    size = math.prod(batch)
+    ae = views.reshape(views.expand_to(a2, batch + (n, k)), (size, n, k))
+    be = views.reshape(views.expand_to(b2, batch + (k, m)), (size, k, m))
     res = _mm_like(BMM, ae, be)
     shape = batch + ((n,) if na > 1 else ()) + ((m,) if nb > 1 else ())
     return views.unsafe_view(res, shape)

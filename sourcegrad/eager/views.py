@@ -430,6 +430,16 @@ def expand(input, *sizes):
             f"{i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
             f"{list(shape)}"
         ) from None
+    return _expanded(input, data, target)
+
+
+def expand_to(input, shape):
+    """`input.expand(shape)` for a tuple `shape` that input's broadcasts to (matmul's batch
+    shape): ExpandBackward0, without expand's parsing and checks."""
+    return _expanded(input, np.broadcast_to(input._data, shape), shape)
+
+
+def _expanded(input, data, target):
     if type(data) is np.ndarray and input._data.flags.writeable:
         # numpy hands out a broadcast read-only; torch lets an in-place op write into a view
         # of it whose elements have their own memory (`x.expand(2, 3)[0]`), and refuses one
