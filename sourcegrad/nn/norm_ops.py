@@ -29,7 +29,7 @@ from ..eager import operands, tensor_math
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 from ..ops.nn_kernels import update_running_stats
-from ..ops.nn_layers import batch_norm_eval, batch_norm_train, layer_norm_affine, layer_norm_rows
+from ..ops.nn_layers import batch_norm_eval, batch_norm_train, layer_norm_affine, layer_norm_parts
 from . import composites
 
 __all__ = ["batch_norm", "layer_norm"]
@@ -125,7 +125,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             input, axes, weight, bias, eps, _mean_keepdim, tensor_math.rsqrt
         )
     operands.same_device(input, weight, bias)
-    normed, rstd = layer_norm_rows(x, axes, eps)
+    normed, rstd = layer_norm_parts(x, axes, eps)
     out = layer_norm_affine(normed, w, b)
     result = _wrap(out)
     if operands.needs_grad(input, weight, bias):

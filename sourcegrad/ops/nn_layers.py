@@ -385,20 +385,6 @@ def _sum_leading(a, axes):
 _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def layer_norm_rows(x, axes, eps):
-    """layer_norm_parts for the eager forward: the same two arrays, with the means taken as
-    products with ones (`_mean_trailing`: a third of np.mean's time over a GPT's 256 rows of
-    64) and the centred array scaled in place. (Not layer_norm_parts itself: the compiler
-    inlines that one's lines.)"""
-    centred = np.subtract(x, _mean_trailing(x, axes))
-    rstd = _mean_trailing(centred * centred, axes)
-    rstd += eps
-    np.sqrt(rstd, out=rstd)
-    np.reciprocal(rstd, out=rstd)
-    centred *= rstd
-    return centred, rstd
-
-
 def layer_norm_input_grad(g, x, w, axes, eps, saved=None):
     """d <g, layer_norm(x, w, b)> / d x = rstd (gw - mean(gw) - xhat mean(gw xhat)), gw = g w
     (arrays, or Tensors under create_graph)."""
