@@ -2,7 +2,8 @@
 ViewBackward0 / ReshapeAliasBackward0 where the fold of the batch is a view, CloneBackward0
 and UnsafeViewBackward0 where it is a copy, BmmBackward0, UnsafeViewBackward0), the values,
 the gradients of both operands, and the errors, for broadcast batches, vectors, and the
-strided operands of an attention (q @ k.transpose(-2, -1), att @ v).
+strided operands of an attention (q @ k.transpose(-2, -1), att @ v); and torch's choice of
+one folded mm / mv over a bmm for a batch times a matrix or vector, either way round.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ CASES = [
     ((2, 4, 3), "transposed", (2, 4, 5), "plain"),
     ((2, 3, 0), "plain", (2, 0, 4), "plain"),
 ]
-# (left out, where ours records a bmm and torch folds the batch into one mm / mv: a matrix
-# or vector times a batch of 3 or more dims, and a batch times one of batch size 1, (1, k, m))
+# (left out: a batch times one of batch size 1, (2, 3, 4) @ (1, 4, 5), where torch 2.13
+# records an mm and ours a bmm)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -84,7 +85,8 @@ def test_batched_matmul_records_torchs_graph(dtype, sa, how_a, sb, how_b):
 
 
 @pytest.mark.parametrize(
-    "sa, sb", [((2, 3, 4), (2, 5, 6)), ((2, 3, 4), (3, 4, 5)), ((2, 1, 3, 4), (3, 5, 6))]
+    "sa, sb",
+    [((2, 3, 4), (2, 5, 6)), ((2, 3, 4), (3, 4, 5)), ((2, 1, 3, 4), (3, 5, 6)), ((3,), (2, 4, 5))],
 )
 def test_batched_matmul_refuses_as_torch(sa, sb):
     messages = []
@@ -95,3 +97,45 @@ def test_batched_matmul_refuses_as_torch(sa, sb):
             a @ b
         messages.append(str(err.value))
     assert messages[0] == messages[1]
+
+
+FOLDS = [
+    ((3, 4), (2, 4, 5)),
+    ((4,), (2, 3, 4, 5)),
+    ((3,), (2, 3, 4)),
+    ((2, 3, 4), (4,)),
+    ((2, 3, 4), (4, 5)),
+    ((2, 3, 0), (0, 5)),
+    ((0, 3, 4), (4, 2)),
+]
+
+
+@pytest.mark.parametrize("grads", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("strided", [False, True])
+@pytest.mark.parametrize("sa, sb", FOLDS)
+def test_matmul_folds_a_batch_where_torch_does(sa, sb, grads, strided):
+    """torch's should_fold: one mm / mv (b transposed where b has the batch, the result
+    transposed back and copied) where the smaller operand requires grad or the batch folds
+    without a copy, else the batched product (its vector squeezed back: SqueezeBackward1)."""
+    a = R.standard_normal(sa)
+    b = R.standard_normal(sb)
+    out = {}
+    for lib in (sg, torch):
+        la = lib.tensor(a, requires_grad=grads[0])
+        lb = lib.tensor(b, requires_grad=grads[1])
+        xa, xb = la, lb
+        if strided and len(sa) >= 3:  # (a batch whose dims do not fold without a copy)
+            la = lib.tensor(np.ascontiguousarray(np.swapaxes(a, 0, 1)), requires_grad=grads[0])
+            xa = la.transpose(0, 1)
+        if strided and len(sb) >= 3:
+            lb = lib.tensor(np.ascontiguousarray(np.swapaxes(b, 0, 1)), requires_grad=grads[1])
+            xb = lb.transpose(0, 1)
+        y = xa @ xb
+        y.sum().backward()
+        got = [t.grad.numpy() for t in (la, lb) if t.requires_grad]
+        out[lib] = (y.detach().numpy(), got, _graph(y.grad_fn, lib))
+    ours, theirs = out[sg], out[torch]
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12, atol=1e-12)
+    for x, y in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+    assert ours[2] == theirs[2]
