@@ -11,6 +11,8 @@ leaves.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ops import nn as ops_nn
@@ -251,17 +253,8 @@ def _matmul(input, other):
     if na == 2 and nb == 2:
         _check_mm(a, b)
         return _mm_like(MM, a, b)
-    if na >= 3 and nb <= 2:
-        # fold the batch into the rows of one mm, as torch does
-        lead = a._data.shape[:-1]
-        folded = a.reshape(-1, a._data.shape[-1])
-        if nb == 1:
-            _check_mv(folded, b)
-            res = _mm_like(MV, folded, b)
-            return views.unsafe_view(res, lead)
-        _check_mm(folded, b)
-        res = _mm_like(MM, folded, b)
-        return views.unsafe_view(res, lead + (b._data.shape[-1],))
+    if (na >= 3 and nb <= 2 or nb >= 3 and na <= 2) and _should_fold(a, b, na, nb):
+        return _folded(a, b, na, nb)
     # batched: expand both to the broadcast batch shape, then one bmm
     _check_bmm_dtypes(a, b)
     a2 = a.unsqueeze(0) if na == 1 else a
@@ -277,11 +270,51 @@ def _matmul(input, other):
             f"Expected size for first two dimensions of batch2 tensor to be: "
             f"[{int(np.prod(batch))}, {k}] but got: [{int(np.prod(batch))}, {k2}]."
         )
-    ae = a2.expand(batch + (n, k)).reshape(-1, n, k)
-    be = b2.expand(batch + (k, m)).reshape(-1, k, m)
+    # torch's a.expand(batch + (n, k)).reshape(-1, n, k) and b's: the shapes are known here,
+    # so without the methods' parsing, checks and -1 (a few microseconds a node: an
+    # attention's two products make eight of these nodes)
+    size = math.prod(batch)
+    ae = views.reshape(views.expand_to(a2, batch + (n, k)), (size, n, k))
+    be = views.reshape(views.expand_to(b2, batch + (k, m)), (size, k, m))
     res = _mm_like(BMM, ae, be)
+    if nb == 1:  # (torch squeezes the vector's column first: SqueezeBackward1)
+        res = views.squeeze(res, -1)
     shape = batch + ((n,) if na > 1 else ()) + ((m,) if nb > 1 else ())
     return views.unsafe_view(res, shape)
+
+
+def _should_fold(a, b, na, nb):
+    """torch's `should_fold` (its matmul's choice of one mm / mv over a bmm), for a batch of 3
+    or more dims times a matrix or vector, either way round: fold where the smaller operand
+    requires grad; else not for a matrix first; else where the batch folds into rows without
+    a copy (an empty batch always)."""
+    larger = na >= nb
+    if (b if larger else a).requires_grad:
+        return True
+    if na == 2:
+        return False
+    t1 = a._data if larger else np.swapaxes(b._data, -1, -2)
+    if t1.size == 0:
+        return True
+    shape, strides = t1.shape, t1.strides
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
+
+
+def _folded(a, b, na, nb):
+    """torch's folded matmul: the batch of the larger operand (b transposed where b is the
+    larger) folded into the rows of one mm / mv, viewed back; transposed back and made
+    contiguous where b was the larger and a a matrix (MmBackward0 under a CloneBackward0)."""
+    transpose = nb > na
+    t1 = views.transpose(b, -2, -1) if transpose else a
+    t2 = b if not transpose else (views.t(a) if na == 2 else a)
+    lead = t1._data.shape[:-1]
+    folded = views.reshape(t1, (math.prod(lead), t1._data.shape[-1]))
+    if t2._data.ndim == 1:
+        _check_mv(folded, t2)
+        return views.unsafe_view(_mm_like(MV, folded, t2), lead)
+    _check_mm(folded, t2)
+    out = views.unsafe_view(_mm_like(MM, folded, t2), lead + (t2._data.shape[1],))
+    return views.contiguous(views.transpose(out, -2, -1)) if transpose else out
 
 
 @implements("outer")

@@ -16,10 +16,10 @@ of `x`, as torch's MulBackward0 does.
 Imports: `node`, `tensor`, the leaves, and `sourcegrad.ops`/`runtime`; the op
 modules import it.
 
-Why one module: the general recording path (`record`) and its two-operand fast path
-(`record_pair`, the operators' forward) must build the same node field by field
-(tests/eager/test_pair_record.py); kept side by side, a change to one is read beside the
-other.
+Why one module: the general recording path (`record`) and its fast paths (`record_pair`,
+the operators' forward; `record_one`, the views') must build the same node field by field
+(tests/eager/test_pair_record.py, test_one_record.py); kept side by side, a change to one
+is read beside the others.
 """
 
 from __future__ import annotations
@@ -374,6 +374,63 @@ def record_pair(spec, out, a, b):
     node._metas = [ma, mb]
     node._state = state
     if ans_mode == NONE:  # (add, sub: _attach_output's first case, without the call)
+        node._ans = None
+        out._grad_fn = node
+        out._output_nr = 0
+        out._requires_grad = True
+    else:
+        _attach_output(node, out, ans_mode)
+    return node
+
+
+def record_one(spec, out, x, static=None):
+    """`record(spec, out, (x,), static)` for an op of one Tensor x, its one edge (the views:
+    `view`, `transpose`, `expand`, ... , a third of a GPT's forward nodes), made without
+    `record`'s loops over arguments and its call to `_saved_arguments`.
+
+    Anything this path does not handle itself (grad mode off, forward AD, anomaly mode, an
+    x that does not itself require grad (a view whose base came to), complex values, GPU
+    arrays) goes to `record`, which it must give the same node as."""
+    d = x._data
+    if (
+        not x._requires_grad
+        or len(spec.names) != 1  # (pow's exponent, nll_loss's target: record's)
+        or spec.edges != (0,)
+        or spec.varargs
+        or not STATE.enabled
+        or DUAL.on
+        or ANOMALY.enabled
+        or type(d) is not _ndarray
+        or d.dtype.kind == "c"
+        or out._data.dtype.kind == "c"
+    ):
+        return record(spec, out, (x,), static)
+    m = METAS.get((d.shape, d.dtype))
+    if m is None:
+        m = meta_of(d)
+    fn = x._grad_fn
+    edge = (fn, x._output_nr) if fn is not None and x._base is None else x._edge()
+    table = spec._table
+    _, ans_mode, keeps_values, kept = table[1] if table is not None else spec.plan(1, 1)
+    versions = None
+    if not kept:
+        saved = (None,)
+    elif kept[0][1] == SHAPE:  # (its Meta is at hand: x is the edge that needs a gradient)
+        saved = (m,)
+    else:  # (VALUE)
+        versions = [_saved_version(x)]
+        saved = (x,)
+    node = _new(spec.node_cls)
+    node.next_functions = (edge,)
+    node._seq = next(_seq_counter)
+    node._hookset = None
+    node._spec = spec
+    node._args = saved
+    node._versions = versions
+    node._static = static
+    node._metas = [m]
+    node._state = LIVE_SAVED if keeps_values else LIVE_NOTHING_SAVED
+    if ans_mode == NONE:  # (_attach_output's first case, without the call)
         node._ans = None
         out._grad_fn = node
         out._output_nr = 0

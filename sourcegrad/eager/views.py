@@ -29,7 +29,7 @@ from .dual_state import DUAL, any_tangent
 from .grad_mode import STATE
 from .operands import needs_grad as _needs_grad
 from .operands import wrap_array, wrap_dim
-from .spec import OpSpec, record
+from .spec import OpSpec, record_one
 from .surface import export, implements, numpy_form
 from .tensor import (
     DEFAULT_VIEW,
@@ -100,7 +100,7 @@ def record_view(x, data, step, spec, static):
         and (x._requires_grad or (x._base is not None and stale_view_requires_grad(x)))
         or (DUAL.on and any_tangent((x,)))
     ):
-        record(spec, out, (x,), static)
+        record_one(spec, out, x, static)
     return out
 
 
@@ -200,7 +200,7 @@ def unsafe_view(input, shape):
     shape = tuple(shape)
     out = _wrap(np.reshape(input._data, shape))
     if _needs_grad(input):
-        record(UNSAFE_VIEW, out, (input,), {"shape": shape})
+        record_one(UNSAFE_VIEW, out, input, {"shape": shape})
     return out
 
 
@@ -430,6 +430,16 @@ def expand(input, *sizes):
             f"{i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
             f"{list(shape)}"
         ) from None
+    return _expanded(input, data, target)
+
+
+def expand_to(input, shape):
+    """`input.expand(shape)` for a tuple `shape` that input's broadcasts to (matmul's batch
+    shape): ExpandBackward0, without expand's parsing and checks."""
+    return _expanded(input, np.broadcast_to(input._data, shape), shape)
+
+
+def _expanded(input, data, target):
     if type(data) is np.ndarray and input._data.flags.writeable:
         # numpy hands out a broadcast read-only; torch lets an in-place op write into a view
         # of it whose elements have their own memory (`x.expand(2, 3)[0]`), and refuses one
@@ -497,7 +507,7 @@ def contiguous(input, memory_format=None):
         np.ascontiguousarray(d) if type(d) is np.ndarray else devices.xp_of(d).ascontiguousarray(d)
     )
     if _needs_grad(input):
-        record(CLONE, out, (input,))
+        record_one(CLONE, out, input)
     return out
 
 
