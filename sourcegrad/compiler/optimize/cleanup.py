@@ -7,6 +7,10 @@ pure computation in one block, no statement whose value is never read on the way
 return, no value computed only for its `.shape` or `.size` when `shapes` knows it.
 `Cleaner` runs the first two to a fixed point. Also the small shared helpers of the other
 passes (`assign_counts`, `substitute`, `namer`).
+
+Why one module: the cleanup passes run together to a fixed point after every other pass, and
+share one model of what a statement reads and writes (a call made for its effect writes into
+its operands: neither merged nor removed); split, that model would be written twice.
 """
 
 from __future__ import annotations
@@ -179,11 +183,19 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
         and single(s.value.args[0].name)
     }
 
+    key_reads: dict = {}  # a computation's key -> the names it reads
+
     def run(stmts, seen):
         seen = dict(seen)
         out = []
         rebuild = lambda b: run(b, seen)  # noqa: E731
         for stmt in stmts:
+            # an array a call writes into (`store_item(t1, -1, v)`) holds two values under one
+            # name: what was computed of it before is not what is computed after, nor inside a
+            # loop holding the write (`np.sum(t1)` merged across it: fuzz r9-8247)
+            if written and (into := _writes_into(stmt)):
+                for key in [k for k in seen if key_reads[k] & into]:
+                    del seen[key]
             stmt = substitute(stmt, mapping, rebuild)
             if type(stmt) is Assign and counts[stmt.target] <= 1:
                 value = stmt.value
@@ -207,9 +219,7 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                     continue
                 elif (
                     RULES[value.op].pure
-                    # (an array a call writes into, `store_item(t1, -1, v)`, holds two values
-                    # under one name: a sum before the write and after are two: fuzz r9-8247)
-                    and all(counts[n] <= 1 and n not in written for n in reads_of(stmt))
+                    and all(counts[n] <= 1 for n in reads_of(stmt))
                     and stmt.target not in handed_over
                     and stmt.target not in written
                     and stmt.note != RECOMPUTED_NOTE
@@ -228,6 +238,7 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
                             mapping[stmt.target] = Var(seen[key])
                             continue
                         seen[key] = stmt.target
+                        key_reads[key] = frozenset(reads_of(stmt))
             out.append(stmt)
         return out
 
@@ -236,6 +247,19 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
     first = run(body, {})
     deep = lambda b: [_deep(x, mapping) for x in b]  # noqa: E731
     return [substitute(s, mapping, deep) for s in first]
+
+
+def _writes_into(stmt) -> set:
+    """The names a statement (or one nested in it) may write into as an array: the operands
+    of a call made for its effect, or of one given `out=`."""
+    names: set = set()
+    for s in walk([stmt]):
+        value = getattr(s, "value", None)
+        if type(value) is Call and (
+            type(s) is ExprStmt or type(s) is Assign and any(k == "out" for k, _ in value.kwargs)
+        ):
+            names.update(reads_of(s))
+    return names
 
 
 def _deep(stmt, mapping):
