@@ -658,7 +658,7 @@ def _basic_index(node, source, counters):
         return segment(source, node)
     if isinstance(node, ast.Tuple):
         parts = [p if whole(p) else _one_slice(p) for p in node.elts]
-    elif _is_s_(node):
+    elif numba_loop_writes.is_s_(node):
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
     else:
         return None
@@ -677,20 +677,11 @@ def _basic_index(node, source, counters):
     return f"({written[0]},)" if len(written) == 1 else f"({', '.join(written)})"
 
 
-def _is_s_(node) -> bool:
-    """Is `node` `np.s_[...]`?"""
-    return (
-        isinstance(node, ast.Subscript)
-        and isinstance(node.value, ast.Attribute)
-        and node.value.attr == "s_"
-        and isinstance(node.value.value, ast.Name)
-        and node.value.value.id == "np"
-    )
-
-
 def _one_slice(node):
     """The slice of `np.s_[a:b]` (one slice alone), else None."""
-    return node.slice if _is_s_(node) and isinstance(node.slice, ast.Slice) else None
+    return (
+        node.slice if numba_loop_writes.is_s_(node) and isinstance(node.slice, ast.Slice) else None
+    )
 
 
 def _range_counters(tree) -> set:

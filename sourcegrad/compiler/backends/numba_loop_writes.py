@@ -142,12 +142,12 @@ def _index_key(node):
     """An index of ints, names and slices of those as a comparable tuple, whether written
     as a subscript's (`[:, i, :]`) or as the code writes a zero_at's (`(np.s_[:], i,
     np.s_[:])`, `np.s_[:, i]`); None for any other."""
-    if _is_s_(node):
+    if is_s_(node):
         node = node.slice
     items = node.elts if isinstance(node, ast.Tuple) else [node]
     key = []
     for item in items:
-        if _is_s_(item) and isinstance(item.slice, ast.Slice):
+        if is_s_(item) and isinstance(item.slice, ast.Slice):
             item = item.slice
         if isinstance(item, ast.Slice):
             parts = [item.lower, item.upper, item.step]
@@ -181,7 +181,8 @@ def _literal_int(node):
     return None
 
 
-def _is_s_(node) -> bool:
+def is_s_(node) -> bool:
+    """Is `node` `np.s_[...]` (how generated code spells an index outside a subscript)?"""
     return (
         isinstance(node, ast.Subscript)
         and isinstance(node.value, ast.Attribute)
@@ -263,7 +264,7 @@ def _part_of(stmt):
         and len(stmt.value.args) == 3
         and not stmt.value.keywords
         and isinstance(stmt.value.args[1], ast.Name)
-        and _is_s_(stmt.value.args[2])
+        and is_s_(stmt.value.args[2])
     ):
         return None
     key = _index_key(stmt.value.args[2])
