@@ -83,6 +83,7 @@ class Compiling:
     _traces: dict
     traces_allowed: bool
     reads_source: bool
+    hands_over: bool  # a VJP whose backward frees its residuals (gradient.HandingVJP)
 
     def _finisher(self, args, generated=None, unread=False):
         """How to give this signature's gradients their inputs' types (cheap for floats), or
