@@ -1,6 +1,6 @@
 """`sourcegrad.optim.lr_scheduler`: torch's learning-rate schedules, value for value.
 
-One module, as torch's is: the schedulers share the LRScheduler base and its stepping
+Why one module: as torch's, the schedulers share the LRScheduler base and its stepping
 protocol, and users import them from this one name.
 
 Each scheduler rewrites `group['lr']` of its optimizer's parameter groups when

@@ -148,24 +148,20 @@ _NOT_MERGED = frozenset(("T", "len", "shape", "size"))
 
 
 def propagate_copies_and_cse(body: list, params=()) -> list:
-    # (long: one walk collects the sets (written, handed over, transposed, stop flags) the
-    # nested `run` reads as it rewrites; split, they would be passed to it one by one)
+    # (long: the sets (written, handed over, transposed, stop flags) the nested `run` reads
+    # as it rewrites are collected first; split, they would be passed to it one by one)
     counts = assign_counts(body, params)
     single = lambda n: counts[n] <= 1  # noqa: E731
     mapping: dict = {}
     assigns, stop_flags = [], set()  # (one walk for the sets below)
     # arrays a call made for its effect may write into (`np.copyto(a, v)`, `out=a`): two
     # equal `np.zeros(3)` filled by different calls are two arrays, never one
-    written = set()
+    written = _writes_into(body)
     for s in walk(body):
         if type(s) is Assign:
             assigns.append(s)
-            if isinstance(s.value, Call) and any(k == "out" for k, _ in s.value.kwargs):
-                written.update(reads_of(s))
         elif type(s) is For and s.stop_flag:
             stop_flags.add(s.stop_flag)
-        elif type(s) is ExprStmt and isinstance(s.value, Call):
-            written.update(reads_of(s))
     # values handed to a variable that may be updated in place (`d_W = part; d_W += ...`)
     # must keep an array of their own: they are never shared with an equal computation
     handed_over = {
@@ -193,7 +189,7 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
             # an array a call writes into (`store_item(t1, -1, v)`) holds two values under one
             # name: what was computed of it before is not what is computed after, nor inside a
             # loop holding the write (`np.sum(t1)` merged across it: fuzz r9-8247)
-            if written and (into := _writes_into(stmt)):
+            if written and (into := _writes_into([stmt])):
                 for key in [k for k in seen if key_reads[k] & into]:
                     del seen[key]
             stmt = substitute(stmt, mapping, rebuild)
@@ -249,11 +245,11 @@ def propagate_copies_and_cse(body: list, params=()) -> list:
     return [substitute(s, mapping, deep) for s in first]
 
 
-def _writes_into(stmt) -> set:
-    """The names a statement (or one nested in it) may write into as an array: the operands
-    of a call made for its effect, or of one given `out=`."""
+def _writes_into(stmts) -> set:
+    """The names the statements (and those nested in them) may write into as arrays: the
+    operands of a call made for its effect, or of one given `out=`."""
     names: set = set()
-    for s in walk([stmt]):
+    for s in walk(stmts):
         value = getattr(s, "value", None)
         if type(value) is Call and (
             type(s) is ExprStmt or type(s) is Assign and any(k == "out" for k, _ in value.kwargs)

@@ -407,10 +407,7 @@ class Recorder:
             if rule is None:
                 return self.unmodelled(ufunc, inputs, kwargs)
             result = self.op(rule.name, inputs, kwargs)
-            if out is not None:
-                target = out[0] if isinstance(out, tuple) else out
-                return self.store_into(target, result)
-            return result
+            return result if out is None else self.store_into(out, result)
         if method == "reduce" and ufunc in _REDUCTIONS:
             return self.function(_REDUCTIONS[ufunc], inputs, kwargs)
         if method == "at" and ufunc in (np.add, np.subtract):
@@ -434,7 +431,7 @@ class Recorder:
             kwargs = dict(kwargs)
             out = kwargs.pop("out")
             result = self.function(func, args, kwargs)
-            return self.store_into(out[0] if isinstance(out, tuple) else out, result)
+            return self.store_into(out, result)
         if rule.sequence_input and args:
             items, rest = args[0], list(args[1:])
             if not isinstance(items, (list, tuple)):
@@ -460,9 +457,8 @@ class Recorder:
                 args = (args,)  # x.reshape(2, 3) is x.reshape((2, 3))
             out = kwargs.pop("out", None)
             result = self.op(op, (traced, *args), kwargs)
-            if out is not None:  # `y.clip(lo, hi, out=y)`: written into the buffer
-                return self.store_into(out[0] if isinstance(out, tuple) else out, result)
-            return result
+            # (`y.clip(lo, hi, out=y)`: written into the buffer)
+            return result if out is None else self.store_into(out, result)
 
         return call
 
@@ -555,8 +551,10 @@ class Recorder:
 
         self._update(traced, "setitem", (traced, index, value), store)
 
-    def store_into(self, target, result):
-        """`np.f(..., out=target)`: result written into target's array."""
+    def store_into(self, out, result):
+        """`np.f(..., out=out)`: result written into the array `out` names (itself, or the
+        one-element tuple numpy's ufuncs take)."""
+        target = out[0] if isinstance(out, tuple) else out
         if not isinstance(target, Traced):
             if result._varied:
                 return self.escape(result, "a plain array's out= argument")

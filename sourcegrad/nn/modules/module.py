@@ -1,6 +1,6 @@
 """`nn.Module`: the base class of every layer, with torch's bookkeeping.
 
-One module, as torch's is: registration, iteration, state dicts, hooks and conversions all
+Why one module: as torch's, registration, iteration, state dicts, hooks and conversions all
 read and write the same three dicts, and each needs the others' invariants.
 
 A Module keeps its parameters, buffers and submodules in three ordered dicts
