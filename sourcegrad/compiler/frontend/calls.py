@@ -509,6 +509,17 @@ class CallsMixin:
         if buffer is None:
             self.error(errors.UnsupportedSyntaxError, "out= must name an array", node)
         self.check_binding(rule, args, kwargs, node)
+        if not args or args[0] != out:
+            # `np.multiply(v, 2.0, out=o)`: `o[...] = np.multiply(v, 2.0)`, an update in place
+            # of o (an update's first argument is the array it changes: read as the call's
+            # own, v would be taken for the array changed, and a view of o kept old values)
+            target = gast.Subscript(
+                value=gast.Name(id=buffer, ctx=gast.Load(), annotation=None, type_comment=None),
+                slice=gast.Constant(value=Ellipsis, kind=None),
+                ctx=gast.Store(),
+            )
+            self.setitem(gast.copy_location(target, node), self.emit(rule.name, args, kwargs), node)
+            return self.env[buffer]
         start = len(self.out)
         result = self.emit(rule.name, args, kwargs, name=self.local(buffer))
         self.bind(buffer, result)

@@ -669,6 +669,58 @@ def test_out_of_a_function_that_is_not_a_ufunc_is_written_into(fn):
     np.testing.assert_allclose(sourcegrad.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)
 
 
+# `np.exp(v, out=o)` where o is not the call's first argument: the update is of o. The source
+# front end took the first argument for the array changed, so a view of o read afterwards kept
+# o's old values (a silently wrong gradient: `view = o[:3]; np.exp(v, out=o); sum(view)` gave
+# the gradient of the old o), and a view of v was refused for nothing.
+def _exp_into_a_buffer_with_a_view(v):
+    out = v * 1.0
+    view = out[:3]
+    np.exp(v, out=out)
+    return np.sum(view)
+
+
+def _added_into_the_second_operand(v):
+    u = v**2
+    head = u[:2]
+    np.add(v, u, out=u)
+    return np.sum(head * v[:2])
+
+
+def _into_a_fresh_buffer_then_again(v):
+    out = np.empty(len(v))
+    np.multiply(v, 2.0, out=out)
+    np.add(out, v, out=out)
+    return np.sum(out * v)
+
+
+def _into_a_buffer_another_name_holds(v):
+    buf = np.ones(len(v))
+    alias = buf
+    np.add(v, 1.0, out=buf)
+    return np.sum(alias * v)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _exp_into_a_buffer_with_a_view,
+        _added_into_the_second_operand,
+        _into_a_fresh_buffer_then_again,
+        _into_a_buffer_another_name_holds,
+    ],
+)
+def test_out_of_a_ufunc_changes_the_buffer_not_its_first_operand(fn):
+    v = np.array([0.3, -0.8, 1.1, 0.4])
+    expected = numeric_grad(fn, (v,), 0)
+    try:
+        got = sourcegrad.grad(fn)(v)
+    except sourcegrad.SourcegradError as exc:  # refused: only for a view of the buffer
+        assert "view" in str(exc) or "head" in str(exc), exc
+        return
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+
 # An object with a `__getitem__` of its own, subscripted with differentiated values (np.r_
 # under another name, a user's table): its "index" is its arguments. The source front end
 # lowered it as numpy indexing, whose index carries no gradient: zeros. np.r_ under a global
