@@ -292,10 +292,15 @@ class Recorder:
     def _shaped_by_data(self, name, atoms, katoms, value, in_place) -> bool:
         """Does the shape of the value `name(*atoms, **katoms)` made depend on the data, not
         on the signature alone: a selection by a boolean array the trace made or was given
-        (`x[m]`: as many elements as m holds), or an array computed from such a value (an
-        update in place, only where the array updated is one)?"""
+        (`x[m]`: as many elements as m holds), the result of a call with no rule (`np.unique`,
+        run by the code: any function's result may be), or an array computed from such a
+        value (an update in place, only where the array updated is one)?"""
         if in_place:
             return isinstance(atoms[0], Var) and atoms[0].name in self.counted
+        if name == "pycall" and (
+            isinstance(value, (tuple, list)) or isinstance(value, np.ndarray) and value.ndim
+        ):
+            return True  # (a call with no rule: np.unique's result is as long as the data says)
         if not (isinstance(value, np.ndarray) and value.ndim):
             return False  # (a number, or a list of pieces: np.split's, of any shapes)
         operands = [a for atom in [*atoms, *(a for _, a in katoms)] for a in atoms_in(atom)]
@@ -493,6 +498,8 @@ class Recorder:
         if isinstance(value, (np.ndarray, np.generic)):
             return self.record("pycall", atoms, katoms, value, False)
         result = self.record("pycall", atoms, katoms, value, False)
+        if not isinstance(result, Traced):  # a tuple or list of arrays: each item traced
+            return result
         self.guard(result, value)  # (a number or a tuple the code goes on with: the same)
         return value
 

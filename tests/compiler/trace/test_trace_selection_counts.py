@@ -91,3 +91,38 @@ def test_shapes_the_signature_fixes_are_not_guarded():
     for got, hand in zip(g(*copy.deepcopy(args)), layers.lstm_hand(*args)):
         np.testing.assert_allclose(got, hand, rtol=1e-12, atol=1e-14)
     assert "trace_guard(" not in g.source
+
+
+# A call with no rule on values no gradient flows through runs in the generated code
+# (`np.unique`): its result is as long as the data make it, so its length read by the trace is
+# guarded too. Before, `len(np.unique(np.floor(w)))` was the first call's count on every call
+# (a silently wrong gradient), and np.unique's pair (`return_inverse=True`) raised an
+# AttributeError inside the trace.
+def by_len_of_unique(x, w):
+    n = len(np.unique(np.floor(x * 2.0)))
+    return np.sum(x[:n] ** 2) * w
+
+
+def by_shape_of_unique(x, w):
+    u = np.unique(np.floor(x * 2.0))
+    return np.sum(np.sin(x[: u.shape[0]])) * w
+
+
+def by_unique_inverse(x, w):
+    _, inverse = np.unique(np.floor(x * 2.0), return_inverse=True)
+    return np.sum(x**2 * inverse) * w + len(_) * np.sum(x)
+
+
+@pytest.mark.parametrize(
+    "fn", [by_len_of_unique, by_shape_of_unique, by_unique_inverse], ids=lambda f: f.__name__
+)
+def test_the_length_of_a_result_of_a_call_with_no_rule_is_the_datas(fn):
+    g = sourcegrad.grad(fn)
+    counts = set()
+    for x in INPUTS:
+        x = x + 0.13  # (off floor's steps: finite differences across one are not a slope)
+        counts.add(len(np.unique(np.floor(x * 2.0))))
+        got = g(x.copy(), 0.7)
+        np.testing.assert_allclose(got, numeric(fn, (x, 0.7)), rtol=1e-6, atol=1e-8)
+    assert len(counts) > 1  # (the inputs do give other counts)
+    assert "trace_guard(" in g.source
