@@ -352,7 +352,8 @@ defvjp(
     lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
     lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y),
     kind="elementwise",
-    props={"fresh", "owned"},
+    # (np.where(condition) alone is np.nonzero(condition): registry.data_shaped)
+    props={"fresh", "owned", "data_shaped"},
     complex=True,
 )
 # Gradient flows wherever clipping left x unchanged, bounds included (torch's clamp); elsewhere

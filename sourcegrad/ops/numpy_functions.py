@@ -29,7 +29,7 @@ from ..runtime import (
     unbroadcast,
 )
 from .examples import arg, ex
-from .registry import Spelling, alias, defnondiff, defvjp, torch
+from .registry import Spelling, alias, defnondiff, defvjp, mark, torch
 from .registry import func as _func
 
 
@@ -682,6 +682,8 @@ for _name in (
     "ravel_multi_index",
 ):
     defnondiff(f"np_{_name}", getattr(np, _name), _func(_name))
+# (as many indices as the data select)
+mark("data_shaped", "np_flatnonzero", "np_argwhere")
 
 # np.partition(a, kth) arranges a as np.take_along_axis(a, np.argpartition(a, kth)) does (the
 # same selection, so the same arrangement): the adjoint goes back along those indices.
@@ -916,6 +918,7 @@ defvjp(
     linear="joint",
     methods=("repeat",),
     complex=True,
+    props={"data_shaped"},  # (by an array of counts: registry.data_shaped)
 )
 defvjp(
     "np_rot90",

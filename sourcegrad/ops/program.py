@@ -90,6 +90,7 @@ for _name in (
         pure=_name not in ("empty_like", "empty"),
         methods=(_name,) if _name in ("argmax", "argmin") else (),
     )
+mark("data_shaped", "np_nonzero")  # (as many indices as the data select)
 mark("fresh", "np_zeros_like", "np_zeros")
 mark("owned", "np_zeros_like", "np_zeros")
 for _name, _number in (("zeros_like", 0.0), ("zeros", 0.0), ("ones_like", 1.0), ("ones", 1.0)):

@@ -136,6 +136,10 @@ def torch(node, *names, inplace=(), method=None, numpy=True, keep_int=False, spe
 #               an update in place of it raises numpy's ValueError;
 #   "complement": of a boolean mask, its complement (`~m`, np.logical_not): the two name no
 #                 element in common (optimize.indices);
+#   "data_shaped": its result's shape depends on its operands' values, not only on their
+#                  shapes (np.nonzero; np.repeat by an array of counts and np.where of a
+#                  condition alone: `data_shaped` says when), so the trace guards a shape
+#                  read from it and shape inference gives it none;
 #   "reduction": kind == "reduction"; "elementwise": kind == "elementwise".
 PROPERTIES = (
     "view",
@@ -146,6 +150,7 @@ PROPERTIES = (
     "complex",
     "readonly",
     "complement",
+    "data_shaped",
 )
 
 
@@ -298,6 +303,19 @@ def has(name: str, prop: str) -> bool:
     if prop in ("reduction", "elementwise"):
         return op.kind == prop
     return prop in op.props
+
+
+def data_shaped(name: str, ndims: tuple) -> bool:
+    """Is the result of op `name`, called with positional operands of these numbers of
+    dimensions, shaped by the operands' values (the property "data_shaped")? np.repeat is
+    by an array of counts only, np.where of a condition alone only."""
+    if not has(name, "data_shaped"):
+        return False
+    if name == "where":
+        return len(ndims) == 1
+    if name == "np_repeat":
+        return len(ndims) > 1 and ndims[1] > 0
+    return True
 
 
 def rule_for_function(fn: object) -> Rule | None:

@@ -17,6 +17,7 @@ import numpy as np
 from ... import ops
 from ...ops import RULES
 from ..ir import Call, Const, Var
+from .value_shapes import shaped_by_values
 from .values import UNKNOWN, AVal, ListOf, Unknown, concrete, stand_in
 
 
@@ -139,32 +140,30 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
     known = all(k for _, k in args) and all(k for k, _ in kwargs.values())
     if call.op == "getitem" and _is_mask(values[1], args[1][1]):
         return UNKNOWN  # the length of x[mask] depends on the data
+    if not known and ops.has(call.op, "data_shaped"):
+        if ops.data_shaped(call.op, tuple(np.ndim(v) for v in values)):
+            return UNKNOWN  # np.nonzero's: as many indices as the data select
     if (known and rule.pure) or rule.static_result:
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                return AVal(rule.forward(*values, **kwvalues), known=True)
-        except Unknown:
-            return UNKNOWN
-        except Exception as exc:
-            if known:  # a value read on a path that never runs this way (a pop of [])
-                return UNKNOWN
-            if strict and isinstance(exc, (AttributeError, TypeError)):
-                raise NumpyRejects(exc) from exc  # (`x.ndim` of a float: the user's line's)
-            raise
+        return _computed_now(rule, values, kwvalues, known, strict)
     shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(rule.shape)
     memo = _memo_key(call.op, values, kwvalues) if shape_fn in _BY_SHAPE else None
     result = _SHAPE_MEMO.get(memo) if memo is not None else None
     if result is not None:
         return AVal(result, known=False)
 
-    def evaluate(vals):
-        kws = _writable_out(kwvalues)
+    def evaluate(vals, kwvals=kwvalues):
+        kws = _writable_out(kwvals)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             result = shape_fn(rule, vals, kws) if shape_fn else rule.forward(*vals, **kws)
         # (numpy returns `out` itself: the stand-in given)
-        return kwvalues["out"] if kws is not kwvalues and result is kws["out"] else result
+        return kwvals["out"] if kws is not kwvals and result is kws["out"] else result
+
+    def by_values(vals, result):
+        """Is the result's shape one the data decide (`np.ones(n)` of an unknown n)?"""
+        return shaped_by_values(
+            call, env, vals, kwvalues, result, evaluate, rule.kind == "elementwise"
+        )
 
     try:
         result = evaluate(values)
@@ -184,11 +183,14 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             if strict:
                 _numpy_verdict(rule, values, kwvalues)
             return UNKNOWN
+        sampled = [type(v)(1) if u else v for v, u in zip(values, unknown_numbers)]
         try:
-            result = evaluate([type(v)(1) if u else v for v, u in zip(values, unknown_numbers)])
+            result = evaluate(sampled)
         except Exception:
             return UNKNOWN
-        return AVal(result, known=False)
+        return UNKNOWN if by_values(sampled, result) else AVal(result, known=False)
+    if by_values(values, result):
+        return UNKNOWN
     if isinstance(result, complex) and rule.family == "power":
         # a sample Python number (1.0 - 3.0) to a fractional power: the value's sign is not
         # known while compiling, so neither is whether Python's `**` makes it complex; it is
@@ -205,6 +207,23 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             _SHAPE_MEMO.clear()
         _SHAPE_MEMO[memo] = result
     return AVal(result, known=False)
+
+
+def _computed_now(rule, values, kwvalues, known, strict):
+    """The AVal of a call whose value is known while compiling (constant operands of a pure
+    op, or a static result: `x.shape`)."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return AVal(rule.forward(*values, **kwvalues), known=True)
+    except Unknown:
+        return UNKNOWN
+    except Exception as exc:
+        if known:  # a value read on a path that never runs this way (a pop of [])
+            return UNKNOWN
+        if strict and isinstance(exc, (AttributeError, TypeError)):
+            raise NumpyRejects(exc) from exc  # (`x.ndim` of a float: the user's line's)
+        raise
 
 
 # Ops whose result is an array shaped like one operand, whatever the others hold: a write into

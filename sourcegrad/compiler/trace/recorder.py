@@ -40,7 +40,7 @@ import numpy as np
 
 from ... import errors
 from ...errors import SourceLocation
-from ...ops import RULES, op_for_method, rule_for_function
+from ...ops import RULES, data_shaped, op_for_method, rule_for_function
 from .. import random_draws
 from ..dependencies import dependency, user_module
 from ..ir import (
@@ -297,6 +297,10 @@ class Recorder:
         value (an update in place, only where the array updated is one)?"""
         if in_place:
             return isinstance(atoms[0], Var) and atoms[0].name in self.counted
+        if data_shaped(name, tuple(self._ndim(a) for a in atoms)) and any(
+            isinstance(a, Var) for a in atoms
+        ):
+            return True  # (np.nonzero: as many indices as the data select)
         if name == "pycall" and (
             isinstance(value, (tuple, list)) or isinstance(value, np.ndarray) and value.ndim
         ):
@@ -309,6 +313,12 @@ class Recorder:
         ):
             return True
         return any(isinstance(a, Var) and a.name in self.counted for a in operands)
+
+    def _ndim(self, atom) -> int:
+        if isinstance(atom, Const):
+            return np.ndim(atom.value)
+        shape = self.shapes.get(atom.name) if isinstance(atom, Var) else None
+        return len(shape) if shape is not None else 0
 
     def fact(self, traced, name, value):
         """`value`, the `name` ("shape", "size", "len") of the traced value `traced`: a fact
