@@ -1,4 +1,5 @@
-"""`sourcegrad.nn.utils`: gradient clipping and parameter/vector conversion, as torch.nn.utils."""
+"""`sourcegrad.nn.utils`: gradient clipping, parameter/vector conversion and (`rnn`) packed
+sequences, as torch.nn.utils."""
 
 from .clip_grad import (
     clip_grad_norm,
@@ -7,6 +8,7 @@ from .clip_grad import (
     clip_grads_with_norm_,
     get_total_norm,
 )
+from . import rnn
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = [
@@ -16,5 +18,6 @@ __all__ = [
     "clip_grads_with_norm_",
     "get_total_norm",
     "parameters_to_vector",
+    "rnn",
     "vector_to_parameters",
 ]
