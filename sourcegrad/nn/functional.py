@@ -65,6 +65,7 @@ from .functional_loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .instance_norm_ops import instance_norm  # noqa: F401
 from .linear_ops import linear  # noqa: F401
 from .norm_ops import batch_norm, layer_norm  # noqa: F401
 from .pad_ops import pad  # noqa: F401

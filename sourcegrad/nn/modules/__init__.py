@@ -51,6 +51,7 @@ from .pooling import (
     MaxPool2d,
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -133,6 +134,9 @@ __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
     "BatchNorm3d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
     "ZeroPad1d",
     "ZeroPad2d",
     "ConstantPad1d",
