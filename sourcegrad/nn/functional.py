@@ -37,6 +37,7 @@ from .conv_ops import (
     conv_transpose2d,  # noqa: F401
     conv_transpose3d,
 )
+from .embedding_bag_ops import embedding_bag  # noqa: F401
 from .functional_attention import (
     canonical_mask as _canonical_mask,
 )
@@ -78,6 +79,7 @@ from .pool_ops import (
     max_pool1d,
     max_pool2d,
 )
+from .shuffle_ops import channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: F401
 from .unsupported import UnsupportedOptionError
 
 _wrap = Tensor._make

@@ -11,7 +11,7 @@ from . import activation as _activation
 from .activation import *  # noqa: F401,F403 - its classes, as activation.__all__ lists them
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .flatten import Flatten, Unflatten
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .distance import CosineSimilarity, PairwiseDistance
 from .attention import MultiheadAttention
@@ -52,6 +52,7 @@ from .pooling import (
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -84,6 +85,7 @@ __all__ = [
     "Flatten",
     "Unflatten",
     "Embedding",
+    "EmbeddingBag",
     "LayerNorm",
     "RMSNorm",
     "GroupNorm",
@@ -137,6 +139,9 @@ __all__ = [
     "InstanceNorm1d",
     "InstanceNorm2d",
     "InstanceNorm3d",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "ChannelShuffle",
     "ZeroPad1d",
     "ZeroPad2d",
     "ConstantPad1d",
