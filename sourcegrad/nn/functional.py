@@ -38,6 +38,7 @@ from .conv_ops import (
     conv_transpose3d,
 )
 from .embedding_bag_ops import embedding_bag  # noqa: F401
+from .fold_ops import fold, unfold  # noqa: F401
 from .functional_attention import (
     canonical_mask as _canonical_mask,
 )

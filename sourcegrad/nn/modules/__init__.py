@@ -53,6 +53,7 @@ from .pooling import (
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
+from .fold import Fold, Unfold
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -142,6 +143,8 @@ __all__ = [
     "PixelShuffle",
     "PixelUnshuffle",
     "ChannelShuffle",
+    "Fold",
+    "Unfold",
     "ZeroPad1d",
     "ZeroPad2d",
     "ConstantPad1d",
