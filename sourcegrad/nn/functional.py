@@ -38,6 +38,15 @@ from .conv_ops import (
     conv_transpose3d,
 )
 from .embedding_bag_ops import embedding_bag  # noqa: F401
+from .extra_pool_ops import (  # noqa: F401
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
+    local_response_norm,
+    lp_pool1d,
+    lp_pool2d,
+)
 from .fold_ops import fold, unfold  # noqa: F401
 from .functional_attention import (
     canonical_mask as _canonical_mask,
