@@ -295,8 +295,9 @@ defvjp(
     np.maximum,
     _func("maximum"),
     # masks, not g * mask: as torch's, an inf or nan g where the other argument wins gives 0
-    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(x > y, g, 0)), x),
-    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(y > x, g, 0)), y),
+    # (and a nan, which wins, passes g to both)
+    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(x < y, 0, g)), x),
+    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(y < x, 0, g)), y),
     kind="elementwise",
     torch=torch("MaximumBackward0", "maximum", keep_int=True),
 )
@@ -304,8 +305,8 @@ defvjp(
     "minimum",
     np.minimum,
     _func("minimum"),
-    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(x < y, g, 0)), x),
-    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(y < x, g, 0)), y),
+    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(x > y, 0, g)), x),
+    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(y > x, 0, g)), y),
     kind="elementwise",
     torch=torch("MinimumBackward0", "minimum", keep_int=True),
 )

@@ -608,8 +608,8 @@ defvjp(
     relu,
     _spelled("relu"),
     # a mask, not g * (ans > 0): as torch's threshold_backward, an inf or nan g where x <= 0
-    # gives 0 (sqrt(relu(x)) has gradient 0 at x <= 0, not nan)
-    lambda g, ans, x: np.where(ans > 0, g, 0),
+    # gives 0 (sqrt(relu(x)) has gradient 0 at x <= 0, not nan), and a nan x passes g on
+    lambda g, ans, x: np.where(ans <= 0, 0, g),
     kind="elementwise",
     torch=torch("ReluBackward0", "relu", inplace=("relu_",), numpy=False, keep_int=True),
 )

@@ -4,7 +4,7 @@ torch's backward of relu (threshold_backward) and of maximum / minimum selects t
 gradient where the input won and writes 0 elsewhere, so an inf or nan gradient arriving at
 an element that lost gives 0 there: sqrt(relu(x)) has gradient 0 at x <= 0, not nan (a
 multiplication by the mask, inf * 0, gave nan there and a nan parameter after the step).
-fmax / fmin send the gradient to the argument they returned, so with a nan on one side the
+relu passes the gradient on at a nan input, as torch's. fmax / fmin send the gradient to the argument they returned, so with a nan on one side the
 other one gets it (it went to neither). Ties of fmax / fmin are left out: torch gives the
 whole gradient to the first argument, sourcegrad (numpy's rule) half to each.
 """
@@ -16,9 +16,9 @@ import sourcegrad as sg
 
 torch = pytest.importorskip("torch")
 
-X = [-2.0, 0.0, 3.0, -0.5, 1.5]
-OTHER = [0.0, 1.0, 1.0, -1.0, 2.0]
-UPSTREAM = [float("inf"), float("nan"), 1.0, float("-inf"), 2.0]
+X = [-2.0, 0.0, 3.0, -0.5, 1.5, float("nan")]
+OTHER = [0.0, 1.0, 1.0, -1.0, 2.0, 0.0]
+UPSTREAM = [float("inf"), float("nan"), 1.0, float("-inf"), 2.0, 3.0]
 
 
 def grads(lib, case):
