@@ -96,8 +96,8 @@ REMAINDER = OpSpec("RemainderBackward1", "mod_op")
 FMOD_SCALAR = OpSpec("FmodBackward0", "fmod", edges=(0,))
 FMOD = OpSpec("FmodBackward1", "fmod")
 DIV_ROUNDING = OpSpec("DivBackward2", "torch_div_rounding")
-FMAX = OpSpec("FmaxBackward0", "maximum")
-FMIN = OpSpec("FminBackward0", "minimum")
+FMAX = OpSpec("FmaxBackward0", "np_fmax")
+FMIN = OpSpec("FminBackward0", "np_fmin")
 
 
 @export("add", numpy=(np.add,))

@@ -37,6 +37,17 @@ from .conv_ops import (
     conv_transpose2d,  # noqa: F401
     conv_transpose3d,
 )
+from .embedding_bag_ops import embedding_bag  # noqa: F401
+from .extra_pool_ops import (  # noqa: F401
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
+    local_response_norm,
+    lp_pool1d,
+    lp_pool2d,
+)
+from .fold_ops import fold, unfold  # noqa: F401
 from .functional_attention import (
     canonical_mask as _canonical_mask,
 )
@@ -65,6 +76,7 @@ from .functional_loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .instance_norm_ops import instance_norm  # noqa: F401
 from .linear_ops import linear  # noqa: F401
 from .norm_ops import batch_norm, layer_norm  # noqa: F401
 from .pad_ops import pad  # noqa: F401
@@ -77,6 +89,7 @@ from .pool_ops import (
     max_pool1d,
     max_pool2d,
 )
+from .shuffle_ops import channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: F401
 from .unsupported import UnsupportedOptionError
 
 _wrap = Tensor._make

@@ -294,8 +294,10 @@ defvjp(
     "maximum",
     np.maximum,
     _func("maximum"),
-    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x > y), x),
-    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y > x), y),
+    # masks, not g * mask: as torch's, an inf or nan g where the other argument wins gives 0
+    # (and a nan, which wins, passes g to both)
+    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(x < y, 0, g)), x),
+    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(y < x, 0, g)), y),
     kind="elementwise",
     torch=torch("MaximumBackward0", "maximum", keep_int=True),
 )
@@ -303,8 +305,8 @@ defvjp(
     "minimum",
     np.minimum,
     _func("minimum"),
-    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, x < y), x),
-    lambda g, ans, x, y: unbroadcast(g * np.where(x == y, 0.5, y < x), y),
+    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(x > y, 0, g)), x),
+    lambda g, ans, x, y: unbroadcast(np.where(x == y, g * 0.5, np.where(y > x, 0, g)), y),
     kind="elementwise",
     torch=torch("MinimumBackward0", "minimum", keep_int=True),
 )

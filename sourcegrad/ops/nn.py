@@ -607,7 +607,9 @@ defvjp(
     "relu",
     relu,
     _spelled("relu"),
-    lambda g, ans, x: g * (ans > 0),
+    # a mask, not g * (ans > 0): as torch's threshold_backward, an inf or nan g where x <= 0
+    # gives 0 (sqrt(relu(x)) has gradient 0 at x <= 0, not nan), and a nan x passes g on
+    lambda g, ans, x: np.where(ans <= 0, 0, g),
     kind="elementwise",
     torch=torch("ReluBackward0", "relu", inplace=("relu_",), numpy=False, keep_int=True),
 )

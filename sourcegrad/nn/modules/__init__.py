@@ -11,8 +11,8 @@ from . import activation as _activation
 from .activation import *  # noqa: F401,F403 - its classes, as activation.__all__ lists them
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .flatten import Flatten, Unflatten
-from .sparse import Embedding
-from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .sparse import Embedding, EmbeddingBag
+from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from .distance import CosineSimilarity, PairwiseDistance
 from .attention import MultiheadAttention
 from .transformer import (
@@ -45,12 +45,19 @@ from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Conv
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
+    LPPool1d,
+    LPPool2d,
     MaxPool1d,
     MaxPool2d,
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
+from .fold import Fold, Unfold
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -83,6 +90,7 @@ __all__ = [
     "Flatten",
     "Unflatten",
     "Embedding",
+    "EmbeddingBag",
     "LayerNorm",
     "RMSNorm",
     "GroupNorm",
@@ -130,9 +138,22 @@ __all__ = [
     "AvgPool2d",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "LPPool1d",
+    "LPPool2d",
+    "LocalResponseNorm",
     "BatchNorm1d",
     "BatchNorm2d",
     "BatchNorm3d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "ChannelShuffle",
+    "Fold",
+    "Unfold",
     "ZeroPad1d",
     "ZeroPad2d",
     "ConstantPad1d",

@@ -15,10 +15,13 @@ from .. import init
 from .module import Module
 from .normalization import affine_parameters
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["NormBase", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
-class _BatchNorm(Module):
+class NormBase(Module):
+    """What BatchNorm and InstanceNorm share (torch's `_NormBase`): the affine parameters,
+    the running-statistics buffers, their reset, repr and old-checkpoint loading."""
+
     _version = 2
     __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
 
@@ -97,6 +100,13 @@ class _BatchNorm(Module):
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
+
+
+_NormBase = NormBase  # torch's name: code tests isinstance(m, batchnorm._NormBase)
+
+
+class _BatchNorm(NormBase):
+    """BatchNorm1d/2d/3d's forward (torch's `_BatchNorm`, which InstanceNorm is not)."""
 
     def forward(self, input):
         self._check_input_dim(input)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numbers
 
 from ...eager import factories
+from .. import extra_pool_ops, init
 from .. import functional as F
-from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "LocalResponseNorm"]
 
 
 def _as_shape(normalized_shape):
@@ -136,3 +136,23 @@ class GroupNorm(Module):
         return "{num_groups}, {num_channels}, eps={eps}, affine={affine}, bias={use_bias}".format(
             **self.__dict__, use_bias=self.bias is not None
         )
+
+
+class LocalResponseNorm(Module):
+    """Each element divided by (k + alpha * mean of the squares over `size` neighbouring
+    channels)^beta (AlexNet's normalisation), as torch's."""
+
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return extra_pool_ops.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)

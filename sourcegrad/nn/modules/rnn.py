@@ -12,7 +12,14 @@ the ordinary nodes (torch's fused `_VF` kernels have internal node names). Each
 layer and direction projects the whole input sequence at once (one matmul), then
 steps through time with the hidden-to-hidden product; the gate formulas follow
 ATen's cells (`(h - n) * z + n` for GRU). Dropout is applied to each layer's
-output except the last, in training mode only. PackedSequence is not supported.
+output except the last, in training mode only.
+
+A PackedSequence input (nn/utils/rnn.py) runs the same cell steps on its time-major `data`:
+at step t only the first batch_sizes[t] (longest) sequences advance, the others keep their
+state, so each sequence's h_n is its state after its own last step (its first, in the
+reverse direction, which starts each sequence from h0 at its own last step). hx is given and
+h_n returned in the caller's batch order (permuted by sorted_indices / unsorted_indices), the
+output is a PackedSequence with the input's batch_sizes and indices, as torch's.
 
 Why one module: as torch's `rnn.py`, RNN, LSTM and GRU (and their cells) share one base
 (`RNNBase`: parameter names, layers, directions, batch_first) and differ only in the cell
@@ -37,6 +44,7 @@ from ...ops import nn as _kernels
 from .. import composites, init
 from .. import functional as F
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -115,6 +123,35 @@ def _run_direction(mode, x, h, c, weights, reverse):
             h = _rnn_step(_activation(mode), gi, h, w_hh, b_hh)
         outputs[t] = h
     return shape_ops.stack(outputs), h, c
+
+
+def _cell_step(mode, gi, h, c, weights):
+    w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    if mode == "LSTM":
+        return _lstm_step(gi, h, c, w_hh, b_hh, w_hr)
+    if mode == "GRU":
+        return _gru_step(gi, h, w_hh, b_hh), None
+    return _rnn_step(_activation(mode), gi, h, w_hh, b_hh), None
+
+
+def _run_direction_packed(mode, data, batch_sizes, h, c, weights, reverse):
+    """One layer in one direction over a packed sequence's data (sum(batch_sizes), I):
+    (packed outputs, h_n, c_n); at step t only the first batch_sizes[t] rows advance."""
+    projected = F.linear(data, weights[0], weights[2])
+    starts = np.concatenate([[0], np.cumsum(batch_sizes)[:-1]])
+    steps = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
+    outputs = [None] * len(batch_sizes)
+    batch = h.shape[0]
+    for t in steps:
+        n, start = int(batch_sizes[t]), int(starts[t])
+        step_h, step_c = _cell_step(
+            mode, projected[start : start + n], h[:n], None if c is None else c[:n], weights
+        )
+        outputs[t] = step_h
+        h = step_h if n == batch else shape_ops.cat([step_h, h[n:]], 0)
+        if c is not None:
+            c = step_c if n == batch else shape_ops.cat([step_c, c[n:]], 0)
+    return shape_ops.cat(outputs, 0), h, c
 
 
 # --- the layers ------------------------------------------------------------------------------
@@ -266,36 +303,62 @@ class RNNBase(Module):
             self._expected_size(input, size), dtype=input.dtype, device=input.device
         )
 
-    def _run(self, input, h0, c0=None):
-        """The stacked recurrence on a batched input: (output, h_n, c_n or None)."""
-        x = input.transpose(0, 1) if self.batch_first else input
+    def _run(self, input, h0, c0=None, batch_sizes=None):
+        """The stacked recurrence on a batched input, or on a packed sequence's data with
+        its batch_sizes: (output, h_n, c_n or None)."""
+        packed = batch_sizes is not None
+        x = input.transpose(0, 1) if self.batch_first and not packed else input
         num_directions = 2 if self.bidirectional else 1
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(num_directions):
                 k = layer * num_directions + direction
-                out, h, c = _run_direction(
-                    self.mode,
-                    x,
-                    h0[k],
-                    None if c0 is None else c0[k],
-                    self._weights(layer, direction),
-                    direction == 1,
-                )
+                state = (h0[k], None if c0 is None else c0[k], self._weights(layer, direction))
+                if packed:
+                    out, h, c = _run_direction_packed(
+                        self.mode, x, batch_sizes, *state, direction == 1
+                    )
+                else:
+                    out, h, c = _run_direction(self.mode, x, *state, direction == 1)
                 outputs.append(out)
                 h_n.append(h)
                 c_n.append(c)
-            x = outputs[0] if num_directions == 1 else shape_ops.cat(outputs, 2)
+            x = outputs[0] if num_directions == 1 else shape_ops.cat(outputs, x.dim() - 1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        output = x.transpose(0, 1) if self.batch_first else x
+        output = x.transpose(0, 1) if self.batch_first and not packed else x
         return output, shape_ops.stack(h_n), None if c0 is None else shape_ops.stack(c_n)
+
+    def _run_packed(self, packed, hx, size, c_size=None):
+        """forward on a PackedSequence: (output PackedSequence, h_n, c_n or None), hx (h0,
+        c0) and the states in the caller's batch order."""
+        data, batch_sizes = packed.data, np.asarray(packed.batch_sizes.numpy(), dtype=np.int64)
+        self._check_input(data)
+        expected = (self.num_layers * (2 if self.bidirectional else 1), int(batch_sizes[0]))
+        states = []
+        for i, (h, width) in enumerate(zip(hx, (size, c_size))):
+            if width is None:
+                states.append(None)
+            elif h is None:
+                states.append(factories.zeros(expected + (width,), dtype=data.dtype))
+            else:
+                what = "hidden" if c_size is None else f"hidden[{i}]"
+                self._check_hidden(h, expected + (width,), f"Expected {what} size {{}}, got {{}}")
+                if packed.sorted_indices is not None:
+                    h = h.index_select(1, packed.sorted_indices)
+                states.append(h)
+        output, h_n, c_n = self._run(data, states[0], states[1], batch_sizes)
+        if packed.unsorted_indices is not None:
+            h_n = h_n.index_select(1, packed.unsorted_indices)
+            c_n = None if c_n is None else c_n.index_select(1, packed.unsorted_indices)
+        out = type(packed)(
+            output, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices
+        )
+        return out, h_n, c_n
 
     def _batched(self, input, name):
         """input with a batch dim (and hx with one), and whether it had one."""
-        if isinstance(input, tuple):  # a PackedSequence is a tuple in torch
-            raise F.UnsupportedOptionError("sourcegrad: RNNs do not take a PackedSequence")
         if input.dim() not in (2, 3):
             tensor = " tensor" if name == "RNN" else ""
             raise ValueError(
@@ -392,6 +455,9 @@ class GRU(RNNBase):
 
 def _forward_single_state(module, input, hx, name):
     """RNN's and GRU's forward: (output, h_n)."""
+    if isinstance(input, PackedSequence):
+        output, h_n, _ = module._run_packed(input, (hx, None), module.hidden_size)
+        return output, h_n
     input, is_batched = module._batched(input, name)
     if hx is not None:
         if is_batched and hx.dim() != 3:
@@ -419,8 +485,13 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input, hx=None):
-        input, is_batched = self._batched(input, "LSTM")
         real_hidden_size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if isinstance(input, PackedSequence):
+            output, h_n, c_n = self._run_packed(
+                input, (None, None) if hx is None else hx, real_hidden_size, self.hidden_size
+            )
+            return output, (h_n, c_n)
+        input, is_batched = self._batched(input, "LSTM")
         if hx is None:
             hx = (self._zeros(input, real_hidden_size), self._zeros(input, self.hidden_size))
         else:

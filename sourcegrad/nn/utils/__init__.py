@@ -1,4 +1,5 @@
-"""`sourcegrad.nn.utils`: gradient clipping and parameter/vector conversion, as torch.nn.utils."""
+"""`sourcegrad.nn.utils`: gradient clipping, parameter/vector conversion, (`rnn`) packed
+sequences, and the hook-based weight_norm and spectral_norm, as torch.nn.utils."""
 
 from .clip_grad import (
     clip_grad_norm,
@@ -7,7 +8,9 @@ from .clip_grad import (
     clip_grads_with_norm_,
     get_total_norm,
 )
+from . import rnn
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
 __all__ = [
     "clip_grad_norm",
@@ -16,5 +19,10 @@ __all__ = [
     "clip_grads_with_norm_",
     "get_total_norm",
     "parameters_to_vector",
+    "remove_spectral_norm",
+    "remove_weight_norm",
+    "rnn",
+    "spectral_norm",
     "vector_to_parameters",
+    "weight_norm",
 ]

@@ -1,0 +1,132 @@
+"""`F.embedding_bag`: the sum, mean or max of bags of embedding rows, as torch's.
+
+Takes indices (2-d (B, N): B bags of N; or 1-d with `offsets`, each bag running from its
+offset to the next, the last to the end or, with include_last_offset, to the last offset),
+the weight (num_embeddings, D), optional per-sample weights (mode='sum' only) and padding
+index (its entries belong to no bag); returns (B, D). An empty bag gives zeros.
+
+Written with the eager ops: the rows are looked up with `F.embedding` (which renormalises
+them to max_norm, in place, as torch), summed into their bags with `index_add` (divided by
+the bag's size for the mean), or reduced with `amax` bag by bag, so the gradient reaches the
+weight and the per-sample weights through those ops' nodes.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..eager import factories, joining
+from .unsupported import UnsupportedOptionError
+
+__all__ = ["embedding_bag"]
+
+
+def _bags(input, offsets, include_last_offset):
+    """(flat indices, the bag of each index or -1, the number of bags), torch's checks."""
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                "mini-batch of fixed length sequences. However, found offsets of type "
+                f"{type(offsets)}"
+            )
+        b, n = input.shape
+        return input.reshape(-1), np.repeat(np.arange(b), n), b
+    if input.dim() != 1:
+        raise ValueError(
+            f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}"
+        )
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if offsets.dim() != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    starts = np.asarray(offsets.detach().cpu().numpy(), dtype=np.int64)
+    length = input.shape[0]
+    ends = np.append(starts[1:], length)
+    if include_last_offset:
+        starts, ends = starts[:-1], starts[1:]
+    bag_of = np.full(length, -1, dtype=np.int64)
+    for i, (start, end) in enumerate(zip(starts, ends)):
+        bag_of[start:end] = i
+    return input, bag_of, len(starts)
+
+
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type=2,
+    scale_grad_by_freq=False,
+    mode="mean",
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
+    """torch.nn.functional.embedding_bag (see the module docstring)."""
+    from .functional import embedding  # (nn.functional re-exports this module's function)
+
+    if not weight.is_floating_point() and input.is_floating_point():
+        warnings.warn(
+            "Argument order of nn.functional.embedding_bag was changed. Usage "
+            "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+            "`embedding_bag(input, weight, ...)`.",
+            stacklevel=2,
+        )
+        weight, input = input, weight
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})"
+        )
+    if weight.dim() != 2:
+        raise ValueError(
+            f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}"
+        )
+    flat, bag_of, n_bags = _bags(input, offsets, include_last_offset)
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+            "GitHub."
+        )
+    if scale_grad_by_freq or sparse:
+        raise UnsupportedOptionError(
+            "sourcegrad: F.embedding_bag with scale_grad_by_freq=True or sparse=True is not "
+            "supported"
+        )
+    rows = embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1)
+    keep = bag_of >= 0
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += weight.shape[0]
+        keep &= np.asarray(flat.detach().cpu().numpy()) != padding_idx
+    kept = factories.tensor(np.flatnonzero(keep), device=weight.device)
+    rows, bags = rows.index_select(0, kept), bag_of[keep]
+    dim = weight.shape[1]
+    if mode == "max":
+        return joining.stack(
+            [
+                rows[bags == i].amax(0)
+                if np.any(bags == i)
+                else factories.zeros(dim, dtype=rows.dtype, device=rows.device)
+                for i in range(n_bags)
+            ]
+        ).reshape(n_bags, dim)
+    out = factories.zeros((n_bags, dim), dtype=rows.dtype, device=rows.device)
+    out = out.index_add(0, factories.tensor(bags, device=weight.device), rows)
+    if mode == "mean":
+        counts = np.maximum(np.bincount(bags, minlength=n_bags), 1).reshape(-1, 1)
+        out = out / factories.tensor(counts.astype(np.float64), dtype=out.dtype, device=out.device)
+    return out
