@@ -330,8 +330,8 @@ def trailing_mean(x, k):
     compute the same numbers); ones_like, so that a Tensor (a backward under create_graph)
     or a CuPy array gets ones of its own kind."""
     lead = x.shape[: x.ndim - k]
-    rows = np.reshape(x, lead + (-1,))
-    n = rows.shape[-1]
+    n = x.shape[-1] if k == 1 else int(np.prod(x.shape[x.ndim - k :]))
+    rows = np.reshape(x, lead + (n,))
     return np.reshape(np.matmul(rows, np.ones_like(x, shape=(n,))) / n, lead + (1,) * k)
 
 
