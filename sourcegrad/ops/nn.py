@@ -849,7 +849,13 @@ defvjp(
     "addmm",
     addmm,
     _spelled("addmm"),
-    lambda g, ans, bias, x, y: unbroadcast(g, bias),
+    # (a vector bias: the column sums of g as a product with ones, BLAS: a third of numpy's
+    # reduction's time at a GPT's (256, 192))
+    lambda g, ans, bias, x, y: (
+        np.matmul(np.ones_like(g, shape=g.shape[:1]), g)
+        if bias.shape == g.shape[1:]
+        else unbroadcast(g, bias)
+    ),
     lambda g, ans, bias, x, y: g @ y.T,
     lambda g, ans, bias, x, y: x.T @ g,
     jvps=(
