@@ -410,7 +410,7 @@ def layer_norm_input_grad(g, x, w, axes, eps, saved=None):
     # the same steps on arrays (the eager backward's case), written into the arrays made here
     mean_gw = _mean_trailing(gw, axes)
     mean_gwx = _mean_trailing(gwx, axes)
-    out = np.subtract(gw, mean_gw)
+    out = np.subtract(gw, mean_gw, out=None if w is None else gw)  # (g * w: made here)
     np.multiply(xhat, mean_gwx, out=gwx)
     out -= gwx
     out *= rstd
