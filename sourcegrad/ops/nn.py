@@ -734,7 +734,16 @@ defvjp(
     "log_softmax",
     log_softmax,
     _spelled("log_softmax"),
-    lambda g, ans, x, axis: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),
+    # (over the last axis, the rows' sums as a product with ones: see softmax's)
+    lambda g, ans, x, axis: (
+        g
+        - np.exp(ans)
+        * (
+            np.expand_dims(np.matmul(g, np.ones_like(g, shape=np.shape(g)[-1:])), -1)
+            if axis == -1 or axis == np.ndim(ans) - 1
+            else np.sum(g, axis=axis, keepdims=True)
+        )
+    ),
     jvps=(lambda t, ans, x, axis: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True),),
     torch=torch("LogSoftmaxBackward0", "log_softmax", numpy=False),
 )
