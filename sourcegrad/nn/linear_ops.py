@@ -5,14 +5,14 @@ The one eager definition: `nn.functional` re-exports it, and the attention funct
 the recurrent layers call it. (`compiled.lowering.linear` is its numpy spelling for compiled
 code, `input @ weight.T + bias`: the compiler differentiates that product and sum itself.)
 
-Imports: the eager tensor_math.
+Imports: the eager tensor_math, shape_ops and views.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..eager import shape_ops, tensor_math
+from ..eager import shape_ops, tensor_math, views
 
 __all__ = ["linear"]
 
@@ -41,7 +41,8 @@ def linear(input, weight, bias=None):
         # torch's at::linear for a contiguous input of 3 or more dims: addmm on its rows, viewed back
         # (ViewBackward0 over AddmmBackward0), one node fewer than a product and a bias add
         lead = input._data.shape[:-1]
-        out = tensor_math.addmm(bias, shape_ops.view(input, (-1, input._data.shape[-1])), wt)
-        return shape_ops.view(out, lead + (out._data.shape[-1],))
+        rows = views.view_known(input, (math.prod(lead), input._data.shape[-1]))
+        out = tensor_math.addmm(bias, rows, wt)
+        return views.view_known(out, lead + (out._data.shape[-1],))
     out = tensor_math.matmul(input, wt)
     return out + bias if bias is not None else out

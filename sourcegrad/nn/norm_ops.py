@@ -25,6 +25,8 @@ Imports: numpy, `ops` (the entries, their kernels), the eager ops, `nn.composite
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..eager import operands, tensor_math
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
@@ -126,7 +128,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         )
     operands.same_device(input, weight, bias)
     normed, rstd = layer_norm_parts(x, axes, eps)
-    out = layer_norm_affine(normed, w, b)
+    if w is not None and b is not None and type(normed) is np.ndarray:
+        # layer_norm_affine's normed * w + b, the bias added into the product (the same
+        # numbers, one array of the input's size fewer)
+        out = normed * w
+        out += b
+    else:
+        out = layer_norm_affine(normed, w, b)
     result = _wrap(out)
     if operands.needs_grad(input, weight, bias):
         # (without weight and bias the result is `normed` itself, which the user may write

@@ -318,9 +318,21 @@ def layer_norm_parts(x, axes, eps):
     eps), both keeping the reduced dims. (No name is bound twice: a compiled module inlines
     this at every LayerNorm, and a name bound again is pushed on the generated forward's
     saved-values stack.)"""
-    centred = x - np.mean(x, axis=axes, keepdims=True)
-    rstd = 1 / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + eps)
+    centred = x - trailing_mean(x, len(axes))
+    rstd = 1 / np.sqrt(trailing_mean(centred * centred, len(axes)) + eps)
     return centred * rstd, rstd
+
+
+def trailing_mean(x, k):
+    """The mean over x's last k axes, keeping them: a product with ones (BLAS), where numpy's
+    reduction costs ~100 ns a row (a GPT's (8, 32, 64): 11 us against 3 us). Written with
+    the numpy functions a compiled module reads (it inlines layer_norm_parts: both modes
+    compute the same numbers); ones_like, so that a Tensor (a backward under create_graph)
+    or a CuPy array gets ones of its own kind."""
+    lead = x.shape[: x.ndim - k]
+    n = x.shape[-1] if k == 1 else int(np.prod(x.shape[x.ndim - k :]))
+    rows = np.reshape(x, lead + (n,))
+    return np.reshape(np.matmul(rows, np.ones_like(x, shape=(n,))) / n, lead + (1,) * k)
 
 
 def layer_norm(x, w, b, axes, eps):
@@ -398,7 +410,7 @@ def layer_norm_input_grad(g, x, w, axes, eps, saved=None):
     # the same steps on arrays (the eager backward's case), written into the arrays made here
     mean_gw = _mean_trailing(gw, axes)
     mean_gwx = _mean_trailing(gwx, axes)
-    out = np.subtract(gw, mean_gw)
+    out = np.subtract(gw, mean_gw, out=None if w is None else gw)  # (g * w: made here)
     np.multiply(xhat, mean_gwx, out=gwx)
     out -= gwx
     out *= rstd
