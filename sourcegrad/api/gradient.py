@@ -757,7 +757,12 @@ class VJP(Gradient):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
-        key = signature_key(args)
+        return self.keyed(signature_key(args), args)
+
+    def keyed(self, key, args) -> tuple[Any, Callable[..., Any]]:
+        """The call on `args` (one for each parameter, in order), whose `signature_key` is
+        `key`: for a caller that computed the key already (a compiled module's call keys its
+        arguments to find its region: a GPT's 32 arrays cost ~10 µs a key)."""
         compiled = self._cached(key)
         if compiled is None:
             compiled = self.compile(args, key)

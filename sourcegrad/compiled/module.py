@@ -58,6 +58,7 @@ import functools
 import inspect
 import itertools
 import linecache
+import operator
 import os
 import textwrap
 import types
@@ -66,6 +67,7 @@ import warnings
 import numpy as np
 
 from ..compiler import signature_key
+from ..eager.tensor import Tensor
 from ..errors import SourcegradError
 from . import lowering
 from .layers import GraphBreak, layer_call
@@ -308,24 +310,26 @@ def _walk(module):
             continue
         memo.add(id(m))
         params, buffers, children = m._parameters, m._buffers, m._modules
-        own = [v for v in params.values() if v is not None]
-        kept = [v for v in buffers.values() if v is not None]
-        leaves += own
-        leaves += kept
-        state.append(
-            (
-                id(m),
-                m.training,
-                tuple(children),
-                # the names, a None one as (name,) (its own names alone when none is None:
-                # tuple(dict) runs in C, where a loop over the items cost ~1 µs a module)
-                tuple(params) if len(own) == len(params) else _names(params),
-                tuple(buffers) if len(kept) == len(buffers) else _names(buffers),
-                _has_hooks(m),
-            )
-        )
-        stack += [c for c in reversed(children.values()) if c is not None]
+        # (an empty dict skipped, and filter in C: ~0.5 µs a module less than comprehensions,
+        # a GPT's 26 modules 37 -> 23 µs a call)
+        names = buffer_names = ()
+        if params:
+            own = list(filter(_is_set, params.values()))
+            leaves += own
+            # the names, a None one as (name,) (its own names alone when none is None:
+            # tuple(dict) runs in C, where a loop over the items cost ~1 µs a module)
+            names = tuple(params) if len(own) == len(params) else _names(params)
+        if buffers:
+            kept = list(filter(_is_set, buffers.values()))
+            leaves += kept
+            buffer_names = tuple(buffers) if len(kept) == len(buffers) else _names(buffers)
+        state.append((id(m), m.training, tuple(children), names, buffer_names, _has_hooks(m)))
+        if children:
+            stack += filter(_is_set, reversed(children.values()))
     return tuple(state), leaves
+
+
+_is_set = functools.partial(operator.is_not, None)  # (not `is not None` in a comprehension)
 
 
 def _names(members):
@@ -717,20 +721,19 @@ class _Regions:
         self.last = self.one
 
     def __call__(self, *args):
-        from ..eager.tensor import Tensor
-
-        key = signature_key([a._data if isinstance(a, Tensor) else a for a in args])
-        if key not in self.by_signature:
-            self.by_signature[key] = self.several(
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        key = signature_key(arrays)
+        found = self.by_signature.get(key, False)
+        if found is False:
+            found = self.by_signature[key] = self.several(
                 [a.detach().numpy() if isinstance(a, Tensor) else a for a in args]
             )
-        found = self.by_signature[key]
         if found is None:
             self.last = self.one
-            return self.one(*args)
+            return self.one.keyed(args, arrays, key)
         structure, region = found
         self.last = region
-        return _unflatten(structure, region(*args))
+        return _unflatten(structure, region.keyed(args, arrays, key))
 
     def several(self, arrays):
         """None when `fn` returns one array at `arrays`; else the structure of what it
@@ -875,7 +878,7 @@ def _make_compiled_module_class():
             """The rewriting for the modules' current train/eval flags (made when needed),
             for a call with arguments of `arity` (`_arity`; the last call's when None);
             `state`: `_walk`'s of the module, where the caller has it."""
-            module = self._orig_mod
+            module = self.__dict__["_modules"]["_orig_mod"]  # (not through __getattr__)
             if arity is None:
                 arity = self.__dict__.get("_arity", (None,))
             object.__setattr__(self, "_arity", arity)
@@ -887,7 +890,7 @@ def _make_compiled_module_class():
             return found
 
         def forward(self, *args, **kwargs):
-            module = self._orig_mod
+            module = self.__dict__["_modules"]["_orig_mod"]  # (not through __getattr__)
             state, leaves = _walk(module)
             found = self.compiled(_arity(args), state)
             if found.reason is None and not kwargs:

@@ -97,6 +97,12 @@ class CompiledRegion:
         return last.source
 
     def __call__(self, *args):
+        return self.keyed(args)
+
+    def keyed(self, args, arrays=None, key=None):
+        """The call on `args`; `arrays`: their arrays (a Tensor's data, others as they are)
+        and `key` the `signature_key` of those, where the caller has them (a compiled
+        module's call keys them to find its region), else None."""
         wrt = tuple([i for i, a in enumerate(args) if isinstance(a, Tensor) and a._requires_grad])
         if not wrt or not STATE.enabled:
             value = self.fn(*[_array(a) for a in args])
@@ -110,13 +116,18 @@ class CompiledRegion:
             return _tensor_like(value, args)
         if DUAL.on and any_tangent(args):
             return self.function.apply(wrt, *args)
-        return self.node(wrt, args)
+        return self.node(wrt, args, arrays, key)
 
-    def node(self, wrt, args):
+    def node(self, wrt, args, arrays=None, key=None):
         """The forward on `args` (Tensors among them; those at `wrt` require grad), its
-        outputs attached to one node (`RegionNode`)."""
-        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
-        value, pullback = self.vjp_for(wrt)(*arrays)
+        outputs attached to one node (`RegionNode`); `arrays` and `key` as `keyed`'s."""
+        if arrays is None:
+            arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        vjp = self.vjp_for(wrt)
+        if key is None or len(arrays) < len(vjp._params):  # (defaults to fill in: __call__)
+            value, pullback = vjp(*arrays)
+        else:
+            value, pullback = vjp.keyed(key, tuple(arrays))
         saved = _read_tensors(args, pullback.residuals)
         pullback.residuals = None  # (the pullback holds them, for its backward to free)
         if self.node_cls is None:
@@ -180,12 +191,16 @@ def _read_tensors(args, residuals):
     (`_owner`). Run per call: a residual with no `base` (an argument's array, or one the
     forward made) costs one lookup, not `_owner`'s loop (a GPT's ~100 residuals: ~50 µs
     that way)."""
-    owners = [(a, id(_owner(a._data))) for a in args if isinstance(a, Tensor)]
+    owners = []
+    for a in args:
+        if isinstance(a, Tensor):
+            data = a._data
+            owners.append((a, id(data) if data.base is None else id(_owner(data))))
     ids = {owner for _, owner in owners}
-    read, todo = set(), list(residuals)
+    read, todo, ndarray = set(), list(residuals), np.ndarray
     while todo:
         r = todo.pop()
-        if isinstance(r, np.ndarray):
+        if type(r) is ndarray or isinstance(r, ndarray):  # (the exact type first: cheaper)
             owner = id(r) if r.base is None else id(_owner(r))
             if owner in ids:
                 read.add(owner)
