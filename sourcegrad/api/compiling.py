@@ -49,9 +49,11 @@ from .arguments import check_array_kind, check_differentiable, label_of
 # A traced loop whose iterations differ only in how many elements a mask selects (the layers
 # LSTM's stable sigmoid) can be rolled for numba (`trace_function(roll_counts=True)`), which
 # then compiles the loop: measured on the 2-core machine, the LSTM's first call took 75-126 s
-# (numba compiling ~200 specialisations) for a step at 0.9-1.0x its hand-written backward,
-# where unrolled it runs the numpy code after a 4.5 s first call at ~1.1-1.2x. A first call
-# of minutes is not what a jit promises, so it is off until numba compiles it in seconds.
+# for a step at 0.87-1.08x its hand-written backward, where unrolled it runs the numpy code
+# after a 4.5 s first call at ~1.1-1.2x. Two thirds of it is the one rolled function (LLVM's
+# time grows faster than a function's array expressions), not the 88 helper specialisations:
+# docs/guide/numba.md. A first call of minutes is not what a jit promises, so it is off until
+# numba compiles it in seconds.
 ROLL_MASK_COUNTS_FOR_NUMBA = False
 
 

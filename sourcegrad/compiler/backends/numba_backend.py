@@ -486,37 +486,7 @@ _HELPERS["stack_appended"] = numba_lists.STACK_APPENDED
 _HELPERS["masked_elements"] = numba_masks.MASKED
 _HELPERS["unstack_appended"] = numba_lists.UNSTACK_APPENDED
 
-_HELPERS["unindex_one"] = '''import numba.extending
-
-
-def unindex_one(g, x, i):
-    """runtime.unindex at an index only numba's types tell (`y[k]` of an int array): at an
-    int, zeros shaped like x, g at x[i]; at any other index numba refuses it (an array of
-    indices adds up where they repeat), and the numpy code runs."""
-    raise NotImplementedError("compiled by numba only")
-
-
-@numba.extending.overload(unindex_one)
-def _unindex_one(g, x, i):
-    if isinstance(i, numba.types.Integer):
-
-        def at(g, x, i):
-            out = np.zeros_like(x)
-            out[i] = g
-            return out
-
-        return at
-    return None
-'''
-
-_HELPERS["setitem_basic"] = '''@numba.njit
-def setitem_basic(x, i, v):
-    """runtime.setitem at a basic index i (ints, slices): a copy of x with v written at x[i]."""
-    out = x.copy()
-    out[i] = v
-    return out
-'''
-
+_HELPERS["write_part"] = numba_loop_writes.PARTS
 
 _HELPERS["zero_at_basic"] = '''@numba.njit
 def zero_at_basic(g, i):
@@ -526,14 +496,6 @@ def zero_at_basic(g, i):
     return out
 '''
 
-
-_HELPERS["unindex_at"] = '''@numba.njit
-def unindex_at(g, x, i):
-    """runtime.unindex at an int index i: zeros shaped like x, g at x[i]."""
-    out = np.zeros_like(x)
-    out[i] = g
-    return out
-'''
 
 # every function the helpers define (a name the code has for another value: none is written)
 _HELPER_NAMES = frozenset(

@@ -19,14 +19,19 @@ nowhere else in the loop. Anything else is left as it is.
 `parts_added_in_place(source)` takes the same text and returns it with the adjoints of
 parts of one array added into another's in place: `B = unindex(g, x, np.s_[:, 64:96])`
 (zeros the size of x, g at the part) later added into `A`, itself made by `unindex(..., x,
-...)` (`A += B`, `C = np.add(A, B, out=A)`), as `A[:, 64:96] += g` where B was made (and
-`C = A`): an LSTM's four gates' adjoints, each a part of one product's, made one array with
-no zeros and no sums of whole arrays (the optimizer does the same on top-level statements,
+...)` (`A += B`, `C = np.add(A, B, out=A)`), as `add_part(A, (slice(None, None), slice(64,
+96)), g)` (the numba backend's helper for `A[:, 64:96] += g`, whose own form numba compiles
+with its error message's string formatting: seconds) where B was made (and `C = A`): an
+LSTM's four gates' adjoints, each a part of one product's, made one array with no zeros and
+no sums of whole arrays (the optimizer does the same on top-level statements,
 `optimize/updates.py`). Only where A and B are made in one block (no branch between), the
 part a literal basic index (ints and slices of literal ints), x assigned nowhere from A's
 statement to B's, A neither read nor assigned from B's statement to the sum, and B's value
 read by the sum alone. The sums keep their order (each element adds the same numbers in the
 same order, but that `0.0 + -0.0` is not computed: a zero's sign may differ).
+
+`PARTS`: the helpers' text that writes and adds at a basic index (`setitem_basic`,
+`unindex_at`, `unindex_one`, `add_part`), which the numba backend puts in its variant.
 
 Takes and gives module text; imports `numba_stacks`' text edits.
 """
@@ -247,7 +252,7 @@ def _added_parts(source, fn, block):
                 continue
             a, result = total
             if _movable(fn, block, k, j, a, b, x):
-                moved = f"{a}[{segment(source, index.slice)}] += {segment(source, g)}"
+                moved = f"add_part({a}, {_numba_index(index)}, {segment(source, g)})"
                 rest = "pass" if result is None else f"{result} = {a}"
                 yield [(*span(stmt), moved), (*span(block[j]), rest)]
             break
@@ -272,6 +277,19 @@ def _part_of(stmt):
         return None  # (a name may hold an array of indices, which may repeat)
     g, x, index = stmt.value.args
     return stmt.targets[0].id, x.id, index, g
+
+
+def _numba_index(index) -> str:
+    """`np.s_[:, 64:96]` (ints and slices of literal ints: `_part_of`) as numba's source,
+    `(slice(None, None), slice(64, 96))`: numba has no `np.s_`."""
+    items = []
+    for item in _index_key(index):
+        if item[0] == "slice":
+            bounds = [str(b[1]) if b else "None" for b in item[1:3]]
+            items.append(f"slice({', '.join(bounds + ([str(item[3][1])] if item[3] else []))})")
+        else:
+            items.append(str(item[1]))
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def _parts(key):
@@ -366,4 +384,123 @@ def _stores(stmt, name) -> bool:
     )
 
 
-__all__ = ["parts_added_in_place", "without_unread_zeroing"]
+# The numba backend's helpers writing at a basic index (ints and slices), one text: numba's own
+# `x[i] = v` (and `x[i] += v`) of an array v compiles the string formatting of its shape
+# error's message (`raise_with_shape_context`: 5-10 s, once a process; the LSTM's first
+# call), so an array is written through the part's view by a ufunc, whose out= numba never
+# checks against the input's shape (it reads past the input's end): checked here first.
+PARTS = '''import numba.extending
+
+
+def write_part(x, i, v):
+    """x[i] = v at a basic index i (numba compiles the overload below; this is what it does)."""
+    x[i] = v
+
+
+def add_part(x, i, v):
+    """x[i] += v at a basic index i (numba compiles the overload below; this is what it does)."""
+    x[i] += v
+
+
+def _part_ndim(x, i, v):
+    """The dimensions of x[i] (numba's types) where it is an array that v, an array of no
+    more dimensions, is written into; 0 where x[i] or v is a number (numba's own indexing
+    serves); None for any other index or v (numba refuses the call: the numpy code runs)."""
+    items = i.types if isinstance(i, numba.types.BaseTuple) else (i,)
+    if not isinstance(x, numba.types.Array) or not all(
+        isinstance(t, (numba.types.Integer, numba.types.SliceType)) for t in items
+    ):
+        return None
+    ndim = x.ndim - sum(isinstance(t, numba.types.Integer) for t in items)
+    if ndim == 0 or not isinstance(v, numba.types.Array):
+        return 0
+    return ndim if v.ndim <= ndim else None
+
+
+@numba.njit
+def _fits(v, part):
+    """Raise numpy's error unless v broadcasts to part's shape."""
+    shift = part.ndim - v.ndim
+    for d in range(v.ndim):
+        if v.shape[d] != 1 and v.shape[d] != part.shape[shift + d]:
+            raise ValueError("could not broadcast input array into the part's shape")
+
+
+@numba.extending.overload(write_part)
+def _write_part(x, i, v):
+    ndim = _part_ndim(x, i, v)
+    if ndim is None:
+        return None
+    if ndim == 0:
+
+        def put(x, i, v):
+            x[i] = v
+
+        return put
+
+    def put_array(x, i, v):
+        part = x[i]
+        _fits(v, part)
+        np.positive(v, part)
+
+    return put_array
+
+
+@numba.extending.overload(add_part)
+def _add_part(x, i, v):
+    ndim = _part_ndim(x, i, v)
+    if ndim is None:
+        return None
+    if ndim == 0:
+
+        def add(x, i, v):
+            x[i] += v
+
+        return add
+
+    def add_array(x, i, v):
+        part = x[i]
+        _fits(v, part)
+        np.add(part, v, part)
+
+    return add_array
+
+
+@numba.njit
+def setitem_basic(x, i, v):
+    """runtime.setitem at a basic index i (ints, slices): a copy of x with v written at x[i]."""
+    out = x.copy()
+    write_part(out, i, v)
+    return out
+
+
+@numba.njit
+def unindex_at(g, x, i):
+    """runtime.unindex at a basic index i: zeros shaped like x, g at x[i]."""
+    out = np.zeros_like(x)
+    write_part(out, i, g)
+    return out
+
+
+def unindex_one(g, x, i):
+    """runtime.unindex at an index only numba's types tell (`y[k]` of an int array): at an
+    int, zeros shaped like x, g at x[i]; at any other index numba refuses it (an array of
+    indices adds up where they repeat), and the numpy code runs."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@numba.extending.overload(unindex_one)
+def _unindex_one(g, x, i):
+    if isinstance(i, numba.types.Integer):
+
+        def at(g, x, i):
+            out = np.zeros_like(x)
+            write_part(out, i, g)
+            return out
+
+        return at
+    return None
+'''
+
+
+__all__ = ["PARTS", "parts_added_in_place", "without_unread_zeroing"]
