@@ -281,6 +281,8 @@ CASES = [
     ("gelu", "gelu", lambda a: F.gelu(a * 3), [arr(2, 5)], True),
     ("maximum", "maximum", lambda a, b: sg.maximum(a, b), [distinct(2, 3), distinct(3)], True),
     ("minimum", "minimum", lambda a, b: sg.minimum(a, b), [distinct(2, 3), distinct(2, 3)], True),
+    ("np_fmax", "fmax", lambda a, b: sg.fmax(a, b), [distinct(2, 3), distinct(3)], True),
+    ("np_fmin", "fmin", lambda a, b: sg.fmin(a, b), [distinct(2, 3), distinct(2, 3)], True),
     ("logaddexp", "logaddexp", lambda a, b: sg.logaddexp(a, b), [arr(3), arr(3)], True),
     ("arctan2", "atan2", lambda a, b: sg.atan2(a, b), [arr(3), pos(3)], True),
     ("hypot", "hypot", lambda a, b: sg.hypot(a, b), [pos(3), pos(3)], True),
