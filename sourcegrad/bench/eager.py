@@ -50,7 +50,7 @@ def torch_models():
     return mod
 
 
-def _batch(lib, spec, rng):
+def batch(lib, spec, rng):
     shape, kind, high = spec
     if kind == "int":
         return lib.tensor(rng.integers(0, high, size=shape), dtype=lib.long)
@@ -70,7 +70,7 @@ def step_variants(name, torch):
     ref = make()
     state = {k: v.detach().numpy().copy() for k, v in ref.state_dict().items()}
     rng = np.random.default_rng(0)
-    x, y = _batch(torch, xspec, rng), _batch(torch, yspec, rng)
+    x, y = batch(torch, xspec, rng), batch(torch, yspec, rng)
     variants = {"torch": (ref, make_opt(ref), x, y, theirs.train_step)}
     for variant in ("eager", "compiled"):
         make, make_opt, _, _ = ours.workloads()[name]

@@ -31,7 +31,7 @@ def _setup(name, torch):
     import sourcegrad.nn.functional as sg_functional
 
     from . import eager_models as ours
-    from .eager import _batch, torch_models
+    from .eager import batch, torch_models
 
     theirs = torch_models()
     make, make_opt, xspec, yspec = theirs.workloads()[name]
@@ -39,7 +39,7 @@ def _setup(name, torch):
     ref = make()
     state = {k: v.detach().numpy().copy() for k, v in ref.state_dict().items()}
     rng = np.random.default_rng(0)
-    x, y = _batch(torch, xspec, rng), _batch(torch, yspec, rng)
+    x, y = batch(torch, xspec, rng), batch(torch, yspec, rng)
     make, make_opt, _, _ = ours.workloads()[name]
     model = make()
     model.load_state_dict({k: sourcegrad.tensor(v) for k, v in state.items()})

@@ -26,6 +26,10 @@ create_graph) are the eager ops, found through the Tensor's numpy protocol
 (`__array_function__`: `nn.conv_ops` and `nn.pad_ops` give theirs), which record their
 nodes again.
 
+Why one module: the layers' entries are one registry family whose VJPs call one another
+(a convolution's VJPs are convolutions, the pools' are resamples) and share the kernels'
+shape helpers; split, each part would import the others.
+
 Imports: numpy, the registry, `nn_kernels` and `sourcegrad.runtime` only.
 """
 

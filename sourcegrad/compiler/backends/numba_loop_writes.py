@@ -33,6 +33,9 @@ same order, but that `0.0 + -0.0` is not computed: a zero's sign may differ).
 `PARTS`: the helpers' text that writes and adds at a basic index (`setitem_basic`,
 `unindex_at`, `unindex_one`, `add_part`), which the numba backend puts in its variant.
 
+Why one module: both edits and `PARTS` are one rewrite of the adjoints of parts of arrays
+(the helpers are what the added-in-place statements call), read together.
+
 Takes and gives module text; imports `numba_stacks`' text edits.
 """
 
