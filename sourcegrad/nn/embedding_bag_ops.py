@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from ..eager import factories, joining
+from .embedding_ops import embedding
 from .unsupported import UnsupportedOptionError
 
 __all__ = ["embedding_bag"]
@@ -67,8 +68,6 @@ def embedding_bag(
     padding_idx=None,
 ):
     """torch.nn.functional.embedding_bag (see the module docstring)."""
-    from .functional import embedding  # (nn.functional re-exports this module's function)
-
     if not weight.is_floating_point() and input.is_floating_point():
         warnings.warn(
             "Argument order of nn.functional.embedding_bag was changed. Usage "

@@ -38,6 +38,7 @@ from .conv_ops import (
     conv_transpose3d,
 )
 from .embedding_bag_ops import embedding_bag  # noqa: F401
+from .embedding_ops import embedding  # noqa: F401
 from .extra_pool_ops import (  # noqa: F401
     adaptive_max_pool1d,
     adaptive_max_pool1d_with_indices,
@@ -93,7 +94,6 @@ from .shuffle_ops import channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa
 from .unsupported import UnsupportedOptionError
 
 _wrap = Tensor._make
-EMBEDDING = OpSpec("EmbeddingBackward0", "embedding", n_arrays=2, edges=(0,))
 
 
 def relu(input, inplace=False):
@@ -409,58 +409,6 @@ def bilinear(input1, input2, weight, bias=None):
     if bias is not None:
         y = y + bias
     return y.reshape(tuple(lead) + (weight.shape[0],))
-
-
-def embedding(
-    input,
-    weight,
-    padding_idx=None,
-    max_norm=None,
-    norm_type=2.0,
-    scale_grad_by_freq=False,
-    sparse=False,
-):
-    """weight[input]; rows at padding_idx get no gradient. max_norm renormalises in place."""
-    if scale_grad_by_freq or sparse:
-        raise UnsupportedOptionError(
-            "sourcegrad: F.embedding with scale_grad_by_freq=True or sparse=True is not supported"
-        )
-    if input._data.dtype.kind not in "iu":
-        raise RuntimeError(
-            "Expected tensor for argument #1 'indices' to have one of the "
-            "following scalar types: Long, Int; but got "
-            f"{input.type()} instead (while checking arguments for embedding)"
-        )
-    n = weight.shape[0]
-    if padding_idx is not None:
-        if padding_idx > 0:
-            if padding_idx >= n:
-                raise AssertionError("Padding_idx must be within num_embeddings")
-        elif padding_idx < 0:
-            if padding_idx < -n:
-                raise AssertionError("Padding_idx must be within num_embeddings")
-            padding_idx = n + padding_idx
-    if input._data.size and not (0 <= input._data.min() and input._data.max() < n):
-        raise IndexError("index out of range in self")
-    if max_norm is not None:
-        _embedding_renorm_(weight, input, max_norm, norm_type)
-    # (the indices copied: the node's gradient is that of the rows this forward read)
-    indices = input._data.copy()
-    out = _wrap(ops_nn.embedding(weight._data, indices))
-    if operands.needs_grad(weight):
-        record(EMBEDDING, out, (weight, indices), {"padding_idx": padding_idx})
-    return out
-
-
-def _embedding_renorm_(weight, input, max_norm, norm_type):
-    """Scale the rows input refers to down to norm max_norm, in place and without grad."""
-    from ..eager.grad_mode import no_grad
-
-    with no_grad():
-        rows = shape_ops.unique(input.reshape(-1))
-        norms = tensor_math.norm(weight[rows], norm_type, dim=1, keepdim=True)
-        scale = tensor_math.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-        weight[rows] = weight[rows] * scale
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
