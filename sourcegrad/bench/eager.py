@@ -57,6 +57,18 @@ def batch(lib, spec, rng):
     return lib.tensor(rng.normal(size=shape).astype(np.float32))
 
 
+def torch_reference(name, torch):
+    """(torch's eager_models module, its model of workload `name` seeded 0, that model's
+    weights as numpy arrays, a batch x, y of torch tensors): what every variant starts from."""
+    theirs = torch_models()
+    make, _, xspec, yspec = theirs.workloads()[name]
+    torch.manual_seed(0)
+    ref = make()
+    state = {k: v.detach().numpy().copy() for k, v in ref.state_dict().items()}
+    rng = np.random.default_rng(0)
+    return theirs, ref, state, batch(torch, xspec, rng), batch(torch, yspec, rng)
+
+
 def step_variants(name, torch):
     """{variant: (step function, first loss)} for one workload of eager_models.py:
     "eager" and "compiled" (sourcegrad) and "torch", from torch's initial weights."""
@@ -64,14 +76,8 @@ def step_variants(name, torch):
 
     from . import eager_models as ours
 
-    theirs = torch_models()
-    make, make_opt, xspec, yspec = theirs.workloads()[name]
-    torch.manual_seed(0)
-    ref = make()
-    state = {k: v.detach().numpy().copy() for k, v in ref.state_dict().items()}
-    rng = np.random.default_rng(0)
-    x, y = batch(torch, xspec, rng), batch(torch, yspec, rng)
-    variants = {"torch": (ref, make_opt(ref), x, y, theirs.train_step)}
+    theirs, ref, state, x, y = torch_reference(name, torch)
+    variants = {"torch": (ref, theirs.workloads()[name][1](ref), x, y, theirs.train_step)}
     for variant in ("eager", "compiled"):
         make, make_opt, _, _ = ours.workloads()[name]
         model = make()

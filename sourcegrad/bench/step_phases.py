@@ -19,8 +19,6 @@ import sys
 import time
 import warnings
 
-import numpy as np
-
 PHASES = ("zero_grad", "forward", "loss", "backward", "optimizer step")
 
 
@@ -31,15 +29,9 @@ def _setup(name, torch):
     import sourcegrad.nn.functional as sg_functional
 
     from . import eager_models as ours
-    from .eager import batch, torch_models
+    from .eager import torch_reference
 
-    theirs = torch_models()
-    make, make_opt, xspec, yspec = theirs.workloads()[name]
-    torch.manual_seed(0)
-    ref = make()
-    state = {k: v.detach().numpy().copy() for k, v in ref.state_dict().items()}
-    rng = np.random.default_rng(0)
-    x, y = batch(torch, xspec, rng), batch(torch, yspec, rng)
+    theirs, ref, state, x, y = torch_reference(name, torch)
     make, make_opt, _, _ = ours.workloads()[name]
     model = make()
     model.load_state_dict({k: sourcegrad.tensor(v) for k, v in state.items()})
