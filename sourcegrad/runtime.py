@@ -762,6 +762,35 @@ def cumprod_jvp(t, ans, x, axis):
     return np.moveaxis(np.sum(others * np.expand_dims(tm, -1), axis=-2), -1, axis)
 
 
+def cumprod_grad_jvp(g, x, t, axis):
+    """The derivative of `cumprod_grad(g, ans, x, axis)` along a change `t` of `x` (forward
+    over reverse: Hessians, hvp). The adjoint is a function of g and x alone (ans is
+    cumprod(x), read as a shortcut), so this is sum_k g_k (H_k t)_j with H_k the Hessian of
+    ans_k: ans_k / (x_j x_m) for j != m both <= k. Without zeros in x, that is
+    (rcs(g ans cumsum(t / x)) - t / x rcs(g ans)) / x (rcs: the reversed cumulative sum);
+    with them, each j's products of the others come from `_cumprod_others` of x with its
+    j-th element set to 1 (O(n^3) along the axis, so only then)."""
+    if axis is None:
+        flat = cumprod_grad_jvp(np.ravel(g), np.ravel(x), np.ravel(t), 0)
+        return np.reshape(flat, np.shape(x))
+    if not bool(np.any(x == 0)):
+        ga, ratio = g * np.cumprod(x, axis=axis), t / x
+        tail = np.flip(np.cumsum(np.flip(ga * np.cumsum(ratio, axis=axis), axis), axis=axis), axis)
+        return (tail - ratio * np.flip(np.cumsum(np.flip(ga, axis), axis=axis), axis)) / x
+    xm, gm, tm = (np.moveaxis(a, axis, -1) for a in (x, g, t))
+    n = xm.shape[-1]
+    out = np.zeros(xm.shape, np.result_type(xm, gm, tm))
+    for j in range(n):
+        held = xm.copy()
+        held[..., j] = 1
+        # [..., m, k]: g_k times the product of x_i for i <= k, i not j or m
+        second = _cumprod_others(held) * np.expand_dims(gm, -2)
+        second[..., :, :j] = 0  # ans_k for k < j does not hold x_j
+        second[..., j, :] = 0  # d2 ans_k / dx_j^2 = 0
+        out[..., j] = np.sum(np.sum(second, axis=-1) * tm, axis=-1)
+    return np.moveaxis(out, -1, axis)
+
+
 # --- Griewank's binomial checkpointing (revolve) of a loop's trips ------------------------------
 #
 # A loop checkpointed with revolve (`sourcegrad.compiler.derive.checkpointing`) keeps at most `slots`

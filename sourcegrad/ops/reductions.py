@@ -6,6 +6,7 @@ import numpy as np
 
 from ..runtime import (
     cumprod_grad,
+    cumprod_grad_jvp,
     cumprod_jvp,
     is_complex,
     max_grad,
@@ -210,7 +211,24 @@ defvjp(
     jvps=(lambda t, ans, x, axis=None: cumprod_jvp(t, ans, x, axis),),
     torch=torch("CumprodBackward0", "cumprod"),
 )
-defprimitive("cumprod_grad", cumprod_grad, _helper("cumprod_grad"))
+# cumprod_grad(h, cum, x) = J(x)^T h is linear in h (its transpose: cumprod's JVP), and a
+# function of x through J (its derivative: cumprod's Hessians contracted with h, symmetric,
+# so the VJP and the JVP in x are one call, runtime.cumprod_grad_jvp); cum is cumprod(x), a
+# shortcut the adjoint reads, whose change is counted in x's: Hessians and hvp of cumprod
+defvjp(
+    "cumprod_grad",
+    cumprod_grad,
+    _helper("cumprod_grad"),
+    lambda g, ans, h, cum, x, axis: cumprod_jvp(g, cum, x, axis),
+    None,
+    lambda g, ans, h, cum, x, axis: cumprod_grad_jvp(h, x, g, axis),
+    jvps=(
+        lambda t, ans, h, cum, x, axis: cumprod_grad(t, cum, x, axis),
+        lambda t, ans, h, cum, x, axis: np.zeros_like(ans),
+        lambda t, ans, h, cum, x, axis: cumprod_grad_jvp(h, x, t, axis),
+    ),
+)
+defprimitive("cumprod_grad_jvp", cumprod_grad_jvp, _helper("cumprod_grad_jvp"))
 defprimitive("cumprod_jvp", cumprod_jvp, _helper("cumprod_jvp"))
 
 
