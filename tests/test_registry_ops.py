@@ -48,13 +48,10 @@ def away_from_zero(r):
 class Row:
     """Inputs (a function of a random generator: one array, or a tuple of them), the static
     arguments after them, and where numpy's function means another torch call than the
-    function of the same name (np.var's ddof=0), that call as `numpy_like(torch, *xs)`.
-    `no_compiled_hessian`: why the compiler refuses its second derivative (a NoRuleError,
-    which the test then expects)."""
+    function of the same name (np.var's ddof=0), that call as `numpy_like(torch, *xs)`."""
 
-    def __init__(self, inputs, *static, numpy_like=None, no_compiled_hessian=None):
+    def __init__(self, inputs, *static, numpy_like=None):
         self.inputs, self.static, self.numpy_like = inputs, static, numpy_like
-        self.no_compiled_hessian = no_compiled_hessian
 
 
 def vectors(*sizes):
@@ -118,7 +115,7 @@ ROWS = {
     "var": Row(normal, numpy_like=lambda T, x: T.var(x, correction=0)),
     "std": Row(normal, numpy_like=lambda T, x: T.std(x, correction=0)),
     "cumsum": Row(normal, 1),
-    "cumprod": Row(normal, 1, no_compiled_hessian="cumprod_grad has no forward-mode rule"),
+    "cumprod": Row(normal, 1),
     "logsumexp": Row(normal, 1),
     "softmax": Row(normal, 1),
     "log_softmax": Row(normal, 1),
@@ -261,10 +258,6 @@ def test_compiler_matches_finite_differences(name):
         tangent, (along(f, 1) - along(f, -1)) / (2 * eps), rtol=1e-6, atol=1e-8
     )
     gradient = sourcegrad.grad(f)  # (with respect to the first input)
-    if ROWS[name].no_compiled_hessian:
-        with pytest.raises(sourcegrad.errors.NoRuleError, match="forward-mode rule"):
-            sourcegrad.jvp(gradient, args, ts)
-        return
     hessian_t = sourcegrad.jvp(gradient, args, ts)[1]
     np.testing.assert_allclose(
         hessian_t, (along(gradient, 1) - along(gradient, -1)) / (2 * eps), rtol=1e-5, atol=1e-7

@@ -47,9 +47,7 @@ def test_hessian_through_cumprod_is_symmetric_and_matches_differences(which):
     hessian = sourcegrad.hessian(flat)(x)
     gradient = sourcegrad.grad(flat)
     eps = 1e-6
-    columns_ = [
-        (gradient(x + eps * e) - gradient(x - eps * e)) / (2 * eps) for e in np.eye(x.size)
-    ]
+    columns_ = [(gradient(x + eps * e) - gradient(x - eps * e)) / (2 * eps) for e in np.eye(x.size)]
     np.testing.assert_allclose(hessian, np.array(columns_).T, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(hessian, hessian.T, rtol=1e-12, atol=1e-12)
 
