@@ -42,7 +42,7 @@ from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, data_shaped, op_for_method, rule_for_function
 from .. import random_draws
-from ..dependencies import dependency, user_module
+from ..dependencies import dependency, python_data, user_module, with_members
 from ..ir import (
     Assign,
     Call,
@@ -1247,4 +1247,5 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
         deps += [
             ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)
         ]
-    return deps
+    # (the trace ran over the containers' members: their code holds them)
+    return [with_members(d) if not python_data(d[3]) else d for d in deps]

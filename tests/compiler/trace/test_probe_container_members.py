@@ -1,0 +1,72 @@
+"""A traced function reading a list or dict of arrays that is changed in place between calls.
+
+A callable object (`grad(model)`) or a function the source front end stops at is traced:
+its loop over `self.layers` and its `params["w"]` are unrolled into the code with those
+arrays. The code depended on the container by identity only, so `model.layers.append(W)` or
+`params["w"] = W2` kept the old layers' gradient. Each call's gradient is checked here
+against central differences after such a change.
+"""
+
+import numpy as np
+
+import sourcegrad
+from sourcegrad.api import numeric_grad
+
+RNG = np.random.default_rng(6)
+X = RNG.normal(size=3)
+
+
+class Stack:
+    def __init__(self):
+        self.layers = [np.eye(3)]
+        self.params = {"w": np.ones(3)}
+
+    def __call__(self, x):
+        for weight in self.layers:
+            x = np.sin(weight @ x)
+        return np.sum(self.params["w"] * x**2)
+
+
+def _check(g, f):
+    np.testing.assert_allclose(g(X), numeric_grad(f, (X,), 0), rtol=1e-6, atol=1e-9)
+
+
+def test_object_list_append_setitem_and_dict_setitem():
+    model = Stack()
+    g = sourcegrad.grad(model)
+    _check(g, model)
+    _check(g, model)  # (the fast entry)
+    assert g.traced
+    model.layers.append(RNG.normal(size=(3, 3)))
+    _check(g, model)
+    model.layers[0] = RNG.normal(size=(3, 3))
+    _check(g, model)
+    model.params["w"] = np.arange(3.0)
+    _check(g, model)
+    model.layers[1] *= 2.0  # (in place: the array's values are read at each call)
+    _check(g, model)
+
+
+LAYERS = [np.eye(3)]
+
+
+def _looped(x):
+    try:  # (`try` is traced)
+        for weight in LAYERS:
+            x = np.tanh(weight @ x)
+    except ValueError:
+        pass
+    return np.sum(x)
+
+
+def test_global_list_changed_in_place_under_a_trace():
+    g = sourcegrad.grad(_looped)
+    _check(g, _looped)
+    _check(g, _looped)
+    assert g.traced
+    LAYERS.append(np.eye(3) * 2.0)
+    _check(g, _looped)
+    LAYERS[0] = RNG.normal(size=(3, 3))
+    _check(g, _looped)
+    del LAYERS[1:]
+    _check(g, _looped)
