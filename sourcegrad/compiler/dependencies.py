@@ -48,10 +48,11 @@ def python_data(value) -> bool:
 def dependency(kind: str, holder, name: str, value) -> tuple:
     """The record of `holder`'s `name` read as `value` (kind "global", "cell" or
     "attribute"): a dict or list of Python data by a copy, compared by value ("items" for a
-    global or a cell, "snapshot" for an attribute), anything else by itself."""
+    global or a cell, "snapshot" for an attribute), one of arrays or objects by itself and
+    what it holds (`with_members`), anything else by itself."""
     if isinstance(value, (dict, list)) and python_data(value):
         return ("snapshot" if kind == "attribute" else "items", holder, name, copy.deepcopy(value))
-    return (kind, holder, name, value)
+    return with_members((kind, holder, name, value))
 
 
 def with_members(record: tuple) -> tuple:

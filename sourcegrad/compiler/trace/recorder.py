@@ -59,7 +59,7 @@ from ..ir import (
 )
 from ..names import Namer, name_for_call, sanitize
 from . import state
-from .frames import is_user, loop_headers, runs_user_code
+from .frames import in_a_library, is_user, loop_headers, runs_user_code
 from .patches import (
     TracedGenerator,
     library_functions,
@@ -1204,6 +1204,40 @@ def _python_state(fn, args) -> PythonState:
     return PythonState(fn, holders, space, cells)
 
 
+_MOST_OBJECTS = 10_000  # (a bound on the walk over objects' attributes: a cyclic graph ends)
+
+
+def _holds_attributes(value) -> bool:
+    """An object whose attributes the code may read, walked into from another: an instance
+    of a class the user wrote, or such a class (not a function, module or array, nor a
+    library's object, whose insides are the library's business)."""
+    cls = value if isinstance(value, type) else type(value)
+    module = sys.modules.get(cls.__module__)
+    if module is None or not user_module(module) or cls.__module__ == "builtins":
+        return False
+    if in_a_library(getattr(module, "__file__", None)):
+        return False
+    return isinstance(value, type) or (
+        hasattr(value, "__dict__")
+        and not isinstance(value, (types.FunctionType, types.MethodType, types.ModuleType))
+    )
+
+
+def _is_code(value) -> bool:
+    return isinstance(
+        value, (types.FunctionType, property, staticmethod, classmethod, types.MethodType)
+    ) or (isinstance(value, type))
+
+
+def _objects_in(value) -> list:
+    """The objects `value` is or holds in (nested) lists, tuples and dicts."""
+    if isinstance(value, (list, tuple)):
+        return [o for item in value for o in _objects_in(item)]
+    if isinstance(value, dict):
+        return [o for item in value.values() for o in _objects_in(item)]
+    return [value] if _holds_attributes(value) else []
+
+
 def _dependencies(fn, args, visited=(), made_here=False) -> list:
     """What the trace read besides its arguments' arrays, as `memory_caches.still_bound` checks it:
     the globals named by the function's code and by all the user code it ran (`visited`:
@@ -1238,11 +1272,24 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
             deps.append(dependency("cell", cell, name, cell.cell_contents))
         except ValueError:
             pass
-    objects = holders + [d[3] for d in deps if hasattr(d[3], "__dict__") and not callable(d[3])]
-    for obj in objects:
+    # the attributes of the objects given or read, and of the objects those hold, at any
+    # depth (`self.encoder.layers`, `self.blocks[0].W`), and the class attributes of user
+    # classes (`Model.shared`): the trace read them as it ran, so its code holds them
+    pending = holders + [d[3] for d in deps if hasattr(d[3], "__dict__") and not callable(d[3])]
+    seen_objects: set = set()
+    while pending and len(seen_objects) < _MOST_OBJECTS:
+        obj = pending.pop(0)
+        if id(obj) in seen_objects:
+            continue
+        seen_objects.add(id(obj))
         for attr, value in sorted(vars(obj).items()):
-            if not callable(value) or isinstance(value, np.ndarray):
+            if isinstance(obj, type) and (attr.startswith("__") or _is_code(value)):
+                continue  # (a class's methods, properties and its own machinery)
+            if not callable(value) or isinstance(value, np.ndarray) or _holds_attributes(value):
                 deps.append(dependency("attribute", obj, attr, value))
+                pending += _objects_in(value)
+        if not isinstance(obj, type) and _holds_attributes(type(obj)):
+            pending.append(type(obj))
     if made_here:  # (arrays computed from the user's arrays: their contents are read too)
         deps += [
             ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)

@@ -70,3 +70,41 @@ def test_global_list_changed_in_place_under_a_trace():
     _check(g, _looped)
     del LAYERS[1:]
     _check(g, _looped)
+
+
+class Dense:
+    def __init__(self, weight):
+        self.weight = weight
+        self.power = 2.0
+
+
+class Blocks:
+    shared = [np.eye(3)]
+
+    def __init__(self):
+        self.inner = Stack()
+        self.blocks = [Dense(np.eye(3)), Dense(np.eye(3) * 0.5)]
+
+    def __call__(self, x):
+        for block in self.blocks:
+            x = np.sin(block.weight @ x) ** block.power
+        for weight in Blocks.shared:
+            x = np.cos(weight @ x)
+        return self.inner(x)
+
+
+def test_objects_held_by_objects_and_class_attributes():
+    model = Blocks()
+    g = sourcegrad.grad(model)
+    _check(g, model)
+    _check(g, model)
+    assert g.traced
+    model.inner.layers.append(RNG.normal(size=(3, 3)))  # (an object's object's list)
+    _check(g, model)
+    model.blocks[1].weight = RNG.normal(size=(3, 3))  # (an object in a list)
+    _check(g, model)
+    model.blocks[0].power = 3.0
+    _check(g, model)
+    Blocks.shared.append(np.eye(3) * 2.0)  # (a class attribute)
+    _check(g, model)
+    Blocks.shared.pop()
