@@ -1175,8 +1175,8 @@ def _code_and_holders(fn, args):
     """(the Python function whose code runs, the objects whose attributes it may read): for
     a bound method its object, for an object with `__call__` the object and its method's
     function, and the arguments given as they are."""
-    holders = [a for a in args if not _traceable(a) and hasattr(a, "__dict__")]
-    if not isinstance(fn, (types.FunctionType, types.MethodType)) and hasattr(fn, "__dict__"):
+    holders = [a for a in args if not _traceable(a) and _has_attributes(a)]
+    if not isinstance(fn, (types.FunctionType, types.MethodType)) and _has_attributes(fn):
         holders.append(fn)
         fn = fn.__call__ if callable(fn) else fn
     if isinstance(fn, types.MethodType):
@@ -1218,9 +1218,38 @@ def _holds_attributes(value) -> bool:
     if in_a_library(getattr(module, "__file__", None)):
         return False
     return isinstance(value, type) or (
-        hasattr(value, "__dict__")
+        _has_attributes(value)
         and not isinstance(value, (types.FunctionType, types.MethodType, types.ModuleType))
     )
+
+
+def _slot_names(cls) -> list:
+    """The attributes the `__slots__` of cls and its bases declare."""
+    names = []
+    for klass in getattr(cls, "__mro__", ()):
+        slots = vars(klass).get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else list(slots)
+    return [n for n in names if n not in ("__dict__", "__weakref__")]
+
+
+def _has_attributes(value) -> bool:
+    """An object with attributes of its own: a `__dict__`, or `__slots__` (a class with
+    `__slots__` has no `__dict__` for its instances)."""
+    return hasattr(value, "__dict__") or (
+        not isinstance(value, type) and bool(_slot_names(type(value)))
+    )
+
+
+def _attributes(obj) -> dict:
+    """obj's own attributes by name: its `__dict__`'s and its slots' that are set."""
+    found = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    if not isinstance(obj, type):
+        for name in _slot_names(type(obj)):
+            try:
+                found[name] = getattr(obj, name)
+            except AttributeError:  # (a slot not set)
+                pass
+    return found
 
 
 def _is_code(value) -> bool:
@@ -1275,14 +1304,14 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
     # the attributes of the objects given or read, and of the objects those hold, at any
     # depth (`self.encoder.layers`, `self.blocks[0].W`), and the class attributes of user
     # classes (`Model.shared`): the trace read them as it ran, so its code holds them
-    pending = holders + [d[3] for d in deps if hasattr(d[3], "__dict__") and not callable(d[3])]
+    pending = holders + [d[3] for d in deps if _has_attributes(d[3]) and not callable(d[3])]
     seen_objects: set = set()
     while pending and len(seen_objects) < _MOST_OBJECTS:
         obj = pending.pop(0)
         if id(obj) in seen_objects:
             continue
         seen_objects.add(id(obj))
-        for attr, value in sorted(vars(obj).items()):
+        for attr, value in sorted(_attributes(obj).items()):
             if isinstance(obj, type) and (attr.startswith("__") or _is_code(value)):
                 continue  # (a class's methods, properties and its own machinery)
             if not callable(value) or isinstance(value, np.ndarray) or _holds_attributes(value):

@@ -108,3 +108,26 @@ def test_objects_held_by_objects_and_class_attributes():
     Blocks.shared.append(np.eye(3) * 2.0)  # (a class attribute)
     _check(g, model)
     Blocks.shared.pop()
+
+
+class Slotted:
+    __slots__ = ("weight", "power")
+
+    def __init__(self):
+        self.weight = np.eye(3)
+        self.power = 2.0
+
+    def __call__(self, x):
+        return np.sum(np.sin(self.weight @ x) ** self.power)
+
+
+def test_object_with_slots():
+    model = Slotted()  # (no __dict__: its attributes are its slots)
+    g = sourcegrad.grad(model)
+    _check(g, model)
+    _check(g, model)
+    assert g.traced
+    model.weight = RNG.normal(size=(3, 3))
+    _check(g, model)
+    model.power = 3.0
+    _check(g, model)
