@@ -1304,7 +1304,11 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
     # the attributes of the objects given or read, and of the objects those hold, at any
     # depth (`self.encoder.layers`, `self.blocks[0].W`), and the class attributes of user
     # classes (`Model.shared`): the trace read them as it ran, so its code holds them
-    pending = holders + [d[3] for d in deps if _has_attributes(d[3]) and not callable(d[3])]
+    pending = holders + [
+        d[3]
+        for d in deps
+        if _has_attributes(d[3]) and not callable(d[3]) or _holds_attributes(d[3])
+    ]
     seen_objects: set = set()
     while pending and len(seen_objects) < _MOST_OBJECTS:
         obj = pending.pop(0)

@@ -131,3 +131,29 @@ def test_object_with_slots():
     _check(g, model)
     model.power = 3.0
     _check(g, model)
+
+
+class CallableDense(Dense):
+    def __call__(self, x):
+        return np.sin(self.weight @ x) ** self.power
+
+
+LAYER = CallableDense(np.eye(3))  # (callable: it was taken for a function, not walked)
+
+
+def _calls_a_global_layer(x):
+    try:  # (`try` is traced)
+        return np.sum(LAYER(x))
+    except KeyError:
+        return 0.0
+
+
+def test_global_user_object_read_by_a_trace():
+    g = sourcegrad.grad(_calls_a_global_layer)
+    _check(g, _calls_a_global_layer)
+    _check(g, _calls_a_global_layer)
+    assert g.traced
+    LAYER.weight = RNG.normal(size=(3, 3))
+    _check(g, _calls_a_global_layer)
+    LAYER.power = 3.0
+    _check(g, _calls_a_global_layer)
