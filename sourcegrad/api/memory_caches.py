@@ -177,6 +177,10 @@ def still_bound(dependencies) -> bool:
             if container.shape != value.shape or not np.array_equal(container, value, True):
                 return False
             continue
+        if kind == "names":  # the attributes an object has: a new one may shadow its class's
+            if frozenset(vars(container)) != value:
+                return False
+            continue
         if kind == "members":  # a container of arrays a trace read: itself and its members
             held_kind, held, known = value
             if not still_bound([(held_kind, container, name, held)]) or not same_members(

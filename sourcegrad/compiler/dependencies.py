@@ -8,6 +8,8 @@ the code where one is not:
 
 - "global", "cell", "attribute": the value itself, compared by identity (an attribute's
   number also by equality: a property that makes a new float each read);
+- "names" (a trace's): the attribute names of a user object, so that one set later
+  (`model.act = f`, shadowing its class's method) makes the code stale;
 - "members" (a trace's): a list, tuple or dict holding arrays or objects, by itself and by
   what it holds, each by identity (`with_members`);
 - "items" (a global's or a cell's), "snapshot" (an object's or module's attribute): a dict or

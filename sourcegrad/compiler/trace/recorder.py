@@ -1252,10 +1252,10 @@ def _attributes(obj) -> dict:
     return found
 
 
-def _is_code(value) -> bool:
-    return isinstance(
-        value, (types.FunctionType, property, staticmethod, classmethod, types.MethodType)
-    ) or (isinstance(value, type))
+def _made_per_read(value) -> bool:
+    """A class attribute whose reading makes a new object each time (a property's value, a
+    classmethod's bound method): compared by identity, it would never be the same."""
+    return isinstance(value, (property, classmethod, types.MemberDescriptorType))
 
 
 def _objects_in(value) -> list:
@@ -1316,13 +1316,22 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
             continue
         seen_objects.add(id(obj))
         for attr, value in sorted(_attributes(obj).items()):
-            if isinstance(obj, type) and (attr.startswith("__") or _is_code(value)):
-                continue  # (a class's methods, properties and its own machinery)
-            if not callable(value) or isinstance(value, np.ndarray) or _holds_attributes(value):
+            if isinstance(obj, type):
+                if attr.startswith("__") and attr != "__call__" or _made_per_read(value):
+                    continue  # (its own machinery; what makes a new object on each read)
+                # (a method by its function: `Model.act = other` makes the code stale)
+                value = getattr(obj, attr)
+            if (
+                not callable(value)
+                or isinstance(value, (np.ndarray, types.FunctionType, types.MethodType))
+                or _holds_attributes(value)
+            ):
                 deps.append(dependency("attribute", obj, attr, value))
                 pending += _objects_in(value)
         if not isinstance(obj, type) and _holds_attributes(type(obj)):
             pending.append(type(obj))
+            if hasattr(obj, "__dict__"):  # (`b.act = f` shadows the class's method)
+                deps.append(("names", obj, "__dict__", frozenset(vars(obj))))
     if made_here:  # (arrays computed from the user's arrays: their contents are read too)
         deps += [
             ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)

@@ -157,3 +157,29 @@ def test_global_user_object_read_by_a_trace():
     _check(g, _calls_a_global_layer)
     LAYER.power = 3.0
     _check(g, _calls_a_global_layer)
+
+
+class Activated:
+    def act(self, x):
+        return np.sin(x)
+
+    def __call__(self, x):
+        try:  # (`try` is traced)
+            return np.sum(self.act(x))
+        except KeyError:
+            return 0.0
+
+
+def test_method_replaced_on_the_class_or_shadowed_on_the_object():
+    model = Activated()
+    g = sourcegrad.grad(model)
+    _check(g, model)
+    _check(g, model)
+    assert g.traced
+    model.act = lambda x: x**3  # (a new attribute of the object, shadowing the method)
+    _check(g, model)
+    other = Activated()
+    g = sourcegrad.grad(other)
+    _check(g, other)
+    Activated.act = lambda self, x: np.cos(x) * x  # (the class's method replaced)
+    _check(g, other)
