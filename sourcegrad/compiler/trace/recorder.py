@@ -1336,5 +1336,11 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
         deps += [
             ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)
         ]
+    # (a user function it read: its code replaced in place, as autoreload does, is another)
+    deps += [
+        ("code", d[3], "__code__", d[3].__code__)
+        for d in deps
+        if type(d[3]) is types.FunctionType and not in_a_library(d[3].__code__.co_filename)
+    ]
     # (the trace ran over the containers' members: their code holds them)
     return [with_members(d) if not python_data(d[3]) else d for d in deps]

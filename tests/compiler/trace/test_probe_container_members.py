@@ -183,3 +183,27 @@ def test_method_replaced_on_the_class_or_shadowed_on_the_object():
     _check(g, other)
     Activated.act = lambda self, x: np.cos(x) * x  # (the class's method replaced)
     _check(g, other)
+
+
+def _helper(x):
+    return np.sin(x)
+
+
+def _calls_a_helper(x):
+    try:  # (`try` is traced)
+        return np.sum(_helper(x))
+    except KeyError:
+        return 0.0
+
+
+def test_helper_whose_code_is_replaced_in_place():
+    g = sourcegrad.grad(_calls_a_helper)
+    _check(g, _calls_a_helper)
+    _check(g, _calls_a_helper)
+    assert g.traced
+    old = _helper.__code__
+    _helper.__code__ = (lambda x: np.cos(x) * x).__code__  # (as autoreload replaces it)
+    try:
+        _check(g, _calls_a_helper)
+    finally:
+        _helper.__code__ = old
