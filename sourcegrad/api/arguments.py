@@ -179,3 +179,37 @@ def label_of(fn) -> str:
         or getattr(fn, "__name__", None)
         or f"{type(fn).__qualname__} object"
     )
+
+
+def defaults_of(fn) -> tuple:
+    """The default values `fn` binds now ((its positional ones, its keyword-only ones as
+    (name, value) pairs)), read from the function its signature comes from (a `functools.wraps`
+    wrapper's wrapped function). A Gradient binds a call's left-out arguments from these
+    as they were when it was made, so `defaults_changed` tells it when they no longer are."""
+    target = inspect.unwrap(fn) if callable(fn) else fn
+    positional = getattr(target, "__defaults__", None) or ()
+    keywords = getattr(target, "__kwdefaults__", None) or {}
+    return tuple(positional), tuple(keywords.items())
+
+
+def defaults_changed(fn, seen: tuple) -> bool:
+    """Whether `fn`'s defaults are other objects than `seen` (`defaults_of` when the Gradient
+    was made): `f.__defaults__ = (3.0,)` or `f.__kwdefaults__["k"] = 3.0` after `grad(f)`.
+    Compared by identity, as Python binds them (an array default changed in place is the
+    same default, read afresh on each call)."""
+    (positional, keywords), (seen_positional, seen_keywords) = defaults_of(fn), seen
+    return (
+        len(positional) != len(seen_positional)
+        or len(keywords) != len(seen_keywords)
+        or any(a is not b for a, b in zip(positional, seen_positional))
+        or any(a != b or v is not w for (a, v), (b, w) in zip(keywords, seen_keywords))
+    )
+
+
+def stale_defaults_error(label):
+    return errors.CallArgumentsError(
+        f"the default values of {label}'s parameters were changed (its __defaults__ or "
+        "__kwdefaults__) after its gradient was made: the gradient binds left-out arguments "
+        "from the defaults as they were then, and cannot tell which arguments this call "
+        "left out; make the gradient again (sourcegrad.grad(f)) after changing them"
+    )

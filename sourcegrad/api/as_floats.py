@@ -139,7 +139,7 @@ def twin(gradient, compiled, args, exact):
         [wrapped.get(i) for i in gradient.wrt],
         exact,
         floats.finish is not None,  # (loops or branches: a gradient may be an int constant)
-        _still_bound(compiled, floats),
+        gradient._checking_defaults(_still_bound(compiled, floats)),
         gradient._single,
         gradient._general,
         gradient._defaults,

@@ -30,10 +30,13 @@ from . import as_floats, cross_check, memory_caches, results
 from .arguments import (
     Wrt,
     check_distinct,
+    defaults_changed,
+    defaults_of,
     jit_backend,
     label_of,
     normalize_wrt,
     sharing_pairs,
+    stale_defaults_error,
 )
 from .compiling import Compiling
 from .dispatch import fast_entry
@@ -134,6 +137,9 @@ class Gradient(Compiling, staticmethod):
         self._defaults = tuple(
             p.default for p in self._signature.parameters.values() if p.default is not p.empty
         )
+        # (what they were made from: a call after `f.__defaults__ = ...` is refused, not bound
+        # from the old values: `defaults_changed`)
+        self._defaults_seen = defaults_of(fn)
         # compiled code is shared by every Gradient of the same function, wrt and backend
         with memory_caches.SHARED_LOCK:
             self._cache = memory_caches.compiled_for(fn).setdefault(
@@ -205,6 +211,7 @@ class Gradient(Compiling, staticmethod):
         return type(self), (self.fn, self._wrt_given, self.value_asked, self.backend, self.has_aux)
 
     def _general_call(self, *args, **kwargs):
+        self._check_defaults()
         if kwargs or len(args) < len(self._params):  # keywords, or defaults to fill in
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -299,6 +306,27 @@ class Gradient(Compiling, staticmethod):
             )
         gradient = out[0] if self._single else tuple(out)
         return (result[0], gradient) if self.with_value else gradient
+
+    def _check_defaults(self) -> None:
+        """Refuse a call after fn's defaults were rebound: the entries and `_signature` bind
+        left-out arguments from the old ones, and a call coming back from an entry has them
+        filled in already (which it left out cannot be told)."""
+        if self._signature is not None and defaults_changed(self.fn, self._defaults_seen):
+            raise stale_defaults_error(self._label)
+
+    def _checking_defaults(self, still_valid):
+        """`still_valid` (an entry's check of its dependencies, or None), also False once fn's
+        defaults were rebound, so that the entry, which binds the old ones, hands its calls
+        to the general path (`_check_defaults`)."""
+        if not self._defaults:
+            return still_valid
+
+        def unchanged():
+            return not defaults_changed(self.fn, self._defaults_seen) and (
+                still_valid is None or still_valid()
+            )
+
+        return unchanged
 
     def _param_label(self, i) -> str:
         """Argument `i` as messages name it."""
@@ -442,7 +470,7 @@ class Gradient(Compiling, staticmethod):
                 checking or compiled.fn,
                 compiled.finish,
                 compiled.converters,
-                still_bound if compiled.dependencies else None,
+                self._checking_defaults(still_bound if compiled.dependencies else None),
                 self.with_value,
                 self._single,
                 self._general,
@@ -621,6 +649,7 @@ class Gradient(Compiling, staticmethod):
         trips, or what a memory plan keeps instead; not the inputs (they are the caller's).
         `trips` is the trip count of a loop known only when it runs (a `while` loop):
         without it such a loop is refused, naming its line."""
+        self._check_defaults()
         if len(args) < len(self._params):  # defaults to fill in
             bound = self._signature.bind(*args)
             bound.apply_defaults()
@@ -753,6 +782,7 @@ class VJP(Gradient):
         return False
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., Any]]:
+        self._check_defaults()
         if kwargs or len(args) < len(self._params):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..compiler import check_current, function_run_by, lower
+from ..compiler import check_current, function_run_by, lower, same_members
 from ..ops import rule_for_function
 
 
@@ -175,6 +175,17 @@ def still_bound(dependencies) -> bool:
     for kind, container, name, value in dependencies:
         if kind == "contents":  # an array a trace's constant may come from: its values
             if container.shape != value.shape or not np.array_equal(container, value, True):
+                return False
+            continue
+        if kind == "names":  # the attributes an object has: a new one may shadow its class's
+            if frozenset(vars(container)) != value:
+                return False
+            continue
+        if kind == "members":  # a container of arrays a trace read: itself and its members
+            held_kind, held, known = value
+            if not still_bound([(held_kind, container, name, held)]) or not same_members(
+                held, known
+            ):
                 return False
             continue
         if kind == "snapshot":  # a dict or list of numbers a trace read: by value

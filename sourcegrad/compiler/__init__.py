@@ -37,7 +37,7 @@ eager `checkpoint`'s call, made when it runs) or the command line above.
 """
 
 from .analysis import AVal, aval_of, signature_key, updated_parameters
-from .dependencies import python_data
+from .dependencies import python_data, same_members
 from .backends.dask_backend import check_inputs as check_dask_inputs
 from .backends.dask_backend import is_dask
 from .backends.dask_backend import like_input as like_dask_input
@@ -115,6 +115,7 @@ __all__ = [
     "check_current",
     "StaleSourceError",
     "python_data",
+    "same_members",
     # the IR
     "Assign",
     "Call",

@@ -8,6 +8,10 @@ the code where one is not:
 
 - "global", "cell", "attribute": the value itself, compared by identity (an attribute's
   number also by equality: a property that makes a new float each read);
+- "names" (a trace's): the attribute names of a user object, so that one set later
+  (`model.act = f`, shadowing its class's method) makes the code stale;
+- "members" (a trace's): a list, tuple or dict holding arrays or objects, by itself and by
+  what it holds, each by identity (`with_members`);
 - "items" (a global's or a cell's), "snapshot" (an object's or module's attribute): a dict or
   list of plain Python data (`python_data`), by a copy compared by value, because its items
   were inlined as constants: `CFG["lam"] = 0.5` changes the function without rebinding CFG.
@@ -46,10 +50,62 @@ def python_data(value) -> bool:
 def dependency(kind: str, holder, name: str, value) -> tuple:
     """The record of `holder`'s `name` read as `value` (kind "global", "cell" or
     "attribute"): a dict or list of Python data by a copy, compared by value ("items" for a
-    global or a cell, "snapshot" for an attribute), anything else by itself."""
+    global or a cell, "snapshot" for an attribute), one of arrays or objects by itself and
+    what it holds (`with_members`), anything else by itself."""
     if isinstance(value, (dict, list)) and python_data(value):
         return ("snapshot" if kind == "attribute" else "items", holder, name, copy.deepcopy(value))
-    return (kind, holder, name, value)
+    return with_members((kind, holder, name, value))
+
+
+def with_members(record: tuple) -> tuple:
+    """`record`, or where its value is a list, tuple or dict holding arrays or objects (not
+    plain data, which `dependency` copies), a "members" record of it that also keeps what
+    it holds: a trace iterates over `model.layers` and indexes `params["w"]` while it runs,
+    so its code has their members fixed in it, and `model.layers.append(W)` or
+    `params["w"] = W2` makes it stale without rebinding the container."""
+    kind, holder, name, value = record
+    if kind in ("global", "cell", "attribute") and isinstance(value, (list, tuple, dict)):
+        return ("members", holder, name, (kind, value, members(value)))
+    return record
+
+
+class _Held:
+    """What a list, tuple or dict held when read: its type, its keys (a dict's), and its
+    items (each an object, or the _Held of a container)."""
+
+    __slots__ = ("kind", "keys", "items")
+
+    def __init__(self, kind, keys, items):
+        self.kind, self.keys, self.items = kind, keys, items
+
+
+def members(value):
+    """`value` itself, or where it is a (nested) list, tuple or dict, what it holds."""
+    if isinstance(value, (list, tuple)):
+        return _Held(type(value), None, tuple(members(item) for item in value))
+    if isinstance(value, dict):
+        return _Held(dict, tuple(value), tuple(members(item) for item in value.values()))
+    return value
+
+
+def same_members(value, known) -> bool:
+    """Whether `value` holds what `members` found in it (the same objects, by identity).
+    Called on each call of the code (a model's list of layers): an array item costs an
+    identity test."""
+    if type(known) is not _Held:
+        return value is known
+    if type(value) is not known.kind:
+        return False
+    if known.keys is not None:
+        if tuple(value) != known.keys:
+            return False
+        value = value.values()
+    elif len(value) != len(known.items):
+        return False
+    for item, was in zip(value, known.items):
+        if item is not was and (type(was) is not _Held or not same_members(item, was)):
+            return False
+    return True
 
 
 def user_module(module) -> bool:

@@ -20,6 +20,7 @@ from ... import errors, trees
 from ...ops import RULES, array_methods, op_for_method, rule_for_function
 from ...runtime import einsum_sublists
 from .. import random_draws
+from ..dependencies import dependency
 from ..derive import checkpointing
 from ..ir import Const, Slc, Tup, Var
 from ..names import sanitize
@@ -547,6 +548,12 @@ class CallsMixin:
         tree = parsed.tree
         child = type(self)(parsed, self.ctx, prefix=self.inline_prefix(tree.name))
         defaults = {}
+        # its defaults are inlined as constants: code built from them is stale once they are
+        # rebound (`helper.__defaults__ = (3.0,)`), as it is once a global it read is
+        self.ctx.dependencies.append(dependency("attribute", fn, "__defaults__", fn.__defaults__))
+        self.ctx.dependencies.append(
+            dependency("attribute", fn, "__kwdefaults__", fn.__kwdefaults__)
+        )
         if fn.__defaults__:
             names = [a.id for a in tree.args.posonlyargs + tree.args.args]
             for pname, value in zip(names[len(names) - len(fn.__defaults__) :], fn.__defaults__):

@@ -42,7 +42,7 @@ from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, data_shaped, op_for_method, rule_for_function
 from .. import random_draws
-from ..dependencies import dependency, user_module
+from ..dependencies import dependency, python_data, user_module, with_members
 from ..ir import (
     Assign,
     Call,
@@ -59,7 +59,7 @@ from ..ir import (
 )
 from ..names import Namer, name_for_call, sanitize
 from . import state
-from .frames import is_user, loop_headers, runs_user_code
+from .frames import in_a_library, is_user, loop_headers, runs_user_code
 from .patches import (
     TracedGenerator,
     library_functions,
@@ -1175,8 +1175,8 @@ def _code_and_holders(fn, args):
     """(the Python function whose code runs, the objects whose attributes it may read): for
     a bound method its object, for an object with `__call__` the object and its method's
     function, and the arguments given as they are."""
-    holders = [a for a in args if not _traceable(a) and hasattr(a, "__dict__")]
-    if not isinstance(fn, (types.FunctionType, types.MethodType)) and hasattr(fn, "__dict__"):
+    holders = [a for a in args if not _traceable(a) and _has_attributes(a)]
+    if not isinstance(fn, (types.FunctionType, types.MethodType)) and _has_attributes(fn):
         holders.append(fn)
         fn = fn.__call__ if callable(fn) else fn
     if isinstance(fn, types.MethodType):
@@ -1202,6 +1202,69 @@ def _python_state(fn, args) -> PythonState:
             holders.append(value)
     cells = list(zip(code.co_freevars, fn.__closure__ or ()))
     return PythonState(fn, holders, space, cells)
+
+
+_MOST_OBJECTS = 10_000  # (a bound on the walk over objects' attributes: a cyclic graph ends)
+
+
+def _holds_attributes(value) -> bool:
+    """An object whose attributes the code may read, walked into from another: an instance
+    of a class the user wrote, or such a class (not a function, module or array, nor a
+    library's object, whose insides are the library's business)."""
+    cls = value if isinstance(value, type) else type(value)
+    module = sys.modules.get(cls.__module__)
+    if module is None or not user_module(module) or cls.__module__ == "builtins":
+        return False
+    if in_a_library(getattr(module, "__file__", None)):
+        return False
+    return isinstance(value, type) or (
+        _has_attributes(value)
+        and not isinstance(value, (types.FunctionType, types.MethodType, types.ModuleType))
+    )
+
+
+def _slot_names(cls) -> list:
+    """The attributes the `__slots__` of cls and its bases declare."""
+    names = []
+    for klass in getattr(cls, "__mro__", ()):
+        slots = vars(klass).get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else list(slots)
+    return [n for n in names if n not in ("__dict__", "__weakref__")]
+
+
+def _has_attributes(value) -> bool:
+    """An object with attributes of its own: a `__dict__`, or `__slots__` (a class with
+    `__slots__` has no `__dict__` for its instances)."""
+    return hasattr(value, "__dict__") or (
+        not isinstance(value, type) and bool(_slot_names(type(value)))
+    )
+
+
+def _attributes(obj) -> dict:
+    """obj's own attributes by name: its `__dict__`'s and its slots' that are set."""
+    found = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    if not isinstance(obj, type):
+        for name in _slot_names(type(obj)):
+            try:
+                found[name] = getattr(obj, name)
+            except AttributeError:  # (a slot not set)
+                pass
+    return found
+
+
+def _made_per_read(value) -> bool:
+    """A class attribute whose reading makes a new object each time (a property's value, a
+    classmethod's bound method): compared by identity, it would never be the same."""
+    return isinstance(value, (property, classmethod, types.MemberDescriptorType))
+
+
+def _objects_in(value) -> list:
+    """The objects `value` is or holds in (nested) lists, tuples and dicts."""
+    if isinstance(value, (list, tuple)):
+        return [o for item in value for o in _objects_in(item)]
+    if isinstance(value, dict):
+        return [o for item in value.values() for o in _objects_in(item)]
+    return [value] if _holds_attributes(value) else []
 
 
 def _dependencies(fn, args, visited=(), made_here=False) -> list:
@@ -1238,13 +1301,46 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
             deps.append(dependency("cell", cell, name, cell.cell_contents))
         except ValueError:
             pass
-    objects = holders + [d[3] for d in deps if hasattr(d[3], "__dict__") and not callable(d[3])]
-    for obj in objects:
-        for attr, value in sorted(vars(obj).items()):
-            if not callable(value) or isinstance(value, np.ndarray):
+    # the attributes of the objects given or read, and of the objects those hold, at any
+    # depth (`self.encoder.layers`, `self.blocks[0].W`), and the class attributes of user
+    # classes (`Model.shared`): the trace read them as it ran, so its code holds them
+    pending = holders + [
+        d[3]
+        for d in deps
+        if _has_attributes(d[3]) and not callable(d[3]) or _holds_attributes(d[3])
+    ]
+    seen_objects: set = set()
+    while pending and len(seen_objects) < _MOST_OBJECTS:
+        obj = pending.pop(0)
+        if id(obj) in seen_objects:
+            continue
+        seen_objects.add(id(obj))
+        for attr, value in sorted(_attributes(obj).items()):
+            if isinstance(obj, type):
+                if attr.startswith("__") and attr != "__call__" or _made_per_read(value):
+                    continue  # (its own machinery; what makes a new object on each read)
+                # (a method by its function: `Model.act = other` makes the code stale)
+                value = getattr(obj, attr)
+            if (
+                not callable(value)
+                or isinstance(value, (np.ndarray, types.FunctionType, types.MethodType))
+                or _holds_attributes(value)
+            ):
                 deps.append(dependency("attribute", obj, attr, value))
+                pending += _objects_in(value)
+        if not isinstance(obj, type) and _holds_attributes(type(obj)):
+            pending.append(type(obj))
+            if hasattr(obj, "__dict__"):  # (`b.act = f` shadows the class's method)
+                deps.append(("names", obj, "__dict__", frozenset(vars(obj))))
     if made_here:  # (arrays computed from the user's arrays: their contents are read too)
         deps += [
             ("contents", d[3], d[2], d[3].copy()) for d in deps if isinstance(d[3], np.ndarray)
         ]
-    return deps
+    # (a user function it read: its code replaced in place, as autoreload does, is another)
+    deps += [
+        ("code", d[3], "__code__", d[3].__code__)
+        for d in deps
+        if type(d[3]) is types.FunctionType and not in_a_library(d[3].__code__.co_filename)
+    ]
+    # (the trace ran over the containers' members: their code holds them)
+    return [with_members(d) if not python_data(d[3]) else d for d in deps]
