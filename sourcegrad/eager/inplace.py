@@ -369,7 +369,8 @@ def div_(self, other, *, rounding_mode=None):
 @export(methods=("pow_",))
 def pow_(self, exponent):
     spec = _tensor_math.POW_TENSOR if isinstance(exponent, Tensor) else _tensor_math.POW_SCALAR
-    return _binary_(self, exponent, spec, np.power)
+    _tensor_math.refuse_negative_int_exponent(self, exponent)
+    return _binary_(self, exponent, spec, _tensor_math.power_data)
 
 
 @export(methods=("remainder_",))
