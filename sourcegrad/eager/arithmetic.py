@@ -189,6 +189,7 @@ def _div_rounding(input, other, mode):
     ad, bd, rd, ra, rb = _promote(input, other)
     if rd.kind in "bc":
         raise not_implemented_for(f"div_{mode}_cpu", rd)
+    refuse_integer_zero_division(rd, bd)
     out = _wrap(_result(ops_nn.div_rounding(ad, bd, mode), rd))
     if _needs_grad(ra, rb):
         record(DIV_ROUNDING, out, (ra, rb))
@@ -294,7 +295,7 @@ def remainder_data(a, b):
 def remainder(input, other):
     if not isinstance(input, Tensor) and isinstance(other, Tensor):
         # a number % a tensor: torch records it with a NotImplemented node
-        _integer_or_float("remainder_cpu", input, other)
+        integer_or_float("remainder_cpu", input, other)
         ad, bd, rd, ra, rb = _promote(input, other)
         res = _wrap(_result(remainder_data(ad, bd), rd))
         _no_tangent("aten::remainder", other)
@@ -302,21 +303,29 @@ def remainder(input, other):
             res._grad_fn = NotImplementedNode((other._edge(),), "aten::remainder")
             res._requires_grad = True
         return res
-    _integer_or_float("remainder_cpu", input, other)
+    integer_or_float("remainder_cpu", input, other)
     spec = REMAINDER if isinstance(other, Tensor) else REMAINDER_SCALAR
     return binary_op(spec, remainder_data, input, other)
 
 
-def _integer_or_float(kernel, a, b):
+def integer_or_float(kernel, a, b):
     """floor_divide, remainder, fmod: torch has them for integers and floats only."""
-    rd = _promote(a, b)[2]
+    bd, rd = _promote(a, b)[1:3]
     if rd.kind in "bc":
         raise not_implemented_for(kernel, rd)
+    refuse_integer_zero_division(rd, bd)
+
+
+def refuse_integer_zero_division(rd, divisor):
+    """torch's RuntimeError for an integer division (//, %, fmod, div with a rounding mode)
+    by zero, where numpy returns 0 (and warns): an integer has no inf or NaN to give."""
+    if rd.kind in "iu" and np.any(divisor == 0):
+        raise RuntimeError("ZeroDivisionError")
 
 
 @export("fmod")
 def fmod(input, other):
-    _integer_or_float("fmod_cpu", input, other)
+    integer_or_float("fmod_cpu", input, other)
     spec = FMOD if isinstance(other, Tensor) else FMOD_SCALAR
     return binary_op(spec, np.fmod, input, other)
 
@@ -333,6 +342,7 @@ def floor_divide(input, other):
     ad, bd, rd, ra, rb = _promote(input, other)
     if rd.kind in "bc":
         raise not_implemented_for("div_floor_cpu", rd)
+    refuse_integer_zero_division(rd, bd)
     res = _wrap(_result(np.floor_divide(ad, bd), rd))
     _no_tangent("aten::floor_divide", ra, rb)
     if grad_required(ra, rb):

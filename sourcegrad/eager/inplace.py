@@ -376,6 +376,7 @@ def pow_(self, exponent):
 @export(methods=("remainder_",))
 def remainder_(self, other):
     spec = _tensor_math.REMAINDER if isinstance(other, Tensor) else _tensor_math.REMAINDER_SCALAR
+    _tensor_math.integer_or_float("remainder_cpu", self, other)
     return _binary_(self, other, spec, _tensor_math.remainder_data)
 
 
