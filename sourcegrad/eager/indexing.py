@@ -396,10 +396,15 @@ def argwhere(input):
 
 @export("unique")
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
-    values, inverse, counts = np.unique(input._data, return_inverse=True, return_counts=True)
+    # equal_nan=False: torch keeps every NaN apart (NaN != NaN), numpy's default merges them;
+    # dim: the unique slices along it (rows for dim=0), each one element of the inverse
+    values, inverse, counts = np.unique(
+        input._data, return_inverse=True, return_counts=True, axis=dim, equal_nan=False
+    )
     out = [_wrap(values)]
     if return_inverse:
-        out.append(_wrap(inverse.reshape(input._data.shape).astype(np.int64)))
+        shape = input._data.shape if dim is None else (-1,)
+        out.append(_wrap(inverse.reshape(shape).astype(np.int64)))
     if return_counts:
         out.append(_wrap(counts.astype(np.int64)))
     return out[0] if len(out) == 1 else tuple(out)
