@@ -249,6 +249,13 @@ def _correction(unbiased, correction, kwargs):
     return 1 if unbiased else 0
 
 
+def refuse_integer_moments(name, x):
+    """torch's std/var (and std_mean, var_mean) of a bool or integer tensor: RuntimeError,
+    where numpy would compute them in float64."""
+    if x._data.dtype.kind not in "fc":
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+
+
 def _var_std(spec, fn, x, dim, unbiased, keepdim, correction, kwargs):
     if isinstance(dim, bool):  # var(input, unbiased)
         unbiased, dim = dim, None
@@ -256,8 +263,7 @@ def _var_std(spec, fn, x, dim, unbiased, keepdim, correction, kwargs):
     axis = _axis(dim, x._data.ndim, kwargs)
     keepdim = _keepdim(keepdim, kwargs)
     d = x._data
-    if d.dtype.kind not in "fc":
-        d = d.astype(_default_np())
+    refuse_integer_moments("std and var", x)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = _wrap(_result(fn(d, axis=axis, ddof=ddof, keepdims=keepdim)))
     if _needs_grad(x):
