@@ -100,7 +100,10 @@ def _reduce(spec_all, spec_dim, fn, x, dim, keepdim, kwargs, dtype=None, int_to_
         d = d.astype(np.int64)
     if type(d) is not np.ndarray:
         fn = getattr(type(d), fn.__name__)  # np.ndarray.sum -> cupy.ndarray.sum
-    out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim)))
+    # an explicit dtype is the accumulator's too: numpy would sum a uint8 (or int8, ...) in
+    # its platform integer (uint64, which has no torch dtype), where torch wraps in uint8
+    extra = {} if dtype is None else {"dtype": d.dtype}
+    out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim, **extra)))
     if (
         STATE.enabled
         and (x._requires_grad or (x._base is not None and stale_view_requires_grad(x)))
