@@ -189,6 +189,7 @@ def _div_rounding(input, other, mode):
     ad, bd, rd, ra, rb = _promote(input, other)
     if rd.kind in "bc":
         raise not_implemented_for(f"div_{mode}_cpu", rd)
+    refuse_integer_zero_division(rd, bd)
     out = _wrap(_result(ops_nn.div_rounding(ad, bd, mode), rd))
     if _needs_grad(ra, rb):
         record(DIV_ROUNDING, out, (ra, rb))
@@ -198,12 +199,45 @@ def _div_rounding(input, other, mode):
 divide = true_divide = div
 
 
+NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."
+
+
+def power_data(a, b):
+    """np.power as torch computes it. numpy refuses an integer to a negative integer power
+    (ValueError); torch computes it as integer division does: 1 for a base of 1, +-1 for
+    -1 (by the exponent's parity), 0 for any other base (0 too). torch refuses a negative
+    Python int exponent itself: `refuse_negative_int_exponent`."""
+    # (a Python number's kind by np.result_type: `2 ** tensor` passes the base as it is)
+    a_dtype = getattr(a, "dtype", None) or np.result_type(a)
+    b_dtype = getattr(b, "dtype", None) or np.result_type(b)
+    if a_dtype.kind not in "biu" or b_dtype.kind != "i" or not np.any(b < 0):
+        return np.power(a, b)
+    negative = b < 0
+    out = np.power(a, np.where(negative, 0, b))
+    of_minus_one = np.where(np.remainder(b, 2) == 1, -1, 1)
+    of_negative = np.where(a == 1, 1, np.where(a == -1, of_minus_one, 0))
+    return np.where(negative, of_negative, out).astype(out.dtype, copy=False)
+
+
+def refuse_negative_int_exponent(input, exponent):
+    """torch's RuntimeError for an integer tensor to a negative Python int power (numpy's
+    own error would be a ValueError)."""
+    if (
+        type(exponent) is int
+        and exponent < 0
+        and isinstance(input, Tensor)
+        and input._data.dtype.kind in "biu"
+    ):
+        raise RuntimeError(NEGATIVE_INT_POWER)
+
+
 @export("pow", numpy=(np.power,))
 def pow(input, exponent, *, out=None):  # noqa: A001 - torch's name
     if out is not None:
         return write_out("pow", out, pow(input, exponent), (input, exponent))
     if not isinstance(input, Tensor):
-        return binary_op(POW_BASE, np.power, input, exponent)
+        return binary_op(POW_BASE, power_data, input, exponent)
+    refuse_negative_int_exponent(input, exponent)
     if (
         isinstance(exponent, Tensor)
         and input._data.dtype == np.bool_
@@ -215,14 +249,14 @@ def pow(input, exponent, *, out=None):  # noqa: A001 - torch's name
         if isinstance(exponent, (Tensor, np.ndarray)) or type(exponent) in _GPU
         else POW_SCALAR
     )
-    return binary_op(spec, np.power, input, exponent)
+    return binary_op(spec, power_data, input, exponent)
 
 
 def rpow(input, other):
     return (
         pow(other, input)
         if isinstance(other, Tensor)
-        else binary_op(POW_BASE, np.power, other, input)
+        else binary_op(POW_BASE, power_data, other, input)
     )
 
 
@@ -261,7 +295,7 @@ def remainder_data(a, b):
 def remainder(input, other):
     if not isinstance(input, Tensor) and isinstance(other, Tensor):
         # a number % a tensor: torch records it with a NotImplemented node
-        _integer_or_float("remainder_cpu", input, other)
+        integer_or_float("remainder_cpu", input, other)
         ad, bd, rd, ra, rb = _promote(input, other)
         res = _wrap(_result(remainder_data(ad, bd), rd))
         _no_tangent("aten::remainder", other)
@@ -269,21 +303,29 @@ def remainder(input, other):
             res._grad_fn = NotImplementedNode((other._edge(),), "aten::remainder")
             res._requires_grad = True
         return res
-    _integer_or_float("remainder_cpu", input, other)
+    integer_or_float("remainder_cpu", input, other)
     spec = REMAINDER if isinstance(other, Tensor) else REMAINDER_SCALAR
     return binary_op(spec, remainder_data, input, other)
 
 
-def _integer_or_float(kernel, a, b):
+def integer_or_float(kernel, a, b):
     """floor_divide, remainder, fmod: torch has them for integers and floats only."""
-    rd = _promote(a, b)[2]
+    bd, rd = _promote(a, b)[1:3]
     if rd.kind in "bc":
         raise not_implemented_for(kernel, rd)
+    refuse_integer_zero_division(rd, bd)
+
+
+def refuse_integer_zero_division(rd, divisor):
+    """torch's RuntimeError for an integer division (//, %, fmod, div with a rounding mode)
+    by zero, where numpy returns 0 (and warns): an integer has no inf or NaN to give."""
+    if rd.kind in "iu" and np.any(divisor == 0):
+        raise RuntimeError("ZeroDivisionError")
 
 
 @export("fmod")
 def fmod(input, other):
-    _integer_or_float("fmod_cpu", input, other)
+    integer_or_float("fmod_cpu", input, other)
     spec = FMOD if isinstance(other, Tensor) else FMOD_SCALAR
     return binary_op(spec, np.fmod, input, other)
 
@@ -300,6 +342,7 @@ def floor_divide(input, other):
     ad, bd, rd, ra, rb = _promote(input, other)
     if rd.kind in "bc":
         raise not_implemented_for("div_floor_cpu", rd)
+    refuse_integer_zero_division(rd, bd)
     res = _wrap(_result(np.floor_divide(ad, bd), rd))
     _no_tangent("aten::floor_divide", ra, rb)
     if grad_required(ra, rb):

@@ -22,6 +22,7 @@ from .elementwise import where
 from .grad_mode import is_grad_enabled as grad_mode_enabled
 from .grad_mode import no_grad
 from .operands import as_tensor
+from .reductions import refuse_integer_moments
 from .shape_ops import broadcast_tensors, cat
 from .surface import export
 from .tensor import Tensor
@@ -156,6 +157,7 @@ def meshgrid(*tensors, indexing=None):
 @export("var_mean", methods=())
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(input.var(...), input.mean(...)) over the same dimensions."""
+    refuse_integer_moments("var_mean", input)
     return (
         input.var(dim, unbiased, keepdim, correction=correction),
         input.mean() if dim is None else input.mean(dim, keepdim=keepdim),
@@ -165,6 +167,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 @export("std_mean", methods=())
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(input.std(...), input.mean(...)) over the same dimensions."""
+    refuse_integer_moments("std_mean", input)
     return (
         input.std(dim, unbiased, keepdim, correction=correction),
         input.mean() if dim is None else input.mean(dim, keepdim=keepdim),

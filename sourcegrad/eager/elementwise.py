@@ -268,6 +268,22 @@ def clamp_max(input, max):  # noqa: A002
 WHERE = OpSpec("WhereBackward0", "where", edges=(1, 2))
 
 
+_C_NAMES = {"int32": "int"}  # torch's error names the C type: int8_t, ..., int (for int32)
+
+
+def _refuse_overflowing_scalar(value, rd):
+    """torch.where's RuntimeError for a Python int that its integer result dtype cannot hold
+    (numpy would wrap it: where(c, int8 tensor, 1000) gave -24). As c10's overflow check,
+    an unsigned type takes negatives down to -max (they wrap)."""
+    if type(value) is not int:
+        return
+    info = np.iinfo(rd)
+    low = -int(info.max) if rd.kind == "u" else int(info.min)
+    if not low <= value <= int(info.max):
+        name = _C_NAMES.get(rd.name, f"{rd.name}_t")
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
 @export("where", methods=())
 def where(condition, input=None, other=None):
     """torch.where(cond, x, y), or torch.where(cond) for the indices of nonzero elements."""
@@ -277,6 +293,9 @@ def where(condition, input=None, other=None):
     if cond.dtype != np.bool_:
         cond = cond != 0
     xd, yd, rd, rx, ry = _promote(input, other)
+    if rd.kind in "iu":
+        for value in (input, other):
+            _refuse_overflowing_scalar(value, rd)
     if type(cond) is not type(xd) or type(cond) is not type(yd):
         devices.check_same(cond, xd, yd)
     try:

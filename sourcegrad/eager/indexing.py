@@ -284,11 +284,17 @@ def sort(input, dim=-1, descending=False, stable=False):
             pick(input, "SortBackward0", ()), _wrap(devices.xp_of(d).zeros((), np.int64))
         )
     axis = dim % d.ndim
-    idx = _argsort(-d if descending and d.dtype.kind != "b" else d, axis)
-    if descending and d.dtype.kind == "b":
-        idx = np.flip(_argsort(d, axis), axis)
+    idx = _descending_order(d, axis) if descending else _argsort(d, axis)
     values = pick(input, "SortBackward0", along_index(idx, axis, d.ndim))
     return return_types.sort(values, _wrap(idx.astype(np.int64)))
+
+
+def _descending_order(d, axis):
+    """The stable descending order along axis, NaN first (torch's: NaN is the largest), equal
+    elements in their first order. The stable ascending order of the reversed slices,
+    reversed: no `-d`, which kept NaN last and wraps unsigned (and INT_MIN) values."""
+    order = _argsort(np.flip(d, axis), axis)
+    return (d.shape[axis] - 1) - np.flip(order, axis)
 
 
 def _argsort(d, axis):
@@ -371,7 +377,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
     d = input._data
     axis = dim % d.ndim
-    order = _argsort(-d if largest else d, axis)
+    order = _descending_order(d, axis) if largest else _argsort(d, axis)
     idx = np.take(order, devices.xp_of(d).arange(k), axis=axis)
     values = pick(input, "TopkBackward0", along_index(idx, axis, d.ndim))
     return return_types.topk(values, _wrap(idx.astype(np.int64)))
@@ -396,10 +402,15 @@ def argwhere(input):
 
 @export("unique")
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
-    values, inverse, counts = np.unique(input._data, return_inverse=True, return_counts=True)
+    # equal_nan=False: torch keeps every NaN apart (NaN != NaN), numpy's default merges them;
+    # dim: the unique slices along it (rows for dim=0), each one element of the inverse
+    values, inverse, counts = np.unique(
+        input._data, return_inverse=True, return_counts=True, axis=dim, equal_nan=False
+    )
     out = [_wrap(values)]
     if return_inverse:
-        out.append(_wrap(inverse.reshape(input._data.shape).astype(np.int64)))
+        shape = input._data.shape if dim is None else (-1,)
+        out.append(_wrap(inverse.reshape(shape).astype(np.int64)))
     if return_counts:
         out.append(_wrap(counts.astype(np.int64)))
     return out[0] if len(out) == 1 else tuple(out)

@@ -369,12 +369,14 @@ def div_(self, other, *, rounding_mode=None):
 @export(methods=("pow_",))
 def pow_(self, exponent):
     spec = _tensor_math.POW_TENSOR if isinstance(exponent, Tensor) else _tensor_math.POW_SCALAR
-    return _binary_(self, exponent, spec, np.power)
+    _tensor_math.refuse_negative_int_exponent(self, exponent)
+    return _binary_(self, exponent, spec, _tensor_math.power_data)
 
 
 @export(methods=("remainder_",))
 def remainder_(self, other):
     spec = _tensor_math.REMAINDER if isinstance(other, Tensor) else _tensor_math.REMAINDER_SCALAR
+    _tensor_math.integer_or_float("remainder_cpu", self, other)
     return _binary_(self, other, spec, _tensor_math.remainder_data)
 
 

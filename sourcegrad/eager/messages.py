@@ -81,6 +81,7 @@ NON_LEAF_GRAD_WARNING = (
 RETAIN_GRAD_NO_GRAD = "can't retain_grad on Tensor that has requires_grad=False"
 HOOK_NO_GRAD = "cannot register a hook on a tensor that doesn't require gradient"
 POST_HOOK_NON_LEAF = "post accumulate grad hooks cannot be registered on non-leaf tensors"
+POST_HOOK_RETURNED = "Tensor post accumulate grad hooks should return None."
 HOOK_CHANGED_SIZE = "hook '{}' has changed the size of value"
 NUMPY_REQUIRES_GRAD = (
     "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."

@@ -191,7 +191,9 @@ class AccumulateGrad(Node):
         hooks = var._post_hook_dict(create=False)
         if hooks:
             for fn in list(hooks.values()):
-                fn(var)
+                # torch refuses a result (one that meant to replace .grad would be lost)
+                if fn(var) is not None:
+                    raise RuntimeError(messages.POST_HOOK_RETURNED)
         return ()
 
 

@@ -62,6 +62,10 @@ UFUNCS = {
     np.fabs: tensor_math.abs,
     np.rint: _rint,
     np.floor_divide: _floor_divide,
+    # the registry's torch_sign computes torch's sign (0 at NaN), not np.sign itself, so no
+    # entry names np.sign: the VJPs that call it (abs, norms) on Tensors, when the graph is
+    # recorded for a double backward, get torch.sign, as torch's own derivatives (sgn) do
+    np.sign: tensor_math.sign,
 }
 
 _REDUCE = {

@@ -100,7 +100,10 @@ def _reduce(spec_all, spec_dim, fn, x, dim, keepdim, kwargs, dtype=None, int_to_
         d = d.astype(np.int64)
     if type(d) is not np.ndarray:
         fn = getattr(type(d), fn.__name__)  # np.ndarray.sum -> cupy.ndarray.sum
-    out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim)))
+    # an explicit dtype is the accumulator's too: numpy would sum a uint8 (or int8, ...) in
+    # its platform integer (uint64, which has no torch dtype), where torch wraps in uint8
+    extra = {} if dtype is None else {"dtype": d.dtype}
+    out = _wrap(_result(fn(d, axis=axis, keepdims=keepdim, **extra)))
     if (
         STATE.enabled
         and (x._requires_grad or (x._base is not None and stale_view_requires_grad(x)))
@@ -249,6 +252,13 @@ def _correction(unbiased, correction, kwargs):
     return 1 if unbiased else 0
 
 
+def refuse_integer_moments(name, x):
+    """torch's std/var (and std_mean, var_mean) of a bool or integer tensor: RuntimeError,
+    where numpy would compute them in float64."""
+    if x._data.dtype.kind not in "fc":
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+
+
 def _var_std(spec, fn, x, dim, unbiased, keepdim, correction, kwargs):
     if isinstance(dim, bool):  # var(input, unbiased)
         unbiased, dim = dim, None
@@ -256,8 +266,7 @@ def _var_std(spec, fn, x, dim, unbiased, keepdim, correction, kwargs):
     axis = _axis(dim, x._data.ndim, kwargs)
     keepdim = _keepdim(keepdim, kwargs)
     d = x._data
-    if d.dtype.kind not in "fc":
-        d = d.astype(_default_np())
+    refuse_integer_moments("std and var", x)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = _wrap(_result(fn(d, axis=axis, ddof=ddof, keepdims=keepdim)))
     if _needs_grad(x):

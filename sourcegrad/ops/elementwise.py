@@ -319,12 +319,15 @@ defvjp(
     kind="elementwise",
     torch=torch("LogaddexpBackward0", "logaddexp"),
 )
+
+# x² + y² is taken as 1 where it is 0 (the origin, or both underflowing), where the numerator
+# is (about) 0 too: torch's atan2 gradient is 0 there, not 0 / 0 = NaN
 defvjp(
     "arctan2",
     np.arctan2,
     _func("arctan2"),
-    lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
-    lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y),
+    lambda g, ans, x, y: unbroadcast(g * y / np.where(x * x + y * y == 0, 1.0, x * x + y * y), x),
+    lambda g, ans, x, y: unbroadcast(-g * x / np.where(x * x + y * y == 0, 1.0, x * x + y * y), y),
     kind="elementwise",
     torch=torch("Atan2Backward0", "atan2", "arctan2"),
     **_c("atan2"),

@@ -930,16 +930,36 @@ defvjp(
     kind="elementwise",
 )
 _ROUNDING = {
-    "sign": torch("SignBackward0", "sign", inplace=("sign_",), keep_int=True),
+    # (numpy=False: its fn is torch's sign, not np.sign; eager.numpy_dispatch maps np.sign)
+    "sign": torch("SignBackward0", "sign", inplace=("sign_",), numpy=False, keep_int=True),
     "floor": torch("FloorBackward0", "floor", inplace=("floor_",), keep_int=True),
     "ceil": torch("CeilBackward0", "ceil", inplace=("ceil_",), keep_int=True),
     "trunc": torch("TruncBackward0", "trunc", "fix", inplace=("trunc_", "fix_"), keep_int=True),
     "round": None,  # eager round takes `decimals` (sourcegrad.eager.tensor_math.round)
 }
+
+
+def torch_sign(x):
+    """torch.sign: `(0 < x) - (x < 0)`, so 0 (not numpy's NaN) at NaN and +0 at -0; a bool
+    stays bool (numpy has no sign of bools); a complex one is refused, as torch does."""
+    kind = x.dtype.kind
+    if kind == "b":
+        return x.copy()
+    if kind == "c":
+        raise NotImplementedError(
+            "Unlike NumPy, torch.sign is not intended to support complex numbers. "
+            "Please use torch.sgn instead."
+        )
+    if kind == "f":
+        return np.subtract(0 < x, x < 0, dtype=x.dtype)
+    return np.sign(x)
+
+
+_ROUNDING_FN = {"sign": torch_sign}
 for _name, _torch in _ROUNDING.items():
     defvjp(
         f"torch_{_name}",
-        getattr(np, _name),
+        _ROUNDING_FN.get(_name, getattr(np, _name)),
         Spelling("func", _name),
         lambda g, ans, x: np.zeros_like(g),
         kind="elementwise",
