@@ -207,10 +207,14 @@ def power_data(a, b):
     (ValueError); torch computes it as integer division does: 1 for a base of 1, +-1 for
     -1 (by the exponent's parity), 0 for any other base (0 too). torch refuses a negative
     Python int exponent itself: `refuse_negative_int_exponent`."""
-    # (a Python number's kind by np.result_type: `2 ** tensor` passes the base as it is)
-    a_dtype = getattr(a, "dtype", None) or np.result_type(a)
-    b_dtype = getattr(b, "dtype", None) or np.result_type(b)
-    if a_dtype.kind not in "biu" or b_dtype.kind != "i" or not np.any(b < 0):
+    # (the exponent's kind first, without np.result_type: x ** 2.0 and x ** 2 of a float
+    # tensor are the hot cases; a Python number's kind by np.result_type otherwise, as
+    # `2 ** tensor` passes the base as it is)
+    b_kind = b.dtype.kind if hasattr(b, "dtype") else "i" if type(b) is int else "f"
+    if b_kind != "i":
+        return np.power(a, b)
+    a_kind = a.dtype.kind if hasattr(a, "dtype") else np.result_type(a).kind
+    if a_kind not in "biu" or not np.any(b < 0):
         return np.power(a, b)
     negative = b < 0
     out = np.power(a, np.where(negative, 0, b))
