@@ -42,7 +42,7 @@ from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, data_shaped, op_for_method, rule_for_function
 from .. import random_draws
-from ..dependencies import dependency, python_data, user_module, with_members
+from ..dependencies import dependency, user_module
 from ..ir import (
     Assign,
     Call,
@@ -1342,5 +1342,5 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
         for d in deps
         if type(d[3]) is types.FunctionType and not in_a_library(d[3].__code__.co_filename)
     ]
-    # (the trace ran over the containers' members: their code holds them)
-    return [with_members(d) if not python_data(d[3]) else d for d in deps]
+    # (the containers' members are in their records already: `dependency` keeps them)
+    return deps
