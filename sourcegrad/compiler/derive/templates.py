@@ -102,6 +102,18 @@ def _python(value):
     return value
 
 
+def _whole_of_a_number(pvs) -> bool:
+    """`number[...]` or `number[()]`: the whole of a Python number, which numpy indexes as a
+    0-d array (a rule's `g[index]` where the gradient is the literal seed `1.0`)."""
+    base, index = pvs
+    return (
+        base.known
+        and isinstance(base.static, numbers.Number)
+        and index.known
+        and (index.static is Ellipsis or index.static == ())
+    )
+
+
 _EVAL_METHODS: dict = {}  # gast node class -> Instantiator.eval_<class name> (one lookup a node)
 
 
@@ -274,6 +286,8 @@ class Instantiator:
             aval = abstract_call(Call(op, tuple(p.atom for p in pvs)), self.env)
             value = bool(aval.stand_in) if aval is not UNKNOWN else True
             return PV(Const(value), value)
+        if op == "getitem" and _whole_of_a_number(pvs):
+            return pvs[0]  # `g[...]` of a gradient that is a Python number (a 0-d seed)
         if (
             rule.pure
             and all(p.known and p.foldable for p in pvs)

@@ -721,6 +721,36 @@ def test_out_of_a_ufunc_changes_the_buffer_not_its_first_operand(fn):
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
 
 
+def _sum_into_a_0d_buffer(x):
+    out = np.empty(())
+    np.sum(x**2, out=out)
+    return out * 1.0
+
+
+def _mean_into_a_0d_buffer_returned(x):
+    out = np.zeros(())
+    np.mean(np.sin(x), out=out)
+    return out
+
+
+def _product_into_a_0d_buffer_read_whole(x):
+    out = np.empty(())
+    np.prod(x, out=out)
+    return out[()] * 2.0
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_sum_into_a_0d_buffer, _mean_into_a_0d_buffer_returned, _product_into_a_0d_buffer_read_whole],
+)
+def test_a_reduction_into_a_0d_out_buffer(fn):
+    # The write's adjoint reads `g[...]` of the seed, the Python number 1.0: the compiler
+    # folded it as numpy would index a float (TypeError inside the compiler).
+    v = np.array([0.3, -0.8, 1.1, 0.4])
+    got = sourcegrad.grad(fn)(v)
+    np.testing.assert_allclose(got, numeric_grad(fn, (v,), 0), rtol=1e-6, atol=1e-8)
+
+
 # An object with a `__getitem__` of its own, subscripted with differentiated values (np.r_
 # under another name, a user's table): its "index" is its arguments. The source front end
 # lowered it as numpy indexing, whose index carries no gradient: zeros. np.r_ under a global
