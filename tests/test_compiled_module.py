@@ -288,6 +288,34 @@ def test_a_construct_the_rewriting_does_not_know_runs_eagerly_named():
     np.testing.assert_array_equal(out.detach().numpy(), model(x).detach().numpy())
 
 
+class CountsItsCalls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.fc(x) * self.calls
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_forward_changing_its_modules_attribute_runs_eagerly(calls):
+    # `self.calls += 1` was rewritten as `1 += 1` (a SyntaxError out of compile()); now a
+    # graph break, the counter counts and each call scales by it as eager's does.
+    torch.manual_seed(0)
+    model = CountsItsCalls()
+    twin = CountsItsCalls()
+    twin.load_state_dict(model.state_dict())
+    compiled = sourcegrad.compile(model)
+    x = torch.randn(2, 3)
+    with pytest.warns(UserWarning, match=r"graph break: an assignment to self\.calls"):
+        for _ in range(calls):
+            out, expected = compiled(x), twin(x)
+    assert model.calls == calls
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+
+
 class CallsReadsItem(nn.Module):
     def __init__(self):
         super().__init__()

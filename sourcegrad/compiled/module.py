@@ -503,10 +503,27 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Assign(self, node):
         for target in node.targets:
-            chain = _chain(target) if isinstance(target, ast.Attribute) else None
-            if chain and chain[0] == self.self_name:
-                raise GraphBreak(f"an assignment to self.{'.'.join(chain[1:])}")
+            self.refuse_a_write_to_self(target)
         return self.generic_visit(node)
+
+    def visit_AugAssign(self, node):  # `self.steps += 1`: a write, as `self.steps = ...`
+        self.refuse_a_write_to_self(node.target)
+        return self.generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        self.refuse_a_write_to_self(node.target)
+        return self.generic_visit(node)
+
+    def visit_Delete(self, node):
+        for target in node.targets:
+            self.refuse_a_write_to_self(target)
+        return self.generic_visit(node)
+
+    def refuse_a_write_to_self(self, target):
+        """The module's state changed by forward is eager's to do: a graph break."""
+        chain = _chain(target) if isinstance(target, ast.Attribute) else None
+        if chain and chain[0] == self.self_name:
+            raise GraphBreak(f"an assignment to self.{'.'.join(chain[1:])}")
 
     def visit_Call(self, node):
         func = node.func
