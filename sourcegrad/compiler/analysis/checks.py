@@ -184,7 +184,7 @@ class _InPlaceChecker:
                 held = [frozenset(h | item) for h in held]
             contents[target] = tuple(held)
             shared = set(self.pts(value.args[0], points))
-        elif memory_sources(value) and not _copying_index(value):
+        elif memory_sources(value) and not _copying_index(value, self.env):
             source = value.args[0]
             held = contents.get(source.name) if isinstance(source, Var) else None
             if held is None:
@@ -408,13 +408,25 @@ class _UpdateFinder(_InPlaceChecker):
         pass
 
 
-def _copying_index(call) -> bool:
-    """`x[[0, 2]]` or `x[mask]`: indexing with a list or an array copies (no view)."""
-    if call.op != "getitem" or len(call.args) < 2 or not isinstance(call.args[1], Const):
+def _copying_index(call, env=None) -> bool:
+    """`x[[0, 2]]` or `x[mask]`: indexing with a list or an array copies (no view). The
+    index is a constant (the source front end's), or a tuple of atoms (the trace's
+    `x[np.arange(n), y]`), where an array among them is a variable whose stand-in says so."""
+    if call.op != "getitem" or len(call.args) < 2:
         return False
-    index = call.args[1].value
-    items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(i, (list, np.ndarray)) for i in items)
+    index = call.args[1]
+    if isinstance(index, Const):
+        items = index.value if isinstance(index.value, tuple) else (index.value,)
+        return any(isinstance(i, (list, np.ndarray)) for i in items)
+    atoms = index.items if isinstance(index, Tup) else (index,)
+    for atom in atoms:
+        if isinstance(atom, Const) and isinstance(atom.value, (list, np.ndarray)):
+            return True
+        aval = env.get(atom.name) if env is not None and isinstance(atom, Var) else None
+        if aval not in (None, UNKNOWN) and isinstance(aval.stand_in, np.ndarray):
+            if aval.stand_in.ndim and aval.stand_in.dtype.kind in "biu":
+                return True  # (an integer or boolean array: advanced indexing copies)
+    return False
 
 
 _PATHS = 12  # states kept apart; more are joined into one (conservative)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import linecache
 import operator
+import re
 import sys
 import types
 from contextlib import contextmanager
@@ -634,13 +635,15 @@ class Recorder:
         a gradient, which the plain array would lose; where it does not, its values, which
         the code checks (a guard)."""
         if traced._varied:
+            loc = self.loc()
             raise self.refused(
                 errors.TraceEscapeError(
                     f"a value that carries a gradient is read here as a plain numpy array by "
                     f"{what}, which would lose the gradient. Use numpy functions of the array "
                     "itself (no np.asarray of an array; a buffer made with np.zeros_like(x) or a "
-                    "list joined with np.stack, for values written one by one)",
-                    self.loc(),
+                    "list joined with np.stack, for values written one by one)"
+                    + _plain_method_hint(loc.text),
+                    loc,
                 )
             )
         value = np.array(traced._value)
@@ -858,6 +861,22 @@ def _holds_traced(value) -> bool:
     if isinstance(value, Traced):
         return True
     return isinstance(value, (list, tuple)) and any(_holds_traced(v) for v in value)
+
+
+# `x.dot(w)` where x is a plain array (data the function reads from a global or closure)
+# and w carries a gradient: numpy's method converts w by __array__ without asking it.
+_DOT_CALL = re.compile(r"([\w.]*)\.dot\(")
+
+
+def _plain_method_hint(line: str) -> str:
+    receivers = [m.group(1) for m in _DOT_CALL.finditer(line)]
+    if all(r in ("np", "numpy", "cp", "cupy") for r in receivers):
+        return ""
+    return (
+        ". If it is `a.dot(b)` of a plain array `a` (data read from a global or closure, not "
+        "an argument of the differentiated function) and `b` carries a gradient, write "
+        "`a @ b` or `np.dot(a, b)`, which numpy hands to the trace, or pass `a` as an argument"
+    )
 
 
 def _frozen(value):

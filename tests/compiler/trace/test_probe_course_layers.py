@@ -1,0 +1,67 @@
+"""Course-style layers (cs231n's `affine_forward`, `softmax_loss` returning the loss and its
+hand-written dx) differentiated through an object whose parameters the function sets
+(`net.params = params; return net.loss(X, y)`): the source front end refuses the
+assignment, so the trace runs them.
+
+Python runs `dx[np.arange(N), y] -= 1` as a read of the indexed elements (a copy), an
+in-place subtraction on that copy and a write back; the in-place check took the copy for a
+view of dx and refused the function. And `X.dot(W)` of a plain array (data from a global)
+cannot be traced (numpy's method converts W without asking it): the refusal says what to
+write instead.
+"""
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad.api import numeric_grad
+
+
+def softmax_loss(x, y):
+    shifted = x - np.max(x, axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    n = x.shape[0]
+    loss = -np.sum(log_probs[np.arange(n), y]) / n
+    dx = np.exp(log_probs)
+    dx[np.arange(n), y] -= 1  # the hand-written gradient the caller ignores
+    dx /= n
+    return loss, dx
+
+
+class Net:
+    def __init__(self, w, spelling):
+        self.params = {"W": w}
+        self.spelling = spelling
+
+    def loss(self, x, y):
+        w = self.params["W"]
+        scores = x.dot(w) if self.spelling == "dot" else x @ w
+        loss, _ = softmax_loss(scores, y)
+        return loss + 0.05 * np.sum(w * w)
+
+
+RNG = np.random.default_rng(3)
+X = RNG.normal(size=(5, 4))
+Y = np.array([0, 2, 1, 2, 0])
+
+
+def _loss_of(net):
+    def loss(params):
+        net.params = params
+        return net.loss(X, Y)
+
+    return loss
+
+
+def test_an_in_place_update_of_an_advanced_index_copy_is_traced():
+    w = RNG.normal(size=(4, 3))
+    loss = _loss_of(Net(w, "matmul"))
+    got = sourcegrad.grad(loss)({"W": w})["W"]
+    expected = numeric_grad(lambda v: loss({"W": v}), (w,), 0)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-9)
+
+
+def test_a_plain_arrays_dot_method_is_refused_saying_what_to_write():
+    w = RNG.normal(size=(4, 3))
+    with pytest.raises(sourcegrad.SourcegradError, match=r"write `a @ b` or `np.dot\(a, b\)`"):
+        sourcegrad.grad(_loss_of(Net(w, "dot")))({"W": w})
