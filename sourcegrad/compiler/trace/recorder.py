@@ -60,6 +60,7 @@ from ..ir import (
 from ..names import Namer, name_for_call, sanitize
 from . import state
 from .frames import in_a_library, is_user, loop_headers, runs_user_code
+from .objects import MOST_OBJECTS, attributes_of, has_attributes, user_object
 from .patches import (
     TracedGenerator,
     library_functions,
@@ -1175,8 +1176,8 @@ def _code_and_holders(fn, args):
     """(the Python function whose code runs, the objects whose attributes it may read): for
     a bound method its object, for an object with `__call__` the object and its method's
     function, and the arguments given as they are."""
-    holders = [a for a in args if not _traceable(a) and _has_attributes(a)]
-    if not isinstance(fn, (types.FunctionType, types.MethodType)) and _has_attributes(fn):
+    holders = [a for a in args if not _traceable(a) and has_attributes(a)]
+    if not isinstance(fn, (types.FunctionType, types.MethodType)) and has_attributes(fn):
         holders.append(fn)
         fn = fn.__call__ if callable(fn) else fn
     if isinstance(fn, types.MethodType):
@@ -1204,54 +1205,6 @@ def _python_state(fn, args) -> PythonState:
     return PythonState(fn, holders, space, cells)
 
 
-_MOST_OBJECTS = 10_000  # (a bound on the walk over objects' attributes: a cyclic graph ends)
-
-
-def _holds_attributes(value) -> bool:
-    """An object whose attributes the code may read, walked into from another: an instance
-    of a class the user wrote, or such a class (not a function, module or array, nor a
-    library's object, whose insides are the library's business)."""
-    cls = value if isinstance(value, type) else type(value)
-    module = sys.modules.get(cls.__module__)
-    if module is None or not user_module(module) or cls.__module__ == "builtins":
-        return False
-    if in_a_library(getattr(module, "__file__", None)):
-        return False
-    return isinstance(value, type) or (
-        _has_attributes(value)
-        and not isinstance(value, (types.FunctionType, types.MethodType, types.ModuleType))
-    )
-
-
-def _slot_names(cls) -> list:
-    """The attributes the `__slots__` of cls and its bases declare."""
-    names = []
-    for klass in getattr(cls, "__mro__", ()):
-        slots = vars(klass).get("__slots__", ())
-        names += [slots] if isinstance(slots, str) else list(slots)
-    return [n for n in names if n not in ("__dict__", "__weakref__")]
-
-
-def _has_attributes(value) -> bool:
-    """An object with attributes of its own: a `__dict__`, or `__slots__` (a class with
-    `__slots__` has no `__dict__` for its instances)."""
-    return hasattr(value, "__dict__") or (
-        not isinstance(value, type) and bool(_slot_names(type(value)))
-    )
-
-
-def _attributes(obj) -> dict:
-    """obj's own attributes by name: its `__dict__`'s and its slots' that are set."""
-    found = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
-    if not isinstance(obj, type):
-        for name in _slot_names(type(obj)):
-            try:
-                found[name] = getattr(obj, name)
-            except AttributeError:  # (a slot not set)
-                pass
-    return found
-
-
 def _made_per_read(value) -> bool:
     """A class attribute whose reading makes a new object each time (a property's value, a
     classmethod's bound method): compared by identity, it would never be the same."""
@@ -1264,7 +1217,7 @@ def _objects_in(value) -> list:
         return [o for item in value for o in _objects_in(item)]
     if isinstance(value, dict):
         return [o for item in value.values() for o in _objects_in(item)]
-    return [value] if _holds_attributes(value) else []
+    return [value] if user_object(value) else []
 
 
 def _dependencies(fn, args, visited=(), made_here=False) -> list:
@@ -1307,15 +1260,15 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
     pending = holders + [
         d[3]
         for d in deps
-        if _has_attributes(d[3]) and not callable(d[3]) or _holds_attributes(d[3])
+        if has_attributes(d[3]) and not callable(d[3]) or user_object(d[3])
     ]
     seen_objects: set = set()
-    while pending and len(seen_objects) < _MOST_OBJECTS:
+    while pending and len(seen_objects) < MOST_OBJECTS:
         obj = pending.pop(0)
         if id(obj) in seen_objects:
             continue
         seen_objects.add(id(obj))
-        for attr, value in sorted(_attributes(obj).items()):
+        for attr, value in sorted(attributes_of(obj).items()):
             if isinstance(obj, type):
                 if attr.startswith("__") and attr != "__call__" or _made_per_read(value):
                     continue  # (its own machinery; what makes a new object on each read)
@@ -1324,11 +1277,11 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
             if (
                 not callable(value)
                 or isinstance(value, (np.ndarray, types.FunctionType, types.MethodType))
-                or _holds_attributes(value)
+                or user_object(value)
             ):
                 deps.append(dependency("attribute", obj, attr, value))
                 pending += _objects_in(value)
-        if not isinstance(obj, type) and _holds_attributes(type(obj)):
+        if not isinstance(obj, type) and user_object(type(obj)):
             pending.append(type(obj))
             if hasattr(obj, "__dict__"):  # (`b.act = f` shadows the class's method)
                 deps.append(("names", obj, "__dict__", frozenset(vars(obj))))
