@@ -928,7 +928,7 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
         raise
     atom = _returned(rec, result)
     roots = _plain_again(rec, fn, args)
-    python_state.check()  # (a counter the code would not count: refused)
+    python_state.check([code for code, _ in rec.visited.values()])  # (refused: see there)
     made_here = _arrays_read(rec, roots)
     name = sanitize(getattr(fn, "__name__", "f").replace("<lambda>", "lambda")) or "f"
     function = rec.function_ir(atom, name, set())
@@ -1187,22 +1187,18 @@ def _code_and_holders(fn, args):
 
 
 def _python_state(fn, args) -> PythonState:
-    """The Python data the function may change, as it is before the trace: the attributes
-    of the objects it is given or reads from its globals, its module's globals, its closure
-    values (`python_state`)."""
+    """The objects the function may change, as they are before the trace: those it is given
+    (`self`, object arguments), its module's globals and what they hold, its closure values
+    (`python_state`)."""
     fn, holders = _code_and_holders(fn, args)
+    given = [a for a in args if not _traceable(a) and (has_attributes(a) or type(a) is not tuple)]
+    roots = [("self", h) for h in holders if all(h is not a for a in given)]
+    roots += [("an argument", a) for a in given]
     code = getattr(fn, "__code__", None)
     if code is None:
-        return PythonState(fn, holders)
-    space = fn.__globals__
-    for name in sorted(set(code.co_names)):
-        value = space.get(name)
-        if hasattr(value, "__dict__") and not isinstance(
-            value, (type, types.ModuleType, types.FunctionType)
-        ):
-            holders.append(value)
+        return PythonState(fn, roots)
     cells = list(zip(code.co_freevars, fn.__closure__ or ()))
-    return PythonState(fn, holders, space, cells)
+    return PythonState(fn, roots, fn.__globals__, cells)
 
 
 def _made_per_read(value) -> bool:
