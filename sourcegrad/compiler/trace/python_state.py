@@ -34,12 +34,15 @@ import ast
 import functools
 import inspect
 import linecache
+import sys
 import textwrap
 
 import numpy as np
 
 from ... import errors
 from ...errors import SourceLocation
+from ..dependencies import user_module
+from .frames import in_a_library
 from .objects import MOST_OBJECTS, attributes_of, user_object
 
 # values compared by value, not identity, when an attribute or item is written again: an
@@ -88,6 +91,9 @@ class PythonState:
         if id(space) in self.modules:
             return
         self.modules.add(id(space))
+        module = sys.modules.get(space.get("__name__", ""))
+        if in_a_library(space.get("__file__")) or module is not None and not user_module(module):
+            return  # (an installed library's: its insides are its own, patched while tracing)
         module = space.get("__name__", "a module")
         self.watched[id(space)] = _Watched(space, "globals", module, _globals_of(space))
         self._walk([(name, value) for name, value in _globals_of(space).items()])

@@ -709,11 +709,11 @@ class Recorder:
             """A user module met for the first time: its names of library functions with
             a rule (`logsumexp` imported from scipy) made those ops while the trace runs."""
             space = frame.f_globals
+            for hook in self.module_hooks:  # (first: they see the module as the user left it)
+                hook(space)
             if id(space) not in seen:
                 seen.add(id(space))
                 replace_library_functions(space, undo, libraries)
-            for hook in self.module_hooks:
-                hook(space)
 
         def local(frame, event, arg):
             if event in ("line", "return"):
@@ -1216,6 +1216,44 @@ def _objects_in(value) -> list:
     return [value] if user_object(value) else []
 
 
+# names whose use reads an object's attributes by names the code computes or by all of them
+# (`getattr(self, name)`, `vars(self)`, `self.__dict__`, `dataclasses.astuple(self)`): where
+# the code a trace ran uses one, every attribute of the objects it reached is a dependency
+_READS_ANY_ATTRIBUTE = frozenset(
+    {
+        "__dict__",
+        "vars",
+        "getattr",
+        "__getattribute__",
+        "attrgetter",
+        "asdict",
+        "astuple",
+        "getmembers",
+        "__getstate__",
+        "__reduce__",
+        "__reduce_ex__",
+    }
+)
+
+
+def _attribute_names_read(codes):
+    """The attribute names the code a trace ran may read (those its code objects name, and
+    the strings they hold: `getattr(self, "w")`, `attrgetter("w")`), or None where it may
+    read any (`_READS_ANY_ATTRIBUTE`). A property's getter and a method run by the trace are
+    among `codes` (the recorder visits every user function called)."""
+    read: set = set()
+    pending = list(codes)
+    while pending:
+        code = pending.pop()
+        read.update(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                pending.append(const)
+            elif isinstance(const, str):
+                read.add(const)
+    return None if read & _READS_ANY_ATTRIBUTE else read
+
+
 def _dependencies(fn, args, visited=(), made_here=False) -> list:
     """What the trace read besides its arguments' arrays, as `memory_caches.still_bound` checks it:
     the globals named by the function's code and by all the user code it ran (`visited`:
@@ -1252,7 +1290,10 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
             pass
     # the attributes of the objects given or read, and of the objects those hold, at any
     # depth (`self.encoder.layers`, `self.blocks[0].W`), and the class attributes of user
-    # classes (`Model.shared`): the trace read them as it ran, so its code holds them
+    # classes (`Model.shared`): the trace read them as it ran, so its code holds them. An
+    # object's own attribute no code the trace ran names (`model.epoch`, set per step) is
+    # not read: it is left out, unless that code reads attributes by a name it computes
+    read = _attribute_names_read([code] + [ran for ran, _ in visited])
     pending = holders + [
         d[3]
         for d in deps
@@ -1270,6 +1311,8 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
                     continue  # (its own machinery; what makes a new object on each read)
                 # (a method by its function: `Model.act = other` makes the code stale)
                 value = getattr(obj, attr)
+            elif read is not None and attr not in read:
+                continue
             if (
                 not callable(value)
                 or isinstance(value, (np.ndarray, types.FunctionType, types.MethodType))
