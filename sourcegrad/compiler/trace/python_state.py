@@ -142,7 +142,7 @@ class PythonState:
             _put_back(watched)
         for _, cell, value in cells:
             cell.cell_contents = value
-        raise errors.UnsupportedSyntaxError(
+        raise errors.OutsideChangeError(
             f"the function changes {what} while it runs: the gradient's code is made from one "
             "run of it (a trace) and repeats only its numpy operations, so later calls would "
             "not change it again (a counter would stop counting, a log keep the first call's "

@@ -1290,10 +1290,8 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
             pass
     # the attributes of the objects given or read, and of the objects those hold, at any
     # depth (`self.encoder.layers`, `self.blocks[0].W`), and the class attributes of user
-    # classes (`Model.shared`): the trace read them as it ran, so its code holds them. An
-    # object's own attribute no code the trace ran names (`model.epoch`, set per step) is
-    # not read: it is left out, unless that code reads attributes by a name it computes
-    read = _attribute_names_read([code] + [ran for ran, _ in visited])
+    # classes (`Model.shared`): the trace read them as it ran, so its code holds them
+    read = _attribute_names_read([code] + [ran for ran, _ in visited])  # (not `model.epoch`)
     pending = holders + [
         d[3]
         for d in deps

@@ -143,7 +143,7 @@ def _state():
 @pytest.mark.parametrize("fn, what, line", CASES, ids=[c[0].__name__ for c in CASES])
 def test_a_change_to_an_outside_object_is_refused_named_located_and_put_back(fn, what, line):
     before = _state()
-    with pytest.raises(errors.UnsupportedSyntaxError, match="changes") as raised:
+    with pytest.raises(errors.OutsideChangeError, match="changes") as raised:
         _traced(fn)(X)
     assert what in str(raised.value)
     assert raised.value.loc.text.strip().startswith(line)
