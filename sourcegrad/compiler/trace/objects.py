@@ -59,5 +59,3 @@ def attributes_of(obj) -> dict:
             except AttributeError:  # (a slot not set)
                 pass
     return found
-
-

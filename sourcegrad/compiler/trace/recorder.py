@@ -1293,9 +1293,7 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
     # classes (`Model.shared`): the trace read them as it ran, so its code holds them
     read = _attribute_names_read([code] + [ran for ran, _ in visited])  # (not `model.epoch`)
     pending = holders + [
-        d[3]
-        for d in deps
-        if has_attributes(d[3]) and not callable(d[3]) or user_object(d[3])
+        d[3] for d in deps if has_attributes(d[3]) and not callable(d[3]) or user_object(d[3])
     ]
     seen_objects: set = set()
     while pending and len(seen_objects) < MOST_OBJECTS:

@@ -70,7 +70,7 @@ class ByGetattr:
         self.scale = 2.0
 
     def __call__(self, x):
-        return np.sum(np.cos(x) ** 2) * getattr(self, "scale")
+        return np.sum(np.cos(x) ** 2) * getattr(self, "scale")  # noqa: B009 (the form tested)
 
 
 class ByDict:
