@@ -52,6 +52,11 @@ class RecursionDepthError(UnsupportedSyntaxError):
     """Calls nest too deep to inline: recursion whose depth the data decides."""
 
 
+class OutsideChangeError(UnsupportedSyntaxError):
+    """A traced function changes an object that outlives the call (an attribute, a global,
+    a list, dict or set it reaches): the code made from one run would not change it again."""
+
+
 class SourceNotFoundError(SourcegradError):
     """The function has no retrievable Python source (exec, REPL, builtin)."""
 

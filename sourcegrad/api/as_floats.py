@@ -184,7 +184,7 @@ def _value_type(compiled, args):
 
 
 def _still_bound(*compiled):
-    dependencies = tuple(d for c in compiled for d in c.dependencies)
+    dependencies = memory_caches.prepared(tuple(d for c in compiled for d in c.dependencies))
     if not dependencies:
         return None
     return lambda: memory_caches.still_bound(dependencies)

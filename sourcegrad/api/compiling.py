@@ -415,7 +415,9 @@ class Compiling:
             loaded if len(loaded) > 1 else loaded[0],
             template.saved,
             template.finish,
-            tuple(primal.dependencies) + _frozen_arrays(primal.free, self.backend_for(args)),
+            memory_caches.prepared(
+                tuple(primal.dependencies) + _frozen_arrays(primal.free, self.backend_for(args))
+            ),
             template.ir,
             template.fresh,
             complex_sites=template.complex_sites,

@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import functools
 import gc
+import operator
 import threading
 import types
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
-from ..compiler import check_current, function_run_by, lower, same_members
+from ..compiler import check_current, flat_members, function_run_by, lower, same_members
 from ..ops import rule_for_function
 
 
@@ -171,7 +173,164 @@ def still_valid(fn) -> bool:
 def still_bound(dependencies) -> bool:
     """Whether each global or closure value of `dependencies` (a Compiled's, an IR's) is
     still bound. Each compiled code checks its own: code built before a rebinding stays
-    stale after another gradient of the same function has been rebuilt for the new value."""
+    stale after another gradient of the same function has been rebuilt for the new value.
+    `Dependencies` (what a Compiled holds) are checked by their plan: the same answer."""
+    if type(dependencies) is Dependencies:
+        return dependencies.still_bound()
+    return _each_still_bound(dependencies)
+
+
+class Dependencies(tuple):
+    """A compiled code's dependency records (a tuple of them), with the plan that checks
+    them on each call (`still_bound`). A trace of an object network has hundreds: a 20-layer
+    class network's, attribute, "names" and "members" records per layer, cost ~1 us each
+    checked one by one in Python. The plan keeps, per object with a plain `__dict__`, that
+    dict's keys and values as they were when the plan was made (and agreed with the
+    records): four C-level passes over all of them at once (`map(operator.is_, ...)`) tell
+    that no object's `__dict__` changed, which answers all its attribute and "names"
+    records. Where one did, that object's records are checked one by one (a number by value
+    there: a property's new float); the other objects' by their own snapshot. Every record
+    is still checked on every call."""
+
+    _plan = None
+
+    def still_bound(self) -> bool:
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = _plan(self)
+        at_once, groups, members, rest = plan
+        if not _unchanged(*at_once):
+            for holder, attributes, group_keys, group_values, records in groups:
+                if not _unchanged(
+                    (holder,),
+                    (attributes,),
+                    (attributes,),
+                    [len(group_keys)],
+                    group_keys,
+                    group_values,
+                    (),
+                    [],
+                    (),
+                ) and not _each_still_bound(records):
+                    return False
+            for held, known in members:
+                if not same_members(held, known):
+                    return False
+        for held, known in members[at_once.flat :]:
+            if not same_members(held, known):
+                return False
+        return _each_still_bound(rest)
+
+
+class _AtOnce(tuple):
+    """`_unchanged`'s arguments; `flat`: how many of the plan's "members" they cover."""
+
+    flat = 0
+
+
+def _unchanged(holders, holders_dicts, dicts, sizes, keys, values, lists, list_sizes, items):
+    """Is each holder's `__dict__` the dict it was, each dict (a holder's, a container's) of
+    the size, keys and values it had, each list of the size and items it had, all by
+    identity? Each a C-level pass over all of them (`map(operator.is_, ...)`)."""
+    return (
+        all(map(operator.is_, map(_DICT_OF, holders), holders_dicts))
+        and list(map(len, dicts)) == sizes
+        and list(map(len, lists)) == list_sizes
+        and all(map(operator.is_, chain.from_iterable(dicts), keys))
+        and all(map(operator.is_, chain.from_iterable(map(dict.values, dicts)), values))
+        and all(map(operator.is_, chain.from_iterable(lists), items))
+    )
+
+
+_DICT_OF = operator.attrgetter("__dict__")
+
+
+def prepared(dependencies) -> Dependencies:
+    """`dependencies` as a `Dependencies`, its plan made now (while the objects are as the
+    records found them, so that their snapshots are taken from the same state)."""
+    if type(dependencies) is not Dependencies:
+        dependencies = Dependencies(dependencies)
+        dependencies._plan = _plan(dependencies)
+    return dependencies
+
+
+def _plan(dependencies) -> tuple:
+    """(all at once, groups, members, rest) of `Dependencies.still_bound`. Per object with
+    a plain `__dict__` whose attribute and "names" records agree with it now, a group
+    (object, its `__dict__`, its keys, its values, the records); all at once: the groups'
+    objects, dicts, sizes, and keys and values in one tuple each. The "members" records'
+    (container, what it held) (the container's own binding is a record of its holder's);
+    the records checked one by one."""
+    by_holder: dict = {}
+    members, rest = [], []
+    for record in dependencies:
+        kind, holder, name, value = record
+        if kind == "members":
+            held_kind, held, known = value
+            members.append((held, known))
+            record = kind, holder, name, value = (held_kind, holder, name, held)
+        if kind in ("attribute", "names") and _plain_dict(holder):
+            by_holder.setdefault(id(holder), (holder, []))[1].append(record)
+        else:
+            rest.append(record)
+    groups = []
+    for holder, records in by_holder.values():
+        attributes = holder.__dict__
+        if not all(_agrees(attributes, record) for record in records):
+            rest += records  # (changed since the trace: checked one by one)
+            continue
+        groups.append((holder, attributes, tuple(attributes), tuple(attributes.values()), records))
+    # the containers holding no container, as they are now where that is as `members` found
+    # them (first in `members`: `_AtOnce.flat` of them are covered)
+    flat, nested = [], []
+    for held, known in members:
+        shape = flat_members(known)
+        ok = shape is not None and shape[0] in (list, dict) and same_members(held, known)
+        (flat if ok else nested).append((held, known))
+    dicts = [h for h, _ in flat if type(h) is dict]
+    lists = [h for h, _ in flat if type(h) is list]
+    at_once = _AtOnce(
+        (
+            tuple(g[0] for g in groups),
+            tuple(g[1] for g in groups),
+            tuple(g[1] for g in groups) + tuple(dicts),
+            [len(g[2]) for g in groups] + [len(d) for d in dicts],
+            tuple(k for g in groups for k in g[2]) + tuple(k for d in dicts for k in d),
+            tuple(v for g in groups for v in g[3]) + tuple(v for d in dicts for v in d.values()),
+            tuple(lists),
+            [len(x) for x in lists],
+            tuple(item for x in lists for item in x),
+        )
+    )
+    at_once.flat = len(flat)
+    return at_once, groups, flat + nested, rest
+
+
+def _plain_dict(holder) -> bool:
+    """Does `holder` keep its attributes in a plain `__dict__` that getattr reads (no custom
+    `__getattribute__`; not a class, whose attributes come from its bases too)?"""
+    if isinstance(holder, type) or type(getattr(holder, "__dict__", None)) is not dict:
+        return False
+    return type(holder).__getattribute__ in (
+        object.__getattribute__,
+        types.ModuleType.__getattribute__,
+    )
+
+
+def _agrees(attributes, record) -> bool:
+    """Does the `__dict__` `attributes` hold what `record` says (the value itself, read
+    from the dict, not through a class's data descriptor; the names)?"""
+    kind, holder, name, value = record
+    if kind == "names":
+        return attributes.keys() == value
+    descriptor = getattr(type(holder), name, None)
+    if hasattr(type(descriptor), "__set__"):  # (a property or slot of the class wins)
+        return False
+    return attributes.get(name, _MISSING) is value
+
+
+def _each_still_bound(dependencies) -> bool:
+    """`still_bound`, record by record."""
     for kind, container, name, value in dependencies:
         if kind == "contents":  # an array a trace's constant may come from: its values
             if container.shape != value.shape or not np.array_equal(container, value, True):
@@ -183,7 +342,7 @@ def still_bound(dependencies) -> bool:
             continue
         if kind == "members":  # a container of arrays a trace read: itself and its members
             held_kind, held, known = value
-            if not still_bound([(held_kind, container, name, held)]) or not same_members(
+            if not _each_still_bound([(held_kind, container, name, held)]) or not same_members(
                 held, known
             ):
                 return False

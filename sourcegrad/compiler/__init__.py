@@ -37,7 +37,7 @@ eager `checkpoint`'s call, made when it runs) or the command line above.
 """
 
 from .analysis import AVal, aval_of, signature_key, updated_parameters
-from .dependencies import python_data, same_members
+from .dependencies import flat_members, python_data, same_members
 from .backends.dask_backend import check_inputs as check_dask_inputs
 from .backends.dask_backend import is_dask
 from .backends.dask_backend import like_input as like_dask_input
@@ -116,6 +116,7 @@ __all__ = [
     "StaleSourceError",
     "python_data",
     "same_members",
+    "flat_members",
     # the IR
     "Assign",
     "Call",

@@ -24,6 +24,7 @@ constants without a check per call: no program rebinds `np.pi`).
 from __future__ import annotations
 
 import copy
+import operator
 
 import numpy as np
 
@@ -102,10 +103,22 @@ def same_members(value, known) -> bool:
         value = value.values()
     elif len(value) != len(known.items):
         return False
+    if all(map(operator.is_, value, known.items)):  # (each the same object: one C-level pass)
+        return True
     for item, was in zip(value, known.items):
         if item is not was and (type(was) is not _Held or not same_members(item, was)):
             return False
     return True
+
+
+def flat_members(known):
+    """(type, keys or None, items) of what `members` found in a list, tuple or dict holding
+    no container itself, or None (a nested one, or not a container): such a container is
+    unchanged where its type, keys and items are the same objects (`memory_caches` checks
+    many at once)."""
+    if type(known) is not _Held or any(type(item) is _Held for item in known.items):
+        return None
+    return known.kind, known.keys, known.items
 
 
 def user_module(module) -> bool:

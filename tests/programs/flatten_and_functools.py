@@ -8,16 +8,19 @@ The objective is a function of the flat vector, as optimisers of that library ta
 """
 
 import functools
+import logging
 
 import numpy as np
 
-CALLS = []
+# (a log, not a list of calls: a traced function's change to a global list is refused, since
+# the code made from one run of it would not make it again)
+LOG = logging.getLogger(__name__)
 
 
 def logged(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        CALLS.append(fn.__name__)
+        LOG.debug("calling %s", fn.__name__)
         return fn(*args, **kwargs)
 
     return wrapper

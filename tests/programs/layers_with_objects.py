@@ -1,9 +1,9 @@
 """A small network in the style of published class-based numpy layer libraries: layers are
 objects with ``forward`` and hand-written ``backward`` methods and a parameter dict on
 ``self``; the activations and the loss are objects with ``__call__``; a layer's
-hyperparameters come from a property that builds a new dict on every read; the loss stores
-the weights it is handed onto the layers (``layer.params["W"] = W``) and the layers keep what
-they saw for their backward pass.
+hyperparameters come from a property that builds a new dict on every read; the loss loads
+the weights it is handed onto the layers for the call (``layer.params = {"W": W, ...}``),
+the layers keep what they saw for their backward pass, and the loss puts the network back.
 
 Differentiated as written, through the trace front end; checked against central differences
 and against the layers' own backward methods.
@@ -100,11 +100,18 @@ Y = (RS.rand(6, 2) > 0.5).astype(float)
 
 
 def objective(weights):
+    # (the layers' parameters and caches are the call's, and put back after it: a traced
+    # function that left them in NET would be refused, since its code would not store later
+    # calls' values there)
+    saved = [(layer.params, layer.cache) for layer in NET.layers]
     for layer, params in zip(NET.layers, weights):
-        layer.params["W"] = params["W"]
-        layer.params["b"] = params["b"]
-    y_pred = NET.forward(X)
-    return NET.loss(Y, y_pred) + sum(layer.penalty() for layer in NET.layers)
+        layer.params, layer.cache = {"W": params["W"], "b": params["b"]}, {}
+    try:
+        y_pred = NET.forward(X)
+        return NET.loss(Y, y_pred) + sum(layer.penalty() for layer in NET.layers)
+    finally:
+        for layer, (params, cache) in zip(NET.layers, saved):
+            layer.params, layer.cache = params, cache
 
 
 def make_args():

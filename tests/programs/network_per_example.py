@@ -80,8 +80,13 @@ LMBDA = 0.1
 
 
 def objective(weights):
-    NET.weights = weights
-    return NET.total_cost(MINI_BATCH, LMBDA)
+    # (the weights loaded for the call and the network put back: a traced function that
+    # left them in NET would be refused, since its code would not load later calls' weights)
+    saved, NET.weights = NET.weights, weights
+    try:
+        return NET.total_cost(MINI_BATCH, LMBDA)
+    finally:
+        NET.weights = saved
 
 
 def make_args():

@@ -1,188 +1,336 @@
-"""Python data a traced function changes: refused, since the generated code would not change it.
+"""Python state a traced function changes outside itself: refused, since the code would not.
 
 A trace runs the user's function once per signature; the code made from it runs on every
-later call and repeats only the numpy operations recorded. A write into Python state the
-function reaches -- an object's attribute (`self.calls = self.calls + 1`), a module global
-(`global step; step += 1`), a closure cell (`nonlocal n`), a container of numbers
-(`state["t"] += 1`) -- happens once, at the trace, and never again: a counter stops
-counting, and a result computed from it is the first call's for ever. That is a silently
-wrong result, so such a write is refused, located at the line that makes it.
+later call and repeats only the numpy operations recorded. Any change the function makes to
+an object that outlives the call happens once, at the trace, and never again:
 
-Arrays and objects left in the user's state (`self.X = X`, `self.inputs.append(x)`, a layer
-caching its input for a backward pass) are not refused: what the gradient reads is recorded,
-and what is left behind is the trace's plain array (`recorder._plain_again`). Nor is a list
-only appended to (a logging decorator's `CALLS.append(fn.__name__)`): it keeps the first
-run's entries.
+- an attribute of an object (`self.calls += 1`, `self.last = x`, `setattr(o, "n", v)`), of
+  an object with `__slots__`, or of a class (`Model.count += 1`);
+- a module global (`global step; step += 1`) or a closure cell (`nonlocal n`);
+- a list, dict or set it holds (`HIST.append(float(loss))`, `self.inputs.append(x)`,
+  `cache["k"] = v`, `SEEN.add(k)`), at any depth.
 
-    snapshot = PythonState(fn, args)       # before the trace runs
-    snapshot.add_module(globals_dict)      # each user module the trace enters
-    snapshot.check()                       # after it: None, or UnsupportedSyntaxError
+A counter stops counting, a log of losses keeps the first call's entry for ever (51 calls,
+one entry), a layer's cached input stays the first call's. That is silently wrong, so each
+such change is refused, naming the object and located at the line that makes it (the source
+front end refuses the same statements: `frontend.names.refuse_outside_change`), and every
+change is put back: a refused call leaves the user's state as it found it. What the function
+builds and changes locally is not watched (it does not outlive the call), nor an attribute
+filled in on first use by `functools.cached_property` (later calls would find it there).
+
+How: before the trace runs, every object reachable from the function's globals, closure
+cells, `self` and object arguments (through attributes, lists, dicts, sets and tuples: the
+user's objects only, not a library's insides) is copied one level deep (its attributes or
+items, by identity); afterwards each is compared with its copy.
+
+    snapshot = PythonState(fn, roots, globals_, cells)   # before the trace runs
+    snapshot.add_module(globals_dict)                     # each user module the trace enters
+    snapshot.check(codes)                                 # after it: None, or the refusal
 """
 
 from __future__ import annotations
 
 import ast
-import copy
+import functools
 import inspect
 import linecache
+import sys
 import textwrap
-import types
+
+import numpy as np
 
 from ... import errors
 from ...errors import SourceLocation
-from ..dependencies import python_data
+from ..dependencies import user_module
+from .frames import in_a_library
+from .objects import MOST_OBJECTS, attributes_of, user_object
+
+# values compared by value, not identity, when an attribute or item is written again: an
+# immutable number or string made anew (`self.n = int(self.n)`) is not a change
+_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.generic)
+# the methods of a list, dict or set that change it (where `_location` looks for a call)
+_CHANGING_METHODS = frozenset(
+    "append extend insert pop remove clear sort reverse update setdefault popitem add "
+    "discard difference_update intersection_update symmetric_difference_update".split()
+)
 
 
-def _copy(value):
-    """What a value is compared by afterwards: Python data by a copy (a list appended to in
-    place must differ from itself as it was), anything else by identity."""
-    return copy.deepcopy(value) if python_data(value) else value
+class _Watched:
+    """One object as it was before the trace: its kind ("globals", "object", "list",
+    "dict", "set"), the path the user's code reaches it by, and its copy one level deep."""
 
+    __slots__ = ("value", "kind", "path", "before")
 
-def _same(before, after) -> bool:
-    if python_data(before) and python_data(after):
-        try:
-            return bool(before == after)
-        except Exception:  # (an ambiguous comparison: numpy scalars inside)
-            return False
-    return before is after
+    def __init__(self, value, kind, path, before):
+        self.value, self.kind, self.path, self.before = value, kind, path, before
 
 
 class PythonState:
-    """The attributes, globals and closure values a traced function may change, as they
-    were before it ran (see the module docstring)."""
+    """The objects a traced function may change, as they were before it ran (see the
+    module docstring). `roots`: (path, value) of the objects it is given (`self`, its
+    object arguments)."""
 
-    def __init__(self, fn, holders, globals_=None, cells=()):
+    def __init__(self, fn, roots=(), globals_=None, cells=()):
         self.fn = fn
-        self.places: list = []  # (kind, holder, name, value as it was)
-        self.absent: list = []  # (kind, holder, names present before): new names appear
+        self.watched: dict = {}  # id(object) -> _Watched
+        self.cells: list = []  # (name, cell, its value as it was)
         self.modules: set = set()
-        for holder in holders:
-            attributes = getattr(holder, "__dict__", None)
-            if isinstance(attributes, dict) and not isinstance(holder, (type, types.ModuleType)):
-                self.absent.append(("attribute", holder, set(attributes)))
-                for name, value in attributes.items():
-                    self.places.append(("attribute", holder, name, _copy(value)))
         if globals_ is not None:
             self.add_module(globals_)
         for name, cell in cells:
             try:
-                self.places.append(("cell", cell, name, _copy(cell.cell_contents)))
+                value = cell.cell_contents
             except ValueError:  # (an empty cell)
-                pass
+                continue
+            self.cells.append((name, cell, value))
+            self._walk([(name, value)])
+        self._walk(list(roots))
 
     def add_module(self, space) -> None:
-        """A user module's globals, first seen: the numbers and containers of numbers it
-        holds (its functions, classes, modules and arrays are the trace's dependencies)."""
+        """A user module's globals, first seen (the trace enters each it runs code of)."""
         if id(space) in self.modules:
             return
         self.modules.add(id(space))
-        for name, value in space.items():
-            if python_data(value) and not name.startswith("__"):
-                self.places.append(("global", space, name, _copy(value)))
-        self.absent.append(("global", space, set(space)))
+        module = sys.modules.get(space.get("__name__", ""))
+        if in_a_library(space.get("__file__")) or module is not None and not user_module(module):
+            return  # (an installed library's: its insides are its own, patched while tracing)
+        module = space.get("__name__", "a module")
+        self.watched[id(space)] = _Watched(space, "globals", module, _globals_of(space))
+        self._walk([(name, value) for name, value in _globals_of(space).items()])
 
-    def check(self) -> None:
-        """Refuse the first piece of Python data the function changed, putting back every
-        one it changed (a refused call leaves the user's state as it found it)."""
-        changed = []
-        for kind, holder, name, before in self.places:
-            present, after = _read(kind, holder, name)
-            if not present:
+    def _walk(self, pending) -> None:
+        """Copy each object reachable from `pending` ((path, value) pairs) one level deep,
+        breadth first (the shortest path names an object), up to MOST_OBJECTS objects."""
+        while pending and len(self.watched) < MOST_OBJECTS:
+            path, value = pending.pop(0)
+            if id(value) in self.watched:
                 continue
-            if not _same(before, after) and python_data(after) and not _grown(before, after):
-                changed.append((kind, holder, name, before))
-        for kind, holder, names in self.absent:
-            now = holder if kind == "global" else vars(holder)
-            for name in sorted(set(now) - names):
-                if python_data(now[name]) and not name.startswith("__"):
-                    changed.append((kind, holder, name, _ABSENT))
-        if not changed:
+            kind = _kind(value)
+            if kind is None:
+                if type(value) is tuple:  # (immutable itself, it may hold what is not)
+                    pending += [(f"{path}[{i}]", item) for i, item in enumerate(value)]
+                continue
+            before = _copy(value, kind)
+            self.watched[id(value)] = _Watched(value, kind, path, before)
+            if kind == "object":
+                pending += [(f"{path}.{name}", item) for name, item in before.items()]
+            elif kind == "dict":
+                pending += [(f"{path}[{key!r}]", item) for key, item in before.items()]
+            else:
+                pending += [(f"{path}[{i}]", item) for i, item in enumerate(before)]
+
+    def check(self, codes=()) -> None:
+        """Refuse the first change the function made to what it was given or reaches, put
+        back every one (see the module docstring). `codes`: the user code the trace ran,
+        searched for the line that makes it (the function's own first)."""
+        changed = [w for w in self.watched.values() if _changed(w)]
+        cells = [
+            (name, cell, value) for name, cell, value in self.cells if _cell_moved(cell, value)
+        ]
+        if not changed and not cells:
             return
-        kind, holder, name, _ = changed[0]
-        for place in reversed(changed):
-            _put_back(*place)
-        what = {
-            "attribute": f"the attribute {name!r} of a {type(holder).__name__} object",
-            "global": f"the global {name!r}",
-            "cell": f"{name!r} of an enclosing function",
-        }[kind]
-        raise errors.UnsupportedSyntaxError(
-            f"the function changes {what}, Python data, while it runs: the gradient's code "
-            "is made from one run of it and would not change it again on later calls (a "
-            "counter would stop counting, and what is computed from it would stay the first "
-            "call's). Change it outside the differentiated function, or pass it as an "
-            "argument",
-            _location(self.fn, name),
+        codes = [getattr(self.fn, "__code__", None), *codes]
+        described = [(f"{name!r} of an enclosing function", name) for name, _, _ in cells]
+        described += [_described(watched) for watched in changed]
+        located = []
+        for what, name in described:
+            rank, where = _location(codes, name)
+            located.append((rank, where.line, what, where))
+        # (the change the function makes first: its own line before a helper's)
+        _, _, what, where = min(located, key=lambda found: found[:2])
+        for watched in changed:
+            _put_back(watched)
+        for _, cell, value in cells:
+            cell.cell_contents = value
+        raise errors.OutsideChangeError(
+            f"the function changes {what} while it runs: the gradient's code is made from one "
+            "run of it (a trace) and repeats only its numpy operations, so later calls would "
+            "not change it again (a counter would stop counting, a log keep the first call's "
+            "entries, and what is computed from it stay the first call's). Build a local one "
+            "and return it beside the result (grad(f, has_aux=True) for f returning (loss, "
+            "aux)), change it outside the differentiated function, or pass it as an argument",
+            where,
         )
+
+
+def _kind(value):
+    """How an object is watched, or None where it is not (numbers, arrays, functions,
+    modules, a library's objects: what the user's code cannot change in place, or whose
+    insides are the library's)."""
+    kind = type(value)
+    if kind is list:
+        return "list"
+    if kind is dict:
+        return "dict"
+    if kind is set:
+        return "set"
+    if isinstance(value, (list, dict, set)):  # (a subclass: `collections.OrderedDict`)
+        return "list" if isinstance(value, list) else "dict" if isinstance(value, dict) else "set"
+    if user_object(value):
+        return "object"
+    return None
+
+
+def _copy(value, kind):
+    if kind == "object":
+        if isinstance(value, type):  # (a class: its own attributes, not its machinery)
+            return {k: v for k, v in vars(value).items() if not k.startswith("__")}
+        try:
+            return attributes_of(value)
+        except TypeError:  # (a `__dict__` that is not one)
+            return {}
+    if kind == "dict":
+        return dict(value)
+    if kind == "set":
+        return frozenset(value)
+    return tuple(value)
+
+
+def _globals_of(space) -> dict:
+    """A module's globals the user's code may change (not its `__dunder__` machinery)."""
+    return {k: v for k, v in space.items() if not k.startswith("__")}
+
+
+def _now(watched):
+    if watched.kind == "globals":
+        return _globals_of(watched.value)
+    return _copy(watched.value, watched.kind)
+
+
+def _changed(watched) -> bool:
+    return bool(_changes(watched, _now(watched)))
+
+
+def _changes(watched, now) -> list:
+    """The names or positions whose values changed (an object's, a dict's, a module's), or
+    [None] where a list or set changed; [] where nothing did."""
+    before = watched.before
+    if watched.kind == "set":
+        return [] if now == before else [None]
+    if watched.kind == "list":
+        same = len(now) == len(before) and all(map(_same, now, before))
+        return [] if same else [None]
+    names = [k for k in before if k not in now or not _same(now[k], before[k])]
+    added = [k for k in now if k not in before]
+    if watched.kind == "object":  # (a cached_property filled in on its first read)
+        added = [k for k in added if not _cached_property(watched.value, k)]
+    return names + added
+
+
+def _same(now, before) -> bool:
+    if now is before:
+        return True
+    if type(now) is tuple and type(before) is tuple:  # (`self.shape = x.shape`)
+        return len(now) == len(before) and all(map(_same, now, before))
+    if type(now) is not type(before) or not isinstance(now, _IMMUTABLE):
+        return False
+    try:
+        return bool(now == before) or bool(now != now and before != before)  # (NaN)
+    except Exception:  # (a comparison that refuses: say changed)
+        return False
+
+
+def _cached_property(obj, name) -> bool:
+    return isinstance(getattr(type(obj), name, None), functools.cached_property)
+
+
+def _cell_moved(cell, value) -> bool:
+    try:
+        return not _same(cell.cell_contents, value)
+    except ValueError:  # (emptied: `del`)
+        return True
+
+
+def _put_back(watched) -> None:
+    """Restore an object to its copy (its attributes, its items, a module's globals)."""
+    value, before = watched.value, watched.before
+    if watched.kind == "list":
+        value[:] = before
+    elif watched.kind in ("dict", "set"):
+        value.clear()
+        value.update(before)
+    elif watched.kind == "globals":
+        for name in set(_globals_of(value)) - set(before):
+            del value[name]
+        value.update(before)
+    else:
+        for name in set(attributes_of(value)) - set(before):
+            if not isinstance(value, type) or not name.startswith("__"):
+                try:
+                    delattr(value, name)
+                except AttributeError:
+                    pass
+        for name, item in before.items():
+            if not _same(getattr(value, name, _ABSENT), item):
+                setattr(value, name, item)
 
 
 _ABSENT = object()
 
 
-def _grown(before, after) -> bool:
-    """A list the function only appended to (a log of calls, of names): the first run's
-    entries stay in it, and later calls add none; nothing the code computes changes."""
-    return (
-        isinstance(before, list)
-        and isinstance(after, list)
-        and len(after) > len(before)
-        and _same(after[: len(before)], before)
-    )
+def _described(watched) -> tuple:
+    """(what changed, in words; the name the user's code writes it by)."""
+    changes = _changes(watched, _now(watched))
+    if watched.kind == "globals":
+        return f"the global {changes[0]!r}", changes[0]
+    if watched.kind == "object":
+        owner = (
+            f"the class {watched.value.__name__}"
+            if isinstance(watched.value, type)
+            else f"a {type(watched.value).__name__} object"
+        )
+        name = changes[0]
+        return f"the attribute {name!r} of {owner} ({watched.path}.{name})", name
+    kind = type(watched.value).__name__
+    # the name its path ends with: `self.inputs` -> inputs, `CACHE['k']` -> CACHE
+    searched = watched.path.split("[")[0].rsplit(".", 1)[-1]
+    return f"the {kind} {watched.path}", searched
 
 
-def _read(kind, holder, name):
-    try:
-        if kind == "attribute":
-            attributes = vars(holder)
-            return name in attributes, attributes.get(name)
-        if kind == "global":
-            return name in holder, holder.get(name)
-        return True, holder.cell_contents
-    except (TypeError, ValueError):
-        return False, None
-
-
-def _put_back(kind, holder, name, before) -> None:
-    if kind == "cell":
-        holder.cell_contents = before
-        return
-    space = vars(holder) if kind == "attribute" else holder
-    if before is _ABSENT:
-        space.pop(name, None)
-    else:
-        space[name] = before
-
-
-def _location(fn, name) -> SourceLocation:
-    """The line of `fn`'s source that writes `name` (an attribute, a name, an item of it),
-    or its first line."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return SourceLocation("<unknown>", 0, 0, "")
-    first = code.co_firstlineno
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
-    except (OSError, TypeError, SyntaxError):
-        tree = None
-    for node in ast.walk(tree) if tree is not None else ():
-        if _writes(node, name):
-            line = first + node.lineno - 1
+def _location(codes, name) -> tuple:
+    """The line of the user's code that writes `name` (an attribute, a name, an item of it,
+    a changing method of it), searched in `codes` in order, or the function's first line:
+    (the position in `codes` of the code it is in, len(codes) where not found; the line)."""
+    for rank, code in enumerate(codes):
+        if code is None:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        found = [node for node in ast.walk(tree) if _writes(node, name)]
+        if found:
+            node = min(found, key=lambda n: (n.lineno, n.col_offset))
+            line = code.co_firstlineno + node.lineno - 1
             text = linecache.getline(code.co_filename, line).rstrip("\n")
-            return SourceLocation(code.co_filename, line, node.col_offset, text)
-    text = linecache.getline(code.co_filename, first).rstrip("\n")
-    return SourceLocation(code.co_filename, first, 0, text)
+            return rank, SourceLocation(code.co_filename, line, node.col_offset, text)
+    first = next((c for c in codes if c is not None), None)
+    if first is None:
+        return len(codes), SourceLocation("<unknown>", 0, 0, "")
+    text = linecache.getline(first.co_filename, first.co_firstlineno).rstrip("\n")
+    return len(codes), SourceLocation(first.co_filename, first.co_firstlineno, 0, text)
 
 
 def _writes(node, name) -> bool:
-    """Does this statement write `name`: assign it, change it in place, or call a method of
-    it that changes a container (`append`, `update`, ...)?"""
-    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    """Does this node write `name`: assign or delete it or an item of it, change it in
+    place, call a method of it (`append`, `update`, ...), or `setattr(o, "name", v)`?"""
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        else:
+            targets = [node.target]
         return any(_names(t, name) for t in targets)
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         func = node.value.func
         return isinstance(func, ast.Attribute) and _names(func.value, name)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _CHANGING_METHODS:
+            return _names(func.value, name)
+        if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and len(node.args) > 1:
+            return isinstance(node.args[1], ast.Constant) and node.args[1].value == name
     return False
 
 

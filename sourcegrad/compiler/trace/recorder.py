@@ -61,6 +61,7 @@ from ..ir import (
 from ..names import Namer, name_for_call, sanitize
 from . import state
 from .frames import in_a_library, is_user, loop_headers, runs_user_code
+from .objects import MOST_OBJECTS, attributes_of, has_attributes, user_object
 from .patches import (
     TracedGenerator,
     library_functions,
@@ -711,11 +712,11 @@ class Recorder:
             """A user module met for the first time: its names of library functions with
             a rule (`logsumexp` imported from scipy) made those ops while the trace runs."""
             space = frame.f_globals
+            for hook in self.module_hooks:  # (first: they see the module as the user left it)
+                hook(space)
             if id(space) not in seen:
                 seen.add(id(space))
                 replace_library_functions(space, undo, libraries)
-            for hook in self.module_hooks:
-                hook(space)
 
         def local(frame, event, arg):
             if event in ("line", "return"):
@@ -946,7 +947,7 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
         raise
     atom = _returned(rec, result)
     roots = _plain_again(rec, fn, args)
-    python_state.check()  # (a counter the code would not count: refused)
+    python_state.check([code for code, _ in rec.visited.values()])  # (refused: see there)
     made_here = _arrays_read(rec, roots)
     name = sanitize(getattr(fn, "__name__", "f").replace("<lambda>", "lambda")) or "f"
     function = rec.function_ir(atom, name, set())
@@ -1194,8 +1195,8 @@ def _code_and_holders(fn, args):
     """(the Python function whose code runs, the objects whose attributes it may read): for
     a bound method its object, for an object with `__call__` the object and its method's
     function, and the arguments given as they are."""
-    holders = [a for a in args if not _traceable(a) and _has_attributes(a)]
-    if not isinstance(fn, (types.FunctionType, types.MethodType)) and _has_attributes(fn):
+    holders = [a for a in args if not _traceable(a) and has_attributes(a)]
+    if not isinstance(fn, (types.FunctionType, types.MethodType)) and has_attributes(fn):
         holders.append(fn)
         fn = fn.__call__ if callable(fn) else fn
     if isinstance(fn, types.MethodType):
@@ -1205,70 +1206,18 @@ def _code_and_holders(fn, args):
 
 
 def _python_state(fn, args) -> PythonState:
-    """The Python data the function may change, as it is before the trace: the attributes
-    of the objects it is given or reads from its globals, its module's globals, its closure
-    values (`python_state`)."""
+    """The objects the function may change, as they are before the trace: those it is given
+    (`self`, object arguments), its module's globals and what they hold, its closure values
+    (`python_state`)."""
     fn, holders = _code_and_holders(fn, args)
+    given = [a for a in args if not _traceable(a) and (has_attributes(a) or type(a) is not tuple)]
+    roots = [("self", h) for h in holders if all(h is not a for a in given)]
+    roots += [("an argument", a) for a in given]
     code = getattr(fn, "__code__", None)
     if code is None:
-        return PythonState(fn, holders)
-    space = fn.__globals__
-    for name in sorted(set(code.co_names)):
-        value = space.get(name)
-        if hasattr(value, "__dict__") and not isinstance(
-            value, (type, types.ModuleType, types.FunctionType)
-        ):
-            holders.append(value)
+        return PythonState(fn, roots)
     cells = list(zip(code.co_freevars, fn.__closure__ or ()))
-    return PythonState(fn, holders, space, cells)
-
-
-_MOST_OBJECTS = 10_000  # (a bound on the walk over objects' attributes: a cyclic graph ends)
-
-
-def _holds_attributes(value) -> bool:
-    """An object whose attributes the code may read, walked into from another: an instance
-    of a class the user wrote, or such a class (not a function, module or array, nor a
-    library's object, whose insides are the library's business)."""
-    cls = value if isinstance(value, type) else type(value)
-    module = sys.modules.get(cls.__module__)
-    if module is None or not user_module(module) or cls.__module__ == "builtins":
-        return False
-    if in_a_library(getattr(module, "__file__", None)):
-        return False
-    return isinstance(value, type) or (
-        _has_attributes(value)
-        and not isinstance(value, (types.FunctionType, types.MethodType, types.ModuleType))
-    )
-
-
-def _slot_names(cls) -> list:
-    """The attributes the `__slots__` of cls and its bases declare."""
-    names = []
-    for klass in getattr(cls, "__mro__", ()):
-        slots = vars(klass).get("__slots__", ())
-        names += [slots] if isinstance(slots, str) else list(slots)
-    return [n for n in names if n not in ("__dict__", "__weakref__")]
-
-
-def _has_attributes(value) -> bool:
-    """An object with attributes of its own: a `__dict__`, or `__slots__` (a class with
-    `__slots__` has no `__dict__` for its instances)."""
-    return hasattr(value, "__dict__") or (
-        not isinstance(value, type) and bool(_slot_names(type(value)))
-    )
-
-
-def _attributes(obj) -> dict:
-    """obj's own attributes by name: its `__dict__`'s and its slots' that are set."""
-    found = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
-    if not isinstance(obj, type):
-        for name in _slot_names(type(obj)):
-            try:
-                found[name] = getattr(obj, name)
-            except AttributeError:  # (a slot not set)
-                pass
-    return found
+    return PythonState(fn, roots, fn.__globals__, cells)
 
 
 def _made_per_read(value) -> bool:
@@ -1283,7 +1232,45 @@ def _objects_in(value) -> list:
         return [o for item in value for o in _objects_in(item)]
     if isinstance(value, dict):
         return [o for item in value.values() for o in _objects_in(item)]
-    return [value] if _holds_attributes(value) else []
+    return [value] if user_object(value) else []
+
+
+# names whose use reads an object's attributes by names the code computes or by all of them
+# (`getattr(self, name)`, `vars(self)`, `self.__dict__`, `dataclasses.astuple(self)`): where
+# the code a trace ran uses one, every attribute of the objects it reached is a dependency
+_READS_ANY_ATTRIBUTE = frozenset(
+    {
+        "__dict__",
+        "vars",
+        "getattr",
+        "__getattribute__",
+        "attrgetter",
+        "asdict",
+        "astuple",
+        "getmembers",
+        "__getstate__",
+        "__reduce__",
+        "__reduce_ex__",
+    }
+)
+
+
+def _attribute_names_read(codes):
+    """The attribute names the code a trace ran may read (those its code objects name, and
+    the strings they hold: `getattr(self, "w")`, `attrgetter("w")`), or None where it may
+    read any (`_READS_ANY_ATTRIBUTE`). A property's getter and a method run by the trace are
+    among `codes` (the recorder visits every user function called)."""
+    read: set = set()
+    pending = list(codes)
+    while pending:
+        code = pending.pop()
+        read.update(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                pending.append(const)
+            elif isinstance(const, str):
+                read.add(const)
+    return None if read & _READS_ANY_ATTRIBUTE else read
 
 
 def _dependencies(fn, args, visited=(), made_here=False) -> list:
@@ -1323,31 +1310,32 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
     # the attributes of the objects given or read, and of the objects those hold, at any
     # depth (`self.encoder.layers`, `self.blocks[0].W`), and the class attributes of user
     # classes (`Model.shared`): the trace read them as it ran, so its code holds them
+    read = _attribute_names_read([code] + [ran for ran, _ in visited])  # (not `model.epoch`)
     pending = holders + [
-        d[3]
-        for d in deps
-        if _has_attributes(d[3]) and not callable(d[3]) or _holds_attributes(d[3])
+        d[3] for d in deps if has_attributes(d[3]) and not callable(d[3]) or user_object(d[3])
     ]
     seen_objects: set = set()
-    while pending and len(seen_objects) < _MOST_OBJECTS:
+    while pending and len(seen_objects) < MOST_OBJECTS:
         obj = pending.pop(0)
         if id(obj) in seen_objects:
             continue
         seen_objects.add(id(obj))
-        for attr, value in sorted(_attributes(obj).items()):
+        for attr, value in sorted(attributes_of(obj).items()):
             if isinstance(obj, type):
                 if attr.startswith("__") and attr != "__call__" or _made_per_read(value):
                     continue  # (its own machinery; what makes a new object on each read)
                 # (a method by its function: `Model.act = other` makes the code stale)
                 value = getattr(obj, attr)
+            elif read is not None and attr not in read:
+                continue
             if (
                 not callable(value)
                 or isinstance(value, (np.ndarray, types.FunctionType, types.MethodType))
-                or _holds_attributes(value)
+                or user_object(value)
             ):
                 deps.append(dependency("attribute", obj, attr, value))
                 pending += _objects_in(value)
-        if not isinstance(obj, type) and _holds_attributes(type(obj)):
+        if not isinstance(obj, type) and user_object(type(obj)):
             pending.append(type(obj))
             if hasattr(obj, "__dict__"):  # (`b.act = f` shadows the class's method)
                 deps.append(("names", obj, "__dict__", frozenset(vars(obj))))
