@@ -77,6 +77,12 @@ from .functional_loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .functional_margin_loss import (  # noqa: F401
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    triplet_margin_with_distance_loss,
+)
 from .instance_norm_ops import instance_norm  # noqa: F401
 from .linear_ops import linear  # noqa: F401
 from .norm_ops import batch_norm, layer_norm  # noqa: F401

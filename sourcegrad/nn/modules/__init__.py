@@ -35,11 +35,15 @@ from .loss import (
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .pooling import (
@@ -112,6 +116,10 @@ __all__ = [
     "PoissonNLLLoss",
     "SoftMarginLoss",
     "TripletMarginLoss",
+    "MultiMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiLabelMarginLoss",
+    "TripletMarginWithDistanceLoss",
     "MultiheadAttention",
     "Transformer",
     "TransformerEncoder",
