@@ -17,7 +17,6 @@ import numpy as np
 
 from ..eager import devices, factories, operands, tensor_math
 from ..eager.composites import pairwise_distance
-from . import functional  # for logsigmoid; functional re-exports this module's losses
 from .functional_loss import reduction_of
 
 __all__ = [
@@ -132,13 +131,20 @@ def _target_pairs(labels, c):
     return counts[:, :, None] * ~is_target[:, None, :]
 
 
+def _log_sigmoid(x):
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), torch's stable form (exact for large
+    |x|; minimum's tie rule gives the gradient 1/2 at 0, sigmoid(0))."""
+    stable = tensor_math.log1p(tensor_math.exp(-x.abs()))
+    return tensor_math.minimum(x, factories.zeros_like(x)) - stable
+
+
 def multilabel_soft_margin_loss(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
     """The mean over classes of -(y log sigmoid(x) + (1 - y) log sigmoid(-x)), per sample."""
     if size_average is not None or reduce is not None:
         reduction = reduction_of(size_average, reduce, reduction)
-    loss = -(target * functional.logsigmoid(input) + (1 - target) * functional.logsigmoid(-input))
+    loss = -(target * _log_sigmoid(input) + (1 - target) * _log_sigmoid(-input))
     if weight is not None:
         loss = loss * weight
     class_dim = input.dim() - 1

@@ -251,3 +251,24 @@ def test_errors_match_torch(call):
     theirs = _error(lambda: call(torch, torch.nn.functional))
     assert theirs is not None
     assert _error(lambda: call(sg, sg.nn.functional)) == theirs
+
+
+def test_multilabel_soft_margin_loss_at_zero_and_large_inputs_matches_torch():
+    """log sigmoid in its stable form: exact at |x| = 30 (where softplus's threshold would
+    round it) and with the gradient 1/2 of sigmoid(0) at x = 0."""
+    x = np.array([[0.0, -30.0, 30.0, 2.0], [-45.0, 0.0, 1e-3, 60.0]])
+    target = np.array([[1.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 1.0]])
+    fn = _with(target, f=_functional("multilabel_soft_margin_loss"))
+    _assert_like_torch(fn, [x], reduction="none")
+
+
+def test_nll_loss_2d_is_torch_s_deprecated_alias():
+    logp = RNG.normal(size=(2, 3, 4, 5))
+    target = RNG.integers(0, 3, size=(2, 4, 5))
+    results = []
+    for lib in (sg, torch):
+        with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
+            module = lib.nn.NLLLoss2d(ignore_index=1, reduction="sum")
+        assert isinstance(module, lib.nn.NLLLoss)
+        results.append(module(lib.tensor(logp), lib.tensor(target)).item())
+    assert results[0] == pytest.approx(results[1], rel=1e-12)

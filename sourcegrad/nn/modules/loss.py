@@ -25,6 +25,7 @@ __all__ = [
     "BCEWithLogitsLoss",
     "KLDivLoss",
     "CosineEmbeddingLoss",
+    "NLLLoss2d",
     "MultiMarginLoss",
     "MultiLabelSoftMarginLoss",
     "MultiLabelMarginLoss",
@@ -105,6 +106,22 @@ class NLLLoss(_WeightedLoss):
             ignore_index=self.ignore_index,
             reduction=self.reduction,
         )
+
+
+class NLLLoss2d(NLLLoss):
+    """torch's deprecated alias of NLLLoss, with its FutureWarning on construction."""
+
+    def __init__(
+        self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
+    ):
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in "
+            "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss "
+            "for more details.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):
