@@ -1,9 +1,10 @@
 """`sourcegrad.optim`: torch's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, LBFGS,
-Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop) and `lr_scheduler`, on the eager Tensor.
+Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop, Adafactor) and `lr_scheduler`, on the eager Tensor.
 See `optimizer` for the shared machinery."""
 
 from . import lr_scheduler
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
@@ -30,5 +31,6 @@ __all__ = [
     "RAdam",
     "ASGD",
     "Rprop",
+    "Adafactor",
     "lr_scheduler",
 ]

@@ -1,4 +1,4 @@
-"""Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop against torch.optim.
+"""Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop and Adafactor against torch.optim.
 
 The same two-layer model (identical float64 initial weights) is trained on the same data
 for 25 steps under torch and under sourcegrad, each library computing its own loss and
@@ -97,6 +97,9 @@ CASES = [
     ("Rprop", dict(lr=0.05, maximize=True)),
     ("Rprop", dict(lr=0.05, foreach=False, differentiable=False, capturable=False)),
     ("NAdam", dict(foreach=False, differentiable=False, capturable=False)),
+    ("Adafactor", {}),
+    ("Adafactor", dict(lr=0.05, weight_decay=0.1, beta2_decay=-0.5)),
+    ("Adafactor", dict(maximize=True, eps=(1e-5, 1e-2), d=1.5, foreach=False)),
 ]
 
 
@@ -111,7 +114,9 @@ def test_training_matches_torch(name, kwargs):
     _assert_same_state(opt.state_dict(), topt.state_dict())
 
 
-@pytest.mark.parametrize("name", ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"])
+@pytest.mark.parametrize(
+    "name", ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "Adafactor"]
+)
 def test_param_groups_with_their_own_options_match_torch(name):
     groups = [dict(lr=0.02), dict(maximize=False, lr=0.005)]
     model, opt, _ = _train(sg, name, dict(lr=0.01), groups=groups)
@@ -122,7 +127,9 @@ def test_param_groups_with_their_own_options_match_torch(name):
     _assert_same_state(opt.state_dict(), topt.state_dict())
 
 
-@pytest.mark.parametrize("name", ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"])
+@pytest.mark.parametrize(
+    "name", ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "Adafactor"]
+)
 def test_defaults_are_torch_s(name):
     p = sg.zeros(1, requires_grad=True)
     tp = torch.zeros(1, requires_grad=True)
@@ -138,6 +145,7 @@ def test_defaults_are_torch_s(name):
         ("ASGD", dict(lr=0.05, t0=3)),
         ("Rprop", dict(lr=0.05)),
         ("Adamax", dict(lr=0.01)),
+        ("Adafactor", dict(lr=0.01)),
     ],
 )
 def test_torch_state_dict_loads_and_continues_as_torch(name, kwargs):
@@ -238,6 +246,13 @@ def _p(lib):
         lambda lib: lib.optim.Rprop(_p(lib), lr=-1.0),
         lambda lib: lib.optim.NAdam([]),
         lambda lib: lib.optim.Rprop(_p(lib), 0.1, (0.5, 1.2), (1e-6, 50), True),
+        lambda lib: lib.optim.Adafactor(_p(lib), lr=-1.0),
+        lambda lib: lib.optim.Adafactor(_p(lib), beta2_decay=0.5),
+        lambda lib: lib.optim.Adafactor(_p(lib), eps=(-1.0, 1e-3)),
+        lambda lib: lib.optim.Adafactor(_p(lib), eps=(None, -1.0)),
+        lambda lib: lib.optim.Adafactor(_p(lib), d=0.5),
+        lambda lib: lib.optim.Adafactor(_p(lib), weight_decay=-1.0),
+        lambda lib: lib.optim.Adafactor([lib.zeros(1, requires_grad=True) * 2]),
     ],
 )
 def test_constructor_errors_match_torch(make):
@@ -306,3 +321,39 @@ def test_repr_lists_the_group_options_as_torch():
     p, tp = sg.zeros(1, requires_grad=True), torch.zeros(1, requires_grad=True)
     assert repr(sg.optim.NAdam([p])) == repr(torch.optim.NAdam([tp]))
     assert repr(sg.optim.Rprop([p])) == repr(torch.optim.Rprop([tp]))
+
+
+def test_adafactor_factors_stacked_matrices_as_torch():
+    """A 3-d parameter keeps a row factor per matrix of the stack (the last two dims)."""
+    value = RNG.normal(size=(2, 3, 4))
+    grads = [RNG.normal(size=(2, 3, 4)) for _ in range(6)]
+    results = []
+    for lib in (sg, torch):
+        p = lib.nn.Parameter(lib.tensor(value.copy()))
+        opt = lib.optim.Adafactor([p], lr=0.05)
+        for g in grads:
+            p.grad = lib.tensor(g)
+            opt.step()
+        state = opt.state[p]
+        results.append((p.detach().numpy(), {k: tuple(v.shape) for k, v in state.items()}))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=0, atol=1e-12)
+    assert results[0][1] == results[1][1]
+
+
+def test_adafactor_refuses_complex_parameters_before_updating_any():
+    errors = []
+    for lib in (sg, torch):
+        real = lib.nn.Parameter(lib.ones(2, dtype=lib.float64))
+        cplx = lib.nn.Parameter(lib.ones(2, dtype=lib.complex128))
+        opt = lib.optim.Adafactor([real, cplx])
+        real.grad, cplx.grad = lib.ones_like(real), lib.ones_like(cplx)
+        errors.append(_error(opt.step))
+        assert real.detach().numpy().tolist() == [1.0, 1.0]
+    assert (
+        errors[0]
+        == errors[1]
+        == (
+            RuntimeError,
+            "Adafactor does not support complex parameters",
+        )
+    )
