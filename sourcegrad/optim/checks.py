@@ -30,7 +30,7 @@ def refuse_tracked_update(p, group):
     optimizers update p's array outside the autograd graph, so such a gradient would be
     silently wrong: refuse it. A leaf that requires grad is refused with the error torch
     itself raises for it (an in-place update of a leaf under autograd)."""
-    if not (group["differentiable"] and p.requires_grad):
+    if not (group.get("differentiable", False) and p.requires_grad):
         return
     if p.is_leaf:
         raise RuntimeError(
@@ -39,5 +39,6 @@ def refuse_tracked_update(p, group):
     raise NoRuleError(
         f"differentiable=True: sourcegrad's optimizers update parameters outside the "
         f"autograd graph, so the gradient through step() into a non-leaf parameter "
-        f"({tuple(p.shape)}) would be wrong; call step() with differentiable=False"
+        f"of shape {tuple(p.shape)} would be wrong; optimize a leaf tensor instead (with "
+        f"differentiable=False), e.g. a detached copy"
     )

@@ -64,6 +64,8 @@ class Rprop(Optimizer):
         factor[sign == 0] = 1
         step_size *= factor
         step_size.clip(step_size_min, step_size_max, out=step_size)
+        # where the sign flipped the last move overshot: no move now, and no sign to
+        # compare at the next step (torch zeroes the gradient there)
         grad[factor == etaminus] = 0
         param -= sign_of(grad) * step_size
         prev[...] = grad
