@@ -357,3 +357,29 @@ def test_adafactor_refuses_complex_parameters_before_updating_any():
             "Adafactor does not support complex parameters",
         )
     )
+
+
+@pytest.mark.parametrize(
+    "name,scheduler,options",
+    [
+        ("RAdam", "CosineAnnealingLR", dict(T_max=10)),
+        ("ASGD", "StepLR", dict(step_size=4, gamma=0.5)),
+        ("NAdam", "OneCycleLR", dict(max_lr=0.05, total_steps=STEPS)),
+        ("Adadelta", "ExponentialLR", dict(gamma=0.9)),
+    ],
+)
+def test_with_an_lr_scheduler_matches_torch(name, scheduler, options):
+    """The schedulers write each group's lr; the new optimizers read it every step (ASGD's
+    eta included) as torch's do."""
+    results = []
+    for lib in (sg, torch):
+        model = _model(lib)
+        opt = getattr(lib.optim, name)(model.parameters(), lr=0.02)
+        sched = getattr(lib.optim.lr_scheduler, scheduler)(opt, **options)
+        for _ in range(STEPS):
+            _step(lib, model, opt)
+            sched.step()
+        results.append((_weights(model), opt.param_groups[0]["lr"]))
+    assert results[0][1] == pytest.approx(results[1][1], rel=1e-12)
+    for ours, theirs in zip(results[0][0], results[1][0]):
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10)
