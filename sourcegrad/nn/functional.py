@@ -9,7 +9,8 @@ Why one module: it is torch's `torch.nn.functional` namespace, so users find eac
 where torch has it; the families that grew large live apart (`functional_loss`,
 `functional_attention`, `conv_ops`, `pool_ops`, `norm_ops`, `pad_ops`), re-exported here.
 
-The losses live in `functional_loss` (imported here under their torch names);
+The losses live in `functional_loss` and `functional_margin_loss` (the multi-class and
+multi-label margin losses), imported here under their torch names;
 `linear` in `linear_ops` (AddmmBackward0 with a bias on a matrix, over a TBackward0 of
 the weight), `layer_norm` in `norm_ops` (NativeLayerNormBackward0).
 """
@@ -76,6 +77,12 @@ from .functional_loss import (
     smooth_l1_loss,
     soft_margin_loss,
     triplet_margin_loss,
+)
+from .functional_margin_loss import (  # noqa: F401
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    triplet_margin_with_distance_loss,
 )
 from .instance_norm_ops import instance_norm  # noqa: F401
 from .linear_ops import linear  # noqa: F401
