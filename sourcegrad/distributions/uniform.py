@@ -1,6 +1,6 @@
 """`Uniform(low, high)`, as `torch.distributions.uniform.Uniform`: the half-open interval
-[low, high). Its parameters' constraint depends on each other (low < high), so validation
-checks it apart, with torch's message.
+[low, high). Each bound's constraint is made from the other (low < high), so
+`arg_constraints` is a property, as in torch.
 
 Imports: the eager surface (`sourcegrad`) and the package's base, constraints and utils.
 """
@@ -21,19 +21,21 @@ __all__ = ["Uniform"]
 class Uniform(Distribution):
     """Uniform on [low, high)."""
 
-    arg_constraints = {
-        "low": constraints.dependent(is_discrete=False, event_dim=0),
-        "high": constraints.dependent(is_discrete=False, event_dim=0),
-    }
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        # each bound is constrained by the other, so validation checks low < high
+        return {
+            "low": constraints.less_than(self.high),
+            "high": constraints.greater_than(self.low),
+        }
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         both_numbers = isinstance(low, numbers.Number) and isinstance(high, numbers.Number)
         batch_shape = torch.Size() if both_numbers else self.low.size()
         super().__init__(batch_shape, validate_args=validate_args)
-        if self._validate_args and not bool(torch.lt(self.low, self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Uniform, _instance)
