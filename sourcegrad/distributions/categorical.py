@@ -19,7 +19,10 @@ __all__ = ["Categorical"]
 class Categorical(Distribution):
     """One of K categories, weighted by `probs` (or `softmax(logits)`) over the last dim."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
+    arg_constraints = {
+        "probs": constraints.simplex,
+        "logits": constraints.independent(constraints.real, 1),
+    }
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):

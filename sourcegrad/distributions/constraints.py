@@ -127,9 +127,7 @@ class _IndependentConstraint(Constraint):
         result = self.base_constraint.check(value)
         if result.dim() < self.reinterpreted_batch_ndims:
             expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
-            raise ValueError(
-                f"Expected value.dim() >= {expected} but got {value.dim()}"
-            )
+            raise ValueError(f"Expected value.dim() >= {expected} but got {value.dim()}")
         result = result.reshape(
             result.shape[: result.dim() - self.reinterpreted_batch_ndims] + (-1,)
         )

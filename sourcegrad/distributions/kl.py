@@ -213,9 +213,7 @@ def _kl_binomial_binomial(p, q):
         raise NotImplementedError(
             "KL between Binomials where q.total_count > p.total_count is not implemented"
         )
-    kl = p.total_count * (
-        p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p()
-    )
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
     inf_idxs = p.total_count > q.total_count
     return torch.where(inf_idxs, _infinite_like(kl), kl)
 
@@ -229,10 +227,9 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
         )
     p_tril = p._unbroadcasted_scale_tril
     q_tril = q._unbroadcasted_scale_tril
-    half_term1 = (
-        q_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        - p_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-    )
+    half_term1 = q_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - p_tril.diagonal(
+        dim1=-2, dim2=-1
+    ).log().sum(-1)
     combined_batch_shape = broadcast_shape(q_tril.shape[:-2], p_tril.shape[:-2])
     n = p.event_shape[0]
     q_scale_tril = q_tril.expand(combined_batch_shape + (n, n))

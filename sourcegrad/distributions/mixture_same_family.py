@@ -133,14 +133,9 @@ class MixtureSameFamily(Distribution):
         pad_ndims = 0 if cat_batch_ndims == 1 else dist_batch_ndims - cat_batch_ndims
         xs = x.shape
         return x.reshape(
-            xs[:-1]
-            + torch.Size(pad_ndims * [1])
-            + xs[-1:]
-            + torch.Size(self._event_ndims * [1])
+            xs[:-1] + torch.Size(pad_ndims * [1]) + xs[-1:] + torch.Size(self._event_ndims * [1])
         )
 
     def __repr__(self):
-        args_string = (
-            f"\n  {self.mixture_distribution},\n  {self.component_distribution}"
-        )
+        args_string = f"\n  {self.mixture_distribution},\n  {self.component_distribution}"
         return "MixtureSameFamily(" + args_string + ")"

@@ -48,9 +48,10 @@ def batch_mv(matrix, vector):
 
 
 def precision_to_scale_tril(precision):
-    """The lower Cholesky factor of precision^{-1}, without inverting precision: the
-    Cholesky factor of the flipped matrix, flipped back, is an upper factor U with
-    precision = U^T U, so L = U^{-T}... = solve(flip(Lf)^T, I)."""
+    """The lower Cholesky factor of precision^{-1}, without inverting precision (torch's
+    way): with J the flip of rows and columns, cholesky(J P J) flipped back is an upper
+    triangular U with P = U U^T, so precision^{-1} = U^{-T} U^{-1}, whose lower factor is
+    U^{-T} = solve(U^T, I)."""
     flipped_factor = torch.linalg.cholesky(torch.flip(precision, (-2, -1)))
     inverse_scale = torch.transpose(torch.flip(flipped_factor, (-2, -1)), -2, -1)
     identity = torch.eye(precision.shape[-1], dtype=precision.dtype, device=precision.device)
@@ -77,7 +78,7 @@ class MultivariateNormal(Distribution):
         precision_matrix=None,
         scale_tril=None,
         validate_args=None,
-    ):  # (the three-way choice of parameterisation is torch's signature)
+    ):
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
         given = [m is not None for m in (covariance_matrix, precision_matrix, scale_tril)]

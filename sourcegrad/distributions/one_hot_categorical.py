@@ -19,7 +19,10 @@ __all__ = ["OneHotCategorical"]
 class OneHotCategorical(Distribution):
     """A one-hot vector over K categories, weighted by `probs` (or `softmax(logits)`)."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
+    arg_constraints = {
+        "probs": constraints.simplex,
+        "logits": constraints.independent(constraints.real, 1),
+    }
     support = constraints.one_hot
     has_enumerate_support = True
 

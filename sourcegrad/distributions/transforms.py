@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 import sourcegrad as torch
 import sourcegrad.nn.functional as F
 
@@ -412,7 +414,9 @@ class AffineTransform(Transform):
         return result.expand(shape)
 
     def forward_shape(self, shape):
-        return _broadcast_shapes(shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ()))
+        return _broadcast_shapes(
+            shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())
+        )
 
     def inverse_shape(self, shape):
         return self.forward_shape(shape)
@@ -432,6 +436,4 @@ def _same(a, b):
 
 
 def _broadcast_shapes(*shapes):
-    import numpy as np
-
     return torch.Size(np.broadcast_shapes(*(tuple(s) for s in shapes)))

@@ -14,6 +14,8 @@ from functools import update_wrapper
 import sourcegrad as torch
 import sourcegrad.nn.functional as F
 
+from ..eager.factories import numpy_rng
+
 __all__ = [
     "broadcast_all",
     "clamp_probs",
@@ -28,7 +30,7 @@ def broadcast_all(*values):
     default dtype when every value is a number), as torch's broadcast_all does."""
     if not all(isinstance(v, (torch.Tensor, numbers.Number)) for v in values):
         raise ValueError(
-            "Input arguments must all be instances of numbers.Number, torch.Tensor or objects "
+            "Input arguments must all be instances of Number, torch.Tensor or objects "
             "implementing __torch_function__."
         )
     if all(isinstance(v, torch.Tensor) for v in values):
@@ -85,8 +87,6 @@ class lazy_property:  # noqa: N801 - a decorator, spelt as torch's
 def draw(sample, like):
     """A tensor of numpy draws `sample(rng)` from sourcegrad's generator (`manual_seed`),
     with `like`'s dtype and device and no gradient (the caller makes it reparameterised)."""
-    from ..eager.factories import numpy_rng
-
     values = sample(numpy_rng())
     return torch.as_tensor(values, dtype=like.dtype, device=like.device)
 

@@ -32,7 +32,10 @@ PAIRS = {
         lambda d, a: d.OneHotCategorical(probs=a),
         lambda: (RNG.dirichlet(np.ones(4), 2),),
     ),
-    "Uniform": (lambda d, a, b: d.Uniform(a - b, a + b), lambda: (RNG.normal(size=3) * 0.01, _pos(3))),
+    "Uniform": (
+        lambda d, a, b: d.Uniform(a - b, a + b),
+        lambda: (RNG.normal(size=3) * 0.01, _pos(3)),
+    ),
     "Beta": (lambda d, a, b: d.Beta(a, b), lambda: (_pos(3), _pos(3))),
     "Gamma": (lambda d, a, b: d.Gamma(a, b), lambda: (_pos(3), _pos(3))),
     "Exponential": (lambda d, a: d.Exponential(a), lambda: (_pos(3),)),
@@ -89,7 +92,10 @@ def test_kl_is_infinite_where_q_gives_no_mass_as_torch():
 
 def test_no_rule_raises_not_implemented_like_torch():
     d = sg.distributions
-    with pytest.raises(NotImplementedError, match="No KL\\(p \\|\\| q\\) is implemented for p type Normal and q type Laplace"):
+    with pytest.raises(
+        NotImplementedError,
+        match="No KL\\(p \\|\\| q\\) is implemented for p type Normal and q type Laplace",
+    ):
         d.kl_divergence(d.Normal(0.0, 1.0), d.Laplace(0.0, 1.0))
 
 

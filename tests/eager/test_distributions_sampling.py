@@ -31,10 +31,18 @@ MOMENTS = [
     ("LogNormal", lambda: d.LogNormal(_t(0.0, 0.5), _t(0.25, 0.5))),
     ("Poisson", lambda: d.Poisson(_t(0.5, 7.0))),
     ("Binomial", lambda: d.Binomial(10, probs=_t(0.3, 0.9))),
-    ("MVN", lambda: d.MultivariateNormal(_t(1.0, -1.0), covariance_matrix=sg.tensor(
-        [[2.0, 0.6], [0.6, 1.0]], dtype=sg.float64))),
-    ("Mixture", lambda: d.MixtureSameFamily(
-        d.Categorical(probs=_t(0.3, 0.7)), d.Normal(_t(-2.0, 2.0), _t(0.5, 1.0)))),
+    (
+        "MVN",
+        lambda: d.MultivariateNormal(
+            _t(1.0, -1.0), covariance_matrix=sg.tensor([[2.0, 0.6], [0.6, 1.0]], dtype=sg.float64)
+        ),
+    ),
+    (
+        "Mixture",
+        lambda: d.MixtureSameFamily(
+            d.Categorical(probs=_t(0.3, 0.7)), d.Normal(_t(-2.0, 2.0), _t(0.5, 1.0))
+        ),
+    ),
 ]
 
 
@@ -89,7 +97,9 @@ def test_rsample_gradients_are_the_reparameterisation():
     (x**2).mean().backward()
     eps = (x.detach() - 0.5) / 2.0
     np.testing.assert_allclose(loc.grad.numpy(), (2 * x.detach()).mean().numpy(), rtol=1e-12)
-    np.testing.assert_allclose(scale.grad.numpy(), (2 * x.detach() * eps).mean().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(
+        scale.grad.numpy(), (2 * x.detach() * eps).mean().numpy(), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("alpha", [0.4, 1.0, 5.0])
@@ -111,7 +121,9 @@ def test_gamma_implicit_gradient_matches_finite_differences_of_the_quantile():
     alpha, u = np.array([0.3, 2.0, 9.0]), np.array([0.2, 0.5, 0.9])
     x = scipy_special.gammaincinv(alpha, u)
     h = 1e-6
-    numeric = (scipy_special.gammaincinv(alpha + h, u) - scipy_special.gammaincinv(alpha - h, u)) / (2 * h)
+    numeric = (
+        scipy_special.gammaincinv(alpha + h, u) - scipy_special.gammaincinv(alpha - h, u)
+    ) / (2 * h)
     np.testing.assert_allclose(implicit_gamma_grad(alpha, x), numeric, rtol=1e-6)
 
 
@@ -129,8 +141,19 @@ def test_sample_has_no_gradient_and_has_rsample_flags_are_torchs():
     loc = _t(0.0).requires_grad_()
     assert not d.Normal(loc, 1.0).sample().requires_grad
     assert d.Normal(loc, 1.0).rsample().requires_grad
-    for name in ["Normal", "Bernoulli", "Categorical", "Uniform", "Gamma", "Beta", "Poisson",
-                 "Exponential", "Laplace", "Dirichlet", "Binomial"]:
+    for name in [
+        "Normal",
+        "Bernoulli",
+        "Categorical",
+        "Uniform",
+        "Gamma",
+        "Beta",
+        "Poisson",
+        "Exponential",
+        "Laplace",
+        "Dirichlet",
+        "Binomial",
+    ]:
         assert getattr(d, name).has_rsample == getattr(torch.distributions, name).has_rsample, name
 
 
@@ -154,9 +177,15 @@ VALIDATION = [
     lambda lib: lib.distributions.Exponential(lib.tensor([2.0])).log_prob(lib.tensor([-1.0])),
     lambda lib: lib.distributions.Poisson(lib.tensor([2.0])).log_prob(lib.tensor([1.5])),
     lambda lib: lib.distributions.Normal(lib.zeros(3), 1.0).log_prob(lib.zeros(2)),
-    lambda lib: lib.distributions.Independent(lib.distributions.Normal(lib.zeros(3), 1.0), 1).log_prob(lib.zeros(2)),
-    lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2), lib.tensor([[1.0, 2.0], [2.0, 1.0]])),
-    lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2), scale_tril=lib.tensor([[1.0, 1.0], [0.0, 1.0]])),
+    lambda lib: lib.distributions.Independent(
+        lib.distributions.Normal(lib.zeros(3), 1.0), 1
+    ).log_prob(lib.zeros(2)),
+    lambda lib: lib.distributions.MultivariateNormal(
+        lib.zeros(2), lib.tensor([[1.0, 2.0], [2.0, 1.0]])
+    ),
+    lambda lib: lib.distributions.MultivariateNormal(
+        lib.zeros(2), scale_tril=lib.tensor([[1.0, 1.0], [0.0, 1.0]])
+    ),
     lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2)),
     lambda lib: lib.distributions.Independent(lib.distributions.Normal(0.0, 1.0), 1),
 ]
@@ -183,8 +212,18 @@ def test_validation_can_be_turned_off_per_instance_and_by_default():
 def test_constraints_reprs_and_checks_are_torchs():
     tc = torch.distributions.constraints
     sc = d.constraints
-    for name in ["real", "positive", "nonnegative", "unit_interval", "simplex", "boolean",
-                 "nonnegative_integer", "lower_cholesky", "positive_definite", "real_vector"]:
+    for name in [
+        "real",
+        "positive",
+        "nonnegative",
+        "unit_interval",
+        "simplex",
+        "boolean",
+        "nonnegative_integer",
+        "lower_cholesky",
+        "positive_definite",
+        "real_vector",
+    ]:
         assert repr(getattr(sc, name)) == repr(getattr(tc, name)), name
         assert getattr(sc, name).event_dim == getattr(tc, name).event_dim, name
     assert repr(sc.integer_interval(0, 3)) == repr(tc.integer_interval(0, 3))
