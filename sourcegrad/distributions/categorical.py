@@ -1,14 +1,20 @@
 """`Categorical(probs=... | logits=...)`, as `torch.distributions.categorical.Categorical`:
 an index in [0, K) drawn by weights over the last dim. probs are normalised to sum to 1 and
-logits to logsumexp 0 when the distribution is made, as torch's are.
+logits to logsumexp 0 when the distribution is made, as torch's are. Sampling places one
+uniform draw (sourcegrad's generator) per row in that row's cumulative weights, all rows at
+once.
 
-Imports: the eager surface (`sourcegrad`) and the package's base, constraints and utils.
+Imports: the eager surface (`sourcegrad`), numpy, the eager generator, and the package's
+base, constraints and utils.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 import sourcegrad as torch
 
+from ..eager.factories import numpy_rng
 from . import constraints
 from .distribution import Distribution
 from .utils import lazy_property, logits_to_probs, probs_to_logits
@@ -86,9 +92,15 @@ class Categorical(Distribution):
 
     def sample(self, sample_shape=()):
         sample_shape = torch.Size(sample_shape)
-        probs_2d = self.probs.detach().reshape(-1, self._num_events)
-        samples_2d = torch.multinomial(probs_2d, sample_shape.numel(), True).T
-        return samples_2d.reshape(self._extended_shape(sample_shape))
+        probs_2d = self.probs.detach().reshape(-1, self._num_events).cpu().numpy()
+        cumulative = np.cumsum(probs_2d / probs_2d.sum(-1, keepdims=True), axis=-1)
+        # one uniform per (sample, row), placed in the row's cumulative weights: every row at
+        # once (torch.multinomial would loop over the rows)
+        uniforms = numpy_rng().random((sample_shape.numel(), len(probs_2d)))
+        indices = (uniforms[..., None] >= cumulative).sum(-1)  # a 0 weight is never drawn
+        indices = np.minimum(indices, self._num_events - 1)  # rounding: cumulative[-1] < 1
+        samples = torch.as_tensor(indices, dtype=torch.int64, device=self._param.device)
+        return samples.reshape(self._extended_shape(sample_shape))
 
     def log_prob(self, value):
         if self._validate_args:

@@ -260,3 +260,11 @@ def test_module_paths_are_torchs():
     assert kl_divergence is d.kl_divergence and register_kl is d.register_kl
     assert constraints.positive is d.constraints.positive
     assert transforms.ExpTransform is d.ExpTransform
+
+
+def test_categorical_never_draws_a_zero_weight_category():
+    sg.manual_seed(5)
+    probs = sg.tensor([[0.0, 0.5, 0.0, 0.5], [1.0, 0.0, 0.0, 0.0]], dtype=sg.float64)
+    samples = d.Categorical(probs=probs).sample((N,)).numpy()
+    assert set(np.unique(samples[:, 0])) == {1, 3}
+    assert set(np.unique(samples[:, 1])) == {0}
