@@ -237,3 +237,20 @@ def test_values_and_gradients_match_torch(make, params, value, quantities):
         else:
             # 1e-9: torch's trigamma (the digamma terms' derivative) is scipy's to ~1e-10
             np.testing.assert_allclose(our_grads[name], grad, rtol=1e-8, atol=1e-9, err_msg=name)
+
+
+def test_gamma_cdf_and_its_rate_gradient_match_torch():
+    # torch has no derivative in the concentration (igamma's input); sourcegrad raises too
+    def cdf(lib):
+        rate = lib.tensor([3.0, 0.5], dtype=lib.float64, requires_grad=True)
+        concentration = lib.tensor([2.0, 0.7], dtype=lib.float64)
+        value = lib.distributions.Gamma(concentration, rate).cdf(lib.tensor([0.5, 2.0]).double())
+        value.sum().backward()
+        return value.detach().numpy(), rate.grad.numpy()
+
+    (ours, our_grad), (theirs, their_grad) = cdf(sg), cdf(torch)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-10)
+    np.testing.assert_allclose(our_grad, their_grad, rtol=1e-9)
+    concentration = sg.tensor([2.0], dtype=sg.float64, requires_grad=True)
+    with pytest.raises(sg.SourcegradError):
+        sg.distributions.Gamma(concentration, 1.0).cdf(sg.tensor([0.5]).double()).backward()
