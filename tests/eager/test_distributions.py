@@ -189,6 +189,15 @@ CASES = [
         RNG.normal(size=(3, 2)),
         "log_prob mean variance cdf",
     ),
+    _case(
+        "Mixture-MVN",
+        lambda d, p: d.MixtureSameFamily(
+            d.Categorical(logits=p["l"]), d.MultivariateNormal(p["loc"], scale_tril=p["L"])
+        ),
+        {"l": LOGITS[0, :2], "loc": MVN_LOC, "L": TRIL},
+        MVN_VALUE[:, 0],
+        "log_prob mean variance",
+    ),
 ]
 
 
