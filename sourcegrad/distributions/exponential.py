@@ -1,8 +1,8 @@
 """`Exponential(rate)`, as `torch.distributions.exponential.Exponential`: reparameterised by
 `standard_exponential / rate`.
 
-Imports: the eager surface (`sourcegrad`), numpy (for the draws, from sourcegrad's generator)
-and the package's base, constraints and utils.
+Imports: the eager surface (`sourcegrad`) and the package's base, constraints and utils (whose
+`draw` takes the numpy draws from sourcegrad's generator).
 """
 
 from __future__ import annotations

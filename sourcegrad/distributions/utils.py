@@ -1,9 +1,11 @@
 """Helpers the distributions share, as `torch.distributions.utils`: `broadcast_all` (numbers
 and tensors to one shape and dtype), the probs/logits conversions, `clamp_probs`, and
 `lazy_property` (a parameter computed from the other one on first use, e.g. Bernoulli's
-`probs` from its `logits`).
+`probs` from its `logits`), and two of this package's own: `draw` (numpy draws from
+sourcegrad's generator, for the samplers numpy has and the Tensor has not: gamma, poisson,
+binomial, exponential) and `sum_rightmost`.
 
-Imports: the eager surface (`sourcegrad`) only.
+Imports: the eager surface (`sourcegrad`) and the eager generator (`eager.factories`).
 """
 
 from __future__ import annotations
