@@ -93,6 +93,7 @@ from .backends._flags import (  # noqa: E402,F401 - torch's top-level switches
 from .serialization import load, save  # noqa: E402,F401
 from .compiled.module import compile  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - sourcegrad.viz after a plain `import sourcegrad`
+from . import distributions  # noqa: E402,F401 - torch.distributions, on the eager Tensor
 
 
 def __getattr__(name):

@@ -109,6 +109,7 @@ EAGER_SIDE = {
     "backends",
     "accelerator",
     "distributed",
+    "distributions",
 }
 FLOORS = [
     # leaves: the helpers generated code imports, errors, parameter trees, the disk cache

@@ -1,0 +1,439 @@
+"""`sourcegrad.distributions.transforms`, as torch's: invertible maps y = f(x) with
+`log_abs_det_jacobian(x, y)`, for `TransformedDistribution`. The elementwise ones torch
+programs use most: ExpTransform, AffineTransform, SigmoidTransform, TanhTransform, and
+ComposeTransform to chain them.
+
+`t.inv` is the inverse transform (its `inv` is `t` again); a transform made with
+`cache_size=1` remembers its last (x, y) pair, so that `t.inv(t(x))` returns x itself
+(torch's cache, which keeps a tanh-squashed policy's log_prob finite at |y| = 1).
+
+Imports: the eager surface (`sourcegrad`) and the package's constraints.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+import sourcegrad as torch
+import sourcegrad.nn.functional as F
+
+from . import constraints
+from .utils import sum_rightmost
+
+__all__ = [
+    "AffineTransform",
+    "ComposeTransform",
+    "ExpTransform",
+    "SigmoidTransform",
+    "TanhTransform",
+    "Transform",
+    "identity_transform",
+]
+
+
+class Transform:
+    """An invertible map with a computable log |det Jacobian|. Subclasses define `_call`,
+    `_inverse`, `log_abs_det_jacobian`, `domain`, `codomain`, and `bijective`/`sign`."""
+
+    bijective = False
+    domain = constraints.real
+    codomain = constraints.real
+
+    def __init__(self, cache_size=0):
+        if cache_size not in (0, 1):
+            raise ValueError("cache_size must be 0 or 1")
+        self._cache_size = cache_size
+        self._cached_x_y = None, None
+        self._inv = None
+
+    @property
+    def event_dim(self):
+        if self.domain.event_dim == self.codomain.event_dim:
+            return self.domain.event_dim
+        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+
+    @property
+    def inv(self):
+        inv = self._inv
+        if inv is None:
+            inv = _InverseTransform(self)
+            self._inv = inv
+        return inv
+
+    @property
+    def sign(self):
+        raise NotImplementedError
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        if type(self).__init__ is Transform.__init__:
+            return type(self)(cache_size=cache_size)
+        raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
+
+    def __eq__(self, other):
+        return self is other
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return id(self)
+
+    def __call__(self, x):
+        if self._cache_size == 0:
+            return self._call(x)
+        x_old, y_old = self._cached_x_y
+        if x is x_old:
+            return y_old
+        y = self._call(x)
+        self._cached_x_y = x, y
+        return y
+
+    def _inv_call(self, y):
+        if self._cache_size == 0:
+            return self._inverse(y)
+        x_old, y_old = self._cached_x_y
+        if y is y_old:
+            return x_old
+        x = self._inverse(y)
+        self._cached_x_y = x, y
+        return x
+
+    def _call(self, x):
+        raise NotImplementedError
+
+    def _inverse(self, y):
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x, y):
+        raise NotImplementedError
+
+    def forward_shape(self, shape):
+        return shape
+
+    def inverse_shape(self, shape):
+        return shape
+
+    def __repr__(self):
+        return self.__class__.__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    """The inverse of a transform (`t.inv`), sharing its cache."""
+
+    def __init__(self, transform):
+        super().__init__(cache_size=transform._cache_size)
+        self._inv = transform
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return self._inv.codomain
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return self._inv.domain
+
+    @property
+    def bijective(self):  # type: ignore[override]
+        return self._inv.bijective
+
+    @property
+    def sign(self):
+        return self._inv.sign
+
+    @property
+    def inv(self):
+        return self._inv
+
+    def __eq__(self, other):
+        return isinstance(other, _InverseTransform) and self._inv == other._inv
+
+    def __hash__(self):
+        return hash(self._inv)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({self._inv!r})"
+
+    def __call__(self, x):
+        return self._inv._inv_call(x)
+
+    def log_abs_det_jacobian(self, x, y):
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+    def forward_shape(self, shape):
+        return self._inv.inverse_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self._inv.forward_shape(shape)
+
+
+class ComposeTransform(Transform):
+    """The transforms applied in order (parts[0] first)."""
+
+    def __init__(self, parts, cache_size=0):
+        if cache_size:
+            parts = [part.with_cache(cache_size) for part in parts]
+        super().__init__(cache_size=cache_size)
+        self.parts = list(parts)
+
+    def __eq__(self, other):
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    def __hash__(self):
+        return hash(tuple(self.parts))
+
+    @property
+    def domain(self):  # type: ignore[override]
+        if not self.parts:
+            return constraints.real
+        domain = self.parts[0].domain
+        # the domain must be wide enough for the whole chain's event dims
+        event_dim = self.parts[-1].codomain.event_dim
+        for part in reversed(self.parts):
+            event_dim += part.domain.event_dim - part.codomain.event_dim
+            event_dim = max(event_dim, part.domain.event_dim)
+        if event_dim > domain.event_dim:
+            domain = constraints.independent(domain, event_dim - domain.event_dim)
+        return domain
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        if not self.parts:
+            return constraints.real
+        codomain = self.parts[-1].codomain
+        event_dim = self.parts[0].domain.event_dim
+        for part in self.parts:
+            event_dim += part.codomain.event_dim - part.domain.event_dim
+            event_dim = max(event_dim, part.codomain.event_dim)
+        if event_dim > codomain.event_dim:
+            codomain = constraints.independent(codomain, event_dim - codomain.event_dim)
+        return codomain
+
+    @property
+    def bijective(self):  # type: ignore[override]
+        return all(part.bijective for part in self.parts)
+
+    @property
+    def sign(self):
+        sign = 1
+        for part in self.parts:
+            sign = sign * part.sign
+        return sign
+
+    @property
+    def inv(self):
+        inv = self._inv
+        if inv is None:
+            inv = ComposeTransform([part.inv for part in reversed(self.parts)])
+            self._inv = inv
+            inv._inv = self
+        return inv
+
+    def __call__(self, x):
+        for part in self.parts:
+            x = part(x)
+        return x
+
+    def log_abs_det_jacobian(self, x, y):
+        if not self.parts:
+            return torch.zeros_like(x)
+        xs = [x]
+        for part in self.parts[:-1]:
+            xs.append(part(xs[-1]))
+        xs.append(y)
+        terms = []
+        event_dim = self.domain.event_dim
+        for part, x, y in zip(self.parts, xs[:-1], xs[1:]):
+            terms.append(
+                sum_rightmost(part.log_abs_det_jacobian(x, y), event_dim - part.domain.event_dim)
+            )
+            event_dim += part.codomain.event_dim - part.domain.event_dim
+        result = terms[0]
+        for term in terms[1:]:
+            result = result + term
+        return result
+
+    def forward_shape(self, shape):
+        for part in self.parts:
+            shape = part.forward_shape(shape)
+        return shape
+
+    def inverse_shape(self, shape):
+        for part in reversed(self.parts):
+            shape = part.inverse_shape(shape)
+        return shape
+
+    def __repr__(self):
+        inner = ",\n    ".join(repr(part) for part in self.parts)
+        return f"{self.__class__.__name__}(\n    {inner}\n)"
+
+
+identity_transform = ComposeTransform([])
+
+
+class ExpTransform(Transform):
+    """y = exp(x)."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, ExpTransform)
+
+    def __hash__(self):
+        return hash(ExpTransform)
+
+    def _call(self, x):
+        return x.exp()
+
+    def _inverse(self, y):
+        return y.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        return x
+
+
+class SigmoidTransform(Transform):
+    """y = sigmoid(x), kept inside (0, 1) by the dtype's tiny and eps."""
+
+    domain = constraints.real
+    codomain = constraints.unit_interval
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, SigmoidTransform)
+
+    def __hash__(self):
+        return hash(SigmoidTransform)
+
+    def _call(self, x):
+        finfo = torch.finfo(x.dtype)
+        return torch.clamp(torch.sigmoid(x), min=finfo.tiny, max=1.0 - finfo.eps)
+
+    def _inverse(self, y):
+        finfo = torch.finfo(y.dtype)
+        y = y.clamp(min=finfo.tiny, max=1.0 - finfo.eps)
+        return y.log() - (-y).log1p()
+
+    def log_abs_det_jacobian(self, x, y):
+        return -F.softplus(-x) - F.softplus(x)
+
+
+class TanhTransform(Transform):
+    """y = tanh(x); its log |det J| is the stable 2 (log 2 - x - softplus(-2x))."""
+
+    domain = constraints.real
+    codomain = constraints.interval(-1.0, 1.0)
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, TanhTransform)
+
+    def __hash__(self):
+        return hash(TanhTransform)
+
+    def _call(self, x):
+        return x.tanh()
+
+    def _inverse(self, y):
+        return torch.atanh(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
+
+
+class AffineTransform(Transform):
+    """y = loc + scale * x; `event_dim` rightmost dims are one event (their log |det J|
+    entries are summed)."""
+
+    bijective = True
+
+    def __init__(self, loc, scale, event_dim=0, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.loc = loc
+        self.scale = scale
+        self._event_dim = event_dim
+
+    @property
+    def event_dim(self):
+        return self._event_dim
+
+    @property
+    def domain(self):  # type: ignore[override]
+        if self.event_dim == 0:
+            return constraints.real
+        return constraints.independent(constraints.real, self.event_dim)
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return self.domain
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return AffineTransform(self.loc, self.scale, self.event_dim, cache_size=cache_size)
+
+    def __eq__(self, other):
+        if not isinstance(other, AffineTransform):
+            return False
+        return _same(self.loc, other.loc) and _same(self.scale, other.scale)
+
+    def __hash__(self):
+        return hash((AffineTransform, id(self.loc), id(self.scale)))
+
+    @property
+    def sign(self):
+        if isinstance(self.scale, numbers.Real):
+            return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
+        return self.scale.sign()
+
+    def _call(self, x):
+        return self.loc + self.scale * x
+
+    def _inverse(self, y):
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x, y):
+        shape = x.shape
+        scale = self.scale
+        if isinstance(scale, numbers.Real):
+            result = torch.full_like(x, math.log(abs(scale)))
+        else:
+            result = torch.abs(scale).log()
+        if self.event_dim:
+            result = result.reshape(result.size()[: result.dim() - self.event_dim] + (-1,)).sum(-1)
+            shape = shape[: len(shape) - self.event_dim]
+        return result.expand(shape)
+
+    def forward_shape(self, shape):
+        return _broadcast_shapes(
+            shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())
+        )
+
+    def inverse_shape(self, shape):
+        return self.forward_shape(shape)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(loc={self.loc}, scale={self.scale})"
+
+
+def _same(a, b):
+    """Equal numbers, or equal tensors (torch compares an AffineTransform's loc and scale)."""
+    if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        return a == b
+    if isinstance(a, numbers.Number) or isinstance(b, numbers.Number):
+        tensor, number = (a, b) if isinstance(b, numbers.Number) else (b, a)
+        return bool((tensor == number).all())
+    return a.shape == b.shape and bool((a == b).all())
+
+
+def _broadcast_shapes(*shapes):
+    return torch.Size(np.broadcast_shapes(*(tuple(s) for s in shapes)))
