@@ -21,6 +21,8 @@ import numpy as np
 from .. import errors
 from ..runtime import (
     concatenate_items,
+    cumprod_grad,
+    cumprod_jvp,
     expand_reduced,
     max_grad,
     max_jvp,
@@ -897,14 +899,18 @@ defvjp(
     lambda g, ans, array, pad_width, mode="constant", constant_values=0: (
         unpad(g, pad_width)
         if mode == "constant"
-        else no_function_rule("np.pad with a mode other than 'constant'")
+        else unpad_gather(g, np.shape(array), pad_width, mode)
+        if mode == "edge" or mode == "reflect" or mode == "symmetric" or mode == "wrap"
+        else no_function_rule(f"np.pad with mode={mode!r}")
     ),
     None,
     jvps=(
         lambda t, ans, array, pad_width, mode="constant", constant_values=0: (
             np.pad(t, pad_width)
             if mode == "constant"
-            else no_function_rule("np.pad with a mode other than 'constant'")
+            else np.pad(t, pad_width, mode)
+            if mode == "edge" or mode == "reflect" or mode == "symmetric" or mode == "wrap"
+            else no_function_rule(f"np.pad with mode={mode!r}")
         ),
     ),
     complex=True,
@@ -1653,3 +1659,253 @@ EXAMPLES = {
     "np_convolve": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "same"), ex(arg(3), arg(5), "valid")],
     "np_correlate": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "full")],
 }
+
+
+# --- more of numpy: pad's mirroring modes, nancumsum/nancumprod, np.choose, ufunc.outer, ---
+# --- np.sum/np.mean with where= ----------------------------------------------------------
+
+# np.pad's modes edge, reflect, symmetric and wrap gather: each padded element is a copy of
+# one element of x, a linear map whose adjoint adds each element of g back into its source
+def pad_sources(shape, pad_width, mode):
+    """For np.pad(x, pad_width, mode) of an x of `shape`: the flat index into x of each
+    element of the result (np.pad of x's own flat indices, mirrored as numpy mirrors x)."""
+    return np.pad(np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape), pad_width, mode)
+
+
+def unpad_gather(h, shape, pad_width, mode):
+    """Adjoint of np.pad(x, pad_width, mode) for a gathering mode: each element of h added
+    into the element of x it copies (np.add.at: an edge element is copied many times)."""
+    out = np.zeros(int(np.prod(shape)), dtype=np.result_type(h, np.float32))
+    np.add.at(out, np.ravel(pad_sources(shape, pad_width, mode)), np.ravel(h))
+    return np.reshape(out, shape)
+
+
+defvjp(
+    "unpad_gather",
+    unpad_gather,
+    _spelled("unpad_gather"),
+    lambda g, ans, h, shape, pad_width, mode: np.pad(g, pad_width, mode),
+    None,
+    None,
+    None,
+    linear=(0,),
+    complex=True,
+)
+
+
+def nan_as(x, value):
+    """x with its nans replaced by `value` (what np.nancumsum / np.nancumprod see)."""
+    return np.where(np.isnan(x), value, x)
+
+
+# np.nancumsum(a) is np.cumsum of a with its nans read as 0 and np.nancumprod(a) np.cumprod
+# of a with them read as 1: a nan's gradient is 0 (as torch's nansum gives it)
+defvjp(
+    "np_nancumsum",
+    np.nancumsum,
+    _func("nancumsum"),
+    lambda g, ans, a, axis=None: np.where(
+        np.isnan(a),
+        0.0,
+        (
+            np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+            if axis is not None
+            else np.reshape(np.flip(np.cumsum(np.flip(g))), np.shape(a))
+        ),
+    ),
+    jvps=(lambda t, ans, a, axis=None: np.cumsum(nan_as(t, 0.0) * ~np.isnan(a), axis=axis),),
+)
+defvjp(
+    "np_nancumprod",
+    np.nancumprod,
+    _func("nancumprod"),
+    lambda g, ans, a, axis=None: np.where(
+        np.isnan(a), 0.0, cumprod_grad(g, ans, nan_as(a, 1.0), axis)
+    ),
+    jvps=(
+        lambda t, ans, a, axis=None: cumprod_jvp(
+            np.where(np.isnan(a), 0.0, t), ans, nan_as(a, 1.0), axis
+        ),
+    ),
+)
+defnondiff("nan_as", nan_as, _spelled("nan_as"), params=("x", "value"))
+
+
+def chosen_index(a, n, mode):
+    """The choice np.choose(a, choices, mode=mode) takes at each element (of n choices)."""
+    if mode == "clip":
+        return np.clip(a, 0, n - 1)
+    if mode == "wrap":
+        return np.mod(a, n)
+    return np.asarray(a)
+
+
+def choose_grads(h, a, choices, mode="raise"):
+    """Adjoints of np.choose(a, choices)'s choices: h where a picks the choice, summed over
+    the axes the choice was broadcast along."""
+    index = chosen_index(a, len(choices), mode)
+    return [unbroadcast(np.where(index == i, h, 0.0), c) for i, c in enumerate(choices)]
+
+
+defvjp(
+    "np_choose",
+    np.choose,
+    _func("choose"),
+    None,
+    lambda g, ans, a, choices, mode="raise": choose_grads(g, a, choices, mode),
+    linear=(1,),
+)
+defvjp(
+    "choose_grads",
+    choose_grads,
+    _spelled("choose_grads"),
+    lambda g, ans, h, a, choices, mode="raise": unbroadcast(
+        np.choose(chosen_index(a, len(choices), mode), g), h
+    ),
+    None,
+    None,
+    linear=(0,),
+)
+defnondiff("chosen_index", chosen_index, _spelled("chosen_index"), params=("a", "n", "mode"))
+
+
+# ufunc.outer: np.multiply.outer(a, b)[i..., j...] = a[i...] * b[j...] (the same for add and
+# subtract); generated code calls these functions, and both front ends lower ufunc.outer to them
+def multiply_outer(a, b):
+    return np.multiply.outer(a, b)
+
+
+def add_outer(a, b):
+    return np.add.outer(a, b)
+
+
+def subtract_outer(a, b):
+    return np.subtract.outer(a, b)
+
+
+def sum_leading(g, x):
+    """g (of shape x.shape + rest) summed over its trailing axes: x's adjoint in an outer sum."""
+    return np.sum(np.reshape(g, np.shape(x) + (-1,)), axis=-1)
+
+
+def sum_trailing(g, x):
+    """g (of shape rest + x.shape) summed over its leading axes: x's adjoint in an outer sum."""
+    return np.sum(np.reshape(g, (-1,) + np.shape(x)), axis=0)
+
+
+defvjp(
+    "multiply_outer",
+    multiply_outer,
+    _spelled("multiply_outer"),
+    lambda g, ans, a, b: np.tensordot(g, b, axes=np.ndim(b)),
+    lambda g, ans, a, b: np.tensordot(a, g, axes=np.ndim(a)),
+    linear="multi",
+)
+defvjp(
+    "add_outer",
+    add_outer,
+    _spelled("add_outer"),
+    lambda g, ans, a, b: sum_leading(g, a),
+    lambda g, ans, a, b: sum_trailing(g, b),
+    linear="joint",
+)
+defvjp(
+    "subtract_outer",
+    subtract_outer,
+    _spelled("subtract_outer"),
+    lambda g, ans, a, b: sum_leading(g, a),
+    lambda g, ans, a, b: -sum_trailing(g, b),
+    linear="joint",
+)
+defvjp(
+    "sum_leading",
+    sum_leading,
+    _spelled("sum_leading"),
+    lambda g, ans, h, x: np.broadcast_to(np.reshape(g, np.shape(g) + (1,) * (np.ndim(h) - np.ndim(g))), np.shape(h)),
+    None,
+    linear=(0,),
+)
+defvjp(
+    "sum_trailing",
+    sum_trailing,
+    _spelled("sum_trailing"),
+    lambda g, ans, h, x: np.broadcast_to(g, np.shape(h)),
+    None,
+    linear=(0,),
+)
+
+
+def outer_of(ufunc):
+    """The function a front end lowers `ufunc.outer` to, or None (only add, subtract and
+    multiply's are here)."""
+    return {np.add: add_outer, np.subtract: subtract_outer, np.multiply: multiply_outer}.get(ufunc)
+
+
+# np.sum(x, where=m) and np.mean(x, where=m) (and x.sum(where=m)): front ends lower a call
+# with where= to these (`where_variant`), whose VJPs are sum's and mean's masked by m
+def masked_sum(a, where, axis=None, keepdims=False):
+    return np.sum(a, axis=axis, keepdims=keepdims, where=where)
+
+
+def masked_mean(a, where, axis=None, keepdims=False):
+    return np.mean(a, axis=axis, keepdims=keepdims, where=where)
+
+
+def masked_count(a, where, axis, keepdims):
+    """How many elements np.mean(a, axis, where=where) averages over (shaped like its result)."""
+    return np.sum(np.broadcast_to(where, np.shape(a)), axis=axis, keepdims=keepdims)
+
+
+defvjp(
+    "masked_sum",
+    masked_sum,
+    _spelled("masked_sum"),
+    lambda g, ans, a, where, axis=None, keepdims=False: np.where(
+        where, expand_reduced(g, a, axis, keepdims) + np.zeros_like(a), 0.0
+    ),
+    None,
+    linear=(0,),
+)
+defvjp(
+    "masked_mean",
+    masked_mean,
+    _spelled("masked_mean"),
+    lambda g, ans, a, where, axis=None, keepdims=False: np.where(
+        where,
+        expand_reduced(g / masked_count(a, where, axis, keepdims), a, axis, keepdims)
+        + np.zeros_like(a),
+        0.0,
+    ),
+    None,
+    linear=(0,),
+)
+defnondiff(
+    "masked_count", masked_count, _spelled("masked_count"), params=("a", "where", "axis", "keepdims")
+)
+
+
+def where_variant(name):
+    """The entry a front end lowers a call of the entry `name` with where= to, or None."""
+    return {"sum": "masked_sum", "mean": "masked_mean"}.get(name)
+
+
+_MASK = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])
+EXAMPLES.update(
+    {
+        "unpad_gather": [ex(arg(3, 8), (3, 4), ((0, 0), (2, 2)), "reflect")],
+        "np_nancumsum": [ex(arg(3, 4)), ex(arg(3, 4), axis=1)],
+        "np_nancumprod": [ex(arg(3, 4)), ex(arg(3, 4), axis=0)],
+        "np_choose": [
+            ex(np.array([[0, 1, 2, 1], [2, 0, 0, 1], [1, 1, 2, 0]]), [arg(3, 4), arg(4), arg()]),
+            ex(np.array([0, 3, -1, 1]), [arg(4), arg(4)], mode="wrap"),
+        ],
+        "choose_grads": [ex(arg(3, 4), np.array([0, 1, 1, 0]), [arg(3, 4), arg(4)])],
+        "multiply_outer": [ex(arg(3), arg(2, 2)), ex(arg(2, 3), arg())],
+        "add_outer": [ex(arg(3), arg(2, 2)), ex(arg(2, 3), arg(4))],
+        "subtract_outer": [ex(arg(3), arg(2, 2)), ex(arg(), arg(4))],
+        "sum_leading": [ex(arg(3, 2, 2), arg(3))],
+        "sum_trailing": [ex(arg(3, 2, 2), arg(2, 2))],
+        "masked_sum": [ex(arg(3, 4), _MASK), ex(arg(3, 4), _MASK[0], axis=0, keepdims=True)],
+        "masked_mean": [ex(arg(3, 4), _MASK), ex(arg(3, 4), _MASK, axis=1)],
+    }
+)
