@@ -1693,11 +1693,6 @@ defvjp(
 )
 
 
-def nan_as(x, value):
-    """x with its nans replaced by `value` (what np.nancumsum / np.nancumprod see)."""
-    return np.where(np.isnan(x), value, x)
-
-
 # np.nancumsum(a) is np.cumsum of a with its nans read as 0 and np.nancumprod(a) np.cumprod
 # of a with them read as 1: a nan's gradient is 0 (as torch's nansum gives it)
 defvjp(
@@ -1713,22 +1708,21 @@ defvjp(
             else np.reshape(np.flip(np.cumsum(np.flip(g))), np.shape(a))
         ),
     ),
-    jvps=(lambda t, ans, a, axis=None: np.cumsum(nan_as(t, 0.0) * ~np.isnan(a), axis=axis),),
+    jvps=(lambda t, ans, a, axis=None: np.cumsum(np.where(np.isnan(a), 0.0, t), axis=axis),),
 )
 defvjp(
     "np_nancumprod",
     np.nancumprod,
     _func("nancumprod"),
     lambda g, ans, a, axis=None: np.where(
-        np.isnan(a), 0.0, cumprod_grad(g, ans, nan_as(a, 1.0), axis)
+        np.isnan(a), 0.0, cumprod_grad(g, ans, np.where(np.isnan(a), 1.0, a), axis)
     ),
     jvps=(
         lambda t, ans, a, axis=None: cumprod_jvp(
-            np.where(np.isnan(a), 0.0, t), ans, nan_as(a, 1.0), axis
+            np.where(np.isnan(a), 0.0, t), ans, np.where(np.isnan(a), 1.0, a), axis
         ),
     ),
 )
-defnondiff("nan_as", nan_as, _spelled("nan_as"), params=("x", "value"))
 
 
 def chosen_index(a, n, mode):
