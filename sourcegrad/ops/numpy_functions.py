@@ -1829,19 +1829,13 @@ defvjp(
 )
 
 
-def outer_of(ufunc):
-    """The function a front end lowers `ufunc.outer` to, or None (only add, subtract and
-    multiply's are here)."""
-    return {np.add: add_outer, np.subtract: subtract_outer, np.multiply: multiply_outer}.get(ufunc)
-
-
 # np.sum(x, where=m) and np.mean(x, where=m) (and x.sum(where=m)): front ends lower a call
 # with where= to these (`where_variant`), whose VJPs are sum's and mean's masked by m
-def masked_sum(a, where, axis=None, keepdims=False):
+def masked_sum(a, axis=None, keepdims=False, where=True):
     return np.sum(a, axis=axis, keepdims=keepdims, where=where)
 
 
-def masked_mean(a, where, axis=None, keepdims=False):
+def masked_mean(a, axis=None, keepdims=False, where=True):
     return np.mean(a, axis=axis, keepdims=keepdims, where=where)
 
 
@@ -1854,23 +1848,21 @@ defvjp(
     "masked_sum",
     masked_sum,
     _spelled("masked_sum"),
-    lambda g, ans, a, where, axis=None, keepdims=False: np.where(
+    lambda g, ans, a, axis=None, keepdims=False, where=True: np.where(
         where, expand_reduced(g, a, axis, keepdims) + np.zeros_like(a), 0.0
     ),
-    None,
     linear=(0,),
 )
 defvjp(
     "masked_mean",
     masked_mean,
     _spelled("masked_mean"),
-    lambda g, ans, a, where, axis=None, keepdims=False: np.where(
+    lambda g, ans, a, axis=None, keepdims=False, where=True: np.where(
         where,
         expand_reduced(g / masked_count(a, where, axis, keepdims), a, axis, keepdims)
         + np.zeros_like(a),
         0.0,
     ),
-    None,
     linear=(0,),
 )
 defnondiff(
@@ -1899,7 +1891,30 @@ EXAMPLES.update(
         "subtract_outer": [ex(arg(3), arg(2, 2)), ex(arg(), arg(4))],
         "sum_leading": [ex(arg(3, 2, 2), arg(3))],
         "sum_trailing": [ex(arg(3, 2, 2), arg(2, 2))],
-        "masked_sum": [ex(arg(3, 4), _MASK), ex(arg(3, 4), _MASK[0], axis=0, keepdims=True)],
-        "masked_mean": [ex(arg(3, 4), _MASK), ex(arg(3, 4), _MASK, axis=1)],
+        "masked_sum": [ex(arg(3, 4), where=_MASK), ex(arg(3, 4), 0, True, where=_MASK[0])],
+        "masked_mean": [ex(arg(3, 4), where=_MASK), ex(arg(3, 4), axis=1, where=_MASK)],
     }
 )
+
+
+def ufunc_method_function(ufunc, method):
+    """The numpy function (or function of ours above) that `ufunc.method` is, for the ufunc
+    methods that have one: add/multiply/maximum/minimum.reduce (np.sum, np.prod, np.max,
+    np.min), add/multiply.accumulate (np.cumsum, np.cumprod), add/subtract/multiply.outer.
+    reduce and accumulate take axis=0 where the call gives none (np.sum's default is None):
+    `ufunc_method_axis`. None for any other."""
+    return _UFUNC_METHODS.get(method, {}).get(ufunc)
+
+
+# (numpy's functions read at import: a trace replaces some of numpy's names while it runs)
+_UFUNC_METHODS = {
+    "reduce": {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min},
+    "accumulate": {np.add: np.cumsum, np.multiply: np.cumprod},
+    "outer": {np.add: add_outer, np.subtract: subtract_outer, np.multiply: multiply_outer},
+}
+
+
+def ufunc_method_axis(method):
+    """The axis ufunc.reduce and ufunc.accumulate work along where the call names none (0),
+    or None where the method takes no axis."""
+    return 0 if method in ("reduce", "accumulate") else None

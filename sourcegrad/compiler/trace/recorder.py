@@ -41,6 +41,11 @@ import numpy as np
 from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, data_shaped, op_for_method, rule_for_function
+from ...ops.numpy_functions import (
+    ufunc_method_axis,
+    ufunc_method_function,
+    where_variant,
+)
 from .. import random_draws
 from ..dependencies import dependency, user_module
 from ..ir import (
@@ -423,8 +428,12 @@ class Recorder:
                 return self.unmodelled(ufunc, inputs, kwargs)
             result = self.op(rule.name, inputs, kwargs)
             return result if out is None else self.store_into(out, result)
-        if method == "reduce" and ufunc in _REDUCTIONS:
-            return self.function(_REDUCTIONS[ufunc], inputs, kwargs)
+        function = ufunc_method_function(ufunc, method)
+        if function is not None:  # np.add.reduce, np.multiply.accumulate, np.add.outer, ...
+            axis = ufunc_method_axis(method)
+            if axis is not None and "axis" not in kwargs:
+                kwargs = {**kwargs, "axis": axis}  # (np.sum's default axis is None, reduce's 0)
+            return self.function(function, inputs, kwargs)
         if method == "at" and ufunc in (np.add, np.subtract):
             target, index, *rest = inputs
             name = "add_at" if ufunc is np.add else "subtract_at"
@@ -440,6 +449,8 @@ class Recorder:
         rule = rule_for_function(func)
         if rule is None:
             return self.unmodelled(func, args, kwargs)
+        if "where" in kwargs and where_variant(rule.name) is not None:
+            rule = RULES[where_variant(rule.name)]  # np.sum(x, where=m): sum's masked entry
         if kwargs.get("out") is not None:
             # `np.clip(y, lo, hi, out=y)`: the result written into the buffer, as for a ufunc
             # (recorded as a plain keyword, the buffer kept its old value in the IR)
@@ -471,7 +482,8 @@ class Recorder:
             if name in ("reshape", "transpose") and len(args) > 1:
                 args = (args,)  # x.reshape(2, 3) is x.reshape((2, 3))
             out = kwargs.pop("out", None)
-            result = self.op(op, (traced, *args), kwargs)
+            masked = where_variant(op) if "where" in kwargs else None
+            result = self.op(masked or op, (traced, *args), kwargs)
             # (`y.clip(lo, hi, out=y)`: written into the buffer)
             return result if out is None else self.store_into(out, result)
 
@@ -794,7 +806,6 @@ _STATIC_QUERIES = frozenset(
 )
 # (numpy's own functions, read here before a trace replaces some of numpy's names: patches)
 _ATLEAST = (np.atleast_1d, np.atleast_2d, np.atleast_3d)
-_REDUCTIONS = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min}
 _IN_PLACE = {
     "add_op": operator.iadd,
     "sub_op": operator.isub,
