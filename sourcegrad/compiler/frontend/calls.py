@@ -421,6 +421,16 @@ class CallsMixin:
             return Const(slice(*(p.value for p in parts)))
         return Slc(*parts)
 
+    def divmod_call(self, node, name):
+        """`divmod(x, y)` and `np.divmod(x, y)`: the pair `(x // y, x % y)` (floor division
+        and the remainder of the same sign as y, for Python's floats as for numpy's)."""
+        args, kwargs = self.call_args(node)
+        if kwargs or len(args) != 2:
+            self.error(
+                errors.UnsupportedSyntaxError, f"{describe(node.func)} takes two arguments", node
+            )
+        return Tup((self.emit("floordiv_op", args), self.emit("mod_op", args)))
+
     def callable_call(self, node, name):
         """`callable(v)`: known now, as a function value is never a value of the code."""
         args, kwargs = self.call_args(node)

@@ -421,6 +421,8 @@ class Recorder:
     # -- numpy's protocols -------------------------------------------------------------------
 
     def ufunc(self, ufunc, method, inputs, kwargs):
+        if ufunc is np.divmod and method == "__call__" and not kwargs:
+            return self.op("floordiv_op", inputs, {}), self.op("mod_op", inputs, {})
         if method == "__call__":
             out = kwargs.pop("out", None)
             rule = rule_for_function(ufunc)
