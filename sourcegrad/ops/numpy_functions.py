@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import errors
 from ..runtime import (
+    add_at,
     concatenate_items,
     cumprod_grad,
     cumprod_jvp,
@@ -31,7 +32,7 @@ from ..runtime import (
     unbroadcast,
 )
 from .examples import arg, ex
-from .registry import Spelling, alias, defnondiff, defvjp, mark, torch
+from .registry import Spelling, alias, defnondiff, defprimitive, defvjp, mark, torch
 from .registry import func as _func
 
 
@@ -1918,3 +1919,72 @@ def ufunc_method_axis(method):
     """The axis ufunc.reduce and ufunc.accumulate work along where the call names none (0),
     or None where the method takes no axis."""
     return 0 if method in ("reduce", "accumulate") else None
+
+
+# np.multiply.at(x, index, values): x[i] times every value whose index names i (a repeated
+# index multiplies each time). Its derivative in a value v_k is x[i] times the product of
+# the other values at i: computed by products of the others (no division: exact where a value
+# is 0). Front ends lower the call as an update in place of x, as np.add.at's.
+def multiply_at(x, index, values):
+    """`np.multiply.at(x, index, values)` without changing x."""
+    out = x.copy()
+    np.multiply.at(out, index, values)
+    return out
+
+
+def _products_before(groups, v):
+    """For v sorted by group (equal groups adjacent): each element's product of the elements
+    before it in its group (1 for the first), by a scan that doubles its reach each step."""
+    scan = v.copy()
+    reach = 1
+    while reach < len(v):
+        same = groups[reach:] == groups[:-reach]
+        scan[reach:] = np.where(same, scan[reach:] * scan[:-reach], scan[reach:])
+        reach *= 2
+    before = np.ones_like(v)
+    before[1:] = np.where(groups[1:] == groups[:-1], scan[:-1], 1)
+    return before
+
+
+def multiply_at_partials(x, index, values):
+    """d multiply_at(x, index, values)[index_k] / d values_k for each value (broadcast to the
+    shape of x[index]): x there times the product of the other values with the same index."""
+    targets = np.reshape(np.arange(np.size(x)), np.shape(x))[index]
+    flat = np.ravel(targets)
+    v = np.ravel(np.broadcast_to(values, np.shape(targets))).astype(np.result_type(x, values))
+    order = np.argsort(flat, kind="stable")
+    groups, ordered = flat[order], v[order]
+    others = np.empty_like(ordered)
+    others[order] = (
+        _products_before(groups, ordered) * _products_before(groups[::-1], ordered[::-1])[::-1]
+    )
+    return np.reshape(others * np.ravel(x)[flat], np.shape(targets))
+
+
+defvjp(
+    "multiply_at",
+    multiply_at,
+    _spelled("multiply_at"),
+    lambda g, ans, x, index, values: g * multiply_at(np.ones_like(x), index, values),
+    None,
+    lambda g, ans, x, index, values: unbroadcast(
+        g[index] * multiply_at_partials(x, index, values), values
+    ),
+    jvps=(
+        lambda t, ans, x, index, values: multiply_at(t, index, values),
+        None,
+        lambda t, ans, x, index, values: add_at(
+            np.zeros_like(ans), index, t * multiply_at_partials(x, index, values)
+        ),
+    ),
+)
+# (its second derivative in the values is not written: differentiating it is refused)
+defprimitive("multiply_at_partials", multiply_at_partials, _spelled("multiply_at_partials"))
+
+
+def ufunc_at_entry(ufunc):
+    """The entry `ufunc.at(x, index, values)` is lowered to (an update in place of x), or None."""
+    return {np.add: "add_at", np.subtract: "subtract_at", np.multiply: "multiply_at"}.get(ufunc)
+
+
+EXAMPLES["multiply_at"] = [ex(arg(4), np.array([0, 2, 3]), arg(3))]

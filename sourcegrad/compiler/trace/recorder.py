@@ -42,6 +42,7 @@ from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, data_shaped, op_for_method, rule_for_function
 from ...ops.numpy_functions import (
+    ufunc_at_entry,
     ufunc_method_axis,
     ufunc_method_function,
     where_variant,
@@ -436,9 +437,9 @@ class Recorder:
             if axis is not None and "axis" not in kwargs:
                 kwargs = {**kwargs, "axis": axis}  # (np.sum's default axis is None, reduce's 0)
             return self.function(function, inputs, kwargs)
-        if method == "at" and ufunc in (np.add, np.subtract):
+        if method == "at" and ufunc_at_entry(ufunc) is not None:
             target, index, *rest = inputs
-            name = "add_at" if ufunc is np.add else "subtract_at"
+            name = ufunc_at_entry(ufunc)
             values = rest[0] if rest else 1.0
             return self._update(
                 target, name, (target, index, values), lambda v, c: _at(ufunc, v, c)
