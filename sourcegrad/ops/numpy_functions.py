@@ -1988,3 +1988,38 @@ def ufunc_at_entry(ufunc):
 
 
 EXAMPLES["multiply_at"] = [ex(arg(4), np.array([0, 2, 3]), arg(3))]
+
+
+def piecewise_by_masks(x, condlist, funclist, *args, **kw):
+    """np.piecewise(x, condlist, funclist, *args, **kw) written with numpy's indexing, as
+    numpy computes it (each function called on the elements its condition picks, a later
+    condition overwriting an earlier; one function more than conditions: the otherwise). A
+    trace runs this on its traced values (no rule: the functions are the user's code)."""
+    # (numpy's reading: one condition unless condlist's items are lists or arrays; the rows
+    # of a 2-d mask are conditions)
+    if np.isscalar(condlist) or (
+        np.ndim(x) != 0 and not isinstance(condlist[0], list) and np.ndim(condlist[0]) == 0
+    ):
+        conds = [condlist]
+    else:
+        conds = list(condlist)
+    conds = [np.not_equal(cond, 0) for cond in conds]  # (numpy reads each as booleans)
+    if len(funclist) == len(conds) + 1:
+        taken = conds[0]
+        for cond in conds[1:]:
+            taken = np.logical_or(taken, cond)
+        conds.append(np.logical_not(taken))
+    elif len(funclist) != len(conds):
+        raise ValueError(
+            f"with {len(conds)} condition(s), either {len(conds)} or {len(conds) + 1} "
+            "functions are expected"
+        )
+    y = np.zeros_like(x)
+    for cond, func in zip(conds, funclist):
+        if not callable(func):
+            y[cond] = func
+        else:
+            picked = x[cond]
+            if np.size(picked) > 0:
+                y[cond] = func(picked, *args, **kw)
+    return y

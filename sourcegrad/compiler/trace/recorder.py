@@ -42,6 +42,7 @@ from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, data_shaped, op_for_method, rule_for_function
 from ...ops.numpy_functions import (
+    piecewise_by_masks,
     ufunc_at_entry,
     ufunc_method_axis,
     ufunc_method_function,
@@ -449,6 +450,8 @@ class Recorder:
     def function(self, func, args, kwargs):
         if func in _ATLEAST and len(args) > 1:
             return [self.function(func, (a,), kwargs) for a in args]  # (one result each)
+        if func is _PIECEWISE:  # its functions are the user's: run by masks, recorded as run
+            return piecewise_by_masks(*args, **kwargs)
         rule = rule_for_function(func)
         if rule is None:
             return self.unmodelled(func, args, kwargs)
@@ -809,6 +812,7 @@ _STATIC_QUERIES = frozenset(
 )
 # (numpy's own functions, read here before a trace replaces some of numpy's names: patches)
 _ATLEAST = (np.atleast_1d, np.atleast_2d, np.atleast_3d)
+_PIECEWISE = np.piecewise
 _IN_PLACE = {
     "add_op": operator.iadd,
     "sub_op": operator.isub,
