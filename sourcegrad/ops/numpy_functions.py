@@ -902,7 +902,9 @@ defvjp(
         if mode == "constant"
         else unpad_gather(g, np.shape(array), pad_width, mode)
         if mode == "edge" or mode == "reflect" or mode == "symmetric" or mode == "wrap"
-        else no_function_rule(f"np.pad with mode={mode!r}")
+        else no_function_rule(
+            "np.pad with a mode other than constant, edge, reflect, symmetric and wrap"
+        )
     ),
     None,
     jvps=(
@@ -911,7 +913,9 @@ defvjp(
             if mode == "constant"
             else np.pad(t, pad_width, mode)
             if mode == "edge" or mode == "reflect" or mode == "symmetric" or mode == "wrap"
-            else no_function_rule(f"np.pad with mode={mode!r}")
+            else no_function_rule(
+                "np.pad with a mode other than constant, edge, reflect, symmetric and wrap"
+            )
         ),
     ),
     complex=True,
@@ -1665,6 +1669,7 @@ EXAMPLES = {
 # --- more of numpy: pad's mirroring modes, nancumsum/nancumprod, np.choose, ufunc.outer, ---
 # --- np.sum/np.mean with where= ----------------------------------------------------------
 
+
 # np.pad's modes edge, reflect, symmetric and wrap gather: each padded element is a copy of
 # one element of x, a linear map whose adjoint adds each element of g back into its source
 def pad_sources(shape, pad_width, mode):
@@ -1816,7 +1821,9 @@ defvjp(
     "sum_leading",
     sum_leading,
     _spelled("sum_leading"),
-    lambda g, ans, h, x: np.broadcast_to(np.reshape(g, np.shape(g) + (1,) * (np.ndim(h) - np.ndim(g))), np.shape(h)),
+    lambda g, ans, h, x: np.broadcast_to(
+        np.reshape(g, np.shape(g) + (1,) * (np.ndim(h) - np.ndim(g))), np.shape(h)
+    ),
     None,
     linear=(0,),
 )
@@ -1867,7 +1874,10 @@ defvjp(
     linear=(0,),
 )
 defnondiff(
-    "masked_count", masked_count, _spelled("masked_count"), params=("a", "where", "axis", "keepdims")
+    "masked_count",
+    masked_count,
+    _spelled("masked_count"),
+    params=("a", "where", "axis", "keepdims"),
 )
 
 

@@ -69,6 +69,7 @@ from . import state
 from .frames import in_a_library, is_user, loop_headers, runs_user_code
 from .patches import (
     TracedGenerator,
+    ragged,
     library_functions,
     originals,
     patched,
@@ -191,6 +192,14 @@ class Recorder:
         if isinstance(x, tuple):
             parts = [self.operand(p) for p in x]
             return Tup(tuple(p[0] for p in parts)), tuple(p[1] for p in parts), False
+        if isinstance(x, list) and _holds_traced(x) and ragged(x):
+            # np.select's or np.choose's choices, of shapes that broadcast: a list (made as the
+            # AST front end makes a list display), as no array holds them
+            parts = [self.operand(v) for v in x]
+            listed = self.record(
+                "make_list", [p[0] for p in parts], [], [p[1] for p in parts], False
+            )
+            return listed._atom, listed._value, any(p[2] for p in parts)
         if isinstance(x, (list, tuple)) and _holds_traced(x):
             made = self.array_of(x)  # an index list holding traced values
             return made._atom, made._value, made._varied
