@@ -29,6 +29,7 @@ from ..dependencies import dependency
 from ..derive import checkpointing
 from ..ir import Const, Slc, Tup, Var
 from ..names import sanitize
+from ..trace.recorder import TRANSFORM_INSIDE
 from .source import parse
 from .syntax import callee_name, describe
 from .values import (
@@ -53,6 +54,10 @@ from .values import (
 
 # the libraries whose functions without a rule are refused (the fence), not traced
 _NOT_TRACED = frozenset({"numpy", "math", "builtins", "sourcegrad", "cupy", "dask", "torch"})
+
+# sourcegrad's derivatives other than grad (hessian, jvp, jacobian, ...) and the functions
+# they return: refused inside differentiated code (grad(f) is made there: make_gradient)
+_TRANSFORMS = frozenset({"sourcegrad.api.transforms", "sourcegrad.api.gradient"})
 
 # RandomState draws whose dimensions are *args, and the sized draw each is
 _SIZED_DRAWS = {"randn": "standard_normal", "rand": "random_sample"}
@@ -158,6 +163,10 @@ class CallsMixin:
             return self.gradient_call(obj, func, node, name)
         if _jitted(obj):  # a numba.njit helper: the Python function it compiles, inlined
             obj = obj.py_func
+        if (getattr(obj, "__module__", None) or "") in _TRANSFORMS:
+            # sourcegrad.hessian(f)(x), jvp, jacobian, ...: not inlined as Python (its
+            # derivative would be of sourcegrad's own code)
+            self.error(errors.NoRuleError, f"{describe(func)}: {TRANSFORM_INSIDE}", node)
         if (
             isinstance(obj, types.FunctionType)
             and rule_for_function(obj) is None
