@@ -12,7 +12,6 @@ import inspect
 import types
 
 import gast
-import numpy as np
 
 from ... import errors
 from ...ops import RULES, rule_for_function, runs_forward_only

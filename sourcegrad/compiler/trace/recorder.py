@@ -69,10 +69,10 @@ from . import state
 from .frames import in_a_library, is_user, loop_headers, runs_user_code
 from .patches import (
     TracedGenerator,
-    ragged,
     library_functions,
     originals,
     patched,
+    ragged,
     replace_library_functions,
 )
 from .python_state import PythonState
