@@ -72,7 +72,6 @@ from .specialise.branches import decide_branches
 from .specialise.list_operands import arrays_of_lists
 from .specialise.masked_writes import selects_for_masked_writes
 from .trace import state as trace_state
-from .trace.recorder import TRANSFORM_INSIDE
 
 # backends whose backward can take its residuals in a list (`Mode.handing_over`): numpy's
 # (numba types each argument; CuPy's arrays go back to its memory pool, not to the system)
@@ -336,7 +335,9 @@ def generate(primal, written, avals, mode: Mode, about: About = About()) -> Gene
     recorder = trace_state.active()
     if recorder is not None:  # (sourcegrad.hessian(g)(t) run by a traced function; a
         # gradient called there runs with the trace suspended: recorder.gradient_call)
-        raise recorder.refused(errors.UnsupportedSyntaxError(TRANSFORM_INSIDE, recorder.loc()))
+        raise recorder.refused(
+            errors.UnsupportedSyntaxError(errors.TRANSFORM_INSIDE, recorder.loc())
+        )
     primal, env = specialised(  # 3-6
         primal,
         written,

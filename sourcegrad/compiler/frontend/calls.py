@@ -29,7 +29,6 @@ from ..dependencies import dependency
 from ..derive import checkpointing
 from ..ir import Const, Slc, Tup, Var
 from ..names import sanitize
-from ..trace.recorder import TRANSFORM_INSIDE
 from .source import parse
 from .syntax import callee_name, describe
 from .values import (
@@ -166,7 +165,7 @@ class CallsMixin:
         if (getattr(obj, "__module__", None) or "") in _TRANSFORMS:
             # sourcegrad.hessian(f)(x), jvp, jacobian, ...: not inlined as Python (its
             # derivative would be of sourcegrad's own code)
-            self.error(errors.NoRuleError, f"{describe(func)}: {TRANSFORM_INSIDE}", node)
+            self.error(errors.NoRuleError, f"{describe(func)}: {errors.TRANSFORM_INSIDE}", node)
         if (
             isinstance(obj, types.FunctionType)
             and rule_for_function(obj) is None

@@ -909,15 +909,6 @@ def _traceable(value) -> bool:
     return isinstance(value, (np.ndarray, np.generic, float, complex))
 
 
-# what differentiating code that takes a derivative other than grad(f)(x) is told
-TRANSFORM_INSIDE = (
-    "a derivative other than sourcegrad.grad(f)(x) (hessian, jvp, vjp, jacobian, hvp, "
-    "value_and_grad) is taken inside differentiated code: only grad(f)(x) is differentiated "
-    "there (its derivative a Hessian-vector product); take the others outside the "
-    "differentiated function"
-)
-
-
 def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> Trace:
     """Trace `fn` on `args` (see the module docstring). `params`: the IR's parameter names,
     one per item of `args`; `wrt`: the positions (in `args`) that carry a gradient; `why`:
@@ -930,7 +921,9 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
     1.30x its hand-written backward's time against 3.24x rolled)."""
     outer = next((a for a in args if isinstance(a, Traced)), None)
     if outer is not None:  # (sourcegrad.hessian(g)(t) run by a traced function: t is traced)
-        raise outer._rec.refused(errors.UnsupportedSyntaxError(TRANSFORM_INSIDE, outer._rec.loc()))
+        raise outer._rec.refused(
+            errors.UnsupportedSyntaxError(errors.TRANSFORM_INSIDE, outer._rec.loc())
+        )
     rec = Recorder(fn, why)
     rec.roll_counts = roll_counts
     defs = defs if defs is not None else (None,) * len(args)
