@@ -119,6 +119,12 @@ def choose(x):
     return np.sum(np.choose(picks, [x, x**2, np.sin(x[0])]) ** 2) + np.sum(clipped * Y)
 
 
+def select_broadcast(x):
+    # (choices of shapes that broadcast: the trace passes them as a list, as no array holds
+    # them; it used to refuse the call)
+    return np.sum(np.select([x > 0, x < -1], [x, np.sin(x[0])]) ** 2)
+
+
 def flat_reads(x):
     m = x.reshape(2, 3)
     return (
@@ -181,6 +187,7 @@ ONE_ARGUMENT = [
     nancumsum,
     nancumprod,
     choose,
+    select_broadcast,
     flat_reads,
     ufunc_reduce,
     ufunc_accumulate,
