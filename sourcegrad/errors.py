@@ -191,3 +191,13 @@ class ForwardADError(SourcegradError, NotImplementedError):
     """Forward-mode AD (or a `sourcegrad.func` transform) reached something it cannot serve:
     an op with neither a JVP nor a VJP to derive one from, a custom Function without `jvp`.
     Refused by name rather than given a tangent that would be wrong."""
+
+
+# What code differentiating a function that takes a derivative other than grad(f)(x) is told
+# (both front ends refuse it at the user's line)
+TRANSFORM_INSIDE = (
+    "a derivative other than sourcegrad.grad(f)(x) (hessian, jvp, vjp, jacobian, hvp, "
+    "value_and_grad) is taken inside differentiated code: only grad(f)(x) is differentiated "
+    "there (its derivative a Hessian-vector product); take the others outside the "
+    "differentiated function"
+)

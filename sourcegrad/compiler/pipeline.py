@@ -71,6 +71,7 @@ from .optimize import batch_row_products, hoist_loop_invariants, negate_products
 from .specialise.branches import decide_branches
 from .specialise.list_operands import arrays_of_lists
 from .specialise.masked_writes import selects_for_masked_writes
+from .trace import state as trace_state
 
 # backends whose backward can take its residuals in a list (`Mode.handing_over`): numpy's
 # (numba types each argument; CuPy's arrays go back to its memory pool, not to the system)
@@ -331,6 +332,12 @@ def _traced_calls(primal) -> str:
 def generate(primal, written, avals, mode: Mode, about: About = About()) -> Generated:
     """Stages 3-9 for one signature: `primal` (stage 2's IR), `written` (stage 1's) and the
     inputs' abstract values `avals` -> the `Generated` module and what is known of it."""
+    recorder = trace_state.active()
+    if recorder is not None:  # (sourcegrad.hessian(g)(t) run by a traced function; a
+        # gradient called there runs with the trace suspended: recorder.gradient_call)
+        raise recorder.refused(
+            errors.UnsupportedSyntaxError(errors.TRANSFORM_INSIDE, recorder.loc())
+        )
     primal, env = specialised(  # 3-6
         primal,
         written,

@@ -20,7 +20,10 @@ import numpy as np
 
 from .. import errors
 from ..runtime import (
+    add_at,
     concatenate_items,
+    cumprod_grad,
+    cumprod_jvp,
     expand_reduced,
     max_grad,
     max_jvp,
@@ -29,7 +32,7 @@ from ..runtime import (
     unbroadcast,
 )
 from .examples import arg, ex
-from .registry import Spelling, alias, defnondiff, defvjp, mark, torch
+from .registry import Spelling, alias, defnondiff, defprimitive, defvjp, mark, torch
 from .registry import func as _func
 
 
@@ -897,14 +900,22 @@ defvjp(
     lambda g, ans, array, pad_width, mode="constant", constant_values=0: (
         unpad(g, pad_width)
         if mode == "constant"
-        else no_function_rule("np.pad with a mode other than 'constant'")
+        else unpad_gather(g, np.shape(array), pad_width, mode)
+        if mode == "edge" or mode == "reflect" or mode == "symmetric" or mode == "wrap"
+        else no_function_rule(
+            "np.pad with a mode other than constant, edge, reflect, symmetric and wrap"
+        )
     ),
     None,
     jvps=(
         lambda t, ans, array, pad_width, mode="constant", constant_values=0: (
             np.pad(t, pad_width)
             if mode == "constant"
-            else no_function_rule("np.pad with a mode other than 'constant'")
+            else np.pad(t, pad_width, mode)
+            if mode == "edge" or mode == "reflect" or mode == "symmetric" or mode == "wrap"
+            else no_function_rule(
+                "np.pad with a mode other than constant, edge, reflect, symmetric and wrap"
+            )
         ),
     ),
     complex=True,
@@ -1653,3 +1664,372 @@ EXAMPLES = {
     "np_convolve": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "same"), ex(arg(3), arg(5), "valid")],
     "np_correlate": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "full")],
 }
+
+
+# --- more of numpy: pad's mirroring modes, nancumsum/nancumprod, np.choose, ufunc.outer, ---
+# --- np.sum/np.mean with where= ----------------------------------------------------------
+
+
+# np.pad's modes edge, reflect, symmetric and wrap gather: each padded element is a copy of
+# one element of x, a linear map whose adjoint adds each element of g back into its source
+def pad_sources(shape, pad_width, mode):
+    """For np.pad(x, pad_width, mode) of an x of `shape`: the flat index into x of each
+    element of the result (np.pad of x's own flat indices, mirrored as numpy mirrors x)."""
+    return np.pad(np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape), pad_width, mode)
+
+
+def unpad_gather(h, shape, pad_width, mode):
+    """Adjoint of np.pad(x, pad_width, mode) for a gathering mode: each element of h added
+    into the element of x it copies (np.add.at: an edge element is copied many times)."""
+    out = np.zeros(int(np.prod(shape)), dtype=np.result_type(h, np.float32))
+    np.add.at(out, np.ravel(pad_sources(shape, pad_width, mode)), np.ravel(h))
+    return np.reshape(out, shape)
+
+
+defvjp(
+    "unpad_gather",
+    unpad_gather,
+    _spelled("unpad_gather"),
+    lambda g, ans, h, shape, pad_width, mode: np.pad(g, pad_width, mode),
+    None,
+    None,
+    None,
+    linear=(0,),
+    complex=True,
+)
+
+
+# np.nancumsum(a) is np.cumsum of a with its nans read as 0 and np.nancumprod(a) np.cumprod
+# of a with them read as 1: a nan's gradient is 0 (as torch's nansum gives it)
+defvjp(
+    "np_nancumsum",
+    np.nancumsum,
+    _func("nancumsum"),
+    lambda g, ans, a, axis=None: np.where(
+        np.isnan(a),
+        0.0,
+        (
+            np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+            if axis is not None
+            else np.reshape(np.flip(np.cumsum(np.flip(g))), np.shape(a))
+        ),
+    ),
+    jvps=(lambda t, ans, a, axis=None: np.cumsum(np.where(np.isnan(a), 0.0, t), axis=axis),),
+)
+defvjp(
+    "np_nancumprod",
+    np.nancumprod,
+    _func("nancumprod"),
+    lambda g, ans, a, axis=None: np.where(
+        np.isnan(a), 0.0, cumprod_grad(g, ans, np.where(np.isnan(a), 1.0, a), axis)
+    ),
+    jvps=(
+        lambda t, ans, a, axis=None: cumprod_jvp(
+            np.where(np.isnan(a), 0.0, t), ans, np.where(np.isnan(a), 1.0, a), axis
+        ),
+    ),
+)
+
+
+def chosen_index(a, n, mode):
+    """The choice np.choose(a, choices, mode=mode) takes at each element (of n choices)."""
+    if mode == "clip":
+        return np.clip(a, 0, n - 1)
+    if mode == "wrap":
+        return np.mod(a, n)
+    return np.asarray(a)
+
+
+def choose_grads(h, a, choices, mode="raise"):
+    """Adjoints of np.choose(a, choices)'s choices: h where a picks the choice, summed over
+    the axes the choice was broadcast along."""
+    index = chosen_index(a, len(choices), mode)
+    return [unbroadcast(np.where(index == i, h, 0.0), c) for i, c in enumerate(choices)]
+
+
+defvjp(
+    "np_choose",
+    np.choose,
+    _func("choose"),
+    None,
+    lambda g, ans, a, choices, mode="raise": choose_grads(g, a, choices, mode),
+    linear=(1,),
+)
+defvjp(
+    "choose_grads",
+    choose_grads,
+    _spelled("choose_grads"),
+    lambda g, ans, h, a, choices, mode="raise": unbroadcast(
+        np.choose(chosen_index(a, len(choices), mode), g), h
+    ),
+    None,
+    None,
+    linear=(0,),
+)
+defnondiff("chosen_index", chosen_index, _spelled("chosen_index"), params=("a", "n", "mode"))
+
+
+# ufunc.outer: np.multiply.outer(a, b)[i..., j...] = a[i...] * b[j...] (the same for add and
+# subtract); generated code calls these functions, and both front ends lower ufunc.outer to them
+def multiply_outer(a, b):
+    return np.multiply.outer(a, b)
+
+
+def add_outer(a, b):
+    return np.add.outer(a, b)
+
+
+def subtract_outer(a, b):
+    return np.subtract.outer(a, b)
+
+
+def sum_leading(g, x):
+    """g (of shape x.shape + rest) summed over its trailing axes: x's adjoint in an outer sum."""
+    return np.sum(np.reshape(g, np.shape(x) + (-1,)), axis=-1)
+
+
+def sum_trailing(g, x):
+    """g (of shape rest + x.shape) summed over its leading axes: x's adjoint in an outer sum."""
+    return np.sum(np.reshape(g, (-1,) + np.shape(x)), axis=0)
+
+
+defvjp(
+    "multiply_outer",
+    multiply_outer,
+    _spelled("multiply_outer"),
+    lambda g, ans, a, b: np.tensordot(g, b, axes=np.ndim(b)),
+    lambda g, ans, a, b: np.tensordot(a, g, axes=np.ndim(a)),
+    linear="multi",
+)
+defvjp(
+    "add_outer",
+    add_outer,
+    _spelled("add_outer"),
+    lambda g, ans, a, b: sum_leading(g, a),
+    lambda g, ans, a, b: sum_trailing(g, b),
+    linear="joint",
+)
+defvjp(
+    "subtract_outer",
+    subtract_outer,
+    _spelled("subtract_outer"),
+    lambda g, ans, a, b: sum_leading(g, a),
+    lambda g, ans, a, b: -sum_trailing(g, b),
+    linear="joint",
+)
+defvjp(
+    "sum_leading",
+    sum_leading,
+    _spelled("sum_leading"),
+    lambda g, ans, h, x: np.broadcast_to(
+        np.reshape(g, np.shape(g) + (1,) * (np.ndim(h) - np.ndim(g))), np.shape(h)
+    ),
+    None,
+    linear=(0,),
+)
+defvjp(
+    "sum_trailing",
+    sum_trailing,
+    _spelled("sum_trailing"),
+    lambda g, ans, h, x: np.broadcast_to(g, np.shape(h)),
+    None,
+    linear=(0,),
+)
+
+
+# np.sum(x, where=m) and np.mean(x, where=m) (and x.sum(where=m)): front ends lower a call
+# with where= to these (`where_variant`), whose VJPs are sum's and mean's masked by m
+def masked_sum(a, axis=None, keepdims=False, where=True):
+    return np.sum(a, axis=axis, keepdims=keepdims, where=where)
+
+
+def masked_mean(a, axis=None, keepdims=False, where=True):
+    return np.mean(a, axis=axis, keepdims=keepdims, where=where)
+
+
+def masked_count(a, where, axis, keepdims):
+    """How many elements np.mean(a, axis, where=where) averages over (shaped like its result)."""
+    return np.sum(np.broadcast_to(where, np.shape(a)), axis=axis, keepdims=keepdims)
+
+
+defvjp(
+    "masked_sum",
+    masked_sum,
+    _spelled("masked_sum"),
+    lambda g, ans, a, axis=None, keepdims=False, where=True: np.where(
+        where, expand_reduced(g, a, axis, keepdims) + np.zeros_like(a), 0.0
+    ),
+    linear=(0,),
+)
+defvjp(
+    "masked_mean",
+    masked_mean,
+    _spelled("masked_mean"),
+    lambda g, ans, a, axis=None, keepdims=False, where=True: np.where(
+        where,
+        expand_reduced(g / masked_count(a, where, axis, keepdims), a, axis, keepdims)
+        + np.zeros_like(a),
+        0.0,
+    ),
+    linear=(0,),
+)
+defnondiff(
+    "masked_count",
+    masked_count,
+    _spelled("masked_count"),
+    params=("a", "where", "axis", "keepdims"),
+)
+
+
+def where_variant(name):
+    """The entry a front end lowers a call of the entry `name` with where= to, or None."""
+    return {"sum": "masked_sum", "mean": "masked_mean"}.get(name)
+
+
+_MASK = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])
+EXAMPLES.update(
+    {
+        "unpad_gather": [ex(arg(3, 8), (3, 4), ((0, 0), (2, 2)), "reflect")],
+        "np_nancumsum": [ex(arg(3, 4)), ex(arg(3, 4), axis=1)],
+        "np_nancumprod": [ex(arg(3, 4)), ex(arg(3, 4), axis=0)],
+        "np_choose": [
+            ex(np.array([[0, 1, 2, 1], [2, 0, 0, 1], [1, 1, 2, 0]]), [arg(3, 4), arg(4), arg()]),
+            ex(np.array([0, 3, -1, 1]), [arg(4), arg(4)], mode="wrap"),
+        ],
+        "choose_grads": [ex(arg(3, 4), np.array([0, 1, 1, 0]), [arg(3, 4), arg(4)])],
+        "multiply_outer": [ex(arg(3), arg(2, 2)), ex(arg(2, 3), arg())],
+        "add_outer": [ex(arg(3), arg(2, 2)), ex(arg(2, 3), arg(4))],
+        "subtract_outer": [ex(arg(3), arg(2, 2)), ex(arg(), arg(4))],
+        "sum_leading": [ex(arg(3, 2, 2), arg(3))],
+        "sum_trailing": [ex(arg(3, 2, 2), arg(2, 2))],
+        "masked_sum": [ex(arg(3, 4), where=_MASK), ex(arg(3, 4), 0, True, where=_MASK[0])],
+        "masked_mean": [ex(arg(3, 4), where=_MASK), ex(arg(3, 4), axis=1, where=_MASK)],
+    }
+)
+
+
+def ufunc_method_function(ufunc, method):
+    """The numpy function (or function of ours above) that `ufunc.method` is, for the ufunc
+    methods that have one: add/multiply/maximum/minimum.reduce (np.sum, np.prod, np.max,
+    np.min), add/multiply.accumulate (np.cumsum, np.cumprod), add/subtract/multiply.outer.
+    reduce and accumulate take axis=0 where the call gives none (np.sum's default is None):
+    `ufunc_method_axis`. None for any other."""
+    return _UFUNC_METHODS.get(method, {}).get(ufunc)
+
+
+# (numpy's functions read at import: a trace replaces some of numpy's names while it runs)
+_UFUNC_METHODS = {
+    "reduce": {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min},
+    "accumulate": {np.add: np.cumsum, np.multiply: np.cumprod},
+    "outer": {np.add: add_outer, np.subtract: subtract_outer, np.multiply: multiply_outer},
+}
+
+
+def ufunc_method_axis(method):
+    """The axis ufunc.reduce and ufunc.accumulate work along where the call names none (0),
+    or None where the method takes no axis."""
+    return 0 if method in ("reduce", "accumulate") else None
+
+
+# np.multiply.at(x, index, values): x[i] times every value whose index names i (a repeated
+# index multiplies each time). Its derivative in a value v_k is x[i] times the product of
+# the other values at i: computed by products of the others (no division: exact where a value
+# is 0). Front ends lower the call as an update in place of x, as np.add.at's.
+def multiply_at(x, index, values):
+    """`np.multiply.at(x, index, values)` without changing x."""
+    out = x.copy()
+    np.multiply.at(out, index, values)
+    return out
+
+
+def _products_before(groups, v):
+    """For v sorted by group (equal groups adjacent): each element's product of the elements
+    before it in its group (1 for the first), by a scan that doubles its reach each step."""
+    scan = v.copy()
+    reach = 1
+    while reach < len(v):
+        same = groups[reach:] == groups[:-reach]
+        scan[reach:] = np.where(same, scan[reach:] * scan[:-reach], scan[reach:])
+        reach *= 2
+    before = np.ones_like(v)
+    before[1:] = np.where(groups[1:] == groups[:-1], scan[:-1], 1)
+    return before
+
+
+def multiply_at_partials(x, index, values):
+    """d multiply_at(x, index, values)[index_k] / d values_k for each value (broadcast to the
+    shape of x[index]): x there times the product of the other values with the same index."""
+    targets = np.reshape(np.arange(np.size(x)), np.shape(x))[index]
+    flat = np.ravel(targets)
+    v = np.ravel(np.broadcast_to(values, np.shape(targets))).astype(np.result_type(x, values))
+    order = np.argsort(flat, kind="stable")
+    groups, ordered = flat[order], v[order]
+    others = np.empty_like(ordered)
+    others[order] = (
+        _products_before(groups, ordered) * _products_before(groups[::-1], ordered[::-1])[::-1]
+    )
+    return np.reshape(others * np.ravel(x)[flat], np.shape(targets))
+
+
+defvjp(
+    "multiply_at",
+    multiply_at,
+    _spelled("multiply_at"),
+    lambda g, ans, x, index, values: g * multiply_at(np.ones_like(x), index, values),
+    None,
+    lambda g, ans, x, index, values: unbroadcast(
+        g[index] * multiply_at_partials(x, index, values), values
+    ),
+    jvps=(
+        lambda t, ans, x, index, values: multiply_at(t, index, values),
+        None,
+        lambda t, ans, x, index, values: add_at(
+            np.zeros_like(ans), index, t * multiply_at_partials(x, index, values)
+        ),
+    ),
+)
+# (its second derivative in the values is not written: differentiating it is refused)
+defprimitive("multiply_at_partials", multiply_at_partials, _spelled("multiply_at_partials"))
+
+
+def ufunc_at_entry(ufunc):
+    """The entry `ufunc.at(x, index, values)` is lowered to (an update in place of x), or None."""
+    return {np.add: "add_at", np.subtract: "subtract_at", np.multiply: "multiply_at"}.get(ufunc)
+
+
+EXAMPLES["multiply_at"] = [ex(arg(4), np.array([0, 2, 3]), arg(3))]
+
+
+def piecewise_by_masks(x, condlist, funclist, *args, **kw):
+    """np.piecewise(x, condlist, funclist, *args, **kw) written with numpy's indexing, as
+    numpy computes it (each function called on the elements its condition picks, a later
+    condition overwriting an earlier; one function more than conditions: the otherwise). A
+    trace runs this on its traced values (no rule: the functions are the user's code)."""
+    # (numpy's reading: one condition unless condlist's items are lists or arrays; the rows
+    # of a 2-d mask are conditions)
+    if np.isscalar(condlist) or (
+        np.ndim(x) != 0 and not isinstance(condlist[0], list) and np.ndim(condlist[0]) == 0
+    ):
+        conds = [condlist]
+    else:
+        conds = list(condlist)
+    conds = [np.not_equal(cond, 0) for cond in conds]  # (numpy reads each as booleans)
+    if len(funclist) == len(conds) + 1:
+        taken = conds[0]
+        for cond in conds[1:]:
+            taken = np.logical_or(taken, cond)
+        conds.append(np.logical_not(taken))
+    elif len(funclist) != len(conds):
+        raise ValueError(
+            f"with {len(conds)} condition(s), either {len(conds)} or {len(conds) + 1} "
+            "functions are expected"
+        )
+    y = np.zeros_like(x)
+    for cond, func in zip(conds, funclist):
+        if not callable(func):
+            y[cond] = func
+        else:
+            picked = x[cond]
+            if np.size(picked) > 0:
+                y[cond] = func(picked, *args, **kw)
+    return y

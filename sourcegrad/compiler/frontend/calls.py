@@ -18,6 +18,11 @@ import numpy as np
 
 from ... import errors, trees
 from ...ops import RULES, array_methods, op_for_method, rule_for_function
+from ...ops.numpy_functions import (
+    ufunc_method_axis,
+    ufunc_method_function,
+    where_variant,
+)
 from ...runtime import einsum_sublists
 from .. import random_draws
 from ..dependencies import dependency
@@ -48,6 +53,10 @@ from .values import (
 
 # the libraries whose functions without a rule are refused (the fence), not traced
 _NOT_TRACED = frozenset({"numpy", "math", "builtins", "sourcegrad", "cupy", "dask", "torch"})
+
+# sourcegrad's derivatives other than grad (hessian, jvp, jacobian, ...) and the functions
+# they return: refused inside differentiated code (grad(f) is made there: make_gradient)
+_TRANSFORMS = frozenset({"sourcegrad.api.transforms", "sourcegrad.api.gradient"})
 
 # RandomState draws whose dimensions are *args, and the sized draw each is
 _SIZED_DRAWS = {"randn": "standard_normal", "rand": "random_sample"}
@@ -107,6 +116,13 @@ class CallsMixin:
         else:
             target = self.target_of(func)
         if target is None and isinstance(func, gast.Attribute):
+            owner = (
+                self.target_of(func.value)
+                if isinstance(func.value, (gast.Name, gast.Attribute))
+                else None
+            )
+            if isinstance(owner, CallableRef) and isinstance(owner.obj, np.ufunc):
+                return self.ufunc_method_call(owner.obj, func, node, name)
             return self.method(node, name)
         if isinstance(target, LocalFunction):
             args, kwargs = self.call_args(node)
@@ -146,6 +162,10 @@ class CallsMixin:
             return self.gradient_call(obj, func, node, name)
         if _jitted(obj):  # a numba.njit helper: the Python function it compiles, inlined
             obj = obj.py_func
+        if (getattr(obj, "__module__", None) or "") in _TRANSFORMS:
+            # sourcegrad.hessian(f)(x), jvp, jacobian, ...: not inlined as Python (its
+            # derivative would be of sourcegrad's own code)
+            self.error(errors.NoRuleError, f"{describe(func)}: {errors.TRANSFORM_INSIDE}", node)
         if (
             isinstance(obj, types.FunctionType)
             and rule_for_function(obj) is None
@@ -193,6 +213,8 @@ class CallsMixin:
         if into_item is not None and isinstance(rule.fn, np.ufunc):
             return self.ufunc_into_item(rule, node, into_item, name)
         args, kwargs = self.call_args(node)
+        if "where" in dict(kwargs) and where_variant(rule.name) is not None:
+            rule = RULES[where_variant(rule.name)]  # np.sum(x, where=m): sum's masked entry
         if rule.name in BUILTIN_REDUCTIONS and len(args) > 1:
             return self.emit(BUILTIN_REDUCTIONS[rule.name], args, kwargs, name=name)
         out = dict(kwargs).get("out")
@@ -406,6 +428,16 @@ class CallsMixin:
         if all(isinstance(p, Const) for p in parts):
             return Const(slice(*(p.value for p in parts)))
         return Slc(*parts)
+
+    def divmod_call(self, node, name):
+        """`divmod(x, y)` and `np.divmod(x, y)`: the pair `(x // y, x % y)` (floor division
+        and the remainder of the same sign as y, for Python's floats as for numpy's)."""
+        args, kwargs = self.call_args(node)
+        if kwargs or len(args) != 2:
+            self.error(
+                errors.UnsupportedSyntaxError, f"{describe(node.func)} takes two arguments", node
+            )
+        return Tup((self.emit("floordiv_op", args), self.emit("mod_op", args)))
 
     def callable_call(self, node, name):
         """`callable(v)`: known now, as a function value is never a value of the code."""
@@ -734,6 +766,8 @@ class CallsMixin:
         ):
             args = []  # (the memory layout of the copy changes no value)
         args = [receiver] + args
+        if "where" in dict(kwargs) and where_variant(op) is not None:
+            op = where_variant(op)  # x.sum(where=m): sum's masked entry
         out = dict(kwargs).get("out")
         if out is not None:  # `y.clip(lo, hi, out=y)`: written into the buffer, as np.clip's
             return self.ufunc_into(
@@ -741,6 +775,27 @@ class CallsMixin:
             )
         self.check_binding(RULES[op], args, kwargs, node)
         return self.emit(op, args, kwargs, name=name)
+
+    def ufunc_method_call(self, ufunc, func, node, name):
+        """`np.add.reduce(x, axis)`, `np.multiply.accumulate(x)`, `np.subtract.outer(a, b)`:
+        the call of the function that method is (np.sum, np.cumprod, ...: the registry's
+        `ufunc_method_function`), along axis 0 where reduce or accumulate names none."""
+        function = ufunc_method_function(ufunc, func.attr)
+        rule = rule_for_function(function) if function is not None else None
+        if rule is None:
+            self.error(
+                errors.NoRuleError,
+                f"{describe(func)}() has no derivative rule (the ufunc methods that have: "
+                "add/multiply/maximum/minimum.reduce, add/multiply.accumulate, "
+                "add/subtract/multiply.outer, add/subtract.at)",
+                node,
+            )
+        args, kwargs = self.call_args(node)
+        axis = ufunc_method_axis(func.attr)
+        if axis is not None and len(args) < 2 and "axis" not in dict(kwargs):
+            kwargs = [*kwargs, ("axis", Const(axis))]
+        self.check_binding(rule, args, kwargs, node)
+        return self.emit(rule.name, args, kwargs, name=name)
 
     def draw_arguments(self, method, node):
         """(method, args, kwargs) of a random draw. `randn(*x.shape)` and `rand(*x.shape)`, with

@@ -180,6 +180,10 @@ class ExpressionsMixin:
         trick = self.concatenation_trick(node, name)
         if trick is not None:
             return trick
+        if isinstance(node.value, gast.Attribute) and node.value.attr == "flat":
+            # `x.flat[i]`, `x.flat[idx]`: an index into the flattened array
+            flat = self.emit("ravel", [self.expr(node.value.value)])
+            return self.emit("getitem", [flat, self.index(node.slice)], name=name)
         value = self.expr(node.value)
         held = self.ctx.free.get(value.name, _NONE) if isinstance(value, Var) else _NONE
         if held is not _NONE and not _indexed_as_data(held):

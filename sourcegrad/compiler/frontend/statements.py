@@ -12,10 +12,10 @@ import inspect
 import types
 
 import gast
-import numpy as np
 
 from ... import errors
 from ...ops import RULES, rule_for_function, runs_forward_only
+from ...ops.numpy_functions import ufunc_at_entry
 from ..ir import Assign, Call, Const, ExprStmt, For, Function, If, Return, Tup, Var, While, walk
 from .syntax import (
     UNSUPPORTED_EXPRESSIONS,
@@ -575,11 +575,12 @@ class StatementsMixin:
         ):
             return False
         ufunc = getattr(self.target_of(func.value), "obj", None)
-        op = {np.add: "add_at", np.subtract: "subtract_at"}.get(ufunc)
+        op = ufunc_at_entry(ufunc)
         if op is None:
             self.error(
                 errors.NoRuleError,
-                f"{describe(func)}() has no derivative rule (np.add.at and np.subtract.at have)",
+                f"{describe(func)}() has no derivative rule (np.add.at, np.subtract.at and "
+                "np.multiply.at have)",
                 call,
             )
         if len(call.args) != 3 or call.keywords or not isinstance(call.args[0], gast.Name):

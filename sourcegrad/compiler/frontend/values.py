@@ -278,6 +278,8 @@ COMPILE_TIME_BUILTINS = {
     tuple: "sequence_builtin_call",
     list: "sequence_builtin_call",
     functools.partial: "partial_call",
+    divmod: "divmod_call",
+    np.divmod: "divmod_call",
 }
 
 

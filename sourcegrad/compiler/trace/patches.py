@@ -142,6 +142,17 @@ class TracedGenerator:
         return draw
 
 
+def ragged(items) -> bool:
+    """Whether a list holds traced values and arrays of different shapes (np.array refuses
+    them: a list of choices that broadcast, `[x, np.sin(x[0])]`)."""
+    shapes = {np.shape(v._value if isinstance(v, Traced) else v) for v in items}
+    return (
+        _holds_traced(items)
+        and len(shapes) > 1
+        and not any(isinstance(v, (list, tuple)) for v in items)
+    )
+
+
 def _lists_joined(original):
     """`np.prod([t, u])`: numpy's dispatch looks at an argument, not into a list it holds,
     so a list of traced values would reach `__array__`: it is made an array first (as numpy
@@ -150,6 +161,10 @@ def _lists_joined(original):
     @functools.wraps(original)
     def call(*args, **kwargs):
         rec = state.active()
+        if rec is not None and any(isinstance(a, list) and ragged(a) for a in args):
+            # (np.select's or np.choose's choices of shapes that broadcast: no array holds
+            # them; numpy's dispatch finds the traced values in the list: the call is the op)
+            return rec.function(original, args, kwargs)
         if rec is not None and any(isinstance(a, (list, tuple)) and _holds_traced(a) for a in args):
             args = tuple(
                 rec.array_of(a) if isinstance(a, (list, tuple)) and _holds_traced(a) else a

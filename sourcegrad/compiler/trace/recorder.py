@@ -42,6 +42,13 @@ import numpy as np
 from ... import errors
 from ...errors import SourceLocation
 from ...ops import RULES, data_shaped, op_for_method, rule_for_function
+from ...ops.numpy_functions import (
+    piecewise_by_masks,
+    ufunc_at_entry,
+    ufunc_method_axis,
+    ufunc_method_function,
+    where_variant,
+)
 from .. import random_draws
 from ..dependencies import dependency, user_module
 from ..ir import (
@@ -67,6 +74,7 @@ from .patches import (
     library_functions,
     originals,
     patched,
+    ragged,
     replace_library_functions,
 )
 from .python_state import PythonState
@@ -186,6 +194,14 @@ class Recorder:
         if isinstance(x, tuple):
             parts = [self.operand(p) for p in x]
             return Tup(tuple(p[0] for p in parts)), tuple(p[1] for p in parts), False
+        if isinstance(x, list) and _holds_traced(x) and ragged(x):
+            # np.select's or np.choose's choices, of shapes that broadcast: a list (made as the
+            # AST front end makes a list display), as no array holds them
+            parts = [self.operand(v) for v in x]
+            listed = self.record(
+                "make_list", [p[0] for p in parts], [], [p[1] for p in parts], False
+            )
+            return listed._atom, listed._value, any(p[2] for p in parts)
         if isinstance(x, (list, tuple)) and _holds_traced(x):
             made = self.array_of(x)  # an index list holding traced values
             return made._atom, made._value, made._varied
@@ -418,6 +434,8 @@ class Recorder:
     # -- numpy's protocols -------------------------------------------------------------------
 
     def ufunc(self, ufunc, method, inputs, kwargs):
+        if ufunc is np.divmod and method == "__call__" and not kwargs:
+            return self.op("floordiv_op", inputs, {}), self.op("mod_op", inputs, {})
         if method == "__call__":
             out = kwargs.pop("out", None)
             rule = rule_for_function(ufunc)
@@ -425,11 +443,15 @@ class Recorder:
                 return self.unmodelled(ufunc, inputs, kwargs)
             result = self.op(rule.name, inputs, kwargs)
             return result if out is None else self.store_into(out, result)
-        if method == "reduce" and ufunc in _REDUCTIONS:
-            return self.function(_REDUCTIONS[ufunc], inputs, kwargs)
-        if method == "at" and ufunc in (np.add, np.subtract):
+        function = ufunc_method_function(ufunc, method)
+        if function is not None:  # np.add.reduce, np.multiply.accumulate, np.add.outer, ...
+            axis = ufunc_method_axis(method)
+            if axis is not None and "axis" not in kwargs:
+                kwargs = {**kwargs, "axis": axis}  # (np.sum's default axis is None, reduce's 0)
+            return self.function(function, inputs, kwargs)
+        if method == "at" and ufunc_at_entry(ufunc) is not None:
             target, index, *rest = inputs
-            name = "add_at" if ufunc is np.add else "subtract_at"
+            name = ufunc_at_entry(ufunc)
             values = rest[0] if rest else 1.0
             return self._update(
                 target, name, (target, index, values), lambda v, c: _at(ufunc, v, c)
@@ -439,9 +461,13 @@ class Recorder:
     def function(self, func, args, kwargs):
         if func in _ATLEAST and len(args) > 1:
             return [self.function(func, (a,), kwargs) for a in args]  # (one result each)
+        if func is _PIECEWISE:  # its functions are the user's: run by masks, recorded as run
+            return piecewise_by_masks(*args, **kwargs)
         rule = rule_for_function(func)
         if rule is None:
             return self.unmodelled(func, args, kwargs)
+        if "where" in kwargs and where_variant(rule.name) is not None:
+            rule = RULES[where_variant(rule.name)]  # np.sum(x, where=m): sum's masked entry
         if kwargs.get("out") is not None:
             # `np.clip(y, lo, hi, out=y)`: the result written into the buffer, as for a ufunc
             # (recorded as a plain keyword, the buffer kept its old value in the IR)
@@ -473,7 +499,8 @@ class Recorder:
             if name in ("reshape", "transpose") and len(args) > 1:
                 args = (args,)  # x.reshape(2, 3) is x.reshape((2, 3))
             out = kwargs.pop("out", None)
-            result = self.op(op, (traced, *args), kwargs)
+            masked = where_variant(op) if "where" in kwargs else None
+            result = self.op(masked or op, (traced, *args), kwargs)
             # (`y.clip(lo, hi, out=y)`: written into the buffer)
             return result if out is None else self.store_into(out, result)
 
@@ -798,7 +825,7 @@ _STATIC_QUERIES = frozenset(
 )
 # (numpy's own functions, read here before a trace replaces some of numpy's names: patches)
 _ATLEAST = (np.atleast_1d, np.atleast_2d, np.atleast_3d)
-_REDUCTIONS = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min}
+_PIECEWISE = np.piecewise
 _IN_PLACE = {
     "add_op": operator.iadd,
     "sub_op": operator.isub,
@@ -912,6 +939,11 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
     minutes: the numpy backend's optimizer makes such adjoints whole-array selections on the
     unrolled statements only, `optimize/masked_adjoints.py`, where the layers LSTM ran in
     1.30x its hand-written backward's time against 3.24x rolled)."""
+    outer = next((a for a in args if isinstance(a, Traced)), None)
+    if outer is not None:  # (sourcegrad.hessian(g)(t) run by a traced function: t is traced)
+        raise outer._rec.refused(
+            errors.UnsupportedSyntaxError(errors.TRANSFORM_INSIDE, outer._rec.loc())
+        )
     rec = Recorder(fn, why)
     rec.roll_counts = roll_counts
     defs = defs if defs is not None else (None,) * len(args)

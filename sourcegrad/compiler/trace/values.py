@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import errors
+
 
 class Traced:
     """A traced array or number (see the module docstring)."""
@@ -92,6 +94,16 @@ class Traced:
     def imag(self):
         return self._rec.op("imag_attr", (self,))
 
+    @property
+    def flat(self):
+        return _Flat(self)
+
+    def __divmod__(self, other):
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
+
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
@@ -127,6 +139,35 @@ class Traced:
 
     def tolist(self):
         return self._rec.leaves(self, lambda v: np.asarray(v).tolist(), ".tolist()")
+
+
+class _Flat:
+    """`t.flat`: read as the flattened array (`t.flat[i]` is `t.ravel()[i]`); a write
+    through it is refused (numpy writes into t, which the trace does not model here)."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self, of):
+        self._of = of
+
+    def __getitem__(self, index):
+        return self._of.ravel()[index]
+
+    def __iter__(self):
+        return iter(self._of.ravel())
+
+    def __len__(self):
+        return self._of.size
+
+    def __setitem__(self, index, value):
+        rec = self._of._rec
+        raise rec.refused(
+            errors.UnsupportedSyntaxError(
+                "a write through x.flat[...] is not supported (x.flat is read only here): "
+                "index x by np.unravel_index(i, x.shape) instead",
+                rec.loc(),
+            )
+        )
 
 
 def _binary(op, reflected=False):
