@@ -289,20 +289,27 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                for p in group["params"]:
-                    if p._grad is None:
-                        continue
+                params = [p for p in group["params"] if p._grad is not None]
+                for p in params:
                     if getattr(p._grad, "is_sparse", False):
                         raise RuntimeError(
                             f"{type(self).__name__} does not support sparse gradients"
                         )
-                    self._update(p, p._grad._data, group)
+                if not self._update_together(group, params):
+                    for p in params:
+                        self._update(p, p._grad._data, group)
+                for p in params:
                     p._get_vc().value += 1
         return loss
 
     def _update(self, p, grad, group):
         """Update p._data in place from grad (an array); state is self.state[p]."""
         raise NotImplementedError
+
+    def _update_together(self, group, params):
+        """Update the group's `params` (those with a gradient) at once and return True, or
+        return False for `_update` to take them one by one (see `_together`)."""
+        return False
 
     # --- state dicts ------------------------------------------------------------------------
 
