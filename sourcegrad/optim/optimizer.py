@@ -8,7 +8,8 @@ format: state keyed by the parameter's index in the groups, and `param_groups`
 whose `params` are those indices. Subclasses implement `_update(p, grad, group)`
 on numpy arrays, in the parameter's own dtype (torch's single-tensor formulas);
 the base `step` calls it for every parameter with a gradient and bumps the
-parameter's version counter, as torch's in-place update does.
+parameter's version counter, as torch's in-place update does. A subclass may update a
+whole group at once (`_update_together`, Adam's: see `_together`), with the same numbers.
 """
 
 import copy
