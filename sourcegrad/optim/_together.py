@@ -38,8 +38,8 @@ class _Layout:
         array the view it was given)?"""
         if self.group is not group or len(self.params) != len(params):
             return False
-        for p, q in zip(self.params, params):
-            if p is not q:
+        for p, q, (a, b) in zip(self.params, params, self.bounds):
+            if p is not q or b - a != q._data.size:  # (`p.data = ...` may resize it)
                 return False
         for name in names:
             for st, view in zip(states, self.views[name]):
@@ -119,7 +119,13 @@ def _lay_out(optimizer, group, params, states, names, dtype):
             st[name]._data = view
             views[name].append(view)
     layout = _Layout(group, list(params), bounds, buffers, views)
-    optimizer.__dict__["_together"][id(group)] = layout
+    cache = optimizer.__dict__["_together"]
+    # (a group load_state_dict replaced: its buffers go with it)
+    for key in [
+        k for k, v in cache.items() if not any(v.group is g for g in optimizer.param_groups)
+    ]:
+        del cache[key]
+    cache[id(group)] = layout
     return layout
 
 

@@ -109,7 +109,23 @@ def test_state_replaced_between_steps_is_gathered_again(replace):
         ref.step()
     for a, b in zip(params, ref_params):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert len(opt._together) == 1  # (the replaced group's buffers are not kept)
     for p, q in zip(params, ref_params):
         np.testing.assert_array_equal(
             opt.state[p]["exp_avg"].detach().numpy(), ref.state[q]["exp_avg"].detach().numpy()
         )
+
+
+def test_a_parameter_resized_between_steps_is_laid_out_again():
+    params, opt = _run(lambda ps: sg.optim.Adam(ps, lr=1e-2), steps=3)
+    ref_params, ref = _run(lambda ps: _OneByOne(sg.optim.Adam)(ps, lr=1e-2), steps=3)
+    for o, ps in ((opt, params), (ref, ref_params)):  # a new value and state, of a new size
+        ps[1].data = sg.zeros(4)
+        o.state[ps[1]]["exp_avg"] = sg.zeros(4)
+        o.state[ps[1]]["exp_avg_sq"] = sg.zeros(4)
+    for o, ps in ((opt, params), (ref, ref_params)):
+        for p in ps:
+            p.grad = sg.ones(p.shape)
+        o.step()
+    for a, b in zip(params, ref_params):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
