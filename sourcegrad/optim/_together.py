@@ -22,6 +22,27 @@ from __future__ import annotations
 
 import numpy as np
 
+# Only small parameters are updated together, into buffers of at most this many elements:
+# a larger buffer (and each temporary of the formulas over it) is a fresh mmap from malloc
+# every step, whose page faults cost more than the calls saved (a GPT's 108k weights in one
+# buffer made its step slower); a large parameter's calls are a small part of its update.
+SMALL = 4096
+BUFFER = 16384
+
+
+def small_ones(params):
+    """(the parameters updated together: each of at most SMALL elements, BUFFER in all, in
+    order; the others)."""
+    small, rest, total = [], [], 0
+    for p in params:
+        size = p._data.size
+        if size <= SMALL and total + size <= BUFFER:
+            small.append(p)
+            total += size
+        else:
+            rest.append(p)
+    return small, rest
+
 
 class _Layout:
     """A group's flat state buffers: the parameters they were laid out for, their bounds in

@@ -9,7 +9,7 @@ or (AdamW, decoupled) multiplies p by 1 - lr * weight_decay first.
 
 from ..eager.tensor import Tensor
 from ._functional import check_lr, lerp_, maximum, real_view, sqrt, to_scalar
-from ._together import gathered, scatter
+from ._together import gathered, scatter, small_ones
 from .optimizer import Optimizer, bump, scalar_step, state_like
 
 __all__ = ["Adam", "AdamW"]
@@ -87,13 +87,15 @@ class Adam(Optimizer):
         param -= _step(real_view(grad), exp_avg, exp_avg_sq, max_sq, step, lr, group)
 
     def _update_together(self, group, params):
-        """The group's update over its gradients end to end (`_together`), where decay, if
-        any, is decoupled and amsgrad is off."""
+        """The update of the group's small parameters over their gradients end to end
+        (`_together`), where decay, if any, is decoupled and amsgrad is off; the others are
+        returned, for `_update`."""
         if group["amsgrad"] or (group["weight_decay"] and not group["decoupled_weight_decay"]):
-            return False
+            return params
+        params, rest = small_ones(params)
         found = gathered(self, group, params, ("exp_avg", "exp_avg_sq"))
         if found is None:
-            return False
+            return params + rest
         grad, buffers, step, bounds = found
         if group["maximize"]:
             grad = -grad
@@ -104,7 +106,7 @@ class Adam(Optimizer):
                 data *= 1 - lr * group["weight_decay"]
         update = _step(grad, buffers["exp_avg"], buffers["exp_avg_sq"], None, step, lr, group)
         scatter(params, bounds, update)
-        return True
+        return rest
 
 
 def _step(grad, exp_avg, exp_avg_sq, max_sq, step, lr, group):

@@ -296,9 +296,8 @@ class Optimizer:
                         raise RuntimeError(
                             f"{type(self).__name__} does not support sparse gradients"
                         )
-                if not self._update_together(group, params):
-                    for p in params:
-                        self._update(p, p._grad._data, group)
+                for p in self._update_together(group, params):
+                    self._update(p, p._grad._data, group)
                 for p in params:
                     p._get_vc().value += 1
         return loss
@@ -308,9 +307,9 @@ class Optimizer:
         raise NotImplementedError
 
     def _update_together(self, group, params):
-        """Update the group's `params` (those with a gradient) at once and return True, or
-        return False for `_update` to take them one by one (see `_together`)."""
-        return False
+        """Update some of the group's `params` (those with a gradient) at once; return the
+        others, for `_update` to take one by one (see `_together`)."""
+        return params
 
     # --- state dicts ------------------------------------------------------------------------
 

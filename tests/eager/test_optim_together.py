@@ -34,7 +34,9 @@ class _OneByOne:
     """The optimizer class with the group update turned off: the single-tensor rule."""
 
     def __init__(self, cls):
-        self.cls = type(cls.__name__, (cls,), {"_update_together": lambda *a: False})
+        self.cls = type(
+            cls.__name__, (cls,), {"_update_together": lambda self, group, params: params}
+        )
 
     def __call__(self, *args, **kwargs):
         return self.cls(*args, **kwargs)
@@ -129,3 +131,26 @@ def test_a_parameter_resized_between_steps_is_laid_out_again():
         o.step()
     for a, b in zip(params, ref_params):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+def test_a_large_parameter_takes_the_single_rule_beside_the_small_ones():
+    rng = np.random.default_rng(1)
+    shapes = [(100, 50), (3,), (7,)]  # (5000 elements: more than _together.SMALL)
+
+    def run(make):
+        params = [sg.nn.Parameter(sg.tensor(rng.normal(size=s).astype(np.float32))) for s in shapes]
+        opt = make(params)
+        for step in range(4):
+            for p in params:
+                p.grad = sg.tensor(np.full(p.shape, 0.1 * (step + 1), np.float32))
+            opt.step()
+        return params, opt
+
+    rng = np.random.default_rng(1)
+    together, opt = run(lambda ps: sg.optim.AdamW(ps, lr=1e-2))
+    rng = np.random.default_rng(1)
+    one, _ = run(lambda ps: _OneByOne(sg.optim.AdamW)(ps, lr=1e-2))
+    for a, b in zip(together, one):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert opt.state[together[0]]["exp_avg"]._data.base is None  # (its own array)
+    assert opt.state[together[1]]["exp_avg"]._data.base is not None  # (the small ones' buffer)
