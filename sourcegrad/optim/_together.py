@@ -13,7 +13,8 @@ user's assignment gives another array: the buffer is then gathered again from th
 values). Elementwise arithmetic rounds each element alike however the arrays are laid out,
 so the numbers are those of the single-tensor rules.
 
-Only the common case goes this way (host float arrays of one dtype, gradients of their
+Only the common case goes this way (a group's small parameters, `small_ones`; host float
+arrays of one dtype, gradients of their
 parameters' shape and dtype, every state made by an earlier step, one step count, no
 parameter listed twice); anything else takes the single-tensor rule (`gathered` is None).
 """
