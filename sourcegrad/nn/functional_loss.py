@@ -30,7 +30,9 @@ import numpy as np
 
 from ..eager import factories, operands, tensor_math
 from ..eager.composites import pairwise_distance
+from ..eager.dual_state import DUAL
 from ..eager.grad_mode import no_grad
+from ..eager.reductions import LOG_SOFTMAX
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 from ..ops import nn as ops_nn
@@ -278,6 +280,10 @@ def cross_entropy(
     reduction = reduction_of(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if weight is None and not label_smoothing and reduction != "none":
+        loss = _cross_entropy_of_indices(input, target, reduction, ignore_index)
+        if loss is not None:
+            return loss
     ndim = input._data.ndim
     class_dim = 0 if ndim == 1 else 1
     c = input._data.shape[class_dim]
@@ -302,6 +308,41 @@ def cross_entropy(
     elif reduction == "sum":
         smooth = smooth.sum()
     return (1 - label_smoothing) * loss + smooth * (label_smoothing / c)
+
+
+def _cross_entropy_of_indices(input, target, reduction, ignore_index):
+    """cross_entropy of a batch (N, C) of logits and N class indices all within [0, C),
+    mean or sum, no class weights: what a training step's loss is, made without the general
+    path's checks that cannot fail here and its dispatch through log_softmax and nll_loss
+    (a small model's loss cost ~4x torch's that way). The same numpy functions on the same
+    arrays, and the same two nodes (NllLossBackward0 over LogSoftmaxBackward0), as the
+    general path gives; None where that path is needed: a target out of range (its
+    IndexError) or negative (-100, ignored), another layout or dtype, a Tensor subclass,
+    forward-mode AD, arrays off the host. (A target equal to an ignore_index within
+    [0, C) is one the registry's nll_loss skips, on either path.)"""
+    x, t = input._data, target._data
+    if (
+        type(input) is not Tensor
+        or type(target) is not Tensor
+        or type(x) is not np.ndarray
+        or type(t) is not np.ndarray
+        or x.ndim != 2
+        or x.dtype.kind != "f"
+        or t.dtype != np.int64
+        or t.shape != x.shape[:1]
+        or not t.size
+        or DUAL.on
+    ):
+        return None
+    if t.min() < 0 or t.max() >= x.shape[1]:  # (the general path raises or ignores)
+        return None
+    logp = _wrap(operands.result(ops_nn.log_softmax(x, 1)))
+    out = _wrap(operands.result(ops_nn.nll_loss(logp._data, t, None, reduction, ignore_index)))
+    if operands.grad_required(input):
+        record(LOG_SOFTMAX, logp, (input,), {"axis": 1})
+        static = {"weight": None, "reduction": reduction, "ignore_index": ignore_index}
+        record(NLL_LOSS, out, (logp, target), static)
+    return out
 
 
 def _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim):

@@ -9,6 +9,7 @@ or (AdamW, decoupled) multiplies p by 1 - lr * weight_decay first.
 
 from ..eager.tensor import Tensor
 from ._functional import check_lr, lerp_, maximum, real_view, sqrt, to_scalar
+from ._together import gathered, scatter, small_ones
 from .optimizer import Optimizer, bump, scalar_step, state_like
 
 __all__ = ["Adam", "AdamW"]
@@ -71,7 +72,6 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = state_like(p)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = state_like(p)
-        beta1, beta2 = group["betas"]
         lr = to_scalar(group["lr"])
         param = real_view(p._data)
         step = bump(state["step"])
@@ -81,23 +81,51 @@ class Adam(Optimizer):
                 param *= 1 - lr * weight_decay
             else:
                 grad = grad + weight_decay * p._data
-        grad = real_view(grad)
         exp_avg = real_view(state["exp_avg"]._data)
         exp_avg_sq = real_view(state["exp_avg_sq"]._data)
-        lerp_(exp_avg, grad, 1 - beta1)
-        exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * grad * grad
-        bias_correction1 = 1 - beta1**step
-        bias_correction2 = 1 - beta2**step
-        step_size = lr / bias_correction1
-        bias_correction2_sqrt = bias_correction2**0.5
-        if group["amsgrad"]:
-            max_sq = real_view(state["max_exp_avg_sq"]._data)
-            maximum(max_sq, exp_avg_sq, out=max_sq)
-            denom = sqrt(max_sq) / bias_correction2_sqrt + group["eps"]
-        else:
-            denom = sqrt(exp_avg_sq) / bias_correction2_sqrt + group["eps"]
-        param -= step_size * (exp_avg / denom)
+        max_sq = real_view(state["max_exp_avg_sq"]._data) if group["amsgrad"] else None
+        param -= _step(real_view(grad), exp_avg, exp_avg_sq, max_sq, step, lr, group)
+
+    def _update_together(self, group, params):
+        """The update of the group's small parameters over their gradients end to end
+        (`_together`), where decay, if any, is decoupled and amsgrad is off; the others are
+        returned, for `_update`."""
+        if group["amsgrad"] or (group["weight_decay"] and not group["decoupled_weight_decay"]):
+            return params
+        params, rest = small_ones(params)
+        found = gathered(self, group, params, ("exp_avg", "exp_avg_sq"))
+        if found is None:
+            return params + rest
+        grad, buffers, step, bounds = found
+        if group["maximize"]:
+            grad = -grad
+        lr = to_scalar(group["lr"])
+        if group["weight_decay"]:
+            for p in params:
+                data = p._data
+                data *= 1 - lr * group["weight_decay"]
+        update = _step(grad, buffers["exp_avg"], buffers["exp_avg_sq"], None, step, lr, group)
+        scatter(params, bounds, update)
+        return rest
+
+
+def _step(grad, exp_avg, exp_avg_sq, max_sq, step, lr, group):
+    """Update the moments in place; return what the parameter takes away (one parameter's
+    arrays, or a group's end to end: the same arithmetic element by element)."""
+    beta1, beta2 = group["betas"]
+    lerp_(exp_avg, grad, 1 - beta1)
+    exp_avg_sq *= beta2
+    exp_avg_sq += (1 - beta2) * grad * grad
+    bias_correction1 = 1 - beta1**step
+    bias_correction2 = 1 - beta2**step
+    step_size = lr / bias_correction1
+    bias_correction2_sqrt = bias_correction2**0.5
+    if max_sq is not None:
+        maximum(max_sq, exp_avg_sq, out=max_sq)
+        denom = sqrt(max_sq) / bias_correction2_sqrt + group["eps"]
+    else:
+        denom = sqrt(exp_avg_sq) / bias_correction2_sqrt + group["eps"]
+    return step_size * (exp_avg / denom)
 
 
 class AdamW(Adam):

@@ -8,7 +8,8 @@ format: state keyed by the parameter's index in the groups, and `param_groups`
 whose `params` are those indices. Subclasses implement `_update(p, grad, group)`
 on numpy arrays, in the parameter's own dtype (torch's single-tensor formulas);
 the base `step` calls it for every parameter with a gradient and bumps the
-parameter's version counter, as torch's in-place update does.
+parameter's version counter, as torch's in-place update does. A subclass may update a
+whole group at once (`_update_together`, Adam's: see `_together`), with the same numbers.
 """
 
 import copy
@@ -289,20 +290,26 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                for p in group["params"]:
-                    if p._grad is None:
-                        continue
+                params = [p for p in group["params"] if p._grad is not None]
+                for p in params:
                     if getattr(p._grad, "is_sparse", False):
                         raise RuntimeError(
                             f"{type(self).__name__} does not support sparse gradients"
                         )
+                for p in self._update_together(group, params):
                     self._update(p, p._grad._data, group)
+                for p in params:
                     p._get_vc().value += 1
         return loss
 
     def _update(self, p, grad, group):
         """Update p._data in place from grad (an array); state is self.state[p]."""
         raise NotImplementedError
+
+    def _update_together(self, group, params):
+        """Update some of the group's `params` (those with a gradient) at once; return the
+        others, for `_update` to take one by one (see `_together`)."""
+        return params
 
     # --- state dicts ------------------------------------------------------------------------
 
