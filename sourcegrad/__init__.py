@@ -93,6 +93,8 @@ from .backends._flags import (  # noqa: E402,F401 - torch's top-level switches
 from .serialization import load, save  # noqa: E402,F401
 from .compiled.module import compile  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - sourcegrad.viz after a plain `import sourcegrad`
+from . import jit, profiler, testing  # noqa: E402,F401 - torch.jit, torch.profiler, torch.testing
+from .func import vmap  # noqa: E402,F401 - torch.vmap is torch.func.vmap
 
 
 def __getattr__(name):

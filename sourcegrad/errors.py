@@ -186,3 +186,9 @@ class ForwardADError(SourcegradError, NotImplementedError):
     """Forward-mode AD (or a `sourcegrad.func` transform) reached something it cannot serve:
     an op with neither a JVP nor a VJP to derive one from, a custom Function without `jvp`.
     Refused by name rather than given a tangent that would be wrong."""
+
+
+class UnsupportedAPIError(SourcegradError, NotImplementedError):
+    """A torch API that sourcegrad's eager mode offers by name (so that a script imports) but
+    cannot serve: a TorchScript graph, sparse or masked tensors, ONNX export, a hub download.
+    Refused by name rather than answered with a stand-in that would give wrong data."""
