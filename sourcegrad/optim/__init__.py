@@ -1,7 +1,7 @@
 """`sourcegrad.optim`: torch's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, LBFGS) and
 `lr_scheduler`, on the eager Tensor. See `optimizer` for the shared machinery."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .lbfgs import LBFGS
@@ -9,4 +9,4 @@ from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LBFGS", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LBFGS", "lr_scheduler", "swa_utils"]
