@@ -66,7 +66,9 @@ def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0)
             f"(need >= 0), skip_first={skip_first} (need >= 0)."
         )
     if warmup == 0:
-        warnings.warn("Profiler won't be using warmup, this can skew profiler results", stacklevel=2)
+        warnings.warn(
+            "Profiler won't be using warmup, this can skew profiler results", stacklevel=2
+        )
 
     def schedule_fn(step: int) -> ProfilerAction:
         if step < 0:

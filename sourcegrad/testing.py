@@ -46,8 +46,7 @@ def _tolerances(dtype, rtol, atol):
     if (rtol is None) != (atol is None):
         missing = "rtol" if rtol is None else "atol"
         raise ValueError(
-            "Both 'rtol' and 'atol' must be either specified or omitted, "
-            f"but got no {missing}."
+            f"Both 'rtol' and 'atol' must be either specified or omitted, but got no {missing}."
         )
     if rtol is not None:
         return rtol, atol
@@ -136,9 +135,7 @@ def _compare_tensors(actual, expected, opts, path):
     for attribute, check in [("shape", True), ("device", check_device), ("dtype", check_dtype)]:
         a, e = getattr(actual, attribute), getattr(expected, attribute)
         if check and a != e:
-            _fail(
-                f"The values for attribute '{attribute}' do not match: {a} != {e}.", msg, path
-            )
+            _fail(f"The values for attribute '{attribute}' do not match: {a} != {e}.", msg, path)
     rtol, atol = _tolerances(expected.dtype if check_dtype else actual.dtype, rtol, atol)
     a = actual.detach().cpu().numpy()
     e = expected.detach().cpu().numpy()

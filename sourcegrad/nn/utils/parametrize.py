@@ -138,8 +138,7 @@ class ParametrizationList(ModuleList):
             for module in reversed(self):
                 if not hasattr(module, "right_inverse"):
                     raise RuntimeError(
-                        f"parametrization {type(module).__name__} does not implement "
-                        "right_inverse."
+                        f"parametrization {type(module).__name__} does not implement right_inverse."
                     )
                 value = module.right_inverse(value)
             if self.is_tensor:

@@ -138,8 +138,7 @@ class BasePruningMethod(ABC):
         if importance_scores is not None:
             if importance_scores.shape != orig.shape:
                 raise AssertionError(
-                    f"importance_scores should have the same shape as parameter {name} of "
-                    f"{module}"
+                    f"importance_scores should have the same shape as parameter {name} of {module}"
                 )
         else:
             importance_scores = orig
