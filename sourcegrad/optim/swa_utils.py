@@ -18,9 +18,12 @@ import copy
 import itertools
 import math
 
+import numpy as np
+
 from ..eager import factories
 from ..eager.dtypes import long
 from ..eager.grad_mode import no_grad
+from ..eager.tensor import Tensor
 from ..nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from ..nn.modules.module import Module
 from .lr_scheduler import LRScheduler
@@ -68,10 +71,17 @@ def get_swa_multi_avg_fn():
 
     @no_grad()
     def swa_update(averaged_param_list, current_param_list, num_averaged):
-        n = int(num_averaged.item()) if hasattr(num_averaged, "item") else num_averaged
+        if isinstance(num_averaged, Tensor):
+            # torch's weight is 1 / (n + 1) as a tensor of the default dtype (float32), so a
+            # float64 average moves by float32's rounding of that weight
+            n = int(num_averaged.item())
+            weight = float(np.float32(1.0) / np.float32(n + 1))
+        else:
+            n = num_averaged
+            weight = 1 / (n + 1)
         for p_avg, p_model in zip(averaged_param_list, current_param_list):
             if _is_inexact(p_avg):
-                _lerp_(p_avg, p_model, 1 / (n + 1))
+                _lerp_(p_avg, p_model, weight)
             else:
                 p_avg.copy_(p_avg + (p_model - p_avg) / (n + 1))
 
