@@ -11,8 +11,10 @@ needs a TorchScript program is refused by name:
   `trace(fn_or_module, example_inputs)` runs it once on the example inputs (as torch's
   tracer does, so an error shows at trace time) and returns the same wrappers. What
   differs: Python control flow stays dynamic (torch's trace freezes the branch taken).
-* `ignore`, `unused`, `export`, `interface`, `Final`, `Attribute`, `annotate` are the
-  annotations TorchScript reads: here they return what they are given.
+* `ignore`, `unused`, `export`, `interface`, `Final`, `Attribute`, `annotate`,
+  `script_if_tracing`, `script_method` are the annotations TorchScript reads: here they
+  return what they are given; the optimizer and fuser switches (`optimized_execution`,
+  `fuser`, `set_fusion_strategy`, `enable_onednn_fusion`) have nothing to switch.
   `is_scripting()` and `is_tracing()` are False, since code never runs as TorchScript.
   `fork`/`wait` run the call at once and hand back its result.
 * `save(m, f)` / `load(f)` round-trip a scripted module through `sourcegrad.save` (the
@@ -24,6 +26,7 @@ needs a TorchScript program is refused by name:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import pickle
@@ -38,6 +41,7 @@ __all__ = [
     "Final",
     "JitUnsupportedError",
     "ScriptFunction",
+    "RecursiveScriptModule",
     "ScriptModule",
     "TracerWarning",
     "annotate",
@@ -49,9 +53,16 @@ __all__ = [
     "is_scripting",
     "is_tracing",
     "load",
+    "enable_onednn_fusion",
+    "fuser",
+    "onednn_fusion_enabled",
     "optimize_for_inference",
+    "optimized_execution",
     "save",
     "script",
+    "script_if_tracing",
+    "script_method",
+    "set_fusion_strategy",
     "trace",
     "trace_module",
     "unused",
@@ -142,6 +153,9 @@ class ScriptModule(Module):
 
     def __repr__(self):
         return Module.__repr__(self)
+
+
+RecursiveScriptModule = ScriptModule  # torch's class of scripted modules, for isinstance
 
 
 @functools.cache
@@ -250,6 +264,39 @@ def annotate(the_type, the_value):
 
 def Attribute(value, type=None):  # noqa: N802 - torch's name
     return value
+
+
+def script_if_tracing(fn):
+    """TorchScript compiles `fn` when tracing: here it is the function itself."""
+    return fn
+
+
+def script_method(fn):
+    return fn
+
+
+@contextlib.contextmanager
+def optimized_execution(should_optimize):
+    """TorchScript's optimizer switch: nothing to switch in eager mode."""
+    yield
+
+
+@contextlib.contextmanager
+def fuser(name):
+    """TorchScript's choice of fuser: nothing is fused in eager mode."""
+    yield
+
+
+def set_fusion_strategy(strategy):
+    return list(strategy)
+
+
+def enable_onednn_fusion(enabled: bool):
+    """Accepted: there is no oneDNN graph fusion to enable."""
+
+
+def onednn_fusion_enabled() -> bool:
+    return False
 
 
 def is_scripting() -> bool:

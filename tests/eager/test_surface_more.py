@@ -211,6 +211,10 @@ def test_jit_annotations_are_the_identity_and_flags_are_false():
     assert sg.jit.is_tracing() is False and torch.jit.is_tracing() is False
     assert sg.jit.Final[int] is not None and sg.jit.annotate(int, 3) == 3
     assert sg.jit.wait(sg.jit.fork(lambda a: a + 1, 1)) == 2
+    assert sg.jit.script_if_tracing(f) is f and sg.jit.onednn_fusion_enabled() is False
+    with sg.jit.optimized_execution(False), sg.jit.fuser("fuser1"):
+        assert sg.jit.script(f)(3) == 3
+    assert sg.jit.RecursiveScriptModule is sg.jit.ScriptModule
 
 
 def test_jit_save_load_round_trips_a_scripted_module(tmp_path):
