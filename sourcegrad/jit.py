@@ -20,6 +20,7 @@ needs a TorchScript program is refused by name:
 * `save(m, f)` / `load(f)` round-trip a scripted module through `sourcegrad.save` (the
   module is pickled, so its class must be importable when loading, and the file runs code
   when it is loaded: load only trusted files, as with `torch.load(weights_only=False)`).
+* `script`, `trace`, `save`, `load` and `freeze` give torch 2.13's DeprecationWarnings.
 * A TorchScript program's own members (`.graph`, `.code`, `.inlined_graph`, `freeze` of
   a graph, `CompilationUnit`) raise `JitUnsupportedError`.
 """
@@ -31,6 +32,7 @@ import copy
 import functools
 import pickle
 import typing
+import warnings
 
 from .errors import UnsupportedAPIError
 from .nn.modules.module import Module
@@ -79,6 +81,15 @@ class JitUnsupportedError(UnsupportedAPIError):
 
 class TracerWarning(Warning):
     """torch.jit's warning category (scripts filter it); sourcegrad's trace never gives it."""
+
+
+def _deprecated(name: str, advice: str = "Please switch to `torch.compile` or `torch.export`."):
+    # torch 2.13 warns so on each of these; scripts that filter the warning find it here too
+    warnings.warn(
+        f"`torch.jit.{name}` is deprecated. {advice}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def _no_torchscript(what: str):
@@ -190,6 +201,11 @@ def _script_module(module):
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """torch.jit.script: a Module gives a ScriptModule, a function a ScriptFunction, a
     class (a TorchScript class) itself; all run as the original (see the module doc)."""
+    _deprecated("script")
+    return _script(obj)
+
+
+def _script(obj):
     if isinstance(obj, Module):
         return _script_module(obj)
     if isinstance(obj, type):
@@ -220,20 +236,21 @@ def trace(
     _store_inputs=True,
 ):
     """torch.jit.trace: runs `func` once on the example inputs and returns it scripted."""
+    _deprecated("trace")
     if example_inputs is None and example_kwarg_inputs is None:
         raise RuntimeError("example_kwarg_inputs and example_inputs cannot both be None")
     if example_kwarg_inputs is not None:
         func(**example_kwarg_inputs)
     else:
         func(*_as_args(example_inputs))
-    return script(func)
+    return _script(func)
 
 
 def trace_module(mod, inputs, **kwargs):
     """torch.jit.trace_module: runs each named method on its inputs; returns mod scripted."""
     for method, example in inputs.items():
         getattr(mod, method)(*_as_args(example))
-    return script(mod)
+    return _script(mod)
 
 
 def ignore(drop=False, **kwargs):
@@ -334,6 +351,7 @@ def wait(future):
 
 def freeze(mod, preserved_attrs=None, optimize_numerics=True):
     """torch.jit.freeze: the module itself (it must be in eval mode, as torch asks)."""
+    _deprecated("freeze", "Please use `torch.compile` instead.")
     if not isinstance(mod, ScriptModule):
         raise RuntimeError(
             "Freezing expects a ScriptModule as input. Please use torch.jit.script or "
@@ -348,7 +366,14 @@ def freeze(mod, preserved_attrs=None, optimize_numerics=True):
 
 
 def optimize_for_inference(mod, other_methods=None):
-    return freeze(mod.eval() if mod.training else mod)
+    if mod.training:
+        mod = mod.eval()
+    if not isinstance(mod, ScriptModule):
+        raise RuntimeError(
+            "optimize_for_inference expects a ScriptModule as input. Please use "
+            "torch.jit.script or torch.jit.trace to script your 'nn.Module'."
+        )
+    return mod
 
 
 class CompilationUnit:
@@ -360,6 +385,7 @@ def save(m, f, _extra_files=None):
     """Write a scripted module so that `load` gives an equivalent one (see the module doc)."""
     from .serialization import save as save_object
 
+    _deprecated("save", "Please switch to `torch.export`.")
     if not isinstance(m, ScriptModule):
         raise AttributeError(f"'{type(m).__name__}' object has no attribute 'save'")
     try:
@@ -376,6 +402,7 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
     """Read a module `save` wrote, as a ScriptModule (it unpickles: trusted files only)."""
     from .serialization import load as load_object
 
+    _deprecated("load", "Please switch to `torch.export`.")
     loaded = load_object(f, map_location=map_location, weights_only=False)
     if not isinstance(loaded, Module):
         raise RuntimeError("torch.jit.load: the file does not hold a scripted module")

@@ -334,3 +334,30 @@ def test_schedule_without_warmup_warns_as_torch():
         warnings.simplefilter("always")
         sg.profiler.schedule(wait=1, warmup=0, active=1)
     assert any("won't be using warmup" in str(w.message) for w in caught)
+
+
+def deprecations(lib, tmp_path):
+    """The DeprecationWarning messages torch.jit's entry points give, in order."""
+    model = lib.nn.Linear(2, 2) if lib is torch else Net()
+    x = lib.ones(1, 2) if lib is torch else lib.ones(1, 3)
+    path = str(tmp_path / f"{lib.__name__}.pt")
+    seen = []
+    for step in ["script", "trace", "save", "load", "freeze"]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if step == "script":
+                scripted = lib.jit.script(model)
+            elif step == "trace":
+                lib.jit.trace(lambda v: v * 2, (x,))
+            elif step == "save":
+                lib.jit.save(scripted, path)
+            elif step == "load":
+                lib.jit.load(path)
+            else:
+                lib.jit.freeze(scripted.eval())
+        seen.append(sorted({str(w.message) for w in caught if w.category is DeprecationWarning}))
+    return seen
+
+
+def test_jit_entry_points_warn_torchs_deprecations(tmp_path):
+    assert deprecations(sg, tmp_path) == deprecations(torch, tmp_path)
