@@ -94,6 +94,9 @@ from .serialization import load, save  # noqa: E402,F401
 from .compiled.module import compile  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - sourcegrad.viz after a plain `import sourcegrad`
 from . import distributions  # noqa: E402,F401 - torch.distributions, on the eager Tensor
+from . import jit, profiler, testing  # noqa: E402,F401 - torch.jit, torch.profiler, torch.testing
+from . import export, hub, masked, onnx, sparse  # noqa: E402,F401 - importable, refused on use
+from .func import vmap  # noqa: E402,F401 - torch.vmap is torch.func.vmap
 
 
 def __getattr__(name):

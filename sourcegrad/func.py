@@ -56,6 +56,7 @@ __all__ = [
     "hessian",
     "vmap",
     "functional_call",
+    "stack_module_state",
 ]
 
 
@@ -603,3 +604,33 @@ def functional_call(
     finally:
         for table, attr, old in reversed(swapped):
             table[attr] = old
+
+
+# --- stack_module_state -----------------------------------------------------------------------
+
+
+def _stacked_leaf(tensors, name):
+    requires_grad = [t.requires_grad for t in tensors]
+    if any(requires_grad) and not all(requires_grad):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = shape_ops.stack(tensors)
+    # new leaves, unrelated to the models' parameters, that an optimizer can take directly
+    return result.detach().requires_grad_() if all(requires_grad) else result
+
+
+def stack_module_state(models):
+    """(params, buffers): each model's parameters and buffers stacked along a new first dim,
+    keyed by name, for ensembling with `vmap(functional_call ...)` (torch.func's)."""
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) != 1:
+        raise RuntimeError(
+            "stack_module_state: Expected all models to have the same training/eval mode."
+        )
+    if len({type(m) for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: _stacked_leaf([p[k] for p in all_params], k) for k in all_params[0]}
+    buffers = {k: _stacked_leaf([b[k] for b in all_buffers], k) for k in all_buffers[0]}
+    return params, buffers

@@ -2,7 +2,8 @@
 
 `table(torch)` takes the torch module (or None) and returns the markdown of the table: per
 area (tensor functions, Tensor methods, autograd, nn layers, losses, nn.functional, optim,
-schedulers, data, save/load, forward_ad, func, linalg, fft, special), how many of torch's
+schedulers, data, save/load, forward_ad, func, linalg, fft, special, testing, jit,
+profiler, nn.utils.parametrize/parametrizations/prune, optim.swa_utils), how many of torch's
 names sourcegrad has and which it lacks (the list, where it is short). Each area compares
 like with like: sourcegrad's public names of that kind against torch's.
 
@@ -13,6 +14,7 @@ so the table cannot go stale.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import pathlib
 import re
@@ -29,7 +31,8 @@ _NOT_API = re.compile(
     r"^(_.*|[A-Z][a-z]+Type|Callable|Optional|Any|Sequence|Mapping|DType|"
     r"Union|List|Tuple|Dict|has_torch_function.*|handle_torch_function|"
     r"boolean_dispatch|assert_int_or_pair|common_notes|cast|overload|"
-    r"warnings|torch|math|ref|SupportsFloat|TypeVar|NamedTuple|namedtuple)$"
+    r"warnings|torch|math|ref|SupportsFloat|TypeVar|NamedTuple|namedtuple|"
+    r"contextmanager|deepcopy|override|Literal|Iterator|TypeVarTuple|Unpack|ABC|Iterable|abstractmethod)$"
 )
 
 
@@ -107,6 +110,15 @@ def areas(torch):
     add("linalg", "torch.linalg", _is_function)
     add("fft", "torch.fft", _is_function)
     add("special", "torch.special", _is_function)
+    add("testing", "torch.testing", _is_function)
+    add("jit", "torch.jit", lambda n, o: callable(o))
+    add("profiler", "torch.profiler", lambda n, o: callable(o))
+    add("nn.utils.parametrize", "torch.nn.utils.parametrize", _is_function)
+    add("nn.utils.parametrizations", "torch.nn.utils.parametrizations", _is_function)
+    if torch is not None:
+        importlib.import_module("torch.nn.utils.prune")  # torch imports it on request only
+    add("nn.utils.prune", "torch.nn.utils.prune", lambda n, o: callable(o))
+    add("optim.swa_utils", "torch.optim.swa_utils", lambda n, o: callable(o))
     return made
 
 

@@ -110,6 +110,16 @@ EAGER_SIDE = {
     "accelerator",
     "distributed",
     "distributions",
+    "testing",
+    "jit",
+    "profiler",
+    # torch namespaces named only, refusing every use (`unsupported` makes their refusals)
+    "unsupported",
+    "onnx",
+    "hub",
+    "export",
+    "sparse",
+    "masked",
 }
 FLOORS = [
     # leaves: the helpers generated code imports, errors, parameter trees, the disk cache

@@ -2,7 +2,7 @@
 Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop, Adafactor) and `lr_scheduler`, on the eager Tensor.
 See `optimizer` for the shared machinery."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -33,4 +33,5 @@ __all__ = [
     "Rprop",
     "Adafactor",
     "lr_scheduler",
+    "swa_utils",
 ]

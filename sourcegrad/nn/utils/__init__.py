@@ -8,7 +8,7 @@ from .clip_grad import (
     clip_grads_with_norm_,
     get_total_norm,
 )
-from . import rnn
+from . import parametrizations, parametrize, prune, rnn
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
@@ -19,6 +19,9 @@ __all__ = [
     "clip_grads_with_norm_",
     "get_total_norm",
     "parameters_to_vector",
+    "parametrizations",
+    "parametrize",
+    "prune",
     "remove_spectral_norm",
     "remove_weight_norm",
     "rnn",
