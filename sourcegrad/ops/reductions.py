@@ -119,6 +119,10 @@ alias(
     torch=torch("AminBackward0", "amin"),
     props={"complex"},
 )
+# Over every element (axis None) with ddof >= N, var is inf (0 / 0: nan where all are equal), as
+# numpy and torch give it, and its gradient is torch's (var_backward): g * inf, nan where an
+# element is the mean; 2 |x - mean| / 0 is that. Over an axis torch divides by N - ddof as it
+# is (a finite gradient for ddof > N), and so do these rules. std's follows var's.
 # var and std of complex x are of |x - mean|: real. In torch's convention (ops/complex_values)
 # the gradient is 2 (x - mean) / (N - ddof) as for real x, so the rules (its conjugate) take
 # conj(x - mean), and the JVP is the real part of var_jvp's sum.
@@ -135,6 +139,14 @@ defvjp(
             else x - np.mean(x, axis=axis, keepdims=True)
         )
         / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
+        if axis is not None
+        else (g * 2.0)
+        * np.where(
+            x.size > ddof,
+            np.conj(x - np.mean(x)) if is_complex(x) else x - np.mean(x),
+            np.abs(x - np.mean(x)),
+        )
+        / np.maximum(x.size - ddof, 0)
     ),
     kind="reduction",
     methods=("var",),
@@ -163,11 +175,20 @@ defvjp(
             else np.expand_dims(g * (ans != 0) / np.where(ans == 0, 1.0, ans), axis)
         )
         * (
-            np.conj(x - np.mean(x, axis=axis, keepdims=True))
-            if is_complex(x)
-            else x - np.mean(x, axis=axis, keepdims=True)
+            (
+                np.conj(x - np.mean(x, axis=axis, keepdims=True))
+                if is_complex(x)
+                else x - np.mean(x, axis=axis, keepdims=True)
+            )
+            / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
+            if axis is not None
+            else np.where(
+                x.size > ddof,
+                np.conj(x - np.mean(x)) if is_complex(x) else x - np.mean(x),
+                np.abs(x - np.mean(x)),
+            )
+            / np.maximum(x.size - ddof, 0)
         )
-        / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
     ),
     kind="reduction",
     methods=("std",),
