@@ -87,6 +87,7 @@ _REFUSED_UNARY = {
     "torch_ceil": ("b", lambda d: not_implemented_for("ceil_vml_cpu", d)),
     "torch_trunc": ("b", lambda d: not_implemented_for("trunc_vml_cpu", d)),
     "torch_round": ("b", lambda d: not_implemented_for("round_vml_cpu", d)),
+    "frac": ("biu", lambda d: not_implemented_for("frac_cpu", d)),
     # (numpy's TypeError says the same; torch's is a RuntimeError)
     "negative": (
         "b",
@@ -185,6 +186,19 @@ def from_registry() -> dict:
         for name in names.function:
             made[name] = op
     return made
+
+
+HEAVISIDE = OpSpec("HeavisideBackward0", "np_heaviside")
+
+
+@surface.implements("np_heaviside")
+def heaviside(input, values):
+    """0 where input < 0, values where it is 0, 1 where it is > 0. Written here, before the
+    ops made from the registry, for torch's refusal of operands of two dtypes; its node has no
+    derivative (torch's backward raises, and so does the entry's rule)."""
+    if isinstance(values, Tensor) and input._data.dtype != values._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return binary_op(HEAVISIDE, np.heaviside, input, values, to_float=False)
 
 
 REGISTERED = from_registry()

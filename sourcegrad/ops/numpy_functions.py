@@ -1654,3 +1654,17 @@ EXAMPLES = {
     "np_convolve": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "same"), ex(arg(3), arg(5), "valid")],
     "np_correlate": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "full")],
 }
+
+
+# --- np.heaviside: torch has no derivative of it ------------------------------------------------
+# (piecewise constant in x, a selection in `values`; torch's backward raises, and so does this
+# rule's, when the gradient is made: an error, never a gradient torch would not give)
+defvjp(
+    "np_heaviside",
+    np.heaviside,
+    _func("heaviside"),
+    lambda g, ans, x, values: no_function_rule("heaviside (torch has none either)"),
+    lambda g, ans, x, values: no_function_rule("heaviside (torch has none either)"),
+    kind="elementwise",
+    torch=torch("HeavisideBackward0", "heaviside"),
+)

@@ -16,7 +16,7 @@ from ..runtime import (
     var_jvp,
 )
 from .examples import arg, ex
-from .registry import alias, defprimitive, defvjp, torch
+from .registry import Spelling, alias, defprimitive, defvjp, torch
 from .registry import func as _func
 from .registry import helper as _helper
 
@@ -276,3 +276,42 @@ EXAMPLES = {
     # (a second derivative through cumprod refuses, loudly: tests/compiler/ops/test_cumprod.py)
     "cumprod": [ex(arg(3, 4), hvp=False), ex(arg(3, 4), axis=0, hvp=False)],
 }
+
+
+# --- torch's scans numpy has no function for: logcumsumexp ------------------------------------
+
+
+def logcumsumexp(x, axis):
+    """torch.logcumsumexp: log(cumsum(exp(x))) along `axis`, without overflow (a running
+    logaddexp). An empty axis gives an empty result."""
+    return np.logaddexp.accumulate(x, axis=axis)
+
+
+
+# d ans_j / d x_i = exp(x_i - ans_j) for j >= i. The VJP sums g_j exp(x_i - ans_j) over j >= i,
+# the JVP t_i exp(x_i - ans_j) over i <= j; each in logs, with g (t) split into its positive
+# and negative parts (log of a negative number is not real), so nothing overflows: torch's
+# logcumsumexp_backward. (log 0 = -inf there adds nothing to the sum: no warning is a fault.)
+defvjp(
+    "logcumsumexp",
+    logcumsumexp,
+    Spelling("module", "sourcegrad.ops.reductions.logcumsumexp"),
+    lambda g, ans, x, axis: (
+        np.exp(
+            x
+            + np.flip(logcumsumexp(np.flip(np.log(np.maximum(g, 0.0)) - ans, axis), axis), axis)
+        )
+        - np.exp(
+            x
+            + np.flip(logcumsumexp(np.flip(np.log(np.maximum(-g, 0.0)) - ans, axis), axis), axis)
+        )
+    ),
+    jvps=(
+        lambda t, ans, x, axis: (
+            np.exp(logcumsumexp(np.log(np.maximum(t, 0.0)) + x, axis) - ans)
+            - np.exp(logcumsumexp(np.log(np.maximum(-t, 0.0)) + x, axis) - ans)
+        ),
+    ),
+    torch=torch("LogcumsumexpBackward0", "logcumsumexp", numpy=False),
+)
+EXAMPLES.update({"logcumsumexp": [ex(arg(3, 4), 1), ex(arg(5), 0), ex(arg(2, 3, 4), 0)]})
