@@ -511,7 +511,7 @@ defvjp(
     Spelling("module", "sourcegrad.ops.elementwise.frac"),
     lambda g, ans, x: g,
     kind="elementwise",
-    torch=torch("FracBackward0", "frac", inplace=("frac_",), keep_int=True),
+    torch=torch("FracBackward0", "frac", inplace=("frac_",), numpy=False, keep_int=True),
 )
 defvjp(
     "copysign",

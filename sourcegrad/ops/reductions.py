@@ -287,29 +287,71 @@ def logcumsumexp(x, axis):
     return np.logaddexp.accumulate(x, axis=axis)
 
 
-
-# d ans_j / d x_i = exp(x_i - ans_j) for j >= i. The VJP sums g_j exp(x_i - ans_j) over j >= i,
-# the JVP t_i exp(x_i - ans_j) over i <= j; each in logs, with g (t) split into its positive
-# and negative parts (log of a negative number is not real), so nothing overflows: torch's
-# logcumsumexp_backward. (log 0 = -inf there adds nothing to the sum: no warning is a fault.)
+# d ans_j / d x_i = exp(x_i - ans_j) for j >= i, at most 1 (ans_j >= x_i), 0 for j < i. The
+# rules form that matrix per slice, (..., i, j) with the axis moved last (x_i - ans_j set to 0
+# before exp where j < i, so nothing overflows, then masked: a selection, smooth to every
+# order, where log-domain sums of the positive and negative parts of g give NaN second
+# derivatives at g's zeros). It costs n * n per slice: no long scans.
 defvjp(
     "logcumsumexp",
     logcumsumexp,
     Spelling("module", "sourcegrad.ops.reductions.logcumsumexp"),
-    lambda g, ans, x, axis: (
-        np.exp(
-            x
-            + np.flip(logcumsumexp(np.flip(np.log(np.maximum(g, 0.0)) - ans, axis), axis), axis)
-        )
-        - np.exp(
-            x
-            + np.flip(logcumsumexp(np.flip(np.log(np.maximum(-g, 0.0)) - ans, axis), axis), axis)
-        )
+    lambda g, ans, x, axis: np.moveaxis(
+        np.sum(
+            np.exp(
+                np.where(
+                    np.triu(
+                        np.ones_like(
+                            np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                            - np.expand_dims(np.moveaxis(ans, axis, -1), -2)
+                        )
+                    )
+                    > 0,
+                    np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                    - np.expand_dims(np.moveaxis(ans, axis, -1), -2),
+                    0.0,
+                )
+            )
+            * np.triu(
+                np.ones_like(
+                    np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                    - np.expand_dims(np.moveaxis(ans, axis, -1), -2)
+                )
+            )
+            * np.expand_dims(np.moveaxis(g, axis, -1), -2),
+            axis=-1,
+        ),
+        -1,
+        axis,
     ),
     jvps=(
-        lambda t, ans, x, axis: (
-            np.exp(logcumsumexp(np.log(np.maximum(t, 0.0)) + x, axis) - ans)
-            - np.exp(logcumsumexp(np.log(np.maximum(-t, 0.0)) + x, axis) - ans)
+        lambda t, ans, x, axis: np.moveaxis(
+            np.sum(
+                np.exp(
+                    np.where(
+                        np.triu(
+                            np.ones_like(
+                                np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                                - np.expand_dims(np.moveaxis(ans, axis, -1), -2)
+                            )
+                        )
+                        > 0,
+                        np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                        - np.expand_dims(np.moveaxis(ans, axis, -1), -2),
+                        0.0,
+                    )
+                )
+                * np.triu(
+                    np.ones_like(
+                        np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                        - np.expand_dims(np.moveaxis(ans, axis, -1), -2)
+                    )
+                )
+                * np.expand_dims(np.moveaxis(t, axis, -1), -1),
+                axis=-2,
+            ),
+            -1,
+            axis,
         ),
     ),
     torch=torch("LogcumsumexpBackward0", "logcumsumexp", numpy=False),
