@@ -188,7 +188,7 @@ def from_registry() -> dict:
     return made
 
 
-HEAVISIDE = OpSpec("HeavisideBackward0", "np_heaviside")
+HEAVISIDE = OpSpec.of("np_heaviside")
 
 
 @surface.implements("np_heaviside")

@@ -38,8 +38,8 @@ from .views import expand_to, movedim, reshape
 
 _wrap = Tensor._make
 
-LOGCUMSUMEXP = OpSpec("LogcumsumexpBackward0", "logcumsumexp", n_arrays=1)
-DIAG_EMBED = OpSpec("DiagEmbedBackward0", "diag_embed", n_arrays=1)
+LOGCUMSUMEXP = OpSpec.of("logcumsumexp", n_arrays=1)
+DIAG_EMBED = OpSpec.of("diag_embed", n_arrays=1)
 ROT90 = OpSpec("Rot90Backward0", "np_rot90", n_arrays=1)
 
 
@@ -58,8 +58,9 @@ def logcumsumexp(input, dim):
     if d.dtype.kind not in "fc":
         raise not_implemented_for("logcumsumexp_out_cpu", d.dtype)
     axis = _dim(dim, d.ndim)
-    line = d.reshape(1) if d.ndim == 0 else d
-    out = _wrap(result(ops_reductions.logcumsumexp(line, axis).reshape(d.shape)))
+    if d.ndim == 0:  # (the scan of one element: the rules read an axis)
+        return reshape(logcumsumexp(reshape(input, (1,)), 0), ())
+    out = _wrap(result(ops_reductions.logcumsumexp(d, axis)))
     if needs_grad(input):
         record(LOGCUMSUMEXP, out, (input,), {"axis": axis})
     return out
@@ -173,8 +174,9 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(input, q, dim, keepdim, interpolation, name, ignore_nan):
     """torch's quantile: sort along dim (NaN last), then interpolate between the order
     statistics below and above q * (n - 1), n the slice's count (of its non-NaN values for
-    nanquantile); NaN where a slice has a NaN (quantile) or only NaNs (nanquantile). The
-    gradient goes through the sort to the two elements, weighted as the interpolation is."""
+    nanquantile); a slice with a NaN (quantile) or only NaNs (nanquantile) picks a NaN, as
+    torch's ranks do. The gradient goes through the sort to the elements picked, weighted as
+    the interpolation is."""
     d = input._data
     if d.dtype.kind != "f":
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
@@ -197,8 +199,10 @@ def _quantile(input, q, dim, keepdim, interpolation, name, ignore_nan):
         raise IndexError(f"{name}() input tensor must be non-empty")
     ordered = sort(x, -1)[0]  # (NaN last)
     nans = np.isnan(np.asarray(ordered._data)).sum(axis=-1, keepdims=True)
-    n = ordered._data.shape[-1] - (nans if ignore_nan else 0)
+    n = ordered._data.shape[-1] - (nans if ignore_nan else 0 * nans)
     position = qs.reshape(-1) * np.maximum(n - 1, 0)  # (batch..., number of q)
+    if not ignore_nan:  # a slice with a NaN: its last element, a NaN (torch's rank)
+        position = np.where(nans > 0, ordered._data.shape[-1] - 1, position)
     below = np.floor(position)
     above = np.ceil(position)
     weight = position - below
@@ -214,10 +218,6 @@ def _quantile(input, q, dim, keepdim, interpolation, name, ignore_nan):
     lo = pick(ordered, "IndexBackward0", along_index(below.astype(np.int64), last, last + 1))
     hi = pick(ordered, "IndexBackward0", along_index(above.astype(np.int64), last, last + 1))
     out = add(lo, mul(sub(hi, lo), _wrap(weight.astype(d.dtype))))
-    # a slice with a NaN (nanquantile: only NaNs) has a NaN quantile
-    undefined = (nans == ordered._data.shape[-1]) if ignore_nan else (nans > 0)
-    if undefined.any():
-        out = add(out, _wrap(np.where(undefined, np.nan, 0.0).astype(d.dtype)))
     # out is (batch..., number of q): q's dim first, as torch gives it, or none for a scalar q
     out = movedim(out, -1, 0) if qs.ndim else reshape(out, out._data.shape[:-1])
     if keepdim:
@@ -288,7 +288,7 @@ def unfold(self, dimension, size, step):
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     if d.ndim == 0:
-        return pick(self, "UnfoldBackward0", (np.zeros(1, np.int64),))
+        return reshape(self, (1,))
     windows = (length - size) // step + 1
     # one advanced index per dim, broadcast to the result's (..., windows, ..., size) shape
     key = []
