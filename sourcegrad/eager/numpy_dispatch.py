@@ -35,6 +35,7 @@ from . import (
     shape_ops,
     surface,
     tensor_math,
+    torch_extras,  # noqa: F401 - its ops' numpy functions (np.rot90)
     vector_ops,
     views,
 )

@@ -239,7 +239,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 # --- shapes -------------------------------------------------------------------------------------
 
 
-@export("rot90")
+@export("rot90", numpy=(np.rot90,))
 def rot90(input, k=1, dims=(0, 1)):
     """input rotated k quarter turns in the plane dims, from dims[0] toward dims[1]."""
     dims = tuple(dims)
