@@ -229,7 +229,9 @@ def round(input, *, decimals=None):  # noqa: A001 - torch's name
         return round0(input)
     if input._data.dtype.kind in "biu":
         # (torch: round(decimals=0) is another kernel, round_vml_cpu, than other decimals)
-        raise not_implemented_for("round_vml_cpu" if decimals == 0 else "round_cpu", input._data.dtype)
+        raise not_implemented_for(
+            "round_vml_cpu" if decimals == 0 else "round_cpu", input._data.dtype
+        )
     out = _wrap(_result(np.round(input._data, decimals)))
     if _needs_grad(input):
         record(cached_spec("RoundBackward1", "torch_round"), out, (input,))

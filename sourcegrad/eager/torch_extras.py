@@ -25,9 +25,9 @@ import numpy as np
 from ..ops import reductions as ops_reductions
 from ..ops import shape as ops_shape
 from .arithmetic import add, mul, not_implemented_for, sub
-from .inplace import copy_
 from .elementwise import copysign, heaviside
 from .indexing import pick, sort
+from .inplace import copy_
 from .operands import along_index, needs_grad, result, return_types, wrap_dim
 from .products import bmm
 from .reductions import amax, amin
@@ -398,4 +398,3 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
             f"boundaries tensor must be 1 dimension, but got dim({boundaries._data.ndim})"
         )
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
-

@@ -1,4 +1,9 @@
-"""Elementwise ops: operators, functions of one and two arguments, comparisons."""
+"""Elementwise ops: operators, functions of one and two arguments, comparisons, and torch's
+elementwise functions numpy spells otherwise (frac, copysign).
+
+Why one module: ~530 lines of entries of one family, whose example inputs (`EXAMPLES`) and
+shared tables (`_UNARY`, the math-module spellings) sit beside them.
+"""
 
 from __future__ import annotations
 
@@ -522,4 +527,6 @@ defvjp(
     kind="elementwise",
     torch=torch("CopysignBackward0", "copysign"),
 )
-EXAMPLES.update({"frac": unary("off_integers"), "copysign": binary("away_from_zero", "away_from_zero")})
+EXAMPLES.update(
+    {"frac": unary("off_integers"), "copysign": binary("away_from_zero", "away_from_zero")}
+)
