@@ -26,7 +26,7 @@ from ..ops import reductions as ops_reductions
 from ..ops import shape as ops_shape
 from .arithmetic import add, mul, not_implemented_for, sub
 from .elementwise import copysign, heaviside
-from .indexing import pick, sort
+from .indexing import diagonal, pick, sort
 from .inplace import copy_
 from .operands import along_index, needs_grad, result, return_types, wrap_dim
 from .products import bmm
@@ -274,6 +274,11 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     return out
 
 
+# np.diagonal(tensor) is torch's diagonal (the same arguments): diag_embed's VJP calls it on
+# Tensors under create_graph
+export(methods=(), numpy=(np.diagonal,))(diagonal)
+
+
 @export(methods=("unfold",))
 def unfold(self, dimension, size, step):
     """Tensor.unfold: the windows of `size` elements along `dimension`, every `step`, as a
@@ -358,7 +363,7 @@ def _integers(found, out_int32):
     return _wrap(result(found, np.int32 if out_int32 else np.int64))
 
 
-@export("searchsorted")
+@export("searchsorted", methods=())
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
     """Where each value would go in the sorted innermost dim of sorted_sequence to keep it
     sorted (after equal elements for right=True / side='right')."""
@@ -389,7 +394,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return _integers(found.reshape(values.shape), out_int32)
 
 
-@export("bucketize")
+@export("bucketize", methods=())
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     """The bucket of each element between the sorted 1-d boundaries (boundaries[i-1] < x <=
     boundaries[i]; < with right=True)."""

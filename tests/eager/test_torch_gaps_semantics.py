@@ -129,3 +129,17 @@ def test_scan_with_a_small_dtype_wraps_in_it_as_torch(name):
     (_, y), (_, ty) = _both(lambda m, x: getattr(m, name)(x, 0, dtype=m.int8), [100] * 3, "int64")
     _same(y, ty)
     assert np.asarray(y).tolist() == ty.tolist() != [100, 200, 300]
+
+
+def test_the_compiler_shares_the_fixed_rules():
+    """nanmean's and var's rules are the registry's: compiled gradients give torch's too."""
+    x = np.array([[np.nan, np.nan], [1.0, np.nan], [1.0, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = sg.grad(lambda a: np.sum(np.nanmean(a, axis=1)))(x)
+        _, theirs = _grads(lambda m, t: m.nanmean(t, 1), x)
+        np.testing.assert_array_equal(compiled, theirs)
+        value = np.array([1.0, 2.0, 4.0])
+        compiled = sg.grad(lambda a: np.var(a, ddof=4))(value)
+        _, theirs = _grads(lambda m, t: m.var(t, correction=4), value)
+        np.testing.assert_array_equal(compiled, theirs)
