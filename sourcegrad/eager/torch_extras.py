@@ -22,12 +22,13 @@ import collections
 
 import numpy as np
 
+from ..errors import NoRuleError
 from ..ops import reductions as ops_reductions
 from ..ops import shape as ops_shape
-from .arithmetic import add, mul, not_implemented_for, sub
+from .arithmetic import add, div, mul, not_implemented_for, sub
 from .elementwise import copysign, heaviside
-from .indexing import diagonal, pick, sort
-from .inplace import copy_
+from .indexing import diagonal, index_array, pick, sort
+from .inplace import copy_, scatter_add_
 from .operands import along_index, needs_grad, result, return_types, wrap_dim
 from .products import bmm
 from .reductions import amax, amin
@@ -338,6 +339,93 @@ def heaviside_(self, values):
 @export(methods=("copysign_",))
 def copysign_(self, other):
     return copy_(self, copysign(self, other))
+
+
+# --- scatter_reduce -----------------------------------------------------------------------------
+
+_SCATTER_REDUCE = {
+    "sum": np.add,
+    "prod": np.multiply,
+    "mean": np.add,
+    "amax": np.maximum,
+    "amin": np.minimum,
+}
+
+
+def _scattered(self, dim, index, src, reduce, include_self):
+    """The numbers of scatter_reduce (numpy: ufunc.at), the index key, the count of values
+    each element of the result combines, and which elements some index names."""
+    d = self._data
+    axis = _dim(dim, d.ndim)
+    idx = index_array(index)
+    key = along_index(idx, axis, d.ndim)
+    values = src._data[tuple(slice(0, n) for n in idx.shape)]
+    named = np.zeros(d.shape, bool)
+    named[key] = True
+    counts = np.zeros(d.shape, np.int64)
+    np.add.at(counts, key, 1)
+    out = d.copy()
+    ufunc = _SCATTER_REDUCE[reduce]
+    if not include_self:  # (the named elements start from the reduction's identity)
+        if reduce in ("amax", "amin"):
+            kind = np.finfo if d.dtype.kind == "f" else np.iinfo
+            out[named] = kind(d.dtype).min if reduce == "amax" else kind(d.dtype).max
+            if d.dtype.kind == "f":
+                out[named] = -np.inf if reduce == "amax" else np.inf
+        else:
+            out[named] = 1 if reduce == "prod" else 0
+    ufunc.at(out, key, values.astype(d.dtype))
+    if include_self:
+        counts += 1
+    if reduce == "mean":
+        total = np.maximum(counts, 1)
+        out = np.where(named | include_self, out, d)
+        out = (out // total if d.dtype.kind in "iub" else out / total).astype(d.dtype)
+    return out, key, counts, named, idx
+
+
+@export("scatter_reduce")
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """input with src's values reduced into it at index along dim (sum, prod, mean, amax,
+    amin; with include_self=False input's own value takes no part where some index names it).
+    Its gradient is torch's, made of differentiable ops: the masked input plus a scatter_add of
+    src (divided by the counts for mean; for amax/amin each value equal to the result gets an
+    equal share). prod's has no rule here: it raises NoRuleError."""
+    if reduce not in _SCATTER_REDUCE:
+        raise RuntimeError(
+            f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+        )
+    out, key, counts, named, idx = _scattered(input, dim, index, src, reduce, include_self)
+    if not needs_grad(input, src):
+        return _wrap(result(out))
+    if reduce == "prod":
+        raise NoRuleError("scatter_reduce(reduce='prod') has no derivative rule")
+    src = src[tuple(slice(0, n) for n in idx.shape)] if src._data.shape != idx.shape else src
+    own = ~named if not include_self else np.ones(named.shape, bool)
+    dtype = input._data.dtype
+    if reduce in ("amax", "amin"):
+        # only the values equal to the result take part, each by 1 / their number; torch counts
+        # input's equal value among them even where include_self=False leaves it out (its
+        # share then goes nowhere): so do these counts
+        equal = input._data == out
+        own = own & equal
+        taking = src._data == out[key]
+        counts = equal + np.bincount(
+            np.ravel_multi_index(key, out.shape).reshape(-1),
+            taking.reshape(-1),
+            minlength=out.size,
+        ).reshape(out.shape).astype(np.int64)
+        src = mul(src, _wrap(taking.astype(dtype)))
+    combined = scatter_add_(mul(input, _wrap(own.astype(dtype))), dim, _wrap(idx), src)
+    if reduce != "sum":
+        combined = div(combined, _wrap(np.maximum(counts, 1).astype(dtype)))
+    # (the exact numbers of ufunc.at; the sums above carry the gradient)
+    return add(combined, _wrap(result(out - combined._data)))
+
+
+@export(methods=("scatter_reduce_",))
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    return copy_(self, scatter_reduce(self, dim, index, src, reduce, include_self=include_self))
 
 
 # --- integer helpers (no gradient) --------------------------------------------------------------

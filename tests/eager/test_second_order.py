@@ -666,6 +666,16 @@ CASES = [
         lambda T, F, c, a, b: T.baddbmm(c, a, b, beta=0.5, alpha=2.0) * c,
         [arr(2, 2), arr(3, 2, 4), arr(3, 4, 2)],
     ),
+    (
+        "scatter_reduce",
+        lambda T, F, a, b: T.scatter_reduce(a, 1, T.tensor([[0, 2, 0]]), b * b, "mean") * a,
+        [arr(1, 3), arr(1, 3)],
+    ),
+    (
+        "Tensor.scatter_reduce_",
+        lambda T, F, a, b: (a * 1).scatter_reduce_(1, T.tensor([[1, 1, 0]]), b * a, "amax") * b,
+        [arr(1, 3), arr(1, 3)],
+    ),
     # (self not differentiated: torch's copysign_ needs the self it overwrites)
     (
         "Tensor.copysign_",

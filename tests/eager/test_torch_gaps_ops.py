@@ -267,3 +267,45 @@ def test_searchsorted_and_bucketize():
     for kw in ({}, {"right": True}, {"out_int32": True}):
         agree(lambda m, a, b: m.bucketize(a, b, **kw), v, s)
     agree(lambda m, a, b: m.bucketize(a, b), [0.5, 3.0, 3.5], [1.0, 3.0])
+
+
+# --- scatter_reduce ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
+def test_scatter_reduce(reduce, include_self):
+    x = np.array([[1.0, 5.0, 2.0, 2.0], [3.0, 3.0, 0.0, 1.0]])  # (ties: amax/amin share)
+    index = np.array([[0, 1, 0], [2, 2, 3]])
+    src = np.array([[5.0, 2.0, 1.0], [3.0, 3.0, 4.0]])
+
+    def fn(m, a, s, i):
+        return m.scatter_reduce(a, 1, i, s, reduce, include_self=include_self)
+
+    agree(fn, x, src, index)
+    agree(
+        lambda m, a, s, i: a.scatter_reduce(1, i, s, reduce, include_self=include_self),
+        x,
+        src,
+        index,
+    )
+    agree(lambda m, a, s, i: (a * 1).scatter_reduce_(1, i, s, reduce), x, src, index)
+    # integers: values only (mean divides with the floor, as torch)
+    agree(fn, x.astype(np.int64) * 3, src.astype(np.int64), index)
+
+
+def test_scatter_reduce_prod_values_and_refused_gradient():
+    x, index, src = np.array([1.0, 2.0, 3.0]), np.array([0, 0, 2]), np.array([2.0, 5.0, 4.0])
+    for include_self in (True, False):
+        agree(
+            lambda m, a, s, i: m.scatter_reduce(a, 0, i, s, "prod", include_self=include_self),
+            x,
+            src,
+            index,
+            grad=False,
+        )
+    with pytest.raises(NoRuleError, match="prod"):
+        sg.scatter_reduce(
+            sg.tensor(x, requires_grad=True), 0, sg.tensor(index), sg.tensor(src), "prod"
+        )
+    raises_as_torch(lambda m, a, i: m.scatter_reduce(a, 0, i, a, "foo"), x, index)
