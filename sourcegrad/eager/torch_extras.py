@@ -1,19 +1,21 @@
 """torch functions numpy lacks or spells otherwise, as eager ops: logcumsumexp, cummax/cummin,
-aminmax, mode, quantile/nanquantile, rot90, diag_embed, Tensor.unfold, baddbmm, heaviside,
-copysign_ and the integer helpers bincount, searchsorted, bucketize.
+aminmax, mode, quantile/nanquantile, rot90, diag_embed, Tensor.unfold, baddbmm, scatter_reduce,
+heaviside_, copysign_ and the integer helpers bincount, searchsorted, bucketize.
 
 Each records the registry's rules, as torch records its node: its own entry where it has one
-(logcumsumexp, diag_embed, np_rot90, np_heaviside), else the getitem rule of the elements it
-picks (cummax, mode, unfold: each value's gradient goes to its index, summed where an index
-repeats, as torch's scatter-add backward) or the ops it is made of (quantile: sort, then a
-linear interpolation of two order statistics; aminmax: amin and amax; baddbmm: bmm, mul,
-add). bincount, searchsorted and bucketize give integers: no gradient.
+(logcumsumexp, diag_embed, np_rot90), else the getitem rule of the elements it picks (cummax,
+mode, unfold: each value's gradient goes to its index, summed where an index repeats, as
+torch's scatter-add backward) or the ops it is made of (quantile: sort, then a linear
+interpolation of two order statistics; aminmax: amin and amax; baddbmm: bmm, mul, add;
+scatter_reduce: index_put, mul, div). bincount, searchsorted and bucketize give integers: no
+gradient. The index computations (cummax's running index, mode, quantile's ranks,
+scatter_reduce's counts) run in numpy: CPU tensors.
 
-Why one module: ~450 lines of torch's extra functions, each small, sharing the argument
+Why one module: ~490 lines of torch's extra functions, each small, sharing the argument
 checks (`_dim`) and the picking helpers.
 
-Imports: `arithmetic`, `copies`, `indexing`, `products`, `reductions`, `views`, `operands`,
-`spec`, `tensor`, `surface` and the leaves.
+Imports: `arithmetic`, `elementwise`, `indexing`, `inplace`, `products`, `reductions`,
+`views`, `operands`, `spec`, `tensor`, `surface`, the registry's family modules and `errors`.
 """
 
 from __future__ import annotations
