@@ -69,20 +69,15 @@ def make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
     return op
 
 
-# torch's kernels of two inputs that refuse some kinds of their operands' common dtype (before
-# any cast to float): {registry entry: (the kinds refused, the error for a numpy dtype)}
+# torch's kernels that refuse some kinds of dtype numpy computes: of two inputs, of their
+# operands' common dtype (before any cast to float); of one input, of its dtype (floor of a
+# bool, -bool). {registry entry: (the kinds refused, the error for a numpy dtype)}
 _REFUSED = {
     "maximum": ("c", lambda d: RuntimeError("maximum not implemented for complex tensors.")),
     "minimum": ("c", lambda d: RuntimeError("minimum not implemented for complex tensors.")),
     "arctan2": ("c", lambda d: not_implemented_for("atan2_cpu", d)),
     "hypot": ("biuc", lambda d: not_implemented_for("hypot_cpu", d)),
     "logaddexp": ("biu", lambda d: not_implemented_for("logaddexp_cpu", d)),
-}
-
-
-# torch's kernels of one input that refuse some dtypes numpy computes (floor of a bool, -bool):
-# {registry entry: (the kinds refused, the error for a numpy dtype)}
-_REFUSED_UNARY = {
     "torch_floor": ("b", lambda d: not_implemented_for("floor_vml_cpu", d)),
     "torch_ceil": ("b", lambda d: not_implemented_for("ceil_vml_cpu", d)),
     "torch_trunc": ("b", lambda d: not_implemented_for("trunc_vml_cpu", d)),
@@ -101,9 +96,9 @@ _REFUSED_UNARY = {
 
 def refusing(rule_name, fn):
     """fn, refusing first the dtypes torch's kernel of `rule_name` has no implementation for
-    (`_REFUSED_UNARY`); fn itself where torch refuses none. The in-place variant calls the
+    (`_REFUSED`); fn itself where torch refuses none. The in-place variant calls the
     same function (`op.np_fn`), so `x.floor_()` refuses as `x.floor()` does."""
-    refused = _REFUSED_UNARY.get(rule_name)
+    refused = _REFUSED.get(rule_name)
     if refused is None:
         return fn
     kinds, error = refused
