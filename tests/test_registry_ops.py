@@ -115,6 +115,11 @@ ROWS = {
     "var": Row(normal, numpy_like=lambda T, x: T.var(x, correction=0)),
     "std": Row(normal, numpy_like=lambda T, x: T.std(x, correction=0)),
     "cumsum": Row(normal, 1),
+    # torch's functions numpy lacks (tests/eager/test_torch_gaps_ops.py tries more forms)
+    "frac": off_integers,
+    "copysign": lambda r: (away_from_zero(r), away_from_zero(r)[0]),
+    "logcumsumexp": Row(normal, 1),
+    "diag_embed": normal,
     "cumprod": Row(normal, 1),
     "logsumexp": Row(normal, 1),
     "softmax": Row(normal, 1),
@@ -175,6 +180,7 @@ SCIPY_ROWS = {
 # and tests/compiler/ops/test_numpy_functions.py
 ELSEWHERE = {
     "einsum",
+    "np_heaviside",  # (no derivative, as torch: tests/eager/test_torch_gaps_ops.py)
     "scipy_polygamma",
     "scipy_multigammaln",
     "scipy_zeta",

@@ -69,15 +69,47 @@ def make_unary(node_name, rule_name, fn, keep_int=False, doc=""):
     return op
 
 
-# torch's kernels of two inputs that refuse some kinds of their operands' common dtype (before
-# any cast to float): {registry entry: (the kinds refused, the error for a numpy dtype)}
+# torch's kernels that refuse some kinds of dtype numpy computes: of two inputs, of their
+# operands' common dtype (before any cast to float); of one input, of its dtype (floor of a
+# bool, -bool). {registry entry: (the kinds refused, the error for a numpy dtype)}
 _REFUSED = {
     "maximum": ("c", lambda d: RuntimeError("maximum not implemented for complex tensors.")),
     "minimum": ("c", lambda d: RuntimeError("minimum not implemented for complex tensors.")),
     "arctan2": ("c", lambda d: not_implemented_for("atan2_cpu", d)),
     "hypot": ("biuc", lambda d: not_implemented_for("hypot_cpu", d)),
     "logaddexp": ("biu", lambda d: not_implemented_for("logaddexp_cpu", d)),
+    "torch_floor": ("b", lambda d: not_implemented_for("floor_vml_cpu", d)),
+    "torch_ceil": ("b", lambda d: not_implemented_for("ceil_vml_cpu", d)),
+    "torch_trunc": ("b", lambda d: not_implemented_for("trunc_vml_cpu", d)),
+    "torch_round": ("b", lambda d: not_implemented_for("round_vml_cpu", d)),
+    "frac": ("biu", lambda d: not_implemented_for("frac_cpu", d)),
+    # (numpy's TypeError says the same; torch's is a RuntimeError)
+    "negative": (
+        "b",
+        lambda d: RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead."
+        ),
+    ),
 }
+
+
+def refusing(rule_name, fn):
+    """fn, refusing first the dtypes torch's kernel of `rule_name` has no implementation for
+    (`_REFUSED`); fn itself where torch refuses none. The in-place variant calls the
+    same function (`op.np_fn`), so `x.floor_()` refuses as `x.floor()` does."""
+    refused = _REFUSED.get(rule_name)
+    if refused is None:
+        return fn
+    kinds, error = refused
+
+    def checked(d):
+        if d.dtype.kind in kinds:
+            raise error(d.dtype)
+        return fn(d)
+
+    checked.__name__ = getattr(fn, "__name__", rule_name)
+    return checked
 
 
 def make_binary(node_name, rule_name, fn, keep_int=False):
@@ -120,7 +152,8 @@ def op_of_entry(entry):
             "write it by hand and mark it @surface.implements(..., inplace=True)"
         )
     make = make_unary if len(entry.params) == 1 else make_binary
-    op = make(names.node, entry.name, entry.fn, names.keep_int)
+    fn = refusing(entry.name, entry.fn) if len(entry.params) == 1 else entry.fn
+    op = make(names.node, entry.name, fn, names.keep_int)
     op.__name__ = op.__qualname__ = (names.function or names.special)[0]
     op.entry = entry
     return op
@@ -150,6 +183,19 @@ def from_registry() -> dict:
     return made
 
 
+HEAVISIDE = OpSpec.of("np_heaviside")
+
+
+@surface.implements("np_heaviside")
+def heaviside(input, values):
+    """0 where input < 0, values where it is 0, 1 where it is > 0. Written here, before the
+    ops made from the registry, for torch's refusal of operands of two dtypes; its node has no
+    derivative (torch's backward raises, and so does the entry's rule)."""
+    if isinstance(values, Tensor) and input._data.dtype != values._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return binary_op(HEAVISIDE, np.heaviside, input, values, to_float=False)
+
+
 REGISTERED = from_registry()
 for _op in dict.fromkeys(REGISTERED.values()):
     surface.add_entry(_op.entry, _op)
@@ -157,7 +203,9 @@ globals().update(REGISTERED)  # this module's own names: elementwise.exp, .sigmo
 # (named here too for the functions that call them: rdiv, max and min)
 reciprocal = REGISTERED["reciprocal"]
 maximum, minimum = REGISTERED["maximum"], REGISTERED["minimum"]
-round0 = make_unary("RoundBackward0", "torch_round", np.round, keep_int=True)
+round0 = make_unary(
+    "RoundBackward0", "torch_round", refusing("torch_round", np.round), keep_int=True
+)
 positive = export("positive", methods=())(
     make_unary("PositiveBackward0", "positive", np.positive, keep_int=True)
 )
@@ -171,9 +219,14 @@ def rdiv(input, other):
 
 
 @export("round")
-def round(input, *, decimals=0):  # noqa: A001 - torch's name
-    if decimals == 0:
+def round(input, *, decimals=None):  # noqa: A001 - torch's name
+    if decimals is None:
         return round0(input)
+    if input._data.dtype.kind in "biu":
+        # (torch: round(decimals=0) is another kernel, round_vml_cpu, than other decimals)
+        raise not_implemented_for(
+            "round_vml_cpu" if decimals == 0 else "round_cpu", input._data.dtype
+        )
     out = _wrap(_result(np.round(input._data, decimals)))
     if _needs_grad(input):
         record(cached_spec("RoundBackward1", "torch_round"), out, (input,))

@@ -36,6 +36,7 @@ from . import (  # noqa: F401 - fft, vector_ops: their ops' surface
     special,
     surface,
     tensor_math,
+    torch_extras,
     vector_ops,
 )
 from .devices import CPU, DEVICE_TYPES

@@ -35,6 +35,7 @@ from . import (
     shape_ops,
     surface,
     tensor_math,
+    torch_extras,  # noqa: F401 - its ops' numpy functions (np.rot90)
     vector_ops,
     views,
 )
@@ -198,7 +199,8 @@ def _argmin(a, axis=None, out=None, keepdims=False):
 
 
 def _round(a, decimals=0, out=None):
-    return tensor_math.round(a, decimals=decimals)
+    # (torch's round(decimals=0) refuses integers, numpy's np.round(ints) keeps them)
+    return tensor_math.round(a) if decimals == 0 else tensor_math.round(a, decimals=decimals)
 
 
 def _take_along_axis(arr, indices, axis):

@@ -223,7 +223,18 @@ def _return_type(name):
     return type(name, (_ReturnType,), {"_name": name})
 
 
-_RETURN_TYPES = ("max", "min", "sort", "topk", "kthvalue", "mode", "median", "nanmedian")
+_RETURN_TYPES = (
+    "max",
+    "min",
+    "sort",
+    "topk",
+    "kthvalue",
+    "mode",
+    "median",
+    "nanmedian",
+    "cummax",
+    "cummin",
+)
 return_types = collections.namedtuple("return_types", _RETURN_TYPES)(
     *(_return_type(n) for n in _RETURN_TYPES)
 )

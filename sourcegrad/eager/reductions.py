@@ -25,7 +25,7 @@ import numpy as np
 from ..ops import RULES
 from ..ops import nn as ops_nn
 from . import devices, dtypes, surface
-from .arithmetic import not_a_tensor
+from .arithmetic import not_a_tensor, not_implemented_for
 from .dual_state import DUAL, any_tangent
 from .elementwise import maximum, minimum
 from .grad_mode import STATE
@@ -185,6 +185,7 @@ def _max_min(x, dim, keepdim, other, kwargs, which):
     axis = _axis(dim, x._data.ndim, kwargs)
     keepdim = _keepdim(keepdim, kwargs)
     d = x._data
+    refuse_empty_dim(which, d, axis)
     if d.ndim == 0:
         idx = devices.xp_of(d).zeros_like(d, np.int64)
         values = _pick(x, "MaxBackward0" if which == "max" else "MinBackward0", ())
@@ -197,6 +198,22 @@ def _max_min(x, dim, keepdim, other, kwargs, which):
         idx = idx.squeeze(axis)
     values = _pick(x, "MaxBackward0" if which == "max" else "MinBackward0", index)
     return getattr(return_types, which)(values, _wrap(_result(idx, np.int64)))
+
+
+def refuse_empty_dim(name, d, axis):
+    """torch's IndexError for a max/min/argmax/argmin/amax/amin over a dim of size 0 (numpy's
+    is a ValueError): torch has no identity to give the empty slices."""
+    if d.size:
+        return
+    if axis is None:
+        if d.size == 0:
+            raise IndexError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+            )
+        return
+    for a in axis if isinstance(axis, tuple) else (axis,):
+        if d.shape[a] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
 
 
 @implements("max")
@@ -213,18 +230,23 @@ def min(input, dim=None, keepdim=False, *, other=None, **kwargs):  # noqa: A001
 @implements("amax")
 def amax(input, dim=(), keepdim=False, **kwargs):
     dim = None if dim == () or dim == [] else dim
+    if dim is not None:
+        refuse_empty_dim("amax", input._data, _axis(dim, input._data.ndim))
     return _reduce(AMAX, AMAX, np.ndarray.max, input, dim, keepdim, kwargs)
 
 
 @implements("amin")
 def amin(input, dim=(), keepdim=False, **kwargs):
     dim = None if dim == () or dim == [] else dim
+    if dim is not None:
+        refuse_empty_dim("amin", input._data, _axis(dim, input._data.ndim))
     return _reduce(AMIN, AMIN, np.ndarray.min, input, dim, keepdim, kwargs)
 
 
 @export("argmax")
 def argmax(input, dim=None, keepdim=False):
     d = input._data
+    refuse_empty_dim("argmax", d, None if dim is None else _axis(dim, d.ndim))
     if dim is None:
         out = np.argmax(d)
         return _wrap(_result(np.reshape(out, (1,) * d.ndim) if keepdim else out, np.int64))
@@ -235,6 +257,7 @@ def argmax(input, dim=None, keepdim=False):
 @export("argmin")
 def argmin(input, dim=None, keepdim=False):
     d = input._data
+    refuse_empty_dim("argmin", d, None if dim is None else _axis(dim, d.ndim))
     if dim is None:
         out = np.argmin(d)
         return _wrap(_result(np.reshape(out, (1,) * d.ndim) if keepdim else out, np.int64))
@@ -335,7 +358,12 @@ def _softmax(spec, fn, x, dim, dtype, kwargs):
     if dtype is not None:
         x = x.to(dtype)
     axis = _axis(dim, x._data.ndim)
-    d = x._data if x._data.dtype.kind in "fc" else x._data.astype(_default_np())
+    if x._data.dtype.kind not in "fc":
+        # torch has no softmax kernel of integers (dtype= casts first); its kernel's name says
+        # whether the dim is the last one
+        last = "_lastdim" if axis is None or axis == x._data.ndim - 1 else ""
+        raise not_implemented_for(f"{spec.rule.name}{last}_kernel_impl", x._data.dtype)
+    d = x._data
     if d.ndim == 0:
         out = _wrap(_result(fn(d.reshape(1), 0).reshape(())))
     else:
@@ -352,7 +380,10 @@ def _scan(spec, fn, x, dim, dtype):
         d = d.astype(dtypes.as_dtype(dtype).dtype)
     elif d.dtype.kind in "biu":
         d = d.astype(np.int64)
-    out = _wrap(_result(fn(d.reshape(1) if d.ndim == 0 else d, axis=axis or 0).reshape(d.shape)))
+    # (dtype= is the accumulator's too: numpy would scan an int8 in its platform integer,
+    # where torch wraps in int8)
+    scanned = fn(d.reshape(1) if d.ndim == 0 else d, axis=axis or 0, dtype=d.dtype)
+    out = _wrap(_result(scanned.reshape(d.shape)))
     if _needs_grad(x):
         record(spec, out, (x,), {"axis": axis})
     return out
@@ -375,13 +406,17 @@ def cumprod(input, dim, *, dtype=None, **kwargs):
 @export("all")
 def all(input, dim=None, keepdim=False):  # noqa: A001
     axis = _axis(dim, input._data.ndim)
-    return _wrap(_result(np.all(input._data, axis=axis, keepdims=keepdim)))
+    out = np.all(input._data, axis=axis, keepdims=keepdim)
+    # (torch keeps uint8 for a uint8 input, its legacy mask dtype: bool for the others)
+    return _wrap(_result(out, np.uint8 if input._data.dtype == np.uint8 else None))
 
 
 @export("any")
 def any(input, dim=None, keepdim=False):  # noqa: A001
     axis = _axis(dim, input._data.ndim)
-    return _wrap(_result(np.any(input._data, axis=axis, keepdims=keepdim)))
+    out = np.any(input._data, axis=axis, keepdims=keepdim)
+    # (torch keeps uint8 for a uint8 input, its legacy mask dtype: bool for the others)
+    return _wrap(_result(out, np.uint8 if input._data.dtype == np.uint8 else None))
 
 
 @export("count_nonzero")

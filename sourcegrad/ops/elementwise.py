@@ -1,4 +1,9 @@
-"""Elementwise ops: operators, functions of one and two arguments, comparisons."""
+"""Elementwise ops: operators, functions of one and two arguments, comparisons, and torch's
+elementwise functions numpy spells otherwise (frac, copysign).
+
+Why one module: ~530 lines of entries of one family, whose example inputs (`EXAMPLES`) and
+shared tables (`_UNARY`, the math-module spellings) sit beside them.
+"""
 
 from __future__ import annotations
 
@@ -491,4 +496,37 @@ EXAMPLES.update(
         "math_hypot": [ex(arg(py=True), arg(py=True))],
         "math_pow": [ex(arg(domain="positive", py=True), arg(py=True))],
     }
+)
+
+
+# --- torch's elementwise functions numpy spells otherwise: frac, copysign ---------------------
+
+
+def frac(x):
+    """torch.frac: x - trunc(x), the fractional part with x's sign (numpy has no function)."""
+    return x - np.trunc(x)
+
+
+# frac's gradient is 1 (trunc is piecewise constant), as torch's FracBackward0. copysign(x, y)
+# is |x| with y's sign: its gradient in x is the sign it gave x, ans / x (0 where x is 0, as
+# torch masks it), and 0 in y (piecewise constant in y)
+defvjp(
+    "frac",
+    frac,
+    Spelling("module", "sourcegrad.ops.elementwise.frac"),
+    lambda g, ans, x: g,
+    kind="elementwise",
+    torch=torch("FracBackward0", "frac", inplace=("frac_",), numpy=False, keep_int=True),
+)
+defvjp(
+    "copysign",
+    np.copysign,
+    _func("copysign"),
+    lambda g, ans, x, y: unbroadcast(g * np.where(x == 0, 0.0, ans / np.where(x == 0, 1.0, x)), x),
+    lambda g, ans, x, y: unbroadcast(np.zeros_like(g), y),
+    kind="elementwise",
+    torch=torch("CopysignBackward0", "copysign"),
+)
+EXAMPLES.update(
+    {"frac": unary("off_integers"), "copysign": binary("away_from_zero", "away_from_zero")}
 )

@@ -1288,7 +1288,9 @@ defvjp(
 
 
 # --- NaN-ignoring reductions, ptp -----------------------------------------------------------
-# (a NaN element gets a zero gradient: it does not take part; the JVPs are the same reductions
+# (a NaN element gets a zero gradient: it does not take part, except in nanmean's slice of NaNs
+# only, whose mean is 0 / 0: NaN, all of its gradient too, as torch's nansum / count gives it;
+# the JVPs are the same reductions
 # of the tangent with NaN where x has one; nanmax's ties are found by x == ans, never NaN)
 defvjp(
     "np_nansum",
@@ -1309,11 +1311,10 @@ defvjp(
     "np_nanmean",
     np.nanmean,
     _func("nanmean"),
-    lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.where(
-        np.isnan(x),
-        0.0,
+    lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False: (
         expand_reduced(g, x, axis, keepdims)
-        / np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=True),
+        / np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=True)
+        * np.logical_not(np.isnan(x))
     ),
     jvps=(
         lambda t, ans, x, axis=None, dtype=None, out=None, keepdims=False: np.nanmean(
@@ -2033,3 +2034,17 @@ def piecewise_by_masks(x, condlist, funclist, *args, **kw):
             if np.size(picked) > 0:
                 y[cond] = func(picked, *args, **kw)
     return y
+
+
+# --- np.heaviside: torch has no derivative of it ------------------------------------------------
+# (piecewise constant in x, a selection in `values`; torch's backward raises, and so does this
+# rule's, when the gradient is made: an error, never a gradient torch would not give)
+defvjp(
+    "np_heaviside",
+    np.heaviside,
+    _func("heaviside"),
+    lambda g, ans, x, values: no_function_rule("heaviside (torch has none either)"),
+    lambda g, ans, x, values: no_function_rule("heaviside (torch has none either)"),
+    kind="elementwise",
+    torch=torch("HeavisideBackward0", "heaviside"),
+)

@@ -16,7 +16,7 @@ from ..runtime import (
     var_jvp,
 )
 from .examples import arg, ex
-from .registry import alias, defprimitive, defvjp, torch
+from .registry import Spelling, alias, defprimitive, defvjp, torch
 from .registry import func as _func
 from .registry import helper as _helper
 
@@ -119,6 +119,10 @@ alias(
     torch=torch("AminBackward0", "amin"),
     props={"complex"},
 )
+# Over every element (axis None) with ddof >= N, var is inf (0 / 0: nan where all are equal), as
+# numpy and torch give it, and its gradient is torch's (var_backward): g * inf, nan where an
+# element is the mean; 2 |x - mean| / 0 is that. Over an axis torch divides by N - ddof as it
+# is (a finite gradient for ddof > N), and so do these rules. std's follows var's.
 # var and std of complex x are of |x - mean|: real. In torch's convention (ops/complex_values)
 # the gradient is 2 (x - mean) / (N - ddof) as for real x, so the rules (its conjugate) take
 # conj(x - mean), and the JVP is the real part of var_jvp's sum.
@@ -135,6 +139,14 @@ defvjp(
             else x - np.mean(x, axis=axis, keepdims=True)
         )
         / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
+        if axis is not None
+        else (g * 2.0)
+        * np.where(
+            x.size > ddof,
+            np.conj(x - np.mean(x)) if is_complex(x) else x - np.mean(x),
+            np.abs(x - np.mean(x)),
+        )
+        / np.maximum(x.size - ddof, 0)
     ),
     kind="reduction",
     methods=("var",),
@@ -163,11 +175,20 @@ defvjp(
             else np.expand_dims(g * (ans != 0) / np.where(ans == 0, 1.0, ans), axis)
         )
         * (
-            np.conj(x - np.mean(x, axis=axis, keepdims=True))
-            if is_complex(x)
-            else x - np.mean(x, axis=axis, keepdims=True)
+            (
+                np.conj(x - np.mean(x, axis=axis, keepdims=True))
+                if is_complex(x)
+                else x - np.mean(x, axis=axis, keepdims=True)
+            )
+            / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
+            if axis is not None
+            else np.where(
+                x.size > ddof,
+                np.conj(x - np.mean(x)) if is_complex(x) else x - np.mean(x),
+                np.abs(x - np.mean(x)),
+            )
+            / np.maximum(x.size - ddof, 0)
         )
-        / ((x.size if axis is None else reduced_count(x, axis)) - ddof)
     ),
     kind="reduction",
     methods=("std",),
@@ -255,3 +276,84 @@ EXAMPLES = {
     # (a second derivative through cumprod refuses, loudly: tests/compiler/ops/test_cumprod.py)
     "cumprod": [ex(arg(3, 4), hvp=False), ex(arg(3, 4), axis=0, hvp=False)],
 }
+
+
+# --- torch's scans numpy has no function for: logcumsumexp ------------------------------------
+
+
+def logcumsumexp(x, axis):
+    """torch.logcumsumexp: log(cumsum(exp(x))) along `axis`, without overflow (a running
+    logaddexp). An empty axis gives an empty result."""
+    return np.logaddexp.accumulate(x, axis=axis)
+
+
+# d ans_j / d x_i = exp(x_i - ans_j) for j >= i, at most 1 (ans_j >= x_i), 0 for j < i. The
+# rules form that matrix per slice, (..., i, j) with the axis moved last (x_i - ans_j set to 0
+# before exp where j < i, so nothing overflows, then masked: a selection, smooth to every
+# order, where log-domain sums of the positive and negative parts of g give NaN second
+# derivatives at g's zeros). It costs n * n per slice: no long scans.
+defvjp(
+    "logcumsumexp",
+    logcumsumexp,
+    Spelling("module", "sourcegrad.ops.reductions.logcumsumexp"),
+    lambda g, ans, x, axis: np.moveaxis(
+        np.sum(
+            np.exp(
+                np.where(
+                    np.triu(
+                        np.ones_like(
+                            np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                            - np.expand_dims(np.moveaxis(ans, axis, -1), -2)
+                        )
+                    )
+                    > 0,
+                    np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                    - np.expand_dims(np.moveaxis(ans, axis, -1), -2),
+                    0.0,
+                )
+            )
+            * np.triu(
+                np.ones_like(
+                    np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                    - np.expand_dims(np.moveaxis(ans, axis, -1), -2)
+                )
+            )
+            * np.expand_dims(np.moveaxis(g, axis, -1), -2),
+            axis=-1,
+        ),
+        -1,
+        axis,
+    ),
+    jvps=(
+        lambda t, ans, x, axis: np.moveaxis(
+            np.sum(
+                np.exp(
+                    np.where(
+                        np.triu(
+                            np.ones_like(
+                                np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                                - np.expand_dims(np.moveaxis(ans, axis, -1), -2)
+                            )
+                        )
+                        > 0,
+                        np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                        - np.expand_dims(np.moveaxis(ans, axis, -1), -2),
+                        0.0,
+                    )
+                )
+                * np.triu(
+                    np.ones_like(
+                        np.expand_dims(np.moveaxis(x, axis, -1), -1)
+                        - np.expand_dims(np.moveaxis(ans, axis, -1), -2)
+                    )
+                )
+                * np.expand_dims(np.moveaxis(t, axis, -1), -1),
+                axis=-2,
+            ),
+            -1,
+            axis,
+        ),
+    ),
+    torch=torch("LogcumsumexpBackward0", "logcumsumexp", numpy=False),
+)
+EXAMPLES.update({"logcumsumexp": [ex(arg(3, 4), 1), ex(arg(5), 0), ex(arg(2, 3, 4), 0)]})

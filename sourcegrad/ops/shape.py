@@ -359,3 +359,36 @@ EXAMPLES = {
     "triu": [ex(arg(4, 4)), ex(arg(3, 4), k=-1), ex(arg(2, 3, 3), k=1)],
     "tile": [ex(arg(3), 2), ex(arg(2, 3), (2, 1)), ex(arg(3), (2, 2))],
 }
+
+
+# --- torch's shape functions numpy has no function for: diag_embed ----------------------------
+
+
+def diag_embed(x, offset=0, dim1=-2, dim2=-1):
+    """torch.diag_embed: the last axis of x put on the diagonal `offset` of the planes (dim1,
+    dim2) of a new array one rank higher (zeros elsewhere): np.diagonal's right inverse."""
+    n = x.shape[-1] + abs(offset) if np.ndim(x) else 1
+    ndim = np.ndim(x) + 1
+    dim1, dim2 = dim1 % ndim, dim2 % ndim
+    # the planes made last (as np.diagonal reads them), then moved to dim1, dim2
+    out = np.zeros(x.shape[:-1] + (n, n), dtype=x.dtype)
+    rows = np.arange(x.shape[-1]) + max(-offset, 0)
+    out[..., rows, rows + offset] = x
+    return np.moveaxis(out, (-2, -1), (dim1, dim2))
+
+
+# linear; its adjoint reads the same diagonal back (torch's DiagEmbedBackward0)
+defvjp(
+    "diag_embed",
+    diag_embed,
+    Spelling("module", "sourcegrad.ops.shape.diag_embed"),
+    lambda g, ans, x, offset=0, dim1=-2, dim2=-1: np.diagonal(
+        g, offset, dim1 % (np.ndim(x) + 1), dim2 % (np.ndim(x) + 1)
+    ),
+    linear="joint",
+    torch=torch("DiagEmbedBackward0", "diag_embed", numpy=False),
+    complex=True,
+)
+EXAMPLES.update(
+    {"diag_embed": [ex(arg(2, 3)), ex(arg(3), 1), ex(arg(2, 3), -1, 0, 2), ex(arg(4), 0, 1, 0)]}
+)

@@ -56,7 +56,7 @@ def _compare(fn, *arrays):
 
 # --- every registry-made elementwise op ---------------------------------------------------
 
-_BINARY = {"maximum", "minimum", "logaddexp", "atan2", "arctan2", "hypot"}
+_BINARY = {"maximum", "minimum", "logaddexp", "atan2", "arctan2", "hypot", "copysign"}
 
 
 def _domain(name, shape):

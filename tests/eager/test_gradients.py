@@ -652,6 +652,23 @@ CASES = [
         True,
     ),
     ("np_angle", "angle", lambda a: (a * (1 + 2j) + 0.3j).angle(), [arr(3)], True),
+    # torch's functions numpy lacks (tests/eager/test_torch_gaps_ops.py compares them to torch)
+    ("np_rot90", "rot90", lambda a: sg.rot90(a, 1, (0, 1)) * a, [arr(3, 3)], True),
+    ("np_rot90", "rot90 backwards", lambda a: a.rot90(-1, [2, 0]), [arr(2, 3, 4)], True),
+    ("logcumsumexp", "logcumsumexp", lambda a: sg.logcumsumexp(a, 1) * a, [arr(2, 4)], True),
+    ("diag_embed", "diag_embed", lambda a: sg.diag_embed(a, 1, 0, 2) * 2, [arr(2, 3)], True),
+    ("copysign", "copysign", lambda a, b: sg.copysign(a, b) * a, [away(2, 3), away(3)], True),
+    ("frac", "frac", lambda a: sg.frac(a) * a, [R.uniform(0.1, 0.9, 4)], True),
+    ("getitem", "cummax", lambda a: sg.cummax(a, 1)[0] * a, [arr(2, 4)], True),
+    ("getitem", "unfold", lambda a: a.unfold(1, 3, 1) * 2, [arr(2, 5)], True),
+    ("getitem", "quantile", lambda a: sg.quantile(a, 0.3, 1) * 3, [arr(2, 5)], True),
+    (
+        "matmul",
+        "baddbmm",
+        lambda c, a, b: sg.baddbmm(c, a, b, beta=0.5, alpha=2.0),
+        [arr(2, 2), arr(3, 2, 4), arr(3, 4, 2)],
+        True,
+    ),
 ]
 
 

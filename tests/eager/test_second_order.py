@@ -650,6 +650,38 @@ CASES = [
     ("Tensor.conj", lambda T, F, a: T.imag((a * (1 + 2j)).conj() * T.exp(a * 1j)), [arr(3)]),
     ("angle", lambda T, F, a: T.angle(a * (1 + 2j) + 0.3j) * a, [arr(3)]),
     ("Tensor.angle", lambda T, F, a: (a * a * (1 - 2j) + 0.3j).angle(), [arr(3)]),
+    # torch's functions numpy lacks (tests/eager/test_torch_gaps_ops.py compares more forms)
+    ("logcumsumexp", lambda T, F, a: T.logcumsumexp(a, 1) * a, [arr(2, 4)]),
+    ("cummax", lambda T, F, a: T.cummax(a, 1)[0] * a, [arr(2, 4)]),
+    ("cummin", lambda T, F, a: T.cummin(a, 0)[0] * a, [arr(3, 2)]),
+    ("aminmax", lambda T, F, a: T.aminmax(a, dim=1)[0] * T.aminmax(a, dim=1)[1], [arr(2, 4)]),
+    ("mode", lambda T, F, a: T.mode(a, 1)[0] * a.sum(), [arr(2, 4)]),
+    ("quantile", lambda T, F, a: T.quantile(a, 0.3, 1) ** 2, [arr(2, 5)]),
+    ("nanquantile", lambda T, F, a: T.nanquantile(a, 0.6) * a, [arr(2, 5)]),
+    ("rot90", lambda T, F, a: T.rot90(a, 1, [0, 1]) * a, [arr(3, 3)]),
+    ("diag_embed", lambda T, F, a: T.diag_embed(a) ** 2, [arr(2, 3)]),
+    ("Tensor.unfold", lambda T, F, a: a.unfold(1, 3, 1) ** 2, [arr(2, 5)]),
+    (
+        "baddbmm",
+        lambda T, F, c, a, b: T.baddbmm(c, a, b, beta=0.5, alpha=2.0) * c,
+        [arr(2, 2), arr(3, 2, 4), arr(3, 4, 2)],
+    ),
+    (
+        "scatter_reduce",
+        lambda T, F, a, b: T.scatter_reduce(a, 1, T.tensor([[0, 2, 0]]), b * b, "mean") * a,
+        [arr(1, 3), arr(1, 3)],
+    ),
+    (
+        "Tensor.scatter_reduce_",
+        lambda T, F, a, b: (a * 1).scatter_reduce_(1, T.tensor([[1, 1, 0]]), b * a, "amax") * b,
+        [arr(1, 3), arr(1, 3)],
+    ),
+    # (self not differentiated: torch's copysign_ needs the self it overwrites)
+    (
+        "Tensor.copysign_",
+        lambda T, F, a, b: T.full_like(a, 2.0).copysign_(a) * b * b,
+        [away(3), arr(3)],
+    ),
 ]
 
 # Cases whose second derivative torch refuses: only their first derivatives are compared with
@@ -810,6 +842,11 @@ NOT_DIFFERENTIABLE = {
         "initial_seed",
         "get_rng_state",
         "set_rng_state",
+    ],
+    "torch's functions numpy lacks: integer results": ["bincount", "searchsorted", "bucketize"],
+    "no derivative, as torch's (test_torch_gaps_ops.py: its backward raises NoRuleError)": [
+        "heaviside",
+        "Tensor.heaviside_",
     ],
 }
 
