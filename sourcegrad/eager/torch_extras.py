@@ -285,7 +285,7 @@ export(methods=(), numpy=(np.diagonal,))(diagonal)
 @export(methods=("unfold",))
 def unfold(self, dimension, size, step):
     """Tensor.unfold: the windows of `size` elements along `dimension`, every `step`, as a
-    new last dim (a copy here, where torch's is a view: writes into it do not reach self)."""
+    new last dim (a read-only copy here, where torch's is a view: a write into it raises)."""
     d = self._data
     axis = _dim(dimension, d.ndim)
     length = d.shape[axis] if d.ndim else 1
@@ -311,7 +311,11 @@ def unfold(self, dimension, size, step):
         else:
             shape[a] = d.shape[a]
             key.append(np.arange(d.shape[a]).reshape(shape))
-    return pick(self, "UnfoldBackward0", tuple(key))
+    windows = pick(self, "UnfoldBackward0", tuple(key))
+    # A copy standing for torch's view: read-only, so that a write into it raises (torch's
+    # error for overlapping windows) rather than silently not reaching self
+    windows._data.flags.writeable = False
+    return windows
 
 
 # --- products -----------------------------------------------------------------------------------

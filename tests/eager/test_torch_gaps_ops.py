@@ -232,6 +232,18 @@ def test_unfold():
     raises_as_torch(lambda m, a: a.unfold(0, 3, 0), np.arange(7.0))
 
 
+def test_a_write_into_unfolds_windows_raises_rather_than_not_reaching_the_tensor():
+    # torch's windows are a view of the tensor (a write reaches it, or raises where windows
+    # overlap); ours are a copy, read-only so that a write is never silently lost
+    x = sg.arange(6.0)
+    windows = x.unfold(0, 2, 2)
+    with pytest.raises((RuntimeError, ValueError)):
+        windows.add_(1.0)
+    with pytest.raises((RuntimeError, ValueError)):
+        windows[0] = 5.0
+    np.testing.assert_array_equal(x.numpy(), np.arange(6.0))
+
+
 # --- products ---------------------------------------------------------------------------------
 
 
