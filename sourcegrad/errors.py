@@ -201,6 +201,8 @@ TRANSFORM_INSIDE = (
     "there (its derivative a Hessian-vector product); take the others outside the "
     "differentiated function"
 )
+
+
 class UnsupportedAPIError(SourcegradError, NotImplementedError):
     """A torch API that sourcegrad's eager mode offers by name (so that a script imports) but
     cannot serve: a TorchScript graph, sparse or masked tensors, ONNX export, a hub download.
