@@ -282,7 +282,8 @@ def _plan(dependencies) -> tuple:
         groups.append((holder, attributes, tuple(attributes), tuple(attributes.values()), records))
     # the containers holding no container, as they are now where that is as `members` found
     # them (first in `members`: `_AtOnce.flat` of them are covered)
-    flat, nested = [], []
+    flat: list = []
+    nested: list = []
     for held, known in members:
         shape = flat_members(known)
         ok = shape is not None and shape[0] in (list, dict) and same_members(held, known)
@@ -306,15 +307,15 @@ def _plan(dependencies) -> tuple:
     return at_once, groups, flat + nested, rest
 
 
+_PLAIN_GETATTRIBUTE: tuple = (object.__getattribute__, types.ModuleType.__getattribute__)
+
+
 def _plain_dict(holder) -> bool:
     """Does `holder` keep its attributes in a plain `__dict__` that getattr reads (no custom
     `__getattribute__`; not a class, whose attributes come from its bases too)?"""
     if isinstance(holder, type) or type(getattr(holder, "__dict__", None)) is not dict:
         return False
-    return type(holder).__getattribute__ in (
-        object.__getattribute__,
-        types.ModuleType.__getattribute__,
-    )
+    return type(holder).__getattribute__ in _PLAIN_GETATTRIBUTE
 
 
 def _agrees(attributes, record) -> bool:
