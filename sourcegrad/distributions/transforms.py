@@ -24,6 +24,7 @@ from . import constraints
 from .utils import sum_rightmost
 
 __all__ = [
+    "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
@@ -297,6 +298,26 @@ class ExpTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         return x
+
+
+class AbsTransform(Transform):
+    """y = |x|: not bijective (its inverse picks the nonnegative root), used by HalfNormal
+    and HalfCauchy, whose log densities fold the base density themselves."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+
+    def __eq__(self, other):
+        return isinstance(other, AbsTransform)
+
+    def __hash__(self):
+        return hash(AbsTransform)
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse(self, y):
+        return y
 
 
 class SigmoidTransform(Transform):
