@@ -147,3 +147,170 @@ def test_chi2_cdf_matches_torch_and_raises_for_a_df_gradient_as_torch():
     df = sg.tensor(POS * 3, dtype=sg.float64, requires_grad=True)
     with pytest.raises(sg.SourcegradError, match="no derivative rule"):
         sg.distributions.Chi2(df).cdf(sg.tensor(POS2, dtype=sg.float64)).sum().backward()
+
+
+def _pos(*shape):
+    return RNG.uniform(0.5, 2.0, shape)
+
+
+KL_PAIRS = {
+    "Cauchy": (lambda d, a, b: d.Cauchy(a, b), lambda: (RNG.normal(size=3), _pos(3))),
+    "Geometric": (lambda d, a: d.Geometric(probs=a), lambda: (RNG.uniform(0.1, 0.9, 3),)),
+    "HalfNormal": (lambda d, a: d.HalfNormal(a), lambda: (_pos(3),)),
+    "Chi2": (lambda d, a: d.Chi2(a), lambda: (_pos(3) * 3,)),
+}
+
+
+def _kl(lib, make, p_params, q_params):
+    p_leaves = [lib.tensor(v, dtype=lib.float64, requires_grad=True) for v in p_params]
+    q_leaves = [lib.tensor(v, dtype=lib.float64, requires_grad=True) for v in q_params]
+    d = lib.distributions
+    kl = d.kl_divergence(make(d, *p_leaves), make(d, *q_leaves))
+    kl.sum().backward()
+    return kl.detach().numpy(), [t.grad.numpy() for t in p_leaves + q_leaves]
+
+
+@pytest.mark.parametrize("name", sorted(KL_PAIRS))
+def test_kl_values_and_gradients_match_torch(name):
+    make, params = KL_PAIRS[name]
+    p_params, q_params = params(), params()
+    ours, our_grads = _kl(sg, make, p_params, q_params)
+    theirs, their_grads = _kl(torch, make, p_params, q_params)
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)
+    for mine, reference in zip(our_grads, their_grads):
+        np.testing.assert_allclose(mine, reference, rtol=1e-8, atol=1e-9)
+
+
+N = 20000
+d = sg.distributions
+
+
+def _t(*values):
+    return sg.tensor(values, dtype=sg.float64)
+
+
+MOMENTS = [
+    ("StudentT", lambda: d.StudentT(_t(5.0, 9.0), _t(1.0, -2.0), _t(0.5, 2.0))),
+    ("Chi2", lambda: d.Chi2(_t(0.5, 6.0))),
+    ("Geometric", lambda: d.Geometric(probs=_t(0.3, 0.8))),
+    ("NegativeBinomial", lambda: d.NegativeBinomial(_t(2.5, 10.0), probs=_t(0.3, 0.6))),
+    (
+        "Multinomial",
+        lambda: d.Multinomial(7, probs=sg.tensor([[0.2, 0.5, 0.3], [0.9, 0.05, 0.05]])),
+    ),
+    ("HalfNormal", lambda: d.HalfNormal(_t(0.5, 2.0))),
+]
+
+
+@pytest.mark.parametrize("name, make", MOMENTS, ids=[m[0] for m in MOMENTS])
+def test_sample_moments_match_the_distribution(name, make):
+    sg.manual_seed(0)
+    dist = make()
+    samples = dist.sample((N,))
+    assert samples.shape == (N,) + tuple(dist.batch_shape) + tuple(dist.event_shape)
+    assert not samples.requires_grad
+    x = samples.numpy()
+    mean, var = dist.mean.detach().numpy(), dist.variance.detach().numpy()
+    # five standard errors of the mean; the variance to 10% (heavy tails: StudentT df >= 5)
+    np.testing.assert_array_less(np.abs(x.mean(0) - mean), 5 * np.sqrt(var / N) + 1e-12)
+    np.testing.assert_allclose(x.var(0), var, rtol=0.1, atol=1e-3)
+    if dist.support.is_discrete:
+        assert np.all(x == np.round(x)) and np.all(x >= 0)
+
+
+@pytest.mark.parametrize("name", ["Cauchy", "HalfCauchy"])
+def test_heavy_tailed_samples_follow_the_cdf(name):
+    # no moments: compare the empirical cdf at the quartiles with 1/4, 1/2, 3/4
+    sg.manual_seed(3)
+    dist = d.Cauchy(_t(1.0), _t(2.0)) if name == "Cauchy" else d.HalfCauchy(_t(2.0))
+    x = dist.sample((N,)).numpy()[:, 0]
+    for level in (0.25, 0.5, 0.75):
+        quantile = dist.icdf(_t(level)).item()
+        assert abs((x <= quantile).mean() - level) < 0.015
+
+
+def test_rsample_gradients_flow_to_the_parameters():
+    # d/dscale of mean(loc + scale * eps) is mean(eps); StudentT's df gets the implicit
+    # gradient through its Chi2 draw: E[d sample / d df] is 0 by symmetry
+    sg.manual_seed(4)
+    loc, scale = _t(0.5).requires_grad_(), _t(2.0).requires_grad_()
+    eps = d.Cauchy(loc, scale).rsample((1000,))
+    eps.sum().backward()
+    assert loc.grad.item() == 1000
+    np.testing.assert_allclose(scale.grad.item(), ((eps.detach() - 0.5) / 2.0).sum().item())
+    df = _t(4.0).requires_grad_()
+    sample = d.StudentT(df).rsample((N,))
+    sample.mean().backward()
+    assert abs(df.grad.item()) < 0.02
+    assert d.HalfNormal(_t(1.0)).has_rsample and not d.Geometric(_t(0.5)).has_rsample
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda lib: lib.distributions.Cauchy(0.0, -1.0), "scale"),
+        (lambda lib: lib.distributions.StudentT(-1.0), "df"),
+        (lambda lib: lib.distributions.Chi2(lib.tensor([-1.0])), "df"),
+        (lambda lib: lib.distributions.Geometric(lib.tensor([0.0])), "to be positive"),
+        (lambda lib: lib.distributions.Geometric(lib.tensor([1.5])), "probs"),
+        (lambda lib: lib.distributions.NegativeBinomial(-1.0, lib.tensor(0.5)), "total_count"),
+        (lambda lib: lib.distributions.NegativeBinomial(2.0, lib.tensor(1.0)), "probs"),
+        (lambda lib: lib.distributions.Multinomial(3, lib.tensor([-0.5, 1.5])), "probs"),
+        (lambda lib: lib.distributions.HalfNormal(lib.tensor([0.0])), "scale"),
+        (lambda lib: lib.distributions.HalfCauchy(-2.0), "scale"),
+        (lambda lib: lib.distributions.Geometric(probs=0.5, logits=0.0), "not both"),
+        (lambda lib: lib.distributions.NegativeBinomial(1.0), "not both"),
+    ],
+)
+def test_invalid_parameters_raise_torchs_errors(make, message):
+    for lib in (sg, torch):
+        with pytest.raises(ValueError, match=message):
+            make(lib)
+
+
+@pytest.mark.parametrize(
+    "make, value",
+    [
+        (lambda lib: lib.distributions.HalfNormal(lib.tensor([1.0])), [-0.5]),
+        (lambda lib: lib.distributions.Geometric(lib.tensor([0.5])), [1.5]),
+        (lambda lib: lib.distributions.NegativeBinomial(2.0, lib.tensor([0.5])), [-1.0]),
+        (lambda lib: lib.distributions.Multinomial(3, lib.tensor([0.5, 0.5])), [3.0, 1.0]),
+    ],
+)
+def test_values_outside_the_support_raise_as_torch(make, value):
+    for lib in (sg, torch):
+        with pytest.raises(ValueError, match="to be within the support"):
+            make(lib).log_prob(lib.tensor(value))
+
+
+def test_multinomial_log_prob_needs_no_total_count_and_shapes_are_torchs():
+    # torch's documented use: Multinomial(probs=...) scores counts of any total (the
+    # value in torch's docstring, -4.1338, is stale: this is the multinomial pmf's log)
+    expected = (
+        math.lgamma(101) - sum(math.lgamma(k + 1) for k in (21, 24, 30, 25)) + 100 * math.log(0.25)
+    )
+    for lib in (sg, torch):
+        probs = lib.tensor([1.0, 1.0, 1.0, 1.0], dtype=lib.float64)
+        counts = lib.tensor([21.0, 24.0, 30.0, 25.0], dtype=lib.float64)
+        m = lib.distributions.Multinomial(probs=probs, validate_args=False)
+        assert m.log_prob(counts).item() == pytest.approx(expected, rel=1e-12)
+        big = lib.distributions.Multinomial(10, probs=lib.ones(2, 3) / 3)
+        assert (big.batch_shape, big.event_shape) == ((2,), (3,))
+        assert big.sample((5,)).shape == (5, 2, 3)
+        assert big.expand((4, 2)).sample().shape == (4, 2, 3)
+    with pytest.raises(NotImplementedError, match="inhomogeneous total_count"):
+        d.Multinomial(sg.tensor([2, 3]), probs=sg.ones(2))
+
+
+def test_expand_keeps_values_and_the_half_distributions_fold_at_zero():
+    for lib in (sg, torch):
+        dd = lib.distributions
+        t = dd.StudentT(lib.tensor([3.0]), 1.0, 2.0).expand((4, 1))
+        assert t.batch_shape == (4, 1) and t.sample().shape == (4, 1)
+        nb = dd.NegativeBinomial(lib.tensor(3.0), logits=lib.tensor(0.2)).expand((2,))
+        assert nb.log_prob(lib.tensor([1.0, 2.0])).shape == (2,)
+        h = dd.HalfNormal(lib.tensor([1.0]), validate_args=False)
+        assert h.log_prob(lib.tensor([-1.0])).item() == -math.inf
+        assert dd.Chi2(lib.tensor(2.0)).expand((3,)).df.shape == (3,)
+        assert isinstance(dd.Chi2(2.0), dd.Gamma)
