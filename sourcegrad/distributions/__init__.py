@@ -23,6 +23,7 @@ from .distribution import Distribution
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
+from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
@@ -35,14 +36,17 @@ from .multivariate_normal import MultivariateNormal
 from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .studentt import StudentT
 from .transformed_distribution import TransformedDistribution
+from .weibull import Weibull
 from .transforms import (
     AbsTransform,
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    PowerTransform,
     SigmoidTransform,
     TanhTransform,
     Transform,
@@ -65,6 +69,7 @@ __all__ = [
     "Exponential",
     "Gamma",
     "Geometric",
+    "Gumbel",
     "HalfCauchy",
     "HalfNormal",
     "Independent",
@@ -76,13 +81,16 @@ __all__ = [
     "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
+    "Pareto",
     "Poisson",
+    "PowerTransform",
     "SigmoidTransform",
     "StudentT",
     "TanhTransform",
     "Transform",
     "TransformedDistribution",
     "Uniform",
+    "Weibull",
     "constraints",
     "kl",
     "kl_divergence",

@@ -21,13 +21,14 @@ import sourcegrad as torch
 import sourcegrad.nn.functional as F
 
 from . import constraints
-from .utils import sum_rightmost
+from .utils import broadcast_all, sum_rightmost
 
 __all__ = [
     "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
+    "PowerTransform",
     "SigmoidTransform",
     "TanhTransform",
     "Transform",
@@ -318,6 +319,50 @@ class AbsTransform(Transform):
 
     def _inverse(self, y):
         return y
+
+
+class PowerTransform(Transform):
+    """y = x ** exponent on the positive reals (Weibull's map from an Exponential)."""
+
+    domain = constraints.positive
+    codomain = constraints.positive
+    bijective = True
+
+    def __init__(self, exponent, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        (self.exponent,) = broadcast_all(exponent)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return PowerTransform(self.exponent, cache_size=cache_size)
+
+    @property
+    def sign(self):
+        return self.exponent.sign()
+
+    def __eq__(self, other):
+        if not isinstance(other, PowerTransform):
+            return False
+        return bool(self.exponent.eq(other.exponent).all().item())
+
+    def __hash__(self):
+        return hash((PowerTransform, id(self.exponent)))
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        return (self.exponent * y / x).abs().log()
+
+    def forward_shape(self, shape):
+        return _broadcast_shapes(shape, tuple(self.exponent.shape))
+
+    def inverse_shape(self, shape):
+        return _broadcast_shapes(shape, tuple(self.exponent.shape))
 
 
 class SigmoidTransform(Transform):
