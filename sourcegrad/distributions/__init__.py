@@ -11,13 +11,14 @@ Imports: the eager surface (`sourcegrad`), numpy, and scipy.special when a gamma
 sample is differentiated.
 """
 
-from . import constraints, kl, transforms
+from . import constraint_registry, constraints, kl, transforms
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
@@ -46,8 +47,12 @@ from .transforms import (
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    IndependentTransform,
     PowerTransform,
+    ReshapeTransform,
     SigmoidTransform,
+    SoftmaxTransform,
+    StickBreakingTransform,
     TanhTransform,
     Transform,
 )
@@ -73,6 +78,7 @@ __all__ = [
     "HalfCauchy",
     "HalfNormal",
     "Independent",
+    "IndependentTransform",
     "Laplace",
     "LogNormal",
     "MixtureSameFamily",
@@ -84,16 +90,22 @@ __all__ = [
     "Pareto",
     "Poisson",
     "PowerTransform",
+    "ReshapeTransform",
     "SigmoidTransform",
+    "SoftmaxTransform",
+    "StickBreakingTransform",
     "StudentT",
     "TanhTransform",
     "Transform",
     "TransformedDistribution",
     "Uniform",
     "Weibull",
+    "biject_to",
+    "constraint_registry",
     "constraints",
     "kl",
     "kl_divergence",
     "register_kl",
+    "transform_to",
     "transforms",
 ]

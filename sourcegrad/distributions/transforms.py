@@ -1,7 +1,11 @@
 """`sourcegrad.distributions.transforms`, as torch's: invertible maps y = f(x) with
-`log_abs_det_jacobian(x, y)`, for `TransformedDistribution`. The elementwise ones torch
-programs use most: ExpTransform, AffineTransform, SigmoidTransform, TanhTransform, and
-ComposeTransform to chain them.
+`log_abs_det_jacobian(x, y)`, for `TransformedDistribution`. The elementwise ones
+(ExpTransform, AffineTransform, SigmoidTransform, TanhTransform, PowerTransform,
+AbsTransform), the ones onto the simplex (SoftmaxTransform, StickBreakingTransform), the
+shape ones (ReshapeTransform, IndependentTransform) and ComposeTransform to chain them.
+
+Why one module: torch's `torch.distributions.transforms` holds every transform, and code
+written against it imports them from that one path; each class here is short.
 
 `t.inv` is the inverse transform (its `inv` is `t` again); a transform made with
 `cache_size=1` remembers its last (x, y) pair, so that `t.inv(t(x))` returns x itself
@@ -28,8 +32,12 @@ __all__ = [
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
+    "IndependentTransform",
     "PowerTransform",
+    "ReshapeTransform",
     "SigmoidTransform",
+    "SoftmaxTransform",
+    "StickBreakingTransform",
     "TanhTransform",
     "Transform",
     "identity_transform",
@@ -489,6 +497,201 @@ class AffineTransform(Transform):
 
     def __repr__(self):
         return f"{self.__class__.__name__}(loc={self.loc}, scale={self.scale})"
+
+
+class SoftmaxTransform(Transform):
+    """x (real vector) to softmax(x) on the simplex. Not bijective (adding a constant to x
+    gives the same y), so it has no log |det J|; its inverse is log, as torch's."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other):
+        return isinstance(other, SoftmaxTransform)
+
+    def __hash__(self):
+        return hash(SoftmaxTransform)
+
+    def _call(self, x):
+        probs = (x - x.max(-1, True)[0]).exp()
+        return probs / probs.sum(-1, True)
+
+    def _inverse(self, y):
+        return y.log()
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+
+def _clipped_sigmoid(x):
+    """sigmoid kept inside [tiny, 1 - eps], so that the stick's remaining length stays
+    positive."""
+    finfo = torch.finfo(x.dtype)
+    return torch.clamp(torch.sigmoid(x), min=finfo.tiny, max=1.0 - finfo.eps)
+
+
+class StickBreakingTransform(Transform):
+    """A bijection from R^(K-1) onto the K-simplex: each entry breaks off a sigmoid share
+    of the stick left (offset so that x = 0 maps to the simplex's centre), as torch's."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, StickBreakingTransform)
+
+    def __hash__(self):
+        return hash(StickBreakingTransform)
+
+    def _call(self, x):
+        offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
+        z = _clipped_sigmoid(x - offset.log())
+        z_cumprod = (1 - z).cumprod(-1)
+        return F.pad(z, [0, 1], value=1) * F.pad(z_cumprod, [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        offset = y.shape[-1] - y.new_ones(y_crop.shape[-1]).cumsum(-1)
+        # the stick left can round to <= 0 when y[-1] ~ 0: keep its log finite
+        stick_left = torch.clamp(1 - y_crop.cumsum(-1), min=torch.finfo(y.dtype).tiny)
+        return y_crop.log() - stick_left.log() + offset.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
+        x = x - offset.log()
+        # 1 - sigmoid(x) = exp(-x) * sigmoid(x)
+        return (-x + F.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape[:-1] + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape[:-1] + (shape[-1] - 1,)
+
+
+class ReshapeTransform(Transform):
+    """The rightmost dims reshaped from `in_shape` to `out_shape` (log |det J| = 0)."""
+
+    bijective = True
+
+    def __init__(self, in_shape, out_shape, cache_size=0):
+        self.in_shape = torch.Size(in_shape)
+        self.out_shape = torch.Size(out_shape)
+        if self.in_shape.numel() != self.out_shape.numel():
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x):
+        batch_shape = x.shape[: x.dim() - len(self.in_shape)]
+        return x.reshape(batch_shape + self.out_shape)
+
+    def _inverse(self, y):
+        batch_shape = y.shape[: y.dim() - len(self.out_shape)]
+        return y.reshape(batch_shape + self.in_shape)
+
+    def log_abs_det_jacobian(self, x, y):
+        batch_shape = x.shape[: x.dim() - len(self.in_shape)]
+        return x.new_zeros(batch_shape)
+
+    def forward_shape(self, shape):
+        return _replace_rightmost(shape, self.in_shape, self.out_shape)
+
+    def inverse_shape(self, shape):
+        return _replace_rightmost(shape, self.out_shape, self.in_shape)
+
+
+def _replace_rightmost(shape, old, new):
+    """`shape` with its rightmost dims, which must be `old`, replaced by `new` (torch's
+    errors otherwise)."""
+    if len(shape) < len(old):
+        raise ValueError("Too few dimensions on input")
+    cut = len(shape) - len(old)
+    if shape[cut:] != old:
+        raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {old}")
+    return torch.Size(shape[:cut]) + torch.Size(new)
+
+
+class IndependentTransform(Transform):
+    """`base_transform` with its `reinterpreted_batch_ndims` rightmost batch dims made
+    event dims: the same map, its log |det J| summed over those dims."""
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(
+            self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size
+        )
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self):  # type: ignore[override]
+        return self.base_transform.bijective
+
+    @property
+    def sign(self):
+        return self.base_transform.sign
+
+    def _call(self, x):
+        if x.dim() < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        if y.dim() < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        result = self.base_transform.log_abs_det_jacobian(x, y)
+        return sum_rightmost(result, self.reinterpreted_batch_ndims)
+
+    def __repr__(self):
+        return (
+            f"{self.__class__.__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+        )
+
+    def forward_shape(self, shape):
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self.base_transform.inverse_shape(shape)
 
 
 def _same(a, b):

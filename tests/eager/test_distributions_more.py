@@ -388,3 +388,145 @@ def test_expand_keeps_values_and_the_half_distributions_fold_at_zero():
         assert h.log_prob(lib.tensor([-1.0])).item() == -math.inf
         assert dd.Chi2(lib.tensor(2.0)).expand((3,)).df.shape == (3,)
         assert isinstance(dd.Chi2(2.0), dd.Gamma)
+
+
+def _transforms(lib):
+    """name -> (transform, input x), the same transforms in sourcegrad and torch."""
+    t = lib.distributions.transforms
+    x = lib.tensor(RNG_T.normal(size=(2, 3)), dtype=lib.float64, requires_grad=True)
+    exponent = lib.tensor([0.5, 2.0, 1.5], dtype=lib.float64)
+    return {
+        "Power": (t.PowerTransform(exponent), x.exp()),
+        "Abs": (t.AbsTransform(), x),
+        "Softmax": (t.SoftmaxTransform(), x),
+        "StickBreaking": (t.StickBreakingTransform(), x),
+        "Reshape": (t.ReshapeTransform((3,), (3, 1)), x),
+        "Independent": (t.IndependentTransform(t.SigmoidTransform(), 1), x),
+        "Independent-Power": (t.IndependentTransform(t.PowerTransform(exponent), 2), x.exp()),
+    }
+
+
+RNG_T = np.random.default_rng(5)
+TRANSFORMS = list(_transforms(sg))
+# bijective ones have a log |det J|; Softmax and Abs are not bijective, torch has none
+WITH_JACOBIAN = {"Power", "StickBreaking", "Reshape", "Independent", "Independent-Power"}
+
+
+def _apply(lib, name):
+    transform, x = _transforms(lib)[name]
+    y = transform(x)
+    x_back = transform.inv(y)
+    out = {"y": y, "x_back": x_back}
+    if name in WITH_JACOBIAN:
+        out["ladj"] = transform.log_abs_det_jacobian(x, y)
+    total = sum(v.sum() for v in out.values())
+    (grad,) = lib.autograd.grad(total, x)
+    shapes = (tuple(transform.forward_shape(x.shape)), tuple(transform.inverse_shape(y.shape)))
+    info = (transform.domain.event_dim, transform.codomain.event_dim, transform.bijective)
+    return {k: v.detach().numpy() for k, v in out.items()}, grad.numpy(), shapes, info
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_transforms_match_torch(name):
+    RNG_T.bit_generator.state = np.random.default_rng(5).bit_generator.state
+    ours, our_grad, our_shapes, our_info = _apply(sg, name)
+    RNG_T.bit_generator.state = np.random.default_rng(5).bit_generator.state
+    theirs, their_grad, their_shapes, their_info = _apply(torch, name)
+    assert (our_shapes, our_info) == (their_shapes, their_info)
+    assert ours.keys() == theirs.keys()
+    for key, value in theirs.items():
+        np.testing.assert_allclose(ours[key], value, rtol=1e-10, atol=1e-12, err_msg=key)
+    np.testing.assert_allclose(our_grad, their_grad, rtol=1e-9, atol=1e-12)
+
+
+def test_stick_breaking_log_det_is_the_jacobians_by_finite_differences():
+    # the map's first K - 1 outputs as a function of x: their Jacobian's log |det|
+    transform = d.transforms.StickBreakingTransform()
+    x = np.array([0.3, -1.2, 0.7])
+
+    def head(values):
+        return transform(sg.tensor(values, dtype=sg.float64)).numpy()[:-1]
+
+    h = 1e-6
+    jac = np.stack([(head(x + h * e) - head(x - h * e)) / (2 * h) for e in np.eye(3)], axis=1)
+    x_t = sg.tensor(x, dtype=sg.float64)
+    ladj = transform.log_abs_det_jacobian(x_t, transform(x_t)).item()
+    assert ladj == pytest.approx(np.linalg.slogdet(jac)[1], abs=1e-8)
+    assert transform(x_t).sum().item() == pytest.approx(1.0, abs=1e-15)
+
+
+def test_reshape_and_independent_transform_errors_are_torchs():
+    for lib in (sg, torch):
+        t = lib.distributions.transforms
+        with pytest.raises(ValueError, match="different numbers of elements"):
+            t.ReshapeTransform((2, 3), (5,))
+        with pytest.raises(ValueError, match="Shape mismatch"):
+            t.ReshapeTransform((2, 3), (6,)).forward_shape((4, 3, 2))
+        with pytest.raises(ValueError, match="Too few dimensions on input"):
+            t.StickBreakingTransform().forward_shape(())
+
+
+def _constraints(lib):
+    c = lib.distributions.constraints
+    return {
+        "real": c.real,
+        "positive": c.positive,
+        "nonnegative": c.nonnegative,
+        "greater_than": c.greater_than(-1.5),
+        "greater_than_eq": c.greater_than_eq(2.0),
+        "less_than": c.less_than(3.0),
+        "unit_interval": c.unit_interval,
+        "interval": c.interval(-2.0, 5.0),
+        "half_open_interval": c.half_open_interval(1.0, 2.0),
+        "simplex": c.simplex,
+        "real_vector": c.real_vector,
+        "independent-positive": c.independent(c.positive, 1),
+    }
+
+
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+@pytest.mark.parametrize("name", list(_constraints(sg)))
+def test_biject_to_and_transform_to_match_torch(registry, name):
+    def run(lib):
+        constraint = _constraints(lib)[name]
+        transform = getattr(lib.distributions, registry)(constraint)
+        x = lib.tensor(np.linspace(-2, 2, 12).reshape(4, 3), dtype=lib.float64)
+        x.requires_grad_()
+        y = transform(x)
+        assert bool(constraint.check(y).all())
+        total = y.sum()
+        if transform.bijective:
+            total = total + transform.log_abs_det_jacobian(x, y).sum()
+        (grad,) = lib.autograd.grad(total, x)
+        return y.detach().numpy(), transform.inv(y).detach().numpy(), grad.numpy()
+
+    for mine, reference in zip(run(sg), run(torch)):
+        np.testing.assert_allclose(mine, reference, rtol=1e-10, atol=1e-12)
+
+
+def test_unregistered_constraints_raise_torchs_errors():
+    c = d.constraints
+    with pytest.raises(NotImplementedError, match="Cannot transform _Boolean constraints"):
+        d.biject_to(c.boolean)
+    with pytest.raises(NotImplementedError, match="Cannot transform _Simplex constraints"):
+        d.constraint_registry.ConstraintRegistry()(c.simplex)  # a new registry is empty
+    with pytest.raises(TypeError, match="Expected constraint to be either"):
+        d.biject_to.register(int, lambda constraint: None)
+
+
+def test_a_dirichlet_like_density_through_stick_breaking_matches_torch():
+    def log_prob(lib):
+        loc = lib.tensor([0.2, -0.3, 0.5], dtype=lib.float64, requires_grad=True)
+        dd = lib.distributions
+        dist = dd.TransformedDistribution(
+            dd.Independent(dd.Normal(loc, 1.0), 1), dd.transforms.StickBreakingTransform()
+        )
+        value = lib.tensor([[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1]], dtype=lib.float64)
+        lp = dist.log_prob(value)
+        lp.sum().backward()
+        return lp.detach().numpy(), loc.grad.numpy(), tuple(dist.event_shape)
+
+    (ours, our_grad, our_shape), (theirs, their_grad, their_shape) = log_prob(sg), log_prob(torch)
+    assert our_shape == their_shape == (4,)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-10)
+    np.testing.assert_allclose(our_grad, their_grad, rtol=1e-10)
