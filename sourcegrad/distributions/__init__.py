@@ -39,6 +39,8 @@ from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .pareto import Pareto
 from .poisson import Poisson
+from .relaxed_bernoulli import RelaxedBernoulli
+from .relaxed_categorical import RelaxedOneHotCategorical
 from .studentt import StudentT
 from .transformed_distribution import TransformedDistribution
 from .weibull import Weibull
@@ -90,6 +92,8 @@ __all__ = [
     "Pareto",
     "Poisson",
     "PowerTransform",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
     "ReshapeTransform",
     "SigmoidTransform",
     "SoftmaxTransform",

@@ -110,6 +110,30 @@ CASES = {
         POS[None] + np.array([[0.0], [1.5]]),
         D + " mode cdf icdf",
     ),
+    "RelaxedBernoulli-probs": (
+        lambda d, p: d.RelaxedBernoulli(p["t"], probs=p["p"]),
+        {"t": np.array(0.7), "p": UNIT},
+        np.array([[0.3, 0.9, 0.5], [0.01, 0.6, 0.99]]),
+        "log_prob",
+    ),
+    "RelaxedBernoulli-logits": (
+        lambda d, p: d.RelaxedBernoulli(p["t"], logits=p["l"]),
+        {"t": np.array(2.0), "l": REAL},
+        np.array([0.3, 0.9, 0.5]),
+        "log_prob",
+    ),
+    "RelaxedOneHotCategorical": (
+        lambda d, p: d.RelaxedOneHotCategorical(p["t"], logits=p["l"]),
+        {"t": np.array(0.5), "l": LOGITS},
+        RNG.dirichlet(np.ones(4), size=(3, 2)),
+        "log_prob",
+    ),
+    "RelaxedOneHotCategorical-probs": (
+        lambda d, p: d.RelaxedOneHotCategorical(p["t"], probs=p["p"]),
+        {"t": np.array(1.5), "p": SIMPLEX},
+        SIMPLEX[::-1].copy(),
+        "log_prob",
+    ),
 }
 
 
@@ -530,3 +554,44 @@ def test_a_dirichlet_like_density_through_stick_breaking_matches_torch():
     assert our_shape == their_shape == (4,)
     np.testing.assert_allclose(ours, theirs, rtol=1e-10)
     np.testing.assert_allclose(our_grad, their_grad, rtol=1e-10)
+
+
+@pytest.mark.parametrize("temperature", [0.05, 1.0])
+def test_relaxed_samples_follow_the_concrete_distribution(temperature):
+    # P(RelaxedBernoulli > 1/2) = P(logits + logistic noise > 0) = probs at any temperature;
+    # the argmax of a RelaxedOneHotCategorical is a Categorical(probs) draw
+    sg.manual_seed(6)
+    t = sg.tensor(temperature, dtype=sg.float64)
+    probs = _t(0.2, 0.7)
+    x = d.RelaxedBernoulli(t, probs=probs).sample((N,)).numpy()
+    assert x.shape == (N, 2) and np.all((x > 0) & (x < 1))
+    np.testing.assert_allclose((x > 0.5).mean(0), [0.2, 0.7], atol=0.015)
+    cat = sg.tensor([0.1, 0.6, 0.3], dtype=sg.float64)
+    y = d.RelaxedOneHotCategorical(t, probs=cat).sample((N,)).numpy()
+    assert y.shape == (N, 3)
+    np.testing.assert_allclose(y.sum(-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(
+        np.bincount(y.argmax(-1), minlength=3) / N, [0.1, 0.6, 0.3], atol=0.015
+    )
+    if temperature < 0.1:  # nearly one-hot at a low temperature
+        assert np.median(y.max(-1)) > 0.99
+
+
+def test_relaxed_rsample_is_reparameterised_in_the_logits_and_the_temperature():
+    # sigmoid((logits + noise) / t): d sample / d logits = s (1 - s) / t, checked per draw
+    sg.manual_seed(7)
+    logits = _t(0.3, -1.0).requires_grad_()
+    t = sg.tensor(0.5, dtype=sg.float64, requires_grad=True)
+    dist = d.RelaxedBernoulli(t, logits=logits)
+    assert dist.has_rsample and dist.batch_shape == (2,)
+    s = dist.rsample((5,))
+    s.sum().backward()
+    expected = (s * (1 - s) / 0.5).detach().numpy().sum(0)
+    np.testing.assert_allclose(logits.grad.numpy(), expected, rtol=1e-6)
+    assert t.grad is not None and np.isfinite(t.grad.item())
+    logits_c = sg.tensor([[0.1, 0.5, -0.2]], dtype=sg.float64, requires_grad=True)
+    y = d.RelaxedOneHotCategorical(t, logits=logits_c).rsample((4,))
+    (y[..., 0]).sum().backward()
+    assert y.shape == (4, 1, 3) and np.all(np.isfinite(logits_c.grad.numpy()))
+    with pytest.raises(ValueError, match="not both"):
+        d.RelaxedBernoulli(t, probs=0.5, logits=0.0)
