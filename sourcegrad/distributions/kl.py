@@ -28,6 +28,11 @@ from .gumbel import Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import (
+    LowRankMultivariateNormal,
+    lowrank_logdet,
+    lowrank_mahalanobis,
+)
 from .multivariate_normal import MultivariateNormal, batch_mahalanobis, broadcast_shape, solve_lower
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
@@ -284,6 +289,86 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     term2 = solve_lower(q_scale_tril, p_scale_tril).pow(2).sum((-2, -1))  # tr(Sq^-1 Sp)
     term3 = batch_mahalanobis(q_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+def _trace_xxt(matrix):
+    """tr(X X^T), batched: the sum of squares over the last two dims."""
+    return matrix.pow(2).sum((-2, -1))
+
+
+def _woodbury_factor(q):
+    """A with inv(q's covariance) = inv(D) - A^T A, for a LowRankMultivariateNormal q."""
+    wt_dinv = q._unbroadcasted_cov_factor.transpose(-2, -1) / q._unbroadcasted_cov_diag.unsqueeze(
+        -2
+    )
+    return solve_lower(q._capacitance_tril, wt_dinv)
+
+
+def _check_event_shapes(p, q, which):
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            f"KL-divergence between two {which} with different event shapes cannot be computed"
+        )
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p, q):
+    _check_event_shapes(p, q, "Low Rank Multivariate Normals")
+    term1 = lowrank_logdet(q._unbroadcasted_cov_diag, q._capacitance_tril) - lowrank_logdet(
+        p._unbroadcasted_cov_diag, p._capacitance_tril
+    )
+    term3 = lowrank_mahalanobis(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
+    )
+    # tr(inv(q cov) p cov) = tr([inv(qD) - A^T A] (pD + pW pW^T))
+    a = _woodbury_factor(q)
+    term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
+    term22 = _trace_xxt(
+        p._unbroadcasted_cov_factor * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1)
+    )
+    term23 = _trace_xxt(a * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
+    term24 = _trace_xxt(torch.matmul(a, p._unbroadcasted_cov_factor))
+    term2 = term21 + term22 - term23 - term24
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrank(p, q):
+    _check_event_shapes(p, q, "(Low Rank) Multivariate Normals")
+    p_tril = p._unbroadcasted_scale_tril
+    term1 = lowrank_logdet(q._unbroadcasted_cov_diag, q._capacitance_tril) - 2 * p_tril.diagonal(
+        dim1=-2, dim2=-1
+    ).log().sum(-1)
+    term3 = lowrank_mahalanobis(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
+    )
+    # tr(inv(q cov) p cov) = tr([inv(qD) - A^T A] p_tril p_tril^T)
+    a = _woodbury_factor(q)
+    term21 = _trace_xxt(p_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term22 = _trace_xxt(torch.matmul(a, p_tril))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_multivariatenormal(p, q):
+    _check_event_shapes(p, q, "(Low Rank) Multivariate Normals")
+    q_tril = q._unbroadcasted_scale_tril
+    term1 = 2 * q_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lowrank_logdet(
+        p._unbroadcasted_cov_diag, p._capacitance_tril
+    )
+    term3 = batch_mahalanobis(q_tril, q.loc - p.loc)
+    # tr(inv(q_tril q_tril^T) (pW pW^T + pD))
+    batch = broadcast_shape(q_tril.shape[:-2], p._unbroadcasted_cov_factor.shape[:-2])
+    n = p.event_shape[0]
+    q_scale_tril = q_tril.expand(batch + (n, n))
+    p_cov_factor = p._unbroadcasted_cov_factor.expand(batch + (n, p.cov_factor.size(-1)))
+    identity = torch.eye(n, dtype=q_tril.dtype, device=q_tril.device)
+    p_cov_diag_sqrt = (p._unbroadcasted_cov_diag.sqrt().unsqueeze(-1) * identity).expand(
+        batch + (n, n)
+    )
+    term21 = _trace_xxt(solve_lower(q_scale_tril, p_cov_factor))
+    term22 = _trace_xxt(solve_lower(q_scale_tril, p_cov_diag_sqrt))
+    return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])
 
 
 @register_kl(Independent, Independent)

@@ -134,6 +134,18 @@ CASES = {
         SIMPLEX[::-1].copy(),
         "log_prob",
     ),
+    "LowRankMVN": (
+        lambda d, p: d.LowRankMultivariateNormal(p["loc"], p["W"], p["D"]),
+        {"loc": RNG.normal(size=(2, 3)), "W": RNG.normal(size=(3, 2)), "D": POS},
+        RNG.normal(size=(4, 2, 3)),
+        "log_prob entropy mean variance stddev mode covariance_matrix precision_matrix scale_tril",
+    ),
+    "LowRankMVN-batched-factor": (
+        lambda d, p: d.LowRankMultivariateNormal(p["loc"], p["W"], p["D"]),
+        {"loc": REAL, "W": RNG.normal(size=(2, 3, 1)), "D": RNG.uniform(0.5, 2, (2, 3))},
+        RNG.normal(size=(3,)),
+        "log_prob entropy variance covariance_matrix precision_matrix",
+    ),
 }
 
 
@@ -202,6 +214,10 @@ KL_PAIRS = {
     "Chi2": (lambda d, a: d.Chi2(a), lambda: (_pos(3) * 3,)),
     "Gumbel": (lambda d, a, b: d.Gumbel(a, b), lambda: (RNG.normal(size=3), _pos(3))),
     "Pareto": (lambda d, a, b: d.Pareto(a, b), lambda: (_pos(3), _pos(3) + 2)),
+    "LowRankMVN": (
+        lambda d, a, b, c: d.LowRankMultivariateNormal(a, b, c),
+        lambda: (RNG.normal(size=(2, 3)), RNG.normal(size=(3, 2)), _pos(3)),
+    ),
 }
 
 CROSS = {
@@ -275,6 +291,66 @@ def test_kl_between_families_matches_torch(p_name, q_name):
     assert len(our_grads) == len(their_grads)
     for mine, reference in zip(our_grads, their_grads):
         np.testing.assert_allclose(mine, reference, rtol=1e-8, atol=1e-9)
+
+
+def _spd(n):
+    a = RNG.normal(size=(n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+MIXED_MVN = {
+    "LowRank-MVN": (
+        lambda dd, p: dd.LowRankMultivariateNormal(p[0], p[1], p[2]),
+        lambda dd, p: dd.MultivariateNormal(p[0], covariance_matrix=p[1]),
+        lambda: (
+            [RNG.normal(size=(2, 3)), RNG.normal(size=(3, 2)), _pos(3)],
+            [RNG.normal(size=3), _spd(3)],
+        ),
+    ),
+    "MVN-LowRank": (
+        lambda dd, p: dd.MultivariateNormal(p[0], scale_tril=p[1]),
+        lambda dd, p: dd.LowRankMultivariateNormal(p[0], p[1], p[2]),
+        lambda: (
+            [RNG.normal(size=3), np.linalg.cholesky(_spd(3))],
+            [RNG.normal(size=(2, 3)), RNG.normal(size=(3, 1)), _pos(3)],
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MIXED_MVN))
+def test_kl_between_low_rank_and_full_normals_matches_torch(name):
+    make_p, make_q, params = MIXED_MVN[name]
+    p_params, q_params = params()
+
+    def run(lib):
+        p_leaves = [lib.tensor(v, dtype=lib.float64, requires_grad=True) for v in p_params]
+        q_leaves = [lib.tensor(v, dtype=lib.float64, requires_grad=True) for v in q_params]
+        dd = lib.distributions
+        kl = dd.kl_divergence(make_p(dd, p_leaves), make_q(dd, q_leaves))
+        kl.sum().backward()
+        return [kl.detach().numpy()] + [t.grad.numpy() for t in p_leaves + q_leaves]
+
+    for mine, reference in zip(run(sg), run(torch)):
+        np.testing.assert_allclose(mine, reference, rtol=1e-9, atol=1e-10)
+
+
+def test_low_rank_normal_samples_have_its_covariance_and_its_errors_are_torchs():
+    sg.manual_seed(8)
+    w = sg.tensor([[1.0, 0.5], [-0.5, 0.2], [0.3, 1.0]], dtype=sg.float64)
+    dist = d.LowRankMultivariateNormal(_t(1.0, -1.0, 0.0), w, _t(0.5, 1.0, 0.2))
+    x = dist.sample((N,)).numpy()
+    assert x.shape == (N, 3)
+    np.testing.assert_allclose(x.mean(0), [1.0, -1.0, 0.0], atol=0.05)
+    np.testing.assert_allclose(np.cov(x.T), dist.covariance_matrix.numpy(), atol=0.06)
+    for lib in (sg, torch):
+        lr = lib.distributions.LowRankMultivariateNormal
+        with pytest.raises(ValueError, match="cov_factor must be a batch of matrices"):
+            lr(lib.zeros(3), lib.zeros(2, 1), lib.ones(3))
+        with pytest.raises(ValueError, match="cov_diag must be a batch of vectors"):
+            lr(lib.zeros(3), lib.zeros(3, 1), lib.ones(2))
+        with pytest.raises(ValueError, match="cov_diag"):
+            lr(lib.zeros(3), lib.zeros(3, 1), -lib.ones(3))
 
 
 N = 20000
