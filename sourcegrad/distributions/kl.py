@@ -19,6 +19,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
@@ -494,6 +495,7 @@ def _kl_uniform_pareto(p, q):
 
 
 @register_kl(Gumbel, Beta)
+@register_kl(Gumbel, ContinuousBernoulli)
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Gamma)
 @register_kl(Gumbel, Pareto)
@@ -503,6 +505,7 @@ def _kl_gumbel_infinity(p, q):
 
 
 @register_kl(Pareto, Beta)
+@register_kl(Pareto, ContinuousBernoulli)
 @register_kl(Pareto, Uniform)
 def _kl_pareto_infinity(p, q):
     return _infinite_like(p.scale)
@@ -519,4 +522,56 @@ def _kl_beta_infinity(p, q):
 @register_kl(Normal, Pareto)
 def _kl_real_or_positive_pareto_infinity(p, q):
     # p puts mass below any positive lower bound
+    return _infinite_like(p.mean)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p.cont_bern_log_norm() + torch.log1p(-p.probs)
+    t3 = -q.cont_bern_log_norm() - torch.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - p.mean * q.logits - torch.log1p(-q.probs) - q.cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - torch.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + torch.square(q.loc / q.scale)) + torch.log(q.scale)
+    t3 = (p.variance + torch.square(p.mean) - 2.0 * q.loc * p.mean) / (2.0 * torch.square(q.scale))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    # infinite where [0, 1] reaches outside [low, high]. torch tests low >= 0 and
+    # high <= 1, which also makes the finite KL against Uniform(0, 1) infinite
+    result = -p.entropy() + (q.high - q.low).log()
+    return torch.where((q.low > 0) | (q.high < 1), _infinite_like(result), result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    # infinite where [low, high] reaches outside [0, 1] (torch's high >= 1 or low <= 0
+    # also calls Uniform(0, 1) || ContinuousBernoulli infinite, though it is finite)
+    result = -p.entropy() - p.mean * q.logits - torch.log1p(-q.probs) - q.cont_bern_log_norm()
+    return torch.where((p.high > 1) | (p.low < 0), _infinite_like(result), result)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Gamma, ContinuousBernoulli)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Normal, ContinuousBernoulli)
+def _kl_outside_continuous_bernoulli_support(p, q):
+    # p puts mass outside [0, 1] (or, for Pareto q, below its positive lower bound)
     return _infinite_like(p.mean)

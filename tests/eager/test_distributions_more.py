@@ -146,6 +146,19 @@ CASES = {
         RNG.normal(size=(3,)),
         "log_prob entropy variance covariance_matrix precision_matrix",
     ),
+    # 0.4995 lies in the taylor region around 1/2 (lims 0.499, 0.501)
+    "ContinuousBernoulli-probs": (
+        lambda d, p: d.ContinuousBernoulli(probs=p["p"]),
+        {"p": np.array([0.2, 0.4995, 0.93])},
+        np.array([[0.3, 0.9, 0.5], [0.01, 0.6, 0.99]]),
+        D + " cdf icdf",
+    ),
+    "ContinuousBernoulli-logits": (
+        lambda d, p: d.ContinuousBernoulli(logits=p["l"]),
+        {"l": REAL * 2},
+        np.array([0.3, 0.9, 0.5]),
+        D + " cdf icdf",
+    ),
 }
 
 
@@ -229,6 +242,20 @@ CROSS = {
     "Uniform": (lambda d, a, b: d.Uniform(a, a + b), lambda: (_pos(3) + 1, _pos(3))),
     "Beta": (lambda d, a, b: d.Beta(a, b), lambda: (_pos(3), _pos(3))),
     "Laplace": (lambda d, a, b: d.Laplace(a, b), lambda: (RNG.normal(size=3), _pos(3))),
+    "ContinuousBernoulli": (
+        lambda d, a: d.ContinuousBernoulli(logits=a),
+        lambda: (RNG.normal(size=3),),
+    ),
+    # inside (0, 1) and strictly around [0, 1]: finite both ways with a ContinuousBernoulli
+    "Uniform-inner": (lambda d, a, b: d.Uniform(a, a + b), lambda: (_pos(3) * 0.2, _pos(3) * 0.2)),
+    "Uniform-outer": (lambda d, a, b: d.Uniform(-a, 1 + b), lambda: (_pos(3), _pos(3))),
+}
+# two TransformedDistributions with different transforms, or a pair torch has no rule for
+NO_RULE = {
+    ("Pareto", "Gumbel"),
+    ("ContinuousBernoulli", "Gamma"),
+    ("ContinuousBernoulli", "Beta"),
+    ("ContinuousBernoulli", "Gumbel"),
 }
 CROSS_PAIRS = [
     (p, q)
@@ -279,8 +306,8 @@ def _kl_between(lib, p_name, q_name, p_params, q_params):
 def test_kl_between_families_matches_torch(p_name, q_name):
     # finite closed forms, and the infinite pairs (p's support reaching outside q's)
     p_params, q_params = CROSS[p_name][1](), CROSS[q_name][1]()
-    if (p_name, q_name) == ("Pareto", "Gumbel"):
-        # two TransformedDistributions with different transforms: no rule in torch either
+    if (p_name, q_name) in NO_RULE:
+        # no rule in torch either (e.g. two TransformedDistributions, different transforms)
         for lib in (sg, torch):
             with pytest.raises(NotImplementedError):
                 _kl_between(lib, p_name, q_name, p_params, q_params)
@@ -374,6 +401,7 @@ MOMENTS = [
     ("Weibull", lambda: d.Weibull(_t(1.0, 2.0), _t(0.8, 3.0))),
     ("Gumbel", lambda: d.Gumbel(_t(1.0, -2.0), _t(0.5, 2.0))),
     ("Pareto", lambda: d.Pareto(_t(1.0, 2.0), _t(6.0, 9.0))),
+    ("ContinuousBernoulli", lambda: d.ContinuousBernoulli(probs=_t(0.1, 0.5, 0.8))),
 ]
 
 
@@ -671,3 +699,17 @@ def test_relaxed_rsample_is_reparameterised_in_the_logits_and_the_temperature():
     assert y.shape == (4, 1, 3) and np.all(np.isfinite(logits_c.grad.numpy()))
     with pytest.raises(ValueError, match="not both"):
         d.RelaxedBernoulli(t, probs=0.5, logits=0.0)
+
+
+def test_continuous_bernoulli_kl_against_the_unit_uniform_is_finite():
+    # torch calls both directions infinite at the shared boundary (low = 0, high = 1);
+    # the densities share the support [0, 1], so KL is finite: check it by quadrature
+    cb = d.ContinuousBernoulli(logits=_t(0.8, -1.5))
+    uniform = d.Uniform(_t(0.0, 0.0), _t(1.0, 1.0))
+    x = np.linspace(0.0, 1.0, 200001)
+    log_q = cb.log_prob(sg.tensor(x[:, None], dtype=sg.float64)).numpy()
+    expected_cb_u = np.trapezoid(np.exp(log_q) * log_q, x, axis=0)
+    expected_u_cb = -np.trapezoid(log_q, x, axis=0)
+    np.testing.assert_allclose(d.kl_divergence(cb, uniform).numpy(), expected_cb_u, rtol=1e-8)
+    np.testing.assert_allclose(d.kl_divergence(uniform, cb).numpy(), expected_u_cb, rtol=1e-8)
+    assert np.isinf(d.kl_divergence(cb, d.Uniform(_t(0.1), _t(1.0))).numpy()).all()
