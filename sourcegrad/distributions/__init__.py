@@ -61,6 +61,7 @@ from .transforms import (
     Transform,
 )
 from .uniform import Uniform
+from .von_mises import VonMises
 
 __all__ = [
     "AbsTransform",
@@ -107,6 +108,7 @@ __all__ = [
     "Transform",
     "TransformedDistribution",
     "Uniform",
+    "VonMises",
     "Weibull",
     "biject_to",
     "constraint_registry",

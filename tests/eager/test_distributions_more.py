@@ -713,3 +713,56 @@ def test_continuous_bernoulli_kl_against_the_unit_uniform_is_finite():
     np.testing.assert_allclose(d.kl_divergence(cb, uniform).numpy(), expected_cb_u, rtol=1e-8)
     np.testing.assert_allclose(d.kl_divergence(uniform, cb).numpy(), expected_u_cb, rtol=1e-8)
     assert np.isinf(d.kl_divergence(cb, d.Uniform(_t(0.1), _t(1.0))).numpy()).all()
+
+
+def test_von_mises_is_exact_and_torchs_to_its_bessel_approximation():
+    from scipy import stats
+
+    loc, kappa = np.array([0.5, -2.0, 3.0]), np.array([0.3, 2.0, 12.0])
+    value = np.array([[0.1, -3.0, 2.5], [1.5, -1.0, -3.1]])
+
+    def run(lib):
+        loc_t = lib.tensor(loc, dtype=lib.float64, requires_grad=True)
+        kappa_t = lib.tensor(kappa, dtype=lib.float64, requires_grad=True)
+        dist = lib.distributions.VonMises(loc_t, kappa_t)
+        lp = dist.log_prob(lib.tensor(value, dtype=lib.float64))
+        (lp.sum() + dist.variance.sum()).backward()
+        return lp.detach().numpy(), dist.variance.detach().numpy(), loc_t.grad, kappa_t.grad
+
+    ours, our_var, our_dloc, our_dkappa = run(sg)
+    theirs, their_var, their_dloc, their_dkappa = run(torch)
+    np.testing.assert_allclose(ours, stats.vonmises.logpdf(value, kappa, loc=loc), rtol=1e-12)
+    np.testing.assert_allclose(our_var, 1 - _bessel_ratio(kappa), rtol=1e-12)
+    # torch's polynomial log I0 / I1 have relative error ~1e-7
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    np.testing.assert_allclose(our_var, their_var, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(our_dloc.numpy(), their_dloc.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(our_dkappa.numpy(), their_dkappa.numpy(), rtol=1e-5, atol=1e-7)
+    # the concentration gradient, exactly: central differences of the float64 objective
+
+    def objective(k):
+        dist = d.VonMises(sg.tensor(loc, dtype=sg.float64), sg.tensor(k, dtype=sg.float64))
+        lp = dist.log_prob(sg.tensor(value, dtype=sg.float64)).sum(0)
+        return (lp + dist.variance).numpy()
+
+    h = 1e-6
+    fd = (objective(kappa + h) - objective(kappa - h)) / (2 * h)
+    np.testing.assert_allclose(our_dkappa.numpy(), fd, rtol=1e-7)
+
+
+def _bessel_ratio(kappa):
+    from scipy import special
+
+    return special.i1e(kappa) / special.i0e(kappa)
+
+
+def test_von_mises_samples_have_its_circular_moments():
+    sg.manual_seed(9)
+    dist = d.VonMises(_t(0.5, -2.5), _t(0.7, 6.0))
+    x = dist.sample((N,)).numpy()
+    assert x.shape == (N, 2) and np.all(np.abs(x) <= np.pi)
+    # E[cos(x - loc)] = I1(k) / I0(k) = 1 - circular variance; E[sin(x - loc)] = 0
+    resultant = np.cos(x - [0.5, -2.5]).mean(0)
+    np.testing.assert_allclose(resultant, 1 - dist.variance.numpy(), atol=0.015)
+    np.testing.assert_allclose(np.sin(x - [0.5, -2.5]).mean(0), 0.0, atol=0.015)
+    assert not dist.has_rsample
