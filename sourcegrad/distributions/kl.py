@@ -2,6 +2,9 @@
 looked up by the pair of types, the most specific registered pair winning (so a subclass
 inherits its parent's rule, and a rule for the subclass overrides it).
 
+Why one module: it is torch's `distributions.kl`, the registry and every rule registered in
+it; importing it registers all pairs at once, and each rule is a few lines of one formula.
+
 Imports: the eager surface (`sourcegrad`) and the package's distributions.
 """
 
