@@ -110,6 +110,13 @@ CASES = {
         POS[None] + np.array([[0.0], [1.5]]),
         D + " mode cdf icdf",
     ),
+    # the same without the moments, whose infinite entries make torch's gradient nan
+    "Pareto-no-moments": (
+        lambda d, p: d.Pareto(p["s"], p["a"]),
+        {"s": POS, "a": np.array([0.5, 1.5, 3.0])},
+        POS[None] + np.array([[0.0], [1.5]]),
+        "log_prob entropy mode cdf icdf",
+    ),
     "RelaxedBernoulli-probs": (
         lambda d, p: d.RelaxedBernoulli(p["t"], probs=p["p"]),
         {"t": np.array(0.7), "p": UNIT},
@@ -178,7 +185,10 @@ def _evaluate(lib, make, params, value, quantities):
             out[name] = dist.entropy()
         else:
             out[name] = getattr(dist, name)
-    finite = [t.sum() for t in out.values() if t.requires_grad and bool(t.isfinite().all())]
+    # the finite entries only (a StudentT's mean is nan where df <= 1, its variance inf)
+    finite = [
+        lib.where(t.isfinite(), t, lib.zeros_like(t)).sum() for t in out.values() if t.requires_grad
+    ]
     sum(finite).backward()
     grads = {k: None if leaf.grad is None else leaf.grad.numpy() for k, leaf in leaves.items()}
     values = {k: v.detach().numpy() for k, v in out.items()}
@@ -200,6 +210,11 @@ def test_values_and_gradients_match_torch(name):
     for key, grad in their_grads.items():
         assert (our_grads[key] is None) == (grad is None), key
         if grad is not None:
+            # torch's Pareto mean and variance (a * scale / (a - 1), a = alpha.clamp(min=1))
+            # send 0 * inf = nan back from their infinite entries, though those entries are
+            # left out of the sum; ours give the finite entries' gradient there
+            assert np.isfinite(our_grads[key]).all(), key
+            grad = np.where(np.isnan(grad), our_grads[key], grad) if name == "Pareto" else grad
             # 1e-8: torch's digamma/trigamma are scipy's to ~1e-10
             np.testing.assert_allclose(our_grads[key], grad, rtol=1e-8, atol=1e-9, err_msg=key)
 
@@ -766,3 +781,16 @@ def test_von_mises_samples_have_its_circular_moments():
     np.testing.assert_allclose(resultant, 1 - dist.variance.numpy(), atol=0.015)
     np.testing.assert_allclose(np.sin(x - [0.5, -2.5]).mean(0), 0.0, atol=0.015)
     assert not dist.has_rsample
+
+
+def test_pareto_infinite_moments_are_torchs_without_a_division_by_zero():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's divide-by-zero warning would raise here
+        pareto = d.Pareto(_t(1.0, 1.0, 2.0), _t(0.5, 1.5, 3.0))
+        mean, variance = pareto.mean.numpy(), pareto.variance.numpy()
+    np.testing.assert_array_equal(mean[:1], [np.inf])
+    np.testing.assert_allclose(mean[1:], [3.0, 3.0])
+    np.testing.assert_array_equal(variance[:2], [np.inf, np.inf])
+    np.testing.assert_allclose(variance[2], 4.0 * 3.0 / (4.0 * 1.0))
