@@ -2,7 +2,8 @@
 `log_abs_det_jacobian(x, y)`, for `TransformedDistribution`. The elementwise ones
 (ExpTransform, AffineTransform, SigmoidTransform, TanhTransform, PowerTransform,
 AbsTransform), the ones onto the simplex (SoftmaxTransform, StickBreakingTransform), the
-shape ones (ReshapeTransform, IndependentTransform) and ComposeTransform to chain them.
+shape ones (ReshapeTransform, IndependentTransform), the ones onto matrices
+(LowerCholeskyTransform, PositiveDefiniteTransform) and ComposeTransform to chain them.
 
 Why one module: torch's `torch.distributions.transforms` holds every transform, and code
 written against it imports them from that one path; each class here is short.
@@ -33,6 +34,8 @@ __all__ = [
     "ComposeTransform",
     "ExpTransform",
     "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
     "ReshapeTransform",
     "SigmoidTransform",
@@ -692,6 +695,54 @@ class IndependentTransform(Transform):
 
     def inverse_shape(self, shape):
         return self.base_transform.inverse_shape(shape)
+
+
+def _with_diagonal(matrix, diagonal):
+    """The strictly lower triangle of `matrix` with `diagonal` on its diagonal."""
+    identity = torch.eye(matrix.shape[-1], dtype=matrix.dtype, device=matrix.device)
+    return matrix.tril(-1) + diagonal.unsqueeze(-1) * identity
+
+
+class LowerCholeskyTransform(Transform):
+    """An unconstrained square matrix to a lower-triangular one with a positive diagonal:
+    the strictly lower triangle kept, the diagonal exponentiated (the rest dropped, so not
+    bijective), as torch's."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other):
+        return isinstance(other, LowerCholeskyTransform)
+
+    def __hash__(self):
+        return hash(LowerCholeskyTransform)
+
+    def _call(self, x):
+        return _with_diagonal(x, x.diagonal(dim1=-2, dim2=-1).exp())
+
+    def _inverse(self, y):
+        return _with_diagonal(y, y.diagonal(dim1=-2, dim2=-1).log())
+
+
+class PositiveDefiniteTransform(Transform):
+    """An unconstrained square matrix to L L^T, L its LowerCholeskyTransform: a positive
+    definite matrix (not bijective), as torch's."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other):
+        return isinstance(other, PositiveDefiniteTransform)
+
+    def __hash__(self):
+        return hash(PositiveDefiniteTransform)
+
+    def _call(self, x):
+        lower = LowerCholeskyTransform()(x)
+        return torch.matmul(lower, lower.transpose(-2, -1))
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(torch.linalg.cholesky(y))
 
 
 def _same(a, b):

@@ -794,3 +794,24 @@ def test_pareto_infinite_moments_are_torchs_without_a_division_by_zero():
     np.testing.assert_allclose(mean[1:], [3.0, 3.0])
     np.testing.assert_array_equal(variance[:2], [np.inf, np.inf])
     np.testing.assert_allclose(variance[2], 4.0 * 3.0 / (4.0 * 1.0))
+
+
+@pytest.mark.parametrize("name", ["lower_cholesky", "positive_definite", "positive_semidefinite"])
+def test_transform_to_matrix_constraints_matches_torch(name):
+    # not bijections (torch's biject_to has none for them): values, round trip, gradients
+    square = RNG.normal(size=(2, 3, 3))
+
+    def run(lib):
+        constraint = getattr(lib.distributions.constraints, name)
+        transform = lib.distributions.transform_to(constraint)
+        x = lib.tensor(square, dtype=lib.float64, requires_grad=True)
+        y = transform(x)
+        assert bool(constraint.check(y).all()) and not transform.bijective
+        back = transform.inv(y)
+        (grad,) = lib.autograd.grad((y * y).sum() + back.sum(), x)
+        return y.detach().numpy(), back.detach().numpy(), grad.numpy()
+
+    for mine, reference in zip(run(sg), run(torch)):
+        np.testing.assert_allclose(mine, reference, rtol=1e-10, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="Cannot transform"):
+        d.biject_to(getattr(d.constraints, name))
