@@ -31,6 +31,7 @@ __all__ = [
     "less_than",
     "lower_cholesky",
     "lower_triangular",
+    "multinomial",
     "nonnegative",
     "nonnegative_integer",
     "one_hot",
@@ -244,6 +245,21 @@ class _HalfOpenInterval(_Interval):
         return (self.lower_bound <= value) & (value < self.upper_bound)
 
 
+class _Multinomial(Constraint):
+    """Nonnegative integer counts summing to at most `upper_bound` over the last dim (torch
+    checks the sum only from above, so Multinomial(probs=...).log_prob needs no count)."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+        super().__init__()
+
+    def check(self, x):
+        return (x >= 0).all(dim=-1) & (x.sum(dim=-1) <= self.upper_bound)
+
+
 class _Simplex(Constraint):
     event_dim = 1
 
@@ -333,6 +349,7 @@ less_than = _LessThan
 unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 half_open_interval = _HalfOpenInterval
+multinomial = _Multinomial
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()

@@ -2,6 +2,9 @@
 looked up by the pair of types, the most specific registered pair winning (so a subclass
 inherits its parent's rule, and a rule for the subclass overrides it).
 
+Why one module: it is torch's `distributions.kl`, the registry and every rule registered in
+it; importing it registers all pairs at once, and each rule is a few lines of one formula.
+
 Imports: the eager surface (`sourcegrad`) and the package's distributions.
 """
 
@@ -18,19 +21,30 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
+from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import (
+    LowRankMultivariateNormal,
+    lowrank_logdet,
+    lowrank_mahalanobis,
+)
 from .multivariate_normal import MultivariateNormal, batch_mahalanobis, broadcast_shape, solve_lower
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
-from .utils import sum_rightmost
+from .utils import euler_constant, sum_rightmost
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -181,6 +195,48 @@ def _kl_exponential_exponential(p, q):
     return t1 + rate_ratio - 1
 
 
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - torch.log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    # folding both at 0 keeps the ratio of densities, so KL is the unfolded normals'
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # closed form from Chyzak and Nielsen, https://arxiv.org/abs/1905.10965
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    t2 = (4 * p.scale * q.scale).log()
+    return t1 - t2
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ct1 = p.scale / q.scale
+    ct2 = q.loc / q.scale
+    ct3 = p.loc / q.scale
+    t1 = -ct1.log() - ct2 + ct3
+    t2 = ct1 * euler_constant
+    t3 = torch.exp(ct2 + (1 + ct1).lgamma() - ct3)
+    return t1 + t2 + t3 - (1 + euler_constant)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    # Gil (2011), http://www.mast.queensu.ca/~communications/Papers/gil-msc11.pdf
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    t1 = q.alpha * scale_ratio.log()
+    t2 = -alpha_ratio.log()
+    result = t1 + t2 + alpha_ratio - 1
+    # p puts mass below q's support: infinite
+    return torch.where(p.scale < q.scale, _infinite_like(result), result)
+
+
 @register_kl(Laplace, Laplace)
 def _kl_laplace_laplace(p, q):
     scale_ratio = p.scale / q.scale
@@ -239,6 +295,86 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     return half_term1 + 0.5 * (term2 + term3 - n)
 
 
+def _trace_xxt(matrix):
+    """tr(X X^T), batched: the sum of squares over the last two dims."""
+    return matrix.pow(2).sum((-2, -1))
+
+
+def _woodbury_factor(q):
+    """A with inv(q's covariance) = inv(D) - A^T A, for a LowRankMultivariateNormal q."""
+    wt_dinv = q._unbroadcasted_cov_factor.transpose(-2, -1) / q._unbroadcasted_cov_diag.unsqueeze(
+        -2
+    )
+    return solve_lower(q._capacitance_tril, wt_dinv)
+
+
+def _check_event_shapes(p, q, which):
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            f"KL-divergence between two {which} with different event shapes cannot be computed"
+        )
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p, q):
+    _check_event_shapes(p, q, "Low Rank Multivariate Normals")
+    term1 = lowrank_logdet(q._unbroadcasted_cov_diag, q._capacitance_tril) - lowrank_logdet(
+        p._unbroadcasted_cov_diag, p._capacitance_tril
+    )
+    term3 = lowrank_mahalanobis(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
+    )
+    # tr(inv(q cov) p cov) = tr([inv(qD) - A^T A] (pD + pW pW^T))
+    a = _woodbury_factor(q)
+    term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
+    term22 = _trace_xxt(
+        p._unbroadcasted_cov_factor * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1)
+    )
+    term23 = _trace_xxt(a * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
+    term24 = _trace_xxt(torch.matmul(a, p._unbroadcasted_cov_factor))
+    term2 = term21 + term22 - term23 - term24
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrank(p, q):
+    _check_event_shapes(p, q, "(Low Rank) Multivariate Normals")
+    p_tril = p._unbroadcasted_scale_tril
+    term1 = lowrank_logdet(q._unbroadcasted_cov_diag, q._capacitance_tril) - 2 * p_tril.diagonal(
+        dim1=-2, dim2=-1
+    ).log().sum(-1)
+    term3 = lowrank_mahalanobis(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
+    )
+    # tr(inv(q cov) p cov) = tr([inv(qD) - A^T A] p_tril p_tril^T)
+    a = _woodbury_factor(q)
+    term21 = _trace_xxt(p_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term22 = _trace_xxt(torch.matmul(a, p_tril))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_multivariatenormal(p, q):
+    _check_event_shapes(p, q, "(Low Rank) Multivariate Normals")
+    q_tril = q._unbroadcasted_scale_tril
+    term1 = 2 * q_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lowrank_logdet(
+        p._unbroadcasted_cov_diag, p._capacitance_tril
+    )
+    term3 = batch_mahalanobis(q_tril, q.loc - p.loc)
+    # tr(inv(q_tril q_tril^T) (pW pW^T + pD))
+    batch = broadcast_shape(q_tril.shape[:-2], p._unbroadcasted_cov_factor.shape[:-2])
+    n = p.event_shape[0]
+    q_scale_tril = q_tril.expand(batch + (n, n))
+    p_cov_factor = p._unbroadcasted_cov_factor.expand(batch + (n, p.cov_factor.size(-1)))
+    identity = torch.eye(n, dtype=q_tril.dtype, device=q_tril.device)
+    p_cov_diag_sqrt = (p._unbroadcasted_cov_diag.sqrt().unsqueeze(-1) * identity).expand(
+        batch + (n, n)
+    )
+    term21 = _trace_xxt(solve_lower(q_scale_tril, p_cov_factor))
+    term22 = _trace_xxt(solve_lower(q_scale_tril, p_cov_diag_sqrt))
+    return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])
+
+
 @register_kl(Independent, Independent)
 def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
@@ -254,3 +390,191 @@ def _kl_transformed_transformed(p, q):
     if p.event_shape != q.event_shape:
         raise NotImplementedError
     return kl_divergence(p.base_dist, q.base_dist)
+
+
+# Pairs between different families (torch's closed forms). Where p's support reaches past
+# q's, KL is infinite; where p's moments the formula needs do not exist, too.
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    scale_rate_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = scale_rate_prod.log() - 1
+    t2 = torch.exp(loc_scale_ratio) * scale_rate_prod / (scale_rate_prod + 1)
+    t3 = scale_rate_prod.reciprocal()
+    return t1 - loc_scale_ratio + t2 + t3
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    beta_scale_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = (
+        (p.concentration - 1) * p.concentration.digamma()
+        - p.concentration.lgamma()
+        - p.concentration
+    )
+    t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod
+    t3 = (
+        torch.exp(loc_scale_ratio) * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration)
+        - loc_scale_ratio
+    )
+    return t1 + t2 + t3
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    param_ratio = p.scale / q.scale
+    t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
+    t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
+    t3 = ((p.loc + p.scale * euler_constant - q.loc) / q.scale).pow(2) * 0.5
+    return -t1 + t2 + t3 - (euler_constant + 1)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    mean_scale_ratio = p.loc / q.scale
+    var_scale_sqr_ratio = (p.scale / q.scale).pow(2)
+    loc_scale_ratio = q.loc / q.scale
+    t1 = var_scale_sqr_ratio.log() * 0.5
+    t2 = mean_scale_ratio - loc_scale_ratio
+    t3 = torch.exp(-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio)
+    return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    common_term = q.scale / (p.high - p.low)
+    high_loc_diff = (p.high - q.loc) / q.scale
+    low_loc_diff = (p.low - q.loc) / q.scale
+    t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
+    t2 = common_term * (torch.exp(-high_loc_diff) - torch.exp(-low_loc_diff))
+    return t1 - t2
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    result = t1 - t2 + t3 - 1
+    return torch.where(p.alpha <= 1, _infinite_like(result), result)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    result = t1 + t2 + t3 + t4 - 1
+    return torch.where(p.alpha <= 1, _infinite_like(result), result)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    result = t1 - t2 + (t3 + t4) / var_normal - 1
+    return torch.where(p.alpha <= 2, _infinite_like(result), result)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    support_uniform = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
+    t2 = (
+        torch.xlogy(p.high, p.high) - torch.xlogy(p.low, p.low) - support_uniform
+    ) / support_uniform
+    result = t2 * (q.alpha + 1) - t1
+    return torch.where(p.low < q.scale, _infinite_like(result), result)
+
+
+@register_kl(Gumbel, Beta)
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Pareto)
+@register_kl(Gumbel, Uniform)
+def _kl_gumbel_infinity(p, q):
+    return _infinite_like(p.loc)
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, ContinuousBernoulli)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p, q):
+    return _infinite_like(p.scale)
+
+
+@register_kl(Beta, Pareto)
+def _kl_beta_infinity(p, q):
+    return _infinite_like(p.concentration1)
+
+
+@register_kl(Exponential, Pareto)
+@register_kl(Gamma, Pareto)
+@register_kl(Laplace, Pareto)
+@register_kl(Normal, Pareto)
+def _kl_real_or_positive_pareto_infinity(p, q):
+    # p puts mass below any positive lower bound
+    return _infinite_like(p.mean)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p.cont_bern_log_norm() + torch.log1p(-p.probs)
+    t3 = -q.cont_bern_log_norm() - torch.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - p.mean * q.logits - torch.log1p(-q.probs) - q.cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - torch.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + torch.square(q.loc / q.scale)) + torch.log(q.scale)
+    t3 = (p.variance + torch.square(p.mean) - 2.0 * q.loc * p.mean) / (2.0 * torch.square(q.scale))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    # infinite where [0, 1] reaches outside [low, high]. torch tests low >= 0 and
+    # high <= 1, which also makes the finite KL against Uniform(0, 1) infinite
+    result = -p.entropy() + (q.high - q.low).log()
+    return torch.where((q.low > 0) | (q.high < 1), _infinite_like(result), result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    # infinite where [low, high] reaches outside [0, 1] (torch's high >= 1 or low <= 0
+    # also calls Uniform(0, 1) || ContinuousBernoulli infinite, though it is finite)
+    result = -p.entropy() - p.mean * q.logits - torch.log1p(-q.probs) - q.cont_bern_log_norm()
+    return torch.where((p.high > 1) | (p.low < 0), _infinite_like(result), result)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Gamma, ContinuousBernoulli)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Normal, ContinuousBernoulli)
+def _kl_outside_continuous_bernoulli_support(p, q):
+    # p puts mass outside [0, 1] (or, for Pareto q, below its positive lower bound)
+    return _infinite_like(p.mean)

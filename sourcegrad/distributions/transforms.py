@@ -1,7 +1,12 @@
 """`sourcegrad.distributions.transforms`, as torch's: invertible maps y = f(x) with
-`log_abs_det_jacobian(x, y)`, for `TransformedDistribution`. The elementwise ones torch
-programs use most: ExpTransform, AffineTransform, SigmoidTransform, TanhTransform, and
-ComposeTransform to chain them.
+`log_abs_det_jacobian(x, y)`, for `TransformedDistribution`. The elementwise ones
+(ExpTransform, AffineTransform, SigmoidTransform, TanhTransform, PowerTransform,
+AbsTransform), the ones onto the simplex (SoftmaxTransform, StickBreakingTransform), the
+shape ones (ReshapeTransform, IndependentTransform), the ones onto matrices
+(LowerCholeskyTransform, PositiveDefiniteTransform) and ComposeTransform to chain them.
+
+Why one module: torch's `torch.distributions.transforms` holds every transform, and code
+written against it imports them from that one path; each class here is short.
 
 `t.inv` is the inverse transform (its `inv` is `t` again); a transform made with
 `cache_size=1` remembers its last (x, y) pair, so that `t.inv(t(x))` returns x itself
@@ -21,13 +26,21 @@ import sourcegrad as torch
 import sourcegrad.nn.functional as F
 
 from . import constraints
-from .utils import sum_rightmost
+from .utils import broadcast_all, sum_rightmost
 
 __all__ = [
+    "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
+    "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
+    "PowerTransform",
+    "ReshapeTransform",
     "SigmoidTransform",
+    "SoftmaxTransform",
+    "StickBreakingTransform",
     "TanhTransform",
     "Transform",
     "identity_transform",
@@ -299,6 +312,70 @@ class ExpTransform(Transform):
         return x
 
 
+class AbsTransform(Transform):
+    """y = |x|: not bijective (its inverse picks the nonnegative root), used by HalfNormal
+    and HalfCauchy, whose log densities fold the base density themselves."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+
+    def __eq__(self, other):
+        return isinstance(other, AbsTransform)
+
+    def __hash__(self):
+        return hash(AbsTransform)
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse(self, y):
+        return y
+
+
+class PowerTransform(Transform):
+    """y = x ** exponent on the positive reals (Weibull's map from an Exponential)."""
+
+    domain = constraints.positive
+    codomain = constraints.positive
+    bijective = True
+
+    def __init__(self, exponent, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        (self.exponent,) = broadcast_all(exponent)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return PowerTransform(self.exponent, cache_size=cache_size)
+
+    @property
+    def sign(self):
+        return self.exponent.sign()
+
+    def __eq__(self, other):
+        if not isinstance(other, PowerTransform):
+            return False
+        return bool(self.exponent.eq(other.exponent).all().item())
+
+    def __hash__(self):
+        return hash((PowerTransform, id(self.exponent)))
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        return (self.exponent * y / x).abs().log()
+
+    def forward_shape(self, shape):
+        return _broadcast_shapes(shape, tuple(self.exponent.shape))
+
+    def inverse_shape(self, shape):
+        return _broadcast_shapes(shape, tuple(self.exponent.shape))
+
+
 class SigmoidTransform(Transform):
     """y = sigmoid(x), kept inside (0, 1) by the dtype's tiny and eps."""
 
@@ -423,6 +500,249 @@ class AffineTransform(Transform):
 
     def __repr__(self):
         return f"{self.__class__.__name__}(loc={self.loc}, scale={self.scale})"
+
+
+class SoftmaxTransform(Transform):
+    """x (real vector) to softmax(x) on the simplex. Not bijective (adding a constant to x
+    gives the same y), so it has no log |det J|; its inverse is log, as torch's."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other):
+        return isinstance(other, SoftmaxTransform)
+
+    def __hash__(self):
+        return hash(SoftmaxTransform)
+
+    def _call(self, x):
+        probs = (x - x.max(-1, True)[0]).exp()
+        return probs / probs.sum(-1, True)
+
+    def _inverse(self, y):
+        return y.log()
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+
+def _clipped_sigmoid(x):
+    """sigmoid kept inside [tiny, 1 - eps], so that the stick's remaining length stays
+    positive."""
+    finfo = torch.finfo(x.dtype)
+    return torch.clamp(torch.sigmoid(x), min=finfo.tiny, max=1.0 - finfo.eps)
+
+
+class StickBreakingTransform(Transform):
+    """A bijection from R^(K-1) onto the K-simplex: each entry breaks off a sigmoid share
+    of the stick left (offset so that x = 0 maps to the simplex's centre), as torch's."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, StickBreakingTransform)
+
+    def __hash__(self):
+        return hash(StickBreakingTransform)
+
+    def _call(self, x):
+        offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
+        z = _clipped_sigmoid(x - offset.log())
+        z_cumprod = (1 - z).cumprod(-1)
+        return F.pad(z, [0, 1], value=1) * F.pad(z_cumprod, [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        offset = y.shape[-1] - y.new_ones(y_crop.shape[-1]).cumsum(-1)
+        # the stick left can round to <= 0 when y[-1] ~ 0: keep its log finite
+        stick_left = torch.clamp(1 - y_crop.cumsum(-1), min=torch.finfo(y.dtype).tiny)
+        return y_crop.log() - stick_left.log() + offset.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
+        x = x - offset.log()
+        # 1 - sigmoid(x) = exp(-x) * sigmoid(x)
+        return (-x + F.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape[:-1] + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape[:-1] + (shape[-1] - 1,)
+
+
+class ReshapeTransform(Transform):
+    """The rightmost dims reshaped from `in_shape` to `out_shape` (log |det J| = 0)."""
+
+    bijective = True
+
+    def __init__(self, in_shape, out_shape, cache_size=0):
+        self.in_shape = torch.Size(in_shape)
+        self.out_shape = torch.Size(out_shape)
+        if self.in_shape.numel() != self.out_shape.numel():
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x):
+        batch_shape = x.shape[: x.dim() - len(self.in_shape)]
+        return x.reshape(batch_shape + self.out_shape)
+
+    def _inverse(self, y):
+        batch_shape = y.shape[: y.dim() - len(self.out_shape)]
+        return y.reshape(batch_shape + self.in_shape)
+
+    def log_abs_det_jacobian(self, x, y):
+        batch_shape = x.shape[: x.dim() - len(self.in_shape)]
+        return x.new_zeros(batch_shape)
+
+    def forward_shape(self, shape):
+        return _replace_rightmost(shape, self.in_shape, self.out_shape)
+
+    def inverse_shape(self, shape):
+        return _replace_rightmost(shape, self.out_shape, self.in_shape)
+
+
+def _replace_rightmost(shape, old, new):
+    """`shape` with its rightmost dims, which must be `old`, replaced by `new` (torch's
+    errors otherwise)."""
+    if len(shape) < len(old):
+        raise ValueError("Too few dimensions on input")
+    cut = len(shape) - len(old)
+    if shape[cut:] != old:
+        raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {old}")
+    return torch.Size(shape[:cut]) + torch.Size(new)
+
+
+class IndependentTransform(Transform):
+    """`base_transform` with its `reinterpreted_batch_ndims` rightmost batch dims made
+    event dims: the same map, its log |det J| summed over those dims."""
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(
+            self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size
+        )
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self):  # type: ignore[override]
+        return self.base_transform.bijective
+
+    @property
+    def sign(self):
+        return self.base_transform.sign
+
+    def _call(self, x):
+        if x.dim() < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        if y.dim() < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        result = self.base_transform.log_abs_det_jacobian(x, y)
+        return sum_rightmost(result, self.reinterpreted_batch_ndims)
+
+    def __repr__(self):
+        return (
+            f"{self.__class__.__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+        )
+
+    def forward_shape(self, shape):
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self.base_transform.inverse_shape(shape)
+
+
+def _with_diagonal(matrix, diagonal):
+    """The strictly lower triangle of `matrix` with `diagonal` on its diagonal."""
+    identity = torch.eye(matrix.shape[-1], dtype=matrix.dtype, device=matrix.device)
+    return matrix.tril(-1) + diagonal.unsqueeze(-1) * identity
+
+
+class LowerCholeskyTransform(Transform):
+    """An unconstrained square matrix to a lower-triangular one with a positive diagonal:
+    the strictly lower triangle kept, the diagonal exponentiated (the rest dropped, so not
+    bijective), as torch's."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other):
+        return isinstance(other, LowerCholeskyTransform)
+
+    def __hash__(self):
+        return hash(LowerCholeskyTransform)
+
+    def _call(self, x):
+        return _with_diagonal(x, x.diagonal(dim1=-2, dim2=-1).exp())
+
+    def _inverse(self, y):
+        return _with_diagonal(y, y.diagonal(dim1=-2, dim2=-1).log())
+
+
+class PositiveDefiniteTransform(Transform):
+    """An unconstrained square matrix to L L^T, L its LowerCholeskyTransform: a positive
+    definite matrix (not bijective), as torch's."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other):
+        return isinstance(other, PositiveDefiniteTransform)
+
+    def __hash__(self):
+        return hash(PositiveDefiniteTransform)
+
+    def _call(self, x):
+        lower = LowerCholeskyTransform()(x)
+        return torch.matmul(lower, lower.transpose(-2, -1))
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(torch.linalg.cholesky(y))
 
 
 def _same(a, b):

@@ -21,10 +21,13 @@ from ..eager.factories import numpy_rng
 __all__ = [
     "broadcast_all",
     "clamp_probs",
+    "euler_constant",
     "lazy_property",
     "logits_to_probs",
     "probs_to_logits",
 ]
+
+euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant (torch's utils name)
 
 
 def broadcast_all(*values):
