@@ -110,7 +110,7 @@ def _whole_of_a_number(pvs) -> bool:
         base.known
         and isinstance(base.static, numbers.Number)
         and index.known
-        and (index.static is Ellipsis or index.static == ())
+        and (index.static is Ellipsis or (type(index.static) is tuple and not index.static))
     )
 
 
