@@ -59,9 +59,11 @@ def _repeated(values, count):
     return flat[np.arange(count) % size]
 
 
-def _flat_index(shape, positions):
-    """The index of `a[...]` reaching the flat (C order) `positions` of an array of `shape`:
-    numpy's np.unravel_index of plain positions, the same arithmetic on traced ones."""
+def _flat_index(a, positions, label):
+    """The index of `a[...]` reaching the flat (C order) `positions` of `a`: numpy's
+    np.unravel_index of plain positions (constants of the code, named after `label`:
+    `diagonal_rows`, `diagonal_columns`), the same arithmetic on traced ones."""
+    shape = a.shape
     if isinstance(positions, Traced):  # positions computed by the code: the same arithmetic
         index = []
         stride = int(np.prod(shape))
@@ -69,18 +71,22 @@ def _flat_index(shape, positions):
             stride //= length
             index.append((positions // stride) % length)
         return tuple(index)
-    return np.unravel_index(positions, shape)
+    index = np.unravel_index(positions, shape)
+    axes = ("rows", "columns") if len(shape) == 2 else [f"axis_{k}" for k in range(len(shape))]
+    for part, axis in zip(index, axes):
+        a._rec.bind_free(part, label if len(shape) == 1 else f"{label}_{axis}")
+    return index
 
 
-def _write_flat(a, positions, values):
+def _write_flat(a, positions, values, label):
     """`a.flat[positions] = values`: values repeated over the positions, as numpy repeats."""
     count = _size(positions)
     if count == 0:
         return
     if _size(values) == 1:
-        a[_flat_index(a.shape, positions)] = np.reshape(values, ())
+        a[_flat_index(a, positions, label)] = np.reshape(values, ())
     else:
-        a[_flat_index(a.shape, positions)] = _repeated(values, count)
+        a[_flat_index(a, positions, label)] = _repeated(values, count)
 
 
 def _flat_positions(ind, size, mode):
@@ -130,12 +136,12 @@ def fill_diagonal(a, val, wrap=False):
         if any(length != shape[0] for length in shape):
             raise ValueError("All dimensions of input must be of equal length")
         step = 1 + int(np.cumprod(shape[:-1]).sum())
-    _write_flat(a, np.arange(_size(a))[:end:step], val)
+    _write_flat(a, np.arange(_size(a))[:end:step], val, "diagonal")
 
 
 def put(a, ind, v, mode="raise"):
     """np.put(a, ind, v, mode): `a.flat[ind] = v`."""
-    _write_flat(a, _flat_positions(ind, _size(a), mode), v)
+    _write_flat(a, _flat_positions(ind, _size(a), mode), v, "put")
 
 
 def _mask_of_a(mask, a, what):
@@ -188,7 +194,7 @@ def flat_store(a, index, value):
         raise IndexError("unsupported iterator index")
     if not isinstance(index, slice) and _dtype(index) == np.bool_ and np.ndim(_plain(index)) > 0:
         index = np.flatnonzero(index)
-    _write_flat(a, _flat_positions(index, _size(a), "raise"), value)
+    _write_flat(a, _flat_positions(index, _size(a), "raise"), value, "flat")
 
 
 FUNCTIONS = {
