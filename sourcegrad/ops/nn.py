@@ -82,18 +82,31 @@ def logsumexp(x, axis=None, keepdims=False):
 def log_softmax(x, axis):
     if not _of_floats(x):
         return x - logsumexp(x, axis=axis, keepdims=True)
+    return log_softmax_and_softmax(x, axis, False)[0]
+
+
+def log_softmax_and_softmax(x, axis, with_softmax=True):
+    """(log_softmax(x, axis), softmax(x, axis) or None) of a float array, from one exp: a
+    loss's forward keeps the softmax for its backward (softmax - one-hot), which otherwise
+    takes the exp of the log-probabilities again (the largest cost of a small model's loss).
+    The log-probabilities are log_softmax's own, bit for bit; the softmax is exp(shifted)
+    over its sum, which may differ from exp(log_softmax) in the last bit."""
     # (x - max) - log(sum(exp(x - max))), as torch's kernel rounds it
     c = _common_shift(x, axis)
     if c is not None:
         shifted = np.subtract(x, c)
-        sums = _sum_keepdims(np.exp(shifted), axis)
+        e = np.exp(shifted)
+        sums = _sum_keepdims(e, axis)
         if np.min(sums) >= _SHIFT_FLOOR:
             shifted -= np.log(sums)
-            return shifted
+            return shifted, (np.divide(e, sums, out=e) if with_softmax else None)
     m = _max_keepdims(x, axis)
     shifted = np.subtract(x, np.where(np.isfinite(m), m, 0))
-    shifted -= np.log(_sum_keepdims(np.exp(shifted), axis))
-    return shifted
+    e = np.exp(shifted)
+    sums = _sum_keepdims(e, axis)
+    shifted -= np.log(sums)
+    # (a row of -inf only: 0 / 0, NaN as torch's, with numpy's warning as log(0)'s above)
+    return shifted, (np.divide(e, sums, out=e) if with_softmax else None)
 
 
 # softmax and log_softmax subtract a shift from x before exp, so that exp cannot overflow:
@@ -119,7 +132,7 @@ def _common_shift(x, axis):
         and x.size >= 64 * x.shape[-1] > 0
     ):
         return None
-    c = np.max(x)
+    c = _maximum_reduce(x, axis=None)  # (np.max's Python wrapper costs more than this max)
     return c if np.isfinite(c) else None
 
 
@@ -139,8 +152,13 @@ def _max_keepdims(x, axis):
     if _is_last_axis(x, axis) and 0 < x.shape[-1] <= 48 and x.size >= 64 * x.shape[-1]:
         n = x.shape[-1]
         rows = x.reshape(-1, n).T.copy()
-        return np.maximum.reduce(rows, axis=0).reshape(x.shape[:-1] + (1,))
+        return _maximum_reduce(rows, axis=0).reshape(x.shape[:-1] + (1,))
+    if type(x) is np.ndarray:  # (np.max's wrapper costs ~3 us, more than a small max)
+        return _maximum_reduce(x, axis=axis, keepdims=True)
     return np.max(x, axis=axis, keepdims=True)
+
+
+_maximum_reduce = np.maximum.reduce
 
 
 def _sum_keepdims(x, axis):
