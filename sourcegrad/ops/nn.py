@@ -237,41 +237,51 @@ def erf(x):
 
 _SQRT_HALF = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
-# erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), with a relative error under 1.2e-7 for every
-# z >= 0 (Numerical Recipes' erfcc, a Chebyshev fit): P's coefficients, highest first
-_ERFC = (
-    0.17087277,
-    -0.82215223,
-    1.48851587,
-    -1.13520398,
-    0.27886807,
-    -0.18628806,
-    0.09678418,
-    0.37409196,
-    1.00002368,
-    -1.26551223,
+# erfc(z) = t exp(-z^2) R(t), t = 1 / (1 + z/2), for z >= 0: R's coefficients, highest first, a
+# least-squares Chebyshev fit (degree 10) of scipy's erfcx(z) / t over t in (0, 1], with a
+# relative error under 2e-8 for every z >= 0. (Numerical Recipes' erfcc, t exp(-z^2 + P(t)),
+# is as precise but takes the exp of P(t) too: here exp(-z^2) = exp(-x^2 / 2) is the
+# normal density's own, which gelu's slope reuses.)
+_ERFCX_T = (
+    4.4299359673e-02,
+    -2.4015863993e-01,
+    5.0505532084e-01,
+    -4.6819845191e-01,
+    1.4153944950e-01,
+    -6.3355509533e-02,
+    9.4597990531e-02,
+    1.7513196951e-01,
+    2.4690058608e-01,
+    2.8209313920e-01,
+    2.8209480154e-01,
 )
 
 
 def _normal_cdf32(x):
-    """normal_cdf of a float32 array in float32 arithmetic (a tenth of scipy's erf's time):
-    from erfc of |x|, so both tails keep their relative precision. Three arrays, each
-    written in place from then on: an array of a few hundred kB is a fresh mmap (and its
-    page faults) each time malloc is asked for one, which cost more than the arithmetic."""
-    z = np.abs(x)
-    z *= _SQRT_HALF
-    t = np.multiply(z, 0.5)
+    """normal_cdf of a float32 array in float32 arithmetic: `_normal_cdf32_and_gauss`'s first."""
+    return _normal_cdf32_and_gauss(x)[0]
+
+
+def _normal_cdf32_and_gauss(x):
+    """(normal_cdf(x), exp(-x^2 / 2)) of a float32 array in float32 arithmetic (a tenth of
+    scipy's erf's time), from erfc of |x|, so that both tails keep their relative precision.
+    Three arrays, each written in place from then on: an array of a few hundred kB is a
+    fresh mmap (and its page faults) each time malloc is asked for one, which cost more
+    than the arithmetic."""
+    gauss = np.multiply(x, x)
+    gauss *= -0.5
+    np.exp(gauss, out=gauss)  # exp(-x^2 / 2) = exp(-z^2), z = |x| / sqrt 2
+    t = np.abs(x)
+    t *= 0.5 * _SQRT_HALF
     t += 1
     np.reciprocal(t, out=t)
-    p = np.multiply(t, _ERFC[0])
-    for c in _ERFC[1:-1]:
+    p = np.multiply(t, _ERFCX_T[0])
+    for c in _ERFCX_T[1:-1]:
         p += c
         p *= t
-    p += _ERFC[-1]
-    z *= z
-    p -= z
-    np.exp(p, out=p)
+    p += _ERFCX_T[-1]
     p *= t
+    p *= gauss
     p *= 0.5  # erfc(|x| / sqrt 2) / 2: the CDF at -|x|
     # p where x < 0 (exactly: the lower tail keeps its relative precision), 1 - p elsewhere,
     # without a branch per element (np.where's are mispredicted on mixed signs: ten times
@@ -280,7 +290,7 @@ def _normal_cdf32(x):
     t += 1
     t *= x >= 0
     t += p
-    return t
+    return t, gauss
 
 
 def normal_cdf(x):
@@ -304,11 +314,28 @@ def gelu_of_cdf(x, cdf):
     return out.astype(x.dtype, copy=False) if out.dtype != x.dtype else out
 
 
-def gelu_slope(x, cdf=None):
+def gelu_and_slope(x):
+    """(gelu(x), gelu_slope(x)) of a float32 array, from one exp: the normal density's
+    exp(-x^2 / 2) that the CDF is made from gives the slope's x pdf(x) too (the eager
+    forward keeps the slope for its backward, which then takes no exp of its own: that
+    exp was most of gelu's backward)."""
+    cdf, gauss = _normal_cdf32_and_gauss(x)
+    out = gelu_of_cdf(x, cdf)
+    with np.errstate(invalid="ignore"):  # an infinite x times its density 0: nan, as torch's
+        gauss *= x
+    gauss *= _INV_SQRT_2PI
+    gauss += cdf  # cdf + x pdf(x)
+    return out, gauss
+
+
+def gelu_slope(x, cdf=None, slope=None):
     """d gelu / dx = normal_cdf(x) + x pdf(x). `cdf`: normal_cdf(x) as the eager forward
-    computed it (a quarter of gelu's backward saved), used for an array x only: a Tensor x
-    (a backward run under create_graph) computes its own, so that its derivative is
-    recorded."""
+    computed it (a quarter of gelu's backward saved); `slope`: this very result, as the
+    eager forward computed it (`gelu_and_slope`). Both are used for an array x only: a
+    Tensor x (a backward run under create_graph) computes its own, so that its derivative
+    is recorded."""
+    if slope is not None and type(x) is np.ndarray:
+        return slope
     if cdf is None or hasattr(x, "erf"):
         cdf = normal_cdf(x)
     if type(x) is not np.ndarray or type(cdf) is not np.ndarray or cdf.dtype != x.dtype:
@@ -745,8 +772,9 @@ defvjp(
     "gelu_slope",
     gelu_slope,
     _spelled("gelu_slope"),
-    # d/dx (cdf + x pdf) = 2 pdf - x^2 pdf; the given cdf is x's own, no input of its own
-    lambda g, ans, x, cdf=None: g * np.exp(-0.5 * x * x) * _INV_SQRT_2PI * (2 - x * x),
+    # d/dx (cdf + x pdf) = 2 pdf - x^2 pdf; the given cdf and slope are x's own, no inputs
+    lambda g, ans, x, cdf=None, slope=None: g * np.exp(-0.5 * x * x) * _INV_SQRT_2PI * (2 - x * x),
+    None,
     None,
     kind="elementwise",
 )
@@ -754,8 +782,9 @@ defvjp(
     "gelu",
     gelu,
     _spelled("gelu"),
-    # `cdf`: the eager node's saved normal_cdf(x) (a static argument; None where not kept)
-    lambda g, ans, x, *, cdf=None: g * gelu_slope(x, cdf),
+    # `cdf`, `slope`: the eager node's saved normal_cdf(x) or gelu_slope(x) (static
+    # arguments; None where not kept)
+    lambda g, ans, x, *, cdf=None, slope=None: g * gelu_slope(x, cdf, slope),
     kind="elementwise",
 )
 defvjp(

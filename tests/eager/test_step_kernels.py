@@ -4,6 +4,8 @@ the test says which costly numpy call it no longer makes."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,56 @@ def test_relu_grad_falls_back_for_what_it_does_not_mask():
     np.testing.assert_array_equal(ops_nn.relu_grad(g, ans), [0, 6, 7])
     g = np.array([1.5], np.float32)
     np.testing.assert_array_equal(ops_nn.relu_grad(g, np.array([0.0, 1.0])), [0.0, 1.5])
+
+
+def _gelu_grads(lib, x, g, create_graph=False):
+    xs = lib.tensor(x, requires_grad=True)
+    y = lib.nn.functional.gelu(xs)
+    (gx,) = lib.autograd.grad(y, xs, lib.tensor(g), create_graph=create_graph)
+    second = None
+    if create_graph:
+        (gx * gx).sum().backward()
+        second = xs.grad.numpy()
+    return y.detach().numpy(), gx.detach().numpy(), second
+
+
+def test_gelu_float32_is_torchs_over_both_tails():
+    """The float32 CDF (erfc from exp(-x^2/2) times a fitted polynomial) and the slope the
+    forward keeps: torch's values and gradients from -12 to 12, infinities and zeros, with
+    no warning (an infinite x's slope is nan, silently, as torch's). (torch's 1 + erf(x)
+    loses the lower tail's relative precision: the tolerance is absolute there.)"""
+    x = np.concatenate([np.linspace(-12, 12, 4001), [np.inf, -np.inf, 0.0, -0.0, np.nan]])
+    x = x.astype(np.float32)
+    g = R.standard_normal(x.shape).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = _gelu_grads(sg, x, g)
+    theirs = _gelu_grads(torch, x, g)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=2e-6, atol=1e-6)
+
+
+def test_gelu_backward_takes_no_exp_and_second_order_is_torchs(monkeypatch):
+    """The backward multiplies by the kept slope (it took an exp of x's size before); under
+    create_graph the slope is computed again from the Tensor, so that the second derivative
+    is recorded (torch's, to float32 rounding)."""
+    x = R.standard_normal((16, 24)).astype(np.float32)
+    g = R.standard_normal((16, 24)).astype(np.float32)
+    xs = sg.tensor(x, requires_grad=True)
+    y = sg.nn.functional.gelu(xs)
+    real_exp = np.exp
+    shapes = []
+
+    def exp(a, *args, **kwargs):
+        shapes.append(np.shape(a))
+        return real_exp(a, *args, **kwargs)
+
+    monkeypatch.setattr(np, "exp", exp)
+    y.backward(sg.tensor(g))
+    monkeypatch.setattr(np, "exp", real_exp)
+    assert shapes == []
+    ours = _gelu_grads(sg, x, g, create_graph=True)
+    theirs = _gelu_grads(torch, x, g, create_graph=True)
+    np.testing.assert_allclose(xs.grad.numpy(), theirs[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5, atol=1e-6)
