@@ -384,6 +384,10 @@ class _LossNllNode(RuleNode):
         out[np.arange(t.size), t] = -share
         return [out]
 
+    def release(self):
+        super().release()
+        self._target = None
+
 
 class _LossLogSoftmaxNode(RuleNode):
     """LogSoftmaxBackward0 of `_cross_entropy_of_indices`: keeps the softmax its forward
