@@ -239,17 +239,26 @@ GELU = OpSpec("GeluBackward0", "gelu")
 
 def gelu(input):
     """F.gelu(input) (approximate='none') of a floating-point Tensor: one node, as torch's,
-    which keeps the forward's normal CDF of the input for its backward (a static argument
-    of the entry's VJP: computing it again was a quarter of gelu's backward)."""
+    which keeps what its backward needs from the forward (a static argument of the entry's
+    VJP): for a float32 array the slope itself, made from the forward's exp (`gelu_and_slope`:
+    the backward then takes none), else the normal CDF of the input (computing it again
+    was a quarter of gelu's backward)."""
     d = input._data
-    cdf = ops_nn.normal_cdf(d)
-    out = _wrap(_result(ops_nn.gelu_of_cdf(d, cdf)))
-    if (
+    needs_node = (
         STATE.enabled
         and (input._requires_grad or (input._base is not None and stale_view_requires_grad(input)))
         or (DUAL.on and any_tangent((input,)))
-    ):
-        record(GELU, out, (input,), {"cdf": cdf})
+    )
+    if needs_node and type(d) is np.ndarray and d.dtype == np.float32:
+        out_data, slope = ops_nn.gelu_and_slope(d)
+        static = {"slope": slope}
+    else:
+        cdf = ops_nn.normal_cdf(d)
+        out_data = ops_nn.gelu_of_cdf(d, cdf)
+        static = {"cdf": cdf}
+    out = _wrap(_result(out_data))
+    if needs_node:
+        record(GELU, out, (input,), static)
     return out
 
 

@@ -31,7 +31,8 @@ import numpy as np
 from ..eager import factories, operands, tensor_math
 from ..eager.composites import pairwise_distance
 from ..eager.dual_state import DUAL
-from ..eager.grad_mode import no_grad
+from ..eager.grad_mode import STATE, no_grad
+from ..eager.node import RELEASED, RuleNode
 from ..eager.reductions import LOG_SOFTMAX
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
@@ -315,11 +316,13 @@ def _cross_entropy_of_indices(input, target, reduction, ignore_index):
     mean or sum, no class weights: what a training step's loss is, made without the general
     path's checks that cannot fail here and its dispatch through log_softmax and nll_loss
     (a small model's loss cost ~4x torch's that way). The same numpy functions on the same
-    arrays, and the same two nodes (NllLossBackward0 over LogSoftmaxBackward0), as the
-    general path gives; None where that path is needed: a target out of range (its
-    IndexError) or negative (-100, ignored), another layout or dtype, a Tensor subclass,
-    forward-mode AD, arrays off the host. (A target equal to an ignore_index within
-    [0, C) is one the registry's nll_loss skips, on either path.)"""
+    arrays give the same loss, bit for bit, and the same two nodes (NllLossBackward0 over
+    LogSoftmaxBackward0) as the general path; their backward is `_LossNllNode`'s and
+    `_LossLogSoftmaxNode`'s (softmax - one-hot, from the softmax the forward kept). None
+    where that path is needed: a target out of range (its IndexError) or negative (-100,
+    ignored), another layout or dtype, a Tensor subclass, forward-mode AD, arrays off the
+    host. (A target equal to an ignore_index within [0, C) is one the registry's nll_loss
+    skips; such a loss keeps the registry's nodes.)"""
     x, t = input._data, target._data
     if (
         type(input) is not Tensor
@@ -334,15 +337,91 @@ def _cross_entropy_of_indices(input, target, reduction, ignore_index):
         or DUAL.on
     ):
         return None
-    if t.min() < 0 or t.max() >= x.shape[1]:  # (the general path raises or ignores)
+    n, c = x.shape
+    if t.min() < 0 or t.max() >= c:  # (the general path raises or ignores)
         return None
-    logp = _wrap(operands.result(ops_nn.log_softmax(x, 1)))
-    out = _wrap(operands.result(ops_nn.nll_loss(logp._data, t, None, reduction, ignore_index)))
-    if operands.grad_required(input):
-        record(LOG_SOFTMAX, logp, (input,), {"axis": 1})
-        static = {"weight": None, "reduction": reduction, "ignore_index": ignore_index}
-        record(NLL_LOSS, out, (logp, target), static)
+    if 0 <= ignore_index < c or not operands.grad_required(input):
+        logp = _wrap(operands.result(ops_nn.log_softmax(x, 1)))
+        loss = ops_nn.nll_loss(logp._data, t, None, reduction, ignore_index)
+        out = _wrap(operands.result(loss))
+        if operands.grad_required(input):
+            record(LOG_SOFTMAX, logp, (input,), {"axis": 1})
+            static = {"weight": None, "reduction": reduction, "ignore_index": ignore_index}
+            record(NLL_LOSS, out, (logp, target), static)
+        return out
+    # every target counts: nll_loss's sum of the picked log-probabilities, its own way
+    logp_data, probs = ops_nn.log_softmax_and_softmax(x, 1)
+    total = -np.sum(logp_data[np.arange(n), t])
+    logp = _wrap(logp_data)
+    out = _wrap(operands.result(total / x.dtype.type(n) if reduction == "mean" else total))
+    record(_LOSS_LOG_SOFTMAX, logp, (input,), {"axis": 1})._probs = probs
+    static = {"weight": None, "reduction": reduction, "ignore_index": ignore_index}
+    record(_LOSS_NLL, out, (logp, target), static)._target = t
     return out
+
+
+class _LossNllNode(RuleNode):
+    """NllLossBackward0 of `_cross_entropy_of_indices` (every target counted, no weights): on
+    the engine's plain path (a host gradient, no create_graph) its gradient is written
+    directly: zeros but -g (over N for a mean) at each row's target, as the registry's
+    nll_grad writes it, without that rule's checks for ignored targets and weights. Under
+    create_graph, or for another gradient, the rule runs as on any RuleNode."""
+
+    __slots__ = ("_target",)
+
+    def apply(self, grads):
+        g = grads[0]
+        if type(g) is not np.ndarray or STATE.enabled or self._state == RELEASED:
+            return super().apply(grads)
+        if self._versions is not None:
+            self._unpack_args(False)  # (raises torch's error if the saved input was changed)
+        if self.next_functions[0][0] is None:
+            return [None]
+        m = self._metas[0]
+        t = self._target
+        out = np.zeros(m.shape, m.dtype)
+        share = g / m.dtype.type(t.size) if self._static["reduction"] == "mean" else g
+        out[np.arange(t.size), t] = -share
+        return [out]
+
+    def release(self):
+        super().release()
+        self._target = None
+
+
+class _LossLogSoftmaxNode(RuleNode):
+    """LogSoftmaxBackward0 of `_cross_entropy_of_indices`: keeps the softmax its forward
+    computed (`_probs`), so that its backward is g - softmax * sum(g) without the rule's
+    exp of the saved log-probabilities. Under create_graph, or for a gradient off the host,
+    the rule runs as on any RuleNode."""
+
+    __slots__ = ("_probs",)
+
+    def apply(self, grads):
+        g = grads[0]
+        probs = self._probs
+        if type(g) is not np.ndarray or STATE.enabled or probs is None:
+            return super().apply(grads)
+        self._unpack_ans(False)  # (raises torch's error if the saved result was changed)
+        if self.next_functions[0][0] is None:
+            return [None]
+        sums = np.matmul(g, np.ones(g.shape[-1], g.dtype))[:, None]
+        gi = np.multiply(probs, sums)
+        np.subtract(g, gi, out=gi)
+        m = self._metas[0]
+        return [gi if gi.dtype == m.dtype else gi.astype(m.dtype)]
+
+    def release(self):
+        super().release()
+        self._probs = None
+
+
+# (torch's names, in the module of every other node class: `node.node_class`)
+_NODE_CLASS_BODY = {"__slots__": (), "__module__": RuleNode.__module__}
+_LOSS_LOG_SOFTMAX = OpSpec.of("log_softmax", n_arrays=1)
+_LOSS_LOG_SOFTMAX.node_cls = type("LogSoftmaxBackward0", (_LossLogSoftmaxNode,), _NODE_CLASS_BODY)
+_LOSS_NLL = OpSpec("NllLossBackward0", "nll_loss", n_arrays=2, edges=(0,))
+_LOSS_NLL.node_cls = type("NllLossBackward0", (_LossNllNode,), _NODE_CLASS_BODY)
 
 
 def _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim):

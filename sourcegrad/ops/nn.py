@@ -39,6 +39,31 @@ def relu(x):
     return np.maximum(x, 0)
 
 
+_SAME_SIZE_INTS = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def relu_grad(grad, result):
+    """relu's backward for the gradient `grad` of its `result`, np.where(result <= 0, 0,
+    grad): as torch's threshold_backward, an inf or nan g where x <= 0
+    gives 0 (sqrt(relu(x)) has gradient 0 at x <= 0, not nan), and a nan x passes g on. For a
+    float array, g's bits and-ed with a mask of all ones or all zeros: np.where's branch per
+    element is mispredicted on a layer's mixed signs (a (256, 256) gradient: 570 us; this:
+    45 us), and the bits it keeps are g's own."""
+    ints = _SAME_SIZE_INTS.get(getattr(grad, "itemsize", 0))
+    if (
+        ints is None
+        or type(grad) is not np.ndarray
+        or type(result) is not np.ndarray
+        or grad.dtype.kind != "f"
+        or grad.shape != result.shape
+    ):
+        return np.where(result <= 0, 0, grad)
+    mask = np.less_equal(result, 0).view(np.int8).astype(ints)  # 1 where zeroed, else 0
+    mask -= 1  # 0 where zeroed, all ones where grad passes
+    mask &= grad.view(ints)
+    return mask.view(grad.dtype)
+
+
 def sigmoid(x):
     # exp of a non-positive number never overflows
     e = np.exp(-np.abs(x))
@@ -82,18 +107,31 @@ def logsumexp(x, axis=None, keepdims=False):
 def log_softmax(x, axis):
     if not _of_floats(x):
         return x - logsumexp(x, axis=axis, keepdims=True)
+    return log_softmax_and_softmax(x, axis, False)[0]
+
+
+def log_softmax_and_softmax(x, axis, with_softmax=True):
+    """(log_softmax(x, axis), softmax(x, axis) or None) of a float array, from one exp: a
+    loss's forward keeps the softmax for its backward (softmax - one-hot), which otherwise
+    takes the exp of the log-probabilities again (the largest cost of a small model's loss).
+    The log-probabilities are log_softmax's own, bit for bit; the softmax is exp(shifted)
+    over its sum, which may differ from exp(log_softmax) in the last bit."""
     # (x - max) - log(sum(exp(x - max))), as torch's kernel rounds it
     c = _common_shift(x, axis)
     if c is not None:
         shifted = np.subtract(x, c)
-        sums = _sum_keepdims(np.exp(shifted), axis)
+        e = np.exp(shifted)
+        sums = _sum_keepdims(e, axis)
         if np.min(sums) >= _SHIFT_FLOOR:
             shifted -= np.log(sums)
-            return shifted
+            return shifted, (np.divide(e, sums, out=e) if with_softmax else None)
     m = _max_keepdims(x, axis)
     shifted = np.subtract(x, np.where(np.isfinite(m), m, 0))
-    shifted -= np.log(_sum_keepdims(np.exp(shifted), axis))
-    return shifted
+    e = np.exp(shifted)
+    sums = _sum_keepdims(e, axis)
+    shifted -= np.log(sums)
+    # (a row of -inf only: 0 / 0, NaN as torch's, with numpy's warning as log(0)'s above)
+    return shifted, (np.divide(e, sums, out=e) if with_softmax else None)
 
 
 # softmax and log_softmax subtract a shift from x before exp, so that exp cannot overflow:
@@ -119,7 +157,7 @@ def _common_shift(x, axis):
         and x.size >= 64 * x.shape[-1] > 0
     ):
         return None
-    c = np.max(x)
+    c = _maximum_reduce(x, axis=None)  # (np.max's Python wrapper costs more than this max)
     return c if np.isfinite(c) else None
 
 
@@ -139,8 +177,13 @@ def _max_keepdims(x, axis):
     if _is_last_axis(x, axis) and 0 < x.shape[-1] <= 48 and x.size >= 64 * x.shape[-1]:
         n = x.shape[-1]
         rows = x.reshape(-1, n).T.copy()
-        return np.maximum.reduce(rows, axis=0).reshape(x.shape[:-1] + (1,))
+        return _maximum_reduce(rows, axis=0).reshape(x.shape[:-1] + (1,))
+    if type(x) is np.ndarray:  # (np.max's wrapper costs ~3 us, more than a small max)
+        return _maximum_reduce(x, axis=axis, keepdims=True)
     return np.max(x, axis=axis, keepdims=True)
+
+
+_maximum_reduce = np.maximum.reduce
 
 
 def _sum_keepdims(x, axis):
@@ -194,41 +237,51 @@ def erf(x):
 
 _SQRT_HALF = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
-# erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), with a relative error under 1.2e-7 for every
-# z >= 0 (Numerical Recipes' erfcc, a Chebyshev fit): P's coefficients, highest first
-_ERFC = (
-    0.17087277,
-    -0.82215223,
-    1.48851587,
-    -1.13520398,
-    0.27886807,
-    -0.18628806,
-    0.09678418,
-    0.37409196,
-    1.00002368,
-    -1.26551223,
+# erfc(z) = t exp(-z^2) R(t), t = 1 / (1 + z/2), for z >= 0: R's coefficients, highest first, a
+# least-squares Chebyshev fit (degree 10) of scipy's erfcx(z) / t over t in (0, 1], with a
+# relative error under 2e-8 for every z >= 0. (Numerical Recipes' erfcc, t exp(-z^2 + P(t)),
+# is as precise but takes the exp of P(t) too: here exp(-z^2) = exp(-x^2 / 2) is the
+# normal density's own, which gelu's slope reuses.)
+_ERFCX_T = (
+    4.4299359673e-02,
+    -2.4015863993e-01,
+    5.0505532084e-01,
+    -4.6819845191e-01,
+    1.4153944950e-01,
+    -6.3355509533e-02,
+    9.4597990531e-02,
+    1.7513196951e-01,
+    2.4690058608e-01,
+    2.8209313920e-01,
+    2.8209480154e-01,
 )
 
 
 def _normal_cdf32(x):
-    """normal_cdf of a float32 array in float32 arithmetic (a tenth of scipy's erf's time):
-    from erfc of |x|, so both tails keep their relative precision. Three arrays, each
-    written in place from then on: an array of a few hundred kB is a fresh mmap (and its
-    page faults) each time malloc is asked for one, which cost more than the arithmetic."""
-    z = np.abs(x)
-    z *= _SQRT_HALF
-    t = np.multiply(z, 0.5)
+    """normal_cdf of a float32 array in float32 arithmetic: `_normal_cdf32_and_gauss`'s first."""
+    return _normal_cdf32_and_gauss(x)[0]
+
+
+def _normal_cdf32_and_gauss(x):
+    """(normal_cdf(x), exp(-x^2 / 2)) of a float32 array in float32 arithmetic (a tenth of
+    scipy's erf's time), from erfc of |x|, so that both tails keep their relative precision.
+    Three arrays, each written in place from then on: an array of a few hundred kB is a
+    fresh mmap (and its page faults) each time malloc is asked for one, which cost more
+    than the arithmetic."""
+    gauss = np.multiply(x, x)
+    gauss *= -0.5
+    np.exp(gauss, out=gauss)  # exp(-x^2 / 2) = exp(-z^2), z = |x| / sqrt 2
+    t = np.abs(x)
+    t *= 0.5 * _SQRT_HALF
     t += 1
     np.divide(1.0, t, out=t)  # (the same numbers as np.reciprocal's, in ~60% of its time)
-    p = np.multiply(t, _ERFC[0])
-    for c in _ERFC[1:-1]:
+    p = np.multiply(t, _ERFCX_T[0])
+    for c in _ERFCX_T[1:-1]:
         p += c
         p *= t
-    p += _ERFC[-1]
-    z *= z
-    p -= z
-    np.exp(p, out=p)
+    p += _ERFCX_T[-1]
     p *= t
+    p *= gauss
     p *= 0.5  # erfc(|x| / sqrt 2) / 2: the CDF at -|x|
     # p where x < 0 (exactly: the lower tail keeps its relative precision), 1 - p elsewhere,
     # without a branch per element (np.where's are mispredicted on mixed signs: ten times
@@ -237,7 +290,7 @@ def _normal_cdf32(x):
     t += 1
     t *= x >= 0
     t += p
-    return t
+    return t, gauss
 
 
 def normal_cdf(x):
@@ -261,11 +314,28 @@ def gelu_of_cdf(x, cdf):
     return out.astype(x.dtype, copy=False) if out.dtype != x.dtype else out
 
 
-def gelu_slope(x, cdf=None):
+def gelu_and_slope(x):
+    """(gelu(x), gelu_slope(x)) of a float32 array, from one exp: the normal density's
+    exp(-x^2 / 2) that the CDF is made from gives the slope's x pdf(x) too (the eager
+    forward keeps the slope for its backward, which then takes no exp of its own: that
+    exp was most of gelu's backward)."""
+    cdf, gauss = _normal_cdf32_and_gauss(x)
+    out = gelu_of_cdf(x, cdf)
+    with np.errstate(invalid="ignore"):  # an infinite x times its density 0: nan, as torch's
+        gauss *= x
+    gauss *= _INV_SQRT_2PI
+    gauss += cdf  # cdf + x pdf(x)
+    return out, gauss
+
+
+def gelu_slope(x, cdf=None, slope=None):
     """d gelu / dx = normal_cdf(x) + x pdf(x). `cdf`: normal_cdf(x) as the eager forward
-    computed it (a quarter of gelu's backward saved), used for an array x only: a Tensor x
-    (a backward run under create_graph) computes its own, so that its derivative is
-    recorded."""
+    computed it (a quarter of gelu's backward saved); `slope`: this very result, as the
+    eager forward computed it (`gelu_and_slope`). Both are used for an array x only: a
+    Tensor x (a backward run under create_graph) computes its own, so that its derivative
+    is recorded."""
+    if slope is not None and type(x) is np.ndarray:
+        return slope
     if cdf is None or hasattr(x, "erf"):
         cdf = normal_cdf(x)
     if type(x) is not np.ndarray or type(cdf) is not np.ndarray or cdf.dtype != x.dtype:
@@ -644,13 +714,23 @@ def unbind(x, axis=0):
 
 # --- the rules -------------------------------------------------------------------------------
 
+# relu's backward, a primitive of its own (compiled code calls it as eager does): linear in
+# the gradient, which it masks as relu's own backward does; the result carries none
+defvjp(
+    "relu_grad",
+    relu_grad,
+    _spelled("relu_grad"),
+    lambda g, ans, grad, result: relu_grad(g, result),
+    None,
+    kind="elementwise",
+    linear=(0,),
+)
 defvjp(
     "relu",
     relu,
     _spelled("relu"),
-    # a mask, not g * (ans > 0): as torch's threshold_backward, an inf or nan g where x <= 0
-    # gives 0 (sqrt(relu(x)) has gradient 0 at x <= 0, not nan), and a nan x passes g on
-    lambda g, ans, x: np.where(ans <= 0, 0, g),
+    # a mask, not g * (ans > 0): see relu_grad
+    lambda g, ans, x: relu_grad(g, ans),
     kind="elementwise",
     torch=torch("ReluBackward0", "relu", inplace=("relu_",), numpy=False, keep_int=True),
 )
@@ -691,8 +771,9 @@ defvjp(
     "gelu_slope",
     gelu_slope,
     _spelled("gelu_slope"),
-    # d/dx (cdf + x pdf) = 2 pdf - x^2 pdf; the given cdf is x's own, no input of its own
-    lambda g, ans, x, cdf=None: g * np.exp(-0.5 * x * x) * _INV_SQRT_2PI * (2 - x * x),
+    # d/dx (cdf + x pdf) = 2 pdf - x^2 pdf; the given cdf and slope are x's own, no inputs
+    lambda g, ans, x, cdf=None, slope=None: g * np.exp(-0.5 * x * x) * _INV_SQRT_2PI * (2 - x * x),
+    None,
     None,
     kind="elementwise",
 )
@@ -700,8 +781,9 @@ defvjp(
     "gelu",
     gelu,
     _spelled("gelu"),
-    # `cdf`: the eager node's saved normal_cdf(x) (a static argument; None where not kept)
-    lambda g, ans, x, *, cdf=None: g * gelu_slope(x, cdf),
+    # `cdf`, `slope`: the eager node's saved normal_cdf(x) or gelu_slope(x) (static
+    # arguments; None where not kept)
+    lambda g, ans, x, *, cdf=None, slope=None: g * gelu_slope(x, cdf, slope),
     kind="elementwise",
 )
 defvjp(
@@ -1038,6 +1120,8 @@ defvjp(
 # records, called as functions (the compiler differentiates them as well).
 EXAMPLES = {
     "relu": [ex(arg(3, 4, domain="away_from_zero"))],
+    # (the result a fixed array of both signs: it carries no gradient)
+    "relu_grad": [ex(arg(3, 4), np.linspace(-1.0, 1.0, 12).reshape(3, 4))],
     "sigmoid": [ex(arg(3, 4))],
     "rsqrt": [ex(arg(3, 4, domain="positive"))],
     "erf": [ex(arg(3, 4))],
