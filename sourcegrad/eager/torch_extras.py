@@ -7,11 +7,12 @@ Each records the registry's rules, as torch records its node: its own entry wher
 mode, unfold: each value's gradient goes to its index, summed where an index repeats, as
 torch's scatter-add backward) or the ops it is made of (quantile: sort, then a linear
 interpolation of two order statistics; aminmax: amin and amax; baddbmm: bmm, mul, add;
-scatter_reduce: index_put, mul, div). bincount, searchsorted and bucketize give integers: no
+scatter_reduce: index_put, mul, div; its prod a custom node, `ScatterReduceBackward0`, whose
+backward is torch's formula in eager ops, so it differentiates again). bincount, searchsorted and bucketize give integers: no
 gradient. The index computations (cummax's running index, mode, quantile's ranks,
 scatter_reduce's counts) run in numpy: CPU tensors.
 
-Why one module: ~490 lines of torch's extra functions, each small, sharing the argument
+Why one module: ~570 lines of torch's extra functions, each small, sharing the argument
 checks (`_dim`) and the picking helpers.
 
 Imports: `arithmetic`, `elementwise`, `indexing`, `inplace`, `products`, `reductions`,
@@ -24,11 +25,11 @@ import collections
 
 import numpy as np
 
-from ..errors import NoRuleError
 from ..ops import reductions as ops_reductions
 from ..ops import shape as ops_shape
 from .arithmetic import add, div, mul, not_implemented_for, sub
 from .elementwise import copysign, heaviside
+from .function import Function
 from .indexing import diagonal, index_array, pick, sort
 from .inplace import copy_, scatter_add_
 from .operands import along_index, needs_grad, result, return_types, wrap_dim
@@ -396,7 +397,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     amin; with include_self=False input's own value takes no part where some index names it).
     Its gradient is torch's, made of differentiable ops: the masked input plus a scatter_add of
     src (divided by the counts for mean; for amax/amin each value equal to the result gets an
-    equal share). prod's has no rule here: it raises NoRuleError."""
+    equal share). prod's is torch's formula (`_ScatterReduceProd`), zeros included."""
     if reduce not in _SCATTER_REDUCE:
         raise RuntimeError(
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
@@ -404,9 +405,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     out, key, counts, named, idx = _scattered(input, dim, index, src, reduce, include_self)
     if not needs_grad(input, src):
         return _wrap(result(out))
-    if reduce == "prod":
-        raise NoRuleError("scatter_reduce(reduce='prod') has no derivative rule")
     src = src[tuple(slice(0, n) for n in idx.shape)] if src._data.shape != idx.shape else src
+    if reduce == "prod":
+        return _ScatterReduceProd.apply(input, src, dim, _wrap(idx), include_self)
     own = ~named if not include_self else np.ones(named.shape, bool)
     dtype = input._data.dtype
     if reduce in ("amax", "amin"):
@@ -427,6 +428,55 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         combined = div(combined, _wrap(np.maximum(counts, 1).astype(dtype)))
     # (the exact numbers of ufunc.at; the sums above carry the gradient)
     return add(combined, _wrap(result(out - combined._data)))
+
+
+class _ScatterReduceProd(Function):
+    """scatter_reduce(reduce="prod") as a node with torch's backward (scatter_reduce_backward in
+    torch's FunctionsManual.cpp). The product of the others is the result over the value where
+    that is not 0; a zero input is masked to 1 and the product recomputed; a src value that is
+    the only zero of its target gets the product of the others recomputed the same way (two
+    zeros at one target: every gradient there is 0). The backward is made of eager ops, so it
+    differentiates again under create_graph."""
+
+    @staticmethod
+    def forward(ctx, input, src, dim, index, include_self):
+        out = _scattered(input, dim, index, src, "prod", include_self)[0]
+        ctx.dim, ctx.include_self = dim, include_self
+        result_tensor = _wrap(result(out))
+        ctx.save_for_backward(input, src, index, result_tensor)
+        return result_tensor
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, src, index, out = ctx.saved_tensors
+        dim, include_self = ctx.dim, ctx.include_self
+        grad_input = grad_src = None
+        if ctx.needs_input_grad[0]:
+            masked_input = input.masked_fill(input == 0, 1)
+            others = scatter_reduce(masked_input, dim, index, src, "prod", include_self=include_self)
+            grad_input = grad * others / masked_input
+            if not include_self:  # (the named elements' own values took no part)
+                grad_input = grad_input.scatter(dim, index, 0)
+        if ctx.needs_input_grad[1]:
+            src_zero = src == 0
+            zeros_at_target = (
+                input.new_zeros(input.shape)
+                .scatter_add(dim, index, src_zero.to(input.dtype))
+                .gather(dim, index)
+            )
+            single_zero = src_zero & (zeros_at_target == 1)
+            others = scatter_reduce(
+                input, dim, index, src.masked_fill(single_zero, 1), "prod", include_self=include_self
+            )
+            grad_src = (grad * others).gather(dim, index).where(
+                single_zero, (grad * out).gather(dim, index) / src.masked_fill(src_zero, 1)
+            )
+        return grad_input, grad_src, None, None, None
+
+
+# torch's node name for every reduce (the class's own would read `_ScatterReduceProdBackward`)
+_ScatterReduceProd._backward_cls.__name__ = "ScatterReduceBackward0"
+_ScatterReduceProd._backward_cls.__qualname__ = "ScatterReduceBackward0"
 
 
 @export(methods=("scatter_reduce_",))
