@@ -45,6 +45,7 @@ from .loss import (
     SoftMarginLoss,
     TripletMarginLoss,
     TripletMarginWithDistanceLoss,
+    CTCLoss,
 )
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .pooling import (
@@ -122,6 +123,7 @@ __all__ = [
     "MultiLabelSoftMarginLoss",
     "MultiLabelMarginLoss",
     "TripletMarginWithDistanceLoss",
+    "CTCLoss",
     "MultiheadAttention",
     "Transformer",
     "TransformerEncoder",
