@@ -14,6 +14,7 @@ from .flatten import Flatten, Unflatten
 from .sparse import Embedding, EmbeddingBag
 from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from .distance import CosineSimilarity, PairwiseDistance
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .attention import MultiheadAttention
 from .transformer import (
     Transformer,
@@ -125,6 +126,7 @@ __all__ = [
     "TripletMarginWithDistanceLoss",
     "CTCLoss",
     "MultiheadAttention",
+    "AdaptiveLogSoftmaxWithLoss",
     "Transformer",
     "TransformerEncoder",
     "TransformerDecoder",
