@@ -23,6 +23,7 @@ from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
@@ -30,6 +31,7 @@ from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -80,6 +82,7 @@ __all__ = [
     "Distribution",
     "ExpTransform",
     "Exponential",
+    "FisherSnedecor",
     "Gamma",
     "Geometric",
     "Gumbel",
@@ -87,6 +90,7 @@ __all__ = [
     "HalfNormal",
     "Independent",
     "IndependentTransform",
+    "Kumaraswamy",
     "Laplace",
     "LogNormal",
     "LowRankMultivariateNormal",
