@@ -33,6 +33,7 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
@@ -48,6 +49,7 @@ from .relaxed_categorical import RelaxedOneHotCategorical
 from .studentt import StudentT
 from .transformed_distribution import TransformedDistribution
 from .weibull import Weibull
+from .wishart import Wishart
 from .transforms import (
     AbsTransform,
     AffineTransform,
@@ -91,6 +93,7 @@ __all__ = [
     "Independent",
     "IndependentTransform",
     "Kumaraswamy",
+    "LKJCholesky",
     "Laplace",
     "LogNormal",
     "LowRankMultivariateNormal",
@@ -118,6 +121,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "biject_to",
     "constraint_registry",
     "constraints",

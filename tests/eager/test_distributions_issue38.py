@@ -59,6 +59,31 @@ CASES = {
         np.array([[0.3, 1.5, 4.0], [2.0, 0.1, 0.9]]),
         "log_prob mean variance mode",
     ),
+    # df above p + 1 (a mode) and in (p - 1, p + 1] (mode nan); a batch of two scales
+    "Wishart-covariance": (
+        lambda d, p: d.Wishart(p["df"], covariance_matrix=p["S"]),
+        {"df": np.array([4.5, 6.5]), "S": _spd(2)},
+        _spd(2),
+        "log_prob entropy mean variance mode covariance_matrix precision_matrix scale_tril",
+    ),
+    "Wishart-scale_tril": (
+        lambda d, p: d.Wishart(p["df"], scale_tril=p["L"]),
+        {"df": np.array([5.0]), "L": np.linalg.cholesky(_spd(2))},
+        _spd(3, 2),
+        "log_prob entropy mean variance precision_matrix",
+    ),
+    "Wishart-precision": (
+        lambda d, p: d.Wishart(p["df"], precision_matrix=p["P"]),
+        {"df": np.array(7.0), "P": _spd(n=4)},
+        _spd(n=4),
+        "log_prob entropy mean variance mode covariance_matrix scale_tril",
+    ),
+    "LKJCholesky": (
+        lambda d, p: d.LKJCholesky(4, p["c"]),
+        {"c": np.array([0.5, 1.0, 2.5])},
+        _corr_cholesky(3, n=4),
+        "log_prob",
+    ),
 }
 
 
@@ -133,3 +158,76 @@ def test_invalid_parameters_raise_torchs_errors(make):
     assert (
         str(ours.value).split(" found invalid")[0] == str(theirs.value).split(" found invalid")[0]
     )
+
+
+def test_wishart_samples_have_its_mean_and_variance():
+    sg.manual_seed(0)
+    scale = sg.tensor(_spd(n=3))
+    dist = sg.distributions.Wishart(sg.tensor([4.0, 9.0]), covariance_matrix=scale)
+    x = dist.sample((N,))
+    assert tuple(x.shape) == (N, 2, 3, 3) and not x.requires_grad
+    assert dist.support.check(x).all()
+    mean, var = dist.mean.numpy(), dist.variance.numpy()
+    np.testing.assert_array_less(np.abs(x.numpy().mean(0) - mean), 5 * np.sqrt(var / N))
+    np.testing.assert_allclose(x.numpy().var(0), var, rtol=0.1)
+
+
+def test_wishart_rsample_is_reparameterised():
+    # d E[tr X] / d S_ii = df, by the pathwise estimator
+    sg.manual_seed(1)
+    scale = sg.tensor(np.eye(2) * 1.5, requires_grad=True)
+    dist = sg.distributions.Wishart(sg.tensor(5.0), covariance_matrix=scale)
+    dist.rsample((N,)).diagonal(dim1=-2, dim2=-1).sum(-1).mean().backward()
+    np.testing.assert_allclose(np.diagonal(scale.grad.numpy()), 5.0, rtol=0.05)
+
+
+def test_lkj_samples_have_torchs_statistics():
+    # the onion method's draws: the entries' means and variances, against torch's own draws
+    sg.manual_seed(0)
+    torch.manual_seed(0)
+    concentration = np.array([0.5, 4.0])
+    ours = sg.distributions.LKJCholesky(3, sg.tensor(concentration)).sample((N,))
+    theirs = torch.distributions.LKJCholesky(3, torch.tensor(concentration)).sample((N,))
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert sg.distributions.constraints.corr_cholesky.check(ours).all()
+    corr, their_corr = (ours @ ours.mT).numpy(), (theirs @ theirs.mT).numpy()
+    np.testing.assert_allclose(np.diagonal(corr, axis1=-2, axis2=-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(corr.mean(0), their_corr.mean(0), atol=0.02)
+    np.testing.assert_allclose(corr.var(0), their_corr.var(0), rtol=0.06, atol=1e-12)
+    # the first pair's marginal is the LKJ one: (r + 1) / 2 ~ Beta(a, a), a = eta - 1 + d / 2
+    np.testing.assert_allclose(corr[:, :, 0, 1].var(0), 1 / (2 * concentration + 2), rtol=0.05)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d, t: d.Wishart(t(1.5), covariance_matrix=t(np.eye(3))),
+        lambda d, t: d.Wishart(t(4.0), covariance_matrix=t(np.ones(3))),
+        lambda d, t: d.Wishart(t(4.0)),
+        lambda d, t: d.LKJCholesky(1, t(1.0)),
+        lambda d, t: d.LKJCholesky(3, t(-1.0), validate_args=True),
+    ],
+)
+def test_matrix_distribution_errors_are_torchs(make):
+    with pytest.raises(Exception) as theirs:
+        make(torch.distributions, lambda v: torch.tensor(v, dtype=torch.float64))
+    with pytest.raises(theirs.type) as ours:
+        make(sg.distributions, lambda v: sg.tensor(v, dtype=sg.float64))
+    assert (
+        str(ours.value).split(" found invalid")[0] == str(theirs.value).split(" found invalid")[0]
+    )
+
+
+def test_values_outside_the_support_raise_as_torch():
+    for make, value in [
+        (lambda d, t: d.LKJCholesky(3, t(1.0), validate_args=True), np.eye(3) * 2),
+        (
+            lambda d, t: d.Wishart(t(4.0), covariance_matrix=t(np.eye(2)), validate_args=True),
+            -np.eye(2),
+        ),
+    ]:
+        with pytest.raises(ValueError) as theirs:
+            make(torch.distributions, torch.tensor).log_prob(torch.tensor(value))
+        with pytest.raises(ValueError) as ours:
+            make(sg.distributions, sg.tensor).log_prob(sg.tensor(value))
+        assert str(ours.value).split("\n")[0][:60] == str(theirs.value).split("\n")[0][:60]
