@@ -23,7 +23,6 @@ Imports: `arithmetic`, `elementwise`, `indexing`, `inplace`, `products`, `reduct
 from __future__ import annotations
 
 import collections
-
 import importlib
 
 import numpy as np
