@@ -493,7 +493,9 @@ _ScatterReduceProd._backward_cls.__qualname__ = "ScatterReduceBackward0"
 
 @export(methods=("scatter_reduce_",))
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
-    return copy_(self, scatter_reduce(self, dim, index, src, reduce, include_self=include_self))
+    # prod's node saves its input: a clone of self, which the copy below does not change
+    source = self.clone() if reduce == "prod" and needs_grad(self, src) else self
+    return copy_(self, scatter_reduce(source, dim, index, src, reduce, include_self=include_self))
 
 
 # --- matrix functions ---------------------------------------------------------------------------

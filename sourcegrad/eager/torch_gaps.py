@@ -1,7 +1,7 @@
 """torch functions published training code calls that the eager surface lacked: as_strided,
 block_diag, cartesian_prod, combinations, tril_indices / triu_indices, histc, isin, cov,
 corrcoef, det / slogdet / logdet / matrix_power (torch's top-level and method spellings of
-torch.linalg's), deg2rad / rad2deg and index_copy.
+torch.linalg's), deg2rad / rad2deg, index_copy and index_reduce (scatter_reduce along one dim).
 
 The differentiable ones are made of differentiable ops (indexing, cat, stack, meshgrid,
 matmul, the linalg entries), so their gradients are those ops' own, exact and to every
@@ -332,3 +332,48 @@ def index_copy_(self, dim, index, source):
     key = (slice(None),) * (dim % max(self.dim(), 1)) + (index,)
     self[key] = source
     return self
+
+
+@export("index_reduce")
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """input with source's slices reduced (prod, mean, amax, amin) into the slices at
+    `index` along dim: scatter_reduce with the index spread over source's other dims, so its
+    values and gradients (prod's zeros included) are scatter_reduce's, which are torch's."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(
+            "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
+            f"{reduce}."
+        )
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError(
+            "index_reduce_(): Expected dtype int32/int64 for index but got: "
+            f"{index.dtype._scalar_name}"
+        )
+    if index.dim() > 1:
+        raise IndexError(
+            f"index_reduce_(): Index is supposed to be a vector, but got dim: {index.dim()} "
+            f"with type: {index.dtype._scalar_name} and size: {list(index.shape)}"
+        )
+    axis = dim % max(input.dim(), 1)
+    n = index.numel()
+    if source.dim() and source.shape[axis] != n:
+        raise RuntimeError(
+            f"index_reduce_(): Number of indices ({n}) should be equal to source.size(dim): "
+            f"({source.shape[axis]}), for dim: {dim}"
+        )
+    if n and (index._data.min() < -input.shape[axis] or index._data.max() >= input.shape[axis]):
+        raise IndexError("index out of range in self")
+    positions = np.asarray(index._data).reshape(-1) % input.shape[axis]
+    shape = [1] * source.dim()
+    shape[axis] = n
+    spread = np.broadcast_to(positions.reshape(shape), tuple(source.shape))
+    return input.scatter_reduce(axis, _integers(spread), source, reduce, include_self=include_self)
+
+
+@export(methods=("index_reduce_",))
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    # (prod's node saves its input: a clone, which the copy below does not change)
+    own = (
+        self.clone() if reduce == "prod" and (self.requires_grad or source.requires_grad) else self
+    )
+    return self.copy_(index_reduce(own, dim, index, source, reduce, include_self=include_self))

@@ -78,3 +78,13 @@ def test_finite_differences_where_the_product_is_smooth():
             args_down = (down, src) if which == 0 else (x, down)
             numeric = (loss(*args_up) - loss(*args_down)) / (2 * eps)
             assert abs(numeric - float(grad[i])) < 1e-7
+
+
+def test_in_place_prod_differentiates_as_torch():
+    x, src, index = np.array([1.5, 0.0, 3.0, 2.0]), np.array([2.0, 4.0, -1.0]), np.array([0, 1, 1])
+    found = []
+    for m in (sg, torch):
+        a, s = m.tensor(x, requires_grad=True), m.tensor(src, requires_grad=True)
+        out = (a * 1).scatter_reduce_(0, m.tensor(index), s, "prod")
+        found.append([out] + list(m.autograd.grad((out * m.tensor([1.0, 2, 3, 4])).sum(), [a, s])))
+    _close(*found)

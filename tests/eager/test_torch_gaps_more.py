@@ -107,6 +107,20 @@ CASES = {
         R.normal(size=(1, 4)),
     ),
 }
+for _reduce in ("prod", "mean", "amax", "amin"):
+    for _include in (True, False):
+        CASES[f"index_reduce {_reduce} include_self={_include}"] = (
+            lambda m, a, s, r=_reduce, inc=_include: a.index_reduce(
+                1, m.tensor([1, 1, 0, 3]), s, r, include_self=inc
+            ),
+            np.array([[1.5, 0.0, 2.0, -1.0], [0.5, 3.0, 0.0, 2.0]]),
+            np.array([[2.0, 0.0, 4.0, 1.5], [-1.0, 5.0, 0.5, 0.0]]),
+        )
+CASES["torch.index_reduce_"] = (
+    lambda m, a, s: (a * 1).index_reduce_(0, m.tensor([2, 0]), s, "prod"),
+    R.normal(size=(3, 2)),
+    R.normal(size=(2, 2)),
+)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -161,6 +175,11 @@ def test_composed_gradients_are_the_finite_differences():
         lambda m: m.histc(m.tensor([1.0, 2.0]), bins=-1),
         lambda m: m.histc(m.tensor([1.0, 2.0]), bins=3, min=3, max=1),
         lambda m: m.cov(m.ones(2, 2, 2)),
+        lambda m: m.ones(3, 2).index_reduce(0, m.tensor([0, 2]), m.ones(2, 2), "sum"),
+        lambda m: m.ones(3, 2).index_reduce(0, m.tensor([0, 2]), m.ones(3, 2), "prod"),
+        lambda m: m.ones(3, 2).index_reduce(0, m.tensor([[0, 2]]), m.ones(2, 2), "prod"),
+        lambda m: m.ones(3, 2).index_reduce(0, m.tensor([0.0, 2]), m.ones(2, 2), "prod"),
+        lambda m: m.ones(3, 2).index_reduce(0, m.tensor([0, 3]), m.ones(2, 2), "prod"),
     ],
 )
 def test_errors_are_torchs(call):
