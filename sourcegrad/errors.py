@@ -65,6 +65,12 @@ class NoRuleError(SourcegradError):
     """A call to a function that has neither a derivative rule nor Python source."""
 
 
+class WritingCallError(NoRuleError):
+    """numpy's call writing into an array that a gradient reaches (`np.copyto(a, v)`,
+    `np.fill_diagonal(a, v)`): the source front end has no rule for it, so the function is
+    traced, where the call is a store (`compiler/trace/stores.py`)."""
+
+
 class NameResolutionError(SourcegradError):
     """A name in the function body that is neither local, global, closure nor builtin."""
 

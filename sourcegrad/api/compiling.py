@@ -203,47 +203,63 @@ class Compiling:
                 return cached
             self._check_arguments(args, to_transform)
             memory_caches.counted_compile()
+            try:
+                return self._compiled_anew(args, key, to_transform)
+            except errors.WritingCallError as exc:
+                # `np.copyto(a, v)` of a differentiated a: no rule, but the trace records it
+                # as a store (found only after lowering: which values carry a gradient)
+                if self._traces.get(key) is not None or not self._may_trace():
+                    raise
+                return self._compiled_anew(args, key, to_transform, traced_because=exc)
+
+    def _may_trace(self) -> bool:
+        return self.inner is None and self.traces_allowed
+
+    def _compiled_anew(self, args, key, to_transform, traced_because=None):
+        """Stages 1-9 for the signature of `args` (the source front end's IR, or a trace's
+        where it refuses the function or `traced_because` says why), through the caches."""
+        if traced_because is None:
             written, trace = self._lowered(args)  # stage 1
-            self._traces[key] = trace
-            primal = compiler.prepare(
-                written, self._mode(args, decided=False), trace is not None
-            )  # 2
-            disk_key, identities = self._disk_key(primal, args, key, to_transform)
-            # (values keyed by identity are kept by the template, so their ids stay theirs)
-            template_key = (disk_key, tuple(map(id, identities)))
-            template = memory_caches.template(template_key)
-            # (a disk entry holds no complex_power_sites: such code is compiled here)
-            on_disk = (
-                cache.directory()
-                and not identities
-                and not compiler.may_power_python_numbers(primal, args)
-            )
-            if template is None and on_disk:
-                template = self._from_disk(cache.load(disk_key), args)
-                if template is not None:
-                    try:  # (authentic, but made by code that differs: any fault, a compile)
-                        compiled = self._instance(template, primal, key, args)
-                    except Exception as exc:
-                        cache.fault("entry unusable", f"an entry could not be loaded ({exc!r})")
-                    else:
-                        memory_caches.remember(template_key, template)
-                        return compiled
-                    template = None
+        else:
+            written, trace = self._traced(args, traced_because)
+        self._traces[key] = trace
+        primal = compiler.prepare(written, self._mode(args, decided=False), trace is not None)  # 2
+        disk_key, identities = self._disk_key(primal, args, key, to_transform)
+        # (values keyed by identity are kept by the template, so their ids stay theirs)
+        template_key = (disk_key, tuple(map(id, identities)))
+        template = memory_caches.template(template_key)
+        # (a disk entry holds no complex_power_sites: such code is compiled here)
+        on_disk = (
+            cache.directory()
+            and not identities
+            and not compiler.may_power_python_numbers(primal, args)
+        )
+        if template is None and on_disk:
+            template = self._from_disk(cache.load(disk_key), args)
             if template is not None:
-                return self._instance(template, primal, key, args)
-            template, generated = self._generated(
-                primal, written, trace, args, to_transform, identities
+                try:  # (authentic, but made by code that differs: any fault, a compile)
+                    compiled = self._instance(template, primal, key, args)
+                except Exception as exc:
+                    cache.fault("entry unusable", f"an entry could not be loaded ({exc!r})")
+                else:
+                    memory_caches.remember(template_key, template)
+                    return compiled
+                template = None
+        if template is not None:
+            return self._instance(template, primal, key, args)
+        template, generated = self._generated(
+            primal, written, trace, args, to_transform, identities
+        )
+        memory_caches.remember(template_key, template)
+        if on_disk:
+            cache.store(
+                disk_key,
+                generated.source,
+                generated.manifest,
+                generated.names,
+                template.control_flow,
             )
-            memory_caches.remember(template_key, template)
-            if on_disk:
-                cache.store(
-                    disk_key,
-                    generated.source,
-                    generated.manifest,
-                    generated.names,
-                    template.control_flow,
-                )
-            return self._instance(template, generated.primal, key, args)
+        return self._instance(template, generated.primal, key, args)
 
     def _check_arguments(self, args, to_transform):
         """As many arguments as parameters, the ones differentiated differentiable."""
@@ -443,9 +459,14 @@ class Compiling:
                 return self.ir(args), None
             reason = errors.SourcegradError("the trace front end was asked for")
         except _TRACEABLE as exc:
-            if self.inner is not None or not self.traces_allowed:
+            if not self._may_trace():
                 raise
             reason = exc
+        return self._traced(args, reason)
+
+    def _traced(self, args, reason):
+        """(the IR of a trace of the call, the `Trace`), the source front end having refused
+        the function (`reason`, said in the trace's own refusals)."""
         why = _why(reason)
         try:
             trace = trace_function(

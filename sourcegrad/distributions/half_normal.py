@@ -1,69 +1,31 @@
 """`HalfNormal(scale)`, as `torch.distributions.half_normal.HalfNormal`: |X| for
-X ~ Normal(0, scale), a TransformedDistribution with AbsTransform whose log density, cdf
-and icdf fold the normal's (log_prob is -inf below 0, as torch's).
+X ~ Normal(0, scale), folded at zero (log_prob is -inf below 0, as torch's).
 
-Imports: the eager surface (`sourcegrad`) and the package's constraints, normal,
-transforms and transformed_distribution.
+Imports: the package's location_scale base and normal.
 """
 
 from __future__ import annotations
 
 import math
 
-import sourcegrad as torch
-
-from . import constraints
+from .location_scale import FoldedAtZero
 from .normal import Normal
-from .transformed_distribution import TransformedDistribution
-from .transforms import AbsTransform
 
 __all__ = ["HalfNormal"]
 
 
-class HalfNormal(TransformedDistribution):
+class HalfNormal(FoldedAtZero):
     """|X| for X ~ Normal(0, scale)."""
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative  # type: ignore[assignment]
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        base_dist = Normal(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
+    family = Normal
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+        return self._expanded(HalfNormal, batch_shape, _instance)
 
     @property
     def mean(self):
         return self.scale * math.sqrt(2 / math.pi)
 
     @property
-    def mode(self):
-        return torch.zeros_like(self.scale)
-
-    @property
     def variance(self):
         return self.scale.pow(2) * (1 - 2 / math.pi)
-
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return torch.where(value >= 0, log_prob, torch.full_like(log_prob, -math.inf))
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)

@@ -1,50 +1,26 @@
 """`Laplace(loc, scale)`, as `torch.distributions.laplace.Laplace`: reparameterised by the
 inverse cdf of a uniform draw in (-1, 1).
 
-Imports: the eager surface (`sourcegrad`) and the package's base, constraints and utils.
+Imports: the eager surface (`sourcegrad`) and the package's location_scale base.
 """
 
 from __future__ import annotations
 
-import numbers
-
 import sourcegrad as torch
 
-from . import constraints
-from .distribution import Distribution
-from .utils import broadcast_all
+from .location_scale import LocationScale
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(LocationScale):
     """The Laplace (double exponential) distribution with location loc and scale scale."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        both_numbers = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
-        batch_shape = torch.Size() if both_numbers else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Laplace, batch_shape, _instance)
 
     @property
     def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
         return self.loc
 
     @property

@@ -2001,6 +2001,12 @@ def ufunc_at_entry(ufunc):
 EXAMPLES["multiply_at"] = [ex(arg(4), np.array([0, 2, 3]), arg(3))]
 
 
+# numpy's calls that write into their first argument and have no rule: the source front end
+# refuses them where a gradient reaches one (errors.WritingCallError), and the trace records
+# each as a store (compiler/trace/stores.py)
+WRITING_CALLS = frozenset({np.copyto, np.fill_diagonal, np.put, np.putmask, np.place})
+
+
 def piecewise_by_masks(x, condlist, funclist, *args, **kw):
     """np.piecewise(x, condlist, funclist, *args, **kw) written with numpy's indexing, as
     numpy computes it (each function called on the elements its condition picks, a later

@@ -17,6 +17,7 @@ import numpy as np
 
 from ... import errors, ops
 from ...ops import RULES, has
+from ...ops.numpy_functions import WRITING_CALLS
 from ..ir import (
     Assign,
     Call,
@@ -337,7 +338,9 @@ def check_unmodelled_calls(fn, wrt: list) -> None:
             label = getattr(called, "__qualname__", None) or type(called).__name__
             module = getattr(called, "__module__", None)
             label = f"{module}.{label}" if module and module != "builtins" else label
-            raise errors.NoRuleError(
+            writes = any(called is call for call in WRITING_CALLS)
+            refusal = errors.WritingCallError if writes else errors.NoRuleError
+            raise refusal(
                 f"{label} has no derivative rule, and {_named(carrying[0], fn)} carries a "
                 "gradient into it: the call may write into that array or read it into another, "
                 "which the gradient cannot follow. Write it with operations that have rules "

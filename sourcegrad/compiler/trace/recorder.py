@@ -29,6 +29,7 @@ lives apart (values, patches, frames, python_state).
 
 from __future__ import annotations
 
+import functools
 import linecache
 import operator
 import re
@@ -66,7 +67,7 @@ from ..ir import (
     walk,
 )
 from ..names import Namer, name_for_call, sanitize
-from . import state
+from . import state, stores
 from .frames import in_a_library, is_user, loop_headers, runs_user_code
 from .objects import MOST_OBJECTS, attributes_of, has_attributes, user_object
 from .patches import (
@@ -464,6 +465,8 @@ class Recorder:
         if func is _PIECEWISE:  # its functions are the user's: run by masks, recorded as run
             return piecewise_by_masks(*args, **kwargs)
         rule = rule_for_function(func)
+        if rule is None and func in stores.FUNCTIONS and _writes_into_traced(args, kwargs):
+            return stores.FUNCTIONS[func](*args, **kwargs)  # (np.copyto: a store, recorded)
         if rule is None:
             return self.unmodelled(func, args, kwargs)
         if "where" in kwargs and where_variant(rule.name) is not None:
@@ -486,6 +489,8 @@ class Recorder:
 
     def method(self, traced, name):
         op = op_for_method(name)
+        if op is None and name in stores.METHODS:  # `a.fill(0.0)`: a store, recorded
+            return functools.partial(stores.METHODS[name], traced)
         if op is None:
             raise self.refused(
                 errors.NoRuleError(
@@ -588,6 +593,10 @@ class Recorder:
         return self._update(
             traced, name, (traced, other), lambda v, c: _IN_PLACE[name](v, c[1]), keep=True
         )
+
+    def flat_setitem(self, traced, index, value):
+        """`t.flat[index] = value`: a store at the flat positions' index."""
+        stores.flat_store(traced, index, value)
 
     def setitem(self, traced, index, value):
         """`t[index] = value`, in place."""
@@ -836,6 +845,12 @@ _IN_PLACE = {
     "mod_op": operator.imod,
     "floordiv_op": operator.ifloordiv,
 }
+
+
+def _writes_into_traced(args, kwargs) -> bool:
+    """Is the array a writing call (`np.copyto(dst, ...)`) writes into a traced one?"""
+    first = args[0] if args else next(iter(kwargs.values()), None)
+    return isinstance(first, Traced)
 
 
 def _at(ufunc, v, c):

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import errors
-
 
 class Traced:
     """A traced array or number (see the module docstring)."""
@@ -143,7 +141,7 @@ class Traced:
 
 class _Flat:
     """`t.flat`: read as the flattened array (`t.flat[i]` is `t.ravel()[i]`); a write
-    through it is refused (numpy writes into t, which the trace does not model here)."""
+    through it is a store into t at the flat positions' index (`stores.flat_store`)."""
 
     __slots__ = ("_of",)
 
@@ -160,14 +158,7 @@ class _Flat:
         return self._of.size
 
     def __setitem__(self, index, value):
-        rec = self._of._rec
-        raise rec.refused(
-            errors.UnsupportedSyntaxError(
-                "a write through x.flat[...] is not supported (x.flat is read only here): "
-                "index x by np.unravel_index(i, x.shape) instead",
-                rec.loc(),
-            )
-        )
+        self._of._rec.flat_setitem(self._of, index, value)
 
 
 def _binary(op, reflected=False):

@@ -322,12 +322,6 @@ def pad_mean(x):
     return np.sum(np.pad(x, 2, mode="mean"))
 
 
-def flat_write(x):
-    z = x.reshape(2, 3) * 1.0
-    z.flat[2] = 0.0
-    return np.sum(z)
-
-
 def maximum_accumulate(x):
     return np.sum(np.maximum.accumulate(x))
 
@@ -340,7 +334,6 @@ def vectorized(x):
     "fn, error, named, line",
     [
         (pad_mean, errors.NoRuleError, "np.pad with a mode other than", "np.pad(x, 2, mode="),
-        (flat_write, errors.UnsupportedSyntaxError, "x.flat", "z.flat[2] = 0.0"),
         (maximum_accumulate, errors.NoRuleError, "accumulate", "np.maximum.accumulate(x)"),
         (vectorized, errors.SourcegradError, "np.vectorize", "np.vectorize(lambda v"),
     ],
