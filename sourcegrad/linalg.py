@@ -1,6 +1,7 @@
 """`sourcegrad.linalg`, as `torch.linalg`: the eager Tensor's linear algebra
 (`sourcegrad.eager.linalg`): inv, det, slogdet, solve, cholesky, pinv, eig, eigvals, eigh,
-eigvalsh, svd, svdvals, qr, matrix_power, vector_norm, norm, cross.
+eigvalsh, svd, svdvals, qr, matrix_power, matrix_exp, householder_product, vector_norm,
+norm, cross.
 
 Imports: the eager package only.
 """
@@ -23,6 +24,7 @@ from .eager.linalg import (
     svdvals,
     vector_norm,
 )
+from .eager.torch_extras import householder_product, matrix_exp
 from .eager.vector_ops import linalg_cross as cross
 
 __all__ = [
@@ -33,7 +35,9 @@ __all__ = [
     "eigh",
     "eigvals",
     "eigvalsh",
+    "householder_product",
     "inv",
+    "matrix_exp",
     "matrix_power",
     "norm",
     "pinv",

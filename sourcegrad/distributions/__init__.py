@@ -23,6 +23,7 @@ from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
@@ -30,7 +31,9 @@ from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
@@ -46,6 +49,7 @@ from .relaxed_categorical import RelaxedOneHotCategorical
 from .studentt import StudentT
 from .transformed_distribution import TransformedDistribution
 from .weibull import Weibull
+from .wishart import Wishart
 from .transforms import (
     AbsTransform,
     AffineTransform,
@@ -80,6 +84,7 @@ __all__ = [
     "Distribution",
     "ExpTransform",
     "Exponential",
+    "FisherSnedecor",
     "Gamma",
     "Geometric",
     "Gumbel",
@@ -87,6 +92,8 @@ __all__ = [
     "HalfNormal",
     "Independent",
     "IndependentTransform",
+    "Kumaraswamy",
+    "LKJCholesky",
     "Laplace",
     "LogNormal",
     "LowRankMultivariateNormal",
@@ -114,6 +121,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "biject_to",
     "constraint_registry",
     "constraints",

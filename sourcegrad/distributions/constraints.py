@@ -19,6 +19,7 @@ import sourcegrad as torch
 __all__ = [
     "Constraint",
     "boolean",
+    "corr_cholesky",
     "dependent",
     "dependent_property",
     "greater_than",
@@ -283,6 +284,19 @@ class _LowerCholesky(Constraint):
         return lower & positive_diagonal
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower triangular, positive diagonal,
+    rows of unit norm (to torch's tolerance, 10 * eps * n)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = torch.finfo(value.dtype).eps * value.size(-1) * 10
+        row_norm = torch.linalg.norm(value.detach(), dim=-1)
+        unit_row_norm = (row_norm - 1.0).abs().le(tol).all(dim=-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -353,6 +367,7 @@ multinomial = _Multinomial
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()

@@ -7,7 +7,8 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
 * the ops, by family: `arithmetic.py`, `elementwise.py`, `reductions.py`, `products.py`
   (re-exported together as `tensor_math`), `views.py`, `copies.py`, `joining.py`, `indexing.py`
   (as `shape_ops`), `inplace.py`, `linalg.py`, `fft.py`, `vector_ops.py`, `torch_extras.py`
-  (torch's functions numpy lacks: logcumsumexp, cummax, quantile, ...); their derivatives
+  (torch's functions numpy lacks: logcumsumexp, cummax, quantile, ...), `torch_gaps.py`
+  (more of them, composed: as_strided, block_diag, combinations, histc, cov, ...); their derivatives
   are the registry's VJP lambdas (`sourcegrad.ops`), called through `spec.py` and `node.py`;
 * `surface.py`: which functions, methods and numpy dispatch entries exist, from the
   registry entries' torch names and the eager-only ops' `@export` (this module's
@@ -29,7 +30,7 @@ module-global patching):
    `elementwise.py` <- `reductions.py`, `products.py` (<- `tensor_math.py`); `factories.py`; then
    `inplace.py` (it uses all of these), `composites.py` (ops made of the others),
    `torch_extras.py` (torch's functions numpy lacks, made of the others or recording their
-   own entries) and `legacy.py` (torch.FloatTensor & co.);
+   own entries), `torch_gaps.py` (more of them, made of the others) and `legacy.py` (torch.FloatTensor & co.);
 5. the surface: `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
    every method that needs a layer above it (in one place, at import time);
 6. this module.

@@ -37,6 +37,7 @@ from . import (  # noqa: F401 - fft, vector_ops: their ops' surface
     surface,
     tensor_math,
     torch_extras,
+    torch_gaps,
     vector_ops,
 )
 from .devices import CPU, DEVICE_TYPES

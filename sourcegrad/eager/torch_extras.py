@@ -1,17 +1,19 @@
 """torch functions numpy lacks or spells otherwise, as eager ops: logcumsumexp, cummax/cummin,
 aminmax, mode, quantile/nanquantile, rot90, diag_embed, Tensor.unfold, baddbmm, scatter_reduce,
-heaviside_, copysign_ and the integer helpers bincount, searchsorted, bucketize.
+heaviside_, copysign_, matrix_exp, householder_product (orgqr) and the integer helpers
+bincount, searchsorted, bucketize.
 
 Each records the registry's rules, as torch records its node: its own entry where it has one
-(logcumsumexp, diag_embed, np_rot90), else the getitem rule of the elements it picks (cummax,
+(logcumsumexp, diag_embed, np_rot90, scipy_expm for matrix_exp), else the getitem rule of the elements it picks (cummax,
 mode, unfold: each value's gradient goes to its index, summed where an index repeats, as
 torch's scatter-add backward) or the ops it is made of (quantile: sort, then a linear
-interpolation of two order statistics; aminmax: amin and amax; baddbmm: bmm, mul, add;
-scatter_reduce: index_put, mul, div). bincount, searchsorted and bucketize give integers: no
+interpolation of two order statistics; aminmax: amin and amax; baddbmm: bmm, mul, add; householder_product: one rank-one update per reflector;
+scatter_reduce: index_put, mul, div; its prod a custom node, `ScatterReduceBackward0`, whose
+backward is torch's formula in eager ops, so it differentiates again). bincount, searchsorted and bucketize give integers: no
 gradient. The index computations (cummax's running index, mode, quantile's ranks,
 scatter_reduce's counts) run in numpy: CPU tensors.
 
-Why one module: ~490 lines of torch's extra functions, each small, sharing the argument
+Why one module: ~650 lines of torch's extra functions, each small, sharing the argument
 checks (`_dim`) and the picking helpers.
 
 Imports: `arithmetic`, `elementwise`, `indexing`, `inplace`, `products`, `reductions`,
@@ -21,14 +23,16 @@ Imports: `arithmetic`, `elementwise`, `indexing`, `inplace`, `products`, `reduct
 from __future__ import annotations
 
 import collections
+import importlib
 
 import numpy as np
 
-from ..errors import NoRuleError
 from ..ops import reductions as ops_reductions
 from ..ops import shape as ops_shape
 from .arithmetic import add, div, mul, not_implemented_for, sub
 from .elementwise import copysign, heaviside
+from .factories import eye
+from .function import Function
 from .indexing import diagonal, index_array, pick, sort
 from .inplace import copy_, scatter_add_
 from .operands import along_index, needs_grad, result, return_types, wrap_dim
@@ -396,7 +400,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     amin; with include_self=False input's own value takes no part where some index names it).
     Its gradient is torch's, made of differentiable ops: the masked input plus a scatter_add of
     src (divided by the counts for mean; for amax/amin each value equal to the result gets an
-    equal share). prod's has no rule here: it raises NoRuleError."""
+    equal share). prod's is torch's formula (`_ScatterReduceProd`), zeros included."""
     if reduce not in _SCATTER_REDUCE:
         raise RuntimeError(
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
@@ -404,9 +408,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     out, key, counts, named, idx = _scattered(input, dim, index, src, reduce, include_self)
     if not needs_grad(input, src):
         return _wrap(result(out))
-    if reduce == "prod":
-        raise NoRuleError("scatter_reduce(reduce='prod') has no derivative rule")
     src = src[tuple(slice(0, n) for n in idx.shape)] if src._data.shape != idx.shape else src
+    if reduce == "prod":
+        return _ScatterReduceProd.apply(input, src, dim, _wrap(idx), include_self)
     own = ~named if not include_self else np.ones(named.shape, bool)
     dtype = input._data.dtype
     if reduce in ("amax", "amin"):
@@ -429,9 +433,149 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     return add(combined, _wrap(result(out - combined._data)))
 
 
+class _ScatterReduceProd(Function):
+    """scatter_reduce(reduce="prod") as a node with torch's backward (scatter_reduce_backward in
+    torch's FunctionsManual.cpp). The product of the others is the result over the value where
+    that is not 0; a zero input is masked to 1 and the product recomputed; a src value that is
+    the only zero of its target gets the product of the others recomputed the same way (two
+    zeros at one target: every gradient there is 0). The backward is made of eager ops, so it
+    differentiates again under create_graph."""
+
+    @staticmethod
+    def forward(ctx, input, src, dim, index, include_self):
+        out = _scattered(input, dim, index, src, "prod", include_self)[0]
+        ctx.dim, ctx.include_self = dim, include_self
+        result_tensor = _wrap(result(out))
+        ctx.save_for_backward(input, src, index, result_tensor)
+        return result_tensor
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, src, index, out = ctx.saved_tensors
+        dim, include_self = ctx.dim, ctx.include_self
+        grad_input = grad_src = None
+        if ctx.needs_input_grad[0]:
+            masked_input = input.masked_fill(input == 0, 1)
+            others = scatter_reduce(
+                masked_input, dim, index, src, "prod", include_self=include_self
+            )
+            grad_input = grad * others / masked_input
+            if not include_self:  # (the named elements' own values took no part)
+                grad_input = grad_input.scatter(dim, index, 0)
+        if ctx.needs_input_grad[1]:
+            src_zero = src == 0
+            zeros_at_target = (
+                input.new_zeros(input.shape)
+                .scatter_add(dim, index, src_zero.to(input.dtype))
+                .gather(dim, index)
+            )
+            single_zero = src_zero & (zeros_at_target == 1)
+            others = scatter_reduce(
+                input,
+                dim,
+                index,
+                src.masked_fill(single_zero, 1),
+                "prod",
+                include_self=include_self,
+            )
+            grad_src = (
+                (grad * others)
+                .gather(dim, index)
+                .where(single_zero, (grad * out).gather(dim, index) / src.masked_fill(src_zero, 1))
+            )
+        return grad_input, grad_src, None, None, None
+
+
+# torch's node name for every reduce (the class's own would read `_ScatterReduceProdBackward`)
+_ScatterReduceProd._backward_cls.__name__ = "ScatterReduceBackward0"
+_ScatterReduceProd._backward_cls.__qualname__ = "ScatterReduceBackward0"
+
+
 @export(methods=("scatter_reduce_",))
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
-    return copy_(self, scatter_reduce(self, dim, index, src, reduce, include_self=include_self))
+    # prod's node saves its input: a clone of self, which the copy below does not change
+    source = self.clone() if reduce == "prod" and needs_grad(self, src) else self
+    return copy_(self, scatter_reduce(source, dim, index, src, reduce, include_self=include_self))
+
+
+# --- matrix functions ---------------------------------------------------------------------------
+
+
+@export("matrix_exp")
+def matrix_exp(input):
+    """The matrix exponential of each square matrix in input (scipy's Pade approximation);
+    its gradient is the registry's scipy_expm rule, the Frechet adjoint torch computes too."""
+    d = input._data
+    if d.ndim < 2:
+        raise RuntimeError("linalg.matrix_exp: The input tensor A must have at least 2 dimensions.")
+    if d.shape[-1] != d.shape[-2]:
+        raise RuntimeError(
+            "linalg.matrix_exp: A must be batches of square matrices, but they are "
+            f"{d.shape[-2]} by {d.shape[-1]} matrices"
+        )
+    if d.dtype.kind not in "fc":
+        raise RuntimeError(
+            "linalg.matrix_exp: Expected a floating point or complex tensor as input. Got "
+            f"{input.dtype._scalar_name}"
+        )
+    out = _wrap(result(_scipy_linalg().expm(d).astype(d.dtype)))
+    if needs_grad(input):
+        record(_MATRIX_EXP[0], out, (input,))
+    return out
+
+
+_MATRIX_EXP: list = []  # (its OpSpec, made once the scipy.linalg entries are registered)
+
+
+def _scipy_linalg():
+    """scipy.linalg, imported at the first matrix_exp (it costs a second), with the registry's
+    entries for it registered and matrix_exp's OpSpec made."""
+    linalg = importlib.import_module("scipy.linalg")
+    if not _MATRIX_EXP:
+        importlib.import_module("sourcegrad.ops.scipy_linalg")
+        _MATRIX_EXP.append(OpSpec("LinalgMatrixExpBackward0", "scipy_expm", n_arrays=1))
+    return linalg
+
+
+def _check_householder(input, tau):
+    name = "torch.linalg.householder_product"
+    a, t = input._data, tau._data
+    if a.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if a.shape[-2] < a.shape[-1]:
+        raise RuntimeError(
+            f"{name}: input.shape[-2] must be greater than or equal to input.shape[-1]"
+        )
+    if a.shape[-1] < t.shape[-1]:
+        raise RuntimeError(
+            f"{name}: input.shape[-1] must be greater than or equal to tau.shape[-1]"
+        )
+    if t.shape[:-1] != a.shape[:-2]:
+        raise RuntimeError(
+            f"{name}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+            f"{list(t.shape[:-1])}"
+        )
+    if a.dtype != t.dtype:
+        raise RuntimeError(
+            f"{name}: tau dtype {tau.dtype._scalar_name} does not match input dtype "
+            f"{input.dtype._scalar_name}"
+        )
+
+
+@export("orgqr", methods=("orgqr",))
+def householder_product(input, tau):
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the i-th column of
+    input below the diagonal with a 1 on it (LAPACK's orgqr). Made of differentiable ops (one
+    rank-one update per reflector), so its gradient is the exact one: none for the entries on
+    and above input's diagonal, which the product does not read."""
+    _check_householder(input, tau)
+    m, n = input.shape[-2], input.shape[-1]
+    reflectors = input.tril(-1) + eye(m, n, dtype=input.dtype)
+    q = eye(m, dtype=input.dtype).expand(*input.shape[:-2], m, m)
+    for i in range(tau.shape[-1]):
+        v = reflectors[..., :, i : i + 1]
+        q = q - (q @ v) @ (tau[..., i : i + 1].unsqueeze(-1) * v.mT)
+    return q[..., :n]
 
 
 # --- integer helpers (no gradient) --------------------------------------------------------------

@@ -9,8 +9,8 @@ Why one module: it is torch's `torch.nn.functional` namespace, so users find eac
 where torch has it; the families that grew large live apart (`functional_loss`,
 `functional_attention`, `conv_ops`, `pool_ops`, `norm_ops`, `pad_ops`), re-exported here.
 
-The losses live in `functional_loss` and `functional_margin_loss` (the multi-class and
-multi-label margin losses), imported here under their torch names;
+The losses live in `functional_loss`, `functional_margin_loss` (the multi-class and
+multi-label margin losses) and `functional_ctc` (ctc_loss), imported here under their torch names;
 `linear` in `linear_ops` (AddmmBackward0 with a bias on a matrix, over a TBackward0 of
 the weight), `layer_norm` in `norm_ops` (NativeLayerNormBackward0).
 """
@@ -60,6 +60,7 @@ from .functional_attention import (
 from .functional_attention import (
     none_or_dtype as _none_or_dtype,
 )
+from .functional_ctc import ctc_loss  # noqa: F401
 from .functional_loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,  # noqa: F401

@@ -1,5 +1,6 @@
 """`sourcegrad.optim`: torch's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, LBFGS,
-Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop, Adafactor) and `lr_scheduler`, on the eager Tensor.
+Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop, Adafactor; SparseAdam refuses dense gradients,
+the only kind here, as torch does) and `lr_scheduler`, on the eager Tensor.
 See `optimizer` for the shared machinery."""
 
 from . import lr_scheduler, swa_utils
@@ -16,10 +17,12 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = [
     "Optimizer",
     "SGD",
+    "SparseAdam",
     "Adam",
     "AdamW",
     "RMSprop",

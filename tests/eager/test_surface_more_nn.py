@@ -191,9 +191,7 @@ def test_spectral_norm_parametrization_is_torchs(make):
     )
 
 
-def test_orthogonal_is_refused_by_name():
-    with pytest.raises(sg.errors.UnsupportedAPIError, match="orthogonal is not supported"):
-        sg.nn.utils.parametrizations.orthogonal(sg.nn.Linear(3, 3))
+# (orthogonal: tests/eager/test_orthogonal_parametrization.py)
 
 
 # --- prune ------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from .flatten import Flatten, Unflatten
 from .sparse import Embedding, EmbeddingBag
 from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from .distance import CosineSimilarity, PairwiseDistance
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .attention import MultiheadAttention
 from .transformer import (
     Transformer,
@@ -45,6 +46,7 @@ from .loss import (
     SoftMarginLoss,
     TripletMarginLoss,
     TripletMarginWithDistanceLoss,
+    CTCLoss,
 )
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .pooling import (
@@ -122,7 +124,9 @@ __all__ = [
     "MultiLabelSoftMarginLoss",
     "MultiLabelMarginLoss",
     "TripletMarginWithDistanceLoss",
+    "CTCLoss",
     "MultiheadAttention",
+    "AdaptiveLogSoftmaxWithLoss",
     "Transformer",
     "TransformerEncoder",
     "TransformerDecoder",

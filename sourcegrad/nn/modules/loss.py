@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 
+from .. import functional_ctc
 from .. import functional_loss as L
 from .. import functional_margin_loss as M
 from .distance import PairwiseDistance
@@ -30,6 +31,7 @@ __all__ = [
     "MultiLabelSoftMarginLoss",
     "MultiLabelMarginLoss",
     "TripletMarginWithDistanceLoss",
+    "CTCLoss",
 ]
 
 
@@ -370,4 +372,26 @@ class TripletMarginWithDistanceLoss(_Loss):
             margin=self.margin,
             swap=self.swap,
             reduction=self.reduction,
+        )
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (`functional.ctc_loss`)."""
+
+    __constants__ = ["blank", "reduction"]
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return functional_ctc.ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            self.blank,
+            self.reduction,
+            self.zero_infinity,
         )
