@@ -190,16 +190,15 @@ class PythonState:
             if (id(watched.value), c) not in self.accepted
         ]
 
-    def put_back(self, changed=None) -> None:
-        """Restore the watched objects that changed (`changed`: those, None: any) as they
-        were before the trace (a refused or failed trace leaves the user's state as found)."""
-        if changed is None:
-            changed = [w for w in self.watched.values() if _changes(w, _now(w))]
-            for _, cell, value in self.cells:
-                if _cell_moved(cell, value):
-                    cell.cell_contents = value
-        for watched in changed:
-            _put_back(watched)
+    def put_back(self) -> None:
+        """Restore every watched object and closure cell that changed as it was before the
+        trace (a refused or failed trace leaves the user's state as it found it)."""
+        for watched in self.watched.values():
+            if _changes(watched, _now(watched)):
+                _put_back(watched)
+        for _, cell, value in self.cells:
+            if _cell_moved(cell, value):
+                cell.cell_contents = value
 
     def check(self, codes=()) -> None:
         """Refuse the first change the function made to what it was given or reaches, put
@@ -220,9 +219,7 @@ class PythonState:
             located.append((rank, where.line, what, where))
         # (the change the function makes first: its own line before a helper's)
         _, _, what, where = min(located, key=lambda found: found[:2])
-        self.put_back(changed)
-        for _, cell, value in cells:
-            cell.cell_contents = value
+        self.put_back()  # (every change: the stores made again on each call too)
         raise errors.OutsideChangeError(
             f"the function changes {what} while it runs: the gradient's code is made from one "
             "run of it (a trace) and repeats only its numpy operations, so later calls would "
