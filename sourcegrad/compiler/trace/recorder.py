@@ -78,8 +78,8 @@ from .patches import (
     replace_library_functions,
 )
 from .python_state import PythonState
-from .stored_arguments import Arguments, reads_noted, replay
 from .rolling import Loop, atoms_in, roll
+from .stored_arguments import Arguments, reads_noted, replay
 from .values import Traced
 
 MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, located
@@ -115,9 +115,7 @@ class Trace:
         """Must each call be checked on the general path (guards, objects given, arguments
         stored into objects: `replay`)?"""
         return (
-            bool(self.guards)
-            or bool(self.stores)
-            or any(not _simple(v) for _, v in self.statics)
+            bool(self.guards) or bool(self.stores) or any(not _simple(v) for _, v in self.statics)
         )
 
 

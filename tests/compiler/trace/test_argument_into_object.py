@@ -238,6 +238,17 @@ def test_a_vjp_stores_the_argument_too():
     _close(pullback(1.0)[0], numeric_grad(_plain_loss, (W1, W2), 0))
 
 
+def test_a_jvp_stores_the_argument_too():
+    W1, W2 = np.full((4, 6), 0.3), np.full((6, 3), 0.2)
+    dW1 = np.random.default_rng(3).normal(size=(4, 6))
+    for scale in (1.0, -2.0):
+        W1 = W1 * scale
+        value, tangent = sourcegrad.jvp(loss_of_weights, (W1, W2), (dW1, None))
+        assert LAYERS.W1 is W1 and LAYERS.W2 is W2
+        _close(value, _plain_loss(W1, W2))
+        _close(tangent, np.sum(numeric_grad(_plain_loss, (W1, W2), 0) * dW1))
+
+
 # -- what stays refused --------------------------------------------------------------------
 
 
