@@ -39,7 +39,9 @@ from .objects import user_object
 #   ("tree", j, start, treedef)          the function's argument j, a tree given to the code
 #                                        as its leaves start.. (the caller's own object where
 #                                        it passes it: `replay(whole=...)`)
-#   ("list" | "tuple", (recipe, ...)), ("dict", ((key, recipe), ...)), ("constant", value)
+#   ("list" | "tuple", (recipe, ...)), ("dict", ((key, recipe), ...))
+# (no constants: a number or string the trace saw may have come from anything, a clock, a
+# counter, and Python would compute it again; stored once per call it could be stale)
 
 
 class Store:
@@ -71,8 +73,6 @@ def _built(recipe, args, whole):
         if whole is not None:
             return whole[j]
         return treedef.unflatten(list(args[start : start + treedef.num_leaves]))
-    if kind == "constant":
-        return recipe[1]
     if kind == "dict":
         return {key: _built(part, args, whole) for key, part in recipe[1]}
     items = [_built(part, args, whole) for part in recipe[1]]
@@ -106,8 +106,6 @@ class Arguments:
             return ("tree", j, start, treedef) if same else None  # (changed by the call: no)
         if id(value) in existing:
             return None
-        if value is None or type(value) in (bool, int, float, complex, str):
-            return ("constant", value)
         if type(value) in (list, tuple):
             parts = [self.recipe(item, existing) for item in value]
             kind = "list" if type(value) is list else "tuple"
