@@ -117,6 +117,30 @@ def test_a_call_after_the_user_changed_net_params_themselves():
     assert memory_caches.compile_count() == compiles  # (what f writes first is no dependency)
 
 
+def test_a_training_loop_passing_net_params_and_updating_it_in_place():
+    net = TwoLayerNet(seed=3)
+
+    def loss(params):
+        net.params = params
+        return net.loss(X, Y)
+
+    step = sourcegrad.value_and_grad(loss)
+    params = net.params
+    compiles = memory_caches.compile_count()
+    losses = []
+    for _ in range(20):
+        value, grads = step(net.params)
+        for k in net.params:
+            net.params[k] -= 0.5 * grads[k]  # (the arrays the next call reads, changed)
+        losses.append(value)
+    assert net.params is params and losses[-1] < 0.5 * losses[0]
+    _, grads = step(net.params)
+    expected = _numeric_params(net.params)
+    for k in params:
+        _close(grads[k], expected[k])
+    assert memory_caches.compile_count() - compiles == 1
+
+
 def test_the_decorator_form_and_value_and_grad():
     @sourcegrad.grad
     def step(params):
