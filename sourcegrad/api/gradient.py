@@ -416,6 +416,8 @@ class Gradient(Compiling, staticmethod):
         """Do `args` take the path `compiled` was traced for (its objects, its guards)?"""
         if not compiled.trace.same_statics(args):
             return False
+        if not compiled.trace.guards:  # (no decision to check: not run for nothing)
+            return True
         first = compiled.fn[0] if isinstance(compiled.fn, tuple) else compiled.fn
         try:
             if self.forward_mode:  # (a JVP's code takes the tangents too: zeros)

@@ -234,6 +234,39 @@ def test_a_nested_object_of_a_bound_method():
         _close(grad, numeric_grad(lambda w: _softmax_loss(X @ w, Y), (w,), 0))
 
 
+class SelfStoringNet(TwoLayerNet):
+    def step(self, params):
+        self.params = params
+        return self.loss(X, Y)
+
+
+def _in_a_closure():
+    net = TwoLayerNet(seed=5)
+
+    def loss(params):
+        net.params = params
+        return net.loss(X, Y)
+
+    return net, loss
+
+
+@pytest.mark.parametrize("form", ["bound method storing into self", "closure"])
+def test_a_bound_method_and_a_closure(form):
+    if form == "closure":
+        net, fn = _in_a_closure()
+    else:
+        net = SelfStoringNet(seed=4)
+        fn = net.step
+    g = sourcegrad.grad(fn)
+    for seed in (30, 31):
+        params = _params(seed)
+        grads = g(params)
+        assert net.params is params
+        expected = _numeric_params(params)
+        for k in params:
+            _close(grads[k], expected[k])
+
+
 def loss_of_a_dict_built_here(W1, b1, W2, b2):
     NET.params = {"W1": W1, "b1": b1, "W2": W2, "b2": b2}
     return NET.loss(X, Y)
