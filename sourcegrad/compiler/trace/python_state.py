@@ -88,6 +88,7 @@ class PythonState:
         self.unread_classes: set = set()
         self.on_watched = None  # called with the class of each object watched from now on
         self.accepted: set = set()  # (id(object), attribute) stored again on each call
+        self.read_then_stored: set = set()  # (those an argument is stored into, read first)
         if globals_ is not None:
             self.add_module(globals_)
         for name, cell in cells:
@@ -174,12 +175,16 @@ class PythonState:
                 continue
             now = _now(watched)
             for name in _changes(watched, now):
-                if name not in now or (id(obj), name) in self.read_first:
-                    continue  # (deleted; read before it was written: refused by `check`)
+                if name not in now:  # (deleted)
+                    continue
                 recipe = recipe_of(now[name], existing)
-                if recipe is not None:
-                    stores.append(Store(obj, name, recipe))
-                    self.accepted.add((id(obj), name))
+                if recipe is None:
+                    continue
+                if (id(obj), name) in self.read_first:  # (refused by `check`, saying why)
+                    self.read_then_stored.add((id(obj), name))
+                    continue
+                stores.append(Store(obj, name, recipe))
+                self.accepted.add((id(obj), name))
         return stores
 
     def _pending(self, watched) -> list:
@@ -211,22 +216,35 @@ class PythonState:
         if not changed and not cells:
             return
         codes = [getattr(self.fn, "__code__", None), *codes]
-        described = [(f"{name!r} of an enclosing function", name) for name, _, _ in cells]
-        described += [_described(watched, self._pending(watched)) for watched in changed]
+        described = [(f"{name!r} of an enclosing function", name, None) for name, _, _ in cells]
+        for watched in changed:
+            changes = self._pending(watched)
+            described.append((*_described(watched, changes), (id(watched.value), changes[0])))
         located = []
-        for what, name in described:
+        for what, name, key in described:
             rank, where = _location(codes, name)
-            located.append((rank, where.line, what, where))
+            located.append((rank, where.line, what, where, key))
         # (the change the function makes first: its own line before a helper's)
-        _, _, what, where = min(located, key=lambda found: found[:2])
+        _, _, what, where, key = min(located, key=lambda found: found[:2])
         self.put_back()  # (every change: the stores made again on each call too)
+        if key in self.read_then_stored:
+            raise errors.OutsideChangeError(
+                f"the function stores its argument into {what}, which each call of the "
+                "gradient would store again, but reads the attribute before storing into it: "
+                "a later call would read the previous call's argument there, and the code "
+                "made from one run of it (a trace) would keep what this run read. Read it "
+                "after the store, or pass the value it held as an argument",
+                where,
+            )
         raise errors.OutsideChangeError(
             f"the function changes {what} while it runs: the gradient's code is made from one "
             "run of it (a trace) and repeats only its numpy operations, so later calls would "
             "not change it again (a counter would stop counting, a log keep the first call's "
             "entries, and what is computed from it stay the first call's). Build a local one "
             "and return it beside the result (grad(f, has_aux=True) for f returning (loss, "
-            "aux)), change it outside the differentiated function, or pass it as an argument",
+            "aux)), change it outside the differentiated function, or pass it as an argument "
+            "(an argument stored into an attribute, `net.params = params`, is stored again "
+            "on each call)",
             where,
         )
 

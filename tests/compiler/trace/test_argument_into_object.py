@@ -345,7 +345,7 @@ def appends_a_computed_value(W1, W2):
 @pytest.mark.parametrize(
     "fn, what, line",
     [
-        (reads_then_stores, "'W1' of a Layers object", "LAYERS.W1 = W1"),
+        (reads_then_stores, "reads the attribute before storing", "LAYERS.W1 = W1"),
         (stores_a_computed_value, "'W1' of a Layers object", "LAYERS.W1 = W1 * 2.0"),
         (appends_a_computed_value, "the list HISTORY", "HISTORY.append(loss * 1.0)"),
         (
@@ -358,7 +358,7 @@ def appends_a_computed_value(W1, W2):
 )
 def test_other_stores_stay_refused_and_put_back(fn, what, line):
     before = (LAYERS.W1, LAYERS.W2, list(HISTORY))
-    with pytest.raises(errors.OutsideChangeError, match="changes") as raised:
+    with pytest.raises(errors.OutsideChangeError, match="changes|stores") as raised:
         sourcegrad.grad(fn, argnums=(0, 1))(np.ones((4, 6)), np.ones((6, 3)))
     assert what in str(raised.value)
     assert raised.value.loc.text.strip().startswith(line)
