@@ -54,7 +54,9 @@ class RecursionDepthError(UnsupportedSyntaxError):
 
 class OutsideChangeError(UnsupportedSyntaxError):
     """A traced function changes an object that outlives the call (an attribute, a global,
-    a list, dict or set it reaches): the code made from one run would not change it again."""
+    a list, dict or set it reaches): the code made from one run would not change it again.
+    (Not raised for an argument stored into an attribute not read first, `net.params =
+    params`: each call of the code stores it again, `compiler/trace/stored_arguments.py`.)"""
 
 
 class SourceNotFoundError(SourcegradError):

@@ -224,6 +224,7 @@ class Gradient(Compiling, staticmethod):
             flat, leaves, defs = self._flattened(args)
             result = flat._call(*leaves)
             self._last = flat._last
+            _store_arguments(flat._last, leaves, args)  # (the caller's own trees, as given)
             return self._unflattened(result, defs)
         key = signature_key(args)
         compiled = self._cached(key)
@@ -239,9 +240,11 @@ class Gradient(Compiling, staticmethod):
         try:
             if compiled.trace is not None and not compiled.trace.same_statics(args):
                 raise GuardMiss("other objects than the trace's")
+            _store_arguments(compiled, args)
             result = compiled.fn(*args)
         except GuardMiss:  # code made from a trace, another path taken: traced for it
             compiled = self._other_path(compiled, key, args)
+            _store_arguments(compiled, args)
             result = compiled.fn(*args)
         if compiled.complex_sites:
             result = self._real_result(compiled, compiled.fn, args, result)
@@ -413,6 +416,8 @@ class Gradient(Compiling, staticmethod):
         """Do `args` take the path `compiled` was traced for (its objects, its guards)?"""
         if not compiled.trace.same_statics(args):
             return False
+        if not compiled.trace.guards:  # (no decision to check: not run for nothing)
+            return True
         first = compiled.fn[0] if isinstance(compiled.fn, tuple) else compiled.fn
         try:
             if self.forward_mode:  # (a JVP's code takes the tangents too: zeros)
@@ -672,6 +677,16 @@ class Gradient(Compiling, staticmethod):
         return gradient_html(self)
 
 
+def _store_arguments(compiled, args, whole=None) -> None:
+    """Where the traced function stores its arguments into objects outliving the call
+    (`net.params = params`), store this call's (`args`: the code's; `whole`: the function's
+    own, where the code is given a tree's leaves), as Python would: the code made from the
+    trace does not. Such code has no fast entry (`Trace.checked_per_call`)."""
+    trace = compiled.trace if compiled is not None else None
+    if trace is not None and trace.stores:
+        trace.replay(args, whole)
+
+
 def _refuse_trees(what):
     raise errors.NonDifferentiableInputError(
         f"{what} takes arrays and numbers as the differentiated arguments; parameter trees "
@@ -804,6 +819,7 @@ class VJP(Gradient):
         forward, backward = compiled.fn
         if compiled.complex_sites:
             compiler.check_power_operands(compiled.complex_sites, args, self._label)
+        _store_arguments(compiled, args)
         try:
             value, residuals = forward(*args)
         except Exception as exc:  # numba refusing these arguments' types: the numpy code runs
@@ -970,6 +986,7 @@ class JVP(Gradient):
                     f"has shape {_shape(t)}, but the argument has shape {_shape(primals[i])}: "
                     "a Jacobian-vector product takes tangents shaped like their primals"
                 )
+        _store_arguments(compiled, primals)
         try:
             value, tangent = compiled.fn(*primals, *given)
         except Exception as exc:  # numba refusing these types: the numpy code runs

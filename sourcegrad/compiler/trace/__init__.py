@@ -21,8 +21,10 @@ longer than `MAX_STATEMENTS` (a long Python loop) is refused with the loop's lin
 The modules, in the order they import one another: `state` (which trace runs in this
 thread), `values` (the `Traced` value and its numpy protocols), `patches` (numpy's, math's
 and scipy's functions that bypass the protocols, such as np.asarray, math.exp and
-scipy.special.logsumexp, and the random draws, replaced while a trace runs), `recorder`
-(the statements, names, guards, locations and dependencies of one trace).
+scipy.special.logsumexp, and the random draws, replaced while a trace runs),
+`stored_arguments` (arguments the function stores into objects, stored again on each call),
+`python_state` (the changes to objects outliving the call: refused), `recorder` (the
+statements, names, guards, locations and dependencies of one trace).
 """
 
 from .frames import in_a_library

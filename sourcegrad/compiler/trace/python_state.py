@@ -26,6 +26,11 @@ items, by identity); afterwards each is compared with its copy.
     snapshot = PythonState(fn, roots, globals_, cells)   # before the trace runs
     snapshot.add_module(globals_dict)                     # each user module the trace enters
     snapshot.check(codes)                                 # after it: None, or the refusal
+
+One change is not refused: an argument (or a list, tuple or dict of arguments) stored into an
+attribute the function did not read before (`net.params = params`): it is made again on
+every call (`stored_arguments`; `stored_arguments()` below finds them, `read_first` holds the
+attributes read while they still held their old values).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from ...errors import SourceLocation
 from ..dependencies import user_module
 from .frames import in_a_library
 from .objects import MOST_OBJECTS, attributes_of, user_object
+from .stored_arguments import Store
 
 # values compared by value, not identity, when an attribute or item is written again: an
 # immutable number or string made anew (`self.n = int(self.n)`) is not a change
@@ -75,6 +81,14 @@ class PythonState:
         self.watched: dict = {}  # id(object) -> _Watched
         self.cells: list = []  # (name, cell, its value as it was)
         self.modules: set = set()
+        # (id(object), attribute) read by the user's code while it held its value from
+        # before the call (`stored_arguments.reads_noted`), and the classes whose reads could
+        # not be watched: a store into those is not made again on each call, but refused
+        self.read_first: set = set()
+        self.unread_classes: set = set()
+        self.on_watched = None  # called with the class of each object watched from now on
+        self.accepted: set = set()  # (id(object), attribute) stored again on each call
+        self.read_then_stored: set = set()  # (those an argument is stored into, read first)
         if globals_ is not None:
             self.add_module(globals_)
         for name, cell in cells:
@@ -112,6 +126,8 @@ class PythonState:
                 continue
             before = _copy(value, kind)
             self.watched[id(value)] = _Watched(value, kind, path, before)
+            if kind == "object" and self.on_watched is not None and not isinstance(value, type):
+                self.on_watched(type(value))
             if kind == "object":
                 pending += [(f"{path}.{name}", item) for name, item in before.items()]
             elif kind == "dict":
@@ -119,36 +135,116 @@ class PythonState:
             else:
                 pending += [(f"{path}[{i}]", item) for i, item in enumerate(before)]
 
+    # -- arguments stored into objects (`stored_arguments`) -------------------------------------
+
+    def instance_classes(self) -> set:
+        """The classes of the objects watched (not classes themselves)."""
+        return {
+            type(w.value)
+            for w in self.watched.values()
+            if w.kind == "object" and not isinstance(w.value, type)
+        }
+
+    def watches(self, obj) -> bool:
+        watched = self.watched.get(id(obj))
+        return watched is not None and watched.value is obj
+
+    def note_read(self, obj, name, value) -> None:
+        """The user's code read obj's attribute `name` as `value` (`__dict__`: all of them):
+        noted where it still held what it held before the call."""
+        before = self.watched[id(obj)].before
+        if name == "__dict__" and isinstance(value, dict):
+            self.read_first.update(
+                (id(obj), n) for n, v in before.items() if n in value and _same(value[n], v)
+            )
+        elif name in before and _same(value, before[name]):
+            self.read_first.add((id(obj), name))
+
+    def stored_arguments(self, recipe_of) -> list:
+        """The attributes of the user's objects the function set to what its arguments make
+        (`recipe_of(value, existing)`: a recipe, or None), without reading them first, as
+        `stored_arguments.Store`s; `check` no longer counts them as changes. Called while the
+        values stored are still the traced ones (before they are made plain)."""
+        existing = frozenset(self.watched)
+        stores = []
+        for watched in list(self.watched.values()):
+            obj = watched.value
+            if watched.kind != "object" or isinstance(obj, type):
+                continue
+            if type(obj) in self.unread_classes:
+                continue
+            now = _now(watched)
+            for name in _changes(watched, now):
+                if name not in now:  # (deleted)
+                    continue
+                recipe = recipe_of(now[name], existing)
+                if recipe is None:
+                    continue
+                if (id(obj), name) in self.read_first:  # (refused by `check`, saying why)
+                    self.read_then_stored.add((id(obj), name))
+                    continue
+                stores.append(Store(obj, name, recipe))
+                self.accepted.add((id(obj), name))
+        return stores
+
+    def _pending(self, watched) -> list:
+        """The changes of `watched` `check` refuses (not the stores made on each call)."""
+        return [
+            c
+            for c in _changes(watched, _now(watched))
+            if (id(watched.value), c) not in self.accepted
+        ]
+
+    def put_back(self) -> None:
+        """Restore every watched object and closure cell that changed as it was before the
+        trace (a refused or failed trace leaves the user's state as it found it)."""
+        for watched in self.watched.values():
+            if _changes(watched, _now(watched)):
+                _put_back(watched)
+        for _, cell, value in self.cells:
+            if _cell_moved(cell, value):
+                cell.cell_contents = value
+
     def check(self, codes=()) -> None:
         """Refuse the first change the function made to what it was given or reaches, put
         back every one (see the module docstring). `codes`: the user code the trace ran,
         searched for the line that makes it (the function's own first)."""
-        changed = [w for w in self.watched.values() if _changed(w)]
+        changed = [w for w in self.watched.values() if self._pending(w)]
         cells = [
             (name, cell, value) for name, cell, value in self.cells if _cell_moved(cell, value)
         ]
         if not changed and not cells:
             return
         codes = [getattr(self.fn, "__code__", None), *codes]
-        described = [(f"{name!r} of an enclosing function", name) for name, _, _ in cells]
-        described += [_described(watched) for watched in changed]
-        located = []
-        for what, name in described:
-            rank, where = _location(codes, name)
-            located.append((rank, where.line, what, where))
-        # (the change the function makes first: its own line before a helper's)
-        _, _, what, where = min(located, key=lambda found: found[:2])
+        described = [(f"{name!r} of an enclosing function", name, None) for name, _, _ in cells]
         for watched in changed:
-            _put_back(watched)
-        for _, cell, value in cells:
-            cell.cell_contents = value
+            changes = self._pending(watched)
+            described.append((*_described(watched, changes), (id(watched.value), changes[0])))
+        located = []
+        for what, name, key in described:
+            rank, where = _location(codes, name)
+            located.append((rank, where.line, what, where, key))
+        # (the change the function makes first: its own line before a helper's)
+        _, _, what, where, key = min(located, key=lambda found: found[:2])
+        self.put_back()  # (every change: the stores made again on each call too)
+        if key in self.read_then_stored:
+            raise errors.OutsideChangeError(
+                f"the function stores its argument into {what}, which each call of the "
+                "gradient would store again, but reads the attribute before storing into it: "
+                "a later call would read the previous call's argument there, and the code "
+                "made from one run of it (a trace) would keep what this run read. Read it "
+                "after the store, or pass the value it held as an argument",
+                where,
+            )
         raise errors.OutsideChangeError(
             f"the function changes {what} while it runs: the gradient's code is made from one "
             "run of it (a trace) and repeats only its numpy operations, so later calls would "
             "not change it again (a counter would stop counting, a log keep the first call's "
             "entries, and what is computed from it stay the first call's). Build a local one "
             "and return it beside the result (grad(f, has_aux=True) for f returning (loss, "
-            "aux)), change it outside the differentiated function, or pass it as an argument",
+            "aux)), change it outside the differentiated function, or pass it as an argument "
+            "(an argument stored into an attribute, `net.params = params`, is stored again "
+            "on each call)",
             where,
         )
 
@@ -195,10 +291,6 @@ def _now(watched):
     if watched.kind == "globals":
         return _globals_of(watched.value)
     return _copy(watched.value, watched.kind)
-
-
-def _changed(watched) -> bool:
-    return bool(_changes(watched, _now(watched)))
 
 
 def _changes(watched, now) -> list:
@@ -268,9 +360,8 @@ def _put_back(watched) -> None:
 _ABSENT = object()
 
 
-def _described(watched) -> tuple:
-    """(what changed, in words; the name the user's code writes it by)."""
-    changes = _changes(watched, _now(watched))
+def _described(watched, changes) -> tuple:
+    """(what changed (`changes`: its changes), in words; the name the user's code writes it by)."""
     if watched.kind == "globals":
         return f"the global {changes[0]!r}", changes[0]
     if watched.kind == "object":

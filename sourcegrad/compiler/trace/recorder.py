@@ -80,6 +80,7 @@ from .patches import (
 )
 from .python_state import PythonState
 from .rolling import Loop, atoms_in, roll
+from .stored_arguments import Arguments, reads_noted, replay
 from .values import Traced
 
 MAX_STATEMENTS = 20_000  # a longer trace is a long Python loop: refused, located
@@ -96,6 +97,14 @@ class Trace:
     # (position, value) of the arguments given to the function as they are: the code is
     # valid for calls passing the same objects (numbers and strings: equal ones)
     statics: list = field(default_factory=list)
+    # arguments the function stores into objects outliving the call (`stored_arguments`):
+    # made again by each call of the code, before it runs (`replay`)
+    stores: list = field(default_factory=list)
+
+    def replay(self, args, whole=None) -> None:
+        """Store this call's arguments where the function stores them (`whole`: the
+        function's own arguments, where the code is given a tree's leaves)."""
+        replay(self.stores, args, whole)
 
     def same_statics(self, args) -> bool:
         """Does a call pass the objects this trace took as they are? (Numbers, strings and
@@ -104,8 +113,11 @@ class Trace:
 
     @property
     def checked_per_call(self) -> bool:
-        """Must each call be checked on the general path (guards, objects given)?"""
-        return bool(self.guards) or any(not _simple(v) for _, v in self.statics)
+        """Must each call be checked on the general path (guards, objects given, arguments
+        stored into objects: `replay`)?"""
+        return (
+            bool(self.guards) or bool(self.stores) or any(not _simple(v) for _, v in self.statics)
+        )
 
 
 def _simple(value) -> bool:
@@ -975,31 +987,46 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
         rec.static(params[i], value)  # (the code is made for this value: `statics`)
         return value
 
-    for treedef in defs:
+    given_values: list = []  # what the function is given, per argument of the code
+    rebuilt = []  # (its argument, first leaf, treedef, the tree given) of each tree argument
+    for j, treedef in enumerate(defs):
         if treedef is None:
-            call_args.append(traced(next(given)))
+            given_values.append(traced(next(given)))
+            call_args.append(given_values[-1])
             continue
         leaves = [traced(next(given)) for _ in treedef.leaf_names("x")]
-        call_args.append(treedef.unflatten(leaves))
+        rebuilt.append((j, len(given_values), treedef, treedef.unflatten(leaves)))
+        given_values += leaves
+        call_args.append(rebuilt[-1][3])
     python_state = _python_state(fn, args)
     rec.module_hooks.append(python_state.add_module)  # (each user module the trace enters)
     try:
-        with rec.running(), _generators_drawn_by_the_code(rec, fn, call_args):
+        with (
+            rec.running(),
+            _generators_drawn_by_the_code(rec, fn, call_args),
+            reads_noted(python_state),
+        ):
             result = fn(*call_args)
     except errors.SourcegradError:
+        python_state.put_back()  # (no traced value left in the user's objects)
         raise
     except Exception:
+        python_state.put_back()
         if rec.refusal is not None:  # (numpy's error for the refusal it swallowed)
             raise rec.refusal from None
         raise
     atom = _returned(rec, result)
+    # (found while the values stored are the traced ones: which arguments they are)
+    stores = python_state.stored_arguments(Arguments(given_values, rebuilt).recipe)
     roots = _plain_again(rec, fn, args)
+    replay(stores, args)  # (the objects as Python leaves them: holding the call's arguments)
     python_state.check([code for code, _ in rec.visited.values()])  # (refused: see there)
     made_here = _arrays_read(rec, roots)
     name = sanitize(getattr(fn, "__name__", "f").replace("<lambda>", "lambda")) or "f"
     function = rec.function_ir(atom, name, set())
-    function.dependencies = _dependencies(fn, args, rec.visited.values(), made_here)
-    return Trace(function, rec.guards, why, rec.lines, rec.statics)
+    stored = {(id(store.holder), store.name) for store in stores}
+    function.dependencies = _dependencies(fn, args, rec.visited.values(), made_here, stored)
+    return Trace(function, rec.guards, why, rec.lines, rec.statics, stores)
 
 
 @contextmanager
@@ -1320,12 +1347,14 @@ def _attribute_names_read(codes):
     return None if read & _READS_ANY_ATTRIBUTE else read
 
 
-def _dependencies(fn, args, visited=(), made_here=False) -> list:
+def _dependencies(fn, args, visited=(), made_here=False, stored=frozenset()) -> list:
     """What the trace read besides its arguments' arrays, as `memory_caches.still_bound` checks it:
     the globals named by the function's code and by all the user code it ran (`visited`:
     (code, globals) pairs: a helper's module constant), its closure values, and the
     attributes of the objects given to it or read from those globals (numbers compared by
-    value, containers of numbers by a copy, other values by identity)."""
+    value, containers of numbers by a copy, other values by identity). Not the attributes
+    the function stores its arguments into (`stored`: (id(object), name)), which it writes
+    before reading and each call changes (`stored_arguments`)."""
     deps: list = []
     fn, holders = _code_and_holders(fn, args)
     code = getattr(fn, "__code__", None)
@@ -1373,7 +1402,7 @@ def _dependencies(fn, args, visited=(), made_here=False) -> list:
                     continue  # (its own machinery; what makes a new object on each read)
                 # (a method by its function: `Model.act = other` makes the code stale)
                 value = getattr(obj, attr)
-            elif read is not None and attr not in read:
+            elif read is not None and attr not in read or (id(obj), attr) in stored:
                 continue
             if (
                 not callable(value)
