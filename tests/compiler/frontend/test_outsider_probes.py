@@ -77,3 +77,34 @@ def test_integer_cast_in_forward_mode_and_second_order():
     np.testing.assert_allclose(tangents, want, rtol=1e-6, atol=1e-8)
     hessian = sourcegrad.hessian(cast_astype)(X)
     np.testing.assert_allclose(hessian, np.diag(2.0 * X.astype(int)), atol=1e-12)
+
+
+# -- np.linalg.eigvalsh(a, UPLO="U") reads the upper triangle ----------------------------------
+# (its rule took the eigenvectors of the lower one: with triangles that differ, the gradient
+# of another matrix's eigenvalues; the gradient is symmetric, as cholesky's and eigh's are)
+
+A = np.array([[2.0, 0.3, -0.4], [0.9, 1.5, 0.2], [-1.1, 0.7, 3.0]])  # triangles differ
+
+
+def eigenvalues_upper(a):
+    return np.sum(np.linalg.eigvalsh(a, UPLO="U") * np.array([1.0, 2.0, 3.0]))
+
+
+def symmetric_part(m):
+    return (m + m.T) / 2
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_eigvalsh_upper_triangle(front_end):
+    got = gradient(eigenvalues_upper, front_end)(A.copy())
+    np.testing.assert_allclose(got, symmetric_part(numeric(eigenvalues_upper, A)), atol=1e-6)
+
+
+def test_eigvalsh_upper_triangle_forward_mode():
+    want = numeric(eigenvalues_upper, A)
+    for i in np.ndindex(A.shape):
+        tangent = np.zeros_like(A)
+        tangent[i] = tangent[i[::-1]] = 1.0  # a symmetric direction
+        got = sourcegrad.jvp(eigenvalues_upper, (A,), (tangent,))[1]
+        expected = want[i] + want[i[::-1]] if i[0] != i[1] else want[i]
+        np.testing.assert_allclose(got, expected, atol=1e-6)
