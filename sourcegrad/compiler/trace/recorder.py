@@ -29,6 +29,7 @@ lives apart (values, patches, frames, python_state).
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import operator
 import re
@@ -49,6 +50,7 @@ from ...ops.numpy_functions import (
     ufunc_method_function,
     where_variant,
 )
+from ...trees import DICT
 from .. import random_draws
 from ..dependencies import dependency, user_module
 from ..ir import (
@@ -966,7 +968,17 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
             continue
         leaves = [traced(next(given)) for _ in treedef.leaf_names("x")]
         call_args.append(treedef.unflatten(leaves))
-    python_state = _python_state(fn, args)
+    # (a dict argument is given to fn rebuilt from its leaves: changed in place, it is
+    # watched as an object argument is, since the code made from the trace never changes the
+    # caller's dict: `state["n"] = state.get("n", 0) + 1` kept the first call's count, where
+    # the source front end refuses it. An item of a list argument may be assigned, the
+    # caller's list left as it is: docs/sharp-bits.md)
+    rebuilt = [
+        (name, a)
+        for name, a, treedef in zip(_parameter_names(fn, len(call_args)), call_args, defs)
+        if treedef is not None and treedef.kind == DICT
+    ]
+    python_state = _python_state(fn, args, rebuilt)
     rec.module_hooks.append(python_state.add_module)  # (each user module the trace enters)
     try:
         with rec.running(), _generators_drawn_by_the_code(rec, fn, call_args):
@@ -1237,14 +1249,26 @@ def _code_and_holders(fn, args):
     return fn, holders
 
 
-def _python_state(fn, args) -> PythonState:
+def _parameter_names(fn, count) -> list:
+    """The names of fn's first `count` parameters as its code reads them ("an argument"
+    where they cannot be read: a refusal names the object by them)."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    return (names + ["an argument"] * count)[:count]
+
+
+def _python_state(fn, args, rebuilt=()) -> PythonState:
     """The objects the function may change, as they are before the trace: those it is given
-    (`self`, object arguments), its module's globals and what they hold, its closure values
+    (`self`, object arguments, and `rebuilt`: (parameter name, dict) of the dict arguments
+    given as their leaves), its module's globals and what they hold, its closure values
     (`python_state`)."""
     fn, holders = _code_and_holders(fn, args)
     given = [a for a in args if not _traceable(a) and (has_attributes(a) or type(a) is not tuple)]
     roots = [("self", h) for h in holders if all(h is not a for a in given)]
     roots += [("an argument", a) for a in given]
+    roots += list(rebuilt)
     code = getattr(fn, "__code__", None)
     if code is None:
         return PythonState(fn, roots)

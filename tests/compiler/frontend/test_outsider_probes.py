@@ -108,3 +108,58 @@ def test_eigvalsh_upper_triangle_forward_mode():
         got = sourcegrad.jvp(eigenvalues_upper, (A,), (tangent,))[1]
         expected = want[i] + want[i[::-1]] if i[0] != i[1] else want[i]
         np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+# -- a dict argument changed in place: refused, as docs/guide/supported.md says ---------------
+# (the source front end refused it and handed the function to the trace, which ran it on a
+# dict rebuilt from the argument's leaves: the caller's dict never changed, and a count kept
+# in it stayed the first call's, so the second call's gradient was the first call's)
+
+
+def counts_calls(x, state):
+    state["n"] = state.get("n", 0) + 1
+    return state["n"] * np.sum(x**2)
+
+
+def running_average(x, state):
+    state["m"] = 0.9 * state["m"] + 0.1 * x
+    return np.sum(state["m"] * x)
+
+
+def counts_in_default(x, cache={}):  # noqa: B006 (the mutable default is the point)
+    cache["n"] = cache.get("n", 0) + 1
+    return cache["n"] * np.sum(x**2)
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize(
+    "fn, state",
+    [(counts_calls, {}), (running_average, {"m": np.ones(3)}), (counts_in_default, None)],
+)
+def test_dict_argument_changed_in_place_is_refused(fn, state, front_end):
+    args = (X.copy(),) if state is None else (X.copy(), state)
+    before = copy.deepcopy(state)
+    with pytest.raises(sourcegrad.errors.OutsideChangeError) as caught:
+        gradient(fn, front_end)(*args)
+    message = str(caught.value)
+    assert "test_outsider_probes.py" in message and "changes the dict" in message, message
+    assert caught.value.loc is not None and "state[" in caught.value.loc.text or "cache[" in (
+        caught.value.loc.text
+    )
+    if state is not None:  # (left as it was)
+        assert repr(state) == repr(before)
+
+
+def test_list_argument_item_assigned_is_as_documented():
+    # docs/sharp-bits.md: an item of a list argument may be assigned; the caller's list is
+    # not changed, as an array argument is not (the gradient is the function's at the list
+    # it is given)
+    def doubles_first(x, ws):
+        ws[0] = ws[0] * 2
+        return np.sum(ws[0] * x)
+
+    for front_end in FRONT_ENDS:
+        ws = [np.ones(3)]
+        got = gradient(doubles_first, front_end)(X.copy(), ws)
+        np.testing.assert_allclose(got, 2.0 * np.ones(3))
+        np.testing.assert_array_equal(ws[0], np.ones(3))
