@@ -91,6 +91,9 @@ for _name in (
         methods=(_name,) if _name in ("argmax", "argmin") else (),
     )
 mark("data_shaped", "np_nonzero")  # (as many indices as the data select)
+# (no gradient, but values made from these arguments: refused where one carries a gradient)
+RULES["np_full_like"].values_from = (1,)
+RULES["np_arange"].values_from = (0, 1, 2)
 mark("fresh", "np_zeros_like", "np_zeros")
 mark("owned", "np_zeros_like", "np_zeros")
 for _name, _number in (("zeros_like", 0.0), ("zeros", 0.0), ("ones_like", 1.0), ("ones", 1.0)):

@@ -163,3 +163,86 @@ def test_list_argument_item_assigned_is_as_documented():
         got = gradient(doubles_first, front_end)(X.copy(), ws)
         np.testing.assert_allclose(got, 2.0 * np.ones(3))
         np.testing.assert_array_equal(ws[0], np.ones(3))
+
+
+# -- a real number carrying a gradient into an argument its rule gives none --------------------
+# (the result was taken for a constant of it: np.pad's constant_values, np.nan_to_num's nan,
+# np.trapezoid's dx, np.interp's left, np.full_like's fill value and np.arange's start all gave
+# a zero gradient where finite differences give 2.4, 3.0, 4.9, 0.6, 0.7 and 6.0)
+
+V = np.array([0.3, 1.7, -2.2, 0.9])
+
+
+def pad_with(x):
+    return np.sum(np.pad(V, 2, constant_values=x[0]) ** 2)
+
+
+def nan_replaced_by(x):
+    y = np.where(x > 1.0, np.nan, x)
+    return np.sum(np.nan_to_num(y, nan=x[2] * 3) * V)
+
+
+TRAPEZOID = getattr(np, "trapezoid", None) or np.trapz  # (numpy 1's name)
+
+
+def trapezoid_step(x):
+    return TRAPEZOID(V**2, dx=x[0] ** 2)
+
+
+def interp_left(x):
+    return np.sum(np.interp(np.array([-5.0, 0.5]), [0.0, 1.0], [1.0, 2.0], left=x[0] ** 2))
+
+
+def full_like_of(x):
+    return np.sum(np.full_like(V, x[0]) * V)
+
+
+def arange_from(x):
+    return np.sum(np.arange(x[0], 3.0, 0.5))
+
+
+@pytest.mark.parametrize(
+    "fn, parameter",
+    [
+        (pad_with, "argument 'constant_values'"),
+        (nan_replaced_by, "argument 'nan'"),
+        (trapezoid_step, "argument 'dx'"),
+        (interp_left, "argument 'left'"),
+        (full_like_of, "argument 2"),
+        (arange_from, "argument 1"),
+    ],
+)
+def test_gradient_into_an_argument_without_a_rule_is_refused(fn, parameter):
+    with pytest.raises(sourcegrad.errors.NoRuleError) as caught:
+        sourcegrad.grad(fn)(V.copy())
+    message = str(caught.value)
+    assert caught.value.loc is not None and "test_outsider_probes.py" in message, message
+    assert f"no derivative rule for its {parameter}" in message, message
+
+
+@pytest.mark.parametrize("fn", [pad_with, nan_replaced_by, interp_left, full_like_of, arange_from])
+def test_the_trace_refuses_them_too_or_is_right(fn):
+    try:
+        got = gradient(fn, "trace")(V.copy())
+    except sourcegrad.errors.SourcegradError:
+        return  # (refused, located or not: never a wrong number)
+    np.testing.assert_allclose(got, numeric(fn, V), rtol=1e-6, atol=1e-8)
+
+
+def the_same_arguments_off_the_gradient(x):
+    # integers, masks and constants in those arguments are no gradient's path; a value that
+    # carries a gradient but is not returned is not refused either
+    unused = np.pad(V, 1, constant_values=x[0])  # noqa: F841 (computed, never returned)
+    n = int(np.sum(x > 0))
+    return (
+        np.sum(np.pad(x, (1, n), constant_values=0.5) ** 2)
+        + np.sum(np.full_like(x, 2.0) * x)
+        + np.sum(np.arange(n) * x[:n])
+        + np.sum(np.nan_to_num(x, nan=0.0) * V)
+    )
+
+
+def test_integer_and_constant_arguments_still_differentiate():
+    for front_end in FRONT_ENDS:
+        got = gradient(the_same_arguments_off_the_gradient, front_end)(V.copy())
+        np.testing.assert_allclose(got, numeric(the_same_arguments_off_the_gradient, V), atol=1e-6)
