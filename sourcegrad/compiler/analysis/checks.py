@@ -317,7 +317,7 @@ def check_dropped_inputs(fn, env, wrt: list) -> None:
         if not isinstance(stmt, Assign) or type(call) is not Call:
             continue
         rule = RULES.get(call.op)
-        if rule is None or rule.spelling.kind == "helper":
+        if rule is None or _helper_of_generated_code(rule):
             continue
         if rule.differentiable and rule.vjps:
             dropped = [p for p, _ in _positions(rule, call) if rule.vjp_for(p) is None]
@@ -350,6 +350,11 @@ def check_dropped_inputs(fn, env, wrt: list) -> None:
             "np.full_like(v, w) as w * np.ones_like(v), np.arange(n) * step + start)",
             stmt.loc,
         )
+
+
+def _helper_of_generated_code(rule) -> bool:
+    """A rule generated code calls (`unbroadcast`, `sum_leading`): sourcegrad's own."""
+    return rule.spelling.kind == "helper" or rule.spelling.text.startswith("sourcegrad.")
 
 
 def _value_named(name, fn) -> str:

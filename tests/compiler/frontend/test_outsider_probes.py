@@ -246,3 +246,28 @@ def test_integer_and_constant_arguments_still_differentiate():
     for front_end in FRONT_ENDS:
         got = gradient(the_same_arguments_off_the_gradient, front_end)(V.copy())
         np.testing.assert_allclose(got, numeric(the_same_arguments_off_the_gradient, V), atol=1e-6)
+
+
+# -- the builtins max and min of one iterable ---------------------------------------------------
+# (their rule took the arguments for the candidates: `max(x)` of an array compared the array
+# with its maximum and raised numpy's ValueError from inside the gradient)
+
+W5 = np.array([0.3, 1.7, -2.2, 0.9, 1.1])
+
+
+def extremes_of_items(x):
+    return max(x) * min(x) + max(x[i] ** 2 for i in range(3)) + min([x[3], x[4] * 2])
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_max_and_min_of_one_iterable(front_end):
+    got = gradient(extremes_of_items, front_end)(W5.copy())
+    np.testing.assert_allclose(got, numeric(extremes_of_items, W5), atol=1e-8)
+    tangents = [sourcegrad.jvp(extremes_of_items, (W5,), (e,))[1] for e in np.eye(5)]
+    np.testing.assert_allclose(tangents, numeric(extremes_of_items, W5), atol=1e-8)
+
+
+def test_max_of_an_array_with_ties_goes_to_the_first_as_python_returns_it():
+    np.testing.assert_array_equal(
+        sourcegrad.grad(lambda x: max(x))(np.array([1.7, 1.7, 0.2])), [1.0, 0.0, 0.0]
+    )
