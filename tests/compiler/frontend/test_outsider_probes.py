@@ -143,9 +143,8 @@ def test_dict_argument_changed_in_place_is_refused(fn, state, front_end):
         gradient(fn, front_end)(*args)
     message = str(caught.value)
     assert "test_outsider_probes.py" in message and "changes the dict" in message, message
-    assert caught.value.loc is not None and "state[" in caught.value.loc.text or "cache[" in (
-        caught.value.loc.text
-    )
+    assert caught.value.loc is not None, message
+    assert "state[" in caught.value.loc.text or "cache[" in caught.value.loc.text, message
     if state is not None:  # (left as it was)
         assert repr(state) == repr(before)
 
@@ -271,3 +270,33 @@ def test_max_of_an_array_with_ties_goes_to_the_first_as_python_returns_it():
     np.testing.assert_array_equal(
         sourcegrad.grad(lambda x: max(x))(np.array([1.7, 1.7, 0.2])), [1.0, 0.0, 0.0]
     )
+
+
+# -- x.flatten(order="F") ----------------------------------------------------------------------
+# (its rule ignored the order: the gradient went to the elements at the C-order positions)
+
+M34 = np.arange(1.0, 13.0).reshape(3, 4) / 7.0
+WEIGHTS = np.arange(12.0)
+
+
+def flattened_in_fortran_order(x):
+    return np.sum(x.flatten(order="F") ** 3 * WEIGHTS)
+
+
+def transposed_then_flattened(x):
+    return np.sum(x.T.flatten("F") * WEIGHTS)
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize("fn", [flattened_in_fortran_order, transposed_then_flattened])
+def test_flatten_in_fortran_order(fn, front_end):
+    got = gradient(fn, front_end)(M34.copy())
+    np.testing.assert_allclose(got, numeric(fn, M34), rtol=1e-6, atol=1e-8)
+
+
+def test_flatten_in_memory_order_is_refused():
+    def by_memory(x):
+        return np.sum(x.flatten("K") * WEIGHTS)
+
+    with pytest.raises(sourcegrad.errors.NoRuleError, match="order='A' or 'K'"):
+        sourcegrad.grad(by_memory)(M34.copy())
