@@ -300,3 +300,44 @@ def test_flatten_in_memory_order_is_refused():
 
     with pytest.raises(sourcegrad.errors.NoRuleError, match="order='A' or 'K'"):
         sourcegrad.grad(by_memory)(M34.copy())
+
+
+# -- np.median(..., overwrite_input=True) -------------------------------------------------------
+# (numpy partly sorts the array in place: a later read of it saw another order in Python than
+# in the gradient, which read it as it was: the gradient of `m * 3 + np.sum(y * w)` went to
+# the wrong elements)
+
+V6 = np.array([0.3, 1.7, -2.2, 0.9, 1.1, -0.4])
+
+
+def median_then_read(x):
+    y = x * 2.0
+    m = np.median(y, overwrite_input=True)
+    return m * 3 + np.sum(y * np.arange(6))
+
+
+def percentile_of_argument_then_read(x):
+    return np.percentile(x, 30, overwrite_input=True) + x[0] * 5
+
+
+def quantile_overwriting(x):
+    return np.quantile(x**2, 0.7, overwrite_input=True)
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize(
+    "fn", [median_then_read, percentile_of_argument_then_read, quantile_overwriting]
+)
+def test_overwrite_input_is_refused(fn, front_end):
+    with pytest.raises(sourcegrad.errors.NoRuleError, match="overwrite_input=True"):
+        gradient(fn, front_end)(V6.copy())
+
+
+def test_median_without_overwriting_still_differentiates():
+    def median_then_read_copy(x):
+        y = x * 2.0
+        return np.median(y) * 3 + np.sum(y * np.arange(6))
+
+    for front_end in FRONT_ENDS:
+        got = gradient(median_then_read_copy, front_end)(V6.copy())
+        np.testing.assert_allclose(got, numeric(median_then_read_copy, V6), atol=1e-6)
