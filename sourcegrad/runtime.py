@@ -643,11 +643,38 @@ def sum_list_grad(g, items):
 
 
 def select_grad(g, ans, xs, argnum):
-    """Adjoint of the builtin `min`/`max` of numbers: all of `g` to the one that was chosen."""
-    chosen = next((i for i, x in enumerate(xs) if x is ans), None)
-    if chosen is None:  # the builtins return the first of equal extremes
-        chosen = next((i for i, x in enumerate(xs) if x == ans), len(xs) - 1)
-    return g if chosen == argnum else 0.0 * g
+    """Adjoint of the builtin `min`/`max` of numbers: all of `g` to the one that was chosen.
+    With one argument (`max(x)` of a 1-d array, `max([a, b])`) the builtins choose among its
+    items: the adjoint is the array (or list) with `g` at the item chosen, 0 elsewhere (the
+    candidates were taken to be the arguments, and comparing the array with the result
+    raised ValueError)."""
+    if len(xs) == 1:
+        items = xs[0]
+        chosen = _chosen(list(items), ans)
+        if isinstance(items, np.ndarray):
+            out = np.zeros(items.shape, dtype=np.result_type(items, g))
+            out[chosen] = g
+            return out
+        return [g if i == chosen else 0.0 * g for i in range(len(items))]
+    return g if _chosen(xs, ans) == argnum else 0.0 * g
+
+
+def select_tangent(t, ans, xs, argnum):
+    """Forward-mode rule of the builtin `min`/`max` (and the transpose of `select_grad`): the
+    tangent of the candidate chosen (of the item chosen, `t[i]`, with one iterable argument),
+    or zeros."""
+    if len(xs) == 1:
+        return t[_chosen(list(xs[0]), ans)]
+    return t if _chosen(xs, ans) == argnum else 0.0 * t
+
+
+def _chosen(candidates, ans):
+    """The position of the candidate the builtin min/max returned: itself, or the first equal
+    one (the builtins return the first of equal extremes)."""
+    chosen = next((i for i, x in enumerate(candidates) if x is ans), None)
+    if chosen is None:
+        chosen = next((i for i, x in enumerate(candidates) if x == ans), len(candidates) - 1)
+    return chosen
 
 
 def max_jvp(t, ans, x, axis, keepdims):

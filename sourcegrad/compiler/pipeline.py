@@ -20,7 +20,8 @@ Plain data between stages: Python source, `ir.Function`s, dicts of abstract valu
     6 check          check_in_place_updates,               IR, AVals -> None or a located
                      check_real_values,                    SourcegradError
                      check_unmodelled_calls,
-                     check_keywords (analysis)
+                     check_keywords,
+                     check_dropped_inputs (analysis)
     7 differentiate  reverse, split_vjp (derive.reverse)   IR, AVals, Mode -> derivative IR
                      | derivative, forward_mode
                      (derive.forward)
@@ -51,6 +52,7 @@ from . import facts
 from .analysis import (
     AVal,
     aval_of,
+    check_dropped_inputs,
     check_in_place_updates,
     check_keywords,
     check_real_values,
@@ -213,6 +215,7 @@ def specialised(primal, written, avals, wrt_names, batch_rows=True):
     check_real_values(primal, env, wrt_names)
     check_unmodelled_calls(primal, wrt_names)
     check_keywords(primal, wrt_names)
+    check_dropped_inputs(primal, env, wrt_names)
     return primal, env
 
 

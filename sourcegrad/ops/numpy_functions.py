@@ -435,12 +435,22 @@ defvjp(
     "np_median",
     np.median,
     _func("median"),
-    lambda g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False: quantile_grad(
-        g, a, 0.5, axis, keepdims
+    # (overwrite_input=True partly sorts the array in place: later reads of it see another
+    # order, which the gradient, reading the array as it was, cannot follow: refused)
+    lambda g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False: (
+        quantile_grad(g, a, 0.5, axis, keepdims)
+        if not overwrite_input
+        else no_function_rule(
+            "np.median(..., overwrite_input=True), which reorders its array in place,"
+        )
     ),
     jvps=(
         lambda t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False: (
             quantile_tangent(t, a, 0.5, axis, keepdims)
+            if not overwrite_input
+            else no_function_rule(
+                "np.median(..., overwrite_input=True), which reorders its array in place,"
+            )
         ),
     ),
 )
@@ -450,7 +460,11 @@ defvjp(
     _func("quantile"),
     lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
         quantile_grad(g, a, q, axis, keepdims)
-        if method == "linear"
+        if method == "linear" and not overwrite_input
+        else no_function_rule(
+            "np.quantile(..., overwrite_input=True), which reorders its array in place,"
+        )
+        if overwrite_input
         else no_function_rule("np.quantile by another method than 'linear'")
     ),
     lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
@@ -459,7 +473,11 @@ defvjp(
     jvps=(
         lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
             quantile_tangent(t, a, q, axis, keepdims)
-            if method == "linear"
+            if method == "linear" and not overwrite_input
+            else no_function_rule(
+                "np.quantile(..., overwrite_input=True), which reorders its array in place,"
+            )
+            if overwrite_input
             else no_function_rule("np.quantile by another method than 'linear'")
         ),
         lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
@@ -473,7 +491,11 @@ defvjp(
     _func("percentile"),
     lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
         quantile_grad(g, a, np.true_divide(q, 100.0), axis, keepdims)
-        if method == "linear"
+        if method == "linear" and not overwrite_input
+        else no_function_rule(
+            "np.percentile(..., overwrite_input=True), which reorders its array in place,"
+        )
+        if overwrite_input
         else no_function_rule("np.percentile by another method than 'linear'")
     ),
     lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
@@ -482,7 +504,11 @@ defvjp(
     jvps=(
         lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (
             quantile_tangent(t, a, np.true_divide(q, 100.0), axis, keepdims)
-            if method == "linear"
+            if method == "linear" and not overwrite_input
+            else no_function_rule(
+                "np.percentile(..., overwrite_input=True), which reorders its array in place,"
+            )
+            if overwrite_input
             else no_function_rule("np.percentile by another method than 'linear'")
         ),
         lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: (

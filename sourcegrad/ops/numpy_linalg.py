@@ -210,12 +210,16 @@ defvjp(
     "linalg_eigvalsh",
     np.linalg.eigvalsh,
     _func("linalg.eigvalsh"),
+    # (the eigenvectors of the triangle numpy reads: UPLO="U" of a matrix whose triangles
+    # differ gave the gradient of the lower one's eigenvalues)
     lambda g, ans, a, UPLO="L": (
-        (np.linalg.eigh(a)[1] * np.expand_dims(g, -2)) @ np.swapaxes(np.linalg.eigh(a)[1], -1, -2)
+        (np.linalg.eigh(a, UPLO)[1] * np.expand_dims(g, -2))
+        @ np.swapaxes(np.linalg.eigh(a, UPLO)[1], -1, -2)
     ),
     jvps=(
         lambda t, ans, a, UPLO="L": np.sum(
-            np.linalg.eigh(a)[1] * (((t + np.swapaxes(t, -1, -2)) * 0.5) @ np.linalg.eigh(a)[1]),
+            np.linalg.eigh(a, UPLO)[1]
+            * (((t + np.swapaxes(t, -1, -2)) * 0.5) @ np.linalg.eigh(a, UPLO)[1]),
             axis=-2,
         ),
     ),

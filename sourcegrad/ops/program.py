@@ -30,6 +30,7 @@ from ..runtime import (
     prod_grad_jvp,
     reduced_count,
     select_grad,
+    select_tangent,
     stack_items,
     sum_list_grad,
     take_part,
@@ -91,6 +92,9 @@ for _name in (
         methods=(_name,) if _name in ("argmax", "argmin") else (),
     )
 mark("data_shaped", "np_nonzero")  # (as many indices as the data select)
+# (no gradient, but values made from these arguments: refused where one carries a gradient)
+RULES["np_full_like"].values_from = (1,)
+RULES["np_arange"].values_from = (0, 1, 2)
 mark("fresh", "np_zeros_like", "np_zeros")
 mark("owned", "np_zeros_like", "np_zeros")
 for _name, _number in (("zeros_like", 0.0), ("zeros", 0.0), ("ones_like", 1.0), ("ones", 1.0)):
@@ -444,12 +448,23 @@ defvjp(
     props={"owned"},
     complex=True,
 )
-# select_grad passes h through or zeroes it: its own transpose.
+# select_grad passes h through or zeroes it (puts it at the item chosen, for one iterable
+# argument: `max(x)`); select_tangent reads the chosen one's back: each is the other's transpose.
 defvjp(
     "select_grad",
     select_grad,
     _helper("select_grad"),
-    lambda g, ans, h, m, xs, part: select_grad(g, m, xs, part),
+    lambda g, ans, h, m, xs, part: select_tangent(g, m, xs, part),
+    None,
+    None,
+    None,
+    complex=True,
+)
+defvjp(
+    "select_tangent",
+    select_tangent,
+    _helper("select_tangent"),
+    lambda g, ans, t, m, xs, part: select_grad(g, m, xs, part),
     None,
     None,
     None,
@@ -635,6 +650,7 @@ for _name in (
     "unconcatenate_list",
     "sum_list_grad",
     "select_grad",
+    "select_tangent",
     "max_grad",
     "stack_items",
     "concatenate_items",
@@ -679,7 +695,7 @@ defjvp(
     lambda t, ans, h, x, axis, keepdims: prod_grad(t, x, axis, keepdims),
     lambda t, ans, h, x, axis, keepdims: prod_grad_jvp(h, x, t, axis, keepdims),
 )
-defjvp("min_builtin", lambda t, ans, *xs, argnum: select_grad(t, ans, xs, argnum))
+defjvp("min_builtin", lambda t, ans, *xs, argnum: select_tangent(t, ans, xs, argnum))
 RULES["max_builtin"].jvps = RULES["min_builtin"].jvps
 defprimitive("max_jvp", runtime.max_jvp, _helper("max_jvp"))
 defprimitive("var_jvp", runtime.var_jvp, _helper("var_jvp"))

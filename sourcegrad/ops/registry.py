@@ -199,6 +199,10 @@ class Rule:
     # parameters that take a function of the user's, which the op calls itself
     # (scipy.integrate.odeint's func): the front end passes a module-level function as a value
     function_params: tuple = ()
+    # positions of a rule without a gradient whose real-number arguments its result's values
+    # still depend on (np.full_like's fill_value, np.arange's start, stop and step): one that
+    # carries a gradient there is refused (`analysis.check_dropped_inputs`), not dropped
+    values_from: tuple = ()
     # the pass properties (see PROPERTIES)
     props: frozenset = frozenset()
     # the array method generated code writes instead of the function (`x.sum(axis=0)`)

@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 
+from .. import errors
 from ..runtime import (
     cast_like,
     inverse_permutation,
@@ -45,13 +46,34 @@ defvjp(
     torch=torch("ViewBackward0", "ravel"),
     complex=True,
 )
+
+
 # x.flatten() is ravel's values in a new array, always (so not a view: updating it in place
 # leaves x alone)
+def no_layout_rule(what):
+    """Called by a rule template, with constants, when the gradient is made: a layout whose
+    adjoint has no formula here."""
+    raise errors.NoRuleError(f"{what} has no derivative rule")
+
+
+defnondiff(
+    "no_layout_rule", no_layout_rule, Spelling("module", "sourcegrad.ops.shape.no_layout_rule")
+)
+# x.flatten(order="F") reads x's elements in the transposed order (x.T.flatten() for any
+# layout): its adjoint puts them back through the transpose (the order was ignored: the
+# gradient went to the elements at the C-order positions). "A" and "K" follow x's memory
+# layout, which the rule cannot know when the gradient is made: refused
 defvjp(
     "flatten",
     lambda x, order="C": np.ravel(x, order).copy(),
     Spelling("method", "flatten"),
-    lambda g, ans, x, order="C": np.reshape(g, x.shape),
+    lambda g, ans, x, order="C": (
+        np.reshape(g, x.shape)
+        if order == "C"
+        else np.transpose(np.reshape(g, np.shape(np.transpose(x))))
+        if order == "F"
+        else no_layout_rule("x.flatten(order='A' or 'K')")
+    ),
     props={"linear_in_first"},
     methods=("flatten",),
     register_fn=False,

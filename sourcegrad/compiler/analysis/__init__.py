@@ -21,6 +21,7 @@ abstract values, a set of names, or None after a check.
 from .activity import active_values, shift_invariant_maxima, varied_values
 from .calls import abstract_call
 from .checks import (
+    check_dropped_inputs,
     check_in_place_updates,
     check_real_values,
     check_keywords,
@@ -39,6 +40,7 @@ __all__ = [
     "abstract_call",
     "active_values",
     "aval_of",
+    "check_dropped_inputs",
     "check_in_place_updates",
     "check_real_values",
     "check_keywords",

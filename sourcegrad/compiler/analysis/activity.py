@@ -39,8 +39,12 @@ def active_values(fn, wrt: list) -> set:
     Both sets are found by iterating to a fixed point over every assignment, so values
     carried around a loop are covered. Branch conditions carry no derivative.
     """
+    return varied_values(fn, wrt) & useful_values(fn)
+
+
+def useful_values(fn) -> set:
+    """Names whose values reach the returned value (a fixed point over loops)."""
     assigns = [s for s in walk(fn.body) if isinstance(s, Assign)]
-    varied = varied_values(fn, wrt)
     useful = set()
     for stmt in walk(fn.body):
         if isinstance(stmt, Return):
@@ -56,7 +60,7 @@ def active_values(fn, wrt: list) -> set:
                 if new:
                     useful |= new
                     changed = True
-    return varied & useful
+    return useful
 
 
 def shift_invariant_maxima(fn) -> set:

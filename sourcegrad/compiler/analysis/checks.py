@@ -3,7 +3,8 @@
 `check_in_place_updates(fn, ...)` refuses an in-place update of a value the backward still
 reads (or of a view of one: `is_view`); `check_real_values(fn, env, wrt)` refuses complex
 intermediates where the rules are written for real values (`ops.complex_values` says where
-complex values are supported). Each raises a `SourcegradError` naming the file, line and
+complex values are supported); `check_dropped_inputs(fn, env, wrt)` refuses a real number
+carrying a gradient into an argument its op's rule gives none (`np.pad`'s constant_values). Each raises a `SourcegradError` naming the file, line and
 the line's text, or returns None.
 
 Why one module: it holds stage 6, the located refusals made before differentiating, in one
@@ -30,10 +31,11 @@ from ..ir import (
     Var,
     While,
     assignment_counts,
+    atom_vars,
     reads_of,
     walk,
 )
-from .activity import active_values, varied_values
+from .activity import active_values, useful_values, varied_values
 from .values import UNKNOWN, ListOf
 
 
@@ -299,6 +301,84 @@ def check_keywords(fn, wrt: list) -> None:
             "without them, or compute the same with other numpy calls",
             stmt.loc,
         )
+
+
+def check_dropped_inputs(fn, env, wrt: list) -> None:
+    """Refuse, located (`NoRuleError`), a real number that carries a gradient passed where
+    the op's rule gives its argument none, though the result's values depend on it:
+    `np.pad(v, 2, constant_values=w)`, `np.nan_to_num(y, nan=w)`, `np.trapezoid(y, dx=h)`,
+    `np.interp(x, xp, fp, left=w)`, `np.full_like(v, w)`, `np.arange(w, 3.0)`. The result was
+    taken for a constant of w: a silently zero gradient. Integer and boolean arguments (axes,
+    counts, indices, masks) carry none; the helpers of generated code are not checked (such
+    arguments of theirs are read for shapes and dtypes), nor a result nothing returned reads."""
+    varied = varied_values(fn, wrt)
+    useful = None
+    for stmt in walk(fn.body):
+        call = getattr(stmt, "value", None)
+        if not isinstance(stmt, Assign) or type(call) is not Call:
+            continue
+        rule = RULES.get(call.op)
+        if rule is None or _helper_of_generated_code(rule):
+            continue
+        if rule.differentiable and rule.vjps:
+            dropped = [p for p, _ in _positions(rule, call) if rule.vjp_for(p) is None]
+        else:
+            dropped = list(rule.values_from)
+        carrying = [
+            (p, name)
+            for p, atom in _positions(rule, call)
+            if p in dropped
+            for name in atom_vars(atom)
+            if name in varied and _holds_reals(env.get(name))
+        ]
+        if not carrying:
+            continue
+        useful = useful_values(fn) if useful is None else useful
+        if stmt.target not in useful:
+            continue
+        position, name = carrying[0]
+        parameter = (
+            f"its argument {rule.params[position]!r}"
+            if position < len(rule.params)
+            else f"its argument {position + 1}"
+        )
+        raise errors.NoRuleError(
+            f"{rule.family or rule.name} has no derivative rule for {parameter}, and "
+            f"{_value_named(name, fn)} carries a gradient into it: its result's values depend "
+            "on it, "
+            "and the gradient would miss that dependence. Compute that part with operations "
+            "that have rules (np.pad(v, w) of a constant as np.concatenate with np.full, "
+            "np.full_like(v, w) as w * np.ones_like(v), np.arange(n) * step + start)",
+            stmt.loc,
+        )
+
+
+def _helper_of_generated_code(rule) -> bool:
+    """A rule generated code calls (`unbroadcast`, `sum_leading`): sourcegrad's own."""
+    return rule.spelling.kind == "helper" or rule.spelling.text.startswith("sourcegrad.")
+
+
+def _value_named(name, fn) -> str:
+    """'x' for a value the user named, "a value" for one the front end made (`x[0] ** 2`)."""
+    base = name.rstrip("0123456789").rstrip("_") or name
+    return repr(base) if base in fn.user_names else "a value"
+
+
+def _positions(rule, call):
+    """(position, atom) of each argument of `call`, keywords at their parameter's position."""
+    positions = list(enumerate(call.args))
+    positions += [(rule.params.index(k), a) for k, a in call.kwargs if k in rule.params]
+    return positions
+
+
+def _holds_reals(aval) -> bool:
+    """Does the value hold real (or complex) numbers: not integers, booleans or unknown?"""
+    if aval in (None, UNKNOWN):
+        return False
+    value = aval.stand_in
+    if isinstance(value, (float, complex)):
+        return True
+    return getattr(getattr(value, "dtype", None), "kind", "") in ("f", "c")
 
 
 def check_unmodelled_calls(fn, wrt: list) -> None:

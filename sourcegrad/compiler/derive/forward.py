@@ -37,7 +37,7 @@ from ..ir import (
     assignment_counts,
     atom_vars,
 )
-from .reverse import input_positions, shape_sources, zeros_op
+from .reverse import holds_integers, input_positions, shape_sources, zeros_op
 from .templates import Instantiator
 
 
@@ -201,8 +201,8 @@ class ForwardMode:
             t = self.tangent_atom(value)
             return [t] if t is not None else []
         rule = RULES[value.op]
-        if not rule.differentiable:
-            return []
+        if not rule.differentiable or holds_integers(self.env.get(stmt.target)):
+            return []  # (an integer or boolean result, `x.astype(int)`: piecewise constant)
         positions = input_positions(rule, value)
         active = [(pos, atom) for pos, atom in positions if self.tangent_atom(atom) is not None]
         if not active:

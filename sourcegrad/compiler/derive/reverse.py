@@ -174,6 +174,13 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+def holds_integers(aval) -> bool:
+    """Is the value an array or numpy scalar of an integer or boolean dtype?"""
+    if aval in (None, UNKNOWN):
+        return False
+    return getattr(getattr(aval.stand_in, "dtype", None), "kind", "f") in "biu"
+
+
 def zeros_op(aval):
     """np.zeros_like for a known array; the general helper for lists and unknown values."""
     if aval is not UNKNOWN and aval is not None and isinstance(aval.stand_in, np.ndarray):
@@ -576,6 +583,11 @@ class Reverser:
         rule = RULES[value.op]
         if not rule.differentiable:
             return  # `s = np.zeros_like(x)` then `s = s + ...`: s is active, this value is not
+        if holds_integers(self.env.get(stmt.target)):
+            # an integer or boolean result (`x.astype(int)`, `np.asarray(x, dtype=bool)`) is
+            # piecewise constant in its inputs, as int(x) is: no gradient goes back through
+            # it (astype's rule alone handed the adjoint back as if the cast were the identity)
+            return
         complex_values = holds_complex(self.env.get(stmt.target)) or any(
             isinstance(a, Var) and a.name in self.active and holds_complex(self.env.get(a.name))
             for a in value.args

@@ -30,6 +30,7 @@ lives apart (values, patches, frames, python_state).
 from __future__ import annotations
 
 import functools
+import inspect
 import linecache
 import operator
 import re
@@ -50,6 +51,7 @@ from ...ops.numpy_functions import (
     ufunc_method_function,
     where_variant,
 )
+from ...trees import DICT
 from .. import random_draws
 from ..dependencies import dependency, user_module
 from ..ir import (
@@ -998,7 +1000,17 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
         rebuilt.append((j, len(given_values), treedef, treedef.unflatten(leaves)))
         given_values += leaves
         call_args.append(rebuilt[-1][3])
-    python_state = _python_state(fn, args)
+    # (a dict argument is given to fn rebuilt from its leaves: changed in place, it is
+    # watched as an object argument is, since the code made from the trace never changes the
+    # caller's dict: `state["n"] = state.get("n", 0) + 1` kept the first call's count, where
+    # the source front end refuses it. An item of a list argument may be assigned, the
+    # caller's list left as it is: docs/sharp-bits.md)
+    dict_arguments = [
+        (name, a)
+        for name, a, treedef in zip(_parameter_names(fn, len(call_args)), call_args, defs)
+        if treedef is not None and treedef.kind == DICT
+    ]
+    python_state = _python_state(fn, args, dict_arguments)
     rec.module_hooks.append(python_state.add_module)  # (each user module the trace enters)
     try:
         with (
@@ -1279,14 +1291,26 @@ def _code_and_holders(fn, args):
     return fn, holders
 
 
-def _python_state(fn, args) -> PythonState:
+def _parameter_names(fn, count) -> list:
+    """The names of fn's first `count` parameters as its code reads them ("an argument"
+    where they cannot be read: a refusal names the object by them)."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    return (names + ["an argument"] * count)[:count]
+
+
+def _python_state(fn, args, dict_arguments=()) -> PythonState:
     """The objects the function may change, as they are before the trace: those it is given
-    (`self`, object arguments), its module's globals and what they hold, its closure values
+    (`self`, object arguments, and `dict_arguments`: (parameter name, dict) of the dict arguments
+    given as their leaves), its module's globals and what they hold, its closure values
     (`python_state`)."""
     fn, holders = _code_and_holders(fn, args)
     given = [a for a in args if not _traceable(a) and (has_attributes(a) or type(a) is not tuple)]
     roots = [("self", h) for h in holders if all(h is not a for a in given)]
     roots += [("an argument", a) for a in given]
+    roots += list(dict_arguments)
     code = getattr(fn, "__code__", None)
     if code is None:
         return PythonState(fn, roots)
