@@ -1030,8 +1030,11 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
     atom = _returned(rec, result)
     # (found while the values stored are the traced ones: which arguments they are)
     stores = python_state.stored_arguments(Arguments(given_values, rebuilt).recipe)
+    # (the objects as Python leaves them, holding the call's arguments: before the traced
+    # values left in objects are made plain, so that a dict argument rebuilt from its leaves,
+    # stored and then put back by the store's replay, is not seen as changed by the check)
+    replay(stores, args)
     roots = _plain_again(rec, fn, args)
-    replay(stores, args)  # (the objects as Python leaves them: holding the call's arguments)
     python_state.check([code for code, _ in rec.visited.values()])  # (refused: see there)
     made_here = _arrays_read(rec, roots)
     name = sanitize(getattr(fn, "__name__", "f").replace("<lambda>", "lambda")) or "f"
