@@ -31,10 +31,11 @@ from ..ops import reductions as ops_reductions
 from ..ops import shape as ops_shape
 from .arithmetic import add, div, mul, not_implemented_for, sub
 from .elementwise import copysign, heaviside
-from .factories import eye
+from .factories import eye, zeros_like
 from .function import Function
 from .indexing import diagonal, index_array, pick, sort
 from .inplace import copy_, scatter_add_
+from .joining import cat
 from .operands import along_index, needs_grad, result, return_types, wrap_dim
 from .products import bmm
 from .reductions import amax, amin
@@ -518,23 +519,37 @@ def matrix_exp(input):
             "linalg.matrix_exp: Expected a floating point or complex tensor as input. Got "
             f"{input.dtype._scalar_name}"
         )
-    out = _wrap(result(_scipy_linalg().expm(d).astype(d.dtype)))
     if needs_grad(input):
-        record(_MATRIX_EXP[0], out, (input,))
-    return out
+        return _MatrixExp.apply(input)
+    return _wrap(result(_scipy_linalg().expm(d).astype(d.dtype)))
 
 
-_MATRIX_EXP: list = []  # (its OpSpec, made once the scipy.linalg entries are registered)
+class _MatrixExp(Function):
+    """matrix_exp as a node whose backward is made of eager ops (the registry's scipy_expm
+    adjoint, the upper right block of exp([[A^H, G], [0, A^H]])), so that it differentiates
+    again under create_graph, as torch's does."""
+
+    @staticmethod
+    def forward(ctx, input):
+        d = input._data
+        ctx.save_for_backward(input)
+        return _wrap(result(_scipy_linalg().expm(d).astype(d.dtype)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        n = a.shape[-1]
+        a_h = a.mT.conj() if a.is_complex() else a.mT
+        block = cat([cat([a_h, grad], -1), cat([zeros_like(a), a_h], -1)], -2)
+        return matrix_exp(block)[..., :n, n:]
+
+
+_MatrixExp._backward_cls.__name__ = "LinalgMatrixExpBackward0"
 
 
 def _scipy_linalg():
-    """scipy.linalg, imported at the first matrix_exp (it costs a second), with the registry's
-    entries for it registered and matrix_exp's OpSpec made."""
-    linalg = importlib.import_module("scipy.linalg")
-    if not _MATRIX_EXP:
-        importlib.import_module("sourcegrad.ops.scipy_linalg")
-        _MATRIX_EXP.append(OpSpec("LinalgMatrixExpBackward0", "scipy_expm", n_arrays=1))
-    return linalg
+    """scipy.linalg, imported at the first matrix_exp (it costs a second)."""
+    return importlib.import_module("scipy.linalg")
 
 
 def _check_householder(input, tau):

@@ -676,6 +676,66 @@ CASES = [
         lambda T, F, a, b: (a * 1).scatter_reduce_(1, T.tensor([[1, 1, 0]]), b * a, "amax") * b,
         [arr(1, 3), arr(1, 3)],
     ),
+    # torch's functions added with the missing API table rows (test_torch_gaps_more.py)
+    ("as_strided", lambda T, F, a: T.as_strided(a, (2, 2), (1, 2)) ** 2 * 3, [arr(6)]),
+    ("Tensor.as_strided", lambda T, F, a: a.as_strided((3, 2), (2, 1), 1) ** 3, [arr(8)]),
+    ("block_diag", lambda T, F, a, b: T.block_diag(a, b) ** 2 * 0.5, [arr(2, 2), arr(1, 3)]),
+    ("cartesian_prod", lambda T, F, a, b: T.cartesian_prod(a, b) ** 3, [arr(2), arr(3)]),
+    ("combinations", lambda T, F, a: T.combinations(a, 2) ** 3, [arr(4)]),
+    ("cov", lambda T, F, a: T.cov(a) ** 2, [arr(3, 5)]),
+    ("Tensor.cov", lambda T, F, a: a.cov(correction=0) ** 2, [arr(2, 4)]),
+    ("corrcoef", lambda T, F, a: T.corrcoef(a) ** 2, [arr(3, 5)]),
+    ("Tensor.corrcoef", lambda T, F, a: a.corrcoef() ** 2, [arr(2, 4)]),
+    ("deg2rad", lambda T, F, a: T.deg2rad(a) * a, [arr(3)]),
+    ("Tensor.deg2rad", lambda T, F, a: a.deg2rad() * a, [arr(3)]),
+    ("rad2deg", lambda T, F, a: T.rad2deg(a) * a, [arr(3)]),
+    ("Tensor.rad2deg", lambda T, F, a: a.rad2deg() * a, [arr(3)]),
+    ("det", lambda T, F, a: T.det(a) * a, [arr(3, 3)]),
+    ("Tensor.det", lambda T, F, a: a.det() ** 2, [arr(3, 3)]),
+    ("logdet", lambda T, F, a: T.logdet(a @ a.mT + T.eye(3, dtype=a.dtype)), [arr(3, 3)]),
+    ("Tensor.logdet", lambda T, F, a: (a @ a.mT + T.eye(3, dtype=a.dtype)).logdet(), [arr(3, 3)]),
+    ("slogdet", lambda T, F, a: T.slogdet(a)[1] * a, [arr(3, 3)]),
+    ("Tensor.slogdet", lambda T, F, a: a.slogdet()[1] ** 2, [arr(3, 3)]),
+    ("matrix_power", lambda T, F, a: T.matrix_power(a, 3) * a, [arr(3, 3)]),
+    ("Tensor.matrix_power", lambda T, F, a: a.matrix_power(2) ** 2, [arr(3, 3)]),
+    ("matrix_exp", lambda T, F, a: T.matrix_exp(a * 0.5) ** 2, [arr(3, 3)]),
+    ("Tensor.matrix_exp", lambda T, F, a: (a * 0.5).matrix_exp() * a, [arr(3, 3)]),
+    (
+        "orgqr",
+        lambda T, F, a, t: T.orgqr(a, t) ** 2 * 2,
+        [arr(4, 3), arr(2)],
+    ),
+    ("Tensor.orgqr", lambda T, F, a, t: a.orgqr(t) ** 3, [arr(4, 3), arr(2)]),
+    (
+        "index_copy",
+        lambda T, F, a, b: T.index_copy(a, 0, _i(T, [2, 0]), b * b) * a,
+        [arr(3, 2), arr(2, 2)],
+    ),
+    (
+        "Tensor.index_copy",
+        lambda T, F, a, b: a.index_copy(1, _i(T, [1]), b) ** 2,
+        [arr(2, 3), arr(2, 1)],
+    ),
+    (
+        "Tensor.index_copy_",
+        lambda T, F, a, b: (a * 1).index_copy_(0, _i(T, [1]), b * a[:1]) ** 2,
+        [arr(2, 3), arr(1, 3)],
+    ),
+    (
+        "index_reduce",
+        lambda T, F, a, b: T.index_reduce(a, 0, _i(T, [2, 0, 2]), b, "mean") * a,
+        [arr(3, 2), arr(3, 2)],
+    ),
+    (
+        "Tensor.index_reduce",
+        lambda T, F, a, b: a.index_reduce(0, _i(T, [1, 1]), b * b, "prod") ** 2,
+        [away(2, 2), away(2, 2)],
+    ),
+    (
+        "Tensor.index_reduce_",
+        lambda T, F, a, b: (a * 1).index_reduce_(0, _i(T, [0, 1]), b, "amax") * b,
+        [distinct(2, 2), distinct(2, 2)],
+    ),
     # (self not differentiated: torch's copysign_ needs the self it overwrites)
     (
         "Tensor.copysign_",
@@ -693,7 +753,9 @@ TORCH_NO_DOUBLE_BACKWARD = {
 
 # Exposed callables that are not differentiable ops, by the reason they have no case.
 NOT_DIFFERENTIABLE = {
+    "counts (torch's histc has no derivative either)": ["histc", "Tensor.histc"],
     "integer or boolean results": [
+        "isin",
         "isposinf",
         "isneginf",
         "eq",
@@ -787,6 +849,8 @@ NOT_DIFFERENTIABLE = {
         "Tensor.cdouble",
     ],
     "factories and random numbers": [
+        "tril_indices",
+        "triu_indices",
         "tensor",
         "as_tensor",
         "asarray",
