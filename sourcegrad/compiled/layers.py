@@ -23,16 +23,33 @@ class GraphBreak(Exception):
     where: tuple | None = None
 
 
-def layer_call(module, leaf, args, t):
+def layer_call(module, leaf, args, t, input_is_fresh=False):
     """Source text of the numpy call computing `module(*args)` (args: source texts), or None
     when the module is not one of the layers known here. `leaf(name)` is the argument name
     of the module's parameter or buffer `name` ("None" where it is None); what the code is
-    made for goes to the Translation `t` (`guard`, `rng`, `stateful`)."""
+    made for goes to the Translation `t` (`guard`, `rng`, `stateful`). `input_is_fresh`:
+    the input is an array only this call reads (a Sequential's layer's result), so a
+    layer's `inplace=True` changes nothing anyone else sees (DCGAN's BatchNorm, ReLU(True))."""
     cls = type(module)
-    if getattr(module, "inplace", False):
-        raise GraphBreak(f"{cls.__name__}(inplace=True)")
     write = _writers().get(cls)
-    return None if write is None else write(module, leaf, args, t)
+    if write is None:
+        return None
+    if has_hooks(module):  # (the generated code would skip them: a Sequential's children)
+        raise GraphBreak(f"the hooks of a {cls.__name__}")
+    if getattr(module, "inplace", False) and not input_is_fresh:
+        raise GraphBreak(f"{cls.__name__}(inplace=True)")
+    return write(module, leaf, args, t)
+
+
+def has_hooks(module):
+    """Whether `module` has forward or backward hooks of its own, which only its eager call
+    runs. (No generator: a compiled module's call asks this of every module it holds.)"""
+    return bool(
+        getattr(module, "_forward_hooks", None)
+        or getattr(module, "_forward_pre_hooks", None)
+        or getattr(module, "_backward_hooks", None)
+        or getattr(module, "_backward_pre_hooks", None)
+    )
 
 
 L = "_lowering"  # the lowering module's name in the generated code
@@ -48,6 +65,7 @@ def _writers():
         nn.Linear: _linear,
         nn.Conv1d: _conv,
         nn.Conv2d: _conv,
+        nn.ConvTranspose2d: _conv_transpose2d,
         nn.MaxPool2d: _max_pool2d,
         nn.Dropout: _dropout,
         nn.Flatten: _flatten,
@@ -57,6 +75,9 @@ def _writers():
         nn.Softmax: _softmax,
         nn.LogSoftmax: _softmax,
         nn.LayerNorm: _layer_norm,
+        nn.GroupNorm: _group_norm,
+        nn.AvgPool2d: _avg_pool2d,
+        nn.AdaptiveAvgPool2d: _adaptive_avg_pool2d,
         nn.Sequential: _sequential,
     }
     for cls in (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU):
@@ -83,6 +104,16 @@ def _conv(module, leaf, args, t):
     return (
         f"{L}.{fn}({args[0]}, {leaf('weight')}, {leaf('bias')}, {one(module.stride)!r}, "
         f"{one(module.padding)!r}, {one(module.dilation)!r}, {module.groups!r})"
+    )
+
+
+def _conv_transpose2d(module, leaf, args, t):
+    if len(args) > 1:
+        raise GraphBreak("ConvTranspose2d called with an output_size")
+    return (
+        f"{L}.conv_transpose2d({args[0]}, {leaf('weight')}, {leaf('bias')}, "
+        f"{tuple(module.stride)!r}, {tuple(module.padding)!r}, "
+        f"{tuple(module.output_padding)!r}, {module.groups!r}, {tuple(module.dilation)!r})"
     )
 
 
@@ -151,6 +182,25 @@ def _layer_norm(module, leaf, args, t):
     )
 
 
+def _group_norm(module, leaf, args, t):
+    return (
+        f"{L}.group_norm({args[0]}, {module.num_groups!r}, {leaf('weight')}, "
+        f"{leaf('bias')}, {module.eps!r})"
+    )
+
+
+def _avg_pool2d(module, leaf, args, t):
+    return (
+        f"{L}.avg_pool2d({args[0]}, {module.kernel_size!r}, {module.stride!r}, "
+        f"{module.padding!r}, {module.ceil_mode!r}, {module.count_include_pad!r}, "
+        f"{module.divisor_override!r})"
+    )
+
+
+def _adaptive_avg_pool2d(module, leaf, args, t):
+    return f"{L}.adaptive_avg_pool2d({args[0]}, {module.output_size!r})"
+
+
 _BATCH_NORM_RANKS = {"BatchNorm1d": (2, 3), "BatchNorm2d": (4, 4), "BatchNorm3d": (5, 5)}
 
 
@@ -188,12 +238,27 @@ def _recurrent(module, leaf, args, t):
 
 
 def _sequential(module, leaf, args, t):
-    x = args[0]
+    """Each child's call on the last one's result: a layer known here, or a user-defined
+    module whose forward is rewritten (`t.user_module_call`: a ResNet's blocks)."""
+    x, fresh = args[0], False
     for name, child in module._modules.items():
-        x = layer_call(child, lambda n, name=name: leaf(f"{name}.{n}"), [x], t)
-        if x is None:
-            raise GraphBreak(f"{type(child).__name__} inside a Sequential")
+        child_leaf = functools.partial(_child_leaf, leaf, name)
+        text = layer_call(child, child_leaf, [x], t, input_is_fresh=fresh)
+        if text is None:
+            text = t.user_module_call(child, child_leaf, [x])
+        x, fresh = text, type(child).__name__ in _FRESH_RESULTS
     return x
+
+
+# layers whose result is a new array, never their input or a view of it
+_FRESH_RESULTS = frozenset(
+    {"Linear", "Conv1d", "Conv2d", "ConvTranspose2d", "LayerNorm", "GroupNorm"}
+    | set(_BATCH_NORM_RANKS)
+)
+
+
+def _child_leaf(leaf, child, name):
+    return leaf(f"{child}.{name}")
 
 
 def recurrence(module, t, with_hx):

@@ -18,6 +18,10 @@ differentiates the product and the sum itself, and prints them as they read).
 
 `FUNCTIONS` and `METHODS` are the tables the rewriting reads: a torch function's name (as
 `torch.<name>` or `nn.functional.<name>`) or a Tensor method's name -> the function here.
+
+Why one module: the code the rewriting writes, which users read (`model.source`), names
+each of these functions `_lowering.<name>`, one namespace for all of torch's spellings; each
+is a few lines of numpy over the registry's entries (the kernels and rules live in `ops`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,12 @@ from ..nn import composites
 from ..ops import nn as opnn
 from ..ops import nn_kernels as K
 from ..ops import nn_layers
-from ..ops.nn_layers import max_pool_index, track_running_stats
+from ..ops.nn_layers import (
+    adaptive_pool_matrix,
+    avg_pool_matrix,
+    max_pool_index,
+    track_running_stats,
+)
 
 # `x is None` of an array is a run-time comparison to the compiler; isinstance is decided
 # while compiling
@@ -117,10 +126,67 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     )
 
 
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    assert np.ndim(input) == 4, "conv_transpose2d's batched input"  # (else: eager's own path)
+    return K.convolution(
+        input,
+        weight,
+        bias,
+        _pair(stride),
+        _pair(padding),
+        _pair(dilation),
+        True,
+        _pair(output_padding),
+        groups,
+    )
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     kernel = _pair(kernel_size)
     step = kernel if stride is None else _pair(stride)
     return input[max_pool_index(input, kernel, step, _pair(padding), _pair(dilation), ceil_mode)]
+
+
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    """Eager's avg_pool2d: the registry's resample by the two averaging matrices."""
+    assert np.ndim(input) >= 3, "avg_pool2d's input rank"  # (else: eager's error)
+    assert np.ndim(input) <= 4, "avg_pool2d's input rank"
+    kernel = _pair(kernel_size)
+    step = kernel if isinstance(stride, NoneType) else _pair(stride)
+    pad = _pair(padding)
+    a = avg_pool_matrix(input, 0, kernel, step, pad, ceil_mode, count_include_pad, divisor_override)
+    b = avg_pool_matrix(input, 1, kernel, step, pad, ceil_mode, count_include_pad, divisor_override)
+    return _resample(input, a, b)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Eager's adaptive_avg_pool2d: a mean for (1, 1), else the resample by its matrices."""
+    assert np.ndim(input) >= 3, "adaptive_avg_pool2d's input rank"
+    assert np.ndim(input) <= 4, "adaptive_avg_pool2d's input rank"
+    out = _pair(output_size)
+    rows = np.shape(input)[-2] if isinstance(out[0], NoneType) else out[0]
+    cols = np.shape(input)[-1] if isinstance(out[1], NoneType) else out[1]
+    if rows == 1 and cols == 1:
+        return np.mean(input, axis=(-1, -2), keepdims=True)
+    a = adaptive_pool_matrix(input, 0, rows)
+    b = adaptive_pool_matrix(input, 1, cols)
+    return _resample(input, a, b)
+
+
+def _resample(input, a, b):
+    """a @ x @ b^T over the last two axes, as eager's resample node computes it (the products
+    in its order: the same numbers); the compiler differentiates the two products."""
+    return np.matmul(np.matmul(a, input), np.swapaxes(b, -1, -2))
 
 
 # The generator compiled dropout draws from: generated code keeps the object it was compiled
@@ -188,6 +254,48 @@ def batch_norm_train(
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     axes = tuple(range(input.ndim - len(normalized_shape), input.ndim))
     return nn_layers.layer_norm(input, weight, bias, axes, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Eager's F.group_norm, step by step (the same numbers): each group of channels and the
+    spatial dims normalised by its mean and biased variance, then weight and bias."""
+    shape = np.shape(input)
+    assert shape[1] % num_groups == 0, "channels divisible by num_groups"  # (else: eager's)
+    grouped = np.reshape(input, (shape[0], num_groups, -1))
+    mean = np.mean(grouped, axis=-1, keepdims=True)
+    centred = grouped - mean
+    var = np.mean(centred * centred, axis=-1, keepdims=True)
+    out = np.reshape(centred * opnn.rsqrt(var + eps), shape)
+    affine_shape = (1, shape[1]) + (1,) * (len(shape) - 2)
+    if not isinstance(weight, NoneType):
+        out = out * np.reshape(weight, affine_shape)
+    if not isinstance(bias, NoneType):
+        out = out + np.reshape(bias, affine_shape)
+    return out
+
+
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None
+):
+    """Eager's F.scaled_dot_product_attention without dropout (a dropout_p other than 0 is
+    a graph break, `module`): softmax(q k^T * scale + mask) v, a row masked whole giving
+    zeros (torch's _safe_softmax)."""
+    assert dropout_p == 0.0, "scaled_dot_product_attention's dropout"
+    n_q, n_k = np.shape(query)[-2], np.shape(key)[-2]
+    if isinstance(scale, NoneType):
+        scale = 1 / np.sqrt(np.shape(query)[-1])
+    scores = np.matmul(query, np.swapaxes(key, -1, -2)) * scale
+    if is_causal:
+        assert isinstance(attn_mask, NoneType), "an attn_mask with is_causal=True"
+        scores = np.where(np.tri(n_q, n_k, dtype=bool), scores, -np.inf)
+    elif not isinstance(attn_mask, NoneType):
+        if attn_mask.dtype == np.bool_:
+            scores = np.where(attn_mask, scores, -np.inf)
+        else:
+            scores = scores + attn_mask
+    masked_rows = np.all(scores == -np.inf, axis=-1, keepdims=True)
+    weights = opnn.softmax(np.where(masked_rows, 0.0, scores), -1)
+    return np.matmul(np.where(masked_rows, 0.0, weights), value)
 
 
 # nn.RNN, nn.LSTM and nn.GRU: `module` writes each module's forward as a function
@@ -368,6 +476,32 @@ def matmul(input, other):
     return input @ other
 
 
+def bmm(input, mat2):
+    assert np.ndim(input) == 3, "bmm's batch of matrices"  # (else: eager's error)
+    assert np.ndim(mat2) == 3, "bmm's batch of matrices"
+    return input @ mat2
+
+
+def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
+    """The registry's clip (torch's clamp: its gradient passes at the bounds)."""
+    assert not (isinstance(min, NoneType) and isinstance(max, NoneType)), "a bound"
+    return np.clip(input, min, max)
+
+
+def clamp_min(input, min):  # noqa: A002
+    return np.clip(input, min, None)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return np.clip(input, None, max)
+
+
+def chunk(input, chunks, dim=0):
+    """torch.chunk: pieces of ceil(size / chunks) along dim (the last one shorter, and
+    fewer pieces where those fill the dim first)."""
+    return tensor_split(input, -(-np.shape(input)[dim] // chunks), dim)
+
+
 def tensor_t(self):
     return self.T
 
@@ -420,6 +554,10 @@ def tensor_split(self, split_size, dim=0):
     return np.split(self, list(range(split_size, n, split_size)), axis=dim)
 
 
+def tensor_cumsum(self, dim):
+    return np.cumsum(self, axis=dim)
+
+
 def tensor_masked_fill(self, mask, value):
     return np.where(mask, value, self)
 
@@ -446,16 +584,26 @@ FUNCTIONS = {
         linear,
         conv1d,
         conv2d,
+        conv_transpose2d,
         max_pool2d,
+        avg_pool2d,
+        adaptive_avg_pool2d,
         dropout,
         embedding,
         flatten,
         layer_norm,
+        group_norm,
+        scaled_dot_product_attention,
         cross_entropy,
         mse_loss,
         cat,
         stack,
         matmul,
+        bmm,
+        clamp,
+        clamp_min,
+        clamp_max,
+        chunk,
         arange,
     )
 }
@@ -478,6 +626,13 @@ METHODS = {
     "dim": tensor_dim,
     "flatten": flatten,
     "matmul": matmul,
+    "bmm": bmm,
+    "clamp": clamp,
+    "clip": clamp,
+    "clamp_min": clamp_min,
+    "clamp_max": clamp_max,
+    "chunk": chunk,
+    "cumsum": tensor_cumsum,
     "relu": relu,
     "sigmoid": sigmoid,
     "tanh": tanh,

@@ -70,7 +70,7 @@ from ..compiler import signature_key
 from ..eager.tensor import Tensor
 from ..errors import SourcegradError
 from . import lowering
-from .layers import GraphBreak, layer_call
+from .layers import GraphBreak, has_hooks, layer_call
 from .region import CompiledRegion
 
 _STATIC = (bool, int, float, str, type(None))
@@ -176,6 +176,20 @@ class Translation:
         body.decorator_list = []
         self.add_rewritten(body, fn)
         return name
+
+    def user_module_call(self, module, leaf, args):
+        """Source text calling the function written for `module`'s forward (a module the
+        user defined, inside a Sequential) on the source texts `args`; `leaf(name)` names
+        its parameter or buffer `name`. A library layer `layer_call` does not know, or a
+        module with hooks, is a graph break."""
+        name = type(module).__name__
+        if (type(module).__module__ or "").startswith("sourcegrad.nn."):
+            raise GraphBreak(f"{name} inside a Sequential")
+        if has_hooks(module):
+            raise GraphBreak(f"the hooks of a {name}")
+        function = self.module_function(module)
+        passed = [leaf(d) for d, n in leaf_names(module).items() if n is not None]
+        return f"{function}({', '.join(passed + list(args))})"
 
     def add_rewritten(self, body, fn):
         """The rewritten function `body` (of `fn`'s source) as a chunk, its lines mapped."""
@@ -323,7 +337,7 @@ def _walk(module):
             kept = list(filter(_is_set, buffers.values()))
             leaves += kept
             buffer_names = tuple(buffers) if len(kept) == len(buffers) else _names(buffers)
-        state.append((id(m), m.training, tuple(children), names, buffer_names, _has_hooks(m)))
+        state.append((id(m), m.training, tuple(children), names, buffer_names, has_hooks(m)))
         if children:
             stack += filter(_is_set, reversed(children.values()))
     return tuple(state), leaves
@@ -610,7 +624,7 @@ class _Rewriter(ast.NodeTransformer):
         module, path = value
         if node.keywords:
             raise GraphBreak(f"keyword arguments to self.{'.'.join(chain[1:])}()")
-        if _has_hooks(module):
+        if has_hooks(module):
             raise GraphBreak(f"the hooks of self.{'.'.join(chain[1:])}")
         prefix = "".join(p + "." for p in path)
         text = layer_call(module, lambda n: self.leaf_text(prefix + n), args, self.t)
@@ -628,16 +642,6 @@ class _Rewriter(ast.NodeTransformer):
             self.leaf_text(prefix + d) for d, n in leaf_names(module).items() if n is not None
         ]
         return ast.copy_location(_expr(f"{name}({', '.join(passed + args)})"), node)
-
-
-def _has_hooks(module):
-    # (no generator: `_walk` asks this of every module on every call)
-    return bool(
-        getattr(module, "_forward_hooks", None)
-        or getattr(module, "_forward_pre_hooks", None)
-        or getattr(module, "_backward_hooks", None)
-        or getattr(module, "_backward_pre_hooks", None)
-    )
 
 
 def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile too
@@ -836,7 +840,7 @@ class _Compiled:
         self.reason = self.where = None  # (why it runs eagerly, and the user's line)
         t = Translation(type(module).__name__)
         try:
-            if _has_hooks(module):
+            if has_hooks(module):
                 raise GraphBreak("the module's hooks")
             name = t.layer_function(module, arity)
             if name is None and any(size is not None for size in arity):

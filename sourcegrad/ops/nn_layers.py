@@ -18,7 +18,8 @@ the array kernels they run are `nn_kernels`'.
 * "layer_norm": normalised over the trailing axes, then weight and bias (torch's
   NativeLayerNormBackward0); the eager node keeps the forward's normalised x and 1 / std.
 * "constant_pad": a negative width crops; the VJP is the same op with the widths negated.
-* "max_pool_index", "track_running_stats" (impure), "channel_axes": no gradient.
+* "max_pool_index", "avg_pool_matrix", "adaptive_pool_matrix", "track_running_stats"
+  (impure), "channel_axes": no gradient.
 
 The VJPs are written with numpy functions, so they run on Tensors under create_graph
 (second derivatives). `convolution` and `constant_pad` given a Tensor (a VJP run under
@@ -60,6 +61,8 @@ __all__ = [
     "constant_pad",
     "negated",
     "max_pool_index",
+    "avg_pool_matrix",
+    "adaptive_pool_matrix",
     "track_running_stats",
 ]
 
@@ -218,6 +221,50 @@ defnondiff(
     max_pool_index,
     Spelling("module", "sourcegrad.ops.nn_layers.max_pool_index"),
     params=("x", "kernel", "stride", "padding", "dilation", "ceil_mode"),
+)
+
+
+def avg_pool_matrix(x, axis, kernel, stride, padding, ceil_mode, count_include_pad, divisor):
+    """The (out, size) matrix averaging x's windows along its spatial axis `axis` (0: rows,
+    1: columns) as torch's avg_pool2d divides them (`divisor`: its divisor_override, for the
+    rows; the columns' weights are then 1), in x's dtype: eager's AvgPool2DBackward0 resamples
+    by these two matrices, and so does the compiled lowering."""
+    size = x.shape[x.ndim - 2 + axis]
+    out = K.pool_output_size(size, kernel[axis], stride[axis], padding[axis], 1, ceil_mode)
+    windows = K.avg_pool_windows(
+        size, kernel[axis], stride[axis], padding[axis], ceil_mode, count_include_pad, out
+    )
+    if divisor is not None and axis == 1:
+        divisor = 1
+    return K.avg_pool_matrix(windows, size, x.dtype, divisor)
+
+
+def adaptive_pool_matrix(x, axis, out):
+    """The (out, size) matrix of adaptive_avg_pool2d along x's spatial axis `axis`."""
+    return K.adaptive_pool_matrix(x.shape[x.ndim - 2 + axis], out, x.dtype)
+
+
+# constants of the compiled lowering's pools (their gradient is the resample's)
+defnondiff(
+    "avg_pool_matrix",
+    avg_pool_matrix,
+    Spelling("module", "sourcegrad.ops.nn_layers.avg_pool_matrix"),
+    params=(
+        "x",
+        "axis",
+        "kernel",
+        "stride",
+        "padding",
+        "ceil_mode",
+        "count_include_pad",
+        "divisor",
+    ),
+)
+defnondiff(
+    "adaptive_pool_matrix",
+    adaptive_pool_matrix,
+    Spelling("module", "sourcegrad.ops.nn_layers.adaptive_pool_matrix"),
+    params=("x", "axis", "out"),
 )
 
 
