@@ -150,6 +150,7 @@ def test_published_style_models_compile_to_one_node_with_eagers_numbers(cls, tra
         warnings.simplefilter("error")  # a graph break warns
         out, grads = _step(compiled, args)
     assert type(out.grad_fn).__name__ == f"Compiled{cls.__name__}Forward0Backward"
+    assert out.dtype == eager_out.dtype
     np.testing.assert_allclose(out.detach().numpy(), eager_out.detach().numpy(), 1e-5, 1e-6)
     assert grads.keys() == eager_grads.keys()
     for name, g in grads.items():  # (float32: sums in another order, to its precision)

@@ -283,7 +283,7 @@ def scaled_dot_product_attention(
     assert dropout_p == 0.0, "scaled_dot_product_attention's dropout"
     n_q, n_k = np.shape(query)[-2], np.shape(key)[-2]
     if isinstance(scale, NoneType):
-        scale = 1 / np.sqrt(np.shape(query)[-1])
+        scale = 1.0 / np.shape(query)[-1] ** 0.5  # (a Python float: q's dtype stays)
     scores = np.matmul(query, np.swapaxes(key, -1, -2)) * scale
     if is_causal:
         assert isinstance(attn_mask, NoneType), "an attn_mask with is_causal=True"
