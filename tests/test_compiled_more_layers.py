@@ -1,7 +1,8 @@
 """sourcegrad.compile of models in the styles people publish, beyond the basic layers: a
 ResNet's blocks inside Sequentials with average pools, a DCGAN generator (transposed
 convolutions, batch norm, ReLU(inplace=True)), attention by chunk and
-scaled_dot_product_attention, a seq2seq decoder's bmm, clamps, GroupNorm and cumsum. Each
+scaled_dot_product_attention, a seq2seq decoder's bmm, clamps, GroupNorm, cumsum and a
+U-Net's upsampling (Upsample, UpsamplingBilinear2d, F.interpolate). Each
 compiles to one node (no graph break) whose numbers are eager's, in train and eval mode.
 
 And the hooks of a layer inside a Sequential: the generated code would skip them, so such a
@@ -109,6 +110,21 @@ class AttnDecoder(nn.Module):  # the seq2seq tutorial's attention step
         return out.clamp_min(-0.4) * hidden[0].clamp_max(hidden[0].mean())
 
 
+class Decoder(nn.Module):  # a U-Net's upsampling path
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = nn.GroupNorm(4, 8)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.smooth = nn.UpsamplingBilinear2d(scale_factor=1.5)
+        self.out = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        h = self.smooth(self.up(F.silu(self.norm(self.conv(x)))))
+        h = F.interpolate(h, size=(5, 7), mode="bilinear", align_corners=False)
+        return self.out(h)
+
+
 def _inputs(rng):
     def t(*shape):
         return torch.tensor(rng.normal(size=shape).astype(np.float32))
@@ -120,6 +136,7 @@ def _inputs(rng):
         Generator: (t(2, 8, 1, 1),),
         Attention: (t(2, 5, 16), mask),
         AttnDecoder: (torch.tensor([3]), t(1, 1, 8), t(10, 8)),
+        Decoder: (t(2, 3, 4, 3),),
     }
 
 
@@ -134,7 +151,7 @@ def _step(model, args):
     return out, grads
 
 
-@pytest.mark.parametrize("cls", [SmallResNet, Generator, Attention, AttnDecoder])
+@pytest.mark.parametrize("cls", [SmallResNet, Generator, Attention, AttnDecoder, Decoder])
 @pytest.mark.parametrize("training", [True, False])
 def test_published_style_models_compile_to_one_node_with_eagers_numbers(cls, training):
     torch.manual_seed(0)

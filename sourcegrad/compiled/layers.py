@@ -78,6 +78,9 @@ def _writers():
         nn.GroupNorm: _group_norm,
         nn.AvgPool2d: _avg_pool2d,
         nn.AdaptiveAvgPool2d: _adaptive_avg_pool2d,
+        nn.Upsample: _upsample,
+        nn.UpsamplingNearest2d: _upsample,
+        nn.UpsamplingBilinear2d: _upsample,
         nn.Sequential: _sequential,
     }
     for cls in (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU):
@@ -199,6 +202,13 @@ def _avg_pool2d(module, leaf, args, t):
 
 def _adaptive_avg_pool2d(module, leaf, args, t):
     return f"{L}.adaptive_avg_pool2d({args[0]}, {module.output_size!r})"
+
+
+def _upsample(module, leaf, args, t):
+    return (
+        f"{L}.interpolate({args[0]}, {module.size!r}, {module.scale_factor!r}, "
+        f"{module.mode!r}, {module.align_corners!r}, {module.recompute_scale_factor!r})"
+    )
 
 
 _BATCH_NORM_RANKS = {"BatchNorm1d": (2, 3), "BatchNorm2d": (4, 4), "BatchNorm3d": (5, 5)}

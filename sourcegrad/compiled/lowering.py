@@ -35,6 +35,7 @@ from ..ops import nn_layers
 from ..ops.nn_layers import (
     adaptive_pool_matrix,
     avg_pool_matrix,
+    interpolation_matrix,
     max_pool_index,
     track_running_stats,
 )
@@ -180,6 +181,26 @@ def adaptive_avg_pool2d(input, output_size):
         return np.mean(input, axis=(-1, -2), keepdims=True)
     a = adaptive_pool_matrix(input, 0, rows)
     b = adaptive_pool_matrix(input, 1, cols)
+    return _resample(input, a, b)
+
+
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+):
+    """Eager's F.interpolate of a 4-d input, nearest or bilinear: the resample by its two
+    matrices (what eager refuses, or does otherwise, runs eagerly)."""
+    assert np.ndim(input) == 4, "interpolate's 4-d input"
+    assert mode == "nearest" or mode == "bilinear", "interpolate's mode"
+    assert isinstance(size, NoneType) != isinstance(scale_factor, NoneType), "size or scale"
+    assert mode == "bilinear" or isinstance(align_corners, NoneType), "align_corners"
+    shared = (size, scale_factor, mode, align_corners, recompute_scale_factor)
+    a = interpolation_matrix(input, 0, *shared)
+    b = interpolation_matrix(input, 1, *shared)
     return _resample(input, a, b)
 
 
@@ -588,6 +609,7 @@ FUNCTIONS = {
         max_pool2d,
         avg_pool2d,
         adaptive_avg_pool2d,
+        interpolate,
         dropout,
         embedding,
         flatten,

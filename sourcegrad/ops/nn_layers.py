@@ -18,8 +18,8 @@ the array kernels they run are `nn_kernels`'.
 * "layer_norm": normalised over the trailing axes, then weight and bias (torch's
   NativeLayerNormBackward0); the eager node keeps the forward's normalised x and 1 / std.
 * "constant_pad": a negative width crops; the VJP is the same op with the widths negated.
-* "max_pool_index", "avg_pool_matrix", "adaptive_pool_matrix", "track_running_stats"
-  (impure), "channel_axes": no gradient.
+* "max_pool_index", "avg_pool_matrix", "adaptive_pool_matrix", "interpolation_matrix",
+  "track_running_stats" (impure), "channel_axes": no gradient.
 
 The VJPs are written with numpy functions, so they run on Tensors under create_graph
 (second derivatives). `convolution` and `constant_pad` given a Tensor (a VJP run under
@@ -63,6 +63,7 @@ __all__ = [
     "max_pool_index",
     "avg_pool_matrix",
     "adaptive_pool_matrix",
+    "interpolation_matrix",
     "track_running_stats",
 ]
 
@@ -244,6 +245,25 @@ def adaptive_pool_matrix(x, axis, out):
     return K.adaptive_pool_matrix(x.shape[x.ndim - 2 + axis], out, x.dtype)
 
 
+def interpolation_matrix(x, axis, size, scale_factor, mode, align_corners, recompute):
+    """The (out, size) matrix of F.interpolate ("nearest" or "bilinear", 4-d x) along x's
+    spatial axis `axis`, as eager's interpolate makes it: the output size from `size` or
+    from the scale factor (floor(size * factor)), which, unless `recompute`, sets the
+    source positions too."""
+    n = x.shape[2 + axis]
+    scale = None
+    if size is not None:
+        out = int(size if isinstance(size, (int, np.integer)) else size[axis])
+    else:
+        factor = scale_factor if isinstance(scale_factor, (int, float)) else scale_factor[axis]
+        out = int(math.floor(float(n) * float(factor)))
+        if not recompute:
+            scale = float(factor)
+    if mode == "nearest":
+        return K.nearest_matrix(n, out, scale, x.dtype)
+    return K.linear_matrix(n, out, bool(align_corners), scale, x.dtype)
+
+
 # constants of the compiled lowering's pools (their gradient is the resample's)
 defnondiff(
     "avg_pool_matrix",
@@ -259,6 +279,12 @@ defnondiff(
         "count_include_pad",
         "divisor",
     ),
+)
+defnondiff(
+    "interpolation_matrix",
+    interpolation_matrix,
+    Spelling("module", "sourcegrad.ops.nn_layers.interpolation_matrix"),
+    params=("x", "axis", "size", "scale_factor", "mode", "align_corners", "recompute"),
 )
 defnondiff(
     "adaptive_pool_matrix",
