@@ -39,6 +39,7 @@ from . import (  # noqa: F401 - fft, vector_ops: their ops' surface
     torch_extras,
     torch_gaps,
     vector_ops,
+    windows,
 )
 from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor
