@@ -97,6 +97,7 @@ from . import distributions  # noqa: E402,F401 - torch.distributions, on the eag
 from . import jit, profiler, testing  # noqa: E402,F401 - torch.jit, torch.profiler, torch.testing
 from . import export, hub, masked, onnx, sparse  # noqa: E402,F401 - importable, refused on use
 from . import signal  # noqa: E402,F401 - torch.signal.windows
+from .nn.top_level import *  # noqa: E402,F401,F403 - torch.conv2d, torch.layer_norm, ...
 from .func import vmap  # noqa: E402,F401 - torch.vmap is torch.func.vmap
 
 

@@ -80,6 +80,7 @@ defvjp(
 )
 deflinear("joint", "np_conjugate")
 
+
 def view_as_real(z):
     """torch.view_as_real's values: z's real and imaginary parts as a last axis of 2."""
     return np.stack([np.real(z), np.imag(z)], axis=-1)
