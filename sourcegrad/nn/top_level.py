@@ -12,7 +12,9 @@ itself; where they differ, a small adapter says how:
 * embedding takes the weight first, and padding_idx=-1 for none;
 * dropout and its in-place form take `train` (required), max pooling `stride=[]` for the
   kernel size and returns no indices, adaptive_max_pool1d returns (values, indices);
-* the losses take `reduction` as torch's enum (0 none, 1 mean, 2 sum);
+* the losses take `reduction` as torch's enum (0 none, 1 mean, 2 sum), and, as torch's
+  Python bindings of them do, give the unreduced loss (0) when it is not passed: the aten
+  schema's default (1, mean) is not the one `torch.<loss>` applies;
 * selu_, celu_, rrelu_ are the in-place activations.
 
 Imports: `nn.functional` only.
@@ -156,32 +158,32 @@ def dropout_(input, p, train):
     return F.dropout(input, p, train, inplace=True)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
     """torch.binary_cross_entropy_with_logits (reduction: torch's enum)."""
     return F.binary_cross_entropy_with_logits(
         input, target, weight, reduction=_reduction(reduction), pos_weight=pos_weight
     )
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
     """torch.cosine_embedding_loss (reduction: torch's enum)."""
     return F.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
 
-def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
     """torch.hinge_embedding_loss (reduction: torch's enum)."""
     return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
 
 
-def kl_div(input, target, reduction=1, *, log_target=False):
-    """torch.kl_div (reduction: torch's enum; 1, the mean over all elements, without
+def kl_div(input, target, reduction=0, *, log_target=False):
+    """torch.kl_div (reduction: torch's enum; 0 by default; 1, the mean over all elements, without
     nn.functional's warning about it: torch's top-level function gives none)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="reduction: 'mean' divides")
         return F.kl_div(input, target, reduction=_reduction(reduction), log_target=log_target)
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
     """torch.margin_ranking_loss (reduction: torch's enum)."""
     return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
@@ -194,7 +196,7 @@ def poisson_nll_loss(input, target, log_input, full, eps, reduction):
 
 
 def triplet_margin_loss(
-    anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction=1
+    anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction=0
 ):
     """torch.triplet_margin_loss (reduction: torch's enum)."""
     return F.triplet_margin_loss(
@@ -203,7 +205,7 @@ def triplet_margin_loss(
 
 
 def ctc_loss(
-    log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False
+    log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False
 ):
     """torch.ctc_loss (reduction: torch's enum)."""
     return F.ctc_loss(
