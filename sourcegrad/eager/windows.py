@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from . import dtypes
-from .factories import _check_device, _finish
+from .factories import tensor
 from .surface import export
 
 
@@ -51,20 +51,19 @@ def _float_dtype(name, dtype):
     return dt
 
 
-def _window(name, formula, window_length, periodic, dtype, device, requires_grad):
+def window(name, formula, window_length, periodic, dtype, device, requires_grad):
     """The window `formula(n, N)` (n = 0..N-1, float64) of length window_length."""
     n = _length(name, window_length)
     dt = _float_dtype(name, dtype)
-    dev = _check_device(device)
     if n <= 1:
         values = np.ones(n)
     else:
         full = n + 1 if periodic else n
         values = formula(np.arange(full, dtype=np.float64), full)[:n]
-    return _finish(values.astype(dt.dtype), requires_grad, dev)
+    return tensor(values, dtype=dt, device=device, requires_grad=requires_grad)
 
 
-def _cosine_sum(coefficients):
+def cosine_sum(coefficients):
     """sum_k (-1)^k a_k cos(2 pi k n / (N - 1)): hann, hamming, blackman, nuttall."""
 
     def formula(n, N):  # noqa: N803 - the window's length, as the formulas name it
@@ -74,11 +73,11 @@ def _cosine_sum(coefficients):
     return formula
 
 
-def _bartlett(n, N):  # noqa: N803
+def bartlett(n, N):  # noqa: N803
     return 1.0 - np.abs(2.0 * n / (N - 1) - 1.0)
 
 
-def _kaiser(beta):
+def kaiser(beta):
     def formula(n, N):  # noqa: N803
         alpha = (N - 1) / 2.0
         inside = np.clip(1.0 - ((n - alpha) / alpha) ** 2, 0.0, None)
@@ -93,8 +92,8 @@ def hann_window(
     requires_grad=False,
 ):  # fmt: skip
     """torch.hann_window: 0.5 - 0.5 cos(2 pi n / (N - 1))."""
-    formula = _cosine_sum((0.5, 0.5))
-    return _window("hann_window", formula, window_length, periodic, dtype, device, requires_grad)
+    formula = cosine_sum((0.5, 0.5))
+    return window("hann_window", formula, window_length, periodic, dtype, device, requires_grad)
 
 
 @export("hamming_window", methods=())
@@ -103,8 +102,8 @@ def hamming_window(
     device=None, pin_memory=False, requires_grad=False,
 ):  # fmt: skip
     """torch.hamming_window: alpha - beta cos(2 pi n / (N - 1))."""
-    formula = _cosine_sum((alpha, beta))
-    return _window("hamming_window", formula, window_length, periodic, dtype, device, requires_grad)
+    formula = cosine_sum((alpha, beta))
+    return window("hamming_window", formula, window_length, periodic, dtype, device, requires_grad)
 
 
 @export("blackman_window", methods=())
@@ -113,10 +112,8 @@ def blackman_window(
     requires_grad=False,
 ):  # fmt: skip
     """torch.blackman_window: 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
-    formula = _cosine_sum((0.42, 0.5, 0.08))
-    return _window(
-        "blackman_window", formula, window_length, periodic, dtype, device, requires_grad
-    )
+    formula = cosine_sum((0.42, 0.5, 0.08))
+    return window("blackman_window", formula, window_length, periodic, dtype, device, requires_grad)
 
 
 @export("bartlett_window", methods=())
@@ -125,8 +122,8 @@ def bartlett_window(
     requires_grad=False,
 ):  # fmt: skip
     """torch.bartlett_window: the triangle 1 - |2n / (N - 1) - 1|."""
-    return _window(
-        "bartlett_window", _bartlett, window_length, periodic, dtype, device, requires_grad
+    return window(
+        "bartlett_window", bartlett, window_length, periodic, dtype, device, requires_grad
     )
 
 
@@ -136,6 +133,6 @@ def kaiser_window(
     pin_memory=False, requires_grad=False,
 ):  # fmt: skip
     """torch.kaiser_window: I0(beta sqrt(1 - ((n - a) / a)^2)) / I0(beta), a = (N - 1) / 2."""
-    return _window(
-        "kaiser_window", _kaiser(beta), window_length, periodic, dtype, device, requires_grad
+    return window(
+        "kaiser_window", kaiser(beta), window_length, periodic, dtype, device, requires_grad
     )

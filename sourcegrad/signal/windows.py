@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..eager import dtypes
-from ..eager import windows as _w
+from ..eager import windows as _w  # (the formulas)
 
 __all__ = [
     "bartlett",
@@ -38,7 +38,7 @@ def _make(name, formula, M, sym, dtype, device, requires_grad):  # noqa: N803 - 
     dt = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
     if dt.dtype not in (np.float32, np.float64):
         raise ValueError(f"{name} expects float32 or float64 dtypes, got: {dt}")
-    return _w._window(name, formula, M, not sym, dt, device, requires_grad)
+    return _w.window(name, formula, M, not sym, dt, device, requires_grad)
 
 
 def general_cosine(M, *, a, sym=True, dtype=None, layout=None, device=None, requires_grad=False):  # noqa: N803
@@ -47,7 +47,7 @@ def general_cosine(M, *, a, sym=True, dtype=None, layout=None, device=None, requ
         raise TypeError("Coefficients must be a list/tuple")
     if not a:
         raise ValueError("Coefficients cannot be empty")
-    formula = _w._cosine_sum(tuple(float(c) for c in a))
+    formula = _w.cosine_sum(tuple(float(c) for c in a))
     return _make("general_cosine", formula, M, sym, dtype, device, requires_grad)
 
 
@@ -86,20 +86,20 @@ def nuttall(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=
 
 def blackman(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):  # noqa: N803
     """0.42 - 0.5 cos(2 pi n / (M - 1)) + 0.08 cos(4 pi n / (M - 1))."""
-    formula = _w._cosine_sum((0.42, 0.5, 0.08))
+    formula = _w.cosine_sum((0.42, 0.5, 0.08))
     return _make("blackman", formula, M, sym, dtype, device, requires_grad)
 
 
 def bartlett(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):  # noqa: N803
     """The triangle 1 - |2n / (M - 1) - 1|."""
-    return _make("bartlett", _w._bartlett, M, sym, dtype, device, requires_grad)
+    return _make("bartlett", _w.bartlett, M, sym, dtype, device, requires_grad)
 
 
 def kaiser(M, *, beta=12.0, sym=True, dtype=None, layout=None, device=None, requires_grad=False):  # noqa: N803
     """I0(beta sqrt(1 - ((n - c) / c)^2)) / I0(beta), c = (M - 1) / 2."""
     if beta < 0:
         raise ValueError(f"beta must be non-negative, got: {beta} instead.")
-    return _make("kaiser", _w._kaiser(beta), M, sym, dtype, device, requires_grad)
+    return _make("kaiser", _w.kaiser(beta), M, sym, dtype, device, requires_grad)
 
 
 def cosine(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):  # noqa: N803
