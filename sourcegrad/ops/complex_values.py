@@ -98,7 +98,7 @@ defvjp(
     "view_as_real",
     view_as_real,
     Spelling("module", "sourcegrad.ops.complex_values.view_as_real"),
-    lambda g, ans, z: g[..., 0] - 1j * g[..., 1],
+    lambda g, ans, z: g[..., 0] - 1j * g[..., 1] if is_complex(z) else g[..., 0],
     props={"complex", "view"},
 )
 defvjp(
