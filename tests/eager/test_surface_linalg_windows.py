@@ -470,3 +470,106 @@ def test_top_level_loss_reduction_is_torchs_enum():
         sg.kl_div(x, x, "mean")
     with pytest.raises(ValueError):
         sg.hinge_embedding_loss(x, sg.tensor([1, -1]), 1.0, 3)
+
+
+# ---- stft / istft --------------------------------------------------------------------------
+
+STFT_CASES = [
+    dict(n_fft=16, window="hann"),
+    dict(n_fft=16, hop_length=3, win_length=12, window="hann12"),
+    dict(n_fft=16, center=False, normalized=True, window="hann"),
+    dict(n_fft=15, hop_length=5, onesided=False),
+    dict(n_fft=16, pad_mode="constant", window="hann"),
+]
+
+
+def _window_of(T, kwargs):
+    kwargs = dict(kwargs)
+    name = kwargs.pop("window", None)
+    if name is not None:
+        kwargs["window"] = T.hann_window(12 if name == "hann12" else 16, dtype=T.float64)
+    return kwargs
+
+
+@pytest.mark.parametrize("kwargs", STFT_CASES, ids=range(len(STFT_CASES)))
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_stft_values_and_gradients(kwargs, batch):
+    x = R.normal(size=batch + (40,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (no window: torch's warning)
+        _agree(
+            lambda T, s: T.view_as_real(T.stft(s, return_complex=True, **_window_of(T, kwargs))),
+            [x],
+            node=False,
+        )
+
+
+ISTFT_CASES = [
+    dict(n_fft=16, window="hann"),
+    dict(n_fft=16, hop_length=4, win_length=12, window="hann12"),
+    dict(n_fft=16, window="hann", length=37),
+    dict(n_fft=16, window="hann", length=45),
+    dict(n_fft=16, center=False),
+    dict(n_fft=16, window="hann", normalized=True),
+    dict(n_fft=16, window="hann", onesided=False),
+    dict(n_fft=16, window="hann", onesided=False, return_complex=True),
+]
+
+
+@pytest.mark.parametrize("kwargs", ISTFT_CASES, ids=range(len(ISTFT_CASES)))
+def test_istft_values_and_gradients(kwargs):
+    x = R.normal(size=(2, 40))
+    onesided = kwargs.get("onesided")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        k = _window_of(torch, kwargs)
+        spectrum = torch.stft(
+            torch.tensor(x),
+            16,
+            k.get("hop_length"),
+            k.get("win_length"),
+            k.get("window"),
+            k.get("center", True),
+            normalized=k.get("normalized", False),
+            onesided=onesided,
+            return_complex=True,
+        )
+        pairs = torch.view_as_real(spectrum).numpy()
+
+        def fn(T, s):
+            y = T.istft(T.view_as_complex(s), **_window_of(T, kwargs))
+            return T.view_as_real(y) if y.is_complex() else y
+
+        _agree(fn, [pairs], node=False)
+
+
+def test_stft_istft_round_trip_in_float32_and_second_order():
+    x = R.normal(size=64)
+    for T in (sg, torch):
+        w = T.hann_window(16)
+        s = T.tensor(x, dtype=T.float32)
+        y = T.istft(T.stft(s, 16, window=w, return_complex=True), 16, window=w, length=64)
+        assert y.dtype == T.float32
+        np.testing.assert_allclose(y.numpy(), x, rtol=1e-5, atol=1e-5)
+    grads = []
+    for T in (sg, torch):
+        s = T.tensor(x, requires_grad=True)
+        spec = T.stft(s, 16, window=T.hann_window(16, dtype=T.float64), return_complex=True)
+        (g,) = T.autograd.grad((spec.abs() ** 2).sum(), s, create_graph=True)
+        (h,) = T.autograd.grad((g * g).sum(), s)
+        grads.append((g.detach().numpy(), h.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-9, atol=1e-9)
+
+
+def test_stft_argument_errors():
+    for fn, match in [
+        (lambda T: T.stft(T.ones(40), 16), "return_complex parameter be given"),
+        (lambda T: T.stft(T.ones(40), 16, window=T.ones(5), return_complex=True), "window"),
+        (lambda T: T.stft(T.ones(40), 16, hop_length=0, return_complex=True), "hop_length"),
+        (lambda T: T.istft(T.ones(9, 5), 16), "complex-valued input"),
+        (lambda T: T.istft(T.ones(8, 5, dtype=T.complex64), 16), r"n_fft / 2 \+ 1"),
+    ]:
+        for T in (sg, torch):
+            with pytest.raises(RuntimeError, match=match):
+                fn(T)
