@@ -573,3 +573,21 @@ def test_stft_argument_errors():
         for T in (sg, torch):
             with pytest.raises(RuntimeError, match=match):
                 fn(T)
+
+
+def test_forward_mode_of_the_upper_factor_and_the_complex_views():
+    x, t = np.arange(6.0).reshape(3, 2), np.full((3, 2), 0.5)
+    a, ta = _spd(), R.normal(size=(3, 3))
+    ta = ta + ta.T
+    tangents = []
+    for T in (sg, torch):
+        fwAD = T.autograd.forward_ad
+        with fwAD.dual_level():
+            dual = fwAD.make_dual(T.tensor(x), T.tensor(t))
+            r = T.view_as_real(T.view_as_complex(dual) ** 2)
+            u = T.linalg.cholesky(fwAD.make_dual(T.tensor(a), T.tensor(ta)), upper=True)
+            tangents.append(
+                [fwAD.unpack_dual(r).tangent.numpy(), fwAD.unpack_dual(u).tangent.numpy()]
+            )
+    for ours, theirs in zip(*tangents):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
