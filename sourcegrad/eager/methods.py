@@ -34,6 +34,7 @@ from . import (  # noqa: F401 - fft, vector_ops: their ops' surface
     numpy_dispatch,
     shape_ops,
     special,
+    spectral,
     surface,
     tensor_math,
     torch_extras,

@@ -15,10 +15,9 @@ itself; where they differ, a small adapter says how:
 * the losses take `reduction` as torch's enum (0 none, 1 mean, 2 sum), and, as torch's
   Python bindings of them do, give the unreduced loss (0) when it is not passed: the aten
   schema's default (1, mean) is not the one `torch.<loss>` applies;
-* selu_, celu_, rrelu_ are the in-place activations;
-* stft and istft (torch's top-level functions) are composed in `stft_ops.py`.
+* selu_, celu_, rrelu_ are the in-place activations.
 
-Imports: `nn.functional` and `nn.stft_ops`.
+Imports: `nn.functional` only.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from __future__ import annotations
 import warnings
 
 from . import functional as F
-from .stft_ops import istft, stft
 
 # the same signature as nn.functional's: the function itself
 conv1d = F.conv1d
@@ -246,7 +244,6 @@ __all__ = [
     "hardshrink",
     "hinge_embedding_loss",
     "instance_norm",
-    "istft",
     "kl_div",
     "layer_norm",
     "margin_ranking_loss",
@@ -261,7 +258,6 @@ __all__ = [
     "rrelu_",
     "selu",
     "selu_",
-    "stft",
     "threshold",
     "threshold_",
     "triplet_margin_loss",

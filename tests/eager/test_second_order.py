@@ -716,6 +716,20 @@ CASES = [
         [arr(3, 3)],
     ),
     ("view_as_real", lambda T, F, a: T.view_as_real(T.view_as_complex(a) ** 3), [arr(3, 2)]),
+    (
+        "stft",
+        lambda T, F, a: T.view_as_real(
+            T.stft(a * a, 8, 2, window=T.hann_window(8, dtype=a.dtype), return_complex=True)
+        ),
+        [arr(2, 20)],
+    ),
+    (
+        "istft",
+        lambda T, F, a: T.istft(
+            T.view_as_complex(a * a), 8, 2, window=T.hann_window(8, dtype=a.dtype), length=12
+        ),
+        [arr(5, 5, 2)],
+    ),
     ("view_as_complex", lambda T, F, a: T.view_as_real(T.view_as_complex(a * a) ** 2), [arr(2, 2)]),
     (
         "orgqr",

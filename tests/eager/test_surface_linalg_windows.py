@@ -591,3 +591,15 @@ def test_forward_mode_of_the_upper_factor_and_the_complex_views():
             )
     for ours, theirs in zip(*tangents):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_stft_and_istft_methods():
+    x = R.normal(size=(2, 30))
+    outs = []
+    for T in (sg, torch):
+        w = T.hann_window(8, dtype=T.float64)
+        s = T.tensor(x).stft(8, 2, window=w, return_complex=True)
+        outs.append((T.view_as_real(s).numpy(), s.istft(8, 2, window=w, length=30).numpy()))
+    np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(outs[0][1], x, rtol=1e-10, atol=1e-12)

@@ -1,7 +1,7 @@
-"""`torch.stft` and `torch.istft`, composed of ops that have gradients (reflect padding,
-unfold, a product with the window, rfft / fft; irfft / ifft, fold's overlap-add and the
-division by the window's envelope), so both differentiate with respect to the input (and the
-window), to any order, as their parts do.
+"""`torch.stft` and `torch.istft` (and the methods `Tensor.stft`, `Tensor.istft`), composed
+of ops that have gradients (padding by indexing, unfold, a product with the window, rfft /
+fft; irfft / ifft, an overlap-add by index_add and the division by the window's envelope), so
+both differentiate with respect to the input (and the window), to any order, as their parts do.
 
 `stft` takes a signal (L,) or a batch (B, L) and returns (B?, n_freq, n_frames) complex
 (return_complex=True; False: its real pairs, torch's deprecated form); `istft` takes that and
@@ -9,17 +9,43 @@ returns the signal (real, or complex with return_complex=True). Arguments, defau
 argument errors are torch's (center=True pads by n_fft // 2 with pad_mode; hop_length
 n_fft // 4; win_length n_fft; no window: a rectangular one; onesided for real input and window).
 
-Imports: `eager` (fft, factories) and `nn.functional` (pad, fold).
+Imports: `fft`, `factories`, `joining`, `surface` (layer 4, beside `fft.py`).
 """
 
 from __future__ import annotations
 
 import warnings
 
-from ..eager import factories
-from ..eager import fft as _fft
-from ..eager.joining import stack
-from . import functional as F
+import numpy as np
+
+from . import factories
+from . import fft as _fft
+from .joining import cat, stack
+from .surface import export
+
+# torch's pad modes as numpy.pad's: the index of the element each padded position copies
+_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _pad_last(x, left, right, mode="constant"):
+    """x padded along its last dimension (torch's F.pad modes), by indexing or concatenation,
+    so the gradient is that of the indexing (summed where an element is copied)."""
+    if left == 0 and right == 0:
+        return x
+    if mode == "constant":
+        shape = tuple(x.shape[:-1])
+        zeros = [factories.zeros(shape + (n,), dtype=x.dtype) for n in (left, right)]
+        return cat([zeros[0], x, zeros[1]], -1)
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"stft: pad_mode {mode!r} is not supported")
+    n = x.shape[-1]
+    if mode == "reflect" and max(left, right) >= n:
+        raise RuntimeError(
+            f"Argument #4: Padding size should be less than the corresponding input dimension, "
+            f"but got: padding ({left}, {right}) at dimension 2 of input {list(x.shape)}"
+        )
+    index = np.pad(np.arange(n), (left, right), mode=_PAD_MODES[mode])
+    return x[..., factories.tensor(index)]
 
 
 def _window(window, win_length, n_fft, like, name):
@@ -43,7 +69,7 @@ def _window(window, win_length, n_fft, like, name):
         )
     if win_length < n_fft:
         left = (n_fft - win_length) // 2
-        window = F.pad(window, (left, n_fft - win_length - left))
+        window = _pad_last(window, left, n_fft - win_length - left)
     return window
 
 
@@ -59,15 +85,20 @@ def _lengths(name, n_fft, hop_length, win_length, length):
     return hop, win
 
 
-def _overlap_add(columns, total, n_fft, hop):
-    """The (B, n_fft, n_frames) frames summed at their offsets into (B, 1, 1, total): fold's
-    sum (of a complex signal, of its real and imaginary parts: fold's rule is real)."""
-    if columns.is_complex():
-        parts = [_overlap_add(p, total, n_fft, hop) for p in (columns.real, columns.imag)]
+def _overlap_add(frames, total, hop):
+    """The (B, n_frames, n_fft) frames summed at their offsets (frame t at t * hop) into
+    (B, total), by index_add (of complex frames, their real and imaginary parts apart: the
+    rule of index_add is written for real values)."""
+    if frames.is_complex():
+        parts = [_overlap_add(p, total, hop) for p in (frames.real, frames.imag)]
         return _fft.view_as_complex(stack(parts, -1))
-    return F.fold(columns, (1, total), (1, n_fft), stride=(1, hop))
+    batch, n_frames, n_fft = frames.shape
+    where = (np.arange(n_frames)[:, None] * hop + np.arange(n_fft)).reshape(-1)
+    out = factories.zeros((batch, total), dtype=frames.dtype)
+    return out.index_add_(1, factories.tensor(where), frames.reshape(batch, n_frames * n_fft))
 
 
+@export("stft")
 def stft(
     input,
     n_fft,
@@ -95,7 +126,7 @@ def stft(
     x = input if batched else input.unsqueeze(0)
     if center:
         pad = n_fft // 2
-        x = F.pad(x.unsqueeze(0), (pad, pad), mode=pad_mode).squeeze(0)
+        x = _pad_last(x, pad, pad, pad_mode)
     hop, win = _lengths("stft", n_fft, hop_length, win_length, x.shape[-1])
     frames = x.unfold(-1, n_fft, hop) * _window(window, win, n_fft, x, "stft")
     one_sided = (not complex_input) if onesided is None else onesided
@@ -116,6 +147,7 @@ def stft(
     return out
 
 
+@export("istft")
 def istft(
     input,
     n_fft,
@@ -166,12 +198,8 @@ def istft(
     w = _window(window, win, n_fft, frames.real if frames.is_complex() else frames, "istft")
     frames = frames * w
     total = n_fft + hop * (n_frames - 1)
-    y = _overlap_add(frames.transpose(-1, -2), total, n_fft, hop)
-    envelope = F.fold(
-        (w * w).reshape(1, n_fft, 1).expand(1, n_fft, n_frames), (1, total), (1, n_fft),
-        stride=(1, hop),
-    )  # fmt: skip
-    y, envelope = y.reshape(y.shape[0], total), envelope.reshape(1, total)
+    y = _overlap_add(frames, total, hop)
+    envelope = _overlap_add((w * w).reshape(1, 1, n_fft).expand(1, n_frames, n_fft), total, hop)
     start = n_fft // 2 if center else 0
     end = start + length if length is not None else (total - n_fft // 2 if center else total)
     y, envelope = y[:, start : min(end, total)], envelope[:, start : min(end, total)]
@@ -179,5 +207,5 @@ def istft(
         raise RuntimeError("istft(...): window overlap add min: 1")
     y = y / envelope
     if end > total:
-        y = F.pad(y, (0, end - total))
+        y = _pad_last(y, 0, end - total)
     return y if batched else y.squeeze(0)
