@@ -96,6 +96,8 @@ from . import viz  # noqa: E402,F401 - sourcegrad.viz after a plain `import sour
 from . import distributions  # noqa: E402,F401 - torch.distributions, on the eager Tensor
 from . import jit, profiler, testing  # noqa: E402,F401 - torch.jit, torch.profiler, torch.testing
 from . import export, hub, masked, onnx, sparse  # noqa: E402,F401 - importable, refused on use
+from . import signal  # noqa: E402,F401 - torch.signal.windows
+from .nn.top_level import *  # noqa: E402,F401,F403 - torch.conv2d, torch.layer_norm, ...
 from .func import vmap  # noqa: E402,F401 - torch.vmap is torch.func.vmap
 
 

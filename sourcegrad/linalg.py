@@ -1,13 +1,14 @@
 """`sourcegrad.linalg`, as `torch.linalg`: the eager Tensor's linear algebra
-(`sourcegrad.eager.linalg`): inv, det, slogdet, solve, cholesky, pinv, eig, eigvals, eigh,
-eigvalsh, svd, svdvals, qr, matrix_power, matrix_exp, householder_product, vector_norm,
-norm, cross.
+(`sourcegrad.eager.linalg`, `eager.cholesky`): inv, det, slogdet, solve, cholesky,
+cholesky_ex, pinv, eig, eigvals, eigh, eigvalsh, svd, svdvals, qr, matrix_power, matrix_exp,
+householder_product, vector_norm, norm, cross, and LinAlgError.
 
 Imports: the eager package only.
 """
 
+from .eager.cholesky import LinAlgError, cholesky_ex
+from .eager.cholesky import linalg_cholesky as cholesky
 from .eager.linalg import (
-    cholesky,
     det,
     eig,
     eigh,
@@ -28,7 +29,9 @@ from .eager.torch_extras import householder_product, matrix_exp
 from .eager.vector_ops import linalg_cross as cross
 
 __all__ = [
+    "LinAlgError",
     "cholesky",
+    "cholesky_ex",
     "cross",
     "det",
     "eig",

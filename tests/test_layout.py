@@ -102,6 +102,7 @@ EAGER_SIDE = {
     "utils",
     "fft",
     "linalg",
+    "signal",
     "func",
     "serialization",
     "special",

@@ -8,7 +8,9 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
   (re-exported together as `tensor_math`), `views.py`, `copies.py`, `joining.py`, `indexing.py`
   (as `shape_ops`), `inplace.py`, `linalg.py`, `fft.py`, `vector_ops.py`, `torch_extras.py`
   (torch's functions numpy lacks: logcumsumexp, cummax, quantile, ...), `torch_gaps.py`
-  (more of them, composed: as_strided, block_diag, combinations, histc, cov, ...); their derivatives
+  (more of them, composed: as_strided, block_diag, combinations, histc, cov, ...), `cholesky.py`
+  (cholesky_ex, cholesky_solve, cholesky_inverse), `windows.py` (hann_window, ...), `spectral.py`
+  (stft, istft); their derivatives
   are the registry's VJP lambdas (`sourcegrad.ops`), called through `spec.py` and `node.py`;
 * `surface.py`: which functions, methods and numpy dispatch entries exist, from the
   registry entries' torch names and the eager-only ops' `@export` (this module's

@@ -1,4 +1,5 @@
-"""torch.fft for the eager Tensor, and the complex functions real, imag, conj, angle.
+"""torch.fft for the eager Tensor, and the complex functions real, imag, conj, angle,
+view_as_real and view_as_complex.
 
 fft, ifft, rfft, irfft, fft2, ifft2, rfft2, irfft2, fftn, ifftn, rfftn, irfftn, fftshift and
 ifftshift with torch's arguments (`n`/`s`, `dim`, `norm`), and `NUMPY`: np.fft and np.real /
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes
+from . import devices, dtypes
 from .operands import as_tensor, cached_spec, needs_grad, result
 from .out_arg import write_out
 from .spec import record
@@ -165,6 +166,55 @@ def _part(input, node, rule, fn):
         return x  # torch.real of a real tensor is the tensor itself
     part = rule.removeprefix("np_")
     out = record_view(x, fn(x._data), (part, None), cached_spec(node, rule, n_arrays=1), {})
+    if out._extra.creation == DEFAULT_VIEW:
+        out._extra.creation = COMPLEX_PART_VIEW
+    return out
+
+
+@export("view_as_real", methods=())
+def view_as_real(input):
+    """torch.view_as_real: a complex tensor's (real, imaginary) pairs as a last dimension of 2,
+    a view sharing its storage (ViewAsRealBackward0). Changing it in place while gradients
+    are recorded is refused, as for x.real (`COMPLEX_PART_VIEW`)."""
+    x = as_tensor(input)
+    d = x._data
+    if d.dtype.kind != "c":
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    re = d.real
+    xp = np if type(d) is np.ndarray else devices.xp_of(d)
+    data = xp.lib.stride_tricks.as_strided(re, d.shape + (2,), re.strides + (re.itemsize,))
+    spec = cached_spec("ViewAsRealBackward0", "view_as_real", n_arrays=1)
+    return _complex_part(record_view(x, data, ("as_real", None), spec, {}))
+
+
+@export("view_as_complex", methods=())
+def view_as_complex(input):
+    """torch.view_as_complex: pairs along a last dimension of 2 (stride 1, the other strides
+    and the offset even) as complex numbers, a view sharing the storage
+    (ViewAsComplexBackward0)."""
+    x = as_tensor(input)
+    d = x._data
+    if d.dtype not in (np.float32, np.float64):
+        raise RuntimeError(
+            "view_as_complex is only supported for half, float and double tensors, but got a "
+            f"tensor of scalar type: {x.dtype._scalar_name}"
+            + (" (sourcegrad has no complex32)" if d.dtype == np.float16 else "")
+        )
+    if d.ndim == 0 or d.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    strides = x.stride()
+    if strides[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if x.storage_offset() % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    data = d.view(np.complex64 if d.dtype == np.float32 else np.complex128)[..., 0]
+    spec = cached_spec("ViewAsComplexBackward0", "view_as_complex", n_arrays=1)
+    return _complex_part(record_view(x, data, ("as_complex", None), spec, {}))
+
+
+def _complex_part(out):
     if out._extra.creation == DEFAULT_VIEW:
         out._extra.creation = COMPLEX_PART_VIEW
     return out

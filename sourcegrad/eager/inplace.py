@@ -97,8 +97,8 @@ def check_view_rebase(view, modified):
         return
     if creation == COMPLEX_PART_VIEW:
         raise errors.ComplexValueError(
-            f"the real or imaginary part of a complex tensor (x.real, x.imag, torch.real) "
-            f"{modified} modified in place while gradients are recorded: torch changes the "
+            f"the real or imaginary part of a complex tensor (x.real, x.imag, torch.real, "
+            f"torch.view_as_real, torch.view_as_complex) {modified} modified in place while gradients are recorded: torch changes the "
             "complex tensor through it, which sourcegrad does not differentiate (the gradient "
             "would miss the change); clone the part first (x.real.clone()) or build the "
             "changed value as a new tensor (torch.complex(re, im))"

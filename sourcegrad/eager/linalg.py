@@ -1,4 +1,4 @@
-"""torch.linalg for the eager Tensor: inv, det, slogdet, solve, cholesky, pinv, eig, eigvals,
+"""torch.linalg for the eager Tensor: inv, det, slogdet, solve, pinv, eig, eigvals,
 eigh, eigvalsh, svd, svdvals, qr, matrix_power, vector_norm, norm.
 
 Each op runs numpy's np.linalg function and records the node torch records
@@ -10,6 +10,8 @@ read them. The numpy functions dispatch here on Tensors (`numpy_dispatch.FUNCTIO
 lambdas run on Tensors under create_graph and second derivatives are recorded too.
 `out=` is honoured as torch honours it (`_into`: torch's errors for an out= call that would need
 a gradient and for an out of another dtype).
+
+(cholesky and its family: `cholesky.py`.)
 
 Imports: `operands`, `out_arg`, `spec`, `tensor` (layer 4, like `tensor_math.py`).
 """
@@ -175,19 +177,6 @@ def slogdet(A, *, out=None):
         A,
         out=out,
         kernel=("linalg_slogdet", "_linalg_slogdet"),
-    )
-
-
-def cholesky(A, *, upper=False, out=None):
-    """torch.linalg.cholesky: the lower factor L (A = L L^T); its gradient is symmetric."""
-    return _unary(
-        CHOLESKY,
-        np.linalg.cholesky,
-        A,
-        {"upper": upper},
-        out,
-        ("linalg_cholesky", "linalg_cholesky_ex"),
-        upper=upper,
     )
 
 
@@ -469,7 +458,6 @@ NUMPY = {
     np.linalg.svd: np_svd,
     np.linalg.qr: np_qr,
     np.linalg.matrix_power: matrix_power,
-    np.linalg.cholesky: lambda a, upper=False: cholesky(a, upper=upper),
     np.linalg.pinv: lambda a, rcond=None, hermitian=False: pinv(
         a, rcond=rcond, hermitian=hermitian
     ),

@@ -34,11 +34,13 @@ from . import (  # noqa: F401 - fft, vector_ops: their ops' surface
     numpy_dispatch,
     shape_ops,
     special,
+    spectral,
     surface,
     tensor_math,
     torch_extras,
     torch_gaps,
     vector_ops,
+    windows,
 )
 from .devices import CPU, DEVICE_TYPES
 from .tensor import Tensor

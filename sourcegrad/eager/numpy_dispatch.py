@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import (
+    cholesky,
     composites,
     factories,
     fft,
@@ -286,6 +287,7 @@ def _add_surface():
 
 _add_surface()
 FUNCTIONS.update(linalg.NUMPY)  # np.linalg.inv(tensor), ...
+FUNCTIONS.update(cholesky.NUMPY)  # np.linalg.cholesky(tensor)
 FUNCTIONS.update(fft.NUMPY)  # np.fft.fft(tensor), np.real(tensor), ...
 UFUNCS.update(fft.UFUNCS)
 

@@ -121,9 +121,29 @@ def apply_steps(array, steps):
             array = array.real
         elif kind == "imag":
             array = array.imag
+        elif kind == "as_real":  # (fft.view_as_real; positions: each part at its element's)
+            array = _as_real(array)
+        elif kind == "as_complex":  # (fft.view_as_complex; positions: the real part's)
+            array = _as_complex(array)
         else:
             raise AssertionError(kind)
     return array
+
+
+def _as_real(array):
+    if array.dtype.kind != "c":
+        return array[..., None].repeat(2, axis=-1)
+    re = array.real
+    xp = np if type(array) is np.ndarray else devices.xp_of(array)
+    return xp.lib.stride_tricks.as_strided(re, array.shape + (2,), re.strides + (re.itemsize,))
+
+
+def _as_complex(array):
+    if array.dtype.kind != "f":
+        return array[..., 0]
+    if array.strides[-1] != array.itemsize:
+        array = array.copy()  # (a tangent laid out otherwise: its values are what count)
+    return array.view(np.complex64 if array.dtype == np.float32 else np.complex128)[..., 0]
 
 
 def positions(view):

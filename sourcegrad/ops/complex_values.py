@@ -1,5 +1,6 @@
 """Complex numbers: np.real, np.imag, np.conj/conjugate, np.angle, np.real_if_close, the
-`.real`/`.imag` attributes, and which ops differentiate complex values at all.
+`.real`/`.imag` attributes, torch's view_as_real and view_as_complex, and which ops
+differentiate complex values at all.
 
 Takes nothing; registers the entries (names `np_<function>`) and marks with the property
 "complex" its own entries (the others whose rules hold for complex values say so where they are
@@ -78,6 +79,36 @@ defvjp(
     methods=("conj", "conjugate"),
 )
 deflinear("joint", "np_conjugate")
+
+
+def view_as_real(z):
+    """torch.view_as_real's values: z's real and imaginary parts as a last axis of 2."""
+    return np.stack([np.real(z), np.imag(z)], axis=-1)
+
+
+def view_as_complex(x):
+    """torch.view_as_complex's values: pairs along x's last axis (of 2) as complex numbers."""
+    return x[..., 0] + 1j * x[..., 1]
+
+
+# Both are R-linear. view_as_real: torch's gradient g[..., 0] + 1j * g[..., 1] (np_real's
+# and np_imag's together), its conjugate in the rules' convention. view_as_complex of a real
+# x: the pairs (Re G, Im G) of torch's gradient G = conj(g).
+defvjp(
+    "view_as_real",
+    view_as_real,
+    Spelling("module", "sourcegrad.ops.complex_values.view_as_real"),
+    lambda g, ans, z: g[..., 0] - 1j * g[..., 1] if is_complex(z) else g[..., 0],
+    props={"complex", "view"},
+)
+defvjp(
+    "view_as_complex",
+    view_as_complex,
+    Spelling("module", "sourcegrad.ops.complex_values.view_as_complex"),
+    lambda g, ans, x: np.stack([np.real(g), -np.imag(g)], axis=-1),
+    props={"complex", "view"},
+)
+deflinear("joint", "view_as_real", "view_as_complex")
 
 # angle(z) = atan2(Im z, Re z): the gradient g * 1j * z / |z|^2 = g * 1j / conj(z) in torch's
 # convention, -1j * g / z here (JVP: Im(t / z)). Of a real x it is piecewise constant: 0.
@@ -163,4 +194,6 @@ EXAMPLES = {
     },
     "np_angle": [ex(arg(3, 4, domain="away_from_zero")), ex(arg(4, domain="away_from_zero"), True)],
     "np_real_if_close": [ex(arg(3, 4))],
+    "view_as_real": [ex(arg(3, 4)), ex(arg())],
+    "view_as_complex": [ex(arg(3, 2)), ex(arg(2))],
 }

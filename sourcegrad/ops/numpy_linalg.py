@@ -144,6 +144,9 @@ defvjp(
 
 # Factorizations of symmetric matrices. L = cholesky(A): dL = L Phi(L^-1 dA L^-T), Phi taking
 # the lower triangle with the diagonal halved; the adjoint is L^-T sym(Phi(L^T Lbar)) L^-1.
+# The upper factor U = L^T (upper=True, numpy 2 and torch): the same formulas with L = U^T and
+# Lbar = Ubar^T, so the adjoint is U^-1 sym(Phi(U Ubar^T)) U^-T and dU = triu(U^-T dA U^-1)
+# with the diagonal halved, times U.
 defvjp(
     "linalg_cholesky",
     np.linalg.cholesky,
@@ -159,7 +162,15 @@ defvjp(
         )
         @ np.linalg.inv(ans)
         if not upper
-        else no_linalg_rule("np.linalg.cholesky(upper=True)")
+        else np.linalg.inv(ans)
+        @ (
+            (
+                np.tril(ans @ np.swapaxes(g, -1, -2))
+                + np.swapaxes(np.tril(ans @ np.swapaxes(g, -1, -2)), -1, -2)
+            )
+            / (2.0 + 2.0 * np.eye(a.shape[-1]))
+        )
+        @ np.swapaxes(np.linalg.inv(ans), -1, -2)
     ),
     jvps=(
         lambda t, ans, a, upper=False: (
@@ -173,7 +184,15 @@ defvjp(
                 / (1.0 + np.eye(a.shape[-1]))
             )
             if not upper
-            else no_linalg_rule("np.linalg.cholesky(upper=True)")
+            else (
+                np.triu(
+                    np.swapaxes(np.linalg.inv(ans), -1, -2)
+                    @ ((t + np.swapaxes(t, -1, -2)) * 0.5)
+                    @ np.linalg.inv(ans)
+                )
+                / (1.0 + np.eye(a.shape[-1]))
+            )
+            @ ans
         ),
     ),
     shape="linalg",

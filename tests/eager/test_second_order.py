@@ -701,6 +701,37 @@ CASES = [
     ("matrix_exp", lambda T, F, a: T.matrix_exp(a * 0.5) ** 2, [arr(3, 3)]),
     ("Tensor.matrix_exp", lambda T, F, a: (a * 0.5).matrix_exp() * a, [arr(3, 3)]),
     (
+        "cholesky",
+        lambda T, F, a: T.cholesky(a @ a.mT + 3 * T.eye(3, dtype=a.dtype), True) ** 2,
+        [arr(3, 3)],
+    ),
+    (
+        "cholesky_solve",
+        lambda T, F, b, c: T.cholesky_solve(b * b, T.tril(c) + 2 * T.eye(3, dtype=c.dtype)),
+        [arr(3, 2), arr(3, 3)],
+    ),
+    (
+        "cholesky_inverse",
+        lambda T, F, c: T.cholesky_inverse(T.triu(c) + 2 * T.eye(3, dtype=c.dtype), True) * c,
+        [arr(3, 3)],
+    ),
+    ("view_as_real", lambda T, F, a: T.view_as_real(T.view_as_complex(a) ** 3), [arr(3, 2)]),
+    (
+        "stft",
+        lambda T, F, a: T.view_as_real(
+            T.stft(a * a, 8, 2, window=T.hann_window(8, dtype=a.dtype), return_complex=True)
+        ),
+        [arr(2, 20)],
+    ),
+    (
+        "istft",
+        lambda T, F, a: T.istft(
+            T.view_as_complex(a * a), 8, 2, window=T.hann_window(8, dtype=a.dtype), length=12
+        ),
+        [arr(5, 5, 2)],
+    ),
+    ("view_as_complex", lambda T, F, a: T.view_as_real(T.view_as_complex(a * a) ** 2), [arr(2, 2)]),
+    (
         "orgqr",
         lambda T, F, a, t: T.orgqr(a, t) ** 2 * 2,
         [arr(4, 3), arr(2)],
@@ -887,6 +918,11 @@ NOT_DIFFERENTIABLE = {
         "Tensor.bernoulli_",
         "Tensor.random_",
         "Tensor.exponential_",
+        "hann_window",
+        "hamming_window",
+        "blackman_window",
+        "bartlett_window",
+        "kaiser_window",
     ],
     "settings and state": [
         "get_default_dtype",
