@@ -237,3 +237,21 @@ def test_an_inplace_activation_on_a_sequentials_own_input_stays_eager():
     with pytest.warns(UserWarning, match=r"ReLU\(inplace=True\)"):
         sourcegrad.compile(model)(x)
     assert x.numpy().tolist() == [[0.0, 2.0, 0.0]]
+
+
+class TopLevelEmbedding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(5, 3))
+
+    def forward(self, idx):
+        return torch.embedding(self.weight, idx) * 2 + F.embedding(idx, self.weight)
+
+
+def test_torchs_top_level_spelling_with_other_positions_is_not_lowered_as_functionals():
+    # torch.embedding(weight, indices) is F.embedding(input, weight) the other way round
+    model = TopLevelEmbedding()
+    idx = torch.tensor([0, 3, 3])
+    with pytest.warns(UserWarning, match="torch.embedding"):
+        out = sourcegrad.compile(model)(idx)
+    np.testing.assert_array_equal(out.detach().numpy(), model(idx).detach().numpy())

@@ -102,9 +102,24 @@ def _eager_surface():
                     table[id(getattr(home, name))] = op.fn
     for name, fn in lowering.FUNCTIONS.items():
         for home in (sourcegrad, F):
-            if hasattr(home, name):
+            if hasattr(home, name) and _same_positions(getattr(home, name), fn):
                 table[id(getattr(home, name))] = fn
     return table
+
+
+def _same_positions(eager, lowered):
+    """Whether the eager function takes its positional arguments in the order the lowered
+    one does: torch's top-level spellings of nn.functional may not (`torch.embedding(weight,
+    indices)` against `F.embedding(input, weight)`); such a call is a graph break."""
+    try:
+        parameters = inspect.signature(eager).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    theirs = [p.name for p in parameters if p.kind in positional]
+    ours = list(inspect.signature(lowered).parameters)
+    n = min(len(theirs), len(ours))
+    return theirs[:n] == ours[:n]
 
 
 def _method_table():
