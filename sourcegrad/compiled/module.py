@@ -112,14 +112,17 @@ def _same_positions(eager, lowered):
     one does: torch's top-level spellings of nn.functional may not (`torch.embedding(weight,
     indices)` against `F.embedding(input, weight)`); such a call is a graph break."""
     try:
-        parameters = inspect.signature(eager).parameters.values()
+        theirs = _positional_names(eager)
     except (TypeError, ValueError):
         return False
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    theirs = [p.name for p in parameters if p.kind in positional]
-    ours = list(inspect.signature(lowered).parameters)
+    ours = _positional_names(lowered)
     n = min(len(theirs), len(ours))
     return theirs[:n] == ours[:n]
+
+
+def _positional_names(fn):
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in inspect.signature(fn).parameters.values() if p.kind in positional]
 
 
 def _method_table():
