@@ -1,8 +1,9 @@
 """sourcegrad.compile of models in the styles people publish, beyond the basic layers: a
 ResNet's blocks inside Sequentials with average pools, a DCGAN generator (transposed
 convolutions, batch norm, ReLU(inplace=True)), attention by chunk and
-scaled_dot_product_attention, a seq2seq decoder's bmm, clamps, GroupNorm, cumsum and a
-U-Net's upsampling (Upsample, UpsamplingBilinear2d, F.interpolate). Each
+scaled_dot_product_attention, a seq2seq decoder's bmm, clamps, GroupNorm, cumsum, a
+U-Net's upsampling (Upsample, UpsamplingBilinear2d, F.interpolate) and a TransformerEncoder
+(post- and pre-norm layers, relu and gelu, batch first or not). Each
 compiles to one node (no graph break) whose numbers are eager's, in train and eval mode.
 
 And the hooks of a layer inside a Sequential: the generated code would skip them, so such a
@@ -125,6 +126,21 @@ class Decoder(nn.Module):  # a U-Net's upsampling path
         return self.out(h)
 
 
+class EncoderClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 16)
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2)
+        self.pre_norm = nn.TransformerEncoderLayer(16, 4, 24, activation="gelu", norm_first=True)
+        self.fc = nn.Linear(16, 3)
+
+    def forward(self, tokens):
+        h = self.encoder(self.emb(tokens))
+        h = self.pre_norm(h.transpose(0, 1)).transpose(0, 1)  # (sequence first)
+        return self.fc(h.mean(dim=1))
+
+
 def _inputs(rng):
     def t(*shape):
         return torch.tensor(rng.normal(size=shape).astype(np.float32))
@@ -137,6 +153,7 @@ def _inputs(rng):
         Attention: (t(2, 5, 16), mask),
         AttnDecoder: (torch.tensor([3]), t(1, 1, 8), t(10, 8)),
         Decoder: (t(2, 3, 4, 3),),
+        EncoderClassifier: (torch.tensor(rng.integers(0, 20, (2, 6))),),
     }
 
 
@@ -151,11 +168,16 @@ def _step(model, args):
     return out, grads
 
 
-@pytest.mark.parametrize("cls", [SmallResNet, Generator, Attention, AttnDecoder, Decoder])
+@pytest.mark.parametrize(
+    "cls", [SmallResNet, Generator, Attention, AttnDecoder, Decoder, EncoderClassifier]
+)
 @pytest.mark.parametrize("training", [True, False])
 def test_published_style_models_compile_to_one_node_with_eagers_numbers(cls, training):
     torch.manual_seed(0)
     model = cls()
+    if cls is EncoderClassifier and training:
+        model.pre_norm.dropout.p = model.pre_norm.dropout1.p = model.pre_norm.dropout2.p = 0.0
+        model.pre_norm.self_attn.dropout = 0.0
     args = _inputs(np.random.default_rng(0))[cls]
     state = {k: v.clone() for k, v in model.state_dict().items()}
     model.train(training)
@@ -255,3 +277,11 @@ def test_torchs_top_level_spelling_with_other_positions_is_not_lowered_as_functi
     with pytest.warns(UserWarning, match="torch.embedding"):
         out = sourcegrad.compile(model)(idx)
     np.testing.assert_array_equal(out.detach().numpy(), model(idx).detach().numpy())
+
+
+def test_an_encoder_layers_dropout_in_training_mode_runs_eagerly():
+    torch.manual_seed(0)
+    model = EncoderClassifier()  # (pre_norm has torch's default dropout, 0.1)
+    (tokens,) = _inputs(np.random.default_rng(0))[EncoderClassifier]
+    with pytest.warns(UserWarning, match="TransformerEncoderLayer's dropout in training mode"):
+        sourcegrad.compile(model)(tokens)

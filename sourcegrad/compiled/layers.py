@@ -82,6 +82,8 @@ def _writers():
         nn.UpsamplingNearest2d: _upsample,
         nn.UpsamplingBilinear2d: _upsample,
         nn.Sequential: _sequential,
+        nn.TransformerEncoderLayer: _encoder_layer,
+        nn.TransformerEncoder: _encoder,
     }
     for cls in (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU):
         table[cls] = _activation
@@ -233,6 +235,76 @@ def _batch_norm(module, leaf, args, t):
     return (
         f"{L}.batch_norm_eval({args[0]}, {leaf('running_mean')}, "
         f"{leaf('running_var')}, {leaf('weight')}, {leaf('bias')}, {module.eps!r})"
+    )
+
+
+def _encoder(module, leaf, args, t):
+    """nn.TransformerEncoder called on its input alone: its layers, then its norm."""
+    if len(args) > 1:
+        raise GraphBreak("TransformerEncoder called with masks")
+    from .. import nn
+
+    x = args[0]
+    for i, layer in enumerate(module.layers):
+        if type(layer) is not nn.TransformerEncoderLayer:  # (a subclass has its own forward)
+            raise GraphBreak(f"a {type(layer).__name__} in a TransformerEncoder")
+        layer_leaf = functools.partial(_child_leaf, leaf, f"layers.{i}")
+        x = layer_call(layer, layer_leaf, [x], t)
+    if module.norm is not None:
+        x = layer_call(module.norm, functools.partial(_child_leaf, leaf, "norm"), [x], t)
+        if x is None:
+            raise GraphBreak(f"a {type(module.norm).__name__} as a TransformerEncoder's norm")
+    return x
+
+
+def _encoder_layer(module, leaf, args, t):
+    """nn.TransformerEncoderLayer on its input alone, without dropout (in eval mode, or p = 0)
+    and with relu or gelu: `lowering.transformer_encoder_layer`. Anything else (masks, the
+    dropout's draws, another activation, its parts with hooks) runs eagerly."""
+    from .. import nn
+
+    if len(args) > 1:
+        raise GraphBreak("TransformerEncoderLayer called with masks")
+    attn = module.self_attn
+    parts = (attn, attn.out_proj, module.linear1, module.linear2, module.norm1, module.norm2)
+    if any(has_hooks(m) for m in parts + (module.dropout, module.dropout1, module.dropout2)):
+        raise GraphBreak("the hooks of a TransformerEncoderLayer's part")
+    if not attn._qkv_same_embed_dim or attn.bias_k is not None or attn.add_zero_attn:
+        raise GraphBreak("a MultiheadAttention with kdim/vdim, bias_kv or add_zero_attn")
+    rates = (attn.dropout, module.dropout.p, module.dropout1.p, module.dropout2.p)
+    if module.training and any(p > 0 for p in rates):
+        raise GraphBreak("TransformerEncoderLayer's dropout in training mode")
+    activation = {id(nn.functional.relu): "relu", id(nn.functional.gelu): "gelu"}.get(
+        id(module.activation)
+    )
+    if activation is None:
+        raise GraphBreak(f"TransformerEncoderLayer's activation {module.activation!r}")
+    for obj, attr in ((module, "norm_first"), (module, "activation"), (attn, "batch_first"),
+                      (attn, "num_heads"), (attn, "dropout")):  # fmt: skip
+        t.guard.append((obj, attr, getattr(obj, attr)))
+    for part in (module.dropout, module.dropout1, module.dropout2):
+        t.guard.append((part, "p", part.p))
+    for norm in (module.norm1, module.norm2):
+        t.guard.append((norm, "eps", norm.eps))
+
+    def pair(name):
+        return f"({leaf(name + '.weight')}, {leaf(name + '.bias')})"
+
+    def norm(name):
+        m = getattr(module, name)
+        return (
+            f"({tuple(m.normalized_shape)!r}, {leaf(name + '.weight')}, "
+            f"{leaf(name + '.bias')}, {m.eps!r})"
+        )
+
+    attention = (
+        f"({leaf('self_attn.in_proj_weight')}, {leaf('self_attn.in_proj_bias')}, "
+        f"{leaf('self_attn.out_proj.weight')}, {leaf('self_attn.out_proj.bias')})"
+    )
+    return (
+        f"{L}.transformer_encoder_layer({args[0]}, {attention}, {pair('linear1')}, "
+        f"{pair('linear2')}, {norm('norm1')}, {norm('norm2')}, {attn.num_heads!r}, "
+        f"{attn.batch_first!r}, {module.norm_first!r}, {activation!r})"
     )
 
 

@@ -319,6 +319,52 @@ def scaled_dot_product_attention(
     return np.matmul(np.where(masked_rows, 0.0, weights), value)
 
 
+def self_attention(x, in_weight, in_bias, out_weight, out_bias, num_heads, batch_first):
+    """nn.MultiheadAttention's forward on (x, x, x) without masks, dropout or weights (what a
+    TransformerEncoderLayer calls), step by step as eager's: the packed in-projection, the
+    heads, scaled_dot_product_attention, the out-projection."""
+    assert np.ndim(x) == 3, "a batched input"
+    if batch_first:
+        x = np.swapaxes(x, 0, 1)
+    length, batch, embed = np.shape(x)
+    head = embed // num_heads
+    w_q, w_k, w_v = chunk(in_weight, 3)
+    if isinstance(in_bias, NoneType):
+        b_q, b_k, b_v = None, None, None
+    else:
+        b_q, b_k, b_v = chunk(in_bias, 3)
+    heads = (batch, num_heads, length, head)
+    q = np.reshape(np.swapaxes(np.reshape(linear(x, w_q, b_q), (length, -1, head)), 0, 1), heads)
+    k = np.reshape(np.swapaxes(np.reshape(linear(x, w_k, b_k), (length, -1, head)), 0, 1), heads)
+    v = np.reshape(np.swapaxes(np.reshape(linear(x, w_v, b_v), (length, -1, head)), 0, 1), heads)
+    out = scaled_dot_product_attention(q, k, v)
+    out = np.reshape(np.transpose(out, (2, 0, 1, 3)), (length * batch, embed))
+    out = np.reshape(linear(out, out_weight, out_bias), (length, batch, -1))
+    if batch_first:
+        out = np.swapaxes(out, 0, 1)
+    return out
+
+
+def transformer_encoder_layer(
+    x, attention, linear1, linear2, norm1, norm2, num_heads, batch_first, norm_first, activation
+):
+    """nn.TransformerEncoderLayer's forward without masks or dropout: `attention` the
+    (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias) of its self_attn,
+    `linear1`, `linear2` (weight, bias) pairs, `norm1`, `norm2` (normalized_shape, weight,
+    bias, eps), `activation` "relu" or "gelu"."""
+    if norm_first:
+        x = x + self_attention(layer_norm(x, *norm1), *attention, num_heads, batch_first)
+        return x + _feed_forward(layer_norm(x, *norm2), linear1, linear2, activation)
+    x = layer_norm(x + self_attention(x, *attention, num_heads, batch_first), *norm1)
+    return layer_norm(x + _feed_forward(x, linear1, linear2, activation), *norm2)
+
+
+def _feed_forward(x, linear1, linear2, activation):
+    h = linear(x, *linear1)
+    h = relu(h) if activation == "relu" else gelu(h)
+    return linear(h, *linear2)
+
+
 # nn.RNN, nn.LSTM and nn.GRU: `module` writes each module's forward as a function
 # calling these, its layers and directions unrolled (each keeps its own weights and shapes):
 # recurrence_input, initial_state, one *_direction per layer and direction, then
