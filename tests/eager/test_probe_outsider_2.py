@@ -1,0 +1,86 @@
+"""Eager programs written as outsiders write them (the second outsider probes), each of which
+gave a result other than torch's: checked against torch (CPU) as the oracle."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import sourcegrad as sg  # noqa: E402
+
+WEIGHTS = [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def _t(lib, values):
+    return lib.tensor(values, dtype=lib.float64, requires_grad=True)
+
+
+def _same(got, want):
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert (a is None) == (b is None), (got, want)
+        if a is not None:
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)
+
+
+# -- clamp_min / clamp_max with a Tensor bound: the bound carries a gradient -----------------
+# (the node had an edge to the input only: the bound's .grad stayed None, where torch's
+# ClampMinBackward1 / ClampMaxBackward1 give it the gradient where it is the result)
+
+
+def _clamp_bounds(lib):
+    x = _t(lib, [1.0, 0.5, 0.7, 2.0, -1.0])
+    bound = _t(lib, [1.0, 0.2, 0.9, 0.0, 3.0])
+    w = lib.tensor(WEIGHTS, dtype=lib.float64)
+    y = x.clamp_min(bound) + lib.clamp_max(x, bound) * 2
+    (y * w).sum().backward()
+    return [y, x.grad, bound.grad], type(y.grad_fn.next_functions[0][0]).__name__
+
+
+def _clamp_bounds_in_place(lib):
+    x = _t(lib, [1.0, 0.5, 0.7, 2.0, -1.0])
+    bound = _t(lib, [1.0, 0.2, 0.9, 0.0, 3.0])
+    y, z = x * 1, x * 1
+    y.clamp_min_(bound)
+    z.clamp_max_(bound)
+    ((y + 2 * z) * lib.tensor(WEIGHTS, dtype=lib.float64)).sum().backward()
+    return [y, z, x.grad, bound.grad], type(z.grad_fn).__name__
+
+
+def _clamp_broadcast_bounds(lib):
+    x = _t(lib, [[1.0, 0.5], [0.7, 2.0]])
+    lo, hi = _t(lib, [0.8]), _t(lib, [[1.5], [0.1]])
+    y = x.clamp_min(lo) + x.clamp_max(hi) * 3
+    (y * lib.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=lib.float64)).sum().backward()
+    return [x.grad, lo.grad, hi.grad], None
+
+
+def _clamp_bound_only(lib):
+    x = lib.tensor([1.0, 0.5], dtype=lib.float64)
+    hi = _t(lib, [0.7, 0.7])
+    y = x.clamp_max(hi)
+    (y * lib.tensor([1.0, 2.0], dtype=lib.float64)).sum().backward()
+    return [hi.grad], type(y.grad_fn).__name__
+
+
+def _clamp_bound_second_order(lib):
+    x, lo = _t(lib, [1.0, 0.5, 0.7]), _t(lib, [0.8, 0.8, 0.8])
+    first = lib.autograd.grad((x.clamp_min(lo) ** 3).sum(), [x, lo], create_graph=True)
+    second = lib.autograd.grad((first[0] ** 2 + first[1] ** 2).sum(), [x, lo])
+    return [*first, *second], None
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        _clamp_bounds,
+        _clamp_bounds_in_place,
+        _clamp_broadcast_bounds,
+        _clamp_bound_only,
+        _clamp_bound_second_order,
+    ],
+)
+def test_clamp_tensor_bound_gets_its_gradient(program):
+    got, got_node = program(sg)
+    want, want_node = program(torch)
+    _same(got, want)
+    assert got_node == want_node
