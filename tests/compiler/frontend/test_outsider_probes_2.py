@@ -1,0 +1,162 @@
+"""Programs written as outsiders write them (the second outsider probes), each of which gave
+a silently wrong result: checked through both front ends (the source front end and the
+trace) against Python's own value and central finite differences in float64, or against a
+located refusal.
+"""
+
+import copy
+
+import numpy as np
+import pytest
+
+import sourcegrad
+
+X = np.array([0.35, 1.7, -2.2, 0.9])
+FRONT_ENDS = ["source", "trace"]
+
+
+def numeric(fn, x, eps=1e-6):
+    """Central differences of the scalar fn at x, each call on a fresh copy."""
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = eps
+        out[i] = (fn(x.copy() + step) - fn(x.copy() - step)) / (2 * eps)
+    return out
+
+
+def gradient(fn, front_end, **kwargs):
+    g = sourcegrad.value_and_grad(fn, **kwargs)
+    g.reads_source = front_end == "source"
+    return g
+
+
+# -- a default value changed in place ---------------------------------------------------------
+# (a default is made once, when the def runs, and Python keeps a change made in place for
+# every later call; the gradient's code took it as an argument of its own and never changed
+# it: the second call's value and gradient were the first call's, 8.66 and 2x where Python's
+# second call gives 17.3 and x + 2x)
+
+
+def accumulates_in_default(x, buf=np.zeros(4)):  # noqa: B008 (the mutable default is the point)
+    buf += x
+    return np.sum(buf * x)
+
+
+def item_of_default(x, buf=np.zeros(4)):  # noqa: B008
+    buf[0] = buf[0] + x[0]
+    return np.sum(buf * x)
+
+
+def view_of_default(x, buf=np.ones(4)):  # noqa: B008
+    head = buf[:2]
+    head *= 2.0
+    return np.sum(buf * x)
+
+
+def out_into_default(x, buf=np.zeros(4)):  # noqa: B008
+    np.add(buf, x, out=buf)
+    return np.sum(buf * x)
+
+
+def keyword_only_default(x, *, buf=np.zeros(4)):  # noqa: B008
+    buf *= 2.0
+    return np.sum((buf + x) * x)
+
+
+def list_default_item(x, acc=[np.zeros(4)]):  # noqa: B006
+    acc[0] = acc[0] + x
+    return np.sum(acc[0] * x)
+
+
+def list_default_in_place(x, acc=[np.zeros(4)]):  # noqa: B006
+    acc[0] += x
+    return np.sum(acc[0] * x)
+
+
+def list_default_appended(x, seen=[]):  # noqa: B006
+    seen.append(1)
+    return len(seen) * np.sum(x**2)
+
+
+CHANGES_ITS_DEFAULT = [
+    accumulates_in_default,
+    item_of_default,
+    view_of_default,
+    out_into_default,
+    keyword_only_default,
+    list_default_item,
+    list_default_in_place,
+    list_default_appended,
+]
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize("fn", CHANGES_ITS_DEFAULT)
+def test_a_default_changed_in_place_is_refused(fn, front_end):
+    before = copy.deepcopy(fn.__defaults__ or fn.__kwdefaults__)
+    with pytest.raises(sourcegrad.errors.OutsideChangeError) as caught:
+        gradient(fn, front_end)(X.copy())
+    message = str(caught.value)
+    assert caught.value.loc is not None, message
+    assert "test_outsider_probes_2.py" in message, message
+    assert caught.value.loc.line >= fn.__code__.co_firstlineno, message
+    assert "default value of its parameter" in message or "changes the list" in message, message
+    # (left as it was)
+    after = fn.__defaults__ or fn.__kwdefaults__
+    assert repr(after) == repr(before)
+
+
+def copies_its_default(x, buf=np.zeros(4)):  # noqa: B008
+    buf = buf.copy()
+    buf += x
+    return np.sum(buf * x)
+
+
+def reads_its_default(x, w=np.array([1.0, 2.0, 3.0, 4.0]), seen=[]):  # noqa: B006, B008
+    total = w * x
+    total += len(seen)
+    return np.sum(total * x)
+
+
+def rebinds_its_list_default(x, acc=[]):  # noqa: B006
+    acc = list(acc)
+    acc.append(x)
+    acc.append(x**2)
+    return np.sum(acc[0] * acc[1])
+
+
+def number_default(x, s=1.0):
+    s += 1.0
+    return np.sum(s * x)
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize(
+    "fn", [copies_its_default, reads_its_default, rebinds_its_list_default, number_default]
+)
+def test_a_default_only_read_is_differentiated(fn, front_end):
+    g = gradient(fn, front_end)
+    for _ in range(2):  # (the same each call, as Python's)
+        value, got = g(X.copy())
+        assert value == pytest.approx(fn(X.copy()), rel=1e-12)
+        np.testing.assert_allclose(got, numeric(fn, X), rtol=1e-6, atol=1e-8)
+
+
+# -- keyword-only parameters through the trace ------------------------------------------------
+# (the trace called the function with every argument by position: Python's TypeError, "f()
+# takes 1 positional argument but 2 were given", and a function the source front end hands to
+# the trace could not be differentiated)
+
+
+def keyword_only(x, *, k=2.0, scale=np.array([1.0, 2.0, 3.0, 4.0])):  # noqa: B008
+    return np.sum(scale * x**k)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"k": 3.0}, {"scale": X[::-1].copy(), "k": 2.0}])
+def test_keyword_only_parameters_are_traced(kwargs):
+    g = gradient(keyword_only, "trace")
+    value, got = g(X.copy(), **kwargs)
+    assert value == pytest.approx(keyword_only(X.copy(), **kwargs), rel=1e-12)
+    want = numeric(lambda x: keyword_only(x, **kwargs), X)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
