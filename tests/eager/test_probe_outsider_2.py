@@ -84,3 +84,73 @@ def test_clamp_tensor_bound_gets_its_gradient(program):
     want, want_node = program(torch)
     _same(got, want)
     assert got_node == want_node
+
+
+# -- fmax / fmin at a tie: torch gives the input all of the gradient --------------------------
+# (they used numpy's rule, which splits a tie in halves: x.grad 0.5 where torch's is 1, and the
+# second derivative 9 where torch's is 36)
+
+NAN = float("nan")
+
+
+def _fmax_fmin(lib):
+    x = _t(lib, [1.0, 2.0, NAN, NAN, 3.0])
+    y = _t(lib, [1.0, 1.0, 1.0, NAN, 5.0])
+    w = lib.tensor(WEIGHTS, dtype=lib.float64)
+    ((lib.fmax(x, y) + 10 * lib.fmin(x, y)) * w).nansum().backward()
+    return [x.grad, y.grad], None
+
+
+def _fmax_broadcast(lib):
+    x, y = _t(lib, [[1.0, 2.0], [3.0, 1.0]]), _t(lib, [1.0, 2.0])
+    (x.fmax(y) + x.fmin(y) * 10).sum().backward()
+    return [x.grad, y.grad], None
+
+
+def _fmax_second_order(lib):
+    x, y = _t(lib, [1.0, 2.0, 0.5]), _t(lib, [1.0, 1.0, 0.7])
+    first = lib.autograd.grad((lib.fmax(x, y) ** 3).sum(), [x, y], create_graph=True)
+    second = lib.autograd.grad((first[0] ** 2 + first[1] ** 2).sum(), [x, y])
+    return [*first, *second], None
+
+
+# -- xlogy / xlog1py where x is 0 and the log is not finite: torch's gradient in x is 0 --------
+# (it was log(0) = -inf; at x = 0 with y > 0 it stays log y, as torch's)
+
+
+def _xlogy_at_zero(lib):
+    x = _t(lib, [0.0, 0.0, 0.0, 1.0, 2.0])
+    y = _t(lib, [0.0, 3.0, -1.0, 0.0, 3.0])
+    (lib.xlogy(x, y) * lib.tensor(WEIGHTS, dtype=lib.float64)).sum().backward()
+    return [x.grad, y.grad], None
+
+
+def _xlog1py_at_zero(lib):
+    x = _t(lib, [0.0, 0.0, 0.0, 1.0, 2.0])
+    y = _t(lib, [-1.0, 3.0, -2.0, -1.0, 3.0])
+    lib.special.xlog1py(x, y).sum().backward()
+    return [x.grad, y.grad], None
+
+
+def _xlogy_second_order(lib):
+    x, y = _t(lib, [0.0, 0.5, 2.0]), _t(lib, [0.0, 3.0, 1.5])
+    (gx,) = lib.autograd.grad(lib.special.xlogy(x, y).sum(), [x], create_graph=True)
+    return [gx, *lib.autograd.grad((gx * y).sum(), [y])], None
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        _fmax_fmin,
+        _fmax_broadcast,
+        _fmax_second_order,
+        _xlogy_at_zero,
+        _xlog1py_at_zero,
+        _xlogy_second_order,
+    ],
+)
+def test_ties_and_zeros_as_torch_has_them(program):
+    (got, _), (want, _) = program(sg), program(torch)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)

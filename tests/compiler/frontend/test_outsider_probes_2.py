@@ -160,3 +160,43 @@ def test_keyword_only_parameters_are_traced(kwargs):
     assert value == pytest.approx(keyword_only(X.copy(), **kwargs), rel=1e-12)
     want = numeric(lambda x: keyword_only(x, **kwargs), X)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+# -- `~` in a rule's template -----------------------------------------------------------------
+# (a rule template's `~m` was read as m: the gradient of a user's rule `g * ~(x > 0)` was
+# `g * (x > 0)`, the other elements'; found writing torch's fmax rule, whose y-gradient
+# `g * ~(x >= y | isnan(y))` was the x-gradient summed)
+
+
+def soft_clip_above(x):
+    """x where x <= 1, 1 + log(x) elsewhere (differentiable, a user's own function)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(x > 1.0, 1.0 + np.log(np.abs(x)), x)
+
+
+@pytest.fixture
+def soft_clip_rule():
+    from sourcegrad import ops
+    from sourcegrad.ops import registry
+
+    op = ops.defvjp(
+        "test_outsider_probes_2_soft_clip",
+        soft_clip_above,
+        ops.Spelling("module", f"{__name__}.soft_clip_above"),
+        lambda g, ans, x: g * ~(x > 1.0) + g * (x > 1.0) / x,
+        kind="elementwise",
+    )
+    yield
+    registry.RULES.pop(op.name, None)
+    registry._BY_FUNCTION.pop(registry._function_key(soft_clip_above), None)
+
+
+def uses_soft_clip(x):
+    return np.sum(soft_clip_above(x * 2.0) * np.array([1.0, 2.0, 3.0, 4.0]))
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_invert_in_a_rule_template(soft_clip_rule, front_end):
+    value, got = gradient(uses_soft_clip, front_end)(X.copy())
+    assert value == pytest.approx(uses_soft_clip(X.copy()), rel=1e-12)
+    np.testing.assert_allclose(got, numeric(uses_soft_clip, X), rtol=1e-6, atol=1e-8)
