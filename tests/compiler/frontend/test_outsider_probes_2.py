@@ -200,3 +200,25 @@ def test_invert_in_a_rule_template(soft_clip_rule, front_end):
     value, got = gradient(uses_soft_clip, front_end)(X.copy())
     assert value == pytest.approx(uses_soft_clip(X.copy()), rel=1e-12)
     np.testing.assert_allclose(got, numeric(uses_soft_clip, X), rtol=1e-6, atol=1e-8)
+
+
+# -- np.interp with the sample points written as a list ---------------------------------------
+# (the gradient in fp indexed the list with an array: Python's TypeError "only integer scalar
+# arrays can be converted to a scalar index" from inside sourcegrad, where numpy takes a list)
+
+
+def interp_samples_listed(x):
+    return np.sum(np.interp(np.array([0.5, 1.2, 2.9, 3.5]), [0.0, 1.0, 2.0, 3.0], x) * X)
+
+
+def interp_samples_in_a_tuple(x):
+    grid = np.array([[0.5, 1.5], [2.5, -1.0]])
+    return np.sum(np.interp(grid, (0.0, 1.0, 2.0, 3.0), x**2))
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize("fn", [interp_samples_listed, interp_samples_in_a_tuple])
+def test_interp_with_listed_samples(fn, front_end):
+    value, got = gradient(fn, front_end)(X.copy())
+    assert value == pytest.approx(fn(X.copy()), rel=1e-12)
+    np.testing.assert_allclose(got, numeric(fn, X), rtol=1e-6, atol=1e-8)
