@@ -864,13 +864,20 @@ defvjp(
         / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims)
         if ord == 2
         else np.sign(x) * max_grad(g, ans, np.abs(x), axis, keepdims)
-        if ord == np.inf
+        if ord == np.inf or ord == -np.inf
         else expand_reduced(g, x, axis, keepdims) * np.sign(x)
         if ord == 1
+        else np.zeros_like(x) * expand_reduced(g, x, axis, keepdims)
+        if ord == 0
+        # (torch's: |x|^(p-1) is 0 where x is (infinite for p < 1), the scale
+        # norm^(1-p) 0 where the norm is; it gave NaN at a zero element for p < 1 and at
+        # a zero norm for p < 0)
         else expand_reduced(g, x, axis, keepdims)
         * np.sign(x)
-        * np.abs(x) ** (ord - 1)
-        / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims) ** (ord - 1)
+        * np.where(x == 0, 0.0, np.abs(np.where(x == 0, 1.0, x)) ** (ord - 1))
+        * expand_reduced(
+            np.where(ans == 0, 0.0, np.where(ans == 0, 1.0, ans) ** (1 - ord)), x, axis, keepdims
+        )
     ),
     kind="reduction",
     jvps=(

@@ -154,3 +154,42 @@ def test_ties_and_zeros_as_torch_has_them(program):
     assert len(got) == len(want)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)
+
+
+# -- vector norms over several dims: the norm of their elements, not a matrix norm ------------
+# (np.linalg.norm reads two axes as a matrix: `linalg.vector_norm(x, dim=(0, 1))` and
+# `linalg.norm(x, dim=(0, 1))` gave the spectral norm, 5.386 where torch's is 5.5 for
+# [[1, -2], [0.5, 5]]; ord 3 over two dims and any ord over three raised numpy's ValueError)
+
+_CUBE = (np.arange(24.0).reshape(2, 3, 4) - 10.0).tolist()
+_OVER_DIMS = [
+    lambda lib, x: lib.linalg.vector_norm(x, dim=(0, 1)),
+    lambda lib, x: lib.linalg.vector_norm(x, 2, dim=(-1, 0), keepdim=True),
+    lambda lib, x: lib.linalg.vector_norm(x, 1, dim=[2, 0]),
+    lambda lib, x: lib.linalg.vector_norm(x, float("inf"), dim=(2, 0)),
+    lambda lib, x: lib.linalg.vector_norm(x, 3, dim=(1, 2)),
+    lambda lib, x: lib.linalg.vector_norm(x, 0.5, dim=(0, 1, 2)),
+    lambda lib, x: lib.linalg.norm(x, dim=(0, 1)),
+    lambda lib, x: lib.linalg.norm(x, "fro", dim=(0, 2), keepdim=True),
+    lambda lib, x: lib.linalg.norm(x[0], dim=(0, 1)),
+]
+
+
+@pytest.mark.parametrize("index", range(len(_OVER_DIMS)))
+def test_vector_norm_over_several_dims(index):
+    def program(lib):
+        x = _t(lib, _CUBE)
+        y = _OVER_DIMS[index](lib, x)
+        (y * lib.arange(1.0, y.numel() + 1, dtype=lib.float64).reshape(y.shape)).sum().backward()
+        return [y, x.grad]
+
+    got, want = program(sg), program(torch)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)
+
+
+def test_vector_norm_over_repeated_dims_raises_as_torch():
+    for lib in (torch, sg):
+        with pytest.raises(RuntimeError, match="appears multiple times"):
+            lib.linalg.vector_norm(lib.ones(2, 3, dtype=lib.float64), dim=(0, 0))
