@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
+from sourcegrad.api import memory_caches
 
 X = np.array([0.35, 1.7, -2.2, 0.9])
 FRONT_ENDS = ["source", "trace"]
@@ -26,6 +27,10 @@ def numeric(fn, x, eps=1e-6):
 
 
 def gradient(fn, front_end, **kwargs):
+    """value_and_grad(fn) from its source or from a trace: the code compiled for fn before is
+    dropped first (a Gradient of fn reuses the code another one compiled, whichever front end
+    made it, so the second front end asked would not run)."""
+    memory_caches.forget(fn)
     g = sourcegrad.value_and_grad(fn, **kwargs)
     g.reads_source = front_end == "source"
     return g
@@ -219,6 +224,60 @@ def interp_samples_in_a_tuple(x):
 @pytest.mark.parametrize("front_end", FRONT_ENDS)
 @pytest.mark.parametrize("fn", [interp_samples_listed, interp_samples_in_a_tuple])
 def test_interp_with_listed_samples(fn, front_end):
+    value, got = gradient(fn, front_end)(X.copy())
+    assert value == pytest.approx(fn(X.copy()), rel=1e-12)
+    np.testing.assert_allclose(got, numeric(fn, X), rtol=1e-6, atol=1e-8)
+
+
+# -- enumerate's start ------------------------------------------------------------------------
+# (the source front end counted from 0 whatever the start: the gradient of
+# `sum(i * v for i, v in enumerate(x, start=2))` was [0, 1, 2, 3] where it is [2, 3, 4, 5])
+
+
+def enumerate_from_two(x):
+    return sum(i * v for i, v in enumerate(x, start=2))
+
+
+def enumerate_from_one_with_break(x):
+    s = 0.0
+    for i, v in enumerate(x, 1):
+        if i > 3:
+            break
+        s = s + i * v**2
+    return s
+
+
+def enumerate_from_an_argument(x, k=3):
+    s = 0.0
+    for i, v in enumerate(x[1:], k):
+        s = s + x[i % 4] * v
+    return s
+
+
+def enumerate_nested(x):
+    s = 0.0
+    for j, row in enumerate(np.outer(x, x), start=1):
+        for i, v in enumerate(row, j):
+            s = s + v * i
+    return s
+
+
+def enumerate_in_a_list(x):
+    return sum([i * v for i, v in enumerate([x[0], x[1] ** 2], start=-3)])
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        enumerate_from_two,
+        enumerate_from_one_with_break,
+        enumerate_from_an_argument,
+        enumerate_nested,
+        enumerate_in_a_list,
+    ],
+)
+def test_enumerate_start(fn, front_end):
     value, got = gradient(fn, front_end)(X.copy())
     assert value == pytest.approx(fn(X.copy()), rel=1e-12)
     np.testing.assert_allclose(got, numeric(fn, X), rtol=1e-6, atol=1e-8)
