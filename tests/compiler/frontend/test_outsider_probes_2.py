@@ -281,3 +281,36 @@ def test_enumerate_start(fn, front_end):
     value, got = gradient(fn, front_end)(X.copy())
     assert value == pytest.approx(fn(X.copy()), rel=1e-12)
     np.testing.assert_allclose(got, numeric(fn, X), rtol=1e-6, atol=1e-8)
+
+
+# -- isinstance of a traced value -------------------------------------------------------------
+# (the trace runs the function on stand-ins: `isinstance(x, np.ndarray)` was False on them, so
+# a function the source front end hands to the trace took the other branch, silently: the
+# gradient of `np.sum(scale(x) ** 2)` below was 2x where it is 8x)
+
+
+def _doubled_if_array(v):
+    if isinstance(v, np.ndarray):
+        return v * 2.0
+    return v
+
+
+def isinstance_in_a_helper(x):
+    held = {}
+    held[len(str(type(x)))] = x  # (a key made when it runs: the source front end stops here)
+    return np.sum(_doubled_if_array(next(iter(held.values()))) ** 2)
+
+
+def isinstance_of_numbers(x):
+    total = 0.0
+    for v in [x[0], x[1] * 2.0, 3.0]:
+        total = total + (v**2 if isinstance(v, (float, np.floating)) else -v)
+    return total + (np.sum(x) if isinstance(x, (list, tuple)) else np.sum(x**3))
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize("fn", [isinstance_in_a_helper, isinstance_of_numbers])
+def test_isinstance_of_a_traced_value(fn, front_end):
+    value, got = gradient(fn, front_end)(X.copy())
+    assert value == pytest.approx(fn(X.copy()), rel=1e-12)
+    np.testing.assert_allclose(got, numeric(fn, X), rtol=1e-6, atol=1e-8)
