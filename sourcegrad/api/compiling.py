@@ -43,7 +43,7 @@ from ..compiler import (
     zero_d_arrays,
 )
 from ..ops.fingerprint import fingerprint
-from . import memory_caches, results
+from . import memory_caches, mutable_defaults, results
 from .arguments import check_array_kind, check_differentiable, label_of
 
 # A traced loop whose iterations differ only in how many elements a mask selects (the layers
@@ -224,6 +224,8 @@ class Compiling:
             written, trace = self._traced(args, traced_because)
         self._traces[key] = trace
         primal = compiler.prepare(written, self._mode(args, decided=False), trace is not None)  # 2
+        if self.inner is None:  # (a default array or list changed in place: refused)
+            mutable_defaults.check(self.fn, updated_parameters(primal))
         disk_key, identities = self._disk_key(primal, args, key, to_transform)
         # (values keyed by identity are kept by the template, so their ids stay theirs)
         template_key = (disk_key, tuple(map(id, identities)))

@@ -96,8 +96,9 @@ REMAINDER = OpSpec("RemainderBackward1", "mod_op")
 FMOD_SCALAR = OpSpec("FmodBackward0", "fmod", edges=(0,))
 FMOD = OpSpec("FmodBackward1", "fmod")
 DIV_ROUNDING = OpSpec("DivBackward2", "torch_div_rounding")
-FMAX = OpSpec("FmaxBackward0", "np_fmax")
-FMIN = OpSpec("FminBackward0", "np_fmin")
+# (torch's rules: a tie's gradient goes to the input, where np.fmax's splits it)
+FMAX = OpSpec("FmaxBackward0", "torch_fmax")
+FMIN = OpSpec("FminBackward0", "torch_fmin")
 
 
 @export("add", numpy=(np.add,))

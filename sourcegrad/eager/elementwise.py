@@ -275,6 +275,17 @@ CLAMP_SCALAR = OpSpec("ClampBackward1", "clip", edges=(0,))
 CLAMP_TENSOR = OpSpec("ClampBackward0", "clip")
 CLAMP_MIN = OpSpec("ClampMinBackward0", "clip", edges=(0,))
 CLAMP_MAX = OpSpec("ClampMaxBackward0", "clip", edges=(0,))
+# a Tensor bound carries a gradient too (where it is the result), as torch's *Backward1 nodes
+CLAMP_MIN_TENSOR = OpSpec("ClampMinBackward1", "clip", edges=(0, 1))
+CLAMP_MAX_TENSOR = OpSpec("ClampMaxBackward1", "clip", edges=(0, 2))
+
+
+def clamp_bound_spec(min=None, max=None):  # noqa: A002
+    """The node of clamp_min (min given) or clamp_max (max given): torch's Backward1, with
+    an edge to the bound, where the bound is a Tensor."""
+    if min is not None:
+        return CLAMP_MIN_TENSOR if isinstance(min, Tensor) else CLAMP_MIN
+    return CLAMP_MAX_TENSOR if isinstance(max, Tensor) else CLAMP_MAX
 
 
 def clamp_data(x, lo, hi):
@@ -314,16 +325,16 @@ clip = clamp
 @export("clamp_min")
 def clamp_min(input, min):  # noqa: A002
     res = _wrap(clamp_data(input, min, None))
-    if _needs_grad(input):
-        record(CLAMP_MIN, res, (input, min, None))
+    if _needs_grad(input, min):
+        record(clamp_bound_spec(min=min), res, (input, min, None))
     return res
 
 
 @export("clamp_max")
 def clamp_max(input, max):  # noqa: A002
     res = _wrap(clamp_data(input, None, max))
-    if _needs_grad(input):
-        record(CLAMP_MAX, res, (input, None, max))
+    if _needs_grad(input, max):
+        record(clamp_bound_spec(max=max), res, (input, None, max))
     return res
 
 

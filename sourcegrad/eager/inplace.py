@@ -446,14 +446,20 @@ clip_ = clamp_
 @export(methods=("clamp_min_",))
 def clamp_min_(self, min):  # noqa: A002
     return apply(
-        self, _tensor_math.clamp_data(self, min, None), _tensor_math.CLAMP_MIN, (self, min, None)
+        self,
+        _tensor_math.clamp_data(self, min, None),
+        _tensor_math.clamp_bound_spec(min=min),
+        (self, min, None),
     )
 
 
 @export(methods=("clamp_max_",))
 def clamp_max_(self, max):  # noqa: A002
     return apply(
-        self, _tensor_math.clamp_data(self, None, max), _tensor_math.CLAMP_MAX, (self, None, max)
+        self,
+        _tensor_math.clamp_data(self, None, max),
+        _tensor_math.clamp_bound_spec(max=max),
+        (self, None, max),
     )
 
 

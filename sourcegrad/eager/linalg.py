@@ -34,6 +34,9 @@ SOLVE = OpSpec("LinalgSolveExBackward0", "linalg_solve")
 CHOLESKY = OpSpec("LinalgCholeskyExBackward0", "linalg_cholesky", n_arrays=1)
 PINV = OpSpec("LinalgPinvBackward0", "linalg_pinv", n_arrays=1)
 NORM = OpSpec("LinalgVectorNormBackward0", "linalg_norm", n_arrays=1)
+# (of real values, torch's rule: its gradient at a zero norm, and at a zero element for ord < 1,
+# is 0, where numpy's linalg_norm's is NaN; Tensor.norm's too)
+REAL_NORM = OpSpec("LinalgVectorNormBackward0", "vector_norm", n_arrays=1)
 # the matrix norms other than Frobenius: torch composes them (svdvals, abs, sum, amax, amin), its
 # last node's name is theirs; the gradient is the registry entry's
 MATRIX_NORMS = {
@@ -373,11 +376,40 @@ def vector_norm(
         out = vector_norm(x.reshape(-1), ord, 0)
         return out.reshape((1,) * x._data.ndim) if keepdims else out
     axis = tuple(axis) if isinstance(axis, list) else axis
+    if isinstance(axis, tuple) and len(axis) == 1:
+        axis = axis[0]
+    elif isinstance(axis, tuple):
+        return _over_axes(x, ord, axis, keepdims)
     d = _float(x)
     # (the norm of complex values is real)
     out = _wrap(result(np.linalg.norm(d, ord, axis, keepdims), np.finfo(d.dtype).dtype))
     if needs_grad(x):
-        record(NORM, out, (x,), {"ord": ord, "axis": axis, "keepdims": keepdims})
+        spec = NORM if d.dtype.kind == "c" else REAL_NORM
+        record(spec, out, (x,), {"ord": ord, "axis": axis, "keepdims": keepdims})
+    return out
+
+
+def _over_axes(x, ord, axis, keepdims):  # noqa: A002
+    """The vector norm of the elements along several axes: those axes moved last and made one.
+    (np.linalg.norm reads two axes as a matrix: `vector_norm(x, dim=(0, 1))` was the spectral
+    norm, and `linalg.norm(x, dim=(0, 1))` too, where torch's is the 2-norm of the elements;
+    three axes raised numpy's ValueError.)"""
+    shape = x._data.shape
+    axes = [a % len(shape) if -len(shape) <= a < len(shape) else a for a in axis]
+    for a in axes:
+        if not 0 <= a < len(shape):
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-len(shape)}, "
+                f"{len(shape) - 1}], but got {a})"
+            )
+    if len(set(axes)) != len(axes):
+        raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
+    rest = [a for a in range(len(shape)) if a not in axes]
+    size = int(np.prod([shape[a] for a in axes]))
+    flat = x.permute(*rest, *axes).reshape(*[shape[a] for a in rest], size)
+    out = vector_norm(flat, ord, -1)
+    if keepdims:
+        out = out.reshape(tuple(1 if a in axes else shape[a] for a in range(len(shape))))
     return out
 
 

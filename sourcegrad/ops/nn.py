@@ -535,6 +535,15 @@ def fill_tensor(x, value):
     return np.broadcast_to(value, np.shape(x)).astype(x.dtype)
 
 
+def fmax(x, y):
+    """torch.fmax's forward (numpy's): the larger, the other where one is NaN."""
+    return np.fmax(x, y)
+
+
+def fmin(x, y):
+    return np.fmin(x, y)
+
+
 def fmod(x, y):
     return np.fmod(x, y)
 
@@ -855,13 +864,20 @@ defvjp(
         / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims)
         if ord == 2
         else np.sign(x) * max_grad(g, ans, np.abs(x), axis, keepdims)
-        if ord == np.inf
+        if ord == np.inf or ord == -np.inf
         else expand_reduced(g, x, axis, keepdims) * np.sign(x)
         if ord == 1
+        else np.zeros_like(x) * expand_reduced(g, x, axis, keepdims)
+        if ord == 0
+        # (torch's: |x|^(p-1) is 0 where x is (infinite for p < 1), the scale
+        # norm^(1-p) 0 where the norm is; it gave NaN at a zero element for p < 1 and at
+        # a zero norm for p < 0)
         else expand_reduced(g, x, axis, keepdims)
         * np.sign(x)
-        * np.abs(x) ** (ord - 1)
-        / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims) ** (ord - 1)
+        * np.where(x == 0, 0.0, np.abs(np.where(x == 0, 1.0, x)) ** (ord - 1))
+        * expand_reduced(
+            np.where(ans == 0, 0.0, np.where(ans == 0, 1.0, ans) ** (1 - ord)), x, axis, keepdims
+        )
     ),
     kind="reduction",
     jvps=(
@@ -999,6 +1015,25 @@ defvjp(
     _spelled("fmod"),
     lambda g, ans, x, y: unbroadcast(g, x),
     lambda g, ans, x, y: unbroadcast(-g * np.trunc(x / y), y),
+    kind="elementwise",
+)
+# torch.fmax / fmin: at a tie the input gets all of the gradient, the other none (torch's
+# `grad.masked_fill(~(self >= other | other.isnan()), 0)`); numpy's np.fmax splits a tie in
+# halves (`np_fmax`, the compiler's, a subgradient as good). The eager mode's is torch's.
+defvjp(
+    "torch_fmax",
+    fmax,
+    _spelled("fmax"),
+    lambda g, ans, x, y: unbroadcast(g * ((x >= y) | np.isnan(y)), x),
+    lambda g, ans, x, y: unbroadcast(g * ~((x >= y) | np.isnan(y)), y),
+    kind="elementwise",
+)
+defvjp(
+    "torch_fmin",
+    fmin,
+    _spelled("fmin"),
+    lambda g, ans, x, y: unbroadcast(g * ((x <= y) | np.isnan(y)), x),
+    lambda g, ans, x, y: unbroadcast(g * ~((x <= y) | np.isnan(y)), y),
     kind="elementwise",
 )
 # Rounding and sign: torch records them, with a zero gradient.
@@ -1143,6 +1178,8 @@ EXAMPLES = {
     "add_alpha": [ex(arg(3, 4), arg(4), 0.5)],
     "sub_alpha": [ex(arg(3, 4), arg(4), 0.5)],
     "fmod": [ex(arg(3, 4, domain="large"), arg(4, domain="above_one"))],
+    "torch_fmax": [ex(arg(3, 4), arg(4)), ex(arg(3), arg(domain="normal", py=True))],
+    "torch_fmin": [ex(arg(3, 4), arg(4)), ex(arg(3), arg(domain="normal", py=True))],
     "fill": [ex(arg(3, 4), 0.5)],
     **{
         f"torch_{_name}": [ex(arg(3, 4, domain="off_integers"))]

@@ -1399,7 +1399,7 @@ def interp_segment(x, xp):
 def interp_adjoint(g, x, xp):
     """Adjoint of np.interp(x, xp, fp) in fp (linear): each x's g split between its segment's
     ends, (1 - t) and t (all of it to the first or last point outside xp's range)."""
-    x, g = np.ravel(x), np.ravel(g)
+    x, g, xp = np.ravel(x), np.ravel(g), np.asarray(xp)  # (xp a list: `[0.0, 1.0]` as written)
     i = interp_segment(x, xp)
     t = np.clip((x - xp[i]) / (xp[i + 1] - xp[i]), 0.0, 1.0)
     out = np.zeros(len(xp), dtype=np.result_type(g, np.float32))

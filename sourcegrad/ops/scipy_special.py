@@ -482,12 +482,15 @@ defnondiff(
     "scipy_gammasgn", special.gammasgn, _spelled("gammasgn"), params=("x",), kind="elementwise"
 )
 
-# xlogy(x, y) = x log y and xlog1py(x, y) = x log1p(y), 0 where x is 0
+# xlogy(x, y) = x log y and xlog1py(x, y) = x log1p(y), 0 where x is 0. Their x-gradient is
+# 0 where x is 0 and the log is not finite (y <= 0, y <= -1), as torch's `masked_fill((self
+# == 0) & (other <= 0), 0)`: the function is 0 there, and not differentiable in x (-inf on
+# one side), where log y gave -inf (or NaN) to the eager mode, torch's being 0.
 defvjp(
     "scipy_xlogy",
     special.xlogy,
     _spelled("xlogy"),
-    lambda g, ans, x, y: unbroadcast(g * np.log(y), x),
+    lambda g, ans, x, y: unbroadcast(g * np.where((x == 0) & (y <= 0), 0.0, np.log(y)), x),
     lambda g, ans, x, y: unbroadcast(g * x / y, y),
     kind="elementwise",
     torch=torch("XlogyBackward0", "xlogy", special=("xlogy",)),
@@ -496,7 +499,7 @@ defvjp(
     "scipy_xlog1py",
     special.xlog1py,
     _spelled("xlog1py"),
-    lambda g, ans, x, y: unbroadcast(g * np.log1p(y), x),
+    lambda g, ans, x, y: unbroadcast(g * np.where((x == 0) & (y <= -1), 0.0, np.log1p(y)), x),
     lambda g, ans, x, y: unbroadcast(g * x / (1.0 + y), y),
     kind="elementwise",
     torch=torch("SpecialXlog1PyBackward0", special=("xlog1py",)),

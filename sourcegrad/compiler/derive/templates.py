@@ -658,7 +658,17 @@ class Instantiator:
             if operand.known and isinstance(operand.static, numbers.Number):
                 return PV(Const(-operand.static), -operand.static)
             return self.call("neg_op", [operand], name=name)
-        return operand
+        if isinstance(node.op, gast.Invert):
+            # (`~mask` was read as `mask`: a rule's `g * ~m` gave the gradient `g * m`, the
+            # one for the other elements; second outsider probes)
+            if operand.known and operand.foldable and _printable(~operand.static):
+                return PV(Const(~operand.static), ~operand.static)
+            return self.call("invert_op", [operand], name=name)
+        if isinstance(node.op, gast.UAdd):
+            return operand
+        raise errors.SourcegradError(
+            f"rule templates cannot apply the operator {type(node.op).__name__}"
+        )
 
     def eval_BinOp(self, node, name):
         left, right = self.eval(node.left), self.eval(node.right)

@@ -726,7 +726,8 @@ class StatementsMixin:
         if kind not in ("enumerate", "zip"):
             return [self.iterated(node, stmt)]
         parts = []
-        for p in node.args:
+        # (enumerate's start is read by `enumerate_iteration`, not iterated)
+        for p in node.args[:1] if kind == "enumerate" else node.args:
             if isinstance(p, gast.Starred):  # zip(*pairs): a tuple known while compiling
                 seq = self.expr(p.value)
                 if not isinstance(seq, Tup):
@@ -753,7 +754,7 @@ class StatementsMixin:
                 "unrolled at compile time)",
                 stmt,
             )
-        if kind == "enumerate" and (len(evaluated) != 1 or stmt.iter.keywords):
+        if kind == "enumerate" and (len(stmt.iter.args) != 1 or stmt.iter.keywords):
             self.error(errors.UnsupportedSyntaxError, "enumerate takes one sequence here", stmt)
         # (the sequence is made before the first trip: it holds its variables' values then)
         sequences = [self.compile_time_items(self.frozen(e), stmt) for e in evaluated]
@@ -872,7 +873,37 @@ class StatementsMixin:
             else self.ctx.namer.fresh("i")
         )
         length = self.emit("len", [seq])
-        return Const(0), length, Const(1), (index, [self.item_binder(target.elts[1], seq, index)])
+        start = self.enumerate_start(node, stmt)
+        if isinstance(start, Const) and start.value == 0:
+            return (
+                Const(0),
+                length,
+                Const(1),
+                (index, [self.item_binder(target.elts[1], seq, index)]),
+            )
+        # (the count runs from start, the item is seq[count - start]: start was ignored, the
+        # count taken from 0, so `i * v` had the gradient of `(i - start) * v`)
+        stop = self.emit("add_op", [start, length])
+
+        def bind_item():
+            position = self.emit("sub_op", [Var(index), start])
+            self.bind_target(
+                target.elts[1],
+                self.emit("getitem", [seq, position], name=self.name_of(target.elts[1])),
+            )
+
+        return start, stop, Const(1), (index, [bind_item])
+
+    def enumerate_start(self, node, stmt):
+        """enumerate(seq, start) or enumerate(seq, start=...)'s start (Const(0) without)."""
+        keywords = {k.arg: k.value for k in node.keywords}
+        if len(node.args) + len(keywords) > 2 or set(keywords) - {"start"} or not node.args:
+            self.error(
+                errors.UnsupportedSyntaxError, "enumerate takes a sequence and a start", stmt
+            )
+        if len(node.args) == 2:
+            return self.expr(node.args[1])
+        return self.expr(keywords["start"]) if "start" in keywords else Const(0)
 
     def zip_iteration(self, node, target, stmt, evaluated):
         seqs = evaluated if evaluated is not None else [self.iterated(a, stmt) for a in node.args]

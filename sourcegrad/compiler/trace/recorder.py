@@ -1020,7 +1020,7 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
             _generators_drawn_by_the_code(rec, fn, call_args),
             reads_noted(python_state),
         ):
-            result = fn(*call_args)
+            result = _called(fn, call_args)
     except errors.SourcegradError:
         python_state.put_back()  # (no traced value left in the user's objects)
         raise
@@ -1304,6 +1304,20 @@ def _parameter_names(fn, count) -> list:
     except (TypeError, ValueError):
         names = []
     return (names + ["an argument"] * count)[:count]
+
+
+def _called(fn, call_args):
+    """fn called on one argument per parameter, in order: its keyword-only parameters' by
+    keyword (passed by position, Python raised TypeError and the trace failed)."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn(*call_args)
+    keyword_only = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
+    if not keyword_only or len(parameters) != len(call_args):
+        return fn(*call_args)
+    positional = len(call_args) - len(keyword_only)
+    return fn(*call_args[:positional], **dict(zip(keyword_only, call_args[positional:])))
 
 
 def _python_state(fn, args, dict_arguments=()) -> PythonState:

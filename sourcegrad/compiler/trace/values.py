@@ -40,6 +40,14 @@ class Traced:
 
     __hash__ = object.__hash__  # (a dict key by identity: == is elementwise)
 
+    @property
+    def __class__(self):
+        """The class of the value it stands for, so that the user's `isinstance(x, np.ndarray)`
+        (or `float`) takes the branch Python takes: it was False, and a traced function's
+        `if isinstance(x, np.ndarray): x = x * 2` silently skipped. `type(t)` is still Traced,
+        and isinstance(t, Traced) still holds (Python checks the type first)."""
+        return type(self._value)
+
     # -- numpy's protocols -------------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
