@@ -193,10 +193,27 @@ def _check_cast(self, result_np_dtype):
         )
 
 
+def _move_retained(tensor, old_fn, old_nr):
+    """A tensor that retains its grad and was just changed in place retains the gradient of
+    its new version, as torch's (the retains_grad hook moves to the new grad_fn): it stayed
+    on the old node, whose gradient is the one before the write (`y.retain_grad();
+    y.mul_(3)` gave y.grad 3 times torch's)."""
+    extra = tensor._extra
+    if extra is None or not extra.retains_grad or tensor._grad_fn is old_fn:
+        return
+    if old_fn is not None and old_fn._hookset is not None:
+        ref = old_fn._hookset.retained.get(old_nr)
+        if ref is not None and ref() is tensor:
+            del old_fn._hookset.retained[old_nr]
+    if tensor._grad_fn is not None:
+        tensor._grad_fn._hooks().retained[tensor._output_nr] = weakref.ref(tensor)
+
+
 def _attach_to_base(self):
     """Self is a view and just got its in-place node: move the node into the base's CopySlices."""
     fn = self._grad_fn
     base = self._base
+    base_fn, base_nr = base._grad_fn, base._output_nr
     pos = positions(self)
     meta = meta_of(base._data)
     node = CopySlices(base._edge(), fn, pos, meta, overlapping=not devices.writeable(self._data))
@@ -206,9 +223,12 @@ def _attach_to_base(self):
     base._grad_fn = node
     base._output_nr = 0
     base._requires_grad = True
+    _move_retained(base, base_fn, base_nr)
+    old_fn, old_nr = self._grad_fn, self._output_nr
     self._grad_fn = AsStridedBackward0((node, 0), pos, meta)
     self._output_nr = 0
     self._extra.fn_version = self._vc.value
+    _move_retained(self, old_fn, old_nr)
 
 
 # in-place ops whose torch node saves the result (self after the op) besides the operands, so
@@ -279,6 +299,7 @@ def _apply(self, data, spec, args, static, self_pos, fill):
         # Our rule reads the result too, so it keeps a copy of it, out of the version
         # counter's reach.
         node._ans = (devices.copy(self._data), VersionCounter(), 0)
+    _move_retained(self, old._grad_fn, old._output_nr)
     if self._base is not None:
         _attach_to_base(self)
         if type(node._ans) is tuple:
@@ -533,6 +554,7 @@ def copy_(self, src, non_blocking=False):
         _write(self, sd)
         return self
     old_edge = self._edge() if self._requires_grad else NONE_EDGE
+    old_fn, old_nr = self._grad_fn, self._output_nr
     src_edge = src._edge() if src._requires_grad else NONE_EDGE
     _write(self, sd)
     node = CopyBackwards(
@@ -545,6 +567,7 @@ def copy_(self, src, non_blocking=False):
     self._grad_fn = node
     self._output_nr = 0
     self._requires_grad = True
+    _move_retained(self, old_fn, old_nr)
     if self._base is not None:
         _attach_to_base(self)
     return self
