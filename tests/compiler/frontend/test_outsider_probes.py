@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import sourcegrad
+from sourcegrad.api import memory_caches
 
 X = np.array([0.3, 1.7, -2.2])
 
@@ -24,7 +25,10 @@ def numeric(fn, x, eps=1e-6):
 
 
 def gradient(fn, front_end):
-    """sourcegrad.grad(fn) read from its source, or traced (Python runs it on traced values)."""
+    """sourcegrad.grad(fn) read from its source, or traced (Python runs it on traced values).
+    The code compiled for fn before is dropped first: a Gradient of fn reuses the code another
+    one compiled, whichever front end made it, so the second front end asked would not run."""
+    memory_caches.forget(fn)
     g = sourcegrad.grad(fn)
     g.reads_source = front_end == "source"
     return g
@@ -242,9 +246,12 @@ def the_same_arguments_off_the_gradient(x):
 
 
 def test_integer_and_constant_arguments_still_differentiate():
-    for front_end in FRONT_ENDS:
-        got = gradient(the_same_arguments_off_the_gradient, front_end)(V.copy())
-        np.testing.assert_allclose(got, numeric(the_same_arguments_off_the_gradient, V), atol=1e-6)
+    got = gradient(the_same_arguments_off_the_gradient, "source")(V.copy())
+    np.testing.assert_allclose(got, numeric(the_same_arguments_off_the_gradient, V), atol=1e-6)
+    # the trace runs np.pad itself, which reads the traced constant_values as an array: a
+    # located refusal there (this test ran the source front end's code twice before)
+    with pytest.raises(sourcegrad.errors.TraceEscapeError, match="test_outsider_probes.py:"):
+        gradient(the_same_arguments_off_the_gradient, "trace")(V.copy())
 
 
 # -- the builtins max and min of one iterable ---------------------------------------------------
