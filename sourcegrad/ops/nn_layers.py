@@ -508,18 +508,8 @@ def layer_norm_input_grad(g, x, w, axes, eps, saved=None):
         mean_gw = np.mean(gw, axis=axes, keepdims=True)
         mean_gwx = np.mean(gwx, axis=axes, keepdims=True)
         return rstd * (gw - mean_gw - xhat * mean_gwx)
-    if not (gwx.dtype in _BLAS_DTYPES and gwx.size):
-        mean_gw = _mean_trailing(gw, axes)
-        mean_gwx = _mean_trailing(gwx, axes)
-    else:  # _mean_trailing's steps, with one vector of ones and the means divided in place
-        n = math.prod(gwx.shape[gwx.ndim - len(axes) :])
-        ones = np.ones(n, gwx.dtype)
-        mean_gw = np.matmul(gw.reshape(-1, n), ones)
-        mean_gw /= n
-        mean_gw = mean_gw.reshape(rstd.shape)
-        mean_gwx = np.matmul(gwx.reshape(-1, n), ones)
-        mean_gwx /= n
-        mean_gwx = mean_gwx.reshape(rstd.shape)
+    mean_gw = _mean_trailing(gw, axes)
+    mean_gwx = _mean_trailing(gwx, axes)
     # the same steps on arrays (the eager backward's case), written into the arrays made here
     out = np.subtract(gw, mean_gw, out=None if w is None else gw)  # (g * w: made here)
     np.multiply(xhat, mean_gwx, out=gwx)
