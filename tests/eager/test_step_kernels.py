@@ -150,3 +150,31 @@ def test_layer_norm_array_kernel_gives_layer_norm_parts_numbers(shape, k, dtype)
     tol = 2e-5 if dtype == "float32" else 1e-12
     for mine, theirs in zip(*results):
         np.testing.assert_allclose(mine, theirs, rtol=tol, atol=tol)
+
+
+def test_leaf_grads_are_laid_out_as_torchs():
+    """A leaf's `.grad` has torch's strides: a Linear's weight's is C-contiguous (it was the
+    transposed copy of addmm's gradient for weight.T, so `weight.grad.view(-1)` raised and
+    is_contiguous() was False), with or without a bias and for 3-d inputs; a transposed
+    leaf's keeps the leaf's strides (torch's layout contract). The values are torch's."""
+    x = R.standard_normal((6, 5)).astype(np.float32)
+    x3 = R.standard_normal((2, 6, 5)).astype(np.float32)
+    w = R.standard_normal((3, 5)).astype(np.float32)
+    b = R.standard_normal(3).astype(np.float32)
+    results = []
+    for lib in (sg, torch):
+        grads = []
+        for inp, bias in ((x, b), (x3, b), (x, None), (x3, None)):
+            ws = lib.tensor(w, requires_grad=True)
+            bs = None if bias is None else lib.tensor(bias)
+            lib.nn.functional.linear(lib.tensor(inp), ws, bs).pow(2).sum().backward()
+            grads.append(ws.grad)
+        wt = lib.tensor(w).t().requires_grad_()  # a transposed leaf: strides (1, 5)
+        lib.addmm(lib.tensor(b), lib.tensor(x), wt).pow(2).sum().backward()
+        grads.append(wt.grad)
+        results.append(grads)
+    for mine, theirs in zip(*results):
+        assert mine.stride() == theirs.stride() and mine.is_contiguous() == theirs.is_contiguous()
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5)
+    for mine in results[0][:4]:
+        assert mine.view(-1).shape == (15,)
