@@ -179,9 +179,14 @@ class AccumulateGrad(Node):
                 )
             current = var._grad
             if current is None:
-                # always an owned, writable copy: the same array may flow to several leaves
+                # always an owned, writable copy: the same array may flow to several leaves;
+                # laid out as the leaf is where it is contiguous either way (torch's layout
+                # contract: a C-contiguous weight's .grad is C-contiguous, whatever the
+                # strides of the gradient that reached it)
                 if type(g) is np.ndarray:
-                    var._grad = _wrap(np.array(g, dtype=np_dtype, copy=True))
+                    flags = var._data.flags
+                    order = "C" if flags.c_contiguous else ("F" if flags.f_contiguous else "K")
+                    var._grad = _wrap(np.array(g, dtype=np_dtype, copy=True, order=order))
                 else:
                     var._grad = _wrap(devices.xp_of(g).array(g, dtype=np_dtype, copy=True))
             elif current._requires_grad:

@@ -31,7 +31,13 @@ from ..eager import operands, tensor_math
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
 from ..ops.nn_kernels import update_running_stats
-from ..ops.nn_layers import batch_norm_eval, batch_norm_train, layer_norm_affine, layer_norm_parts
+from ..ops.nn_layers import (
+    batch_norm_eval,
+    batch_norm_train,
+    layer_norm_affine,
+    layer_norm_parts,
+    layer_norm_parts_of_array,
+)
 from . import composites
 
 __all__ = ["batch_norm", "layer_norm"]
@@ -127,7 +133,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             input, axes, weight, bias, eps, _mean_keepdim, tensor_math.rsqrt
         )
     operands.same_device(input, weight, bias)
-    normed, rstd = layer_norm_parts(x, axes, eps)
+    if type(x) is np.ndarray and x.size and len(shape) > k:
+        normed, rstd = layer_norm_parts_of_array(x, k, eps)  # (the same numbers, faster)
+    else:
+        normed, rstd = layer_norm_parts(x, axes, eps)
     if w is not None and b is not None and type(normed) is np.ndarray:
         # layer_norm_affine's normed * w + b, the bias added into the product (the same
         # numbers, one array of the input's size fewer)

