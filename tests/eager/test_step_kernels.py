@@ -81,6 +81,13 @@ def test_gelu_float32_is_torchs_over_both_tails():
         warnings.simplefilter("error")
         ours = _gelu_grads(sg, x, g)
     theirs = _gelu_grads(torch, x, g)
+    # torch's float32 kernel gives gelu(+inf) = nan where its AVX-512 path runs (seen with
+    # torch 2.13 on an AMD EPYC with AVX-512), inf elsewhere and in float64: ours is inf,
+    # gelu's limit, and either of torch's is accepted there
+    at_inf = x == np.inf
+    assert np.all(ours[0][at_inf] == np.inf)
+    assert np.all(np.isnan(theirs[0][at_inf]) | (theirs[0][at_inf] == np.inf))
+    theirs[0][at_inf] = np.inf
     np.testing.assert_allclose(ours[0], theirs[0], rtol=2e-6, atol=1e-6)
     np.testing.assert_allclose(ours[1], theirs[1], rtol=2e-6, atol=1e-6)
 
