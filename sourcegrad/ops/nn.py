@@ -297,7 +297,7 @@ def normal_cdf(x):
     """The standard normal distribution's CDF, (1 + erf(x / sqrt 2)) / 2: gelu's factor."""
     if type(x) is np.ndarray and x.dtype == np.float32:
         return _normal_cdf32(x)
-    if hasattr(x, "erf"):  # a Tensor (the eager mode's backward under create_graph): its op
+    if hasattr(type(x), "erf"):  # a Tensor (the eager backward under create_graph): its op
         return 0.5 * (1 + (x * _SQRT_HALF).erf())
     return 0.5 * (1 + erf(x * _SQRT_HALF))
 
@@ -336,7 +336,7 @@ def gelu_slope(x, cdf=None, slope=None):
     is recorded."""
     if slope is not None and type(x) is np.ndarray:
         return slope
-    if cdf is None or hasattr(x, "erf"):
+    if cdf is None or hasattr(type(x), "erf"):
         cdf = normal_cdf(x)
     if type(x) is not np.ndarray or type(cdf) is not np.ndarray or cdf.dtype != x.dtype:
         return cdf + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI
