@@ -1,0 +1,109 @@
+"""Compiler gaps outsiders found: np.interp with left, right, period and repeated sample points;
+slice assignment and deletion on Python lists; scipy's cho_solve in its factor; np.median's
+overwrite_input; try/except whose body raises only for later data. Gradients against central
+finite differences in float64 (both front ends where they differ), refusals located."""
+
+import numpy as np
+import pytest
+
+import sourcegrad
+from sourcegrad.api import numeric_grad
+from tests.compiler.fd_check import check_all
+
+R = np.random.default_rng(7)
+FRONT_ENDS = ["source", "trace"]
+
+
+def gradient(fn, front_end, wrt=0):
+    g = sourcegrad.grad(fn, wrt=wrt)
+    g.reads_source = front_end == "source"
+    return g
+
+
+def close(ours, numeric):
+    scale = max(1.0, float(np.max(np.abs(numeric))))
+    np.testing.assert_allclose(ours, numeric, rtol=1e-6, atol=1e-6 * scale)
+
+
+# -- np.interp ---------------------------------------------------------------------------------
+# (many points inside, some outside [xp[0], xp[-1]], none on a sample point: a kink)
+
+XP = np.array([0.0, 0.4, 0.4, 1.0, 1.5, 1.5, 2.0])  # repeated sample points
+XQ = np.concatenate([R.uniform(0.01, 1.99, size=20), [-0.7, -0.1, 2.3, 3.1]])
+XQ = XQ[np.min(np.abs(XQ[:, None] - XP[None, :]), axis=1) > 1e-3]
+FP = R.normal(size=7)
+
+
+def interp_fp(fp):
+    return np.sum(np.interp(XQ, XP, fp) ** 2 * np.arange(len(XQ)))
+
+
+def interp_x(x):
+    return np.sum(np.interp(x, XP, FP) ** 3)
+
+
+def interp_fp_left_right(fp):
+    return np.sum(np.interp(XQ, XP, fp * fp, left=-0.5, right=fp[2]) ** 2)
+
+
+def interp_x_and_fp(fp):
+    return np.sum(np.interp(XQ * fp[1], XP, np.sin(fp)) ** 2)
+
+
+def interp_period(fp):
+    # period 1.7: xp and x wrap around, xp sorted again; left and right are ignored
+    return np.sum(np.interp(XQ * 3.0 - 2.0, XP, fp**2, left=5.0, period=1.7) ** 2)
+
+
+def interp_period_x(x):
+    return np.sum(np.sin(np.interp(x, XP, FP, period=-1.7)))
+
+
+def interp_left_value(v):
+    return np.sum(np.interp(XQ, XP, FP, left=v[0] ** 2, right=v[1] * 3.0) ** 2)
+
+
+def interp_lists(a):
+    # xp and fp Python lists, x a Python float
+    return np.interp(0.3, [0.0, 1.0, 1.0, 2.0], [a[0], a[1] * a[0], a[2], 1.0]) + np.interp(
+        1.0, [0.0, 1.0, 1.0], [a[0], a[1], a[2]]
+    )
+
+
+def interp_at_the_last_repeated_point(fp):
+    # x == xp[-1] with xp[-2] == xp[-1]: numpy gives fp[-1] (it was nan)
+    return np.sum(np.interp(np.array([2.0, 0.4, 1.5]), XP, fp) * np.array([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (interp_fp, FP),
+        (interp_x, XQ),
+        (interp_fp_left_right, FP),
+        (interp_x_and_fp, FP),
+        (interp_period, FP),
+        (interp_period_x, XQ + 0.013),  # (-0.7 % 1.7 is a sample point)
+        (interp_left_value, np.array([0.7, -1.2])),
+        (interp_lists, np.array([0.3, -0.8, 1.4])),
+        (interp_at_the_last_repeated_point, FP),
+    ],
+)
+def test_interp_gradient_jvp_and_hvp(fn, x):
+    check_all(fn, x.copy())
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_interp_both_front_ends(front_end):
+    for fn, x in [(interp_period, FP), (interp_left_value, np.array([0.7, -1.2]))]:
+        close(gradient(fn, front_end)(x.copy()), numeric_grad(fn, (x.copy(),), 0))
+
+
+def interp_xp(xp):
+    return np.sum(np.interp(XQ, xp, FP))
+
+
+def test_interp_in_xp_is_refused():
+    with pytest.raises(sourcegrad.errors.NoRuleError, match="np.interp in xp") as caught:
+        sourcegrad.grad(interp_xp)(XP.copy())
+    assert "test_outsider_gaps.py" in str(caught.value)
