@@ -107,3 +107,104 @@ def test_interp_in_xp_is_refused():
     with pytest.raises(sourcegrad.errors.NoRuleError, match="np.interp in xp") as caught:
         sourcegrad.grad(interp_xp)(XP.copy())
     assert "test_outsider_gaps.py" in str(caught.value)
+
+
+# -- slice assignment and deletion on a Python list --------------------------------------------
+# (`lst[1:3] = [a, b]` raised TypeError from the backward's zero_at: a list slice's adjoint)
+
+A = R.normal(size=3)
+B = R.normal(size=3)
+
+
+def list_slice(a, b):
+    lst = [a, b, a * b, a + b]
+    lst[1:3] = [a * 2.0, np.sin(b)]
+    return np.sum(lst[0] * lst[1] * lst[2] * lst[3])
+
+
+def list_extended_slice(a, b):
+    lst = [a, b, a * b, a + b]
+    lst[::2] = [b * b, a * 3.0]
+    return np.sum(lst[0] * lst[1] * lst[2] * lst[3])
+
+
+def list_slice_emptied(a, b):
+    lst = [a, b, a * b, a + b]
+    lst[1:3] = []
+    return np.sum(lst[0] * lst[1]) * len(lst)
+
+
+def list_slice_grown(a, b):
+    lst = [a, b, a * b, a + b]
+    lst[-3:-2] = (a, a * a, np.cos(b))  # (a tuple, negative bounds)
+    return np.sum(lst[0] * lst[1] * lst[2] * lst[3] * lst[4]) + len(lst)
+
+
+def list_slice_from_itself(a, b):
+    lst = [a, b, a * b]
+    lst[1:] = lst[:2]
+    lst[-1:] = [lst[0] * lst[1]]
+    return np.sum(lst[0] * lst[1] * lst[2])
+
+
+def list_slice_in_a_loop(a, b):
+    lst = [a, b, a * b]
+    for i in range(2):
+        lst[i : i + 2] = [lst[i + 1] * 2.0, lst[i] * a]
+    return np.sum(lst[0] * lst[1] * lst[2])
+
+
+def list_slice_of_array_rows(a, b):
+    lst = [a, b, a * b]
+    lst[:2] = np.stack([b, a * a])  # (an array's rows become the items)
+    return np.sum(lst[0] * lst[1] * lst[2])
+
+
+def list_deletions(a, b):
+    lst = [a, b, a * b, a + b, a - b]
+    del lst[1]
+    del lst[::2]
+    return np.sum(lst[0] * lst[-1]) + len(lst)
+
+
+def list_slice_deleted(a, b):
+    lst = [a, b, a * b, a + b]
+    del lst[1:3]
+    return np.sum(lst[0] * lst[-1] ** 2)
+
+
+LIST_CASES = [
+    list_slice,
+    list_extended_slice,
+    list_slice_emptied,
+    list_slice_grown,
+    list_slice_from_itself,
+    list_slice_in_a_loop,
+    list_slice_of_array_rows,
+    list_deletions,
+    list_slice_deleted,
+]
+
+
+@pytest.mark.parametrize("fn", LIST_CASES)
+def test_list_slice_writes_gradient_jvp_and_hvp(fn):
+    check_all(fn, A.copy(), B.copy())
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize("fn", LIST_CASES)
+def test_list_slice_writes_in_both_arguments_and_front_ends(fn, front_end):
+    for wrt in (0, 1):
+        got = gradient(fn, front_end, wrt)(A.copy(), B.copy())
+        close(got, numeric_grad(fn, (A.copy(), B.copy()), wrt))
+
+
+def list_extended_slice_of_the_wrong_length(a, b):
+    lst = [a, b, a * b]
+    lst[::2] = [a]
+    return np.sum(lst[0])
+
+
+def test_an_extended_slice_of_the_wrong_length_raises_as_python_does():
+    with pytest.raises(ValueError, match="extended slice of size 2"):
+        sourcegrad.grad(list_extended_slice_of_the_wrong_length)(A.copy(), B.copy())
