@@ -1791,6 +1791,8 @@ EXAMPLES = {
     "np_interp": [
         ex(arg(6, domain="prob"), _XP, arg(5)),
         ex(arg(4, domain="positive"), _XP, arg(5)),
+        ex(arg(6, domain="positive"), _XP, arg(5), left=-1.0, right=2.0),
+        ex(arg(6, domain="positive"), _XP, arg(5), period=1.25),
     ],
     "np_trapezoid": [ex(arg(3, 5)), ex(arg(5), dx=0.3), ex(arg(4, 3), axis=0)],
     "np_convolve": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "same"), ex(arg(3), arg(5), "valid")],
