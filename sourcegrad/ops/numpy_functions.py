@@ -1497,7 +1497,10 @@ defvjp(
     # (t = (x - start) / width moves with x: h's share moves from lo to hi)
     lambda g, ans, h, x, xp, left=None, right=None, period=None: unbroadcast(
         np.reshape(h, np.shape(x))
-        * (np.take(g, interp_stencil(x, xp, period)[1]) - np.take(g, interp_stencil(x, xp, period)[0]))
+        * (
+            np.take(g, interp_stencil(x, xp, period)[1])
+            - np.take(g, interp_stencil(x, xp, period)[0])
+        )
         / interp_stencil(x, xp, period)[3],
         x,
     ),
@@ -1518,7 +1521,10 @@ defvjp(
     interp_slope_adjoint,
     _spelled("interp_slope_adjoint"),
     lambda g, ans, v, x, xp, period=None: np.reshape(
-        (np.take(g, interp_stencil(x, xp, period)[1]) - np.take(g, interp_stencil(x, xp, period)[0]))
+        (
+            np.take(g, interp_stencil(x, xp, period)[1])
+            - np.take(g, interp_stencil(x, xp, period)[0])
+        )
         / interp_stencil(x, xp, period)[3],
         np.shape(v),
     ),
@@ -1593,12 +1599,14 @@ defvjp(
         0.0 * right if period is not None else np.sum(g * interp_stencil(x, xp, period)[5])
     ),
     jvps=(
-        lambda t, ans, x, xp, fp, left=None, right=None, period=None: t
-        * (
-            np.take(fp, interp_stencil(x, xp, period)[1])
-            - np.take(fp, interp_stencil(x, xp, period)[0])
-        )
-        / interp_stencil(x, xp, period)[3],
+        lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
+            t
+            * (
+                np.take(fp, interp_stencil(x, xp, period)[1])
+                - np.take(fp, interp_stencil(x, xp, period)[0])
+            )
+            / interp_stencil(x, xp, period)[3]
+        ),
         lambda t, ans, x, xp, fp, left=None, right=None, period=None: no_function_rule(
             "np.interp in xp"
         ),

@@ -208,3 +208,91 @@ def list_extended_slice_of_the_wrong_length(a, b):
 def test_an_extended_slice_of_the_wrong_length_raises_as_python_does():
     with pytest.raises(ValueError, match="extended slice of size 2"):
         sourcegrad.grad(list_extended_slice_of_the_wrong_length)(A.copy(), B.copy())
+
+
+# -- scipy.linalg.cho_solve in its factor ------------------------------------------------------
+# (refused with a message pointing elsewhere: now the factor's adjoint, on the triangle read)
+
+scipy_linalg = pytest.importorskip("scipy.linalg")
+cho_solve, cho_factor = scipy_linalg.cho_solve, scipy_linalg.cho_factor
+solve_triangular = scipy_linalg.solve_triangular
+
+N = 4
+M0 = R.normal(size=(N, N))
+SPD = M0 @ M0.T + N * np.eye(N)
+LOWER = np.linalg.cholesky(SPD) + np.triu(R.normal(size=(N, N)), 1)  # (garbage above)
+UPPER = LOWER.T.copy()
+Y = R.normal(size=N)
+YS = R.normal(size=(N, 2))
+
+
+def cho_solve_lower(c):
+    alpha = cho_solve((c, True), Y)
+    return np.sum(alpha**2) + np.sum(np.sin(cho_solve((c, True), YS)))
+
+
+def cho_solve_upper(c):
+    t = (c, False)
+    return np.sum(cho_solve(t, YS) ** 2)
+
+
+def cho_solve_and_right_side(c):
+    return np.sum(cho_solve((c, True), np.sin(c[:, 0])) * Y)
+
+
+def cho_solve_of_cho_factor(k):
+    a = k @ k.T + N * np.eye(N)  # (symmetric: cho_factor reads one triangle of it)
+    return np.sum(cho_solve(cho_factor(a), Y) ** 2) + np.sum(
+        cho_solve(cho_factor(a, lower=True), YS) * YS
+    )
+
+
+def solve_triangular_in_l(c):
+    return np.sum(solve_triangular(c, YS, lower=True) ** 2) + np.sum(
+        solve_triangular(c, Y, trans=1) ** 3
+    )
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (cho_solve_lower, LOWER),
+        (cho_solve_upper, UPPER),
+        (cho_solve_and_right_side, LOWER),
+        (cho_solve_of_cho_factor, M0),
+        (solve_triangular_in_l, LOWER + 2.0 * np.eye(N)),
+    ],
+)
+def test_cho_solve_in_its_factor(fn, x):
+    check_all(fn, x.copy())
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_cho_solve_both_front_ends(front_end):
+    for fn, x in [(cho_solve_lower, LOWER), (cho_solve_upper, UPPER), (cho_solve_of_cho_factor, M0)]:
+        close(gradient(fn, front_end)(x.copy()), numeric_grad(fn, (x.copy(),), 0))
+
+
+P = R.uniform(-2.0, 2.0, size=(7, 1))
+TARGETS = np.sin(2.0 * P[:, 0]) + 0.1 * R.normal(size=7)
+
+
+def gp_negative_log_likelihood(log_params):
+    # a Gaussian process's marginal likelihood in its kernel's log hyperparameters
+    variance, length, noise = np.exp(log_params)
+    d2 = (P - P.T) ** 2
+    k = variance * np.exp(-0.5 * d2 / length**2) + noise * np.eye(len(P))
+    L = np.linalg.cholesky(k)
+    alpha = cho_solve((L, True), TARGETS)
+    return 0.5 * TARGETS @ alpha + np.sum(np.log(np.diag(L)))
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_gp_marginal_likelihood_in_the_hyperparameters(front_end):
+    theta = np.array([0.3, -0.4, -1.5])
+    got = gradient(gp_negative_log_likelihood, front_end)(theta.copy())
+    close(got, numeric_grad(gp_negative_log_likelihood, (theta.copy(),), 0))
+
+
+def test_gp_marginal_likelihood_jvp_and_hvp():
+    check_all(gp_negative_log_likelihood, np.array([0.3, -0.4, -1.5]))
