@@ -296,3 +296,77 @@ def test_gp_marginal_likelihood_in_the_hyperparameters(front_end):
 
 def test_gp_marginal_likelihood_jvp_and_hvp():
     check_all(gp_negative_log_likelihood, np.array([0.3, -0.4, -1.5]))
+
+
+# -- np.median(x, overwrite_input=True), its result discarded ----------------------------------
+# (numpy partly sorts x in place; the gradient read x as it was: [0, 1, 2, 3, 4] where finite
+# differences give [2, 0, 1, 4, 3]. The call's own rule refuses only a result that is used.)
+
+X5 = np.array([3.0, 1.0, 2.0, 5.0, 4.0])
+
+
+def median_discarded(x):
+    np.median(x, overwrite_input=True)
+    return np.sum(x * np.arange(x.size))
+
+
+def median_named_but_unused(x):
+    m = np.median(x, overwrite_input=True)  # noqa: F841
+    return np.sum(x * np.arange(x.size))
+
+
+def quantile_of_a_view(x):
+    y = x * 2.0
+    part = y[1:]
+    np.quantile(part, 0.3, overwrite_input=True)
+    return np.sum(y * np.arange(x.size))
+
+
+def percentile_in_a_loop(x):
+    total = 0.0
+    for _ in range(2):
+        total = total + np.sum(x * np.arange(x.size))
+        np.percentile(x, 40.0, overwrite_input=True)
+    return total
+
+
+def median_of_data_not_differentiated(w, data):
+    np.median(data, overwrite_input=True)
+    return np.sum(w * data)
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize(
+    "fn", [median_discarded, median_named_but_unused, quantile_of_a_view, percentile_in_a_loop]
+)
+def test_overwrite_input_then_read_is_refused(fn, front_end):
+    with pytest.raises(sourcegrad.errors.NoRuleError, match="overwrite_input=True") as caught:
+        gradient(fn, front_end)(X5.copy())
+    message = str(caught.value)
+    assert "test_outsider_gaps.py" in message and "read afterwards" in message, message
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_overwrite_input_of_data_without_gradient_then_read_is_refused(front_end):
+    # (the gradient in w is the data numpy reordered: refused too, not the data as passed)
+    with pytest.raises(sourcegrad.errors.NoRuleError, match="'data' holds"):
+        gradient(median_of_data_not_differentiated, front_end)(np.arange(5.0), X5.copy())
+
+
+def median_of_a_copy(x):
+    y = x * 1.0
+    np.median(y.copy(), overwrite_input=True)
+    return np.sum(y * np.arange(x.size)) + np.median(x * x)
+
+
+def median_last_read(x):
+    y = x * 2.0
+    s = np.sum(y**2)
+    np.median(y, overwrite_input=True)
+    return s
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize("fn", [median_of_a_copy, median_last_read])
+def test_overwrite_input_without_a_later_read_is_differentiated(fn, front_end):
+    close(gradient(fn, front_end)(X5.copy()), numeric_grad(fn, (X5.copy(),), 0))
