@@ -55,6 +55,27 @@ def _without_source(fn) -> errors.SourceNotFoundError | None:
     return None
 
 
+
+def _run(compiled, args):
+    """The generated function on `args`, under the floating-point errors the traced function
+    made raise around its operations (`Trace.raising`)."""
+    trace = compiled.trace
+    if trace is None or not trace.raising:
+        return compiled.fn(*args)
+    with np.errstate(**dict.fromkeys(trace.raising, "raise")):
+        return compiled.fn(*args)
+
+
+def _may_be_caught(compiled, error) -> bool:
+    """Is `error`, raised by code made from a trace, one the function's own try statement
+    may catch (or one of the floating-point errors it asked for)?"""
+    trace = compiled.trace
+    return (
+        trace is not None
+        and (trace.catches or bool(trace.raising))
+        and not isinstance(error, (errors.SourcegradError, GuardMiss))
+    )
+
 class Gradient(Compiling, staticmethod):
     """A compiled gradient of `fn` (see `grad`).
 
@@ -241,11 +262,20 @@ class Gradient(Compiling, staticmethod):
             if compiled.trace is not None and not compiled.trace.same_statics(args):
                 raise GuardMiss("other objects than the trace's")
             _store_arguments(compiled, args)
-            result = compiled.fn(*args)
+            result = _run(compiled, args)
         except GuardMiss:  # code made from a trace, another path taken: traced for it
             compiled = self._other_path(compiled, key, args)
             _store_arguments(compiled, args)
-            result = compiled.fn(*args)
+            result = _run(compiled, args)
+        except Exception as error:
+            if not _may_be_caught(compiled, error):
+                raise
+            # (a traced function with a try statement: Python may catch this one, so Python
+            # decides: the trace raises its exception, or refuses the catch, located)
+            self._cache.pop(key, None)
+            compiled = self.compile(args, key)
+            _store_arguments(compiled, args)
+            result = _run(compiled, args)
         if compiled.complex_sites:
             result = self._real_result(compiled, compiled.fn, args, result)
         if not compiled.settled:

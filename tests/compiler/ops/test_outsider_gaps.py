@@ -370,3 +370,86 @@ def median_last_read(x):
 @pytest.mark.parametrize("fn", [median_of_a_copy, median_last_read])
 def test_overwrite_input_without_a_later_read_is_differentiated(fn, front_end):
     close(gradient(fn, front_end)(X5.copy()), numeric_grad(fn, (X5.copy(),), 0))
+
+
+# -- try/except whose body raises only for some call's data ------------------------------------
+# (the trace made code for the path its run took: traced where nothing raised, a call whose
+# data made np.linalg.cholesky raise gave LinAlgError from the generated code, unlocated;
+# traced where it raised, a call on which nothing raises got the except path's gradient,
+# [2, 4] where finite differences give [1.16, 1.46]; under np.errstate(invalid="raise"),
+# nan where Python takes the except path)
+
+POSITIVE = np.array([1.0, 2.0])
+NEGATIVE = np.array([-1.0, -2.0])
+
+
+def cholesky_or_else(x):
+    try:
+        y = np.linalg.cholesky(np.outer(x, x) + np.diag(x))
+        r = np.sum(y)
+    except np.linalg.LinAlgError:
+        r = np.sum(x**2)
+    return r
+
+
+def sqrt_raising_or_else(x):
+    try:
+        r = np.sum(np.log(x))
+        with np.errstate(invalid="raise"):
+            r = r + np.sum(np.sqrt(x - 1.0))
+    except FloatingPointError:
+        r = np.sum(x**2)
+    return r
+
+
+def raise_or_else(x):
+    try:
+        if x[0] < 0:
+            raise ValueError("negative")
+        r = np.sum(np.sqrt(np.abs(x)) * x)
+    except ValueError:
+        r = np.sum(x**2)
+    return r
+
+
+def cholesky_uncaught(x):
+    try:
+        n = len(x)
+    except TypeError:
+        n = 1
+    return np.sum(np.linalg.cholesky(np.outer(x, x) + np.diag(x))) * n
+
+
+CAUGHT = [
+    (cholesky_or_else, POSITIVE, NEGATIVE, "np.linalg.cholesky raised LinAlgError"),
+    (sqrt_raising_or_else, np.array([2.0, 3.0]), np.array([0.5, 3.0]), "np.sqrt raised Floating"),
+]
+
+
+@pytest.mark.parametrize("fn, fine, raising, message", CAUGHT)
+@pytest.mark.parametrize("order", ["fine first", "raising first"])
+def test_a_caught_exception_is_refused_in_either_order(fn, fine, raising, message, order):
+    g = sourcegrad.grad(fn)
+    for x in (fine, raising) if order == "fine first" else (raising, fine):
+        if x is raising:
+            with pytest.raises(sourcegrad.errors.UnsupportedSyntaxError, match=message) as caught:
+                g(x.copy())
+            assert "test_outsider_gaps.py" in str(caught.value)
+            assert "caught the exception" in str(caught.value)
+        else:
+            close(g(x.copy()), numeric_grad(fn, (x.copy(),), 0))
+
+
+def test_a_raise_decided_by_an_if_is_followed_on_each_call():
+    g = sourcegrad.grad(raise_or_else)
+    for x in (POSITIVE, NEGATIVE, POSITIVE, NEGATIVE):
+        close(g(x.copy()), numeric_grad(raise_or_else, (x.copy(),), 0))
+
+
+def test_an_exception_python_raises_too_is_python_s():
+    g = sourcegrad.grad(cholesky_uncaught)
+    close(g(POSITIVE.copy()), numeric_grad(cholesky_uncaught, (POSITIVE.copy(),), 0))
+    # (as on a first call: the trace's exception, with the source front end's refusal, located)
+    with pytest.raises(sourcegrad.errors.UnsupportedSyntaxError, match="raised LinAlgError"):
+        g(NEGATIVE.copy())
+    close(g(POSITIVE.copy()), numeric_grad(cholesky_uncaught, (POSITIVE.copy(),), 0))
