@@ -764,7 +764,8 @@ class _TreeGradient(Gradient):
         self._defs = defs
         self._arguments = tuple(parent._params[i] for i in parent.wrt)
         self._structure = {p: d for p, d in zip(parent._params, defs) if d is not None}
-        self._params, self._paths = names, paths
+        # (`_leaf_paths`: `_paths` is the compiled paths of a traced function, `_other_path`)
+        self._params, self._leaf_paths = names, paths
         self.wrt, self._single = tuple(wrt), False
         self._signature, self._defaults = None, ()  # (called with every leaf, by position)
         with memory_caches.SHARED_LOCK:
@@ -776,7 +777,7 @@ class _TreeGradient(Gradient):
         return False  # (its arguments are the leaves)
 
     def _param_label(self, i) -> str:
-        return self._paths[i]
+        return self._leaf_paths[i]
 
     def _wrt_names(self) -> tuple:
         return self._arguments

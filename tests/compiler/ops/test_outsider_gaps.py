@@ -453,3 +453,20 @@ def test_an_exception_python_raises_too_is_python_s():
     with pytest.raises(sourcegrad.errors.UnsupportedSyntaxError, match="raised LinAlgError"):
         g(NEGATIVE.copy())
     close(g(POSITIVE.copy()), numeric_grad(cholesky_uncaught, (POSITIVE.copy(),), 0))
+
+
+def index_or_else(x, table):
+    try:
+        r = x * table[int(np.sum(x > 0))]
+    except IndexError:
+        r = x * 0.5
+    return np.sum(r**2)
+
+
+def test_a_guarded_path_with_a_list_argument_is_traced_again():
+    # (a list argument makes the gradient flatten its arguments: its guard miss raised
+    # AttributeError, the tree gradient's leaf paths having taken the name of the traced paths)
+    g = sourcegrad.grad(index_or_else)
+    table = [1.0, 2.0]
+    for x in (np.array([-1.0, 2.0]), np.array([1.0, 2.0]), np.array([-1.0, -2.0])):
+        close(g(x.copy(), table), numeric_grad(index_or_else, (x.copy(), table), 0))
