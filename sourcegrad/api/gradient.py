@@ -55,7 +55,6 @@ def _without_source(fn) -> errors.SourceNotFoundError | None:
     return None
 
 
-
 def _run(compiled, args):
     """The generated function on `args`, under the floating-point errors the traced function
     made raise around its operations (`Trace.raising`)."""
@@ -75,6 +74,7 @@ def _may_be_caught(compiled, error) -> bool:
         and (trace.catches or bool(trace.raising))
         and not isinstance(error, (errors.SourcegradError, GuardMiss))
     )
+
 
 class Gradient(Compiling, staticmethod):
     """A compiled gradient of `fn` (see `grad`).

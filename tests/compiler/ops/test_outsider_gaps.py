@@ -269,7 +269,11 @@ def test_cho_solve_in_its_factor(fn, x):
 
 @pytest.mark.parametrize("front_end", FRONT_ENDS)
 def test_cho_solve_both_front_ends(front_end):
-    for fn, x in [(cho_solve_lower, LOWER), (cho_solve_upper, UPPER), (cho_solve_of_cho_factor, M0)]:
+    for fn, x in [
+        (cho_solve_lower, LOWER),
+        (cho_solve_upper, UPPER),
+        (cho_solve_of_cho_factor, M0),
+    ]:
         close(gradient(fn, front_end)(x.copy()), numeric_grad(fn, (x.copy(),), 0))
 
 
