@@ -474,3 +474,38 @@ def test_a_guarded_path_with_a_list_argument_is_traced_again():
     table = [1.0, 2.0]
     for x in (np.array([-1.0, 2.0]), np.array([1.0, 2.0]), np.array([-1.0, -2.0])):
         close(g(x.copy(), table), numeric_grad(index_or_else, (x.copy(), table), 0))
+
+
+def sqrt_under_raise(x):
+    try:
+        with np.errstate(all="raise"):
+            r = np.sum(np.sqrt(x) * x)
+    except FloatingPointError:
+        r = np.sum(x)
+    return r
+
+
+def test_raise_modes_hold_only_where_python_computes():
+    # (the backward of sqrt at 0 divides by zero, which Python's run never computes: the
+    # gradient is numpy's inf there, as before, not a FloatingPointError)
+    g = sourcegrad.grad(sqrt_under_raise)
+    x = np.array([1.0, 4.0])
+    close(g(x.copy()), numeric_grad(sqrt_under_raise, (x.copy(),), 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        got = g(np.array([0.0, 4.0]))
+    assert np.isinf(got[0]) or np.isnan(got[0])
+    np.testing.assert_allclose(got[1], 1.5 * np.sqrt(4.0))
+
+
+@pytest.mark.parametrize("fn, fine, raising, message", CAUGHT)
+def test_vjp_and_jvp_refuse_a_caught_exception_too(fn, fine, raising, message):
+    vjp = sourcegrad.vjp(fn)
+    value, pullback = vjp(fine.copy())
+    close(pullback(1.0), numeric_grad(fn, (fine.copy(),), 0))
+    with pytest.raises(sourcegrad.errors.UnsupportedSyntaxError, match=message):
+        vjp(raising.copy())  # (traced where nothing raised: traced again on this call)
+    t = np.array([0.3, -0.7])
+    _, tangent = sourcegrad.jvp(fn, (fine.copy(),), (t,))
+    close(tangent, numeric_grad(fn, (fine.copy(),), 0) @ t)
+    with pytest.raises(sourcegrad.errors.UnsupportedSyntaxError, match=message):
+        sourcegrad.jvp(fn, (raising.copy(),), (t,))
