@@ -620,8 +620,11 @@ def slice_of_list_adjoint(g, x, index, value):
     """Adjoint of `setitem(x, index, value)` in value, for a list x and a slice index: the
     result's items value's items landed on (a list; stacked for an array value). (For an
     array: g[index], summed where value was broadcast.)"""
-    if not list_slice_write(x, index):
-        return unbroadcast(g[index], value)
+    if not list_slice_write(x, index):  # (the array rule's formula: the last write wins)
+        part = (
+            np.where(last_writes(g, index), g[index], 0.0) if index_may_repeat(index) else g[index]
+        )
+        return unbroadcast(part, value)
     count = len(value)
     out_positions, replaced = _written(len(x), index, count)
     g = _list_adjoint(g, len(x) - len(replaced) + count)
