@@ -43,7 +43,7 @@ def note_error_state(rec) -> None:
     function asked for it (not the caller: the code runs under the caller's own state)."""
     now = np.geterr()
     for kind, how in now.items():
-        if how in ("raise", "call") and rec.errors_at_start.get(kind) != how:
+        if how == "raise" and rec.errors_at_start.get(kind) != how:
             rec.raising.add(kind)
 
 
