@@ -238,6 +238,22 @@ class Recorder:
             return Const(list(x)), x, False
         return self.bind_free(x), x, False
 
+    def tuple_operand(self, x):
+        """A tuple argument holding a value that carries a gradient (`cho_solve((L, True),
+        b)`), made a value of its own, as the AST front end makes it (`make_tuple`): the
+        gradient reaches its items through it (an unnamed one has nowhere to take it). None
+        for any other argument (`operand`'s)."""
+        if type(x) is not tuple:
+            return None
+        parts = [self.operand(p) for p in x]
+        if not any(p[2] for p in parts):
+            return None
+        atoms = tuple(p[0] for p in parts)
+        target = self.namer.fresh(name_for_call("make_tuple", RULES["make_tuple"].spelling, atoms))
+        self.append(Assign(target, Call("make_tuple", atoms, ()), self.loc()))
+        self.shapes[target] = None
+        return Var(target), tuple(p[1] for p in parts), True
+
     def array_of(self, items):
         """`np.array([t, u, 2.0])`: the list made, then the array of it (as the AST front end
         lowers it: `make_list`, `np_array`); nested lists row by row."""
@@ -381,7 +397,7 @@ class Recorder:
         rule = RULES[name]
         args = list(args)
         kwargs = dict(kwargs or {})
-        parts = [self.operand(a) for a in args]
+        parts = [self.tuple_operand(a) or self.operand(a) for a in args]
         kparts = {k: self.operand(v) for k, v in kwargs.items()}
         concrete = [p[1] for p in parts]
         kconcrete = {k: p[1] for k, p in kparts.items()}
