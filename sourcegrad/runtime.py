@@ -579,6 +579,61 @@ def zero_at(g, index):
     return out
 
 
+def list_slice_write(x, index) -> bool:
+    """Whether `x[index] = value` replaces a slice of a Python list (a plain slice may change
+    the list's length). It reads only the types, so the compiler decides it from stand-ins."""
+    return isinstance(x, list) and isinstance(index, slice)
+
+
+def _written(n, index, count):
+    """The positions of the result of `x[index] = value` (x a list of n items, value `count`
+    items) that value's items land on, and the x positions they replace."""
+    start, stop, step = index.indices(n)
+    if step == 1:  # (Python's plain slice: any count, the list grows or shrinks)
+        replaced = range(start, max(start, stop))
+        return range(start, start + count), replaced
+    replaced = range(start, stop, step)
+    return replaced, replaced
+
+
+def _list_adjoint(g, n):
+    """The adjoint of a list of n items as a list (a zero adjoint stays 0.0 for each item)."""
+    return list(g) if isinstance(g, (list, tuple)) else [g] * n
+
+
+def unslice_list(g, x, index, value):
+    """Adjoint of `setitem(x, index, value)` in the list x, for a slice index: the result's
+    items that came from x go back to their positions, the replaced ones get zeros. (For an
+    array or another index: `zero_at`.)"""
+    if not list_slice_write(x, index):
+        return zero_at(g, index)
+    value = list(value) if isinstance(value, (list, tuple)) else [v for v in value]
+    out_positions, replaced = _written(len(x), index, len(value))
+    g = _list_adjoint(g, len(x) - len(replaced) + len(value))
+    landed = set(out_positions)
+    kept = iter(v for i, v in enumerate(g) if i not in landed)
+    gone = set(replaced)
+    return [zeros_adjoint(v) if i in gone else next(kept) for i, v in enumerate(x)]
+
+
+def slice_of_list_adjoint(g, x, index, value):
+    """Adjoint of `setitem(x, index, value)` in value, for a list x and a slice index: the
+    result's items value's items landed on (a list; stacked for an array value). (For an
+    array: g[index], summed where value was broadcast.)"""
+    if not list_slice_write(x, index):  # (the array rule's formula: the last write wins)
+        part = (
+            np.where(last_writes(g, index), g[index], 0.0) if index_may_repeat(index) else g[index]
+        )
+        return unbroadcast(part, value)
+    count = len(value)
+    out_positions, replaced = _written(len(x), index, count)
+    g = _list_adjoint(g, len(x) - len(replaced) + count)
+    part = [g[i] for i in out_positions]
+    if isinstance(value, (list, tuple)):
+        return part
+    return np.stack([np.broadcast_to(p, np.shape(value)[1:]) for p in part])
+
+
 def make_list(*items):
     return list(items)
 

@@ -69,9 +69,10 @@ UNCOVERED = {
     **dict.fromkeys(
         (
             "scatter_along undiagonal unrepeat unpad select_grads gradient_adjoint "
-            "interp_adjoint trapezoid_adjoint gap_inverse fit hermitian_fold "
+            "interp_adjoint interp_slope_adjoint trapezoid_adjoint gap_inverse fit hermitian_fold "
             "real_if_close_checked gradient_of multi_dot_grad quantile_grad quantile_tangent "
-            "average_weights unaverage_weights polyval_coefficients_adjoint"
+            "average_weights unaverage_weights polyval_coefficients_adjoint cho_factor_of "
+            "cho_factor_back"
         ).split(),
         _BACKWARD_HELPER,
     ),

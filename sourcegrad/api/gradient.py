@@ -55,6 +55,29 @@ def _without_source(fn) -> errors.SourceNotFoundError | None:
     return None
 
 
+def _run(compiled, args, function=None):
+    """The generated function (`function`, or compiled.fn) on `args`, under the
+    floating-point errors the traced function made raise around its operations
+    (`Trace.raising`)."""
+    function = compiled.fn if function is None else function
+    trace = compiled.trace
+    if trace is None or not trace.raising:
+        return function(*args)
+    with np.errstate(**dict.fromkeys(trace.raising, "raise")):
+        return function(*args)
+
+
+def _may_be_caught(compiled, error) -> bool:
+    """Is `error`, raised by code made from a trace, one the function's own try statement
+    may catch (or one of the floating-point errors it asked for)?"""
+    trace = compiled.trace
+    return (
+        trace is not None
+        and (trace.catches or bool(trace.raising))
+        and not isinstance(error, (errors.SourcegradError, GuardMiss))
+    )
+
+
 class Gradient(Compiling, staticmethod):
     """A compiled gradient of `fn` (see `grad`).
 
@@ -241,11 +264,17 @@ class Gradient(Compiling, staticmethod):
             if compiled.trace is not None and not compiled.trace.same_statics(args):
                 raise GuardMiss("other objects than the trace's")
             _store_arguments(compiled, args)
-            result = compiled.fn(*args)
+            result = _run(compiled, args)
         except GuardMiss:  # code made from a trace, another path taken: traced for it
             compiled = self._other_path(compiled, key, args)
             _store_arguments(compiled, args)
-            result = compiled.fn(*args)
+            result = _run(compiled, args)
+        except Exception as error:
+            if not _may_be_caught(compiled, error):
+                raise
+            compiled = self._traced_again(compiled, key, args)
+            _store_arguments(compiled, args)
+            result = compiled.fn(*args)  # (Python's run raised nothing here: see there)
         if compiled.complex_sites:
             result = self._real_result(compiled, compiled.fn, args, result)
         if not compiled.settled:
@@ -411,6 +440,20 @@ class Gradient(Compiling, staticmethod):
         if self._passes(compiled, args):
             return compiled
         return self._other_path(compiled, key, args)
+
+    def _traced_again(self, compiled, key, args):
+        """Code made from a trace with a try statement (or raise modes of np.errstate) raised
+        on `args`: Python may catch that exception there, so a trace of this call decides.
+        The trace raises Python's own exception, or refuses a caught one, located
+        (`compiler.trace.exceptions`); where it raises nothing, its code runs without the
+        raise modes (the exception came from where Python computes nothing: the backward)."""
+        self._cache.pop(key, None)
+        try:
+            again = self.compile(args, key)
+        except BaseException:
+            self._cache.setdefault(key, compiled)  # (still the code for the other data)
+            raise
+        return again  # (traced for these arguments: their path)
 
     def _passes(self, compiled, args) -> bool:
         """Do `args` take the path `compiled` was traced for (its objects, its guards)?"""
@@ -734,7 +777,8 @@ class _TreeGradient(Gradient):
         self._defs = defs
         self._arguments = tuple(parent._params[i] for i in parent.wrt)
         self._structure = {p: d for p, d in zip(parent._params, defs) if d is not None}
-        self._params, self._paths = names, paths
+        # (`_leaf_paths`: `_paths` is the compiled paths of a traced function, `_other_path`)
+        self._params, self._leaf_paths = names, paths
         self.wrt, self._single = tuple(wrt), False
         self._signature, self._defaults = None, ()  # (called with every leaf, by position)
         with memory_caches.SHARED_LOCK:
@@ -746,7 +790,7 @@ class _TreeGradient(Gradient):
         return False  # (its arguments are the leaves)
 
     def _param_label(self, i) -> str:
-        return self._paths[i]
+        return self._leaf_paths[i]
 
     def _wrt_names(self) -> tuple:
         return self._arguments
@@ -821,9 +865,14 @@ class VJP(Gradient):
             compiler.check_power_operands(compiled.complex_sites, args, self._label)
         _store_arguments(compiled, args)
         try:
-            value, residuals = forward(*args)
+            value, residuals = _run(compiled, args, forward)
         except Exception as exc:  # numba refusing these arguments' types: the numpy code runs
-            forward, backward = _numpy_functions(compiled, exc, self._label, forward, args)
+            if _may_be_caught(compiled, exc):
+                compiled = self._traced_again(compiled, key, args)
+                forward, backward = compiled.fn
+                _store_arguments(compiled, args)
+            else:
+                forward, backward = _numpy_functions(compiled, exc, self._label, forward, args)
             value, residuals = forward(*args)
         if compiled.complex_sites and compiler.holds_complex(value):
             value, residuals = _numpy_result(compiled, forward, args, self.fn, lambda r: r[0])
@@ -988,11 +1037,16 @@ class JVP(Gradient):
                 )
         _store_arguments(compiled, primals)
         try:
-            value, tangent = compiled.fn(*primals, *given)
+            value, tangent = _run(compiled, (*primals, *given))
         except Exception as exc:  # numba refusing these types: the numpy code runs
-            numpy_function = _numpy_functions(
-                compiled, exc, self._label, compiled.fn, (*primals, *given)
-            )
+            if _may_be_caught(compiled, exc):
+                compiled = self._traced_again(compiled, key, primals)
+                _store_arguments(compiled, primals)
+                numpy_function = compiled.fn
+            else:
+                numpy_function = _numpy_functions(
+                    compiled, exc, self._label, compiled.fn, (*primals, *given)
+                )
             value, tangent = numpy_function(*primals, *given)
         if compiled.complex_sites and compiler.holds_complex((value, tangent)):
             value, tangent = _numpy_result(

@@ -1391,20 +1391,77 @@ defvjp(
 # --- np.interp, np.trapezoid -----------------------------------------------------------------
 
 
-def interp_segment(x, xp):
-    """The segment [xp[i], xp[i + 1]] np.interp reads for each x (the first or last outside)."""
-    return np.clip(np.searchsorted(xp, x, side="right") - 1, 0, len(xp) - 2)
+def _interp_points(x, xp, period):
+    """x (flattened) and the sample points np.interp reads, as numpy sets them up, and the fp
+    index of each sample point: with `period`, x and xp are taken modulo it, xp is sorted
+    (np.argsort, as numpy does) and padded with the last point one period below and the first
+    one period above."""
+    xq = np.ravel(np.asarray(x, dtype=np.float64))
+    xs = np.asarray(xp, dtype=np.float64)
+    order = np.arange(len(xs))
+    if period is not None:
+        period = abs(period)
+        xq, xs = xq % period, xs % period
+        order = np.argsort(xs)
+        xs = xs[order]
+        xs = np.concatenate((xs[-1:] - period, xs, xs[:1] + period))
+        order = np.concatenate((order[-1:], order, order[:1]))
+    return xq, xs, order
 
 
-def interp_adjoint(g, x, xp):
-    """Adjoint of np.interp(x, xp, fp) in fp (linear): each x's g split between its segment's
-    ends, (1 - t) and t (all of it to the first or last point outside xp's range)."""
-    x, g, xp = np.ravel(x), np.ravel(g), np.asarray(xp)  # (xp a list: `[0.0, 1.0]` as written)
-    i = interp_segment(x, xp)
-    t = np.clip((x - xp[i]) / (xp[i + 1] - xp[i]), 0.0, 1.0)
+def interp_stencil(x, xp, period=None):
+    """For each x, how np.interp(x, xp, fp, period=period) reads fp: a tuple (lo, hi, start,
+    width, below, above) of arrays shaped like x. Inside a segment xp[j] <= x < xp[j + 1]
+    (j the last such point: repeated xp values give no zero-width segment) the value is
+    fp[lo] + (x - start) / width * (fp[hi] - fp[lo]); at or beyond an end, or exactly on a
+    sample point, it is fp[lo] (lo == hi, width 1), or left/right where `below`/`above`."""
+    xq, xs, order = _interp_points(x, xp, period)
+    n = len(xs)
+    j = np.searchsorted(xs, xq, side="right") - 1
+    inside = (j >= 0) & (j < n - 1)
+    at = np.where(j < 0, 0, np.minimum(j, n - 1))
+    nxt = np.where(inside, at + 1, at)
+    width = np.where(inside, xs[nxt] - xs[at], 1.0)
+    shape = np.shape(x)
+    return (
+        np.reshape(order[at], shape),
+        np.reshape(order[nxt], shape),
+        np.reshape(xs[at], shape),
+        np.reshape(width, shape),
+        np.reshape(xq < xs[0], shape),
+        np.reshape(xq > xs[-1], shape),
+    )
+
+
+def interp_adjoint(g, x, xp, left=None, right=None, period=None):
+    """Adjoint of np.interp(x, xp, fp, left, right, period) in fp (linear): each x's g split
+    between its segment's ends, (1 - t) and t; all of it to one point at or beyond an end, and
+    none where `left`/`right` gives the value there (numpy ignores them with a period)."""
+    lo, hi, start, width, below, above = (np.ravel(v) for v in interp_stencil(x, xp, period))
+    g = np.ravel(np.broadcast_to(g, np.shape(x)))
+    t = (np.ravel(np.asarray(x, dtype=np.float64)) - start) / width
+    if period is not None:
+        t = (np.ravel(np.asarray(x, dtype=np.float64)) % abs(period) - start) / width
+    t = np.where(lo == hi, 0.0, t)
+    keep = np.ones(len(g), dtype=bool)
+    if period is None and left is not None:
+        keep &= ~below
+    if period is None and right is not None:
+        keep &= ~above
     out = np.zeros(len(xp), dtype=np.result_type(g, np.float32))
-    np.add.at(out, i, g * (1.0 - t))
-    np.add.at(out, i + 1, g * t)
+    np.add.at(out, lo, np.where(keep, g * (1.0 - t), 0.0))
+    np.add.at(out, hi, np.where(keep, g * t, 0.0))
+    return out
+
+
+def interp_slope_adjoint(v, x, xp, period=None):
+    """Adjoint of c -> (c[hi] - c[lo]) / width (`interp_stencil`'s) in c, for v shaped like x:
+    d interp_adjoint / dx, and the fp part of np.interp's x derivative."""
+    lo, hi, _, width, _, _ = (np.ravel(w) for w in interp_stencil(x, xp, period))
+    v = np.ravel(np.broadcast_to(v, np.shape(x))) / width
+    out = np.zeros(len(xp), dtype=np.result_type(v, np.float32))
+    np.add.at(out, hi, v)
+    np.add.at(out, lo, -v)
     return out
 
 
@@ -1421,12 +1478,56 @@ def trapezoid_adjoint(g, shape, x=None, dx=1.0, axis=-1):
     return np.broadcast_to(np.expand_dims(g, axis) * np.reshape(w, along), shape)
 
 
-defnondiff("interp_segment", interp_segment, _spelled("interp_segment"))
+defnondiff("interp_stencil", interp_stencil, _spelled("interp_stencil"))
 defvjp(
     "interp_adjoint",
     interp_adjoint,
     _spelled("interp_adjoint"),
-    lambda g, ans, h, x, xp: np.reshape(np.interp(x, xp, g), np.shape(h)),
+    lambda g, ans, h, x, xp, left=None, right=None, period=None: np.reshape(
+        np.interp(
+            x,
+            xp,
+            g,
+            None if left is None else 0.0,
+            None if right is None else 0.0,
+            period,
+        ),
+        np.shape(h),
+    ),
+    # (t = (x - start) / width moves with x: h's share moves from lo to hi)
+    lambda g, ans, h, x, xp, left=None, right=None, period=None: unbroadcast(
+        np.reshape(h, np.shape(x))
+        * (
+            np.take(g, interp_stencil(x, xp, period)[1])
+            - np.take(g, interp_stencil(x, xp, period)[0])
+        )
+        / interp_stencil(x, xp, period)[3],
+        x,
+    ),
+    None,
+    linear=(0,),
+    jvps=(
+        lambda t, ans, h, x, xp, left=None, right=None, period=None: interp_adjoint(
+            t, x, xp, left, right, period
+        ),
+        lambda t, ans, h, x, xp, left=None, right=None, period=None: interp_slope_adjoint(
+            np.reshape(h, np.shape(x)) * t, x, xp, period
+        ),
+        None,
+    ),
+)
+defvjp(
+    "interp_slope_adjoint",
+    interp_slope_adjoint,
+    _spelled("interp_slope_adjoint"),
+    lambda g, ans, v, x, xp, period=None: np.reshape(
+        (
+            np.take(g, interp_stencil(x, xp, period)[1])
+            - np.take(g, interp_stencil(x, xp, period)[0])
+        )
+        / interp_stencil(x, xp, period)[3],
+        np.shape(v),
+    ),
     None,
     None,
     linear=(0,),
@@ -1469,42 +1570,54 @@ defvjp(
         ),
     ),
 )
+# np.interp(x, xp, fp, left, right, period): piecewise linear in x (the slope of x's segment,
+# 0 at or beyond an end), linear in fp (`interp_adjoint`) and in left and right (the g of the x
+# below or above xp's range; numpy ignores them with a period); xp is refused.
 defvjp(
     "np_interp",
     np.interp,
     _func("interp"),
-    lambda g, ans, x, xp, fp, left=None, right=None, period=None: (
-        no_function_rule("np.interp with left, right or period")
-        if left is not None or right is not None or period is not None
-        else g
-        * np.diff(fp)[interp_segment(x, xp)]
-        / np.diff(xp)[interp_segment(x, xp)]
-        * np.logical_and(x >= xp[0], x <= xp[-1])
+    lambda g, ans, x, xp, fp, left=None, right=None, period=None: unbroadcast(
+        g
+        * (
+            np.take(fp, interp_stencil(x, xp, period)[1])
+            - np.take(fp, interp_stencil(x, xp, period)[0])
+        )
+        / interp_stencil(x, xp, period)[3],
+        x,
     ),
     lambda g, ans, x, xp, fp, left=None, right=None, period=None: no_function_rule(
         "np.interp in xp"
     ),
+    lambda g, ans, x, xp, fp, left=None, right=None, period=None: interp_adjoint(
+        g, x, xp, left, right, period
+    ),
     lambda g, ans, x, xp, fp, left=None, right=None, period=None: (
-        no_function_rule("np.interp with left, right or period")
-        if left is not None or right is not None or period is not None
-        else interp_adjoint(g, x, xp)
+        0.0 * left if period is not None else np.sum(g * interp_stencil(x, xp, period)[4])
+    ),
+    lambda g, ans, x, xp, fp, left=None, right=None, period=None: (
+        0.0 * right if period is not None else np.sum(g * interp_stencil(x, xp, period)[5])
     ),
     jvps=(
         lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
-            no_function_rule("np.interp with left, right or period")
-            if left is not None or right is not None or period is not None
-            else t
-            * np.diff(fp)[interp_segment(x, xp)]
-            / np.diff(xp)[interp_segment(x, xp)]
-            * np.logical_and(x >= xp[0], x <= xp[-1])
+            t
+            * (
+                np.take(fp, interp_stencil(x, xp, period)[1])
+                - np.take(fp, interp_stencil(x, xp, period)[0])
+            )
+            / interp_stencil(x, xp, period)[3]
         ),
         lambda t, ans, x, xp, fp, left=None, right=None, period=None: no_function_rule(
             "np.interp in xp"
         ),
+        lambda t, ans, x, xp, fp, left=None, right=None, period=None: np.interp(
+            x, xp, t, None if left is None else 0.0, None if right is None else 0.0, period
+        ),
         lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
-            no_function_rule("np.interp with left, right or period")
-            if left is not None or right is not None or period is not None
-            else np.interp(x, xp, t)
+            0.0 * ans if period is not None else t * interp_stencil(x, xp, period)[4]
+        ),
+        lambda t, ans, x, xp, fp, left=None, right=None, period=None: (
+            0.0 * ans if period is not None else t * interp_stencil(x, xp, period)[5]
         ),
     ),
 )
@@ -1686,6 +1799,8 @@ EXAMPLES = {
     "np_interp": [
         ex(arg(6, domain="prob"), _XP, arg(5)),
         ex(arg(4, domain="positive"), _XP, arg(5)),
+        ex(arg(6, domain="positive"), _XP, arg(5), left=-1.0, right=2.0),
+        ex(arg(6, domain="positive"), _XP, arg(5), period=1.25),
     ],
     "np_trapezoid": [ex(arg(3, 5)), ex(arg(5), dx=0.3), ex(arg(4, 3), axis=0)],
     "np_convolve": [ex(arg(5), arg(3)), ex(arg(5), arg(3), "same"), ex(arg(3), arg(5), "valid")],

@@ -24,6 +24,7 @@ from ..runtime import (
     inner_grad,
     inverse_permutation,
     last_writes,
+    list_slice_write,
     max_grad,
     part_index,
     prod_grad,
@@ -31,6 +32,8 @@ from ..runtime import (
     reduced_count,
     select_grad,
     select_tangent,
+    setitem,
+    slice_of_list_adjoint,
     stack_items,
     sum_list_grad,
     take_part,
@@ -39,9 +42,11 @@ from ..runtime import (
     unconcatenate_list,
     unindex,
     unindex_list,
+    unslice_list,
     unstack_list,
     untake,
     zero_at,
+    zeros_adjoint,
 )
 from .examples import arg, ex
 from .registry import (
@@ -127,12 +132,45 @@ defvjp(
     "setitem",
     runtime.setitem,
     _helper("setitem"),
-    lambda g, ans, x, index, value: zero_at(g, index),
-    None,
-    lambda g, ans, x, index, value: unbroadcast(
-        np.where(last_writes(g, index), g[index], 0.0) if index_may_repeat(index) else g[index],
-        value,
+    lambda g, ans, x, index, value: (
+        unslice_list(g, x, index, value) if list_slice_write(x, index) else zero_at(g, index)
     ),
+    None,
+    lambda g, ans, x, index, value: (
+        slice_of_list_adjoint(g, x, index, value)
+        if list_slice_write(x, index)
+        else unbroadcast(
+            np.where(last_writes(g, index), g[index], 0.0) if index_may_repeat(index) else g[index],
+            value,
+        )
+    ),
+    complex=True,
+)
+# A slice of a Python list replaced (`lst[1:3] = [a, b]`, which may change its length): the
+# two adjoints above and their transposes, setitem of zeros into g and of g into zeros.
+defnondiff("list_slice_write", runtime.list_slice_write, _helper("list_slice_write"))
+RULES["list_slice_write"].static_result = True
+RULES["list_slice_write"].type_fact = True
+defvjp(
+    "unslice_list",
+    runtime.unslice_list,
+    _helper("unslice_list"),
+    lambda g, ans, h, x, index, value: setitem(g, index, zeros_adjoint(value)),
+    None,
+    None,
+    None,
+    linear=(0,),
+    complex=True,
+)
+defvjp(
+    "slice_of_list_adjoint",
+    runtime.slice_of_list_adjoint,
+    _helper("slice_of_list_adjoint"),
+    lambda g, ans, h, x, index, value: setitem(zeros_adjoint(x), index, g),
+    None,
+    None,
+    None,
+    linear=(0,),
     complex=True,
 )
 # np.add.at(x, index, values) and np.subtract.at, as values: `x = add_at(x, index, values)`

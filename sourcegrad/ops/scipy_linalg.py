@@ -15,7 +15,8 @@ them as `scipy.linalg.<name>`. The derivatives, for real matrices:
   in the other; the factor's adjoint is np.linalg.cholesky's (symmetric: differentiate
   functions of symmetric inputs), the other triangle passes its adjoint through;
 * x = cho_solve((c, lower), b): x = A^-1 b with A = L L^T (or U^T U) from c's triangle;
-  bbar = A^-1 g, and the factor's adjoint (A^-1 symmetric) -(bbar x^T + x bbar^T) L;
+  bbar = A^-1 g, and the factor's adjoint (A^-1 symmetric) -tril((bbar x^T + x bbar^T) L)
+  (upper: -triu(U (bbar x^T + x bbar^T))), zero in c's other triangle, which is not read;
 * expm(A): the adjoint is the upper right block of expm([[A^T, G], [0, A^T]]), the JVP that
   of expm([[A, T], [0, A]]) (Najfeld and Havel 1995);
 * X = sqrtm(A) (A with no eigenvalue on the closed negative axis): X dX + dX X = dA, a
@@ -180,19 +181,75 @@ defvjp(
     shape="linalg",
 )
 
+
+def cho_factor_of(c, lower):
+    """The factor P of A = P P^T that cho_solve((c, lower), b) reads: tril(c), or triu(c)^T
+    (upper: A = U^T U). c's other triangle is not read."""
+    return np.tril(c) if lower else np.swapaxes(np.triu(c), -1, -2)
+
+
+def cho_factor_back(p, lower):
+    """Transpose of `cho_factor_of` (the adjoint of c from P's): tril(p), or triu(p^T)."""
+    return np.tril(p) if lower else np.triu(np.swapaxes(p, -1, -2))
+
+
+def _helper(name):
+    return Spelling("module", f"sourcegrad.ops.scipy_linalg.{name}")
+
+
+defvjp(
+    "cho_factor_of",
+    cho_factor_of,
+    _helper("cho_factor_of"),
+    lambda g, ans, c, lower: cho_factor_back(g, lower),
+    None,
+    linear=(0,),
+)
+defvjp(
+    "cho_factor_back",
+    cho_factor_back,
+    _helper("cho_factor_back"),
+    lambda g, ans, p, lower: cho_factor_of(g, lower),
+    None,
+    linear=(0,),
+)
+
+# cho_solve in its factor: A = P P^T with P = `cho_factor_of(c, lower)`; with Abar = -bbar x^T
+# (as for np.linalg.solve), Pbar = (Abar + Abar^T) P, and c's adjoint is `cho_factor_back`'s:
+# c's other triangle is never read (cho_factor leaves a's entries or garbage there), no
+# gradient. (`lower` is known only when the code runs, so the helpers choose, not a template
+# condition.) The tuple's adjoint is (cbar, 0.0), what cho_factor's rule reads back as g[0].
 defvjp(
     "scipy_cho_solve",
     scipy_linalg.cho_solve,
     _spelled("cho_solve"),
-    lambda g, ans, c_and_lower, b, overwrite_b=False, check_finite=True: no_scipy_rule(
-        "scipy.linalg.cho_solve in its factor (differentiate cho_factor's input: x = cho_solve(cho_factor(A), b) has a gradient in A through np.linalg.solve(A, b))"
+    lambda g, ans, c_and_lower, b, overwrite_b=False, check_finite=True: (
+        cho_factor_back(
+            -(
+                np.reshape(scipy_linalg.cho_solve(c_and_lower, g), (ans.shape[0], -1))
+                @ np.reshape(ans, (ans.shape[0], -1)).T
+                + (
+                    np.reshape(scipy_linalg.cho_solve(c_and_lower, g), (ans.shape[0], -1))
+                    @ np.reshape(ans, (ans.shape[0], -1)).T
+                ).T
+            )
+            @ cho_factor_of(c_and_lower[0], c_and_lower[1]),
+            c_and_lower[1],
+        ),
+        0.0,
     ),
     lambda g, ans, c_and_lower, b, overwrite_b=False, check_finite=True: scipy_linalg.cho_solve(
         c_and_lower, g
     ),
     jvps=(
-        lambda t, ans, c_and_lower, b, overwrite_b=False, check_finite=True: no_scipy_rule(
-            "scipy.linalg.cho_solve in its factor"
+        lambda t, ans, c_and_lower, b, overwrite_b=False, check_finite=True: (
+            -scipy_linalg.cho_solve(
+                c_and_lower,
+                cho_factor_of(t[0], c_and_lower[1])
+                @ (cho_factor_of(c_and_lower[0], c_and_lower[1]).T @ ans)
+                + cho_factor_of(c_and_lower[0], c_and_lower[1])
+                @ (cho_factor_of(t[0], c_and_lower[1]).T @ ans),
+            )
         ),
         lambda t, ans, c_and_lower, b, overwrite_b=False, check_finite=True: scipy_linalg.cho_solve(
             c_and_lower, t

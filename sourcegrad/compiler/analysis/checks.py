@@ -150,6 +150,14 @@ class _InPlaceChecker:
 
     def assign(self, stmt, points, contents):
         value, target = stmt.value, stmt.target
+        if _reorders_in_place(value) and not self.is_list(value.args[0].name):
+            # np.median(x, overwrite_input=True) partly sorts x in place: every name holding
+            # x's memory, x's own included, holds data the compiler does not model
+            self.updates[id(stmt)] = stmt
+            changed = {a for a, _ in self.pts(value.args[0], points)}
+            for name, pairs in points.items():
+                points[name] = {(a, id(stmt) if a in changed else m) for a, m in pairs}
+            points.setdefault(value.args[0].name, {(value.args[0].name, id(stmt))})
         if self.is_number(target):
             points[target] = set()
             return
@@ -221,6 +229,10 @@ class _InPlaceChecker:
             shared = {(a, None) for a in changed} or shared
         points[target] = shared or {(id(stmt), None)}  # a new array, made by this statement
 
+    def is_list(self, name):
+        aval = self.env.get(name)
+        return aval not in (None, UNKNOWN) and isinstance(aval.stand_in, (list, tuple, ListOf))
+
     def makes_readonly(self, value) -> bool:
         """Is `value` a read-only view (or a view of one, or another name for one)?"""
         if isinstance(value, Var):
@@ -252,6 +264,17 @@ class _InPlaceChecker:
         return set()
 
     def reject(self, read, name, update):
+        if _reorders_in_place(update.value):
+            at = f"line {read.loc.line}" if read.loc is not None else "later"
+            family = RULES[update.value.op].family.removeprefix("np_")
+            raise errors.NoRuleError(
+                f"np.{family}(..., overwrite_input=True) partly sorts its array in place, and "
+                f"{_named(name, self.fn)} holds that array's memory and is read afterwards "
+                f"({at}): numpy would read the reordered values there, which the gradient does "
+                f"not model. Pass a copy (np.{family}(x.copy(), overwrite_input=True)) or drop "
+                "overwrite_input",
+                update.loc,
+            )
         made = self.defs.get(name)
         what = (
             f"{name!r} (made at line {made.loc.line}: {made.loc.text.strip()})"
@@ -265,6 +288,24 @@ class _InPlaceChecker:
             "as a new value (x = x * 2 instead of x *= 2), or copy first (np.copy)",
             update.loc,
         )
+
+
+# calls whose overwrite_input=True lets numpy partly sort their array argument in place
+_REORDERING = frozenset(
+    {"np_median", "np_quantile", "np_percentile", "np_nanmedian", "np_nanquantile"}
+    | {"np_nanpercentile"}
+)
+
+
+def _reorders_in_place(value) -> bool:
+    """Is `value` np.median(x, overwrite_input=...) (or quantile's, percentile's, their nan
+    forms') of a named x, with overwrite_input not the constant False?"""
+    if not (isinstance(value, Call) and value.op in _REORDERING and value.args):
+        return False
+    flag = dict(value.kwargs).get("overwrite_input")
+    if flag is None or (isinstance(flag, Const) and not flag.value):
+        return False
+    return isinstance(value.args[0], Var)
 
 
 def check_keywords(fn, wrt: list) -> None:

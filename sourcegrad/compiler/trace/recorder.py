@@ -69,7 +69,7 @@ from ..ir import (
     walk,
 )
 from ..names import Namer, name_for_call, sanitize
-from . import state, stores
+from . import exceptions, state, stores
 from .frames import in_a_library, is_user, loop_headers, runs_user_code
 from .objects import MOST_OBJECTS, attributes_of, has_attributes, user_object
 from .patches import (
@@ -102,6 +102,12 @@ class Trace:
     # arguments the function stores into objects outliving the call (`stored_arguments`):
     # made again by each call of the code, before it runs (`replay`)
     stores: list = field(default_factory=list)
+    # the user code it ran has a try statement: an exception the code raises on another
+    # call's data may be one Python catches there (`exceptions`), so it is traced again
+    catches: bool = False
+    # numpy's floating-point errors the function made raise around its operations
+    # (`np.errstate(invalid="raise")` inside it): the code runs under the same
+    raising: tuple = ()
 
     def replay(self, args, whole=None) -> None:
         """Store this call's arguments where the function stores them (`whole`: the
@@ -118,7 +124,11 @@ class Trace:
         """Must each call be checked on the general path (guards, objects given, arguments
         stored into objects: `replay`)?"""
         return (
-            bool(self.guards) or bool(self.stores) or any(not _simple(v) for _, v in self.statics)
+            bool(self.guards)
+            or bool(self.stores)
+            or any(not _simple(v) for _, v in self.statics)
+            or self.catches
+            or bool(self.raising)
         )
 
 
@@ -161,6 +171,10 @@ class Recorder:
         self.roll_counts = False  # (`trace_function`)
         # the temporaries whose shapes depend on the data (a selection by a mask: `fact`)
         self.counted: set = set()
+        # (where, op, exception) of the last exception an operation raised (`exceptions`)
+        self.raised = None
+        self.errors_at_start = np.geterr()  # (reset when the run starts)
+        self.raising: set = set()  # the floating-point errors made to raise (`exceptions`)
 
     def refused(self, error):
         """`error`, remembered: numpy turns an exception raised inside its own conversion
@@ -223,6 +237,22 @@ class Recorder:
         if isinstance(x, list) and all(_simple(v) for v in x):
             return Const(list(x)), x, False
         return self.bind_free(x), x, False
+
+    def tuple_operand(self, x):
+        """A tuple argument holding a value that carries a gradient (`cho_solve((L, True),
+        b)`), made a value of its own, as the AST front end makes it (`make_tuple`): the
+        gradient reaches its items through it (an unnamed one has nowhere to take it). None
+        for any other argument (`operand`'s)."""
+        if type(x) is not tuple:
+            return None
+        parts = [self.operand(p) for p in x]
+        if not any(p[2] for p in parts):
+            return None
+        atoms = tuple(p[0] for p in parts)
+        target = self.namer.fresh(name_for_call("make_tuple", RULES["make_tuple"].spelling, atoms))
+        self.append(Assign(target, Call("make_tuple", atoms, ()), self.loc()))
+        self.shapes[target] = None
+        return Var(target), tuple(p[1] for p in parts), True
 
     def array_of(self, items):
         """`np.array([t, u, 2.0])`: the list made, then the array of it (as the AST front end
@@ -367,15 +397,20 @@ class Recorder:
         rule = RULES[name]
         args = list(args)
         kwargs = dict(kwargs or {})
-        parts = [self.operand(a) for a in args]
+        parts = [self.tuple_operand(a) or self.operand(a) for a in args]
         kparts = {k: self.operand(v) for k, v in kwargs.items()}
         concrete = [p[1] for p in parts]
         kconcrete = {k: p[1] for k, p in kparts.items()}
-        value = (
-            rule.fn(concrete, **kconcrete)
-            if rule.sequence_input
-            else rule.fn(*concrete, **kconcrete)
-        )
+        exceptions.note_error_state(self)
+        try:
+            value = (
+                rule.fn(concrete, **kconcrete)
+                if rule.sequence_input
+                else rule.fn(*concrete, **kconcrete)
+            )
+        except Exception as error:
+            exceptions.note_raised(self, rule, error)
+            raise
         if name in _SIGNATURE_FACTS or rule.type_fact:
             if name in _SHAPE_FACTS and args:
                 return self.fact(args[0], name, value)
@@ -1020,7 +1055,9 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
             _generators_drawn_by_the_code(rec, fn, call_args),
             reads_noted(python_state),
         ):
+            rec.errors_at_start = np.geterr()
             result = _called(fn, call_args)
+        exceptions.check_none_caught(rec)
     except errors.SourcegradError:
         python_state.put_back()  # (no traced value left in the user's objects)
         raise
@@ -1043,7 +1080,10 @@ def trace_function(fn, args, params, wrt, why, defs=None, roll_counts=False) -> 
     function = rec.function_ir(atom, name, set())
     stored = {(id(store.holder), store.name) for store in stores}
     function.dependencies = _dependencies(fn, args, rec.visited.values(), made_here, stored)
-    return Trace(function, rec.guards, why, rec.lines, rec.statics, stores)
+    catches = exceptions.has_try_statement(code for code, _ in rec.visited.values())
+    return Trace(
+        function, rec.guards, why, rec.lines, rec.statics, stores, catches, tuple(rec.raising)
+    )
 
 
 @contextmanager
