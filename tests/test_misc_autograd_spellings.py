@@ -116,3 +116,22 @@ def test_optimizers_agree_with_autograd():
         ours = flatten(getattr(sourcegrad.misc.optimizers, name)(gradient, PARAMS, num_iters=25))
         theirs = getattr(optimizers, name)(gradient, PARAMS, num_iters=25)
         np.testing.assert_allclose(ours[0], flatten(theirs)[0], rtol=1e-10, atol=1e-12)
+
+
+def mixture_fit(params):
+    """A dict of parameters with a nested list: the objective a flat optimizer sees."""
+    centres, scales = params["centres"], params["scales"][0]
+    d = X[:, :1] - centres
+    return np.sum(np.log(np.sum(np.exp(-0.5 * (d / np.exp(scales)) ** 2), axis=1)))
+
+
+def test_flatten_func_of_an_objective_has_gradient_and_hvp_matching_finite_differences():
+    params = {"centres": RS.randn(3), "scales": [0.1 * RS.randn(3)]}
+    flat_objective, unflatten, x0 = flatten_func(mixture_fit, params)
+    gradient = sourcegrad.grad(flat_objective)
+    want = _finite_difference_grad(mixture_fit, params)
+    np.testing.assert_allclose(gradient(x0), want, rtol=1e-6, atol=1e-8)
+    v = RS.randn(x0.size)
+    eps = 1e-5
+    hv_fd = (gradient(x0 + eps * v) - gradient(x0 - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(sourcegrad.hvp(flat_objective)(x0, v), hv_fd, rtol=1e-5, atol=1e-7)
