@@ -135,6 +135,7 @@ FLOORS = [
         "notebook",
         "viz",
         "compiled",
+        "misc",  # autograd's flatten and optimizers, used with the compiled API
     },
     # the command line, benchmarks, the demo, the package's surface
     {"cli", "bench", "demo", "__main__", ""},

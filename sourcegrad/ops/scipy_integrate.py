@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.integrate as scipy_integrate
 
-from .. import errors
+from .. import errors, trees
 from .examples import arg, ex
 from .program import USER_FUNCTION_TRANSFORMS
 from .registry import Spelling, defprimitive, defvjp
@@ -57,6 +57,13 @@ def _as_tuple(args):
 
 
 def _floating(value) -> bool:
+    if trees.kind_of(value) != trees.LEAF and not trees.is_static(value):
+        # (np.asarray of a list of (W, b) tuples raised numpy's ValueError from here)
+        raise errors.NonDifferentiableInputError(
+            "scipy.integrate.odeint's args holds a parameter tree (a list, tuple or dict of "
+            "arrays); its derivative takes arrays and numbers as the items of args: pass the "
+            "arrays as separate items (args=(W1, b1, W2, b2)) or one flat vector"
+        )
     return np.asarray(value).dtype.kind == "f"
 
 

@@ -31,6 +31,10 @@ PROGRAMS = sorted(
 STOPS: dict = {
     # (generators, a dict of options read from a global, grad(grad(f)) inside differentiated
     # code: stopped the source front end, traced since the trace front end)
+    # (autograd's ode_net spelling: a list of (W, b) tuples as one item of odeint's args;
+    # it raised numpy's ValueError from inside the adjoint rule before it was refused)
+    "neural_ode_params_tree": "NonDifferentiableInputError: scipy.integrate.odeint's args "
+    "holds a parameter tree (a list, tuple or dict of arrays)",
 }
 
 RTOL = 1e-5
