@@ -101,10 +101,10 @@ def _changes_in_source(fn, names: set) -> dict:
     found: dict = {}
     for node in ast.walk(tree):
         name = _changed_name(node, names)
-        if name is not None and name not in found:
+        if name is not None and name not in found and isinstance(node, (ast.stmt, ast.expr)):
             line = first + node.lineno - 1
             text = lines[node.lineno - 1].rstrip("\n") if node.lineno <= len(lines) else ""
-            found[name] = SourceLocation(path, line, node.col_offset, text)
+            found[name] = SourceLocation(path or "<unknown>", line, node.col_offset, text)
     return found
 
 
