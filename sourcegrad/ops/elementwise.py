@@ -397,6 +397,14 @@ for _name, _fn, _sym in (
 defnondiff(
     "floordiv_op", operator.floordiv, Spelling("binop", "//"), params=("x", "y"), kind="elementwise"
 )
+# `(a > 0) | (b < 0)`: masks joined as layer code writes them; bitwise on integers (numpy
+# refuses floats, and so does the code, with numpy's TypeError)
+for _name, _fn, _sym in (
+    ("or_op", operator.or_, "|"),
+    ("and_op", operator.and_, "&"),
+    ("xor_op", operator.xor, "^"),
+):
+    defnondiff(_name, _fn, Spelling("binop", _sym), params=("x", "y"), kind="elementwise")
 # `~mask`: a mask's complement, as layer code writes it (`x[~pos]`); bitwise on integers
 defnondiff(
     "invert_op",

@@ -283,6 +283,9 @@ OPERATORS = {
     "MatMult": "matmul_op",
     "Mod": "mod_op",
     "FloorDiv": "floordiv_op",
+    "BitOr": "or_op",
+    "BitAnd": "and_op",
+    "BitXor": "xor_op",
 }
 COMPARISONS = {"Lt": "lt", "LtE": "le", "Gt": "gt", "GtE": "ge", "Eq": "eq", "NotEq": "ne"}
 _BY_FUNCTION: dict = {}  # id of the callable (see _function_key) -> op name

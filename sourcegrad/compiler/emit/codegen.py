@@ -348,6 +348,9 @@ _BINOP_NODES = {
     "@": gast.MatMult,
     "%": gast.Mod,
     "//": gast.FloorDiv,
+    "|": gast.BitOr,
+    "&": gast.BitAnd,
+    "^": gast.BitXor,
 }
 # ufuncs written as an augmented assignment when they compute into their first operand
 _IN_PLACE_OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.divide: "/"}

@@ -267,6 +267,9 @@ IN_PLACE_OPERATORS = {
     operator.imod: gast.Mod,
     operator.ipow: gast.Pow,
     operator.imatmul: gast.MatMult,
+    operator.ior: gast.BitOr,
+    operator.iand: gast.BitAnd,
+    operator.ixor: gast.BitXor,
 }
 
 
@@ -340,6 +343,9 @@ PY_OPS = {
     "mod_op": lambda a, b: a % b,
     "floordiv_op": lambda a, b: a // b,
     "matmul_op": lambda a, b: a @ b,
+    "or_op": lambda a, b: a | b,
+    "and_op": lambda a, b: a & b,
+    "xor_op": lambda a, b: a ^ b,
 }
 
 # Libraries whose Python functions are never inlined from their own source: a function of

@@ -893,6 +893,9 @@ _IN_PLACE = {
     "matmul_op": operator.imatmul,
     "mod_op": operator.imod,
     "floordiv_op": operator.ifloordiv,
+    "or_op": operator.ior,
+    "and_op": operator.iand,
+    "xor_op": operator.ixor,
 }
 
 

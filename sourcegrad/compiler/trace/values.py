@@ -199,6 +199,9 @@ for _name, _op in {
     "matmul": "matmul_op",
     "mod": "mod_op",
     "floordiv": "floordiv_op",
+    "or": "or_op",
+    "and": "and_op",
+    "xor": "xor_op",
 }.items():
     setattr(Traced, f"__{_name}__", _binary(_op))
     setattr(Traced, f"__r{_name}__", _binary(_op, reflected=True))
