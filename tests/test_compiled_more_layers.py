@@ -285,3 +285,16 @@ def test_an_encoder_layers_dropout_in_training_mode_runs_eagerly():
     (tokens,) = _inputs(np.random.default_rng(0))[EncoderClassifier]
     with pytest.warns(UserWarning, match="TransformerEncoderLayer's dropout in training mode"):
         sourcegrad.compile(model)(tokens)
+
+
+class Linear(nn.Module):  # a user's module named as nn's, returning its input
+    def forward(self, x):
+        return x
+
+
+def test_an_inplace_activation_after_a_users_module_of_a_layers_name_stays_eager():
+    model = nn.Sequential(Linear(), nn.ReLU(inplace=True))
+    x = torch.tensor([[-1.0, 2.0, -3.0]])
+    with pytest.warns(UserWarning, match=r"ReLU\(inplace=True\)"):
+        sourcegrad.compile(model)(x)
+    assert x.numpy().tolist() == [[0.0, 2.0, 0.0]]  # (eager's: the caller's tensor changed)

@@ -328,11 +328,12 @@ def _sequential(module, leaf, args, t):
         text = layer_call(child, child_leaf, [x], t, input_is_fresh=fresh)
         if text is None:
             text = t.user_module_call(child, child_leaf, [x])
-        x, fresh = text, type(child).__name__ in _FRESH_RESULTS
+        x, fresh = text, type(child) in _writers() and type(child).__name__ in _FRESH_RESULTS
     return x
 
 
-# layers whose result is a new array, never their input or a view of it
+# layers whose result is a new array, never their input or a view of it (nn's own classes:
+# a user's module of the same name may return its input)
 _FRESH_RESULTS = frozenset(
     {"Linear", "Conv1d", "Conv2d", "ConvTranspose2d", "LayerNorm", "GroupNorm"}
     | set(_BATCH_NORM_RANKS)
