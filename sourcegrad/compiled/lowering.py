@@ -334,15 +334,22 @@ def self_attention(x, in_weight, in_bias, out_weight, out_bias, num_heads, batch
     else:
         b_q, b_k, b_v = chunk(in_bias, 3)
     heads = (batch, num_heads, length, head)
-    q = np.reshape(np.swapaxes(np.reshape(linear(x, w_q, b_q), (length, -1, head)), 0, 1), heads)
-    k = np.reshape(np.swapaxes(np.reshape(linear(x, w_k, b_k), (length, -1, head)), 0, 1), heads)
-    v = np.reshape(np.swapaxes(np.reshape(linear(x, w_v, b_v), (length, -1, head)), 0, 1), heads)
-    out = scaled_dot_product_attention(q, k, v)
+    out = scaled_dot_product_attention(
+        _heads(linear(x, w_q, b_q), heads),
+        _heads(linear(x, w_k, b_k), heads),
+        _heads(linear(x, w_v, b_v), heads),
+    )
     out = np.reshape(np.transpose(out, (2, 0, 1, 3)), (length * batch, embed))
     out = np.reshape(linear(out, out_weight, out_bias), (length, batch, -1))
     if batch_first:
         out = np.swapaxes(out, 0, 1)
     return out
+
+
+def _heads(projected, heads):
+    """(L, N, E) -> (N, heads, L, E / heads), through eager's (N * heads, L, E / heads)."""
+    batch, num_heads, length, head = heads
+    return np.reshape(np.swapaxes(np.reshape(projected, (length, -1, head)), 0, 1), heads)
 
 
 def transformer_encoder_layer(

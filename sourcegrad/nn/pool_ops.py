@@ -26,6 +26,7 @@ from ..eager import devices, operands, shape_ops, tensor_math
 from ..eager.spec import record
 from ..eager.tensor import Tensor
 from ..ops import nn_kernels as K
+from ..ops.nn_layers import avg_pool_matrix, interpolation_matrix
 from .unsupported import UnsupportedOptionError
 
 __all__ = [
@@ -173,22 +174,27 @@ def avg_pool2d(
         raise RuntimeError("divisor must be not zero")
     x = input._data
     out = _output_size(x, kernel, stride, padding, (1, 1), ceil_mode)
-    rows, cols = (
-        K.avg_pool_windows(
-            x.shape[x.ndim - 2 + i],
-            kernel[i],
-            stride[i],
-            padding[i],
-            ceil_mode,
-            count_include_pad,
-            out[i],
+    if x.dtype.kind in "iub":
+        rows, cols = (
+            K.avg_pool_windows(
+                x.shape[x.ndim - 2 + i],
+                kernel[i],
+                stride[i],
+                padding[i],
+                ceil_mode,
+                count_include_pad,
+                out[i],
+            )
+            for i in range(2)
+        )
+        return _int_avg_pool(x, rows, cols, divisor_override)
+    # (the matrices sourcegrad.compile's lowering averages by: the same numbers)
+    a, b = (
+        avg_pool_matrix(
+            x, i, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override
         )
         for i in range(2)
     )
-    if x.dtype.kind in "iub":
-        return _int_avg_pool(x, rows, cols, divisor_override)
-    a = K.avg_pool_matrix(rows, x.shape[-2], x.dtype, divisor_override)
-    b = K.avg_pool_matrix(cols, x.shape[-1], x.dtype, None if divisor_override is None else 1)
     return resample(input, a, b, "AvgPool2DBackward0")
 
 
@@ -304,7 +310,6 @@ def interpolate(
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     spatial = x.shape[2:]
-    scales = (None,) * nd
     if size is not None:
         out = (size,) * nd if isinstance(size, (int, np.integer)) else tuple(size)
         if len(out) != nd:
@@ -328,8 +333,6 @@ def interpolate(
                 "scale_factor in (s1, s2, ...,sK) format."
             )
         out = tuple(int(math.floor(float(n) * float(f))) for n, f in zip(spatial, factors))
-        if not recompute_scale_factor:
-            scales = tuple(float(f) for f in factors)
     else:
         raise ValueError("either size or scale_factor should be defined")
     if antialias:
@@ -348,11 +351,8 @@ def interpolate(
             "inputs, linear on 3-d, bilinear on 4-d are)"
         )
     _refuse_integers(input, f"upsample_{mode}{nd}d")
-    if mode == "nearest":
-        mats = [K.nearest_matrix(n, o, s, x.dtype) for n, o, s in zip(spatial, out, scales)]
-    else:
-        mats = [
-            K.linear_matrix(n, o, align_corners, s, x.dtype)
-            for n, o, s in zip(spatial, out, scales)
-        ]
+    mats = [  # (the lowering's matrices too: the same numbers compiled)
+        interpolation_matrix(x, i, size, scale_factor, mode, align_corners, recompute_scale_factor)
+        for i in range(nd)
+    ]
     return resample(input, mats[0] if nd == 2 else None, mats[-1], name)
