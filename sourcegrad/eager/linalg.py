@@ -380,6 +380,11 @@ def vector_norm(
         axis = axis[0]
     elif isinstance(axis, tuple):
         return _over_axes(x, ord, axis, keepdims)
+    if x._data.dtype.kind not in "fc":  # (torch's message names the function and the dtype)
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. "
+            f"Got {x.dtype._scalar_name}"
+        )
     d = _float(x)
     # (the norm of complex values is real)
     out = _wrap(result(np.linalg.norm(d, ord, axis, keepdims), np.finfo(d.dtype).dtype))
