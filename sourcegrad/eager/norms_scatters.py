@@ -29,6 +29,7 @@ import math
 from . import linalg
 from .elementwise import where
 from .operands import as_tensor
+from .out_arg import store
 from .surface import export
 
 
@@ -159,8 +160,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         res = linalg.vector_norm(A, 2, wrapped, keepdim)
     else:
         res = linalg.norm(A, ord, wrapped, keepdim)
-    if out is not None:
-        return out.copy_(res) if out.shape == res.shape else out.resize_(res.shape).copy_(res)
+    if out is not None:  # (torch's composite norm does not refuse an input needing grad)
+        if out.dtype != res.dtype:
+            raise RuntimeError(
+                f"linalg.matrix_norm expected out tensor dtype {res.dtype._scalar_name} "
+                f"but got: {out.dtype._scalar_name}"
+            )
+        return store(out, res.detach()._data)
     return res
 
 

@@ -627,3 +627,48 @@ def test_cdist_gradient_at_coincident_points(p, rows):
         atol=1e-6,
     )
     _grads(lambda x: sg.cdist(x, x, p), lambda x: torch.cdist(x, x, p), [a], rtol=1e-5, atol=1e-6)
+
+
+# --- second derivatives torch does not have: against finite differences of sourcegrad's -----
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: sg.pdist(a),
+        lambda a: sg.pdist(a, 3),
+        lambda a: SF.max_pool3d(a.reshape(1, 1, 3, 2, 5), 2, 1) ** 2,
+        lambda a: sg.renorm(a, 2, 0, 0.5),
+        lambda a: sg.linalg.matrix_norm(a, "nuc"),
+    ],
+)
+def test_second_derivatives_by_finite_differences(fn):
+    x = sg.tensor(_rng(30).standard_normal((6, 5)), requires_grad=True)
+    assert sg.autograd.gradcheck(fn, (x,))
+    assert sg.autograd.gradgradcheck(fn, (x,))
+
+
+def test_embedding_bag_per_sample_weights_second_derivative_by_finite_differences():
+    idx, offsets = sg.tensor([1, 0, 4, 5, 4, 3]), sg.tensor([0, 3, 4])
+    w = sg.tensor(_rng(31).standard_normal((7, 3)), requires_grad=True)
+    psw = sg.tensor(_rng(32).standard_normal(6), requires_grad=True)
+
+    def fn(weight, per_sample):
+        return SF.embedding_bag(idx, weight, offsets, mode="sum", per_sample_weights=per_sample)
+
+    assert sg.autograd.gradcheck(fn, (w, psw))
+    assert sg.autograd.gradgradcheck(fn, (w, psw))
+
+
+def test_matrix_norm_out():
+    x = _rng(33).standard_normal((2, 3, 3)).astype(np.float32)
+    outs = []
+    for lib in (sg, torch):
+        out = lib.empty(0)
+        assert lib.linalg.matrix_norm(lib.tensor(x), "nuc", out=out) is out
+        outs.append(out)
+    _close(outs[0], outs[1], rtol=1e-5)
+    _same_error(
+        lambda: sg.linalg.matrix_norm(sg.tensor(x), out=sg.empty(2, dtype=sg.float64)),
+        lambda: torch.linalg.matrix_norm(torch.tensor(x), out=torch.empty(2, dtype=torch.float64)),
+    )
