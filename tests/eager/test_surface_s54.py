@@ -672,3 +672,20 @@ def test_matrix_norm_out():
         lambda: sg.linalg.matrix_norm(sg.tensor(x), out=sg.empty(2, dtype=sg.float64)),
         lambda: torch.linalg.matrix_norm(torch.tensor(x), out=torch.empty(2, dtype=torch.float64)),
     )
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_ties_and_padding_idx(mode):
+    w = _rng(34).standard_normal((6, 3))
+    w[3] = w[1]  # equal rows in a max bag: the gradient goes where torch sends it
+    idx, offsets = np.array([2, 2, 1, 3, 2, 2, 0, 5]), np.array([0, 2, 4, 6])
+
+    def call(lib, functional):
+        def fn(weight):
+            return functional.embedding_bag(
+                lib.tensor(idx), weight, lib.tensor(offsets), mode=mode, padding_idx=2
+            )
+
+        return fn
+
+    _grads(call(sg, SF), call(torch, F), [w])
