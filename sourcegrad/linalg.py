@@ -1,7 +1,7 @@
 """`sourcegrad.linalg`, as `torch.linalg`: the eager Tensor's linear algebra
 (`sourcegrad.eager.linalg`, `eager.cholesky`): inv, det, slogdet, solve, cholesky,
 cholesky_ex, pinv, eig, eigvals, eigh, eigvalsh, svd, svdvals, qr, matrix_power, matrix_exp,
-householder_product, vector_norm, norm, cross, and LinAlgError.
+householder_product, vector_norm, norm, matrix_norm, cross, and LinAlgError.
 
 Imports: the eager package only.
 """
@@ -25,6 +25,7 @@ from .eager.linalg import (
     svdvals,
     vector_norm,
 )
+from .eager.norms_scatters import matrix_norm
 from .eager.torch_extras import householder_product, matrix_exp
 from .eager.vector_ops import linalg_cross as cross
 
@@ -41,6 +42,7 @@ __all__ = [
     "householder_product",
     "inv",
     "matrix_exp",
+    "matrix_norm",
     "matrix_power",
     "norm",
     "pinv",

@@ -121,11 +121,12 @@ def _into(names, out, results, inputs):
     return out
 
 
-def _float(t):
+def _float(t, name="linalg"):
     d = t._data
     if d.dtype.kind not in "fc":
         raise RuntimeError(
-            f"linalg: Expected a floating point or complex tensor as input. Got {t.dtype}"
+            f"{name}: Expected a floating point or complex tensor as input. "
+            f"Got {t.dtype._scalar_name}"
         )
     return d
 
@@ -380,7 +381,7 @@ def vector_norm(
         axis = axis[0]
     elif isinstance(axis, tuple):
         return _over_axes(x, ord, axis, keepdims)
-    d = _float(x)
+    d = _float(x, "linalg.vector_norm")
     # (the norm of complex values is real)
     out = _wrap(result(np.linalg.norm(d, ord, axis, keepdims), np.finfo(d.dtype).dtype))
     if needs_grad(x):

@@ -31,6 +31,7 @@ from . import (  # noqa: F401 - fft, vector_ops: their ops' surface
     inplace,
     legacy,
     node,
+    norms_scatters,
     numpy_dispatch,
     shape_ops,
     special,

@@ -1,4 +1,4 @@
-"""`torch.cross`, `torch.linalg.cross` and `torch.cdist` as eager ops.
+"""`torch.cross`, `torch.linalg.cross`, `torch.cdist` and `torch.pdist` as eager ops.
 
 Each is one node, as in torch (LinalgCrossBackward0, CdistBackward0), using the
 entries of `sourcegrad.ops.nn_losses`. The operands are promoted to torch's result dtype
@@ -112,3 +112,20 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if operands.needs_grad(ra, rb):
         record(CDIST, out, (ra, rb), {"p": p})
     return out
+
+
+@export("pdist", methods=())
+def pdist(input, p=2):
+    """torch.pdist / F.pdist: the p-norm distance between each pair of rows i < j of a 2-D
+    input, in row-major order of the pairs: cdist of the rows with themselves (one node, the
+    CdistBackward0 rule: its gradient at coincident rows is 0, as torch's pdist_backward)
+    read at the upper triangle (an index, IndexBackward0)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows, cols = np.triu_indices(input.shape[0], 1)
+    x = input.unsqueeze(0)
+    return cdist(x, x, p)[0][_wrap(rows.astype(np.int64)), _wrap(cols.astype(np.int64))]

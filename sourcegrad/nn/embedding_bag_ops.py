@@ -7,7 +7,7 @@ index (its entries belong to no bag); returns (B, D). An empty bag gives zeros.
 
 Written with the eager ops: the rows are looked up with `F.embedding` (which renormalises
 them to max_norm, in place, as torch), summed into their bags with `index_add` (divided by
-the bag's size for the mean), or reduced with `amax` bag by bag, so the gradient reaches the
+the bag's size for the mean), or reduced with `max` bag by bag (a tie's gradient to its first row, as torch), so the gradient reaches the
 weight and the per-sample weights through those ops' nodes.
 """
 
@@ -117,7 +117,9 @@ def embedding_bag(
     if mode == "max":
         return joining.stack(
             [
-                rows[bags == i].amax(0)
+                # (max, not amax: a tie's gradient goes to its first row, as torch's
+                # max_indices send it; amax would split it between the tied rows)
+                rows[bags == i].max(0).values
                 if np.any(bags == i)
                 else factories.zeros(dim, dtype=rows.dtype, device=rows.device)
                 for i in range(n_bags)

@@ -27,6 +27,7 @@ from ..eager import inplace as _inplace_ops
 from ..eager.composites import cosine_similarity, pairwise_distance  # noqa: F401 (torch's too)
 from ..eager.spec import OpSpec, record
 from ..eager.tensor import Tensor
+from ..eager.vector_ops import pdist  # noqa: F401 (torch's too)
 from ..ops import nn as ops_nn
 
 # convolution, pooling, padding, interpolation and batch norm: a module per family
@@ -89,6 +90,7 @@ from .instance_norm_ops import instance_norm  # noqa: F401
 from .linear_ops import linear  # noqa: F401
 from .norm_ops import batch_norm, layer_norm  # noqa: F401
 from .pad_ops import pad  # noqa: F401
+from .pool3d_ops import avg_pool3d, max_pool3d  # noqa: F401
 from .pool_ops import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -195,6 +197,41 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input, p, training, inplace, 5, "dropout3d")
+
+
+_ALPHA_DROP = 1.7580993408473766  # -alpha' of SELU: the value a dropped unit takes, unscaled
+
+
+def _alpha_dropout(input, p, training, inplace, feature):
+    """torch's alpha dropout: units kept with probability 1 - p (one draw per (sample,
+    channel) for feature dropout), dropped ones set to SELU's saturation value, and all
+    mapped by a x + b with a, b keeping zero mean and unit variance (torch's _dropout_impl;
+    MulBackward0 and AddBackward0, as its)."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return input.mul_(0) if inplace else input * 0
+    nd = input._data.ndim
+    if feature and nd < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if not (input.is_floating_point() or input.is_complex()):
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type {input.dtype._scalar_name}"
+        )
+    shape = input._data.shape[:2] + (1,) * (nd - 2) if feature else input._data.shape
+    keep = (factories.rand(shape, device=input.device) >= p).to(input.dtype)
+    a = 1.0 / math.sqrt((_ALPHA_DROP * _ALPHA_DROP * p + 1) * (1 - p))
+    b = (keep - 1) * (_ALPHA_DROP * a) + _ALPHA_DROP * a * p
+    return input.mul_(keep * a).add_(b) if inplace else input * (keep * a) + b
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, inplace, True)
 
 
 def one_hot(tensor, num_classes=-1):

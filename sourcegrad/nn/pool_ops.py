@@ -38,6 +38,7 @@ __all__ = [
     "adaptive_avg_pool2d",
     "interpolate",
     "resample",
+    "checked_output_size",
 ]
 
 _wrap = Tensor._make
@@ -105,7 +106,8 @@ def _pool_args(input, kernel_size, stride, padding, dilation, nd, name):
     return kernel, stride, padding, dilation
 
 
-def _output_size(x, kernel, stride, padding, dilation, ceil_mode):
+def checked_output_size(x, kernel, stride, padding, dilation, ceil_mode):
+    """The pooled spatial sizes of x, torch's error where one is not positive."""
     nd = len(kernel)
     spatial = x.shape[x.ndim - nd :]
     out = tuple(
@@ -129,7 +131,7 @@ def max_pool2d(
         input, kernel_size, stride, padding, dilation, 2, "max_pool2d"
     )
     x = input._data
-    out = _output_size(x, kernel, stride, padding, dilation, ceil_mode)
+    out = checked_output_size(x, kernel, stride, padding, dilation, ceil_mode)
     batched = x.ndim == 4
     index, flat = K.max_pool_index(
         x if batched else x[None], kernel, stride, padding, dilation, out
@@ -173,7 +175,7 @@ def avg_pool2d(
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     x = input._data
-    out = _output_size(x, kernel, stride, padding, (1, 1), ceil_mode)
+    out = checked_output_size(x, kernel, stride, padding, (1, 1), ceil_mode)
     if x.dtype.kind in "iub":
         rows, cols = (
             K.avg_pool_windows(

@@ -9,7 +9,14 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .linear import Bilinear, Identity, Linear
 from . import activation as _activation
 from .activation import *  # noqa: F401,F403 - its classes, as activation.__all__ lists them
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .dropout import (
+    AlphaDropout,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
 from .flatten import Flatten, Unflatten
 from .sparse import Embedding, EmbeddingBag
 from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
@@ -56,10 +63,12 @@ from .pooling import (
     AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     LPPool1d,
     LPPool2d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
@@ -94,6 +103,8 @@ __all__ = [
     "Dropout1d",
     "Dropout2d",
     "Dropout3d",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
     "Flatten",
     "Unflatten",
     "Embedding",
@@ -148,8 +159,10 @@ __all__ = [
     "ConvTranspose3d",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d",

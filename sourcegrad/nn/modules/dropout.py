@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -40,3 +40,13 @@ class Dropout2d(_DropoutNd):
 class Dropout3d(_DropoutNd):
     def forward(self, input):
         return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

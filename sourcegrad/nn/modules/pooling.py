@@ -1,4 +1,4 @@
-"""MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d: the F functions with torch's reprs."""
+"""MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d: the F functions with torch's reprs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from .module import Module
 __all__ = [
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d",
@@ -131,6 +133,32 @@ class AvgPool2d(Module):
 
     def forward(self, input):
         return F.avg_pool2d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
+
+
+class MaxPool3d(_MaxPoolNd):
+    def forward(self, input):
+        return F.max_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+class AvgPool3d(AvgPool2d):
+    def forward(self, input):
+        return F.avg_pool3d(
             input,
             self.kernel_size,
             self.stride,
