@@ -662,6 +662,21 @@ CASES = [
     ("getitem", "cummax", lambda a: sg.cummax(a, 1)[0] * a, [arr(2, 4)], True),
     ("getitem", "unfold", lambda a: a.unfold(1, 3, 1) * 2, [arr(2, 5)], True),
     ("getitem", "quantile", lambda a: sg.quantile(a, 0.3, 1) * 3, [arr(2, 5)], True),
+    # (complex values in between: the real pairs in and out, as torch's complex code writes it)
+    (
+        "view_as_complex",
+        "view_as_complex",
+        lambda a: sg.view_as_real(sg.view_as_complex(a) * sg.view_as_complex(a)),
+        [arr(3, 2)],
+        True,
+    ),
+    (
+        "view_as_real",
+        "view_as_real",
+        lambda a: sg.view_as_real(sg.view_as_complex(a).exp()) * 2,
+        [arr(4, 2)],
+        True,
+    ),
     (
         "matmul",
         "baddbmm",
