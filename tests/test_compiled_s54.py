@@ -3,7 +3,7 @@
 nn.MultiheadAttention with masks (bool and float, need_weights either way, batch_first
 either way), nn.TransformerDecoderLayer / TransformerDecoder / Transformer, Tensor.expand
 and a local named as a parameter (a ViT's `cls = self.cls.expand(...)`), in-place index
-writes on arrays made inside forward. Each model is one node whose numbers, dtype,
+writes on arrays made inside forward, F.pairwise_distance (a Siamese net). Each model is one node whose numbers, dtype,
 running statistics and gradients are eager's, in train and eval mode (float64: the
 gradients to 1e-6 relative), or it says why it runs eagerly (a graph break's warning) and
 gives eager's numbers or eager's error: an integer input to a layer eager refuses (or, for
@@ -518,13 +518,70 @@ class CharGPT(nn.Module):
         return self.head(F.softmax(wei, dim=-1) @ x)
 
 
+class Siamese(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cnn = nn.Sequential(
+            nn.Conv2d(1, 4, 3), nn.ReLU(inplace=True), nn.MaxPool2d(2), nn.Conv2d(4, 8, 3)
+        )
+        self.fc = nn.Sequential(nn.Linear(8, 16), nn.ReLU(inplace=True), nn.Linear(16, 8))
+
+    def forward_once(self, x):
+        out = self.cnn(x)
+        return self.fc(out.view(out.size()[0], -1))
+
+    def forward(self, a, b):
+        return F.pairwise_distance(self.forward_once(a), self.forward_once(b))
+
+
 @pytest.mark.parametrize("training", [True, False])
-@pytest.mark.parametrize("cls", [ViT, CharGPT])
+@pytest.mark.parametrize("cls", [ViT, CharGPT, Siamese])
 def test_published_style_models_are_one_node(cls, training):
     torch.manual_seed(0)
     rng = np.random.default_rng(8)
     if cls is ViT:
         model, args = ViT().double(), (_f64(rng, 2, 3, 8, 8),)
-    else:
+    elif cls is CharGPT:
         model, args = CharGPT().double(), (torch.tensor(rng.integers(0, 11, (2, 6))),)
+    else:
+        model, args = Siamese().double(), (_f64(rng, 2, 1, 8, 8), _f64(rng, 2, 1, 8, 8))
     _check_one_node(model, args, training)
+
+
+def test_a_none_argument_is_a_constant_of_the_code():
+    # (an LSTM's hx=None: zeros, as without it; a mask None: `mask is None` decided while
+    # compiling)
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4).double()
+    x = _f64(np.random.default_rng(9), 5, 2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, (h, c) = sourcegrad.compile(lstm)(x, None)
+    assert type(out.grad_fn).__name__ == "CompiledLSTMForward0Backward"
+    eager, (eh, ec) = lstm(x, None)
+    np.testing.assert_allclose(out.detach().numpy(), eager.detach().numpy(), 1e-12, 1e-12)
+    np.testing.assert_allclose(c.detach().numpy(), ec.detach().numpy(), 1e-12, 1e-12)
+
+
+def test_compiled_multihead_attention_matches_torch():
+    real = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    rng = np.random.default_rng(10)
+    model = Attend(True, True, False).double()
+    q, kv = _f64(rng, 2, 4, 8), _f64(rng, 2, 5, 8)
+    attn_mask, padding = _masks("bool", rng)
+    out, weights = sourcegrad.compile(model)(q, kv, attn_mask, padding)
+    twin = real.nn.MultiheadAttention(8, 2, batch_first=True, dtype=real.float64)
+    twin.load_state_dict({k: real.tensor(v.numpy()) for k, v in model.attn.state_dict().items()})
+    t_out, t_weights = twin(
+        real.tensor(q.numpy()),
+        real.tensor(kv.numpy()),
+        real.tensor(kv.numpy()),
+        key_padding_mask=real.tensor(padding.numpy()),
+        attn_mask=real.tensor(attn_mask.numpy()),
+        average_attn_weights=False,
+    )
+    fc = model.fc
+    t_out = t_out.detach().numpy() @ fc.weight.detach().numpy().T + fc.bias.detach().numpy()
+    np.testing.assert_allclose(out.detach().numpy(), t_out, 1e-10, 1e-12)
+    np.testing.assert_allclose(weights.detach().numpy(), t_weights.detach().numpy(), 1e-10, 1e-12)

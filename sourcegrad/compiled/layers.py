@@ -310,12 +310,13 @@ def _static_flag(text, what):
     return text
 
 
-def _function(t, module, leaf, inputs, write):
-    """A function written into the Translation `t` computing `write(inner_leaf, inputs)`
-    (source text) on its arguments `inputs` (names) and the module's leaves that the text
-    names: a layer whose input is read several times (a decoder's memory, a mask: each
-    argument's text evaluated once). Gives the function's name and the leaves' texts to
-    pass after the inputs, in order."""
+def _function(t, module, leaf, inputs, given, write):
+    """The call, on the source texts `given`, of a function written into the Translation
+    `t` computing `write(inner_leaf)` (its body's source text) on its arguments `inputs`
+    (names) and the module's leaves that the text names: a layer whose input is read
+    several times (a decoder's memory, a mask: each argument's text evaluated once). An
+    argument given as None is a constant of the function (`mask is None` decided while
+    compiling), not one of its parameters."""
     passed = {}
 
     def inner(name):
@@ -326,11 +327,14 @@ def _function(t, module, leaf, inputs, write):
             passed[name] = (f"leaf_{len(passed)}", outer)
         return passed[name][0]
 
-    body = write(inner, inputs)
+    body = write(inner)
     name = f"{type(module).__name__}_{len(t.chunks)}"
-    params = list(inputs) + [p for p, _ in passed.values()]
-    t.chunks.append(f"def {name}({', '.join(params)}):\n{body}")
-    return name, [outer for _, outer in passed.values()]
+    taken = [(n, text) for n, text in zip(inputs, given, strict=True) if text != "None"]
+    nones = "".join(f"    {n} = None\n" for n, text in zip(inputs, given) if text == "None")
+    params = [n for n, _ in taken] + [p for p, _ in passed.values()]
+    t.chunks.append(f"def {name}({', '.join(params)}):\n{nones}{body}")
+    args = [text for _, text in taken] + [outer for _, outer in passed.values()]
+    return f"{name}({', '.join(args)})"
 
 
 def _attention_parts(module, prefix=""):
@@ -392,7 +396,7 @@ def _encoder(module, leaf, args, t):
     # (a mask equal to the causal one gives the same numbers as is_causal: None is False)
     causal = "True" if is_causal == "True" else "False"
 
-    def write(inner, names):
+    def write(inner):
         lines = ["    x = src"]
         for i, layer in enumerate(module.layers):
             if type(layer) is not nn.TransformerEncoderLayer:  # (a subclass: its own forward)
@@ -420,8 +424,7 @@ def _encoder(module, leaf, args, t):
             if x is None:
                 raise GraphBreak(f"a {type(module.norm).__name__} as a TransformerEncoder's norm")
         return x
-    name, passed = _function(t, module, leaf, ["src", "mask", "padding"], write)
-    return f"{name}({', '.join([src, mask, padding] + passed)})"
+    return _function(t, module, leaf, ["src", "mask", "padding"], [src, mask, padding], write)
 
 
 def _activation_name(module, what):
@@ -538,7 +541,7 @@ def _decoder(module, leaf, args, t):
     flags = ["True" if tgt_causal == "True" else "False", mem_causal]
     inputs = ["tgt", "memory", "tgt_mask", "memory_mask", "tgt_padding", "memory_padding"]
 
-    def write(inner, names):
+    def write(inner):
         lines = ["    x = tgt"]
         for i, layer in enumerate(module.layers):
             if type(layer) is not nn.TransformerDecoderLayer:
@@ -553,9 +556,8 @@ def _decoder(module, leaf, args, t):
             lines.append(f"    x = {text}")
         return "\n".join(lines + ["    return x"])
 
-    name, passed = _function(t, module, leaf, inputs, write)
     given = [tgt, memory, tgt_mask, memory_mask, tgt_padding, memory_padding]
-    return f"{name}({', '.join(given + passed)})"
+    return _function(t, module, leaf, inputs, given, write)
 
 
 def _transformer(module, leaf, args, t):
@@ -567,7 +569,7 @@ def _transformer(module, leaf, args, t):
     batch = 0 if module.batch_first else 1
     inputs = ["src", "tgt", "src_mask", "tgt_mask", "memory_mask", "src_pad", "tgt_pad", "mem_pad"]
 
-    def write(inner, names):
+    def write(inner):
         encoder_leaf = functools.partial(_child_leaf, inner, "encoder")
         decoder_leaf = functools.partial(_child_leaf, inner, "decoder")
         memory = layer_call(
@@ -591,9 +593,8 @@ def _transformer(module, leaf, args, t):
             "    return %s" % (batch, batch, module.d_model, module.d_model, memory, out)
         )
 
-    name, passed = _function(t, module, leaf, inputs, write)
     given = [src, tgt, src_mask, tgt_mask, memory_mask, src_pad, tgt_pad, mem_pad]
-    return f"{name}({', '.join(given + passed)})"
+    return _function(t, module, leaf, inputs, given, write)
 
 
 def _recurrent(module, leaf, args, t):
@@ -603,6 +604,8 @@ def _recurrent(module, leaf, args, t):
         t.guard.append((module, attr, getattr(module, attr)))
     if module.training and module.dropout and module.num_layers > 1:
         t.rng = True
+    if len(args) == 2 and args[1] == "None":  # (`lstm(x, None)`: zeros, as without hx)
+        args = args[:1]
     name, params = recurrence(module, t, len(args) == 2)
     return f"{name}({', '.join(list(args) + [leaf(p) for p in params])})"
 

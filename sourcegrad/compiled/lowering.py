@@ -735,6 +735,13 @@ def cross_entropy(input, target, *, ignore_index=-100, reduction="mean"):
     return opnn.nll_of_picked(logp, picked, target, None, reduction, ignore_index)
 
 
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """F.pairwise_distance: the registry's vector_norm of x1 - x2 + eps over the last dim,
+    as eager's (a Siamese net's distance)."""
+    assert _is_float(x1.dtype), "a floating input"  # (an integer one: eager's error)
+    return opnn.vector_norm(x1 - x2 + eps, p, -1, keepdim)
+
+
 def mse_loss(input, target, *, reduction="mean"):
     return opnn.mse_loss(input, target, reduction)
 
@@ -933,6 +940,7 @@ FUNCTIONS = {
         scaled_dot_product_attention,
         cross_entropy,
         mse_loss,
+        pairwise_distance,
         cat,
         stack,
         matmul,

@@ -1051,11 +1051,13 @@ def _make_compiled_module_class():
                 except (GraphBreak, *_REFUSALS) as exc:  # the compiler refused the code
                     found.reason = _reason(exc, found.region.t)
                     found.where = _where(exc, found.region.t)
+                    _thaw(frozen)  # (a buffer passed as an argument too: restored after)
                     _restore(kept)
                 except ValueError as exc:
                     if not _wrote_an_argument(exc):
                         raise
                     found.reason, found.where = _WROTE_AN_ARGUMENT, None
+                    _thaw(frozen)
                     _restore(kept)
                 finally:
                     _thaw(frozen)
