@@ -432,14 +432,18 @@ class _Substitute(ast.NodeTransformer):
         return ast.copy_location(expr, node)
 
 
-def _reduces_with_indices(node):
-    """Whether `node` is a call of max or min (`x.max(1)`, `torch.min(x, 0)`): its result
-    is the (values, indices) pair, read by `.values` and `.indices`."""
-    return (
+def _reduces_with_indices(node, self_name):
+    """Whether `node` is a call of max or min (`x.max(1)`, `torch.min(x, 0)`), not a method
+    of the module's own (`self.max(x)`): its result is the (values, indices) pair, read by
+    `.values` and `.indices`."""
+    if not (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in ("max", "min")
-    )
+    ):
+        return False
+    chain = _chain(node.func)
+    return not (chain and chain[0] == self_name)
 
 
 def _expr(text):
@@ -524,7 +528,7 @@ class _Rewriter(ast.NodeTransformer):
             raise GraphBreak(f"self.{'.'.join(chain[1:])} used as a value")
         if node.attr in ("data", "grad", "grad_fn", "device"):
             raise GraphBreak(f"the Tensor attribute .{node.attr}")
-        if node.attr in ("values", "indices") and _reduces_with_indices(node.value):
+        if node.attr in ("values", "indices") and _reduces_with_indices(node.value, self.self_name):
             # `x.max(1).values`: the (values, indices) pair's item (`lowering.max_with_indices`)
             item = ast.Constant(0 if node.attr == "values" else 1)
             return ast.copy_location(ast.Subscript(self.visit(node.value), item, node.ctx), node)
