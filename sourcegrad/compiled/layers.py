@@ -8,12 +8,24 @@ nn.LSTM and nn.GRU it first writes a function of that module into the Translatio
 (`recurrence`): layers and directions unrolled as straight-line calls of
 `lowering.*_direction`, each with its loop over time.
 
+The attention and transformer layers (MultiheadAttention, TransformerEncoder(Layer),
+TransformerDecoder(Layer), Transformer) take their masks by keyword: `bound_arguments`
+binds a call's texts to the layer's forward, defaults written out; a layer reading an
+argument several times (a decoder's memory) is written as a function of its own
+(`_function`), each argument's text evaluated once.
+
 Imports nothing of sourcegrad at import time (the nn classes when called).
+
+Why one module: each writer is a few lines turning one nn class's attributes into the
+call of its lowering, and they compose (a Sequential's children, a Transformer's encoder
+and decoder, their layers): one table (`_writers`) over one set of helpers.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import math
 
 
 class GraphBreak(Exception):
@@ -23,13 +35,14 @@ class GraphBreak(Exception):
     where: tuple | None = None
 
 
-def layer_call(module, leaf, args, t, input_is_fresh=False):
+def layer_call(module, leaf, args, t, input_is_fresh=False, keywords=None):
     """Source text of the numpy call computing `module(*args)` (args: source texts), or None
     when the module is not one of the layers known here. `leaf(name)` is the argument name
     of the module's parameter or buffer `name` ("None" where it is None); what the code is
     made for goes to the Translation `t` (`guard`, `rng`, `stateful`). `input_is_fresh`:
     the input is an array only this call reads (a Sequential's layer's result), so a
-    layer's `inplace=True` changes nothing anyone else sees (DCGAN's BatchNorm, ReLU(True))."""
+    layer's `inplace=True` changes nothing anyone else sees (DCGAN's BatchNorm, ReLU(True)).
+    `keywords`: {name: source text} of the call's keyword arguments (`bound_arguments`)."""
     cls = type(module)
     write = _writers().get(cls)
     if write is None:
@@ -38,7 +51,7 @@ def layer_call(module, leaf, args, t, input_is_fresh=False):
         raise GraphBreak(f"the hooks of a {cls.__name__}")
     if getattr(module, "inplace", False) and not input_is_fresh:
         raise GraphBreak(f"{cls.__name__}(inplace=True)")
-    return write(module, leaf, args, t)
+    return write(module, leaf, bound_arguments(module, args, keywords or {}), t)
 
 
 def has_hooks(module):
@@ -84,6 +97,10 @@ def _writers():
         nn.Sequential: _sequential,
         nn.TransformerEncoderLayer: _encoder_layer,
         nn.TransformerEncoder: _encoder,
+        nn.MultiheadAttention: _mha,
+        nn.TransformerDecoderLayer: _decoder_layer,
+        nn.TransformerDecoder: _decoder,
+        nn.Transformer: _transformer,
     }
     for cls in (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU):
         table[cls] = _activation
@@ -238,74 +255,346 @@ def _batch_norm(module, leaf, args, t):
     )
 
 
-def _encoder(module, leaf, args, t):
-    """nn.TransformerEncoder called on its input alone: its layers, then its norm."""
-    if len(args) > 1:
-        raise GraphBreak("TransformerEncoder called with masks")
+def bound_arguments(module, args, keywords):
+    """The source texts of every argument of `module(*args, **keywords)` in its forward's
+    order, defaults (None, True, False) written out: the attention and transformer layers,
+    called with masks by keyword. Another layer called with keywords is a graph break."""
+    if type(module) not in _keyword_layers():
+        if keywords:
+            raise GraphBreak(f"keyword arguments to a {type(module).__name__}")
+        return args
+    signature = inspect.signature(type(module).forward)
+    try:
+        bound = signature.bind(
+            None, *map(_Text, args), **{k: _Text(v) for k, v in keywords.items()}
+        )
+    except TypeError as exc:  # (eager raises it)
+        raise GraphBreak(f"{type(module).__name__}'s arguments ({exc})") from None
+    bound.apply_defaults()
+    texts = []
+    for value in list(bound.arguments.values())[1:]:
+        if not isinstance(value, _Text) and not isinstance(value, (bool, type(None))):
+            raise GraphBreak(f"{type(module).__name__}'s default {value!r}")
+        texts.append(value.text if isinstance(value, _Text) else repr(value))
+    return texts
+
+
+class _Text:
+    """A source text among a call's arguments (apart from a default's value)."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+@functools.lru_cache(maxsize=1)
+def _keyword_layers():
     from .. import nn
 
-    x = args[0]
-    for i, layer in enumerate(module.layers):
-        if type(layer) is not nn.TransformerEncoderLayer:  # (a subclass has its own forward)
-            raise GraphBreak(f"a {type(layer).__name__} in a TransformerEncoder")
-        layer_leaf = functools.partial(_child_leaf, leaf, f"layers.{i}")
-        x = layer_call(layer, layer_leaf, [x], t)
-    if module.norm is not None:
-        x = layer_call(module.norm, functools.partial(_child_leaf, leaf, "norm"), [x], t)
-        if x is None:
-            raise GraphBreak(f"a {type(module.norm).__name__} as a TransformerEncoder's norm")
-    return x
+    return frozenset(
+        {
+            nn.MultiheadAttention,
+            nn.TransformerEncoderLayer,
+            nn.TransformerEncoder,
+            nn.TransformerDecoderLayer,
+            nn.TransformerDecoder,
+            nn.Transformer,
+        }
+    )
 
 
-def _encoder_layer(module, leaf, args, t):
-    """nn.TransformerEncoderLayer on its input alone, without dropout (in eval mode, or p = 0)
-    and with relu or gelu: `lowering.transformer_encoder_layer`. Anything else (masks, the
-    dropout's draws, another activation, its parts with hooks) runs eagerly."""
-    from .. import nn
+def _static_flag(text, what):
+    """An is_causal argument written as a constant (the rewriting decides with it), else a
+    graph break."""
+    if text not in ("None", "True", "False"):
+        raise GraphBreak(f"{what} given as {text} (not a constant)")
+    return text
 
-    if len(args) > 1:
-        raise GraphBreak("TransformerEncoderLayer called with masks")
-    attn = module.self_attn
-    parts = (attn, attn.out_proj, module.linear1, module.linear2, module.norm1, module.norm2)
-    if any(has_hooks(m) for m in parts + (module.dropout, module.dropout1, module.dropout2)):
-        raise GraphBreak("the hooks of a TransformerEncoderLayer's part")
-    if not attn._qkv_same_embed_dim or attn.bias_k is not None or attn.add_zero_attn:
+
+def _function(t, module, leaf, inputs, given, write):
+    """The call, on the source texts `given`, of a function written into the Translation
+    `t` computing `write(inner_leaf)` (its body's source text) on its arguments `inputs`
+    (names) and the module's leaves that the text names: a layer whose input is read
+    several times (a decoder's memory, a mask: each argument's text evaluated once). An
+    argument given as None is a constant of the function (`mask is None` decided while
+    compiling), not one of its parameters."""
+    passed = {}
+
+    def inner(name):
+        outer = leaf(name)
+        if outer == "None":
+            return "None"
+        if name not in passed:
+            passed[name] = (f"leaf_{len(passed)}", outer)
+        return passed[name][0]
+
+    body = write(inner)
+    name = f"{type(module).__name__}_{len(t.chunks)}"
+    taken = [(n, text) for n, text in zip(inputs, given, strict=True) if text != "None"]
+    nones = "".join(f"    {n} = None\n" for n, text in zip(inputs, given) if text == "None")
+    params = [n for n, _ in taken] + [p for p, _ in passed.values()]
+    t.chunks.append(f"def {name}({', '.join(params)}):\n{nones}{body}")
+    args = [text for _, text in taken] + [outer for _, outer in passed.values()]
+    return f"{name}({', '.join(args)})"
+
+
+def _attention_parts(module, prefix=""):
+    """GraphBreak for what the lowering of a MultiheadAttention does not do; guards."""
+    if not module._qkv_same_embed_dim or module.bias_k is not None or module.add_zero_attn:
         raise GraphBreak("a MultiheadAttention with kdim/vdim, bias_kv or add_zero_attn")
-    rates = (attn.dropout, module.dropout.p, module.dropout1.p, module.dropout2.p)
-    if module.training and any(p > 0 for p in rates):
-        raise GraphBreak("TransformerEncoderLayer's dropout in training mode")
+    if has_hooks(module) or has_hooks(module.out_proj):
+        raise GraphBreak("the hooks of a MultiheadAttention or its out_proj")
+
+
+def _scales(attn):
+    """The q scales of eager's need_weights=True and scaled_dot_product_attention paths."""
+    head = attn.head_dim
+    return (math.sqrt(1.0 / float(head)), 1 / math.sqrt(head))
+
+
+def _attention_text(leaf, prefix):
+    return (
+        f"({leaf(prefix + 'in_proj_weight')}, {leaf(prefix + 'in_proj_bias')}, "
+        f"{leaf(prefix + 'out_proj.weight')}, {leaf(prefix + 'out_proj.bias')})"
+    )
+
+
+def _guard_attention(t, attn):
+    for attr in ("batch_first", "num_heads", "dropout", "embed_dim", "add_zero_attn"):
+        t.guard.append((attn, attr, getattr(attn, attr)))
+
+
+def _mha(module, leaf, args, t):
+    """nn.MultiheadAttention (masks bool or float, need_weights either way): the lowering's
+    `multi_head_attention`; its dropout in training mode runs eagerly."""
+    query, key, value, padding, need_weights, attn_mask, average, is_causal = args
+    _attention_parts(module)
+    if module.training and module.dropout > 0:
+        raise GraphBreak("MultiheadAttention's dropout in training mode")
+    _guard_attention(t, module)
+    return (
+        f"{L}.multi_head_attention({query}, {key}, {value}, {_attention_text(leaf, '')}, "
+        f"{module.num_heads!r}, {module.batch_first!r}, {padding}, {need_weights}, "
+        f"{attn_mask}, {average}, {is_causal}, {_scales(module)!r})"
+    )
+
+
+def _encoder(module, leaf, args, t):
+    """nn.TransformerEncoder: its layers, then its norm; with masks, a function of its own
+    (each mask's text read once). Where eager's would pack a padded batch into a nested
+    tensor (eval mode, a key padding mask) it runs eagerly."""
+    from .. import nn
+
+    src, mask, padding, is_causal = args
+    is_causal = _static_flag(is_causal, "TransformerEncoder's is_causal")
+    first = module.layers[0] if len(module.layers) else None
+    if type(first) is not nn.TransformerEncoderLayer:
+        raise GraphBreak("a TransformerEncoder of other layers")
+    if padding != "None" and getattr(module, "use_nested_tensor", False) and not first.training:
+        raise GraphBreak("TransformerEncoder's key padding mask in eval mode (a nested tensor)")
+    t.guard.append((module, "use_nested_tensor", getattr(module, "use_nested_tensor", False)))
+    t.guard.append((first, "training", first.training))
+    # (a mask equal to the causal one gives the same numbers as is_causal: None is False)
+    causal = "True" if is_causal == "True" else "False"
+
+    def write(inner):
+        lines = ["    x = src"]
+        for i, layer in enumerate(module.layers):
+            if type(layer) is not nn.TransformerEncoderLayer:  # (a subclass: its own forward)
+                raise GraphBreak(f"a {type(layer).__name__} in a TransformerEncoder")
+            layer_leaf = functools.partial(_child_leaf, inner, f"layers.{i}")
+            text = layer_call(layer, layer_leaf, ["x", "mask", "padding", causal], t)
+            lines.append(f"    x = {text}")
+        if module.norm is not None:
+            norm_leaf = functools.partial(_child_leaf, inner, "norm")
+            text = layer_call(module.norm, norm_leaf, ["x"], t)
+            if text is None:
+                raise GraphBreak(f"a {type(module.norm).__name__} as a TransformerEncoder's norm")
+            lines.append(f"    x = {text}")
+        return "\n".join(lines + ["    return x"])
+
+    if mask == "None" and padding == "None" and causal == "False":  # (the layers in a row)
+        x = src
+        for i, layer in enumerate(module.layers):
+            if type(layer) is not nn.TransformerEncoderLayer:
+                raise GraphBreak(f"a {type(layer).__name__} in a TransformerEncoder")
+            layer_leaf = functools.partial(_child_leaf, leaf, f"layers.{i}")
+            x = layer_call(layer, layer_leaf, [x, "None", "None", "False"], t)
+        if module.norm is not None:
+            x = layer_call(module.norm, functools.partial(_child_leaf, leaf, "norm"), [x], t)
+            if x is None:
+                raise GraphBreak(f"a {type(module.norm).__name__} as a TransformerEncoder's norm")
+        return x
+    return _function(t, module, leaf, ["src", "mask", "padding"], [src, mask, padding], write)
+
+
+def _activation_name(module, what):
+    from .. import nn
+
     activation = {id(nn.functional.relu): "relu", id(nn.functional.gelu): "gelu"}.get(
         id(module.activation)
     )
     if activation is None:
-        raise GraphBreak(f"TransformerEncoderLayer's activation {module.activation!r}")
-    for obj, attr in ((module, "norm_first"), (module, "activation"), (attn, "batch_first"),
-                      (attn, "num_heads"), (attn, "dropout")):  # fmt: skip
-        t.guard.append((obj, attr, getattr(obj, attr)))
+        raise GraphBreak(f"{what}'s activation {module.activation!r}")
+    return activation
+
+
+def _no_dropout(module, rates, what):
+    if module.training and any(p > 0 for p in rates):
+        # (eager's draws in its order of the attention's and the layer's dropouts: not
+        # the compiled dropout's stream)
+        raise GraphBreak(f"{what}'s dropout in training mode")
+
+
+def _encoder_layer(module, leaf, args, t):
+    """nn.TransformerEncoderLayer without dropout (in eval mode, or p = 0) and with relu or
+    gelu: `lowering.transformer_encoder_layer`, masks bool or float. Anything else (the
+    dropout's draws, another activation, its parts with hooks) runs eagerly."""
+    x, mask, padding, is_causal = args
+    is_causal = _static_flag(is_causal, "TransformerEncoderLayer's is_causal")
+    attn = module.self_attn
+    parts = (attn, attn.out_proj, module.linear1, module.linear2, module.norm1, module.norm2)
+    if any(has_hooks(m) for m in parts + (module.dropout, module.dropout1, module.dropout2)):
+        raise GraphBreak("the hooks of a TransformerEncoderLayer's part")
+    _attention_parts(attn)
+    rates = (attn.dropout, module.dropout.p, module.dropout1.p, module.dropout2.p)
+    _no_dropout(module, rates, "TransformerEncoderLayer")
+    activation = _activation_name(module, "TransformerEncoderLayer")
+    t.guard.append((module, "norm_first", module.norm_first))
+    t.guard.append((module, "activation", module.activation))
+    _guard_attention(t, attn)
     for part in (module.dropout, module.dropout1, module.dropout2):
         t.guard.append((part, "p", part.p))
     for norm in (module.norm1, module.norm2):
         t.guard.append((norm, "eps", norm.eps))
+    text = (
+        f"{L}.transformer_encoder_layer({x}, {_attention_text(leaf, 'self_attn.')}, "
+        f"{_pair_text(leaf, 'linear1')}, {_pair_text(leaf, 'linear2')}, "
+        f"{_norm_text(module, leaf, 'norm1')}, {_norm_text(module, leaf, 'norm2')}, "
+        f"{attn.num_heads!r}, {attn.batch_first!r}, {module.norm_first!r}, {activation!r}"
+    )
+    if mask == "None" and padding == "None" and is_causal in ("None", "False"):
+        return text + ")"
+    return text + f", {mask}, {padding}, {is_causal == 'True'}, {_scales(attn)!r})"
 
-    def pair(name):
-        return f"({leaf(name + '.weight')}, {leaf(name + '.bias')})"
 
-    def norm(name):
-        m = getattr(module, name)
+def _pair_text(leaf, name):
+    return f"({leaf(name + '.weight')}, {leaf(name + '.bias')})"
+
+
+def _norm_text(module, leaf, name):
+    m = getattr(module, name)
+    return (
+        f"({tuple(m.normalized_shape)!r}, {leaf(name + '.weight')}, "
+        f"{leaf(name + '.bias')}, {m.eps!r})"
+    )
+
+
+def _decoder_layer(module, leaf, args, t):
+    """nn.TransformerDecoderLayer without dropout and with relu or gelu:
+    `lowering.transformer_decoder_layer`, masks bool or float."""
+    x, memory, tgt_mask, memory_mask, tgt_padding, memory_padding, tgt_causal, memory_causal = args
+    tgt_causal = _static_flag(tgt_causal, "TransformerDecoderLayer's tgt_is_causal")
+    memory_causal = _static_flag(memory_causal, "TransformerDecoderLayer's memory_is_causal")
+    attns = (module.self_attn, module.multihead_attn)
+    norms = (module.norm1, module.norm2, module.norm3)
+    dropouts = (module.dropout, module.dropout1, module.dropout2, module.dropout3)
+    if any(has_hooks(m) for m in (module.linear1, module.linear2) + norms + dropouts):
+        raise GraphBreak("the hooks of a TransformerDecoderLayer's part")
+    for attn in attns:
+        _attention_parts(attn)
+        _guard_attention(t, attn)
+    if attns[0].num_heads != attns[1].num_heads or attns[0].batch_first != attns[1].batch_first:
+        raise GraphBreak("a TransformerDecoderLayer's attentions of other heads or layouts")
+    _no_dropout(
+        module, [a.dropout for a in attns] + [d.p for d in dropouts], "TransformerDecoderLayer"
+    )
+    activation = _activation_name(module, "TransformerDecoderLayer")
+    t.guard.append((module, "norm_first", module.norm_first))
+    t.guard.append((module, "activation", module.activation))
+    for part in dropouts:
+        t.guard.append((part, "p", part.p))
+    for norm in norms:
+        t.guard.append((norm, "eps", norm.eps))
+    attentions = (
+        f"({_attention_text(leaf, 'self_attn.')}, {_attention_text(leaf, 'multihead_attn.')})"
+    )
+    norm_texts = ", ".join(_norm_text(module, leaf, f"norm{i}") for i in (1, 2, 3))
+    causal = (tgt_causal == "True", memory_causal == "True")
+    return (
+        f"{L}.transformer_decoder_layer({x}, {memory}, {attentions}, "
+        f"{_pair_text(leaf, 'linear1')}, {_pair_text(leaf, 'linear2')}, ({norm_texts}), "
+        f"{attns[0].num_heads!r}, {attns[0].batch_first!r}, {module.norm_first!r}, "
+        f"{activation!r}, ({tgt_mask}, {memory_mask}, {tgt_padding}, {memory_padding}), "
+        f"{causal!r}, {_scales(attns[0])!r})"
+    )
+
+
+def _decoder(module, leaf, args, t):
+    """nn.TransformerDecoder: its layers (each reading the memory and the masks: a function
+    of its own), then its norm."""
+    from .. import nn
+
+    tgt, memory, tgt_mask, memory_mask, tgt_padding, memory_padding, tgt_causal, mem_causal = args
+    tgt_causal = _static_flag(tgt_causal, "TransformerDecoder's tgt_is_causal")
+    mem_causal = _static_flag(mem_causal, "TransformerDecoder's memory_is_causal")
+    # (tgt_is_causal=None: eager's detection of a causal mask, whose numbers are the mask's)
+    flags = ["True" if tgt_causal == "True" else "False", mem_causal]
+    inputs = ["tgt", "memory", "tgt_mask", "memory_mask", "tgt_padding", "memory_padding"]
+
+    def write(inner):
+        lines = ["    x = tgt"]
+        for i, layer in enumerate(module.layers):
+            if type(layer) is not nn.TransformerDecoderLayer:
+                raise GraphBreak(f"a {type(layer).__name__} in a TransformerDecoder")
+            layer_leaf = functools.partial(_child_leaf, inner, f"layers.{i}")
+            text = layer_call(layer, layer_leaf, ["x"] + inputs[1:] + flags, t)
+            lines.append(f"    x = {text}")
+        if module.norm is not None:
+            text = layer_call(module.norm, functools.partial(_child_leaf, inner, "norm"), ["x"], t)
+            if text is None:
+                raise GraphBreak(f"a {type(module.norm).__name__} as a TransformerDecoder's norm")
+            lines.append(f"    x = {text}")
+        return "\n".join(lines + ["    return x"])
+
+    given = [tgt, memory, tgt_mask, memory_mask, tgt_padding, memory_padding]
+    return _function(t, module, leaf, inputs, given, write)
+
+
+def _transformer(module, leaf, args, t):
+    """nn.Transformer: eager's checks, its encoder, then its decoder on the memory."""
+    src, tgt, src_mask, tgt_mask, memory_mask, src_pad, tgt_pad, mem_pad = args[:8]
+    src_causal, tgt_causal, mem_causal = args[8:]
+    for attr in ("batch_first", "d_model"):
+        t.guard.append((module, attr, getattr(module, attr)))
+    batch = 0 if module.batch_first else 1
+    inputs = ["src", "tgt", "src_mask", "tgt_mask", "memory_mask", "src_pad", "tgt_pad", "mem_pad"]
+
+    def write(inner):
+        encoder_leaf = functools.partial(_child_leaf, inner, "encoder")
+        decoder_leaf = functools.partial(_child_leaf, inner, "decoder")
+        memory = layer_call(
+            module.encoder, encoder_leaf, ["src", "src_mask", "src_pad", src_causal], t
+        )
+        out = layer_call(
+            module.decoder,
+            decoder_leaf,
+            ["tgt", "memory", "tgt_mask", "memory_mask", "tgt_pad", "mem_pad"]
+            + [tgt_causal, mem_causal],
+            t,
+        )
+        if memory is None or out is None:
+            raise GraphBreak("a Transformer's custom encoder or decoder")
         return (
-            f"({tuple(m.normalized_shape)!r}, {leaf(name + '.weight')}, "
-            f"{leaf(name + '.bias')}, {m.eps!r})"
+            # (eager's checks: its error where they fail)
+            "    assert np.ndim(src) != 3 or np.shape(src)[%d] == np.shape(tgt)[%d], 'batch'\n"
+            "    assert np.shape(src)[-1] == %d, 'd_model'\n"
+            "    assert np.shape(tgt)[-1] == %d, 'd_model'\n"
+            "    memory = %s\n"
+            "    return %s" % (batch, batch, module.d_model, module.d_model, memory, out)
         )
 
-    attention = (
-        f"({leaf('self_attn.in_proj_weight')}, {leaf('self_attn.in_proj_bias')}, "
-        f"{leaf('self_attn.out_proj.weight')}, {leaf('self_attn.out_proj.bias')})"
-    )
-    return (
-        f"{L}.transformer_encoder_layer({args[0]}, {attention}, {pair('linear1')}, "
-        f"{pair('linear2')}, {norm('norm1')}, {norm('norm2')}, {attn.num_heads!r}, "
-        f"{attn.batch_first!r}, {module.norm_first!r}, {activation!r})"
-    )
+    given = [src, tgt, src_mask, tgt_mask, memory_mask, src_pad, tgt_pad, mem_pad]
+    return _function(t, module, leaf, inputs, given, write)
 
 
 def _recurrent(module, leaf, args, t):
@@ -315,6 +604,8 @@ def _recurrent(module, leaf, args, t):
         t.guard.append((module, attr, getattr(module, attr)))
     if module.training and module.dropout and module.num_layers > 1:
         t.rng = True
+    if len(args) == 2 and args[1] == "None":  # (`lstm(x, None)`: zeros, as without hx)
+        args = args[:1]
     name, params = recurrence(module, t, len(args) == 2)
     return f"{name}({', '.join(list(args) + [leaf(p) for p in params])})"
 

@@ -45,6 +45,13 @@ from ..ops.nn_layers import (
 NoneType = type(None)
 
 
+def _is_float(dtype):
+    """Whether `dtype` is a float one (decided while compiling): an integer input to a
+    layer that eager refuses, or computes otherwise (AvgPool2d of int64 gave 0s), is a
+    refusal, and the call runs eagerly."""
+    return dtype == np.float64 or dtype == np.float32 or dtype == np.float16
+
+
 def _pair(value):
     return (value, value) if isinstance(value, int) else value
 
@@ -101,6 +108,7 @@ def linear(input, weight, bias=None):
     names, and a name bound again is pushed on the generated forward's saved-values stack
     (the backward of `rows + bias` reads `rows` for its shape: every layer's product was
     kept to the end of the backward)."""
+    assert input.dtype == weight.dtype, "the input's dtype is the weight's"  # (else: eager's)
     if np.ndim(input) > 2:  # (the rank is known when compiling: one branch is read)
         return np.reshape(
             _linear_rows(np.reshape(input, (-1, np.shape(input)[-1])), weight, bias),
@@ -116,12 +124,14 @@ def _linear_rows(input, weight, bias):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    assert input.dtype == weight.dtype, "the input's dtype is the weight's"  # (else: eager's)
     return K.convolution(
         input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), False, (0, 0), groups
     )
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    assert input.dtype == weight.dtype, "the input's dtype is the weight's"  # (else: eager's)
     return K.convolution(
         input, weight, bias, (stride,), (padding,), (dilation,), False, (0,), groups
     )
@@ -131,6 +141,7 @@ def conv_transpose2d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
     assert np.ndim(input) == 4, "conv_transpose2d's batched input"  # (else: eager's own path)
+    assert input.dtype == weight.dtype, "the input's dtype is the weight's"
     return K.convolution(
         input,
         weight,
@@ -162,6 +173,7 @@ def avg_pool2d(
     """Eager's avg_pool2d: the registry's resample by the two averaging matrices."""
     assert np.ndim(input) >= 3, "avg_pool2d's input rank"  # (else: eager's error)
     assert np.ndim(input) <= 4, "avg_pool2d's input rank"
+    assert _is_float(input.dtype), "a floating input"  # (an integer one: eager's)
     kernel = _pair(kernel_size)
     step = kernel if isinstance(stride, NoneType) else _pair(stride)
     pad = _pair(padding)
@@ -174,6 +186,7 @@ def adaptive_avg_pool2d(input, output_size):
     """Eager's adaptive_avg_pool2d: a mean for (1, 1), else the resample by its matrices."""
     assert np.ndim(input) >= 3, "adaptive_avg_pool2d's input rank"
     assert np.ndim(input) <= 4, "adaptive_avg_pool2d's input rank"
+    assert _is_float(input.dtype), "a floating input"
     out = _pair(output_size)
     rows = np.shape(input)[-2] if isinstance(out[0], NoneType) else out[0]
     cols = np.shape(input)[-1] if isinstance(out[1], NoneType) else out[1]
@@ -195,6 +208,7 @@ def interpolate(
     """Eager's F.interpolate of a 4-d input, nearest or bilinear: the resample by its two
     matrices (what eager refuses, or does otherwise, runs eagerly)."""
     assert np.ndim(input) == 4, "interpolate's 4-d input"
+    assert _is_float(input.dtype), "a floating input"
     assert mode == "nearest" or mode == "bilinear", "interpolate's mode"
     assert isinstance(size, NoneType) != isinstance(scale_factor, NoneType), "size or scale"
     assert mode == "bilinear" or isinstance(align_corners, NoneType), "align_corners"
@@ -246,6 +260,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
+    assert _is_float(input.dtype), "a floating input"  # (an integer one: eager's error)
     return nn_layers.batch_norm_eval(input, weight, bias, running_mean, running_var, eps)
 
 
@@ -267,12 +282,14 @@ def batch_norm_train(
     assert np.ndim(input) >= min_rank, "BatchNorm's input rank"
     assert np.ndim(input) <= max_rank, "BatchNorm's input rank"
     assert np.size(input) > np.shape(input)[1], "more than 1 value per channel"
+    assert _is_float(input.dtype), "a floating input"
     if not isinstance(running_mean, NoneType):
         track_running_stats(input, running_mean, running_var, num_batches_tracked, momentum)
     return nn_layers.batch_norm_train(input, weight, bias, eps)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    assert _is_float(input.dtype), "a floating input"  # (an integer one: eager's error)
     axes = tuple(range(input.ndim - len(normalized_shape), input.ndim))
     return nn_layers.layer_norm(input, weight, bias, axes, eps)
 
@@ -280,6 +297,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Eager's F.group_norm, step by step (the same numbers): each group of channels and the
     spatial dims normalised by its mean and biased variance, then weight and bias."""
+    assert _is_float(input.dtype), "a floating input"
     shape = np.shape(input)
     assert shape[1] % num_groups == 0, "channels divisible by num_groups"  # (else: eager's)
     grouped = np.reshape(input, (shape[0], num_groups, -1))
@@ -346,6 +364,118 @@ def self_attention(x, in_weight, in_bias, out_weight, out_bias, num_heads, batch
     return out
 
 
+def multi_head_attention(
+    query,
+    key,
+    value,
+    attention,
+    num_heads,
+    batch_first,
+    key_padding_mask,
+    need_weights,
+    attn_mask,
+    average_attn_weights,
+    is_causal,
+    scales,
+):
+    """nn.MultiheadAttention's forward (its packed in-projection, no bias_kv, zero_attn or
+    dropout: those run eagerly), step by step as eager's (`nn.functional_attention`):
+    `attention` the (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias),
+    `scales` the (need_weights=True, need_weights=False) scales of q, Python floats as
+    eager computes them. Bool masks become float ones (-inf where True), a key padding
+    mask is added to attn_mask per batch item; need_weights=True returns the softmax's
+    weights (averaged over the heads unless average_attn_weights=False; a row masked
+    whole is nan, as eager's), False the output of scaled_dot_product_attention and None.
+    What eager refuses or warns about is a refusal: the call then runs eagerly."""
+    # (long: eager's MultiheadAttention.forward and multi_head_attention_forward in their
+    # order, read side by side with them; the masks' branches decided while compiling)
+    in_weight, in_bias, out_weight, out_bias = attention
+    assert np.ndim(query) == 3, "a batched query"  # (an unbatched one: eager's own path)
+    assert np.ndim(key) == 3, "a batched key"
+    assert np.shape(key) == np.shape(value), "key's shape is value's"
+    # (nested ifs, each decided while compiling: the compiler's shapes of `a and b` read
+    # both sides)
+    if not isinstance(attn_mask, NoneType):
+        if not isinstance(key_padding_mask, NoneType):
+            assert attn_mask.dtype == key_padding_mask.dtype, "masks of one dtype"  # (eager warns)
+    key_padding_mask = _float_mask(key_padding_mask, query)
+    if is_causal:
+        assert not isinstance(attn_mask, NoneType), "is_causal with an attn_mask"
+    causal = False
+    if is_causal:
+        if isinstance(key_padding_mask, NoneType):
+            if not need_weights:
+                causal = True  # (scaled_dot_product_attention's causal mask, as eager's)
+    if causal:
+        attn_mask = None
+    else:
+        attn_mask = _float_mask(attn_mask, query)
+    if batch_first:
+        query, key, value = (
+            np.swapaxes(query, 0, 1),
+            np.swapaxes(key, 0, 1),
+            np.swapaxes(value, 0, 1),
+        )
+    length, batch, embed = np.shape(query)
+    source = np.shape(key)[0]
+    assert embed == np.shape(in_weight)[1], "the query's embedding size"
+    head = embed // num_heads
+    w_q, w_k, w_v = chunk(in_weight, 3)
+    if isinstance(in_bias, NoneType):
+        b_q, b_k, b_v = None, None, None
+    else:
+        b_q, b_k, b_v = chunk(in_bias, 3)
+    q = _heads(linear(query, w_q, b_q), (batch, num_heads, length, head))
+    k = _heads(linear(key, w_k, b_k), (batch, num_heads, source, head))
+    v = _heads(linear(value, w_v, b_v), (batch, num_heads, source, head))
+    if not isinstance(attn_mask, NoneType):
+        if np.ndim(attn_mask) == 2:
+            assert np.shape(attn_mask) == (length, source), "the 2-D attn_mask's shape"
+            attn_mask = np.reshape(attn_mask, (1, 1, length, source))
+        else:
+            assert np.ndim(attn_mask) == 3, "a 2-D or 3-D attn_mask"
+            assert np.shape(attn_mask) == (batch * num_heads, length, source), "its shape"
+            attn_mask = np.reshape(attn_mask, (batch, num_heads, length, source))
+    if not isinstance(key_padding_mask, NoneType):
+        assert np.shape(key_padding_mask) == (batch, source), "key_padding_mask's shape"
+        padding = np.reshape(key_padding_mask, (batch, 1, 1, source))
+        if isinstance(attn_mask, NoneType):
+            attn_mask = padding
+        else:
+            attn_mask = attn_mask + padding
+    if need_weights:
+        scores = np.matmul(q * scales[0], np.swapaxes(k, -1, -2))
+        if not isinstance(attn_mask, NoneType):
+            scores = attn_mask + scores
+        weights = opnn.softmax(scores, -1)
+        out = np.matmul(weights, v)
+    else:
+        out = scaled_dot_product_attention(q, k, v, attn_mask, 0.0, causal, scales[1])
+    out = np.reshape(np.transpose(out, (2, 0, 1, 3)), (length * batch, embed))
+    out = np.reshape(linear(out, out_weight, out_bias), (length, batch, -1))
+    if batch_first:
+        out = np.swapaxes(out, 0, 1)
+    if not need_weights:
+        return out, None
+    if average_attn_weights:
+        return out, np.mean(weights, axis=1)
+    return out, weights
+
+
+def _float_mask(mask, query):
+    """MultiheadAttention's float form of a mask: a bool one -inf where True, 0 elsewhere;
+    a float one as it is (of the query's dtype: another runs eagerly)."""
+    # (one return: the compiler reads the code after a return taken while compiling)
+    if isinstance(mask, NoneType):
+        out = None
+    elif mask.dtype == np.bool_:
+        out = np.where(mask, -np.inf, 0.0).astype(query.dtype)
+    else:
+        assert mask.dtype == query.dtype, "a float mask of the query's dtype"
+        out = mask
+    return out
+
+
 def _heads(projected, heads):
     """(L, N, E) -> (N, heads, L, E / heads), through eager's (N * heads, L, E / heads)."""
     batch, num_heads, length, head = heads
@@ -353,17 +483,91 @@ def _heads(projected, heads):
 
 
 def transformer_encoder_layer(
-    x, attention, linear1, linear2, norm1, norm2, num_heads, batch_first, norm_first, activation
+    x,
+    attention,
+    linear1,
+    linear2,
+    norm1,
+    norm2,
+    num_heads,
+    batch_first,
+    norm_first,
+    activation,
+    src_mask=None,
+    key_padding_mask=None,
+    is_causal=False,
+    scales=None,
 ):
-    """nn.TransformerEncoderLayer's forward without masks or dropout: `attention` the
+    """nn.TransformerEncoderLayer's forward without dropout: `attention` the
     (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias) of its self_attn,
     `linear1`, `linear2` (weight, bias) pairs, `norm1`, `norm2` (normalized_shape, weight,
-    bias, eps), `activation` "relu" or "gelu"."""
+    bias, eps), `activation` "relu" or "gelu"; with masks (or is_causal) its self-attention
+    is `multi_head_attention`'s, need_weights=False (`scales` its scales)."""
+    if isinstance(src_mask, NoneType) and isinstance(key_padding_mask, NoneType) and not is_causal:
+        if norm_first:
+            x = x + self_attention(layer_norm(x, *norm1), *attention, num_heads, batch_first)
+            return x + _feed_forward(layer_norm(x, *norm2), linear1, linear2, activation)
+        x = layer_norm(x + self_attention(x, *attention, num_heads, batch_first), *norm1)
+        return layer_norm(x + _feed_forward(x, linear1, linear2, activation), *norm2)
     if norm_first:
-        x = x + self_attention(layer_norm(x, *norm1), *attention, num_heads, batch_first)
+        h = layer_norm(x, *norm1)
+        x = x + _masked_attention(h, h, attention, num_heads, batch_first, src_mask,
+                                  key_padding_mask, is_causal, scales)  # fmt: skip
         return x + _feed_forward(layer_norm(x, *norm2), linear1, linear2, activation)
-    x = layer_norm(x + self_attention(x, *attention, num_heads, batch_first), *norm1)
+    x = layer_norm(
+        x + _masked_attention(x, x, attention, num_heads, batch_first, src_mask,
+                              key_padding_mask, is_causal, scales),
+        *norm1,
+    )  # fmt: skip
     return layer_norm(x + _feed_forward(x, linear1, linear2, activation), *norm2)
+
+
+def _masked_attention(x, memory, attention, num_heads, batch_first, mask, padding, causal, scales):
+    """A transformer layer's attention of x to memory (need_weights=False): its output."""
+    out, _ = multi_head_attention(
+        x, memory, memory, attention, num_heads, batch_first, padding, False, mask, True,
+        causal, scales,
+    )  # fmt: skip
+    return out
+
+
+def transformer_decoder_layer(
+    x,
+    memory,
+    attentions,
+    linear1,
+    linear2,
+    norms,
+    num_heads,
+    batch_first,
+    norm_first,
+    activation,
+    masks,
+    causal,
+    scales,
+):
+    """nn.TransformerDecoderLayer's forward without dropout: `attentions` the self_attn's
+    and the multihead_attn's (in_proj_weight, in_proj_bias, out_proj.weight,
+    out_proj.bias), `norms` norm1..norm3's (normalized_shape, weight, bias, eps), `masks`
+    (tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask), `causal`
+    (tgt_is_causal, memory_is_causal); the attentions `multi_head_attention`'s,
+    need_weights=False."""
+    tgt_mask, memory_mask, tgt_padding, memory_padding = masks
+    shared = (num_heads, batch_first)
+    if norm_first:
+        h = layer_norm(x, *norms[0])
+        x = x + _masked_attention(h, h, attentions[0], *shared, tgt_mask, tgt_padding,
+                                  causal[0], scales)  # fmt: skip
+        h = layer_norm(x, *norms[1])
+        x = x + _masked_attention(h, memory, attentions[1], *shared, memory_mask,
+                                  memory_padding, causal[1], scales)  # fmt: skip
+        return x + _feed_forward(layer_norm(x, *norms[2]), linear1, linear2, activation)
+    own = _masked_attention(x, x, attentions[0], *shared, tgt_mask, tgt_padding, causal[0], scales)
+    x = layer_norm(x + own, *norms[0])
+    cross = _masked_attention(x, memory, attentions[1], *shared, memory_mask, memory_padding,
+                              causal[1], scales)  # fmt: skip
+    x = layer_norm(x + cross, *norms[1])
+    return layer_norm(x + _feed_forward(x, linear1, linear2, activation), *norms[2])
 
 
 def _feed_forward(x, linear1, linear2, activation):
@@ -531,6 +735,13 @@ def cross_entropy(input, target, *, ignore_index=-100, reduction="mean"):
     return opnn.nll_of_picked(logp, picked, target, None, reduction, ignore_index)
 
 
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """F.pairwise_distance: the registry's vector_norm of x1 - x2 + eps over the last dim,
+    as eager's (a Siamese net's distance)."""
+    assert _is_float(x1.dtype), "a floating input"  # (an integer one: eager's error)
+    return opnn.vector_norm(x1 - x2 + eps, p, -1, keepdim)
+
+
 def mse_loss(input, target, *, reduction="mean"):
     return opnn.mse_loss(input, target, reduction)
 
@@ -576,6 +787,46 @@ def chunk(input, chunks, dim=0):
     return tensor_split(input, -(-np.shape(input)[dim] // chunks), dim)
 
 
+def max_with_indices(input, dim=None, keepdim=False):
+    """torch.max(x, dim) / x.max(dim): (values, indices), the first maximum's index (a NaN
+    first, as torch's); the values picked at those indices, so that the gradient goes to
+    that one element, as eager's (not shared among ties). `x.max()` and `torch.max(x, y)`
+    are eager's to do (their gradients share ties): a refusal, the call runs eagerly."""
+    assert isinstance(dim, int), "max/min over a dim"
+    indices = np.argmax(input, axis=dim, keepdims=True)
+    return _picked(input, indices, dim, keepdim)
+
+
+def min_with_indices(input, dim=None, keepdim=False):
+    """torch.min(x, dim) / x.min(dim): (values, indices), as `max_with_indices`."""
+    assert isinstance(dim, int), "max/min over a dim"
+    indices = np.argmin(input, axis=dim, keepdims=True)
+    return _picked(input, indices, dim, keepdim)
+
+
+def _picked(input, indices, dim, keepdim):
+    assert np.ndim(input) > 0, "max/min of a 0-d tensor over a dim"  # (eager's own path)
+    values = np.take_along_axis(input, indices, axis=dim)
+    if keepdim:
+        return values, indices
+    return np.squeeze(values, axis=dim), np.squeeze(indices, axis=dim)
+
+
+def argmax(input, dim=None, keepdim=False):
+    """torch.argmax: int64 indices (of the flattened input for dim=None, as torch's)."""
+    if isinstance(dim, NoneType):
+        assert not keepdim, "argmax(keepdim=True) without a dim"  # (eager's shape)
+        return np.argmax(input)
+    return np.argmax(input, axis=dim, keepdims=keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    if isinstance(dim, NoneType):
+        assert not keepdim, "argmin(keepdim=True) without a dim"
+        return np.argmin(input)
+    return np.argmin(input, axis=dim, keepdims=keepdim)
+
+
 def tensor_t(self):
     return self.T
 
@@ -584,6 +835,24 @@ def tensor_view(self, *shape):
     if len(shape) == 1 and isinstance(shape[0], tuple):
         return np.reshape(self, shape[0])
     return np.reshape(self, shape)
+
+
+def tensor_expand(self, *sizes):
+    """Tensor.expand: -1 keeps a dim's size, new dims lead (a ViT's class token
+    `self.cls.expand(n, -1, -1)`): the product with ones of the sizes (-1 as 1, which
+    broadcasts to the dim's own size), x * 1 being x; the gradient sums back over the
+    expanded dims. A size the dim cannot take is numpy's refusal (eager's error)."""
+    if len(sizes) == 1 and isinstance(sizes[0], tuple):
+        return self * np.ones(_expanded_ones(np.ndim(self), sizes[0]), dtype=self.dtype)
+    return self * np.ones(_expanded_ones(np.ndim(self), sizes), dtype=self.dtype)
+
+
+def _expanded_ones(ndim, sizes):
+    # (written without a choice per size: the compiler's shapes of a conditional expression
+    # in a comprehension were the dim's own size where the size was given)
+    lead = len(sizes) - ndim
+    assert lead >= 0, "expand's sizes"  # (else: eager's error)
+    return tuple(sizes[:lead]) + tuple([abs(size) for size in sizes[lead:]])
 
 
 def tensor_size(self, dim=None):
@@ -671,6 +940,7 @@ FUNCTIONS = {
         scaled_dot_product_attention,
         cross_entropy,
         mse_loss,
+        pairwise_distance,
         cat,
         stack,
         matmul,
@@ -680,14 +950,20 @@ FUNCTIONS = {
         clamp_max,
         chunk,
         arange,
+        argmax,
+        argmin,
     )
 }
+# torch.max(x, dim) and torch.min(x, dim): (values, indices)
+FUNCTIONS["max"] = max_with_indices
+FUNCTIONS["min"] = min_with_indices
 
 METHODS = {
     "t": tensor_t,
     "view": tensor_view,
     "reshape": tensor_view,
     "size": tensor_size,
+    "expand": tensor_expand,
     "sum": tensor_sum,
     "mean": tensor_mean,
     "unsqueeze": tensor_unsqueeze,
@@ -713,4 +989,8 @@ METHODS = {
     "tanh": tanh,
     "softmax": softmax,
     "log_softmax": log_softmax,
+    "max": max_with_indices,
+    "min": min_with_indices,
+    "argmax": argmax,
+    "argmin": argmin,
 }

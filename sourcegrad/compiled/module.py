@@ -166,9 +166,11 @@ class Translation:
     def source(self):
         return "\n\n".join(self.chunks)
 
-    def module_function(self, module, method="forward"):
+    def module_function(self, module, method="forward", nones=()):
         """The name of the generated function computing `module.<method>`; its parameters
-        are the module's parameters and buffers (`leaf_names`), then the method's own."""
+        are the module's parameters and buffers (`leaf_names`), then the method's own,
+        but those at the positions `nones` (the call passes None there: a constant of the
+        code, which then decides `mask is None` while compiling)."""
         key = (id(module), method)
         if key in self.done:
             return self.done[key]
@@ -178,16 +180,12 @@ class Translation:
         tree = _parse(fn)
         leaves = leaf_names(module)
         params = [a.arg for a in tree.args.args][1:]
-        clash = set(leaves.values()) & (set(params) | _names_in(tree))
-        if clash:
-            raise GraphBreak(
-                f"a local name of {type(module).__name__}.{method} is also a "
-                f"parameter's ({sorted(clash)[0]})"
-            )
+        leaves = _renamed(leaves, set(params) | _names_in(tree))
         scope = _scope(fn)
         self.namespace.update({k: v for k, v in scope.items() if k not in self.namespace})
         body = _Rewriter(self, module, leaves, scope, fn).rewrite(tree)
         body.name = name
+        _bind_nones(body, nones)
         body.args.args = [
             ast.arg(arg=n) for n in leaves.values() if n is not None
         ] + body.args.args[1:]
@@ -225,6 +223,9 @@ class Translation:
         leaves = leaf_names(module)
         args, flat = [], []
         for name, size in zip(["input", "hx"], arity):
+            if size == _NONE:  # (`lstm(x, None)`)
+                args.append("None")
+                continue
             items = [name] if size is None else [f"{name}_{i}" for i in range(size)]
             flat += items
             args.append(name if size is None else f"({', '.join(items)},)")
@@ -297,6 +298,23 @@ def _line_map(tree, text, fn):
         for m, t in zip(made, theirs)
         if hasattr(t, "lineno")
     ]
+
+
+def _renamed(leaves, taken):
+    """`leaves` (`leaf_names`) with each argument name that the method's own names take
+    (a ViT's `cls = self.cls.expand(...)`) made another: the generated function takes its
+    leaves by position, so only its own text names them."""
+    used = set(taken) | {n for n in leaves.values() if n is not None}
+    out = {}
+    for dotted, name in leaves.items():
+        if name is not None and name in taken:
+            fresh, i = f"{name}_leaf", 2
+            while fresh in used:
+                fresh, i = f"{name}_leaf{i}", i + 1
+            used.add(fresh)
+            name = fresh
+        out[dotted] = name
+    return out
 
 
 def _scope(fn):
@@ -414,6 +432,20 @@ class _Substitute(ast.NodeTransformer):
         return ast.copy_location(expr, node)
 
 
+def _reduces_with_indices(node, self_name):
+    """Whether `node` is a call of max or min (`x.max(1)`, `torch.min(x, 0)`), not a method
+    of the module's own (`self.max(x)`): its result is the (values, indices) pair, read by
+    `.values` and `.indices`."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("max", "min")
+    ):
+        return False
+    chain = _chain(node.func)
+    return not (chain and chain[0] == self_name)
+
+
 def _expr(text):
     return ast.parse(text, mode="eval").body
 
@@ -496,6 +528,10 @@ class _Rewriter(ast.NodeTransformer):
             raise GraphBreak(f"self.{'.'.join(chain[1:])} used as a value")
         if node.attr in ("data", "grad", "grad_fn", "device"):
             raise GraphBreak(f"the Tensor attribute .{node.attr}")
+        if node.attr in ("values", "indices") and _reduces_with_indices(node.value, self.self_name):
+            # `x.max(1).values`: the (values, indices) pair's item (`lowering.max_with_indices`)
+            item = ast.Constant(0 if node.attr == "values" else 1)
+            return ast.copy_location(ast.Subscript(self.visit(node.value), item, node.ctx), node)
         return self.generic_visit(node)
 
     def visit_Name(self, node):
@@ -556,6 +592,11 @@ class _Rewriter(ast.NodeTransformer):
         chain = _chain(target) if isinstance(target, ast.Attribute) else None
         if chain and chain[0] == self.self_name:
             raise GraphBreak(f"an assignment to self.{'.'.join(chain[1:])}")
+        while isinstance(target, ast.Subscript):  # `self.weight[0] = 0`: a parameter's
+            target = target.value
+            chain = _chain(target)
+            if chain and chain[0] == self.self_name:
+                raise GraphBreak(f"an in-place write to self.{'.'.join(chain[1:])}")
 
     def visit_Call(self, node):
         func = node.func
@@ -640,15 +681,20 @@ class _Rewriter(ast.NodeTransformer):
         if kind != "module":
             raise GraphBreak(f"a call of self.{'.'.join(chain[1:])}")
         module, path = value
-        if node.keywords:
-            raise GraphBreak(f"keyword arguments to self.{'.'.join(chain[1:])}()")
         if has_hooks(module):
             raise GraphBreak(f"the hooks of self.{'.'.join(chain[1:])}")
         prefix = "".join(p + "." for p in path)
-        text = layer_call(module, lambda n: self.leaf_text(prefix + n), args, self.t)
+        # (keyword arguments: the attention and transformer layers' masks, bound to their
+        # forward's parameters; to any other module a graph break)
+        keywords = {k.arg: ast.unparse(self.visit(k.value)) for k in node.keywords}
+        text = layer_call(
+            module, lambda n: self.leaf_text(prefix + n), args, self.t, False, keywords
+        )
         if text is not None:
             self.t.guard.append((module, "training", module.training))
             return ast.copy_location(_expr(text), node)
+        if node.keywords:
+            raise GraphBreak(f"keyword arguments to self.{'.'.join(chain[1:])}()")
         if (type(module).__module__ or "").startswith("sourcegrad.nn."):
             raise GraphBreak(f"the layer {type(module).__name__}")
         return self.submodule_call(module, path, "forward", args, node)
@@ -688,6 +734,37 @@ def compile(fn=None, *, backend="auto"):  # noqa: A001 - torch has torch.compile
 _REFUSALS = (SourcegradError, AssertionError)
 
 
+_WROTE_AN_ARGUMENT = "an in-place write to an argument of forward (eager's to do)"
+
+
+def _freeze(args):
+    """The arrays of the Tensor arguments made read-only for a compiled call, and returned
+    (`_thaw` makes them writable again): a write into one (`x[:, 0] = 0` on forward's own
+    input, or on a view of it) is numpy's ValueError, and the call runs eagerly. Eager
+    changes the caller's tensor (bumps its version, refuses a leaf that requires grad);
+    the generated code changed its array and nothing else. A write into an array made
+    inside forward is compiled."""
+    frozen = []
+    for a in args:
+        if isinstance(a, Tensor):
+            data = a._data
+            if type(data) is np.ndarray and data.flags.writeable:
+                data.flags.writeable = False
+                frozen.append(data)
+    return frozen
+
+
+def _thaw(frozen):
+    for data in frozen:
+        data.flags.writeable = True
+
+
+def _wrote_an_argument(exc):
+    """Whether `exc` (a ValueError, or the compiler's NumpyValueError) is numpy's refusal
+    of a write into a read-only array (`_freeze`)."""
+    return "read-only" in str(exc)
+
+
 def _warn_break(what, reason, where=None, stacklevel=4):
     """The one warning of a graph break, pointing at the user's line that broke (`where`:
     file and line) where it is known, else at the line that called the compiled code (the
@@ -705,6 +782,8 @@ def _reason(exc, t=None):
     own that the user's line led to (a layer's lowering, inlined), it is named after it."""
     if isinstance(exc, GraphBreak):
         return str(exc)
+    if isinstance(exc, ValueError) and _wrote_an_argument(exc):
+        return _WROTE_AN_ARGUMENT
     if isinstance(exc, SourcegradError) and exc.loc is not None:
         inside = (
             "" if t is not None and exc.loc.file in t.lines else f" (raised at {_shown(exc.loc)})"
@@ -841,14 +920,45 @@ def _unflatten(structure, outputs):
     return tuple(_unflatten(s, outputs) for s in structure)
 
 
+_NONE = "None"  # an argument that is None, in `_arity`
+
+
 def _arity(args):
-    """What a rewriting is made for of a call's arguments: None for each, or the length of
-    a tuple or list (passed to the generated code item by item: `_flat`)."""
-    return tuple(len(a) if isinstance(a, (tuple, list)) else None for a in args)
+    """What a rewriting is made for of a call's arguments: None for each, the length of
+    a tuple or list (passed to the generated code item by item: `_flat`), or `_NONE` for
+    None (a constant of the code: `_bind_nones`; not passed)."""
+    return tuple(
+        len(a) if isinstance(a, (tuple, list)) else _NONE if a is None else None for a in args
+    )
 
 
 def _flat(args):
-    return [item for a in args for item in (a if isinstance(a, (tuple, list)) else (a,))]
+    return [
+        item
+        for a in args
+        if a is not None
+        for item in (a if isinstance(a, (tuple, list)) else (a,))
+    ]
+
+
+def _bind_nones(body, nones):
+    """The parameters at the positions `nones` (after self) of the function `body` made
+    local names bound to None at its start (their defaults dropped: the others' stay the
+    trailing parameters')."""
+    if not nones:
+        return
+    args = body.args
+    first_default = len(args.args) - len(args.defaults)
+    kept, defaults, bound = [], [], []
+    for i, arg in enumerate(args.args):
+        if i - 1 in nones:
+            bound.append(ast.Assign([ast.Name(arg.arg, ast.Store())], ast.Constant(None)))
+            continue
+        kept.append(arg)
+        if i >= first_default:
+            defaults.append(args.defaults[i - first_default])
+    args.args, args.defaults = kept, defaults
+    body.body = bound + body.body
 
 
 class _Compiled:
@@ -861,9 +971,10 @@ class _Compiled:
             if has_hooks(module):
                 raise GraphBreak("the module's hooks")
             name = t.layer_function(module, arity)
-            if name is None and any(size is not None for size in arity):
+            if name is None and any(isinstance(size, int) for size in arity):
                 raise GraphBreak("a tuple or list argument to forward")
-            name = name or t.module_function(module)
+            nones = tuple(i for i, size in enumerate(arity) if size == _NONE)
+            name = name or t.module_function(module, nones=nones)
             fn = t.load(name)
         except GraphBreak as exc:
             self.reason, self.where = str(exc), exc.where
@@ -936,6 +1047,7 @@ def _make_compiled_module_class():
                 flat = _flat(args)
                 # a refusal may come after a BatchNorm updated its statistics: undone
                 kept = _kept_buffers(module) if found.stateful else []
+                frozen = _freeze(flat)
                 try:
                     if not found.rng:
                         return found.region(*leaves, *flat)
@@ -943,7 +1055,16 @@ def _make_compiled_module_class():
                 except (GraphBreak, *_REFUSALS) as exc:  # the compiler refused the code
                     found.reason = _reason(exc, found.region.t)
                     found.where = _where(exc, found.region.t)
+                    _thaw(frozen)  # (a buffer passed as an argument too: restored after)
                     _restore(kept)
+                except ValueError as exc:
+                    if not _wrote_an_argument(exc):
+                        raise
+                    found.reason, found.where = _WROTE_AN_ARGUMENT, None
+                    _thaw(frozen)
+                    _restore(kept)
+                finally:
+                    _thaw(frozen)
             reason = found.reason or "keyword arguments"
             if reason not in self._warned:
                 self._warned.add(reason)
@@ -1002,10 +1123,17 @@ class CompiledTorchFunction:
 
     def __call__(self, *args):
         if self.reason is None:
+            frozen = _freeze(args)
             try:
                 return _call_with_rng(self.rng, lambda: self.region(*args))
             except (GraphBreak, *_REFUSALS) as exc:
                 self.reason, self.where = _reason(exc, self.t), _where(exc, self.t)
+            except ValueError as exc:
+                if not _wrote_an_argument(exc):
+                    raise
+                self.reason, self.where = _WROTE_AN_ARGUMENT, None
+            finally:
+                _thaw(frozen)
         if not self.warned:
             self.warned = True
             _warn_break(self.fn.__qualname__, self.reason, self.where, stacklevel=3)

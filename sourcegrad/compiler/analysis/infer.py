@@ -68,10 +68,17 @@ def _untaken(never_runs):
 def _infer_block(stmts, env, summary):
     for stmt in stmts:
         if isinstance(stmt, Assign):
+            untaken = getattr(_UNTAKEN, "depth", 0)
             try:
-                aval = eval_value(stmt.value, env, strict=not getattr(_UNTAKEN, "depth", 0))
+                aval = eval_value(stmt.value, env, strict=not untaken)
             except NumpyRejects as rejected:
                 raise errors.numpy_error(rejected.error, stmt.loc) from None
+            except (AttributeError, TypeError):
+                # (a branch this signature never takes: `mask.dtype` where mask is None
+                # there raised AttributeError out of the compiler, not numpy's error)
+                if not untaken:
+                    raise
+                aval = UNKNOWN
             env[stmt.target] = aval
             _record(summary, stmt.target, aval)
         elif isinstance(stmt, If):
