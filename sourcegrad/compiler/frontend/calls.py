@@ -786,8 +786,9 @@ class CallsMixin:
             self.error(
                 errors.NoRuleError,
                 f"{describe(func)}() has no derivative rule (the ufunc methods that have: "
-                "add/multiply/maximum/minimum.reduce, add/multiply.accumulate, "
-                "add/subtract/multiply.outer, add/subtract.at)",
+                "add/multiply/maximum/minimum/logaddexp.reduce, "
+                "add/multiply/maximum/minimum/logaddexp.accumulate, add.reduceat, "
+                "add/subtract/multiply.outer, add/subtract/multiply.at)",
                 node,
             )
         args, kwargs = self.call_args(node)
