@@ -367,7 +367,21 @@ def pad_with_a_mean(x):
     return np.sum(y**3 * np.arange(15).reshape(3, 5))
 
 
-@pytest.mark.parametrize("fn", [pad_with_an_element, pad_with_a_mean], ids=lambda v: v.__name__)
+V4 = np.array([0.3, 1.7, -2.2, 0.9])
+
+
+def pad_a_constant_with_a_value(x):
+    # V is plain: numpy's dispatch looks at np.pad's array only, and the trace ran numpy's
+    # own np.pad on the traced value (refused, TraceEscapeError); the source front end refused
+    # the argument (NoRuleError)
+    return np.sum(np.pad(V4, (2, 1), constant_values=x[0] * x[1]) ** 2 * np.arange(7))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [pad_with_an_element, pad_with_a_mean, pad_a_constant_with_a_value],
+    ids=lambda v: v.__name__,
+)
 def test_pad_constant_values_carry_the_gradient(fn):
     both_front_ends_and_second_order(fn, X6)
 
