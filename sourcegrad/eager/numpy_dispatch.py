@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.shape import taken_index
 from . import (
     cholesky,
     composites,
@@ -150,10 +151,12 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     if axis is None:
         a, axis = shape_ops.reshape(a, (-1,)), 0
     if isinstance(indices, (int, np.integer)):
-        return shape_ops.select(a, axis, int(indices))
+        # (modes wrap and clip read an index out of range as numpy does: clip reads -1 as 0)
+        return shape_ops.select(a, axis, int(taken_index(int(indices), a._data, axis, mode)))
     idx = indices._data if isinstance(indices, Tensor) else indices
     if type(idx) not in DEVICE_TYPES:
         idx = np.asarray(list(idx) if isinstance(idx, range) else idx)
+    idx = taken_index(idx, a._data, axis, mode)
     return shape_ops.pick(a, "IndexBackward0", (slice(None),) * (axis % a._data.ndim) + (idx,))
 
 

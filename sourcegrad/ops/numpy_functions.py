@@ -32,6 +32,7 @@ from ..runtime import (
     unbroadcast,
 )
 from .examples import arg, ex
+from .reductions import logcumsumexp
 from .registry import Spelling, alias, defnondiff, defprimitive, defvjp, mark, torch
 from .registry import func as _func
 
@@ -933,6 +934,14 @@ defvjp(
         )
     ),
     None,
+    None,
+    # one number c fills every padded element: its adjoint is g summed over them (all of g
+    # less its middle); per-axis values are refused where a gradient reaches them
+    lambda g, ans, array, pad_width, mode="constant", constant_values=0: (
+        np.sum(g) - np.sum(unpad(g, pad_width))
+        if np.ndim(constant_values) == 0
+        else no_function_rule("np.pad's constant_values other than one number")
+    ),
     jvps=(
         lambda t, ans, array, pad_width, mode="constant", constant_values=0: (
             np.pad(t, pad_width)
@@ -942,6 +951,13 @@ defvjp(
             else no_function_rule(
                 "np.pad with a mode other than constant, edge, reflect, symmetric and wrap"
             )
+        ),
+        None,
+        None,
+        lambda t, ans, array, pad_width, mode="constant", constant_values=0: (
+            t * (np.pad(np.zeros(np.shape(array)), pad_width, constant_values=1.0) > 0)
+            if np.ndim(constant_values) == 0
+            else no_function_rule("np.pad's constant_values other than one number")
         ),
     ),
     complex=True,
@@ -1349,6 +1365,54 @@ defvjp(
     ),
     kind="reduction",
     torch=torch("DivBackward0", "nanmean"),
+)
+# np.nanvar and np.nanstd: var and std of the elements that are not NaN (count - ddof the
+# divisor); a NaN element gets a zero gradient, as in nanmean. A std of 0 gets a zero
+# gradient, as std's rule gives it (central differences give 0 there; no 0 / 0).
+defvjp(
+    "np_nanvar",
+    np.nanvar,
+    _func("nanvar"),
+    lambda g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False: (
+        expand_reduced(g, x, axis, keepdims)
+        * 2.0
+        * np.where(np.isnan(x), 0.0, x - np.nanmean(x, axis=axis, keepdims=True))
+        / (np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=True) - ddof)
+    ),
+    jvps=(
+        lambda t, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False: (
+            np.sum(
+                np.where(np.isnan(x), 0.0, 2.0 * (x - np.nanmean(x, axis=axis, keepdims=True)) * t),
+                axis=axis,
+                keepdims=keepdims,
+            )
+            / (np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=keepdims) - ddof)
+        ),
+    ),
+    kind="reduction",
+)
+defvjp(
+    "np_nanstd",
+    np.nanstd,
+    _func("nanstd"),
+    lambda g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False: (
+        expand_reduced(g * (ans != 0) / np.where(ans == 0, 1.0, ans), x, axis, keepdims)
+        * np.where(np.isnan(x), 0.0, x - np.nanmean(x, axis=axis, keepdims=True))
+        / (np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=True) - ddof)
+    ),
+    jvps=(
+        lambda t, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False: (
+            np.sum(
+                np.where(np.isnan(x), 0.0, (x - np.nanmean(x, axis=axis, keepdims=True)) * t),
+                axis=axis,
+                keepdims=keepdims,
+            )
+            / (np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=keepdims) - ddof)
+            * (ans != 0)
+            / np.where(ans == 0, 1.0, ans)
+        ),
+    ),
+    kind="reduction",
 )
 defvjp(
     "np_nanmax",
@@ -1793,6 +1857,16 @@ EXAMPLES = {
     "np_gradient": [ex(arg(5)), ex(arg(3, 4), 0.5), ex(arg(4, 5), axis=1, edge_order=2)],
     "np_nansum": [ex(arg(3, 4)), ex(arg(3, 4), axis=0, keepdims=True)],
     "np_nanmean": [ex(arg(3, 4)), ex(arg(3, 4), axis=1)],
+    "np_nanvar": [
+        ex(arg(3, 4)),
+        ex(arg(3, 4), axis=1, ddof=1),
+        ex(arg(2, 3, 4), axis=(0, 2), keepdims=True),
+    ],
+    "np_nanstd": [
+        ex(arg(3, 4)),
+        ex(arg(3, 4), axis=0, ddof=1, keepdims=True),
+        ex(arg(2, 3, 4), axis=-1),
+    ],
     "np_nanmax": [ex(arg(3, 4)), ex(arg(3, 4), axis=0)],
     "np_nanmin": [ex(arg(3, 4)), ex(arg(3, 4), axis=1, keepdims=True)],
     "np_ptp": [ex(arg(3, 4)), ex(arg(3, 4), axis=0)],
@@ -2050,10 +2124,138 @@ EXAMPLES.update(
 )
 
 
+# --- more ufunc methods: maximum/minimum.accumulate, add.reduceat, logaddexp.reduce -------
+# (np.logaddexp.accumulate is torch's logcumsumexp, reductions.logcumsumexp)
+
+
+def maximum_accumulate(x, axis=0, dtype=None, out=None):
+    """np.maximum.accumulate(x, axis): the running maximum along axis."""
+    return np.maximum.accumulate(x, axis=axis, dtype=dtype, out=out)
+
+
+def minimum_accumulate(x, axis=0, dtype=None, out=None):
+    """np.minimum.accumulate(x, axis): the running minimum along axis."""
+    return np.minimum.accumulate(x, axis=axis, dtype=dtype, out=out)
+
+
+def record_index(ans, axis):
+    """For ans, a running maximum or minimum along axis (np.maximum.accumulate): the index
+    along axis of the element each of its values copies. That is the first element that
+    reached the running value: a later element equal to it (a tie) does not take it over
+    (numpy's maximum keeps its first argument on ties; np.argmax picks the first too), and a
+    NaN, which numpy carries on, keeps the gradient at the NaN."""
+    moved = np.moveaxis(np.asarray(ans), axis, -1)
+    changed = np.ones(moved.shape, dtype=bool)
+    both_nan = np.isnan(moved[..., 1:]) & np.isnan(moved[..., :-1])
+    changed[..., 1:] = (moved[..., 1:] != moved[..., :-1]) & ~both_nan
+    index = np.where(changed, np.arange(moved.shape[-1]), 0)
+    return np.moveaxis(np.maximum.accumulate(index, axis=-1), -1, axis)
+
+
+# each result element is a copy of one element of x (`record_index`): a selection, whose
+# adjoint adds g back at the copied element (scatter_along) and whose tangent is the copy of t
+for _name, _fn in (
+    ("maximum_accumulate", maximum_accumulate),
+    ("minimum_accumulate", minimum_accumulate),
+):
+    defvjp(
+        _name,
+        _fn,
+        _spelled(_name),
+        lambda g, ans, x, axis=0, dtype=None, out=None: scatter_along(
+            g, record_index(ans, axis), axis, np.shape(x)[axis]
+        ),
+        jvps=(
+            lambda t, ans, x, axis=0, dtype=None, out=None: np.take_along_axis(
+                t, record_index(ans, axis), axis=axis
+            ),
+        ),
+    )
+defnondiff("record_index", record_index, _spelled("record_index"), params=("ans", "axis"))
+
+
+def add_reduceat(x, indices, axis=0, dtype=None, out=None):
+    """np.add.reduceat(x, indices, axis): sums of x over the slices indices[i]:indices[i+1]
+    along axis (x[indices[i]] alone where indices[i] >= indices[i+1]; the last to the end)."""
+    return np.add.reduceat(x, indices, axis=axis, dtype=dtype, out=out)
+
+
+def reduceat_matrix(indices, n, like):
+    """The (len(indices), n) matrix of 0s and 1s whose row i picks the elements of x that
+    np.add.reduceat(x, indices)'s i-th sum adds (of an axis of n elements), in like's dtype."""
+    start = np.asarray(indices, dtype=np.intp)
+    stop = np.append(start[1:], n)
+    j = np.arange(n)
+    rows = (j >= start[:, None]) & (j < stop[:, None])
+    rows = np.where((start >= stop)[:, None], j == start[:, None], rows)
+    return rows.astype(np.result_type(like, np.float32))
+
+
+# linear: the adjoint of the sums is each sum's g sent back to the elements it adds (the
+# matrix's transpose along axis)
+defvjp(
+    "add_reduceat",
+    add_reduceat,
+    _spelled("add_reduceat"),
+    lambda g, ans, x, indices, axis=0, dtype=None, out=None: np.moveaxis(
+        np.tensordot(
+            reduceat_matrix(indices, np.shape(x)[axis], g), np.moveaxis(g, axis, 0), axes=(0, 0)
+        ),
+        0,
+        axis,
+    ),
+    None,
+    linear=(0,),
+)
+defnondiff(
+    "reduceat_matrix", reduceat_matrix, _spelled("reduceat_matrix"), params=("indices", "n", "like")
+)
+
+
+def logaddexp_reduce(x, axis=0, dtype=None, out=None, keepdims=False):
+    """np.logaddexp.reduce(x, axis): log(sum(exp(x))) along axis, without overflow."""
+    return np.logaddexp.reduce(x, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+
+# d ans / d x = exp(x - ans): softmax along the axis
+defvjp(
+    "logaddexp_reduce",
+    logaddexp_reduce,
+    _spelled("logaddexp_reduce"),
+    lambda g, ans, x, axis=0, dtype=None, out=None, keepdims=False: (
+        expand_reduced(g, x, axis, keepdims) * np.exp(x - expand_reduced(ans, x, axis, keepdims))
+    ),
+    jvps=(
+        lambda t, ans, x, axis=0, dtype=None, out=None, keepdims=False: np.sum(
+            t * np.exp(x - expand_reduced(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims
+        ),
+    ),
+    kind="reduction",
+)
+EXAMPLES.update(
+    {
+        "maximum_accumulate": [ex(arg(3, 4)), ex(arg(3, 4), axis=1), ex(arg(2, 3, 4), axis=-1)],
+        "minimum_accumulate": [ex(arg(3, 4)), ex(arg(3, 4), axis=1)],
+        "add_reduceat": [
+            ex(arg(6), np.array([0, 2, 5])),
+            ex(arg(3, 6), np.array([1, 4, 2, 3]), axis=1),
+            ex(arg(5, 2), np.array([0, 0, 3])),
+        ],
+        "logaddexp_reduce": [
+            ex(arg(3, 4)),
+            ex(arg(3, 4), axis=1, keepdims=True),
+            ex(arg(2, 3, 4), axis=None),
+        ],
+    }
+)
+
+
 def ufunc_method_function(ufunc, method):
     """The numpy function (or function of ours above) that `ufunc.method` is, for the ufunc
-    methods that have one: add/multiply/maximum/minimum.reduce (np.sum, np.prod, np.max,
-    np.min), add/multiply.accumulate (np.cumsum, np.cumprod), add/subtract/multiply.outer.
+    methods that have one: add/multiply/maximum/minimum/logaddexp.reduce (np.sum, np.prod,
+    np.max, np.min, logaddexp_reduce), add/multiply/maximum/minimum/logaddexp.accumulate
+    (np.cumsum, np.cumprod, maximum_accumulate, minimum_accumulate, logcumsumexp),
+    add.reduceat (add_reduceat), add/subtract/multiply.outer.
     reduce and accumulate take axis=0 where the call gives none (np.sum's default is None):
     `ufunc_method_axis`. None for any other."""
     return _UFUNC_METHODS.get(method, {}).get(ufunc)
@@ -2061,8 +2263,21 @@ def ufunc_method_function(ufunc, method):
 
 # (numpy's functions read at import: a trace replaces some of numpy's names while it runs)
 _UFUNC_METHODS = {
-    "reduce": {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min},
-    "accumulate": {np.add: np.cumsum, np.multiply: np.cumprod},
+    "reduce": {
+        np.add: np.sum,
+        np.multiply: np.prod,
+        np.maximum: np.max,
+        np.minimum: np.min,
+        np.logaddexp: logaddexp_reduce,
+    },
+    "accumulate": {
+        np.add: np.cumsum,
+        np.multiply: np.cumprod,
+        np.maximum: maximum_accumulate,
+        np.minimum: minimum_accumulate,
+        np.logaddexp: logcumsumexp,
+    },
+    "reduceat": {np.add: add_reduceat},
     "outer": {np.add: add_outer, np.subtract: subtract_outer, np.multiply: multiply_outer},
 }
 

@@ -1291,6 +1291,68 @@ defvjp(
 # Example inputs for the registry's test grid (ops/examples.py): square inputs well
 # conditioned, symmetric ones positive definite (passed symmetrized), stacks where numpy
 # batches; results defined up to a sign (eigenvectors, singular vectors) enter squared.
+# np.linalg.cond(x) (p None or 2): s_max / s_min of x's singular values; p = -2: s_min /
+# s_max. With ans = s_a / s_b and d s_i = u_i^T dx v_i (distinct singular values: svd's rule),
+#   d ans = (u_a^T dx v_a - ans u_b^T dx v_b) / s_b,
+# the VJP g (u_a v_a^T - ans u_b v_b^T) / s_b. The other p (1, inf, 'fro', 'nuc': norms of x
+# and of its inverse) are refused, located.
+defvjp(
+    "linalg_cond",
+    np.linalg.cond,
+    _func("linalg.cond"),
+    lambda g, ans, x, p=None: (
+        no_linalg_rule("np.linalg.cond with p other than None, 2 and -2")
+        if not (p is None or p == 2 or p == -2)
+        else (g / np.linalg.svd(x, compute_uv=False)[..., -1 if p is None or p == 2 else 0])[
+            ..., None, None
+        ]
+        * (
+            np.linalg.svd(x, full_matrices=False)[0][..., :, None, 0 if p is None or p == 2 else -1]
+            * np.linalg.svd(x, full_matrices=False)[2][
+                ..., None, 0 if p is None or p == 2 else -1, :
+            ]
+            - ans[..., None, None]
+            * np.linalg.svd(x, full_matrices=False)[0][
+                ..., :, None, -1 if p is None or p == 2 else 0
+            ]
+            * np.linalg.svd(x, full_matrices=False)[2][
+                ..., None, -1 if p is None or p == 2 else 0, :
+            ]
+        )
+    ),
+    jvps=(
+        lambda t, ans, x, p=None: (
+            no_linalg_rule("np.linalg.cond with p other than None, 2 and -2")
+            if not (p is None or p == 2 or p == -2)
+            else (
+                np.sum(
+                    np.linalg.svd(x, full_matrices=False)[0][
+                        ..., :, None, 0 if p is None or p == 2 else -1
+                    ]
+                    * np.linalg.svd(x, full_matrices=False)[2][
+                        ..., None, 0 if p is None or p == 2 else -1, :
+                    ]
+                    * t,
+                    axis=(-2, -1),
+                )
+                - ans
+                * np.sum(
+                    np.linalg.svd(x, full_matrices=False)[0][
+                        ..., :, None, -1 if p is None or p == 2 else 0
+                    ]
+                    * np.linalg.svd(x, full_matrices=False)[2][
+                        ..., None, -1 if p is None or p == 2 else 0, :
+                    ]
+                    * t,
+                    axis=(-2, -1),
+                )
+            )
+            / np.linalg.svd(x, compute_uv=False)[..., -1 if p is None or p == 2 else 0]
+        ),
+    ),
+)
+
+
 EXAMPLES = {
     "linalg_inv": [ex(arg(3, 3, domain="well")), ex(arg(2, 3, 3, domain="well"))],
     "linalg_solve": [
@@ -1311,6 +1373,7 @@ EXAMPLES = {
         ex(arg(3, 4), compute_uv=False),
     ],
     "linalg_pinv": [ex(arg(4, 3)), ex(arg(3, 4))],
+    "linalg_cond": [ex(arg(3, 3)), ex(arg(4, 3), 2), ex(arg(2, 3, 4), -2)],
     "linalg_matrix_power": [ex(arg(3, 3), 3), ex(arg(3, 3, domain="well"), -2), ex(arg(3, 3), 0)],
     "linalg_norm": [
         ex(arg(3, 4)),

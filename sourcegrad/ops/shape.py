@@ -171,13 +171,39 @@ defvjp(
     linear="joint",
     complex=True,
 )
+
+
+# np.take's modes wrap and clip read an index out of range as numpy does (modulo the axis's
+# length, or clipped into it): the adjoint adds g back at the element read (`taken_index`)
+def taken_index(indices, x, axis=None, mode="raise"):
+    """The indices np.take(x, indices, axis, mode=mode) reads, each in range for "wrap" and
+    "clip" (as numpy reads them); the indices as given for "raise"."""
+    if mode == "raise":
+        return indices
+    n = np.size(x) if axis is None else np.shape(x)[axis]
+    if mode == "wrap":
+        return np.mod(indices, n)
+    if mode == "clip":
+        return np.clip(indices, 0, n - 1)
+    raise ValueError(f"clipmode not understood (got {mode!r})")  # (numpy's message)
+
+
+defnondiff(
+    "taken_index",
+    taken_index,
+    Spelling("module", "sourcegrad.ops.shape.taken_index"),
+    params=("indices", "x", "axis", "mode"),
+)
 defvjp(
     "take",
     np.take,
     _func("take"),
-    lambda g, ans, x, indices, axis=None: untake(g, x, indices, axis),
+    lambda g, ans, x, indices, axis=None, out=None, mode="raise": untake(
+        g, x, taken_index(indices, x, axis, mode), axis
+    ),
     None,
     linear="joint",
+    methods=("take",),
     complex=True,
 )
 defvjp(
@@ -360,6 +386,8 @@ EXAMPLES = {
     ],
     "take": [
         ex(arg(3, 4), np.array([2, 0, 2])),
+        ex(arg(3, 4), np.array([[1, 7], [-6, 0]]), axis=1, mode="wrap"),
+        ex(arg(5), np.array([-2, 9, 3, 3]), mode="clip"),
         ex(arg(3, 4), np.array([[1, 3], [3, 0]]), axis=1),
     ],
     "getitem": [

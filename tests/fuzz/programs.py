@@ -457,6 +457,12 @@ EARLIER_LONG_LOOP_CAMPAIGNS = EARLIER_RELIABILITY_FORM_CAMPAIGNS | {"rel", "r8"}
 # campaigns run before them are rebuilt without them.
 MASKED_WRITE_RATE = 0.3
 EARLIER_MASKED_WRITE_CAMPAIGNS = EARLIER_LONG_LOOP_CAMPAIGNS | {"r9", "long", "long2", "long3"}
+# Masks combined by Python's bitwise operators (`(a > 0) | (b < 0)`, `&`, `^`, `~`, and in
+# place: `m |= c > 0`), then used to select (np.where), to scale (`e * m`) or to pick elements
+# to sum: boolean arrays that carry no gradient, whose combinations both front ends read as
+# numpy does. Drawn from a stream of their own; campaigns run before them are rebuilt without.
+MASK_LOGIC_RATE = 0.3
+EARLIER_MASK_LOGIC_CAMPAIGNS = EARLIER_MASKED_WRITE_CAMPAIGNS | {"mw"}
 MASKED_FUNCTIONS = (
     "np.exp(-{a})",
     "np.exp({a})",
@@ -607,6 +613,7 @@ class _Gen:
         reliability_forms: random.Random | None = None,
         long_loops: random.Random | None = None,
         masked_writes: random.Random | None = None,
+        mask_logic: random.Random | None = None,
     ):
         self.r = rng
         # self-updates draw from a stream of their own: the rest of a program is the one
@@ -618,6 +625,7 @@ class _Gen:
         self.rf = reliability_forms  # likewise the reliability forms
         self.ll = long_loops  # likewise which `for ... in range` loops run long
         self.mw = masked_writes  # likewise the masked writes of functions
+        self.ml = mask_logic  # likewise the masks combined by |, &, ^ (and |=, &=, ^=)
         self.lines: list[str] = []
         self.indent = 0
         self.env: list[Var] = []
@@ -939,6 +947,8 @@ class _Gen:
             self.maybe_reliability_form()
         if not self.returned:
             self.maybe_masked_writes()
+        if not self.returned:
+            self.maybe_mask_logic()
         if len(self.lines) == start:
             self.emit("pass")
         self.indent -= 1
@@ -1104,6 +1114,41 @@ class _Gen:
             self.masked_writes()
         finally:
             self.r = saved
+
+    def maybe_mask_logic(self):
+        """Now and then (`MASK_LOGIC_RATE`) masks combined by |, &, ^ (or in place: |=, &=,
+        ^=) and used, drawn from their own stream."""
+        if self.ml is None or self.ml.random() >= MASK_LOGIC_RATE:
+            return
+        saved, self.r = self.r, self.ml
+        try:
+            self.mask_logic()
+        finally:
+            self.r = saved
+
+    def mask_logic(self):
+        r = self.r
+        shape = r.choice([VEC, MAT])
+        self.features.add("mask_logic")
+        mask = self.pf_name("mk")
+        left, right = _atom(self.expr(shape, 2)), _atom(self.expr(shape, 2))
+        cuts = ["0.0", "0.25", "-0.3"]
+        operator = r.choice(["|", "&", "^"])
+        self.emit(f"{mask} = ({left} > {r.choice(cuts)}) {operator} ({right} < {r.choice(cuts)})")
+        if r.random() < 0.6:  # combined again, in place
+            more = _atom(self.expr(shape, 1))
+            self.emit(f"{mask} {r.choice(['|=', '&=', '^='])} {more} {r.choice(['>', '<'])} 0.1")
+        used = f"~{mask}" if r.random() < 0.25 else mask
+        name = self.pf_name("mv")
+        kind = r.choice(["where", "where", "scale", "sum"])
+        a = self.expr(shape, 2)
+        if kind == "where":
+            self.emit(f"{name} = np.where({used}, {a}, {self.expr(shape, 1)})")
+        elif kind == "scale":
+            self.emit(f"{name} = {_atom(a)} * {used}")
+        else:  # the masked elements' sum, spread over the shape
+            self.emit(f"{name} = {_atom(a)} + np.sum(np.where({used}, {a}, 0.0))")
+        self.env.append(Var(name, shape))
 
     def masked_writes(self):
         r = self.r
@@ -1789,6 +1834,8 @@ class _Gen:
                 self.maybe_reliability_form()
             if not self.returned:
                 self.maybe_masked_writes()
+            if not self.returned:
+                self.maybe_mask_logic()
         self.emit(f"return {self.final_expr()}")
         if "decorator" in self.features:
             header = ["import functools"] + header[:4] + DECORATORS.split("\n") + header[4:]
@@ -1825,7 +1872,8 @@ def generate(seed, self_updates: bool | None = None) -> Program:
         if campaign in EARLIER_MASKED_WRITE_CAMPAIGNS
         else random.Random(f"{seed}/masked-writes")
     )
-    return _Gen(random.Random(seed), su, ri, pf, rf, ll, mw).module(seed)
+    ml = None if campaign in EARLIER_MASK_LOGIC_CAMPAIGNS else random.Random(f"{seed}/mask-logic")
+    return _Gen(random.Random(seed), su, ri, pf, rf, ll, mw, ml).module(seed)
 
 
 # =============================================================================================

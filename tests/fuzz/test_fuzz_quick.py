@@ -102,6 +102,27 @@ def test_the_masked_write_slice_draws_them():
     assert drawn >= MASKED_WRITE_N // 3, drawn
 
 
+MASK_LOGIC_N = 8  # programs with masks combined by |, &, ^ (programs.MASK_LOGIC_RATE)
+
+
+@pytest.mark.parametrize("seed", [f"ml-{i}" for i in range(MASK_LOGIC_N)])
+def test_mask_logic_gives_pythons_numbers_or_a_refusal(seed, workdir, record_property):
+    """Masks combined by Python's bitwise operators (`(a > 0) | (b < 0)`, `&`, `^`, `~`,
+    `m |= c > 0`) and used to select, scale or sum: finite differences' gradients, or a
+    refusal."""
+    outcome = check_program(generate(seed), workdir, timeout=30)
+    record_property("status", outcome.status)
+    assert outcome.status in ("matched", "rejected", "skipped"), outcome.report()
+
+
+def test_the_mask_logic_slice_draws_them():
+    sources = [generate(f"ml-{i}") for i in range(MASK_LOGIC_N)]
+    assert sum("mask_logic" in p.features for p in sources) >= MASK_LOGIC_N // 2
+    text = "".join(p.source for p in sources)
+    for form in (") | (", ") & (", ") ^ (", " |= ", " &= ", " ^= "):
+        assert form in text, form
+
+
 RELIABILITY_N = 24  # programs with the reliability forms (programs.RELIABILITY_FORM_RATE)
 RELIABILITY_FORMS = {
     "decorator",

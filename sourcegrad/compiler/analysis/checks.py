@@ -4,7 +4,7 @@
 reads (or of a view of one: `is_view`); `check_real_values(fn, env, wrt)` refuses complex
 intermediates where the rules are written for real values (`ops.complex_values` says where
 complex values are supported); `check_dropped_inputs(fn, env, wrt)` refuses a real number
-carrying a gradient into an argument its op's rule gives none (`np.pad`'s constant_values). Each raises a `SourcegradError` naming the file, line and
+carrying a gradient into an argument its op's rule gives none (`np.nan_to_num`'s nan). Each raises a `SourcegradError` naming the file, line and
 the line's text, or returns None.
 
 Why one module: it holds stage 6, the located refusals made before differentiating, in one
@@ -347,7 +347,7 @@ def check_keywords(fn, wrt: list) -> None:
 def check_dropped_inputs(fn, env, wrt: list) -> None:
     """Refuse, located (`NoRuleError`), a real number that carries a gradient passed where
     the op's rule gives its argument none, though the result's values depend on it:
-    `np.pad(v, 2, constant_values=w)`, `np.nan_to_num(y, nan=w)`, `np.trapezoid(y, dx=h)`,
+    `np.nan_to_num(y, nan=w)`, `np.trapezoid(y, dx=h)`,
     `np.interp(x, xp, fp, left=w)`, `np.full_like(v, w)`, `np.arange(w, 3.0)`. The result was
     taken for a constant of w: a silently zero gradient. Integer and boolean arguments (axes,
     counts, indices, masks) carry none; the helpers of generated code are not checked (such
@@ -388,7 +388,7 @@ def check_dropped_inputs(fn, env, wrt: list) -> None:
             f"{_value_named(name, fn)} carries a gradient into it: its result's values depend "
             "on it, "
             "and the gradient would miss that dependence. Compute that part with operations "
-            "that have rules (np.pad(v, w) of a constant as np.concatenate with np.full, "
+            "that have rules ("
             "np.full_like(v, w) as w * np.ones_like(v), np.arange(n) * step + start)",
             stmt.loc,
         )

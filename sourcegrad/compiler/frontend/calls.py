@@ -786,11 +786,21 @@ class CallsMixin:
             self.error(
                 errors.NoRuleError,
                 f"{describe(func)}() has no derivative rule (the ufunc methods that have: "
-                "add/multiply/maximum/minimum.reduce, add/multiply.accumulate, "
-                "add/subtract/multiply.outer, add/subtract.at)",
+                "add/multiply/maximum/minimum/logaddexp.reduce, "
+                "add/multiply/maximum/minimum/logaddexp.accumulate, add.reduceat, "
+                "add/subtract/multiply.outer, add/subtract/multiply.at)",
                 node,
             )
         args, kwargs = self.call_args(node)
+        params = list(rule.signature().parameters)
+        if dict(kwargs).get("out") is not None or "out" in params[: len(args)]:
+            # (the result written into a buffer: not modelled here, where the buffer would
+            # keep its old value and a zero gradient; the trace records the store)
+            self.error(
+                errors.UnsupportedSyntaxError,
+                f"{describe(func)}() with out= is not read here",
+                node,
+            )
         axis = ufunc_method_axis(func.attr)
         if axis is not None and len(args) < 2 and "axis" not in dict(kwargs):
             kwargs = [*kwargs, ("axis", Const(axis))]

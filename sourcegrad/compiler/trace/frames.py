@@ -14,6 +14,7 @@ import linecache
 import os
 import sysconfig
 import textwrap
+import tokenize
 
 import numpy as np
 
@@ -50,6 +51,26 @@ def runs_user_code(frame) -> bool:
     return True
 
 
+class ModuleBodies:
+    """The module bodies running while a trace runs: a module imported inside it
+    (`scipy.special.erf` imports scipy.special on first use; an `import` in the function).
+    Its top level and all it calls run untraced: a new module's globals are not state from
+    before the call, nor what the gradient's code depends on. `entered()` counts one and
+    gives the local tracer that sees its end; `running` is how many are running."""
+
+    def __init__(self):
+        self.running = 0
+
+    def entered(self):
+        self.running += 1
+        return self._ends
+
+    def _ends(self, frame, event, arg):
+        if event == "return":
+            self.running -= 1
+        return self._ends
+
+
 def in_a_library(file) -> bool:
     """Is `file` an installed package's or Python's own (not code the user wrote)?"""
     return bool(file) and (file.startswith(_PYTHONS) or "-packages" in file)
@@ -63,7 +84,9 @@ def loop_headers(code, module_globals=None) -> dict:
     try:
         lines, start = source_lines(code, module_globals)
         tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    except (OSError, TypeError, SyntaxError, IndentationError, tokenize.TokenError):
+        # (TokenError: lines that are not the code's, as a compiled module's made-up file
+        # name finds, `src/charset_normalizer/cd.py` when an import runs inside the trace)
         return {}
     function = next(
         (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None

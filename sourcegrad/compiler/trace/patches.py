@@ -170,6 +170,11 @@ def _lists_joined(original):
                 rec.array_of(a) if isinstance(a, (list, tuple)) and _holds_traced(a) else a
                 for a in args
             )
+        if rec is not None and any(isinstance(v, Traced) for v in (*args, *kwargs.values())):
+            # (the call is the op, as numpy's dispatch makes it: also where the traced value
+            # is an argument numpy's dispatcher does not look at, `np.pad(v, 2,
+            # constant_values=t)` of a plain v, which numpy's own code would read as an array)
+            return rec.function(original, args, kwargs)
         return original(*args, **kwargs)
 
     return call

@@ -70,7 +70,7 @@ from ..ir import (
 )
 from ..names import Namer, name_for_call, sanitize
 from . import exceptions, state, stores
-from .frames import in_a_library, is_user, loop_headers, runs_user_code
+from .frames import ModuleBodies, in_a_library, is_user, loop_headers, runs_user_code
 from .objects import MOST_OBJECTS, attributes_of, has_attributes, user_object
 from .patches import (
     TracedGenerator,
@@ -825,8 +825,14 @@ class Recorder:
 
             return tracer
 
+        bodies = ModuleBodies()  # (modules imported while the trace runs: not traced)
+
         def calls(frame, event, arg):
-            if event != "call" or not runs_user_code(frame):
+            if event != "call" or bodies.running:
+                return None
+            if frame.f_code.co_name == "<module>":
+                return bodies.entered()
+            if not runs_user_code(frame):
                 return None
             module_of(frame)
             self.visited.setdefault(id(frame.f_code), (frame.f_code, frame.f_globals))

@@ -322,8 +322,8 @@ def pad_mean(x):
     return np.sum(np.pad(x, 2, mode="mean"))
 
 
-def maximum_accumulate(x):
-    return np.sum(np.maximum.accumulate(x))
+def subtract_accumulate(x):
+    return np.sum(np.subtract.accumulate(x))
 
 
 def vectorized(x):
@@ -334,7 +334,7 @@ def vectorized(x):
     "fn, error, named, line",
     [
         (pad_mean, errors.NoRuleError, "np.pad with a mode other than", "np.pad(x, 2, mode="),
-        (maximum_accumulate, errors.NoRuleError, "accumulate", "np.maximum.accumulate(x)"),
+        (subtract_accumulate, errors.NoRuleError, "accumulate", "np.subtract.accumulate(x)"),
         (vectorized, errors.SourcegradError, "np.vectorize", "np.vectorize(lambda v"),
     ],
     ids=lambda v: getattr(v, "__name__", None),
