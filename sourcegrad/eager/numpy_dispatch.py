@@ -16,14 +16,15 @@ A numpy function with no entry here falls back to numpy itself on the tensors'
 arrays (a tensor that requires grad refuses, as `np.asarray` on it does), and
 a ufunc's array result is wrapped back into a Tensor, as torch does.
 
-Imports: the op modules (tensor_math, shape_ops, inplace, factories), `surface`, `tensor` and the
-leaves.
+Imports: the op modules (tensor_math, shape_ops, inplace, factories), `out_arg`, `surface`,
+`tensor` and the leaves.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import errors
 from . import (
     cholesky,
     composites,
@@ -33,6 +34,7 @@ from . import (
     joining,
     linalg,
     messages,
+    out_arg,
     shape_ops,
     surface,
     tensor_math,
@@ -131,21 +133,40 @@ def _where(condition, x=None, y=None):
     return tensor_math.where(condition, x, y)
 
 
+def _into(name, out, made, inputs, kw=None):
+    """`made`, or written into numpy's out= where given (a Tensor, with torch's checks: these
+    forms took out= and dropped it, `np.clip(t, 0, 1, out=t)` leaving t unclipped); numpy's
+    keywords a form does not implement (`kw`, where=, casting=, ...) are refused."""
+    if kw:
+        raise errors.UnsupportedAPIError(
+            f"np.{name}(tensor, {', '.join(f'{k}=...' for k in kw)}): sourcegrad's numpy form "
+            f"of {name} on a Tensor does not take {', '.join(kw)}"
+        )
+    return made if out is None else out_arg.write_out(name, out, made, inputs)
+
+
 def _clip(a, a_min=None, a_max=None, out=None, **kw):
     a_min = kw.pop("min", a_min)
     a_max = kw.pop("max", a_max)
-    return tensor_math.clamp(_as_tensor(a), a_min, a_max)
+    made = tensor_math.clamp(_as_tensor(a), a_min, a_max)
+    return _into("clip", out, made, (a, a_min, a_max), kw)
 
 
 def _concatenate(arrays, axis=0, out=None, **kw):
-    return shape_ops.cat([_as_tensor(a) for a in arrays], axis)
+    made = shape_ops.cat([_as_tensor(a) for a in arrays], axis)
+    return _into("concatenate", out, made, tuple(arrays), kw)
 
 
 def _stack(arrays, axis=0, out=None, **kw):
-    return shape_ops.stack([_as_tensor(a) for a in arrays], axis)
+    made = shape_ops.stack([_as_tensor(a) for a in arrays], axis)
+    return _into("stack", out, made, tuple(arrays), kw)
 
 
 def _take(a, indices, axis=None, out=None, mode="raise"):
+    return _into("take", out, _taken(a, indices, axis), (a,))
+
+
+def _taken(a, indices, axis):
     a = _as_tensor(a)
     if axis is None:
         a, axis = shape_ops.reshape(a, (-1,)), 0
@@ -184,24 +205,25 @@ def _size(a, axis=None):
 
 
 def _all(a, axis=None, out=None, keepdims=False, **kw):
-    return tensor_math.all(a, axis, keepdims)
+    return _into("all", out, tensor_math.all(a, axis, keepdims), (a,), kw)
 
 
 def _any(a, axis=None, out=None, keepdims=False, **kw):
-    return tensor_math.any(a, axis, keepdims)
+    return _into("any", out, tensor_math.any(a, axis, keepdims), (a,), kw)
 
 
 def _argmax(a, axis=None, out=None, keepdims=False):
-    return tensor_math.argmax(a, axis, keepdims)
+    return _into("argmax", out, tensor_math.argmax(a, axis, keepdims), (a,))
 
 
 def _argmin(a, axis=None, out=None, keepdims=False):
-    return tensor_math.argmin(a, axis, keepdims)
+    return _into("argmin", out, tensor_math.argmin(a, axis, keepdims), (a,))
 
 
 def _round(a, decimals=0, out=None):
     # (torch's round(decimals=0) refuses integers, numpy's np.round(ints) keeps them)
-    return tensor_math.round(a) if decimals == 0 else tensor_math.round(a, decimals=decimals)
+    made = tensor_math.round(a) if decimals == 0 else tensor_math.round(a, decimals=decimals)
+    return _into("round", out, made, (a,))
 
 
 def _take_along_axis(arr, indices, axis):

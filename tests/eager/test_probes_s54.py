@@ -2,6 +2,8 @@
 a result that differed from torch's: checked against torch (CPU), the oracle for eager mode.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,143 @@ def test_vector_norm_first_derivative_over_a_dim_with_a_zero_row():
         grads.append(_array(t.grad))
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
     assert np.isfinite(grads[0]).all()
+
+
+# -- out= given to an op that takes **kwargs ------------------------------------------------
+# (sum, mean, cumsum, var, softmax, ... take **kwargs for numpy's spellings and swallowed out=:
+# `torch.sum(x, 0, out=o)` returned the sum and left o as it was, [-7, -7, -7] where torch's
+# o is [5, 7, 9])
+
+OUT_OPS = [
+    "sum",
+    "mean",
+    "prod",
+    "nansum",
+    "nanmean",
+    "amax",
+    "amin",
+    "var",
+    "std",
+    "norm",
+    "cumsum",
+    "cumprod",
+    "softmax",
+    "log_softmax",
+]
+
+
+@pytest.mark.parametrize("name", OUT_OPS)
+def test_out_is_written(name):
+    def written(T):
+        x = T.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]], dtype=T.float64)
+        o = T.full((3,), -7.0, dtype=T.float64)
+        with np.errstate(all="ignore"):
+            returned = getattr(T, name)(x, 0, out=o)
+        assert returned is o
+        return _array(o)
+
+    with warnings.catch_warnings():  # (o resized to the result's shape: torch's warning)
+        warnings.simplefilter("ignore")
+        np.testing.assert_allclose(written(sg), written(torch), rtol=1e-12)
+
+
+def test_out_of_quantile_and_into_a_view():
+    for T in BACKENDS:
+        y = T.zeros(6, dtype=T.float64)
+        T.cumsum(T.arange(5.0, dtype=T.float64), 0, out=y[1:])
+        np.testing.assert_array_equal(_array(y), [0, 0, 1, 3, 6, 10])
+        o = T.zeros((), dtype=T.float64)
+        T.quantile(T.arange(5.0, dtype=T.float64), 0.25, out=o)
+        assert float(o) == 1.0
+
+
+def test_out_refuses_what_requires_grad_as_torch():
+    for T in BACKENDS:
+        x = T.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            T.sum(x, 0, out=T.zeros(()))
+
+
+def test_max_min_refuse_a_tensor_out():
+    # (torch takes a (values, indices) pair there; a Tensor is its TypeError, not ignored)
+    for T in BACKENDS:
+        with pytest.raises(TypeError):
+            T.max(T.ones(2, 3), 0, out=T.zeros(3))
+
+
+def test_numpy_forms_write_out_and_refuse_keywords():
+    t = sg.tensor([-1.0, 0.5, 2.0])
+    assert np.clip(t, 0, 1, out=t) is t  # left t unclipped
+    np.testing.assert_array_equal(_array(t), [0.0, 0.5, 1.0])
+    o = sg.zeros(3)
+    np.sum(sg.ones(2, 3), 0, out=o)
+    np.testing.assert_array_equal(_array(o), [2.0, 2.0, 2.0])
+    o = sg.zeros(6)
+    np.concatenate([sg.ones(3), sg.ones(3) * 2], out=o)
+    np.testing.assert_array_equal(_array(o), [1, 1, 1, 2, 2, 2])
+    mask = np.array([True, False, True])
+    # numpy's where=/initial= were dropped: np.sum(t, where=m) gave 2.0 where numpy gives 4.0
+    for call in (
+        lambda: np.sum(sg.tensor([1.0, -2.0, 3.0]), where=mask),
+        lambda: np.max(sg.tensor([1.0, -2.0, 3.0]), initial=10.0),
+        lambda: np.mean(sg.tensor([1.0, -2.0, 3.0]), where=mask),
+        lambda: np.clip(sg.tensor([1.0, -2.0, 3.0]), 0, 1, where=mask),
+    ):
+        with pytest.raises(sg.errors.UnsupportedAPIError):
+            call()
+
+
+# -- in-place writes whose operand shares part of the memory written -------------------------
+# (torch refuses them; numpy computes them from a copy, so such code ran here and raises in
+# torch)
+
+OVERLAPS = {
+    "iadd_shifted": lambda T, y: y[1:].__iadd__(y[:-1]),
+    "add_transpose": lambda T, y: y.view(3, 2).add_(y.view(2, 3).t()),
+    "mul_element": lambda T, y: y.mul_(y[1]),
+    "setitem_shifted": lambda T, y: y.__setitem__(slice(1, None), y[:-1]),
+    "copy_transposed": lambda T, y: y.view(2, 3).copy_(y.view(3, 2).t()),
+    "index_put": lambda T, y: y.index_put_((T.tensor([1, 2]),), y[:2]),
+    "scatter": lambda T, y: y[1:].scatter_(0, T.tensor([0, 1]), y[:2]),
+    "clamp_bound": lambda T, y: y[1:].clamp_(min=y[:-1]),
+    "exp_out": lambda T, y: T.exp(y[:-1], out=y[1:]),
+    "cumsum_out": lambda T, y: T.cumsum(y[:-1], 0, out=y[1:]),
+}
+ALLOWED = {
+    "add_itself": lambda T, y: y.add_(y),
+    "add_same_view": lambda T, y: y.view(2, 3).add_(y.view(2, 3)),
+    "disjoint": lambda T, y: y[:3].add_(y[3:]),
+    "strided": lambda T, y: y[0:5:2].add_(y[1:6:2]),
+    "fill_element": lambda T, y: y[1:].fill_(y[0]),
+    "setitem_element": lambda T, y: y.__setitem__(slice(1, None), y[0]),
+    "masked_fill_element": lambda T, y: y.masked_fill_(y > 2, y[0]),
+    "index_fill_element": lambda T, y: y.index_fill_(0, T.tensor([1]), y[0]),
+    "copy_expanded": lambda T, y: y[1:3].copy_(y[0:1].expand(2)),
+    "clone_first": lambda T, y: y[1:].add_(y[:-1].clone()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERLAPS))
+def test_partial_overlap_is_refused_as_torch(name):
+    for T in BACKENDS:
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            OVERLAPS[name](T, T.arange(6.0))
+
+
+@pytest.mark.parametrize("name", sorted(ALLOWED))
+def test_overlap_torch_allows_runs(name):
+    got = []
+    for T in BACKENDS:
+        y = T.arange(6.0)
+        ALLOWED[name](T, y)
+        got.append(_array(y))
+    np.testing.assert_array_equal(got[0], got[1])
+
+
+def test_partial_overlap_refused_with_gradients_too():
+    # (y[1:] += y[:-1] gave a gradient where torch raises)
+    for T in BACKENDS:
+        x = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = x * 1
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            y[1:] += y[:-1]
