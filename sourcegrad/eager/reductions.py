@@ -67,8 +67,12 @@ def _axis(dim, ndim, kwargs=None):
 
 
 def _keepdim(keepdim, kwargs):
+    """keepdim, or numpy's keepdims=; the last of the keywords read: any other left in kwargs
+    is torch's TypeError (they were dropped, an out= among them: `pop_out`)."""
     if kwargs and "keepdims" in kwargs:
-        return bool(kwargs.pop("keepdims"))
+        keepdim = kwargs.pop("keepdims")
+    if kwargs:
+        raise TypeError(f"got an unexpected keyword argument '{next(iter(kwargs))}'")
     return bool(keepdim)
 
 

@@ -239,3 +239,19 @@ def test_partial_overlap_refused_with_gradients_too():
         y = x * 1
         with pytest.raises(RuntimeError, match="refer to a single memory location"):
             y[1:] += y[:-1]
+
+
+def test_reductions_refuse_keywords_they_do_not_read():
+    # (x.sum(0, where=m) summed every element: any keyword left after axis=/keepdims=/out=
+    # is torch's TypeError)
+    x = sg.ones(2, 3)
+    for call in (
+        lambda: x.sum(0, where=True),
+        lambda: sg.mean(x, 0, initial=1.0),
+        lambda: sg.nansum(x, 0, bogus=1),
+        lambda: x.max(0, bogus=1),
+        lambda: sg.norm(x, 2, 1, bogus=1),
+    ):
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            call()
+    np.testing.assert_array_equal(_array(x.sum(axis=0, keepdims=True)), [[2.0, 2.0, 2.0]])
