@@ -94,6 +94,36 @@ def _plain(value):
     return value
 
 
+def _as_tuple(value):
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _ufunc_into(ufunc, method, inputs, kwargs, outs):
+    """A ufunc with Tensors among its out=: numpy computes into copies of their arrays (where=
+    keeps their values where it is False), which are then written into the Tensors with
+    torch's out= checks and a version bump. numpy wrote into the arrays themselves, behind
+    the version counter: `y = x * w; np.multiply(w, 5, out=w)` then backward gave x.grad 5,
+    the gradient of a product with the new w, with no error."""
+    copies = tuple(np.array(_plain(o)) if isinstance(o, Tensor) else o for o in outs)
+    plain = dict(kwargs, out=copies)
+    getattr(ufunc, method)(*_plain(inputs), **_plain_kwargs(plain))
+    name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+    for o, c in zip(outs, copies):
+        if isinstance(o, Tensor):
+            out_arg.write_out(name, o, _wrap(c), inputs)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def _ufunc_at(ufunc, inputs):
+    """`np.<ufunc>.at(tensor, index, values)` other than add's (index_put_): numpy on a copy
+    of the tensor's array, written back with a version bump (it wrote into the array itself,
+    unseen by a backward that saved the tensor)."""
+    target = inputs[0]
+    copy = np.array(_plain(target))
+    ufunc.at(copy, *_plain(inputs[1:]))
+    out_arg.write_out(f"{ufunc.__name__}.at", target, _wrap(copy), inputs[1:])
+
+
 def array_ufunc(ufunc, method, inputs, kwargs):
     fn = UFUNCS.get(ufunc)
     if method == "__call__" and fn is not None and not kwargs:
@@ -101,9 +131,19 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if method == "at" and ufunc is np.add:
         out, index = inputs[0], inputs[1]
         values = inputs[2] if len(inputs) > 2 else 1
+        # (numpy's index: a list is one array of positions along the first axis, a tuple one
+        # index per axis; index_put_'s list is torch's, one per axis: np.add.at(a, [0, 1], v)
+        # added v to a[0, 1] alone, not to rows 0 and 1)
+        if not isinstance(index, tuple):
+            index = (index,)
         if isinstance(out, Tensor):
             inplace.index_put_(out, index, values, accumulate=True)
             return None
+    outs = kwargs.get("out")
+    if outs is not None and any(isinstance(o, Tensor) for o in _as_tuple(outs)):
+        return _ufunc_into(ufunc, method, inputs, kwargs, _as_tuple(outs))
+    if method == "at" and isinstance(inputs[0], Tensor):
+        return _ufunc_at(ufunc, inputs)
     if method == "reduce" and ufunc in _REDUCE and len(inputs) == 1:
         axis = kwargs.pop("axis", 0)
         keepdims = kwargs.pop("keepdims", False)

@@ -255,3 +255,57 @@ def test_reductions_refuse_keywords_they_do_not_read():
         with pytest.raises(TypeError, match="unexpected keyword argument"):
             call()
     np.testing.assert_array_equal(_array(x.sum(axis=0, keepdims=True)), [[2.0, 2.0, 2.0]])
+
+
+# -- numpy's ufuncs writing into Tensors ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "index, want",
+    [
+        ([0, 1], [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]),  # rows 0 and 1: gave a[0, 1] alone
+        ([0, 0], [[2.0, 2.0], [0.0, 0.0], [0.0, 0.0]]),  # row 0 twice: gave a[0, 0] once
+        ((0, 1), [[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]]),  # a tuple: one index per axis
+        (np.array([2, 2]), [[0.0, 0.0], [0.0, 0.0], [2.0, 2.0]]),
+    ],
+)
+def test_add_at_reads_numpys_index(index, want):
+    a = sg.zeros(3, 2)
+    np.add.at(a, index, 1.0)
+    b = np.zeros((3, 2))
+    np.add.at(b, index, 1.0)
+    np.testing.assert_array_equal(b, want)
+    np.testing.assert_array_equal(_array(a), want)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda w: np.multiply(w, 5.0, out=w),
+        lambda w: np.exp(w, out=(w,)),
+        lambda w: np.add(w, 1.0, out=w, where=np.array([True, False, True])),
+        lambda w: np.multiply.at(w, [0], 5.0),
+        lambda w: np.add.at(w, [0], 5.0),
+    ],
+)
+def test_ufunc_writes_into_a_saved_tensor_are_seen_by_backward(write):
+    # (y = x * w saves w; numpy wrote into w's array behind its version counter, and backward
+    # gave the gradient of a product with the new w: x.grad 5 where it is 1)
+    x = sg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = sg.tensor([1.0, 1.0, 1.0])
+    y = x * w
+    write(w)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_ufunc_out_values_as_numpys():
+    o = sg.zeros(3)
+    assert np.add(sg.ones(3), 2.0, out=o) is o
+    np.testing.assert_array_equal(_array(o), [3.0, 3.0, 3.0])
+    w = sg.tensor([1.0, 2.0, 3.0])
+    np.add(w, 1.0, out=w, where=np.array([True, False, True]))
+    np.testing.assert_array_equal(_array(w), [2.0, 2.0, 4.0])
+    w = sg.ones(3)
+    np.maximum.at(w, [0, 2, 2], 2.0)
+    np.testing.assert_array_equal(_array(w), [2.0, 1.0, 2.0])
