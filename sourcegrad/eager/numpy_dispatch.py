@@ -354,8 +354,34 @@ FUNCTIONS.update(fft.NUMPY)  # np.fft.fft(tensor), np.real(tensor), ...
 UFUNCS.update(fft.UFUNCS)
 
 
+# numpy functions with no entry that write into their first argument
+_WRITE_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis}
+
+
 def array_function(func, args, kwargs):
     fn = FUNCTIONS.get(func)
     if fn is not None:
         return fn(*args, **kwargs)
+    out = kwargs.get("out")
+    if func in _WRITE_FIRST and args and isinstance(args[0], Tensor):
+        return _written_into(
+            func, args[0], lambda a: func(a, *_plain(args[1:]), **_plain_kwargs(kwargs))
+        )
+    if isinstance(out, Tensor):
+        rest = {k: v for k, v in kwargs.items() if k != "out"}
+        return _written_into(
+            func, out, lambda a: func(*_plain(args), out=a, **_plain_kwargs(rest)), out
+        )
     return func(*_plain(args), **_plain_kwargs(kwargs))
+
+
+def _written_into(func, target, call, result_is_target=None):
+    """numpy's `func` writing into the Tensor `target` (np.copyto, np.put, np.putmask, np.place,
+    np.fill_diagonal, np.put_along_axis, out=): on a copy of its array, written back with
+    copy_ (torch's checks, a version bump). numpy wrote into the array itself, behind the
+    version counter: `y = x * w; np.copyto(w, 5)` then backward gave x.grad 5, the gradient of
+    a product with the new w, where the product computed had 1."""
+    copy = np.array(_plain(target))
+    result = call(copy)
+    inplace.copy_(target, _wrap(copy))
+    return result_is_target if result_is_target is not None else result

@@ -309,3 +309,38 @@ def test_ufunc_out_values_as_numpys():
     w = sg.ones(3)
     np.maximum.at(w, [0, 2, 2], 2.0)
     np.testing.assert_array_equal(_array(w), [2.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda w: np.copyto(w, np.array([5.0, 5.0, 5.0])),
+        lambda w: np.put(w, [0], 5.0),
+        lambda w: np.place(w, np.array([True, False, False]), [5.0]),
+        lambda w: np.putmask(w, np.array([True, False, False]), 5.0),
+        lambda w: np.fill_diagonal(w.view(1, 3), 5.0),
+        lambda w: np.put_along_axis(w, np.array([0]), 5.0, 0),
+    ],
+)
+def test_numpy_writes_into_a_saved_tensor_are_seen_by_backward(write):
+    # (numpy's own function wrote into w's array behind its version counter: x.grad 5 where
+    # the product computed had w = 1, with no error)
+    x = sg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = sg.tensor([1.0, 1.0, 1.0])
+    y = x * w
+    write(w)
+    assert float(w[0]) == 5.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_numpy_writing_functions_values():
+    w = sg.zeros(2, 3)
+    np.fill_diagonal(w, 7.0)
+    np.testing.assert_array_equal(_array(w), [[7, 0, 0], [0, 7, 0]])
+    w = sg.zeros(3)
+    np.copyto(w, 4.0, where=np.array([True, False, True]))
+    np.testing.assert_array_equal(_array(w), [4, 0, 4])
+    w = sg.arange(6.0).view(2, 3)
+    np.put(w, [0, 5], [-1.0, -2.0])
+    np.testing.assert_array_equal(_array(w), [[-1, 1, 2], [3, 4, -2]])
