@@ -71,6 +71,13 @@ def no_out(name, kwargs):
         raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
 
 
+def no_keywords(name, kwargs):
+    """torch's TypeError for a keyword left in an op's **kwargs once it has read its own (they
+    were dropped: `torch.cat(ts, 0, dtype=...)` ran as if not given)."""
+    if kwargs:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+
+
 def write_out(name, out, result, inputs=()):
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")

@@ -344,3 +344,15 @@ def test_numpy_writing_functions_values():
     w = sg.arange(6.0).view(2, 3)
     np.put(w, [0, 5], [-1.0, -2.0])
     np.testing.assert_array_equal(_array(w), [[-1, 1, 2], [3, 4, -2]])
+
+
+def test_cat_stack_squeeze_refuse_keywords_they_do_not_read():
+    # (dropped: torch.squeeze(x, 0, out=o) left o as it was)
+    for call in (
+        lambda: sg.cat([sg.ones(2), sg.ones(2)], 0, bogus=1),
+        lambda: sg.stack([sg.ones(2)], 0, bogus=1),
+        lambda: sg.squeeze(sg.ones(1, 2), 0, out=sg.zeros(2)),
+    ):
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            call()
+    assert sg.ones(1, 2).squeeze(axis=0).shape == (2,)  # numpy's spelling still read
