@@ -50,6 +50,7 @@ from .node import NONE_EDGE, AsStridedBackward0, CopyBackwards, CopySlices, meta
 from .operands import along_index, as_tensor
 from .operands import promote as _promote
 from .operands import result as _result
+from .out_arg import refuse_partial_overlap
 from .shape_ops import MASKED_FILL, index_array, positions
 from .spec import VALUE, OpSpec, record
 from .surface import export
@@ -236,33 +237,37 @@ def _attach_to_base(self):
 _SAVES_RESULT = {"PowBackward1"}
 
 
-def apply(self, data, spec, args, static=None, self_pos=0, fill=False):
+def apply(self, data, spec, args, static=None, self_pos=0, fill=False, overlap=True):
     """Write `data` into self and record `spec`'s node, `args[self_pos]` standing for self.
 
     `args` are the rule's array arguments with `self` at `self_pos`; other entries
-    may be Tensors or plain values. `fill`: see `_write`. While a dual level is open,
-    self's tangent is updated too (from the values before the write).
+    may be Tensors or plain values. `fill`: see `_write`. `overlap`: refuse an operand that
+    overlaps self in part, as torch's kernels do (not its fills, which read one value
+    first). While a dual level is open, self's tangent is updated too (from the values
+    before the write).
     """
     if DUAL.on and any_tangent(args):
         new_tangent = forward_ad.inplace(self, data, spec, args, static, self_pos)
         DUAL.on = False
         try:
-            node = _apply(self, data, spec, args, static, self_pos, fill)
+            node = _apply(self, data, spec, args, static, self_pos, fill, overlap)
             if node is not None and new_tangent is not None:
                 node._fw_ans = (DUAL.epoch, new_tangent.clone())
         finally:
             DUAL.on = True
         forward_ad.store(self, new_tangent, shape_ops.apply_steps)
         return self
-    _apply(self, data, spec, args, static, self_pos, fill)
+    _apply(self, data, spec, args, static, self_pos, fill, overlap)
     return self
 
 
-def _apply(self, data, spec, args, static, self_pos, fill):
+def _apply(self, data, spec, args, static, self_pos, fill, overlap=True):
     """`apply` without forward mode: returns the node recorded, or None."""
     others = [a for i, a in enumerate(args) if i != self_pos]
     _check_inference(self, data, fill)
     recording = _recording(self, others)
+    if overlap and not fill:
+        refuse_partial_overlap(self, others)
     if not recording:
         _write(self, data, fill)
         return None
@@ -517,7 +522,9 @@ def fill_(self, value):
                 f"{value._data.ndim} dimensions."
             )
         # fill_ of a tensor, unlike fill_ of a number, refuses an expanded view (as torch)
-        return apply(self, value._data.astype(self._data.dtype), FILL_TENSOR, (self, value))
+        return apply(
+            self, value._data.astype(self._data.dtype), FILL_TENSOR, (self, value), overlap=False
+        )
     return apply(
         self,
         np.asarray(value).astype(self._data.dtype),
@@ -550,6 +557,7 @@ def copy_(self, src, non_blocking=False):
         return self
     _check_inference(self, sd)
     recording = _recording(self, (src,))
+    refuse_partial_overlap(self, (src,))
     if not recording:
         _write(self, sd)
         return self
@@ -586,8 +594,9 @@ def masked_fill_(self, mask, value):
 
 
 @export(methods=("index_put_",))
-def index_put_(self, indices, values, accumulate=False):
-    """self[indices] = values (or += with accumulate): IndexPutBackward0."""
+def index_put_(self, indices, values, accumulate=False, *, _overlap=True):
+    """self[indices] = values (or += with accumulate): IndexPutBackward0. (`_overlap`: for
+    index_fill_, whose value torch reads first, as fill_'s.)"""
     if isinstance(indices, list):
         indices = tuple(indices)
     if not isinstance(indices, tuple):
@@ -613,7 +622,14 @@ def index_put_(self, indices, values, accumulate=False):
         else values._data
     )
     data = ops_nn.index_put(self._data, vd, key, accumulate)
-    return apply(self, data, INDEX_PUT, (self, values), {"index": key, "accumulate": accumulate})
+    return apply(
+        self,
+        data,
+        INDEX_PUT,
+        (self, values),
+        {"index": key, "accumulate": accumulate},
+        overlap=_overlap,
+    )
 
 
 def _same_device_value(values, self):
@@ -641,7 +657,7 @@ def index_add_(self, dim, index, source, *, alpha=1):
 def index_fill_(self, dim, index, value):
     axis = dim % self._data.ndim
     key = (slice(None),) * axis + (index_array(index).reshape(-1),)
-    return index_put_(self, key, value)
+    return index_put_(self, key, value, _overlap=False)
 
 
 @export(methods=("scatter_",))

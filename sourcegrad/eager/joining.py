@@ -18,7 +18,7 @@ from .operands import as_tensor as _as_tensor
 from .operands import needs_grad as _needs_grad
 from .operands import result as _result
 from .operands import same_device, wrap_dim
-from .out_arg import write_out
+from .out_arg import no_keywords, write_out
 from .spec import OpSpec, record
 from .surface import export
 from .tensor import Tensor
@@ -65,6 +65,7 @@ def cat(tensors, dim=0, *, out=None, **kwargs):
         return write_out("cat", out, made, tuple(tensors))
     if "axis" in kwargs:
         dim = kwargs.pop("axis")
+    no_keywords("cat", kwargs)
     tensors = _tensor_list(tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -113,6 +114,7 @@ def stack(tensors, dim=0, *, out=None, **kwargs):
         return write_out("stack", out, made, tuple(tensors))
     if "axis" in kwargs:
         dim = kwargs.pop("axis")
+    no_keywords("stack", kwargs)
     tensors = _tensor_list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")

@@ -62,6 +62,11 @@ INTERNAL_OVERLAP = (
     "refers to a single memory location. Please clone() the tensor before "
     "performing the operation."
 )
+PARTIAL_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor "
+    "refer to a single memory location. Please clone() the tensor before performing the "
+    "operation."
+)
 LEAF_DIRTY = "a leaf Variable that requires grad has been used in an in-place operation."
 FLOAT_ONLY_FACTORY = "Only Tensors of floating point and complex dtype can require gradients"
 FLOAT_ONLY_METHOD = "only Tensors of floating point dtype can require gradients"

@@ -16,14 +16,15 @@ A numpy function with no entry here falls back to numpy itself on the tensors'
 arrays (a tensor that requires grad refuses, as `np.asarray` on it does), and
 a ufunc's array result is wrapped back into a Tensor, as torch does.
 
-Imports: the op modules (tensor_math, shape_ops, inplace, factories), `surface`, `tensor` and the
-leaves.
+Imports: the op modules (tensor_math, shape_ops, inplace, factories), `out_arg`, `surface`,
+`tensor` and the leaves.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import errors
 from ..ops.shape import taken_index
 from . import (
     cholesky,
@@ -34,6 +35,7 @@ from . import (
     joining,
     linalg,
     messages,
+    out_arg,
     shape_ops,
     surface,
     tensor_math,
@@ -93,6 +95,36 @@ def _plain(value):
     return value
 
 
+def _as_tuple(value):
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _ufunc_into(ufunc, method, inputs, kwargs, outs):
+    """A ufunc with Tensors among its out=: numpy computes into copies of their arrays (where=
+    keeps their values where it is False), which are then written into the Tensors with
+    torch's out= checks and a version bump. numpy wrote into the arrays themselves, behind
+    the version counter: `y = x * w; np.multiply(w, 5, out=w)` then backward gave x.grad 5,
+    the gradient of a product with the new w, with no error."""
+    copies = tuple(np.array(_plain(o)) if isinstance(o, Tensor) else o for o in outs)
+    plain = dict(kwargs, out=copies)
+    getattr(ufunc, method)(*_plain(inputs), **_plain_kwargs(plain))
+    name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+    for o, c in zip(outs, copies):
+        if isinstance(o, Tensor):
+            out_arg.write_out(name, o, _wrap(c), inputs)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def _ufunc_at(ufunc, inputs):
+    """`np.<ufunc>.at(tensor, index, values)` other than add's (index_put_): numpy on a copy
+    of the tensor's array, written back with a version bump (it wrote into the array itself,
+    unseen by a backward that saved the tensor)."""
+    target = inputs[0]
+    copy = np.array(_plain(target))
+    ufunc.at(copy, *_plain(inputs[1:]))
+    out_arg.write_out(f"{ufunc.__name__}.at", target, _wrap(copy), inputs[1:])
+
+
 def array_ufunc(ufunc, method, inputs, kwargs):
     fn = UFUNCS.get(ufunc)
     if method == "__call__" and fn is not None and not kwargs:
@@ -100,9 +132,19 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if method == "at" and ufunc is np.add:
         out, index = inputs[0], inputs[1]
         values = inputs[2] if len(inputs) > 2 else 1
+        # (numpy's index: a list is one array of positions along the first axis, a tuple one
+        # index per axis; index_put_'s list is torch's, one per axis: np.add.at(a, [0, 1], v)
+        # added v to a[0, 1] alone, not to rows 0 and 1)
+        if not isinstance(index, tuple):
+            index = (index,)
         if isinstance(out, Tensor):
             inplace.index_put_(out, index, values, accumulate=True)
             return None
+    outs = kwargs.get("out")
+    if outs is not None and any(isinstance(o, Tensor) for o in _as_tuple(outs)):
+        return _ufunc_into(ufunc, method, inputs, kwargs, _as_tuple(outs))
+    if method == "at" and isinstance(inputs[0], Tensor):
+        return _ufunc_at(ufunc, inputs)
     if method == "reduce" and ufunc in _REDUCE and len(inputs) == 1:
         axis = kwargs.pop("axis", 0)
         keepdims = kwargs.pop("keepdims", False)
@@ -132,21 +174,40 @@ def _where(condition, x=None, y=None):
     return tensor_math.where(condition, x, y)
 
 
+def _into(name, out, made, inputs, kw=None):
+    """`made`, or written into numpy's out= where given (a Tensor, with torch's checks: these
+    forms took out= and dropped it, `np.clip(t, 0, 1, out=t)` leaving t unclipped); numpy's
+    keywords a form does not implement (`kw`, where=, casting=, ...) are refused."""
+    if kw:
+        raise errors.UnsupportedAPIError(
+            f"np.{name}(tensor, {', '.join(f'{k}=...' for k in kw)}): sourcegrad's numpy form "
+            f"of {name} on a Tensor does not take {', '.join(kw)}"
+        )
+    return made if out is None else out_arg.write_out(name, out, made, inputs)
+
+
 def _clip(a, a_min=None, a_max=None, out=None, **kw):
     a_min = kw.pop("min", a_min)
     a_max = kw.pop("max", a_max)
-    return tensor_math.clamp(_as_tensor(a), a_min, a_max)
+    made = tensor_math.clamp(_as_tensor(a), a_min, a_max)
+    return _into("clip", out, made, (a, a_min, a_max), kw)
 
 
 def _concatenate(arrays, axis=0, out=None, **kw):
-    return shape_ops.cat([_as_tensor(a) for a in arrays], axis)
+    made = shape_ops.cat([_as_tensor(a) for a in arrays], axis)
+    return _into("concatenate", out, made, tuple(arrays), kw)
 
 
 def _stack(arrays, axis=0, out=None, **kw):
-    return shape_ops.stack([_as_tensor(a) for a in arrays], axis)
+    made = shape_ops.stack([_as_tensor(a) for a in arrays], axis)
+    return _into("stack", out, made, tuple(arrays), kw)
 
 
 def _take(a, indices, axis=None, out=None, mode="raise"):
+    return _into("take", out, _taken(a, indices, axis, mode), (a,))
+
+
+def _taken(a, indices, axis, mode):
     a = _as_tensor(a)
     if axis is None:
         a, axis = shape_ops.reshape(a, (-1,)), 0
@@ -187,24 +248,25 @@ def _size(a, axis=None):
 
 
 def _all(a, axis=None, out=None, keepdims=False, **kw):
-    return tensor_math.all(a, axis, keepdims)
+    return _into("all", out, tensor_math.all(a, axis, keepdims), (a,), kw)
 
 
 def _any(a, axis=None, out=None, keepdims=False, **kw):
-    return tensor_math.any(a, axis, keepdims)
+    return _into("any", out, tensor_math.any(a, axis, keepdims), (a,), kw)
 
 
 def _argmax(a, axis=None, out=None, keepdims=False):
-    return tensor_math.argmax(a, axis, keepdims)
+    return _into("argmax", out, tensor_math.argmax(a, axis, keepdims), (a,))
 
 
 def _argmin(a, axis=None, out=None, keepdims=False):
-    return tensor_math.argmin(a, axis, keepdims)
+    return _into("argmin", out, tensor_math.argmin(a, axis, keepdims), (a,))
 
 
 def _round(a, decimals=0, out=None):
     # (torch's round(decimals=0) refuses integers, numpy's np.round(ints) keeps them)
-    return tensor_math.round(a) if decimals == 0 else tensor_math.round(a, decimals=decimals)
+    made = tensor_math.round(a) if decimals == 0 else tensor_math.round(a, decimals=decimals)
+    return _into("round", out, made, (a,))
 
 
 def _take_along_axis(arr, indices, axis):
@@ -295,8 +357,34 @@ FUNCTIONS.update(fft.NUMPY)  # np.fft.fft(tensor), np.real(tensor), ...
 UFUNCS.update(fft.UFUNCS)
 
 
+# numpy functions with no entry that write into their first argument
+_WRITE_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis}
+
+
 def array_function(func, args, kwargs):
     fn = FUNCTIONS.get(func)
     if fn is not None:
         return fn(*args, **kwargs)
+    out = kwargs.get("out")
+    if func in _WRITE_FIRST and args and isinstance(args[0], Tensor):
+        return _written_into(
+            func, args[0], lambda a: func(a, *_plain(args[1:]), **_plain_kwargs(kwargs))
+        )
+    if isinstance(out, Tensor):
+        rest = {k: v for k, v in kwargs.items() if k != "out"}
+        return _written_into(
+            func, out, lambda a: func(*_plain(args), out=a, **_plain_kwargs(rest)), out
+        )
     return func(*_plain(args), **_plain_kwargs(kwargs))
+
+
+def _written_into(func, target, call, result_is_target=None):
+    """numpy's `func` writing into the Tensor `target` (np.copyto, np.put, np.putmask, np.place,
+    np.fill_diagonal, np.put_along_axis, out=): on a copy of its array, written back with
+    copy_ (torch's checks, a version bump). numpy wrote into the array itself, behind the
+    version counter: `y = x * w; np.copyto(w, 5)` then backward gave x.grad 5, the gradient of
+    a product with the new w, where the product computed had 1."""
+    copy = np.array(_plain(target))
+    result = call(copy)
+    inplace.copy_(target, _wrap(copy))
+    return result_is_target if result_is_target is not None else result

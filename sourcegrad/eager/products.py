@@ -370,14 +370,17 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 @numpy_form("outer")
 def np_outer(a, b, out=None):
-    return outer(wrap_array(a), wrap_array(b))
+    made = outer(wrap_array(a), wrap_array(b))
+    return made if out is None else write_out("outer", out, made, (a, b))
 
 
 @numpy_form("dot")
 def np_dot(a, b, out=None):
     a, b = wrap_array(a), wrap_array(b)
     if a._data.ndim == 0 or b._data.ndim == 0:
-        return mul(a, b)
-    if b._data.ndim <= 2:
-        return matmul(a, b)
-    raise NotImplementedError("sourcegrad: np.dot on N-d Tensors is not supported")
+        made = mul(a, b)
+    elif b._data.ndim <= 2:
+        made = matmul(a, b)
+    else:
+        raise NotImplementedError("sourcegrad: np.dot on N-d Tensors is not supported")
+    return made if out is None else write_out("dot", out, made, (a, b))

@@ -11,17 +11,18 @@ written here and marked `@implements("<entry>")`; their numpy call forms
 A reduction the registry describes fully (`fn(x, axis=, keepdims=)`) is made by
 `make_reduction` from its entry alone.
 
-Why one module: ~480 lines, every reduction's argument handling (`_axis`, `_keepdim`) and its
-numpy call form beside it.
+Why one module: ~600 lines, every reduction's argument handling (`_axis`, `_keepdim`, out=)
+and its numpy call form beside it.
 
-Imports: `arithmetic`, `elementwise` (maximum, minimum), `views`, `operands`, `spec`,
-`tensor`, `surface` and the leaves.
+Imports: `arithmetic`, `elementwise` (maximum, minimum), `views`, `operands`, `out_arg`,
+`spec`, `tensor`, `surface` and the leaves.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import errors
 from ..ops import RULES
 from ..ops import nn as ops_nn
 from . import devices, dtypes, surface
@@ -35,6 +36,7 @@ from .operands import default_np as _default_np
 # the shared operand helpers under the short private names this module's ops are written with
 from .operands import needs_grad as _needs_grad
 from .operands import result as _result
+from .out_arg import no_out, pop_out, write_out
 from .spec import OpSpec, record
 from .surface import export, implements, numpy_form
 from .tensor import Size, Tensor, stale_view_requires_grad
@@ -65,8 +67,12 @@ def _axis(dim, ndim, kwargs=None):
 
 
 def _keepdim(keepdim, kwargs):
+    """keepdim, or numpy's keepdims=; the last of the keywords read: any other left in kwargs
+    is torch's TypeError (they were dropped, an out= among them: `pop_out`)."""
     if kwargs and "keepdims" in kwargs:
-        return bool(kwargs.pop("keepdims"))
+        keepdim = kwargs.pop("keepdims")
+    if kwargs:
+        raise TypeError(f"got an unexpected keyword argument '{next(iter(kwargs))}'")
     return bool(keepdim)
 
 
@@ -122,6 +128,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, **kwargs):  # noqa: A001
     kwargs.pop("axis", None)
     if not isinstance(input, Tensor):
         raise not_a_tensor("sum", input)
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("sum", out, sum(input, dim, keepdim, dtype=dtype, **kwargs), (input,))
     return _reduce(SUM_ALL, SUM_DIM, np.ndarray.sum, input, dim, keepdim, kwargs, dtype, True)
 
 
@@ -132,6 +141,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, **kwargs):
     kwargs.pop("axis", None)
     if not isinstance(input, Tensor):
         raise not_a_tensor("mean", input)
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("mean", out, mean(input, dim, keepdim, dtype=dtype, **kwargs), (input,))
     if dtype is None and input._data.dtype.kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a "
@@ -146,6 +158,9 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, **kwargs):
     if "axis" in kwargs and kwargs["axis"] is not None:
         dim = kwargs.pop("axis")
     kwargs.pop("axis", None)
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("prod", out, prod(input, dim, keepdim, dtype=dtype, **kwargs), (input,))
     return _reduce(PROD_ALL, PROD_DIM, np.ndarray.prod, input, dim, keepdim, kwargs, dtype, True)
 
 
@@ -219,16 +234,21 @@ def refuse_empty_dim(name, d, axis):
 @implements("max")
 def max(input, dim=None, keepdim=False, *, other=None, **kwargs):  # noqa: A001
     """x.max(): MaxBackward1 (ties share the gradient); x.max(dim): (values, indices)."""
+    no_out("max", kwargs)
     return _max_min(input, dim, keepdim, other, kwargs, "max")
 
 
 @implements("min")
 def min(input, dim=None, keepdim=False, *, other=None, **kwargs):  # noqa: A001
+    no_out("min", kwargs)
     return _max_min(input, dim, keepdim, other, kwargs, "min")
 
 
 @implements("amax")
 def amax(input, dim=(), keepdim=False, **kwargs):
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("amax", out, amax(input, dim, keepdim, **kwargs), (input,))
     dim = None if dim == () or dim == [] else dim
     if dim is not None:
         refuse_empty_dim("amax", input._data, _axis(dim, input._data.ndim))
@@ -237,6 +257,9 @@ def amax(input, dim=(), keepdim=False, **kwargs):
 
 @implements("amin")
 def amin(input, dim=(), keepdim=False, **kwargs):
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("amin", out, amin(input, dim, keepdim, **kwargs), (input,))
     dim = None if dim == () or dim == [] else dim
     if dim is not None:
         refuse_empty_dim("amin", input._data, _axis(dim, input._data.ndim))
@@ -300,17 +323,28 @@ def _var_std(spec, fn, x, dim, unbiased, keepdim, correction, kwargs):
 @implements("var")
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, **kwargs):
     """Unbiased (correction=1) by default, as torch."""
+    out = pop_out(kwargs)
+    if out is not None:
+        made = var(input, dim, unbiased, keepdim, correction=correction, **kwargs)
+        return write_out("var", out, made, (input,))
     return _var_std(VAR, np.var, input, dim, unbiased, keepdim, correction, kwargs)
 
 
 @implements("std")
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, **kwargs):
+    out = pop_out(kwargs)
+    if out is not None:
+        made = std(input, dim, unbiased, keepdim, correction=correction, **kwargs)
+        return write_out("std", out, made, (input,))
     return _var_std(STD, np.std, input, dim, unbiased, keepdim, correction, kwargs)
 
 
 @export("norm")
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None, **kwargs):
     """The vector norm (LinalgVectorNormBackward0); p='fro' is 2. Its gradient at 0 is 0."""
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("norm", out, norm(input, p, dim, keepdim, dtype, **kwargs), (input,))
     if p == "fro" or p is None:
         p = 2
     if p == "nuc":
@@ -341,11 +375,17 @@ def logsumexp(input, dim, keepdim=False):
 
 @implements("softmax")
 def softmax(input, dim=None, dtype=None, **kwargs):
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("softmax", out, softmax(input, dim, dtype, **kwargs), (input,))
     return _softmax(SOFTMAX, ops_nn.softmax, input, dim, dtype, kwargs)
 
 
 @implements("log_softmax")
 def log_softmax(input, dim=None, dtype=None, **kwargs):
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("log_softmax", out, log_softmax(input, dim, dtype, **kwargs), (input,))
     return _softmax(LOG_SOFTMAX, ops_nn.log_softmax, input, dim, dtype, kwargs)
 
 
@@ -391,6 +431,9 @@ def _scan(spec, fn, x, dim, dtype):
 
 @implements("cumsum")
 def cumsum(input, dim, *, dtype=None, **kwargs):
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("cumsum", out, cumsum(input, dim, dtype=dtype, **kwargs), (input,))
     if "axis" in kwargs:
         dim = kwargs.pop("axis")
     return _scan(CUMSUM, np.cumsum, input, dim, dtype)
@@ -398,6 +441,9 @@ def cumsum(input, dim, *, dtype=None, **kwargs):
 
 @implements("cumprod")
 def cumprod(input, dim, *, dtype=None, **kwargs):
+    out = pop_out(kwargs)
+    if out is not None:
+        return write_out("cumprod", out, cumprod(input, dim, dtype=dtype, **kwargs), (input,))
     if "axis" in kwargs:
         dim = kwargs.pop("axis")
     return _scan(CUMPROD, np.cumprod, input, dim, dtype)
@@ -440,6 +486,9 @@ def make_reduction(entry):
     def op(input, dim=None, keepdim=False, *, dtype=None, **kwargs):
         if not isinstance(input, Tensor):
             raise not_a_tensor(name, input)
+        out = pop_out(kwargs)
+        if out is not None:
+            return write_out(name, out, op(input, dim, keepdim, dtype=dtype, **kwargs), (input,))
         axis = _axis(dim, input._data.ndim, kwargs)
         keepdim = _keepdim(keepdim, kwargs)
         d = input._data
@@ -479,64 +528,90 @@ globals().update(REGISTERED)  # this module's own names: reductions.nansum, ...
 # --- numpy's call forms (np.sum(tensor, axis, dtype, out, keepdims)) ----------------------------
 
 
+def _np_keywords(name, kw):
+    """numpy's keywords these forms do not implement (where=, initial=, mean=, ...), refused:
+    they were dropped, `np.sum(t, where=m)` summing every element."""
+    if kw:
+        raise errors.UnsupportedAPIError(
+            f"np.{name}(tensor, {', '.join(f'{k}=...' for k in kw)}): sourcegrad's numpy form "
+            f"of {name} on a Tensor does not take {', '.join(kw)}; write it with Tensor "
+            f"operations (a mask as a product or torch.where, before the {name})"
+        )
+
+
+def _np_out(name, out, made, a):
+    """`made`, or written into numpy's out= where given (a Tensor, with torch's checks): the
+    forms took out= and dropped it, `np.sum(t, 0, out=o)` leaving o as it was."""
+    return made if out is None else write_out(name, out, made, (a,))
+
+
 @numpy_form("sum")
 def np_sum(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    return sum(a, axis, keepdims, dtype=dtype)
+    _np_keywords("sum", kw)
+    return _np_out("sum", out, sum(a, axis, keepdims, dtype=dtype), a)
 
 
 @numpy_form("mean")
 def np_mean(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    return mean(a, axis, keepdims, dtype=dtype)
+    _np_keywords("mean", kw)
+    return _np_out("mean", out, mean(a, axis, keepdims, dtype=dtype), a)
 
 
 @numpy_form("prod")
 def np_prod(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    return prod(a, axis, keepdims, dtype=dtype)
+    _np_keywords("prod", kw)
+    return _np_out("prod", out, prod(a, axis, keepdims, dtype=dtype), a)
 
 
 @numpy_form("amax")
 def np_amax(a, axis=None, out=None, keepdims=False, **kw):
-    return amax(a, () if axis is None else axis, keepdims)
+    _np_keywords("amax", kw)
+    return _np_out("amax", out, amax(a, () if axis is None else axis, keepdims), a)
 
 
 @numpy_form("amin")
 def np_amin(a, axis=None, out=None, keepdims=False, **kw):
-    return amin(a, () if axis is None else axis, keepdims)
+    _np_keywords("amin", kw)
+    return _np_out("amin", out, amin(a, () if axis is None else axis, keepdims), a)
 
 
 @numpy_form("max")
 def np_max(a, axis=None, out=None, keepdims=False, **kw):
+    _np_keywords("max", kw)
     if axis is None and not keepdims:
-        return max(a)
-    return amax(a, () if axis is None else axis, keepdims)
+        return _np_out("max", out, max(a), a)
+    return _np_out("max", out, amax(a, () if axis is None else axis, keepdims), a)
 
 
 @numpy_form("min")
 def np_min(a, axis=None, out=None, keepdims=False, **kw):
+    _np_keywords("min", kw)
     if axis is None and not keepdims:
-        return min(a)
-    return amin(a, () if axis is None else axis, keepdims)
+        return _np_out("min", out, min(a), a)
+    return _np_out("min", out, amin(a, () if axis is None else axis, keepdims), a)
 
 
 @numpy_form("var")
 def np_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    return var(a, axis, keepdim=keepdims, correction=ddof)
+    _np_keywords("var", kw)
+    return _np_out("var", out, var(a, axis, keepdim=keepdims, correction=ddof), a)
 
 
 @numpy_form("std")
 def np_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    return std(a, axis, keepdim=keepdims, correction=ddof)
+    _np_keywords("std", kw)
+    return _np_out("std", out, std(a, axis, keepdim=keepdims, correction=ddof), a)
 
 
 @numpy_form("cumsum")
 def np_cumsum(a, axis=None, dtype=None, out=None):
     if axis is None:
-        return cumsum(reshape(a, (-1,)), 0, dtype=dtype)
-    return cumsum(a, axis, dtype=dtype)
+        return _np_out("cumsum", out, cumsum(reshape(a, (-1,)), 0, dtype=dtype), a)
+    return _np_out("cumsum", out, cumsum(a, axis, dtype=dtype), a)
 
 
 @numpy_form("cumprod")
 def np_cumprod(a, axis=None, dtype=None, out=None):
     if axis is None:
-        return cumprod(reshape(a, (-1,)), 0, dtype=dtype)
-    return cumprod(a, axis, dtype=dtype)
+        return _np_out("cumprod", out, cumprod(reshape(a, (-1,)), 0, dtype=dtype), a)
+    return _np_out("cumprod", out, cumprod(a, axis, dtype=dtype), a)

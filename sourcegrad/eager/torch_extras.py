@@ -37,6 +37,7 @@ from .indexing import diagonal, index_array, pick, sort
 from .inplace import copy_, scatter_add_
 from .joining import cat
 from .operands import along_index, needs_grad, result, return_types, wrap_dim
+from .out_arg import write_out
 from .products import bmm
 from .reductions import amax, amin
 from .spec import OpSpec, record
@@ -236,12 +237,14 @@ def _quantile(input, q, dim, keepdim, interpolation, name, ignore_nan):
 
 @export("quantile")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
-    return _quantile(input, q, dim, keepdim, interpolation, "quantile", ignore_nan=False)
+    made = _quantile(input, q, dim, keepdim, interpolation, "quantile", ignore_nan=False)
+    return made if out is None else write_out("quantile", out, made, (input, q))
 
 
 @export("nanquantile")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
-    return _quantile(input, q, dim, keepdim, interpolation, "nanquantile", ignore_nan=True)
+    made = _quantile(input, q, dim, keepdim, interpolation, "nanquantile", ignore_nan=True)
+    return made if out is None else write_out("nanquantile", out, made, (input, q))
 
 
 # --- shapes -------------------------------------------------------------------------------------

@@ -280,6 +280,8 @@ def unflatten(input, dim, sizes):
 def squeeze(input, dim=None, **kwargs):
     if dim is None and "axis" in kwargs:
         dim = kwargs.pop("axis")
+    if kwargs:  # (out=, or a keyword torch's squeeze does not take: it was dropped)
+        raise TypeError(f"squeeze() got an unexpected keyword argument '{next(iter(kwargs))}'")
     return squeezed(input, dim, (SQUEEZE_ALL, SQUEEZE_DIM, SQUEEZE_DIMS))
 
 

@@ -63,7 +63,13 @@ defvjp(
     np.power,
     _func("power"),
     lambda g, ans, x, y: unbroadcast(g * y * x ** np.where(y, y - 1, 1), x),
-    lambda g, ans, x, y: unbroadcast(g * ans * np.log(np.where(x, x, 1)), y),
+    # (torch's: 0 where x is 0 and y >= 0 (ans is 0 or 1 there: log 1 makes it 0, with no
+    # warning from log 0), ans log x elsewhere: at x = 0, y < 0, inf * -inf = -inf, where
+    # log(np.where(x, x, 1)) gave inf * 0 = NaN. The 1 is ans's ones: a Python 1 and a
+    # Python x (2.0 ** t) make a float32 where under create_graph, torch's default dtype)
+    lambda g, ans, x, y: unbroadcast(
+        g * ans * np.log(np.where((x == 0) & (np.real(y) >= 0), np.ones_like(ans), x)), y
+    ),
     kind="elementwise",
     complex=True,
 )

@@ -858,9 +858,15 @@ defvjp(
     vector_norm,
     _spelled("vector_norm"),
     lambda g, ans, x, ord=2, axis=None, keepdims=False: (
+        # (torch's x / norm, 0 where the norm is: its derivative there is torch's NaN, where
+        # x / np.where(norm == 0, 1, norm) gave the seed itself, a Hessian of [1, 2, 3] for
+        # a seed [1, 2, 3] at x = 0)
         expand_reduced(g, x, axis, keepdims)
-        * x
-        / expand_reduced(np.where(ans == 0, 1.0, ans), x, axis, keepdims)
+        * np.where(
+            expand_reduced(ans, x, axis, keepdims) == 0,
+            0.0,
+            x / expand_reduced(ans, x, axis, keepdims),
+        )
         if ord == 2
         else np.sign(x) * max_grad(g, ans, np.abs(x), axis, keepdims)
         if ord == np.inf or ord == -np.inf
@@ -868,12 +874,18 @@ defvjp(
         if ord == 1
         else np.zeros_like(x) * expand_reduced(g, x, axis, keepdims)
         if ord == 0
-        # (torch's: |x|^(p-1) is 0 where x is (infinite for p < 1), the scale
-        # norm^(1-p) 0 where the norm is; it gave NaN at a zero element for p < 1 and at
-        # a zero norm for p < 0)
+        # (p < 1, torch's: |x|^(p-1) 0 where x is 0, written with |x| itself, so that its
+        # derivative there is torch's NaN (0 * infinity), where a masked |x| gave 0)
         else expand_reduced(g, x, axis, keepdims)
         * np.sign(x)
-        * np.where(x == 0, 0.0, np.abs(np.where(x == 0, 1.0, x)) ** (ord - 1))
+        * np.where(x == 0, 0.0, np.abs(x) ** (ord - 1))
+        * expand_reduced(ans ** (1 - ord), x, axis, keepdims)
+        if ord < 1
+        # (p > 1, torch's: sign(x) |x|^(p-1), written x |x|^(p-2) above 2 as torch writes
+        # it (their derivatives at a zero element: torch's NaN for a p not whole, where a
+        # masked |x| gave 0), the scale norm^(1-p) 0 where the norm is)
+        else expand_reduced(g, x, axis, keepdims)
+        * (np.sign(x) * np.abs(x) ** (ord - 1) if ord < 2 else x * np.abs(x) ** (ord - 2))
         * expand_reduced(
             np.where(ans == 0, 0.0, np.where(ans == 0, 1.0, ans) ** (1 - ord)), x, axis, keepdims
         )
