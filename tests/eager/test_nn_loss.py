@@ -270,6 +270,43 @@ ERRORS = [
         RuntimeError,
         "all elements of input should be between 0 and 1",
     ),
+    # (these gave a number: a target outside [0, 1] or nan, one of another dtype, an
+    # integer target with logits)
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([0.2, 0.7]), L.tensor([0.0, 1.5])),
+        RuntimeError,
+        "all elements of target should be between 0 and 1",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([0.2]), L.tensor([float("nan")])),
+        RuntimeError,
+        "all elements of target should be between 0 and 1",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([float("nan")]), L.tensor([0.5])),
+        RuntimeError,
+        "all elements of input should be between 0 and 1",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([1.2]), L.tensor([0.5], dtype=L.float64)),
+        RuntimeError,
+        "Found dtype Double but expected Float",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([0.2, 0.7]), L.tensor([0, 1])),
+        RuntimeError,
+        "Found dtype Long but expected Float",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy_with_logits(L.tensor([0.2, 0.7]), L.tensor([0, 1])),
+        RuntimeError,
+        "result type Float can't be cast to the desired output type Long",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy_with_logits(L.tensor([0.2]), L.tensor([True])),
+        RuntimeError,
+        "Subtraction, the `-` operator, with two bool tensors is not supported",
+    ),
     (
         lambda L: f(L).binary_cross_entropy(L.tensor([0.5, 0.5]), L.zeros(1, 2)),
         ValueError,
