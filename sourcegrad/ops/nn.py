@@ -67,7 +67,16 @@ def relu_grad(grad, result):
 def sigmoid(x):
     # exp of a non-positive number never overflows
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    out = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    if out.dtype.kind == "f":
+        # torch computes 1 / (1 + exp(-x)): 0 where exp(-x) overflows (x below -88.72 in
+        # float32, -709.78 in float64), not the subnormal e / (1 + e). A BCE of a saturated
+        # sigmoid then clamps its log at -100 as torch's does (a loss of 100, not 90, at -90)
+        out = np.where(x < -_LOG_MAX[out.dtype.char], 0, out).astype(out.dtype, copy=False)
+    return out
+
+
+_LOG_MAX = {c: float(np.log(np.finfo(c).max)) for c in "efdg"}
 
 
 # softmax, logsumexp and log_softmax write their float arrays in place (x - max, then its

@@ -581,3 +581,30 @@ def test_gaussian_nll_loss_refuses_what_torch_refuses():
             lib.nn.functional.gaussian_nll_loss(x, x, lib.ones(2))
         with pytest.raises(ValueError, match="var has negative entry"):
             lib.nn.functional.gaussian_nll_loss(x, x, -lib.ones(3, 4))
+
+
+@pytest.mark.parametrize(
+    "dtype, logits",
+    [
+        ("float32", [-110.0, -100.0, -90.0, -88.73, -88.72, -87.0, -20.0, 0.0, 16.0, 90.0]),
+        ("float64", [-800.0, -746.0, -709.8, -709.7, -700.0, -40.0, 0.0, 36.0, 800.0]),
+    ],
+)
+def test_bce_of_a_saturated_sigmoid_is_torchs(dtype, logits):
+    """torch's sigmoid is 1 / (1 + exp(-x)): 0 where exp(-x) overflows (below -88.72 in
+    float32), where ours gave the subnormal e / (1 + e); a BCE against target 1 then took
+    log(8.2e-40) = -90 at -90 where torch clamps log(0) to -100 (a loss of 310.69 where
+    torch gives 320.69 in the case that found it)."""
+    target = np.resize([1.0, 0.0, 1.0], len(logits))
+    out = {}
+    for lib in (torch, sg):
+        z = lib.tensor(np.array(logits, dtype=dtype), requires_grad=True)
+        s = lib.sigmoid(z)
+        loss = lib.nn.functional.binary_cross_entropy(
+            s, lib.tensor(target.astype(dtype)), reduction="sum"
+        )
+        loss.backward()
+        out[lib.__name__] = [t.detach().numpy() for t in (s, loss, z.grad)]
+    for ours, theirs in zip(out["sourcegrad"], out["torch"]):
+        np.testing.assert_array_equal(ours == 0, theirs == 0)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=0)
