@@ -62,6 +62,8 @@ def select_action(policy, state, scheduled, generator):
     m = Categorical(logits=logits)
     sampled = torch.multinomial(m.probs, 1, generator=generator)
     assert sampled.shape == (1, 1) and 0 <= int(sampled) < Corridor.n_actions
+    drawn = m.sample()  # (the global generator, seeded by torch.manual_seed)
+    assert drawn.shape == (1,) and drawn.dtype == torch.int64 and m.support.check(drawn).all()
     action = torch.tensor([scheduled])
     policy.saved_log_probs.append(m.log_prob(action))
     policy.entropies.append(m.entropy())
