@@ -438,6 +438,12 @@ def load(
 
 def _load(fh, map_location, pickle_module, weights_only, pickle_load_args):
     start = fh.tell() if hasattr(fh, "tell") else 0
+    if hasattr(fh, "read") and fh.read(1) == b"":
+        # (nothing left from here: a buffer saved into and not seeked back. zipfile would
+        # find the archive behind the position; torch reads from it, and its unpickler
+        # runs out of input)
+        raise EOFError
+    fh.seek(start)
     if not zipfile.is_zipfile(fh):
         fh.seek(start)
         if weights_only:

@@ -588,21 +588,47 @@ def bernoulli(input, p=None, *, generator=None):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """torch.multinomial: `num_samples` category indices per row of `input` (1-d or 2-d
+    non-negative weights, normalised here), with torch's refusals. Without replacement a row
+    with fewer non-zero weights than samples gives its non-zero categories first, then the
+    zero-weight ones in random order (as torch, whose order among those differs)."""
     if input.is_cuda:
         return multinomial(input.cpu(), num_samples, replacement, generator=generator).to(
             input.device
         )
-    probs = input._data / input._data.sum(-1, keepdims=True)
-    rng = numpy_rng(generator)
-    if probs.ndim == 1:
-        return _wrap(
-            rng.choice(len(probs), num_samples, replace=replacement, p=probs).astype(np.int64)
+    if input.dim() not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.is_floating_point():
+        raise RuntimeError(
+            "multinomial only supports floating-point dtypes for input, got: "
+            f"{input.dtype._scalar_name}"
         )
-    return _wrap(
-        np.stack(
-            [rng.choice(probs.shape[-1], num_samples, replace=replacement, p=row) for row in probs]
-        ).astype(np.int64)
-    )
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    n = input.shape[-1]
+    if not replacement and num_samples > n:
+        raise RuntimeError(
+            "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+        )
+    # (float64: float32 weights normalised in float32 can miss numpy's sum-to-one check)
+    weights = np.asarray(input._data, dtype=np.float64).reshape(-1, n)
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    totals = weights.sum(-1, keepdims=True)
+    if np.any(totals <= 0):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = numpy_rng(generator)
+    rows = []
+    for row in weights / totals:
+        nonzero = int(np.count_nonzero(row))
+        if replacement or num_samples <= nonzero:
+            rows.append(rng.choice(n, num_samples, replace=replacement, p=row))
+        else:
+            first = rng.choice(n, nonzero, replace=False, p=row)
+            rest = rng.permutation(np.flatnonzero(row == 0))[: num_samples - nonzero]
+            rows.append(np.concatenate([first, rest]))
+    out = np.stack(rows).astype(np.int64)
+    return _wrap(out[0] if input.dim() == 1 else out)
 
 
 # --- *_like ----------------------------------------------------------------------------------

@@ -30,10 +30,11 @@ def embedding(
     scale_grad_by_freq=False,
     sparse=False,
 ):
-    """weight[input]; rows at padding_idx get no gradient. max_norm renormalises in place."""
-    if scale_grad_by_freq or sparse:
+    """weight[input]; rows at padding_idx get no gradient, scale_grad_by_freq divides each
+    row's gradient by how often input uses it. max_norm renormalises in place."""
+    if sparse:
         raise UnsupportedOptionError(
-            "sourcegrad: F.embedding with scale_grad_by_freq=True or sparse=True is not supported"
+            "sourcegrad: F.embedding with sparse=True is not supported (sparse gradients)"
         )
     if input._data.dtype.kind not in "iu":
         raise RuntimeError(
@@ -58,7 +59,10 @@ def embedding(
     indices = input._data.copy()
     out = _wrap(ops_nn.embedding(weight._data, indices))
     if operands.needs_grad(weight):
-        record(EMBEDDING, out, (weight, indices), {"padding_idx": padding_idx})
+        options = {"padding_idx": padding_idx}
+        if scale_grad_by_freq:
+            options["scale_grad_by_freq"] = True
+        record(EMBEDDING, out, (weight, indices), options)
     return out
 
 

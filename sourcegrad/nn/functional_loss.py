@@ -454,15 +454,38 @@ def binary_cross_entropy(
             "size."
         )
     _not_differentiable("binary_cross_entropy", "weight", weight)
+    if isinstance(target, Tensor) and target.dtype != input.dtype:
+        raise RuntimeError(
+            f"Found dtype {target.dtype._scalar_name} but expected {input.dtype._scalar_name}"
+        )
     xd, yd, rd, rx, ry = operands.promote(input, target)
     tensor_math.same_device(input, target, weight)
-    if ((xd < 0) | (xd > 1)).any():
+    # (written as "not inside": a nan is refused too, as torch's check refuses it)
+    if (~((xd >= 0) & (xd <= 1))).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
+    if (~((yd >= 0) & (yd <= 1))).any():
+        raise RuntimeError("all elements of target should be between 0 and 1")
     w = _array(weight, rd)
     out = _wrap(operands.result(nn_losses.binary_cross_entropy(xd, yd, w, reduction), rd))
     if operands.needs_grad(rx, ry):
         record(BCE, out, (rx, ry, w), {"reduction": reduction})
     return out
+
+
+def _check_logits_target(input, target):
+    """torch's refusals of an integer or bool target (its arithmetic on the target fails)."""
+    if not isinstance(target, Tensor) or target.is_floating_point():
+        return
+    if target.dtype.name == "bool":
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead."
+        )
+    if input.is_floating_point():
+        raise RuntimeError(
+            f"result type {input.dtype._scalar_name} can't be cast to the desired output type "
+            f"{target.dtype._scalar_name}"
+        )
 
 
 def binary_cross_entropy_with_logits(
@@ -475,6 +498,7 @@ def binary_cross_entropy_with_logits(
         )
     _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
     _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
+    _check_logits_target(input, target)
     xd, yd, rd, rx, ry = operands.promote(input, target)
     tensor_math.same_device(input, target, weight, pos_weight)
     w, pw = _array(weight, rd), _array(pos_weight, rd)

@@ -67,7 +67,16 @@ def relu_grad(grad, result):
 def sigmoid(x):
     # exp of a non-positive number never overflows
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    out = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    if out.dtype.kind == "f":
+        # torch computes 1 / (1 + exp(-x)): 0 where exp(-x) overflows (x below -88.72 in
+        # float32, -709.78 in float64), not the subnormal e / (1 + e). A BCE of a saturated
+        # sigmoid then clamps its log at -100 as torch's does (a loss of 100, not 90, at -90)
+        out = np.where(x < -_LOG_MAX[out.dtype.char], 0, out).astype(out.dtype, copy=False)
+    return out
+
+
+_LOG_MAX = {c: float(np.log(np.finfo(c).max)) for c in "efdg"}
 
 
 # softmax, logsumexp and log_softmax write their float arrays in place (x - max, then its
@@ -445,12 +454,13 @@ def mse_loss(x, y, reduction="mean"):
     return np.sum(d) if reduction == "sum" else np.mean(d)
 
 
-def embedding(weight, indices, padding_idx=None):
-    """weight's rows at `indices` (F.embedding; padding_idx only changes the gradient)."""
+def embedding(weight, indices, padding_idx=None, scale_grad_by_freq=False):
+    """weight's rows at `indices` (F.embedding; padding_idx and scale_grad_by_freq only
+    change the gradient)."""
     return weight[indices]
 
 
-def embedding_grad(g, zeros, indices, padding_idx=None):
+def embedding_grad(g, zeros, indices, padding_idx=None, scale_grad_by_freq=False):
     """d <g, weight[indices]> / d weight, given `zeros` shaped and typed as the weight: g's
     rows added into their index's row, none into padding_idx's (torch's
     EmbeddingBackward0). For float arrays, a one-hot matrix times g's rows (BLAS: a third of
@@ -473,11 +483,23 @@ def embedding_grad(g, zeros, indices, padding_idx=None):
         out = onehot @ g.reshape(flat.size, -1)
     else:
         out = unindex(g, zeros, (indices,))
+    if scale_grad_by_freq:
+        out = _scaled_by_frequency(out, indices, n, np.ndim(zeros))
     if padding_idx is None:
         return out
     keep = np.ones((n,) + (1,) * (np.ndim(zeros) - 1), dtype=bool)
     keep[padding_idx] = False
     return np.where(keep, out, 0)
+
+
+def _scaled_by_frequency(out, indices, n, ndim):
+    """Each row of the weight's gradient divided by how often the batch used it (torch's
+    scale_grad_by_freq: the same divisor for all of a row's contributions)."""
+    counts = np.bincount(np.reshape(indices, -1), minlength=n)
+    scale = (1.0 / np.maximum(counts, 1)).reshape((n,) + (1,) * (ndim - 1))
+    if isinstance(out, np.ndarray):
+        return out * scale.astype(out.dtype)
+    return out * type(out)._make(scale.astype(out._data.dtype))  # (a Tensor: create_graph)
 
 
 def put_mask(like, index):
@@ -1105,8 +1127,8 @@ defvjp(
     "embedding",
     embedding,
     _spelled("embedding"),
-    lambda g, ans, weight, indices, padding_idx=None: embedding_grad(
-        g, np.zeros_like(weight), indices, padding_idx
+    lambda g, ans, weight, indices, padding_idx=None, scale_grad_by_freq=False: embedding_grad(
+        g, np.zeros_like(weight), indices, padding_idx, scale_grad_by_freq
     ),
     None,
     linear=(0,),

@@ -159,3 +159,53 @@ def test_ops_out_errors_are_torchs(call):
     with pytest.raises(RuntimeError) as theirs:
         call(torch)
     assert str(ours.value) == str(theirs.value)
+
+
+def _raised(lib, fn):
+    try:
+        fn(lib)
+    except Exception as e:  # (the comparison is of the type and message)
+        return type(e).__name__, str(e)
+    return None
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.multinomial(L.tensor([0.2, 0.8]), 3),
+        lambda L: L.multinomial(L.ones(2, 2, 2), 1),
+        lambda L: L.multinomial(L.tensor(1.0), 1),
+        lambda L: L.multinomial(L.tensor([1, 2]), 1),
+        lambda L: L.multinomial(L.tensor([1.0, float("inf")]), 1),
+        lambda L: L.multinomial(L.tensor([1.0, float("nan")]), 1, True),
+        lambda L: L.multinomial(L.tensor([-0.5, 1.5]), 1),
+        lambda L: L.multinomial(L.tensor([[0.0, 0.0], [1.0, 1.0]]), 1),
+        lambda L: L.multinomial(L.ones(3), 0),
+        lambda L: L.multinomial(L.ones(3), -1, True),
+    ],
+)
+def test_multinomial_refuses_as_torch(call):
+    """numpy's ValueErrors (or, for num_samples=0, an empty result) were what came out."""
+    assert _raised(S, call) == _raised(torch, call) is not None
+
+
+def test_multinomial_without_replacement_past_the_nonzero_categories():
+    """torch gives the non-zero categories first, then zero-weight ones; numpy refused."""
+    for _ in range(5):
+        ours = S.multinomial(S.tensor([[0.0, 0.3, 0.0, 0.7], [1.0, 0.0, 0.0, 0.0]]), 4)
+        theirs = torch.multinomial(torch.tensor([[0.0, 0.3, 0.0, 0.7], [1.0, 0.0, 0.0, 0.0]]), 4)
+        for o, t in zip(ours.tolist(), theirs.tolist()):
+            assert sorted(o) == sorted(t) == [0, 1, 2, 3]
+        assert set(ours[0, :2].tolist()) == set(theirs[0, :2].tolist()) == {1, 3}
+        assert ours[1, 0].item() == theirs[1, 0].item() == 0
+
+
+def test_multinomial_of_float32_softmax_over_a_large_vocabulary():
+    """Weights are normalised in float64 (numpy's choice checks their sum to 1.5e-8, which
+    float32 normalisation need not meet): draws in range, distinct, with torch's shape."""
+    logits = np.random.default_rng(0).standard_normal((3, 50000)).astype(np.float32) * 4
+    probs = S.softmax(S.tensor(logits), -1)
+    drawn = S.multinomial(probs, 5)
+    assert tuple(drawn.shape) == tuple(torch.multinomial(torch.tensor(logits).softmax(-1), 5).shape)
+    assert drawn.dtype == S.int64 and 0 <= drawn.min().item() and drawn.max().item() < 50000
+    assert all(len(set(row)) == 5 for row in drawn.tolist())

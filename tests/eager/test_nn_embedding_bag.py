@@ -101,3 +101,60 @@ def test_embedding_bag_errors_match_torch(call):
         str(got.value).replace("sourcegrad", "torch").split("<class")[0]
         == str(expected.value).split("<class")[0]
     )
+
+
+def _outcome(lib, fn):
+    try:
+        return fn(lib).detach().numpy()
+    except Exception as e:  # (the comparison is of the type and message)
+        return (type(e).__name__, str(e).replace("sourcegrad", "torch"))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize(
+    "offsets",
+    [[1, 4], [0, 9], [0, 6, 4], [0, 2, 2, 8], [], [0, 4.0]],
+    ids=["first-not-0", "past-the-end", "decreasing", "empty-bags", "no-bags", "float"],
+)
+def test_offsets_are_checked_as_torch_does(mode, offsets):
+    """Offsets torch refuses used to give a number here: a first bag starting after 0 (the
+    indices before it silently dropped), a last offset past the end (an empty bag), or
+    decreasing offsets (an empty bag where torch refuses); and mode='max' with no bags
+    failed in stack. (A last offset past the end with mode='max' crashes torch's process,
+    so that case's oracle is its sum and mean modes' refusal.)"""
+    is_float = any(isinstance(o, float) for o in offsets)
+
+    def run(lib, mode=mode):
+        weight = lib.tensor(WEIGHT.astype(np.float32))
+        text = lib.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+        off = lib.tensor(offsets, dtype=lib.float64 if is_float else lib.long)
+        return lib.nn.functional.embedding_bag(text, weight, off, mode=mode)
+
+    # (float32: torch's float64 kernels give a number for decreasing offsets, its float32
+    # ones refuse; torch's max mode crashes its process or gives garbage on those: its sum mode's
+    # refusal, or its shape, is the oracle)
+    oracle_mode = "sum" if mode == "max" and offsets in ([0, 9], [0, 6, 4], []) else mode
+    theirs = _outcome(torch, lambda lib: run(lib, oracle_mode))
+    ours = _outcome(sg, lambda lib: run(lib))
+    if isinstance(theirs, tuple):
+        assert ours == theirs
+    elif offsets == []:
+        assert ours.shape == theirs.shape == (0, 4)
+    else:
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+@pytest.mark.parametrize("bad", [10, -1])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_an_index_out_of_range_is_torchs_error(mode, padding_idx, bad, dtype):
+    def run(lib):
+        weight = lib.tensor(WEIGHT.astype(dtype))
+        text = lib.tensor([1, 2, bad])
+        off = lib.tensor([0])
+        return lib.nn.functional.embedding_bag(
+            text, weight, off, mode=mode, padding_idx=padding_idx
+        )
+
+    assert _outcome(sg, run) == _outcome(torch, run)

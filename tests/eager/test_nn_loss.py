@@ -270,6 +270,43 @@ ERRORS = [
         RuntimeError,
         "all elements of input should be between 0 and 1",
     ),
+    # (these gave a number: a target outside [0, 1] or nan, one of another dtype, an
+    # integer target with logits)
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([0.2, 0.7]), L.tensor([0.0, 1.5])),
+        RuntimeError,
+        "all elements of target should be between 0 and 1",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([0.2]), L.tensor([float("nan")])),
+        RuntimeError,
+        "all elements of target should be between 0 and 1",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([float("nan")]), L.tensor([0.5])),
+        RuntimeError,
+        "all elements of input should be between 0 and 1",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([1.2]), L.tensor([0.5], dtype=L.float64)),
+        RuntimeError,
+        "Found dtype Double but expected Float",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy(L.tensor([0.2, 0.7]), L.tensor([0, 1])),
+        RuntimeError,
+        "Found dtype Long but expected Float",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy_with_logits(L.tensor([0.2, 0.7]), L.tensor([0, 1])),
+        RuntimeError,
+        "result type Float can't be cast to the desired output type Long",
+    ),
+    (
+        lambda L: f(L).binary_cross_entropy_with_logits(L.tensor([0.2]), L.tensor([True])),
+        RuntimeError,
+        "Subtraction, the `-` operator, with two bool tensors is not supported",
+    ),
     (
         lambda L: f(L).binary_cross_entropy(L.tensor([0.5, 0.5]), L.zeros(1, 2)),
         ValueError,
@@ -544,3 +581,30 @@ def test_gaussian_nll_loss_refuses_what_torch_refuses():
             lib.nn.functional.gaussian_nll_loss(x, x, lib.ones(2))
         with pytest.raises(ValueError, match="var has negative entry"):
             lib.nn.functional.gaussian_nll_loss(x, x, -lib.ones(3, 4))
+
+
+@pytest.mark.parametrize(
+    "dtype, logits",
+    [
+        ("float32", [-110.0, -100.0, -90.0, -88.73, -88.72, -87.0, -20.0, 0.0, 16.0, 90.0]),
+        ("float64", [-800.0, -746.0, -709.8, -709.7, -700.0, -40.0, 0.0, 36.0, 800.0]),
+    ],
+)
+def test_bce_of_a_saturated_sigmoid_is_torchs(dtype, logits):
+    """torch's sigmoid is 1 / (1 + exp(-x)): 0 where exp(-x) overflows (below -88.72 in
+    float32), where ours gave the subnormal e / (1 + e); a BCE against target 1 then took
+    log(8.2e-40) = -90 at -90 where torch clamps log(0) to -100 (a loss of 310.69 where
+    torch gives 320.69 in the case that found it)."""
+    target = np.resize([1.0, 0.0, 1.0], len(logits))
+    out = {}
+    for lib in (torch, sg):
+        z = lib.tensor(np.array(logits, dtype=dtype), requires_grad=True)
+        s = lib.sigmoid(z)
+        loss = lib.nn.functional.binary_cross_entropy(
+            s, lib.tensor(target.astype(dtype)), reduction="sum"
+        )
+        loss.backward()
+        out[lib.__name__] = [t.detach().numpy() for t in (s, loss, z.grad)]
+    for ours, theirs in zip(out["sourcegrad"], out["torch"]):
+        np.testing.assert_array_equal(ours == 0, theirs == 0)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=0)

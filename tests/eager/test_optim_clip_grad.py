@@ -96,3 +96,20 @@ def test_parameters_to_vector_and_back():
     for lib, params in ((sg, ours), (torch, theirs)):
         with pytest.raises(TypeError, match="expected torch.Tensor, but got: numpy.ndarray"):
             lib.nn.utils.vector_to_parameters(np.zeros(21), params)
+
+
+def test_clip_grad_norm_of_an_inf_gradient_warns_nothing_as_torch():
+    """An inf gradient: total norm inf, the gradients scaled by 0 (nan where inf), and no
+    warning (numpy's "invalid value encountered in multiply" leaked into the program's
+    warnings, which a torch program does not see)."""
+    import warnings
+
+    out = {}
+    for lib in (torch, sg):
+        p = lib.nn.Parameter(lib.ones(3))
+        p.grad = lib.tensor([float("inf"), 1.0, -2.0])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            total = lib.nn.utils.clip_grad_norm_([p], 1.0)
+        out[lib.__name__] = (float(total), p.grad.numpy().tolist(), len(caught))
+    assert str(out["sourcegrad"]) == str(out["torch"])

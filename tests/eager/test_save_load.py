@@ -457,3 +457,15 @@ def test_an_allowed_class_does_not_let_its_contents_run(tmp_path):
             sg.load(path)
     assert not marker.exists()
     assert sg.serialization.get_safe_globals() == []
+
+
+def test_loading_a_buffer_not_seeked_back_is_torchs_eoferror():
+    """torch.load reads from the buffer's position: a BytesIO saved into and not seeked back
+    to 0 runs out of input (EOFError) in torch; here zipfile found the archive anyway."""
+    for lib in (torch, sg):
+        buffer = io.BytesIO()
+        lib.save({"w": lib.ones(2)}, buffer)
+        with pytest.raises(EOFError):
+            lib.load(buffer)
+        buffer.seek(0)
+        assert lib.load(buffer)["w"].tolist() == [1.0, 1.0]

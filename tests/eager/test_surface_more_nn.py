@@ -370,3 +370,51 @@ def test_swa_training_loop_of_torchs_docs_runs_to_torchs_numbers():
         results.append(swa_model.state_dict())
     for key, value in results[1].items():
         np.testing.assert_allclose(numpy_of(results[0][key]), value.numpy(), rtol=1e-9)
+
+
+def test_weight_norm_parametrization_loads_an_old_weight_g_weight_v_state_dict():
+    """A state dict of the old hook-based nn.utils.weight_norm (`weight_g`, `weight_v`) loads
+    into parametrizations.weight_norm through its load_state_dict pre-hook, as torch's."""
+    old = {
+        "weight_g": np.array([[1.5], [2.0]]),
+        "weight_v": np.sin(np.arange(6.0)).reshape(2, 3),
+        "bias": np.array([0.1, -0.2]),
+    }
+    out = {}
+    for lib in (torch, sg):
+        lin = lib.nn.utils.parametrizations.weight_norm(lib.nn.Linear(3, 2).double())
+        lin.load_state_dict({k: lib.tensor(v) for k, v in old.items()})
+        assert sorted(lin.state_dict()) == [
+            "bias",
+            "parametrizations.weight.original0",
+            "parametrizations.weight.original1",
+        ]
+        out[lib.__name__] = lin(lib.tensor(X[:, :3])).detach().numpy()
+    np.testing.assert_allclose(out["sourcegrad"], out["torch"], rtol=1e-12)
+
+
+def test_load_state_dict_pre_hooks_public_and_private():
+    """register_load_state_dict_pre_hook (with the module first) and
+    _register_load_state_dict_pre_hook (without it unless with_module=True) see what torch's
+    see, may rename keys, and are removed by their handle."""
+    seen = {}
+    for lib in (torch, sg):
+        calls = []
+        lin = lib.nn.Linear(2, 2)
+
+        def public(module, state_dict, prefix, *rest, calls=calls, lin=lin):
+            calls.append(("public", module is lin, prefix, sorted(state_dict)))
+            if "w" in state_dict:
+                state_dict["weight"] = state_dict.pop("w")
+
+        def private(state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+            calls.append(("private", prefix, strict, list(missing), list(unexpected)))
+
+        h1 = lin.register_load_state_dict_pre_hook(public)
+        h2 = lin._register_load_state_dict_pre_hook(private)
+        lin.load_state_dict({"w": lib.ones(2, 2), "bias": lib.zeros(2)})
+        calls.append(float(lin.weight.sum()))
+        h1.remove(), h2.remove()
+        lin.load_state_dict({"weight": lib.zeros(2, 2), "bias": lib.zeros(2)})
+        seen[lib.__name__] = calls
+    assert seen["sourcegrad"] == seen["torch"]

@@ -5,7 +5,11 @@ Each program in `torch_programs/` is a script as its authors write them (`import
 model, a training loop, printing the losses): a minGPT-style Trainer with an infinite random
 sampler, a nanoGPT-style train script that sets backends/amp flags and uses a disabled
 GradScaler, models subclassing nn.Transformer and its layers, the save and reload of a whole
-model. It runs twice in this process: with the real torch, then with sourcegrad installed
+model; and REINFORCE with distributions.Categorical, the torchtext tutorial's EmbeddingBag
+classifier, the examples' VAE, fine-tuning with frozen layers, param groups and LR
+schedulers, a GRU char-RNN with truncated BPTT, gradient accumulation, custom
+autograd.Functions with gradcheck, and parametrized weights saved through io.BytesIO.
+It runs twice in this process: with the real torch, then with sourcegrad installed
 as `torch` in `sys.modules` (`import torch.nn.functional as F` and the like resolve to
 sourcegrad), as `__main__` with the same command line.
 
@@ -16,7 +20,9 @@ its first forward, takes the weights torch's model had at that moment unless it 
 already (a model the program reloaded): the initialisation is the only other randomness,
 the programs use no dropout. What they print must agree:
 the text exactly (sourcegrad's module paths read as torch's), every number to float32
-accuracy, the warnings too.
+accuracy (or to the `# torch_programs: rtol=...` a program asks for, printing the digits),
+the warnings too; and the state dict a program saves at its end as `final_state.pt` in its
+--out_dir, to that tolerance.
 """
 
 from __future__ import annotations
@@ -218,8 +224,9 @@ def _as_torchs(text):
     return text.replace("sourcegrad.", "torch.").replace("sourcegrad", "torch")
 
 
-def same_output(ours, theirs):
-    """The same text, numbers to float32 accuracy (or one unit of their last printed digit)."""
+def same_output(ours, theirs, rtol=2e-4):
+    """The same text, numbers to `rtol` (float32 accuracy by default) or one unit of their
+    last printed digit."""
     ours_lines, theirs_lines = _as_torchs(ours).splitlines(), theirs.splitlines()
     assert len(ours_lines) == len(theirs_lines), (ours, theirs)
     for a, b in zip(ours_lines, theirs_lines):
@@ -227,7 +234,33 @@ def same_output(ours, theirs):
         for x, y in zip(_NUMBER.findall(a), _NUMBER.findall(b)):
             decimals = len(y.partition("e")[0].partition(".")[2])
             unit = 10.0 ** (int(y.partition("e")[2] or 0) - decimals)
-            assert abs(float(x) - float(y)) <= max(2e-4 * abs(float(y)), 1.01 * unit), (a, b)
+            assert abs(float(x) - float(y)) <= max(rtol * abs(float(y)), 1.01 * unit), (a, b)
+
+
+_RTOL = re.compile(r"^# torch_programs: rtol=(\S+)$", re.M)
+
+
+def program_rtol(name):
+    """The relative tolerance a program asks for with a `# torch_programs: rtol=...` line
+    (its printed numbers carry that many digits), else float32 accuracy."""
+    found = _RTOL.search((PROGRAMS / f"{name}.py").read_text())
+    return float(found.group(1)) if found else 2e-4
+
+
+def same_final_state(ours_dir, theirs_dir, rtol):
+    """The state dict a program saved at the end as `final_state.pt` (if it does), the same
+    keys and values to `rtol` (atol rtol / 10 for entries near zero)."""
+    ours_path, theirs_path = ours_dir / "final_state.pt", theirs_dir / "final_state.pt"
+    assert ours_path.exists() == theirs_path.exists()
+    if not theirs_path.exists():
+        return
+    ours = sourcegrad.load(str(ours_path))
+    theirs = torch.load(str(theirs_path))
+    assert list(ours) == list(theirs)
+    for key, value in theirs.items():
+        np.testing.assert_allclose(
+            ours[key].detach().numpy(), value.numpy(), rtol=rtol, atol=rtol / 10, err_msg=key
+        )
 
 
 @pytest.fixture
@@ -255,6 +288,8 @@ def test_program_runs_as_under_torch(name, tmp_path, monkeypatch, one_thread):
     ours, our_warnings = run_program(
         name, ["--out_dir=" + str(tmp_path / "sourcegrad")], as_sourcegrad()
     )
-    same_output(ours, theirs)
+    rtol = program_rtol(name)
+    same_output(ours, theirs, rtol)
+    same_final_state(tmp_path / "sourcegrad", tmp_path / "torch", rtol)
     assert [(c, _as_torchs(m)) for c, m in our_warnings] == their_warnings
     assert np.isfinite(len(theirs))

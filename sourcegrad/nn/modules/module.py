@@ -14,6 +14,7 @@ so the Parameter objects an optimizer holds stay the same objects.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 import weakref
@@ -737,6 +738,19 @@ class Module:
                 )
             )
         return _IncompatibleKeys(missing_keys, unexpected_keys)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs), called before this module loads its entries (it may
+        rename them in state_dict)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = (
+            functools.partial(hook, self) if with_module else hook
+        )
+        return handle
 
     def register_load_state_dict_post_hook(self, hook):
         handle = RemovableHandle(self._load_state_dict_post_hooks)

@@ -73,7 +73,9 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     coef = float(max_norm) / (total + 1e-6)
     coef = devices.xp_of(coef).minimum(coef, 1.0)
     for g in grads:
-        g._data *= devices.to_device(coef, devices.device_of(g._data)).astype(g._data.dtype)
+        # (an inf gradient times a coefficient of 0 is nan, silently, as in torch)
+        with np.errstate(invalid="ignore", over="ignore"):
+            g._data *= devices.to_device(coef, devices.device_of(g._data)).astype(g._data.dtype)
         g._get_vc().value += 1
 
 

@@ -7,7 +7,8 @@ n_power_iterations, eps, dim)` divides the weight by its largest singular value,
 by power iteration on the buffers `_u` and `_v` (random unit vectors, 15 iterations at
 registration, `n_power_iterations` per access in training mode, none in eval mode). The
 state dict keys are torch's (`parametrizations.weight.original0`,
-`parametrizations.weight.0._u`), so a torch checkpoint loads. `orthogonal(module, name,
+`parametrizations.weight.0._u`), so a torch checkpoint loads; one saved with the old
+hook-based `nn.utils.weight_norm` (`weight_g`, `weight_v`) loads into `weight_norm`'s too. `orthogonal(module, name,
 orthogonal_map, use_trivialization)` is torch's: the matrix_exp, cayley or householder map of
 the original (`parametrizations.weight.original`), times the buffer `base` with
 use_trivialization, so a torch state_dict loads and gives the same weight and gradients.
@@ -47,6 +48,18 @@ class _WeightNorm(Module):
 def weight_norm(module, name="weight", dim=0):
     """Reparametrize `module.name` as g * v / ||v|| (g: original0, v: original1)."""
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(
+        state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
+        # (torch's: a state dict saved with the old hook-based nn.utils.weight_norm, keys
+        # `weight_g` / `weight_v`, loads into the parametrized module)
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
     return module
 
 
