@@ -115,7 +115,10 @@ def renorm(input, p, dim, maxnorm):
 
 @export(methods=("renorm_",))
 def renorm_(self, p, dim, maxnorm):
-    return self.copy_(renorm(self, p, dim, maxnorm))
+    # (of a clone: the rows' norms the backward reads are of the values before the write,
+    # which renorm(self) would have saved as self itself, then changed by copy_, and the
+    # backward refused as modified in place where torch's renorm_ computes)
+    return self.copy_(renorm(self.clone(), p, dim, maxnorm))
 
 
 # --- linalg.matrix_norm --------------------------------------------------------------------

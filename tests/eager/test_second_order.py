@@ -579,6 +579,43 @@ CASES = [
     ),
     ("cross", lambda T, F, a, b: T.cross(a, b, dim=1) ** 2, [arr(2, 3), arr(1, 3)]),
     ("cdist", lambda T, F, a, b: T.cdist(a, b) ** 2 + T.cdist(a, b, p=3.0), [arr(3, 2), arr(4, 2)]),
+    ("pdist", lambda T, F, a: T.pdist(a) ** 2 + T.pdist(a, p=3.0), [arr(3, 2)]),
+    ("dist", lambda T, F, a, b: T.dist(a, b) ** 2 + T.dist(a, b, 3.0), [arr(3), arr(3)]),
+    ("Tensor.dist", lambda T, F, a, b: a.dist(b, 1.5) * a, [arr(3), arr(3)]),
+    ("sgn", lambda T, F, a: T.sgn(a) * a**3, [away(4)]),
+    ("Tensor.sgn", lambda T, F, a: a.sgn() * a**2, [away(4)]),
+    ("Tensor.sgn_", lambda T, F, a: (a * 1.0).sgn_() * a * a, [away(4)]),
+    ("renorm", lambda T, F, a: T.renorm(a, 2, 0, 1.0) ** 2, [arr(3, 4)]),
+    ("Tensor.renorm", lambda T, F, a: a.renorm(1, 1, 0.5) * a, [arr(3, 4)]),
+    ("Tensor.renorm_", lambda T, F, a: (a * 1.0).renorm_(2, 0, 1.0) * a, [arr(3, 4)]),
+    ("diagonal_scatter", lambda T, F, a, b: T.diagonal_scatter(a, b) ** 2, [arr(3, 3), arr(3)]),
+    (
+        "Tensor.diagonal_scatter",
+        lambda T, F, a, b: a.diagonal_scatter(b, 1) ** 3,
+        [arr(3, 3), arr(2)],
+    ),
+    ("select_scatter", lambda T, F, a, b: T.select_scatter(a, b, 0, 1) ** 2, [arr(3, 4), arr(4)]),
+    (
+        "Tensor.select_scatter",
+        lambda T, F, a, b: a.select_scatter(b, 1, 2) ** 3,
+        [arr(3, 4), arr(3)],
+    ),
+    (
+        "slice_scatter",
+        lambda T, F, a, b: T.slice_scatter(a, b, 0, 0, 2) ** 2,
+        [arr(4, 3), arr(2, 3)],
+    ),
+    (
+        "Tensor.slice_scatter",
+        lambda T, F, a, b: a.slice_scatter(b, 1, 1, 3) ** 3,
+        [arr(4, 3), arr(4, 2)],
+    ),
+    ("F.alpha_dropout", lambda T, F, a: F.alpha_dropout(a, 0.5, training=False) ** 2, [arr(3)]),
+    (
+        "F.feature_alpha_dropout",
+        lambda T, F, a: F.feature_alpha_dropout(a, 0.5, training=False) ** 3,
+        [arr(2, 3, 2)],
+    ),
     ("F.softplus", lambda T, F, a: F.softplus(a, beta=2.0), [arr(4)]),
     ("F.gelu", lambda T, F, a: F.gelu(a) + F.gelu(a, approximate="tanh"), [arr(4)]),
     ("F.silu", lambda T, F, a: F.silu(a), [arr(4)]),
@@ -780,6 +817,7 @@ CASES = [
 TORCH_NO_DOUBLE_BACKWARD = {
     "F.hardsigmoid": "derivative for aten::hardsigmoid_backward is not implemented",
     "cdist": "the derivative for '_cdist_backward' is not implemented",
+    "pdist": "the derivative for '_pdist_backward' is not implemented",
 }
 
 # Exposed callables that are not differentiable ops, by the reason they have no case.
