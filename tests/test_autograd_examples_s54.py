@@ -253,14 +253,56 @@ def tanh_by_exp(x):
     return (1.0 - y) / (1.0 + y)
 
 
-def test_third_elementwise_derivative_is_refused_with_what_to_write():
+def test_third_elementwise_derivative_equals_autograds_and_the_fourth_is_refused():
+    # (the second gradient's code holds the first's pullback, run when the backward runs:
+    # differentiated again, it is a traced call of the pullback's generated code)
     x = np.linspace(-1, 1, 5)
     egrad = sourcegrad.elementwise_grad
     t = np.tanh(x)
     np.testing.assert_allclose(egrad(egrad(tanh_by_exp))(x), -2 * t * (1 - t**2), atol=1e-12)
-    with pytest.raises(errors.NoRuleError, match=r"grad\(grad\(grad\(f\)\)\)"):
-        egrad(egrad(egrad(tanh_by_exp)))(x)
-    third = sourcegrad.grad(sourcegrad.grad(sourcegrad.grad(tanh_by_exp)))
-    assert third(0.3) == pytest.approx(
-        -2 * (1 - np.tanh(0.3) ** 2) * (1 - 3 * np.tanh(0.3) ** 2), rel=1e-12
+    third = egrad(egrad(egrad(tanh_by_exp)))(x)
+    np.testing.assert_allclose(third, -2 * (1 - t**2) * (1 - 3 * t**2), rtol=1e-10, atol=1e-12)
+    second = egrad(egrad(tanh_by_exp))
+    np.testing.assert_allclose(
+        third, (second(x + 1e-6) - second(x - 1e-6)) / 2e-6, rtol=1e-6, atol=1e-8
     )
+    autograd = pytest.importorskip("autograd")
+    anp = pytest.importorskip("autograd.numpy")
+
+    def a_tanh(x):
+        y = anp.exp(-2.0 * x)
+        return (1.0 - y) / (1.0 + y)
+
+    a_egrad = autograd.elementwise_grad
+    np.testing.assert_allclose(third, a_egrad(a_egrad(a_egrad(a_tanh)))(x), rtol=1e-12)
+    with pytest.raises(errors.SourcegradError, match="inside differentiated code"):
+        egrad(egrad(egrad(egrad(tanh_by_exp))))(x)
+    fourth = sourcegrad.grad(sourcegrad.grad(sourcegrad.grad(sourcegrad.grad(tanh_by_exp))))
+    assert fourth(0.3) == pytest.approx(a_egrad(a_egrad(a_egrad(a_egrad(a_tanh))))(0.3), rel=1e-12)
+
+
+def test_a_gradient_inside_differentiated_twice():
+    # autograd's negative_binomial_maxlike: Newton's method on r -> grad(loglike)(r, p(r)),
+    # with fprime2 = grad(grad(that)): a third derivative through a gradient called inside
+    x = np.array([3.0, 7.0, 1.0, 4.0, 9.0])
+
+    def loglike(r, p):
+        return np.sum(r * np.log(1 - p) + x * np.log(p) + np.log(r + x))
+
+    def rprime(r):
+        return sourcegrad.grad(loglike)(r, np.sum(x) / np.sum(r + x))
+
+    second = sourcegrad.grad(sourcegrad.grad(rprime))
+    first = sourcegrad.grad(rprime)
+    r = 2.5
+    assert second(r) == pytest.approx((first(r + 1e-5) - first(r - 1e-5)) / 2e-5, rel=1e-6)
+    autograd = pytest.importorskip("autograd")
+    anp = pytest.importorskip("autograd.numpy")
+
+    def a_loglike(r, p):
+        return anp.sum(r * anp.log(1 - p) + x * anp.log(p) + anp.log(r + x))
+
+    def a_rprime(r):
+        return autograd.grad(a_loglike)(r, anp.sum(x) / anp.sum(r + x))
+
+    assert second(r) == pytest.approx(autograd.grad(autograd.grad(a_rprime))(r), rel=1e-12)

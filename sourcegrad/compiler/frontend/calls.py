@@ -322,7 +322,7 @@ class CallsMixin:
         first, position = node.args[:2] if len(node.args) >= 5 else (None, None)
         if not (
             isinstance(first, gast.Constant)
-            and first.value == "primitive_call"
+            and first.value in ("primitive_call", "call_gradient")
             and isinstance(position, gast.Constant)
             and isinstance(node.args[4], (gast.Name, gast.Attribute))
         ):
@@ -335,6 +335,8 @@ class CallsMixin:
             return None
         kind = "jvp" if op == "jvp_at_run_time" else "vjp"
         derivative = held.obj.derivative(kind, position.value - 1, len(args) - 5)
+        if derivative is None:
+            return None
         label = sanitize(f"{kind}_{getattr(held.obj, '__name__', 'primitive')}")
         callee = self.bind_free(derivative, label)
         passed = [self.function_value(a, node) for a in args[5:]]
@@ -349,10 +351,9 @@ class CallsMixin:
         op = first.value if isinstance(first, gast.Constant) else None
         what = RULES[op].family if op in RULES else "this operation"
         hint = (
-            " (a gradient called inside a function whose gradient is differentiated again: "
-            "elementwise_grad(elementwise_grad(elementwise_grad(f))) is a third derivative of "
-            "this kind; grad(grad(grad(f))) of a scalar function differentiates f's own code "
-            "to any order)"
+            " (a gradient of several arguments, or with its value, called inside a function "
+            "whose gradient is differentiated again; grad(grad(grad(f))) of a scalar function "
+            "differentiates f's own code to any order)"
             if op == "call_gradient"
             else ""
         )
