@@ -21,6 +21,7 @@ import inspect
 import linecache
 import os
 import re
+import types
 from collections import OrderedDict
 from typing import Any, Callable, Optional, Sequence
 
@@ -116,6 +117,8 @@ class Gradient(Compiling, staticmethod):
         its argument `argnum`: for `grad(f)` the Hessian-vector product. The backward of a
         gradient called inside differentiated code (`ops.call_gradient`) calls it, on the
         compiled second-order code (one VJP object per argument, code cached per signature)."""
+        if any(type(a) is Traced for a in (g, *args)):  # (generated code run in a trace)
+            return self.run_generated_pullback(argnum, g, args)
         pulls = self.__dict__.setdefault("_pullbacks", {})
         if argnum not in pulls:
             pulls[argnum] = VJP(self, argnum, False, self.backend)
@@ -902,7 +905,40 @@ class VJP(Gradient):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
+        if any(type(a) is Traced for a in args):  # (generated code run in a trace)
+            return self.generated_on_traced(args)
         return self.keyed(signature_key(args), args)
+
+    def generated_on_traced(self, args):
+        """`(value, pullback)` by calling the generated numpy forward and backward directly
+        on traced values (compiled, with the trace suspended, for their concrete values'
+        signature and, where traced, path), so that the trace records their operations: a
+        traced call's VJP (`ops.traced_call`) met where a fourth derivative traces generated
+        code. Refused where that code is numba's, updates its arguments or may go complex."""
+        concrete = tuple(a._value if type(a) is Traced else a for a in args)
+        key = signature_key(concrete)
+        recorder = compiler.active_trace()
+        with recorder.suspended() if recorder is not None else contextlib.nullcontext():
+            compiled = self._cached(key) or self.compile(concrete, key)
+            if compiled.trace is not None:  # (a trace's decisions: these values' path)
+                compiled = self._path_for(compiled, key, concrete)
+        forward, backward = compiled.fn
+        if (
+            compiled.complex_sites
+            or compiled.updated
+            or not isinstance(forward, types.FunctionType)
+        ):
+            raise errors.NoRuleError(
+                f"the VJP of {self._label}, met inside a traced call (a fourth derivative "
+                "through a gradient called inside differentiated code), is numba's, updates "
+                "its arguments or may compute complex numbers: not differentiated here"
+            )
+        value, residuals = forward(*args)
+
+        def pullback(cotangent):
+            return backward(*_given(residuals, cotangent, compiled.handed))
+
+        return value, pullback
 
     def keyed(self, key, args) -> tuple[Any, Callable[..., Any]]:
         """The call on `args` (one for each parameter, in order), whose `signature_key` is

@@ -7,8 +7,10 @@ respect to `a` comes from the implicit function theorem: at x* = f(a)(x*),
 dL/da = (df/da)^T w with w = g + (df/dx)^T w, and w is found by the same iteration
 (a fixed point of its own, from zeros, to the same tolerance), the two VJPs made by
 `sourcegrad.vjp` of `f`. f, distance, x0 and tol get no gradient (as in autograd). The
-iteration converges where f(a) is a contraction near x* (as the forward one does); a
-second derivative through it is refused, located (its VJP calls `sourcegrad.vjp`).
+iteration converges where f(a) is a contraction near x* (as the forward one does). A second
+derivative differentiates that VJP (traced, with the generated code of its `sourcegrad.vjp`
+run on traced values): like autograd's, it is the implicit function's to within the
+iterations' tolerance, not the derivative of the iterations themselves.
 """
 
 from __future__ import annotations
