@@ -53,13 +53,13 @@ class Primitive:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:  # keywords are passed through, not differentiated: bound now
-            return functools.partial(_with_keywords, self, kwargs)(*args)
+            return _with_keywords(self, kwargs, *args)
         if any(type(a) is Traced for a in args):  # called inside a traced function
             return compiler.active_trace().primitive_call(self, args)
         return self.fun(*args)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        # `@primitive` on a method: the instance is its first argument, not differentiated
+        # `@primitive` on a method: the instance is its first argument
         return self if obj is None else functools.partial(self, obj)
 
     def with_keywords(self, kwargs: dict) -> "Primitive":

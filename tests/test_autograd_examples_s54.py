@@ -151,14 +151,17 @@ def keyword_loss(x):
     return np.sum(np.tanh(weighted_sum(x, axis=0, scale=3.0)))
 
 
-def test_constant_keywords_are_passed_and_not_differentiated():
+@pytest.mark.parametrize("front_end", ["source", "trace"])
+def test_constant_keywords_are_passed_and_not_differentiated(front_end):
     x = RS.randn(3, 4)
-    got = sourcegrad.grad(keyword_loss)(x)
-    np.testing.assert_allclose(got, _fd_grad(keyword_loss, x), rtol=1e-6, atol=1e-8)
+    g = sourcegrad.grad(keyword_loss)
+    g.reads_source = front_end == "source"
+    np.testing.assert_allclose(g(x), _fd_grad(keyword_loss, x), rtol=1e-6, atol=1e-8)
 
 
 def test_check_grads_passes_for_right_rules_and_catches_a_wrong_one():
     check_grads(example_func, modes=["rev"])(Y)  # order 2 (autograd's default)
+    check_grads(example_func, modes=["fwd"], order=1)(Y)  # the user's JVP
     check_grads(lambda x: np.sin(x) * x**2)(RS.randn(4))  # fwd and rev, order 2
 
     @primitive
