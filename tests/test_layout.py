@@ -136,6 +136,8 @@ FLOORS = [
         "viz",
         "compiled",
         "misc",  # autograd's flatten and optimizers, used with the compiled API
+        "extend",  # autograd's primitive, defvjp, defjvp
+        "test_util",  # autograd's check_grads
     },
     # the command line, benchmarks, the demo, the package's surface
     {"cli", "bench", "demo", "__main__", ""},

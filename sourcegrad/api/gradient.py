@@ -15,9 +15,13 @@ together rather than tied by a cycle of imports.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import linecache
 import os
+import re
+import types
 from collections import OrderedDict
 from typing import Any, Callable, Optional, Sequence
 
@@ -53,6 +57,22 @@ def _without_source(fn) -> errors.SourceNotFoundError | None:
             "callables"
         )
     return None
+
+
+def _pullback_function(gradient, argnum, count):
+    """`(g, ans, a0, ..., a{count-1}) -> gradient.run_generated_pullback(argnum, g, (a0, ...))`,
+    with as many parameters as the call has arguments; its source is put in linecache."""
+    params = ", ".join(f"a{i}" for i in range(count))
+    name = "pullback_of_" + re.sub(r"\W", "_", getattr(gradient.fn, "__name__", "f"))
+    text = (
+        f"def {name}(g, ans, {params}):\n"
+        f"    return gradient.run_generated_pullback({argnum}, g, ({params},))\n"
+    )
+    filename = f"<sourcegrad: the pullback of {name[12:]}, argument {argnum}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    scope = {"gradient": gradient}
+    exec(compile(text, filename, "exec"), scope)  # noqa: S102
+    return scope[name]
 
 
 def _run(compiled, args, function=None):
@@ -97,11 +117,50 @@ class Gradient(Compiling, staticmethod):
         its argument `argnum`: for `grad(f)` the Hessian-vector product. The backward of a
         gradient called inside differentiated code (`ops.call_gradient`) calls it, on the
         compiled second-order code (one VJP object per argument, code cached per signature)."""
+        if any(type(a) is Traced for a in (g, *args)):  # (generated code run in a trace)
+            return self.run_generated_pullback(argnum, g, args)
         pulls = self.__dict__.setdefault("_pullbacks", {})
         if argnum not in pulls:
             pulls[argnum] = VJP(self, argnum, False, self.backend)
         _, pullback = pulls[argnum](*args)
         return pullback(g)
+
+    def derivative(self, kind, argnum, count):
+        """This gradient's VJP for its argument `argnum` as a Python function of `(g, ans, a0,
+        ..., a{count-1})` that runs the VJP's generated forward and backward functions
+        (`run_generated_pullback`): where the gradient's own gradient is differentiated again
+        (a third derivative, egrad(egrad(egrad(f)))), the source front end lowers the
+        run-time pullback to a traced call of it, so the trace records the generated code's
+        numpy operations. None for a JVP, or a gradient of several arguments."""
+        if kind != "vjp" or self.with_value or not self._single:
+            return None
+        made = self.__dict__.setdefault("_derivatives", {})
+        key = (argnum, count)
+        if key not in made:
+            made[key] = _pullback_function(self, argnum, count)
+        return made[key]
+
+    def run_generated_pullback(self, argnum, g, args):
+        """pullback_of_gradient's result, computed by calling the VJP's generated numpy
+        functions directly (on traced values, too: what they do is recorded)."""
+        pulls = self.__dict__.setdefault("_generated_pullbacks", {})
+        if argnum not in pulls:
+            pulls[argnum] = VJP(self, argnum, False, "numpy")
+        made = pulls[argnum]
+        concrete = tuple(a._value if type(a) is Traced else a for a in args)
+        key = signature_key(concrete)
+        recorder = compiler.active_trace()
+        # (compiled with the trace suspended: only the generated code's run is recorded)
+        with recorder.suspended() if recorder is not None else contextlib.nullcontext():
+            compiled = made._cached(key) or made.compile(concrete, key)
+        if compiled.trace is not None or compiled.complex_sites:
+            raise errors.NoRuleError(
+                f"a third derivative through the gradient of {self._label}: its VJP was traced "
+                "or may be complex, so its generated code is not run again here"
+            )
+        forward, backward = compiled.fn
+        _, residuals = forward(*args)
+        return backward(*_given(residuals, g, compiled.handed))
 
     pullback = False  # VJP: compile a forward and a backward function instead of one
     traces_allowed = True  # a function the source front end refuses is traced
@@ -846,7 +905,40 @@ class VJP(Gradient):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
+        if any(type(a) is Traced for a in args):  # (generated code run in a trace)
+            return self.generated_on_traced(args)
         return self.keyed(signature_key(args), args)
+
+    def generated_on_traced(self, args):
+        """`(value, pullback)` by calling the generated numpy forward and backward directly
+        on traced values (compiled, with the trace suspended, for their concrete values'
+        signature and, where traced, path), so that the trace records their operations: a
+        traced call's VJP (`ops.traced_call`) met where a fourth derivative traces generated
+        code. Refused where that code is numba's, updates its arguments or may go complex."""
+        concrete = tuple(a._value if type(a) is Traced else a for a in args)
+        key = signature_key(concrete)
+        recorder = compiler.active_trace()
+        with recorder.suspended() if recorder is not None else contextlib.nullcontext():
+            compiled = self._cached(key) or self.compile(concrete, key)
+            if compiled.trace is not None:  # (a trace's decisions: these values' path)
+                compiled = self._path_for(compiled, key, concrete)
+        forward, backward = compiled.fn
+        if (
+            compiled.complex_sites
+            or compiled.updated
+            or not isinstance(forward, types.FunctionType)
+        ):
+            raise errors.NoRuleError(
+                f"the VJP of {self._label}, met inside a traced call (a fourth derivative "
+                "through a gradient called inside differentiated code), is numba's, updates "
+                "its arguments or may compute complex numbers: not differentiated here"
+            )
+        value, residuals = forward(*args)
+
+        def pullback(cotangent):
+            return backward(*_given(residuals, cotangent, compiled.handed))
+
+        return value, pullback
 
     def keyed(self, key, args) -> tuple[Any, Callable[..., Any]]:
         """The call on `args` (one for each parameter, in order), whose `signature_key` is

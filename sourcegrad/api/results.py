@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler import is_dask, like_dask_input
+from ..compiler import Traced, is_dask, like_dask_input
 
 
 def like_input(g, x, args):
@@ -25,6 +25,8 @@ def like_input(g, x, args):
     Generated code may return an input itself (the gradient of sum(a * b) with
     respect to a is b) or a read-only broadcast view; those are copied.
     """
+    if type(g) is Traced or type(x) is Traced:  # (generated code run in a trace: recorded)
+        return g if np.shape(g) == np.shape(x) else np.broadcast_to(g, np.shape(x))
     if isinstance(x, np.generic):
         return x.dtype.type(g)
     if isinstance(x, float):

@@ -20,15 +20,47 @@ import numpy as np
 from .. import errors
 from ..compiler import function_run_by, generators_of, memory_plan, same_draws
 from ..eager.tensor import Tensor
+from ..ops import rule_for_function
 from ..utils.checkpoint import checkpoint as eager_checkpoint
 from .arguments import ALIAS, UNSET, Unset, Wrt, is_unset, jit_backend, wrt_of
 from .gradient import VJP, Gradient, forward_jacobian, jvp
+
+_UFUNC_CALLERS: dict = {}  # numpy ufunc -> the Python function calling it (one, kept)
+
+
+def _called(fn):
+    """A numpy ufunc with a rule (np.sqrt, np.tanh) given where a Python function is
+    expected, as autograd's `grad(np.sqrt)` is written: the Python function of its nin
+    arguments that calls it (read by the source front end as the rule's call). Anything
+    else is returned as it is."""
+    if not isinstance(fn, np.ufunc) or fn.nin not in (1, 2) or rule_for_function(fn) is None:
+        return fn
+    made = _UFUNC_CALLERS.get(fn)
+    if made is None:
+        made = _UFUNC_CALLERS[fn] = _unary(fn) if fn.nin == 1 else _binary(fn)
+        made.__name__ = made.__qualname__ = fn.__name__
+    return made
+
+
+def _unary(ufunc):
+    def called(x):
+        return ufunc(x)
+
+    return called
+
+
+def _binary(ufunc):
+    def called(x, y):
+        return ufunc(x, y)
+
+    return called
 
 
 def _made(fn, wrt, with_value, backend, has_aux, kind, plan=None, check=False):
     """`kind(fn, ...)`, or a decorator making it when fn is None (`@grad(wrt=1)`)."""
     if fn is None:
         return lambda f: _made(f, wrt, with_value, backend, has_aux, kind, plan, check)
+    fn = _called(fn)
     if kind is Gradient and has_aux and not with_value:
         made = AuxGradient(fn, wrt, backend, plan)
         made.gradient.check = made.gradient.check or check
@@ -193,6 +225,7 @@ def elementwise_grad(
     if fn is None:
         return lambda f: elementwise_grad(f, wrt, argnum=argnum, argnums=argnums, backend=backend)
     wrt = wrt_of(wrt, argnums, argnum)
+    fn = _called(fn)
     if not isinstance(function_run_by(fn), types.FunctionType | Gradient):
         return Gradient(fn, wrt, backend=backend)  # (which says why it cannot be)
     return Gradient(_summed(fn), wrt, backend=backend)

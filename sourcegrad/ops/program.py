@@ -651,7 +651,10 @@ def vjp_at_run_time(op, argnum, g, ans, *inputs, **kwargs):
 
 def jvp_at_run_time(op, argnum, t, ans, *inputs, **kwargs):
     """Rule `op`'s explicit JVP for input `argnum`, chosen when it runs (see vjp_at_run_time)."""
-    return RULES[op].jvp_for(argnum)(t, ans, *inputs, **kwargs)
+    rule = RULES[op]
+    if rule.varargs is not None and argnum >= len(rule.params):
+        kwargs = dict(kwargs, argnum=argnum)  # the one JVP of every *varargs input
+    return rule.jvp_for(argnum)(t, ans, *inputs, **kwargs)
 
 
 # A rule whose formula depends on a rank known only at run time, called then (see templates);
@@ -799,6 +802,27 @@ defvjp(
     Spelling("pycall"),
     None,
     lambda g, ans, callee, *args, argnum: traced_call_vjp(g, callee, argnum - 1, args),
+    pure=False,
+    run_time_vjp=True,
+)
+
+
+def primitive_call(primitive, *args):
+    """A function of the user's made a primitive (`sourcegrad.extend.primitive`, autograd's
+    `autograd.extend.primitive`): not read, Python runs it in the forward pass."""
+    return primitive.fun(*args)
+
+
+# A user's primitive: its derivative is the VJP (or JVP) the user gave it with
+# `sourcegrad.extend.defvjp` / `defjvp`, called when the backward (or the forward-mode
+# pass) runs; the primitive object says which input has one and checks what it returns
+defvjp(
+    "primitive_call",
+    primitive_call,
+    Spelling("pycall"),
+    None,
+    lambda g, ans, primitive, *args, argnum: primitive.vjp(argnum - 1, g, ans, args),
+    jvps=(None, lambda t, ans, primitive, *args, argnum: primitive.jvp(argnum - 1, t, ans, args)),
     pure=False,
     run_time_vjp=True,
 )

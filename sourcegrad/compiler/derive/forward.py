@@ -217,6 +217,8 @@ class ForwardMode:
                 stmt.loc,
             )
         self.inst.note = rule.family
+        if rule.jvps and rule.run_time_vjp:
+            return self.run_time_jvps(rule, stmt, active)
         if rule.jvps:
             return [
                 self.inst.template(
@@ -265,6 +267,21 @@ class ForwardMode:
             "sourcegrad.ops.defjvp or mark it linear",
             stmt.loc,
         )
+
+    def run_time_jvps(self, rule, stmt, active):
+        """The tangent contributions of a rule whose JVPs are Python code, not templates (a
+        user's primitive: sourcegrad.extend.defjvp), called when the forward-mode pass runs."""
+        value = stmt.value
+        return [
+            self.inst.emit(
+                "jvp_at_run_time",
+                [Const(rule.name), Const(pos), self.tangent_atom(atom), Var(stmt.target)]
+                + list(value.args),
+                list(value.kwargs),
+            ).atom
+            for pos, atom in active
+            if rule.jvp_for(pos) is not None
+        ]
 
     def substituted(self, call, replace):
         """`call` with the inputs at the positions of `replace` replaced (the rest kept)."""

@@ -160,6 +160,8 @@ class CallsMixin:
             return self.make_gradient(obj, node)
         if getattr(obj, "_sourcegrad_gradient", False):
             return self.gradient_call(obj, func, node, name)
+        if getattr(obj, "_sourcegrad_primitive", False):
+            return self.primitive_call(obj, func, node, name)
         if _jitted(obj):  # a numba.njit helper: the Python function it compiles, inlined
             obj = obj.py_func
         if (getattr(obj, "__module__", None) or "") in _TRANSFORMS:
@@ -197,6 +199,9 @@ class CallsMixin:
     def rule_call(self, rule, node, name):
         """A call of a function the registry has a rule for (np.sin(x), np.einsum(...))."""
         if rule.name in ("vjp_at_run_time", "jvp_at_run_time"):
+            made = self.primitive_derivative(rule.name, node, name)
+            if made is not None:
+                return made
             self.refuse_run_time_rule(node)
         if rule.sequence_input:
             return self.sequence_call(rule, node, name)
@@ -272,6 +277,71 @@ class CallsMixin:
         callee = self.bind_free(obj, callee_name(func))
         return self.emit("traced_call", [callee, *args], name=name)
 
+    def primitive_call(self, primitive, func, node, name):
+        """`f(x, ...)` of a function the user made a primitive (`sourcegrad.extend.primitive`,
+        autograd's `@primitive`): not read, run as Python in the forward pass, its derivative
+        the user's VJP or JVP (`ops.primitive_call`). Keywords are not differentiated (as in
+        autograd): constant ones are fixed now (`extend.keyword_primitive`), others refused."""
+        args, kwargs = self.call_args(node)
+        if kwargs:
+            if not all(isinstance(a, Const) for _, a in kwargs):
+                self.error(
+                    errors.UnsupportedSyntaxError,
+                    f"{describe(func)}: a primitive's keyword arguments are not differentiated; "
+                    "give constants, or pass the value by position",
+                    node,
+                )
+            primitive = primitive.with_keywords({k: a.value for k, a in kwargs})
+        label = sanitize(getattr(primitive, "__name__", "primitive"))
+        passed = [self.function_value(a, node) for a in args]
+        return self.emit("primitive_call", [self.bind_free(primitive, label), *passed], name=name)
+
+    def function_value(self, atom, node):
+        """An argument of a primitive that is a function (fixed_point's f, distance): passed
+        as a value where it is one (defined at module level, imported), refused where the
+        front end only inlines it (a lambda, a nested def, a partial: no value to pass)."""
+        if not isinstance(atom, FUNCTION_VALUES):
+            return atom
+        if isinstance(atom, CallableRef) and callable(atom.obj):
+            return self.bind_free(atom.obj, sanitize(getattr(atom.obj, "__name__", "function")))
+        self.error(
+            errors.UnsupportedSyntaxError,
+            f"{describe(node.func)} is a primitive given {function_label(atom)!r}, which must be "
+            "a function defined at module level (or imported): a lambda, a nested def or a "
+            "partial is inlined where the code calls it and has no value to pass",
+            node,
+        )
+
+    def primitive_derivative(self, op, node, name):
+        """`vjp_at_run_time('primitive_call', k, g, ans, f, *args)`, a user's primitive's VJP
+        (or JVP) in generated code, met where that gradient is differentiated again: a call
+        of the primitive's maker as a function of (g, ans, *args) (`Primitive.derivative`),
+        traced when the backward runs (`ops.traced_call`), so the maker's own code is
+        differentiated (autograd's "the VJP must itself be differentiable"). None for any
+        other rule met at run time (refused by the caller)."""
+        first, position = node.args[:2] if len(node.args) >= 5 else (None, None)
+        if not (
+            isinstance(first, gast.Constant)
+            and first.value in ("primitive_call", "call_gradient")
+            and isinstance(position, gast.Constant)
+            and isinstance(node.args[4], (gast.Name, gast.Attribute))
+        ):
+            return None
+        held = self.target_of(node.args[4])
+        if not (isinstance(held, CallableRef) and hasattr(held.obj, "derivative")):
+            return None
+        args, kwargs = self.call_args(node)
+        if kwargs:
+            return None
+        kind = "jvp" if op == "jvp_at_run_time" else "vjp"
+        derivative = held.obj.derivative(kind, position.value - 1, len(args) - 5)
+        if derivative is None:
+            return None
+        label = sanitize(f"{kind}_{getattr(held.obj, '__name__', 'primitive')}")
+        callee = self.bind_free(derivative, label)
+        passed = [self.function_value(a, node) for a in args[5:]]
+        return self.emit("traced_call", [callee, args[2], args[3], *passed], name=name)
+
     def refuse_run_time_rule(self, node):
         """A derivative that generated code runs as Python (`ops.vjp_at_run_time`: odeint's
         adjoint ODE, a gradient called inside differentiated code, a rule choosing its formula
@@ -280,10 +350,17 @@ class CallsMixin:
         first = node.args[0] if node.args else None
         op = first.value if isinstance(first, gast.Constant) else None
         what = RULES[op].family if op in RULES else "this operation"
+        hint = (
+            " (a gradient of several arguments, or with its value, called inside a function "
+            "whose gradient is differentiated again; grad(grad(grad(f))) of a scalar function "
+            "differentiates f's own code to any order)"
+            if op == "call_gradient"
+            else ""
+        )
         self.error(
             errors.NoRuleError,
             f"a second derivative through {what} is not supported: its first derivative is "
-            "Python code that runs when the backward runs, with no derivative rule of its own",
+            f"Python code that runs when the backward runs, with no derivative rule of its own{hint}",
             node,
         )
 

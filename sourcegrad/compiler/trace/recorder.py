@@ -618,6 +618,18 @@ class Recorder:
             "call_gradient", [callee, *(p[0] for p in parts)], [], value, any(p[2] for p in parts)
         )
 
+    def primitive_call(self, primitive, args):
+        """`f(t, ...)` of a function the user made a primitive (`sourcegrad.extend.primitive`):
+        run as Python on the concrete values (not traced inside), recorded as one
+        `ops.primitive_call`, whose derivative is the user's VJP or JVP."""
+        parts = [self.operand(a) for a in args]
+        with self.suspended():
+            value = primitive.fun(*(p[1] for p in parts))
+        callee = self.bind_free(primitive, sanitize(getattr(primitive, "__name__", "primitive")))
+        return self.record(
+            "primitive_call", [callee, *(p[0] for p in parts)], [], value, any(p[2] for p in parts)
+        )
+
     @contextmanager
     def suspended(self):
         """No trace in this thread while the block runs (numpy's own functions, no line

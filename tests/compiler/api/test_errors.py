@@ -95,6 +95,10 @@ def test_function_without_source():
         sourcegrad.grad(namespace["made_by_exec"])(np.ones(2))
     assert (info.value.loc.file, info.value.loc.line) == ("<string>", 1)
     with pytest.raises(errors.SourceNotFoundError, match="not a Python function"):
+        sourcegrad.grad(np.sum)(np.ones(2))
+    # (a numpy ufunc with a rule is differentiated, as autograd's grad(np.sin): its output
+    # here is not a scalar)
+    with pytest.raises(errors.NonScalarOutputError):
         sourcegrad.grad(np.sin)(np.ones(2))
     with pytest.raises(errors.SourceNotFoundError, match="not callable"):
         sourcegrad.grad(3.0)
