@@ -16,8 +16,10 @@ registry's `primitive_call` op, the trace front end records the same op
 An argument with no maker given raises `NoRuleError` naming the primitive and the argument;
 a VJP whose shape is not its argument's raises `ShapeError` (never a silently broadcast
 gradient). Keyword arguments are passed through and never differentiated (as in autograd).
-A second derivative through a primitive is refused, located: its VJP is Python code run when
-the backward runs.
+A second derivative through a primitive differentiates the user's VJP code itself, as autograd
+does (`Primitive.derivative`: the maker, called as a function of `(g, ans, *args)`, is traced
+where the backward is differentiated again), so a maker must be written with differentiable
+numpy, as autograd asks of it.
 """
 
 from __future__ import annotations
