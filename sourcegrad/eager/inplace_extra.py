@@ -70,17 +70,21 @@ def fill_diagonal_(self, fill_value, wrap=False):
         raise RuntimeError("dimensions must larger than 1")
     if d.ndim > 2 and len(set(d.shape)) != 1:
         raise RuntimeError("all dimensions of input must be of equal length")
-    if d.ndim == 2:
-        rows, cols = d.shape
-        flat = (
-            np.arange(0, rows * cols, cols + 1) if wrap else np.arange(min(rows, cols)) * (cols + 1)
-        )
-        key = np.unravel_index(flat, d.shape) if cols else (flat, flat)
-    else:
-        key = (np.arange(d.shape[0]),) * d.ndim
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()  # (torch takes a Scalar: a 0-d tensor is read as one)
-    return inplace.index_put_(self, tuple(key), fill_value, _overlap=False)
+    if d.ndim > 2:
+        return inplace.index_put_(
+            self, (np.arange(d.shape[0]),) * d.ndim, fill_value, _overlap=False
+        )
+    rows, cols = d.shape
+    main = np.arange(min(rows, cols))
+    inplace.index_put_(self, (main, main), fill_value, _overlap=False)
+    if wrap and rows > cols + 1:
+        # the rows below the first diagonal and its blank row: a second write, as torch's (its
+        # version goes up by two)
+        flat = np.arange((cols + 1) * cols, rows * cols, cols + 1)
+        inplace.index_put_(self, np.unravel_index(flat, d.shape), fill_value, _overlap=False)
+    return self
 
 
 def _bool_mask(mask, name):
