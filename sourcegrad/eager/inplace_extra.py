@@ -9,7 +9,7 @@ masked_scatter_ and put_ as an `index_put_` (IndexPutBackward0 here, FillDiagona
 MaskedScatter/PutBackward0 in torch: the same gradients); addcmul_, addcdiv_ and lerp_ as a
 `copy_` of the out-of-place composite (`composites.py`), whose ops carry the gradient.
 `set_(source)` makes self share source's memory (later writes through either are seen by
-the other, as torch's); what it cannot model (a storage, an offset/size/stride, a graph
+the other, as torch's) and its version counter (torch's stays self's own); what it cannot model (a storage, an offset/size/stride, a graph
 through it) is refused. Argument errors are torch's.
 
 Imports: `inplace`, `composites`, `elementwise`, `shape_ops`, `operands`, `grad_mode`,
@@ -181,7 +181,8 @@ def sum_to_size(self, *size):
 @export(methods=("set_",))
 def set_(self, source=None, *args, **kwargs):
     """`a.set_(b)`: a takes b's shape and shares its memory (a write through either is seen by
-    the other); a's version is bumped, b's not, as torch's. Refused: the other forms (no
+    the other) and its version counter (bumped: unlike torch, which keeps a's own, a write
+    through a makes a backward that saved b refuse, rather than read the new values). Refused: the other forms (no
     source, a storage, offset/size/stride), a view as self, and a graph through it (torch's
     node for it has no derivative: `grad_fn=<NotImplemented>`)."""
     if not isinstance(source, Tensor) or args or kwargs:
@@ -212,5 +213,9 @@ def set_(self, source=None, *args, **kwargs):
     if self._inference and not STATE.inference:
         raise RuntimeError(messages.INFERENCE_INPLACE)
     self._data = source._data  # the same array: writes through either reach both
-    self._get_vc().value += 1
+    # one version counter for both, as a view's with its base: torch keeps two, so that a
+    # write through self after `c = (x * b).sum()` changed the b backward reads without a
+    # trace (x.grad the new b, silently); here backward refuses it, as for a view of b
+    self._vc = source._get_vc()
+    self._vc.value += 1
     return self

@@ -209,11 +209,32 @@ def test_set_shares_memory():
     for m in (torch, sg):
         a, b = m.zeros(3, dtype=m.float64), m.tensor(A)
         assert a.set_(b) is a
-        assert tuple(a.shape) == (3, 4) and a._version == 1 and b._version == 0
+        assert tuple(a.shape) == (3, 4) and a._version == 1
+        # (torch keeps b's version 0; here a and b share one counter: below)
         b.add_(1)  # a write through b is seen by a
         a[0, 0] = 100.0  # and one through a by b
         np.testing.assert_allclose(a.numpy(), b.numpy())
         assert b[0, 0].item() == 100.0 and a[1, 1].item() == pytest.approx(A[1, 1] + 1)
+
+
+def test_set_write_through_alias_refuses_backward_that_saved_source():
+    """torch keeps a's version counter apart from b's, so a write through a changes what a
+    node that saved b reads without notice: x.grad is b's new value 3, where the gradient at
+    the values the forward used is 2. Here a and b share one counter: backward refuses."""
+    xt = torch.ones(3, requires_grad=True)
+    bt = torch.full((3,), 2.0)
+    ct = (xt * bt).sum()
+    torch.zeros(3).set_(bt).add_(1)
+    ct.backward()
+    assert xt.grad.tolist() == [3.0, 3.0, 3.0]  # torch's silently stale gradient
+    xs = sg.ones(3, requires_grad=True)
+    bs = sg.full((3,), 2.0)
+    cs = (xs * bs).sum()
+    a = sg.zeros(3).set_(bs)
+    assert a._version == bs._version == 1
+    a.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        cs.backward()
 
 
 def test_set_misuse():
