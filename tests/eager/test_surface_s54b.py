@@ -401,3 +401,24 @@ def test_methods_take_no_out():
         x = m.tensor(A)
         with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
             x.maximum(x, out=m.empty(3, 4))
+
+
+FORWARD_CASES = [
+    ("atan2_", lambda m, x: (x * 1).atan2_(m.tensor(B))),
+    ("addcmul_", lambda m, x: (x * 1).addcmul_(x, x, value=0.5)),
+    ("lerp_", lambda m, x: (x * 1).lerp_(m.tensor(B), x)),
+    ("fill_diagonal_", lambda m, x: (x * 1).fill_diagonal_(3.0)),
+    ("put_", lambda m, x: (x * 1).put_(m.tensor([0, 3]), x[0, :2], accumulate=True)),
+    ("masked_scatter_", lambda m, x: (x * 1).masked_scatter_(x > 0, x.flatten() * 2)),
+]
+
+
+@pytest.mark.parametrize("name, fn", FORWARD_CASES)
+def test_forward_mode_through_inplace(name, fn):
+    got = []
+    for m in (torch, sg):
+        fa = m.autograd.forward_ad
+        with fa.dual_level():
+            y = fn(m, fa.make_dual(m.tensor(A), m.tensor(C)))
+            got.append(fa.unpack_dual(y).tangent.numpy())
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-9, atol=1e-12)
