@@ -289,6 +289,18 @@ def test_inplace_dtype_and_shape_errors():
             make(sg)
 
 
+def test_addcdiv_integer_message_is_torchs():
+    """torch's message, to the character (its two spaces in "a future  release" included)."""
+    texts = []
+    for m in (torch, sg):
+        ints = [m.ones(3, dtype=m.int64) for _ in range(3)]
+        for call in (lambda: m.addcdiv(*ints), lambda: ints[0].addcdiv_(ints[1], ints[2])):
+            with pytest.raises(RuntimeError) as info:
+                call()
+            texts.append(str(info.value))
+    assert texts[2] == texts[0] and texts[3] == texts[1]
+
+
 def test_inplace_saved_operand_version_check():
     """An in-place op whose node saved self refuses backward after a later write, as torch."""
     for m in (torch, sg):
