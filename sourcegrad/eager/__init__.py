@@ -6,7 +6,7 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
 * `tensor.py`: the Tensor and its autograd state; `methods.py` installs the ops;
 * the ops, by family: `arithmetic.py`, `elementwise.py`, `reductions.py`, `products.py`
   (re-exported together as `tensor_math`), `views.py`, `copies.py`, `joining.py`, `indexing.py`
-  (as `shape_ops`), `inplace.py`, `linalg.py`, `fft.py`, `vector_ops.py`, `torch_extras.py`
+  (as `shape_ops`), `inplace.py` (and `inplace_extra.py`: put_, set_, lerp_, ...), `linalg.py`, `fft.py`, `vector_ops.py`, `torch_extras.py`
   (torch's functions numpy lacks: logcumsumexp, cummax, quantile, ...), `torch_gaps.py`
   (more of them, composed: as_strided, block_diag, combinations, histc, cov, ...), `cholesky.py`
   (cholesky_ex, cholesky_solve, cholesky_inverse), `windows.py` (hann_window, ...), `spectral.py`
@@ -14,7 +14,7 @@ in `__all__` is meant to be reachable as `sourcegrad.<name>`. The parts:
   are the registry's VJP lambdas (`sourcegrad.ops`), called through `spec.py` and `node.py`;
 * `surface.py`: which functions, methods and numpy dispatch entries exist, from the
   registry entries' torch names and the eager-only ops' `@export` (this module's
-  `__all__` is made from it);
+  `__all__` is made from it); `out_forms.py` gives some of its functions out= (mm, argmax, ...);
 * `engine.py`: backward as an iterative topological traversal;
 * `function.py`: custom `autograd.Function`; `grad_mode.py`: no_grad and friends;
 * `factories.py`, `dtypes.py`, `formatting.py`, `numpy_dispatch.py`;
@@ -31,9 +31,10 @@ module-global patching):
    <- `copies.py`, `joining.py`, `indexing.py` (<- `shape_ops.py`) and `arithmetic.py` <-
    `elementwise.py` <- `reductions.py`, `products.py` (<- `tensor_math.py`); `factories.py`; then
    `inplace.py` (it uses all of these), `composites.py` (ops made of the others),
+   `inplace_extra.py` (in-place ops made of inplace's and composites'),
    `torch_extras.py` (torch's functions numpy lacks, made of the others or recording their
    own entries), `torch_gaps.py` (more of them, made of the others) and `legacy.py` (torch.FloatTensor & co.);
-5. the surface: `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
+5. the surface: `out_forms.py`, `numpy_dispatch.py`, then `methods.py`, which installs on `Tensor`
    every method that needs a layer above it (in one place, at import time);
 6. this module.
 
@@ -90,6 +91,7 @@ from .operands import operand_key as _operand_key  # noqa: E402
 from . import shape_ops as _shape_ops  # noqa: E402,F401
 from . import inplace as _inplace  # noqa: E402
 from . import composites as _composites  # noqa: E402,F401 - lerp, tensordot, meshgrid, ...
+from . import inplace_extra as _inplace_extra  # noqa: E402,F401 - put_, set_, lerp_, ...
 from . import methods as _methods  # noqa: E402,F401 - installs the Tensor methods
 from . import numpy_dispatch as _numpy_dispatch  # noqa: E402,F401
 from .legacy import (
@@ -146,9 +148,11 @@ from .factories import (
 from .formatting import set_printoptions
 from .operands import return_types  # noqa: E402
 from . import surface as _surface  # noqa: E402
+from . import out_forms as _out_forms  # noqa: E402
 from . import fft as _fft, vector_ops as _vector_ops  # noqa: E402,F401 - their ops' surface
 
 _surface.check()  # every registry entry with torch names has its eager op
+_out_forms.install()  # torch.mm(a, b, out=o), torch.argmax(x, 1, out=o), ...: out= on functions
 _surface.inplace_functions(Tensor)  # torch.sin_(x), torch.relu_(x), ...: the in-place methods
 # sourcegrad.<name> for every op of the surface: those the registry's entries name
 # (ops.Torch: exp, sum, matmul, reshape, ...) and the eager-only ops' @export (view, cat, ...)

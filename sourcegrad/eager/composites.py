@@ -59,7 +59,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
         tensor2.dtype.is_floating_point or tensor2.dtype.is_complex
     ):
         raise RuntimeError(
-            "Integer division with addcdiv is no longer supported, and in a future release "
+            "Integer division with addcdiv is no longer supported, and in a future  release "
             "addcdiv will perform a true division of tensor1 and tensor2. The historic "
             "addcdiv behavior can be implemented as (input + value * "
             "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "

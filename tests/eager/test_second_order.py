@@ -810,6 +810,41 @@ CASES = [
         lambda T, F, a, b: T.full_like(a, 2.0).copysign_(a) * b * b,
         [away(3), arr(3)],
     ),
+    # s54b: in-place ops on a non-leaf copy, and their out-of-place forms
+    (
+        "Tensor.addcmul_",
+        lambda T, F, a, b, c: (a * 1).addcmul_(b, c, value=0.5) * a,
+        [arr(2, 3), arr(3), arr(2, 3)],
+    ),
+    (
+        "Tensor.addcdiv_",
+        lambda T, F, a, b, c: (a * 1).addcdiv_(b, c, value=2) * a,
+        [arr(2, 3), arr(2, 3), pos(2, 3)],
+    ),
+    ("Tensor.lerp_", lambda T, F, a, b, w: (a * 1).lerp_(b, w) * a, [arr(2, 3), arr(3), arr(2, 3)]),
+    ("Tensor.atan2_", lambda T, F, a, b: (a * 1).atan2_(b) * a, [arr(2, 3), away(3)]),
+    (
+        "Tensor.fill_diagonal_",
+        lambda T, F, a: (a * a).fill_diagonal_(2.0, wrap=True) * a,
+        [arr(5, 2)],
+    ),
+    (
+        "Tensor.masked_scatter_",
+        lambda T, F, a, s: (a * 1).masked_scatter_(a > 0, s * s) * a,
+        [away(2, 3), arr(6)],
+    ),
+    (
+        "masked_scatter",
+        lambda T, F, a, s: T.masked_scatter(a, a > 0, s * s) * a,
+        [away(2, 3), arr(6)],
+    ),
+    (
+        "Tensor.put_",
+        lambda T, F, a, s: (a * 1).put_(_i(T, [4, -1, 4]), s * s, accumulate=True) * a,
+        [arr(2, 3), arr(3)],
+    ),
+    ("put", lambda T, F, a, s: T.put(a, _i(T, [0, 5]), s * s) * a, [arr(2, 3), arr(2)]),
+    ("Tensor.sum_to_size", lambda T, F, a: a.sum_to_size(1, 3) ** 2, [arr(2, 3)]),
 ]
 
 # Cases whose second derivative torch refuses: only their first derivatives are compared with
@@ -822,6 +857,9 @@ TORCH_NO_DOUBLE_BACKWARD = {
 
 # Exposed callables that are not differentiable ops, by the reason they have no case.
 NOT_DIFFERENTIABLE = {
+    "memory sharing (set_: torch's node has no derivative; refused while grad is recorded)": [
+        "Tensor.set_"
+    ],
     "counts (torch's histc has no derivative either)": ["histc", "Tensor.histc"],
     "integer or boolean results": [
         "isin",
@@ -1000,7 +1038,9 @@ def _target(key):
         return getattr(sF, key[2:])
     if key.startswith("__"):
         return _methods.OPERATORS[key]
-    return getattr(sg, key)
+    # (a function given out= by eager/out_forms.py is its op's: the method's case covers it)
+    obj = getattr(sg, key)
+    return getattr(obj, "op", obj)
 
 
 def _exposed():
