@@ -17,7 +17,7 @@ import numpy as np
 from ... import ops
 from ...ops import RULES
 from ..ir import Call, Const, Var
-from .value_shapes import shaped_by_values
+from .value_shapes import has_unknown_number, shaped_by_values
 from .values import UNKNOWN, AVal, ListOf, Unknown, concrete, stand_in
 
 
@@ -180,7 +180,9 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             for v, (_, k) in zip(values, args)
         ]
         if not any(unknown_numbers):
-            if strict:
+            # (a tuple of sizes the analysis does not know, `np.reshape(x, sizes)`: its
+            # sample's error is not the program's, whose numbers come when it runs)
+            if strict and not has_unknown_number(call, env):
                 _numpy_verdict(rule, values, kwvalues)
             return UNKNOWN
         sampled = [type(v)(1) if u else v for v, u in zip(values, unknown_numbers)]
