@@ -8,9 +8,15 @@ operands. It returns True when the result's shape came from the stand-in of a nu
 analysis does not know (`n = int(np.sum(w > 0))`, a loop's index), which the program's data
 replace at run time: `np.ones(n)`, `w[:n]`, `range(n)`, `[0.0] * n`, `np.arange(n)`.
 
-The test evaluates the call a second time with each unknown number moved by one and
-compares the two results' shapes. Where they differ, the caller gives the result no shape
-(UNKNOWN): a `len`, `.shape` or `.size` read from it is then computed when the code runs.
+The test evaluates the call again with the unknown numbers moved, one *origin* at a time,
+and compares the results' shapes. Numbers that differ by a known amount move together
+(`x[i:i + 3]`, `x[3 * i:3 * (i + 1)]`: one origin, `origin_of`); others move apart
+(`w[lo:hi]` with lo and hi two unknown numbers: moved together, the length stayed that of the
+samples, a wrong known length). A number the analysis does not know inside a tuple or list
+(`np.ones(tuple(sizes))` where a size is chosen by a test the analysis does not decide) is
+an origin of its own. Where a moved sample's shape differs, or no moved sample runs, the
+caller gives the result no shape (UNKNOWN): a `len`, `.shape` or `.size` read from it is
+then computed when the code runs.
 Before, such a result had the stand-in's shape, and `len(w[:n])` was a constant of the
 generated code (the stand-in of n is 0 or 1), which made a silently wrong gradient. (An
 array whose values decide a shape, `np.nonzero(w > 0)`, is the registry's property
@@ -19,10 +25,14 @@ array whose values decide a shape, `np.nonzero(w > 0)`, is the registry's proper
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from ..ir import Const, Slc, Tup, Var
+from ..ir import Call, Const, Slc, Tup, Var
 from .values import UNKNOWN, shape_of
+
+_NUMBERS = (int, float, np.int64, np.intp, np.float64)
 
 
 def shaped_by_values(call, env, values, kwvalues, result, evaluate, elementwise) -> bool:
@@ -32,56 +42,112 @@ def shaped_by_values(call, env, values, kwvalues, result, evaluate, elementwise)
         return False
     if elementwise and not _holds_sequence(values, kwvalues):
         return False
-    for shift in (1, -1, 2):
-        again = _run(call, env, values, kwvalues, evaluate, shift, None)
-        if again is not _REFUSED:
-            return _shape(again) != _shape(result)
-    # No sample with every unknown number moved runs (`np.broadcast_to(w, (n, 3))`: (2, 4) is
-    # numpy's error): move one at a time, and where none runs either, the shape is not known
-    # (before, the stand-in's shape was kept: `np.broadcast_to(w, sizes)` had the shape of the
-    # sample `sizes`, a wrong known shape)
-    for which in range(_count_unknown(call, env, values, kwvalues)):
-        for shift in (1, -1, 2):
-            again = _run(call, env, values, kwvalues, evaluate, shift, which)
-            if again is not _REFUSED and _shape(again) != _shape(result):
-                return True
-    return not _any_runs(call, env, values, kwvalues, evaluate)
+    origins: dict = {}  # origin -> (scale, stand-in) of its first number
 
+    def seen(key, scale, v):
+        origins.setdefault(key, (scale, v))
+        return v
 
-_REFUSED = object()
-
-
-def _run(call, env, values, kwvalues, evaluate, shift, which):
-    """The call evaluated with its unknown numbers moved by `shift` (only the `which`-th,
-    counting in the order of the operands, where `which` is not None), or _REFUSED."""
-    counter = [which]
-    other = [_moved(a, v, env, shift, counter) for a, v in zip(call.args, values)]
-    kwother = {
-        k: _moved(a, kwvalues[k], env, shift, counter) for k, a in call.kwargs if k in kwvalues
-    }
-    try:
-        return evaluate(other, kwother)
-    except Exception:  # (this sample out of range: `x[i + 1]` at the last i; another)
-        return _REFUSED
-
-
-def _count_unknown(call, env, values, kwvalues):
-    counter = [-(10**9)]  # (counts down from a `which` never reached: nothing moves)
-    for a, v in zip(call.args, values):
-        _moved(a, v, env, 0, counter)
-    for k, a in call.kwargs:
-        if k in kwvalues:
-            _moved(a, kwvalues[k], env, 0, counter)
-    return counter[0] + 10**9
-
-
-def _any_runs(call, env, values, kwvalues, evaluate):
-    """Does some sample with one unknown number moved run (its shape the same)?"""
-    for which in range(_count_unknown(call, env, values, kwvalues)):
-        for shift in (1, -1, 2):
-            if _run(call, env, values, kwvalues, evaluate, shift, which) is not _REFUSED:
-                return True
+    _moved_all(call, env, values, kwvalues, seen)
+    for key, (scale, v) in origins.items():
+        shifts = [1, -1, 2]
+        if v and v % scale == 0:
+            shifts.append(-(v // scale))  # (that number 0: a slice's bound past the end moved
+            # by one is past it still, `w[4:6]` of a length 3 as `w[5:7]`)
+        ran = _ran_alike(call, env, values, kwvalues, result, evaluate, key, shifts, False)
+        if ran is None:  # (only samples crossing zero are left: `x[i - 1]` at i = 0)
+            ran = _ran_alike(call, env, values, kwvalues, result, evaluate, key, shifts, True)
+        if not ran:
+            return True  # (a shape differs, or no moved sample runs: not known)
     return False
+
+
+def _ran_alike(call, env, values, kwvalues, result, evaluate, key, shifts, across_zero):
+    """True where the samples with origin `key`'s numbers moved by `shifts` that run all have
+    `result`'s shape; False where one differs; None where none runs. A sample that moves a
+    number across zero is skipped unless `across_zero` (a negative index counts from the end:
+    `x[i:i + 3]` at i = 0 moved by -1 is empty)."""
+    ran = None
+    for shift in shifts:
+        crossed = []
+
+        def move(k, scale, v, key=key, shift=shift, crossed=crossed):
+            if k != key:
+                return v
+            moved = type(v)(v + scale * shift)
+            if (moved < 0) != (v < 0):
+                crossed.append(k)
+            return moved
+
+        moved_values, moved_kwvalues = _moved_all(call, env, values, kwvalues, move)
+        if crossed and not across_zero:
+            continue
+        try:
+            again = evaluate(moved_values, moved_kwvalues)
+        except Exception:  # (this sample out of range: `x[i + 1]` at the last i; another)
+            continue
+        if _shape(again) != _shape(result):
+            return False
+        ran = True
+    return ran
+
+
+def origin_of(value, aval, env, fresh=False):
+    """`aval` (the abstract value of an assignment's right-hand side `value`), for a number
+    the analysis does not know, with its origin: (a token, a scale) such that the number is
+    the scale times the token's number plus a known amount (`i + 1`, `3 * i`, `n - k` with
+    k known share i's or n's token). `fresh`: a new token whatever `value` is (a loop's
+    index). Any other value is returned as it is."""
+    if aval is UNKNOWN or aval.known or type(aval.stand_in) not in _NUMBERS:
+        return aval
+    origin = None if fresh else _affine(value, env)
+    return dataclasses.replace(aval, origin=origin or (object(), 1))
+
+
+def _affine(value, env):
+    if isinstance(value, Var):
+        return _origin(value, env)
+    if not isinstance(value, Call) or value.kwargs or len(value.args) not in (1, 2):
+        return None
+    if len(value.args) == 1:
+        inner = _origin(value.args[0], env)
+        if value.op in ("neg_op", "negative") and inner is not None:
+            return (inner[0], -inner[1])
+        return None
+    a, b = value.args
+    oa, ob = _origin(a, env), _origin(b, env)
+    ka, kb = _known_number(a, env), _known_number(b, env)
+    if value.op in ("add_op", "add", "sub_op", "subtract"):
+        if oa is not None and kb is not None:
+            return oa
+        if ob is not None and ka is not None:
+            return (ob[0], -ob[1]) if value.op in ("sub_op", "subtract") else ob
+    if value.op in ("mul_op", "multiply"):
+        if oa is not None and type(kb) is int and kb != 0:
+            return (oa[0], oa[1] * kb)
+        if ob is not None and type(ka) is int and ka != 0:
+            return (ob[0], ob[1] * ka)
+    return None
+
+
+def _origin(atom, env):
+    if not isinstance(atom, Var):
+        return None
+    aval = env.get(atom.name, UNKNOWN)
+    return None if aval is UNKNOWN or aval.known else aval.origin
+
+
+def _known_number(atom, env):
+    if isinstance(atom, Const):
+        value = atom.value
+    elif isinstance(atom, Var):
+        aval = env.get(atom.name, UNKNOWN)
+        if aval is UNKNOWN or not aval.known:
+            return None
+        value = aval.stand_in
+    else:
+        return None
+    return value if type(value) in _NUMBERS else None
 
 
 def _shape(value):
@@ -91,9 +157,6 @@ def _shape(value):
         return (type(value), shape_of(value))
     except Exception:
         return (type(value), None)
-
-
-_NUMBERS = (int, float, np.int64, np.intp, np.float64)
 
 
 def _unknown_number(atom, env) -> bool:
@@ -116,30 +179,6 @@ def _holds_number(value) -> bool:
     return False
 
 
-def _shifted(value, shift, counter):
-    """`value` with each number it holds (in tuples, lists and slices) moved by `shift`, or
-    only one (see _moved)."""
-    if type(value) in _NUMBERS:
-        return _move_one(value, shift, counter)
-    if type(value) in (tuple, list):
-        return type(value)(_shifted(v, shift, counter) for v in value)
-    if type(value) is slice:
-        moved = [_shifted(v, shift, counter) for v in (value.start, value.stop, value.step)]
-        if moved[2] == 0:
-            moved[2] = value.step  # (a step of 0 is numpy's error, not another shape)
-        return slice(*moved)
-    return value
-
-
-def _move_one(number, shift, counter):
-    which = counter[0]
-    if which is not None:
-        counter[0] = which - 1
-        if which != 0:
-            return number
-    return type(number)(number + shift)
-
-
 def has_unknown_number(call, env) -> bool:
     """Does an operand of `call` hold a number the analysis does not know (itself, in a tuple
     or slice written in the call, or in a tuple or list it names)?"""
@@ -158,23 +197,49 @@ def _holds_sequence(values, kwvalues) -> bool:
     return any(isinstance(v, (list, tuple)) for v in [*values, *kwvalues.values()])
 
 
-def _moved(atom, value, env, shift, counter):
-    """`value`, the stand-in of `atom`, with its unknown numbers moved by `shift`: all of them
-    where `counter` holds None, else only the one `counter[0]` counts to (it counts down)."""
+def _moved_all(call, env, values, kwvalues, move):
+    """(values, kwvalues) with each unknown number `v` replaced by `move(origin, scale, v)`."""
+    args = [_moved(a, v, env, move) for a, v in zip(call.args, values)]
+    kwargs = {k: _moved(a, kwvalues[k], env, move) for k, a in call.kwargs if k in kwvalues}
+    return args, kwargs
+
+
+def _moved(atom, value, env, move):
+    """`value`, the stand-in of `atom`, with its unknown numbers moved by `move`."""
     if isinstance(atom, Const):
         return value
     if isinstance(atom, Tup):
-        return tuple(_moved(a, v, env, shift, counter) for a, v in zip(atom.items, value))
+        return tuple(_moved(a, v, env, move) for a, v in zip(atom.items, value))
     if isinstance(atom, Slc):
         parts = (atom.lower, atom.upper, atom.step)
         given = (value.start, value.stop, value.step)
-        moved = [_moved(a, v, env, shift, counter) for a, v in zip(parts, given)]
+        moved = [_moved(a, v, env, move) for a, v in zip(parts, given)]
         if moved[2] == 0:
             moved[2] = given[2]  # (a step of 0 is numpy's error, not another shape)
         return slice(*moved)
-    if _unknown_number(atom, env):
-        return _shifted(value, shift, counter)
+    if not _unknown_number(atom, env):
+        return value
+    aval = env[atom.name]
+    if type(value) in _NUMBERS:
+        # (no origin: a value joined from two branches or trips, an origin of its own)
+        token, scale = aval.origin or ((atom.name,), 1)
+        return move(token, scale, value)
+    return _inside(value, move, [atom.name, 0])
+
+
+def _inside(value, move, place):
+    """A container's numbers moved, each an origin of its own (named by its place)."""
+    if type(value) in _NUMBERS:
+        place[1] += 1
+        return move((place[0], place[1]), 1, value)
+    if type(value) in (tuple, list):
+        return type(value)(_inside(v, move, place) for v in value)
+    if type(value) is slice:
+        moved = [_inside(v, move, place) for v in (value.start, value.stop, value.step)]
+        if moved[2] == 0:
+            moved[2] = value.step
+        return slice(*moved)
     return value
 
 
-__all__ = ["has_unknown_number", "shaped_by_values"]
+__all__ = ["has_unknown_number", "origin_of", "shaped_by_values"]
