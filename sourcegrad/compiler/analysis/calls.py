@@ -146,7 +146,14 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
     if (known and rule.pure) or rule.static_result:
         return _computed_now(rule, values, kwvalues, known, strict)
     shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(rule.shape)
-    memo = _memo_key(call.op, values, kwvalues) if shape_fn in _BY_SHAPE else None
+    # (not for a call with a number the analysis does not know, `np.sum(x, axis=k)`: the memo
+    # keys by the number's sample, and a hit would skip `by_values` below: after
+    # `np.sum(x, axis=0)`, `len(np.sum(x, axis=k))` was x.shape[1] whatever k is)
+    memo = (
+        _memo_key(call.op, values, kwvalues)
+        if shape_fn in _BY_SHAPE and not has_unknown_number(call, env)
+        else None
+    )
     result = _SHAPE_MEMO.get(memo) if memo is not None else None
     if result is not None:
         return AVal(result, known=False)

@@ -235,3 +235,17 @@ def test_a_slice_of_one_unknown_keeps_its_length():
     shapes = _shapes(blocks, np.ones(12))
     assert shapes["a"] == (3,) and shapes["b"] == (3,)
     assert shapes["c"] is None
+
+
+def reduced_along_an_axis_not_known(x):
+    a = np.sum(x, axis=0)  # (before: its shape, remembered, was np.sum(x, axis=k)'s below)
+    k = max([0 if s == 9 else 1 for s in x.shape])  # (sample 0; 1 when it runs)
+    b = np.sum(x, axis=k)
+    return np.sum(a) + len(b) * np.sum(x**2)  # (before: len(b) was 3, not 2)
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_a_remembered_shape_is_not_one_an_unknown_number_decides(front_end):
+    x = np.random.default_rng(54).normal(size=(2, 3))
+    fn = reduced_along_an_axis_not_known
+    close(gradient(fn, front_end)(x.copy()), numeric_grad(fn, (x.copy(),), 0))
