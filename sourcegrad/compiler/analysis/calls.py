@@ -146,14 +146,7 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
     if (known and rule.pure) or rule.static_result:
         return _computed_now(rule, values, kwvalues, known, strict)
     shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(rule.shape)
-    # (not for a call with a number the analysis does not know, `np.sum(x, axis=k)`: the memo
-    # keys by the number's sample, and a hit would skip `by_values` below: after
-    # `np.sum(x, axis=0)`, `len(np.sum(x, axis=k))` was x.shape[1] whatever k is)
-    memo = (
-        _memo_key(call.op, values, kwvalues)
-        if shape_fn in _BY_SHAPE and not has_unknown_number(call, env)
-        else None
-    )
+    memo = _memo_for(call, env, shape_fn, values, kwvalues)
     result = _SHAPE_MEMO.get(memo) if memo is not None else None
     if result is not None:
         return AVal(result, known=False)
@@ -216,6 +209,16 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             _SHAPE_MEMO.clear()
         _SHAPE_MEMO[memo] = result
     return AVal(result, known=False)
+
+
+def _memo_for(call, env, shape_fn, values, kwvalues):
+    """The key `call`'s result is remembered under, or None. None for a call with a number the
+    analysis does not know (`np.sum(x, axis=k)`): the key holds the number's sample, and a hit
+    skips `shaped_by_values` (after `np.sum(x, axis=0)`, `len(np.sum(x, axis=k))` was
+    x.shape[1] whatever k is)."""
+    if shape_fn not in _BY_SHAPE or has_unknown_number(call, env):
+        return None
+    return _memo_key(call.op, values, kwvalues)
 
 
 def _computed_now(rule, values, kwvalues, known, strict):
