@@ -175,14 +175,13 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
         return UNKNOWN
     except (ZeroDivisionError, OverflowError, ValueError, TypeError, IndexError):
         # a sample Python number hit a singular point (x / i with i's sample 0): try others
+        # (numpy's verdict on samples in a tuple, not known, is not on the program's numbers)
         unknown_numbers = [
             not k and isinstance(v, (int, float)) and not isinstance(v, bool)
             for v, (_, k) in zip(values, args)
         ]
         if not any(unknown_numbers):
-            # (a tuple of sizes the analysis does not know, `np.reshape(x, sizes)`: its
-            # sample's error is not the program's, whose numbers come when it runs)
-            if strict and not has_unknown_number(call, env):
+            if strict and not has_unknown_number(call, env):  # (`np.reshape(x, sizes)`)
                 _numpy_verdict(rule, values, kwvalues)
             return UNKNOWN
         sampled = [type(v)(1) if u else v for v, u in zip(values, unknown_numbers)]
