@@ -17,7 +17,7 @@ import numpy as np
 from ... import ops
 from ...ops import RULES
 from ..ir import Call, Const, Var
-from .value_shapes import has_unknown_number, shaped_by_values
+from .value_shapes import has_unknown_number, holds_sequence, shaped_by_values
 from .values import UNKNOWN, AVal, ListOf, Unknown, concrete, stand_in
 
 
@@ -146,7 +146,7 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
     if (known and rule.pure) or rule.static_result:
         return _computed_now(rule, values, kwvalues, known, strict)
     shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(rule.shape)
-    memo = _memo_for(call, env, shape_fn, values, kwvalues)
+    memo = _memo_for(call, env, rule, shape_fn, values, kwvalues)
     result = _SHAPE_MEMO.get(memo) if memo is not None else None
     if result is not None:
         return AVal(result, known=False)
@@ -210,12 +210,16 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
     return AVal(result, known=False)
 
 
-def _memo_for(call, env, shape_fn, values, kwvalues):
-    """The key `call`'s result is remembered under, or None. None for a call with a number the
-    analysis does not know (`np.sum(x, axis=k)`): the key holds the number's sample, and a hit
-    skips `shaped_by_values` (after `np.sum(x, axis=0)`, `len(np.sum(x, axis=k))` was
-    x.shape[1] whatever k is)."""
-    if shape_fn not in _BY_SHAPE or has_unknown_number(call, env):
+def _memo_for(call, env, rule, shape_fn, values, kwvalues):
+    """The key `call`'s result is remembered under, or None. None for a call whose shape a
+    number the analysis does not know may decide (`np.sum(x, axis=k)`): the key holds the
+    number's sample, and a hit skips `shaped_by_values` (after `np.sum(x, axis=0)`,
+    `len(np.sum(x, axis=k))` was x.shape[1] whatever k is). An elementwise op on numbers and
+    arrays is remembered: a number decides no shape there."""
+    if shape_fn not in _BY_SHAPE:
+        return None
+    may_decide = rule.kind != "elementwise" or holds_sequence(values, kwvalues)
+    if may_decide and has_unknown_number(call, env):
         return None
     return _memo_key(call.op, values, kwvalues)
 

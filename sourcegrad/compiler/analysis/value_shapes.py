@@ -25,14 +25,18 @@ array whose values decide a shape, `np.nonzero(w > 0)`, is the registry's proper
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..ir import Call, Const, Slc, Tup, Var
-from .values import UNKNOWN, shape_of
+from .values import UNKNOWN, AVal, shape_of
 
 _NUMBERS = (int, float, np.int64, np.intp, np.float64)
+
+
+def holds_sequence(values, kwvalues) -> bool:
+    """Is an operand a list or tuple (`[0.0] * n`: an elementwise op whose shape a number
+    decides)?"""
+    return any(isinstance(v, (list, tuple)) for v in [*values, *kwvalues.values()])
 
 
 def shaped_by_values(call, env, values, kwvalues, result, evaluate, elementwise) -> bool:
@@ -40,7 +44,7 @@ def shaped_by_values(call, env, values, kwvalues, result, evaluate, elementwise)
     value decides no shape there, but for Python's `[x] * n`)."""
     if not has_unknown_number(call, env):
         return False
-    if elementwise and not _holds_sequence(values, kwvalues):
+    if elementwise and not holds_sequence(values, kwvalues):
         return False
     origins: dict = {}  # origin -> (scale, stand-in) of its first number
 
@@ -48,26 +52,38 @@ def shaped_by_values(call, env, values, kwvalues, result, evaluate, elementwise)
         origins.setdefault(key, (scale, v))
         return v
 
-    _moved_all(call, env, values, kwvalues, seen)
+    unknown = _unknown_names(call, env)
+    empty = _empty(result)
+    for name, aval in unknown.items():
+        if type(aval.stand_in) in _NUMBERS:
+            token, scale = aval.origin or ((name,), 1)
+            seen(token, scale, aval.stand_in)
+        else:
+            _inside(aval.stand_in, seen, [name, 0])
     for key, (scale, v) in origins.items():
-        shifts = [1, -1, 2]
-        if v and v % scale == 0:
-            shifts.append(-(v // scale))  # (that number 0: a slice's bound past the end moved
-            # by one is past it still, `w[4:6]` of a length 3 as `w[5:7]`)
-        ran = _ran_alike(call, env, values, kwvalues, result, evaluate, key, shifts, False)
-        if ran is None:  # (only samples crossing zero are left: `x[i - 1]` at i = 0)
-            ran = _ran_alike(call, env, values, kwvalues, result, evaluate, key, shifts, True)
-        if not ran:
+        args = (call, unknown, values, kwvalues, result, evaluate, key)
+        near = _ran_alike(*args, (1, -1, 2), across_zero=False)
+        if near is None:  # (only samples crossing zero are left: `x[i - 1]` at i = 0)
+            near = _ran_alike(*args, (1, -1, 2), across_zero=True)
+        if not near:
             return True  # (a shape differs, or no moved sample runs: not known)
+        # an empty result, also with that number 0: a slice's bounds past the end moved by
+        # one are past it still (`w[4:6]` of a length 3 as `w[5:7]`)
+        if (
+            empty
+            and v
+            and v % scale == 0
+            and _ran_alike(*args, (-(v // scale),), across_zero=False) is False
+        ):
+            return True
     return False
 
 
-def _ran_alike(call, env, values, kwvalues, result, evaluate, key, shifts, across_zero):
-    """True where the samples with origin `key`'s numbers moved by `shifts` that run all have
-    `result`'s shape; False where one differs; None where none runs. A sample that moves a
-    number across zero is skipped unless `across_zero` (a negative index counts from the end:
-    `x[i:i + 3]` at i = 0 moved by -1 is empty)."""
-    ran = None
+def _ran_alike(call, unknown, values, kwvalues, result, evaluate, key, shifts, across_zero):
+    """For the first of the samples with origin `key`'s numbers moved by `shifts` that runs:
+    True where its shape is `result`'s, False where it differs; None where none runs. A
+    sample that moves a number across zero is skipped unless `across_zero` (a negative index
+    counts from the end: `x[i:i + 3]` at i = 0 moved by -1 is empty)."""
     for shift in shifts:
         crossed = []
 
@@ -79,17 +95,15 @@ def _ran_alike(call, env, values, kwvalues, result, evaluate, key, shifts, acros
                 crossed.append(k)
             return moved
 
-        moved_values, moved_kwvalues = _moved_all(call, env, values, kwvalues, move)
+        moved_values, moved_kwvalues = _moved_all(call, unknown, values, kwvalues, move)
         if crossed and not across_zero:
             continue
         try:
             again = evaluate(moved_values, moved_kwvalues)
         except Exception:  # (this sample out of range: `x[i + 1]` at the last i; another)
             continue
-        if _shape(again) != _shape(result):
-            return False
-        ran = True
-    return ran
+        return _shape(again) == _shape(result)
+    return None
 
 
 def origin_of(value, aval, env, fresh=False):
@@ -101,18 +115,23 @@ def origin_of(value, aval, env, fresh=False):
     if aval is UNKNOWN or aval.known or type(aval.stand_in) not in _NUMBERS:
         return aval
     origin = None if fresh else _affine(value, env)
-    return dataclasses.replace(aval, origin=origin or (object(), 1))
+    return AVal(aval.stand_in, False, origin or (object(), 1))
+
+
+_AFFINE = {"neg_op", "negative", "add_op", "add", "sub_op", "subtract", "mul_op", "multiply"}
 
 
 def _affine(value, env):
     if isinstance(value, Var):
         return _origin(value, env)
-    if not isinstance(value, Call) or value.kwargs or len(value.args) not in (1, 2):
+    if not isinstance(value, Call) or value.op not in _AFFINE or value.kwargs:
         return None
     if len(value.args) == 1:
         inner = _origin(value.args[0], env)
         if value.op in ("neg_op", "negative") and inner is not None:
             return (inner[0], -inner[1])
+        return None
+    if len(value.args) != 2:
         return None
     a, b = value.args
     oa, ob = _origin(a, env), _origin(b, env)
@@ -148,6 +167,14 @@ def _known_number(atom, env):
     else:
         return None
     return value if type(value) in _NUMBERS else None
+
+
+def _empty(value) -> bool:
+    """Has `value` no element along some axis (an empty range, slice or list)?"""
+    if isinstance(value, range):
+        return len(value) == 0
+    shape = _shape(value)[1]
+    return isinstance(shape, tuple) and 0 in shape
 
 
 def _shape(value):
@@ -193,35 +220,52 @@ def has_unknown_number(call, env) -> bool:
     return any(within(a) for a in call.args) or any(within(a) for _, a in call.kwargs)
 
 
-def _holds_sequence(values, kwvalues) -> bool:
-    return any(isinstance(v, (list, tuple)) for v in [*values, *kwvalues.values()])
+def _unknown_names(call, env) -> dict:
+    """{name: its AVal} for the names among `call`'s operands holding unknown numbers."""
+    found = {}
+
+    def visit(atom):
+        if isinstance(atom, Tup):
+            for a in atom.items:
+                visit(a)
+        elif isinstance(atom, Slc):
+            for a in (atom.lower, atom.upper, atom.step):
+                visit(a)
+        elif _unknown_number(atom, env):
+            found[atom.name] = env[atom.name]
+
+    for a in call.args:
+        visit(a)
+    for _, a in call.kwargs:
+        visit(a)
+    return found
 
 
-def _moved_all(call, env, values, kwvalues, move):
-    """(values, kwvalues) with each unknown number `v` replaced by `move(origin, scale, v)`."""
-    args = [_moved(a, v, env, move) for a, v in zip(call.args, values)]
-    kwargs = {k: _moved(a, kwvalues[k], env, move) for k, a in call.kwargs if k in kwvalues}
+def _moved_all(call, unknown, values, kwvalues, move):
+    """(values, kwvalues) with each unknown number `v` replaced by `move(origin, scale, v)`
+    (`unknown`: `_unknown_names`)."""
+    args = [_moved(a, v, unknown, move) for a, v in zip(call.args, values)]
+    kwargs = {k: _moved(a, kwvalues[k], unknown, move) for k, a in call.kwargs if k in kwvalues}
     return args, kwargs
 
 
-def _moved(atom, value, env, move):
+def _moved(atom, value, unknown, move):
     """`value`, the stand-in of `atom`, with its unknown numbers moved by `move`."""
-    if isinstance(atom, Const):
-        return value
     if isinstance(atom, Tup):
-        return tuple(_moved(a, v, env, move) for a, v in zip(atom.items, value))
+        return tuple(_moved(a, v, unknown, move) for a, v in zip(atom.items, value))
     if isinstance(atom, Slc):
         parts = (atom.lower, atom.upper, atom.step)
         given = (value.start, value.stop, value.step)
-        moved = [_moved(a, v, env, move) for a, v in zip(parts, given)]
+        moved = [_moved(a, v, unknown, move) for a, v in zip(parts, given)]
         if moved[2] == 0:
             moved[2] = given[2]  # (a step of 0 is numpy's error, not another shape)
         return slice(*moved)
-    if not _unknown_number(atom, env):
+    aval = unknown.get(atom.name) if isinstance(atom, Var) else None
+    if aval is None:
         return value
-    aval = env[atom.name]
     if type(value) in _NUMBERS:
-        # (no origin: a value joined from two branches or trips, an origin of its own)
+        # (no origin: a value joined from two branches or trips, an origin of its own; the
+        # same key as shaped_by_values')
         token, scale = aval.origin or ((atom.name,), 1)
         return move(token, scale, value)
     return _inside(value, move, [atom.name, 0])
@@ -242,4 +286,4 @@ def _inside(value, move, place):
     return value
 
 
-__all__ = ["has_unknown_number", "origin_of", "shaped_by_values"]
+__all__ = ["has_unknown_number", "holds_sequence", "origin_of", "shaped_by_values"]
