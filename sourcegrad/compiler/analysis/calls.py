@@ -17,7 +17,7 @@ import numpy as np
 from ... import ops
 from ...ops import RULES
 from ..ir import Call, Const, Var
-from .value_shapes import shaped_by_values
+from .value_shapes import has_unknown_number, holds_sequence, shaped_by_values
 from .values import UNKNOWN, AVal, ListOf, Unknown, concrete, stand_in
 
 
@@ -146,7 +146,7 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
     if (known and rule.pure) or rule.static_result:
         return _computed_now(rule, values, kwvalues, known, strict)
     shape_fn = _SHAPE_FUNCTIONS.get(rule.kind) or _SHAPE_FUNCTIONS.get(rule.shape)
-    memo = _memo_key(call.op, values, kwvalues) if shape_fn in _BY_SHAPE else None
+    memo = _memo_for(call, env, rule, shape_fn, values, kwvalues)
     result = _SHAPE_MEMO.get(memo) if memo is not None else None
     if result is not None:
         return AVal(result, known=False)
@@ -175,12 +175,13 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
         return UNKNOWN
     except (ZeroDivisionError, OverflowError, ValueError, TypeError, IndexError):
         # a sample Python number hit a singular point (x / i with i's sample 0): try others
+        # (numpy's verdict on samples in a tuple, not known, is not on the program's numbers)
         unknown_numbers = [
             not k and isinstance(v, (int, float)) and not isinstance(v, bool)
             for v, (_, k) in zip(values, args)
         ]
         if not any(unknown_numbers):
-            if strict:
+            if strict and not has_unknown_number(call, env):  # (`np.reshape(x, sizes)`)
                 _numpy_verdict(rule, values, kwvalues)
             return UNKNOWN
         sampled = [type(v)(1) if u else v for v, u in zip(values, unknown_numbers)]
@@ -207,6 +208,20 @@ def _abstract_call(call: Call, env: dict, strict: bool = False):
             _SHAPE_MEMO.clear()
         _SHAPE_MEMO[memo] = result
     return AVal(result, known=False)
+
+
+def _memo_for(call, env, rule, shape_fn, values, kwvalues):
+    """The key `call`'s result is remembered under, or None. None for a call whose shape a
+    number the analysis does not know may decide (`np.sum(x, axis=k)`): the key holds the
+    number's sample, and a hit skips `shaped_by_values` (after `np.sum(x, axis=0)`,
+    `len(np.sum(x, axis=k))` was x.shape[1] whatever k is). An elementwise op on numbers and
+    arrays is remembered: a number decides no shape there."""
+    if shape_fn not in _BY_SHAPE:
+        return None
+    may_decide = rule.kind != "elementwise" or holds_sequence(values, kwvalues)
+    if may_decide and has_unknown_number(call, env):
+        return None
+    return _memo_key(call.op, values, kwvalues)
 
 
 def _computed_now(rule, values, kwvalues, known, strict):

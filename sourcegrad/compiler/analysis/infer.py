@@ -16,6 +16,7 @@ import numpy as np
 from ... import errors
 from ..ir import Assign, Call, ExprStmt, For, If, While
 from .calls import NumpyRejects, abstract_call
+from .value_shapes import origin_of
 from .values import UNBOUND, UNKNOWN, AVal, ListOf, Unknown, aval_of, concrete
 
 
@@ -79,6 +80,7 @@ def _infer_block(stmts, env, summary):
                 if not untaken:
                     raise
                 aval = UNKNOWN
+            aval = origin_of(stmt.value, aval, env)
             env[stmt.target] = aval
             _record(summary, stmt.target, aval)
         elif isinstance(stmt, If):
@@ -142,14 +144,14 @@ def _infer_for(stmt, env, summary):
         trips = range(*bounds)
     if trips is not None and len(trips) <= _EXACT_TRIPS:
         for i in trips:
-            env[stmt.target] = AVal(i, known=False)
+            env[stmt.target] = origin_of(None, AVal(i, known=False), env, fresh=True)
             _record(summary, stmt.target, AVal(i, known=False))
             _infer_block(stmt.body, env, summary)
         return
     start = bounds[0] if bounds[0] is not None else 0
 
     def once(e):
-        e[stmt.target] = AVal(start, known=False)
+        e[stmt.target] = origin_of(None, AVal(start, known=False), e, fresh=True)
         _record(summary, stmt.target, AVal(start, known=False))
         _infer_block(stmt.body, e, summary)
 

@@ -10,7 +10,7 @@ the key compiled code is cached under.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,8 @@ class AVal:
 
     stand_in: object
     known: bool = False
+    # (for a number not known: which unknown it moves with, `value_shapes.origin_of`)
+    origin: object = field(default=None, compare=False, repr=False)
 
     @property
     def shape(self):
