@@ -82,6 +82,10 @@ NOT_YET_FIELDS = {
     },
     "compiler/analysis/checks.py": {"_COPY_KEYWORD": "ops taking numpy's copy= keyword"},
     "compiler/backends/numba_backend.py": {"_REDUCTIONS": "reductions numba compiles"},
+    "compiler/analysis/value_shapes.py": {
+        "_AFFINE": "negation, addition, subtraction and multiplication: the arithmetic an "
+        "unknown number's known offset and scale follow (`x[i:i + 3]` moves as i)"
+    },
     "compiler/backends/numba_masks.py": {
         "_RUNTIME_ARITY": "runtime helpers' names in generated text, by their arity",
         "_RUNTIME_MASK_AT": "the position of those helpers' mask argument",
