@@ -28,7 +28,7 @@ from ..eager.indexing import pick
 from ..eager.tensor import Tensor
 from ..eager.views import movedim
 from ..ops import nn_kernels as K
-from .pool_ops import checked_output_size, resample
+from .pool_ops import check_dilation_and_padding, checked_output_size, resample
 
 __all__ = ["max_pool3d", "avg_pool3d"]
 
@@ -75,17 +75,7 @@ def _args(input, kernel_size, stride, padding, dilation, name):
             "kernel size should be greater than zero, but got "
             + " ".join(f"k{_LETTERS[i]}: {k}" for i, k in enumerate(kernel))
         )
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError(
-            "dilation should be greater than zero, but got "
-            + " ".join(f"dilation{_LETTERS[i]}: {d}" for i, d in enumerate(dilation))
-        )
-    for k, p, d in zip(kernel, padding, dilation):
-        if p < 0 or p > (d * (k - 1) + 1) // 2:
-            raise RuntimeError(
-                "pad should be at most half of effective kernel size, but got "
-                f"pad={p}, kernel_size={k} and dilation={d}"
-            )
+    check_dilation_and_padding(kernel, padding, dilation, _LETTERS)
     return kernel, stride, padding, dilation
 
 

@@ -90,12 +90,17 @@ def _pool_args(input, kernel_size, stride, padding, dilation, nd, name):
         )
     if any(s <= 0 for s in stride):
         raise RuntimeError("stride should not be zero")
+    check_dilation_and_padding(kernel, padding, dilation, "HW" if nd == 2 else "W")
+    return kernel, stride, padding, dilation
+
+
+def check_dilation_and_padding(kernel, padding, dilation, letters):
+    """torch's last checks of a pool's arguments (any dimension count; `letters` name the
+    dimensions in its message: "W", "HW", "THW")."""
     if any(d <= 0 for d in dilation):
         raise RuntimeError(
             "dilation should be greater than zero, but got "
-            + " ".join(
-                f"dilation{'HW'[i] if nd == 2 else 'W'}: {d}" for i, d in enumerate(dilation)
-            )
+            + " ".join(f"dilation{letters[i]}: {d}" for i, d in enumerate(dilation))
         )
     for k, p, d in zip(kernel, padding, dilation):
         if p < 0 or p > (d * (k - 1) + 1) // 2:
@@ -103,7 +108,6 @@ def _pool_args(input, kernel_size, stride, padding, dilation, nd, name):
                 "pad should be at most half of effective kernel size, but got "
                 f"pad={p}, kernel_size={k} and dilation={d}"
             )
-    return kernel, stride, padding, dilation
 
 
 def checked_output_size(x, kernel, stride, padding, dilation, ceil_mode):
